@@ -1,0 +1,120 @@
+"""allocate: place pending tasks of admitted jobs, queue by queue, namespace by namespace, job by job.
+
+Each turn takes the queue that comes first in queue order (an overused queue is skipped for the rest
+of the session), inside it the namespace that comes first in namespace order, inside that the job that
+comes first in job order, and places that job's tasks in task order through one Statement: committed
+when the gang is ready, held if it is only pipelined, discarded otherwise. A job that became ready with
+tasks left is pushed back, so orders are re-evaluated after every job turn.
+
+Tasks without requests are left to backfill.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from volsched.actions.util import JobQueue, TaskQueue, first
+from volsched.framework.registry import register_action
+from volsched.framework.session import Session
+from volsched.framework.statement import Statement
+from volsched.model.cluster import Job
+from volsched.model.objects import PodGroupPhase, QueueSpec
+
+
+def gang_message(job: Job, reason: str | None) -> str:
+    head = f"gang {job.name}: {job.ready_count}/{job.min_member} tasks could be placed (minMember {job.min_member})"
+    return f"{head}: {reason}" if reason else head
+
+
+def admitted_jobs(session: Session, *, best_effort: bool) -> dict[str, dict[str, list[Job]]]:
+    """Admitted jobs with pending tasks of the given kind, by queue and namespace."""
+    out: dict[str, dict[str, list[Job]]] = {}
+    for job in session.jobs.values():
+        if job.phase is PodGroupPhase.PENDING:
+            continue
+        if not any(t.best_effort is best_effort and t.schedulable_by_us for t in job.pending_tasks()):
+            continue
+        if job.queue not in session.queues:
+            session.record_job_error(job, f"queue {job.queue} does not exist")
+            continue
+        reason = session.job_valid(job)
+        if reason:
+            session.record_job_error(job, reason)
+            continue
+        out.setdefault(job.queue, {}).setdefault(job.namespace, []).append(job)
+    return out
+
+
+@register_action
+class Allocate:
+    name: ClassVar[str] = "allocate"
+
+    def execute(self, session: Session) -> None:
+        queues: dict[str, dict[str, JobQueue]] = {
+            q: {ns: JobQueue(session, jobs) for ns, jobs in by_ns.items()}
+            for q, by_ns in admitted_jobs(session, best_effort=False).items()
+        }
+        tasks: dict[str, TaskQueue] = {}
+        while queues:
+            qname = first(queues, lambda a, b: session.queue_less(session.queues[a], session.queues[b]))
+            queue = session.queues[qname]
+            overused = session.overused(queue)
+            if overused:
+                for jq in queues.pop(qname).values():
+                    while jq:
+                        job = jq.pop()
+                        session.job_errors.setdefault(job.key, f"queue {qname} is overused ({overused})")
+                continue
+            namespaces = queues[qname]
+            ns = first(namespaces, session.namespace_less)
+            job = namespaces[ns].pop()
+            if not namespaces[ns]:
+                del namespaces[ns]
+                if not namespaces:
+                    del queues[qname]
+            job_tasks = tasks.get(job.key)
+            if job_tasks is None:
+                job_tasks = TaskQueue(
+                    session, [t for t in job.pending_tasks() if not t.best_effort and t.schedulable_by_us]
+                )
+                tasks[job.key] = job_tasks
+            statement = Statement(session)
+            again, reason = self._place(session, queue, job, job_tasks, statement)
+            if session.job_ready(job):
+                statement.commit()
+            elif session.job_pipelined(job):
+                statement.hold()
+            else:
+                statement.discard()
+                session.record_job_error(job, gang_message(job, reason))
+                continue
+            if again:
+                queues.setdefault(qname, {}).setdefault(job.namespace, JobQueue(session)).push(job)
+            elif reason:
+                session.record_job_error(job, reason)
+
+    @staticmethod
+    def _place(
+        session: Session, queue: QueueSpec, job: Job, tasks: TaskQueue, statement: Statement
+    ) -> tuple[bool, str | None]:
+        """Place tasks until the job is ready with tasks left (returns True: push back) or none fit."""
+        reason: str | None = None
+        while tasks:
+            task = tasks.pop()
+            refused = session.allocatable(queue, task)
+            if refused:
+                reason = f"task {task.name}: {refused}"
+                session.record_fit_error(task, refused)
+                continue
+            choice = session.choose_node(task)
+            if choice.node is None:
+                reason = f"task {task.name}: {choice.reason}"
+                session.record_fit_error(task, choice.reason)
+                break
+            if choice.pipelined:
+                statement.pipeline(task, choice.node)
+            else:
+                statement.allocate(task, choice.node)
+            if tasks and session.job_ready(job):
+                return True, None
+        return False, reason

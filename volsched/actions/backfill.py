@@ -1,0 +1,48 @@
+"""backfill: place admitted tasks that request nothing (best-effort pods) on any node that passes the
+filters. A gang of such tasks still starts all at once or not at all."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from volsched.actions.allocate import admitted_jobs, gang_message
+from volsched.actions.util import JobQueue, TaskQueue
+from volsched.framework.registry import register_action
+from volsched.framework.session import Session
+from volsched.framework.statement import Statement
+
+
+@register_action
+class Backfill:
+    name: ClassVar[str] = "backfill"
+
+    def execute(self, session: Session) -> None:
+        jobs = JobQueue(
+            session,
+            [
+                j
+                for by_ns in admitted_jobs(session, best_effort=True).values()
+                for js in by_ns.values()
+                for j in js
+            ],
+        )
+        while jobs:
+            job = jobs.pop()
+            tasks = TaskQueue(
+                session, [t for t in job.pending_tasks() if t.best_effort and t.schedulable_by_us]
+            )
+            statement = Statement(session)
+            reason = None
+            while tasks:
+                task = tasks.pop()
+                choice = session.choose_node(task, allow_pipeline=False)
+                if choice.node is None:
+                    reason = f"task {task.name}: {choice.reason}"
+                    session.record_fit_error(task, choice.reason)
+                    continue
+                statement.allocate(task, choice.node)
+            if session.job_ready(job):
+                statement.commit()
+            else:
+                statement.discard()
+                session.record_job_error(job, gang_message(job, reason))

@@ -1,0 +1,66 @@
+"""enqueue: admit Pending jobs (PodGroups) into their queue when every plugin's vote lets them in.
+
+Queues take turns in queue order, one job a turn in job order, so admission is fair between queues.
+A closed queue admits nothing. Rejections are recorded as the job's reason.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from volsched.actions.util import JobQueue
+from volsched.framework.registry import register_action
+from volsched.framework.session import Session
+from volsched.model.cluster import Job
+from volsched.model.objects import PodGroupPhase, QueueState
+
+
+@register_action
+class Enqueue:
+    name: ClassVar[str] = "enqueue"
+
+    def execute(self, session: Session) -> None:
+        pending: dict[str, list[Job]] = {}
+        for queue, jobs in session.jobs_by_queue().items():
+            spec = session.queues.get(queue)
+            waiting = [j for j in jobs if j.phase is PodGroupPhase.PENDING and j.pending_tasks()]
+            if not waiting:
+                continue
+            if spec is None:
+                for job in waiting:
+                    session.record_job_error(job, f"queue {queue} does not exist")
+                continue
+            if spec.state is QueueState.CLOSED:
+                for job in waiting:
+                    session.record_job_error(job, f"queue {queue} is closed and admits no new jobs")
+                continue
+            pending[queue] = waiting
+        order = {q: JobQueue(session, jobs) for q, jobs in pending.items()}
+        while order:
+            name = min(order, key=lambda q: _QueueKey(session, q))
+            job = order[name].pop()
+            if not order[name]:
+                del order[name]
+            reason = session.job_valid(job)
+            if reason:
+                session.record_job_error(job, reason)
+                continue
+            ok, why = session.job_enqueueable(job)
+            if ok:
+                job.phase = PodGroupPhase.INQUEUE
+                session.job_enqueued(job)
+            else:
+                session.record_job_error(job, f"not admitted to queue {job.queue}: {why}")
+
+
+class _QueueKey:
+    """Adapts the session's tiered queue order to ``min``/``sorted``."""
+
+    __slots__ = ("name", "session")
+
+    def __init__(self, session: Session, name: str) -> None:
+        self.session = session
+        self.name = name
+
+    def __lt__(self, other: _QueueKey) -> bool:
+        return self.session.queue_less(self.session.queues[self.name], self.session.queues[other.name])

@@ -1,0 +1,79 @@
+"""Small ordering helpers shared by actions: heaps ordered by the session's tiered compare functions."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable
+from typing import Any
+
+from volsched.framework.session import Session
+from volsched.model.cluster import Job
+from volsched.model.objects import Task
+
+
+class _JobItem:
+    __slots__ = ("job", "session")
+
+    def __init__(self, session: Session, job: Job) -> None:
+        self.session = session
+        self.job = job
+
+    def __lt__(self, other: _JobItem) -> bool:
+        return self.session.job_less(self.job, other.job)
+
+
+class _TaskItem:
+    __slots__ = ("session", "task")
+
+    def __init__(self, session: Session, task: Task) -> None:
+        self.session = session
+        self.task = task
+
+    def __lt__(self, other: _TaskItem) -> bool:
+        return self.session.task_less(self.task, other.task)
+
+
+class JobQueue:
+    """Jobs in the session's job order. A job's order may change only while it is out of the heap."""
+
+    def __init__(self, session: Session, jobs: Iterable[Job] = ()) -> None:
+        self.session = session
+        self._heap = [_JobItem(session, j) for j in jobs]
+        heapq.heapify(self._heap)
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def push(self, job: Job) -> None:
+        heapq.heappush(self._heap, _JobItem(self.session, job))
+
+    def pop(self) -> Job:
+        return heapq.heappop(self._heap).job
+
+    def peek(self) -> Job:
+        return self._heap[0].job
+
+
+class TaskQueue:
+    def __init__(self, session: Session, tasks: Iterable[Task] = ()) -> None:
+        self.session = session
+        self._heap = [_TaskItem(session, t) for t in tasks]
+        heapq.heapify(self._heap)
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def push(self, task: Task) -> None:
+        heapq.heappush(self._heap, _TaskItem(self.session, task))
+
+    def pop(self) -> Task:
+        return heapq.heappop(self._heap).task
+
+
+def first(items: Iterable[Any], less: Any) -> Any:
+    """The least item under a ``less(a, b)`` function (stable: the earliest of equals wins)."""
+    best = None
+    for item in items:
+        if best is None or less(item, best):
+            best = item
+    return best

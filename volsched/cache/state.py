@@ -1,0 +1,191 @@
+"""The scheduler cache: cluster objects by kind, kept current by add/update/delete events.
+
+The operator feeds it from watches, the simulator from YAML; both take snapshots of it for sessions.
+Objects arrive as raw dicts and are parsed on the way in, so a malformed object is reported once,
+when it arrives, and never reaches a session. Pods are kept raw as well, because their priority
+depends on PriorityClasses that may arrive later.
+
+This module does no I/O.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from volsched.model.cluster import ClusterSnapshot, build_snapshot
+from volsched.model.errors import InputError
+from volsched.model.objects import (
+    DEFAULT_QUEUE,
+    NodeSpec,
+    PodGroupPhase,
+    PodGroupSpec,
+    QueueSpec,
+    Task,
+    build_node,
+    build_podgroup,
+    build_queue,
+    build_task,
+    default_queue,
+    object_ref,
+    priority_class_value,
+    quota_weight,
+)
+from volsched.model.usage import NodeUsage
+
+KINDS = ("Node", "Namespace", "ResourceQuota", "PriorityClass", "Pod", "PodGroup", "Queue")
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace") or ""
+    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+
+class ClusterState:
+    """Parsed cluster objects. Thread-safe: watch handlers write while the session loop snapshots."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.nodes: dict[str, NodeSpec] = {}
+        self.raw_pods: dict[str, Mapping[str, Any]] = {}
+        self.tasks: dict[str, Task] = {}
+        self.podgroups: dict[str, PodGroupSpec] = {}
+        self.queues: dict[str, QueueSpec] = {}
+        self.quota_weights: dict[str, int] = {}  # "ns/quota" -> weight
+        self.namespaces: set[str] = set()
+        self.priority_classes: dict[str, int] = {}
+        self.default_priority = 0
+        self._global_default: dict[str, int] = {}
+        self.usage: dict[str, NodeUsage] = {}
+        #: Nodes each pod owner was moved off by rescheduling (owner -> nodes); see Task.avoid_nodes.
+        self.avoid: dict[str, tuple[str, ...]] = {}
+        self.generation = 0
+
+    # --- events ---------------------------------------------------------------------------------------
+
+    def apply(self, obj: Mapping[str, Any]) -> None:
+        """Add or replace one object. Raises :class:`InputError` for an unknown kind or a bad field."""
+        kind = obj.get("kind")
+        with self._lock:
+            self.generation += 1
+            if kind == "Node":
+                spec = build_node(obj)
+                self.nodes[spec.name] = spec
+            elif kind == "Pod":
+                task = build_task(
+                    obj, priority_classes=self.priority_classes, default_priority=self.default_priority
+                )
+                self.raw_pods[task.key] = obj
+                self.tasks[task.key] = task
+            elif kind == "PodGroup":
+                pg = build_podgroup(obj)
+                self.podgroups[pg.key] = pg
+            elif kind == "Queue":
+                q = build_queue(obj)
+                self.queues[q.name] = q
+            elif kind == "ResourceQuota":
+                meta = obj.get("metadata") or {}
+                if not meta.get("namespace") or not meta.get("name"):
+                    raise InputError(f"{object_ref(obj)}: missing field metadata.namespace or metadata.name")
+                self.quota_weights[_key(obj)] = quota_weight(obj)
+                self.namespaces.add(str(meta["namespace"]))
+            elif kind == "Namespace":
+                name = (obj.get("metadata") or {}).get("name")
+                if not name:
+                    raise InputError("Namespace: missing field metadata.name")
+                self.namespaces.add(str(name))
+            elif kind == "PriorityClass":
+                name, value, is_default = priority_class_value(obj)
+                self.priority_classes[name] = value
+                if is_default:
+                    self._global_default[name] = value
+                else:
+                    self._global_default.pop(name, None)
+                self._refresh_priorities()
+            else:
+                raise InputError(f"unknown kind {kind!r}; known kinds: {', '.join(KINDS)}")
+
+    def delete(self, kind: str, namespace: str | None, name: str) -> None:
+        key = f"{namespace}/{name}" if namespace else name
+        with self._lock:
+            self.generation += 1
+            if kind == "Node":
+                self.nodes.pop(name, None)
+                self.usage.pop(name, None)
+            elif kind == "Pod":
+                self.raw_pods.pop(key, None)
+                self.tasks.pop(key, None)
+            elif kind == "PodGroup":
+                self.podgroups.pop(key, None)
+            elif kind == "Queue":
+                self.queues.pop(name, None)
+            elif kind == "ResourceQuota":
+                self.quota_weights.pop(key, None)
+            elif kind == "Namespace":
+                self.namespaces.discard(name)
+            elif kind == "PriorityClass":
+                self.priority_classes.pop(name, None)
+                self._global_default.pop(name, None)
+                self._refresh_priorities()
+
+    def _refresh_priorities(self) -> None:
+        self.default_priority = max(self._global_default.values(), default=0)
+        for key, raw in self.raw_pods.items():
+            self.tasks[key] = build_task(
+                raw, priority_classes=self.priority_classes, default_priority=self.default_priority
+            )
+
+    def set_usage(self, usage: Mapping[str, NodeUsage]) -> None:
+        with self._lock:
+            self.usage = dict(usage)
+
+    def set_podgroup_phase(self, key: str, phase: PodGroupPhase) -> None:
+        with self._lock:
+            pg = self.podgroups.get(key)
+            if pg is not None and pg.phase is not phase:
+                from dataclasses import replace
+
+                self.podgroups[key] = replace(pg, phase=phase)
+
+    # --- reading --------------------------------------------------------------------------------------
+
+    def namespace_weights(self) -> dict[str, int]:
+        out: dict[str, int] = {ns: 1 for ns in self.namespaces}
+        for key, weight in self.quota_weights.items():
+            ns = key.split("/", 1)[0]
+            out[ns] = max(out.get(ns, 1), weight)
+        return out
+
+    def queue_specs(self) -> list[QueueSpec]:
+        queues = dict(self.queues)
+        queues.setdefault(DEFAULT_QUEUE, default_queue())
+        return list(queues.values())
+
+    def snapshot(self, *, now: float = 0.0, tasks: Iterable[Task] | None = None) -> ClusterSnapshot:
+        with self._lock:
+            task_list = list(self.tasks.values()) if tasks is None else list(tasks)
+            if self.avoid:
+                from dataclasses import replace
+
+                from volsched.model.objects import placement_key
+
+                adjusted = []
+                for t in task_list:
+                    avoid = self.avoid.get(t.owner or "") if t.owner else None
+                    if avoid and t.node_name is None:
+                        t = replace(t, avoid_nodes=avoid)
+                        t.placement_key = placement_key(t)
+                    adjusted.append(t)
+                task_list = adjusted
+            return build_snapshot(
+                nodes=list(self.nodes.values()),
+                tasks=task_list,
+                podgroups=list(self.podgroups.values()),
+                queues=self.queue_specs(),
+                namespace_weights=self.namespace_weights(),
+                priority_classes=dict(self.priority_classes),
+                usage=dict(self.usage),
+                now=now,
+            )

@@ -1,0 +1,84 @@
+"""The ``volsched`` command line: ``simulate`` (in memory) and ``run`` (the operator).
+
+A user's mistake (bad YAML, a bad field, an unknown plugin) ends with exit status 2 and one message
+naming where it is, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+from rich.console import Console
+
+from volsched.model.errors import InputError
+
+
+def _bundled_example() -> Path:
+    return Path(str(resources.files("volsched") / "examples" / "cluster.yaml"))
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from volsched.framework.config import load_config
+    from volsched.render import render_simulation
+    from volsched.simulate import simulate, to_json
+
+    files = args.file or [str(_bundled_example())]
+    config = load_config(args.config) if args.config else None
+    result = simulate(files, config=config, sessions=args.sessions)
+    data = to_json(result)
+    if args.output == "json":
+        json.dump(data, sys.stdout, indent=2, sort_keys=False)
+        sys.stdout.write("\n")
+    else:
+        render_simulation(data, Console(width=max(Console().width, 140)))
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        from volsched.operator import main as operator_main  # type: ignore[import-not-found,unused-ignore]
+    except ModuleNotFoundError as exc:  # pragma: no cover - until the operator lands
+        print(f"volsched run: the operator is not available ({exc})", file=sys.stderr)
+        return 1
+    return int(operator_main(args.operator_args))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="volsched", description="A batch scheduler for Kubernetes.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sim = sub.add_parser("simulate", help="run the scheduler on Kubernetes YAML in memory")
+    sim.add_argument(
+        "-f",
+        "--file",
+        action="append",
+        help="YAML with Nodes, Pods, PodGroups, Queues, Jobs... (repeatable); default: the bundled example",
+    )
+    sim.add_argument("--config", help="scheduler config YAML (Volcano's shape); default: the built-in config")
+    sim.add_argument("--sessions", type=int, default=100, help="stop after this many sessions (default 100)")
+    sim.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    sim.set_defaults(func=_simulate)
+    run = sub.add_parser("run", help="run the operator against the cluster in the current kubeconfig")
+    run.add_argument("operator_args", nargs=argparse.REMAINDER)
+    run.set_defaults(func=_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except InputError as exc:
+        print(f"volsched {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # output piped into head and the like
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

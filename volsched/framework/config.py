@@ -1,0 +1,200 @@
+"""Scheduler configuration: the same YAML shape as Volcano's scheduler config.
+
+```yaml
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enableJobOrder: false        # per-extension-point switches
+  - name: usage
+    arguments: {usage.weight: 5}
+metrics: {...}                  # kept raw here; volsched.metrics parses it
+```
+
+Parsing validates names against the action and plugin registries and reports everything a person needs
+to fix it. This module does no I/O besides reading a file when asked to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from volsched.model.errors import InputError
+
+#: Extension points a plugin entry can switch off, with the config keys that name them. The first key
+#: is ours; the others are accepted for configs written for Volcano.
+EXTENSION_SWITCHES: dict[str, tuple[str, ...]] = {
+    "job_order": ("enableJobOrder",),
+    "namespace_order": ("enableNamespaceOrder",),
+    "queue_order": ("enableQueueOrder",),
+    "task_order": ("enableTaskOrder",),
+    "job_valid": ("enableJobValid",),
+    "job_ready": ("enableJobReady",),
+    "job_pipelined": ("enableJobPipelined",),
+    "job_enqueueable": ("enableJobEnqueued", "enableJobEnqueueable"),
+    "job_starving": ("enableJobStarving",),
+    "allocatable": ("enableAllocatable", "enabledAllocatable"),
+    "overused": ("enableOverused", "enabledOverused"),
+    "preemptive": ("enablePreemptive",),
+    "predicate": ("enablePredicate",),
+    "node_order": ("enableNodeOrder", "enableBestNode"),
+    "reclaimable": ("enableReclaimable",),
+    "preemptable": ("enablePreemptable",),
+    "victim": ("enableVictim", "enableVictimTasks"),
+}
+_SWITCH_KEYS = {key: point for point, keys in EXTENSION_SWITCHES.items() for key in keys}
+
+DEFAULT_CONFIG_YAML = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+
+
+@dataclass(frozen=True)
+class PluginOption:
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    disabled: frozenset[str] = frozenset()
+
+    def enabled(self, point: str) -> bool:
+        return point not in self.disabled
+
+
+@dataclass(frozen=True)
+class Tier:
+    plugins: tuple[PluginOption, ...]
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    actions: tuple[str, ...]
+    tiers: tuple[Tier, ...]
+    metrics: Mapping[str, Any] | None = None
+    source: str = "<default>"
+
+    def plugin_options(self) -> list[PluginOption]:
+        return [p for t in self.tiers for p in t.plugins]
+
+
+def _known(names: Any) -> str:
+    return ", ".join(sorted(names))
+
+
+def parse_config(
+    raw: Any,
+    *,
+    source: str,
+    known_actions: Mapping[str, Any],
+    known_plugins: Mapping[str, Any],
+) -> SchedulerConfig:
+    """Validate a parsed config document. Errors name the field and list what is known."""
+    if isinstance(raw, str | bytes):
+        try:
+            raw = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise InputError(f"not valid YAML: {exc}", source=source) from None
+    if not isinstance(raw, Mapping):
+        raise InputError("the scheduler config must be a map with actions and tiers", source=source)
+    unknown_top = set(raw) - {"actions", "tiers", "metrics", "configurations"}
+    if unknown_top:
+        raise InputError(
+            f"unknown field(s) {_known(unknown_top)}; known: actions, configurations, metrics, tiers",
+            source=source,
+        )
+    actions_raw = raw.get("actions")
+    if actions_raw is None:
+        raise InputError("missing field actions", source=source)
+    if isinstance(actions_raw, str):
+        actions = [a.strip() for a in actions_raw.split(",") if a.strip()]
+    elif isinstance(actions_raw, list) and all(isinstance(a, str) for a in actions_raw):
+        actions = [a.strip() for a in actions_raw]
+    else:
+        raise InputError("actions must be a comma-separated string", source=source)
+    if not actions:
+        raise InputError("actions is empty", source=source)
+    for a in actions:
+        if a not in known_actions:
+            raise InputError(f"unknown action {a!r}; known actions: {_known(known_actions)}", source=source)
+    if len(set(actions)) != len(actions):
+        raise InputError(f"actions lists an action twice: {', '.join(actions)}", source=source)
+
+    tiers_raw = raw.get("tiers")
+    if not isinstance(tiers_raw, list) or not tiers_raw:
+        raise InputError("tiers must be a non-empty list of {plugins: [...]}", source=source)
+    tiers: list[Tier] = []
+    seen: set[str] = set()
+    for ti, tier in enumerate(tiers_raw):
+        if not isinstance(tier, Mapping) or not isinstance(tier.get("plugins"), list):
+            raise InputError(f"tiers[{ti}] must be a map with a list field plugins", source=source)
+        options = []
+        for pi, entry in enumerate(tier["plugins"]):
+            where = f"tiers[{ti}].plugins[{pi}]"
+            if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+                raise InputError(f"{where} must be a map with a name", source=source)
+            name = entry["name"]
+            if name not in known_plugins:
+                raise InputError(
+                    f"{where}: unknown plugin {name!r}; known plugins: {_known(known_plugins)}", source=source
+                )
+            if name in seen:
+                raise InputError(f"{where}: plugin {name!r} is listed twice", source=source)
+            seen.add(name)
+            disabled: set[str] = set()
+            for key, value in entry.items():
+                if key in ("name", "arguments"):
+                    continue
+                if key not in _SWITCH_KEYS:
+                    raise InputError(
+                        f"{where} ({name}): unknown field {key!r}; known: name, arguments, {_known(_SWITCH_KEYS)}",
+                        source=source,
+                    )
+                if not isinstance(value, bool):
+                    raise InputError(
+                        f"{where} ({name}): {key} must be true or false, got {value!r}", source=source
+                    )
+                if not value:
+                    disabled.add(_SWITCH_KEYS[key])
+            args = entry.get("arguments") or {}
+            if not isinstance(args, Mapping):
+                raise InputError(f"{where} ({name}): arguments must be a map", source=source)
+            options.append(PluginOption(name=name, arguments=dict(args), disabled=frozenset(disabled)))
+        tiers.append(Tier(plugins=tuple(options)))
+    metrics = raw.get("metrics")
+    if metrics is not None and not isinstance(metrics, Mapping):
+        raise InputError("metrics must be a map", source=source)
+    return SchedulerConfig(actions=tuple(actions), tiers=tuple(tiers), metrics=metrics, source=source)
+
+
+def load_config(path: str | Path | None = None, *, text: str | None = None) -> SchedulerConfig:
+    """Load and validate a config from a file, from text, or the built-in default."""
+    from volsched.framework.registry import ACTIONS, PLUGINS, validate_plugin_arguments
+
+    if path is not None:
+        source = str(path)
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise InputError(f"cannot read scheduler config: {exc.strerror}", source=source) from None
+    else:
+        source = "<inline>" if text is not None else "<default>"
+        text = DEFAULT_CONFIG_YAML if text is None else text
+    config = parse_config(text, source=source, known_actions=ACTIONS, known_plugins=PLUGINS)
+    validate_plugin_arguments(config)
+    return config

@@ -1,0 +1,90 @@
+"""What a session hands back: binds, evictions, status and events, as plain data.
+
+The session decides; adapters (``volsched.kube`` for a real cluster, ``volsched.simulate`` in memory)
+carry these out. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Bind:
+    pod: str  # "namespace/name"
+    uid: str
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    pod: str
+    uid: str
+    node: str
+    action: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """An event about one object, rendered from a rejection or a decision."""
+
+    kind: str  # Pod, PodGroup, Queue
+    namespace: str
+    name: str
+    reason: str
+    message: str
+    type: str = "Warning"
+
+    @property
+    def object(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+
+
+@dataclass(slots=True)
+class PodGroupStatus:
+    phase: str
+    queue: str
+    min_member: int
+    running: int
+    succeeded: int
+    failed: int
+    pending: int
+    scheduled: int
+    #: Why the gang is not (fully) running, if it is not; becomes the Unschedulable condition.
+    unschedulable: str | None = None
+
+
+@dataclass(slots=True)
+class QueueStatus:
+    name: str
+    state: str
+    weight: int
+    allocated: dict[str, float]
+    request: dict[str, float]
+    guarantee: dict[str, float]
+    capability: dict[str, float] | None
+    deserved: dict[str, float] | None = None
+    real_capability: dict[str, float] | None = None
+    inqueue: dict[str, float] | None = None
+    share: float | None = None
+    podgroups: dict[str, int] = field(default_factory=dict)  # phase -> count
+
+
+@dataclass
+class SessionResult:
+    binds: list[Bind] = field(default_factory=list)
+    evictions: list[Eviction] = field(default_factory=list)
+    podgroups: dict[str, PodGroupStatus] = field(default_factory=dict)
+    queues: dict[str, QueueStatus] = field(default_factory=dict)
+    namespaces: dict[str, dict[str, Any]] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    #: Pending pods this session could not place, with the reason (the PodScheduled=False message).
+    unschedulable: dict[str, str] = field(default_factory=dict)
+    #: Wall time per action and per plugin callback group, in seconds.
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.binds or self.evictions)

@@ -1,0 +1,110 @@
+"""The two small contracts: a Plugin registers callbacks, an Action walks the session.
+
+A plugin has ``name``, ``on_session_open(session)`` and ``on_session_close(session)``, and in
+``on_session_open`` only registers callbacks (``session.add_job_order_fn(self.name, fn)``). An action
+has ``name`` and ``execute(session)`` and never names a plugin.
+
+:class:`Arguments` reads a plugin's ``arguments`` map with typed getters whose errors name the plugin
+and the key; keys a plugin never read are reported as unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from volsched.model.errors import InputError
+
+if TYPE_CHECKING:
+    from volsched.framework.session import Session
+
+
+class Arguments:
+    """A plugin's arguments. Accepts flat dotted keys (``usage.weight``) and nested maps alike."""
+
+    def __init__(self, plugin: str, raw: Mapping[str, Any]) -> None:
+        self.plugin = plugin
+        self._flat: dict[str, Any] = {}
+        self._flatten("", raw)
+        self._read: set[str] = set()
+
+    def _flatten(self, prefix: str, raw: Mapping[str, Any]) -> None:
+        for key, value in raw.items():
+            full = f"{prefix}{key}"
+            if isinstance(value, Mapping) and value:
+                self._flatten(f"{full}.", value)
+            else:
+                self._flat[full] = value
+
+    def _error(self, key: str, message: str) -> InputError:
+        return InputError(f"plugin {self.plugin}: argument {key}: {message}")
+
+    def raw(self, key: str, default: Any = None) -> Any:
+        self._read.add(key)
+        return self._flat.get(key, default)
+
+    def has(self, key: str) -> bool:
+        return key in self._flat
+
+    def with_prefix(self, prefix: str) -> Iterator[tuple[str, Any]]:
+        for key in sorted(self._flat):
+            if key.startswith(prefix):
+                self._read.add(key)
+                yield key[len(prefix) :], self._flat[key]
+
+    def number(
+        self, key: str, default: float, *, minimum: float | None = None, maximum: float | None = None
+    ) -> float:
+        value = self.raw(key, default)
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise self._error(key, f"expected a number, got {value!r}") from None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self._error(key, f"expected a number, got {value!r}")
+        if minimum is not None and value < minimum:
+            raise self._error(key, f"must be >= {minimum:g}, got {value:g}")
+        if maximum is not None and value > maximum:
+            raise self._error(key, f"must be <= {maximum:g}, got {value:g}")
+        return float(value)
+
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self.raw(key, default)
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        if not isinstance(value, bool):
+            raise self._error(key, f"expected true or false, got {value!r}")
+        return value
+
+    def unknown(self) -> list[str]:
+        return sorted(set(self._flat) - self._read)
+
+
+class Plugin(Protocol):
+    name: ClassVar[str]
+
+    def on_session_open(self, session: Session) -> None: ...
+
+    def on_session_close(self, session: Session) -> None: ...
+
+
+class Action(Protocol):
+    name: ClassVar[str]
+
+    def execute(self, session: Session) -> None: ...
+
+
+class BasePlugin:
+    """Convenience base: stores arguments; on_session_close does nothing by default."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.arguments = arguments
+
+    def on_session_open(self, session: Session) -> None:
+        raise NotImplementedError
+
+    def on_session_close(self, session: Session) -> None:
+        return None

@@ -1,0 +1,88 @@
+"""Registries of actions and plugins by name, filled by the built-in modules on first use."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from volsched.framework.plugin import Arguments
+from volsched.model.errors import InputError
+
+if TYPE_CHECKING:
+    from volsched.framework.config import SchedulerConfig
+    from volsched.framework.plugin import Action, Plugin
+
+ACTIONS: dict[str, Callable[[], Action]] = {}
+PLUGINS: dict[str, Callable[[Arguments], Plugin]] = {}
+
+
+_BUILTIN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle")
+_BUILTIN_PLUGINS = (
+    "priority",
+    "gang",
+    "conformance",
+    "overcommit",
+    "drf",
+    "predicates",
+    "proportion",
+    "nodeorder",
+    "binpack",
+    "usage",
+    "rescheduling",
+)
+
+T = TypeVar("T")
+
+
+def register_action(cls: T) -> T:
+    ACTIONS[cls.name] = cls  # type: ignore[attr-defined,assignment]
+    return cls
+
+
+def register_plugin(cls: T) -> T:
+    PLUGINS[cls.name] = cls  # type: ignore[attr-defined,assignment]
+    return cls
+
+
+def load_builtins() -> None:
+    for name in _BUILTIN_ACTIONS:
+        try:
+            importlib.import_module(f"volsched.actions.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"volsched.actions.{name}":
+                raise
+    for name in _BUILTIN_PLUGINS:
+        try:
+            importlib.import_module(f"volsched.plugins.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"volsched.plugins.{name}":
+                raise
+
+
+def make_plugin(name: str, raw_arguments: dict[str, Any]) -> Plugin:
+    args = Arguments(name, raw_arguments)
+    plugin = PLUGINS[name](args)
+    unknown = args.unknown()
+    if unknown:
+        raise InputError(f"plugin {name}: unknown argument(s) {', '.join(unknown)}")
+    return plugin
+
+
+def make_plugins(config: SchedulerConfig) -> list[Plugin]:
+    return [make_plugin(opt.name, dict(opt.arguments)) for opt in config.plugin_options()]
+
+
+def make_actions(config: SchedulerConfig) -> list[Action]:
+    return [ACTIONS[name]() for name in config.actions]
+
+
+def validate_plugin_arguments(config: SchedulerConfig) -> None:
+    """Build every plugin once so a malformed argument fails at load time, naming the plugin."""
+    try:
+        make_plugins(config)
+    except InputError as exc:
+        raise exc.located(config.source) from None
+
+
+load_builtins()

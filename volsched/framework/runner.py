@@ -1,0 +1,150 @@
+"""Open a session on a snapshot, run the actions, close it, and render what users read.
+
+``run_session(snapshot, config)`` is the one entry point the operator, the simulator and the benchmarks
+share. Besides binds and evictions it renders PodGroup and Queue status and the events that say why a
+pod is pending, from the reasons the actions and plugins recorded as data.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from volsched.framework.config import SchedulerConfig
+from volsched.framework.decisions import Event, PodGroupStatus, QueueStatus, SessionResult
+from volsched.framework.registry import make_actions
+from volsched.framework.session import Session
+from volsched.model.cluster import ClusterSnapshot
+from volsched.model.objects import PodGroupPhase, TaskStatus
+
+
+def open_session(snapshot: ClusterSnapshot, config: SchedulerConfig) -> Session:
+    session = Session(snapshot, config)
+    for plugin in session.plugins:
+        session.timed(f"plugin:{plugin.name}:open", lambda p=plugin: p.on_session_open(session))  # type: ignore[misc]
+    return session
+
+
+def close_session(session: Session) -> SessionResult:
+    _render_status(session)
+    for plugin in session.plugins:
+        session.timed(f"plugin:{plugin.name}:close", lambda p=plugin: p.on_session_close(session))  # type: ignore[misc]
+    _render_events(session)
+    return session.result
+
+
+def run_session(snapshot: ClusterSnapshot, config: SchedulerConfig) -> SessionResult:
+    start = time.perf_counter()
+    session = open_session(snapshot, config)
+    for action in make_actions(config):
+        session.timed(f"action:{action.name}", lambda a=action: a.execute(session))  # type: ignore[misc]
+    result = close_session(session)
+    result.timings["session"] = time.perf_counter() - start
+    return result
+
+
+def _phase(
+    job_phase: PodGroupPhase, *, ready: int, min_member: int, succeeded: int, total: int
+) -> PodGroupPhase:
+    if total and succeeded == total and succeeded >= min_member:
+        return PodGroupPhase.COMPLETED
+    if ready >= min_member:
+        return PodGroupPhase.RUNNING
+    if job_phase in (PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN) and ready > 0:
+        return PodGroupPhase.UNKNOWN
+    if job_phase in (PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN, PodGroupPhase.COMPLETED):
+        return PodGroupPhase.PENDING
+    return job_phase
+
+
+def _render_status(session: Session) -> None:
+    result = session.result
+    space = session.space
+    for job in session.jobs.values():
+        c = job.status_count
+        phase = _phase(
+            job.phase,
+            ready=job.ready_count,
+            min_member=job.min_member,
+            succeeded=c[TaskStatus.SUCCEEDED],
+            total=sum(c.values()),
+        )
+        job.phase = phase
+        if job.podgroup is None:
+            continue
+        result.podgroups[job.key] = PodGroupStatus(
+            phase=phase.value,
+            queue=job.queue,
+            min_member=job.min_member,
+            running=c[TaskStatus.RUNNING],
+            succeeded=c[TaskStatus.SUCCEEDED],
+            failed=c[TaskStatus.FAILED],
+            pending=c[TaskStatus.PENDING] + c[TaskStatus.PIPELINED],
+            scheduled=job.scheduled_count,
+            unschedulable=session.job_errors.get(job.key) if phase is not PodGroupPhase.RUNNING else None,
+        )
+    by_queue = session.jobs_by_queue()
+    for name, spec in sorted(session.queues.items()):
+        allocated = space.zeros()
+        request = space.zeros()
+        phases: dict[str, int] = {}
+        for job in by_queue.get(name, []):
+            allocated += job.allocated
+            request += job.total_request()
+            if job.podgroup is not None:
+                phases[job.phase.value] = phases.get(job.phase.value, 0) + 1
+        result.queues[name] = QueueStatus(
+            name=name,
+            state=spec.state.value,
+            weight=spec.weight,
+            allocated=space.to_dict(allocated),
+            request=space.to_dict(request),
+            guarantee=dict(spec.guarantee),
+            capability=None if spec.capability is None else dict(spec.capability),
+            podgroups=phases,
+        )
+    namespaces: dict[str, np.ndarray] = {}
+    for job in session.jobs.values():
+        ns_alloc = namespaces.setdefault(job.namespace, space.zeros())
+        ns_alloc += job.allocated
+    for ns in sorted(set(namespaces) | set(session.snapshot.namespace_weights)):
+        result.namespaces[ns] = {
+            "weight": session.snapshot.namespace_weight(ns),
+            "allocated": space.to_dict(namespaces.get(ns, space.zeros())),
+        }
+
+
+def _render_events(session: Session) -> None:
+    result = session.result
+    for obj, reason, message in session.snapshot.problems:
+        kind, _, ref = obj.partition(" ")
+        ns, _, name = ref.rpartition("/")
+        result.events.append(Event(kind=kind, namespace=ns, name=name, reason=reason, message=message))
+    for job in sorted(session.jobs.values(), key=lambda j: j.key):
+        pending = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and t.schedulable_by_us]
+        job_reason = session.job_errors.get(job.key)
+        if job.podgroup is not None and job_reason and job.phase is not PodGroupPhase.RUNNING:
+            result.events.append(
+                Event(
+                    kind="PodGroup",
+                    namespace=job.namespace,
+                    name=job.name,
+                    reason="Unschedulable",
+                    message=job_reason,
+                )
+            )
+        for task in sorted(pending, key=lambda t: t.key):
+            why = session.fit_errors.get(task.key) or job_reason
+            if not why:
+                continue
+            result.unschedulable[task.key] = why
+            result.events.append(
+                Event(
+                    kind="Pod",
+                    namespace=task.namespace,
+                    name=task.name,
+                    reason="FailedScheduling",
+                    message=why,
+                )
+            )

@@ -1,0 +1,524 @@
+"""The scheduling session: extension-point tables, their tier-wise combination, and node evaluation.
+
+A session opens on a :class:`ClusterSnapshot`, lets every configured plugin register callbacks, runs the
+configured actions, lets plugins close, and returns a :class:`SessionResult`. It is a pure function of
+its snapshot and config: nothing here talks to the cluster.
+
+How answers combine across tiers (as in Volcano):
+
+* orders (queue, namespace, job, task): the first plugin, tier by tier, that tells two apart wins;
+  ties fall back to creation time, then name;
+* job_enqueueable / job_pipelined: votes; any reject refuses, a permit in a tier settles it;
+* job_ready, allocatable, predicates: all must agree; overused: any says so;
+* reclaimable / preemptable: the intersection of the victims named inside the first tier that answers;
+* node order: the sum of all scores.
+
+Node filters and scores are vectorised over nodes. A task's view of the nodes is cached by its request
+and placement spec and refreshed only for nodes that changed since, so the tasks of a gang cost one
+full evaluation between them. Callbacks registered as predicates or node orders must therefore depend
+only on the task's request and placement spec and on node state.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from volsched.framework.decisions import Event, SessionResult
+from volsched.model.cluster import BoolArray, ClusterSnapshot, IndexArray, Job, NodeTable
+from volsched.model.objects import (
+    ALLOCATED_STATUSES,
+    QueueSpec,
+    Task,
+    TaskStatus,
+)
+from volsched.model.resources import EPS, Vector
+
+if TYPE_CHECKING:
+    from volsched.framework.config import SchedulerConfig
+    from volsched.framework.plugin import Plugin
+
+
+class Vote(enum.IntEnum):
+    REJECT = -1
+    ABSTAIN = 0
+    PERMIT = 1
+
+
+CompareFn = Callable[[Any, Any], int]
+VoteFn = Callable[[Job], tuple[Vote, str]]
+PredicateFn = Callable[[Task, IndexArray], BoolArray]
+ExplainFn = Callable[[Task, IndexArray], list[tuple[str, int]]]
+ScoreFn = Callable[[Task, IndexArray], "np.ndarray[Any, np.dtype[np.float64]]"]
+VictimFn = Callable[[Task, list[Task]], "list[Task] | None"]
+
+
+@dataclass
+class EventHandler:
+    """Called when a task takes (allocate, pipeline) or gives back (evict, discard) resources."""
+
+    allocate: Callable[[Task], None] | None = None
+    deallocate: Callable[[Task], None] | None = None
+
+
+@dataclass
+class _NodeView:
+    log_pos: int
+    predicate: BoolArray
+    fits_idle: BoolArray
+    fits_future: BoolArray
+    score: np.ndarray[Any, np.dtype[np.float64]]
+
+
+@dataclass
+class NodeChoice:
+    """Where a task can go: ``node`` is the best index or None; ``pipelined`` if only future idle fits."""
+
+    node: int | None
+    pipelined: bool = False
+    reason: str = ""
+
+
+@dataclass
+class QueueView:
+    """Session-level totals of one queue that every plugin may read."""
+
+    spec: QueueSpec
+    jobs: list[Job] = field(default_factory=list)
+
+
+class Session:
+    def __init__(self, snapshot: ClusterSnapshot, config: SchedulerConfig) -> None:
+        from volsched.framework.registry import make_plugins
+
+        self.snapshot = snapshot
+        self.config = config
+        self.space = snapshot.space
+        self.nodes: NodeTable = snapshot.nodes
+        self.jobs: dict[str, Job] = snapshot.jobs
+        self.queues: dict[str, QueueSpec] = snapshot.queues
+        self.total: Vector = snapshot.total
+        self.now = snapshot.now
+        self.result = SessionResult()
+        self.plugins: list[Plugin] = make_plugins(config)
+        self._enabled = {opt.name: opt for opt in config.plugin_options()}
+        self._tiers: list[list[str]] = [[p.name for p in t.plugins] for t in config.tiers]
+        self._fns: dict[str, dict[str, Any]] = {}
+        self._explain: dict[str, ExplainFn] = {}
+        self.event_handlers: list[EventHandler] = []
+        self._changes: list[int] = []
+        self._views: dict[tuple[bytes, str], _NodeView] = {}
+        self._all_nodes: IndexArray = np.arange(len(self.nodes), dtype=np.intp)
+        #: Per-task reasons recorded by actions this session (rendered at close).
+        self.fit_errors: dict[str, str] = {}
+        #: Per-job reasons (not enqueued, gang not ready, queue overused...).
+        self.job_errors: dict[str, str] = {}
+        #: Free-form per-session scratchpad for plugins (like the framework's CycleState).
+        self.state: dict[str, Any] = {}
+
+    # --- registration (plugins call these in on_session_open) ---------------------------------------
+
+    def _add(self, point: str, plugin: str, fn: Any) -> None:
+        self._fns.setdefault(point, {})[plugin] = fn
+
+    def add_queue_order_fn(self, plugin: str, fn: CompareFn) -> None:
+        self._add("queue_order", plugin, fn)
+
+    def add_namespace_order_fn(self, plugin: str, fn: CompareFn) -> None:
+        self._add("namespace_order", plugin, fn)
+
+    def add_job_order_fn(self, plugin: str, fn: CompareFn) -> None:
+        self._add("job_order", plugin, fn)
+
+    def add_task_order_fn(self, plugin: str, fn: CompareFn) -> None:
+        self._add("task_order", plugin, fn)
+
+    def add_job_valid_fn(self, plugin: str, fn: Callable[[Job], str | None]) -> None:
+        self._add("job_valid", plugin, fn)
+
+    def add_job_enqueueable_fn(self, plugin: str, fn: VoteFn) -> None:
+        self._add("job_enqueueable", plugin, fn)
+
+    def add_job_enqueued_fn(self, plugin: str, fn: Callable[[Job], None]) -> None:
+        self._add("job_enqueued", plugin, fn)
+
+    def add_job_ready_fn(self, plugin: str, fn: Callable[[Job], bool]) -> None:
+        self._add("job_ready", plugin, fn)
+
+    def add_job_pipelined_fn(self, plugin: str, fn: VoteFn) -> None:
+        self._add("job_pipelined", plugin, fn)
+
+    def add_job_starving_fn(self, plugin: str, fn: Callable[[Job], bool]) -> None:
+        self._add("job_starving", plugin, fn)
+
+    def add_allocatable_fn(self, plugin: str, fn: Callable[[QueueSpec, Task], str | None]) -> None:
+        """``fn`` returns None when the queue may take the task, else the reason it may not."""
+        self._add("allocatable", plugin, fn)
+
+    def add_overused_fn(self, plugin: str, fn: Callable[[QueueSpec], str | None]) -> None:
+        """``fn`` returns the reason a queue is overused, or None."""
+        self._add("overused", plugin, fn)
+
+    def add_preemptive_fn(self, plugin: str, fn: Callable[[QueueSpec, Task], str | None]) -> None:
+        """``fn`` returns None when the queue may take capacity back for the task, else why not."""
+        self._add("preemptive", plugin, fn)
+
+    def add_predicate_fn(self, plugin: str, fn: PredicateFn, *, explain: ExplainFn | None = None) -> None:
+        self._add("predicate", plugin, fn)
+        if explain is not None:
+            self._explain[plugin] = explain
+
+    def add_node_order_fn(self, plugin: str, fn: ScoreFn) -> None:
+        self._add("node_order", plugin, fn)
+
+    def add_reclaimable_fn(self, plugin: str, fn: VictimFn) -> None:
+        self._add("reclaimable", plugin, fn)
+
+    def add_preemptable_fn(self, plugin: str, fn: VictimFn) -> None:
+        self._add("preemptable", plugin, fn)
+
+    def add_victim_tasks_fn(self, plugin: str, fn: Callable[[], list[Task]]) -> None:
+        self._add("victim", plugin, fn)
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        self.event_handlers.append(handler)
+
+    # --- combination ------------------------------------------------------------------------------
+
+    def _tiered(self, point: str) -> list[list[tuple[str, Any]]]:
+        fns = self._fns.get(point, {})
+        out = []
+        for tier in self._tiers:
+            row = [(name, fns[name]) for name in tier if name in fns and self._enabled[name].enabled(point)]
+            out.append(row)
+        return out
+
+    def _flat(self, point: str) -> list[tuple[str, Any]]:
+        return [item for tier in self._tiered(point) for item in tier]
+
+    def _compare(self, point: str, left: Any, right: Any) -> int:
+        for tier in self._tiered(point):
+            for _, fn in tier:
+                c = int(fn(left, right))
+                if c:
+                    return c
+        return 0
+
+    def queue_less(self, left: QueueSpec, right: QueueSpec) -> bool:
+        c = self._compare("queue_order", left, right)
+        if c:
+            return c < 0
+        return (left.creation, left.name) < (right.creation, right.name)
+
+    def namespace_less(self, left: str, right: str) -> bool:
+        c = self._compare("namespace_order", left, right)
+        return c < 0 if c else left < right
+
+    def job_less(self, left: Job, right: Job) -> bool:
+        c = self._compare("job_order", left, right)
+        if c:
+            return c < 0
+        return (left.creation, left.key) < (right.creation, right.key)
+
+    def task_less(self, left: Task, right: Task) -> bool:
+        c = self._compare("task_order", left, right)
+        if c:
+            return c < 0
+        return (left.creation, left.key) < (right.creation, right.key)
+
+    def job_valid(self, job: Job) -> str | None:
+        for _, fn in self._flat("job_valid"):
+            reason: str | None = fn(job)
+            if reason:
+                return reason
+        return None
+
+    def _vote(self, point: str, job: Job) -> tuple[bool, str]:
+        reasons: list[str] = []
+        for tier in self._tiered(point):
+            permitted = False
+            for name, fn in tier:
+                vote, reason = fn(job)
+                if vote is Vote.REJECT:
+                    return False, f"{name}: {reason}" if reason else name
+                if vote is Vote.PERMIT:
+                    permitted = True
+                    if reason:
+                        reasons.append(f"{name}: {reason}")
+            if permitted:
+                return True, "; ".join(reasons)
+        return True, ""
+
+    def job_enqueueable(self, job: Job) -> tuple[bool, str]:
+        return self._vote("job_enqueueable", job)
+
+    def job_enqueued(self, job: Job) -> None:
+        for _, fn in self._flat("job_enqueued"):
+            fn(job)
+
+    def job_pipelined(self, job: Job) -> bool:
+        return self._vote("job_pipelined", job)[0]
+
+    def job_ready(self, job: Job) -> bool:
+        return all(fn(job) for _, fn in self._flat("job_ready"))
+
+    def job_starving(self, job: Job) -> bool:
+        for tier in self._tiered("job_starving"):
+            if tier:
+                return all(fn(job) for _, fn in tier)
+        return False
+
+    def allocatable(self, queue: QueueSpec, task: Task) -> str | None:
+        for name, fn in self._flat("allocatable"):
+            reason = fn(queue, task)
+            if reason:
+                return f"{name}: {reason}"
+        return None
+
+    def overused(self, queue: QueueSpec) -> str | None:
+        for name, fn in self._flat("overused"):
+            reason = fn(queue)
+            if reason:
+                return f"{name}: {reason}"
+        return None
+
+    def preemptive(self, queue: QueueSpec, task: Task) -> str | None:
+        for tier in self._tiered("preemptive"):
+            for name, fn in tier:
+                reason = fn(queue, task)
+                if reason:
+                    return f"{name}: {reason}"
+            if tier:
+                return None
+        return None
+
+    def _victims(self, point: str, actor: Task, candidates: list[Task]) -> list[Task]:
+        for tier in self._tiered(point):
+            chosen: set[str] | None = None
+            for _, fn in tier:
+                answer = fn(actor, candidates)
+                if answer is None:
+                    continue
+                keys = {t.key for t in answer}
+                chosen = keys if chosen is None else chosen & keys
+            if chosen is not None:
+                return [t for t in candidates if t.key in chosen]
+        return []
+
+    def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task]:
+        return self._victims("reclaimable", reclaimer, candidates)
+
+    def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task]:
+        return self._victims("preemptable", preemptor, candidates)
+
+    def victim_tasks(self) -> list[Task]:
+        seen: dict[str, Task] = {}
+        for _, fn in self._flat("victim"):
+            for t in fn():
+                seen.setdefault(t.key, t)
+        return list(seen.values())
+
+    # --- nodes ------------------------------------------------------------------------------------
+
+    def touch(self, node: int) -> None:
+        """Record that node ``node`` changed, so cached views re-evaluate it."""
+        self._changes.append(node)
+
+    def _evaluate(self, task: Task, idx: IndexArray, view: _NodeView | None) -> _NodeView:
+        nodes = self.nodes
+        mask = nodes.ready[idx].copy()
+        for _, fn in self._flat("predicate"):
+            if not mask.any():
+                break
+            mask &= fn(task, idx)
+        need = task.request > EPS
+        if need.any():
+            fits_idle = np.all(nodes.idle[np.ix_(idx, need)] >= task.request[need] - EPS, axis=1)
+            future = nodes.idle[np.ix_(idx, need)] + nodes.releasing[np.ix_(idx, need)]
+            future -= nodes.pipelined[np.ix_(idx, need)]
+            fits_future = np.all(future >= task.request[need] - EPS, axis=1)
+        else:
+            fits_idle = np.ones(len(idx), dtype=bool)
+            fits_future = fits_idle.copy()
+        score = np.zeros(len(idx))
+        for _, fn in self._flat("node_order"):
+            score += fn(task, idx)
+        if view is None:
+            return _NodeView(len(self._changes), mask, fits_idle, fits_future, score)
+        view.predicate[idx] = mask
+        view.fits_idle[idx] = fits_idle
+        view.fits_future[idx] = fits_future
+        view.score[idx] = score
+        view.log_pos = len(self._changes)
+        return view
+
+    def _view(self, task: Task) -> _NodeView:
+        key = (task.request.tobytes(), task.placement_key)
+        view = self._views.get(key)
+        if view is None:
+            view = self._evaluate(task, self._all_nodes, None)
+            self._views[key] = view
+            return view
+        if view.log_pos < len(self._changes):
+            dirty = np.unique(np.asarray(self._changes[view.log_pos :], dtype=np.intp))
+            if len(dirty) * 4 > len(self.nodes):
+                view = self._evaluate(task, self._all_nodes, None)
+                self._views[key] = view
+            else:
+                self._evaluate(task, dirty, view)
+        return view
+
+    def choose_node(self, task: Task, *, allow_pipeline: bool = True) -> NodeChoice:
+        """The best node for ``task``: highest score among nodes that pass every filter and have idle
+        room; else (if allowed) among nodes whose capacity being released would make room. Ties go to
+        the node whose name sorts first."""
+        if not len(self.nodes):
+            return NodeChoice(None, reason="no nodes in the cluster")
+        view = self._view(task)
+        ok = view.predicate & view.fits_idle
+        if ok.any():
+            return NodeChoice(int(np.argmax(np.where(ok, view.score, -np.inf))))
+        if allow_pipeline:
+            ok = view.predicate & view.fits_future
+            if ok.any():
+                return NodeChoice(int(np.argmax(np.where(ok, view.score, -np.inf))), pipelined=True)
+        return NodeChoice(None, reason=self.explain_unfit(task))
+
+    def feasible_nodes(self, task: Task) -> BoolArray:
+        """Nodes that pass every filter except free capacity (for reclaim and preempt)."""
+        view = self._view(task)
+        return view.predicate.copy()
+
+    def explain_unfit(self, task: Task) -> str:
+        """Why no node takes ``task``, in numbers: "0/4 nodes fit: 4 insufficient cpu (needs 2, most idle 1)"."""
+        nodes = self.nodes
+        n = len(nodes)
+        counts: Counter[str] = Counter()
+        ready = np.flatnonzero(nodes.ready)
+        if n - len(ready):
+            counts["node(s) not ready"] += n - len(ready)
+        for name, fn in self._flat("predicate"):
+            if not len(ready):
+                break
+            ok = fn(task, ready)
+            failing = ready[~ok]
+            if not len(failing):
+                continue
+            explain = self._explain.get(name)
+            if explain is None:
+                counts[f"rejected by {name}"] += len(failing)
+            else:
+                for reason, count in explain(task, failing):
+                    counts[reason] += count
+        if not counts and len(ready):
+            need = np.flatnonzero(task.request > EPS)
+            for d in need:
+                short = int(np.sum(nodes.idle[ready, d] < task.request[d] - EPS))
+                if short:
+                    most = float(nodes.idle[ready, d].max())
+                    counts[
+                        f"insufficient {self.space.names[d]} (needs {self.space.describe(int(d), task.request[d])},"
+                        f" most idle {self.space.describe(int(d), max(most, 0.0))})"
+                    ] += short
+        parts = ", ".join(f"{c} {r}" for r, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        return f"0/{n} nodes fit: {parts}" if parts else f"0/{n} nodes fit"
+
+    # --- mutations (only Statement calls these) -------------------------------------------------------
+
+    def _set_status(self, task: Task, status: TaskStatus) -> None:
+        job = self.jobs.get(task.job_key)
+        old = task.status
+        if job is not None:
+            job.status_count[old] -= 1
+            job.status_count[status] += 1
+            was, now = old in ALLOCATED_STATUSES, status in ALLOCATED_STATUSES
+            if was and not now:
+                job.allocated -= task.request
+            elif now and not was:
+                job.allocated += task.request
+        task.status = status
+
+    def _fire(self, task: Task, *, allocate: bool) -> None:
+        for h in self.event_handlers:
+            fn = h.allocate if allocate else h.deallocate
+            if fn is not None:
+                fn(task)
+
+    def do_allocate(self, task: Task, node: int) -> None:
+        self._set_status(task, TaskStatus.ALLOCATED)
+        task.node_name = self.nodes.names[node]
+        self.nodes.hold(node, task)
+        self.touch(node)
+        self._fire(task, allocate=True)
+
+    def undo_allocate(self, task: Task, node: int) -> None:
+        self.nodes.free(node, task)
+        self._set_status(task, TaskStatus.PENDING)
+        task.node_name = None
+        self.touch(node)
+        self._fire(task, allocate=False)
+
+    def do_pipeline(self, task: Task, node: int) -> None:
+        self._set_status(task, TaskStatus.PIPELINED)
+        task.node_name = self.nodes.names[node]
+        self.nodes.pipeline(node, task)
+        self.touch(node)
+        self._fire(task, allocate=True)
+
+    def undo_pipeline(self, task: Task, node: int) -> None:
+        self.nodes.unpipeline(node, task)
+        self._set_status(task, TaskStatus.PENDING)
+        task.node_name = None
+        self.touch(node)
+        self._fire(task, allocate=False)
+
+    def do_evict(self, task: Task) -> TaskStatus:
+        previous = task.status
+        node = self.nodes.index.get(task.node_name or "")
+        self._set_status(task, TaskStatus.RELEASING)
+        if node is not None:
+            self.nodes.start_releasing(node, task)
+            self.touch(node)
+        self._fire(task, allocate=False)
+        return previous
+
+    def undo_evict(self, task: Task, previous: TaskStatus) -> None:
+        node = self.nodes.index.get(task.node_name or "")
+        if node is not None:
+            self.nodes.stop_releasing(node, task)
+            self.touch(node)
+        self._set_status(task, previous)
+        self._fire(task, allocate=True)
+
+    # --- helpers for actions --------------------------------------------------------------------------
+
+    def queue_of(self, job: Job) -> QueueSpec | None:
+        return self.queues.get(job.queue)
+
+    def jobs_by_queue(self, jobs: Iterable[Job] | None = None) -> dict[str, list[Job]]:
+        out: dict[str, list[Job]] = {}
+        for job in self.jobs.values() if jobs is None else jobs:
+            out.setdefault(job.queue, []).append(job)
+        return out
+
+    def record_fit_error(self, task: Task, reason: str) -> None:
+        self.fit_errors[task.key] = reason
+
+    def record_job_error(self, job: Job, reason: str) -> None:
+        self.job_errors[job.key] = reason
+
+    def emit(self, event: Event) -> None:
+        self.result.events.append(event)
+
+    def timed(self, label: str, fn: Callable[[], None]) -> None:
+        start = time.perf_counter()
+        try:
+            fn()
+        finally:
+            self.result.timings[label] = self.result.timings.get(label, 0.0) + time.perf_counter() - start

@@ -1,0 +1,87 @@
+"""A Statement records allocate, pipeline and evict operations and applies or undoes them as a whole.
+
+Actions place a gang through one Statement: ``commit()`` when the gang is ready, ``discard()`` otherwise,
+so a gang is never half-placed and nothing is evicted for a task that does not end up placed.
+Operations take effect on the session's snapshot at once (so later choices see them); only ``commit``
+turns them into decisions (binds and evictions) in the session result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from volsched.framework.decisions import Bind, Eviction
+from volsched.framework.session import Session
+from volsched.model.objects import Task, TaskStatus
+
+
+@dataclass(frozen=True, slots=True)
+class _Op:
+    kind: str  # allocate | pipeline | evict
+    task: Task
+    node: int
+    previous: TaskStatus = TaskStatus.PENDING
+    action: str = ""
+    reason: str = ""
+
+
+class Statement:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._ops: list[_Op] = []
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    def allocate(self, task: Task, node: int) -> None:
+        self.session.do_allocate(task, node)
+        self._ops.append(_Op("allocate", task, node))
+
+    def pipeline(self, task: Task, node: int) -> None:
+        self.session.do_pipeline(task, node)
+        self._ops.append(_Op("pipeline", task, node))
+
+    def evict(self, task: Task, *, action: str, reason: str) -> None:
+        node = self.session.nodes.index.get(task.node_name or "", -1)
+        previous = self.session.do_evict(task)
+        self._ops.append(_Op("evict", task, node, previous=previous, action=action, reason=reason))
+
+    def evicted(self) -> list[Task]:
+        return [op.task for op in self._ops if op.kind == "evict"]
+
+    def commit(self) -> None:
+        """Turn the recorded operations into decisions. Pipelined tasks stay promised for this session
+        only: the next session places them again once the evicted pods have released their nodes."""
+        result = self.session.result
+        for op in self._ops:
+            if op.kind == "allocate":
+                result.binds.append(
+                    Bind(pod=op.task.key, uid=op.task.uid, node=self.session.nodes.names[op.node])
+                )
+            elif op.kind == "evict":
+                result.evictions.append(
+                    Eviction(
+                        pod=op.task.key,
+                        uid=op.task.uid,
+                        node=op.task.node_name or "",
+                        action=op.action,
+                        reason=op.reason,
+                    )
+                )
+        self._ops.clear()
+
+    def hold(self) -> None:
+        """Keep the operations in effect for the rest of this session without making decisions of them
+        (a gang that is pipelined but not ready keeps its promised capacity until the next session)."""
+        self._ops.clear()
+
+    def discard(self) -> None:
+        """Undo every recorded operation, newest first."""
+        for op in reversed(self._ops):
+            if op.kind == "allocate":
+                self.session.undo_allocate(op.task, op.node)
+            elif op.kind == "pipeline":
+                self.session.undo_pipeline(op.task, op.node)
+            else:
+                self.session.undo_evict(op.task, op.previous)
+        self._ops.clear()

@@ -1,0 +1,309 @@
+"""The snapshot a session works on: nodes as arrays, jobs with their tasks, queues, namespaces.
+
+A :class:`ClusterSnapshot` is built fresh for every session (see ``volsched.cache``) and is the session's
+private copy: the session mutates it while it decides, and nothing it does here reaches the cluster.
+
+Nodes are a struct of arrays (:class:`NodeTable`) so that filters and scores are numpy work over all nodes
+at once. No I/O happens here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from volsched.model.objects import (
+    ALLOCATED_STATUSES,
+    NODE_HOLDING_STATUSES,
+    TERMINAL_STATUSES,
+    NodeSpec,
+    PodGroupPhase,
+    PodGroupSpec,
+    QueueSpec,
+    Task,
+    TaskStatus,
+)
+from volsched.model.resources import EPS, PODS, ResourceSpace, Vector
+from volsched.model.usage import NodeUsage
+
+BoolArray = npt.NDArray[np.bool_]
+IndexArray = npt.NDArray[np.intp]
+
+
+class NodeTable:
+    """All nodes of a snapshot as arrays over (node, resource)."""
+
+    def __init__(self, space: ResourceSpace, specs: Iterable[NodeSpec]) -> None:
+        self.specs: list[NodeSpec] = sorted(specs, key=lambda s: s.name)
+        self.names: list[str] = [s.name for s in self.specs]
+        self.index: dict[str, int] = {n: i for i, n in enumerate(self.names)}
+        n, r = len(self.specs), len(space)
+        self.space = space
+        self.allocatable: Vector = np.zeros((n, r))
+        for i, s in enumerate(self.specs):
+            self.allocatable[i] = space.vector(s.allocatable)
+        if n and PODS in space.names:
+            pods = space.index(PODS)
+            # A node that reports no pod capacity takes Kubernetes' default of 110.
+            missing = np.array([PODS not in s.allocatable for s in self.specs])
+            self.allocatable[missing, pods] = 110
+        self.idle: Vector = self.allocatable.copy()
+        self.releasing: Vector = np.zeros((n, r))
+        self.pipelined: Vector = np.zeros((n, r))
+        self.ready: BoolArray = np.array([s.ready for s in self.specs], dtype=bool)
+        self.tasks: list[dict[str, Task]] = [{} for _ in range(n)]
+        self.usage: dict[str, NodeUsage] = {}
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def used(self) -> Vector:
+        return self.allocatable - self.idle
+
+    def future_idle(self) -> Vector:
+        return self.idle + self.releasing - self.pipelined
+
+    def total(self) -> Vector:
+        """Capacity of the nodes that can run pods (ready ones)."""
+        if not len(self):
+            return np.zeros(len(self.space))
+        return np.asarray(self.allocatable[self.ready].sum(axis=0), dtype=np.float64)
+
+    # Mutations; the session calls these through its Statement, never plugins.
+    def hold(self, i: int, task: Task) -> None:
+        """A task occupies capacity on node ``i`` (allocated, bound, running or releasing)."""
+        self.idle[i] -= task.request
+        if task.status is TaskStatus.RELEASING:
+            self.releasing[i] += task.request
+        self.tasks[i][task.key] = task
+
+    def free(self, i: int, task: Task) -> None:
+        self.idle[i] += task.request
+        if task.status is TaskStatus.RELEASING:
+            self.releasing[i] -= task.request
+        self.tasks[i].pop(task.key, None)
+
+    def start_releasing(self, i: int, task: Task) -> None:
+        self.releasing[i] += task.request
+
+    def stop_releasing(self, i: int, task: Task) -> None:
+        self.releasing[i] -= task.request
+
+    def pipeline(self, i: int, task: Task) -> None:
+        self.pipelined[i] += task.request
+        self.tasks[i][task.key] = task
+
+    def unpipeline(self, i: int, task: Task) -> None:
+        self.pipelined[i] -= task.request
+        self.tasks[i].pop(task.key, None)
+
+
+@dataclass(eq=False)
+class Job:
+    """A gang: a PodGroup with its pods, or one pod standing alone (minMember 1)."""
+
+    key: str
+    namespace: str
+    name: str
+    queue: str
+    min_member: int
+    priority: int
+    creation: float
+    phase: PodGroupPhase
+    podgroup: PodGroupSpec | None
+    min_resources_map: dict[str, float] | None
+    tasks: dict[str, Task] = field(default_factory=dict)
+    allocated: Vector = field(default_factory=lambda: np.zeros(0))
+    status_count: Counter[TaskStatus] = field(default_factory=Counter)
+    min_request: Vector = field(default_factory=lambda: np.zeros(0))
+
+    @property
+    def ready_count(self) -> int:
+        c = self.status_count
+        return sum(c[s] for s in ALLOCATED_STATUSES) + c[TaskStatus.SUCCEEDED]
+
+    @property
+    def pipelined_count(self) -> int:
+        return self.ready_count + self.status_count[TaskStatus.PIPELINED]
+
+    @property
+    def valid_count(self) -> int:
+        """Tasks that can still count toward the gang (not failed, not being released)."""
+        c = self.status_count
+        return sum(c.values()) - c[TaskStatus.FAILED] - c[TaskStatus.RELEASING]
+
+    @property
+    def scheduled_count(self) -> int:
+        """Tasks that have (or are about to have) a node."""
+        return sum(1 for t in self.tasks.values() if t.node_name and t.status not in TERMINAL_STATUSES)
+
+    def pending_tasks(self) -> list[Task]:
+        return [t for t in self.tasks.values() if t.status is TaskStatus.PENDING]
+
+    def total_request(self) -> Vector:
+        """Allocated plus pending: what the job asks of its queue right now."""
+        out = self.allocated.copy()
+        for t in self.tasks.values():
+            if t.status in (TaskStatus.PENDING, TaskStatus.PIPELINED):
+                out = out + t.request
+        return out
+
+    @property
+    def standalone(self) -> bool:
+        return self.podgroup is None
+
+
+@dataclass
+class ClusterSnapshot:
+    """Everything one session needs, as plain structs and arrays."""
+
+    space: ResourceSpace
+    nodes: NodeTable
+    jobs: dict[str, Job]
+    queues: dict[str, QueueSpec]
+    namespace_weights: dict[str, int]
+    #: Pods of other schedulers and pods on unknown nodes: not ours, but they use capacity.
+    foreign_tasks: list[Task] = field(default_factory=list)
+    now: float = 0.0
+    #: Objects that could not become part of the snapshot, with the reason (rendered as events).
+    problems: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def namespace_weight(self, namespace: str) -> int:
+        return self.namespace_weights.get(namespace, 1)
+
+    @property
+    def total(self) -> Vector:
+        return self.nodes.total()
+
+
+def build_snapshot(
+    *,
+    nodes: Iterable[NodeSpec],
+    tasks: Iterable[Task],
+    podgroups: Iterable[PodGroupSpec],
+    queues: Iterable[QueueSpec],
+    namespace_weights: Mapping[str, int],
+    priority_classes: Mapping[str, int],
+    usage: Mapping[str, NodeUsage] | None = None,
+    now: float = 0.0,
+) -> ClusterSnapshot:
+    """Assemble a snapshot from parsed objects. Tasks are copied, so the caller's objects stay untouched."""
+    node_list = list(nodes)
+    task_list = [_copy_task(t) for t in tasks]
+    pg_list = list(podgroups)
+    queue_map = {q.name: q for q in queues}
+    names: set[str] = set()
+    for n in node_list:
+        names.update(n.allocatable)
+    for t in task_list:
+        names.update(t.request_map)
+    for q in queue_map.values():
+        names.update(q.guarantee)
+        names.update(q.capability or {})
+    for pg in pg_list:
+        names.update(pg.min_resources or {})
+    space = ResourceSpace(names)
+    table = NodeTable(space, node_list)
+    table.usage = dict(usage or {})
+
+    jobs: dict[str, Job] = {}
+    problems: list[tuple[str, str, str]] = []
+    for pg in pg_list:
+        jobs[pg.key] = Job(
+            key=pg.key,
+            namespace=pg.namespace,
+            name=pg.name,
+            queue=pg.queue,
+            min_member=pg.min_member,
+            priority=priority_classes.get(pg.priority_class_name, 0) if pg.priority_class_name else 0,
+            creation=pg.creation,
+            phase=pg.phase,
+            podgroup=pg,
+            min_resources_map=pg.min_resources,
+            allocated=space.zeros(),
+        )
+    foreign: list[Task] = []
+    for t in task_list:
+        t.request = space.vector(t.request_map)
+        if not t.schedulable_by_us:
+            if t.node_name in table.index and t.status in NODE_HOLDING_STATUSES:
+                table.hold(table.index[t.node_name], t)
+            foreign.append(t)
+            continue
+        job = jobs.get(t.job_key)
+        if job is None:
+            if t.job_key != f"{t.namespace}/{t.name}":
+                problems.append(
+                    (
+                        f"Pod {t.key}",
+                        "PodGroupNotFound",
+                        f"pod group {t.job_key.split('/', 1)[1]} does not exist",
+                    )
+                )
+                continue
+            job = Job(
+                key=t.job_key,
+                namespace=t.namespace,
+                name=t.name,
+                queue=t.annotations.get("scheduling.volsched.io/queue-name", "default"),
+                min_member=1,
+                priority=t.priority,
+                creation=t.creation,
+                phase=PodGroupPhase.INQUEUE if t.status is not TaskStatus.PENDING else PodGroupPhase.PENDING,
+                podgroup=None,
+                min_resources_map=None,
+                allocated=space.zeros(),
+            )
+            jobs[job.key] = job
+        job.tasks[t.key] = t
+        job.status_count[t.status] += 1
+        if t.status in ALLOCATED_STATUSES:
+            job.allocated += t.request
+        if t.node_name in table.index and t.status in NODE_HOLDING_STATUSES:
+            table.hold(table.index[t.node_name], t)
+    for job in jobs.values():
+        job.min_request = _min_request(space, job)
+    return ClusterSnapshot(
+        space=space,
+        nodes=table,
+        jobs=jobs,
+        queues=queue_map,
+        namespace_weights=dict(namespace_weights),
+        foreign_tasks=foreign,
+        now=now,
+        problems=problems,
+    )
+
+
+def _copy_task(t: Task) -> Task:
+    import copy
+
+    return copy.copy(t)
+
+
+def task_order_key(t: Task) -> tuple[int, float, str]:
+    """Higher priority first, then older, then by name: the deterministic default order of tasks."""
+    return (-t.priority, t.creation, t.key)
+
+
+def _min_request(space: ResourceSpace, job: Job) -> Vector:
+    if job.min_resources_map is not None:
+        return space.vector(job.min_resources_map)
+    tasks = sorted(job.tasks.values(), key=task_order_key)[: job.min_member]
+    out = space.zeros()
+    for t in tasks:
+        out += t.request
+    return out
+
+
+def dominant_share(amount: Vector, total: Vector, mask: npt.NDArray[np.bool_]) -> float:
+    """Largest fraction of ``total`` that ``amount`` takes over the dimensions in ``mask``."""
+    sel = mask & (total > EPS)
+    if not np.any(sel):
+        return 0.0
+    return float(np.max(amount[sel] / total[sel]))

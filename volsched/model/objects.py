@@ -1,0 +1,550 @@
+"""Scheduler structs built from raw Kubernetes objects (plain dicts).
+
+Pods become :class:`Task`, PodGroups :class:`PodGroupSpec`, Queues :class:`QueueSpec`, Nodes :class:`NodeSpec`.
+Each builder validates what the scheduler relies on and raises :class:`InputError` naming the object and
+the field. Resource amounts stay maps here; the snapshot turns them into vectors over its resource space.
+
+No I/O happens here, and nothing here knows about sessions or plugins.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from volsched.model.errors import InputError
+from volsched.model.resources import PODS, Vector, parse_amount, parse_resource_map
+
+API_GROUP = "scheduling.volsched.io"
+API_VERSION = f"{API_GROUP}/v1beta1"
+SCHEDULER_NAME = "volsched"
+GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+QUEUE_ANNOTATION = "scheduling.volsched.io/queue-name"
+PREEMPTABLE_ANNOTATION = "scheduling.volsched.io/preemptable"
+NAMESPACE_WEIGHT_KEYS = ("volsched.io/namespace.weight", "volcano.sh/namespace.weight")
+DEFAULT_QUEUE = "default"
+CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+
+Raw = Mapping[str, Any]
+
+
+class TaskStatus(enum.Enum):
+    PENDING = "Pending"
+    ALLOCATED = "Allocated"  # placed in this session, bind not yet sent
+    PIPELINED = "Pipelined"  # promised capacity that is being released
+    BOUND = "Bound"  # spec.nodeName set, not running yet
+    RUNNING = "Running"
+    RELEASING = "Releasing"  # being deleted or evicted: still holds its node's capacity
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+#: Statuses whose request counts as allocated to the job, namespace and queue.
+ALLOCATED_STATUSES = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING})
+#: Statuses that occupy capacity on a node.
+NODE_HOLDING_STATUSES = ALLOCATED_STATUSES | {TaskStatus.RELEASING}
+TERMINAL_STATUSES = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+
+
+class PodGroupPhase(enum.StrEnum):
+    PENDING = "Pending"
+    INQUEUE = "Inqueue"
+    RUNNING = "Running"
+    UNKNOWN = "Unknown"
+    COMPLETED = "Completed"
+
+
+class QueueState(enum.StrEnum):
+    OPEN = "Open"
+    CLOSED = "Closed"
+
+
+# --- small field readers -----------------------------------------------------------------------------
+
+
+def _meta(obj: Raw, kind: str) -> tuple[str, str]:
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        raise InputError(f"{kind}: missing field metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError(f"{kind}: missing field metadata.name")
+    ns = meta.get("namespace") or ""
+    if not isinstance(ns, str):
+        raise InputError(f"{kind} {name}: metadata.namespace must be a string")
+    return ns, name
+
+
+def object_ref(obj: Raw) -> str:
+    """``Kind ns/name`` (or ``Kind name`` for cluster-scoped objects) for messages."""
+    kind = obj.get("kind", "Object")
+    meta = obj.get("metadata") or {}
+    ns, name = meta.get("namespace"), meta.get("name", "?")
+    return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
+
+
+def parse_time(value: Any, *, where: str) -> float:
+    if value is None or value == "":
+        return 0.0
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, int | float):
+        return float(value)
+    if not isinstance(value, str):
+        raise InputError(f"{where}: expected an RFC 3339 time, got {value!r}")
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise InputError(f"{where}: expected an RFC 3339 time, got {value!r}") from None
+
+
+def _int_field(value: Any, *, where: str, default: int, minimum: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            value = int(value)
+        else:
+            raise InputError(f"{where}: expected an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise InputError(f"{where}: expected an integer >= {minimum}, got {value}")
+    return int(value)
+
+
+def _bool_field(value: Any, *, where: str, default: bool) -> bool:
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise InputError(f"{where}: expected true or false, got {value!r}")
+
+
+def _map_field(obj: Raw, path: str, where: str) -> Mapping[str, Any]:
+    cur: Any = obj
+    for part in path.split("."):
+        if cur is None:
+            return {}
+        if not isinstance(cur, Mapping):
+            raise InputError(f"{where}: {path} must be a map")
+        cur = cur.get(part)
+    if cur is None:
+        return {}
+    if not isinstance(cur, Mapping):
+        raise InputError(f"{where}: {path} must be a map, got {type(cur).__name__}")
+    return cur
+
+
+def _list_field(value: Any, *, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError(f"{where}: expected a list, got {type(value).__name__}")
+    return value
+
+
+# --- pods -----------------------------------------------------------------------------------------------
+
+
+def pod_request(pod: Raw, *, where: str) -> dict[str, float]:
+    """The Kubernetes effective request of a pod.
+
+    Sum of the app containers (and restartable init "sidecar" containers), at least as large as each
+    ordinary init container plus the sidecars started before it, plus ``spec.overhead``. A limit stands in
+    for a missing request. Every pod also counts one ``pods``.
+    """
+    spec = _map_field(pod, "spec", where)
+
+    def container_request(c: Any, path: str) -> dict[str, float]:
+        if not isinstance(c, Mapping):
+            raise InputError(f"{where}: {path} must be a map")
+        res = c.get("resources") or {}
+        if not isinstance(res, Mapping):
+            raise InputError(f"{where}: {path}.resources must be a map")
+        limits = parse_resource_map(res.get("limits"), where=f"{where}: {path}.resources.limits")
+        requests = parse_resource_map(res.get("requests"), where=f"{where}: {path}.resources.requests")
+        return {**limits, **requests}
+
+    total: dict[str, float] = {}
+    for i, c in enumerate(_list_field(spec.get("containers"), where=f"{where}: spec.containers")):
+        for k, v in container_request(c, f"spec.containers[{i}]").items():
+            total[k] = total.get(k, 0.0) + v
+    sidecars: dict[str, float] = {}
+    init_peak: dict[str, float] = {}
+    for i, c in enumerate(_list_field(spec.get("initContainers"), where=f"{where}: spec.initContainers")):
+        req = container_request(c, f"spec.initContainers[{i}]")
+        if isinstance(c, Mapping) and c.get("restartPolicy") == "Always":
+            for k, v in req.items():
+                sidecars[k] = sidecars.get(k, 0.0) + v
+            continue
+        for k, v in req.items():
+            init_peak[k] = max(init_peak.get(k, 0.0), v + sidecars.get(k, 0.0))
+    for k, v in sidecars.items():
+        total[k] = total.get(k, 0.0) + v
+    for k, v in init_peak.items():
+        total[k] = max(total.get(k, 0.0), v)
+    for k, v in parse_resource_map(spec.get("overhead"), where=f"{where}: spec.overhead").items():
+        total[k] = total.get(k, 0.0) + v
+    total[PODS] = 1.0
+    return total
+
+
+def _placement(spec: Mapping[str, Any], where: str) -> tuple[dict[str, str], list[Any], list[Any]]:
+    selector = spec.get("nodeSelector") or {}
+    if not isinstance(selector, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in selector.items()
+    ):
+        raise InputError(f"{where}: spec.nodeSelector must be a map of strings")
+    affinity = spec.get("affinity") or {}
+    if not isinstance(affinity, Mapping):
+        raise InputError(f"{where}: spec.affinity must be a map")
+    node_aff = affinity.get("nodeAffinity") or {}
+    required = (node_aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}) if node_aff else {}
+    terms = _list_field(
+        required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None,
+        where=f"{where}: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        ".nodeSelectorTerms",
+    )
+    for i, term in enumerate(terms):
+        if not isinstance(term, Mapping):
+            raise InputError(f"{where}: nodeSelectorTerms[{i}] must be a map")
+        for kind in ("matchExpressions", "matchFields"):
+            for j, expr in enumerate(_list_field(term.get(kind), where=f"{where}: nodeSelectorTerms[{i}]")):
+                if not isinstance(expr, Mapping) or "key" not in expr or "operator" not in expr:
+                    raise InputError(f"{where}: nodeSelectorTerms[{i}].{kind}[{j}] needs key and operator")
+                if expr["operator"] not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
+                    raise InputError(
+                        f"{where}: nodeSelectorTerms[{i}].{kind}[{j}].operator {expr['operator']!r} is not one "
+                        "of In, NotIn, Exists, DoesNotExist, Gt, Lt"
+                    )
+    tolerations = _list_field(spec.get("tolerations"), where=f"{where}: spec.tolerations")
+    return dict(selector), list(terms), list(tolerations)
+
+
+@dataclass(slots=True, eq=False)
+class Task:
+    """One pod, as the scheduler sees it."""
+
+    namespace: str
+    name: str
+    uid: str
+    job_key: str
+    request_map: dict[str, float]
+    priority: int
+    status: TaskStatus
+    node_name: str | None
+    scheduler_name: str
+    creation: float
+    node_selector: dict[str, str] = field(default_factory=dict)
+    affinity_terms: list[Any] = field(default_factory=list)
+    tolerations: list[Any] = field(default_factory=list)
+    preemption_policy: str = "PreemptLowerPriority"
+    preemptable: bool | None = None
+    critical: bool = False
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    owner: str | None = None
+    start_time: float = 0.0
+    #: Nodes this task must not go to (e.g. the node a rescheduled pod was moved off).
+    avoid_nodes: tuple[str, ...] = ()
+    request: Vector = field(default_factory=lambda: np.zeros(0))
+    #: A hashable summary of everything node filters read from the task (selector, affinity,
+    #: tolerations, avoided nodes). Tasks with the same key and request see the same nodes the same way.
+    placement_key: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def best_effort(self) -> bool:
+        """No cpu, memory or extended request: only the ``pods`` count (backfill places these)."""
+        return not any(v > 0 for k, v in self.request_map.items() if k != PODS)
+
+    @property
+    def schedulable_by_us(self) -> bool:
+        return self.scheduler_name == SCHEDULER_NAME
+
+
+def _pod_status(pod: Raw) -> tuple[TaskStatus, str | None]:
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    meta = pod.get("metadata") or {}
+    node = spec.get("nodeName") or None
+    phase = status.get("phase") or "Pending"
+    if phase == "Succeeded":
+        return TaskStatus.SUCCEEDED, node
+    if phase == "Failed":
+        return TaskStatus.FAILED, node
+    if meta.get("deletionTimestamp"):
+        return (TaskStatus.RELEASING if node else TaskStatus.FAILED), node
+    if node:
+        return (TaskStatus.RUNNING if phase == "Running" else TaskStatus.BOUND), node
+    return TaskStatus.PENDING, None
+
+
+def build_task(pod: Raw, *, priority_classes: Mapping[str, int], default_priority: int = 0) -> Task:
+    ns, name = _meta(pod, "Pod")
+    where = f"Pod {ns}/{name}"
+    meta = pod["metadata"]
+    spec = _map_field(pod, "spec", where)
+    if not spec:
+        raise InputError(f"{where}: missing field spec")
+    if not spec.get("containers"):
+        raise InputError(f"{where}: missing field spec.containers")
+    annotations = dict(meta.get("annotations") or {})
+    labels = dict(meta.get("labels") or {})
+    request = pod_request(pod, where=where)
+    status, node = _pod_status(pod)
+    priority = spec.get("priority")
+    if priority is None:
+        pc = spec.get("priorityClassName")
+        if pc:
+            # Kubernetes' admission rejects pods of unknown classes; one that got through keeps the default.
+            priority = priority_classes.get(pc, default_priority)
+        else:
+            priority = default_priority
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise InputError(f"{where}: spec.priority must be an integer, got {priority!r}")
+    group = annotations.get(GROUP_ANNOTATION)
+    job_key = f"{ns}/{group}" if group else f"{ns}/{name}"
+    selector, terms, tolerations = _placement(spec, where)
+    preemptable_raw = annotations.get(PREEMPTABLE_ANNOTATION)
+    preemptable = None if preemptable_raw is None else preemptable_raw.strip().lower() == "true"
+    owners = meta.get("ownerReferences") or []
+    owner = None
+    for ref in owners if isinstance(owners, list) else []:
+        if isinstance(ref, Mapping) and ref.get("controller"):
+            owner = f"{ref.get('kind')}/{ref.get('name')}"
+    pcn = spec.get("priorityClassName") or ""
+    task = Task(
+        namespace=ns,
+        name=name,
+        uid=str(meta.get("uid") or f"{ns}/{name}"),
+        job_key=job_key,
+        request_map=request,
+        priority=int(priority),
+        status=status,
+        node_name=node,
+        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        creation=parse_time(meta.get("creationTimestamp"), where=f"{where}: metadata.creationTimestamp"),
+        node_selector=selector,
+        affinity_terms=terms,
+        tolerations=tolerations,
+        preemption_policy=str(spec.get("preemptionPolicy") or "PreemptLowerPriority"),
+        preemptable=preemptable,
+        critical=pcn in CRITICAL_PRIORITY_CLASSES,
+        labels=labels,
+        annotations=annotations,
+        owner=owner,
+        start_time=parse_time((pod.get("status") or {}).get("startTime"), where=f"{where}: status.startTime"),
+    )
+    task.placement_key = placement_key(task)
+    return task
+
+
+def placement_key(task: Task) -> str:
+    if not (task.node_selector or task.affinity_terms or task.tolerations or task.avoid_nodes):
+        return ""
+    return json.dumps(
+        [task.node_selector, task.affinity_terms, task.tolerations, sorted(task.avoid_nodes)],
+        sort_keys=True,
+        default=str,
+    )
+
+
+# --- nodes ----------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True, frozen=True)
+class NodeSpec:
+    name: str
+    allocatable: dict[str, float]
+    labels: dict[str, str]
+    taints: tuple[tuple[str, str, str], ...]  # (key, value, effect)
+    unschedulable: bool
+    ready: bool
+    addresses: tuple[str, ...] = ()
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+def build_node(node: Raw) -> NodeSpec:
+    _, name = _meta(node, "Node")
+    where = f"Node {name}"
+    status = _map_field(node, "status", where)
+    alloc_raw = status.get("allocatable") or status.get("capacity")
+    if alloc_raw is None:
+        raise InputError(f"{where}: missing field status.allocatable")
+    allocatable = parse_resource_map(alloc_raw, where=f"{where}: status.allocatable")
+    spec = _map_field(node, "spec", where)
+    taints = []
+    for i, t in enumerate(_list_field(spec.get("taints"), where=f"{where}: spec.taints")):
+        if (
+            not isinstance(t, Mapping)
+            or not t.get("key")
+            or t.get("effect")
+            not in (
+                "NoSchedule",
+                "PreferNoSchedule",
+                "NoExecute",
+            )
+        ):
+            raise InputError(
+                f"{where}: spec.taints[{i}] needs a key and an effect NoSchedule|PreferNoSchedule|NoExecute"
+            )
+        taints.append((str(t["key"]), str(t.get("value") or ""), str(t["effect"])))
+    conditions = _list_field(status.get("conditions"), where=f"{where}: status.conditions")
+    ready = True
+    for cond in conditions:
+        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
+            ready = str(cond.get("status")) == "True"
+    addresses = tuple(
+        str(a.get("address"))
+        for a in _list_field(status.get("addresses"), where=f"{where}: status.addresses")
+        if isinstance(a, Mapping) and a.get("address")
+    )
+    meta = node["metadata"]
+    return NodeSpec(
+        name=name,
+        allocatable=allocatable,
+        labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+        taints=tuple(taints),
+        unschedulable=_bool_field(
+            spec.get("unschedulable"), where=f"{where}: spec.unschedulable", default=False
+        ),
+        ready=ready,
+        addresses=addresses,
+        annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
+    )
+
+
+# --- queues, podgroups, namespaces ------------------------------------------------------------------
+
+
+@dataclass(slots=True, frozen=True)
+class QueueSpec:
+    name: str
+    weight: int
+    capability: dict[str, float] | None
+    guarantee: dict[str, float]
+    reclaimable: bool
+    state: QueueState
+    creation: float = 0.0
+
+
+def build_queue(obj: Raw) -> QueueSpec:
+    _, name = _meta(obj, "Queue")
+    where = f"Queue {name}"
+    spec = _map_field(obj, "spec", where)
+    weight = _int_field(spec.get("weight"), where=f"{where}: spec.weight", default=1, minimum=1)
+    cap_raw = spec.get("capability")
+    capability = None if cap_raw is None else parse_resource_map(cap_raw, where=f"{where}: spec.capability")
+    guarantee = parse_resource_map(
+        _map_field(obj, "spec.guarantee", where).get("resource"), where=f"{where}: spec.guarantee.resource"
+    )
+    state_raw = spec.get("state") or (obj.get("status") or {}).get("state") or "Open"
+    if state_raw not in ("Open", "Closed"):
+        raise InputError(f"{where}: spec.state must be Open or Closed, got {state_raw!r}")
+    return QueueSpec(
+        name=name,
+        weight=weight,
+        capability=capability,
+        guarantee=guarantee,
+        reclaimable=_bool_field(spec.get("reclaimable"), where=f"{where}: spec.reclaimable", default=True),
+        state=QueueState(state_raw),
+        creation=parse_time(
+            obj["metadata"].get("creationTimestamp"), where=f"{where}: metadata.creationTimestamp"
+        ),
+    )
+
+
+def default_queue() -> QueueSpec:
+    return QueueSpec(
+        name=DEFAULT_QUEUE, weight=1, capability=None, guarantee={}, reclaimable=True, state=QueueState.OPEN
+    )
+
+
+@dataclass(slots=True, frozen=True)
+class PodGroupSpec:
+    namespace: str
+    name: str
+    min_member: int
+    min_resources: dict[str, float] | None
+    queue: str
+    priority_class_name: str
+    phase: PodGroupPhase
+    creation: float = 0.0
+    uid: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def build_podgroup(obj: Raw) -> PodGroupSpec:
+    ns, name = _meta(obj, "PodGroup")
+    where = f"PodGroup {ns}/{name}"
+    if not ns:
+        raise InputError(f"{where}: missing field metadata.namespace")
+    spec = _map_field(obj, "spec", where)
+    min_member = _int_field(spec.get("minMember"), where=f"{where}: spec.minMember", default=1, minimum=1)
+    mr_raw = spec.get("minResources")
+    min_resources = (
+        None if mr_raw is None else parse_resource_map(mr_raw, where=f"{where}: spec.minResources")
+    )
+    queue = spec.get("queue") or DEFAULT_QUEUE
+    if not isinstance(queue, str):
+        raise InputError(f"{where}: spec.queue must be a string")
+    phase_raw = (obj.get("status") or {}).get("phase") or "Pending"
+    try:
+        phase = PodGroupPhase(phase_raw)
+    except ValueError:
+        raise InputError(
+            f"{where}: status.phase {phase_raw!r} is not one of {', '.join(p.value for p in PodGroupPhase)}"
+        ) from None
+    meta = obj["metadata"]
+    return PodGroupSpec(
+        namespace=ns,
+        name=name,
+        min_member=min_member,
+        min_resources=min_resources,
+        queue=queue,
+        priority_class_name=str(spec.get("priorityClassName") or ""),
+        phase=phase,
+        creation=parse_time(meta.get("creationTimestamp"), where=f"{where}: metadata.creationTimestamp"),
+        uid=str(meta.get("uid") or ""),
+    )
+
+
+def quota_weight(quota: Raw) -> int:
+    """The namespace weight one ResourceQuota declares; 1 when missing or invalid."""
+    hard = (quota.get("spec") or {}).get("hard") or {}
+    best = 1
+    if not isinstance(hard, Mapping):
+        return best
+    for key in NAMESPACE_WEIGHT_KEYS:
+        value = hard.get(key)
+        if value is None:
+            continue
+        try:
+            amount = parse_amount(value, where="weight")
+        except InputError:
+            continue
+        if amount >= 1 and amount == int(amount):
+            best = max(best, int(amount))
+    return best
+
+
+def priority_class_value(obj: Raw) -> tuple[str, int, bool]:
+    _, name = _meta(obj, "PriorityClass")
+    value = obj.get("value")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"PriorityClass {name}: field value must be an integer, got {value!r}")
+    return name, value, bool(obj.get("globalDefault"))

@@ -1,0 +1,137 @@
+"""Resource quantities and resource vectors.
+
+A resource map from Kubernetes (``{"cpu": "500m", "memory": "4Gi"}``) becomes a numpy vector over a
+:class:`ResourceSpace`, the ordered list of resource names a snapshot knows about. ``cpu`` is in cores,
+``memory`` in bytes, everything else (``pods``, ``nvidia.com/gpu``, ...) in counts.
+
+This module is pure computation: no I/O, no Kubernetes client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from kubernetes.utils import parse_quantity
+
+from volsched.model.errors import InputError
+
+Vector = npt.NDArray[np.float64]
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+BASE_RESOURCES = (CPU, MEMORY, PODS)
+
+#: Slack for float comparisons of resource amounts (a millicore is 1e-3; a byte is 1).
+EPS = 1e-6
+
+#: Resource names Kubernetes reports in allocatable that a scheduler does not place by.
+_IGNORED = frozenset({"ephemeral-storage", "hugepages-1Gi", "hugepages-2Mi", "attachable-volumes-aws-ebs"})
+
+
+@lru_cache(maxsize=65536)
+def _parse_cached(text: str) -> float:
+    value: Decimal = parse_quantity(text)  # type: ignore[no-untyped-call]
+    return float(value)
+
+
+def parse_amount(value: Any, *, where: str) -> float:
+    """Parse one Kubernetes quantity (``500m``, ``4Gi``, ``1e3``, ``2``) into a float.
+
+    ``where`` names the object and field for the error message, e.g. ``"Pod ns/p1: spec.containers[0]..."``.
+    """
+    if isinstance(value, bool) or value is None:
+        raise InputError(f"{where}: expected a quantity, got {value!r}")
+    if isinstance(value, int | float):
+        if value != value or value < 0:  # NaN or negative
+            raise InputError(f"{where}: quantity must be a non-negative number, got {value!r}")
+        return float(value)
+    if not isinstance(value, str):
+        raise InputError(f"{where}: expected a quantity, got {type(value).__name__} {value!r}")
+    try:
+        amount = _parse_cached(value.strip())
+    except (ValueError, ArithmeticError) as exc:
+        raise InputError(f"{where}: malformed quantity {value!r} ({exc})") from None
+    if amount < 0:
+        raise InputError(f"{where}: quantity must not be negative, got {value!r}")
+    return amount
+
+
+def parse_resource_map(raw: Any, *, where: str) -> dict[str, float]:
+    """Parse a Kubernetes resource map into ``{name: amount}``; ``None`` is an empty map."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise InputError(f"{where}: expected a map of resource quantities, got {type(raw).__name__}")
+    out: dict[str, float] = {}
+    for name, value in raw.items():
+        if not isinstance(name, str) or not name:
+            raise InputError(f"{where}: resource names must be non-empty strings, got {name!r}")
+        out[name] = parse_amount(value, where=f"{where}.{name}")
+    return out
+
+
+def is_schedulable_resource(name: str) -> bool:
+    return name not in _IGNORED and not name.startswith("hugepages-")
+
+
+class ResourceSpace:
+    """The ordered resource names of one snapshot; turns maps into vectors and back."""
+
+    __slots__ = ("_index", "names", "share_mask")
+
+    def __init__(self, extra: Iterable[str] = ()) -> None:
+        names = list(BASE_RESOURCES)
+        for name in sorted(set(extra)):
+            if name not in names and is_schedulable_resource(name):
+                names.append(name)
+        self.names: tuple[str, ...] = tuple(names)
+        self._index = {n: i for i, n in enumerate(self.names)}
+        #: The dimensions that count toward fair shares (everything but the ``pods`` count).
+        self.share_mask = np.array([n != PODS for n in self.names], dtype=bool)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def index(self, name: str) -> int:
+        return self._index[name]
+
+    def zeros(self) -> Vector:
+        return np.zeros(len(self.names), dtype=np.float64)
+
+    def vector(self, amounts: Mapping[str, float]) -> Vector:
+        vec = self.zeros()
+        for name, amount in amounts.items():
+            i = self._index.get(name)
+            if i is not None:
+                vec[i] = amount
+        return vec
+
+    def to_dict(self, vec: Vector, *, keep_zero: bool = False) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for name, amount in zip(self.names, vec.tolist(), strict=True):
+            if keep_zero or abs(amount) > EPS:
+                out[name] = round(amount, 6)
+        return out
+
+    def describe(self, index: int | np.integer[Any], amount: float) -> str:
+        """Render an amount of one dimension for people: ``2``, ``1.5``, ``4Gi``."""
+        return format_amount(self.names[int(index)], float(amount))
+
+
+def format_amount(name: str, amount: float) -> str:
+    if name == MEMORY or name.endswith("storage"):
+        for unit, size in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
+            if amount >= size and abs(amount / size - round(amount / size, 2)) < 1e-9:
+                return f"{round(amount / size, 2):g}{unit}"
+        return f"{amount:g}"
+    return f"{round(amount, 3):g}"
+
+
+def fits(request: Vector, available: Vector) -> bool:
+    return bool(np.all(request <= available + EPS))

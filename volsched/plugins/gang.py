@@ -1,0 +1,65 @@
+"""gang: a job starts with at least minMember tasks or not at all.
+
+Registers: job validity (enough pods to ever form the gang), readiness and pipelining (minMember tasks
+placed), not-ready-first job order, and victim filters that never take a running gang below minMember.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from volsched.framework.plugin import BasePlugin
+from volsched.framework.registry import register_plugin
+from volsched.framework.session import Session, Vote
+from volsched.model.cluster import Job
+from volsched.model.objects import Task
+
+
+@register_plugin
+class Gang(BasePlugin):
+    name: ClassVar[str] = "gang"
+
+    def on_session_open(self, session: Session) -> None:
+        def valid(job: Job) -> str | None:
+            if job.valid_count < job.min_member:
+                return f"gang {job.name}: {job.valid_count} pod(s) exist, minMember is {job.min_member}"
+            return None
+
+        def ready(job: Job) -> bool:
+            return job.ready_count >= job.min_member
+
+        def pipelined(job: Job) -> tuple[Vote, str]:
+            if job.pipelined_count >= job.min_member:
+                return Vote.PERMIT, ""
+            return Vote.REJECT, f"{job.pipelined_count}/{job.min_member} tasks placed or pipelined"
+
+        def job_order(left: Job, right: Job) -> int:
+            lr, rr = ready(left), ready(right)
+            if lr == rr:
+                return 0
+            return 1 if lr else -1
+
+        def starving(job: Job) -> bool:
+            return job.ready_count < job.min_member or bool(job.pending_tasks())
+
+        def victims(actor: Task, candidates: list[Task]) -> list[Task]:
+            """Take from a job only what it holds beyond minMember."""
+            spare: dict[str, int] = {}
+            out = []
+            for t in candidates:
+                job = session.jobs.get(t.job_key)
+                if job is None:
+                    continue
+                left = spare.setdefault(job.key, job.ready_count - job.min_member)
+                if left > 0:
+                    out.append(t)
+                    spare[job.key] = left - 1
+            return out
+
+        session.add_job_valid_fn(self.name, valid)
+        session.add_job_ready_fn(self.name, ready)
+        session.add_job_pipelined_fn(self.name, pipelined)
+        session.add_job_order_fn(self.name, job_order)
+        session.add_job_starving_fn(self.name, starving)
+        session.add_reclaimable_fn(self.name, victims)
+        session.add_preemptable_fn(self.name, victims)

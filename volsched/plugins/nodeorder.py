@@ -1,0 +1,53 @@
+"""nodeorder: score nodes by how their cpu and memory would be used after placing the task.
+
+Arguments (Volcano's names): ``leastrequested.weight`` (default 1, spreads), ``mostrequested.weight``
+(default 0, packs), ``balancedresource.weight`` (default 1, evens cpu against memory). Each score is
+0..100 over cpu and memory, as in the Kubernetes scheduler; the plugin's score is the weighted sum.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from volsched.framework.plugin import Arguments, BasePlugin
+from volsched.framework.registry import register_plugin
+from volsched.framework.session import Session
+from volsched.model.cluster import IndexArray
+from volsched.model.objects import Task
+from volsched.model.resources import CPU, MEMORY
+
+
+@register_plugin
+class NodeOrder(BasePlugin):
+    name: ClassVar[str] = "nodeorder"
+
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.least = arguments.number("leastrequested.weight", 1, minimum=0)
+        self.most = arguments.number("mostrequested.weight", 0, minimum=0)
+        self.balanced = arguments.number("balancedresource.weight", 1, minimum=0)
+
+    def on_session_open(self, session: Session) -> None:
+        nodes = session.nodes
+        dims = np.array([session.space.index(CPU), session.space.index(MEMORY)], dtype=np.intp)
+        if not (self.least or self.most or self.balanced):
+            return
+
+        def score(task: Task, idx: IndexArray) -> np.ndarray[Any, np.dtype[np.float64]]:
+            alloc = nodes.allocatable[np.ix_(idx, dims)]
+            requested = alloc - nodes.idle[np.ix_(idx, dims)] + task.request[dims]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                frac = np.where(alloc > 0, requested / alloc, 1.0)
+            frac = np.clip(frac, 0.0, 1.0)
+            out = np.zeros(len(idx))
+            if self.least:
+                out += self.least * (1.0 - frac).mean(axis=1) * 100.0
+            if self.most:
+                out += self.most * frac.mean(axis=1) * 100.0
+            if self.balanced:
+                out += self.balanced * (1.0 - np.abs(frac[:, 0] - frac[:, 1]) / 2.0) * 100.0
+            return out
+
+        session.add_node_order_fn(self.name, score)

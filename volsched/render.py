@@ -1,0 +1,113 @@
+"""Tables for people: placements, queue and namespace shares, and why pods wait (rich)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _fmt(amounts: Mapping[str, Any] | None) -> str:
+    if amounts is None:
+        return "-"
+    parts = []
+    for name, value in amounts.items():
+        if name == "pods":
+            continue
+        if name == "memory" and isinstance(value, int | float) and value >= 1 << 20:
+            parts.append(f"memory={value / (1 << 30):.3g}Gi")
+        else:
+            parts.append(f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}")
+    return " ".join(parts) or "-"
+
+
+def render_simulation(data: Mapping[str, Any], console: Console) -> None:
+    """Render the ``-o json`` document as tables."""
+    console.print(f"[bold]volsched simulate[/bold]: settled after {data['sessions']} session(s)")
+
+    queues = Table(title="Queues", title_justify="left")
+    for col in (
+        "queue",
+        "weight",
+        "state",
+        "deserved",
+        "allocated",
+        "request",
+        "guarantee",
+        "realCapability",
+        "share",
+    ):
+        queues.add_column(col, justify="right" if col in ("weight", "share") else "left")
+    for name, q in data["queues"].items():
+        share = "-" if q["share"] is None else f"{q['share']:.2f}"
+        queues.add_row(
+            name,
+            str(q["weight"]),
+            q.get("state", ""),
+            _fmt(q["deserved"]),
+            _fmt(q["allocated"]),
+            _fmt(q["request"]),
+            _fmt(q["guarantee"]),
+            _fmt(q["realCapability"]),
+            share,
+        )
+    console.print(queues)
+
+    namespaces = Table(title="Namespaces", title_justify="left")
+    namespaces.add_column("namespace")
+    namespaces.add_column("weight", justify="right")
+    namespaces.add_column("allocated")
+    for ns, v in data["namespaces"].items():
+        namespaces.add_row(ns, str(v["weight"]), _fmt(v["allocated"]))
+    console.print(namespaces)
+
+    if data["podgroups"]:
+        groups = Table(title="PodGroups", title_justify="left")
+        for col in ("podgroup", "queue", "phase", "minMember", "scheduled"):
+            groups.add_column(col)
+        for key, g in data["podgroups"].items():
+            groups.add_row(key, g["queue"], g["phase"], str(g["minMember"]), str(g["scheduled"]))
+        console.print(groups)
+
+    by_node: dict[str, list[str]] = {}
+    pending: list[str] = []
+    for key, p in data["pods"].items():
+        if p["node"]:
+            by_node.setdefault(p["node"], []).append(key)
+        elif p["phase"] == "Pending":
+            pending.append(key)
+    placement = Table(title="Placement", title_justify="left")
+    placement.add_column("node")
+    placement.add_column("pods", justify="right")
+    placement.add_column("which")
+    for node in sorted(by_node):
+        pods = by_node[node]
+        shown = ", ".join(pods[:6]) + (f", ... (+{len(pods) - 6})" if len(pods) > 6 else "")
+        placement.add_row(node, str(len(pods)), shown)
+    if pending:
+        placement.add_row(
+            "[yellow](pending)[/yellow]",
+            str(len(pending)),
+            ", ".join(pending[:6]) + (" ..." if len(pending) > 6 else ""),
+        )
+    console.print(placement)
+
+    if data.get("evictions"):
+        ev = Table(title="Evictions", title_justify="left")
+        for col in ("pod", "node", "action", "reason"):
+            ev.add_column(col)
+        for e in data["evictions"]:
+            ev.add_row(e["pod"], e["node"], e["action"], e["reason"])
+        console.print(ev)
+
+    if data["events"]:
+        events = Table(title="Why pods wait", title_justify="left")
+        for col in ("object", "reason", "message"):
+            events.add_column(col)
+        for e in data["events"][:40]:
+            events.add_row(e["object"], e["reason"], e["message"])
+        if len(data["events"]) > 40:
+            events.add_row("...", "", f"{len(data['events']) - 40} more (use -o json)")
+        console.print(events)

@@ -1,0 +1,341 @@
+"""The in-memory driver behind ``volsched simulate``: the same engine, on Kubernetes YAML, no cluster.
+
+It reads Nodes, Namespaces, ResourceQuotas, PriorityClasses, Pods, PodGroups, Queues and batch/v1 Jobs,
+then runs sessions and applies their decisions in memory (binds place pods, evictions delete them, and
+playing the job controller it creates a pending replacement for an evicted pod of a Job) until a
+session changes nothing or the session limit is reached.
+
+Bad input raises :class:`InputError` naming the file, the document and the field.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from volsched.cache.state import ClusterState
+from volsched.framework.config import SchedulerConfig, load_config
+from volsched.framework.decisions import Event, Eviction, SessionResult
+from volsched.framework.runner import run_session
+from volsched.model.errors import InputError
+from volsched.model.objects import (
+    DEFAULT_QUEUE,
+    GROUP_ANNOTATION,
+    QUEUE_ANNOTATION,
+    PodGroupPhase,
+    object_ref,
+)
+
+#: Simulated clock start for objects without a creationTimestamp (input order decides ties).
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+
+
+@dataclass
+class Document:
+    source: str  # "file: document N"
+    obj: dict[str, Any]
+
+
+def load_documents(paths: Sequence[str | Path]) -> list[Document]:
+    docs: list[Document] = []
+    for path in paths:
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from None
+        try:
+            raw_docs = list(yaml.safe_load_all(text))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise InputError(f"not valid YAML{where}: {problem}", source=str(path)) from None
+        for i, doc in enumerate(raw_docs, start=1):
+            if doc is None:
+                continue
+            source = f"{path}: document {i}"
+            if not isinstance(doc, dict):
+                raise InputError("expected a Kubernetes object (a map with kind)", source=source)
+            if doc.get("kind") == "List" or (
+                isinstance(doc.get("kind"), str) and doc["kind"].endswith("List")
+            ):
+                items = doc.get("items")
+                if not isinstance(items, list):
+                    raise InputError("a List needs a list field items", source=source)
+                for j, item in enumerate(items):
+                    if not isinstance(item, dict):
+                        raise InputError(f"items[{j}] is not an object", source=source)
+                    docs.append(Document(f"{source}, items[{j}]", item))
+            else:
+                docs.append(Document(source, doc))
+    return docs
+
+
+@dataclass
+class SimulationResult:
+    sessions: int
+    state: ClusterState
+    last: SessionResult
+    evictions: list[Eviction] = field(default_factory=list)
+    history: list[SessionResult] = field(default_factory=list)
+
+
+class Simulator:
+    def __init__(self, documents: Iterable[Document], config: SchedulerConfig | None = None) -> None:
+        self.config = config or load_config()
+        self.state = ClusterState()
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self._job_counter: dict[str, int] = {}
+        self.clock = EPOCH + 10_000.0
+        docs = list(documents)
+        self._load(docs)
+
+    # --- input ----------------------------------------------------------------------------------------
+
+    def _load(self, docs: list[Document]) -> None:
+        order = ("PriorityClass", "Namespace", "ResourceQuota", "Queue", "Node", "PodGroup", "Job", "Pod")
+        for i, doc in enumerate(docs):
+            meta = (
+                doc.obj.setdefault("metadata", {}) if isinstance(doc.obj.get("metadata", {}), dict) else None
+            )
+            if meta is None:
+                raise InputError("metadata must be a map", source=doc.source)
+            meta.setdefault("creationTimestamp", _iso(EPOCH + i))
+            if doc.obj.get("kind") in ("Pod", "PodGroup", "Job", "ResourceQuota"):
+                meta.setdefault("namespace", "default")
+        ranked = sorted(
+            docs, key=lambda d: order.index(d.obj["kind"]) if d.obj.get("kind") in order else len(order)
+        )
+        for doc in ranked:
+            kind = doc.obj.get("kind")
+            ref = object_ref(doc.obj)
+            try:
+                if kind == "Job":
+                    self._add_job(doc.obj)
+                else:
+                    self.state.apply(doc.obj)
+            except InputError as exc:
+                raise InputError(
+                    f"{ref}: {exc.message}" if ref not in exc.message else exc.message, source=doc.source
+                ) from None
+        self._check_references(docs)
+
+    def _check_references(self, docs: list[Document]) -> None:
+        queues = {q.name for q in self.state.queue_specs()}
+        for doc in docs:
+            kind = doc.obj.get("kind")
+            if kind == "PodGroup":
+                queue = (doc.obj.get("spec") or {}).get("queue") or DEFAULT_QUEUE
+                if queue not in queues:
+                    raise InputError(
+                        f"{object_ref(doc.obj)}: spec.queue names queue {queue!r}, which is not in the input "
+                        f"(queues: {', '.join(sorted(queues))})",
+                        source=doc.source,
+                    )
+            if kind in ("Pod", "Job"):
+                meta = doc.obj.get("metadata") or {}
+                if kind == "Job":
+                    meta = ((doc.obj.get("spec") or {}).get("template") or {}).get("metadata") or {}
+                queue = (meta.get("annotations") or {}).get(QUEUE_ANNOTATION)
+                if (
+                    queue
+                    and queue not in queues
+                    and not (meta.get("annotations") or {}).get(GROUP_ANNOTATION)
+                ):
+                    raise InputError(
+                        f"{object_ref(doc.obj)}: annotation {QUEUE_ANNOTATION} names queue {queue!r}, which is not "
+                        f"in the input (queues: {', '.join(sorted(queues))})",
+                        source=doc.source,
+                    )
+            if kind == "Pod":
+                node = (doc.obj.get("spec") or {}).get("nodeName")
+                if node and node not in self.state.nodes:
+                    raise InputError(
+                        f"{object_ref(doc.obj)}: spec.nodeName names node {node!r}, which is not in the input",
+                        source=doc.source,
+                    )
+
+    def _add_job(self, job: dict[str, Any]) -> None:
+        meta = job["metadata"]
+        ns, name = meta.get("namespace") or "default", meta.get("name")
+        if not name:
+            raise InputError("Job: missing field metadata.name")
+        spec = job.get("spec")
+        if not isinstance(spec, dict) or not isinstance(spec.get("template"), dict):
+            raise InputError(f"Job {ns}/{name}: missing field spec.template")
+        parallelism = spec.get("parallelism", 1)
+        if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 0:
+            raise InputError(
+                f"Job {ns}/{name}: spec.parallelism must be an integer >= 0, got {parallelism!r}"
+            )
+        if not isinstance(spec["template"].get("spec"), dict):
+            raise InputError(f"Job {ns}/{name}: missing field spec.template.spec")
+        key = f"{ns}/{name}"
+        self.jobs[key] = job
+        self._job_counter[key] = 0
+        created = meta.get("creationTimestamp")
+        for _ in range(parallelism):
+            self._spawn(key, created)
+
+    def _spawn(self, job_key: str, created: Any) -> str:
+        job = self.jobs[job_key]
+        ns, name = job_key.split("/", 1)
+        index = self._job_counter[job_key]
+        self._job_counter[job_key] = index + 1
+        template = copy.deepcopy(job["spec"]["template"])
+        tmeta = template.get("metadata") or {}
+        pod_name = f"{name}-{index}"
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": pod_name,
+                "namespace": ns,
+                "uid": f"{ns}/{pod_name}",
+                "labels": {**(tmeta.get("labels") or {}), "job-name": name},
+                "annotations": dict(tmeta.get("annotations") or {}),
+                "creationTimestamp": created,
+                "ownerReferences": [{"kind": "Job", "name": name, "controller": True}],
+            },
+            "spec": template["spec"],
+            "status": {"phase": "Pending"},
+        }
+        try:
+            self.state.apply(pod)
+        except InputError as exc:
+            raise InputError(f"Job {job_key}: spec.template: {exc.message}") from None
+        return f"{ns}/{pod_name}"
+
+    # --- running ----------------------------------------------------------------------------------------
+
+    def step(self) -> tuple[SessionResult, bool]:
+        """Run one session and apply its decisions. Returns the result and whether anything changed."""
+        self.clock += 1.0
+        snapshot = self.state.snapshot(now=self.clock)
+        result = run_session(snapshot, self.config)
+        changed = self._apply(result)
+        return result, changed
+
+    def _apply(self, result: SessionResult) -> bool:
+        changed = False
+        for bind in result.binds:
+            raw = self.state.raw_pods.get(bind.pod)
+            if raw is None:
+                continue
+            pod = copy.deepcopy(dict(raw))
+            pod["spec"]["nodeName"] = bind.node
+            pod["status"] = {**(pod.get("status") or {}), "phase": "Running", "startTime": _iso(self.clock)}
+            self.state.apply(pod)
+            changed = True
+        for ev in result.evictions:
+            raw = self.state.raw_pods.get(ev.pod)
+            if raw is None:
+                continue
+            self.state.delete("Pod", *ev.pod.split("/", 1))
+            changed = True
+            owners = (raw.get("metadata") or {}).get("ownerReferences") or []
+            ns = ev.pod.split("/", 1)[0]
+            for ref in owners:
+                job_key = f"{ns}/{ref.get('name')}"
+                if ref.get("kind") == "Job" and job_key in self.jobs:
+                    self._spawn(job_key, _iso(self.clock))
+        for key, status in result.podgroups.items():
+            pg = self.state.podgroups.get(key)
+            if pg is not None and pg.phase.value != status.phase:
+                self.state.set_podgroup_phase(key, PodGroupPhase(status.phase))
+                changed = True
+        return changed
+
+    def run(self, max_sessions: int) -> SimulationResult:
+        if max_sessions < 1:
+            raise InputError(f"--sessions must be at least 1, got {max_sessions}")
+        history: list[SessionResult] = []
+        evictions: list[Eviction] = []
+        last = SessionResult()
+        for _ in range(max_sessions):
+            last, changed = self.step()
+            history.append(last)
+            evictions.extend(last.evictions)
+            if not changed:
+                break
+        return SimulationResult(
+            sessions=len(history), state=self.state, last=last, evictions=evictions, history=history
+        )
+
+
+def simulate(
+    paths: Sequence[str | Path], *, config: SchedulerConfig | None = None, sessions: int = 100
+) -> SimulationResult:
+    return Simulator(load_documents(paths), config).run(sessions)
+
+
+# --- output ------------------------------------------------------------------------------------------
+
+
+def _num(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else round(value, 6)
+
+
+def _resources(amounts: Mapping[str, float] | None) -> dict[str, float | int] | None:
+    if amounts is None:
+        return None
+    return {k: _num(v) for k, v in sorted(amounts.items())}
+
+
+def to_json(result: SimulationResult) -> dict[str, Any]:
+    """The ``-o json`` contract (see the README)."""
+    state, last = result.state, result.last
+    pods = {}
+    for key in sorted(state.raw_pods):
+        raw = state.raw_pods[key]
+        pods[key] = {
+            "node": (raw.get("spec") or {}).get("nodeName") or None,
+            "phase": (raw.get("status") or {}).get("phase") or "Pending",
+        }
+    podgroups = {
+        key: {"phase": s.phase, "queue": s.queue, "minMember": s.min_member, "scheduled": s.scheduled}
+        for key, s in sorted(last.podgroups.items())
+    }
+    queues = {
+        name: {
+            "weight": q.weight,
+            "state": q.state,
+            "deserved": _resources(q.deserved),
+            "allocated": _resources(q.allocated),
+            "request": _resources(q.request),
+            "guarantee": _resources(q.guarantee),
+            "capability": _resources(q.capability),
+            "realCapability": _resources(q.real_capability),
+            "share": q.share,
+        }
+        for name, q in sorted(last.queues.items())
+    }
+    namespaces = {
+        ns: {"weight": v["weight"], "allocated": _resources(v["allocated"])}
+        for ns, v in sorted(last.namespaces.items())
+    }
+    return {
+        "sessions": result.sessions,
+        "pods": pods,
+        "podgroups": podgroups,
+        "queues": queues,
+        "namespaces": namespaces,
+        "events": [_event(e) for e in last.events],
+        "evictions": [
+            {"pod": e.pod, "node": e.node, "action": e.action, "reason": e.reason} for e in result.evictions
+        ],
+    }
+
+
+def _event(e: Event) -> dict[str, str]:
+    return {"object": e.object, "reason": e.reason, "message": e.message}
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
