@@ -1,0 +1,314 @@
+"""UsageCollector: polling off the scheduling path, staleness, and never raising on source faults.
+Fault cases use a real Prometheus (down at start, dying mid-run) and fake in-process sources."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+import pytest
+from conftest import PromServer
+from metricslib import copy_blocks, free_port, http_server, node_addresses, start_prometheus
+from prometheus_client import CollectorRegistry
+
+from volsched.metrics import UsageCollector, build_source, parse_metrics_config
+from volsched.metrics.collector import redact
+from volsched.metrics.custom_metrics import CustomMetricsSource
+from volsched.metrics.elasticsearch import ElasticsearchSource
+from volsched.metrics.prometheus import PrometheusSource
+from volsched.metrics.source import NodeTargets, SourceError, UsageSource
+from volsched.model.usage import NodeUsage
+
+
+class Clock:
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class ScriptedSource:
+    """Answers (or fails) from a script; ``None`` entries raise SourceError."""
+
+    name = "scripted"
+
+    def __init__(self, answers: list[Any]) -> None:
+        self.answers = answers
+        self.calls: list[NodeTargets] = []
+        self.closed = False
+
+    def fetch(self, nodes: NodeTargets = None) -> dict[str, NodeUsage]:
+        self.calls.append(nodes)
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, BaseException):
+            raise answer
+        if callable(answer):
+            return answer()  # type: ignore[no-any-return]
+        return answer  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def usage(at: float, cpu: float = 10.0) -> NodeUsage:
+    return NodeUsage(cpu=cpu, memory=20.0, measured_at=at)
+
+
+def sample(registry: CollectorRegistry, name: str, source: str) -> float:
+    value = registry.get_sample_value(name, {"source": source})
+    return 0.0 if value is None else value
+
+
+def test_source_protocol() -> None:
+    assert isinstance(ScriptedSource([{}]), UsageSource)
+    assert isinstance(PrometheusSource("http://127.0.0.1:1"), UsageSource)
+
+
+def test_merge_staleness_and_counting() -> None:
+    clock = Clock(1000.0)
+    registry = CollectorRegistry()
+    source = ScriptedSource(
+        [
+            {"a": usage(1000), "b": usage(1000)},
+            {"a": usage(1030, cpu=50)},  # b missing from this answer: keeps its old value until stale
+            SourceError("down"),
+        ]
+    )
+    nodes_seen: list[int] = []
+
+    def nodes() -> list[str]:
+        nodes_seen.append(1)
+        return ["a", "b"]
+
+    collector = UsageCollector(
+        source,
+        interval=30,
+        stale_after=90,
+        registry=registry,
+        clock=clock,
+        nodes=nodes,
+    )
+    assert collector.snapshot() == {}
+    assert collector.refresh_once() is True
+    assert source.calls == [["a", "b"]]
+    clock.now = 1030
+    assert collector.refresh_once() is True
+    snap = collector.snapshot()
+    assert snap["a"].cpu == 50 and snap["b"].measured_at == 1000
+
+    clock.now = 1060
+    assert collector.refresh_once() is False  # never raises
+    assert sample(registry, "volsched_metrics_fetch_errors_total", "scripted") == 1
+    assert collector.last_error == "SourceError: down"
+    assert set(collector.snapshot()) == {"a", "b"}  # old data kept
+
+    assert set(collector.snapshot(now=1095)) == {"a"}  # b is 95 s old > 90
+    assert sample(registry, "volsched_metrics_stale_nodes", "scripted") == 1
+    assert collector.stale_nodes(now=1095) == ["b"]
+    assert collector.snapshot(now=1200) == {}
+    assert sample(registry, "volsched_metrics_stale_nodes", "scripted") == 2
+    assert sample(registry, "volsched_metrics_stale_dropped_total", "scripted") == 3
+    assert sample(registry, "volsched_metrics_fetches_total", "scripted") == 2
+    assert len(nodes_seen) == 3
+
+    # snapshot is a copy
+    snap = collector.snapshot(now=1061)
+    snap.clear()
+    assert collector.snapshot(now=1061)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ValueError("garbage"),
+        KeyError("data"),
+        TypeError("x"),
+        RuntimeError("boom"),
+        lambda: None,
+        lambda: ["not", "a", "dict"],
+        lambda: {"a": "not usage", 3: usage(1000), "ok": usage(1000)},
+    ],
+)
+def test_any_source_failure_is_contained(bad: Any) -> None:
+    registry = CollectorRegistry()
+    collector = UsageCollector(ScriptedSource([bad]), interval=1, registry=registry, clock=Clock(1000))
+    result = collector.refresh_once()
+    if callable(bad) and isinstance(bad(), dict):
+        assert result is True and set(collector.snapshot()) == {"ok"}
+    else:
+        assert result is False
+        assert sample(registry, "volsched_metrics_fetch_errors_total", "scripted") == 1
+
+
+def test_forget_very_old_entries() -> None:
+    clock = Clock(1000.0)
+    source = ScriptedSource([{"a": usage(1000)}, {"b": usage(2000)}])
+    collector = UsageCollector(source, interval=10, stale_after=30, registry=CollectorRegistry(), clock=clock)
+    collector.refresh_once()
+    clock.now = 2000
+    collector.refresh_once()
+    assert collector.stale_nodes() == []  # a (1000 s old > 10 x 30 s) is forgotten, not just stale
+
+
+def test_background_thread_and_stop() -> None:
+    calls = threading.Event()
+    count = [0]
+
+    def answer() -> dict[str, NodeUsage]:
+        count[0] += 1
+        if count[0] >= 3:
+            calls.set()
+        return {"a": usage(time.time())}
+
+    source = ScriptedSource([answer])
+    collector = UsageCollector(source, interval=0.05, registry=CollectorRegistry())
+    with collector:
+        assert collector.running
+        collector.start()  # idempotent
+        assert calls.wait(5)
+        assert "a" in collector.snapshot()
+    assert not collector.running
+    assert source.closed
+    after = count[0]
+    time.sleep(0.2)
+    assert count[0] == after
+
+
+def test_snapshot_does_not_wait_for_a_slow_fetch() -> None:
+    release = threading.Event()
+    started = threading.Event()
+
+    def slow() -> dict[str, NodeUsage]:
+        started.set()
+        release.wait(5)
+        return {"a": usage(time.time())}
+
+    collector = UsageCollector(ScriptedSource([slow]), interval=10, registry=CollectorRegistry())
+    collector.start()
+    try:
+        assert started.wait(5)
+        t = time.monotonic()
+        assert collector.snapshot() == {}
+        assert time.monotonic() - t < 0.1
+    finally:
+        release.set()
+        collector.stop(timeout=5)
+
+
+def test_arefresh() -> None:
+    import asyncio
+
+    collector = UsageCollector(
+        ScriptedSource([{"a": usage(1000)}]), registry=CollectorRegistry(), clock=Clock()
+    )
+    assert asyncio.run(collector.arefresh()) is True
+    assert "a" in collector.snapshot()
+
+
+def test_default_registry_shared_safely() -> None:
+    # two collectors on the global registry must not collide on metric registration
+    first = UsageCollector(ScriptedSource([{}]), interval=1)
+    second = UsageCollector(ScriptedSource([{}]), interval=1)
+    assert first._metrics is second._metrics
+
+
+def test_logs_never_contain_credentials(caplog: pytest.LogCaptureFixture) -> None:
+    port = free_port()
+    config = parse_metrics_config(
+        {
+            "type": "elasticsearch",
+            "address": f"http://beat:s3cret-pw@127.0.0.1:{port}",
+            "timeout": "1s",
+            "elasticsearch": {"username": "beat", "password": "s3cret-pw"},
+        },
+        env={},
+    )
+    assert config is not None
+    collector = UsageCollector.from_config(config, registry=CollectorRegistry())
+    assert isinstance(collector.source, ElasticsearchSource)
+    with caplog.at_level(logging.DEBUG):
+        assert collector.refresh_once() is False
+        collector.close()
+    assert "fetch failed" in caplog.text
+    assert "s3cret-pw" not in caplog.text
+    assert collector.last_error is not None and "s3cret-pw" not in collector.last_error
+    assert redact("http://u:pw1@h:1/x and pw1", ["pw1"]) == "http://***@h:1/x and ***"
+
+
+def test_build_source_by_type() -> None:
+    prom = parse_metrics_config({"address": "http://127.0.0.1:9"}, env={})
+    assert prom is not None and isinstance(build_source(prom), PrometheusSource)
+    adaptor = parse_metrics_config({"type": "prometheus_adapt"}, env={})
+    assert adaptor is not None
+    assert isinstance(build_source(adaptor, api_client=object()), CustomMetricsSource)
+
+
+def test_slow_source_counts_as_error() -> None:
+    from metricslib import prom_matrix
+
+    registry = CollectorRegistry()
+    with http_server(lambda path: (200, prom_matrix([]), 2.0)) as server:
+        collector = UsageCollector(
+            PrometheusSource(server.url, period=60, timeout=0.3), interval=1, registry=registry
+        )
+        t = time.monotonic()
+        assert collector.refresh_once() is False
+        assert time.monotonic() - t < 1.5
+    assert sample(registry, "volsched_metrics_fetch_errors_total", "prometheus") == 1
+
+
+# -- with the real Prometheus ------------------------------------------------------------------
+
+
+@pytest.mark.prometheus
+def test_source_down_at_start_then_up(prometheus_server: PromServer) -> None:
+    registry = CollectorRegistry()
+    clock = Clock(prometheus_server.t0)
+    down = PrometheusSource(f"http://127.0.0.1:{free_port()}", period=600, timeout=1, clock=clock)
+    collector = UsageCollector(
+        down, interval=30, stale_after=90, registry=registry, clock=clock, nodes=node_addresses
+    )
+    assert collector.refresh_once() is False
+    assert collector.refresh_once() is False
+    assert collector.snapshot() == {}
+    assert sample(registry, "volsched_metrics_fetch_errors_total", "prometheus") == 2
+    assert collector.consecutive_failures == 2
+
+    collector.source = PrometheusSource(prometheus_server.url, period=600, clock=clock)
+    assert collector.refresh_once() is True
+    assert set(collector.snapshot()) == {"node-a", "node-b", "node-e"}
+    assert collector.consecutive_failures == 0
+
+
+@pytest.mark.prometheus
+def test_source_dying_mid_run(prometheus_server: PromServer, tmp_path: Any) -> None:
+    data = tmp_path / "data"
+    copy_blocks(prometheus_server.blocks, data)
+    proc = start_prometheus(data, tmp_path / "prometheus.log")
+    try:
+        registry = CollectorRegistry()
+        clock = Clock(prometheus_server.t0)
+        source = PrometheusSource(proc.url, period=600, timeout=2, clock=clock)
+        collector = UsageCollector(
+            source, interval=30, stale_after=90, registry=registry, clock=clock, nodes=node_addresses
+        )
+        assert collector.refresh_once() is True
+        before = collector.snapshot()
+        assert before["node-a"].cpu == pytest.approx(40.0, abs=0.01)
+    finally:
+        proc.stop()
+
+    clock.now += 30
+    assert collector.refresh_once() is False  # connection refused now
+    assert sample(registry, "volsched_metrics_fetch_errors_total", "prometheus") == 1
+    assert collector.snapshot() == before  # old data still served while fresh
+    assert sample(registry, "volsched_metrics_stale_nodes", "prometheus") == 0
+
+    clock.now += 61  # measured_at + 91 s > staleAfter
+    assert collector.refresh_once() is False
+    assert collector.snapshot() == {}
+    assert sample(registry, "volsched_metrics_stale_nodes", "prometheus") == 3
+    assert sample(registry, "volsched_metrics_fetch_errors_total", "prometheus") == 2
