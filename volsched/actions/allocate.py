@@ -85,8 +85,9 @@ class Allocate:
             elif session.job_pipelined(job):
                 statement.hold()
             else:
+                message = gang_message(job, reason)
                 statement.discard()
-                session.record_job_error(job, gang_message(job, reason))
+                session.record_job_error(job, message)
                 continue
             if again:
                 queues.setdefault(qname, {}).setdefault(job.namespace, JobQueue(session)).push(job)

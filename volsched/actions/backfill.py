@@ -44,5 +44,6 @@ class Backfill:
             if session.job_ready(job):
                 statement.commit()
             else:
+                message = gang_message(job, reason)
                 statement.discard()
-                session.record_job_error(job, gang_message(job, reason))
+                session.record_job_error(job, message)
