@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from volsched.cache.state import ClusterState
+from volsched.cache.state import KINDS, ClusterState
 from volsched.framework.config import SchedulerConfig, load_config
 from volsched.framework.decisions import Event, Eviction, SessionResult
 from volsched.framework.runner import run_session
@@ -115,6 +115,10 @@ class Simulator:
         for doc in ranked:
             kind = doc.obj.get("kind")
             ref = object_ref(doc.obj)
+            if kind not in (*KINDS, "Job"):
+                raise InputError(
+                    f"{ref}: unknown kind {kind!r}; known kinds: {', '.join((*KINDS, 'Job'))}", source=doc.source
+                )
             try:
                 if kind == "Job":
                     self._add_job(doc.obj)
