@@ -110,6 +110,8 @@ class Session:
         self._enabled = {opt.name: opt for opt in config.plugin_options()}
         self._tiers: list[list[str]] = [[p.name for p in t.plugins] for t in config.tiers]
         self._fns: dict[str, dict[str, Any]] = {}
+        self._tier_cache: dict[str, list[list[tuple[str, Any]]]] = {}
+        self._flat_cache: dict[str, list[tuple[str, Any]]] = {}
         self._explain: dict[str, ExplainFn] = {}
         self.event_handlers: list[EventHandler] = []
         self._changes: list[int] = []
@@ -126,6 +128,8 @@ class Session:
 
     def _add(self, point: str, plugin: str, fn: Any) -> None:
         self._fns.setdefault(point, {})[plugin] = fn
+        self._tier_cache.pop(point, None)
+        self._flat_cache.pop(point, None)
 
     def add_queue_order_fn(self, plugin: str, fn: CompareFn) -> None:
         self._add("queue_order", plugin, fn)
@@ -192,15 +196,24 @@ class Session:
     # --- combination ------------------------------------------------------------------------------
 
     def _tiered(self, point: str) -> list[list[tuple[str, Any]]]:
+        cached = self._tier_cache.get(point)
+        if cached is not None:
+            return cached
         fns = self._fns.get(point, {})
         out = []
         for tier in self._tiers:
             row = [(name, fns[name]) for name in tier if name in fns and self._enabled[name].enabled(point)]
-            out.append(row)
+            if row:
+                out.append(row)
+        self._tier_cache[point] = out
         return out
 
     def _flat(self, point: str) -> list[tuple[str, Any]]:
-        return [item for tier in self._tiered(point) for item in tier]
+        cached = self._flat_cache.get(point)
+        if cached is None:
+            cached = [item for tier in self._tiered(point) for item in tier]
+            self._flat_cache[point] = cached
+        return cached
 
     def _compare(self, point: str, left: Any, right: Any) -> int:
         for tier in self._tiered(point):
@@ -337,15 +350,11 @@ class Session:
             if not mask.any():
                 break
             mask &= fn(task, idx)
-        need = task.request > EPS
-        if need.any():
-            fits_idle = np.all(nodes.idle[np.ix_(idx, need)] >= task.request[need] - EPS, axis=1)
-            future = nodes.idle[np.ix_(idx, need)] + nodes.releasing[np.ix_(idx, need)]
-            future -= nodes.pipelined[np.ix_(idx, need)]
-            fits_future = np.all(future >= task.request[need] - EPS, axis=1)
-        else:
-            fits_idle = np.ones(len(idx), dtype=bool)
-            fits_future = fits_idle.copy()
+        # Dimensions the task does not ask for never fail (a node may be over-committed in those).
+        floor = np.where(task.request > EPS, task.request - EPS, -np.inf)
+        idle = nodes.idle[idx]
+        fits_idle = np.all(idle >= floor, axis=1)
+        fits_future = np.all(idle + nodes.releasing[idx] - nodes.pipelined[idx] >= floor, axis=1)
         score = np.zeros(len(idx))
         for _, fn in self._flat("node_order"):
             score += fn(task, idx)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -125,7 +126,7 @@ class Job:
     @property
     def ready_count(self) -> int:
         c = self.status_count
-        return sum(c[s] for s in ALLOCATED_STATUSES) + c[TaskStatus.SUCCEEDED]
+        return c[TaskStatus.ALLOCATED] + c[TaskStatus.BOUND] + c[TaskStatus.RUNNING] + c[TaskStatus.SUCCEEDED]
 
     @property
     def pipelined_count(self) -> int:
@@ -172,6 +173,10 @@ class ClusterSnapshot:
     now: float = 0.0
     #: Objects that could not become part of the snapshot, with the reason (rendered as events).
     problems: list[tuple[str, str, str]] = field(default_factory=list)
+    #: What plugins carry from one session to the next (e.g. when rescheduling last ran). The cache
+    #: hands every snapshot the same dict, so a write here is seen by the next session; only the
+    #: session loop (one thread) touches it.
+    carryover: dict[str, Any] = field(default_factory=dict)
 
     def namespace_weight(self, namespace: str) -> int:
         return self.namespace_weights.get(namespace, 1)
@@ -191,6 +196,7 @@ def build_snapshot(
     priority_classes: Mapping[str, int],
     usage: Mapping[str, NodeUsage] | None = None,
     now: float = 0.0,
+    carryover: dict[str, Any] | None = None,
 ) -> ClusterSnapshot:
     """Assemble a snapshot from parsed objects. Tasks are copied, so the caller's objects stay untouched."""
     node_list = list(nodes)
@@ -277,6 +283,7 @@ def build_snapshot(
         foreign_tasks=foreign,
         now=now,
         problems=problems,
+        carryover={} if carryover is None else carryover,
     )
 
 
@@ -303,7 +310,8 @@ def _min_request(space: ResourceSpace, job: Job) -> Vector:
 
 def dominant_share(amount: Vector, total: Vector, mask: npt.NDArray[np.bool_]) -> float:
     """Largest fraction of ``total`` that ``amount`` takes over the dimensions in ``mask``."""
-    sel = mask & (total > EPS)
-    if not np.any(sel):
-        return 0.0
-    return float(np.max(amount[sel] / total[sel]))
+    best = 0.0
+    for a, t, m in zip(amount.tolist(), total.tolist(), mask.tolist(), strict=False):
+        if m and t > EPS and a / t > best:
+            best = a / t
+    return best

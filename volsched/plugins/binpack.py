@@ -61,8 +61,8 @@ class Binpack(BasePlugin):
                 return np.zeros(len(idx))
             d = np.asarray(dims, dtype=np.intp)[asked]
             w = weights[asked]
-            alloc = nodes.allocatable[np.ix_(idx, d)]
-            used = alloc - nodes.idle[np.ix_(idx, d)] + task.request[d]
+            alloc = nodes.allocatable[idx][:, d]
+            used = alloc - nodes.idle[idx][:, d] + task.request[d]
             with np.errstate(divide="ignore", invalid="ignore"):
                 frac = np.where(alloc > 0, used / alloc, 0.0)
             frac = np.where(frac > 1.0, 0.0, frac)

@@ -35,17 +35,21 @@ class NodeOrder(BasePlugin):
         if not (self.least or self.most or self.balanced):
             return
 
+        alloc = nodes.allocatable[:, dims]
+        # 1/allocatable, and 0 where a node has none of a resource (then it counts as full).
+        inv = np.divide(1.0, alloc, out=np.zeros_like(alloc), where=alloc > 0)
+        none = alloc <= 0
+
         def score(task: Task, idx: IndexArray) -> np.ndarray[Any, np.dtype[np.float64]]:
-            alloc = nodes.allocatable[np.ix_(idx, dims)]
-            requested = alloc - nodes.idle[np.ix_(idx, dims)] + task.request[dims]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                frac = np.where(alloc > 0, requested / alloc, 1.0)
-            frac = np.clip(frac, 0.0, 1.0)
+            # fraction used after placing: 1 - (idle - request) / allocatable
+            frac = 1.0 - (nodes.idle[idx][:, dims] - task.request[dims]) * inv[idx]
+            frac[none[idx]] = 1.0
+            np.clip(frac, 0.0, 1.0, out=frac)
             out = np.zeros(len(idx))
             if self.least:
-                out += self.least * (1.0 - frac).mean(axis=1) * 100.0
+                out += self.least * 50.0 * (2.0 - frac[:, 0] - frac[:, 1])
             if self.most:
-                out += self.most * frac.mean(axis=1) * 100.0
+                out += self.most * 50.0 * (frac[:, 0] + frac[:, 1])
             if self.balanced:
                 out += self.balanced * (1.0 - np.abs(frac[:, 0] - frac[:, 1]) / 2.0) * 100.0
             return out

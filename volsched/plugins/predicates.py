@@ -145,11 +145,8 @@ class Predicates(BasePlugin):
         def predicate(task: Task, idx: IndexArray) -> BoolArray:
             selector, affinity, taints, avoided = static.masks(task)
             mask: BoolArray = selector[idx] & affinity[idx] & taints[idx] & avoided[idx]
-            need = np.flatnonzero(task.request > EPS)
-            if len(need):
-                future = nodes.idle[np.ix_(idx, need)] + nodes.releasing[np.ix_(idx, need)]
-                future -= nodes.pipelined[np.ix_(idx, need)]
-                mask &= np.all(future >= task.request[need] - EPS, axis=1)
+            floor = np.where(task.request > EPS, task.request - EPS, -np.inf)
+            mask &= np.all(nodes.idle[idx] + nodes.releasing[idx] - nodes.pipelined[idx] >= floor, axis=1)
             return mask
 
         def explain(task: Task, idx: IndexArray) -> list[tuple[str, int]]:
