@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from volsched.framework.config import SchedulerConfig, load_config
-from volsched.simulate import Document, Simulator, SimulationResult, to_json
+from volsched.simulate import Document, SimulationResult, Simulator, to_json
 
 Obj = dict[str, Any]
 

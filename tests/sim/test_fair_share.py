@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.builders import count_placed, node, pods, podgroup, queue, quota, run
+from tests.builders import count_placed, node, podgroup, pods, queue, quota, run
 
 
 def _cluster_16cpu() -> list[dict]:

@@ -305,12 +305,9 @@ def build_task(pod: Raw, *, priority_classes: Mapping[str, int], default_priorit
     status, node = _pod_status(pod)
     priority = spec.get("priority")
     if priority is None:
+        # Kubernetes' admission rejects pods of unknown classes; one that got through keeps the default.
         pc = spec.get("priorityClassName")
-        if pc:
-            # Kubernetes' admission rejects pods of unknown classes; one that got through keeps the default.
-            priority = priority_classes.get(pc, default_priority)
-        else:
-            priority = default_priority
+        priority = priority_classes.get(pc, default_priority) if pc else default_priority
     if isinstance(priority, bool) or not isinstance(priority, int):
         raise InputError(f"{where}: spec.priority must be an integer, got {priority!r}")
     group = annotations.get(GROUP_ANNOTATION)

@@ -1,0 +1,35 @@
+# Set-up and everyday commands. Every target creates .venv and installs volsched into it first.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo simulate test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+## The main job: the operator on a local control plane, converging on a mixed workload.
+demo: $(STAMP)
+	$(BIN)/volsched demo
+
+## The engine alone, in memory, on the bundled example cluster.
+simulate: $(STAMP)
+	$(BIN)/volsched simulate
+
+## Lint, types and the whole test suite (real kube-apiserver, Prometheus and Elasticsearch included).
+test: $(STAMP) lint
+	$(BIN)/python -m pytest -q -rfE $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check volsched tests bench
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench_allocate.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
