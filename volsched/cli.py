@@ -29,7 +29,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
     files = args.file or [str(_bundled_example())]
     config = load_config(args.config) if args.config else None
-    result = simulate(files, config=config, sessions=args.sessions)
+    result = simulate(files, config=config, sessions=args.sessions, usage=args.usage)
     data = to_json(result)
     if args.output == "json":
         json.dump(data, sys.stdout, indent=2, sort_keys=False)
@@ -60,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("--config", help="scheduler config YAML (Volcano's shape); default: the built-in config")
     sim.add_argument("--sessions", type=int, default=100, help="stop after this many sessions (default 100)")
+    sim.add_argument(
+        "--usage",
+        metavar="FILE",
+        help="YAML map of node name to measured usage {cpu, memory, cpuFluctuation, memFluctuation, age}"
+        " in percent (overrides the volsched.io/usage Node annotation)",
+    )
     sim.add_argument("-o", "--output", choices=("table", "json"), default="table")
     sim.set_defaults(func=_simulate)
     run = sub.add_parser("run", help="run the operator against the cluster in the current kubeconfig")

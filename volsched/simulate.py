@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,11 +29,15 @@ from volsched.model.objects import (
     GROUP_ANNOTATION,
     QUEUE_ANNOTATION,
     PodGroupPhase,
+    Task,
     object_ref,
 )
+from volsched.usage_input import load_usage_file, usage_from_annotations
 
 #: Simulated clock start for objects without a creationTimestamp (input order decides ties).
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+#: How long the owner of a pod that shuffle moved off a node keeps off that node (simulated seconds).
+AVOID_SECONDS = 600.0
 
 
 @dataclass
@@ -95,6 +99,8 @@ class Simulator:
         self.clock = EPOCH + 10_000.0
         docs = list(documents)
         self._load(docs)
+        self._load_usage_annotations(docs)
+        self._moved: dict[str, int] = {}
 
     # --- input ----------------------------------------------------------------------------------------
 
@@ -129,6 +135,19 @@ class Simulator:
                     f"{ref}: {exc.message}" if ref not in exc.message else exc.message, source=doc.source
                 ) from None
         self._check_references(docs)
+
+    def _load_usage_annotations(self, docs: list[Document]) -> None:
+        """Node usage from the ``volsched.io/usage`` annotation, measured now (the simulator clock)."""
+        sources = {
+            (d.obj.get("metadata") or {}).get("name"): d.source for d in docs if d.obj.get("kind") == "Node"
+        }
+        nodes = [(n, spec.annotations, sources.get(n, "")) for n, spec in self.state.nodes.items()]
+        self.state.set_usage(usage_from_annotations(nodes, now=self.clock))
+
+    def load_usage(self, path: str | Path) -> None:
+        """Node usage from a ``--usage`` file; it wins over annotations."""
+        usage = load_usage_file(path, nodes=self.state.nodes, now=self.clock)
+        self.state.set_usage({**self.state.usage, **usage})
 
     def _check_references(self, docs: list[Document]) -> None:
         queues = {q.name for q in self.state.queue_specs()}
@@ -241,20 +260,62 @@ class Simulator:
             raw = self.state.raw_pods.get(ev.pod)
             if raw is None:
                 continue
+            task = self.state.tasks.get(ev.pod)
             self.state.delete("Pod", *ev.pod.split("/", 1))
             changed = True
             owners = (raw.get("metadata") or {}).get("ownerReferences") or []
             ns = ev.pod.split("/", 1)[0]
+            respawned = False
             for ref in owners:
                 job_key = f"{ns}/{ref.get('name')}"
                 if ref.get("kind") == "Job" and job_key in self.jobs:
                     self._spawn(job_key, _iso(self.clock))
+                    respawned = True
+            if ev.action == "shuffle" and task is not None:
+                self._moved_off(ev.node, task, raw, respawn=not respawned)
         for key, status in result.podgroups.items():
             pg = self.state.podgroups.get(key)
             if pg is not None and pg.phase.value != status.phase:
                 self.state.set_podgroup_phase(key, PodGroupPhase(status.phase))
                 changed = True
         return changed
+
+    def _moved_off(self, node: str, task: Task, raw: Mapping[str, Any], *, respawn: bool) -> None:
+        """A pod rescheduled off ``node``: its owner keeps off that node for AVOID_SECONDS, the node's
+        measured usage loses the pod's share (if the measurement included it), and, playing the pod's
+        controller, a pending replacement is created (batch Jobs already got theirs)."""
+        if task.owner:
+            self.state.avoid_node(task.owner, node, until=self.clock + AVOID_SECONDS)
+        usage = self.state.usage.get(node)
+        spec = self.state.nodes.get(node)
+        if usage is not None and spec is not None and task.start_time <= usage.measured_at:
+
+            def share(resource: str) -> float:
+                alloc = spec.allocatable.get(resource, 0.0)
+                return task.request_map.get(resource, 0.0) / alloc * 100.0 if alloc > 0 else 0.0
+
+            self.state.set_usage(
+                {
+                    **self.state.usage,
+                    node: replace(
+                        usage,
+                        cpu=max(0.0, usage.cpu - share("cpu")),
+                        memory=max(0.0, usage.memory - share("memory")),
+                    ),
+                }
+            )
+        if respawn and task.owner:
+            base = f"{task.namespace}/{task.name.split('-moved-', 1)[0]}"
+            count = self._moved.get(base, 0) + 1
+            self._moved[base] = count
+            pod = copy.deepcopy(dict(raw))
+            meta = pod["metadata"]
+            meta["name"] = f"{base.split('/', 1)[1]}-moved-{count}"
+            meta["uid"] = f"{task.namespace}/{meta['name']}"
+            meta["creationTimestamp"] = _iso(self.clock)
+            pod["spec"].pop("nodeName", None)
+            pod["status"] = {"phase": "Pending"}
+            self.state.apply(pod)
 
     def run(self, max_sessions: int) -> SimulationResult:
         if max_sessions < 1:
@@ -274,9 +335,16 @@ class Simulator:
 
 
 def simulate(
-    paths: Sequence[str | Path], *, config: SchedulerConfig | None = None, sessions: int = 100
+    paths: Sequence[str | Path],
+    *,
+    config: SchedulerConfig | None = None,
+    sessions: int = 100,
+    usage: str | Path | None = None,
 ) -> SimulationResult:
-    return Simulator(load_documents(paths), config).run(sessions)
+    sim = Simulator(load_documents(paths), config)
+    if usage is not None:
+        sim.load_usage(usage)
+    return sim.run(sessions)
 
 
 # --- output ------------------------------------------------------------------------------------------

@@ -61,6 +61,10 @@ class ClusterState:
         self.usage: dict[str, NodeUsage] = {}
         #: Nodes each pod owner was moved off by rescheduling (owner -> nodes); see Task.avoid_nodes.
         self.avoid: dict[str, tuple[str, ...]] = {}
+        #: When each (owner, node) entry of ``avoid`` expires (Unix seconds); see avoid_node.
+        self.avoid_until: dict[tuple[str, str], float] = {}
+        #: Plugin state that outlives a session (handed to every snapshot by reference).
+        self.carryover: dict[str, Any] = {}
         self.generation = 0
 
     # --- events ---------------------------------------------------------------------------------------
@@ -141,6 +145,22 @@ class ClusterState:
         with self._lock:
             self.usage = dict(usage)
 
+    def avoid_node(self, owner: str, node: str, *, until: float) -> None:
+        """Pending pods of ``owner`` stay off ``node`` until ``until`` (a pod was moved off it)."""
+        with self._lock:
+            self.avoid_until[(owner, node)] = until
+            self.avoid[owner] = tuple(sorted({*self.avoid.get(owner, ()), node}))
+
+    def _expire_avoid(self, now: float) -> None:
+        expired = [key for key, until in self.avoid_until.items() if until <= now]
+        for owner, node in expired:
+            del self.avoid_until[(owner, node)]
+            left = tuple(n for n in self.avoid.get(owner, ()) if n != node)
+            if left:
+                self.avoid[owner] = left
+            else:
+                self.avoid.pop(owner, None)
+
     def set_podgroup_phase(self, key: str, phase: PodGroupPhase) -> None:
         with self._lock:
             pg = self.podgroups.get(key)
@@ -165,6 +185,8 @@ class ClusterState:
 
     def snapshot(self, *, now: float = 0.0, tasks: Iterable[Task] | None = None) -> ClusterSnapshot:
         with self._lock:
+            if now > 0 and self.avoid_until:
+                self._expire_avoid(now)
             task_list = list(self.tasks.values()) if tasks is None else list(tasks)
             if self.avoid:
                 from dataclasses import replace
@@ -188,4 +210,5 @@ class ClusterState:
                 priority_classes=dict(self.priority_classes),
                 usage=dict(self.usage),
                 now=now,
+                carryover=self.carryover,
             )

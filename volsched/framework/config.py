@@ -88,9 +88,14 @@ class SchedulerConfig:
     tiers: tuple[Tier, ...]
     metrics: Mapping[str, Any] | None = None
     source: str = "<default>"
+    #: Action arguments from ``configurations: [{name: shuffle, arguments: {...}}]`` (Volcano's shape).
+    configurations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def plugin_options(self) -> list[PluginOption]:
         return [p for t in self.tiers for p in t.plugins]
+
+    def action_arguments(self, name: str) -> Mapping[str, Any]:
+        return self.configurations.get(name, {})
 
 
 def _known(names: Any) -> str:
@@ -179,7 +184,48 @@ def parse_config(
     metrics = raw.get("metrics")
     if metrics is not None and not isinstance(metrics, Mapping):
         raise InputError("metrics must be a map", source=source)
-    return SchedulerConfig(actions=tuple(actions), tiers=tuple(tiers), metrics=metrics, source=source)
+    configurations = _parse_configurations(
+        raw.get("configurations"), source=source, known_actions=known_actions
+    )
+    return SchedulerConfig(
+        actions=tuple(actions),
+        tiers=tuple(tiers),
+        metrics=metrics,
+        source=source,
+        configurations=configurations,
+    )
+
+
+def _parse_configurations(
+    raw: Any, *, source: str, known_actions: Mapping[str, Any]
+) -> dict[str, Mapping[str, Any]]:
+    """``configurations: [{name: <action>, arguments: {...}}]``: arguments for actions."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, list):
+        raise InputError("configurations must be a list of {name, arguments}", source=source)
+    out: dict[str, Mapping[str, Any]] = {}
+    for i, entry in enumerate(raw):
+        where = f"configurations[{i}]"
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+            raise InputError(f"{where} must be a map with a name", source=source)
+        name = entry["name"]
+        if name not in known_actions:
+            raise InputError(
+                f"{where}: unknown action {name!r}; known actions: {_known(known_actions)}", source=source
+            )
+        if name in out:
+            raise InputError(f"{where}: action {name!r} is configured twice", source=source)
+        extra = set(entry) - {"name", "arguments"}
+        if extra:
+            raise InputError(
+                f"{where} ({name}): unknown field(s) {_known(extra)}; known: arguments, name", source=source
+            )
+        args = entry.get("arguments") or {}
+        if not isinstance(args, Mapping):
+            raise InputError(f"{where} ({name}): arguments must be a map", source=source)
+        out[name] = dict(args)
+    return out
 
 
 def load_config(path: str | Path | None = None, *, text: str | None = None) -> SchedulerConfig:

@@ -78,9 +78,14 @@ def make_actions(config: SchedulerConfig) -> list[Action]:
 
 
 def validate_plugin_arguments(config: SchedulerConfig) -> None:
-    """Build every plugin once so a malformed argument fails at load time, naming the plugin."""
+    """Build every plugin once, and check every action's arguments (an action class may have a
+    ``check_arguments(Arguments)`` static method), so a malformed argument fails at load time."""
     try:
         make_plugins(config)
+        for name, raw in config.configurations.items():
+            check = getattr(ACTIONS[name], "check_arguments", None)
+            if check is not None:
+                check(Arguments(name, raw))
     except InputError as exc:
         raise exc.located(config.source) from None
 

@@ -1,0 +1,69 @@
+"""shuffle: evict the running pods that plugins name as victims, so they are placed again elsewhere.
+
+The victims come from ``session.victim_tasks()`` in the order the plugins give them (the rescheduling
+plugin answers at most once per its interval). Each is evicted through a Statement, at most
+``maxEvictionsPerSession`` per session, and never one that would take a gang (a job with a PodGroup)
+below its minMember. Why each pod moves is read from ``session.state["victim_reasons"]`` when a plugin
+left it there.
+
+Arguments, in the scheduler config's ``configurations`` section::
+
+    configurations:
+    - name: shuffle
+      arguments:
+        maxEvictionsPerSession: 5   # default 5; 0 turns evictions off
+
+Whoever carries out the evictions records that the pod's owner should not go back to the node it left
+(``ClusterState.avoid_node``; the simulator does), and the Eviction API enforces PodDisruptionBudgets.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from volsched.framework.plugin import Arguments
+from volsched.framework.registry import register_action
+from volsched.framework.session import Session
+from volsched.framework.statement import Statement
+from volsched.model.errors import InputError
+from volsched.model.objects import TaskStatus
+
+DEFAULT_MAX_EVICTIONS = 5
+
+
+@register_action
+class Shuffle:
+    name: ClassVar[str] = "shuffle"
+
+    @staticmethod
+    def check_arguments(args: Arguments) -> int:
+        limit = args.number("maxEvictionsPerSession", DEFAULT_MAX_EVICTIONS, minimum=0)
+        if limit != int(limit):
+            raise InputError(
+                f"action shuffle: argument maxEvictionsPerSession: expected an integer, got {limit:g}"
+            )
+        unknown = args.unknown()
+        if unknown:
+            raise InputError(
+                f"action shuffle: unknown argument(s) {', '.join(unknown)}; known: maxEvictionsPerSession"
+            )
+        return int(limit)
+
+    def execute(self, session: Session) -> None:
+        limit = self.check_arguments(Arguments("shuffle", session.config.action_arguments(self.name)))
+        if not limit:
+            return
+        reasons: dict[str, str] = session.state.get("victim_reasons", {})
+        statement = Statement(session)
+        for task in session.victim_tasks():
+            if len(statement) >= limit:
+                break
+            if task.status is not TaskStatus.RUNNING:
+                continue
+            job = session.jobs.get(task.job_key)
+            if job is not None and not job.standalone and job.ready_count - 1 < job.min_member:
+                continue
+            statement.evict(
+                task, action=self.name, reason=reasons.get(task.key, "shuffle: rebalancing nodes")
+            )
+        statement.commit()

@@ -1,0 +1,262 @@
+"""usage: filter and score nodes by their measured load, not by requests.
+
+Arguments (the names of Volcano's usage plugin)::
+
+    - name: usage
+      enablePredicate: false   # optional: keep scoring but never filter
+      arguments:
+        usage.weight: 5        # weight of the whole score (default 5)
+        cpu.weight: 1          # weight of cpu in the score (default 1)
+        memory.weight: 1       # weight of memory in the score (default 1)
+        fluctuation.weight: 1  # how many points one point of fluctuation costs (default 1)
+        thresholds:
+          cpu: 80              # a node whose cpu usage is over 80% takes no new pods (default: no limit)
+          mem: 70              # same for memory (``memory`` is accepted too)
+        staleAfter: 5m         # usage measured longer ago than this is ignored (default 5m)
+
+What a node's usage is taken to be (its *estimated usage*, per resource, in percent): the measured value
+(``session.nodes.usage``, filled by ``volsched.metrics``) plus, for each task on the node that the
+measurement cannot have seen yet, ``request / allocatable * 100``. A task counts when it was placed in
+this session (allocated or pipelined), is bound but not started, or started after ``measured_at``. So
+one session does not pile every pod onto the node that looked idle: each placement raises the
+node's estimate, and the session's node views refresh on every placement.
+
+Predicate: a node whose estimated cpu (memory) usage is over ``thresholds.cpu`` (``thresholds.mem``)
+takes no new pods. Score: ``usage.weight * weighted mean over cpu and memory of (100 - effective)``,
+where ``effective = min(100, estimate with the task + fluctuation.weight * fluctuation)``; a node whose
+load swings widely scores below an equally loaded steady one.
+
+A node without fresh data (none, or older than ``staleAfter``) is never filtered, and is scored as if
+it were at the average measured load of the nodes with fresh data (plus what this session placed on
+it), so it is neither favoured nor shunned. With no fresh data at all the plugin registers nothing.
+
+Everything the callbacks read is node state kept current by an event handler, as the session's
+per-node view cache requires.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from volsched.framework.plugin import Arguments, BasePlugin
+from volsched.framework.registry import register_plugin
+from volsched.framework.session import EventHandler, Session
+from volsched.model.cluster import BoolArray, IndexArray, NodeTable
+from volsched.model.errors import InputError
+from volsched.model.objects import Task, TaskStatus
+from volsched.model.resources import CPU, MEMORY, Vector
+from volsched.model.usage import NodeUsage
+
+DEFAULT_STALE_AFTER = 300.0
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(value: Any, *, where: str, allow_zero: bool = False) -> float:
+    """A Go-style duration (``30s``, ``5m``, ``1h30m``) or a number of seconds, as seconds."""
+    seconds: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str) and value.strip():
+        text = value.strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            pos, total = 0, 0.0
+            for match in _DURATION_PART.finditer(text):
+                if match.start() != pos:
+                    break
+                total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+                pos = match.end()
+            seconds = total if pos == len(text) else None
+    if seconds is None or not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
+        kind = "a duration >= 0" if allow_zero else "a positive duration"
+        raise InputError(f"{where}: expected {kind} like 30s, 5m or 1h, got {value!r}")
+    return seconds
+
+
+def duration_argument(args: Arguments, key: str, default: float, *, allow_zero: bool = False) -> float:
+    if not args.has(key):
+        args.raw(key)
+        return default
+    return parse_duration(args.raw(key), where=f"plugin {args.plugin}: argument {key}", allow_zero=allow_zero)
+
+
+def counts_since(task: Task, measured_at: float) -> bool:
+    """Whether a task on a node is too new for a measurement taken at ``measured_at`` to include."""
+    if task.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.BOUND):
+        return True
+    return task.status is TaskStatus.RUNNING and task.start_time > measured_at
+
+
+@dataclass
+class UsageEstimate:
+    """Per-node estimated usage in percent over (cpu, memory), kept current by an event handler.
+
+    ``measured`` is the measured value (the cluster average for nodes without fresh data), ``fluctuation``
+    the measured swing, ``fresh`` whether the node has fresh data, and ``added`` what was placed since
+    the measurement. ``estimate()`` is measured plus added.
+    """
+
+    nodes: NodeTable
+    dims: np.ndarray[Any, np.dtype[np.intp]]
+    measured: Vector
+    fluctuation: Vector
+    fresh: BoolArray
+    added: Vector
+    measured_at: np.ndarray[Any, np.dtype[np.float64]]
+    counted: dict[str, tuple[int, Vector]]
+
+    @property
+    def any_fresh(self) -> bool:
+        return bool(self.fresh.any())
+
+    def share(self, node: int, task: Task) -> Vector:
+        """The task's request as percent of the node's allocatable cpu and memory."""
+        alloc = self.nodes.allocatable[node, self.dims]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where(alloc > 0, task.request[self.dims] / alloc * 100.0, 0.0)
+        return np.asarray(out, dtype=np.float64)
+
+    def estimate(self, idx: IndexArray) -> Vector:
+        return np.asarray(self.measured[idx] + self.added[idx], dtype=np.float64)
+
+    def _counts(self, node: int, task: Task) -> bool:
+        if not self.fresh[node]:
+            return task.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
+        return counts_since(task, float(self.measured_at[node]))
+
+    def on_allocate(self, task: Task) -> None:
+        node = self.nodes.index.get(task.node_name or "")
+        if node is None or task.key in self.counted or not self._counts(node, task):
+            return
+        share = self.share(node, task)
+        self.added[node] += share
+        self.counted[task.key] = (node, share)
+
+    def on_deallocate(self, task: Task) -> None:
+        hit = self.counted.pop(task.key, None)
+        if hit is not None:
+            node, share = hit
+            self.added[node] -= share
+
+
+def fresh_usage(usage: dict[str, NodeUsage], now: float, stale_after: float) -> dict[str, NodeUsage]:
+    """The entries measured no longer than ``stale_after`` before ``now`` (and not in the future by
+    more than that either, which would mean a broken clock). ``now <= 0`` means the time is unknown:
+    everything is taken as fresh."""
+    if now <= 0:
+        return dict(usage)
+    return {n: u for n, u in usage.items() if abs(now - u.measured_at) <= stale_after}
+
+
+def build_estimate(session: Session, stale_after: float) -> UsageEstimate:
+    """Estimated usage of every node at session open; register ``on_allocate``/``on_deallocate`` as an
+    event handler to keep it current."""
+    nodes = session.nodes
+    n = len(nodes)
+    dims = np.array([session.space.index(CPU), session.space.index(MEMORY)], dtype=np.intp)
+    fresh_map = fresh_usage(nodes.usage, session.now, stale_after)
+    measured = np.zeros((n, 2))
+    fluctuation = np.zeros((n, 2))
+    measured_at = np.zeros(n)
+    fresh = np.zeros(n, dtype=bool)
+    for name, u in fresh_map.items():
+        i = nodes.index.get(name)
+        if i is None:
+            continue
+        fresh[i] = True
+        measured[i] = (u.cpu, u.memory)
+        fluctuation[i] = (u.cpu_fluctuation, u.mem_fluctuation)
+        measured_at[i] = u.measured_at
+    if fresh.any():
+        measured[~fresh] = measured[fresh].mean(axis=0)
+        fluctuation[~fresh] = fluctuation[fresh].mean(axis=0)
+    est = UsageEstimate(nodes, dims, measured, fluctuation, fresh, np.zeros((n, 2)), measured_at, {})
+    for i in range(n):
+        for task in nodes.tasks[i].values():
+            est.on_allocate(task)
+    return est
+
+
+def _pct(value: float) -> str:
+    return f"{round(value, 1):g}%"
+
+
+@register_plugin
+class Usage(BasePlugin):
+    name: ClassVar[str] = "usage"
+
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.weight = arguments.number("usage.weight", 5, minimum=0)
+        self.cpu_weight = arguments.number("cpu.weight", 1, minimum=0)
+        self.memory_weight = arguments.number("memory.weight", 1, minimum=0)
+        self.fluctuation_weight = arguments.number("fluctuation.weight", 1, minimum=0)
+        self.thresholds: list[float | None] = [None, None]
+        if arguments.has("thresholds.cpu"):
+            self.thresholds[0] = arguments.number("thresholds.cpu", 100, minimum=0, maximum=100)
+        for key in ("thresholds.mem", "thresholds.memory"):
+            if arguments.has(key):
+                if self.thresholds[1] is not None:
+                    raise InputError("plugin usage: give thresholds.mem or thresholds.memory, not both")
+                self.thresholds[1] = arguments.number(key, 100, minimum=0, maximum=100)
+        self.stale_after = duration_argument(arguments, "staleAfter", DEFAULT_STALE_AFTER)
+
+    def on_session_open(self, session: Session) -> None:
+        est = build_estimate(session, self.stale_after)
+        if not est.any_fresh:
+            return
+        session.add_event_handler(EventHandler(allocate=est.on_allocate, deallocate=est.on_deallocate))
+        labels = ("cpu", "memory")
+        limits = np.array([math.inf if t is None else t for t in self.thresholds])
+
+        if any(t is not None for t in self.thresholds):
+
+            def over(idx: IndexArray) -> np.ndarray[Any, np.dtype[np.bool_]]:
+                return np.asarray((est.estimate(idx) > limits) & est.fresh[idx, None], dtype=bool)
+
+            def predicate(task: Task, idx: IndexArray) -> BoolArray:
+                return np.asarray(~over(idx).any(axis=1), dtype=bool)
+
+            def explain(task: Task, idx: IndexArray) -> list[tuple[str, int]]:
+                flags = over(idx)
+                values = est.estimate(idx)
+                out: list[tuple[str, int]] = []
+                taken = np.zeros(len(idx), dtype=bool)
+                for d in range(2):
+                    hit = flags[:, d] & ~taken
+                    taken |= hit
+                    if not hit.any():
+                        continue
+                    lo, hi = float(values[hit, d].min()), float(values[hit, d].max())
+                    shown = _pct(lo) if _pct(lo) == _pct(hi) else f"{_pct(lo)}-{_pct(hi)}"
+                    out.append(
+                        (
+                            f"node(s) over {labels[d]} usage threshold {_pct(float(limits[d]))} (usage {shown})",
+                            int(hit.sum()),
+                        )
+                    )
+                return out
+
+            session.add_predicate_fn(self.name, predicate, explain=explain)
+
+        weights = np.array([self.cpu_weight, self.memory_weight])
+        if not self.weight or not weights.sum():
+            return
+
+        def score(task: Task, idx: IndexArray) -> np.ndarray[Any, np.dtype[np.float64]]:
+            alloc = session.nodes.allocatable[np.ix_(idx, est.dims)]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                own = np.where(alloc > 0, task.request[est.dims] / alloc * 100.0, 0.0)
+            effective = est.estimate(idx) + own + self.fluctuation_weight * est.fluctuation[idx]
+            free = 100.0 - np.clip(effective, 0.0, 100.0)
+            return np.asarray((free * weights).sum(axis=1) / weights.sum() * self.weight, dtype=np.float64)
+
+        session.add_node_order_fn(self.name, score)
