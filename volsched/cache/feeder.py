@@ -1,0 +1,138 @@
+"""Feeds watch events into a :class:`ClusterState`, in order, and remembers pods the scheduler bound.
+
+Two things make a watch-fed cache safe to schedule from:
+
+* Ordering. The operator lists every kind once before its first session and the watches replay
+  their own listings afterwards; an event older (by ``resourceVersion``) than what the cache holds
+  for that object, or than its deletion, is dropped, so a late replay never "unbinds" a pod.
+* Assumed binds. After a successful bind the pod is marked bound in the cache at once (like
+  kube-scheduler's assume), so the next session does not bind it again before the watch catches up;
+  an event showing the pod still unbound does not undo that until the assumption expires.
+
+No I/O happens here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from volsched.cache.state import ClusterState
+from volsched.model.errors import InputError
+
+log = logging.getLogger("volsched.cache")
+
+Raw = Mapping[str, Any]
+
+
+def _rv(obj: Raw) -> int | None:
+    value = (obj.get("metadata") or {}).get("resourceVersion")
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def object_key(kind: str, obj: Raw) -> tuple[str, str | None, str]:
+    meta = obj.get("metadata") or {}
+    return kind, meta.get("namespace") or None, str(meta.get("name") or "")
+
+
+@dataclass(frozen=True)
+class Assumption:
+    uid: str
+    node: str
+    expires: float
+
+
+class Feeder:
+    def __init__(
+        self, state: ClusterState, *, assume_ttl: float = 30.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.state = state
+        self.assume_ttl = assume_ttl
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._seen: dict[tuple[str, str | None, str], int] = {}
+        self._deleted: dict[tuple[str, str | None, str], int] = {}
+        self._assumed: dict[str, Assumption] = {}
+        self.rejected: dict[str, str] = {}  # "Kind ns/name" -> why the cache refused it
+
+    # --- events -------------------------------------------------------------------------------------------
+
+    def apply(self, kind: str, obj: Raw) -> bool:
+        """Add or update. Returns False when the event was stale or the object invalid."""
+        obj = {**obj, "kind": kind} if obj.get("kind") != kind else obj
+        key = object_key(kind, obj)
+        rv = _rv(obj)
+        with self._lock:
+            if rv is not None:
+                if rv < self._seen.get(key, -1) or rv <= self._deleted.get(key, -1):
+                    return False
+                self._seen[key] = rv
+                self._deleted.pop(key, None)
+            if kind == "Pod":
+                obj = self._overlay(obj)
+        ref = f"{kind} {key[1]}/{key[2]}" if key[1] else f"{kind} {key[2]}"
+        try:
+            self.state.apply(obj)
+        except InputError as exc:
+            if self.rejected.get(ref) != str(exc):
+                log.warning("ignoring %s: %s", ref, exc)
+            self.rejected[ref] = str(exc)
+            return False
+        self.rejected.pop(ref, None)
+        return True
+
+    def delete(self, kind: str, obj: Raw) -> None:
+        key = object_key(kind, obj)
+        rv = _rv(obj)
+        with self._lock:
+            if rv is not None:
+                self._deleted[key] = max(rv, self._seen.get(key, -1), self._deleted.get(key, -1))
+            self._seen.pop(key, None)
+            if kind == "Pod":
+                self._assumed.pop(f"{key[1]}/{key[2]}", None)
+        self.state.delete(kind, key[1], key[2])
+
+    # --- assumed binds --------------------------------------------------------------------------------------
+
+    def _overlay(self, pod: Raw) -> Raw:
+        meta = pod.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        a = self._assumed.get(key)
+        if a is None:
+            return pod
+        if (pod.get("spec") or {}).get("nodeName") or str(meta.get("uid") or "") != a.uid:
+            self._assumed.pop(key, None)  # the API has caught up (or it is another pod now)
+            return pod
+        if self._clock() >= a.expires:
+            self._assumed.pop(key, None)
+            return pod
+        out = copy.deepcopy(dict(pod))
+        out.setdefault("spec", {})["nodeName"] = a.node
+        return out
+
+    def assume(self, pod_key: str, uid: str, node: str) -> None:
+        """Mark a pod bound to ``node`` now (its bind succeeded)."""
+        with self._lock:
+            self._assumed[pod_key] = Assumption(uid=uid, node=node, expires=self._clock() + self.assume_ttl)
+            raw = self.state.raw_pods.get(pod_key)
+            if raw is None:
+                return
+            pod = self._overlay(raw)
+        with contextlib.suppress(InputError):  # it parsed before; it parses now
+            self.state.apply(pod)
+
+    def is_assumed(self, pod_key: str) -> bool:
+        with self._lock:
+            return pod_key in self._assumed
+
+    def pods(self) -> dict[str, Raw]:
+        return self.state.raw_pods.copy()  # dict.copy is atomic under the GIL

@@ -1,0 +1,74 @@
+"""One consistent read of everything the scheduler caches, before its first session (read-only)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from volsched.model.objects import API_GROUP
+
+log = logging.getLogger("volsched.kube")
+
+
+@dataclass(frozen=True)
+class WatchedKind:
+    kind: str
+    group: str  # "" for the core group
+    version: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def path(self) -> str:
+        base = f"/api/{self.version}" if not self.group else f"/apis/{self.group}/{self.version}"
+        return f"{base}/{self.plural}"
+
+
+#: In the order the cache wants them: what pods refer to comes first.
+WATCHED: tuple[WatchedKind, ...] = (
+    WatchedKind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
+    WatchedKind("Namespace", "", "v1", "namespaces", False),
+    WatchedKind("ResourceQuota", "", "v1", "resourcequotas", True),
+    WatchedKind("Queue", API_GROUP, "v1beta1", "queues", False),
+    WatchedKind("Node", "", "v1", "nodes", False),
+    WatchedKind("PodGroup", API_GROUP, "v1beta1", "podgroups", True),
+    WatchedKind("Pod", "", "v1", "pods", True),
+)
+
+
+def list_kind(api: client.ApiClient, kind: WatchedKind) -> list[dict[str, Any]]:
+    """All objects of one kind as raw dicts (with kind set); [] when the API does not serve it."""
+    try:
+        if kind.group == API_GROUP:
+            resp: Any = client.CustomObjectsApi(api).list_cluster_custom_object(
+                kind.group, kind.version, kind.plural, _preload_content=False
+            )
+        elif kind.group == "scheduling.k8s.io":
+            resp = client.SchedulingV1Api(api).list_priority_class(_preload_content=False)
+        else:
+            core = client.CoreV1Api(api)
+            listers: dict[str, Callable[..., Any]] = {
+                "nodes": core.list_node,
+                "namespaces": core.list_namespace,
+                "resourcequotas": core.list_resource_quota_for_all_namespaces,
+                "pods": core.list_pod_for_all_namespaces,
+            }
+            fn = listers[kind.plural]
+            resp = fn(_preload_content=False)
+        body = json.loads(resp.data)
+    except ApiException as exc:
+        if exc.status == 404:
+            log.warning("%s are not served by this cluster (is the CRD installed?)", kind.plural)
+            return []
+        raise
+    items: list[dict[str, Any]] = body.get("items") or []
+    for item in items:
+        item["kind"] = kind.kind
+        item.setdefault("apiVersion", f"{kind.group}/{kind.version}" if kind.group else kind.version)
+    return items

@@ -1,0 +1,192 @@
+"""What volsched writes into objects, rendered from session results as plain dicts. Pure: no I/O.
+
+PodGroup ``status`` (phase, counts, a ``Scheduled`` condition), Queue ``status`` (state, deserved,
+allocated as quantities, podgroup counts by phase), the pod condition ``PodScheduled=False`` and the
+``FailedScheduling`` event. Times are passed in, so the same input renders the same output; callers
+compare renderings without times to decide whether anything needs writing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from volsched.framework.decisions import PodGroupStatus, QueueStatus
+from volsched.model.resources import CPU, MEMORY, PODS
+
+SCHEDULER_COMPONENT = "volsched"
+
+
+def now_rfc3339(ts: float | None = None) -> str:
+    moment = datetime.now(tz=UTC) if ts is None else datetime.fromtimestamp(ts, tz=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def quantity(name: str, amount: float) -> str:
+    """A Kubernetes quantity string: ``2``, ``1500m``, ``4Gi``, ``123456``."""
+    if name == MEMORY or name.endswith("storage"):
+        whole = round(amount)
+        for unit, size in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
+            if whole and whole % size == 0:
+                return f"{whole // size}{unit}"
+        return str(whole)
+    if abs(amount - round(amount)) < 1e-9:
+        return str(round(amount))
+    return f"{round(amount * 1000)}m"
+
+
+def quantities(amounts: Mapping[str, float] | None) -> dict[str, str]:
+    return {k: quantity(k, v) for k, v in sorted((amounts or {}).items()) if k != PODS}
+
+
+def summary(amounts: Mapping[str, float] | None) -> str:
+    """``cpu=4 memory=8Gi`` for printer columns (cpu and memory first)."""
+    q = quantities(amounts)
+    order = sorted(q, key=lambda k: (k not in (CPU, MEMORY), k != CPU, k))
+    return " ".join(f"{k}={q[k]}" for k in order) or "-"
+
+
+def podgroup_condition(status: PodGroupStatus) -> dict[str, str]:
+    """The ``Scheduled`` condition: True once minMember pods are placed, else False with the reason."""
+    if status.scheduled >= status.min_member or status.phase in ("Running", "Completed"):
+        return {
+            "type": "Scheduled",
+            "status": "True",
+            "reason": "Scheduled",
+            "message": f"{status.scheduled} of {status.min_member} minimum member(s) placed",
+        }
+    return {
+        "type": "Scheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": status.unschedulable
+        or f"{status.scheduled} of {status.min_member} minimum member(s) placed",
+    }
+
+
+def podgroup_status(status: PodGroupStatus) -> dict[str, Any]:
+    """The PodGroup ``status`` without times (see :func:`with_transition_times`)."""
+    return {
+        "phase": status.phase,
+        "running": status.running,
+        "succeeded": status.succeeded,
+        "failed": status.failed,
+        "pending": status.pending,
+        "scheduled": status.scheduled,
+        "conditions": [podgroup_condition(status)],
+    }
+
+
+def with_transition_times(
+    rendered: Mapping[str, Any], previous: Mapping[str, Any] | None, now: str
+) -> dict[str, Any]:
+    """Add ``lastTransitionTime`` to each condition: kept when its status did not change, else ``now``."""
+    before = {c.get("type"): c for c in (previous or {}).get("conditions") or []}
+    conditions = []
+    for cond in rendered.get("conditions") or []:
+        old = before.get(cond["type"])
+        same = old is not None and old.get("status") == cond["status"] and old.get("lastTransitionTime")
+        conditions.append({**cond, "lastTransitionTime": old["lastTransitionTime"] if same else now})  # type: ignore[index]
+    return {**rendered, "conditions": conditions}
+
+
+def queue_status(status: QueueStatus) -> dict[str, Any]:
+    counts = {phase.lower(): 0 for phase in ("Pending", "Inqueue", "Running", "Unknown", "Completed")}
+    for phase, n in status.podgroups.items():
+        counts[phase.lower()] = counts.get(phase.lower(), 0) + n
+    out: dict[str, Any] = {
+        "state": status.state,
+        "weight": status.weight,
+        "allocated": quantities(status.allocated),
+        "allocatedSummary": summary(status.allocated),
+        **counts,
+    }
+    if status.deserved is not None:
+        out["deserved"] = quantities(status.deserved)
+        out["deservedSummary"] = summary(status.deserved)
+    if status.share is not None:
+        out["share"] = round(float(status.share), 4)
+    return out
+
+
+def pod_unschedulable_condition(message: str, now: str) -> dict[str, Any]:
+    """A strategic-merge patch body for the pod's ``status`` (conditions merge by type)."""
+    return {
+        "status": {
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": message,
+                    "lastProbeTime": None,
+                    "lastTransitionTime": now,
+                }
+            ]
+        }
+    }
+
+
+def failed_scheduling_event(
+    *, namespace: str, pod: str, uid: str, message: str, now: str, count: int = 1, name: str | None = None
+) -> dict[str, Any]:
+    """A core/v1 Event about a pod that could not be placed."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name or f"{pod}.volsched-unschedulable", "namespace": namespace},
+        "involvedObject": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "namespace": namespace,
+            "name": pod,
+            "uid": uid,
+        },
+        "reason": "FailedScheduling",
+        "message": message,
+        "type": "Warning",
+        "count": count,
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "source": {"component": SCHEDULER_COMPONENT},
+        "reportingComponent": SCHEDULER_COMPONENT,
+        "reportingInstance": SCHEDULER_COMPONENT,
+    }
+
+
+def object_event(
+    *,
+    kind: str,
+    api_version: str,
+    namespace: str,
+    name: str,
+    uid: str,
+    reason: str,
+    message: str,
+    now: str,
+    type_: str = "Warning",
+    event_name: str,
+) -> dict[str, Any]:
+    """A core/v1 Event about any object (a ConfigMap with a bad config, a PodGroup that cannot run)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": event_name, "namespace": namespace or "default"},
+        "involvedObject": {
+            "apiVersion": api_version,
+            "kind": kind,
+            "namespace": namespace,
+            "name": name,
+            "uid": uid,
+        },
+        "reason": reason,
+        "message": message,
+        "type": type_,
+        "count": 1,
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "source": {"component": SCHEDULER_COMPONENT},
+        "reportingComponent": SCHEDULER_COMPONENT,
+        "reportingInstance": SCHEDULER_COMPONENT,
+    }

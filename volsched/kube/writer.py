@@ -1,0 +1,396 @@
+"""Carry a SessionResult out against the API: binds, evictions, status, conditions and events.
+
+Calls run on a bounded thread pool behind a token bucket, so a session with thousands of binds neither
+floods the apiserver nor serialises on round trips. Every failure is data in the returned
+:class:`WriteReport` (a pod that is gone, one already bound, a PDB that blocks an eviction); nothing
+here raises for an API error. Only pods whose schedulerName is ours are touched.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from volsched.framework.decisions import Bind, Eviction, SessionResult
+from volsched.kube import status as render
+from volsched.kube.ratelimit import TokenBucket
+from volsched.model.objects import API_GROUP, SCHEDULER_NAME
+
+log = logging.getLogger("volsched.kube")
+
+VERSION = "v1beta1"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+
+Raw = Mapping[str, Any]
+T = TypeVar("T")
+
+
+@dataclass
+class WriterSettings:
+    workers: int = 16
+    qps: float = 200.0
+    burst: int = 400
+    scheduler_name: str = SCHEDULER_NAME
+    request_timeout: float = 10.0
+
+
+#: Outcomes of one bind or eviction.
+BOUND = "bound"
+EVICTED = "evicted"
+GONE = "gone"  # 404: the pod was deleted
+CONFLICT = "conflict"  # 409: already bound, or a different pod (UID) by that name
+BLOCKED = "blocked"  # 429: a PodDisruptionBudget does not allow it now
+SKIPPED = "skipped"  # not our pod
+FAILED = "failed"
+
+
+@dataclass
+class BindOutcome:
+    bind: Bind
+    result: str
+    detail: str = ""
+    #: The pod as the API has it now (after a conflict), to correct the cache with.
+    pod: dict[str, Any] | None = None
+
+
+@dataclass
+class EvictOutcome:
+    eviction: Eviction
+    result: str
+    detail: str = ""
+
+
+@dataclass
+class WriteReport:
+    binds: list[BindOutcome] = field(default_factory=list)
+    evictions: list[EvictOutcome] = field(default_factory=list)
+    status_writes: int = 0
+    events: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def count(self, result: str) -> int:
+        return sum(1 for b in self.binds if b.result == result)
+
+
+def _split(key: str) -> tuple[str, str]:
+    ns, _, name = key.partition("/")
+    return ns, name
+
+
+def _reason(exc: ApiException) -> str:
+    try:
+        body = json.loads(exc.body or "{}")
+        return str(body.get("message") or exc.reason)
+    except (ValueError, TypeError, AttributeError):
+        return str(exc.reason)
+
+
+class KubeWriter:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        settings: WriterSettings | None = None,
+        *,
+        bucket: TokenBucket | None = None,
+    ) -> None:
+        self.settings = settings or WriterSettings()
+        self.api = api
+        self.core = client.CoreV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+        self.bucket = bucket or TokenBucket(self.settings.qps, self.settings.burst)
+        self.pool = ThreadPoolExecutor(max_workers=self.settings.workers, thread_name_prefix="volsched-kube")
+        self._lock = threading.Lock()
+        #: What we last wrote, rendered without times: skip writes that would change nothing.
+        self._podgroups: dict[str, dict[str, Any]] = {}
+        self._podgroups_full: dict[str, dict[str, Any]] = {}
+        self._queues: dict[str, dict[str, Any]] = {}
+        self._conditions: dict[str, str] = {}  # pod uid -> message
+        self._events: dict[str, tuple[str, int]] = {}  # pod uid -> (message, count)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def forget(self, kind: str, key: str) -> None:
+        """Drop what we remember writing to an object (it was recreated or deleted)."""
+        with self._lock:
+            if kind == "PodGroup":
+                self._podgroups.pop(key, None)
+                self._podgroups_full.pop(key, None)
+            elif kind == "Queue":
+                self._queues.pop(key, None)
+            elif kind == "Pod":
+                self._conditions.pop(key, None)
+                self._events.pop(key, None)
+
+    # --- plumbing -----------------------------------------------------------------------------------------
+
+    def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        self.bucket.take()
+        kwargs.setdefault("_request_timeout", self.settings.request_timeout)
+        return fn(*args, **kwargs)
+
+    def _ours(self, pod: Raw | None) -> bool:
+        if pod is None:
+            return False
+        return (
+            (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
+        ) == self.settings.scheduler_name
+
+    def _map(self, fn: Callable[[Any], T], items: Iterable[Any]) -> list[T]:
+        return list(self.pool.map(fn, list(items)))
+
+    def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The pod as a raw dict, or None when it is gone."""
+        try:
+            resp = self._call(self.core.read_namespaced_pod, name, namespace, _preload_content=False)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        data: dict[str, Any] = json.loads(resp.data)
+        data.setdefault("kind", "Pod")
+        data.setdefault("apiVersion", "v1")
+        return data
+
+    # --- binds and evictions ------------------------------------------------------------------------------
+
+    def bind_all(self, binds: Iterable[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
+        return self._map(lambda b: self.bind(b, pods.get(b.pod)), binds)
+
+    def bind(self, bind: Bind, pod: Raw | None) -> BindOutcome:
+        if not self._ours(pod):
+            return BindOutcome(bind, SKIPPED, "not scheduled by volsched")
+        ns, name = _split(bind.pod)
+        body = client.V1Binding(
+            metadata=client.V1ObjectMeta(name=name, namespace=ns, uid=bind.uid or None),
+            target=client.V1ObjectReference(api_version="v1", kind="Node", name=bind.node),
+        )
+        try:
+            # _preload_content=False: the client cannot deserialize the Binding the API returns.
+            resp = self._call(self.core.create_namespaced_pod_binding, name, ns, body, _preload_content=False)
+            resp.release_conn()
+            return BindOutcome(bind, BOUND)
+        except ApiException as exc:
+            detail = _reason(exc)
+            if exc.status == 404:
+                return BindOutcome(bind, GONE, detail)
+            if exc.status == 409:
+                try:
+                    fresh = self.read_pod(ns, name)
+                except Exception as read_exc:
+                    return BindOutcome(bind, CONFLICT, f"{detail}; re-read failed: {read_exc}")
+                return BindOutcome(bind, GONE if fresh is None else CONFLICT, detail, fresh)
+            return BindOutcome(bind, FAILED, f"{exc.status}: {detail}")
+        except Exception as exc:  # network errors: the next session tries again
+            return BindOutcome(bind, FAILED, str(exc))
+
+    def evict_all(self, evictions: Iterable[Eviction], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
+        return self._map(lambda e: self.evict(e, pods.get(e.pod)), evictions)
+
+    def evict(self, eviction: Eviction, pod: Raw | None) -> EvictOutcome:
+        if not self._ours(pod):
+            return EvictOutcome(eviction, SKIPPED, "not scheduled by volsched")
+        ns, name = _split(eviction.pod)
+        body = client.V1Eviction(
+            metadata=client.V1ObjectMeta(name=name, namespace=ns),
+            delete_options=client.V1DeleteOptions(
+                preconditions=client.V1Preconditions(uid=eviction.uid) if eviction.uid else None
+            ),
+        )
+        try:
+            resp = self._call(
+                self.core.create_namespaced_pod_eviction, name, ns, body, _preload_content=False
+            )
+            resp.release_conn()
+            return EvictOutcome(eviction, EVICTED)
+        except ApiException as exc:
+            detail = _reason(exc)
+            if exc.status == 404:
+                return EvictOutcome(eviction, GONE, detail)
+            if exc.status == 429:
+                return EvictOutcome(eviction, BLOCKED, detail)
+            if exc.status == 409:
+                return EvictOutcome(eviction, CONFLICT, detail)
+            return EvictOutcome(eviction, FAILED, f"{exc.status}: {detail}")
+        except Exception as exc:
+            return EvictOutcome(eviction, FAILED, str(exc))
+
+    # --- status, conditions, events -------------------------------------------------------------------------
+
+    def write_status(
+        self,
+        result: SessionResult,
+        *,
+        queues: Iterable[str],
+        podgroups: Iterable[str],
+        pods: Mapping[str, Raw],
+        now: str | None = None,
+    ) -> tuple[int, int, list[str]]:
+        """Write changed PodGroup/Queue status, pod conditions and events. Returns (writes, events, errors)."""
+        now = now or render.now_rfc3339()
+        jobs: list[Callable[[], tuple[int, int, str | None]]] = []
+        existing_pgs, existing_queues = set(podgroups), set(queues)
+        for key, pg in result.podgroups.items():
+            if key not in existing_pgs:
+                continue
+            rendered = render.podgroup_status(pg)
+            with self._lock:
+                if self._podgroups.get(key) == rendered:
+                    continue
+            jobs.append(lambda key=key, rendered=rendered: self._write_podgroup(key, rendered, now))  # type: ignore[misc]
+        for name, q in result.queues.items():
+            if name not in existing_queues:
+                continue
+            rendered = render.queue_status(q)
+            with self._lock:
+                if self._queues.get(name) == rendered:
+                    continue
+            jobs.append(lambda name=name, rendered=rendered: self._write_queue(name, rendered))  # type: ignore[misc]
+        for key, message in result.unschedulable.items():
+            pod = pods.get(key)
+            if not self._ours(pod) or (pod.get("spec") or {}).get("nodeName"):  # type: ignore[union-attr]
+                continue
+            uid = str((pod.get("metadata") or {}).get("uid") or key)  # type: ignore[union-attr]
+            with self._lock:
+                need_condition = self._conditions.get(uid) != message
+                last_event = self._events.get(uid)
+            if need_condition:
+                jobs.append(lambda key=key, uid=uid, m=message: self._write_condition(key, uid, m, now))  # type: ignore[misc]
+            if last_event is None or last_event[0] != message:
+                jobs.append(lambda key=key, uid=uid, m=message: self._write_event(key, uid, m, now))  # type: ignore[misc]
+        writes = events = 0
+        errors: list[str] = []
+        for w, e, err in self._map(lambda job: job(), jobs):
+            writes += w
+            events += e
+            if err:
+                errors.append(err)
+        return writes, events, errors
+
+    def _write_podgroup(self, key: str, rendered: dict[str, Any], now: str) -> tuple[int, int, str | None]:
+        ns, name = _split(key)
+        with self._lock:
+            previous = self._podgroups_full.get(key)
+        body = render.with_transition_times(rendered, previous, now)
+        try:
+            resp = self._call(
+                self.custom.patch_namespaced_custom_object_status,
+                API_GROUP, VERSION, ns, "podgroups", name, {"status": body},
+                _content_type=MERGE_PATCH, _preload_content=False,
+            )  # fmt: skip
+            resp.release_conn()
+        except ApiException as exc:
+            if exc.status == 404:
+                return 0, 0, None
+            return 0, 0, f"PodGroup {key} status: {exc.status} {_reason(exc)}"
+        except Exception as exc:
+            return 0, 0, f"PodGroup {key} status: {exc}"
+        with self._lock:
+            self._podgroups[key] = rendered
+            self._podgroups_full[key] = body
+        return 1, 0, None
+
+    def _write_queue(self, name: str, rendered: dict[str, Any]) -> tuple[int, int, str | None]:
+        try:
+            resp = self._call(
+                self.custom.patch_cluster_custom_object_status,
+                API_GROUP, VERSION, "queues", name, {"status": rendered},
+                _content_type=MERGE_PATCH, _preload_content=False,
+            )  # fmt: skip
+            resp.release_conn()
+        except ApiException as exc:
+            if exc.status == 404:
+                return 0, 0, None
+            return 0, 0, f"Queue {name} status: {exc.status} {_reason(exc)}"
+        except Exception as exc:
+            return 0, 0, f"Queue {name} status: {exc}"
+        with self._lock:
+            self._queues[name] = rendered
+        return 1, 0, None
+
+    def _write_condition(self, key: str, uid: str, message: str, now: str) -> tuple[int, int, str | None]:
+        ns, name = _split(key)
+        try:
+            resp = self._call(
+                self.core.patch_namespaced_pod_status,
+                name, ns, render.pod_unschedulable_condition(message, now),
+                _content_type=STRATEGIC_PATCH, _preload_content=False,
+            )  # fmt: skip
+            resp.release_conn()
+        except ApiException as exc:
+            if exc.status == 404:
+                return 0, 0, None
+            return 0, 0, f"Pod {key} condition: {exc.status} {_reason(exc)}"
+        except Exception as exc:
+            return 0, 0, f"Pod {key} condition: {exc}"
+        with self._lock:
+            self._conditions[uid] = message
+        return 1, 0, None
+
+    def _write_event(self, key: str, uid: str, message: str, now: str) -> tuple[int, int, str | None]:
+        """One FailedScheduling event per pod (named by its UID): created once, then updated in place."""
+        ns, name = _split(key)
+        event_name = f"{name[:200]}.volsched-{uid.replace('/', '-')[:13]}"
+        with self._lock:
+            last = self._events.get(uid)
+        count = (last[1] + 1) if last else 1
+        body = render.failed_scheduling_event(
+            namespace=ns, pod=name, uid=uid, message=message, now=now, count=count, name=event_name
+        )
+        try:
+            try:
+                resp = self._call(
+                    self.core.create_namespaced_event,
+                    ns,
+                    client.CoreV1Event.from_dict(body),
+                    _preload_content=False,
+                )
+                resp.release_conn()
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+                patch = {"message": message, "lastTimestamp": now, "count": count}
+                resp = self._call(
+                    self.core.patch_namespaced_event, event_name, ns, patch,
+                    _content_type=MERGE_PATCH, _preload_content=False,
+                )  # fmt: skip
+                resp.release_conn()
+        except ApiException as exc:
+            return 0, 0, f"Pod {key} event: {exc.status} {_reason(exc)}"
+        except Exception as exc:
+            return 0, 0, f"Pod {key} event: {exc}"
+        with self._lock:
+            self._events[uid] = (message, count)
+        return 0, 1, None
+
+    def post_event(self, body: dict[str, Any]) -> str | None:
+        """Create (or, if it exists, update) one event. Returns an error message or None."""
+        meta = body["metadata"]
+        try:
+            try:
+                resp = self._call(
+                    self.core.create_namespaced_event,
+                    meta["namespace"], client.CoreV1Event.from_dict(body), _preload_content=False,
+                )  # fmt: skip
+                resp.release_conn()
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+                patch = {"message": body["message"], "lastTimestamp": body["lastTimestamp"]}
+                resp = self._call(
+                    self.core.patch_namespaced_event, meta["name"], meta["namespace"], patch,
+                    _content_type=MERGE_PATCH, _preload_content=False,
+                )  # fmt: skip
+                resp.release_conn()
+        except Exception as exc:
+            return f"event {meta['namespace']}/{meta['name']}: {exc}"
+        return None

@@ -1,0 +1,513 @@
+"""The volsched operator: watches feed the cache, a session runs every period, volsched.kube writes.
+
+* kopf ``on.event`` handlers for pods, nodes, namespaces, resourcequotas, priorityclasses, queues and
+  podgroups feed a :class:`~volsched.cache.feeder.Feeder` (after one full listing, so the first session
+  sees the whole cluster).
+* Every ``session.period`` seconds the leader (a coordination.k8s.io Lease) snapshots the cache, calls
+  :func:`~volsched.framework.runner.run_session` -- the engine the simulator uses -- and hands the
+  result to :class:`~volsched.kube.writer.KubeWriter`. Bound pods are assumed in the cache at once.
+* The scheduler config is read from a ConfigMap and reloaded when it changes; a bad one is rejected
+  with an event and a log line and the last good one stays in force.
+* ``/healthz`` and ``/metrics`` are served by aiohttp.
+
+``volsched run --help`` lists the settings; they are nested dataclasses (:class:`Settings`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import kopf
+from aiohttp import web
+from kubernetes import client
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from volsched.cache.feeder import Feeder
+from volsched.cache.state import ClusterState
+from volsched.framework.config import SchedulerConfig, load_config
+from volsched.framework.decisions import SessionResult
+from volsched.framework.runner import run_session
+from volsched.kube import status as render
+from volsched.kube.client import bearer_token, load_configuration
+from volsched.kube.configsource import read_config_map
+from volsched.kube.lease import LeaderLease, LeaseSettings
+from volsched.kube.lister import WATCHED, WatchedKind, list_kind
+from volsched.kube.writer import (
+    BLOCKED,
+    BOUND,
+    CONFLICT,
+    EVICTED,
+    GONE,
+    KubeWriter,
+    WriteReport,
+    WriterSettings,
+)
+from volsched.model.errors import InputError
+from volsched.model.objects import PodGroupPhase
+
+log = logging.getLogger("volsched.operator")
+
+DEFAULT_NAMESPACE = "volsched-system"
+
+
+# --- settings --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SessionSettings:
+    period: float = 1.0
+    #: How long a bound pod is taken as bound without the watch confirming it.
+    assume_ttl: float = 30.0
+
+
+@dataclass
+class ConfigSettings:
+    namespace: str = DEFAULT_NAMESPACE
+    name: str = "volsched-scheduler-config"
+    key: str = "volsched-scheduler.conf"
+    poll_every: float = 2.0
+
+
+@dataclass
+class HttpSettings:
+    host: str = "0.0.0.0"
+    port: int = 8080  # 0: any free port (see Operator.http_port)
+
+
+@dataclass
+class Settings:
+    kubeconfig: str | None = None
+    session: SessionSettings = field(default_factory=SessionSettings)
+    config: ConfigSettings = field(default_factory=ConfigSettings)
+    http: HttpSettings = field(default_factory=HttpSettings)
+    lease: LeaseSettings = field(default_factory=LeaseSettings)
+    writer: WriterSettings = field(default_factory=WriterSettings)
+    identity: str = field(
+        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    )
+
+
+# --- metrics ---------------------------------------------------------------------------------------------
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        buckets = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+        self.session = Histogram(
+            "volsched_session_duration_seconds", "Scheduling session latency", registry=r, buckets=buckets
+        )
+        self.action = Histogram(
+            "volsched_action_duration_seconds", "Latency per action", ["action"], registry=r, buckets=buckets
+        )
+        self.plugin = Histogram(
+            "volsched_plugin_duration_seconds",
+            "Latency per plugin callback group",
+            ["plugin", "point"],
+            registry=r,
+            buckets=buckets,
+        )
+        self.attempts = Counter(
+            "volsched_schedule_attempts_total", "Schedule attempts by result", ["result"], registry=r
+        )
+        self.evictions = Counter("volsched_evictions_total", "Evictions by result", ["result"], registry=r)
+        self.deserved = Gauge(
+            "volsched_queue_deserved", "Queue deserved share by resource", ["queue", "resource"], registry=r
+        )
+        self.allocated = Gauge(
+            "volsched_queue_allocated", "Queue allocated resources", ["queue", "resource"], registry=r
+        )
+        self.share = Gauge(
+            "volsched_queue_share", "Queue share (allocated / deserved, dominant)", ["queue"], registry=r
+        )
+        self.leader = Gauge("volsched_leader", "1 when this replica holds the scheduler lease", registry=r)
+        self.reloads = Counter(
+            "volsched_config_reloads_total", "Scheduler config loads by result", ["result"], registry=r
+        )
+        self.sessions = Counter("volsched_sessions_total", "Sessions run", registry=r)
+
+    def observe(self, result: SessionResult, report: WriteReport | None) -> None:
+        self.sessions.inc()
+        for label, seconds in result.timings.items():
+            if label == "session":
+                self.session.observe(seconds)
+            elif label.startswith("action:"):
+                self.action.labels(label.split(":", 1)[1]).observe(seconds)
+            elif label.startswith("plugin:"):
+                _, name, point = ([*label.split(":"), "", ""])[:3]
+                self.plugin.labels(name, point).observe(seconds)
+        if report is not None:
+            for outcome in report.binds:
+                self.attempts.labels(
+                    "scheduled" if outcome.result == BOUND else f"bind_{outcome.result}"
+                ).inc()
+            for ev in report.evictions:
+                self.evictions.labels(ev.result).inc()
+        if result.unschedulable:
+            self.attempts.labels("unschedulable").inc(len(result.unschedulable))
+        for name, q in result.queues.items():
+            for res, amount in (q.deserved or {}).items():
+                self.deserved.labels(name, res).set(amount)
+            for res, amount in q.allocated.items():
+                self.allocated.labels(name, res).set(amount)
+            if q.share is not None:
+                self.share.labels(name).set(q.share)
+
+
+# --- the operator ----------------------------------------------------------------------------------------
+
+
+class Operator:
+    """One scheduler replica. ``await run(stop)``; everything it writes goes through ``self.writer``."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.kcfg = load_configuration(settings.kubeconfig, pool_size=settings.writer.workers + 4)
+        self.api = client.ApiClient(self.kcfg)
+        self.state = ClusterState()
+        self.feeder = Feeder(self.state, assume_ttl=settings.session.assume_ttl)
+        self.writer = KubeWriter(self.api, settings.writer)
+        self.lease = LeaderLease(self.api, settings.lease, settings.identity)
+        self.metrics = Metrics()
+        self.config: SchedulerConfig = load_config()
+        self.config_version: str | None = None
+        self.config_error: str | None = None
+        self._config_checked = 0.0
+        self.last_tick = 0.0
+        self.synced = threading.Event()
+        self.sessions = 0
+        self.last_result: SessionResult | None = None
+        self.http_port: int | None = None
+        self.registry = self._build_registry()
+
+    # --- watches -----------------------------------------------------------------------------------------
+
+    def _build_registry(self) -> kopf.OperatorRegistry:
+        registry = kopf.OperatorRegistry()
+
+        @kopf.on.login(registry=registry)
+        def login(**_: Any) -> kopf.ConnectionInfo:
+            cfg = self.kcfg
+            return kopf.ConnectionInfo(
+                server=cfg.host,
+                ca_path=cfg.ssl_ca_cert,
+                insecure=not cfg.verify_ssl,
+                username=cfg.username or None,
+                password=cfg.password or None,
+                scheme="Bearer" if bearer_token(cfg) else None,
+                token=bearer_token(cfg),
+                certificate_path=cfg.cert_file,
+                private_key_path=cfg.key_file,
+            )
+
+        for kind in WATCHED:
+            self._register_watch(registry, kind)
+        return registry
+
+    def _register_watch(self, registry: kopf.OperatorRegistry, kind: WatchedKind) -> None:
+        def on_event(event: dict[str, Any], **_: Any) -> None:
+            self.handle_event(kind.kind, event.get("type"), event.get("object") or {})
+
+        if kind.group:
+            kopf.on.event(kind.group, kind.version, kind.plural, registry=registry)(on_event)  # type: ignore[arg-type]
+        else:
+            kopf.on.event(kind.version, kind.plural, registry=registry)(on_event)  # type: ignore[arg-type]
+
+    def handle_event(self, kind: str, type_: str | None, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        if type_ == "DELETED":
+            self.feeder.delete(kind, obj)
+            if kind == "Pod":
+                self.writer.forget("Pod", str(meta.get("uid") or ""))
+        else:
+            self.feeder.apply(kind, obj)
+        if kind in ("PodGroup", "Queue") and type_ in ("ADDED", "DELETED"):
+            ns = meta.get("namespace")
+            self.writer.forget(kind, f"{ns}/{meta.get('name')}" if ns else str(meta.get("name")))
+
+    def prelist(self) -> None:
+        """Read every watched kind once, so the first session sees the whole cluster."""
+        for kind in WATCHED:
+            for obj in list_kind(self.api, kind):
+                self.feeder.apply(kind.kind, obj)
+        self.synced.set()
+        log.info(
+            "cache synced: %d nodes, %d pods, %d podgroups, %d queues",
+            len(self.state.nodes), len(self.state.raw_pods), len(self.state.podgroups), len(self.state.queues),
+        )  # fmt: skip
+
+    # --- config ------------------------------------------------------------------------------------------
+
+    def reload_config(self, *, force: bool = False) -> None:
+        """Load the ConfigMap when its resourceVersion changed; keep the last good config on errors."""
+        s = self.settings.config
+        now = time.monotonic()
+        if not force and now - self._config_checked < s.poll_every:
+            return
+        self._config_checked = now
+        try:
+            cm = read_config_map(self.api, s.namespace, s.name, s.key)
+        except Exception as exc:
+            log.warning("cannot read ConfigMap %s/%s: %s", s.namespace, s.name, exc)
+            return
+        version = None if cm is None else cm.resource_version
+        if version == self.config_version:
+            return
+        self.config_version = version
+        if cm is None or cm.text is None:
+            what = f"ConfigMap {s.namespace}/{s.name}" + ("" if cm is None else f" has no key {s.key!r}")
+            log.info("%s; using %s", what if cm is not None else f"{what} not found", self.config.source)
+            return
+        source = f"ConfigMap {s.namespace}/{s.name} key {s.key} (resourceVersion {version})"
+        try:
+            config = load_config(text=cm.text)
+        except InputError as exc:
+            self.config_error = str(exc.message)
+            self.metrics.reloads.labels("rejected").inc()
+            log.error(
+                "rejected scheduler config from %s: %s; keeping %s", source, exc.message, self.config.source
+            )
+            body = render.object_event(
+                kind="ConfigMap", api_version="v1", namespace=s.namespace, name=s.name, uid=cm.uid,
+                reason="InvalidSchedulerConfig",
+                message=f"rejected: {exc.message}; keeping the last good config ({self.config.source})",
+                now=render.now_rfc3339(), event_name=f"{s.name}.volsched-config-{version}",
+            )  # fmt: skip
+            error = self.writer.post_event(body)
+            if error:
+                log.warning("%s", error)
+            return
+        from dataclasses import replace
+
+        self.config = replace(config, source=source)
+        self.config_error = None
+        self.metrics.reloads.labels("loaded").inc()
+        log.info("loaded scheduler config from %s: actions %s", source, ", ".join(config.actions))
+
+    # --- sessions ----------------------------------------------------------------------------------------
+
+    def run_once(self) -> tuple[SessionResult, WriteReport] | None:
+        """One session and its writes (only while holding the lease). Blocking: run it in a thread."""
+        self.reload_config()
+        leader = self.lease.ensure()
+        self.metrics.leader.set(1 if leader else 0)
+        if not leader:
+            return None
+        snapshot = self.state.snapshot(now=time.time())
+        result = run_session(snapshot, self.config)
+        pods = self.feeder.pods()
+        report = WriteReport()
+        report.binds = self.writer.bind_all(result.binds, pods)
+        for outcome in report.binds:
+            b = outcome.bind
+            if outcome.result == BOUND:
+                self.feeder.assume(b.pod, b.uid, b.node)
+            elif outcome.result == GONE:
+                ns, name = b.pod.split("/", 1)
+                self.state.delete("Pod", ns, name)
+                log.info("bind %s -> %s: pod is gone", b.pod, b.node)
+            elif outcome.result == CONFLICT:
+                if outcome.pod is not None:
+                    self.feeder.apply("Pod", outcome.pod)
+                log.info("bind %s -> %s: conflict (%s); cache corrected", b.pod, b.node, outcome.detail)
+            elif outcome.result != "skipped":
+                log.warning("bind %s -> %s failed: %s", b.pod, b.node, outcome.detail)
+        report.evictions = self.writer.evict_all(result.evictions, pods)
+        for ev in report.evictions:
+            if ev.result == GONE:
+                ns, name = ev.eviction.pod.split("/", 1)
+                self.state.delete("Pod", ns, name)
+            elif ev.result == BLOCKED:
+                log.info("evict %s: blocked by a PodDisruptionBudget (%s)", ev.eviction.pod, ev.detail)
+            elif ev.result not in (EVICTED, CONFLICT, "skipped"):
+                log.warning("evict %s failed: %s", ev.eviction.pod, ev.detail)
+        for key, pg in result.podgroups.items():
+            self.state.set_podgroup_phase(key, PodGroupPhase(pg.phase))
+        writes, events, errors = self.writer.write_status(
+            result,
+            queues=list(self.state.queues),
+            podgroups=list(self.state.podgroups),
+            pods=self.feeder.pods(),
+        )
+        report.status_writes, report.events, report.errors = writes, events, errors
+        for error in errors[:5]:
+            log.warning("%s", error)
+        self.metrics.observe(result, report)
+        self.sessions += 1
+        self.last_result = result
+        if report.binds or report.evictions:
+            log.info(
+                "session %d: %d bound, %d evicted, %d unschedulable (%.1f ms)",
+                self.sessions, report.count(BOUND), sum(1 for e in report.evictions if e.result == EVICTED),
+                len(result.unschedulable), 1000 * result.timings.get("session", 0.0),
+            )  # fmt: skip
+        return result, report
+
+    async def session_loop(self, stop: asyncio.Event) -> None:
+        period = self.settings.session.period
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                await asyncio.to_thread(self.run_once)
+            except Exception:
+                log.exception("session failed; the next one runs in %.1fs", period)
+            self.last_tick = time.monotonic()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=max(0.0, period - (time.monotonic() - started)))
+
+    # --- http --------------------------------------------------------------------------------------------
+
+    async def _healthz(self, _request: web.Request) -> web.Response:
+        stale = max(30.0, 10 * self.settings.session.period)
+        if not self.synced.is_set():
+            return web.Response(status=503, text="cache not synced\n")
+        if self.last_tick and time.monotonic() - self.last_tick > stale:
+            return web.Response(status=503, text="session loop stalled\n")
+        return web.Response(text="ok\n")
+
+    async def _metrics(self, _request: web.Request) -> web.Response:
+        body = generate_latest(self.metrics.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _start_http(self) -> web.AppRunner:
+        app = web.Application()
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/metrics", self._metrics)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, self.settings.http.host, self.settings.http.port)
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        self.http_port = sockets[0].getsockname()[1] if sockets else self.settings.http.port
+        log.info("serving /healthz and /metrics on %s:%s", self.settings.http.host, self.http_port)
+        return runner
+
+    # --- lifecycle ---------------------------------------------------------------------------------------
+
+    def kopf_settings(self) -> kopf.OperatorSettings:
+        s = kopf.OperatorSettings()
+        s.posting.enabled = False  # kopf's own events; ours go through volsched.kube
+        s.scanning.disabled = True  # no CRD/namespace scanning: fewer permissions
+        s.watching.server_timeout = 300
+        s.watching.client_timeout = 330
+        s.networking.request_timeout = 60
+        return s
+
+    async def run(self, stop: asyncio.Event) -> None:
+        runner = await self._start_http()
+        kopf_stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            self.reload_config(force=True)
+            await asyncio.to_thread(self.prelist)
+            tasks.append(
+                asyncio.create_task(
+                    kopf.operator(
+                        registry=self.registry,
+                        settings=self.kopf_settings(),
+                        standalone=True,
+                        clusterwide=True,
+                        stop_flag=kopf_stop,
+                    )
+                )
+            )
+            tasks.append(asyncio.create_task(self.session_loop(stop)))
+            done_wait = asyncio.create_task(stop.wait())
+            await asyncio.wait([done_wait, *tasks], return_when=asyncio.FIRST_COMPLETED)
+            done_wait.cancel()
+            for t in tasks:
+                if t.done() and t.exception() is not None:
+                    log.error("operator task ended: %r", t.exception())
+        finally:
+            stop.set()
+            if not kopf_stop.done():
+                kopf_stop.set_result(None)
+            for t in tasks:
+                with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
+                    await asyncio.wait_for(t, timeout=10)
+            await asyncio.to_thread(self.lease.release)
+            await runner.cleanup()
+            self.writer.close()
+            self.api.close()  # type: ignore[no-untyped-call]
+
+
+# --- command line ----------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    d = Settings()
+    p = argparse.ArgumentParser(prog="volsched run", description="Run the volsched scheduler operator.")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG)")
+    p.add_argument(
+        "--namespace", default=d.config.namespace, help="namespace of the config ConfigMap and the Lease"
+    )
+    p.add_argument("--config-map", default=d.config.name, help="name of the scheduler config ConfigMap")
+    p.add_argument("--config-key", default=d.config.key, help="key in the ConfigMap holding the config")
+    p.add_argument("--period", type=float, default=d.session.period, help="seconds between sessions")
+    p.add_argument(
+        "--metrics-port", type=int, default=d.http.port, help="port for /healthz and /metrics (0: any)"
+    )
+    p.add_argument("--metrics-host", default=d.http.host)
+    p.add_argument("--lease-name", default=d.lease.name)
+    p.add_argument("--lease-duration", type=float, default=d.lease.duration)
+    p.add_argument(
+        "--no-lease", action="store_true", help="do not guard binds with a Lease (one replica only!)"
+    )
+    p.add_argument("--workers", type=int, default=d.writer.workers, help="concurrent API calls")
+    p.add_argument("--qps", type=float, default=d.writer.qps, help="API writes per second")
+    p.add_argument("--burst", type=int, default=d.writer.burst)
+    p.add_argument("--log-level", default=os.environ.get("VOLSCHED_LOG_LEVEL", "INFO"))
+    return p
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    s = Settings(kubeconfig=args.kubeconfig)
+    s.session.period = args.period
+    s.config.namespace, s.config.name, s.config.key = args.namespace, args.config_map, args.config_key
+    s.http.host, s.http.port = args.metrics_host, args.metrics_port
+    s.lease.namespace, s.lease.name, s.lease.duration = args.namespace, args.lease_name, args.lease_duration
+    s.lease.renew_every = min(s.lease.renew_every, max(0.5, args.lease_duration / 3))
+    s.lease.enabled = not args.no_lease
+    s.writer.workers, s.writer.qps, s.writer.burst = args.workers, args.qps, args.burst
+    return s
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(argv or [])
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    args = build_parser().parse_args(argv)
+    if args.period <= 0:
+        print("volsched run: --period must be > 0", flush=True)
+        return 2
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("kopf").setLevel(logging.WARNING)
+    settings = settings_from_args(args)
+
+    async def amain() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await Operator(settings).run(stop)
+
+    asyncio.run(amain())
+    return 0
