@@ -29,7 +29,12 @@ def _simulate(args: argparse.Namespace) -> int:
 
     files = args.file or [str(_bundled_example())]
     config = load_config(args.config) if args.config else None
-    result = simulate(files, config=config, sessions=args.sessions, usage=args.usage)
+    if args.then:
+        from volsched.simulate import simulate_stages
+
+        result = simulate_stages([files, *([f] for f in args.then)], config=config, sessions=args.sessions)
+    else:
+        result = simulate(files, config=config, sessions=args.sessions, usage=args.usage)
     data = to_json(result)
     if args.output == "json":
         json.dump(data, sys.stdout, indent=2, sort_keys=False)
@@ -61,6 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--config", help="scheduler config YAML (Volcano's shape); default: the built-in config")
     sim.add_argument("--sessions", type=int, default=100, help="stop after this many sessions (default 100)")
     sim.add_argument(
+        "--then",
+        action="append",
+        metavar="FILE",
+        help="after the -f files reach a steady state, add this file's objects and run on (repeatable)",
+    )
+    sim.add_argument(
         "--usage",
         metavar="FILE",
         help="YAML map of node name to measured usage {cpu, memory, cpuFluctuation, memFluctuation, age}"
@@ -75,9 +86,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["run"]:  # the operator parses its own options (``volsched run --help``)
-        argv = ["run", "--", *argv[1:]]
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))

@@ -400,9 +400,23 @@ class Session:
         return NodeChoice(None, reason=self.explain_unfit(task))
 
     def feasible_nodes(self, task: Task) -> BoolArray:
-        """Nodes that pass every filter except free capacity (for reclaim and preempt)."""
-        view = self._view(task)
-        return view.predicate.copy()
+        """Nodes that pass every filter except free capacity (for reclaim and preempt): filters are
+        evaluated as if every node were empty, so a capacity check inside a predicate judges the task
+        against the node's allocatable only."""
+        nodes = self.nodes
+        saved = nodes.idle, nodes.releasing, nodes.pipelined
+        nodes.idle = nodes.allocatable.copy()
+        nodes.releasing = np.zeros_like(saved[1])
+        nodes.pipelined = np.zeros_like(saved[2])
+        try:
+            mask = nodes.ready.copy()
+            for _, fn in self._flat("predicate"):
+                if not mask.any():
+                    break
+                mask &= fn(task, self._all_nodes)
+        finally:
+            nodes.idle, nodes.releasing, nodes.pipelined = saved
+        return mask
 
     def explain_unfit(self, task: Task) -> str:
         """Why no node takes ``task``, in numbers: "0/4 nodes fit: 4 insufficient cpu (needs 2, most idle 1)"."""

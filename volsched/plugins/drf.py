@@ -3,6 +3,12 @@
 Job order: the job with the smaller dominant share of the cluster goes first. Namespace order: the
 namespace with the smaller ``dominant share / weight`` goes first (namespace weights come from
 ResourceQuota). Shares follow every allocation and eviction in the session.
+
+Preemptable (inside a queue): a pod of a lower-priority job is always a victim; one of a
+higher-priority job never is; between jobs of equal priority a pod is a victim only if, after the move,
+the preemptor's side would still hold no more than the victim's side: by weighted namespace share when
+the two jobs are in different namespaces, else by job share. The preemptor must end up strictly below
+where the victim started, so two equal jobs or namespaces never trade pods back and forth.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from volsched.framework.plugin import BasePlugin
 from volsched.framework.registry import register_plugin
 from volsched.framework.session import EventHandler, Session
 from volsched.model.cluster import Job, dominant_share
-from volsched.model.objects import Task
+from volsched.model.objects import Task, TaskStatus
 from volsched.model.resources import Vector
 
 _TOL = 1e-9
@@ -60,6 +66,54 @@ class Drf(BasePlugin):
         def on_deallocate(task: Task) -> None:
             ns_alloc[task.namespace] -= task.request
 
+        def held(job: Job) -> Vector:
+            """What the job holds, counting tasks pipelined onto capacity being released."""
+            out = job.allocated.copy()
+            for t in job.tasks.values():
+                if t.status is TaskStatus.PIPELINED:
+                    out += t.request
+            return out
+
+        def preemptable(preemptor: Task, candidates: list[Task]) -> list[Task]:
+            pjob = session.jobs.get(preemptor.job_key)
+            if pjob is None:
+                return []
+            weight = session.snapshot.namespace_weight
+            p_job_alloc = held(pjob) + preemptor.request
+            p_ns_alloc = ns_alloc.get(pjob.namespace, session.space.zeros()) + preemptor.request
+            taken_job: dict[str, Vector] = {}
+            taken_ns: dict[str, Vector] = {}
+            victims = []
+            for t in candidates:
+                vjob = session.jobs.get(t.job_key)
+                if vjob is None or vjob.key == pjob.key or vjob.priority > pjob.priority:
+                    continue
+                if vjob.priority < pjob.priority:
+                    victims.append(t)
+                    continue
+                if vjob.namespace != pjob.namespace:
+                    ns = vjob.namespace
+                    before = ns_alloc.get(ns, session.space.zeros()) - taken_ns.get(ns, 0.0)
+                    mine = dominant_share(p_ns_alloc, total, mask) / weight(pjob.namespace)
+                    theirs = dominant_share(before - t.request, total, mask) / weight(ns)
+                    if (
+                        mine <= theirs + _TOL
+                        and mine < dominant_share(before, total, mask) / weight(ns) - _TOL
+                    ):
+                        victims.append(t)
+                        taken_ns[ns] = taken_ns.get(ns, session.space.zeros()) + t.request
+                    continue
+                before = vjob.allocated - taken_job.get(vjob.key, 0.0)
+                mine = dominant_share(p_job_alloc, total, mask)
+                if (
+                    mine <= dominant_share(before - t.request, total, mask) + _TOL
+                    and mine < dominant_share(before, total, mask) - _TOL
+                ):
+                    victims.append(t)
+                    taken_job[vjob.key] = taken_job.get(vjob.key, session.space.zeros()) + t.request
+            return victims
+
+        session.add_preemptable_fn(self.name, preemptable)
         session.add_job_order_fn(self.name, job_order)
         session.add_namespace_order_fn(self.name, namespace_order)
         session.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))

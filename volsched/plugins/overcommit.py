@@ -1,5 +1,9 @@
 """overcommit: admit a job only while the minimum resources of admitted jobs fit the cluster's total
-times an overcommit factor (argument ``overcommit-factor``, default 1.2), less what is in use."""
+times an overcommit factor (argument ``overcommit-factor``, default 1.2), less what is in use.
+
+A queue's guarantee is held for it even when the cluster is full: a job whose minResources fit in what
+remains of its queue's guarantee (guarantee - what the queue holds - what it has admitted) is let in
+whatever the cluster's room (reclaim then takes the capacity back from queues above their share)."""
 
 from __future__ import annotations
 
@@ -39,10 +43,35 @@ class Overcommit(BasePlugin):
             if job.phase is PodGroupPhase.INQUEUE:
                 inqueue += unmet_minimum(job)
         state = {"inqueue": inqueue}
+        # Per queue: guarantee less what the queue holds and has admitted.
+        guarantee_left: dict[str, Vector] = {
+            name: space.vector(spec.guarantee) for name, spec in session.queues.items() if spec.guarantee
+        }
+        for job in session.jobs.values():
+            left = guarantee_left.get(job.queue)
+            if left is not None:
+                left -= job.allocated
+                if job.phase is PodGroupPhase.INQUEUE:
+                    left -= unmet_minimum(job)
+
+        def within_guarantee(job: Job) -> str | None:
+            left = guarantee_left.get(job.queue)
+            if left is None:
+                return None
+            need = job.min_request
+            dims = np.flatnonzero((need > EPS) & space.share_mask)
+            if not len(dims) or any(need[d] > left[d] + EPS for d in dims):
+                return None
+            return ", ".join(
+                f"{space.names[d]} {space.describe(d, need[d])} <= {space.describe(d, left[d])}" for d in dims
+            )
 
         def enqueueable(job: Job) -> tuple[Vote, str]:
             need = job.min_request
             dims = np.flatnonzero((need > EPS) & space.share_mask)
+            guaranteed = within_guarantee(job)
+            if guaranteed:
+                return Vote.PERMIT, f"within the guarantee of queue {job.queue} ({guaranteed})"
             room = capacity - used - state["inqueue"]
             short = [d for d in dims if need[d] > room[d] + EPS]
             if not short:
@@ -56,6 +85,9 @@ class Overcommit(BasePlugin):
 
         def enqueued(job: Job) -> None:
             state["inqueue"] = state["inqueue"] + unmet_minimum(job)
+            left = guarantee_left.get(job.queue)
+            if left is not None:
+                left -= unmet_minimum(job)
 
         session.add_job_enqueueable_fn(self.name, enqueueable)
         session.add_job_enqueued_fn(self.name, enqueued)

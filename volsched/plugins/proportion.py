@@ -11,6 +11,12 @@ queues that ask. Capacity is held for a queue only through its guarantee.
 A queue may allocate a task while ``allocated + request <= deserved`` (in the dimensions the task asks
 for); it is overused once ``deserved <= allocated``. Queue order: the smaller share
 (``max allocated / deserved``) first. Admission: ``minResources + allocated + inqueue <= realCapability``.
+
+Taking back (reclaim): a queue may take capacity back for a task only while it stays within its
+deserved share after placing it (preemptive); a victim is named only from another reclaimable queue
+that holds more than its deserved share, and only as long as the queue keeps at least its deserved
+share, in some dimension the reclaimer asks for, after losing it (reclaimable). Together these keep
+reclaim from ever moving a pod back and forth between two queues.
 """
 
 from __future__ import annotations
@@ -229,6 +235,37 @@ class Proportion(BasePlugin):
                 attr.allocated = attr.allocated - task.request
                 attr.share = queue_share(attr.allocated, attr.deserved, mask)
 
+        def preemptive(queue: QueueSpec, task: Task) -> str | None:
+            attr = attrs[queue.name]
+            future = attr.allocated + task.request
+            for d in np.flatnonzero((task.request > EPS) & mask):
+                if future[d] > attr.deserved[d] + EPS:
+                    return (
+                        f"queue {queue.name} would exceed deserved {space.names[d]} {describe(d, attr.deserved[d])}"
+                        f" (allocated {describe(d, attr.allocated[d])} + request {describe(d, task.request[d])})"
+                    )
+            return None
+
+        def reclaimable(reclaimer: Task, candidates: list[Task]) -> list[Task]:
+            asked = (reclaimer.request > EPS) & mask
+            left: dict[str, Vector] = {}
+            victims = []
+            for t in candidates:
+                job = session.jobs.get(t.job_key)
+                spec = session.queues.get(job.queue) if job is not None else None
+                if job is None or spec is None or not spec.reclaimable:
+                    continue
+                attr = attrs[job.queue]
+                held = left.setdefault(job.queue, attr.allocated.copy())
+                after = held - t.request
+                dims = asked & (t.request > EPS)
+                if np.any(after[dims] >= attr.deserved[dims] - EPS):
+                    victims.append(t)
+                    left[job.queue] = after
+            return victims
+
+        session.add_preemptive_fn(self.name, preemptive)
+        session.add_reclaimable_fn(self.name, reclaimable)
         session.add_queue_order_fn(self.name, queue_order)
         session.add_allocatable_fn(self.name, allocatable)
         session.add_overused_fn(self.name, overused)

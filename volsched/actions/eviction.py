@@ -1,0 +1,143 @@
+"""Shared by reclaim and preempt: make room for one task by evicting victims, node by node.
+
+The plugins choose who may be a victim (``session.reclaimable`` / ``session.preemptable``); this module
+only decides where to look first and how many of the named victims to take. Nodes are tried in order
+of how little must be freed on them (vectorised over nodes), victims in reverse order (the queue that
+comes last in queue order first, then the task that comes last in task order: lowest priority,
+youngest). Only as many victims are evicted as the task needs on that node, so a node where the named
+victims cannot make room costs nothing. Evicting a subset of the named victims is always safe: every
+plugin's answer limits how many or how much may be taken, never how few.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cmp_to_key
+from typing import Any
+
+import numpy as np
+
+from volsched.framework.decisions import Event
+from volsched.framework.session import Session
+from volsched.framework.statement import Statement
+from volsched.model.objects import Task, TaskStatus
+from volsched.model.resources import EPS, Vector
+
+#: Statuses of a task that may be evicted (running on, or bound to, its node).
+EVICTABLE = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
+
+Candidates = Callable[[int], list[Task]]
+Choose = Callable[[Task, list[Task]], list[Task]]
+Describe = Callable[[Task, Task, str], str]
+
+
+def _victim_order(session: Session) -> Callable[[Task], Any]:
+    def compare(a: Task, b: Task) -> int:
+        ja, jb = session.jobs.get(a.job_key), session.jobs.get(b.job_key)
+        qa = session.queues.get(ja.queue) if ja is not None else None
+        qb = session.queues.get(jb.queue) if jb is not None else None
+        if qa is not None and qb is not None and qa.name != qb.name:
+            if session.queue_less(qb, qa):
+                return -1
+            if session.queue_less(qa, qb):
+                return 1
+        if session.task_less(b, a):
+            return -1
+        if session.task_less(a, b):
+            return 1
+        return 0
+
+    return cmp_to_key(compare)
+
+
+def describe_amounts(session: Session, amounts: Vector) -> str:
+    space = session.space
+    dims = np.flatnonzero((amounts > EPS) & space.share_mask)
+    return ", ".join(f"{space.names[d]} {space.describe(d, amounts[d])}" for d in dims) or "nothing"
+
+
+def place_by_evicting(
+    session: Session,
+    statement: Statement,
+    task: Task,
+    *,
+    action: str,
+    candidates: Candidates,
+    choose: Choose,
+    describe: Describe,
+    log: list[tuple[Task, str]],
+) -> str | None:
+    """Pipeline ``task`` onto capacity that is free, being released, or freed here by evicting victims
+    (each appended to ``log`` with its reason). Returns None on success, else why not (in numbers)."""
+    choice = session.choose_node(task)
+    if choice.node is not None:
+        statement.pipeline(task, choice.node)
+        return None
+    nodes = session.nodes
+    feasible = np.flatnonzero(session.feasible_nodes(task))
+    if not len(feasible):
+        return f"no node passes the filters: {choice.reason}"
+    need = task.request > EPS
+    future = nodes.future_idle()[feasible]
+    short = np.maximum(task.request[None, :] - future, 0.0)[:, need]
+    scale = np.maximum(task.request[need], EPS)
+    order = np.lexsort((feasible, (short / scale).sum(axis=1)))
+    key = _victim_order(session)
+    named = 0
+    for i in feasible[order]:
+        node = int(i)
+        pool = sorted(candidates(node), key=key)
+        if not pool:
+            continue
+        victims = choose(task, pool)
+        named += len(victims)
+        if not victims:
+            continue
+        room = nodes.future_idle()[node].copy()
+        taken: list[Task] = []
+        for v in victims:
+            if np.all(room[need] >= task.request[need] - EPS):
+                break
+            taken.append(v)
+            room += v.request
+        if not np.all(room[need] >= task.request[need] - EPS):
+            continue
+        node_name = nodes.names[node]
+        for v in taken:
+            reason = describe(task, v, node_name)
+            statement.evict(v, action=action, reason=reason)
+            log.append((v, reason))
+        statement.pipeline(task, node)
+        return None
+    if not named:
+        return f"{action}: no pod may be evicted for it on the {len(feasible)} node(s) it could use"
+    return f"{action}: evicting the {named} pod(s) that may be evicted would not make room on any one node"
+
+
+def emit_evictions(session: Session, log: list[tuple[Task, str]], event_reason: str) -> None:
+    """One event per committed eviction, on the evicted pod, with the eviction's reason as message."""
+    for t, reason in log:
+        session.emit(
+            Event(
+                kind="Pod",
+                namespace=t.namespace,
+                name=t.name,
+                reason=event_reason,
+                message=reason,
+                type="Normal",
+            )
+        )
+
+
+def queue_holds(session: Session, queue: str) -> Vector:
+    """What the jobs of ``queue`` hold right now (allocated, bound or running)."""
+    out = session.space.zeros()
+    for job in session.jobs.values():
+        if job.queue == queue:
+            out += job.allocated
+    return out
+
+
+def append_job_error(session: Session, key: str, reason: str) -> None:
+    earlier = session.job_errors.get(key)
+    session.job_errors[key] = f"{earlier}; {reason}" if earlier else reason
