@@ -53,9 +53,10 @@ class Shuffle:
         limit = self.check_arguments(Arguments("shuffle", session.config.action_arguments(self.name)))
         if not limit:
             return
+        victims = session.victim_tasks()
         reasons: dict[str, str] = session.state.get("victim_reasons", {})
         statement = Statement(session)
-        for task in session.victim_tasks():
+        for task in victims:
             if len(statement) >= limit:
                 break
             if task.status is not TaskStatus.RUNNING:
