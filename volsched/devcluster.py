@@ -120,8 +120,9 @@ def _has_binaries(directory: Path, names: Sequence[str]) -> bool:
     return all(os.access(directory / name, os.X_OK) for name in names)
 
 
-def ensure_binaries(*, with_scheduler: bool = False, verbose: bool = False) -> Path:
-    """Return a directory holding ``kube-apiserver`` and ``etcd`` (and ``kube-scheduler``).
+def ensure_binaries(*, verbose: bool = False) -> Path:
+    """Return a directory holding ``kube-apiserver`` and ``etcd`` (``build.sh`` also
+    builds ``kube-scheduler``, which a ``VOLSCHED_CONTROLPLANE_BIN_DIR`` may lack).
 
     ``$VOLSCHED_CONTROLPLANE_BIN_DIR``, when set, is used as is (nothing is built).
     Otherwise ``hack/controlplane/build.sh`` is run; it returns at once when the
@@ -129,7 +130,7 @@ def ensure_binaries(*, with_scheduler: bool = False, verbose: bool = False) -> P
     With ``verbose`` the build's progress goes to stderr; otherwise it is captured and
     only shown, in the :class:`ControlPlaneError`, when the build fails.
     """
-    names = ["kube-apiserver", "etcd"] + (["kube-scheduler"] if with_scheduler else [])
+    names = ["kube-apiserver", "etcd"]
     override = os.environ.get("VOLSCHED_CONTROLPLANE_BIN_DIR")
     if override:
         directory = Path(override)
@@ -144,7 +145,7 @@ def ensure_binaries(*, with_scheduler: bool = False, verbose: bool = False) -> P
             "hack/controlplane/build.sh not found (volsched is not run from a source checkout); "
             "set VOLSCHED_CONTROLPLANE_BIN_DIR to a directory with kube-apiserver and etcd"
         )
-    cmd = ["bash", str(script)] + (["--with-scheduler"] if with_scheduler else [])
+    cmd = ["bash", str(script)]
     try:
         proc = subprocess.run(
             cmd,
@@ -260,8 +261,8 @@ class LocalControlPlane:
     apiserver reads its token file once. For users created while it runs, use
     :meth:`service_account_token`. ``bin_dir`` skips :func:`ensure_binaries`.
     ``base_dir`` is where the temporary directory is made; ``keep_dir`` keeps it after
-    :meth:`stop` (logs, kubeconfig). ``with_scheduler`` only builds/locates
-    ``kube-scheduler`` too (see :attr:`scheduler_binary`); it is not started.
+    :meth:`stop` (logs, kubeconfig). ``kube-scheduler`` is built alongside but never
+    started (see :attr:`scheduler_binary`).
     """
 
     users: Mapping[str, Sequence[str]] = field(default_factory=lambda: {TEST_USER: ()})
@@ -271,7 +272,6 @@ class LocalControlPlane:
     disable_admission_plugins: Sequence[str] = DEFAULT_DISABLED_ADMISSION_PLUGINS
     extra_apiserver_args: Sequence[str] = ()
     startup_timeout: float = 90.0
-    with_scheduler: bool = False
     verbose_build: bool = False
 
     # Set by start().
@@ -344,9 +344,7 @@ class LocalControlPlane:
         """Start etcd and kube-apiserver and wait until the apiserver is ready."""
         if self._started:
             raise ControlPlaneError("already started")
-        bin_dir = self.bin_dir or ensure_binaries(
-            with_scheduler=self.with_scheduler, verbose=self.verbose_build
-        )
+        bin_dir = self.bin_dir or ensure_binaries(verbose=self.verbose_build)
         self.bin_dir = bin_dir
         self.workdir = Path(tempfile.mkdtemp(prefix="volsched-cp-", dir=self.base_dir))
         self._started = True
@@ -455,7 +453,7 @@ class LocalControlPlane:
 
     @property
     def scheduler_binary(self) -> Path | None:
-        """``kube-scheduler`` next to the other binaries, if it was built (``with_scheduler``)."""
+        """``kube-scheduler`` next to the other binaries, if there is one."""
         if self.bin_dir is None:
             return None
         path = self.bin_dir / "kube-scheduler"
@@ -545,6 +543,8 @@ class LocalControlPlane:
             f"--service-account-signing-key-file={self.workdir / 'sa.key'}",
             f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
             "--allow-privileged=true",
+            # The "kubernetes" Service cannot get a loopback endpoint; don't keep trying.
+            "--endpoint-reconciler-type=none",
             "--profiling=false",
             "--v=1",
         ]
@@ -618,7 +618,7 @@ class _PortRace(ControlPlaneError):
 
 def _cmd_build(args: argparse.Namespace) -> int:
     try:
-        directory = ensure_binaries(with_scheduler=args.with_scheduler, verbose=True)
+        directory = ensure_binaries(verbose=True)
     except ControlPlaneError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -666,7 +666,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_build = sub.add_parser(
         "build", help="build (or find in the cache) the binaries and print their directory"
     )
-    p_build.add_argument("--with-scheduler", action="store_true", help="also build kube-scheduler")
     p_build.set_defaults(func=_cmd_build)
     p_up = sub.add_parser("up", help="start a control plane, print its kubeconfig path, wait for Ctrl-C")
     p_up.add_argument("--kubeconfig", type=Path, help="also write the admin kubeconfig here")

@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package controlplane only pins the commands built by build.sh.
+package controlplane
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+)
