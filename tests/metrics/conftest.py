@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -17,20 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 import metricslib as lib
-
-
-@dataclass
-class PromServer:
-    url: str
-    t0: float  # time of the newest backfilled sample: tests query "as of" this instant
-    blocks: Path  # pristine backfilled blocks, to start more instances from
-    proc: lib.Proc
-
-
-@dataclass
-class EsServer:
-    url: str
-    proc: lib.Proc
+from metricslib import EsServer, PromServer
 
 
 @pytest.fixture(scope="session")

@@ -92,6 +92,20 @@ def start_process(
     raise RuntimeError(f"{name} not ready after {timeout:.0f}s:\n{proc.log_tail()}")
 
 
+@dataclass
+class PromServer:
+    url: str
+    t0: float  # time of the newest backfilled sample: tests query "as of" this instant
+    blocks: Path  # pristine backfilled blocks, to start more instances from
+    proc: Proc
+
+
+@dataclass
+class EsServer:
+    url: str
+    proc: Proc
+
+
 # ---------------------------------------------------------------------------------------------
 # Prometheus: known node_exporter series, backfilled with promtool
 # ---------------------------------------------------------------------------------------------
@@ -318,7 +332,7 @@ def http_server(handler: Handler) -> Iterator[_Server]:
         thread.join(5)
 
 
-def prom_matrix(series: list[tuple[dict[str, str], list[tuple[float, Any]]]]) -> bytes:
+def prom_matrix(series: list[tuple[dict[str, str], list[Any]]]) -> bytes:
     """A Prometheus ``query_range`` success body."""
 
     def point(p: Any) -> Any:

@@ -9,8 +9,7 @@ import time
 from typing import Any
 
 import pytest
-from conftest import PromServer
-from metricslib import copy_blocks, free_port, http_server, node_addresses, start_prometheus
+from metricslib import PromServer, copy_blocks, free_port, http_server, node_addresses, start_prometheus
 from prometheus_client import CollectorRegistry
 
 from volsched.metrics import UsageCollector, build_source, parse_metrics_config

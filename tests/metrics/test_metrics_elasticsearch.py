@@ -8,9 +8,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from conftest import EsServer
 from elasticsearch import Elasticsearch, helpers
-from metricslib import free_port
+from metricslib import EsServer, free_port
 
 from volsched.metrics.elasticsearch import ElasticsearchSource
 from volsched.metrics.source import SourceError

@@ -8,8 +8,7 @@ import time
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from conftest import PromServer
-from metricslib import http_server, node_addresses, prom_matrix
+from metricslib import PromServer, http_server, node_addresses, prom_matrix
 
 from volsched.metrics.prometheus import PrometheusSource
 from volsched.metrics.source import SourceError
@@ -88,7 +87,7 @@ def test_bad_series_are_dropped_one_by_one() -> None:
                         ({"instance": "10.0.0.4:9100"}, [(t, "abc") for t in ts]),
                         ({"instance": "10.0.0.5:9100"}, [(ts[0], 10), (ts[1], "NaN"), (ts[2], 30)]),
                         ({"instance": "10.0.0.6:9100"}, []),
-                        ({"instance": "10.0.0.7:9100"}, [[1, 2, 3]]),  # type: ignore[list-item]
+                        ({"instance": "10.0.0.7:9100"}, [[1, 2, 3]]),
                         ({"job": "no-instance"}, [(t, 50) for t in ts]),
                     ]
                 ),
