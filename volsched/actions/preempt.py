@@ -7,6 +7,10 @@ lower-priority pods, drf's larger job or weighted namespace shares, gang's spare
 conformance's protected pods), node by node, and pipelined there. The Statement is committed only if it
 evicted something and the gang is pipelined; otherwise it is discarded and nothing is evicted.
 
+A job that enqueue held back because its queue is full (``minResources + allocated + inqueue >
+realCapability``) takes part too, as long as its queue is open: a committed preemption makes room for it
+inside the queue and admits it (Inqueue); otherwise a full queue could never let a more important job in.
+
 Pods with ``preemptionPolicy: Never`` never cause an eviction. Every eviction carries a reason naming
 the action, the beneficiary and the amounts, and becomes a ``Preempted`` event on the pod.
 
@@ -29,7 +33,7 @@ from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import Job
-from volsched.model.objects import PodGroupPhase, Task
+from volsched.model.objects import PodGroupPhase, QueueState, Task
 
 NEVER = "Never"
 
@@ -59,9 +63,10 @@ class Preempt:
         return [t for t in job.pending_tasks() if not t.best_effort and t.schedulable_by_us]
 
     def _wants(self, session: Session, job: Job) -> bool:
-        if job.queue not in session.queues or not self._pending(job):
+        queue = session.queues.get(job.queue)
+        if queue is None or job.phase is PodGroupPhase.COMPLETED or not self._pending(job):
             return False
-        if job.phase in (PodGroupPhase.PENDING, PodGroupPhase.COMPLETED):
+        if job.phase is PodGroupPhase.PENDING and queue.state is QueueState.CLOSED:
             return False
         return session.job_valid(job) is None and session.job_starving(job)
 
@@ -117,6 +122,9 @@ class Preempt:
         if log and session.job_pipelined(job):
             statement.commit()
             emit_evictions(session, log, "Preempted")
+            if job.phase is PodGroupPhase.PENDING:
+                job.phase = PodGroupPhase.INQUEUE
+                session.job_enqueued(job)
             return
         statement.discard()
         if reason:

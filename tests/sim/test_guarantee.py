@@ -1,0 +1,120 @@
+"""Queue guarantees at admission, the held-back job that must still reclaim what its queue is owed, and
+the 30-GPU example of queue-guarantee-reservation.md settling with every queue at its deserved share."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.builders import config, count_placed, node, podgroup, pods, queue, run
+from tests.sim._eviction_helpers import EXAMPLES, Staged, eviction_config, job
+from volsched.simulate import load_documents, simulate_stages, to_json
+
+DEFAULT_WITH_EXACT_OVERCOMMIT = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins:
+  - {name: overcommit, arguments: {overcommit-factor: 1.0}}
+  - {name: drf}
+  - {name: predicates}
+  - {name: proportion}
+  - {name: nodeorder}
+  - {name: binpack}
+"""
+
+
+@pytest.mark.parametrize(
+    ("guarantee", "b_min", "phase"),
+    [
+        pytest.param("4", 2, "Inqueue", id="fits-the-guarantee-admitted-into-a-full-cluster"),
+        pytest.param("4", 4, "Inqueue", id="exactly-the-guarantee-admitted"),
+        pytest.param("1", 2, "Pending", id="beyond-the-guarantee-held-back-by-overcommit"),
+        pytest.param(None, 2, "Pending", id="no-guarantee-held-back-by-overcommit"),
+    ],
+)
+def test_a_guarantee_admits_a_job_into_a_full_cluster(guarantee, b_min, phase):
+    # Default actions (no reclaim): admission alone is under test. The cluster is full and overcommit
+    # leaves no room (factor 1.0), so only the guarantee can let the job in.
+    # qa's 8 pods were bound before qg existed (a queue created later with a guarantee, as queue4 of the
+    # design document).
+    objs = [node("n1", cpu="8"), queue("qa"), podgroup("a", ns="ns-a", queue="qa", phase="Running")]
+    objs += pods("a", 8, ns="ns-a", group="a", node="n1")
+    objs += [queue("qg", guarantee=None if guarantee is None else {"cpu": guarantee})]
+    objs += job("b", ns="ns-g", queue="qg", size=b_min, min_member=b_min)
+    data = run(objs, conf=config(DEFAULT_WITH_EXACT_OVERCOMMIT))
+    assert count_placed(data, "ns-a/") == 8 and count_placed(data, "ns-g/") == 0
+    assert data["podgroups"]["ns-g/b"]["phase"] == phase
+    pg_events = [e["message"] for e in data["events"] if e["object"] == "PodGroup ns-g/b"]
+    if phase == "Pending":
+        assert any("overcommit" in m for m in pg_events), pg_events
+
+
+def test_a_guaranteed_job_runs_in_a_full_cluster_once_reclaim_is_enabled():
+    before = [node("n1", cpu="8"), queue("qa"), *job("a", ns="ns-a", queue="qa", size=8)]
+    after = [queue("qg", guarantee={"cpu": "4"}), *job("b", ns="ns-g", queue="qg", size=4, min_member=4)]
+    s = Staged(before, after, eviction_config(overcommit_factor=1.0))
+    assert s.running("ns-a/", before=True) == 8
+    assert (s.running("ns-a/"), s.running("ns-g/")) == (4, 4)
+    assert s.settled() and s.stays_settled()
+
+
+def test_a_job_held_back_by_enqueue_still_reclaims_what_its_queue_is_owed():
+    # No guarantee: overcommit (factor 1.0) refuses the job because the cluster is full. Volcano would
+    # keep it Pending forever; reclaim admits it as part of a committed reclaim instead.
+    before = [node("n1", cpu="8"), queue("qa"), *job("a", ns="ns-a", queue="qa", size=8)]
+    after = [queue("qb"), *job("b", ns="ns-b", queue="qb", size=4, min_member=2)]
+    s = Staged(before, after, eviction_config(overcommit_factor=1.0))
+    first = s.history[0]
+    assert first.podgroups["ns-b/b"].phase == "Inqueue"
+    assert {e.action for e in first.evictions} == {"reclaim"}
+    assert (s.running("ns-a/"), s.running("ns-b/")) == (4, 4)
+    assert s.data["podgroups"]["ns-b/b"]["phase"] == "Running"
+
+
+def _thirty_gpu(queue4_size: int):
+    before = load_documents([EXAMPLES / "guarantee-30gpu-before.yaml"])
+    later = load_documents([EXAMPLES / "guarantee-30gpu-queue4.yaml"])
+    for doc in later:
+        if doc.obj.get("kind") == "Job":
+            doc.obj["spec"]["parallelism"] = queue4_size
+    return before, later
+
+
+def test_the_30gpu_example_settles_with_queue4_running_and_every_queue_at_its_deserved_share():
+    result = simulate_stages(
+        [[EXAMPLES / "guarantee-30gpu-before.yaml"], [EXAMPLES / "guarantee-30gpu-queue4.yaml"]],
+        config=eviction_config(),
+    )
+    data = to_json(result)
+    assert not result.last.changed  # settled
+    gpu = "nvidia.com/gpu"
+    held = {q: data["queues"][q]["allocated"].get(gpu, 0) for q in ("queue1", "queue2", "queue3", "queue4")}
+    deserved = {q: data["queues"][q]["deserved"][gpu] for q in held}
+    assert deserved == {"queue1": 6.666667, "queue2": 6.666667, "queue3": 6.666667, "queue4": 10}
+    assert data["podgroups"]["team4/finetune"]["phase"] == "Running"
+    assert held["queue4"] == 2  # all it asks for (its deserved 10 is its guarantee)
+    assert sum(held.values()) == 30
+    assert all(held[q] >= deserved[q] for q in ("queue1", "queue2", "queue3"))  # nobody cut below
+    assert len(data["evictions"]) == 2 and {e["action"] for e in data["evictions"]} == {"reclaim"}
+    # Taken from the two queues most above their share, one pod each.
+    assert sorted(held[q] for q in ("queue1", "queue2", "queue3")) == [9, 9, 10]
+
+
+def test_the_30gpu_example_with_a_big_queue4_job_ends_at_6_6_6_12_and_stays():
+    from volsched.simulate import Simulator
+
+    before, later = _thirty_gpu(queue4_size=16)
+    sim = Simulator(before, eviction_config())
+    sim.run(50)
+    sim.add(later)
+    result = sim.run(50)
+    assert not result.last.changed
+    data = to_json(result)
+    gpu = "nvidia.com/gpu"
+    held = {q: data["queues"][q]["allocated"].get(gpu, 0) for q in ("queue1", "queue2", "queue3", "queue4")}
+    deserved = {q: data["queues"][q]["deserved"][gpu] for q in held}
+    assert deserved == {"queue1": 6, "queue2": 6, "queue3": 6, "queue4": 12}  # the design document's table
+    assert held == deserved
+    for _ in range(20):  # no ping-pong: nothing moves any more
+        step, changed = sim.step()
+        assert not changed and not step.evictions and not step.binds
