@@ -118,3 +118,28 @@ def test_the_30gpu_example_with_a_big_queue4_job_ends_at_6_6_6_12_and_stays():
     for _ in range(20):  # no ping-pong: nothing moves any more
         step, changed = sim.step()
         assert not changed and not step.evictions and not step.binds
+
+
+def test_the_cli_runs_the_30gpu_example_in_two_stages(capsys):
+    import json
+
+    from volsched.cli import main
+
+    code = main(
+        [
+            "simulate",
+            "-f",
+            str(EXAMPLES / "guarantee-30gpu-before.yaml"),
+            "--then",
+            str(EXAMPLES / "guarantee-30gpu-queue4.yaml"),
+            "--config",
+            str(EXAMPLES / "reclaim-preempt-scheduler.yaml"),
+            "-o",
+            "json",
+        ]
+    )
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["podgroups"]["team4/finetune"]["phase"] == "Running"
+    assert [e["action"] for e in data["evictions"]] == ["reclaim", "reclaim"]
+    assert sum(1 for p in data["pods"].values() if p["node"] is None) == 2  # the two replacements wait
