@@ -74,6 +74,8 @@ class _NodeView:
     fits_idle: BoolArray
     fits_future: BoolArray
     score: np.ndarray[Any, np.dtype[np.float64]]
+    #: ``score`` where the task passes the filters and fits idle capacity, else -inf (argmax is the pick).
+    ready_score: np.ndarray[Any, np.dtype[np.float64]]
 
 
 @dataclass
@@ -358,12 +360,14 @@ class Session:
         score = np.zeros(len(idx))
         for _, fn in self._flat("node_order"):
             score += fn(task, idx)
+        ready_score = np.where(mask & fits_idle, score, -np.inf)
         if view is None:
-            return _NodeView(len(self._changes), mask, fits_idle, fits_future, score)
+            return _NodeView(len(self._changes), mask, fits_idle, fits_future, score, ready_score)
         view.predicate[idx] = mask
         view.fits_idle[idx] = fits_idle
         view.fits_future[idx] = fits_future
         view.score[idx] = score
+        view.ready_score[idx] = ready_score
         view.log_pos = len(self._changes)
         return view
 
@@ -375,7 +379,8 @@ class Session:
             self._views[key] = view
             return view
         if view.log_pos < len(self._changes):
-            dirty = np.unique(np.asarray(self._changes[view.log_pos :], dtype=np.intp))
+            new = self._changes[view.log_pos :]
+            dirty = np.asarray(new if len(new) == 1 else sorted(set(new)), dtype=np.intp)
             if len(dirty) * 4 > len(self.nodes):
                 view = self._evaluate(task, self._all_nodes, None)
                 self._views[key] = view
@@ -390,9 +395,9 @@ class Session:
         if not len(self.nodes):
             return NodeChoice(None, reason="no nodes in the cluster")
         view = self._view(task)
-        ok = view.predicate & view.fits_idle
-        if ok.any():
-            return NodeChoice(int(np.argmax(np.where(ok, view.score, -np.inf))))
+        best = int(np.argmax(view.ready_score))
+        if view.ready_score[best] > -np.inf:
+            return NodeChoice(best)
         if allow_pipeline:
             ok = view.predicate & view.fits_future
             if ok.any():
@@ -400,36 +405,31 @@ class Session:
         return NodeChoice(None, reason=self.explain_unfit(task))
 
     def feasible_nodes(self, task: Task) -> BoolArray:
-        """Nodes that pass every filter except free capacity (for reclaim and preempt): filters are
-        evaluated as if every node were empty, so a capacity check inside a predicate judges the task
-        against the node's allocatable only."""
-        nodes = self.nodes
-        saved = nodes.idle, nodes.releasing, nodes.pipelined
-        nodes.idle = nodes.allocatable.copy()
-        nodes.releasing = np.zeros_like(saved[1])
-        nodes.pipelined = np.zeros_like(saved[2])
-        try:
-            mask = nodes.ready.copy()
-            for _, fn in self._flat("predicate"):
-                if not mask.any():
-                    break
-                mask &= fn(task, self._all_nodes)
-        finally:
-            nodes.idle, nodes.releasing, nodes.pipelined = saved
-        return mask
+        """Nodes that pass every filter, whatever their free capacity (for reclaim and preempt).
+
+        Capacity is the session's own check (idle and future idle, see ``choose_node``); predicates
+        judge everything else, so this is the cached filter mask."""
+        if not len(self.nodes):
+            return np.zeros(0, dtype=bool)
+        return self._view(task).predicate.copy()
 
     def explain_unfit(self, task: Task) -> str:
-        """Why no node takes ``task``, in numbers: "0/4 nodes fit: 4 insufficient cpu (needs 2, most idle 1)"."""
+        """Why no node takes ``task``, in numbers: "0/4 nodes fit: 4 insufficient cpu (needs 2, most idle 1)".
+
+        Each filter counts the nodes it rejects (a node may be counted by several); capacity is judged
+        among the nodes every filter accepts, so its numbers say what is missing where the pod could go."""
         nodes = self.nodes
         n = len(nodes)
         counts: Counter[str] = Counter()
         ready = np.flatnonzero(nodes.ready)
         if n - len(ready):
             counts["node(s) not ready"] += n - len(ready)
+        eligible = np.ones(len(ready), dtype=bool)
         for name, fn in self._flat("predicate"):
             if not len(ready):
                 break
             ok = fn(task, ready)
+            eligible &= ok
             failing = ready[~ok]
             if not len(failing):
                 continue
@@ -439,15 +439,17 @@ class Session:
             else:
                 for reason, count in explain(task, failing):
                     counts[reason] += count
-        if not counts and len(ready):
-            need = np.flatnonzero(task.request > EPS)
-            for d in need:
-                short = int(np.sum(nodes.idle[ready, d] < task.request[d] - EPS))
+        where = ready[eligible]
+        if len(where):
+            future = nodes.idle[where] + nodes.releasing[where] - nodes.pipelined[where]
+            for d in np.flatnonzero(task.request > EPS):
+                short = int(np.sum(future[:, d] < task.request[d] - EPS))
                 if short:
-                    most = float(nodes.idle[ready, d].max())
+                    most = max(float(future[:, d].max()), 0.0)
+                    name = "pods (max pods reached)" if self.space.names[d] == "pods" else self.space.names[d]
                     counts[
-                        f"insufficient {self.space.names[d]} (needs {self.space.describe(int(d), task.request[d])},"
-                        f" most idle {self.space.describe(int(d), max(most, 0.0))})"
+                        f"insufficient {name} (needs {self.space.describe(d, task.request[d])}, "
+                        f"most idle {self.space.describe(d, most)})"
                     ] += short
         parts = ", ".join(f"{c} {r}" for r, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
         return f"0/{n} nodes fit: {parts}" if parts else f"0/{n} nodes fit"

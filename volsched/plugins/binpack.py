@@ -51,21 +51,33 @@ class Binpack(BasePlugin):
             return
         nodes = session.nodes
         space = session.space
-        dims = [space.index(n) for n in self.resource_weights if n in space.names]
+        dims = np.array([space.index(n) for n in self.resource_weights if n in space.names], dtype=np.intp)
         weights = np.array([self.resource_weights[space.names[d]] for d in dims])
+        alloc = nodes.allocatable[:, dims]
+        # 1/allocatable, 0 where a node has none of a resource (it then adds nothing to the score).
+        inv = np.divide(1.0, alloc, out=np.zeros_like(alloc), where=alloc > 0)
+        has = (alloc > 0).astype(np.float64)
+        # Per distinct request: which columns count and their normalised weights (or None: no score).
+        per_request: dict[
+            bytes, tuple[np.ndarray[Any, np.dtype[np.intp]], np.ndarray[Any, np.dtype[np.float64]]] | None
+        ] = {}
 
         def score(task: Task, idx: IndexArray) -> np.ndarray[Any, np.dtype[np.float64]]:
-            req = task.request[dims]
-            asked = (req > EPS) & (weights > 0)
-            if not asked.any():
+            key = task.request.tobytes()
+            if key not in per_request:
+                asked = (task.request[dims] > EPS) & (weights > 0)
+                w = weights[asked]
+                per_request[key] = (
+                    (np.flatnonzero(asked), w * (100.0 * self.weight / w.sum())) if asked.any() else None
+                )
+            plan = per_request[key]
+            if plan is None:
                 return np.zeros(len(idx))
-            d = np.asarray(dims, dtype=np.intp)[asked]
-            w = weights[asked]
-            alloc = nodes.allocatable[idx][:, d]
-            used = alloc - nodes.idle[idx][:, d] + task.request[d]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                frac = np.where(alloc > 0, used / alloc, 0.0)
-            frac = np.where(frac > 1.0, 0.0, frac)
-            return np.asarray((frac * w).sum(axis=1) / w.sum() * 100.0 * self.weight, dtype=np.float64)
+            cols, w = plan
+            d = dims[cols]
+            # fraction used after placing; a node the task would overfill scores 0 for that resource
+            frac = has[idx][:, cols] - (nodes.idle[idx][:, d] - task.request[d]) * inv[idx][:, cols]
+            frac[frac > 1.0 + EPS] = 0.0
+            return np.asarray(frac @ w, dtype=np.float64)
 
         session.add_node_order_fn(self.name, score)

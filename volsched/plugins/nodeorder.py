@@ -36,14 +36,12 @@ class NodeOrder(BasePlugin):
             return
 
         alloc = nodes.allocatable[:, dims]
-        # 1/allocatable, and 0 where a node has none of a resource (then it counts as full).
+        # 1/allocatable, and 0 where a node has none of a resource: it then counts as full (frac 1).
         inv = np.divide(1.0, alloc, out=np.zeros_like(alloc), where=alloc > 0)
-        none = alloc <= 0
 
         def score(task: Task, idx: IndexArray) -> np.ndarray[Any, np.dtype[np.float64]]:
             # fraction used after placing: 1 - (idle - request) / allocatable
             frac = 1.0 - (nodes.idle[idx][:, dims] - task.request[dims]) * inv[idx]
-            frac[none[idx]] = 1.0
             np.clip(frac, 0.0, 1.0, out=frac)
             out = np.zeros(len(idx))
             if self.least:

@@ -1,10 +1,10 @@
 """predicates: which nodes a task may go to.
 
-Checks free capacity (including the ``pods`` count, i.e. max pods), spec.nodeSelector, required node
-affinity, taints against tolerations, and cordoned (unschedulable) nodes. Everything that depends only
-on the task's placement spec is computed once per distinct spec as a boolean mask over all nodes; the
-capacity check is a vector comparison. When a task fits nowhere, ``explain`` counts the reasons per
-node, in numbers.
+Checks spec.nodeSelector, required node affinity, taints against tolerations, cordoned (unschedulable)
+nodes and nodes a rescheduled pod was moved off. All of it depends only on the task's placement spec,
+so it is computed once per distinct spec as a boolean mask over all nodes. Free capacity (including the
+``pods`` count, i.e. max pods) is the session's own check, done for every task whatever the plugins,
+and explained in numbers by the session.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from volsched.framework.registry import register_plugin
 from volsched.framework.session import Session
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
 from volsched.model.objects import NodeSpec, Task
-from volsched.model.resources import EPS
 
 UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
 
@@ -86,6 +85,16 @@ def matches_affinity(spec: NodeSpec, terms: Sequence[Any]) -> bool:
     return False
 
 
+def _taint_reason(t: tuple[str, str, str]) -> str:
+    if t == UNSCHEDULABLE_TAINT:
+        return "node(s) were unschedulable (cordoned)"
+    return (
+        f"node(s) had untolerated taint {{{t[0]}: {t[1]}}}"
+        if t[1]
+        else f"node(s) had untolerated taint {{{t[0]}}}"
+    )
+
+
 class _StaticChecks:
     """Per-placement-spec masks over all nodes, computed once and reused by every task that shares them."""
 
@@ -100,6 +109,16 @@ class _StaticChecks:
             self.taint_group[i] = groups.setdefault(taints, len(groups))
         self.groups = list(groups)
         self._cache: dict[str, tuple[BoolArray, BoolArray, BoolArray, BoolArray]] = {}
+        self._combined: dict[str, BoolArray] = {}
+
+    def combined(self, task: Task) -> BoolArray:
+        """All of :meth:`masks` at once."""
+        hit = self._combined.get(task.placement_key)
+        if hit is None:
+            selector, affinity, taints, avoided = self.masks(task)
+            hit = selector & affinity & taints & avoided
+            self._combined[task.placement_key] = hit
+        return hit
 
     def masks(self, task: Task) -> tuple[BoolArray, BoolArray, BoolArray, BoolArray]:
         """(selector ok, affinity ok, taints tolerated, not avoided) over all nodes."""
@@ -139,14 +158,10 @@ class Predicates(BasePlugin):
 
     def on_session_open(self, session: Session) -> None:
         nodes = session.nodes
-        space = session.space
         static = _StaticChecks(nodes)
 
         def predicate(task: Task, idx: IndexArray) -> BoolArray:
-            selector, affinity, taints, avoided = static.masks(task)
-            mask: BoolArray = selector[idx] & affinity[idx] & taints[idx] & avoided[idx]
-            floor = np.where(task.request > EPS, task.request - EPS, -np.inf)
-            mask &= np.all(nodes.idle[idx] + nodes.releasing[idx] - nodes.pipelined[idx] >= floor, axis=1)
+            mask: BoolArray = static.combined(task)[idx]
             return mask
 
         def explain(task: Task, idx: IndexArray) -> list[tuple[str, int]]:
@@ -160,39 +175,13 @@ class Predicates(BasePlugin):
                 bad = int(np.sum(~ok[idx]))
                 if bad:
                     out.append((reason, bad))
-            untolerated = idx[~taints[idx]]
-            if len(untolerated):
-                by_taint: dict[str, int] = {}
-                for i in untolerated:
-                    for t in static.groups[static.taint_group[i]]:
-                        if not tolerates(task.tolerations, t):
-                            label = (
-                                "node(s) were unschedulable (cordoned)"
-                                if t == UNSCHEDULABLE_TAINT
-                                else f"node(s) had untolerated taint {{{t[0]}: {t[1]}}}"
-                                if t[1]
-                                else f"node(s) had untolerated taint {{{t[0]}}}"
-                            )
-                            by_taint[label] = by_taint.get(label, 0) + 1
-                            break
-                out.extend(by_taint.items())
-            # Capacity is judged among the nodes that pass the other checks, so the numbers say what is
-            # missing where the pod could otherwise go.
-            eligible = idx[selector[idx] & affinity[idx] & taints[idx] & avoided[idx]]
-            if len(eligible):
-                future = nodes.idle[eligible] + nodes.releasing[eligible] - nodes.pipelined[eligible]
-                for d in np.flatnonzero(task.request > EPS):
-                    short = int(np.sum(future[:, d] < task.request[d] - EPS))
-                    if short:
-                        most = max(float(future[:, d].max()), 0.0)
-                        name = "pods (max pods reached)" if space.names[d] == "pods" else space.names[d]
-                        out.append(
-                            (
-                                f"insufficient {name} (needs {space.describe(int(d), task.request[d])}, "
-                                f"most idle {space.describe(int(d), most)})",
-                                short,
-                            )
-                        )
+            by_taint: dict[str, int] = {}
+            for i in idx[~taints[idx]]:
+                for t in static.groups[static.taint_group[i]]:
+                    if not tolerates(task.tolerations, t):
+                        by_taint[_taint_reason(t)] = by_taint.get(_taint_reason(t), 0) + 1
+                        break
+            out.extend(by_taint.items())
             return out
 
         session.add_predicate_fn(self.name, predicate, explain=explain)
