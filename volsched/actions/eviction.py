@@ -17,14 +17,17 @@ from typing import Any
 
 import numpy as np
 
+from volsched.actions.util import TaskQueue
 from volsched.framework.decisions import Event
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
-from volsched.model.objects import Task, TaskStatus
+from volsched.model.cluster import Job
+from volsched.model.objects import PodGroupPhase, QueueState, Task, TaskStatus
 from volsched.model.resources import EPS, Vector
 
 #: Statuses of a task that may be evicted (running on, or bound to, its node).
 EVICTABLE = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
+NEVER = "Never"
 
 Candidates = Callable[[int], list[Task]]
 Choose = Callable[[Task, list[Task]], list[Task]]
@@ -112,6 +115,82 @@ def place_by_evicting(
     if not named:
         return f"{action}: no pod may be evicted for it on the {len(feasible)} node(s) it could use"
     return f"{action}: evicting the {named} pod(s) that may be evicted would not make room on any one node"
+
+
+def pending_of(job: Job) -> list[Task]:
+    """The tasks reclaim and preempt try to place (best-effort pods are backfill's)."""
+    return [t for t in job.pending_tasks() if not t.best_effort and t.schedulable_by_us]
+
+
+def wants_capacity(session: Session, job: Job) -> bool:
+    """A valid, starving job with pending tasks in an existing queue (a held-back job only if its queue
+    is open)."""
+    queue = session.queues.get(job.queue)
+    if queue is None or job.phase is PodGroupPhase.COMPLETED or not pending_of(job):
+        return False
+    if job.phase is PodGroupPhase.PENDING and queue.state is QueueState.CLOSED:
+        return False
+    return session.job_valid(job) is None and session.job_starving(job)
+
+
+def evict_for_job(
+    session: Session,
+    job: Job,
+    *,
+    action: str,
+    event_reason: str,
+    candidates: Candidates,
+    choose: Choose,
+    describe: Describe,
+    refuse: Callable[[Task], str | None] | None = None,
+) -> None:
+    """Place ``job``'s pending tasks through one Statement, evicting victims where needed.
+
+    Committed only if something was evicted and the gang is pipelined; then a held-back job is
+    admitted. Otherwise discarded (nothing evicted) and the reason recorded on the job. Tasks with
+    ``preemptionPolicy: Never`` are placed only where there is room already; ``refuse`` may veto a task
+    before any eviction is considered for it.
+    """
+    statement = Statement(session)
+    log: list[tuple[Task, str]] = []
+    reason: str | None = None
+    tasks = TaskQueue(session, pending_of(job))
+    while tasks:
+        task = tasks.pop()
+        if task.preemption_policy == NEVER:
+            choice = session.choose_node(task)
+            if choice.node is None:
+                reason = f"task {task.name} has preemptionPolicy Never and fits nowhere: {choice.reason}"
+                break
+            statement.pipeline(task, choice.node)
+            continue
+        refused = refuse(task) if refuse is not None else None
+        if refused:
+            reason = f"task {task.name}: {refused}"
+            break
+        why = place_by_evicting(
+            session,
+            statement,
+            task,
+            action=action,
+            candidates=candidates,
+            choose=choose,
+            describe=describe,
+            log=log,
+        )
+        if why:
+            reason = f"task {task.name}: {why}"
+            break
+    if log and session.job_pipelined(job):
+        statement.commit()
+        emit_evictions(session, log, event_reason)
+        if job.phase is PodGroupPhase.PENDING:
+            job.phase = PodGroupPhase.INQUEUE
+            session.job_enqueued(job)
+        return
+    statement.discard()
+    if reason:
+        append_job_error(session, job.key, f"{action}: {reason}")
 
 
 def emit_evictions(session: Session, log: list[tuple[Task, str]], event_reason: str) -> None:

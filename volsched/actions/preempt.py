@@ -23,19 +23,15 @@ from typing import ClassVar
 
 from volsched.actions.eviction import (
     EVICTABLE,
-    append_job_error,
     describe_amounts,
-    emit_evictions,
-    place_by_evicting,
+    evict_for_job,
+    wants_capacity,
 )
-from volsched.actions.util import JobQueue, TaskQueue
+from volsched.actions.util import JobQueue
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
-from volsched.framework.statement import Statement
 from volsched.model.cluster import Job
-from volsched.model.objects import PodGroupPhase, QueueState, Task
-
-NEVER = "Never"
+from volsched.model.objects import Task
 
 
 @register_action
@@ -45,7 +41,7 @@ class Preempt:
     def execute(self, session: Session) -> None:
         by_queue: dict[str, list[Job]] = {}
         for job in session.jobs.values():
-            if self._wants(session, job):
+            if wants_capacity(session, job):
                 by_queue.setdefault(job.queue, []).append(job)
         queues = sorted(
             by_queue,
@@ -58,22 +54,7 @@ class Preempt:
             while jobs:
                 self._preempt(session, jobs.pop())
 
-    @staticmethod
-    def _pending(job: Job) -> list[Task]:
-        return [t for t in job.pending_tasks() if not t.best_effort and t.schedulable_by_us]
-
-    def _wants(self, session: Session, job: Job) -> bool:
-        queue = session.queues.get(job.queue)
-        if queue is None or job.phase is PodGroupPhase.COMPLETED or not self._pending(job):
-            return False
-        if job.phase is PodGroupPhase.PENDING and queue.state is QueueState.CLOSED:
-            return False
-        return session.job_valid(job) is None and session.job_starving(job)
-
     def _preempt(self, session: Session, job: Job) -> None:
-        statement = Statement(session)
-        log: list[tuple[Task, str]] = []
-
         def candidates(node: int) -> list[Task]:
             out = []
             for t in session.nodes.tasks[node].values():
@@ -95,37 +76,12 @@ class Preempt:
                 f"{describe_amounts(session, owner.allocated - victim.request)}"
             )
 
-        reason: str | None = None
-        tasks = TaskQueue(session, self._pending(job))
-        while tasks:
-            task = tasks.pop()
-            if task.preemption_policy == NEVER:
-                choice = session.choose_node(task)
-                if choice.node is None:
-                    reason = f"task {task.name} has preemptionPolicy Never and fits nowhere: {choice.reason}"
-                    break
-                statement.pipeline(task, choice.node)
-                continue
-            why = place_by_evicting(
-                session,
-                statement,
-                task,
-                action=self.name,
-                candidates=candidates,
-                choose=session.preemptable,
-                describe=describe,
-                log=log,
-            )
-            if why:
-                reason = f"task {task.name}: {why}"
-                break
-        if log and session.job_pipelined(job):
-            statement.commit()
-            emit_evictions(session, log, "Preempted")
-            if job.phase is PodGroupPhase.PENDING:
-                job.phase = PodGroupPhase.INQUEUE
-                session.job_enqueued(job)
-            return
-        statement.discard()
-        if reason:
-            append_job_error(session, job.key, f"preempt: {reason}")
+        evict_for_job(
+            session,
+            job,
+            action=self.name,
+            event_reason="Preempted",
+            candidates=candidates,
+            choose=session.preemptable,
+            describe=describe,
+        )
