@@ -76,6 +76,8 @@ class _NodeView:
     score: np.ndarray[Any, np.dtype[np.float64]]
     #: ``score`` where the task passes the filters and fits idle capacity, else -inf (argmax is the pick).
     ready_score: np.ndarray[Any, np.dtype[np.float64]]
+    #: the task's request less a little slack, -inf where it asks nothing (never the limit)
+    floor: Vector
 
 
 @dataclass
@@ -353,16 +355,16 @@ class Session:
                 break
             mask &= fn(task, idx)
         # Dimensions the task does not ask for never fail (a node may be over-committed in those).
-        floor = np.where(task.request > EPS, task.request - EPS, -np.inf)
+        floor = view.floor if view is not None else np.where(task.request > EPS, task.request - EPS, -np.inf)
         idle = nodes.idle[idx]
         fits_idle = np.all(idle >= floor, axis=1)
-        fits_future = np.all(idle + nodes.releasing[idx] - nodes.pipelined[idx] >= floor, axis=1)
+        fits_future = np.all(idle + nodes.incoming[idx] >= floor, axis=1)
         score = np.zeros(len(idx))
         for _, fn in self._flat("node_order"):
             score += fn(task, idx)
         ready_score = np.where(mask & fits_idle, score, -np.inf)
         if view is None:
-            return _NodeView(len(self._changes), mask, fits_idle, fits_future, score, ready_score)
+            return _NodeView(len(self._changes), mask, fits_idle, fits_future, score, ready_score, floor)
         view.predicate[idx] = mask
         view.fits_idle[idx] = fits_idle
         view.fits_future[idx] = fits_future
@@ -441,7 +443,7 @@ class Session:
                     counts[reason] += count
         where = ready[eligible]
         if len(where):
-            future = nodes.idle[where] + nodes.releasing[where] - nodes.pipelined[where]
+            future = nodes.idle[where] + nodes.incoming[where]
             for d in np.flatnonzero(task.request > EPS):
                 short = int(np.sum(future[:, d] < task.request[d] - EPS))
                 if short:

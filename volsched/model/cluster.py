@@ -55,6 +55,8 @@ class NodeTable:
         self.idle: Vector = self.allocatable.copy()
         self.releasing: Vector = np.zeros((n, r))
         self.pipelined: Vector = np.zeros((n, r))
+        #: releasing - pipelined: what will be free once evicted pods are gone, less what is promised.
+        self.incoming: Vector = np.zeros((n, r))
         self.ready: BoolArray = np.array([s.ready for s in self.specs], dtype=bool)
         self.tasks: list[dict[str, Task]] = [{} for _ in range(n)]
         self.usage: dict[str, NodeUsage] = {}
@@ -67,7 +69,7 @@ class NodeTable:
         return self.allocatable - self.idle
 
     def future_idle(self) -> Vector:
-        return self.idle + self.releasing - self.pipelined
+        return self.idle + self.incoming
 
     def total(self) -> Vector:
         """Capacity of the nodes that can run pods (ready ones)."""
@@ -80,27 +82,31 @@ class NodeTable:
         """A task occupies capacity on node ``i`` (allocated, bound, running or releasing)."""
         self.idle[i] -= task.request
         if task.status is TaskStatus.RELEASING:
-            self.releasing[i] += task.request
+            self.start_releasing(i, task)
         self.tasks[i][task.key] = task
 
     def free(self, i: int, task: Task) -> None:
         self.idle[i] += task.request
         if task.status is TaskStatus.RELEASING:
-            self.releasing[i] -= task.request
+            self.stop_releasing(i, task)
         self.tasks[i].pop(task.key, None)
 
     def start_releasing(self, i: int, task: Task) -> None:
         self.releasing[i] += task.request
+        self.incoming[i] += task.request
 
     def stop_releasing(self, i: int, task: Task) -> None:
         self.releasing[i] -= task.request
+        self.incoming[i] -= task.request
 
     def pipeline(self, i: int, task: Task) -> None:
         self.pipelined[i] += task.request
+        self.incoming[i] -= task.request
         self.tasks[i][task.key] = task
 
     def unpipeline(self, i: int, task: Task) -> None:
         self.pipelined[i] -= task.request
+        self.incoming[i] += task.request
         self.tasks[i].pop(task.key, None)
 
 
