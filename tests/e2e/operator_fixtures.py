@@ -1,0 +1,333 @@
+"""Fixtures and helpers for the operator's end-to-end tests (a real kube-apiserver, see conftest.py).
+
+``cluster`` is a fresh control plane per test (nodes and pods from one test never leak into another's
+shares), with the CRDs applied. ``operator`` starts ``python -m volsched run`` against it as a
+subprocess and stops it (SIGTERM) afterwards. Waits are bounded polls (:func:`wait_for`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from volsched.devcluster import ControlPlaneError, LocalControlPlane
+
+ROOT = Path(__file__).resolve().parents[2]
+GROUP, VERSION = "scheduling.volsched.io", "v1beta1"
+OPERATOR_NS = "volsched-system"
+T = TypeVar("T")
+
+
+def wait_for(cond: Callable[[], T], timeout: float = 30.0, interval: float = 0.2, what: str = "condition") -> T:
+    """Poll ``cond`` until it returns something truthy; fail the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = cond()
+        except ApiException as exc:
+            last = exc
+        if last and not isinstance(last, Exception):
+            return last  # type: ignore[no-any-return]
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+# --- objects -----------------------------------------------------------------------------------------------
+
+
+def node(name: str, cpu: str = "4", memory: str = "8Gi", labels: dict[str, str] | None = None) -> dict[str, Any]:
+    res = {"cpu": cpu, "memory": memory, "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "status": {
+            "capacity": res,
+            "allocatable": res,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}],
+        },
+    }
+
+
+def pod(
+    name: str,
+    cpu: str = "1",
+    *,
+    group: str | None = None,
+    scheduler: str = "volsched",
+    node_selector: dict[str, str] | None = None,
+    memory: str = "128Mi",
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if group:
+        meta["annotations"] = {"scheduling.k8s.io/group-name": group}
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler,
+        "terminationGracePeriodSeconds": 0,
+        "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
+    }
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def podgroup(name: str, min_member: int, queue: str = "default") -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"minMember": min_member, "queue": queue},
+    }
+
+
+def queue(name: str, weight: int = 1, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"weight": weight, **spec},
+    }
+
+
+@dataclass
+class Kube:
+    """Small typed conveniences over an admin ApiClient."""
+
+    api: client.ApiClient
+    core: client.CoreV1Api = field(init=False)
+    custom: client.CustomObjectsApi = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.core = client.CoreV1Api(self.api)
+        self.custom = client.CustomObjectsApi(self.api)
+
+    def namespace(self, name: str) -> str:
+        with contextlib.suppress(ApiException):
+            self.core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        return name
+
+    def nodes(self, *objs: dict[str, Any]) -> None:
+        for obj in objs:
+            self.core.create_node(obj)
+
+    def pods(self, namespace: str, *objs: dict[str, Any]) -> None:
+        for obj in objs:
+            self.core.create_namespaced_pod(namespace, obj)
+
+    def queue(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return self.custom.create_cluster_custom_object(GROUP, VERSION, "queues", obj)  # type: ignore[no-any-return]
+
+    def podgroup(self, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
+        return self.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, "podgroups", obj)  # type: ignore[no-any-return]
+
+    def get_podgroup(self, namespace: str, name: str) -> dict[str, Any]:
+        return self.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, "podgroups", name)  # type: ignore[no-any-return]
+
+    def get_queue(self, name: str) -> dict[str, Any]:
+        return self.custom.get_cluster_custom_object(GROUP, VERSION, "queues", name)  # type: ignore[no-any-return]
+
+    def placements(self, namespace: str | None = None) -> dict[str, str | None]:
+        items = (
+            self.core.list_namespaced_pod(namespace).items
+            if namespace
+            else self.core.list_pod_for_all_namespaces().items
+        )
+        return {f"{p.metadata.namespace}/{p.metadata.name}": p.spec.node_name for p in items}
+
+    def bound(self, namespace: str | None = None) -> dict[str, str]:
+        return {k: v for k, v in self.placements(namespace).items() if v}
+
+
+def apply_file(api: client.ApiClient, path: Path) -> None:
+    from kubernetes import utils
+
+    for doc in yaml.safe_load_all(path.read_text()):
+        if doc:
+            try:
+                utils.create_from_dict(api, doc)
+            except utils.FailToCreateError as exc:
+                if not all(getattr(e, "status", None) == 409 for e in exc.api_exceptions):
+                    raise
+
+
+def apply_crds(api: client.ApiClient) -> None:
+    for path in sorted((ROOT / "crds").glob("*.yaml")):
+        apply_file(api, path)
+    ext = client.ApiextensionsV1Api(api)
+
+    def established() -> bool:
+        for name in ("queues.scheduling.volsched.io", "podgroups.scheduling.volsched.io"):
+            crd = ext.read_custom_resource_definition(name)
+            conds = {c.type: c.status for c in (crd.status.conditions or [])}
+            if conds.get("Established") != "True":
+                return False
+        return True
+
+    wait_for(established, 30, what="CRDs established")
+    # The CRD is established before its REST endpoint serves; wait until a list succeeds.
+    wait_for(lambda: client.CustomObjectsApi(api).list_cluster_custom_object(GROUP, VERSION, "queues") is not None, 30)
+
+
+@contextlib.contextmanager
+def fresh_control_plane() -> Iterator[LocalControlPlane]:
+    cp = LocalControlPlane()
+    try:
+        cp.start()
+    except ControlPlaneError as exc:
+        pytest.fail(f"could not start the local control plane: {exc}", pytrace=False)
+    try:
+        with cp.api_client() as api:
+            apply_crds(api)
+            client.CoreV1Api(api).create_namespace({"metadata": {"name": OPERATOR_NS}})
+        yield cp
+    finally:
+        cp.stop()
+
+
+@pytest.fixture
+def cluster() -> Iterator[LocalControlPlane]:
+    """A fresh control plane with the CRDs, for one test."""
+    with fresh_control_plane() as cp:
+        yield cp
+
+
+@pytest.fixture(scope="module")
+def module_cluster() -> Iterator[LocalControlPlane]:
+    """A control plane with the CRDs shared by one module's tests (for tests that schedule nothing)."""
+    with fresh_control_plane() as cp:
+        yield cp
+
+
+@pytest.fixture
+def k(cluster: LocalControlPlane) -> Iterator[Kube]:
+    with cluster.api_client() as api:
+        yield Kube(api)
+
+
+@pytest.fixture
+def mk(module_cluster: LocalControlPlane) -> Iterator[Kube]:
+    with module_cluster.api_client() as api:
+        yield Kube(api)
+
+
+# --- the operator as a subprocess --------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class OperatorProcess:
+    def __init__(self, kubeconfig: Path, log_path: Path, *extra: str) -> None:
+        self.kubeconfig = kubeconfig
+        self.log_path = log_path
+        self.extra = extra
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> OperatorProcess:
+        argv = [
+            sys.executable, "-m", "volsched", "run",
+            "--kubeconfig", str(self.kubeconfig),
+            "--namespace", OPERATOR_NS,
+            "--period", "0.3",
+            "--lease-duration", "4",
+            "--metrics-host", "127.0.0.1",
+            "--metrics-port", str(self.port),
+            *self.extra,
+        ]  # fmt: skip
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ})
+        log.close()
+        wait_for(self.healthy, 60, what=f"operator /healthz (log: {self.log_path})")
+        return self
+
+    def healthy(self) -> bool:
+        if self.proc is None or self.proc.poll() is not None:
+            pytest.fail(f"operator exited with {self.proc and self.proc.returncode}:\n{self.log()}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2) as resp:
+                return bool(resp.status == 200)
+        except OSError:
+            return False
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as resp:
+            return str(resp.read().decode())
+
+    def metric(self, name: str, **labels: str) -> float:
+        """The value of one sample (0 when absent)."""
+        want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        for line in self.metrics().splitlines():
+            if line.startswith("#"):
+                continue
+            key, _, value = line.rpartition(" ")
+            base, _, lab = key.partition("{")
+            got = ",".join(sorted(lab.rstrip("}").split(","))) if lab else ""
+            if base == name and got == want:
+                return float(value)
+        return 0.0
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self, sig: int = signal.SIGTERM) -> int | None:
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        return self.proc.returncode
+
+
+@pytest.fixture
+def start_operator(
+    cluster: LocalControlPlane, tmp_path: Path
+) -> Iterator[Callable[..., OperatorProcess]]:
+    """Start ``volsched run`` (extra CLI args allowed); every one started is stopped afterwards."""
+    started: list[OperatorProcess] = []
+
+    def start(*extra: str, kubeconfig: Path | None = None) -> OperatorProcess:
+        op = OperatorProcess(kubeconfig or cluster.kubeconfig_path, tmp_path / "operator.log", *extra)
+        started.append(op)
+        return op.start()
+
+    yield start
+    for op in started:
+        op.stop()
+
+
+def node_usage(kube: Kube) -> dict[str, tuple[float, float]]:
+    """Per node: (sum of cpu requests of pods bound to it, allocatable cpu)."""
+    from volsched.model.resources import parse_amount
+
+    alloc = {n.metadata.name: parse_amount(n.status.allocatable["cpu"], where="cpu") for n in kube.core.list_node().items}
+    used = dict.fromkeys(alloc, 0.0)
+    for p in kube.core.list_pod_for_all_namespaces().items:
+        if p.spec.node_name:
+            for c in p.spec.containers:
+                req = (c.resources.requests or {}) if c.resources else {}
+                used[p.spec.node_name] += parse_amount(req.get("cpu", "0"), where="cpu")
+    return {n: (used[n], alloc[n]) for n in alloc}

@@ -1,0 +1,110 @@
+"""The operator on a real apiserver: binds through pods/binding, gangs, queue and namespace shares, status."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.e2e.operator_fixtures import (
+    Kube,
+    OperatorProcess,
+    node,
+    node_usage,
+    pod,
+    podgroup,
+    queue,
+    wait_for,
+)
+
+pytest_plugins = ["tests.e2e.operator_fixtures"]
+pytestmark = pytest.mark.cluster
+
+Start = Callable[..., OperatorProcess]
+
+
+def test_pods_are_bound_to_the_right_nodes(k: Kube, start_operator: Start) -> None:
+    k.nodes(node("cpu-1", labels={"pool": "cpu"}), node("gpu-1", labels={"pool": "gpu"}))
+    ns = k.namespace("place")
+    k.pods(ns, pod("wants-gpu", node_selector={"pool": "gpu"}), pod("wants-cpu", node_selector={"pool": "cpu"}))
+    k.pods(ns, pod("other", scheduler="default-scheduler"))
+    op = start_operator()
+    bound = wait_for(lambda: len(k.bound(ns)) == 2 and k.bound(ns), 30, what="two pods bound")
+    assert bound == {f"{ns}/wants-gpu": "gpu-1", f"{ns}/wants-cpu": "cpu-1"}
+    p = k.core.read_namespaced_pod("wants-gpu", ns)
+    assert {c.type: c.status for c in p.status.conditions}["PodScheduled"] == "True"
+    assert k.placements(ns)[f"{ns}/other"] is None  # another scheduler's pod is never touched
+    assert op.metric("volsched_schedule_attempts_total", result="scheduled") == 2
+
+
+def test_a_gang_is_placed_all_at_once_or_not_at_all(k: Kube, start_operator: Start) -> None:
+    k.nodes(node("n1", cpu="2"), node("n2", cpu="2"))
+    ns = k.namespace("gang")
+    k.podgroup(ns, podgroup("trio", 3))
+    k.pods(ns, *(pod(f"trio-{i}", cpu="1500m", group="trio") for i in range(3)))
+    op = start_operator()
+
+    def unschedulable_condition() -> bool:
+        pg = k.get_podgroup(ns, "trio")
+        conds = {c["type"]: c for c in (pg.get("status") or {}).get("conditions") or []}
+        return conds.get("Scheduled", {}).get("status") == "False"
+
+    wait_for(unschedulable_condition, 30, what="the gang reported unschedulable")
+    assert k.bound(ns) == {}  # two of three would fit: none is bound
+    p = k.core.read_namespaced_pod("trio-0", ns)
+    cond = {c.type: c for c in p.status.conditions}["PodScheduled"]
+    assert (cond.status, cond.reason) == ("False", "Unschedulable")
+    events = [e for e in k.core.list_namespaced_event(ns).items if e.involved_object.name == "trio-0"]
+    assert len(events) == 1 and events[0].reason == "FailedScheduling" and events[0].message
+
+    k.nodes(node("n3", cpu="2"))
+    bound = wait_for(lambda: len(k.bound(ns)) == 3 and k.bound(ns), 30, what="the whole gang bound")
+    assert sorted(bound.values()) == ["n1", "n2", "n3"]
+    wait_for(lambda: (k.get_podgroup(ns, "trio").get("status") or {}).get("phase") == "Running", 20, what="Running")
+    assert all(used <= alloc for used, alloc in node_usage(k).values())
+    assert op.metric("volsched_schedule_attempts_total", result="bind_conflict") == 0
+
+
+def test_queues_share_the_cluster_by_weight(k: Kube, start_operator: Start) -> None:
+    k.nodes(*(node(f"n{i}", cpu="4") for i in range(2)))
+    k.queue(queue("default"))
+    k.queue(queue("light", 1))
+    k.queue(queue("heavy", 3))
+    ns = k.namespace("shares")
+    for q in ("light", "heavy"):  # one elastic job per queue: minMember 1, eight pods
+        k.podgroup(ns, podgroup(q, 1, queue=q))
+        k.pods(ns, *(pod(f"{q}-{i}", cpu="1", group=q) for i in range(8)))
+    op = start_operator()
+    wait_for(lambda: len(k.bound(ns)) == 8, 40, what="the cluster filled")
+    bound = k.bound(ns)
+    light = sum(1 for key in bound if "/light-" in key)
+    heavy = sum(1 for key in bound if "/heavy-" in key)
+    assert (light, heavy) == (2, 6)
+
+    def queue_status() -> dict[str, object] | None:
+        st = k.get_queue("heavy").get("status") or {}
+        return st if st.get("allocated", {}).get("cpu") == "6" else None
+
+    status = wait_for(queue_status, 20, what="queue status")
+    assert status["deserved"]["cpu"] == "6"
+    assert status["running"] == 1 and status["state"] == "Open"  # podgroups by phase
+    assert op.metric("volsched_queue_allocated", queue="heavy", resource="cpu") == 6
+    assert op.metric("volsched_queue_deserved", queue="light", resource="cpu") == 2
+
+
+def test_namespace_weights_from_resource_quotas(k: Kube, start_operator: Start) -> None:
+    k.nodes(node("n1", cpu="4"))
+    k.queue(queue("default"))
+    big, small = k.namespace("team-big"), k.namespace("team-small")
+    k.core.create_namespaced_resource_quota(
+        big,
+        {"metadata": {"name": "weight"}, "spec": {"hard": {"volsched.io/namespace.weight": "3"}}},
+    )
+    for ns in (big, small):  # one elastic job per namespace
+        k.podgroup(ns, podgroup("job", 1))
+        k.pods(ns, *(pod(f"{ns}-{i}", cpu="1", group="job") for i in range(4)))
+    start_operator()
+    wait_for(lambda: len(k.bound()) == 4, 40, what="the node filled")
+    bound = k.bound()
+    assert sum(1 for key in bound if key.startswith(f"{big}/")) == 3
+    assert sum(1 for key in bound if key.startswith(f"{small}/")) == 1
