@@ -81,7 +81,7 @@ def place_by_evicting(
     if not len(feasible):
         return f"no node passes the filters: {choice.reason}"
     need = task.request > EPS
-    future = nodes.future_idle()[feasible]
+    future = nodes.idle[feasible] + nodes.incoming[feasible]
     short = np.maximum(task.request[None, :] - future, 0.0)[:, need]
     scale = np.maximum(task.request[need], EPS)
     order = np.lexsort((feasible, (short / scale).sum(axis=1)))
@@ -96,7 +96,7 @@ def place_by_evicting(
         named += len(victims)
         if not victims:
             continue
-        room = nodes.future_idle()[node].copy()
+        room = nodes.idle[node] + nodes.incoming[node]
         taken: list[Task] = []
         for v in victims:
             if np.all(room[need] >= task.request[need] - EPS):
