@@ -1,0 +1,151 @@
+"""The operator under change: config reloads, stale caches, and restarts mid-workload (real apiserver)."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.operator_fixtures import (
+    OPERATOR_NS,
+    Kube,
+    OperatorProcess,
+    node,
+    node_usage,
+    pod,
+    podgroup,
+    wait_for,
+)
+from volsched.devcluster import LocalControlPlane
+from volsched.framework.config import DEFAULT_CONFIG_YAML
+
+pytest_plugins = ["tests.e2e.operator_fixtures"]
+pytestmark = pytest.mark.cluster
+
+Start = Callable[..., OperatorProcess]
+CM, KEY = "volsched-scheduler-config", "volsched-scheduler.conf"
+
+
+def _set_config(k: Kube, text: str) -> None:
+    body = {"metadata": {"name": CM, "namespace": OPERATOR_NS}, "data": {KEY: text}}
+    try:
+        k.core.replace_namespaced_config_map(CM, OPERATOR_NS, body)
+    except Exception:
+        k.core.create_namespaced_config_map(OPERATOR_NS, body)
+
+
+def test_config_is_reloaded_and_a_bad_one_keeps_the_last_good(k: Kube, start_operator: Start) -> None:
+    k.nodes(node("n1", cpu="8"))
+    ns = k.namespace("reload")
+    _set_config(k, DEFAULT_CONFIG_YAML)
+    op = start_operator()
+    k.pods(ns, pod("first"))
+    wait_for(lambda: k.bound(ns).get(f"{ns}/first"), 30, what="first pod bound")
+
+    # A config without allocate: it loads, and new pods wait.
+    _set_config(k, DEFAULT_CONFIG_YAML.replace("enqueue, allocate, backfill", "enqueue"))
+    wait_for(lambda: op.metric("volsched_config_reloads_total", result="loaded") >= 2, 20, what="reload")
+    k.pods(ns, pod("second"))
+    sessions = op.metric("volsched_sessions_total")
+    wait_for(lambda: op.metric("volsched_sessions_total") >= sessions + 5, 20, what="five more sessions")
+    assert f"{ns}/second" not in k.bound(ns)
+
+    # A broken config is rejected with an event; the last good one (no allocate) stays in force.
+    _set_config(k, "actions: enqueue, allocate, teleport\ntiers: []\n")
+    wait_for(lambda: op.metric("volsched_config_reloads_total", result="rejected") >= 1, 20, what="rejection")
+    events = wait_for(
+        lambda: [e for e in k.core.list_namespaced_event(OPERATOR_NS).items if e.reason == "InvalidSchedulerConfig"],
+        20,
+        what="InvalidSchedulerConfig event",
+    )
+    assert "teleport" in events[0].message and events[0].involved_object.name == CM
+    assert "rejected scheduler config" in op.log()
+    sessions = op.metric("volsched_sessions_total")
+    wait_for(lambda: op.metric("volsched_sessions_total") >= sessions + 5, 20, what="five more sessions")
+    assert f"{ns}/second" not in k.bound(ns)
+
+    _set_config(k, DEFAULT_CONFIG_YAML)  # fixed: pods are placed again
+    wait_for(lambda: k.bound(ns).get(f"{ns}/second"), 30, what="second pod bound after the fix")
+
+
+def test_bind_conflicts_and_pods_deleted_mid_session_correct_the_cache(cluster: LocalControlPlane, k: Kube) -> None:
+    from volsched.kube.writer import CONFLICT, GONE
+    from volsched.operator import Operator, Settings
+
+    k.nodes(node("n1", cpu="2"), node("n2", cpu="2"))
+    ns = k.namespace("stale")
+    k.pods(ns, pod("taken"), pod("deleted"), pod("fine"))
+    settings = Settings(kubeconfig=str(cluster.kubeconfig_path))
+    settings.lease.enabled = False
+    op = Operator(settings)
+    try:
+        op.prelist()
+        # Behind the cache's back: someone else binds one pod and another pod is deleted.
+        from kubernetes import client
+
+        k.core.create_namespaced_pod_binding(
+            "taken",
+            ns,
+            client.V1Binding(
+                metadata=client.V1ObjectMeta(name="taken", namespace=ns),
+                target=client.V1ObjectReference(kind="Node", api_version="v1", name="n2"),
+            ),
+            _preload_content=False,
+        )
+        k.core.delete_namespaced_pod("deleted", ns, grace_period_seconds=0)
+
+        out = op.run_once()
+        assert out is not None
+        _result, report = out
+        by_pod = {o.bind.pod: o.result for o in report.binds}
+        assert by_pod[f"{ns}/taken"] == CONFLICT
+        assert by_pod[f"{ns}/deleted"] == GONE
+        assert by_pod[f"{ns}/fine"] == "bound"
+        assert op.state.tasks[f"{ns}/taken"].node_name == "n2"  # corrected from the API
+        assert f"{ns}/deleted" not in op.state.tasks
+        assert op.state.tasks[f"{ns}/fine"].node_name  # assumed bound at once
+
+        again = op.run_once()
+        assert again is not None and again[1].binds == []  # nothing is bound twice
+    finally:
+        op.writer.close()
+        op.api.close()
+    assert k.bound(ns)[f"{ns}/taken"] == "n2"
+    assert all(used <= alloc for used, alloc in node_usage(k).values())
+
+
+def test_restart_mid_workload_binds_nothing_twice(
+    k: Kube, start_operator: Start, cluster: LocalControlPlane, tmp_path: Path
+) -> None:
+    k.nodes(*(node(f"n{i}", cpu="4") for i in range(3)))
+    ns = k.namespace("restart")
+    k.podgroup(ns, podgroup("gang", 4))
+    k.pods(ns, *(pod(f"gang-{i}", group="gang") for i in range(4)))
+    k.pods(ns, *(pod(f"solo-{i}") for i in range(6)))
+    first = start_operator()
+    wait_for(lambda: len(k.bound(ns)) >= 4, 30, what="some pods bound")
+    first.stop(signal.SIGTERM)
+    before = k.bound(ns)
+
+    k.pods(ns, *(pod(f"late-{i}") for i in range(10)))  # arrive while no scheduler runs
+    second = start_operator()
+    wait_for(lambda: len(k.bound(ns)) == 12, 40, what="the cluster filled (12 cpu)")
+    second.stop(signal.SIGKILL)  # a crash: its Lease must expire before a successor binds
+
+    victim = next(key for key in sorted(k.bound(ns)) if "/gang-" not in key)
+    k.core.delete_namespaced_pod(victim.split("/", 1)[1], ns, grace_period_seconds=0)
+    third = start_operator()
+    assert len(k.bound(ns)) == 11
+    wait_for(lambda: len(k.bound(ns)) == 12, 40, what="the freed cpu used again after the crash")
+
+    after = k.bound(ns)
+    for key, node_name in before.items():
+        assert after.get(key, node_name) == node_name, f"{key} moved"
+    gang = [key for key in after if "/gang-" in key]
+    assert len(gang) in (0, 4)
+    for used, alloc in node_usage(k).values():
+        assert used <= alloc + 1e-9
+    assert third.metric("volsched_schedule_attempts_total", result="bind_conflict") == 0
+    assert ": conflict (" not in third.log()  # the log of all three: no bind was ever refused
