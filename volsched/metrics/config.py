@@ -30,13 +30,14 @@ never part of ``repr()``.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from volsched.model.durations import duration_seconds
 
 __all__ = [
     "ENV_PASSWORD",
@@ -122,38 +123,19 @@ class MetricsConfig:
         return (self.username, self.password or "")
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
 def parse_duration(value: object, field_path: str = "duration") -> float:
     """Parse a Go-style duration (``30s``, ``5m``, ``1h30m``, ``500ms``) or a number of seconds.
 
     Raises :class:`MetricsConfigError` naming ``field_path`` unless the result is finite and > 0.
     """
-    if isinstance(value, bool):
+    seconds = duration_seconds(value)
+    if seconds is None:
+        if isinstance(value, str):
+            raise MetricsConfigError(
+                field_path, f"not a duration: {value!r}", ("e.g. 30s", "5m", "1h", "1h30m", "500ms")
+            )
         raise MetricsConfigError(field_path, f"expected a duration, got {value!r}", ("e.g. 30s", "5m", "1h"))
-    if isinstance(value, int | float):
-        seconds = float(value)
-    elif isinstance(value, str):
-        text = value.strip()
-        try:
-            seconds = float(text)
-        except ValueError:
-            pos = 0
-            seconds = 0.0
-            for match in _DURATION_PART.finditer(text):
-                if match.start() != pos:
-                    break
-                seconds += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-                pos = match.end()
-            if pos != len(text) or not text:
-                raise MetricsConfigError(
-                    field_path, f"not a duration: {value!r}", ("e.g. 30s", "5m", "1h", "1h30m", "500ms")
-                ) from None
-    else:
-        raise MetricsConfigError(field_path, f"expected a duration, got {type(value).__name__}")
-    if not math.isfinite(seconds) or seconds <= 0:
+    if seconds <= 0:
         raise MetricsConfigError(field_path, f"must be a positive duration, got {value!r}")
     return seconds
 

@@ -37,7 +37,6 @@ per-node view cache requires.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -47,6 +46,7 @@ from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.registry import register_plugin
 from volsched.framework.session import EventHandler, Session
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
+from volsched.model.durations import duration_seconds
 from volsched.model.errors import InputError
 from volsched.model.objects import Task, TaskStatus
 from volsched.model.resources import CPU, MEMORY, Vector
@@ -54,28 +54,11 @@ from volsched.model.usage import NodeUsage
 
 DEFAULT_STALE_AFTER = 300.0
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
 
 def parse_duration(value: Any, *, where: str, allow_zero: bool = False) -> float:
     """A Go-style duration (``30s``, ``5m``, ``1h30m``) or a number of seconds, as seconds."""
-    seconds: float | None = None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    elif isinstance(value, str) and value.strip():
-        text = value.strip()
-        try:
-            seconds = float(text)
-        except ValueError:
-            pos, total = 0, 0.0
-            for match in _DURATION_PART.finditer(text):
-                if match.start() != pos:
-                    break
-                total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-                pos = match.end()
-            seconds = total if pos == len(text) else None
-    if seconds is None or not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
+    seconds = duration_seconds(value)
+    if seconds is None or seconds < 0 or (seconds == 0 and not allow_zero):
         kind = "a duration >= 0" if allow_zero else "a positive duration"
         raise InputError(f"{where}: expected {kind} like 30s, 5m or 1h, got {value!r}")
     return seconds

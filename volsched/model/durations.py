@@ -1,0 +1,36 @@
+"""Go-style durations (``30s``, ``5m``, ``1h30m``, ``500ms``) as seconds. Pure parsing, no I/O."""
+
+from __future__ import annotations
+
+import math
+import re
+
+_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def duration_seconds(value: object) -> float | None:
+    """Seconds for a duration string or a plain number of seconds; None if it is neither (or not finite).
+
+    Range checks (positive, non-zero) are the caller's, so each can word its own error.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str) and value.strip():
+        text = value.strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            pos, seconds = 0, 0.0
+            for match in _PART.finditer(text):
+                if match.start() != pos:
+                    break
+                seconds += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+                pos = match.end()
+            if pos != len(text):
+                return None
+    else:
+        return None
+    return seconds if math.isfinite(seconds) else None
