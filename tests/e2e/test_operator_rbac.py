@@ -1,0 +1,108 @@
+"""The RBAC in manifests/ is sufficient for the operator and no wider (real apiserver)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import yaml
+from kubernetes import client
+
+from tests.e2e.operator_fixtures import ROOT, Kube, OperatorProcess, apply_file, node, pod, podgroup, wait_for
+from volsched.devcluster import LocalControlPlane
+
+pytest_plugins = ["tests.e2e.operator_fixtures"]
+pytestmark = pytest.mark.cluster
+
+SA = "system:serviceaccount:volsched-system:volsched"
+NS = "volsched-system"
+G = "scheduling.volsched.io"
+
+# (verb, group, resource, subresource, namespace, name)
+USED = [
+    ("list", "", "pods", "", "", ""), ("watch", "", "pods", "", "", ""), ("get", "", "pods", "", "team", "p"),
+    ("list", "", "nodes", "", "", ""), ("watch", "", "nodes", "", "", ""),
+    ("list", "", "namespaces", "", "", ""), ("watch", "", "namespaces", "", "", ""),
+    ("list", "", "resourcequotas", "", "", ""), ("watch", "", "resourcequotas", "", "", ""),
+    ("list", "scheduling.k8s.io", "priorityclasses", "", "", ""),
+    ("watch", "scheduling.k8s.io", "priorityclasses", "", "", ""),
+    ("list", G, "queues", "", "", ""), ("watch", G, "queues", "", "", ""),
+    ("list", G, "podgroups", "", "", ""), ("watch", G, "podgroups", "", "", ""),
+    ("create", "", "pods", "binding", "team", "p"), ("create", "", "pods", "eviction", "team", "p"),
+    ("patch", "", "pods", "status", "team", "p"),
+    ("patch", G, "queues", "status", "", "q"), ("patch", G, "podgroups", "status", "team", "pg"),
+    ("create", "", "events", "", "team", ""), ("patch", "", "events", "", "team", "e"),
+    ("get", "", "configmaps", "", NS, "volsched-scheduler-config"),
+    ("create", "coordination.k8s.io", "leases", "", NS, ""),
+    ("get", "coordination.k8s.io", "leases", "", NS, "volsched-scheduler"),
+    ("update", "coordination.k8s.io", "leases", "", NS, "volsched-scheduler"),
+]  # fmt: skip
+
+NOT_GRANTED = [
+    ("delete", "", "pods", "", "team", "p"), ("update", "", "pods", "", "team", "p"),
+    ("patch", "", "pods", "", "team", "p"), ("create", "", "pods", "", "team", ""),
+    ("update", "", "nodes", "", "", "n"), ("patch", "", "nodes", "status", "", "n"),
+    ("get", "", "secrets", "", NS, "x"), ("list", "", "secrets", "", "", ""),
+    ("get", "", "configmaps", "", NS, "someone-elses"), ("list", "", "configmaps", "", "", ""),
+    ("update", "", "configmaps", "", NS, "volsched-scheduler-config"),
+    ("create", G, "queues", "", "", ""), ("update", G, "queues", "", "", "q"), ("delete", G, "podgroups", "", "team", "pg"),
+    ("update", "coordination.k8s.io", "leases", "", NS, "another-lease"),
+    ("delete", "coordination.k8s.io", "leases", "", NS, "volsched-scheduler"),
+    ("get", "coordination.k8s.io", "leases", "", "kube-system", "volsched-scheduler"),
+    ("create", "", "pods", "binding", NS, "") if False else ("delete", "", "events", "", "team", "e"),
+    ("list", "apiextensions.k8s.io", "customresourcedefinitions", "", "", ""),
+]  # fmt: skip
+
+
+def _allowed(k: Kube, verb: str, group: str, resource: str, sub: str, ns: str, name: str) -> bool:
+    review = client.V1SubjectAccessReview(
+        spec=client.V1SubjectAccessReviewSpec(
+            user=SA,
+            groups=["system:serviceaccounts", "system:serviceaccounts:volsched-system", "system:authenticated"],
+            resource_attributes=client.V1ResourceAttributes(
+                verb=verb, group=group, resource=resource, subresource=sub or None,
+                namespace=ns or None, name=name or None,
+            ),
+        )
+    )  # fmt: skip
+    out = client.AuthorizationV1Api(k.api).create_subject_access_review(review)
+    return bool(out.status.allowed)
+
+
+def _apply_rbac(k: Kube) -> None:
+    for name in ("00-namespace.yaml", "10-rbac.yaml", "20-config.yaml"):
+        apply_file(k.api, ROOT / "manifests" / name)
+    k.queue(yaml.safe_load((ROOT / "manifests" / "40-default-queue.yaml").read_text()))
+
+
+def test_every_verb_the_operator_uses_is_granted_and_no_more(k: Kube) -> None:
+    _apply_rbac(k)
+    missing = [a for a in USED if not _allowed(k, *a)]
+    assert missing == []
+    extra = [a for a in NOT_GRANTED if _allowed(k, *a)]
+    assert extra == []
+
+
+def test_the_operator_runs_with_only_its_service_account(
+    k: Kube, cluster: LocalControlPlane, start_operator: Callable[..., OperatorProcess], tmp_path: object
+) -> None:
+    _apply_rbac(k)
+    token = cluster.service_account_token(NS, "volsched", create=False)
+    kubeconfig = cluster.write_kubeconfig(cluster.workdir / "sa.kubeconfig", token=token)
+    k.nodes(node("n1", cpu="2"))
+    ns = k.namespace("team")
+    k.podgroup(ns, podgroup("pair", 2))
+    k.pods(ns, pod("pair-0", group="pair"), pod("pair-1", group="pair"), pod("huge", cpu="64"))
+    op = start_operator(kubeconfig=kubeconfig)
+    wait_for(lambda: len(k.bound(ns)) == 2, 30, what="the pair bound by the service account")
+    wait_for(lambda: (k.get_podgroup(ns, "pair").get("status") or {}).get("phase") == "Running", 20, what="status")
+    wait_for(lambda: (k.get_queue("default").get("status") or {}).get("running") == 1, 20, what="queue status")
+    wait_for(
+        lambda: [e for e in k.core.list_namespaced_event(ns).items if e.involved_object.name == "huge"],
+        20,
+        what="FailedScheduling event",
+    )
+    lease = client.CoordinationV1Api(k.api).read_namespaced_lease("volsched-scheduler", NS)
+    assert lease.spec.holder_identity
+    log = op.log()
+    assert "forbidden" not in log.lower() and " 403" not in log
