@@ -1,0 +1,143 @@
+"""The pure parts of the operator: the token bucket, status rendering and the watch feeder."""
+
+from __future__ import annotations
+
+import pytest
+
+from volsched.cache.feeder import Feeder
+from volsched.cache.state import ClusterState
+from volsched.framework.decisions import PodGroupStatus, QueueStatus
+from volsched.kube import status
+from volsched.kube.ratelimit import TokenBucket
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_token_bucket_allows_a_burst_then_the_rate() -> None:
+    clock = Clock()
+    bucket = TokenBucket(rate=10, burst=3, clock=clock, sleep=clock.sleep)
+    assert [bucket.try_take() for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert bucket.try_take() == pytest.approx(0.1)
+    for _ in range(5):
+        bucket.take()
+    assert clock.now == pytest.approx(0.5)  # five more tokens at 10/s
+
+
+def test_token_bucket_never_saves_more_than_the_burst() -> None:
+    clock = Clock()
+    bucket = TokenBucket(rate=100, burst=2, clock=clock, sleep=clock.sleep)
+    clock.now = 60
+    assert bucket.available == 2
+
+
+@pytest.mark.parametrize("bad", [{"rate": 0, "burst": 1}, {"rate": 1, "burst": 0}])
+def test_token_bucket_rejects_nonsense(bad: dict[str, float]) -> None:
+    with pytest.raises(ValueError):
+        TokenBucket(**bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("name", "amount", "text"),
+    [("cpu", 2, "2"), ("cpu", 1.5, "1500m"), ("memory", 4 * 2**30, "4Gi"), ("memory", 1000, "1000"), ("pods", 3, "3")],
+)
+def test_quantities_are_kubernetes_quantities(name: str, amount: float, text: str) -> None:
+    assert status.quantity(name, amount) == text
+
+
+def _pg(**kw: object) -> PodGroupStatus:
+    base = dict(phase="Pending", queue="q", min_member=3, running=0, succeeded=0, failed=0, pending=3, scheduled=0)
+    base.update(kw)
+    return PodGroupStatus(**base)  # type: ignore[arg-type]
+
+
+def test_podgroup_status_says_why_it_is_not_scheduled() -> None:
+    out = status.podgroup_status(_pg(unschedulable="3 pods need 6 cpu, 4 free"))
+    assert out["phase"] == "Pending"
+    assert out["conditions"] == [
+        {"type": "Scheduled", "status": "False", "reason": "Unschedulable", "message": "3 pods need 6 cpu, 4 free"}
+    ]
+    ok = status.podgroup_status(_pg(phase="Running", scheduled=3, pending=0))
+    assert ok["conditions"][0]["status"] == "True"
+
+
+def test_transition_time_is_kept_while_the_condition_holds() -> None:
+    rendered = status.podgroup_status(_pg())
+    first = status.with_transition_times(rendered, None, "T1")
+    again = status.with_transition_times(rendered, first, "T2")
+    assert again["conditions"][0]["lastTransitionTime"] == "T1"
+    flipped = status.with_transition_times(status.podgroup_status(_pg(phase="Running", scheduled=3)), again, "T3")
+    assert flipped["conditions"][0]["lastTransitionTime"] == "T3"
+
+
+def test_queue_status_counts_podgroups_and_renders_quantities() -> None:
+    q = QueueStatus(
+        name="q", state="Open", weight=2, allocated={"cpu": 1.5, "memory": 2 * 2**30, "pods": 2},
+        request={}, guarantee={}, capability=None, deserved={"cpu": 4.0}, share=0.375,
+        podgroups={"Running": 1, "Inqueue": 2},
+    )  # fmt: skip
+    out = status.queue_status(q)
+    assert out["allocated"] == {"cpu": "1500m", "memory": "2Gi"}
+    assert out["allocatedSummary"] == "cpu=1500m memory=2Gi"
+    assert out["deserved"] == {"cpu": "4"} and out["share"] == 0.375
+    assert (out["running"], out["inqueue"], out["pending"]) == (1, 2, 0)
+
+
+def test_failed_scheduling_event_names_the_pod() -> None:
+    ev = status.failed_scheduling_event(namespace="ns", pod="p", uid="u", message="why", now="T", name="p.x")
+    assert ev["involvedObject"]["name"] == "p" and ev["reason"] == "FailedScheduling" and ev["message"] == "why"
+
+
+def _pod(rv: int, node: str | None = None, uid: str = "u1") -> dict[str, object]:
+    spec: dict[str, object] = {"schedulerName": "volsched", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+    if node:
+        spec["nodeName"] = node
+    return {"kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "uid": uid, "resourceVersion": str(rv)}, "spec": spec}
+
+
+def test_feeder_drops_events_older_than_what_it_holds() -> None:
+    feeder = Feeder(ClusterState())
+    assert feeder.apply("Pod", _pod(5, node="n1"))
+    assert not feeder.apply("Pod", _pod(3))  # a late replay of the unbound pod
+    assert feeder.state.tasks["ns/p"].node_name == "n1"
+    feeder.delete("Pod", _pod(6, node="n1"))
+    assert not feeder.apply("Pod", _pod(6, node="n1"))
+    assert "ns/p" not in feeder.state.tasks
+
+
+def test_an_assumed_bind_survives_stale_events_until_it_expires() -> None:
+    clock = Clock()
+    feeder = Feeder(ClusterState(), assume_ttl=10, clock=clock)
+    feeder.apply("Pod", _pod(1))
+    feeder.assume("ns/p", "u1", "n2")
+    assert feeder.state.tasks["ns/p"].node_name == "n2"
+    feeder.apply("Pod", _pod(2))  # e.g. our own status patch, before the bind shows in the watch
+    assert feeder.state.tasks["ns/p"].node_name == "n2"
+    clock.now = 11
+    feeder.apply("Pod", _pod(3))
+    assert feeder.state.tasks["ns/p"].node_name is None
+
+
+def test_an_assumption_ends_when_the_api_confirms_or_the_pod_is_replaced() -> None:
+    feeder = Feeder(ClusterState())
+    feeder.apply("Pod", _pod(1))
+    feeder.assume("ns/p", "u1", "n2")
+    feeder.apply("Pod", _pod(2, node="n2"))
+    assert not feeder.is_assumed("ns/p")
+    feeder.assume("ns/p", "u1", "n2")
+    feeder.apply("Pod", _pod(3, uid="u2"))  # same name, a new pod
+    assert feeder.state.tasks["ns/p"].node_name is None
+
+
+def test_bad_objects_are_reported_not_raised() -> None:
+    feeder = Feeder(ClusterState())
+    assert not feeder.apply("Queue", {"metadata": {"name": "q"}, "spec": {"weight": 0}})
+    assert "Queue q" in feeder.rejected
