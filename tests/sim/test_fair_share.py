@@ -119,3 +119,16 @@ def test_real_capability_after_queue4_with_a_guarantee_appears():
     data = run(objs)
     real = {q: data["queues"][q]["realCapability"]["nvidia.com/gpu"] for q in ("queue1", "queue2", "queue3", "queue4")}
     assert real == {"queue1": 20, "queue2": 15, "queue3": 10, "queue4": 25}
+
+
+def test_many_small_jobs_share_by_queue_weight():
+    """One single-pod PodGroup per pod: admission must not let one queue's parked jobs use up the
+    overcommit room the other queue is owed (light 2, heavy 6 of 8 cpu)."""
+    objs = [node("n1", cpu="8"), queue("light", weight=1), queue("heavy", weight=3)]
+    for q in ("light", "heavy"):
+        for i in range(8):
+            objs += [podgroup(f"{q}{i}", queue=q), *pods(f"{q}{i}", 1, group=f"{q}{i}", cpu="1")]
+    data = run(objs)
+    assert data["queues"]["light"]["allocated"]["cpu"] == 2
+    assert data["queues"]["heavy"]["allocated"]["cpu"] == 6
+    assert any("> deserved 2" in e["message"] for e in data["events"] if e["object"].startswith("PodGroup default/light"))

@@ -10,7 +10,8 @@ queues that ask. Capacity is held for a queue only through its guarantee.
 
 A queue may allocate a task while ``allocated + request <= deserved`` (in the dimensions the task asks
 for); it is overused once ``deserved <= allocated``. Queue order: the smaller share
-(``max allocated / deserved``) first. Admission: ``minResources + allocated + inqueue <= realCapability``.
+(``max allocated / deserved``) first. Admission: ``minResources + allocated + inqueue`` within both
+realCapability and deserved.
 
 Taking back (reclaim): a queue may take capacity back for a task only while it stays within its
 deserved share after placing it (preemptive); a victim is named only from another reclaimable queue
@@ -207,13 +208,17 @@ class Proportion(BasePlugin):
                 return Vote.REJECT, f"queue {job.queue} does not exist"
             need = job.min_request
             future = need + attr.allocated + attr.inqueue
-            for d in np.flatnonzero((need > EPS) & mask):
-                if future[d] > attr.real_capability[d] + EPS:
-                    return Vote.REJECT, (
-                        f"queue {job.queue}: minResources {space.names[d]} {describe(d, need[d])} + allocated "
-                        f"{describe(d, attr.allocated[d])} + admitted {describe(d, attr.inqueue[d])} > realCapability "
-                        f"{describe(d, attr.real_capability[d])}"
-                    )
+            # realCapability is the hard limit. deserved bounds admission too: allocate never takes a
+            # queue past it, so admitting more would only park jobs whose minimums hold the cluster's
+            # overcommit room away from queues that are owed it.
+            for label, limit in (("realCapability", attr.real_capability), ("deserved", attr.deserved)):
+                for d in np.flatnonzero((need > EPS) & mask):
+                    if future[d] > limit[d] + EPS:
+                        return Vote.REJECT, (
+                            f"queue {job.queue}: minResources {space.names[d]} {describe(d, need[d])} + allocated "
+                            f"{describe(d, attr.allocated[d])} + admitted {describe(d, attr.inqueue[d])} > {label} "
+                            f"{describe(d, limit[d])}"
+                        )
             return Vote.PERMIT, ""
 
         def enqueued(job: Job) -> None:
