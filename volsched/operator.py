@@ -8,6 +8,9 @@
   result to :class:`~volsched.kube.writer.KubeWriter`. Bound pods are assumed in the cache at once.
 * The scheduler config is read from a ConfigMap and reloaded when it changes; a bad one is rejected
   with an event and a log line and the last good one stays in force.
+* With a ``metrics:`` section, a :class:`~volsched.usagefeed.UsageFeed` polls node usage on its own
+  thread and its fresh snapshot goes into the cache right before each session. Pods that shuffle
+  evicted keep their owner off the node they left (``ClusterState.moved_off``).
 * ``/healthz`` and ``/metrics`` are served by aiohttp.
 
 ``volsched run --help`` lists the settings; they are nested dataclasses (:class:`Settings`).
@@ -55,8 +58,10 @@ from volsched.kube.writer import (
     WriteReport,
     WriterSettings,
 )
+from volsched.metrics.config import MetricsConfigError, parse_metrics_config
 from volsched.model.errors import InputError
-from volsched.model.objects import PodGroupPhase
+from volsched.model.objects import PodGroupPhase, Task
+from volsched.usagefeed import UsageFeed
 
 log = logging.getLogger("volsched.operator")
 
@@ -183,6 +188,9 @@ class Operator:
         self.writer = KubeWriter(self.api, settings.writer)
         self.lease = LeaderLease(self.api, settings.lease, settings.identity)
         self.metrics = Metrics()
+        self.usage = UsageFeed(
+            self.state, registry=self.metrics.registry, api_client_factory=lambda: client.ApiClient(self.kcfg)
+        )
         self.config: SchedulerConfig = load_config()
         self.config_version: str | None = None
         self.config_error: str | None = None
@@ -275,16 +283,18 @@ class Operator:
         source = f"ConfigMap {s.namespace}/{s.name} key {s.key} (resourceVersion {version})"
         try:
             config = load_config(text=cm.text)
-        except InputError as exc:
-            self.config_error = str(exc.message)
+            parse_metrics_config(config.metrics)  # a bad metrics: section rejects the whole config
+        except (InputError, MetricsConfigError) as exc:
+            message = str(exc.message) if isinstance(exc, InputError) else str(exc)
+            self.config_error = message
             self.metrics.reloads.labels("rejected").inc()
             log.error(
-                "rejected scheduler config from %s: %s; keeping %s", source, exc.message, self.config.source
+                "rejected scheduler config from %s: %s; keeping %s", source, message, self.config.source
             )
             body = render.object_event(
                 kind="ConfigMap", api_version="v1", namespace=s.namespace, name=s.name, uid=cm.uid,
                 reason="InvalidSchedulerConfig",
-                message=f"rejected: {exc.message}; keeping the last good config ({self.config.source})",
+                message=f"rejected: {message}; keeping the last good config ({self.config.source})",
                 now=render.now_rfc3339(), event_name=f"{s.name}.volsched-config-{version}",
             )  # fmt: skip
             error = self.writer.post_event(body)
@@ -295,6 +305,7 @@ class Operator:
 
         self.config = replace(config, source=source)
         self.config_error = None
+        self.usage.configure(config.metrics)
         self.metrics.reloads.labels("loaded").inc()
         log.info("loaded scheduler config from %s: actions %s", source, ", ".join(config.actions))
 
@@ -307,7 +318,9 @@ class Operator:
         self.metrics.leader.set(1 if leader else 0)
         if not leader:
             return None
-        snapshot = self.state.snapshot(now=time.time())
+        now = time.time()
+        self.usage.refresh(now)  # the collector's fresh snapshot (no I/O on this path)
+        snapshot = self.state.snapshot(now=now)
         result = run_session(snapshot, self.config)
         pods = self.feeder.pods()
         report = WriteReport()
@@ -326,8 +339,15 @@ class Operator:
                 log.info("bind %s -> %s: conflict (%s); cache corrected", b.pod, b.node, outcome.detail)
             elif outcome.result != "skipped":
                 log.warning("bind %s -> %s failed: %s", b.pod, b.node, outcome.detail)
+        # Read before evicting: the watch may drop an evicted pod from the cache at any moment.
+        moved: dict[str, Task | None] = {
+            e.pod: self.state.tasks.get(e.pod) for e in result.evictions if e.action == "shuffle"
+        }
         report.evictions = self.writer.evict_all(result.evictions, pods)
         for ev in report.evictions:
+            task = moved.get(ev.eviction.pod)
+            if ev.result == EVICTED and task is not None:
+                self.state.moved_off(task, ev.eviction.node, now=time.time())
             if ev.result == GONE:
                 ns, name = ev.eviction.pod.split("/", 1)
                 self.state.delete("Pod", ns, name)
@@ -440,6 +460,7 @@ class Operator:
             for t in tasks:
                 with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
                     await asyncio.wait_for(t, timeout=10)
+            await asyncio.to_thread(self.usage.close)
             await asyncio.to_thread(self.lease.release)
             await runner.cleanup()
             self.writer.close()

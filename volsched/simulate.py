@@ -36,8 +36,6 @@ from volsched.usage_input import load_usage_file, usage_from_annotations
 
 #: Simulated clock start for objects without a creationTimestamp (input order decides ties).
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
-#: How long the owner of a pod that shuffle moved off a node keeps off that node (simulated seconds).
-AVOID_SECONDS = 600.0
 
 
 @dataclass
@@ -281,11 +279,11 @@ class Simulator:
         return changed
 
     def _moved_off(self, node: str, task: Task, raw: Mapping[str, Any], *, respawn: bool) -> None:
-        """A pod rescheduled off ``node``: its owner keeps off that node for AVOID_SECONDS, the node's
+        """A pod rescheduled off ``node``: its owner keeps off that node for
+        ``volsched.cache.state.AVOID_SECONDS``, the node's
         measured usage loses the pod's share (if the measurement included it), and, playing the pod's
         controller, a pending replacement is created (batch Jobs already got theirs)."""
-        if task.owner:
-            self.state.avoid_node(task.owner, node, until=self.clock + AVOID_SECONDS)
+        self.state.moved_off(task, node, now=self.clock)
         usage = self.state.usage.get(node)
         spec = self.state.nodes.get(node)
         if usage is not None and spec is not None and task.start_time <= usage.measured_at:

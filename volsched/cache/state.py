@@ -36,6 +36,9 @@ from volsched.model.usage import NodeUsage
 
 KINDS = ("Node", "Namespace", "ResourceQuota", "PriorityClass", "Pod", "PodGroup", "Queue")
 
+#: How long the owner of a pod that shuffle moved off a node keeps off that node (seconds).
+AVOID_SECONDS = 600.0
+
 
 def _key(obj: Mapping[str, Any]) -> str:
     meta = obj.get("metadata") or {}
@@ -151,6 +154,12 @@ class ClusterState:
             self.avoid_until[(owner, node)] = until
             self.avoid[owner] = tuple(sorted({*self.avoid.get(owner, ()), node}))
 
+    def moved_off(self, task: Task, node: str, *, now: float, for_seconds: float = AVOID_SECONDS) -> None:
+        """``task`` was evicted off ``node`` by rescheduling (shuffle): its owner's pending pods (the
+        replacement) keep off ``node`` for ``for_seconds``. A pod without an owner has no replacement."""
+        if task.owner:
+            self.avoid_node(task.owner, node, until=now + for_seconds)
+
     def _expire_avoid(self, now: float) -> None:
         expired = [key for key, until in self.avoid_until.items() if until <= now]
         for owner, node in expired:
@@ -170,6 +179,11 @@ class ClusterState:
                 self.podgroups[key] = replace(pg, phase=phase)
 
     # --- reading --------------------------------------------------------------------------------------
+
+    def node_targets(self) -> dict[str, tuple[str, ...]]:
+        """Node name -> its addresses (InternalIP, hostname), what metrics sources match series by."""
+        with self._lock:
+            return {name: spec.addresses for name, spec in self.nodes.items()}
 
     def namespace_weights(self) -> dict[str, int]:
         out: dict[str, int] = {ns: 1 for ns in self.namespaces}
