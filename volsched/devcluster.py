@@ -7,6 +7,14 @@ What it is
     authorization and service-account token signing, waits until ``/readyz`` passes,
     and writes a kubeconfig. It is meant for integration tests (``tests/e2e``) and for
     demos: ``python -m volsched.devcluster up`` starts one and waits for Ctrl-C.
+    With ``aggregation=True`` the apiserver is also an API aggregator (front-proxy CA
+    and client certificate in the temporary directory, ``--requestheader-*`` and
+    ``--proxy-client-*`` flags, ``--enable-aggregator-routing``), so an APIService can
+    route a group to an extension server. The apiserver resolves the APIService's
+    Service through its EndpointSlices, which nobody maintains here: create the Service
+    (no selector) and an EndpointSlice yourself. EndpointSlice addresses may not be
+    loopback, so the extension server must listen on a non-loopback address of this
+    host (see :func:`non_loopback_ipv4`).
 
 What it is not
     A cluster. There is no kubelet, no kube-controller-manager and (unless you start
@@ -55,6 +63,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ADMIN_USER",
     "DEFAULT_DISABLED_ADMISSION_PLUGINS",
+    "FRONT_PROXY_CLIENT",
     "TEST_USER",
     "ControlPlaneError",
     "LocalControlPlane",
@@ -62,6 +71,7 @@ __all__ = [
     "build_script",
     "ensure_binaries",
     "main",
+    "non_loopback_ipv4",
 ]
 
 ADMIN_USER = "volsched-admin"
@@ -76,6 +86,9 @@ DEFAULT_DISABLED_ADMISSION_PLUGINS: tuple[str, ...] = (
     "TaintNodesByCondition",
     "StorageObjectInUseProtection",
 )
+
+FRONT_PROXY_CLIENT = "front-proxy-client"
+"""Common name of the client certificate the aggregator presents to extension servers."""
 
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
@@ -226,6 +239,88 @@ def _write_rsa_key(path: Path) -> None:
     path.chmod(0o600)
 
 
+def _write_front_proxy_certs(certs: Path) -> tuple[Path, Path, Path]:
+    """A front-proxy CA and a client certificate (CN ``FRONT_PROXY_CLIENT``) signed by it, for API
+    aggregation. Returns (ca cert, client cert, client key)."""
+    import datetime
+
+    try:
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    except ImportError:
+        raise ControlPlaneError("aggregation=True needs the 'cryptography' package") from None
+
+    now = datetime.datetime.now(datetime.UTC)
+
+    def name(cn: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(name("volsched-front-proxy-ca"))
+        .issuer_name(name("volsched-front-proxy-ca"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True, content_commitment=False, key_encipherment=False,
+                data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
+                encipher_only=False, decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )  # fmt: skip
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name(FRONT_PROXY_CLIENT))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    ca_path, cert_path, key_path = (
+        certs / "front-proxy-ca.crt",
+        certs / "front-proxy-client.crt",
+        certs / "front-proxy-client.key",
+    )
+    ca_path.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    key_path.chmod(0o600)
+    return ca_path, cert_path, key_path
+
+
+def non_loopback_ipv4() -> str | None:
+    """An IPv4 address of this host that is not loopback or link-local (the source address of the
+    default route), or ``None``. EndpointSlices reject loopback addresses, so an extension server
+    behind an APIService listens here. No packet is sent."""
+    import ipaddress
+
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect(("192.0.2.123", 9))  # UDP connect: picks a route, sends nothing
+        address = str(s.getsockname()[0])
+        ip = ipaddress.ip_address(address)
+        if not (ip.is_loopback or ip.is_link_local or ip.is_unspecified):
+            return address
+    return None
+
+
 def _set_pdeathsig() -> None:  # pragma: no cover - runs in the child between fork and exec
     """Have Linux SIGTERM the child if the process that started it dies (no orphans)."""
     try:
@@ -273,6 +368,8 @@ class LocalControlPlane:
     extra_apiserver_args: Sequence[str] = ()
     startup_timeout: float = 90.0
     verbose_build: bool = False
+    #: Serve as an API aggregator for extension servers (APIService); see the module docstring.
+    aggregation: bool = False
 
     # Set by start().
     workdir: Path = field(init=False, default=Path())
@@ -282,9 +379,13 @@ class LocalControlPlane:
     etcd_url: str = field(init=False, default="")
     etcd_log_path: Path = field(init=False, default=Path())
     apiserver_log_path: Path = field(init=False, default=Path())
+    #: With ``aggregation``: the CA that signed the aggregator's client certificate (extension
+    #: servers may use it to authenticate the apiserver's proxied requests).
+    front_proxy_ca_path: Path | None = field(init=False, default=None)
     _tokens: dict[str, TokenUser] = field(init=False, default_factory=dict)
     _procs: list[_Proc] = field(init=False, default_factory=list)
     _started: bool = field(init=False, default=False)
+    _aggregation_args: list[str] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
         self._tokens = {ADMIN_USER: TokenUser(ADMIN_USER, secrets.token_hex(24), ("system:masters",))}
@@ -484,6 +585,23 @@ class LocalControlPlane:
         self.apiserver_log_path = self.workdir / "kube-apiserver.log"
         self.ca_cert_path = self.workdir / "certs" / "apiserver.crt"
         self.kubeconfig_path = self.workdir / "kubeconfig"
+        if self.aggregation:
+            self._aggregation_args = self._prepare_aggregation()
+
+    def _prepare_aggregation(self) -> list[str]:
+        ca, cert, key = _write_front_proxy_certs(self.workdir / "certs")
+        self.front_proxy_ca_path = ca
+        return [
+            f"--requestheader-client-ca-file={ca}",
+            f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-username-headers=X-Remote-User",
+            f"--proxy-client-cert-file={cert}",
+            f"--proxy-client-key-file={key}",
+            # Route to the Service's endpoints (its EndpointSlices), not its ClusterIP: no kube-proxy.
+            "--enable-aggregator-routing=true",
+        ]
 
     def _spawn(self, name: str, argv: list[str], log_path: Path) -> _Proc:
         log_file = open(log_path, "ab")  # noqa: SIM115 - closed in _stop_processes
@@ -550,6 +668,7 @@ class LocalControlPlane:
         ]
         if self.disable_admission_plugins:
             argv.append(f"--disable-admission-plugins={','.join(self.disable_admission_plugins)}")
+        argv.extend(self._aggregation_args)
         argv.extend(self.extra_apiserver_args)
         apiserver = self._spawn("kube-apiserver", argv, self.apiserver_log_path)
         self._wait_for(apiserver, deadline, self._apiserver_ready)
