@@ -36,6 +36,8 @@ USED = [
     ("create", "coordination.k8s.io", "leases", "", NS, ""),
     ("get", "coordination.k8s.io", "leases", "", NS, "volsched-scheduler"),
     ("update", "coordination.k8s.io", "leases", "", NS, "volsched-scheduler"),
+    ("get", "custom.metrics.k8s.io", "nodes", "node_cpu_usage_avg", "", "*"),
+    ("get", "custom.metrics.k8s.io", "nodes", "node_memory_usage_avg", "", "*"),
 ]  # fmt: skip
 
 NOT_GRANTED = [
@@ -51,6 +53,8 @@ NOT_GRANTED = [
     ("get", "coordination.k8s.io", "leases", "", "kube-system", "volsched-scheduler"),
     ("create", "", "pods", "binding", NS, "") if False else ("delete", "", "events", "", "team", "e"),
     ("list", "apiextensions.k8s.io", "customresourcedefinitions", "", "", ""),
+    ("get", "custom.metrics.k8s.io", "pods", "node_cpu_usage_avg", "team", "*"),
+    ("get", "custom.metrics.k8s.io", "nodes", "some_other_metric", "", "*"),
 ]  # fmt: skip
 
 
