@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo simulate test lint bench clean
+.PHONY: demo simulate test test-deps lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -21,8 +21,15 @@ simulate: $(STAMP)
 	$(BIN)/volsched simulate
 
 ## Lint, types and the whole test suite (real kube-apiserver, Prometheus and Elasticsearch included).
-test: $(STAMP) lint
+test: $(STAMP) lint test-deps
 	$(BIN)/python -m pytest -q -rfE $(PYTEST_ARGS)
+
+## The real servers the tests use; each step is idempotent and cached (the fixtures would do it too,
+## but a failure here is clearer, and the cold kube-apiserver build takes minutes).
+test-deps:
+	bash hack/controlplane/build.sh >/dev/null
+	bash hack/metrics/install-prometheus.sh
+	bash hack/metrics/build-es.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check volsched tests bench
