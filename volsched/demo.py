@@ -51,7 +51,7 @@ def _workload(api: client.ApiClient) -> None:
         core.create_namespaced_resource_quota(
             ns, {"metadata": {"name": "weight"}, "spec": {"hard": {"volsched.io/namespace.weight": str(weight)}}}
         )
-        for job, size in (("train", 4), ("sweep", 12)):
+        for job, size in (("train", 4), ("sweep", 24 if q == "prod" else 12)):
             custom.create_namespaced_custom_object(API_GROUP, V, ns, "podgroups", {
                 "apiVersion": f"{API_GROUP}/{V}", "kind": "PodGroup", "metadata": {"name": job},
                 "spec": {"minMember": 4 if job == "train" else 1, "queue": q}})  # fmt: skip
