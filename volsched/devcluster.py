@@ -13,8 +13,8 @@ What it is
     route a group to an extension server. The apiserver resolves the APIService's
     Service through its EndpointSlices, which nobody maintains here: create the Service
     (no selector) and an EndpointSlice yourself. EndpointSlice addresses may not be
-    loopback, so the extension server must listen on a non-loopback address of this
-    host (see :func:`non_loopback_ipv4`).
+    loopback, so the extension server must listen on a test host of your own (the e2e
+    tests make one in a network namespace, tests/e2e/netns.py).
 
 What it is not
     A cluster. There is no kubelet, no kube-controller-manager and (unless you start
@@ -71,7 +71,6 @@ __all__ = [
     "build_script",
     "ensure_binaries",
     "main",
-    "non_loopback_ipv4",
 ]
 
 ADMIN_USER = "volsched-admin"
@@ -304,21 +303,6 @@ def _write_front_proxy_certs(certs: Path) -> tuple[Path, Path, Path]:
     )
     key_path.chmod(0o600)
     return ca_path, cert_path, key_path
-
-
-def non_loopback_ipv4() -> str | None:
-    """An IPv4 address of this host that is not loopback or link-local (the source address of the
-    default route), or ``None``. EndpointSlices reject loopback addresses, so an extension server
-    behind an APIService listens here. No packet is sent."""
-    import ipaddress
-
-    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.connect(("192.0.2.123", 9))  # UDP connect: picks a route, sends nothing
-        address = str(s.getsockname()[0])
-        ip = ipaddress.ip_address(address)
-        if not (ip.is_loopback or ip.is_link_local or ip.is_unspecified):
-            return address
-    return None
 
 
 def _set_pdeathsig() -> None:  # pragma: no cover - runs in the child between fork and exec

@@ -11,7 +11,8 @@ cluster would, minus the controllers that do not run there: a Service without a 
 EndpointSlice (``kubernetes.io/service-name`` label, port name matching the Service's) that we maintain
 ourselves, and an APIService (``insecureSkipTLSVerify``) pointing at the Service. With
 ``--enable-aggregator-routing`` the apiserver proxies to the EndpointSlice's address. EndpointSlices may
-not hold loopback addresses, so the server listens on a non-loopback address of this host.
+not hold loopback addresses, so the server listens on a test host of our own, in a network namespace
+(tests/e2e/netns.py).
 
 It does not authenticate the aggregator's client certificate or check the ``X-Remote-User`` headers
 (it records them, so tests can see a request came through the aggregator).
@@ -35,6 +36,8 @@ from urllib.parse import unquote, urlparse
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+
+from tests.e2e.netns import NetnsHost, listen_in
 
 GROUP = "custom.metrics.k8s.io"
 VERSION = "v1beta1"
@@ -107,13 +110,16 @@ class Seen:
 class CustomMetricsServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, host: str, workdir: Path) -> None:
-        super().__init__((host, 0), _Handler)
-        cert, key = self_signed(host, workdir)
+    def __init__(self, host: NetnsHost, workdir: Path) -> None:
+        super().__init__((host.address, 0), _Handler, bind_and_activate=False)
+        self.socket.close()
+        listening = listen_in(host)
+        self.server_address = listening.getsockname()
+        cert, key = self_signed(host.address, workdir)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(cert, key)
-        self.socket = ctx.wrap_socket(self.socket, server_side=True)
-        self.host = host
+        self.socket = ctx.wrap_socket(listening, server_side=True)
+        self.host = host.address
         self.port = int(self.server_address[1])
         #: metric -> node -> quantity string (anything: malformed values are the point of some tests)
         self.values: dict[str, dict[str, Any]] = {m: {} for m in METRICS}
@@ -193,8 +199,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def custom_metrics_server(host: str) -> Iterator[CustomMetricsServer]:
-    """Serve on ``host`` (a non-loopback address of this machine) at a free port until the block ends."""
+def custom_metrics_server(host: NetnsHost) -> Iterator[CustomMetricsServer]:
+    """Serve on the test host ``host`` (in its own network namespace) at a free port until the block ends."""
     with tempfile.TemporaryDirectory(prefix="custom-metrics-") as tmp:
         server = CustomMetricsServer(host, Path(tmp))
         thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)

@@ -17,8 +17,9 @@ from tests.e2e.custom_metrics_server import (
     register,
     wait_available,
 )
+from tests.e2e.netns import netns_host
 from tests.e2e.operator_fixtures import OPERATOR_NS, Kube, OperatorProcess, apply_crds, node, pod, wait_for
-from volsched.devcluster import ControlPlaneError, LocalControlPlane, non_loopback_ipv4
+from volsched.devcluster import ControlPlaneError, LocalControlPlane
 from volsched.metrics.custom_metrics import CustomMetricsSource
 
 pytestmark = pytest.mark.cluster
@@ -35,16 +36,13 @@ class Aggregated:
 @pytest.fixture(scope="module")
 def aggregated() -> Iterator[Aggregated]:
     """An aggregating control plane (CRDs applied) with the APIService Available, and our server."""
-    host = non_loopback_ipv4()
-    if host is None:
-        pytest.fail("no non-loopback IPv4 address: EndpointSlices cannot point at loopback", pytrace=False)
     cp = LocalControlPlane(aggregation=True)
     try:
         cp.start()
     except ControlPlaneError as exc:
         pytest.fail(f"could not start the local control plane: {exc}", pytrace=False)
     try:
-        with custom_metrics_server(host) as server, cp.api_client() as api:
+        with netns_host() as host, custom_metrics_server(host) as server, cp.api_client() as api:
             apply_crds(api)
             client.CoreV1Api(api).create_namespace({"metadata": {"name": OPERATOR_NS}})
             register(api, server, "custom-metrics")
