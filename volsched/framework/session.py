@@ -358,12 +358,14 @@ class Session:
         floor = view.floor if view is not None else np.where(task.request > EPS, task.request - EPS, -np.inf)
         idle = nodes.idle[idx]
         fits_idle = np.all(idle >= floor, axis=1)
-        fits_future = np.all(idle + nodes.incoming[idx] >= floor, axis=1)
+        fits_future = np.all(idle + nodes.incoming[idx] >= floor, axis=1) if nodes.incoming_tasks else fits_idle
         score = np.zeros(len(idx))
         for _, fn in self._flat("node_order"):
             score += fn(task, idx)
         ready_score = np.where(mask & fits_idle, score, -np.inf)
         if view is None:
+            if fits_future is fits_idle:  # the view keeps them apart: incoming capacity may appear later
+                fits_future = fits_idle.copy()
             return _NodeView(len(self._changes), mask, fits_idle, fits_future, score, ready_score, floor)
         view.predicate[idx] = mask
         view.fits_idle[idx] = fits_idle
@@ -462,8 +464,7 @@ class Session:
         job = self.jobs.get(task.job_key)
         old = task.status
         if job is not None:
-            job.status_count[old] -= 1
-            job.status_count[status] += 1
+            job.count_status(old, status)
             was, now = old in ALLOCATED_STATUSES, status in ALLOCATED_STATUSES
             if was and not now:
                 job.allocated -= task.request

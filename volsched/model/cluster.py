@@ -32,6 +32,8 @@ from volsched.model.resources import EPS, PODS, ResourceSpace, Vector
 from volsched.model.usage import NodeUsage
 
 BoolArray = npt.NDArray[np.bool_]
+#: Statuses that count toward a gang's minMember.
+READY_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
 IndexArray = npt.NDArray[np.intp]
 
 
@@ -57,6 +59,8 @@ class NodeTable:
         self.pipelined: Vector = np.zeros((n, r))
         #: releasing - pipelined: what will be free once evicted pods are gone, less what is promised.
         self.incoming: Vector = np.zeros((n, r))
+        #: How many releasing or pipelined tasks there are; while 0, future idle is idle.
+        self.incoming_tasks = 0
         self.ready: BoolArray = np.array([s.ready for s in self.specs], dtype=bool)
         self.tasks: list[dict[str, Task]] = [{} for _ in range(n)]
         self.usage: dict[str, NodeUsage] = {}
@@ -94,19 +98,23 @@ class NodeTable:
     def start_releasing(self, i: int, task: Task) -> None:
         self.releasing[i] += task.request
         self.incoming[i] += task.request
+        self.incoming_tasks += 1
 
     def stop_releasing(self, i: int, task: Task) -> None:
         self.releasing[i] -= task.request
         self.incoming[i] -= task.request
+        self.incoming_tasks -= 1
 
     def pipeline(self, i: int, task: Task) -> None:
         self.pipelined[i] += task.request
         self.incoming[i] -= task.request
+        self.incoming_tasks += 1
         self.tasks[i][task.key] = task
 
     def unpipeline(self, i: int, task: Task) -> None:
         self.pipelined[i] -= task.request
         self.incoming[i] += task.request
+        self.incoming_tasks -= 1
         self.tasks[i].pop(task.key, None)
 
 
@@ -129,10 +137,23 @@ class Job:
     status_count: Counter[TaskStatus] = field(default_factory=Counter)
     min_request: Vector = field(default_factory=lambda: np.zeros(0))
 
+    #: Tasks placed, bound, running or succeeded: what counts toward minMember. Kept by count_status.
+    ready: int = 0
+
     @property
     def ready_count(self) -> int:
+        return self.ready
+
+    def count_status(self, old: TaskStatus | None, new: TaskStatus) -> None:
+        """Move one task from status ``old`` (None: a new task) to ``new`` in the counters."""
         c = self.status_count
-        return c[TaskStatus.ALLOCATED] + c[TaskStatus.BOUND] + c[TaskStatus.RUNNING] + c[TaskStatus.SUCCEEDED]
+        if old is not None:
+            c[old] -= 1
+            if old in READY_STATUSES:
+                self.ready -= 1
+        c[new] += 1
+        if new in READY_STATUSES:
+            self.ready += 1
 
     @property
     def pipelined_count(self) -> int:
@@ -273,7 +294,7 @@ def build_snapshot(
             )
             jobs[job.key] = job
         job.tasks[t.key] = t
-        job.status_count[t.status] += 1
+        job.count_status(None, t.status)
         if t.status in ALLOCATED_STATUSES:
             job.allocated += t.request
         if t.node_name in table.index and t.status in NODE_HOLDING_STATUSES:

@@ -39,17 +39,18 @@ class NodeOrder(BasePlugin):
         # 1/allocatable, and 0 where a node has none of a resource: it then counts as full (frac 1).
         inv = np.divide(1.0, alloc, out=np.zeros_like(alloc), where=alloc > 0)
 
+        # score = least*50*(2 - f0 - f1) + most*50*(f0 + f1) + balanced*(100 - 50*|f0 - f1|), where f is the
+        # fraction of cpu (f0) and memory (f1) used after placing; folded into c0 + c1*(f0+f1) + c2*|f0-f1|.
+        c0 = 100.0 * (self.least + self.balanced)
+        c1 = 50.0 * (self.most - self.least)
+        c2 = -50.0 * self.balanced
+
         def score(task: Task, idx: IndexArray) -> np.ndarray[Any, np.dtype[np.float64]]:
-            # fraction used after placing: 1 - (idle - request) / allocatable
             frac = 1.0 - (nodes.idle[idx][:, dims] - task.request[dims]) * inv[idx]
             np.clip(frac, 0.0, 1.0, out=frac)
-            out = np.zeros(len(idx))
-            if self.least:
-                out += self.least * 50.0 * (2.0 - frac[:, 0] - frac[:, 1])
-            if self.most:
-                out += self.most * 50.0 * (frac[:, 0] + frac[:, 1])
-            if self.balanced:
-                out += self.balanced * (1.0 - np.abs(frac[:, 0] - frac[:, 1]) / 2.0) * 100.0
+            out: np.ndarray[Any, np.dtype[np.float64]] = c0 + c1 * (frac[:, 0] + frac[:, 1])
+            if c2:
+                out += c2 * np.abs(frac[:, 0] - frac[:, 1])
             return out
 
         session.add_node_order_fn(self.name, score)
