@@ -68,8 +68,12 @@ def build(nodes: int, tasks: int, seed: int = 7):  # type: ignore[no-untyped-def
         )
         for i in range(nodes)
     ]
-    queues = [QueueSpec(f"q{i}", weight=1 + i % 3, capability=None, guarantee={}, reclaimable=True,
-                        state=QueueState.OPEN) for i in range(8)]
+    queues = [
+        QueueSpec(
+            f"q{i}", weight=1 + i % 3, capability=None, guarantee={}, reclaimable=True, state=QueueState.OPEN
+        )
+        for i in range(8)
+    ]
     pgs: list[PodGroupSpec] = []
     task_list: list[Task] = []
     made = 0
@@ -78,31 +82,58 @@ def build(nodes: int, tasks: int, seed: int = 7):  # type: ignore[no-untyped-def
         size = min(rng.randint(1, 16), tasks - made)
         ns = f"ns{g % 32}"
         name = f"job-{g:06d}"
-        pgs.append(PodGroupSpec(namespace=ns, name=name, min_member=size, min_resources=None,
-                                queue=f"q{g % 8}", priority_class_name="", phase=PodGroupPhase.PENDING,
-                                creation=float(g)))
+        pgs.append(
+            PodGroupSpec(
+                namespace=ns,
+                name=name,
+                min_member=size,
+                min_resources=None,
+                queue=f"q{g % 8}",
+                priority_class_name="",
+                phase=PodGroupPhase.PENDING,
+                creation=float(g),
+            )
+        )
         cpu = rng.choice([0.5, 1.0, 1.0, 2.0])
         for k in range(size):
-            task_list.append(Task(namespace=ns, name=f"{name}-{k}", uid=f"{ns}/{name}-{k}", job_key=f"{ns}/{name}",
-                                  request_map={"cpu": cpu, "memory": cpu * 2.0**31, "pods": 1.0}, priority=0,
-                                  status=TaskStatus.PENDING, node_name=None, scheduler_name="volsched",
-                                  creation=float(g)))
+            task_list.append(
+                Task(
+                    namespace=ns,
+                    name=f"{name}-{k}",
+                    uid=f"{ns}/{name}-{k}",
+                    job_key=f"{ns}/{name}",
+                    request_map={"cpu": cpu, "memory": cpu * 2.0**31, "pods": 1.0},
+                    priority=0,
+                    status=TaskStatus.PENDING,
+                    node_name=None,
+                    scheduler_name="volsched",
+                    creation=float(g),
+                )
+            )
         made += size
         g += 1
-    return build_snapshot(nodes=node_specs, tasks=task_list, podgroups=pgs, queues=queues,
-                          namespace_weights={f"ns{i}": 1 + i % 2 for i in range(32)}, priority_classes={})
+    return build_snapshot(
+        nodes=node_specs,
+        tasks=task_list,
+        podgroups=pgs,
+        queues=queues,
+        namespace_weights={f"ns{i}": 1 + i % 2 for i in range(32)},
+        priority_classes={},
+    )
 
 
 def one(nodes: int, tasks: int) -> dict[str, float]:
     from volsched.framework.config import load_config
     from volsched.framework.runner import run_session
 
-    config = load_config(text=(
-        'actions: "enqueue, allocate"\n'
-        "tiers:\n- plugins: [{name: priority}, {name: gang}, {name: conformance}]\n"
-        "- plugins: [{name: overcommit}, {name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}, "
-        "{name: binpack}]\n"
-    ))
+    config = load_config(
+        text=(
+            'actions: "enqueue, allocate"\n'
+            "tiers:\n- plugins: [{name: priority}, {name: gang}, {name: conformance}]\n"
+            "- plugins: [{name: overcommit}, {name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}, "
+            "{name: binpack}]\n"
+        )
+    )
     t0 = time.perf_counter()
     snapshot = build(nodes, tasks)
     t1 = time.perf_counter()
@@ -132,19 +163,29 @@ def main() -> int:
         return 0
     grid = [(args.nodes, args.tasks)] if args.nodes and args.tasks else GRID
     print(f"machine: {machine()}")
-    print(f"{'nodes':>6} {'tasks':>7} {'snapshot s':>10} {'session s':>9} {'placed':>7} {'placed/s':>9} {'peak MiB':>8}")
+    print(
+        f"{'nodes':>6} {'tasks':>7} {'snapshot s':>10} {'session s':>9} {'placed':>7} {'placed/s':>9} {'peak MiB':>8}"
+    )
     rows = []
     for n, t in grid:
-        out = subprocess.run([sys.executable, __file__, "--nodes", str(n), "--tasks", str(t), "--json"],
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--nodes", str(n), "--tasks", str(t), "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         row = json.loads(out.stdout.strip().splitlines()[-1])
         rows.append(row)
-        print(f"{n:>6} {t:>7} {row['snapshot_s']:>10.2f} {row['session_s']:>9.2f} {row['placed']:>7} "
-              f"{row['placed_per_s']:>9.0f} {row['peak_rss_mib']:>8.0f}")
+        print(
+            f"{n:>6} {t:>7} {row['snapshot_s']:>10.2f} {row['session_s']:>9.2f} {row['placed']:>7} "
+            f"{row['placed_per_s']:>9.0f} {row['peak_rss_mib']:>8.0f}"
+        )
     big = [r for r in rows if r["nodes"] == 5_000 and r["tasks"] == 50_000]
     if big:
         verdict = "meets" if big[0]["session_s"] <= TARGET_SECONDS else "MISSES"
-        print(f"target: 5,000 nodes x 50,000 tasks in <= {TARGET_SECONDS:.0f} s: {verdict} ({big[0]['session_s']:.2f} s)")
+        print(
+            f"target: 5,000 nodes x 50,000 tasks in <= {TARGET_SECONDS:.0f} s: {verdict} ({big[0]['session_s']:.2f} s)"
+        )
     if len(rows) > 1:
         per_task = [r["session_s"] / r["tasks"] * 1e6 for r in rows]
         print("microseconds per task: " + ", ".join(f"{p:.0f}" for p in per_task))

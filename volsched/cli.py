@@ -79,10 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("-o", "--output", choices=("table", "json"), default="table")
     sim.set_defaults(func=_simulate)
-    demo = sub.add_parser("demo", help="a local kube-apiserver, the CRDs, a workload and the operator, converging")
+    demo = sub.add_parser(
+        "demo", help="a local kube-apiserver, the CRDs, a workload and the operator, converging"
+    )
     demo.add_argument("--looks", type=int, default=4, help="how many times to print the tables")
     demo.add_argument("--interval", type=float, default=2.0, help="seconds between looks")
-    demo.set_defaults(func=lambda a: __import__("volsched.demo", fromlist=["run_demo"]).run_demo(a.looks, a.interval))
+    demo.set_defaults(
+        func=lambda a: __import__("volsched.demo", fromlist=["run_demo"]).run_demo(a.looks, a.interval)
+    )
     run = sub.add_parser("run", help="run the operator against the cluster in the current kubeconfig")
     run.add_argument("operator_args", nargs=argparse.REMAINDER)
     run.set_defaults(func=_run)

@@ -49,7 +49,8 @@ def _workload(api: client.ApiClient) -> None:
     for ns, (q, weight) in teams.items():
         core.create_namespace({"metadata": {"name": ns}})
         core.create_namespaced_resource_quota(
-            ns, {"metadata": {"name": "weight"}, "spec": {"hard": {"volsched.io/namespace.weight": str(weight)}}}
+            ns,
+            {"metadata": {"name": "weight"}, "spec": {"hard": {"volsched.io/namespace.weight": str(weight)}}},
         )
         for job, size in (("train", 4), ("sweep", 24 if q == "prod" else 12)):
             custom.create_namespaced_custom_object(API_GROUP, V, ns, "podgroups", {

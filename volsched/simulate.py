@@ -121,7 +121,8 @@ class Simulator:
             ref = object_ref(doc.obj)
             if kind not in (*KINDS, "Job"):
                 raise InputError(
-                    f"{ref}: unknown kind {kind!r}; known kinds: {', '.join((*KINDS, 'Job'))}", source=doc.source
+                    f"{ref}: unknown kind {kind!r}; known kinds: {', '.join((*KINDS, 'Job'))}",
+                    source=doc.source,
                 )
             try:
                 if kind == "Job":

@@ -33,7 +33,9 @@ OPERATOR_NS = "volsched-system"
 T = TypeVar("T")
 
 
-def wait_for(cond: Callable[[], T], timeout: float = 30.0, interval: float = 0.2, what: str = "condition") -> T:
+def wait_for(
+    cond: Callable[[], T], timeout: float = 30.0, interval: float = 0.2, what: str = "condition"
+) -> T:
     """Poll ``cond`` until it returns something truthy; fail the test after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     last: Any = None
@@ -51,7 +53,9 @@ def wait_for(cond: Callable[[], T], timeout: float = 30.0, interval: float = 0.2
 # --- objects -----------------------------------------------------------------------------------------------
 
 
-def node(name: str, cpu: str = "4", memory: str = "8Gi", labels: dict[str, str] | None = None) -> dict[str, Any]:
+def node(
+    name: str, cpu: str = "4", memory: str = "8Gi", labels: dict[str, str] | None = None
+) -> dict[str, Any]:
     res = {"cpu": cpu, "memory": memory, "pods": "110"}
     return {
         "apiVersion": "v1",
@@ -80,7 +84,9 @@ def pod(
     spec: dict[str, Any] = {
         "schedulerName": scheduler,
         "terminationGracePeriodSeconds": 0,
-        "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
+        "containers": [
+            {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+        ],
     }
     if node_selector:
         spec["nodeSelector"] = node_selector
@@ -181,7 +187,10 @@ def apply_crds(api: client.ApiClient) -> None:
 
     wait_for(established, 30, what="CRDs established")
     # The CRD is established before its REST endpoint serves; wait until a list succeeds.
-    wait_for(lambda: client.CustomObjectsApi(api).list_cluster_custom_object(GROUP, VERSION, "queues") is not None, 30)
+    wait_for(
+        lambda: client.CustomObjectsApi(api).list_cluster_custom_object(GROUP, VERSION, "queues") is not None,
+        30,
+    )
 
 
 @contextlib.contextmanager
@@ -303,9 +312,7 @@ class OperatorProcess:
 
 
 @pytest.fixture
-def start_operator(
-    cluster: LocalControlPlane, tmp_path: Path
-) -> Iterator[Callable[..., OperatorProcess]]:
+def start_operator(cluster: LocalControlPlane, tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
     """Start ``volsched run`` (extra CLI args allowed); every one started is stopped afterwards."""
     started: list[OperatorProcess] = []
 
@@ -323,7 +330,10 @@ def node_usage(kube: Kube) -> dict[str, tuple[float, float]]:
     """Per node: (sum of cpu requests of pods bound to it, allocatable cpu)."""
     from volsched.model.resources import parse_amount
 
-    alloc = {n.metadata.name: parse_amount(n.status.allocatable["cpu"], where="cpu") for n in kube.core.list_node().items}
+    alloc = {
+        n.metadata.name: parse_amount(n.status.allocatable["cpu"], where="cpu")
+        for n in kube.core.list_node().items
+    }
     used = dict.fromkeys(alloc, 0.0)
     for p in kube.core.list_pod_for_all_namespaces().items:
         if p.spec.node_name:

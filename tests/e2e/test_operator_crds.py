@@ -9,7 +9,6 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.e2e.operator_fixtures import GROUP, VERSION, Kube, podgroup, queue
 
-pytest_plugins = ["tests.e2e.operator_fixtures"]
 pytestmark = pytest.mark.cluster
 
 
@@ -62,15 +61,21 @@ def test_missing_spec_is_rejected(mk: Kube) -> None:
 
 
 def test_defaults_are_filled_in(mk: Kube) -> None:
-    q = mk.queue({"apiVersion": f"{GROUP}/{VERSION}", "kind": "Queue", "metadata": {"name": "plain"}, "spec": {}})
+    q = mk.queue(
+        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Queue", "metadata": {"name": "plain"}, "spec": {}}
+    )
     assert q["spec"] == {"weight": 1, "reclaimable": True, "state": "Open"}
     ns = mk.namespace("crd-defaults")
-    pg = mk.podgroup(ns, {"apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup", "metadata": {"name": "pg"}, "spec": {}})
+    pg = mk.podgroup(
+        ns, {"apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup", "metadata": {"name": "pg"}, "spec": {}}
+    )
     assert pg["spec"] == {"minMember": 1, "queue": "default"}
 
 
 def test_quantities_accept_ints_and_strings(mk: Kube) -> None:
-    q = mk.queue(queue("capped", 2, capability={"cpu": 8, "memory": "16Gi"}, guarantee={"resource": {"cpu": "500m"}}))
+    q = mk.queue(
+        queue("capped", 2, capability={"cpu": 8, "memory": "16Gi"}, guarantee={"resource": {"cpu": "500m"}})
+    )
     assert q["spec"]["capability"] == {"cpu": 8, "memory": "16Gi"}
 
 
@@ -84,11 +89,18 @@ def test_status_is_a_subresource_with_printer_columns(mk: Kube) -> None:
     assert "status" not in mk.get_podgroup(ns, "pg")  # only /status writes status
     ext = client.ApiextensionsV1Api(mk.api)
     columns = {
-        name: [c.name for c in ext.read_custom_resource_definition(name).spec.versions[0].additional_printer_columns]
+        name: [
+            c.name
+            for c in ext.read_custom_resource_definition(name).spec.versions[0].additional_printer_columns
+        ]
         for name in ("queues.scheduling.volsched.io", "podgroups.scheduling.volsched.io")
     }
-    assert {"Weight", "State", "Deserved", "Allocated", "Pending"} <= set(columns["queues.scheduling.volsched.io"])
+    assert {"Weight", "State", "Deserved", "Allocated", "Pending"} <= set(
+        columns["queues.scheduling.volsched.io"]
+    )
     assert {"Phase", "MinMember", "Running", "Queue"} <= set(columns["podgroups.scheduling.volsched.io"])
     crd = ext.read_custom_resource_definition("queues.scheduling.volsched.io")
     assert "q" in crd.spec.names.short_names
-    assert "pg" in ext.read_custom_resource_definition("podgroups.scheduling.volsched.io").spec.names.short_names
+    assert (
+        "pg" in ext.read_custom_resource_definition("podgroups.scheduling.volsched.io").spec.names.short_names
+    )

@@ -11,7 +11,6 @@ from kubernetes import client
 from tests.e2e.operator_fixtures import ROOT, Kube, OperatorProcess, apply_file, node, pod, podgroup, wait_for
 from volsched.devcluster import LocalControlPlane
 
-pytest_plugins = ["tests.e2e.operator_fixtures"]
 pytestmark = pytest.mark.cluster
 
 SA = "system:serviceaccount:volsched-system:volsched"
@@ -99,8 +98,12 @@ def test_the_operator_runs_with_only_its_service_account(
     k.pods(ns, pod("pair-0", group="pair"), pod("pair-1", group="pair"), pod("huge", cpu="64"))
     op = start_operator(kubeconfig=kubeconfig)
     wait_for(lambda: len(k.bound(ns)) == 2, 30, what="the pair bound by the service account")
-    wait_for(lambda: (k.get_podgroup(ns, "pair").get("status") or {}).get("phase") == "Running", 20, what="status")
-    wait_for(lambda: (k.get_queue("default").get("status") or {}).get("running") == 1, 20, what="queue status")
+    wait_for(
+        lambda: (k.get_podgroup(ns, "pair").get("status") or {}).get("phase") == "Running", 20, what="status"
+    )
+    wait_for(
+        lambda: (k.get_queue("default").get("status") or {}).get("running") == 1, 20, what="queue status"
+    )
     wait_for(
         lambda: [e for e in k.core.list_namespaced_event(ns).items if e.involved_object.name == "huge"],
         20,

@@ -21,7 +21,6 @@ from tests.e2e.operator_fixtures import (
 from volsched.devcluster import LocalControlPlane
 from volsched.framework.config import DEFAULT_CONFIG_YAML
 
-pytest_plugins = ["tests.e2e.operator_fixtures"]
 pytestmark = pytest.mark.cluster
 
 Start = Callable[..., OperatorProcess]
@@ -56,7 +55,9 @@ def test_config_is_reloaded_and_a_bad_one_keeps_the_last_good(k: Kube, start_ope
     _set_config(k, "actions: enqueue, allocate, teleport\ntiers: []\n")
     wait_for(lambda: op.metric("volsched_config_reloads_total", result="rejected") >= 1, 20, what="rejection")
     events = wait_for(
-        lambda: [e for e in k.core.list_namespaced_event(OPERATOR_NS).items if e.reason == "InvalidSchedulerConfig"],
+        lambda: [
+            e for e in k.core.list_namespaced_event(OPERATOR_NS).items if e.reason == "InvalidSchedulerConfig"
+        ],
         20,
         what="InvalidSchedulerConfig event",
     )
@@ -70,7 +71,9 @@ def test_config_is_reloaded_and_a_bad_one_keeps_the_last_good(k: Kube, start_ope
     wait_for(lambda: k.bound(ns).get(f"{ns}/second"), 30, what="second pod bound after the fix")
 
 
-def test_bind_conflicts_and_pods_deleted_mid_session_correct_the_cache(cluster: LocalControlPlane, k: Kube) -> None:
+def test_bind_conflicts_and_pods_deleted_mid_session_correct_the_cache(
+    cluster: LocalControlPlane, k: Kube
+) -> None:
     from volsched.kube.writer import CONFLICT, GONE
     from volsched.operator import Operator, Settings
 

@@ -17,7 +17,6 @@ from tests.e2e.operator_fixtures import (
     wait_for,
 )
 
-pytest_plugins = ["tests.e2e.operator_fixtures"]
 pytestmark = pytest.mark.cluster
 
 Start = Callable[..., OperatorProcess]
@@ -26,7 +25,9 @@ Start = Callable[..., OperatorProcess]
 def test_pods_are_bound_to_the_right_nodes(k: Kube, start_operator: Start) -> None:
     k.nodes(node("cpu-1", labels={"pool": "cpu"}), node("gpu-1", labels={"pool": "gpu"}))
     ns = k.namespace("place")
-    k.pods(ns, pod("wants-gpu", node_selector={"pool": "gpu"}), pod("wants-cpu", node_selector={"pool": "cpu"}))
+    k.pods(
+        ns, pod("wants-gpu", node_selector={"pool": "gpu"}), pod("wants-cpu", node_selector={"pool": "cpu"})
+    )
     k.pods(ns, pod("other", scheduler="default-scheduler"))
     op = start_operator()
     bound = wait_for(lambda: len(k.bound(ns)) == 2 and k.bound(ns), 30, what="two pods bound")
@@ -60,7 +61,9 @@ def test_a_gang_is_placed_all_at_once_or_not_at_all(k: Kube, start_operator: Sta
     k.nodes(node("n3", cpu="2"))
     bound = wait_for(lambda: len(k.bound(ns)) == 3 and k.bound(ns), 30, what="the whole gang bound")
     assert sorted(bound.values()) == ["n1", "n2", "n3"]
-    wait_for(lambda: (k.get_podgroup(ns, "trio").get("status") or {}).get("phase") == "Running", 20, what="Running")
+    wait_for(
+        lambda: (k.get_podgroup(ns, "trio").get("status") or {}).get("phase") == "Running", 20, what="Running"
+    )
     assert all(used <= alloc for used, alloc in node_usage(k).values())
     assert op.metric("volsched_schedule_attempts_total", result="bind_conflict") == 0
 

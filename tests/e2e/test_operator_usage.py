@@ -13,7 +13,6 @@ import pytest
 from tests.e2e.operator_fixtures import OPERATOR_NS, Kube, OperatorProcess, free_port, node, pod, wait_for
 from tests.metrics import metricslib as lib
 
-pytest_plugins = ["tests.e2e.operator_fixtures"]
 pytestmark = pytest.mark.cluster
 
 Start = Callable[..., OperatorProcess]

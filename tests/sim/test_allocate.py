@@ -26,14 +26,21 @@ def test_a_gang_starts_all_at_once_or_not_at_all():
     assert placed(data) == {}
     assert data["podgroups"]["default/big"]["phase"] == "Inqueue"
     group_event = next(e["message"] for e in data["events"] if e["object"] == "PodGroup default/big")
-    assert group_event.startswith("gang big: 3/4 tasks could be placed (minMember 4): task w-3: 0/3 nodes fit")
+    assert group_event.startswith(
+        "gang big: 3/4 tasks could be placed (minMember 4): task w-3: 0/3 nodes fit"
+    )
 
 
 def test_a_gang_that_fits_starts_and_its_extra_members_fill_in():
     objs = [node("n1", cpu="4"), podgroup("g", min_member=2), *pods("w", 6, group="g", cpu="1")]
     data = run(objs)
     assert count_placed(data, "default/w-") == 4
-    assert data["podgroups"]["default/g"] == {"phase": "Running", "queue": "default", "minMember": 2, "scheduled": 4}
+    assert data["podgroups"]["default/g"] == {
+        "phase": "Running",
+        "queue": "default",
+        "minMember": 2,
+        "scheduled": 4,
+    }
 
 
 def test_a_gang_with_too_few_pods_is_invalid_and_says_so():
@@ -72,7 +79,9 @@ def test_pending_reason_is_in_numbers():
                 "affinity": {
                     "nodeAffinity": {
                         "requiredDuringSchedulingIgnoredDuringExecution": {
-                            "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}]
+                            "nodeSelectorTerms": [
+                                {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}
+                            ]
                         }
                     }
                 }
@@ -81,7 +90,12 @@ def test_pending_reason_is_in_numbers():
             "didn't match the pod's node affinity",
         ),
         (
-            {"cpu": "2", "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}]},
+            {
+                "cpu": "2",
+                "tolerations": [
+                    {"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}
+                ],
+            },
             "n3",
             None,
         ),
@@ -159,7 +173,9 @@ tiers:
 """
 
 
-@pytest.mark.parametrize(("conf", "distinct_nodes"), [(SPREAD, 4), (PACK, 1)], ids=["nodeorder-spreads", "binpack-packs"])
+@pytest.mark.parametrize(
+    ("conf", "distinct_nodes"), [(SPREAD, 4), (PACK, 1)], ids=["nodeorder-spreads", "binpack-packs"]
+)
 def test_scoring_spreads_or_packs(conf, distinct_nodes):
     objs = [node(f"n{i}", cpu="8") for i in range(4)] + pods("p", 4, cpu="1")
     data = run(objs, conf=config(conf))
@@ -190,5 +206,8 @@ def test_overcommit_holds_back_jobs_beyond_the_factor():
 def test_sessions_are_reproducible():
     objs = [node(f"n{i}", cpu="4") for i in range(5)]
     for j in range(6):
-        objs += [podgroup(f"g{j}", ns=f"ns{j % 3}", min_member=2), *pods(f"g{j}", 3, ns=f"ns{j % 3}", group=f"g{j}", cpu="1")]
+        objs += [
+            podgroup(f"g{j}", ns=f"ns{j % 3}", min_member=2),
+            *pods(f"g{j}", 3, ns=f"ns{j % 3}", group=f"g{j}", cpu="1"),
+        ]
     assert run(objs) == run(objs)

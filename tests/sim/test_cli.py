@@ -18,22 +18,48 @@ def _write(tmp_path, objs, name="in.yaml"):
 
 
 def test_json_output_follows_the_contract(tmp_path, capsys):
-    f = _write(tmp_path, [node("n1", cpu="2"), node("n2", cpu="2"), queue("q1", capability={"cpu": "4"}), podgroup("g", queue="q1"),
-                          pod("a", group="g"), pod("b", cpu="3")])
+    f = _write(
+        tmp_path,
+        [
+            node("n1", cpu="2"),
+            node("n2", cpu="2"),
+            queue("q1", capability={"cpu": "4"}),
+            podgroup("g", queue="q1"),
+            pod("a", group="g"),
+            pod("b", cpu="3"),
+        ],
+    )
     assert main(["simulate", "-f", f, "-o", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert set(data) >= {"sessions", "pods", "podgroups", "queues", "namespaces", "events", "evictions"}
     assert data["pods"]["default/a"] == {"node": "n1", "phase": "Running"}
     assert data["pods"]["default/b"] == {"node": None, "phase": "Pending"}
-    assert data["podgroups"]["default/g"] == {"phase": "Running", "queue": "q1", "minMember": 1, "scheduled": 1}
+    assert data["podgroups"]["default/g"] == {
+        "phase": "Running",
+        "queue": "q1",
+        "minMember": 1,
+        "scheduled": 1,
+    }
     q1 = data["queues"]["q1"]
-    assert set(q1) >= {"weight", "deserved", "allocated", "request", "guarantee", "capability", "realCapability", "share"}
+    assert set(q1) >= {
+        "weight",
+        "deserved",
+        "allocated",
+        "request",
+        "guarantee",
+        "capability",
+        "realCapability",
+        "share",
+    }
     assert q1["capability"] == {"cpu": 4}
     assert q1["allocated"] == {"cpu": 1, "pods": 1}
     assert data["queues"]["default"]["capability"] is None
     assert data["namespaces"]["default"]["weight"] == 1
-    assert {"object": "Pod default/b", "reason": "FailedScheduling",
-            "message": "0/2 nodes fit: 2 insufficient cpu (needs 3, most idle 2)"} in data["events"]
+    assert {
+        "object": "Pod default/b",
+        "reason": "FailedScheduling",
+        "message": "0/2 nodes fit: 2 insufficient cpu (needs 3, most idle 2)",
+    } in data["events"]
 
 
 def test_table_output_shows_queues_and_placement(tmp_path, capsys):
@@ -52,10 +78,22 @@ def test_bundled_example_runs(capsys):
 
 BAD = [
     ("kind: Node\nmetadata: {name: [unclosed\n", r"in.yaml: not valid YAML at line \d+"),
-    ([{"kind": "Gadget", "metadata": {"name": "g"}}], r"in.yaml: document 1: Gadget g: unknown kind 'Gadget'; known kinds: .*Job"),
-    ([{"kind": "Node", "metadata": {"name": "n1"}, "status": {}}], r"document 1: Node n1: missing field status.allocatable"),
-    ([node("n1"), pod("p", cpu="2c")], r"document 2: Pod default/p: spec.containers\[0\].resources.requests.cpu: malformed quantity '2c'"),
-    ([podgroup("g", queue="nope")], r"document 1: PodGroup default/g: spec.queue names queue 'nope', which is not in the input"),
+    (
+        [{"kind": "Gadget", "metadata": {"name": "g"}}],
+        r"in.yaml: document 1: Gadget g: unknown kind 'Gadget'; known kinds: .*Job",
+    ),
+    (
+        [{"kind": "Node", "metadata": {"name": "n1"}, "status": {}}],
+        r"document 1: Node n1: missing field status.allocatable",
+    ),
+    (
+        [node("n1"), pod("p", cpu="2c")],
+        r"document 2: Pod default/p: spec.containers\[0\].resources.requests.cpu: malformed quantity '2c'",
+    ),
+    (
+        [podgroup("g", queue="nope")],
+        r"document 1: PodGroup default/g: spec.queue names queue 'nope', which is not in the input",
+    ),
     ([queue("q", weight=0)], r"Queue q: spec.weight: expected an integer >= 1, got 0"),
     ([podgroup("g", min_member=0)], r"PodGroup default/g: spec.minMember: expected an integer >= 1, got 0"),
     ([pod("p", node="ghost")], r"Pod default/p: spec.nodeName names node 'ghost'"),
@@ -87,4 +125,8 @@ def test_a_pod_of_a_missing_podgroup_gets_an_event(tmp_path, capsys):
     f = _write(tmp_path, [node("n1"), pod("p", group="ghost")])
     assert main(["simulate", "-f", f, "-o", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert {"object": "Pod default/p", "reason": "PodGroupNotFound", "message": "pod group ghost does not exist"} in data["events"]
+    assert {
+        "object": "Pod default/p",
+        "reason": "PodGroupNotFound",
+        "message": "pod group ghost does not exist",
+    } in data["events"]

@@ -117,7 +117,10 @@ def test_real_capability_after_queue4_with_a_guarantee_appears():
         queue("queue4", weight=2, guarantee={"nvidia.com/gpu": "10"}),
     ]
     data = run(objs)
-    real = {q: data["queues"][q]["realCapability"]["nvidia.com/gpu"] for q in ("queue1", "queue2", "queue3", "queue4")}
+    real = {
+        q: data["queues"][q]["realCapability"]["nvidia.com/gpu"]
+        for q in ("queue1", "queue2", "queue3", "queue4")
+    }
     assert real == {"queue1": 20, "queue2": 15, "queue3": 10, "queue4": 25}
 
 
@@ -131,4 +134,8 @@ def test_many_small_jobs_share_by_queue_weight():
     data = run(objs)
     assert data["queues"]["light"]["allocated"]["cpu"] == 2
     assert data["queues"]["heavy"]["allocated"]["cpu"] == 6
-    assert any("> deserved 2" in e["message"] for e in data["events"] if e["object"].startswith("PodGroup default/light"))
+    assert any(
+        "> deserved 2" in e["message"]
+        for e in data["events"]
+        if e["object"].startswith("PodGroup default/light")
+    )

@@ -34,9 +34,18 @@ tiers:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('actions: "enqueue, fly"\ntiers: [{plugins: [{name: gang}]}]', r"unknown action 'fly'; known actions: .*allocate"),
-        ('actions: "allocate"\ntiers: [{plugins: [{name: magic}]}]', r"unknown plugin 'magic'; known plugins: .*binpack"),
-        ('actions: "allocate"\ntiers: [{plugins: [{name: gang, enableMagic: true}]}]', r"unknown field 'enableMagic'"),
+        (
+            'actions: "enqueue, fly"\ntiers: [{plugins: [{name: gang}]}]',
+            r"unknown action 'fly'; known actions: .*allocate",
+        ),
+        (
+            'actions: "allocate"\ntiers: [{plugins: [{name: magic}]}]',
+            r"unknown plugin 'magic'; known plugins: .*binpack",
+        ),
+        (
+            'actions: "allocate"\ntiers: [{plugins: [{name: gang, enableMagic: true}]}]',
+            r"unknown field 'enableMagic'",
+        ),
         (
             'actions: "allocate"\ntiers: [{plugins: [{name: overcommit, arguments: {overcommit-factor: "x"}}]}]',
             r"plugin overcommit: argument overcommit-factor: expected a number",

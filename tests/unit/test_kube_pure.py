@@ -47,14 +47,22 @@ def test_token_bucket_rejects_nonsense(bad: dict[str, float]) -> None:
 
 @pytest.mark.parametrize(
     ("name", "amount", "text"),
-    [("cpu", 2, "2"), ("cpu", 1.5, "1500m"), ("memory", 4 * 2**30, "4Gi"), ("memory", 1000, "1000"), ("pods", 3, "3")],
+    [
+        ("cpu", 2, "2"),
+        ("cpu", 1.5, "1500m"),
+        ("memory", 4 * 2**30, "4Gi"),
+        ("memory", 1000, "1000"),
+        ("pods", 3, "3"),
+    ],
 )
 def test_quantities_are_kubernetes_quantities(name: str, amount: float, text: str) -> None:
     assert status.quantity(name, amount) == text
 
 
 def _pg(**kw: object) -> PodGroupStatus:
-    base = dict(phase="Pending", queue="q", min_member=3, running=0, succeeded=0, failed=0, pending=3, scheduled=0)
+    base = dict(
+        phase="Pending", queue="q", min_member=3, running=0, succeeded=0, failed=0, pending=3, scheduled=0
+    )
     base.update(kw)
     return PodGroupStatus(**base)  # type: ignore[arg-type]
 
@@ -63,7 +71,12 @@ def test_podgroup_status_says_why_it_is_not_scheduled() -> None:
     out = status.podgroup_status(_pg(unschedulable="3 pods need 6 cpu, 4 free"))
     assert out["phase"] == "Pending"
     assert out["conditions"] == [
-        {"type": "Scheduled", "status": "False", "reason": "Unschedulable", "message": "3 pods need 6 cpu, 4 free"}
+        {
+            "type": "Scheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": "3 pods need 6 cpu, 4 free",
+        }
     ]
     ok = status.podgroup_status(_pg(phase="Running", scheduled=3, pending=0))
     assert ok["conditions"][0]["status"] == "True"
@@ -74,7 +87,9 @@ def test_transition_time_is_kept_while_the_condition_holds() -> None:
     first = status.with_transition_times(rendered, None, "T1")
     again = status.with_transition_times(rendered, first, "T2")
     assert again["conditions"][0]["lastTransitionTime"] == "T1"
-    flipped = status.with_transition_times(status.podgroup_status(_pg(phase="Running", scheduled=3)), again, "T3")
+    flipped = status.with_transition_times(
+        status.podgroup_status(_pg(phase="Running", scheduled=3)), again, "T3"
+    )
     assert flipped["conditions"][0]["lastTransitionTime"] == "T3"
 
 
@@ -93,14 +108,23 @@ def test_queue_status_counts_podgroups_and_renders_quantities() -> None:
 
 def test_failed_scheduling_event_names_the_pod() -> None:
     ev = status.failed_scheduling_event(namespace="ns", pod="p", uid="u", message="why", now="T", name="p.x")
-    assert ev["involvedObject"]["name"] == "p" and ev["reason"] == "FailedScheduling" and ev["message"] == "why"
+    assert (
+        ev["involvedObject"]["name"] == "p" and ev["reason"] == "FailedScheduling" and ev["message"] == "why"
+    )
 
 
 def _pod(rv: int, node: str | None = None, uid: str = "u1") -> dict[str, object]:
-    spec: dict[str, object] = {"schedulerName": "volsched", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+    spec: dict[str, object] = {
+        "schedulerName": "volsched",
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+    }
     if node:
         spec["nodeName"] = node
-    return {"kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "uid": uid, "resourceVersion": str(rv)}, "spec": spec}
+    return {
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ns", "uid": uid, "resourceVersion": str(rv)},
+        "spec": spec,
+    }
 
 
 def test_feeder_drops_events_older_than_what_it_holds() -> None:

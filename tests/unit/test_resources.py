@@ -11,7 +11,15 @@ from volsched.model.resources import parse_amount
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("500m", 0.5), ("2", 2.0), ("4Gi", 4 * 2**30), ("1e3", 1000.0), ("1.5", 1.5), ("128974848", 128974848.0), (3, 3.0)],
+    [
+        ("500m", 0.5),
+        ("2", 2.0),
+        ("4Gi", 4 * 2**30),
+        ("1e3", 1000.0),
+        ("1.5", 1.5),
+        ("128974848", 128974848.0),
+        (3, 3.0),
+    ],
 )
 def test_quantities_parse_the_kubernetes_way(text, value):
     assert parse_amount(text, where="x") == pytest.approx(value)
@@ -41,18 +49,32 @@ def _c(requests=None, limits=None, restart=None):
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
-        ({"containers": [_c({"cpu": "1"}), _c({"cpu": "500m", "memory": "1Gi"})]}, {"cpu": 1.5, "memory": 2**30, "pods": 1}),
+        (
+            {"containers": [_c({"cpu": "1"}), _c({"cpu": "500m", "memory": "1Gi"})]},
+            {"cpu": 1.5, "memory": 2**30, "pods": 1},
+        ),
         ({"containers": [_c(limits={"cpu": "2"})]}, {"cpu": 2.0, "pods": 1}),
         ({"containers": [_c({"cpu": "1"}, {"cpu": "4"})]}, {"cpu": 1.0, "pods": 1}),
         ({"containers": [_c({"cpu": "1"})], "initContainers": [_c({"cpu": "3"})]}, {"cpu": 3.0, "pods": 1}),
         ({"containers": [_c({"cpu": "1"})], "overhead": {"cpu": "250m"}}, {"cpu": 1.25, "pods": 1}),
         (
-            {"containers": [_c({"cpu": "1"})], "initContainers": [_c({"cpu": "1"}, restart="Always"), _c({"cpu": "1.5"})]},
+            {
+                "containers": [_c({"cpu": "1"})],
+                "initContainers": [_c({"cpu": "1"}, restart="Always"), _c({"cpu": "1.5"})],
+            },
             {"cpu": 2.5, "pods": 1},
         ),
         ({"containers": [_c()]}, {"pods": 1}),
     ],
-    ids=["sum-of-containers", "limit-stands-in", "request-wins-over-limit", "init-max", "overhead", "sidecar", "none"],
+    ids=[
+        "sum-of-containers",
+        "limit-stands-in",
+        "request-wins-over-limit",
+        "init-max",
+        "overhead",
+        "sidecar",
+        "none",
+    ],
 )
 def test_effective_pod_request(spec, expected):
     got = pod_request(_pod(spec), where="Pod ns/p")
@@ -60,7 +82,9 @@ def test_effective_pod_request(spec, expected):
 
 
 def test_a_bad_quantity_in_a_pod_names_pod_and_field():
-    with pytest.raises(InputError, match=r"Pod ns/p: spec.containers\[0\].resources.requests.cpu: malformed quantity '2c'"):
+    with pytest.raises(
+        InputError, match=r"Pod ns/p: spec.containers\[0\].resources.requests.cpu: malformed quantity '2c'"
+    ):
         build_task(_pod({"containers": [_c({"cpu": "2c"})]}), priority_classes={})
 
 

@@ -358,7 +358,9 @@ class Session:
         floor = view.floor if view is not None else np.where(task.request > EPS, task.request - EPS, -np.inf)
         idle = nodes.idle[idx]
         fits_idle = np.all(idle >= floor, axis=1)
-        fits_future = np.all(idle + nodes.incoming[idx] >= floor, axis=1) if nodes.incoming_tasks else fits_idle
+        fits_future = (
+            np.all(idle + nodes.incoming[idx] >= floor, axis=1) if nodes.incoming_tasks else fits_idle
+        )
         score = np.zeros(len(idx))
         for _, fn in self._flat("node_order"):
             score += fn(task, idx)
