@@ -177,7 +177,7 @@ def main() -> int:
         row = json.loads(out.stdout.strip().splitlines()[-1])
         rows.append(row)
         print(
-            f"{n:>6} {t:>7} {row['snapshot_s']:>10.2f} {row['session_s']:>9.2f} {row['placed']:>7} "
+            f"{n:>6} {t:>7} {row['snapshot_s']:>10.2f} {row['session_s']:>9.2f} {row['allocate_s']:>10.2f} {row['placed']:>7} "
             f"{row['placed_per_s']:>9.0f} {row['peak_rss_mib']:>8.0f}"
         )
     big = [r for r in rows if r["nodes"] == 5_000 and r["tasks"] == 50_000]

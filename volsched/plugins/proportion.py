@@ -22,7 +22,7 @@ reclaim from ever moving a pod back and forth between two queues.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -47,7 +47,20 @@ class QueueAttr:
     request: Vector
     inqueue: Vector
     deserved: Vector
-    share: float = 0.0
+    #: Dimensions that count toward shares (all but ``pods``).
+    mask: np.ndarray[Any, np.dtype[np.bool_]] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    _share: float | None = None
+
+    @property
+    def share(self) -> float:
+        """``queue_share(allocated, deserved)``, recomputed only after ``allocated`` changed."""
+        if self._share is None:
+            self._share = queue_share(self.allocated, self.deserved, self.mask)
+        return self._share
+
+    def add(self, amount: Vector) -> None:
+        self.allocated = self.allocated + amount
+        self._share = None
 
 
 def queue_share(allocated: Vector, deserved: Vector, mask: np.ndarray) -> float:
@@ -154,8 +167,8 @@ def queue_attrs(session: Session) -> dict[str, QueueAttr]:
             request=request[i],
             inqueue=inqueue[i],
             deserved=deserved[i],
+            mask=mask,
         )
-        attrs[n].share = queue_share(allocated[i], deserved[i], mask)
     return attrs
 
 
@@ -230,15 +243,13 @@ class Proportion(BasePlugin):
             job = session.jobs.get(task.job_key)
             attr = attrs.get(job.queue) if job is not None else None
             if attr is not None:
-                attr.allocated = attr.allocated + task.request
-                attr.share = queue_share(attr.allocated, attr.deserved, mask)
+                attr.add(task.request)
 
         def on_deallocate(task: Task) -> None:
             job = session.jobs.get(task.job_key)
             attr = attrs.get(job.queue) if job is not None else None
             if attr is not None:
-                attr.allocated = attr.allocated - task.request
-                attr.share = queue_share(attr.allocated, attr.deserved, mask)
+                attr.add(-task.request)
 
         def preemptive(queue: QueueSpec, task: Task) -> str | None:
             attr = attrs[queue.name]
