@@ -276,62 +276,59 @@ class KubeWriter:
                 errors.append(err)
         return writes, events, errors
 
+    def _write(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> tuple[bool, str | None]:
+        """One status write. (True, None) when written; (False, None) when the object is gone (404: the
+        watch will drop it); (False, "what: why") on any other failure."""
+        try:
+            resp = self._call(fn, *args, _preload_content=False, **kwargs)
+            resp.release_conn()
+        except ApiException as exc:
+            return False, None if exc.status == 404 else f"{what}: {exc.status} {_reason(exc)}"
+        except Exception as exc:
+            return False, f"{what}: {exc}"
+        return True, None
+
     def _write_podgroup(self, key: str, rendered: dict[str, Any], now: str) -> tuple[int, int, str | None]:
         ns, name = _split(key)
         with self._lock:
             previous = self._podgroups_full.get(key)
         body = render.with_transition_times(rendered, previous, now)
-        try:
-            resp = self._call(
-                self.custom.patch_namespaced_custom_object_status,
-                API_GROUP, VERSION, ns, "podgroups", name, {"status": body},
-                _content_type=MERGE_PATCH, _preload_content=False,
-            )  # fmt: skip
-            resp.release_conn()
-        except ApiException as exc:
-            if exc.status == 404:
-                return 0, 0, None
-            return 0, 0, f"PodGroup {key} status: {exc.status} {_reason(exc)}"
-        except Exception as exc:
-            return 0, 0, f"PodGroup {key} status: {exc}"
+        done, err = self._write(
+            f"PodGroup {key} status",
+            self.custom.patch_namespaced_custom_object_status,
+            API_GROUP, VERSION, ns, "podgroups", name, {"status": body},
+            _content_type=MERGE_PATCH,
+        )  # fmt: skip
+        if not done:
+            return 0, 0, err
         with self._lock:
             self._podgroups[key] = rendered
             self._podgroups_full[key] = body
         return 1, 0, None
 
     def _write_queue(self, name: str, rendered: dict[str, Any]) -> tuple[int, int, str | None]:
-        try:
-            resp = self._call(
-                self.custom.patch_cluster_custom_object_status,
-                API_GROUP, VERSION, "queues", name, {"status": rendered},
-                _content_type=MERGE_PATCH, _preload_content=False,
-            )  # fmt: skip
-            resp.release_conn()
-        except ApiException as exc:
-            if exc.status == 404:
-                return 0, 0, None
-            return 0, 0, f"Queue {name} status: {exc.status} {_reason(exc)}"
-        except Exception as exc:
-            return 0, 0, f"Queue {name} status: {exc}"
+        done, err = self._write(
+            f"Queue {name} status",
+            self.custom.patch_cluster_custom_object_status,
+            API_GROUP, VERSION, "queues", name, {"status": rendered},
+            _content_type=MERGE_PATCH,
+        )  # fmt: skip
+        if not done:
+            return 0, 0, err
         with self._lock:
             self._queues[name] = rendered
         return 1, 0, None
 
     def _write_condition(self, key: str, uid: str, message: str, now: str) -> tuple[int, int, str | None]:
         ns, name = _split(key)
-        try:
-            resp = self._call(
-                self.core.patch_namespaced_pod_status,
-                name, ns, render.pod_unschedulable_condition(message, now),
-                _content_type=STRATEGIC_PATCH, _preload_content=False,
-            )  # fmt: skip
-            resp.release_conn()
-        except ApiException as exc:
-            if exc.status == 404:
-                return 0, 0, None
-            return 0, 0, f"Pod {key} condition: {exc.status} {_reason(exc)}"
-        except Exception as exc:
-            return 0, 0, f"Pod {key} condition: {exc}"
+        done, err = self._write(
+            f"Pod {key} condition",
+            self.core.patch_namespaced_pod_status,
+            name, ns, render.pod_unschedulable_condition(message, now),
+            _content_type=STRATEGIC_PATCH,
+        )  # fmt: skip
+        if not done:
+            return 0, 0, err
         with self._lock:
             self._conditions[uid] = message
         return 1, 0, None
@@ -347,23 +344,9 @@ class KubeWriter:
             namespace=ns, pod=name, uid=uid, message=message, now=now, count=count, name=event_name
         )
         try:
-            try:
-                resp = self._call(
-                    self.core.create_namespaced_event,
-                    ns,
-                    client.CoreV1Event.from_dict(body),
-                    _preload_content=False,
-                )
-                resp.release_conn()
-            except ApiException as exc:
-                if exc.status != 409:
-                    raise
-                patch = {"message": message, "lastTimestamp": now, "count": count}
-                resp = self._call(
-                    self.core.patch_namespaced_event, event_name, ns, patch,
-                    _content_type=MERGE_PATCH, _preload_content=False,
-                )  # fmt: skip
-                resp.release_conn()
+            self._upsert_event(
+                ns, event_name, body, {"message": message, "lastTimestamp": now, "count": count}
+            )
         except ApiException as exc:
             return 0, 0, f"Pod {key} event: {exc.status} {_reason(exc)}"
         except Exception as exc:
@@ -372,25 +355,28 @@ class KubeWriter:
             self._events[uid] = (message, count)
         return 0, 1, None
 
+    def _upsert_event(self, namespace: str, name: str, body: dict[str, Any], patch: dict[str, Any]) -> None:
+        """Create the event, or patch it in place if it exists (409). Raises what the API raised."""
+        try:
+            resp = self._call(
+                self.core.create_namespaced_event,
+                namespace, client.CoreV1Event.from_dict(body), _preload_content=False,
+            )  # fmt: skip
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            resp = self._call(
+                self.core.patch_namespaced_event, name, namespace, patch,
+                _content_type=MERGE_PATCH, _preload_content=False,
+            )  # fmt: skip
+        resp.release_conn()
+
     def post_event(self, body: dict[str, Any]) -> str | None:
         """Create (or, if it exists, update) one event. Returns an error message or None."""
         meta = body["metadata"]
         try:
-            try:
-                resp = self._call(
-                    self.core.create_namespaced_event,
-                    meta["namespace"], client.CoreV1Event.from_dict(body), _preload_content=False,
-                )  # fmt: skip
-                resp.release_conn()
-            except ApiException as exc:
-                if exc.status != 409:
-                    raise
-                patch = {"message": body["message"], "lastTimestamp": body["lastTimestamp"]}
-                resp = self._call(
-                    self.core.patch_namespaced_event, meta["name"], meta["namespace"], patch,
-                    _content_type=MERGE_PATCH, _preload_content=False,
-                )  # fmt: skip
-                resp.release_conn()
+            patch = {"message": body["message"], "lastTimestamp": body["lastTimestamp"]}
+            self._upsert_event(meta["namespace"], meta["name"], body, patch)
         except Exception as exc:
             return f"event {meta['namespace']}/{meta['name']}: {exc}"
         return None
