@@ -348,18 +348,22 @@ class Session:
         self._changes.append(node)
 
     def _evaluate(self, task: Task, idx: IndexArray, view: _NodeView | None) -> _NodeView:
+        # This runs once per placed task (for the one node that changed), so it sticks to few numpy
+        # calls, and ndarray methods rather than the slower module-level wrappers.
         nodes = self.nodes
-        mask = nodes.ready[idx].copy()
+        if view is not None and len(idx) == 1:
+            return self._evaluate_one(task, idx, view)
+        mask = nodes.ready[idx]
         for _, fn in self._flat("predicate"):
-            if not mask.any():
-                break
-            mask &= fn(task, idx)
+            mask = mask & fn(task, idx)
         # Dimensions the task does not ask for never fail (a node may be over-committed in those).
         floor = view.floor if view is not None else np.where(task.request > EPS, task.request - EPS, -np.inf)
         idle = nodes.idle[idx]
-        fits_idle = np.all(idle >= floor, axis=1)
-        fits_future = (
-            np.all(idle + nodes.incoming[idx] >= floor, axis=1) if nodes.incoming_tasks else fits_idle
+        fits_idle: BoolArray = np.asarray((idle >= floor).all(axis=1))
+        fits_future: BoolArray = (
+            np.asarray((idle + nodes.incoming[idx] >= floor).all(axis=1))
+            if nodes.incoming_tasks
+            else fits_idle
         )
         score = np.zeros(len(idx))
         for _, fn in self._flat("node_order"):
@@ -374,6 +378,29 @@ class Session:
         view.fits_future[idx] = fits_future
         view.score[idx] = score
         view.ready_score[idx] = ready_score
+        view.log_pos = len(self._changes)
+        return view
+
+    def _evaluate_one(self, task: Task, idx: IndexArray, view: _NodeView) -> _NodeView:
+        """``_evaluate`` for a single node, with scalars: the same results, a fraction of the numpy calls."""
+        nodes = self.nodes
+        i = int(idx[0])
+        ok = bool(nodes.ready[i])
+        for _, fn in self._flat("predicate"):
+            ok = ok and bool(fn(task, idx)[0])
+        row = nodes.idle[i]
+        fits_idle = bool((row >= view.floor).all())
+        fits_future = (
+            bool((row + nodes.incoming[i] >= view.floor).all()) if nodes.incoming_tasks else fits_idle
+        )
+        score = 0.0
+        for _, fn in self._flat("node_order"):
+            score += float(fn(task, idx)[0])
+        view.predicate[i] = ok
+        view.fits_idle[i] = fits_idle
+        view.fits_future[i] = fits_future
+        view.score[i] = score
+        view.ready_score[i] = score if ok and fits_idle else -np.inf
         view.log_pos = len(self._changes)
         return view
 

@@ -75,9 +75,21 @@ class Binpack(BasePlugin):
                 return np.zeros(len(idx))
             cols, w = plan
             d = dims[cols]
-            # fraction used after placing; a node the task would overfill scores 0 for that resource
+            # fraction used after placing; a node the task would overfill scores 0 for that resource.
+            # Summed column by column in both paths, so they give bit-identical scores.
+            if len(idx) == 1:  # the one node the last placement changed: plain float math
+                i, total = int(idx[0]), 0.0
+                for k, (col, dim) in enumerate(zip(cols.tolist(), d.tolist(), strict=True)):
+                    f = has.item(i, col) - (nodes.idle.item(i, dim) - task.request.item(dim)) * inv.item(
+                        i, col
+                    )
+                    total += (0.0 if f > 1.0 + EPS else f) * w.item(k)
+                return np.array([total])
             frac = has[idx][:, cols] - (nodes.idle[idx][:, d] - task.request[d]) * inv[idx][:, cols]
             frac[frac > 1.0 + EPS] = 0.0
-            return np.asarray(frac @ w, dtype=np.float64)
+            out = np.zeros(len(idx))
+            for k in range(len(cols)):
+                out += frac[:, k] * w[k]
+            return out
 
         session.add_node_order_fn(self.name, score)

@@ -45,7 +45,20 @@ class NodeOrder(BasePlugin):
         c1 = 50.0 * (self.most - self.least)
         c2 = -50.0 * self.balanced
 
+        idle = nodes.idle
+        cpu, mem = int(dims[0]), int(dims[1])
+
         def score(task: Task, idx: IndexArray) -> np.ndarray[Any, np.dtype[np.float64]]:
+            if len(idx) == 1:
+                # One node (the one the last placement changed): plain float math, the same operations
+                # in the same order as below, so both paths give bit-identical scores.
+                i = int(idx[0])
+                f0 = min(max(1.0 - (idle.item(i, cpu) - task.request.item(cpu)) * inv.item(i, 0), 0.0), 1.0)
+                f1 = min(max(1.0 - (idle.item(i, mem) - task.request.item(mem)) * inv.item(i, 1), 0.0), 1.0)
+                value = c0 + c1 * (f0 + f1)
+                if c2:
+                    value += c2 * abs(f0 - f1)
+                return np.array([value])
             frac = 1.0 - (nodes.idle[idx][:, dims] - task.request[dims]) * inv[idx]
             np.clip(frac, 0.0, 1.0, out=frac)
             out: np.ndarray[Any, np.dtype[np.float64]] = c0 + c1 * (frac[:, 0] + frac[:, 1])

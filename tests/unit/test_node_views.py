@@ -1,0 +1,78 @@
+"""The session's cached node views: refreshed one changed node at a time (with the scalar fast path of
+the scoring plugins), they must agree exactly with a fresh evaluation over all nodes, or placements
+would depend on the order tasks happened to be placed in."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from volsched.framework.config import load_config
+from volsched.framework.runner import open_session
+from volsched.framework.statement import Statement
+from volsched.model.cluster import build_snapshot
+from volsched.model.objects import NodeSpec, PodGroupPhase, PodGroupSpec, QueueSpec, QueueState, Task, TaskStatus
+
+CONFIGS = {
+    "default": None,
+    "most-requested": """
+actions: "enqueue, allocate"
+tiers:
+- plugins: [{name: gang}, {name: predicates}, {name: proportion},
+            {name: nodeorder, arguments: {mostrequested.weight: 2, balancedresource.weight: 0}},
+            {name: binpack, arguments: {binpack.resources: nvidia.com/gpu, binpack.resources.nvidia.com/gpu: 3}}]
+""",
+}
+
+
+def _snapshot(seed: int):  # type: ignore[no-untyped-def]
+    rng = random.Random(seed)
+    nodes = [
+        NodeSpec(
+            name=f"n{i:03d}",
+            allocatable={"cpu": float(rng.choice([4, 8, 16])), "memory": rng.choice([8, 32, 64]) * 2.0**30,
+                         "pods": 110.0, **({"nvidia.com/gpu": 4.0} if i % 5 == 0 else {})},
+            labels={}, taints=(), unschedulable=False, ready=i % 17 != 0,
+        )  # fmt: skip
+        for i in range(60)
+    ]
+    tasks = []
+    for j in range(300):
+        gpu = {"nvidia.com/gpu": 1.0} if j % 7 == 0 else {}
+        cpu = rng.choice([0.25, 0.5, 1.0, 2.0, 3.0])
+        tasks.append(
+            Task(namespace="ns", name=f"t{j:03d}", uid=f"t{j}", job_key="ns/g", priority=0,
+                 request_map={"cpu": cpu, "memory": cpu * 2.0**30 * rng.choice([1, 3]), "pods": 1.0, **gpu},
+                 status=TaskStatus.PENDING, node_name=None, scheduler_name="volsched", creation=float(j))
+        )  # fmt: skip
+    pg = PodGroupSpec(namespace="ns", name="g", min_member=1, min_resources=None, queue="default",
+                      priority_class_name="", phase=PodGroupPhase.INQUEUE)  # fmt: skip
+    q = QueueSpec("default", weight=1, capability=None, guarantee={}, reclaimable=True, state=QueueState.OPEN)
+    return build_snapshot(nodes=nodes, tasks=tasks, podgroups=[pg], queues=[q], namespace_weights={},
+                          priority_classes={})  # fmt: skip
+
+
+@pytest.mark.parametrize("config", list(CONFIGS))
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_incremental_node_views_match_a_fresh_evaluation(config, seed):
+    text = CONFIGS[config]
+    session = open_session(_snapshot(seed), load_config(text=text) if text else load_config())
+    tasks = list(session.jobs["ns/g"].tasks.values())
+    placed = 0
+    for task in tasks:
+        choice = session.choose_node(task)
+        if choice.node is None:
+            continue
+        statement = Statement(session)
+        statement.allocate(task, choice.node)
+        statement.commit()
+        placed += 1
+        if placed % 25 == 0:
+            for probe in tasks[:40]:
+                cached = session._view(probe)
+                fresh = session._evaluate(probe, session._all_nodes, None)
+                for name in ("predicate", "fits_idle", "fits_future", "score", "ready_score"):
+                    assert np.array_equal(getattr(cached, name), getattr(fresh, name)), (name, probe.key)
+    assert placed > 100
