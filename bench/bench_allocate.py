@@ -164,7 +164,7 @@ def main() -> int:
     grid = [(args.nodes, args.tasks)] if args.nodes and args.tasks else GRID
     print(f"machine: {machine()}")
     print(
-        f"{'nodes':>6} {'tasks':>7} {'snapshot s':>10} {'session s':>9} {'placed':>7} {'placed/s':>9} {'peak MiB':>8}"
+        f"{'nodes':>6} {'tasks':>7} {'snapshot s':>10} {'session s':>9} {'allocate s':>10} {'placed':>7} {'placed/s':>9} {'peak MiB':>8}"
     )
     rows = []
     for n, t in grid:
