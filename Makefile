@@ -33,6 +33,7 @@ test-deps:
 
 lint: $(STAMP)
 	$(BIN)/ruff check volsched tests bench
+	$(BIN)/ruff format --check volsched tests bench
 	$(BIN)/mypy
 
 bench: $(STAMP)
