@@ -13,7 +13,15 @@ from volsched.framework.config import load_config
 from volsched.framework.runner import open_session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import build_snapshot
-from volsched.model.objects import NodeSpec, PodGroupPhase, PodGroupSpec, QueueSpec, QueueState, Task, TaskStatus
+from volsched.model.objects import (
+    NodeSpec,
+    PodGroupPhase,
+    PodGroupSpec,
+    QueueSpec,
+    QueueState,
+    Task,
+    TaskStatus,
+)
 
 CONFIGS = {
     "default": None,
@@ -32,10 +40,17 @@ def _snapshot(seed: int):  # type: ignore[no-untyped-def]
     nodes = [
         NodeSpec(
             name=f"n{i:03d}",
-            allocatable={"cpu": float(rng.choice([4, 8, 16])), "memory": rng.choice([8, 32, 64]) * 2.0**30,
-                         "pods": 110.0, **({"nvidia.com/gpu": 4.0} if i % 5 == 0 else {})},
-            labels={}, taints=(), unschedulable=False, ready=i % 17 != 0,
-        )  # fmt: skip
+            allocatable={
+                "cpu": float(rng.choice([4, 8, 16])),
+                "memory": rng.choice([8, 32, 64]) * 2.0**30,
+                "pods": 110.0,
+                **({"nvidia.com/gpu": 4.0} if i % 5 == 0 else {}),
+            },
+            labels={},
+            taints=(),
+            unschedulable=False,
+            ready=i % 17 != 0,
+        )
         for i in range(60)
     ]
     tasks = []
