@@ -251,17 +251,6 @@ class Proportion(BasePlugin):
             if attr is not None:
                 attr.add(-task.request)
 
-        def preemptive(queue: QueueSpec, task: Task) -> str | None:
-            attr = attrs[queue.name]
-            future = attr.allocated + task.request
-            for d in np.flatnonzero((task.request > EPS) & mask):
-                if future[d] > attr.deserved[d] + EPS:
-                    return (
-                        f"queue {queue.name} would exceed deserved {space.names[d]} {describe(d, attr.deserved[d])}"
-                        f" (allocated {describe(d, attr.allocated[d])} + request {describe(d, task.request[d])})"
-                    )
-            return None
-
         def reclaimable(reclaimer: Task, candidates: list[Task]) -> list[Task]:
             asked = (reclaimer.request > EPS) & mask
             left: dict[str, Vector] = {}
@@ -280,7 +269,8 @@ class Proportion(BasePlugin):
                     left[job.queue] = after
             return victims
 
-        session.add_preemptive_fn(self.name, preemptive)
+        # Taking back for a task is allowed exactly when the queue could then hold it within deserved.
+        session.add_preemptive_fn(self.name, allocatable)
         session.add_reclaimable_fn(self.name, reclaimable)
         session.add_queue_order_fn(self.name, queue_order)
         session.add_allocatable_fn(self.name, allocatable)
