@@ -50,9 +50,6 @@ class JobQueue:
     def pop(self) -> Job:
         return heapq.heappop(self._heap).job
 
-    def peek(self) -> Job:
-        return self._heap[0].job
-
 
 class TaskQueue:
     def __init__(self, session: Session, tasks: Iterable[Task] = ()) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from volsched.model.cluster import ClusterSnapshot, build_snapshot
@@ -29,6 +30,7 @@ from volsched.model.objects import (
     build_task,
     default_queue,
     object_ref,
+    placement_key,
     priority_class_value,
     quota_weight,
 )
@@ -68,7 +70,6 @@ class ClusterState:
         self.avoid_until: dict[tuple[str, str], float] = {}
         #: Plugin state that outlives a session (handed to every snapshot by reference).
         self.carryover: dict[str, Any] = {}
-        self.generation = 0
 
     # --- events ---------------------------------------------------------------------------------------
 
@@ -76,7 +77,6 @@ class ClusterState:
         """Add or replace one object. Raises :class:`InputError` for an unknown kind or a bad field."""
         kind = obj.get("kind")
         with self._lock:
-            self.generation += 1
             if kind == "Node":
                 spec = build_node(obj)
                 self.nodes[spec.name] = spec
@@ -117,7 +117,6 @@ class ClusterState:
     def delete(self, kind: str, namespace: str | None, name: str) -> None:
         key = f"{namespace}/{name}" if namespace else name
         with self._lock:
-            self.generation += 1
             if kind == "Node":
                 self.nodes.pop(name, None)
                 self.usage.pop(name, None)
@@ -174,8 +173,6 @@ class ClusterState:
         with self._lock:
             pg = self.podgroups.get(key)
             if pg is not None and pg.phase is not phase:
-                from dataclasses import replace
-
                 self.podgroups[key] = replace(pg, phase=phase)
 
     # --- reading --------------------------------------------------------------------------------------
@@ -203,10 +200,6 @@ class ClusterState:
                 self._expire_avoid(now)
             task_list = list(self.tasks.values()) if tasks is None else list(tasks)
             if self.avoid:
-                from dataclasses import replace
-
-                from volsched.model.objects import placement_key
-
                 adjusted = []
                 for t in task_list:
                     avoid = self.avoid.get(t.owner or "") if t.owner else None

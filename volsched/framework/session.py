@@ -25,7 +25,7 @@ import enum
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -87,14 +87,6 @@ class NodeChoice:
     node: int | None
     pipelined: bool = False
     reason: str = ""
-
-
-@dataclass
-class QueueView:
-    """Session-level totals of one queue that every plugin may read."""
-
-    spec: QueueSpec
-    jobs: list[Job] = field(default_factory=list)
 
 
 class Session:
@@ -554,9 +546,6 @@ class Session:
         self._fire(task, allocate=True)
 
     # --- helpers for actions --------------------------------------------------------------------------
-
-    def queue_of(self, job: Job) -> QueueSpec | None:
-        return self.queues.get(job.queue)
 
     def jobs_by_queue(self, jobs: Iterable[Job] | None = None) -> dict[str, list[Job]]:
         out: dict[str, list[Job]] = {}

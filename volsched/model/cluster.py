@@ -9,6 +9,7 @@ at once. No I/O happens here.
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -19,7 +20,9 @@ import numpy.typing as npt
 
 from volsched.model.objects import (
     ALLOCATED_STATUSES,
+    DEFAULT_QUEUE,
     NODE_HOLDING_STATUSES,
+    QUEUE_ANNOTATION,
     TERMINAL_STATUSES,
     NodeSpec,
     PodGroupPhase,
@@ -283,7 +286,7 @@ def build_snapshot(
                 key=t.job_key,
                 namespace=t.namespace,
                 name=t.name,
-                queue=t.annotations.get("scheduling.volsched.io/queue-name", "default"),
+                queue=t.annotations.get(QUEUE_ANNOTATION, DEFAULT_QUEUE),
                 min_member=1,
                 priority=t.priority,
                 creation=t.creation,
@@ -315,8 +318,6 @@ def build_snapshot(
 
 
 def _copy_task(t: Task) -> Task:
-    import copy
-
     return copy.copy(t)
 
 
