@@ -231,6 +231,29 @@ def _placement(spec: Mapping[str, Any], where: str) -> tuple[dict[str, str], lis
     return dict(selector), list(terms), list(tolerations)
 
 
+@dataclass(slots=True, frozen=True)
+class PodRuntime:
+    """What the kubelet reports about a pod beyond its phase: restarts, why it failed or waits, and the
+    images and owner kinds that tell replicas apart. Read only by rescheduling strategies."""
+
+    #: Sum of ``restartCount`` over the app containers, and over the init containers.
+    restarts: int = 0
+    init_restarts: int = 0
+    #: ``status.reason`` (e.g. ``Evicted``, ``NodeAffinity``), empty when unset.
+    reason: str = ""
+    #: Waiting or terminated reasons of the app containers (e.g. ``CrashLoopBackOff``, ``Error``), and of
+    #: the init containers.
+    container_reasons: tuple[str, ...] = ()
+    init_container_reasons: tuple[str, ...] = ()
+    #: Images of the app containers, sorted (pods of one owner with the same images are duplicates).
+    images: tuple[str, ...] = ()
+    #: Kinds of every ``ownerReferences`` entry (controller or not).
+    owner_kinds: tuple[str, ...] = ()
+
+
+EMPTY_RUNTIME = PodRuntime()
+
+
 @dataclass(slots=True, eq=False)
 class Task:
     """One pod, as the scheduler sees it."""
@@ -257,6 +280,8 @@ class Task:
     start_time: float = 0.0
     #: Nodes this task must not go to (e.g. the node a rescheduled pod was moved off).
     avoid_nodes: tuple[str, ...] = ()
+    #: What the kubelet reported (for rescheduling strategies), see :func:`pod_runtime`.
+    runtime: PodRuntime = EMPTY_RUNTIME
     request: Vector = field(default_factory=lambda: np.zeros(0))
     #: A hashable summary of everything node filters read from the task (selector, affinity,
     #: tolerations, avoided nodes). Tasks with the same key and request see the same nodes the same way.
@@ -274,6 +299,58 @@ class Task:
     @property
     def schedulable_by_us(self) -> bool:
         return self.scheduler_name == SCHEDULER_NAME
+
+
+def _container_statuses(value: Any) -> tuple[int, tuple[str, ...]]:
+    restarts = 0
+    reasons: list[str] = []
+    for cs in value if isinstance(value, list) else []:
+        if not isinstance(cs, Mapping):
+            continue
+        count = cs.get("restartCount")
+        if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+            restarts += count
+        state = cs.get("state")
+        for kind in ("waiting", "terminated"):
+            detail = state.get(kind) if isinstance(state, Mapping) else None
+            if isinstance(detail, Mapping) and isinstance(detail.get("reason"), str):
+                reasons.append(detail["reason"])
+    return restarts, tuple(reasons)
+
+
+def pod_runtime(pod: Raw) -> PodRuntime:
+    """The :class:`PodRuntime` of a raw pod; malformed status entries are skipped, never an error (the
+    kubelet writes them, not the user)."""
+    status = pod.get("status") or {}
+    spec = pod.get("spec") or {}
+    meta = pod.get("metadata") or {}
+    if not isinstance(status, Mapping):
+        status = {}
+    restarts, reasons = _container_statuses(status.get("containerStatuses"))
+    init_restarts, init_reasons = _container_statuses(status.get("initContainerStatuses"))
+    containers = spec.get("containers") if isinstance(spec, Mapping) else None
+    images = sorted(
+        str(c.get("image"))
+        for c in (containers if isinstance(containers, list) else [])
+        if isinstance(c, Mapping) and c.get("image")
+    )
+    owners = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
+    kinds = tuple(
+        str(r.get("kind"))
+        for r in (owners if isinstance(owners, list) else [])
+        if isinstance(r, Mapping) and r.get("kind")
+    )
+    reason = status.get("reason")
+    out = PodRuntime(
+        restarts=restarts,
+        init_restarts=init_restarts,
+        reason=reason if isinstance(reason, str) else "",
+        container_reasons=reasons,
+        init_container_reasons=init_reasons,
+        images=tuple(images),
+        owner_kinds=kinds,
+    )
+    return EMPTY_RUNTIME if out == EMPTY_RUNTIME else out
 
 
 def _pod_status(pod: Raw) -> tuple[TaskStatus, str | None]:
@@ -345,6 +422,7 @@ def build_task(pod: Raw, *, priority_classes: Mapping[str, int], default_priorit
         annotations=annotations,
         owner=owner,
         start_time=parse_time((pod.get("status") or {}).get("startTime"), where=f"{where}: status.startTime"),
+        runtime=pod_runtime(pod),
     )
     task.placement_key = placement_key(task)
     return task

@@ -1,0 +1,76 @@
+"""What a pod's status says beyond its phase (restarts, reasons, images, owner kinds): read for the
+rescheduling strategies, never an error when the kubelet's status is odd."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.builders import pod
+from volsched.model.objects import EMPTY_RUNTIME, PodRuntime, build_task, pod_runtime
+
+
+def _with_status(status: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    out = pod("p", node="n1", **kw)
+    out["status"] = {"phase": "Running", **status}
+    return out
+
+
+def test_restarts_are_summed_over_containers_and_init_containers_apart():
+    raw = _with_status(
+        {
+            "containerStatuses": [{"restartCount": 3}, {"restartCount": 4}],
+            "initContainerStatuses": [{"restartCount": 2}],
+        }
+    )
+    rt = build_task(raw, priority_classes={}).runtime
+    assert (rt.restarts, rt.init_restarts) == (7, 2)
+
+
+def test_reasons_come_from_the_pod_and_from_waiting_or_terminated_containers():
+    raw = _with_status(
+        {
+            "phase": "Failed",
+            "reason": "NodeAffinity",
+            "containerStatuses": [
+                {"state": {"waiting": {"reason": "CrashLoopBackOff"}}},
+                {"state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}},
+            ],
+            "initContainerStatuses": [{"state": {"terminated": {"reason": "Error"}}}],
+        }
+    )
+    rt = pod_runtime(raw)
+    assert rt.reason == "NodeAffinity"
+    assert rt.container_reasons == ("CrashLoopBackOff", "OOMKilled")
+    assert rt.init_container_reasons == ("Error",)
+
+
+def test_images_are_sorted_and_every_owner_kind_counts():
+    raw = pod("p", owner="ReplicaSet/web")
+    raw["spec"]["containers"].append({"name": "side", "image": "alpine"})
+    raw["metadata"]["ownerReferences"].append({"kind": "Other", "name": "x"})
+    rt = pod_runtime(raw)
+    assert rt.images == ("alpine", "busybox")
+    assert rt.owner_kinds == ("ReplicaSet", "Other")
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        {"containerStatuses": "nonsense"},
+        {"containerStatuses": [None, {"restartCount": "x"}, {"restartCount": True}]},
+        {"containerStatuses": [{"state": {"waiting": "x"}}]},
+        {"reason": 5},
+    ],
+)
+def test_a_malformed_status_reads_as_nothing_reported(status: dict[str, Any]):
+    rt = pod_runtime(_with_status(status))
+    assert (rt.restarts, rt.reason, rt.container_reasons) == (0, "", ())
+
+
+def test_a_plain_pod_shares_the_empty_runtime():
+    raw = pod("p")
+    raw["spec"]["containers"][0].pop("image")
+    assert pod_runtime(raw) is EMPTY_RUNTIME
+    assert isinstance(build_task(pod("q"), priority_classes={}).runtime, PodRuntime)
