@@ -7,12 +7,25 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
-from tests.builders import Obj, config, node, placed, pod, pods, simulate_objects, to_json
+from tests.builders import (
+    Obj,
+    config,
+    node,
+    placed,
+    pod,
+    podgroup,
+    pods,
+    priority_class,
+    simulate_objects,
+    to_json,
+)
 from volsched.cli import main
 from volsched.framework.config import SchedulerConfig
 from volsched.model.errors import InputError
+from volsched.plugins.usage import usage_score
 from volsched.simulate import EPOCH, Document, Simulator, _iso
 
 
@@ -127,8 +140,9 @@ def test_lower_and_steadier_usage_scores_higher(a: dict[str, float], b: dict[str
 
 
 def test_cpu_weight_zero_scores_by_memory_only():
+    # The resource-dimension factor would weigh cpu again for this cpu-only pod: turned off here.
     nodes = [loaded("a", 10, memory=70), loaded("b", 60, memory=20)]
-    data = run_usage([*nodes, pod("p")], usage_config({"cpu.weight": 0}))
+    data = run_usage([*nodes, pod("p")], usage_config({"cpu.weight": 0, "dimension.weight": 0}))
     assert placed(data) == {"default/p": "b"}
 
 
@@ -286,3 +300,145 @@ def test_bad_usage_arguments_fail_at_load(arguments: dict[str, Any], message: st
     with pytest.raises(InputError) as err:
         usage_config(arguments)
     assert message in str(err.value)
+
+
+# --- the resource-dimension factor ----------------------------------------------------------------------
+
+# The design document's table: node1 is busy on cpu (80%) and idle on memory (20%), node2 the reverse.
+NODE1 = {"cpu": 80, "memory": 20}
+NODE2 = {"cpu": 20, "memory": 80}
+
+
+@pytest.mark.parametrize(
+    ("cpu", "memory", "dimension_weight", "expected"),
+    [
+        # Both nodes are 50% busy on average: the usage factor ties, the pod's shape decides.
+        pytest.param("1", "256Mi", 1, "node2", id="compute-heavy-goes-where-cpu-is-free"),
+        pytest.param("100m", "4Gi", 1, "node1", id="memory-heavy-goes-where-memory-is-free"),
+        pytest.param("1", None, 1, "node2", id="cpu-only-pod"),
+        pytest.param("2", "8Gi", 1, "node1", id="balanced-pod-ties-and-takes-the-first-name"),
+        pytest.param("1", "256Mi", 0, "node1", id="weight-0-turns-the-factor-off"),
+    ],
+)
+def test_the_resource_dimension_factor_matches_the_pods_shape_to_the_nodes_free_resource(
+    cpu: str, memory: str | None, dimension_weight: float, expected: str
+):
+    nodes = [
+        node("node1", cpu="8", memory="32Gi", annotations={"volsched.io/usage": json.dumps(NODE1)}),
+        node("node2", cpu="8", memory="32Gi", annotations={"volsched.io/usage": json.dumps(NODE2)}),
+    ]
+    conf = usage_config({"dimension.weight": dimension_weight})
+    data = run_usage([*nodes, pod("p", cpu=cpu, memory=memory)], conf)
+    assert placed(data) == {"default/p": expected}
+
+
+@pytest.mark.parametrize(
+    ("free", "own", "weights", "dimension", "expected"),
+    [
+        # node1 / node2 free headroom (cpu, mem) for a compute-heavy pod (shape 0.8 / 0.2).
+        ([[20, 80], [80, 20]], [[40, 10], [40, 10]], [1, 1], 1, [(20 + 80 + 32) / 3, (80 + 20 + 68) / 3]),
+        # Weight 0: only the usage factor, equal for both.
+        ([[20, 80], [80, 20]], [[40, 10], [40, 10]], [1, 1], 0, [50, 50]),
+        # cpu.weight 0, memory 1, dimension 1: memory headroom and the shape.
+        ([[20, 80], [80, 20]], [[40, 10], [40, 10]], [0, 1], 1, [(80 + 32) / 2, (20 + 68) / 2]),
+        # A pod without cpu or memory requests has no shape: the factor is the usage factor.
+        ([[20, 80], [80, 20]], [[0, 0], [0, 0]], [1, 1], 2, [50, 50]),
+    ],
+)
+def test_usage_score_weights_the_factors_together(
+    free: list[list[float]],
+    own: list[list[float]],
+    weights: list[float],
+    dimension: float,
+    expected: list[float],
+):
+    out = usage_score(
+        np.array(free, dtype=float),
+        np.array(own, dtype=float),
+        weights=np.array(weights, dtype=float),
+        dimension_weight=dimension,
+    )
+    assert out.tolist() == pytest.approx(expected)
+
+
+# --- usage-aware preemption -----------------------------------------------------------------------------
+
+
+def preempt_usage_config(arguments: dict[str, Any] | None = None, *, usage: bool = True) -> SchedulerConfig:
+    first = [
+        {"name": "priority", "enablePreemptable": False},
+        {"name": "gang"},
+        {"name": "conformance"},
+        {"name": "drf"},
+        {"name": "proportion"},
+    ]
+    if usage:
+        first.append({"name": "usage", "arguments": arguments or {}})
+    return config(
+        json.dumps(
+            {
+                "actions": "enqueue, allocate, reclaim, preempt, backfill",
+                "tiers": [{"plugins": first}, {"plugins": [{"name": "predicates"}, {"name": "nodeorder"}]}],
+            }
+        )
+    )
+
+
+def full_nodes(a: float | None, b: float | None) -> list[Obj]:
+    """Nodes a and b (2 cpu each) with the given busy level, each full with a low-priority job of two
+    pods (minMember 1, so one may go)."""
+    objs: list[Obj] = [priority_class("low", 1), priority_class("high", 1000)]
+    for name, level in (("a", a), ("b", b)):
+        objs.append(loaded(name, level, memory=level or 0, alloc_cpu="2"))
+        objs.append(podgroup(name, min_member=1, priority_class="low"))
+        objs += [pod(f"{name}-{i}", node=name, group=name, priority_class="low") for i in range(2)]
+    objs.append(pod("hi", priority_class="high"))
+    return objs
+
+
+def first_victims(objs: list[Obj], conf: SchedulerConfig) -> list[str]:
+    result = simulate_objects(objs, conf=conf, sessions=1)
+    return [f"{e.pod}@{e.node}" for e in result.history[0].evictions]
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "arguments", "expected"),
+    [
+        pytest.param(20, 80, {}, ["default/b-1@b"], id="pods-on-the-busier-node-yield"),
+        pytest.param(80, 20, {}, ["default/a-1@a"], id="and-the-other-way-round"),
+        pytest.param(20, 80, {"preemptThreshold": 90}, [], id="no-node-busy-enough-no-victim"),
+        pytest.param(
+            None, 10, {"preemptThreshold": 50}, ["default/a-1@a"], id="a-node-without-data-never-protects"
+        ),
+        pytest.param(50, 50, {}, ["default/a-1@a"], id="equally-busy-nodes-both-qualify"),
+    ],
+)
+def test_a_pending_pod_preempts_only_pods_on_nodes_at_least_as_busy_as_the_threshold(
+    a: float | None, b: float | None, arguments: dict[str, Any], expected: list[str]
+):
+    assert first_victims(full_nodes(a, b), preempt_usage_config(arguments)) == expected
+
+
+def test_without_the_usage_plugin_the_victim_is_on_the_first_node():
+    # The baseline the usage answer changes: both nodes need the same freed, node a sorts first.
+    assert first_victims(full_nodes(20, 80), preempt_usage_config(usage=False)) == ["default/a-1@a"]
+
+
+def test_enable_preemptable_false_switches_the_usage_victim_answer_off():
+    first = [
+        {"name": "priority", "enablePreemptable": False},
+        {"name": "gang"},
+        {"name": "conformance"},
+        {"name": "drf"},
+        {"name": "proportion"},
+        {"name": "usage", "enablePreemptable": False, "arguments": {"preemptThreshold": 90}},
+    ]
+    conf = config(
+        json.dumps(
+            {
+                "actions": "enqueue, allocate, preempt",
+                "tiers": [{"plugins": first}, {"plugins": [{"name": "predicates"}, {"name": "nodeorder"}]}],
+            }
+        )
+    )
+    assert first_victims(full_nodes(20, 80), conf) == ["default/a-1@a"]

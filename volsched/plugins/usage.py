@@ -1,4 +1,4 @@
-"""usage: filter and score nodes by their measured load, not by requests.
+"""usage: filter, score and choose preemption victims by nodes' measured load, not by requests.
 
 Arguments (the names of Volcano's usage plugin)::
 
@@ -6,9 +6,11 @@ Arguments (the names of Volcano's usage plugin)::
       enablePredicate: false   # optional: keep scoring but never filter
       arguments:
         usage.weight: 5        # weight of the whole score (default 5)
-        cpu.weight: 1          # weight of cpu in the score (default 1)
-        memory.weight: 1       # weight of memory in the score (default 1)
+        cpu.weight: 1          # weight of cpu in the usage factor (default 1)
+        memory.weight: 1       # weight of memory in the usage factor (default 1)
         fluctuation.weight: 1  # how many points one point of fluctuation costs (default 1)
+        dimension.weight: 1    # weight of the resource-dimension factor (default 1; 0 turns it off)
+        preemptThreshold: 60   # victims only on nodes at least this busy (default: the cluster mean)
         thresholds:
           cpu: 80              # a node whose cpu usage is over 80% takes no new pods (default: no limit)
           mem: 70              # same for memory (``memory`` is accepted too)
@@ -22,9 +24,31 @@ one session does not pile every pod onto the node that looked idle: each placeme
 node's estimate, and the session's node views refresh on every placement.
 
 Predicate: a node whose estimated cpu (memory) usage is over ``thresholds.cpu`` (``thresholds.mem``)
-takes no new pods. Score: ``usage.weight * weighted mean over cpu and memory of (100 - effective)``,
-where ``effective = min(100, estimate with the task + fluctuation.weight * fluctuation)``; a node whose
-load swings widely scores below an equally loaded steady one.
+takes no new pods.
+
+Score (:func:`usage_score`), from ``free = 100 - min(100, estimate with the task + fluctuation.weight *
+fluctuation)`` per resource (a node whose load swings widely has less headroom than an equally loaded
+steady one), two factors weighted together::
+
+    usage.weight * (cpu.weight * free_cpu + memory.weight * free_mem + dimension.weight * D)
+                 / (cpu.weight + memory.weight + dimension.weight)
+
+* the usage factor: free headroom, cpu and memory weighted by ``cpu.weight`` and ``memory.weight``;
+* the resource-dimension factor ``D``: free headroom weighted by the task's own shape, i.e. by the share
+  of the node's allocatable cpu and memory it requests, normalised to sum to 1. A compute-heavy pod
+  (cpu 4, memory 1Gi on a 8-cpu 32Gi node: shape 0.89 / 0.11) counts cpu headroom almost alone, so it
+  prefers a node whose measured cpu is low and memory high; a memory-heavy pod the reverse. A pod that
+  requests neither has no shape: ``D`` is then the usage factor.
+
+Victims (``preemptable`` and ``reclaimable``; switch off with ``enablePreemptable: false`` /
+``enableReclaimable: false``): a pod whose node has lower usage is able to preempt pods whose nodes have
+higher usage. Precisely: a running pod on node N may be evicted for a pending one only when N's *busy
+level* -- its estimated usage weighted by ``cpu.weight`` and ``memory.weight`` -- is at least
+``preemptThreshold`` (percent; by default the mean busy level of the nodes with fresh data). The pending
+pod, not running yet, is the least loaded of all; it may take from pods on busy nodes and never from pods
+on calm nodes, so preemption moves work off the nodes that are loaded most. A node without fresh data
+never protects its pods (the plugin has no opinion there). The answer is per victim, so any subset of it
+is as safe as the whole, and it combines with the other plugins' answers in the same tier (intersection).
 
 A node without fresh data (none, or older than ``staleAfter``) is never filtered, and is scored as if
 it were at the average measured load of the nodes with fresh data (plus what this session placed on
@@ -168,6 +192,30 @@ def build_estimate(session: Session, stale_after: float) -> UsageEstimate:
     return est
 
 
+def usage_score(
+    free: np.ndarray[Any, np.dtype[np.float64]],
+    own: np.ndarray[Any, np.dtype[np.float64]],
+    *,
+    weights: np.ndarray[Any, np.dtype[np.float64]],
+    dimension_weight: float,
+) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """The weighted mean of the usage factor and the resource-dimension factor, per node, in 0..100.
+
+    ``free`` is headroom in percent per (node, [cpu, memory]); ``own`` the task's request as percent of
+    each node's allocatable, same shape. See the module docstring."""
+    total = float(weights.sum()) + dimension_weight
+    if total <= 0:
+        return np.zeros(len(free))
+    out = (free * weights).sum(axis=1)
+    if dimension_weight:
+        size = own.sum(axis=1, keepdims=True)
+        fallback = weights / weights.sum() if weights.sum() > 0 else np.full(2, 0.5)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            shape = np.where(size > 0, own / size, fallback)
+        out = out + dimension_weight * (free * shape).sum(axis=1)
+    return np.asarray(out / total, dtype=np.float64)
+
+
 def _pct(value: float) -> str:
     return f"{round(value, 1):g}%"
 
@@ -182,6 +230,10 @@ class Usage(BasePlugin):
         self.cpu_weight = arguments.number("cpu.weight", 1, minimum=0)
         self.memory_weight = arguments.number("memory.weight", 1, minimum=0)
         self.fluctuation_weight = arguments.number("fluctuation.weight", 1, minimum=0)
+        self.dimension_weight = arguments.number("dimension.weight", 1, minimum=0)
+        self.preempt_threshold: float | None = None
+        if arguments.has("preemptThreshold"):
+            self.preempt_threshold = arguments.number("preemptThreshold", 0, minimum=0, maximum=100)
         self.thresholds: list[float | None] = [None, None]
         if arguments.has("thresholds.cpu"):
             self.thresholds[0] = arguments.number("thresholds.cpu", 100, minimum=0, maximum=100)
@@ -230,8 +282,9 @@ class Usage(BasePlugin):
 
             session.add_predicate_fn(self.name, predicate, explain=explain)
 
-        weights = np.array([self.cpu_weight, self.memory_weight])
-        if not self.weight or not weights.sum():
+        weights = np.array([self.cpu_weight, self.memory_weight], dtype=np.float64)
+        self._register_victims(session, est, weights)
+        if not self.weight or not (weights.sum() + self.dimension_weight):
             return
 
         def score(task: Task, idx: IndexArray) -> np.ndarray[Any, np.dtype[np.float64]]:
@@ -240,6 +293,33 @@ class Usage(BasePlugin):
                 own = np.where(alloc > 0, task.request[est.dims] / alloc * 100.0, 0.0)
             effective = est.estimate(idx) + own + self.fluctuation_weight * est.fluctuation[idx]
             free = 100.0 - np.clip(effective, 0.0, 100.0)
-            return np.asarray((free * weights).sum(axis=1) / weights.sum() * self.weight, dtype=np.float64)
+            mixed = usage_score(free, own, weights=weights, dimension_weight=self.dimension_weight)
+            return np.asarray(mixed * self.weight, dtype=np.float64)
 
         session.add_node_order_fn(self.name, score)
+
+    def _register_victims(self, session: Session, est: UsageEstimate, weights: Vector) -> None:
+        """Victims only on nodes at least as busy as ``preemptThreshold`` (default: the fresh mean)."""
+        w = weights if weights.sum() > 0 else np.array([1.0, 1.0])
+
+        def busy(idx: IndexArray) -> Vector:
+            return np.asarray((est.estimate(idx) * w).sum(axis=1) / w.sum(), dtype=np.float64)
+
+        def victims(actor: Task, candidates: list[Task]) -> list[Task]:
+            if self.preempt_threshold is not None:
+                bar = self.preempt_threshold
+            else:
+                fresh = np.flatnonzero(est.fresh)
+                bar = float(busy(fresh).mean())
+            out = []
+            for t in candidates:
+                node = session.nodes.index.get(t.node_name or "")
+                if node is None or not est.fresh[node]:
+                    out.append(t)
+                    continue
+                if float(busy(np.array([node], dtype=np.intp))[0]) >= bar - 1e-9:
+                    out.append(t)
+            return out
+
+        session.add_preemptable_fn(self.name, victims)
+        session.add_reclaimable_fn(self.name, victims)
