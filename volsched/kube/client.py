@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kubernetes import client, config
 
 
@@ -33,3 +35,16 @@ def bearer_token(cfg: client.Configuration) -> str | None:
         return None
     parts = header.split(" ", 1)
     return parts[-1]
+
+
+def consume(resp: Any) -> bytes:
+    """Read a ``_preload_content=False`` response to its end, then hand its connection back to the pool.
+
+    A connection released with its body unread goes back to the pool with the body still on the wire;
+    the next request on it (any call sharing the pool: writes, the Lease, the ConfigMap) then reads
+    that body as its status line (``BadStatusLine``).
+    """
+    try:
+        return bytes(resp.read())
+    finally:
+        resp.release_conn()

@@ -21,6 +21,7 @@ from kubernetes.client.exceptions import ApiException
 
 from volsched.framework.decisions import Bind, Eviction, SessionResult
 from volsched.kube import status as render
+from volsched.kube.client import consume
 from volsched.kube.ratelimit import TokenBucket
 from volsched.model.objects import API_GROUP, SCHEDULER_NAME
 
@@ -177,7 +178,7 @@ class KubeWriter:
         try:
             # _preload_content=False: the client cannot deserialize the Binding the API returns.
             resp = self._call(self.core.create_namespaced_pod_binding, name, ns, body, _preload_content=False)
-            resp.release_conn()
+            consume(resp)
             return BindOutcome(bind, BOUND)
         except ApiException as exc:
             detail = _reason(exc)
@@ -210,7 +211,7 @@ class KubeWriter:
             resp = self._call(
                 self.core.create_namespaced_pod_eviction, name, ns, body, _preload_content=False
             )
-            resp.release_conn()
+            consume(resp)
             return EvictOutcome(eviction, EVICTED)
         except ApiException as exc:
             detail = _reason(exc)
@@ -281,7 +282,7 @@ class KubeWriter:
         watch will drop it); (False, "what: why") on any other failure."""
         try:
             resp = self._call(fn, *args, _preload_content=False, **kwargs)
-            resp.release_conn()
+            consume(resp)
         except ApiException as exc:
             return False, None if exc.status == 404 else f"{what}: {exc.status} {_reason(exc)}"
         except Exception as exc:
@@ -369,7 +370,7 @@ class KubeWriter:
                 self.core.patch_namespaced_event, name, namespace, patch,
                 _content_type=MERGE_PATCH, _preload_content=False,
             )  # fmt: skip
-        resp.release_conn()
+        consume(resp)
 
     def post_event(self, body: dict[str, Any]) -> str | None:
         """Create (or, if it exists, update) one event. Returns an error message or None."""

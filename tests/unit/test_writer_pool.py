@@ -1,0 +1,158 @@
+"""Pooled connections are only reused once their response was read to the end (fault injection).
+
+The server below answers every request with its headers first and its body a moment later, the way a
+loaded apiserver's response can arrive in two pieces. A client that returns the connection to the pool
+after the headers (without reading the body) sends its next request on that connection and reads the
+late body as the next status line (``BadStatusLine``). Every write the operator makes shares one pool
+with the Lease and ConfigMap reads, so each write is followed here by a read on the same connection.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from volsched.framework.decisions import Bind, Eviction
+from volsched.kube.configsource import read_config_map
+from volsched.kube.lease import LeaderLease, LeaseSettings
+from volsched.kube.writer import BOUND, EVICTED, KubeWriter, WriterSettings
+from volsched.model.objects import SCHEDULER_NAME
+
+BODY_DELAY = 0.05
+
+
+class SplitResponseServer:
+    """HTTP/1.1 keep-alive on loopback: headers, a pause, then the body. Counts connections."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self.requests: list[str] = []
+        self._stop = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        buf = b""
+        with conn:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    buf += chunk
+                head, _, buf = buf.partition(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in lines[1:])}
+                length = int(headers.get("content-length", "0"))
+                while len(buf) < length:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    buf += chunk
+                buf = buf[length:]
+                method, path = lines[0].split(" ")[:2]
+                self.requests.append(f"{method} {path}")
+                body = json.dumps(self._answer(method, path)).encode()
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                )
+                time.sleep(BODY_DELAY)
+                conn.sendall(body)
+
+    @staticmethod
+    def _answer(method: str, path: str) -> dict[str, Any]:
+        if "/configmaps/" in path:
+            return {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "cfg", "namespace": "ns", "resourceVersion": "7", "uid": "u"},
+                "data": {"key": "text"},
+            }
+        if "/leases/" in path:
+            return {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": "lease", "namespace": "ns", "resourceVersion": "3"},
+                "spec": {"holderIdentity": "someone-else", "leaseDurationSeconds": 15,
+                         "renewTime": "2099-01-01T00:00:00.000000Z"},
+            }  # fmt: skip
+        return {"apiVersion": "v1", "kind": "Status", "status": "Success"}
+
+    def close(self) -> None:
+        self._stop = True
+        self.sock.close()
+
+
+@pytest.fixture
+def server() -> Iterator[SplitResponseServer]:
+    s = SplitResponseServer()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def api(server: SplitResponseServer) -> Iterator[client.ApiClient]:
+    cfg = client.Configuration()
+    cfg.host = f"http://127.0.0.1:{server.port}"
+    cfg.connection_pool_maxsize = 1  # every call reuses the one connection
+    cfg.retries = False  # a retry would hide the stale read
+    with client.ApiClient(cfg) as api:
+        yield api
+
+
+def _pod(name: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "ns", "uid": name},
+        "spec": {"schedulerName": SCHEDULER_NAME},
+    }
+
+
+WRITES: list[tuple[str, Callable[[KubeWriter], Any]]] = [
+    ("bind", lambda w: w.bind(Bind(pod="ns/p", uid="p", node="n1"), _pod("p")).result == BOUND),
+    (
+        "evict",
+        lambda w: (
+            w.evict(Eviction(pod="ns/p", uid="p", node="n1", action="preempt", reason="r"), _pod("p")).result
+            == EVICTED
+        ),
+    ),
+    ("queue status", lambda w: w._write_queue("q", {"state": "Open"}) == (1, 0, None)),
+    ("podgroup status", lambda w: w._write_podgroup("ns/pg", {"phase": "Running"}, "t") == (1, 0, None)),
+    ("pod condition", lambda w: w._write_condition("ns/p", "p", "no fit", "t") == (1, 0, None)),
+    ("event", lambda w: w._write_event("ns/p", "p", "no fit", "2026-01-01T00:00:00Z") == (0, 1, None)),
+]
+
+
+@pytest.mark.parametrize(("what", "write"), WRITES, ids=[w[0] for w in WRITES])
+def test_a_write_leaves_its_pooled_connection_clean_for_the_next_call(
+    server: SplitResponseServer, api: client.ApiClient, what: str, write: Callable[[KubeWriter], Any]
+) -> None:
+    writer = KubeWriter(api, WriterSettings(workers=1))
+    try:
+        for _ in range(3):
+            assert write(writer), f"{what} failed"
+            cm = read_config_map(api, "ns", "cfg", "key")  # the next call on the same connection
+            assert cm is not None and cm.text == "text"
+            lease = LeaderLease(api, LeaseSettings(namespace="ns", name="lease"), "me")
+            assert lease.ensure() is False  # read (held by someone else), no error
+    finally:
+        writer.close()
+    assert server.connections == 1, "the connection was dropped instead of reused"
