@@ -1,0 +1,428 @@
+"""Hierarchical, work-conserving fair share: the pure core behind the proportion plugin.
+
+A tree of queues (any depth) under an implicit root that stands for the cluster. Every node has a
+weight, a guarantee and a capability (vectors over the resource space; +inf where unset); leaves
+carry what their jobs ask for (``request``) and hold (``allocated``), and the smallest request of their
+next pending task (``unit``). :func:`fair_share` returns, for every node:
+
+* ``guarantee``: the effective guarantee. A node without a guarantee in a dimension guarantees what
+  its children guarantee; children whose guarantees sum past what their parent has (its guarantee,
+  or the cluster at the top) keep ``min(guarantee, weighted share of the parent)``, found by
+  water-filling the parent's amount among all siblings with the guaranteed ones capped by their
+  guarantee, so siblings without a guarantee keep their weighted share. A guarantee above the node's
+  own capability is cut to it. Every cut is reported.
+* ``real_capability``: ``min(capability, parent's realCapability - the siblings' guarantees)``; the
+  root's is the cluster.
+* ``deserved``: top-down, each node's deserved is water-filled among its children by weight, each
+  child capped by its subtree's request and its realCapability and floored by its guarantee; the
+  root's is the cluster. The fill is solved exactly per dimension (no rounds), so any weights converge.
+* ``limit``: what a leaf may hold when it takes more: its deserved, plus its part of the work-conserving
+  remainder. Deserved shares are fluid but pods are not: a leaf can use its deserved only in whole
+  ``unit``s, and the rest (and what no leaf within its deserved can use) is handed to leaves that still
+  ask, lowest share first, one unit at a time, siblings first (inside the smallest subtree whose
+  leftover covers it), never past anybody's realCapability.
+
+Nothing here knows about sessions, pods or Kubernetes; it is numpy over nodes, per resource dimension.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from volsched.model.resources import EPS
+
+Vector = npt.NDArray[np.float64]
+Matrix = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.intp]
+
+#: The parent name that means "the top of the tree" (an unset ``spec.parent`` means the same).
+ROOT = "root"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something wrong with a queue's configuration, reported on the queue (condition and event)."""
+
+    queue: str
+    reason: str
+    message: str
+
+
+@dataclass
+class Tree:
+    """Parents resolved to indices (-1: the root), with children lists and a top-down order."""
+
+    names: list[str]
+    parent: IntArray
+    children: list[list[int]]
+    #: Nodes in top-down order (every parent before its children).
+    order: list[int]
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def top(self) -> list[int]:
+        return [i for i in range(len(self.names)) if self.parent[i] < 0]
+
+    def is_leaf(self, i: int) -> bool:
+        return not self.children[i]
+
+    def ancestors(self, i: int) -> list[int]:
+        """``i`` and its ancestors, nearest first."""
+        out = []
+        while i >= 0:
+            out.append(i)
+            i = int(self.parent[i])
+        return out
+
+    def depth(self, i: int) -> int:
+        return len(self.ancestors(i)) - 1
+
+
+def build_tree(names: Sequence[str], parents: Sequence[str | None]) -> Tree:
+    """Resolve parent names. A missing parent or a cycle is reported and the queue hangs off the root,
+    so one bad queue never stops the others."""
+    index = {n: i for i, n in enumerate(names)}
+    problems: list[Problem] = []
+    parent = np.full(len(names), -1, dtype=np.intp)
+    for i, (name, p) in enumerate(zip(names, parents, strict=True)):
+        if not p or p == ROOT:
+            continue
+        j = index.get(p)
+        if j is None:
+            problems.append(
+                Problem(
+                    name,
+                    "ParentNotFound",
+                    f"parent queue {p} does not exist; queue {name} is placed under root",
+                )
+            )
+            continue
+        parent[i] = j
+    # Cycles: follow parents; a walk that meets itself is a cycle, and all its members go under root.
+    state = np.zeros(len(names), dtype=np.int8)  # 0 unseen, 1 on the current walk, 2 done
+    for start in range(len(names)):
+        walk = []
+        i = start
+        while i >= 0 and state[i] == 0:
+            state[i] = 1
+            walk.append(i)
+            i = int(parent[i])
+        if i >= 0 and state[i] == 1:
+            cycle = walk[walk.index(i) :]
+            chain = " -> ".join([names[k] for k in cycle] + [names[cycle[0]]])
+            for k in sorted(cycle, key=lambda k: names[k]):
+                problems.append(
+                    Problem(
+                        names[k],
+                        "ParentCycle",
+                        f"queue parents form a cycle ({chain}); queue {names[k]} is placed under root",
+                    )
+                )
+                parent[k] = -1
+        for k in walk:
+            state[k] = 2
+    children: list[list[int]] = [[] for _ in names]
+    for i in sorted(range(len(names)), key=lambda k: names[k]):
+        if parent[i] >= 0:
+            children[int(parent[i])].append(i)
+    order: list[int] = []
+    frontier = sorted((i for i in range(len(names)) if parent[i] < 0), key=lambda k: names[k])
+    while frontier:
+        order.extend(frontier)
+        frontier = [c for i in frontier for c in children[i]]
+    return Tree(list(names), parent, children, order, problems)
+
+
+def water_fill(amount: Vector, weights: Vector, lo: Matrix, hi: Matrix) -> Matrix:
+    """Share ``amount`` (per dimension) among children: ``x = max(lo, min(hi, weight * level))`` with
+    the level chosen so the shares sum to ``amount``, or everyone at ``max(lo, hi)`` when that is
+    less. Solved exactly from the sorted breakpoints of the piecewise-linear sum, so it converges for
+    any weights (1 to 2**31 and beyond) in one pass."""
+    c, r = lo.shape
+    out = np.zeros((c, r))
+    if c == 0:
+        return out
+    w = weights.astype(np.float64)
+    for d in range(r):
+        a = float(amount[d])
+        low = lo[:, d]
+        high = np.maximum(np.minimum(hi[:, d], max(a, 0.0)), low)
+        if high.sum() <= a + EPS:
+            out[:, d] = high
+            continue
+        if low.sum() >= a - EPS:
+            out[:, d] = low
+            continue
+        # f(level) = sum(clip(w * level, low, high)) rises by w between low/w and high/w.
+        points = np.concatenate((low / w, high / w))
+        slopes = np.concatenate((w, -w))
+        order = np.argsort(points, kind="stable")
+        points, slopes = points[order], slopes[order]
+        rate = np.cumsum(slopes)  # slope of f just after each breakpoint
+        values = low.sum() + np.concatenate(([0.0], np.cumsum(rate[:-1] * np.diff(points))))
+        k = int(np.searchsorted(values, a, side="left"))  # first breakpoint where f >= a
+        k = min(max(k, 1), len(points) - 1)
+        step = rate[k - 1]
+        level = points[k - 1] + ((a - values[k - 1]) / step if step > 0 else 0.0)
+        out[:, d] = np.clip(w * level, low, high)
+    return out
+
+
+@dataclass
+class FairShare:
+    tree: Tree
+    guarantee: Matrix
+    real_capability: Matrix
+    request: Matrix  # subtree
+    allocated: Matrix  # subtree
+    deserved: Matrix
+    limit: Matrix
+    problems: list[Problem]
+
+    def share(self, i: int) -> float:
+        return dominant_share(self.allocated[i], self.deserved[i])
+
+
+def dominant_share(allocated: Vector, deserved: Vector) -> float:
+    """Largest ``allocated / deserved`` (1 where nothing is deserved but something is held)."""
+    held = allocated > EPS
+    if not held.any():
+        return 0.0
+    owed = deserved > EPS
+    ratio = np.where(owed, allocated / np.where(owed, deserved, 1.0), np.where(held, 1.0, 0.0))
+    return float(ratio.max())
+
+
+def _describe(amounts: Vector, dims: Sequence[str], describe: Any) -> str:
+    return ", ".join(f"{dims[d]} {describe(d, float(amounts[d]))}" for d in range(len(dims)))
+
+
+def fair_share(
+    tree: Tree,
+    *,
+    total: Vector,
+    weight: Vector,
+    guarantee: Matrix,
+    capability: Matrix,
+    request: Matrix,
+    allocated: Matrix,
+    unit: Matrix | None = None,
+    dims: Sequence[str] | None = None,
+    describe: Any = None,
+) -> FairShare:
+    """Deserved shares for every node of ``tree`` (rows) and resource (columns); see the module doc.
+
+    ``request``, ``allocated`` and ``unit`` are per node's own jobs (leaves, in practice); subtree sums
+    are formed here. ``dims``/``describe`` only word the problem messages."""
+    n, r = guarantee.shape
+    dims = list(dims) if dims is not None else [f"r{d}" for d in range(r)]
+    if describe is None:
+
+        def describe(d: int, amount: float) -> str:
+            return f"{amount:g}"
+
+    problems = list(tree.problems)
+    unit = np.zeros((n, r)) if unit is None else unit
+    bottom_up = list(reversed(tree.order))
+    sub_request = request.astype(np.float64).copy()
+    sub_alloc = allocated.astype(np.float64).copy()
+    for i in bottom_up:
+        p = int(tree.parent[i])
+        if p >= 0:
+            sub_request[p] += sub_request[i]
+            sub_alloc[p] += sub_alloc[i]
+
+    # Effective guarantees, bottom-up: a node without one guarantees its children's; capped by capability.
+    eg = np.maximum(guarantee.astype(np.float64), 0.0)
+    for i in bottom_up:
+        kids = tree.children[i]
+        if kids:
+            inner = eg[kids].sum(axis=0)
+            own = guarantee[i] > EPS
+            over = own & (inner > guarantee[i] + EPS)
+            if over.any():
+                d = np.flatnonzero(over)
+                problems.append(
+                    Problem(
+                        tree.names[i],
+                        "ChildGuaranteesExceed",
+                        f"the guarantees of the children of queue {tree.names[i]} sum to "
+                        + ", ".join(f"{dims[k]} {describe(k, inner[k])}" for k in d)
+                        + ", more than its guarantee "
+                        + ", ".join(f"{dims[k]} {describe(k, guarantee[i][k])}" for k in d)
+                        + "; the children share it by weight",
+                    )
+                )
+            eg[i] = np.where(own, guarantee[i], inner)
+        above = eg[i] > capability[i] + EPS
+        if above.any():
+            d = np.flatnonzero(above)
+            problems.append(
+                Problem(
+                    tree.names[i],
+                    "GuaranteeAboveCapability",
+                    f"queue {tree.names[i]} guarantees "
+                    + ", ".join(f"{dims[k]} {describe(k, eg[i][k])}" for k in d)
+                    + ", more than its capability "
+                    + ", ".join(f"{dims[k]} {describe(k, capability[i][k])}" for k in d)
+                    + "; the guarantee is cut to the capability",
+                )
+            )
+            eg[i] = np.minimum(eg[i], capability[i])
+
+    # Top-down: children's guarantees must fit in what the parent guarantees (the cluster at the top).
+    real = np.zeros((n, r))
+
+    def settle(kids: list[int], amount: Vector, where: str, parent_real: Vector) -> None:
+        if not kids:
+            return
+        wanted = eg[kids].copy()
+        asked = wanted.sum(axis=0)
+        if np.any(asked > amount + EPS):
+            hi = np.where(wanted > EPS, wanted, np.inf)
+            fitted = water_fill(amount, weight[kids], np.zeros_like(wanted), hi)
+            short = np.where(asked > amount + EPS, np.maximum(wanted - fitted, 0.0), 0.0)
+            for row, i in enumerate(kids):
+                d = np.flatnonzero(short[row] > EPS)
+                if not len(d):
+                    continue
+                problems.append(
+                    Problem(
+                        tree.names[i],
+                        "GuaranteeNotMet",
+                        f"guarantee of queue {tree.names[i]} cannot be met: the guarantees under {where} sum to "
+                        + ", ".join(f"{dims[k]} {describe(k, asked[k])}" for k in d)
+                        + f" but {where} has "
+                        + ", ".join(f"{dims[k]} {describe(k, amount[k])}" for k in d)
+                        + "; holding "
+                        + ", ".join(f"{dims[k]} {describe(k, fitted[row][k])}" for k in d)
+                        + " (missing "
+                        + ", ".join(f"{dims[k]} {describe(k, short[row][k])}" for k in d)
+                        + ")",
+                    )
+                )
+            eg[kids] = np.minimum(wanted, fitted)
+        held = eg[kids].sum(axis=0)
+        for i in kids:
+            real[i] = np.minimum(capability[i], np.maximum(parent_real - (held - eg[i]), 0.0))
+
+    settle(tree.top, total.astype(np.float64), "the cluster", total.astype(np.float64))
+    for i in tree.order:
+        # eg[i] is at least its children's guarantees unless it was cut (capability, or its own parent).
+        settle(tree.children[i], eg[i], f"queue {tree.names[i]}", real[i])
+
+    # Deserved, top-down.
+    deserved = np.zeros((n, r))
+    hi_all = np.minimum(sub_request, real)
+
+    def fill(kids: list[int], amount: Vector) -> None:
+        if kids:
+            deserved[kids] = water_fill(amount, weight[kids], eg[kids], hi_all[kids])
+
+    fill(tree.top, total.astype(np.float64))
+    for i in tree.order:
+        fill(tree.children[i], deserved[i])
+
+    limit = _remainder(
+        tree, total=total, deserved=deserved, real=real, request=sub_request, allocated=sub_alloc, unit=unit
+    )
+    return FairShare(
+        tree=tree,
+        guarantee=eg,
+        real_capability=real,
+        request=sub_request,
+        allocated=sub_alloc,
+        deserved=deserved,
+        limit=limit,
+        problems=problems,
+    )
+
+
+def _per_unit(amount: Vector, unit: Vector) -> float:
+    """How many whole ``unit``s fit in ``amount`` (over the dimensions the unit asks for)."""
+    asks = unit > EPS
+    if not asks.any():
+        return float("inf")
+    return float(np.floor((amount[asks] + EPS) / unit[asks]).min())
+
+
+def _remainder(
+    tree: Tree,
+    *,
+    total: Vector,
+    deserved: Matrix,
+    real: Matrix,
+    request: Matrix,
+    allocated: Matrix,
+    unit: Matrix,
+) -> Matrix:
+    """Leaves' limits: deserved, plus the work-conserving remainder handed out in whole units."""
+    n = len(tree.names)
+    leaf = np.array([tree.is_leaf(i) for i in range(n)], dtype=bool)
+    has_unit = (unit > EPS).any(axis=1) & leaf
+    # What each leaf can really fill within its deserved: what it holds plus whole units, up to its request.
+    usable = np.where(leaf[:, None], allocated, 0.0)
+    for j in np.flatnonzero(has_unit).tolist():
+        k = _per_unit(np.maximum(deserved[j] - allocated[j], 0.0), unit[j])
+        usable[j] = np.maximum(allocated[j], np.minimum(allocated[j] + k * unit[j], request[j]))
+    used = usable.copy()
+    leaves_under: list[list[int]] = [[] for _ in range(n)]
+    for i in reversed(tree.order):
+        if leaf[i]:
+            leaves_under[i].append(i)
+        p = int(tree.parent[i])
+        if p >= 0:
+            used[p] += used[i]
+            leaves_under[p].extend(leaves_under[i])
+    anc = [tree.ancestors(i) for i in range(n)]
+
+    def room(i: int, pool: Vector) -> int:
+        """Whole units leaf ``i`` may still take: within the pool, its request, every realCapability."""
+        u = unit[i]
+        k = min(_per_unit(pool, u), _per_unit(request[i] - used[i], u))
+        for a in anc[i]:
+            k = min(k, _per_unit(real[a] - used[a], u))
+        return max(int(min(k, 1 << 40)), 0)
+
+    def grant(scope: list[int], pool: Vector) -> None:
+        candidates = [i for i in scope if has_unit[i]]
+        for _ in range(8 * len(candidates) + 64):
+            ranked = sorted(
+                (dominant_share(used[i], deserved[i]), tree.names[i], i)
+                for i in candidates
+                if room(i, pool) > 0
+            )
+            if not ranked:
+                return
+            _, _, best = ranked[0]
+            k = room(best, pool)
+            if len(ranked) > 1:
+                # Units until it would pass the next-lowest share (at least one).
+                nxt = ranked[1][0]
+                owed = deserved[best] > EPS
+                if owed.any():
+                    ahead = (nxt * deserved[best] - used[best]) / np.where(
+                        unit[best] > EPS, unit[best], np.inf
+                    )
+                    k = min(k, max(1, int(np.floor(np.min(np.where(owed, ahead, np.inf)) + EPS))))
+                else:
+                    k = 1
+            step = k * unit[best]
+            for a in anc[best]:
+                used[a] += step
+            usable[best] += step
+            pool -= step
+
+    # Siblings first: each subtree hands out its own leftover before it passes up.
+    for i in reversed(tree.order):
+        if not leaf[i]:
+            grant(leaves_under[i], np.maximum(deserved[i] - used[tree.children[i]].sum(axis=0), 0.0))
+    top = tree.top
+    if top:
+        grant([i for t in top for i in leaves_under[t]], np.maximum(total - used[top].sum(axis=0), 0.0))
+    return np.where(leaf[:, None], np.maximum(deserved, usable), deserved)
