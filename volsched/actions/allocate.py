@@ -3,8 +3,10 @@
 Each turn takes the queue that comes first in queue order (an overused queue is skipped for the rest
 of the session), inside it the namespace that comes first in namespace order, inside that the job that
 comes first in job order, and places that job's tasks in task order through one Statement: committed
-when the gang is ready, held if it is only pipelined, discarded otherwise. A job that became ready with
-tasks left is pushed back, so orders are re-evaluated after every job turn.
+when the gang is ready, held if it is only pipelined, discarded otherwise. A task that fits no node (or
+that the queue refuses) does not end the turn: the job's other tasks are tried while minMember can
+still be reached with them. A job that became ready with tasks left is pushed back, so orders are
+re-evaluated after every job turn.
 
 Tasks without requests are left to backfill.
 """
@@ -98,24 +100,35 @@ class Allocate:
     def _place(
         session: Session, queue: QueueSpec, job: Job, tasks: TaskQueue, statement: Statement
     ) -> tuple[bool, str | None]:
-        """Place tasks until the job is ready with tasks left (returns True: push back) or none fit."""
+        """Place tasks until the job is ready with tasks left (returns True: push back), the tasks run
+        out, or minMember can no longer be reached with the tasks left.
+
+        A task the queue refuses or that fits no node is skipped (its reason recorded) and the turn goes
+        on with the job's other tasks. A task with the same request and placement spec as one that fit
+        nowhere this turn is skipped with the same reason: nothing frees capacity during a turn."""
         reason: str | None = None
+        unfit: dict[tuple[bytes, str], str] = {}
         while tasks:
             task = tasks.pop()
             refused = session.allocatable(queue, task)
             if refused:
                 reason = f"task {task.name}: {refused}"
                 session.record_fit_error(task, refused)
-                continue
-            choice = session.choose_node(task)
-            if choice.node is None:
-                reason = f"task {task.name}: {choice.reason}"
-                session.record_fit_error(task, choice.reason)
-                break
-            if choice.pipelined:
-                statement.pipeline(task, choice.node)
             else:
-                statement.allocate(task, choice.node)
-            if tasks and session.job_ready(job):
-                return True, None
+                why = unfit.get((task.request.tobytes(), task.placement_key)) if unfit else None
+                if why is None:
+                    choice = session.choose_node(task)
+                    if choice.node is not None:
+                        if choice.pipelined:
+                            statement.pipeline(task, choice.node)
+                        else:
+                            statement.allocate(task, choice.node)
+                        if tasks and session.job_ready(job):
+                            return True, None
+                        continue
+                    why = unfit[(task.request.tobytes(), task.placement_key)] = choice.reason
+                reason = f"task {task.name}: {why}"
+                session.record_fit_error(task, why)
+            if job.pipelined_count + len(tasks) < job.min_member:
+                break
         return False, reason
