@@ -30,6 +30,7 @@ from volsched.model.objects import (
     QUEUE_ANNOTATION,
     PodGroupPhase,
     Task,
+    TaskStatus,
     object_ref,
 )
 from volsched.usage_input import load_usage_file, usage_from_annotations
@@ -271,7 +272,9 @@ class Simulator:
                     self._spawn(job_key, _iso(self.clock))
                     respawned = True
             if ev.action == "shuffle" and task is not None:
-                self._moved_off(ev.node, task, raw, respawn=not respawned)
+                # A failed pod's controller replaced it when it failed; it used nothing measurable.
+                failed = task.status is TaskStatus.FAILED
+                self._moved_off(ev.node, task, raw, respawn=not respawned and not failed, measured=not failed)
         for key, status in result.podgroups.items():
             pg = self.state.podgroups.get(key)
             if pg is not None and pg.phase.value != status.phase:
@@ -279,7 +282,9 @@ class Simulator:
                 changed = True
         return changed
 
-    def _moved_off(self, node: str, task: Task, raw: Mapping[str, Any], *, respawn: bool) -> None:
+    def _moved_off(
+        self, node: str, task: Task, raw: Mapping[str, Any], *, respawn: bool, measured: bool = True
+    ) -> None:
         """A pod rescheduled off ``node``: its owner keeps off that node for
         ``volsched.cache.state.AVOID_SECONDS``, the node's
         measured usage loses the pod's share (if the measurement included it), and, playing the pod's
@@ -287,7 +292,7 @@ class Simulator:
         self.state.moved_off(task, node, now=self.clock)
         usage = self.state.usage.get(node)
         spec = self.state.nodes.get(node)
-        if usage is not None and spec is not None and task.start_time <= usage.measured_at:
+        if measured and usage is not None and spec is not None and task.start_time <= usage.measured_at:
 
             def share(resource: str) -> float:
                 alloc = spec.allocatable.get(resource, 0.0)

@@ -1,9 +1,10 @@
 """shuffle: evict the running pods that plugins name as victims, so they are placed again elsewhere.
 
 The victims come from ``session.victim_tasks()`` in the order the plugins give them (the rescheduling
-plugin answers at most once per its interval). Each is evicted through a Statement, at most
-``maxEvictionsPerSession`` per session, and never one that would take a gang (a job with a PodGroup)
-below its minMember. Why each pod moves is read from ``session.state["victim_reasons"]`` when a plugin
+plugin answers at most once per its interval): running pods, pods bound but not started, and failed
+pods (which hold nothing; evicting one deletes it). Each is evicted through a Statement, at most
+``maxEvictionsPerSession`` per session, and never a running or bound one that would take a gang (a job
+with a PodGroup) below its minMember. Why each pod moves is read from ``session.state["victim_reasons"]`` when a plugin
 left it there.
 
 Arguments, in the scheduler config's ``configurations`` section::
@@ -29,6 +30,8 @@ from volsched.model.errors import InputError
 from volsched.model.objects import TaskStatus
 
 DEFAULT_MAX_EVICTIONS = 5
+#: Statuses of a pod shuffle may evict.
+SHUFFLED = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED})
 
 
 @register_action
@@ -59,10 +62,11 @@ class Shuffle:
         for task in victims:
             if len(statement) >= limit:
                 break
-            if task.status is not TaskStatus.RUNNING:
+            if task.status not in SHUFFLED:
                 continue
             job = session.jobs.get(task.job_key)
-            if job is not None and not job.standalone and job.ready_count - 1 < job.min_member:
+            counted = task.status is not TaskStatus.FAILED
+            if counted and job is not None and not job.standalone and job.ready_count - 1 < job.min_member:
                 continue
             statement.evict(
                 task, action=self.name, reason=reasons.get(task.key, "shuffle: rebalancing nodes")

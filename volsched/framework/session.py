@@ -34,6 +34,7 @@ from volsched.framework.decisions import Event, SessionResult
 from volsched.model.cluster import BoolArray, ClusterSnapshot, IndexArray, Job, NodeTable
 from volsched.model.objects import (
     ALLOCATED_STATUSES,
+    NODE_HOLDING_STATUSES,
     QueueSpec,
     Task,
     TaskStatus,
@@ -528,22 +529,28 @@ class Session:
         self._fire(task, allocate=False)
 
     def do_evict(self, task: Task) -> TaskStatus:
+        """A task starts releasing its node. A task that held nothing (a failed pod) releases nothing:
+        only its status changes."""
         previous = task.status
-        node = self.nodes.index.get(task.node_name or "")
+        holds = previous in NODE_HOLDING_STATUSES
+        node = self.nodes.index.get(task.node_name or "") if holds else None
         self._set_status(task, TaskStatus.RELEASING)
         if node is not None:
             self.nodes.start_releasing(node, task)
             self.touch(node)
-        self._fire(task, allocate=False)
+        if holds:
+            self._fire(task, allocate=False)
         return previous
 
     def undo_evict(self, task: Task, previous: TaskStatus) -> None:
-        node = self.nodes.index.get(task.node_name or "")
+        holds = previous in NODE_HOLDING_STATUSES
+        node = self.nodes.index.get(task.node_name or "") if holds else None
         if node is not None:
             self.nodes.stop_releasing(node, task)
             self.touch(node)
         self._set_status(task, previous)
-        self._fire(task, allocate=True)
+        if holds:
+            self._fire(task, allocate=True)
 
     # --- helpers for actions --------------------------------------------------------------------------
 

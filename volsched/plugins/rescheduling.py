@@ -1,7 +1,7 @@
-"""rescheduling: pick running pods to move off overloaded nodes, by measured load (the shuffle action
-evicts them).
+"""rescheduling: pick pods to move (the shuffle action evicts them): by measured load, by the
+descheduler's strategies, or both.
 
-Arguments (as in Volcano's rescheduling design)::
+Arguments (as in Volcano's rescheduling design; strategy params as the descheduler documents them)::
 
     - name: rescheduling
       arguments:
@@ -14,28 +14,30 @@ Arguments (as in Volcano's rescheduling design)::
           params:
             thresholds: {cpu: 20, memory: 20, pods: 20}
             targetThresholds: {cpu: 50, memory: 50, pods: 50}
+            numberOfNodes: 0
+        - name: removePodsHavingTooManyRestarts
+          params: {podRestartThreshold: 10, includingInitContainers: true}
         queueSelector: [default, test-queue]   # optional: only pods of jobs in these queues
         labelSelector: {business: offline}     # optional: only pods with all these labels
 
 The strategies play three parts:
 
-* ``lowNodeUtilization`` decides how much moves and from where (descheduler semantics on estimated
-  real usage, see ``volsched.plugins.usage``): a node is *underutilized* when below ``thresholds`` on
-  every resource, *overutilized* when above ``targetThresholds`` on any (a resource left out has 100
-  for both; ``pods`` is the pod count as percent of the node's max pods). Pods leave overutilized nodes,
-  most loaded node first, while the node is still over target and the underutilized nodes still have
-  room up to their target on every resource; each pod is taken to free its request. Nothing moves
-  when either set is empty. Nodes without fresh usage data are in neither set; cordoned or not-ready
-  nodes are never underutilized.
+* *selectors* decide what moves and why (``volsched.plugins.deschedule``): ``lowNodeUtilization``,
+  ``highNodeUtilization`` (both on estimated real usage, see ``volsched.plugins.usage``),
+  ``removeDuplicates``, ``removePodsViolatingNodeAffinity``, ``removePodsViolatingNodeTaints``,
+  ``podLifeTime``, ``removePodsHavingTooManyRestarts`` and ``removeFailedPods``. The descheduler's
+  spelling (``LowNodeUtilization``) is accepted too. Their picks are taken in the order listed.
 * ``offlineOnly`` narrows the candidates to pods annotated ``scheduling.volsched.io/preemptable: "true"``
   (``volcano.sh/preemptable`` is accepted too).
 * ``lowPriorityFirst``, ``shortLifeTimeFirst`` (latest start first), ``bigObjectFirst`` (largest dominant
   resource share of the cluster first) and ``moreReplicasFirst`` (jobs with most pods first) order the
   candidates; the first listed is the strongest key. Ties: lower priority, then name.
 
-Strategies without ``lowNodeUtilization`` would evict nothing, so such a config is rejected.
-Candidates are running pods of this scheduler that have a controller (an owner that recreates them;
-standalone pods are never moved) and are not system-critical.
+Strategies without a selector would evict nothing, so such a config is rejected.
+Candidates are pods of this scheduler that have a controller (an owner that recreates them;
+standalone pods are never moved) and are not system-critical: running ones, plus bound-but-starting
+ones for ``podLifeTime`` and ``removePodsHavingTooManyRestarts`` and failed ones for
+``removeFailedPods``.
 
 The plugin answers at most once per ``interval``: the time it last answered is kept in the snapshot's
 ``carryover`` (which the cache keeps across sessions). The reason for each pod is left in
@@ -49,16 +51,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numpy as np
-
 from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.registry import register_plugin
 from volsched.framework.session import Session
 from volsched.model.cluster import dominant_share
 from volsched.model.errors import InputError
 from volsched.model.objects import Task, TaskStatus
-from volsched.model.resources import PODS
-from volsched.plugins.usage import build_estimate, duration_argument
+from volsched.plugins.deschedule import LIVE, SELECTORS, Context, Params, Selector
+from volsched.plugins.usage import duration_argument
 
 DEFAULT_INTERVAL = 300.0
 DEFAULT_METRICS_PERIOD = 300.0
@@ -67,37 +67,18 @@ LAST_RUN_KEY = "rescheduling.last_run"
 #: The per-session map ``task key -> reason`` the shuffle action reads.
 VICTIM_REASONS = "victim_reasons"
 
-SELECTORS = ("lowNodeUtilization",)
 FILTERS = ("offlineOnly",)
 ORDERS = ("lowPriorityFirst", "shortLifeTimeFirst", "bigObjectFirst", "moreReplicasFirst")
-UTILIZATION_RESOURCES = ("cpu", "memory", "pods")
-_RESOURCE_ALIASES = {"cpu": "cpu", "memory": "memory", "mem": "memory", "pods": "pods"}
 
 
 @dataclass(frozen=True)
 class Strategy:
     name: str
-    thresholds: tuple[float, float, float] = (100.0, 100.0, 100.0)
-    targets: tuple[float, float, float] = (100.0, 100.0, 100.0)
+    selector: Selector | None = None
 
 
-def _percent_map(raw: Any, where: str) -> tuple[float, float, float]:
-    if not isinstance(raw, Mapping) or not raw:
-        raise InputError(f"{where}: expected a map of cpu, memory, pods to percentages")
-    out = dict.fromkeys(UTILIZATION_RESOURCES, 100.0)
-    for key, value in raw.items():
-        name = _RESOURCE_ALIASES.get(str(key))
-        if name is None:
-            raise InputError(f"{where}: unknown resource {key!r}; known: cpu, memory, pods")
-        if isinstance(value, str):
-            try:
-                value = float(value.rstrip("%"))
-            except ValueError:
-                raise InputError(f"{where}.{key}: expected a percentage 0..100, got {value!r}") from None
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
-            raise InputError(f"{where}.{key}: expected a percentage 0..100, got {value!r}")
-        out[name] = float(value)
-    return (out["cpu"], out["memory"], out["pods"])
+def _canonical(name: str) -> str:
+    return name[:1].lower() + name[1:]
 
 
 def parse_strategies(raw: Any) -> list[Strategy]:
@@ -112,9 +93,9 @@ def parse_strategies(raw: Any) -> list[Strategy]:
         at = f"{where}[{i}]"
         if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
             raise InputError(f"{at}: expected a map with a name")
-        name = entry["name"]
+        name = _canonical(entry["name"])
         if name not in known:
-            raise InputError(f"{at}: unknown strategy {name!r}; known: {', '.join(known)}")
+            raise InputError(f"{at}: unknown strategy {entry['name']!r}; known: {', '.join(known)}")
         if any(s.name == name for s in out):
             raise InputError(f"{at}: strategy {name!r} is listed twice")
         extra = set(entry) - {"name", "params"}
@@ -125,26 +106,17 @@ def parse_strategies(raw: Any) -> list[Strategy]:
         params = entry.get("params") or {}
         if not isinstance(params, Mapping):
             raise InputError(f"{at} ({name}): params must be a map")
-        if name != "lowNodeUtilization":
+        parse = SELECTORS.get(name)
+        if parse is None:
             if params:
                 raise InputError(f"{at} ({name}): takes no params, got {', '.join(sorted(map(str, params)))}")
             out.append(Strategy(name))
             continue
-        unknown = set(params) - {"thresholds", "targetThresholds"}
-        if unknown:
-            raise InputError(
-                f"{at} ({name}): unknown param(s) {', '.join(sorted(map(str, unknown)))}; "
-                "known: targetThresholds, thresholds"
-            )
-        low = _percent_map(params.get("thresholds"), f"{at}.params.thresholds")
-        high = _percent_map(params.get("targetThresholds"), f"{at}.params.targetThresholds")
-        for r, lo, hi in zip(UTILIZATION_RESOURCES, low, high, strict=True):
-            if lo > hi:
-                raise InputError(
-                    f"{at}.params: thresholds.{r} ({lo:g}) is above targetThresholds.{r} ({hi:g})"
-                )
-        out.append(Strategy(name, low, high))
-    if not any(s.name in SELECTORS for s in out):
+        reader = Params(params, f"{at} ({name})")
+        selector = parse(reader)
+        reader.done()
+        out.append(Strategy(name, selector))
+    if not any(s.selector is not None for s in out):
         raise InputError(
             f"{where}: no strategy decides what to move ({', '.join(SELECTORS)}); "
             f"{', '.join(s.name for s in out)} only filter and order, so nothing would ever be evicted"
@@ -205,8 +177,8 @@ class Rescheduling(BasePlugin):
 
     # --- choosing ----------------------------------------------------------------------------------
 
-    def _candidate(self, session: Session, task: Task) -> bool:
-        if task.status is not TaskStatus.RUNNING or not task.schedulable_by_us:
+    def _candidate(self, session: Session, task: Task, statuses: frozenset[TaskStatus] = LIVE) -> bool:
+        if task.status not in statuses or not task.schedulable_by_us:
             return False
         if task.owner is None or task.critical:
             return False
@@ -244,67 +216,18 @@ class Rescheduling(BasePlugin):
 
     def _select(self, session: Session) -> list[Task]:
         reasons: dict[str, str] = session.state.setdefault(VICTIM_REASONS, {})
-        key = self._order_key(session)
+        ctx = Context(
+            session=session,
+            candidate=lambda t, statuses: self._candidate(session, t, statuses),
+            key=self._order_key(session),
+            metrics_period=self.metrics_period,
+        )
         out: list[Task] = []
         for s in self.strategies:
-            if s.name == "lowNodeUtilization":
-                for task, reason in self._low_node_utilization(session, s, key):
-                    if task.key not in reasons:
-                        reasons[task.key] = reason
-                        out.append(task)
-        return out
-
-    def _low_node_utilization(
-        self, session: Session, strategy: Strategy, key: Callable[[Task], tuple[Any, ...]]
-    ) -> list[tuple[Task, str]]:
-        nodes = session.nodes
-        est = build_estimate(session, self.metrics_period)
-        if not est.any_fresh:
-            return []
-        n = len(nodes)
-        pods = session.space.index(PODS)
-        dims = np.array([*est.dims, pods], dtype=np.intp)
-        usage = np.zeros((n, 3))
-        usage[:, :2] = est.estimate(np.arange(n, dtype=np.intp))
-        alloc = nodes.allocatable[:, dims]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            usage[:, 2] = np.where(alloc[:, 2] > 0, nodes.used[:, pods] / alloc[:, 2] * 100.0, 100.0)
-        low = np.array(strategy.thresholds)
-        high = np.array(strategy.targets)
-        schedulable = np.array([not s.unschedulable for s in nodes.specs], dtype=bool)
-        under = est.fresh & nodes.ready & schedulable & np.all(usage < low, axis=1)
-        over = est.fresh & np.any(usage > high, axis=1)
-        if not under.any() or not over.any():
-            return []
-        # Room on the underutilized nodes up to the target, as amounts of each resource.
-        room = ((high - usage[under]).clip(min=0.0) / 100.0 * alloc[under]).sum(axis=0)
-        by_node: dict[int, list[Task]] = {}
-        for job in session.jobs.values():
-            for t in job.tasks.values():
-                where = nodes.index.get(t.node_name or "")
-                if where is not None and over[where] and self._candidate(session, t):
-                    by_node.setdefault(where, []).append(t)
-        order = sorted(
-            (int(j) for j in np.flatnonzero(over)), key=lambda j: (-float(usage[j].sum()), nodes.names[j])
-        )
-        out: list[tuple[Task, str]] = []
-        for i in order:
-            before = usage[i].copy()
-            for t in sorted(by_node.get(i, []), key=key):
-                if not np.any(usage[i] > high) or np.any(room <= 0):
-                    break
-                request = t.request[dims]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    usage[i] -= np.where(alloc[i] > 0, request / alloc[i] * 100.0, 0.0)
-                room -= request
-                worst = int(np.argmax(before - high))
-                out.append(
-                    (
-                        t,
-                        f"rescheduling (lowNodeUtilization): node {nodes.names[i]} is overutilized "
-                        f"({UTILIZATION_RESOURCES[worst]} {before[worst]:.0f}% > target {high[worst]:g}%)",
-                    )
-                )
-            if np.any(room <= 0):
-                break
+            if s.selector is None:
+                continue
+            for task, reason in s.selector.select(ctx):
+                if task.key not in reasons:
+                    reasons[task.key] = reason
+                    out.append(task)
         return out

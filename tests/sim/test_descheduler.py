@@ -1,0 +1,397 @@
+"""The descheduler's strategies on the rescheduling plugin (through the simulator): each picks the pods
+its rule names, with the descheduler's parameters, and nothing else; the shuffle plumbing (limit,
+gangs, no move-back) applies to all of them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.builders import Obj, config, node, pod, podgroup, simulate_objects
+from tests.sim.test_rescheduling import first_evictions, resched_config
+from volsched.model.errors import InputError
+from volsched.simulate import EPOCH, _iso
+
+
+def usage_node(name: str, cpu: float, *, alloc_cpu: str = "10", **kw: Any) -> Obj:
+    return node(
+        name,
+        cpu=alloc_cpu,
+        annotations={"volsched.io/usage": json.dumps({"cpu": cpu, "memory": cpu})},
+        **kw,
+    )
+
+
+def rs_pod(name: str, node_name: str, *, owner: str | None = None, cpu: str = "1", **kw: Any) -> Obj:
+    """A running pod of a ReplicaSet (one per pod unless ``owner`` is given)."""
+    return pod(name, cpu=cpu, node=node_name, owner=owner or f"ReplicaSet/{name}", **kw)
+
+
+def status(obj: Obj, **fields: Any) -> Obj:
+    obj["status"] = {**obj.get("status", {}), **fields}
+    return obj
+
+
+def strategy(name: str, **params: Any) -> dict[str, Any]:
+    return {"name": name, "params": params} if params else {"name": name}
+
+
+def evicted(objs: list[Obj], *strategies: dict[str, Any], **kw: Any) -> list[str]:
+    return sorted(first_evictions(objs, resched_config(*strategies, interval="0s", limit=20, **kw)))
+
+
+# --- highNodeUtilization --------------------------------------------------------------------------------
+
+
+HIGH = strategy("highNodeUtilization", thresholds={"cpu": 20, "memory": 20, "pods": 20})
+
+
+@pytest.mark.parametrize(
+    ("nodes", "expected", "why"),
+    [
+        (
+            [usage_node("sparse", 5), usage_node("busy", 60)],
+            ["default/s0", "default/s1"],
+            "pods leave the underutilized node",
+        ),
+        (
+            [usage_node("sparse", 5), usage_node("busy", 60, alloc_cpu="3")],
+            ["default/s0"],
+            "only as many as the other nodes' free capacity by requests takes (busy has 1 cpu free)",
+        ),
+        ([usage_node("sparse", 5), usage_node("busy", 10)], [], "no appropriately utilized node"),
+        ([usage_node("sparse", 5), node("busy", cpu="10")], [], "the other node has no usage data"),
+        (
+            [usage_node("sparse", 5), usage_node("busy", 60, unschedulable=True)],
+            [],
+            "a cordoned node takes nothing",
+        ),
+    ],
+)
+def test_high_node_utilization_empties_underutilized_nodes(nodes: list[Obj], expected: list[str], why: str):
+    objs = [*nodes, rs_pod("s0", "sparse"), rs_pod("s1", "sparse"), rs_pod("b0", "busy", cpu="2")]
+    assert evicted(objs, HIGH) == expected, why
+
+
+def test_high_node_utilization_needs_more_underutilized_nodes_than_number_of_nodes():
+    objs = [usage_node("sparse", 5), usage_node("busy", 60), rs_pod("s0", "sparse")]
+    params = {"thresholds": {"cpu": 20}, "numberOfNodes": 1}
+    assert evicted(objs, strategy("highNodeUtilization", **params)) == []
+    params["numberOfNodes"] = 0
+    assert evicted(objs, strategy("highNodeUtilization", **params)) == ["default/s0"]
+
+
+def test_high_node_utilization_packs_the_moved_pods_onto_the_busy_node():
+    objs = [usage_node("sparse", 5), usage_node("busy", 60), rs_pod("s0", "sparse"), rs_pod("s1", "sparse")]
+    result = simulate_objects(objs, conf=resched_config(HIGH, limit=5), sessions=5)
+    nodes = {k: v["spec"].get("nodeName") for k, v in result.state.raw_pods.items()}
+    assert nodes == {"default/s0-moved-1": "busy", "default/s1-moved-1": "busy"}
+    assert "node sparse is underutilized (" in result.evictions[0].reason
+
+
+# --- removeDuplicates -----------------------------------------------------------------------------------
+
+
+def three_nodes(**kw: Any) -> list[Obj]:
+    return [node("n1"), node("n2", **kw), node("n3", **kw)]
+
+
+def test_remove_duplicates_spreads_replicas_of_one_owner():
+    web = [rs_pod(f"web-{i}", "n1", owner="ReplicaSet/web") for i in range(3)]
+    # 3 replicas, 3 nodes they could use: at most one per node, so two leave n1.
+    assert evicted([*three_nodes(), *web], strategy("removeDuplicates")) == ["default/web-0", "default/web-1"]
+    # 4 replicas over 3 nodes: at most 2 per node.
+    web4 = [rs_pod(f"web-{i}", "n1", owner="ReplicaSet/web") for i in range(4)]
+    assert evicted([*three_nodes(), *web4], strategy("removeDuplicates")) == [
+        "default/web-0",
+        "default/web-1",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("params", "nodes_kw", "images", "expected"),
+    [
+        ({"excludeOwnerKinds": ["ReplicaSet"]}, {}, ("busybox", "busybox"), []),
+        ({}, {}, ("busybox", "nginx"), []),  # different images: not duplicates
+        ({}, {"unschedulable": True}, ("busybox", "busybox"), []),  # nowhere else to go
+        ({"namespaces": {"exclude": ["default"]}}, {}, ("busybox", "busybox"), []),
+        ({"namespaces": {"include": ["default"]}}, {}, ("busybox", "busybox"), ["default/web-0"]),
+    ],
+)
+def test_remove_duplicates_leaves_alone(
+    params: dict[str, Any], nodes_kw: dict[str, Any], images: tuple[str, str], expected: list[str]
+):
+    web = [rs_pod(f"web-{i}", "n1", owner="ReplicaSet/web") for i in range(2)]
+    for obj, image in zip(web, images, strict=True):
+        obj["spec"]["containers"][0]["image"] = image
+    assert evicted([*three_nodes(**nodes_kw), *web], strategy("removeDuplicates", **params)) == expected
+
+
+# --- removePodsViolatingNodeAffinity ----------------------------------------------------------------------
+
+
+SSD_AFFINITY = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}
+            ]
+        }
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("placement", "other_labels", "expected"),
+    [
+        ({"node_selector": {"disk": "ssd"}}, {"disk": "ssd"}, ["default/p"]),
+        ({"affinity": SSD_AFFINITY}, {"disk": "ssd"}, ["default/p"]),
+        ({"affinity": SSD_AFFINITY}, {"disk": "hdd"}, []),  # no other node matches: it stays
+        ({}, {}, []),  # nothing asked, nothing violated
+    ],
+)
+def test_a_pod_whose_node_no_longer_matches_its_affinity_moves_when_another_node_does(
+    placement: dict[str, Any], other_labels: dict[str, str], expected: list[str]
+):
+    objs = [
+        node("old", labels={"disk": "hdd"}),
+        node("new", labels=other_labels),
+        rs_pod("p", "old", **placement),
+    ]
+    kept = rs_pod("q", "new", **placement)
+    assert evicted([*objs, kept], strategy("removePodsViolatingNodeAffinity")) == expected
+
+
+def test_the_eviction_reason_names_the_node_and_the_rule():
+    objs = [
+        node("old"),
+        node("new", labels={"disk": "ssd"}),
+        rs_pod("p", "old", node_selector={"disk": "ssd"}),
+    ]
+    result = simulate_objects(
+        objs, conf=resched_config(strategy("removePodsViolatingNodeAffinity")), sessions=3
+    )
+    assert result.evictions[0].reason == (
+        "rescheduling (removePodsViolatingNodeAffinity): node old no longer matches the pod's node selector"
+    )
+    assert result.state.raw_pods["default/p-moved-1"]["spec"]["nodeName"] == "new"
+
+
+# --- removePodsViolatingNodeTaints ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("effect", "params", "tolerations", "expected"),
+    [
+        ("NoSchedule", {}, None, ["default/p"]),
+        ("NoSchedule", {}, [{"key": "dedicated", "operator": "Exists"}], []),
+        ("NoSchedule", {"excludedTaints": ["dedicated"]}, None, []),
+        ("NoSchedule", {"excludedTaints": ["dedicated=gpu"]}, None, []),
+        ("NoSchedule", {"excludedTaints": ["dedicated=other"]}, None, ["default/p"]),
+        ("PreferNoSchedule", {}, None, []),
+        ("PreferNoSchedule", {"includePreferNoSchedule": True}, None, ["default/p"]),
+    ],
+)
+def test_a_pod_on_a_node_with_a_taint_it_does_not_tolerate_is_moved(
+    effect: str, params: dict[str, Any], tolerations: list[dict[str, str]] | None, expected: list[str]
+):
+    taint = {"key": "dedicated", "value": "gpu", "effect": effect}
+    objs = [node("tainted", taints=[taint]), node("free"), rs_pod("p", "tainted", tolerations=tolerations)]
+    assert evicted(objs, strategy("removePodsViolatingNodeTaints", **params)) == expected
+
+
+# --- podLifeTime ----------------------------------------------------------------------------------------
+
+
+def test_pod_life_time_moves_pods_older_than_the_limit():
+    # The first session runs at EPOCH + 10001; pods without a creation time are created at EPOCH + i.
+    young = rs_pod("young", "n1", created=_iso(EPOCH + 9_500))
+    objs = [node("n1"), node("n2"), rs_pod("old", "n1"), young]
+    assert evicted(objs, strategy("podLifeTime", maxPodLifeTimeSeconds=1000)) == ["default/old"]
+    assert evicted(objs, strategy("podLifeTime", maxPodLifeTimeSeconds=100)) == [
+        "default/old",
+        "default/young",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("states", "expected"),
+    [
+        (["Running"], ["default/running"]),
+        (["Pending"], ["default/creating", "default/starting"]),
+        (["ContainerCreating"], ["default/creating"]),
+        ([], ["default/creating", "default/running", "default/starting"]),
+    ],
+)
+def test_pod_life_time_states_narrow_by_phase_or_waiting_reason(states: list[str], expected: list[str]):
+    creating = status(
+        rs_pod("creating", "n1", phase="Pending"),
+        containerStatuses=[{"name": "main", "state": {"waiting": {"reason": "ContainerCreating"}}}],
+    )
+    objs = [
+        node("n1"),
+        node("n2"),
+        rs_pod("running", "n1"),
+        rs_pod("starting", "n1", phase="Pending"),
+        creating,
+    ]
+    params: dict[str, Any] = {"maxPodLifeTimeSeconds": 60}
+    if states:
+        params["states"] = states
+    assert evicted(objs, strategy("podLifeTime", **params)) == expected
+
+
+# --- removePodsHavingTooManyRestarts ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("restarts", "init_restarts", "including_init", "expected"),
+    [
+        ([3, 2], 0, False, ["default/p"]),  # summed over containers: 5 >= 5
+        ([4], 0, False, []),
+        ([2], 3, False, []),
+        ([2], 3, True, ["default/p"]),
+    ],
+)
+def test_pods_with_too_many_restarts_are_moved(
+    restarts: list[int], init_restarts: int, including_init: bool, expected: list[str]
+):
+    p = status(
+        rs_pod("p", "n1"),
+        containerStatuses=[{"name": f"c{i}", "restartCount": r} for i, r in enumerate(restarts)],
+        initContainerStatuses=[{"name": "init", "restartCount": init_restarts}],
+    )
+    params = {"podRestartThreshold": 5, "includingInitContainers": including_init}
+    assert (
+        evicted([node("n1"), node("n2"), p], strategy("removePodsHavingTooManyRestarts", **params))
+        == expected
+    )
+
+
+def test_restarts_never_take_a_gang_below_min_member():
+    crashing = [{"name": "main", "restartCount": 50}]
+    gang = [
+        status(pod(f"g-{i}", node="n1", group="g", owner="Job/g"), containerStatuses=crashing)
+        for i in range(3)
+    ]
+    objs = [node("n1"), node("n2"), podgroup("g", min_member=2), *gang]
+    assert evicted(objs, strategy("removePodsHavingTooManyRestarts", podRestartThreshold=10)) == [
+        "default/g-0"
+    ]
+
+
+# --- removeFailedPods -----------------------------------------------------------------------------------
+
+
+def failed(name: str, reason: str = "", *, owner: str | None = None, **kw: Any) -> Obj:
+    obj = status(rs_pod(name, "n1", owner=owner, **kw), phase="Failed")
+    if reason:
+        obj["status"]["reason"] = reason
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({}, ["default/affinity", "default/evicted", "default/job", "default/oom"]),
+        ({"reasons": ["NodeAffinity"]}, ["default/affinity"]),
+        ({"reasons": ["OOMKilled"]}, ["default/oom"]),
+        ({"excludeOwnerKinds": ["Job"]}, ["default/affinity", "default/evicted", "default/oom"]),
+        ({"minPodLifetimeSeconds": 5000}, ["default/affinity", "default/evicted", "default/oom"]),
+    ],
+)
+def test_failed_pods_are_removed_by_reason_owner_and_age(params: dict[str, Any], expected: list[str]):
+    oom = failed("oom")
+    oom["status"]["containerStatuses"] = [{"name": "main", "state": {"terminated": {"reason": "OOMKilled"}}}]
+    objs = [
+        node("n1"),
+        node("n2"),
+        failed("affinity", "NodeAffinity"),
+        failed("evicted", "Evicted"),
+        oom,
+        failed("job", owner="Job/job", created=_iso(EPOCH + 9_000)),
+        rs_pod("healthy", "n1"),
+    ]
+    bare = status(pod("bare", node="n1"), phase="Failed")
+    assert evicted([*objs, bare], strategy("removeFailedPods", **params)) == expected
+
+
+def test_removing_a_failed_pod_frees_nothing_it_did_not_hold():
+    # n1 is full with r (2 cpu); the failed pod f held nothing, so its removal makes no room for p.
+    objs = [
+        node("n1", cpu="2"),
+        rs_pod("r", "n1", cpu="2"),
+        failed("f", "Evicted", cpu="2"),
+        pod("p", cpu="2"),
+    ]
+    result = simulate_objects(
+        objs, conf=resched_config(strategy("removeFailedPods"), interval="0s"), sessions=4
+    )
+    assert [e.pod for e in result.evictions] == ["default/f"]
+    assert all(not h.binds for h in result.history)
+    assert "default/f-moved-1" not in result.state.raw_pods  # its controller replaced it when it failed
+
+
+# --- arguments ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("strategies", "message"),
+    [
+        ([strategy("podLifeTime")], "(podLifeTime): params.maxPodLifeTimeSeconds is required"),
+        ([strategy("removePodsHavingTooManyRestarts")], "params.podRestartThreshold is required"),
+        (
+            [strategy("removePodsHavingTooManyRestarts", podRestartThreshold=0)],
+            "podRestartThreshold: expected a number >= 1",
+        ),
+        ([strategy("highNodeUtilization")], "params.thresholds: expected a map"),
+        (
+            [strategy("removeDuplicates", excludeOwnerKinds="Job")],
+            "excludeOwnerKinds: expected a list of strings",
+        ),
+        (
+            [strategy("removeDuplicates", namespaces={"include": ["a"], "exclude": ["b"]})],
+            "namespaces: give include or exclude, not both",
+        ),
+        (
+            [
+                strategy(
+                    "removePodsViolatingNodeAffinity",
+                    nodeAffinityType=["preferredDuringSchedulingIgnoredDuringExecution"],
+                )
+            ],
+            "only requiredDuringSchedulingIgnoredDuringExecution is supported",
+        ),
+        ([strategy("removeFailedPods", reason=["x"])], "unknown param(s) reason; known:"),
+        (
+            [
+                strategy(
+                    "podLifeTime", maxPodLifeTimeSeconds=5, labelSelector={"matchExpressions": [{"key": "a"}]}
+                )
+            ],
+            "labelSelector.matchExpressions[0]: needs a key and an operator",
+        ),
+    ],
+)
+def test_bad_strategy_params_fail_at_load_naming_the_param(strategies: list[dict[str, Any]], message: str):
+    text = json.dumps(
+        {
+            "actions": "shuffle",
+            "tiers": [{"plugins": [{"name": "rescheduling", "arguments": {"strategies": strategies}}]}],
+        }
+    )
+    with pytest.raises(InputError) as err:
+        config(text)
+    assert message in str(err.value)
+
+
+def test_the_descheduler_spelling_and_a_label_selector_are_accepted():
+    objs = [node("n1"), node("n2"), rs_pod("a", "n1", labels={"tier": "batch"}), rs_pod("b", "n1")]
+    life = strategy(
+        "PodLifeTime",
+        maxPodLifeTimeSeconds=10,
+        labelSelector={"matchExpressions": [{"key": "tier", "operator": "In", "values": ["batch"]}]},
+    )
+    assert evicted(objs, life) == ["default/a"]

@@ -1,0 +1,662 @@
+"""The descheduler's strategies on the rescheduling plugin's plumbing: which running (or failed) pods to
+move, and why.
+
+Each strategy is a *selector*: parsed once from its ``params`` (the descheduler's parameter names) and
+asked, once per answer of the rescheduling plugin, for ``(task, reason)`` pairs. A selector sees only
+the pods the plugin offers (:class:`Context.candidates`: pods of this scheduler with a controller, not
+system-critical, inside the plugin's queue/label selectors and ``offlineOnly``), in the plugin's order
+(``ctx.key``: the ordering strategies, first evicted first). What it picks the shuffle action evicts,
+within its per-session limit and never taking a gang below minMember; the Eviction API enforces
+PodDisruptionBudgets, and the evicted pod's owner keeps off the node it left (no move-back).
+
+Placement constraints are read with the same code placement uses (``volsched.plugins.predicates``:
+node selector, required node affinity, taints) and "another node could take it" is the session's own
+filter mask (``session.feasible_nodes``). Node utilization is the usage plugin's estimate of real
+usage (``volsched.plugins.usage.build_estimate``).
+
+No I/O happens here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+
+from volsched.framework.session import Session
+from volsched.model.errors import InputError
+from volsched.model.objects import Task, TaskStatus
+from volsched.model.resources import EPS, PODS
+from volsched.plugins.predicates import matches_affinity, tolerates
+from volsched.plugins.usage import UsageEstimate, build_estimate
+
+UTILIZATION_RESOURCES = ("cpu", "memory", "pods")
+_RESOURCE_ALIASES = {"cpu": "cpu", "memory": "memory", "mem": "memory", "pods": "pods"}
+REQUIRED_NODE_AFFINITY = "requiredDuringSchedulingIgnoredDuringExecution"
+LIVE = frozenset({TaskStatus.RUNNING})
+LIVE_OR_STARTING = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
+FAILED = frozenset({TaskStatus.FAILED})
+
+
+@dataclass
+class Context:
+    """What a selector may read: the session, the plugin's candidate filter and order, the metrics
+    period (for estimates of real usage)."""
+
+    session: Session
+    candidate: Callable[[Task, frozenset[TaskStatus]], bool]
+    key: Callable[[Task], tuple[Any, ...]]
+    metrics_period: float
+    _estimate: UsageEstimate | None = field(default=None, repr=False)
+
+    def candidates(self, statuses: frozenset[TaskStatus] = LIVE) -> list[Task]:
+        """Every candidate pod in one of ``statuses``, in eviction order."""
+        out = [
+            t
+            for job in self.session.jobs.values()
+            for t in job.tasks.values()
+            if t.status in statuses and self.candidate(t, statuses)
+        ]
+        out.sort(key=self.key)
+        return out
+
+    def estimate(self) -> UsageEstimate:
+        if self._estimate is None:
+            self._estimate = build_estimate(self.session, self.metrics_period)
+        return self._estimate
+
+    def node_of(self, task: Task) -> int | None:
+        return self.session.nodes.index.get(task.node_name or "")
+
+    def age(self, task: Task) -> float:
+        return self.session.now - task.creation
+
+
+class Selector(Protocol):
+    name: ClassVar[str]
+
+    def select(self, ctx: Context) -> list[tuple[Task, str]]: ...
+
+
+# --- parameters ------------------------------------------------------------------------------------------
+
+
+class Params:
+    """A strategy's ``params`` map, read key by key; unknown keys are an error naming the known ones."""
+
+    def __init__(self, raw: Mapping[str, Any], where: str) -> None:
+        self.raw = raw
+        self.where = where
+        self.read: set[str] = set()
+
+    def error(self, key: str, message: str) -> InputError:
+        return InputError(f"{self.where}.params.{key}: {message}")
+
+    def get(self, key: str) -> Any:
+        self.read.add(key)
+        return self.raw.get(key)
+
+    def number(self, key: str, default: float | None, *, minimum: float = 0, integer: bool = False) -> float:
+        value = self.get(key)
+        if value is None:
+            if default is None:
+                raise InputError(f"{self.where}: params.{key} is required")
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
+            raise self.error(key, f"expected a number >= {minimum:g}, got {value!r}")
+        if integer and value != int(value):
+            raise self.error(key, f"expected an integer, got {value!r}")
+        return float(value)
+
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.error(key, f"expected true or false, got {value!r}")
+        return value
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        value = self.get(key)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise self.error(key, f"expected a list of strings, got {value!r}")
+        return tuple(value)
+
+    def percentages(self, key: str, *, required: bool) -> tuple[float, float, float]:
+        raw = self.get(key)
+        if raw is None and not required:
+            return (100.0, 100.0, 100.0)
+        at = f"{self.where}.params.{key}"
+        if not isinstance(raw, Mapping) or not raw:
+            raise InputError(f"{at}: expected a map of cpu, memory, pods to percentages")
+        out = dict.fromkeys(UTILIZATION_RESOURCES, 100.0)
+        for name, value in raw.items():
+            resource = _RESOURCE_ALIASES.get(str(name))
+            if resource is None:
+                raise InputError(f"{at}: unknown resource {name!r}; known: cpu, memory, pods")
+            if isinstance(value, str):
+                try:
+                    value = float(value.rstrip("%"))
+                except ValueError:
+                    raise InputError(f"{at}.{name}: expected a percentage 0..100, got {value!r}") from None
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
+                raise InputError(f"{at}.{name}: expected a percentage 0..100, got {value!r}")
+            out[resource] = float(value)
+        return (out["cpu"], out["memory"], out["pods"])
+
+    def done(self) -> None:
+        unknown = sorted(set(map(str, self.raw)) - self.read)
+        if unknown:
+            raise InputError(
+                f"{self.where}: unknown param(s) {', '.join(unknown)}; known: {', '.join(sorted(self.read))}"
+            )
+
+
+@dataclass(frozen=True)
+class PodFilter:
+    """The descheduler's per-strategy ``namespaces`` ({include: [...]} or {exclude: [...]}) and
+    ``labelSelector`` (matchLabels, matchExpressions with In, NotIn, Exists, DoesNotExist)."""
+
+    include: frozenset[str] | None = None
+    exclude: frozenset[str] = frozenset()
+    match_labels: tuple[tuple[str, str], ...] = ()
+    expressions: tuple[tuple[str, str, frozenset[str]], ...] = ()
+
+    @classmethod
+    def parse(cls, params: Params, *, labels: bool = True) -> PodFilter:
+        ns = params.get("namespaces")
+        include: frozenset[str] | None = None
+        exclude: frozenset[str] = frozenset()
+        if ns is not None:
+            if not isinstance(ns, Mapping) or set(ns) - {"include", "exclude"}:
+                raise params.error("namespaces", "expected a map with include or exclude (a list of names)")
+            if ns.get("include") and ns.get("exclude"):
+                raise params.error("namespaces", "give include or exclude, not both")
+            for part in ("include", "exclude"):
+                names = ns.get(part)
+                if names is not None and (
+                    not isinstance(names, list) or not all(isinstance(n, str) for n in names)
+                ):
+                    raise params.error(f"namespaces.{part}", f"expected a list of namespaces, got {names!r}")
+            include = frozenset(ns["include"]) if ns.get("include") else None
+            exclude = frozenset(ns.get("exclude") or ())
+        if not labels:
+            return cls(include, exclude)
+        selector = params.get("labelSelector")
+        if selector is None:
+            return cls(include, exclude)
+        if not isinstance(selector, Mapping) or set(selector) - {"matchLabels", "matchExpressions"}:
+            raise params.error("labelSelector", "expected a map with matchLabels and/or matchExpressions")
+        match = selector.get("matchLabels") or {}
+        if not isinstance(match, Mapping):
+            raise params.error("labelSelector.matchLabels", "expected a map of labels")
+        exprs = []
+        for i, e in enumerate(selector.get("matchExpressions") or []):
+            op = e.get("operator") if isinstance(e, Mapping) else None
+            if op not in ("In", "NotIn", "Exists", "DoesNotExist") or not isinstance(e.get("key"), str):
+                raise params.error(
+                    f"labelSelector.matchExpressions[{i}]",
+                    "needs a key and an operator In, NotIn, Exists or DoesNotExist",
+                )
+            values = e.get("values") or []
+            if op in ("In", "NotIn") and not values:
+                raise params.error(f"labelSelector.matchExpressions[{i}]", f"operator {op} needs values")
+            exprs.append((str(e["key"]), str(op), frozenset(str(v) for v in values)))
+        return cls(
+            include,
+            exclude,
+            tuple(sorted((str(k), str(v)) for k, v in match.items())),
+            tuple(exprs),
+        )
+
+    def admits(self, task: Task) -> bool:
+        if self.include is not None and task.namespace not in self.include:
+            return False
+        if task.namespace in self.exclude:
+            return False
+        if any(task.labels.get(k) != v for k, v in self.match_labels):
+            return False
+        for key, op, values in self.expressions:
+            present = key in task.labels
+            if op == "In" and not (present and task.labels[key] in values):
+                return False
+            if op == "NotIn" and present and task.labels[key] in values:
+                return False
+            if op == "Exists" and not present:
+                return False
+            if op == "DoesNotExist" and present:
+                return False
+        return True
+
+
+def _owner_kinds_excluded(task: Task, kinds: tuple[str, ...]) -> bool:
+    return bool(kinds) and any(k in kinds for k in task.runtime.owner_kinds)
+
+
+# --- node utilization ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Utilization:
+    """Per node, percent of (cpu, memory) by estimated real usage and of pods by count."""
+
+    usage: np.ndarray[Any, np.dtype[np.float64]]
+    alloc: np.ndarray[Any, np.dtype[np.float64]]
+    dims: np.ndarray[Any, np.dtype[np.intp]]
+    fresh: np.ndarray[Any, np.dtype[np.bool_]]
+    schedulable: np.ndarray[Any, np.dtype[np.bool_]]
+
+
+def utilization(ctx: Context) -> Utilization | None:
+    """None when no node has fresh usage data."""
+    session = ctx.session
+    nodes = session.nodes
+    est = ctx.estimate()
+    if not est.any_fresh:
+        return None
+    n = len(nodes)
+    pods = session.space.index(PODS)
+    dims = np.array([*est.dims, pods], dtype=np.intp)
+    usage = np.zeros((n, 3))
+    usage[:, :2] = est.estimate(np.arange(n, dtype=np.intp))
+    alloc = nodes.allocatable[:, dims]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        usage[:, 2] = np.where(alloc[:, 2] > 0, nodes.used[:, pods] / alloc[:, 2] * 100.0, 100.0)
+    schedulable = nodes.ready & np.array([not s.unschedulable for s in nodes.specs], dtype=bool)
+    return Utilization(usage, alloc, dims, est.fresh.copy(), schedulable)
+
+
+def _by_node(ctx: Context, where: np.ndarray[Any, np.dtype[np.bool_]]) -> dict[int, list[Task]]:
+    out: dict[int, list[Task]] = {}
+    for t in ctx.candidates():
+        i = ctx.node_of(t)
+        if i is not None and where[i]:
+            out.setdefault(i, []).append(t)
+    return out
+
+
+@dataclass(frozen=True)
+class LowNodeUtilization:
+    """Pods leave overutilized nodes (above ``targetThresholds`` on any resource), most loaded first,
+    while the node is still over target and the underutilized nodes (below ``thresholds`` on every
+    resource) have room up to their target; active only with more than ``numberOfNodes``
+    underutilized nodes."""
+
+    name: ClassVar[str] = "lowNodeUtilization"
+    thresholds: tuple[float, float, float]
+    targets: tuple[float, float, float]
+    number_of_nodes: int = 0
+
+    @classmethod
+    def parse(cls, params: Params) -> LowNodeUtilization:
+        low = params.percentages("thresholds", required=True)
+        high = params.percentages("targetThresholds", required=True)
+        count = int(params.number("numberOfNodes", 0, integer=True))
+        for r, lo, hi in zip(UTILIZATION_RESOURCES, low, high, strict=True):
+            if lo > hi:
+                raise InputError(
+                    f"{params.where}.params: thresholds.{r} ({lo:g}) is above targetThresholds.{r} ({hi:g})"
+                )
+        return cls(low, high, count)
+
+    def select(self, ctx: Context) -> list[tuple[Task, str]]:
+        u = utilization(ctx)
+        if u is None:
+            return []
+        nodes = ctx.session.nodes
+        low, high = np.array(self.thresholds), np.array(self.targets)
+        usage = u.usage
+        under = u.fresh & u.schedulable & np.all(usage < low, axis=1)
+        over = u.fresh & np.any(usage > high, axis=1)
+        if int(under.sum()) <= self.number_of_nodes or not under.any() or not over.any():
+            return []
+        room = ((high - usage[under]).clip(min=0.0) / 100.0 * u.alloc[under]).sum(axis=0)
+        by_node = _by_node(ctx, over)
+        order = sorted(
+            (int(j) for j in np.flatnonzero(over)), key=lambda j: (-float(usage[j].sum()), nodes.names[j])
+        )
+        out: list[tuple[Task, str]] = []
+        for i in order:
+            before = usage[i].copy()
+            for t in by_node.get(i, []):
+                if not np.any(usage[i] > high) or np.any(room <= 0):
+                    break
+                request = t.request[u.dims]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    usage[i] -= np.where(u.alloc[i] > 0, request / u.alloc[i] * 100.0, 0.0)
+                room -= request
+                worst = int(np.argmax(before - high))
+                out.append(
+                    (
+                        t,
+                        f"rescheduling (lowNodeUtilization): node {nodes.names[i]} is overutilized "
+                        f"({UTILIZATION_RESOURCES[worst]} {before[worst]:.0f}% > target {high[worst]:g}%)",
+                    )
+                )
+            if np.any(room <= 0):
+                break
+        return out
+
+
+@dataclass(frozen=True)
+class HighNodeUtilization:
+    """Pods leave underutilized nodes (below ``thresholds`` on every resource), least loaded first, so
+    they pack onto the appropriately utilized nodes (score with binpack); each pod only while those
+    nodes' free capacity by requests still takes it. Nothing moves without an appropriately utilized
+    node or with at most ``numberOfNodes`` underutilized ones."""
+
+    name: ClassVar[str] = "highNodeUtilization"
+    thresholds: tuple[float, float, float]
+    number_of_nodes: int = 0
+
+    @classmethod
+    def parse(cls, params: Params) -> HighNodeUtilization:
+        low = params.percentages("thresholds", required=True)
+        return cls(low, int(params.number("numberOfNodes", 0, integer=True)))
+
+    def select(self, ctx: Context) -> list[tuple[Task, str]]:
+        u = utilization(ctx)
+        if u is None:
+            return []
+        nodes = ctx.session.nodes
+        low = np.array(self.thresholds)
+        under = u.fresh & np.all(u.usage < low, axis=1)
+        target = u.fresh & u.schedulable & ~under
+        if int(under.sum()) <= self.number_of_nodes or not under.any() or not target.any():
+            return []
+        room = nodes.idle[target].sum(axis=0)
+        by_node = _by_node(ctx, under)
+        order = sorted(
+            (int(j) for j in np.flatnonzero(under)), key=lambda j: (float(u.usage[j].sum()), nodes.names[j])
+        )
+        out: list[tuple[Task, str]] = []
+        for i in order:
+            worst = int(np.argmax(u.usage[i] - low))
+            for t in by_node.get(i, []):
+                need = t.request > EPS
+                if not np.all(room[need] >= t.request[need] - EPS):
+                    continue
+                room -= t.request
+                out.append(
+                    (
+                        t,
+                        f"rescheduling (highNodeUtilization): node {nodes.names[i]} is underutilized "
+                        f"({UTILIZATION_RESOURCES[worst]} {u.usage[i][worst]:.0f}% < {low[worst]:g}%)",
+                    )
+                )
+        return out
+
+
+# --- constraints ----------------------------------------------------------------------------------------
+
+
+def _elsewhere(ctx: Context, task: Task, node: int) -> int:
+    """How many other nodes pass every filter of the session for ``task`` (capacity aside)."""
+    mask = ctx.session.feasible_nodes(task)
+    return int(mask.sum()) - int(mask[node])
+
+
+@dataclass(frozen=True)
+class RemoveDuplicates:
+    """Replicas of one owner (same namespace, controller and images) bunched on a node: a node with
+    more than ``ceil(replicas / nodes they could run on)`` of them gives up the excess."""
+
+    name: ClassVar[str] = "removeDuplicates"
+    exclude_owner_kinds: tuple[str, ...] = ()
+    pods: PodFilter = PodFilter()
+
+    @classmethod
+    def parse(cls, params: Params) -> RemoveDuplicates:
+        return cls(params.strings("excludeOwnerKinds"), PodFilter.parse(params, labels=False))
+
+    def select(self, ctx: Context) -> list[tuple[Task, str]]:
+        groups: dict[tuple[str, str, tuple[str, ...]], list[Task]] = {}
+        for t in ctx.candidates():
+            if ctx.node_of(t) is None or not self.pods.admits(t):
+                continue
+            if _owner_kinds_excluded(t, self.exclude_owner_kinds):
+                continue
+            groups.setdefault((t.namespace, t.owner or "", t.runtime.images), []).append(t)
+        out: list[tuple[Task, str]] = []
+        for (_, owner, _), members in sorted(groups.items()):
+            if len(members) < 2:
+                continue
+            feasible = int(ctx.session.feasible_nodes(members[0]).sum())
+            if feasible < 2:
+                continue
+            cap = math.ceil(len(members) / feasible)
+            per_node: dict[str, list[Task]] = {}
+            for t in members:
+                per_node.setdefault(t.node_name or "", []).append(t)
+            for node, here in sorted(per_node.items()):
+                for t in here[: max(0, len(here) - cap)]:
+                    out.append(
+                        (
+                            t,
+                            f"rescheduling (removeDuplicates): {len(here)} pods of {owner} on node {node}, "
+                            f"at most {cap} per node ({len(members)} over {feasible} nodes)",
+                        )
+                    )
+        return out
+
+
+@dataclass(frozen=True)
+class RemovePodsViolatingNodeAffinity:
+    """A pod whose node no longer matches its node selector or required node affinity, when another
+    node does."""
+
+    name: ClassVar[str] = "removePodsViolatingNodeAffinity"
+    pods: PodFilter = PodFilter()
+
+    @classmethod
+    def parse(cls, params: Params) -> RemovePodsViolatingNodeAffinity:
+        kinds = params.strings("nodeAffinityType") or (REQUIRED_NODE_AFFINITY,)
+        if set(kinds) != {REQUIRED_NODE_AFFINITY}:
+            raise params.error(
+                "nodeAffinityType",
+                f"only {REQUIRED_NODE_AFFINITY} is supported, got {', '.join(kinds)}",
+            )
+        return cls(PodFilter.parse(params))
+
+    def select(self, ctx: Context) -> list[tuple[Task, str]]:
+        out: list[tuple[Task, str]] = []
+        nodes = ctx.session.nodes
+        for t in ctx.candidates():
+            i = ctx.node_of(t)
+            if i is None or not self.pods.admits(t):
+                continue
+            spec = nodes.specs[i]
+            selector_ok = all(spec.labels.get(k) == v for k, v in t.node_selector.items())
+            if selector_ok and matches_affinity(spec, t.affinity_terms):
+                continue
+            if not _elsewhere(ctx, t, i):
+                continue
+            what = "node selector" if not selector_ok else "required node affinity"
+            out.append(
+                (
+                    t,
+                    f"rescheduling (removePodsViolatingNodeAffinity): node {spec.name} no longer matches the pod's {what}",
+                )
+            )
+        return out
+
+
+@dataclass(frozen=True)
+class RemovePodsViolatingNodeTaints:
+    """A pod on a node with a NoSchedule taint (and PreferNoSchedule with ``includePreferNoSchedule``)
+    it does not tolerate; ``excludedTaints`` entries (``key`` or ``key=value``) are ignored."""
+
+    name: ClassVar[str] = "removePodsViolatingNodeTaints"
+    excluded: tuple[str, ...] = ()
+    prefer_no_schedule: bool = False
+    pods: PodFilter = PodFilter()
+
+    @classmethod
+    def parse(cls, params: Params) -> RemovePodsViolatingNodeTaints:
+        return cls(
+            params.strings("excludedTaints"),
+            params.boolean("includePreferNoSchedule", False),
+            PodFilter.parse(params),
+        )
+
+    def _counts(self, taint: tuple[str, str, str]) -> bool:
+        key, value, effect = taint
+        if effect != "NoSchedule" and not (self.prefer_no_schedule and effect == "PreferNoSchedule"):
+            return False
+        return key not in self.excluded and f"{key}={value}" not in self.excluded
+
+    def select(self, ctx: Context) -> list[tuple[Task, str]]:
+        out: list[tuple[Task, str]] = []
+        nodes = ctx.session.nodes
+        for t in ctx.candidates():
+            i = ctx.node_of(t)
+            if i is None or not self.pods.admits(t):
+                continue
+            spec = nodes.specs[i]
+            bad = next((x for x in spec.taints if self._counts(x) and not tolerates(t.tolerations, x)), None)
+            if bad is None:
+                continue
+            shown = f"{bad[0]}={bad[1]}:{bad[2]}" if bad[1] else f"{bad[0]}:{bad[2]}"
+            out.append(
+                (
+                    t,
+                    f"rescheduling (removePodsViolatingNodeTaints): node {spec.name} has taint {shown}, not tolerated",
+                )
+            )
+        return out
+
+
+# --- pod state ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PodLifeTime:
+    """A pod older than ``maxPodLifeTimeSeconds`` (since its creation); with ``states``, only one in
+    one of them: the phase ``Running`` or ``Pending`` (bound, not started), or a container waiting
+    reason such as ``ContainerCreating``, ``PodInitializing`` or ``CrashLoopBackOff``."""
+
+    name: ClassVar[str] = "podLifeTime"
+    max_seconds: float
+    states: tuple[str, ...] = ()
+    pods: PodFilter = PodFilter()
+
+    @classmethod
+    def parse(cls, params: Params) -> PodLifeTime:
+        return cls(
+            params.number("maxPodLifeTimeSeconds", None, integer=True),
+            params.strings("states"),
+            PodFilter.parse(params),
+        )
+
+    def _in_state(self, t: Task) -> bool:
+        if not self.states:
+            return True
+        phase = "Running" if t.status is TaskStatus.RUNNING else "Pending"
+        return phase in self.states or any(r in self.states for r in t.runtime.container_reasons)
+
+    def select(self, ctx: Context) -> list[tuple[Task, str]]:
+        out: list[tuple[Task, str]] = []
+        for t in ctx.candidates(LIVE_OR_STARTING):
+            if ctx.node_of(t) is None or not self.pods.admits(t) or not self._in_state(t):
+                continue
+            age = ctx.age(t)
+            if age > self.max_seconds:
+                out.append(
+                    (t, f"rescheduling (podLifeTime): pod is {age:.0f}s old, over {self.max_seconds:g}s")
+                )
+        return out
+
+
+@dataclass(frozen=True)
+class RemovePodsHavingTooManyRestarts:
+    """A pod whose containers restarted ``podRestartThreshold`` times or more in sum (init containers
+    too with ``includingInitContainers``)."""
+
+    name: ClassVar[str] = "removePodsHavingTooManyRestarts"
+    threshold: int
+    init: bool = False
+    pods: PodFilter = PodFilter()
+
+    @classmethod
+    def parse(cls, params: Params) -> RemovePodsHavingTooManyRestarts:
+        threshold = int(params.number("podRestartThreshold", None, minimum=1, integer=True))
+        return cls(threshold, params.boolean("includingInitContainers", False), PodFilter.parse(params))
+
+    def select(self, ctx: Context) -> list[tuple[Task, str]]:
+        out: list[tuple[Task, str]] = []
+        for t in ctx.candidates(LIVE_OR_STARTING):
+            if ctx.node_of(t) is None or not self.pods.admits(t):
+                continue
+            restarts = t.runtime.restarts + (t.runtime.init_restarts if self.init else 0)
+            if restarts >= self.threshold:
+                out.append(
+                    (
+                        t,
+                        f"rescheduling (removePodsHavingTooManyRestarts): {restarts} restarts, "
+                        f"threshold {self.threshold}",
+                    )
+                )
+        return out
+
+
+@dataclass(frozen=True)
+class RemoveFailedPods:
+    """A pod in phase Failed on a node, optionally only for ``reasons`` (the pod's ``status.reason`` or
+    a container's waiting/terminated reason; init containers' with ``includingInitContainers``), at
+    least ``minPodLifetimeSeconds`` old, and not owned by one of ``excludeOwnerKinds``."""
+
+    name: ClassVar[str] = "removeFailedPods"
+    reasons: tuple[str, ...] = ()
+    init: bool = False
+    exclude_owner_kinds: tuple[str, ...] = ()
+    min_seconds: float = 0.0
+    pods: PodFilter = PodFilter()
+
+    @classmethod
+    def parse(cls, params: Params) -> RemoveFailedPods:
+        return cls(
+            params.strings("reasons"),
+            params.boolean("includingInitContainers", False),
+            params.strings("excludeOwnerKinds"),
+            params.number("minPodLifetimeSeconds", 0, integer=True),
+            PodFilter.parse(params),
+        )
+
+    def _reason(self, t: Task) -> str | None:
+        rt = t.runtime
+        seen = [rt.reason, *rt.container_reasons, *(rt.init_container_reasons if self.init else ())]
+        if not self.reasons:
+            return next((r for r in seen if r), "")
+        return next((r for r in seen if r in self.reasons), None)
+
+    def select(self, ctx: Context) -> list[tuple[Task, str]]:
+        out: list[tuple[Task, str]] = []
+        for t in ctx.candidates(FAILED):
+            if ctx.node_of(t) is None or not self.pods.admits(t):
+                continue
+            if _owner_kinds_excluded(t, self.exclude_owner_kinds) or ctx.age(t) < self.min_seconds:
+                continue
+            reason = self._reason(t)
+            if reason is None:
+                continue
+            because = f" ({reason})" if reason else ""
+            out.append((t, f"rescheduling (removeFailedPods): pod failed{because} on node {t.node_name}"))
+        return out
+
+
+#: Strategy name -> its parser. The descheduler's spelling (``RemoveDuplicates``) is accepted too.
+SELECTORS: dict[str, Callable[[Params], Selector]] = {
+    "lowNodeUtilization": LowNodeUtilization.parse,
+    "highNodeUtilization": HighNodeUtilization.parse,
+    "removeDuplicates": RemoveDuplicates.parse,
+    "removePodsViolatingNodeAffinity": RemovePodsViolatingNodeAffinity.parse,
+    "removePodsViolatingNodeTaints": RemovePodsViolatingNodeTaints.parse,
+    "podLifeTime": PodLifeTime.parse,
+    "removePodsHavingTooManyRestarts": RemovePodsHavingTooManyRestarts.parse,
+    "removeFailedPods": RemoveFailedPods.parse,
+}
