@@ -5,6 +5,15 @@ private copy: the session mutates it while it decides, and nothing it does here 
 
 Nodes are a struct of arrays (:class:`NodeTable`) so that filters and scores are numpy work over all nodes
 at once. No I/O happens here.
+
+What the snapshot believes about a PodGroup whose members are partly bound: Kubernetes has no atomic
+multi-bind, so an operator that dies between the binds of one gang leaves some members with a node while
+the PodGroup still says Pending (its status write never happened). Only an admitted gang is ever bound,
+so a PodGroup in phase Pending with any member that counts toward minMember (bound, running or
+succeeded) is taken as admitted (Inqueue): enqueue does not judge it again, its bound members count once
+(in what its queue holds; admission counts only its unmet minimum), and allocate completes it, ahead of
+the not-ready jobs that hold nothing (gang's job order), as soon as its queue and the nodes have room.
+The session writes the phase back, so the belief becomes the PodGroup's status.
 """
 
 from __future__ import annotations
@@ -304,6 +313,8 @@ def build_snapshot(
             table.hold(table.index[t.node_name], t)
     for job in jobs.values():
         job.min_request = _min_request(space, job)
+        if job.podgroup is not None and job.phase is PodGroupPhase.PENDING and job.ready_count:
+            job.phase = PodGroupPhase.INQUEUE  # partly bound: admitted before (see the module docstring)
     return ClusterSnapshot(
         space=space,
         nodes=table,

@@ -1,7 +1,9 @@
 """gang: a job starts with at least minMember tasks or not at all.
 
 Registers: job validity (enough pods to ever form the gang), readiness and pipelining (minMember tasks
-placed), not-ready-first job order, and victim filters that never take a running gang below minMember.
+placed), not-ready-first job order (and among those, gangs that already hold some members first, so a
+half-bound gang is completed before others take the room), and victim filters that never take a running
+gang below minMember.
 """
 
 from __future__ import annotations
@@ -35,9 +37,16 @@ class Gang(BasePlugin):
 
         def job_order(left: Job, right: Job) -> int:
             lr, rr = ready(left), ready(right)
-            if lr == rr:
+            if lr != rr:
+                return 1 if lr else -1
+            if lr:
                 return 0
-            return 1 if lr else -1
+            # Among gangs not ready, one that already holds members (left half-bound, or short of a
+            # member it lost) comes first: what it holds is idle until it is complete.
+            lh, rh = left.ready_count > 0, right.ready_count > 0
+            if lh == rh:
+                return 0
+            return -1 if lh else 1
 
         def starving(job: Job) -> bool:
             return job.ready_count < job.min_member or bool(job.pending_tasks())

@@ -1,0 +1,75 @@
+"""A gang left half-bound (the operator died between the binds of one gang, so some members carry
+spec.nodeName while the PodGroup still says Pending) is believed admitted, counts its bound members once,
+and is completed first as soon as room exists."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.builders import node, placed, pod, podgroup, queue, simulate_objects, to_json
+
+Obj = dict
+
+
+def _half_bound(
+    *, bound: int = 2, size: int = 4, queue_name: str | None = None, min_resources: dict | None = None
+) -> list[Obj]:
+    group = podgroup("g", min_member=size, queue=queue_name, min_resources=min_resources, phase="Pending")
+    members = [
+        pod(f"g-{i}", group="g", node="n1" if i < bound else None, created=f"2026-01-01T00:00:0{i}Z")
+        for i in range(size)
+    ]
+    return [group, *members]
+
+
+@pytest.mark.parametrize(
+    ("extra", "gang_kwargs"),
+    [
+        pytest.param([], {}, id="default-queue"),
+        pytest.param([], {"min_resources": {"cpu": "4"}}, id="min-resources-counted-once"),
+        pytest.param([queue("q", capability={"cpu": "4"})], {"queue_name": "q"}, id="queue-capability-4"),
+        pytest.param([], {"bound": 3}, id="one-member-left"),
+    ],
+)
+def test_a_half_bound_gang_is_completed_when_room_exists(extra, gang_kwargs):
+    objs = [node("n1", cpu="4"), *extra, *_half_bound(**gang_kwargs)]
+    result = simulate_objects(objs, sessions=10)
+    data = to_json(result)
+    assert placed(data) == {f"default/g-{i}": "n1" for i in range(4)}
+    assert data["podgroups"]["default/g"]["phase"] == "Running"
+    first = result.history[0]
+    assert first.podgroups["default/g"].phase == "Running"  # completed in the first session
+
+
+@pytest.mark.parametrize(
+    "other_phase",
+    [
+        pytest.param(None, id="other-not-yet-admitted"),  # admission reserves the gang's unmet minimum
+        pytest.param("Inqueue", id="other-admitted-too"),  # job order: the gang holding members first
+    ],
+)
+def test_a_half_bound_gang_is_completed_before_an_older_job_that_wants_the_same_room(other_phase):
+    # "other" is older and holds less (first in job order otherwise) and would fit the 2 idle cpu.
+    other = [
+        podgroup("other", min_member=2, phase=other_phase),
+        *[pod(f"other-{i}", group="other", created="2025-01-01T00:00:00Z") for i in range(2)],
+    ]
+    objs = [node("n1", cpu="4"), *other, *_half_bound()]
+    data = to_json(simulate_objects(objs, sessions=10))
+    assert placed(data) == {f"default/g-{i}": "n1" for i in range(4)}
+    assert data["podgroups"]["default/other"]["phase"] == (other_phase or "Pending")
+
+
+def test_a_half_bound_gang_without_room_keeps_its_members_and_is_believed_admitted():
+    # A running job holds the other 2 cpu: the gang waits (Inqueue), nothing is unbound or bound twice.
+    objs = [
+        node("n1", cpu="4"),
+        podgroup("busy", min_member=2, phase="Running"),
+        *[pod(f"busy-{i}", group="busy", node="n1") for i in range(2)],
+        *_half_bound(),
+    ]
+    data = to_json(simulate_objects(objs, sessions=10))
+    assert placed(data, "default/g-") == {"default/g-0": "n1", "default/g-1": "n1"}
+    assert data["podgroups"]["default/g"]["phase"] == "Inqueue"
+    [event] = [e for e in data["events"] if e["object"] == "PodGroup default/g"]
+    assert "queue default holds its deserved share (cpu allocated 4 >= deserved 4)" in event["message"]
