@@ -7,6 +7,7 @@ import pytest
 
 from tests.builders import config, count_placed, node, podgroup, pods, queue, run
 from tests.sim._eviction_helpers import EXAMPLES, Staged, eviction_config, job
+from volsched.model.errors import InputError
 from volsched.simulate import load_documents, simulate_stages, to_json
 
 DEFAULT_WITH_EXACT_OVERCOMMIT = """\
@@ -143,3 +144,45 @@ def test_the_cli_runs_the_30gpu_example_in_two_stages(capsys):
     assert data["podgroups"]["team4/finetune"]["phase"] == "Running"
     assert [e["action"] for e in data["evictions"]] == ["reclaim", "reclaim"]
     assert sum(1 for p in data["pods"].values() if p["node"] is None) == 2  # the two replacements wait
+
+
+# --- guarantees as a percentage of the cluster ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("percent", "amount"),
+    [
+        pytest.param("25%", "4", id="a-quarter-of-16-cpu"),
+        pytest.param("50%", "8", id="half"),
+        pytest.param("12.5%", "2", id="fractional-percent"),
+        pytest.param("0%", "0", id="zero"),
+    ],
+)
+def test_a_percentage_guarantee_acts_as_that_share_of_the_clusters_amount(percent, amount):
+    def scenario(guarantee):
+        objs = [node("n1", cpu="8"), node("n2", cpu="8"), queue("qa"), queue("qg", guarantee=guarantee)]
+        objs += job("a", ns="ns-a", queue="qa", size=16)
+        return run(objs, conf=eviction_config())
+
+    by_percent = scenario({"cpu": percent})
+    by_amount = scenario({} if amount is None else {"cpu": amount})
+    for q in ("qa", "qg"):
+        for field in ("deserved", "guarantee", "realCapability"):
+            assert by_percent["queues"][q][field] == by_amount["queues"][q][field], (q, field)
+    assert by_percent["queues"]["qa"]["realCapability"]["cpu"] == 16 - float(amount or 0)
+
+
+def test_a_percentage_guarantee_follows_the_cluster_size():
+    objs = [node("n1", cpu="8"), queue("qg", guarantee={"cpu": "25%", "memory": "1Gi"})]
+    assert run(objs)["queues"]["qg"]["guarantee"] == {"cpu": 2, "memory": 2**30}
+    objs.append(node("n2", cpu="8"))
+    assert run(objs)["queues"]["qg"]["guarantee"] == {"cpu": 4, "memory": 2**30}
+    objs.append(node("n3", cpu="16", ready=False))  # not ready: not part of the cluster's capacity
+    assert run(objs)["queues"]["qg"]["guarantee"] == {"cpu": 4, "memory": 2**30}
+
+
+@pytest.mark.parametrize("bad", ["101%", "-5%", "%", "lots%", "nan%"])
+def test_a_bad_percentage_guarantee_names_the_queue_and_field(bad):
+    with pytest.raises(InputError) as err:
+        run([node("n1"), queue("qg", guarantee={"cpu": bad})])
+    assert "Queue qg: spec.guarantee.resource.cpu: expected a percentage from 0% to 100%" in str(err.value)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -249,12 +249,14 @@ def build_snapshot(
         names.update(t.request_map)
     for q in queue_map.values():
         names.update(q.guarantee)
+        names.update(q.guarantee_percent)
         names.update(q.capability or {})
     for pg in pg_list:
         names.update(pg.min_resources or {})
     space = ResourceSpace(names)
     table = NodeTable(space, node_list)
     table.usage = dict(usage or {})
+    queue_map = resolve_guarantees(queue_map, space, table.total())
 
     jobs: dict[str, Job] = {}
     problems: list[tuple[str, str, str]] = []
@@ -326,6 +328,23 @@ def build_snapshot(
         problems=problems,
         carryover={} if carryover is None else carryover,
     )
+
+
+def resolve_guarantees(
+    queues: dict[str, QueueSpec], space: ResourceSpace, total: Vector
+) -> dict[str, QueueSpec]:
+    """Turn percentage guarantees into amounts of ``total`` (the ready nodes' allocatable, as this
+    snapshot sees it), so that everything past the snapshot sees amounts only. A queue that gives a
+    resource as a percentage follows the cluster: nodes joining or leaving change its guarantee."""
+    out = dict(queues)
+    for name, q in queues.items():
+        if not q.guarantee_percent:
+            continue
+        resolved = dict(q.guarantee)
+        for resource, pct in q.guarantee_percent.items():
+            resolved[resource] = float(total[space.index(resource)]) * pct / 100.0
+        out[name] = replace(q, guarantee=resolved)
+    return out
 
 
 def _copy_task(t: Task) -> Task:

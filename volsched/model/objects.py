@@ -515,6 +515,34 @@ class QueueSpec:
     reclaimable: bool
     state: QueueState
     creation: float = 0.0
+    #: Guarantees given as a percentage of the cluster (``cpu: "25%"``), resource -> percent. The
+    #: snapshot resolves them into ``guarantee`` amounts (see ``resolve_guarantees``), so the plugins
+    #: only ever see amounts.
+    guarantee_percent: dict[str, float] = field(default_factory=dict)
+
+
+def parse_guarantee(raw: Any, *, where: str) -> tuple[dict[str, float], dict[str, float]]:
+    """``spec.guarantee.resource``: each value an amount (``2``, ``4Gi``) or a percentage of the
+    cluster (``"25%"``, 0 to 100). Returns (amounts, percentages)."""
+    if raw is None:
+        return {}, {}
+    if not isinstance(raw, Mapping):
+        raise InputError(f"{where}: expected a map of resource names to amounts or percentages")
+    amounts: dict[str, Any] = {}
+    percent: dict[str, float] = {}
+    for name, value in raw.items():
+        if isinstance(value, str) and value.strip().endswith("%"):
+            text = value.strip()[:-1]
+            try:
+                pct = float(text)
+            except ValueError:
+                pct = -1.0
+            if not text or not 0 <= pct <= 100 or text.lower() in ("nan", "inf", "infinity"):
+                raise InputError(f"{where}.{name}: expected a percentage from 0% to 100%, got {value!r}")
+            percent[str(name)] = pct
+        else:
+            amounts[str(name)] = value
+    return parse_resource_map(amounts, where=where), percent
 
 
 def build_queue(obj: Raw) -> QueueSpec:
@@ -524,7 +552,7 @@ def build_queue(obj: Raw) -> QueueSpec:
     weight = _int_field(spec.get("weight"), where=f"{where}: spec.weight", default=1, minimum=1)
     cap_raw = spec.get("capability")
     capability = None if cap_raw is None else parse_resource_map(cap_raw, where=f"{where}: spec.capability")
-    guarantee = parse_resource_map(
+    guarantee, guarantee_percent = parse_guarantee(
         _map_field(obj, "spec.guarantee", where).get("resource"), where=f"{where}: spec.guarantee.resource"
     )
     state_raw = spec.get("state") or (obj.get("status") or {}).get("state") or "Open"
@@ -540,6 +568,7 @@ def build_queue(obj: Raw) -> QueueSpec:
         creation=parse_time(
             obj["metadata"].get("creationTimestamp"), where=f"{where}: metadata.creationTimestamp"
         ),
+        guarantee_percent=guarantee_percent,
     )
 
 
