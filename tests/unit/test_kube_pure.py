@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.builders import node as builders_node
+from tests.builders import pod as builders_pod
+from tests.builders import podgroup, queue
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
 from volsched.framework.decisions import PodGroupStatus, QueueStatus
@@ -165,3 +168,22 @@ def test_bad_objects_are_reported_not_raised() -> None:
     feeder = Feeder(ClusterState())
     assert not feeder.apply("Queue", {"metadata": {"name": "q"}, "spec": {"weight": 0}})
     assert "Queue q" in feeder.rejected
+
+
+@pytest.mark.parametrize(
+    ("kind", "obj", "ref"),
+    [
+        ("PodGroup", podgroup("g", ns="ns", min_resources={"cpu": "1e400"}), "PodGroup ns/g"),
+        ("Queue", queue("q", capability={"cpu": "NaN"}), "Queue q"),
+        ("Queue", queue("q", guarantee={"memory": float("inf")}), "Queue q"),  # type: ignore[dict-item]
+        ("Pod", builders_pod("p", ns="ns", cpu=float("nan")), "Pod ns/p"),  # type: ignore[arg-type]
+        ("Node", builders_node("n", cpu="Infinity"), "Node n"),
+    ],
+    ids=["podgroup-1e400", "queue-nan-string", "queue-inf", "pod-nan", "node-infinity"],
+)
+def test_a_live_object_with_a_nan_or_infinite_quantity_is_rejected_not_kept(kind, obj, ref) -> None:
+    feeder = Feeder(ClusterState())
+    assert not feeder.apply(kind, obj)
+    assert "a quantity must be finite" in feeder.rejected[ref] or "malformed quantity" in feeder.rejected[ref]
+    assert not feeder.state.tasks and not feeder.state.podgroups and not feeder.state.nodes
+    assert set(feeder.state.queues) <= {"default"}

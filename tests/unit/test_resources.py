@@ -25,6 +25,38 @@ def test_quantities_parse_the_kubernetes_way(text, value):
     assert parse_amount(text, where="x") == pytest.approx(value)
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "NaN",
+        "Infinity",
+        "inf",
+        "1e400",
+        "9223372036854775808",  # 2^63: over Kubernetes' bound
+        " 1",
+        "1_000",
+        "0x10",
+        "1" * 100,
+        float("nan"),
+        float("inf"),
+        float("-inf"),
+        10**30,
+        1e300,
+        -0.5,
+    ],
+)
+def test_a_quantity_kubernetes_would_refuse_is_refused(bad):
+    with pytest.raises(
+        InputError, match=r"^status.allocatable.cpu: (malformed quantity|a quantity must be finite)"
+    ):
+        parse_amount(bad, where="status.allocatable.cpu")
+
+
+def test_the_largest_quantity_kubernetes_allows_is_accepted():
+    assert parse_amount("9223372036854775807", where="x") == pytest.approx(2.0**63)
+    assert parse_amount(2**63 - 1, where="x") == pytest.approx(2.0**63)
+
+
 @pytest.mark.parametrize("bad", ["2c", "lots", "-1", "", None, True, [1]])
 def test_a_malformed_quantity_names_where_it_is(bad):
     with pytest.raises(InputError, match=r"Pod ns/p: spec.containers\[0\]"):

@@ -9,6 +9,8 @@ This module is pure computation: no I/O, no Kubernetes client.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from functools import lru_cache
@@ -34,32 +36,49 @@ EPS = 1e-6
 _IGNORED = frozenset({"ephemeral-storage", "hugepages-1Gi", "hugepages-2Mi", "attachable-volumes-aws-ebs"})
 
 
+#: Kubernetes' quantity grammar (apimachinery ``resource.Quantity``; the CRDs' pattern is the same).
+_QUANTITY = re.compile(
+    r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))?$"
+)
+#: "No quantity may represent a number greater than 2^63-1 in magnitude" (resource.Quantity).
+MAX_QUANTITY = 2**63 - 1
+_RANGE = "a quantity must be finite, from 0 to 2^63-1"
+
+
+class _OutOfRange(ValueError):
+    pass
+
+
 @lru_cache(maxsize=65536)
 def _parse_cached(text: str) -> float:
+    if len(text) > 64 or not _QUANTITY.match(text):
+        raise ValueError("not a Kubernetes quantity like 500m, 4Gi, 1e3 or 2")
     value: Decimal = parse_quantity(text)  # type: ignore[no-untyped-call]
+    if not 0 <= value <= MAX_QUANTITY:
+        raise _OutOfRange(_RANGE)
     return float(value)
 
 
 def parse_amount(value: Any, *, where: str) -> float:
     """Parse one Kubernetes quantity (``500m``, ``4Gi``, ``1e3``, ``2``) into a float.
 
+    As Kubernetes validates them: the quantity grammar, finite, not negative and at most 2^63-1.
     ``where`` names the object and field for the error message, e.g. ``"Pod ns/p1: spec.containers[0]..."``.
     """
     if isinstance(value, bool) or value is None:
         raise InputError(f"{where}: expected a quantity, got {value!r}")
     if isinstance(value, int | float):
-        if value != value or value < 0:  # NaN or negative
-            raise InputError(f"{where}: quantity must be a non-negative number, got {value!r}")
+        if (isinstance(value, float) and not math.isfinite(value)) or not 0 <= value <= MAX_QUANTITY:
+            raise InputError(f"{where}: {_RANGE}, got {value:.6g}")
         return float(value)
     if not isinstance(value, str):
-        raise InputError(f"{where}: expected a quantity, got {type(value).__name__} {value!r}")
+        raise InputError(f"{where}: expected a quantity, got {type(value).__name__}")
     try:
-        amount = _parse_cached(value.strip())
+        return _parse_cached(value)
+    except _OutOfRange:
+        raise InputError(f"{where}: {_RANGE}, got {value!r}") from None
     except (ValueError, ArithmeticError) as exc:
-        raise InputError(f"{where}: malformed quantity {value!r} ({exc})") from None
-    if amount < 0:
-        raise InputError(f"{where}: quantity must not be negative, got {value!r}")
-    return amount
+        raise InputError(f"{where}: malformed quantity {value[:64]!r} ({exc})") from None
 
 
 def parse_resource_map(raw: Any, *, where: str) -> dict[str, float]:

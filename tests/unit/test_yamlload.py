@@ -1,0 +1,90 @@
+"""Bounded YAML loading: hostile streams end in an InputError naming the source, document and line."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from volsched.model.errors import InputError
+from volsched.model.yamlload import ALIAS_BUDGET, MAX_DEPTH, load_all, load_one
+
+
+def _bomb(levels: int, width: int = 10) -> str:
+    lines = [f"l0: &l0 [{', '.join(['lol'] * width)}]"]
+    for i in range(1, levels):
+        lines.append(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * width)}]")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            "[" * 100_000 + "]" * 100_000,
+            r"document 1: not valid YAML at line 1, column 101: nested deeper than 100",
+        ),
+        ("- " * 5_000 + "x\n", r"document 1: .*nested deeper than 100 levels"),
+        ("".join(" " * i + "k:\n" for i in range(300)) + " " * 300 + "v\n", r"line 101.*nested deeper"),
+        ("a: 1\n---\n" + "{a: " * 200 + "1" + "}" * 200 + "\n", r"document 2: .*nested deeper"),
+        (_bomb(9), r"document 1: not valid YAML at line \d+, column \d+: aliases expand to more than"),
+        ("a: &a [1, *a]\n", r"alias \*a refers to a node that contains it"),
+        ("a: &a {b: *a}\n", r"alias \*a refers to a node that contains it"),
+        ("a: *nowhere\n", r"found undefined alias 'nowhere'"),
+        (b"kind: Pod\nmetadata: {name: caf\xe9}\n", r"^f.yaml: not UTF-8: byte 0xe9 at line 2"),
+        ("a: " + "9" * 5000 + "\n", r"document 1: cannot load: .*digits"),
+        ("a: 2026-13-45\n", r"document 1: cannot load: month must be in 1..12"),
+        ("a: [1, 2\n", r"document 1: not valid YAML at line 2"),
+        (
+            "a: !!python/object:os.system {}\n",
+            r"document 1: not valid YAML.*could not determine a constructor",
+        ),
+    ],
+    ids=[
+        "deep-flow",
+        "deep-compact-sequence",
+        "deep-block",
+        "deep-second-document",
+        "alias-bomb",
+        "recursive-sequence",
+        "recursive-map",
+        "undefined-alias",
+        "not-utf8",
+        "huge-integer",
+        "bad-date",
+        "unclosed-flow",
+        "unsafe-tag",
+    ],
+)
+def test_a_hostile_stream_is_an_input_error_naming_where(data, message):
+    with pytest.raises(InputError, match=message) as err:
+        load_all(data, source="f.yaml")
+    assert str(err.value).startswith("f.yaml: ")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: &res {cpu: '1', memory: 2Gi}\nb: *res\nc: {<<: *res, cpu: '2'}\n---\n- x\n---\n",
+        "k: " + "[" * (MAX_DEPTH - 1) + "1" + "]" * (MAX_DEPTH - 1) + "\n",
+        "when: 2026-01-01T00:00:00Z\nn: 12\nf: 1.5\nnull: ~\nyes: true\nbig: .inf\n",
+        _bomb(5),  # 10^5 nodes: within the budget
+    ],
+    ids=["anchors-merge-and-empty-document", "just-deep-enough", "scalars", "small-expansion"],
+)
+def test_what_the_bounds_let_through_loads_as_the_safe_loader_loads_it(text):
+    assert load_all(text, source="f.yaml") == list(yaml.safe_load_all(text))
+
+
+def test_the_alias_budget_counts_the_whole_stream():
+    doc = "a: &a [" + ", ".join(["x"] * 1000) + "]\nb: [" + ", ".join(["*a"] * 600) + "]\n"
+    assert ALIAS_BUDGET < 2 * 600 * 1001
+    load_all(doc, source="f.yaml")
+    with pytest.raises(InputError, match=r"document 2: .*aliases expand"):
+        load_all(doc + "---\n" + doc, source="f.yaml")
+
+
+def test_load_one_wants_at_most_one_document():
+    assert load_one("", source="c") is None
+    assert load_one(b"a: 1\n", source="c") == {"a": 1}
+    with pytest.raises(InputError, match=r"^c: expected one YAML document, found 2"):
+        load_one("a: 1\n---\nb: 2\n", source="c")

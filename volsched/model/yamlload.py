@@ -1,0 +1,222 @@
+"""Bounded YAML loading for input a user hands us (simulator files, the scheduler config).
+
+Safe tags only (``SafeConstructor``), with libyaml's C parser when PyYAML was built with it (falling
+back to the pure-Python parser), and two bounds a hostile file would otherwise break:
+
+* nesting deeper than :data:`MAX_DEPTH` is refused while composing (PyYAML's composers recurse: the
+  pure-Python one raises RecursionError, libyaml's overflows the C stack and kills the process);
+* the aliases of one load may not stand for more than :data:`ALIAS_BUDGET` nodes in all (a "billion
+  laughs" bomb is a few lines that expand to millions of nodes as soon as anything walks them), and an
+  alias may not refer to a node that contains it (PyYAML would build a cyclic object).
+
+Bytes must be UTF-8. Every error is an :class:`InputError` naming the source, the document and the
+line. Pure parsing: no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from yaml.composer import ComposerError
+from yaml.constructor import SafeConstructor
+from yaml.events import (
+    AliasEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+    StreamStartEvent,
+)
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.resolver import Resolver
+
+from volsched.model.errors import InputError
+
+#: Deepest nesting of maps and lists accepted (a Pod template in a List is about 15 deep).
+MAX_DEPTH = 100
+#: How many nodes aliases may stand for in one load (each alias counts the nodes it repeats).
+ALIAS_BUDGET = 1_000_000
+
+try:  # libyaml's parser; composing and constructing stay in Python so the bounds can be enforced
+    from yaml._yaml import CParser as _Parser  # type: ignore[import-not-found,unused-ignore]
+
+    C_PARSER = True
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    from yaml.parser import Parser as _PyParser
+    from yaml.reader import Reader
+    from yaml.scanner import Scanner
+
+    class _Parser(Reader, Scanner, _PyParser):  # type: ignore[no-redef]
+        def __init__(self, stream: Any) -> None:
+            Reader.__init__(self, stream)
+            Scanner.__init__(self)
+            _PyParser.__init__(self)
+
+    C_PARSER = False
+
+
+class _BoundedLoader(_Parser, SafeConstructor, Resolver):
+    """libyaml's (or Python's) parser, an iterative composer with the bounds above, safe construction.
+
+    The composer builds the same nodes as PyYAML's ``Composer`` (which recurses, and whose C twin in
+    the C parser cannot be bounded), without path resolvers (the safe loader has none)."""
+
+    def __init__(self, stream: str | bytes) -> None:
+        _Parser.__init__(self, stream)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
+        self.anchors: dict[str, Node] = {}
+        self._open: set[str] = set()  # anchors of collections still being composed
+        self._sizes: dict[int, int] = {}  # id(node) -> nodes it stands for, aliases expanded
+        self.expanded = 0  # nodes aliases stood for so far in this load
+
+    def check_node(self) -> bool:
+        if self.check_event(StreamStartEvent):
+            self.get_event()
+        return not self.check_event(StreamEndEvent)
+
+    def get_node(self) -> Node:
+        self.get_event()  # DocumentStartEvent
+        node = self._compose()
+        self.get_event()  # DocumentEndEvent
+        self.anchors, self._sizes = {}, {}
+        return node
+
+    def _anchor(self, event: Any, node: Node) -> None:
+        if event.anchor in self.anchors:
+            raise ComposerError(
+                f"found duplicate anchor {event.anchor!r}; first occurrence",
+                self.anchors[event.anchor].start_mark,
+                "second occurrence",
+                event.start_mark,
+            )
+        self.anchors[event.anchor] = node
+
+    def _compose(self) -> Node:
+        stack: list[list[Any]] = []  # [collection node, pending mapping key or None]
+        while True:
+            event: Any = self.get_event()
+            cls = type(event)
+            node: Node
+            if cls is ScalarEvent:
+                tag = event.tag
+                if tag is None or tag == "!":
+                    tag = self.resolve(ScalarNode, event.value, event.implicit)  # type: ignore[no-untyped-call]
+                node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+                if event.anchor is not None:
+                    self._anchor(event, node)
+            elif cls is AliasEvent:
+                node = self._alias(event)
+            elif cls is SequenceStartEvent or cls is MappingStartEvent:
+                if len(stack) >= MAX_DEPTH:
+                    raise ComposerError(
+                        None, None, f"nested deeper than {MAX_DEPTH} levels", event.start_mark
+                    )
+                kind = SequenceNode if cls is SequenceStartEvent else MappingNode
+                tag = event.tag
+                if tag is None or tag == "!":
+                    tag = self.resolve(kind, None, event.implicit)  # type: ignore[no-untyped-call]
+                node = kind(tag, [], event.start_mark, None, flow_style=event.flow_style)
+                if event.anchor is not None:
+                    self._anchor(event, node)
+                    self._open.add(event.anchor)
+                stack.append([node, None, event.anchor])
+                continue
+            else:  # SequenceEndEvent, MappingEndEvent
+                node, _, anchor = stack.pop()
+                node.end_mark = event.end_mark
+                if anchor is not None:
+                    self._open.discard(anchor)
+            if not stack:
+                return node
+            top = stack[-1]
+            if type(top[0]) is SequenceNode:
+                top[0].value.append(node)
+            elif top[1] is None:
+                top[1] = node
+            else:
+                top[0].value.append((top[1], node))
+                top[1] = None
+
+    def _alias(self, event: Any) -> Node:
+        target = self.anchors.get(event.anchor)
+        if target is None:
+            raise ComposerError(None, None, f"found undefined alias {event.anchor!r}", event.start_mark)
+        if event.anchor in self._open:
+            raise ComposerError(
+                None, None, f"alias *{event.anchor} refers to a node that contains it", event.start_mark
+            )
+        self.expanded += self._size(target)
+        if self.expanded > ALIAS_BUDGET:
+            raise ComposerError(
+                None,
+                None,
+                f"aliases expand to more than {ALIAS_BUDGET} nodes (a YAML bomb?)",
+                event.start_mark,
+            )
+        return target
+
+    def _size(self, root: Node) -> int:
+        """Nodes ``root`` stands for with its aliases expanded (memoised; a complete node has no cycle)."""
+        sizes = self._sizes
+        todo: list[tuple[Node, bool]] = [(root, False)]
+        while todo:
+            node, ready = todo.pop()
+            if id(node) in sizes:
+                continue
+            if type(node) is ScalarNode:
+                sizes[id(node)] = 1
+                continue
+            children = node.value if type(node) is SequenceNode else [n for kv in node.value for n in kv]
+            if ready:
+                sizes[id(node)] = min(1 + sum(sizes[id(c)] for c in children), ALIAS_BUDGET + 1)
+            else:
+                todo.append((node, True))
+                todo.extend((c, False) for c in children if id(c) not in sizes)
+        return sizes[id(root)]
+
+
+def decode_utf8(data: bytes, *, source: str) -> str:
+    """``data`` as text; a byte that is not UTF-8 is an error naming its line and offset."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(
+            f"not UTF-8: byte 0x{data[exc.start]:02x} at line {line} (offset {exc.start})", source=source
+        ) from None
+
+
+def _yaml_error(exc: yaml.YAMLError, *, source: str, document: int) -> InputError:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem = getattr(exc, "problem", None) or str(exc)
+    return InputError(f"not valid YAML{where}: {problem}", source=f"{source}: document {document}")
+
+
+def load_all(data: str | bytes, *, source: str) -> list[Any]:
+    """Every document of a YAML stream (``None`` for an empty one), within the bounds above."""
+    text = decode_utf8(data, source=source) if isinstance(data, bytes) else data
+    loader = _BoundedLoader(text)
+    docs: list[Any] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            docs.append(loader.construct_document(node))
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, source=source, document=len(docs) + 1) from None
+    except (RecursionError, MemoryError, OverflowError, ValueError) as exc:  # belt and braces
+        detail = str(exc)[:200] or type(exc).__name__
+        raise InputError(f"cannot load: {detail}", source=f"{source}: document {len(docs) + 1}") from None
+    finally:
+        loader.dispose()
+    return docs
+
+
+def load_one(data: str | bytes, *, source: str) -> Any:
+    """The single document of a YAML stream (``None`` when empty); more than one is an error."""
+    docs = load_all(data, source=source)
+    if len(docs) > 1:
+        raise InputError(f"expected one YAML document, found {len(docs)}", source=source)
+    return docs[0] if docs else None
