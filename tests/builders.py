@@ -77,6 +77,9 @@ def pod(
     owner: str | None = None,
     preemption_policy: str | None = None,
     created: str | None = None,
+    spread: list[Obj] | None = None,
+    host_ports: list[int | tuple[int, str]] | None = None,
+    claims: list[str] | None = None,
 ) -> Obj:
     ann = dict(annotations or {})
     if group:
@@ -102,6 +105,17 @@ def pod(
         spec["affinity"] = affinity
     if preemption_policy:
         spec["preemptionPolicy"] = preemption_policy
+    if spread:
+        spec["topologySpreadConstraints"] = spread
+    if host_ports:
+        spec["containers"][0]["ports"] = [
+            {"containerPort": p, "hostPort": p}
+            if isinstance(p, int)
+            else {"containerPort": p[0], "hostPort": p[0], "hostIP": p[1]}
+            for p in host_ports
+        ]
+    if claims:
+        spec["volumes"] = [{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims]
     meta: Obj = {"name": name, "namespace": ns, "annotations": ann, "labels": labels or {}}
     if owner:
         kind, _, oname = owner.partition("/")
@@ -185,8 +199,116 @@ def quota(ns: str, weight: Any, *, name: str = "weight", key: str = "volsched.io
     }
 
 
-def namespace(name: str) -> Obj:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+def namespace(name: str, *, labels: dict[str, str] | None = None) -> Obj:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels or {}}}
+
+
+def pod_term(
+    key: str = "kubernetes.io/hostname",
+    *,
+    match: dict[str, str] | None = None,
+    expressions: list[Obj] | None = None,
+    namespaces: list[str] | None = None,
+    namespace_selector: Obj | None = None,
+    match_label_keys: list[str] | None = None,
+    mismatch_label_keys: list[str] | None = None,
+) -> Obj:
+    """A podAffinityTerm."""
+    selector: Obj = {}
+    if match:
+        selector["matchLabels"] = match
+    if expressions:
+        selector["matchExpressions"] = expressions
+    term: Obj = {"topologyKey": key, "labelSelector": selector}
+    if namespaces:
+        term["namespaces"] = namespaces
+    if namespace_selector is not None:
+        term["namespaceSelector"] = namespace_selector
+    if match_label_keys:
+        term["matchLabelKeys"] = match_label_keys
+    if mismatch_label_keys:
+        term["mismatchLabelKeys"] = mismatch_label_keys
+    return term
+
+
+def pod_affinity(
+    *,
+    required: list[Obj] | None = None,
+    anti: list[Obj] | None = None,
+    preferred: list[tuple[int, Obj]] | None = None,
+    preferred_anti: list[tuple[int, Obj]] | None = None,
+) -> Obj:
+    """spec.affinity with podAffinity / podAntiAffinity blocks from terms (see pod_term)."""
+    out: Obj = {}
+    if required or preferred:
+        out["podAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": required or [],
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": w, "podAffinityTerm": t} for w, t in preferred or []
+            ],
+        }
+    if anti or preferred_anti:
+        out["podAntiAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": anti or [],
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": w, "podAffinityTerm": t} for w, t in preferred_anti or []
+            ],
+        }
+    return out
+
+
+def spread(
+    key: str,
+    *,
+    match: dict[str, str],
+    max_skew: int = 1,
+    hard: bool = True,
+    min_domains: int | None = None,
+    node_affinity_policy: str | None = None,
+    node_taints_policy: str | None = None,
+    match_label_keys: list[str] | None = None,
+) -> Obj:
+    """One topologySpreadConstraint."""
+    out: Obj = {
+        "maxSkew": max_skew,
+        "topologyKey": key,
+        "whenUnsatisfiable": "DoNotSchedule" if hard else "ScheduleAnyway",
+        "labelSelector": {"matchLabels": match},
+    }
+    if min_domains is not None:
+        out["minDomains"] = min_domains
+    if node_affinity_policy:
+        out["nodeAffinityPolicy"] = node_affinity_policy
+    if node_taints_policy:
+        out["nodeTaintsPolicy"] = node_taints_policy
+    if match_label_keys:
+        out["matchLabelKeys"] = match_label_keys
+    return out
+
+
+def pvc(name: str, *, ns: str = "default", volume: str | None = None) -> Obj:
+    spec: Obj = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    if volume:
+        spec["volumeName"] = volume
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": spec,
+    }
+
+
+def pv(name: str, *, nodes: list[str] | None = None, zone: str | None = None) -> Obj:
+    """A local PersistentVolume reachable from the named nodes (by hostname) or one zone."""
+    spec: Obj = {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "local": {"path": "/mnt"}}
+    exprs = []
+    if nodes:
+        exprs.append({"key": "kubernetes.io/hostname", "operator": "In", "values": nodes})
+    if zone:
+        exprs.append({"key": "zone", "operator": "In", "values": [zone]})
+    if exprs:
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": exprs}]}}
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name}, "spec": spec}
 
 
 def priority_class(name: str, value: int, *, default: bool = False) -> Obj:

@@ -1,6 +1,7 @@
 """The in-memory driver behind ``volsched simulate``: the same engine, on Kubernetes YAML, no cluster.
 
-It reads Nodes, Namespaces, ResourceQuotas, PriorityClasses, Pods, PodGroups, Queues and batch/v1 Jobs,
+It reads Nodes, Namespaces, ResourceQuotas, PriorityClasses, Pods, PodGroups, Queues, batch/v1 Jobs,
+PersistentVolumeClaims and PersistentVolumes (for the node affinity of the volumes pods mount),
 then runs sessions and applies their decisions in memory (binds place pods, evictions delete them, and
 playing the job controller it creates a pending replacement for an evicted pod of a Job) until a
 session changes nothing or the session limit is reached.
@@ -112,7 +113,7 @@ class Simulator:
             if meta is None:
                 raise InputError("metadata must be a map", source=doc.source)
             meta.setdefault("creationTimestamp", _iso(EPOCH + i))
-            if doc.obj.get("kind") in ("Pod", "PodGroup", "Job", "ResourceQuota"):
+            if doc.obj.get("kind") in ("Pod", "PodGroup", "Job", "ResourceQuota", "PersistentVolumeClaim"):
                 meta.setdefault("namespace", "default")
         ranked = sorted(
             docs, key=lambda d: order.index(d.obj["kind"]) if d.obj.get("kind") in order else len(order)

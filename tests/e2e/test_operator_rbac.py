@@ -23,6 +23,8 @@ USED = [
     ("list", "", "nodes", "", "", ""), ("watch", "", "nodes", "", "", ""),
     ("list", "", "namespaces", "", "", ""), ("watch", "", "namespaces", "", "", ""),
     ("list", "", "resourcequotas", "", "", ""), ("watch", "", "resourcequotas", "", "", ""),
+    ("list", "", "persistentvolumeclaims", "", "", ""), ("watch", "", "persistentvolumeclaims", "", "", ""),
+    ("list", "", "persistentvolumes", "", "", ""), ("watch", "", "persistentvolumes", "", "", ""),
     ("list", "scheduling.k8s.io", "priorityclasses", "", "", ""),
     ("watch", "scheduling.k8s.io", "priorityclasses", "", "", ""),
     ("list", G, "queues", "", "", ""), ("watch", G, "queues", "", "", ""),

@@ -28,15 +28,27 @@ from volsched.model.objects import (
     build_podgroup,
     build_queue,
     build_task,
+    claim_volume,
     default_queue,
     object_ref,
     placement_key,
     priority_class_value,
     quota_weight,
+    volume_node_terms,
 )
 from volsched.model.usage import NodeUsage
 
-KINDS = ("Node", "Namespace", "ResourceQuota", "PriorityClass", "Pod", "PodGroup", "Queue")
+KINDS = (
+    "Node",
+    "Namespace",
+    "ResourceQuota",
+    "PriorityClass",
+    "Pod",
+    "PodGroup",
+    "Queue",
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+)
 
 #: How long the owner of a pod that shuffle moved off a node keeps off that node (seconds).
 AVOID_SECONDS = 600.0
@@ -60,6 +72,11 @@ class ClusterState:
         self.queues: dict[str, QueueSpec] = {}
         self.quota_weights: dict[str, int] = {}  # "ns/quota" -> weight
         self.namespaces: set[str] = set()
+        self.namespace_labels: dict[str, dict[str, str]] = {}
+        #: "ns/claim" -> the bound PersistentVolume's name ("" while unbound).
+        self.claims: dict[str, str] = {}
+        #: PersistentVolume name -> its required node affinity (nodeSelectorTerms; [] when none).
+        self.volumes: dict[str, list[Any]] = {}
         self.priority_classes: dict[str, int] = {}
         self.default_priority = 0
         self._global_default: dict[str, int] = {}
@@ -103,6 +120,14 @@ class ClusterState:
                 if not name:
                     raise InputError("Namespace: missing field metadata.name")
                 self.namespaces.add(str(name))
+                labels = (obj.get("metadata") or {}).get("labels") or {}
+                self.namespace_labels[str(name)] = {str(k): str(v) for k, v in labels.items()}
+            elif kind == "PersistentVolumeClaim":
+                ns, name = claim_volume(obj)
+                self.claims[ns] = name
+            elif kind == "PersistentVolume":
+                name, terms = volume_node_terms(obj)
+                self.volumes[name] = terms
             elif kind == "PriorityClass":
                 name, value, is_default = priority_class_value(obj)
                 self.priority_classes[name] = value
@@ -131,6 +156,11 @@ class ClusterState:
                 self.quota_weights.pop(key, None)
             elif kind == "Namespace":
                 self.namespaces.discard(name)
+                self.namespace_labels.pop(name, None)
+            elif kind == "PersistentVolumeClaim":
+                self.claims.pop(key, None)
+            elif kind == "PersistentVolume":
+                self.volumes.pop(name, None)
             elif kind == "PriorityClass":
                 self.priority_classes.pop(name, None)
                 self._global_default.pop(name, None)
@@ -199,6 +229,8 @@ class ClusterState:
             if now > 0 and self.avoid_until:
                 self._expire_avoid(now)
             task_list = list(self.tasks.values()) if tasks is None else list(tasks)
+            if self.claims or any(t.claims for t in task_list):
+                task_list = [self._with_volumes(t) if t.claims else t for t in task_list]
             if self.avoid:
                 adjusted = []
                 for t in task_list:
@@ -218,4 +250,21 @@ class ClusterState:
                 usage=dict(self.usage),
                 now=now,
                 carryover=self.carryover,
+                namespace_labels=self.namespace_labels,
             )
+
+    def _with_volumes(self, t: Task) -> Task:
+        """``t`` with its claims' bound volumes' node affinity (and missing claims) filled in."""
+        terms: list[tuple[str, Any]] = []
+        missing: list[str] = []
+        for claim in t.claims:
+            volume = self.claims.get(f"{t.namespace}/{claim}")
+            if volume is None:
+                missing.append(claim)
+            elif volume and self.volumes.get(volume):
+                terms.append((volume, self.volumes[volume]))
+        if not terms and not missing:
+            return t
+        t = replace(t, volume_terms=tuple(terms), missing_claims=tuple(missing))
+        t.placement_key = placement_key(t)
+        return t

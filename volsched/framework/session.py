@@ -17,6 +17,14 @@ Node filters and scores are vectorised over nodes. A task's view of the nodes is
 and placement spec and refreshed only for nodes that changed since, so the tasks of a gang cost one
 full evaluation between them. Callbacks registered as predicates or node orders must therefore depend
 only on the task's request and placement spec and on node state.
+
+What depends on the other pods (pod affinity and anti-affinity, topology spread) breaks that: placing
+a pod on one node changes the answer for every node of its topology domain, and only for tasks whose
+constraints (or placed pods' constraints) select it. Such callbacks register as *constraint* filters
+and scores: they are asked per task, over all nodes, on top of the cached view (never cached in it),
+and return None at once for a task nothing applies to, so tasks without such constraints pay nothing.
+They keep their own per-domain counts current through event handlers, which also run (in reverse) when
+a Statement is discarded.
 """
 
 from __future__ import annotations
@@ -57,7 +65,16 @@ VoteFn = Callable[[Job], tuple[Vote, str]]
 PredicateFn = Callable[[Task, IndexArray], BoolArray]
 ExplainFn = Callable[[Task, IndexArray], list[tuple[str, int]]]
 ScoreFn = Callable[[Task, IndexArray], "np.ndarray[Any, np.dtype[np.float64]]"]
+#: Over all nodes; None when nothing applies to the task.
+ConstraintFn = Callable[[Task], "BoolArray | None"]
+ConstraintExplainFn = Callable[[Task, IndexArray], list[tuple[str, int]]]
+#: (task, nodes passing every filter) -> scores over all nodes, or None when nothing applies.
+ConstraintScoreFn = Callable[[Task, BoolArray], "np.ndarray[Any, np.dtype[np.float64]] | None"]
 VictimFn = Callable[[Task, list[Task]], "list[Task] | None"]
+
+
+#: Extension points switched on and off with another one.
+_SWITCH = {"constraint": "predicate", "constraint_score": "node_order"}
 
 
 @dataclass
@@ -178,6 +195,16 @@ class Session:
     def add_node_order_fn(self, plugin: str, fn: ScoreFn) -> None:
         self._add("node_order", plugin, fn)
 
+    def add_constraint_fn(self, plugin: str, fn: ConstraintFn, *, explain: ConstraintExplainFn) -> None:
+        """A filter that depends on the other pods placed (see the module docstring); switched with
+        the plugin's predicates."""
+        self._add("constraint", plugin, fn)
+        self._explain[f"constraint:{plugin}"] = explain
+
+    def add_constraint_score_fn(self, plugin: str, fn: ConstraintScoreFn) -> None:
+        """A score that depends on the other pods placed; switched with the plugin's node order."""
+        self._add("constraint_score", plugin, fn)
+
     def add_reclaimable_fn(self, plugin: str, fn: VictimFn) -> None:
         self._add("reclaimable", plugin, fn)
 
@@ -199,7 +226,8 @@ class Session:
         fns = self._fns.get(point, {})
         out = []
         for tier in self._tiers:
-            row = [(name, fns[name]) for name in tier if name in fns and self._enabled[name].enabled(point)]
+            switch = _SWITCH.get(point, point)
+            row = [(name, fns[name]) for name in tier if name in fns and self._enabled[name].enabled(switch)]
             if row:
                 out.append(row)
         self._tier_cache[point] = out
@@ -421,14 +449,33 @@ class Session:
         if not len(self.nodes):
             return NodeChoice(None, reason="no nodes in the cluster")
         view = self._view(task)
-        best = int(np.argmax(view.ready_score))
-        if view.ready_score[best] > -np.inf:
+        mask = self._constraint_mask(task)
+        if mask is None and not self._flat("constraint_score"):
+            ready_score, predicate, score = view.ready_score, view.predicate, view.score
+        else:
+            predicate = view.predicate if mask is None else view.predicate & mask
+            score = view.score
+            for _, fn in self._flat("constraint_score"):
+                extra = fn(task, predicate)
+                if extra is not None:
+                    score = score + extra
+            ready_score = np.where(view.fits_idle & predicate, score, -np.inf)
+        best = int(np.argmax(ready_score))
+        if ready_score[best] > -np.inf:
             return NodeChoice(best)
         if allow_pipeline:
-            ok = view.predicate & view.fits_future
+            ok = predicate & view.fits_future
             if ok.any():
-                return NodeChoice(int(np.argmax(np.where(ok, view.score, -np.inf))), pipelined=True)
+                return NodeChoice(int(np.argmax(np.where(ok, score, -np.inf))), pipelined=True)
         return NodeChoice(None, reason=self.explain_unfit(task))
+
+    def _constraint_mask(self, task: Task) -> BoolArray | None:
+        mask: BoolArray | None = None
+        for _, fn in self._flat("constraint"):
+            ok = fn(task)
+            if ok is not None:
+                mask = ok if mask is None else mask & ok
+        return mask
 
     def feasible_nodes(self, task: Task) -> BoolArray:
         """Nodes that pass every filter, whatever their free capacity (for reclaim and preempt).
@@ -437,7 +484,9 @@ class Session:
         judge everything else, so this is the cached filter mask."""
         if not len(self.nodes):
             return np.zeros(0, dtype=bool)
-        return self._view(task).predicate.copy()
+        mask = self._constraint_mask(task)
+        view = self._view(task)
+        return view.predicate.copy() if mask is None else view.predicate & mask
 
     def explain_unfit(self, task: Task) -> str:
         """Why no node takes ``task``, in numbers: "0/4 nodes fit: 4 insufficient cpu (needs 2, most idle 1)".
@@ -464,6 +513,16 @@ class Session:
                 counts[f"rejected by {name}"] += len(failing)
             else:
                 for reason, count in explain(task, failing):
+                    counts[reason] += count
+        for name, cfn in self._flat("constraint"):
+            mask = cfn(task) if len(ready) else None
+            if mask is None:
+                continue
+            ok = mask[ready]
+            eligible &= ok
+            failing = ready[~ok]
+            if len(failing):
+                for reason, count in self._explain[f"constraint:{name}"](task, failing):
                     counts[reason] += count
         where = ready[eligible]
         if len(where):

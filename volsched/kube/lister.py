@@ -37,6 +37,8 @@ WATCHED: tuple[WatchedKind, ...] = (
     WatchedKind("ResourceQuota", "", "v1", "resourcequotas", True),
     WatchedKind("Queue", API_GROUP, "v1beta1", "queues", False),
     WatchedKind("Node", "", "v1", "nodes", False),
+    WatchedKind("PersistentVolume", "", "v1", "persistentvolumes", False),
+    WatchedKind("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", True),
     WatchedKind("PodGroup", API_GROUP, "v1beta1", "podgroups", True),
     WatchedKind("Pod", "", "v1", "pods", True),
 )
@@ -58,6 +60,8 @@ def list_kind(api: client.ApiClient, kind: WatchedKind) -> list[dict[str, Any]]:
                 "namespaces": core.list_namespace,
                 "resourcequotas": core.list_resource_quota_for_all_namespaces,
                 "pods": core.list_pod_for_all_namespaces,
+                "persistentvolumes": core.list_persistent_volume,
+                "persistentvolumeclaims": core.list_persistent_volume_claim_for_all_namespaces,
             }
             fn = listers[kind.plural]
             resp = fn(_preload_content=False)

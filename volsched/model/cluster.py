@@ -216,6 +216,8 @@ class ClusterSnapshot:
     #: hands every snapshot the same dict, so a write here is seen by the next session; only the
     #: session loop (one thread) touches it.
     carryover: dict[str, Any] = field(default_factory=dict)
+    #: Namespace name -> its labels (pod affinity terms select namespaces by label).
+    namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def namespace_weight(self, namespace: str) -> int:
         return self.namespace_weights.get(namespace, 1)
@@ -236,6 +238,7 @@ def build_snapshot(
     usage: Mapping[str, NodeUsage] | None = None,
     now: float = 0.0,
     carryover: dict[str, Any] | None = None,
+    namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
 ) -> ClusterSnapshot:
     """Assemble a snapshot from parsed objects. Tasks are copied, so the caller's objects stay untouched."""
     node_list = list(nodes)
@@ -327,6 +330,7 @@ def build_snapshot(
         now=now,
         problems=problems,
         carryover={} if carryover is None else carryover,
+        namespace_labels={ns: dict(labels) for ns, labels in (namespace_labels or {}).items()},
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from volsched.model.constraints import PodConstraints, parse_pod_constraints
 from volsched.model.errors import InputError
 from volsched.model.resources import PODS, Vector, parse_amount, parse_resource_map
 
@@ -254,6 +255,43 @@ class PodRuntime:
 EMPTY_RUNTIME = PodRuntime()
 
 
+def _preferred_node_terms(spec: Mapping[str, Any], where: str) -> list[tuple[int, Any]]:
+    node_aff = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    at = f"{where}: spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    out: list[tuple[int, Any]] = []
+    for i, p in enumerate(
+        _list_field(node_aff.get("preferredDuringSchedulingIgnoredDuringExecution"), where=at)
+    ):
+        weight = p.get("weight") if isinstance(p, Mapping) else None
+        pref = p.get("preference") if isinstance(p, Mapping) else None
+        if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 100:
+            raise InputError(f"{at}[{i}].weight: expected an integer 1..100, got {weight!r}")
+        if not isinstance(pref, Mapping):
+            raise InputError(f"{at}[{i}].preference: must be a node selector term (a map)")
+        out.append((weight, dict(pref)))
+    return out
+
+
+def _host_ports(spec: Mapping[str, Any]) -> tuple[tuple[str, int, str], ...]:
+    out: set[tuple[str, int, str]] = set()
+    for kind in ("initContainers", "containers"):
+        for c in spec.get(kind) or []:
+            for p in (c.get("ports") or []) if isinstance(c, Mapping) else []:
+                if isinstance(p, Mapping) and isinstance(p.get("hostPort"), int) and p["hostPort"] > 0:
+                    ip = str(p.get("hostIP") or "0.0.0.0")
+                    out.add((str(p.get("protocol") or "TCP"), int(p["hostPort"]), ip))
+    return tuple(sorted(out))
+
+
+def _claims(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    out = []
+    for v in spec.get("volumes") or []:
+        claim = (v.get("persistentVolumeClaim") or {}) if isinstance(v, Mapping) else {}
+        if isinstance(claim, Mapping) and claim.get("claimName"):
+            out.append(str(claim["claimName"]))
+    return tuple(sorted(set(out)))
+
+
 @dataclass(slots=True, eq=False)
 class Task:
     """One pod, as the scheduler sees it."""
@@ -283,8 +321,21 @@ class Task:
     #: What the kubelet reported (for rescheduling strategies), see :func:`pod_runtime`.
     runtime: PodRuntime = EMPTY_RUNTIME
     request: Vector = field(default_factory=lambda: np.zeros(0))
-    #: A hashable summary of everything node filters read from the task (selector, affinity,
-    #: tolerations, avoided nodes). Tasks with the same key and request see the same nodes the same way.
+    #: Pod affinity/anti-affinity and topology spread (what depends on other pods), None when none.
+    constraints: PodConstraints | None = None
+    #: spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution (weight, term) pairs.
+    preferred_node_terms: list[tuple[int, Any]] = field(default_factory=list)
+    #: Host ports the pod's containers ask for: (protocol, port, hostIP).
+    host_ports: tuple[tuple[str, int, str], ...] = ()
+    #: PersistentVolumeClaims the pod mounts (names in its namespace).
+    claims: tuple[str, ...] = ()
+    #: Required node affinity of the bound PersistentVolumes (one nodeSelectorTerms list per volume; the
+    #: snapshot fills it from the claims), and claims that do not exist.
+    volume_terms: tuple[tuple[str, Any], ...] = ()
+    missing_claims: tuple[str, ...] = ()
+    #: A hashable summary of everything node filters and static scores read from the task (selector,
+    #: affinity, tolerations, avoided nodes, ports, volumes). Tasks with the same key and request see
+    #: the same nodes the same way.
     placement_key: str = ""
 
     @property
@@ -423,16 +474,38 @@ def build_task(pod: Raw, *, priority_classes: Mapping[str, int], default_priorit
         owner=owner,
         start_time=parse_time((pod.get("status") or {}).get("startTime"), where=f"{where}: status.startTime"),
         runtime=pod_runtime(pod),
+        constraints=parse_pod_constraints(spec, namespace=ns, labels=labels, where=where),
+        preferred_node_terms=_preferred_node_terms(spec, where),
+        host_ports=_host_ports(spec),
+        claims=_claims(spec),
     )
     task.placement_key = placement_key(task)
     return task
 
 
 def placement_key(task: Task) -> str:
-    if not (task.node_selector or task.affinity_terms or task.tolerations or task.avoid_nodes):
+    if not (
+        task.node_selector
+        or task.affinity_terms
+        or task.tolerations
+        or task.avoid_nodes
+        or task.preferred_node_terms
+        or task.host_ports
+        or task.volume_terms
+        or task.missing_claims
+    ):
         return ""
     return json.dumps(
-        [task.node_selector, task.affinity_terms, task.tolerations, sorted(task.avoid_nodes)],
+        [
+            task.node_selector,
+            task.affinity_terms,
+            task.tolerations,
+            sorted(task.avoid_nodes),
+            task.preferred_node_terms,
+            task.host_ports,
+            task.volume_terms,
+            task.missing_claims,
+        ],
         sort_keys=True,
         default=str,
     )
@@ -492,7 +565,11 @@ def build_node(node: Raw) -> NodeSpec:
     return NodeSpec(
         name=name,
         allocatable=allocatable,
-        labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+        # The kubelet always sets kubernetes.io/hostname; input written by hand may leave it out.
+        labels={
+            "kubernetes.io/hostname": name,
+            **{str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+        },
         taints=tuple(taints),
         unschedulable=_bool_field(
             spec.get("unschedulable"), where=f"{where}: spec.unschedulable", default=False
@@ -655,3 +732,32 @@ def priority_class_value(obj: Raw) -> tuple[str, int, bool]:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"PriorityClass {name}: field value must be an integer, got {value!r}")
     return name, value, bool(obj.get("globalDefault"))
+
+
+# --- volumes ------------------------------------------------------------------------------------------------
+
+
+def claim_volume(obj: Raw) -> tuple[str, str]:
+    """("ns/claim", bound PersistentVolume name or "" while unbound) of a PersistentVolumeClaim."""
+    ns, name = _meta(obj, "PersistentVolumeClaim")
+    where = f"PersistentVolumeClaim {ns}/{name}"
+    if not ns:
+        raise InputError(f"{where}: missing field metadata.namespace")
+    volume = _map_field(obj, "spec", where).get("volumeName") or ""
+    if not isinstance(volume, str):
+        raise InputError(f"{where}: spec.volumeName must be a string")
+    return f"{ns}/{name}", volume
+
+
+def volume_node_terms(obj: Raw) -> tuple[str, list[Any]]:
+    """(name, spec.nodeAffinity.required.nodeSelectorTerms) of a PersistentVolume ([] when none)."""
+    _, name = _meta(obj, "PersistentVolume")
+    where = f"PersistentVolume {name}"
+    required = _map_field(obj, "spec.nodeAffinity.required", where)
+    terms = _list_field(
+        required.get("nodeSelectorTerms"), where=f"{where}: spec.nodeAffinity.required.nodeSelectorTerms"
+    )
+    for i, term in enumerate(terms):
+        if not isinstance(term, Mapping):
+            raise InputError(f"{where}: spec.nodeAffinity.required.nodeSelectorTerms[{i}] must be a map")
+    return name, [dict(t) for t in terms]

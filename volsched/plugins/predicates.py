@@ -1,88 +1,37 @@
 """predicates: which nodes a task may go to.
 
 Checks spec.nodeSelector, required node affinity, taints against tolerations, cordoned (unschedulable)
-nodes and nodes a rescheduled pod was moved off. All of it depends only on the task's placement spec,
-so it is computed once per distinct spec as a boolean mask over all nodes. Free capacity (including the
-``pods`` count, i.e. max pods) is the session's own check, done for every task whatever the plugins,
-and explained in numbers by the session.
+nodes, nodes a rescheduled pod was moved off and the required node affinity of the PersistentVolumes the
+pod mounts (a claim that does not exist rejects every node). All of that depends only on the task's
+placement spec, so it is computed once per distinct spec as a boolean mask over all nodes.
+
+Host ports depend on the pods on a node (node state): a port (protocol, port) is taken on a node when a
+pod there uses it on the same host IP or on 0.0.0.0 (and 0.0.0.0 conflicts with any IP), as in Kubernetes.
+
+Required pod affinity and anti-affinity (both ways: a placed pod's anti-affinity repels the new pod) and
+topology spread constraints with whenUnsatisfiable DoNotSchedule depend on the other pods placed: they are
+constraint filters (see ``volsched.framework.session``) over the session's per-domain counts
+(``volsched.model.constraints``).
+
+Free capacity (including the ``pods`` count, i.e. max pods) is the session's own check, done for every
+task whatever the plugins, and explained in numbers by the session.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.registry import register_plugin
-from volsched.framework.session import Session
+from volsched.framework.session import EventHandler, Session
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
-from volsched.model.objects import NodeSpec, Task
+from volsched.model.constraints import UNSCHEDULABLE_TAINT, matches_affinity, tolerates
+from volsched.model.objects import Task
+from volsched.plugins.podconstraints import constraint_state
 
-UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
-
-
-def tolerates(tolerations: Sequence[Any], taint: tuple[str, str, str]) -> bool:
-    key, value, effect = taint
-    for tol in tolerations:
-        if not isinstance(tol, Mapping):
-            continue
-        t_effect = tol.get("effect") or ""
-        if t_effect and t_effect != effect:
-            continue
-        op = tol.get("operator") or "Equal"
-        t_key = tol.get("key") or ""
-        if not t_key:
-            if op == "Exists":
-                return True
-            continue
-        if t_key != key:
-            continue
-        if op == "Exists" or str(tol.get("value") or "") == value:
-            return True
-    return False
-
-
-def _match_expression(spec: NodeSpec, expr: Mapping[str, Any], *, field: bool) -> bool:
-    key = expr["key"]
-    op = expr["operator"]
-    values = [str(v) for v in expr.get("values") or []]
-    if field:
-        present, value = (True, spec.name) if key == "metadata.name" else (False, "")
-    else:
-        present, value = key in spec.labels, spec.labels.get(key, "")
-    if op == "In":
-        return present and value in values
-    if op == "NotIn":
-        return not present or value not in values
-    if op == "Exists":
-        return present
-    if op == "DoesNotExist":
-        return not present
-    if not present or len(values) != 1:
-        return False
-    try:
-        left, right = int(value), int(values[0])
-    except ValueError:
-        return False
-    return left > right if op == "Gt" else left < right
-
-
-def matches_affinity(spec: NodeSpec, terms: Sequence[Any]) -> bool:
-    """Required node affinity: any term matches; inside a term every expression matches."""
-    if not terms:
-        return True
-    for term in terms:
-        exprs = term.get("matchExpressions") or []
-        fields = term.get("matchFields") or []
-        if not exprs and not fields:
-            continue  # an empty term matches nothing
-        if all(_match_expression(spec, e, field=False) for e in exprs) and all(
-            _match_expression(spec, e, field=True) for e in fields
-        ):
-            return True
-    return False
+__all__ = ["UNSCHEDULABLE_TAINT", "Predicates", "matches_affinity", "tolerates"]
 
 
 def _taint_reason(t: tuple[str, str, str]) -> str:
@@ -108,20 +57,20 @@ class _StaticChecks:
                 taints = (*taints, UNSCHEDULABLE_TAINT)
             self.taint_group[i] = groups.setdefault(taints, len(groups))
         self.groups = list(groups)
-        self._cache: dict[str, tuple[BoolArray, BoolArray, BoolArray, BoolArray]] = {}
+        self._cache: dict[str, tuple[BoolArray, BoolArray, BoolArray, BoolArray, BoolArray]] = {}
         self._combined: dict[str, BoolArray] = {}
 
     def combined(self, task: Task) -> BoolArray:
         """All of :meth:`masks` at once."""
         hit = self._combined.get(task.placement_key)
         if hit is None:
-            selector, affinity, taints, avoided = self.masks(task)
-            hit = selector & affinity & taints & avoided
+            selector, affinity, taints, avoided, volumes = self.masks(task)
+            hit = selector & affinity & taints & avoided & volumes
             self._combined[task.placement_key] = hit
         return hit
 
-    def masks(self, task: Task) -> tuple[BoolArray, BoolArray, BoolArray, BoolArray]:
-        """(selector ok, affinity ok, taints tolerated, not avoided) over all nodes."""
+    def masks(self, task: Task) -> tuple[BoolArray, BoolArray, BoolArray, BoolArray, BoolArray]:
+        """(selector ok, affinity ok, taints tolerated, not avoided, volumes reachable) over all nodes."""
         hit = self._cache.get(task.placement_key)
         if hit is not None:
             return hit
@@ -147,7 +96,12 @@ class _StaticChecks:
             i = self.nodes.index.get(name)
             if i is not None:
                 avoided[i] = False
-        out = (selector, affinity, taints, avoided)
+        volumes = np.ones(n, dtype=bool)
+        if task.missing_claims:
+            volumes[:] = False
+        for _, terms in task.volume_terms:
+            volumes &= np.fromiter((matches_affinity(s, terms) for s in specs), dtype=bool, count=n)
+        out = (selector, affinity, taints, avoided, volumes)
         self._cache[task.placement_key] = out
         return out
 
@@ -160,21 +114,40 @@ class Predicates(BasePlugin):
         nodes = session.nodes
         static = _StaticChecks(nodes)
 
+        ports = _HostPorts(nodes)
+        session.add_event_handler(EventHandler(allocate=ports.add, deallocate=ports.remove))
+
         def predicate(task: Task, idx: IndexArray) -> BoolArray:
             mask: BoolArray = static.combined(task)[idx]
+            if task.host_ports:
+                mask = mask & ports.free(task, idx)
             return mask
 
         def explain(task: Task, idx: IndexArray) -> list[tuple[str, int]]:
-            selector, affinity, taints, avoided = static.masks(task)
+            selector, affinity, taints, avoided, volumes = static.masks(task)
             out: list[tuple[str, int]] = []
+            volume_reason = (
+                f"persistentvolumeclaim(s) {', '.join(task.missing_claims)} not found"
+                if task.missing_claims
+                else "node(s) didn't match the node affinity of the pod's persistent volumes "
+                f"({', '.join(v for v, _ in task.volume_terms)})"
+            )
             for ok, reason in (
                 (selector, "node(s) didn't match the pod's node selector"),
                 (affinity, "node(s) didn't match the pod's node affinity"),
                 (avoided, "node(s) the pod was moved off"),
+                (volumes, volume_reason),
             ):
                 bad = int(np.sum(~ok[idx]))
                 if bad:
                     out.append((reason, bad))
+            if task.host_ports:
+                bad = int(np.sum(~ports.free(task, idx)))
+                if bad:
+                    wanted = ", ".join(f"{p}/{proto}" for proto, p, _ in task.host_ports)
+                    out.append(
+                        (f"node(s) didn't have free ports for the requested pod ports ({wanted})", bad)
+                    )
             by_taint: dict[str, int] = {}
             for i in idx[~taints[idx]]:
                 for t in static.groups[static.taint_group[i]]:
@@ -185,3 +158,63 @@ class Predicates(BasePlugin):
             return out
 
         session.add_predicate_fn(self.name, predicate, explain=explain)
+
+        state = constraint_state(session)
+        if state is None:
+            return
+
+        def constraint(task: Task) -> BoolArray | None:
+            result = state.check(task)
+            return None if result is None else result.mask
+
+        def explain_constraint(task: Task, idx: IndexArray) -> list[tuple[str, int]]:
+            result = state.check(task)
+            return [] if result is None else result.explain(idx)
+
+        session.add_constraint_fn(self.name, constraint, explain=explain_constraint)
+
+
+class _HostPorts:
+    """Host ports in use per node: (protocol, port) -> host IP -> pods using it, over nodes."""
+
+    def __init__(self, nodes: NodeTable) -> None:
+        self.nodes = nodes
+        self.used: dict[tuple[str, int], dict[str, np.ndarray[Any, np.dtype[np.int64]]]] = {}
+        self._where: dict[str, int] = {}
+        for i, on_node in enumerate(nodes.tasks):
+            for t in on_node.values():
+                if t.host_ports:
+                    self._count(t, i, 1)
+
+    def _count(self, task: Task, node: int, delta: int) -> None:
+        if delta > 0:
+            self._where[task.key] = node
+        else:
+            self._where.pop(task.key, None)
+        for proto, port, ip in task.host_ports:
+            by_ip = self.used.setdefault((proto, port), {})
+            counts = by_ip.get(ip)
+            if counts is None:
+                counts = by_ip[ip] = np.zeros(len(self.nodes), dtype=np.int64)
+            counts[node] += delta
+
+    def add(self, task: Task) -> None:
+        node = self.nodes.index.get(task.node_name or "")
+        if task.host_ports and node is not None and task.key not in self._where:
+            self._count(task, node, 1)
+
+    def remove(self, task: Task) -> None:
+        node = self._where.get(task.key)
+        if node is not None:
+            self._count(task, node, -1)
+
+    def free(self, task: Task, idx: IndexArray) -> BoolArray:
+        ok = np.ones(len(idx), dtype=bool)
+        for proto, port, ip in task.host_ports:
+            by_ip = self.used.get((proto, port))
+            if not by_ip:
+                continue
+            for other, counts in by_ip.items():
+                if ip == "0.0.0.0" or other == "0.0.0.0" or other == ip:
+                    ok &= counts[idx] == 0
+        return ok

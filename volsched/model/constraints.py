@@ -1,0 +1,874 @@
+"""Where a pod may run given the other pods: inter-pod affinity and anti-affinity, topology spread.
+
+Three layers, all pure logic (no session, no I/O), so the scheduler's plugins and the descheduler's
+strategies share them:
+
+* **parsing** (:func:`parse_pod_constraints`) of ``spec.affinity.podAffinity``/``podAntiAffinity`` and
+  ``spec.topologySpreadConstraints`` as Kubernetes defines them: a nil ``labelSelector`` matches no pod,
+  an empty one every pod; a term with neither ``namespaces`` nor ``namespaceSelector`` means the pod's own
+  namespace, an empty ``namespaceSelector`` every namespace; ``matchLabelKeys``/``mismatchLabelKeys`` are
+  merged into the selector as ``key in (value)`` / ``key notin (value)`` with the pod's own label values.
+* **matching** (:class:`LabelSelector`, :class:`AffinityTerm`, :class:`SpreadConstraint`) and node-level
+  matching (node affinity terms, taints against tolerations).
+* **counting** (:class:`ConstraintState`): how many pods matching a selector each node and each topology
+  domain holds, as numpy arrays, updated one pod at a time by :meth:`ConstraintState.add` and
+  :meth:`ConstraintState.remove`. A counter is made the first time a selector is asked about (one pass over
+  the placed pods, narrowed by a label index) and kept current from then on, so a placement costs a few
+  counter increments. Existing pods' anti-affinity terms (which repel new pods: the rule is symmetric)
+  and preferred terms are kept as per-domain counts of their owners the same way.
+
+Topology domains: for a key, :meth:`Topology.domains` numbers the distinct label values; nodes without
+the label get the extra index ``D`` (one past the last domain), whose count is always 0, so
+``counts[node_domain]`` is a single gather over all nodes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from volsched.model.errors import InputError
+
+if TYPE_CHECKING:
+    from volsched.model.objects import NodeSpec, Task
+
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.intp]
+FloatArray = npt.NDArray[np.float64]
+
+HOSTNAME = "kubernetes.io/hostname"
+UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
+_SELECTOR_OPS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+# --- label selectors --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    key: str
+    op: str  # In | NotIn | Exists | DoesNotExist
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        op = self.op
+        if op == "In":
+            return labels.get(self.key) in self.values
+        if op == "NotIn":
+            return labels.get(self.key) not in self.values
+        if op == "Exists":
+            return self.key in labels
+        return self.key not in labels
+
+    def describe(self) -> str:
+        if self.op == "In":
+            return (
+                f"{self.key}={self.values[0]}"
+                if len(self.values) == 1
+                else f"{self.key} in ({','.join(self.values)})"
+            )
+        if self.op == "NotIn":
+            return (
+                f"{self.key}!={self.values[0]}"
+                if len(self.values) == 1
+                else f"{self.key} notin ({','.join(self.values)})"
+            )
+        return self.key if self.op == "Exists" else f"!{self.key}"
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A Kubernetes label selector; no requirements matches everything."""
+
+    requirements: tuple[Requirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(r.matches(labels) for r in self.requirements)
+
+    def index_pairs(self) -> tuple[tuple[str, str], ...] | None:
+        """Label pairs of which every matching object carries one (from the first ``In``), or None."""
+        for r in self.requirements:
+            if r.op == "In":
+                return tuple((r.key, v) for v in r.values)
+        return None
+
+    def describe(self) -> str:
+        return ",".join(r.describe() for r in self.requirements) or "all pods"
+
+    def merged(self, extra: Iterable[Requirement]) -> LabelSelector:
+        return LabelSelector(tuple(sorted({*self.requirements, *extra}, key=_req_order)))
+
+
+def _req_order(r: Requirement) -> tuple[str, str, tuple[str, ...]]:
+    return (r.key, r.op, r.values)
+
+
+def parse_selector(raw: Any, *, where: str) -> LabelSelector | None:
+    """``matchLabels`` + ``matchExpressions``; None for a nil selector (which matches nothing)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise InputError(f"{where}: must be a map")
+    reqs: set[Requirement] = set()
+    labels = raw.get("matchLabels") or {}
+    if not isinstance(labels, Mapping):
+        raise InputError(f"{where}.matchLabels: must be a map of strings")
+    for k, v in labels.items():
+        reqs.add(Requirement(str(k), "In", (str(v),)))
+    exprs = raw.get("matchExpressions") or []
+    if not isinstance(exprs, list):
+        raise InputError(f"{where}.matchExpressions: must be a list")
+    for i, e in enumerate(exprs):
+        at = f"{where}.matchExpressions[{i}]"
+        if not isinstance(e, Mapping) or not e.get("key"):
+            raise InputError(f"{at}: needs key and operator")
+        op = e.get("operator")
+        if op not in _SELECTOR_OPS:
+            raise InputError(f"{at}.operator: {op!r} is not one of {', '.join(_SELECTOR_OPS)}")
+        values = e.get("values") or []
+        if not isinstance(values, list):
+            raise InputError(f"{at}.values: must be a list")
+        if op in ("In", "NotIn") and not values:
+            raise InputError(f"{at}.values: must not be empty for operator {op}")
+        if op in ("Exists", "DoesNotExist") and values:
+            raise InputError(f"{at}.values: must be empty for operator {op}")
+        reqs.add(Requirement(str(e["key"]), str(op), tuple(sorted(str(v) for v in values))))
+    return LabelSelector(tuple(sorted(reqs, key=_req_order)))
+
+
+# --- terms and constraints --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """A pod (anti-)affinity term, resolved against the pod that carries it."""
+
+    selector: LabelSelector | None
+    topology_key: str
+    #: Namespaces named by the term (the owner's own when it names none and has no namespaceSelector).
+    namespaces: frozenset[str] = frozenset()
+    #: None: only ``namespaces``; no requirements: every namespace.
+    namespace_selector: LabelSelector | None = None
+
+    def matches(
+        self, namespace: str, labels: Mapping[str, str], namespace_labels: Mapping[str, Mapping[str, str]]
+    ) -> bool:
+        if self.selector is None:
+            return False
+        if namespace not in self.namespaces and (
+            self.namespace_selector is None
+            or not self.namespace_selector.matches(namespace_labels.get(namespace, {}))
+        ):
+            return False
+        return self.selector.matches(labels)
+
+    def describe(self) -> str:
+        what = self.selector.describe() if self.selector is not None else "no pods"
+        return f"{what}, {self.topology_key}"
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    max_skew: int
+    topology_key: str
+    #: whenUnsatisfiable DoNotSchedule (a filter); else ScheduleAnyway (a score).
+    hard: bool
+    selector: LabelSelector | None
+    namespace: str
+    min_domains: int | None = None
+    #: nodeAffinityPolicy Honor (default): count only nodes the pod's node selector/affinity accept.
+    honor_node_affinity: bool = True
+    #: nodeTaintsPolicy Honor: count only nodes whose taints the pod tolerates (default Ignore).
+    honor_taints: bool = False
+
+    def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        return namespace == self.namespace and self.selector is not None and self.selector.matches(labels)
+
+    def describe(self) -> str:
+        what = self.selector.describe() if self.selector is not None else "no pods"
+        return f"{what}, {self.topology_key}"
+
+
+@dataclass(frozen=True, slots=True)
+class PodConstraints:
+    """What one pod says about the pods around it."""
+
+    affinity: tuple[AffinityTerm, ...] = ()
+    anti_affinity: tuple[AffinityTerm, ...] = ()
+    #: Preferred terms with signed weights: + for affinity, - for anti-affinity.
+    preferred: tuple[tuple[AffinityTerm, int], ...] = ()
+    spread: tuple[SpreadConstraint, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.affinity or self.anti_affinity or self.preferred or self.spread)
+
+
+def _merge_label_keys(
+    selector: LabelSelector | None, raw: Mapping[str, Any], labels: Mapping[str, str], *, where: str
+) -> LabelSelector | None:
+    extra: list[Requirement] = []
+    for field_name, op in (("matchLabelKeys", "In"), ("mismatchLabelKeys", "NotIn")):
+        keys = raw.get(field_name) or []
+        if not isinstance(keys, list):
+            raise InputError(f"{where}.{field_name}: must be a list of label keys")
+        extra.extend(Requirement(str(k), op, (labels[str(k)],)) for k in keys if str(k) in labels)
+    if selector is None or not extra:
+        return selector
+    return selector.merged(extra)
+
+
+def _term(raw: Any, *, namespace: str, labels: Mapping[str, str], where: str) -> AffinityTerm:
+    if not isinstance(raw, Mapping):
+        raise InputError(f"{where}: must be a map")
+    key = raw.get("topologyKey")
+    if not isinstance(key, str) or not key:
+        raise InputError(f"{where}.topologyKey: required (a node label key)")
+    selector = parse_selector(raw.get("labelSelector"), where=f"{where}.labelSelector")
+    selector = _merge_label_keys(selector, raw, labels, where=where)
+    names = raw.get("namespaces") or []
+    if not isinstance(names, list):
+        raise InputError(f"{where}.namespaces: must be a list")
+    ns_selector = parse_selector(raw.get("namespaceSelector"), where=f"{where}.namespaceSelector")
+    namespaces = frozenset(str(n) for n in names)
+    if not namespaces and ns_selector is None:
+        namespaces = frozenset({namespace})
+    return AffinityTerm(selector, key, namespaces, ns_selector)
+
+
+def _terms(
+    block: Mapping[str, Any], *, namespace: str, labels: Mapping[str, str], where: str
+) -> tuple[tuple[AffinityTerm, ...], tuple[tuple[AffinityTerm, int], ...]]:
+    req_where = f"{where}.requiredDuringSchedulingIgnoredDuringExecution"
+    required = tuple(
+        _term(t, namespace=namespace, labels=labels, where=f"{req_where}[{i}]")
+        for i, t in enumerate(
+            _as_list(block.get("requiredDuringSchedulingIgnoredDuringExecution"), req_where)
+        )
+    )
+    pref_where = f"{where}.preferredDuringSchedulingIgnoredDuringExecution"
+    preferred: list[tuple[AffinityTerm, int]] = []
+    for i, p in enumerate(_as_list(block.get("preferredDuringSchedulingIgnoredDuringExecution"), pref_where)):
+        at = f"{pref_where}[{i}]"
+        if not isinstance(p, Mapping):
+            raise InputError(f"{at}: must be a map")
+        weight = p.get("weight")
+        if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 100:
+            raise InputError(f"{at}.weight: expected an integer 1..100, got {weight!r}")
+        preferred.append(
+            (
+                _term(
+                    p.get("podAffinityTerm"),
+                    namespace=namespace,
+                    labels=labels,
+                    where=f"{at}.podAffinityTerm",
+                ),
+                weight,
+            )
+        )
+    return required, tuple(preferred)
+
+
+def _as_list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError(f"{where}: must be a list")
+    return value
+
+
+def _spread(raw: Any, *, namespace: str, labels: Mapping[str, str], where: str) -> SpreadConstraint:
+    if not isinstance(raw, Mapping):
+        raise InputError(f"{where}: must be a map")
+    skew = raw.get("maxSkew")
+    if isinstance(skew, bool) or not isinstance(skew, int) or skew < 1:
+        raise InputError(f"{where}.maxSkew: expected an integer >= 1, got {skew!r}")
+    key = raw.get("topologyKey")
+    if not isinstance(key, str) or not key:
+        raise InputError(f"{where}.topologyKey: required (a node label key)")
+    when = raw.get("whenUnsatisfiable")
+    if when not in ("DoNotSchedule", "ScheduleAnyway"):
+        raise InputError(f"{where}.whenUnsatisfiable: expected DoNotSchedule or ScheduleAnyway, got {when!r}")
+    min_domains = raw.get("minDomains")
+    if min_domains is not None:
+        if isinstance(min_domains, bool) or not isinstance(min_domains, int) or min_domains < 1:
+            raise InputError(f"{where}.minDomains: expected an integer >= 1, got {min_domains!r}")
+        if when != "DoNotSchedule":
+            raise InputError(f"{where}.minDomains: only allowed with whenUnsatisfiable DoNotSchedule")
+    policies: dict[str, bool] = {}
+    for name, default in (("nodeAffinityPolicy", "Honor"), ("nodeTaintsPolicy", "Ignore")):
+        value = raw.get(name) or default
+        if value not in ("Honor", "Ignore"):
+            raise InputError(f"{where}.{name}: expected Honor or Ignore, got {value!r}")
+        policies[name] = value == "Honor"
+    selector = parse_selector(raw.get("labelSelector"), where=f"{where}.labelSelector")
+    selector = _merge_label_keys(selector, {"matchLabelKeys": raw.get("matchLabelKeys")}, labels, where=where)
+    return SpreadConstraint(
+        max_skew=skew,
+        topology_key=key,
+        hard=when == "DoNotSchedule",
+        selector=selector,
+        namespace=namespace,
+        min_domains=min_domains,
+        honor_node_affinity=policies["nodeAffinityPolicy"],
+        honor_taints=policies["nodeTaintsPolicy"],
+    )
+
+
+def parse_pod_constraints(
+    spec: Mapping[str, Any], *, namespace: str, labels: Mapping[str, str], where: str
+) -> PodConstraints | None:
+    """The pod-level constraints of a pod spec, or None when it has none."""
+    affinity = spec.get("affinity") or {}
+    if not isinstance(affinity, Mapping):
+        raise InputError(f"{where}: spec.affinity must be a map")
+    out: dict[str, Any] = {}
+    preferred: list[tuple[AffinityTerm, int]] = []
+    for name, sign in (("podAffinity", 1), ("podAntiAffinity", -1)):
+        block = affinity.get(name)
+        if block is None:
+            continue
+        if not isinstance(block, Mapping):
+            raise InputError(f"{where}: spec.affinity.{name} must be a map")
+        required, pref = _terms(
+            block, namespace=namespace, labels=labels, where=f"{where}: spec.affinity.{name}"
+        )
+        out["affinity" if sign > 0 else "anti_affinity"] = required
+        preferred.extend((t, sign * w) for t, w in pref)
+    spread_where = f"{where}: spec.topologySpreadConstraints"
+    spread = tuple(
+        _spread(c, namespace=namespace, labels=labels, where=f"{spread_where}[{i}]")
+        for i, c in enumerate(_as_list(spec.get("topologySpreadConstraints"), spread_where))
+    )
+    result = PodConstraints(
+        affinity=out.get("affinity", ()),
+        anti_affinity=out.get("anti_affinity", ()),
+        preferred=tuple(preferred),
+        spread=spread,
+    )
+    return result if result else None
+
+
+# --- node-level matching -------------------------------------------------------------------------------------
+
+
+def tolerates(tolerations: Sequence[Any], taint: tuple[str, str, str]) -> bool:
+    key, value, effect = taint
+    for tol in tolerations:
+        if not isinstance(tol, Mapping):
+            continue
+        t_effect = tol.get("effect") or ""
+        if t_effect and t_effect != effect:
+            continue
+        op = tol.get("operator") or "Equal"
+        t_key = tol.get("key") or ""
+        if not t_key:
+            if op == "Exists":
+                return True
+            continue
+        if t_key != key:
+            continue
+        if op == "Exists" or str(tol.get("value") or "") == value:
+            return True
+    return False
+
+
+def _match_expression(spec: NodeSpec, expr: Mapping[str, Any], *, field: bool) -> bool:
+    key = expr["key"]
+    op = expr["operator"]
+    values = [str(v) for v in expr.get("values") or []]
+    if field:
+        present, value = (True, spec.name) if key == "metadata.name" else (False, "")
+    else:
+        present, value = key in spec.labels, spec.labels.get(key, "")
+    if op == "In":
+        return present and value in values
+    if op == "NotIn":
+        return not present or value not in values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if not present or len(values) != 1:
+        return False
+    try:
+        left, right = int(value), int(values[0])
+    except ValueError:
+        return False
+    return left > right if op == "Gt" else left < right
+
+
+def matches_node_term(spec: NodeSpec, term: Mapping[str, Any]) -> bool:
+    """One node selector term: every expression and field matches; an empty term matches nothing."""
+    exprs = term.get("matchExpressions") or []
+    fields = term.get("matchFields") or []
+    if not exprs and not fields:
+        return False
+    return all(_match_expression(spec, e, field=False) for e in exprs) and all(
+        _match_expression(spec, e, field=True) for e in fields
+    )
+
+
+def matches_affinity(spec: NodeSpec, terms: Sequence[Any]) -> bool:
+    """Required node affinity: any term matches; inside a term every expression matches."""
+    if not terms:
+        return True
+    return any(matches_node_term(spec, term) for term in terms)
+
+
+def node_placement_masks(specs: Sequence[NodeSpec], task: Task) -> tuple[BoolArray, BoolArray]:
+    """(node selector and required node affinity accepted, NoSchedule/NoExecute taints tolerated)."""
+    n = len(specs)
+    if task.node_selector or task.affinity_terms:
+        sel = task.node_selector
+        affinity = np.fromiter(
+            (
+                all(s.labels.get(k) == v for k, v in sel.items()) and matches_affinity(s, task.affinity_terms)
+                for s in specs
+            ),
+            dtype=bool,
+            count=n,
+        )
+    else:
+        affinity = np.ones(n, dtype=bool)
+    taints = np.fromiter(
+        (
+            all(tolerates(task.tolerations, t) for t in s.taints if t[2] in ("NoSchedule", "NoExecute"))
+            and (not s.unschedulable or tolerates(task.tolerations, UNSCHEDULABLE_TAINT))
+            for s in specs
+        ),
+        dtype=bool,
+        count=n,
+    )
+    return affinity, taints
+
+
+# --- topology -------------------------------------------------------------------------------------------------
+
+
+class Topology:
+    """Node -> topology domain index, per label key, for one ordered list of nodes."""
+
+    def __init__(self, specs: Sequence[NodeSpec]) -> None:
+        self.specs = specs
+        self._keys: dict[str, tuple[IntArray, list[str]]] = {}
+
+    def domains(self, key: str) -> tuple[IntArray, list[str]]:
+        """(domain index of each node, domain values); nodes without the label get ``len(values)``."""
+        hit = self._keys.get(key)
+        if hit is None:
+            values: dict[str, int] = {}
+            raw = [s.labels.get(key) for s in self.specs]
+            for v in raw:
+                if v is not None and v not in values:
+                    values[v] = len(values)
+            missing = len(values)
+            dom = np.fromiter(
+                (missing if v is None else values[v] for v in raw), dtype=np.intp, count=len(raw)
+            )
+            hit = (dom, list(values))
+            self._keys[key] = hit
+        return hit
+
+
+# --- counting ------------------------------------------------------------------------------------------------
+
+Matcher = Callable[[str, Mapping[str, str]], bool]
+
+
+class PodCounter:
+    """Pods matching one predicate, per node and (for the keys asked) per topology domain."""
+
+    def __init__(self, match: Matcher, n_nodes: int, topology: Topology) -> None:
+        self.match = match
+        self.topology = topology
+        self.node_counts: FloatArray = np.zeros(n_nodes)
+        self._domains: dict[str, tuple[IntArray, FloatArray]] = {}
+
+    def domain_counts(self, key: str) -> tuple[IntArray, FloatArray]:
+        """(node -> domain, matching pods per domain with a trailing 0 for nodes without the label)."""
+        hit = self._domains.get(key)
+        if hit is None:
+            dom, values = self.topology.domains(key)
+            counts = np.bincount(dom, weights=self.node_counts, minlength=len(values) + 1).astype(np.float64)
+            counts[len(values)] = 0.0
+            hit = (dom, counts)
+            self._domains[key] = hit
+        return hit
+
+    def update(self, node: int, delta: float) -> None:
+        self.node_counts[node] += delta
+        for dom, counts in self._domains.values():
+            d = dom[node]
+            if d < len(counts) - 1:
+                counts[d] += delta
+
+
+@dataclass
+class _TermGroup:
+    """Placed pods carrying one (anti-)affinity term: per-domain weight of their owners."""
+
+    term: AffinityTerm
+    dom: IntArray
+    counts: FloatArray
+    owners: int = 0
+
+    def add(self, node: int, owners: float, weight: float = 1.0) -> None:
+        """``owners`` (+1 or -1) pods carrying the term came to or left ``node``."""
+        d = self.dom[node]
+        if d < len(self.counts) - 1:
+            self.counts[d] += owners * weight
+        self.owners += int(owners)
+
+
+@dataclass
+class ConstraintCheck:
+    """A filter's verdict over all nodes, and each failing part with its reason (for "why pending")."""
+
+    mask: BoolArray
+    parts: list[tuple[Callable[[IntArray], list[tuple[str, int]]], BoolArray]] = field(default_factory=list)
+
+    def explain(self, idx: IntArray) -> list[tuple[str, int]]:
+        out: list[tuple[str, int]] = []
+        for describe, ok in self.parts:
+            bad = idx[~ok[idx]]
+            if len(bad):
+                out.extend(describe(bad))
+        return out
+
+
+class ConstraintState:
+    """Placed pods as counts per node and topology domain, for the constraints asked about so far.
+
+    ``nodes`` fixes the node order (index i is ``nodes[i]``). Callers add every placed pod with
+    :meth:`add` and keep the state current with :meth:`add`/:meth:`remove` as pods come and go; a
+    pod is counted once however often it is added."""
+
+    def __init__(self, nodes: Sequence[NodeSpec], namespace_labels: Mapping[str, Mapping[str, str]]) -> None:
+        self.nodes = nodes
+        self.n = len(nodes)
+        self.namespace_labels = namespace_labels
+        self.topology = Topology(nodes)
+        self._where: dict[str, tuple[Task, int]] = {}
+        self._by_pair: dict[tuple[str, str], dict[str, None]] = {}
+        self._counters: dict[Hashable, PodCounter] = {}
+        self._counters_by_pair: dict[tuple[str, str], list[PodCounter]] = {}
+        self._counters_any: list[PodCounter] = []
+        #: ("anti" | "score", term) -> owners of the term placed per domain
+        self._groups: dict[tuple[str, AffinityTerm], _TermGroup] = {}
+        self._groups_by_pair: dict[tuple[str, str], list[tuple[str, _TermGroup]]] = {}
+        self._groups_any: list[tuple[str, _TermGroup]] = []
+        self._node_masks: dict[str, tuple[BoolArray, BoolArray]] = {}
+
+    # --- pods coming and going -----------------------------------------------------------------------
+
+    def add(self, task: Task, node: int) -> None:
+        key = task.key
+        if key in self._where:
+            return
+        self._where[key] = (task, node)
+        for pair in task.labels.items():
+            self._by_pair.setdefault(pair, {})[key] = None
+        self._count(task, node, 1.0)
+
+    def remove(self, task: Task) -> None:
+        hit = self._where.pop(task.key, None)
+        if hit is None:
+            return
+        _, node = hit
+        for pair in task.labels.items():
+            pods = self._by_pair.get(pair)
+            if pods is not None:
+                pods.pop(task.key, None)
+        self._count(task, node, -1.0)
+
+    def node_of(self, task: Task) -> int | None:
+        hit = self._where.get(task.key)
+        return None if hit is None else hit[1]
+
+    def placed(self) -> Iterable[tuple[Task, int]]:
+        return self._where.values()
+
+    def _count(self, task: Task, node: int, delta: float) -> None:
+        ns, labels = task.namespace, task.labels
+        if self._counters:
+            for counter in self._candidates(self._counters_by_pair, self._counters_any, labels):
+                if counter.match(ns, labels):
+                    counter.update(node, delta)
+        c = task.constraints
+        if c is None:
+            return
+        for term in c.anti_affinity:
+            self._group("anti", term).add(node, delta)
+        for term in c.affinity:  # an existing pod's required affinity attracts (hardPodAffinityWeight 1)
+            self._group("score", term).add(node, delta)
+        for term, weight in c.preferred:
+            self._group("score", term).add(node, delta, weight)
+
+    @staticmethod
+    def _candidates(
+        by_pair: Mapping[tuple[str, str], list[Any]], rest: list[Any], labels: Mapping[str, str]
+    ) -> list[Any]:
+        out = list(rest)
+        for pair in labels.items():
+            hit = by_pair.get(pair)
+            if hit:
+                out.extend(hit)
+        return out
+
+    def _group(self, kind: str, term: AffinityTerm) -> _TermGroup:
+        g = self._groups.get((kind, term))
+        if g is None:
+            dom, values = self.topology.domains(term.topology_key)
+            g = _TermGroup(term, dom, np.zeros(len(values) + 1))
+            self._groups[(kind, term)] = g
+            pairs = term.selector.index_pairs() if term.selector is not None else None
+            if term.selector is None:
+                pass  # matches no pod: never consulted
+            elif pairs is None:
+                self._groups_any.append((kind, g))
+            else:
+                for pair in pairs:
+                    self._groups_by_pair.setdefault(pair, []).append((kind, g))
+        return g
+
+    # --- counters ----------------------------------------------------------------------------------------
+
+    def counter(self, key: Hashable, match: Matcher, index: tuple[tuple[str, str], ...] | None) -> PodCounter:
+        """The counter named ``key`` (made on first use from the pods placed now). ``index``: label pairs
+        of which every pod ``match`` accepts carries one (None: any pod may match)."""
+        counter = self._counters.get(key)
+        if counter is not None:
+            return counter
+        counter = PodCounter(match, self.n, self.topology)
+        if index is None:
+            pods: Iterable[tuple[Task, int]] = self._where.values()
+            self._counters_any.append(counter)
+        else:
+            keys: dict[str, None] = {}
+            for pair in index:
+                keys.update(self._by_pair.get(pair, {}))
+                self._counters_by_pair.setdefault(pair, []).append(counter)
+            pods = (self._where[k] for k in keys)
+        for task, node in pods:
+            if match(task.namespace, task.labels):
+                counter.node_counts[node] += 1.0
+        self._counters[key] = counter
+        return counter
+
+    def term_counter(self, terms: tuple[AffinityTerm, ...]) -> PodCounter:
+        """Pods matching every term of ``terms`` (namespaces included)."""
+        nsl = self.namespace_labels
+
+        def match(ns: str, labels: Mapping[str, str]) -> bool:
+            return all(t.matches(ns, labels, nsl) for t in terms)
+
+        first = terms[0].selector
+        index = first.index_pairs() if first is not None else ()
+        key = ("terms", tuple((t.selector, t.namespaces, t.namespace_selector) for t in terms))
+        return self.counter(key, match, index)
+
+    def spread_counter(self, c: SpreadConstraint) -> PodCounter:
+        def match(ns: str, labels: Mapping[str, str]) -> bool:
+            return c.matches(ns, labels)
+
+        index = c.selector.index_pairs() if c.selector is not None else ()
+        return self.counter(("spread", c.selector, c.namespace), match, index)
+
+    def existing_terms(self, task: Task, kind: str) -> list[_TermGroup]:
+        """Groups of placed pods' terms of ``kind`` ("anti" or "score") that ``task`` matches."""
+        labels, nsl = task.labels, self.namespace_labels
+        out = []
+        for k, g in self._candidates(self._groups_by_pair, self._groups_any, labels):
+            if k == kind and g.owners and g.term.matches(task.namespace, labels, nsl):
+                out.append(g)
+        return out
+
+    def node_masks(self, task: Task) -> tuple[BoolArray, BoolArray]:
+        hit = self._node_masks.get(task.placement_key)
+        if hit is None:
+            hit = node_placement_masks(self.nodes, task)
+            self._node_masks[task.placement_key] = hit
+        return hit
+
+    # --- spread ------------------------------------------------------------------------------------------
+
+    def spread_eligible(self, task: Task, constraints: Sequence[SpreadConstraint]) -> BoolArray:
+        """Nodes whose pods count for ``constraints``: they carry every topology key of them, and pass
+        the pod's node affinity (nodeAffinityPolicy Honor) and its tolerations (nodeTaintsPolicy Honor)."""
+        eligible = np.ones(self.n, dtype=bool)
+        for c in constraints:
+            dom, values = self.topology.domains(c.topology_key)
+            eligible &= dom < len(values)
+        c0 = constraints[0]
+        if c0.honor_node_affinity or c0.honor_taints:
+            affinity, taints = self.node_masks(task)
+            if c0.honor_node_affinity:
+                eligible &= affinity
+            if c0.honor_taints:
+                eligible &= taints
+        return eligible
+
+    def spread_counts(
+        self, task: Task, c: SpreadConstraint, eligible: BoolArray
+    ) -> tuple[IntArray, FloatArray, BoolArray]:
+        """(node -> domain, matching pods per domain over eligible nodes, which domains exist there)."""
+        dom, values = self.topology.domains(c.topology_key)
+        counter = self.spread_counter(c)
+        size = len(values) + 1
+        counts = np.bincount(dom[eligible], weights=counter.node_counts[eligible], minlength=size).astype(
+            np.float64
+        )
+        present = np.bincount(dom[eligible], minlength=size) > 0
+        present[-1] = False
+        counts[-1] = 0.0
+        return dom, counts, present
+
+    # --- filters and scores --------------------------------------------------------------------------
+
+    def check(self, task: Task) -> ConstraintCheck | None:
+        """Required pod affinity, anti-affinity (the pod's own and placed pods' against it) and
+        DoNotSchedule spread, over all nodes; None when none applies to ``task``."""
+        c = task.constraints
+        repelled = self.existing_terms(task, "anti") if self._groups else []
+        if (
+            c is None or not (c.affinity or c.anti_affinity or any(s.hard for s in c.spread))
+        ) and not repelled:
+            return None
+        mask = np.ones(self.n, dtype=bool)
+        parts: list[tuple[Callable[[IntArray], list[tuple[str, int]]], BoolArray]] = []
+
+        def add(ok: BoolArray, describe: Callable[[IntArray], list[tuple[str, int]]]) -> None:
+            nonlocal mask
+            mask = mask & ok
+            parts.append((describe, ok))
+
+        if c is not None and c.affinity:
+            add(*self._affinity(task, c.affinity))
+        for term in c.anti_affinity if c is not None else ():
+            dom, counts = self.term_counter((term,)).domain_counts(term.topology_key)
+            reason = f"pod anti-affinity ({term.describe()})"
+            add(counts[dom] == 0, _fixed(reason))
+        for g in repelled:
+            reason = f"existing pods' anti-affinity ({g.term.describe()})"
+            add(g.counts[g.dom] == 0, _fixed(reason))
+        hard = [s for s in c.spread if s.hard] if c is not None else []
+        if hard:
+            eligible = self.spread_eligible(task, hard)
+            for s in hard:
+                add(*self._spread_filter(task, s, eligible))
+        return ConstraintCheck(mask, parts)
+
+    def _affinity(
+        self, task: Task, terms: tuple[AffinityTerm, ...]
+    ) -> tuple[BoolArray, Callable[[IntArray], list[tuple[str, int]]]]:
+        counter = self.term_counter(terms)
+        ok = np.ones(self.n, dtype=bool)
+        have_key = np.ones(self.n, dtype=bool)
+        anywhere = False
+        for term in terms:
+            dom, counts = counter.domain_counts(term.topology_key)
+            ok &= counts[dom] > 0
+            have_key &= dom < len(counts) - 1
+            anywhere = anywhere or bool(counts.any())
+        # The first pod of a group with affinity to itself: no pod matches anywhere yet, and it matches its
+        # own terms, so it may go to any node that carries the topology keys.
+        nsl = self.namespace_labels
+        if not anywhere and all(t.matches(task.namespace, task.labels, nsl) for t in terms):
+            ok = have_key
+        what = "; ".join(t.describe() for t in terms)
+        return ok, _fixed(f"pod affinity ({what})")
+
+    def _spread_filter(
+        self, task: Task, s: SpreadConstraint, eligible: BoolArray
+    ) -> tuple[BoolArray, Callable[[IntArray], list[tuple[str, int]]]]:
+        dom, counts, present = self.spread_counts(task, s, eligible)
+        n_domains = int(present.sum())
+        least = float(counts[:-1][present[:-1]].min()) if n_domains else 0.0
+        if s.min_domains is not None and n_domains < s.min_domains:
+            least = 0.0
+        own = 1.0 if s.matches(task.namespace, task.labels) else 0.0
+        missing = dom == len(counts) - 1
+        ok = ~missing & (counts[dom] + own - least <= s.max_skew)
+        values = self.topology.domains(s.topology_key)[1]
+
+        def describe(bad: IntArray) -> list[tuple[str, int]]:
+            out: list[tuple[str, int]] = []
+            head = f"pod topology spread ({s.describe()})"
+            lacking = int(missing[bad].sum())
+            if lacking:
+                out.append((f"{head}: node(s) without label {s.topology_key}", lacking))
+            at_skew = bad[~missing[bad]]
+            if len(at_skew):
+                doms = sorted({int(d) for d in dom[at_skew]}, key=lambda d: (-counts[d], values[d]))
+                shown = ", ".join(f"{s.topology_key}={values[d]} has {counts[d]:g}" for d in doms[:3])
+                more = f" (+{len(doms) - 3} more domains)" if len(doms) > 3 else ""
+                out.append(
+                    (
+                        f"{head}: {shown}{more} matching pod(s), at maxSkew {s.max_skew} over the "
+                        f"least ({least:g})",
+                        len(at_skew),
+                    )
+                )
+            return out
+
+        return ok, describe
+
+    def score(
+        self, task: Task, feasible: BoolArray, *, affinity_weight: float, spread_weight: float
+    ) -> FloatArray | None:
+        """Preferred pod affinity/anti-affinity (the pod's own terms and placed pods' terms that match it)
+        and ScheduleAnyway spread, each 0..100 over ``feasible`` as kube-scheduler normalises them and
+        weighted; None when nothing applies."""
+        c = task.constraints
+        attracted = self.existing_terms(task, "score") if (self._groups and affinity_weight) else []
+        soft = [s for s in c.spread if not s.hard] if (c is not None and spread_weight) else []
+        preferred = c.preferred if (c is not None and affinity_weight) else ()
+        if not (attracted or soft or preferred):
+            return None
+        out = np.zeros(self.n)
+        if preferred or attracted:
+            raw = np.zeros(self.n)
+            for term, weight in preferred:
+                dom, counts = self.term_counter((term,)).domain_counts(term.topology_key)
+                raw += weight * counts[dom]
+            for g in attracted:
+                raw += g.counts[g.dom]
+            out += affinity_weight * _min_max(raw, feasible)
+        if soft:
+            eligible = self.spread_eligible(task, soft)
+            raw = np.zeros(self.n)
+            ignored = np.zeros(self.n, dtype=bool)
+            for s in soft:
+                dom, counts, present = self.spread_counts(task, s, eligible)
+                tp_weight = math.log(int(present.sum()) + 2)
+                raw += counts[dom] * tp_weight + (s.max_skew - 1)
+                ignored |= dom == len(counts) - 1
+            considered = feasible & ~ignored
+            norm = np.zeros(self.n)
+            if considered.any():
+                hi, lo = float(raw[considered].max()), float(raw[considered].min())
+                norm = np.where(considered, 100.0 * (hi + lo - raw) / hi if hi > 0 else 100.0, 0.0)
+            out += spread_weight * norm
+        return out
+
+
+def _fixed(reason: str) -> Callable[[IntArray], list[tuple[str, int]]]:
+    def describe(bad: IntArray) -> list[tuple[str, int]]:
+        return [(reason, len(bad))]
+
+    return describe
+
+
+def _min_max(raw: FloatArray, feasible: BoolArray) -> FloatArray:
+    """0..100 by (raw - min) / (max - min) over ``feasible`` (0 everywhere when they are all equal)."""
+    if not feasible.any():
+        return np.zeros(len(raw))
+    hi, lo = float(raw[feasible].max()), float(raw[feasible].min())
+    if hi - lo <= 0:
+        return np.zeros(len(raw))
+    out: FloatArray = np.clip(100.0 * (raw - lo) / (hi - lo), 0.0, 100.0)
+    return out
