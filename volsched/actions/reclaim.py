@@ -17,8 +17,9 @@ eviction. Every eviction carries a reason naming the action, the beneficiary and
 becomes an ``Evicted`` event on the pod.
 
 Reclaim is not in the default actions. To enable it (and preempt), list it after allocate, and put the
-plugins that name victims in one tier (victims are the intersection inside the first tier that
-answers, so proportion's and drf's answers count only next to gang's and conformance's)::
+plugins that name victims in one tier (only the first tier that answers decides: pods any of its
+plugins protects leave first, then each narrows the rest in turn, so proportion's and drf's budgets
+count only next to gang's and conformance's answers)::
 
     actions: "enqueue, allocate, reclaim, preempt, backfill"
     tiers:
