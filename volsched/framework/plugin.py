@@ -80,6 +80,10 @@ class Arguments:
     def unknown(self) -> list[str]:
         return sorted(set(self._flat) - self._read)
 
+    def known(self) -> list[str]:
+        """The keys the plugin asked for (what a user may set)."""
+        return sorted(self._read)
+
 
 class Plugin(Protocol):
     name: ClassVar[str]

@@ -65,7 +65,9 @@ def make_plugin(name: str, raw_arguments: dict[str, Any]) -> Plugin:
     plugin = PLUGINS[name](args)
     unknown = args.unknown()
     if unknown:
-        raise InputError(f"plugin {name}: unknown argument(s) {', '.join(unknown)}")
+        known = [k for k in args.known() if k not in unknown]
+        hint = f"; known: {', '.join(known)}" if known else ""
+        raise InputError(f"plugin {name}: unknown argument(s) {', '.join(unknown)}{hint}")
     return plugin
 
 
