@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import Obj, config, node, pod, podgroup, simulate_objects
+from tests.builders import Obj, config, node, pod, pod_affinity, pod_term, podgroup, simulate_objects, spread
 from tests.sim.test_rescheduling import first_evictions, resched_config
 from volsched.model.errors import InputError
 from volsched.simulate import EPOCH, _iso
@@ -395,3 +395,116 @@ def test_the_descheduler_spelling_and_a_label_selector_are_accepted():
         labelSelector={"matchExpressions": [{"key": "tier", "operator": "In", "values": ["batch"]}]},
     )
     assert evicted(objs, life) == ["default/a"]
+
+
+# --- removePodsViolatingInterPodAntiAffinity ---------------------------------------------------------------
+
+
+def repels(app: str, key: str = "kubernetes.io/hostname") -> Obj:
+    return pod_affinity(anti=[pod_term(key, match={"app": app})])
+
+
+def test_the_pod_in_most_anti_affinity_violations_leaves_first():
+    # b and c (added later with anti-affinity to app=a) share n1 with a: evicting a settles both.
+    objs = [
+        node("n1"),
+        node("n2"),
+        rs_pod("a", "n1", labels={"app": "a"}),
+        rs_pod("b", "n1", labels={"app": "b"}, affinity=repels("a")),
+        rs_pod("c", "n1", labels={"app": "c"}, affinity=repels("a")),
+        rs_pod("d", "n2", labels={"app": "d"}, affinity=repels("a")),  # a is not on n2: fine
+    ]
+    assert evicted(objs, strategy("removePodsViolatingInterPodAntiAffinity")) == ["default/a"]
+
+
+def test_when_the_repelled_pod_may_not_move_the_pods_with_the_rule_leave():
+    objs = [
+        node("n1"),
+        node("n2"),
+        pod("a", node="n1", labels={"app": "a"}),  # no owner: never moved
+        rs_pod("b", "n1", labels={"app": "b"}, affinity=repels("a")),
+        rs_pod("c", "n1", labels={"app": "c"}, affinity=repels("a")),
+    ]
+    assert evicted(objs, strategy("removePodsViolatingInterPodAntiAffinity")) == ["default/b", "default/c"]
+
+
+@pytest.mark.parametrize(
+    ("b_zone", "key", "expected"),
+    [
+        ("z1", "zone", ["default/a"]),  # same zone: a zone-wide rule is broken
+        ("z2", "zone", []),
+        ("z2", "kubernetes.io/hostname", []),
+    ],
+)
+def test_anti_affinity_is_judged_per_topology_domain(b_zone: str, key: str, expected: list[str]):
+    objs = [
+        node("n1", labels={"zone": "z1"}),
+        node("n2", labels={"zone": b_zone}),
+        rs_pod("a", "n1", labels={"app": "a"}),
+        rs_pod("b", "n2", labels={"app": "b"}, affinity=repels("a", key)),
+    ]
+    # b's rule is symmetric: a is the one in a violation, and, with equal counts, first in eviction order.
+    assert evicted(objs, strategy("removePodsViolatingInterPodAntiAffinity")) == expected
+
+
+def test_the_evicted_pods_replacement_respects_the_anti_affinity():
+    objs = [
+        node("n1"),
+        node("n2"),
+        rs_pod("a", "n1", labels={"app": "a"}),
+        rs_pod("b", "n1", labels={"app": "b"}, affinity=repels("a")),
+    ]
+    result = simulate_objects(
+        objs, conf=resched_config(strategy("removePodsViolatingInterPodAntiAffinity")), sessions=4
+    )
+    moved = {k: v["spec"].get("nodeName") for k, v in result.state.raw_pods.items() if "-moved-" in k}
+    assert moved == {"default/a-moved-1": "n2"}
+    assert "repel it" in result.evictions[0].reason
+
+
+# --- removePodsViolatingTopologySpreadConstraint -----------------------------------------------------------
+
+
+def web(count: int, *, node_name: str = "n1", **spread_kw: Any) -> list[Obj]:
+    constraint = spread("zone", match={"app": "web"}, **spread_kw)
+    return [
+        rs_pod(f"web-{i}", node_name, owner="ReplicaSet/web", labels={"app": "web"}, spread=[constraint])
+        for i in range(count)
+    ]
+
+
+ZONES = [node("n1", labels={"zone": "a"}), node("n2", labels={"zone": "b"})]
+SPREAD = strategy("removePodsViolatingTopologySpreadConstraint")
+
+
+@pytest.mark.parametrize(
+    ("count", "spread_kw", "params", "expected"),
+    [
+        (4, {}, {}, 2),  # 4/0 -> 2/2
+        (5, {}, {}, 2),  # 5/0 -> 3/2
+        (4, {"max_skew": 2}, {}, 1),  # 4/0 -> 3/1
+        (4, {"max_skew": 4}, {}, 0),
+        (4, {"hard": False}, {}, 0),  # ScheduleAnyway: only with includeSoftConstraints
+        (4, {"hard": False}, {"includeSoftConstraints": True}, 2),
+        (4, {"min_domains": 3}, {}, 0),  # fewer domains than minDomains: moving cannot help
+    ],
+)
+def test_pods_leave_the_fullest_domain_until_the_skew_is_within_max_skew(
+    count: int, spread_kw: dict[str, Any], params: dict[str, Any], expected: int
+):
+    got = evicted([*ZONES, *web(count, **spread_kw)], strategy(SPREAD["name"], **params))
+    assert len(got) == expected
+
+
+def test_spread_counts_every_matching_pod_but_moves_only_the_selected():
+    pods = web(4)
+    pods[0]["metadata"]["labels"]["movable"] = "yes"
+    params = {"labelSelector": {"matchLabels": {"movable": "yes"}}}
+    assert evicted([*ZONES, *pods], strategy(SPREAD["name"], **params)) == ["default/web-0"]
+
+
+def test_spread_is_rebalanced_end_to_end():
+    result = simulate_objects([*ZONES, *web(4)], conf=resched_config(SPREAD, limit=5), sessions=5)
+    nodes = sorted(v["spec"].get("nodeName") for v in result.state.raw_pods.values())
+    assert nodes == ["n1", "n1", "n2", "n2"]
+    assert "zone=a has 4 pods matching" in result.evictions[0].reason

@@ -9,9 +9,10 @@ system-critical, inside the plugin's queue/label selectors and ``offlineOnly``),
 within its per-session limit and never taking a gang below minMember; the Eviction API enforces
 PodDisruptionBudgets, and the evicted pod's owner keeps off the node it left (no move-back).
 
-Placement constraints are read with the same code placement uses (``volsched.plugins.predicates``:
-node selector, required node affinity, taints) and "another node could take it" is the session's own
-filter mask (``session.feasible_nodes``). Node utilization is the usage plugin's estimate of real
+Placement constraints are read with the same code placement uses (``volsched.model.constraints``:
+node selector, required node affinity, taints, and the per-topology-domain counts of inter-pod
+anti-affinity and topology spread) and "another node could take it" is the session's own filter mask
+(``session.feasible_nodes``). Node utilization is the usage plugin's estimate of real
 usage (``volsched.plugins.usage.build_estimate``).
 
 No I/O happens here.
@@ -27,10 +28,10 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from volsched.framework.session import Session
+from volsched.model.constraints import ConstraintState, SpreadConstraint, matches_affinity, tolerates
 from volsched.model.errors import InputError
-from volsched.model.objects import Task, TaskStatus
+from volsched.model.objects import ALLOCATED_STATUSES, Task, TaskStatus
 from volsched.model.resources import EPS, PODS
-from volsched.plugins.predicates import matches_affinity, tolerates
 from volsched.plugins.usage import UsageEstimate, build_estimate
 
 UTILIZATION_RESOURCES = ("cpu", "memory", "pods")
@@ -531,6 +532,148 @@ class RemovePodsViolatingNodeTaints:
         return out
 
 
+def placed_state(session: Session) -> ConstraintState:
+    """A fresh :class:`ConstraintState` holding every pod placed on a node (this scheduler's and
+    others'), counted as placement counts them; the strategy may remove pods from it as it picks them."""
+    nodes = session.nodes
+    state = ConstraintState(nodes.specs, session.snapshot.namespace_labels)
+    counted = ALLOCATED_STATUSES | {TaskStatus.PIPELINED}
+    for i, on_node in enumerate(nodes.tasks):
+        for t in on_node.values():
+            if t.status in counted:
+                state.add(t, i)
+    return state
+
+
+def _anti_violations(state: ConstraintState, task: Task, node: int) -> list[str]:
+    """Why ``task`` on ``node`` breaks required anti-affinity with the pods in ``state`` (which must not
+    hold ``task`` itself): its own terms, and placed pods' terms that match it (the rule is symmetric)."""
+    out = []
+    for term in task.constraints.anti_affinity if task.constraints is not None else ():
+        dom, counts = state.term_counter((term,)).domain_counts(term.topology_key)
+        if counts[dom[node]] > 0:
+            out.append(f"its anti-affinity ({term.describe()}) matches {counts[dom[node]]:g} pod(s) there")
+    for g in state.existing_terms(task, "anti"):
+        if g.counts[g.dom[node]] > 0:
+            out.append(f"{g.counts[g.dom[node]]:g} pod(s) there repel it ({g.term.describe()})")
+    return out
+
+
+@dataclass(frozen=True)
+class RemovePodsViolatingInterPodAntiAffinity:
+    """Pods that break required inter-pod anti-affinity where they run (a rule added after they were
+    placed, or a label that changed): the pod involved in most violations first (so one eviction may
+    settle several), then in eviction order; each pod is judged against the pods not evicted so far."""
+
+    name: ClassVar[str] = "removePodsViolatingInterPodAntiAffinity"
+    pods: PodFilter = PodFilter()
+
+    @classmethod
+    def parse(cls, params: Params) -> RemovePodsViolatingInterPodAntiAffinity:
+        return cls(PodFilter.parse(params))
+
+    def select(self, ctx: Context) -> list[tuple[Task, str]]:
+        session = ctx.session
+        placed = [t for on_node in session.nodes.tasks for t in on_node.values()]
+        if not any(t.constraints is not None and t.constraints.anti_affinity for t in placed):
+            return []
+        state = placed_state(session)
+        involved: list[tuple[int, Task, int]] = []
+        for t in ctx.candidates():
+            i = state.node_of(t)
+            if i is None or not self.pods.admits(t):
+                continue
+            state.remove(t)
+            count = len(_anti_violations(state, t, i))
+            state.add(t, i)
+            if count:
+                involved.append((count, t, i))
+        involved.sort(key=lambda e: (-e[0], ctx.key(e[1])))
+        out: list[tuple[Task, str]] = []
+        for _, t, i in involved:
+            state.remove(t)
+            why = _anti_violations(state, t, i)
+            if not why:
+                state.add(t, i)
+                continue
+            out.append(
+                (
+                    t,
+                    f"rescheduling (removePodsViolatingInterPodAntiAffinity): on node {session.nodes.names[i]} "
+                    + "; ".join(why),
+                )
+            )
+        return out
+
+
+@dataclass(frozen=True)
+class RemovePodsViolatingTopologySpreadConstraint:
+    """Pods of a topology spread constraint whose domains are more than ``maxSkew`` apart: pods leave the
+    fullest domain (in eviction order) for the emptiest until the skew is within ``maxSkew``, counting
+    as placement does (eligible nodes by nodeAffinityPolicy/nodeTaintsPolicy); with fewer domains than
+    ``minDomains`` moving pods cannot help, so nothing moves. Only
+    ``DoNotSchedule`` constraints unless ``includeSoftConstraints``; ``namespaces`` and ``labelSelector``
+    only decide which pods may be evicted, never how domains are counted."""
+
+    name: ClassVar[str] = "removePodsViolatingTopologySpreadConstraint"
+    include_soft: bool = False
+    pods: PodFilter = PodFilter()
+
+    @classmethod
+    def parse(cls, params: Params) -> RemovePodsViolatingTopologySpreadConstraint:
+        return cls(params.boolean("includeSoftConstraints", False), PodFilter.parse(params))
+
+    def select(self, ctx: Context) -> list[tuple[Task, str]]:
+        session = ctx.session
+        constraints: dict[SpreadConstraint, Task] = {}
+        for on_node in session.nodes.tasks:
+            for t in on_node.values():
+                for c in t.constraints.spread if t.constraints is not None else ():
+                    if c.hard or self.include_soft:
+                        constraints.setdefault(c, t)
+        if not constraints:
+            return []
+        state = placed_state(session)
+        movable = [t for t in ctx.candidates() if self.pods.admits(t) and state.node_of(t) is not None]
+        taken: set[str] = set()
+        out: list[tuple[Task, str]] = []
+        for c, example in sorted(constraints.items(), key=lambda kv: (kv[0].namespace, kv[0].describe())):
+            eligible = state.spread_eligible(example, [c])
+            dom, counts, present = state.spread_counts(example, c, eligible)
+            counts = counts.copy()
+            values = state.topology.domains(c.topology_key)[1]
+            domains = [int(d) for d in np.flatnonzero(present)]
+            if len(domains) < 2 or (c.min_domains is not None and len(domains) < c.min_domains):
+                continue  # moving pods cannot make new domains: nothing to balance
+            by_domain: dict[int, list[Task]] = {}
+            for t in movable:
+                i = state.node_of(t)
+                if i is not None and eligible[i] and c.matches(t.namespace, t.labels) and t.key not in taken:
+                    by_domain.setdefault(int(dom[i]), []).append(t)
+            while True:
+                least = float(min(counts[d] for d in domains))
+                low = min(domains, key=lambda d: (counts[d], values[d]))
+                sources = [d for d in domains if by_domain.get(d)]
+                if not sources:
+                    break
+                high = max(sources, key=lambda d: (counts[d], values[d]))
+                if counts[high] - least <= c.max_skew:
+                    break
+                t = by_domain[high].pop(0)
+                taken.add(t.key)
+                out.append(
+                    (
+                        t,
+                        f"rescheduling (removePodsViolatingTopologySpreadConstraint): {c.topology_key}="
+                        f"{values[high]} has {counts[high]:g} pods matching {c.describe()}, the least "
+                        f"{least:g}: over maxSkew {c.max_skew}",
+                    )
+                )
+                counts[high] -= 1
+                counts[low] += 1
+        return out
+
+
 # --- pod state ------------------------------------------------------------------------------------------
 
 
@@ -656,6 +799,8 @@ SELECTORS: dict[str, Callable[[Params], Selector]] = {
     "removeDuplicates": RemoveDuplicates.parse,
     "removePodsViolatingNodeAffinity": RemovePodsViolatingNodeAffinity.parse,
     "removePodsViolatingNodeTaints": RemovePodsViolatingNodeTaints.parse,
+    "removePodsViolatingInterPodAntiAffinity": RemovePodsViolatingInterPodAntiAffinity.parse,
+    "removePodsViolatingTopologySpreadConstraint": RemovePodsViolatingTopologySpreadConstraint.parse,
     "podLifeTime": PodLifeTime.parse,
     "removePodsHavingTooManyRestarts": RemovePodsHavingTooManyRestarts.parse,
     "removeFailedPods": RemoveFailedPods.parse,

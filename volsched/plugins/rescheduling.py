@@ -25,6 +25,7 @@ The strategies play three parts:
 * *selectors* decide what moves and why (``volsched.plugins.deschedule``): ``lowNodeUtilization``,
   ``highNodeUtilization`` (both on estimated real usage, see ``volsched.plugins.usage``),
   ``removeDuplicates``, ``removePodsViolatingNodeAffinity``, ``removePodsViolatingNodeTaints``,
+  ``removePodsViolatingInterPodAntiAffinity``, ``removePodsViolatingTopologySpreadConstraint``,
   ``podLifeTime``, ``removePodsHavingTooManyRestarts`` and ``removeFailedPods``. The descheduler's
   spelling (``LowNodeUtilization``) is accepted too. Their picks are taken in the order listed.
 * ``offlineOnly`` narrows the candidates to pods annotated ``scheduling.volsched.io/preemptable: "true"``
