@@ -170,8 +170,11 @@ def queue(
     guarantee: dict[str, str] | None = None,
     reclaimable: bool | None = None,
     state: str | None = None,
+    parent: str | None = None,
 ) -> Obj:
     spec: Obj = {}
+    if parent is not None:
+        spec["parent"] = parent
     if weight is not None:
         spec["weight"] = weight
     if capability is not None:

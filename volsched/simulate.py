@@ -413,6 +413,7 @@ def to_json(result: SimulationResult) -> dict[str, Any]:
     }
     queues = {
         name: {
+            "parent": q.parent,
             "weight": q.weight,
             "state": q.state,
             "deserved": _resources(q.deserved),

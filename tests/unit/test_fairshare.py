@@ -142,6 +142,12 @@ def test_the_remainder_goes_to_the_lowest_share_first():
     assert cpu(fs, row, "limit") == {"a": 6, "b": 6.667}
 
 
+def test_an_unused_guarantee_stays_reserved_and_is_not_handed_out():
+    fs, row = share(10, Q("g", guarantee=4), Q("a", request=9, unit=1), Q("b", request=9, unit=1))
+    assert cpu(fs, row) == {"g": 4, "a": 3, "b": 3}
+    assert cpu(fs, row, "limit") == {"g": 4, "a": 3, "b": 3}
+
+
 def test_no_remainder_past_a_realcapability():
     fs, row = share(10, *(Q(n, request=7, unit=1, capability=3.5) for n in "abc"))
     assert cpu(fs, row, "limit") == {"a": 3.333, "b": 3.333, "c": 3.333}

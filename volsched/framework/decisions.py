@@ -70,6 +70,10 @@ class QueueStatus:
     inqueue: dict[str, float] | None = None
     share: float | None = None
     podgroups: dict[str, int] = field(default_factory=dict)  # phase -> count
+    #: The parent queue (None: the root, the whole cluster).
+    parent: str | None = None
+    #: Configuration problems, (reason, message): a missing parent, a cycle, a guarantee not met.
+    problems: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass

@@ -329,7 +329,14 @@ def fair_share(
         fill(tree.children[i], deserved[i])
 
     limit = _remainder(
-        tree, total=total, deserved=deserved, real=real, request=sub_request, allocated=sub_alloc, unit=unit
+        tree,
+        total=total,
+        deserved=deserved,
+        guarantee=eg,
+        real=real,
+        request=sub_request,
+        allocated=sub_alloc,
+        unit=unit,
     )
     return FairShare(
         tree=tree,
@@ -356,6 +363,7 @@ def _remainder(
     *,
     total: Vector,
     deserved: Matrix,
+    guarantee: Matrix,
     real: Matrix,
     request: Matrix,
     allocated: Matrix,
@@ -418,11 +426,16 @@ def _remainder(
             usable[best] += step
             pool -= step
 
+    def held(kids: list[int]) -> Vector:
+        # A guarantee is held for its queue even while the queue does not use it.
+        out: Vector = np.maximum(used[kids], guarantee[kids]).sum(axis=0)
+        return out
+
     # Siblings first: each subtree hands out its own leftover before it passes up.
     for i in reversed(tree.order):
         if not leaf[i]:
-            grant(leaves_under[i], np.maximum(deserved[i] - used[tree.children[i]].sum(axis=0), 0.0))
+            grant(leaves_under[i], np.maximum(deserved[i] - held(tree.children[i]), 0.0))
     top = tree.top
     if top:
-        grant([i for t in top for i in leaves_under[t]], np.maximum(total - used[top].sum(axis=0), 0.0))
+        grant([i for t in top for i in leaves_under[t]], np.maximum(total - held(top), 0.0))
     return np.where(leaf[:, None], np.maximum(deserved, usable), deserved)

@@ -596,6 +596,13 @@ class QueueSpec:
     #: snapshot resolves them into ``guarantee`` amounts (see ``resolve_guarantees``), so the plugins
     #: only ever see amounts.
     guarantee_percent: dict[str, float] = field(default_factory=dict)
+    #: The parent queue's name; None hangs the queue off the root (the cluster), as ``root`` does.
+    parent: str | None = None
+
+
+#: Queue weights are int32 in the CRD (``maximum`` enforces it there).
+MAX_WEIGHT = 2**31 - 1
+
 
 
 def parse_guarantee(raw: Any, *, where: str) -> tuple[dict[str, float], dict[str, float]]:
@@ -627,6 +634,11 @@ def build_queue(obj: Raw) -> QueueSpec:
     where = f"Queue {name}"
     spec = _map_field(obj, "spec", where)
     weight = _int_field(spec.get("weight"), where=f"{where}: spec.weight", default=1, minimum=1)
+    if weight > MAX_WEIGHT:
+        raise InputError(f"{where}: spec.weight must be at most {MAX_WEIGHT}, got {weight}")
+    parent = spec.get("parent")
+    if parent is not None and (not isinstance(parent, str)):
+        raise InputError(f"{where}: spec.parent must be a queue name, got {parent!r}")
     cap_raw = spec.get("capability")
     capability = None if cap_raw is None else parse_resource_map(cap_raw, where=f"{where}: spec.capability")
     guarantee, guarantee_percent = parse_guarantee(
@@ -646,6 +658,7 @@ def build_queue(obj: Raw) -> QueueSpec:
             obj["metadata"].get("creationTimestamp"), where=f"{where}: metadata.creationTimestamp"
         ),
         guarantee_percent=guarantee_percent,
+        parent=parent or None,
     )
 
 

@@ -1,23 +1,34 @@
 """proportion: each queue's deserved share of the cluster, and the checks that keep queues to it.
 
-``deserved`` is found by water-filling the cluster's total by queue weight, capped by what the queue
-asks for (allocated + pending) and by its realCapability, and never below its guarantee:
+Queues form a tree (``spec.parent``; unset means the root, the whole cluster). ``deserved`` is found
+top-down by the hierarchical water-fill of :mod:`volsched.model.fairshare`: each level's amount is
+shared among its children by weight, each capped by what its subtree asks for (allocated + pending) and
+by its realCapability, and never below its (effective) guarantee:
 
-    realCapability = min(capability, total - sum of the other queues' guarantees)
+    realCapability = min(capability, parent's realCapability - the siblings' guarantees)
 
-Idle capacity is lent: a queue that asks for nothing gets nothing, and the rest is shared among the
-queues that ask. Capacity is held for a queue only through its guarantee.
+Idle capacity is lent: a subtree that asks for nothing gets nothing, its siblings get it first, then
+the rest of the tree. A leaf's ``limit`` is its deserved plus its part of the work-conserving
+remainder: what fractional shares leave, handed out in whole pods to the leaves that still ask, lowest
+share first, so no capacity sits idle while a pod that fits is pending and its queue is below its
+capability. Jobs go only to leaf queues.
 
-A queue may allocate a task while ``allocated + request <= deserved`` (in the dimensions the task asks
-for); it is overused once ``deserved <= allocated``. Queue order: the smaller share
-(``max allocated / deserved``) first. Admission: ``minResources + allocated + inqueue`` within both
-realCapability and deserved.
+A leaf may allocate a task while ``allocated + request <= limit`` (in the dimensions the task asks
+for) and every queue on its path stays within its realCapability; it is overused once
+``limit <= allocated``. Queue order: at the first level where two leaves' paths part, the subtree with
+the smaller share (``max allocated / deserved``) first. Admission: ``minResources + allocated +
+inqueue`` within the leaf's realCapability and limit.
 
-Taking back (reclaim): a queue may take capacity back for a task only while it stays within its
-deserved share after placing it (preemptive); a victim is named only from another reclaimable queue
-that holds more than its deserved share, and only as long as the queue keeps at least its deserved
-share, in some dimension the reclaimer asks for, after losing it (reclaimable). Together these keep
-reclaim from ever moving a pod back and forth between two queues.
+Taking back (reclaim): a leaf may take capacity back for a task only while it stays within its limit
+(preemptive). A victim is named only from the nearest subtree that has one (siblings before cousins),
+only if every queue on the victim's side below the common ancestor is reclaimable and keeps at least its
+deserved share, in some dimension the reclaimer asks for, after losing it, and every queue on the
+reclaimer's side below the common ancestor stays within its deserved share after gaining the task.
+Together these keep reclaim from ever moving a pod back and forth.
+
+Configuration problems (a missing parent, a cycle, guarantees that cannot be met) never stop the
+others: the queue is placed under the root or its guarantee cut, and the problem is reported on the
+queue (condition and event).
 """
 
 from __future__ import annotations
@@ -27,29 +38,41 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from volsched.framework.decisions import Event
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.registry import register_plugin
 from volsched.framework.session import EventHandler, Session, Vote
 from volsched.model.cluster import Job
-from volsched.model.objects import PodGroupPhase, QueueSpec, Task
+from volsched.model.fairshare import FairShare, Problem, build_tree, fair_share
+from volsched.model.objects import PodGroupPhase, QueueSpec, Task, TaskStatus
 from volsched.model.resources import EPS, ResourceSpace, Vector
 from volsched.plugins.overcommit import unmet_minimum
 
 
-@dataclass
+@dataclass(eq=False)
 class QueueAttr:
     name: str
     weight: int
-    guarantee: Vector
+    guarantee: Vector  # effective (cut when it cannot be met)
     capability: Vector  # +inf where unset
     real_capability: Vector
-    allocated: Vector
-    request: Vector
+    allocated: Vector  # the whole subtree's
+    request: Vector  # the whole subtree's
     inqueue: Vector
     deserved: Vector
+    #: What a leaf may hold when it takes more: deserved plus its part of the remainder.
+    limit: Vector
+    parent: QueueAttr | None = None
+    children: list[str] = field(default_factory=list)
     #: Dimensions that count toward shares (all but ``pods``).
     mask: np.ndarray[Any, np.dtype[np.bool_]] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     _share: float | None = None
+    #: Root first, this queue last.
+    path: list[QueueAttr] = field(default_factory=list)
+
+    @property
+    def leaf(self) -> bool:
+        return not self.children
 
     @property
     def share(self) -> float:
@@ -59,8 +82,10 @@ class QueueAttr:
         return self._share
 
     def add(self, amount: Vector) -> None:
-        self.allocated = self.allocated + amount
-        self._share = None
+        """This queue and every ancestor take (or, negative, give back) ``amount``."""
+        for attr in self.path:
+            attr.allocated = attr.allocated + amount
+            attr._share = None
 
 
 def queue_share(allocated: Vector, deserved: Vector, mask: np.ndarray) -> float:
@@ -75,101 +100,115 @@ def queue_share(allocated: Vector, deserved: Vector, mask: np.ndarray) -> float:
     return share
 
 
-def water_fill(
-    total: Vector,
-    weights: np.ndarray,
-    request: np.ndarray,
-    real_capability: np.ndarray,
-    guarantee: np.ndarray,
-) -> np.ndarray:
-    """Deserved per queue (rows) and resource (columns). Pure function, vectorised over queues."""
-    q = len(weights)
-    deserved = np.zeros_like(request)
-    if q == 0:
-        return deserved
-    meet = np.zeros(q, dtype=bool)
-    remaining = total.astype(np.float64).copy()
-    for _ in range(10 * q + 10):
-        active = ~meet
-        total_weight = float(weights[active].sum())
-        if total_weight <= 0:
-            break
-        old = deserved.copy()
-        share = np.where(active, weights / total_weight, 0.0)
-        grown = deserved + share[:, None] * remaining[None, :]
-        grown = np.minimum(grown, real_capability)
-        grown = np.minimum(grown, request)
-        grown = np.maximum(grown, guarantee)
-        deserved = np.where(active[:, None], grown, deserved)
-        satisfied = np.all(request <= deserved + EPS, axis=1)
-        unchanged = np.all(np.abs(deserved - old) <= EPS, axis=1)
-        meet |= active & (satisfied | unchanged)
-        diff = deserved - old
-        previous = remaining.copy()
-        remaining = remaining - diff.sum(axis=0)
-        if np.all(remaining <= EPS) or np.allclose(remaining, previous, atol=EPS):
-            break
-    return deserved
+def _pending_requests(session: Session, row: dict[str, int], n: int) -> tuple[Vector, Vector, Vector, Vector]:
+    """Per queue: allocated, request (allocated + pending + pipelined), inqueue, and the request of the
+    smallest pending pod (by dominant share of the cluster), the unit the remainder is handed out in."""
+    space = session.space
+    r = len(space)
+    allocated = np.zeros((n, r))
+    request = np.zeros((n, r))
+    inqueue = np.zeros((n, r))
+    rows: list[int] = []
+    reqs: list[Vector] = []
+    placeable: list[bool] = []
+    for job in session.jobs.values():
+        i = row.get(job.queue)
+        if i is None:
+            continue
+        allocated[i] += job.allocated
+        if job.phase is PodGroupPhase.INQUEUE:
+            inqueue[i] += unmet_minimum(job)
+        for t in job.tasks.values():
+            status = t.status
+            if status is TaskStatus.PENDING or status is TaskStatus.PIPELINED:
+                rows.append(i)
+                reqs.append(t.request)
+                placeable.append(status is TaskStatus.PENDING and t.schedulable_by_us)
+    request += allocated
+    unit = np.zeros((n, r))
+    if reqs:
+        idx = np.asarray(rows, dtype=np.intp)
+        matrix = np.asarray(reqs, dtype=np.float64).reshape(len(reqs), r)
+        np.add.at(request, idx, matrix)
+        mask = space.share_mask
+        total = np.where(mask & (session.total > EPS), session.total, np.inf)
+        dominant = (matrix / total).max(axis=1)
+        ok = np.asarray(placeable) & (dominant > 0)
+        if ok.any():
+            cand = np.flatnonzero(ok)
+            order = cand[np.lexsort((dominant[cand], idx[cand]))]
+            first = np.ones(len(order), dtype=bool)
+            first[1:] = idx[order][1:] != idx[order][:-1]
+            pick = order[first]
+            unit[idx[pick]] = np.where(mask, matrix[pick], 0.0)
+    return allocated, request, inqueue, unit
 
 
-def queue_attrs(session: Session) -> dict[str, QueueAttr]:
+def queue_tree(session: Session) -> tuple[dict[str, QueueAttr], FairShare]:
     space: ResourceSpace = session.space
     total = session.total
     names = sorted(session.queues)
     specs = [session.queues[n] for n in names]
-    guarantee = np.array([space.vector(s.guarantee) for s in specs]).reshape(len(specs), len(space))
-    capability = np.array(
-        [
-            space.vector(s.capability) if s.capability is not None else np.full(len(space), np.inf)
-            for s in specs
-        ]
-    ).reshape(len(specs), len(space))
-    if specs:
+    n, r = len(specs), len(space)
+    guarantee = np.array([space.vector(s.guarantee) for s in specs]).reshape(n, r)
+    capability = np.full((n, r), np.inf)
+    for i, s in enumerate(specs):
         # A capability map that leaves a resource out does not limit that resource.
-        for i, s in enumerate(specs):
-            if s.capability is not None:
-                for d, rname in enumerate(space.names):
-                    if rname not in s.capability:
-                        capability[i, d] = np.inf
-    others = guarantee.sum(axis=0)[None, :] - guarantee if len(specs) else guarantee
-    real_capability = np.minimum(capability, np.maximum(total[None, :] - others, 0.0))
-    allocated = np.zeros((len(specs), len(space)))
-    request = np.zeros((len(specs), len(space)))
-    inqueue = np.zeros((len(specs), len(space)))
-    row = {n: i for i, n in enumerate(names)}
-    for job in session.jobs.values():
-        r = row.get(job.queue)
-        if r is None:
-            continue
-        i = r
-        allocated[i] += job.allocated
-        request[i] += job.total_request()
-        if job.phase is PodGroupPhase.INQUEUE:
-            inqueue[i] += unmet_minimum(job)
-    weights = np.array([s.weight for s in specs], dtype=np.float64)
+        if s.capability is not None:
+            for d, rname in enumerate(space.names):
+                if rname in s.capability:
+                    capability[i, d] = s.capability[rname]
+    row = {name: i for i, name in enumerate(names)}
+    allocated, request, inqueue, unit = _pending_requests(session, row, n)
     mask = space.share_mask
-    deserved = water_fill(
-        np.where(mask, total, 0.0),
-        weights,
-        np.where(mask[None, :], request, 0.0),
-        real_capability,
-        np.where(mask[None, :], guarantee, 0.0),
+    tree = build_tree(names, [s.parent for s in specs])
+    fs = fair_share(
+        tree,
+        total=np.where(mask, total, 0.0),
+        weight=np.array([s.weight for s in specs], dtype=np.float64),
+        guarantee=np.where(mask[None, :], guarantee, 0.0),
+        capability=capability,
+        request=request,
+        allocated=allocated,
+        unit=unit,
+        dims=space.names,
+        describe=space.describe,
     )
-    attrs = {}
-    for n, i in row.items():
-        attrs[n] = QueueAttr(
-            name=n,
+    attrs: dict[str, QueueAttr] = {}
+    for name, i in row.items():
+        attrs[name] = QueueAttr(
+            name=name,
             weight=specs[i].weight,
-            guarantee=guarantee[i],
+            guarantee=fs.guarantee[i],
             capability=capability[i],
-            real_capability=real_capability[i],
-            allocated=allocated[i],
-            request=request[i],
+            real_capability=np.where(mask, fs.real_capability[i], np.inf),
+            allocated=fs.allocated[i],
+            request=fs.request[i],
             inqueue=inqueue[i],
-            deserved=deserved[i],
+            deserved=fs.deserved[i],
+            limit=fs.limit[i],
+            children=[names[c] for c in tree.children[i]],
             mask=mask,
         )
-    return attrs
+    for name, i in row.items():
+        p = int(tree.parent[i])
+        attrs[name].parent = attrs[names[p]] if p >= 0 else None
+        attrs[name].path = [attrs[names[a]] for a in reversed(tree.ancestors(i))]
+    return attrs, fs
+
+
+def queue_attrs(session: Session) -> dict[str, QueueAttr]:
+    return queue_tree(session)[0]
+
+
+def _lowest_common(a: QueueAttr, b: QueueAttr) -> int:
+    """How many queues the two paths share from the root (0: they meet only at the root)."""
+    k = 0
+    for x, y in zip(a.path, b.path, strict=False):
+        if x is not y:
+            break
+        k += 1
+    return k
 
 
 @register_plugin
@@ -179,52 +218,95 @@ class Proportion(BasePlugin):
     def on_session_open(self, session: Session) -> None:
         space = session.space
         mask = space.share_mask
-        attrs = queue_attrs(session)
+        attrs, fs = queue_tree(session)
         self.attrs = attrs
+        self.problems: list[Problem] = fs.problems
         session.state["proportion.attrs"] = attrs
 
         def describe(d: int | np.integer[Any], amount: float) -> str:
             return space.describe(d, amount)
 
         def queue_order(left: QueueSpec, right: QueueSpec) -> int:
-            ls, rs = attrs[left.name].share, attrs[right.name].share
+            la, ra = attrs[left.name], attrs[right.name]
+            k = _lowest_common(la, ra)
+            if k >= len(la.path) or k >= len(ra.path):
+                return 0
+            ls, rs = la.path[k].share, ra.path[k].share
             if abs(ls - rs) <= 1e-9:
                 return 0
             return -1 if ls < rs else 1
 
-        def allocatable(queue: QueueSpec, task: Task) -> str | None:
-            attr = attrs[queue.name]
+        def not_leaf(attr: QueueAttr) -> str:
+            return f"queue {attr.name} has child queues ({', '.join(attr.children)}); jobs go only to leaf queues"
+
+        def within_limit(attr: QueueAttr, task: Task) -> str | None:
             future = attr.allocated + task.request
             for d in np.flatnonzero((task.request > EPS) & mask):
-                if future[d] > attr.deserved[d] + EPS:
+                if future[d] > attr.limit[d] + EPS:
+                    extra = attr.limit[d] - attr.deserved[d]
+                    limit = f"deserved {space.names[d]} {describe(d, attr.deserved[d])}" + (
+                        f" + remainder {describe(d, extra)}" if extra > EPS else ""
+                    )
                     return (
-                        f"queue {queue.name} would exceed deserved {space.names[d]} {describe(d, attr.deserved[d])}"
+                        f"queue {attr.name} would exceed {limit}"
                         f" (allocated {describe(d, attr.allocated[d])} + request {describe(d, task.request[d])})"
                     )
             return None
 
+        def allocatable(queue: QueueSpec, task: Task) -> str | None:
+            attr = attrs[queue.name]
+            if not attr.leaf:
+                return not_leaf(attr)
+            refused = within_limit(attr, task)
+            if refused:
+                return refused
+            dims = np.flatnonzero((task.request > EPS) & mask)
+            for a in attr.path:
+                future = a.allocated + task.request
+                for d in dims:
+                    if future[d] > a.real_capability[d] + EPS:
+                        whose = f"queue {a.name}" if a is attr else f"parent queue {a.name}"
+                        return (
+                            f"{whose} would exceed realCapability {space.names[d]} "
+                            f"{describe(d, a.real_capability[d])} (allocated {describe(d, a.allocated[d])} "
+                            f"+ request {describe(d, task.request[d])})"
+                        )
+            return None
+
+        def preemptive(queue: QueueSpec, task: Task) -> str | None:
+            attr = attrs[queue.name]
+            return not_leaf(attr) if not attr.leaf else within_limit(attr, task)
+
         def overused(queue: QueueSpec) -> str | None:
             attr = attrs[queue.name]
-            dims = np.flatnonzero(mask & ((attr.deserved > EPS) | (attr.allocated > EPS)))
-            if len(dims) and np.all(attr.deserved[dims] <= attr.allocated[dims] + EPS):
+            dims = np.flatnonzero(mask & ((attr.limit > EPS) | (attr.allocated > EPS)))
+            if len(dims) and np.all(attr.limit[dims] <= attr.allocated[dims] + EPS):
                 d = dims[0]
                 return (
                     f"queue {queue.name} holds its deserved share "
                     f"({space.names[d]} allocated {describe(d, attr.allocated[d])} >= deserved "
-                    f"{describe(d, attr.deserved[d])})"
+                    f"{describe(d, attr.limit[d])})"
                 )
+            return None
+
+        def job_valid(job: Job) -> str | None:
+            attr = attrs.get(job.queue)
+            if attr is not None and not attr.leaf:
+                return not_leaf(attr)
             return None
 
         def enqueueable(job: Job) -> tuple[Vote, str]:
             attr = attrs.get(job.queue)
             if attr is None:
                 return Vote.REJECT, f"queue {job.queue} does not exist"
+            if not attr.leaf:
+                return Vote.REJECT, not_leaf(attr)
             need = job.min_request
             future = need + attr.allocated + attr.inqueue
-            # realCapability is the hard limit. deserved bounds admission too: allocate never takes a
-            # queue past it, so admitting more would only park jobs whose minimums hold the cluster's
-            # overcommit room away from queues that are owed it.
-            for label, limit in (("realCapability", attr.real_capability), ("deserved", attr.deserved)):
+            # realCapability is the hard limit. The limit (deserved) bounds admission too: allocate never
+            # takes a queue past it, so admitting more would only park jobs whose minimums hold the
+            # cluster's overcommit room away from queues that are owed it.
+            for label, limit in (("realCapability", attr.real_capability), ("deserved", attr.limit)):
                 for d in np.flatnonzero((need > EPS) & mask):
                     if future[d] > limit[d] + EPS:
                         return Vote.REJECT, (
@@ -252,42 +334,84 @@ class Proportion(BasePlugin):
                 attr.add(-task.request)
 
         def reclaimable(reclaimer: Task, candidates: list[Task]) -> list[Task]:
+            job = session.jobs.get(reclaimer.job_key)
+            mine = attrs.get(job.queue) if job is not None else None
+            if mine is None:
+                return []
             asked = (reclaimer.request > EPS) & mask
             left: dict[str, Vector] = {}
-            victims = []
+            chosen: list[tuple[int, Task]] = []
             for t in candidates:
-                job = session.jobs.get(t.job_key)
-                spec = session.queues.get(job.queue) if job is not None else None
-                if job is None or spec is None or not spec.reclaimable:
+                owner = session.jobs.get(t.job_key)
+                theirs = attrs.get(owner.queue) if owner is not None else None
+                if theirs is None or theirs is mine:
                     continue
-                attr = attrs[job.queue]
-                held = left.setdefault(job.queue, attr.allocated.copy())
-                after = held - t.request
+                k = _lowest_common(mine, theirs)
+                # The reclaimer's side below the common ancestor must stay within its deserved share.
+                if any(
+                    np.any((a.allocated + reclaimer.request)[asked] > a.limit[asked] + EPS)
+                    for a in mine.path[k:]
+                ):
+                    continue
+                side = theirs.path[k:]
+                if not all(session.queues[a.name].reclaimable for a in side):
+                    continue
                 dims = asked & (t.request > EPS)
-                if np.any(after[dims] >= attr.deserved[dims] - EPS):
-                    victims.append(t)
-                    left[job.queue] = after
-            return victims
+                after = {a.name: left.get(a.name, a.allocated) - t.request for a in side}
+                if all(np.any(after[a.name][dims] >= a.deserved[dims] - EPS) for a in side):
+                    left.update(after)
+                    chosen.append((k, t))
+            if not chosen:
+                return []
+            nearest = max(k for k, _ in chosen)
+            return [t for k, t in chosen if k == nearest]
 
-        # Taking back for a task is allowed exactly when the queue could then hold it within deserved.
-        session.add_preemptive_fn(self.name, allocatable)
+        session.add_preemptive_fn(self.name, preemptive)
         session.add_reclaimable_fn(self.name, reclaimable)
         session.add_queue_order_fn(self.name, queue_order)
         session.add_allocatable_fn(self.name, allocatable)
         session.add_overused_fn(self.name, overused)
+        session.add_job_valid_fn(self.name, job_valid)
         session.add_job_enqueueable_fn(self.name, enqueueable)
         session.add_job_enqueued_fn(self.name, enqueued)
         session.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
 
     def on_session_close(self, session: Session) -> None:
         space = session.space
+        mask = space.share_mask
+        statuses = session.result.queues
         for name, attr in self.attrs.items():
-            status = session.result.queues.get(name)
+            status = statuses.get(name)
             if status is None:
                 continue
-            status.deserved = space.to_dict(np.where(space.share_mask, attr.deserved, 0.0))
+            status.parent = attr.parent.name if attr.parent is not None else None
+            status.deserved = space.to_dict(np.where(mask, attr.deserved, 0.0))
             status.real_capability = space.to_dict(
-                np.where(np.isfinite(attr.real_capability) & space.share_mask, attr.real_capability, 0.0)
+                np.where(np.isfinite(attr.real_capability) & mask, attr.real_capability, 0.0)
             )
             status.inqueue = space.to_dict(attr.inqueue)
-            status.share = round(queue_share(attr.allocated, attr.deserved, space.share_mask), 6)
+            if not attr.leaf:
+                # A parent shows its whole subtree: what its leaves hold and ask for.
+                leaves = [a for a in self.attrs.values() if a.leaf and attr in a.path]
+                allocated, request = space.zeros(), space.zeros()
+                for leaf in leaves:
+                    child = statuses.get(leaf.name)
+                    if child is not None:
+                        allocated += space.vector(child.allocated)
+                        request += space.vector(child.request)
+                status.allocated = space.to_dict(allocated)
+                status.request = space.to_dict(request)
+            status.share = round(queue_share(attr.allocated, attr.deserved, mask), 6)
+        for problem in self.problems:
+            status = statuses.get(problem.queue)
+            if status is not None:
+                status.problems.append((problem.reason, problem.message))
+            session.emit(
+                Event(
+                    kind="Queue",
+                    namespace="",
+                    name=problem.queue,
+                    reason=problem.reason,
+                    message=problem.message,
+                )
+            )
