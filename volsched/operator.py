@@ -60,6 +60,7 @@ from volsched.kube.writer import (
 )
 from volsched.metrics.config import MetricsConfigError, parse_metrics_config
 from volsched.model.errors import InputError
+from volsched.model.fairshare import ROOT as ROOT_QUEUE
 from volsched.model.objects import PodGroupPhase, Task
 from volsched.usagefeed import UsageFeed
 
@@ -130,14 +131,25 @@ class Metrics:
             "volsched_schedule_attempts_total", "Schedule attempts by result", ["result"], registry=r
         )
         self.evictions = Counter("volsched_evictions_total", "Evictions by result", ["result"], registry=r)
+        # "parent" is the queue's parent in the queue tree ("root" at the top); a parent's figures are its
+        # whole subtree's.
         self.deserved = Gauge(
-            "volsched_queue_deserved", "Queue deserved share by resource", ["queue", "resource"], registry=r
+            "volsched_queue_deserved",
+            "Queue deserved share by resource",
+            ["queue", "parent", "resource"],
+            registry=r,
         )
         self.allocated = Gauge(
-            "volsched_queue_allocated", "Queue allocated resources", ["queue", "resource"], registry=r
+            "volsched_queue_allocated",
+            "Queue allocated resources",
+            ["queue", "parent", "resource"],
+            registry=r,
         )
         self.share = Gauge(
-            "volsched_queue_share", "Queue share (allocated / deserved, dominant)", ["queue"], registry=r
+            "volsched_queue_share",
+            "Queue share (allocated / deserved, dominant)",
+            ["queue", "parent"],
+            registry=r,
         )
         self.leader = Gauge("volsched_leader", "1 when this replica holds the scheduler lease", registry=r)
         self.reloads = Counter(
@@ -165,12 +177,13 @@ class Metrics:
         if result.unschedulable:
             self.attempts.labels("unschedulable").inc(len(result.unschedulable))
         for name, q in result.queues.items():
+            parent = q.parent or ROOT_QUEUE
             for res, amount in (q.deserved or {}).items():
-                self.deserved.labels(name, res).set(amount)
+                self.deserved.labels(name, parent, res).set(amount)
             for res, amount in q.allocated.items():
-                self.allocated.labels(name, res).set(amount)
+                self.allocated.labels(name, parent, res).set(amount)
             if q.share is not None:
-                self.share.labels(name).set(q.share)
+                self.share.labels(name, parent).set(q.share)
 
 
 # --- the operator ----------------------------------------------------------------------------------------
@@ -246,12 +259,18 @@ class Operator:
         if kind in ("PodGroup", "Queue") and type_ in ("ADDED", "DELETED"):
             ns = meta.get("namespace")
             self.writer.forget(kind, f"{ns}/{meta.get('name')}" if ns else str(meta.get("name")))
+        if kind == "Queue":
+            self.writer.queue_uid(str(meta.get("name")), None if type_ == "DELETED" else meta.get("uid"))
 
     def prelist(self) -> None:
         """Read every watched kind once, so the first session sees the whole cluster."""
         for kind in WATCHED:
             for obj in list_kind(self.api, kind):
                 self.feeder.apply(kind.kind, obj)
+                if kind.kind == "Queue":
+                    self.writer.queue_uid(
+                        str((obj.get("metadata") or {}).get("name")), (obj.get("metadata") or {}).get("uid")
+                    )
         self.synced.set()
         log.info(
             "cache synced: %d nodes, %d pods, %d podgroups, %d queues",

@@ -23,6 +23,29 @@ def _fmt(amounts: Mapping[str, Any] | None) -> str:
     return " ".join(parts) or "-"
 
 
+def queue_tree_order(queues: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """Queue names in tree order (each parent followed by its children, by name), with their depth."""
+    children: dict[str | None, list[str]] = {}
+    for name in sorted(queues):
+        parent = queues[name].get("parent")
+        children.setdefault(parent if parent in queues else None, []).append(name)
+    out: list[tuple[str, int]] = []
+    seen: set[str] = set()
+
+    def walk(name: str, depth: int) -> None:
+        if name in seen:
+            return
+        seen.add(name)
+        out.append((name, depth))
+        for child in children.get(name, []):
+            walk(child, depth + 1)
+
+    for top in children.get(None, []):
+        walk(top, 0)
+    out.extend((name, 0) for name in sorted(queues) if name not in seen)  # a cycle the engine reported
+    return out
+
+
 def render_simulation(data: Mapping[str, Any], console: Console) -> None:
     """Render the ``-o json`` document as tables."""
     console.print(f"[bold]volsched simulate[/bold]: settled after {data['sessions']} session(s)")
@@ -40,10 +63,11 @@ def render_simulation(data: Mapping[str, Any], console: Console) -> None:
         "share",
     ):
         queues.add_column(col, justify="right" if col in ("weight", "share") else "left")
-    for name, q in data["queues"].items():
+    for name, depth in queue_tree_order(data["queues"]):
+        q = data["queues"][name]
         share = "-" if q["share"] is None else f"{q['share']:.2f}"
         queues.add_row(
-            name,
+            "  " * depth + ("└ " if depth else "") + name,
             str(q["weight"]),
             q.get("state", ""),
             _fmt(q["deserved"]),

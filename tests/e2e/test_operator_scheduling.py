@@ -91,8 +91,8 @@ def test_queues_share_the_cluster_by_weight(k: Kube, start_operator: Start) -> N
     status = wait_for(queue_status, 20, what="queue status")
     assert status["deserved"]["cpu"] == "6"
     assert status["running"] == 1 and status["state"] == "Open"  # podgroups by phase
-    assert op.metric("volsched_queue_allocated", queue="heavy", resource="cpu") == 6
-    assert op.metric("volsched_queue_deserved", queue="light", resource="cpu") == 2
+    assert op.metric("volsched_queue_allocated", queue="heavy", parent="root", resource="cpu") == 6
+    assert op.metric("volsched_queue_deserved", queue="light", parent="root", resource="cpu") == 2
 
 
 def test_namespace_weights_from_resource_quotas(k: Kube, start_operator: Start) -> None:

@@ -109,6 +109,39 @@ def test_queue_status_counts_podgroups_and_renders_quantities() -> None:
     assert (out["running"], out["inqueue"], out["pending"]) == (1, 2, 0)
 
 
+def test_queue_status_shows_the_parent_and_a_problem_as_a_condition() -> None:
+    q = QueueStatus(
+        name="hadoop", state="Open", weight=1, allocated={"cpu": 8.0}, request={}, guarantee={},
+        capability=None, deserved={"cpu": 8.0}, real_capability={"cpu": 32.0}, parent="bigdata",
+        problems=[("GuaranteeNotMet", "guarantee of queue hadoop cannot be met: ... (missing cpu 4)")],
+    )  # fmt: skip
+    out = status.queue_status(q)
+    assert out["parent"] == "bigdata" and out["realCapability"] == {"cpu": "32"}
+    (cond,) = out["conditions"]
+    assert (cond["type"], cond["status"], cond["reason"]) == ("Valid", "False", "GuaranteeNotMet")
+    assert "missing cpu 4" in cond["message"]
+    top = status.queue_status(
+        QueueStatus(name="q", state="Open", weight=1, allocated={}, request={}, guarantee={}, capability=None)
+    )
+    assert top["parent"] == "root" and top["conditions"][0]["status"] == "True"
+
+
+def test_simulate_table_lists_queues_as_a_tree() -> None:
+    from volsched.render import queue_tree_order
+
+    queues = {
+        "spark": {"parent": "bigdata"},
+        "bigdata": {"parent": None},
+        "hadoop": {"parent": "bigdata"},
+        "services": {"parent": None},
+        "x": {"parent": "y"},
+        "y": {"parent": "x"},
+    }
+    assert queue_tree_order(queues) == [
+        ("bigdata", 0), ("hadoop", 1), ("spark", 1), ("services", 0), ("x", 0), ("y", 0)
+    ]  # fmt: skip
+
+
 def test_failed_scheduling_event_names_the_pod() -> None:
     ev = status.failed_scheduling_event(namespace="ns", pod="p", uid="u", message="why", now="T", name="p.x")
     assert (

@@ -97,17 +97,39 @@ def queue_status(status: QueueStatus) -> dict[str, Any]:
         counts[phase.lower()] = counts.get(phase.lower(), 0) + n
     out: dict[str, Any] = {
         "state": status.state,
+        "parent": status.parent or "root",
         "weight": status.weight,
         "allocated": quantities(status.allocated),
         "allocatedSummary": summary(status.allocated),
         **counts,
+        "conditions": [queue_condition(status)],
     }
     if status.deserved is not None:
         out["deserved"] = quantities(status.deserved)
         out["deservedSummary"] = summary(status.deserved)
+    if status.real_capability is not None:
+        out["realCapability"] = quantities(status.real_capability)
     if status.share is not None:
         out["share"] = round(float(status.share), 4)
     return out
+
+
+def queue_condition(status: QueueStatus) -> dict[str, str]:
+    """The ``Valid`` condition: False, with every problem's reason and message, when the queue's parent
+    or guarantee could not be honoured as written (a missing parent, a cycle, a guarantee not met)."""
+    if not status.problems:
+        return {
+            "type": "Valid",
+            "status": "True",
+            "reason": "Valid",
+            "message": "parent and guarantee as written",
+        }
+    return {
+        "type": "Valid",
+        "status": "False",
+        "reason": status.problems[0][0],
+        "message": "; ".join(message for _, message in status.problems),
+    }
 
 
 def pod_unschedulable_condition(message: str, now: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from volsched.framework.decisions import Bind, Eviction, SessionResult
+from volsched.framework.decisions import Bind, Event, Eviction, SessionResult
 from volsched.kube import status as render
 from volsched.kube.client import consume
 from volsched.kube.ratelimit import TokenBucket
@@ -114,6 +114,9 @@ class KubeWriter:
         self._podgroups: dict[str, dict[str, Any]] = {}
         self._podgroups_full: dict[str, dict[str, Any]] = {}
         self._queues: dict[str, dict[str, Any]] = {}
+        self._queues_full: dict[str, dict[str, Any]] = {}
+        self._queue_events: dict[tuple[str, str], str] = {}  # (queue, reason) -> message
+        self._queue_uids: dict[str, str] = {}
         self._conditions: dict[str, str] = {}  # pod uid -> message
         self._events: dict[str, tuple[str, int]] = {}  # pod uid -> (message, count)
 
@@ -128,6 +131,9 @@ class KubeWriter:
                 self._podgroups_full.pop(key, None)
             elif kind == "Queue":
                 self._queues.pop(key, None)
+                self._queues_full.pop(key, None)
+                for k in [k for k in self._queue_events if k[0] == key]:
+                    del self._queue_events[k]
             elif kind == "Pod":
                 self._conditions.pop(key, None)
                 self._events.pop(key, None)
@@ -255,7 +261,13 @@ class KubeWriter:
             with self._lock:
                 if self._queues.get(name) == rendered:
                     continue
-            jobs.append(lambda name=name, rendered=rendered: self._write_queue(name, rendered))  # type: ignore[misc]
+            jobs.append(lambda name=name, rendered=rendered: self._write_queue(name, rendered, now))  # type: ignore[misc]
+        for ev in result.events:
+            if ev.kind == "Queue" and ev.name in existing_queues:
+                with self._lock:
+                    if self._queue_events.get((ev.name, ev.reason)) == ev.message:
+                        continue
+                jobs.append(lambda ev=ev: self._write_queue_event(ev, now))  # type: ignore[misc]
         for key, message in result.unschedulable.items():
             pod = pods.get(key)
             if not self._ours(pod) or (pod.get("spec") or {}).get("nodeName"):  # type: ignore[union-attr]
@@ -307,18 +319,48 @@ class KubeWriter:
             self._podgroups_full[key] = body
         return 1, 0, None
 
-    def _write_queue(self, name: str, rendered: dict[str, Any]) -> tuple[int, int, str | None]:
+    def _write_queue(
+        self, name: str, rendered: dict[str, Any], now: str | None = None
+    ) -> tuple[int, int, str | None]:
+        with self._lock:
+            previous = self._queues_full.get(name)
+        body = render.with_transition_times(rendered, previous, now or render.now_rfc3339())
         done, err = self._write(
             f"Queue {name} status",
             self.custom.patch_cluster_custom_object_status,
-            API_GROUP, VERSION, "queues", name, {"status": rendered},
+            API_GROUP, VERSION, "queues", name, {"status": body},
             _content_type=MERGE_PATCH,
         )  # fmt: skip
         if not done:
             return 0, 0, err
         with self._lock:
             self._queues[name] = rendered
+            self._queues_full[name] = body
         return 1, 0, None
+
+    def _write_queue_event(self, ev: Event, now: str) -> tuple[int, int, str | None]:
+        """A Queue's configuration problem (one event per queue and reason, updated when it changes)."""
+        with self._lock:
+            uid = self._queue_uids.get(ev.name, "")
+        body = render.object_event(
+            kind="Queue", api_version=f"{API_GROUP}/{VERSION}", namespace="", name=ev.name, uid=uid,
+            reason=ev.reason, message=ev.message, now=now, type_=ev.type,
+            event_name=f"{ev.name}.volsched-{ev.reason.lower()}",
+        )  # fmt: skip
+        error = self.post_event(body)
+        if error:
+            return 0, 0, error
+        with self._lock:
+            self._queue_events[(ev.name, ev.reason)] = ev.message
+        return 0, 1, None
+
+    def queue_uid(self, name: str, uid: str | None) -> None:
+        """Record a Queue's uid (from the watch), so its events show in ``kubectl describe queue``."""
+        with self._lock:
+            if uid:
+                self._queue_uids[name] = uid
+            else:
+                self._queue_uids.pop(name, None)
 
     def _write_condition(self, key: str, uid: str, message: str, now: str) -> tuple[int, int, str | None]:
         ns, name = _split(key)

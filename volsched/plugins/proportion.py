@@ -228,10 +228,12 @@ class Proportion(BasePlugin):
 
         def queue_order(left: QueueSpec, right: QueueSpec) -> int:
             la, ra = attrs[left.name], attrs[right.name]
-            k = _lowest_common(la, ra)
-            if k >= len(la.path) or k >= len(ra.path):
-                return 0
-            ls, rs = la.path[k].share, ra.path[k].share
+            if la.parent is not ra.parent:  # compare where their paths part
+                k = _lowest_common(la, ra)
+                if k >= len(la.path) or k >= len(ra.path):
+                    return 0
+                la, ra = la.path[k], ra.path[k]
+            ls, rs = la.share, ra.share
             if abs(ls - rs) <= 1e-9:
                 return 0
             return -1 if ls < rs else 1
@@ -253,10 +255,23 @@ class Proportion(BasePlugin):
                     )
             return None
 
+        # Hot path: one comparison per queue on the task's path against precomputed bounds (the leaf's
+        # limit and realCapability, its ancestors' realCapability); the wording only when refused.
+        bounds = {
+            a.name: np.where(
+                mask, (np.minimum(a.limit, a.real_capability) if a.leaf else a.real_capability) + EPS, np.inf
+            )
+            for a in attrs.values()
+        }
+
         def allocatable(queue: QueueSpec, task: Task) -> str | None:
             attr = attrs[queue.name]
             if not attr.leaf:
                 return not_leaf(attr)
+            req = task.request
+            asks = req > EPS
+            if all(not ((a.allocated + req > bounds[a.name]) & asks).any() for a in attr.path):
+                return None
             refused = within_limit(attr, task)
             if refused:
                 return refused
