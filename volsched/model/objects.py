@@ -604,7 +604,6 @@ class QueueSpec:
 MAX_WEIGHT = 2**31 - 1
 
 
-
 def parse_guarantee(raw: Any, *, where: str) -> tuple[dict[str, float], dict[str, float]]:
     """``spec.guarantee.resource``: each value an amount (``2``, ``4Gi``) or a percentage of the
     cluster (``"25%"``, 0 to 100). Returns (amounts, percentages)."""
