@@ -71,9 +71,18 @@ def place_by_evicting(
     log: list[tuple[Task, str]],
 ) -> str | None:
     """Pipeline ``task`` onto capacity that is free, being released, or freed here by evicting victims
-    (each appended to ``log`` with its reason). Returns None on success, else why not (in numbers)."""
+    (each appended to ``log`` with its reason). Returns None on success, else why not (in numbers).
+
+    While the task's queue may not take it (``session.allocatable``: the queue is at its deserved share
+    or capability), capacity that is merely free is no option: on the node tried, victims are evicted
+    until the node has room *and* the queue may take the task (preempt's victims are of the same queue,
+    so each one evicted gives the queue room back); a node where that does not happen is left as it was.
+    """
+    job = session.jobs.get(task.job_key)
+    queue = session.queues.get(job.queue) if job is not None else None
+    limited = session.allocatable(queue, task) if queue is not None else None
     choice = session.choose_node(task)
-    if choice.node is not None:
+    if choice.node is not None and not limited:
         statement.pipeline(task, choice.node)
         return None
     nodes = session.nodes
@@ -97,23 +106,36 @@ def place_by_evicting(
         if not victims:
             continue
         room = nodes.idle[node] + nodes.incoming[node]
-        taken: list[Task] = []
+        taken = 0
         for v in victims:
             if np.all(room[need] >= task.request[need] - EPS):
                 break
-            taken.append(v)
+            taken += 1
             room += v.request
         if not np.all(room[need] >= task.request[need] - EPS):
             continue
+        mark, logged = len(statement), len(log)
         node_name = nodes.names[node]
-        for v in taken:
+        for n, v in enumerate(victims):
+            if n >= taken and (queue is None or not session.allocatable(queue, task)):
+                break
             reason = describe(task, v, node_name)
             statement.evict(v, action=action, reason=reason)
             log.append((v, reason))
+        else:
+            if queue is not None and session.allocatable(queue, task):
+                statement.rollback(mark)  # the queue would still be over its limit: leave this node be
+                del log[logged:]
+                continue
         statement.pipeline(task, node)
         return None
     if not named:
         return f"{action}: no pod may be evicted for it on the {len(feasible)} node(s) it could use"
+    if limited:
+        return (
+            f"{action}: {limited}, and evicting the {named} pod(s) that may be evicted would not make room"
+            " for it within its queue's limit on any one node"
+        )
     return f"{action}: evicting the {named} pod(s) that may be evicted would not make room on any one node"
 
 
@@ -158,9 +180,10 @@ def evict_for_job(
     while tasks:
         task = tasks.pop()
         if task.preemption_policy == NEVER:
+            limited = session.allocatable(session.queues[job.queue], task)
             choice = session.choose_node(task)
-            if choice.node is None:
-                reason = f"task {task.name} has preemptionPolicy Never and fits nowhere: {choice.reason}"
+            if limited or choice.node is None:
+                reason = f"task {task.name} has preemptionPolicy Never and fits nowhere: {limited or choice.reason}"
                 break
             statement.pipeline(task, choice.node)
             continue

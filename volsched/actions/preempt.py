@@ -7,6 +7,11 @@ lower-priority pods, drf's larger job or weighted namespace shares, gang's spare
 conformance's protected pods), node by node, and pipelined there. The Statement is committed only if it
 evicted something and the gang is pipelined; otherwise it is discarded and nothing is evicted.
 
+A queue at its limit (its deserved share or capability, ``session.allocatable``) may not take capacity
+that is merely free: its task goes only where evicting its own queue's victims both makes room on the
+node and brings the queue back under its limit. Otherwise a higher-priority job in a capped queue would
+starve next to idle nodes while the queue's lower-priority jobs kept running.
+
 A job that enqueue held back because its queue is full (``minResources + allocated + inqueue >
 realCapability``) takes part too, as long as its queue is open: a committed preemption makes room for it
 inside the queue and admits it (Inqueue); otherwise a full queue could never let a more important job in.

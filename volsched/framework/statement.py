@@ -77,11 +77,15 @@ class Statement:
 
     def discard(self) -> None:
         """Undo every recorded operation, newest first."""
-        for op in reversed(self._ops):
+        self.rollback(0)
+
+    def rollback(self, mark: int) -> None:
+        """Undo the operations recorded since ``mark`` (an earlier ``len(statement)``), newest first."""
+        while len(self._ops) > mark:
+            op = self._ops.pop()
             if op.kind == "allocate":
                 self.session.undo_allocate(op.task, op.node)
             elif op.kind == "pipeline":
                 self.session.undo_pipeline(op.task, op.node)
             else:
                 self.session.undo_evict(op.task, op.previous)
-        self._ops.clear()
