@@ -179,6 +179,42 @@ def test_the_eviction_reason_names_the_node_and_the_rule():
     assert result.state.raw_pods["default/p-moved-1"]["spec"]["nodeName"] == "new"
 
 
+PREFER_SSD = {
+    "nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 10,
+                "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]},
+            }
+        ]
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("kinds", "new_cpu", "expected"),
+    [
+        (["preferredDuringSchedulingIgnoredDuringExecution"], "8", ["default/p"]),
+        (["preferredDuringSchedulingIgnoredDuringExecution"], "500m", []),  # the better node has no room
+        (["requiredDuringSchedulingIgnoredDuringExecution"], "8", []),  # preferred terms not asked about
+        (
+            [
+                "requiredDuringSchedulingIgnoredDuringExecution",
+                "preferredDuringSchedulingIgnoredDuringExecution",
+            ],
+            "8",
+            ["default/p"],
+        ),
+    ],
+)
+def test_preferred_node_affinity_moves_a_pod_to_a_node_it_prefers_with_room(
+    kinds: list[str], new_cpu: str, expected: list[str]
+):
+    objs = [node("old", labels={"disk": "hdd"}), node("new", cpu=new_cpu, labels={"disk": "ssd"})]
+    objs.append(rs_pod("p", "old", affinity=PREFER_SSD))
+    assert evicted(objs, strategy("removePodsViolatingNodeAffinity", nodeAffinityType=kinds)) == expected
+
+
 # --- removePodsViolatingNodeTaints ------------------------------------------------------------------------
 
 
@@ -359,10 +395,10 @@ def test_removing_a_failed_pod_frees_nothing_it_did_not_hold():
             [
                 strategy(
                     "removePodsViolatingNodeAffinity",
-                    nodeAffinityType=["preferredDuringSchedulingIgnoredDuringExecution"],
+                    nodeAffinityType=["requiredDuringExecution"],
                 )
             ],
-            "only requiredDuringSchedulingIgnoredDuringExecution is supported",
+            "nodeAffinityType: unknown requiredDuringExecution; known:",
         ),
         ([strategy("removeFailedPods", reason=["x"])], "unknown param(s) reason; known:"),
         (

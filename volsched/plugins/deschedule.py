@@ -28,7 +28,13 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from volsched.framework.session import Session
-from volsched.model.constraints import ConstraintState, SpreadConstraint, matches_affinity, tolerates
+from volsched.model.constraints import (
+    ConstraintState,
+    SpreadConstraint,
+    matches_affinity,
+    matches_node_term,
+    tolerates,
+)
 from volsched.model.errors import InputError
 from volsched.model.objects import ALLOCATED_STATUSES, Task, TaskStatus
 from volsched.model.resources import EPS, PODS
@@ -37,6 +43,7 @@ from volsched.plugins.usage import UsageEstimate, build_estimate
 UTILIZATION_RESOURCES = ("cpu", "memory", "pods")
 _RESOURCE_ALIASES = {"cpu": "cpu", "memory": "memory", "mem": "memory", "pods": "pods"}
 REQUIRED_NODE_AFFINITY = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED_NODE_AFFINITY = "preferredDuringSchedulingIgnoredDuringExecution"
 LIVE = frozenset({TaskStatus.RUNNING})
 LIVE_OR_STARTING = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
 FAILED = frozenset({TaskStatus.FAILED})
@@ -448,43 +455,74 @@ class RemoveDuplicates:
 
 @dataclass(frozen=True)
 class RemovePodsViolatingNodeAffinity:
-    """A pod whose node no longer matches its node selector or required node affinity, when another
-    node does."""
+    """``requiredDuringSchedulingIgnoredDuringExecution`` (the default): a pod whose node no longer
+    matches its node selector or required node affinity, when another node does.
+    ``preferredDuringSchedulingIgnoredDuringExecution``: a pod whose preferred node affinity weighs more
+    on another node that passes its filters and has the idle capacity for it now."""
 
     name: ClassVar[str] = "removePodsViolatingNodeAffinity"
+    required: bool = True
+    preferred: bool = False
     pods: PodFilter = PodFilter()
 
     @classmethod
     def parse(cls, params: Params) -> RemovePodsViolatingNodeAffinity:
         kinds = params.strings("nodeAffinityType") or (REQUIRED_NODE_AFFINITY,)
-        if set(kinds) != {REQUIRED_NODE_AFFINITY}:
+        unknown = set(kinds) - {REQUIRED_NODE_AFFINITY, PREFERRED_NODE_AFFINITY}
+        if unknown:
             raise params.error(
                 "nodeAffinityType",
-                f"only {REQUIRED_NODE_AFFINITY} is supported, got {', '.join(kinds)}",
+                f"unknown {', '.join(sorted(unknown))}; known: {REQUIRED_NODE_AFFINITY}, {PREFERRED_NODE_AFFINITY}",
             )
-        return cls(PodFilter.parse(params))
+        return cls(REQUIRED_NODE_AFFINITY in kinds, PREFERRED_NODE_AFFINITY in kinds, PodFilter.parse(params))
 
     def select(self, ctx: Context) -> list[tuple[Task, str]]:
         out: list[tuple[Task, str]] = []
         nodes = ctx.session.nodes
+        head = "rescheduling (removePodsViolatingNodeAffinity)"
         for t in ctx.candidates():
             i = ctx.node_of(t)
             if i is None or not self.pods.admits(t):
                 continue
             spec = nodes.specs[i]
-            selector_ok = all(spec.labels.get(k) == v for k, v in t.node_selector.items())
-            if selector_ok and matches_affinity(spec, t.affinity_terms):
-                continue
-            if not _elsewhere(ctx, t, i):
-                continue
-            what = "node selector" if not selector_ok else "required node affinity"
-            out.append(
-                (
-                    t,
-                    f"rescheduling (removePodsViolatingNodeAffinity): node {spec.name} no longer matches the pod's {what}",
-                )
-            )
+            if self.required:
+                selector_ok = all(spec.labels.get(k) == v for k, v in t.node_selector.items())
+                if not (selector_ok and matches_affinity(spec, t.affinity_terms)):
+                    if _elsewhere(ctx, t, i):
+                        what = "node selector" if not selector_ok else "required node affinity"
+                        out.append((t, f"{head}: node {spec.name} no longer matches the pod's {what}"))
+                    continue
+            if self.preferred and t.preferred_node_terms:
+                better = self._better_node(ctx, t, i)
+                if better is not None:
+                    j, here, there = better
+                    out.append(
+                        (
+                            t,
+                            f"{head}: node {nodes.names[j]} scores {there:g} on the pod's preferred node "
+                            f"affinity, node {spec.name} {here:g}",
+                        )
+                    )
         return out
+
+    @staticmethod
+    def _better_node(ctx: Context, task: Task, node: int) -> tuple[int, float, float] | None:
+        nodes = ctx.session.nodes
+        weights = np.array(
+            [
+                sum(w for w, term in task.preferred_node_terms if matches_node_term(s, term))
+                for s in nodes.specs
+            ],
+            dtype=np.float64,
+        )
+        need = task.request > EPS
+        fits = np.all(nodes.idle[:, need] >= task.request[need] - EPS, axis=1)
+        ok = ctx.session.feasible_nodes(task) & fits
+        ok[node] = False
+        if not ok.any():
+            return None
+        j = int(np.argmax(np.where(ok, weights, -np.inf)))
+        return (j, float(weights[node]), float(weights[j])) if weights[j] > weights[node] else None
 
 
 @dataclass(frozen=True)
