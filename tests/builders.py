@@ -141,10 +141,13 @@ def podgroup(
     min_resources: dict[str, str] | None = None,
     priority_class: str | None = None,
     phase: str | None = None,
+    topology: tuple[str, str] | None = None,
 ) -> Obj:
     spec: Obj = {}
     if min_member is not None:
         spec["minMember"] = min_member
+    if topology:
+        spec["topology"] = {"key": topology[0], "mode": topology[1]}
     if queue:
         spec["queue"] = queue
     if min_resources:

@@ -398,3 +398,15 @@ def test_discarded_gang_gives_its_anti_affinity_back() -> None:
     data = run(objs)
     assert data["pods"]["default/solo"]["node"] is not None
     assert [data["pods"][f"default/g{i}"]["node"] for i in range(3)] == [None, None, None]
+
+
+def test_a_repelled_task_does_not_stop_its_sibling_with_other_labels() -> None:
+    # Same request and node spec, but only web is repelled by the guard's anti-affinity: the allocator
+    # must not take db's fit from web's.
+    objs: list[Obj] = [node("n1"), podgroup("job", min_member=1)]
+    objs.append(pod("guard", node="n1", affinity=anti(match={"app": "web"})))
+    objs.append(pod("web", group="job", labels={"app": "web"}, created="2026-01-01T00:00:00Z"))
+    objs.append(pod("db", group="job", labels={"app": "db"}, created="2026-01-01T00:00:01Z"))
+    data = run(objs)
+    assert data["pods"]["default/web"]["node"] is None
+    assert data["pods"]["default/db"]["node"] == "n1"

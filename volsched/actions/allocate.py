@@ -8,6 +8,8 @@ that the queue refuses) does not end the turn: the job's other tasks are tried w
 still be reached with them. A job that became ready with tasks left is pushed back, so orders are
 re-evaluated after every job turn.
 
+A PodGroup with ``spec.topology`` is placed in one topology domain (see ``volsched.actions.topology``).
+
 Tasks without requests are left to backfill.
 """
 
@@ -15,12 +17,19 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from volsched.actions.topology import place_in_domain
 from volsched.actions.util import JobQueue, TaskQueue, first
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import Job
-from volsched.model.objects import PodGroupPhase, QueueSpec
+from volsched.model.objects import PodGroupPhase, QueueSpec, Task
+
+
+def _fit_key(task: Task) -> tuple[object, ...]:
+    """Tasks with equal keys fit the same nodes at the same moment (request, placement spec, and what
+    pod affinity, anti-affinity and spread read: the pod's constraints and its labels)."""
+    return (task.request.tobytes(), task.placement_key, task.constraints, tuple(sorted(task.labels.items())))
 
 
 def gang_message(job: Job, reason: str | None) -> str:
@@ -75,13 +84,20 @@ class Allocate:
                 if not namespaces:
                     del queues[qname]
             job_tasks = tasks.get(job.key)
-            if job_tasks is None:
-                job_tasks = TaskQueue(
-                    session, [t for t in job.pending_tasks() if not t.best_effort and t.schedulable_by_us]
-                )
-                tasks[job.key] = job_tasks
             statement = Statement(session)
-            again, reason = self._place(session, queue, job, job_tasks, statement)
+            topology = job.podgroup.topology if job.podgroup is not None else None
+            if topology is not None:
+                pending = [t for t in job.pending_tasks() if not t.best_effort and t.schedulable_by_us]
+                again, reason, tasks[job.key] = place_in_domain(
+                    session, queue, job, topology, statement, self._place, pending=pending, carried=job_tasks
+                )
+            else:
+                if job_tasks is None:
+                    job_tasks = TaskQueue(
+                        session, [t for t in job.pending_tasks() if not t.best_effort and t.schedulable_by_us]
+                    )
+                    tasks[job.key] = job_tasks
+                again, reason = self._place(session, queue, job, job_tasks, statement)
             if session.job_ready(job):
                 statement.commit()
             elif session.job_pipelined(job):
@@ -107,7 +123,7 @@ class Allocate:
         on with the job's other tasks. A task with the same request and placement spec as one that fit
         nowhere this turn is skipped with the same reason: nothing frees capacity during a turn."""
         reason: str | None = None
-        unfit: dict[tuple[bytes, str], str] = {}
+        unfit: dict[tuple[object, ...], str] = {}
         while tasks:
             task = tasks.pop()
             refused = session.allocatable(queue, task)
@@ -115,7 +131,7 @@ class Allocate:
                 reason = f"task {task.name}: {refused}"
                 session.record_fit_error(task, refused)
             else:
-                why = unfit.get((task.request.tobytes(), task.placement_key)) if unfit else None
+                why = unfit.get(_fit_key(task)) if unfit else None
                 if why is None:
                     choice = session.choose_node(task)
                     if choice.node is not None:
@@ -126,7 +142,7 @@ class Allocate:
                         if tasks and session.job_ready(job):
                             return True, None
                         continue
-                    why = unfit[(task.request.tobytes(), task.placement_key)] = choice.reason
+                    why = unfit[_fit_key(task)] = choice.reason
                 reason = f"task {task.name}: {why}"
                 session.record_fit_error(task, why)
             if job.pipelined_count + len(tasks) < job.min_member:

@@ -138,6 +138,10 @@ class Session:
         self.job_errors: dict[str, str] = {}
         #: Free-form per-session scratchpad for plugins (like the framework's CycleState).
         self.state: dict[str, Any] = {}
+        #: Nodes placements are limited to for now (an action placing a gang in one topology domain),
+        #: and how to say so in a pending reason; None: every node.
+        self.node_limit: BoolArray | None = None
+        self.node_limit_reason = ""
 
     # --- registration (plugins call these in on_session_open) ---------------------------------------
 
@@ -480,7 +484,7 @@ class Session:
         return NodeChoice(None, reason=self.explain_unfit(task))
 
     def _constraint_mask(self, task: Task) -> BoolArray | None:
-        mask: BoolArray | None = None
+        mask: BoolArray | None = self.node_limit
         for _, fn in self._flat("constraint"):
             ok = fn(task)
             if ok is not None:
@@ -534,6 +538,12 @@ class Session:
             if len(failing):
                 for reason, count in self._explain[f"constraint:{name}"](task, failing):
                     counts[reason] += count
+        if self.node_limit is not None and len(ready):
+            ok = self.node_limit[ready]
+            outside = int(len(ready) - ok.sum())
+            if outside:
+                counts[self.node_limit_reason or "node(s) outside the placement limit"] += outside
+            eligible &= ok
         where = ready[eligible]
         if len(where):
             future = nodes.idle[where] + nodes.incoming[where]

@@ -678,10 +678,40 @@ class PodGroupSpec:
     phase: PodGroupPhase
     creation: float = 0.0
     uid: str = ""
+    #: ``spec.topology``: the minMember pods share one domain of this node label.
+    topology: GangTopology | None = None
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+@dataclass(slots=True, frozen=True)
+class GangTopology:
+    """``spec.topology: {key, mode}`` of a PodGroup."""
+
+    key: str
+    #: Required: one domain or not at all; Preferred: one domain if any fits, else across domains.
+    required: bool = True
+
+    @property
+    def mode(self) -> str:
+        return "Required" if self.required else "Preferred"
+
+
+def _gang_topology(spec: Mapping[str, Any], where: str) -> GangTopology | None:
+    raw = spec.get("topology")
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise InputError(f"{where}: spec.topology must be a map with key and mode")
+    key = raw.get("key")
+    if not isinstance(key, str) or not key:
+        raise InputError(f"{where}: spec.topology.key is required (a node label key, e.g. a rack label)")
+    mode = raw.get("mode") or "Required"
+    if mode not in ("Required", "Preferred"):
+        raise InputError(f"{where}: spec.topology.mode must be Required or Preferred, got {mode!r}")
+    return GangTopology(key=key, required=mode == "Required")
 
 
 def build_podgroup(obj: Raw) -> PodGroupSpec:
@@ -716,6 +746,7 @@ def build_podgroup(obj: Raw) -> PodGroupSpec:
         phase=phase,
         creation=parse_time(meta.get("creationTimestamp"), where=f"{where}: metadata.creationTimestamp"),
         uid=str(meta.get("uid") or ""),
+        topology=_gang_topology(spec, where),
     )
 
 

@@ -1,0 +1,164 @@
+"""Topology-aware gangs: place a PodGroup's minMember pods in one domain of a node label.
+
+A PodGroup with ``spec.topology: {key: <node label>, mode: Required | Preferred}`` wants its gang in one
+domain (a rack, a block) of that label. The allocator ranks the domains by their idle capacity (ready
+nodes only) against what the gang still needs: domains that cannot hold it in total are out, and of
+the others the tightest fit comes first (best fit, as Kueue's topology-aware scheduling does, so large
+domains stay whole for large gangs), ties by domain name. It then places the gang with placements
+limited to one domain at a time, through the job's Statement, and keeps the first domain where the gang
+becomes ready (or pipelined whole); a domain where it does not is undone (discarded) before the next is
+tried. A gang that already has pods placed stays in their domain.
+
+When no domain takes the gang, a Preferred gang is placed across domains like any other; a Required
+one stays pending, and the reason says, per domain, why not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from volsched.actions.util import TaskQueue
+from volsched.framework.session import Session
+from volsched.framework.statement import Statement
+from volsched.model.cluster import Job, task_order_key
+from volsched.model.constraints import Topology
+from volsched.model.objects import GangTopology, QueueSpec, Task, TaskStatus
+from volsched.model.resources import EPS
+
+#: How many domains are tried (by placing the gang) per job turn; the rest are reported as not tried.
+MAX_DOMAIN_TRIES = 4
+
+_PLACED = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.BOUND, TaskStatus.RUNNING})
+
+PlaceFn = Callable[[Session, QueueSpec, Job, TaskQueue, Statement], tuple[bool, str | None]]
+
+
+def _topology(session: Session) -> Topology:
+    topo = session.state.get("topology")
+    if not isinstance(topo, Topology):
+        topo = Topology(session.nodes.specs)
+        session.state["topology"] = topo
+    return topo
+
+
+def _need(session: Session, job: Job, pending: list[Task]) -> np.ndarray:
+    """What the gang still needs to reach minMember: the first missing pending tasks in task order."""
+    missing = max(job.min_member - job.pipelined_count, 0)
+    need = session.space.zeros()
+    for t in sorted(pending, key=task_order_key)[:missing]:
+        need += t.request
+    return need
+
+
+def place_in_domain(
+    session: Session,
+    queue: QueueSpec,
+    job: Job,
+    topology: GangTopology,
+    statement: Statement,
+    place: PlaceFn,
+    *,
+    pending: list[Task],
+    carried: TaskQueue | None,
+) -> tuple[bool, str | None, TaskQueue]:
+    """Place ``job`` in one domain of ``topology.key`` with ``place``; ``pending`` are its pending tasks,
+    ``carried`` the task queue left from its earlier turn this session (None on the first). Returns
+    place's answer and the task queue left over (for the job's later turns)."""
+    nodes = session.nodes
+    dom, values = _topology(session).domains(topology.key)
+    n_domains = len(values)
+    index = nodes.index
+    held = {
+        int(dom[index[t.node_name]])
+        for t in job.tasks.values()
+        if t.status in _PLACED and t.node_name in index
+    }
+    label = topology.key
+    if held:
+        tasks = carried if carried is not None else TaskQueue(session, pending)
+        if len(held) > 1 or n_domains in held or not topology.required:
+            # Spread already (a Preferred gang that fell back, or pods placed by hand), or only
+            # preferred: the gang's further pods go where they fit best.
+            again, reason = place(session, queue, job, tasks, statement)
+            return again, reason, tasks
+        (d,) = held
+        session.node_limit = dom == d
+        session.node_limit_reason = f"node(s) outside the gang's {label}={values[d]}"
+        try:
+            again, reason = place(session, queue, job, tasks, statement)
+        finally:
+            session.node_limit = None
+            session.node_limit_reason = ""
+        return again, reason, tasks
+    candidates, ranked_out = _rank(session, job, pending, dom, n_domains, values, label)
+    failures: list[str] = []
+    for d in candidates[:MAX_DOMAIN_TRIES]:
+        tasks = TaskQueue(session, pending)
+        session.node_limit = dom == d
+        session.node_limit_reason = f"node(s) outside the gang's {label}={values[d]}"
+        try:
+            again, reason = place(session, queue, job, tasks, statement)
+        finally:
+            session.node_limit = None
+            session.node_limit_reason = ""
+        if job.pipelined_count >= job.min_member:
+            return again, reason, tasks
+        placed = job.pipelined_count
+        statement.discard()
+        failures.append(f"{label}={values[d]}: {placed}/{job.min_member} placed ({reason or 'no task fit'})")
+    untried = len(candidates) - min(len(candidates), MAX_DOMAIN_TRIES)
+    if untried:
+        failures.append(f"{untried} more domain(s) not tried")
+    failures.extend(ranked_out)
+    why = f"no {label} domain fits the gang ({topology.mode}): " + "; ".join(
+        failures or ["no node has the label"]
+    )
+    if topology.required:
+        return False, why, TaskQueue(session, [])
+    tasks = TaskQueue(session, pending)
+    again, reason = place(session, queue, job, tasks, statement)
+    return again, (f"{why}; then across domains: {reason}" if reason else reason), tasks
+
+
+def _rank(
+    session: Session,
+    job: Job,
+    pending: list[Task],
+    dom: np.ndarray,
+    n_domains: int,
+    values: list[str],
+    label: str,
+) -> tuple[list[int], list[str]]:
+    """Domains that can hold the gang in total, tightest first; and why the others cannot (in numbers)."""
+    nodes = session.nodes
+    need = _need(session, job, pending)
+    asked = np.flatnonzero(need > EPS)
+    ready = nodes.ready
+    idle = np.maximum(nodes.idle, 0.0)
+    fits = np.ones(n_domains, dtype=bool)
+    slack = np.zeros(n_domains)
+    total = np.maximum(session.total, EPS)
+    short: dict[int, str] = {}
+    for d in asked.tolist():
+        by_domain = np.bincount(dom[ready], weights=idle[ready, d], minlength=n_domains + 1)[:n_domains]
+        lacking = by_domain < need[d] - EPS
+        for i in np.flatnonzero(lacking & fits).tolist():
+            short[i] = (
+                f"idle {session.space.names[d]} {session.space.describe(d, float(by_domain[i]))} "
+                f"< {session.space.describe(d, float(need[d]))}"
+            )
+        fits &= ~lacking
+        slack += (by_domain - need[d]) / total[d]
+    order = sorted(np.flatnonzero(fits).tolist(), key=lambda i: (slack[i], values[i]))
+    out: list[str] = []
+    if short:
+        shown = sorted(short, key=lambda i: values[i])[:3]
+        more = f" (+{len(short) - 3} more)" if len(short) > 3 else ""
+        out.append(
+            f"{len(short)} domain(s) too small in total: "
+            + ", ".join(f"{label}={values[i]} {short[i]}" for i in shown)
+            + more
+        )
+    return order, out
