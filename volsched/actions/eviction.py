@@ -144,15 +144,20 @@ def pending_of(job: Job) -> list[Task]:
     return [t for t in job.pending_tasks() if not t.best_effort and t.schedulable_by_us]
 
 
-def wants_capacity(session: Session, job: Job) -> bool:
-    """A valid, starving job with pending tasks in an existing queue (a held-back job only if its queue
-    is open)."""
+def wants_capacity(session: Session, job: Job, *, action: str) -> bool:
+    """A valid, starving job with pending tasks in an existing, open queue.
+
+    A Closed queue takes no new work: none of its jobs (admitted or not) takes capacity from other
+    queues or from its neighbours; the job is told so. What already runs in it keeps running."""
     queue = session.queues.get(job.queue)
     if queue is None or job.phase is PodGroupPhase.COMPLETED or not pending_of(job):
         return False
-    if job.phase is PodGroupPhase.PENDING and queue.state is QueueState.CLOSED:
+    if session.job_valid(job) is not None or not session.job_starving(job):
         return False
-    return session.job_valid(job) is None and session.job_starving(job)
+    if queue.state is QueueState.CLOSED:
+        append_job_error(session, job.key, f"{action}: queue {queue.name} is closed and takes no capacity")
+        return False
+    return True
 
 
 def evict_for_job(

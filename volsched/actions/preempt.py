@@ -16,6 +16,7 @@ A job that enqueue held back because its queue is full (``minResources + allocat
 realCapability``) takes part too, as long as its queue is open: a committed preemption makes room for it
 inside the queue and admits it (Inqueue); otherwise a full queue could never let a more important job in.
 
+No job of a Closed queue preempts (closing a queue means no new work); what runs in it keeps running.
 Pods with ``preemptionPolicy: Never`` never cause an eviction. Every eviction carries a reason naming
 the action, the beneficiary and the amounts, and becomes a ``Preempted`` event on the pod.
 
@@ -46,7 +47,7 @@ class Preempt:
     def execute(self, session: Session) -> None:
         by_queue: dict[str, list[Job]] = {}
         for job in session.jobs.values():
-            if wants_capacity(session, job):
+            if wants_capacity(session, job, action=self.name):
                 by_queue.setdefault(job.queue, []).append(job)
         queues = sorted(
             by_queue,

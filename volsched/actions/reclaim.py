@@ -12,6 +12,8 @@ A job that enqueue held back (phase Pending, e.g. because the cluster is full) t
 as its queue is open: if its gang can be placed within what its queue is owed, the committed reclaim
 admits it (Inqueue). Otherwise a full cluster would keep it Pending forever, as in Volcano.
 
+No job of a Closed queue reclaims, admitted or not (closing a queue means no new work).
+
 Pods with ``preemptionPolicy: Never`` are placed only where there is room already; they never cause an
 eviction. Every eviction carries a reason naming the action, the beneficiary and the amounts, and
 becomes an ``Evicted`` event on the pod.
@@ -62,7 +64,7 @@ class Reclaim:
     def execute(self, session: Session) -> None:
         by_queue: dict[str, JobQueue] = {}
         for job in session.jobs.values():
-            if wants_capacity(session, job):
+            if wants_capacity(session, job, action=self.name):
                 by_queue.setdefault(job.queue, JobQueue(session)).push(job)
         while by_queue:
             qname = first(by_queue, lambda a, b: session.queue_less(session.queues[a], session.queues[b]))
