@@ -544,3 +544,19 @@ def test_spread_is_rebalanced_end_to_end():
     nodes = sorted(v["spec"].get("nodeName") for v in result.state.raw_pods.values())
     assert nodes == ["n1", "n1", "n2", "n2"]
     assert "zone=a has 4 pods matching" in result.evictions[0].reason
+
+
+def test_every_move_leaves_an_event_on_the_pod_saying_why():
+    objs = [node("n1"), node("n2"), status(rs_pod("p", "n1"), containerStatuses=[{"restartCount": 7}])]
+    conf = resched_config(strategy("removePodsHavingTooManyRestarts", podRestartThreshold=5), interval="0s")
+    result = simulate_objects(objs, conf=conf, sessions=1)
+    events = [
+        (e.object, e.reason, e.message) for e in result.history[0].events if e.object == "Pod default/p"
+    ]
+    assert events == [
+        (
+            "Pod default/p",
+            "Rescheduled",
+            "rescheduling (removePodsHavingTooManyRestarts): 7 restarts, threshold 5",
+        )
+    ]

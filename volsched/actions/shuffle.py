@@ -5,7 +5,7 @@ plugin answers at most once per its interval): running pods, pods bound but not 
 pods (which hold nothing; evicting one deletes it). Each is evicted through a Statement, at most
 ``maxEvictionsPerSession`` per session, and never a running or bound one that would take a gang (a job
 with a PodGroup) below its minMember. Why each pod moves is read from ``session.state["victim_reasons"]`` when a plugin
-left it there.
+left it there, and becomes a ``Rescheduled`` event on the pod.
 
 Arguments, in the scheduler config's ``configurations`` section::
 
@@ -22,14 +22,17 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from volsched.actions.eviction import emit_evictions
 from volsched.framework.plugin import Arguments
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.errors import InputError
-from volsched.model.objects import TaskStatus
+from volsched.model.objects import Task, TaskStatus
 
 DEFAULT_MAX_EVICTIONS = 5
+#: The reason of the event each eviction leaves on its pod (the message is why it moved).
+EVENT_REASON = "Rescheduled"
 #: Statuses of a pod shuffle may evict.
 SHUFFLED = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED})
 
@@ -59,6 +62,7 @@ class Shuffle:
         victims = session.victim_tasks()
         reasons: dict[str, str] = session.state.get("victim_reasons", {})
         statement = Statement(session)
+        log: list[tuple[Task, str]] = []
         for task in victims:
             if len(statement) >= limit:
                 break
@@ -68,7 +72,8 @@ class Shuffle:
             counted = task.status is not TaskStatus.FAILED
             if counted and job is not None and not job.standalone and job.ready_count - 1 < job.min_member:
                 continue
-            statement.evict(
-                task, action=self.name, reason=reasons.get(task.key, "shuffle: rebalancing nodes")
-            )
+            reason = reasons.get(task.key, "shuffle: rebalancing nodes")
+            statement.evict(task, action=self.name, reason=reason)
+            log.append((task, reason))
         statement.commit()
+        emit_evictions(session, log, EVENT_REASON)
