@@ -24,10 +24,11 @@ simulate: $(STAMP)
 test: $(STAMP) lint test-deps
 	$(BIN)/python -m pytest -q -rfE $(PYTEST_ARGS)
 
-## The real servers the tests use; each step is idempotent and cached (the fixtures would do it too,
-## but a failure here is clearer, and the cold kube-apiserver build takes minutes).
+## The real servers and tools the tests use; each step is idempotent and cached (the fixtures would do it
+## too, but a failure here is clearer, and the cold kube-apiserver and helm builds take minutes).
 test-deps:
 	bash hack/controlplane/build.sh >/dev/null
+	bash hack/helm/build.sh >/dev/null || test $$? -eq 3  # 3: no Go toolchain, the chart tests skip
 	bash hack/metrics/install-prometheus.sh
 	bash hack/metrics/build-es.sh
 

@@ -1,0 +1,174 @@
+"""The Helm chart (charts/volsched) renders, with default values, the same objects as crds/ and
+manifests/, and its values change what they say they change (the real helm, see tests/helmtool.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.helmtool import CHART, ROOT, helm, template
+
+pytestmark = pytest.mark.helm
+
+#: Labels the chart adds to every object's metadata (Helm's conventions); manifests/ has at most the name.
+CHART_LABELS = {
+    "app.kubernetes.io/name",
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/version",
+    "app.kubernetes.io/managed-by",
+    "helm.sh/chart",
+}
+CONFIG_KEY = "volsched-scheduler.conf"
+
+Key = tuple[str, str, str, str]
+
+
+def _key(obj: dict[str, Any]) -> Key:
+    meta = obj.get("metadata") or {}
+    return (obj["apiVersion"], obj["kind"], meta.get("namespace") or "", meta["name"])
+
+
+def _normal(obj: dict[str, Any]) -> dict[str, Any]:
+    """What must agree: everything but the chart's own labels; the scheduler config by meaning (YAML)."""
+    obj = json.loads(json.dumps(obj))
+    meta = obj["metadata"]
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k not in CHART_LABELS}
+    meta.pop("labels", None)
+    if labels:
+        meta["labels"] = labels
+    if obj["kind"] == "ConfigMap" and CONFIG_KEY in (obj.get("data") or {}):
+        obj["data"][CONFIG_KEY] = yaml.safe_load(obj["data"][CONFIG_KEY])
+    return obj
+
+
+def _files(*dirs: Path) -> dict[Key, dict[str, Any]]:
+    objs = {}
+    for d in dirs:
+        for path in sorted(d.glob("*.yaml")):
+            for doc in yaml.safe_load_all(path.read_text()):
+                if doc:
+                    objs[_key(doc)] = doc
+    return objs
+
+
+def _by_key(objs: list[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
+    return {_key(o): o for o in objs}
+
+
+def _one(objs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    found = [o for o in objs if o["kind"] == kind]
+    assert len(found) == 1, f"{len(found)} {kind} objects"
+    return found[0]
+
+
+def _container(objs: list[dict[str, Any]]) -> dict[str, Any]:
+    return _one(objs, "Deployment")["spec"]["template"]["spec"]["containers"][0]  # type: ignore[no-any-return]
+
+
+def _config(objs: list[dict[str, Any]]) -> dict[str, Any]:
+    return yaml.safe_load(_one(objs, "ConfigMap")["data"][CONFIG_KEY])  # type: ignore[no-any-return]
+
+
+def test_default_values_render_the_objects_of_crds_and_manifests_one_by_one() -> None:
+    expected = _files(ROOT / "crds", ROOT / "manifests")
+    # The namespace is the release's (helm install -n volsched-system --create-namespace), not the chart's.
+    namespaces = [k for k in expected if k[1] == "Namespace"]
+    assert namespaces == [("v1", "Namespace", "", "volsched-system")]
+    del expected[namespaces[0]]
+    rendered = _by_key(template("--include-crds"))
+    assert sorted(rendered) == sorted(expected), "objects the chart and manifests/ do not both have"
+    for key, obj in expected.items():
+        assert _normal(rendered[key]) == _normal(obj), f"{key} differs between charts/volsched and manifests/"
+
+
+def test_every_object_carries_the_chart_labels_except_crds() -> None:
+    for obj in template():
+        labels = obj["metadata"].get("labels") or {}
+        assert set(labels) >= CHART_LABELS, _key(obj)
+        assert labels["app.kubernetes.io/managed-by"] == "Helm"
+
+
+CASES: list[tuple[str, list[str], Any]] = [
+    ("image repository and tag", ["--set", "image.repository=reg.local/vs", "--set", "image.tag=9.9"],
+     lambda o: _container(o)["image"] == "reg.local/vs:9.9" and "imagePullPolicy" not in _container(o)),
+    ("pull policy", ["--set", "image.pullPolicy=Always"], lambda o: _container(o)["imagePullPolicy"] == "Always"),
+    ("replicas", ["--set", "replicas=3"], lambda o: _one(o, "Deployment")["spec"]["replicas"] == 3),
+    ("period", ["--set", "period=2.5"],
+     lambda o: _container(o)["args"][-2:] == ["--period", "2.5"]),
+    ("http port", ["--set", "httpPort=9090"],
+     lambda o: _container(o)["args"][-2:] == ["--metrics-port", "9090"]
+     and _container(o)["ports"] == [{"name": "http", "containerPort": 9090}]
+     and _one(o, "Deployment")["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"] == "9090"),
+    ("metrics source becomes the config's metrics section",
+     ["--set", "metrics.source.type=prometheus", "--set", "metrics.source.address=http://prom:9090"],
+     lambda o: _config(o)["metrics"] == {"type": "prometheus", "address": "http://prom:9090"}
+     and _config(o)["actions"] == "enqueue, allocate, backfill"),
+    ("existing Secret for the metrics credentials",
+     ["--set", "metrics.existingSecret=prom-creds", "--set", "metrics.usernameKey=user"],
+     lambda o: {e["name"]: e.get("valueFrom", {}).get("secretKeyRef") for e in _container(o)["env"]}
+     == {"VOLSCHED_SCHEDULER_NAMES": None,
+         "VOLSCHED_METRICS_USERNAME": {"name": "prom-creds", "key": "user", "optional": True},
+         "VOLSCHED_METRICS_PASSWORD": {"name": "prom-creds", "key": "password", "optional": True}}),
+    ("no metrics Secret", ["--set", "metrics.existingSecret="],
+     lambda o: [e["name"] for e in _container(o)["env"]] == ["VOLSCHED_SCHEDULER_NAMES"]),
+    ("scheduler names", [],
+     lambda o: _container(o)["env"][0] == {"name": "VOLSCHED_SCHEDULER_NAMES", "value": "volsched"}),
+    ("no default queue", ["--set", "defaultQueue.create=false"], lambda o: not [x for x in o if x["kind"] == "Queue"]),
+    ("default queue weight", ["--set", "defaultQueue.weight=4"],
+     lambda o: _one(o, "Queue")["spec"] == {"weight": 4, "reclaimable": True}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("what", "args", "check"), CASES, ids=[c[0] for c in CASES])
+def test_values_change_what_they_name(what: str, args: list[str], check: Any) -> None:
+    assert check(template(*args)), what
+
+
+def test_a_scheduler_config_from_a_values_file_replaces_the_default(tmp_path: Path) -> None:
+    config = {
+        "actions": "enqueue, allocate, reclaim, backfill",
+        "tiers": [{"plugins": [{"name": "gang"}, {"name": "proportion"}]}],
+    }
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"schedulerConfig": config}))
+    assert _config(template("-f", str(values))) == config
+
+
+def test_another_release_name_and_namespace_keep_the_names_consistent() -> None:
+    objs = template(release="batch", namespace="sched")
+    by_kind = {o["kind"]: o for o in objs if o["kind"] not in ("CustomResourceDefinition",)}
+    cm = by_kind["ConfigMap"]["metadata"]
+    assert cm == {**cm, "name": "batch-volsched-scheduler-config", "namespace": "sched"}
+    args = _container(objs)["args"]
+    assert args[:5] == ["run", "--namespace", "sched", "--config-map", "batch-volsched-scheduler-config"]
+    role_rules = by_kind["Role"]["rules"]
+    assert role_rules[0]["resourceNames"] == ["batch-volsched-scheduler-config"]
+    assert by_kind["ClusterRoleBinding"]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "batch-volsched", "namespace": "sched"}
+    ]
+    assert by_kind["Deployment"]["spec"]["template"]["spec"]["serviceAccountName"] == "batch-volsched"
+
+
+def test_scheduler_names_other_than_volsched_are_refused_with_the_reason() -> None:
+    proc = helm("template", "volsched", str(CHART), "--set", "schedulerNames={volsched,volcano}", check=False)
+    assert proc.returncode != 0
+    assert "schedulerNames: the operator answers only to [volsched] so far" in proc.stderr
+
+
+def test_the_grafana_dashboard_configmap_holds_the_dashboard_json() -> None:
+    assert not [o for o in template() if o["metadata"]["name"].endswith("grafana-dashboard")]
+    objs = template("--set", "grafanaDashboard.enabled=true")
+    cm = next(o for o in objs if o["metadata"]["name"] == "volsched-grafana-dashboard")
+    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(cm["data"]["volsched.json"]) == json.loads(
+        (CHART / "dashboards" / "volsched.json").read_text()
+    )
+
+
+def test_helm_lint_passes() -> None:
+    proc = helm("lint", str(CHART), "--strict")
+    assert "0 chart(s) failed" in proc.stdout
