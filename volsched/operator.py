@@ -303,8 +303,14 @@ class Operator:
         try:
             config = load_config(text=cm.text)
             parse_metrics_config(config.metrics)  # a bad metrics: section rejects the whole config
-        except (InputError, MetricsConfigError) as exc:
-            message = str(exc.message) if isinstance(exc, InputError) else str(exc)
+        except Exception as exc:  # whatever loading raises is the config's rejection, never the session's
+            if isinstance(exc, InputError):
+                message = exc.message
+            elif isinstance(exc, MetricsConfigError):
+                message = str(exc)
+            else:
+                log.debug("loading the scheduler config raised", exc_info=True)
+                message = f"cannot load it ({type(exc).__name__}: {str(exc)[:200]})"
             self.config_error = message
             self.metrics.reloads.labels("rejected").inc()
             log.error(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,6 +70,66 @@ def test_config_is_reloaded_and_a_bad_one_keeps_the_last_good(k: Kube, start_ope
 
     _set_config(k, DEFAULT_CONFIG_YAML)  # fixed: pods are placed again
     wait_for(lambda: k.bound(ns).get(f"{ns}/second"), 30, what="second pod bound after the fix")
+
+
+def _config_events(k: Kube, *needles: str) -> list[Any]:
+    return [
+        e
+        for e in k.core.list_namespaced_event(OPERATOR_NS).items
+        if e.reason == "InvalidSchedulerConfig" and all(n in (e.message or "") for n in needles)
+    ]
+
+
+def test_a_config_that_breaks_the_loader_is_rejected_with_an_event_and_retried_when_it_changes(
+    k: Kube, start_operator: Start
+) -> None:
+    k.nodes(node("n1", cpu="8"))
+    ns = k.namespace("badconfig")
+    _set_config(k, DEFAULT_CONFIG_YAML)
+    op = start_operator()
+    k.pods(ns, pod("first"))
+    wait_for(lambda: k.bound(ns).get(f"{ns}/first"), 30, what="first pod bound")
+    no_allocate = DEFAULT_CONFIG_YAML.replace("enqueue, allocate, backfill", "enqueue")
+
+    # Nested 3,000 deep (RecursionError in the YAML composer before): a rejection with an event, and the
+    # last good config (with allocate) stays in force: the next pod is bound.
+    nested = no_allocate.replace(
+        "  - name: binpack\n", "  - name: binpack\n    arguments: {x: " + "[" * 3000 + "]" * 3000 + "}\n"
+    )
+    _set_config(k, nested)
+    wait_for(lambda: op.metric("volsched_config_reloads_total", result="rejected") >= 1, 30, what="rejection")
+    wait_for(
+        lambda: _config_events(k, "nested deeper than 100 levels"), 20, what="event for the nested config"
+    )
+    k.pods(ns, pod("second"))
+    wait_for(lambda: k.bound(ns).get(f"{ns}/second"), 30, what="second pod bound under the last good config")
+
+    # overcommit-factor: .nan used to load and silently disable the limit.
+    nan = no_allocate.replace(
+        "  - name: overcommit\n", "  - name: overcommit\n    arguments: {overcommit-factor: .nan}\n"
+    )
+    _set_config(k, nan)
+    wait_for(lambda: op.metric("volsched_config_reloads_total", result="rejected") >= 2, 30, what="rejection")
+    events = wait_for(lambda: _config_events(k, "overcommit-factor"), 20, what="event for the NaN factor")
+    assert "finite" in events[0].message and events[0].involved_object.name == CM
+    k.pods(ns, pod("third"))
+    wait_for(lambda: k.bound(ns).get(f"{ns}/third"), 30, what="third pod bound under the last good config")
+    assert op.metric("volsched_config_reloads_total", result="loaded") == 1
+
+    # A live PodGroup whose minResources Kubernetes' pattern lets through (1e400) is a rejected object.
+    group = podgroup("huge", 1)
+    group["spec"]["minResources"] = {"cpu": "1e400"}
+    k.podgroup(ns, group)
+    wait_for(lambda: f"ignoring PodGroup {ns}/huge" in op.log(), 20, what="the PodGroup rejected")
+
+    # The ConfigMap changes again: it is read again, and a good config loads (no allocate: pods wait).
+    _set_config(k, no_allocate)
+    wait_for(lambda: op.metric("volsched_config_reloads_total", result="loaded") >= 2, 30, what="reload")
+    k.pods(ns, pod("fourth"))
+    sessions = op.metric("volsched_sessions_total")
+    wait_for(lambda: op.metric("volsched_sessions_total") >= sessions + 5, 20, what="five more sessions")
+    assert f"{ns}/fourth" not in k.bound(ns)
+    assert "Traceback" not in op.log() and "RecursionError" not in op.log()
 
 
 def test_bind_conflicts_and_pods_deleted_mid_session_correct_the_cache(

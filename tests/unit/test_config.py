@@ -62,3 +62,90 @@ tiers:
 def test_bad_config_is_an_error_that_names_it(text, message):
     with pytest.raises(InputError, match=message):
         load_config(text=text)
+
+
+def _plugin(name: str, arguments: str) -> str:
+    return f'actions: "enqueue, allocate, shuffle"\ntiers: [{{plugins: [{{name: {name}, arguments: {arguments}}}]}}]\n'
+
+
+NESTED = "[" * 3000 + "]" * 3000
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            _plugin("overcommit", "{overcommit-factor: .nan}"),
+            r"overcommit-factor: numbers must be finite, got nan",
+        ),
+        (
+            _plugin("overcommit", "{overcommit-factor: .inf}"),
+            r"overcommit-factor: numbers must be finite, got inf",
+        ),
+        (_plugin("overcommit", "{overcommit-factor: 'nan'}"), r"overcommit-factor: expected a finite number"),
+        (
+            _plugin("overcommit", "{overcommit-factor: '-inf'}"),
+            r"overcommit-factor: expected a finite number",
+        ),
+        (_plugin("overcommit", "{overcommit-factor: 1e300}"), r"overcommit-factor: expected a finite number"),
+        (
+            _plugin("binpack", "{binpack.weight: " + "9" * 400 + "}"),
+            r"binpack.weight: expected a finite number",
+        ),
+        (
+            _plugin("nodeorder", "{leastrequested.weight: -.inf}"),
+            r"leastrequested.weight: numbers must be finite",
+        ),
+        (_plugin("usage", "{thresholds: {cpu: .nan}}"), r"thresholds.cpu: numbers must be finite"),
+        (
+            _plugin(
+                "rescheduling", "{strategies: [{name: podLifeTime, params: {maxPodLifeTimeSeconds: .inf}}]}"
+            ),
+            r"numbers must be finite, got inf",
+        ),
+        (
+            'actions: "enqueue, allocate, shuffle"\ntiers: [{plugins: [{name: gang}]}]\n'
+            "configurations: [{name: shuffle, arguments: {maxEvictionsPerSession: 1e30}}]\n",
+            r"maxEvictionsPerSession: expected a finite number",
+        ),
+        (_plugin("binpack", "{x: " + NESTED + "}"), r"line 2, column \d+: nested deeper than 100 levels"),
+        ("metrics: " + "{a: " * 500 + "1" + "}" * 500 + "\n", r"nested deeper than 100 levels"),
+        (_plugin("gang", "{}") + "x: &a [*a]\n", r"alias \*a refers to a node that contains it"),
+    ],
+    ids=[
+        "factor-nan",
+        "factor-inf",
+        "factor-nan-string",
+        "factor-minus-inf-string",
+        "factor-huge",
+        "weight-400-digits",
+        "weight-minus-inf",
+        "threshold-nan",
+        "deschedule-param-inf",
+        "action-argument-huge",
+        "nested-arguments",
+        "nested-metrics",
+        "recursive-alias",
+    ],
+)
+def test_a_config_with_a_non_finite_or_unbounded_value_is_rejected_naming_it(text, message):
+    with pytest.raises(InputError, match=message):
+        load_config(text=text)
+
+
+def test_a_config_file_that_is_not_utf8_is_rejected_naming_the_file(tmp_path):
+    path = tmp_path / "sched.yaml"
+    path.write_bytes(b"actions: allocate\n# caf\xe9\ntiers: [{plugins: [{name: gang}]}]\n")
+    with pytest.raises(InputError, match=r"sched.yaml: not UTF-8: byte 0xe9 at line 2"):
+        load_config(path)
+
+
+def test_an_unexpected_error_building_a_plugin_is_a_rejection_not_a_crash(monkeypatch):
+    from volsched.framework import registry
+
+    def boom(arguments):
+        raise OverflowError("cannot convert float infinity to integer")
+
+    monkeypatch.setitem(registry.PLUGINS, "gang", boom)
+    with pytest.raises(InputError, match=r"<inline>: cannot load it \(OverflowError: cannot convert"):
+        load_config(text=_plugin("gang", "{}"))

@@ -18,14 +18,14 @@ to fix it. This module does no I/O besides reading a file when asked to.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from volsched.model.errors import InputError
+from volsched.model.yamlload import load_one
 
 #: Extension points a plugin entry can switch off, with the config keys that name them. The first key
 #: is ours; the others are accepted for configs written for Volcano.
@@ -111,10 +111,7 @@ def parse_config(
 ) -> SchedulerConfig:
     """Validate a parsed config document. Errors name the field and list what is known."""
     if isinstance(raw, str | bytes):
-        try:
-            raw = yaml.safe_load(raw)
-        except yaml.YAMLError as exc:
-            raise InputError(f"not valid YAML: {exc}", source=source) from None
+        raw = load_one(raw, source=source)
     if not isinstance(raw, Mapping):
         raise InputError("the scheduler config must be a map with actions and tiers", source=source)
     unknown_top = set(raw) - {"actions", "tiers", "metrics", "configurations"}
@@ -123,6 +120,7 @@ def parse_config(
             f"unknown field(s) {_known(unknown_top)}; known: actions, configurations, metrics, tiers",
             source=source,
         )
+    _reject_non_finite(raw, source=source)
     actions_raw = raw.get("actions")
     if actions_raw is None:
         raise InputError("missing field actions", source=source)
@@ -196,6 +194,20 @@ def parse_config(
     )
 
 
+def _reject_non_finite(raw: Mapping[str, Any], *, source: str) -> None:
+    """Every number in the config must be finite: ``.nan`` compares false with every bound, so a range
+    check alone lets it through (``overcommit-factor: .nan`` silently disabled the limit)."""
+    todo: list[tuple[str, Any]] = [("", raw)]
+    while todo:  # iterative: the loader bounds the depth, but this stays safe for any parsed map
+        path, value = todo.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(f"{path}: numbers must be finite, got {value}", source=source)
+        if isinstance(value, Mapping):
+            todo.extend((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            todo.extend((f"{path}[{i}]", v) for i, v in enumerate(value))
+
+
 def _parse_configurations(
     raw: Any, *, source: str, known_actions: Mapping[str, Any]
 ) -> dict[str, Mapping[str, Any]]:
@@ -232,15 +244,21 @@ def load_config(path: str | Path | None = None, *, text: str | None = None) -> S
     """Load and validate a config from a file, from text, or the built-in default."""
     from volsched.framework.registry import ACTIONS, PLUGINS, validate_plugin_arguments
 
+    data: str | bytes
     if path is not None:
         source = str(path)
         try:
-            text = Path(path).read_text()
+            data = Path(path).read_bytes()
         except OSError as exc:
             raise InputError(f"cannot read scheduler config: {exc.strerror}", source=source) from None
     else:
         source = "<inline>" if text is not None else "<default>"
-        text = DEFAULT_CONFIG_YAML if text is None else text
-    config = parse_config(text, source=source, known_actions=ACTIONS, known_plugins=PLUGINS)
-    validate_plugin_arguments(config)
+        data = DEFAULT_CONFIG_YAML if text is None else text
+    try:
+        config = parse_config(data, source=source, known_actions=ACTIONS, known_plugins=PLUGINS)
+        validate_plugin_arguments(config)
+    except InputError:
+        raise
+    except Exception as exc:  # a plugin's constructor tripping on a value: still the config's fault
+        raise InputError(f"cannot load it ({type(exc).__name__}: {str(exc)[:200]})", source=source) from exc
     return config

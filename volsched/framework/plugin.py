@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from volsched.framework.session import Session
 
 
+#: No number argument (a weight, a factor, a count, a threshold) is larger than this in magnitude.
+NUMBER_LIMIT = 1e9
+
+
 class Arguments:
     """A plugin's arguments. Accepts flat dotted keys (``usage.weight``) and nested maps alike."""
 
@@ -55,6 +59,7 @@ class Arguments:
     def number(
         self, key: str, default: float, *, minimum: float | None = None, maximum: float | None = None
     ) -> float:
+        """A finite number within [minimum, maximum]; beyond +-:data:`NUMBER_LIMIT` whatever the bounds."""
         value = self.raw(key, default)
         if isinstance(value, str):
             try:
@@ -63,6 +68,11 @@ class Arguments:
                 raise self._error(key, f"expected a number, got {value!r}") from None
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self._error(key, f"expected a number, got {value!r}")
+        if not -NUMBER_LIMIT <= value <= NUMBER_LIMIT:  # also false for NaN
+            shown = (
+                f"{value:.6g}" if isinstance(value, float) else f"an integer of {len(str(abs(value)))} digits"
+            )
+            raise self._error(key, f"expected a finite number of magnitude <= {NUMBER_LIMIT:g}, got {shown}")
         if minimum is not None and value < minimum:
             raise self._error(key, f"must be >= {minimum:g}, got {value:g}")
         if maximum is not None and value > maximum:

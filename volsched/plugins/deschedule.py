@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from volsched.framework.plugin import NUMBER_LIMIT
 from volsched.framework.session import Session
 from volsched.model.constraints import (
     ConstraintState,
@@ -113,8 +114,12 @@ class Params:
             if default is None:
                 raise InputError(f"{self.where}: params.{key} is required")
             return default
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
-            raise self.error(key, f"expected a number >= {minimum:g}, got {value!r}")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not minimum <= value <= NUMBER_LIMIT
+        ):
+            raise self.error(key, f"expected a number >= {minimum:g} and <= {NUMBER_LIMIT:g}, got {value!r}")
         if integer and value != int(value):
             raise self.error(key, f"expected an integer, got {value!r}")
         return float(value)
