@@ -134,31 +134,52 @@ def _rank(
     """Domains that can hold the gang in total, tightest first; and why the others cannot (in numbers)."""
     nodes = session.nodes
     need = _need(session, job, pending)
-    asked = np.flatnonzero(need > EPS)
-    ready = nodes.ready
-    idle = np.maximum(nodes.idle, 0.0)
+    asked = np.flatnonzero(need > EPS).tolist()
+    # Domain of each ready node; not-ready nodes and nodes without the label go to the extra slot.
+    ready_dom = _ready_domains(session, label, dom, n_domains)
     fits = np.ones(n_domains, dtype=bool)
     slack = np.zeros(n_domains)
     total = np.maximum(session.total, EPS)
-    short: dict[int, str] = {}
-    for d in asked.tolist():
-        by_domain = np.bincount(dom[ready], weights=idle[ready, d], minlength=n_domains + 1)[:n_domains]
-        lacking = by_domain < need[d] - EPS
-        for i in np.flatnonzero(lacking & fits).tolist():
-            short[i] = (
-                f"idle {session.space.names[d]} {session.space.describe(d, float(by_domain[i]))} "
-                f"< {session.space.describe(d, float(need[d]))}"
-            )
-        fits &= ~lacking
-        slack += (by_domain - need[d]) / total[d]
-    order = sorted(np.flatnonzero(fits).tolist(), key=lambda i: (slack[i], values[i]))
+    idle_by: dict[int, np.ndarray] = {}
+    for d in asked:
+        by_domain = np.bincount(ready_dom, weights=nodes.idle[:, d], minlength=n_domains + 1)
+        idle_by[d] = by_domain
+        fits &= by_domain[:n_domains] >= need[d] - EPS
+        slack += (by_domain[:n_domains] - need[d]) / total[d]
+    candidates = np.flatnonzero(fits)
+    ranks = _name_rank(session, label, values)
+    order = candidates[np.lexsort((ranks[candidates], slack[candidates]))].tolist()
     out: list[str] = []
-    if short:
-        shown = sorted(short, key=lambda i: values[i])[:3]
-        more = f" (+{len(short) - 3} more)" if len(short) > 3 else ""
-        out.append(
-            f"{len(short)} domain(s) too small in total: "
-            + ", ".join(f"{label}={values[i]} {short[i]}" for i in shown)
-            + more
-        )
+    too_small = np.flatnonzero(~fits)
+    if len(too_small):
+        shown = too_small[np.argsort(ranks[too_small])][:3].tolist()
+        parts = []
+        for i in shown:
+            d = next(d for d in asked if idle_by[d][i] < need[d] - EPS)
+            parts.append(
+                f"{label}={values[i]} idle {session.space.names[d]} "
+                f"{session.space.describe(d, float(idle_by[d][i]))} < {session.space.describe(d, float(need[d]))}"
+            )
+        more = f" (+{len(too_small) - 3} more)" if len(too_small) > 3 else ""
+        out.append(f"{len(too_small)} domain(s) too small in total: " + ", ".join(parts) + more)
     return order, out
+
+
+def _ready_domains(session: Session, key: str, dom: np.ndarray, n_domains: int) -> np.ndarray:
+    cache = session.state.setdefault("topology_ready_domains", {})
+    out: np.ndarray | None = cache.get(key)
+    if out is None:
+        out = np.where(session.nodes.ready, dom, n_domains)
+        cache[key] = out
+    return out
+
+
+def _name_rank(session: Session, key: str, values: list[str]) -> np.ndarray:
+    """Each domain's position in name order (ties between equally good domains go by name)."""
+    cache = session.state.setdefault("topology_name_rank", {})
+    ranks: np.ndarray | None = cache.get(key)
+    if ranks is None:
+        ranks = np.empty(len(values), dtype=np.intp)
+        ranks[np.argsort(np.array(values, dtype=object))] = np.arange(len(values))
+        cache[key] = ranks
+    return ranks

@@ -464,16 +464,17 @@ class Session:
             return NodeChoice(None, reason="no nodes in the cluster")
         view = self._view(task)
         mask = self._constraint_mask(task)
-        if mask is None and not self._flat("constraint_score"):
-            ready_score, predicate, score = view.ready_score, view.predicate, view.score
-        else:
-            predicate = view.predicate if mask is None else view.predicate & mask
-            score = view.score
-            for _, fn in self._flat("constraint_score"):
-                extra = fn(task, predicate)
-                if extra is not None:
-                    score = score + extra
+        ready_score, predicate, score = view.ready_score, view.predicate, view.score
+        if mask is not None:
+            predicate = predicate & mask
+        for _, fn in self._flat("constraint_score"):
+            extra = fn(task, predicate)
+            if extra is not None:
+                score = score + extra
+        if score is not view.score:
             ready_score = np.where(view.fits_idle & predicate, score, -np.inf)
+        elif mask is not None:
+            ready_score = np.where(mask, ready_score, -np.inf)
         best = int(np.argmax(ready_score))
         if ready_score[best] > -np.inf:
             return NodeChoice(best)

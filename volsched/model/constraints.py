@@ -562,6 +562,7 @@ class ConstraintState:
         self._groups_by_pair: dict[tuple[str, str], list[tuple[str, _TermGroup]]] = {}
         self._groups_any: list[tuple[str, _TermGroup]] = []
         self._node_masks: dict[str, tuple[BoolArray, BoolArray]] = {}
+        self._spread_cache: dict[tuple[Any, ...], tuple[BoolArray, BoolArray, bool]] = {}
 
     # --- pods coming and going -----------------------------------------------------------------------
 
@@ -697,25 +698,50 @@ class ConstraintState:
     # --- spread ------------------------------------------------------------------------------------------
 
     def spread_eligible(self, task: Task, constraints: Sequence[SpreadConstraint]) -> BoolArray:
-        """Nodes whose pods count for ``constraints``: they carry every topology key of them, and pass
-        the pod's node affinity (nodeAffinityPolicy Honor) and its tolerations (nodeTaintsPolicy Honor)."""
+        """Nodes whose pods count for ``constraints`` (the policies of the first): they carry every
+        topology key of them, and pass the pod's node selector and required node affinity
+        (nodeAffinityPolicy Honor) and its tolerations of NoSchedule/NoExecute taints (nodeTaintsPolicy
+        Honor). Read-only."""
+        return self._spread_basis(task, constraints[0], constraints)[0]
+
+    def _spread_basis(
+        self, task: Task, c: SpreadConstraint, constraints: Sequence[SpreadConstraint]
+    ) -> tuple[BoolArray, BoolArray, bool]:
+        """(eligible nodes, domains present among them, whether they are every node with the key)."""
+        keys = tuple(sorted({s.topology_key for s in constraints}))
+        honor = c.honor_node_affinity or c.honor_taints
+        cache_key = (
+            task.placement_key if honor else None,
+            keys,
+            c.topology_key,
+            c.honor_node_affinity,
+            c.honor_taints,
+        )
+        hit = self._spread_cache.get(cache_key)
+        if hit is not None:
+            return hit
         eligible = np.ones(self.n, dtype=bool)
-        for c in constraints:
-            dom, values = self.topology.domains(c.topology_key)
+        for key in keys:
+            dom, values = self.topology.domains(key)
             eligible &= dom < len(values)
-        c0 = constraints[0]
-        if c0.honor_node_affinity or c0.honor_taints:
+        if honor:
             affinity, taints = self.node_masks(task)
-            if c0.honor_node_affinity:
+            if c.honor_node_affinity:
                 eligible &= affinity
-            if c0.honor_taints:
+            if c.honor_taints:
                 eligible &= taints
-        return eligible
+        dom, values = self.topology.domains(c.topology_key)
+        present = np.bincount(dom[eligible], minlength=len(values) + 1) > 0
+        present[-1] = False
+        full = bool(eligible.sum() == (dom < len(values)).sum())
+        hit = (eligible, present, full)
+        self._spread_cache[cache_key] = hit
+        return hit
 
     def spread_counts(
         self, task: Task, c: SpreadConstraint, eligible: BoolArray
     ) -> tuple[IntArray, FloatArray, BoolArray]:
-        """(node -> domain, matching pods per domain over eligible nodes, which domains exist there)."""
+        """(node -> domain, matching pods per domain over ``eligible`` nodes, which domains exist there)."""
         dom, values = self.topology.domains(c.topology_key)
         counter = self.spread_counter(c)
         size = len(values) + 1
@@ -724,6 +750,23 @@ class ConstraintState:
         )
         present = np.bincount(dom[eligible], minlength=size) > 0
         present[-1] = False
+        counts[-1] = 0.0
+        return dom, counts, present
+
+    def _spread_counts(
+        self, task: Task, c: SpreadConstraint, constraints: Sequence[SpreadConstraint]
+    ) -> tuple[IntArray, FloatArray, BoolArray]:
+        """:meth:`spread_counts` over the nodes eligible for ``c`` among the pod's ``constraints``, from
+        caches (read-only arrays): when every node with the key is eligible, the counter's own counts."""
+        eligible, present, full = self._spread_basis(task, c, constraints)
+        counter = self.spread_counter(c)
+        if full:  # every node with the key counts: the counter's own per-domain counts
+            dom, counts = counter.domain_counts(c.topology_key)
+            return dom, counts, present
+        dom, values = self.topology.domains(c.topology_key)
+        counts = np.bincount(
+            dom[eligible], weights=counter.node_counts[eligible], minlength=len(values) + 1
+        ).astype(np.float64)
         counts[-1] = 0.0
         return dom, counts, present
 
@@ -756,10 +799,8 @@ class ConstraintState:
             reason = f"existing pods' anti-affinity ({g.term.describe()})"
             add(g.counts[g.dom] == 0, _fixed(reason))
         hard = [s for s in c.spread if s.hard] if c is not None else []
-        if hard:
-            eligible = self.spread_eligible(task, hard)
-            for s in hard:
-                add(*self._spread_filter(task, s, eligible))
+        for s in hard:
+            add(*self._spread_filter(task, s, hard))
         return ConstraintCheck(mask, parts)
 
     def _affinity(
@@ -783,9 +824,9 @@ class ConstraintState:
         return ok, _fixed(f"pod affinity ({what})")
 
     def _spread_filter(
-        self, task: Task, s: SpreadConstraint, eligible: BoolArray
+        self, task: Task, s: SpreadConstraint, constraints: Sequence[SpreadConstraint]
     ) -> tuple[BoolArray, Callable[[IntArray], list[tuple[str, int]]]]:
-        dom, counts, present = self.spread_counts(task, s, eligible)
+        dom, counts, present = self._spread_counts(task, s, constraints)
         n_domains = int(present.sum())
         least = float(counts[:-1][present[:-1]].min()) if n_domains else 0.0
         if s.min_domains is not None and n_domains < s.min_domains:
@@ -839,11 +880,10 @@ class ConstraintState:
                 raw += g.counts[g.dom]
             out += affinity_weight * _min_max(raw, feasible)
         if soft:
-            eligible = self.spread_eligible(task, soft)
             raw = np.zeros(self.n)
             ignored = np.zeros(self.n, dtype=bool)
             for s in soft:
-                dom, counts, present = self.spread_counts(task, s, eligible)
+                dom, counts, present = self._spread_counts(task, s, soft)
                 tp_weight = math.log(int(present.sum()) + 2)
                 raw += counts[dom] * tp_weight + (s.max_skew - 1)
                 ignored |= dom == len(counts) - 1
