@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo simulate test test-deps lint bench clean
+.PHONY: demo simulate test test-deps lint bench bench-fairshare clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -39,6 +39,10 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_allocate.py
+
+## Decision quality, not time: placements against the fluid hierarchical water-fill.
+bench-fairshare: $(STAMP)
+	$(BIN)/python bench/bench_fairshare.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -29,6 +29,16 @@ def _rejected(fn: Any, *args: Any) -> str:
         ({"reclaimable": "maybe"}, "spec.reclaimable"),
         ({"capability": {"cpu": "lots"}}, "spec.capability"),
         ({"capability": "4 cpus"}, "spec.capability"),
+        ({"weight": 2147483648}, "spec.weight"),
+        ({"parent": 7}, "spec.parent"),
+        (
+            {"capability": {"cpu": "4", "memory": "8Gi"}, "guarantee": {"resource": {"cpu": "4500m"}}},
+            "spec.guarantee.resource",
+        ),
+        (
+            {"capability": {"memory": "8Gi"}, "guarantee": {"resource": {"memory": 9 * 2**30}}},
+            "spec.guarantee",
+        ),
     ],
 )
 def test_bad_queue_is_rejected(mk: Kube, spec: dict[str, Any], field: str) -> None:
@@ -53,6 +63,31 @@ def test_bad_podgroup_is_rejected(mk: Kube, spec: dict[str, Any], field: str) ->
     body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup", "metadata": {"name": "bad"}, "spec": spec}
     message = _rejected(mk.custom.create_namespaced_custom_object, GROUP, VERSION, ns, "podgroups", body)
     assert field in message
+
+
+def test_a_guarantee_above_capability_is_refused_by_the_validation_rule(mk: Kube) -> None:
+    body = queue("over", 1, capability={"nvidia.com/gpu": 2}, guarantee={"resource": {"nvidia.com/gpu": "3"}})
+    message = _rejected(mk.custom.create_cluster_custom_object, GROUP, VERSION, "queues", body)
+    assert "a guarantee must not exceed the queue's capability" in message
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"weight": 2147483647},
+        {"parent": "area", "weight": 1},
+        {"capability": {"cpu": "4"}, "guarantee": {"resource": {"cpu": "4", "memory": "1Gi"}}},
+        {"capability": {"cpu": 4}, "guarantee": {"resource": {"cpu": "3500m"}}},
+    ],
+    ids=["int32-max-weight", "parent", "guarantee-equal-to-capability", "guarantee-below-capability"],
+)
+def test_good_queue_edge_cases_are_accepted(mk: Kube, spec: dict[str, Any]) -> None:
+    name = f"ok-{abs(hash(repr(spec))) % 10**8}"
+    created = mk.queue(
+        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+    )
+    for key, value in spec.items():
+        assert created["spec"][key] == value
 
 
 def test_missing_spec_is_rejected(mk: Kube) -> None:
@@ -95,7 +130,7 @@ def test_status_is_a_subresource_with_printer_columns(mk: Kube) -> None:
         ]
         for name in ("queues.scheduling.volsched.io", "podgroups.scheduling.volsched.io")
     }
-    assert {"Weight", "State", "Deserved", "Allocated", "Pending"} <= set(
+    assert {"Parent", "Weight", "State", "Deserved", "Allocated", "Pending"} <= set(
         columns["queues.scheduling.volsched.io"]
     )
     assert {"Phase", "MinMember", "Running", "Queue"} <= set(columns["podgroups.scheduling.volsched.io"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.builders import count_placed, node, podgroup, pods, queue, run
+from tests.builders import count_placed, node, podgroup, pods, queue, quota, run
 from tests.sim._eviction_helpers import EXAMPLES, eviction_config, job
 from volsched.model.errors import InputError
 from volsched.simulate import Document, Simulator, load_documents, to_json
@@ -175,3 +175,32 @@ def test_the_slides_story_one_area_idle_then_both_busy_then_a_cluster_idle():
     # Spark comes back: it takes back its half of big data from its sibling, nothing from elsewhere.
     story.add("ml2", ns="spark", queue="spark", size=40)
     assert story.settle() == {"services": 0, "bigdata": 32, "hadoop": 16, "spark": 16}
+
+
+def test_fragments_a_queue_cannot_use_go_to_a_queue_whose_pods_fit_and_stay():
+    """Work conservation: big's 1-cpu pods leave half a cpu on each 1.5-cpu node, which big can never
+    use; small (almost no share by weight) has 0.5-cpu pods that fit there, so they run, and stay."""
+    objs = [node("n1", cpu="1.5"), node("n2", cpu="1.5"), queue("big", weight=INT32_MAX), queue("small")]
+    objs += _busy("big", "ns-big", 6)
+    objs += [
+        podgroup("job", ns="ns-small", queue="small"),
+        *pods("p", 6, ns="ns-small", group="job", cpu="500m"),
+    ]
+    sim = Simulator([Document(f"doc {i}", o) for i, o in enumerate(objs)], eviction_config())
+    data = to_json(sim.run(50))
+    assert data["queues"]["big"]["allocated"]["cpu"] == 2
+    assert data["queues"]["small"]["allocated"]["cpu"] == 1
+    for _ in range(5):
+        step, changed = sim.step()
+        assert not changed and not step.evictions
+
+
+def test_a_small_share_goes_to_the_heavier_namespace_first():
+    """Inside a queue, namespaces share by weight down to the last pod: with room for two 1-cpu pods
+    and weights 1, 1 and 6, the weight-6 namespace (fluid 1.5 cpu) is not left out by name order."""
+    objs = [node("n1", cpu="2"), queue("q"), quota("a-light", 1), quota("b-light", 1), quota("heavy", 6)]
+    for ns in ("a-light", "b-light", "heavy"):
+        objs += _busy("q", ns, 4)
+    data = run(objs)
+    assert count_placed(data, "heavy/") >= 1
+    assert count_placed(data, "a-light/") + count_placed(data, "b-light/") + count_placed(data, "heavy/") == 2

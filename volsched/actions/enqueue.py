@@ -1,6 +1,8 @@
 """enqueue: admit Pending jobs (PodGroups) into their queue when every plugin's vote lets them in.
 
-Queues take turns in queue order, one job a turn in job order, so admission is fair between queues.
+Queues take turns in queue order, one job a turn: inside the queue the namespace that comes first in
+namespace order, inside that the job that comes first in job order (as allocate), so admission is fair
+between queues and between the namespaces of a queue.
 A closed queue admits nothing. Rejections are recorded as the job's reason.
 """
 
@@ -8,7 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from volsched.actions.util import JobQueue
+from volsched.actions.util import JobQueue, first
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.model.cluster import Job
@@ -35,12 +37,21 @@ class Enqueue:
                     session.record_job_error(job, f"queue {queue} is closed and admits no new jobs")
                 continue
             pending[queue] = waiting
-        order = {q: JobQueue(session, jobs) for q, jobs in pending.items()}
+        order: dict[str, dict[str, JobQueue]] = {}
+        for q, jobs in pending.items():
+            by_ns: dict[str, list[Job]] = {}
+            for job in jobs:
+                by_ns.setdefault(job.namespace, []).append(job)
+            order[q] = {ns: JobQueue(session, js) for ns, js in by_ns.items()}
         while order:
             name = min(order, key=lambda q: _QueueKey(session, q))
-            job = order[name].pop()
-            if not order[name]:
-                del order[name]
+            namespaces = order[name]
+            ns = first(namespaces, session.namespace_less)
+            job = namespaces[ns].pop()
+            if not namespaces[ns]:
+                del namespaces[ns]
+                if not namespaces:
+                    del order[name]
             reason = session.job_valid(job)
             if reason:
                 session.record_job_error(job, reason)

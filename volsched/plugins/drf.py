@@ -1,8 +1,8 @@
 """drf: dominant resource fairness between jobs, and between namespaces by weight.
 
 Job order: the job with the smaller dominant share of the cluster goes first. Namespace order: the
-namespace with the smaller ``dominant share / weight`` goes first (namespace weights come from
-ResourceQuota). Shares follow every allocation and eviction in the session.
+namespace with the smaller ``dominant share / weight`` after its next pod goes first (namespace weights
+come from ResourceQuota), so the pods of a small share go by weight, not by name. Shares follow every allocation and eviction in the session.
 
 Preemptable (inside a queue): a pod of a lower-priority job is always a victim; one of a
 higher-priority job never is; between jobs of equal priority a pod is a victim only if, after the move,
@@ -39,9 +39,19 @@ class Drf(BasePlugin):
         total = session.total
         mask = session.space.share_mask
         ns_alloc: dict[str, Vector] = {}
+        #: Per namespace, the request of its smallest next pod (by dominant share of the cluster).
+        ns_next: dict[str, tuple[float, Vector]] = {}
         for job in session.jobs.values():
             acc = ns_alloc.setdefault(job.namespace, session.space.zeros())
             acc += job.allocated
+            if job.status_count[TaskStatus.PENDING]:
+                for t in job.tasks.values():
+                    if t.status is TaskStatus.PENDING:
+                        size = dominant_share(t.request, total, mask)
+                        best = ns_next.get(job.namespace)
+                        if size > 0 and (best is None or size < best[0]):
+                            ns_next[job.namespace] = (size, t.request)
+                        break
         self.ns_alloc = ns_alloc
 
         def ns_share(ns: str) -> float:
@@ -56,8 +66,19 @@ class Drf(BasePlugin):
         def job_order(left: Job, right: Job) -> int:
             return compare_shares(job_share(left), job_share(right))
 
+        def ns_share_after_next(ns: str) -> float:
+            """The weighted share the namespace would have with its next pod: the next pod goes to whoever
+            is then least served (as in largest-remainder apportionment), so a namespace with a large
+            weight is not left out of a small share by name order."""
+            nxt = ns_next.get(ns)
+            if nxt is None:
+                return ns_share(ns)
+            alloc = ns_alloc.get(ns)
+            held = nxt[1] if alloc is None else alloc + nxt[1]
+            return dominant_share(held, total, mask) / session.snapshot.namespace_weight(ns)
+
         def namespace_order(left: str, right: str) -> int:
-            return compare_shares(ns_share(left), ns_share(right))
+            return compare_shares(ns_share_after_next(left), ns_share_after_next(right))
 
         def on_allocate(task: Task) -> None:
             acc = ns_alloc.setdefault(task.namespace, session.space.zeros())

@@ -141,6 +141,16 @@ def _pending_requests(session: Session, row: dict[str, int], n: int) -> tuple[Ve
             first[1:] = idx[order][1:] != idx[order][:-1]
             pick = order[first]
             unit[idx[pick]] = np.where(mask, matrix[pick], 0.0)
+    # A queue whose smallest pending pod fits on no node right now cannot use more this session: what it
+    # is owed beyond what it holds goes into the remainder for queues whose pods do fit (fragments).
+    nodes = session.nodes
+    asking = np.flatnonzero((unit > EPS).any(axis=1))
+    if len(asking) and len(nodes):
+        idle = nodes.idle[nodes.ready]
+        for i in asking.tolist():
+            floor = np.where(unit[i] > EPS, unit[i] - EPS, -np.inf)
+            if not (idle >= floor).all(axis=1).any():
+                unit[i] = 0.0
     return allocated, request, inqueue, unit
 
 
