@@ -410,3 +410,16 @@ def test_a_repelled_task_does_not_stop_its_sibling_with_other_labels() -> None:
     data = run(objs)
     assert data["pods"]["default/web"]["node"] is None
     assert data["pods"]["default/db"]["node"] == "n1"
+
+
+def test_a_node_rejected_both_ways_is_counted_once() -> None:
+    # The placed workers repel the new one (their own term) and the new one repels them (its term):
+    # one reason per node, as kube-scheduler reports it.
+    objs: list[Obj] = [node("n1"), node("n2")]
+    objs += [pod(f"run{i}", node=f"n{i}", labels=WORKER, affinity=anti(match=WORKER)) for i in (1, 2)]
+    objs.append(pod("new", labels=WORKER, affinity=anti(match=WORKER)))
+    data = run(objs)
+    assert (
+        reason(data, "default/new")
+        == "0/2 nodes fit: 2 pod anti-affinity (app=worker, kubernetes.io/hostname)"
+    )

@@ -532,11 +532,14 @@ class ConstraintCheck:
     parts: list[tuple[Callable[[IntArray], list[tuple[str, int]]], BoolArray]] = field(default_factory=list)
 
     def explain(self, idx: IntArray) -> list[tuple[str, int]]:
+        """Reasons for the nodes ``idx``, each node counted once, by the first part that rejects it."""
         out: list[tuple[str, int]] = []
         for describe, ok in self.parts:
-            bad = idx[~ok[idx]]
+            failing = ~ok[idx]
+            bad = idx[failing]
             if len(bad):
                 out.extend(describe(bad))
+                idx = idx[~failing]
         return out
 
 
