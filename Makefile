@@ -29,6 +29,7 @@ test: $(STAMP) lint test-deps
 test-deps:
 	bash hack/controlplane/build.sh >/dev/null
 	bash hack/helm/build.sh >/dev/null || test $$? -eq 3  # 3: no Go toolchain, the chart tests skip
+	bash hack/ui/install-chromium.sh
 	bash hack/metrics/install-prometheus.sh
 	bash hack/metrics/build-es.sh
 

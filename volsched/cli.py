@@ -39,6 +39,10 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.output == "json":
         json.dump(data, sys.stdout, indent=2, sort_keys=False)
         sys.stdout.write("\n")
+    elif args.output == "html":  # the operator's /ui dashboard, on this what-if run
+        from volsched.ui import page
+
+        sys.stdout.write(page(data))
     else:
         render_simulation(data, Console(width=max(Console().width, 140)))
     return 0
@@ -77,7 +81,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="YAML map of node name to measured usage {cpu, memory, cpuFluctuation, memFluctuation, age}"
         " in percent (overrides the volsched.io/usage Node annotation)",
     )
-    sim.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    sim.add_argument(
+        "-o",
+        "--output",
+        choices=("table", "json", "html"),
+        default="table",
+        help="table (default), json (the contract in the README) or html (the dashboard page, self-contained)",
+    )
     sim.set_defaults(func=_simulate)
     demo = sub.add_parser(
         "demo", help="a local kube-apiserver, the CRDs, a workload and the operator, converging"

@@ -11,7 +11,7 @@
 * With a ``metrics:`` section, a :class:`~volsched.usagefeed.UsageFeed` polls node usage on its own
   thread and its fresh snapshot goes into the cache right before each session. Pods that shuffle
   evicted keep their owner off the node they left (``ClusterState.moved_off``).
-* ``/healthz`` and ``/metrics`` are served by aiohttp.
+* ``/healthz``, ``/metrics`` and the ``/ui`` dashboard (:mod:`volsched.ui`) are served by aiohttp.
 
 ``volsched run --help`` lists the settings; they are nested dataclasses (:class:`Settings`).
 """
@@ -62,6 +62,7 @@ from volsched.metrics.config import MetricsConfigError, parse_metrics_config
 from volsched.model.errors import InputError
 from volsched.model.fairshare import ROOT as ROOT_QUEUE
 from volsched.model.objects import PodGroupPhase, Task
+from volsched.ui import LiveState, add_routes
 from volsched.usagefeed import UsageFeed
 
 log = logging.getLogger("volsched.operator")
@@ -212,6 +213,7 @@ class Operator:
         self.synced = threading.Event()
         self.sessions = 0
         self.last_result: SessionResult | None = None
+        self.ui = LiveState()  # what the /ui dashboard shows
         self.http_port: int | None = None
         self.registry = self._build_registry()
 
@@ -392,6 +394,7 @@ class Operator:
         for error in errors[:5]:
             log.warning("%s", error)
         self.metrics.observe(result, report)
+        self.ui.record(result, report)
         self.sessions += 1
         self.last_result = result
         if report.binds or report.evictions:
@@ -432,6 +435,7 @@ class Operator:
         app = web.Application()
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/metrics", self._metrics)
+        add_routes(app, self.ui)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, self.settings.http.host, self.settings.http.port)
@@ -439,7 +443,7 @@ class Operator:
         server = site._server
         sockets = getattr(server, "sockets", None) or []
         self.http_port = sockets[0].getsockname()[1] if sockets else self.settings.http.port
-        log.info("serving /healthz and /metrics on %s:%s", self.settings.http.host, self.http_port)
+        log.info("serving /healthz, /metrics and /ui on %s:%s", self.settings.http.host, self.http_port)
         return runner
 
     # --- lifecycle ---------------------------------------------------------------------------------------
@@ -506,7 +510,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config-key", default=d.config.key, help="key in the ConfigMap holding the config")
     p.add_argument("--period", type=float, default=d.session.period, help="seconds between sessions")
     p.add_argument(
-        "--metrics-port", type=int, default=d.http.port, help="port for /healthz and /metrics (0: any)"
+        "--metrics-port", type=int, default=d.http.port, help="port for /healthz, /metrics and /ui (0: any)"
     )
     p.add_argument("--metrics-host", default=d.http.host)
     p.add_argument("--lease-name", default=d.lease.name)

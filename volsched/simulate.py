@@ -399,7 +399,7 @@ def _resources(amounts: Mapping[str, float] | None) -> dict[str, float | int] | 
 
 def to_json(result: SimulationResult) -> dict[str, Any]:
     """The ``-o json`` contract (see the README)."""
-    state, last = result.state, result.last
+    state = result.state
     pods = {}
     for key in sorted(state.raw_pods):
         raw = state.raw_pods[key]
@@ -407,8 +407,27 @@ def to_json(result: SimulationResult) -> dict[str, Any]:
             "node": (raw.get("spec") or {}).get("nodeName") or None,
             "phase": (raw.get("status") or {}).get("phase") or "Pending",
         }
+    return {
+        "sessions": result.sessions,
+        "pods": pods,
+        **session_json(result.last),
+        "evictions": [
+            {"pod": e.pod, "node": e.node, "action": e.action, "reason": e.reason} for e in result.evictions
+        ],
+    }
+
+
+def session_json(last: SessionResult) -> dict[str, Any]:
+    """PodGroups, queues, namespaces and events of one session, as in ``-o json`` (the operator's
+    dashboard serves the same)."""
     podgroups = {
-        key: {"phase": s.phase, "queue": s.queue, "minMember": s.min_member, "scheduled": s.scheduled}
+        key: {
+            "phase": s.phase,
+            "queue": s.queue,
+            "minMember": s.min_member,
+            "scheduled": s.scheduled,
+            "reason": s.unschedulable,
+        }
         for key, s in sorted(last.podgroups.items())
     }
     queues = {
@@ -431,15 +450,10 @@ def to_json(result: SimulationResult) -> dict[str, Any]:
         for ns, v in sorted(last.namespaces.items())
     }
     return {
-        "sessions": result.sessions,
-        "pods": pods,
         "podgroups": podgroups,
         "queues": queues,
         "namespaces": namespaces,
         "events": [_event(e) for e in last.events],
-        "evictions": [
-            {"pod": e.pod, "node": e.node, "action": e.action, "reason": e.reason} for e in result.evictions
-        ],
     }
 
 

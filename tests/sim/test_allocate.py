@@ -26,6 +26,7 @@ def test_a_gang_starts_all_at_once_or_not_at_all():
     assert placed(data) == {}
     assert data["podgroups"]["default/big"]["phase"] == "Inqueue"
     group_event = next(e["message"] for e in data["events"] if e["object"] == "PodGroup default/big")
+    assert data["podgroups"]["default/big"]["reason"] in group_event  # -o json says why it waits too
     assert group_event.startswith(
         "gang big: 3/4 tasks could be placed (minMember 4): task w-3: 0/3 nodes fit"
     )
@@ -40,6 +41,7 @@ def test_a_gang_that_fits_starts_and_its_extra_members_fill_in():
         "queue": "default",
         "minMember": 2,
         "scheduled": 4,
+        "reason": None,  # running: nothing to say
     }
 
 

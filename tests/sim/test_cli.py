@@ -39,6 +39,7 @@ def test_json_output_follows_the_contract(tmp_path, capsys):
         "queue": "q1",
         "minMember": 1,
         "scheduled": 1,
+        "reason": None,  # running: nothing to say
     }
     q1 = data["queues"]["q1"]
     assert set(q1) >= {
