@@ -72,4 +72,28 @@ def test_a_half_bound_gang_without_room_keeps_its_members_and_is_believed_admitt
     assert placed(data, "default/g-") == {"default/g-0": "n1", "default/g-1": "n1"}
     assert data["podgroups"]["default/g"]["phase"] == "Inqueue"
     [event] = [e for e in data["events"] if e["object"] == "PodGroup default/g"]
-    assert "queue default holds its deserved share (cpu allocated 4 >= deserved 4)" in event["message"]
+    assert "queue default would exceed realCapability cpu 4 (allocated 4 + request 1)" in event["message"]
+
+
+@pytest.mark.parametrize(
+    ("capability", "expect_gang"),
+    [
+        # qb now claims half the cluster, so qa deserves 2 of the 4 its gang needs: the gang is
+        # completed anyway (what it holds is idle until then), and qb's job waits for the room.
+        pytest.param(None, 4, id="completed-past-deserved"),
+        # realCapability is a hard limit: the gang waits, holding what it has, and says why.
+        pytest.param({"cpu": "3"}, 2, id="never-past-capability"),
+    ],
+)
+def test_a_half_bound_gang_is_completed_past_its_queues_deserved_share_but_not_its_capability(
+    capability, expect_gang
+):
+    objs = [node("n1", cpu="4"), queue("qa", capability=capability), queue("qb")]
+    objs += [*_half_bound(queue_name="qa"), podgroup("other", queue="qb")]
+    objs += [pod(f"other-{i}", group="other", created="2025-01-01T00:00:00Z") for i in range(2)]
+    data = to_json(simulate_objects(objs, sessions=10))
+    assert len(placed(data, "default/g-")) == expect_gang
+    assert data["podgroups"]["default/g"]["phase"] == ("Running" if expect_gang == 4 else "Inqueue")
+    if expect_gang < 4:
+        [event] = [e for e in data["events"] if e["object"] == "PodGroup default/g"]
+        assert "realCapability cpu 3" in event["message"]

@@ -12,7 +12,9 @@ the PodGroup still says Pending (its status write never happened). Only an admit
 so a PodGroup in phase Pending with any member that counts toward minMember (bound, running or
 succeeded) is taken as admitted (Inqueue): enqueue does not judge it again, its bound members count once
 (in what its queue holds; admission counts only its unmet minimum), and allocate completes it, ahead of
-the not-ready jobs that hold nothing (gang's job order), as soon as its queue and the nodes have room.
+the not-ready jobs that hold nothing (gang's job order), as soon as the nodes have room (proportion lets
+a gang that holds members from before the session past its queue's deserved share up to minMember,
+never past realCapability).
 The session writes the phase back, so the belief becomes the PodGroup's status.
 """
 

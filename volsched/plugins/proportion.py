@@ -15,9 +15,12 @@ capability. Jobs go only to leaf queues.
 
 A leaf may allocate a task while ``allocated + request <= limit`` (in the dimensions the task asks
 for) and every queue on its path stays within its realCapability; it is overused once
-``limit <= allocated``. Queue order: at the first level where two leaves' paths part, the subtree with
-the smaller share (``max allocated / deserved``) first. Admission: ``minResources + allocated +
-inqueue`` within the leaf's realCapability and limit.
+``limit <= allocated``. The one exception: a gang that holds members from before the session but fewer
+than minMember (half-bound after a crash, or short of one it lost) may be completed up to minMember past
+the limit, never past realCapability, and its queue is not overused while it is short. Queue order:
+at the first level where two leaves' paths part, the subtree with the smaller share (``max allocated /
+deserved``) first. Admission: ``minResources + allocated + inqueue`` within the leaf's realCapability
+and limit.
 
 Taking back (reclaim): a leaf may take capacity back for a task only while it stays within its limit
 (preemptive). A victim is named only from the nearest subtree that has one (siblings before cousins),
@@ -265,6 +268,20 @@ class Proportion(BasePlugin):
                     )
             return None
 
+        # Gangs short of minMember that hold members from before this session (left half-bound by a
+        # crash, or short of one they lost): what they hold is idle until they are complete, so
+        # completing them may take their queue past its deserved share, never past realCapability.
+        completing = {j.key: j for j in session.jobs.values() if 0 < j.ready_count < j.min_member}
+
+        def completes_gang(task: Task) -> bool:
+            job = completing.get(task.job_key)
+            return job is not None and job.pipelined_count < job.min_member
+
+        def completes_in(queue: QueueSpec) -> bool:
+            return any(
+                j.queue == queue.name and j.pipelined_count < j.min_member for j in completing.values()
+            )
+
         # Hot path: one comparison per queue on the task's path against precomputed bounds (the leaf's
         # limit and realCapability, its ancestors' realCapability); the wording only when refused.
         bounds = {
@@ -283,7 +300,7 @@ class Proportion(BasePlugin):
             if all(not ((a.allocated + req > bounds[a.name]) & asks).any() for a in attr.path):
                 return None
             refused = within_limit(attr, task)
-            if refused:
+            if refused and not completes_gang(task):
                 return refused
             dims = np.flatnonzero((task.request > EPS) & mask)
             for a in attr.path:
@@ -304,6 +321,8 @@ class Proportion(BasePlugin):
 
         def overused(queue: QueueSpec) -> str | None:
             attr = attrs[queue.name]
+            if completing and completes_in(queue):
+                return None
             dims = np.flatnonzero(mask & ((attr.limit > EPS) | (attr.allocated > EPS)))
             if len(dims) and np.all(attr.limit[dims] <= attr.allocated[dims] + EPS):
                 d = dims[0]
