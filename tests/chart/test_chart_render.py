@@ -172,3 +172,21 @@ def test_the_grafana_dashboard_configmap_holds_the_dashboard_json() -> None:
 def test_helm_lint_passes() -> None:
     proc = helm("lint", str(CHART), "--strict")
     assert "0 chart(s) failed" in proc.stdout
+
+
+BAD_VALUES = [
+    (["--set", "replica=3"], "additional properties 'replica' not allowed"),  # a typo is not ignored
+    (["--set", "period=0"], "/period"),
+    (["--set", "period=abc"], "/period"),
+    (["--set", "httpPort=70000"], "/httpPort"),
+    (["--set", "image.pullPolicy=Sometimes"], "/image/pullPolicy"),
+    (["--set", "defaultQueue.weight=0"], "/defaultQueue/weight"),
+    (["--set", "replicas=two"], "/replicas"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), BAD_VALUES, ids=[a[1] for a, _ in BAD_VALUES])
+def test_bad_values_are_refused_naming_the_value(args: list[str], message: str) -> None:
+    proc = helm("template", "volsched", str(CHART), *args, check=False)
+    assert proc.returncode != 0
+    assert message in proc.stderr
