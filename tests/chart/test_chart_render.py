@@ -82,7 +82,10 @@ def test_default_values_render_the_objects_of_crds_and_manifests_one_by_one() ->
     rendered = _by_key(template("--include-crds"))
     assert sorted(rendered) == sorted(expected), "objects the chart and manifests/ do not both have"
     for key, obj in expected.items():
-        assert _normal(rendered[key]) == _normal(obj), f"{key} differs between charts/volsched and manifests/"
+        assert _normal(rendered[key]) == _normal(obj), (
+            f"{key} differs between charts/volsched and manifests/ or crds/: change the chart too "
+            "(CRDs: cp crds/*.yaml charts/volsched/crds/)"
+        )
 
 
 def test_every_object_carries_the_chart_labels_except_crds() -> None:
