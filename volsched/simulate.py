@@ -18,12 +18,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from volsched.cache.state import KINDS, ClusterState
 from volsched.framework.config import SchedulerConfig, load_config
 from volsched.framework.decisions import Event, Eviction, SessionResult
 from volsched.framework.runner import run_session
+from volsched.model import validation, yamlload
 from volsched.model.errors import InputError
 from volsched.model.objects import (
     DEFAULT_QUEUE,
@@ -36,6 +35,13 @@ from volsched.model.objects import (
 )
 from volsched.usage_input import load_usage_file, usage_from_annotations
 
+#: The most pods the simulator's job controller creates for one Job (``spec.parallelism``). Kubernetes
+#: caps Indexed Jobs at 100,000; a simulation of one session over that many pods takes minutes, so the
+#: simulator plays at most this many per Job and refuses a larger parallelism.
+MAX_PARALLELISM = 10_000
+#: Kinds whose objects live in a namespace.
+NAMESPACED = frozenset({"Pod", "PodGroup", "Job", "ResourceQuota"})
+
 #: Simulated clock start for objects without a creationTimestamp (input order decides ties).
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
 
@@ -47,20 +53,14 @@ class Document:
 
 
 def load_documents(paths: Sequence[str | Path]) -> list[Document]:
+    """The objects of YAML files (multi-document, or a List), read with the bounded loader."""
     docs: list[Document] = []
     for path in paths:
         try:
-            text = Path(path).read_text()
+            data = Path(path).read_bytes()
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from None
-        try:
-            raw_docs = list(yaml.safe_load_all(text))
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-            problem = getattr(exc, "problem", None) or str(exc)
-            raise InputError(f"not valid YAML{where}: {problem}", source=str(path)) from None
-        for i, doc in enumerate(raw_docs, start=1):
+        for i, doc in enumerate(yamlload.load_all(data, source=str(path)), start=1):
             if doc is None:
                 continue
             source = f"{path}: document {i}"
@@ -127,6 +127,7 @@ class Simulator:
                     source=doc.source,
                 )
             try:
+                validation.metadata(doc.obj, namespaced=kind in NAMESPACED)
                 if kind == "Job":
                     self._add_job(doc.obj)
                 else:
@@ -193,13 +194,21 @@ class Simulator:
         spec = job.get("spec")
         if not isinstance(spec, dict) or not isinstance(spec.get("template"), dict):
             raise InputError(f"Job {ns}/{name}: missing field spec.template")
-        parallelism = spec.get("parallelism", 1)
-        if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 0:
-            raise InputError(
-                f"Job {ns}/{name}: spec.parallelism must be an integer >= 0, got {parallelism!r}"
-            )
+        parallelism = validation.bounded_int(
+            spec.get("parallelism", 1),
+            field=f"Job {ns}/{name}: spec.parallelism (the simulator plays at most {MAX_PARALLELISM} pods per Job)",
+            minimum=0,
+            maximum=MAX_PARALLELISM,
+        )
         if not isinstance(spec["template"].get("spec"), dict):
             raise InputError(f"Job {ns}/{name}: missing field spec.template.spec")
+        tmeta = spec["template"].get("metadata") or {}
+        if not isinstance(tmeta, dict):
+            raise InputError(f"Job {ns}/{name}: spec.template.metadata must be a map")
+        validation.label_map(tmeta.get("labels"), field=f"Job {ns}/{name}: spec.template.metadata.labels")
+        validation.annotation_map(
+            tmeta.get("annotations"), field=f"Job {ns}/{name}: spec.template.metadata.annotations"
+        )
         key = f"{ns}/{name}"
         self.jobs[key] = job
         self._job_counter[key] = 0

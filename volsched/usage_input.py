@@ -24,10 +24,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from volsched.model.errors import InputError
 from volsched.model.usage import NodeUsage
+from volsched.model.yamlload import load_one
 from volsched.plugins.usage import parse_duration
 
 USAGE_ANNOTATION = "volsched.io/usage"
@@ -90,9 +89,9 @@ def usage_from_annotations(
             continue
         where = f"Node {name}: annotation {USAGE_ANNOTATION}"
         try:
-            raw = yaml.safe_load(text)
-        except yaml.YAMLError:
-            raise InputError(f"{where}: not valid JSON: {text!r}", source=source) from None
+            raw = load_one(text, source=where)
+        except InputError as exc:
+            raise InputError(f"{where}: not valid JSON: {exc.message}", source=source) from None
         try:
             out[name] = parse_usage(raw, where=where, now=now)
         except InputError as exc:
@@ -104,15 +103,10 @@ def load_usage_file(path: str | Path, *, nodes: Iterable[str], now: float) -> di
     """A YAML map ``node -> {cpu, memory, ...}``; every node must be in the input."""
     source = str(path)
     try:
-        text = Path(path).read_text()
+        data = Path(path).read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read usage file: {exc.strerror}", source=source) from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise InputError(f"not valid YAML{at}", source=source) from None
+    raw = load_one(data, source=source)
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):

@@ -78,7 +78,7 @@ def test_bundled_example_runs(capsys):
 
 
 BAD = [
-    ("kind: Node\nmetadata: {name: [unclosed\n", r"in.yaml: not valid YAML at line \d+"),
+    ("kind: Node\nmetadata: {name: [unclosed\n", r"in.yaml: document 1: not valid YAML at line \d+"),
     (
         [{"kind": "Gadget", "metadata": {"name": "g"}}],
         r"in.yaml: document 1: Gadget g: unknown kind 'Gadget'; known kinds: .*Job",

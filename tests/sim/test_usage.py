@@ -251,7 +251,7 @@ def _write(tmp_path: Path, name: str, text: str) -> str:
         ("n1: {cpu: -1, memory: 1}\n", "usage.yaml: node n1: cpu: expected a percentage 0..100, got -1"),
         ("n1: {cpu: 1}\n", "usage.yaml: node n1: missing field memory"),
         ("- n1\n", "usage.yaml: expected a map of node name to {cpu, memory, ...}"),
-        ("n1: {cpu: [\n", "usage.yaml: not valid YAML"),
+        ("n1: {cpu: [\n", "usage.yaml: document 1: not valid YAML at line 2"),
     ],
 )
 def test_a_bad_usage_file_exits_2_naming_the_file_and_field(

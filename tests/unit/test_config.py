@@ -136,7 +136,7 @@ def test_a_config_with_a_non_finite_or_unbounded_value_is_rejected_naming_it(tex
 def test_a_config_file_that_is_not_utf8_is_rejected_naming_the_file(tmp_path):
     path = tmp_path / "sched.yaml"
     path.write_bytes(b"actions: allocate\n# caf\xe9\ntiers: [{plugins: [{name: gang}]}]\n")
-    with pytest.raises(InputError, match=r"sched.yaml: not UTF-8: byte 0xe9 at line 2"):
+    with pytest.raises(InputError, match=r"sched.yaml: document 1: not UTF-8: byte 0xe9 at line 2"):
         load_config(path)
 
 

@@ -30,7 +30,7 @@ def _bomb(levels: int, width: int = 10) -> str:
         ("a: &a [1, *a]\n", r"alias \*a refers to a node that contains it"),
         ("a: &a {b: *a}\n", r"alias \*a refers to a node that contains it"),
         ("a: *nowhere\n", r"found undefined alias 'nowhere'"),
-        (b"kind: Pod\nmetadata: {name: caf\xe9}\n", r"^f.yaml: not UTF-8: byte 0xe9 at line 2"),
+        (b"kind: Pod\nmetadata: {name: caf\xe9}\n", r"^f.yaml: document 1: not UTF-8: byte 0xe9 at line 2"),
         ("a: " + "9" * 5000 + "\n", r"document 1: cannot load: .*digits"),
         ("a: 2026-13-45\n", r"document 1: cannot load: month must be in 1..12"),
         ("a: [1, 2\n", r"document 1: not valid YAML at line 2"),

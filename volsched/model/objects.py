@@ -108,16 +108,29 @@ def parse_time(value: Any, *, where: str) -> float:
         raise InputError(f"{where}: expected an RFC 3339 time, got {value!r}") from None
 
 
+#: Counts, weights and priorities are int32 in the Kubernetes and Volcano APIs.
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**12:
+        return f"an integer of {len(str(abs(value)))} digits"
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."
+
+
 def _int_field(value: Any, *, where: str, default: int, minimum: int) -> int:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value) < 20:
             value = int(value)
         else:
-            raise InputError(f"{where}: expected an integer >= {minimum}, got {value!r}")
+            raise InputError(f"{where}: expected an integer >= {minimum}, got {_short(value)}")
     if value < minimum:
         raise InputError(f"{where}: expected an integer >= {minimum}, got {value}")
+    if value > INT32_MAX:
+        raise InputError(f"{where} must be at most {INT32_MAX}, got {_short(value)}")
     return int(value)
 
 
@@ -439,8 +452,8 @@ def build_task(pod: Raw, *, priority_classes: Mapping[str, int], default_priorit
         # Kubernetes' admission rejects pods of unknown classes; one that got through keeps the default.
         pc = spec.get("priorityClassName")
         priority = priority_classes.get(pc, default_priority) if pc else default_priority
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise InputError(f"{where}: spec.priority must be an integer, got {priority!r}")
+    if isinstance(priority, bool) or not isinstance(priority, int) or not INT32_MIN <= priority <= INT32_MAX:
+        raise InputError(f"{where}: spec.priority must be a 32-bit integer, got {_short(priority)}")
     group = annotations.get(GROUP_ANNOTATION)
     job_key = f"{ns}/{group}" if group else f"{ns}/{name}"
     selector, terms, tolerations = _placement(spec, where)
@@ -772,8 +785,8 @@ def quota_weight(quota: Raw) -> int:
 def priority_class_value(obj: Raw) -> tuple[str, int, bool]:
     _, name = _meta(obj, "PriorityClass")
     value = obj.get("value")
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"PriorityClass {name}: field value must be an integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not INT32_MIN <= value <= INT32_MAX:
+        raise InputError(f"PriorityClass {name}: field value must be a 32-bit integer, got {_short(value)}")
     return name, value, bool(obj.get("globalDefault"))
 
 

@@ -15,6 +15,7 @@ line. Pure parsing: no I/O.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -37,6 +38,9 @@ from volsched.model.errors import InputError
 MAX_DEPTH = 100
 #: How many nodes aliases may stand for in one load (each alias counts the nodes it repeats).
 ALIAS_BUDGET = 1_000_000
+
+#: A line that starts a new document after the first (``---``, possibly followed by content).
+_DOCUMENT_START = re.compile(rb"(?<=.)^---(?=[ \t\r\n]|$)", re.MULTILINE | re.DOTALL)
 
 try:  # libyaml's parser; composing and constructing stay in Python so the bounds can be enforced
     from yaml._yaml import CParser as _Parser  # type: ignore[import-not-found,unused-ignore]
@@ -183,8 +187,10 @@ def decode_utf8(data: bytes, *, source: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
+        document = len(_DOCUMENT_START.findall(data, 0, exc.start)) + 1
         raise InputError(
-            f"not UTF-8: byte 0x{data[exc.start]:02x} at line {line} (offset {exc.start})", source=source
+            f"not UTF-8: byte 0x{data[exc.start]:02x} at line {line} (offset {exc.start})",
+            source=f"{source}: document {document}",
         ) from None
 
 
