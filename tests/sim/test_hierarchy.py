@@ -204,3 +204,48 @@ def test_a_small_share_goes_to_the_heavier_namespace_first():
     data = run(objs)
     assert count_placed(data, "heavy/") >= 1
     assert count_placed(data, "a-light/") + count_placed(data, "b-light/") + count_placed(data, "heavy/") == 2
+
+
+def test_reclaim_takes_from_siblings_before_cousins():
+    """Spark arrives when both its sibling Hadoop and its cousin services hold beyond their shares:
+    Hadoop gives first (wherever its pods run), then services, and then nothing moves any more."""
+    story = Story()
+    story.add("web", ns="services", queue="services", size=40)
+    assert story.settle() == {"services": 32, "bigdata": 0, "hadoop": 0, "spark": 0}
+    story.add("etl", ns="hadoop", queue="hadoop", size=12)  # big data asks for 12 only: it gets them
+    assert story.settle() == {"services": 20, "bigdata": 12, "hadoop": 12, "spark": 0}
+    story.add("ml", ns="spark", queue="spark", size=40)
+    result = story.sim.run(80)
+    evicted = [e.pod.split("/", 1)[0] for e in result.evictions]
+    assert evicted == ["hadoop"] * 4 + ["services"] * 4, evicted
+    assert story.settle() == {"services": 16, "bigdata": 16, "hadoop": 8, "spark": 8}
+
+
+def test_reclaim_names_no_cousin_while_a_sibling_elsewhere_holds_beyond_its_share():
+    """services (cousin) and hadoop (sibling) both hold 2 cpu beyond their shares; on n1 only services'
+    pods run. Reclaim for spark must not name them there: hadoop's pods on n2 go first."""
+    from volsched.framework.runner import open_session
+
+    objs = [node("n1", cpu="8"), node("n2", cpu="8"), queue("services"), queue("bigdata")]
+    objs += [queue("hadoop", parent="bigdata"), queue("spark", parent="bigdata")]
+    objs += [podgroup("web", ns="services", queue="services", phase="Running")]
+    objs += pods("web-a", 8, ns="services", group="web", node="n1") + pods(
+        "web-b", 2, ns="services", group="web", node="n2"
+    )
+    objs += [podgroup("etl", ns="hadoop", queue="hadoop", phase="Running")]
+    objs += pods("etl", 6, ns="hadoop", group="etl", node="n2")
+    objs += [
+        podgroup("ml", ns="spark", queue="spark", phase="Inqueue"),
+        *pods("ml", 8, ns="spark", group="ml"),
+    ]
+    sim = Simulator([Document(f"doc {i}", o) for i, o in enumerate(objs)], eviction_config())
+    session = open_session(sim.state.snapshot(now=sim.clock), eviction_config())
+    spark = session.jobs["spark/ml"]
+    task = next(iter(spark.tasks.values()))
+
+    def on(node_name: str) -> list:
+        return [t for t in session.nodes.tasks[session.nodes.index[node_name]].values()]
+
+    assert session.reclaimable(task, on("n1")) == []
+    named = session.reclaimable(task, on("n2"))
+    assert named and {t.namespace for t in named} == {"hadoop"}

@@ -214,6 +214,10 @@ def queue_attrs(session: Session) -> dict[str, QueueAttr]:
     return queue_tree(session)[0]
 
 
+#: Pods a queue holds that reclaim could take.
+EVICTABLE_HELD = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
+
+
 def _lowest_common(a: QueueAttr, b: QueueAttr) -> int:
     """How many queues the two paths share from the root (0: they meet only at the root)."""
     k = 0
@@ -377,38 +381,82 @@ class Proportion(BasePlugin):
             if attr is not None:
                 attr.add(-task.request)
 
+        smallest_held: dict[str, Vector] = {}
+
+        def smallest_pod_held(queue: str) -> Vector:
+            """The request of the smallest pod a leaf holds (looked up once, when reclaim first asks)."""
+            if not smallest_held:
+                by_queue = session.jobs_by_queue()
+                for name in attrs:
+                    best: Vector | None = None
+                    best_size = np.inf
+                    for owner in by_queue.get(name, []):
+                        for t in owner.tasks.values():
+                            if t.status in EVICTABLE_HELD:
+                                size = float(np.max(np.where(mask, t.request, 0.0)))
+                                if 0 < size < best_size:
+                                    best, best_size = t.request, size
+                    smallest_held[name] = best if best is not None else np.full(len(space), np.inf)
+            return smallest_held[queue]
+
+        def side_gives(
+            mine: QueueAttr, theirs: QueueAttr, k: int, *, need: Vector, give: Vector, asked: np.ndarray
+        ) -> bool:
+            """Whether a pod of ``theirs`` (request ``give``) may go to a task of ``mine`` (request
+            ``need``), their paths parting below the first ``k`` queues: the taking side stays within its
+            share, the giving side is reclaimable and keeps its deserved share."""
+            if any(np.any((a.allocated + need)[asked] > a.limit[asked] + EPS) for a in mine.path[k:]):
+                return False
+            side = theirs.path[k:]
+            if not all(session.queues[a.name].reclaimable for a in side):
+                return False
+            dims = asked & (give > EPS)
+            return all(np.any((a.allocated - give)[dims] >= a.deserved[dims] - EPS) for a in side)
+
+        def nearest_giver(mine: QueueAttr, need: Vector, asked: np.ndarray) -> int:
+            """How deep (queues shared from the root) the nearest subtree is in which some leaf holds a
+            pod beyond its deserved share that may go to ``mine``: reclaim takes from there first, so
+            siblings give before cousins, whatever node their pods are on."""
+            best = -1
+            for theirs in attrs.values():
+                if theirs is mine or not theirs.leaf:
+                    continue
+                if not np.any(theirs.allocated[asked] > theirs.deserved[asked] + EPS):
+                    continue
+                k = _lowest_common(mine, theirs)
+                if k <= best:
+                    continue
+                pod = smallest_pod_held(theirs.name)
+                if np.isfinite(pod).all() and side_gives(mine, theirs, k, need=need, give=pod, asked=asked):
+                    best = k
+            return best
+
         def reclaimable(reclaimer: Task, candidates: list[Task]) -> list[Task]:
             job = session.jobs.get(reclaimer.job_key)
             mine = attrs.get(job.queue) if job is not None else None
             if mine is None:
                 return []
             asked = (reclaimer.request > EPS) & mask
+            nearest = nearest_giver(mine, reclaimer.request, asked)
             left: dict[str, Vector] = {}
-            chosen: list[tuple[int, Task]] = []
+            chosen: list[Task] = []
             for t in candidates:
                 owner = session.jobs.get(t.job_key)
                 theirs = attrs.get(owner.queue) if owner is not None else None
                 if theirs is None or theirs is mine:
                     continue
                 k = _lowest_common(mine, theirs)
-                # The reclaimer's side below the common ancestor must stay within its deserved share.
-                if any(
-                    np.any((a.allocated + reclaimer.request)[asked] > a.limit[asked] + EPS)
-                    for a in mine.path[k:]
+                if k != nearest or not side_gives(
+                    mine, theirs, k, need=reclaimer.request, give=t.request, asked=asked
                 ):
                     continue
                 side = theirs.path[k:]
-                if not all(session.queues[a.name].reclaimable for a in side):
-                    continue
                 dims = asked & (t.request > EPS)
                 after = {a.name: left.get(a.name, a.allocated) - t.request for a in side}
                 if all(np.any(after[a.name][dims] >= a.deserved[dims] - EPS) for a in side):
                     left.update(after)
-                    chosen.append((k, t))
-            if not chosen:
-                return []
-            nearest = max(k for k, _ in chosen)
-            return [t for k, t in chosen if k == nearest]
+                    chosen.append(t)
+            return chosen
 
         session.add_preemptive_fn(self.name, preemptive)
         session.add_reclaimable_fn(self.name, reclaimable)
