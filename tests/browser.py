@@ -94,6 +94,8 @@ class Page:
 async def open_browser(workdir: Path, *, width: int = 1280, height: int = 1000) -> AsyncIterator[Page]:
     profile = workdir / "chromium-profile"
     profile.mkdir(parents=True, exist_ok=True)
+    port_file = profile / "DevToolsActivePort"
+    port_file.unlink(missing_ok=True)  # a previous run's: its port is gone
     log = (workdir / "chromium.log").open("wb")
     proc = subprocess.Popen(
         [chromium_binary(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
@@ -103,7 +105,6 @@ async def open_browser(workdir: Path, *, width: int = 1280, height: int = 1000) 
     )  # fmt: skip
     log.close()
     try:
-        port_file = profile / "DevToolsActivePort"
         deadline = time.monotonic() + 60
         while not (port_file.exists() and port_file.read_text().strip()):
             if proc.poll() is not None or time.monotonic() > deadline:

@@ -170,7 +170,7 @@ def queues_json(parents: dict[str, str | None]) -> dict[str, Any]:
     }
 
 
-TREE = "JSON.stringify([...document.querySelectorAll('#queues > .queue')].map(q => [q.dataset.queue, Number(q.dataset.depth), q.getBoundingClientRect().left]))"
+TREE = "JSON.stringify([...document.querySelectorAll('#queues > .queue')].map(q => [q.dataset.queue, Number(q.dataset.depth), q.querySelector('.qname').getBoundingClientRect().left]))"
 
 
 @pytest.mark.parametrize(
@@ -228,3 +228,8 @@ def test_the_hierarchy_example_renders_as_a_tree_with_each_levels_numbers(tmp_pa
         "spark": ("8", "8"),
         "services": ("16", "16"),
     }
+    # One scale for every level: the cluster's 32 cpu (realCapability) is the whole track, at any depth.
+    bar = {b["queue"]: b for b in bars if b["resource"] == "cpu"}
+    assert len({round(b["track"]) for b in bar.values()}) == 1
+    assert bar["bigdata"]["fill"] == pytest.approx(bar["bigdata"]["track"] / 2, abs=2)
+    assert bar["hadoop"]["fill"] == pytest.approx(bar["bigdata"]["fill"] / 2, abs=2)
