@@ -157,6 +157,7 @@ class Metrics:
             "volsched_config_reloads_total", "Scheduler config loads by result", ["result"], registry=r
         )
         self.sessions = Counter("volsched_sessions_total", "Sessions run", registry=r)
+        self._queue_series: dict[Gauge, set[tuple[str, ...]]] = {}
 
     def observe(self, result: SessionResult, report: WriteReport | None) -> None:
         self.sessions.inc()
@@ -177,14 +178,25 @@ class Metrics:
                 self.evictions.labels(ev.result).inc()
         if result.unschedulable:
             self.attempts.labels("unschedulable").inc(len(result.unschedulable))
+        seen: dict[Gauge, set[tuple[str, ...]]] = {
+            self.deserved: set(),
+            self.allocated: set(),
+            self.share: set(),
+        }
         for name, q in result.queues.items():
             parent = q.parent or ROOT_QUEUE
-            for res, amount in (q.deserved or {}).items():
-                self.deserved.labels(name, parent, res).set(amount)
-            for res, amount in q.allocated.items():
-                self.allocated.labels(name, parent, res).set(amount)
+            for gauge, amounts in ((self.deserved, q.deserved or {}), (self.allocated, q.allocated)):
+                for res, amount in amounts.items():
+                    gauge.labels(name, parent, res).set(amount)
+                    seen[gauge].add((name, parent, res))
             if q.share is not None:
                 self.share.labels(name, parent).set(q.share)
+                seen[self.share].add((name, parent))
+        # A queue that moved to another parent, or is gone, leaves no stale series behind.
+        for gauge, current in seen.items():
+            for labels in self._queue_series.get(gauge, set()) - current:
+                gauge.remove(*labels)
+        self._queue_series = seen
 
 
 # --- the operator ----------------------------------------------------------------------------------------

@@ -220,3 +220,28 @@ def test_a_live_object_with_a_nan_or_infinite_quantity_is_rejected_not_kept(kind
     assert "a quantity must be finite" in feeder.rejected[ref] or "malformed quantity" in feeder.rejected[ref]
     assert not feeder.state.tasks and not feeder.state.podgroups and not feeder.state.nodes
     assert set(feeder.state.queues) <= {"default"}
+
+
+def test_queue_gauges_follow_a_queue_to_its_new_parent_and_forget_it_when_gone() -> None:
+    from prometheus_client import generate_latest
+
+    from volsched.framework.decisions import SessionResult
+    from volsched.operator import Metrics
+
+    def session(parent: str | None, *, gone: bool = False) -> SessionResult:
+        result = SessionResult()
+        if not gone:
+            result.queues["q"] = QueueStatus(
+                name="q", state="Open", weight=1, allocated={"cpu": 2.0}, request={}, guarantee={},
+                capability=None, deserved={"cpu": 4.0}, share=0.5, parent=parent,
+            )  # fmt: skip
+        return result
+
+    m = Metrics()
+    m.observe(session("area-a"), None)
+    m.observe(session("area-b"), None)
+    text = generate_latest(m.registry).decode()
+    assert 'volsched_queue_deserved{parent="area-b",queue="q",resource="cpu"} 4.0' in text
+    assert 'parent="area-a"' not in text
+    m.observe(session(None, gone=True), None)
+    assert 'queue="q"' not in generate_latest(m.registry).decode()
