@@ -12,9 +12,14 @@ Obj = dict
 
 
 def _half_bound(
-    *, bound: int = 2, size: int = 4, queue_name: str | None = None, min_resources: dict | None = None
+    *,
+    bound: int = 2,
+    size: int = 4,
+    queue_name: str | None = None,
+    min_resources: dict | None = None,
+    phase: str = "Pending",
 ) -> list[Obj]:
-    group = podgroup("g", min_member=size, queue=queue_name, min_resources=min_resources, phase="Pending")
+    group = podgroup("g", min_member=size, queue=queue_name, min_resources=min_resources, phase=phase)
     members = [
         pod(f"g-{i}", group="g", node="n1" if i < bound else None, created=f"2026-01-01T00:00:0{i}Z")
         for i in range(size)
@@ -76,20 +81,24 @@ def test_a_half_bound_gang_without_room_keeps_its_members_and_is_believed_admitt
 
 
 @pytest.mark.parametrize(
-    ("capability", "expect_gang"),
+    ("bound", "phase", "capability", "expect_gang"),
     [
         # qb now claims half the cluster, so qa deserves 2 of the 4 its gang needs: the gang is
         # completed anyway (what it holds is idle until then), and qb's job waits for the room.
-        pytest.param(None, 4, id="completed-past-deserved"),
+        pytest.param(2, "Pending", None, 4, id="half-bound-completed-past-deserved"),
+        # the same for a gang admitted earlier that holds nothing yet: its minimum was reserved at
+        # admission (so qb's job is held back by it) and must not be stranded by the shrunken share.
+        pytest.param(0, "Inqueue", None, 4, id="admitted-gang-completed-past-deserved"),
         # realCapability is a hard limit: the gang waits, holding what it has, and says why.
-        pytest.param({"cpu": "3"}, 2, id="never-past-capability"),
+        pytest.param(2, "Pending", {"cpu": "3"}, 2, id="half-bound-never-past-capability"),
+        pytest.param(0, "Inqueue", {"cpu": "3"}, 0, id="admitted-gang-never-past-capability"),
     ],
 )
-def test_a_half_bound_gang_is_completed_past_its_queues_deserved_share_but_not_its_capability(
-    capability, expect_gang
+def test_an_admitted_gang_is_completed_past_its_queues_deserved_share_but_not_its_capability(
+    bound, phase, capability, expect_gang
 ):
     objs = [node("n1", cpu="4"), queue("qa", capability=capability), queue("qb")]
-    objs += [*_half_bound(queue_name="qa"), podgroup("other", queue="qb")]
+    objs += [*_half_bound(queue_name="qa", bound=bound, phase=phase), podgroup("other", queue="qb")]
     objs += [pod(f"other-{i}", group="other", created="2025-01-01T00:00:00Z") for i in range(2)]
     data = to_json(simulate_objects(objs, sessions=10))
     assert len(placed(data, "default/g-")) == expect_gang

@@ -15,12 +15,14 @@ capability. Jobs go only to leaf queues.
 
 A leaf may allocate a task while ``allocated + request <= limit`` (in the dimensions the task asks
 for) and every queue on its path stays within its realCapability; it is overused once
-``limit <= allocated``. The one exception: a gang that holds members from before the session but fewer
-than minMember (half-bound after a crash, or short of one it lost) may be completed up to minMember past
-the limit, never past realCapability, and its queue is not overused while it is short. Queue order:
-at the first level where two leaves' paths part, the subtree with the smaller share (``max allocated /
-deserved``) first. Admission: ``minResources + allocated + inqueue`` within the leaf's realCapability
-and limit.
+``limit <= allocated``. The one exception: an admitted gang short of minMember (admitted in an earlier
+session, or holding members from before this one: half-bound after a crash, or short of one it lost) is
+completed up to minMember past the limit, never past realCapability, and its queue is not overused while
+it is short; admission reserved that minimum, and a share that shrank since must not strand it.
+
+Queue order: at the first level where two leaves' paths part, the subtree with the smaller share
+(``max allocated / deserved``) first. Admission: ``minResources + allocated + inqueue`` within the
+leaf's realCapability and limit.
 
 Taking back (reclaim): a leaf may take capacity back for a task only while it stays within its limit
 (preemptive). A victim is named only from the nearest subtree that has one (siblings before cousins),
@@ -272,19 +274,24 @@ class Proportion(BasePlugin):
                     )
             return None
 
-        # Gangs short of minMember that hold members from before this session (left half-bound by a
-        # crash, or short of one they lost): what they hold is idle until they are complete, so
-        # completing them may take their queue past its deserved share, never past realCapability.
-        completing = {j.key: j for j in session.jobs.values() if 0 < j.ready_count < j.min_member}
+        # Admitted gangs short of minMember (admitted in an earlier session, or holding members from
+        # before this one: left half-bound by a crash, or short of one they lost). Admission reserved
+        # their minimum (it counts as admitted, so it holds others back), and what they hold is idle
+        # until they are complete: they are completed up to minMember even past their queue's
+        # deserved share, never past realCapability. Otherwise a share that shrank after admission
+        # strands them, and with them the capacity reserved for them.
+        committed: dict[str, list[Job]] = {}
+        for j in session.jobs.values():
+            if j.ready_count < j.min_member and (j.ready_count or j.phase is PodGroupPhase.INQUEUE):
+                committed.setdefault(j.queue, []).append(j)
+        committed_jobs = {j.key: j for jobs in committed.values() for j in jobs}
 
         def completes_gang(task: Task) -> bool:
-            job = completing.get(task.job_key)
+            job = committed_jobs.get(task.job_key)
             return job is not None and job.pipelined_count < job.min_member
 
         def completes_in(queue: QueueSpec) -> bool:
-            return any(
-                j.queue == queue.name and j.pipelined_count < j.min_member for j in completing.values()
-            )
+            return any(j.pipelined_count < j.min_member for j in committed.get(queue.name, ()))
 
         # Hot path: one comparison per queue on the task's path against precomputed bounds (the leaf's
         # limit and realCapability, its ancestors' realCapability); the wording only when refused.
@@ -325,10 +332,10 @@ class Proportion(BasePlugin):
 
         def overused(queue: QueueSpec) -> str | None:
             attr = attrs[queue.name]
-            if completing and completes_in(queue):
-                return None
             dims = np.flatnonzero(mask & ((attr.limit > EPS) | (attr.allocated > EPS)))
             if len(dims) and np.all(attr.limit[dims] <= attr.allocated[dims] + EPS):
+                if completes_in(queue):
+                    return None  # an admitted gang short of minMember is still completed
                 d = dims[0]
                 return (
                     f"queue {queue.name} holds its deserved share "
