@@ -185,7 +185,9 @@ def one(nodes: int, tasks: int, case: str = "plain") -> dict[str, float | str]:
     t0 = time.perf_counter()
     snapshot = build(nodes, tasks, constrained=case == "constrained")
     t1 = time.perf_counter()
+    c1 = time.process_time()
     result = run_session(snapshot, config)
+    c2 = time.process_time()
     t2 = time.perf_counter()
     placed = len(result.binds)
     return {
@@ -194,6 +196,8 @@ def one(nodes: int, tasks: int, case: str = "plain") -> dict[str, float | str]:
         "tasks": tasks,
         "snapshot_s": t1 - t0,
         "session_s": t2 - t1,
+        # CPU time of this process: less sensitive than wall time to other work on a shared machine.
+        "session_cpu_s": c2 - c1,
         "placed": placed,
         "placed_per_s": placed / (t2 - t1) if t2 > t1 else 0.0,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -215,8 +219,8 @@ def main() -> int:
     cases = [args.case] if args.case else list(CASES)
     print(f"machine: {machine()}")
     print(
-        f"{'case':>11} {'nodes':>6} {'tasks':>7} {'snapshot s':>10} {'session s':>9} {'allocate s':>10} "
-        f"{'placed':>7} {'placed/s':>9} {'peak MiB':>8}"
+        f"{'case':>11} {'nodes':>6} {'tasks':>7} {'snapshot s':>10} {'session s':>9} {'cpu s':>6} "
+        f"{'allocate s':>10} {'placed':>7} {'placed/s':>9} {'peak MiB':>8}"
     )
     rows = []
     for n, t in grid:
@@ -231,6 +235,7 @@ def main() -> int:
             rows.append(row)
             print(
                 f"{case:>11} {n:>6} {t:>7} {row['snapshot_s']:>10.2f} {row['session_s']:>9.2f} "
+                f"{row['session_cpu_s']:>6.2f} "
                 f"{row['allocate_s']:>10.2f} {row['placed']:>7} {row['placed_per_s']:>9.0f} {row['peak_rss_mib']:>8.0f}"
             )
     by = {(r["case"], r["nodes"], r["tasks"]): r for r in rows}
@@ -243,19 +248,28 @@ def main() -> int:
         )
     for n, t in grid:
         plain, constrained = by.get(("plain", n, t)), by.get(("constrained", n, t))
-        if plain and constrained and plain["session_s"] > 0:
+        if plain and constrained and plain["session_s"] > 0 and plain["session_cpu_s"] > 0:
             ratio = constrained["session_s"] / plain["session_s"]
+            cpu_ratio = constrained["session_cpu_s"] / plain["session_cpu_s"]
             goal = (
-                f" (target <= {TARGET_RATIO:.0f}x: {'meets' if ratio <= TARGET_RATIO else 'MISSES'})"
+                f" (target <= {TARGET_RATIO:.0f}x: {'meets' if max(ratio, cpu_ratio) <= TARGET_RATIO else 'MISSES'})"
                 if (n, t) == (5_000, 50_000)
                 else ""
             )
-            print(f"constrained/plain session time at {n} x {t}: {ratio:.2f}x{goal}")
+            print(
+                f"constrained/plain session time at {n} x {t}: wall {ratio:.2f}x, cpu {cpu_ratio:.2f}x{goal}"
+            )
     for case in cases:
         mine = [r for r in rows if r["case"] == case]
         if len(mine) > 1:
             per_task = [r["session_s"] / r["tasks"] * 1e6 for r in mine]
-            print(f"microseconds per task ({case}): " + ", ".join(f"{p:.0f}" for p in per_task))
+            cpu_per_task = [r["session_cpu_s"] / r["tasks"] * 1e6 for r in mine]
+            print(
+                f"microseconds per task ({case}): wall "
+                + ", ".join(f"{p:.0f}" for p in per_task)
+                + "; cpu "
+                + ", ".join(f"{p:.0f}" for p in cpu_per_task)
+            )
     return 0
 
 
