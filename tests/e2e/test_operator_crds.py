@@ -39,6 +39,9 @@ def _rejected(fn: Any, *args: Any) -> str:
             {"capability": {"memory": "8Gi"}, "guarantee": {"resource": {"memory": 9 * 2**30}}},
             "spec.guarantee",
         ),
+        ({"guarantee": {"resource": {"cpu": "101%"}}}, "spec.guarantee.resource.cpu"),
+        ({"guarantee": {"resource": {"cpu": "-5%"}}}, "spec.guarantee.resource.cpu"),
+        ({"guarantee": {"resource": {"memory": "lots%"}}}, "spec.guarantee.resource.memory"),
     ],
 )
 def test_bad_queue_is_rejected(mk: Kube, spec: dict[str, Any], field: str) -> None:
@@ -112,6 +115,12 @@ def test_quantities_accept_ints_and_strings(mk: Kube) -> None:
         queue("capped", 2, capability={"cpu": 8, "memory": "16Gi"}, guarantee={"resource": {"cpu": "500m"}})
     )
     assert q["spec"]["capability"] == {"cpu": 8, "memory": "16Gi"}
+
+
+def test_guarantees_accept_percentages_of_the_cluster(mk: Kube) -> None:
+    resource = {"cpu": "25%", "memory": "12.5%", "nvidia.com/gpu": "100%", "pods": 3}
+    q = mk.queue(queue("pct", 1, guarantee={"resource": resource}))
+    assert q["spec"]["guarantee"]["resource"] == resource
 
 
 def test_status_is_a_subresource_with_printer_columns(mk: Kube) -> None:

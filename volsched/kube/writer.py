@@ -30,6 +30,9 @@ log = logging.getLogger("volsched.kube")
 VERSION = "v1beta1"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+#: A JSON patch replaces the whole status: a merge patch would keep map keys the new status no longer
+#: has (a queue whose guarantee was removed kept showing its old ``deserved``).
+JSON_PATCH = "application/json-patch+json"
 
 Raw = Mapping[str, Any]
 T = TypeVar("T")
@@ -328,8 +331,8 @@ class KubeWriter:
         done, err = self._write(
             f"Queue {name} status",
             self.custom.patch_cluster_custom_object_status,
-            API_GROUP, VERSION, "queues", name, {"status": body},
-            _content_type=MERGE_PATCH,
+            API_GROUP, VERSION, "queues", name, [{"op": "add", "path": "/status", "value": body}],
+            _content_type=JSON_PATCH,
         )  # fmt: skip
         if not done:
             return 0, 0, err
