@@ -402,7 +402,9 @@ class Operator:
             podgroups=list(self.state.podgroups),
             pods=self.feeder.pods(),
         )
-        report.status_writes, report.events, report.errors = writes, events, errors
+        evicted_events, evict_errors = self.writer.eviction_events(report.evictions, result.events)
+        report.status_writes, report.events = writes, events + evicted_events
+        report.errors = errors + evict_errors
         for error in errors[:5]:
             log.warning("%s", error)
         self.metrics.observe(result, report)

@@ -234,6 +234,29 @@ class KubeWriter:
         except Exception as exc:
             return EvictOutcome(eviction, FAILED, str(exc))
 
+    def eviction_events(
+        self, outcomes: Iterable[EvictOutcome], events: Iterable[Event]
+    ) -> tuple[int, list[str]]:
+        """The session's event on each pod it evicted (Preempted, Evicted, Rescheduled: why, in numbers),
+        for the evictions the API carried out. Returns (events posted, errors)."""
+        done = {o.eviction.pod: o.eviction for o in outcomes if o.result == EVICTED}
+        posted, errors = 0, []
+        for ev in events:
+            eviction = done.get(f"{ev.namespace}/{ev.name}")
+            if ev.kind != "Pod" or eviction is None or ev.reason == "FailedScheduling":
+                continue
+            body = render.object_event(
+                kind="Pod", api_version="v1", namespace=ev.namespace, name=ev.name, uid=eviction.uid,
+                reason=ev.reason, message=ev.message, now=render.now_rfc3339(), type_=ev.type,
+                event_name=f"{ev.name[:200]}.volsched-{ev.reason.lower()}-{eviction.uid.replace('/', '-')[:13]}",
+            )  # fmt: skip
+            error = self.post_event(body)
+            if error:
+                errors.append(error)
+            else:
+                posted += 1
+        return posted, errors
+
     # --- status, conditions, events -------------------------------------------------------------------------
 
     def write_status(

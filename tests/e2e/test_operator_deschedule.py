@@ -1,0 +1,80 @@
+"""The descheduler's strategies through the operator on a real apiserver: the pods they name are evicted
+through the Eviction API (a failed pod is deleted at once), each with a Rescheduled event saying why,
+and the healthy ones are left alone."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.e2e.operator_fixtures import OPERATOR_NS, Kube, OperatorProcess, node, pod, wait_for
+
+pytestmark = pytest.mark.cluster
+
+Start = Callable[..., OperatorProcess]
+CM, KEY = "volsched-scheduler-config", "volsched-scheduler.conf"
+CONFIG = """\
+actions: "enqueue, allocate, backfill, shuffle"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+  - name: rescheduling
+    arguments:
+      interval: 0s
+      strategies:
+      - name: removeFailedPods
+        params: {reasons: [Evicted]}
+      - name: removePodsHavingTooManyRestarts
+        params: {podRestartThreshold: 10}
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+"""
+
+
+def owned_pod(name: str, node_name: str) -> dict[str, Any]:
+    obj = pod(name)
+    obj["spec"]["nodeName"] = node_name
+    obj["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "name": name,
+            "uid": f"uid-{name}",
+            "controller": True,
+        }
+    ]
+    return obj
+
+
+def test_failed_and_crash_looping_pods_are_evicted_with_a_reason(k: Kube, start_operator: Start) -> None:
+    k.nodes(node("n1", cpu="4"), node("n2", cpu="4"))
+    k.core.create_namespaced_config_map(OPERATOR_NS, {"metadata": {"name": CM}, "data": {KEY: CONFIG}})
+    ns = k.namespace("deschedule")
+    k.pods(ns, owned_pod("failed", "n1"), owned_pod("crashing", "n1"), owned_pod("healthy", "n1"))
+    k.core.patch_namespaced_pod_status("failed", ns, {"status": {"phase": "Failed", "reason": "Evicted"}})
+    restarts = [{"name": "main", "image": "busybox", "imageID": "", "ready": False, "restartCount": 12}]
+    for name, count in (("crashing", 12), ("healthy", 0)):
+        statuses = [{**restarts[0], "restartCount": count, "state": {"running": {}}}]
+        k.core.patch_namespaced_pod_status(
+            name, ns, {"status": {"phase": "Running", "containerStatuses": statuses}}
+        )
+    op = start_operator()
+
+    def gone() -> bool:
+        left = set(k.placements(ns))
+        return "deschedule/failed" not in left and "deschedule/crashing" not in left
+
+    wait_for(gone, 30, what=f"the failed and the crash-looping pod evicted (log: {op.log_path})")
+    assert set(k.placements(ns)) == {"deschedule/healthy"}
+    events = {
+        e.involved_object.name: e.message
+        for e in k.core.list_namespaced_event(ns).items
+        if e.reason == "Rescheduled"
+    }
+    assert events == {
+        "failed": "rescheduling (removeFailedPods): pod failed (Evicted) on node n1",
+        "crashing": "rescheduling (removePodsHavingTooManyRestarts): 12 restarts, threshold 10",
+    }
