@@ -92,7 +92,7 @@ def place_in_domain(
             session.node_limit = None
             session.node_limit_reason = ""
         return again, reason, tasks
-    candidates, ranked_out = _rank(session, job, pending, dom, n_domains, values, label)
+    candidates, too_small = _rank(session, job, pending, dom, n_domains, values, label)
     failures: list[str] = []
     for d in candidates[:MAX_DOMAIN_TRIES]:
         tasks = TaskQueue(session, pending)
@@ -111,7 +111,7 @@ def place_in_domain(
     untried = len(candidates) - min(len(candidates), MAX_DOMAIN_TRIES)
     if untried:
         failures.append(f"{untried} more domain(s) not tried")
-    failures.extend(ranked_out)
+    failures.extend(too_small())
     why = f"no {label} domain fits the gang ({topology.mode}): " + "; ".join(
         failures or ["no node has the label"]
     )
@@ -130,8 +130,9 @@ def _rank(
     n_domains: int,
     values: list[str],
     label: str,
-) -> tuple[list[int], list[str]]:
-    """Domains that can hold the gang in total, tightest first; and why the others cannot (in numbers)."""
+) -> tuple[list[int], Callable[[], list[str]]]:
+    """Domains that can hold the gang in total, tightest first; and why the others cannot (in numbers,
+    when called)."""
     nodes = session.nodes
     need = _need(session, job, pending)
     asked = np.flatnonzero(need > EPS).tolist()
@@ -149,20 +150,23 @@ def _rank(
     candidates = np.flatnonzero(fits)
     ranks = _name_rank(session, label, values)
     order = candidates[np.lexsort((ranks[candidates], slack[candidates]))].tolist()
-    out: list[str] = []
-    too_small = np.flatnonzero(~fits)
-    if len(too_small):
-        shown = too_small[np.argsort(ranks[too_small])][:3].tolist()
+
+    def too_small() -> list[str]:
+        """Why the other domains are out, in numbers (only worked out when it is reported)."""
+        small = np.flatnonzero(~fits)
+        if not len(small):
+            return []
         parts = []
-        for i in shown:
+        for i in small[np.argsort(ranks[small])][:3].tolist():
             d = next(d for d in asked if idle_by[d][i] < need[d] - EPS)
             parts.append(
                 f"{label}={values[i]} idle {session.space.names[d]} "
                 f"{session.space.describe(d, float(idle_by[d][i]))} < {session.space.describe(d, float(need[d]))}"
             )
-        more = f" (+{len(too_small) - 3} more)" if len(too_small) > 3 else ""
-        out.append(f"{len(too_small)} domain(s) too small in total: " + ", ".join(parts) + more)
-    return order, out
+        more = f" (+{len(small) - 3} more)" if len(small) > 3 else ""
+        return [f"{len(small)} domain(s) too small in total: " + ", ".join(parts) + more]
+
+    return order, too_small
 
 
 def _ready_domains(session: Session, key: str, dom: np.ndarray, n_domains: int) -> np.ndarray:

@@ -616,12 +616,16 @@ class ConstraintState:
     def _candidates(
         by_pair: Mapping[tuple[str, str], list[Any]], rest: list[Any], labels: Mapping[str, str]
     ) -> list[Any]:
-        out = list(rest)
+        """``rest`` and what ``by_pair`` holds under the labels' pairs (``rest`` itself when that is
+        nothing: the common case costs no list)."""
+        out: list[Any] | None = None
         for pair in labels.items():
             hit = by_pair.get(pair)
             if hit:
+                if out is None:
+                    out = list(rest)
                 out.extend(hit)
-        return out
+        return rest if out is None else out
 
     def _group(self, kind: str, term: AffinityTerm) -> _TermGroup:
         g = self._groups.get((kind, term))
