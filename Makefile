@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo simulate test test-deps lint bench bench-fairshare clean
+.PHONY: demo simulate test test-deps lint bench bench-fairshare bench-parse constraints clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -44,6 +44,15 @@ bench: $(STAMP)
 ## Decision quality, not time: placements against the fluid hierarchical water-fill.
 bench-fairshare: $(STAMP)
 	$(BIN)/python bench/bench_fairshare.py
+
+bench-parse: $(STAMP)
+	$(BIN)/python bench/bench_parse.py
+
+## Pin the image's Python dependencies (constraints.txt) to what pip resolves now for '.[metrics]'.
+constraints: $(STAMP)
+	$(BIN)/python -m pip install --dry-run --ignore-installed --quiet --report $(VENV)/pip-report.json \
+		'.[metrics]' 'setuptools>=68' wheel
+	$(BIN)/python hack/image/lock.py $(VENV)/pip-report.json constraints.txt
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
