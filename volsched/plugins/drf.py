@@ -1,7 +1,7 @@
 """drf: dominant resource fairness between jobs, and between namespaces by weight.
 
 Job order: the job with the smaller dominant share of the cluster goes first. Namespace order: the
-namespace with the smaller ``dominant share / weight`` after its next pod goes first (namespace weights
+namespace with the smaller ``dominant share / weight`` with half its next pod goes first (namespace weights
 come from ResourceQuota), so the pods of a small share go by weight, not by name. Shares follow every allocation and eviction in the session.
 
 Preemptable (inside a queue): a pod of a lower-priority job is always a victim; one of a
@@ -67,18 +67,23 @@ class Drf(BasePlugin):
             return compare_shares(job_share(left), job_share(right))
 
         def ns_share_after_next(ns: str) -> float:
-            """The weighted share the namespace would have with its next pod: the next pod goes to whoever
-            is then least served (as in largest-remainder apportionment), so a namespace with a large
-            weight is not left out of a small share by name order."""
+            """The weighted share the namespace would have with half its next pod: the next pod goes to
+            whoever is then least served (Sainte-Lague apportionment, which keeps every namespace closest
+            to its fluid share), so a namespace with a large weight is not left out of a small share by
+            name order, nor does it take the small namespaces' last pods."""
             nxt = ns_next.get(ns)
             if nxt is None:
                 return ns_share(ns)
             alloc = ns_alloc.get(ns)
-            held = nxt[1] if alloc is None else alloc + nxt[1]
+            held = nxt[1] / 2 if alloc is None else alloc + nxt[1] / 2
             return dominant_share(held, total, mask) / session.snapshot.namespace_weight(ns)
 
         def namespace_order(left: str, right: str) -> int:
-            return compare_shares(ns_share_after_next(left), ns_share_after_next(right))
+            c = compare_shares(ns_share_after_next(left), ns_share_after_next(right))
+            if c:
+                return c
+            weight = session.snapshot.namespace_weight
+            return compare_shares(-weight(left), -weight(right))  # a tie goes to the larger weight
 
         def on_allocate(task: Task) -> None:
             acc = ns_alloc.setdefault(task.namespace, session.space.zeros())
