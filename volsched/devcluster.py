@@ -370,6 +370,7 @@ class LocalControlPlane:
     _procs: list[_Proc] = field(init=False, default_factory=list)
     _started: bool = field(init=False, default=False)
     _aggregation_args: list[str] = field(init=False, default_factory=list)
+    _apiserver_argv: list[str] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
         self._tokens = {ADMIN_USER: TokenUser(ADMIN_USER, secrets.token_hex(24), ("system:masters",))}
@@ -654,9 +655,32 @@ class LocalControlPlane:
             argv.append(f"--disable-admission-plugins={','.join(self.disable_admission_plugins)}")
         argv.extend(self._aggregation_args)
         argv.extend(self.extra_apiserver_args)
+        self._apiserver_argv = argv
         apiserver = self._spawn("kube-apiserver", argv, self.apiserver_log_path)
         self._wait_for(apiserver, deadline, self._apiserver_ready)
         self.write_kubeconfig(self.kubeconfig_path)
+
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver only (an outage: clients get connection refused); etcd keeps the data."""
+        self._require_started()
+        for proc in [p for p in self._procs if p.name == "kube-apiserver"]:
+            if proc.popen.poll() is None:
+                proc.popen.terminate()
+                try:
+                    proc.popen.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    proc.popen.kill()
+                    proc.popen.wait(timeout=15)
+            proc.log_file.close()
+            self._procs.remove(proc)
+
+    def start_apiserver(self) -> None:
+        """Start kube-apiserver again after :meth:`stop_apiserver`: same port, certificates and data."""
+        self._require_started()
+        if any(p.name == "kube-apiserver" for p in self._procs):
+            raise ControlPlaneError("kube-apiserver is running")
+        apiserver = self._spawn("kube-apiserver", self._apiserver_argv, self.apiserver_log_path)
+        self._wait_for(apiserver, time.monotonic() + self.startup_timeout, self._apiserver_ready)
 
     def _wait_for(self, proc: _Proc, deadline: float, ready: Callable[[], bool]) -> None:
         while True:

@@ -46,13 +46,15 @@ from volsched.framework.runner import run_session
 from volsched.kube import status as render
 from volsched.kube.client import bearer_token, load_configuration
 from volsched.kube.configsource import read_config_map
+from volsched.kube.health import ApiHealth, QuietRetries, is_unreachable
 from volsched.kube.lease import LeaderLease, LeaseSettings
-from volsched.kube.lister import WATCHED, WatchedKind, list_kind
+from volsched.kube.lister import WATCHED, WatchedKind, list_kind, list_pods_of
 from volsched.kube.writer import (
     BLOCKED,
     BOUND,
     CONFLICT,
     EVICTED,
+    FENCED,
     GONE,
     KubeWriter,
     WriteReport,
@@ -211,8 +213,15 @@ class Operator:
         self.api = client.ApiClient(self.kcfg)
         self.state = ClusterState()
         self.feeder = Feeder(self.state, assume_ttl=settings.session.assume_ttl)
-        self.writer = KubeWriter(self.api, settings.writer)
-        self.lease = LeaderLease(self.api, settings.lease, settings.identity)
+        settings.lease.normalise()
+        self.health = ApiHealth()
+        self.lease = LeaderLease(self.api, settings.lease, settings.identity, health=self.health)
+        self.writer = KubeWriter(
+            self.api,
+            settings.writer,
+            fence=self.lease if settings.lease.enabled else None,
+            health=self.health,
+        )
         self.metrics = Metrics()
         self.usage = UsageFeed(
             self.state, registry=self.metrics.registry, api_client_factory=lambda: client.ApiClient(self.kcfg)
@@ -223,6 +232,8 @@ class Operator:
         self._config_checked = 0.0
         self.last_tick = 0.0
         self.synced = threading.Event()
+        #: Monotonic time the last consistent read of the pods was sent (prelist or catch-up).
+        self.pods_read_at = 0.0
         self.sessions = 0
         self.last_result: SessionResult | None = None
         self.ui = LiveState()  # what the /ui dashboard shows
@@ -279,6 +290,8 @@ class Operator:
     def prelist(self) -> None:
         """Read every watched kind once, so the first session sees the whole cluster."""
         for kind in WATCHED:
+            if kind.kind == "Pod":
+                self.pods_read_at = time.monotonic()
             for obj in list_kind(self.api, kind):
                 self.feeder.apply(kind.kind, obj)
                 if kind.kind == "Queue":
@@ -303,8 +316,12 @@ class Operator:
         try:
             cm = read_config_map(self.api, s.namespace, s.name, s.key)
         except Exception as exc:
-            log.warning("cannot read ConfigMap %s/%s: %s", s.namespace, s.name, exc)
+            if is_unreachable(exc):
+                self.health.failed(f"ConfigMap {s.namespace}/{s.name}", exc)
+            else:
+                log.warning("cannot read ConfigMap %s/%s: %s", s.namespace, s.name, exc)
             return
+        self.health.ok()
         version = None if cm is None else cm.resource_version
         if version == self.config_version:
             return
@@ -350,13 +367,25 @@ class Operator:
 
     # --- sessions ----------------------------------------------------------------------------------------
 
+    def catch_up(self) -> None:
+        """After taking the Lease over: read our pods from the apiserver, so binds the previous leader made
+        just before it let go count even when the watch has not delivered them yet."""
+        started = time.monotonic()
+        pods = list_pods_of(self.api, self.settings.writer.scheduler_name)
+        for obj in pods:
+            self.feeder.apply("Pod", obj)  # older than what the watch gave: dropped by resourceVersion
+        self.pods_read_at = started
+        log.info("caught up after taking the lease over: %d pods read", len(pods))
+
     def run_once(self) -> tuple[SessionResult, WriteReport] | None:
         """One session and its writes (only while holding the lease). Blocking: run it in a thread."""
-        self.reload_config()
         leader = self.lease.ensure()
         self.metrics.leader.set(1 if leader else 0)
+        self.reload_config()
         if not leader:
             return None
+        if self.lease.acquired_at > self.pods_read_at:
+            self.catch_up()
         now = time.time()
         self.usage.refresh(now)  # the collector's fresh snapshot (no I/O on this path)
         snapshot = self.state.snapshot(now=now)
@@ -376,7 +405,7 @@ class Operator:
                 if outcome.pod is not None:
                     self.feeder.apply("Pod", outcome.pod)
                 log.info("bind %s -> %s: conflict (%s); cache corrected", b.pod, b.node, outcome.detail)
-            elif outcome.result != "skipped":
+            elif outcome.result not in ("skipped", FENCED) and not self.health.down:
                 log.warning("bind %s -> %s failed: %s", b.pod, b.node, outcome.detail)
         # Read before evicting: the watch may drop an evicted pod from the cache at any moment.
         moved: dict[str, Task | None] = {
@@ -392,7 +421,7 @@ class Operator:
                 self.state.delete("Pod", ns, name)
             elif ev.result == BLOCKED:
                 log.info("evict %s: blocked by a PodDisruptionBudget (%s)", ev.eviction.pod, ev.detail)
-            elif ev.result not in (EVICTED, CONFLICT, "skipped"):
+            elif ev.result not in (EVICTED, CONFLICT, "skipped", FENCED) and not self.health.down:
                 log.warning("evict %s failed: %s", ev.eviction.pod, ev.detail)
         for key, pg in result.podgroups.items():
             self.state.set_podgroup_phase(key, PodGroupPhase(pg.phase))
@@ -405,8 +434,14 @@ class Operator:
         evicted_events, evict_errors = self.writer.eviction_events(report.evictions, result.events)
         report.status_writes, report.events = writes, events + evicted_events
         report.errors = errors + evict_errors
-        for error in errors[:5]:
+        for error in [] if self.health.down else errors[:5]:
             log.warning("%s", error)
+        fenced = report.count(FENCED) + sum(1 for e in report.evictions if e.result == FENCED)
+        if fenced or not self.lease.is_leader:
+            log.warning(
+                "stopped writing: not sure this replica still holds the lease (%d binds/evictions not sent)",
+                fenced,
+            )
         self.metrics.observe(result, report)
         self.ui.record(result, report)
         self.sessions += 1
@@ -420,16 +455,22 @@ class Operator:
         return result, report
 
     async def session_loop(self, stop: asyncio.Event) -> None:
+        """A session every period while leading; a follower reads the Lease every ``lease.retry_every``
+        and runs its first session as soon as it acquires it."""
         period = self.settings.session.period
         while not stop.is_set():
             started = time.monotonic()
             try:
                 await asyncio.to_thread(self.run_once)
-            except Exception:
-                log.exception("session failed; the next one runs in %.1fs", period)
+            except Exception as exc:
+                if is_unreachable(exc):
+                    self.health.failed("session", exc)
+                else:
+                    log.exception("session failed; the next one runs in %.1fs", period)
             self.last_tick = time.monotonic()
+            wait = period if self.lease.is_leader else min(period, self.settings.lease.retry_every)
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=max(0.0, period - (time.monotonic() - started)))
+                await asyncio.wait_for(stop.wait(), timeout=max(0.0, wait - (time.monotonic() - started)))
 
     # --- http --------------------------------------------------------------------------------------------
 
@@ -469,13 +510,34 @@ class Operator:
         s.watching.server_timeout = 300
         s.watching.client_timeout = 330
         s.networking.request_timeout = 60
+        # Retry a failed list/watch soon: after an outage, watches resume within about a second (kopf's
+        # default waits up to 21 s between attempts). Past the last one the stream restarts at once.
+        s.networking.error_backoffs = (0.2, 0.4, 0.8)
         return s
+
+    async def _hand_over(self, sessions: asyncio.Task[None] | None) -> None:
+        """On shutdown, first: stop writing, let the writes in flight end, release the Lease at once."""
+        self.lease.stop_writing()  # every write not yet sent is refused from now on
+        if sessions is not None:
+            # In-flight calls time out before the Lease can expire; a session stuck longer keeps the
+            # Lease (it then expires on its own) rather than letting a successor write beside it.
+            limit = self.settings.lease.duration + 1.0
+            try:
+                await asyncio.wait_for(asyncio.shield(sessions), timeout=limit)
+            except (TimeoutError, asyncio.CancelledError):
+                log.warning("a session still runs after %.0fs; not releasing the lease", limit)
+                return
+            except Exception:
+                pass
+        await asyncio.to_thread(self.lease.release)
 
     async def run(self, stop: asyncio.Event) -> None:
         runner = await self._start_http()
         kopf_stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         tasks: list[asyncio.Task[None]] = []
+        sessions: asyncio.Task[None] | None = None
         try:
+            await asyncio.to_thread(self.lease.ensure)  # before the listing: it is fresh for the lease
             self.reload_config(force=True)
             await asyncio.to_thread(self.prelist)
             tasks.append(
@@ -489,7 +551,8 @@ class Operator:
                     )
                 )
             )
-            tasks.append(asyncio.create_task(self.session_loop(stop)))
+            sessions = asyncio.create_task(self.session_loop(stop))
+            tasks.append(sessions)
             done_wait = asyncio.create_task(stop.wait())
             await asyncio.wait([done_wait, *tasks], return_when=asyncio.FIRST_COMPLETED)
             done_wait.cancel()
@@ -498,13 +561,13 @@ class Operator:
                     log.error("operator task ended: %r", t.exception())
         finally:
             stop.set()
+            await self._hand_over(sessions)
             if not kopf_stop.done():
                 kopf_stop.set_result(None)
             for t in tasks:
                 with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
                     await asyncio.wait_for(t, timeout=10)
             await asyncio.to_thread(self.usage.close)
-            await asyncio.to_thread(self.lease.release)
             await runner.cleanup()
             self.writer.close()
             self.api.close()  # type: ignore[no-untyped-call]
@@ -565,13 +628,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     logging.getLogger("kopf").setLevel(logging.WARNING)
     settings = settings_from_args(args)
+    operator = Operator(settings)
+    quiet = QuietRetries(operator.health)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(quiet)
 
     async def amain() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await Operator(settings).run(stop)
+        await operator.run(stop)
 
     asyncio.run(amain())
     return 0

@@ -76,3 +76,14 @@ def list_kind(api: client.ApiClient, kind: WatchedKind) -> list[dict[str, Any]]:
         item["kind"] = kind.kind
         item.setdefault("apiVersion", f"{kind.group}/{kind.version}" if kind.group else kind.version)
     return items
+
+
+def list_pods_of(api: client.ApiClient, scheduler_name: str) -> list[dict[str, Any]]:
+    """The pods ``scheduler_name`` schedules, read consistently from the apiserver (not from a watch)."""
+    resp: Any = client.CoreV1Api(api).list_pod_for_all_namespaces(
+        field_selector=f"spec.schedulerName={scheduler_name}", _preload_content=False
+    )
+    items: list[dict[str, Any]] = json.loads(resp.data).get("items") or []
+    for item in items:
+        item["kind"], item["apiVersion"] = "Pod", "v1"
+    return items

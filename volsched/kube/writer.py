@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -22,6 +22,7 @@ from kubernetes.client.exceptions import ApiException
 from volsched.framework.decisions import Bind, Event, Eviction, SessionResult
 from volsched.kube import status as render
 from volsched.kube.client import consume
+from volsched.kube.health import ApiHealth, is_unreachable
 from volsched.kube.ratelimit import TokenBucket
 from volsched.model.objects import API_GROUP, SCHEDULER_NAME
 
@@ -54,7 +55,20 @@ GONE = "gone"  # 404: the pod was deleted
 CONFLICT = "conflict"  # 409: already bound, or a different pod (UID) by that name
 BLOCKED = "blocked"  # 429: a PodDisruptionBudget does not allow it now
 SKIPPED = "skipped"  # not our pod
+FENCED = "fenced"  # not sent: this replica is not sure it still holds the Lease
 FAILED = "failed"
+
+
+class Fence(Protocol):
+    """What the writer needs of the leader Lease (:class:`volsched.kube.lease.LeaderLease`)."""
+
+    def renew_if_due(self) -> bool: ...
+    def time_left(self) -> float: ...
+    def call_timeout(self, wanted: float) -> float: ...
+
+
+class Fenced(Exception):
+    """A write that was not sent because this replica may have lost the Lease."""
 
 
 @dataclass
@@ -105,8 +119,12 @@ class KubeWriter:
         settings: WriterSettings | None = None,
         *,
         bucket: TokenBucket | None = None,
+        fence: Fence | None = None,
+        health: ApiHealth | None = None,
     ) -> None:
         self.settings = settings or WriterSettings()
+        self.fence = fence
+        self.health = health or ApiHealth()
         self.api = api
         self.core = client.CoreV1Api(api)
         self.custom = client.CustomObjectsApi(api)
@@ -144,6 +162,30 @@ class KubeWriter:
     # --- plumbing -----------------------------------------------------------------------------------------
 
     def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """One write: sent only while the fence is open, with a timeout that ends before the Lease can."""
+        self.bucket.take()
+        timeout = self.settings.request_timeout
+        if self.fence is not None:
+            if self.fence.time_left() <= 0:
+                raise Fenced("not sent: this replica may have lost the scheduler Lease")
+            timeout = self.fence.call_timeout(timeout)
+        kwargs.setdefault("_request_timeout", timeout)
+        return self._watched(fn, *args, **kwargs)
+
+    def _watched(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Report to ``health`` whether the apiserver answered (an error status is an answer)."""
+        try:
+            out = fn(*args, **kwargs)
+        except Exception as exc:
+            if is_unreachable(exc):
+                self.health.failed("write", exc)
+            else:
+                self.health.ok()
+            raise
+        self.health.ok()
+        return out
+
+    def _read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         self.bucket.take()
         kwargs.setdefault("_request_timeout", self.settings.request_timeout)
         return fn(*args, **kwargs)
@@ -156,12 +198,26 @@ class KubeWriter:
         ) == self.settings.scheduler_name
 
     def _map(self, fn: Callable[[Any], T], items: Iterable[Any]) -> list[T]:
-        return list(self.pool.map(fn, list(items)))
+        """Run ``fn`` over ``items`` on the pool. With a fence, the Lease is renewed when due between the
+        writes (so a batch is whatever is sent between two renewals, however slow the calls are) and a
+        write the fence refuses comes back as that call's FENCED outcome without being sent."""
+        todo = list(items)
+        if self.fence is None:
+            return list(self.pool.map(fn, todo))
+        slots = threading.Semaphore(self.settings.workers)
+        futures = []
+        for item in todo:
+            slots.acquire()
+            self.fence.renew_if_due()
+            future = self.pool.submit(fn, item)
+            future.add_done_callback(lambda _f: slots.release())
+            futures.append(future)
+        return [f.result() for f in futures]
 
     def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The pod as a raw dict, or None when it is gone."""
         try:
-            resp = self._call(self.core.read_namespaced_pod, name, namespace, _preload_content=False)
+            resp = self._read(self.core.read_namespaced_pod, name, namespace, _preload_content=False)
         except ApiException as exc:
             if exc.status == 404:
                 return None
@@ -189,6 +245,8 @@ class KubeWriter:
             resp = self._call(self.core.create_namespaced_pod_binding, name, ns, body, _preload_content=False)
             consume(resp)
             return BindOutcome(bind, BOUND)
+        except Fenced as exc:
+            return BindOutcome(bind, FENCED, str(exc))
         except ApiException as exc:
             detail = _reason(exc)
             if exc.status == 404:
@@ -222,6 +280,8 @@ class KubeWriter:
             )
             consume(resp)
             return EvictOutcome(eviction, EVICTED)
+        except Fenced as exc:
+            return EvictOutcome(eviction, FENCED, str(exc))
         except ApiException as exc:
             detail = _reason(exc)
             if exc.status == 404:
@@ -321,6 +381,8 @@ class KubeWriter:
         try:
             resp = self._call(fn, *args, _preload_content=False, **kwargs)
             consume(resp)
+        except Fenced:
+            return False, None  # not written: the next leader writes it
         except ApiException as exc:
             return False, None if exc.status == 404 else f"{what}: {exc.status} {_reason(exc)}"
         except Exception as exc:
@@ -416,6 +478,8 @@ class KubeWriter:
             self._upsert_event(
                 ns, event_name, body, {"message": message, "lastTimestamp": now, "count": count}
             )
+        except Fenced:
+            return 0, 0, None
         except ApiException as exc:
             return 0, 0, f"Pod {key} event: {exc.status} {_reason(exc)}"
         except Exception as exc:

@@ -1,0 +1,40 @@
+"""An apiserver outage: a few clear log lines, and scheduling resumes once it is back (real apiserver)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from tests.e2e.operator_fixtures import Kube, OperatorProcess, node, pod, wait_for
+from volsched.devcluster import LocalControlPlane
+
+pytestmark = pytest.mark.cluster
+
+
+def test_an_apiserver_outage_is_a_few_log_lines_and_scheduling_resumes(
+    cluster: LocalControlPlane, k: Kube, start_operator: Callable[..., OperatorProcess]
+) -> None:
+    k.nodes(node("n1", cpu="8"))
+    ns = k.namespace("outage")
+    leader = start_operator()
+    follower = start_operator()  # shares the log file: both replicas' lines are counted
+    k.pods(ns, pod("before"))
+    wait_for(lambda: k.bound(ns).get(f"{ns}/before"), 30, what="a pod bound before the outage")
+    time.sleep(1)
+    lines_before = len(leader.log().splitlines())
+
+    cluster.stop_apiserver()
+    time.sleep(6)  # longer than the 4 s lease: the leader fences itself, both replicas keep retrying
+    cluster.start_apiserver()
+    k.pods(ns, pod("after"))
+    wait_for(lambda: k.bound(ns).get(f"{ns}/after"), 60, what="a pod bound after the outage")
+    time.sleep(1)
+
+    during = leader.log().splitlines()[lines_before:]
+    text = "\n".join(during)
+    assert "kube-apiserver unreachable" in text and "kube-apiserver reachable again after" in text
+    assert len(during) <= 12, f"{len(during)} log lines for one outage:\n{text[:6000]}"
+    assert "Traceback" not in text
+    assert follower.proc is not None and follower.proc.poll() is None

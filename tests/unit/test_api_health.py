@@ -1,0 +1,61 @@
+"""An outage is told in two log lines however many calls fail (pure: injected clock, no I/O)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from volsched.kube.health import ApiHealth, QuietRetries, is_unreachable
+
+
+def test_an_outage_is_one_line_when_it_starts_and_one_when_it_ends(caplog: pytest.LogCaptureFixture) -> None:
+    now = [100.0]
+    health = ApiHealth(clock=lambda: now[0])
+    with caplog.at_level(logging.INFO, logger="volsched.kube"):
+        health.ok()  # nothing to say while all is well
+        for _ in range(500):
+            health.failed("lease", ConnectionRefusedError("refused"))
+        now[0] += 7.5
+        health.ok()
+        health.ok()
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2
+    assert "unreachable (lease: refused)" in lines[0]
+    assert "reachable again after 7.5s (500 failed calls meanwhile)" in lines[1]
+    assert not health.down and health.outages == 1
+
+
+def test_kopf_and_urllib3_retry_lines_are_counted_not_printed() -> None:
+    health = ApiHealth()
+    quiet = QuietRetries(health)
+
+    def record(name: str, msg: str) -> logging.LogRecord:
+        return logging.LogRecord(name, logging.ERROR, __file__, 1, msg, None, None)
+
+    kopf = "Request attempt #2/4 failed; will retry: GET https://x/api/v1/pods -> ClientConnectorError('refused')"
+    urllib3 = (
+        "Retrying (Retry(total=2, connect=None, read=None)) after connection broken by 'refused': /lease"
+    )
+    assert not quiet.filter(record("kopf._cogs.clients.api", kopf))
+    assert not quiet.filter(record("urllib3.connectionpool", urllib3))
+    assert quiet.filter(record("kopf.objects", "Handler 'x' failed"))
+    assert quiet.filter(record("volsched.operator", "Request attempt in our own words"))
+    assert health.down and health.failures == 2
+
+
+@pytest.mark.parametrize(
+    ("exc", "unreachable"),
+    [
+        (ConnectionRefusedError(), True),
+        (TimeoutError(), True),
+        (ApiException(status=503), True),
+        (ApiException(status=0), True),
+        (ApiException(status=404), False),
+        (ApiException(status=409), False),
+        (ValueError("bad"), False),
+    ],
+)
+def test_only_failures_to_get_an_answer_count_as_unreachable(exc: Exception, unreachable: bool) -> None:
+    assert is_unreachable(exc) is unreachable

@@ -1,0 +1,79 @@
+"""Whether the kube-apiserver answers, told in a few log lines instead of one per failed call.
+
+During an outage every watch, every Lease read and every write fails, several times a second. The
+operator reports those failures here (and :class:`QuietRetries` routes kopf's and urllib3's own retry
+messages here too): the first one is logged with its cause, the rest are counted, and the first
+success after them logs how long the outage lasted and how many calls failed meanwhile. No I/O.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from kubernetes.client.exceptions import ApiException
+
+log = logging.getLogger("volsched.kube")
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """A failure to talk to the apiserver at all (connection refused/reset, timeout, a 5xx while it
+    starts), as opposed to an answer (404, 409, 422...)."""
+    if isinstance(exc, ApiException):
+        return exc.status == 0 or exc.status is None or exc.status >= 500
+    import urllib3.exceptions
+
+    return isinstance(exc, OSError | urllib3.exceptions.HTTPError | TimeoutError)
+
+
+class ApiHealth:
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.down_since: float | None = None
+        self.failures = 0
+        self.outages = 0
+
+    @property
+    def down(self) -> bool:
+        return self.down_since is not None
+
+    def failed(self, what: str, exc: BaseException | str) -> None:
+        with self._lock:
+            self.failures += 1
+            if self.down_since is not None:
+                return
+            self.down_since = self._clock()
+            self.outages += 1
+            self.failures = 1
+        log.warning("kube-apiserver unreachable (%s: %s); retrying quietly until it answers", what, exc)
+
+    def ok(self) -> None:
+        with self._lock:
+            if self.down_since is None:
+                return
+            lasted, failures = self._clock() - self.down_since, self.failures
+            self.down_since = None
+        log.warning(
+            "kube-apiserver reachable again after %.1fs (%d failed calls meanwhile)", lasted, failures
+        )
+
+
+class QuietRetries(logging.Filter):
+    """A handler filter: kopf's per-attempt request failures and urllib3's retry warnings become
+    :meth:`ApiHealth.failed` calls instead of log lines."""
+
+    def __init__(self, health: ApiHealth) -> None:
+        super().__init__()
+        self.health = health
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        name = record.name
+        if name.startswith("kopf") or name.startswith("urllib3"):
+            message = record.getMessage()
+            if "Request attempt" in message or message.startswith("Retrying ("):
+                self.health.failed(name, message.rsplit(" -> ", 1)[-1][:300])
+                return False
+        return True
