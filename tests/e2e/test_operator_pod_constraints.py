@@ -1,4 +1,5 @@
-"""The operator on a real apiserver honours pod anti-affinity, topology spread and PodGroup topology."""
+"""The operator on a real apiserver honours pod anti-affinity, topology spread, volume node affinity and
+PodGroup topology."""
 
 from __future__ import annotations
 
@@ -57,9 +58,51 @@ def test_anti_affinity_spread_and_gang_topology_on_a_real_apiserver(k: Kube, sta
     gang["spec"]["topology"] = {"key": ZONE, "mode": "Required"}
     k.podgroup(ns, gang)
     k.pods(ns, *(pod(f"rack-{i}", "3", group="rack") for i in range(2)))
+    # A pod on a claim bound to a local volume that only n-b2 reaches (pre-bound: no volume controller).
+    k.core.create_persistent_volume(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": "local-b2"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "local": {"path": "/mnt/data"},
+                "nodeAffinity": {
+                    "required": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n-b2"]}
+                                ]
+                            }
+                        ]
+                    }
+                },
+            },
+        }
+    )
+    k.core.create_namespaced_persistent_volume_claim(
+        ns,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+                "volumeName": "local-b2",
+                "storageClassName": "",
+            },
+        },
+    )
+    db = pod("db", "100m")
+    db["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+    k.pods(ns, db)
     start_operator()
 
-    bound = wait_for(lambda: len(k.bound(ns)) == 10 and k.bound(ns), 40, what="ten pods bound")
+    bound = wait_for(lambda: len(k.bound(ns)) == 11 and k.bound(ns), 40, what="eleven pods bound")
+    assert bound[f"{ns}/db"] == "n-b2"
     workers = [n for p, n in bound.items() if "/worker-" in p]
     assert len(workers) == 4 and len(set(workers)) == 4  # one per node; the fifth waits
     assert Counter(zones[n] for p, n in bound.items() if "/web-" in p) == {"a": 2, "b": 2}
