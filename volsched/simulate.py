@@ -39,8 +39,10 @@ from volsched.usage_input import load_usage_file, usage_from_annotations
 #: caps Indexed Jobs at 100,000; a simulation of one session over that many pods takes minutes, so the
 #: simulator plays at most this many per Job and refuses a larger parallelism.
 MAX_PARALLELISM = 10_000
+#: The most pods all Jobs of a simulation start with (the largest scale ``make bench`` measures).
+MAX_JOB_PODS = 50_000
 #: Kinds whose objects live in a namespace.
-NAMESPACED = frozenset({"Pod", "PodGroup", "Job", "ResourceQuota"})
+NAMESPACED = frozenset({"Pod", "PodGroup", "Job", "ResourceQuota", "PersistentVolumeClaim"})
 
 #: Simulated clock start for objects without a creationTimestamp (input order decides ties).
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
@@ -96,6 +98,7 @@ class Simulator:
         self.state = ClusterState()
         self.jobs: dict[str, dict[str, Any]] = {}
         self._job_counter: dict[str, int] = {}
+        self._job_pods = 0  # pods the Jobs started with, in all
         self.clock = EPOCH + 10_000.0
         docs = list(documents)
         self._load(docs)
@@ -115,6 +118,7 @@ class Simulator:
             meta.setdefault("creationTimestamp", _iso(EPOCH + i))
             if doc.obj.get("kind") in ("Pod", "PodGroup", "Job", "ResourceQuota", "PersistentVolumeClaim"):
                 meta.setdefault("namespace", "default")
+        self._check_job_pods(docs)
         ranked = sorted(
             docs, key=lambda d: order.index(d.obj["kind"]) if d.obj.get("kind") in order else len(order)
         )
@@ -137,6 +141,22 @@ class Simulator:
                     f"{ref}: {exc.message}" if ref not in exc.message else exc.message, source=doc.source
                 ) from None
         self._check_references(docs)
+
+    def _check_job_pods(self, docs: list[Document]) -> None:
+        """Refuse, before creating any, Jobs whose pods would take the simulation past MAX_JOB_PODS
+        (each Job's own parallelism is checked with its other fields)."""
+        total = self._job_pods
+        for doc in docs:
+            spec = doc.obj.get("spec") if doc.obj.get("kind") == "Job" else None
+            parallelism = spec.get("parallelism", 1) if isinstance(spec, dict) else None
+            if isinstance(parallelism, int) and not isinstance(parallelism, bool) and parallelism > 0:
+                total += min(parallelism, MAX_PARALLELISM)
+                if total > MAX_JOB_PODS:
+                    raise InputError(
+                        f"{object_ref(doc.obj)}: spec.parallelism {parallelism} takes the Jobs' pods past "
+                        f"{MAX_JOB_PODS}, the most the simulator plays",
+                        source=doc.source,
+                    )
 
     def _load_usage_annotations(self, docs: list[Document]) -> None:
         """Node usage from the ``volsched.io/usage`` annotation, measured now (the simulator clock)."""
@@ -209,6 +229,7 @@ class Simulator:
         validation.annotation_map(
             tmeta.get("annotations"), field=f"Job {ns}/{name}: spec.template.metadata.annotations"
         )
+        self._job_pods += parallelism  # within MAX_JOB_PODS: _check_job_pods saw every Job first
         key = f"{ns}/{name}"
         self.jobs[key] = job
         self._job_counter[key] = 0

@@ -83,6 +83,11 @@ HOSTILE: list[tuple[str, str | bytes, str]] = [
         r"document 2: Job default/j: spec.parallelism \(the simulator plays at most 10000 pods per Job\): expected an integer from 0 to 10000, got 100000000",
     ),
     (
+        "jobs-past-50000-pods",
+        NODE + "".join(_job("10000").replace("name: j}", f"name: j{i}}}") for i in range(6)),
+        r"document 7: Job default/j5: spec.parallelism 10000 takes the Jobs' pods past 50000",
+    ),
+    (
         "job-parallelism-float",
         NODE + _job("1.0e+8"),
         r"document 2: Job default/j: spec.parallelism .*expected an integer from 0 to 10000, got 100000000.0",
