@@ -49,11 +49,8 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        from volsched.operator import main as operator_main  # type: ignore[import-not-found,unused-ignore]
-    except ModuleNotFoundError as exc:  # pragma: no cover - until the operator lands
-        print(f"volsched run: the operator is not available ({exc})", file=sys.stderr)
-        return 1
+    from volsched.operator import main as operator_main
+
     return int(operator_main(args.operator_args))
 
 

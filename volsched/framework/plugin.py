@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from volsched.model.errors import InputError
+from volsched.model.scalars import boolean_value
 
 if TYPE_CHECKING:
     from volsched.framework.session import Session
@@ -81,11 +82,10 @@ class Arguments:
 
     def boolean(self, key: str, default: bool) -> bool:
         value = self.raw(key, default)
-        if isinstance(value, str) and value.lower() in ("true", "false"):
-            return value.lower() == "true"
-        if not isinstance(value, bool):
+        parsed = boolean_value(value)
+        if parsed is None:
             raise self._error(key, f"expected true or false, got {value!r}")
-        return value
+        return parsed
 
     def unknown(self) -> list[str]:
         return sorted(set(self._flat) - self._read)

@@ -46,9 +46,6 @@ class Statement:
         previous = self.session.do_evict(task)
         self._ops.append(_Op("evict", task, node, previous=previous, action=action, reason=reason))
 
-    def evicted(self) -> list[Task]:
-        return [op.task for op in self._ops if op.kind == "evict"]
-
     def commit(self) -> None:
         """Turn the recorded operations into decisions. Pipelined tasks stay promised for this session
         only: the next session places them again once the evicted pods have released their nodes."""

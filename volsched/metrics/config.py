@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from volsched.model.durations import duration_seconds
+from volsched.model.scalars import boolean_value, duration_seconds
 
 __all__ = [
     "ENV_PASSWORD",
@@ -79,7 +79,6 @@ _TYPE_ALIASES: dict[str, SourceType] = {
 _TOP_KEYS = ("type", "address", "interval", "period", "staleAfter", "timeout", "tls", "elasticsearch")
 _TLS_KEYS = ("insecureSkipVerify",)
 _ES_KEYS = ("index", "username", "password", "hostnameFieldName")
-_BOOL_WORDS = {"true": True, "false": False, "yes": True, "no": False, "1": True, "0": False, "": False}
 
 
 class MetricsConfigError(ValueError):
@@ -148,11 +147,10 @@ def format_duration(seconds: float) -> str:
 
 
 def _parse_bool(value: object, field_path: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in _BOOL_WORDS:
-        return _BOOL_WORDS[value.strip().lower()]
-    raise MetricsConfigError(field_path, f"not a boolean: {value!r}", ("true", "false"))
+    parsed = boolean_value(value)
+    if parsed is None:
+        raise MetricsConfigError(field_path, f"not a boolean: {value!r}", ("true", "false"))
+    return parsed
 
 
 def _mapping(value: object, field_path: str) -> Mapping[str, Any]:

@@ -69,9 +69,7 @@ class NodeTable:
             missing = np.array([PODS not in s.allocatable for s in self.specs])
             self.allocatable[missing, pods] = 110
         self.idle: Vector = self.allocatable.copy()
-        self.releasing: Vector = np.zeros((n, r))
-        self.pipelined: Vector = np.zeros((n, r))
-        #: releasing - pipelined: what will be free once evicted pods are gone, less what is promised.
+        #: Releasing less pipelined: what will be free once evicted pods are gone, less what is promised.
         self.incoming: Vector = np.zeros((n, r))
         #: How many releasing or pipelined tasks there are; while 0, future idle is idle.
         self.incoming_tasks = 0
@@ -85,9 +83,6 @@ class NodeTable:
     @property
     def used(self) -> Vector:
         return self.allocatable - self.idle
-
-    def future_idle(self) -> Vector:
-        return self.idle + self.incoming
 
     def total(self) -> Vector:
         """Capacity of the nodes that can run pods (ready ones)."""
@@ -110,23 +105,19 @@ class NodeTable:
         self.tasks[i].pop(task.key, None)
 
     def start_releasing(self, i: int, task: Task) -> None:
-        self.releasing[i] += task.request
         self.incoming[i] += task.request
         self.incoming_tasks += 1
 
     def stop_releasing(self, i: int, task: Task) -> None:
-        self.releasing[i] -= task.request
         self.incoming[i] -= task.request
         self.incoming_tasks -= 1
 
     def pipeline(self, i: int, task: Task) -> None:
-        self.pipelined[i] += task.request
         self.incoming[i] -= task.request
         self.incoming_tasks += 1
         self.tasks[i][task.key] = task
 
     def unpipeline(self, i: int, task: Task) -> None:
-        self.pipelined[i] -= task.request
         self.incoming[i] += task.request
         self.incoming_tasks -= 1
         self.tasks[i].pop(task.key, None)

@@ -21,9 +21,9 @@ import numpy as np
 from volsched.model.constraints import PodConstraints, parse_pod_constraints
 from volsched.model.errors import InputError
 from volsched.model.resources import PODS, Vector, parse_amount, parse_resource_map
+from volsched.model.scalars import boolean_value
 
 API_GROUP = "scheduling.volsched.io"
-API_VERSION = f"{API_GROUP}/v1beta1"
 SCHEDULER_NAME = "volsched"
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 QUEUE_ANNOTATION = "scheduling.volsched.io/queue-name"
@@ -137,11 +137,10 @@ def _int_field(value: Any, *, where: str, default: int, minimum: int) -> int:
 def _bool_field(value: Any, *, where: str, default: bool) -> bool:
     if value is None:
         return default
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    raise InputError(f"{where}: expected true or false, got {value!r}")
+    parsed = boolean_value(value)
+    if parsed is None:
+        raise InputError(f"{where}: expected true or false, got {value!r}")
+    return parsed
 
 
 def _map_field(obj: Raw, path: str, where: str) -> Mapping[str, Any]:
@@ -458,7 +457,7 @@ def build_task(pod: Raw, *, priority_classes: Mapping[str, int], default_priorit
     job_key = f"{ns}/{group}" if group else f"{ns}/{name}"
     selector, terms, tolerations = _placement(spec, where)
     preemptable_raw = annotations.get(PREEMPTABLE_ANNOTATION)
-    preemptable = None if preemptable_raw is None else preemptable_raw.strip().lower() == "true"
+    preemptable = None if preemptable_raw is None else boolean_value(preemptable_raw) is True
     owners = meta.get("ownerReferences") or []
     owner = None
     for ref in owners if isinstance(owners, list) else []:

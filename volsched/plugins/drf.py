@@ -52,7 +52,6 @@ class Drf(BasePlugin):
                         if size > 0 and (best is None or size < best[0]):
                             ns_next[job.namespace] = (size, t.request)
                         break
-        self.ns_alloc = ns_alloc
 
         def ns_share(ns: str) -> float:
             alloc = ns_alloc.get(ns)

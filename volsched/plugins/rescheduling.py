@@ -58,6 +58,7 @@ from volsched.framework.session import Session
 from volsched.model.cluster import dominant_share
 from volsched.model.errors import InputError
 from volsched.model.objects import Task, TaskStatus
+from volsched.model.scalars import boolean_value
 from volsched.plugins.deschedule import LIVE, SELECTORS, Context, Params, Selector
 from volsched.plugins.usage import duration_argument
 
@@ -126,7 +127,7 @@ def parse_strategies(raw: Any) -> list[Strategy]:
 
 
 def _is_offline(task: Task) -> bool:
-    return task.preemptable is True or task.annotations.get("volcano.sh/preemptable", "").lower() == "true"
+    return task.preemptable is True or boolean_value(task.annotations.get("volcano.sh/preemptable")) is True
 
 
 @register_plugin

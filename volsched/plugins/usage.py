@@ -70,10 +70,10 @@ from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.registry import register_plugin
 from volsched.framework.session import EventHandler, Session
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
-from volsched.model.durations import duration_seconds
 from volsched.model.errors import InputError
 from volsched.model.objects import Task, TaskStatus
 from volsched.model.resources import CPU, MEMORY, Vector
+from volsched.model.scalars import duration_seconds
 from volsched.model.usage import NodeUsage
 
 DEFAULT_STALE_AFTER = 300.0

@@ -1,4 +1,6 @@
-"""Go-style durations (``30s``, ``5m``, ``1h30m``, ``500ms``) as seconds. Pure parsing, no I/O."""
+"""Scalars written by users in config and object fields: Go-style durations (``30s``, ``5m``, ``1h30m``,
+``500ms``) as seconds, and booleans. The one parser of each for the whole tree; callers word their own
+errors. Pure parsing, no I/O."""
 
 from __future__ import annotations
 
@@ -34,3 +36,15 @@ def duration_seconds(value: object) -> float | None:
     else:
         return None
     return seconds if math.isfinite(seconds) else None
+
+
+def boolean_value(value: object) -> bool | None:
+    """A YAML boolean, or the string ``true``/``false`` in any case (a quoted annotation or flag); None if
+    it is neither."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in ("true", "false"):
+            return word == "true"
+    return None

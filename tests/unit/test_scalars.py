@@ -1,0 +1,46 @@
+"""The one boolean parser and the one duration parser every config and object field goes through."""
+
+from __future__ import annotations
+
+import pytest
+
+from volsched.model.scalars import boolean_value, duration_seconds
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (True, True),
+        (False, False),
+        ("true", True),
+        ("TRUE", True),
+        (" False ", False),
+        ("yes", None),
+        ("1", None),
+        ("", None),
+        (1, None),
+        (None, None),
+    ],
+)
+def test_a_boolean_is_true_or_false_in_any_case_and_nothing_else(raw: object, expected: bool | None) -> None:
+    assert boolean_value(raw) is expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("30s", 30.0),
+        ("1h30m", 5400.0),
+        ("500ms", 0.5),
+        (" 2d ", 172800.0),
+        (15, 15.0),
+        ("2.5", 2.5),
+        ("5 m", None),
+        ("5x", None),
+        ("", None),
+        (True, None),
+        (float("inf"), None),
+    ],
+)
+def test_a_duration_is_seconds_or_go_style_units(raw: object, expected: float | None) -> None:
+    assert duration_seconds(raw) == expected
