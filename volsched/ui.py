@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 PLACEHOLDER = "/*DATA*/"
 #: How many evictions the operator's page lists (the latest).
 RECENT_EVICTIONS = 100
+#: Eviction outcomes that are no news: not our pod, or already gone (a later session asking again
+#: before the watch saw the first eviction land).
+NOT_NEWS = frozenset({"skipped", "gone"})
 
 
 def _template() -> str:
@@ -71,7 +74,7 @@ class LiveState:
         now = time.time()
         done = []
         for ev in report.evictions if report is not None else []:
-            if ev.result == "skipped":
+            if ev.result in NOT_NEWS:
                 continue
             e = ev.eviction
             done.append(

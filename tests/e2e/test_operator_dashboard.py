@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.browser import open_browser
-from tests.e2e.operator_fixtures import Kube, OperatorProcess, node, pod, podgroup, wait_for
+from tests.e2e.operator_fixtures import OPERATOR_NS, Kube, OperatorProcess, node, pod, podgroup, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.browser]
 
@@ -67,3 +67,63 @@ def test_the_dashboard_follows_the_cluster_live(
 
     asyncio.run(browse())
     assert (tmp_path / "operator-dashboard.png").stat().st_size > 10_000
+
+
+RESCHEDULE_FAILED = """\
+actions: "enqueue, allocate, backfill, shuffle"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+  - name: rescheduling
+    arguments:
+      interval: 0s
+      strategies:
+      - name: removeFailedPods
+        params: {reasons: [Evicted]}
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+"""
+EVICTIONS = "JSON.stringify([...document.querySelectorAll('#evictions tbody tr[data-pod]')].map(tr => [...tr.querySelectorAll('td')].map(td => td.textContent)))"
+
+
+def test_the_dashboard_lists_the_evictions_the_operator_carried_out_with_their_reasons(
+    k: Kube, start_operator: Callable[..., OperatorProcess], tmp_path: Path
+) -> None:
+    k.nodes(node("n1", cpu="4"))
+    k.core.create_namespaced_config_map(
+        OPERATOR_NS,
+        {
+            "metadata": {"name": "volsched-scheduler-config"},
+            "data": {"volsched-scheduler.conf": RESCHEDULE_FAILED},
+        },
+    )
+    ns = k.namespace("deschedule")
+    failed = pod("failed")
+    failed["spec"]["nodeName"] = "n1"
+    failed["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "uid-rs", "controller": True}
+    ]
+    k.pods(ns, failed)
+    k.core.patch_namespaced_pod_status("failed", ns, {"status": {"phase": "Failed", "reason": "Evicted"}})
+    op = start_operator()
+    wait_for(
+        lambda: "deschedule/failed" not in k.placements(ns),
+        30,
+        what=f"the failed pod evicted ({op.log_path})",
+    )
+    want = [
+        "deschedule/failed",
+        "n1",
+        "shuffle",
+        "rescheduling (removeFailedPods): pod failed (Evicted) on node n1",
+    ]
+
+    async def browse() -> Any:
+        async with open_browser(tmp_path) as page:
+            await page.goto(f"http://127.0.0.1:{op.port}/ui")
+            return await page.wait_for(f"{EVICTIONS}.includes({json.dumps(want[-1])}) && {EVICTIONS}")
+
+    assert json.loads(asyncio.run(browse())) == [want]
+    (served,) = json.loads(get(f"http://127.0.0.1:{op.port}/ui/state.json")[2])["evictions"]
+    assert (served["pod"], served["result"], served["reason"]) == ("deschedule/failed", "evicted", want[-1])

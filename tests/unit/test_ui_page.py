@@ -66,13 +66,15 @@ def test_live_state_serves_the_last_session_and_the_recent_evictions_in_the_json
     live.record(
         result, WriteReport(evictions=[ev("t/a", "evicted"), ev("t/b", "skipped"), ev("t/c", "blocked")])
     )
-    live.record(result, WriteReport(evictions=[ev("t/d", "evicted"), ev("t/e", "evicted")]))
+    live.record(
+        result, WriteReport(evictions=[ev("t/d", "evicted"), ev("t/a", "gone"), ev("t/e", "evicted")])
+    )
     state = live.state()
     assert state["source"] == "operator" and state["sessions"] == 2 and state["generatedAt"]
     assert state["queues"]["q1"]["allocated"] == {"cpu": 3} and state["queues"]["q1"]["deserved"] == {
         "cpu": 3.5
     }
-    # Not-our-pod (skipped) evictions are no news; the oldest fall off past ``keep``.
+    # Not-our-pod (skipped) and already-gone evictions are no news; the oldest fall off past ``keep``.
     assert [(e["pod"], e["result"]) for e in state["evictions"]] == [
         ("t/c", "blocked"),
         ("t/d", "evicted"),
