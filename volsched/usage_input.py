@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from volsched.model.errors import InputError
+from volsched.model.scalars import parse_duration
 from volsched.model.usage import NodeUsage
 from volsched.model.yamlload import load_one
-from volsched.plugins.usage import parse_duration
 
 USAGE_ANNOTATION = "volsched.io/usage"
 _FIELDS = {

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from volsched.model.errors import InputError
-from volsched.model.scalars import boolean_value
+from volsched.model.scalars import boolean_value, parse_duration
 
 if TYPE_CHECKING:
     from volsched.framework.session import Session
@@ -86,6 +86,15 @@ class Arguments:
         if parsed is None:
             raise self._error(key, f"expected true or false, got {value!r}")
         return parsed
+
+    def duration(self, key: str, default: float, *, allow_zero: bool = False) -> float:
+        """A Go-style duration (``30s``, ``5m``, ``1h30m``) or a number of seconds, as seconds."""
+        if not self.has(key):
+            self.raw(key)
+            return default
+        return parse_duration(
+            self.raw(key), where=f"plugin {self.plugin}: argument {key}", allow_zero=allow_zero
+        )
 
     def unknown(self) -> list[str]:
         return sorted(set(self._flat) - self._read)

@@ -191,6 +191,12 @@ class Job:
         return self.podgroup is None
 
 
+def unmet_minimum(job: Job) -> Vector:
+    """What an admitted job may still claim toward its minimum: minResources less what it holds."""
+    out: Vector = np.maximum(job.min_request - job.allocated, 0.0)
+    return out
+
+
 @dataclass
 class ClusterSnapshot:
     """Everything one session needs, as plain structs and arrays."""

@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 import re
 
+from volsched.model.errors import InputError
+
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
@@ -36,6 +38,16 @@ def duration_seconds(value: object) -> float | None:
     else:
         return None
     return seconds if math.isfinite(seconds) else None
+
+
+def parse_duration(value: object, *, where: str, allow_zero: bool = False) -> float:
+    """A duration field of a config or input file, as seconds; :class:`InputError` naming ``where`` unless
+    it is a duration > 0 (>= 0 with ``allow_zero``)."""
+    seconds = duration_seconds(value)
+    if seconds is None or seconds < 0 or (seconds == 0 and not allow_zero):
+        kind = "a duration >= 0" if allow_zero else "a positive duration"
+        raise InputError(f"{where}: expected {kind} like 30s, 5m or 1h, got {value!r}")
+    return seconds
 
 
 def boolean_value(value: object) -> bool | None:

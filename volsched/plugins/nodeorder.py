@@ -34,7 +34,7 @@ from volsched.model.cluster import BoolArray, IndexArray, NodeTable
 from volsched.model.constraints import matches_node_term, tolerates
 from volsched.model.objects import Task
 from volsched.model.resources import CPU, MEMORY
-from volsched.plugins.podconstraints import constraint_state
+from volsched.plugins.shared.constraint_state import constraint_state
 
 FloatArray = np.ndarray[Any, np.dtype[np.float64]]
 

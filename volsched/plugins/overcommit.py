@@ -14,15 +14,9 @@ import numpy as np
 from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.registry import register_plugin
 from volsched.framework.session import Session, Vote
-from volsched.model.cluster import Job
+from volsched.model.cluster import Job, unmet_minimum
 from volsched.model.objects import PodGroupPhase
 from volsched.model.resources import EPS, Vector
-
-
-def unmet_minimum(job: Job) -> Vector:
-    """What an admitted job may still claim toward its minimum: minResources less what it holds."""
-    out: Vector = np.maximum(job.min_request - job.allocated, 0.0)
-    return out
 
 
 @register_plugin

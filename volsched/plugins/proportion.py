@@ -47,11 +47,10 @@ from volsched.framework.decisions import Event
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.registry import register_plugin
 from volsched.framework.session import EventHandler, Session, Vote
-from volsched.model.cluster import Job
+from volsched.model.cluster import Job, unmet_minimum
 from volsched.model.fairshare import FairShare, Problem, build_tree, fair_share
 from volsched.model.objects import PodGroupPhase, QueueSpec, Task, TaskStatus
 from volsched.model.resources import EPS, ResourceSpace, Vector
-from volsched.plugins.overcommit import unmet_minimum
 
 
 @dataclass(eq=False)

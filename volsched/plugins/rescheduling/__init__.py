@@ -22,7 +22,7 @@ Arguments (as in Volcano's rescheduling design; strategy params as the deschedul
 
 The strategies play three parts:
 
-* *selectors* decide what moves and why (``volsched.plugins.deschedule``): ``lowNodeUtilization``,
+* *selectors* decide what moves and why (``volsched.plugins.rescheduling.strategies``): ``lowNodeUtilization``,
   ``highNodeUtilization`` (both on estimated real usage, see ``volsched.plugins.usage``),
   ``removeDuplicates``, ``removePodsViolatingNodeAffinity``, ``removePodsViolatingNodeTaints``,
   ``removePodsViolatingInterPodAntiAffinity``, ``removePodsViolatingTopologySpreadConstraint``,
@@ -59,8 +59,7 @@ from volsched.model.cluster import dominant_share
 from volsched.model.errors import InputError
 from volsched.model.objects import Task, TaskStatus
 from volsched.model.scalars import boolean_value
-from volsched.plugins.deschedule import LIVE, SELECTORS, Context, Params, Selector
-from volsched.plugins.usage import duration_argument
+from volsched.plugins.rescheduling.strategies import LIVE, SELECTORS, Context, Params, Selector
 
 DEFAULT_INTERVAL = 300.0
 DEFAULT_METRICS_PERIOD = 300.0
@@ -136,8 +135,8 @@ class Rescheduling(BasePlugin):
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
-        self.interval = duration_argument(arguments, "interval", DEFAULT_INTERVAL, allow_zero=True)
-        self.metrics_period = duration_argument(arguments, "metricsPeriod", DEFAULT_METRICS_PERIOD)
+        self.interval = arguments.duration("interval", DEFAULT_INTERVAL, allow_zero=True)
+        self.metrics_period = arguments.duration("metricsPeriod", DEFAULT_METRICS_PERIOD)
         self.strategies = parse_strategies(arguments.raw("strategies"))
         queues = arguments.raw("queueSelector")
         if queues is not None and (

@@ -13,7 +13,7 @@ Placement constraints are read with the same code placement uses (``volsched.mod
 node selector, required node affinity, taints, and the per-topology-domain counts of inter-pod
 anti-affinity and topology spread) and "another node could take it" is the session's own filter mask
 (``session.feasible_nodes``). Node utilization is the usage plugin's estimate of real
-usage (``volsched.plugins.usage.build_estimate``).
+usage (``volsched.plugins.shared.usage_estimate``).
 
 No I/O happens here.
 """
@@ -39,7 +39,7 @@ from volsched.model.constraints import (
 from volsched.model.errors import InputError
 from volsched.model.objects import ALLOCATED_STATUSES, Task, TaskStatus
 from volsched.model.resources import EPS, PODS
-from volsched.plugins.usage import UsageEstimate, build_estimate
+from volsched.plugins.shared.usage_estimate import UsageEstimate, build_estimate
 
 UTILIZATION_RESOURCES = ("cpu", "memory", "pods")
 _RESOURCE_ALIASES = {"cpu": "cpu", "memory": "memory", "mem": "memory", "pods": "pods"}
