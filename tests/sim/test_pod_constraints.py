@@ -197,6 +197,34 @@ CASES: list[tuple[str, list[Obj], dict[str, str | None]]] = [
         + [pod(f"s{i}", labels=WORKER, spread=[spread("zone", match=WORKER)]) for i in range(2)],
         {"s0": "b-0", "s1": "b-0"},
     ),
+    # The API reference's example: zones at 2/2/1 with maxSkew 1 take the next pod only in zone c
+    # (though c's node is the busiest); with maxSkew 2 any zone will do, and the scores avoid c.
+    (
+        "spread_reference_example_max_skew_1",
+        [
+            *zone_nodes({"a": 1, "b": 1, "c": 1}),
+            *[
+                pod(f"o{z}{i}", node=f"{z}-0", labels=WORKER)
+                for z, k in (("a", 2), ("b", 2), ("c", 1))
+                for i in range(k)
+            ],
+            pod("s", labels=WORKER, spread=[spread("zone", match=WORKER)]),
+        ],
+        {"s": "c-0"},
+    ),
+    (
+        "spread_reference_example_max_skew_2",
+        [
+            *zone_nodes({"a": 1, "b": 1, "c": 1}),
+            *[
+                pod(f"o{z}{i}", node=f"{z}-0", labels=WORKER)
+                for z, k in (("a", 2), ("b", 2), ("c", 1))
+                for i in range(k)
+            ],
+            pod("s", labels=WORKER, cpu="0", spread=[spread("zone", match=WORKER, max_skew=2)]),
+        ],
+        {"s": "*"},
+    ),
     # minDomains 3 with two zones: the global minimum counts as 0, so each zone takes one pod.
     (
         "spread_min_domains_caps_each_zone",
