@@ -91,7 +91,14 @@ def test_queues_share_the_cluster_by_weight(k: Kube, start_operator: Start) -> N
     status = wait_for(queue_status, 20, what="queue status")
     assert status["deserved"]["cpu"] == "6"
     assert status["running"] == 1 and status["state"] == "Open"  # podgroups by phase
-    assert op.metric("volsched_queue_allocated", queue="heavy", parent="root", resource="cpu") == 6
+    # The session writes status first and records metrics right after: wait for the metrics too.
+    wait_for(
+        lambda: (
+            op.metric("volsched_queue_allocated", queue="heavy", parent="root", resource="cpu") == 6 or None
+        ),
+        10,
+        what="the allocated gauge",
+    )
     assert op.metric("volsched_queue_deserved", queue="light", parent="root", resource="cpu") == 2
 
 
