@@ -52,6 +52,33 @@ def test_a_quantity_kubernetes_would_refuse_is_refused(bad):
         parse_amount(bad, where="status.allocatable.cpu")
 
 
+_AGREED = [
+    *(f"{n}{suffix}" for n in ("1", "0", "1.5", ".5", "3.", "+2", "123456789") for suffix in
+      ("", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")),
+    *("1e3", "1E3", "2.5e-3", "7e+2", "1e18", "8E", "7Ei", "9223372036854775807", "100000000000000000000m"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", _AGREED)
+def test_quantities_read_as_the_kubernetes_client_reads_them(text):
+    """The model reads quantities without importing the API client; this holds it to the client's own
+    parser (kubernetes.utils.parse_quantity) wherever that parser's result is in Kubernetes' range."""
+    from kubernetes.utils import parse_quantity
+
+    expected = parse_quantity(text)
+    if 0 <= expected <= 2**63 - 1:
+        assert parse_amount(text, where="x") == float(expected)
+    else:
+        with pytest.raises(InputError, match="a quantity must be finite"):
+            parse_amount(text, where="x")
+
+
+@pytest.mark.parametrize("bad", ["1e2.5", "1K", "1ki", "5e", "1.2.3", "Gi", "1 Gi"])
+def test_a_string_outside_the_quantity_grammar_is_malformed(bad):
+    with pytest.raises(InputError, match=r"^x: malformed quantity"):
+        parse_amount(bad, where="x")
+
+
 def test_the_largest_quantity_kubernetes_allows_is_accepted():
     assert parse_amount("9223372036854775807", where="x") == pytest.approx(2.0**63)
     assert parse_amount(2**63 - 1, where="x") == pytest.approx(2.0**63)

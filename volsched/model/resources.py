@@ -4,7 +4,11 @@ A resource map from Kubernetes (``{"cpu": "500m", "memory": "4Gi"}``) becomes a 
 :class:`ResourceSpace`, the ordered list of resource names a snapshot knows about. ``cpu`` is in cores,
 ``memory`` in bytes, everything else (``pods``, ``nvidia.com/gpu``, ...) in counts.
 
-This module is pure computation: no I/O, no Kubernetes client.
+This module is pure computation: no I/O, no Kubernetes client. Quantities are read with Kubernetes'
+grammar and arithmetic (apimachinery ``resource.Quantity``: a decimal, then a binary suffix ``Ki``..``Ei``
+= 1024^k, a decimal suffix ``n``..``E`` = 1000^k, or a decimal exponent); the unit tests check every
+result against ``kubernetes.utils.parse_quantity``, which is not imported here because it loads the whole
+API client.
 """
 
 from __future__ import annotations
@@ -12,13 +16,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from kubernetes.utils import parse_quantity
 
 from volsched.model.errors import InputError
 
@@ -38,8 +41,15 @@ _IGNORED = frozenset({"ephemeral-storage", "hugepages-1Gi", "hugepages-2Mi", "at
 
 #: Kubernetes' quantity grammar (apimachinery ``resource.Quantity``; the CRDs' pattern is the same).
 _QUANTITY = re.compile(
-    r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))?$"
+    r"^(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?P<suffix>[KMGTPE]i|[numkMGTPE]|[eE][+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))?$"
 )
+#: Suffix -> (base, exponent): the number is multiplied by base**exponent, as Kubernetes does.
+_DECIMAL_SUFFIXES = {"n": -3, "u": -2, "m": -1, "k": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
+_SUFFIXES: dict[str, tuple[int, int]] = {
+    **{p + "i": (1024, k) for k, p in enumerate("KMGTPE", start=1)},
+    **{p: (1000, k) for p, k in _DECIMAL_SUFFIXES.items()},
+}
 #: "No quantity may represent a number greater than 2^63-1 in magnitude" (resource.Quantity).
 MAX_QUANTITY = 2**63 - 1
 _RANGE = "a quantity must be finite, from 0 to 2^63-1"
@@ -51,9 +61,18 @@ class _OutOfRange(ValueError):
 
 @lru_cache(maxsize=65536)
 def _parse_cached(text: str) -> float:
-    if len(text) > 64 or not _QUANTITY.match(text):
+    match = _QUANTITY.match(text) if len(text) <= 64 else None
+    if match is None:
         raise ValueError("not a Kubernetes quantity like 500m, 4Gi, 1e3 or 2")
-    value: Decimal = parse_quantity(text)  # type: ignore[no-untyped-call]
+    scale = _SUFFIXES.get(match["suffix"] or "")
+    if scale is None:  # no suffix, or a decimal exponent: the text is a decimal as it stands
+        try:
+            value = Decimal(text)
+        except InvalidOperation:  # a fractional exponent (1e2.5): the grammar allows it, Kubernetes not
+            raise ValueError("the exponent of a quantity is a whole number") from None
+    else:
+        base, exponent = scale
+        value = Decimal(match["number"]) * Decimal(base) ** exponent
     if not 0 <= value <= MAX_QUANTITY:
         raise _OutOfRange(_RANGE)
     return float(value)
