@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -88,3 +90,16 @@ def test_load_one_wants_at_most_one_document():
     assert load_one(b"a: 1\n", source="c") == {"a": 1}
     with pytest.raises(InputError, match=r"^c: expected one YAML document, found 2"):
         load_one("a: 1\n---\nb: 2\n", source="c")
+
+
+_REPO = Path(__file__).resolve().parents[2]
+_YAML_FILES = sorted(
+    p
+    for pattern in ("examples/*.yaml", "volsched/examples/*.yaml", "manifests/*.yaml", "crds/*.yaml")
+    for p in _REPO.glob(pattern)
+)
+
+
+@pytest.mark.parametrize("path", _YAML_FILES, ids=[str(p.relative_to(_REPO)) for p in _YAML_FILES])
+def test_the_repository_yaml_loads_as_the_safe_loader_loads_it(path):
+    assert load_all(path.read_bytes(), source=str(path)) == list(yaml.safe_load_all(path.read_text()))
