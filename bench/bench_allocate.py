@@ -171,7 +171,7 @@ def build(nodes: int, tasks: int, seed: int = 7, *, constrained: bool = False): 
 
 
 def one(nodes: int, tasks: int, case: str = "plain") -> dict[str, float | str]:
-    from volsched.framework.config import load_config
+    from volsched.framework.registry import load_config
     from volsched.framework.runner import run_session
 
     config = load_config(

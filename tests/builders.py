@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from volsched.framework.config import SchedulerConfig, load_config
+from volsched.framework.config import SchedulerConfig
+from volsched.framework.registry import load_config
 from volsched.simulate import Document, SimulationResult, Simulator, to_json
 
 Obj = dict[str, Any]

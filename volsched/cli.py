@@ -23,7 +23,7 @@ def _bundled_example() -> Path:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from volsched.framework.config import load_config
+    from volsched.framework.registry import load_config
     from volsched.render import render_simulation
     from volsched.simulate import simulate, to_json
 

@@ -40,8 +40,9 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
-from volsched.framework.config import SchedulerConfig, load_config
+from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import SessionResult
+from volsched.framework.registry import load_config
 from volsched.framework.runner import run_session
 from volsched.kube import status as render
 from volsched.kube.client import bearer_token, load_configuration

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from volsched.cache.state import KINDS, ClusterState
-from volsched.framework.config import SchedulerConfig, load_config
+from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Event, Eviction, SessionResult
+from volsched.framework.registry import load_config
 from volsched.framework.runner import run_session
 from volsched.model import validation, yamlload
 from volsched.model.errors import InputError

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.builders import batch_job, podgroup
-from volsched.framework.config import SchedulerConfig, load_config
+from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import SessionResult
+from volsched.framework.registry import load_config
 from volsched.simulate import Document, SimulationResult, Simulator, to_json
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

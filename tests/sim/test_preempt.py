@@ -7,7 +7,7 @@ import pytest
 
 from tests.builders import node, priority_class, queue, quota
 from tests.sim._eviction_helpers import Staged, eviction_config, job
-from volsched.framework.config import load_config
+from volsched.framework.registry import load_config
 
 PRIORITIES = [priority_class("high", 1000), priority_class("low", 10)]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from volsched.framework.config import load_config
+from volsched.framework.registry import load_config
 from volsched.model.errors import InputError
 
 

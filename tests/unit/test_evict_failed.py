@@ -7,7 +7,7 @@ import numpy as np
 
 from tests.builders import node, pod
 from volsched.cache.state import ClusterState
-from volsched.framework.config import load_config
+from volsched.framework.registry import load_config
 from volsched.framework.runner import open_session
 from volsched.framework.statement import Statement
 from volsched.model.objects import TaskStatus

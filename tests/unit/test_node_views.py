@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from volsched.framework.config import load_config
+from volsched.framework.registry import load_config
 from volsched.framework.runner import open_session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import build_snapshot

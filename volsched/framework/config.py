@@ -12,8 +12,10 @@ tiers:
 metrics: {...}                  # kept raw here; volsched.metrics parses it
 ```
 
-Parsing validates names against the action and plugin registries and reports everything a person needs
-to fix it. This module does no I/O besides reading a file when asked to.
+Parsing validates names against the action and plugin names it is given and reports everything a person
+needs to fix it. Reading a file and checking plugin arguments against the registries is
+``volsched.framework.registry.load_config``; this module does no I/O and imports no other framework
+module.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from volsched.model.errors import InputError
@@ -238,27 +239,3 @@ def _parse_configurations(
             raise InputError(f"{where} ({name}): arguments must be a map", source=source)
         out[name] = dict(args)
     return out
-
-
-def load_config(path: str | Path | None = None, *, text: str | None = None) -> SchedulerConfig:
-    """Load and validate a config from a file, from text, or the built-in default."""
-    from volsched.framework.registry import ACTIONS, PLUGINS, validate_plugin_arguments
-
-    data: str | bytes
-    if path is not None:
-        source = str(path)
-        try:
-            data = Path(path).read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read scheduler config: {exc.strerror}", source=source) from None
-    else:
-        source = "<inline>" if text is not None else "<default>"
-        data = DEFAULT_CONFIG_YAML if text is None else text
-    try:
-        config = parse_config(data, source=source, known_actions=ACTIONS, known_plugins=PLUGINS)
-        validate_plugin_arguments(config)
-    except InputError:
-        raise
-    except Exception as exc:  # a plugin's constructor tripping on a value: still the config's fault
-        raise InputError(f"cannot load it ({type(exc).__name__}: {str(exc)[:200]})", source=source) from exc
-    return config

@@ -1,8 +1,11 @@
-"""The two small contracts: a Plugin registers callbacks, an Action walks the session.
+"""What a plugin is built from: its :class:`Arguments`, and :class:`BasePlugin`.
 
-A plugin has ``name``, ``on_session_open(session)`` and ``on_session_close(session)``, and in
-``on_session_open`` only registers callbacks (``session.add_job_order_fn(self.name, fn)``). An action
-has ``name`` and ``execute(session)`` and never names a plugin.
+The two small contracts themselves, :class:`~volsched.framework.session.Plugin` (``name``,
+``on_session_open(session)``, ``on_session_close(session)``; in ``on_session_open`` it only registers
+callbacks, ``session.add_job_order_fn(self.name, fn)``) and :class:`~volsched.framework.session.Action`
+(``name``, ``execute(session)``, never naming a plugin), are declared beside the Session they receive, so
+the framework's modules import each other in one direction only (config < session < plugin < registry <
+runner; an import-linter contract in ``make lint`` holds it).
 
 :class:`Arguments` reads a plugin's ``arguments`` map with typed getters whose errors name the plugin
 and the key; keys a plugin never read are reported as unknown.
@@ -11,7 +14,7 @@ and the key; keys a plugin never read are reported as unknown.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from volsched.model.errors import InputError
 from volsched.model.scalars import boolean_value, parse_duration
@@ -102,20 +105,6 @@ class Arguments:
     def known(self) -> list[str]:
         """The keys the plugin asked for (what a user may set)."""
         return sorted(self._read)
-
-
-class Plugin(Protocol):
-    name: ClassVar[str]
-
-    def on_session_open(self, session: Session) -> None: ...
-
-    def on_session_close(self, session: Session) -> None: ...
-
-
-class Action(Protocol):
-    name: ClassVar[str]
-
-    def execute(self, session: Session) -> None: ...
 
 
 class BasePlugin:

@@ -1,17 +1,19 @@
-"""Registries of actions and plugins by name, filled by the built-in modules on first use."""
+"""Registries of actions and plugins by name, filled by the built-in modules on first use, and
+:func:`load_config`, which checks a config's names and arguments against them."""
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from volsched.framework.config import DEFAULT_CONFIG_YAML, SchedulerConfig, parse_config
 from volsched.framework.plugin import Arguments
 from volsched.model.errors import InputError
 
 if TYPE_CHECKING:
-    from volsched.framework.config import SchedulerConfig
-    from volsched.framework.plugin import Action, Plugin
+    from volsched.framework.session import Action, Plugin
 
 ACTIONS: dict[str, Callable[[], Action]] = {}
 PLUGINS: dict[str, Callable[[Arguments], Plugin]] = {}
@@ -90,6 +92,28 @@ def validate_plugin_arguments(config: SchedulerConfig) -> None:
                 check(Arguments(name, raw))
     except InputError as exc:
         raise exc.located(config.source) from None
+
+
+def load_config(path: str | Path | None = None, *, text: str | None = None) -> SchedulerConfig:
+    """Load and validate a config from a file, from text, or the built-in default."""
+    data: str | bytes
+    if path is not None:
+        source = str(path)
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            raise InputError(f"cannot read scheduler config: {exc.strerror}", source=source) from None
+    else:
+        source = "<inline>" if text is not None else "<default>"
+        data = DEFAULT_CONFIG_YAML if text is None else text
+    try:
+        config = parse_config(data, source=source, known_actions=ACTIONS, known_plugins=PLUGINS)
+        validate_plugin_arguments(config)
+    except InputError:
+        raise
+    except Exception as exc:  # a plugin's constructor tripping on a value: still the config's fault
+        raise InputError(f"cannot load it ({type(exc).__name__}: {str(exc)[:200]})", source=source) from exc
+    return config
 
 
 load_builtins()

@@ -13,14 +13,14 @@ import numpy as np
 
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Event, PodGroupStatus, QueueStatus, SessionResult
-from volsched.framework.registry import make_actions
+from volsched.framework.registry import make_actions, make_plugins
 from volsched.framework.session import Session
 from volsched.model.cluster import ClusterSnapshot
 from volsched.model.objects import PodGroupPhase, TaskStatus
 
 
 def open_session(snapshot: ClusterSnapshot, config: SchedulerConfig) -> Session:
-    session = Session(snapshot, config)
+    session = Session(snapshot, config, make_plugins(config))
     for plugin in session.plugins:
         session.timed(f"plugin:{plugin.name}:open", lambda p=plugin: p.on_session_open(session))  # type: ignore[misc]
     return session

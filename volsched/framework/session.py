@@ -35,7 +35,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -52,7 +52,24 @@ from volsched.model.resources import EPS, Vector
 
 if TYPE_CHECKING:
     from volsched.framework.config import SchedulerConfig
-    from volsched.framework.plugin import Plugin
+
+
+class Plugin(Protocol):
+    """Registers callbacks on the session's extension points in ``on_session_open``; nothing else."""
+
+    name: ClassVar[str]
+
+    def on_session_open(self, session: Session) -> None: ...
+
+    def on_session_close(self, session: Session) -> None: ...
+
+
+class Action(Protocol):
+    """Walks the session through its callbacks; never names a plugin."""
+
+    name: ClassVar[str]
+
+    def execute(self, session: Session) -> None: ...
 
 
 class Vote(enum.IntEnum):
@@ -109,9 +126,7 @@ class NodeChoice:
 
 
 class Session:
-    def __init__(self, snapshot: ClusterSnapshot, config: SchedulerConfig) -> None:
-        from volsched.framework.registry import make_plugins
-
+    def __init__(self, snapshot: ClusterSnapshot, config: SchedulerConfig, plugins: Iterable[Plugin]) -> None:
         self.snapshot = snapshot
         self.config = config
         self.space = snapshot.space
@@ -121,7 +136,7 @@ class Session:
         self.total: Vector = snapshot.total
         self.now = snapshot.now
         self.result = SessionResult()
-        self.plugins: list[Plugin] = make_plugins(config)
+        self.plugins: list[Plugin] = list(plugins)
         self._enabled = {opt.name: opt for opt in config.plugin_options()}
         self._tiers: list[list[str]] = [[p.name for p in t.plugins] for t in config.tiers]
         self._fns: dict[str, dict[str, Any]] = {}
