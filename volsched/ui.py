@@ -31,9 +31,10 @@ if TYPE_CHECKING:
 PLACEHOLDER = "/*DATA*/"
 #: How many evictions the operator's page lists (the latest).
 RECENT_EVICTIONS = 100
-#: Eviction outcomes that are no news: not our pod, or already gone (a later session asking again
-#: before the watch saw the first eviction land).
-NOT_NEWS = frozenset({"skipped", "gone"})
+#: Eviction outcomes (volsched.kube.writer's) that are no news: not our pod, already gone (a later
+#: session asking again before the watch saw the first eviction land), or not sent (fenced: this
+#: replica was not sure it still held the Lease).
+NOT_NEWS = frozenset({"skipped", "gone", "fenced"})
 
 
 def _template() -> str:

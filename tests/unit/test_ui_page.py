@@ -84,3 +84,10 @@ def test_live_state_serves_the_last_session_and_the_recent_evictions_in_the_json
     simulated = json.loads(run_cli("simulate", "-o", "json"))
     assert set(simulated) - {"pods"} <= set(state)  # one renderer for both
     assert set(state["queues"]["q1"]) == set(next(iter(simulated["queues"].values())))
+
+
+def test_the_evictions_left_out_are_the_writers_outcomes_that_did_nothing() -> None:
+    from volsched.kube import writer
+    from volsched.ui import NOT_NEWS
+
+    assert frozenset({writer.SKIPPED, writer.GONE, writer.FENCED}) == NOT_NEWS
