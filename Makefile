@@ -37,6 +37,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check volsched tests bench
 	$(BIN)/ruff format --check volsched tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_allocate.py
