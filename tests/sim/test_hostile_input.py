@@ -88,6 +88,16 @@ HOSTILE: list[tuple[str, str | bytes, str]] = [
         r"document 7: Job default/j5: spec.parallelism 10000 takes the Jobs' pods past 50000",
     ),
     (
+        "creation-timestamp-nan",
+        NODE + _pod().replace("name: p,", "name: p, creationTimestamp: .nan,"),
+        r"document 2: Pod default/p: metadata.creationTimestamp: expected an RFC 3339 time, got nan",
+    ),
+    (
+        "creation-timestamp-inf",
+        NODE + _pod().replace("name: p,", "name: p, creationTimestamp: 1.0e+400,"),
+        r"document 2: Pod default/p: metadata.creationTimestamp: expected an RFC 3339 time, got inf",
+    ),
+    (
         "job-parallelism-float",
         NODE + _job("1.0e+8"),
         r"document 2: Job default/j: spec.parallelism .*expected an integer from 0 to 10000, got 100000000.0",

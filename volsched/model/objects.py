@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -98,10 +99,12 @@ def parse_time(value: Any, *, where: str) -> float:
         return 0.0
     if isinstance(value, datetime):
         return value.timestamp()
-    if isinstance(value, int | float):
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if not math.isfinite(value) or abs(value) > 1e12:  # NaN would break every ordering by age
+            raise InputError(f"{where}: expected an RFC 3339 time, got {_short(value)}")
         return float(value)
     if not isinstance(value, str):
-        raise InputError(f"{where}: expected an RFC 3339 time, got {value!r}")
+        raise InputError(f"{where}: expected an RFC 3339 time, got {_short(value)}")
     try:
         return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
     except ValueError:
