@@ -34,8 +34,8 @@ test-deps:
 	bash hack/metrics/build-es.sh
 
 lint: $(STAMP)
-	$(BIN)/ruff check volsched tests bench
-	$(BIN)/ruff format --check volsched tests bench
+	$(BIN)/ruff check volsched volsched_dev tests bench
+	$(BIN)/ruff format --check volsched volsched_dev tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

@@ -33,7 +33,7 @@ from kubernetes import client
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from volsched.devcluster import LocalControlPlane  # noqa: E402
+from volsched_dev.devcluster import LocalControlPlane  # noqa: E402
 
 NS = "volsched-system"
 

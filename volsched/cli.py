@@ -48,6 +48,20 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _demo(args: argparse.Namespace) -> int:
+    try:
+        from volsched_dev.demo import run_demo
+    except ModuleNotFoundError as exc:
+        if exc.name != "volsched_dev":
+            raise
+        print(
+            "volsched demo: runs from a source checkout (`make demo`); this install has no volsched_dev",
+            file=sys.stderr,
+        )
+        return 1
+    return run_demo(args.looks, args.interval)
+
+
 def _run(args: argparse.Namespace) -> int:
     from volsched.operator import main as operator_main
 
@@ -91,9 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--looks", type=int, default=4, help="how many times to print the tables")
     demo.add_argument("--interval", type=float, default=2.0, help="seconds between looks")
-    demo.set_defaults(
-        func=lambda a: __import__("volsched.demo", fromlist=["run_demo"]).run_demo(a.looks, a.interval)
-    )
+    demo.set_defaults(func=_demo)
     run = sub.add_parser("run", help="run the operator against the cluster in the current kubeconfig")
     run.add_argument("operator_args", nargs=argparse.REMAINDER)
     run.set_defaults(func=_run)

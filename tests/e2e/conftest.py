@@ -1,4 +1,4 @@
-"""Fixtures for tests against a real etcd + kube-apiserver (see volsched/devcluster.py).
+"""Fixtures for tests against a real etcd + kube-apiserver (see volsched_dev/devcluster.py).
 
 Tests using them are marked ``@pytest.mark.cluster``. The first use builds the binaries
 (hack/controlplane/build.sh, several minutes on a cold Go cache; run it before pytest
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
-from volsched.devcluster import TEST_USER, ControlPlaneError, LocalControlPlane
+from volsched_dev.devcluster import TEST_USER, ControlPlaneError, LocalControlPlane
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ module proxy would pull a large dependency tree for one test source): it serves 
 ``/apis/custom.metrics.k8s.io/v1beta1/nodes/*/<metric>`` as a ``MetricValueList`` from a table the test
 sets (``server.values[metric][node] = "250m"``), over TLS with a throw-away self-signed certificate.
 
-:func:`register` wires it into an aggregating :class:`~volsched.devcluster.LocalControlPlane` the way a
+:func:`register` wires it into an aggregating :class:`~volsched_dev.devcluster.LocalControlPlane` the way a
 cluster would, minus the controllers that do not run there: a Service without a selector, an
 EndpointSlice (``kubernetes.io/service-name`` label, port name matching the Service's) that we maintain
 ourselves, and an APIService (``insecureSkipTLSVerify``) pointing at the Service. With

@@ -25,7 +25,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from volsched.devcluster import ControlPlaneError, LocalControlPlane
+from volsched_dev.devcluster import ControlPlaneError, LocalControlPlane
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP, VERSION = "scheduling.volsched.io", "v1beta1"

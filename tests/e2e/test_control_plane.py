@@ -1,4 +1,4 @@
-"""The local control plane (volsched/devcluster.py) behaves like the real API the
+"""The local control plane (volsched_dev/devcluster.py) behaves like the real API the
 scheduler talks to: nodes with status, pods bound through pods/binding, pod deletion
 without a kubelet, and RBAC for non-admin users."""
 
@@ -17,7 +17,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client import ApiException
 
-from volsched.devcluster import ADMIN_USER, TEST_USER, ControlPlaneError, LocalControlPlane, TokenUser
+from volsched_dev.devcluster import ADMIN_USER, TEST_USER, ControlPlaneError, LocalControlPlane, TokenUser
 
 REPO = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
@@ -211,7 +211,7 @@ def test_pod_binding_sets_node_name_and_grace_zero_delete_is_immediate(
 
 @pytest.mark.cluster
 def test_pod_deletion_without_kubelet(kube: client.ApiClient, namespace: str) -> None:
-    """What deleting pods does when no kubelet exists (documented in volsched.devcluster)."""
+    """What deleting pods does when no kubelet exists (documented in volsched_dev.devcluster)."""
     v1 = client.CoreV1Api(kube)
     node = unique("node")
     make_node(v1, node)

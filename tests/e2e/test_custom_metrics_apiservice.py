@@ -19,8 +19,8 @@ from tests.e2e.custom_metrics_server import (
 )
 from tests.e2e.netns import netns_host
 from tests.e2e.operator_fixtures import OPERATOR_NS, Kube, OperatorProcess, apply_crds, node, pod, wait_for
-from volsched.devcluster import ControlPlaneError, LocalControlPlane
 from volsched.metrics.custom_metrics import CustomMetricsSource
+from volsched_dev.devcluster import ControlPlaneError, LocalControlPlane
 
 pytestmark = pytest.mark.cluster
 

@@ -15,7 +15,7 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.e2e.operator_fixtures import GROUP, VERSION, Kube, OperatorProcess, node, pod, podgroup, wait_for
 from tests.helmtool import CHART, helm
-from volsched.devcluster import ControlPlaneError, LocalControlPlane
+from volsched_dev.devcluster import ControlPlaneError, LocalControlPlane
 
 pytestmark = [pytest.mark.cluster, pytest.mark.helm]
 

@@ -27,11 +27,11 @@ from tests.e2e.operator_fixtures import (
     wait_for,
 )
 from tests.e2e.slowproxy import SlowProxy, kubeconfig_via
-from volsched.devcluster import LocalControlPlane
 from volsched.framework.decisions import Bind
 from volsched.kube.lease import LeaderLease, LeaseSettings
 from volsched.kube.writer import BOUND, FENCED, KubeWriter, WriterSettings
 from volsched.model.objects import QUEUE_ANNOTATION
+from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from tests.e2e.operator_fixtures import Kube, OperatorProcess, node, pod, wait_for
-from volsched.devcluster import LocalControlPlane
+from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
 

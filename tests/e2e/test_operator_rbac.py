@@ -9,7 +9,7 @@ import yaml
 from kubernetes import client
 
 from tests.e2e.operator_fixtures import ROOT, Kube, OperatorProcess, apply_file, node, pod, podgroup, wait_for
-from volsched.devcluster import LocalControlPlane
+from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
 

@@ -19,8 +19,8 @@ from tests.e2e.operator_fixtures import (
     podgroup,
     wait_for,
 )
-from volsched.devcluster import LocalControlPlane
 from volsched.framework.config import DEFAULT_CONFIG_YAML
+from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
 

@@ -18,8 +18,6 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
-#: Modules the image never runs: local development helpers (their imports need the dev extra).
-DEV_ONLY = {"devcluster.py", "demo.py"}
 
 
 def _instructions() -> list[tuple[str, str]]:
@@ -124,8 +122,6 @@ def test_every_third_party_import_of_the_image_is_pinned():
     _, pins = _lock()
     modules: dict[str, str] = {}
     for path in sorted((ROOT / "volsched").rglob("*.py")):
-        if path.name in DEV_ONLY:
-            continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
@@ -135,7 +131,11 @@ def test_every_third_party_import_of_the_image_is_pinned():
                 continue
             for name in names:
                 top = name.split(".")[0]
-                if top not in sys.stdlib_module_names and top not in ("volsched", "__future__"):
+                if top not in sys.stdlib_module_names and top not in (
+                    "volsched",
+                    "volsched_dev",
+                    "__future__",
+                ):
                     modules.setdefault(top, str(path.relative_to(ROOT)))
     assert {"prometheus_api_client", "elasticsearch", "kopf"} <= set(modules)
     providers = metadata.packages_distributions()

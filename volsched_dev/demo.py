@@ -1,6 +1,6 @@
 """``volsched demo``: a real kube-apiserver, the CRDs, a mixed workload and the operator, converging.
 
-Starts a :class:`~volsched.devcluster.LocalControlPlane`, applies ``crds/``, creates nodes, queues
+Starts a :class:`~volsched_dev.devcluster.LocalControlPlane`, applies ``crds/``, creates nodes, queues
 (weights 1, 2, 3), namespaces with ResourceQuota weights and gangs of pods, runs the operator in-process
 and prints queue shares and pod placements as they converge, then stops everything.
 """
@@ -18,8 +18,8 @@ from kubernetes import client
 from rich.console import Console
 from rich.table import Table
 
-from volsched.devcluster import LocalControlPlane
 from volsched.model.objects import API_GROUP
+from volsched_dev.devcluster import LocalControlPlane
 
 CRDS = Path(__file__).resolve().parent.parent / "crds"
 V = "v1beta1"

@@ -6,7 +6,7 @@ What it is
     loopback ports in a temporary directory, with static-token authentication, RBAC
     authorization and service-account token signing, waits until ``/readyz`` passes,
     and writes a kubeconfig. It is meant for integration tests (``tests/e2e``) and for
-    demos: ``python -m volsched.devcluster up`` starts one and waits for Ctrl-C.
+    demos: ``python -m volsched_dev.devcluster up`` starts one and waits for Ctrl-C.
     With ``aggregation=True`` the apiserver is also an API aggregator (front-proxy CA
     and client certificate in the temporary directory, ``--requestheader-*`` and
     ``--proxy-client-*`` flags, ``--enable-aggregator-routing``), so an APIService can
@@ -786,7 +786,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m volsched.devcluster",
+        prog="python -m volsched_dev.devcluster",
         description="Local etcd + kube-apiserver for volsched tests and demos.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
