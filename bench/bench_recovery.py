@@ -1,7 +1,7 @@
 """Recovery times of the operator on a real kube-apiserver (hack/controlplane): prints figures and the machine.
 
 * start:     ``volsched run`` started -> a pending pod bound (time to first bind after start)
-* restart:   kube-apiserver back (ready) after an outage -> a pod created then is bound
+* restart:   kube-apiserver back (ready) after an outage of ``--outage`` s -> a pod created then is bound
 * sigterm:   SIGTERM to the leader -> a pod created then is bound by the follower
 * kill -9:   SIGKILL to the leader -> a pod created then is bound by the follower
 
@@ -9,7 +9,7 @@ Each figure is the median of ``--runs`` runs (with min and max), measured by pol
 ``--source DIR`` runs the operator from another checkout (e.g. before a change) for a comparison made
 on the same machine in the same minutes; figures taken while other work runs on the machine are noisy.
 
-    python bench/bench_recovery.py [--runs 3] [--period 1] [--lease-duration 15] [--source DIR]
+    python bench/bench_recovery.py [--runs 3] [--period 1] [--lease-duration 15] [--outage 10] [--source DIR]
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ class Bench:
     def restart(self) -> float:
         with self.running():
             self.cp.stop_apiserver()
-            time.sleep(3)
+            time.sleep(self.args.outage)
             self.cp.start_apiserver()
             t0 = time.monotonic()
             name = self.pod()
@@ -154,13 +154,14 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--period", type=float, default=1.0)
     p.add_argument("--lease-duration", type=float, default=15.0)
+    p.add_argument("--outage", type=float, default=10.0, help="seconds the apiserver is down")
     p.add_argument("--source", type=Path, help="run the operator from this checkout instead")
     p.add_argument("--only", nargs="*", default=["start", "restart", "sigterm", "kill9"])
     args = p.parse_args()
     print(f"machine: {machine()}")
     print(
         f"operator from {args.source or ROOT}; session period {args.period}s, "
-        f"lease {args.lease_duration}s; median of {args.runs} (min-max)"
+        f"lease {args.lease_duration}s; apiserver outage {args.outage}s; median of {args.runs} (min-max)"
     )
     with tempfile.TemporaryDirectory() as tmp, LocalControlPlane() as cp:
         with cp.api_client() as api:

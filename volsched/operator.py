@@ -235,6 +235,9 @@ class Operator:
         self.synced = threading.Event()
         #: Monotonic time the last consistent read of the pods was sent (prelist or catch-up).
         self.pods_read_at = 0.0
+        #: Set by :func:`main`: the event SIGTERM/SIGINT set (re-installed over kopf's handlers).
+        self._signal_stop: asyncio.Event | None = None
+        self._kopf_started = asyncio.Event()
         self.sessions = 0
         self.last_result: SessionResult | None = None
         self.ui = LiveState()  # what the /ui dashboard shows
@@ -245,6 +248,10 @@ class Operator:
 
     def _build_registry(self) -> kopf.OperatorRegistry:
         registry = kopf.OperatorRegistry()
+
+        @kopf.on.startup(registry=registry)
+        async def started(**_: Any) -> None:
+            self._kopf_started.set()
 
         @kopf.on.login(registry=registry)
         def login(**_: Any) -> kopf.ConnectionInfo:
@@ -290,10 +297,14 @@ class Operator:
 
     def prelist(self) -> None:
         """Read every watched kind once, so the first session sees the whole cluster."""
-        for kind in WATCHED:
-            if kind.kind == "Pod":
-                self.pods_read_at = time.monotonic()
-            for obj in list_kind(self.api, kind):
+        from concurrent.futures import ThreadPoolExecutor
+
+        started = time.monotonic()
+        with ThreadPoolExecutor(len(WATCHED), thread_name_prefix="volsched-list") as pool:
+            listed = list(pool.map(lambda kind: list_kind(self.api, kind), WATCHED))  # read at once ...
+        self.pods_read_at = started
+        for kind, objs in zip(WATCHED, listed, strict=True):  # ... applied in order
+            for obj in objs:
                 self.feeder.apply(kind.kind, obj)
                 if kind.kind == "Queue":
                     self.writer.queue_uid(
@@ -455,10 +466,21 @@ class Operator:
             )  # fmt: skip
         return result, report
 
-    async def session_loop(self, stop: asyncio.Event) -> None:
+    async def session_loop(self, stop: asyncio.Event, *, after: asyncio.Event | None = None) -> None:
         """A session every period while leading; a follower reads the Lease every ``lease.retry_every``
         and runs its first session as soon as it acquires it."""
         period = self.settings.session.period
+        if after is not None:
+            # kopf installs its own SIGTERM/SIGINT handlers as it starts (just before its startup handlers
+            # run); they would stop the watches, for seconds, before the Lease is released. Take them back:
+            # ours set ``stop``, which hands the Lease over first and then stops kopf.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(after.wait(), timeout=30)
+            await asyncio.sleep(0.05)
+            if self._signal_stop is not None and threading.current_thread() is threading.main_thread():
+                loop = asyncio.get_running_loop()
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.add_signal_handler(sig, self._signal_stop.set)
         while not stop.is_set():
             started = time.monotonic()
             try:
@@ -552,7 +574,8 @@ class Operator:
                     )
                 )
             )
-            sessions = asyncio.create_task(self.session_loop(stop))
+            # Created before kopf's first step: kopf cancels the tasks created after it started, on its exit.
+            sessions = asyncio.create_task(self.session_loop(stop, after=self._kopf_started))
             tasks.append(sessions)
             done_wait = asyncio.create_task(stop.wait())
             await asyncio.wait([done_wait, *tasks], return_when=asyncio.FIRST_COMPLETED)
@@ -561,7 +584,9 @@ class Operator:
                 if t.done() and t.exception() is not None:
                     log.error("operator task ended: %r", t.exception())
         finally:
+            log.info("stopping (%s)", "signal" if stop.is_set() else "a task ended")
             stop.set()
+            self.health.closing()  # what fails from now on is our own shutdown, not an outage
             await self._hand_over(sessions)
             if not kopf_stop.done():
                 kopf_stop.set_result(None)
@@ -639,6 +664,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        operator._signal_stop = stop
         await operator.run(stop)
 
     asyncio.run(amain())

@@ -35,12 +35,19 @@ class ApiHealth:
         self.down_since: float | None = None
         self.failures = 0
         self.outages = 0
+        self._closing = False
 
     @property
     def down(self) -> bool:
         return self.down_since is not None
 
+    def closing(self) -> None:
+        """The process is shutting down: failures from now on are its own doing, not worth a line."""
+        self._closing = True
+
     def failed(self, what: str, exc: BaseException | str) -> None:
+        if self._closing:
+            return
         with self._lock:
             self.failures += 1
             if self.down_since is not None:
