@@ -1,0 +1,152 @@
+"""Each action alone on a small snapshot: a session opens with the reclaim/preempt example's tiers, one
+action runs, and the binds, evictions and PodGroup phases it decided are compared with the case's.
+The scenario tests (tests/sim) run whole sessions over many cycles; these name the piece that broke."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.builders import node, pod, podgroup, priority_class, queue
+from volsched.cache.state import ClusterState
+from volsched.framework.decisions import SessionResult
+from volsched.framework.registry import load_config, make_actions
+from volsched.framework.runner import close_session, open_session
+
+Obj = dict[str, Any]
+TIERS = (Path(__file__).resolve().parents[2] / "examples" / "reclaim-preempt-scheduler.yaml").read_text()
+PRIORITIES = [priority_class("low", 1), priority_class("high", 100)]
+
+
+def run_action(action: str, objects: list[Obj]) -> SessionResult:
+    state = ClusterState()
+    for obj in objects:
+        state.apply(obj)
+    config = load_config(text=re.sub(r"^actions: .*$", f'actions: "{action}"', TIERS, flags=re.M))
+    session = open_session(state.snapshot(now=1.0), config)
+    (only,) = make_actions(config)
+    only.execute(session)
+    return close_session(session)
+
+
+def gang(
+    name: str,
+    *,
+    size: int,
+    phase: str,
+    cpu: str = "1",
+    priority_class: str | None = None,
+    min_resources: dict[str, str] | None = None,
+) -> list[Obj]:
+    """A PodGroup (minMember ``size``) in queue q, namespace ns, with ``size`` pending pods of ``cpu`` each."""
+    group = podgroup(
+        name,
+        ns="ns",
+        queue="q",
+        min_member=size,
+        phase=phase,
+        priority_class=priority_class,
+        min_resources=min_resources,
+    )
+    members = [
+        pod(f"{name}-{i}", ns="ns", cpu=cpu, group=name, priority_class=priority_class) for i in range(size)
+    ]
+    return [group, *members]
+
+
+def running(
+    name: str, *, size: int, on: str, ns: str = "ns", q: str = "q", prio: str | None = None
+) -> list[Obj]:
+    """A PodGroup (minMember 1) whose ``size`` pods of 1 cpu run on node ``on``."""
+    return [
+        podgroup(name, ns=ns, queue=q, min_member=1, phase="Running", priority_class=prio),
+        *(
+            pod(f"{name}-{i}", ns=ns, cpu="1", group=name, node=on, priority_class=prio, owner=f"ReplicaSet/{name}")
+            for i in range(size)
+        ),
+    ]  # fmt: skip
+
+
+CASES = [
+    pytest.param(
+        "enqueue",
+        [node("n1", cpu="4"), queue("q"), *gang("g", size=2, phase="Pending")],
+        {}, set(), {"ns/g": "Inqueue"},
+        id="enqueue-admits-a-gang-whose-minimum-fits",
+    ),
+    pytest.param(
+        "enqueue",
+        [node("n1", cpu="4"), queue("q"), *gang("g", size=2, phase="Pending", min_resources={"cpu": "40"})],
+        {}, set(), {"ns/g": "Pending"},
+        id="enqueue-holds-back-a-gang-whose-min-resources-exceed-the-cluster",
+    ),
+    pytest.param(
+        "allocate",
+        [node("n1", cpu="4"), queue("q"), *gang("g", size=2, cpu="2", phase="Inqueue")],
+        {"ns/g-0": "n1", "ns/g-1": "n1"}, set(), {"ns/g": "Running"},
+        id="allocate-binds-an-admitted-gang-whole",
+    ),
+    pytest.param(
+        "allocate",
+        [node("n1", cpu="4"), queue("q"), *gang("g", size=3, cpu="2", phase="Inqueue")],
+        {}, set(), {"ns/g": "Inqueue"},
+        id="allocate-binds-nothing-of-a-gang-that-does-not-fit-whole",
+    ),
+    pytest.param(
+        "allocate",
+        [node("n1", cpu="4"), queue("q"), *gang("g", size=2, cpu="2", phase="Pending")],
+        {}, set(), {"ns/g": "Pending"},
+        id="allocate-leaves-a-gang-enqueue-has-not-admitted",
+    ),
+    pytest.param(
+        "backfill",
+        [node("n1", cpu="4"), queue("q"), *gang("g", size=1, cpu="4", phase="Inqueue"),
+         podgroup("be", ns="ns", queue="q", phase="Inqueue"), pod("be", ns="ns", cpu=None, group="be")],
+        {"ns/be": "n1"}, set(), {},
+        id="backfill-places-only-the-pod-that-requests-nothing",
+    ),
+    pytest.param(
+        "preempt",
+        [node("n1", cpu="4"), queue("q"), *PRIORITIES, *running("lo", size=4, on="n1", prio="low"),
+         *gang("hi", size=1, cpu="2", phase="Inqueue", priority_class="high")],
+        {}, {"ns/lo-2", "ns/lo-3"}, {},
+        id="preempt-evicts-just-enough-lower-priority-pods-of-the-same-queue",
+    ),
+    pytest.param(
+        "preempt",
+        [node("n1", cpu="4"), queue("q"), *PRIORITIES, *running("hi-run", size=4, on="n1", prio="high"),
+         *gang("lo", size=1, cpu="2", phase="Inqueue", priority_class="low")],
+        {}, set(), {},
+        id="preempt-never-evicts-for-a-lower-priority-job",
+    ),
+    pytest.param(
+        "reclaim",
+        [node("n1", cpu="8"), queue("qa"), queue("qb"), *running("a", size=8, on="n1", ns="ns-a", q="qa"),
+         podgroup("b", ns="ns-b", queue="qb", phase="Inqueue"), *(pod(f"b-{i}", ns="ns-b", group="b") for i in range(4))],
+        {}, {"ns-a/a-4", "ns-a/a-5", "ns-a/a-6", "ns-a/a-7"}, {},
+        id="reclaim-takes-back-what-another-queue-holds-beyond-its-share",
+    ),
+    pytest.param(
+        "reclaim",
+        [node("n1", cpu="8"), queue("qa", reclaimable=False), queue("qb"),
+         *running("a", size=8, on="n1", ns="ns-a", q="qa"),
+         podgroup("b", ns="ns-b", queue="qb", phase="Inqueue"), *(pod(f"b-{i}", ns="ns-b", group="b") for i in range(4))],
+        {}, set(), {},
+        id="reclaim-leaves-a-queue-that-is-not-reclaimable",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("action", "objects", "binds", "evicted", "phases"), CASES)
+def test_one_action_decides_exactly_these_binds_and_evictions(
+    action: str, objects: list[Obj], binds: dict[str, str], evicted: set[str], phases: dict[str, str]
+) -> None:
+    result = run_action(action, objects)
+    assert {b.pod: b.node for b in result.binds} == binds
+    assert {e.pod for e in result.evictions} == evicted
+    assert {e.action for e in result.evictions} <= {action}
+    for key, phase in phases.items():
+        assert result.podgroups[key].phase == phase, result.podgroups[key]
