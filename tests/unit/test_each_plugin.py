@@ -128,6 +128,14 @@ CASES = [
         {}, set(), {},
         id="conformance-never-evicts-a-kube-system-pod",
     ),
+    pytest.param(
+        "shuffle", "{name: rescheduling, arguments: {interval: 0s, strategies: [{name: removeFailedPods}]}}",
+        [node("n1", cpu="4"), pod("ok", node="n1", owner="ReplicaSet/ok"),
+         pod("failed", node="n1", phase="Failed", owner="ReplicaSet/failed"),
+         pod("standalone", node="n1", phase="Failed")],
+        {}, {"default/failed"}, {},
+        id="rescheduling-names-a-failed-pod-with-a-controller-and-nothing-else",
+    ),
 ]  # fmt: skip
 
 
