@@ -197,6 +197,14 @@ def queue(
     }
 
 
+def volcano(obj: Obj) -> Obj:
+    """The same PodGroup or Queue as Volcano writes it (scheduling.volcano.sh; a Queue's state in status)."""
+    out: Obj = {**obj, "apiVersion": "scheduling.volcano.sh/v1beta1", "spec": dict(obj.get("spec") or {})}
+    if out["kind"] == "Queue" and "state" in out["spec"]:
+        out["status"] = {"state": out["spec"].pop("state")}
+    return out
+
+
 def quota(ns: str, weight: Any, *, name: str = "weight", key: str = "volsched.io/namespace.weight") -> Obj:
     return {
         "apiVersion": "v1",
@@ -336,8 +344,10 @@ def batch_job(
     group: str | None = None,
     cpu: str = "1",
     gpu: str | None = None,
+    annotations: dict[str, str] | None = None,
 ) -> Obj:
     ann = {"scheduling.k8s.io/group-name": group} if group else {}
+    ann.update(annotations or {})
     requests = _resources(cpu, None, gpu)
     return {
         "apiVersion": "batch/v1",

@@ -29,12 +29,17 @@ def _simulate(args: argparse.Namespace) -> int:
 
     files = args.file or [str(_bundled_example())]
     config = load_config(args.config) if args.config else None
+    names = frozenset(n.strip() for n in args.scheduler_names.split(",") if n.strip()) or {"volsched"}
     if args.then:
         from volsched.simulate import simulate_stages
 
-        result = simulate_stages([files, *([f] for f in args.then)], config=config, sessions=args.sessions)
+        result = simulate_stages(
+            [files, *([f] for f in args.then)], config=config, sessions=args.sessions, scheduler_names=names
+        )
     else:
-        result = simulate(files, config=config, sessions=args.sessions, usage=args.usage)
+        result = simulate(
+            files, config=config, sessions=args.sessions, usage=args.usage, scheduler_names=names
+        )
     data = to_json(result)
     if args.output == "json":
         json.dump(data, sys.stdout, indent=2, sort_keys=False)
@@ -91,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="YAML map of node name to measured usage {cpu, memory, cpuFluctuation, memFluctuation, age}"
         " in percent (overrides the volsched.io/usage Node annotation)",
+    )
+    sim.add_argument(
+        "--scheduler-names",
+        default="volsched",
+        help="comma-separated spec.schedulerName values whose pods volsched schedules (default: volsched),"
+        " e.g. volsched,volcano to run a workload written for Volcano unchanged",
     )
     sim.add_argument(
         "-o",

@@ -40,6 +40,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
+from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE, VOLCANO_VERSION
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import SessionResult
 from volsched.framework.registry import load_config
@@ -49,7 +50,15 @@ from volsched.kube.client import bearer_token, load_configuration
 from volsched.kube.configsource import read_config_map
 from volsched.kube.health import ApiHealth, QuietRetries, is_unreachable
 from volsched.kube.lease import LeaderLease, LeaseSettings
-from volsched.kube.lister import WATCHED, WatchedKind, list_kind, list_pods_of
+from volsched.kube.lister import (
+    VOLCANO_WATCHED,
+    WATCHED,
+    WatchedKind,
+    list_kind,
+    list_pods_of,
+    served_plurals,
+)
+from volsched.kube.podgroups import ConflictReporter, PodGroupCreator
 from volsched.kube.writer import (
     BLOCKED,
     BOUND,
@@ -64,7 +73,7 @@ from volsched.kube.writer import (
 from volsched.metrics.config import MetricsConfigError, parse_metrics_config
 from volsched.model.errors import InputError
 from volsched.model.fairshare import ROOT as ROOT_QUEUE
-from volsched.model.objects import PodGroupPhase, Task
+from volsched.model.objects import DEFAULT_SCHEDULER_NAMES, PodGroupPhase, Task
 from volsched.ui import LiveState, add_routes
 from volsched.usagefeed import UsageFeed
 
@@ -105,6 +114,8 @@ class Settings:
     http: HttpSettings = field(default_factory=HttpSettings)
     lease: LeaseSettings = field(default_factory=LeaseSettings)
     writer: WriterSettings = field(default_factory=WriterSettings)
+    #: The spec.schedulerName values whose pods this operator schedules.
+    scheduler_names: frozenset[str] = DEFAULT_SCHEDULER_NAMES
     identity: str = field(
         default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     )
@@ -212,17 +223,22 @@ class Operator:
         self.settings = settings
         self.kcfg = load_configuration(settings.kubeconfig, pool_size=settings.writer.workers + 4)
         self.api = client.ApiClient(self.kcfg)
-        self.state = ClusterState()
+        self.state = ClusterState(scheduler_names=settings.scheduler_names)
         self.feeder = Feeder(self.state, assume_ttl=settings.session.assume_ttl)
         settings.lease.normalise()
         self.health = ApiHealth()
         self.lease = LeaderLease(self.api, settings.lease, settings.identity, health=self.health)
+        settings.writer.scheduler_names = settings.scheduler_names
         self.writer = KubeWriter(
             self.api,
             settings.writer,
             fence=self.lease if settings.lease.enabled else None,
             health=self.health,
         )
+        self.podgroup_creator = PodGroupCreator(self.writer)
+        self.conflicts = ConflictReporter(self.writer)
+        #: The kinds watched: ours, and Volcano's when the cluster serves them at start (see prelist).
+        self.watched: tuple[WatchedKind, ...] = WATCHED
         self.metrics = Metrics()
         self.usage = UsageFeed(
             self.state, registry=self.metrics.registry, api_client_factory=lambda: client.ApiClient(self.kcfg)
@@ -272,6 +288,31 @@ class Operator:
             self._register_watch(registry, kind)
         return registry
 
+    def discover_volcano(self) -> None:
+        """Watch Volcano's PodGroups and Queues too when their CRDs are installed (checked at start)."""
+        try:
+            served = served_plurals(self.api, VOLCANO_GROUP, VOLCANO_VERSION)
+        except Exception as exc:
+            log.warning(
+                "cannot tell whether %s is served (%s); not reading Volcano objects", VOLCANO_GROUP, exc
+            )
+            return
+        kinds = tuple(k for k in VOLCANO_WATCHED if k.plural in served)
+        if kinds:
+            log.info(
+                "reading Volcano %s (%s/%s) as volsched's; volsched's own objects win on a name clash",
+                " and ".join(k.plural for k in kinds), VOLCANO_GROUP, VOLCANO_VERSION,
+            )  # fmt: skip
+        if len(kinds) < len(VOLCANO_WATCHED):
+            log.info(
+                "%s/%s %s not served: install Volcano's CRDs and restart volsched to read Volcano objects",
+                VOLCANO_GROUP, VOLCANO_VERSION,
+                " and ".join(k.plural for k in VOLCANO_WATCHED if k not in kinds),
+            )  # fmt: skip
+        self.watched = (*WATCHED, *kinds)
+        for kind in kinds:
+            self._register_watch(self.registry, kind)
+
     def _register_watch(self, registry: kopf.OperatorRegistry, kind: WatchedKind) -> None:
         def on_event(event: dict[str, Any], **_: Any) -> None:
             self.handle_event(kind.kind, event.get("type"), event.get("object") or {})
@@ -289,9 +330,12 @@ class Operator:
                 self.writer.forget("Pod", str(meta.get("uid") or ""))
         else:
             self.feeder.apply(kind, obj)
-        if kind in ("PodGroup", "Queue") and type_ in ("ADDED", "DELETED"):
+        if kind in ("PodGroup", "Queue", VOLCANO_PODGROUP, VOLCANO_QUEUE) and type_ in ("ADDED", "DELETED"):
             ns = meta.get("namespace")
-            self.writer.forget(kind, f"{ns}/{meta.get('name')}" if ns else str(meta.get("name")))
+            key = f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+            self.writer.forget("Queue" if kind in ("Queue", VOLCANO_QUEUE) else "PodGroup", key)
+            if kind == "PodGroup" and type_ == "DELETED":
+                self.podgroup_creator.forget(key)
         if kind == "Queue":
             self.writer.queue_uid(str(meta.get("name")), None if type_ == "DELETED" else meta.get("uid"))
 
@@ -300,10 +344,10 @@ class Operator:
         from concurrent.futures import ThreadPoolExecutor
 
         started = time.monotonic()
-        with ThreadPoolExecutor(len(WATCHED), thread_name_prefix="volsched-list") as pool:
-            listed = list(pool.map(lambda kind: list_kind(self.api, kind), WATCHED))  # read at once ...
+        with ThreadPoolExecutor(len(self.watched), thread_name_prefix="volsched-list") as pool:
+            listed = list(pool.map(lambda kind: list_kind(self.api, kind), self.watched))  # read at once ...
         self.pods_read_at = started
-        for kind, objs in zip(WATCHED, listed, strict=True):  # ... applied in order
+        for kind, objs in zip(self.watched, listed, strict=True):  # ... applied in order
             for obj in objs:
                 self.feeder.apply(kind.kind, obj)
                 if kind.kind == "Queue":
@@ -383,7 +427,7 @@ class Operator:
         """After taking the Lease over: read our pods from the apiserver, so binds the previous leader made
         just before it let go count even when the watch has not delivered them yet."""
         started = time.monotonic()
-        pods = list_pods_of(self.api, self.settings.writer.scheduler_name)
+        pods = [p for name in sorted(self.settings.scheduler_names) for p in list_pods_of(self.api, name)]
         for obj in pods:
             self.feeder.apply("Pod", obj)  # older than what the watch gave: dropped by resourceVersion
         self.pods_read_at = started
@@ -400,6 +444,10 @@ class Operator:
             self.catch_up()
         now = time.time()
         self.usage.refresh(now)  # the collector's fresh snapshot (no I/O on this path)
+        errors = self.podgroup_creator.ensure(self.state.derived_podgroups())
+        errors += self.conflicts.report(dict(self.state.conflicts), dict(self.state.volcano_uids))
+        for error in errors[:5]:
+            log.warning("%s", error)
         snapshot = self.state.snapshot(now=now)
         result = run_session(snapshot, self.config)
         pods = self.feeder.pods()
@@ -439,8 +487,8 @@ class Operator:
             self.state.set_podgroup_phase(key, PodGroupPhase(pg.phase))
         writes, events, errors = self.writer.write_status(
             result,
-            queues=list(self.state.queues),
-            podgroups=list(self.state.podgroups),
+            queues={name: q.api_group for name, q in list(self.state.queues.items())},
+            podgroups={key: pg.api_group for key, pg in list(self.state.podgroups.items())},
             pods=self.feeder.pods(),
         )
         evicted_events, evict_errors = self.writer.eviction_events(report.evictions, result.events)
@@ -562,6 +610,7 @@ class Operator:
         try:
             await asyncio.to_thread(self.lease.ensure)  # before the listing: it is fresh for the lease
             self.reload_config(force=True)
+            await asyncio.to_thread(self.discover_volcano)
             await asyncio.to_thread(self.prelist)
             tasks.append(
                 asyncio.create_task(
@@ -624,6 +673,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=d.writer.workers, help="concurrent API calls")
     p.add_argument("--qps", type=float, default=d.writer.qps, help="API writes per second")
     p.add_argument("--burst", type=int, default=d.writer.burst)
+    p.add_argument(
+        "--scheduler-names",
+        default=os.environ.get("VOLSCHED_SCHEDULER_NAMES") or ",".join(sorted(d.scheduler_names)),
+        help="comma-separated spec.schedulerName values whose pods volsched schedules "
+        "(default: $VOLSCHED_SCHEDULER_NAMES, else volsched)",
+    )
     p.add_argument("--log-level", default=os.environ.get("VOLSCHED_LOG_LEVEL", "INFO"))
     return p
 
@@ -637,7 +692,14 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     s.lease.renew_every = min(s.lease.renew_every, max(0.5, args.lease_duration / 3))
     s.lease.enabled = not args.no_lease
     s.writer.workers, s.writer.qps, s.writer.burst = args.workers, args.qps, args.burst
+    s.scheduler_names = parse_scheduler_names(args.scheduler_names)
     return s
+
+
+def parse_scheduler_names(text: str) -> frozenset[str]:
+    """``"volsched, volcano"`` -> {"volsched", "volcano"}; empty -> the default."""
+    names = frozenset(n.strip() for n in text.split(",") if n.strip())
+    return names or DEFAULT_SCHEDULER_NAMES
 
 
 def main(argv: Sequence[str] | None = None) -> int:

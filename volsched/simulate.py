@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from volsched.cache.state import KINDS, ClusterState
+from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Event, Eviction, SessionResult
 from volsched.framework.registry import load_config
@@ -27,8 +28,10 @@ from volsched.model import validation, yamlload
 from volsched.model.errors import InputError
 from volsched.model.objects import (
     DEFAULT_QUEUE,
+    DEFAULT_SCHEDULER_NAMES,
     GROUP_ANNOTATION,
     QUEUE_ANNOTATION,
+    VOLCANO_GROUP_ANNOTATION,
     PodGroupPhase,
     Task,
     TaskStatus,
@@ -94,9 +97,15 @@ class SimulationResult:
 
 
 class Simulator:
-    def __init__(self, documents: Iterable[Document], config: SchedulerConfig | None = None) -> None:
+    def __init__(
+        self,
+        documents: Iterable[Document],
+        config: SchedulerConfig | None = None,
+        *,
+        scheduler_names: Iterable[str] = DEFAULT_SCHEDULER_NAMES,
+    ) -> None:
         self.config = config or load_config()
-        self.state = ClusterState()
+        self.state = ClusterState(scheduler_names=scheduler_names)
         self.jobs: dict[str, dict[str, Any]] = {}
         self._job_counter: dict[str, int] = {}
         self._job_pods = 0  # pods the Jobs started with, in all
@@ -135,6 +144,9 @@ class Simulator:
                 validation.metadata(doc.obj, namespaced=kind in NAMESPACED)
                 if kind == "Job":
                     self._add_job(doc.obj)
+                elif str(doc.obj.get("apiVersion") or "").startswith(f"{VOLCANO_GROUP}/"):
+                    volcano_kind = VOLCANO_PODGROUP if kind == "PodGroup" else VOLCANO_QUEUE
+                    self.state.apply({**doc.obj, "kind": volcano_kind})
                 else:
                     self.state.apply(doc.obj)
             except InputError as exc:
@@ -193,6 +205,7 @@ class Simulator:
                     queue
                     and queue not in queues
                     and not (meta.get("annotations") or {}).get(GROUP_ANNOTATION)
+                    and not (meta.get("annotations") or {}).get(VOLCANO_GROUP_ANNOTATION)
                 ):
                     raise InputError(
                         f"{object_ref(doc.obj)}: annotation {QUEUE_ANNOTATION} names queue {queue!r}, which is not "
@@ -386,21 +399,26 @@ def simulate(
     config: SchedulerConfig | None = None,
     sessions: int = 100,
     usage: str | Path | None = None,
+    scheduler_names: Iterable[str] = DEFAULT_SCHEDULER_NAMES,
 ) -> SimulationResult:
-    sim = Simulator(load_documents(paths), config)
+    sim = Simulator(load_documents(paths), config, scheduler_names=scheduler_names)
     if usage is not None:
         sim.load_usage(usage)
     return sim.run(sessions)
 
 
 def simulate_stages(
-    stages: Sequence[Sequence[str | Path]], *, config: SchedulerConfig | None = None, sessions: int = 100
+    stages: Sequence[Sequence[str | Path]],
+    *,
+    config: SchedulerConfig | None = None,
+    sessions: int = 100,
+    scheduler_names: Iterable[str] = DEFAULT_SCHEDULER_NAMES,
 ) -> SimulationResult:
     """Run the first stage's files to a steady state, then add each next stage's objects and run again
     (``volsched simulate -f before.yaml --then later.yaml``). Sessions, history and evictions add up."""
     if not stages:
         raise InputError("nothing to simulate")
-    sim = Simulator(load_documents(stages[0]), config)
+    sim = Simulator(load_documents(stages[0]), config, scheduler_names=scheduler_names)
     result = sim.run(sessions)
     for paths in stages[1:]:
         sim.add(load_documents(paths))

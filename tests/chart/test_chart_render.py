@@ -156,10 +156,10 @@ def test_another_release_name_and_namespace_keep_the_names_consistent() -> None:
     assert by_kind["Deployment"]["spec"]["template"]["spec"]["serviceAccountName"] == "batch-volsched"
 
 
-def test_scheduler_names_other_than_volsched_are_refused_with_the_reason() -> None:
-    proc = helm("template", "volsched", str(CHART), "--set", "schedulerNames={volsched,volcano}", check=False)
-    assert proc.returncode != 0
-    assert "schedulerNames: the operator answers only to [volsched] so far" in proc.stderr
+def test_the_scheduler_names_reach_the_operator_comma_separated() -> None:
+    objs = template("--set", "schedulerNames={volsched,volcano}")
+    env = {e["name"]: e.get("value") for e in _container(objs)["env"]}
+    assert env["VOLSCHED_SCHEDULER_NAMES"] == "volsched,volcano"
 
 
 def test_the_grafana_dashboard_configmap_holds_the_dashboard_json() -> None:

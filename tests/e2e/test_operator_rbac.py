@@ -16,6 +16,7 @@ pytestmark = pytest.mark.cluster
 SA = "system:serviceaccount:volsched-system:volsched"
 NS = "volsched-system"
 G = "scheduling.volsched.io"
+V = "scheduling.volcano.sh"
 
 # (verb, group, resource, subresource, namespace, name)
 USED = [
@@ -32,6 +33,11 @@ USED = [
     ("create", "", "pods", "binding", "team", "p"), ("create", "", "pods", "eviction", "team", "p"),
     ("patch", "", "pods", "status", "team", "p"),
     ("patch", G, "queues", "status", "", "q"), ("patch", G, "podgroups", "status", "team", "pg"),
+    ("create", G, "podgroups", "", "team", ""),
+    ("list", V, "queues", "", "", ""), ("watch", V, "queues", "", "", ""),
+    ("list", V, "podgroups", "", "", ""), ("watch", V, "podgroups", "", "", ""),
+    ("patch", V, "queues", "status", "", "q"), ("patch", V, "podgroups", "status", "team", "pg"),
+    ("patch", V, "queues", "", "", "q"), ("patch", V, "podgroups", "", "team", "pg"),
     ("create", "", "events", "", "team", ""), ("patch", "", "events", "", "team", "e"),
     ("get", "", "configmaps", "", NS, "volsched-scheduler-config"),
     ("create", "coordination.k8s.io", "leases", "", NS, ""),
@@ -54,6 +60,8 @@ NOT_GRANTED = [
     ("get", "coordination.k8s.io", "leases", "", "kube-system", "volsched-scheduler"),
     ("create", "", "pods", "binding", NS, "") if False else ("delete", "", "events", "", "team", "e"),
     ("list", "apiextensions.k8s.io", "customresourcedefinitions", "", "", ""),
+    ("create", V, "podgroups", "", "team", ""), ("delete", V, "podgroups", "", "team", "pg"),
+    ("create", V, "queues", "", "", ""), ("update", G, "podgroups", "", "team", "pg"),
     ("get", "custom.metrics.k8s.io", "pods", "node_cpu_usage_avg", "team", "*"),
     ("get", "custom.metrics.k8s.io", "nodes", "some_other_metric", "", "*"),
 ]  # fmt: skip

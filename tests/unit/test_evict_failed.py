@@ -23,8 +23,8 @@ def test_evicting_a_failed_pod_releases_nothing_and_discard_restores_it():
     session = open_session(state.snapshot(now=1.0), load_config())
     nodes = session.nodes
     before = (nodes.idle.copy(), nodes.incoming.copy(), nodes.incoming_tasks)
-    task = session.jobs["default/f"].tasks["default/f"]
-    allocated = session.jobs["default/f"].allocated.copy()
+    task = session.jobs["default/replicaset-f"].tasks["default/f"]
+    allocated = session.jobs["default/replicaset-f"].allocated.copy()
     statement = Statement(session)
     statement.evict(task, action="shuffle", reason="failed")
     assert task.status is TaskStatus.RELEASING
@@ -32,7 +32,7 @@ def test_evicting_a_failed_pod_releases_nothing_and_discard_restores_it():
     for b, a in zip(before[:2], after[:2], strict=True):
         np.testing.assert_array_equal(b, a)
     assert before[2] == after[2]
-    np.testing.assert_array_equal(session.jobs["default/f"].allocated, allocated)
+    np.testing.assert_array_equal(session.jobs["default/replicaset-f"].allocated, allocated)
     statement.discard()
     assert task.status is TaskStatus.FAILED
     np.testing.assert_array_equal(nodes.incoming, before[1])

@@ -4,7 +4,7 @@ The victims come from ``session.victim_tasks()`` in the order the plugins give t
 plugin answers at most once per its interval): running pods, pods bound but not started, and failed
 pods (which hold nothing; evicting one deletes it). Each is evicted through a Statement, at most
 ``maxEvictionsPerSession`` per session, and never a running or bound one that would take a gang (a job
-with a PodGroup) below its minMember. Why each pod moves is read from ``session.state["victim_reasons"]`` when a plugin
+with a PodGroup and a minMember above 1) below its minMember. Why each pod moves is read from ``session.state["victim_reasons"]`` when a plugin
 left it there, and becomes a ``Rescheduled`` event on the pod.
 
 Arguments, in the scheduler config's ``configurations`` section::
@@ -70,7 +70,8 @@ class Shuffle:
                 continue
             job = session.jobs.get(task.job_key)
             counted = task.status is not TaskStatus.FAILED
-            if counted and job is not None and not job.standalone and job.ready_count - 1 < job.min_member:
+            # minMember 1 is no gang: the pod's owner recreates it (a pod with no owner is never a victim).
+            if counted and job is not None and job.min_member > 1 and job.ready_count - 1 < job.min_member:
                 continue
             reason = reasons.get(task.key, "shuffle: rebalancing nodes")
             statement.evict(task, action=self.name, reason=reason)

@@ -15,10 +15,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from volsched.cache.volcano import (
+    VOLCANO_PODGROUP,
+    VOLCANO_QUEUE,
+    build_volcano_podgroup,
+    build_volcano_queue,
+    conflict_message,
+)
 from volsched.model.cluster import ClusterSnapshot, build_snapshot
 from volsched.model.errors import InputError
 from volsched.model.objects import (
+    API_GROUP,
     DEFAULT_QUEUE,
+    DEFAULT_SCHEDULER_NAMES,
+    MIN_MEMBER_ANNOTATION,
     NodeSpec,
     PodGroupPhase,
     PodGroupSpec,
@@ -33,6 +43,7 @@ from volsched.model.objects import (
     object_ref,
     placement_key,
     priority_class_value,
+    queue_annotation,
     quota_weight,
     volume_node_terms,
 )
@@ -49,6 +60,8 @@ KINDS = (
     "PersistentVolumeClaim",
     "PersistentVolume",
 )
+#: Volcano's PodGroup and Queue (scheduling.volcano.sh), read when their CRDs are installed.
+VOLCANO_KINDS = (VOLCANO_QUEUE, VOLCANO_PODGROUP)
 
 #: How long the owner of a pod that shuffle moved off a node keeps off that node (seconds).
 AVOID_SECONDS = 600.0
@@ -63,13 +76,24 @@ def _key(obj: Mapping[str, Any]) -> str:
 class ClusterState:
     """Parsed cluster objects. Thread-safe: watch handlers write while the session loop snapshots."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, scheduler_names: Iterable[str] = DEFAULT_SCHEDULER_NAMES) -> None:
+        #: Pods whose spec.schedulerName is one of these are ours to schedule.
+        self.scheduler_names = frozenset(scheduler_names)
         self._lock = threading.RLock()
         self.nodes: dict[str, NodeSpec] = {}
         self.raw_pods: dict[str, Mapping[str, Any]] = {}
         self.tasks: dict[str, Task] = {}
+        #: The PodGroups and Queues in force: ours, and Volcano's where no object of ours has the name.
         self.podgroups: dict[str, PodGroupSpec] = {}
         self.queues: dict[str, QueueSpec] = {}
+        self._own: dict[tuple[str, str], PodGroupSpec | QueueSpec] = {}  # ("PodGroup", key) -> spec
+        self._volcano: dict[tuple[str, str], PodGroupSpec | QueueSpec] = {}
+        #: Volcano objects shadowed by ours of the same name: ("PodGroup"|"Queue", key) -> why.
+        self.conflicts: dict[tuple[str, str], str] = {}
+        #: uids of Volcano objects (for events about them): ("PodGroup"|"Queue", key) -> uid.
+        self.volcano_uids: dict[tuple[str, str], str] = {}
+        #: Phases the sessions gave groups that stand for an owner's pods and have no object yet.
+        self._derived_phase: dict[str, PodGroupPhase] = {}
         self.quota_weights: dict[str, int] = {}  # "ns/quota" -> weight
         self.namespaces: set[str] = set()
         self.namespace_labels: dict[str, dict[str, str]] = {}
@@ -98,17 +122,27 @@ class ClusterState:
                 spec = build_node(obj)
                 self.nodes[spec.name] = spec
             elif kind == "Pod":
-                task = build_task(
-                    obj, priority_classes=self.priority_classes, default_priority=self.default_priority
-                )
+                task = self._build_task(obj)
                 self.raw_pods[task.key] = obj
                 self.tasks[task.key] = task
             elif kind == "PodGroup":
                 pg = build_podgroup(obj)
-                self.podgroups[pg.key] = pg
+                self._own[("PodGroup", pg.key)] = pg
+                self._resolve("PodGroup", pg.key)
             elif kind == "Queue":
                 q = build_queue(obj)
-                self.queues[q.name] = q
+                self._own[("Queue", q.name)] = q
+                self._resolve("Queue", q.name)
+            elif kind == VOLCANO_PODGROUP:
+                pg = build_volcano_podgroup(obj)
+                self._volcano[("PodGroup", pg.key)] = pg
+                self.volcano_uids[("PodGroup", pg.key)] = pg.uid
+                self._resolve("PodGroup", pg.key)
+            elif kind == VOLCANO_QUEUE:
+                q = build_volcano_queue(obj)
+                self._volcano[("Queue", q.name)] = q
+                self.volcano_uids[("Queue", q.name)] = str((obj.get("metadata") or {}).get("uid") or "")
+                self._resolve("Queue", q.name)
             elif kind == "ResourceQuota":
                 meta = obj.get("metadata") or {}
                 if not meta.get("namespace") or not meta.get("name"):
@@ -139,6 +173,28 @@ class ClusterState:
             else:
                 raise InputError(f"unknown kind {kind!r}; known kinds: {', '.join(KINDS)}")
 
+    def _build_task(self, raw: Mapping[str, Any]) -> Task:
+        return build_task(
+            raw,
+            priority_classes=self.priority_classes,
+            default_priority=self.default_priority,
+            scheduler_names=self.scheduler_names,
+        )
+
+    def _resolve(self, kind: str, key: str) -> None:
+        """Which object of this name is in force: ours wins over Volcano's (the loser is a conflict)."""
+        own, volcano = self._own.get((kind, key)), self._volcano.get((kind, key))
+        winner = own or volcano
+        table: dict[str, Any] = self.podgroups if kind == "PodGroup" else self.queues
+        if winner is None:
+            table.pop(key, None)
+        else:
+            table[key] = winner
+        if own is not None and volcano is not None:
+            self.conflicts[(kind, key)] = conflict_message(kind, key)
+        else:
+            self.conflicts.pop((kind, key), None)
+
     def delete(self, kind: str, namespace: str | None, name: str) -> None:
         key = f"{namespace}/{name}" if namespace else name
         with self._lock:
@@ -149,9 +205,19 @@ class ClusterState:
                 self.raw_pods.pop(key, None)
                 self.tasks.pop(key, None)
             elif kind == "PodGroup":
-                self.podgroups.pop(key, None)
+                self._own.pop(("PodGroup", key), None)
+                self._resolve("PodGroup", key)
             elif kind == "Queue":
-                self.queues.pop(name, None)
+                self._own.pop(("Queue", name), None)
+                self._resolve("Queue", name)
+            elif kind == VOLCANO_PODGROUP:
+                self._volcano.pop(("PodGroup", key), None)
+                self.volcano_uids.pop(("PodGroup", key), None)
+                self._resolve("PodGroup", key)
+            elif kind == VOLCANO_QUEUE:
+                self._volcano.pop(("Queue", name), None)
+                self.volcano_uids.pop(("Queue", name), None)
+                self._resolve("Queue", name)
             elif kind == "ResourceQuota":
                 self.quota_weights.pop(key, None)
             elif kind == "Namespace":
@@ -169,9 +235,7 @@ class ClusterState:
     def _refresh_priorities(self) -> None:
         self.default_priority = max(self._global_default.values(), default=0)
         for key, raw in self.raw_pods.items():
-            self.tasks[key] = build_task(
-                raw, priority_classes=self.priority_classes, default_priority=self.default_priority
-            )
+            self.tasks[key] = self._build_task(raw)
 
     def set_usage(self, usage: Mapping[str, NodeUsage]) -> None:
         with self._lock:
@@ -202,8 +266,44 @@ class ClusterState:
     def set_podgroup_phase(self, key: str, phase: PodGroupPhase) -> None:
         with self._lock:
             pg = self.podgroups.get(key)
-            if pg is not None and pg.phase is not phase:
-                self.podgroups[key] = replace(pg, phase=phase)
+            if pg is None:
+                self._derived_phase[key] = phase
+            elif pg.phase is not phase:
+                pg = replace(pg, phase=phase)
+                self.podgroups[key] = pg
+                source = self._own if pg.api_group == API_GROUP else self._volcano
+                source[("PodGroup", key)] = pg
+
+    def derived_podgroups(self, tasks: Iterable[Task] | None = None) -> list[PodGroupSpec]:
+        """One PodGroup for each controller owner whose pods (ours to schedule) name no group and no
+        object stands for yet: minMember from the pods' :data:`MIN_MEMBER_ANNOTATION` (default 1), the
+        queue from their queue annotation, priority from the oldest pod."""
+        with self._lock:
+            members: dict[str, list[Task]] = {}
+            for t in self.tasks.values() if tasks is None else tasks:
+                if t.owner_ref is not None and t.schedulable_by_us and t.job_key not in self.podgroups:
+                    members.setdefault(t.job_key, []).append(t)
+            for key in [k for k in self._derived_phase if k not in members]:
+                del self._derived_phase[key]
+            out = []
+            for key, group in members.items():
+                first = min(group, key=lambda t: (t.creation, t.name))
+                assert first.owner_ref is not None
+                out.append(
+                    PodGroupSpec(
+                        namespace=first.namespace,
+                        name=first.owner_ref.group_name,
+                        min_member=_min_member(first),
+                        min_resources=None,
+                        queue=queue_annotation(first.annotations) or DEFAULT_QUEUE,
+                        priority_class_name=_class_name(self, first),
+                        phase=self._derived_phase.get(key, PodGroupPhase.PENDING),
+                        creation=first.creation,
+                        owner=first.owner_ref,
+                        priority=first.priority,
+                    )
+                )
+            return out
 
     # --- reading --------------------------------------------------------------------------------------
 
@@ -243,7 +343,7 @@ class ClusterState:
             return build_snapshot(
                 nodes=list(self.nodes.values()),
                 tasks=task_list,
-                podgroups=list(self.podgroups.values()),
+                podgroups=[*self.podgroups.values(), *self.derived_podgroups(task_list)],
                 queues=self.queue_specs(),
                 namespace_weights=self.namespace_weights(),
                 priority_classes=dict(self.priority_classes),
@@ -268,3 +368,18 @@ class ClusterState:
         t = replace(t, volume_terms=tuple(terms), missing_claims=tuple(missing))
         t.placement_key = placement_key(t)
         return t
+
+
+def _min_member(task: Task) -> int:
+    """:data:`MIN_MEMBER_ANNOTATION` of a pod: a whole number >= 1; anything else counts as 1."""
+    raw = task.annotations.get(MIN_MEMBER_ANNOTATION, "1")
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        return 1
+    return max(1, value)
+
+
+def _class_name(state: ClusterState, task: Task) -> str:
+    raw = state.raw_pods.get(task.key) or {}
+    return str((raw.get("spec") or {}).get("priorityClassName") or "")

@@ -11,6 +11,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE, VOLCANO_VERSION
 from volsched.model.objects import API_GROUP
 
 log = logging.getLogger("volsched.kube")
@@ -43,11 +44,30 @@ WATCHED: tuple[WatchedKind, ...] = (
     WatchedKind("Pod", "", "v1", "pods", True),
 )
 
+#: Volcano's PodGroup and Queue, watched when the cluster serves them (see ``served_plurals``). Queues
+#: come before PodGroups for the same reason as ours; both before pods when listed at start.
+VOLCANO_WATCHED: tuple[WatchedKind, ...] = (
+    WatchedKind(VOLCANO_QUEUE, VOLCANO_GROUP, VOLCANO_VERSION, "queues", False),
+    WatchedKind(VOLCANO_PODGROUP, VOLCANO_GROUP, VOLCANO_VERSION, "podgroups", True),
+)
+
+
+def served_plurals(api: client.ApiClient, group: str, version: str) -> set[str]:
+    """The resources the API serves in ``group/version`` (empty when it serves none: no CRDs)."""
+    try:
+        resp: Any = client.CustomObjectsApi(api).get_api_resources(group, version, _preload_content=False)
+        body = json.loads(resp.data)
+    except ApiException as exc:
+        if exc.status == 404:
+            return set()
+        raise
+    return {str(r.get("name")) for r in body.get("resources") or [] if "/" not in str(r.get("name"))}
+
 
 def list_kind(api: client.ApiClient, kind: WatchedKind) -> list[dict[str, Any]]:
     """All objects of one kind as raw dicts (with kind set); [] when the API does not serve it."""
     try:
-        if kind.group == API_GROUP:
+        if kind.group in (API_GROUP, VOLCANO_GROUP):
             resp: Any = client.CustomObjectsApi(api).list_cluster_custom_object(
                 kind.group, kind.version, kind.plural, _preload_content=False
             )
@@ -74,6 +94,8 @@ def list_kind(api: client.ApiClient, kind: WatchedKind) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = body.get("items") or []
     for item in items:
         item["kind"] = kind.kind
+        if kind.group == VOLCANO_GROUP:
+            item["apiVersion"] = f"{kind.group}/{kind.version}"
         item.setdefault("apiVersion", f"{kind.group}/{kind.version}" if kind.group else kind.version)
     return items
 

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from kubernetes import client
@@ -24,7 +25,7 @@ from volsched.kube import status as render
 from volsched.kube.client import consume
 from volsched.kube.health import ApiHealth, is_unreachable
 from volsched.kube.ratelimit import TokenBucket
-from volsched.model.objects import API_GROUP, SCHEDULER_NAME
+from volsched.model.objects import API_GROUP, DEFAULT_SCHEDULER_NAMES
 
 log = logging.getLogger("volsched.kube")
 
@@ -44,7 +45,8 @@ class WriterSettings:
     workers: int = 16
     qps: float = 200.0
     burst: int = 400
-    scheduler_name: str = SCHEDULER_NAME
+    #: Pods whose spec.schedulerName is one of these are ours to bind, evict and mark.
+    scheduler_names: frozenset[str] = DEFAULT_SCHEDULER_NAMES
     request_timeout: float = 10.0
 
 
@@ -195,7 +197,7 @@ class KubeWriter:
             return False
         return (
             (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
-        ) == self.settings.scheduler_name
+        ) in self.settings.scheduler_names
 
     def _map(self, fn: Callable[[Any], T], items: Iterable[Any]) -> list[T]:
         """Run ``fn`` over ``items`` on the pool. With a fence, the Lease is renewed when due between the
@@ -323,15 +325,21 @@ class KubeWriter:
         self,
         result: SessionResult,
         *,
-        queues: Iterable[str],
-        podgroups: Iterable[str],
+        queues: Iterable[str] | Mapping[str, str],
+        podgroups: Iterable[str] | Mapping[str, str],
         pods: Mapping[str, Raw],
         now: str | None = None,
     ) -> tuple[int, int, list[str]]:
-        """Write changed PodGroup/Queue status, pod conditions and events. Returns (writes, events, errors)."""
+        """Write changed PodGroup/Queue status, pod conditions and events. Returns (writes, events, errors).
+
+        ``queues`` and ``podgroups`` are the objects that exist: names, or names -> their API group
+        (volsched's or Volcano's; names alone are volsched's)."""
         now = now or render.now_rfc3339()
         jobs: list[Callable[[], tuple[int, int, str | None]]] = []
-        existing_pgs, existing_queues = set(podgroups), set(queues)
+        existing_pgs = (
+            dict(podgroups) if isinstance(podgroups, Mapping) else dict.fromkeys(podgroups, API_GROUP)
+        )
+        existing_queues = dict(queues) if isinstance(queues, Mapping) else dict.fromkeys(queues, API_GROUP)
         for key, pg in result.podgroups.items():
             if key not in existing_pgs:
                 continue
@@ -339,7 +347,8 @@ class KubeWriter:
             with self._lock:
                 if self._podgroups.get(key) == rendered:
                     continue
-            jobs.append(lambda key=key, rendered=rendered: self._write_podgroup(key, rendered, now))  # type: ignore[misc]
+            group = existing_pgs[key]
+            jobs.append(partial(self._write_podgroup, key, rendered, now, group))
         for name, q in result.queues.items():
             if name not in existing_queues:
                 continue
@@ -347,13 +356,14 @@ class KubeWriter:
             with self._lock:
                 if self._queues.get(name) == rendered:
                     continue
-            jobs.append(lambda name=name, rendered=rendered: self._write_queue(name, rendered, now))  # type: ignore[misc]
+            group = existing_queues[name]
+            jobs.append(partial(self._write_queue, name, rendered, now, group))
         for ev in result.events:
             if ev.kind == "Queue" and ev.name in existing_queues:
                 with self._lock:
                     if self._queue_events.get((ev.name, ev.reason)) == ev.message:
                         continue
-                jobs.append(lambda ev=ev: self._write_queue_event(ev, now))  # type: ignore[misc]
+                jobs.append(lambda ev=ev, g=existing_queues[ev.name]: self._write_queue_event(ev, now, g))  # type: ignore[misc]
         for key, message in result.unschedulable.items():
             pod = pods.get(key)
             if not self._ours(pod) or (pod.get("spec") or {}).get("nodeName"):  # type: ignore[union-attr]
@@ -389,7 +399,9 @@ class KubeWriter:
             return False, f"{what}: {exc}"
         return True, None
 
-    def _write_podgroup(self, key: str, rendered: dict[str, Any], now: str) -> tuple[int, int, str | None]:
+    def _write_podgroup(
+        self, key: str, rendered: dict[str, Any], now: str, group: str = API_GROUP
+    ) -> tuple[int, int, str | None]:
         ns, name = _split(key)
         with self._lock:
             previous = self._podgroups_full.get(key)
@@ -397,9 +409,17 @@ class KubeWriter:
         done, err = self._write(
             f"PodGroup {key} status",
             self.custom.patch_namespaced_custom_object_status,
-            API_GROUP, VERSION, ns, "podgroups", name, {"status": body},
+            group, VERSION, ns, "podgroups", name, {"status": body},
             _content_type=MERGE_PATCH,
         )  # fmt: skip
+        if not done and err is None and group != API_GROUP:
+            # A PodGroup CRD without the status subresource (some Volcano releases): status is a field.
+            done, err = self._write(
+                f"PodGroup {key} status",
+                self.custom.patch_namespaced_custom_object,
+                group, VERSION, ns, "podgroups", name, {"status": body},
+                _content_type=MERGE_PATCH,
+            )  # fmt: skip
         if not done:
             return 0, 0, err
         with self._lock:
@@ -408,7 +428,7 @@ class KubeWriter:
         return 1, 0, None
 
     def _write_queue(
-        self, name: str, rendered: dict[str, Any], now: str | None = None
+        self, name: str, rendered: dict[str, Any], now: str | None = None, group: str = API_GROUP
     ) -> tuple[int, int, str | None]:
         with self._lock:
             previous = self._queues_full.get(name)
@@ -416,9 +436,16 @@ class KubeWriter:
         done, err = self._write(
             f"Queue {name} status",
             self.custom.patch_cluster_custom_object_status,
-            API_GROUP, VERSION, "queues", name, [{"op": "add", "path": "/status", "value": body}],
+            group, VERSION, "queues", name, [{"op": "add", "path": "/status", "value": body}],
             _content_type=JSON_PATCH,
         )  # fmt: skip
+        if not done and err is None and group != API_GROUP:
+            done, err = self._write(
+                f"Queue {name} status",
+                self.custom.patch_cluster_custom_object,
+                group, VERSION, "queues", name, {"status": body},
+                _content_type=MERGE_PATCH,
+            )  # fmt: skip
         if not done:
             return 0, 0, err
         with self._lock:
@@ -426,12 +453,12 @@ class KubeWriter:
             self._queues_full[name] = body
         return 1, 0, None
 
-    def _write_queue_event(self, ev: Event, now: str) -> tuple[int, int, str | None]:
+    def _write_queue_event(self, ev: Event, now: str, group: str = API_GROUP) -> tuple[int, int, str | None]:
         """A Queue's configuration problem (one event per queue and reason, updated when it changes)."""
         with self._lock:
             uid = self._queue_uids.get(ev.name, "")
         body = render.object_event(
-            kind="Queue", api_version=f"{API_GROUP}/{VERSION}", namespace="", name=ev.name, uid=uid,
+            kind="Queue", api_version=f"{group}/{VERSION}", namespace="", name=ev.name, uid=uid,
             reason=ev.reason, message=ev.message, now=now, type_=ev.type,
             event_name=f"{ev.name}.volsched-{ev.reason.lower()}",
         )  # fmt: skip
@@ -503,6 +530,23 @@ class KubeWriter:
                 _content_type=MERGE_PATCH, _preload_content=False,
             )  # fmt: skip
         consume(resp)
+
+    def create_podgroup(self, body: dict[str, Any]) -> str | None:
+        """Create a PodGroup (ours). Returns an error message, or None when created or it exists."""
+        meta = body["metadata"]
+        try:
+            resp = self._call(
+                self.custom.create_namespaced_custom_object,
+                API_GROUP, VERSION, meta["namespace"], "podgroups", body, _preload_content=False,
+            )  # fmt: skip
+            consume(resp)
+        except ApiException as exc:
+            if exc.status == 409:
+                return None
+            return f"create PodGroup {meta['namespace']}/{meta['name']}: {exc.status} {_reason(exc)}"
+        except Exception as exc:
+            return f"create PodGroup {meta['namespace']}/{meta['name']}: {exc}"
+        return None
 
     def post_event(self, body: dict[str, Any]) -> str | None:
         """Create (or, if it exists, update) one event. Returns an error message or None."""

@@ -33,7 +33,6 @@ from volsched.model.objects import (
     ALLOCATED_STATUSES,
     DEFAULT_QUEUE,
     NODE_HOLDING_STATUSES,
-    QUEUE_ANNOTATION,
     TERMINAL_STATUSES,
     NodeSpec,
     PodGroupPhase,
@@ -41,6 +40,7 @@ from volsched.model.objects import (
     QueueSpec,
     Task,
     TaskStatus,
+    queue_annotation,
 )
 from volsched.model.resources import EPS, PODS, ResourceSpace, Vector
 from volsched.model.usage import NodeUsage
@@ -269,7 +269,9 @@ def build_snapshot(
             name=pg.name,
             queue=pg.queue,
             min_member=pg.min_member,
-            priority=priority_classes.get(pg.priority_class_name, 0) if pg.priority_class_name else 0,
+            priority=pg.priority
+            if pg.priority is not None
+            else (priority_classes.get(pg.priority_class_name, 0) if pg.priority_class_name else 0),
             creation=pg.creation,
             phase=pg.phase,
             podgroup=pg,
@@ -299,7 +301,7 @@ def build_snapshot(
                 key=t.job_key,
                 namespace=t.namespace,
                 name=t.name,
-                queue=t.annotations.get(QUEUE_ANNOTATION, DEFAULT_QUEUE),
+                queue=queue_annotation(t.annotations) or DEFAULT_QUEUE,
                 min_member=1,
                 priority=t.priority,
                 creation=t.creation,

@@ -26,8 +26,16 @@ from volsched.model.scalars import boolean_value
 
 API_GROUP = "scheduling.volsched.io"
 SCHEDULER_NAME = "volsched"
+#: The scheduler names the operator and the simulator answer to unless configured otherwise.
+DEFAULT_SCHEDULER_NAMES = frozenset({SCHEDULER_NAME})
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+#: Volcano's own spelling of the group annotation (its integrations set the one above; both are read).
+VOLCANO_GROUP_ANNOTATION = "scheduling.volcano.sh/group-name"
 QUEUE_ANNOTATION = "scheduling.volsched.io/queue-name"
+#: Volcano's queue annotation on a pod (Spark, Flink and KubeRay set it); ours wins when both are set.
+VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+#: On a pod (from its template) with no group: the minMember of its owner's PodGroup (default 1).
+MIN_MEMBER_ANNOTATION = "scheduling.volsched.io/min-member"
 PREEMPTABLE_ANNOTATION = "scheduling.volsched.io/preemptable"
 NAMESPACE_WEIGHT_KEYS = ("volsched.io/namespace.weight", "volcano.sh/namespace.weight")
 DEFAULT_QUEUE = "default"
@@ -352,6 +360,11 @@ class Task:
     #: affinity, tolerations, avoided nodes, ports, volumes). Tasks with the same key and request see
     #: the same nodes the same way.
     placement_key: str = ""
+    #: spec.schedulerName is one of the names this scheduler answers to (``build_task`` sets it; None:
+    #: the name is "volsched").
+    ours: bool | None = None
+    #: The controller owner a group-less pod's job is named after (see ``owner_group``), else None.
+    owner_ref: OwnerRef | None = None
 
     @property
     def key(self) -> str:
@@ -364,7 +377,27 @@ class Task:
 
     @property
     def schedulable_by_us(self) -> bool:
-        return self.scheduler_name == SCHEDULER_NAME
+        return self.scheduler_name == SCHEDULER_NAME if self.ours is None else self.ours
+
+
+@dataclass(slots=True, frozen=True)
+class OwnerRef:
+    """The controller owner of a pod that names no PodGroup: its job is one PodGroup per owner."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+
+    @property
+    def group_name(self) -> str:
+        """The name of the PodGroup that stands for the owner's pods: ``<kind>-<name>``, lower case."""
+        return f"{self.kind.lower()}-{self.name}"[:253]
+
+
+def queue_annotation(annotations: Mapping[str, str]) -> str | None:
+    """The queue a pod names: ours, else Volcano's annotation, else None."""
+    return annotations.get(QUEUE_ANNOTATION) or annotations.get(VOLCANO_QUEUE_ANNOTATION) or None
 
 
 def _container_statuses(value: Any) -> tuple[int, tuple[str, ...]]:
@@ -436,7 +469,15 @@ def _pod_status(pod: Raw) -> tuple[TaskStatus, str | None]:
     return TaskStatus.PENDING, None
 
 
-def build_task(pod: Raw, *, priority_classes: Mapping[str, int], default_priority: int = 0) -> Task:
+def build_task(
+    pod: Raw,
+    *,
+    priority_classes: Mapping[str, int],
+    default_priority: int = 0,
+    scheduler_names: frozenset[str] = DEFAULT_SCHEDULER_NAMES,
+) -> Task:
+    """A pod as a :class:`Task`. Its job: the PodGroup its group annotation names; else, with a
+    controller owner, the PodGroup that stands for the owner (:attr:`OwnerRef.group_name`); else itself."""
     ns, name = _meta(pod, "Pod")
     where = f"Pod {ns}/{name}"
     meta = pod["metadata"]
@@ -456,16 +497,30 @@ def build_task(pod: Raw, *, priority_classes: Mapping[str, int], default_priorit
         priority = priority_classes.get(pc, default_priority) if pc else default_priority
     if isinstance(priority, bool) or not isinstance(priority, int) or not INT32_MIN <= priority <= INT32_MAX:
         raise InputError(f"{where}: spec.priority must be a 32-bit integer, got {_short(priority)}")
-    group = annotations.get(GROUP_ANNOTATION)
-    job_key = f"{ns}/{group}" if group else f"{ns}/{name}"
+    group = annotations.get(GROUP_ANNOTATION) or annotations.get(VOLCANO_GROUP_ANNOTATION)
     selector, terms, tolerations = _placement(spec, where)
     preemptable_raw = annotations.get(PREEMPTABLE_ANNOTATION)
     preemptable = None if preemptable_raw is None else boolean_value(preemptable_raw) is True
     owners = meta.get("ownerReferences") or []
     owner = None
+    owner_ref = None
     for ref in owners if isinstance(owners, list) else []:
         if isinstance(ref, Mapping) and ref.get("controller"):
             owner = f"{ref.get('kind')}/{ref.get('name')}"
+            if not group and ref.get("kind") and ref.get("name"):
+                owner_ref = OwnerRef(
+                    api_version=str(ref.get("apiVersion") or ""),
+                    kind=str(ref["kind"]),
+                    name=str(ref["name"]),
+                    uid=str(ref.get("uid") or ""),
+                )
+    if group:
+        job_key = f"{ns}/{group}"
+    elif owner_ref is not None:
+        job_key = f"{ns}/{owner_ref.group_name}"
+    else:
+        job_key = f"{ns}/{name}"
+    scheduler_name = str(spec.get("schedulerName") or "default-scheduler")
     pcn = spec.get("priorityClassName") or ""
     task = Task(
         namespace=ns,
@@ -476,7 +531,7 @@ def build_task(pod: Raw, *, priority_classes: Mapping[str, int], default_priorit
         priority=int(priority),
         status=status,
         node_name=node,
-        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        scheduler_name=scheduler_name,
         creation=parse_time(meta.get("creationTimestamp"), where=f"{where}: metadata.creationTimestamp"),
         node_selector=selector,
         affinity_terms=terms,
@@ -493,6 +548,8 @@ def build_task(pod: Raw, *, priority_classes: Mapping[str, int], default_priorit
         preferred_node_terms=_preferred_node_terms(spec, where),
         host_ports=_host_ports(spec),
         claims=_claims(spec),
+        ours=scheduler_name in scheduler_names,
+        owner_ref=owner_ref,
     )
     task.placement_key = placement_key(task)
     return task
@@ -613,6 +670,8 @@ class QueueSpec:
     guarantee_percent: dict[str, float] = field(default_factory=dict)
     #: The parent queue's name; None hangs the queue off the root (the cluster), as ``root`` does.
     parent: str | None = None
+    #: The API group the object lives in: ours, or Volcano's (see ``volsched.cache.volcano``).
+    api_group: str = API_GROUP
 
 
 #: Queue weights are int32 in the CRD (``maximum`` enforces it there).
@@ -695,6 +754,12 @@ class PodGroupSpec:
     uid: str = ""
     #: ``spec.topology``: the minMember pods share one domain of this node label.
     topology: GangTopology | None = None
+    #: The API group the object lives in: ours, or Volcano's (see ``volsched.cache.volcano``).
+    api_group: str = API_GROUP
+    #: Set when the group stands for a controller owner's pods (no object named it; see OwnerRef).
+    owner: OwnerRef | None = None
+    #: The job's priority when no object gives a priorityClassName (an owner's group: its first pod's).
+    priority: int | None = None
 
     @property
     def key(self) -> str:

@@ -20,11 +20,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
-{{/* The operator answers only to "volsched" so far: refuse other lists instead of ignoring them. */}}
+{{/* The scheduler names the operator answers to, comma-separated (VOLSCHED_SCHEDULER_NAMES). */}}
 {{- define "volsched.schedulerNames" -}}
 {{- $names := .Values.schedulerNames | default (list "volsched") -}}
-{{- if ne (join "," $names) "volsched" -}}
-{{- fail (printf "schedulerNames: the operator answers only to [volsched] so far, got %v" $names) -}}
-{{- end -}}
 {{- join "," $names -}}
 {{- end -}}

@@ -1,0 +1,182 @@
+"""Workloads written for Volcano, and workloads without a PodGroup, through the operator (real apiserver).
+
+The Volcano CRDs here are minimal ones this test writes (the group, kinds and scopes Volcano's have; any
+fields). Its PodGroup CRD has no status subresource (as in some Volcano releases) and its Queue CRD
+has one, so both ways of writing status are exercised. The pods are made the way Spark's Volcano
+feature step makes them: spec.schedulerName "volcano" and the annotation scheduling.k8s.io/group-name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.e2e.operator_fixtures import Kube, OperatorProcess, node, pod, podgroup, wait_for
+
+pytestmark = pytest.mark.cluster
+
+Start = Callable[..., OperatorProcess]
+V, VV = "scheduling.volcano.sh", "v1beta1"
+OPEN = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
+def _crd(plural: str, kind: str, scope: str, *, status_subresource: bool) -> dict[str, Any]:
+    version: dict[str, Any] = {
+        "name": VV,
+        "served": True,
+        "storage": True,
+        "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": OPEN, "status": OPEN}}},
+    }
+    if status_subresource:
+        version["subresources"] = {"status": {}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{V}"},
+        "spec": {
+            "group": V,
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind, "listKind": f"{kind}List"},
+            "scope": scope,
+            "versions": [version],
+        },
+    }
+
+
+def install_volcano_crds(api: client.ApiClient) -> None:
+    ext = client.ApiextensionsV1Api(api)
+    ext.create_custom_resource_definition(
+        _crd("podgroups", "PodGroup", "Namespaced", status_subresource=False)
+    )
+    ext.create_custom_resource_definition(_crd("queues", "Queue", "Cluster", status_subresource=True))
+    custom = client.CustomObjectsApi(api)
+    wait_for(
+        lambda: custom.list_cluster_custom_object(V, VV, "queues") is not None, 30, what="Volcano queues"
+    )
+    wait_for(lambda: custom.list_cluster_custom_object(V, VV, "podgroups") is not None, 30, what="podgroups")
+
+
+def volcano_podgroup(name: str, min_member: int, queue: str, cpu: str = "1") -> dict[str, Any]:
+    """A PodGroup as Spark's PodGroup template or the MPI operator writes it (minResources: the gang's)."""
+    total = f"{float(cpu.rstrip('m')) / (1000 if cpu.endswith('m') else 1) * min_member:g}"
+    return {
+        "apiVersion": f"{V}/{VV}",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"minMember": min_member, "queue": queue, "minResources": {"cpu": total}},
+    }
+
+
+def spark_pod(name: str, group: str, cpu: str) -> dict[str, Any]:
+    out = pod(name, cpu, scheduler="volcano")
+    out["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": group}
+    return out
+
+
+def test_a_volcano_gang_is_gang_scheduled_and_its_status_written(k: Kube, start_operator: Start) -> None:
+    install_volcano_crds(k.api)
+    custom = k.custom
+    custom.create_cluster_custom_object(
+        V, VV, "queues", {"apiVersion": f"{V}/{VV}", "kind": "Queue", "metadata": {"name": "spark"},
+                          "spec": {"weight": 1, "reclaimable": True}},
+    )  # fmt: skip
+    k.nodes(node("n1", cpu="2"), node("n2", cpu="2"))
+    ns = k.namespace("spark")
+    custom.create_namespaced_custom_object(V, VV, ns, "podgroups", volcano_podgroup("etl", 3, "spark"))
+    custom.create_namespaced_custom_object(V, VV, ns, "podgroups", volcano_podgroup("big", 3, "spark", "3"))
+    k.pods(ns, *(spark_pod(f"etl-{i}", "etl", "1") for i in range(3)))
+    k.pods(ns, *(spark_pod(f"big-{i}", "big", "3") for i in range(3)))  # never fits: 9 cpu of 4
+    # The same name in both groups: volsched's object is in force, the Volcano one gets an event.
+    custom.create_namespaced_custom_object(V, VV, ns, "podgroups", volcano_podgroup("dup", 1, "spark"))
+    k.podgroup(ns, podgroup("dup", 1))
+    op = start_operator("--scheduler-names", "volsched,volcano")
+
+    bound = wait_for(lambda: len(k.bound(ns)) >= 3 and k.bound(ns), 30, what="the etl gang bound")
+    assert sorted(bound) == [f"{ns}/etl-{i}" for i in range(3)]  # and none of the big gang
+
+    def pg_status(name: str) -> dict[str, Any]:
+        return custom.get_namespaced_custom_object(V, VV, ns, "podgroups", name).get("status") or {}  # type: ignore[no-any-return]
+
+    wait_for(lambda: pg_status("etl").get("phase") in ("Inqueue", "Running"), 20, what="etl status written")
+    wait_for(
+        lambda: any(c.get("status") == "False" for c in pg_status("big").get("conditions") or []),
+        20,
+        what="the big gang's reason on its Volcano PodGroup",
+    )
+    reason = next(c["message"] for c in pg_status("big")["conditions"] if c.get("status") == "False")
+    assert "9" in reason  # in numbers
+    assert k.bound(ns).keys() == bound.keys()
+    queue_status = wait_for(
+        lambda: (custom.get_cluster_custom_object(V, VV, "queues", "spark").get("status") or {}).get(
+            "allocated"
+        ),
+        20,
+        what="Volcano queue status",
+    )
+    assert queue_status["cpu"] == "3"
+
+    shadowed = wait_for(
+        lambda: [e for e in k.core.list_namespaced_event(ns).items if e.reason == "ShadowedByVolsched"],
+        20,
+        what="an event on the shadowed Volcano PodGroup",
+    )
+    assert (
+        shadowed[0].involved_object.api_version == f"{V}/{VV}" and shadowed[0].involved_object.name == "dup"
+    )
+    assert "reading Volcano podgroups" in op.log() or "reading Volcano queues and podgroups" in op.log()
+
+
+def _job(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "parallelism": 3,
+            "template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}
+            },
+        },
+    }
+
+
+def test_a_jobs_pods_without_a_podgroup_get_one_owned_by_the_job(k: Kube, start_operator: Start) -> None:
+    k.nodes(node("n1", cpu="2"), node("n2", cpu="2"))
+    ns = k.namespace("owners")
+    batch = client.BatchV1Api(k.api)
+
+    def owned_pods(job_name: str, count: int, cpu: str, min_member: int) -> None:
+        job = batch.create_namespaced_job(ns, _job(job_name))
+        ref = {"apiVersion": "batch/v1", "kind": "Job", "name": job_name, "uid": job.metadata.uid,
+               "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+        for i in range(count):
+            p = pod(f"{job_name}-{i}", cpu)
+            p["metadata"]["ownerReferences"] = [ref]
+            p["metadata"]["annotations"] = {"scheduling.volsched.io/min-member": str(min_member)}
+            k.pods(ns, p)
+
+    owned_pods("train", 3, "1", 3)
+    owned_pods("wide", 3, "1500m", 3)  # a gang of three that does not fit once train runs
+    op = start_operator()
+
+    bound = wait_for(lambda: len(k.bound(ns)) >= 3 and k.bound(ns), 30, what="the train gang bound")
+    assert sorted(bound) == [f"{ns}/train-{i}" for i in range(3)]
+    pg = wait_for(
+        lambda: (
+            (k.get_podgroup(ns, "job-train").get("status") or {}).get("phase") == "Running"
+            and k.get_podgroup(ns, "job-train")
+        ),
+        20,
+        what="the PodGroup created for the Job, with its status",
+    )
+    assert pg["spec"]["minMember"] == 3
+    owner = pg["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["uid"]) == (
+        "Job", "train", batch.read_namespaced_job("train", ns).metadata.uid,
+    )  # fmt: skip
+    wide = wait_for(lambda: k.get_podgroup(ns, "job-wide"), 20, what="the second Job's PodGroup")
+    assert wide["spec"]["minMember"] == 3
+    assert len(k.bound(ns)) == 3  # the wide gang waits whole
+    assert "install Volcano's CRDs and restart volsched" in op.log()

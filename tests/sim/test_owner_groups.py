@@ -1,0 +1,88 @@
+"""Pods that name no PodGroup but have a controller owner form one job per owner (a PodGroup that
+stands for the owner): minMember from the pod template's annotation, the queue from its queue annotation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.builders import batch_job, count_placed, node, pod, podgroup, queue, run
+
+MIN = "scheduling.volsched.io/min-member"
+
+
+def test_a_jobs_pods_are_one_podgroup_named_after_the_job() -> None:
+    data = run([node("n1", cpu="8"), batch_job("train", parallelism=3)])
+    pg = data["podgroups"]["default/job-train"]
+    assert (pg["minMember"], pg["queue"], pg["phase"]) == (1, "default", "Running")
+    assert count_placed(data, "default/train") == 3
+
+
+@pytest.mark.parametrize(
+    ("min_member", "placed", "phase"),
+    [
+        ("4", 0, "Pending"),  # 4 cpus asked as a whole, 3 free: the gang waits whole
+        ("3", 3, "Running"),
+        ("not-a-number", 3, "Running"),  # counts as 1
+    ],
+)
+def test_the_min_member_annotation_makes_the_owners_pods_a_gang(
+    min_member: str, placed: int, phase: str
+) -> None:
+    data = run([node("n1", cpu="3"), batch_job("mpi", parallelism=4, annotations={MIN: min_member})])
+    assert count_placed(data, "default/mpi") == placed
+    assert data["podgroups"]["default/job-mpi"]["phase"] == phase
+
+
+def test_the_gang_that_waits_says_why_in_numbers() -> None:
+    data = run([node("n1", cpu="3"), batch_job("mpi", parallelism=4, annotations={MIN: "4"})])
+    reason = data["podgroups"]["default/job-mpi"]["reason"]
+    assert reason and "4" in reason and "3" in reason
+
+
+@pytest.mark.parametrize(
+    "annotation", ["scheduling.volsched.io/queue-name", "scheduling.volcano.sh/queue-name"]
+)
+def test_the_queue_annotation_on_the_template_names_the_owners_queue(annotation: str) -> None:
+    data = run(
+        [
+            node("n1", cpu="4"),
+            queue("team-a"),
+            batch_job("etl", parallelism=2, annotations={annotation: "team-a"}),
+        ]
+    )
+    assert data["podgroups"]["default/job-etl"]["queue"] == "team-a"
+    assert data["queues"]["team-a"]["allocated"] == {"cpu": 2, "pods": 2}
+
+
+def test_drf_orders_workloads_not_pods_two_jobs_split_the_cluster() -> None:
+    # One job per pod would serve the older Job's pods first (all four); one job per owner lets drf
+    # interleave the two workloads, two pods each.
+    data = run([node("n1", cpu="4"), batch_job("a", parallelism=4), batch_job("b", parallelism=4)])
+    assert (count_placed(data, "default/a"), count_placed(data, "default/b")) == (2, 2)
+
+
+@pytest.mark.parametrize(
+    ("objects", "job"),
+    [
+        ([pod("lone")], "default/lone"),
+        ([podgroup("pg"), pod("member", group="pg", owner="Job/x")], "default/pg"),
+        ([pod("r", owner="ReplicaSet/web-1")], "default/replicaset-web-1"),
+    ],
+)
+def test_a_group_annotation_wins_over_the_owner_and_a_pod_without_owner_is_its_own_job(
+    objects: list[dict[str, Any]], job: str
+) -> None:
+    data = run([node("n1", cpu="4"), *objects])
+    keys = set(data["podgroups"]) | {k for k in data["pods"]}
+    assert job in keys
+    if job != "default/lone":
+        assert job in data["podgroups"]
+    else:
+        assert not data["podgroups"]
+
+
+def test_pods_of_another_scheduler_get_no_podgroup() -> None:
+    data = run([node("n1", cpu="4"), pod("r", owner="ReplicaSet/web-1", scheduler="default-scheduler")])
+    assert not data["podgroups"]

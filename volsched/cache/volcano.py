@@ -1,0 +1,70 @@
+"""Volcano's ``scheduling.volcano.sh/v1beta1`` PodGroups and Queues, read with the meaning of ours.
+
+What maps to what (the fields Volcano's integrations -- Spark, the MPI and Kubeflow training
+operators, KubeRay, Flink -- write):
+
+* PodGroup ``spec.minMember``, ``spec.minResources``, ``spec.queue``, ``spec.priorityClassName`` are
+  ours, field for field; ``status.phase`` has the same values. ``spec.minTaskMember`` (per-role
+  minimums) and ``spec.networkTopology`` are not read: the gang is ``minMember`` pods of any role.
+* Queue ``spec.weight``, ``spec.capability``, ``spec.reclaimable``, ``spec.guarantee.resource`` and
+  ``spec.parent`` are ours. A Volcano Queue's state lives in ``status.state`` (Volcano's controller
+  sets it from ``vcctl queue operate``): ``Closed`` and ``Closing`` close the queue, anything else
+  leaves it open. ``spec.deserved`` (Volcano's capacity plugin) and ``spec.priority`` are not read:
+  volsched works the deserved share out from weights.
+
+When both API groups define an object of the same name (a PodGroup in the same namespace, or a
+Queue), **volsched's own object wins**; the Volcano one is ignored and gets an event saying so
+(:data:`CONFLICT_REASON`). Deleting the winner lets the other one take over.
+
+No I/O happens here.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from volsched.model.objects import PodGroupSpec, QueueSpec, build_podgroup, build_queue
+
+VOLCANO_GROUP = "scheduling.volcano.sh"
+VOLCANO_VERSION = "v1beta1"
+VOLCANO_API_VERSION = f"{VOLCANO_GROUP}/{VOLCANO_VERSION}"
+#: The cache's names for Volcano's kinds (the feeder keys objects by kind, so they must differ from ours).
+VOLCANO_PODGROUP = "VolcanoPodGroup"
+VOLCANO_QUEUE = "VolcanoQueue"
+#: The reason of the event posted on a Volcano object that loses to volsched's object of the same name.
+CONFLICT_REASON = "ShadowedByVolsched"
+
+_CLOSED_STATES = frozenset({"Closed", "Closing"})
+
+
+def _as(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    out = copy.deepcopy(dict(obj))
+    out["kind"] = kind
+    return out
+
+
+def build_volcano_podgroup(obj: Mapping[str, Any]) -> PodGroupSpec:
+    """A Volcano PodGroup as a :class:`PodGroupSpec` (raises InputError naming the field)."""
+    return replace(build_podgroup(_as(obj, "PodGroup")), api_group=VOLCANO_GROUP)
+
+
+def build_volcano_queue(obj: Mapping[str, Any]) -> QueueSpec:
+    """A Volcano Queue as a :class:`QueueSpec` (its state from ``status.state``)."""
+    raw = _as(obj, "Queue")
+    spec = raw.get("spec")
+    spec = dict(spec) if isinstance(spec, Mapping) else {}
+    status = raw.get("status")
+    state = status.get("state") if isinstance(status, Mapping) else None
+    spec["state"] = "Closed" if state in _CLOSED_STATES else "Open"
+    raw["spec"] = spec
+    return replace(build_queue(raw), api_group=VOLCANO_GROUP)
+
+
+def conflict_message(kind: str, key: str) -> str:
+    return (
+        f"volsched schedules by its own {kind} {key} (scheduling.volsched.io), which has the same name; "
+        f"this {VOLCANO_GROUP} {kind} is ignored while that one exists"
+    )
