@@ -34,7 +34,6 @@ from typing import Any
 
 import kopf
 from aiohttp import web
-from kubernetes import client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
@@ -46,7 +45,7 @@ from volsched.framework.decisions import SessionResult
 from volsched.framework.registry import load_config
 from volsched.framework.runner import run_session
 from volsched.kube import status as render
-from volsched.kube.client import bearer_token, load_configuration
+from volsched.kube.client import bearer_token, load_configuration, new_api_client
 from volsched.kube.configsource import read_config_map
 from volsched.kube.health import ApiHealth, QuietRetries, is_unreachable
 from volsched.kube.lease import LeaderLease, LeaseSettings
@@ -222,7 +221,7 @@ class Operator:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.kcfg = load_configuration(settings.kubeconfig, pool_size=settings.writer.workers + 4)
-        self.api = client.ApiClient(self.kcfg)
+        self.api = new_api_client(self.kcfg)
         self.state = ClusterState(scheduler_names=settings.scheduler_names)
         self.feeder = Feeder(self.state, assume_ttl=settings.session.assume_ttl)
         settings.lease.normalise()
@@ -241,7 +240,7 @@ class Operator:
         self.watched: tuple[WatchedKind, ...] = WATCHED
         self.metrics = Metrics()
         self.usage = UsageFeed(
-            self.state, registry=self.metrics.registry, api_client_factory=lambda: client.ApiClient(self.kcfg)
+            self.state, registry=self.metrics.registry, api_client_factory=lambda: new_api_client(self.kcfg)
         )
         self.config: SchedulerConfig = load_config()
         self.config_version: str | None = None

@@ -21,6 +21,11 @@ def load_configuration(kubeconfig: str | None = None, *, pool_size: int = 16) ->
     return cfg
 
 
+def new_api_client(cfg: client.Configuration) -> client.ApiClient:
+    """An ApiClient on ``cfg``: how code outside ``volsched.kube`` gets one without importing the client."""
+    return client.ApiClient(cfg)
+
+
 def bearer_token(cfg: client.Configuration) -> str | None:
     """The bearer token a Configuration sends, wherever this client version keeps it."""
     header = None

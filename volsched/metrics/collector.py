@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
@@ -310,19 +310,12 @@ def build_source(config: MetricsConfig, *, api_client: Any = None) -> UsageSourc
     from volsched.metrics.custom_metrics import CustomMetricsSource
 
     if api_client is None:
-        from kubernetes import client as k8s_client
-        from kubernetes import config as k8s_config
+        from volsched.kube.client import load_configuration, new_api_client
 
-        configuration = k8s_client.Configuration()
-        load_incluster = cast(Callable[..., None], k8s_config.load_incluster_config)
-        load_kube = cast(Callable[..., None], k8s_config.load_kube_config)
-        try:
-            load_incluster(client_configuration=configuration)
-        except k8s_config.ConfigException:
-            load_kube(client_configuration=configuration)
+        configuration = load_configuration()
         if config.address:
             configuration.host = config.address
         if config.insecure_skip_verify:
             configuration.verify_ssl = False
-        api_client = k8s_client.ApiClient(configuration)
+        api_client = new_api_client(configuration)
     return CustomMetricsSource(api_client, timeout=config.timeout)
