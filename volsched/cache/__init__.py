@@ -1,1 +1,4 @@
-"""cache."""
+"""The cluster as the scheduler believes it: ``state.ClusterState`` (objects from watch events or YAML,
+decoded once, snapshots for sessions) and ``feeder.Feeder`` (the door for watch events: resourceVersion
+order, assumed binds until the watch confirms them); ``volcano`` reads Volcano's PodGroups and Queues
+with the meaning of ours."""
