@@ -50,6 +50,43 @@ def test_a_guarantee_admits_a_job_into_a_full_cluster(guarantee, b_min, phase):
         assert any("overcommit" in m for m in pg_events), pg_events
 
 
+@pytest.mark.parametrize(
+    ("guarantee", "g_min", "phase"),
+    [
+        pytest.param("16", 2, "Inqueue", id="impossible-guarantee-admits-within-its-cut-part"),
+        pytest.param("16", 3, "Pending", id="impossible-guarantee-admits-nothing-beyond-its-cut-part"),
+        pytest.param("16", 8, "Pending", id="impossible-guarantee-never-admits-the-whole-cluster"),
+        pytest.param("2", 2, "Inqueue", id="a-guarantee-that-fits-admits-up-to-itself"),
+        pytest.param("2", 3, "Pending", id="a-guarantee-that-fits-admits-nothing-beyond-itself"),
+    ],
+)
+def test_admission_into_a_full_cluster_holds_the_cut_guarantee_not_the_configured_one(
+    guarantee, g_min, phase
+):
+    # 8 cpu, all held by qa; overcommit leaves no room (factor 1.0), so only a guarantee lets a job in.
+    # Four queues (default, qa, qg, qh): with qg asking 16 cpu (twice the cluster) the guarantees cannot
+    # all be met, and qg keeps min(16, its weighted share 8/4) = 2 cpu; qh's 2 cpu is met in full.
+    # Admission must hold qg to those 2 cpu, as proportion does, and qh keeps working.
+    objs = [node("n1", cpu="8"), queue("qa"), podgroup("a", ns="ns-a", queue="qa", phase="Running")]
+    objs += pods("a", 8, ns="ns-a", group="a", node="n1")
+    objs += [queue("qg", guarantee={"cpu": guarantee}), queue("qh", guarantee={"cpu": "2"})]
+    objs += job("g", ns="ns-g", queue="qg", size=g_min, min_member=g_min)
+    objs += job("h", ns="ns-h", queue="qh", size=2, min_member=2)
+    data = run(objs, conf=config(DEFAULT_WITH_EXACT_OVERCOMMIT))
+    assert (
+        count_placed(data, "ns-a/") == 8 and count_placed(data, "ns-g/") == count_placed(data, "ns-h/") == 0
+    )
+    assert data["podgroups"]["ns-g/g"]["phase"] == phase
+    assert data["podgroups"]["ns-h/h"]["phase"] == "Inqueue"  # the other guaranteed queue keeps working
+    queue_events = [e["reason"] for e in data["events"] if e["object"] == "Queue qg"]
+    assert queue_events == (["GuaranteeNotMet"] if guarantee == "16" else [])
+    if phase == "Pending":
+        (message,) = {e["message"] for e in data["events"] if e["object"] == "PodGroup ns-g/g"}
+        assert "overcommit" in message and f"minResources cpu {g_min} > room 0" in message, message
+        if guarantee == "16":
+            assert "guarantee cpu 16 cannot be met and holds only cpu 2" in message, message
+
+
 def test_a_guaranteed_job_runs_in_a_full_cluster_once_reclaim_is_enabled():
     before = [node("n1", cpu="8"), queue("qa"), *job("a", ns="ns-a", queue="qa", size=8)]
     after = [queue("qg", guarantee={"cpu": "4"}), *job("b", ns="ns-g", queue="qg", size=4, min_member=4)]

@@ -202,23 +202,20 @@ def _describe(amounts: Vector, dims: Sequence[str], describe: Any) -> str:
     return ", ".join(f"{dims[d]} {describe(d, float(amounts[d]))}" for d in range(len(dims)))
 
 
-def fair_share(
+def effective_guarantees(
     tree: Tree,
     *,
     total: Vector,
     weight: Vector,
     guarantee: Matrix,
     capability: Matrix,
-    request: Matrix,
-    allocated: Matrix,
-    unit: Matrix | None = None,
     dims: Sequence[str] | None = None,
     describe: Any = None,
-) -> FairShare:
-    """Deserved shares for every node of ``tree`` (rows) and resource (columns); see the module doc.
-
-    ``request``, ``allocated`` and ``unit`` are per node's own jobs (leaves, in practice); subtree sums
-    are formed here. ``dims``/``describe`` only word the problem messages."""
+) -> tuple[Matrix, Matrix, list[Problem]]:
+    """Effective guarantees and realCapabilities of every node (see the module doc), and the problems
+    found (the tree's own included). They depend on the queues' configuration and the cluster only,
+    never on what jobs ask for or hold: :func:`fair_share` starts from them, and admission
+    (the overcommit plugin) holds exactly these for a queue in a full cluster."""
     n, r = guarantee.shape
     dims = list(dims) if dims is not None else [f"r{d}" for d in range(r)]
     if describe is None:
@@ -227,17 +224,8 @@ def fair_share(
             return f"{amount:g}"
 
     problems = list(tree.problems)
-    unit = np.zeros((n, r)) if unit is None else unit
     bottom_up = list(reversed(tree.order))
-    sub_request = request.astype(np.float64).copy()
-    sub_alloc = allocated.astype(np.float64).copy()
-    for i in bottom_up:
-        p = int(tree.parent[i])
-        if p >= 0:
-            sub_request[p] += sub_request[i]
-            sub_alloc[p] += sub_alloc[i]
-
-    # Effective guarantees, bottom-up: a node without one guarantees its children's; capped by capability.
+    # Bottom-up: a node without a guarantee guarantees its children's; capped by its capability.
     eg = np.maximum(guarantee.astype(np.float64), 0.0)
     for i in bottom_up:
         kids = tree.children[i]
@@ -315,6 +303,52 @@ def fair_share(
     for i in tree.order:
         # eg[i] is at least its children's guarantees unless it was cut (capability, or its own parent).
         settle(tree.children[i], eg[i], f"queue {tree.names[i]}", real[i])
+    return eg, real, problems
+
+
+def fair_share(
+    tree: Tree,
+    *,
+    total: Vector,
+    weight: Vector,
+    guarantee: Matrix,
+    capability: Matrix,
+    request: Matrix,
+    allocated: Matrix,
+    unit: Matrix | None = None,
+    dims: Sequence[str] | None = None,
+    describe: Any = None,
+    effective: tuple[Matrix, Matrix, list[Problem]] | None = None,
+) -> FairShare:
+    """Deserved shares for every node of ``tree`` (rows) and resource (columns); see the module doc.
+
+    ``request``, ``allocated`` and ``unit`` are per node's own jobs (leaves, in practice); subtree sums
+    are formed here. ``dims``/``describe`` only word the problem messages. ``effective`` is what
+    :func:`effective_guarantees` returned for the same tree, guarantees and capabilities, when the
+    caller already has it."""
+    n, r = guarantee.shape
+    unit = np.zeros((n, r)) if unit is None else unit
+    bottom_up = list(reversed(tree.order))
+    sub_request = request.astype(np.float64).copy()
+    sub_alloc = allocated.astype(np.float64).copy()
+    for i in bottom_up:
+        p = int(tree.parent[i])
+        if p >= 0:
+            sub_request[p] += sub_request[i]
+            sub_alloc[p] += sub_alloc[i]
+
+    if effective is None:
+        effective = effective_guarantees(
+            tree,
+            total=total,
+            weight=weight,
+            guarantee=guarantee,
+            capability=capability,
+            dims=dims,
+            describe=describe,
+        )
+    eg, real, problems = effective
+    eg, real, problems = eg.copy(), real.copy(), list(problems)
 
     # Deserved, top-down.
     deserved = np.zeros((n, r))

@@ -3,7 +3,10 @@ times an overcommit factor (argument ``overcommit-factor``, default 1.2), less w
 
 A queue's guarantee is held for it even when the cluster is full: a job whose minResources fit in what
 remains of its queue's guarantee (guarantee - what the queue holds - what it has admitted) is let in
-whatever the cluster's room (reclaim then takes the capacity back from queues above their share)."""
+whatever the cluster's room (reclaim then takes the capacity back from queues above their share).
+The guarantee held is the effective one proportion holds too (:mod:`volsched.plugins.shared.queue_config`):
+guarantees that cannot all be met are cut to ``min(guarantee, weighted share among siblings)``, so an
+impossible guarantee admits no more into a full cluster than its cut part."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from volsched.framework.session import Session, Vote
 from volsched.model.cluster import Job, unmet_minimum
 from volsched.model.objects import PodGroupPhase
 from volsched.model.resources import EPS, Vector
+from volsched.plugins.shared.queue_config import queue_config
 
 
 @register_plugin
@@ -37,9 +41,17 @@ class Overcommit(BasePlugin):
             if job.phase is PodGroupPhase.INQUEUE:
                 inqueue += unmet_minimum(job)
         state = {"inqueue": inqueue}
-        # Per queue: guarantee less what the queue holds and has admitted.
-        guarantee_left: dict[str, Vector] = {
-            name: space.vector(spec.guarantee) for name, spec in session.queues.items() if spec.guarantee
+        # Per queue: the effective guarantee less what the queue holds and has admitted.
+        queues = queue_config(session)
+        guarantee_left: dict[str, Vector] = {}
+        for name in session.queues:
+            held = queues.held_guarantee(name)
+            if held is not None:
+                guarantee_left[name] = held
+        cut = {
+            name: i
+            for name, i in queues.row.items()
+            if (queues.effective_guarantee[i] < queues.guarantee[i] - EPS).any()
         }
         for job in session.jobs.values():
             left = guarantee_left.get(job.queue)
@@ -71,11 +83,18 @@ class Overcommit(BasePlugin):
             if not short:
                 return Vote.PERMIT, ""
             d = short[0]
-            return Vote.REJECT, (
+            reason = (
                 f"minResources {space.names[d]} {space.describe(d, need[d])} > room "
                 f"{space.describe(d, max(room[d], 0.0))} (cluster {space.describe(d, session.total[d])} "
                 f"x {self.factor:g} - used {space.describe(d, used[d])} - admitted {space.describe(d, state['inqueue'][d])})"
             )
+            i = cut.get(job.queue)
+            if i is not None and queues.guarantee[i][d] > EPS:
+                reason += (
+                    f"; queue {job.queue}'s guarantee {space.names[d]} {space.describe(d, queues.guarantee[i][d])} "
+                    f"cannot be met and holds only {space.names[d]} {space.describe(d, queues.effective_guarantee[i][d])}"
+                )
+            return Vote.REJECT, reason
 
         def enqueued(job: Job) -> None:
             state["inqueue"] = state["inqueue"] + unmet_minimum(job)

@@ -48,9 +48,10 @@ from volsched.framework.plugin import BasePlugin
 from volsched.framework.registry import register_plugin
 from volsched.framework.session import EventHandler, Session, Vote
 from volsched.model.cluster import Job, unmet_minimum
-from volsched.model.fairshare import FairShare, Problem, build_tree, fair_share
+from volsched.model.fairshare import FairShare, Problem, fair_share
 from volsched.model.objects import PodGroupPhase, QueueSpec, Task, TaskStatus
 from volsched.model.resources import EPS, ResourceSpace, Vector
+from volsched.plugins.shared.queue_config import queue_config
 
 
 @dataclass(eq=False)
@@ -160,33 +161,23 @@ def _pending_requests(session: Session, row: dict[str, int], n: int) -> tuple[Ve
 
 def queue_tree(session: Session) -> tuple[dict[str, QueueAttr], FairShare]:
     space: ResourceSpace = session.space
-    total = session.total
-    names = sorted(session.queues)
-    specs = [session.queues[n] for n in names]
-    n, r = len(specs), len(space)
-    guarantee = np.array([space.vector(s.guarantee) for s in specs]).reshape(n, r)
-    capability = np.full((n, r), np.inf)
-    for i, s in enumerate(specs):
-        # A capability map that leaves a resource out does not limit that resource.
-        if s.capability is not None:
-            for d, rname in enumerate(space.names):
-                if rname in s.capability:
-                    capability[i, d] = s.capability[rname]
-    row = {name: i for i, name in enumerate(names)}
-    allocated, request, inqueue, unit = _pending_requests(session, row, n)
+    config = queue_config(session)
+    names, specs, row, tree = config.names, config.specs, config.row, config.tree
+    capability = config.capability
+    allocated, request, inqueue, unit = _pending_requests(session, row, len(names))
     mask = space.share_mask
-    tree = build_tree(names, [s.parent for s in specs])
     fs = fair_share(
         tree,
-        total=np.where(mask, total, 0.0),
-        weight=np.array([s.weight for s in specs], dtype=np.float64),
-        guarantee=np.where(mask[None, :], guarantee, 0.0),
+        total=config.total,
+        weight=config.weight,
+        guarantee=config.guarantee,
         capability=capability,
         request=request,
         allocated=allocated,
         unit=unit,
         dims=space.names,
         describe=space.describe,
+        effective=(config.effective_guarantee, config.real_capability, config.problems),
     )
     attrs: dict[str, QueueAttr] = {}
     for name, i in row.items():

@@ -1,0 +1,98 @@
+"""The session's queue configuration as matrices, and the effective guarantees it implies.
+
+proportion (deserved shares) and overcommit (admission into a full cluster) must hold the same
+guarantee for a queue: a guarantee that cannot be met is cut to ``min(guarantee, weighted share among
+its siblings)`` (see :func:`volsched.model.fairshare.effective_guarantees`), and a queue is held only
+what is left of the cut guarantee, never the raw one. Both read it from here, made once per session
+(in ``session.state``): it depends on the queues and the cluster only, not on what jobs ask for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from volsched.framework.session import Session
+from volsched.model.fairshare import Matrix, Problem, Tree, build_tree, effective_guarantees
+from volsched.model.objects import QueueSpec
+from volsched.model.resources import EPS, Vector
+
+_KEY = "queue_config"
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    """Queues in name order (rows) over the resource space (columns); ``pods`` and other dimensions
+    that do not count toward shares are zero in ``total`` and ``guarantee``."""
+
+    names: list[str]
+    specs: list[QueueSpec]
+    row: dict[str, int]
+    tree: Tree
+    total: Vector
+    weight: Vector
+    #: As configured (masked to the share dimensions).
+    guarantee: Matrix
+    #: +inf where unset.
+    capability: Matrix
+    #: The guarantee held for each queue: cut when it cannot be met, or above its capability.
+    effective_guarantee: Matrix
+    real_capability: Matrix
+    problems: list[Problem]
+
+    def held_guarantee(self, queue: str) -> Vector | None:
+        """The effective guarantee of ``queue``, or None when it guarantees nothing (or does not exist)."""
+        i = self.row.get(queue)
+        if i is None or not (self.effective_guarantee[i] > EPS).any():
+            return None
+        out: Vector = self.effective_guarantee[i].copy()
+        return out
+
+
+def queue_config(session: Session) -> QueueConfig:
+    """The session's :class:`QueueConfig`, made on first use."""
+    cached: QueueConfig | None = session.state.get(_KEY)
+    if cached is not None:
+        return cached
+    space = session.space
+    mask = space.share_mask
+    names = sorted(session.queues)
+    specs = [session.queues[n] for n in names]
+    n, r = len(specs), len(space)
+    guarantee = np.array([space.vector(s.guarantee) for s in specs]).reshape(n, r)
+    guarantee = np.where(mask[None, :], guarantee, 0.0)
+    capability = np.full((n, r), np.inf)
+    for i, s in enumerate(specs):
+        # A capability map that leaves a resource out does not limit that resource.
+        if s.capability is not None:
+            for d, rname in enumerate(space.names):
+                if rname in s.capability:
+                    capability[i, d] = s.capability[rname]
+    total = np.where(mask, session.total, 0.0)
+    weight = np.array([s.weight for s in specs], dtype=np.float64)
+    tree = build_tree(names, [s.parent for s in specs])
+    eg, real, problems = effective_guarantees(
+        tree,
+        total=total,
+        weight=weight,
+        guarantee=guarantee,
+        capability=capability,
+        dims=space.names,
+        describe=space.describe,
+    )
+    config = QueueConfig(
+        names=names,
+        specs=specs,
+        row={name: i for i, name in enumerate(names)},
+        tree=tree,
+        total=total,
+        weight=weight,
+        guarantee=guarantee,
+        capability=capability,
+        effective_guarantee=eg,
+        real_capability=real,
+        problems=problems,
+    )
+    session.state[_KEY] = config
+    return config
