@@ -57,7 +57,7 @@ def _demo(args: argparse.Namespace) -> int:
     try:
         from volsched_dev.demo import run_demo
     except ModuleNotFoundError as exc:
-        if exc.name != "volsched_dev":
+        if (exc.name or "").split(".")[0] != "volsched_dev":
             raise
         print(
             "volsched demo: runs from a source checkout (`make demo`); this install has no volsched_dev",
