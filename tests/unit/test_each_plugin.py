@@ -13,16 +13,21 @@ from volsched.cache.state import ClusterState
 from volsched.framework.decisions import SessionResult
 from volsched.framework.registry import load_config, make_actions
 from volsched.framework.runner import close_session, open_session
+from volsched.model.usage import NodeUsage
 
 Obj = dict[str, Any]
 NO_SCHEDULE = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 
 
-def run(actions: str, plugins: str, objects: list[Obj]) -> SessionResult:
-    """One session with ``actions`` over a single tier of ``plugins`` (YAML flow list entries)."""
+def run(
+    actions: str, plugins: str, objects: list[Obj], usage: dict[str, tuple[float, float]] | None = None
+) -> SessionResult:
+    """One session with ``actions`` over a single tier of ``plugins`` (YAML flow list entries); ``usage``
+    is measured (cpu %, memory %) per node, measured as the session opens."""
     state = ClusterState()
     for obj in objects:
         state.apply(obj)
+    state.set_usage({n: NodeUsage(cpu=c, memory=m, measured_at=1.0) for n, (c, m) in (usage or {}).items()})
     config = load_config(text=f'actions: "{actions}"\ntiers:\n- plugins: [{plugins}]\n')
     session = open_session(state.snapshot(now=1.0), config)
     for action in make_actions(config):
@@ -153,3 +158,21 @@ def test_the_plugin_under_test_decides_these_binds_and_evictions(
     assert {e.pod for e in result.evictions} == evicted
     for key, phase in phases.items():
         assert result.podgroups[key].phase == phase, result.podgroups[key]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "usage", "bound_to"),
+    [
+        pytest.param("{}", {"n1": (85, 20), "n2": (10, 20)}, "n2", id="usage-prefers-the-node-with-lower-measured-load"),
+        pytest.param("{thresholds: {cpu: 80}}", {"n1": (85, 20), "n2": (85, 20)}, None,
+                     id="usage-keeps-pods-off-nodes-over-the-cpu-threshold"),
+        pytest.param("{thresholds: {cpu: 80}}", {"n1": (85, 20), "n2": (79, 20)}, "n2",
+                     id="usage-places-on-a-node-under-the-cpu-threshold"),
+    ],
+)  # fmt: skip
+def test_the_usage_plugin_places_by_measured_load(
+    arguments: str, usage: dict[str, tuple[float, float]], bound_to: str | None
+) -> None:
+    objects = [node("n1"), node("n2"), queue("q"), group("g"), member("g-0", "g")]
+    result = run("allocate", f"{{name: usage, arguments: {arguments}}}", objects, usage)
+    assert {b.pod: b.node for b in result.binds} == ({"ns/g-0": bound_to} if bound_to else {})
