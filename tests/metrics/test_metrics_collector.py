@@ -245,6 +245,36 @@ def test_build_source_by_type() -> None:
     assert isinstance(build_source(adaptor, api_client=object()), CustomMetricsSource)
 
 
+def test_custom_metrics_source_without_a_client_reads_the_kubeconfig(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Out of a cluster the adaptor source builds its client from the kubeconfig (kube.client's loading);
+    ``address`` and ``insecureSkipVerify`` then override the server and the certificate check."""
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:6443'}}]\n"
+        "users: [{name: u, user: {token: t0k}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    # The client reads $KUBECONFIG once, at import: point its default location at this file instead.
+    monkeypatch.setattr("kubernetes.config.kube_config.KUBE_CONFIG_DEFAULT_LOCATION", str(kubeconfig))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    plain = parse_metrics_config({"type": "prometheus_adapt"}, env={})
+    custom = parse_metrics_config(
+        {"type": "prometheus_adapt", "address": "https://10.0.0.9:443", "tls": {"insecureSkipVerify": True}},
+        env={},
+    )
+    assert plain is not None and custom is not None
+    from_kubeconfig = build_source(plain)
+    overridden = build_source(custom)
+    assert isinstance(from_kubeconfig, CustomMetricsSource) and isinstance(overridden, CustomMetricsSource)
+    assert from_kubeconfig.api_client.configuration.host == "https://127.0.0.1:6443"
+    assert from_kubeconfig.api_client.configuration.verify_ssl
+    assert overridden.api_client.configuration.host == "https://10.0.0.9:443"
+    assert not overridden.api_client.configuration.verify_ssl
+
+
 def test_slow_source_counts_as_error() -> None:
     from metricslib import prom_matrix
 
