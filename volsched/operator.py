@@ -580,9 +580,11 @@ class Operator:
         s.watching.server_timeout = 300
         s.watching.client_timeout = 330
         s.networking.request_timeout = 60
-        # Retry a failed list/watch soon: after an outage, watches resume within about a second (kopf's
-        # default waits up to 21 s between attempts). Past the last one the stream restarts at once.
-        s.networking.error_backoffs = (0.2, 0.4, 0.8)
+        # Retry a failed call soon and then every second: after an outage, watches resume within about a
+        # second (kopf's default waits up to 21 s between attempts). As long in total as kopf's default
+        # (about a minute): an apiserver that answers 5xx while it starts must not exhaust them, as a
+        # watch that gives up on an API error ends the operator.
+        s.networking.error_backoffs = (0.2, 0.4, 0.8, *([1.0] * 60))
         return s
 
     async def _hand_over(self, sessions: asyncio.Task[None] | None) -> None:
