@@ -26,13 +26,12 @@ Start = Callable[..., OperatorProcess]
 
 
 def set_guarantee(k: Kube, name: str, resource: dict[str, Any] | None) -> None:
-    """Replace the queue's spec.guarantee (None removes it), as a user's kubectl edit would."""
-    obj = k.get_queue(name)
-    if resource is None:
-        obj["spec"].pop("guarantee", None)
-    else:
-        obj["spec"]["guarantee"] = {"resource": resource}
-    k.custom.replace_cluster_custom_object(GROUP, VERSION, "queues", name, obj)
+    """Set the queue's spec.guarantee (None removes it) with a merge patch, as kubectl edit/patch would.
+
+    Not a read-modify-replace: the operator writes the queue's status every time it changes, and each
+    status write bumps the resourceVersion, so a replace carrying the one just read can get a 409."""
+    patch = {"spec": {"guarantee": None if resource is None else {"resource": resource}}}
+    k.custom.patch_cluster_custom_object(GROUP, VERSION, "queues", name, patch)
 
 
 def deserved_cpu(k: Kube, name: str) -> str | None:
@@ -64,11 +63,13 @@ def test_enabling_changing_and_removing_a_guarantee_takes_effect_without_a_resta
     # Change: 25% holds 2 cpu, so two more pods run.
     set_guarantee(k, "reserved", {"cpu": "25%"})
     wait_for(lambda: len(k.bound(ns)) == 6, 30, what="6 pods bound beside the 2-cpu guarantee")
-    assert deserved_cpu(k, "reserved") == "2"
+    # A session binds first and writes status after: the binds can be seen before the new deserved.
+    wait_for(lambda: deserved_cpu(k, "reserved") == "2", 20, what="reserved deserves its 25% (2 cpu)")
 
     # Change to an amount, then remove: the whole cluster is the job's.
     set_guarantee(k, "reserved", {"cpu": "1"})
     wait_for(lambda: len(k.bound(ns)) == 7, 30, what="7 pods bound beside the 1-cpu guarantee")
+    wait_for(lambda: deserved_cpu(k, "reserved") == "1", 20, what="reserved deserves its 1 cpu")
     set_guarantee(k, "reserved", None)
     wait_for(lambda: len(k.bound(ns)) == 8, 30, what="all 8 cpu used once the guarantee is gone")
     try:
