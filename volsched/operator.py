@@ -73,6 +73,7 @@ from volsched.metrics.config import MetricsConfigError, parse_metrics_config
 from volsched.model.errors import InputError
 from volsched.model.fairshare import ROOT as ROOT_QUEUE
 from volsched.model.objects import DEFAULT_SCHEDULER_NAMES, PodGroupPhase, Task
+from volsched.redaction import install_log_redaction, redact
 from volsched.ui import LiveState, add_routes
 from volsched.usagefeed import UsageFeed
 
@@ -397,6 +398,7 @@ class Operator:
             else:
                 log.debug("loading the scheduler config raised", exc_info=True)
                 message = f"cannot load it ({type(exc).__name__}: {str(exc)[:200]})"
+            message = redact(message)  # a URL with credentials in the config is never echoed
             self.config_error = message
             self.metrics.reloads.labels("rejected").inc()
             log.error(
@@ -716,6 +718,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("kopf").setLevel(logging.WARNING)
+    install_log_redaction()  # no credential reaches the log, whoever logs it
     settings = settings_from_args(args)
     operator = Operator(settings)
     quiet = QuietRetries(operator.health)

@@ -12,7 +12,8 @@ scheduler config's ``metrics:`` section, fed with the cache's nodes, read into t
   stale (left out of snapshots), see :mod:`volsched.metrics.collector`.
 
 Credentials come from the config or from ``VOLSCHED_METRICS_USERNAME``/``VOLSCHED_METRICS_PASSWORD``
-(:func:`~volsched.metrics.parse_metrics_config`); nothing here logs them.
+(:func:`~volsched.metrics.parse_metrics_config`); nothing here prints them (addresses and errors go
+through :func:`volsched.redaction.redact`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from prometheus_client import CollectorRegistry
 from volsched.cache.state import ClusterState
 from volsched.metrics.collector import UsageCollector
 from volsched.metrics.config import MetricsConfig, SourceType, parse_metrics_config
+from volsched.redaction import error_summary, redact
 
 __all__ = ["CollectorFactory", "UsageFeed"]
 
@@ -37,7 +39,7 @@ CollectorFactory = Callable[[MetricsConfig], UsageCollector]
 
 
 def _describe(config: MetricsConfig) -> str:
-    where = f" at {config.address}" if config.address else ""
+    where = f" at {redact(config.address, config.secrets)}" if config.address else ""
     return f"{config.type.value}{where} every {config.interval:g}s"
 
 
@@ -95,7 +97,10 @@ class UsageFeed:
         try:
             collector = self._factory(config)
         except Exception as exc:
-            log.error("metrics source %s cannot be built: %s: %s", config.type.value, type(exc).__name__, exc)
+            log.error(
+                "metrics source %s cannot be built: %s: %s",
+                config.type.value, type(exc).__name__, error_summary(exc, secrets=config.secrets),
+            )  # fmt: skip
             self.state.set_usage({})
             return True
         collector.start()

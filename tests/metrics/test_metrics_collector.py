@@ -13,12 +13,12 @@ from metricslib import PromServer, copy_blocks, free_port, http_server, node_add
 from prometheus_client import CollectorRegistry
 
 from volsched.metrics import UsageCollector, build_source, parse_metrics_config
-from volsched.metrics.collector import redact
 from volsched.metrics.custom_metrics import CustomMetricsSource
 from volsched.metrics.elasticsearch import ElasticsearchSource
 from volsched.metrics.prometheus import PrometheusSource
 from volsched.metrics.source import NodeTargets, SourceError, UsageSource
 from volsched.model.usage import NodeUsage
+from volsched.redaction import redact
 
 
 class Clock:

@@ -26,6 +26,7 @@ from volsched.kube.client import consume
 from volsched.kube.health import ApiHealth, is_unreachable
 from volsched.kube.ratelimit import TokenBucket
 from volsched.model.objects import API_GROUP, DEFAULT_SCHEDULER_NAMES
+from volsched.redaction import redact
 
 log = logging.getLogger("volsched.kube")
 
@@ -516,7 +517,11 @@ class KubeWriter:
         return 0, 1, None
 
     def _upsert_event(self, namespace: str, name: str, body: dict[str, Any], patch: dict[str, Any]) -> None:
-        """Create the event, or patch it in place if it exists (409). Raises what the API raised."""
+        """Create the event, or patch it in place if it exists (409). Raises what the API raised.
+        Messages are redacted here, the one place every event passes through."""
+        body = {**body, "message": redact(str(body.get("message", "")))}
+        if "message" in patch:
+            patch = {**patch, "message": body["message"]}
         try:
             resp = self._call(
                 self.core.create_namespaced_event,

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -33,6 +32,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histo
 from volsched.metrics.config import MetricsConfig, SourceType
 from volsched.metrics.source import NodeTargets, UsageSource
 from volsched.model.usage import NodeUsage
+from volsched.redaction import error_summary, redact, register_secrets
 
 __all__ = ["CollectorMetrics", "UsageCollector", "build_source"]
 
@@ -113,18 +113,6 @@ def _metrics_for(registry: CollectorRegistry) -> CollectorMetrics:
         return metrics
 
 
-_USERINFO = re.compile(r"(?<=//)[^/@\s]+@")
-
-
-def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` without URL user-info (``//user:pass@``) and without any of ``secrets``."""
-    text = _USERINFO.sub("***@", text)
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
-
-
 class UsageCollector:
     """Polls a :class:`~volsched.metrics.source.UsageSource` off the scheduling path."""
 
@@ -147,7 +135,8 @@ class UsageCollector:
         self._nodes = nodes
         self._clock = clock
         self._secrets = tuple(s for s in secrets if s)
-        self._label = getattr(source, "name", type(source).__name__)
+        register_secrets(*self._secrets)  # every log line masks them from now on, whoever logs
+        self._label = redact(str(getattr(source, "name", type(source).__name__)))
         self._metrics = _metrics_for(registry if registry is not None else REGISTRY)
         self._lock = threading.Lock()
         self._store: dict[str, NodeUsage] = {}
@@ -176,7 +165,7 @@ class UsageCollector:
             stale_after=config.stale_after,
             nodes=nodes,
             registry=registry,
-            secrets=(config.password,),
+            secrets=config.secrets,
         )
 
     # -- polling -----------------------------------------------------------------------------
@@ -194,7 +183,7 @@ class UsageCollector:
             self._metrics.fetch_seconds.labels(self._label).observe(time.monotonic() - started)
             self._metrics.fetch_errors.labels(self._label).inc()
             self.consecutive_failures += 1
-            self.last_error = redact(f"{type(exc).__name__}: {exc}", self._secrets)
+            self.last_error = f"{type(exc).__name__}: {error_summary(exc, secrets=self._secrets)}"
             log.warning(
                 "metrics source %s: fetch failed (%d in a row), keeping old data until stale: %s",
                 self._label,

@@ -38,6 +38,7 @@ from enum import StrEnum
 from typing import Any
 
 from volsched.model.scalars import boolean_value, duration_seconds
+from volsched.redaction import basic_credential, url_secrets
 
 __all__ = [
     "ENV_PASSWORD",
@@ -113,6 +114,15 @@ class MetricsConfig:
     def verify_tls(self) -> bool:
         """Whether server certificates are checked (the inverse of ``insecureSkipVerify``)."""
         return not self.insecure_skip_verify
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What must never be printed: the password, the address's user-info and the Basic credential
+        a client builds from either (see :mod:`volsched.redaction`)."""
+        out = list(url_secrets(self.address))
+        if self.password:
+            out += [self.password, basic_credential(self.username or "", self.password)]
+        return tuple(out)
 
     @property
     def basic_auth(self) -> tuple[str, str] | None:

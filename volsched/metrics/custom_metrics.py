@@ -29,6 +29,7 @@ from kubernetes.utils import parse_quantity as _k8s_parse_quantity
 
 from volsched.metrics.source import NodeIndex, NodeTargets, SourceError, clean_percent
 from volsched.model.usage import NodeUsage
+from volsched.redaction import error_summary
 
 __all__ = ["CPU_METRIC", "MEMORY_METRIC", "CustomMetricsSource", "parse_metric_value_list"]
 
@@ -81,7 +82,9 @@ class CustomMetricsSource:
         except SourceError:
             raise
         except Exception as exc:
-            raise SourceError(f"custom metrics GET {metric} failed: {type(exc).__name__}: {exc}") from exc
+            raise SourceError(
+                f"custom metrics GET {metric} failed: {type(exc).__name__}: {error_summary(exc)}"
+            ) from exc
         try:
             return json.loads(raw)
         except ValueError as exc:

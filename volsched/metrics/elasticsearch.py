@@ -25,6 +25,7 @@ from elasticsearch import Elasticsearch
 from volsched.metrics.config import MetricsConfig
 from volsched.metrics.source import NodeIndex, NodeTargets, SourceError, clean_percent
 from volsched.model.usage import NodeUsage
+from volsched.redaction import error_summary
 
 __all__ = ["CPU_FIELD", "MEMORY_FIELD", "ElasticsearchSource", "build_query"]
 
@@ -118,7 +119,9 @@ class ElasticsearchSource:
                 request_timeout=self.timeout,
             )
         except Exception as exc:
-            raise SourceError(f"elasticsearch search failed: {type(exc).__name__}: {_short(exc)}") from exc
+            raise SourceError(
+                f"elasticsearch search failed: {type(exc).__name__}: {error_summary(exc)}"
+            ) from exc
         body = getattr(response, "body", response)
         if not isinstance(body, Mapping):
             raise SourceError("elasticsearch: search response is not an object")
@@ -172,8 +175,3 @@ def _bucket_usage(bucket: Mapping[str, Any], now: float) -> NodeUsage | None:
     return NodeUsage(
         cpu=cpu[0], memory=mem[0], measured_at=measured_at, cpu_fluctuation=cpu[1], mem_fluctuation=mem[1]
     )
-
-
-def _short(exc: BaseException, limit: int = 200) -> str:
-    text = str(exc)
-    return text if len(text) <= limit else text[:limit] + "…"

@@ -28,6 +28,7 @@ from urllib3.util.retry import Retry
 from volsched.metrics.config import MetricsConfig, format_duration
 from volsched.metrics.source import NodeIndex, NodeTargets, SourceError, summarize
 from volsched.model.usage import NodeUsage
+from volsched.redaction import error_summary
 
 __all__ = ["CPU_QUERY", "MEMORY_QUERY", "PrometheusSource"]
 
@@ -94,7 +95,7 @@ class PrometheusSource:
                 query, start_time=start, end_time=end, step=format_duration(self.step), timeout=self.timeout
             )
         except Exception as exc:  # requests errors, JSON errors, KeyError on a malformed body
-            raise SourceError(f"prometheus query failed: {type(exc).__name__}: {_short(exc)}") from exc
+            raise SourceError(f"prometheus query failed: {type(exc).__name__}: {error_summary(exc)}") from exc
         if not isinstance(result, list):
             raise SourceError(f"prometheus returned a {type(result).__name__} result, expected a matrix")
         return [series for series in result if isinstance(series, Mapping)]
@@ -156,8 +157,3 @@ def _newest(points: Sequence[Sequence[Any]]) -> float | None:
         if math.isfinite(ts) and (newest is None or ts > newest):
             newest = ts
     return newest
-
-
-def _short(exc: BaseException, limit: int = 200) -> str:
-    text = str(exc)
-    return text if len(text) <= limit else text[:limit] + "…"

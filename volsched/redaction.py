@@ -1,0 +1,154 @@
+"""Credentials out of everything volsched prints: one helper for logs, events and metric labels.
+
+:func:`redact` removes
+
+* URL user-info (``http://user:pass@host`` -> ``http://***@host``),
+* authorization material: ``Authorization:``/``Proxy-Authorization:`` header values, ``Basic``/``Bearer``
+  tokens, and ``password=``/``token=``/``api_key=``-style pairs (in headers, query strings, JSON, reprs),
+* every secret registered with :func:`register_secrets` or passed in, also in the forms it travels in
+  (URL-quoted, and ``user:password`` base64-encoded as a Basic credential).
+
+:class:`RedactingFilter` applies it to every log record a handler emits (message, arguments and
+traceback), so a library that logs a URL or an error body cannot leak either. :func:`error_summary`
+turns an exception from a remote service into one short, redacted line: a response body is never
+printed in full.
+
+Pure, apart from the process-wide secret registry (a set behind a lock). No I/O.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import re
+import threading
+from collections.abc import Iterable
+from urllib.parse import quote, unquote, urlsplit
+
+__all__ = [
+    "MASK",
+    "RedactingFilter",
+    "error_summary",
+    "install_log_redaction",
+    "redact",
+    "register_secrets",
+    "url_secrets",
+]
+
+MASK = "***"
+
+#: ``scheme://user:pass@`` (the password may itself hold an unencoded ``@``; a ``/`` ends the authority).
+_USERINFO = re.compile(r"(?<=://)[^/\s?#'\"<>]*@")
+#: ``Authorization: Basic abc``, ``'authorization': 'Bearer abc'``, ``authorization=abc``.
+_AUTH_HEADER = re.compile(
+    r"(?i)(\b(?:proxy-)?authorization['\"]?\s*[:=]\s*['\"]?)(?:(?:basic|bearer|digest|token|negotiate)\s+)?"
+    r"[^\s'\",;}&]+"
+)
+#: ``Basic dXNlcjpwYXNz`` / ``Bearer eyJ...`` anywhere.
+_SCHEME_TOKEN = re.compile(
+    r"(\b(?:Basic|Bearer|BASIC|BEARER|basic|bearer)\s+)(?=[A-Za-z0-9._~+/-]*[0-9=._~+/-])[A-Za-z0-9._~+/=-]{4,}"
+)
+#: ``password=x``, ``"token": "x"``, ``api_key: x`` (a key that names a secret, then its value).
+_SECRET_PAIR = re.compile(
+    r"(?i)(\b(?:password|passwd|pwd|secret|token|access_token|refresh_token|api[_-]?key|apikey)"
+    r"['\"]?\s*[:=]\s*['\"]?)[^\s'\",;}&]+"
+)
+
+_lock = threading.Lock()
+_registered: set[str] = set()
+
+
+def _forms(secret: str) -> set[str]:
+    return {secret, quote(secret, safe=""), quote(secret)}
+
+
+def register_secrets(*secrets: str | None) -> None:
+    """Remember secrets process-wide: :func:`redact` (and so every log line) masks them from now on.
+    Strings shorter than 3 characters are not registered (masking them would garble text)."""
+    with _lock:
+        for secret in secrets:
+            if secret and len(secret) >= 3:
+                _registered.update(_forms(secret))
+
+
+def url_secrets(url: str | None) -> tuple[str, ...]:
+    """The credentials a URL carries in its user-info: the password (raw and decoded) and the Basic
+    credential a client derives from it."""
+    if not url:
+        return ()
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return ()
+    out: list[str] = []
+    if password:
+        out += [password, unquote(password)]
+    if user is not None and (password or user):
+        out.append(basic_credential(unquote(user), unquote(password or "")))
+    return tuple(s for s in out if s)
+
+
+def basic_credential(username: str, password: str) -> str:
+    """The base64 part of ``Authorization: Basic ...`` for these credentials."""
+    return base64.b64encode(f"{username}:{password}".encode()).decode("ascii")
+
+
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """``text`` without URL user-info, authorization material and known secrets."""
+    with _lock:
+        known = set(_registered)
+    for secret in secrets:
+        if secret and len(secret) >= 3:
+            known |= _forms(secret)
+    # Longest first, so a secret that contains another is masked whole.
+    for secret in sorted(known, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, MASK)
+    text = _USERINFO.sub(f"{MASK}@", text)
+    text = _AUTH_HEADER.sub(rf"\g<1>{MASK}", text)
+    text = _SCHEME_TOKEN.sub(rf"\g<1>{MASK}", text)
+    return _SECRET_PAIR.sub(rf"\g<1>{MASK}", text)
+
+
+def error_summary(exc: BaseException, *, limit: int = 200, secrets: Iterable[str | None] = ()) -> str:
+    """One redacted line about an error from a remote service: ``HTTP 401 Unauthorized`` for an
+    ApiException (never its headers or body), else the first line of the message, cut at ``limit``."""
+    status = getattr(exc, "status", None)
+    reason = getattr(exc, "reason", None)
+    if isinstance(status, int) and hasattr(exc, "body"):
+        text = f"HTTP {status} {reason or ''}".rstrip()
+    else:
+        text = " ".join(str(exc).split())
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    return redact(text, secrets)
+
+
+class RedactingFilter(logging.Filter):
+    """Redacts each record's final message and traceback before a handler formats it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: leave it to logging's own error handling
+            return True
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
+
+
+def install_log_redaction(logger: logging.Logger | None = None) -> None:
+    """Put a :class:`RedactingFilter` on every handler of ``logger`` (default: the root logger), so
+    records from every library pass through it. Idempotent."""
+    target = logger or logging.getLogger()
+    for handler in target.handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
