@@ -22,6 +22,7 @@ from volsched.cache.state import KINDS, ClusterState
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Event, Eviction, SessionResult
+from volsched.framework.messages import eviction_events, render_eviction
 from volsched.framework.registry import load_config
 from volsched.framework.runner import run_session
 from volsched.model import validation, yamlload
@@ -292,6 +293,8 @@ class Simulator:
 
     def _apply(self, result: SessionResult) -> bool:
         changed = False
+        # What the operator writes on an evicted pod (its event), rendered here at this edge.
+        result.events.extend(eviction_events(result))
         for bind in result.binds:
             raw = self.state.raw_pods.get(bind.pod)
             if raw is None:
@@ -461,7 +464,8 @@ def to_json(result: SimulationResult) -> dict[str, Any]:
         "pods": pods,
         **session_json(result.last),
         "evictions": [
-            {"pod": e.pod, "node": e.node, "action": e.action, "reason": e.reason} for e in result.evictions
+            {"pod": e.pod, "node": e.node, "action": e.action, "reason": render_eviction(e)}
+            for e in result.evictions
         ],
     }
 

@@ -235,7 +235,7 @@ def test_a_moved_pod_is_not_placed_back_on_the_node_it_left():
     data_pods = {k: (v["spec"].get("nodeName")) for k, v in result.state.raw_pods.items()}
     assert data_pods["default/w0-moved-1"] == "cold"
     assert result.state.avoid == {"ReplicaSet/w0": ("hot",)}
-    assert "node hot is overutilized (cpu 90% > target 50%)" in result.evictions[0].reason
+    assert "node hot is overutilized (cpu 90% > target 50%)" in result.evictions[0].reason.detail
 
 
 def test_the_avoided_node_is_free_again_after_the_expiry():

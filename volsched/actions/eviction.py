@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from volsched.actions.util import TaskQueue
-from volsched.framework.decisions import Event
+from volsched.framework.decisions import EvictionReason
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import Job
@@ -31,7 +31,8 @@ NEVER = "Never"
 
 Candidates = Callable[[int], list[Task]]
 Choose = Callable[[Task, list[Task]], list[Task]]
-Describe = Callable[[Task, Task, str], str]
+#: (beneficiary task, victim, node name) -> why, as data.
+Describe = Callable[[Task, Task, str], EvictionReason]
 
 
 def _victim_order(session: Session) -> Callable[[Task], Any]:
@@ -53,10 +54,11 @@ def _victim_order(session: Session) -> Callable[[Task], Any]:
     return cmp_to_key(compare)
 
 
-def describe_amounts(session: Session, amounts: Vector) -> str:
+def amounts_of(session: Session, amounts: Vector) -> dict[str, float]:
+    """The amounts that count for shares (no pods, no zeros), as ``{resource: amount}`` data."""
     space = session.space
     dims = np.flatnonzero((amounts > EPS) & space.share_mask)
-    return ", ".join(f"{space.names[d]} {space.describe(d, amounts[d])}" for d in dims) or "nothing"
+    return {space.names[d]: float(amounts[d]) for d in dims}
 
 
 def place_by_evicting(
@@ -68,7 +70,7 @@ def place_by_evicting(
     candidates: Candidates,
     choose: Choose,
     describe: Describe,
-    log: list[tuple[Task, str]],
+    log: list[tuple[Task, EvictionReason]],
 ) -> str | None:
     """Pipeline ``task`` onto capacity that is free, being released, or freed here by evicting victims
     (each appended to ``log`` with its reason). Returns None on success, else why not (in numbers).
@@ -165,7 +167,6 @@ def evict_for_job(
     job: Job,
     *,
     action: str,
-    event_reason: str,
     candidates: Candidates,
     choose: Choose,
     describe: Describe,
@@ -179,7 +180,7 @@ def evict_for_job(
     before any eviction is considered for it.
     """
     statement = Statement(session)
-    log: list[tuple[Task, str]] = []
+    log: list[tuple[Task, EvictionReason]] = []
     reason: str | None = None
     tasks = TaskQueue(session, pending_of(job))
     while tasks:
@@ -211,7 +212,6 @@ def evict_for_job(
             break
     if log and session.job_pipelined(job):
         statement.commit()
-        emit_evictions(session, log, event_reason)
         if job.phase is PodGroupPhase.PENDING:
             job.phase = PodGroupPhase.INQUEUE
             session.job_enqueued(job)
@@ -219,21 +219,6 @@ def evict_for_job(
     statement.discard()
     if reason:
         append_job_error(session, job.key, f"{action}: {reason}")
-
-
-def emit_evictions(session: Session, log: list[tuple[Task, str]], event_reason: str) -> None:
-    """One event per committed eviction, on the evicted pod, with the eviction's reason as message."""
-    for t, reason in log:
-        session.emit(
-            Event(
-                kind="Pod",
-                namespace=t.namespace,
-                name=t.name,
-                reason=event_reason,
-                message=reason,
-                type="Normal",
-            )
-        )
 
 
 def queue_holds(session: Session, queue: str) -> Vector:

@@ -29,11 +29,12 @@ from typing import ClassVar
 
 from volsched.actions.eviction import (
     EVICTABLE,
-    describe_amounts,
+    amounts_of,
     evict_for_job,
     wants_capacity,
 )
 from volsched.actions.util import JobQueue
+from volsched.framework.decisions import EvictionReason
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.model.cluster import Job
@@ -71,22 +72,27 @@ class Preempt:
                     out.append(t)
             return out
 
-        def describe(task: Task, victim: Task, node: str) -> str:
+        def describe(task: Task, victim: Task, node: str) -> EvictionReason:
             owner = session.jobs[victim.job_key]
-            return (
-                f"preempt: {victim.key} (job {owner.key}, priority {owner.priority}, namespace {owner.namespace})"
-                f" evicted on {node} for {task.key} (job {job.key}, priority {job.priority}, namespace"
-                f" {job.namespace}, queue {job.queue}, needs {describe_amounts(session, task.request)}); frees"
-                f" {describe_amounts(session, victim.request)}, job {owner.key} holds"
-                f" {describe_amounts(session, owner.allocated)} -> "
-                f"{describe_amounts(session, owner.allocated - victim.request)}"
+            return EvictionReason(
+                action=self.name,
+                victim_job=owner.key,
+                priority=owner.priority,
+                beneficiary=task.key,
+                beneficiary_job=job.key,
+                beneficiary_priority=job.priority,
+                beneficiary_queue=job.queue,
+                needs=amounts_of(session, task.request),
+                frees=amounts_of(session, victim.request),
+                holder=f"job {owner.key}",
+                holds_before=amounts_of(session, owner.allocated),
+                holds_after=amounts_of(session, owner.allocated - victim.request),
             )
 
         evict_for_job(
             session,
             job,
             action=self.name,
-            event_reason="Preempted",
             candidates=candidates,
             choose=session.preemptable,
             describe=describe,

@@ -45,12 +45,13 @@ from typing import ClassVar
 
 from volsched.actions.eviction import (
     EVICTABLE,
-    describe_amounts,
+    amounts_of,
     evict_for_job,
     queue_holds,
     wants_capacity,
 )
 from volsched.actions.util import JobQueue, first
+from volsched.framework.decisions import EvictionReason
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.model.cluster import Job
@@ -91,22 +92,27 @@ class Reclaim:
                     out.append(t)
             return out
 
-        def describe(task: Task, victim: Task, node: str) -> str:
+        def describe(task: Task, victim: Task, node: str) -> EvictionReason:
             owner = session.jobs[victim.job_key]
             held = queue_holds(session, owner.queue)
-            return (
-                f"reclaim: {victim.key} of queue {owner.queue} evicted on {node} for {task.key} (job {job.key},"
-                f" queue {queue.name} holding {describe_amounts(session, queue_holds(session, queue.name))},"
-                f" needs {describe_amounts(session, task.request)}); frees"
-                f" {describe_amounts(session, victim.request)}, queue {owner.queue} holds"
-                f" {describe_amounts(session, held)} -> {describe_amounts(session, held - victim.request)}"
+            return EvictionReason(
+                action=self.name,
+                victim_job=owner.key,
+                beneficiary=task.key,
+                beneficiary_job=job.key,
+                beneficiary_queue=queue.name,
+                needs=amounts_of(session, task.request),
+                frees=amounts_of(session, victim.request),
+                holder=f"queue {owner.queue}",
+                holds_before=amounts_of(session, held),
+                holds_after=amounts_of(session, held - victim.request),
+                facts=((f"queue {queue.name} holds", amounts_of(session, queue_holds(session, queue.name))),),
             )
 
         evict_for_job(
             session,
             job,
             action=self.name,
-            event_reason="Evicted",
             candidates=candidates,
             choose=session.reclaimable,
             describe=describe,

@@ -22,17 +22,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from volsched.actions.eviction import emit_evictions
 from volsched.framework.plugin import Arguments
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.errors import InputError
-from volsched.model.objects import Task, TaskStatus
+from volsched.model.objects import TaskStatus
 
 DEFAULT_MAX_EVICTIONS = 5
-#: The reason of the event each eviction leaves on its pod (the message is why it moved).
-EVENT_REASON = "Rescheduled"
 #: Statuses of a pod shuffle may evict.
 SHUFFLED = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED})
 
@@ -62,7 +59,6 @@ class Shuffle:
         victims = session.victim_tasks()
         reasons: dict[str, str] = session.state.get("victim_reasons", {})
         statement = Statement(session)
-        log: list[tuple[Task, str]] = []
         for task in victims:
             if len(statement) >= limit:
                 break
@@ -73,8 +69,5 @@ class Shuffle:
             # minMember 1 is no gang: the pod's owner recreates it (a pod with no owner is never a victim).
             if counted and job is not None and job.min_member > 1 and job.ready_count - 1 < job.min_member:
                 continue
-            reason = reasons.get(task.key, "shuffle: rebalancing nodes")
-            statement.evict(task, action=self.name, reason=reason)
-            log.append((task, reason))
+            statement.evict(task, action=self.name, reason=reasons.get(task.key, "rebalancing nodes"))
         statement.commit()
-        emit_evictions(session, log, EVENT_REASON)

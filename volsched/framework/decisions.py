@@ -6,6 +6,7 @@ carry these out. Nothing here does I/O.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,12 +19,43 @@ class Bind:
 
 
 @dataclass(frozen=True, slots=True)
+class EvictionReason:
+    """Why a pod is evicted, as data. The edges render it (``volsched.framework.messages``) into the
+    pod's ``DisruptionTarget`` condition, its ``Preempted``/``Evicted`` event and the simulator's output.
+
+    Amounts are ``{resource: amount}`` in base units (cores, bytes). An action that knows more says so
+    in ``facts`` (label, value) pairs, rendered in order after the amounts.
+    """
+
+    action: str  # preempt, reclaim, shuffle
+    #: The evicted pod's job and its priority.
+    victim_job: str = ""
+    priority: int | None = None
+    #: The pod placed in the victim's stead, its job, priority and queue ("" when nobody is: shuffle).
+    beneficiary: str = ""
+    beneficiary_job: str = ""
+    beneficiary_priority: int | None = None
+    beneficiary_queue: str = ""
+    #: What the beneficiary asks for; what this eviction frees.
+    needs: Mapping[str, float] = field(default_factory=dict)
+    frees: Mapping[str, float] = field(default_factory=dict)
+    #: Who gives the capacity up (``job ns/name`` or ``queue name``), what it holds before and after.
+    holder: str = ""
+    holds_before: Mapping[str, float] = field(default_factory=dict)
+    holds_after: Mapping[str, float] = field(default_factory=dict)
+    #: Further numbers, as (label, text or amounts), e.g. (("queue q holds", {"cpu": 2.0}),).
+    facts: tuple[tuple[str, str | Mapping[str, float]], ...] = ()
+    #: A plugin's own explanation (shuffle's victims come with one).
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Eviction:
     pod: str
     uid: str
     node: str
     action: str
-    reason: str
+    reason: EvictionReason
 
 
 @dataclass(frozen=True, slots=True)

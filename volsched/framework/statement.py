@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from volsched.framework.decisions import Bind, Eviction
+from volsched.framework.decisions import Bind, Eviction, EvictionReason
 from volsched.framework.session import Session
 from volsched.model.objects import Task, TaskStatus
 
@@ -22,7 +22,7 @@ class _Op:
     node: int
     previous: TaskStatus = TaskStatus.PENDING
     action: str = ""
-    reason: str = ""
+    reason: EvictionReason | None = None
 
 
 class Statement:
@@ -41,10 +41,12 @@ class Statement:
         self.session.do_pipeline(task, node)
         self._ops.append(_Op("pipeline", task, node))
 
-    def evict(self, task: Task, *, action: str, reason: str) -> None:
+    def evict(self, task: Task, *, action: str, reason: EvictionReason | str) -> None:
+        """Evict ``task``. ``reason`` is data (a plain string becomes the reason's ``detail``)."""
+        why = reason if isinstance(reason, EvictionReason) else EvictionReason(action=action, detail=reason)
         node = self.session.nodes.index.get(task.node_name or "", -1)
         previous = self.session.do_evict(task)
-        self._ops.append(_Op("evict", task, node, previous=previous, action=action, reason=reason))
+        self._ops.append(_Op("evict", task, node, previous=previous, action=action, reason=why))
 
     def commit(self) -> None:
         """Turn the recorded operations into decisions. Pipelined tasks stay promised for this session
@@ -62,7 +64,7 @@ class Statement:
                         uid=op.task.uid,
                         node=op.task.node_name or "",
                         action=op.action,
-                        reason=op.reason,
+                        reason=op.reason or EvictionReason(action=op.action),
                     )
                 )
         self._ops.clear()

@@ -1,0 +1,81 @@
+"""Text for people, rendered from decision data at the edge (the kube writer, the simulator's output).
+
+The engine hands back :class:`~volsched.framework.decisions.EvictionReason` data; this module is the one
+place that turns it into words, so the operator's condition and event and the simulator's report say
+the same thing. It renders whatever fields the engine filled in and skips the rest. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from volsched.framework.decisions import Event, Eviction, EvictionReason, SessionResult
+from volsched.model.resources import EPS, PODS, format_amount
+
+#: The event reason a pod gets when an action evicts it (``Evicted`` for any action not listed).
+EVENT_REASONS = {"preempt": "Preempted", "shuffle": "Rescheduled"}
+
+
+def amounts(values: Mapping[str, float]) -> str:
+    """``cpu 2, memory 4Gi`` (pods and zero amounts left out; ``nothing`` when empty)."""
+    parts = [
+        f"{name} {format_amount(name, float(v))}"
+        for name, v in sorted(values.items(), key=lambda kv: (kv[0] != "cpu", kv[0] != "memory", kv[0]))
+        if name != PODS and abs(float(v)) > EPS
+    ]
+    return ", ".join(parts) or "nothing"
+
+
+def _who(job: str, priority: int | None, *more: str) -> str:
+    parts = [f"job {job}"] if job else []
+    if priority is not None:
+        parts.append(f"priority {priority}")
+    parts.extend(m for m in more if m)
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def render_eviction(eviction: Eviction) -> str:
+    """One line naming the action, the victim, the beneficiary and the numbers, e.g. ``preempt: ns/a-0
+    (job ns/a, priority 10) evicted on n1 for ns/b-0 (job ns/b, priority 1000, queue q, needs cpu 1);
+    frees cpu 1; job ns/a holds cpu 8 -> cpu 7``."""
+    r: EvictionReason = eviction.reason
+    text = f"{r.action or eviction.action}: {eviction.pod}{_who(r.victim_job, r.priority)} evicted"
+    if eviction.node:
+        text += f" on {eviction.node}"
+    if r.beneficiary:
+        queue = f"queue {r.beneficiary_queue}" if r.beneficiary_queue else ""
+        needs = f"needs {amounts(r.needs)}" if r.needs else ""
+        text += f" for {r.beneficiary}{_who(r.beneficiary_job, r.beneficiary_priority, queue, needs)}"
+    clauses = []
+    if r.frees:
+        clauses.append(f"frees {amounts(r.frees)}")
+    if r.holder:
+        clauses.append(f"{r.holder} holds {amounts(r.holds_before)} -> {amounts(r.holds_after)}")
+    clauses.extend(
+        f"{label} {value if isinstance(value, str) else amounts(value)}" for label, value in r.facts
+    )
+    if r.detail:
+        clauses.append(r.detail)
+    return "; ".join([text, *clauses])
+
+
+def eviction_event_reason(eviction: Eviction) -> str:
+    return EVENT_REASONS.get(eviction.reason.action or eviction.action, "Evicted")
+
+
+def eviction_events(result: SessionResult) -> list[Event]:
+    """One Normal event per eviction of a session, on the evicted pod."""
+    out = []
+    for e in result.evictions:
+        ns, _, name = e.pod.partition("/")
+        out.append(
+            Event(
+                kind="Pod",
+                namespace=ns,
+                name=name,
+                reason=eviction_event_reason(e),
+                message=render_eviction(e),
+                type="Normal",
+            )
+        )
+    return out
