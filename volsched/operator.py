@@ -41,7 +41,7 @@ from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE, VOLCANO_VERSION
 from volsched.framework.config import SchedulerConfig
-from volsched.framework.decisions import SessionResult
+from volsched.framework.decisions import Event, SessionResult
 from volsched.framework.registry import load_config
 from volsched.framework.runner import run_session
 from volsched.kube import status as render
@@ -65,6 +65,7 @@ from volsched.kube.writer import (
     EVICTED,
     FENCED,
     GONE,
+    EventTarget,
     KubeWriter,
     WriteReport,
     WriterSettings,
@@ -80,6 +81,10 @@ from volsched.usagefeed import UsageFeed
 log = logging.getLogger("volsched.operator")
 
 DEFAULT_NAMESPACE = "volsched-system"
+#: The event reason on an object the cache refused (a negative quantity, a garbage namespace weight).
+REJECTED = "Rejected"
+#: Session events that are routine (logged nowhere: the object's event and condition say it all).
+ROUTINE_EVENTS = frozenset({"FailedScheduling", "Unschedulable"})
 
 
 # --- settings --------------------------------------------------------------------------------------------
@@ -257,6 +262,7 @@ class Operator:
         self.sessions = 0
         self.last_result: SessionResult | None = None
         self.ui = LiveState()  # what the /ui dashboard shows
+        self._problems: dict[str, str] = {}
         self.http_port: int | None = None
         self.registry = self._build_registry()
 
@@ -326,8 +332,7 @@ class Operator:
         meta = obj.get("metadata") or {}
         if type_ == "DELETED":
             self.feeder.delete(kind, obj)
-            if kind == "Pod":
-                self.writer.forget("Pod", str(meta.get("uid") or ""))
+            self.writer.forget(kind, str(meta.get("uid") or ""))  # conditions and events written to it
         else:
             self.feeder.apply(kind, obj)
         if kind in ("PodGroup", "Queue", VOLCANO_PODGROUP, VOLCANO_QUEUE) and type_ in ("ADDED", "DELETED"):
@@ -486,15 +491,16 @@ class Operator:
                 log.warning("evict %s failed: %s", ev.eviction.pod, ev.detail)
         for key, pg in result.podgroups.items():
             self.state.set_podgroup_phase(key, PodGroupPhase(pg.phase))
+        self._log_problems(result)
         writes, events, errors = self.writer.write_status(
             result,
             queues={name: q.api_group for name, q in list(self.state.queues.items())},
             podgroups={key: pg.api_group for key, pg in list(self.state.podgroups.items())},
+            uids={key: pg.uid for key, pg in list(self.state.podgroups.items())},
             pods=self.feeder.pods(),
+            extra_events=self.rejection_events(),
         )
-        evicted_events, evict_errors = self.writer.eviction_events(report.evictions, result.events)
-        report.status_writes, report.events = writes, events + evicted_events
-        report.errors = errors + evict_errors
+        report.status_writes, report.events, report.errors = writes, events, errors
         for error in [] if self.health.down else errors[:5]:
             log.warning("%s", error)
         fenced = report.count(FENCED) + sum(1 for e in report.evictions if e.result == FENCED)
@@ -514,6 +520,24 @@ class Operator:
                 len(result.unschedulable), 1000 * result.timings.get("session", 0.0),
             )  # fmt: skip
         return result, report
+
+    def rejection_events(self) -> list[tuple[EventTarget, Event]]:
+        """An event on each object the cache refused (the writer sends each message once)."""
+        out = []
+        for r in self.feeder.rejected.copy().values():
+            target = EventTarget(r.kind, r.api_version, r.namespace, r.name, r.uid)
+            event = Event(kind=r.kind, namespace=r.namespace, name=r.name, reason=REJECTED, message=r.message)
+            out.append((target, event))
+        return out
+
+    def _log_problems(self, result: SessionResult) -> None:
+        """One log line when an object the session could not use (a pod whose PodGroup is missing)
+        appears or its reason changes; its event and condition are the writer's."""
+        now = {e.object: f"{e.reason}: {e.message}" for e in result.events if e.reason not in ROUTINE_EVENTS}
+        for obj, why in sorted(now.items()):
+            if self._problems.get(obj) != why:
+                log.warning("%s: %s", obj, why)
+        self._problems = now
 
     async def session_loop(self, stop: asyncio.Event, *, after: asyncio.Event | None = None) -> None:
         """A session every period while leading; a follower reads the Lease every ``lease.retry_every``

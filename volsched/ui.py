@@ -22,6 +22,8 @@ from datetime import UTC, datetime
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from volsched.framework.messages import render_eviction
+
 if TYPE_CHECKING:
     from aiohttp import web
 
@@ -79,7 +81,7 @@ class LiveState:
                 continue
             e = ev.eviction
             done.append(
-                {"pod": e.pod, "node": e.node, "action": e.action, "reason": e.reason,
+                {"pod": e.pod, "node": e.node, "action": e.action, "reason": render_eviction(e),
                  "result": ev.result, "time": _iso(now)}
             )  # fmt: skip
         with self._lock:

@@ -39,6 +39,7 @@ USED = [
     ("patch", V, "queues", "status", "", "q"), ("patch", V, "podgroups", "status", "team", "pg"),
     ("patch", V, "queues", "", "", "q"), ("patch", V, "podgroups", "", "team", "pg"),
     ("create", "", "events", "", "team", ""), ("patch", "", "events", "", "team", "e"),
+    ("get", "", "events", "", "team", "e"),
     ("get", "", "configmaps", "", NS, "volsched-scheduler-config"),
     ("create", "coordination.k8s.io", "leases", "", NS, ""),
     ("get", "coordination.k8s.io", "leases", "", NS, "volsched-scheduler"),

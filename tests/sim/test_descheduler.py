@@ -11,6 +11,7 @@ import pytest
 
 from tests.builders import Obj, config, node, pod, pod_affinity, pod_term, podgroup, simulate_objects, spread
 from tests.sim.test_rescheduling import first_evictions, resched_config
+from volsched.framework.messages import reason_of, render_eviction
 from volsched.model.errors import InputError
 from volsched.simulate import EPOCH, _iso
 
@@ -88,7 +89,7 @@ def test_high_node_utilization_packs_the_moved_pods_onto_the_busy_node():
     result = simulate_objects(objs, conf=resched_config(HIGH, limit=5), sessions=5)
     nodes = {k: v["spec"].get("nodeName") for k, v in result.state.raw_pods.items()}
     assert nodes == {"default/s0-moved-1": "busy", "default/s1-moved-1": "busy"}
-    assert "node sparse is underutilized (" in result.evictions[0].reason
+    assert "node sparse is underutilized (" in render_eviction(result.evictions[0])
 
 
 # --- removeDuplicates -----------------------------------------------------------------------------------
@@ -173,7 +174,7 @@ def test_the_eviction_reason_names_the_node_and_the_rule():
     result = simulate_objects(
         objs, conf=resched_config(strategy("removePodsViolatingNodeAffinity")), sessions=3
     )
-    assert result.evictions[0].reason == (
+    assert reason_of(result.evictions[0]).detail == (
         "rescheduling (removePodsViolatingNodeAffinity): node old no longer matches the pod's node selector"
     )
     assert result.state.raw_pods["default/p-moved-1"]["spec"]["nodeName"] == "new"
@@ -495,7 +496,7 @@ def test_the_evicted_pods_replacement_respects_the_anti_affinity():
     )
     moved = {k: v["spec"].get("nodeName") for k, v in result.state.raw_pods.items() if "-moved-" in k}
     assert moved == {"default/a-moved-1": "n2"}
-    assert "repel it" in result.evictions[0].reason
+    assert "repel it" in render_eviction(result.evictions[0])
 
 
 # --- removePodsViolatingTopologySpreadConstraint -----------------------------------------------------------
@@ -543,7 +544,7 @@ def test_spread_is_rebalanced_end_to_end():
     result = simulate_objects([*ZONES, *web(4)], conf=resched_config(SPREAD, limit=5), sessions=5)
     nodes = sorted(v["spec"].get("nodeName") for v in result.state.raw_pods.values())
     assert nodes == ["n1", "n1", "n2", "n2"]
-    assert "zone=a has 4 pods matching" in result.evictions[0].reason
+    assert "zone=a has 4 pods matching" in render_eviction(result.evictions[0])
 
 
 def test_every_move_leaves_an_event_on_the_pod_saying_why():
@@ -557,6 +558,7 @@ def test_every_move_leaves_an_event_on_the_pod_saying_why():
         (
             "Pod default/p",
             "Rescheduled",
-            "rescheduling (removePodsHavingTooManyRestarts): 7 restarts, threshold 5",
+            "shuffle: default/p evicted on n1; rescheduling (removePodsHavingTooManyRestarts): 7 restarts,"
+            " threshold 5",
         )
     ]

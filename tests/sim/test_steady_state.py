@@ -7,15 +7,14 @@ cut below minMember, a gang with a task no node takes, a half-bound gang, and a 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from tests.builders import node, pod, podgroup, priority_class, queue
 from tests.sim._eviction_helpers import eviction_config, job
+from volsched.framework.messages import reason_of, render_eviction
 from volsched.simulate import Document, Simulator
 
 Obj = dict[str, Any]
-RECLAIM = re.compile(r"^reclaim: \S+ of queue (\S+) evicted .* queue (\S+) holding")
 
 
 def _stage_one() -> list[Obj]:
@@ -72,11 +71,11 @@ def test_reclaim_and_preempt_settle_without_ping_pong():
         result, _changed = sim.step()
         evictions_per_session.append(len(result.evictions))
         evicted += [e.pod for e in result.evictions]
-        reasons += [e.reason for e in result.evictions]
+        reasons += [render_eviction(e) for e in result.evictions]
         for e in result.evictions:
-            m = RECLAIM.match(e.reason)
-            if m:
-                flows.add((m.group(1), m.group(2)))
+            why = reason_of(e)
+            if why.action == "reclaim":  # from the victim's queue to the beneficiary's
+                flows.add((why.holder.removeprefix("queue "), why.beneficiary_queue))
 
     assert sum(evictions_per_session) > 0  # the newcomers did take capacity back
     last_eviction = max(i for i, n in enumerate(evictions_per_session) if n)

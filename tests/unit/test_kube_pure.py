@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.builders import node as builders_node
@@ -11,7 +13,8 @@ from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
 from volsched.framework.decisions import PodGroupStatus, QueueStatus
 from volsched.kube import status
-from volsched.kube.ratelimit import TokenBucket
+from volsched.kube.ratelimit import EventFilter, TokenBucket
+from volsched.kube.writer import EventTarget, event_name
 
 
 class Clock:
@@ -142,11 +145,71 @@ def test_simulate_table_lists_queues_as_a_tree() -> None:
     ]  # fmt: skip
 
 
-def test_failed_scheduling_event_names_the_pod() -> None:
-    ev = status.failed_scheduling_event(namespace="ns", pod="p", uid="u", message="why", now="T", name="p.x")
-    assert (
-        ev["involvedObject"]["name"] == "p" and ev["reason"] == "FailedScheduling" and ev["message"] == "why"
+def test_an_event_names_its_object_and_counts() -> None:
+    ev = status.object_event(
+        kind="Pod", api_version="v1", namespace="ns", name="p", uid="u", reason="FailedScheduling",
+        message="why", now="T", event_name="p.x", count=3,
+    )  # fmt: skip
+    assert ev["involvedObject"] == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "namespace": "ns",
+        "name": "p",
+        "uid": "u",
+    }
+    assert (ev["reason"], ev["message"], ev["count"]) == ("FailedScheduling", "why", 3)
+
+
+@pytest.mark.parametrize(
+    ("action", "reason"),
+    [
+        ("preempt", "PreemptionByScheduler"),
+        ("reclaim", "ReclaimByScheduler"),
+        ("shuffle", "RebalancingByScheduler"),
+        ("something-new", "EvictionByScheduler"),
+    ],
+)
+def test_disruption_target_condition_reason_names_the_action(action: str, reason: str) -> None:
+    cond = status.disruption_target_condition(action, "why", "T")["status"]["conditions"][0]
+    assert (cond["type"], cond["status"], cond["reason"], cond["message"]) == (
+        "DisruptionTarget",
+        "True",
+        reason,
+        "why",
     )
+
+
+def test_event_names_are_one_per_object_and_reason_and_valid() -> None:
+    a = EventTarget("Pod", "v1", "ns", "P" * 300, "0d3f-UID-9")
+    names = {event_name(a, r) for r in ("FailedScheduling", "Preempted", "PodGroupNotFound")}
+    assert len(names) == 3
+    for name in names:
+        assert len(name) <= 253 and name == name.lower() and re.fullmatch(r"[a-z0-9.-]+", name)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_event_filter_never_repeats_a_message_and_limits_the_rate() -> None:
+    clock = _Clock()
+    f = EventFilter(burst=2, every=10.0, clock=clock)
+    assert f.admit("u1", "R", "a")
+    f.sent("u1", "R", "a")
+    assert not f.admit("u1", "R", "a")  # the same message twice in a row: never
+    assert f.admit("u1", "R", "b")
+    f.sent("u1", "R", "b")
+    assert not f.admit("u1", "R", "c")  # burst of 2 used up
+    assert f.admit("u2", "R", "c")  # another object has its own budget
+    clock.now = 10.0
+    assert f.admit("u1", "R", "c")  # one more per 10 s
+    assert f.last("u1", "R") == ("b", 2) and f.limited == 1
+    f.forget("u1")
+    assert f.last("u1", "R") is None and f.admit("u1", "R", "b")
 
 
 def _pod(rv: int, node: str | None = None, uid: str = "u1") -> dict[str, object]:
@@ -217,7 +280,8 @@ def test_bad_objects_are_reported_not_raised() -> None:
 def test_a_live_object_with_a_nan_or_infinite_quantity_is_rejected_not_kept(kind, obj, ref) -> None:
     feeder = Feeder(ClusterState())
     assert not feeder.apply(kind, obj)
-    assert "a quantity must be finite" in feeder.rejected[ref] or "malformed quantity" in feeder.rejected[ref]
+    why = feeder.rejected[ref].message
+    assert "a quantity must be finite" in why or "malformed quantity" in why
     assert not feeder.state.tasks and not feeder.state.podgroups and not feeder.state.nodes
     assert set(feeder.state.queues) <= {"default"}
 
@@ -245,3 +309,49 @@ def test_queue_gauges_follow_a_queue_to_its_new_parent_and_forget_it_when_gone()
     assert 'parent="area-a"' not in text
     m.observe(session(None, gone=True), None)
     assert 'queue="q"' not in generate_latest(m.registry).decode()
+
+
+def test_a_rejection_keeps_what_an_event_needs_and_ends_when_fixed_or_deleted() -> None:
+    feeder = Feeder(ClusterState())
+    bad = {
+        "apiVersion": "scheduling.volsched.io/v1beta1",
+        "metadata": {
+            "name": "pg",
+            "namespace": "ns",
+            "uid": "pg-uid",
+            "creationTimestamp": "2024-01-01T00:00:00Z",
+        },
+        "spec": {"minMember": 1, "minResources": {"cpu": "-1"}},
+    }
+    assert not feeder.apply("PodGroup", bad)
+    r = feeder.rejected["PodGroup ns/pg"]
+    assert (r.kind, r.api_version, r.namespace, r.name, r.uid) == (
+        "PodGroup", "scheduling.volsched.io/v1beta1", "ns", "pg", "pg-uid",
+    )  # fmt: skip
+    assert "spec.minResources.cpu" in r.message and "'-1'" in r.message
+    assert feeder.apply("PodGroup", {**bad, "spec": {"minMember": 1}})
+    assert "PodGroup ns/pg" not in feeder.rejected
+    feeder.apply("PodGroup", bad)
+    feeder.delete("PodGroup", bad)
+    assert "PodGroup ns/pg" not in feeder.rejected
+
+
+@pytest.mark.parametrize(
+    ("weight", "expect", "problem"),
+    [("3", 3, False), ("0", 1, True), ("1500m", 1, True), ("heavy", 1, True)],
+)
+def test_a_garbage_namespace_weight_counts_as_1_and_is_reported(
+    weight: str, expect: int, problem: bool
+) -> None:
+    feeder = Feeder(ClusterState())
+    quota = {
+        "metadata": {"name": "w", "namespace": "team", "uid": "q1"},
+        "spec": {"hard": {"volsched.io/namespace.weight": weight}},
+    }
+    assert feeder.apply("ResourceQuota", quota)  # the quota itself is taken
+    assert feeder.state.quota_weights["team/w"] == expect
+    if problem:
+        message = feeder.rejected["ResourceQuota team/w"].message
+        assert f"{weight!r} is not a whole number >= 1" in message and "namespace weight 1" in message
+    else:
+        assert not feeder.rejected

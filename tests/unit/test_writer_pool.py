@@ -9,6 +9,7 @@ with the Lease and ConfigMap reads, so each write is followed here by a read on 
 
 from __future__ import annotations
 
+import itertools
 import json
 import socket
 import threading
@@ -22,7 +23,7 @@ from kubernetes import client
 from volsched.framework.decisions import Bind, Eviction
 from volsched.kube.configsource import read_config_map
 from volsched.kube.lease import LeaderLease, LeaseSettings
-from volsched.kube.writer import BOUND, EVICTED, KubeWriter, WriterSettings
+from volsched.kube.writer import BOUND, EVICTED, EventTarget, KubeWriter, WriterSettings
 from volsched.model.objects import SCHEDULER_NAME
 
 BODY_DELAY = 0.05
@@ -125,6 +126,7 @@ def _pod(name: str) -> dict[str, Any]:
     }
 
 
+_n = itertools.count()
 WRITES: list[tuple[str, Callable[[KubeWriter], Any]]] = [
     ("bind", lambda w: w.bind(Bind(pod="ns/p", uid="p", node="n1"), _pod("p")).result == BOUND),
     (
@@ -137,7 +139,17 @@ WRITES: list[tuple[str, Callable[[KubeWriter], Any]]] = [
     ("queue status", lambda w: w._write_queue("q", {"state": "Open"}) == (1, 0, None)),
     ("podgroup status", lambda w: w._write_podgroup("ns/pg", {"phase": "Running"}, "t") == (1, 0, None)),
     ("pod condition", lambda w: w._write_condition("ns/p", "p", "no fit", "t") == (1, 0, None)),
-    ("event", lambda w: w._write_event("ns/p", "p", "no fit", "2026-01-01T00:00:00Z") == (0, 1, None)),
+    (
+        "event",  # a new message each time: the same one is never sent twice
+        lambda w: (
+            w.post_object_event(
+                EventTarget("Pod", "v1", "ns", "p", "p"),
+                reason="FailedScheduling",
+                message=f"no fit {next(_n)}",
+            )
+            == (1, None)
+        ),
+    ),
 ]
 
 

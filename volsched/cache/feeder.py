@@ -45,6 +45,19 @@ def object_key(kind: str, obj: Raw) -> tuple[str, str | None, str]:
 
 
 @dataclass(frozen=True)
+class Rejection:
+    """An object the cache refused, or took with part of it ignored, and why (the user-facing message):
+    the operator puts it in an event on the object."""
+
+    kind: str
+    api_version: str
+    namespace: str
+    name: str
+    uid: str
+    message: str
+
+
+@dataclass(frozen=True)
 class Assumption:
     uid: str
     node: str
@@ -62,7 +75,7 @@ class Feeder:
         self._seen: dict[tuple[str, str | None, str], int] = {}
         self._deleted: dict[tuple[str, str | None, str], int] = {}
         self._assumed: dict[str, Assumption] = {}
-        self.rejected: dict[str, str] = {}  # "Kind ns/name" -> why the cache refused it
+        self.rejected: dict[str, Rejection] = {}  # "Kind ns/name" -> why the cache refused it
 
     # --- events -------------------------------------------------------------------------------------------
 
@@ -81,17 +94,38 @@ class Feeder:
                 obj = self._overlay(obj)
         ref = f"{kind} {key[1]}/{key[2]}" if key[1] else f"{kind} {key[2]}"
         try:
-            self.state.apply(obj)
+            warning = self.state.apply(obj)
         except InputError as exc:
-            if self.rejected.get(ref) != str(exc):
-                log.warning("ignoring %s: %s", ref, exc)
-            self.rejected[ref] = str(exc)
+            self._reject(
+                kind,
+                obj,
+                ref,
+                f"volsched ignores this {kind} (keeping its last valid version, if any): {exc}",
+            )
             return False
-        self.rejected.pop(ref, None)
+        if warning:
+            self._reject(kind, obj, ref, warning)
+        else:
+            self.rejected.pop(ref, None)
         return True
+
+    def _reject(self, kind: str, obj: Raw, ref: str, message: str) -> None:
+        before = self.rejected.get(ref)
+        if before is None or before.message != message:
+            log.warning("%s", message if message.startswith(ref) else f"{ref}: {message}")
+        meta = obj.get("metadata") or {}
+        self.rejected[ref] = Rejection(
+            kind=kind,
+            api_version=str(obj.get("apiVersion") or ""),
+            namespace=str(meta.get("namespace") or ""),
+            name=str(meta.get("name") or ""),
+            uid=str(meta.get("uid") or ""),
+            message=message,
+        )
 
     def delete(self, kind: str, obj: Raw) -> None:
         key = object_key(kind, obj)
+        self.rejected.pop(f"{kind} {key[1]}/{key[2]}" if key[1] else f"{kind} {key[2]}", None)
         rv = _rv(obj)
         with self._lock:
             if rv is not None:

@@ -44,7 +44,7 @@ from volsched.model.objects import (
     placement_key,
     priority_class_value,
     queue_annotation,
-    quota_weight,
+    quota_weight_and_problem,
     volume_node_terms,
 )
 from volsched.model.usage import NodeUsage
@@ -114,9 +114,12 @@ class ClusterState:
 
     # --- events ---------------------------------------------------------------------------------------
 
-    def apply(self, obj: Mapping[str, Any]) -> None:
-        """Add or replace one object. Raises :class:`InputError` for an unknown kind or a bad field."""
+    def apply(self, obj: Mapping[str, Any]) -> str | None:
+        """Add or replace one object. Raises :class:`InputError` for an unknown kind or a bad field.
+        Returns a warning when the object was taken but part of it is ignored (a garbage namespace
+        weight in a ResourceQuota)."""
         kind = obj.get("kind")
+        warning: str | None = None
         with self._lock:
             if kind == "Node":
                 spec = build_node(obj)
@@ -147,7 +150,7 @@ class ClusterState:
                 meta = obj.get("metadata") or {}
                 if not meta.get("namespace") or not meta.get("name"):
                     raise InputError(f"{object_ref(obj)}: missing field metadata.namespace or metadata.name")
-                self.quota_weights[_key(obj)] = quota_weight(obj)
+                self.quota_weights[_key(obj)], warning = quota_weight_and_problem(obj)
                 self.namespaces.add(str(meta["namespace"]))
             elif kind == "Namespace":
                 name = (obj.get("metadata") or {}).get("name")
@@ -172,6 +175,7 @@ class ClusterState:
                 self._refresh_priorities()
             else:
                 raise InputError(f"unknown kind {kind!r}; known kinds: {', '.join(KINDS)}")
+        return warning
 
     def _build_task(self, raw: Mapping[str, Any]) -> Task:
         return build_task(

@@ -55,7 +55,8 @@ class Eviction:
     uid: str
     node: str
     action: str
-    reason: EvictionReason
+    #: Data; a plain string (from an action that only has words) is rendered as the reason's detail.
+    reason: EvictionReason | str
 
 
 @dataclass(frozen=True, slots=True)

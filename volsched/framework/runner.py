@@ -121,6 +121,8 @@ def _render_events(session: Session) -> None:
         kind, _, ref = obj.partition(" ")
         ns, _, name = ref.rpartition("/")
         result.events.append(Event(kind=kind, namespace=ns, name=name, reason=reason, message=message))
+        if kind == "Pod":  # it cannot be scheduled either: its PodScheduled condition says why
+            result.unschedulable[ref] = message
     for job in sorted(session.jobs.values(), key=lambda j: j.key):
         pending = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and t.schedulable_by_us]
         job_reason = session.job_errors.get(job.key)

@@ -1,4 +1,7 @@
-"""A token bucket that bounds how fast the writer calls the API. Pure: the clock is injectable, no I/O."""
+"""Rate limits for the writer: a token bucket for API calls, and a per-object event filter (dedup + rate).
+
+Pure: the clock is injectable, no I/O.
+"""
 
 from __future__ import annotations
 
@@ -62,3 +65,65 @@ class TokenBucket:
         with self._lock:
             self._refill()
             return self._tokens
+
+
+class EventFilter:
+    """Decides which events are sent, per object (like client-go's event correlator, simplified).
+
+    * Deduplication: an object never gets the same message for the same reason twice in a row
+      (:meth:`admit` refuses it until another message was sent for that reason).
+    * Rate limit: each object may receive ``burst`` events at once, then one per ``every`` seconds;
+      an event refused for the rate is not remembered, so the next session offers its newest message.
+
+    Keys are the caller's (an object's UID, or its reference when it has none). Thread-safe; pure.
+    """
+
+    def __init__(
+        self, *, burst: int = 5, every: float = 10.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if burst < 1 or every <= 0:
+            raise ValueError(f"burst must be >= 1 and every > 0, got {burst}, {every}")
+        self.burst = burst
+        self.every = float(every)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._tokens: dict[str, tuple[float, float]] = {}  # object -> (tokens, at)
+        self._last: dict[tuple[str, str], tuple[str, int]] = {}  # (object, reason) -> (message, count)
+        #: Events refused because the object was over its rate (for metrics and tests).
+        self.limited = 0
+
+    def last(self, obj: str, reason: str) -> tuple[str, int] | None:
+        """The last message sent for (object, reason) and how many messages were sent for it."""
+        with self._lock:
+            return self._last.get((obj, reason))
+
+    def admit(self, obj: str, reason: str, message: str) -> bool:
+        """Whether to send this event now (takes one of the object's tokens if so)."""
+        with self._lock:
+            last = self._last.get((obj, reason))
+            if last is not None and last[0] == message:
+                return False
+            now = self._clock()
+            tokens, at = self._tokens.get(obj, (float(self.burst), now))
+            tokens = min(float(self.burst), tokens + max(0.0, now - at) / self.every)
+            if tokens < 1.0:
+                self._tokens[obj] = (tokens, now)
+                self.limited += 1
+                return False
+            self._tokens[obj] = (tokens - 1.0, now)
+            return True
+
+    def sent(self, obj: str, reason: str, message: str, *, count: int | None = None) -> int:
+        """Record a message as sent (or found already there); returns its count for the event."""
+        with self._lock:
+            last = self._last.get((obj, reason))
+            n = count if count is not None else (last[1] + 1 if last else 1)
+            self._last[(obj, reason)] = (message, n)
+            return n
+
+    def forget(self, obj: str) -> None:
+        """Drop all memory of an object (it was deleted or recreated)."""
+        with self._lock:
+            self._tokens.pop(obj, None)
+            for key in [k for k in self._last if k[0] == obj]:
+                del self._last[key]

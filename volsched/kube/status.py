@@ -1,8 +1,8 @@
 """What volsched writes into objects, rendered from session results as plain dicts. Pure: no I/O.
 
 PodGroup ``status`` (phase, counts, a ``Scheduled`` condition), Queue ``status`` (state, deserved,
-allocated as quantities, podgroup counts by phase), the pod condition ``PodScheduled=False`` and the
-``FailedScheduling`` event. Times are passed in, so the same input renders the same output; callers
+allocated as quantities, podgroup counts by phase), the pod conditions ``PodScheduled=False`` and
+``DisruptionTarget=True``, and events about any object. Times are passed in, so the same input renders the same output; callers
 compare renderings without times to decide whether anything needs writing.
 """
 
@@ -150,30 +150,29 @@ def pod_unschedulable_condition(message: str, now: str) -> dict[str, Any]:
     }
 
 
-def failed_scheduling_event(
-    *, namespace: str, pod: str, uid: str, message: str, now: str, count: int = 1, name: str | None = None
-) -> dict[str, Any]:
-    """A core/v1 Event about a pod that could not be placed."""
+#: The pod condition ``DisruptionTarget``'s reason for each action that evicts (as kube-scheduler's
+#: ``PreemptionByScheduler``); any other action gets ``EvictionByScheduler``.
+DISRUPTION_REASONS = {
+    "preempt": "PreemptionByScheduler",
+    "reclaim": "ReclaimByScheduler",
+    "shuffle": "RebalancingByScheduler",
+}
+
+
+def disruption_target_condition(action: str, message: str, now: str) -> dict[str, Any]:
+    """A strategic-merge patch body for the pod's ``status``: ``DisruptionTarget=True`` saying why."""
     return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": name or f"{pod}.volsched-unschedulable", "namespace": namespace},
-        "involvedObject": {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "namespace": namespace,
-            "name": pod,
-            "uid": uid,
-        },
-        "reason": "FailedScheduling",
-        "message": message,
-        "type": "Warning",
-        "count": count,
-        "firstTimestamp": now,
-        "lastTimestamp": now,
-        "source": {"component": SCHEDULER_COMPONENT},
-        "reportingComponent": SCHEDULER_COMPONENT,
-        "reportingInstance": SCHEDULER_COMPONENT,
+        "status": {
+            "conditions": [
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": DISRUPTION_REASONS.get(action, "EvictionByScheduler"),
+                    "message": message,
+                    "lastTransitionTime": now,
+                }
+            ]
+        }
     }
 
 
@@ -189,6 +188,7 @@ def object_event(
     now: str,
     type_: str = "Warning",
     event_name: str,
+    count: int = 1,
 ) -> dict[str, Any]:
     """A core/v1 Event about any object (a ConfigMap with a bad config, a PodGroup that cannot run)."""
     return {
@@ -205,7 +205,7 @@ def object_event(
         "reason": reason,
         "message": message,
         "type": type_,
-        "count": 1,
+        "count": count,
         "firstTimestamp": now,
         "lastTimestamp": now,
         "source": {"component": SCHEDULER_COMPONENT},

@@ -21,12 +21,13 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from volsched.framework.decisions import Bind, Event, Eviction, SessionResult
+from volsched.framework.messages import eviction_event_reason, reason_of, render_eviction
 from volsched.kube import status as render
 from volsched.kube.client import consume
 from volsched.kube.health import ApiHealth, is_unreachable
-from volsched.kube.ratelimit import TokenBucket
+from volsched.kube.ratelimit import EventFilter, TokenBucket
 from volsched.model.objects import API_GROUP, DEFAULT_SCHEDULER_NAMES
-from volsched.redaction import redact
+from volsched.redaction import error_summary, redact
 
 log = logging.getLogger("volsched.kube")
 
@@ -49,6 +50,9 @@ class WriterSettings:
     #: Pods whose spec.schedulerName is one of these are ours to bind, evict and mark.
     scheduler_names: frozenset[str] = DEFAULT_SCHEDULER_NAMES
     request_timeout: float = 10.0
+    #: Events per object: this many at once, then one per ``event_every`` seconds (never a repeat).
+    event_burst: int = 5
+    event_every: float = 10.0
 
 
 #: Outcomes of one bind or eviction.
@@ -102,6 +106,33 @@ class WriteReport:
         return sum(1 for b in self.binds if b.result == result)
 
 
+@dataclass(frozen=True, slots=True)
+class EventTarget:
+    """The object an event is about."""
+
+    kind: str
+    api_version: str
+    namespace: str
+    name: str
+    uid: str = ""
+
+    @property
+    def key(self) -> str:
+        """What the event filter remembers it by: its UID, else its reference."""
+        return self.uid or f"{self.kind}/{self.namespace}/{self.name}"
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+
+
+def event_name(target: EventTarget, reason: str) -> str:
+    """One Event object per (object, reason), updated in place: ``<name>.volsched-<reason>-<uid>``."""
+    tag = "".join(c for c in reason.lower() if c.isalnum())[:40] or "event"
+    suffix = "".join(c for c in (target.uid or target.kind.lower()) if c.isalnum())[:12]
+    return f"{target.name[:180]}.volsched-{tag}-{suffix}".lower()
+
+
 def _split(key: str) -> tuple[str, str]:
     ns, _, name = key.partition("/")
     return ns, name
@@ -139,10 +170,9 @@ class KubeWriter:
         self._podgroups_full: dict[str, dict[str, Any]] = {}
         self._queues: dict[str, dict[str, Any]] = {}
         self._queues_full: dict[str, dict[str, Any]] = {}
-        self._queue_events: dict[tuple[str, str], str] = {}  # (queue, reason) -> message
         self._queue_uids: dict[str, str] = {}
         self._conditions: dict[str, str] = {}  # pod uid -> message
-        self._events: dict[str, tuple[str, int]] = {}  # pod uid -> (message, count)
+        self.events = EventFilter(burst=self.settings.event_burst, every=self.settings.event_every)
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
@@ -156,11 +186,9 @@ class KubeWriter:
             elif kind == "Queue":
                 self._queues.pop(key, None)
                 self._queues_full.pop(key, None)
-                for k in [k for k in self._queue_events if k[0] == key]:
-                    del self._queue_events[k]
             elif kind == "Pod":
                 self._conditions.pop(key, None)
-                self._events.pop(key, None)
+        self.events.forget(key)
 
     # --- plumbing -----------------------------------------------------------------------------------------
 
@@ -268,9 +296,56 @@ class KubeWriter:
         return self._map(lambda e: self.evict(e, pods.get(e.pod)), evictions)
 
     def evict(self, eviction: Eviction, pod: Raw | None) -> EvictOutcome:
+        """Tell the pod why, then evict it: the ``DisruptionTarget`` condition (as kube-scheduler does
+        before preempting) and a ``Preempted``/``Evicted`` event naming the action, the beneficiary and
+        the numbers, then the Eviction API (which enforces PodDisruptionBudgets). The Eviction API
+        replaces the condition with its own (``EvictionByEvictionAPI``), so it is written once more
+        after a successful eviction while the pod terminates. A pod that cannot be told is not evicted
+        (the next session tries again)."""
         if not self._ours(pod):
             return EvictOutcome(eviction, SKIPPED, "not scheduled by volsched")
         ns, name = _split(eviction.pod)
+        uid = eviction.uid or str(((pod or {}).get("metadata") or {}).get("uid") or "")
+        message = redact(render_eviction(eviction))
+        now = render.now_rfc3339()
+        condition = render.disruption_target_condition(
+            reason_of(eviction).action or eviction.action, message, now
+        )
+        told = self._disruption_target(eviction, ns, name, condition)
+        if told is not None:
+            return told
+        target = EventTarget("Pod", "v1", ns, name, uid)
+        _, event_error = self.post_object_event(
+            target, reason=eviction_event_reason(eviction), message=message, type_="Normal", now=now
+        )
+        outcome = self._evict(eviction, ns, name)
+        if outcome.result == EVICTED:
+            self._disruption_target(eviction, ns, name, condition)
+        if event_error:
+            outcome.detail = f"{outcome.detail}; {event_error}" if outcome.detail else event_error
+        return outcome
+
+    def _disruption_target(
+        self, eviction: Eviction, ns: str, name: str, condition: dict[str, Any]
+    ) -> EvictOutcome | None:
+        """Write the DisruptionTarget condition. None when written, else why the eviction cannot go on."""
+        try:
+            resp = self._call(
+                self.core.patch_namespaced_pod_status, name, ns, condition,
+                _content_type=STRATEGIC_PATCH, _preload_content=False,
+            )  # fmt: skip
+            consume(resp)
+        except Fenced as exc:
+            return EvictOutcome(eviction, FENCED, str(exc))
+        except ApiException as exc:
+            if exc.status == 404:
+                return EvictOutcome(eviction, GONE, _reason(exc))
+            return EvictOutcome(eviction, FAILED, f"DisruptionTarget: {exc.status} {_reason(exc)}")
+        except Exception as exc:
+            return EvictOutcome(eviction, FAILED, f"DisruptionTarget: {error_summary(exc)}")
+        return None
+
+    def _evict(self, eviction: Eviction, ns: str, name: str) -> EvictOutcome:
         body = client.V1Eviction(
             metadata=client.V1ObjectMeta(name=name, namespace=ns),
             delete_options=client.V1DeleteOptions(
@@ -297,29 +372,6 @@ class KubeWriter:
         except Exception as exc:
             return EvictOutcome(eviction, FAILED, str(exc))
 
-    def eviction_events(
-        self, outcomes: Iterable[EvictOutcome], events: Iterable[Event]
-    ) -> tuple[int, list[str]]:
-        """The session's event on each pod it evicted (Preempted, Evicted, Rescheduled: why, in numbers),
-        for the evictions the API carried out. Returns (events posted, errors)."""
-        done = {o.eviction.pod: o.eviction for o in outcomes if o.result == EVICTED}
-        posted, errors = 0, []
-        for ev in events:
-            eviction = done.get(f"{ev.namespace}/{ev.name}")
-            if ev.kind != "Pod" or eviction is None or ev.reason == "FailedScheduling":
-                continue
-            body = render.object_event(
-                kind="Pod", api_version="v1", namespace=ev.namespace, name=ev.name, uid=eviction.uid,
-                reason=ev.reason, message=ev.message, now=render.now_rfc3339(), type_=ev.type,
-                event_name=f"{ev.name[:200]}.volsched-{ev.reason.lower()}-{eviction.uid.replace('/', '-')[:13]}",
-            )  # fmt: skip
-            error = self.post_event(body)
-            if error:
-                errors.append(error)
-            else:
-                posted += 1
-        return posted, errors
-
     # --- status, conditions, events -------------------------------------------------------------------------
 
     def write_status(
@@ -328,13 +380,17 @@ class KubeWriter:
         *,
         queues: Iterable[str] | Mapping[str, str],
         podgroups: Iterable[str] | Mapping[str, str],
+        uids: Mapping[str, str] | None = None,
         pods: Mapping[str, Raw],
+        extra_events: Iterable[tuple[EventTarget, Event]] = (),
         now: str | None = None,
     ) -> tuple[int, int, list[str]]:
-        """Write changed PodGroup/Queue status, pod conditions and events. Returns (writes, events, errors).
+        """Write changed PodGroup/Queue status, pod conditions and the session's events (plus
+        ``extra_events``, e.g. about objects the cache rejected). Returns (writes, events, errors).
 
         ``queues`` and ``podgroups`` are the objects that exist: names, or names -> their API group
-        (volsched's or Volcano's; names alone are volsched's)."""
+        (volsched's or Volcano's; names alone are volsched's); ``uids`` maps PodGroups to their UIDs
+        (for their events)."""
         now = now or render.now_rfc3339()
         jobs: list[Callable[[], tuple[int, int, str | None]]] = []
         existing_pgs = (
@@ -359,12 +415,6 @@ class KubeWriter:
                     continue
             group = existing_queues[name]
             jobs.append(partial(self._write_queue, name, rendered, now, group))
-        for ev in result.events:
-            if ev.kind == "Queue" and ev.name in existing_queues:
-                with self._lock:
-                    if self._queue_events.get((ev.name, ev.reason)) == ev.message:
-                        continue
-                jobs.append(lambda ev=ev, g=existing_queues[ev.name]: self._write_queue_event(ev, now, g))  # type: ignore[misc]
         for key, message in result.unschedulable.items():
             pod = pods.get(key)
             if not self._ours(pod) or (pod.get("spec") or {}).get("nodeName"):  # type: ignore[union-attr]
@@ -372,11 +422,14 @@ class KubeWriter:
             uid = str((pod.get("metadata") or {}).get("uid") or key)  # type: ignore[union-attr]
             with self._lock:
                 need_condition = self._conditions.get(uid) != message
-                last_event = self._events.get(uid)
             if need_condition:
                 jobs.append(lambda key=key, uid=uid, m=message: self._write_condition(key, uid, m, now))  # type: ignore[misc]
-            if last_event is None or last_event[0] != message:
-                jobs.append(lambda key=key, uid=uid, m=message: self._write_event(key, uid, m, now))  # type: ignore[misc]
+        targeted = [
+            *self._targets(result.events, existing_pgs, existing_queues, uids or {}, pods),
+            *extra_events,
+        ]
+        for target, event in targeted:
+            jobs.append(lambda t=target, e=event: self._event_job(t, e, now))  # type: ignore[misc]
         writes = events = 0
         errors: list[str] = []
         for w, e, err in self._map(lambda job: job(), jobs):
@@ -454,22 +507,6 @@ class KubeWriter:
             self._queues_full[name] = body
         return 1, 0, None
 
-    def _write_queue_event(self, ev: Event, now: str, group: str = API_GROUP) -> tuple[int, int, str | None]:
-        """A Queue's configuration problem (one event per queue and reason, updated when it changes)."""
-        with self._lock:
-            uid = self._queue_uids.get(ev.name, "")
-        body = render.object_event(
-            kind="Queue", api_version=f"{group}/{VERSION}", namespace="", name=ev.name, uid=uid,
-            reason=ev.reason, message=ev.message, now=now, type_=ev.type,
-            event_name=f"{ev.name}.volsched-{ev.reason.lower()}",
-        )  # fmt: skip
-        error = self.post_event(body)
-        if error:
-            return 0, 0, error
-        with self._lock:
-            self._queue_events[(ev.name, ev.reason)] = ev.message
-        return 0, 1, None
-
     def queue_uid(self, name: str, uid: str | None) -> None:
         """Record a Queue's uid (from the watch), so its events show in ``kubectl describe queue``."""
         with self._lock:
@@ -492,49 +529,112 @@ class KubeWriter:
             self._conditions[uid] = message
         return 1, 0, None
 
-    def _write_event(self, key: str, uid: str, message: str, now: str) -> tuple[int, int, str | None]:
-        """One FailedScheduling event per pod (named by its UID): created once, then updated in place."""
-        ns, name = _split(key)
-        event_name = f"{name[:200]}.volsched-{uid.replace('/', '-')[:13]}"
-        with self._lock:
-            last = self._events.get(uid)
-        count = (last[1] + 1) if last else 1
-        body = render.failed_scheduling_event(
-            namespace=ns, pod=name, uid=uid, message=message, now=now, count=count, name=event_name
-        )
-        try:
-            self._upsert_event(
-                ns, event_name, body, {"message": message, "lastTimestamp": now, "count": count}
-            )
-        except Fenced:
-            return 0, 0, None
-        except ApiException as exc:
-            return 0, 0, f"Pod {key} event: {exc.status} {_reason(exc)}"
-        except Exception as exc:
-            return 0, 0, f"Pod {key} event: {exc}"
-        with self._lock:
-            self._events[uid] = (message, count)
-        return 0, 1, None
+    def _targets(
+        self,
+        events: Iterable[Event],
+        podgroups: Mapping[str, str],
+        queues: Mapping[str, str],
+        uids: Mapping[str, str],
+        pods: Mapping[str, Raw],
+    ) -> list[tuple[EventTarget, Event]]:
+        """The objects the session's events are about: our pods (a FailedScheduling one only while it
+        is unbound), PodGroups and Queues that exist (``podgroups``/``queues``: name -> API group).
+        Events about anything else are dropped."""
+        out = []
+        for e in events:
+            key = f"{e.namespace}/{e.name}"
+            if e.kind == "Pod":
+                pod = pods.get(key)
+                if not self._ours(pod):
+                    continue
+                if e.reason == "FailedScheduling" and (pod.get("spec") or {}).get("nodeName"):  # type: ignore[union-attr]
+                    continue
+                uid = str((pod.get("metadata") or {}).get("uid") or "")  # type: ignore[union-attr]
+                out.append((EventTarget("Pod", "v1", e.namespace, e.name, uid), e))
+            elif e.kind == "PodGroup" and key in podgroups:
+                api_version = f"{podgroups[key]}/{VERSION}"
+                out.append((EventTarget("PodGroup", api_version, e.namespace, e.name, uids.get(key, "")), e))
+            elif e.kind == "Queue" and e.name in queues:
+                with self._lock:
+                    uid = self._queue_uids.get(e.name, "")
+                out.append((EventTarget("Queue", f"{queues[e.name]}/{VERSION}", "", e.name, uid), e))
+        return out
 
-    def _upsert_event(self, namespace: str, name: str, body: dict[str, Any], patch: dict[str, Any]) -> None:
-        """Create the event, or patch it in place if it exists (409). Raises what the API raised.
-        Messages are redacted here, the one place every event passes through."""
+    def _event_job(self, target: EventTarget, event: Event, now: str) -> tuple[int, int, str | None]:
+        sent, err = self.post_object_event(
+            target, reason=event.reason, message=event.message, type_=event.type, now=now
+        )
+        return 0, sent, err
+
+    def post_object_event(
+        self,
+        target: EventTarget,
+        *,
+        reason: str,
+        message: str,
+        type_: str = "Warning",
+        now: str | None = None,
+    ) -> tuple[int, str | None]:
+        """Send one event about ``target`` unless the filter refuses it (the same message as last time
+        for this reason, or the object is over its rate). One Event object per (object, reason), updated
+        in place. Returns (events sent, error)."""
+        message = redact(message)
+        if not self.events.admit(target.key, reason, message):
+            return 0, None
+        now = now or render.now_rfc3339()
+        last = self.events.last(target.key, reason)
+        name = event_name(target, reason)
+        body = render.object_event(
+            kind=target.kind, api_version=target.api_version, namespace=target.namespace, name=target.name,
+            uid=target.uid, reason=reason, message=message, now=now, type_=type_, event_name=name,
+            count=last[1] + 1 if last else 1,
+        )  # fmt: skip
+        try:
+            count = self._upsert_event(body)
+        except Fenced:
+            return 0, None  # not sent: the next leader sends it
+        except ApiException as exc:
+            return 0, f"{target.ref} event {reason}: {exc.status} {_reason(exc)}"
+        except Exception as exc:
+            return 0, f"{target.ref} event {reason}: {error_summary(exc)}"
+        if count is None:  # already there with this message (we restarted): nothing sent
+            self.events.sent(target.key, reason, message)
+            return 0, None
+        self.events.sent(target.key, reason, message, count=count)
+        return 1, None
+
+    def _upsert_event(self, body: dict[str, Any]) -> int | None:
+        """Create the event, or update it in place if it exists (409): message, time and count + 1.
+        Returns the count written, or None when the existing event already says this. Raises what the
+        API raised. Messages are redacted here, the one place every event passes through."""
         body = {**body, "message": redact(str(body.get("message", "")))}
-        if "message" in patch:
-            patch = {**patch, "message": body["message"]}
+        meta = body["metadata"]
+        namespace, name = meta["namespace"], meta["name"]
         try:
             resp = self._call(
                 self.core.create_namespaced_event,
                 namespace, client.CoreV1Event.from_dict(body), _preload_content=False,
             )  # fmt: skip
+            consume(resp)
+            return int(body.get("count") or 1)
         except ApiException as exc:
             if exc.status != 409:
                 raise
-            resp = self._call(
-                self.core.patch_namespaced_event, name, namespace, patch,
-                _content_type=MERGE_PATCH, _preload_content=False,
-            )  # fmt: skip
+        resp = self._read(self.core.read_namespaced_event, name, namespace, _preload_content=False)
+        existing = json.loads(consume(resp))
+        if existing.get("message") == body["message"] and existing.get("reason") == body["reason"]:
+            return None
+        count = int(existing.get("count") or 1) + 1
+        patch = {
+            "message": body["message"], "reason": body["reason"], "type": body["type"],
+            "lastTimestamp": body["lastTimestamp"], "count": count,
+        }  # fmt: skip
+        resp = self._call(
+            self.core.patch_namespaced_event, name, namespace, patch,
+            _content_type=MERGE_PATCH, _preload_content=False,
+        )  # fmt: skip
         consume(resp)
+        return count
 
     def create_podgroup(self, body: dict[str, Any]) -> str | None:
         """Create a PodGroup (ours). Returns an error message, or None when created or it exists."""
@@ -557,8 +657,7 @@ class KubeWriter:
         """Create (or, if it exists, update) one event. Returns an error message or None."""
         meta = body["metadata"]
         try:
-            patch = {"message": body["message"], "lastTimestamp": body["lastTimestamp"]}
-            self._upsert_event(meta["namespace"], meta["name"], body, patch)
+            self._upsert_event(body)
         except Exception as exc:
-            return f"event {meta['namespace']}/{meta['name']}: {exc}"
+            return f"event {meta['namespace']}/{meta['name']}: {error_summary(exc)}"
         return None

@@ -832,10 +832,17 @@ def build_podgroup(obj: Raw) -> PodGroupSpec:
 
 def quota_weight(quota: Raw) -> int:
     """The namespace weight one ResourceQuota declares; 1 when missing or invalid."""
+    return quota_weight_and_problem(quota)[0]
+
+
+def quota_weight_and_problem(quota: Raw) -> tuple[int, str | None]:
+    """The namespace weight one ResourceQuota declares (1 when missing or invalid), and why a weight
+    it declares is ignored (not a whole number >= 1), if one is."""
     hard = (quota.get("spec") or {}).get("hard") or {}
     best = 1
+    problems: list[str] = []
     if not isinstance(hard, Mapping):
-        return best
+        return best, None
     for key in NAMESPACE_WEIGHT_KEYS:
         value = hard.get(key)
         if value is None:
@@ -843,10 +850,17 @@ def quota_weight(quota: Raw) -> int:
         try:
             amount = parse_amount(value, where="weight")
         except InputError:
-            continue
+            amount = -1.0
         if amount >= 1 and amount == int(amount):
             best = max(best, int(amount))
-    return best
+        else:
+            problems.append(f"spec.hard[{key}] {value!r} is not a whole number >= 1")
+    if not problems:
+        return best, None
+    return (
+        best,
+        f"{object_ref(quota)}: {'; '.join(problems)}, so it is ignored (namespace weight {best} from it)",
+    )
 
 
 def priority_class_value(obj: Raw) -> tuple[str, int, bool]:

@@ -1,0 +1,174 @@
+"""Every decision and every rejected object is visible on the object itself (real apiserver): an
+evicted pod's DisruptionTarget condition and Preempted event name the beneficiary and the numbers, an
+unschedulable PodGroup gets an event, a pod whose PodGroup is missing is told so, an object the cache
+rejects gets an event, and no object gets the same message twice in a row (not even after a restart)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.e2e.operator_fixtures import (
+    OPERATOR_NS,
+    ROOT,
+    Kube,
+    OperatorProcess,
+    node,
+    pod,
+    podgroup,
+    queue,
+    wait_for,
+)
+
+pytestmark = pytest.mark.cluster
+
+Start = Callable[..., OperatorProcess]
+CM, KEY = "volsched-scheduler-config", "volsched-scheduler.conf"
+
+
+def _events(k: Kube, ns: str, name: str, reason: str | None = None) -> list[Any]:
+    return [
+        e
+        for e in k.core.list_namespaced_event(ns).items
+        if e.involved_object.name == name and (reason is None or e.reason == reason)
+    ]
+
+
+def _more_sessions(op: OperatorProcess, n: int = 8) -> None:
+    start = op.metric("volsched_sessions_total")
+    wait_for(lambda: op.metric("volsched_sessions_total") >= start + n, 30, what=f"{n} more sessions")
+
+
+def _lingering(obj: dict[str, Any]) -> dict[str, Any]:
+    """A pod that stays Terminating once evicted (no kubelet ends it), so what it was told can be read."""
+    obj["spec"]["terminationGracePeriodSeconds"] = 30
+    return obj
+
+
+def test_an_evicted_pod_is_told_why_and_who_took_its_place(k: Kube, start_operator: Start) -> None:
+    k.core.create_namespaced_config_map(
+        OPERATOR_NS,
+        {
+            "metadata": {"name": CM},
+            "data": {KEY: (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()},
+        },
+    )
+    sched = client.SchedulingV1Api(k.api)
+    for name, value in (("low", 10), ("high", 1000)):
+        sched.create_priority_class({"metadata": {"name": name}, "value": value})
+    k.nodes(node("n1", cpu="2"))
+    k.queue(queue("default"))
+    k.queue(queue("q"))
+    ns = k.namespace("preempt")
+    k.podgroup(
+        ns,
+        {**podgroup("a", 1, queue="q"), "spec": {"minMember": 1, "queue": "q", "priorityClassName": "low"}},
+    )
+    k.pods(ns, *(_lingering(pod(f"a-{i}", cpu="1", group="a")) for i in range(2)))
+    op = start_operator()
+    wait_for(lambda: len(k.bound(ns)) == 2, 30, what="job a fills the node")
+
+    k.podgroup(
+        ns,
+        {**podgroup("b", 1, queue="q"), "spec": {"minMember": 1, "queue": "q", "priorityClassName": "high"}},
+    )
+    k.pods(ns, pod("b-0", cpu="1", group="b"))
+
+    def victim() -> Any:
+        for p in k.core.list_namespaced_pod(ns).items:
+            if p.metadata.name.startswith("a-") and p.metadata.deletion_timestamp:
+                conds = {c.type: c for c in p.status.conditions or []}
+                cond = conds.get("DisruptionTarget")
+                if cond is not None and cond.reason == "PreemptionByScheduler":
+                    return p, cond
+        return None
+
+    evicted, cond = wait_for(victim, 40, what="a pod of job a evicted, with volsched's DisruptionTarget")
+    assert cond.status == "True"
+    for words in (f"preempt: {ns}/{evicted.metadata.name}", f"for {ns}/b-0 (job {ns}/b, priority 1000, queue q",
+                  "needs cpu 1, memory 128Mi", "frees cpu 1, memory 128Mi", "priority 10",
+                  f"job {ns}/a holds cpu 2, memory 256Mi -> cpu 1, memory 128Mi"):  # fmt: skip
+        assert words in cond.message, cond.message
+    events = wait_for(lambda: _events(k, ns, evicted.metadata.name, "Preempted"), 20, what="Preempted event")
+    assert len(events) == 1 and events[0].message == cond.message and events[0].type == "Normal"
+    assert events[0].involved_object.uid == evicted.metadata.uid
+
+    _more_sessions(op)
+    [again] = _events(k, ns, evicted.metadata.name, "Preempted")
+    assert again.count == 1  # told once: no second eviction, no repeated message
+    others = [p for p in k.core.list_namespaced_pod(ns).items if p.metadata.name.startswith("a-")]
+    assert sum(1 for p in others if p.metadata.deletion_timestamp) == 1  # one victim was enough
+
+
+def test_an_unschedulable_gang_gets_one_event_on_its_podgroup(k: Kube, start_operator: Start) -> None:
+    k.nodes(node("n1", cpu="2"), node("n2", cpu="2"))
+    ns = k.namespace("gang-events")
+    pg = k.podgroup(ns, podgroup("trio", 3))
+    k.pods(ns, *(pod(f"trio-{i}", cpu="1500m", group="trio") for i in range(3)))
+    op = start_operator()
+    events = wait_for(lambda: _events(k, ns, "trio", "Unschedulable"), 30, what="Unschedulable event")
+    [event] = events
+    assert event.involved_object.kind == "PodGroup" and event.involved_object.uid == pg["metadata"]["uid"]
+    assert event.type == "Warning" and "minResources cpu 4.5" in event.message  # why, in numbers
+    _more_sessions(op)
+    [again] = _events(k, ns, "trio", "Unschedulable")
+    assert (again.message, again.count) == (event.message, 1)  # the same message is never sent twice
+
+
+def test_a_pod_whose_podgroup_is_missing_is_told_so(k: Kube, start_operator: Start) -> None:
+    k.nodes(node("n1", cpu="4"))
+    ns = k.namespace("orphans")
+    k.pods(ns, pod("lost", group="ghost"))
+    op = start_operator()
+    [event] = wait_for(lambda: _events(k, ns, "lost", "PodGroupNotFound"), 30, what="PodGroupNotFound event")
+    assert "pod group ghost does not exist" in event.message
+
+    def condition() -> Any:
+        conds = {c.type: c for c in k.core.read_namespaced_pod("lost", ns).status.conditions or []}
+        return conds.get("PodScheduled")
+
+    cond = wait_for(condition, 20, what="PodScheduled condition")
+    assert (cond.status, cond.reason) == ("False", "Unschedulable") and "ghost does not exist" in cond.message
+    assert f"Pod {ns}/lost: PodGroupNotFound: pod group ghost does not exist" in op.log()
+    _more_sessions(op)
+    assert [e.count for e in _events(k, ns, "lost", "PodGroupNotFound")] == [1]
+    assert op.log().count(f"Pod {ns}/lost: PodGroupNotFound") == 1  # one log line, not one per session
+
+    k.podgroup(ns, podgroup("ghost", 1))
+    wait_for(lambda: k.bound(ns).get(f"{ns}/lost"), 30, what="bound once its PodGroup exists")
+
+
+def test_objects_the_cache_rejects_get_an_event_once_even_across_restarts(
+    k: Kube, start_operator: Start
+) -> None:
+    k.nodes(node("n1", cpu="4"))
+    ns = k.namespace("rejects")
+    # The CRD's quantity pattern allows a sign, so a negative minResources reaches the operator.
+    bad = podgroup("negative", 1)
+    bad["spec"]["minResources"] = {"cpu": "-1"}
+    pg = k.podgroup(ns, bad)
+    quota = k.core.create_namespaced_resource_quota(
+        ns, {"metadata": {"name": "weight"}, "spec": {"hard": {"volsched.io/namespace.weight": "0"}}}
+    )
+    op = start_operator()
+    [pg_event] = wait_for(lambda: _events(k, ns, "negative", "Rejected"), 30, what="event on the PodGroup")
+    assert (
+        pg_event.involved_object.uid == pg["metadata"]["uid"] and pg_event.involved_object.kind == "PodGroup"
+    )
+    assert "spec.minResources" in pg_event.message and "-1" in pg_event.message
+    [q_event] = wait_for(lambda: _events(k, ns, "weight", "Rejected"), 30, what="event on the ResourceQuota")
+    assert (
+        q_event.involved_object.uid == quota.metadata.uid and q_event.involved_object.kind == "ResourceQuota"
+    )
+    assert "volsched.io/namespace.weight" in q_event.message and "'0'" in q_event.message
+
+    _more_sessions(op)
+    op.stop()
+    op = start_operator()  # a new operator remembers nothing it sent, but finds the events
+    _more_sessions(op)
+    for name in ("negative", "weight"):
+        [event] = _events(k, ns, name, "Rejected")
+        assert event.count == 1, f"{name}: the same message sent again"
