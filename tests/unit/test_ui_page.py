@@ -50,7 +50,7 @@ def test_a_hostile_name_cannot_end_the_data_script() -> None:
 
 def ev(pod: str, result: str) -> EvictOutcome:
     return EvictOutcome(
-        Eviction(pod=pod, uid="u", node="n1", action="reclaim", reason=f"reclaim: {pod} ..."), result
+        Eviction(pod=pod, uid="u", node="n1", action="reclaim", reason="queue q2 is owed cpu 1"), result
     )
 
 
@@ -80,7 +80,7 @@ def test_live_state_serves_the_last_session_and_the_recent_evictions_in_the_json
         ("t/d", "evicted"),
         ("t/e", "evicted"),
     ]
-    assert state["evictions"][0]["reason"] == "reclaim: t/c ..."
+    assert state["evictions"][0]["reason"] == "reclaim: t/c evicted on n1; queue q2 is owed cpu 1"
     simulated = json.loads(run_cli("simulate", "-o", "json"))
     assert set(simulated) - {"pods"} <= set(state)  # one renderer for both
     assert set(state["queues"]["q1"]) == set(next(iter(simulated["queues"].values())))
