@@ -96,23 +96,19 @@ class Feeder:
         try:
             warning = self.state.apply(obj)
         except InputError as exc:
-            self._reject(
-                kind,
-                obj,
-                ref,
-                f"volsched ignores this {kind} (keeping its last valid version, if any): {exc}",
-            )
+            why = f"volsched ignores this {kind} (keeping its last valid version, if any): {exc}"
+            self._reject(kind, obj, ref, why, log_line=f"ignoring {ref}: {exc}")
             return False
         if warning:
-            self._reject(kind, obj, ref, warning)
+            self._reject(kind, obj, ref, warning, log_line=warning)
         else:
             self.rejected.pop(ref, None)
         return True
 
-    def _reject(self, kind: str, obj: Raw, ref: str, message: str) -> None:
+    def _reject(self, kind: str, obj: Raw, ref: str, message: str, *, log_line: str) -> None:
         before = self.rejected.get(ref)
         if before is None or before.message != message:
-            log.warning("%s", message if message.startswith(ref) else f"{ref}: {message}")
+            log.warning("%s", log_line)
         meta = obj.get("metadata") or {}
         self.rejected[ref] = Rejection(
             kind=kind,
