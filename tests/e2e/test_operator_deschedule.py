@@ -75,6 +75,8 @@ def test_failed_and_crash_looping_pods_are_evicted_with_a_reason(k: Kube, start_
         if e.reason == "Rescheduled"
     }
     assert events == {
-        "failed": "rescheduling (removeFailedPods): pod failed (Evicted) on node n1",
-        "crashing": "rescheduling (removePodsHavingTooManyRestarts): 12 restarts, threshold 10",
+        "failed": "shuffle: deschedule/failed evicted on n1; rescheduling (removeFailedPods): pod failed"
+        " (Evicted) on node n1",
+        "crashing": "shuffle: deschedule/crashing evicted on n1; rescheduling (removePodsHavingTooManyRestarts):"
+        " 12 restarts, threshold 10",
     }
