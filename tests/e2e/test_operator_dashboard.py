@@ -116,7 +116,7 @@ def test_the_dashboard_lists_the_evictions_the_operator_carried_out_with_their_r
         "deschedule/failed",
         "n1",
         "shuffle",
-        "rescheduling (removeFailedPods): pod failed (Evicted) on node n1",
+        "shuffle: deschedule/failed evicted on n1; rescheduling (removeFailedPods): pod failed (Evicted) on node n1",
     ]
 
     async def browse() -> Any:
