@@ -5,6 +5,7 @@ a config whose rejection message would quote the URL."""
 from __future__ import annotations
 
 import threading
+import urllib.request
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -119,6 +120,9 @@ def test_credentials_in_the_metrics_url_never_reach_logs_events_or_metrics(
         "log": op.log(),
         "events": "\n".join(str(e.to_dict()) for e in k.core.list_event_for_all_namespaces().items),
         "/metrics": op.metrics(),
+        "/ui/state.json": urllib.request.urlopen(f"http://127.0.0.1:{op.port}/ui/state.json", timeout=5)
+        .read()
+        .decode(),
     }
     assert "fetch failed" in printed["log"] and "metrics collector started" in printed["log"]
     for where, text in printed.items():
