@@ -34,12 +34,22 @@ T = TypeVar("T")
 
 
 def wait_for(
-    cond: Callable[[], T], timeout: float = 30.0, interval: float = 0.2, what: str = "condition"
+    cond: Callable[[], T],
+    timeout: float = 30.0,
+    interval: float = 0.2,
+    what: str = "condition",
+    *,
+    operator: OperatorProcess | None = None,
 ) -> T:
-    """Poll ``cond`` until it returns something truthy; fail the test after ``timeout`` seconds."""
+    """Poll ``cond`` until it returns something truthy; fail the test after ``timeout`` seconds.
+
+    With ``operator``, fail at once, with its log, when that operator has exited: what it did not do
+    then is no timeout of its own."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
+        if operator is not None:
+            operator.check_running()
         try:
             last = cond()
         except ApiException as exc:
@@ -269,9 +279,13 @@ class OperatorProcess:
         wait_for(self.healthy, 60, what=f"operator /healthz (log: {self.log_path})")
         return self
 
-    def healthy(self) -> bool:
+    def check_running(self) -> None:
+        """Fail the test, with the operator's log, when its process has exited."""
         if self.proc is None or self.proc.poll() is not None:
             pytest.fail(f"operator exited with {self.proc and self.proc.returncode}:\n{self.log()}")
+
+    def healthy(self) -> bool:
+        self.check_running()
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2) as resp:
                 return bool(resp.status == 200)
