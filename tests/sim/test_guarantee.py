@@ -87,6 +87,30 @@ def test_admission_into_a_full_cluster_holds_the_cut_guarantee_not_the_configure
             assert "guarantee cpu 16 cannot be met and holds only cpu 2" in message, message
 
 
+@pytest.mark.parametrize(
+    ("c1_min", "phase"),
+    [
+        pytest.param(2, "Inqueue", id="within-the-share-of-the-parents-guarantee-admitted"),
+        pytest.param(3, "Pending", id="beyond-the-share-of-the-parents-guarantee-held-back"),
+    ],
+)
+def test_children_guaranteeing_more_than_their_parent_admit_only_their_cut_part_into_a_full_cluster(
+    c1_min, phase
+):
+    # Parent p guarantees 4 cpu, its children c1 and c2 4 cpu each: they keep 2 each (by weight). p weighs 3,
+    # so c1, asking for 6, deserves 4 (more than its cut guarantee): proportion alone would let a 3-cpu
+    # minimum in. The cluster is full and overcommit leaves no room: only the 2 guaranteed cpu may admit.
+    objs = [node("n1", cpu="8"), queue("qa"), podgroup("a", ns="ns-a", queue="qa", phase="Running")]
+    objs += pods("a", 8, ns="ns-a", group="a", node="n1")
+    objs += [queue("p", weight=3, guarantee={"cpu": "4"})]
+    objs += [queue(c, parent="p", guarantee={"cpu": "4"}) for c in ("c1", "c2")]
+    objs += job("j", ns="ns-c1", queue="c1", size=6, min_member=c1_min)
+    data = run(objs, conf=config(DEFAULT_WITH_EXACT_OVERCOMMIT))
+    assert data["queues"]["c1"]["deserved"]["cpu"] == 4
+    assert data["podgroups"]["ns-c1/j"]["phase"] == phase
+    assert count_placed(data, "ns-a/") == 8 and count_placed(data, "ns-c1/") == 0
+
+
 def test_a_guaranteed_job_runs_in_a_full_cluster_once_reclaim_is_enabled():
     before = [node("n1", cpu="8"), queue("qa"), *job("a", ns="ns-a", queue="qa", size=8)]
     after = [queue("qg", guarantee={"cpu": "4"}), *job("b", ns="ns-g", queue="qg", size=4, min_member=4)]
