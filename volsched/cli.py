@@ -64,7 +64,7 @@ def _demo(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    return run_demo(args.looks, args.interval)
+    return run_demo(keep=args.keep)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -112,10 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sim.set_defaults(func=_simulate)
     demo = sub.add_parser(
-        "demo", help="a local kube-apiserver, the CRDs, a workload and the operator, converging"
+        "demo", help="what volsched is for, phase by phase, on a local kube-apiserver with the operator"
     )
-    demo.add_argument("--looks", type=int, default=4, help="how many times to print the tables")
-    demo.add_argument("--interval", type=float, default=2.0, help="seconds between looks")
+    demo.add_argument(
+        "--keep",
+        action="store_true",
+        help="leave the cluster running at the end (prints a kubeconfig for kubectl)",
+    )
     demo.set_defaults(func=_demo)
     run = sub.add_parser("run", help="run the operator against the cluster in the current kubeconfig")
     run.add_argument("operator_args", nargs=argparse.REMAINDER)

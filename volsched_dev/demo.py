@@ -1,15 +1,33 @@
-"""``volsched demo``: a real kube-apiserver, the CRDs, a mixed workload and the operator, converging.
+"""``volsched demo``: what volsched is for, phase by phase, on a real kube-apiserver.
 
-Starts a :class:`~volsched_dev.devcluster.LocalControlPlane`, applies ``crds/``, creates nodes, queues
-(weights 1, 2, 3), namespaces with ResourceQuota weights and gangs of pods, runs the operator in-process
-and prints queue shares and pod placements as they converge, then stops everything.
+Starts a :class:`~volsched_dev.devcluster.LocalControlPlane` (4 nodes of 8 cpu, no kubelets), applies
+``crds/`` and a scheduler config with reclaim, runs the operator in-process, and tells four stories,
+each by creating objects and printing what changes (read back from the apiserver, as kubectl would):
+
+1. **Borrowing**: team research submits 32 one-cpu pods; nobody else asks, so its queue borrows the
+   whole idle cluster.
+2. **Taking back**: team prod (same weight) arrives with 16 pods; reclaim evicts research's pods beyond
+   its fair share, each eviction with its reason in numbers, until both hold 16 cpu.
+3. **A gang waits whole**: an MPI job of 8 two-cpu pods (minMember 8) cannot be admitted while the
+   cluster is full; none of its pods is bound, and its PodGroup says why, in numbers.
+4. **A guarantee**: a new queue, urgent, with a tiny weight but a guarantee of 4 cpu; its hotfix job
+   is admitted into the full cluster (by weight alone it would deserve 1.5 cpu).
+
+No controllers run on this apiserver, so the demo plays the Job controller: an evicted pod comes back
+as a new pending pod of the same name. It ends with the dashboard's address; with ``keep`` it leaves
+the cluster running and prints a kubeconfig for kubectl.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import signal
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +41,308 @@ from volsched_dev.devcluster import LocalControlPlane
 
 CRDS = Path(__file__).resolve().parent.parent / "crds"
 V = "v1beta1"
+NS = "teams"
+NODES, NODE_CPU = 4, 8
+#: examples/reclaim-preempt-scheduler.yaml without preempt: the plugins that name victims (gang,
+#: conformance, proportion) share the first tier, so reclaim takes only what a queue holds beyond its share.
+CONFIG = """\
+actions: "enqueue, allocate, reclaim, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+  - name: drf
+  - name: overcommit
+  - name: proportion
+- plugins:
+  - name: predicates
+  - name: nodeorder
+  - name: binpack
+"""
 
 
-def _workload(api: client.ApiClient) -> None:
-    core: Any = client.CoreV1Api(api)  # dict bodies: the client accepts them
+# --- what the demo reads back ------------------------------------------------------------------------------
+
+
+@dataclass
+class QueueLook:
+    weight: int
+    guarantee: str
+    deserved: float | None
+    allocated: float
+    running: int = 0
+    pending: int = 0
+
+
+@dataclass
+class Look:
+    """One read of the cluster: queues, where each group's pods are, PodGroup conditions."""
+
+    queues: dict[str, QueueLook]
+    bound: dict[str, int]  # group -> pods bound
+    pods: dict[str, int]  # group -> pods
+    waiting: dict[str, str]  # group -> why its PodGroup is not scheduled (condition message)
+
+    def summary(self) -> tuple[Any, ...]:
+        return (
+            tuple(sorted((n, q.deserved, q.allocated, q.running, q.pending) for n, q in self.queues.items())),
+            tuple(sorted(self.bound.items())),
+            tuple(sorted(self.waiting.items())),
+        )
+
+
+def _cpu(value: Any) -> float:
+    from volsched.model.resources import parse_amount
+
+    return float(parse_amount(value, where="cpu")) if value is not None else 0.0
+
+
+def look(api: client.ApiClient, groups: dict[str, str]) -> Look:
+    core: Any = client.CoreV1Api(api)
+    custom: Any = client.CustomObjectsApi(api)
+    queues: dict[str, QueueLook] = {}
+    for q in custom.list_cluster_custom_object(API_GROUP, V, "queues")["items"]:
+        spec, st = q.get("spec") or {}, q.get("status") or {}
+        deserved = (st.get("deserved") or {}).get("cpu")
+        guarantee = ((spec.get("guarantee") or {}).get("resource") or {}).get("cpu")
+        queues[q["metadata"]["name"]] = QueueLook(
+            weight=int(spec.get("weight") or 1),
+            guarantee=f"cpu {guarantee}" if guarantee else "-",
+            deserved=None if deserved is None else _cpu(deserved),
+            allocated=_cpu((st.get("allocated") or {}).get("cpu")),
+        )
+    bound: dict[str, int] = {}
+    pods: dict[str, int] = {}
+    for p in core.list_namespaced_pod(NS).items:
+        group = (p.metadata.annotations or {}).get("scheduling.k8s.io/group-name", "")
+        pods[group] = pods.get(group, 0) + 1
+        queue = queues.get(groups.get(group, ""))
+        if p.spec.node_name:
+            bound[group] = bound.get(group, 0) + 1
+            if queue:
+                queue.running += 1
+        elif queue:
+            queue.pending += 1
+    waiting: dict[str, str] = {}
+    for pg in custom.list_namespaced_custom_object(API_GROUP, V, NS, "podgroups")["items"]:
+        for cond in (pg.get("status") or {}).get("conditions") or []:
+            if cond.get("type") == "Scheduled" and cond.get("status") == "False" and cond.get("message"):
+                waiting[pg["metadata"]["name"]] = str(cond["message"])
+    return Look(queues=queues, bound=bound, pods=pods, waiting=waiting)
+
+
+# --- the workload ------------------------------------------------------------------------------------------
+
+
+def queue_obj(name: str, weight: int, guarantee_cpu: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"weight": weight}
+    if guarantee_cpu:
+        spec["guarantee"] = {"resource": {"cpu": guarantee_cpu}}
+    return {"apiVersion": f"{API_GROUP}/{V}", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+
+
+def job_objs(
+    group: str, queue: str, size: int, *, cpu: str = "1", min_member: int = 1
+) -> list[dict[str, Any]]:
+    """A PodGroup and its pods, as a batch integration would create them."""
+    pg = {"apiVersion": f"{API_GROUP}/{V}", "kind": "PodGroup", "metadata": {"name": group},
+          "spec": {"minMember": min_member, "queue": queue}}  # fmt: skip
+    pods = [
+        {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": f"{group}-{i}", "annotations": {"scheduling.k8s.io/group-name": group}},
+         "spec": {"schedulerName": "volsched", "terminationGracePeriodSeconds": 0, "containers": [
+             {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}}
+        for i in range(size)
+    ]  # fmt: skip
+    return [pg, *pods]
+
+
+@dataclass
+class Phase:
+    title: str
+    story: str
+    objects: list[dict[str, Any]]
+    #: The outcome the phase shows has been reached.
+    reached: Callable[[Look], bool]
+    #: What the phase showed, in one or two sentences, from the final look.
+    conclusion: Callable[[Look, list[str]], str]
+
+
+def _q(view: Look, name: str) -> QueueLook:
+    return view.queues.get(name) or QueueLook(weight=0, guarantee="-", deserved=None, allocated=0.0)
+
+
+def _n(x: float | None) -> str:
+    return "-" if x is None else f"{x:g}"
+
+
+def phases() -> list[Phase]:
+    total = NODES * NODE_CPU
+    return [
+        Phase(
+            "1. A queue borrows the idle cluster",
+            f"research submits sweep: 32 pods of 1 cpu. The cluster has {total} cpu and nobody else asks.",
+            [queue_obj("research", 10), queue_obj("prod", 10), *job_objs("sweep", "research", 32)],
+            lambda v: v.bound.get("sweep", 0) == total,
+            lambda v, _e: (
+                f"research runs {v.bound.get('sweep', 0)} pods: it borrows the whole idle cluster "
+                f"(deserved cpu {_n(_q(v, 'research').deserved)}: with no one else asking, all of it)."
+            ),
+        ),
+        Phase(
+            "2. Another team takes its share back",
+            "prod (the same weight as research) submits serve: 16 pods of 1 cpu, into the full cluster.",
+            job_objs("serve", "prod", 16),
+            lambda v: v.bound.get("serve", 0) == 16 and v.bound.get("sweep", 0) == 16,
+            lambda v, ev: (
+                f"reclaim evicted {len(ev)} of research's pods beyond its share: research now runs "
+                f"{v.bound.get('sweep', 0)} (deserved cpu {_n(_q(v, 'research').deserved)}), prod "
+                f"{v.bound.get('serve', 0)} (deserved cpu {_n(_q(v, 'prod').deserved)}). The evicted pods wait, "
+                "pending (the demo plays their Job controller)."
+            ),
+        ),
+        Phase(
+            "3. A gang waits whole",
+            "research submits mpi: 8 pods of 2 cpu that only work together (minMember 8).",
+            job_objs("mpi", "research", 8, cpu="2", min_member=8),
+            lambda v: "mpi" in v.waiting,
+            lambda v, _e: (
+                f"mpi waits whole, {v.bound.get('mpi', 0)} of 8 pods bound (none holds a node it "
+                f"cannot use). Its PodGroup says: {v.waiting.get('mpi', '')}"
+            ),
+        ),
+        Phase(
+            "4. A guarantee admits a job into a full cluster",
+            "A new queue, urgent: weight 1 (research and prod have 10) but a guarantee of 4 cpu. Its hotfix "
+            "job asks for 4 pods of 1 cpu.",
+            [queue_obj("urgent", 1, "4"), *job_objs("hotfix", "urgent", 4)],
+            lambda v: v.bound.get("hotfix", 0) == 4,
+            lambda v, ev: (
+                f"urgent runs {v.bound.get('hotfix', 0)} pods in the full cluster: by weight alone it "
+                f"would deserve cpu {total / 21:.1f}; its guarantee makes that cpu "
+                f"{_n(_q(v, 'urgent').deserved)}, and reclaim evicted {len(ev)} pods to make room."
+            ),
+        ),
+    ]
+
+
+# --- running it --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PhaseResult:
+    title: str
+    look: Look
+    evictions: list[str]
+    conclusion: str
+    reached: bool
+
+
+@dataclass
+class Demo:
+    api: client.ApiClient
+    console: Console
+    #: Longest a phase waits for its outcome, and how long nothing must change before it is over (s).
+    timeout: float = 90.0
+    settle: float = 3.0
+    poll: float = 0.5
+    manifests: dict[str, dict[str, Any]] = field(default_factory=dict)  # pod name -> what to recreate
+    groups: dict[str, str] = field(default_factory=dict)  # group -> queue
+    _seen_events: set[str] = field(default_factory=set)
+
+    def create(self, objs: list[dict[str, Any]]) -> None:
+        core: Any = client.CoreV1Api(self.api)
+        custom: Any = client.CustomObjectsApi(self.api)
+        for obj in objs:
+            if obj["kind"] == "Queue":
+                custom.create_cluster_custom_object(API_GROUP, V, "queues", obj)
+            elif obj["kind"] == "PodGroup":
+                self.groups[obj["metadata"]["name"]] = obj["spec"]["queue"]
+                custom.create_namespaced_custom_object(API_GROUP, V, NS, "podgroups", obj)
+            else:
+                self.manifests[obj["metadata"]["name"]] = obj
+                core.create_namespaced_pod(NS, obj)
+
+    def replace_evicted(self) -> None:
+        """The Job controller's part: a deleted pod comes back, pending, under the same name."""
+        core: Any = client.CoreV1Api(self.api)
+        present = {p.metadata.name for p in core.list_namespaced_pod(NS).items}
+        for name, obj in self.manifests.items():
+            if name not in present:
+                with contextlib.suppress(client.ApiException):  # still terminating: next time
+                    core.create_namespaced_pod(NS, obj)
+
+    def new_evictions(self) -> list[str]:
+        core: Any = client.CoreV1Api(self.api)
+        out = []
+        for e in core.list_namespaced_event(NS).items:
+            if e.reason in ("Evicted", "Preempted") and e.metadata.name not in self._seen_events:
+                self._seen_events.add(e.metadata.name)
+                out.append(f"{e.involved_object.name}: {e.message}")
+        return sorted(out)
+
+    def progress_line(self, view: Look, evicted: int) -> str:
+        parts = []
+        for name in sorted(self.groups):
+            total = view.pods.get(name, 0)
+            if total:
+                parts.append(f"{name} {view.bound.get(name, 0)}/{total} bound")
+        if evicted:
+            parts.append(f"{evicted} evicted so far")
+        return "  " + " · ".join(parts)
+
+    def run_phase(self, phase: Phase) -> PhaseResult:
+        self.console.rule(f"[bold]{phase.title}")
+        self.console.print(phase.story)
+        self.create(phase.objects)
+        evictions: list[str] = []
+        last: tuple[Any, ...] | None = None
+        changed_at = time.monotonic()
+        deadline = time.monotonic() + self.timeout
+        view = look(self.api, self.groups)
+        while time.monotonic() < deadline:
+            time.sleep(self.poll)
+            evictions += self.new_evictions()
+            self.replace_evicted()
+            view = look(self.api, self.groups)
+            summary = view.summary()
+            if summary != last:
+                if last is not None or view.bound:
+                    self.console.print(self.progress_line(view, len(evictions)))
+                last, changed_at = summary, time.monotonic()
+            elif phase.reached(view) and time.monotonic() - changed_at >= self.settle:
+                break
+        reached = phase.reached(view)
+        self.console.print(queue_table(view))
+        for line in evictions[:2]:
+            self.console.print(f"  [dim]evicted[/dim] {line}")
+        if len(evictions) > 2:
+            self.console.print(f"  [dim]... and {len(evictions) - 2} more (kubectl get events)[/dim]")
+        conclusion = phase.conclusion(view, evictions)
+        self.console.print(
+            f"[bold green]=>[/bold green] {conclusion}"
+            if reached
+            else f"[bold red]not reached:[/bold red] {conclusion}"
+        )
+        return PhaseResult(phase.title, view, evictions, conclusion, reached)
+
+
+def queue_table(view: Look) -> Table:
+    t = Table(title="queues (cpu; pods)", title_justify="left", box=None, padding=(0, 2))
+    for col in ("queue", "weight", "guarantee", "deserved", "allocated", "running", "pending"):
+        t.add_column(col, justify="left" if col in ("queue", "guarantee") else "right")
+    for name, q in sorted(view.queues.items()):
+        if name == "default" and not q.running and not q.pending:
+            continue
+        t.add_row(
+            name, str(q.weight), q.guarantee, _n(q.deserved), _n(q.allocated), str(q.running), str(q.pending)
+        )
+    return t
+
+
+def _setup(api: client.ApiClient) -> None:
+    core: Any = client.CoreV1Api(api)
     custom: Any = client.CustomObjectsApi(api)
     ext = client.ApiextensionsV1Api(api)
     for path in sorted(CRDS.glob("*.yaml")):
@@ -37,71 +353,36 @@ def _workload(api: client.ApiClient) -> None:
             break
         except client.ApiException:
             time.sleep(0.1)
-    for i in range(4):
-        res = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+    res = {"cpu": str(NODE_CPU), "memory": "64Gi", "pods": "110"}
+    for i in range(NODES):
         core.create_node({"metadata": {"name": f"node-{i}"}, "status": {"capacity": res, "allocatable": res,
                           "conditions": [{"type": "Ready", "status": "True"}]}})  # fmt: skip
-    core.create_namespace({"metadata": {"name": "volsched-system"}})
-    for name, weight in (("default", 1), ("research", 1), ("prod", 3)):
-        custom.create_cluster_custom_object(API_GROUP, V, "queues", {
-            "apiVersion": f"{API_GROUP}/{V}", "kind": "Queue", "metadata": {"name": name}, "spec": {"weight": weight}})  # fmt: skip
-    teams = {"team-a": ("research", 1), "team-b": ("research", 3), "team-c": ("prod", 1)}
-    for ns, (q, weight) in teams.items():
+    for ns in ("volsched-system", NS):
         core.create_namespace({"metadata": {"name": ns}})
-        core.create_namespaced_resource_quota(
-            ns,
-            {"metadata": {"name": "weight"}, "spec": {"hard": {"volsched.io/namespace.weight": str(weight)}}},
-        )
-        for job, size in (("train", 4), ("sweep", 24 if q == "prod" else 12)):
-            custom.create_namespaced_custom_object(API_GROUP, V, ns, "podgroups", {
-                "apiVersion": f"{API_GROUP}/{V}", "kind": "PodGroup", "metadata": {"name": job},
-                "spec": {"minMember": 4 if job == "train" else 1, "queue": q}})  # fmt: skip
-            for i in range(size):
-                core.create_namespaced_pod(ns, {
-                    "metadata": {"name": f"{job}-{i}", "annotations": {"scheduling.k8s.io/group-name": job}},
-                    "spec": {"schedulerName": "volsched", "terminationGracePeriodSeconds": 0, "containers": [
-                        {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}})  # fmt: skip
+    core.create_namespaced_config_map("volsched-system", {
+        "metadata": {"name": "volsched-scheduler-config"}, "data": {"volsched-scheduler.conf": CONFIG}})  # fmt: skip
 
 
-def _tables(api: client.ApiClient, step: int) -> Table:
-    core: Any = client.CoreV1Api(api)
-    custom: Any = client.CustomObjectsApi(api)
-    t = Table(title=f"volsched demo, look {step}: queues", title_justify="left")
-    for col in ("queue", "weight", "deserved", "allocated", "share", "podgroups running/pending"):
-        t.add_column(col)
-    for q in custom.list_cluster_custom_object(API_GROUP, V, "queues")["items"]:
-        st: dict[str, Any] = q.get("status") or {}
-        t.add_row(q["metadata"]["name"], str(q["spec"]["weight"]), st.get("deservedSummary", "-"),
-                  st.get("allocatedSummary", "-"), str(st.get("share", "-")),
-                  f"{st.get('running', 0)}/{st.get('pending', 0) + st.get('inqueue', 0)}")  # fmt: skip
-    per: dict[str, dict[str, int]] = {}
-    for p in core.list_pod_for_all_namespaces().items:
-        row = per.setdefault(p.metadata.namespace, {})
-        key = p.spec.node_name or "pending"
-        row[key] = row.get(key, 0) + 1
-    nodes = sorted({n for row in per.values() for n in row if n != "pending"})
-    placements = Table(title="pods per namespace and node", title_justify="left")
-    for col in ("namespace", *nodes, "pending"):
-        placements.add_column(col)
-    for ns, row in sorted(per.items()):
-        placements.add_row(ns, *(str(row.get(n, 0)) for n in nodes), str(row.get("pending", 0)))
-    grid = Table.grid()
-    grid.add_row(t)
-    grid.add_row(placements)
-    return grid
+def run_demo(keep: bool = False, console: Console | None = None, *, period: float = 0.5) -> int:
+    """Run the four phases; 0 when each reached its outcome. ``keep``: leave the cluster up until Ctrl-C."""
+    results = run_phases(console or Console(), keep=keep, period=period)
+    return 0 if all(r.reached for r in results) else 1
 
 
-def run_demo(looks: int = 4, interval: float = 2.0, console: Console | None = None) -> int:
+def run_phases(console: Console, *, keep: bool = False, period: float = 0.5) -> list[PhaseResult]:
     from volsched.operator import Operator, Settings
 
-    console = console or Console()
+    logging.getLogger("kopf").setLevel(logging.ERROR)  # "OS signals are ignored": the demo handles Ctrl-C
+    results: list[PhaseResult] = []
     with LocalControlPlane() as cp:
-        console.print(f"[bold]kube-apiserver[/bold] {cp.host} (kubeconfig {cp.kubeconfig_path})")
+        console.print(
+            f"[bold]volsched demo[/bold]: kube-apiserver {cp.host}, {NODES} nodes of {NODE_CPU} cpu"
+        )
         with cp.api_client() as api:
-            _workload(api)
+            _setup(api)
             settings = Settings(kubeconfig=str(cp.kubeconfig_path))
             settings.http.host, settings.http.port = "127.0.0.1", 0
-            settings.session.period = 0.5
+            settings.session.period = period
             op = Operator(settings)
             loop = asyncio.new_event_loop()
             stop = asyncio.Event()
@@ -113,12 +394,35 @@ def run_demo(looks: int = 4, interval: float = 2.0, console: Console | None = No
             thread = threading.Thread(target=serve, name="volsched-operator", daemon=True)
             thread.start()
             try:
-                for step in range(1, looks + 1):
-                    time.sleep(interval)
-                    console.print(_tables(api, step))
+                demo = Demo(api, console)
+                for phase in phases():
+                    results.append(demo.run_phase(phase))
+                console.rule()
+                console.print(f"dashboard: [bold]http://127.0.0.1:{op.http_port}/ui[/bold] (and /metrics)")
+                if keep:
+                    console.print(
+                        f"the cluster keeps running; explore it with kubectl:\n"
+                        f"  export KUBECONFIG={cp.kubeconfig_path}\n"
+                        f"  kubectl get queues,podgroups -A\n"
+                        f"  kubectl -n {NS} get pods -o wide\n"
+                        f"  kubectl -n {NS} get events --field-selector reason=Evicted\n"
+                        "Ctrl-C stops the operator and the control plane."
+                    )
+                    _wait_for_interrupt()
             finally:
                 loop.call_soon_threadsafe(stop.set)
                 thread.join(timeout=30)
                 loop.close()
     console.print("stopped the operator and the control plane")
-    return 0
+    return results
+
+
+def _wait_for_interrupt() -> None:
+    done = threading.Event()
+    previous = {s: signal.signal(s, lambda *_: done.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while not done.wait(0.5):
+            pass
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
