@@ -86,3 +86,11 @@ def test_a_group_annotation_wins_over_the_owner_and_a_pod_without_owner_is_its_o
 def test_pods_of_another_scheduler_get_no_podgroup() -> None:
     data = run([node("n1", cpu="4"), pod("r", owner="ReplicaSet/web-1", scheduler="default-scheduler")])
     assert not data["podgroups"]
+
+
+@pytest.mark.parametrize("value", ["not-a-number", "0", "-2"])
+def test_a_bad_min_member_annotation_is_reported_on_the_pod_and_counts_as_1(value: str) -> None:
+    data = run([node("n1", cpu="3"), batch_job("mpi", parallelism=2, annotations={MIN: value})])
+    assert data["podgroups"]["default/job-mpi"]["minMember"] == 1
+    events = [e for e in data["events"] if e["reason"] == "InvalidMinMember"]
+    assert len(events) == 1 and repr(value) in events[0]["message"]

@@ -94,6 +94,8 @@ class ClusterState:
         self.volcano_uids: dict[tuple[str, str], str] = {}
         #: Phases the sessions gave groups that stand for an owner's pods and have no object yet.
         self._derived_phase: dict[str, PodGroupPhase] = {}
+        #: What was wrong with the annotations of those groups' pods, as snapshot problems.
+        self.derived_problems: list[tuple[str, str, str]] = []
         self.quota_weights: dict[str, int] = {}  # "ns/quota" -> weight
         self.namespaces: set[str] = set()
         self.namespace_labels: dict[str, dict[str, str]] = {}
@@ -290,9 +292,20 @@ class ClusterState:
             for key in [k for k in self._derived_phase if k not in members]:
                 del self._derived_phase[key]
             out = []
+            self.derived_problems = []
             for key, group in members.items():
                 first = min(group, key=lambda t: (t.creation, t.name))
                 assert first.owner_ref is not None
+                raw = first.annotations.get(MIN_MEMBER_ANNOTATION)
+                if raw is not None and _min_member(first) == 1 and str(raw).strip() != "1":
+                    self.derived_problems.append(
+                        (
+                            f"Pod {first.key}",
+                            "InvalidMinMember",
+                            f"annotation {MIN_MEMBER_ANNOTATION} {raw!r} is not a whole number >= 1; "
+                            f"PodGroup {first.owner_ref.group_name} takes minMember 1",
+                        )
+                    )
                 out.append(
                     PodGroupSpec(
                         namespace=first.namespace,
@@ -344,10 +357,11 @@ class ClusterState:
                         t.placement_key = placement_key(t)
                     adjusted.append(t)
                 task_list = adjusted
-            return build_snapshot(
+            derived = self.derived_podgroups(task_list)
+            snap = build_snapshot(
                 nodes=list(self.nodes.values()),
                 tasks=task_list,
-                podgroups=[*self.podgroups.values(), *self.derived_podgroups(task_list)],
+                podgroups=[*self.podgroups.values(), *derived],
                 queues=self.queue_specs(),
                 namespace_weights=self.namespace_weights(),
                 priority_classes=dict(self.priority_classes),
@@ -356,6 +370,8 @@ class ClusterState:
                 carryover=self.carryover,
                 namespace_labels=self.namespace_labels,
             )
+            snap.problems.extend(self.derived_problems)
+            return snap
 
     def _with_volumes(self, t: Task) -> Task:
         """``t`` with its claims' bound volumes' node affinity (and missing claims) filled in."""
@@ -381,7 +397,7 @@ def _min_member(task: Task) -> int:
         value = int(str(raw).strip())
     except ValueError:
         return 1
-    return max(1, value)
+    return value if value >= 1 else 1
 
 
 def _class_name(state: ClusterState, task: Task) -> str:
