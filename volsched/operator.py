@@ -450,11 +450,11 @@ class Operator:
             self.catch_up()
         now = time.time()
         self.usage.refresh(now)  # the collector's fresh snapshot (no I/O on this path)
-        errors = self.podgroup_creator.ensure(self.state.derived_podgroups())
+        snapshot = self.state.snapshot(now=now)
+        errors = self.podgroup_creator.ensure(self.state.last_derived)
         errors += self.conflicts.report(dict(self.state.conflicts), dict(self.state.volcano_uids))
         for error in errors[:5]:
             log.warning("%s", error)
-        snapshot = self.state.snapshot(now=now)
         result = run_session(snapshot, self.config)
         pods = self.feeder.pods()
         report = WriteReport()

@@ -96,6 +96,8 @@ class ClusterState:
         self._derived_phase: dict[str, PodGroupPhase] = {}
         #: What was wrong with the annotations of those groups' pods, as snapshot problems.
         self.derived_problems: list[tuple[str, str, str]] = []
+        #: The groups standing for owners' pods in the last snapshot (the operator creates their objects).
+        self.last_derived: list[PodGroupSpec] = []
         self.quota_weights: dict[str, int] = {}  # "ns/quota" -> weight
         self.namespaces: set[str] = set()
         self.namespace_labels: dict[str, dict[str, str]] = {}
@@ -358,6 +360,7 @@ class ClusterState:
                     adjusted.append(t)
                 task_list = adjusted
             derived = self.derived_podgroups(task_list)
+            self.last_derived = derived
             snap = build_snapshot(
                 nodes=list(self.nodes.values()),
                 tasks=task_list,
