@@ -341,8 +341,9 @@ class Operator:
             self.writer.forget("Queue" if kind in ("Queue", VOLCANO_QUEUE) else "PodGroup", key)
             if kind == "PodGroup" and type_ == "DELETED":
                 self.podgroup_creator.forget(key)
-        if kind == "Queue":
-            self.writer.queue_uid(str(meta.get("name")), None if type_ == "DELETED" else meta.get("uid"))
+        if kind in ("Queue", VOLCANO_QUEUE):  # events go to the object in force under the name
+            name = str(meta.get("name"))
+            self.writer.queue_uid(name, self.state.queue_uid(name))
 
     def prelist(self) -> None:
         """Read every watched kind once, so the first session sees the whole cluster."""
@@ -355,10 +356,9 @@ class Operator:
         for kind, objs in zip(self.watched, listed, strict=True):  # ... applied in order
             for obj in objs:
                 self.feeder.apply(kind.kind, obj)
-                if kind.kind == "Queue":
-                    self.writer.queue_uid(
-                        str((obj.get("metadata") or {}).get("name")), (obj.get("metadata") or {}).get("uid")
-                    )
+                if kind.kind in ("Queue", VOLCANO_QUEUE):
+                    name = str((obj.get("metadata") or {}).get("name"))
+                    self.writer.queue_uid(name, self.state.queue_uid(name))
         self.synced.set()
         log.info(
             "cache synced: %d nodes, %d pods, %d podgroups, %d queues",

@@ -82,6 +82,10 @@ def test_a_volcano_gang_is_gang_scheduled_and_its_status_written(k: Kube, start_
         V, VV, "queues", {"apiVersion": f"{V}/{VV}", "kind": "Queue", "metadata": {"name": "spark"},
                           "spec": {"weight": 1, "reclaimable": True}},
     )  # fmt: skip
+    orphan = custom.create_cluster_custom_object(
+        V, VV, "queues", {"apiVersion": f"{V}/{VV}", "kind": "Queue", "metadata": {"name": "orphan"},
+                          "spec": {"parent": "nowhere"}},
+    )  # fmt: skip
     k.nodes(node("n1", cpu="2"), node("n2", cpu="2"))
     ns = k.namespace("spark")
     custom.create_namespaced_custom_object(V, VV, ns, "podgroups", volcano_podgroup("etl", 3, "spark"))
@@ -125,6 +129,15 @@ def test_a_volcano_gang_is_gang_scheduled_and_its_status_written(k: Kube, start_
     assert (
         shadowed[0].involved_object.api_version == f"{V}/{VV}" and shadowed[0].involved_object.name == "dup"
     )
+    # A Volcano Queue's problem is an event on that Volcano Queue (kubectl describe finds it by uid).
+    problem = wait_for(
+        lambda: [e for e in k.core.list_event_for_all_namespaces().items if e.reason == "ParentNotFound"],
+        20,
+        what="the orphan queue's event",
+    )[0]
+    assert (problem.involved_object.api_version, problem.involved_object.uid) == (
+        f"{V}/{VV}", orphan["metadata"]["uid"],
+    )  # fmt: skip
     assert "reading Volcano podgroups" in op.log() or "reading Volcano queues and podgroups" in op.log()
 
 

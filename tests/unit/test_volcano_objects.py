@@ -112,3 +112,17 @@ def test_volcanos_queue_annotation_puts_a_lone_pod_in_that_queue() -> None:
     state = ClusterState()
     state.apply(pod("p", annotations={"scheduling.volcano.sh/queue-name": "team-b"}))
     assert state.snapshot().jobs["default/p"].queue == "team-b"
+
+
+def test_events_about_a_queue_go_to_the_object_in_force_under_its_name() -> None:
+    state = ClusterState()
+    vq = _as_volcano(queue("q"))
+    vq["metadata"] = {"name": "q", "uid": "volcano-uid"}
+    state.apply(vq)
+    assert state.queue_uid("q") == "volcano-uid"
+    state.apply({**queue("q"), "metadata": {"name": "q", "uid": "our-uid"}})
+    assert state.queue_uid("q") == "our-uid"
+    state.delete("Queue", None, "q")
+    assert state.queue_uid("q") == "volcano-uid"
+    state.delete(VOLCANO_QUEUE, None, "q")
+    assert state.queue_uid("q") is None

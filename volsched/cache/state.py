@@ -92,6 +92,7 @@ class ClusterState:
         self.conflicts: dict[tuple[str, str], str] = {}
         #: uids of Volcano objects (for events about them): ("PodGroup"|"Queue", key) -> uid.
         self.volcano_uids: dict[tuple[str, str], str] = {}
+        self._own_queue_uids: dict[str, str] = {}
         #: Phases the sessions gave groups that stand for an owner's pods and have no object yet.
         self._derived_phase: dict[str, PodGroupPhase] = {}
         #: What was wrong with the annotations of those groups' pods, as snapshot problems.
@@ -139,6 +140,7 @@ class ClusterState:
             elif kind == "Queue":
                 q = build_queue(obj)
                 self._own[("Queue", q.name)] = q
+                self._own_queue_uids[q.name] = str((obj.get("metadata") or {}).get("uid") or "")
                 self._resolve("Queue", q.name)
             elif kind == VOLCANO_PODGROUP:
                 pg = build_volcano_podgroup(obj)
@@ -181,6 +183,16 @@ class ClusterState:
                 raise InputError(f"unknown kind {kind!r}; known kinds: {', '.join(KINDS)}")
         return warning
 
+    def queue_uid(self, name: str) -> str | None:
+        """The uid of the Queue object in force under ``name`` (ours or Volcano's), for events on it."""
+        with self._lock:
+            q = self.queues.get(name)
+            if q is None:
+                return None
+            if q.api_group == API_GROUP:
+                return self._own_queue_uids.get(name) or None
+            return self.volcano_uids.get(("Queue", name)) or None
+
     def _build_task(self, raw: Mapping[str, Any]) -> Task:
         return build_task(
             raw,
@@ -217,6 +229,7 @@ class ClusterState:
                 self._resolve("PodGroup", key)
             elif kind == "Queue":
                 self._own.pop(("Queue", name), None)
+                self._own_queue_uids.pop(name, None)
                 self._resolve("Queue", name)
             elif kind == VOLCANO_PODGROUP:
                 self._volcano.pop(("PodGroup", key), None)
