@@ -54,6 +54,8 @@ class Bench:
         self.api = cp.api_client()
         self.core = client.CoreV1Api(self.api)
         self.n = 0
+        self.started = 0
+        self.logs: dict[int, Path] = {}
 
     def operator(self) -> subprocess.Popen[bytes]:
         env = {**os.environ, "PYTHONPATH": str(self.args.source or ROOT)}
@@ -63,8 +65,16 @@ class Bench:
             "--lease-duration", str(self.args.lease_duration), "--metrics-port", "0",
             "--metrics-host", "127.0.0.1",
         ]  # fmt: skip
-        log = (self.workdir / "operator.log").open("ab")
-        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
+        self.started += 1
+        path = self.workdir / f"operator-{self.started}.log"
+        with path.open("ab") as log:
+            proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
+        self.logs[proc.pid] = path
+        return proc
+
+    def synced(self, proc: subprocess.Popen[bytes]) -> float:
+        """When the operator has listed the cluster (its session loop starts right after)."""
+        return _poll(lambda: "cache synced" in self.logs[proc.pid].read_text(errors="replace"))
 
     def pod(self) -> str:
         self.n += 1
@@ -97,7 +107,9 @@ class Bench:
                 procs.append(self.operator())
                 if len(procs) == 1:
                     self.bound(self.pod())  # the first one leads
-            time.sleep(3)  # followers are up and reading the lease
+            for p in procs:
+                self.synced(p)
+            time.sleep(1)  # followers are reading the lease
             yield procs
         finally:
             for p in procs:

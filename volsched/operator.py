@@ -539,21 +539,22 @@ class Operator:
                 log.warning("%s: %s", obj, why)
         self._problems = now
 
-    async def session_loop(self, stop: asyncio.Event, *, after: asyncio.Event | None = None) -> None:
+    async def _take_signals_back(self) -> None:
+        """kopf installs its own SIGTERM/SIGINT handlers as it starts (just before its startup handlers run);
+        they would stop the watches, for seconds, before the Lease is released. Take them back: ours set
+        ``stop``, which hands the Lease over first and then stops kopf."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._kopf_started.wait(), timeout=60)
+        await asyncio.sleep(0.05)
+        if self._signal_stop is not None and threading.current_thread() is threading.main_thread():
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, self._signal_stop.set)
+
+    async def session_loop(self, stop: asyncio.Event) -> None:
         """A session every period while leading; a follower reads the Lease every ``lease.retry_every``
         and runs its first session as soon as it acquires it."""
         period = self.settings.session.period
-        if after is not None:
-            # kopf installs its own SIGTERM/SIGINT handlers as it starts (just before its startup handlers
-            # run); they would stop the watches, for seconds, before the Lease is released. Take them back:
-            # ours set ``stop``, which hands the Lease over first and then stops kopf.
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(after.wait(), timeout=30)
-            await asyncio.sleep(0.05)
-            if self._signal_stop is not None and threading.current_thread() is threading.main_thread():
-                loop = asyncio.get_running_loop()
-                for sig in (signal.SIGINT, signal.SIGTERM):
-                    loop.add_signal_handler(sig, self._signal_stop.set)
         while not stop.is_set():
             started = time.monotonic()
             try:
@@ -634,6 +635,7 @@ class Operator:
         kopf_stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         tasks: list[asyncio.Task[None]] = []
         sessions: asyncio.Task[None] | None = None
+        signals: asyncio.Task[None] | None = None
         try:
             await asyncio.to_thread(self.lease.ensure)  # before the listing: it is fresh for the lease
             self.reload_config(force=True)
@@ -651,8 +653,9 @@ class Operator:
                 )
             )
             # Created before kopf's first step: kopf cancels the tasks created after it started, on its exit.
-            sessions = asyncio.create_task(self.session_loop(stop, after=self._kopf_started))
+            sessions = asyncio.create_task(self.session_loop(stop))
             tasks.append(sessions)
+            signals = asyncio.create_task(self._take_signals_back())
             done_wait = asyncio.create_task(stop.wait())
             await asyncio.wait([done_wait, *tasks], return_when=asyncio.FIRST_COMPLETED)
             done_wait.cancel()
@@ -663,6 +666,8 @@ class Operator:
             log.info("stopping (%s)", "signal" if stop.is_set() else "a task ended")
             stop.set()
             self.health.closing()  # what fails from now on is our own shutdown, not an outage
+            if signals is not None:
+                signals.cancel()
             await self._hand_over(sessions)
             if not kopf_stop.done():
                 kopf_stop.set_result(None)
