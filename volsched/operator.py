@@ -95,6 +95,8 @@ class SessionSettings:
     period: float = 1.0
     #: How long a bound pod is taken as bound without the watch confirming it.
     assume_ttl: float = 30.0
+    #: How often to look whether Volcano's CRDs were installed after the start (they need a restart).
+    volcano_check_every: float = 60.0
 
 
 @dataclass
@@ -244,6 +246,8 @@ class Operator:
         self.conflicts = ConflictReporter(self.writer)
         #: The kinds watched: ours, and Volcano's when the cluster serves them at start (see prelist).
         self.watched: tuple[WatchedKind, ...] = WATCHED
+        self._volcano_checked = 0.0
+        self._volcano_told = False
         self.metrics = Metrics()
         self.usage = UsageFeed(
             self.state, registry=self.metrics.registry, api_client_factory=lambda: new_api_client(self.kcfg)
@@ -318,6 +322,26 @@ class Operator:
         self.watched = (*WATCHED, *kinds)
         for kind in kinds:
             self._register_watch(self.registry, kind)
+        self._volcano_checked = time.monotonic()
+
+    def check_volcano_installed_later(self) -> None:
+        """Say so, once, when Volcano's CRDs appear after the start: the watches are set up at start only."""
+        if self._volcano_told or all(k in self.watched for k in VOLCANO_WATCHED):
+            return
+        if time.monotonic() - self._volcano_checked < self.settings.session.volcano_check_every:
+            return
+        self._volcano_checked = time.monotonic()
+        try:
+            served = served_plurals(self.api, VOLCANO_GROUP, VOLCANO_VERSION)
+        except Exception:
+            return
+        missing = [k.plural for k in VOLCANO_WATCHED if k not in self.watched and k.plural in served]
+        if missing:
+            self._volcano_told = True
+            log.warning(
+                "%s/%s %s installed since volsched started: restart volsched to read Volcano objects",
+                VOLCANO_GROUP, VOLCANO_VERSION, " and ".join(missing),
+            )  # fmt: skip
 
     def _register_watch(self, registry: kopf.OperatorRegistry, kind: WatchedKind) -> None:
         def on_event(event: dict[str, Any], **_: Any) -> None:
@@ -444,6 +468,7 @@ class Operator:
         leader = self.lease.ensure()
         self.metrics.leader.set(1 if leader else 0)
         self.reload_config()
+        self.check_volcano_installed_later()
         if not leader:
             return None
         if self.lease.acquired_at > self.pods_read_at:
@@ -694,6 +719,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config-key", default=d.config.key, help="key in the ConfigMap holding the config")
     p.add_argument("--period", type=float, default=d.session.period, help="seconds between sessions")
     p.add_argument(
+        "--volcano-check-every",
+        type=float,
+        default=d.session.volcano_check_every,
+        help="seconds between looks whether Volcano's CRDs were installed since the start (logged: restart)",
+    )
+    p.add_argument(
         "--metrics-port", type=int, default=d.http.port, help="port for /healthz, /metrics and /ui (0: any)"
     )
     p.add_argument("--metrics-host", default=d.http.host)
@@ -718,6 +749,7 @@ def build_parser() -> argparse.ArgumentParser:
 def settings_from_args(args: argparse.Namespace) -> Settings:
     s = Settings(kubeconfig=args.kubeconfig)
     s.session.period = args.period
+    s.session.volcano_check_every = args.volcano_check_every
     s.config.namespace, s.config.name, s.config.key = args.namespace, args.config_map, args.config_key
     s.http.host, s.http.port = args.metrics_host, args.metrics_port
     s.lease.namespace, s.lease.name, s.lease.duration = args.namespace, args.lease_name, args.lease_duration

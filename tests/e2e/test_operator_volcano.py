@@ -172,7 +172,7 @@ def test_a_jobs_pods_without_a_podgroup_get_one_owned_by_the_job(k: Kube, start_
 
     owned_pods("train", 3, "1", 3)
     owned_pods("wide", 3, "1500m", 3)  # a gang of three that does not fit once train runs
-    op = start_operator()
+    op = start_operator("--volcano-check-every", "1")
 
     bound = wait_for(lambda: len(k.bound(ns)) >= 3 and k.bound(ns), 30, what="the train gang bound")
     assert sorted(bound) == [f"{ns}/train-{i}" for i in range(3)]
@@ -193,3 +193,5 @@ def test_a_jobs_pods_without_a_podgroup_get_one_owned_by_the_job(k: Kube, start_
     assert wide["spec"]["minMember"] == 3
     assert len(k.bound(ns)) == 3  # the wide gang waits whole
     assert "install Volcano's CRDs and restart volsched" in op.log()
+    install_volcano_crds(k.api)  # later: the operator says a restart is needed
+    wait_for(lambda: "installed since volsched started: restart volsched" in op.log(), 20, what="the log")
