@@ -69,10 +69,12 @@ def png_size(path: Path) -> tuple[int, int]:
 
 
 def test_the_what_if_page_shows_the_runs_numbers_as_text_and_as_bar_lengths(tmp_path: Path) -> None:
-    html = simulate(
+    run = (
         "-f", str(EXAMPLES / "guarantee-30gpu-before.yaml"), "--then", str(EXAMPLES / "guarantee-30gpu-queue4.yaml"),
-        "--config", str(EXAMPLES / "reclaim-preempt-scheduler.yaml"), "-o", "html",
+        "--config", str(EXAMPLES / "reclaim-preempt-scheduler.yaml"),
     )  # fmt: skip
+    html = simulate(*run, "-o", "html")
+    data = json.loads(simulate(*run, "-o", "json"))
     script = f"JSON.stringify([{BARS}, {ROWS % 'podgroups'}, {ROWS % 'evictions'}, JSON.stringify(document.getElementById('meta').textContent)])"
     bars, groups, evictions, meta = (
         json.loads(x) for x in render(tmp_path, html, script, screenshot="dashboard.png")
@@ -103,7 +105,9 @@ def test_the_what_if_page_shows_the_runs_numbers_as_text_and_as_bar_lengths(tmp_
         ("team4/finetune", "Running", "2"),
     ]
     assert [e[0] for e in evictions] == ["team2/train-2", "team3/train-2"]  # latest first
-    assert all(e[2] == "reclaim" and e[3].startswith(f"reclaim: {e[0]} of queue") for e in evictions)
+    # Each with the engine's reason, word for word.
+    assert evictions == [[e["pod"], e["node"], e["action"], e["reason"]] for e in reversed(data["evictions"])]
+    assert all(e[2] == "reclaim" and e[3].startswith(f"reclaim: {e[0]} ") for e in evictions)
     assert meta.startswith("simulate (what-if) · 5 session(s) · 30/32 pods placed")
     width, height = png_size(tmp_path / "dashboard.png")
     assert width == 1280 and height > 900
