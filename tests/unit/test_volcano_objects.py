@@ -25,6 +25,7 @@ def _as_volcano(obj: dict[str, Any]) -> dict[str, Any]:
         (podgroup("pg", priority_class="high"), "priority_class_name", "high"),
         (podgroup("pg", min_resources={"cpu": "4"}), "min_resources", {"cpu": 4.0}),
         (podgroup("pg", phase="Inqueue"), "phase", "Inqueue"),
+        (podgroup("pg", min_member=0), "min_member", 1),  # Volcano's "no gang"
     ],
 )
 def test_a_volcano_podgroup_field_means_what_ours_means(

@@ -47,8 +47,17 @@ def _as(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
 
 
 def build_volcano_podgroup(obj: Mapping[str, Any]) -> PodGroupSpec:
-    """A Volcano PodGroup as a :class:`PodGroupSpec` (raises InputError naming the field)."""
-    return replace(build_podgroup(_as(obj, "PodGroup")), api_group=VOLCANO_GROUP)
+    """A Volcano PodGroup as a :class:`PodGroupSpec` (raises InputError naming the field). Volcano accepts
+    ``minMember: 0`` (no gang: any pod may start alone), which is what minMember 1 means here."""
+    raw = _as(obj, "PodGroup")
+    spec = raw.get("spec")
+    if (
+        isinstance(spec, Mapping)
+        and spec.get("minMember") == 0
+        and not isinstance(spec.get("minMember"), bool)
+    ):
+        raw["spec"] = {**spec, "minMember": 1}
+    return replace(build_podgroup(raw), api_group=VOLCANO_GROUP)
 
 
 def build_volcano_queue(obj: Mapping[str, Any]) -> QueueSpec:
