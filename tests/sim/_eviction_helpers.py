@@ -26,6 +26,30 @@ def eviction_config(*, overcommit_factor: float | None = None) -> SchedulerConfi
     return load_config(text=text)
 
 
+#: Volcano's usual layout, as users bring it: the victim-naming plugins split over two tiers (priority,
+#: gang, conformance first; drf, proportion in the second). Every answering plugin counts, in every tier.
+VOLCANO_TWO_TIERS = """
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+
+
+def volcano_two_tier_config(
+    actions: str = "enqueue, allocate, reclaim, preempt, backfill",
+) -> SchedulerConfig:
+    return load_config(text=f'actions: "{actions}"\n{VOLCANO_TWO_TIERS}')
+
+
 def job(
     name: str,
     *,

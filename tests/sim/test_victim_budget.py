@@ -1,5 +1,6 @@
 """Victim selection: pods another plugin protects leave the candidate list before any plugin counts its
-budget (what a queue holds beyond deserved, a gang's members beyond minMember, a job's drf share).
+budget (what a queue holds beyond deserved, a gang's members beyond minMember, a job's drf share),
+whichever tier protects them and whichever tier counts the budget.
 
 In every case the protected pods are the youngest, so they come first in victim order: a plugin that
 counted its budget over them would spend it all on pods that may never be evicted."""
@@ -9,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.builders import node, pod, podgroup, priority_class, queue
-from tests.sim._eviction_helpers import Staged, eviction_config, job
+from tests.sim._eviction_helpers import Staged, eviction_config, job, volcano_two_tier_config
 
 PROTECTIONS = {
     "preemptable-false": {"annotations": {"scheduling.volsched.io/preemptable": "false"}},
@@ -37,6 +38,7 @@ def _holder(
     return objs
 
 
+@pytest.mark.parametrize("layout", ["one-tier", "volcano-two-tier"])
 @pytest.mark.parametrize("protection", sorted(PROTECTIONS))
 @pytest.mark.parametrize(
     ("action", "min_member", "regular", "protected", "expect_evicted"),
@@ -50,7 +52,7 @@ def _holder(
     ],
 )
 def test_protected_pods_do_not_use_up_the_victim_budget(
-    protection, action, min_member, regular, protected, expect_evicted
+    layout, protection, action, min_member, regular, protected, expect_evicted
 ):
     size = regular + protected
     before = [node("n1", cpu=str(size)), priority_class("high", 1000), queue("qa")]
@@ -61,7 +63,8 @@ def test_protected_pods_do_not_use_up_the_victim_budget(
         after = [queue("qb"), *job("b", ns="ns-b", queue="qb", size=size // 2)]
     else:
         after = job("b", ns="ns-b", queue="qa", size=regular, priority_class="high")
-    s = Staged(before, after, eviction_config())
+    conf = eviction_config() if layout == "one-tier" else volcano_two_tier_config()
+    s = Staged(before, after, conf)
     evicted = s.evicted("ns-a/")
     assert sorted(evicted) == [f"ns-a/a-{i}" for i in range(expect_evicted)]  # only regular pods
     assert {e["action"] for e in s.data["evictions"]} == {action}

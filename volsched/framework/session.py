@@ -10,8 +10,10 @@ How answers combine across tiers (as in Volcano):
   ties fall back to creation time, then name;
 * job_enqueueable / job_pipelined: votes; any reject refuses, a permit in a tier settles it;
 * job_ready, allocatable, predicates: all must agree; overused: any says so;
-* reclaimable / preemptable: inside the first tier that answers, candidates any plugin would not name
-  alone (protected pods) leave first, then the plugins narrow the rest in turn (see ``_victims``);
+* reclaimable / preemptable: a victim must be accepted by every plugin that answers, in every tier
+  (unlike Volcano, where the first tier that answers decides alone): candidates any plugin would not
+  name alone (protected pods) leave first, then the plugins narrow the rest in tier order (see
+  ``_victims``);
 * node order: the sum of all scores.
 
 Node filters and scores are vectorised over nodes. A task's view of the nodes is cached by its request
@@ -357,26 +359,27 @@ class Session:
         return None
 
     def _victims(self, point: str, actor: Task, candidates: list[Task]) -> list[Task]:
-        """Victims among ``candidates`` (in their order), decided by the first tier where a plugin answers.
+        """Victims among ``candidates`` (in their order): the pods every plugin that answers accepts,
+        in every tier. Tiers give the order in which plugins narrow, never the right to override another
+        plugin's protection or budget (a queue's share beyond deserved in a later tier still bounds what
+        gang and conformance in the first would give).
 
-        First every candidate that some answering plugin of the tier would not name even alone (a pod it
-        protects, or one beyond any budget) leaves the list; then the plugins narrow what is left in tier
-        order, each counting its budget only over what the ones before it named. So a budget (a queue's
-        share beyond deserved, a gang's members beyond minMember) is never spent on a protected pod.
+        First every candidate that some answering plugin would not name even alone (a pod it protects,
+        or one beyond any budget) leaves the list; then the plugins narrow what is left in tier order,
+        each counting its budget only over what the ones before it named. So a budget (a queue's share
+        beyond deserved, a gang's members beyond minMember) is never spent on a protected pod.
         Relies on the victim contract: a plugin names a candidate in a list only if it would name it
         alone, and names any subset of what it named."""
-        for tier in self._tiered(point):
-            fns = [fn for _, fn in tier if fn(actor, candidates) is not None]
-            if not fns:
-                continue
-            pool = [t for t in candidates if all(fn(actor, [t]) for fn in fns)]
-            for fn in fns:
-                if not pool:
-                    break
-                keys = {t.key for t in fn(actor, pool) or ()}
-                pool = [t for t in pool if t.key in keys]
-            return pool
-        return []
+        fns = [fn for tier in self._tiered(point) for _, fn in tier if fn(actor, candidates) is not None]
+        if not fns:
+            return []
+        pool = [t for t in candidates if all(fn(actor, [t]) for fn in fns)]
+        for fn in fns:
+            if not pool:
+                break
+            keys = {t.key for t in fn(actor, pool) or ()}
+            pool = [t for t in pool if t.key in keys]
+        return pool
 
     def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task]:
         return self._victims("reclaimable", reclaimer, candidates)
