@@ -43,8 +43,9 @@ CRDS = Path(__file__).resolve().parent.parent / "crds"
 V = "v1beta1"
 NS = "teams"
 NODES, NODE_CPU = 4, 8
-#: examples/reclaim-preempt-scheduler.yaml without preempt: the plugins that name victims (gang,
-#: conformance, proportion) share the first tier, so reclaim takes only what a queue holds beyond its share.
+#: examples/reclaim-preempt-scheduler.yaml without preempt. Every plugin that names victims (gang,
+#: conformance, proportion) must accept one, whatever its tier, so reclaim takes only what a queue holds
+#: beyond its share.
 CONFIG = """\
 actions: "enqueue, allocate, reclaim, backfill"
 tiers:

@@ -18,10 +18,10 @@ Pods with ``preemptionPolicy: Never`` are placed only where there is room alread
 eviction. Every eviction carries a reason naming the action, the beneficiary and the amounts, and
 becomes an ``Evicted`` event on the pod.
 
-Reclaim is not in the default actions. To enable it (and preempt), list it after allocate, and put the
-plugins that name victims in one tier (only the first tier that answers decides: pods any of its
-plugins protects leave first, then each narrows the rest in turn, so proportion's and drf's budgets
-count only next to gang's and conformance's answers)::
+Reclaim is not in the default actions. To enable it (and preempt), list it after allocate. A victim must
+be accepted by every plugin that answers, in every tier (pods any plugin protects leave first, then each
+narrows the rest in tier order, so proportion's and drf's budgets count only next to gang's and
+conformance's answers); Volcano's two-tier layout is as safe as this one::
 
     actions: "enqueue, allocate, reclaim, preempt, backfill"
     tiers:

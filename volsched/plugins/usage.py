@@ -48,7 +48,7 @@ level* -- its estimated usage weighted by ``cpu.weight`` and ``memory.weight`` -
 pod, not running yet, is the least loaded of all; it may take from pods on busy nodes and never from pods
 on calm nodes, so preemption moves work off the nodes that are loaded most. A node without fresh data
 never protects its pods (the plugin has no opinion there). The answer is per victim, so any subset of it
-is as safe as the whole, and it combines with the other plugins' answers in the same tier (intersection).
+is as safe as the whole, and it combines with the other plugins' answers in every tier (intersection).
 
 A node without fresh data (none, or older than ``staleAfter``) is never filtered, and is scored as if
 it were at the average measured load of the nodes with fresh data (plus what this session placed on
