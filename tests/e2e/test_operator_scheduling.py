@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -52,10 +53,21 @@ def test_a_gang_is_placed_all_at_once_or_not_at_all(k: Kube, start_operator: Sta
 
     wait_for(unschedulable_condition, 30, what="the gang reported unschedulable")
     assert k.bound(ns) == {}  # two of three would fit: none is bound
-    p = k.core.read_namespaced_pod("trio-0", ns)
-    cond = {c.type: c for c in p.status.conditions}["PodScheduled"]
+
+    # The session's status writes (PodGroup status, pod conditions, events) go out concurrently: the
+    # PodGroup's condition says nothing about whether the pod's condition and event have landed yet.
+    def pod_scheduled() -> Any:
+        p = k.core.read_namespaced_pod("trio-0", ns)
+        return {c.type: c for c in p.status.conditions or []}.get("PodScheduled")
+
+    def trio_0_events() -> list[Any]:
+        return [e for e in k.core.list_namespaced_event(ns).items if e.involved_object.name == "trio-0"]
+
+    cond = wait_for(pod_scheduled, 30, what="trio-0's PodScheduled condition")
     assert (cond.status, cond.reason) == ("False", "Unschedulable")
-    events = [e for e in k.core.list_namespaced_event(ns).items if e.involved_object.name == "trio-0"]
+    wait_for(trio_0_events, 30, what="trio-0's FailedScheduling event")
+    assert k.bound(ns) == {}
+    events = trio_0_events()
     assert len(events) == 1 and events[0].reason == "FailedScheduling" and events[0].message
 
     k.nodes(node("n3", cpu="2"))
