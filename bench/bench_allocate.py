@@ -22,35 +22,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
 import time
+
+import numpy
+from machine import describe
 
 GRID = [(500, 5_000), (1_000, 10_000), (2_000, 20_000), (5_000, 25_000), (5_000, 50_000)]
 TARGET_SECONDS = 5.0  # for 5,000 nodes x 50,000 tasks
 TARGET_RATIO = 2.0  # constrained vs plain session time, same size
 CASES = ("plain", "constrained")
 RACK = "topology.example.com/rack"
-
-
-def machine() -> str:
-    cpu = "unknown cpu"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    import numpy
-
-    return (
-        f"{platform.node()} | {cpu} | {os.cpu_count()} cores | python {platform.python_version()} | "
-        f"numpy {numpy.__version__} | {platform.platform()}"
-    )
 
 
 def build(nodes: int, tasks: int, seed: int = 7, *, constrained: bool = False):  # type: ignore[no-untyped-def]
@@ -217,7 +201,7 @@ def main() -> int:
         return 0
     grid = [(args.nodes, args.tasks)] if args.nodes and args.tasks else GRID
     cases = [args.case] if args.case else list(CASES)
-    print(f"machine: {machine()}")
+    print("machine:", describe(f"numpy {numpy.__version__}"))
     print(
         f"{'case':>11} {'nodes':>6} {'tasks':>7} {'snapshot s':>10} {'session s':>9} {'cpu s':>6} "
         f"{'allocate s':>10} {'placed':>7} {'placed/s':>9} {'peak MiB':>8}"

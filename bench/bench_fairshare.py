@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import random
 import sys
 import time
@@ -27,24 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from machine import describe
 
 INT32_MAX = 2**31 - 1
-
-
-def machine() -> str:
-    cpu = "unknown cpu"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return (
-        f"{platform.node()} | {cpu} | {os.cpu_count()} cores | python {platform.python_version()} | "
-        f"numpy {np.__version__} | {platform.platform()}"
-    )
 
 
 @dataclass
@@ -257,7 +241,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=13)
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    print(f"machine: {machine()}")
+    print("machine:", describe(f"numpy {np.__version__}"))
     print(
         f"{'shape':<12} {'scenarios':>9} {'worst leaf':>10} {'worst ns':>8} {'within 1 pod':>12} "
         f"{'min util':>8} {'>= 99%':>7} {'of':>4}"

@@ -15,8 +15,6 @@ labels and names checked). The pure-Python loader on 50 MB takes many minutes, h
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import resource
 import sys
 import tempfile
@@ -24,23 +22,7 @@ import time
 from pathlib import Path
 
 import yaml
-
-
-def machine() -> str:
-    cpu = "unknown cpu"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    return (
-        f"{platform.node()} | {cpu} | {os.cpu_count()} cores | load {load} | python {platform.python_version()}"
-        f" | PyYAML {yaml.__version__} (libyaml: {yaml.__with_libyaml__})"
-    )
+from machine import describe
 
 
 def pod_yaml(i: int) -> str:
@@ -89,7 +71,7 @@ def main() -> int:
 
     from volsched.simulate import Simulator, load_documents
 
-    print(f"machine: {machine()}")
+    print("machine:", describe(f"PyYAML {yaml.__version__} (libyaml: {yaml.__with_libyaml__})"))
     with tempfile.TemporaryDirectory() as tmp:
         big, small = Path(tmp) / "pods.yaml", Path(tmp) / "pods-small.yaml"
         pods = write_pods(big, args.mb)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import platform
 import signal
 import statistics
 import subprocess
@@ -32,6 +31,8 @@ from kubernetes import client
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from machine import describe  # noqa: E402
 
 from volsched_dev.devcluster import LocalControlPlane  # noqa: E402
 
@@ -153,14 +154,6 @@ class Bench:
             return took
 
 
-def machine() -> str:
-    load = os.getloadavg()
-    return (
-        f"{platform.platform()}, {os.cpu_count()} cpus, Python {platform.python_version()}, "
-        f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}"
-    )
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=3)
@@ -170,7 +163,7 @@ def main() -> int:
     p.add_argument("--source", type=Path, help="run the operator from this checkout instead")
     p.add_argument("--only", nargs="*", default=["start", "restart", "sigterm", "kill9"])
     args = p.parse_args()
-    print(f"machine: {machine()}")
+    print("machine:", describe())
     print(
         f"operator from {args.source or ROOT}; session period {args.period}s, "
         f"lease {args.lease_duration}s; apiserver outage {args.outage}s; median of {args.runs} (min-max)"
