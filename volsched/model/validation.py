@@ -41,26 +41,28 @@ def _fail(field: str, value: Any, why: str) -> InputError:
     return InputError(f"{field}: {_shown(value)} is not valid: {why}")
 
 
-def dns_label(value: Any, *, field: str) -> str:
+def _dns_name(value: Any, *, field: str, pattern: re.Pattern[str], limit: int, rule: str) -> str:
     if not isinstance(value, str):
         raise _fail(field, value, "must be a string")
-    if len(value) > DNS_LABEL_MAX or not _DNS_LABEL.fullmatch(value):
-        raise _fail(
-            field, value, f"a DNS label: at most {DNS_LABEL_MAX} lower-case letters, digits and '-', "
-            "starting and ending with a letter or digit",
-        )  # fmt: skip
+    if len(value) > limit or not pattern.fullmatch(value):
+        raise _fail(field, value, rule)
     return value
+
+
+def dns_label(value: Any, *, field: str) -> str:
+    rule = (
+        f"a DNS label: at most {DNS_LABEL_MAX} lower-case letters, digits and '-', "
+        "starting and ending with a letter or digit"
+    )
+    return _dns_name(value, field=field, pattern=_DNS_LABEL, limit=DNS_LABEL_MAX, rule=rule)
 
 
 def dns_subdomain(value: Any, *, field: str) -> str:
-    if not isinstance(value, str):
-        raise _fail(field, value, "must be a string")
-    if len(value) > DNS_SUBDOMAIN_MAX or not _DNS_SUBDOMAIN.fullmatch(value):
-        raise _fail(
-            field, value, f"a DNS subdomain: at most {DNS_SUBDOMAIN_MAX} characters, lower-case letters, "
-            "digits, '-' and '.', starting and ending with a letter or digit",
-        )  # fmt: skip
-    return value
+    rule = (
+        f"a DNS subdomain: at most {DNS_SUBDOMAIN_MAX} characters, lower-case letters, "
+        "digits, '-' and '.', starting and ending with a letter or digit"
+    )
+    return _dns_name(value, field=field, pattern=_DNS_SUBDOMAIN, limit=DNS_SUBDOMAIN_MAX, rule=rule)
 
 
 @lru_cache(maxsize=4096)
