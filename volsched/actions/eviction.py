@@ -61,6 +61,35 @@ def amounts_of(session: Session, amounts: Vector) -> dict[str, float]:
     return {space.names[d]: float(amounts[d]) for d in dims}
 
 
+def eviction_reason(
+    session: Session,
+    *,
+    action: str,
+    task: Task,
+    job: Job,
+    victim: Task,
+    holder: str,
+    held: Vector,
+    **more: Any,
+) -> EvictionReason:
+    """Why ``victim`` goes for ``task`` of ``job``, as data: what the task needs, what the eviction frees,
+    and what ``holder`` (the victim's job or queue) holds before and after. ``more`` adds the action's
+    own fields (priorities, facts)."""
+    return EvictionReason(
+        action=action,
+        victim_job=victim.job_key,
+        beneficiary=task.key,
+        beneficiary_job=job.key,
+        beneficiary_queue=job.queue,
+        needs=amounts_of(session, task.request),
+        frees=amounts_of(session, victim.request),
+        holder=holder,
+        holds_before=amounts_of(session, held),
+        holds_after=amounts_of(session, held - victim.request),
+        **more,
+    )
+
+
 def place_by_evicting(
     session: Session,
     statement: Statement,

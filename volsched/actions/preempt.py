@@ -29,8 +29,8 @@ from typing import ClassVar
 
 from volsched.actions.eviction import (
     EVICTABLE,
-    amounts_of,
     evict_for_job,
+    eviction_reason,
     wants_capacity,
 )
 from volsched.actions.util import JobQueue
@@ -74,19 +74,16 @@ class Preempt:
 
         def describe(task: Task, victim: Task, node: str) -> EvictionReason:
             owner = session.jobs[victim.job_key]
-            return EvictionReason(
+            return eviction_reason(
+                session,
                 action=self.name,
-                victim_job=owner.key,
-                priority=owner.priority,
-                beneficiary=task.key,
-                beneficiary_job=job.key,
-                beneficiary_priority=job.priority,
-                beneficiary_queue=job.queue,
-                needs=amounts_of(session, task.request),
-                frees=amounts_of(session, victim.request),
+                task=task,
+                job=job,
+                victim=victim,
                 holder=f"job {owner.key}",
-                holds_before=amounts_of(session, owner.allocated),
-                holds_after=amounts_of(session, owner.allocated - victim.request),
+                held=owner.allocated,
+                priority=owner.priority,
+                beneficiary_priority=job.priority,
             )
 
         evict_for_job(

@@ -47,6 +47,7 @@ from volsched.actions.eviction import (
     EVICTABLE,
     amounts_of,
     evict_for_job,
+    eviction_reason,
     queue_holds,
     wants_capacity,
 )
@@ -94,18 +95,14 @@ class Reclaim:
 
         def describe(task: Task, victim: Task, node: str) -> EvictionReason:
             owner = session.jobs[victim.job_key]
-            held = queue_holds(session, owner.queue)
-            return EvictionReason(
+            return eviction_reason(
+                session,
                 action=self.name,
-                victim_job=owner.key,
-                beneficiary=task.key,
-                beneficiary_job=job.key,
-                beneficiary_queue=queue.name,
-                needs=amounts_of(session, task.request),
-                frees=amounts_of(session, victim.request),
+                task=task,
+                job=job,
+                victim=victim,
                 holder=f"queue {owner.queue}",
-                holds_before=amounts_of(session, held),
-                holds_after=amounts_of(session, held - victim.request),
+                held=queue_holds(session, owner.queue),
                 facts=((f"queue {queue.name} holds", amounts_of(session, queue_holds(session, queue.name))),),
             )
 
