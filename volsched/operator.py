@@ -40,6 +40,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE, VOLCANO_VERSION
+from volsched.cycle import BLOCKED, BOUND, CONFLICT, EVICTED, FENCED, GONE
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Event, SessionResult
 from volsched.framework.registry import load_config
@@ -58,18 +59,7 @@ from volsched.kube.lister import (
     served_plurals,
 )
 from volsched.kube.podgroups import ConflictReporter, PodGroupCreator
-from volsched.kube.writer import (
-    BLOCKED,
-    BOUND,
-    CONFLICT,
-    EVICTED,
-    FENCED,
-    GONE,
-    EventTarget,
-    KubeWriter,
-    WriteReport,
-    WriterSettings,
-)
+from volsched.kube.writer import EventTarget, KubeWriter, WriteReport, WriterSettings
 from volsched.metrics.config import MetricsConfigError, parse_metrics_config
 from volsched.model.errors import InputError
 from volsched.model.fairshare import ROOT as ROOT_QUEUE
@@ -488,6 +478,7 @@ class Operator:
             b = outcome.bind
             if outcome.result == BOUND:
                 self.feeder.assume(b.pod, b.uid, b.node)
+                self.feeder.finish(b.pod)
             elif outcome.result == GONE:
                 ns, name = b.pod.split("/", 1)
                 self.state.delete("Pod", ns, name)

@@ -27,9 +27,10 @@ from tests.e2e.operator_fixtures import (
     wait_for,
 )
 from tests.e2e.slowproxy import SlowProxy, kubeconfig_via
+from volsched.cycle import BOUND, FENCED
 from volsched.framework.decisions import Bind
 from volsched.kube.lease import LeaderLease, LeaseSettings
-from volsched.kube.writer import BOUND, FENCED, KubeWriter, WriterSettings
+from volsched.kube.writer import KubeWriter, WriterSettings
 from volsched.model.objects import QUEUE_ANNOTATION
 from volsched_dev.devcluster import LocalControlPlane
 

@@ -135,7 +135,7 @@ def test_a_config_that_breaks_the_loader_is_rejected_with_an_event_and_retried_w
 def test_bind_conflicts_and_pods_deleted_mid_session_correct_the_cache(
     cluster: LocalControlPlane, k: Kube
 ) -> None:
-    from volsched.kube.writer import CONFLICT, GONE
+    from volsched.cycle import CONFLICT, GONE
     from volsched.operator import Operator, Settings
 
     k.nodes(node("n1", cpu="2"), node("n2", cpu="2"))

@@ -242,11 +242,30 @@ def test_an_assumed_bind_survives_stale_events_until_it_expires() -> None:
     feeder.apply("Pod", _pod(1))
     feeder.assume("ns/p", "u1", "n2")
     assert feeder.state.tasks["ns/p"].node_name == "n2"
+    clock.now = 100  # the bind is still in flight: its assumption does not expire
     feeder.apply("Pod", _pod(2))  # e.g. our own status patch, before the bind shows in the watch
     assert feeder.state.tasks["ns/p"].node_name == "n2"
-    clock.now = 11
+    feeder.finish("ns/p")  # the bind completed at 100: the time to live counts from here
+    clock.now = 109
     feeder.apply("Pod", _pod(3))
+    assert feeder.state.tasks["ns/p"].node_name == "n2"
+    clock.now = 111
+    feeder.apply("Pod", _pod(4))
     assert feeder.state.tasks["ns/p"].node_name is None
+
+
+def test_a_forgotten_bind_leaves_the_pod_pending_unless_the_api_bound_it() -> None:
+    feeder = Feeder(ClusterState())
+    feeder.apply("Pod", _pod(1))
+    feeder.assume("ns/p", "u1", "n2")
+    feeder.forget("ns/p")  # the bind failed
+    assert feeder.state.tasks["ns/p"].node_name is None and not feeder.is_assumed("ns/p")
+    feeder.apply("Pod", _pod(2))
+    assert feeder.state.tasks["ns/p"].node_name is None
+    feeder.assume("ns/p", "u1", "n2")
+    feeder.apply("Pod", _pod(3, node="n1"))  # someone else bound it meanwhile
+    feeder.forget("ns/p")
+    assert feeder.state.tasks["ns/p"].node_name == "n1"
 
 
 def test_an_assumption_ends_when_the_api_confirms_or_the_pod_is_replaced() -> None:

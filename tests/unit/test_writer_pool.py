@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from volsched.cycle import BOUND, EVICTED
 from volsched.framework.decisions import Bind, Eviction
 from volsched.kube.configsource import read_config_map
 from volsched.kube.lease import LeaderLease, LeaseSettings
-from volsched.kube.writer import BOUND, EVICTED, EventTarget, KubeWriter, WriterSettings
+from volsched.kube.writer import EventTarget, KubeWriter, WriterSettings
 from volsched.model.objects import SCHEDULER_NAME
 
 BODY_DELAY = 0.05

@@ -5,9 +5,11 @@ Two things make a watch-fed cache safe to schedule from:
 * Ordering. The operator lists every kind once before its first session and the watches replay
   their own listings afterwards; an event older (by ``resourceVersion``) than what the cache holds
   for that object, or than its deletion, is dropped, so a late replay never "unbinds" a pod.
-* Assumed binds. After a successful bind the pod is marked bound in the cache at once (like
-  kube-scheduler's assume), so the next session does not bind it again before the watch catches up;
-  an event showing the pod still unbound does not undo that until the assumption expires.
+* Assumed binds (kube-scheduler's assume/bind split). A pod is marked bound in the cache when the
+  session decides to bind it (``assume``), before the bind is sent, so the next session plans around
+  it; a failed bind undoes that (``forget``); a completed one starts the assumption's time to live
+  (``finish``). An event showing the pod still unbound does not undo an assumption while its bind is
+  in flight, nor after, until it expires.
 
 No I/O happens here.
 """
@@ -17,10 +19,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from volsched.cache.state import ClusterState
@@ -61,7 +64,8 @@ class Rejection:
 class Assumption:
     uid: str
     node: str
-    expires: float
+    #: inf while the bind is in flight: the time to live counts from its completion (``finish``).
+    expires: float = math.inf
 
 
 class Feeder:
@@ -79,8 +83,9 @@ class Feeder:
 
     # --- events -------------------------------------------------------------------------------------------
 
-    def apply(self, kind: str, obj: Raw) -> bool:
-        """Add or update. Returns False when the event was stale or the object invalid."""
+    def apply(self, kind: str, obj: Raw, *, strict: bool = False) -> bool:
+        """Add or update. Returns False when the event was stale or the object invalid; with ``strict``
+        an invalid object raises :class:`InputError` instead (the simulator's input is wrong: say so)."""
         obj = {**obj, "kind": kind} if obj.get("kind") != kind else obj
         key = object_key(kind, obj)
         rv = _rv(obj)
@@ -96,6 +101,8 @@ class Feeder:
         try:
             warning = self.state.apply(obj)
         except InputError as exc:
+            if strict:
+                raise
             why = f"volsched ignores this {kind} (keeping its last valid version, if any): {exc}"
             self._reject(kind, obj, ref, why, log_line=f"ignoring {ref}: {exc}")
             return False
@@ -150,15 +157,37 @@ class Feeder:
         return out
 
     def assume(self, pod_key: str, uid: str, node: str) -> None:
-        """Mark a pod bound to ``node`` now (its bind succeeded)."""
+        """Mark a pod bound to ``node`` now, as its bind is decided: it does not expire until ``finish``
+        (the bind completed) or ``forget`` (it failed)."""
         with self._lock:
-            self._assumed[pod_key] = Assumption(uid=uid, node=node, expires=self._clock() + self.assume_ttl)
+            self._assumed[pod_key] = Assumption(uid=uid, node=node)
             raw = self.state.raw_pods.get(pod_key)
             if raw is None:
                 return
             pod = self._overlay(raw)
         with contextlib.suppress(InputError):  # it parsed before; it parses now
             self.state.apply(pod)
+
+    def finish(self, pod_key: str) -> None:
+        """The pod's bind completed: its assumption now expires after ``assume_ttl`` unless the watch
+        confirms it first."""
+        with self._lock:
+            a = self._assumed.get(pod_key)
+            if a is not None and a.expires == math.inf:
+                self._assumed[pod_key] = replace(a, expires=self._clock() + self.assume_ttl)
+
+    def forget(self, pod_key: str) -> None:
+        """The pod's bind failed: the pod is pending again in the cache (unless the API has shown it
+        bound meanwhile, which ended the assumption already)."""
+        with self._lock:
+            a = self._assumed.pop(pod_key, None)
+            raw = self.state.raw_pods.get(pod_key)
+            if a is None or raw is None or (raw.get("spec") or {}).get("nodeName") != a.node:
+                return
+            # While assumed, the cached pod is the API's unbound pod with the assumed node laid over it.
+            pod = {**raw, "spec": {k: v for k, v in raw["spec"].items() if k != "nodeName"}}
+            with contextlib.suppress(InputError):  # it parsed before; it parses now
+                self.state.apply(pod)
 
     def is_assumed(self, pod_key: str) -> bool:
         with self._lock:

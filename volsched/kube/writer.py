@@ -20,6 +20,18 @@ from typing import Any, Protocol, TypeVar
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from volsched.cycle import (
+    BLOCKED,
+    BOUND,
+    CONFLICT,
+    EVICTED,
+    FAILED,
+    FENCED,
+    GONE,
+    SKIPPED,
+    BindOutcome,
+    EvictOutcome,
+)
 from volsched.framework.decisions import Bind, Event, Eviction, SessionResult
 from volsched.framework.messages import eviction_event_reason, reason_of, render_eviction
 from volsched.kube import status as render
@@ -55,17 +67,6 @@ class WriterSettings:
     event_every: float = 10.0
 
 
-#: Outcomes of one bind or eviction.
-BOUND = "bound"
-EVICTED = "evicted"
-GONE = "gone"  # 404: the pod was deleted
-CONFLICT = "conflict"  # 409: already bound, or a different pod (UID) by that name
-BLOCKED = "blocked"  # 429: a PodDisruptionBudget does not allow it now
-SKIPPED = "skipped"  # not our pod
-FENCED = "fenced"  # not sent: this replica is not sure it still holds the Lease
-FAILED = "failed"
-
-
 class Fence(Protocol):
     """What the writer needs of the leader Lease (:class:`volsched.kube.lease.LeaderLease`)."""
 
@@ -76,22 +77,6 @@ class Fence(Protocol):
 
 class Fenced(Exception):
     """A write that was not sent because this replica may have lost the Lease."""
-
-
-@dataclass
-class BindOutcome:
-    bind: Bind
-    result: str
-    detail: str = ""
-    #: The pod as the API has it now (after a conflict), to correct the cache with.
-    pod: dict[str, Any] | None = None
-
-
-@dataclass
-class EvictOutcome:
-    eviction: Eviction
-    result: str
-    detail: str = ""
 
 
 @dataclass

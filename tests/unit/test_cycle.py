@@ -1,0 +1,227 @@
+"""run_cycle against a small fake port: what comes of each bind is fed back into the cache, so a failed
+bind is planned again, a conflict corrects the cache, a pod that is gone leaves it, and no pod is bound
+twice, whether the port answers at once or later."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from tests.builders import Obj, node, pod, podgroup
+from volsched.cache.feeder import Feeder
+from volsched.cache.state import ClusterState
+from volsched.cycle import (
+    BOUND,
+    CONFLICT,
+    EVICTED,
+    FAILED,
+    FENCED,
+    GONE,
+    BindOutcome,
+    CycleReport,
+    EvictOutcome,
+    NullPort,
+    StatusReport,
+    run_cycle,
+)
+from volsched.framework.decisions import Bind, Eviction, SessionResult
+from volsched.framework.registry import load_config
+
+CONFIG = load_config(
+    text='actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: priority}, {name: gang}]\n'
+    "- plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}]\n"
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class FakePort:
+    """Answers each bind as scripted (``script[pod]``: one result per attempt, then BOUND), at once or,
+    with ``late``, only from the next ``settle``. Keeps what the API would hold: pods bound, by node."""
+
+    def __init__(self, script: Mapping[str, Sequence[str]] = {}, *, late: bool = False) -> None:
+        self.script = {k: list(v) for k, v in script.items()}
+        self.late = late
+        self.bound: dict[str, str] = {}  # pod -> node, as the API has it
+        self.sent: list[str] = []
+        self.pending: list[BindOutcome] = []
+        self.rv = 100
+
+    def _answer(self, b: Bind, pod: Any) -> BindOutcome:
+        self.sent.append(b.pod)
+        todo = self.script.get(b.pod)
+        result = todo.pop(0) if todo else BOUND
+        if result == BOUND:
+            assert b.pod not in self.bound, f"{b.pod} bound twice"
+            self.bound[b.pod] = b.node
+            return BindOutcome(b, BOUND)
+        if result == CONFLICT:  # someone else bound it: the port reads it back
+            self.rv += 1
+            fresh = {**pod, "spec": {**pod["spec"], "nodeName": "n2"}}
+            fresh["metadata"] = {**pod["metadata"], "resourceVersion": str(self.rv)}
+            self.bound[b.pod] = "n2"
+            return BindOutcome(b, CONFLICT, "already bound", fresh)
+        return BindOutcome(b, result, "scripted")
+
+    def bind(self, binds: Sequence[Bind], pods: Mapping[str, Any]) -> list[BindOutcome]:
+        outcomes = [self._answer(b, pods[b.pod]) for b in binds]
+        if self.late:
+            self.pending.extend(outcomes)
+            return []
+        return outcomes
+
+    def evict(self, evictions: Sequence[Eviction], pods: Mapping[str, Any]) -> list[EvictOutcome]:
+        return [EvictOutcome(e, EVICTED) for e in evictions]
+
+    def settle(self) -> tuple[list[BindOutcome], list[EvictOutcome]]:
+        done, self.pending = self.pending, []
+        return done, []
+
+    def write_status(self, result: SessionResult, feeder: Feeder) -> StatusReport:
+        return StatusReport(writes=len(result.podgroups))
+
+
+def cache(*objects: Obj, clock: Clock | None = None) -> Feeder:
+    feeder = Feeder(ClusterState(), assume_ttl=30, clock=clock or Clock())
+    for rv, obj in enumerate(objects, start=1):
+        obj["metadata"].update(resourceVersion=str(rv), uid=f"uid-{obj['metadata']['name']}")
+        assert feeder.apply(obj["kind"], obj)
+    return feeder
+
+
+def unbound(feeder: Feeder, key: str, *, rv: int) -> Obj:
+    """An event for the cached pod ``key`` that shows it unbound still (e.g. a status change)."""
+    raw = feeder.state.raw_pods[key]
+    spec = {k: v for k, v in raw["spec"].items() if k != "nodeName"}
+    return {**raw, "spec": spec, "metadata": {**raw["metadata"], "resourceVersion": str(rv)}}
+
+
+def nodes_of(feeder: Feeder) -> dict[str, str | None]:
+    return {key: t.node_name for key, t in sorted(feeder.state.tasks.items())}
+
+
+def cycle(feeder: Feeder, port: Any, now: float = 5000.0) -> CycleReport:
+    return run_cycle(feeder, CONFIG, port, now=now)
+
+
+def test_a_bind_is_assumed_at_once_and_the_next_cycle_binds_nothing() -> None:
+    feeder = cache(node("n1", cpu="4"), pod("a"), pod("b"))
+    port = FakePort()
+    report = cycle(feeder, port)
+    assert {o.bind.pod: o.result for o in report.binds} == {"default/a": BOUND, "default/b": BOUND}
+    assert nodes_of(feeder) == {"default/a": "n1", "default/b": "n1"}
+    assert cycle(feeder, port).binds == []
+    assert port.sent == ["default/a", "default/b"]
+
+
+@pytest.mark.parametrize("failure", [FAILED, FENCED, "skipped"])
+def test_a_failed_bind_is_forgotten_and_planned_again_next_cycle(failure: str) -> None:
+    feeder = cache(node("n1", cpu="4"), pod("a"), pod("b"))
+    port = FakePort({"default/a": [failure]})
+    first = cycle(feeder, port)
+    assert {o.bind.pod: o.result for o in first.binds} == {"default/a": failure, "default/b": BOUND}
+    assert nodes_of(feeder) == {"default/a": None, "default/b": "n1"}
+    assert not feeder.is_assumed("default/a")
+    second = cycle(feeder, port)
+    assert [(o.bind.pod, o.result) for o in second.binds] == [("default/a", BOUND)]
+    assert port.bound == {"default/a": "n1", "default/b": "n1"}
+
+
+def test_a_conflict_puts_the_pod_as_the_api_has_it_into_the_cache() -> None:
+    feeder = cache(node("n1", cpu="4"), node("n2", cpu="4"), pod("a", cpu="3"), pod("b", cpu="3"))
+    port = FakePort({"default/a": [CONFLICT]})
+    first = cycle(feeder, port)
+    assert {o.bind.pod: o.result for o in first.binds}["default/a"] == CONFLICT
+    assert nodes_of(feeder)["default/a"] == "n2"  # corrected from the API, not pending, not assumed
+    assert not feeder.is_assumed("default/a")
+    assert cycle(feeder, port).binds == []
+    assert port.sent.count("default/a") == 1
+
+
+def test_a_pod_gone_leaves_the_cache() -> None:
+    feeder = cache(node("n1", cpu="4"), pod("a"), pod("b"))
+    port = FakePort({"default/a": [GONE]})
+    cycle(feeder, port)
+    assert nodes_of(feeder) == {"default/b": "n1"}
+    assert not feeder.is_assumed("default/a")
+    assert cycle(feeder, port).binds == []
+
+
+def test_a_gang_with_a_failed_bind_is_completed_by_the_next_cycle_never_bound_twice() -> None:
+    members = [pod(f"g-{i}", group="g") for i in range(4)]
+    feeder = cache(node("n1", cpu="2"), node("n2", cpu="2"), podgroup("g", min_member=4), *members)
+    port = FakePort({"default/g-1": [FAILED, FAILED], "default/g-3": [FENCED]})
+    for _ in range(4):
+        cycle(feeder, port)
+    assert sorted(port.bound) == [f"default/g-{i}" for i in range(4)]
+    assert sorted(port.sent) == sorted(
+        [
+            "default/g-0",
+            "default/g-1",
+            "default/g-1",
+            "default/g-1",
+            "default/g-2",
+            "default/g-3",
+            "default/g-3",
+        ]
+    )
+    assert all(n is not None for n in nodes_of(feeder).values())
+
+
+def test_a_late_port_settles_outcomes_in_the_next_cycle_and_in_flight_binds_are_not_sent_again() -> None:
+    clock = Clock()
+    feeder = cache(node("n1", cpu="4"), pod("a"), pod("b"), clock=clock)
+    port = FakePort({"default/a": [FAILED]}, late=True)
+    first = cycle(feeder, port)
+    assert first.binds == []  # nothing answered yet
+    assert nodes_of(feeder) == {"default/a": "n1", "default/b": "n1"}  # both assumed, in flight
+    clock.now += 3600  # however long a bind stays in flight, its assumption holds
+    assert feeder.apply("Pod", unbound(feeder, "default/b", rv=50))  # a late event: not bound yet
+    assert nodes_of(feeder)["default/b"] == "n1"
+    second = cycle(feeder, port)  # settles a (failed) and b (bound) first, then plans a again
+    assert [(o.bind.pod, o.result) for o in second.binds] == [("default/a", FAILED), ("default/b", BOUND)]
+    assert nodes_of(feeder) == {"default/a": "n1", "default/b": "n1"}  # a assumed again, in flight
+    third = cycle(feeder, port)
+    assert [(o.bind.pod, o.result) for o in third.binds] == [("default/a", BOUND)]
+    assert port.sent == ["default/a", "default/b", "default/a"]
+    assert port.bound == {"default/a": "n1", "default/b": "n1"}
+
+
+def test_a_finished_bind_expires_after_its_time_to_live_when_the_watch_never_confirms_it() -> None:
+    clock = Clock()
+    feeder = cache(node("n1", cpu="4"), pod("a"), clock=clock)
+    cycle(feeder, NullPort())
+    clock.now += 29
+    assert feeder.apply("Pod", unbound(feeder, "default/a", rv=9))
+    assert nodes_of(feeder) == {"default/a": "n1"}
+    clock.now += 2
+    assert feeder.apply("Pod", unbound(feeder, "default/a", rv=10))
+    assert nodes_of(feeder) == {"default/a": None}
+
+
+def test_podgroup_phases_go_back_into_the_cache_and_the_port_writes_status() -> None:
+    feeder = cache(node("n1", cpu="4"), podgroup("g", min_member=2), pod("a", group="g"), pod("b", group="g"))
+    report = cycle(feeder, FakePort())
+    assert report.phases_changed == ["default/g"]
+    assert feeder.state.podgroups["default/g"].phase.value == report.result.podgroups["default/g"].phase
+    assert report.status_writes == 1
+    assert cycle(feeder, FakePort()).phases_changed == []
+
+
+def test_an_eviction_settled_late_still_keeps_the_owner_off_the_node() -> None:
+    feeder = cache(node("n1", cpu="4"), pod("a", node="n1", owner="ReplicaSet/web"))
+
+    class LateEvictions(NullPort):
+        def settle(self) -> tuple[list[BindOutcome], list[EvictOutcome]]:
+            return [], [EvictOutcome(Eviction("default/a", "", "n1", "shuffle", "moved"), EVICTED)]
+
+    cycle(feeder, LateEvictions(), now=5000.0)
+    assert feeder.state.avoid == {"ReplicaSet/web": ("n1",)}

@@ -1,0 +1,213 @@
+"""One scheduling cycle, the same for the operator, the simulator and the benchmarks.
+
+``run_cycle(feeder, config, port, now=...)``: settle what the port finished since the last cycle,
+snapshot the cache, run a session (:func:`~volsched.framework.runner.run_session`), hand its
+decisions to a :class:`Port`, and feed what came of them back into the cache through the
+:class:`~volsched.cache.feeder.Feeder`, the only door into it:
+
+* a bind is *assumed* when it is decided, before the port sends it (kube-scheduler's assume/bind
+  split), so a session that runs while it is in flight plans around it; it is *finished* when it
+  succeeded (its assumption's time to live starts) and *forgotten* when it failed (the pod is
+  pending again, for the next cycle to plan); a conflict puts the pod as the API has it into the
+  cache, a pod that is gone is deleted from it;
+* a pod evicted that may not return to its node keeps its owner's replacement off that node
+  (``ClusterState.moved_off``);
+* PodGroup phases the session computed are written back to the cache;
+* then the port writes status, conditions and events.
+
+A port may answer later than it is called (an asynchronous writer): ``bind`` and ``evict`` return the
+outcomes completed so far and ``settle`` the ones completed since; the cycle handles both alike, and
+a synchronous port (everything answered at once, ``settle`` empty) behaves exactly as a blocking one.
+
+Adapters: ``volsched.kube.port.KubePort`` (the API), ``volsched.simulate``'s ``MemoryPort`` (a fake
+kubelet and job controller in memory), :class:`NullPort` (benchmarks: everything succeeds).
+This module does no I/O and imports no adapter.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from volsched.cache.feeder import Feeder
+from volsched.framework.config import SchedulerConfig
+from volsched.framework.decisions import Bind, Eviction, SessionResult
+from volsched.framework.runner import run_session
+from volsched.model.objects import PodGroupPhase, Task
+
+Raw = Mapping[str, Any]
+
+#: Outcomes of one bind or eviction.
+BOUND = "bound"
+EVICTED = "evicted"
+GONE = "gone"  # the pod was deleted
+CONFLICT = "conflict"  # already bound, or a different pod (UID) by that name
+BLOCKED = "blocked"  # a PodDisruptionBudget does not allow the eviction now
+SKIPPED = "skipped"  # not our pod
+FENCED = "fenced"  # not sent: this replica is not sure it still holds the Lease
+FAILED = "failed"
+
+
+@dataclass
+class BindOutcome:
+    bind: Bind
+    result: str
+    detail: str = ""
+    #: The pod as the API has it now (after a conflict), to correct the cache with.
+    pod: dict[str, Any] | None = None
+
+
+@dataclass
+class EvictOutcome:
+    eviction: Eviction
+    result: str
+    detail: str = ""
+
+
+@dataclass
+class StatusReport:
+    """What writing a session's status, conditions and events came to."""
+
+    writes: int = 0
+    events: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+class Port(Protocol):
+    """What a cycle needs from the world it schedules."""
+
+    def bind(self, binds: Sequence[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
+        """Send ``binds`` (already assumed in the cache; ``pods``: the raw pods by key). Returns the
+        outcomes completed so far, of these binds or earlier ones (a synchronous port: all of these)."""
+        ...
+
+    def evict(self, evictions: Sequence[Eviction], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
+        """Send ``evictions``; returns the outcomes completed so far, as ``bind`` does."""
+        ...
+
+    def settle(self) -> tuple[list[BindOutcome], list[EvictOutcome]]:
+        """Outcomes completed since the last ``bind``/``evict``/``settle`` and not returned yet."""
+        ...
+
+    def write_status(self, result: SessionResult, feeder: Feeder) -> StatusReport:
+        """Write the session's PodGroup/Queue status, pod conditions and events (and whatever else the
+        cache shows needs writing: a port may read it through ``feeder``)."""
+        ...
+
+
+@dataclass
+class CycleReport:
+    """What one cycle decided and what came of it."""
+
+    result: SessionResult = field(default_factory=SessionResult)
+    #: Outcomes handled in this cycle: of its own decisions and of earlier ones that completed since.
+    binds: list[BindOutcome] = field(default_factory=list)
+    evictions: list[EvictOutcome] = field(default_factory=list)
+    status_writes: int = 0
+    events: int = 0
+    errors: list[str] = field(default_factory=list)
+    #: PodGroups whose phase in the cache this cycle changed.
+    phases_changed: list[str] = field(default_factory=list)
+
+    def count(self, result: str) -> int:
+        return sum(1 for b in self.binds if b.result == result)
+
+    def evicted(self, result: str = EVICTED) -> int:
+        return sum(1 for e in self.evictions if e.result == result)
+
+
+def may_return(eviction: Eviction) -> bool:
+    """Whether an evicted pod's replacement may land on the node it left (shuffle moves pods off)."""
+    return eviction.action != "shuffle"
+
+
+def run_cycle(feeder: Feeder, config: SchedulerConfig, port: Port, *, now: float) -> CycleReport:
+    """One cycle at ``now`` (Unix seconds, the snapshot's clock). Blocking for a synchronous port."""
+    state = feeder.state
+    report = CycleReport()
+    early_binds, early_evictions = port.settle()
+    _settle(feeder, report, early_binds, early_evictions, {}, now=now)
+    started = time.perf_counter()
+    snapshot = state.snapshot(now=now)
+    snapshot_s = time.perf_counter() - started
+    result = run_session(snapshot, config)
+    result.timings["cycle:snapshot"] = snapshot_s
+    report.result = result
+    started = time.perf_counter()
+    pods = feeder.pods()
+    for b in result.binds:
+        feeder.assume(b.pod, b.uid, b.node)
+    binds = port.bind(result.binds, pods)
+    # Read before evicting: the watch may drop an evicted pod from the cache at any moment.
+    moving: dict[str, Task | None] = {
+        e.pod: state.tasks.get(e.pod) for e in result.evictions if not may_return(e)
+    }
+    evictions = port.evict(result.evictions, pods)
+    _settle(feeder, report, binds, evictions, moving, now=now)
+    for key, pg in result.podgroups.items():
+        phase = PodGroupPhase(pg.phase)
+        held = state.podgroups.get(key)
+        if held is not None and held.phase is not phase:
+            report.phases_changed.append(key)
+        state.set_podgroup_phase(key, phase)
+    status = port.write_status(result, feeder)
+    report.status_writes, report.events, report.errors = status.writes, status.events, status.errors
+    result.timings["cycle:apply"] = time.perf_counter() - started
+    return report
+
+
+def _settle(
+    feeder: Feeder,
+    report: CycleReport,
+    binds: list[BindOutcome],
+    evictions: list[EvictOutcome],
+    moving: Mapping[str, Task | None],
+    *,
+    now: float,
+) -> None:
+    """Feed outcomes back into the cache and record them in ``report``."""
+    state = feeder.state
+    for outcome in binds:
+        b = outcome.bind
+        if outcome.result == BOUND:
+            feeder.finish(b.pod)
+        elif outcome.result == GONE:
+            _delete_pod(feeder, b.pod)
+        else:
+            feeder.forget(b.pod)
+            if outcome.result == CONFLICT and outcome.pod is not None:
+                feeder.apply("Pod", outcome.pod)
+    for ev in evictions:
+        e = ev.eviction
+        if ev.result == EVICTED and not may_return(e):
+            # An eviction that settles in a later cycle finds the pod's owner in the cache, if still there.
+            task = moving[e.pod] if e.pod in moving else state.tasks.get(e.pod)
+            if task is not None:
+                state.moved_off(task, e.node, now=now)
+        elif ev.result == GONE:
+            _delete_pod(feeder, e.pod)
+    report.binds.extend(binds)
+    report.evictions.extend(evictions)
+
+
+def _delete_pod(feeder: Feeder, key: str) -> None:
+    ns, name = key.split("/", 1)
+    feeder.delete("Pod", {"metadata": {"namespace": ns, "name": name}})
+
+
+class NullPort:
+    """A world where every bind and eviction succeeds at once and nothing is written (benchmarks)."""
+
+    def bind(self, binds: Sequence[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
+        return [BindOutcome(b, BOUND) for b in binds]
+
+    def evict(self, evictions: Sequence[Eviction], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
+        return [EvictOutcome(e, EVICTED) for e in evictions]
+
+    def settle(self) -> tuple[list[BindOutcome], list[EvictOutcome]]:
+        return [], []
+
+    def write_status(self, result: SessionResult, feeder: Feeder) -> StatusReport:
+        return StatusReport()
