@@ -1,0 +1,171 @@
+"""What of a Pod or a Node the scheduler keeps: the fields the model and the writer read, nothing else.
+
+The cache holds every pod raw (its priority depends on PriorityClasses that may come later), so what a
+pod carries besides (``managedFields``, environment variables, probes, volume mounts, the kubelet's
+conditions and container statuses...) is memory held for nothing; at 10,000 pods it was most of the
+operator's resident set. Pruned here, as objects arrive from the API:
+
+* metadata: name, namespace, uid, resourceVersion, creation and deletion timestamps, labels, annotations
+  (without ``kubectl.kubernetes.io/last-applied-configuration``, a copy of the whole object), owners;
+* a pod's spec: what placement, requests, priority and ports are read from
+  (:func:`volsched.model.objects.build_task`), its containers reduced to name, image, resources, ports
+  and restartPolicy, its volumes to the PersistentVolumeClaims;
+* a pod's status: phase, reason, startTime, and per container its restartCount and the reason it waits
+  or terminated (:func:`volsched.model.objects.pod_runtime`);
+* a node: labels, annotations, taints, unschedulable, allocatable/capacity, the Ready condition and the
+  addresses (:func:`volsched.model.objects.build_node`).
+
+A field of an unexpected shape is kept as it is, so the model still reports it as malformed. No I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+Raw = dict[str, Any]
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+META_KEYS = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "labels",
+    "annotations",
+    "ownerReferences",
+)
+POD_SPEC_KEYS = (
+    "containers",
+    "initContainers",
+    "overhead",
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "priority",
+    "priorityClassName",
+    "schedulerName",
+    "preemptionPolicy",
+    "nodeName",
+    "volumes",
+    "topologySpreadConstraints",
+    "schedulingGates",
+    "hostNetwork",
+    "runtimeClassName",
+    "resourceClaims",
+)
+CONTAINER_KEYS = ("name", "image", "resources", "ports", "restartPolicy")
+POD_STATUS_KEYS = ("phase", "reason", "startTime", "nominatedNodeName")
+CONTAINER_STATUS_KEYS = ("name", "restartCount")
+NODE_SPEC_KEYS = ("taints", "unschedulable")
+NODE_STATUS_KEYS = ("allocatable", "capacity", "addresses")
+
+
+def _pick(obj: Mapping[str, Any], keys: tuple[str, ...]) -> Raw:
+    return {k: obj[k] for k in keys if k in obj}
+
+
+def _metadata(meta: Any) -> Any:
+    if not isinstance(meta, Mapping):
+        return meta
+    out = _pick(meta, META_KEYS)
+    annotations = out.get("annotations")
+    if isinstance(annotations, Mapping) and LAST_APPLIED in annotations:
+        out["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
+    return out
+
+
+def _containers(value: Any) -> Any:
+    if not isinstance(value, list):
+        return value
+    return [_pick(c, CONTAINER_KEYS) if isinstance(c, Mapping) else c for c in value]
+
+
+def _container_statuses(value: Any) -> Any:
+    if not isinstance(value, list):
+        return value
+    out = []
+    for cs in value:
+        if not isinstance(cs, Mapping):
+            out.append(cs)
+            continue
+        kept = _pick(cs, CONTAINER_STATUS_KEYS)
+        state = cs.get("state")
+        if isinstance(state, Mapping):
+            kept["state"] = {
+                k: {"reason": d["reason"]} if isinstance(d, Mapping) and "reason" in d else {}
+                for k, d in state.items()
+                if k in ("waiting", "terminated")
+            }
+        elif state is not None:
+            kept["state"] = state
+        out.append(kept)
+    return out
+
+
+def prune_pod(pod: Raw) -> Raw:
+    """``pod`` with only what the scheduler reads (a new dict; ``pod`` is left as it is)."""
+    out: Raw = {k: pod[k] for k in ("kind", "apiVersion") if k in pod}
+    if "metadata" in pod:
+        out["metadata"] = _metadata(pod["metadata"])
+    spec = pod.get("spec")
+    if isinstance(spec, Mapping):
+        s = _pick(spec, POD_SPEC_KEYS)
+        for key in ("containers", "initContainers"):
+            if key in s:
+                s[key] = _containers(s[key])
+        volumes = s.get("volumes")
+        if isinstance(volumes, list):
+            s["volumes"] = [
+                _pick(v, ("name", "persistentVolumeClaim"))
+                for v in volumes
+                if isinstance(v, Mapping) and v.get("persistentVolumeClaim")
+            ]
+            if not s["volumes"]:
+                del s["volumes"]
+        out["spec"] = s
+    elif spec is not None:
+        out["spec"] = spec
+    status = pod.get("status")
+    if isinstance(status, Mapping):
+        st = _pick(status, POD_STATUS_KEYS)
+        for key in ("containerStatuses", "initContainerStatuses"):
+            if key in status:
+                st[key] = _container_statuses(status[key])
+        out["status"] = st
+    elif status is not None:
+        out["status"] = status
+    return out
+
+
+def prune_node(node: Raw) -> Raw:
+    """``node`` with only what the scheduler reads (a new dict; ``node`` is left as it is)."""
+    out: Raw = {k: node[k] for k in ("kind", "apiVersion") if k in node}
+    if "metadata" in node:
+        out["metadata"] = _metadata(node["metadata"])
+    spec = node.get("spec")
+    out["spec"] = _pick(spec, NODE_SPEC_KEYS) if isinstance(spec, Mapping) else spec
+    if spec is None:
+        del out["spec"]
+    status = node.get("status")
+    if isinstance(status, Mapping):
+        st = _pick(status, NODE_STATUS_KEYS)
+        conditions = status.get("conditions")
+        if isinstance(conditions, list):
+            st["conditions"] = [
+                _pick(c, ("type", "status")) if isinstance(c, Mapping) else c
+                for c in conditions
+                if not isinstance(c, Mapping) or c.get("type") == "Ready"
+            ]
+        elif conditions is not None:
+            st["conditions"] = conditions
+        out["status"] = st
+    elif status is not None:
+        out["status"] = status
+    return out
+
+
+PRUNERS = {"Pod": prune_pod, "Node": prune_node}
