@@ -30,6 +30,10 @@ class WatchedKind:
         base = f"/api/{self.version}" if not self.group else f"/apis/{self.group}/{self.version}"
         return f"{base}/{self.plural}"
 
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
 
 #: In the order the cache wants them: what pods refer to comes first.
 WATCHED: tuple[WatchedKind, ...] = (

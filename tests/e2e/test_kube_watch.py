@@ -1,0 +1,187 @@
+"""The lean list+watch of Pods and Nodes (volsched.kube.watch) against a real kube-apiserver: a paginated
+list handed over pruned, the watch from the list's resourceVersion, a relist after 410 Gone that deletes
+what went meanwhile, and a reconnect after an apiserver outage."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.e2e.operator_fixtures import node, pod, wait_for
+from volsched.kube.health import ApiHealth
+from volsched.kube.lister import WATCHED, WatchedKind
+from volsched.kube.prune import prune_node, prune_pod
+from volsched.kube.watch import ListWatch
+from volsched_dev.devcluster import LocalControlPlane
+
+pytestmark = pytest.mark.cluster
+
+PODS = next(k for k in WATCHED if k.kind == "Pod")
+NODES = next(k for k in WATCHED if k.kind == "Node")
+
+
+class Recorder:
+    """What a watcher handed over, in order: (type, "ns/name", resourceVersion, object)."""
+
+    def __init__(self, namespace: str | None = None) -> None:
+        self.namespace = namespace
+        self.events: list[tuple[str, str, str, dict[str, Any]]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, type_: str, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        if self.namespace is not None and meta.get("namespace") != self.namespace:
+            return
+        key = f"{meta.get('namespace')}/{meta['name']}" if meta.get("namespace") else meta["name"]
+        with self._lock:
+            self.events.append((type_, key, meta.get("resourceVersion", ""), obj))
+
+    def seen(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return [(t, key) for t, key, _, _ in self.events]
+
+    def names(self, type_: str) -> set[str]:
+        return {key.rsplit("/", 1)[-1] for t, key in self.seen() if t == type_}
+
+
+@pytest.fixture
+def watcher(kube: client.ApiClient) -> Iterator[Callable[..., ListWatch]]:
+    started: list[ListWatch] = []
+
+    def make(kind: WatchedKind, recorder: Recorder, **kw: Any) -> ListWatch:
+        prune = prune_pod if kind.kind == "Pod" else prune_node
+        w = ListWatch(kube, kind, on_event=recorder, prune=prune, **kw)
+        started.append(w)
+        return w
+
+    yield make
+    for w in started:
+        w.stop()
+
+
+def create_pods(api: client.ApiClient, ns: str, *names: str) -> None:
+    core = client.CoreV1Api(api)
+    for name in names:
+        body = pod(name)
+        body["metadata"]["labels"] = {"app": "web"}
+        core.create_namespaced_pod(ns, body)
+
+
+def test_the_list_comes_in_pages_pruned_then_the_watch_follows_in_order(
+    kube: client.ApiClient, namespace: str, watcher: Callable[..., ListWatch]
+) -> None:
+    names = [f"p{i}" for i in range(7)]
+    create_pods(kube, namespace, *names)
+    rec = Recorder(namespace)
+    w = watcher(PODS, rec, page_size=3)  # several pages even on a shared apiserver
+    w.start()
+    assert w.synced.wait(30)
+    assert rec.names("ADDED") == set(names)
+    first = rec.events[0][3]
+    assert first["kind"] == "Pod" and first["apiVersion"] == "v1"
+    assert "managedFields" not in first["metadata"] and first["spec"]["schedulerName"] == "volsched"
+
+    core = client.CoreV1Api(kube)
+    create_pods(kube, namespace, "late")
+    core.patch_namespaced_pod("p1", namespace, {"metadata": {"labels": {"app": "db"}}})
+    core.delete_namespaced_pod("p2", namespace, grace_period_seconds=0)
+    want = [("ADDED", f"{namespace}/late"), ("MODIFIED", f"{namespace}/p1")]
+    wait_for(lambda: ("DELETED", f"{namespace}/p2") in rec.seen(), 30, what="the deletion of p2")
+    after = rec.seen()[len(names) :]
+    assert after[:2] == want and after[-1] == ("DELETED", f"{namespace}/p2")
+    modified = next(obj for t, key, _, obj in rec.events if t == "MODIFIED" and key.endswith("/p1"))
+    assert modified["metadata"]["labels"] == {"app": "db"}
+    versions = [int(rv) for _, _, rv, _ in rec.events[len(names) :]]
+    assert versions == sorted(versions)
+    assert w.lists == 1
+
+
+def test_a_gone_resource_version_lists_again_handing_over_only_what_changed(
+    cluster: LocalControlPlane,
+) -> None:
+    with cluster.api_client() as api:
+        core = client.CoreV1Api(api)
+        core.create_namespace({"metadata": {"name": "relist"}})
+        create_pods(api, "relist", "stays", "goes")
+        rec = Recorder("relist")
+        w = ListWatch(api, PODS, on_event=rec, prune=prune_pod)
+        w.relist()
+        assert rec.names("ADDED") == {"stays", "goes"}
+        core.delete_namespaced_pod("goes", "relist", grace_period_seconds=0)
+        create_pods(api, "relist", "new")
+    # A restarted apiserver keeps no history older than its start: the watch from the first list's
+    # resourceVersion is answered 410 Gone (as after a compaction), and the watcher lists again.
+    cluster.stop_apiserver()
+    cluster.start_apiserver()
+    with cluster.api_client() as api:
+        w.api = api
+        try:
+            w.start()
+            wait_for(lambda: w.lists == 2, 30, what="a second list")
+            seen = rec.seen()[2:]
+            assert ("DELETED", "relist/goes") in seen and ("ADDED", "relist/new") in seen
+            assert ("ADDED", "relist/stays") not in seen  # unchanged: not handed over again
+            gone = next(obj for t, key, _, obj in rec.events if t == "DELETED")
+            assert gone["metadata"]["uid"]  # the writer forgets what it wrote to it by uid
+            assert int(gone["metadata"]["resourceVersion"]) > int(rec.events[1][2])
+
+            create_pods(api, "relist", "after")  # and the watch goes on from the new list
+            wait_for(lambda: "after" in rec.names("ADDED"), 30, what="a pod created after the relist")
+            assert w.lists == 2
+        finally:
+            w.stop()
+
+
+def test_nodes_are_listed_pruned_and_their_changes_watched(
+    kube: client.ApiClient, watcher: Callable[..., ListWatch]
+) -> None:
+    core = client.CoreV1Api(kube)
+    name = "watched-node"
+    core.create_node(node(name, cpu="16"))
+    rec = Recorder()
+    w = watcher(NODES, rec)
+    w.start()
+    assert w.synced.wait(30)
+    listed = next(obj for t, key, _, obj in rec.events if key == name)
+    assert listed["metadata"]["labels"]["kubernetes.io/hostname"] == name
+    assert listed["status"]["allocatable"]["cpu"] == "16"
+    core.patch_node(name, {"spec": {"unschedulable": True}})
+    wait_for(
+        lambda: any(
+            t == "MODIFIED" and obj["spec"].get("unschedulable") for t, k, _, obj in rec.events if k == name
+        ),
+        30,
+        what="the cordon",
+    )
+
+
+def test_after_an_apiserver_outage_the_watch_resumes_with_a_line_each_way(
+    cluster: LocalControlPlane, watcher: Callable[..., ListWatch]
+) -> None:
+    with cluster.api_client() as api:
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": "outage"}})
+        create_pods(api, "outage", "before")
+    health = ApiHealth()
+    rec = Recorder("outage")
+    with cluster.api_client() as api:
+        w = ListWatch(api, PODS, on_event=rec, prune=prune_pod, health=health)
+        try:
+            w.start()
+            assert w.synced.wait(30)
+            cluster.stop_apiserver()
+            wait_for(lambda: health.down, 30, what="the watcher to notice the outage")
+            cluster.start_apiserver()
+            with cluster.api_client() as fresh:
+                create_pods(fresh, "outage", "after")
+                client.CoreV1Api(fresh).delete_namespaced_pod("before", "outage", grace_period_seconds=0)
+            wait_for(
+                lambda: ("DELETED", "outage/before") in rec.seen(), 60, what="the deletion after the outage"
+            )
+        finally:
+            w.stop()
+    assert rec.names("ADDED") == {"before", "after"}
+    assert not health.down and health.outages == 1

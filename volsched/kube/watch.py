@@ -1,0 +1,337 @@
+"""A lean list+watch for the kinds the cache holds most of (Pods and Nodes): read-only, no client models.
+
+kopf delivers each event through its handler machinery (a task, a thread-pool hop, a progress
+bookkeeping) and the Kubernetes client's watch parses every object into its models; at 10,000 pods
+that was most of the operator's CPU. :class:`ListWatch` is what client-go's reflector does, on one
+thread per kind:
+
+* a paginated list (``limit``/``continue``), each page decoded once, pruned (:mod:`volsched.kube.prune`)
+  and handed over before the next page is decoded, so the cache fills while the list streams in;
+* then a watch from the list's ``resourceVersion`` with ``allowWatchBookmarks`` (bookmarks only move the
+  resourceVersion on);
+* on ``410 Gone`` (the resourceVersion is older than what the apiserver keeps: after a compaction or a
+  long outage) a relist: objects the new list lacks are handed over as deleted, objects it shows
+  unchanged are not handed over again;
+* after an outage, a reconnect with a short backoff from the last resourceVersion seen; failures go to
+  :class:`~volsched.kube.health.ApiHealth` (a few log lines per outage, not one per attempt).
+
+Events are handed to ``on_event(type, obj)`` in the order the apiserver sent them, on the watcher's
+thread; the receiver (the operator's Feeder) drops stale resourceVersions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from kubernetes import client
+
+from volsched.kube.health import ApiHealth, is_unreachable
+from volsched.kube.lister import WatchedKind
+
+log = logging.getLogger("volsched.kube")
+
+Raw = dict[str, Any]
+#: ``on_event(type, obj)``: type is ADDED, MODIFIED or DELETED; obj the (pruned) object with its kind set.
+EventSink = Callable[[str, Raw], None]
+Prune = Callable[[Raw], Raw]
+
+#: Seconds between attempts after a failure: soon at first, then every second (as the kopf watches).
+BACKOFF = (0.2, 0.4, 0.8, 1.0)
+
+
+class Expired(Exception):
+    """The resourceVersion asked for is gone from the apiserver (410): list again."""
+
+
+class ApiError(Exception):
+    """An answer other than success (a 403, a 404...): not an outage, worth a log line."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"{status}: {message}")
+        self.status = status
+
+
+def _loads(data: bytes | str) -> Any:
+    return json.loads(data)
+
+
+def _key(obj: Raw) -> str:
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace")
+    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+
+class ListWatch:
+    """List then watch one kind on its own thread (:meth:`start`/:meth:`stop`), or step by step
+    (:meth:`relist`, :meth:`watch_once`) in tests."""
+
+    def __init__(
+        self,
+        api: client.ApiClient,
+        kind: WatchedKind,
+        *,
+        on_event: EventSink,
+        prune: Prune | None = None,
+        health: ApiHealth | None = None,
+        page_size: int = 500,
+        timeout_seconds: int = 290,
+        backoff: tuple[float, ...] = BACKOFF,
+    ) -> None:
+        self.api = api
+        self.kind = kind
+        self.on_event = on_event
+        self.prune = prune
+        self.health = health
+        self.page_size = page_size
+        self.timeout_seconds = timeout_seconds
+        self.backoff = backoff
+        #: Set once the first complete list has been handed over (the cache holds every object).
+        self.synced = threading.Event()
+        #: The resourceVersion the next watch starts from ("" before the first list).
+        self.resource_version = ""
+        #: What was handed over, by "ns/name": (resourceVersion, uid). A relist compares against it.
+        self.known: dict[str, tuple[str, str]] = {}
+        self.lists = 0  # complete lists so far (the first one and each relist)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._response: Any = None
+        self._lock = threading.Lock()
+        self._failures = 0
+        self._last_error = ""
+
+    # --- lifecycle -------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self.run, name=f"volsched-watch-{self.kind.plural}", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        with self._lock:
+            resp = self._response
+        if resp is not None:  # unblock a read waiting on the socket
+            with contextlib.suppress(Exception):  # already closed
+                resp.shutdown()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def run(self) -> None:
+        """List, then watch from where the list ended; relist on 410; reconnect after failures."""
+        while not self._stop.is_set():
+            try:
+                if not self.resource_version:
+                    self.relist()
+                while not self._stop.is_set():
+                    self.watch_once(self.resource_version)
+            except Expired as exc:
+                log.info("%s: %s; listing them again", self.kind.plural, exc)
+                self.resource_version = ""
+                self._failures = 0
+            except Exception as exc:
+                if self._stop.is_set():
+                    break
+                self._failed(exc)
+                delay = self.backoff[min(self._failures, len(self.backoff)) - 1]
+                self._stop.wait(delay)
+
+    def _failed(self, exc: BaseException) -> None:
+        self._failures += 1
+        if is_unreachable(exc) or (isinstance(exc, ApiError) and exc.status >= 500):
+            if self.health is not None:
+                self.health.failed(f"watch {self.kind.plural}", exc)
+            else:
+                log.debug("watch %s: %s", self.kind.plural, exc)
+            return
+        message = f"{type(exc).__name__}: {exc}"
+        if message != self._last_error:  # once per distinct error, not once per attempt
+            self._last_error = message
+            log.warning("watching %s failed (%s); retrying", self.kind.plural, message[:300])
+
+    def _succeeded(self) -> None:
+        self._failures = 0
+        self._last_error = ""
+        if self.health is not None:
+            self.health.ok()
+
+    # --- requests --------------------------------------------------------------------------------------------
+
+    def _get(self, query: list[tuple[str, Any]], *, read_timeout: float) -> Any:
+        """A GET on the kind's path; the urllib3 response, not read yet (the caller releases it)."""
+        method, url, headers, _body, _post = self.api.param_serialize(
+            "GET",
+            self.kind.path,
+            query_params=query,
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        resp = self.api.rest_client.request(  # type: ignore[no-untyped-call]
+            method, url, headers=headers, _request_timeout=(10, read_timeout)
+        )
+        raw = resp.response
+        if not 200 <= raw.status <= 299:
+            try:
+                body = raw.data
+            finally:
+                raw.release_conn()
+            message = self._status_message(body) or str(raw.reason)
+            if raw.status == 410:
+                raise Expired(message)
+            raise ApiError(raw.status, message)
+        return raw
+
+    @staticmethod
+    def _status_message(body: bytes) -> str:
+        try:
+            return str(_loads(body).get("message") or "")
+        except Exception:
+            return body[:200].decode("utf-8", "replace")
+
+    def _stamp(self, obj: Raw) -> Raw:
+        obj["kind"] = self.kind.kind
+        obj["apiVersion"] = self.kind.api_version
+        return self.prune(obj) if self.prune is not None else obj
+
+    # --- list ------------------------------------------------------------------------------------------------
+
+    def relist(self) -> str:
+        """A full paginated list, handed over page by page; objects the cache had and the list lacks are
+        handed over as DELETED. Returns (and keeps) the list's resourceVersion."""
+        seen: set[str] = set()
+        token = ""
+        rv = ""
+        while True:
+            query: list[tuple[str, Any]] = [("limit", self.page_size)]
+            if token:
+                query.append(("continue", token))
+            raw = self._get(query, read_timeout=60)
+            try:
+                body = _loads(raw.data)
+            finally:
+                raw.release_conn()
+            self._succeeded()
+            meta = body.get("metadata") or {}
+            rv = str(meta.get("resourceVersion") or rv)
+            for item in body.get("items") or []:
+                obj = self._stamp(item)
+                key = _key(obj)
+                seen.add(key)
+                m = obj.get("metadata") or {}
+                version = (str(m.get("resourceVersion") or ""), str(m.get("uid") or ""))
+                if self.known.get(key) == version:
+                    continue  # handed over already, unchanged (a relist after an outage)
+                self.known[key] = version
+                self.on_event("ADDED", obj)
+            del body
+            token = str(meta.get("continue") or "")
+            if not token:
+                break
+        for key in [k for k in self.known if k not in seen]:
+            _, uid = self.known.pop(key)
+            ns, _, name = key.rpartition("/")
+            gone: Raw = {
+                "kind": self.kind.kind,
+                "apiVersion": self.kind.api_version,
+                "metadata": {
+                    "name": name,
+                    "uid": uid,
+                    "resourceVersion": rv,
+                    **({"namespace": ns} if ns else {}),
+                },
+            }
+            self.on_event("DELETED", gone)
+        self.resource_version = rv
+        self.lists += 1
+        self.synced.set()
+        return rv
+
+    # --- watch -----------------------------------------------------------------------------------------------
+
+    def watch_once(self, resource_version: str) -> str:
+        """One watch connection from ``resource_version`` until the apiserver ends it (its timeout) or
+        :meth:`stop`. Returns the last resourceVersion seen; raises :class:`Expired` on 410."""
+        query: list[tuple[str, Any]] = [
+            ("watch", "true"),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", self.timeout_seconds),
+        ]
+        if resource_version:
+            query.append(("resourceVersion", resource_version))
+        raw = self._get(query, read_timeout=self.timeout_seconds + 30)
+        with self._lock:
+            self._response = raw
+        try:
+            if self._stop.is_set():
+                return self.resource_version
+            self._succeeded()
+            for line in self._lines(raw):
+                self._dispatch(_loads(line))
+                if self._stop.is_set():
+                    break
+        finally:
+            with self._lock:
+                self._response = None
+            raw.release_conn()
+        return self.resource_version
+
+    def _dispatch(self, event: Raw) -> None:
+        type_ = event.get("type")
+        obj = event.get("object") or {}
+        if type_ == "ERROR":
+            code = obj.get("code")
+            message = str(obj.get("message") or obj)
+            if code == 410:
+                raise Expired(message)
+            raise ApiError(int(code or 500), message)
+        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        if type_ == "BOOKMARK":
+            if rv:
+                self.resource_version = rv
+            return
+        if type_ not in ("ADDED", "MODIFIED", "DELETED"):
+            return
+        obj = self._stamp(obj)
+        key = _key(obj)
+        if type_ == "DELETED":
+            self.known.pop(key, None)
+        else:
+            self.known[key] = (rv, str((obj.get("metadata") or {}).get("uid") or ""))
+        self.on_event(str(type_), obj)
+        if rv:
+            self.resource_version = rv
+
+    @staticmethod
+    def _lines(raw: Any) -> Iterator[bytes]:
+        """The newline-separated JSON events of a watch response, as they arrive."""
+        pending = b""
+        for chunk in raw.stream(amt=None, decode_content=False):
+            if not chunk:
+                continue
+            pending += chunk
+            if b"\n" not in pending:
+                continue
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if line.strip():
+                    yield line
+        if pending.strip():
+            yield pending
+
+
+def wait_synced(watches: list[ListWatch], stop: threading.Event | None = None, poll: float = 0.2) -> bool:
+    """Block until every watch has handed its first list over (False when ``stop`` was set first)."""
+    for w in watches:
+        while not w.synced.wait(poll):
+            if (stop is not None and stop.is_set()) or w.stopped:
+                return False
+    return True
