@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from volsched.cache.feeder import Feeder
 from volsched.framework.config import SchedulerConfig
-from volsched.framework.decisions import Bind, Eviction, SessionResult
+from volsched.framework.decisions import Bind, Evict, SessionResult
 from volsched.framework.runner import run_session
 from volsched.model.objects import PodGroupPhase, Task
 
@@ -61,7 +61,7 @@ class BindOutcome:
 
 @dataclass
 class EvictOutcome:
-    eviction: Eviction
+    eviction: Evict
     result: str
     detail: str = ""
 
@@ -83,7 +83,7 @@ class Port(Protocol):
         outcomes completed so far, of these binds or earlier ones (a synchronous port: all of these)."""
         ...
 
-    def evict(self, evictions: Sequence[Eviction], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
+    def evict(self, evictions: Sequence[Evict], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
         """Send ``evictions``; returns the outcomes completed so far, as ``bind`` does."""
         ...
 
@@ -118,11 +118,6 @@ class CycleReport:
         return sum(1 for e in self.evictions if e.result == result)
 
 
-def may_return(eviction: Eviction) -> bool:
-    """Whether an evicted pod's replacement may land on the node it left (shuffle moves pods off)."""
-    return eviction.action != "shuffle"
-
-
 def run_cycle(feeder: Feeder, config: SchedulerConfig, port: Port, *, now: float) -> CycleReport:
     """One cycle at ``now`` (Unix seconds, the snapshot's clock). Blocking for a synchronous port."""
     state = feeder.state
@@ -142,7 +137,7 @@ def run_cycle(feeder: Feeder, config: SchedulerConfig, port: Port, *, now: float
     binds = port.bind(result.binds, pods)
     # Read before evicting: the watch may drop an evicted pod from the cache at any moment.
     moving: dict[str, Task | None] = {
-        e.pod: state.tasks.get(e.pod) for e in result.evictions if not may_return(e)
+        e.pod: state.tasks.get(e.pod) for e in result.evictions if not e.may_return
     }
     evictions = port.evict(result.evictions, pods)
     _settle(feeder, report, binds, evictions, moving, now=now)
@@ -181,7 +176,7 @@ def _settle(
                 feeder.apply("Pod", outcome.pod)
     for ev in evictions:
         e = ev.eviction
-        if ev.result == EVICTED and not may_return(e):
+        if ev.result == EVICTED and not e.may_return:
             # An eviction that settles in a later cycle finds the pod's owner in the cache, if still there.
             task = moving[e.pod] if e.pod in moving else state.tasks.get(e.pod)
             if task is not None:
@@ -203,7 +198,7 @@ class NullPort:
     def bind(self, binds: Sequence[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
         return [BindOutcome(b, BOUND) for b in binds]
 
-    def evict(self, evictions: Sequence[Eviction], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
+    def evict(self, evictions: Sequence[Evict], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
         return [EvictOutcome(e, EVICTED) for e in evictions]
 
     def settle(self) -> tuple[list[BindOutcome], list[EvictOutcome]]:

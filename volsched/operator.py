@@ -491,7 +491,7 @@ class Operator:
                 log.warning("bind %s -> %s failed: %s", b.pod, b.node, outcome.detail)
         # Read before evicting: the watch may drop an evicted pod from the cache at any moment.
         moved: dict[str, Task | None] = {
-            e.pod: self.state.tasks.get(e.pod) for e in result.evictions if e.action == "shuffle"
+            e.pod: self.state.tasks.get(e.pod) for e in result.evictions if not e.may_return
         }
         report.evictions = self.writer.evict_all(result.evictions, pods)
         for ev in report.evictions:

@@ -21,7 +21,7 @@ from typing import Any
 from volsched.cache.state import KINDS, ClusterState
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.framework.config import SchedulerConfig
-from volsched.framework.decisions import Event, Eviction, SessionResult
+from volsched.framework.decisions import Event, Evict, SessionResult
 from volsched.framework.messages import eviction_events, render_eviction
 from volsched.framework.registry import load_config
 from volsched.framework.runner import run_session
@@ -93,7 +93,7 @@ class SimulationResult:
     sessions: int
     state: ClusterState
     last: SessionResult
-    evictions: list[Eviction] = field(default_factory=list)
+    evictions: list[Evict] = field(default_factory=list)
     history: list[SessionResult] = field(default_factory=list)
 
 
@@ -319,7 +319,7 @@ class Simulator:
                 if ref.get("kind") == "Job" and job_key in self.jobs:
                     self._spawn(job_key, _iso(self.clock))
                     respawned = True
-            if ev.action == "shuffle" and task is not None:
+            if not ev.may_return and task is not None:
                 # A failed pod's controller replaced it when it failed; it used nothing measurable.
                 failed = task.status is TaskStatus.FAILED
                 self._moved_off(ev.node, task, raw, respawn=not respawned and not failed, measured=not failed)
@@ -373,7 +373,7 @@ class Simulator:
         if max_sessions < 1:
             raise InputError(f"--sessions must be at least 1, got {max_sessions}")
         history: list[SessionResult] = []
-        evictions: list[Eviction] = []
+        evictions: list[Evict] = []
         last = SessionResult()
         for _ in range(max_sessions):
             last, changed = self.step()

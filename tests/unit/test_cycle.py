@@ -26,7 +26,7 @@ from volsched.cycle import (
     StatusReport,
     run_cycle,
 )
-from volsched.framework.decisions import Bind, Eviction, SessionResult
+from volsched.framework.decisions import Bind, Evict, SessionResult
 from volsched.framework.registry import load_config
 
 CONFIG = load_config(
@@ -78,7 +78,7 @@ class FakePort:
             return []
         return outcomes
 
-    def evict(self, evictions: Sequence[Eviction], pods: Mapping[str, Any]) -> list[EvictOutcome]:
+    def evict(self, evictions: Sequence[Evict], pods: Mapping[str, Any]) -> list[EvictOutcome]:
         return [EvictOutcome(e, EVICTED) for e in evictions]
 
     def settle(self) -> tuple[list[BindOutcome], list[EvictOutcome]]:
@@ -221,7 +221,9 @@ def test_an_eviction_settled_late_still_keeps_the_owner_off_the_node() -> None:
 
     class LateEvictions(NullPort):
         def settle(self) -> tuple[list[BindOutcome], list[EvictOutcome]]:
-            return [], [EvictOutcome(Eviction("default/a", "", "n1", "shuffle", "moved"), EVICTED)]
+            return [], [
+                EvictOutcome(Evict("default/a", "", "n1", "shuffle", "moved", may_return=False), EVICTED)
+            ]
 
     cycle(feeder, LateEvictions(), now=5000.0)
     assert feeder.state.avoid == {"ReplicaSet/web": ("n1",)}

@@ -12,7 +12,7 @@ import pytest
 
 from tests.builders import node, pod, podgroup, priority_class, queue
 from volsched.cache.state import ClusterState
-from volsched.framework.decisions import SessionResult
+from volsched.framework.decisions import Code, SessionResult, Status, render
 from volsched.framework.registry import load_config, make_actions
 from volsched.framework.runner import close_session, open_session
 
@@ -150,3 +150,77 @@ def test_one_action_decides_exactly_these_binds_and_evictions(
     assert {e.action for e in result.evictions} <= {action}
     for key, phase in phases.items():
         assert result.podgroups[key].phase == phase, result.podgroups[key]
+
+
+REFUSED = "PodGroup ns/g"
+REJECTIONS = [
+    pytest.param(
+        "enqueue",
+        [node("n1", cpu="4"), *gang("g", size=2, phase="Pending")],
+        [(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "enqueue")],
+        "queue q does not exist",
+        id="enqueue-refuses-a-gang-of-a-missing-queue-for-good",
+    ),
+    pytest.param(
+        "enqueue",
+        [node("n1", cpu="4"), queue("q"), *gang("g", size=2, phase="Pending", min_resources={"cpu": "40"})],
+        [(Code.UNSCHEDULABLE, "overcommit")],
+        "not admitted to queue q: overcommit: minResources cpu 40 > room 4.8"
+        " (cluster 4 x 1.2 - used 0 - admitted 0)",
+        id="enqueue-says-which-plugin-voted-the-gang-out",
+    ),
+    pytest.param(
+        "allocate",
+        [node("n1", cpu="4"), queue("q"), *gang("g", size=3, cpu="2", phase="Inqueue")],
+        [(Code.UNSCHEDULABLE, "proportion")],
+        "gang g: 2/3 tasks could be placed (minMember 3): task g-2: proportion: queue q would exceed"
+        " realCapability cpu 4 (allocated 4 + request 2)",
+        id="allocate-names-the-plugin-that-refused-the-gangs-last-task",
+    ),
+    pytest.param(
+        "preempt",
+        [node("n1", cpu="4"), queue("q"), *PRIORITIES, *running("hi-run", size=4, on="n1", prio="high"),
+         *gang("g", size=1, cpu="2", phase="Inqueue", priority_class="low")],
+        [(Code.UNSCHEDULABLE, "preempt")],
+        "preempt: task g-0: preempt: no pod may be evicted for it on the 1 node(s) it could use",
+        id="preempt-says-why-it-could-not-help",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("action", "objects", "statuses", "text"), REJECTIONS)
+def test_a_refusal_is_a_status_with_its_code_and_plugin_rendered_once_at_the_edge(
+    action: str, objects: list[Obj], statuses: list[tuple[Code, str]], text: str
+) -> None:
+    result = run_action(action, objects)
+    refused = result.rejections[REFUSED]
+    assert [(s.code, s.plugin) for s in refused] == statuses
+    assert render(refused) == text
+    assert result.podgroups["ns/g"].unschedulable == text
+    assert [e.message for e in result.events if e.object == REFUSED] == [text]
+
+
+STATUSES = [
+    pytest.param(Status(Code.UNSCHEDULABLE, "gang", ("a", "b")), None, "a; b", id="reasons-join-in-order"),
+    pytest.param(Status(Code.ERROR, "x"), None, "", id="no-reasons-render-empty"),
+    pytest.param(
+        Status(Code.UNSCHEDULABLE, "proportion", ("proportion: q is full", "and more")), "task t-0",
+        "task t-0: proportion: q is full; and more", id="about-prefixes-the-first-reason",
+    ),
+    pytest.param(Status(Code.UNSCHEDULABLE, "allocate"), "gang g", "gang g", id="about-nothing-is-the-subject"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("status", "about", "text"), STATUSES)
+def test_a_status_renders_its_reasons_and_keeps_code_and_plugin(
+    status: Status, about: str | None, text: str
+) -> None:
+    said = status.about(about) if about is not None else status
+    assert said.render() == text
+    assert (said.code, said.plugin) == (status.code, status.plugin)
+
+
+def test_statuses_render_together_as_one_line() -> None:
+    first = Status(Code.UNSCHEDULABLE, "allocate", ("gang g: 0/2 tasks could be placed",))
+    later = Status(Code.UNSCHEDULABLE, "reclaim", ("reclaim: nothing to take",))
+    assert render([first, later]) == "gang g: 0/2 tasks could be placed; reclaim: nothing to take"

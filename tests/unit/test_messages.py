@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from volsched.framework.decisions import Eviction, EvictionReason
+from volsched.framework.decisions import Evict, EvictionReason
 from volsched.framework.messages import eviction_event_reason, reason_of, render_eviction
 
 GiB = float(1 << 30)
@@ -64,7 +64,7 @@ CASES = [
 def test_an_eviction_reason_renders_every_field_it_has(
     case: str, action: str, reason: EvictionReason | str, text: str, event_reason: str
 ) -> None:
-    eviction = Eviction(pod="ns/a-0", uid="u", node="n1", action=action, reason=reason)
+    eviction = Evict(pod="ns/a-0", uid="u", node="n1", action=action, reason=reason)
     assert render_eviction(eviction) == text
     assert eviction_event_reason(eviction) == event_reason
     assert reason_of(eviction).action == action

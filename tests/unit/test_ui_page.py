@@ -11,7 +11,7 @@ import re
 import pytest
 
 from volsched.cli import main as cli_main
-from volsched.framework.decisions import Eviction, QueueStatus, SessionResult
+from volsched.framework.decisions import Evict, QueueStatus, SessionResult
 from volsched.kube.writer import EvictOutcome, WriteReport
 from volsched.ui import LiveState, page
 
@@ -50,7 +50,7 @@ def test_a_hostile_name_cannot_end_the_data_script() -> None:
 
 def ev(pod: str, result: str) -> EvictOutcome:
     return EvictOutcome(
-        Eviction(pod=pod, uid="u", node="n1", action="reclaim", reason="queue q2 is owed cpu 1"), result
+        Evict(pod=pod, uid="u", node="n1", action="reclaim", reason="queue q2 is owed cpu 1"), result
     )
 
 

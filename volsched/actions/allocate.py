@@ -19,6 +19,7 @@ from typing import ClassVar
 
 from volsched.actions.topology import place_in_domain
 from volsched.actions.util import JobQueue, TaskQueue, first
+from volsched.framework.decisions import Code, Status
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
@@ -32,13 +33,15 @@ def _fit_key(task: Task) -> tuple[object, ...]:
     return (task.request.tobytes(), task.placement_key, task.constraints, tuple(sorted(task.labels.items())))
 
 
-def gang_message(job: Job, reason: str | None) -> str:
+def gang_message(job: Job, reason: Status | None, *, action: str) -> Status:
+    """Why a gang was not placed: how far it got, then why its last task did not fit."""
     head = f"gang {job.name}: {job.ready_count}/{job.min_member} tasks could be placed (minMember {job.min_member})"
-    return f"{head}: {reason}" if reason else head
+    return reason.about(head) if reason else Status(Code.UNSCHEDULABLE, action, (head,))
 
 
 def admitted_jobs(session: Session, *, best_effort: bool) -> dict[str, dict[str, list[Job]]]:
     """Admitted jobs with pending tasks of the given kind, by queue and namespace."""
+    action = "backfill" if best_effort else "allocate"
     out: dict[str, dict[str, list[Job]]] = {}
     for job in session.jobs.values():
         if job.phase is PodGroupPhase.PENDING:
@@ -46,11 +49,12 @@ def admitted_jobs(session: Session, *, best_effort: bool) -> dict[str, dict[str,
         if not any(t.best_effort is best_effort and t.schedulable_by_us for t in job.pending_tasks()):
             continue
         if job.queue not in session.queues:
-            session.record_job_error(job, f"queue {job.queue} does not exist")
+            missing = f"queue {job.queue} does not exist"
+            session.reject(job, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, action, (missing,)))
             continue
-        reason = session.job_valid(job)
-        if reason:
-            session.record_job_error(job, reason)
+        invalid = session.job_valid(job)
+        if invalid:
+            session.reject(job, invalid)
             continue
         out.setdefault(job.queue, {}).setdefault(job.namespace, []).append(job)
     return out
@@ -74,7 +78,9 @@ class Allocate:
                 for jq in queues.pop(qname).values():
                     while jq:
                         job = jq.pop()
-                        session.job_errors.setdefault(job.key, f"queue {qname} is overused ({overused})")
+                        if job.key not in session.job_errors:
+                            why = f"queue {qname} is overused ({overused.render()})"
+                            session.reject(job, Status(overused.code, overused.plugin, (why,)))
                 continue
             namespaces = queues[qname]
             ns = first(namespaces, session.namespace_less)
@@ -103,32 +109,32 @@ class Allocate:
             elif session.job_pipelined(job):
                 statement.hold()
             else:
-                message = gang_message(job, reason)
+                message = gang_message(job, reason, action=self.name)
                 statement.discard()
-                session.record_job_error(job, message)
+                session.reject(job, message)
                 continue
             if again:
                 queues.setdefault(qname, {}).setdefault(job.namespace, JobQueue(session)).push(job)
             elif reason:
-                session.record_job_error(job, reason)
+                session.reject(job, reason)
 
     @staticmethod
     def _place(
         session: Session, queue: QueueSpec, job: Job, tasks: TaskQueue, statement: Statement
-    ) -> tuple[bool, str | None]:
+    ) -> tuple[bool, Status | None]:
         """Place tasks until the job is ready with tasks left (returns True: push back), the tasks run
         out, or minMember can no longer be reached with the tasks left.
 
         A task the queue refuses or that fits no node is skipped (its reason recorded) and the turn goes
         on with the job's other tasks. A task with the same request and placement spec as one that fit
         nowhere this turn is skipped with the same reason: nothing frees capacity during a turn."""
-        reason: str | None = None
-        unfit: dict[tuple[object, ...], str] = {}
+        reason: Status | None = None
+        unfit: dict[tuple[object, ...], Status] = {}
         while tasks:
             task = tasks.pop()
             refused = session.allocatable(queue, task)
             if refused:
-                reason = f"task {task.name}: {refused}"
+                reason = refused.about(f"task {task.name}")
                 session.record_fit_error(task, refused)
             else:
                 why = unfit.get(_fit_key(task)) if unfit else None
@@ -142,8 +148,8 @@ class Allocate:
                         if tasks and session.job_ready(job):
                             return True, None
                         continue
-                    why = unfit[_fit_key(task)] = choice.reason
-                reason = f"task {task.name}: {why}"
+                    why = unfit[_fit_key(task)] = Status(Code.UNSCHEDULABLE, Allocate.name, (choice.reason,))
+                reason = why.about(f"task {task.name}")
                 session.record_fit_error(task, why)
             if job.pipelined_count + len(tasks) < job.min_member:
                 break

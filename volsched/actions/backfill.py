@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from volsched.actions.allocate import admitted_jobs, gang_message
 from volsched.actions.util import JobQueue, TaskQueue
+from volsched.framework.decisions import Code, Status
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
@@ -32,18 +33,19 @@ class Backfill:
                 session, [t for t in job.pending_tasks() if t.best_effort and t.schedulable_by_us]
             )
             statement = Statement(session)
-            reason = None
+            reason: Status | None = None
             while tasks:
                 task = tasks.pop()
                 choice = session.choose_node(task, allow_pipeline=False)
                 if choice.node is None:
-                    reason = f"task {task.name}: {choice.reason}"
-                    session.record_fit_error(task, choice.reason)
+                    unfit = Status(Code.UNSCHEDULABLE, self.name, (choice.reason,))
+                    reason = unfit.about(f"task {task.name}")
+                    session.record_fit_error(task, unfit)
                     continue
                 statement.allocate(task, choice.node)
             if session.job_ready(job):
                 statement.commit()
             else:
-                message = gang_message(job, reason)
+                message = gang_message(job, reason, action=self.name)
                 statement.discard()
-                session.record_job_error(job, message)
+                session.reject(job, message)

@@ -11,10 +11,13 @@ from __future__ import annotations
 from typing import ClassVar
 
 from volsched.actions.util import JobQueue, first
+from volsched.framework.decisions import Code, Status
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.model.cluster import Job
 from volsched.model.objects import PodGroupPhase, QueueState
+
+UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
 
 @register_action
@@ -30,11 +33,12 @@ class Enqueue:
                 continue
             if spec is None:
                 for job in waiting:
-                    session.record_job_error(job, f"queue {queue} does not exist")
+                    session.reject(job, Status(UNRESOLVABLE, self.name, (f"queue {queue} does not exist",)))
                 continue
             if spec.state is QueueState.CLOSED:
                 for job in waiting:
-                    session.record_job_error(job, f"queue {queue} is closed and admits no new jobs")
+                    closed = f"queue {queue} is closed and admits no new jobs"
+                    session.reject(job, Status(UNRESOLVABLE, self.name, (closed,)))
                 continue
             pending[queue] = waiting
         order: dict[str, dict[str, JobQueue]] = {}
@@ -52,16 +56,16 @@ class Enqueue:
                 del namespaces[ns]
                 if not namespaces:
                     del order[name]
-            reason = session.job_valid(job)
-            if reason:
-                session.record_job_error(job, reason)
+            invalid = session.job_valid(job)
+            if invalid:
+                session.reject(job, invalid)
                 continue
-            ok, why = session.job_enqueueable(job)
-            if ok:
+            refused = session.job_enqueueable(job)
+            if refused is None:
                 job.phase = PodGroupPhase.INQUEUE
                 session.job_enqueued(job)
             else:
-                session.record_job_error(job, f"not admitted to queue {job.queue}: {why}")
+                session.reject(job, refused.about(f"not admitted to queue {job.queue}"))
 
 
 class _QueueKey:

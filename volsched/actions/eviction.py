@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from volsched.actions.util import TaskQueue
-from volsched.framework.decisions import EvictionReason
+from volsched.framework.decisions import Code, EvictionReason, Status
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import Job
@@ -100,9 +100,10 @@ def place_by_evicting(
     choose: Choose,
     describe: Describe,
     log: list[tuple[Task, EvictionReason]],
-) -> str | None:
+) -> Status | None:
     """Pipeline ``task`` onto capacity that is free, being released, or freed here by evicting victims
-    (each appended to ``log`` with its reason). Returns None on success, else why not (in numbers).
+    (each appended to ``log`` with its reason). Returns None on success, else why not (in numbers; said
+    by ``action``, or by the plugin that limits the task's queue).
 
     While the task's queue may not take it (``session.allocatable``: the queue is at its deserved share
     or capability), capacity that is merely free is no option: on the node tried, victims are evicted
@@ -119,7 +120,7 @@ def place_by_evicting(
     nodes = session.nodes
     feasible = np.flatnonzero(session.feasible_nodes(task))
     if not len(feasible):
-        return f"no node passes the filters: {choice.reason}"
+        return Status(Code.UNSCHEDULABLE, action, (f"no node passes the filters: {choice.reason}",))
     need = task.request > EPS
     future = nodes.idle[feasible] + nodes.incoming[feasible]
     short = np.maximum(task.request[None, :] - future, 0.0)[:, need]
@@ -161,13 +162,16 @@ def place_by_evicting(
         statement.pipeline(task, node)
         return None
     if not named:
-        return f"{action}: no pod may be evicted for it on the {len(feasible)} node(s) it could use"
+        why = f"{action}: no pod may be evicted for it on the {len(feasible)} node(s) it could use"
+        return Status(Code.UNSCHEDULABLE, action, (why,))
     if limited:
-        return (
-            f"{action}: {limited}, and evicting the {named} pod(s) that may be evicted would not make room"
-            " for it within its queue's limit on any one node"
+        why = (
+            f"{action}: {limited.render()}, and evicting the {named} pod(s) that may be evicted would not"
+            " make room for it within its queue's limit on any one node"
         )
-    return f"{action}: evicting the {named} pod(s) that may be evicted would not make room on any one node"
+        return Status(limited.code, limited.plugin, (why,))
+    why = f"{action}: evicting the {named} pod(s) that may be evicted would not make room on any one node"
+    return Status(Code.UNSCHEDULABLE, action, (why,))
 
 
 def pending_of(job: Job) -> list[Task]:
@@ -186,7 +190,8 @@ def wants_capacity(session: Session, job: Job, *, action: str) -> bool:
     if session.job_valid(job) is not None or not session.job_starving(job):
         return False
     if queue.state is QueueState.CLOSED:
-        append_job_error(session, job.key, f"{action}: queue {queue.name} is closed and takes no capacity")
+        closed = f"{action}: queue {queue.name} is closed and takes no capacity"
+        session.reject(job, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, action, (closed,)), add=True)
         return False
     return True
 
@@ -199,7 +204,7 @@ def evict_for_job(
     candidates: Candidates,
     choose: Choose,
     describe: Describe,
-    refuse: Callable[[Task], str | None] | None = None,
+    refuse: Callable[[Task], Status | None] | None = None,
 ) -> None:
     """Place ``job``'s pending tasks through one Statement, evicting victims where needed.
 
@@ -210,7 +215,7 @@ def evict_for_job(
     """
     statement = Statement(session)
     log: list[tuple[Task, EvictionReason]] = []
-    reason: str | None = None
+    reason: Status | None = None
     tasks = TaskQueue(session, pending_of(job))
     while tasks:
         task = tasks.pop()
@@ -218,13 +223,14 @@ def evict_for_job(
             limited = session.allocatable(session.queues[job.queue], task)
             choice = session.choose_node(task)
             if limited or choice.node is None:
-                reason = f"task {task.name} has preemptionPolicy Never and fits nowhere: {limited or choice.reason}"
+                never = f"task {task.name} has preemptionPolicy Never and fits nowhere"
+                reason = (limited or Status(Code.UNSCHEDULABLE, action, (choice.reason,))).about(never)
                 break
             statement.pipeline(task, choice.node)
             continue
         refused = refuse(task) if refuse is not None else None
         if refused:
-            reason = f"task {task.name}: {refused}"
+            reason = refused.about(f"task {task.name}")
             break
         why = place_by_evicting(
             session,
@@ -237,7 +243,7 @@ def evict_for_job(
             log=log,
         )
         if why:
-            reason = f"task {task.name}: {why}"
+            reason = why.about(f"task {task.name}")
             break
     if log and session.job_pipelined(job):
         statement.commit()
@@ -247,7 +253,7 @@ def evict_for_job(
         return
     statement.discard()
     if reason:
-        append_job_error(session, job.key, f"{action}: {reason}")
+        session.reject(job, reason.about(action), add=True)
 
 
 def queue_holds(session: Session, queue: str) -> Vector:
@@ -257,8 +263,3 @@ def queue_holds(session: Session, queue: str) -> Vector:
         if job.queue == queue:
             out += job.allocated
     return out
-
-
-def append_job_error(session: Session, key: str, reason: str) -> None:
-    earlier = session.job_errors.get(key)
-    session.job_errors[key] = f"{earlier}; {reason}" if earlier else reason

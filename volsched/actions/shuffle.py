@@ -14,8 +14,8 @@ Arguments, in the scheduler config's ``configurations`` section::
       arguments:
         maxEvictionsPerSession: 5   # default 5; 0 turns evictions off
 
-Whoever carries out the evictions records that the pod's owner should not go back to the node it left
-(``ClusterState.avoid_node``; the simulator does), and the Eviction API enforces PodDisruptionBudgets.
+Its evictions are ``may_return=False``: whoever carries them out records that the pod's owner should not
+go back to the node it left (``ClusterState.moved_off``; the operator and the simulator do), and the Eviction API enforces PodDisruptionBudgets.
 """
 
 from __future__ import annotations
@@ -69,5 +69,6 @@ class Shuffle:
             # minMember 1 is no gang: the pod's owner recreates it (a pod with no owner is never a victim).
             if counted and job is not None and job.min_member > 1 and job.ready_count - 1 < job.min_member:
                 continue
-            statement.evict(task, action=self.name, reason=reasons.get(task.key, "rebalancing nodes"))
+            why = reasons.get(task.key, "rebalancing nodes")
+            statement.evict(task, action=self.name, reason=why, may_return=False)
         statement.commit()

@@ -20,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from volsched.actions.util import TaskQueue
+from volsched.framework.decisions import Code, Status
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import Job, task_order_key
@@ -32,7 +33,7 @@ MAX_DOMAIN_TRIES = 4
 
 _PLACED = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.BOUND, TaskStatus.RUNNING})
 
-PlaceFn = Callable[[Session, QueueSpec, Job, TaskQueue, Statement], tuple[bool, str | None]]
+PlaceFn = Callable[[Session, QueueSpec, Job, TaskQueue, Statement], tuple[bool, Status | None]]
 
 
 def _topology(session: Session) -> Topology:
@@ -62,7 +63,7 @@ def place_in_domain(
     *,
     pending: list[Task],
     carried: TaskQueue | None,
-) -> tuple[bool, str | None, TaskQueue]:
+) -> tuple[bool, Status | None, TaskQueue]:
     """Place ``job`` in one domain of ``topology.key`` with ``place``; ``pending`` are its pending tasks,
     ``carried`` the task queue left from its earlier turn this session (None on the first). Returns
     place's answer and the task queue left over (for the job's later turns)."""
@@ -107,19 +108,24 @@ def place_in_domain(
             return again, reason, tasks
         placed = job.pipelined_count
         statement.discard()
-        failures.append(f"{label}={values[d]}: {placed}/{job.min_member} placed ({reason or 'no task fit'})")
+        failures.append(
+            f"{label}={values[d]}: {placed}/{job.min_member} placed ({reason.render() if reason else 'no task fit'})"
+        )
     untried = len(candidates) - min(len(candidates), MAX_DOMAIN_TRIES)
     if untried:
         failures.append(f"{untried} more domain(s) not tried")
     failures.extend(too_small())
-    why = f"no {label} domain fits the gang ({topology.mode}): " + "; ".join(
-        failures or ["no node has the label"]
+    why = Status(Code.UNSCHEDULABLE, "allocate", tuple(failures or ["no node has the label"])).about(
+        f"no {label} domain fits the gang ({topology.mode})"
     )
     if topology.required:
         return False, why, TaskQueue(session, [])
     tasks = TaskQueue(session, pending)
     again, reason = place(session, queue, job, tasks, statement)
-    return again, (f"{why}; then across domains: {reason}" if reason else reason), tasks
+    if reason is None:
+        return again, None, tasks
+    across = reason.about("then across domains")
+    return again, Status(across.code, across.plugin, (*why.reasons, *across.reasons)), tasks
 
 
 def _rank(

@@ -1,14 +1,59 @@
-"""What a session hands back: binds, evictions, status and events, as plain data.
+"""What a session hands back, as typed data: decisions (bind, evict, admit), why something was refused
+(:class:`Status`), status and events.
 
 The session decides; adapters (``volsched.kube`` for a real cluster, ``volsched.simulate`` in memory)
-carry these out. Nothing here does I/O.
+carry these out. Nothing here does I/O, and nothing here decides: this module is only the vocabulary
+between the engine and the edges. A refusal stays a :class:`Status` (a code, who said it, the reasons)
+until an edge needs words: :meth:`Status.render` is the one place reasons are joined into text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import enum
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+
+class Code(enum.Enum):
+    """How final a refusal is (the Kubernetes scheduling framework's codes)."""
+
+    #: Not now: capacity freed (by evicting, by pods finishing) or a turn later may change the answer.
+    UNSCHEDULABLE = "Unschedulable"
+    #: Not until the objects change (a missing queue, an invalid gang): evicting pods would not help.
+    UNSCHEDULABLE_AND_UNRESOLVABLE = "UnschedulableAndUnresolvable"
+    #: Something went wrong deciding.
+    ERROR = "Error"
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """Why a job or a pod was refused, as data: the code, the plugin (or action) that said so, and its
+    reasons, each a clause as users read it (plugins are named in it where the session combined their
+    answers, as in ``proportion: queue q is at its deserved share``)."""
+
+    code: Code
+    plugin: str
+    reasons: tuple[str, ...] = ()
+
+    def render(self) -> str:
+        """The reasons as one line; see :func:`render`."""
+        return render((self,))
+
+    def about(self, subject: str) -> Status:
+        """The same refusal said of ``subject`` (``task t-0``, a gang): ``subject: reasons``."""
+        if not self.reasons:
+            return Status(self.code, self.plugin, (subject,))
+        return Status(self.code, self.plugin, (f"{subject}: {self.reasons[0]}", *self.reasons[1:]))
+
+    def also(self, reason: str) -> Status:
+        """The same refusal with one more reason after the others."""
+        return Status(self.code, self.plugin, (*self.reasons, reason))
+
+
+def render(statuses: Iterable[Status]) -> str:
+    """Every reason of ``statuses`` in order, joined with ``; ``: the one place refusals become text."""
+    return "; ".join(r for s in statuses for r in s.reasons)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,13 +95,26 @@ class EvictionReason:
 
 
 @dataclass(frozen=True, slots=True)
-class Eviction:
+class Evict:
+    """Evict ``pod`` from ``node``, for ``action``, with its reason as data."""
+
     pod: str
     uid: str
     node: str
     action: str
     #: Data; a plain string (from an action that only has words) is rendered as the reason's detail.
     reason: EvictionReason | str
+    #: False: the pod is moved off its node for good (shuffle); whoever carries the eviction out records
+    #: that the pod's owner keeps off that node for a while (``ClusterState.moved_off``).
+    may_return: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Admit:
+    """A job (PodGroup ``namespace/name``) admitted into its queue this session: its new phase."""
+
+    job: str
+    phase: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,13 +170,17 @@ class QueueStatus:
 @dataclass
 class SessionResult:
     binds: list[Bind] = field(default_factory=list)
-    evictions: list[Eviction] = field(default_factory=list)
+    evictions: list[Evict] = field(default_factory=list)
+    admits: list[Admit] = field(default_factory=list)
     podgroups: dict[str, PodGroupStatus] = field(default_factory=dict)
     queues: dict[str, QueueStatus] = field(default_factory=dict)
     namespaces: dict[str, dict[str, Any]] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
     #: Pending pods this session could not place, with the reason (the PodScheduled=False message).
     unschedulable: dict[str, str] = field(default_factory=dict)
+    #: Why jobs and pods were refused, as data, by object (``PodGroup ns/name``, ``Pod ns/name``); the
+    #: events, ``unschedulable`` and each PodGroup's ``unschedulable`` are these rendered.
+    rejections: dict[str, tuple[Status, ...]] = field(default_factory=dict)
     #: Wall time per action and per plugin callback group, in seconds.
     timings: dict[str, float] = field(default_factory=dict)
 

@@ -2,7 +2,8 @@
 
 ``run_session(snapshot, config)`` is the one entry point the operator, the simulator and the benchmarks
 share. Besides binds and evictions it renders PodGroup and Queue status and the events that say why a
-pod is pending, from the reasons the actions and plugins recorded as data.
+pod is pending, from the refusals (:class:`~volsched.framework.decisions.Status`) the actions and plugins
+recorded as data; the data goes along in ``SessionResult.rejections``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import time
 import numpy as np
 
 from volsched.framework.config import SchedulerConfig
-from volsched.framework.decisions import Event, PodGroupStatus, QueueStatus, SessionResult
+from volsched.framework.decisions import Event, PodGroupStatus, QueueStatus, SessionResult, render
 from volsched.framework.registry import make_actions, make_plugins
 from volsched.framework.session import Session
 from volsched.model.cluster import ClusterSnapshot
@@ -82,7 +83,7 @@ def _render_status(session: Session) -> None:
             failed=c[TaskStatus.FAILED],
             pending=c[TaskStatus.PENDING] + c[TaskStatus.PIPELINED],
             scheduled=job.scheduled_count,
-            unschedulable=session.job_errors.get(job.key) if phase is not PodGroupPhase.RUNNING else None,
+            unschedulable=_job_reason(session, job.key) if phase is not PodGroupPhase.RUNNING else None,
         )
     by_queue = session.jobs_by_queue()
     for name, spec in sorted(session.queues.items()):
@@ -115,6 +116,11 @@ def _render_status(session: Session) -> None:
         }
 
 
+def _job_reason(session: Session, key: str) -> str | None:
+    statuses = session.job_errors.get(key)
+    return render(statuses) if statuses else None
+
+
 def _render_events(session: Session) -> None:
     result = session.result
     for obj, reason, message in session.snapshot.problems:
@@ -125,8 +131,10 @@ def _render_events(session: Session) -> None:
             result.unschedulable[ref] = message
     for job in sorted(session.jobs.values(), key=lambda j: j.key):
         pending = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and t.schedulable_by_us]
-        job_reason = session.job_errors.get(job.key)
+        job_statuses = session.job_errors.get(job.key, [])
+        job_reason = _job_reason(session, job.key)
         if job.podgroup is not None and job_reason and job.phase is not PodGroupPhase.RUNNING:
+            result.rejections[f"PodGroup {job.key}"] = tuple(job_statuses)
             result.events.append(
                 Event(
                     kind="PodGroup",
@@ -137,9 +145,11 @@ def _render_events(session: Session) -> None:
                 )
             )
         for task in sorted(pending, key=lambda t: t.key):
-            why = session.fit_errors.get(task.key) or job_reason
+            fit = session.fit_errors.get(task.key)
+            why = fit.render() if fit is not None else job_reason
             if not why:
                 continue
+            result.rejections[f"Pod {task.key}"] = (fit,) if fit is not None else tuple(job_statuses)
             result.unschedulable[task.key] = why
             result.events.append(
                 Event(

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
-from volsched.framework.decisions import Event, SessionResult
+from volsched.framework.decisions import Code, Event, SessionResult, Status
 from volsched.model.cluster import BoolArray, ClusterSnapshot, IndexArray, Job, NodeTable
 from volsched.model.objects import (
     ALLOCATED_STATUSES,
@@ -149,10 +149,11 @@ class Session:
         self._changes: list[int] = []
         self._views: dict[tuple[bytes, str], _NodeView] = {}
         self._all_nodes: IndexArray = np.arange(len(self.nodes), dtype=np.intp)
-        #: Per-task reasons recorded by actions this session (rendered at close).
-        self.fit_errors: dict[str, str] = {}
-        #: Per-job reasons (not enqueued, gang not ready, queue overused...).
-        self.job_errors: dict[str, str] = {}
+        #: Why a task was not placed this session, as data (rendered at close). Written through
+        #: ``record_fit_error``.
+        self.fit_errors: dict[str, Status] = {}
+        #: Why a job was refused (not enqueued, gang not ready, queue overused...). Written through ``reject``.
+        self.job_errors: dict[str, list[Status]] = {}
         #: Free-form per-session scratchpad for plugins (like the framework's CycleState).
         self.state: dict[str, Any] = {}
         #: Nodes placements are limited to for now (an action placing a gang in one topology domain),
@@ -292,30 +293,31 @@ class Session:
             return c < 0
         return (left.creation, left.key) < (right.creation, right.key)
 
-    def job_valid(self, job: Job) -> str | None:
-        for _, fn in self._flat("job_valid"):
+    def job_valid(self, job: Job) -> Status | None:
+        """None when every plugin takes the job as valid, else the first refusal (nothing a later turn
+        or an eviction would change)."""
+        for name, fn in self._flat("job_valid"):
             reason: str | None = fn(job)
             if reason:
-                return reason
+                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, name, (reason,))
         return None
 
-    def _vote(self, point: str, job: Job) -> tuple[bool, str]:
-        reasons: list[str] = []
+    def _vote(self, point: str, job: Job) -> Status | None:
+        """None when the job is let through: no plugin rejects before a tier permits."""
         for tier in self._tiered(point):
             permitted = False
             for name, fn in tier:
                 vote, reason = fn(job)
                 if vote is Vote.REJECT:
-                    return False, f"{name}: {reason}" if reason else name
+                    return Status(Code.UNSCHEDULABLE, name, (f"{name}: {reason}" if reason else name,))
                 if vote is Vote.PERMIT:
                     permitted = True
-                    if reason:
-                        reasons.append(f"{name}: {reason}")
             if permitted:
-                return True, "; ".join(reasons)
-        return True, ""
+                return None
+        return None
 
-    def job_enqueueable(self, job: Job) -> tuple[bool, str]:
+    def job_enqueueable(self, job: Job) -> Status | None:
+        """None when the job may be admitted, else the vote that refused it."""
         return self._vote("job_enqueueable", job)
 
     def job_enqueued(self, job: Job) -> None:
@@ -323,7 +325,7 @@ class Session:
             fn(job)
 
     def job_pipelined(self, job: Job) -> bool:
-        return self._vote("job_pipelined", job)[0]
+        return self._vote("job_pipelined", job) is None
 
     def job_ready(self, job: Job) -> bool:
         return all(fn(job) for _, fn in self._flat("job_ready"))
@@ -334,26 +336,29 @@ class Session:
                 return all(fn(job) for _, fn in tier)
         return False
 
-    def allocatable(self, queue: QueueSpec, task: Task) -> str | None:
+    def allocatable(self, queue: QueueSpec, task: Task) -> Status | None:
+        """None when ``queue`` may take ``task``, else the first plugin's refusal."""
         for name, fn in self._flat("allocatable"):
             reason = fn(queue, task)
             if reason:
-                return f"{name}: {reason}"
+                return Status(Code.UNSCHEDULABLE, name, (f"{name}: {reason}",))
         return None
 
-    def overused(self, queue: QueueSpec) -> str | None:
+    def overused(self, queue: QueueSpec) -> Status | None:
+        """None unless a plugin says ``queue`` is overused (then why)."""
         for name, fn in self._flat("overused"):
             reason = fn(queue)
             if reason:
-                return f"{name}: {reason}"
+                return Status(Code.UNSCHEDULABLE, name, (f"{name}: {reason}",))
         return None
 
-    def preemptive(self, queue: QueueSpec, task: Task) -> str | None:
+    def preemptive(self, queue: QueueSpec, task: Task) -> Status | None:
+        """None when ``queue`` may take capacity back for ``task``, else the refusal."""
         for tier in self._tiered("preemptive"):
             for name, fn in tier:
                 reason = fn(queue, task)
                 if reason:
-                    return f"{name}: {reason}"
+                    return Status(Code.UNSCHEDULABLE, name, (f"{name}: {reason}",))
             if tier:
                 return None
         return None
@@ -658,11 +663,17 @@ class Session:
             out.setdefault(job.queue, []).append(job)
         return out
 
-    def record_fit_error(self, task: Task, reason: str) -> None:
-        self.fit_errors[task.key] = reason
+    def record_fit_error(self, task: Task, status: Status) -> None:
+        """Why ``task`` was not placed (the latest answer wins)."""
+        self.fit_errors[task.key] = status
 
-    def record_job_error(self, job: Job, reason: str) -> None:
-        self.job_errors[job.key] = reason
+    def reject(self, job: Job, status: Status, *, add: bool = False) -> None:
+        """Record why ``job`` was refused. The latest refusal replaces the earlier ones unless ``add``
+        (preempt and reclaim add why they could not help to why allocate could not place)."""
+        if add:
+            self.job_errors.setdefault(job.key, []).append(status)
+        else:
+            self.job_errors[job.key] = [status]
 
     def emit(self, event: Event) -> None:
         self.result.events.append(event)

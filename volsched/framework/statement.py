@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from volsched.framework.decisions import Bind, Eviction, EvictionReason
+from volsched.framework.decisions import Bind, Evict, EvictionReason
 from volsched.framework.session import Session
 from volsched.model.objects import Task, TaskStatus
 
@@ -23,6 +23,7 @@ class _Op:
     previous: TaskStatus = TaskStatus.PENDING
     action: str = ""
     reason: EvictionReason | None = None
+    may_return: bool = True
 
 
 class Statement:
@@ -41,12 +42,17 @@ class Statement:
         self.session.do_pipeline(task, node)
         self._ops.append(_Op("pipeline", task, node))
 
-    def evict(self, task: Task, *, action: str, reason: EvictionReason | str) -> None:
-        """Evict ``task``. ``reason`` is data (a plain string becomes the reason's ``detail``)."""
+    def evict(
+        self, task: Task, *, action: str, reason: EvictionReason | str, may_return: bool = True
+    ) -> None:
+        """Evict ``task``. ``reason`` is data (a plain string becomes the reason's ``detail``);
+        ``may_return=False`` moves the pod off its node for good (its owner keeps off it for a while)."""
         why = reason if isinstance(reason, EvictionReason) else EvictionReason(action=action, detail=reason)
         node = self.session.nodes.index.get(task.node_name or "", -1)
         previous = self.session.do_evict(task)
-        self._ops.append(_Op("evict", task, node, previous=previous, action=action, reason=why))
+        self._ops.append(
+            _Op("evict", task, node, previous=previous, action=action, reason=why, may_return=may_return)
+        )
 
     def commit(self) -> None:
         """Turn the recorded operations into decisions. Pipelined tasks stay promised for this session
@@ -59,12 +65,13 @@ class Statement:
                 )
             elif op.kind == "evict":
                 result.evictions.append(
-                    Eviction(
+                    Evict(
                         pod=op.task.key,
                         uid=op.task.uid,
                         node=op.task.node_name or "",
                         action=op.action,
                         reason=op.reason or EvictionReason(action=op.action),
+                        may_return=op.may_return,
                     )
                 )
         self._ops.clear()

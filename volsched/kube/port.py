@@ -14,7 +14,7 @@ from typing import Any
 
 from volsched.cache.feeder import Feeder
 from volsched.cycle import BindOutcome, EvictOutcome, StatusReport
-from volsched.framework.decisions import Bind, Event, Eviction, SessionResult
+from volsched.framework.decisions import Bind, Event, Evict, SessionResult
 from volsched.kube.podgroups import ConflictReporter, PodGroupCreator
 from volsched.kube.writer import EventTarget, KubeWriter
 
@@ -33,7 +33,7 @@ class KubePort:
     def bind(self, binds: Sequence[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
         return self.writer.bind_all(binds, pods)
 
-    def evict(self, evictions: Sequence[Eviction], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
+    def evict(self, evictions: Sequence[Evict], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
         return self.writer.evict_all(evictions, pods)
 
     def settle(self) -> tuple[list[BindOutcome], list[EvictOutcome]]:

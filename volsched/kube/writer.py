@@ -32,7 +32,7 @@ from volsched.cycle import (
     BindOutcome,
     EvictOutcome,
 )
-from volsched.framework.decisions import Bind, Event, Eviction, SessionResult
+from volsched.framework.decisions import Bind, Event, Evict, SessionResult
 from volsched.framework.messages import eviction_event_reason, reason_of, render_eviction
 from volsched.kube import status as render
 from volsched.kube.client import consume
@@ -277,10 +277,10 @@ class KubeWriter:
         except Exception as exc:  # network errors: the next session tries again
             return BindOutcome(bind, FAILED, str(exc))
 
-    def evict_all(self, evictions: Iterable[Eviction], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
+    def evict_all(self, evictions: Iterable[Evict], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
         return self._map(lambda e: self.evict(e, pods.get(e.pod)), evictions)
 
-    def evict(self, eviction: Eviction, pod: Raw | None) -> EvictOutcome:
+    def evict(self, eviction: Evict, pod: Raw | None) -> EvictOutcome:
         """Tell the pod why, then evict it: the ``DisruptionTarget`` condition (as kube-scheduler does
         before preempting) and a ``Preempted``/``Evicted`` event naming the action, the beneficiary and
         the numbers, then the Eviction API (which enforces PodDisruptionBudgets). The Eviction API
@@ -311,7 +311,7 @@ class KubeWriter:
         return outcome
 
     def _disruption_target(
-        self, eviction: Eviction, ns: str, name: str, condition: dict[str, Any]
+        self, eviction: Evict, ns: str, name: str, condition: dict[str, Any]
     ) -> EvictOutcome | None:
         """Write the DisruptionTarget condition. None when written, else why the eviction cannot go on."""
         try:
@@ -330,7 +330,7 @@ class KubeWriter:
             return EvictOutcome(eviction, FAILED, f"DisruptionTarget: {error_summary(exc)}")
         return None
 
-    def _evict(self, eviction: Eviction, ns: str, name: str) -> EvictOutcome:
+    def _evict(self, eviction: Evict, ns: str, name: str) -> EvictOutcome:
         body = client.V1Eviction(
             metadata=client.V1ObjectMeta(name=name, namespace=ns),
             delete_options=client.V1DeleteOptions(
