@@ -12,7 +12,8 @@ decisions to a :class:`Port`, and feed what came of them back into the cache thr
   cache, a pod that is gone is deleted from it;
 * a pod evicted that may not return to its node keeps its owner's replacement off that node
   (``ClusterState.moved_off``);
-* PodGroup phases the session computed are written back to the cache;
+* PodGroup phases the session computed are written back to the cache, and the carryover it handed
+  back (state plugins keep across sessions) is stored for the next session;
 * then the port writes status, conditions and events.
 
 A port may answer later than it is called (an asynchronous writer): ``bind`` and ``evict`` return the
@@ -147,6 +148,7 @@ def run_cycle(feeder: Feeder, config: SchedulerConfig, port: Port, *, now: float
         if held is not None and held.phase is not phase:
             report.phases_changed.append(key)
         state.set_podgroup_phase(key, phase)
+    state.carryover = result.carryover
     status = port.write_status(result, feeder)
     report.status_writes, report.events, report.errors = status.writes, status.events, status.errors
     result.timings["cycle:apply"] = time.perf_counter() - started

@@ -507,6 +507,7 @@ class Operator:
                 log.warning("evict %s failed: %s", ev.eviction.pod, ev.detail)
         for key, pg in result.podgroups.items():
             self.state.set_podgroup_phase(key, PodGroupPhase(pg.phase))
+        self.state.carryover = result.carryover
         self._log_problems(result)
         writes, events, errors = self.writer.write_status(
             result,

@@ -323,6 +323,7 @@ class Simulator:
                 # A failed pod's controller replaced it when it failed; it used nothing measurable.
                 failed = task.status is TaskStatus.FAILED
                 self._moved_off(ev.node, task, raw, respawn=not respawned and not failed, measured=not failed)
+        self.state.carryover = result.carryover
         for key, status in result.podgroups.items():
             pg = self.state.podgroups.get(key)
             if pg is not None and pg.phase.value != status.phase:

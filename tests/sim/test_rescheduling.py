@@ -12,6 +12,7 @@ import pytest
 from tests.builders import Obj, config, node, pod, podgroup, priority_class, simulate_objects
 from volsched.framework.config import SchedulerConfig
 from volsched.model.errors import InputError
+from volsched.plugins.rescheduling import LAST_RUN_KEY
 from volsched.simulate import EPOCH, Document, Simulator, _iso
 
 LOW_NODE = {
@@ -326,3 +327,16 @@ def test_bad_shuffle_configuration_fails_at_load(configurations: list[Any], mess
     with pytest.raises(InputError) as err:
         config(text)
     assert message in str(err.value)
+
+
+def test_a_session_hands_its_carryover_back_and_leaves_the_caches_alone():
+    objs = [loaded("hot", 90), loaded("cold", 5), *(running(f"w{i}") for i in range(4))]
+    sim = Simulator([Document(f"test: document {i}", o) for i, o in enumerate(objs)], resched_config())
+    kept = {"other": 1}
+    sim.state.carryover = kept
+    result, _ = sim.step()
+    assert kept == {"other": 1}  # the cache's dict, untouched by the session
+    assert result.carryover == {"other": 1, LAST_RUN_KEY: sim.clock}
+    assert sim.state.carryover == result.carryover  # stored back by the driver
+    # Shuffled pods do not come back to the node they left: the drivers record that from may_return.
+    assert result.evictions and not any(e.may_return for e in result.evictions)

@@ -181,6 +181,9 @@ class SessionResult:
     #: Why jobs and pods were refused, as data, by object (``PodGroup ns/name``, ``Pod ns/name``); the
     #: events, ``unschedulable`` and each PodGroup's ``unschedulable`` are these rendered.
     rejections: dict[str, tuple[Status, ...]] = field(default_factory=dict)
+    #: State kept across sessions (plugins' ``session.carryover``): the drivers store it back for the
+    #: next session. A copy: the session never writes the cache's own.
+    carryover: dict[str, Any] = field(default_factory=dict)
     #: Wall time per action and per plugin callback group, in seconds.
     timings: dict[str, float] = field(default_factory=dict)
 

@@ -137,7 +137,10 @@ class Session:
         self.queues: dict[str, QueueSpec] = snapshot.queues
         self.total: Vector = snapshot.total
         self.now = snapshot.now
-        self.result = SessionResult()
+        #: State kept across sessions, a copy of the snapshot's: plugins write here, the result hands it
+        #: back (``SessionResult.carryover``) and the driver stores it for the next session.
+        self.carryover: dict[str, Any] = dict(snapshot.carryover)
+        self.result = SessionResult(carryover=self.carryover)
         self.plugins: list[Plugin] = list(plugins)
         self._enabled = {opt.name: opt for opt in config.plugin_options()}
         self._tiers: list[list[str]] = [[p.name for p in t.plugins] for t in config.tiers]

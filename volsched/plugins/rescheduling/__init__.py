@@ -40,8 +40,9 @@ standalone pods are never moved) and are not system-critical: running ones, plus
 ones for ``podLifeTime`` and ``removePodsHavingTooManyRestarts`` and failed ones for
 ``removeFailedPods``.
 
-The plugin answers at most once per ``interval``: the time it last answered is kept in the snapshot's
-``carryover`` (which the cache keeps across sessions). The reason for each pod is left in
+The plugin answers at most once per ``interval``: the time it last answered is kept in
+``session.carryover`` (the session's copy of the cache's; the result hands it back and the driver
+stores it for the next session). The reason for each pod is left in
 ``session.state["victim_reasons"]`` for the action. PodDisruptionBudgets are enforced by the Eviction
 API in a real cluster; the simulator does not model them.
 """
@@ -63,7 +64,7 @@ from volsched.plugins.rescheduling.strategies import LIVE, SELECTORS, Context, P
 
 DEFAULT_INTERVAL = 300.0
 DEFAULT_METRICS_PERIOD = 300.0
-#: Where the time of the last answer is kept in ``snapshot.carryover``.
+#: Where the time of the last answer is kept in ``session.carryover``.
 LAST_RUN_KEY = "rescheduling.last_run"
 #: The per-session map ``task key -> reason`` the shuffle action reads.
 VICTIM_REASONS = "victim_reasons"
@@ -164,7 +165,7 @@ class Rescheduling(BasePlugin):
             cached: list[Task] | None = session.state.get("rescheduling.victims")
             if cached is not None:
                 return cached
-            carry = session.snapshot.carryover
+            carry = session.carryover
             last = carry.get(LAST_RUN_KEY)
             if last is not None and session.now - float(last) < self.interval:
                 out: list[Task] = []
