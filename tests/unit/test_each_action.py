@@ -1,5 +1,5 @@
 """Each action alone on a small snapshot: a session opens with the reclaim/preempt example's tiers, one
-action runs, and the binds, evictions and PodGroup phases it decided are compared with the case's.
+action runs, and the binds, evictions, admissions and PodGroup phases it decided are compared with the case's.
 The scenario tests (tests/sim) run whole sessions over many cycles; these name the piece that broke."""
 
 from __future__ import annotations
@@ -74,59 +74,59 @@ CASES = [
     pytest.param(
         "enqueue",
         [node("n1", cpu="4"), queue("q"), *gang("g", size=2, phase="Pending")],
-        {}, set(), {"ns/g": "Inqueue"},
+        {}, set(), {"ns/g": "Inqueue"}, {"ns/g"},
         id="enqueue-admits-a-gang-whose-minimum-fits",
     ),
     pytest.param(
         "enqueue",
         [node("n1", cpu="4"), queue("q"), *gang("g", size=2, phase="Pending", min_resources={"cpu": "40"})],
-        {}, set(), {"ns/g": "Pending"},
+        {}, set(), {"ns/g": "Pending"}, set(),
         id="enqueue-holds-back-a-gang-whose-min-resources-exceed-the-cluster",
     ),
     pytest.param(
         "allocate",
         [node("n1", cpu="4"), queue("q"), *gang("g", size=2, cpu="2", phase="Inqueue")],
-        {"ns/g-0": "n1", "ns/g-1": "n1"}, set(), {"ns/g": "Running"},
+        {"ns/g-0": "n1", "ns/g-1": "n1"}, set(), {"ns/g": "Running"}, set(),
         id="allocate-binds-an-admitted-gang-whole",
     ),
     pytest.param(
         "allocate",
         [node("n1", cpu="4"), queue("q"), *gang("g", size=3, cpu="2", phase="Inqueue")],
-        {}, set(), {"ns/g": "Inqueue"},
+        {}, set(), {"ns/g": "Inqueue"}, set(),
         id="allocate-binds-nothing-of-a-gang-that-does-not-fit-whole",
     ),
     pytest.param(
         "allocate",
         [node("n1", cpu="4"), queue("q"), *gang("g", size=2, cpu="2", phase="Pending")],
-        {}, set(), {"ns/g": "Pending"},
+        {}, set(), {"ns/g": "Pending"}, set(),
         id="allocate-leaves-a-gang-enqueue-has-not-admitted",
     ),
     pytest.param(
         "backfill",
         [node("n1", cpu="4"), queue("q"), *gang("g", size=1, cpu="4", phase="Inqueue"),
          podgroup("be", ns="ns", queue="q", phase="Inqueue"), pod("be", ns="ns", cpu=None, group="be")],
-        {"ns/be": "n1"}, set(), {},
+        {"ns/be": "n1"}, set(), {}, set(),
         id="backfill-places-only-the-pod-that-requests-nothing",
     ),
     pytest.param(
         "preempt",
         [node("n1", cpu="4"), queue("q"), *PRIORITIES, *running("lo", size=4, on="n1", prio="low"),
          *gang("hi", size=1, cpu="2", phase="Inqueue", priority_class="high")],
-        {}, {"ns/lo-2", "ns/lo-3"}, {},
+        {}, {"ns/lo-2", "ns/lo-3"}, {}, set(),
         id="preempt-evicts-just-enough-lower-priority-pods-of-the-same-queue",
     ),
     pytest.param(
         "preempt",
         [node("n1", cpu="4"), queue("q"), *PRIORITIES, *running("hi-run", size=4, on="n1", prio="high"),
          *gang("lo", size=1, cpu="2", phase="Inqueue", priority_class="low")],
-        {}, set(), {},
+        {}, set(), {}, set(),
         id="preempt-never-evicts-for-a-lower-priority-job",
     ),
     pytest.param(
         "reclaim",
         [node("n1", cpu="8"), queue("qa"), queue("qb"), *running("a", size=8, on="n1", ns="ns-a", q="qa"),
          podgroup("b", ns="ns-b", queue="qb", phase="Inqueue"), *(pod(f"b-{i}", ns="ns-b", group="b") for i in range(4))],
-        {}, {"ns-a/a-4", "ns-a/a-5", "ns-a/a-6", "ns-a/a-7"}, {},
+        {}, {"ns-a/a-4", "ns-a/a-5", "ns-a/a-6", "ns-a/a-7"}, {}, set(),
         id="reclaim-takes-back-what-another-queue-holds-beyond-its-share",
     ),
     pytest.param(
@@ -134,17 +134,31 @@ CASES = [
         [node("n1", cpu="8"), queue("qa", reclaimable=False), queue("qb"),
          *running("a", size=8, on="n1", ns="ns-a", q="qa"),
          podgroup("b", ns="ns-b", queue="qb", phase="Inqueue"), *(pod(f"b-{i}", ns="ns-b", group="b") for i in range(4))],
-        {}, set(), {},
+        {}, set(), {}, set(),
         id="reclaim-leaves-a-queue-that-is-not-reclaimable",
+    ),
+    pytest.param(
+        "preempt",
+        [node("n1", cpu="4"), queue("q"), *PRIORITIES, *running("lo", size=4, on="n1", prio="low"),
+         *gang("hi", size=1, cpu="2", phase="Pending", priority_class="high")],
+        {}, {"ns/lo-2", "ns/lo-3"}, {"ns/hi": "Inqueue"}, {"ns/hi"},
+        id="preempt-admits-the-pending-gang-it-made-room-for",
     ),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("action", "objects", "binds", "evicted", "phases"), CASES)
-def test_one_action_decides_exactly_these_binds_and_evictions(
-    action: str, objects: list[Obj], binds: dict[str, str], evicted: set[str], phases: dict[str, str]
+@pytest.mark.parametrize(("action", "objects", "binds", "evicted", "phases", "admits"), CASES)
+def test_one_action_decides_exactly_these_binds_evictions_and_admissions(
+    action: str,
+    objects: list[Obj],
+    binds: dict[str, str],
+    evicted: set[str],
+    phases: dict[str, str],
+    admits: set[str],
 ) -> None:
     result = run_action(action, objects)
+    assert {a.job for a in result.admits} == admits
+    assert {a.phase for a in result.admits} <= {"Inqueue"}
     assert {b.pod: b.node for b in result.binds} == binds
     assert {e.pod for e in result.evictions} == evicted
     assert {e.action for e in result.evictions} <= {action}

@@ -14,6 +14,7 @@ from volsched.actions.util import JobQueue, first
 from volsched.framework.decisions import Code, Status
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
+from volsched.framework.statement import Statement
 from volsched.model.cluster import Job
 from volsched.model.objects import PodGroupPhase, QueueState
 
@@ -62,7 +63,9 @@ class Enqueue:
                 continue
             refused = session.job_enqueueable(job)
             if refused is None:
-                job.phase = PodGroupPhase.INQUEUE
+                statement = Statement(session)
+                statement.admit(job)
+                statement.commit()
                 session.job_enqueued(job)
             else:
                 session.reject(job, refused.about(f"not admitted to queue {job.queue}"))

@@ -246,9 +246,11 @@ def evict_for_job(
             reason = why.about(f"task {task.name}")
             break
     if log and session.job_pipelined(job):
+        admitted = job.phase is PodGroupPhase.PENDING
+        if admitted:
+            statement.admit(job)
         statement.commit()
-        if job.phase is PodGroupPhase.PENDING:
-            job.phase = PodGroupPhase.INQUEUE
+        if admitted:
             session.job_enqueued(job)
         return
     statement.discard()

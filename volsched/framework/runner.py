@@ -28,10 +28,10 @@ def open_session(snapshot: ClusterSnapshot, config: SchedulerConfig) -> Session:
 
 
 def close_session(session: Session) -> SessionResult:
-    _render_status(session)
+    phases = _render_status(session)
     for plugin in session.plugins:
         session.timed(f"plugin:{plugin.name}:close", lambda p=plugin: p.on_session_close(session))  # type: ignore[misc]
-    _render_events(session)
+    _render_events(session, phases)
     return session.result
 
 
@@ -59,9 +59,12 @@ def _phase(
     return job_phase
 
 
-def _render_status(session: Session) -> None:
+def _render_status(session: Session) -> dict[str, PodGroupPhase]:
+    """PodGroup and Queue status into the result; returns each job's phase after this session (computed,
+    never written into the Job: the result carries it, the driver writes it back)."""
     result = session.result
     space = session.space
+    phases: dict[str, PodGroupPhase] = {}
     for job in session.jobs.values():
         c = job.status_count
         phase = _phase(
@@ -71,7 +74,7 @@ def _render_status(session: Session) -> None:
             succeeded=c[TaskStatus.SUCCEEDED],
             total=sum(c.values()),
         )
-        job.phase = phase
+        phases[job.key] = phase
         if job.podgroup is None:
             continue
         result.podgroups[job.key] = PodGroupStatus(
@@ -89,12 +92,13 @@ def _render_status(session: Session) -> None:
     for name, spec in sorted(session.queues.items()):
         allocated = space.zeros()
         request = space.zeros()
-        phases: dict[str, int] = {}
+        counts: dict[str, int] = {}
         for job in by_queue.get(name, []):
             allocated += job.allocated
             request += job.total_request()
             if job.podgroup is not None:
-                phases[job.phase.value] = phases.get(job.phase.value, 0) + 1
+                value = phases[job.key].value
+                counts[value] = counts.get(value, 0) + 1
         result.queues[name] = QueueStatus(
             name=name,
             state=spec.state.value,
@@ -103,7 +107,7 @@ def _render_status(session: Session) -> None:
             request=space.to_dict(request),
             guarantee=dict(spec.guarantee),
             capability=None if spec.capability is None else dict(spec.capability),
-            podgroups=phases,
+            podgroups=counts,
         )
     namespaces: dict[str, np.ndarray] = {}
     for job in session.jobs.values():
@@ -114,6 +118,7 @@ def _render_status(session: Session) -> None:
             "weight": session.snapshot.namespace_weight(ns),
             "allocated": space.to_dict(namespaces.get(ns, space.zeros())),
         }
+    return phases
 
 
 def _job_reason(session: Session, key: str) -> str | None:
@@ -121,7 +126,7 @@ def _job_reason(session: Session, key: str) -> str | None:
     return render(statuses) if statuses else None
 
 
-def _render_events(session: Session) -> None:
+def _render_events(session: Session, phases: dict[str, PodGroupPhase]) -> None:
     result = session.result
     for obj, reason, message in session.snapshot.problems:
         kind, _, ref = obj.partition(" ")
@@ -133,7 +138,7 @@ def _render_events(session: Session) -> None:
         pending = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and t.schedulable_by_us]
         job_statuses = session.job_errors.get(job.key, [])
         job_reason = _job_reason(session, job.key)
-        if job.podgroup is not None and job_reason and job.phase is not PodGroupPhase.RUNNING:
+        if job.podgroup is not None and job_reason and phases[job.key] is not PodGroupPhase.RUNNING:
             result.rejections[f"PodGroup {job.key}"] = tuple(job_statuses)
             result.events.append(
                 Event(

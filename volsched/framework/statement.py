@@ -1,18 +1,21 @@
-"""A Statement records allocate, pipeline and evict operations and applies or undoes them as a whole.
+"""A Statement records allocate, pipeline, evict and admit operations and applies or undoes them as a
+whole.
 
 Actions place a gang through one Statement: ``commit()`` when the gang is ready, ``discard()`` otherwise,
 so a gang is never half-placed and nothing is evicted for a task that does not end up placed.
 Operations take effect on the session's snapshot at once (so later choices see them); only ``commit``
-turns them into decisions (binds and evictions) in the session result.
+turns them into decisions (binds, evictions, admissions) in the session result. Actions change session
+state only through a Statement (and record refusals with ``session.reject``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from volsched.framework.decisions import Bind, Evict, EvictionReason
+from volsched.framework.decisions import Admit, Bind, Evict, EvictionReason
 from volsched.framework.session import Session
-from volsched.model.objects import Task, TaskStatus
+from volsched.model.cluster import Job
+from volsched.model.objects import PodGroupPhase, Task, TaskStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,10 +29,16 @@ class _Op:
     may_return: bool = True
 
 
+@dataclass(frozen=True, slots=True)
+class _AdmitOp:
+    job: Job
+    previous: PodGroupPhase
+
+
 class Statement:
     def __init__(self, session: Session) -> None:
         self.session = session
-        self._ops: list[_Op] = []
+        self._ops: list[_Op | _AdmitOp] = []
 
     def __len__(self) -> int:
         return len(self._ops)
@@ -54,12 +63,19 @@ class Statement:
             _Op("evict", task, node, previous=previous, action=action, reason=why, may_return=may_return)
         )
 
+    def admit(self, job: Job) -> None:
+        """Admit ``job`` into its queue (phase Inqueue): allocate may place it from now on."""
+        self._ops.append(_AdmitOp(job, job.phase))
+        job.phase = PodGroupPhase.INQUEUE
+
     def commit(self) -> None:
         """Turn the recorded operations into decisions. Pipelined tasks stay promised for this session
         only: the next session places them again once the evicted pods have released their nodes."""
         result = self.session.result
         for op in self._ops:
-            if op.kind == "allocate":
+            if isinstance(op, _AdmitOp):
+                result.admits.append(Admit(job=op.job.key, phase=PodGroupPhase.INQUEUE.value))
+            elif op.kind == "allocate":
                 result.binds.append(
                     Bind(pod=op.task.key, uid=op.task.uid, node=self.session.nodes.names[op.node])
                 )
@@ -89,7 +105,9 @@ class Statement:
         """Undo the operations recorded since ``mark`` (an earlier ``len(statement)``), newest first."""
         while len(self._ops) > mark:
             op = self._ops.pop()
-            if op.kind == "allocate":
+            if isinstance(op, _AdmitOp):
+                op.job.phase = op.previous
+            elif op.kind == "allocate":
                 self.session.undo_allocate(op.task, op.node)
             elif op.kind == "pipeline":
                 self.session.undo_pipeline(op.task, op.node)

@@ -1,0 +1,63 @@
+"""Admission is a Statement operation: it takes effect in the session at once, becomes an Admit
+decision on commit and is undone by discard; closing a session computes PodGroup phases into the
+result without writing them into the jobs."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.builders import node, pod, podgroup, queue
+from volsched.cache.state import ClusterState
+from volsched.framework.decisions import Admit
+from volsched.framework.registry import load_config
+from volsched.framework.runner import close_session, open_session
+from volsched.framework.session import Session
+from volsched.framework.statement import Statement
+from volsched.model.objects import PodGroupPhase
+
+
+def pending_gang_session() -> Session:
+    state = ClusterState()
+    for obj in [node("n1", cpu="4"), queue("q"), podgroup("g", ns="ns", queue="q", min_member=1, phase="Pending"),
+                pod("g-0", ns="ns", cpu="1", group="g")]:  # fmt: skip
+        state.apply(obj)
+    return open_session(state.snapshot(now=1.0), load_config())
+
+
+@pytest.mark.parametrize(
+    ("finish", "phase", "admits"),
+    [
+        pytest.param(
+            "commit", PodGroupPhase.INQUEUE, [Admit(job="ns/g", phase="Inqueue")], id="commit-admits"
+        ),
+        pytest.param("discard", PodGroupPhase.PENDING, [], id="discard-undoes-the-admission"),
+        pytest.param("rollback", PodGroupPhase.PENDING, [], id="rollback-to-before-undoes-it"),
+    ],
+)
+def test_admit_takes_effect_at_once_and_is_decided_only_on_commit(
+    finish: str, phase: PodGroupPhase, admits: list[Admit]
+) -> None:
+    session = pending_gang_session()
+    job = session.jobs["ns/g"]
+    statement = Statement(session)
+    statement.admit(job)
+    assert job.phase is PodGroupPhase.INQUEUE
+    if finish == "rollback":
+        statement.rollback(0)
+    else:
+        getattr(statement, finish)()
+    assert job.phase is phase
+    assert session.result.admits == admits
+
+
+def test_closing_a_session_computes_phases_without_writing_them_into_the_jobs() -> None:
+    session = pending_gang_session()
+    job = session.jobs["ns/g"]
+    statement = Statement(session)
+    statement.admit(job)
+    statement.allocate(job.tasks["ns/g-0"], 0)
+    statement.commit()
+    result = close_session(session)
+    assert result.podgroups["ns/g"].phase == "Running"
+    assert result.queues["q"].podgroups == {"Running": 1}
+    assert job.phase is PodGroupPhase.INQUEUE  # what the session left it at; the result says Running
