@@ -13,7 +13,7 @@ from tests.builders import Obj, config, node, pod, pod_affinity, pod_term, podgr
 from tests.sim.test_rescheduling import first_evictions, resched_config
 from volsched.framework.messages import reason_of, render_eviction
 from volsched.model.errors import InputError
-from volsched.simulate import EPOCH, _iso
+from volsched.simulate import EPOCH, iso
 
 
 def usage_node(name: str, cpu: float, *, alloc_cpu: str = "10", **kw: Any) -> Obj:
@@ -244,7 +244,7 @@ def test_a_pod_on_a_node_with_a_taint_it_does_not_tolerate_is_moved(
 
 def test_pod_life_time_moves_pods_older_than_the_limit():
     # The first session runs at EPOCH + 10001; pods without a creation time are created at EPOCH + i.
-    young = rs_pod("young", "n1", created=_iso(EPOCH + 9_500))
+    young = rs_pod("young", "n1", created=iso(EPOCH + 9_500))
     objs = [node("n1"), node("n2"), rs_pod("old", "n1"), young]
     assert evicted(objs, strategy("podLifeTime", maxPodLifeTimeSeconds=1000)) == ["default/old"]
     assert evicted(objs, strategy("podLifeTime", maxPodLifeTimeSeconds=100)) == [
@@ -348,7 +348,7 @@ def test_failed_pods_are_removed_by_reason_owner_and_age(params: dict[str, Any],
         failed("affinity", "NodeAffinity"),
         failed("evicted", "Evicted"),
         oom,
-        failed("job", owner="Job/job", created=_iso(EPOCH + 9_000)),
+        failed("job", owner="Job/job", created=iso(EPOCH + 9_000)),
         rs_pod("healthy", "n1"),
     ]
     bare = status(pod("bare", node="n1"), phase="Failed")

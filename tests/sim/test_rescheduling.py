@@ -13,7 +13,7 @@ from tests.builders import Obj, config, node, pod, podgroup, priority_class, sim
 from volsched.framework.config import SchedulerConfig
 from volsched.model.errors import InputError
 from volsched.plugins.rescheduling import LAST_RUN_KEY
-from volsched.simulate import EPOCH, Document, Simulator, _iso
+from volsched.simulate import EPOCH, Document, Simulator, iso
 
 LOW_NODE = {
     "name": "lowNodeUtilization",
@@ -127,7 +127,7 @@ def test_standalone_and_critical_pods_are_never_moved():
 
 
 def _started(obj: Obj, at: float) -> Obj:
-    obj["status"]["startTime"] = _iso(at)
+    obj["status"]["startTime"] = iso(at)
     return obj
 
 

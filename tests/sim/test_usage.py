@@ -26,7 +26,7 @@ from volsched.cli import main
 from volsched.framework.config import SchedulerConfig
 from volsched.model.errors import InputError
 from volsched.plugins.usage import usage_score
-from volsched.simulate import EPOCH, Document, Simulator, _iso
+from volsched.simulate import EPOCH, Document, Simulator, iso
 
 
 def usage_config(
@@ -176,7 +176,7 @@ def test_a_pod_started_after_the_measurement_counts_one_started_before_does_not(
 ):
     # Measured 40%; the running 2-cpu pod is 20% more if the measurement cannot have seen it.
     running = pod("old", cpu="2", node="n1", owner="ReplicaSet/x")
-    running["status"]["startTime"] = _iso(started)
+    running["status"]["startTime"] = iso(started)
     data = run_usage([loaded("n1", 40), running, pod("p")], usage_config({"thresholds": {"cpu": 50}}))
     assert placed(data, "default/p").get("default/p") == expected
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from volsched.framework.decisions import Event, Evict, SessionResult
 from volsched.framework.messages import eviction_events, render_eviction
 from volsched.framework.registry import load_config
 from volsched.framework.runner import run_session
-from volsched.model import validation, yamlload
+from volsched.model import validation
 from volsched.model.errors import InputError
 from volsched.model.objects import (
     DEFAULT_QUEUE,
@@ -38,7 +37,21 @@ from volsched.model.objects import (
     TaskStatus,
     object_ref,
 )
+from volsched.simulate.documents import EPOCH, Document, iso, load_documents
 from volsched.usage_input import load_usage_file, usage_from_annotations
+
+__all__ = [
+    "EPOCH",
+    "Document",
+    "SimulationResult",
+    "Simulator",
+    "iso",
+    "load_documents",
+    "session_json",
+    "simulate",
+    "simulate_stages",
+    "to_json",
+]
 
 #: The most pods the simulator's job controller creates for one Job (``spec.parallelism``). Kubernetes
 #: caps Indexed Jobs at 100,000; a simulation of one session over that many pods takes minutes, so the
@@ -48,44 +61,6 @@ MAX_PARALLELISM = 10_000
 MAX_JOB_PODS = 50_000
 #: Kinds whose objects live in a namespace.
 NAMESPACED = frozenset({"Pod", "PodGroup", "Job", "ResourceQuota", "PersistentVolumeClaim"})
-
-#: Simulated clock start for objects without a creationTimestamp (input order decides ties).
-EPOCH = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
-
-
-@dataclass
-class Document:
-    source: str  # "file: document N"
-    obj: dict[str, Any]
-
-
-def load_documents(paths: Sequence[str | Path]) -> list[Document]:
-    """The objects of YAML files (multi-document, or a List), read with the bounded loader."""
-    docs: list[Document] = []
-    for path in paths:
-        try:
-            data = Path(path).read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from None
-        for i, doc in enumerate(yamlload.load_all(data, source=str(path)), start=1):
-            if doc is None:
-                continue
-            source = f"{path}: document {i}"
-            if not isinstance(doc, dict):
-                raise InputError("expected a Kubernetes object (a map with kind)", source=source)
-            if doc.get("kind") == "List" or (
-                isinstance(doc.get("kind"), str) and doc["kind"].endswith("List")
-            ):
-                items = doc.get("items")
-                if not isinstance(items, list):
-                    raise InputError("a List needs a list field items", source=source)
-                for j, item in enumerate(items):
-                    if not isinstance(item, dict):
-                        raise InputError(f"items[{j}] is not an object", source=source)
-                    docs.append(Document(f"{source}, items[{j}]", item))
-            else:
-                docs.append(Document(source, doc))
-    return docs
 
 
 @dataclass
@@ -126,7 +101,7 @@ class Simulator:
             )
             if meta is None:
                 raise InputError("metadata must be a map", source=doc.source)
-            meta.setdefault("creationTimestamp", _iso(EPOCH + i))
+            meta.setdefault("creationTimestamp", iso(EPOCH + i))
             if doc.obj.get("kind") in ("Pod", "PodGroup", "Job", "ResourceQuota", "PersistentVolumeClaim"):
                 meta.setdefault("namespace", "default")
         self._check_job_pods(docs)
@@ -301,7 +276,7 @@ class Simulator:
                 continue
             pod = copy.deepcopy(dict(raw))
             pod["spec"]["nodeName"] = bind.node
-            pod["status"] = {**(pod.get("status") or {}), "phase": "Running", "startTime": _iso(self.clock)}
+            pod["status"] = {**(pod.get("status") or {}), "phase": "Running", "startTime": iso(self.clock)}
             self.state.apply(pod)
             changed = True
         for ev in result.evictions:
@@ -317,7 +292,7 @@ class Simulator:
             for ref in owners:
                 job_key = f"{ns}/{ref.get('name')}"
                 if ref.get("kind") == "Job" and job_key in self.jobs:
-                    self._spawn(job_key, _iso(self.clock))
+                    self._spawn(job_key, iso(self.clock))
                     respawned = True
             if not ev.may_return and task is not None:
                 # A failed pod's controller replaced it when it failed; it used nothing measurable.
@@ -365,7 +340,7 @@ class Simulator:
             meta = pod["metadata"]
             meta["name"] = f"{base.split('/', 1)[1]}-moved-{count}"
             meta["uid"] = f"{task.namespace}/{meta['name']}"
-            meta["creationTimestamp"] = _iso(self.clock)
+            meta["creationTimestamp"] = iso(self.clock)
             pod["spec"].pop("nodeName", None)
             pod["status"] = {"phase": "Pending"}
             self.state.apply(pod)
@@ -393,7 +368,7 @@ class Simulator:
         for i, doc in enumerate(docs):
             meta = doc.obj.get("metadata")
             if isinstance(meta, dict):
-                meta.setdefault("creationTimestamp", _iso(self.clock + i))
+                meta.setdefault("creationTimestamp", iso(self.clock + i))
         self._load(docs)
 
 
@@ -513,7 +488,3 @@ def session_json(last: SessionResult) -> dict[str, Any]:
 
 def _event(e: Event) -> dict[str, str]:
     return {"object": e.object, "reason": e.reason, "message": e.message}
-
-
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
