@@ -20,8 +20,8 @@ from typing import Any
 from volsched.cache.state import KINDS, ClusterState
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.framework.config import SchedulerConfig
-from volsched.framework.decisions import Event, Evict, SessionResult
-from volsched.framework.messages import eviction_events, render_eviction
+from volsched.framework.decisions import Evict, SessionResult
+from volsched.framework.messages import eviction_events
 from volsched.framework.registry import load_config
 from volsched.framework.runner import run_session
 from volsched.model import validation
@@ -38,6 +38,7 @@ from volsched.model.objects import (
     object_ref,
 )
 from volsched.simulate.documents import EPOCH, Document, iso, load_documents
+from volsched.simulate.output import session_json, to_json
 from volsched.usage_input import load_usage_file, usage_from_annotations
 
 __all__ = [
@@ -410,81 +411,3 @@ def simulate_stages(
             history=result.history + more.history,
         )
     return result
-
-
-# --- output ------------------------------------------------------------------------------------------
-
-
-def _num(value: float) -> float | int:
-    return int(value) if float(value).is_integer() else round(value, 6)
-
-
-def _resources(amounts: Mapping[str, float] | None) -> dict[str, float | int] | None:
-    if amounts is None:
-        return None
-    return {k: _num(v) for k, v in sorted(amounts.items())}
-
-
-def to_json(result: SimulationResult) -> dict[str, Any]:
-    """The ``-o json`` contract (see the README)."""
-    state = result.state
-    pods = {}
-    for key in sorted(state.raw_pods):
-        raw = state.raw_pods[key]
-        pods[key] = {
-            "node": (raw.get("spec") or {}).get("nodeName") or None,
-            "phase": (raw.get("status") or {}).get("phase") or "Pending",
-        }
-    return {
-        "sessions": result.sessions,
-        "pods": pods,
-        **session_json(result.last),
-        "evictions": [
-            {"pod": e.pod, "node": e.node, "action": e.action, "reason": render_eviction(e)}
-            for e in result.evictions
-        ],
-    }
-
-
-def session_json(last: SessionResult) -> dict[str, Any]:
-    """PodGroups, queues, namespaces and events of one session, as in ``-o json`` (the operator's
-    dashboard serves the same)."""
-    podgroups = {
-        key: {
-            "phase": s.phase,
-            "queue": s.queue,
-            "minMember": s.min_member,
-            "scheduled": s.scheduled,
-            "reason": s.unschedulable,
-        }
-        for key, s in sorted(last.podgroups.items())
-    }
-    queues = {
-        name: {
-            "parent": q.parent,
-            "weight": q.weight,
-            "state": q.state,
-            "deserved": _resources(q.deserved),
-            "allocated": _resources(q.allocated),
-            "request": _resources(q.request),
-            "guarantee": _resources(q.guarantee),
-            "capability": _resources(q.capability),
-            "realCapability": _resources(q.real_capability),
-            "share": q.share,
-        }
-        for name, q in sorted(last.queues.items())
-    }
-    namespaces = {
-        ns: {"weight": v["weight"], "allocated": _resources(v["allocated"])}
-        for ns, v in sorted(last.namespaces.items())
-    }
-    return {
-        "podgroups": podgroups,
-        "queues": queues,
-        "namespaces": namespaces,
-        "events": [_event(e) for e in last.events],
-    }
-
-
-def _event(e: Event) -> dict[str, str]:
-    return {"object": e.object, "reason": e.reason, "message": e.message}
