@@ -10,7 +10,7 @@ from volsched.framework.decisions import Event, SessionResult
 from volsched.framework.messages import render_eviction
 
 if TYPE_CHECKING:
-    from volsched.simulate import SimulationResult
+    from volsched.simulate.loop import SimulationResult
 
 
 def _num(value: float) -> float | int:
