@@ -5,19 +5,18 @@ Bad input raises :class:`InputError` naming the file, the document and the field
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from volsched.cache.feeder import Feeder
 from volsched.cache.state import KINDS, ClusterState
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE
+from volsched.cycle import BOUND, run_cycle
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Evict, SessionResult
-from volsched.framework.messages import eviction_events
 from volsched.framework.registry import load_config
-from volsched.framework.runner import run_session
 from volsched.model import validation
 from volsched.model.errors import InputError
 from volsched.model.objects import (
@@ -26,12 +25,10 @@ from volsched.model.objects import (
     GROUP_ANNOTATION,
     QUEUE_ANNOTATION,
     VOLCANO_GROUP_ANNOTATION,
-    PodGroupPhase,
-    Task,
-    TaskStatus,
     object_ref,
 )
 from volsched.simulate.documents import EPOCH, Document, iso, load_documents
+from volsched.simulate.port import MemoryPort
 from volsched.usage_input import load_usage_file, usage_from_annotations
 
 #: The most pods the simulator's job controller creates for one Job (``spec.parallelism``). Kubernetes
@@ -63,14 +60,15 @@ class Simulator:
     ) -> None:
         self.config = config or load_config()
         self.state = ClusterState(scheduler_names=scheduler_names)
-        self.jobs: dict[str, dict[str, Any]] = {}
-        self._job_counter: dict[str, int] = {}
-        self._job_pods = 0  # pods the Jobs started with, in all
         self.clock = EPOCH + 10_000.0
+        self.feeder = Feeder(self.state, clock=lambda: self.clock)
+        self.port = MemoryPort(self.feeder, clock=lambda: self.clock)
+        #: The Jobs the job controller runs (the port's; a test may end one by deleting it here).
+        self.jobs = self.port.jobs
+        self._job_pods = 0  # pods the Jobs started with, in all
         docs = list(documents)
         self._load(docs)
         self._load_usage_annotations(docs)
-        self._moved: dict[str, int] = {}
 
     # --- input ----------------------------------------------------------------------------------------
 
@@ -103,9 +101,9 @@ class Simulator:
                     self._add_job(doc.obj)
                 elif str(doc.obj.get("apiVersion") or "").startswith(f"{VOLCANO_GROUP}/"):
                     volcano_kind = VOLCANO_PODGROUP if kind == "PodGroup" else VOLCANO_QUEUE
-                    self.state.apply({**doc.obj, "kind": volcano_kind})
+                    self.port.put({**doc.obj, "kind": volcano_kind})
                 else:
-                    self.state.apply(doc.obj)
+                    self.port.put(doc.obj)
             except InputError as exc:
                 raise InputError(
                     f"{ref}: {exc.message}" if ref not in exc.message else exc.message, source=doc.source
@@ -201,130 +199,16 @@ class Simulator:
             tmeta.get("annotations"), field=f"Job {ns}/{name}: spec.template.metadata.annotations"
         )
         self._job_pods += parallelism  # within MAX_JOB_PODS: _check_job_pods saw every Job first
-        key = f"{ns}/{name}"
-        self.jobs[key] = job
-        self._job_counter[key] = 0
-        created = meta.get("creationTimestamp")
-        for _ in range(parallelism):
-            self._spawn(key, created)
-
-    def _spawn(self, job_key: str, created: Any) -> str:
-        job = self.jobs[job_key]
-        ns, name = job_key.split("/", 1)
-        index = self._job_counter[job_key]
-        self._job_counter[job_key] = index + 1
-        template = copy.deepcopy(job["spec"]["template"])
-        tmeta = template.get("metadata") or {}
-        pod_name = f"{name}-{index}"
-        pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": pod_name,
-                "namespace": ns,
-                "uid": f"{ns}/{pod_name}",
-                "labels": {**(tmeta.get("labels") or {}), "job-name": name},
-                "annotations": dict(tmeta.get("annotations") or {}),
-                "creationTimestamp": created,
-                "ownerReferences": [{"kind": "Job", "name": name, "controller": True}],
-            },
-            "spec": template["spec"],
-            "status": {"phase": "Pending"},
-        }
-        try:
-            self.state.apply(pod)
-        except InputError as exc:
-            raise InputError(f"Job {job_key}: spec.template: {exc.message}") from None
-        return f"{ns}/{pod_name}"
+        self.port.start_job(f"{ns}/{name}", job, parallelism)
 
     # --- running ----------------------------------------------------------------------------------------
 
     def step(self) -> tuple[SessionResult, bool]:
-        """Run one session and apply its decisions. Returns the result and whether anything changed."""
+        """Run one cycle. Returns the session's result and whether anything changed."""
         self.clock += 1.0
-        snapshot = self.state.snapshot(now=self.clock)
-        result = run_session(snapshot, self.config)
-        changed = self._apply(result)
-        return result, changed
-
-    def _apply(self, result: SessionResult) -> bool:
-        changed = False
-        # What the operator writes on an evicted pod (its event), rendered here at this edge.
-        result.events.extend(eviction_events(result))
-        for bind in result.binds:
-            raw = self.state.raw_pods.get(bind.pod)
-            if raw is None:
-                continue
-            pod = copy.deepcopy(dict(raw))
-            pod["spec"]["nodeName"] = bind.node
-            pod["status"] = {**(pod.get("status") or {}), "phase": "Running", "startTime": iso(self.clock)}
-            self.state.apply(pod)
-            changed = True
-        for ev in result.evictions:
-            raw = self.state.raw_pods.get(ev.pod)
-            if raw is None:
-                continue
-            task = self.state.tasks.get(ev.pod)
-            self.state.delete("Pod", *ev.pod.split("/", 1))
-            changed = True
-            owners = (raw.get("metadata") or {}).get("ownerReferences") or []
-            ns = ev.pod.split("/", 1)[0]
-            respawned = False
-            for ref in owners:
-                job_key = f"{ns}/{ref.get('name')}"
-                if ref.get("kind") == "Job" and job_key in self.jobs:
-                    self._spawn(job_key, iso(self.clock))
-                    respawned = True
-            if not ev.may_return and task is not None:
-                # A failed pod's controller replaced it when it failed; it used nothing measurable.
-                failed = task.status is TaskStatus.FAILED
-                self._moved_off(ev.node, task, raw, respawn=not respawned and not failed, measured=not failed)
-        self.state.carryover = result.carryover
-        for key, status in result.podgroups.items():
-            pg = self.state.podgroups.get(key)
-            if pg is not None and pg.phase.value != status.phase:
-                self.state.set_podgroup_phase(key, PodGroupPhase(status.phase))
-                changed = True
-        return changed
-
-    def _moved_off(
-        self, node: str, task: Task, raw: Mapping[str, Any], *, respawn: bool, measured: bool = True
-    ) -> None:
-        """A pod rescheduled off ``node``: its owner keeps off that node for
-        ``volsched.cache.state.AVOID_SECONDS``, the node's
-        measured usage loses the pod's share (if the measurement included it), and, playing the pod's
-        controller, a pending replacement is created (batch Jobs already got theirs)."""
-        self.state.moved_off(task, node, now=self.clock)
-        usage = self.state.usage.get(node)
-        spec = self.state.nodes.get(node)
-        if measured and usage is not None and spec is not None and task.start_time <= usage.measured_at:
-
-            def share(resource: str) -> float:
-                alloc = spec.allocatable.get(resource, 0.0)
-                return task.request_map.get(resource, 0.0) / alloc * 100.0 if alloc > 0 else 0.0
-
-            self.state.set_usage(
-                {
-                    **self.state.usage,
-                    node: replace(
-                        usage,
-                        cpu=max(0.0, usage.cpu - share("cpu")),
-                        memory=max(0.0, usage.memory - share("memory")),
-                    ),
-                }
-            )
-        if respawn and task.owner:
-            base = f"{task.namespace}/{task.name.split('-moved-', 1)[0]}"
-            count = self._moved.get(base, 0) + 1
-            self._moved[base] = count
-            pod = copy.deepcopy(dict(raw))
-            meta = pod["metadata"]
-            meta["name"] = f"{base.split('/', 1)[1]}-moved-{count}"
-            meta["uid"] = f"{task.namespace}/{meta['name']}"
-            meta["creationTimestamp"] = iso(self.clock)
-            pod["spec"].pop("nodeName", None)
-            pod["status"] = {"phase": "Pending"}
-            self.state.apply(pod)
+        report = run_cycle(self.feeder, self.config, self.port, now=self.clock)
+        changed = bool(report.count(BOUND) or report.evicted() or report.phases_changed)
+        return report.result, changed
 
     def run(self, max_sessions: int) -> SimulationResult:
         if max_sessions < 1:

@@ -1,0 +1,175 @@
+"""The simulator's :class:`~volsched.cycle.Port`: the cluster's answers, played in memory.
+
+Every decision takes effect at once, in the cache, through the :class:`~volsched.cache.feeder.Feeder`
+(as the watch would deliver it):
+
+* the kubelet: a bound pod starts ``Running`` on its node at the simulated clock;
+* an eviction deletes the pod; the job controller then creates a pending replacement for a Job's pod,
+  and a pod moved off its node (``shuffle``) is replaced by its owner, while the node's measured usage
+  loses the pod's share (if the measurement included it);
+* nothing is written for status: the session's result is the output. The events the operator posts on
+  evicted pods are added to it, as the operator's writer renders them.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from volsched.cache.feeder import Feeder
+from volsched.cycle import BOUND, EVICTED, GONE, BindOutcome, EvictOutcome, StatusReport
+from volsched.framework.decisions import Bind, Evict, SessionResult
+from volsched.framework.messages import eviction_events
+from volsched.model.errors import InputError
+from volsched.model.objects import Task, TaskStatus
+from volsched.simulate.documents import iso
+
+Raw = Mapping[str, Any]
+
+
+class MemoryPort:
+    def __init__(self, feeder: Feeder, *, clock: Callable[[], float]) -> None:
+        self.feeder = feeder
+        self.state = feeder.state
+        self.clock = clock
+        #: The Jobs the job controller runs ("ns/name" -> the Job object).
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self._job_counter: dict[str, int] = {}
+        self._moved: dict[str, int] = {}
+
+    # --- the objects ----------------------------------------------------------------------------------
+
+    def put(self, obj: Mapping[str, Any]) -> None:
+        """Create or update an object (raises :class:`InputError` when it is invalid)."""
+        self.state.apply(obj)
+
+    def remove(self, kind: str, key: str) -> None:
+        ns, _, name = key.rpartition("/")
+        self.state.delete(kind, ns or None, name)
+
+    # --- the job controller ------------------------------------------------------------------------------
+
+    def start_job(self, job_key: str, job: dict[str, Any], pods: int) -> None:
+        """Run ``job`` and create its first ``pods`` pods."""
+        self.jobs[job_key] = job
+        self._job_counter[job_key] = 0
+        created = job["metadata"].get("creationTimestamp")
+        for _ in range(pods):
+            self.spawn(job_key, created)
+
+    def spawn(self, job_key: str, created: Any) -> str:
+        """Create the Job's next pod, pending. Returns its key."""
+        job = self.jobs[job_key]
+        ns, name = job_key.split("/", 1)
+        index = self._job_counter[job_key]
+        self._job_counter[job_key] = index + 1
+        template = copy.deepcopy(job["spec"]["template"])
+        tmeta = template.get("metadata") or {}
+        pod_name = f"{name}-{index}"
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": pod_name,
+                "namespace": ns,
+                "uid": f"{ns}/{pod_name}",
+                "labels": {**(tmeta.get("labels") or {}), "job-name": name},
+                "annotations": dict(tmeta.get("annotations") or {}),
+                "creationTimestamp": created,
+                "ownerReferences": [{"kind": "Job", "name": name, "controller": True}],
+            },
+            "spec": template["spec"],
+            "status": {"phase": "Pending"},
+        }
+        try:
+            self.put(pod)
+        except InputError as exc:
+            raise InputError(f"Job {job_key}: spec.template: {exc.message}") from None
+        return f"{ns}/{pod_name}"
+
+    # --- the port -----------------------------------------------------------------------------------------
+
+    def bind(self, binds: Sequence[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
+        out = []
+        for bind in binds:
+            raw = self.state.raw_pods.get(bind.pod)
+            if raw is None:
+                out.append(BindOutcome(bind, GONE, "no such pod"))
+                continue
+            pod = copy.deepcopy(dict(raw))
+            pod["spec"]["nodeName"] = bind.node
+            pod["status"] = {**(pod.get("status") or {}), "phase": "Running", "startTime": iso(self.clock())}
+            self.put(pod)
+            out.append(BindOutcome(bind, BOUND))
+        return out
+
+    def evict(self, evictions: Sequence[Evict], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
+        out = []
+        for ev in evictions:
+            raw = self.state.raw_pods.get(ev.pod)
+            if raw is None:
+                out.append(EvictOutcome(ev, GONE, "no such pod"))
+                continue
+            task = self.state.tasks.get(ev.pod)
+            self.remove("Pod", ev.pod)
+            owners = (raw.get("metadata") or {}).get("ownerReferences") or []
+            ns = ev.pod.split("/", 1)[0]
+            respawned = False
+            for ref in owners:
+                job_key = f"{ns}/{ref.get('name')}"
+                if ref.get("kind") == "Job" and job_key in self.jobs:
+                    self.spawn(job_key, iso(self.clock()))
+                    respawned = True
+            if not ev.may_return and task is not None:
+                # A failed pod's controller replaced it when it failed; it used nothing measurable.
+                failed = task.status is TaskStatus.FAILED
+                self._moved_off(ev.node, task, raw, respawn=not respawned and not failed, measured=not failed)
+            out.append(EvictOutcome(ev, EVICTED))
+        return out
+
+    def settle(self) -> tuple[list[BindOutcome], list[EvictOutcome]]:
+        return [], []
+
+    def write_status(self, result: SessionResult, feeder: Feeder) -> StatusReport:
+        # What the operator writes on an evicted pod (its event), rendered here at this edge.
+        result.events.extend(eviction_events(result))
+        return StatusReport()
+
+    def _moved_off(
+        self, node: str, task: Task, raw: Mapping[str, Any], *, respawn: bool, measured: bool = True
+    ) -> None:
+        """A pod rescheduled off ``node`` (the cycle keeps its owner off the node): the node's measured
+        usage loses the pod's share (if the measurement included it), and, playing the pod's
+        controller, a pending replacement is created (batch Jobs already got theirs)."""
+        usage = self.state.usage.get(node)
+        spec = self.state.nodes.get(node)
+        if measured and usage is not None and spec is not None and task.start_time <= usage.measured_at:
+
+            def share(resource: str) -> float:
+                alloc = spec.allocatable.get(resource, 0.0)
+                return task.request_map.get(resource, 0.0) / alloc * 100.0 if alloc > 0 else 0.0
+
+            self.state.set_usage(
+                {
+                    **self.state.usage,
+                    node: replace(
+                        usage,
+                        cpu=max(0.0, usage.cpu - share("cpu")),
+                        memory=max(0.0, usage.memory - share("memory")),
+                    ),
+                }
+            )
+        if respawn and task.owner:
+            base = f"{task.namespace}/{task.name.split('-moved-', 1)[0]}"
+            count = self._moved.get(base, 0) + 1
+            self._moved[base] = count
+            pod = copy.deepcopy(dict(raw))
+            meta = pod["metadata"]
+            meta["name"] = f"{base.split('/', 1)[1]}-moved-{count}"
+            meta["uid"] = f"{task.namespace}/{meta['name']}"
+            meta["creationTimestamp"] = iso(self.clock())
+            pod["spec"].pop("nodeName", None)
+            pod["status"] = {"phase": "Pending"}
+            self.put(pod)
