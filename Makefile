@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo simulate test test-deps lint bench bench-fairshare bench-parse constraints clean
+.PHONY: demo simulate test test-deps lint bench bench-bind bench-fairshare bench-parse constraints clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -41,6 +41,12 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_allocate.py
+
+## Binds on a real kube-apiserver: volsched, kube-scheduler and a bare binder (the ceiling), backlog and
+## arriving pods (1,000 nodes x 10,000 pods; BENCH_ARGS=--quick: 200 x 2,000; see bench/bind_throughput.py).
+bench-bind: $(STAMP)
+	bash hack/controlplane/build.sh >/dev/null
+	$(BIN)/python bench/bind_throughput.py $(BENCH_ARGS)
 
 ## Decision quality, not time: placements against the fluid hierarchical water-fill.
 bench-fairshare: $(STAMP)

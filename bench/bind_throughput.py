@@ -1,0 +1,779 @@
+"""Bind throughput on a real kube-apiserver: volsched, kube-scheduler and a bare binder (the ceiling).
+
+For every mode and scheduler in turn, a fresh local control plane (etcd + kube-apiserver from
+hack/controlplane; a fresh one each, so that every scheduler meets the same empty apiserver and etcd) gets
+``--nodes`` Ready nodes and ``--pods`` pending pods in namespace ``bench`` whose ``schedulerName`` is that
+scheduler's, and the scheduler is started as a subprocess:
+
+* volsched:        ``volsched run`` with its default configuration (plus kubeconfig, namespace, http port 0);
+* kube-scheduler:  the binary hack/controlplane builds, with a KubeSchedulerConfiguration that raises the
+                   client's qps/burst to 5000 and turns leader election off;
+* ceiling:         ``bench/bare_binder.py``: watches the pending pods and posts ``pods/binding`` round-robin
+                   over the nodes from several processes with many connections, scheduling nothing.
+
+Modes: ``backlog`` creates every pod before the scheduler starts; ``arriving`` starts the scheduler, waits
+until it is ready, then creates the pods at a steady ``--rate`` (pods/s, from several processes so that
+creation is not the bottleneck).
+
+How it is measured (the same for all three):
+
+* binds are seen by one watch on the namespace's pods, in a process of its own, started before any pod is
+  created: a pod is bound when an event first shows its ``spec.nodeName``; its bind time is when that
+  event was received (``time.time()``), its creation time when its ADDED event was received;
+* start: just before the scheduler's process is spawned; ready: volsched's ``/healthz`` answers 200 (cache
+  synced), kube-scheduler's ``/readyz``, the bare binder's processes all print ``ready``;
+* pods/s: bound pods / (last bind - first bind); time to first bind: first bind - start (and - ready);
+* latency, p50/p99 over all bound pods: backlog: bind - start (every pod waits from the scheduler's
+  start, its startup included); arriving: bind - creation;
+* CPU s per 1,000 pods: utime+stime (+ that of waited-for children) of the scheduler's process tree
+  (``/proc/<pid>/stat``, sampled every 0.5 s, last sample when the last pod is bound) / (bound / 1000),
+  startup included; peak RSS: the sum of ``VmHWM`` over the tree (one process: its own peak);
+* ratios: to kube-scheduler and to the ceiling of the same mode in the same invocation.
+
+A run ends when every pod is bound, or when no pod was bound for ``--stall`` seconds (then it reports
+what was bound). Every process started is killed on exit (SIGTERM/SIGINT included).
+
+    python bench/bind_throughput.py [--quick | --nodes 1000 --pods 10000] [--modes backlog,arriving]
+        [--only volsched,kube-scheduler,ceiling] [--rate 500] [--keep-logs DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import json
+import math
+import multiprocessing
+import multiprocessing.synchronize
+import os
+import re
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+
+from bindstats import RunFigures, TreeUsage, fmt_seconds, ratio, run_figures  # noqa: E402
+from machine import describe  # noqa: E402
+
+from volsched_dev.devcluster import LocalControlPlane  # noqa: E402
+
+NAMESPACE = "bench"
+OPERATOR_NS = "volsched-system"
+SCHEDULERS = ("volsched", "kube-scheduler", "ceiling")
+SCHEDULER_NAMES = {
+    "volsched": "volsched",
+    "kube-scheduler": "bench-kube-scheduler",
+    "ceiling": "bench-binder",
+}
+MODES = ("backlog", "arriving")
+
+
+# --------------------------------------------------------------------------- objects
+
+
+def node_body(name: str, pods_per_node: int) -> dict[str, Any]:
+    """A Ready node with room for ``pods_per_node`` pods of :func:`pod_body` (and twice as many to spare)."""
+    room = max(110, 2 * pods_per_node)
+    res = {
+        "cpu": str(max(64, math.ceil(room * 0.1))),
+        "memory": f"{max(256, room // 4)}Gi",
+        "pods": str(room),
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {
+            "capacity": res,
+            "allocatable": res,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "bench"}],
+        },
+    }
+
+
+def pod_body(name: str, scheduler_name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "bench"}},
+        "spec": {
+            "schedulerName": scheduler_name,
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                }
+            ],
+        },
+    }
+
+
+@dataclass(frozen=True)
+class Conn:
+    """How a child process reaches the apiserver (picklable)."""
+
+    server: str
+    ca: str
+    token: str
+
+
+# --------------------------------------------------------------------------- creating objects (processes)
+
+
+async def _create_all(
+    conn: Conn, kind: str, bodies: list[tuple[float, dict[str, Any]]], conns: int, failed: Any
+) -> None:
+    import aiohttp
+
+    ctx = ssl.create_default_context(cafile=conn.ca)
+    headers = {"Authorization": f"Bearer {conn.token}", "Content-Type": "application/json"}
+    url = (
+        f"{conn.server}/api/v1/nodes"
+        if kind == "node"
+        else f"{conn.server}/api/v1/namespaces/{NAMESPACE}/pods"
+    )
+    sem = asyncio.Semaphore(conns)
+    timeout = aiohttp.ClientTimeout(total=120)
+    async with aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(ssl=ctx, limit=conns), headers=headers, timeout=timeout
+    ) as http:
+
+        async def post(data: bytes) -> None:
+            try:
+                for attempt in range(30):
+                    try:
+                        async with http.post(url, data=data) as resp:
+                            await resp.read()
+                            if resp.status in (200, 201, 409):
+                                return
+                            if resp.status not in (429, 500, 503, 504):
+                                break
+                    except (aiohttp.ClientError, TimeoutError):
+                        pass
+                    await asyncio.sleep(min(1.0, 0.05 * 2**attempt))
+                with failed.get_lock():
+                    failed.value += 1
+            finally:
+                sem.release()
+
+        tasks = set()
+        for due, body in bodies:
+            delay = due - time.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            await sem.acquire()
+            task = asyncio.create_task(post(json.dumps(body, separators=(",", ":")).encode()))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        while tasks:
+            await asyncio.gather(*list(tasks))
+
+
+def _creator(
+    conn: Conn, kind: str, bodies: list[tuple[float, dict[str, Any]]], conns: int, failed: Any
+) -> None:
+    _die_with_parent()
+    asyncio.run(_create_all(conn, kind, bodies, conns, failed))
+
+
+class Creation:
+    """Objects being created, by ``loadgen create`` (Go) or by Python processes (:func:`_creator`)."""
+
+    def __init__(self, procs: list[Any], failed: Any, kind: str) -> None:
+        self.procs, self._failed, self.kind = procs, failed, kind
+
+    def wait(self) -> None:
+        for proc in self.procs:
+            if isinstance(proc, subprocess.Popen):
+                proc.wait()
+                if proc in _CHILDREN:
+                    _CHILDREN.remove(proc)
+            else:
+                proc.join()
+
+    def kill(self) -> None:
+        for proc in self.procs:
+            if isinstance(proc, subprocess.Popen):
+                kill_tree(proc, grace=0.0)
+            else:
+                proc.kill()
+
+    @property
+    def failed(self) -> int:
+        if self._failed is not None:
+            return int(self._failed.value)
+        return sum(1 for p in self.procs if p.returncode not in (0, None, -signal.SIGKILL))
+
+
+def start_creation(
+    conn: Conn,
+    kind: str,
+    bodies: list[dict[str, Any]],
+    *,
+    args: argparse.Namespace,
+    workdir: Path,
+    t0: float = 0.0,
+    rate: float | None = None,
+) -> Creation:
+    """Create ``bodies`` (Go's loadgen when there is one, else ``--create-procs`` Python processes);
+    with a ``rate`` the i-th is due at ``t0 + i / rate``."""
+    path = "/api/v1/nodes" if kind == "node" else f"/api/v1/namespaces/{NAMESPACE}/pods"
+    if args.loadgen is not None and args.creator == "go":
+        file = workdir / f"{kind}s.jsonl"
+        file.write_text("".join(json.dumps(b, separators=(",", ":")) + "\n" for b in bodies))
+        argv = [
+            str(args.loadgen), "create", "-server", conn.server, "-ca", conn.ca,
+            "-token-file", str(_token_file(conn, workdir)), "-path", path, "-bodies", str(file),
+            "-conns", str(args.create_conns * args.create_procs),
+        ]  # fmt: skip
+        if rate:
+            argv += ["-rate", str(rate), "-t0", repr(t0)]
+        return Creation([spawn(argv, workdir / f"create-{kind}s.log")], None, kind)
+    ctx = multiprocessing.get_context("spawn")
+    failed = ctx.Value("i", 0)
+    shares: list[list[tuple[float, dict[str, Any]]]] = [[] for _ in range(args.create_procs)]
+    for i, body in enumerate(bodies):
+        shares[i % args.create_procs].append((t0 + i / rate if rate else 0.0, body))
+    started = []
+    for share in shares:
+        proc = ctx.Process(target=_creator, args=(conn, kind, share, args.create_conns, failed), daemon=True)
+        proc.start()
+        started.append(proc)
+    return Creation(started, failed, kind)
+
+
+def create(
+    conn: Conn, kind: str, bodies: list[dict[str, Any]], *, args: argparse.Namespace, workdir: Path
+) -> None:
+    creation = start_creation(conn, kind, bodies, args=args, workdir=workdir)
+    creation.wait()
+    if creation.failed:
+        raise RuntimeError(f"{kind}s could not be all created (see {workdir})")
+
+
+def _token_file(conn: Conn, workdir: Path) -> Path:
+    path = workdir / "admin.token"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(conn.token)
+    return path
+
+
+def build_loadgen() -> Path | None:
+    """``bench/loadgen`` built with the Go toolchain hack/controlplane uses, cached by its sources' hash
+    next to the control-plane binaries; None without Go."""
+    go = shutil.which("go") or (
+        "/usr/local/go/bin/go" if os.access("/usr/local/go/bin/go", os.X_OK) else None
+    )
+    src = BENCH / "loadgen"
+    digest = hashlib.sha256(b"".join((src / f).read_bytes() for f in ("go.mod", "main.go"))).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "volsched" / "bench"
+    binary = cache / f"loadgen-{digest}"
+    if binary.is_file():
+        return binary
+    if go is None:
+        return None
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = cache / f".loadgen-{os.getpid()}"
+    subprocess.run(
+        [go, "build", "-trimpath", "-o", str(tmp), "."],
+        cwd=src,
+        check=True,
+        env={**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod"},
+    )
+    tmp.replace(binary)
+    return binary
+
+
+# --------------------------------------------------------------------------- the bind watch (a process)
+
+_TYPE = re.compile(rb'^\{"type":"([A-Z]+)"')
+_NAME = re.compile(rb'"name":"([^"]+)"')
+_NODE = re.compile(rb'"nodeName":"([^"]+)"')
+_RV = re.compile(rb'"resourceVersion":"([^"]+)"')
+
+
+def _watch_proc(
+    conn: Conn,
+    out: str,
+    added: Any,
+    bound: Any,
+    last_bind: Any,
+    stop: multiprocessing.synchronize.Event,
+    rv: str,
+) -> None:
+    """Watch the namespace's pods from ``rv``; count and time ADDED pods and first binds; on ``stop``
+    write ``{"added": {name: t}, "bound": {name: [t, node]}}`` to ``out``."""
+    import http.client
+    import urllib.parse
+
+    _die_with_parent()
+    t_added: dict[str, float] = {}
+    t_bound: dict[str, tuple[float, str]] = {}
+    lock = threading.Lock()
+
+    def read() -> None:
+        nonlocal rv
+        ctx = ssl.create_default_context(cafile=conn.ca)
+        host = urllib.parse.urlsplit(conn.server)
+        while not stop.is_set():
+            c = http.client.HTTPSConnection(host.hostname or "127.0.0.1", host.port, context=ctx)
+            query = urllib.parse.urlencode({"watch": "1", "resourceVersion": rv, "timeoutSeconds": "3600"})
+            try:
+                c.request(
+                    "GET",
+                    f"/api/v1/namespaces/{NAMESPACE}/pods?{query}",
+                    headers={"Authorization": f"Bearer {conn.token}"},
+                )
+                resp = c.getresponse()
+                if resp.status != 200:  # 410 Gone: too far behind; take the whole state again
+                    rv = "" if resp.status == 410 else rv
+                    time.sleep(0.2)
+                    continue
+                while True:
+                    line = resp.readline()
+                    now = time.time()
+                    if not line:
+                        break
+                    m = _TYPE.match(line)
+                    if m is None or m.group(1) not in (b"ADDED", b"MODIFIED"):
+                        continue
+                    name_m, node_m, rv_m = _NAME.search(line), _NODE.search(line), _RV.search(line)
+                    if name_m is None:
+                        continue
+                    if rv_m is not None:
+                        rv = rv_m.group(1).decode()
+                    name = name_m.group(1).decode()
+                    with lock:
+                        if name not in t_added:
+                            t_added[name] = now
+                            with added.get_lock():
+                                added.value += 1
+                        if node_m is not None and name not in t_bound:
+                            t_bound[name] = (now, node_m.group(1).decode())
+                            with bound.get_lock():
+                                bound.value += 1
+                            last_bind.value = now
+            except (OSError, http.client.HTTPException):
+                time.sleep(0.2)
+            finally:
+                c.close()
+
+    threading.Thread(target=read, daemon=True).start()
+    stop.wait()
+    with lock:
+        data = {"added": dict(t_added), "bound": {k: list(v) for k, v in t_bound.items()}}
+    Path(out).write_text(json.dumps(data))
+
+
+@dataclass
+class Watch:
+    proc: multiprocessing.process.BaseProcess
+    added: Any
+    bound: Any
+    last_bind: Any
+    stop: multiprocessing.synchronize.Event
+    out: Path
+
+    def result(self) -> tuple[dict[str, float], dict[str, tuple[float, str]]]:
+        self.stop.set()
+        self.proc.join(60)
+        data = json.loads(self.out.read_text())
+        return dict(data["added"]), {k: (float(v[0]), str(v[1])) for k, v in data["bound"].items()}
+
+
+def start_watch(conn: Conn, rv: str, out: Path) -> Watch:
+    ctx = multiprocessing.get_context("spawn")
+    added, bound, last_bind = ctx.Value("i", 0), ctx.Value("i", 0), ctx.Value("d", 0.0)
+    stop = ctx.Event()
+    proc = ctx.Process(
+        target=_watch_proc, args=(conn, str(out), added, bound, last_bind, stop, rv), daemon=True
+    )
+    proc.start()
+    return Watch(proc, added, bound, last_bind, stop, out)
+
+
+# --------------------------------------------------------------------------- processes and cleanup
+
+
+def _die_with_parent() -> None:
+    """Have Linux SIGKILL this process when its parent dies (no orphans after a crash of the bench)."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+_CHILDREN: list[subprocess.Popen[bytes]] = []
+
+
+def spawn(argv: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    with log.open("ab") as f:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=env,
+            start_new_session=True,  # its own process group: killed as a whole
+            preexec_fn=_die_with_parent,
+        )
+    _CHILDREN.append(proc)
+    return proc
+
+
+def kill_tree(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    """SIGTERM the process group, then SIGKILL what is left of it after ``grace`` seconds."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(grace)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(10)
+    if proc in _CHILDREN:
+        _CHILDREN.remove(proc)
+
+
+def kill_all() -> None:
+    for proc in list(_CHILDREN):
+        kill_tree(proc, grace=3.0)
+    for child in multiprocessing.active_children():
+        child.kill()
+
+
+# --------------------------------------------------------------------------- the schedulers
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _http_ok(url: str, *, insecure: bool = False) -> bool:
+    ctx = None
+    if insecure:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(url, timeout=2, context=ctx) as resp:
+            return bool(resp.status == 200)
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+@dataclass
+class Scheduler:
+    name: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+    ready: Callable[[], bool]
+
+
+def start_volsched(cp: LocalControlPlane, log: Path) -> Scheduler:
+    argv = [
+        sys.executable, "-m", "volsched", "run",
+        "--kubeconfig", str(cp.kubeconfig_path),
+        "--namespace", OPERATOR_NS,
+        "--metrics-host", "127.0.0.1",
+        "--metrics-port", "0",
+    ]  # fmt: skip
+    proc = spawn(argv, log, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    port: list[int] = []
+
+    def ready() -> bool:
+        if not port:
+            m = re.search(r"serving /healthz.* on [\d.]+:(\d+)", log.read_text(errors="replace"))
+            if m is None:
+                return False
+            port.append(int(m.group(1)))
+        return _http_ok(f"http://127.0.0.1:{port[0]}/healthz")
+
+    return Scheduler("volsched", proc, log, ready)
+
+
+def start_kube_scheduler(cp: LocalControlPlane, log: Path, workdir: Path) -> Scheduler:
+    binary = cp.scheduler_binary
+    if binary is None:
+        raise RuntimeError("no kube-scheduler next to kube-apiserver (run hack/controlplane/build.sh)")
+    config = workdir / "kube-scheduler.yaml"
+    config.write_text(
+        json.dumps(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "clientConnection": {"kubeconfig": str(cp.kubeconfig_path), "qps": 5000, "burst": 5000},
+                "leaderElection": {"leaderElect": False},
+                "profiles": [{"schedulerName": SCHEDULER_NAMES["kube-scheduler"]}],
+            }
+        )
+    )
+    port = _free_port()
+    argv = [str(binary), f"--config={config}", "--bind-address=127.0.0.1", f"--secure-port={port}", "--v=1"]
+    proc = spawn(argv, log)
+    return Scheduler(
+        "kube-scheduler", proc, log, lambda: _http_ok(f"https://127.0.0.1:{port}/readyz", insecure=True)
+    )
+
+
+def start_ceiling(cp: LocalControlPlane, log: Path, workdir: Path, *, args: argparse.Namespace) -> Scheduler:
+    conn = Conn(cp.host, str(cp.ca_cert_path), cp.admin_token)
+    common = [
+        "-server", cp.host, "-ca", str(cp.ca_cert_path), "-token-file", str(_token_file(conn, workdir)),
+        "-namespace", NAMESPACE, "-scheduler-name", SCHEDULER_NAMES["ceiling"],
+    ]  # fmt: skip
+    if args.binder == "go":
+        assert args.loadgen is not None
+        argv = [str(args.loadgen), "bind", *common, "-conns", str(args.binder_conns * args.binder_procs)]
+        procs = 1
+    else:
+        argv = [
+            sys.executable, str(BENCH / "bare_binder.py"), *("-" + a if a.startswith("-") else a for a in common),
+            "--procs", str(args.binder_procs), "--conns", str(args.binder_conns),
+        ]  # fmt: skip
+        procs = args.binder_procs
+    proc = spawn(argv, log)
+    return Scheduler("ceiling", proc, log, lambda: log.read_text(errors="replace").count("ready") >= procs)
+
+
+# --------------------------------------------------------------------------- one run
+
+
+@dataclass
+class Result:
+    scheduler: str
+    mode: str
+    figures: RunFigures
+    ready: float
+    cpu_per_1000: float
+    peak_rss: int
+    stalled: bool
+    failed_creates: int = 0
+
+
+def _say(msg: str) -> None:
+    print(f"  {time.strftime('%H:%M:%S')} {msg}", flush=True)
+
+
+def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) -> Result:
+    tag = f"{scheduler}-{mode}"
+    rundir = workdir / tag
+    rundir.mkdir(parents=True, exist_ok=True)
+    with LocalControlPlane(base_dir=rundir, keep_dir=args.keep_logs is not None) as cp:
+        from kubernetes import client, utils
+
+        conn = Conn(cp.host, str(cp.ca_cert_path), cp.admin_token)
+        with cp.api_client() as api:
+            core = client.CoreV1Api(api)
+            for ns in (NAMESPACE, OPERATOR_NS):
+                core.create_namespace({"metadata": {"name": ns}})
+            for path in sorted((ROOT / "crds").glob("*.yaml")):
+                utils.create_from_yaml(api, str(path))
+            t = time.monotonic()
+            per_node = math.ceil(args.pods / args.nodes)
+            nodes = [node_body(f"node-{i:05d}", per_node) for i in range(args.nodes)]
+            create(conn, "node", nodes, args=args, workdir=rundir)
+            _say(f"{tag}: {args.nodes} nodes created in {time.monotonic() - t:.1f}s")
+            rv = core.list_namespaced_pod(NAMESPACE, limit=1).metadata.resource_version
+        watch = start_watch(conn, rv, rundir / "binds.json")
+        bodies = [pod_body(f"pod-{i:06d}", SCHEDULER_NAMES[scheduler]) for i in range(args.pods)]
+        creation: Creation | None = None
+        if mode == "backlog":
+            t = time.monotonic()
+            create(conn, "pod", bodies, args=args, workdir=rundir)
+            while watch.added.value < args.pods:
+                time.sleep(0.05)
+            _say(f"{tag}: {args.pods} pods created in {time.monotonic() - t:.1f}s")
+        log = rundir / f"{scheduler}.log"
+        start = time.time()
+        if scheduler == "volsched":
+            sched = start_volsched(cp, log)
+        elif scheduler == "kube-scheduler":
+            sched = start_kube_scheduler(cp, log, rundir)
+        else:
+            sched = start_ceiling(cp, log, rundir, args=args)
+        usage = TreeUsage(sched.proc.pid)
+        ready_at = math.nan
+        try:
+            stalled = False
+            last_count, last_change, next_sample, next_say = 0, time.time(), 0.0, time.time() + 10
+            while True:
+                now = time.time()
+                if sched.proc.poll() is not None:
+                    raise RuntimeError(f"{scheduler} exited with {sched.proc.returncode}; log: {log}")
+                if math.isnan(ready_at) and sched.ready():
+                    ready_at = time.time()
+                    if mode == "arriving":
+                        creation = start_creation(
+                            conn,
+                            "pod",
+                            bodies,
+                            args=args,
+                            workdir=rundir,
+                            t0=time.time() + 0.2,
+                            rate=args.rate,
+                        )
+                count = watch.bound.value
+                if now >= next_sample:
+                    usage.sample()
+                    next_sample = now + 0.5
+                if count >= args.pods:
+                    usage.sample()
+                    break
+                if count != last_count:
+                    last_count, last_change = count, now
+                elif now - last_change > args.stall and (mode == "backlog" or not math.isnan(ready_at)):
+                    stalled = True
+                    usage.sample()
+                    break
+                if now >= next_say:
+                    _say(f"{tag}: {count}/{args.pods} bound, {watch.added.value} created")
+                    next_say = now + 10
+                time.sleep(0.02)
+        finally:
+            kill_tree(sched.proc)
+            if creation is not None:
+                creation.kill()
+        added, bound = watch.result()
+        binds = {name: t for name, (t, _node) in bound.items()}
+        figures = run_figures(
+            pods=args.pods, start=start, binds=binds, origins=added if mode == "arriving" else None
+        )
+        return Result(
+            scheduler=scheduler,
+            mode=mode,
+            figures=figures,
+            ready=ready_at - start,
+            cpu_per_1000=usage.cpu_seconds / (max(figures.bound, 1) / 1000),
+            peak_rss=usage.peak_rss,
+            stalled=stalled,
+            failed_creates=creation.failed if creation is not None else 0,
+        )
+
+
+# --------------------------------------------------------------------------- report
+
+
+def report(results: list[Result]) -> None:
+    header = (
+        f"{'mode':<9} {'scheduler':<15} {'bound':>12} {'pods/s':>8} {'vs kube':>8} {'vs ceil':>8} "
+        f"{'1st bind':>9} {'ready':>7} {'1st-rdy':>8} {'p50':>7} {'p99':>7} {'cpu/1k':>7} {'peak RSS':>9}"
+    )
+    print(header)
+    for mode in MODES:
+        rows = [r for r in results if r.mode == mode]
+        ref = {r.scheduler: r.figures.throughput for r in rows}
+        for r in rows:
+            f = r.figures
+            first, ready, after_ready, p50, p99 = fmt_seconds(
+                [f.first_bind, r.ready, f.first_bind - r.ready, f.p50, f.p99]
+            )
+            bound = f"{f.bound}/{f.pods}" + ("!" if r.stalled else "")
+            print(
+                f"{mode:<9} {r.scheduler:<15} {bound:>12} {f.throughput:>8.0f} "
+                f"{ratio(f.throughput, ref.get('kube-scheduler')):>8} {ratio(f.throughput, ref.get('ceiling')):>8} "
+                f"{first:>9} {ready:>7} {after_ready:>8} {p50:>7} {p99:>7} {r.cpu_per_1000:>7.2f} "
+                f"{r.peak_rss / 2**20:>7.0f}Mi"
+            )
+            if r.failed_creates:
+                print(f"  ({r.failed_creates} pods could not be created)")
+    if any(r.stalled for r in results):
+        print("!: stalled (no bind for --stall seconds); the figures are of what was bound")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--nodes", type=int, default=1000)
+    p.add_argument("--pods", type=int, default=10000)
+    p.add_argument("--quick", action="store_true", help="200 nodes x 2,000 pods")
+    p.add_argument("--modes", default=",".join(MODES), help="comma-separated: backlog, arriving")
+    p.add_argument("--only", default=",".join(SCHEDULERS), help="comma-separated: " + ", ".join(SCHEDULERS))
+    p.add_argument("--rate", type=float, default=500.0, help="arriving mode: pods created per second")
+    p.add_argument("--stall", type=float, default=120.0, help="give up after this long without a bind (s)")
+    p.add_argument("--create-procs", type=int, default=2, help="processes creating nodes and pods")
+    p.add_argument("--create-conns", type=int, default=32, help="connections per creating process")
+    p.add_argument("--binder-procs", type=int, default=2, help="processes of the bare binder")
+    p.add_argument("--binder-conns", type=int, default=64, help="connections per bare-binder process")
+    p.add_argument(
+        "--binder", choices=("go", "python"), help="the ceiling's binder (default: go, if there is Go)"
+    )
+    p.add_argument(
+        "--creator", choices=("go", "python"), help="who creates the objects (default: go, if any)"
+    )
+    p.add_argument("--keep-logs", help="keep the schedulers' and control planes' logs in this directory")
+    args = p.parse_args(argv)
+    args.loadgen = None if args.binder == args.creator == "python" else build_loadgen()
+    if args.loadgen is None and "go" in (args.binder, args.creator):
+        p.error("no Go toolchain to build bench/loadgen with")
+    args.binder = args.binder or ("go" if args.loadgen else "python")
+    args.creator = args.creator or ("go" if args.loadgen else "python")
+    if args.quick:
+        args.nodes, args.pods = 200, 2000
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    for value, known, what in ((modes, MODES, "--modes"), (only, SCHEDULERS, "--only")):
+        bad = sorted(set(value) - set(known))
+        if bad:
+            p.error(f"{what}: unknown {', '.join(bad)} (known: {', '.join(known)})")
+    order = [s for s in SCHEDULERS if s in only]
+
+    def on_signal(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    print("machine:", describe())
+    print(
+        f"{args.nodes} nodes x {args.pods} pods; modes {', '.join(modes)}; arriving rate {args.rate:.0f}/s; "
+        f"a fresh control plane per run; ceiling: {args.binder} binder; objects created by {args.creator}"
+    )
+    results: list[Result] = []
+    try:
+        with _workdir(args.keep_logs) as workdir:
+            for mode in modes:
+                for scheduler in order:
+                    results.append(run_one(scheduler, mode, args, workdir))
+                    f = results[-1].figures
+                    _say(f"{scheduler}-{mode}: {f.bound} bound, {f.throughput:.0f} pods/s")
+    finally:
+        kill_all()
+    print()
+    report(results)
+    return 0 if all(not r.stalled for r in results) else 1
+
+
+@contextlib.contextmanager
+def _workdir(keep: str | None) -> Iterator[Path]:
+    if keep:
+        path = Path(keep).resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+    else:
+        with tempfile.TemporaryDirectory(prefix="volsched-bench-bind-") as tmp:
+            yield Path(tmp)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""Pure helpers of ``bench/bind_throughput.py``: percentiles, the figures of one run, and reading a process
+tree's CPU time and peak memory from ``/proc`` (unit-tested in tests/unit/test_bindstats.py)."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0..100) with linear interpolation between closest ranks (numpy's
+    default, ``method="linear"``); NaN for no values."""
+    if not values:
+        return math.nan
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile must be within 0..100, not {q}")
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+# --------------------------------------------------------------------------- /proc
+
+
+@dataclass(frozen=True)
+class ProcStat:
+    """The fields of ``/proc/<pid>/stat`` a benchmark needs."""
+
+    pid: int
+    ppid: int
+    #: utime + stime + cutime + cstime, in seconds: this process and its children it has waited for.
+    cpu_seconds: float
+
+
+def parse_stat(text: str, *, ticks: int = CLOCK_TICKS) -> ProcStat:
+    """Parse one ``/proc/<pid>/stat`` line. The command name (field 2) is in parentheses and may hold
+    spaces and parentheses itself, so the fields are counted from the last ``)``."""
+    pid = int(text[: text.index(" ")])
+    rest = text[text.rindex(")") + 2 :].split()
+    # rest[0] is field 3 (state): field k is rest[k - 3].
+    ppid = int(rest[1])
+    utime, stime, cutime, cstime = (int(x) for x in rest[11:15])
+    return ProcStat(pid=pid, ppid=ppid, cpu_seconds=(utime + stime + cutime + cstime) / ticks)
+
+
+_HWM = re.compile(r"^VmHWM:\s+(\d+)\s+kB", re.MULTILINE)
+
+
+def parse_vm_hwm(status_text: str) -> int:
+    """Peak resident set size (``VmHWM`` of ``/proc/<pid>/status``) in bytes; 0 when absent (a zombie)."""
+    m = _HWM.search(status_text)
+    return int(m.group(1)) * 1024 if m else 0
+
+
+def descendants(root: int, parents: Mapping[int, int]) -> set[int]:
+    """``root`` and every process whose chain of parents (pid -> ppid) leads to it."""
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parents.items():
+        children.setdefault(ppid, []).append(pid)
+    tree, todo = {root}, [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in tree:
+                tree.add(child)
+                todo.append(child)
+    return tree
+
+
+@dataclass
+class TreeUsage:
+    """CPU seconds and peak RSS of a process tree, sampled now and then (:meth:`sample`). Per process the
+    largest value seen is kept (both only grow), so a child that exits keeps what it had used."""
+
+    root: int
+    proc: Path = Path("/proc")
+    cpu: dict[int, float] = field(default_factory=dict)
+    hwm: dict[int, int] = field(default_factory=dict)
+
+    def sample(self) -> None:
+        stats: dict[int, ProcStat] = {}
+        for entry in self.proc.iterdir() if self.proc.is_dir() else ():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stats[int(entry.name)] = parse_stat((entry / "stat").read_text())
+            except (OSError, ValueError, IndexError):
+                continue  # gone meanwhile
+        for pid in descendants(self.root, {p: s.ppid for p, s in stats.items()}):
+            st = stats.get(pid)
+            if st is None:
+                continue
+            self.cpu[pid] = max(self.cpu.get(pid, 0.0), st.cpu_seconds)
+            try:
+                hwm = parse_vm_hwm((self.proc / str(pid) / "status").read_text())
+            except OSError:
+                continue
+            self.hwm[pid] = max(self.hwm.get(pid, 0), hwm)
+
+    @property
+    def cpu_seconds(self) -> float:
+        return sum(self.cpu.values())
+
+    @property
+    def peak_rss(self) -> int:
+        """Sum of the processes' peaks (for one process: its VmHWM; for several an upper bound)."""
+        return sum(self.hwm.values())
+
+
+# --------------------------------------------------------------------------- figures of one run
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    pods: int
+    bound: int
+    #: Bound pods per second between the first and the last bind.
+    throughput: float
+    #: Seconds from the scheduler's start to its first bind.
+    first_bind: float
+    p50: float
+    p99: float
+    #: Seconds from the scheduler's start to the last bind.
+    wall: float
+
+
+def run_figures(
+    *,
+    pods: int,
+    start: float,
+    binds: Mapping[str, float],
+    origins: Mapping[str, float] | None,
+) -> RunFigures:
+    """The figures of one run from the receive times of the binds (pod name -> time).
+
+    Latency of a pod: its bind time minus its origin: ``origins[name]`` (when the pod was seen created)
+    or, with ``origins=None`` (a backlog), ``start`` (the scheduler's start) for every pod.
+    Throughput: bound pods / (last bind - first bind); with one bind, bound / (bind - start)."""
+    times = sorted(binds.values())
+    if not times:
+        nan = math.nan
+        return RunFigures(pods, 0, 0.0, nan, nan, nan, nan)
+    span = times[-1] - times[0]
+    if span <= 0:
+        span = max(times[-1] - start, 1e-9)
+    latencies = [t - (start if origins is None else origins.get(name, start)) for name, t in binds.items()]
+    return RunFigures(
+        pods=pods,
+        bound=len(times),
+        throughput=len(times) / span,
+        first_bind=times[0] - start,
+        p50=percentile(latencies, 50),
+        p99=percentile(latencies, 99),
+        wall=times[-1] - start,
+    )
+
+
+def ratio(value: float, reference: float | None) -> str:
+    """``"0.19x"``, or ``"-"`` without a reference."""
+    if reference is None or not reference or math.isnan(reference) or math.isnan(value):
+        return "-"
+    return f"{value / reference:.2f}x"
+
+
+def fmt_seconds(values: Iterable[float]) -> list[str]:
+    return ["-" if math.isnan(v) else f"{v:.2f}" for v in values]

@@ -1,0 +1,3 @@
+module volsched.dev/bench/loadgen
+
+go 1.22

@@ -1,0 +1,123 @@
+"""The bind benchmark's arithmetic (bench/bindstats.py): percentiles, latency and throughput of a run, and
+reading CPU time and peak memory of a process tree from /proc."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from bindstats import (
+    CLOCK_TICKS,
+    TreeUsage,
+    descendants,
+    parse_stat,
+    parse_vm_hwm,
+    percentile,
+    ratio,
+    run_figures,
+)
+
+
+@pytest.mark.parametrize(
+    ("values", "q", "expected"),
+    [
+        ([3.0, 1.0, 2.0], 50, 2.0),
+        ([1.0, 2.0, 3.0, 4.0], 50, 2.5),
+        ([1.0, 2.0, 3.0, 4.0], 0, 1.0),
+        ([1.0, 2.0, 3.0, 4.0], 100, 4.0),
+        ([float(i) for i in range(1, 101)], 99, 99.01),  # numpy.percentile(range(1, 101), 99)
+        ([7.0], 99, 7.0),
+    ],
+)
+def test_percentile_interpolates_between_closest_ranks(
+    values: list[float], q: float, expected: float
+) -> None:
+    assert percentile(values, q) == pytest.approx(expected)
+
+
+def test_percentile_of_nothing_is_nan_and_out_of_range_is_refused() -> None:
+    assert math.isnan(percentile([], 50))
+    with pytest.raises(ValueError):
+        percentile([1.0], 101)
+
+
+STAT = (
+    "4242 (python3 -m (weird) name) S 4000 4242 4242 0 -1 4194560 5000 0 0 0 "
+    "250 50 30 20 20 0 9 0 1234 100000 2000 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0"
+)
+
+
+def test_stat_is_read_from_after_the_last_parenthesis() -> None:
+    st = parse_stat(STAT, ticks=100)
+    assert (st.pid, st.ppid) == (4242, 4000)
+    assert st.cpu_seconds == pytest.approx((250 + 50 + 30 + 20) / 100)
+
+
+def test_vm_hwm_is_in_bytes_and_zero_when_absent() -> None:
+    assert (
+        parse_vm_hwm("Name:\tpython\nVmPeak:\t  900 kB\nVmHWM:\t  123456 kB\nVmRSS:\t 1 kB\n")
+        == 123456 * 1024
+    )
+    assert parse_vm_hwm("Name:\tzombie\nState:\tZ\n") == 0
+
+
+def test_descendants_follow_parents_and_leave_others_out() -> None:
+    parents = {10: 1, 11: 10, 12: 11, 13: 10, 20: 1, 21: 20}
+    assert descendants(10, parents) == {10, 11, 12, 13}
+    assert descendants(99, parents) == {99}
+
+
+def _proc_entry(root: Path, pid: int, ppid: int, ticks: int, hwm_kb: int) -> None:
+    d = root / str(pid)
+    d.mkdir(exist_ok=True)
+    fields = ["S", str(ppid), *["0"] * 9, str(ticks), "0", "0", "0"]
+    (d / "stat").write_text(f"{pid} (p) {' '.join(fields)} 0 0\n")
+    (d / "status").write_text(f"Name:\tp\nVmHWM:\t{hwm_kb} kB\n")
+
+
+def test_tree_usage_sums_the_tree_and_keeps_what_an_exited_child_used(tmp_path: Path) -> None:
+    _proc_entry(tmp_path, 10, 1, ticks=100, hwm_kb=1000)
+    _proc_entry(tmp_path, 11, 10, ticks=50, hwm_kb=500)
+    _proc_entry(tmp_path, 30, 1, ticks=999, hwm_kb=9999)  # not ours
+    (tmp_path / "self").mkdir()  # not a pid: skipped
+    usage = TreeUsage(10, proc=tmp_path)
+    usage.sample()
+    assert usage.cpu_seconds == pytest.approx(150 / CLOCK_TICKS)
+    assert usage.peak_rss == 1500 * 1024
+    for f in (tmp_path / "11").iterdir():
+        f.unlink()
+    (tmp_path / "11").rmdir()
+    _proc_entry(tmp_path, 10, 1, ticks=120, hwm_kb=900)  # VmHWM never goes down; a lower sample is kept high
+    usage.sample()
+    assert usage.cpu_seconds == pytest.approx(170 / CLOCK_TICKS)
+    assert usage.peak_rss == 1500 * 1024
+
+
+def test_backlog_latency_counts_from_the_scheduler_start() -> None:
+    binds = {"a": 12.0, "b": 14.0, "c": 16.0}
+    f = run_figures(pods=4, start=10.0, binds=binds, origins=None)
+    assert (f.pods, f.bound) == (4, 3)
+    assert f.first_bind == pytest.approx(2.0)
+    assert f.p50 == pytest.approx(4.0)
+    assert f.throughput == pytest.approx(3 / 4.0)  # bound / (last bind - first bind)
+    assert f.wall == pytest.approx(6.0)
+
+
+def test_arriving_latency_counts_from_each_pods_creation() -> None:
+    binds = {"a": 12.0, "b": 14.0, "c": 16.0}
+    created = {"a": 11.5, "b": 11.0, "c": 15.0}
+    f = run_figures(pods=3, start=10.0, binds=binds, origins=created)
+    assert f.p50 == pytest.approx(1.0)  # latencies 0.5, 3.0, 1.0
+    assert f.p99 == pytest.approx(1.0 + (3.0 - 1.0) * 0.98)
+
+
+def test_nothing_bound_gives_no_figures_and_no_ratio() -> None:
+    f = run_figures(pods=3, start=0.0, binds={}, origins=None)
+    assert f.bound == 0 and f.throughput == 0.0 and math.isnan(f.p50)
+    assert ratio(f.throughput, None) == "-"
+    assert ratio(900.0, 450.0) == "2.00x"
