@@ -1,7 +1,9 @@
 """The simulator's :class:`~volsched.cycle.Port`: the cluster's answers, played in memory.
 
-Every decision takes effect at once, in the cache, through the :class:`~volsched.cache.feeder.Feeder`
-(as the watch would deliver it):
+It plays the apiserver too: every object the simulator loads or changes reaches the cache through the
+:class:`~volsched.cache.feeder.Feeder` with the next resourceVersion, as a watch would deliver it, so
+assumed binds and resourceVersion ordering run in every simulation. Every decision takes effect at
+once:
 
 * the kubelet: a bound pod starts ``Running`` on its node at the simulated clock;
 * an eviction deletes the pod; the job controller then creates a pending replacement for a Job's pod,
@@ -38,16 +40,26 @@ class MemoryPort:
         self.jobs: dict[str, dict[str, Any]] = {}
         self._job_counter: dict[str, int] = {}
         self._moved: dict[str, int] = {}
+        self._version = 0  # the last resourceVersion given out
 
-    # --- the objects ----------------------------------------------------------------------------------
+    # --- the objects (the apiserver) ----------------------------------------------------------------------
 
     def put(self, obj: Mapping[str, Any]) -> None:
-        """Create or update an object (raises :class:`InputError` when it is invalid)."""
-        self.state.apply(obj)
+        """Create or update an object, as the watch would deliver it: through the Feeder, with the next
+        resourceVersion (and a pod without a uid gets ``namespace/name``, the uid its task has anyway).
+        Raises :class:`InputError` when it is invalid."""
+        self._version += 1
+        meta = {**(obj.get("metadata") or {}), "resourceVersion": str(self._version)}
+        if obj.get("kind") == "Pod" and not meta.get("uid"):
+            meta["uid"] = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        self.feeder.apply(str(obj.get("kind")), {**obj, "metadata": meta}, strict=True)
 
     def remove(self, kind: str, key: str) -> None:
+        """Delete an object (a deletion event with the next resourceVersion)."""
+        self._version += 1
         ns, _, name = key.rpartition("/")
-        self.state.delete(kind, ns or None, name)
+        meta = {"name": name, "resourceVersion": str(self._version), **({"namespace": ns} if ns else {})}
+        self.feeder.delete(kind, {"metadata": meta})
 
     # --- the job controller ------------------------------------------------------------------------------
 
