@@ -18,18 +18,13 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import logging
-import os
 import signal
-import socket
 import threading
 import time
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
@@ -49,7 +44,7 @@ from volsched.kube import status as render
 from volsched.kube.client import bearer_token, load_configuration, new_api_client
 from volsched.kube.configsource import read_config_map
 from volsched.kube.health import ApiHealth, QuietRetries, is_unreachable
-from volsched.kube.lease import LeaderLease, LeaseSettings
+from volsched.kube.lease import LeaderLease
 from volsched.kube.lister import (
     VOLCANO_WATCHED,
     WATCHED,
@@ -59,63 +54,24 @@ from volsched.kube.lister import (
     served_plurals,
 )
 from volsched.kube.podgroups import ConflictReporter, PodGroupCreator
-from volsched.kube.writer import EventTarget, KubeWriter, WriteReport, WriterSettings
+from volsched.kube.writer import EventTarget, KubeWriter, WriteReport
 from volsched.metrics.config import MetricsConfigError, parse_metrics_config
 from volsched.model.errors import InputError
 from volsched.model.fairshare import ROOT as ROOT_QUEUE
-from volsched.model.objects import DEFAULT_SCHEDULER_NAMES, PodGroupPhase, Task
+from volsched.model.objects import PodGroupPhase, Task
+from volsched.operator.settings import Settings, build_parser, settings_from_args
 from volsched.redaction import install_log_redaction, redact
 from volsched.ui import LiveState, add_routes
 from volsched.usagefeed import UsageFeed
 
+__all__ = ["Operator", "Settings", "main"]
+
 log = logging.getLogger("volsched.operator")
 
-DEFAULT_NAMESPACE = "volsched-system"
 #: The event reason on an object the cache refused (a negative quantity, a garbage namespace weight).
 REJECTED = "Rejected"
 #: Session events that are routine (logged nowhere: the object's event and condition say it all).
 ROUTINE_EVENTS = frozenset({"FailedScheduling", "Unschedulable"})
-
-
-# --- settings --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class SessionSettings:
-    period: float = 1.0
-    #: How long a bound pod is taken as bound without the watch confirming it.
-    assume_ttl: float = 30.0
-    #: How often to look whether Volcano's CRDs were installed after the start (they need a restart).
-    volcano_check_every: float = 60.0
-
-
-@dataclass
-class ConfigSettings:
-    namespace: str = DEFAULT_NAMESPACE
-    name: str = "volsched-scheduler-config"
-    key: str = "volsched-scheduler.conf"
-    poll_every: float = 2.0
-
-
-@dataclass
-class HttpSettings:
-    host: str = "0.0.0.0"
-    port: int = 8080  # 0: any free port (see Operator.http_port)
-
-
-@dataclass
-class Settings:
-    kubeconfig: str | None = None
-    session: SessionSettings = field(default_factory=SessionSettings)
-    config: ConfigSettings = field(default_factory=ConfigSettings)
-    http: HttpSettings = field(default_factory=HttpSettings)
-    lease: LeaseSettings = field(default_factory=LeaseSettings)
-    writer: WriterSettings = field(default_factory=WriterSettings)
-    #: The spec.schedulerName values whose pods this operator schedules.
-    scheduler_names: frozenset[str] = DEFAULT_SCHEDULER_NAMES
-    identity: str = field(
-        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-    )
 
 
 # --- metrics ---------------------------------------------------------------------------------------------
@@ -695,67 +651,6 @@ class Operator:
             await runner.cleanup()
             self.writer.close()
             self.api.close()  # type: ignore[no-untyped-call]
-
-
-# --- command line ----------------------------------------------------------------------------------------
-
-
-def build_parser() -> argparse.ArgumentParser:
-    d = Settings()
-    p = argparse.ArgumentParser(prog="volsched run", description="Run the volsched scheduler operator.")
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG)")
-    p.add_argument(
-        "--namespace", default=d.config.namespace, help="namespace of the config ConfigMap and the Lease"
-    )
-    p.add_argument("--config-map", default=d.config.name, help="name of the scheduler config ConfigMap")
-    p.add_argument("--config-key", default=d.config.key, help="key in the ConfigMap holding the config")
-    p.add_argument("--period", type=float, default=d.session.period, help="seconds between sessions")
-    p.add_argument(
-        "--volcano-check-every",
-        type=float,
-        default=d.session.volcano_check_every,
-        help="seconds between looks whether Volcano's CRDs were installed since the start (logged: restart)",
-    )
-    p.add_argument(
-        "--metrics-port", type=int, default=d.http.port, help="port for /healthz, /metrics and /ui (0: any)"
-    )
-    p.add_argument("--metrics-host", default=d.http.host)
-    p.add_argument("--lease-name", default=d.lease.name)
-    p.add_argument("--lease-duration", type=float, default=d.lease.duration)
-    p.add_argument(
-        "--no-lease", action="store_true", help="do not guard binds with a Lease (one replica only!)"
-    )
-    p.add_argument("--workers", type=int, default=d.writer.workers, help="concurrent API calls")
-    p.add_argument("--qps", type=float, default=d.writer.qps, help="API writes per second")
-    p.add_argument("--burst", type=int, default=d.writer.burst)
-    p.add_argument(
-        "--scheduler-names",
-        default=os.environ.get("VOLSCHED_SCHEDULER_NAMES") or ",".join(sorted(d.scheduler_names)),
-        help="comma-separated spec.schedulerName values whose pods volsched schedules "
-        "(default: $VOLSCHED_SCHEDULER_NAMES, else volsched)",
-    )
-    p.add_argument("--log-level", default=os.environ.get("VOLSCHED_LOG_LEVEL", "INFO"))
-    return p
-
-
-def settings_from_args(args: argparse.Namespace) -> Settings:
-    s = Settings(kubeconfig=args.kubeconfig)
-    s.session.period = args.period
-    s.session.volcano_check_every = args.volcano_check_every
-    s.config.namespace, s.config.name, s.config.key = args.namespace, args.config_map, args.config_key
-    s.http.host, s.http.port = args.metrics_host, args.metrics_port
-    s.lease.namespace, s.lease.name, s.lease.duration = args.namespace, args.lease_name, args.lease_duration
-    s.lease.renew_every = min(s.lease.renew_every, max(0.5, args.lease_duration / 3))
-    s.lease.enabled = not args.no_lease
-    s.writer.workers, s.writer.qps, s.writer.burst = args.workers, args.qps, args.burst
-    s.scheduler_names = parse_scheduler_names(args.scheduler_names)
-    return s
-
-
-def parse_scheduler_names(text: str) -> frozenset[str]:
-    """``"volsched, volcano"`` -> {"volsched", "volcano"}; empty -> the default."""
-    names = frozenset(n.strip() for n in text.split(",") if n.strip())
-    return names or DEFAULT_SCHEDULER_NAMES
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,116 @@
+"""The operator's settings: nested dataclasses (:class:`Settings`) and the ``volsched run`` command line
+that fills them (:func:`build_parser`, :func:`settings_from_args`).
+
+Plain data and argument parsing only: nothing here talks to the cluster or starts anything; the
+lifecycle that uses them is :class:`volsched.operator.Operator`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field
+
+from volsched.kube.lease import LeaseSettings
+from volsched.kube.writer import WriterSettings
+from volsched.model.objects import DEFAULT_SCHEDULER_NAMES
+
+DEFAULT_NAMESPACE = "volsched-system"
+
+
+@dataclass
+class SessionSettings:
+    period: float = 1.0
+    #: How long a bound pod is taken as bound without the watch confirming it.
+    assume_ttl: float = 30.0
+    #: How often to look whether Volcano's CRDs were installed after the start (they need a restart).
+    volcano_check_every: float = 60.0
+
+
+@dataclass
+class ConfigSettings:
+    namespace: str = DEFAULT_NAMESPACE
+    name: str = "volsched-scheduler-config"
+    key: str = "volsched-scheduler.conf"
+    poll_every: float = 2.0
+
+
+@dataclass
+class HttpSettings:
+    host: str = "0.0.0.0"
+    port: int = 8080  # 0: any free port (see Operator.http_port)
+
+
+@dataclass
+class Settings:
+    kubeconfig: str | None = None
+    session: SessionSettings = field(default_factory=SessionSettings)
+    config: ConfigSettings = field(default_factory=ConfigSettings)
+    http: HttpSettings = field(default_factory=HttpSettings)
+    lease: LeaseSettings = field(default_factory=LeaseSettings)
+    writer: WriterSettings = field(default_factory=WriterSettings)
+    #: The spec.schedulerName values whose pods this operator schedules.
+    scheduler_names: frozenset[str] = DEFAULT_SCHEDULER_NAMES
+    identity: str = field(
+        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    d = Settings()
+    p = argparse.ArgumentParser(prog="volsched run", description="Run the volsched scheduler operator.")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG)")
+    p.add_argument(
+        "--namespace", default=d.config.namespace, help="namespace of the config ConfigMap and the Lease"
+    )
+    p.add_argument("--config-map", default=d.config.name, help="name of the scheduler config ConfigMap")
+    p.add_argument("--config-key", default=d.config.key, help="key in the ConfigMap holding the config")
+    p.add_argument("--period", type=float, default=d.session.period, help="seconds between sessions")
+    p.add_argument(
+        "--volcano-check-every",
+        type=float,
+        default=d.session.volcano_check_every,
+        help="seconds between looks whether Volcano's CRDs were installed since the start (logged: restart)",
+    )
+    p.add_argument(
+        "--metrics-port", type=int, default=d.http.port, help="port for /healthz, /metrics and /ui (0: any)"
+    )
+    p.add_argument("--metrics-host", default=d.http.host)
+    p.add_argument("--lease-name", default=d.lease.name)
+    p.add_argument("--lease-duration", type=float, default=d.lease.duration)
+    p.add_argument(
+        "--no-lease", action="store_true", help="do not guard binds with a Lease (one replica only!)"
+    )
+    p.add_argument("--workers", type=int, default=d.writer.workers, help="concurrent API calls")
+    p.add_argument("--qps", type=float, default=d.writer.qps, help="API writes per second")
+    p.add_argument("--burst", type=int, default=d.writer.burst)
+    p.add_argument(
+        "--scheduler-names",
+        default=os.environ.get("VOLSCHED_SCHEDULER_NAMES") or ",".join(sorted(d.scheduler_names)),
+        help="comma-separated spec.schedulerName values whose pods volsched schedules "
+        "(default: $VOLSCHED_SCHEDULER_NAMES, else volsched)",
+    )
+    p.add_argument("--log-level", default=os.environ.get("VOLSCHED_LOG_LEVEL", "INFO"))
+    return p
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    s = Settings(kubeconfig=args.kubeconfig)
+    s.session.period = args.period
+    s.session.volcano_check_every = args.volcano_check_every
+    s.config.namespace, s.config.name, s.config.key = args.namespace, args.config_map, args.config_key
+    s.http.host, s.http.port = args.metrics_host, args.metrics_port
+    s.lease.namespace, s.lease.name, s.lease.duration = args.namespace, args.lease_name, args.lease_duration
+    s.lease.renew_every = min(s.lease.renew_every, max(0.5, args.lease_duration / 3))
+    s.lease.enabled = not args.no_lease
+    s.writer.workers, s.writer.qps, s.writer.burst = args.workers, args.qps, args.burst
+    s.scheduler_names = parse_scheduler_names(args.scheduler_names)
+    return s
+
+
+def parse_scheduler_names(text: str) -> frozenset[str]:
+    """``"volsched, volcano"`` -> {"volsched", "volcano"}; empty -> the default."""
+    names = frozenset(n.strip() for n in text.split(",") if n.strip())
+    return names or DEFAULT_SCHEDULER_NAMES
