@@ -11,7 +11,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from volsched.metrics.collector import _metrics_for
-from volsched.operator import Metrics
+from volsched.operator.metrics import Metrics
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "charts" / "volsched" / "dashboards" / "volsched.json"
 

@@ -309,7 +309,7 @@ def test_queue_gauges_follow_a_queue_to_its_new_parent_and_forget_it_when_gone()
     from prometheus_client import generate_latest
 
     from volsched.framework.decisions import SessionResult
-    from volsched.operator import Metrics
+    from volsched.operator.metrics import Metrics
 
     def session(parent: str | None, *, gone: bool = False) -> SessionResult:
         result = SessionResult()
