@@ -28,9 +28,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import kopf
-from aiohttp import web
-from prometheus_client import generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
@@ -58,10 +55,11 @@ from volsched.kube.writer import EventTarget, KubeWriter, WriteReport
 from volsched.metrics.config import MetricsConfigError, parse_metrics_config
 from volsched.model.errors import InputError
 from volsched.model.objects import PodGroupPhase, Task
+from volsched.operator.http import HttpServer, health_problem
 from volsched.operator.metrics import Metrics
 from volsched.operator.settings import Settings, build_parser, settings_from_args
 from volsched.redaction import install_log_redaction, redact
-from volsched.ui import LiveState, add_routes
+from volsched.ui import LiveState
 from volsched.usagefeed import UsageFeed
 
 __all__ = ["Operator", "Settings", "main"]
@@ -121,7 +119,9 @@ class Operator:
         self.last_result: SessionResult | None = None
         self.ui = LiveState()  # what the /ui dashboard shows
         self._problems: dict[str, str] = {}
-        self.http_port: int | None = None
+        self.http = HttpServer(
+            settings.http, liveness=self._liveness, registry=self.metrics.registry, ui=self.ui
+        )
         self.registry = self._build_registry()
 
     # --- watches -----------------------------------------------------------------------------------------
@@ -450,34 +450,18 @@ class Operator:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=max(0.0, wait - (time.monotonic() - started)))
 
-    # --- http --------------------------------------------------------------------------------------------
+    @property
+    def http_port(self) -> int | None:
+        """The port /healthz, /metrics and /ui are served on (known once ``run`` started serving)."""
+        return self.http.port
 
-    async def _healthz(self, _request: web.Request) -> web.Response:
-        stale = max(30.0, 10 * self.settings.session.period)
-        if not self.synced.is_set():
-            return web.Response(status=503, text="cache not synced\n")
-        if self.last_tick and time.monotonic() - self.last_tick > stale:
-            return web.Response(status=503, text="session loop stalled\n")
-        return web.Response(text="ok\n")
-
-    async def _metrics(self, _request: web.Request) -> web.Response:
-        body = generate_latest(self.metrics.registry)
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-    async def _start_http(self) -> web.AppRunner:
-        app = web.Application()
-        app.router.add_get("/healthz", self._healthz)
-        app.router.add_get("/metrics", self._metrics)
-        add_routes(app, self.ui)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self.settings.http.host, self.settings.http.port)
-        await site.start()
-        server = site._server
-        sockets = getattr(server, "sockets", None) or []
-        self.http_port = sockets[0].getsockname()[1] if sockets else self.settings.http.port
-        log.info("serving /healthz, /metrics and /ui on %s:%s", self.settings.http.host, self.http_port)
-        return runner
+    def _liveness(self) -> str | None:
+        return health_problem(
+            synced=self.synced.is_set(),
+            last_tick=self.last_tick,
+            period=self.settings.session.period,
+            now=time.monotonic(),
+        )
 
     # --- lifecycle ---------------------------------------------------------------------------------------
 
@@ -512,7 +496,7 @@ class Operator:
         await asyncio.to_thread(self.lease.release)
 
     async def run(self, stop: asyncio.Event) -> None:
-        runner = await self._start_http()
+        await self.http.start()
         kopf_stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         tasks: list[asyncio.Task[None]] = []
         sessions: asyncio.Task[None] | None = None
@@ -556,7 +540,7 @@ class Operator:
                 with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
                     await asyncio.wait_for(t, timeout=10)
             await asyncio.to_thread(self.usage.close)
-            await runner.cleanup()
+            await self.http.stop()
             self.writer.close()
             self.api.close()  # type: ignore[no-untyped-call]
 
