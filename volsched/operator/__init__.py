@@ -13,7 +13,11 @@
   evicted keep their owner off the node they left (``ClusterState.moved_off``).
 * ``/healthz``, ``/metrics`` and the ``/ui`` dashboard (:mod:`volsched.ui`) are served by aiohttp.
 
-``volsched run --help`` lists the settings; they are nested dataclasses (:class:`Settings`).
+This module is the replica's lifecycle (:class:`Operator`: watches, prelist, Lease, the session loop,
+shutdown) and :func:`main`. Its parts live beside it: :mod:`~volsched.operator.settings` (the settings
+dataclasses and ``volsched run``'s command line), :mod:`~volsched.operator.metrics` (the Prometheus
+series), :mod:`~volsched.operator.http` (the HTTP server) and :mod:`~volsched.operator.reload` (the
+ConfigMap reload). It decides nothing itself: the engine schedules, ``volsched.kube`` writes.
 """
 
 from __future__ import annotations
@@ -35,9 +39,7 @@ from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEU
 from volsched.cycle import BLOCKED, BOUND, CONFLICT, EVICTED, FENCED, GONE
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Event, SessionResult
-from volsched.framework.registry import load_config
 from volsched.framework.runner import run_session
-from volsched.kube import status as render
 from volsched.kube.client import bearer_token, load_configuration, new_api_client
 from volsched.kube.configsource import read_config_map
 from volsched.kube.health import ApiHealth, QuietRetries, is_unreachable
@@ -52,13 +54,12 @@ from volsched.kube.lister import (
 )
 from volsched.kube.podgroups import ConflictReporter, PodGroupCreator
 from volsched.kube.writer import EventTarget, KubeWriter, WriteReport
-from volsched.metrics.config import MetricsConfigError, parse_metrics_config
-from volsched.model.errors import InputError
 from volsched.model.objects import PodGroupPhase, Task
 from volsched.operator.http import HttpServer, health_problem
 from volsched.operator.metrics import Metrics
+from volsched.operator.reload import ConfigReloader
 from volsched.operator.settings import Settings, build_parser, settings_from_args
-from volsched.redaction import install_log_redaction, redact
+from volsched.redaction import install_log_redaction
 from volsched.ui import LiveState
 from volsched.usagefeed import UsageFeed
 
@@ -104,10 +105,15 @@ class Operator:
         self.usage = UsageFeed(
             self.state, registry=self.metrics.registry, api_client_factory=lambda: new_api_client(self.kcfg)
         )
-        self.config: SchedulerConfig = load_config()
-        self.config_version: str | None = None
-        self.config_error: str | None = None
-        self._config_checked = 0.0
+        config = settings.config
+        self.reloader = ConfigReloader(
+            config,
+            health=self.health,
+            writer=self.writer,
+            reloads=self.metrics.reloads,
+            read=lambda: read_config_map(self.api, config.namespace, config.name, config.key),
+            on_load=lambda loaded: self.usage.configure(loaded.metrics),
+        )
         self.last_tick = 0.0
         self.synced = threading.Event()
         #: Monotonic time the last consistent read of the pods was sent (prelist or catch-up).
@@ -245,65 +251,14 @@ class Operator:
 
     # --- config ------------------------------------------------------------------------------------------
 
+    @property
+    def config(self) -> SchedulerConfig:
+        """The scheduler config in force (see :class:`~volsched.operator.reload.ConfigReloader`)."""
+        return self.reloader.config
+
     def reload_config(self, *, force: bool = False) -> None:
         """Load the ConfigMap when its resourceVersion changed; keep the last good config on errors."""
-        s = self.settings.config
-        now = time.monotonic()
-        if not force and now - self._config_checked < s.poll_every:
-            return
-        self._config_checked = now
-        try:
-            cm = read_config_map(self.api, s.namespace, s.name, s.key)
-        except Exception as exc:
-            if is_unreachable(exc):
-                self.health.failed(f"ConfigMap {s.namespace}/{s.name}", exc)
-            else:
-                log.warning("cannot read ConfigMap %s/%s: %s", s.namespace, s.name, exc)
-            return
-        self.health.ok()
-        version = None if cm is None else cm.resource_version
-        if version == self.config_version:
-            return
-        self.config_version = version
-        if cm is None or cm.text is None:
-            what = f"ConfigMap {s.namespace}/{s.name}" + ("" if cm is None else f" has no key {s.key!r}")
-            log.info("%s; using %s", what if cm is not None else f"{what} not found", self.config.source)
-            return
-        source = f"ConfigMap {s.namespace}/{s.name} key {s.key} (resourceVersion {version})"
-        try:
-            config = load_config(text=cm.text)
-            parse_metrics_config(config.metrics)  # a bad metrics: section rejects the whole config
-        except Exception as exc:  # whatever loading raises is the config's rejection, never the session's
-            if isinstance(exc, InputError):
-                message = exc.message
-            elif isinstance(exc, MetricsConfigError):
-                message = str(exc)
-            else:
-                log.debug("loading the scheduler config raised", exc_info=True)
-                message = f"cannot load it ({type(exc).__name__}: {str(exc)[:200]})"
-            message = redact(message)  # a URL with credentials in the config is never echoed
-            self.config_error = message
-            self.metrics.reloads.labels("rejected").inc()
-            log.error(
-                "rejected scheduler config from %s: %s; keeping %s", source, message, self.config.source
-            )
-            body = render.object_event(
-                kind="ConfigMap", api_version="v1", namespace=s.namespace, name=s.name, uid=cm.uid,
-                reason="InvalidSchedulerConfig",
-                message=f"rejected: {message}; keeping the last good config ({self.config.source})",
-                now=render.now_rfc3339(), event_name=f"{s.name}.volsched-config-{version}",
-            )  # fmt: skip
-            error = self.writer.post_event(body)
-            if error:
-                log.warning("%s", error)
-            return
-        from dataclasses import replace
-
-        self.config = replace(config, source=source)
-        self.config_error = None
-        self.usage.configure(config.metrics)
-        self.metrics.reloads.labels("loaded").inc()
-        log.info("loaded scheduler config from %s: actions %s", source, ", ".join(config.actions))
+        self.reloader.reload(force=force)
 
     # --- sessions ----------------------------------------------------------------------------------------
 

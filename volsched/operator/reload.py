@@ -1,0 +1,114 @@
+"""The scheduler config from its ConfigMap (:class:`ConfigReloader`): read at start and whenever its
+resourceVersion changes (polled every ``config.poll_every`` seconds); a config that does not load is
+rejected with an event on the ConfigMap and a log line, and the last good one stays in force.
+
+Reading and judging the ConfigMap only: what a config means is :mod:`volsched.framework.registry`
+(``load_config``) and :mod:`volsched.metrics.config`; the session that uses it is the operator's.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from prometheus_client import Counter
+
+from volsched.framework.config import SchedulerConfig
+from volsched.framework.registry import load_config
+from volsched.kube import status as render
+from volsched.kube.configsource import ConfigMapText
+from volsched.kube.health import ApiHealth, is_unreachable
+from volsched.kube.writer import KubeWriter
+from volsched.metrics.config import MetricsConfigError, parse_metrics_config
+from volsched.model.errors import InputError
+from volsched.operator.settings import ConfigSettings
+from volsched.redaction import redact
+
+log = logging.getLogger("volsched.operator")
+
+
+class ConfigReloader:
+    """``config`` is the config in force (the built-in default until a ConfigMap loads); ``error`` why
+    the last one read was rejected (None once one loads). ``read`` reads the ConfigMap (None: it does not
+    exist); ``on_load`` is called with each config loaded."""
+
+    def __init__(
+        self,
+        settings: ConfigSettings,
+        *,
+        health: ApiHealth,
+        writer: KubeWriter,
+        reloads: Counter,
+        read: Callable[[], ConfigMapText | None],
+        on_load: Callable[[SchedulerConfig], object],
+    ) -> None:
+        self.read = read
+        self.settings = settings
+        self.health = health
+        self.writer = writer
+        self.reloads = reloads
+        self.on_load = on_load
+        self.config: SchedulerConfig = load_config()
+        self.version: str | None = None
+        self.error: str | None = None
+        self._checked = 0.0
+
+    def reload(self, *, force: bool = False) -> None:
+        """Load the ConfigMap when its resourceVersion changed; keep the last good config on errors."""
+        s = self.settings
+        now = time.monotonic()
+        if not force and now - self._checked < s.poll_every:
+            return
+        self._checked = now
+        try:
+            cm = self.read()
+        except Exception as exc:
+            if is_unreachable(exc):
+                self.health.failed(f"ConfigMap {s.namespace}/{s.name}", exc)
+            else:
+                log.warning("cannot read ConfigMap %s/%s: %s", s.namespace, s.name, exc)
+            return
+        self.health.ok()
+        version = None if cm is None else cm.resource_version
+        if version == self.version:
+            return
+        self.version = version
+        if cm is None or cm.text is None:
+            what = f"ConfigMap {s.namespace}/{s.name}" + ("" if cm is None else f" has no key {s.key!r}")
+            log.info("%s; using %s", what if cm is not None else f"{what} not found", self.config.source)
+            return
+        source = f"ConfigMap {s.namespace}/{s.name} key {s.key} (resourceVersion {version})"
+        try:
+            config = load_config(text=cm.text)
+            parse_metrics_config(config.metrics)  # a bad metrics: section rejects the whole config
+        except Exception as exc:  # whatever loading raises is the config's rejection, never the session's
+            if isinstance(exc, InputError):
+                message = exc.message
+            elif isinstance(exc, MetricsConfigError):
+                message = str(exc)
+            else:
+                log.debug("loading the scheduler config raised", exc_info=True)
+                message = f"cannot load it ({type(exc).__name__}: {str(exc)[:200]})"
+            message = redact(message)  # a URL with credentials in the config is never echoed
+            self.error = message
+            self.reloads.labels("rejected").inc()
+            log.error(
+                "rejected scheduler config from %s: %s; keeping %s", source, message, self.config.source
+            )
+            body = render.object_event(
+                kind="ConfigMap", api_version="v1", namespace=s.namespace, name=s.name, uid=cm.uid,
+                reason="InvalidSchedulerConfig",
+                message=f"rejected: {message}; keeping the last good config ({self.config.source})",
+                now=render.now_rfc3339(), event_name=f"{s.name}.volsched-config-{version}",
+            )  # fmt: skip
+            error = self.writer.post_event(body)
+            if error:
+                log.warning("%s", error)
+            return
+        self.config = replace(config, source=source)
+        self.error = None
+        self.on_load(config)
+        self.reloads.labels("loaded").inc()
+        log.info("loaded scheduler config from %s: actions %s", source, ", ".join(config.actions))
