@@ -1,20 +1,11 @@
-"""The scheduling session: extension-point tables, their tier-wise combination, and node evaluation.
+"""The scheduling session: the snapshot's state, its mutations, node evaluation, and the result.
 
-A session opens on a :class:`ClusterSnapshot`, lets every configured plugin register callbacks, runs the
-configured actions, lets plugins close, and returns a :class:`SessionResult`. It is a pure function of
-its snapshot and config: nothing here talks to the cluster.
-
-How answers combine across tiers (as in Volcano):
-
-* orders (queue, namespace, job, task): the first plugin, tier by tier, that tells two apart wins;
-  ties fall back to creation time, then name;
-* job_enqueueable / job_pipelined: votes; any reject refuses, a permit in a tier settles it;
-* job_ready, allocatable, predicates: all must agree; overused: any says so;
-* reclaimable / preemptable: a victim must be accepted by every plugin that answers, in every tier
-  (unlike Volcano, where the first tier that answers decides alone): candidates any plugin would not
-  name alone (protected pods) leave first, then the plugins narrow the rest in tier order (see
-  ``_victims``);
-* node order: the sum of all scores.
+A session opens on a :class:`ClusterSnapshot`, lets every configured plugin register callbacks (on the
+extension points it inherits from :class:`~volsched.framework.points.ExtensionPoints`, which also
+combine the plugins' answers tier by tier), runs the configured actions, lets plugins close, and returns
+a :class:`SessionResult`. It is a pure function of its snapshot and config: nothing here talks to the
+cluster. Only a :class:`~volsched.framework.statement.Statement` calls the mutations (``do_*`` and
+``undo_*``); actions record refusals with ``reject`` and ``record_fit_error``.
 
 Node filters and scores are vectorised over nodes. A task's view of the nodes is cached by its request
 and placement spec and refreshed only for nodes that changed since, so the tasks of a gang cost one
@@ -32,7 +23,6 @@ a Statement is discarded.
 
 from __future__ import annotations
 
-import enum
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -41,7 +31,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
-from volsched.framework.decisions import Code, Event, SessionResult, Status
+from volsched.framework.decisions import Event, SessionResult, Status
+from volsched.framework.points import ExtensionPoints
 from volsched.model.cluster import BoolArray, ClusterSnapshot, IndexArray, Job, NodeTable
 from volsched.model.objects import (
     ALLOCATED_STATUSES,
@@ -74,37 +65,6 @@ class Action(Protocol):
     def execute(self, session: Session) -> None: ...
 
 
-class Vote(enum.IntEnum):
-    REJECT = -1
-    ABSTAIN = 0
-    PERMIT = 1
-
-
-CompareFn = Callable[[Any, Any], int]
-VoteFn = Callable[[Job], tuple[Vote, str]]
-PredicateFn = Callable[[Task, IndexArray], BoolArray]
-ExplainFn = Callable[[Task, IndexArray], list[tuple[str, int]]]
-ScoreFn = Callable[[Task, IndexArray], "np.ndarray[Any, np.dtype[np.float64]]"]
-#: Over all nodes; None when nothing applies to the task.
-ConstraintFn = Callable[[Task], "BoolArray | None"]
-ConstraintExplainFn = Callable[[Task, IndexArray], list[tuple[str, int]]]
-#: (task, nodes passing every filter) -> scores over all nodes, or None when nothing applies.
-ConstraintScoreFn = Callable[[Task, BoolArray], "np.ndarray[Any, np.dtype[np.float64]] | None"]
-VictimFn = Callable[[Task, list[Task]], "list[Task] | None"]
-
-
-#: Extension points switched on and off with another one.
-_SWITCH = {"constraint": "predicate", "constraint_score": "node_order"}
-
-
-@dataclass
-class EventHandler:
-    """Called when a task takes (allocate, pipeline) or gives back (evict, discard) resources."""
-
-    allocate: Callable[[Task], None] | None = None
-    deallocate: Callable[[Task], None] | None = None
-
-
 @dataclass
 class _NodeView:
     log_pos: int
@@ -127,8 +87,9 @@ class NodeChoice:
     reason: str = ""
 
 
-class Session:
+class Session(ExtensionPoints):
     def __init__(self, snapshot: ClusterSnapshot, config: SchedulerConfig, plugins: Iterable[Plugin]) -> None:
+        super().__init__(config)
         self.snapshot = snapshot
         self.config = config
         self.space = snapshot.space
@@ -142,13 +103,6 @@ class Session:
         self.carryover: dict[str, Any] = dict(snapshot.carryover)
         self.result = SessionResult(carryover=self.carryover)
         self.plugins: list[Plugin] = list(plugins)
-        self._enabled = {opt.name: opt for opt in config.plugin_options()}
-        self._tiers: list[list[str]] = [[p.name for p in t.plugins] for t in config.tiers]
-        self._fns: dict[str, dict[str, Any]] = {}
-        self._tier_cache: dict[str, list[list[tuple[str, Any]]]] = {}
-        self._flat_cache: dict[str, list[tuple[str, Any]]] = {}
-        self._explain: dict[str, ExplainFn] = {}
-        self.event_handlers: list[EventHandler] = []
         self._changes: list[int] = []
         self._views: dict[tuple[bytes, str], _NodeView] = {}
         self._all_nodes: IndexArray = np.arange(len(self.nodes), dtype=np.intp)
@@ -163,244 +117,6 @@ class Session:
         #: and how to say so in a pending reason; None: every node.
         self.node_limit: BoolArray | None = None
         self.node_limit_reason = ""
-
-    # --- registration (plugins call these in on_session_open) ---------------------------------------
-
-    def _add(self, point: str, plugin: str, fn: Any) -> None:
-        self._fns.setdefault(point, {})[plugin] = fn
-        self._tier_cache.pop(point, None)
-        self._flat_cache.pop(point, None)
-
-    def add_queue_order_fn(self, plugin: str, fn: CompareFn) -> None:
-        self._add("queue_order", plugin, fn)
-
-    def add_namespace_order_fn(self, plugin: str, fn: CompareFn) -> None:
-        self._add("namespace_order", plugin, fn)
-
-    def add_job_order_fn(self, plugin: str, fn: CompareFn) -> None:
-        self._add("job_order", plugin, fn)
-
-    def add_task_order_fn(self, plugin: str, fn: CompareFn) -> None:
-        self._add("task_order", plugin, fn)
-
-    def add_job_valid_fn(self, plugin: str, fn: Callable[[Job], str | None]) -> None:
-        self._add("job_valid", plugin, fn)
-
-    def add_job_enqueueable_fn(self, plugin: str, fn: VoteFn) -> None:
-        self._add("job_enqueueable", plugin, fn)
-
-    def add_job_enqueued_fn(self, plugin: str, fn: Callable[[Job], None]) -> None:
-        self._add("job_enqueued", plugin, fn)
-
-    def add_job_ready_fn(self, plugin: str, fn: Callable[[Job], bool]) -> None:
-        self._add("job_ready", plugin, fn)
-
-    def add_job_pipelined_fn(self, plugin: str, fn: VoteFn) -> None:
-        self._add("job_pipelined", plugin, fn)
-
-    def add_job_starving_fn(self, plugin: str, fn: Callable[[Job], bool]) -> None:
-        self._add("job_starving", plugin, fn)
-
-    def add_allocatable_fn(self, plugin: str, fn: Callable[[QueueSpec, Task], str | None]) -> None:
-        """``fn`` returns None when the queue may take the task, else the reason it may not."""
-        self._add("allocatable", plugin, fn)
-
-    def add_overused_fn(self, plugin: str, fn: Callable[[QueueSpec], str | None]) -> None:
-        """``fn`` returns the reason a queue is overused, or None."""
-        self._add("overused", plugin, fn)
-
-    def add_preemptive_fn(self, plugin: str, fn: Callable[[QueueSpec, Task], str | None]) -> None:
-        """``fn`` returns None when the queue may take capacity back for the task, else why not."""
-        self._add("preemptive", plugin, fn)
-
-    def add_predicate_fn(self, plugin: str, fn: PredicateFn, *, explain: ExplainFn | None = None) -> None:
-        self._add("predicate", plugin, fn)
-        if explain is not None:
-            self._explain[plugin] = explain
-
-    def add_node_order_fn(self, plugin: str, fn: ScoreFn) -> None:
-        self._add("node_order", plugin, fn)
-
-    def add_constraint_fn(self, plugin: str, fn: ConstraintFn, *, explain: ConstraintExplainFn) -> None:
-        """A filter that depends on the other pods placed (see the module docstring); switched with
-        the plugin's predicates."""
-        self._add("constraint", plugin, fn)
-        self._explain[f"constraint:{plugin}"] = explain
-
-    def add_constraint_score_fn(self, plugin: str, fn: ConstraintScoreFn) -> None:
-        """A score that depends on the other pods placed; switched with the plugin's node order."""
-        self._add("constraint_score", plugin, fn)
-
-    def add_reclaimable_fn(self, plugin: str, fn: VictimFn) -> None:
-        self._add("reclaimable", plugin, fn)
-
-    def add_preemptable_fn(self, plugin: str, fn: VictimFn) -> None:
-        self._add("preemptable", plugin, fn)
-
-    def add_victim_tasks_fn(self, plugin: str, fn: Callable[[], list[Task]]) -> None:
-        self._add("victim", plugin, fn)
-
-    def add_event_handler(self, handler: EventHandler) -> None:
-        self.event_handlers.append(handler)
-
-    # --- combination ------------------------------------------------------------------------------
-
-    def _tiered(self, point: str) -> list[list[tuple[str, Any]]]:
-        cached = self._tier_cache.get(point)
-        if cached is not None:
-            return cached
-        fns = self._fns.get(point, {})
-        out = []
-        for tier in self._tiers:
-            switch = _SWITCH.get(point, point)
-            row = [(name, fns[name]) for name in tier if name in fns and self._enabled[name].enabled(switch)]
-            if row:
-                out.append(row)
-        self._tier_cache[point] = out
-        return out
-
-    def _flat(self, point: str) -> list[tuple[str, Any]]:
-        cached = self._flat_cache.get(point)
-        if cached is None:
-            cached = [item for tier in self._tiered(point) for item in tier]
-            self._flat_cache[point] = cached
-        return cached
-
-    def _compare(self, point: str, left: Any, right: Any) -> int:
-        for tier in self._tiered(point):
-            for _, fn in tier:
-                c = int(fn(left, right))
-                if c:
-                    return c
-        return 0
-
-    def queue_less(self, left: QueueSpec, right: QueueSpec) -> bool:
-        c = self._compare("queue_order", left, right)
-        if c:
-            return c < 0
-        return (left.creation, left.name) < (right.creation, right.name)
-
-    def namespace_less(self, left: str, right: str) -> bool:
-        c = self._compare("namespace_order", left, right)
-        return c < 0 if c else left < right
-
-    def job_less(self, left: Job, right: Job) -> bool:
-        c = self._compare("job_order", left, right)
-        if c:
-            return c < 0
-        return (left.creation, left.key) < (right.creation, right.key)
-
-    def task_less(self, left: Task, right: Task) -> bool:
-        c = self._compare("task_order", left, right)
-        if c:
-            return c < 0
-        return (left.creation, left.key) < (right.creation, right.key)
-
-    def job_valid(self, job: Job) -> Status | None:
-        """None when every plugin takes the job as valid, else the first refusal (nothing a later turn
-        or an eviction would change)."""
-        for name, fn in self._flat("job_valid"):
-            reason: str | None = fn(job)
-            if reason:
-                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, name, (reason,))
-        return None
-
-    def _vote(self, point: str, job: Job) -> Status | None:
-        """None when the job is let through: no plugin rejects before a tier permits."""
-        for tier in self._tiered(point):
-            permitted = False
-            for name, fn in tier:
-                vote, reason = fn(job)
-                if vote is Vote.REJECT:
-                    return Status(Code.UNSCHEDULABLE, name, (f"{name}: {reason}" if reason else name,))
-                if vote is Vote.PERMIT:
-                    permitted = True
-            if permitted:
-                return None
-        return None
-
-    def job_enqueueable(self, job: Job) -> Status | None:
-        """None when the job may be admitted, else the vote that refused it."""
-        return self._vote("job_enqueueable", job)
-
-    def job_enqueued(self, job: Job) -> None:
-        for _, fn in self._flat("job_enqueued"):
-            fn(job)
-
-    def job_pipelined(self, job: Job) -> bool:
-        return self._vote("job_pipelined", job) is None
-
-    def job_ready(self, job: Job) -> bool:
-        return all(fn(job) for _, fn in self._flat("job_ready"))
-
-    def job_starving(self, job: Job) -> bool:
-        for tier in self._tiered("job_starving"):
-            if tier:
-                return all(fn(job) for _, fn in tier)
-        return False
-
-    def allocatable(self, queue: QueueSpec, task: Task) -> Status | None:
-        """None when ``queue`` may take ``task``, else the first plugin's refusal."""
-        for name, fn in self._flat("allocatable"):
-            reason = fn(queue, task)
-            if reason:
-                return Status(Code.UNSCHEDULABLE, name, (f"{name}: {reason}",))
-        return None
-
-    def overused(self, queue: QueueSpec) -> Status | None:
-        """None unless a plugin says ``queue`` is overused (then why)."""
-        for name, fn in self._flat("overused"):
-            reason = fn(queue)
-            if reason:
-                return Status(Code.UNSCHEDULABLE, name, (f"{name}: {reason}",))
-        return None
-
-    def preemptive(self, queue: QueueSpec, task: Task) -> Status | None:
-        """None when ``queue`` may take capacity back for ``task``, else the refusal."""
-        for tier in self._tiered("preemptive"):
-            for name, fn in tier:
-                reason = fn(queue, task)
-                if reason:
-                    return Status(Code.UNSCHEDULABLE, name, (f"{name}: {reason}",))
-            if tier:
-                return None
-        return None
-
-    def _victims(self, point: str, actor: Task, candidates: list[Task]) -> list[Task]:
-        """Victims among ``candidates`` (in their order): the pods every plugin that answers accepts,
-        in every tier. Tiers give the order in which plugins narrow, never the right to override another
-        plugin's protection or budget (a queue's share beyond deserved in a later tier still bounds what
-        gang and conformance in the first would give).
-
-        First every candidate that some answering plugin would not name even alone (a pod it protects,
-        or one beyond any budget) leaves the list; then the plugins narrow what is left in tier order,
-        each counting its budget only over what the ones before it named. So a budget (a queue's share
-        beyond deserved, a gang's members beyond minMember) is never spent on a protected pod.
-        Relies on the victim contract: a plugin names a candidate in a list only if it would name it
-        alone, and names any subset of what it named."""
-        fns = [fn for tier in self._tiered(point) for _, fn in tier if fn(actor, candidates) is not None]
-        if not fns:
-            return []
-        pool = [t for t in candidates if all(fn(actor, [t]) for fn in fns)]
-        for fn in fns:
-            if not pool:
-                break
-            keys = {t.key for t in fn(actor, pool) or ()}
-            pool = [t for t in pool if t.key in keys]
-        return pool
-
-    def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task]:
-        return self._victims("reclaimable", reclaimer, candidates)
-
-    def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task]:
-        return self._victims("preemptable", preemptor, candidates)
-
-    def victim_tasks(self) -> list[Task]:
-        seen: dict[str, Task] = {}
-        for _, fn in self._flat("victim"):
-            for t in fn():
-                seen.setdefault(t.key, t)
-        return list(seen.values())
 
     # --- nodes ------------------------------------------------------------------------------------
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 from volsched.framework.plugin import BasePlugin
+from volsched.framework.points import EventHandler
 from volsched.framework.registry import register_plugin
-from volsched.framework.session import EventHandler, Session
+from volsched.framework.session import Session
 from volsched.model.cluster import Job, dominant_share
 from volsched.model.objects import Task, TaskStatus
 from volsched.model.resources import Vector

@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 from volsched.framework.plugin import BasePlugin
+from volsched.framework.points import Vote
 from volsched.framework.registry import register_plugin
-from volsched.framework.session import Session, Vote
+from volsched.framework.session import Session
 from volsched.model.cluster import Job
 from volsched.model.objects import Task
 

@@ -15,8 +15,9 @@ from typing import ClassVar
 import numpy as np
 
 from volsched.framework.plugin import Arguments, BasePlugin
+from volsched.framework.points import Vote
 from volsched.framework.registry import register_plugin
-from volsched.framework.session import Session, Vote
+from volsched.framework.session import Session
 from volsched.model.cluster import Job, unmet_minimum
 from volsched.model.objects import PodGroupPhase
 from volsched.model.resources import EPS, Vector

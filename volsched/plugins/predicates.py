@@ -24,8 +24,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from volsched.framework.plugin import BasePlugin
+from volsched.framework.points import EventHandler
 from volsched.framework.registry import register_plugin
-from volsched.framework.session import EventHandler, Session
+from volsched.framework.session import Session
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
 from volsched.model.constraints import UNSCHEDULABLE_TAINT, matches_affinity, tolerates
 from volsched.model.objects import Task

@@ -45,8 +45,9 @@ import numpy as np
 
 from volsched.framework.decisions import Event
 from volsched.framework.plugin import BasePlugin
+from volsched.framework.points import EventHandler, Vote
 from volsched.framework.registry import register_plugin
-from volsched.framework.session import EventHandler, Session, Vote
+from volsched.framework.session import Session
 from volsched.model.cluster import Job, unmet_minimum
 from volsched.model.fairshare import FairShare, Problem, fair_share
 from volsched.model.objects import PodGroupPhase, QueueSpec, Task, TaskStatus

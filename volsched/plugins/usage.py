@@ -66,8 +66,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from volsched.framework.plugin import Arguments, BasePlugin
+from volsched.framework.points import EventHandler
 from volsched.framework.registry import register_plugin
-from volsched.framework.session import EventHandler, Session
+from volsched.framework.session import Session
 from volsched.model.cluster import BoolArray, IndexArray
 from volsched.model.errors import InputError
 from volsched.model.objects import Task

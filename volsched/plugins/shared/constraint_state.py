@@ -9,7 +9,8 @@ When no pod in the snapshot has such constraints the state is None and every che
 
 from __future__ import annotations
 
-from volsched.framework.session import EventHandler, Session
+from volsched.framework.points import EventHandler
+from volsched.framework.session import Session
 from volsched.model.constraints import ConstraintState
 from volsched.model.objects import ALLOCATED_STATUSES, Task, TaskStatus
 
