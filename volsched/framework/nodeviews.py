@@ -1,0 +1,258 @@
+"""Node views: which nodes pass a task's filters, fit it, and score best, and why none does.
+
+:class:`NodeViews` evaluates the node filters and scores registered on the extension points
+(:mod:`volsched.framework.points`) for a task: ``choose_node``, ``feasible_nodes``, ``explain_unfit``.
+It reads node state and never changes it; the session's mutations call ``touch`` for a node that
+changed.
+
+Node filters and scores are vectorised over nodes. A task's view of the nodes is cached by its request
+and placement spec and refreshed only for nodes that changed since, so the tasks of a gang cost one
+full evaluation between them. Callbacks registered as predicates or node orders must therefore depend
+only on the task's request and placement spec and on node state.
+
+What depends on the other pods (pod affinity and anti-affinity, topology spread) breaks that: placing
+a pod on one node changes the answer for every node of its topology domain, and only for tasks whose
+constraints (or placed pods' constraints) select it. Such callbacks register as *constraint* filters
+and scores: they are asked per task, over all nodes, on top of the cached view (never cached in it),
+and return None at once for a task nothing applies to, so tasks without such constraints pay nothing.
+They keep their own per-domain counts current through event handlers, which also run (in reverse) when
+a Statement is discarded.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from volsched.framework.points import ExtensionPoints
+from volsched.model.cluster import BoolArray, IndexArray, NodeTable
+from volsched.model.objects import Task
+from volsched.model.resources import EPS, ResourceSpace, Vector
+
+if TYPE_CHECKING:
+    from volsched.framework.config import SchedulerConfig
+
+
+@dataclass
+class _NodeView:
+    log_pos: int
+    predicate: BoolArray
+    fits_idle: BoolArray
+    fits_future: BoolArray
+    score: np.ndarray[Any, np.dtype[np.float64]]
+    #: ``score`` where the task passes the filters and fits idle capacity, else -inf (argmax is the pick).
+    ready_score: np.ndarray[Any, np.dtype[np.float64]]
+    #: the task's request less a little slack, -inf where it asks nothing (never the limit)
+    floor: Vector
+
+
+@dataclass
+class NodeChoice:
+    """Where a task can go: ``node`` is the best index or None; ``pipelined`` if only future idle fits."""
+
+    node: int | None
+    pipelined: bool = False
+    reason: str = ""
+
+
+class NodeViews(ExtensionPoints):
+    """The session's cached per-task views of the nodes, and the node choice made from them."""
+
+    def __init__(self, config: SchedulerConfig, nodes: NodeTable, space: ResourceSpace) -> None:
+        super().__init__(config)
+        self.space = space
+        self.nodes = nodes
+        self._changes: list[int] = []
+        self._views: dict[tuple[bytes, str], _NodeView] = {}
+        self._all_nodes: IndexArray = np.arange(len(self.nodes), dtype=np.intp)
+        #: Nodes placements are limited to for now (an action placing a gang in one topology domain),
+        #: and how to say so in a pending reason; None: every node.
+        self.node_limit: BoolArray | None = None
+        self.node_limit_reason = ""
+
+    # --- nodes ------------------------------------------------------------------------------------
+
+    def touch(self, node: int) -> None:
+        """Record that node ``node`` changed, so cached views re-evaluate it."""
+        self._changes.append(node)
+
+    def _evaluate(self, task: Task, idx: IndexArray, view: _NodeView | None) -> _NodeView:
+        # This runs once per placed task (for the one node that changed), so it sticks to few numpy
+        # calls, and ndarray methods rather than the slower module-level wrappers.
+        nodes = self.nodes
+        if view is not None and len(idx) == 1:
+            return self._evaluate_one(task, idx, view)
+        mask = nodes.ready[idx]
+        for _, fn in self._flat("predicate"):
+            mask = mask & fn(task, idx)
+        # Dimensions the task does not ask for never fail (a node may be over-committed in those).
+        floor = view.floor if view is not None else np.where(task.request > EPS, task.request - EPS, -np.inf)
+        idle = nodes.idle[idx]
+        fits_idle: BoolArray = np.asarray((idle >= floor).all(axis=1))
+        fits_future: BoolArray = (
+            np.asarray((idle + nodes.incoming[idx] >= floor).all(axis=1))
+            if nodes.incoming_tasks
+            else fits_idle
+        )
+        score = np.zeros(len(idx))
+        for _, fn in self._flat("node_order"):
+            score += fn(task, idx)
+        ready_score = np.where(mask & fits_idle, score, -np.inf)
+        if view is None:
+            if fits_future is fits_idle:  # the view keeps them apart: incoming capacity may appear later
+                fits_future = fits_idle.copy()
+            return _NodeView(len(self._changes), mask, fits_idle, fits_future, score, ready_score, floor)
+        view.predicate[idx] = mask
+        view.fits_idle[idx] = fits_idle
+        view.fits_future[idx] = fits_future
+        view.score[idx] = score
+        view.ready_score[idx] = ready_score
+        view.log_pos = len(self._changes)
+        return view
+
+    def _evaluate_one(self, task: Task, idx: IndexArray, view: _NodeView) -> _NodeView:
+        """``_evaluate`` for a single node, with scalars: the same results, a fraction of the numpy calls."""
+        nodes = self.nodes
+        i = int(idx[0])
+        ok = bool(nodes.ready[i])
+        for _, fn in self._flat("predicate"):
+            ok = ok and bool(fn(task, idx)[0])
+        row = nodes.idle[i]
+        fits_idle = bool((row >= view.floor).all())
+        fits_future = (
+            bool((row + nodes.incoming[i] >= view.floor).all()) if nodes.incoming_tasks else fits_idle
+        )
+        score = 0.0
+        for _, fn in self._flat("node_order"):
+            score += float(fn(task, idx)[0])
+        view.predicate[i] = ok
+        view.fits_idle[i] = fits_idle
+        view.fits_future[i] = fits_future
+        view.score[i] = score
+        view.ready_score[i] = score if ok and fits_idle else -np.inf
+        view.log_pos = len(self._changes)
+        return view
+
+    def _view(self, task: Task) -> _NodeView:
+        key = (task.request.tobytes(), task.placement_key)
+        view = self._views.get(key)
+        if view is None:
+            view = self._evaluate(task, self._all_nodes, None)
+            self._views[key] = view
+            return view
+        if view.log_pos < len(self._changes):
+            new = self._changes[view.log_pos :]
+            dirty = np.asarray(new if len(new) == 1 else sorted(set(new)), dtype=np.intp)
+            if len(dirty) * 4 > len(self.nodes):
+                view = self._evaluate(task, self._all_nodes, None)
+                self._views[key] = view
+            else:
+                self._evaluate(task, dirty, view)
+        return view
+
+    def choose_node(self, task: Task, *, allow_pipeline: bool = True) -> NodeChoice:
+        """The best node for ``task``: highest score among nodes that pass every filter and have idle
+        room; else (if allowed) among nodes whose capacity being released would make room. Ties go to
+        the node whose name sorts first."""
+        if not len(self.nodes):
+            return NodeChoice(None, reason="no nodes in the cluster")
+        view = self._view(task)
+        mask = self._constraint_mask(task)
+        ready_score, predicate, score = view.ready_score, view.predicate, view.score
+        if mask is not None:
+            predicate = predicate & mask
+        for _, fn in self._flat("constraint_score"):
+            extra = fn(task, predicate)
+            if extra is not None:
+                score = score + extra
+        if score is not view.score:
+            ready_score = np.where(view.fits_idle & predicate, score, -np.inf)
+        elif mask is not None:
+            ready_score = np.where(mask, ready_score, -np.inf)
+        best = int(np.argmax(ready_score))
+        if ready_score[best] > -np.inf:
+            return NodeChoice(best)
+        if allow_pipeline:
+            ok = predicate & view.fits_future
+            if ok.any():
+                return NodeChoice(int(np.argmax(np.where(ok, score, -np.inf))), pipelined=True)
+        return NodeChoice(None, reason=self.explain_unfit(task))
+
+    def _constraint_mask(self, task: Task) -> BoolArray | None:
+        mask: BoolArray | None = self.node_limit
+        for _, fn in self._flat("constraint"):
+            ok = fn(task)
+            if ok is not None:
+                mask = ok if mask is None else mask & ok
+        return mask
+
+    def feasible_nodes(self, task: Task) -> BoolArray:
+        """Nodes that pass every filter, whatever their free capacity (for reclaim and preempt).
+
+        Capacity is the session's own check (idle and future idle, see ``choose_node``); predicates
+        judge everything else, so this is the cached filter mask."""
+        if not len(self.nodes):
+            return np.zeros(0, dtype=bool)
+        mask = self._constraint_mask(task)
+        view = self._view(task)
+        return view.predicate.copy() if mask is None else view.predicate & mask
+
+    def explain_unfit(self, task: Task) -> str:
+        """Why no node takes ``task``, in numbers: "0/4 nodes fit: 4 insufficient cpu (needs 2, most idle 1)".
+
+        Each filter counts the nodes it rejects (a node may be counted by several); capacity is judged
+        among the nodes every filter accepts, so its numbers say what is missing where the pod could go."""
+        nodes = self.nodes
+        n = len(nodes)
+        counts: Counter[str] = Counter()
+        ready = np.flatnonzero(nodes.ready)
+        if n - len(ready):
+            counts["node(s) not ready"] += n - len(ready)
+        eligible = np.ones(len(ready), dtype=bool)
+        for name, fn in self._flat("predicate"):
+            if not len(ready):
+                break
+            ok = fn(task, ready)
+            eligible &= ok
+            failing = ready[~ok]
+            if not len(failing):
+                continue
+            explain = self._explain.get(name)
+            if explain is None:
+                counts[f"rejected by {name}"] += len(failing)
+            else:
+                for reason, count in explain(task, failing):
+                    counts[reason] += count
+        for name, cfn in self._flat("constraint"):
+            mask = cfn(task) if len(ready) else None
+            if mask is None:
+                continue
+            ok = mask[ready]
+            eligible &= ok
+            failing = ready[~ok]
+            if len(failing):
+                for reason, count in self._explain[f"constraint:{name}"](task, failing):
+                    counts[reason] += count
+        if self.node_limit is not None and len(ready):
+            ok = self.node_limit[ready]
+            outside = int(len(ready) - ok.sum())
+            if outside:
+                counts[self.node_limit_reason or "node(s) outside the placement limit"] += outside
+            eligible &= ok
+        where = ready[eligible]
+        if len(where):
+            future = nodes.idle[where] + nodes.incoming[where]
+            for d in np.flatnonzero(task.request > EPS):
+                short = int(np.sum(future[:, d] < task.request[d] - EPS))
+                if short:
+                    most = max(float(future[:, d].max()), 0.0)
+                    name = "pods (max pods reached)" if self.space.names[d] == "pods" else self.space.names[d]
+                    counts[
+                        f"insufficient {name} (needs {self.space.describe(d, task.request[d])}, "
+                        f"most idle {self.space.describe(d, most)})"
+                    ] += short
+        parts = ", ".join(f"{c} {r}" for r, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        return f"0/{n} nodes fit: {parts}" if parts else f"0/{n} nodes fit"
