@@ -17,7 +17,6 @@ No I/O happens here.
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 import math
 import threading
@@ -152,21 +151,23 @@ class Feeder:
         if self._clock() >= a.expires:
             self._assumed.pop(key, None)
             return pod
-        out = copy.deepcopy(dict(pod))
-        out.setdefault("spec", {})["nodeName"] = a.node
-        return out
+        # A shallow copy: the raw pod is never changed in place, and only spec.nodeName differs.
+        return {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": a.node}}
 
     def assume(self, pod_key: str, uid: str, node: str) -> None:
         """Mark a pod bound to ``node`` now, as its bind is decided: it does not expire until ``finish``
-        (the bind completed) or ``forget`` (it failed)."""
+        (the bind completed) or ``forget`` (it failed). The cached task takes the node without the pod
+        being copied deeply or parsed again."""
         with self._lock:
             self._assumed[pod_key] = Assumption(uid=uid, node=node)
             raw = self.state.raw_pods.get(pod_key)
             if raw is None:
                 return
             pod = self._overlay(raw)
+            if pod is raw:
+                return  # the API already shows a node, or it is another pod: nothing to assume
         with contextlib.suppress(InputError):  # it parsed before; it parses now
-            self.state.apply(pod)
+            self.state.set_pod_node(pod, base=raw)
 
     def finish(self, pod_key: str) -> None:
         """The pod's bind completed: its assumption now expires after ``assume_ttl`` unless the watch
@@ -186,8 +187,8 @@ class Feeder:
                 return
             # While assumed, the cached pod is the API's unbound pod with the assumed node laid over it.
             pod = {**raw, "spec": {k: v for k, v in raw["spec"].items() if k != "nodeName"}}
-            with contextlib.suppress(InputError):  # it parsed before; it parses now
-                self.state.apply(pod)
+        with contextlib.suppress(InputError):  # it parsed before; it parses now
+            self.state.set_pod_node(pod, base=raw)
 
     def is_assumed(self, pod_key: str) -> bool:
         with self._lock:

@@ -10,11 +10,14 @@ This module does no I/O.
 
 from __future__ import annotations
 
+import sys
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from volsched.cache.snapshots import SnapshotBuilder, View
 from volsched.cache.volcano import (
     VOLCANO_PODGROUP,
     VOLCANO_QUEUE,
@@ -22,7 +25,7 @@ from volsched.cache.volcano import (
     build_volcano_queue,
     conflict_message,
 )
-from volsched.model.cluster import ClusterSnapshot, build_snapshot
+from volsched.model.cluster import ClusterSnapshot, copy_task
 from volsched.model.errors import InputError
 from volsched.model.objects import (
     API_GROUP,
@@ -41,7 +44,7 @@ from volsched.model.objects import (
     claim_volume,
     default_queue,
     object_ref,
-    placement_key,
+    pod_status,
     priority_class_value,
     queue_annotation,
     quota_weight_and_problem,
@@ -116,6 +119,12 @@ class ClusterState:
         self.avoid_until: dict[tuple[str, str], float] = {}
         #: Plugin state that outlives a session (handed to every snapshot by reference).
         self.carryover: dict[str, Any] = {}
+        #: Pods whose priority comes from a PriorityClass (no spec.priority): key -> the class name
+        #: ("" for the default), so a PriorityClass event re-resolves them without parsing them again.
+        self._by_class: dict[str, str] = {}
+        self._builder = SnapshotBuilder()
+        self._snapshot_lock = threading.Lock()
+        self.lock_held = 0.0
 
     # --- events ---------------------------------------------------------------------------------------
 
@@ -133,6 +142,11 @@ class ClusterState:
                 task = self._build_task(obj)
                 self.raw_pods[task.key] = obj
                 self.tasks[task.key] = task
+                pod_spec = obj.get("spec") or {}
+                if pod_spec.get("priority") is None:
+                    self._by_class[task.key] = sys.intern(str(pod_spec.get("priorityClassName") or ""))
+                else:
+                    self._by_class.pop(task.key, None)
             elif kind == "PodGroup":
                 pg = build_podgroup(obj)
                 self._own[("PodGroup", pg.key)] = pg
@@ -224,6 +238,7 @@ class ClusterState:
             elif kind == "Pod":
                 self.raw_pods.pop(key, None)
                 self.tasks.pop(key, None)
+                self._by_class.pop(key, None)
             elif kind == "PodGroup":
                 self._own.pop(("PodGroup", key), None)
                 self._resolve("PodGroup", key)
@@ -254,9 +269,38 @@ class ClusterState:
                 self._refresh_priorities()
 
     def _refresh_priorities(self) -> None:
-        self.default_priority = max(self._global_default.values(), default=0)
-        for key, raw in self.raw_pods.items():
-            self.tasks[key] = self._build_task(raw)
+        """After a PriorityClass event: the priority of every pod that takes it from a class (or the
+        default), resolved again as :func:`build_task` does; only the tasks whose priority changes are
+        replaced (a pod with spec.priority keeps it, as Kubernetes' admission fixed it)."""
+        self.default_priority = default = max(self._global_default.values(), default=0)
+        classes = self.priority_classes
+        for key, name in self._by_class.items():
+            task = self.tasks[key]
+            priority = classes.get(name, default) if name else default
+            if task.priority != priority:
+                task = copy_task(task)
+                task.priority = priority
+                self.tasks[key] = task
+
+    def set_pod_node(self, raw: Mapping[str, Any], *, base: Mapping[str, Any]) -> None:
+        """``raw`` is the cached pod ``base`` with only ``spec.nodeName`` changed (an assumed bind laid
+        over it, or taken off again; see :class:`Feeder`): its task takes the node and the status that
+        follows from it, without parsing the pod again (nothing else a task holds depends on the node).
+        Nothing happens when the cache no longer holds ``base`` (a newer event came meanwhile)."""
+        with self._lock:
+            key = _key(raw)
+            if self.raw_pods.get(key) is not base:
+                return
+            task = self.tasks.get(key)
+            uid = str((raw.get("metadata") or {}).get("uid") or key)
+            if task is None or task.uid != uid:
+                self.apply(raw)
+                return
+            status, node = pod_status(raw)
+            task = copy_task(task)
+            task.status, task.node_name = status, node
+            self.raw_pods[key] = raw
+            self.tasks[key] = task
 
     def set_usage(self, usage: Mapping[str, NodeUsage]) -> None:
         with self._lock:
@@ -300,42 +344,51 @@ class ClusterState:
         object stands for yet: minMember from the pods' :data:`MIN_MEMBER_ANNOTATION` (default 1), the
         queue from their queue annotation, priority from the oldest pod."""
         with self._lock:
-            members: dict[str, list[Task]] = {}
-            for t in self.tasks.values() if tasks is None else tasks:
-                if t.owner_ref is not None and t.schedulable_by_us and t.job_key not in self.podgroups:
-                    members.setdefault(t.job_key, []).append(t)
+            task_list = list(self.tasks.values()) if tasks is None else list(tasks)
+            podgroups = self.podgroups.copy()
+        return self._derive(task_list, podgroups)
+
+    def _derive(self, tasks: Iterable[Task], podgroups: Mapping[str, PodGroupSpec]) -> list[PodGroupSpec]:
+        members: dict[str, list[Task]] = {}
+        for t in tasks:
+            if t.owner_ref is not None and t.job_key not in podgroups and t.schedulable_by_us:
+                members.setdefault(t.job_key, []).append(t)
+        with self._lock:
             for key in [k for k in self._derived_phase if k not in members]:
                 del self._derived_phase[key]
-            out = []
-            self.derived_problems = []
-            for key, group in members.items():
-                first = min(group, key=lambda t: (t.creation, t.name))
-                assert first.owner_ref is not None
-                raw = first.annotations.get(MIN_MEMBER_ANNOTATION)
-                if raw is not None and _min_member(first) == 1 and str(raw).strip() != "1":
-                    self.derived_problems.append(
-                        (
-                            f"Pod {first.key}",
-                            "InvalidMinMember",
-                            f"annotation {MIN_MEMBER_ANNOTATION} {raw!r} is not a whole number >= 1; "
-                            f"PodGroup {first.owner_ref.group_name} takes minMember 1",
-                        )
-                    )
-                out.append(
-                    PodGroupSpec(
-                        namespace=first.namespace,
-                        name=first.owner_ref.group_name,
-                        min_member=_min_member(first),
-                        min_resources=None,
-                        queue=queue_annotation(first.annotations) or DEFAULT_QUEUE,
-                        priority_class_name=_class_name(self, first),
-                        phase=self._derived_phase.get(key, PodGroupPhase.PENDING),
-                        creation=first.creation,
-                        owner=first.owner_ref,
-                        priority=first.priority,
+            phases = self._derived_phase.copy()
+        out = []
+        problems = []
+        for key, group in members.items():
+            first = min(group, key=_age) if len(group) > 1 else group[0]
+            assert first.owner_ref is not None
+            raw = first.annotations.get(MIN_MEMBER_ANNOTATION)
+            min_member = _min_member(first)
+            if raw is not None and min_member == 1 and str(raw).strip() != "1":
+                problems.append(
+                    (
+                        f"Pod {first.key}",
+                        "InvalidMinMember",
+                        f"annotation {MIN_MEMBER_ANNOTATION} {raw!r} is not a whole number >= 1; "
+                        f"PodGroup {first.owner_ref.group_name} takes minMember 1",
                     )
                 )
-            return out
+            out.append(
+                PodGroupSpec(
+                    namespace=first.namespace,
+                    name=first.owner_ref.group_name,
+                    min_member=min_member,
+                    min_resources=None,
+                    queue=queue_annotation(first.annotations) or DEFAULT_QUEUE,
+                    priority_class_name=_class_name(self, first),
+                    phase=phases.get(key, PodGroupPhase.PENDING),
+                    creation=first.creation,
+                    owner=first.owner_ref,
+                    priority=first.priority,
+                )
+            )
+        self.derived_problems = problems
+        return out
 
     # --- reading --------------------------------------------------------------------------------------
 
@@ -357,58 +410,48 @@ class ClusterState:
         return list(queues.values())
 
     def snapshot(self, *, now: float = 0.0, tasks: Iterable[Task] | None = None) -> ClusterSnapshot:
+        """The session's own snapshot of the cache (see ``volsched.cache.snapshots``): the lock the
+        watch handlers need is held only while the cache's dicts are copied; the rest is built
+        outside it, reusing what did not change since the last snapshot."""
         with self._lock:
+            started = time.perf_counter()
             if now > 0 and self.avoid_until:
                 self._expire_avoid(now)
-            task_list = list(self.tasks.values()) if tasks is None else list(tasks)
-            if self.claims or any(t.claims for t in task_list):
-                task_list = [self._with_volumes(t) if t.claims else t for t in task_list]
-            if self.avoid:
-                adjusted = []
-                for t in task_list:
-                    avoid = self.avoid.get(t.owner or "") if t.owner else None
-                    if avoid and t.node_name is None:
-                        t = replace(t, avoid_nodes=avoid)
-                        t.placement_key = placement_key(t)
-                    adjusted.append(t)
-                task_list = adjusted
-            derived = self.derived_podgroups(task_list)
-            self.last_derived = derived
-            snap = build_snapshot(
-                nodes=list(self.nodes.values()),
-                tasks=task_list,
-                podgroups=[*self.podgroups.values(), *derived],
+            view = View(
+                tasks=self.tasks.copy() if tasks is None else {t.key: t for t in tasks},
+                nodes=self.nodes.copy(),
+                podgroups=self.podgroups.copy(),
                 queues=self.queue_specs(),
                 namespace_weights=self.namespace_weights(),
-                priority_classes=dict(self.priority_classes),
-                usage=dict(self.usage),
-                now=now,
-                carryover=self.carryover,
-                namespace_labels=self.namespace_labels,
+                priority_classes=self.priority_classes.copy(),
+                usage=self.usage.copy(),
+                claims=self.claims.copy(),
+                volumes=self.volumes.copy(),
+                avoid=self.avoid.copy(),
+                namespace_labels=self.namespace_labels.copy(),
+            )
+            #: Seconds the last snapshot held the cache's lock.
+            self.lock_held = time.perf_counter() - started
+        with self._snapshot_lock:
+            task_list = self._builder.prepare(view)
+            derived = self._derive(task_list, view.podgroups)
+            self.last_derived = derived
+            snap = self._builder.build(
+                view, podgroups=[*view.podgroups.values(), *derived], now=now, carryover=self.carryover
             )
             snap.problems.extend(self.derived_problems)
             return snap
 
-    def _with_volumes(self, t: Task) -> Task:
-        """``t`` with its claims' bound volumes' node affinity (and missing claims) filled in."""
-        terms: list[tuple[str, Any]] = []
-        missing: list[str] = []
-        for claim in t.claims:
-            volume = self.claims.get(f"{t.namespace}/{claim}")
-            if volume is None:
-                missing.append(claim)
-            elif volume and self.volumes.get(volume):
-                terms.append((volume, self.volumes[volume]))
-        if not terms and not missing:
-            return t
-        t = replace(t, volume_terms=tuple(terms), missing_claims=tuple(missing))
-        t.placement_key = placement_key(t)
-        return t
+
+def _age(t: Task) -> tuple[float, str]:
+    return (t.creation, t.name)
 
 
 def _min_member(task: Task) -> int:
     """:data:`MIN_MEMBER_ANNOTATION` of a pod: a whole number >= 1; anything else counts as 1."""
-    raw = task.annotations.get(MIN_MEMBER_ANNOTATION, "1")
+    raw = task.annotations.get(MIN_MEMBER_ANNOTATION)
+    if raw is None:
+        return 1
     try:
         value = int(str(raw).strip())
     except ValueError:

@@ -452,7 +452,8 @@ def pod_runtime(pod: Raw) -> PodRuntime:
     return EMPTY_RUNTIME if out == EMPTY_RUNTIME else out
 
 
-def _pod_status(pod: Raw) -> tuple[TaskStatus, str | None]:
+def pod_status(pod: Raw) -> tuple[TaskStatus, str | None]:
+    """A pod's :class:`TaskStatus` and node, from its phase, deletion and ``spec.nodeName``."""
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
     meta = pod.get("metadata") or {}
@@ -489,7 +490,7 @@ def build_task(
     annotations = dict(meta.get("annotations") or {})
     labels = dict(meta.get("labels") or {})
     request = pod_request(pod, where=where)
-    status, node = _pod_status(pod)
+    status, node = pod_status(pod)
     priority = spec.get("priority")
     if priority is None:
         # Kubernetes' admission rejects pods of unknown classes; one that got through keeps the default.

@@ -1,0 +1,203 @@
+"""Benchmark: the scheduler cache (``volsched.cache``) on synthetic clusters, without the engine.
+
+Feeds N nodes and M pods (70% bound and running across the nodes, the rest pending in gangs of 8 with a
+PodGroup each; a third name a PriorityClass) through a :class:`Feeder`, then prints:
+
+* ``apply``: ms per pod to parse it into the cache (the watch-event path);
+* ``snapshot``: a session's snapshot after a quiet period, and after 1% of the pods changed (both are
+  what the session loop sees; the second is the steady state under a watch stream), and how long it
+  held the lock the watch handlers need;
+* ``assume``: µs per assumed bind (a session's binds marked in the cache);
+* ``priorityclass``: one PriorityClass event (its pods' priorities re-resolved);
+* ``memory``: what the cache keeps per pod beyond the raw objects (tracemalloc), and peak RSS.
+
+Each grid point runs in a fresh process (its own RSS). The machine is shared: compare figures of one run.
+
+    python bench/bench_cache.py                        # 1,000 x 10,000 and 5,000 x 50,000
+    python bench/bench_cache.py --nodes 1000 --pods 10000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+import tracemalloc
+from typing import Any
+
+from machine import describe
+
+GRID = [(1_000, 10_000), (5_000, 50_000)]
+
+
+def raw_node(i: int) -> dict[str, Any]:
+    return {
+        "kind": "Node",
+        "metadata": {
+            "name": f"node-{i:05d}",
+            "resourceVersion": str(i + 1),
+            "labels": {"kubernetes.io/hostname": f"node-{i:05d}", "zone": f"z{i % 4}"},
+        },
+        "status": {
+            "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def raw_pod(i: int, *, nodes: int, rv: int, bound: bool) -> dict[str, Any]:
+    gang = f"g{i // 8}"
+    meta: dict[str, Any] = {
+        "name": f"p-{i:06d}",
+        "namespace": f"ns{(i // 8) % 16}",
+        "uid": f"uid-{i:06d}",
+        "resourceVersion": str(rv),
+        "creationTimestamp": "2026-01-01T00:00:00Z",
+        "labels": {"app": gang, "pod-template-hash": "abc123"},
+        "annotations": {} if bound else {"scheduling.k8s.io/group-name": gang},
+        "ownerReferences": [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": gang, "uid": "u", "controller": True}
+        ],
+    }
+    spec: dict[str, Any] = {
+        "schedulerName": "volsched",
+        "containers": [
+            {
+                "name": "main",
+                "image": "busybox:1.36",
+                "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
+            }
+        ],
+        "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}],
+    }
+    if i % 3 == 0:
+        spec["priorityClassName"] = "batch"
+    status: dict[str, Any] = {"phase": "Pending"}
+    if bound:
+        spec["nodeName"] = f"node-{i % nodes:05d}"
+        status = {"phase": "Running", "startTime": "2026-01-01T00:00:05Z"}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+
+
+def one(nodes: int, pods: int) -> dict[str, Any]:
+    from volsched.cache.feeder import Feeder
+    from volsched.cache.state import ClusterState
+
+    bound = int(pods * 0.7)
+    node_objs = [raw_node(i) for i in range(nodes)]
+    pod_objs = [raw_pod(i, nodes=nodes, rv=10_000_000 + i, bound=i < bound) for i in range(pods)]
+    groups = sorted(
+        {
+            (p["metadata"]["namespace"], p["metadata"]["annotations"].get("scheduling.k8s.io/group-name"))
+            for p in pod_objs[bound:]
+        }
+    )
+    pg_objs = [
+        {
+            "apiVersion": "scheduling.volsched.io/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": ns, "resourceVersion": "5"},
+            "spec": {"minMember": 1, "queue": "default"},
+        }
+        for ns, name in groups
+        if name
+    ]
+    pc = {"kind": "PriorityClass", "metadata": {"name": "batch", "resourceVersion": "7"}, "value": 100}
+    state = ClusterState()
+    feeder = Feeder(state)
+    out: dict[str, Any] = {"nodes": nodes, "pods": pods}
+
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    feeder.apply("PriorityClass", pc)
+    for n in node_objs:
+        feeder.apply("Node", n)
+    for pg in pg_objs:
+        feeder.apply("PodGroup", pg)
+    started = time.perf_counter()
+    for p in pod_objs:
+        feeder.apply("Pod", p)
+    out["apply_ms_per_pod"] = 1000 * (time.perf_counter() - started) / pods
+    out["cache_bytes_per_pod"] = (tracemalloc.get_traced_memory()[0] - before) / pods
+    tracemalloc.stop()
+
+    def timed_snapshot(now: float) -> tuple[float, int]:
+        t = time.perf_counter()
+        snap = state.snapshot(now=now)
+        return time.perf_counter() - t, len(snap.jobs)
+
+    timed_snapshot(1.0)  # the first one builds everything
+    quiet = [timed_snapshot(2.0 + k)[0] for k in range(3)]
+    out["snapshot_quiet_ms"] = 1000 * min(quiet)
+    churn = []
+    step = 100
+    for k in range(3):
+        for i in range(k, pods, step):  # 1% of the pods change (a status update each)
+            p = pod_objs[i]
+            p["metadata"]["resourceVersion"] = str(int(p["metadata"]["resourceVersion"]) + 1_000_000)
+            feeder.apply("Pod", p)
+        churn.append(timed_snapshot(10.0 + k)[0])
+    out["snapshot_1pct_ms"] = 1000 * min(churn)
+    held = getattr(state, "lock_held", None)
+    if held is not None:
+        out["snapshot_lock_ms"] = 1000 * held
+
+    pending = [p for p in pod_objs[bound:]][:1000]
+    started = time.perf_counter()
+    for k, p in enumerate(pending):
+        m = p["metadata"]
+        feeder.assume(f"{m['namespace']}/{m['name']}", m["uid"], f"node-{k % nodes:05d}")
+    out["assume_us"] = 1e6 * (time.perf_counter() - started) / len(pending)
+    timed_snapshot(20.0)
+
+    started = time.perf_counter()
+    feeder.apply("PriorityClass", {**pc, "metadata": {"name": "batch", "resourceVersion": "8"}, "value": 200})
+    out["priorityclass_ms"] = 1000 * (time.perf_counter() - started)
+    out["snapshot_after_pc_ms"] = 1000 * timed_snapshot(21.0)[0]
+    out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--nodes", type=int)
+    parser.add_argument("--pods", type=int)
+    parser.add_argument("--json", action="store_true", help="one grid point, as JSON (used by the grid)")
+    args = parser.parse_args()
+    if args.json:
+        print(json.dumps(one(args.nodes, args.pods)))
+        return
+    grid = [(args.nodes, args.pods)] if args.nodes and args.pods else GRID
+    import numpy
+
+    print(describe(f"numpy {numpy.__version__}"))
+    for nodes, pods in grid:
+        cmd = [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--json",
+            "--nodes",
+            str(nodes),
+            "--pods",
+            str(pods),
+        ]
+        r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+        print(
+            f"{nodes:>6} nodes x {pods:>6} pods: apply {r['apply_ms_per_pod']:.3f} ms/pod, "
+            f"cache {r['cache_bytes_per_pod'] / 1024:.1f} KiB/pod; snapshot quiet {r['snapshot_quiet_ms']:.0f} ms, "
+            f"after 1% changed {r['snapshot_1pct_ms']:.0f} ms"
+            + (f" (lock held {r['snapshot_lock_ms']:.1f} ms)" if "snapshot_lock_ms" in r else "")
+            + f"; assume {r['assume_us']:.0f} us/pod; PriorityClass event {r['priorityclass_ms']:.0f} ms "
+            f"(next snapshot {r['snapshot_after_pc_ms']:.0f} ms); peak RSS {r['peak_rss_mib']:.0f} MiB",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,323 @@
+"""The cache's incremental snapshots equal snapshots built from scratch, and sessions cannot change the cache.
+
+A seeded random walk of cache events (pods, nodes, PodGroups, Queues, PriorityClasses, claims and volumes
+applied and deleted, binds assumed, assumptions expiring, avoided nodes, PodGroup phases) runs against one
+cache that keeps its snapshot builder between snapshots; after every few events its snapshot is compared
+with the snapshot of a fresh cache fed the same objects as they stand (every pod parsed again, nothing
+reused)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import fields
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.builders import node, pod, podgroup, priority_class, pv, pvc, queue
+from volsched.cache.feeder import Feeder
+from volsched.cache.state import ClusterState
+from volsched.framework.registry import load_config
+from volsched.framework.runner import run_session
+from volsched.model.cluster import ClusterSnapshot, Job
+from volsched.model.objects import PodGroupPhase, Task
+
+Obj = dict[str, Any]
+NODES = [f"n{i}" for i in range(5)]
+OWNERS = ["j0", "j1"]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def task_digest(t: Task) -> tuple[Any, ...]:
+    return tuple(
+        getattr(t, f.name).tolist() if f.name == "request" else getattr(t, f.name) for f in fields(Task)
+    )
+
+
+def job_digest(j: Job) -> tuple[Any, ...]:
+    return (
+        j.key, j.namespace, j.name, j.queue, j.min_member, j.priority, j.creation, j.phase, j.podgroup,
+        j.min_resources_map, j.allocated.tolist(), j.min_request.tolist(), j.ready,
+        {s: n for s, n in j.status_count.items() if n}, {k: task_digest(t) for k, t in j.tasks.items()},
+    )  # fmt: skip
+
+
+def digest(s: ClusterSnapshot) -> dict[str, Any]:
+    n = s.nodes
+    return {
+        "space": s.space.names,
+        "nodes": (n.names, n.allocatable.tolist(), n.idle.tolist(), n.incoming.tolist(), n.ready.tolist()),
+        "held": [sorted(d) for d in n.tasks],
+        "incoming_tasks": n.incoming_tasks,
+        "usage": n.usage,
+        "jobs": {k: job_digest(j) for k, j in s.jobs.items()},
+        "queues": s.queues,
+        "weights": s.namespace_weights,
+        "foreign": [task_digest(t) for t in s.foreign_tasks],
+        "problems": sorted(s.problems),
+        "labels": s.namespace_labels,
+        "now": s.now,
+    }
+
+
+class Walk:
+    """One cache fed random events, with the objects it was given (to feed a fresh cache the same)."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.clock = Clock()
+        self.feeder = Feeder(ClusterState(), assume_ttl=5, clock=self.clock)
+        self.objects: dict[tuple[str, str], Obj] = {}  # everything but pods (the cache holds those raw)
+        self.avoided: list[tuple[str, str, float]] = []
+        self.now = 1000.0
+
+    def put(self, obj: Obj) -> None:
+        meta = obj["metadata"]
+        key = f"{meta.get('namespace', '')}/{meta['name']}"
+        if obj["kind"] != "Pod":
+            self.objects[(obj["kind"], key)] = obj
+        self.feeder.apply(obj["kind"], obj)
+
+    def drop(self, kind: str, ns: str | None, name: str) -> None:
+        self.objects.pop((kind, f"{ns or ''}/{name}"), None)
+        meta: Obj = {"name": name, **({"namespace": ns} if ns else {})}
+        self.feeder.delete(kind, {"metadata": meta})
+
+    def random_pod(self) -> Obj:
+        r = self.rng
+        name = f"p{r.randrange(24)}"
+        how = r.random()
+        obj = pod(
+            name,
+            ns=r.choice(["a", "b"]),
+            cpu=r.choice(["1", "2", "500m"]),
+            gpu="1" if r.random() < 0.1 else None,
+            group=r.choice(["g0", "g1", "g2"]) if how < 0.4 else None,
+            owner=f"Job/{r.choice(OWNERS)}" if 0.4 <= how < 0.8 else None,
+            node=r.choice(NODES) if r.random() < 0.4 else None,
+            phase=r.choice(["Succeeded", "Failed"]) if r.random() < 0.1 else None,
+            priority_class=r.choice([None, "low", "high", "gone"]),
+            scheduler=r.choice(["volsched", "volsched", "default-scheduler"]),
+            claims=["c0"] if r.random() < 0.2 else None,
+            annotations={"scheduling.volsched.io/min-member": r.choice(["2", "x"])}
+            if r.random() < 0.1
+            else None,
+            created=f"2026-01-01T00:00:{r.randrange(60):02d}Z",
+        )
+        obj["metadata"]["uid"] = f"uid-{name}-{r.randrange(2)}"
+        if r.random() < 0.15:
+            obj["spec"]["priority"] = r.randrange(-5, 50)
+        return obj
+
+    def step(self) -> None:
+        r, state = self.rng, self.feeder.state
+        op = r.randrange(16)
+        if op <= 3:
+            self.put(self.random_pod())
+        elif op == 4 and state.raw_pods:
+            ns, name = r.choice(sorted(state.raw_pods)).split("/")
+            self.drop("Pod", ns, name)
+        elif op in (5, 6):
+            pending = sorted(k for k, t in state.tasks.items() if t.node_name is None)
+            if pending:
+                key = r.choice(pending)
+                self.feeder.assume(key, state.tasks[key].uid, r.choice(NODES))
+        elif op == 7:
+            self.clock.now += r.choice([1, 3, 6])  # assumptions expire after 5
+            if state.raw_pods:  # a stale (unbound) event of a pod: kept bound only while assumed
+                key = r.choice(sorted(state.raw_pods))
+                raw = state.raw_pods[key]
+                if not self.feeder.is_assumed(key):
+                    return
+                self.feeder.apply(
+                    "Pod", {**raw, "spec": {k: v for k, v in raw["spec"].items() if k != "nodeName"}}
+                )
+        elif op == 8:
+            name = r.choice(["low", "high", "base"])
+            if r.random() < 0.3:
+                self.drop("PriorityClass", None, name)
+            else:
+                self.put(priority_class(name, r.randrange(0, 100), default=r.random() < 0.3))
+        elif op == 9:
+            name = r.choice(NODES)
+            if r.random() < 0.2:
+                self.drop("Node", None, name)
+            else:
+                self.put(
+                    node(
+                        name,
+                        cpu=r.choice(["4", "8"]),
+                        gpu="2" if r.random() < 0.2 else None,
+                        ready=r.random() < 0.9,
+                    )
+                )
+        elif op == 10:
+            name = r.choice(["g0", "g1", "g2"])
+            ns = r.choice(["a", "b"])
+            if r.random() < 0.3:
+                self.drop("PodGroup", ns, name)
+            else:
+                self.put(podgroup(name, ns=ns, min_member=r.randrange(1, 3), queue=r.choice([None, "q0"])))
+        elif op == 11:
+            if r.random() < 0.3:
+                self.drop("Queue", None, "q0")
+            else:
+                self.put(
+                    queue(
+                        "q0", weight=r.randrange(1, 4), capability={"cpu": "8"} if r.random() < 0.5 else None
+                    )
+                )
+        elif op == 12:
+            ns = r.choice(["a", "b"])
+            if r.random() < 0.3:
+                self.drop("PersistentVolumeClaim", ns, "c0")
+            else:
+                self.put(pvc("c0", ns=ns, volume=r.choice([None, "v0"])))
+        elif op == 13:
+            if r.random() < 0.3:
+                self.drop("PersistentVolume", None, "v0")
+            else:
+                self.put(pv("v0", nodes=r.sample(NODES, 2)))
+        elif op == 14:
+            owner, at = f"Job/{r.choice(OWNERS)}", r.choice(NODES)
+            until = self.now + r.choice([1.0, 5.0, 50.0])
+            self.avoided.append((owner, at, until))
+            state.avoid_node(owner, at, until=until)
+        else:
+            key = r.choice(["a/g0", "b/g1", "a/job-j0", "b/job-j1"])
+            phase = r.choice(list(PodGroupPhase))
+            state.set_podgroup_phase(key, phase)
+
+    def from_scratch(self) -> ClusterState:
+        """A fresh cache holding the same objects: every pod parsed again, nothing carried over."""
+        state = self.feeder.state
+        fresh = ClusterState()
+        # PriorityClasses first (sorted is stable): every pod is parsed with the classes in force.
+        for _, obj in sorted(self.objects.items(), key=lambda kv: kv[0][0] != "PriorityClass"):
+            fresh.apply(obj)
+        for raw in state.raw_pods.values():
+            fresh.apply(raw)
+        for owner, at, until in self.avoided:
+            fresh.avoid_node(owner, at, until=until)
+        for key, pg in state.podgroups.items():  # phases the sessions gave, as the cache holds them
+            fresh.set_podgroup_phase(key, pg.phase)
+        for key, phase in state._derived_phase.items():
+            fresh.set_podgroup_phase(key, phase)
+        fresh.usage = dict(state.usage)
+        return fresh
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_incremental_snapshot_equals_one_built_from_scratch(seed: int) -> None:
+    walk = Walk(seed)
+    for i in range(300):
+        walk.step()
+        if i % 3 == 0:
+            walk.now += 1
+            # The fresh cache must expire the same avoided nodes: take its snapshot at the same instant.
+            incremental = walk.feeder.state.snapshot(now=walk.now)
+            fresh = walk.from_scratch()
+            scratch = fresh.snapshot(now=walk.now)
+            assert digest(incremental) == digest(scratch), f"seed {seed}, step {i}"
+            assert walk.feeder.state.last_derived == fresh.last_derived
+
+
+def test_the_walk_reaches_every_kind_of_change() -> None:
+    """The walk above is only worth something if it reuses entries and also rebuilds them."""
+    walk = Walk(0)
+    reused = rebuilt = 0
+    for i in range(300):
+        walk.step()
+        if i % 3 == 0:
+            walk.now += 1
+            walk.feeder.state.snapshot(now=walk.now)
+            builder = walk.feeder.state._builder
+            rebuilt += builder.rebuilt
+            reused += len(walk.feeder.state.tasks) - builder.rebuilt
+    assert reused > 500 and rebuilt > 50
+
+
+def test_a_priority_class_event_changes_the_priority_of_its_pods_only() -> None:
+    feeder = Feeder(ClusterState())
+    feeder.apply("PriorityClass", priority_class("low", 1))
+    feeder.apply("Pod", pod("a", priority_class="low"))
+    feeder.apply("Pod", pod("b", priority_class="high"))
+    explicit = pod("c", priority_class="low")
+    explicit["spec"]["priority"] = 7
+    feeder.apply("Pod", explicit)
+    untouched = feeder.state.tasks["default/c"]
+    feeder.apply("PriorityClass", priority_class("low", 5))
+    feeder.apply("PriorityClass", priority_class("high", 50))
+    assert {k: t.priority for k, t in feeder.state.tasks.items()} == {
+        "default/a": 5,
+        "default/b": 50,
+        "default/c": 7,
+    }
+    assert feeder.state.tasks["default/c"] is untouched
+    feeder.apply("PriorityClass", priority_class("base", 3, default=True))
+    feeder.delete("PriorityClass", {"metadata": {"name": "high"}})
+    assert feeder.state.tasks["default/b"].priority == 3  # unknown class: the global default
+
+
+def test_an_assumed_bind_neither_copies_the_pod_deeply_nor_changes_the_watched_object() -> None:
+    feeder = Feeder(ClusterState())
+    raw = pod("a", node=None)
+    raw["metadata"]["uid"] = "u1"
+    feeder.apply("Pod", raw)
+    before = feeder.state.tasks["default/a"]
+    feeder.assume("default/a", before.uid, "n1")
+    after = feeder.state.tasks["default/a"]
+    assert (after.node_name, after.status.name) == ("n1", "BOUND")
+    assert before.node_name is None and "nodeName" not in raw["spec"]  # nothing changed in place
+    cached = feeder.state.raw_pods["default/a"]
+    assert cached["spec"]["nodeName"] == "n1" and cached["spec"]["containers"] is raw["spec"]["containers"]
+
+
+def sessions_cluster() -> ClusterState:
+    state = ClusterState()
+    for obj in [
+        node("n1"),
+        node("n2"),
+        priority_class("high", 10),
+        pod("bound", node="n1"),
+        *[pod(f"w{i}", group="g", priority_class="high") for i in range(3)],
+        podgroup("g", min_member=3),
+        pod("big", cpu="7"),
+    ]:
+        state.apply(obj)
+    return state
+
+
+def test_a_session_cannot_change_the_cache() -> None:
+    state = sessions_cluster()
+    before = digest(state.snapshot(now=5.0))
+    tasks_before = dict(state.tasks)
+    snap = state.snapshot(now=5.0)
+    result = run_session(snap, load_config())
+    assert result.binds  # the session did place pods on its snapshot
+    assert any(t.node_name for j in snap.jobs.values() for t in j.tasks.values() if t.key != "default/bound")
+    assert digest(state.snapshot(now=5.0)) == before
+    assert all(state.tasks[k] is t and t.node_name in (None, "n1") for k, t in tasks_before.items())
+
+
+def test_what_a_snapshot_shares_with_the_cache_is_read_only() -> None:
+    state = sessions_cluster()
+    snap = state.snapshot(now=5.0)
+    task = snap.jobs["default/g"].tasks["default/w0"]
+    with pytest.raises(ValueError, match="read-only"):
+        task.request += 1
+    with pytest.raises(ValueError, match="read-only"):
+        snap.nodes.allocatable[0, 0] = 0.0
+    task.status, task.node_name = task.status, "n2"  # a session's own copy: changing it is fine
+    assert state.tasks["default/w0"].node_name is None
+    again = state.snapshot(now=5.0)
+    assert again.nodes.idle is not snap.nodes.idle and again.jobs["default/g"] is not snap.jobs["default/g"]
+    assert np.array_equal(again.nodes.idle, state.snapshot(now=5.0).nodes.idle)
