@@ -140,13 +140,14 @@ class ClusterState:
                 self.nodes[spec.name] = spec
             elif kind == "Pod":
                 task = self._build_task(obj)
-                self.raw_pods[task.key] = obj
-                self.tasks[task.key] = task
+                key = task.key  # one string for every table (Task.key makes a new one each time)
+                self.raw_pods[key] = obj
+                self.tasks[key] = task
                 pod_spec = obj.get("spec") or {}
                 if pod_spec.get("priority") is None:
-                    self._by_class[task.key] = sys.intern(str(pod_spec.get("priorityClassName") or ""))
+                    self._by_class[key] = sys.intern(str(pod_spec.get("priorityClassName") or ""))
                 else:
-                    self._by_class.pop(task.key, None)
+                    self._by_class.pop(key, None)
             elif kind == "PodGroup":
                 pg = build_podgroup(obj)
                 self._own[("PodGroup", pg.key)] = pg

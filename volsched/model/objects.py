@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import json
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -315,6 +316,12 @@ def _claims(spec: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(sorted(set(out)))
 
 
+#: The request vector of a task outside a snapshot (the snapshot sets each task's own): one shared,
+#: read-only array instead of one per cached task.
+_NO_REQUEST: Vector = np.zeros(0)
+_NO_REQUEST.flags.writeable = False
+
+
 @dataclass(slots=True, eq=False)
 class Task:
     """One pod, as the scheduler sees it."""
@@ -343,7 +350,7 @@ class Task:
     avoid_nodes: tuple[str, ...] = ()
     #: What the kubelet reported (for rescheduling strategies), see :func:`pod_runtime`.
     runtime: PodRuntime = EMPTY_RUNTIME
-    request: Vector = field(default_factory=lambda: np.zeros(0))
+    request: Vector = field(default_factory=lambda: _NO_REQUEST)
     #: Pod affinity/anti-affinity and topology spread (what depends on other pods), None when none.
     constraints: PodConstraints | None = None
     #: spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution (weight, term) pairs.
@@ -521,17 +528,19 @@ def build_task(
         job_key = f"{ns}/{owner_ref.group_name}"
     else:
         job_key = f"{ns}/{name}"
-    scheduler_name = str(spec.get("schedulerName") or "default-scheduler")
+    # Strings many pods share are interned: one object per distinct value, not one per pod.
+    intern = sys.intern
+    scheduler_name = intern(str(spec.get("schedulerName") or "default-scheduler"))
     pcn = spec.get("priorityClassName") or ""
     task = Task(
-        namespace=ns,
+        namespace=intern(ns),
         name=name,
         uid=str(meta.get("uid") or f"{ns}/{name}"),
-        job_key=job_key,
+        job_key=intern(job_key),
         request_map=request,
         priority=int(priority),
         status=status,
-        node_name=node,
+        node_name=None if node is None else intern(node),
         scheduler_name=scheduler_name,
         creation=parse_time(meta.get("creationTimestamp"), where=f"{where}: metadata.creationTimestamp"),
         node_selector=selector,
@@ -542,7 +551,7 @@ def build_task(
         critical=pcn in CRITICAL_PRIORITY_CLASSES,
         labels=labels,
         annotations=annotations,
-        owner=owner,
+        owner=None if owner is None else intern(owner),
         start_time=parse_time((pod.get("status") or {}).get("startTime"), where=f"{where}: status.startTime"),
         runtime=pod_runtime(pod),
         constraints=parse_pod_constraints(spec, namespace=ns, labels=labels, where=where),
@@ -552,7 +561,7 @@ def build_task(
         ours=scheduler_name in scheduler_names,
         owner_ref=owner_ref,
     )
-    task.placement_key = placement_key(task)
+    task.placement_key = intern(placement_key(task))
     return task
 
 
