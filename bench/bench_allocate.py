@@ -42,7 +42,7 @@ def build(nodes: int, tasks: int, seed: int = 7, *, constrained: bool = False): 
 
     from volsched.model.cluster import build_snapshot
     from volsched.model.constraints import PodConstraints, parse_pod_constraints
-    from volsched.model.objects import (
+    from volsched.model.vocabulary import (
         GangTopology,
         NodeSpec,
         PodGroupPhase,

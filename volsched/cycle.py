@@ -36,7 +36,7 @@ from volsched.cache.feeder import Feeder
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Bind, Evict, SessionResult
 from volsched.framework.runner import run_session
-from volsched.model.objects import PodGroupPhase, Task
+from volsched.model.vocabulary import PodGroupPhase, Task
 
 Raw = Mapping[str, Any]
 

@@ -36,7 +36,7 @@ from kubernetes import client
 from rich.console import Console
 from rich.table import Table
 
-from volsched.model.objects import API_GROUP
+from volsched.model.vocabulary import API_GROUP
 from volsched_dev.devcluster import LocalControlPlane
 
 CRDS = Path(__file__).resolve().parent.parent / "crds"

@@ -31,7 +31,7 @@ from volsched.cycle import BOUND, FENCED
 from volsched.framework.decisions import Bind
 from volsched.kube.lease import LeaderLease, LeaseSettings
 from volsched.kube.writer import KubeWriter, WriterSettings
-from volsched.model.objects import QUEUE_ANNOTATION
+from volsched.model.vocabulary import QUEUE_ANNOTATION
 from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster

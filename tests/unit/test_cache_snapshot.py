@@ -21,7 +21,7 @@ from volsched.cache.state import ClusterState
 from volsched.framework.registry import load_config
 from volsched.framework.runner import run_session
 from volsched.model.cluster import ClusterSnapshot, Job
-from volsched.model.objects import PodGroupPhase, Task
+from volsched.model.vocabulary import PodGroupPhase, Task
 
 Obj = dict[str, Any]
 NODES = [f"n{i}" for i in range(5)]

@@ -9,8 +9,9 @@ import pytest
 
 from tests.builders import node
 from volsched.model.constraints import ConstraintState, parse_pod_constraints, parse_selector
+from volsched.model.decode import build_node
 from volsched.model.errors import InputError
-from volsched.model.objects import Task, TaskStatus, build_node
+from volsched.model.vocabulary import Task, TaskStatus
 
 
 @pytest.mark.parametrize(

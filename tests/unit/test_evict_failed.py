@@ -10,7 +10,7 @@ from volsched.cache.state import ClusterState
 from volsched.framework.registry import load_config
 from volsched.framework.runner import open_session
 from volsched.framework.statement import Statement
-from volsched.model.objects import TaskStatus
+from volsched.model.vocabulary import TaskStatus
 
 
 def test_evicting_a_failed_pod_releases_nothing_and_discard_restores_it():

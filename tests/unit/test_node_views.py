@@ -13,7 +13,7 @@ from volsched.framework.registry import load_config
 from volsched.framework.runner import open_session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import build_snapshot
-from volsched.model.objects import (
+from volsched.model.vocabulary import (
     NodeSpec,
     PodGroupPhase,
     PodGroupSpec,

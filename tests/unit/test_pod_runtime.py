@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from tests.builders import pod
-from volsched.model.objects import EMPTY_RUNTIME, PodRuntime, build_task, pod_runtime
+from volsched.model.decode import build_task, pod_runtime
+from volsched.model.vocabulary import EMPTY_RUNTIME, PodRuntime
 
 
 def _with_status(status: dict[str, Any], **kw: Any) -> dict[str, Any]:

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from volsched.kube.prune import LAST_APPLIED, prune_node, prune_pod
+from volsched.model.decode import build_node, build_task
 from volsched.model.errors import InputError
-from volsched.model.objects import build_node, build_task
 
 MANAGED = [
     {

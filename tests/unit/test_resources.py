@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from volsched.model.decode import build_task, pod_request, quota_weight
 from volsched.model.errors import InputError
-from volsched.model.objects import build_task, pod_request, quota_weight
 from volsched.model.resources import parse_amount
 
 

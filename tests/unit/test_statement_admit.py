@@ -13,7 +13,7 @@ from volsched.framework.registry import load_config
 from volsched.framework.runner import close_session, open_session
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
-from volsched.model.objects import PodGroupPhase
+from volsched.model.vocabulary import PodGroupPhase
 
 
 def pending_gang_session() -> Session:

@@ -15,7 +15,7 @@ from volsched.cache.state import AVOID_SECONDS, ClusterState
 from volsched.metrics.collector import UsageCollector
 from volsched.metrics.config import MetricsConfig, MetricsConfigError
 from volsched.metrics.source import NodeTargets, SourceError
-from volsched.model.objects import build_task
+from volsched.model.decode import build_task
 from volsched.model.usage import NodeUsage
 from volsched.usagefeed import UsageFeed
 

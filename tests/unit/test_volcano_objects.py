@@ -9,7 +9,7 @@ import pytest
 from tests.builders import node, pod, podgroup, queue, volcano
 from volsched.cache.state import ClusterState
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE
-from volsched.model.objects import API_GROUP, QueueState
+from volsched.model.vocabulary import API_GROUP, QueueState
 
 
 def _as_volcano(obj: dict[str, Any]) -> dict[str, Any]:

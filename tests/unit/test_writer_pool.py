@@ -25,7 +25,7 @@ from volsched.framework.decisions import Bind, Evict
 from volsched.kube.configsource import read_config_map
 from volsched.kube.lease import LeaderLease, LeaseSettings
 from volsched.kube.writer import EventTarget, KubeWriter, WriterSettings
-from volsched.model.objects import SCHEDULER_NAME
+from volsched.model.vocabulary import SCHEDULER_NAME
 
 BODY_DELAY = 0.05
 

@@ -24,7 +24,7 @@ from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import Job
-from volsched.model.objects import PodGroupPhase, QueueSpec, Task
+from volsched.model.vocabulary import PodGroupPhase, QueueSpec, Task
 
 
 def _fit_key(task: Task) -> tuple[object, ...]:

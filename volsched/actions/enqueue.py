@@ -16,7 +16,7 @@ from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import Job
-from volsched.model.objects import PodGroupPhase, QueueState
+from volsched.model.vocabulary import PodGroupPhase, QueueState
 
 UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 

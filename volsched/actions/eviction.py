@@ -22,8 +22,8 @@ from volsched.framework.decisions import Code, EvictionReason, Status
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import Job
-from volsched.model.objects import PodGroupPhase, QueueState, Task, TaskStatus
 from volsched.model.resources import EPS, Vector
+from volsched.model.vocabulary import PodGroupPhase, QueueState, Task, TaskStatus
 
 #: Statuses of a task that may be evicted (running on, or bound to, its node).
 EVICTABLE = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})

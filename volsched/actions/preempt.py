@@ -38,7 +38,7 @@ from volsched.framework.decisions import EvictionReason
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.model.cluster import Job
-from volsched.model.objects import Task
+from volsched.model.vocabulary import Task
 
 
 @register_action

@@ -27,7 +27,7 @@ from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.errors import InputError
-from volsched.model.objects import TaskStatus
+from volsched.model.vocabulary import TaskStatus
 
 DEFAULT_MAX_EVICTIONS = 5
 #: Statuses of a pod shuffle may evict.

@@ -25,8 +25,8 @@ from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import Job, task_order_key
 from volsched.model.constraints import Topology
-from volsched.model.objects import GangTopology, QueueSpec, Task, TaskStatus
 from volsched.model.resources import EPS
+from volsched.model.vocabulary import GangTopology, QueueSpec, Task, TaskStatus
 
 #: How many domains are tried (by placing the gang) per job turn; the rest are reported as not tried.
 MAX_DOMAIN_TRIES = 4

@@ -8,7 +8,7 @@ from typing import Any
 
 from volsched.framework.session import Session
 from volsched.model.cluster import Job
-from volsched.model.objects import Task
+from volsched.model.vocabulary import Task
 
 
 class _JobItem:

@@ -34,9 +34,9 @@ from volsched.model.cluster import (
     request_vector,
     resource_names,
 )
-from volsched.model.objects import NodeSpec, PodGroupSpec, QueueSpec, Task, placement_key
 from volsched.model.resources import ResourceSpace, Vector
 from volsched.model.usage import NodeUsage
+from volsched.model.vocabulary import NodeSpec, PodGroupSpec, QueueSpec, Task, placement_key
 
 
 @dataclass(frozen=True, slots=True)

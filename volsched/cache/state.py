@@ -26,8 +26,21 @@ from volsched.cache.volcano import (
     conflict_message,
 )
 from volsched.model.cluster import ClusterSnapshot, copy_task
+from volsched.model.decode import (
+    build_node,
+    build_podgroup,
+    build_queue,
+    build_task,
+    claim_volume,
+    object_ref,
+    pod_status,
+    priority_class_value,
+    quota_weight_and_problem,
+    volume_node_terms,
+)
 from volsched.model.errors import InputError
-from volsched.model.objects import (
+from volsched.model.usage import NodeUsage
+from volsched.model.vocabulary import (
     API_GROUP,
     DEFAULT_QUEUE,
     DEFAULT_SCHEDULER_NAMES,
@@ -37,20 +50,9 @@ from volsched.model.objects import (
     PodGroupSpec,
     QueueSpec,
     Task,
-    build_node,
-    build_podgroup,
-    build_queue,
-    build_task,
-    claim_volume,
     default_queue,
-    object_ref,
-    pod_status,
-    priority_class_value,
     queue_annotation,
-    quota_weight_and_problem,
-    volume_node_terms,
 )
-from volsched.model.usage import NodeUsage
 
 KINDS = (
     "Node",

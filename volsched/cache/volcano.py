@@ -26,7 +26,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from volsched.model.objects import PodGroupSpec, QueueSpec, build_podgroup, build_queue
+from volsched.model.decode import build_podgroup, build_queue
+from volsched.model.vocabulary import PodGroupSpec, QueueSpec
 
 VOLCANO_GROUP = "scheduling.volcano.sh"
 VOLCANO_VERSION = "v1beta1"

@@ -29,8 +29,8 @@ import numpy as np
 
 from volsched.framework.points import ExtensionPoints
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
-from volsched.model.objects import Task
 from volsched.model.resources import EPS, ResourceSpace, Vector
+from volsched.model.vocabulary import Task
 
 if TYPE_CHECKING:
     from volsched.framework.config import SchedulerConfig

@@ -29,7 +29,7 @@ import numpy as np
 
 from volsched.framework.decisions import Code, Status
 from volsched.model.cluster import BoolArray, IndexArray, Job
-from volsched.model.objects import QueueSpec, Task
+from volsched.model.vocabulary import QueueSpec, Task
 
 if TYPE_CHECKING:
     from volsched.framework.config import SchedulerConfig

@@ -17,7 +17,7 @@ from volsched.framework.decisions import Event, PodGroupStatus, QueueStatus, Ses
 from volsched.framework.registry import make_actions, make_plugins
 from volsched.framework.session import Session
 from volsched.model.cluster import ClusterSnapshot
-from volsched.model.objects import PodGroupPhase, TaskStatus
+from volsched.model.vocabulary import PodGroupPhase, TaskStatus
 
 
 def open_session(snapshot: ClusterSnapshot, config: SchedulerConfig) -> Session:

@@ -22,14 +22,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from volsched.framework.decisions import Event, SessionResult, Status
 from volsched.framework.nodeviews import NodeViews
 from volsched.model.cluster import ClusterSnapshot, Job
-from volsched.model.objects import (
-    ALLOCATED_STATUSES,
-    NODE_HOLDING_STATUSES,
-    QueueSpec,
-    Task,
-    TaskStatus,
-)
 from volsched.model.resources import Vector
+from volsched.model.vocabulary import ALLOCATED_STATUSES, NODE_HOLDING_STATUSES, QueueSpec, Task, TaskStatus
 
 if TYPE_CHECKING:
     from volsched.framework.config import SchedulerConfig

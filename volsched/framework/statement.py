@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from volsched.framework.decisions import Admit, Bind, Evict, EvictionReason
 from volsched.framework.session import Session
 from volsched.model.cluster import Job
-from volsched.model.objects import PodGroupPhase, Task, TaskStatus
+from volsched.model.vocabulary import PodGroupPhase, Task, TaskStatus
 
 
 @dataclass(frozen=True, slots=True)

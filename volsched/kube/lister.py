@@ -12,7 +12,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE, VOLCANO_VERSION
-from volsched.model.objects import API_GROUP
+from volsched.model.vocabulary import API_GROUP
 
 log = logging.getLogger("volsched.kube")
 

@@ -17,7 +17,7 @@ from typing import Any
 from volsched.cache.volcano import CONFLICT_REASON, VOLCANO_API_VERSION
 from volsched.kube import status as render
 from volsched.kube.writer import KubeWriter
-from volsched.model.objects import API_GROUP, PodGroupSpec
+from volsched.model.vocabulary import API_GROUP, PodGroupSpec
 
 log = logging.getLogger("volsched.kube")
 

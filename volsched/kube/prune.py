@@ -8,12 +8,12 @@ operator's resident set. Pruned here, as objects arrive from the API:
 * metadata: name, namespace, uid, resourceVersion, creation and deletion timestamps, labels, annotations
   (without ``kubectl.kubernetes.io/last-applied-configuration``, a copy of the whole object), owners;
 * a pod's spec: what placement, requests, priority and ports are read from
-  (:func:`volsched.model.objects.build_task`), its containers reduced to name, image, resources, ports
+  (:func:`volsched.model.decode.build_task`), its containers reduced to name, image, resources, ports
   and restartPolicy, its volumes to the PersistentVolumeClaims;
 * a pod's status: phase, reason, startTime, and per container its restartCount and the reason it waits
-  or terminated (:func:`volsched.model.objects.pod_runtime`);
+  or terminated (:func:`volsched.model.decode.pod_runtime`);
 * a node: labels, annotations, taints, unschedulable, allocatable/capacity, the Ready condition and the
-  addresses (:func:`volsched.model.objects.build_node`).
+  addresses (:func:`volsched.model.decode.build_node`).
 
 A field of an unexpected shape is kept as it is, so the model still reports it as malformed. No I/O.
 """

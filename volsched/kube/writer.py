@@ -38,7 +38,7 @@ from volsched.kube import status as render
 from volsched.kube.client import consume
 from volsched.kube.health import ApiHealth, is_unreachable
 from volsched.kube.ratelimit import EventFilter, TokenBucket
-from volsched.model.objects import API_GROUP, DEFAULT_SCHEDULER_NAMES
+from volsched.model.vocabulary import API_GROUP, DEFAULT_SCHEDULER_NAMES
 from volsched.redaction import error_summary, redact
 
 log = logging.getLogger("volsched.kube")

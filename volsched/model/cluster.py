@@ -29,7 +29,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from volsched.model.objects import (
+from volsched.model.resources import EPS, PODS, ResourceSpace, Vector
+from volsched.model.usage import NodeUsage
+from volsched.model.vocabulary import (
     ALLOCATED_STATUSES,
     DEFAULT_QUEUE,
     NODE_HOLDING_STATUSES,
@@ -42,8 +44,6 @@ from volsched.model.objects import (
     TaskStatus,
     queue_annotation,
 )
-from volsched.model.resources import EPS, PODS, ResourceSpace, Vector
-from volsched.model.usage import NodeUsage
 
 BoolArray = npt.NDArray[np.bool_]
 #: Statuses that count toward a gang's minMember.

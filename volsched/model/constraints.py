@@ -35,7 +35,7 @@ import numpy.typing as npt
 from volsched.model.errors import InputError
 
 if TYPE_CHECKING:
-    from volsched.model.objects import NodeSpec, Task
+    from volsched.model.vocabulary import NodeSpec, Task
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.intp]

@@ -54,7 +54,7 @@ from volsched.kube.lister import (
 )
 from volsched.kube.podgroups import ConflictReporter, PodGroupCreator
 from volsched.kube.writer import EventTarget, KubeWriter, WriteReport
-from volsched.model.objects import PodGroupPhase, Task
+from volsched.model.vocabulary import PodGroupPhase, Task
 from volsched.operator.http import HttpServer, health_problem
 from volsched.operator.metrics import Metrics
 from volsched.operator.reload import ConfigReloader

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from volsched.kube.lease import LeaseSettings
 from volsched.kube.writer import WriterSettings
-from volsched.model.objects import DEFAULT_SCHEDULER_NAMES
+from volsched.model.vocabulary import DEFAULT_SCHEDULER_NAMES
 
 DEFAULT_NAMESPACE = "volsched-system"
 

@@ -17,8 +17,8 @@ from volsched.framework.registry import register_plugin
 from volsched.framework.session import Session
 from volsched.model.cluster import IndexArray
 from volsched.model.errors import InputError
-from volsched.model.objects import Task
 from volsched.model.resources import CPU, EPS, MEMORY
+from volsched.model.vocabulary import Task
 
 
 @register_plugin

@@ -8,7 +8,7 @@ from typing import ClassVar
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.registry import register_plugin
 from volsched.framework.session import Session
-from volsched.model.objects import Task
+from volsched.model.vocabulary import Task
 
 
 def protected(task: Task) -> bool:

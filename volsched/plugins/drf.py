@@ -20,8 +20,8 @@ from volsched.framework.points import EventHandler
 from volsched.framework.registry import register_plugin
 from volsched.framework.session import Session
 from volsched.model.cluster import Job, dominant_share
-from volsched.model.objects import Task, TaskStatus
 from volsched.model.resources import Vector
+from volsched.model.vocabulary import Task, TaskStatus
 
 _TOL = 1e-9
 

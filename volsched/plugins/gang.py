@@ -15,7 +15,7 @@ from volsched.framework.points import Vote
 from volsched.framework.registry import register_plugin
 from volsched.framework.session import Session
 from volsched.model.cluster import Job
-from volsched.model.objects import Task
+from volsched.model.vocabulary import Task
 
 
 @register_plugin

@@ -32,8 +32,8 @@ from volsched.framework.registry import register_plugin
 from volsched.framework.session import Session
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
 from volsched.model.constraints import matches_node_term, tolerates
-from volsched.model.objects import Task
 from volsched.model.resources import CPU, MEMORY
+from volsched.model.vocabulary import Task
 from volsched.plugins.shared.constraint_state import constraint_state
 
 FloatArray = np.ndarray[Any, np.dtype[np.float64]]

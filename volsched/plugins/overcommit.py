@@ -19,8 +19,8 @@ from volsched.framework.points import Vote
 from volsched.framework.registry import register_plugin
 from volsched.framework.session import Session
 from volsched.model.cluster import Job, unmet_minimum
-from volsched.model.objects import PodGroupPhase
 from volsched.model.resources import EPS, Vector
+from volsched.model.vocabulary import PodGroupPhase
 from volsched.plugins.shared.queue_config import queue_config
 
 

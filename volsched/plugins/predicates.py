@@ -29,7 +29,7 @@ from volsched.framework.registry import register_plugin
 from volsched.framework.session import Session
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
 from volsched.model.constraints import UNSCHEDULABLE_TAINT, matches_affinity, tolerates
-from volsched.model.objects import Task
+from volsched.model.vocabulary import Task
 from volsched.plugins.shared.constraint_state import constraint_state
 
 __all__ = ["UNSCHEDULABLE_TAINT", "Predicates", "matches_affinity", "tolerates"]

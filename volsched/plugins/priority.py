@@ -9,7 +9,7 @@ from volsched.framework.plugin import BasePlugin
 from volsched.framework.registry import register_plugin
 from volsched.framework.session import Session
 from volsched.model.cluster import Job
-from volsched.model.objects import Task
+from volsched.model.vocabulary import Task
 
 
 def _desc(left: int, right: int) -> int:

@@ -50,8 +50,8 @@ from volsched.framework.registry import register_plugin
 from volsched.framework.session import Session
 from volsched.model.cluster import Job, unmet_minimum
 from volsched.model.fairshare import FairShare, Problem, fair_share
-from volsched.model.objects import PodGroupPhase, QueueSpec, Task, TaskStatus
 from volsched.model.resources import EPS, ResourceSpace, Vector
+from volsched.model.vocabulary import PodGroupPhase, QueueSpec, Task, TaskStatus
 from volsched.plugins.shared.queue_config import queue_config
 
 

@@ -71,8 +71,8 @@ from volsched.framework.registry import register_plugin
 from volsched.framework.session import Session
 from volsched.model.cluster import BoolArray, IndexArray
 from volsched.model.errors import InputError
-from volsched.model.objects import Task
 from volsched.model.resources import Vector
+from volsched.model.vocabulary import Task
 from volsched.plugins.shared.usage_estimate import UsageEstimate, build_estimate
 
 DEFAULT_STALE_AFTER = 300.0

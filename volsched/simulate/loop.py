@@ -18,14 +18,14 @@ from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Evict, SessionResult
 from volsched.framework.registry import load_config
 from volsched.model import validation
+from volsched.model.decode import object_ref
 from volsched.model.errors import InputError
-from volsched.model.objects import (
+from volsched.model.vocabulary import (
     DEFAULT_QUEUE,
     DEFAULT_SCHEDULER_NAMES,
     GROUP_ANNOTATION,
     QUEUE_ANNOTATION,
     VOLCANO_GROUP_ANNOTATION,
-    object_ref,
 )
 from volsched.simulate.documents import EPOCH, Document, iso, load_documents
 from volsched.simulate.port import MemoryPort

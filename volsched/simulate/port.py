@@ -25,7 +25,7 @@ from volsched.cycle import BOUND, EVICTED, GONE, BindOutcome, EvictOutcome, Stat
 from volsched.framework.decisions import Bind, Evict, SessionResult
 from volsched.framework.messages import eviction_events
 from volsched.model.errors import InputError
-from volsched.model.objects import Task, TaskStatus
+from volsched.model.vocabulary import Task, TaskStatus
 from volsched.simulate.documents import iso
 
 Raw = Mapping[str, Any]

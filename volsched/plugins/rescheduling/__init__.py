@@ -58,8 +58,8 @@ from volsched.framework.registry import register_plugin
 from volsched.framework.session import Session
 from volsched.model.cluster import dominant_share
 from volsched.model.errors import InputError
-from volsched.model.objects import Task, TaskStatus
 from volsched.model.scalars import boolean_value
+from volsched.model.vocabulary import Task, TaskStatus
 from volsched.plugins.rescheduling.strategies import LIVE, SELECTORS, Context, Params, Selector
 
 DEFAULT_INTERVAL = 300.0

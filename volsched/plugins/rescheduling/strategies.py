@@ -37,8 +37,8 @@ from volsched.model.constraints import (
     tolerates,
 )
 from volsched.model.errors import InputError
-from volsched.model.objects import ALLOCATED_STATUSES, Task, TaskStatus
 from volsched.model.resources import EPS, PODS
+from volsched.model.vocabulary import ALLOCATED_STATUSES, Task, TaskStatus
 from volsched.plugins.shared.usage_estimate import UsageEstimate, build_estimate
 
 UTILIZATION_RESOURCES = ("cpu", "memory", "pods")

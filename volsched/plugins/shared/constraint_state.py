@@ -12,7 +12,7 @@ from __future__ import annotations
 from volsched.framework.points import EventHandler
 from volsched.framework.session import Session
 from volsched.model.constraints import ConstraintState
-from volsched.model.objects import ALLOCATED_STATUSES, Task, TaskStatus
+from volsched.model.vocabulary import ALLOCATED_STATUSES, Task, TaskStatus
 
 _KEY = "constraints"
 _COUNTED = ALLOCATED_STATUSES | {TaskStatus.PIPELINED}

@@ -15,8 +15,8 @@ import numpy as np
 
 from volsched.framework.session import Session
 from volsched.model.fairshare import Matrix, Problem, Tree, build_tree, effective_guarantees
-from volsched.model.objects import QueueSpec
 from volsched.model.resources import EPS, Vector
+from volsched.model.vocabulary import QueueSpec
 
 _KEY = "queue_config"
 

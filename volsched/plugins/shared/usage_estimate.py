@@ -11,9 +11,9 @@ import numpy as np
 
 from volsched.framework.session import Session
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
-from volsched.model.objects import Task, TaskStatus
 from volsched.model.resources import CPU, MEMORY, Vector
 from volsched.model.usage import NodeUsage
+from volsched.model.vocabulary import Task, TaskStatus
 
 
 def counts_since(task: Task, measured_at: float) -> bool:

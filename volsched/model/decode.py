@@ -1,85 +1,50 @@
-"""Scheduler structs built from raw Kubernetes objects (plain dicts).
+"""Raw Kubernetes objects (plain dicts) become the specs of :mod:`volsched.model.vocabulary`.
 
-Pods become :class:`Task`, PodGroups :class:`PodGroupSpec`, Queues :class:`QueueSpec`, Nodes :class:`NodeSpec`.
-Each builder validates what the scheduler relies on and raises :class:`InputError` naming the object and
-the field. Resource amounts stay maps here; the snapshot turns them into vectors over its resource space.
+Pods become :class:`Task` (:func:`build_task`), PodGroups :class:`PodGroupSpec`, Queues
+:class:`QueueSpec`, Nodes :class:`NodeSpec`; of ResourceQuotas, PriorityClasses, PersistentVolumes and
+their claims only the fields the scheduler reads. Each builder validates what the scheduler relies on and
+raises :class:`InputError` naming the object and the field.
 
-No I/O happens here, and nothing here knows about sessions or plugins.
+The model's only door for whole objects (it calls :mod:`volsched.model.resources` for quantities and
+:mod:`volsched.model.constraints` for a pod's affinity and spread terms). No I/O happens here, and
+nothing here knows about sessions or plugins.
 """
 
 from __future__ import annotations
 
-import enum
-import json
 import math
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-
-from volsched.model.constraints import PodConstraints, parse_pod_constraints
+from volsched.model.constraints import parse_pod_constraints
 from volsched.model.errors import InputError
-from volsched.model.resources import PODS, Vector, parse_amount, parse_resource_map
+from volsched.model.resources import PODS, parse_amount, parse_resource_map
 from volsched.model.scalars import boolean_value
-
-API_GROUP = "scheduling.volsched.io"
-SCHEDULER_NAME = "volsched"
-#: The scheduler names the operator and the simulator answer to unless configured otherwise.
-DEFAULT_SCHEDULER_NAMES = frozenset({SCHEDULER_NAME})
-GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
-#: Volcano's own spelling of the group annotation (its integrations set the one above; both are read).
-VOLCANO_GROUP_ANNOTATION = "scheduling.volcano.sh/group-name"
-QUEUE_ANNOTATION = "scheduling.volsched.io/queue-name"
-#: Volcano's queue annotation on a pod (Spark, Flink and KubeRay set it); ours wins when both are set.
-VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
-#: On a pod (from its template) with no group: the minMember of its owner's PodGroup (default 1).
-MIN_MEMBER_ANNOTATION = "scheduling.volsched.io/min-member"
-PREEMPTABLE_ANNOTATION = "scheduling.volsched.io/preemptable"
-NAMESPACE_WEIGHT_KEYS = ("volsched.io/namespace.weight", "volcano.sh/namespace.weight")
-DEFAULT_QUEUE = "default"
-CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
-
-Raw = Mapping[str, Any]
-
-
-class TaskStatus(enum.Enum):
-    # Members are singletons: identity hashing is exact and much cheaper than Enum's name hash.
-    __hash__ = object.__hash__
-
-    PENDING = "Pending"
-    ALLOCATED = "Allocated"  # placed in this session, bind not yet sent
-    PIPELINED = "Pipelined"  # promised capacity that is being released
-    BOUND = "Bound"  # spec.nodeName set, not running yet
-    RUNNING = "Running"
-    RELEASING = "Releasing"  # being deleted or evicted: still holds its node's capacity
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-
-
-#: Statuses whose request counts as allocated to the job, namespace and queue.
-ALLOCATED_STATUSES = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING})
-#: Statuses that occupy capacity on a node.
-NODE_HOLDING_STATUSES = ALLOCATED_STATUSES | {TaskStatus.RELEASING}
-TERMINAL_STATUSES = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
-
-
-class PodGroupPhase(enum.StrEnum):
-    PENDING = "Pending"
-    INQUEUE = "Inqueue"
-    RUNNING = "Running"
-    UNKNOWN = "Unknown"
-    COMPLETED = "Completed"
-
-
-class QueueState(enum.StrEnum):
-    OPEN = "Open"
-    CLOSED = "Closed"
-
-
-# --- small field readers -----------------------------------------------------------------------------
+from volsched.model.vocabulary import (
+    CRITICAL_PRIORITY_CLASSES,
+    DEFAULT_QUEUE,
+    DEFAULT_SCHEDULER_NAMES,
+    EMPTY_RUNTIME,
+    GROUP_ANNOTATION,
+    MAX_WEIGHT,
+    NAMESPACE_WEIGHT_KEYS,
+    PREEMPTABLE_ANNOTATION,
+    VOLCANO_GROUP_ANNOTATION,
+    GangTopology,
+    NodeSpec,
+    OwnerRef,
+    PodGroupPhase,
+    PodGroupSpec,
+    PodRuntime,
+    QueueSpec,
+    QueueState,
+    Raw,
+    Task,
+    TaskStatus,
+    placement_key,
+)
 
 
 def _meta(obj: Raw, kind: str) -> tuple[str, str]:
@@ -178,9 +143,6 @@ def _list_field(value: Any, *, where: str) -> list[Any]:
     return value
 
 
-# --- pods -----------------------------------------------------------------------------------------------
-
-
 def pod_request(pod: Raw, *, where: str) -> dict[str, float]:
     """The Kubernetes effective request of a pod.
 
@@ -256,29 +218,6 @@ def _placement(spec: Mapping[str, Any], where: str) -> tuple[dict[str, str], lis
     return dict(selector), list(terms), list(tolerations)
 
 
-@dataclass(slots=True, frozen=True)
-class PodRuntime:
-    """What the kubelet reports about a pod beyond its phase: restarts, why it failed or waits, and the
-    images and owner kinds that tell replicas apart. Read only by rescheduling strategies."""
-
-    #: Sum of ``restartCount`` over the app containers, and over the init containers.
-    restarts: int = 0
-    init_restarts: int = 0
-    #: ``status.reason`` (e.g. ``Evicted``, ``NodeAffinity``), empty when unset.
-    reason: str = ""
-    #: Waiting or terminated reasons of the app containers (e.g. ``CrashLoopBackOff``, ``Error``), and of
-    #: the init containers.
-    container_reasons: tuple[str, ...] = ()
-    init_container_reasons: tuple[str, ...] = ()
-    #: Images of the app containers, sorted (pods of one owner with the same images are duplicates).
-    images: tuple[str, ...] = ()
-    #: Kinds of every ``ownerReferences`` entry (controller or not).
-    owner_kinds: tuple[str, ...] = ()
-
-
-EMPTY_RUNTIME = PodRuntime()
-
-
 def _preferred_node_terms(spec: Mapping[str, Any], where: str) -> list[tuple[int, Any]]:
     node_aff = (spec.get("affinity") or {}).get("nodeAffinity") or {}
     at = f"{where}: spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
@@ -314,97 +253,6 @@ def _claims(spec: Mapping[str, Any]) -> tuple[str, ...]:
         if isinstance(claim, Mapping) and claim.get("claimName"):
             out.append(str(claim["claimName"]))
     return tuple(sorted(set(out)))
-
-
-#: The request vector of a task outside a snapshot (the snapshot sets each task's own): one shared,
-#: read-only array instead of one per cached task.
-_NO_REQUEST: Vector = np.zeros(0)
-_NO_REQUEST.flags.writeable = False
-
-
-@dataclass(slots=True, eq=False)
-class Task:
-    """One pod, as the scheduler sees it."""
-
-    namespace: str
-    name: str
-    uid: str
-    job_key: str
-    request_map: dict[str, float]
-    priority: int
-    status: TaskStatus
-    node_name: str | None
-    scheduler_name: str
-    creation: float
-    node_selector: dict[str, str] = field(default_factory=dict)
-    affinity_terms: list[Any] = field(default_factory=list)
-    tolerations: list[Any] = field(default_factory=list)
-    preemption_policy: str = "PreemptLowerPriority"
-    preemptable: bool | None = None
-    critical: bool = False
-    labels: dict[str, str] = field(default_factory=dict)
-    annotations: dict[str, str] = field(default_factory=dict)
-    owner: str | None = None
-    start_time: float = 0.0
-    #: Nodes this task must not go to (e.g. the node a rescheduled pod was moved off).
-    avoid_nodes: tuple[str, ...] = ()
-    #: What the kubelet reported (for rescheduling strategies), see :func:`pod_runtime`.
-    runtime: PodRuntime = EMPTY_RUNTIME
-    request: Vector = field(default_factory=lambda: _NO_REQUEST)
-    #: Pod affinity/anti-affinity and topology spread (what depends on other pods), None when none.
-    constraints: PodConstraints | None = None
-    #: spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution (weight, term) pairs.
-    preferred_node_terms: list[tuple[int, Any]] = field(default_factory=list)
-    #: Host ports the pod's containers ask for: (protocol, port, hostIP).
-    host_ports: tuple[tuple[str, int, str], ...] = ()
-    #: PersistentVolumeClaims the pod mounts (names in its namespace).
-    claims: tuple[str, ...] = ()
-    #: Required node affinity of the bound PersistentVolumes (one nodeSelectorTerms list per volume; the
-    #: snapshot fills it from the claims), and claims that do not exist.
-    volume_terms: tuple[tuple[str, Any], ...] = ()
-    missing_claims: tuple[str, ...] = ()
-    #: A hashable summary of everything node filters and static scores read from the task (selector,
-    #: affinity, tolerations, avoided nodes, ports, volumes). Tasks with the same key and request see
-    #: the same nodes the same way.
-    placement_key: str = ""
-    #: spec.schedulerName is one of the names this scheduler answers to (``build_task`` sets it; None:
-    #: the name is "volsched").
-    ours: bool | None = None
-    #: The controller owner a group-less pod's job is named after (see ``owner_group``), else None.
-    owner_ref: OwnerRef | None = None
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-    @property
-    def best_effort(self) -> bool:
-        """No cpu, memory or extended request: only the ``pods`` count (backfill places these)."""
-        return not any(v > 0 for k, v in self.request_map.items() if k != PODS)
-
-    @property
-    def schedulable_by_us(self) -> bool:
-        return self.scheduler_name == SCHEDULER_NAME if self.ours is None else self.ours
-
-
-@dataclass(slots=True, frozen=True)
-class OwnerRef:
-    """The controller owner of a pod that names no PodGroup: its job is one PodGroup per owner."""
-
-    api_version: str
-    kind: str
-    name: str
-    uid: str
-
-    @property
-    def group_name(self) -> str:
-        """The name of the PodGroup that stands for the owner's pods: ``<kind>-<name>``, lower case."""
-        return f"{self.kind.lower()}-{self.name}"[:253]
-
-
-def queue_annotation(annotations: Mapping[str, str]) -> str | None:
-    """The queue a pod names: ours, else Volcano's annotation, else None."""
-    return annotations.get(QUEUE_ANNOTATION) or annotations.get(VOLCANO_QUEUE_ANNOTATION) or None
 
 
 def _container_statuses(value: Any) -> tuple[int, tuple[str, ...]]:
@@ -565,49 +413,6 @@ def build_task(
     return task
 
 
-def placement_key(task: Task) -> str:
-    if not (
-        task.node_selector
-        or task.affinity_terms
-        or task.tolerations
-        or task.avoid_nodes
-        or task.preferred_node_terms
-        or task.host_ports
-        or task.volume_terms
-        or task.missing_claims
-    ):
-        return ""
-    return json.dumps(
-        [
-            task.node_selector,
-            task.affinity_terms,
-            task.tolerations,
-            sorted(task.avoid_nodes),
-            task.preferred_node_terms,
-            task.host_ports,
-            task.volume_terms,
-            task.missing_claims,
-        ],
-        sort_keys=True,
-        default=str,
-    )
-
-
-# --- nodes ----------------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True, frozen=True)
-class NodeSpec:
-    name: str
-    allocatable: dict[str, float]
-    labels: dict[str, str]
-    taints: tuple[tuple[str, str, str], ...]  # (key, value, effect)
-    unschedulable: bool
-    ready: bool
-    addresses: tuple[str, ...] = ()
-    annotations: dict[str, str] = field(default_factory=dict)
-
-
 def build_node(node: Raw) -> NodeSpec:
     _, name = _meta(node, "Node")
     where = f"Node {name}"
@@ -660,32 +465,6 @@ def build_node(node: Raw) -> NodeSpec:
         addresses=addresses,
         annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
     )
-
-
-# --- queues, podgroups, namespaces ------------------------------------------------------------------
-
-
-@dataclass(slots=True, frozen=True)
-class QueueSpec:
-    name: str
-    weight: int
-    capability: dict[str, float] | None
-    guarantee: dict[str, float]
-    reclaimable: bool
-    state: QueueState
-    creation: float = 0.0
-    #: Guarantees given as a percentage of the cluster (``cpu: "25%"``), resource -> percent. The
-    #: snapshot resolves them into ``guarantee`` amounts (see ``resolve_guarantees``), so the plugins
-    #: only ever see amounts.
-    guarantee_percent: dict[str, float] = field(default_factory=dict)
-    #: The parent queue's name; None hangs the queue off the root (the cluster), as ``root`` does.
-    parent: str | None = None
-    #: The API group the object lives in: ours, or Volcano's (see ``volsched.cache.volcano``).
-    api_group: str = API_GROUP
-
-
-#: Queue weights are int32 in the CRD (``maximum`` enforces it there).
-MAX_WEIGHT = 2**31 - 1
 
 
 def parse_guarantee(raw: Any, *, where: str) -> tuple[dict[str, float], dict[str, float]]:
@@ -743,50 +522,6 @@ def build_queue(obj: Raw) -> QueueSpec:
         guarantee_percent=guarantee_percent,
         parent=parent or None,
     )
-
-
-def default_queue() -> QueueSpec:
-    return QueueSpec(
-        name=DEFAULT_QUEUE, weight=1, capability=None, guarantee={}, reclaimable=True, state=QueueState.OPEN
-    )
-
-
-@dataclass(slots=True, frozen=True)
-class PodGroupSpec:
-    namespace: str
-    name: str
-    min_member: int
-    min_resources: dict[str, float] | None
-    queue: str
-    priority_class_name: str
-    phase: PodGroupPhase
-    creation: float = 0.0
-    uid: str = ""
-    #: ``spec.topology``: the minMember pods share one domain of this node label.
-    topology: GangTopology | None = None
-    #: The API group the object lives in: ours, or Volcano's (see ``volsched.cache.volcano``).
-    api_group: str = API_GROUP
-    #: Set when the group stands for a controller owner's pods (no object named it; see OwnerRef).
-    owner: OwnerRef | None = None
-    #: The job's priority when no object gives a priorityClassName (an owner's group: its first pod's).
-    priority: int | None = None
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-
-@dataclass(slots=True, frozen=True)
-class GangTopology:
-    """``spec.topology: {key, mode}`` of a PodGroup."""
-
-    key: str
-    #: Required: one domain or not at all; Preferred: one domain if any fits, else across domains.
-    required: bool = True
-
-    @property
-    def mode(self) -> str:
-        return "Required" if self.required else "Preferred"
 
 
 def _gang_topology(spec: Mapping[str, Any], where: str) -> GangTopology | None:
@@ -879,9 +614,6 @@ def priority_class_value(obj: Raw) -> tuple[str, int, bool]:
     if isinstance(value, bool) or not isinstance(value, int) or not INT32_MIN <= value <= INT32_MAX:
         raise InputError(f"PriorityClass {name}: field value must be a 32-bit integer, got {_short(value)}")
     return name, value, bool(obj.get("globalDefault"))
-
-
-# --- volumes ------------------------------------------------------------------------------------------------
 
 
 def claim_volume(obj: Raw) -> tuple[str, str]:
