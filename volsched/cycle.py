@@ -145,9 +145,10 @@ def run_cycle(feeder: Feeder, config: SchedulerConfig, port: Port, *, now: float
     for key, pg in result.podgroups.items():
         phase = PodGroupPhase(pg.phase)
         held = state.podgroups.get(key)
-        if held is not None and held.phase is not phase:
-            report.phases_changed.append(key)
-        state.set_podgroup_phase(key, phase)
+        if held is None or held.phase is not phase:  # a group with no object keeps its phase too
+            if held is not None:
+                report.phases_changed.append(key)
+            state.set_podgroup_phase(key, phase)
     state.carryover = result.carryover
     status = port.write_status(result, feeder)
     report.status_writes, report.events, report.errors = status.writes, status.events, status.errors

@@ -22,7 +22,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from volsched.cache.state import ClusterState
@@ -59,7 +59,7 @@ class Rejection:
     message: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Assumption:
     uid: str
     node: str
@@ -175,7 +175,7 @@ class Feeder:
         with self._lock:
             a = self._assumed.get(pod_key)
             if a is not None and a.expires == math.inf:
-                self._assumed[pod_key] = replace(a, expires=self._clock() + self.assume_ttl)
+                a.expires = self._clock() + self.assume_ttl
 
     def forget(self, pod_key: str) -> None:
         """The pod's bind failed: the pod is pending again in the cache (unless the API has shown it
