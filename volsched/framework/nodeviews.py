@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from volsched.framework.points import ExtensionPoints
+from volsched.framework.points import PointTables
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
 from volsched.model.resources import EPS, ResourceSpace, Vector
 from volsched.model.vocabulary import Task
@@ -58,7 +58,7 @@ class NodeChoice:
     reason: str = ""
 
 
-class NodeViews(ExtensionPoints):
+class NodeViews(PointTables):
     """The session's cached per-task views of the nodes, and the node choice made from them."""
 
     def __init__(self, config: SchedulerConfig, nodes: NodeTable, space: ResourceSpace) -> None:

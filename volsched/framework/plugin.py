@@ -1,11 +1,12 @@
 """What a plugin is built from: its :class:`Arguments`, and :class:`BasePlugin`.
 
-The two small contracts themselves, :class:`~volsched.framework.session.Plugin` (``name``,
-``on_session_open(session)``, ``on_session_close(session)``; in ``on_session_open`` it only registers
-callbacks, ``session.add_job_order_fn(self.name, fn)``) and :class:`~volsched.framework.session.Action`
-(``name``, ``execute(session)``, never naming a plugin), are declared beside the Session they receive, so
-the framework's modules import each other in one direction only (config < session < plugin < registry <
-runner; an import-linter contract in ``make lint`` holds it).
+The two small contracts themselves are declared beside what they receive, so the framework's modules
+import each other in one direction only (an import-linter contract in ``make lint`` holds it):
+:class:`~volsched.framework.points.Plugin` (``name``, ``on_session_open(session)``,
+``on_session_close(session)``; in ``on_session_open`` it only registers callbacks,
+``session.add_job_order_fn(self.name, fn)``) receives the
+:class:`~volsched.framework.points.ExtensionPoints`, and :class:`~volsched.framework.session.Action`
+(``name``, ``execute(session)``, never naming a plugin) the whole Session.
 
 :class:`Arguments` reads a plugin's ``arguments`` map with typed getters whose errors name the plugin
 and the key; keys a plugin never read are reported as unknown.
@@ -20,7 +21,7 @@ from volsched.model.errors import InputError
 from volsched.model.scalars import boolean_value, parse_duration
 
 if TYPE_CHECKING:
-    from volsched.framework.session import Session
+    from volsched.framework.points import ExtensionPoints
 
 
 #: No number argument (a weight, a factor, a count, a threshold) is larger than this in magnitude.
@@ -115,8 +116,8 @@ class BasePlugin:
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: ExtensionPoints) -> None:
         raise NotImplementedError
 
-    def on_session_close(self, session: Session) -> None:
+    def on_session_close(self, session: ExtensionPoints) -> None:
         return None

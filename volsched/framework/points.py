@@ -1,9 +1,12 @@
 """Extension points: the tables plugins register callbacks in, and how their answers combine.
 
-:class:`ExtensionPoints` is what a plugin sees in ``on_session_open``: the ``add_*_fn`` methods, and the
-combined answers actions ask for (orders, votes, victims). It keeps no cluster state and decides
-nothing itself: every answer is the plugins', combined tier by tier as configured. Node filters and
-scores are registered here too; they are evaluated over nodes in :mod:`volsched.framework.nodeviews`.
+:class:`ExtensionPoints` (a Protocol) is what a plugin sees: the ``add_*_fn`` methods it calls in
+``on_session_open`` and the session state its callbacks read; :class:`Plugin` is the plugin contract
+itself. Plugins import this module, never the Session (an import-linter contract holds it).
+:class:`PointTables` implements the registration and the combined answers actions ask for (orders,
+votes, victims); it keeps no cluster state and decides nothing itself: every answer is the plugins',
+combined tier by tier as configured. Node filters and scores are registered here too; they are
+evaluated over nodes in :mod:`volsched.framework.nodeviews`.
 
 How answers combine across tiers (as in Volcano):
 
@@ -21,14 +24,15 @@ How answers combine across tiers (as in Volcano):
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
-from volsched.framework.decisions import Code, Status
-from volsched.model.cluster import BoolArray, IndexArray, Job
+from volsched.framework.decisions import Code, Event, SessionResult, Status
+from volsched.model.cluster import BoolArray, ClusterSnapshot, IndexArray, Job, NodeTable
+from volsched.model.resources import ResourceSpace, Vector
 from volsched.model.vocabulary import QueueSpec, Task
 
 if TYPE_CHECKING:
@@ -66,8 +70,81 @@ class EventHandler:
     deallocate: Callable[[Task], None] | None = None
 
 
-class ExtensionPoints:
-    """The extension-point tables of one session, and their tier-wise combination."""
+class ExtensionPoints(Protocol):
+    """What a plugin sees of a session: the extension points it registers callbacks on (in
+    ``on_session_open``, nothing else), and the state its callbacks read. Not the mutations, the
+    Statement or the refusals: those are the actions'. A Session is one."""
+
+    # --- the state callbacks read (the session's; never reassigned) --------------------------------
+    @property
+    def snapshot(self) -> ClusterSnapshot: ...
+    @property
+    def config(self) -> SchedulerConfig: ...
+    @property
+    def space(self) -> ResourceSpace: ...
+    @property
+    def nodes(self) -> NodeTable: ...
+    @property
+    def jobs(self) -> dict[str, Job]: ...
+    @property
+    def queues(self) -> dict[str, QueueSpec]: ...
+    @property
+    def total(self) -> Vector: ...
+    @property
+    def now(self) -> float: ...
+    @property
+    def state(self) -> dict[str, Any]:
+        """Per-session scratchpad (like the Kubernetes framework's CycleState)."""
+
+    @property
+    def carryover(self) -> dict[str, Any]:
+        """Kept across sessions: the result hands it back, the driver stores it."""
+
+    @property
+    def result(self) -> SessionResult:
+        """For ``on_session_close``: status a plugin adds to (queues' deserved shares)."""
+
+    def feasible_nodes(self, task: Task) -> BoolArray: ...
+    def jobs_by_queue(self, jobs: Iterable[Job] | None = None) -> dict[str, list[Job]]: ...
+    def emit(self, event: Event) -> None: ...
+
+    # --- registration ------------------------------------------------------------------------------
+    def add_queue_order_fn(self, plugin: str, fn: CompareFn) -> None: ...
+    def add_namespace_order_fn(self, plugin: str, fn: CompareFn) -> None: ...
+    def add_job_order_fn(self, plugin: str, fn: CompareFn) -> None: ...
+    def add_task_order_fn(self, plugin: str, fn: CompareFn) -> None: ...
+    def add_job_valid_fn(self, plugin: str, fn: Callable[[Job], str | None]) -> None: ...
+    def add_job_enqueueable_fn(self, plugin: str, fn: VoteFn) -> None: ...
+    def add_job_enqueued_fn(self, plugin: str, fn: Callable[[Job], None]) -> None: ...
+    def add_job_ready_fn(self, plugin: str, fn: Callable[[Job], bool]) -> None: ...
+    def add_job_pipelined_fn(self, plugin: str, fn: VoteFn) -> None: ...
+    def add_job_starving_fn(self, plugin: str, fn: Callable[[Job], bool]) -> None: ...
+    def add_allocatable_fn(self, plugin: str, fn: Callable[[QueueSpec, Task], str | None]) -> None: ...
+    def add_overused_fn(self, plugin: str, fn: Callable[[QueueSpec], str | None]) -> None: ...
+    def add_preemptive_fn(self, plugin: str, fn: Callable[[QueueSpec, Task], str | None]) -> None: ...
+    def add_predicate_fn(self, plugin: str, fn: PredicateFn, *, explain: ExplainFn | None = None) -> None: ...
+    def add_node_order_fn(self, plugin: str, fn: ScoreFn) -> None: ...
+    def add_constraint_fn(self, plugin: str, fn: ConstraintFn, *, explain: ConstraintExplainFn) -> None: ...
+    def add_constraint_score_fn(self, plugin: str, fn: ConstraintScoreFn) -> None: ...
+    def add_reclaimable_fn(self, plugin: str, fn: VictimFn) -> None: ...
+    def add_preemptable_fn(self, plugin: str, fn: VictimFn) -> None: ...
+    def add_victim_tasks_fn(self, plugin: str, fn: Callable[[], list[Task]]) -> None: ...
+    def add_event_handler(self, handler: EventHandler) -> None: ...
+
+
+class Plugin(Protocol):
+    """Registers callbacks on the session's extension points in ``on_session_open``; nothing else."""
+
+    name: ClassVar[str]
+
+    def on_session_open(self, session: ExtensionPoints) -> None: ...
+
+    def on_session_close(self, session: ExtensionPoints) -> None: ...
+
+
+class PointTables:
+    """The extension-point tables of one session, and their tier-wise combination (the implementation
+    behind :class:`ExtensionPoints`; Session extends it)."""
 
     def __init__(self, config: SchedulerConfig) -> None:
         self._enabled = {opt.name: opt for opt in config.plugin_options()}

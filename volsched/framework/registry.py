@@ -13,7 +13,8 @@ from volsched.framework.plugin import Arguments
 from volsched.model.errors import InputError
 
 if TYPE_CHECKING:
-    from volsched.framework.session import Action, Plugin
+    from volsched.framework.points import Plugin
+    from volsched.framework.session import Action
 
 ACTIONS: dict[str, Callable[[], Action]] = {}
 PLUGINS: dict[str, Callable[[Arguments], Plugin]] = {}

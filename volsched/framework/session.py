@@ -5,7 +5,7 @@ the configured actions, lets plugins close, and returns a :class:`SessionResult`
 of its snapshot and config: nothing here talks to the cluster.
 
 What a :class:`Session` is made of, one module each: the extension points plugins register on and the
-tier-wise combination of their answers (:class:`~volsched.framework.points.ExtensionPoints`); the
+tier-wise combination of their answers (:class:`~volsched.framework.points.PointTables`); the
 evaluation of nodes for a task (:class:`~volsched.framework.nodeviews.NodeViews`); and here, the state
 (jobs, queues, the result, refusals recorded) and its mutations. Only a
 :class:`~volsched.framework.statement.Statement` calls the mutations (``do_*`` and ``undo_*``); actions
@@ -21,22 +21,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from volsched.framework.decisions import Event, SessionResult, Status
 from volsched.framework.nodeviews import NodeViews
+from volsched.framework.points import Plugin
 from volsched.model.cluster import ClusterSnapshot, Job
 from volsched.model.resources import Vector
 from volsched.model.vocabulary import ALLOCATED_STATUSES, NODE_HOLDING_STATUSES, QueueSpec, Task, TaskStatus
 
 if TYPE_CHECKING:
     from volsched.framework.config import SchedulerConfig
-
-
-class Plugin(Protocol):
-    """Registers callbacks on the session's extension points in ``on_session_open``; nothing else."""
-
-    name: ClassVar[str]
-
-    def on_session_open(self, session: Session) -> None: ...
-
-    def on_session_close(self, session: Session) -> None: ...
 
 
 class Action(Protocol):

@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from volsched.framework.plugin import Arguments, BasePlugin
+from volsched.framework.points import ExtensionPoints
 from volsched.framework.registry import register_plugin
-from volsched.framework.session import Session
 from volsched.model.cluster import IndexArray
 from volsched.model.errors import InputError
 from volsched.model.resources import CPU, EPS, MEMORY
@@ -46,7 +46,7 @@ class Binpack(BasePlugin):
                     f"plugin binpack: argument binpack.resources.{key} names a resource missing from binpack.resources"
                 )
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: ExtensionPoints) -> None:
         if not self.weight:
             return
         nodes = session.nodes

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from volsched.framework.plugin import BasePlugin
+from volsched.framework.points import ExtensionPoints
 from volsched.framework.registry import register_plugin
-from volsched.framework.session import Session
 from volsched.model.vocabulary import Task
 
 
@@ -19,7 +19,7 @@ def protected(task: Task) -> bool:
 class Conformance(BasePlugin):
     name: ClassVar[str] = "conformance"
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: ExtensionPoints) -> None:
         def victims(actor: Task, candidates: list[Task]) -> list[Task]:
             return [t for t in candidates if not protected(t)]
 

@@ -16,9 +16,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from volsched.framework.plugin import BasePlugin
-from volsched.framework.points import EventHandler
+from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
-from volsched.framework.session import Session
 from volsched.model.cluster import Job, dominant_share
 from volsched.model.resources import Vector
 from volsched.model.vocabulary import Task, TaskStatus
@@ -36,7 +35,7 @@ def compare_shares(left: float, right: float) -> int:
 class Drf(BasePlugin):
     name: ClassVar[str] = "drf"
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: ExtensionPoints) -> None:
         total = session.total
         mask = session.space.share_mask
         ns_alloc: dict[str, Vector] = {}

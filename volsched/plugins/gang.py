@@ -11,9 +11,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from volsched.framework.plugin import BasePlugin
-from volsched.framework.points import Vote
+from volsched.framework.points import ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
-from volsched.framework.session import Session
 from volsched.model.cluster import Job
 from volsched.model.vocabulary import Task
 
@@ -22,7 +21,7 @@ from volsched.model.vocabulary import Task
 class Gang(BasePlugin):
     name: ClassVar[str] = "gang"
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: ExtensionPoints) -> None:
         def valid(job: Job) -> str | None:
             if job.valid_count < job.min_member:
                 return f"gang {job.name}: {job.valid_count} pod(s) exist, minMember is {job.min_member}"

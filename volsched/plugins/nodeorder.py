@@ -28,8 +28,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from volsched.framework.plugin import Arguments, BasePlugin
+from volsched.framework.points import ExtensionPoints
 from volsched.framework.registry import register_plugin
-from volsched.framework.session import Session
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
 from volsched.model.constraints import matches_node_term, tolerates
 from volsched.model.resources import CPU, MEMORY
@@ -53,7 +53,7 @@ class NodeOrder(BasePlugin):
         self.pod_affinity = arguments.number("podaffinity.weight", 2, minimum=0)
         self.spread = arguments.number("podtopologyspread.weight", 2, minimum=0)
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: ExtensionPoints) -> None:
         nodes = session.nodes
         dims = np.array([session.space.index(CPU), session.space.index(MEMORY)], dtype=np.intp)
         static = _StaticScores(nodes, node_affinity=self.node_affinity, taints=self.taints)

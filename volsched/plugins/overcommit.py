@@ -15,9 +15,8 @@ from typing import ClassVar
 import numpy as np
 
 from volsched.framework.plugin import Arguments, BasePlugin
-from volsched.framework.points import Vote
+from volsched.framework.points import ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
-from volsched.framework.session import Session
 from volsched.model.cluster import Job, unmet_minimum
 from volsched.model.resources import EPS, Vector
 from volsched.model.vocabulary import PodGroupPhase
@@ -32,7 +31,7 @@ class Overcommit(BasePlugin):
         super().__init__(arguments)
         self.factor = arguments.number("overcommit-factor", 1.2, minimum=1.0)
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: ExtensionPoints) -> None:
         nodes = session.nodes
         space = session.space
         capacity = session.total * self.factor

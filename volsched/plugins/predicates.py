@@ -24,9 +24,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from volsched.framework.plugin import BasePlugin
-from volsched.framework.points import EventHandler
+from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
-from volsched.framework.session import Session
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
 from volsched.model.constraints import UNSCHEDULABLE_TAINT, matches_affinity, tolerates
 from volsched.model.vocabulary import Task
@@ -111,7 +110,7 @@ class _StaticChecks:
 class Predicates(BasePlugin):
     name: ClassVar[str] = "predicates"
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: ExtensionPoints) -> None:
         nodes = session.nodes
         static = _StaticChecks(nodes)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from volsched.framework.plugin import BasePlugin
+from volsched.framework.points import ExtensionPoints
 from volsched.framework.registry import register_plugin
-from volsched.framework.session import Session
 from volsched.model.cluster import Job
 from volsched.model.vocabulary import Task
 
@@ -20,7 +20,7 @@ def _desc(left: int, right: int) -> int:
 class Priority(BasePlugin):
     name: ClassVar[str] = "priority"
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: ExtensionPoints) -> None:
         def job_order(left: Job, right: Job) -> int:
             return _desc(left.priority, right.priority)
 

@@ -45,9 +45,8 @@ import numpy as np
 
 from volsched.framework.decisions import Event
 from volsched.framework.plugin import BasePlugin
-from volsched.framework.points import EventHandler, Vote
+from volsched.framework.points import EventHandler, ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
-from volsched.framework.session import Session
 from volsched.model.cluster import Job, unmet_minimum
 from volsched.model.fairshare import FairShare, Problem, fair_share
 from volsched.model.resources import EPS, ResourceSpace, Vector
@@ -106,7 +105,9 @@ def queue_share(allocated: Vector, deserved: Vector, mask: np.ndarray) -> float:
     return share
 
 
-def _pending_requests(session: Session, row: dict[str, int], n: int) -> tuple[Vector, Vector, Vector, Vector]:
+def _pending_requests(
+    session: ExtensionPoints, row: dict[str, int], n: int
+) -> tuple[Vector, Vector, Vector, Vector]:
     """Per queue: allocated, request (allocated + pending + pipelined), inqueue, and the request of the
     smallest pending pod (by dominant share of the cluster), the unit the remainder is handed out in."""
     space = session.space
@@ -160,7 +161,7 @@ def _pending_requests(session: Session, row: dict[str, int], n: int) -> tuple[Ve
     return allocated, request, inqueue, unit
 
 
-def queue_tree(session: Session) -> tuple[dict[str, QueueAttr], FairShare]:
+def queue_tree(session: ExtensionPoints) -> tuple[dict[str, QueueAttr], FairShare]:
     space: ResourceSpace = session.space
     config = queue_config(session)
     names, specs, row, tree = config.names, config.specs, config.row, config.tree
@@ -203,7 +204,7 @@ def queue_tree(session: Session) -> tuple[dict[str, QueueAttr], FairShare]:
     return attrs, fs
 
 
-def queue_attrs(session: Session) -> dict[str, QueueAttr]:
+def queue_attrs(session: ExtensionPoints) -> dict[str, QueueAttr]:
     return queue_tree(session)[0]
 
 
@@ -225,7 +226,7 @@ def _lowest_common(a: QueueAttr, b: QueueAttr) -> int:
 class Proportion(BasePlugin):
     name: ClassVar[str] = "proportion"
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: ExtensionPoints) -> None:
         space = session.space
         mask = space.share_mask
         attrs, fs = queue_tree(session)
@@ -466,7 +467,7 @@ class Proportion(BasePlugin):
         session.add_job_enqueued_fn(self.name, enqueued)
         session.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
 
-    def on_session_close(self, session: Session) -> None:
+    def on_session_close(self, session: ExtensionPoints) -> None:
         space = session.space
         mask = space.share_mask
         statuses = session.result.queues

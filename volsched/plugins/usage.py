@@ -66,9 +66,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from volsched.framework.plugin import Arguments, BasePlugin
-from volsched.framework.points import EventHandler
+from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
-from volsched.framework.session import Session
 from volsched.model.cluster import BoolArray, IndexArray
 from volsched.model.errors import InputError
 from volsched.model.resources import Vector
@@ -130,7 +129,7 @@ class Usage(BasePlugin):
                 self.thresholds[1] = arguments.number(key, 100, minimum=0, maximum=100)
         self.stale_after = arguments.duration("staleAfter", DEFAULT_STALE_AFTER)
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: ExtensionPoints) -> None:
         est = build_estimate(session, self.stale_after)
         if not est.any_fresh:
             return
@@ -184,7 +183,7 @@ class Usage(BasePlugin):
 
         session.add_node_order_fn(self.name, score)
 
-    def _register_victims(self, session: Session, est: UsageEstimate, weights: Vector) -> None:
+    def _register_victims(self, session: ExtensionPoints, est: UsageEstimate, weights: Vector) -> None:
         """Victims only on nodes at least as busy as ``preemptThreshold`` (default: the fresh mean)."""
         w = weights if weights.sum() > 0 else np.array([1.0, 1.0])
 

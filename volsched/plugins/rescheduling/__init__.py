@@ -54,8 +54,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from volsched.framework.plugin import Arguments, BasePlugin
+from volsched.framework.points import ExtensionPoints
 from volsched.framework.registry import register_plugin
-from volsched.framework.session import Session
 from volsched.model.cluster import dominant_share
 from volsched.model.errors import InputError
 from volsched.model.scalars import boolean_value
@@ -160,7 +160,7 @@ class Rescheduling(BasePlugin):
                 )
             self.labels[key] = str(value)
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: ExtensionPoints) -> None:
         def victims() -> list[Task]:
             cached: list[Task] | None = session.state.get("rescheduling.victims")
             if cached is not None:
@@ -179,7 +179,9 @@ class Rescheduling(BasePlugin):
 
     # --- choosing ----------------------------------------------------------------------------------
 
-    def _candidate(self, session: Session, task: Task, statuses: frozenset[TaskStatus] = LIVE) -> bool:
+    def _candidate(
+        self, session: ExtensionPoints, task: Task, statuses: frozenset[TaskStatus] = LIVE
+    ) -> bool:
         if task.status not in statuses or not task.schedulable_by_us:
             return False
         if task.owner is None or task.critical:
@@ -192,7 +194,7 @@ class Rescheduling(BasePlugin):
             return False
         return not (any(s.name == "offlineOnly" for s in self.strategies) and not _is_offline(task))
 
-    def _order_key(self, session: Session) -> Callable[[Task], tuple[Any, ...]]:
+    def _order_key(self, session: ExtensionPoints) -> Callable[[Task], tuple[Any, ...]]:
         total = session.total
         mask = session.space.share_mask
 
@@ -216,7 +218,7 @@ class Rescheduling(BasePlugin):
 
         return key
 
-    def _select(self, session: Session) -> list[Task]:
+    def _select(self, session: ExtensionPoints) -> list[Task]:
         reasons: dict[str, str] = session.state.setdefault(VICTIM_REASONS, {})
         ctx = Context(
             session=session,

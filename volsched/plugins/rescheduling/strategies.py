@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from volsched.framework.plugin import NUMBER_LIMIT
-from volsched.framework.session import Session
+from volsched.framework.points import ExtensionPoints
 from volsched.model.constraints import (
     ConstraintState,
     SpreadConstraint,
@@ -55,7 +55,7 @@ class Context:
     """What a selector may read: the session, the plugin's candidate filter and order, the metrics
     period (for estimates of real usage)."""
 
-    session: Session
+    session: ExtensionPoints
     candidate: Callable[[Task, frozenset[TaskStatus]], bool]
     key: Callable[[Task], tuple[Any, ...]]
     metrics_period: float
@@ -575,7 +575,7 @@ class RemovePodsViolatingNodeTaints:
         return out
 
 
-def placed_state(session: Session) -> ConstraintState:
+def placed_state(session: ExtensionPoints) -> ConstraintState:
     """A fresh :class:`ConstraintState` holding every pod placed on a node (this scheduler's and
     others'), counted as placement counts them; the strategy may remove pods from it as it picks them."""
     nodes = session.nodes

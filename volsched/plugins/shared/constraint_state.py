@@ -9,8 +9,7 @@ When no pod in the snapshot has such constraints the state is None and every che
 
 from __future__ import annotations
 
-from volsched.framework.points import EventHandler
-from volsched.framework.session import Session
+from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.model.constraints import ConstraintState
 from volsched.model.vocabulary import ALLOCATED_STATUSES, Task, TaskStatus
 
@@ -18,7 +17,7 @@ _KEY = "constraints"
 _COUNTED = ALLOCATED_STATUSES | {TaskStatus.PIPELINED}
 
 
-def constraint_state(session: Session) -> ConstraintState | None:
+def constraint_state(session: ExtensionPoints) -> ConstraintState | None:
     """The session's constraint counts, made on first use; None when no pod has pod-level constraints."""
     if _KEY in session.state:
         state: ConstraintState | None = session.state[_KEY]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from volsched.framework.session import Session
+from volsched.framework.points import ExtensionPoints
 from volsched.model.fairshare import Matrix, Problem, Tree, build_tree, effective_guarantees
 from volsched.model.resources import EPS, Vector
 from volsched.model.vocabulary import QueueSpec
@@ -50,7 +50,7 @@ class QueueConfig:
         return out
 
 
-def queue_config(session: Session) -> QueueConfig:
+def queue_config(session: ExtensionPoints) -> QueueConfig:
     """The session's :class:`QueueConfig`, made on first use."""
     cached: QueueConfig | None = session.state.get(_KEY)
     if cached is not None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from volsched.framework.session import Session
+from volsched.framework.points import ExtensionPoints
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
 from volsched.model.resources import CPU, MEMORY, Vector
 from volsched.model.usage import NodeUsage
@@ -84,7 +84,7 @@ def fresh_usage(usage: dict[str, NodeUsage], now: float, stale_after: float) -> 
     return {n: u for n, u in usage.items() if abs(now - u.measured_at) <= stale_after}
 
 
-def build_estimate(session: Session, stale_after: float) -> UsageEstimate:
+def build_estimate(session: ExtensionPoints, stale_after: float) -> UsageEstimate:
     """Estimated usage of every node at session open; register ``on_allocate``/``on_deallocate`` as an
     event handler to keep it current."""
     nodes = session.nodes
