@@ -1,8 +1,17 @@
-"""The only package that writes to the Kubernetes API.
+"""Everything that talks to the Kubernetes API, and the only package that imports its client.
 
-``writer.KubeWriter`` carries a :class:`~volsched.framework.decisions.SessionResult` out against a
-cluster: binds (``pods/binding``), evictions (``pods/eviction``), PodGroup and Queue status, the pod
-condition ``PodScheduled=False`` and one deduplicated ``FailedScheduling`` event per pod. ``lease`` keeps
-one scheduler active, ``configsource`` reads the scheduler ConfigMap, ``client`` builds API clients.
-``ratelimit`` and ``status`` are pure (no I/O) and unit-tested on their own.
+* Reading: ``lister`` (one consistent listing of every kind the cache holds, before the first session),
+  ``watch`` (a lean list+watch for Pods and Nodes; ``prune`` keeps of each object only what is read),
+  ``configsource`` (the scheduler ConfigMap).
+* Writing: ``port.KubePort`` is the cycle's port to a cluster (:class:`volsched.cycle.Port`) over
+  ``writer.KubeWriter``, which carries decisions out: binds (``pods/binding``), evictions
+  (``pods/eviction``), PodGroup and Queue status, the pod condition ``PodScheduled=False`` and one
+  deduplicated ``FailedScheduling`` event per pod; ``podgroups`` creates owners' PodGroups and reports
+  Volcano objects ours shadow. ``status`` renders what is written and ``ratelimit`` paces it (both pure,
+  no I/O, unit-tested on their own).
+* Around them: ``lease`` (one active scheduler; it fences every write), ``health`` (whether the
+  apiserver answers, in a few log lines per outage), ``client`` (API clients from a kubeconfig or
+  in-cluster).
+
+Nothing here decides what to schedule: decisions come from the engine through :mod:`volsched.cycle`.
 """
