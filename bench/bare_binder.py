@@ -53,30 +53,50 @@ async def _bind_loop(args: argparse.Namespace, index: int) -> None:
                     "metadata": {"name": name},
                     "target": {"apiVersion": "v1", "kind": "Node", "name": node},
                 }
-                for attempt in range(20):
+                pause = 0.05
+                while True:  # until the apiserver answers (a busy one says 429 or times out)
                     try:
                         async with http.post(f"{base}/{name}/binding", json=body) as resp:
                             await resp.read()
-                            if resp.status not in (429, 500, 503, 504):
-                                break  # 201, or 409: bound already, gone: nothing to do
-                    except aiohttp.ClientError:
+                            if resp.status != 429 and resp.status < 500:
+                                break  # 201, or 409: bound already, 404: gone: nothing to do
+                    except (aiohttp.ClientError, TimeoutError):
                         pass
-                    await asyncio.sleep(min(1.0, 0.05 * 2**attempt))
+                    await asyncio.sleep(pause)
+                    pause = min(1.0, pause * 2)
 
         workers = [asyncio.create_task(binder(index + args.procs * i)) for i in range(args.conns)]
-        seen: set[bytes] = set()
-        rv = ""
+        seen: set[str] = set()
+        selector = f"spec.schedulerName={args.scheduler_name},spec.nodeName="
+
+        def take(name: str) -> None:
+            if name not in seen and zlib.crc32(name.encode()) % args.procs == index:
+                seen.add(name)
+                queue.put_nowait(name)
+
+        async def relist() -> str:
+            """The pending pods now (queued) and the list's resourceVersion to watch from. (A watch from
+            "" would send them in the order of their names, not of their versions: resumed after the
+            apiserver closed it, it would miss some.)"""
+            async with http.get(base, params={"fieldSelector": selector}) as resp:
+                resp.raise_for_status()
+                data = await resp.json()
+            for item in data["items"]:
+                take(item["metadata"]["name"])
+            return str(data["metadata"]["resourceVersion"])
+
+        rv = await relist()
         ready = False
         while True:  # the apiserver closes a watch that falls behind: watch again from the last event
             params = {
                 "watch": "1",
-                "fieldSelector": f"spec.schedulerName={args.scheduler_name},spec.nodeName=",
+                "fieldSelector": selector,
                 "timeoutSeconds": "86400",
                 "resourceVersion": rv,
             }
             async with http.get(base, params=params) as resp:
-                if resp.status == 410:
-                    rv = ""
+                if resp.status == 410:  # the events since rv are gone: list again
+                    rv = await relist()
                     continue
                 resp.raise_for_status()
                 if not ready:
@@ -88,16 +108,10 @@ async def _bind_loop(args: argparse.Namespace, index: int) -> None:
                         break
                     if (m := _RV.search(line)) is not None:
                         rv = m.group(1).decode()
-                    if not line.startswith(b'{"type":"ADDED"') or _NODE_NAME.search(line):
-                        continue
-                    m = _NAME.search(line)
-                    if m is None:
-                        continue
-                    raw = m.group(1)
-                    if raw in seen or zlib.crc32(raw) % args.procs != index:
-                        continue
-                    seen.add(raw)
-                    queue.put_nowait(raw.decode())
+                    if line.startswith(b'{"type":"ADDED"') and not _NODE_NAME.search(line):
+                        m = _NAME.search(line)
+                        if m is not None:
+                            take(m.group(1).decode())
         del workers
 
 

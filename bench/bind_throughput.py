@@ -8,8 +8,11 @@ scheduler's, and the scheduler is started as a subprocess:
 * volsched:        ``volsched run`` with its default configuration (plus kubeconfig, namespace, http port 0);
 * kube-scheduler:  the binary hack/controlplane builds, with a KubeSchedulerConfiguration that raises the
                    client's qps/burst to 5000 and turns leader election off;
-* ceiling:         ``bench/bare_binder.py``: watches the pending pods and posts ``pods/binding`` round-robin
-                   over the nodes from several processes with many connections, scheduling nothing.
+* ceiling:         ``loadgen bind`` (bench/loadgen, Go, built on first use): watches the pending pods and
+                   posts ``pods/binding`` round-robin over the nodes, many requests in flight over HTTP/2,
+                   scheduling nothing; ``ceiling-python`` (``--only``) is ``bench/bare_binder.py``, the
+                   same in Python (aiohttp, several processes): it binds no faster and needs about four
+                   times the CPU, CPU the apiserver then lacks on 2 cores.
 
 Modes: ``backlog`` creates every pod before the scheduler starts; ``arriving`` starts the scheduler, waits
 until it is ready, then creates the pods at a steady ``--rate`` (pods/s, from several processes so that
@@ -17,9 +20,10 @@ creation is not the bottleneck).
 
 How it is measured (the same for all three):
 
-* binds are seen by one watch on the namespace's pods, in a process of its own, started before any pod is
-  created: a pod is bound when an event first shows its ``spec.nodeName``; its bind time is when that
-  event was received (``time.time()``), its creation time when its ADDED event was received;
+* binds are seen by one watch on the namespace's pods, in a process of its own (``loadgen watch``, Go;
+  a Python process without Go), started before any pod is created: a pod is bound when an event first
+  shows its ``spec.nodeName``; its bind time is when that event was received (wall clock), its creation
+  time when its first event was received;
 * start: just before the scheduler's process is spawned; ready: volsched's ``/healthz`` answers 200 (cache
   synced), kube-scheduler's ``/readyz``, the bare binder's processes all print ``ready``;
 * pods/s: bound pods / (last bind - first bind); time to first bind: first bind - start (and - ready);
@@ -34,7 +38,7 @@ A run ends when every pod is bound, or when no pod was bound for ``--stall`` sec
 what was bound). Every process started is killed on exit (SIGTERM/SIGINT included).
 
     python bench/bind_throughput.py [--quick | --nodes 1000 --pods 10000] [--modes backlog,arriving]
-        [--only volsched,kube-scheduler,ceiling] [--rate 500] [--keep-logs DIR]
+        [--only volsched,kube-scheduler,ceiling,ceiling-python] [--rate 500] [--keep-logs DIR]
 """
 
 from __future__ import annotations
@@ -60,7 +64,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,18 +73,21 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from bindstats import RunFigures, TreeUsage, fmt_seconds, ratio, run_figures  # noqa: E402
+from bindstats import RunFigures, TreeUsage, fmt_seconds, parse_watch_line, ratio, run_figures  # noqa: E402
 from machine import describe  # noqa: E402
 
 from volsched_dev.devcluster import LocalControlPlane  # noqa: E402
 
 NAMESPACE = "bench"
 OPERATOR_NS = "volsched-system"
-SCHEDULERS = ("volsched", "kube-scheduler", "ceiling")
+SCHEDULERS = ("volsched", "kube-scheduler", "ceiling", "ceiling-python")
+#: Run unless --only says otherwise (ceiling-python is there to compare the two bare binders).
+DEFAULT_ONLY = ("volsched", "kube-scheduler", "ceiling")
 SCHEDULER_NAMES = {
     "volsched": "volsched",
     "kube-scheduler": "bench-kube-scheduler",
     "ceiling": "bench-binder",
+    "ceiling-python": "bench-binder",
 }
 MODES = ("backlog", "arriving")
 
@@ -280,7 +287,8 @@ def _token_file(conn: Conn, workdir: Path) -> Path:
 
 def build_loadgen() -> Path | None:
     """``bench/loadgen`` built with the Go toolchain hack/controlplane uses, cached by its sources' hash
-    next to the control-plane binaries; None without Go."""
+    in ~/.cache/volsched/bench (older builds are left there: another checkout may be running one); None
+    without Go."""
     go = shutil.which("go") or (
         "/usr/local/go/bin/go" if os.access("/usr/local/go/bin/go", os.X_OK) else None
     )
@@ -386,30 +394,76 @@ def _watch_proc(
 
 
 @dataclass
-class Watch:
+class PythonWatch:
+    """The watch in a Python process (:func:`_watch_proc`), when there is no Go to build loadgen with."""
+
     proc: multiprocessing.process.BaseProcess
     added: Any
     bound: Any
-    last_bind: Any
     stop: multiprocessing.synchronize.Event
     out: Path
 
+    def counts(self) -> tuple[int, int]:
+        """(pods seen created, pods seen bound) so far."""
+        return int(self.added.value), int(self.bound.value)
+
     def result(self) -> tuple[dict[str, float], dict[str, tuple[float, str]]]:
+        """(name -> creation seen, name -> (bind seen, node)); stops the watch."""
         self.stop.set()
         self.proc.join(60)
         data = json.loads(self.out.read_text())
         return dict(data["added"]), {k: (float(v[0]), str(v[1])) for k, v in data["bound"].items()}
 
 
-def start_watch(conn: Conn, rv: str, out: Path) -> Watch:
+class GoWatch:
+    """``loadgen watch`` appending to a file, which :meth:`counts` reads as it grows."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], out: Path) -> None:
+        self.proc, self.out = proc, out
+        self.added: dict[str, float] = {}
+        self.bound: dict[str, tuple[float, str]] = {}
+        self._offset = 0
+
+    def _read(self) -> None:
+        try:
+            with self.out.open("rb") as f:
+                f.seek(self._offset)
+                data = f.read()
+        except FileNotFoundError:
+            return
+        end = data.rfind(b"\n") + 1  # complete lines only
+        self._offset += end
+        for line in data[:end].decode().splitlines():
+            parse_watch_line(line, self.added, self.bound)
+
+    def counts(self) -> tuple[int, int]:
+        self._read()
+        return len(self.added), len(self.bound)
+
+    def result(self) -> tuple[dict[str, float], dict[str, tuple[float, str]]]:
+        kill_tree(self.proc, grace=0.0)
+        self._read()
+        return self.added, self.bound
+
+
+def start_watch(conn: Conn, rv: str, rundir: Path, loadgen: Path | None) -> PythonWatch | GoWatch:
+    """Watch the benchmark's pods from ``rv`` in a process of its own (loadgen, else Python)."""
+    if loadgen is not None:
+        out = rundir / "watch.txt"
+        argv = [
+            str(loadgen), "watch", "-server", conn.server, "-ca", conn.ca,
+            "-token-file", str(_token_file(conn, rundir)), "-namespace", NAMESPACE, "-rv", rv, "-out", str(out),
+        ]  # fmt: skip
+        return GoWatch(spawn(argv, rundir / "watch.log"), out)
     ctx = multiprocessing.get_context("spawn")
     added, bound, last_bind = ctx.Value("i", 0), ctx.Value("i", 0), ctx.Value("d", 0.0)
     stop = ctx.Event()
+    out = rundir / "binds.json"
     proc = ctx.Process(
         target=_watch_proc, args=(conn, str(out), added, bound, last_bind, stop, rv), daemon=True
     )
     proc.start()
-    return Watch(proc, added, bound, last_bind, stop, out)
+    return PythonWatch(proc, added, bound, stop, out)
 
 
 # --------------------------------------------------------------------------- processes and cleanup
@@ -539,14 +593,15 @@ def start_kube_scheduler(cp: LocalControlPlane, log: Path, workdir: Path) -> Sch
     )
 
 
-def start_ceiling(cp: LocalControlPlane, log: Path, workdir: Path, *, args: argparse.Namespace) -> Scheduler:
+def start_ceiling(
+    cp: LocalControlPlane, log: Path, workdir: Path, *, args: argparse.Namespace, python: bool
+) -> Scheduler:
     conn = Conn(cp.host, str(cp.ca_cert_path), cp.admin_token)
     common = [
         "-server", cp.host, "-ca", str(cp.ca_cert_path), "-token-file", str(_token_file(conn, workdir)),
         "-namespace", NAMESPACE, "-scheduler-name", SCHEDULER_NAMES["ceiling"],
     ]  # fmt: skip
-    if args.binder == "go":
-        assert args.loadgen is not None
+    if not python and args.loadgen is not None:
         argv = [str(args.loadgen), "bind", *common, "-conns", str(args.binder_conns * args.binder_procs)]
         procs = 1
     else:
@@ -556,7 +611,8 @@ def start_ceiling(cp: LocalControlPlane, log: Path, workdir: Path, *, args: argp
         ]  # fmt: skip
         procs = args.binder_procs
     proc = spawn(argv, log)
-    return Scheduler("ceiling", proc, log, lambda: log.read_text(errors="replace").count("ready") >= procs)
+    name = "ceiling-python" if python else "ceiling"
+    return Scheduler(name, proc, log, lambda: log.read_text(errors="replace").count("ready") >= procs)
 
 
 # --------------------------------------------------------------------------- one run
@@ -571,6 +627,8 @@ class Result:
     cpu_per_1000: float
     peak_rss: int
     stalled: bool
+    #: Arriving mode: pods seen created per second (between the first and the last creation seen).
+    arrived: float = math.nan
     failed_creates: int = 0
 
 
@@ -598,13 +656,13 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
             create(conn, "node", nodes, args=args, workdir=rundir)
             _say(f"{tag}: {args.nodes} nodes created in {time.monotonic() - t:.1f}s")
             rv = core.list_namespaced_pod(NAMESPACE, limit=1).metadata.resource_version
-        watch = start_watch(conn, rv, rundir / "binds.json")
+        watch = start_watch(conn, rv, rundir, args.loadgen)
         bodies = [pod_body(f"pod-{i:06d}", SCHEDULER_NAMES[scheduler]) for i in range(args.pods)]
         creation: Creation | None = None
         if mode == "backlog":
             t = time.monotonic()
             create(conn, "pod", bodies, args=args, workdir=rundir)
-            while watch.added.value < args.pods:
+            while watch.counts()[0] < args.pods:
                 time.sleep(0.05)
             _say(f"{tag}: {args.pods} pods created in {time.monotonic() - t:.1f}s")
         log = rundir / f"{scheduler}.log"
@@ -614,7 +672,7 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
         elif scheduler == "kube-scheduler":
             sched = start_kube_scheduler(cp, log, rundir)
         else:
-            sched = start_ceiling(cp, log, rundir, args=args)
+            sched = start_ceiling(cp, log, rundir, args=args, python=scheduler == "ceiling-python")
         usage = TreeUsage(sched.proc.pid)
         ready_at = math.nan
         try:
@@ -636,7 +694,7 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
                             t0=time.time() + 0.2,
                             rate=args.rate,
                         )
-                count = watch.bound.value
+                created, count = watch.counts()
                 if now >= next_sample:
                     usage.sample()
                     next_sample = now + 0.5
@@ -650,7 +708,7 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
                     usage.sample()
                     break
                 if now >= next_say:
-                    _say(f"{tag}: {count}/{args.pods} bound, {watch.added.value} created")
+                    _say(f"{tag}: {count}/{args.pods} bound, {created} created")
                     next_say = now + 10
                 time.sleep(0.02)
         finally:
@@ -670,8 +728,18 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
             cpu_per_1000=usage.cpu_seconds / (max(figures.bound, 1) / 1000),
             peak_rss=usage.peak_rss,
             stalled=stalled,
+            arrived=_rate(added.values()) if mode == "arriving" else math.nan,
             failed_creates=creation.failed if creation is not None else 0,
         )
+
+
+def _rate(times: Iterable[float]) -> float:
+    ordered = sorted(times)
+    return (
+        len(ordered) / (ordered[-1] - ordered[0])
+        if len(ordered) > 1 and ordered[-1] > ordered[0]
+        else math.nan
+    )
 
 
 # --------------------------------------------------------------------------- report
@@ -686,6 +754,7 @@ def report(results: list[Result]) -> None:
     for mode in MODES:
         rows = [r for r in results if r.mode == mode]
         ref = {r.scheduler: r.figures.throughput for r in rows}
+        ref.setdefault("ceiling", ref.get("ceiling-python", math.nan))
         for r in rows:
             f = r.figures
             first, ready, after_ready, p50, p99 = fmt_seconds(
@@ -700,6 +769,9 @@ def report(results: list[Result]) -> None:
             )
             if r.failed_creates:
                 print(f"  ({r.failed_creates} pods could not be created)")
+        arrived = [f"{r.scheduler} {r.arrived:.0f}/s" for r in rows if not math.isnan(r.arrived)]
+        if arrived:
+            print(f"  arrived (pods seen created per second): {', '.join(arrived)}")
     if any(r.stalled for r in results):
         print("!: stalled (no bind for --stall seconds); the figures are of what was bound")
 
@@ -710,7 +782,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pods", type=int, default=10000)
     p.add_argument("--quick", action="store_true", help="200 nodes x 2,000 pods")
     p.add_argument("--modes", default=",".join(MODES), help="comma-separated: backlog, arriving")
-    p.add_argument("--only", default=",".join(SCHEDULERS), help="comma-separated: " + ", ".join(SCHEDULERS))
+    p.add_argument(
+        "--only",
+        default=",".join(DEFAULT_ONLY),
+        help=f"comma-separated, of {', '.join(SCHEDULERS)} (default: {','.join(DEFAULT_ONLY)}); ceiling is "
+        "the Go binder (the Python one without Go), ceiling-python the Python one",
+    )
     p.add_argument("--rate", type=float, default=500.0, help="arriving mode: pods created per second")
     p.add_argument("--stall", type=float, default=120.0, help="give up after this long without a bind (s)")
     p.add_argument("--create-procs", type=int, default=2, help="processes creating nodes and pods")
@@ -718,17 +795,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--binder-procs", type=int, default=2, help="processes of the bare binder")
     p.add_argument("--binder-conns", type=int, default=64, help="connections per bare-binder process")
     p.add_argument(
-        "--binder", choices=("go", "python"), help="the ceiling's binder (default: go, if there is Go)"
-    )
-    p.add_argument(
         "--creator", choices=("go", "python"), help="who creates the objects (default: go, if any)"
     )
     p.add_argument("--keep-logs", help="keep the schedulers' and control planes' logs in this directory")
     args = p.parse_args(argv)
-    args.loadgen = None if args.binder == args.creator == "python" else build_loadgen()
-    if args.loadgen is None and "go" in (args.binder, args.creator):
+    args.loadgen = build_loadgen()
+    if args.loadgen is None and args.creator == "go":
         p.error("no Go toolchain to build bench/loadgen with")
-    args.binder = args.binder or ("go" if args.loadgen else "python")
+    binder = "go" if args.loadgen else "python"
     args.creator = args.creator or ("go" if args.loadgen else "python")
     if args.quick:
         args.nodes, args.pods = 200, 2000
@@ -747,21 +821,30 @@ def main(argv: list[str] | None = None) -> int:
     print("machine:", describe())
     print(
         f"{args.nodes} nodes x {args.pods} pods; modes {', '.join(modes)}; arriving rate {args.rate:.0f}/s; "
-        f"a fresh control plane per run; ceiling: {args.binder} binder; objects created by {args.creator}"
+        f"a fresh control plane per run; ceiling: the {binder} binder; watch: {binder}; objects created by {args.creator}"
     )
     results: list[Result] = []
+    failures: list[str] = []
     try:
         with _workdir(args.keep_logs) as workdir:
             for mode in modes:
                 for scheduler in order:
-                    results.append(run_one(scheduler, mode, args, workdir))
+                    try:
+                        results.append(run_one(scheduler, mode, args, workdir))
+                    except Exception as exc:  # the others still run; the report says which failed
+                        _say(f"{scheduler}-{mode} FAILED: {exc}")
+                        failures.append(f"{scheduler}-{mode}: {exc}")
+                        continue
                     f = results[-1].figures
                     _say(f"{scheduler}-{mode}: {f.bound} bound, {f.throughput:.0f} pods/s")
     finally:
         kill_all()
-    print()
-    report(results)
-    return 0 if all(not r.stalled for r in results) else 1
+        if results:
+            print()
+            report(results)  # what was measured, also after an interruption
+        for failure in failures:
+            print("FAILED", failure)
+    return 0 if not failures and all(not r.stalled for r in results) else 1
 
 
 @contextlib.contextmanager

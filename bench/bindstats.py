@@ -162,6 +162,16 @@ def run_figures(
     )
 
 
+def parse_watch_line(line: str, added: dict[str, float], bound: dict[str, tuple[float, str]]) -> None:
+    """One line of ``loadgen watch``: ``A <pod> <unix ns>`` (first seen) or ``B <pod> <node> <unix ns>``
+    (first seen bound); the first time recorded for a pod is kept."""
+    parts = line.split()
+    if len(parts) == 3 and parts[0] == "A":
+        added.setdefault(parts[1], int(parts[2]) / 1e9)
+    elif len(parts) == 4 and parts[0] == "B":
+        bound.setdefault(parts[1], (int(parts[3]) / 1e9, parts[2]))
+
+
 def ratio(value: float, reference: float | None) -> str:
     """``"0.19x"``, or ``"-"`` without a reference."""
     if reference is None or not reference or math.isnan(reference) or math.isnan(value):

@@ -9,6 +9,10 @@
 //	    The bare binder (the ceiling): watches the pending pods of scheduler S in NS (the existing ones,
 //	    then new ones) and posts pods/binding for each, nodes taken round-robin, nothing checked.
 //	    Prints "ready" once the watch is open; runs until killed.
+//	loadgen watch -server URL -ca CA -token-file F -namespace NS -rv RV -out FILE
+//	    Watches the pods of NS from resourceVersion RV and appends to FILE, as they are received,
+//	    "A <name> <unix ns>" for a pod seen for the first time and "B <name> <node> <unix ns>" for a pod
+//	    seen bound for the first time. Runs until killed.
 package main
 
 import (
@@ -73,11 +77,12 @@ func (c *client) do(method, path string, body []byte) (int, []byte, error) {
 	return resp.StatusCode, data, err
 }
 
-// post retries 429, 5xx and connection errors with a growing pause; true when the object exists now
-// (201/200, or 409: it was there already).
-func (c *client) post(path string, body []byte) bool {
+// post retries 429, 5xx and connection errors with a growing pause (up to a second), attempts times
+// (0: until the apiserver answers otherwise); true when the object exists now (201/200, or 409: it was
+// there already).
+func (c *client) post(path string, body []byte, attempts int) bool {
 	pause := 50 * time.Millisecond
-	for attempt := 0; attempt < 30; attempt++ {
+	for attempt := 0; attempts == 0 || attempt < attempts; attempt++ {
 		code, _, err := c.do("POST", path, body)
 		if err == nil {
 			switch {
@@ -127,7 +132,7 @@ func create(args []string) int {
 		go func() {
 			defer wg.Done()
 			for body := range work {
-				if !c.post(*path, body) {
+				if !c.post(*path, body, 30) {
 					failed.Add(1)
 				}
 			}
@@ -152,17 +157,20 @@ func create(args []string) int {
 	return 0
 }
 
+// podObject holds the fields of a pod loadgen needs (the decoder skips the rest).
+type podObject struct {
+	Metadata struct {
+		Name            string `json:"name"`
+		ResourceVersion string `json:"resourceVersion"`
+	} `json:"metadata"`
+	Spec struct {
+		NodeName string `json:"nodeName"`
+	} `json:"spec"`
+}
+
 type watchEvent struct {
-	Type   string `json:"type"`
-	Object struct {
-		Metadata struct {
-			Name            string `json:"name"`
-			ResourceVersion string `json:"resourceVersion"`
-		} `json:"metadata"`
-		Spec struct {
-			NodeName string `json:"nodeName"`
-		} `json:"spec"`
-	} `json:"object"`
+	Type   string    `json:"type"`
+	Object podObject `json:"object"`
 }
 
 func bind(args []string) int {
@@ -215,20 +223,63 @@ func bind(args []string) int {
 				node := nodes[turn%len(nodes)]
 				turn += *conns
 				body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Binding","metadata":{"name":%q},"target":{"apiVersion":"v1","kind":"Node","name":%q}}`, name, node)
-				c.post(base+name+"/binding", []byte(body))
+				c.post(base+name+"/binding", []byte(body), 0)
 			}
 		}(i)
 	}
 	seen := map[string]bool{}
-	rv := ""
+	handle := func(ev *watchEvent) {
+		name := ev.Object.Metadata.Name
+		if ev.Type != "ADDED" || ev.Object.Spec.NodeName != "" || seen[name] {
+			return
+		}
+		seen[name] = true
+		mu.Lock()
+		pending = append(pending, name)
+		mu.Unlock()
+		more.Signal()
+	}
+	selector := "spec.schedulerName=" + *scheduler + ",spec.nodeName="
+	relist := func() string {
+		items, listRV := c.listPods(*namespace, selector)
+		for i := range items {
+			handle(&watchEvent{Type: "ADDED", Object: items[i]})
+		}
+		return listRV
+	}
 	announced := false
+	c.watchPods(*namespace, selector, "", relist, func() {
+		if !announced {
+			fmt.Println("ready")
+			announced = true
+		}
+	}, handle)
+	return 0
+}
+
+// watchPods follows the pods of a namespace from rv, again from the last event seen whenever the
+// apiserver ends the watch (it closes one that falls behind), and calls fn for each event. Without an rv
+// (at the start, or when the apiserver no longer has the events since rv) it calls relist, which hands
+// the current pods to fn and returns the list's resourceVersion. (A watch from "" would send the
+// existing pods in the order of their names, not of their versions: resumed after a close, it would
+// miss some.)
+func (c *client) watchPods(namespace, selector, rv string, relist func() string, opened func(), fn func(ev *watchEvent)) {
 	for {
+		if rv == "" {
+			rv = relist()
+			if rv == "" {
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
+		}
 		q := url.Values{}
 		q.Set("watch", "1")
-		q.Set("fieldSelector", "spec.schedulerName="+*scheduler+",spec.nodeName=")
 		q.Set("timeoutSeconds", "86400")
 		q.Set("resourceVersion", rv)
-		req, _ := http.NewRequest("GET", c.server+"/api/v1/namespaces/"+*namespace+"/pods?"+q.Encode(), nil)
+		if selector != "" {
+			q.Set("fieldSelector", selector)
+		}
+		req, _ := http.NewRequest("GET", c.server+"/api/v1/namespaces/"+namespace+"/pods?"+q.Encode(), nil)
 		req.Header.Set("Authorization", "Bearer "+c.token)
 		resp, err := c.http.Do(req)
 		if err != nil {
@@ -236,43 +287,101 @@ func bind(args []string) int {
 			continue
 		}
 		if resp.StatusCode != 200 {
-			if resp.StatusCode == 410 {
+			if resp.StatusCode == 410 { // too old: take the whole state again
 				rv = ""
 			}
 			resp.Body.Close()
 			time.Sleep(200 * time.Millisecond)
 			continue
 		}
-		if !announced {
-			fmt.Println("ready")
-			announced = true
-		}
+		opened()
 		dec := json.NewDecoder(bufio.NewReaderSize(resp.Body, 1<<20))
 		for {
 			var ev watchEvent
 			if err := dec.Decode(&ev); err != nil {
-				break // closed by the apiserver (or too far behind): watch again from rv
+				break
 			}
 			if ev.Object.Metadata.ResourceVersion != "" {
 				rv = ev.Object.Metadata.ResourceVersion
 			}
-			name := ev.Object.Metadata.Name
-			if ev.Type != "ADDED" || ev.Object.Spec.NodeName != "" || seen[name] {
-				continue
-			}
-			seen[name] = true
-			mu.Lock()
-			pending = append(pending, name)
-			mu.Unlock()
-			more.Signal()
+			fn(&ev)
 		}
 		resp.Body.Close()
 	}
 }
 
+func watch(args []string) int {
+	fs := flag.NewFlagSet("watch", flag.ExitOnError)
+	server, ca, tokenFile, _ := common(fs)
+	namespace := fs.String("namespace", "", "namespace of the pods")
+	rv := fs.String("rv", "", "resourceVersion to watch from")
+	out := fs.String("out", "", "file to append the events to")
+	fs.Parse(args)
+	c, err := newClient(*server, *ca, *tokenFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	w := bufio.NewWriter(f)
+	seen, bound := map[string]bool{}, map[string]bool{}
+	record := func(ev *watchEvent) {
+		now := time.Now().UnixNano()
+		if ev.Type != "ADDED" && ev.Type != "MODIFIED" {
+			return
+		}
+		name := ev.Object.Metadata.Name
+		if !seen[name] {
+			seen[name] = true
+			fmt.Fprintf(w, "A %s %d\n", name, now)
+		}
+		if node := ev.Object.Spec.NodeName; node != "" && !bound[name] {
+			bound[name] = true
+			fmt.Fprintf(w, "B %s %s %d\n", name, node, now)
+		}
+		w.Flush()
+	}
+	relist := func() string {
+		items, listRV := c.listPods(*namespace, "")
+		for i := range items {
+			ev := watchEvent{Type: "ADDED", Object: items[i]}
+			record(&ev)
+		}
+		return listRV
+	}
+	c.watchPods(*namespace, "", *rv, relist, func() {}, record)
+	return 0
+}
+
+// listPods lists the pods of a namespace (with a field selector); "" as the version when it failed.
+func (c *client) listPods(namespace, selector string) ([]podObject, string) {
+	q := url.Values{}
+	if selector != "" {
+		q.Set("fieldSelector", selector)
+	}
+	code, data, err := c.do("GET", "/api/v1/namespaces/"+namespace+"/pods?"+q.Encode(), nil)
+	if err != nil || code != 200 {
+		return nil, ""
+	}
+	var list struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+		Items []podObject `json:"items"`
+	}
+	if json.Unmarshal(data, &list) != nil {
+		return nil, ""
+	}
+	return list.Items, list.Metadata.ResourceVersion
+}
+
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen create|bind [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen create|bind|watch [flags]")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -280,8 +389,10 @@ func main() {
 		os.Exit(create(os.Args[2:]))
 	case "bind":
 		os.Exit(bind(os.Args[2:]))
+	case "watch":
+		os.Exit(watch(os.Args[2:]))
 	default:
-		fmt.Fprintln(os.Stderr, "usage: loadgen create|bind [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen create|bind|watch [flags]")
 		os.Exit(2)
 	}
 }

@@ -17,6 +17,7 @@ from bindstats import (
     descendants,
     parse_stat,
     parse_vm_hwm,
+    parse_watch_line,
     percentile,
     ratio,
     run_figures,
@@ -121,3 +122,19 @@ def test_nothing_bound_gives_no_figures_and_no_ratio() -> None:
     assert f.bound == 0 and f.throughput == 0.0 and math.isnan(f.p50)
     assert ratio(f.throughput, None) == "-"
     assert ratio(900.0, 450.0) == "2.00x"
+
+
+def test_watch_lines_keep_the_first_time_a_pod_was_seen_and_seen_bound() -> None:
+    added: dict[str, float] = {}
+    bound: dict[str, tuple[float, str]] = {}
+    for line in [
+        "A pod-1 1700000000500000000",
+        "A pod-1 1700000009000000000",
+        "B pod-1 node-7 1700000001250000000",
+        "B pod-1 node-8 1700000002000000000",
+        "garbage",
+        "",
+    ]:
+        parse_watch_line(line, added, bound)
+    assert added == {"pod-1": pytest.approx(1700000000.5)}
+    assert bound == {"pod-1": (pytest.approx(1700000001.25), "node-7")}
