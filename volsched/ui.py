@@ -27,8 +27,8 @@ from volsched.framework.messages import render_eviction
 if TYPE_CHECKING:
     from aiohttp import web
 
+    from volsched.cycle import CycleReport
     from volsched.framework.decisions import SessionResult
-    from volsched.kube.writer import WriteReport
 
 PLACEHOLDER = "/*DATA*/"
 #: How many evictions the operator's page lists (the latest).
@@ -73,7 +73,7 @@ class LiveState:
         self._sessions = 0
         self._evictions: deque[dict[str, Any]] = deque(maxlen=keep)
 
-    def record(self, result: SessionResult, report: WriteReport | None) -> None:
+    def record(self, result: SessionResult, report: CycleReport | None) -> None:
         now = time.time()
         done = []
         for ev in report.evictions if report is not None else []:

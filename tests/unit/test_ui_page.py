@@ -11,8 +11,8 @@ import re
 import pytest
 
 from volsched.cli import main as cli_main
+from volsched.cycle import CycleReport, EvictOutcome
 from volsched.framework.decisions import Evict, QueueStatus, SessionResult
-from volsched.kube.writer import EvictOutcome, WriteReport
 from volsched.ui import LiveState, page
 
 DATA_TAG = re.compile(r'<script id="volsched-data" type="application/json">(.*?)</script>', re.S)
@@ -64,10 +64,10 @@ def test_live_state_serves_the_last_session_and_the_recent_evictions_in_the_json
         capability=None, deserved={"cpu": 3.5}, share=0.857,
     )  # fmt: skip
     live.record(
-        result, WriteReport(evictions=[ev("t/a", "evicted"), ev("t/b", "skipped"), ev("t/c", "blocked")])
+        result, CycleReport(evictions=[ev("t/a", "evicted"), ev("t/b", "skipped"), ev("t/c", "blocked")])
     )
     live.record(
-        result, WriteReport(evictions=[ev("t/d", "evicted"), ev("t/a", "gone"), ev("t/e", "evicted")])
+        result, CycleReport(evictions=[ev("t/d", "evicted"), ev("t/a", "gone"), ev("t/e", "evicted")])
     )
     state = live.state()
     assert state["source"] == "operator" and state["sessions"] == 2 and state["generatedAt"]

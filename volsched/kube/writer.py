@@ -1,9 +1,9 @@
 """Carry a SessionResult out against the API: binds, evictions, status, conditions and events.
 
 Calls run on a bounded thread pool behind a token bucket, so a session with thousands of binds neither
-floods the apiserver nor serialises on round trips. Every failure is data in the returned
-:class:`WriteReport` (a pod that is gone, one already bound, a PDB that blocks an eviction); nothing
-here raises for an API error. Only pods whose schedulerName is ours are touched.
+floods the apiserver nor serialises on round trips. Every failure is data in the returned outcomes
+(``volsched.cycle.BindOutcome``/``EvictOutcome``: a pod that is gone, one already bound, a PDB that
+blocks an eviction); nothing here raises for an API error. Only pods whose schedulerName is ours are touched.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
@@ -77,18 +77,6 @@ class Fence(Protocol):
 
 class Fenced(Exception):
     """A write that was not sent because this replica may have lost the Lease."""
-
-
-@dataclass
-class WriteReport:
-    binds: list[BindOutcome] = field(default_factory=list)
-    evictions: list[EvictOutcome] = field(default_factory=list)
-    status_writes: int = 0
-    events: int = 0
-    errors: list[str] = field(default_factory=list)
-
-    def count(self, result: str) -> int:
-        return sum(1 for b in self.binds if b.result == result)
 
 
 @dataclass(frozen=True, slots=True)

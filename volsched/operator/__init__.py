@@ -3,9 +3,10 @@
 * kopf ``on.event`` handlers for pods, nodes, namespaces, resourcequotas, priorityclasses, queues and
   podgroups feed a :class:`~volsched.cache.feeder.Feeder` (after one full listing, so the first session
   sees the whole cluster).
-* Every ``session.period`` seconds the leader (a coordination.k8s.io Lease) snapshots the cache, calls
-  :func:`~volsched.framework.runner.run_session` -- the engine the simulator uses -- and hands the
-  result to :class:`~volsched.kube.writer.KubeWriter`. Bound pods are assumed in the cache at once.
+* Every ``session.period`` seconds the leader (a coordination.k8s.io Lease) runs one cycle,
+  :func:`~volsched.cycle.run_cycle` -- the cycle the simulator runs: snapshot, session, decisions
+  through :class:`~volsched.kube.port.KubePort` (the :class:`~volsched.kube.writer.KubeWriter`),
+  outcomes back into the cache. A bind is assumed in the cache as it is decided.
 * The scheduler config is read from a ConfigMap and reloaded when it changes; a bad one is rejected
   with an event and a log line and the last good one stays in force.
 * With a ``metrics:`` section, a :class:`~volsched.usagefeed.UsageFeed` polls node usage on its own
@@ -36,10 +37,9 @@ import kopf
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE, VOLCANO_VERSION
-from volsched.cycle import BLOCKED, BOUND, CONFLICT, EVICTED, FENCED, GONE
+from volsched.cycle import BLOCKED, BOUND, CONFLICT, EVICTED, FENCED, GONE, SKIPPED, CycleReport, run_cycle
 from volsched.framework.config import SchedulerConfig
-from volsched.framework.decisions import Event, SessionResult
-from volsched.framework.runner import run_session
+from volsched.framework.decisions import SessionResult
 from volsched.kube.client import bearer_token, load_configuration, new_api_client
 from volsched.kube.configsource import read_config_map
 from volsched.kube.health import ApiHealth, QuietRetries, is_unreachable
@@ -52,9 +52,8 @@ from volsched.kube.lister import (
     list_pods_of,
     served_plurals,
 )
-from volsched.kube.podgroups import ConflictReporter, PodGroupCreator
-from volsched.kube.writer import EventTarget, KubeWriter, WriteReport
-from volsched.model.vocabulary import PodGroupPhase, Task
+from volsched.kube.port import KubePort
+from volsched.kube.writer import KubeWriter
 from volsched.operator.http import HttpServer, health_problem
 from volsched.operator.metrics import Metrics
 from volsched.operator.reload import ConfigReloader
@@ -67,8 +66,6 @@ __all__ = ["Operator", "Settings", "main"]
 
 log = logging.getLogger("volsched.operator")
 
-#: The event reason on an object the cache refused (a negative quantity, a garbage namespace weight).
-REJECTED = "Rejected"
 #: Session events that are routine (logged nowhere: the object's event and condition say it all).
 ROUTINE_EVENTS = frozenset({"FailedScheduling", "Unschedulable"})
 
@@ -95,8 +92,9 @@ class Operator:
             fence=self.lease if settings.lease.enabled else None,
             health=self.health,
         )
-        self.podgroup_creator = PodGroupCreator(self.writer)
-        self.conflicts = ConflictReporter(self.writer)
+        #: The cycle's way out: binds, evictions and status through the writer.
+        self.port = KubePort(self.writer)
+        self.podgroup_creator = self.port.podgroups
         #: The kinds watched: ours, and Volcano's when the cluster serves them at start (see prelist).
         self.watched: tuple[WatchedKind, ...] = WATCHED
         self._volcano_checked = 0.0
@@ -272,8 +270,9 @@ class Operator:
         self.pods_read_at = started
         log.info("caught up after taking the lease over: %d pods read", len(pods))
 
-    def run_once(self) -> tuple[SessionResult, WriteReport] | None:
-        """One session and its writes (only while holding the lease). Blocking: run it in a thread."""
+    def run_once(self) -> tuple[SessionResult, CycleReport] | None:
+        """One cycle (only while holding the lease): the session, its writes through the port, the
+        outcomes back into the cache. Blocking: run it in a thread."""
         leader = self.lease.ensure()
         self.metrics.leader.set(1 if leader else 0)
         self.reload_config()
@@ -284,62 +283,13 @@ class Operator:
             self.catch_up()
         now = time.time()
         self.usage.refresh(now)  # the collector's fresh snapshot (no I/O on this path)
-        snapshot = self.state.snapshot(now=now)
-        errors = self.podgroup_creator.ensure(self.state.last_derived)
-        errors += self.conflicts.report(dict(self.state.conflicts), dict(self.state.volcano_uids))
-        for error in errors[:5]:
-            log.warning("%s", error)
-        result = run_session(snapshot, self.config)
-        pods = self.feeder.pods()
-        report = WriteReport()
-        report.binds = self.writer.bind_all(result.binds, pods)
-        for outcome in report.binds:
-            b = outcome.bind
-            if outcome.result == BOUND:
-                self.feeder.assume(b.pod, b.uid, b.node)
-                self.feeder.finish(b.pod)
-            elif outcome.result == GONE:
-                ns, name = b.pod.split("/", 1)
-                self.state.delete("Pod", ns, name)
-                log.info("bind %s -> %s: pod is gone", b.pod, b.node)
-            elif outcome.result == CONFLICT:
-                if outcome.pod is not None:
-                    self.feeder.apply("Pod", outcome.pod)
-                log.info("bind %s -> %s: conflict (%s); cache corrected", b.pod, b.node, outcome.detail)
-            elif outcome.result not in ("skipped", FENCED) and not self.health.down:
-                log.warning("bind %s -> %s failed: %s", b.pod, b.node, outcome.detail)
-        # Read before evicting: the watch may drop an evicted pod from the cache at any moment.
-        moved: dict[str, Task | None] = {
-            e.pod: self.state.tasks.get(e.pod) for e in result.evictions if not e.may_return
-        }
-        report.evictions = self.writer.evict_all(result.evictions, pods)
-        for ev in report.evictions:
-            task = moved.get(ev.eviction.pod)
-            if ev.result == EVICTED and task is not None:
-                self.state.moved_off(task, ev.eviction.node, now=time.time())
-            if ev.result == GONE:
-                ns, name = ev.eviction.pod.split("/", 1)
-                self.state.delete("Pod", ns, name)
-            elif ev.result == BLOCKED:
-                log.info("evict %s: blocked by a PodDisruptionBudget (%s)", ev.eviction.pod, ev.detail)
-            elif ev.result not in (EVICTED, CONFLICT, "skipped", FENCED) and not self.health.down:
-                log.warning("evict %s failed: %s", ev.eviction.pod, ev.detail)
-        for key, pg in result.podgroups.items():
-            self.state.set_podgroup_phase(key, PodGroupPhase(pg.phase))
-        self.state.carryover = result.carryover
+        report = run_cycle(self.feeder, self.config, self.port, now=now)
+        result = report.result
+        self._log_outcomes(report)
         self._log_problems(result)
-        writes, events, errors = self.writer.write_status(
-            result,
-            queues={name: q.api_group for name, q in list(self.state.queues.items())},
-            podgroups={key: pg.api_group for key, pg in list(self.state.podgroups.items())},
-            uids={key: pg.uid for key, pg in list(self.state.podgroups.items())},
-            pods=self.feeder.pods(),
-            extra_events=self.rejection_events(),
-        )
-        report.status_writes, report.events, report.errors = writes, events, errors
-        for error in [] if self.health.down else errors[:5]:
+        for error in [] if self.health.down else report.errors[:5]:
             log.warning("%s", error)
-        fenced = report.count(FENCED) + sum(1 for e in report.evictions if e.result == FENCED)
+        fenced = report.count(FENCED) + report.evicted(FENCED)
         if fenced or not self.lease.is_leader:
             log.warning(
                 "stopped writing: not sure this replica still holds the lease (%d binds/evictions not sent)",
@@ -352,19 +302,27 @@ class Operator:
         if report.binds or report.evictions:
             log.info(
                 "session %d: %d bound, %d evicted, %d unschedulable (%.1f ms)",
-                self.sessions, report.count(BOUND), sum(1 for e in report.evictions if e.result == EVICTED),
+                self.sessions, report.count(BOUND), report.evicted(),
                 len(result.unschedulable), 1000 * result.timings.get("session", 0.0),
             )  # fmt: skip
         return result, report
 
-    def rejection_events(self) -> list[tuple[EventTarget, Event]]:
-        """An event on each object the cache refused (the writer sends each message once)."""
-        out = []
-        for r in self.feeder.rejected.copy().values():
-            target = EventTarget(r.kind, r.api_version, r.namespace, r.name, r.uid)
-            event = Event(kind=r.kind, namespace=r.namespace, name=r.name, reason=REJECTED, message=r.message)
-            out.append((target, event))
-        return out
+    def _log_outcomes(self, report: CycleReport) -> None:
+        """A line for each bind or eviction that did not go as decided (the cycle has corrected the
+        cache); failures are not news while the apiserver is known to be down."""
+        for outcome in report.binds:
+            b = outcome.bind
+            if outcome.result == GONE:
+                log.info("bind %s -> %s: pod is gone", b.pod, b.node)
+            elif outcome.result == CONFLICT:
+                log.info("bind %s -> %s: conflict (%s); cache corrected", b.pod, b.node, outcome.detail)
+            elif outcome.result not in (BOUND, SKIPPED, FENCED) and not self.health.down:
+                log.warning("bind %s -> %s failed: %s", b.pod, b.node, outcome.detail)
+        for ev in report.evictions:
+            if ev.result == BLOCKED:
+                log.info("evict %s: blocked by a PodDisruptionBudget (%s)", ev.eviction.pod, ev.detail)
+            elif ev.result not in (EVICTED, GONE, CONFLICT, SKIPPED, FENCED) and not self.health.down:
+                log.warning("evict %s failed: %s", ev.eviction.pod, ev.detail)
 
     def _log_problems(self, result: SessionResult) -> None:
         """One log line when an object the session could not use (a pod whose PodGroup is missing)

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from volsched.cycle import BOUND
+from volsched.cycle import BOUND, CycleReport
 from volsched.framework.decisions import SessionResult
-from volsched.kube.writer import WriteReport
 from volsched.model.fairshare import ROOT as ROOT_QUEUE
 
 
@@ -64,7 +63,7 @@ class Metrics:
         self.sessions = Counter("volsched_sessions_total", "Sessions run", registry=r)
         self._queue_series: dict[Gauge, set[tuple[str, ...]]] = {}
 
-    def observe(self, result: SessionResult, report: WriteReport | None) -> None:
+    def observe(self, result: SessionResult, report: CycleReport | None) -> None:
         self.sessions.inc()
         for label, seconds in result.timings.items():
             if label == "session":
