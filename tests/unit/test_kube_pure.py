@@ -11,7 +11,7 @@ from tests.builders import pod as builders_pod
 from tests.builders import podgroup, queue
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
-from volsched.framework.decisions import PodGroupStatus, QueueStatus
+from volsched.framework.decisions import Code, PodGroupStatus, QueueStatus, Status
 from volsched.kube import status
 from volsched.kube.ratelimit import EventFilter, TokenBucket
 from volsched.kube.writer import EventTarget, event_name
@@ -74,7 +74,8 @@ def _pg(**kw: object) -> PodGroupStatus:
 
 
 def test_podgroup_status_says_why_it_is_not_scheduled() -> None:
-    out = status.podgroup_status(_pg(unschedulable="3 pods need 6 cpu, 4 free"))
+    why = Status(Code.UNSCHEDULABLE, "allocate", ("3 pods need 6 cpu, 4 free",))
+    out = status.podgroup_status(_pg(rejections=(why,)))
     assert out["phase"] == "Pending"
     assert out["conditions"] == [
         {

@@ -143,8 +143,13 @@ class PodGroupStatus:
     failed: int
     pending: int
     scheduled: int
-    #: Why the gang is not (fully) running, if it is not; becomes the Unschedulable condition.
-    unschedulable: str | None = None
+    #: Why the gang is not (fully) running, if it is not, as data.
+    rejections: tuple[Status, ...] = ()
+
+    @property
+    def unschedulable(self) -> str | None:
+        """The rejections rendered, for the Unschedulable condition (None: nothing to say)."""
+        return render(self.rejections) or None
 
 
 @dataclass(slots=True)

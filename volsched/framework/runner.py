@@ -86,7 +86,9 @@ def _render_status(session: Session) -> dict[str, PodGroupPhase]:
             failed=c[TaskStatus.FAILED],
             pending=c[TaskStatus.PENDING] + c[TaskStatus.PIPELINED],
             scheduled=job.scheduled_count,
-            unschedulable=_job_reason(session, job.key) if phase is not PodGroupPhase.RUNNING else None,
+            rejections=tuple(session.job_errors.get(job.key, ()))
+            if phase is not PodGroupPhase.RUNNING
+            else (),
         )
     by_queue = session.jobs_by_queue()
     for name, spec in sorted(session.queues.items()):
