@@ -11,12 +11,13 @@ scheduler's, and the scheduler is started as a subprocess:
 * ceiling:         ``loadgen bind`` (bench/loadgen, Go, built on first use): watches the pending pods and
                    posts ``pods/binding`` round-robin over the nodes, many requests in flight over HTTP/2,
                    scheduling nothing; ``ceiling-python`` (``--only``) is ``bench/bare_binder.py``, the
-                   same in Python (aiohttp, several processes): it binds no faster and needs about four
-                   times the CPU, CPU the apiserver then lacks on 2 cores.
+                   same in Python (aiohttp, several processes): in the same runs it bound 0.35-0.7x as
+                   fast with 4-6x the CPU, CPU the apiserver then lacks on 2 cores.
 
 Modes: ``backlog`` creates every pod before the scheduler starts; ``arriving`` starts the scheduler, waits
-until it is ready, then creates the pods at a steady ``--rate`` (pods/s, from several processes so that
-creation is not the bottleneck).
+until it is ready, then creates the pods at a steady ``--rate`` (pods/s; ``loadgen create``, many requests
+in flight, so that the client is not the bottleneck: on 2 cores the apiserver's own cost of a create may
+be, so the report prints the rate the pods did arrive at).
 
 How it is measured (the same for all three):
 
@@ -480,14 +481,16 @@ def _die_with_parent() -> None:
 _CHILDREN: list[subprocess.Popen[bytes]] = []
 
 
-def spawn(argv: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+def spawn(
+    argv: list[str], log: Path, env: dict[str, str] | None = None, cwd: Path = ROOT
+) -> subprocess.Popen[bytes]:
     with log.open("ab") as f:
         proc = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=f,
             stderr=subprocess.STDOUT,
-            cwd=ROOT,
+            cwd=cwd,
             env=env,
             start_new_session=True,  # its own process group: killed as a whole
             preexec_fn=_die_with_parent,
@@ -547,7 +550,7 @@ class Scheduler:
     ready: Callable[[], bool]
 
 
-def start_volsched(cp: LocalControlPlane, log: Path) -> Scheduler:
+def start_volsched(cp: LocalControlPlane, log: Path, source: Path) -> Scheduler:
     argv = [
         sys.executable, "-m", "volsched", "run",
         "--kubeconfig", str(cp.kubeconfig_path),
@@ -555,7 +558,8 @@ def start_volsched(cp: LocalControlPlane, log: Path) -> Scheduler:
         "--metrics-host", "127.0.0.1",
         "--metrics-port", "0",
     ]  # fmt: skip
-    proc = spawn(argv, log, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    # python -m puts the working directory first on the path: the source's, not this checkout's.
+    proc = spawn(argv, log, env={**os.environ, "PYTHONPATH": str(source)}, cwd=source)
     port: list[int] = []
 
     def ready() -> bool:
@@ -630,6 +634,8 @@ class Result:
     #: Arriving mode: pods seen created per second (between the first and the last creation seen).
     arrived: float = math.nan
     failed_creates: int = 0
+    #: The 1-minute load average when the run ended (how much else ran: this machine has 2 cores).
+    load: float = math.nan
 
 
 def _say(msg: str) -> None:
@@ -668,7 +674,7 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
         log = rundir / f"{scheduler}.log"
         start = time.time()
         if scheduler == "volsched":
-            sched = start_volsched(cp, log)
+            sched = start_volsched(cp, log, args.source)
         elif scheduler == "kube-scheduler":
             sched = start_kube_scheduler(cp, log, rundir)
         else:
@@ -729,6 +735,7 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
             peak_rss=usage.peak_rss,
             stalled=stalled,
             arrived=_rate(added.values()) if mode == "arriving" else math.nan,
+            load=os.getloadavg()[0],
             failed_creates=creation.failed if creation is not None else 0,
         )
 
@@ -748,7 +755,7 @@ def _rate(times: Iterable[float]) -> float:
 def report(results: list[Result]) -> None:
     header = (
         f"{'mode':<9} {'scheduler':<15} {'bound':>12} {'pods/s':>8} {'vs kube':>8} {'vs ceil':>8} "
-        f"{'1st bind':>9} {'ready':>7} {'1st-rdy':>8} {'p50':>7} {'p99':>7} {'cpu/1k':>7} {'peak RSS':>9}"
+        f"{'1st bind':>9} {'ready':>7} {'1st-rdy':>8} {'p50':>7} {'p99':>7} {'cpu/1k':>7} {'peak RSS':>9} {'load':>5}"
     )
     print(header)
     for mode in MODES:
@@ -765,7 +772,7 @@ def report(results: list[Result]) -> None:
                 f"{mode:<9} {r.scheduler:<15} {bound:>12} {f.throughput:>8.0f} "
                 f"{ratio(f.throughput, ref.get('kube-scheduler')):>8} {ratio(f.throughput, ref.get('ceiling')):>8} "
                 f"{first:>9} {ready:>7} {after_ready:>8} {p50:>7} {p99:>7} {r.cpu_per_1000:>7.2f} "
-                f"{r.peak_rss / 2**20:>7.0f}Mi"
+                f"{r.peak_rss / 2**20:>7.0f}Mi {r.load:>5.1f}"
             )
             if r.failed_creates:
                 print(f"  ({r.failed_creates} pods could not be created)")
@@ -797,6 +804,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--creator", choices=("go", "python"), help="who creates the objects (default: go, if any)"
     )
+    p.add_argument(
+        "--source",
+        type=Path,
+        default=ROOT,
+        help="run volsched from this checkout (e.g. a worktree of an older commit; default: this one)",
+    )
     p.add_argument("--keep-logs", help="keep the schedulers' and control planes' logs in this directory")
     args = p.parse_args(argv)
     args.loadgen = build_loadgen()
@@ -804,6 +817,9 @@ def main(argv: list[str] | None = None) -> int:
         p.error("no Go toolchain to build bench/loadgen with")
     binder = "go" if args.loadgen else "python"
     args.creator = args.creator or ("go" if args.loadgen else "python")
+    args.source = args.source.resolve()
+    if not (args.source / "volsched" / "__init__.py").is_file():
+        p.error(f"--source {args.source}: no volsched package there")
     if args.quick:
         args.nodes, args.pods = 200, 2000
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -819,6 +835,7 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     print("machine:", describe())
+    print(f"volsched from {args.source} at {_commit(args.source)}")
     print(
         f"{args.nodes} nodes x {args.pods} pods; modes {', '.join(modes)}; arriving rate {args.rate:.0f}/s; "
         f"a fresh control plane per run; ceiling: the {binder} binder; watch: {binder}; objects created by {args.creator}"
@@ -845,6 +862,18 @@ def main(argv: list[str] | None = None) -> int:
         for failure in failures:
             print("FAILED", failure)
     return 0 if not failures and all(not r.stalled for r in results) else 1
+
+
+def _commit(checkout: Path) -> str:
+    """``<short hash>`` of the checkout's HEAD, ``+dirty`` when volsched/ differs from it."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=checkout, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "volsched"], cwd=checkout).returncode
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown commit"
+    return head + ("+dirty" if dirty else "")
 
 
 @contextlib.contextmanager
