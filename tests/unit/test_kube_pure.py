@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import threading
+from typing import Any
 
 import pytest
 
@@ -375,3 +377,25 @@ def test_a_garbage_namespace_weight_counts_as_1_and_is_reported(
         assert f"{weight!r} is not a whole number >= 1" in message and "namespace weight 1" in message
     else:
         assert not feeder.rejected
+
+
+def test_a_forget_is_not_undone_by_an_event_laid_over_the_assumption_before_it() -> None:
+    """The watch thread lays the assumption over an event; the cycle's thread forgets the failed bind
+    before the watch thread stores the event: the pod must end up pending, not on the assumed node."""
+    feeder = Feeder(ClusterState())
+    feeder.apply("Pod", _pod(1))
+    feeder.assume("ns/p", "u1", "n2")
+    store = feeder.state.apply
+    forgetting = threading.Thread(target=feeder.forget, args=("ns/p",))
+
+    def apply_after_a_forget(obj: Any) -> str | None:
+        if not forgetting.is_alive() and forgetting.ident is None:
+            forgetting.start()  # the other thread forgets now, between the overlay and the store
+            forgetting.join(timeout=0.5)
+        return store(obj)
+
+    feeder.state.apply = apply_after_a_forget  # type: ignore[method-assign]
+    feeder.apply("Pod", _pod(2))  # e.g. a status change, still unbound
+    forgetting.join()
+    assert not feeder.is_assumed("ns/p")
+    assert feeder.state.tasks["ns/p"].node_name is None

@@ -95,7 +95,13 @@ class Feeder:
                 self._seen[key] = rv
                 self._deleted.pop(key, None)
             if kind == "Pod":
+                # Laid over and stored under one hold of the lock: a forget (or assume) that runs in
+                # between would be undone by an overlay computed before it.
                 obj = self._overlay(obj)
+                return self._store(kind, key, obj, strict=strict)
+        return self._store(kind, key, obj, strict=strict)
+
+    def _store(self, kind: str, key: tuple[str, str | None, str], obj: Raw, *, strict: bool) -> bool:
         ref = f"{kind} {key[1]}/{key[2]}" if key[1] else f"{kind} {key[2]}"
         try:
             warning = self.state.apply(obj)
