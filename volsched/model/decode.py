@@ -16,7 +16,7 @@ import math
 import sys
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from volsched.model.constraints import parse_pod_constraints
 from volsched.model.errors import InputError
@@ -45,6 +45,8 @@ from volsched.model.vocabulary import (
     TaskStatus,
     placement_key,
 )
+
+T = TypeVar("T")
 
 
 def _meta(obj: Raw, kind: str) -> tuple[str, str]:
@@ -215,7 +217,8 @@ def _placement(spec: Mapping[str, Any], where: str) -> tuple[dict[str, str], lis
                         "of In, NotIn, Exists, DoesNotExist, Gt, Lt"
                     )
     tolerations = _list_field(spec.get("tolerations"), where=f"{where}: spec.tolerations")
-    return dict(selector), list(terms), list(tolerations)
+    # The pod's own containers when they are plain dicts and lists (nothing changes a pod in place).
+    return _shared_map(selector), _shared_list(terms), _shared_list(tolerations)
 
 
 def _preferred_node_terms(spec: Mapping[str, Any], where: str) -> list[tuple[int, Any]]:
@@ -325,6 +328,34 @@ def pod_status(pod: Raw) -> tuple[TaskStatus, str | None]:
     return TaskStatus.PENDING, None
 
 
+def _shared_map(value: Any) -> dict[str, Any]:
+    """A pod's map as a task keeps it: the pod's own dict (the cache never changes a pod or a task in
+    place), a copy of any other mapping."""
+    return value if type(value) is dict else dict(value or {})
+
+
+def _shared_list(value: Any) -> list[Any]:
+    return value if type(value) is list else list(value or [])
+
+
+#: Values many pods have equal, kept once: the request maps and the runtimes of the pods parsed lately
+#: (a table is emptied when it reaches _SHARED_MAX entries, so it never grows with the cluster).
+_REQUESTS: dict[Any, Any] = {}
+_RUNTIMES: dict[Any, Any] = {}
+_SHARED_MAX = 4096
+
+
+def _shared(value: T, table: dict[Any, Any]) -> T:
+    key = tuple(value.items()) if isinstance(value, dict) else value
+    found = table.get(key)
+    if found is not None:
+        return cast(T, found)
+    if len(table) >= _SHARED_MAX:
+        table.clear()
+    table[key] = value
+    return value
+
+
 def build_task(
     pod: Raw,
     *,
@@ -342,9 +373,9 @@ def build_task(
         raise InputError(f"{where}: missing field spec")
     if not spec.get("containers"):
         raise InputError(f"{where}: missing field spec.containers")
-    annotations = dict(meta.get("annotations") or {})
-    labels = dict(meta.get("labels") or {})
-    request = pod_request(pod, where=where)
+    annotations = _shared_map(meta.get("annotations"))
+    labels = _shared_map(meta.get("labels"))
+    request = _shared(pod_request(pod, where=where), _REQUESTS)
     status, node = pod_status(pod)
     priority = spec.get("priority")
     if priority is None:
@@ -401,7 +432,7 @@ def build_task(
         annotations=annotations,
         owner=None if owner is None else intern(owner),
         start_time=parse_time((pod.get("status") or {}).get("startTime"), where=f"{where}: status.startTime"),
-        runtime=pod_runtime(pod),
+        runtime=_shared(pod_runtime(pod), _RUNTIMES),
         constraints=parse_pod_constraints(spec, namespace=ns, labels=labels, where=where),
         preferred_node_terms=_preferred_node_terms(spec, where),
         host_ports=_host_ports(spec),
