@@ -227,6 +227,12 @@ def test_the_incremental_snapshot_equals_one_built_from_scratch(seed: int) -> No
             fresh = walk.from_scratch()
             scratch = fresh.snapshot(now=walk.now)
             assert digest(incremental) == digest(scratch), f"seed {seed}, step {i}"
+            nodes = incremental.nodes  # and what a node holds is what its tasks request
+            for n, held in enumerate(nodes.tasks):
+                expect = nodes.allocatable[n] - sum(
+                    (t.request for t in held.values()), np.zeros(len(nodes.space))
+                )
+                assert np.allclose(nodes.idle[n], expect)
             assert walk.feeder.state.last_derived == fresh.last_derived
 
 

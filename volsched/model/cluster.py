@@ -1,7 +1,9 @@
 """The snapshot a session works on: nodes as arrays, jobs with their tasks, queues, namespaces.
 
-A :class:`ClusterSnapshot` is built fresh for every session (see ``volsched.cache``) and is the session's
-private copy: the session mutates it while it decides, and nothing it does here reaches the cluster.
+A :class:`ClusterSnapshot` is made for every session (incrementally by ``volsched.cache.snapshots``, from
+scratch by :func:`build_snapshot`) and is the session's private copy: the session mutates its tasks, jobs
+and node arrays while it decides, and nothing it does here reaches the cluster or the cache. What it
+shares with the cache (task request vectors, the nodes' allocatable) is read-only.
 
 Nodes are a struct of arrays (:class:`NodeTable`) so that filters and scores are numpy work over all nodes
 at once. No I/O happens here.
@@ -344,18 +346,30 @@ def assemble_snapshot(
         )
     foreign: list[Task] = []
     index = table.index
+    # Capacity held per node, subtracted from idle at once (in task order, as one hold at a time would).
+    held_at: list[int] = []
+    held: list[Vector] = []
+
+    def hold(i: int, t: Task, key: str) -> None:
+        table.tasks[i][key] = t
+        held_at.append(i)
+        held.append(t.request)
+        if t.status is TaskStatus.RELEASING:
+            table.start_releasing(i, t)
+
     for t in tasks:
+        key = t.key
         if not t.schedulable_by_us:
             if t.node_name in index and t.status in NODE_HOLDING_STATUSES:
-                table.hold(index[t.node_name], t)
+                hold(index[t.node_name], t, key)
             foreign.append(t)
             continue
         job = jobs.get(t.job_key)
         if job is None:
-            if t.job_key != f"{t.namespace}/{t.name}":
+            if t.job_key != key:
                 problems.append(
                     (
-                        f"Pod {t.key}",
+                        f"Pod {key}",
                         "PodGroupNotFound",
                         f"pod group {t.job_key.split('/', 1)[1]} does not exist",
                     )
@@ -375,12 +389,14 @@ def assemble_snapshot(
                 allocated=space.zeros(),
             )
             jobs[job.key] = job
-        job.tasks[t.key] = t
+        job.tasks[key] = t
         job.count_status(None, t.status)
         if t.status in ALLOCATED_STATUSES:
             job.allocated += t.request
         if t.node_name in index and t.status in NODE_HOLDING_STATUSES:
-            table.hold(index[t.node_name], t)
+            hold(index[t.node_name], t, key)
+    if held:
+        np.subtract.at(table.idle, np.asarray(held_at, dtype=np.intp), np.stack(held))
     for job in jobs.values():
         job.min_request = _min_request(space, job)
         if job.podgroup is not None and job.phase is PodGroupPhase.PENDING and job.ready_count:
