@@ -81,7 +81,9 @@ class Port(Protocol):
 
     def bind(self, binds: Sequence[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
         """Send ``binds`` (already assumed in the cache; ``pods``: the raw pods by key). Returns the
-        outcomes completed so far, of these binds or earlier ones (a synchronous port: all of these)."""
+        outcomes completed so far, of these binds or earlier ones (a synchronous port: all of these).
+        Every bind accepted gets exactly one outcome, now or from a later ``settle``: an assumption
+        holds until then. Raising means none was accepted (the cycle forgets them all)."""
         ...
 
     def evict(self, evictions: Sequence[Evict], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
@@ -135,13 +137,19 @@ def run_cycle(feeder: Feeder, config: SchedulerConfig, port: Port, *, now: float
     pods = feeder.pods()
     for b in result.binds:
         feeder.assume(b.pod, b.uid, b.node)
-    binds = port.bind(result.binds, pods)
+    try:
+        binds = port.bind(result.binds, pods)
+    except BaseException:  # none sent, as far as the cycle can tell: no assumption may outlive this
+        for b in result.binds:
+            feeder.forget(b.pod)
+        raise
+    _settle(feeder, report, binds, [], {}, now=now)
     # Read before evicting: the watch may drop an evicted pod from the cache at any moment.
     moving: dict[str, Task | None] = {
         e.pod: state.tasks.get(e.pod) for e in result.evictions if not e.may_return
     }
     evictions = port.evict(result.evictions, pods)
-    _settle(feeder, report, binds, evictions, moving, now=now)
+    _settle(feeder, report, [], evictions, moving, now=now)
     for key, pg in result.podgroups.items():
         phase = PodGroupPhase(pg.phase)
         held = state.podgroups.get(key)

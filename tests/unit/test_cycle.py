@@ -227,3 +227,16 @@ def test_an_eviction_settled_late_still_keeps_the_owner_off_the_node() -> None:
 
     cycle(feeder, LateEvictions(), now=5000.0)
     assert feeder.state.avoid == {"ReplicaSet/web": ("n1",)}
+
+
+def test_a_port_that_raises_leaves_no_assumption_behind() -> None:
+    feeder = cache(node("n1", cpu="4"), pod("a"))
+
+    class Broken(NullPort):
+        def bind(self, binds: Sequence[Bind], pods: Mapping[str, Any]) -> list[BindOutcome]:
+            raise RuntimeError("the writer's pool is shut down")
+
+    with pytest.raises(RuntimeError):
+        cycle(feeder, Broken())
+    assert not feeder.is_assumed("default/a") and nodes_of(feeder) == {"default/a": None}
+    assert [o.result for o in cycle(feeder, NullPort()).binds] == [BOUND]  # planned again
