@@ -327,3 +327,22 @@ def test_what_a_snapshot_shares_with_the_cache_is_read_only() -> None:
     again = state.snapshot(now=5.0)
     assert again.nodes.idle is not snap.nodes.idle and again.jobs["default/g"] is not snap.jobs["default/g"]
     assert np.array_equal(again.nodes.idle, state.snapshot(now=5.0).nodes.idle)
+
+
+def test_deleted_objects_are_remembered_for_a_while_not_forever() -> None:
+    clock = Clock()
+    feeder = Feeder(ClusterState(), tombstone_ttl=600, clock=clock)
+    late = pod("gone")
+    late["metadata"]["resourceVersion"] = "5"
+    feeder.apply("Pod", late)
+    feeder.delete("Pod", {"metadata": {"namespace": "default", "name": "gone", "resourceVersion": "6"}})
+    clock.now += 599
+    assert not feeder.apply("Pod", late)  # a late event of the deleted pod is dropped
+    assert "default/gone" not in feeder.state.tasks
+    for i in range(1000):  # pods that come and go, one a second
+        clock.now += 1
+        feeder.apply("Pod", {**pod(f"p{i}"), "metadata": {"namespace": "default", "name": f"p{i}"}})
+        feeder.delete(
+            "Pod", {"metadata": {"namespace": "default", "name": f"p{i}", "resourceVersion": str(10 + i)}}
+        )
+    assert len(feeder._deleted) <= 601  # only the last ttl's worth of deletions

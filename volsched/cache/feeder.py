@@ -17,6 +17,7 @@ No I/O happens here.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import math
 import threading
@@ -69,14 +70,23 @@ class Assumption:
 
 class Feeder:
     def __init__(
-        self, state: ClusterState, *, assume_ttl: float = 30.0, clock: Callable[[], float] = time.monotonic
+        self,
+        state: ClusterState,
+        *,
+        assume_ttl: float = 30.0,
+        tombstone_ttl: float = 600.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.state = state
         self.assume_ttl = assume_ttl
         self._clock = clock
         self._lock = threading.Lock()
         self._seen: dict[tuple[str, str | None, str], int] = {}
-        self._deleted: dict[tuple[str, str | None, str], int] = {}
+        #: Deleted objects' last resourceVersions, oldest deletion first, with when they were deleted:
+        #: kept ``tombstone_ttl`` seconds (a late event of a deleted object comes from an event or a list
+        #: in flight at the deletion, not later), so they do not pile up with every pod that ever ran.
+        self._deleted: dict[tuple[str, str | None, str], tuple[int, float]] = {}
+        self.tombstone_ttl = tombstone_ttl
         self._assumed: dict[str, Assumption] = {}
         self.rejected: dict[str, Rejection] = {}  # "Kind ns/name" -> why the cache refused it
 
@@ -90,7 +100,7 @@ class Feeder:
         rv = _rv(obj)
         with self._lock:
             if rv is not None:
-                if rv < self._seen.get(key, -1) or rv <= self._deleted.get(key, -1):
+                if rv < self._seen.get(key, -1) or rv <= self._deleted.get(key, (-1, 0.0))[0]:
                     return False
                 self._seen[key] = rv
                 self._deleted.pop(key, None)
@@ -137,7 +147,13 @@ class Feeder:
         rv = _rv(obj)
         with self._lock:
             if rv is not None:
-                self._deleted[key] = max(rv, self._seen.get(key, -1), self._deleted.get(key, -1))
+                last = max(rv, self._seen.get(key, -1), self._deleted.pop(key, (-1, 0.0))[0])
+                now = self._clock()
+                self._deleted[key] = (last, now)  # at the end: the table stays in deletion order
+                for old in list(itertools.islice(self._deleted, 64)):  # expired ones are the first
+                    if self._deleted[old][1] > now - self.tombstone_ttl:
+                        break
+                    del self._deleted[old]
             self._seen.pop(key, None)
             if kind == "Pod":
                 self._assumed.pop(f"{key[1]}/{key[2]}", None)
