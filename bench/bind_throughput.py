@@ -206,8 +206,8 @@ def _creator(
 class Creation:
     """Objects being created, by ``loadgen create`` (Go) or by Python processes (:func:`_creator`)."""
 
-    def __init__(self, procs: list[Any], failed: Any, kind: str) -> None:
-        self.procs, self._failed, self.kind = procs, failed, kind
+    def __init__(self, procs: list[Any], failed: Any, kind: str, log: Path | None = None) -> None:
+        self.procs, self._failed, self.kind, self.log = procs, failed, kind, log
 
     def wait(self) -> None:
         for proc in self.procs:
@@ -227,9 +227,12 @@ class Creation:
 
     @property
     def failed(self) -> int:
+        """Objects given up on (after 30 attempts); a creation killed before it ended counts none."""
         if self._failed is not None:
             return int(self._failed.value)
-        return sum(1 for p in self.procs if p.returncode not in (0, None, -signal.SIGKILL))
+        assert self.log is not None
+        m = re.search(r"^failed (\d+)$", self.log.read_text(errors="replace"), re.MULTILINE)
+        return int(m.group(1)) if m else 0
 
 
 def start_creation(
@@ -255,7 +258,8 @@ def start_creation(
         ]  # fmt: skip
         if rate:
             argv += ["-rate", str(rate), "-t0", repr(t0)]
-        return Creation([spawn(argv, workdir / f"create-{kind}s.log")], None, kind)
+        log = workdir / f"create-{kind}s.log"
+        return Creation([spawn(argv, log)], None, kind, log)
     ctx = multiprocessing.get_context("spawn")
     failed = ctx.Value("i", 0)
     shares: list[list[tuple[float, dict[str, Any]]]] = [[] for _ in range(args.create_procs)]
@@ -274,8 +278,9 @@ def create(
 ) -> None:
     creation = start_creation(conn, kind, bodies, args=args, workdir=workdir)
     creation.wait()
-    if creation.failed:
-        raise RuntimeError(f"{kind}s could not be all created (see {workdir})")
+    codes = [p.returncode if isinstance(p, subprocess.Popen) else p.exitcode for p in creation.procs]
+    if creation.failed or any(codes):
+        raise RuntimeError(f"{kind}s could not be all created (exit codes {codes}; see {workdir})")
 
 
 def _token_file(conn: Conn, workdir: Path) -> Path:
@@ -668,7 +673,12 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
         if mode == "backlog":
             t = time.monotonic()
             create(conn, "pod", bodies, args=args, workdir=rundir)
-            while watch.counts()[0] < args.pods:
+            last, since = -1, time.monotonic()
+            while (seen := watch.counts()[0]) < args.pods:  # until the watch has seen them all
+                if seen != last:
+                    last, since = seen, time.monotonic()
+                elif time.monotonic() - since > args.stall:
+                    raise RuntimeError(f"the watch saw {seen} of {args.pods} pods created")
                 time.sleep(0.05)
             _say(f"{tag}: {args.pods} pods created in {time.monotonic() - t:.1f}s")
         log = rundir / f"{scheduler}.log"
