@@ -1,13 +1,49 @@
-"""Rate limits for the writer: a token bucket for API calls, and a per-object event filter (dedup + rate).
+"""Rate limits for the writer: a token bucket for API calls, the apiserver's "try again later", and a
+per-object event filter (dedup + rate).
 
 Pure: the clock is injectable, no I/O.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
+
+#: The longest a write waits on one "try again later" before it is tried again.
+MAX_RETRY_AFTER = 10.0
+
+
+def retry_after(
+    status: int | None, headers: Mapping[str, Any] | None, body: str | bytes | None
+) -> float | None:
+    """Seconds the apiserver asks us to wait before sending this request again, or None when its answer
+    is final.
+
+    API Priority and Fairness (and the older max-in-flight filter) answer a request they would not queue
+    with 429 and a ``Retry-After`` header: the request was not executed, and sending it again later is
+    safe. A 429 from the Eviction API about a PodDisruptionBudget is an answer about the pod (the
+    eviction is blocked), never retried here; it carries a ``DisruptionBudget`` cause.
+    """
+    if status != 429 or not headers:
+        return None
+    value = next((v for k, v in headers.items() if str(k).lower() == "retry-after"), None)
+    try:
+        seconds = float(value) if value is not None else None
+    except (TypeError, ValueError):
+        seconds = None
+    if seconds is None:
+        return None
+    try:
+        details = json.loads(body or "{}").get("details") or {}
+        causes = details.get("causes") or []
+    except (ValueError, TypeError, AttributeError):
+        causes = []
+    if any(isinstance(c, dict) and c.get("reason") == "DisruptionBudget" for c in causes):
+        return None
+    return min(max(seconds, 0.1), MAX_RETRY_AFTER)
 
 
 class TokenBucket:

@@ -1,9 +1,14 @@
 """Carry a SessionResult out against the API: binds, evictions, status, conditions and events.
 
-Calls run on a bounded thread pool behind a token bucket, so a session with thousands of binds neither
-floods the apiserver nor serialises on round trips. Every failure is data in the returned outcomes
-(``volsched.cycle.BindOutcome``/``EvictOutcome``: a pod that is gone, one already bound, a PDB that
-blocks an eviction); nothing here raises for an API error. Only pods whose schedulerName is ours are touched.
+Calls run on a bounded thread pool (``workers`` requests in flight), so a session with thousands of
+binds never serialises on round trips. How fast they go is the apiserver's to say, as API Priority and
+Fairness intends: it gives each priority level a number of seats (concurrent requests), queues what is
+over, and answers 429 with ``Retry-After`` when its queues are full; such a write waits and is sent again
+(the fence checked again first). An optional client-side token bucket (``qps``) is off by default.
+Requests are lean JSON on the client's pooled connections (:mod:`volsched.kube.rest`), not its models.
+Every failure is data in the returned outcomes (``volsched.cycle.BindOutcome``/``EvictOutcome``: a pod
+that is gone, one already bound, a PDB that blocks an eviction); nothing here raises for an API error.
+Only pods whose schedulerName is ours are touched.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -35,9 +41,9 @@ from volsched.cycle import (
 from volsched.framework.decisions import Bind, Event, Evict, SessionResult
 from volsched.framework.messages import eviction_event_reason, reason_of, render_eviction
 from volsched.kube import status as render
-from volsched.kube.client import consume
 from volsched.kube.health import ApiHealth, is_unreachable
-from volsched.kube.ratelimit import EventFilter, TokenBucket
+from volsched.kube.ratelimit import EventFilter, TokenBucket, retry_after
+from volsched.kube.rest import LeanRest, custom_collection, custom_path, event_path, pod_path
 from volsched.model.vocabulary import API_GROUP, DEFAULT_SCHEDULER_NAMES
 from volsched.redaction import error_summary, redact
 
@@ -56,9 +62,13 @@ T = TypeVar("T")
 
 @dataclass
 class WriterSettings:
-    workers: int = 16
-    qps: float = 200.0
-    burst: int = 400
+    #: Requests in flight at once: the client's share of the apiserver's seats (see the module docstring).
+    workers: int = 32
+    #: A client-side limit on requests per second (0: none, the apiserver's flow control decides).
+    qps: float = 0.0
+    burst: int = 0
+    #: How many times one write is sent again after a 429 with Retry-After (client-go: 10).
+    throttle_retries: int = 10
     #: Pods whose spec.schedulerName is one of these are ours to bind, evict and mark.
     scheduler_names: frozenset[str] = DEFAULT_SCHEDULER_NAMES
     request_timeout: float = 10.0
@@ -128,14 +138,20 @@ class KubeWriter:
         bucket: TokenBucket | None = None,
         fence: Fence | None = None,
         health: ApiHealth | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.settings = settings or WriterSettings()
         self.fence = fence
         self.health = health or ApiHealth()
         self.api = api
-        self.core = client.CoreV1Api(api)
-        self.custom = client.CustomObjectsApi(api)
-        self.bucket = bucket or TokenBucket(self.settings.qps, self.settings.burst)
+        self.rest = LeanRest(api)
+        s = self.settings
+        if bucket is None and s.qps > 0:
+            bucket = TokenBucket(s.qps, s.burst or max(1, int(2 * s.qps)))
+        self.bucket = bucket
+        self._sleep = sleep
+        #: Writes sent again after the apiserver said 429 with Retry-After (for metrics and tests).
+        self.throttled = 0
         self.pool = ThreadPoolExecutor(max_workers=self.settings.workers, thread_name_prefix="volsched-kube")
         self._lock = threading.Lock()
         #: What we last wrote, rendered without times: skip writes that would change nothing.
@@ -165,21 +181,33 @@ class KubeWriter:
 
     # --- plumbing -----------------------------------------------------------------------------------------
 
-    def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """One write: sent only while the fence is open, with a timeout that ends before the Lease can."""
-        self.bucket.take()
-        timeout = self.settings.request_timeout
-        if self.fence is not None:
-            if self.fence.time_left() <= 0:
-                raise Fenced("not sent: this replica may have lost the scheduler Lease")
-            timeout = self.fence.call_timeout(timeout)
-        kwargs.setdefault("_request_timeout", timeout)
-        return self._watched(fn, *args, **kwargs)
+    def _send(self, method: str, path: str, body: Any, *, content_type: str = "application/json") -> bytes:
+        """One write: sent only while the fence is open, with a timeout that ends before the Lease can.
+        A 429 with Retry-After (the apiserver's flow control did not take it) is waited out and sent
+        again, up to ``throttle_retries`` times; the fence is checked before every send."""
+        for attempt in range(self.settings.throttle_retries + 1):
+            if self.bucket is not None:
+                self.bucket.take()
+            timeout = self.settings.request_timeout
+            if self.fence is not None:
+                if self.fence.time_left() <= 0:
+                    raise Fenced("not sent: this replica may have lost the scheduler Lease")
+                timeout = self.fence.call_timeout(timeout)
+            try:
+                return self._watched(method, path, body, content_type, timeout)
+            except ApiException as exc:
+                wait = retry_after(exc.status, exc.headers, exc.body)
+                if wait is None or attempt == self.settings.throttle_retries:
+                    raise
+                with self._lock:
+                    self.throttled += 1
+                self._sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
 
-    def _watched(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def _watched(self, method: str, path: str, body: Any, content_type: str, timeout: float) -> bytes:
         """Report to ``health`` whether the apiserver answered (an error status is an answer)."""
         try:
-            out = fn(*args, **kwargs)
+            out = self.rest.request(method, path, body, content_type=content_type, timeout=timeout)
         except Exception as exc:
             if is_unreachable(exc):
                 self.health.failed("write", exc)
@@ -189,10 +217,13 @@ class KubeWriter:
         self.health.ok()
         return out
 
-    def _read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        self.bucket.take()
-        kwargs.setdefault("_request_timeout", self.settings.request_timeout)
-        return fn(*args, **kwargs)
+    def _get(self, path: str) -> dict[str, Any]:
+        if self.bucket is not None:
+            self.bucket.take()
+        data: dict[str, Any] = json.loads(
+            self.rest.request("GET", path, timeout=self.settings.request_timeout)
+        )
+        return data
 
     def _ours(self, pod: Raw | None) -> bool:
         if pod is None:
@@ -221,12 +252,11 @@ class KubeWriter:
     def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The pod as a raw dict, or None when it is gone."""
         try:
-            resp = self._read(self.core.read_namespaced_pod, name, namespace, _preload_content=False)
+            data = self._get(pod_path(namespace, name))
         except ApiException as exc:
             if exc.status == 404:
                 return None
             raise
-        data: dict[str, Any] = json.loads(resp.data)
         data.setdefault("kind", "Pod")
         data.setdefault("apiVersion", "v1")
         return data
@@ -240,14 +270,17 @@ class KubeWriter:
         if not self._ours(pod):
             return BindOutcome(bind, SKIPPED, "not scheduled by volsched")
         ns, name = _split(bind.pod)
-        body = client.V1Binding(
-            metadata=client.V1ObjectMeta(name=name, namespace=ns, uid=bind.uid or None),
-            target=client.V1ObjectReference(api_version="v1", kind="Node", name=bind.node),
-        )
+        meta: dict[str, str] = {"name": name, "namespace": ns}
+        if bind.uid:
+            meta["uid"] = bind.uid  # the apiserver refuses the bind (409) if the pod by that name is another
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": meta,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": bind.node},
+        }
         try:
-            # _preload_content=False: the client cannot deserialize the Binding the API returns.
-            resp = self._call(self.core.create_namespaced_pod_binding, name, ns, body, _preload_content=False)
-            consume(resp)
+            self._send("POST", pod_path(ns, name, "binding"), body)
             return BindOutcome(bind, BOUND)
         except Fenced as exc:
             return BindOutcome(bind, FENCED, str(exc))
@@ -303,11 +336,7 @@ class KubeWriter:
     ) -> EvictOutcome | None:
         """Write the DisruptionTarget condition. None when written, else why the eviction cannot go on."""
         try:
-            resp = self._call(
-                self.core.patch_namespaced_pod_status, name, ns, condition,
-                _content_type=STRATEGIC_PATCH, _preload_content=False,
-            )  # fmt: skip
-            consume(resp)
+            self._send("PATCH", pod_path(ns, name, "status"), condition, content_type=STRATEGIC_PATCH)
         except Fenced as exc:
             return EvictOutcome(eviction, FENCED, str(exc))
         except ApiException as exc:
@@ -319,17 +348,15 @@ class KubeWriter:
         return None
 
     def _evict(self, eviction: Evict, ns: str, name: str) -> EvictOutcome:
-        body = client.V1Eviction(
-            metadata=client.V1ObjectMeta(name=name, namespace=ns),
-            delete_options=client.V1DeleteOptions(
-                preconditions=client.V1Preconditions(uid=eviction.uid) if eviction.uid else None
-            ),
-        )
+        body: dict[str, Any] = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": ns},
+        }
+        if eviction.uid:  # never evict another pod that took the name meanwhile
+            body["deleteOptions"] = {"preconditions": {"uid": eviction.uid}}
         try:
-            resp = self._call(
-                self.core.create_namespaced_pod_eviction, name, ns, body, _preload_content=False
-            )
-            consume(resp)
+            self._send("POST", pod_path(ns, name, "eviction"), body)
             return EvictOutcome(eviction, EVICTED)
         except Fenced as exc:
             return EvictOutcome(eviction, FENCED, str(exc))
@@ -412,12 +439,11 @@ class KubeWriter:
                 errors.append(err)
         return writes, events, errors
 
-    def _write(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> tuple[bool, str | None]:
-        """One status write. (True, None) when written; (False, None) when the object is gone (404: the
-        watch will drop it); (False, "what: why") on any other failure."""
+    def _write(self, what: str, path: str, body: Any, content_type: str) -> tuple[bool, str | None]:
+        """One status write (a PATCH). (True, None) when written; (False, None) when the object is gone
+        (404: the watch will drop it); (False, "what: why") on any other failure."""
         try:
-            resp = self._call(fn, *args, _preload_content=False, **kwargs)
-            consume(resp)
+            self._send("PATCH", path, body, content_type=content_type)
         except Fenced:
             return False, None  # not written: the next leader writes it
         except ApiException as exc:
@@ -433,20 +459,12 @@ class KubeWriter:
         with self._lock:
             previous = self._podgroups_full.get(key)
         body = render.with_transition_times(rendered, previous, now)
-        done, err = self._write(
-            f"PodGroup {key} status",
-            self.custom.patch_namespaced_custom_object_status,
-            group, VERSION, ns, "podgroups", name, {"status": body},
-            _content_type=MERGE_PATCH,
-        )  # fmt: skip
+        what = f"PodGroup {key} status"
+        path = custom_path(group, VERSION, "podgroups", name, namespace=ns)
+        done, err = self._write(what, f"{path}/status", {"status": body}, MERGE_PATCH)
         if not done and err is None and group != API_GROUP:
             # A PodGroup CRD without the status subresource (some Volcano releases): status is a field.
-            done, err = self._write(
-                f"PodGroup {key} status",
-                self.custom.patch_namespaced_custom_object,
-                group, VERSION, ns, "podgroups", name, {"status": body},
-                _content_type=MERGE_PATCH,
-            )  # fmt: skip
+            done, err = self._write(what, path, {"status": body}, MERGE_PATCH)
         if not done:
             return 0, 0, err
         with self._lock:
@@ -460,19 +478,13 @@ class KubeWriter:
         with self._lock:
             previous = self._queues_full.get(name)
         body = render.with_transition_times(rendered, previous, now or render.now_rfc3339())
+        what = f"Queue {name} status"
+        path = custom_path(group, VERSION, "queues", name)
         done, err = self._write(
-            f"Queue {name} status",
-            self.custom.patch_cluster_custom_object_status,
-            group, VERSION, "queues", name, [{"op": "add", "path": "/status", "value": body}],
-            _content_type=JSON_PATCH,
-        )  # fmt: skip
+            what, f"{path}/status", [{"op": "add", "path": "/status", "value": body}], JSON_PATCH
+        )
         if not done and err is None and group != API_GROUP:
-            done, err = self._write(
-                f"Queue {name} status",
-                self.custom.patch_cluster_custom_object,
-                group, VERSION, "queues", name, {"status": body},
-                _content_type=MERGE_PATCH,
-            )  # fmt: skip
+            done, err = self._write(what, path, {"status": body}, MERGE_PATCH)
         if not done:
             return 0, 0, err
         with self._lock:
@@ -492,10 +504,10 @@ class KubeWriter:
         ns, name = _split(key)
         done, err = self._write(
             f"Pod {key} condition",
-            self.core.patch_namespaced_pod_status,
-            name, ns, render.pod_unschedulable_condition(message, now),
-            _content_type=STRATEGIC_PATCH,
-        )  # fmt: skip
+            pod_path(ns, name, "status"),
+            render.pod_unschedulable_condition(message, now),
+            STRATEGIC_PATCH,
+        )
         if not done:
             return 0, 0, err
         with self._lock:
@@ -584,17 +596,12 @@ class KubeWriter:
         meta = body["metadata"]
         namespace, name = meta["namespace"], meta["name"]
         try:
-            resp = self._call(
-                self.core.create_namespaced_event,
-                namespace, client.CoreV1Event.from_dict(body), _preload_content=False,
-            )  # fmt: skip
-            consume(resp)
+            self._send("POST", event_path(namespace), body)
             return int(body.get("count") or 1)
         except ApiException as exc:
             if exc.status != 409:
                 raise
-        resp = self._read(self.core.read_namespaced_event, name, namespace, _preload_content=False)
-        existing = json.loads(consume(resp))
+        existing = self._get(event_path(namespace, name))
         if existing.get("message") == body["message"] and existing.get("reason") == body["reason"]:
             return None
         count = int(existing.get("count") or 1) + 1
@@ -602,22 +609,16 @@ class KubeWriter:
             "message": body["message"], "reason": body["reason"], "type": body["type"],
             "lastTimestamp": body["lastTimestamp"], "count": count,
         }  # fmt: skip
-        resp = self._call(
-            self.core.patch_namespaced_event, name, namespace, patch,
-            _content_type=MERGE_PATCH, _preload_content=False,
-        )  # fmt: skip
-        consume(resp)
+        self._send("PATCH", event_path(namespace, name), patch, content_type=MERGE_PATCH)
         return count
 
     def create_podgroup(self, body: dict[str, Any]) -> str | None:
         """Create a PodGroup (ours). Returns an error message, or None when created or it exists."""
         meta = body["metadata"]
         try:
-            resp = self._call(
-                self.custom.create_namespaced_custom_object,
-                API_GROUP, VERSION, meta["namespace"], "podgroups", body, _preload_content=False,
-            )  # fmt: skip
-            consume(resp)
+            self._send(
+                "POST", custom_collection(API_GROUP, VERSION, "podgroups", namespace=meta["namespace"]), body
+            )
         except ApiException as exc:
             if exc.status == 409:
                 return None

@@ -83,9 +83,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-lease", action="store_true", help="do not guard binds with a Lease (one replica only!)"
     )
-    p.add_argument("--workers", type=int, default=d.writer.workers, help="concurrent API calls")
-    p.add_argument("--qps", type=float, default=d.writer.qps, help="API writes per second")
-    p.add_argument("--burst", type=int, default=d.writer.burst)
+    p.add_argument("--workers", type=int, default=d.writer.workers, help="API requests in flight at once")
+    p.add_argument(
+        "--qps",
+        type=float,
+        default=d.writer.qps,
+        help="client-side limit on API requests per second (0: none; the apiserver's flow control decides)",
+    )
+    p.add_argument(
+        "--burst", type=int, default=d.writer.burst, help="with --qps: requests saved up (0: 2 x qps)"
+    )
     p.add_argument(
         "--scheduler-names",
         default=os.environ.get("VOLSCHED_SCHEDULER_NAMES") or ",".join(sorted(d.scheduler_names)),

@@ -1,0 +1,241 @@
+"""The apiserver's flow control decides how fast the writer goes (fault injection on a loopback server).
+
+API Priority and Fairness answers a request it will not queue with 429 and ``Retry-After``: the request
+was not executed, so the writer waits and sends it again, checking its fence before each send. A 429
+from the Eviction API about a PodDisruptionBudget is an answer (the eviction is blocked), never retried.
+The server here answers scripted statuses per path and records what it received.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from volsched.framework.decisions import Bind, Eviction
+from volsched.kube.ratelimit import MAX_RETRY_AFTER, retry_after
+from volsched.kube.writer import BLOCKED, BOUND, EVICTED, FAILED, FENCED, KubeWriter, WriterSettings
+from volsched.model.objects import SCHEDULER_NAME
+
+TOKEN = "s3cret-token-value"
+THROTTLED = (429, {"Retry-After": "1"}, {"kind": "Status", "reason": "TooManyRequests"})
+PDB = (
+    429,
+    {},
+    {
+        "kind": "Status",
+        "reason": "TooManyRequests",
+        "details": {"causes": [{"reason": "DisruptionBudget", "message": "needs 2 healthy pods"}]},
+    },
+)
+OK = (201, {}, {"kind": "Status", "status": "Success"})
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    body: dict[str, Any]
+    authorization: str
+
+
+class ScriptedServer:
+    """Answers each request to a path ending in a key of ``script`` with the next scripted answer
+    (the last one repeats); everything else gets 200 {}."""
+
+    def __init__(self) -> None:
+        self.script: dict[str, list[tuple[int, dict[str, str], dict[str, Any]]]] = {}
+        self.received: list[Received] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+            def _answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                outer.received.append(
+                    Received(self.command, self.path, body, self.headers.get("authorization", ""))
+                )
+                status, headers, payload = 200, {}, {}
+                for suffix, answers in outer.script.items():
+                    if self.path.endswith(suffix):
+                        status, headers, payload = answers.pop(0) if len(answers) > 1 else answers[0]
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                for k, v in {**headers, "Content-Type": "application/json"}.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_POST = do_PATCH = do_GET = _answer
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def sent(self, suffix: str) -> list[Received]:
+        return [r for r in self.received if r.path.endswith(suffix)]
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    s = ScriptedServer()
+    yield s
+    s.httpd.shutdown()
+
+
+@pytest.fixture
+def api(server: ScriptedServer) -> Iterator[client.ApiClient]:
+    cfg = client.Configuration()
+    cfg.host = f"http://127.0.0.1:{server.port}"
+    cfg.api_key = {"authorization": TOKEN}
+    cfg.api_key_prefix = {"authorization": "Bearer"}
+    cfg.retries = False
+    with client.ApiClient(cfg) as api:
+        yield api
+
+
+class OpenFor:
+    """A fence open for ``checks`` checks, then closed (the Lease could not be renewed)."""
+
+    def __init__(self, checks: int) -> None:
+        self.left = checks
+
+    def renew_if_due(self) -> bool:
+        return self.left > 0
+
+    def time_left(self) -> float:
+        self.left -= 1
+        return 1.0 if self.left >= 0 else 0.0
+
+    def call_timeout(self, wanted: float) -> float:
+        return wanted
+
+
+def _pod() -> dict[str, Any]:
+    return {
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
+        "spec": {"schedulerName": SCHEDULER_NAME},
+    }
+
+
+BIND = Bind(pod="ns/p", uid="u1", node="n1")
+EVICTION = Eviction(pod="ns/p", uid="u1", node="n1", action="preempt", reason="r")
+
+
+@pytest.mark.parametrize(
+    ("answers", "retries", "fence_checks", "result", "sends", "waits"),
+    [
+        ([OK], 10, None, BOUND, 1, []),
+        ([THROTTLED, THROTTLED, OK], 10, None, BOUND, 3, [1.0, 1.0]),
+        ([THROTTLED], 2, None, FAILED, 3, [1.0, 1.0]),  # gives up after its retries
+        ([THROTTLED, OK], 10, 1, FENCED, 1, [1.0]),  # the fence closed while it waited: never re-sent
+        ([(429, {}, {"kind": "Status"}), OK], 10, None, FAILED, 1, []),  # no Retry-After: an answer
+    ],
+    ids=["ok", "throttled-then-bound", "retries-exhausted", "fence-closed-while-waiting", "no-retry-after"],
+)
+def test_a_bind_the_apiserver_throttles_is_sent_again_after_retry_after_while_the_fence_is_open(
+    server: ScriptedServer,
+    api: client.ApiClient,
+    answers: list[Any],
+    retries: int,
+    fence_checks: int | None,
+    result: str,
+    sends: int,
+    waits: list[float],
+) -> None:
+    server.script["/binding"] = list(answers)
+    slept: list[float] = []
+    fence = OpenFor(fence_checks) if fence_checks is not None else None
+    writer = KubeWriter(
+        api, WriterSettings(workers=1, throttle_retries=retries), fence=fence, sleep=slept.append
+    )
+    try:
+        outcome = writer.bind(BIND, _pod())
+    finally:
+        writer.close()
+    assert outcome.result == result, outcome.detail
+    assert len(server.sent("/binding")) == sends
+    assert slept == waits
+    assert writer.throttled == len(waits)
+
+
+def test_a_bind_is_a_lean_binding_with_the_clients_credentials_that_never_reach_an_outcome(
+    server: ScriptedServer, api: client.ApiClient
+) -> None:
+    server.script["/binding"] = [(500, {}, {"kind": "Status", "message": "etcd is sad"})]
+    writer = KubeWriter(api, WriterSettings(workers=1))
+    try:
+        outcome = writer.bind(BIND, _pod())
+    finally:
+        writer.close()
+    (sent,) = server.sent("/binding")
+    assert sent.method == "POST" and sent.path == "/api/v1/namespaces/ns/pods/p/binding"
+    assert sent.body == {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"},
+    }
+    assert sent.authorization == f"Bearer {TOKEN}"
+    assert outcome.result == FAILED and "etcd is sad" in outcome.detail
+    assert TOKEN not in outcome.detail
+
+
+@pytest.mark.parametrize(
+    ("answers", "result", "sends"),
+    [
+        ([OK], EVICTED, 1),
+        ([PDB], BLOCKED, 1),  # a PodDisruptionBudget: blocked, not retried
+        ([THROTTLED, OK], EVICTED, 2),  # flow control: sent again
+    ],
+    ids=["evicted", "pdb-blocks", "throttled-then-evicted"],
+)
+def test_an_eviction_tells_a_pdb_from_the_apiservers_flow_control(
+    server: ScriptedServer, api: client.ApiClient, answers: list[Any], result: str, sends: int
+) -> None:
+    server.script["/eviction"] = list(answers)
+    writer = KubeWriter(api, WriterSettings(workers=1), sleep=lambda _s: None)
+    try:
+        outcome = writer.evict(EVICTION, _pod())
+    finally:
+        writer.close()
+    assert outcome.result == result, outcome.detail
+    sent = server.sent("/eviction")
+    assert len(sent) == sends
+    assert sent[0].body["deleteOptions"] == {"preconditions": {"uid": "u1"}}
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "body", "wait"),
+    [
+        (429, {"Retry-After": "1"}, "{}", 1.0),
+        (429, {"retry-after": "3"}, "", 3.0),
+        (429, {"Retry-After": "0"}, "{}", 0.1),  # never a busy loop
+        (429, {"Retry-After": "3600"}, "{}", MAX_RETRY_AFTER),
+        (429, {}, "{}", None),
+        (429, {"Retry-After": "soon"}, "{}", None),
+        (503, {"Retry-After": "1"}, "{}", None),
+        (
+            429,
+            {"Retry-After": "1"},
+            json.dumps({"details": {"causes": [{"reason": "DisruptionBudget"}]}}),
+            None,
+        ),
+    ],
+)
+def test_retry_after_reads_the_apiservers_throttle_and_nothing_else(
+    status: int, headers: dict[str, str], body: str, wait: float | None
+) -> None:
+    assert retry_after(status, headers, body) == wait
