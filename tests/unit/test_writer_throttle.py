@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, FENCED
 from volsched.framework.decisions import Bind, Eviction
 from volsched.kube.ratelimit import MAX_RETRY_AFTER, retry_after
-from volsched.kube.writer import BLOCKED, BOUND, EVICTED, FAILED, FENCED, KubeWriter, WriterSettings
+from volsched.kube.writer import KubeWriter, WriterSettings
 from volsched.model.objects import SCHEDULER_NAME
 
 TOKEN = "s3cret-token-value"
