@@ -19,14 +19,15 @@ import pytest
 from kubernetes import client
 
 from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, FENCED
-from volsched.framework.decisions import Bind, Eviction
+from volsched.framework.decisions import Bind, Evict
 from volsched.kube.ratelimit import MAX_RETRY_AFTER, retry_after
 from volsched.kube.writer import KubeWriter, WriterSettings
 from volsched.model.objects import SCHEDULER_NAME
 
 TOKEN = "s3cret-token-value"
-THROTTLED = (429, {"Retry-After": "1"}, {"kind": "Status", "reason": "TooManyRequests"})
-PDB = (
+Answer = tuple[int, dict[str, str], dict[str, Any]]
+THROTTLED: Answer = (429, {"Retry-After": "1"}, {"kind": "Status", "reason": "TooManyRequests"})
+PDB: Answer = (
     429,
     {},
     {
@@ -35,7 +36,7 @@ PDB = (
         "details": {"causes": [{"reason": "DisruptionBudget", "message": "needs 2 healthy pods"}]},
     },
 )
-OK = (201, {}, {"kind": "Status", "status": "Success"})
+OK: Answer = (201, {}, {"kind": "Status", "status": "Success"})
 
 
 @dataclass
@@ -51,7 +52,7 @@ class ScriptedServer:
     (the last one repeats); everything else gets 200 {}."""
 
     def __init__(self) -> None:
-        self.script: dict[str, list[tuple[int, dict[str, str], dict[str, Any]]]] = {}
+        self.script: dict[str, list[Answer]] = {}
         self.received: list[Received] = []
         outer = self
 
@@ -67,7 +68,10 @@ class ScriptedServer:
                 outer.received.append(
                     Received(self.command, self.path, body, self.headers.get("authorization", ""))
                 )
-                status, headers, payload = 200, {}, {}
+                outer.before_answer(self.path)
+                status: int = 200
+                headers: dict[str, str] = {}
+                payload: dict[str, Any] = {}
                 for suffix, answers in outer.script.items():
                     if self.path.endswith(suffix):
                         status, headers, payload = answers.pop(0) if len(answers) > 1 else answers[0]
@@ -84,6 +88,9 @@ class ScriptedServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.httpd.server_address[1]
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def before_answer(self, path: str) -> None:
+        """A hook for subclasses (hold a request)."""
 
     def sent(self, suffix: str) -> list[Received]:
         return [r for r in self.received if r.path.endswith(suffix)]
@@ -132,7 +139,7 @@ def _pod() -> dict[str, Any]:
 
 
 BIND = Bind(pod="ns/p", uid="u1", node="n1")
-EVICTION = Eviction(pod="ns/p", uid="u1", node="n1", action="preempt", reason="r")
+EVICTION = Evict(pod="ns/p", uid="u1", node="n1", action="preempt", reason="r")
 
 
 @pytest.mark.parametrize(

@@ -1,22 +1,42 @@
 """The cycle's port to a real cluster: :class:`~volsched.cycle.Port` over a :class:`KubeWriter`.
 
-Binds and evictions go out through the writer (its thread pool, token bucket and Lease fence: a write
-this replica may no longer make comes back FENCED, unsent). ``write_status`` also creates the PodGroups
-that stand for controller owners' pods and warns on Volcano objects shadowed by ours, as the cache
-shows them, then writes the session's status, conditions and events and one event on each object the
-cache refused. Synchronous: every call returns all its outcomes, so ``settle`` has nothing.
+Binds and evictions go out through the writer (its Lease fence: a write this replica may no longer make
+comes back FENCED, unsent). ``write_status`` also creates the PodGroups that stand for controller
+owners' pods and warns on Volcano objects shadowed by ours, as the cache shows them, then writes the
+session's status, conditions and events and one event on each object the cache refused.
+
+With ``background`` (the operator's), a session never waits on the network for its binds or its status
+(kube-scheduler's assume/bind split; the cycle assumed the binds when it decided them):
+
+* ``bind`` hands each bind to the bind workers (``workers`` of them, each renewing the Lease when due
+  and checking the fence before it sends: a bind decided under one holding of the Lease is never sent
+  under a later one) and returns the outcomes completed so far; ``settle`` returns
+  those completed since, for the next cycle to finish or forget. A gang's binds go out together; one
+  that fails is forgotten and the next session completes the half-bound gang.
+* ``write_status`` takes what it needs from the cache now and writes it on one status thread; when a
+  newer session's status arrives before the older was started, only the newer is written (it says
+  everything the older did, as the writer skips what is unchanged). What was written is reported by a
+  later ``write_status``.
+* Evictions stay synchronous: a session that preempts plans its next evictions on the pods it evicted.
+* ``drain`` waits for everything in flight (hand-over: after the fence closed, before the Lease is let go).
+Without ``background`` every call returns all its outcomes and ``settle`` has nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from volsched.cache.feeder import Feeder
-from volsched.cycle import BindOutcome, EvictOutcome, StatusReport
+from volsched.cycle import FAILED, BindOutcome, EvictOutcome, StatusReport
 from volsched.framework.decisions import Bind, Event, Evict, SessionResult
 from volsched.kube.podgroups import ConflictReporter, PodGroupCreator
 from volsched.kube.writer import EventTarget, KubeWriter
+from volsched.redaction import error_summary
 
 Raw = Mapping[str, Any]
 
@@ -25,33 +45,149 @@ REJECTED = "Rejected"
 
 
 class KubePort:
-    def __init__(self, writer: KubeWriter) -> None:
+    def __init__(self, writer: KubeWriter, *, background: bool = False) -> None:
         self.writer = writer
         self.podgroups = PodGroupCreator(writer)
         self.conflicts = ConflictReporter(writer)
+        self.background = background
+        self._lock = threading.Condition()
+        self._binds_done: list[BindOutcome] = []
+        self._binds_in_flight = 0
+        self._status_next: Callable[[], StatusReport] | None = None
+        self._status_running = False
+        self._status_done = StatusReport()
+        self._binder: ThreadPoolExecutor | None = None
+        self._status: ThreadPoolExecutor | None = None
+        if background:
+            self._binder = ThreadPoolExecutor(writer.settings.workers, thread_name_prefix="volsched-bind")
+            self._status = ThreadPoolExecutor(1, thread_name_prefix="volsched-status")
+
+    # --- binds -------------------------------------------------------------------------------------------
 
     def bind(self, binds: Sequence[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
-        return self.writer.bind_all(binds, pods)
+        if self._binder is None:
+            return self.writer.bind_all(binds, pods)
+        holding = self.writer.holding()  # the session decided these under this holding of the Lease
+        with self._lock:
+            self._binds_in_flight += len(binds)
+        for b in binds:
+            self._binder.submit(self._bind_one, b, pods.get(b.pod), holding)
+        return self._take_binds()
+
+    def _bind_one(self, bind: Bind, pod: Raw | None, holding: float | None) -> None:
+        try:
+            if self.writer.fence is not None:
+                self.writer.fence.renew_if_due()  # a batch is what is sent between two renewals
+            outcome = self.writer.bind(bind, pod, holding=holding)
+        except Exception as exc:  # the writer returns API errors as outcomes; anything else is a failure
+            outcome = BindOutcome(bind, FAILED, error_summary(exc))
+        with self._lock:
+            self._binds_done.append(outcome)
+            self._binds_in_flight -= 1
+            self._lock.notify_all()
+
+    def _take_binds(self) -> list[BindOutcome]:
+        with self._lock:
+            done, self._binds_done = self._binds_done, []
+        return done
+
+    @property
+    def binds_in_flight(self) -> int:
+        with self._lock:
+            return self._binds_in_flight
 
     def evict(self, evictions: Sequence[Evict], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
         return self.writer.evict_all(evictions, pods)
 
     def settle(self) -> tuple[list[BindOutcome], list[EvictOutcome]]:
-        return [], []
+        return self._take_binds(), []
+
+    # --- status ------------------------------------------------------------------------------------------
 
     def write_status(self, result: SessionResult, feeder: Feeder) -> StatusReport:
         state = feeder.state
-        errors = self.podgroups.ensure(state.last_derived)
-        errors += self.conflicts.report(dict(state.conflicts), dict(state.volcano_uids))
-        writes, events, status_errors = self.writer.write_status(
+        job = partial(
+            self._write_status,
             result,
+            derived=list(state.last_derived),
+            conflicts=dict(state.conflicts),
+            volcano_uids=dict(state.volcano_uids),
             queues={name: q.api_group for name, q in list(state.queues.items())},
             podgroups={key: pg.api_group for key, pg in list(state.podgroups.items())},
             uids={key: pg.uid for key, pg in list(state.podgroups.items())},
             pods=feeder.pods(),
             extra_events=rejection_events(feeder),
         )
+        if self._status is None:
+            return job()
+        with self._lock:
+            self._status_next = job  # a newer session's status replaces one not started yet
+            if not self._status_running:
+                self._status_running = True
+                self._status.submit(self._run_status)
+            done, self._status_done = self._status_done, StatusReport()
+        return done
+
+    def _run_status(self) -> None:
+        while True:
+            with self._lock:
+                job, self._status_next = self._status_next, None
+                if job is None:
+                    self._status_running = False
+                    self._lock.notify_all()
+                    return
+            try:
+                report = job()
+            except Exception as exc:
+                report = StatusReport(errors=[f"status writes: {error_summary(exc)}"])
+            with self._lock:
+                self._status_done.writes += report.writes
+                self._status_done.events += report.events
+                self._status_done.errors.extend(report.errors)
+
+    def _write_status(
+        self,
+        result: SessionResult,
+        *,
+        derived: list[Any],
+        conflicts: dict[tuple[str, str], str],
+        volcano_uids: dict[tuple[str, str], str],
+        queues: dict[str, str],
+        podgroups: dict[str, str],
+        uids: dict[str, str],
+        pods: Mapping[str, Raw],
+        extra_events: list[tuple[EventTarget, Event]],
+    ) -> StatusReport:
+        errors = self.podgroups.ensure(derived)
+        errors += self.conflicts.report(conflicts, volcano_uids)
+        writes, events, status_errors = self.writer.write_status(
+            result,
+            queues=queues,
+            podgroups=podgroups,
+            uids=uids,
+            pods=pods,
+            extra_events=extra_events,
+        )
         return StatusReport(writes=writes, events=events, errors=errors + status_errors)
+
+    # --- hand-over ---------------------------------------------------------------------------------------
+
+    def drain(self, timeout: float) -> bool:
+        """Wait until no bind or status write is in flight or waiting (at most ``timeout`` seconds).
+        Call it after the fence closed: what has not started then is refused unsent, FENCED."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._binds_in_flight or self._status_running:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._lock.wait(left)
+        return True
+
+    def close(self) -> None:
+        for pool in (self._binder, self._status):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
 
 
 def rejection_events(feeder: Feeder) -> list[tuple[EventTarget, Event]]:

@@ -181,10 +181,24 @@ class KubeWriter:
 
     # --- plumbing -----------------------------------------------------------------------------------------
 
-    def _send(self, method: str, path: str, body: Any, *, content_type: str = "application/json") -> bytes:
+    def holding(self) -> float | None:
+        """Which holding of the Lease writes are made under now (its acquisition time), if fenced."""
+        return getattr(self.fence, "acquired_at", None) if self.fence is not None else None
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        *,
+        content_type: str = "application/json",
+        holding: float | None = None,
+    ) -> bytes:
         """One write: sent only while the fence is open, with a timeout that ends before the Lease can.
-        A 429 with Retry-After (the apiserver's flow control did not take it) is waited out and sent
-        again, up to ``throttle_retries`` times; the fence is checked before every send."""
+        With ``holding`` (see :meth:`holding`), only under that holding of the Lease: a write decided
+        before the Lease was lost is never sent after it was taken again. A 429 with Retry-After (the
+        apiserver's flow control did not take it) is waited out and sent again, up to
+        ``throttle_retries`` times; the fence is checked before every send."""
         for attempt in range(self.settings.throttle_retries + 1):
             if self.bucket is not None:
                 self.bucket.take()
@@ -192,6 +206,8 @@ class KubeWriter:
             if self.fence is not None:
                 if self.fence.time_left() <= 0:
                     raise Fenced("not sent: this replica may have lost the scheduler Lease")
+                if holding is not None and self.holding() != holding:
+                    raise Fenced("not sent: decided under an earlier holding of the scheduler Lease")
                 timeout = self.fence.call_timeout(timeout)
             try:
                 return self._watched(method, path, body, content_type, timeout)
@@ -266,7 +282,8 @@ class KubeWriter:
     def bind_all(self, binds: Iterable[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
         return self._map(lambda b: self.bind(b, pods.get(b.pod)), binds)
 
-    def bind(self, bind: Bind, pod: Raw | None) -> BindOutcome:
+    def bind(self, bind: Bind, pod: Raw | None, *, holding: float | None = None) -> BindOutcome:
+        """Bind one pod (under ``holding`` of the Lease, when given: see :meth:`_send`)."""
         if not self._ours(pod):
             return BindOutcome(bind, SKIPPED, "not scheduled by volsched")
         ns, name = _split(bind.pod)
@@ -280,7 +297,7 @@ class KubeWriter:
             "target": {"apiVersion": "v1", "kind": "Node", "name": bind.node},
         }
         try:
-            self._send("POST", pod_path(ns, name, "binding"), body)
+            self._send("POST", pod_path(ns, name, "binding"), body, holding=holding)
             return BindOutcome(bind, BOUND)
         except Fenced as exc:
             return BindOutcome(bind, FENCED, str(exc))

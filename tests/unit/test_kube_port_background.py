@@ -1,0 +1,159 @@
+"""KubePort in the background: a session never waits on the network for its binds (fault injection).
+
+The server below holds every bind until the test opens its gate, so what a cycle returns while binds
+are in flight is what the operator's session would see. The cycle is the real one (run_cycle on a
+Feeder); the outcomes come back through ``settle`` in a later cycle.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.builders import node, pod
+from tests.unit.test_cycle import CONFIG, cache, nodes_of
+from tests.unit.test_writer_throttle import OK, ScriptedServer
+from volsched.cycle import BOUND, FAILED, FENCED, CycleReport, run_cycle
+from volsched.kube.port import KubePort
+from volsched.kube.writer import KubeWriter, WriterSettings
+
+#: How long the server holds a bind at most when the test never opens the gate (a blocking port would
+#: then return its outcomes late, and the test fails instead of hanging).
+HOLD = 20.0
+
+
+class GatedServer(ScriptedServer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.arrived = threading.Semaphore(0)
+        self.hold = ("/binding",)
+
+    def before_answer(self, path: str) -> None:
+        if path.endswith(self.hold):
+            self.arrived.release()
+            self.gate.wait(HOLD)
+
+
+@pytest.fixture
+def server() -> Iterator[GatedServer]:
+    s = GatedServer()
+    yield s
+    s.gate.set()
+    s.httpd.shutdown()
+
+
+class Fence:
+    """A Lease as the writer sees it: open while ``open``; ``acquired_at`` names the holding."""
+
+    def __init__(self) -> None:
+        self.open = True
+        self.acquired_at = 1.0
+
+    def renew_if_due(self) -> bool:
+        return self.open
+
+    def time_left(self) -> float:
+        return 5.0 if self.open else 0.0
+
+    def call_timeout(self, wanted: float) -> float:
+        return wanted
+
+
+@pytest.fixture
+def fence() -> Fence:
+    return Fence()
+
+
+@pytest.fixture
+def port(server: GatedServer, fence: Fence) -> Iterator[KubePort]:
+    cfg = client.Configuration()
+    cfg.host = f"http://127.0.0.1:{server.port}"
+    cfg.retries = False
+    cfg.connection_pool_maxsize = 8
+    api = client.ApiClient(cfg)
+    writer = KubeWriter(api, WriterSettings(workers=2), fence=fence)
+    p = KubePort(writer, background=True)
+    yield p
+    server.gate.set()
+    p.drain(HOLD)
+    p.close()
+    writer.close()
+    api.close()  # type: ignore[no-untyped-call]
+
+
+def _cycle(feeder: Any, port: KubePort) -> CycleReport:
+    return run_cycle(feeder, CONFIG, port, now=5000.0)
+
+
+def _sent(server: GatedServer) -> list[str]:
+    return sorted(r.path.split("/")[-2] for r in server.sent("/binding"))
+
+
+def test_a_session_does_not_wait_for_its_binds_and_the_next_plans_on_them_without_binding_twice(
+    server: GatedServer, port: KubePort
+) -> None:
+    feeder = cache(node("n1", cpu="4"), pod("a"), pod("b"), pod("c"))
+    first = _cycle(feeder, port)
+    assert first.binds == []  # nothing has come back: the cycle did not wait
+    assert len(first.result.binds) == 3
+    assert nodes_of(feeder) == {"default/a": "n1", "default/b": "n1", "default/c": "n1"}  # assumed
+    server.arrived.acquire(timeout=HOLD)
+    second = _cycle(feeder, port)  # while the binds are in flight
+    assert second.result.binds == [] and second.binds == []
+    assert port.binds_in_flight == 3
+    server.gate.set()
+    assert port.drain(HOLD)
+    third = _cycle(feeder, port)
+    assert sorted((o.bind.pod, o.result) for o in third.binds) == [
+        ("default/a", BOUND),
+        ("default/b", BOUND),
+        ("default/c", BOUND),
+    ]
+    assert third.result.binds == []
+    assert _sent(server) == ["a", "b", "c"]  # each sent once
+
+
+def test_a_bind_that_fails_in_the_background_is_planned_again_by_a_later_session(
+    server: GatedServer, port: KubePort
+) -> None:
+    server.script["/pods/b/binding"] = [(500, {}, {"kind": "Status", "message": "etcd timeout"}), OK]
+    server.gate.set()
+    feeder = cache(node("n1", cpu="4"), pod("a"), pod("b"))
+    _cycle(feeder, port)
+    assert port.drain(HOLD)
+    # The next cycle settles a (bound) and b (failed: forgotten, pending again), then plans b again.
+    settled = _cycle(feeder, port)
+    assert sorted((o.bind.pod, o.result) for o in settled.binds) == [
+        ("default/a", BOUND),
+        ("default/b", FAILED),
+    ]
+    assert [b.pod for b in settled.result.binds] == ["default/b"]
+    assert port.drain(HOLD)
+    last = _cycle(feeder, port)
+    assert [(o.bind.pod, o.result) for o in last.binds] == [("default/b", BOUND)]
+    assert last.result.binds == []
+    assert nodes_of(feeder) == {"default/a": "n1", "default/b": "n1"}
+    assert _sent(server) == ["a", "b", "b"]
+
+
+@pytest.mark.parametrize("how", ["lease-lost", "lease-lost-and-taken-again"])
+def test_binds_queued_when_the_lease_is_lost_are_never_sent(
+    server: GatedServer, port: KubePort, fence: Fence, how: str
+) -> None:
+    feeder = cache(node("n1", cpu="8"), *(pod(f"p{i}") for i in range(6)))
+    _cycle(feeder, port)
+    for _ in range(2):  # both workers hold a bind on the server; four wait in the port
+        assert server.arrived.acquire(timeout=HOLD)
+    fence.open = False
+    if how == "lease-lost-and-taken-again":
+        fence.open, fence.acquired_at = True, 2.0  # a new holding: binds decided before are void
+    server.gate.set()
+    assert port.drain(HOLD)
+    outcomes = port.settle()[0]
+    assert sorted(o.result for o in outcomes) == [BOUND, BOUND, FENCED, FENCED, FENCED, FENCED]
+    assert len(server.sent("/binding")) == 2
