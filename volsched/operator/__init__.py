@@ -3,10 +3,11 @@
 * kopf ``on.event`` handlers for pods, nodes, namespaces, resourcequotas, priorityclasses, queues and
   podgroups feed a :class:`~volsched.cache.feeder.Feeder` (after one full listing, so the first session
   sees the whole cluster).
-* Every ``session.period`` seconds the leader (a coordination.k8s.io Lease) runs one cycle,
-  :func:`~volsched.cycle.run_cycle` -- the cycle the simulator runs: snapshot, session, decisions
-  through :class:`~volsched.kube.port.KubePort` (the :class:`~volsched.kube.writer.KubeWriter`),
-  outcomes back into the cache. A bind is assumed in the cache as it is decided.
+* Every ``session.period`` seconds the leader (a coordination.k8s.io Lease) runs one cycle
+  (:func:`~volsched.cycle.run_cycle`, the simulator's too) behind a background
+  :class:`~volsched.kube.port.KubePort`: binds are assumed in the cache when decided and sent by the
+  port's workers while the next session already plans on them; their outcomes are settled by a later
+  cycle (a failed bind puts the pod back pending). Status writes go out in the background too.
 * The scheduler config is read from a ConfigMap and reloaded when it changes; a bad one is rejected
   with an event and a log line and the last good one stays in force.
 * With a ``metrics:`` section, a :class:`~volsched.usagefeed.UsageFeed` polls node usage on its own
@@ -78,7 +79,8 @@ class Operator:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.kcfg = load_configuration(settings.kubeconfig, pool_size=settings.writer.workers + 4)
+        # Connections for the bind workers and as many for the writer's own (status, evictions, events).
+        self.kcfg = load_configuration(settings.kubeconfig, pool_size=2 * settings.writer.workers + 4)
         self.api = new_api_client(self.kcfg)
         self.state = ClusterState(scheduler_names=settings.scheduler_names)
         self.feeder = Feeder(self.state, assume_ttl=settings.session.assume_ttl)
@@ -92,8 +94,8 @@ class Operator:
             fence=self.lease if settings.lease.enabled else None,
             health=self.health,
         )
-        #: The cycle's way out: binds, evictions and status through the writer.
-        self.port = KubePort(self.writer)
+        #: Binds and status writes go out in the background: a session never waits on the network.
+        self.port = KubePort(self.writer, background=True)
         self.podgroup_creator = self.port.podgroups
         #: The kinds watched: ours, and Volcano's when the cluster serves them at start (see prelist).
         self.watched: tuple[WatchedKind, ...] = WATCHED
@@ -299,10 +301,10 @@ class Operator:
         self.ui.record(result, report)
         self.sessions += 1
         self.last_result = result
-        if report.binds or report.evictions:
+        if result.binds or report.binds or report.evictions:
             log.info(
-                "session %d: %d bound, %d evicted, %d unschedulable (%.1f ms)",
-                self.sessions, report.count(BOUND), report.evicted(),
+                "session %d: %d to bind, %d bound, %d evicted, %d unschedulable (%.1f ms)",
+                self.sessions, len(result.binds), report.count(BOUND), report.evicted(),
                 len(result.unschedulable), 1000 * result.timings.get("session", 0.0),
             )  # fmt: skip
         return result, report
@@ -406,6 +408,10 @@ class Operator:
                 return
             except Exception:
                 pass
+            # Binds and status writes still in flight end (or come back fenced, unsent) first.
+            if not await asyncio.to_thread(self.port.drain, limit):
+                log.warning("writes still in flight after %.0fs; not releasing the lease", limit)
+                return
         await asyncio.to_thread(self.lease.release)
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -454,6 +460,7 @@ class Operator:
                     await asyncio.wait_for(t, timeout=10)
             await asyncio.to_thread(self.usage.close)
             await self.http.stop()
+            self.port.close()
             self.writer.close()
             self.api.close()  # type: ignore[no-untyped-call]
 
