@@ -122,9 +122,9 @@ def test_a_bind_that_fails_in_the_background_is_planned_again_by_a_later_session
     server: GatedServer, port: KubePort
 ) -> None:
     server.script["/pods/b/binding"] = [(500, {}, {"kind": "Status", "message": "etcd timeout"}), OK]
-    server.gate.set()
     feeder = cache(node("n1", cpu="4"), pod("a"), pod("b"))
-    _cycle(feeder, port)
+    assert _cycle(feeder, port).binds == []  # held by the server: nothing has come back yet
+    server.gate.set()
     assert port.drain(HOLD)
     # The next cycle settles a (bound) and b (failed: forgotten, pending again), then plans b again.
     settled = _cycle(feeder, port)

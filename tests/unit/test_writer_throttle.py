@@ -22,7 +22,7 @@ from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, FENCED
 from volsched.framework.decisions import Bind, Evict
 from volsched.kube.ratelimit import MAX_RETRY_AFTER, retry_after
 from volsched.kube.writer import KubeWriter, WriterSettings
-from volsched.model.objects import SCHEDULER_NAME
+from volsched.model.vocabulary import SCHEDULER_NAME
 
 TOKEN = "s3cret-token-value"
 Answer = tuple[int, dict[str, str], dict[str, Any]]
