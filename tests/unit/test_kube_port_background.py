@@ -157,3 +157,14 @@ def test_binds_queued_when_the_lease_is_lost_are_never_sent(
     outcomes = port.settle()[0]
     assert sorted(o.result for o in outcomes) == [BOUND, BOUND, FENCED, FENCED, FENCED, FENCED]
     assert len(server.sent("/binding")) == 2
+
+
+def test_a_port_closed_under_a_cycle_reports_its_binds_failed_unsent_and_never_raises(
+    server: GatedServer, port: KubePort
+) -> None:
+    feeder = cache(node("n1", cpu="4"), pod("a"))
+    port.close()  # the operator is shutting down
+    report = _cycle(feeder, port)
+    assert [(o.bind.pod, o.result) for o in report.binds] == [("default/a", FAILED)]
+    assert not feeder.is_assumed("default/a") and nodes_of(feeder) == {"default/a": None}
+    assert server.sent("/binding") == []

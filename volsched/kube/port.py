@@ -71,7 +71,10 @@ class KubePort:
         with self._lock:
             self._binds_in_flight += len(binds)
         for b in binds:
-            self._binder.submit(self._bind_one, b, pods.get(b.pod), holding)
+            try:
+                self._binder.submit(self._bind_one, b, pods.get(b.pod), holding)
+            except RuntimeError as exc:  # shut down: not sent (and never raise once some were handed over)
+                self._bound(BindOutcome(b, FAILED, f"not sent: {exc}"))
         return self._take_binds()
 
     def _bind_one(self, bind: Bind, pod: Raw | None, holding: float | None) -> None:
@@ -81,6 +84,9 @@ class KubePort:
             outcome = self.writer.bind(bind, pod, holding=holding)
         except Exception as exc:  # the writer returns API errors as outcomes; anything else is a failure
             outcome = BindOutcome(bind, FAILED, error_summary(exc))
+        self._bound(outcome)
+
+    def _bound(self, outcome: BindOutcome) -> None:
         with self._lock:
             self._binds_done.append(outcome)
             self._binds_in_flight -= 1
@@ -123,8 +129,11 @@ class KubePort:
         with self._lock:
             self._status_next = job  # a newer session's status replaces one not started yet
             if not self._status_running:
-                self._status_running = True
-                self._status.submit(self._run_status)
+                try:
+                    self._status.submit(self._run_status)
+                    self._status_running = True
+                except RuntimeError:  # shut down: nothing more is written
+                    self._status_next = None
             done, self._status_done = self._status_done, StatusReport()
         return done
 
