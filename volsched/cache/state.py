@@ -2,8 +2,11 @@
 
 The operator feeds it from watches, the simulator from YAML; both take snapshots of it for sessions.
 Objects arrive as raw dicts and are parsed on the way in, so a malformed object is reported once,
-when it arrives, and never reaches a session. Pods are kept raw as well, because their priority
-depends on PriorityClasses that may arrive later.
+when it arrives, and never reaches a session. Pods are kept raw as well (the writer and the simulator
+read them). A parsed object is never changed in place: an event, an assumed bind or a PriorityClass
+that changes a pod's priority replaces it, which is what lets a snapshot copy the tables under the lock
+and build the rest outside it (see ``snapshots``). A pod that takes its priority from a class (no
+``spec.priority``) is re-resolved when a PriorityClass changes, without being parsed again.
 
 This module does no I/O.
 """
