@@ -1,7 +1,7 @@
 """The cache's incremental snapshots equal snapshots built from scratch, and sessions cannot change the cache.
 
 A seeded random walk of cache events (pods, nodes, PodGroups, Queues, PriorityClasses, claims and volumes
-applied and deleted, binds assumed, assumptions expiring, avoided nodes, PodGroup phases) runs against one
+applied and deleted, binds assumed, finished and forgotten, assumptions expiring, avoided nodes, PodGroup phases) runs against one
 cache that keeps its snapshot builder between snapshots; after every few events its snapshot is compared
 with the snapshot of a fresh cache fed the same objects as they stand (every pod parsed again, nothing
 reused)."""
@@ -125,11 +125,19 @@ class Walk:
         elif op == 4 and state.raw_pods:
             ns, name = r.choice(sorted(state.raw_pods)).split("/")
             self.drop("Pod", ns, name)
-        elif op in (5, 6):
+        elif op == 5:
             pending = sorted(k for k, t in state.tasks.items() if t.node_name is None)
             if pending:
                 key = r.choice(pending)
                 self.feeder.assume(key, state.tasks[key].uid, r.choice(NODES))
+        elif op == 6:  # an assumed bind completes (its time to live starts) or fails (forgotten)
+            assumed = sorted(k for k in state.tasks if self.feeder.is_assumed(k))
+            if assumed:
+                key = r.choice(assumed)
+                if r.random() < 0.5:
+                    self.feeder.finish(key)
+                else:
+                    self.feeder.forget(key)
         elif op == 7:
             self.clock.now += r.choice([1, 3, 6])  # assumptions expire after 5
             if state.raw_pods:  # a stale (unbound) event of a pod: kept bound only while assumed
