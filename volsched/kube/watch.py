@@ -81,6 +81,7 @@ class ListWatch:
         page_size: int = 500,
         timeout_seconds: int = 290,
         backoff: tuple[float, ...] = BACKOFF,
+        announce_recovery: bool = True,
     ) -> None:
         self.api = api
         self.kind = kind
@@ -90,6 +91,9 @@ class ListWatch:
         self.page_size = page_size
         self.timeout_seconds = timeout_seconds
         self.backoff = backoff
+        #: Whether an answer after failures tells ``health`` the apiserver is back. The operator leaves
+        #: that to the Lease: a restarting apiserver answers lists before it serves every path.
+        self.announce_recovery = announce_recovery
         #: Set once the first complete list has been handed over (the cache holds every object).
         self.synced = threading.Event()
         #: The resourceVersion the next watch starts from ("" before the first list).
@@ -135,7 +139,7 @@ class ListWatch:
                 while not self._stop.is_set():
                     self.watch_once(self.resource_version)
             except Expired as exc:
-                log.info("%s: %s; listing them again", self.kind.plural, exc)
+                log.debug("%s: %s; listing them again", self.kind.plural, exc)
                 self.resource_version = ""
                 self._failures = 0
             except Exception as exc:
@@ -147,7 +151,7 @@ class ListWatch:
 
     def _failed(self, exc: BaseException) -> None:
         self._failures += 1
-        if is_unreachable(exc) or (isinstance(exc, ApiError) and exc.status >= 500):
+        if is_unreachable(exc) or (isinstance(exc, ApiError) and (exc.status >= 500 or exc.status == 429)):
             if self.health is not None:
                 self.health.failed(f"watch {self.kind.plural}", exc)
             else:
@@ -161,7 +165,7 @@ class ListWatch:
     def _succeeded(self) -> None:
         self._failures = 0
         self._last_error = ""
-        if self.health is not None:
+        if self.health is not None and self.announce_recovery:
             self.health.ok()
 
     # --- requests --------------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import kopf
@@ -54,6 +54,8 @@ from volsched.kube.lister import (
     served_plurals,
 )
 from volsched.kube.port import KubePort
+from volsched.kube.prune import PRUNERS, prune_pod
+from volsched.kube.watch import ListWatch
 from volsched.kube.writer import KubeWriter
 from volsched.operator.http import HttpServer, health_problem
 from volsched.operator.metrics import Metrics
@@ -69,6 +71,8 @@ log = logging.getLogger("volsched.operator")
 
 #: Session events that are routine (logged nowhere: the object's event and condition say it all).
 ROUTINE_EVENTS = frozenset({"FailedScheduling", "Unschedulable"})
+#: The kinds read by volsched.kube.watch (lean, pruned, one thread each) instead of kopf: the many.
+LEAN_KINDS = ("Node", "Pod")
 
 
 # --- the operator ----------------------------------------------------------------------------------------
@@ -99,6 +103,24 @@ class Operator:
         self.podgroup_creator = self.port.podgroups
         #: The kinds watched: ours, and Volcano's when the cluster serves them at start (see prelist).
         self.watched: tuple[WatchedKind, ...] = WATCHED
+        #: Pods and Nodes: listed and watched on their own threads, with their own connections (the
+        #: writer's pool stays free for writes), pruned as they arrive.
+        self.watch_api = new_api_client(self.kcfg)
+        self.lean = {
+            k.kind: ListWatch(
+                self.watch_api,
+                k,
+                on_event=self._lean_handler(k.kind),
+                prune=PRUNERS[k.kind],
+                health=self.health,
+                announce_recovery=False,  # the Lease, read every second, says when it answers again
+            )
+            for k in WATCHED
+            if k.kind in LEAN_KINDS
+        }
+        #: Set once the other kinds are in the cache: pods wait for it (their priorities need the
+        #: PriorityClasses, which would otherwise re-parse every pod listed so far).
+        self._prelisted = threading.Event()
         self._volcano_checked = 0.0
         self._volcano_told = False
         self.metrics = Metrics()
@@ -155,7 +177,8 @@ class Operator:
             )
 
         for kind in WATCHED:
-            self._register_watch(registry, kind)
+            if kind.kind not in LEAN_KINDS:
+                self._register_watch(registry, kind)
         return registry
 
     def discover_volcano(self) -> None:
@@ -229,20 +252,48 @@ class Operator:
             name = str(meta.get("name"))
             self.writer.queue_uid(name, self.state.queue_uid(name))
 
+    def _lean_handler(self, kind: str) -> Callable[[str, dict[str, Any]], None]:
+        def on_event(type_: str, obj: dict[str, Any]) -> None:
+            while not self._prelisted.wait(0.5):
+                if self.lean[kind].stopped:
+                    return
+            self.handle_event(kind, type_, obj)
+
+        return on_event
+
+    def start_watches(self) -> None:
+        """Watch Pods and Nodes from where :meth:`prelist` listed them, each on its own thread."""
+        for w in self.lean.values():
+            w.start()
+
+    def stop_watches(self) -> None:
+        for w in self.lean.values():
+            w.stop()
+
     def prelist(self) -> None:
-        """Read every watched kind once, so the first session sees the whole cluster."""
+        """Read every watched kind once, all at once, so the first session sees the whole cluster (every
+        node, every bound pod). Pods and Nodes stream into the cache page by page as they are listed;
+        the other kinds, few, are applied first (pods wait for them: a PriorityClass applied after the
+        pods would parse them all again)."""
         from concurrent.futures import ThreadPoolExecutor
 
         started = time.monotonic()
-        with ThreadPoolExecutor(len(self.watched), thread_name_prefix="volsched-list") as pool:
-            listed = list(pool.map(lambda kind: list_kind(self.api, kind), self.watched))  # read at once ...
+        kinds = [k for k in self.watched if k.kind not in LEAN_KINDS]
+        with ThreadPoolExecutor(len(kinds) + len(self.lean), thread_name_prefix="volsched-list") as pool:
+            lean = [pool.submit(w.relist) for w in self.lean.values()]
+            listed = list(pool.map(lambda kind: list_kind(self.api, kind), kinds))  # read at once ...
+            try:
+                for kind, objs in zip(kinds, listed, strict=True):  # ... applied in order
+                    for obj in objs:
+                        self.feeder.apply(kind.kind, obj)
+                        if kind.kind in ("Queue", VOLCANO_QUEUE):
+                            name = str((obj.get("metadata") or {}).get("name"))
+                            self.writer.queue_uid(name, self.state.queue_uid(name))
+            finally:
+                self._prelisted.set()
+            for future in lean:
+                future.result()
         self.pods_read_at = started
-        for kind, objs in zip(self.watched, listed, strict=True):  # ... applied in order
-            for obj in objs:
-                self.feeder.apply(kind.kind, obj)
-                if kind.kind in ("Queue", VOLCANO_QUEUE):
-                    name = str((obj.get("metadata") or {}).get("name"))
-                    self.writer.queue_uid(name, self.state.queue_uid(name))
         self.synced.set()
         log.info(
             "cache synced: %d nodes, %d pods, %d podgroups, %d queues",
@@ -267,8 +318,8 @@ class Operator:
         just before it let go count even when the watch has not delivered them yet."""
         started = time.monotonic()
         pods = [p for name in sorted(self.settings.scheduler_names) for p in list_pods_of(self.api, name)]
-        for obj in pods:
-            self.feeder.apply("Pod", obj)  # older than what the watch gave: dropped by resourceVersion
+        for obj in pods:  # older than what the watch gave: dropped by resourceVersion
+            self.feeder.apply("Pod", prune_pod(obj))
         self.pods_read_at = started
         log.info("caught up after taking the lease over: %d pods read", len(pods))
 
@@ -425,6 +476,7 @@ class Operator:
             self.reload_config(force=True)
             await asyncio.to_thread(self.discover_volcano)
             await asyncio.to_thread(self.prelist)
+            self.start_watches()
             tasks.append(
                 asyncio.create_task(
                     kopf.operator(
@@ -458,11 +510,13 @@ class Operator:
             for t in tasks:
                 with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
                     await asyncio.wait_for(t, timeout=10)
+            await asyncio.to_thread(self.stop_watches)
             await asyncio.to_thread(self.usage.close)
             await self.http.stop()
             self.port.close()
             self.writer.close()
             self.api.close()  # type: ignore[no-untyped-call]
+            self.watch_api.close()  # type: ignore[no-untyped-call]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
