@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import threading
@@ -275,10 +276,27 @@ class Operator:
         node, every bound pod). Pods and Nodes stream into the cache page by page as they are listed;
         the other kinds, few, are applied first (pods wait for them: a PriorityClass applied after the
         pods would parse them all again)."""
-        from concurrent.futures import ThreadPoolExecutor
-
         started = time.monotonic()
         kinds = [k for k in self.watched if k.kind not in LEAN_KINDS]
+        # The listing allocates millions of objects, none of them in a reference cycle: collections
+        # meanwhile free nothing and cost a third of its CPU. Once listed, what the cache holds lives
+        # long: frozen, later collections do not walk it again (replaced objects are still freed).
+        gc.disable()
+        try:
+            self._prelist(kinds)
+        finally:
+            gc.enable()
+        gc.freeze()
+        self.pods_read_at = started
+        self.synced.set()
+        log.info(
+            "cache synced: %d nodes, %d pods, %d podgroups, %d queues",
+            len(self.state.nodes), len(self.state.raw_pods), len(self.state.podgroups), len(self.state.queues),
+        )  # fmt: skip
+
+    def _prelist(self, kinds: list[WatchedKind]) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(len(kinds) + len(self.lean), thread_name_prefix="volsched-list") as pool:
             lean = [pool.submit(w.relist) for w in self.lean.values()]
             listed = list(pool.map(lambda kind: list_kind(self.api, kind), kinds))  # read at once ...
@@ -293,12 +311,6 @@ class Operator:
                 self._prelisted.set()
             for future in lean:
                 future.result()
-        self.pods_read_at = started
-        self.synced.set()
-        log.info(
-            "cache synced: %d nodes, %d pods, %d podgroups, %d queues",
-            len(self.state.nodes), len(self.state.raw_pods), len(self.state.podgroups), len(self.state.queues),
-        )  # fmt: skip
 
     # --- config ------------------------------------------------------------------------------------------
 
