@@ -762,7 +762,7 @@ def _rate(times: Iterable[float]) -> float:
 # --------------------------------------------------------------------------- report
 
 
-def report(results: list[Result]) -> None:
+def report(results: list[Result], *, rate: float) -> None:
     header = (
         f"{'mode':<9} {'scheduler':<15} {'bound':>12} {'pods/s':>8} {'vs kube':>8} {'vs ceil':>8} "
         f"{'1st bind':>9} {'ready':>7} {'1st-rdy':>8} {'p50':>7} {'p99':>7} {'cpu/1k':>7} {'peak RSS':>9} {'load':>5}"
@@ -789,6 +789,11 @@ def report(results: list[Result]) -> None:
         arrived = [f"{r.scheduler} {r.arrived:.0f}/s" for r in rows if not math.isnan(r.arrived)]
         if arrived:
             print(f"  arrived (pods seen created per second): {', '.join(arrived)}")
+            if any(r.arrived < 0.9 * rate for r in rows if not math.isnan(r.arrived)):
+                print(
+                    f"  the pods arrived slower than --rate {rate:.0f}: the apiserver could not create them "
+                    "faster here, and the schedulers met different rates; a lower --rate evens them"
+                )
     if any(r.stalled for r in results):
         print("!: stalled (no bind for --stall seconds); the figures are of what was bound")
 
@@ -868,7 +873,7 @@ def main(argv: list[str] | None = None) -> int:
         kill_all()
         if results:
             print()
-            report(results)  # what was measured, also after an interruption
+            report(results, rate=args.rate)  # what was measured, also after an interruption
         for failure in failures:
             print("FAILED", failure)
     return 0 if not failures and all(not r.stalled for r in results) else 1
