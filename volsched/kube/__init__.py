@@ -7,8 +7,9 @@
   ``writer.KubeWriter``, which carries decisions out: binds (``pods/binding``), evictions
   (``pods/eviction``), PodGroup and Queue status, the pod condition ``PodScheduled=False`` and one
   deduplicated ``FailedScheduling`` event per pod; ``podgroups`` creates owners' PodGroups and reports
-  Volcano objects ours shadow. ``status`` renders what is written and ``ratelimit`` paces it (both pure,
-  no I/O, unit-tested on their own).
+  Volcano objects ours shadow. ``rest`` sends the writer's hot-path requests as plain JSON on the
+  client's connections; ``status`` renders what is written and ``ratelimit`` paces it (both pure, no
+  I/O, unit-tested on their own).
 * Around them: ``lease`` (one active scheduler; it fences every write), ``health`` (whether the
   apiserver answers, in a few log lines per outage), ``client`` (API clients from a kubeconfig or
   in-cluster).

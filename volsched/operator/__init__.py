@@ -1,8 +1,10 @@
 """The volsched operator: watches feed the cache, a session runs every period, volsched.kube writes.
 
-* kopf ``on.event`` handlers for pods, nodes, namespaces, resourcequotas, priorityclasses, queues and
-  podgroups feed a :class:`~volsched.cache.feeder.Feeder` (after one full listing, so the first session
-  sees the whole cluster).
+* Pods and Nodes come through :class:`~volsched.kube.watch.ListWatch` (a paged listing, then a watch,
+  on their own threads and connections, pruned as they arrive); kopf ``on.event`` handlers bring the
+  other kinds (namespaces, resourcequotas, priorityclasses, persistentvolumes and their claims, queues,
+  podgroups, and Volcano's when served). All feed a :class:`~volsched.cache.feeder.Feeder`, after one
+  full listing, so the first session sees the whole cluster.
 * Every ``session.period`` seconds the leader (a coordination.k8s.io Lease) runs one cycle
   (:func:`~volsched.cycle.run_cycle`, the simulator's too) behind a background
   :class:`~volsched.kube.port.KubePort`: binds are assumed in the cache when decided and sent by the
