@@ -13,13 +13,17 @@ where the victim started, so two equal jobs or namespaces never trade pods back 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
+
+import numpy as np
+import numpy.typing as npt
 
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
 from volsched.model.cluster import Job, dominant_share
-from volsched.model.resources import Vector
+from volsched.model.resources import EPS, Vector
 from volsched.model.vocabulary import Task, TaskStatus
 
 _TOL = 1e-9
@@ -29,6 +33,25 @@ def compare_shares(left: float, right: float) -> int:
     if abs(left - right) <= _TOL:
         return 0
     return -1 if left < right else 1
+
+
+def share_of(total: Vector, mask: npt.NDArray[np.bool_]) -> Callable[[Vector], float]:
+    """``dominant_share(amount, total, mask)`` for a fixed ``total`` and ``mask``, the same figure: the
+    dimensions that count are picked once, not on every call (job order compares two jobs' shares many
+    times a session: a heap of 50,000 standalone pods makes millions of calls)."""
+    dims = [
+        (i, t) for i, (t, m) in enumerate(zip(total.tolist(), mask.tolist(), strict=False)) if m and t > EPS
+    ]
+
+    def share(amount: Vector) -> float:
+        a = amount.tolist()
+        best = 0.0
+        for i, t in dims:
+            if a[i] / t > best:
+                best = a[i] / t
+        return best
+
+    return share
 
 
 @register_plugin
@@ -53,14 +76,16 @@ class Drf(BasePlugin):
                             ns_next[job.namespace] = (size, t.request)
                         break
 
+        share = share_of(total, mask)
+
         def ns_share(ns: str) -> float:
             alloc = ns_alloc.get(ns)
             if alloc is None:
                 return 0.0
-            return dominant_share(alloc, total, mask) / session.snapshot.namespace_weight(ns)
+            return share(alloc) / session.snapshot.namespace_weight(ns)
 
         def job_share(job: Job) -> float:
-            return dominant_share(job.allocated, total, mask)
+            return share(job.allocated)
 
         def job_order(left: Job, right: Job) -> int:
             return compare_shares(job_share(left), job_share(right))
