@@ -20,6 +20,9 @@ A port may answer later than it is called (an asynchronous writer): ``bind`` and
 outcomes completed so far and ``settle`` the ones completed since; the cycle handles both alike, and
 a synchronous port (everything answered at once, ``settle`` empty) behaves exactly as a blocking one.
 
+With an :class:`IdleSkip` (the operator's; the simulator and the benchmarks pass none) a cycle skips
+its session when it provably would decide nothing new: the outcomes are settled, nothing else runs.
+
 Adapters: ``volsched.kube.port.KubePort`` (the API), ``volsched.simulate``'s ``MemoryPort`` (a fake
 kubelet and job controller in memory), :class:`NullPort` (benchmarks: everything succeeds).
 This module does no I/O and imports no adapter.
@@ -27,8 +30,9 @@ This module does no I/O and imports no adapter.
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -113,6 +117,8 @@ class CycleReport:
     errors: list[str] = field(default_factory=list)
     #: PodGroups whose phase in the cache this cycle changed.
     phases_changed: list[str] = field(default_factory=list)
+    #: The session was skipped (see :class:`IdleSkip`): ``result`` is empty, only outcomes were settled.
+    skipped: bool = False
 
     def count(self, result: str) -> int:
         return sum(1 for b in self.binds if b.result == result)
@@ -121,16 +127,63 @@ class CycleReport:
         return sum(1 for e in self.evictions if e.result == result)
 
 
-def run_cycle(feeder: Feeder, config: SchedulerConfig, port: Port, *, now: float) -> CycleReport:
-    """One cycle at ``now`` (Unix seconds, the snapshot's clock). Blocking for a synchronous port."""
+@dataclass
+class IdleSkip:
+    """Skips a session that provably would decide nothing new: since the previous session's snapshot
+    nothing it reads changed (``ClusterState.changes``: a watch event that only confirms an assumed
+    bind, or a bind completing, is no change; an assumption expiring or a node to avoid expiring is),
+    the config is the same object, and that session decided nothing (no bind, eviction or admission).
+    Time-based inputs the counter does not see (usage metrics, rescheduling intervals, plugins'
+    carryover) are never starved: a session runs at least every ``max_idle`` seconds of ``clock``."""
+
+    max_idle: float = 10.0
+    clock: Callable[[], float] = time.monotonic
+    #: Sessions skipped so far.
+    skipped: int = 0
+    _changes: int = -1
+    _config: SchedulerConfig | None = None
+    _decided: bool = True
+    _last_run: float = -math.inf
+
+    def skip(self, feeder: Feeder, config: SchedulerConfig, *, now: float) -> bool:
+        """Whether the session at ``now`` (the snapshot's clock) may be skipped; counts it when so."""
+        feeder.expire()
+        feeder.state.expire(now)
+        if (
+            self._decided
+            or config is not self._config
+            or feeder.state.changes != self._changes
+            or self.clock() - self._last_run >= self.max_idle
+        ):
+            return False
+        self.skipped += 1
+        return True
+
+    def ran(self, *, changes: int, config: SchedulerConfig, result: SessionResult) -> None:
+        """A session ran on the cache as of ``changes`` with ``config`` and decided ``result``."""
+        self._changes, self._config, self._last_run = changes, config, self.clock()
+        self._decided = bool(result.binds or result.evictions or result.admits)
+
+
+def run_cycle(
+    feeder: Feeder, config: SchedulerConfig, port: Port, *, now: float, idle: IdleSkip | None = None
+) -> CycleReport:
+    """One cycle at ``now`` (Unix seconds, the snapshot's clock). Blocking for a synchronous port.
+    With ``idle``, a session that would decide nothing new is skipped (``report.skipped``)."""
     state = feeder.state
     report = CycleReport()
     early_binds, early_evictions = port.settle()
     _settle(feeder, report, early_binds, early_evictions, {}, now=now)
+    if idle is not None and idle.skip(feeder, config, now=now):
+        report.skipped = True
+        return report
     started = time.perf_counter()
+    changes = state.changes  # read before the snapshot: a change meanwhile makes the next session run
     snapshot = state.snapshot(now=now)
     snapshot_s = time.perf_counter() - started
     result = run_session(snapshot, config)
+    if idle is not None:
+        idle.ran(changes=changes, config=config, result=result)
     result.timings["cycle:snapshot"] = snapshot_s
     report.result = result
     started = time.perf_counter()

@@ -107,14 +107,23 @@ class Feeder:
             if kind == "Pod":
                 # Laid over and stored under one hold of the lock: a forget (or assume) that runs in
                 # between would be undone by an overlay computed before it.
+                # The API shows the bind the cache assumed: nothing new for a session.
+                a = self._assumed.get(f"{key[1]}/{key[2]}")
+                confirming = (
+                    a is not None
+                    and (obj.get("spec") or {}).get("nodeName") == a.node
+                    and str((obj.get("metadata") or {}).get("uid") or "") == a.uid
+                )
                 obj = self._overlay(obj)
-                return self._store(kind, key, obj, strict=strict)
+                return self._store(kind, key, obj, strict=strict, confirming=confirming)
         return self._store(kind, key, obj, strict=strict)
 
-    def _store(self, kind: str, key: tuple[str, str | None, str], obj: Raw, *, strict: bool) -> bool:
+    def _store(
+        self, kind: str, key: tuple[str, str | None, str], obj: Raw, *, strict: bool, confirming: bool = False
+    ) -> bool:
         ref = f"{kind} {key[1]}/{key[2]}" if key[1] else f"{kind} {key[2]}"
         try:
-            warning = self.state.apply(obj)
+            warning = self.state.apply(obj, confirming=confirming)
         except InputError as exc:
             if strict:
                 raise
@@ -211,6 +220,18 @@ class Feeder:
             pod = {**raw, "spec": {k: v for k, v in raw["spec"].items() if k != "nodeName"}}
         with contextlib.suppress(InputError):  # it parsed before; it parses now
             self.state.set_pod_node(pod, base=raw)
+
+    def expire(self) -> int:
+        """Let the assumptions whose time to live is over go, as the next event of their pod would:
+        a change for ``state.changes`` (the next session must not be skipped). Returns how many."""
+        with self._lock:
+            now = self._clock()
+            expired = [key for key, a in self._assumed.items() if now >= a.expires]
+            for key in expired:
+                del self._assumed[key]
+        if expired:
+            self.state.touch()
+        return len(expired)
 
     def is_assumed(self, pod_key: str) -> bool:
         with self._lock:

@@ -130,16 +130,24 @@ class ClusterState:
         self._builder = SnapshotBuilder()
         self._snapshot_lock = threading.Lock()
         self.lock_held = 0.0
+        #: Bumped by every change a session could see (an object applied or deleted, a pod's node
+        #: assumed or forgotten, a PodGroup phase, a node to avoid added or expired), but not by a watch
+        #: event that only confirms an assumed bind: equal counts, nothing new to decide on (a skipped
+        #: session, see ``volsched.cycle.IdleSkip``). Usage metrics do not count (time-based inputs).
+        self.changes = 0
 
     # --- events ---------------------------------------------------------------------------------------
 
-    def apply(self, obj: Mapping[str, Any]) -> str | None:
+    def apply(self, obj: Mapping[str, Any], *, confirming: bool = False) -> str | None:
         """Add or replace one object. Raises :class:`InputError` for an unknown kind or a bad field.
         Returns a warning when the object was taken but part of it is ignored (a garbage namespace
-        weight in a ResourceQuota)."""
+        weight in a ResourceQuota). ``confirming``: the pod is what an assumed bind already made of it
+        (not counted in ``changes``)."""
         kind = obj.get("kind")
         warning: str | None = None
         with self._lock:
+            if not confirming:
+                self.changes += 1
             if kind == "Node":
                 spec = build_node(obj)
                 self.nodes[spec.name] = spec
@@ -238,6 +246,7 @@ class ClusterState:
     def delete(self, kind: str, namespace: str | None, name: str) -> None:
         key = f"{namespace}/{name}" if namespace else name
         with self._lock:
+            self.changes += 1
             if kind == "Node":
                 self.nodes.pop(name, None)
                 self.usage.pop(name, None)
@@ -307,6 +316,18 @@ class ClusterState:
             task.status, task.node_name = status, node
             self.raw_pods[key] = raw
             self.tasks[key] = task
+            self.changes += 1
+
+    def touch(self) -> None:
+        """Count a change the tables do not show (an assumed bind expired: see ``Feeder.expire``)."""
+        with self._lock:
+            self.changes += 1
+
+    def expire(self, now: float) -> None:
+        """Let the nodes to avoid whose time is up go (a change), as a snapshot at ``now`` would."""
+        with self._lock:
+            if self.avoid_until:
+                self._expire_avoid(now)
 
     def set_usage(self, usage: Mapping[str, NodeUsage]) -> None:
         with self._lock:
@@ -315,6 +336,7 @@ class ClusterState:
     def avoid_node(self, owner: str, node: str, *, until: float) -> None:
         """Pending pods of ``owner`` stay off ``node`` until ``until`` (a pod was moved off it)."""
         with self._lock:
+            self.changes += 1
             self.avoid_until[(owner, node)] = until
             self.avoid[owner] = tuple(sorted({*self.avoid.get(owner, ()), node}))
 
@@ -326,6 +348,8 @@ class ClusterState:
 
     def _expire_avoid(self, now: float) -> None:
         expired = [key for key, until in self.avoid_until.items() if until <= now]
+        if expired:
+            self.changes += 1
         for owner, node in expired:
             del self.avoid_until[(owner, node)]
             left = tuple(n for n in self.avoid.get(owner, ()) if n != node)
@@ -338,8 +362,11 @@ class ClusterState:
         with self._lock:
             pg = self.podgroups.get(key)
             if pg is None:
+                if self._derived_phase.get(key) is not phase:
+                    self.changes += 1
                 self._derived_phase[key] = phase
             elif pg.phase is not phase:
+                self.changes += 1
                 pg = replace(pg, phase=phase)
                 self.podgroups[key] = pg
                 source = self._own if pg.api_group == API_GROUP else self._volcano

@@ -41,7 +41,18 @@ import kopf
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE, VOLCANO_VERSION
-from volsched.cycle import BLOCKED, BOUND, CONFLICT, EVICTED, FENCED, GONE, SKIPPED, CycleReport, run_cycle
+from volsched.cycle import (
+    BLOCKED,
+    BOUND,
+    CONFLICT,
+    EVICTED,
+    FENCED,
+    GONE,
+    SKIPPED,
+    CycleReport,
+    IdleSkip,
+    run_cycle,
+)
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import SessionResult
 from volsched.kube.client import bearer_token, load_configuration, new_api_client
@@ -147,6 +158,8 @@ class Operator:
         self._signal_stop: asyncio.Event | None = None
         self._kopf_started = asyncio.Event()
         self.sessions = 0
+        #: Skips sessions that would decide nothing new (none with ``session.max_idle`` 0).
+        self.idle = IdleSkip(max_idle=settings.session.max_idle) if settings.session.max_idle > 0 else None
         self.last_result: SessionResult | None = None
         self.ui = LiveState()  # what the /ui dashboard shows
         self._problems: dict[str, str] = {}
@@ -339,7 +352,9 @@ class Operator:
 
     def run_once(self) -> tuple[SessionResult, CycleReport] | None:
         """One cycle (only while holding the lease): the session, its writes through the port, the
-        outcomes back into the cache. Blocking: run it in a thread."""
+        outcomes back into the cache; a session that would decide nothing new is skipped (see
+        :class:`~volsched.cycle.IdleSkip`: ``report.skipped``, an empty result). Blocking: run it in a
+        thread."""
         leader = self.lease.ensure()
         self.metrics.leader.set(1 if leader else 0)
         self.reload_config()
@@ -350,9 +365,14 @@ class Operator:
             self.catch_up()
         now = time.time()
         self.usage.refresh(now)  # the collector's fresh snapshot (no I/O on this path)
-        report = run_cycle(self.feeder, self.config, self.port, now=now)
-        result = report.result
+        report = run_cycle(self.feeder, self.config, self.port, now=now, idle=self.idle)
         self._log_outcomes(report)
+        if report.skipped:
+            self.metrics.skipped.inc()
+            self.metrics.observe_outcomes(report)
+            log.debug("session skipped: nothing changed since the last one, which decided nothing")
+            return report.result, report
+        result = report.result
         self._log_problems(result)
         for error in [] if self.health.down else report.errors[:5]:
             log.warning("%s", error)

@@ -61,7 +61,19 @@ class Metrics:
             "volsched_config_reloads_total", "Scheduler config loads by result", ["result"], registry=r
         )
         self.sessions = Counter("volsched_sessions_total", "Sessions run", registry=r)
+        self.skipped = Counter(
+            "volsched_sessions_skipped_total",
+            "Sessions skipped: nothing changed since the last one, which decided nothing",
+            registry=r,
+        )
         self._queue_series: dict[Gauge, set[tuple[str, ...]]] = {}
+
+    def observe_outcomes(self, report: CycleReport) -> None:
+        """The bind and eviction outcomes a cycle settled (a skipped one's too)."""
+        for outcome in report.binds:
+            self.attempts.labels("scheduled" if outcome.result == BOUND else f"bind_{outcome.result}").inc()
+        for ev in report.evictions:
+            self.evictions.labels(ev.result).inc()
 
     def observe(self, result: SessionResult, report: CycleReport | None) -> None:
         self.sessions.inc()
@@ -74,12 +86,7 @@ class Metrics:
                 _, name, point = ([*label.split(":"), "", ""])[:3]
                 self.plugin.labels(name, point).observe(seconds)
         if report is not None:
-            for outcome in report.binds:
-                self.attempts.labels(
-                    "scheduled" if outcome.result == BOUND else f"bind_{outcome.result}"
-                ).inc()
-            for ev in report.evictions:
-                self.evictions.labels(ev.result).inc()
+            self.observe_outcomes(report)
         if result.unschedulable:
             self.attempts.labels("unschedulable").inc(len(result.unschedulable))
         seen: dict[Gauge, set[tuple[str, ...]]] = {

@@ -25,6 +25,9 @@ class SessionSettings:
     period: float = 1.0
     #: How long a bound pod is taken as bound without the watch confirming it.
     assume_ttl: float = 30.0
+    #: A session that would decide nothing new is skipped, but one runs at least every this many
+    #: seconds (time-based inputs: usage, rescheduling intervals). 0: never skip.
+    max_idle: float = 10.0
     #: How often to look whether Volcano's CRDs were installed after the start (they need a restart).
     volcano_check_every: float = 60.0
 
@@ -69,6 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config-key", default=d.config.key, help="key in the ConfigMap holding the config")
     p.add_argument("--period", type=float, default=d.session.period, help="seconds between sessions")
     p.add_argument(
+        "--max-idle",
+        type=float,
+        default=d.session.max_idle,
+        help="skip sessions that would decide nothing new, but run one at least every this many seconds "
+        "(0: never skip)",
+    )
+    p.add_argument(
         "--volcano-check-every",
         type=float,
         default=d.session.volcano_check_every,
@@ -107,6 +117,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     s = Settings(kubeconfig=args.kubeconfig)
     s.session.period = args.period
     s.session.volcano_check_every = args.volcano_check_every
+    s.session.max_idle = args.max_idle
     s.config.namespace, s.config.name, s.config.key = args.namespace, args.config_map, args.config_key
     s.http.host, s.http.port = args.metrics_host, args.metrics_port
     s.lease.namespace, s.lease.name, s.lease.duration = args.namespace, args.lease_name, args.lease_duration

@@ -1,0 +1,190 @@
+"""Sessions that would decide nothing new are skipped (``IdleSkip``): the cache's change counter moves on
+every change a session reads and not on what only confirms an assumed bind; a skipped cycle runs
+again after a change, a forget, an expired assumption, a new config or the safety interval."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from tests.builders import Obj, node, pod
+from tests.unit.test_cycle import CONFIG, Clock, FakePort, cache
+from volsched.cycle import BOUND, FAILED, BindOutcome, CycleReport, IdleSkip, run_cycle
+from volsched.framework.decisions import Bind
+from volsched.framework.registry import load_config
+
+MAX_IDLE = 10.0
+
+
+class HeldPort(FakePort):
+    """Holds every bind's outcome until ``release`` (an asynchronous writer still sending)."""
+
+    def __init__(self, script: Mapping[str, Sequence[str]] = {}) -> None:
+        super().__init__(script, late=True)
+        self.held: list[BindOutcome] = []
+
+    def bind(self, binds: Sequence[Bind], pods: Mapping[str, Any]) -> list[BindOutcome]:
+        super().bind(binds, pods)
+        self.held.extend(self.pending)
+        self.pending = []
+        return []
+
+    def release(self) -> None:
+        self.pending, self.held = self.held, []
+
+
+def bound_event(feeder: Any, key: str, node_name: str, *, rv: int) -> Obj:
+    """The watch event the API sends once the pod ``key`` is bound to ``node_name``."""
+    raw = feeder.state.raw_pods[key]
+    return {
+        **raw,
+        "spec": {**raw["spec"], "nodeName": node_name},
+        "metadata": {**raw["metadata"], "resourceVersion": str(rv)},
+    }
+
+
+def new_pod(feeder: Any) -> object:
+    b = pod("b")
+    b["metadata"].update(resourceVersion="60", uid="uid-b")
+    return feeder.apply("Pod", b)
+
+
+#: (what happens, the event, whether pod a's bind to n1 is assumed before it, whether it is a change)
+CHANGES: list[tuple[str, Callable[[Any], object], bool, bool]] = [
+    ("a new pod", new_pod, False, True),
+    ("a node updated", lambda f: f.apply("Node", {**node("n1", cpu="8"), "kind": "Node"}), False, True),
+    (
+        "a pod deleted",
+        lambda f: f.delete("Pod", {"metadata": {"namespace": "default", "name": "a"}}),
+        False,
+        True,
+    ),
+    ("a bind assumed", lambda f: f.assume("default/a", "uid-a", "n1"), False, True),
+    ("a bind forgotten", lambda f: f.forget("default/a"), True, True),
+    ("a bind finished", lambda f: f.finish("default/a"), True, False),
+    (
+        "the watch confirming the assumed bind",
+        lambda f: f.apply("Pod", bound_event(f, "default/a", "n1", rv=50)),
+        True,
+        False,
+    ),
+    (
+        "the watch binding it elsewhere",
+        lambda f: f.apply("Pod", bound_event(f, "default/a", "n2", rv=50)),
+        True,
+        True,
+    ),
+    (
+        "the watch binding it unassumed",
+        lambda f: f.apply("Pod", bound_event(f, "default/a", "n1", rv=50)),
+        False,
+        True,
+    ),
+    ("a stale event", lambda f: f.apply("Pod", {**f.state.raw_pods["default/a"]}), True, False),
+]
+
+
+@pytest.mark.parametrize(("what", "event", "in_flight", "counts"), CHANGES, ids=[c[0] for c in CHANGES])
+def test_the_change_counter_moves_on_what_a_session_reads_only(
+    what: str, event: Callable[[Any], object], in_flight: bool, counts: bool
+) -> None:
+    feeder = cache(node("n1", cpu="4"), node("n2", cpu="4"), pod("a"))
+    if in_flight:
+        feeder.assume("default/a", "uid-a", "n1")
+    before = feeder.state.changes
+    event(feeder)
+    assert (feeder.state.changes != before) is counts
+
+
+class World:
+    """A cache, a port and an IdleSkip on clocks the test moves."""
+
+    def __init__(self, *objects: Obj, port: FakePort | None = None) -> None:
+        self.feeder_clock, self.idle_clock = Clock(), Clock()
+        self.feeder = cache(*objects, clock=self.feeder_clock)
+        self.port = port or FakePort()
+        self.idle = IdleSkip(max_idle=MAX_IDLE, clock=self.idle_clock)
+        self.config = CONFIG
+
+    def cycle(self) -> CycleReport:
+        return run_cycle(self.feeder, self.config, self.port, now=5000.0, idle=self.idle)
+
+    def settle_idle(self) -> None:
+        """Cycles until one is skipped (a session that decides something is followed by one that runs)."""
+        for _ in range(4):
+            if self.cycle().skipped:
+                return
+        raise AssertionError("never idle")
+
+
+def test_a_session_is_skipped_only_once_the_last_one_decided_nothing_and_nothing_changed() -> None:
+    w = World(node("n1", cpu="4"), pod("a"))
+    first = w.cycle()
+    assert not first.skipped and [b.pod for b in first.result.binds] == ["default/a"]
+    second = w.cycle()  # the first decided a bind: this one runs, and finds nothing new to do
+    assert not second.skipped and second.result.binds == []
+    third = w.cycle()
+    assert third.skipped and third.result.binds == [] and w.idle.skipped == 1
+    # The API confirms the bind: still nothing new.
+    w.feeder.apply("Pod", bound_event(w.feeder, "default/a", "n1", rv=50))
+    assert w.cycle().skipped
+
+
+def test_a_new_pod_makes_the_next_session_run() -> None:
+    w = World(node("n1", cpu="4"), pod("a"))
+    w.settle_idle()
+    b = pod("b")
+    b["metadata"].update(resourceVersion="60", uid="uid-b")
+    w.feeder.apply("Pod", b)
+    report = w.cycle()
+    assert not report.skipped and [x.pod for x in report.result.binds] == ["default/b"]
+
+
+def test_a_failed_bind_settled_while_idle_makes_the_session_run_and_bind_again() -> None:
+    w = World(node("n1", cpu="4"), pod("a"), port=HeldPort({"default/a": [FAILED]}))
+    assert [b.pod for b in w.cycle().result.binds] == ["default/a"]
+    w.settle_idle()  # the bind is still in flight: nothing new to decide
+    w.port.release()  # ... and it failed: the pod is forgotten, pending again
+    report = w.cycle()
+    assert not report.skipped
+    assert [o.result for o in report.binds] == [FAILED]
+    assert [b.pod for b in report.result.binds] == ["default/a"]
+
+
+def test_a_completed_bind_is_no_change_but_its_expiry_is() -> None:
+    w = World(node("n1", cpu="4"), pod("a"), port=HeldPort())
+    w.cycle()
+    w.settle_idle()
+    w.port.release()
+    report = w.cycle()  # settles the bind as completed: its assumption's time to live starts
+    assert report.skipped and [o.result for o in report.binds] == [BOUND]
+    w.feeder_clock.now += 31  # the assume_ttl (30 s) is over and the watch never confirmed it
+    assert not w.cycle().skipped
+    assert w.cycle().skipped
+
+
+def test_a_session_runs_after_the_safety_interval_even_when_nothing_changed() -> None:
+    w = World(node("n1", cpu="4"), pod("a"))
+    w.settle_idle()
+    w.idle_clock.now += MAX_IDLE - 0.5
+    assert w.cycle().skipped
+    w.idle_clock.now += 0.5
+    assert not w.cycle().skipped
+    assert w.cycle().skipped  # and the interval counts from that session
+
+
+def test_a_new_config_makes_the_next_session_run() -> None:
+    w = World(node("n1", cpu="4"), pod("a"))
+    w.settle_idle()
+    w.config = load_config(text='actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: gang}]\n')
+    assert not w.cycle().skipped
+    assert w.cycle().skipped
+
+
+def test_without_idle_skip_every_cycle_runs_a_session() -> None:
+    feeder = cache(node("n1", cpu="4"), pod("a"))
+    port = FakePort()
+    reports = [run_cycle(feeder, CONFIG, port, now=5000.0) for _ in range(4)]
+    assert not any(r.skipped for r in reports)
