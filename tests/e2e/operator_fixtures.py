@@ -309,6 +309,10 @@ class OperatorProcess:
                 return float(value)
         return 0.0
 
+    def cycles(self) -> float:
+        """Cycles so far, whether their session ran or was skipped (nothing new to decide: see IdleSkip)."""
+        return self.metric("volsched_sessions_total") + self.metric("volsched_sessions_skipped_total")
+
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 

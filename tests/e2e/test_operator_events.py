@@ -38,8 +38,8 @@ def _events(k: Kube, ns: str, name: str, reason: str | None = None) -> list[Any]
 
 
 def _more_sessions(op: OperatorProcess, n: int = 8) -> None:
-    start = op.metric("volsched_sessions_total")
-    wait_for(lambda: op.metric("volsched_sessions_total") >= start + n, 30, what=f"{n} more sessions")
+    start = op.cycles()
+    wait_for(lambda: op.cycles() >= start + n, 30, what=f"{n} more cycles")
 
 
 def _lingering(obj: dict[str, Any]) -> dict[str, Any]:

@@ -40,8 +40,8 @@ def test_a_restarted_operator_completes_a_gang_a_crash_left_half_bound(
     wait_for(
         lambda: k.get_podgroup(ns, "gang").get("status", {}).get("phase") == "Running", 30, what="Running"
     )
-    sessions = op.metric("volsched_sessions_total")
-    wait_for(lambda: op.metric("volsched_sessions_total") >= sessions + 3, 20, what="three more sessions")
+    sessions = op.cycles()
+    wait_for(lambda: op.cycles() >= sessions + 3, 20, what="three more cycles")
     assert f"{ns}/newcomer" not in k.bound(ns)  # no room left for it: the gang went first
     for used, alloc in node_usage(k).values():
         assert used <= alloc + 1e-9
