@@ -1,18 +1,31 @@
-"""Lean JSON requests on the Kubernetes client's own connections, for the writer's hot path.
+"""Lean JSON requests for the writer's hot path.
 
 A bind through ``CoreV1Api`` builds ``V1Binding``/``V1ObjectMeta`` models, serialises them through the
 client's generic sanitiser and walks its parameter machinery: most of the operator's CPU per bind.
-:class:`LeanRest` sends the JSON body as it is, on the client's urllib3 pool (its TLS, its proxy, its
-keep-alive connections) with the client's own credentials (read per request, so a refreshed token is
-used), and reads every response to its end so a pooled connection is always clean for the next call.
-An error status is raised as the client's :class:`ApiException`, so callers handle both the same way.
+:class:`LeanRest` sends the JSON body as it is, with the client's own credentials (read per request, so
+a refreshed token is used), and reads every response to its end so a kept-alive connection is always
+clean for the next call. An error status is raised as the client's :class:`ApiException`, so callers
+handle both the same way.
+
+Requests go over one persistent ``http.client`` connection per calling thread (the writer's workers),
+with the TLS settings the client's urllib3 pool uses (CA, client certificate and key, verification):
+a request through urllib3 costs about twice the CPU. A kept-alive connection the apiserver closed while
+it was idle is noticed before sending and reopened; a request that failed after it may have been sent
+raises :class:`ResponseLost` (never sent again here: whether that is safe is the caller's to know).
+Configurations this path does not cover (a proxy, a TLS server name or hostname check set apart)
+go through the client's urllib3 pool as before.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
+import select
+import ssl
+import threading
+import time
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import urllib3
 from kubernetes import client
@@ -21,12 +34,82 @@ from kubernetes.client.exceptions import ApiException
 JSON = "application/json"
 
 
+class ResponseLost(ConnectionError):
+    """The request may have reached the apiserver (and taken effect) but no whole answer came back."""
+
+
+class _Answer:
+    """What :class:`ApiException` reads of an HTTP response (status, reason, body, headers)."""
+
+    def __init__(self, status: int, reason: str, data: bytes, headers: http.client.HTTPMessage) -> None:
+        self.status = status
+        self.reason = reason
+        self.data = data
+        self.headers = headers
+
+
+def _tls_context(cfg: client.Configuration) -> ssl.SSLContext:
+    """The TLS settings the client gives its urllib3 pool: CA file or data, client cert and key."""
+    ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
+    if cfg.ca_cert_data:
+        data = cfg.ca_cert_data
+        ctx.load_verify_locations(cadata=data.decode() if isinstance(data, bytes) else data)
+    if cfg.cert_file:
+        ctx.load_cert_chain(cfg.cert_file, cfg.key_file or None)
+    if not cfg.verify_ssl:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def _direct_ok(cfg: client.Configuration) -> bool:
+    """Whether http.client can do all the configuration asks (else the urllib3 pool is used)."""
+    return (
+        urlsplit(str(cfg.host)).scheme in ("http", "https")
+        and not cfg.proxy
+        and cfg.assert_hostname is None
+        and not cfg.tls_server_name
+        and cfg.socket_options is None
+    )
+
+
+def _left(conn: http.client.HTTPConnection, deadline: float) -> None:
+    """What is left of the call's time bounds the next socket operation."""
+    if conn.sock is not None:
+        conn.sock.settimeout(max(0.001, deadline - time.monotonic()))
+
+
+def _dropped(conn: http.client.HTTPConnection) -> bool:
+    """An idle kept-alive connection the peer closed (or wrote to unasked): it reads as ready."""
+    sock = conn.sock
+    if sock is None:
+        return False
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
+
+
 class LeanRest:
-    def __init__(self, api: client.ApiClient) -> None:
+    def __init__(self, api: client.ApiClient, *, direct: bool | None = None) -> None:
+        """``direct``: send over per-thread http.client connections (None: whenever the configuration
+        allows it; False: always through the client's urllib3 pool)."""
+        cfg = api.configuration
         self.api = api
-        self.host = str(api.configuration.host).rstrip("/")
+        self.host = str(cfg.host).rstrip("/")
         self.pool: urllib3.PoolManager = api.rest_client.pool_manager
         self._base = {"Accept": JSON, **api.default_headers}
+        self.direct = _direct_ok(cfg) if direct is None else direct and _direct_ok(cfg)
+        url = urlsplit(self.host)
+        self._https = url.scheme == "https"
+        self._netloc = (url.hostname or "localhost", url.port or (443 if self._https else 80))
+        self._prefix = url.path.rstrip("/")
+        self._tls = _tls_context(cfg) if self.direct and self._https else None
+        self._local = threading.local()
+        #: Connections opened by the direct path (for tests and benchmarks).
+        self.connects = 0
+        self._count = threading.Lock()
 
     def _headers(self, content_type: str | None) -> dict[str, str]:
         headers = dict(self._base)
@@ -48,19 +131,73 @@ class LeanRest:
         timeout: float,
     ) -> bytes:
         """Send one request; return the response body (read to its end). Raises ApiException for an
-        error status, urllib3/OSError for a failure to talk at all."""
+        error status, :class:`ResponseLost` when it may have been sent but no answer came back, another
+        urllib3/OSError for a failure to talk at all."""
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        headers = self._headers(content_type if data is not None else None)
+        if self.direct:
+            return self._direct(method, path, data, headers, timeout)
         resp = self.pool.request(
             method,
             self.host + path,
             body=data,
-            headers=self._headers(content_type if data is not None else None),
+            headers=headers,
             timeout=urllib3.Timeout(total=timeout),
             preload_content=True,  # the whole body is read and the connection handed back clean
         )
         if resp.status >= 400:
             raise ApiException(http_resp=resp)
         return bytes(resp.data)
+
+    def _connection(self, timeout: float) -> http.client.HTTPConnection:
+        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+        if conn is not None and _dropped(conn):
+            conn.close()  # closed by the apiserver while idle: nothing of ours was sent on it
+        if conn is None:
+            host, port = self._netloc
+            if self._https:
+                conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=self._tls)
+            else:
+                conn = http.client.HTTPConnection(host, port, timeout=timeout)
+            self._local.conn = conn
+        conn.timeout = timeout
+        if conn.sock is None:
+            conn.connect()  # a failure here sent nothing
+            with self._count:
+                self.connects += 1
+        else:
+            conn.sock.settimeout(timeout)
+        return conn
+
+    def _direct(
+        self, method: str, path: str, data: bytes | None, headers: dict[str, str], timeout: float
+    ) -> bytes:
+        deadline = time.monotonic() + timeout  # the whole call, as urllib3's total timeout
+        for attempt in (0, 1):
+            conn = self._connection(timeout)
+            try:
+                conn.request(method, self._prefix + path, body=data, headers=headers)
+                _left(conn, deadline)
+                resp = conn.getresponse()
+                _left(conn, deadline)
+                out = resp.read()  # to its end: the connection is clean for the next request
+            except (OSError, http.client.HTTPException) as exc:
+                conn.close()
+                if method == "GET" and attempt == 0 and deadline > time.monotonic():
+                    continue  # a read changes nothing: asked once more on a new connection
+                raise ResponseLost(f"{method} {path}: no answer ({type(exc).__name__})") from exc
+            if resp.will_close:
+                conn.close()
+            if resp.status >= 400:
+                raise ApiException(http_resp=_Answer(resp.status, resp.reason, out, resp.msg))
+            return out
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def close(self) -> None:
+        """Close this thread's connection (others close with their threads)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
 
 
 def pod_path(namespace: str, name: str, sub: str = "") -> str:

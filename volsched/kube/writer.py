@@ -5,7 +5,7 @@ binds never serialises on round trips. How fast they go is the apiserver's to sa
 Fairness intends: it gives each priority level a number of seats (concurrent requests), queues what is
 over, and answers 429 with ``Retry-After`` when its queues are full; such a write waits and is sent again
 (the fence checked again first). An optional client-side token bucket (``qps``) is off by default.
-Requests are lean JSON on the client's pooled connections (:mod:`volsched.kube.rest`), not its models.
+Requests are lean JSON on kept-alive connections (:mod:`volsched.kube.rest`), not the client's models.
 Every failure is data in the returned outcomes (``volsched.cycle.BindOutcome``/``EvictOutcome``: a pod
 that is gone, one already bound, a PDB that blocks an eviction); nothing here raises for an API error.
 Only pods whose schedulerName is ours are touched.
@@ -43,7 +43,14 @@ from volsched.framework.messages import eviction_event_reason, reason_of, render
 from volsched.kube import status as render
 from volsched.kube.health import ApiHealth, is_unreachable
 from volsched.kube.ratelimit import EventFilter, TokenBucket, retry_after
-from volsched.kube.rest import LeanRest, custom_collection, custom_path, event_path, pod_path
+from volsched.kube.rest import (
+    LeanRest,
+    ResponseLost,
+    custom_collection,
+    custom_path,
+    event_path,
+    pod_path,
+)
 from volsched.model.vocabulary import API_GROUP, DEFAULT_SCHEDULER_NAMES
 from volsched.redaction import error_summary, redact
 
@@ -127,6 +134,14 @@ def _reason(exc: ApiException) -> str:
         return str(body.get("message") or exc.reason)
     except (ValueError, TypeError, AttributeError):
         return str(exc.reason)
+
+
+def _bound_as_asked(pod: Raw | None, bind: Bind) -> bool:
+    """The pod (read after a 409) is the one we bound (its UID, when the bind names one) on our node."""
+    if pod is None:
+        return False
+    uid = (pod.get("metadata") or {}).get("uid")
+    return (pod.get("spec") or {}).get("nodeName") == bind.node and (not bind.uid or uid == bind.uid)
 
 
 class KubeWriter:
@@ -296,8 +311,16 @@ class KubeWriter:
             "metadata": meta,
             "target": {"apiVersion": "v1", "kind": "Node", "name": bind.node},
         }
+        path = pod_path(ns, name, "binding")
+        resent = False
         try:
-            self._send("POST", pod_path(ns, name, "binding"), body, holding=holding)
+            try:
+                self._send("POST", path, body, holding=holding)
+            except ResponseLost:
+                # It may have bound the pod: sent once more (the fence checked again), the apiserver
+                # refuses a second bind of a bound pod (409), and a 409 is then read as below.
+                resent = True
+                self._send("POST", path, body, holding=holding)
             return BindOutcome(bind, BOUND)
         except Fenced as exc:
             return BindOutcome(bind, FENCED, str(exc))
@@ -310,6 +333,8 @@ class KubeWriter:
                     fresh = self.read_pod(ns, name)
                 except Exception as read_exc:
                     return BindOutcome(bind, CONFLICT, f"{detail}; re-read failed: {read_exc}")
+                if resent and _bound_as_asked(fresh, bind):
+                    return BindOutcome(bind, BOUND, "bound by a request whose answer was lost")
                 return BindOutcome(bind, GONE if fresh is None else CONFLICT, detail, fresh)
             return BindOutcome(bind, FAILED, f"{exc.status}: {detail}")
         except Exception as exc:  # network errors: the next session tries again

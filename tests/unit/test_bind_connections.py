@@ -1,0 +1,196 @@
+"""Binds over kept-alive connections: a lost answer, a connection the apiserver closed.
+
+A fault-injection server (the apiserver's bind rules: a pod is bound once, a second bind is 409, a bind
+naming another UID is 409) that can take a bind and drop the connection without answering, or close a
+kept-alive connection after an answer.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from volsched.cycle import BOUND, CONFLICT, FAILED
+from volsched.framework.decisions import Bind
+from volsched.kube.writer import KubeWriter
+from volsched.model.vocabulary import SCHEDULER_NAME
+
+TOKEN = "s3cret-token-value"
+
+
+class BindServer:
+    """Pods ``ns/<name>`` (uid, nodeName). ``drops``: what the next binds do instead of answering
+    (``"bind"``: bind the pod, then drop; ``"lose"``: drop unread; ``"other-node"``: another binder
+    puts the pod on n2, then drop). ``close_after``: close the connection after each answer."""
+
+    def __init__(self) -> None:
+        self.pods: dict[str, dict[str, str]] = {}
+        self.drops: list[str] = []
+        self.close_after = False
+        self.posts: list[str] = []
+        self.binds_done: list[tuple[str, str]] = []
+        self.closed = threading.Event()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+            def _reply(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                if outer.close_after:
+                    self.close_connection = True
+
+            def do_GET(self) -> None:
+                name = self.path.rsplit("/", 1)[-1]
+                pod = outer.pods.get(name)
+                if pod is None:
+                    self._reply(404, {"kind": "Status", "message": "not found"})
+                    return
+                self._reply(
+                    200,
+                    {
+                        "metadata": {"name": name, "namespace": "ns", "uid": pod["uid"]},
+                        "spec": {"schedulerName": SCHEDULER_NAME, "nodeName": pod["nodeName"]},
+                    },
+                )
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                name = self.path.split("/")[-2]
+                outer.posts.append(name)
+                drop = outer.drops.pop(0) if outer.drops else ""
+                if drop:
+                    if drop == "bind":
+                        self._bind(name, body)
+                    elif drop == "other-node":
+                        outer.pods[name]["nodeName"] = "n2"
+                    self.close_connection = True  # no answer at all
+                    return
+                status, message = self._bind(name, body)
+                self._reply(status, {"kind": "Status", "message": message})
+
+            def _bind(self, name: str, body: dict[str, Any]) -> tuple[int, str]:
+                pod = outer.pods[name]
+                if body["metadata"].get("uid") not in (None, pod["uid"]):
+                    return 409, "uid precondition failed"
+                if pod["nodeName"]:
+                    return 409, f"pod {name} is already assigned to node {pod['nodeName']}"
+                pod["nodeName"] = body["target"]["name"]
+                outer.binds_done.append((name, pod["nodeName"]))
+                return 201, "bound"
+
+            def finish(self) -> None:
+                super().finish()
+                outer.closed.set()
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def server() -> Iterator[BindServer]:
+    s = BindServer()
+    yield s
+    s.httpd.shutdown()
+
+
+@pytest.fixture
+def writer(server: BindServer) -> Iterator[KubeWriter]:
+    cfg = client.Configuration()
+    cfg.host = f"http://127.0.0.1:{server.port}"
+    cfg.api_key = {"authorization": TOKEN}
+    cfg.api_key_prefix = {"authorization": "Bearer"}
+    with client.ApiClient(cfg) as api:
+        w = KubeWriter(api)
+        yield w
+        w.close()
+
+
+def _pod(name: str, uid: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "ns", "uid": uid},
+        "spec": {"schedulerName": SCHEDULER_NAME},
+    }
+
+
+@pytest.mark.parametrize(
+    ("drops", "uid_on_server", "result", "posts", "binds", "node"),
+    [
+        (["bind"], "u1", BOUND, 2, [("p", "n1")], "n1"),  # the lost bind took: bound once, by us
+        (["lose"], "u1", BOUND, 2, [("p", "n1")], "n1"),  # it never arrived: the second one binds
+        (["other-node"], "u1", CONFLICT, 2, [], "n2"),  # another binder got there: not ours
+        (["lose", "lose"], "u1", FAILED, 2, [], ""),  # no answer twice: the next session tries again
+    ],
+    ids=["lost-answer-bound", "lost-request", "bound-elsewhere", "lost-twice"],
+)
+def test_a_bind_whose_answer_was_lost_is_sent_once_more_and_is_ours_only_on_our_node(
+    server: BindServer,
+    writer: KubeWriter,
+    drops: list[str],
+    uid_on_server: str,
+    result: str,
+    posts: int,
+    binds: list[tuple[str, str]],
+    node: str,
+) -> None:
+    server.pods["p"] = {"uid": uid_on_server, "nodeName": ""}
+    server.drops = list(drops)
+    out = writer.bind(Bind(pod="ns/p", uid="u1", node="n1"), _pod("p", "u1"))
+    assert out.result == result, out.detail
+    assert len(server.posts) == posts
+    assert server.binds_done == binds
+    assert server.pods["p"]["nodeName"] == node
+    assert TOKEN not in out.detail
+    if result == CONFLICT:
+        assert out.pod is not None and out.pod["spec"]["nodeName"] == "n2"  # the cache is corrected
+
+
+def test_a_pod_bound_to_our_node_under_another_uid_is_a_conflict_after_a_lost_answer(
+    server: BindServer, writer: KubeWriter
+) -> None:
+    # A new pod by that name, already on n1: the bind naming the old UID is not ours.
+    server.pods["p"] = {"uid": "u2", "nodeName": "n1"}
+    server.drops = ["lose"]
+    out = writer.bind(Bind(pod="ns/p", uid="u1", node="n1"), _pod("p", "u1"))
+    assert out.result == CONFLICT
+    assert server.binds_done == []
+
+
+def test_a_kept_alive_connection_the_apiserver_closed_is_reopened_and_the_bind_sent_once(
+    server: BindServer, writer: KubeWriter
+) -> None:
+    server.pods = {"a": {"uid": "ua", "nodeName": ""}, "b": {"uid": "ub", "nodeName": ""}}
+    server.close_after = True
+    first = writer.bind(Bind(pod="ns/a", uid="ua", node="n1"), _pod("a", "ua"))
+    assert server.closed.wait(5)
+    server.close_after = False
+    second = writer.bind(Bind(pod="ns/b", uid="ub", node="n1"), _pod("b", "ub"))
+    assert (first.result, second.result) == (BOUND, BOUND)
+    assert server.posts == ["a", "b"]  # nothing sent twice
+    assert server.binds_done == [("a", "n1"), ("b", "n1")]
+    assert writer.rest.connects == 2
+    assert writer.health.failures == 0
+
+
+def test_binds_keep_their_connection_alive(server: BindServer, writer: KubeWriter) -> None:
+    server.pods = {f"p{i}": {"uid": f"u{i}", "nodeName": ""} for i in range(5)}
+    outcomes = [
+        writer.bind(Bind(pod=f"ns/p{i}", uid=f"u{i}", node="n1"), _pod(f"p{i}", f"u{i}")) for i in range(5)
+    ]
+    assert [o.result for o in outcomes] == [BOUND] * 5
+    assert writer.rest.connects == 1
