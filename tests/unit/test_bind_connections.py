@@ -93,11 +93,12 @@ class BindServer:
                 outer.binds_done.append((name, pod["nodeName"]))
                 return 201, "bound"
 
-            def finish(self) -> None:
-                super().finish()
+        class Server(ThreadingHTTPServer):
+            def shutdown_request(self, request: Any) -> None:
+                super().shutdown_request(request)  # the connection is closed now
                 outer.closed.set()
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = Server(("127.0.0.1", 0), Handler)
         self.port = self.httpd.server_address[1]
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 

@@ -3,8 +3,10 @@
 The server below answers every request with its headers first and its body a moment later, the way a
 loaded apiserver's response can arrive in two pieces. A client that returns the connection to the pool
 after the headers (without reading the body) sends its next request on that connection and reads the
-late body as the next status line (``BadStatusLine``). Every write the operator makes shares one pool
-with the Lease and ConfigMap reads, so each write is followed here by a read on the same connection.
+late body as the next status line (``BadStatusLine``). The Lease and ConfigMap reads share the client's
+pool; the writer's requests go over its worker's own kept-alive connection (``volsched.kube.rest``),
+which must be as clean: each write is followed here by reads on the pool's connection and by the next
+write on the writer's.
 """
 
 from __future__ import annotations
@@ -168,4 +170,5 @@ def test_a_write_leaves_its_pooled_connection_clean_for_the_next_call(
             assert lease.ensure() is False  # read (held by someone else), no error
     finally:
         writer.close()
-    assert server.connections == 1, "the connection was dropped instead of reused"
+    assert writer.rest.connects == 1, "the writer's connection was dropped instead of reused"
+    assert server.connections == 2, "a connection was dropped instead of reused"
