@@ -71,6 +71,25 @@ CHANGES: list[tuple[str, Callable[[Any], object], bool, bool]] = [
         False,
     ),
     (
+        "the watch confirming the bind of a pod that already succeeded",
+        lambda f: f.apply(
+            "Pod", {**bound_event(f, "default/a", "n1", rv=50), "status": {"phase": "Succeeded"}}
+        ),
+        True,
+        True,
+    ),
+    (
+        "the watch confirming the bind of a pod being deleted",
+        lambda f: f.apply(
+            "Pod",
+            (lambda e: {**e, "metadata": {**e["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}})(
+                bound_event(f, "default/a", "n1", rv=50)
+            ),
+        ),
+        True,
+        True,
+    ),
+    (
         "the watch binding it elsewhere",
         lambda f: f.apply("Pod", bound_event(f, "default/a", "n2", rv=50)),
         True,

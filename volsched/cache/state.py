@@ -141,8 +141,8 @@ class ClusterState:
     def apply(self, obj: Mapping[str, Any], *, confirming: bool = False) -> str | None:
         """Add or replace one object. Raises :class:`InputError` for an unknown kind or a bad field.
         Returns a warning when the object was taken but part of it is ignored (a garbage namespace
-        weight in a ResourceQuota). ``confirming``: the pod is what an assumed bind already made of it
-        (not counted in ``changes``)."""
+        weight in a ResourceQuota). ``confirming``: the pod shows the bind the cache assumed (not
+        counted in ``changes`` unless the event shows more: another status, labels or annotations)."""
         kind = obj.get("kind")
         warning: str | None = None
         with self._lock:
@@ -154,6 +154,8 @@ class ClusterState:
             elif kind == "Pod":
                 task = self._build_task(obj)
                 key = task.key  # one string for every table (Task.key makes a new one each time)
+                if confirming and not _same_but_confirmed(self.tasks.get(key), task):
+                    self.changes += 1  # the event shows more than the bind (the pod finished, say)
                 self.raw_pods[key] = obj
                 self.tasks[key] = task
                 pod_spec = obj.get("spec") or {}
@@ -474,6 +476,18 @@ class ClusterState:
             )
             snap.problems.extend(self.derived_problems)
             return snap
+
+
+def _same_but_confirmed(old: Task | None, new: Task) -> bool:
+    """``new`` (a pod event confirming an assumed bind) shows nothing a session reads that ``old``
+    (the task with the bind assumed) did not: a pod that finished or is being deleted meanwhile does."""
+    return (
+        old is not None
+        and old.status is new.status
+        and old.node_name == new.node_name
+        and old.labels == new.labels
+        and old.annotations == new.annotations
+    )
 
 
 def _age(t: Task) -> tuple[float, str]:
