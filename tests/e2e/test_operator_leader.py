@@ -27,6 +27,7 @@ from tests.e2e.operator_fixtures import (
     wait_for,
 )
 from tests.e2e.slowproxy import SlowProxy, kubeconfig_via
+from tests.fences import ClosingFence
 from volsched.cycle import BOUND, FENCED
 from volsched.framework.decisions import Bind
 from volsched.kube.lease import LeaderLease, LeaseSettings
@@ -65,23 +66,6 @@ def test_a_holder_fences_itself_before_its_lease_can_be_taken(k: Kube) -> None:
     assert fenced_first[-1], "b could still write when c took the lease over"
     assert not b.renew_if_due() and b.time_left() <= 0  # b learns it lost the lease and stays fenced
     assert not b.ensure()  # held by c
-
-
-class ClosingFence:
-    """A fence that lets ``open_for`` writes through and then closes (the Lease could not be renewed)."""
-
-    def __init__(self, open_for: int) -> None:
-        self.left = open_for
-
-    def renew_if_due(self) -> bool:
-        return self.left > 0
-
-    def time_left(self) -> float:
-        self.left -= 1
-        return 1.0 if self.left >= 0 else 0.0
-
-    def call_timeout(self, wanted: float) -> float:
-        return wanted
 
 
 def test_a_write_the_fence_refuses_is_never_sent(k: Kube) -> None:

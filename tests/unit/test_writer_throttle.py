@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from tests.fences import ClosingFence
 from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, FENCED
 from volsched.framework.decisions import Bind, Evict
 from volsched.kube.ratelimit import MAX_RETRY_AFTER, retry_after
@@ -114,23 +115,6 @@ def api(server: ScriptedServer) -> Iterator[client.ApiClient]:
         yield api
 
 
-class OpenFor:
-    """A fence open for ``checks`` checks, then closed (the Lease could not be renewed)."""
-
-    def __init__(self, checks: int) -> None:
-        self.left = checks
-
-    def renew_if_due(self) -> bool:
-        return self.left > 0
-
-    def time_left(self) -> float:
-        self.left -= 1
-        return 1.0 if self.left >= 0 else 0.0
-
-    def call_timeout(self, wanted: float) -> float:
-        return wanted
-
-
 def _pod() -> dict[str, Any]:
     return {
         "metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
@@ -165,7 +149,7 @@ def test_a_bind_the_apiserver_throttles_is_sent_again_after_retry_after_while_th
 ) -> None:
     server.script["/binding"] = list(answers)
     slept: list[float] = []
-    fence = OpenFor(fence_checks) if fence_checks is not None else None
+    fence = ClosingFence(open_for=fence_checks) if fence_checks is not None else None
     writer = KubeWriter(
         api, WriterSettings(workers=1, throttle_retries=retries), fence=fence, sleep=slept.append
     )

@@ -1,0 +1,20 @@
+"""A stand-in for the writer's Lease fence, shared by the writer's unit tests and the e2e leader tests."""
+
+from __future__ import annotations
+
+
+class ClosingFence:
+    """A fence that lets ``open_for`` writes through and then closes (the Lease could not be renewed)."""
+
+    def __init__(self, open_for: int) -> None:
+        self.left = open_for
+
+    def renew_if_due(self) -> bool:
+        return self.left > 0
+
+    def time_left(self) -> float:
+        self.left -= 1
+        return 1.0 if self.left >= 0 else 0.0
+
+    def call_timeout(self, wanted: float) -> float:
+        return wanted
