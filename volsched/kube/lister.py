@@ -99,8 +99,8 @@ def list_kind(api: client.ApiClient, kind: WatchedKind) -> list[dict[str, Any]]:
     for item in items:
         item["kind"] = kind.kind
         if kind.group == VOLCANO_GROUP:
-            item["apiVersion"] = f"{kind.group}/{kind.version}"
-        item.setdefault("apiVersion", f"{kind.group}/{kind.version}" if kind.group else kind.version)
+            item["apiVersion"] = kind.api_version
+        item.setdefault("apiVersion", kind.api_version)
     return items
 
 
