@@ -110,10 +110,9 @@ class MemoryPort:
             if raw is None:
                 out.append(BindOutcome(bind, GONE, "no such pod"))
                 continue
-            pod = copy.deepcopy(dict(raw))
-            pod["spec"]["nodeName"] = bind.node
-            pod["status"] = {**(pod.get("status") or {}), "phase": "Running", "startTime": iso(self.clock())}
-            self.put(pod)
+            # A shallow copy is enough: no cached pod is changed in place (see volsched.cache.state).
+            status = {**(raw.get("status") or {}), "phase": "Running", "startTime": iso(self.clock())}
+            self.put({**raw, "spec": {**(raw.get("spec") or {}), "nodeName": bind.node}, "status": status})
             out.append(BindOutcome(bind, BOUND))
         return out
 
