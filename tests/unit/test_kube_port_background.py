@@ -102,7 +102,7 @@ def test_a_session_does_not_wait_for_its_binds_and_the_next_plans_on_them_withou
     assert first.binds == []  # nothing has come back: the cycle did not wait
     assert len(first.result.binds) == 3
     assert nodes_of(feeder) == {"default/a": "n1", "default/b": "n1", "default/c": "n1"}  # assumed
-    server.arrived.acquire(timeout=HOLD)
+    assert server.arrived.acquire(timeout=HOLD)  # a bind is at the server, held there
     second = _cycle(feeder, port)  # while the binds are in flight
     assert second.result.binds == [] and second.binds == []
     assert port.binds_in_flight == 3
