@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from volsched.cache.snapshots import SnapshotBuilder, View
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.registry import load_config
+from volsched.model.cluster import ClusterSnapshot
+from volsched.model.vocabulary import NodeSpec, PodGroupSpec, QueueSpec, Task
 from volsched.simulate import Document, SimulationResult, Simulator, to_json
 
 Obj = dict[str, Any]
@@ -389,3 +392,29 @@ def placed(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
 
 def count_placed(data: dict[str, Any], prefix: str) -> int:
     return len(placed(data, prefix))
+
+
+def snapshot_of(
+    *,
+    nodes: list[NodeSpec],
+    tasks: list[Task],
+    podgroups: list[PodGroupSpec],
+    queues: list[QueueSpec],
+) -> ClusterSnapshot:
+    """A session's snapshot of parsed objects, built as the cache builds its own (the one path)."""
+    view = View(
+        tasks={t.key: t for t in tasks},
+        nodes={n.name: n for n in nodes},
+        podgroups={pg.key: pg for pg in podgroups},
+        queues=queues,
+        namespace_weights={},
+        priority_classes={},
+        usage={},
+        claims={},
+        volumes={},
+        avoid={},
+        namespace_labels={},
+    )
+    builder = SnapshotBuilder()
+    builder.prepare(view)
+    return builder.build(view, podgroups=podgroups, now=0.0, carryover={})

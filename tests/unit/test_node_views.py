@@ -9,10 +9,10 @@ import random
 import numpy as np
 import pytest
 
+from tests.builders import snapshot_of
 from volsched.framework.registry import load_config
 from volsched.framework.runner import open_session
 from volsched.framework.statement import Statement
-from volsched.model.cluster import build_snapshot
 from volsched.model.vocabulary import (
     NodeSpec,
     PodGroupPhase,
@@ -65,8 +65,7 @@ def _snapshot(seed: int):  # type: ignore[no-untyped-def]
     pg = PodGroupSpec(namespace="ns", name="g", min_member=1, min_resources=None, queue="default",
                       priority_class_name="", phase=PodGroupPhase.INQUEUE)  # fmt: skip
     q = QueueSpec("default", weight=1, capability=None, guarantee={}, reclaimable=True, state=QueueState.OPEN)
-    return build_snapshot(nodes=nodes, tasks=tasks, podgroups=[pg], queues=[q], namespace_weights={},
-                          priority_classes={})  # fmt: skip
+    return snapshot_of(nodes=nodes, tasks=tasks, podgroups=[pg], queues=[q])
 
 
 @pytest.mark.parametrize("config", list(CONFIGS))

@@ -1,7 +1,7 @@
 """The snapshot a session works on: nodes as arrays, jobs with their tasks, queues, namespaces.
 
-A :class:`ClusterSnapshot` is made for every session (incrementally by ``volsched.cache.snapshots``, from
-scratch by :func:`build_snapshot`) and is the session's private copy: the session mutates its tasks, jobs
+A :class:`ClusterSnapshot` is made for every session (by ``volsched.cache.snapshots``, incrementally, and
+:func:`assemble_snapshot`) and is the session's private copy: the session mutates its tasks, jobs
 and node arrays while it decides, and nothing it does here reaches the cluster or the cache. What it
 shares with the cache (task request vectors, the nodes' allocatable) is read-only.
 
@@ -242,50 +242,6 @@ class ClusterSnapshot:
     @property
     def total(self) -> Vector:
         return self.nodes.total()
-
-
-def build_snapshot(
-    *,
-    nodes: Iterable[NodeSpec],
-    tasks: Iterable[Task],
-    podgroups: Iterable[PodGroupSpec],
-    queues: Iterable[QueueSpec],
-    namespace_weights: Mapping[str, int],
-    priority_classes: Mapping[str, int],
-    usage: Mapping[str, NodeUsage] | None = None,
-    now: float = 0.0,
-    carryover: dict[str, Any] | None = None,
-    namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
-) -> ClusterSnapshot:
-    """Assemble a snapshot from parsed objects, from scratch. Tasks are copied, so the caller's objects
-    stay untouched. (The cache builds its snapshots incrementally, see ``volsched.cache.snapshots``;
-    both end in :func:`assemble_snapshot`.)"""
-    node_list = list(nodes)
-    task_list = [copy_task(t) for t in tasks]
-    pg_list = list(podgroups)
-    queue_list = list(queues)
-    names: set[str] = set()
-    for n in node_list:
-        names.update(n.allocatable)
-    for t in task_list:
-        names.update(t.request_map)
-    names.update(resource_names(queue_list, pg_list))
-    space = ResourceSpace(names)
-    for t in task_list:
-        t.request = request_vector(space, t)
-    return assemble_snapshot(
-        space=space,
-        table=NodeTable(space, node_list),
-        tasks=task_list,
-        podgroups=pg_list,
-        queues=queue_list,
-        namespace_weights=namespace_weights,
-        priority_classes=priority_classes,
-        usage=usage,
-        now=now,
-        carryover=carryover,
-        namespace_labels=namespace_labels,
-    )
 
 
 def resource_names(queues: Iterable[QueueSpec], podgroups: Iterable[PodGroupSpec]) -> set[str]:
