@@ -22,7 +22,7 @@ import numpy.typing as npt
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
-from volsched.model.cluster import Job, dominant_share
+from volsched.model.cluster import Job
 from volsched.model.resources import EPS, Vector
 from volsched.model.vocabulary import Task, TaskStatus
 
@@ -64,19 +64,18 @@ class Drf(BasePlugin):
         ns_alloc: dict[str, Vector] = {}
         #: Per namespace, the request of its smallest next pod (by dominant share of the cluster).
         ns_next: dict[str, tuple[float, Vector]] = {}
+        share = share_of(total, mask)
         for job in session.jobs.values():
             acc = ns_alloc.setdefault(job.namespace, session.space.zeros())
             acc += job.allocated
             if job.status_count[TaskStatus.PENDING]:
                 for t in job.tasks.values():
                     if t.status is TaskStatus.PENDING:
-                        size = dominant_share(t.request, total, mask)
+                        size = share(t.request)
                         best = ns_next.get(job.namespace)
                         if size > 0 and (best is None or size < best[0]):
                             ns_next[job.namespace] = (size, t.request)
                         break
-
-        share = share_of(total, mask)
 
         def ns_share(ns: str) -> float:
             alloc = ns_alloc.get(ns)
@@ -100,7 +99,7 @@ class Drf(BasePlugin):
                 return ns_share(ns)
             alloc = ns_alloc.get(ns)
             held = nxt[1] / 2 if alloc is None else alloc + nxt[1] / 2
-            return dominant_share(held, total, mask) / session.snapshot.namespace_weight(ns)
+            return share(held) / session.snapshot.namespace_weight(ns)
 
         def namespace_order(left: str, right: str) -> int:
             c = compare_shares(ns_share_after_next(left), ns_share_after_next(right))
@@ -144,21 +143,15 @@ class Drf(BasePlugin):
                 if vjob.namespace != pjob.namespace:
                     ns = vjob.namespace
                     before = ns_alloc.get(ns, session.space.zeros()) - taken_ns.get(ns, 0.0)
-                    mine = dominant_share(p_ns_alloc, total, mask) / weight(pjob.namespace)
-                    theirs = dominant_share(before - t.request, total, mask) / weight(ns)
-                    if (
-                        mine <= theirs + _TOL
-                        and mine < dominant_share(before, total, mask) / weight(ns) - _TOL
-                    ):
+                    mine = share(p_ns_alloc) / weight(pjob.namespace)
+                    theirs = share(before - t.request) / weight(ns)
+                    if mine <= theirs + _TOL and mine < share(before) / weight(ns) - _TOL:
                         victims.append(t)
                         taken_ns[ns] = taken_ns.get(ns, session.space.zeros()) + t.request
                     continue
                 before = vjob.allocated - taken_job.get(vjob.key, 0.0)
-                mine = dominant_share(p_job_alloc, total, mask)
-                if (
-                    mine <= dominant_share(before - t.request, total, mask) + _TOL
-                    and mine < dominant_share(before, total, mask) - _TOL
-                ):
+                mine = share(p_job_alloc)
+                if mine <= share(before - t.request) + _TOL and mine < share(before) - _TOL:
                     victims.append(t)
                     taken_job[vjob.key] = taken_job.get(vjob.key, session.space.zeros()) + t.request
             return victims
