@@ -123,11 +123,6 @@ def _render_status(session: Session) -> dict[str, PodGroupPhase]:
     return phases
 
 
-def _job_reason(session: Session, key: str) -> str | None:
-    statuses = session.job_errors.get(key)
-    return render(statuses) if statuses else None
-
-
 def _render_events(session: Session, phases: dict[str, PodGroupPhase]) -> None:
     result = session.result
     for obj, reason, message in session.snapshot.problems:
@@ -139,7 +134,7 @@ def _render_events(session: Session, phases: dict[str, PodGroupPhase]) -> None:
     for job in sorted(session.jobs.values(), key=lambda j: j.key):
         pending = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and t.schedulable_by_us]
         job_statuses = session.job_errors.get(job.key, [])
-        job_reason = _job_reason(session, job.key)
+        job_reason = render(job_statuses) or None
         if job.podgroup is not None and job_reason and phases[job.key] is not PodGroupPhase.RUNNING:
             result.rejections[f"PodGroup {job.key}"] = tuple(job_statuses)
             result.events.append(
