@@ -30,6 +30,8 @@ from volsched_dev.devcluster import ControlPlaneError, LocalControlPlane
 ROOT = Path(__file__).resolve().parents[2]
 GROUP, VERSION = "scheduling.volsched.io", "v1beta1"
 OPERATOR_NS = "volsched-system"
+#: The operator's scheduler-config ConfigMap (manifests/) and its key.
+CONFIG_MAP, CONFIG_KEY = "volsched-scheduler-config", "volsched-scheduler.conf"
 T = TypeVar("T")
 
 
@@ -137,6 +139,16 @@ class Kube:
         with contextlib.suppress(ApiException):
             self.core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         return name
+
+    def set_config(self, text: str) -> None:
+        """Write the operator's scheduler config, creating its ConfigMap the first time."""
+        body = {"metadata": {"name": CONFIG_MAP, "namespace": OPERATOR_NS}, "data": {CONFIG_KEY: text}}
+        try:
+            self.core.replace_namespaced_config_map(CONFIG_MAP, OPERATOR_NS, body)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            self.core.create_namespaced_config_map(OPERATOR_NS, body)
 
     def nodes(self, *objs: dict[str, Any]) -> None:
         for obj in objs:

@@ -17,7 +17,6 @@ from volsched.redaction import basic_credential
 pytestmark = pytest.mark.cluster
 
 Start = Callable[..., OperatorProcess]
-CM, KEY = "volsched-scheduler-config", "volsched-scheduler.conf"
 USER, PASSWORD = "scraper", "pr0m-s3cret-in-url"
 
 
@@ -81,21 +80,13 @@ metrics:
 """
 
 
-def _set_config(k: Kube, text: str) -> None:
-    body = {"metadata": {"name": CM, "namespace": OPERATOR_NS}, "data": {KEY: text}}
-    try:
-        k.core.replace_namespaced_config_map(CM, OPERATOR_NS, body)
-    except Exception:
-        k.core.create_namespaced_config_map(OPERATOR_NS, body)
-
-
 def test_credentials_in_the_metrics_url_never_reach_logs_events_or_metrics(
     k: Kube, start_operator: Start, echoing_source: tuple[str, list[str]]
 ) -> None:
     host, seen = echoing_source
     credential = basic_credential(USER, PASSWORD)
     k.nodes(node("n1", cpu="4"))
-    _set_config(k, _config(f"http://{USER}:{PASSWORD}@{host}"))
+    k.set_config(_config(f"http://{USER}:{PASSWORD}@{host}"))
     op = start_operator("--log-level", "DEBUG")
     ns = k.namespace("no-leaks")
     k.pods(ns, pod("p-0"))
@@ -106,7 +97,7 @@ def test_credentials_in_the_metrics_url_never_reach_logs_events_or_metrics(
     assert any(credential in h for h in seen)  # the credentials were really used, and echoed back
 
     # A config rejected for its address: the rejection names the field, never the credentials.
-    _set_config(k, _config(f"ftp://{USER}:{PASSWORD}@{host}"))
+    k.set_config(_config(f"ftp://{USER}:{PASSWORD}@{host}"))
     events = wait_for(
         lambda: [
             e for e in k.core.list_namespaced_event(OPERATOR_NS).items if e.reason == "InvalidSchedulerConfig"

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.operator_fixtures import (
+    CONFIG_MAP,
     OPERATOR_NS,
     Kube,
     OperatorProcess,
@@ -25,27 +26,18 @@ from volsched_dev.devcluster import LocalControlPlane
 pytestmark = pytest.mark.cluster
 
 Start = Callable[..., OperatorProcess]
-CM, KEY = "volsched-scheduler-config", "volsched-scheduler.conf"
-
-
-def _set_config(k: Kube, text: str) -> None:
-    body = {"metadata": {"name": CM, "namespace": OPERATOR_NS}, "data": {KEY: text}}
-    try:
-        k.core.replace_namespaced_config_map(CM, OPERATOR_NS, body)
-    except Exception:
-        k.core.create_namespaced_config_map(OPERATOR_NS, body)
 
 
 def test_config_is_reloaded_and_a_bad_one_keeps_the_last_good(k: Kube, start_operator: Start) -> None:
     k.nodes(node("n1", cpu="8"))
     ns = k.namespace("reload")
-    _set_config(k, DEFAULT_CONFIG_YAML)
+    k.set_config(DEFAULT_CONFIG_YAML)
     op = start_operator()
     k.pods(ns, pod("first"))
     wait_for(lambda: k.bound(ns).get(f"{ns}/first"), 30, what="first pod bound")
 
     # A config without allocate: it loads, and new pods wait.
-    _set_config(k, DEFAULT_CONFIG_YAML.replace("enqueue, allocate, backfill", "enqueue"))
+    k.set_config(DEFAULT_CONFIG_YAML.replace("enqueue, allocate, backfill", "enqueue"))
     wait_for(lambda: op.metric("volsched_config_reloads_total", result="loaded") >= 2, 20, what="reload")
     k.pods(ns, pod("second"))
     sessions = op.cycles()
@@ -53,7 +45,7 @@ def test_config_is_reloaded_and_a_bad_one_keeps_the_last_good(k: Kube, start_ope
     assert f"{ns}/second" not in k.bound(ns)
 
     # A broken config is rejected with an event; the last good one (no allocate) stays in force.
-    _set_config(k, "actions: enqueue, allocate, teleport\ntiers: []\n")
+    k.set_config("actions: enqueue, allocate, teleport\ntiers: []\n")
     wait_for(lambda: op.metric("volsched_config_reloads_total", result="rejected") >= 1, 20, what="rejection")
     events = wait_for(
         lambda: [
@@ -62,13 +54,13 @@ def test_config_is_reloaded_and_a_bad_one_keeps_the_last_good(k: Kube, start_ope
         20,
         what="InvalidSchedulerConfig event",
     )
-    assert "teleport" in events[0].message and events[0].involved_object.name == CM
+    assert "teleport" in events[0].message and events[0].involved_object.name == CONFIG_MAP
     assert "rejected scheduler config" in op.log()
     sessions = op.cycles()
     wait_for(lambda: op.cycles() >= sessions + 5, 20, what="five more cycles")
     assert f"{ns}/second" not in k.bound(ns)
 
-    _set_config(k, DEFAULT_CONFIG_YAML)  # fixed: pods are placed again
+    k.set_config(DEFAULT_CONFIG_YAML)  # fixed: pods are placed again
     wait_for(lambda: k.bound(ns).get(f"{ns}/second"), 30, what="second pod bound after the fix")
 
 
@@ -85,7 +77,7 @@ def test_a_config_that_breaks_the_loader_is_rejected_with_an_event_and_retried_w
 ) -> None:
     k.nodes(node("n1", cpu="8"))
     ns = k.namespace("badconfig")
-    _set_config(k, DEFAULT_CONFIG_YAML)
+    k.set_config(DEFAULT_CONFIG_YAML)
     op = start_operator()
     k.pods(ns, pod("first"))
     wait_for(lambda: k.bound(ns).get(f"{ns}/first"), 30, what="first pod bound")
@@ -96,7 +88,7 @@ def test_a_config_that_breaks_the_loader_is_rejected_with_an_event_and_retried_w
     nested = no_allocate.replace(
         "  - name: binpack\n", "  - name: binpack\n    arguments: {x: " + "[" * 3000 + "]" * 3000 + "}\n"
     )
-    _set_config(k, nested)
+    k.set_config(nested)
     wait_for(lambda: op.metric("volsched_config_reloads_total", result="rejected") >= 1, 30, what="rejection")
     wait_for(
         lambda: _config_events(k, "nested deeper than 100 levels"), 20, what="event for the nested config"
@@ -108,10 +100,10 @@ def test_a_config_that_breaks_the_loader_is_rejected_with_an_event_and_retried_w
     nan = no_allocate.replace(
         "  - name: overcommit\n", "  - name: overcommit\n    arguments: {overcommit-factor: .nan}\n"
     )
-    _set_config(k, nan)
+    k.set_config(nan)
     wait_for(lambda: op.metric("volsched_config_reloads_total", result="rejected") >= 2, 30, what="rejection")
     events = wait_for(lambda: _config_events(k, "overcommit-factor"), 20, what="event for the NaN factor")
-    assert "finite" in events[0].message and events[0].involved_object.name == CM
+    assert "finite" in events[0].message and events[0].involved_object.name == CONFIG_MAP
     k.pods(ns, pod("third"))
     wait_for(lambda: k.bound(ns).get(f"{ns}/third"), 30, what="third pod bound under the last good config")
     assert op.metric("volsched_config_reloads_total", result="loaded") == 1
@@ -123,7 +115,7 @@ def test_a_config_that_breaks_the_loader_is_rejected_with_an_event_and_retried_w
     wait_for(lambda: f"ignoring PodGroup {ns}/huge" in op.log(), 20, what="the PodGroup rejected")
 
     # The ConfigMap changes again: it is read again, and a good config loads (no allocate: pods wait).
-    _set_config(k, no_allocate)
+    k.set_config(no_allocate)
     wait_for(lambda: op.metric("volsched_config_reloads_total", result="loaded") >= 2, 30, what="reload")
     k.pods(ns, pod("fourth"))
     sessions = op.cycles()
