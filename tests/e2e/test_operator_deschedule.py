@@ -9,12 +9,11 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.operator_fixtures import OPERATOR_NS, Kube, OperatorProcess, node, pod, wait_for
+from tests.e2e.operator_fixtures import Kube, OperatorProcess, node, pod, wait_for
 
 pytestmark = pytest.mark.cluster
 
 Start = Callable[..., OperatorProcess]
-CM, KEY = "volsched-scheduler-config", "volsched-scheduler.conf"
 CONFIG = """\
 actions: "enqueue, allocate, backfill, shuffle"
 tiers:
@@ -51,7 +50,7 @@ def owned_pod(name: str, node_name: str) -> dict[str, Any]:
 
 def test_failed_and_crash_looping_pods_are_evicted_with_a_reason(k: Kube, start_operator: Start) -> None:
     k.nodes(node("n1", cpu="4"), node("n2", cpu="4"))
-    k.core.create_namespaced_config_map(OPERATOR_NS, {"metadata": {"name": CM}, "data": {KEY: CONFIG}})
+    k.set_config(CONFIG)
     ns = k.namespace("deschedule")
     k.pods(ns, owned_pod("failed", "n1"), owned_pod("crashing", "n1"), owned_pod("healthy", "n1"))
     k.core.patch_namespaced_pod_status("failed", ns, {"status": {"phase": "Failed", "reason": "Evicted"}})

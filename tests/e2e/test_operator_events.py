@@ -12,7 +12,6 @@ import pytest
 from kubernetes import client
 
 from tests.e2e.operator_fixtures import (
-    OPERATOR_NS,
     ROOT,
     Kube,
     OperatorProcess,
@@ -26,7 +25,6 @@ from tests.e2e.operator_fixtures import (
 pytestmark = pytest.mark.cluster
 
 Start = Callable[..., OperatorProcess]
-CM, KEY = "volsched-scheduler-config", "volsched-scheduler.conf"
 
 
 def _events(k: Kube, ns: str, name: str, reason: str | None = None) -> list[Any]:
@@ -49,13 +47,7 @@ def _lingering(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_an_evicted_pod_is_told_why_and_who_took_its_place(k: Kube, start_operator: Start) -> None:
-    k.core.create_namespaced_config_map(
-        OPERATOR_NS,
-        {
-            "metadata": {"name": CM},
-            "data": {KEY: (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()},
-        },
-    )
+    k.set_config((ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text())
     sched = client.SchedulingV1Api(k.api)
     for name, value in (("low", 10), ("high", 1000)):
         sched.create_priority_class({"metadata": {"name": name}, "value": value})
