@@ -10,21 +10,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0..100) with linear interpolation between closest ranks (numpy's
-    default, ``method="linear"``); NaN for no values."""
+    """The ``q``-th percentile (0..100), numpy's (linear interpolation between closest ranks); NaN for
+    no values."""
     if not values:
         return math.nan
     if not 0 <= q <= 100:
         raise ValueError(f"percentile must be within 0..100, not {q}")
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+    return float(np.percentile(values, q))
 
 
 # --------------------------------------------------------------------------- /proc
