@@ -11,7 +11,7 @@ import pytest
 
 from tests.builders import Obj, config, node, pod, pod_affinity, pod_term, podgroup, simulate_objects, spread
 from tests.sim.test_rescheduling import first_evictions, resched_config
-from volsched.framework.messages import reason_of, render_eviction
+from volsched.framework.messages import render_eviction
 from volsched.model.errors import InputError
 from volsched.simulate import EPOCH, iso
 
@@ -174,7 +174,7 @@ def test_the_eviction_reason_names_the_node_and_the_rule():
     result = simulate_objects(
         objs, conf=resched_config(strategy("removePodsViolatingNodeAffinity")), sessions=3
     )
-    assert reason_of(result.evictions[0]).detail == (
+    assert result.evictions[0].reason.detail == (
         "rescheduling (removePodsViolatingNodeAffinity): node old no longer matches the pod's node selector"
     )
     assert result.state.raw_pods["default/p-moved-1"]["spec"]["nodeName"] == "new"

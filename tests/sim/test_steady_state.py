@@ -11,7 +11,7 @@ from typing import Any
 
 from tests.builders import node, pod, podgroup, priority_class, queue
 from tests.sim._eviction_helpers import eviction_config, job
-from volsched.framework.messages import reason_of, render_eviction
+from volsched.framework.messages import render_eviction
 from volsched.simulate import Document, Simulator
 
 Obj = dict[str, Any]
@@ -73,7 +73,7 @@ def test_reclaim_and_preempt_settle_without_ping_pong():
         evicted += [e.pod for e in result.evictions]
         reasons += [render_eviction(e) for e in result.evictions]
         for e in result.evictions:
-            why = reason_of(e)
+            why = e.reason
             if why.action == "reclaim":  # from the victim's queue to the beneficiary's
                 flows.add((why.holder.removeprefix("queue "), why.beneficiary_queue))
 

@@ -26,7 +26,7 @@ from volsched.cycle import (
     StatusReport,
     run_cycle,
 )
-from volsched.framework.decisions import Bind, Evict, SessionResult
+from volsched.framework.decisions import Bind, Evict, EvictionReason, SessionResult
 from volsched.framework.registry import load_config
 
 CONFIG = load_config(
@@ -222,7 +222,16 @@ def test_an_eviction_settled_late_still_keeps_the_owner_off_the_node() -> None:
     class LateEvictions(NullPort):
         def settle(self) -> tuple[list[BindOutcome], list[EvictOutcome]]:
             return [], [
-                EvictOutcome(Evict("default/a", "", "n1", "shuffle", "moved", may_return=False), EVICTED)
+                EvictOutcome(
+                    Evict(
+                        "default/a",
+                        "",
+                        "n1",
+                        EvictionReason(action="shuffle", detail="moved"),
+                        may_return=False,
+                    ),
+                    EVICTED,
+                )
             ]
 
     cycle(feeder, LateEvictions(), now=5000.0)

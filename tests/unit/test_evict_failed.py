@@ -7,6 +7,7 @@ import numpy as np
 
 from tests.builders import node, pod
 from volsched.cache.state import ClusterState
+from volsched.framework.decisions import EvictionReason
 from volsched.framework.registry import load_config
 from volsched.framework.runner import open_session
 from volsched.framework.statement import Statement
@@ -26,7 +27,7 @@ def test_evicting_a_failed_pod_releases_nothing_and_discard_restores_it():
     task = session.jobs["default/replicaset-f"].tasks["default/f"]
     allocated = session.jobs["default/replicaset-f"].allocated.copy()
     statement = Statement(session)
-    statement.evict(task, action="shuffle", reason="failed")
+    statement.evict(task, reason=EvictionReason(action="shuffle", detail="failed"))
     assert task.status is TaskStatus.RELEASING
     after = (nodes.idle, nodes.incoming, nodes.incoming_tasks)
     for b, a in zip(before[:2], after[:2], strict=True):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from volsched.framework.decisions import Evict, EvictionReason
-from volsched.framework.messages import eviction_event_reason, reason_of, render_eviction
+from volsched.framework.messages import eviction_event_reason, render_eviction
 
 GiB = float(1 << 30)
 
@@ -49,9 +49,9 @@ CASES = [
         "Rescheduled",
     ),
     (
-        "a plain string from an action is its detail",
+        "an action with only words gives them as the detail",
         "newaction",
-        "the new action's own words",
+        EvictionReason(action="newaction", detail="the new action's own words"),
         "newaction: ns/a-0 evicted on n1; the new action's own words",
         "Evicted",
     ),
@@ -62,9 +62,9 @@ CASES = [
     ("case", "action", "reason", "text", "event_reason"), CASES, ids=[c[0] for c in CASES]
 )
 def test_an_eviction_reason_renders_every_field_it_has(
-    case: str, action: str, reason: EvictionReason | str, text: str, event_reason: str
+    case: str, action: str, reason: EvictionReason, text: str, event_reason: str
 ) -> None:
-    eviction = Evict(pod="ns/a-0", uid="u", node="n1", action=action, reason=reason)
+    eviction = Evict(pod="ns/a-0", uid="u", node="n1", reason=reason)
     assert render_eviction(eviction) == text
     assert eviction_event_reason(eviction) == event_reason
-    assert reason_of(eviction).action == action
+    assert eviction.action == action

@@ -12,7 +12,7 @@ import pytest
 
 from volsched.cli import main as cli_main
 from volsched.cycle import CycleReport, EvictOutcome
-from volsched.framework.decisions import Evict, QueueStatus, SessionResult
+from volsched.framework.decisions import Evict, EvictionReason, QueueStatus, SessionResult
 from volsched.ui import LiveState, page
 
 DATA_TAG = re.compile(r'<script id="volsched-data" type="application/json">(.*?)</script>', re.S)
@@ -50,7 +50,13 @@ def test_a_hostile_name_cannot_end_the_data_script() -> None:
 
 def ev(pod: str, result: str) -> EvictOutcome:
     return EvictOutcome(
-        Evict(pod=pod, uid="u", node="n1", action="reclaim", reason="queue q2 is owed cpu 1"), result
+        Evict(
+            pod=pod,
+            uid="u",
+            node="n1",
+            reason=EvictionReason(action="reclaim", detail="queue q2 is owed cpu 1"),
+        ),
+        result,
     )
 
 

@@ -23,7 +23,7 @@ import pytest
 from kubernetes import client
 
 from volsched.cycle import BOUND, EVICTED
-from volsched.framework.decisions import Bind, Evict
+from volsched.framework.decisions import Bind, Evict, EvictionReason
 from volsched.kube.configsource import read_config_map
 from volsched.kube.lease import LeaderLease, LeaseSettings
 from volsched.kube.writer import EventTarget, KubeWriter, WriterSettings
@@ -135,7 +135,10 @@ WRITES: list[tuple[str, Callable[[KubeWriter], Any]]] = [
     (
         "evict",
         lambda w: (
-            w.evict(Evict(pod="ns/p", uid="p", node="n1", action="preempt", reason="r"), _pod("p")).result
+            w.evict(
+                Evict(pod="ns/p", uid="p", node="n1", reason=EvictionReason(action="preempt", detail="r")),
+                _pod("p"),
+            ).result
             == EVICTED
         ),
     ),

@@ -20,7 +20,7 @@ from kubernetes import client
 
 from tests.fences import ClosingFence
 from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, FENCED
-from volsched.framework.decisions import Bind, Evict
+from volsched.framework.decisions import Bind, Evict, EvictionReason
 from volsched.kube.ratelimit import MAX_RETRY_AFTER, retry_after
 from volsched.kube.writer import KubeWriter, WriterSettings
 from volsched.model.vocabulary import SCHEDULER_NAME
@@ -123,7 +123,7 @@ def _pod() -> dict[str, Any]:
 
 
 BIND = Bind(pod="ns/p", uid="u1", node="n1")
-EVICTION = Evict(pod="ns/p", uid="u1", node="n1", action="preempt", reason="r")
+EVICTION = Evict(pod="ns/p", uid="u1", node="n1", reason=EvictionReason(action="preempt", detail="r"))
 
 
 @pytest.mark.parametrize(

@@ -152,7 +152,7 @@ def place_by_evicting(
             if n >= taken and (queue is None or not session.allocatable(queue, task)):
                 break
             reason = describe(task, v, node_name)
-            statement.evict(v, action=action, reason=reason)
+            statement.evict(v, reason=reason)
             log.append((v, reason))
         else:
             if queue is not None and session.allocatable(queue, task):

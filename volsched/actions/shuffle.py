@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from volsched.framework.decisions import EvictionReason
 from volsched.framework.plugin import Arguments
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
@@ -69,6 +70,6 @@ class Shuffle:
             # minMember 1 is no gang: the pod's owner recreates it (a pod with no owner is never a victim).
             if counted and job is not None and job.min_member > 1 and job.ready_count - 1 < job.min_member:
                 continue
-            why = reasons.get(task.key, "rebalancing nodes")
-            statement.evict(task, action=self.name, reason=why, may_return=False)
+            why = EvictionReason(action=self.name, detail=reasons.get(task.key, "rebalancing nodes"))
+            statement.evict(task, reason=why, may_return=False)
         statement.commit()

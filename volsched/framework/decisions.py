@@ -96,17 +96,20 @@ class EvictionReason:
 
 @dataclass(frozen=True, slots=True)
 class Evict:
-    """Evict ``pod`` from ``node``, for ``action``, with its reason as data."""
+    """Evict ``pod`` from ``node``, with its reason as data (which names the action)."""
 
     pod: str
     uid: str
     node: str
-    action: str
-    #: Data; a plain string (from an action that only has words) is rendered as the reason's detail.
-    reason: EvictionReason | str
+    reason: EvictionReason
     #: False: the pod is moved off its node for good (shuffle); whoever carries the eviction out records
     #: that the pod's owner keeps off that node for a while (``ClusterState.moved_off``).
     may_return: bool = True
+
+    @property
+    def action(self) -> str:
+        """The action that evicts (preempt, reclaim, shuffle): the reason's."""
+        return self.reason.action
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from volsched.framework.decisions import Event, Evict, EvictionReason, SessionResult
+from volsched.framework.decisions import Event, Evict, SessionResult
 from volsched.model.resources import EPS, PODS, format_amount
 
 #: The event reason a pod gets when an action evicts it (``Evicted`` for any action not listed).
@@ -34,18 +34,12 @@ def _who(job: str, priority: int | None, *more: str) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
-def reason_of(eviction: Evict) -> EvictionReason:
-    """The eviction's reason as data (a plain string becomes its ``detail``)."""
-    r = eviction.reason
-    return r if isinstance(r, EvictionReason) else EvictionReason(action=eviction.action, detail=str(r))
-
-
 def render_eviction(eviction: Evict) -> str:
     """One line naming the action, the victim, the beneficiary and the numbers, e.g. ``preempt: ns/a-0
     (job ns/a, priority 10) evicted on n1 for ns/b-0 (job ns/b, priority 1000, queue q, needs cpu 1);
     frees cpu 1; job ns/a holds cpu 8 -> cpu 7``."""
-    r = reason_of(eviction)
-    text = f"{r.action or eviction.action}: {eviction.pod}{_who(r.victim_job, r.priority)} evicted"
+    r = eviction.reason
+    text = f"{r.action}: {eviction.pod}{_who(r.victim_job, r.priority)} evicted"
     if eviction.node:
         text += f" on {eviction.node}"
     if r.beneficiary:
@@ -66,7 +60,7 @@ def render_eviction(eviction: Evict) -> str:
 
 
 def eviction_event_reason(eviction: Evict) -> str:
-    return EVENT_REASONS.get(reason_of(eviction).action or eviction.action, "Evicted")
+    return EVENT_REASONS.get(eviction.action, "Evicted")
 
 
 def eviction_events(result: SessionResult) -> list[Event]:

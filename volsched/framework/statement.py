@@ -20,13 +20,17 @@ from volsched.model.vocabulary import PodGroupPhase, Task, TaskStatus
 
 @dataclass(frozen=True, slots=True)
 class _Op:
-    kind: str  # allocate | pipeline | evict
+    kind: str  # allocate | pipeline
     task: Task
     node: int
-    previous: TaskStatus = TaskStatus.PENDING
-    action: str = ""
-    reason: EvictionReason | None = None
-    may_return: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class _EvictOp:
+    task: Task
+    previous: TaskStatus
+    reason: EvictionReason
+    may_return: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +42,7 @@ class _AdmitOp:
 class Statement:
     def __init__(self, session: Session) -> None:
         self.session = session
-        self._ops: list[_Op | _AdmitOp] = []
+        self._ops: list[_Op | _EvictOp | _AdmitOp] = []
 
     def __len__(self) -> int:
         return len(self._ops)
@@ -51,17 +55,11 @@ class Statement:
         self.session.do_pipeline(task, node)
         self._ops.append(_Op("pipeline", task, node))
 
-    def evict(
-        self, task: Task, *, action: str, reason: EvictionReason | str, may_return: bool = True
-    ) -> None:
-        """Evict ``task``. ``reason`` is data (a plain string becomes the reason's ``detail``);
-        ``may_return=False`` moves the pod off its node for good (its owner keeps off it for a while)."""
-        why = reason if isinstance(reason, EvictionReason) else EvictionReason(action=action, detail=reason)
-        node = self.session.nodes.index.get(task.node_name or "", -1)
+    def evict(self, task: Task, *, reason: EvictionReason, may_return: bool = True) -> None:
+        """Evict ``task`` for ``reason.action``. ``may_return=False`` moves the pod off its node for good
+        (its owner keeps off it for a while)."""
         previous = self.session.do_evict(task)
-        self._ops.append(
-            _Op("evict", task, node, previous=previous, action=action, reason=why, may_return=may_return)
-        )
+        self._ops.append(_EvictOp(task, previous, reason, may_return))
 
     def admit(self, job: Job) -> None:
         """Admit ``job`` into its queue (phase Inqueue): allocate may place it from now on."""
@@ -75,20 +73,19 @@ class Statement:
         for op in self._ops:
             if isinstance(op, _AdmitOp):
                 result.admits.append(Admit(job=op.job.key, phase=PodGroupPhase.INQUEUE.value))
-            elif op.kind == "allocate":
-                result.binds.append(
-                    Bind(pod=op.task.key, uid=op.task.uid, node=self.session.nodes.names[op.node])
-                )
-            elif op.kind == "evict":
+            elif isinstance(op, _EvictOp):
                 result.evictions.append(
                     Evict(
                         pod=op.task.key,
                         uid=op.task.uid,
                         node=op.task.node_name or "",
-                        action=op.action,
-                        reason=op.reason or EvictionReason(action=op.action),
+                        reason=op.reason,
                         may_return=op.may_return,
                     )
+                )
+            elif op.kind == "allocate":
+                result.binds.append(
+                    Bind(pod=op.task.key, uid=op.task.uid, node=self.session.nodes.names[op.node])
                 )
         self._ops.clear()
 
@@ -107,9 +104,9 @@ class Statement:
             op = self._ops.pop()
             if isinstance(op, _AdmitOp):
                 op.job.phase = op.previous
+            elif isinstance(op, _EvictOp):
+                self.session.undo_evict(op.task, op.previous)
             elif op.kind == "allocate":
                 self.session.undo_allocate(op.task, op.node)
-            elif op.kind == "pipeline":
-                self.session.undo_pipeline(op.task, op.node)
             else:
-                self.session.undo_evict(op.task, op.previous)
+                self.session.undo_pipeline(op.task, op.node)

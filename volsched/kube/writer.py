@@ -39,7 +39,7 @@ from volsched.cycle import (
     EvictOutcome,
 )
 from volsched.framework.decisions import Bind, Event, Evict, SessionResult
-from volsched.framework.messages import eviction_event_reason, reason_of, render_eviction
+from volsched.framework.messages import eviction_event_reason, render_eviction
 from volsched.kube import status as render
 from volsched.kube.health import ApiHealth, is_unreachable
 from volsched.kube.ratelimit import EventFilter, TokenBucket, retry_after
@@ -356,9 +356,7 @@ class KubeWriter:
         uid = eviction.uid or str(((pod or {}).get("metadata") or {}).get("uid") or "")
         message = redact(render_eviction(eviction))
         now = render.now_rfc3339()
-        condition = render.disruption_target_condition(
-            reason_of(eviction).action or eviction.action, message, now
-        )
+        condition = render.disruption_target_condition(eviction.action, message, now)
         told = self._disruption_target(eviction, ns, name, condition)
         if told is not None:
             return told
