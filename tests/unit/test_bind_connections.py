@@ -110,16 +110,32 @@ def server() -> Iterator[BindServer]:
     s.httpd.shutdown()
 
 
-@pytest.fixture
-def writer(server: BindServer) -> Iterator[KubeWriter]:
+def _writer(server: BindServer, path: str) -> Iterator[KubeWriter]:
     cfg = client.Configuration()
     cfg.host = f"http://127.0.0.1:{server.port}"
     cfg.api_key = {"authorization": TOKEN}
     cfg.api_key_prefix = {"authorization": "Bearer"}
+    if path == "proxy":
+        cfg.proxy = cfg.host  # the fault-injection server serves the proxied requests itself
+    elif path == "tls-server-name":
+        cfg.tls_server_name = "apiserver.example"
     with client.ApiClient(cfg) as api:
         w = KubeWriter(api)
+        assert w.rest.direct == (path == "direct")
         yield w
         w.close()
+
+
+@pytest.fixture
+def writer(server: BindServer) -> Iterator[KubeWriter]:
+    yield from _writer(server, "direct")
+
+
+@pytest.fixture(params=["direct", "proxy", "tls-server-name"])
+def any_writer(server: BindServer, request: pytest.FixtureRequest) -> Iterator[KubeWriter]:
+    """A writer over each request path: direct http.client, or the client's urllib3 pool (which a
+    proxy or a TLS server name needs)."""
+    yield from _writer(server, request.param)
 
 
 def _pod(name: str, uid: str) -> dict[str, Any]:
@@ -141,7 +157,7 @@ def _pod(name: str, uid: str) -> dict[str, Any]:
 )
 def test_a_bind_whose_answer_was_lost_is_sent_once_more_and_is_ours_only_on_our_node(
     server: BindServer,
-    writer: KubeWriter,
+    any_writer: KubeWriter,
     drops: list[str],
     uid_on_server: str,
     result: str,
@@ -151,7 +167,7 @@ def test_a_bind_whose_answer_was_lost_is_sent_once_more_and_is_ours_only_on_our_
 ) -> None:
     server.pods["p"] = {"uid": uid_on_server, "nodeName": ""}
     server.drops = list(drops)
-    out = writer.bind(Bind(pod="ns/p", uid="u1", node="n1"), _pod("p", "u1"))
+    out = any_writer.bind(Bind(pod="ns/p", uid="u1", node="n1"), _pod("p", "u1"))
     assert out.result == result, out.detail
     assert len(server.posts) == posts
     assert server.binds_done == binds
@@ -162,12 +178,12 @@ def test_a_bind_whose_answer_was_lost_is_sent_once_more_and_is_ours_only_on_our_
 
 
 def test_a_pod_bound_to_our_node_under_another_uid_is_a_conflict_after_a_lost_answer(
-    server: BindServer, writer: KubeWriter
+    server: BindServer, any_writer: KubeWriter
 ) -> None:
     # A new pod by that name, already on n1: the bind naming the old UID is not ours.
     server.pods["p"] = {"uid": "u2", "nodeName": "n1"}
     server.drops = ["lose"]
-    out = writer.bind(Bind(pod="ns/p", uid="u1", node="n1"), _pod("p", "u1"))
+    out = any_writer.bind(Bind(pod="ns/p", uid="u1", node="n1"), _pod("p", "u1"))
     assert out.result == CONFLICT
     assert server.binds_done == []
 

@@ -13,7 +13,8 @@ a request through urllib3 costs about twice the CPU. A kept-alive connection the
 it was idle is noticed before sending and reopened; a request that failed after it may have been sent
 raises :class:`ResponseLost` (never sent again here: whether that is safe is the caller's to know).
 Configurations this path does not cover (a proxy, a TLS server name or hostname check set apart)
-go through the client's urllib3 pool as before.
+go through the client's urllib3 pool, under the same rules: urllib3's own retries are off, a read is
+asked once more, and a request that may have been sent without an answer is :class:`ResponseLost`.
 """
 
 from __future__ import annotations
@@ -71,6 +72,25 @@ def _direct_ok(cfg: client.Configuration) -> bool:
         and not cfg.tls_server_name
         and cfg.socket_options is None
     )
+
+
+def _original(exc: BaseException) -> BaseException:
+    """What a proxy error wraps (urllib3 wraps any failure on a proxied connection it thinks closed)."""
+    if isinstance(exc, urllib3.exceptions.ProxyError) and exc.original_error is not None:
+        return exc.original_error
+    return exc
+
+
+def _unsent(exc: BaseException) -> bool:
+    """A urllib3 failure to connect at all (to the apiserver or the proxy): nothing was sent."""
+    return isinstance(_original(exc), urllib3.exceptions.ConnectTimeoutError)  # NewConnectionError too
+
+
+def _cause(exc: BaseException) -> str:
+    inner = _original(exc)
+    if isinstance(inner, urllib3.exceptions.ProtocolError) and inner.args[1:]:
+        inner = inner.args[1]  # ("Connection aborted.", RemoteDisconnected(...))
+    return type(inner).__name__
 
 
 def _left(conn: http.client.HTTPConnection, deadline: float) -> None:
@@ -137,17 +157,36 @@ class LeanRest:
         headers = self._headers(content_type if data is not None else None)
         if self.direct:
             return self._direct(method, path, data, headers, timeout)
-        resp = self.pool.request(
-            method,
-            self.host + path,
-            body=data,
-            headers=headers,
-            timeout=urllib3.Timeout(total=timeout),
-            preload_content=True,  # the whole body is read and the connection handed back clean
-        )
-        if resp.status >= 400:
-            raise ApiException(http_resp=resp)
-        return bytes(resp.data)
+        return self._pooled(method, path, data, headers, timeout)
+
+    def _pooled(
+        self, method: str, path: str, data: bytes | None, headers: dict[str, str], timeout: float
+    ) -> bytes:
+        """Through the client's urllib3 pool, with the direct path's rules: no retries of urllib3's own
+        (through a forwarding proxy it would send a POST again whose answer was lost, unknown to the
+        caller), a read asked once more, any other request that may have been sent is ResponseLost."""
+        deadline = time.monotonic() + timeout
+        for attempt in (0, 1):
+            try:
+                resp = self.pool.request(
+                    method,
+                    self.host + path,
+                    body=data,
+                    headers=headers,
+                    timeout=urllib3.Timeout(total=max(0.001, deadline - time.monotonic())),
+                    retries=False,
+                    preload_content=True,  # the whole body is read and the connection handed back clean
+                )
+            except urllib3.exceptions.HTTPError as exc:
+                if _unsent(exc):
+                    raise
+                if method == "GET" and attempt == 0 and deadline > time.monotonic():
+                    continue  # a read changes nothing: asked once more (the pool dropped that connection)
+                raise ResponseLost(f"{method} {path}: no answer ({_cause(exc)})") from exc
+            if resp.status >= 400:
+                raise ApiException(http_resp=resp)
+            return bytes(resp.data)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _connection(self, timeout: float) -> http.client.HTTPConnection:
         conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
