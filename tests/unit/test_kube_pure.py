@@ -282,6 +282,36 @@ def test_an_assumption_ends_when_the_api_confirms_or_the_pod_is_replaced() -> No
     assert feeder.state.tasks["ns/p"].node_name is None
 
 
+@pytest.mark.parametrize(
+    ("second", "then", "node"),
+    [
+        ("n2", "forget", None),  # the second bind failed: pending again, not left on the first node
+        ("n3", "forget", None),
+        ("n2", "in-flight", "n2"),  # a stale unbound event while the second bind is in flight
+        ("n3", "in-flight", "n3"),
+        ("n3", "finish", "n3"),  # completed, within its time to live
+        ("n3", "expire", None),  # its time to live over: the next event says what the API holds
+    ],
+)
+def test_a_pod_assumed_twice_follows_its_latest_assumption(second: str, then: str, node: str | None) -> None:
+    clock = Clock()
+    feeder = Feeder(ClusterState(), assume_ttl=10, clock=clock)
+    feeder.apply("Pod", _pod(1))
+    feeder.assume("ns/p", "u1", "n2")
+    feeder.assume("ns/p", "u1", second)
+    assert feeder.is_assumed("ns/p")
+    assert feeder.state.tasks["ns/p"].node_name == second
+    if then == "forget":
+        feeder.forget("ns/p")
+    elif then in ("finish", "expire"):
+        feeder.finish("ns/p")
+        clock.now = 5 if then == "finish" else 11
+        assert feeder.expire() == (then == "expire")
+    feeder.apply("Pod", _pod(2))  # the pod as the API showed it before the bind
+    assert feeder.state.tasks["ns/p"].node_name == node
+    assert feeder.is_assumed("ns/p") == (node is not None)
+
+
 def test_bad_objects_are_reported_not_raised() -> None:
     feeder = Feeder(ClusterState())
     assert not feeder.apply("Queue", {"metadata": {"name": "q"}, "spec": {"weight": 0}})

@@ -68,6 +68,18 @@ class Assumption:
     expires: float = math.inf
 
 
+def _unassumed(raw: Raw, a: Assumption | None) -> Raw:
+    """The API's pod under the cached ``raw``: without the node assumption ``a`` laid over it, if so."""
+    spec = raw.get("spec") or {}
+    if (
+        a is None
+        or spec.get("nodeName") != a.node
+        or str((raw.get("metadata") or {}).get("uid") or "") != a.uid
+    ):
+        return raw
+    return {**raw, "spec": {k: v for k, v in spec.items() if k != "nodeName"}}
+
+
 class Feeder:
     def __init__(
         self,
@@ -188,15 +200,20 @@ class Feeder:
     def assume(self, pod_key: str, uid: str, node: str) -> None:
         """Mark a pod bound to ``node`` now, as its bind is decided: it does not expire until ``finish``
         (the bind completed) or ``forget`` (it failed). The cached task takes the node without the pod
-        being copied deeply or parsed again."""
+        being copied deeply or parsed again. A pod assumed again replaces its earlier assumption: the
+        cached pod then shows the earlier assumed node, which is taken for the API's unbound pod's."""
         with self._lock:
+            before = self._assumed.get(pod_key)
             self._assumed[pod_key] = Assumption(uid=uid, node=node)
             raw = self.state.raw_pods.get(pod_key)
             if raw is None:
                 return
-            pod = self._overlay(raw)
-            if pod is raw:
+            api = _unassumed(raw, before)
+            pod = self._overlay(api)
+            if pod is api:
                 return  # the API already shows a node, or it is another pod: nothing to assume
+            if api is not raw and before is not None and before.node == node:
+                return  # the cache shows this node already
         with contextlib.suppress(InputError):  # it parsed before; it parses now
             self.state.set_pod_node(pod, base=raw)
 
@@ -214,10 +231,12 @@ class Feeder:
         with self._lock:
             a = self._assumed.pop(pod_key, None)
             raw = self.state.raw_pods.get(pod_key)
-            if a is None or raw is None or (raw.get("spec") or {}).get("nodeName") != a.node:
+            if raw is None:
                 return
             # While assumed, the cached pod is the API's unbound pod with the assumed node laid over it.
-            pod = {**raw, "spec": {k: v for k, v in raw["spec"].items() if k != "nodeName"}}
+            pod = _unassumed(raw, a)
+            if pod is raw:
+                return
         with contextlib.suppress(InputError):  # it parsed before; it parses now
             self.state.set_pod_node(pod, base=raw)
 
