@@ -33,7 +33,7 @@ from volsched.actions.eviction import (
     eviction_reason,
     wants_capacity,
 )
-from volsched.actions.util import JobQueue
+from volsched.actions.util import JobQueue, in_queue_order
 from volsched.framework.decisions import EvictionReason
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
@@ -50,13 +50,7 @@ class Preempt:
         for job in session.jobs.values():
             if wants_capacity(session, job, action=self.name):
                 by_queue.setdefault(job.queue, []).append(job)
-        queues = sorted(
-            by_queue,
-            key=lambda q: sum(
-                1 for other in by_queue if session.queue_less(session.queues[other], session.queues[q])
-            ),
-        )
-        for qname in queues:
+        for qname in in_queue_order(session, by_queue):
             jobs = JobQueue(session, by_queue[qname])
             while jobs:
                 self._preempt(session, jobs.pop())

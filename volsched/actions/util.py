@@ -8,7 +8,7 @@ from typing import Any
 
 from volsched.framework.session import Session
 from volsched.model.cluster import Job
-from volsched.model.vocabulary import Task
+from volsched.model.vocabulary import QueueSpec, Task
 
 
 class _JobItem:
@@ -20,6 +20,24 @@ class _JobItem:
 
     def __lt__(self, other: _JobItem) -> bool:
         return self.session.job_less(self.job, other.job)
+
+
+class _QueueItem:
+    __slots__ = ("queue", "session")
+
+    def __init__(self, session: Session, queue: QueueSpec) -> None:
+        self.session = session
+        self.queue = queue
+
+    def __lt__(self, other: _QueueItem) -> bool:
+        return self.session.queue_less(self.queue, other.queue)
+
+
+def in_queue_order(session: Session, names: Iterable[str]) -> list[str]:
+    """Queue ``names`` in the session's queue order as it stands now, sorted once (O(Q log Q)
+    comparisons). ``queue_less`` breaks the plugins' ties by creation time, then name, so the order is
+    total and the same every run."""
+    return sorted(names, key=lambda name: _QueueItem(session, session.queues[name]))
 
 
 class _TaskItem:
