@@ -13,17 +13,13 @@ where the victim started, so two equal jobs or namespaces never trade pods back 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import ClassVar
-
-import numpy as np
-import numpy.typing as npt
 
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
-from volsched.model.cluster import Job
-from volsched.model.resources import EPS, Vector
+from volsched.model.cluster import Job, dominant_share
+from volsched.model.resources import Vector
 from volsched.model.vocabulary import Task, TaskStatus
 
 _TOL = 1e-9
@@ -33,25 +29,6 @@ def compare_shares(left: float, right: float) -> int:
     if abs(left - right) <= _TOL:
         return 0
     return -1 if left < right else 1
-
-
-def share_of(total: Vector, mask: npt.NDArray[np.bool_]) -> Callable[[Vector], float]:
-    """``dominant_share(amount, total, mask)`` for a fixed ``total`` and ``mask``, the same figure: the
-    dimensions that count are picked once, not on every call (job order compares two jobs' shares many
-    times a session: a heap of 50,000 standalone pods makes millions of calls)."""
-    dims = [
-        (i, t) for i, (t, m) in enumerate(zip(total.tolist(), mask.tolist(), strict=False)) if m and t > EPS
-    ]
-
-    def share(amount: Vector) -> float:
-        a = amount.tolist()
-        best = 0.0
-        for i, t in dims:
-            if a[i] / t > best:
-                best = a[i] / t
-        return best
-
-    return share
 
 
 @register_plugin
@@ -64,7 +41,7 @@ class Drf(BasePlugin):
         ns_alloc: dict[str, Vector] = {}
         #: Per namespace, the request of its smallest next pod (by dominant share of the cluster).
         ns_next: dict[str, tuple[float, Vector]] = {}
-        share = share_of(total, mask)
+        share = dominant_share(total, mask)
         for job in session.jobs.values():
             acc = ns_alloc.setdefault(job.namespace, session.space.zeros())
             acc += job.allocated

@@ -195,8 +195,7 @@ class Rescheduling(BasePlugin):
         return not (any(s.name == "offlineOnly" for s in self.strategies) and not _is_offline(task))
 
     def _order_key(self, session: ExtensionPoints) -> Callable[[Task], tuple[Any, ...]]:
-        total = session.total
-        mask = session.space.share_mask
+        share = dominant_share(session.total, session.space.share_mask)
 
         def replicas(t: Task) -> int:
             job = session.jobs.get(t.job_key)
@@ -209,7 +208,7 @@ class Rescheduling(BasePlugin):
             elif s.name == "shortLifeTimeFirst":
                 parts.append(lambda t: -(t.start_time or t.creation))
             elif s.name == "bigObjectFirst":
-                parts.append(lambda t: -dominant_share(t.request, total, mask))
+                parts.append(lambda t: -share(t.request))
             elif s.name == "moreReplicasFirst":
                 parts.append(lambda t: -replicas(t))
 
