@@ -131,10 +131,10 @@ class CycleReport:
 class IdleSkip:
     """Skips a session that provably would decide nothing new: since the previous session's snapshot
     nothing it reads changed (``ClusterState.changes``: a watch event that only confirms an assumed
-    bind, or a bind completing, is no change; an assumption expiring or a node to avoid expiring is),
-    the config is the same object, and that session decided nothing (no bind, eviction or admission).
-    Time-based inputs the counter does not see (usage metrics, rescheduling intervals, plugins'
-    carryover) are never starved: a session runs at least every ``max_idle`` seconds of ``clock``."""
+    bind, or a bind completing, is no change; an assumption expiring, a node to avoid expiring or new
+    usage figures are), the config is the same object, and that session decided nothing (no bind,
+    eviction or admission). Time-based inputs the counter does not see (the age of usage figures,
+    rescheduling intervals, plugins' carryover) are never starved: a session runs at least every ``max_idle`` seconds of ``clock``."""
 
     max_idle: float = 10.0
     clock: Callable[[], float] = time.monotonic

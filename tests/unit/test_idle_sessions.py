@@ -14,6 +14,7 @@ from tests.unit.test_cycle import CONFIG, Clock, FakePort, cache
 from volsched.cycle import BOUND, FAILED, BindOutcome, CycleReport, IdleSkip, run_cycle
 from volsched.framework.decisions import Bind
 from volsched.framework.registry import load_config
+from volsched.model.usage import NodeUsage
 
 MAX_IDLE = 10.0
 
@@ -102,6 +103,8 @@ CHANGES: list[tuple[str, Callable[[Any], object], bool, bool]] = [
         True,
     ),
     ("a stale event", lambda f: f.apply("Pod", {**f.state.raw_pods["default/a"]}), True, False),
+    ("new usage figures", lambda f: f.state.set_usage({"n1": NodeUsage(90.0, 50.0, 4990.0)}), False, True),
+    ("the same (no) usage figures", lambda f: f.state.set_usage({}), False, False),
 ]
 
 
@@ -192,6 +195,18 @@ def test_a_session_runs_after_the_safety_interval_even_when_nothing_changed() ->
     w.idle_clock.now += 0.5
     assert not w.cycle().skipped
     assert w.cycle().skipped  # and the interval counts from that session
+
+
+def test_new_usage_figures_make_the_next_session_run_and_the_same_figures_again_do_not() -> None:
+    w = World(node("n1", cpu="4"), pod("a"))
+    w.settle_idle()
+    figures = {"n1": NodeUsage(cpu=90.0, memory=50.0, measured_at=4990.0)}
+    w.feeder.state.set_usage(figures)  # load-aware placement has new figures: not to wait max_idle
+    assert not w.cycle().skipped
+    w.feeder.state.set_usage(dict(figures))
+    assert w.cycle().skipped
+    w.feeder.state.set_usage({"n1": NodeUsage(cpu=20.0, memory=50.0, measured_at=4995.0)})
+    assert not w.cycle().skipped
 
 
 def test_a_new_config_makes_the_next_session_run() -> None:

@@ -332,8 +332,12 @@ class ClusterState:
                 self._expire_avoid(now)
 
     def set_usage(self, usage: Mapping[str, NodeUsage]) -> None:
+        """New usage figures are a change (sessions place by them); the same figures again are not."""
+        fresh = dict(usage)
         with self._lock:
-            self.usage = dict(usage)
+            if fresh != self.usage:
+                self.usage = fresh
+                self.changes += 1
 
     def avoid_node(self, owner: str, node: str, *, until: float) -> None:
         """Pending pods of ``owner`` stay off ``node`` until ``until`` (a pod was moved off it)."""
