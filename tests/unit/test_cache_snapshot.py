@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,10 +19,13 @@ import pytest
 from tests.builders import node, pod, podgroup, priority_class, pv, pvc, queue
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
+from volsched.framework.config import SchedulerConfig
+from volsched.framework.decisions import EvictionReason
 from volsched.framework.registry import load_config
-from volsched.framework.runner import run_session
+from volsched.framework.runner import open_session, run_session
+from volsched.framework.statement import Statement
 from volsched.model.cluster import ClusterSnapshot, Job
-from volsched.model.vocabulary import PodGroupPhase, Task
+from volsched.model.vocabulary import PodGroupPhase, Task, TaskStatus
 
 Obj = dict[str, Any]
 NODES = [f"n{i}" for i in range(5)]
@@ -335,6 +339,70 @@ def test_what_a_snapshot_shares_with_the_cache_is_read_only() -> None:
     again = state.snapshot(now=5.0)
     assert again.nodes.idle is not snap.nodes.idle and again.jobs["default/g"] is not snap.jobs["default/g"]
     assert np.array_equal(again.nodes.idle, state.snapshot(now=5.0).nodes.idle)
+
+
+def preempting_cluster() -> ClusterState:
+    """Four low-priority pods fill n1; a high-priority pod waits for two of them to go."""
+    state = ClusterState()
+    for obj in [
+        node("n1", cpu="4"),
+        queue("q"),
+        priority_class("low", 1),
+        priority_class("high", 100),
+        podgroup("lo", ns="ns", queue="q", phase="Running", priority_class="low"),
+        *[pod(f"lo-{i}", ns="ns", group="lo", node="n1", priority_class="low") for i in range(4)],
+        podgroup("hi", ns="ns", queue="q", phase="Inqueue", priority_class="high"),
+        pod("hi-0", ns="ns", cpu="2", group="hi", priority_class="high"),
+    ]:
+        state.apply(obj)
+    return state
+
+
+PREEMPT = load_config(
+    text=(Path(__file__).resolve().parents[2] / "examples" / "reclaim-preempt-scheduler.yaml").read_text()
+)
+
+
+def test_snapshots_share_the_tasks_that_are_not_pending_and_copy_the_pending_ones() -> None:
+    state = preempting_cluster()
+    one, two = state.snapshot(now=5.0), state.snapshot(now=5.0)
+    bound = [k for k, t in one.jobs["ns/lo"].tasks.items() if two.jobs["ns/lo"].tasks[k] is t and t.shared]
+    assert len(bound) == 4
+    assert one.jobs["ns/hi"].tasks["ns/hi-0"] is not two.jobs["ns/hi"].tasks["ns/hi-0"]
+    assert not one.jobs["ns/hi"].tasks["ns/hi-0"].shared
+    assert one.nodes.tasks[0]["ns/lo-0"] is one.jobs["ns/lo"].tasks["ns/lo-0"]
+
+
+@pytest.mark.parametrize("config", [PREEMPT, load_config()], ids=["preempting", "default"])
+def test_a_session_leaves_the_tasks_other_snapshots_share_as_they_were(config: SchedulerConfig) -> None:
+    state = preempting_cluster()
+    before = digest(state.snapshot(now=5.0))
+    other = state.snapshot(now=5.0)
+    snap = state.snapshot(now=5.0)
+    result = run_session(snap, config)
+    if config is PREEMPT:  # the session evicted on its own copies
+        assert {e.pod for e in result.evictions} == {"ns/lo-2", "ns/lo-3"}
+        assert any(t.status is TaskStatus.RELEASING for t in snap.jobs["ns/lo"].tasks.values())
+        assert not any(t.shared for j in snap.jobs.values() for t in j.tasks.values())
+        assert not any(t.shared for held in snap.nodes.tasks for t in held.values())
+    assert digest(other) == before
+    assert digest(state.snapshot(now=5.0)) == before
+
+
+def test_a_session_refuses_to_change_a_task_other_snapshots_share() -> None:
+    state = preempting_cluster()
+    other = state.snapshot(now=5.0)
+    session = open_session(state.snapshot(now=5.0), load_config())  # its actions never evict
+    victim = session.jobs["ns/lo"].tasks["ns/lo-0"]
+    with pytest.raises(RuntimeError, match="share"):
+        Statement(session).evict(victim, reason=EvictionReason(action="test"))
+    assert victim.status is TaskStatus.RUNNING
+    assert other.jobs["ns/lo"].tasks["ns/lo-0"] is victim
+    session = open_session(state.snapshot(now=5.0), load_config(), may_evict=True)
+    own = session.jobs["ns/lo"].tasks["ns/lo-0"]
+    Statement(session).evict(own, reason=EvictionReason(action="test"))
+    assert own.status is TaskStatus.RELEASING and victim.status is TaskStatus.RUNNING
+    assert session.nodes.tasks[0]["ns/lo-0"] is own
 
 
 def test_deleted_objects_are_remembered_for_a_while_not_forever() -> None:

@@ -21,7 +21,7 @@ def test_evicting_a_failed_pod_releases_nothing_and_discard_restores_it():
     failed = pod("f", cpu="2", node="n1", owner="ReplicaSet/f")
     failed["status"] = {"phase": "Failed", "reason": "Evicted"}
     state.apply(failed)
-    session = open_session(state.snapshot(now=1.0), load_config())
+    session = open_session(state.snapshot(now=1.0), load_config(), may_evict=True)
     nodes = session.nodes
     before = (nodes.idle.copy(), nodes.incoming.copy(), nodes.incoming_tasks)
     task = session.jobs["default/replicaset-f"].tasks["default/f"]

@@ -63,6 +63,8 @@ def admitted_jobs(session: Session, *, best_effort: bool) -> dict[str, dict[str,
 @register_action
 class Allocate:
     name: ClassVar[str] = "allocate"
+    #: Whether it may evict running pods (a session whose actions never do shares its bound tasks).
+    evicts: ClassVar[bool] = False
 
     def execute(self, session: Session) -> None:
         queues: dict[str, dict[str, JobQueue]] = {

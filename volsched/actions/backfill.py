@@ -16,6 +16,8 @@ from volsched.framework.statement import Statement
 @register_action
 class Backfill:
     name: ClassVar[str] = "backfill"
+    #: Whether it may evict running pods (a session whose actions never do shares its bound tasks).
+    evicts: ClassVar[bool] = False
 
     def execute(self, session: Session) -> None:
         jobs = JobQueue(

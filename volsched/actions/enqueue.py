@@ -24,6 +24,8 @@ UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 @register_action
 class Enqueue:
     name: ClassVar[str] = "enqueue"
+    #: Whether it may evict running pods (a session whose actions never do shares its bound tasks).
+    evicts: ClassVar[bool] = False
 
     def execute(self, session: Session) -> None:
         pending: dict[str, list[Job]] = {}

@@ -44,6 +44,8 @@ from volsched.model.vocabulary import Task
 @register_action
 class Preempt:
     name: ClassVar[str] = "preempt"
+    #: Whether it may evict running pods (a session whose actions never do shares its bound tasks).
+    evicts: ClassVar[bool] = True
 
     def execute(self, session: Session) -> None:
         by_queue: dict[str, list[Job]] = {}

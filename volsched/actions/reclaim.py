@@ -62,6 +62,8 @@ from volsched.model.vocabulary import QueueSpec, Task
 @register_action
 class Reclaim:
     name: ClassVar[str] = "reclaim"
+    #: Whether it may evict running pods (a session whose actions never do shares its bound tasks).
+    evicts: ClassVar[bool] = True
 
     def execute(self, session: Session) -> None:
         by_queue: dict[str, JobQueue] = {}

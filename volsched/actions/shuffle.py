@@ -38,6 +38,8 @@ SHUFFLED = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED})
 @register_action
 class Shuffle:
     name: ClassVar[str] = "shuffle"
+    #: Whether it may evict running pods (a session whose actions never do shares its bound tasks).
+    evicts: ClassVar[bool] = True
 
     @staticmethod
     def check_arguments(args: Arguments) -> int:

@@ -11,9 +11,14 @@ task with its volumes' node affinity and its owner's avoided nodes filled in, it
 vector over the resource space, the resource names in use, and the node table with nothing held.
 An entry is reused while the cache still holds the very same task object (the object is the
 version) and what it was prepared from (claims, volumes, avoided nodes, the space) is unchanged.
-Every session still gets its own copies of the tasks, jobs and node arrays it may change; what it
-shares with the cache and with other snapshots (request vectors, the nodes' allocatable) is
-read-only, so no session can change the cache.
+Every session gets its own copies of the pending tasks, the jobs and the node arrays it may change.
+A task that is not pending (bound, running, finished: most of a busy cluster's) is copied once, with
+its request vector, and that copy is shared by every snapshot while the cache holds the same task
+(``Task.shared``): only an eviction changes such a task in a session, and a session whose actions
+may evict takes its own copies first (``ClusterSnapshot.thaw``). What a snapshot shares with the
+cache and with other snapshots (those tasks, request vectors, the nodes' allocatable) is read-only,
+and a session refuses to change a shared task, so no session can change the cache or another
+session's snapshot.
 
 No I/O happens here.
 """
@@ -36,7 +41,7 @@ from volsched.model.cluster import (
 )
 from volsched.model.resources import ResourceSpace, Vector
 from volsched.model.usage import NodeUsage
-from volsched.model.vocabulary import NodeSpec, PodGroupSpec, QueueSpec, Task, placement_key
+from volsched.model.vocabulary import NodeSpec, PodGroupSpec, QueueSpec, Task, TaskStatus, placement_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,12 +93,14 @@ def prepare(t: Task, view: View) -> Task:
 
 
 class _Entry:
-    __slots__ = ("prepared", "source", "vector")
+    __slots__ = ("prepared", "shared", "source", "vector")
 
     def __init__(self, source: Task, prepared: Task) -> None:
         self.source = source
         self.prepared = prepared
         self.vector: Vector | None = None
+        #: The task with its request vector, shared by every snapshot while it is not pending.
+        self.shared: Task | None = None
 
 
 def _same_objects(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -171,7 +178,7 @@ class SnapshotBuilder:
             if self._space is None or space.names != self._space.names:
                 self._space, self._table = space, None
                 for entry in self._entries.values():
-                    entry.vector = None
+                    entry.vector = entry.shared = None
             space = self._space
             if self._table is None or not _same_objects(view.nodes, self._nodes):
                 self._table = NodeTable(space, view.nodes.values())
@@ -180,10 +187,15 @@ class SnapshotBuilder:
             entries = self._entries
             for key in view.tasks:
                 entry = entries[key]
-                if entry.vector is None:
-                    entry.vector = request_vector(space, entry.prepared)
-                t = copy_task(entry.prepared)
-                t.request = entry.vector
+                t = entry.shared
+                if t is None:
+                    if entry.vector is None:
+                        entry.vector = request_vector(space, entry.prepared)
+                    t = copy_task(entry.prepared)
+                    t.request = entry.vector
+                    if t.status is not TaskStatus.PENDING:  # only a session's evictions change it
+                        t.shared = True
+                        entry.shared = t
                 tasks.append(t)
             table = self._table.fresh()
         return assemble_snapshot(

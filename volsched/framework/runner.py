@@ -9,18 +9,27 @@ recorded as data; the data goes along in ``SessionResult.rejections``.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 import numpy as np
 
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Event, PodGroupStatus, QueueStatus, SessionResult, render
 from volsched.framework.registry import make_actions, make_plugins
-from volsched.framework.session import Session
+from volsched.framework.session import Action, Session
 from volsched.model.cluster import ClusterSnapshot
 from volsched.model.vocabulary import PodGroupPhase, TaskStatus
 
 
-def open_session(snapshot: ClusterSnapshot, config: SchedulerConfig) -> Session:
+def open_session(
+    snapshot: ClusterSnapshot, config: SchedulerConfig, *, may_evict: bool | None = None
+) -> Session:
+    """A session on ``snapshot``. When it may evict (by default: when one of the config's actions
+    declares ``evicts``, or does not say), it takes its own copies of the tasks the snapshot shares."""
+    if may_evict is None:
+        may_evict = _may_evict(make_actions(config))
+    if may_evict:
+        snapshot.thaw()
     session = Session(snapshot, config, make_plugins(config))
     for plugin in session.plugins:
         session.timed(f"plugin:{plugin.name}:open", lambda p=plugin: p.on_session_open(session))  # type: ignore[misc]
@@ -37,12 +46,17 @@ def close_session(session: Session) -> SessionResult:
 
 def run_session(snapshot: ClusterSnapshot, config: SchedulerConfig) -> SessionResult:
     start = time.perf_counter()
-    session = open_session(snapshot, config)
-    for action in make_actions(config):
+    actions = make_actions(config)
+    session = open_session(snapshot, config, may_evict=_may_evict(actions))
+    for action in actions:
         session.timed(f"action:{action.name}", lambda a=action: a.execute(session))  # type: ignore[misc]
     result = close_session(session)
     result.timings["session"] = time.perf_counter() - start
     return result
+
+
+def _may_evict(actions: Iterable[Action]) -> bool:
+    return any(getattr(action, "evicts", True) for action in actions)
 
 
 def _phase(

@@ -63,6 +63,11 @@ class Session(NodeViews):
     # --- mutations (only Statement calls these) -------------------------------------------------------
 
     def _set_status(self, task: Task, status: TaskStatus) -> None:
+        if task.shared:
+            raise RuntimeError(
+                f"session changing task {task.key} that other snapshots share: open the session with "
+                "may_evict=True (its actions declare evicts)"
+            )
         job = self.jobs.get(task.job_key)
         old = task.status
         if job is not None:

@@ -239,6 +239,29 @@ class ClusterSnapshot:
     def namespace_weight(self, namespace: str) -> int:
         return self.namespace_weights.get(namespace, 1)
 
+    def thaw(self) -> None:
+        """Replace every shared task (``Task.shared``: other snapshots hold it too) with the snapshot's
+        own copy, in its job, on its node and among the foreign tasks, so that a session may change any
+        of them (evict it). Call it before anyone holds a task of this snapshot."""
+        own: dict[str, Task] = {}
+
+        def mine(t: Task) -> Task:
+            c = copy_task(t)
+            c.shared = False
+            own[c.key] = c
+            return c
+
+        for job in self.jobs.values():
+            tasks = job.tasks
+            for key, t in tasks.items():
+                if t.shared:
+                    tasks[key] = mine(t)
+        self.foreign_tasks = [mine(t) if t.shared else t for t in self.foreign_tasks]
+        for held in self.nodes.tasks:
+            for key, t in held.items():
+                if t.shared:
+                    held[key] = own[key]
+
     @property
     def total(self) -> Vector:
         return self.nodes.total()

@@ -153,6 +153,9 @@ class Task:
     ours: bool | None = None
     #: The controller owner a group-less pod's job is named after (see ``owner_group``), else None.
     owner_ref: OwnerRef | None = None
+    #: A snapshot's task that other snapshots share (read-only): a session changes only its own tasks
+    #: (see ``ClusterSnapshot.thaw``).
+    shared: bool = False
 
     @property
     def key(self) -> str:

@@ -1,0 +1,218 @@
+"""Benchmark: the fixed cost of a session in the steady state, many pods bound and a few arriving.
+
+The cache holds N nodes and M bound, running pods (fed as raw objects through a :class:`Feeder`, as the
+watches would: half in gangs of 8 with a PodGroup object, half owned by batch Jobs of 8 with no group,
+so the cache derives an owner PodGroup for each). Every cycle ~50 new pending pods arrive (5 gangs of 6
+with a PodGroup and 20 pods owned by Jobs of 4), the watch confirms the previous cycle's binds (the
+pods show their node and run), and one cycle runs (``volsched.cycle.run_cycle`` with the default
+config on a :class:`NullPort`: every bind succeeds). Sessions are about to run far more often than
+they place much, so what a cycle costs here is mostly what it costs to open, snapshot and close over
+everything cached.
+
+Prints, per grid point, the median over the measured cycles of the cycle's CPU and wall time and of
+every ``result.timings`` entry (snapshot, each plugin's open and close, each action, the apply step),
+in milliseconds, with the machine. Each grid point runs in a fresh process. The machine is shared:
+compare figures of one run.
+
+    python bench/bench_steady.py                          # 1,000 x 10,000 and 5,000 x 50,000
+    python bench/bench_steady.py --nodes 1000 --pods 10000 --cycles 10
+    python bench/bench_steady.py --nodes 1000 --pods 10000 --profile out.prof   # cProfile of the cycles
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+from machine import describe
+
+GRID = [(1_000, 10_000), (5_000, 50_000)]
+ARRIVING = 50  # new pending pods per cycle
+GANG_SIZE, GANGS = 6, 5  # of them, in gangs with a PodGroup object; the rest owned by Jobs of 4
+JOB_SIZE = 4
+
+
+def raw_node(i: int) -> dict[str, Any]:
+    return {
+        "kind": "Node",
+        "metadata": {
+            "name": f"node-{i:05d}",
+            "resourceVersion": "1",
+            "labels": {"kubernetes.io/hostname": f"node-{i:05d}", "zone": f"z{i % 4}"},
+        },
+        "status": {
+            "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def raw_pod(
+    name: str, *, namespace: str, group: str | None, owner: str | None, node: str | None, rv: int
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "uid": f"uid-{namespace}-{name}",
+        "resourceVersion": str(rv),
+        "creationTimestamp": "2026-01-01T00:00:00Z",
+        "labels": {"app": group or owner or name},
+        "annotations": {"scheduling.k8s.io/group-name": group} if group else {},
+    }
+    if owner:
+        meta["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": owner, "uid": f"u-{owner}", "controller": True}
+        ]
+    spec: dict[str, Any] = {
+        "schedulerName": "volsched",
+        "containers": [
+            {
+                "name": "main",
+                "image": "busybox:1.36",
+                "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
+            }
+        ],
+    }
+    status: dict[str, Any] = {"phase": "Pending"}
+    if node:
+        spec["nodeName"] = node
+        status = {"phase": "Running", "startTime": "2026-01-01T00:00:05Z"}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+
+
+def raw_podgroup(name: str, *, namespace: str, min_member: int, phase: str | None = None) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "scheduling.volsched.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace, "resourceVersion": "5"},
+        "spec": {"minMember": min_member, "queue": "default"},
+    }
+    if phase:
+        obj["status"] = {"phase": phase}
+    return obj
+
+
+def one(nodes: int, pods: int, cycles: int, profile: str | None) -> dict[str, Any]:
+    from volsched.cache.feeder import Feeder
+    from volsched.cache.state import ClusterState
+    from volsched.cycle import BOUND, NullPort, run_cycle
+    from volsched.framework.registry import load_config
+
+    config = load_config()  # the default: enqueue, allocate, backfill
+    state = ClusterState()
+    feeder = Feeder(state)
+    for i in range(nodes):
+        feeder.apply("Node", raw_node(i))
+    for i in range(pods):
+        ns, gang = f"ns{(i // 8) % 16}", f"b{i // 8}"
+        node = f"node-{i % nodes:05d}"
+        if (i // 8) % 2 == 0:
+            if i % 8 == 0:
+                feeder.apply("PodGroup", raw_podgroup(gang, namespace=ns, min_member=8, phase="Running"))
+            pod = raw_pod(f"p-{i:06d}", namespace=ns, group=gang, owner=None, node=node, rv=100 + i)
+        else:
+            pod = raw_pod(f"p-{i:06d}", namespace=ns, group=None, owner=gang, node=node, rv=100 + i)
+        feeder.apply("Pod", pod)
+    port = NullPort()
+    rv = 10_000_000
+    arrived: dict[str, dict[str, Any]] = {}
+    confirm: dict[str, str] = {}
+    rows: list[dict[str, float]] = []
+    profiler = None
+    for c in range(cycles + 2):  # two warm-up cycles: the first snapshot builds everything
+        # The watch confirms the last cycle's binds: the pods show their node and run.
+        for key, node in confirm.items():
+            pod = arrived.pop(key)
+            rv += 1
+            pod["metadata"]["resourceVersion"] = str(rv)
+            pod["spec"] = {**pod["spec"], "nodeName": node}
+            pod["status"] = {"phase": "Running", "startTime": "2026-01-01T00:00:05Z"}
+            feeder.apply("Pod", pod)
+        for g in range(GANGS):
+            ns, gang = f"ns{g}", f"new-{c}-{g}"
+            feeder.apply("PodGroup", raw_podgroup(gang, namespace=ns, min_member=GANG_SIZE))
+            for k in range(GANG_SIZE):
+                rv += 1
+                pod = raw_pod(f"{gang}-{k}", namespace=ns, group=gang, owner=None, node=None, rv=rv)
+                arrived[f"{ns}/{gang}-{k}"] = pod
+                feeder.apply("Pod", pod)
+        for k in range(ARRIVING - GANGS * GANG_SIZE):
+            ns, owner = f"ns{k % 16}", f"newjob-{c}-{k // JOB_SIZE}"
+            rv += 1
+            pod = raw_pod(f"{owner}-{k % JOB_SIZE}", namespace=ns, group=None, owner=owner, node=None, rv=rv)
+            arrived[f"{ns}/{owner}-{k % JOB_SIZE}"] = pod
+            feeder.apply("Pod", pod)
+        if c == 2 and profile:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            profiler.enable()
+        wall, cpu = time.perf_counter(), time.process_time()
+        report = run_cycle(feeder, config, port, now=1000.0 + c)
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        confirm = {b.bind.pod: b.bind.node for b in report.binds if b.result == BOUND}
+        if c < 2:
+            continue
+        row = {"cycle_cpu": cpu, "cycle_wall": wall, **report.result.timings, "bound": len(confirm)}
+        rows.append(row)
+    if profiler is not None and profile:
+        profiler.disable()
+        profiler.dump_stats(profile)
+    keys = list(rows[0])
+    med = {k: statistics.median(r.get(k, 0.0) for r in rows) for k in keys}
+    return {"nodes": nodes, "pods": pods, "cycles": cycles, "cached": len(state.tasks), "median": med}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--nodes", type=int)
+    parser.add_argument("--pods", type=int)
+    parser.add_argument("--cycles", type=int, default=7)
+    parser.add_argument("--profile", help="write a cProfile of the measured cycles here (one grid point)")
+    parser.add_argument("--json", action="store_true", help="one grid point, as JSON (used by the grid)")
+    args = parser.parse_args()
+    if args.json or args.profile:
+        print(json.dumps(one(args.nodes, args.pods, args.cycles, args.profile)))
+        return
+    grid = [(args.nodes, args.pods)] if args.nodes and args.pods else GRID
+    import numpy
+
+    print(describe(f"numpy {numpy.__version__}"))
+    for nodes, pods in grid:
+        cmd = [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--json",
+            "--nodes",
+            str(nodes),
+            "--pods",
+            str(pods),
+        ]
+        cmd += ["--cycles", str(args.cycles)]
+        r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+        m = r["median"]
+        print(
+            f"{nodes:>6} nodes x {pods:>6} bound pods (+{ARRIVING} arriving a cycle, median of {r['cycles']} "
+            f"cycles): cycle {1000 * m['cycle_cpu']:.1f} ms cpu, {1000 * m['cycle_wall']:.1f} ms wall; "
+            f"{m['bound']:.0f} bound a cycle"
+        )
+        parts = [(k, v) for k, v in m.items() if k not in ("cycle_cpu", "cycle_wall", "bound", "session")]
+        parts.sort(key=lambda kv: -kv[1])
+        print(
+            "    session "
+            + f"{1000 * m.get('session', 0.0):.1f} ms; "
+            + ", ".join(f"{k} {1000 * v:.1f}" for k, v in parts if v >= 0.0005),
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
