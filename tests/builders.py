@@ -385,6 +385,14 @@ def simulate_objects(
     return Simulator(docs, conf).run(sessions)
 
 
+def owner_group(data: dict[str, Any], owner: str, *, ns: str = "default") -> dict[str, Any]:
+    """The ``-o json`` PodGroup that stands for ``owner`` ("Job train"), named ``podgroup-<its uid>``."""
+    [group] = [
+        g for k, g in data["podgroups"].items() if k.startswith(f"{ns}/podgroup-") and g["owner"] == owner
+    ]
+    return group  # type: ignore[no-any-return]
+
+
 def placed(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
     """Pods with a node, ``{"ns/name": node}``, optionally only those whose key starts with ``prefix``."""
     return {k: v["node"] for k, v in data["pods"].items() if v["node"] and k.startswith(prefix)}

@@ -89,10 +89,12 @@ def render_simulation(data: Mapping[str, Any], console: Console) -> None:
 
     if data["podgroups"]:
         groups = Table(title="PodGroups", title_justify="left")
-        for col in ("podgroup", "queue", "phase", "minMember", "scheduled"):
+        for col in ("podgroup", "owner", "queue", "phase", "minMember", "scheduled"):
             groups.add_column(col)
         for key, g in data["podgroups"].items():
-            groups.add_row(key, g["queue"], g["phase"], str(g["minMember"]), str(g["scheduled"]))
+            groups.add_row(
+                key, g.get("owner") or "", g["queue"], g["phase"], str(g["minMember"]), str(g["scheduled"])
+            )
         console.print(groups)
 
     by_node: dict[str, list[str]] = {}

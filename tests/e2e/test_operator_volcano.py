@@ -160,7 +160,8 @@ def test_a_jobs_pods_without_a_podgroup_get_one_owned_by_the_job(k: Kube, start_
     ns = k.namespace("owners")
     batch = client.BatchV1Api(k.api)
 
-    def owned_pods(job_name: str, count: int, cpu: str, min_member: int) -> None:
+    def owned_pods(job_name: str, count: int, cpu: str, min_member: int) -> str:
+        """Returns the name of the Job's PodGroup: podgroup-<its uid>, as Volcano names it."""
         job = batch.create_namespaced_job(ns, _job(job_name))
         ref = {"apiVersion": "batch/v1", "kind": "Job", "name": job_name, "uid": job.metadata.uid,
                "controller": True, "blockOwnerDeletion": True}  # fmt: skip
@@ -169,17 +170,18 @@ def test_a_jobs_pods_without_a_podgroup_get_one_owned_by_the_job(k: Kube, start_
             p["metadata"]["ownerReferences"] = [ref]
             p["metadata"]["annotations"] = {"scheduling.volsched.io/min-member": str(min_member)}
             k.pods(ns, p)
+        return f"podgroup-{job.metadata.uid}"
 
-    owned_pods("train", 3, "1", 3)
-    owned_pods("wide", 3, "1500m", 3)  # a gang of three that does not fit once train runs
+    train = owned_pods("train", 3, "1", 3)
+    wide_name = owned_pods("wide", 3, "1500m", 3)  # a gang of three that does not fit once train runs
     op = start_operator("--volcano-check-every", "1")
 
     bound = wait_for(lambda: len(k.bound(ns)) >= 3 and k.bound(ns), 30, what="the train gang bound")
     assert sorted(bound) == [f"{ns}/train-{i}" for i in range(3)]
     pg = wait_for(
         lambda: (
-            (k.get_podgroup(ns, "job-train").get("status") or {}).get("phase") == "Running"
-            and k.get_podgroup(ns, "job-train")
+            (k.get_podgroup(ns, train).get("status") or {}).get("phase") == "Running"
+            and k.get_podgroup(ns, train)
         ),
         20,
         what="the PodGroup created for the Job, with its status",
@@ -189,7 +191,7 @@ def test_a_jobs_pods_without_a_podgroup_get_one_owned_by_the_job(k: Kube, start_
     assert (owner["kind"], owner["name"], owner["uid"]) == (
         "Job", "train", batch.read_namespaced_job("train", ns).metadata.uid,
     )  # fmt: skip
-    wide = wait_for(lambda: k.get_podgroup(ns, "job-wide"), 20, what="the second Job's PodGroup")
+    wide = wait_for(lambda: k.get_podgroup(ns, wide_name), 20, what="the second Job's PodGroup")
     assert wide["spec"]["minMember"] == 3
     assert len(k.bound(ns)) == 3  # the wide gang waits whole
     assert "install Volcano's CRDs and restart volsched" in op.log()

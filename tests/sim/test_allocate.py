@@ -42,6 +42,7 @@ def test_a_gang_that_fits_starts_and_its_extra_members_fill_in():
         "minMember": 2,
         "scheduled": 4,
         "reason": None,  # running: nothing to say
+        "owner": None,  # a PodGroup object, not one standing for a controller owner
     }
 
 

@@ -40,6 +40,7 @@ def test_json_output_follows_the_contract(tmp_path, capsys):
         "minMember": 1,
         "scheduled": 1,
         "reason": None,  # running: nothing to say
+        "owner": None,  # a PodGroup object, not one standing for a controller owner
     }
     q1 = data["queues"]["q1"]
     assert set(q1) >= {

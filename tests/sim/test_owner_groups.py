@@ -7,14 +7,15 @@ from typing import Any
 
 import pytest
 
-from tests.builders import batch_job, count_placed, node, pod, podgroup, queue, run
+from tests.builders import batch_job, count_placed, node, owner_group, pod, podgroup, queue, run
 
 MIN = "scheduling.volsched.io/min-member"
 
 
-def test_a_jobs_pods_are_one_podgroup_named_after_the_job() -> None:
+def test_a_jobs_pods_are_one_podgroup_named_after_the_jobs_uid() -> None:
     data = run([node("n1", cpu="8"), batch_job("train", parallelism=3)])
-    pg = data["podgroups"]["default/job-train"]
+    [(key, pg)] = data["podgroups"].items()
+    assert key.startswith("default/podgroup-") and pg == owner_group(data, "Job train")
     assert (pg["minMember"], pg["queue"], pg["phase"]) == (1, "default", "Running")
     assert count_placed(data, "default/train") == 3
 
@@ -32,13 +33,19 @@ def test_the_min_member_annotation_makes_the_owners_pods_a_gang(
 ) -> None:
     data = run([node("n1", cpu="3"), batch_job("mpi", parallelism=4, annotations={MIN: min_member})])
     assert count_placed(data, "default/mpi") == placed
-    assert data["podgroups"]["default/job-mpi"]["phase"] == phase
+    assert owner_group(data, "Job mpi")["phase"] == phase
 
 
 def test_the_gang_that_waits_says_why_in_numbers() -> None:
     data = run([node("n1", cpu="3"), batch_job("mpi", parallelism=4, annotations={MIN: "4"})])
-    reason = data["podgroups"]["default/job-mpi"]["reason"]
+    reason = owner_group(data, "Job mpi")["reason"]
     assert reason and "4" in reason and "3" in reason
+
+
+def test_a_gang_standing_for_an_owner_is_named_by_its_owner_in_messages() -> None:
+    data = run([node("n1", cpu="3"), batch_job("mpi", parallelism=2, annotations={MIN: "4"})])
+    reason = owner_group(data, "Job mpi")["reason"]
+    assert reason.startswith("gang podgroup-") and "(Job mpi): 2 pod(s) exist, minMember is 4" in reason
 
 
 @pytest.mark.parametrize(
@@ -52,7 +59,7 @@ def test_the_queue_annotation_on_the_template_names_the_owners_queue(annotation:
             batch_job("etl", parallelism=2, annotations={annotation: "team-a"}),
         ]
     )
-    assert data["podgroups"]["default/job-etl"]["queue"] == "team-a"
+    assert owner_group(data, "Job etl")["queue"] == "team-a"
     assert data["queues"]["team-a"]["allocated"] == {"cpu": 2, "pods": 2}
 
 
@@ -91,6 +98,6 @@ def test_pods_of_another_scheduler_get_no_podgroup() -> None:
 @pytest.mark.parametrize("value", ["not-a-number", "0", "-2"])
 def test_a_bad_min_member_annotation_is_reported_on_the_pod_and_counts_as_1(value: str) -> None:
     data = run([node("n1", cpu="3"), batch_job("mpi", parallelism=2, annotations={MIN: value})])
-    assert data["podgroups"]["default/job-mpi"]["minMember"] == 1
+    assert owner_group(data, "Job mpi")["minMember"] == 1
     events = [e for e in data["events"] if e["reason"] == "InvalidMinMember"]
     assert len(events) == 1 and repr(value) in events[0]["message"]

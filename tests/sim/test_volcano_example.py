@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.builders import owner_group
 from volsched.cli import main
 
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "volcano-spark.yaml")
@@ -28,7 +29,7 @@ def test_the_spark_gang_runs_in_its_volcano_queue_and_the_job_waits_for_the_queu
     assert len(spark) == 3 and all(spark.values())
     assert data["podgroups"]["analytics/spark-pi-pg"]["phase"] == "Running"
     assert data["queues"]["spark"]["allocated"]["cpu"] == 3
-    report = data["podgroups"]["analytics/job-report"]
+    report = owner_group(data, "Job report", ns="analytics")
     assert (report["queue"], report["minMember"], report["phase"]) == ("spark", 2, "Pending")
     assert "realCapability 6" in report["reason"]  # the Volcano Queue's capability, in numbers
     assert not [k for k, v in data["pods"].items() if "report" in k and v["node"]]  # the gang waits whole

@@ -35,7 +35,7 @@ def _fit_key(task: Task) -> tuple[object, ...]:
 
 def gang_message(job: Job, reason: Status | None, *, action: str) -> Status:
     """Why a gang was not placed: how far it got, then why its last task did not fit."""
-    head = f"gang {job.name}: {job.ready_count}/{job.min_member} tasks could be placed (minMember {job.min_member})"
+    head = f"gang {job.title}: {job.ready_count}/{job.min_member} tasks could be placed (minMember {job.min_member})"
     return reason.about(head) if reason else Status(Code.UNSCHEDULABLE, action, (head,))
 
 

@@ -409,7 +409,7 @@ class ClusterState:
                         f"Pod {first.key}",
                         "InvalidMinMember",
                         f"annotation {MIN_MEMBER_ANNOTATION} {raw!r} is not a whole number >= 1; "
-                        f"PodGroup {first.owner_ref.group_name} takes minMember 1",
+                        f"PodGroup {first.owner_ref.group_name} ({first.owner_ref.title}) takes minMember 1",
                     )
                 )
             out.append(

@@ -148,6 +148,8 @@ class PodGroupStatus:
     scheduled: int
     #: Why the gang is not (fully) running, if it is not, as data.
     rejections: tuple[Status, ...] = ()
+    #: The controller owner a PodGroup stands for (``Job train``; its name is ``podgroup-<uid>``), else "".
+    owner: str = ""
 
     @property
     def unschedulable(self) -> str | None:

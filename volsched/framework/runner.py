@@ -103,6 +103,7 @@ def _render_status(session: Session) -> dict[str, PodGroupPhase]:
             rejections=tuple(session.job_errors.get(job.key, ()))
             if phase is not PodGroupPhase.RUNNING
             else (),
+            owner=job.podgroup.owner.title if job.podgroup.owner is not None else "",
         )
     by_queue = session.jobs_by_queue()
     for name, spec in sorted(session.queues.items()):

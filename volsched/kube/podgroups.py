@@ -2,7 +2,8 @@
 
 * A workload whose pods name no PodGroup but have a controller owner (a Job, JobSet, ReplicaSet,
   StatefulSet...) is one job per owner (``ClusterState.derived_podgroups``). The operator creates the
-  PodGroup that stands for it, named after the owner (``<kind>-<name>``) with an ownerReference to it,
+  PodGroup that stands for it, named after the owner's UID (``podgroup-<uid>``, as Volcano names it)
+  with an ownerReference to it,
   so that ``kubectl get podgroups`` shows the workload and the garbage collector deletes the PodGroup
   with its owner.
 * A Volcano PodGroup or Queue shadowed by volsched's object of the same name gets one Warning event

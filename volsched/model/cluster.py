@@ -167,6 +167,12 @@ class Job:
     def ready_count(self) -> int:
         return self.ready
 
+    @property
+    def title(self) -> str:
+        """How messages name the job: its name, and for an owner's PodGroup the owner (``Job train``)."""
+        owner = self.podgroup.owner if self.podgroup is not None else None
+        return f"{self.name} ({owner.title})" if owner is not None else self.name
+
     def count_status(self, old: TaskStatus | None, new: TaskStatus) -> None:
         """Move one task from status ``old`` (None: a new task) to ``new`` in the counters."""
         c = self.status_count

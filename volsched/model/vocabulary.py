@@ -182,8 +182,18 @@ class OwnerRef:
 
     @property
     def group_name(self) -> str:
-        """The name of the PodGroup that stands for the owner's pods: ``<kind>-<name>``, lower case."""
+        """The name of the PodGroup that stands for the owner's pods: ``podgroup-<owner uid>``, as
+        Volcano names it. Keyed by the UID, two owners never share one (not two kinds of one name, not
+        a pod or PodGroup named like ``<kind>-<name>``, not an owner deleted and created again); an
+        owner reference without a UID (hand-written input) gives ``<kind>-<name>``, lower case."""
+        if self.uid:
+            return f"podgroup-{self.uid}"[:253]
         return f"{self.kind.lower()}-{self.name}"[:253]
+
+    @property
+    def title(self) -> str:
+        """How messages name the owner: ``Job train``."""
+        return f"{self.kind} {self.name}"
 
 
 def queue_annotation(annotations: Mapping[str, str]) -> str | None:

@@ -24,7 +24,7 @@ class Gang(BasePlugin):
     def on_session_open(self, session: ExtensionPoints) -> None:
         def valid(job: Job) -> str | None:
             if job.valid_count < job.min_member:
-                return f"gang {job.name}: {job.valid_count} pod(s) exist, minMember is {job.min_member}"
+                return f"gang {job.title}: {job.valid_count} pod(s) exist, minMember is {job.min_member}"
             return None
 
         def ready(job: Job) -> bool:

@@ -54,6 +54,7 @@ def session_json(last: SessionResult) -> dict[str, Any]:
             "minMember": s.min_member,
             "scheduled": s.scheduled,
             "reason": s.unschedulable,
+            "owner": s.owner or None,
         }
         for key, s in sorted(last.podgroups.items())
     }

@@ -16,6 +16,7 @@ once:
 from __future__ import annotations
 
 import copy
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -29,6 +30,19 @@ from volsched.model.vocabulary import Task, TaskStatus
 from volsched.simulate.documents import iso
 
 Raw = Mapping[str, Any]
+
+#: The simulator's Jobs without a metadata.uid get one derived from their namespace and name.
+_JOB_UIDS = uuid.UUID("6c0f5c1e-8d0a-4a59-9f57-5d2f4b7c9a10")
+
+
+def job_uid(job: Raw) -> str:
+    """The Job's UID, as its pods' owner reference names it (their PodGroup is ``podgroup-<uid>``):
+    its own, else one derived from its namespace and name (the same in every run)."""
+    meta = job.get("metadata") or {}
+    uid = meta.get("uid")
+    if uid:
+        return str(uid)
+    return str(uuid.uuid5(_JOB_UIDS, f"{meta.get('namespace') or 'default'}/{meta.get('name')}"))
 
 
 class MemoryPort:
@@ -90,7 +104,15 @@ class MemoryPort:
                 "labels": {**(tmeta.get("labels") or {}), "job-name": name},
                 "annotations": dict(tmeta.get("annotations") or {}),
                 "creationTimestamp": created,
-                "ownerReferences": [{"kind": "Job", "name": name, "controller": True}],
+                "ownerReferences": [
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "name": name,
+                        "uid": job_uid(job),
+                        "controller": True,
+                    }
+                ],
             },
             "spec": template["spec"],
             "status": {"phase": "Pending"},
