@@ -102,6 +102,8 @@ CASES: list[tuple[str, list[str], Any]] = [
     ("replicas", ["--set", "replicas=3"], lambda o: _one(o, "Deployment")["spec"]["replicas"] == 3),
     ("period", ["--set", "period=2.5"],
      lambda o: _container(o)["args"][-2:] == ["--period", "2.5"]),
+    ("minimum gap between woken sessions", ["--set", "minGap=0.05"],
+     lambda o: _container(o)["args"][-4:] == ["--min-gap", "0.05", "--period", "1"]),
     ("http port", ["--set", "httpPort=9090"],
      lambda o: _container(o)["args"][-2:] == ["--metrics-port", "9090"]
      and _container(o)["ports"] == [{"name": "http", "containerPort": 9090}]
@@ -181,6 +183,8 @@ BAD_VALUES = [
     (["--set", "replica=3"], "additional properties 'replica' not allowed"),  # a typo is not ignored
     (["--set", "period=0"], "/period"),
     (["--set", "period=abc"], "/period"),
+    (["--set", "minGap=-1"], "/minGap"),
+    (["--set", "minGap=soon"], "/minGap"),
     (["--set", "httpPort=70000"], "/httpPort"),
     (["--set", "image.pullPolicy=Sometimes"], "/image/pullPolicy"),
     (["--set", "defaultQueue.weight=0"], "/defaultQueue/weight"),

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from volsched.cache.doorbell import ARRIVED, FREED, Doorbell
 from volsched.cache.snapshots import SnapshotBuilder, View
 from volsched.cache.volcano import (
     VOLCANO_PODGROUP,
@@ -48,11 +49,13 @@ from volsched.model.vocabulary import (
     DEFAULT_QUEUE,
     DEFAULT_SCHEDULER_NAMES,
     MIN_MEMBER_ANNOTATION,
+    NODE_HOLDING_STATUSES,
     NodeSpec,
     PodGroupPhase,
     PodGroupSpec,
     QueueSpec,
     Task,
+    TaskStatus,
     default_queue,
     queue_annotation,
 )
@@ -135,6 +138,9 @@ class ClusterState:
         #: event that only confirms an assumed bind: equal counts, nothing new to decide on (a skipped
         #: session, see ``volsched.cycle.IdleSkip``). Usage metrics do not count (time-based inputs).
         self.changes = 0
+        #: Rung by the changes a session would act on soon (a pod of ours pending, capacity freed, an
+        #: object a waiting pod may need changed): the operator's session loop runs a session soon.
+        self.doorbell = Doorbell()
 
     # --- events ---------------------------------------------------------------------------------------
 
@@ -145,17 +151,21 @@ class ClusterState:
         counted in ``changes`` unless the event shows more: another status, labels or annotations)."""
         kind = obj.get("kind")
         warning: str | None = None
+        ring: str | None = FREED  # the few kinds below that say otherwise
         with self._lock:
             if not confirming:
                 self.changes += 1
             if kind == "Node":
                 spec = build_node(obj)
+                ring = FREED if self.nodes.get(spec.name) != spec else None  # not a heartbeat
                 self.nodes[spec.name] = spec
             elif kind == "Pod":
                 task = self._build_task(obj)
                 key = task.key  # one string for every table (Task.key makes a new one each time)
-                if confirming and not _same_but_confirmed(self.tasks.get(key), task):
+                old = self.tasks.get(key)
+                if confirming and not _same_but_confirmed(old, task):
                     self.changes += 1  # the event shows more than the bind (the pod finished, say)
+                ring = _pod_ring(old, task)
                 self.raw_pods[key] = obj
                 self.tasks[key] = task
                 pod_spec = obj.get("spec") or {}
@@ -165,20 +175,24 @@ class ClusterState:
                     self._by_class.pop(key, None)
             elif kind == "PodGroup":
                 pg = build_podgroup(obj)
+                ring = FREED if self._own.get(("PodGroup", pg.key)) != pg else None  # not our status
                 self._own[("PodGroup", pg.key)] = pg
                 self._resolve("PodGroup", pg.key)
             elif kind == "Queue":
                 q = build_queue(obj)
+                ring = FREED if self._own.get(("Queue", q.name)) != q else None
                 self._own[("Queue", q.name)] = q
                 self._own_queue_uids[q.name] = str((obj.get("metadata") or {}).get("uid") or "")
                 self._resolve("Queue", q.name)
             elif kind == VOLCANO_PODGROUP:
                 pg = build_volcano_podgroup(obj)
+                ring = FREED if self._volcano.get(("PodGroup", pg.key)) != pg else None
                 self._volcano[("PodGroup", pg.key)] = pg
                 self.volcano_uids[("PodGroup", pg.key)] = pg.uid
                 self._resolve("PodGroup", pg.key)
             elif kind == VOLCANO_QUEUE:
                 q = build_volcano_queue(obj)
+                ring = FREED if self._volcano.get(("Queue", q.name)) != q else None
                 self._volcano[("Queue", q.name)] = q
                 self.volcano_uids[("Queue", q.name)] = str((obj.get("metadata") or {}).get("uid") or "")
                 self._resolve("Queue", q.name)
@@ -211,6 +225,8 @@ class ClusterState:
                 self._refresh_priorities()
             else:
                 raise InputError(f"unknown kind {kind!r}; known kinds: {', '.join(KINDS)}")
+        if ring is not None:
+            self.doorbell.ring(ring)
         return warning
 
     def queue_uid(self, name: str) -> str | None:
@@ -247,14 +263,17 @@ class ClusterState:
 
     def delete(self, kind: str, namespace: str | None, name: str) -> None:
         key = f"{namespace}/{name}" if namespace else name
+        ring: str | None = FREED  # the few kinds below that say otherwise
         with self._lock:
             self.changes += 1
             if kind == "Node":
+                ring = None  # capacity lost: nothing new fits
                 self.nodes.pop(name, None)
                 self.usage.pop(name, None)
             elif kind == "Pod":
                 self.raw_pods.pop(key, None)
-                self.tasks.pop(key, None)
+                old = self.tasks.pop(key, None)
+                ring = FREED if _holds_node(old) else None
                 self._by_class.pop(key, None)
             elif kind == "PodGroup":
                 self._own.pop(("PodGroup", key), None)
@@ -284,6 +303,8 @@ class ClusterState:
                 self.priority_classes.pop(name, None)
                 self._global_default.pop(name, None)
                 self._refresh_priorities()
+        if ring is not None:
+            self.doorbell.ring(ring)
 
     def _refresh_priorities(self) -> None:
         """After a PriorityClass event: the priority of every pod that takes it from a class (or the
@@ -492,6 +513,21 @@ def _same_but_confirmed(old: Task | None, new: Task) -> bool:
         and old.labels == new.labels
         and old.annotations == new.annotations
     )
+
+
+def _holds_node(task: Task | None) -> bool:
+    return task is not None and bool(task.node_name) and task.status in NODE_HOLDING_STATUSES
+
+
+def _pod_ring(old: Task | None, new: Task) -> str | None:
+    """What the doorbell hears of a pod event (``old``: the task the cache held): a pod of ours that is
+    pending and was not (new, recreated, or back from an assumed bind that expired) has arrived; a pod
+    that held a node and no longer does (it finished) freed capacity; anything else is not news."""
+    if new.status is TaskStatus.PENDING and not new.node_name and new.schedulable_by_us:
+        if old is None or old.uid != new.uid or old.status is not TaskStatus.PENDING:
+            return ARRIVED
+        return None
+    return FREED if _holds_node(old) and not _holds_node(new) else None
 
 
 def _age(t: Task) -> tuple[float, str]:

@@ -5,7 +5,9 @@
   other kinds (namespaces, resourcequotas, priorityclasses, persistentvolumes and their claims, queues,
   podgroups, and Volcano's when served). All feed a :class:`~volsched.cache.feeder.Feeder`, after one
   full listing, so the first session sees the whole cluster.
-* Every ``session.period`` seconds the leader (a coordination.k8s.io Lease) runs one cycle
+* Every ``session.period`` seconds, and ``session.min_gap`` after the last one when the cache's doorbell
+  rings (a pod of ours arrived; capacity freed while pods wait: :mod:`~volsched.operator.pacing`),
+  the leader (a coordination.k8s.io Lease) runs one cycle
   (:func:`~volsched.cycle.run_cycle`, the simulator's too) behind a background
   :class:`~volsched.kube.port.KubePort`: binds are assumed in the cache when decided and sent by the
   port's workers while the next session already plans on them; their outcomes are settled by a later
@@ -20,8 +22,8 @@
 This module is the replica's lifecycle (:class:`Operator`: watches, prelist, Lease, the session loop,
 shutdown) and :func:`main`. Its parts live beside it: :mod:`~volsched.operator.settings` (the settings
 dataclasses and ``volsched run``'s command line), :mod:`~volsched.operator.metrics` (the Prometheus
-series), :mod:`~volsched.operator.http` (the HTTP server) and :mod:`~volsched.operator.reload` (the
-ConfigMap reload). It decides nothing itself: the engine schedules, ``volsched.kube`` writes.
+series), :mod:`~volsched.operator.http` (the HTTP server), :mod:`~volsched.operator.pacing` (when the
+next session runs) and :mod:`~volsched.operator.reload` (the ConfigMap reload). It decides nothing itself: the engine schedules, ``volsched.kube`` writes.
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ from volsched.kube.watch import ListWatch
 from volsched.kube.writer import KubeWriter
 from volsched.operator.http import HttpServer, health_problem
 from volsched.operator.metrics import Metrics
+from volsched.operator.pacing import Pacer
 from volsched.operator.reload import ConfigReloader
 from volsched.operator.settings import Settings, build_parser, settings_from_args
 from volsched.redaction import install_log_redaction
@@ -161,6 +164,8 @@ class Operator:
         #: Skips sessions that would decide nothing new (none with ``session.max_idle`` 0).
         self.idle = IdleSkip(max_idle=settings.session.max_idle) if settings.session.max_idle > 0 else None
         self.last_result: SessionResult | None = None
+        #: The last session left pods of ours pending: capacity freeing calls for a session then.
+        self.waiting = False
         self.ui = LiveState()  # what the /ui dashboard shows
         self._problems: dict[str, str] = {}
         self.http = HttpServer(
@@ -373,6 +378,7 @@ class Operator:
             log.debug("session skipped: nothing changed since the last one, which decided nothing")
             return report.result, report
         result = report.result
+        self.waiting = bool(result.unschedulable)
         self._log_problems(result)
         for error in [] if self.health.down else report.errors[:5]:
             log.warning("%s", error)
@@ -433,22 +439,50 @@ class Operator:
                 loop.add_signal_handler(sig, self._signal_stop.set)
 
     async def session_loop(self, stop: asyncio.Event) -> None:
-        """A session every period while leading; a follower reads the Lease every ``lease.retry_every``
-        and runs its first session as soon as it acquires it."""
-        period = self.settings.session.period
-        while not stop.is_set():
-            started = time.monotonic()
-            try:
-                await asyncio.to_thread(self.run_once)
-            except Exception as exc:
-                if is_unreachable(exc):
-                    self.health.failed("session", exc)
-                else:
-                    log.exception("session failed; the next one runs in %.1fs", period)
-            self.last_tick = time.monotonic()
-            wait = period if self.lease.is_leader else min(period, self.settings.lease.retry_every)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=max(0.0, wait - (time.monotonic() - started)))
+        """A session every period while leading, and sooner when the cache's doorbell rings (a pod of
+        ours arrived; capacity freed while pods wait), at least ``session.min_gap`` after the last one
+        ended (see :class:`~volsched.operator.pacing.Pacer`). One session at a time; ``stop`` ends the
+        wait at once. A follower reads the Lease every ``lease.retry_every`` and runs its first session
+        as soon as it acquires it; the doorbell does not call it."""
+        s = self.settings.session
+        pacer = Pacer(period=s.period, min_gap=s.min_gap)
+        loop = asyncio.get_running_loop()
+        nudge = asyncio.Event()  # a hint to look again: the doorbell itself says what rang
+
+        def rang() -> None:  # on a watch thread
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+                loop.call_soon_threadsafe(nudge.set)
+
+        bell = self.state.doorbell
+        bell.listen(rang)
+        try:
+            while not stop.is_set():
+                started = time.monotonic()
+                bell.take()  # what rings from now on calls for the next session
+                try:
+                    await asyncio.to_thread(self.run_once)
+                except Exception as exc:
+                    if is_unreachable(exc):
+                        self.health.failed("session", exc)
+                    else:
+                        log.exception("session failed; the next one runs in %.1fs", s.period)
+                self.last_tick = ended = time.monotonic()
+                while not stop.is_set():
+                    nudge.clear()  # before peeking: a ring after the peek sets it again
+                    wait = pacer.next_wait(
+                        started=started,
+                        ended=ended,
+                        now=time.monotonic(),
+                        rings=bell.peek(),
+                        waiting=self.waiting,
+                        leader=self.lease.is_leader,
+                        retry_every=self.settings.lease.retry_every,
+                    )
+                    if wait <= 0:
+                        break
+                    await _first_of(stop, nudge, timeout=wait)
+        finally:
+            bell.listen(None)
 
     @property
     def http_port(self) -> int | None:
@@ -553,6 +587,16 @@ class Operator:
             self.watch_api.close()  # type: ignore[no-untyped-call]
 
 
+async def _first_of(*events: asyncio.Event, timeout: float) -> None:
+    """Wait until one of ``events`` is set, or ``timeout`` seconds."""
+    waits = [asyncio.create_task(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waits:
+            w.cancel()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(argv or [])
     if argv[:1] == ["--"]:
@@ -560,6 +604,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.period <= 0:
         print("volsched run: --period must be > 0", flush=True)
+        return 2
+    if args.min_gap < 0:
+        print("volsched run: --min-gap must be >= 0", flush=True)
         return 2
     logging.basicConfig(
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),

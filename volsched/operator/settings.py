@@ -22,7 +22,12 @@ DEFAULT_NAMESPACE = "volsched-system"
 
 @dataclass
 class SessionSettings:
+    #: Seconds between the starts of two sessions when nothing calls for one sooner.
     period: float = 1.0
+    #: A session runs as soon as a pod of ours arrives pending (or capacity frees while pods wait), but at
+    #: least this many seconds after the last one ended (see ``volsched.operator.pacing``); >= period:
+    #: a session every period only.
+    min_gap: float = 0.1
     #: How long a bound pod is taken as bound without the watch confirming it.
     assume_ttl: float = 30.0
     #: A session that would decide nothing new is skipped, but one runs at least every this many
@@ -70,7 +75,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--config-map", default=d.config.name, help="name of the scheduler config ConfigMap")
     p.add_argument("--config-key", default=d.config.key, help="key in the ConfigMap holding the config")
-    p.add_argument("--period", type=float, default=d.session.period, help="seconds between sessions")
+    p.add_argument(
+        "--period",
+        type=float,
+        default=d.session.period,
+        help="seconds between sessions when nothing calls for one sooner",
+    )
+    p.add_argument(
+        "--min-gap",
+        type=float,
+        default=d.session.min_gap,
+        help="a session runs soon after a pod arrives (or capacity frees while pods wait), but at least "
+        "this many seconds after the last one ended (>= --period: a session every period only)",
+    )
     p.add_argument(
         "--max-idle",
         type=float,
@@ -116,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
 def settings_from_args(args: argparse.Namespace) -> Settings:
     s = Settings(kubeconfig=args.kubeconfig)
     s.session.period = args.period
+    s.session.min_gap = args.min_gap
     s.session.volcano_check_every = args.volcano_check_every
     s.session.max_idle = args.max_idle
     s.config.namespace, s.config.name, s.config.key = args.namespace, args.config_map, args.config_key

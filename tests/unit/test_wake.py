@@ -1,0 +1,314 @@
+"""Sessions woken by the cache: the doorbell rings on what a session would act on (a pod of ours pending,
+capacity freed, an object a waiting pod may need changed) and on nothing else; the pacer starts the next
+session at the period, or a minimum gap after the last one when the doorbell called for it; the
+operator's session loop, woken from a watch thread, runs one session at a time and stops at once."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tests.builders import Obj, node, pod, podgroup, priority_class, pvc, queue
+from tests.unit.test_cycle import cache
+from tests.unit.test_idle_sessions import bound_event
+from volsched.cache.doorbell import Doorbell, Rings
+from volsched.operator import Operator
+from volsched.operator.pacing import Pacer
+from volsched.operator.settings import SessionSettings, build_parser, settings_from_args
+
+NONE, ARRIVED, FREED, BOTH = Rings(), Rings(arrived=True), Rings(freed=True), Rings(arrived=True, freed=True)
+
+
+# --- the pacer ------------------------------------------------------------------------------------------
+
+PACER = Pacer(period=1.0, min_gap=0.1)
+
+#: (case, started, ended, now, rings, waiting, leader, expected wait); retry_every is 0.25.
+PACING: list[tuple[str, float, float, float, Rings, bool, bool, float]] = [
+    ("nothing rang: the period from the start", 10.0, 10.3, 10.3, NONE, False, True, 0.7),
+    ("a pod arrived: the minimum gap after the end", 10.0, 10.3, 10.3, ARRIVED, False, True, 0.1),
+    ("a pod arrived after the gap: at once", 10.0, 10.3, 10.6, ARRIVED, False, True, 0.0),
+    ("the period comes first", 10.0, 10.95, 10.95, ARRIVED, False, True, 0.05),
+    ("the period is over: at once", 10.0, 11.2, 11.2, NONE, False, True, 0.0),
+    ("capacity freed, nothing waits: the period", 10.0, 10.3, 10.3, FREED, False, True, 0.7),
+    ("capacity freed while pods wait: the gap", 10.0, 10.3, 10.3, FREED, True, True, 0.1),
+    ("both rang", 10.0, 10.3, 10.4, BOTH, False, True, 0.0),
+    ("a follower reads the Lease every retry_every", 10.0, 10.1, 10.1, NONE, False, False, 0.15),
+    ("a follower is not woken by pods", 10.0, 10.01, 10.01, BOTH, True, False, 0.24),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "started", "ended", "now", "rings", "waiting", "leader", "expected"),
+    PACING,
+    ids=[p[0] for p in PACING],
+)
+def test_the_next_session_starts_at_the_period_or_a_gap_after_a_ring(
+    case: str,
+    started: float,
+    ended: float,
+    now: float,
+    rings: Rings,
+    waiting: bool,
+    leader: bool,
+    expected: float,
+) -> None:
+    wait = PACER.next_wait(
+        started=started,
+        ended=ended,
+        now=now,
+        rings=rings,
+        waiting=waiting,
+        leader=leader,
+        retry_every=0.25,
+    )
+    assert wait == pytest.approx(expected)
+
+
+def test_a_gap_as_long_as_the_period_means_a_session_every_period_only() -> None:
+    pacer = Pacer(period=1.0, min_gap=1.0)
+    kw: dict[str, Any] = dict(ended=10.3, now=10.3, rings=BOTH, waiting=True, leader=True, retry_every=0.25)
+    assert pacer.next_wait(started=10.0, **kw) == pytest.approx(0.7)
+
+
+# --- what rings -----------------------------------------------------------------------------------------
+
+
+def finished(feeder: Any, key: str, *, rv: int) -> Obj:
+    raw = feeder.state.raw_pods[key]
+    return {
+        **raw,
+        "status": {"phase": "Succeeded"},
+        "metadata": {**raw["metadata"], "resourceVersion": str(rv)},
+    }
+
+
+def updated(feeder: Any, key: str, *, rv: int, **status: Any) -> Obj:
+    """The cached pod ``key`` again with another resourceVersion and ``status`` (a status update)."""
+    raw = feeder.state.raw_pods[key]
+    return {
+        **raw,
+        "status": {**raw.get("status", {}), **status},
+        "metadata": {**raw["metadata"], "resourceVersion": str(rv)},
+    }
+
+
+def versioned(obj: Obj, rv: int) -> Obj:
+    obj["metadata"].update(resourceVersion=str(rv), uid=f"uid-{obj['metadata']['name']}")
+    return obj
+
+
+def delete(kind: str, name: str, ns: str | None = "default") -> Callable[[Any], object]:
+    return lambda f: f.delete(kind, {"metadata": {"namespace": ns, "name": name}})
+
+
+#: (what happens, the event, expected rings). The cache holds nodes n1 and n2, pod "a" of ours pending,
+#: pod "r" of ours running on n1, pod "other" of another scheduler pending, PodGroup "g", Queue "q".
+RINGS: list[tuple[str, Callable[[Any], object], Rings]] = [
+    ("a new pod of ours", lambda f: f.apply("Pod", versioned(pod("b"), 60)), ARRIVED),
+    (
+        "a new pod of another scheduler",
+        lambda f: f.apply("Pod", versioned(pod("c", scheduler="x"), 60)),
+        NONE,
+    ),
+    ("a new pod bound already", lambda f: f.apply("Pod", versioned(pod("d", node="n2"), 60)), NONE),
+    (
+        "a status update of a pending pod",
+        lambda f: f.apply("Pod", updated(f, "default/a", rv=60, reason="x")),
+        NONE,
+    ),
+    (
+        "a status update of a running pod",
+        lambda f: f.apply("Pod", updated(f, "default/r", rv=60, reason="x")),
+        NONE,
+    ),
+    ("a running pod finished", lambda f: f.apply("Pod", finished(f, "default/r", rv=60)), FREED),
+    ("a running pod deleted", delete("Pod", "r"), FREED),
+    ("a pending pod deleted", delete("Pod", "a"), NONE),
+    ("a new node", lambda f: f.apply("Node", versioned(node("n3"), 60)), FREED),
+    ("a node changed", lambda f: f.apply("Node", versioned(node("n1", cpu="16"), 60)), FREED),
+    ("a node's heartbeat", lambda f: f.apply("Node", versioned(node("n1", cpu="4"), 60)), NONE),
+    ("a node deleted", delete("Node", "n2", None), NONE),
+    ("a PodGroup changed", lambda f: f.apply("PodGroup", versioned(podgroup("g", min_member=3), 60)), FREED),
+    (
+        "a PodGroup's status echoed",
+        lambda f: f.apply("PodGroup", versioned(podgroup("g", min_member=2), 60)),
+        NONE,
+    ),
+    ("a Queue changed", lambda f: f.apply("Queue", versioned(queue("q", weight=5), 60)), FREED),
+    ("a Queue deleted", delete("Queue", "q", None), FREED),
+    ("a claim bound", lambda f: f.apply("PersistentVolumeClaim", versioned(pvc("c", volume="v"), 60)), FREED),
+    (
+        "a PriorityClass",
+        lambda f: f.apply("PriorityClass", versioned(priority_class("high", 100), 60)),
+        FREED,
+    ),
+    ("an assumed bind", lambda f: f.assume("default/a", "uid-a", "n2"), NONE),
+    ("a stale event", lambda f: f.apply("Pod", {**f.state.raw_pods["default/a"]}), NONE),
+]
+
+
+def ringing_cache() -> Any:
+    return cache(
+        node("n1", cpu="4"),
+        node("n2", cpu="4"),
+        pod("a"),
+        pod("r", node="n1"),
+        pod("other", scheduler="x"),
+        podgroup("g", min_member=2),
+        queue("q"),
+    )
+
+
+@pytest.mark.parametrize(("what", "event", "rings"), RINGS, ids=[r[0] for r in RINGS])
+def test_the_doorbell_rings_on_what_a_session_would_act_on_only(
+    what: str, event: Callable[[Any], object], rings: Rings
+) -> None:
+    feeder = ringing_cache()
+    feeder.state.doorbell.take()
+    event(feeder)
+    assert feeder.state.doorbell.take() == rings
+
+
+#: (what happens once pod "a"'s bind to n1 is assumed, the event, expected rings)
+ASSUMED: list[tuple[str, Callable[[Any], object], Rings]] = [
+    ("the watch confirms the bind", lambda f: f.apply("Pod", bound_event(f, "default/a", "n1", rv=60)), NONE),
+    (
+        "the watch confirms the bind of a pod that already finished",
+        lambda f: f.apply(
+            "Pod", {**bound_event(f, "default/a", "n1", rv=60), "status": {"phase": "Succeeded"}}
+        ),
+        FREED,
+    ),
+    ("the bind failed: the cache forgets it", lambda f: f.forget("default/a"), NONE),
+]
+
+
+@pytest.mark.parametrize(("what", "event", "rings"), ASSUMED, ids=[r[0] for r in ASSUMED])
+def test_the_doorbell_does_not_ring_for_what_the_session_did_itself(
+    what: str, event: Callable[[Any], object], rings: Rings
+) -> None:
+    feeder = ringing_cache()
+    feeder.assume("default/a", "uid-a", "n1")
+    feeder.state.doorbell.take()
+    event(feeder)
+    assert feeder.state.doorbell.take() == rings
+
+
+def test_the_listener_hears_each_kind_once_until_the_bell_is_taken() -> None:
+    bell = Doorbell()
+    heard: list[Rings] = []
+    bell.listen(lambda: heard.append(bell.peek()))
+    for kind in ("arrived", "arrived", "freed", "arrived", "freed"):
+        bell.ring(kind)
+    assert heard == [ARRIVED, BOTH] and bell.count == {"arrived": 3, "freed": 2}
+    assert bell.take() == BOTH and bell.peek() == NONE
+    bell.ring("freed")
+    assert heard[-1] == FREED and len(heard) == 3
+    with pytest.raises(ValueError, match="unknown ring"):
+        bell.ring("bogus")
+
+
+# --- the operator's session loop ------------------------------------------------------------------------
+
+
+class LoopWorld:
+    """What ``Operator.session_loop`` reads of the operator, with a ``run_once`` that counts sessions and
+    leaves pods waiting or not."""
+
+    def __init__(self, *, period: float, min_gap: float, leader: bool = True, leaves_waiting: bool = False):
+        self.settings = SimpleNamespace(
+            session=SessionSettings(period=period, min_gap=min_gap), lease=SimpleNamespace(retry_every=0.05)
+        )
+        self.state = SimpleNamespace(doorbell=Doorbell())
+        self.lease = SimpleNamespace(is_leader=leader)
+        self.health = SimpleNamespace(failed=lambda *_: None)
+        self.leaves_waiting = leaves_waiting
+        self.waiting = False
+        self.last_tick = 0.0
+        self.sessions = 0
+        self.ran = threading.Condition()
+
+    def run_once(self) -> None:
+        with self.ran:
+            self.sessions += 1
+            self.waiting = self.leaves_waiting
+            self.ran.notify_all()
+
+    def wait_sessions(self, n: int) -> bool:
+        with self.ran:
+            return self.ran.wait_for(lambda: self.sessions >= n, timeout=30)
+
+
+async def in_loop(world: LoopWorld, body: Callable[[], Any]) -> None:
+    """Run the session loop while ``body`` runs; then stop it, which must end its wait at once (the
+    period is an hour: a loop that waited it out would fail the wait below)."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(Operator.session_loop(world, stop))  # type: ignore[arg-type]
+    try:
+        await body()
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, timeout=30)
+
+
+async def quiet_moment() -> None:
+    """Turns of the event loop and a moment for a session thread to start, were one wrongly called for."""
+    for _ in range(20):
+        await asyncio.sleep(0)
+    await asyncio.sleep(0.2)
+
+
+def test_a_pod_arriving_on_a_watch_thread_wakes_a_session_long_before_the_period() -> None:
+    world = LoopWorld(period=3600, min_gap=0.0)
+
+    async def body() -> None:
+        assert await asyncio.to_thread(world.wait_sessions, 1)  # the first session runs at once
+        for expected in (2, 3):
+            threading.Thread(target=world.state.doorbell.ring, args=("arrived",)).start()
+            assert await asyncio.to_thread(world.wait_sessions, expected)
+        await quiet_moment()
+        assert world.sessions == 3  # one session for each ring, none more
+
+    asyncio.run(in_loop(world, body))
+
+
+@pytest.mark.parametrize("leaves_waiting", [False, True], ids=["nothing waits", "pods wait"])
+def test_freed_capacity_wakes_a_session_only_while_pods_wait(leaves_waiting: bool) -> None:
+    world = LoopWorld(period=3600, min_gap=0.0, leaves_waiting=leaves_waiting)
+
+    async def body() -> None:
+        assert await asyncio.to_thread(world.wait_sessions, 1)
+        threading.Thread(target=world.state.doorbell.ring, args=("freed",)).start()
+        if leaves_waiting:
+            assert await asyncio.to_thread(world.wait_sessions, 2)
+        else:
+            await quiet_moment()
+            assert world.sessions == 1
+
+    asyncio.run(in_loop(world, body))
+
+
+def test_a_follower_is_not_woken_by_pods() -> None:
+    world = LoopWorld(period=3600, min_gap=0.0, leader=False)
+    world.settings.lease.retry_every = 3600  # the Lease is read again only in an hour
+
+    async def body() -> None:
+        assert await asyncio.to_thread(world.wait_sessions, 1)
+        threading.Thread(target=world.state.doorbell.ring, args=("arrived",)).start()
+        await quiet_moment()
+        assert world.sessions == 1
+
+    asyncio.run(in_loop(world, body))
+
+
+def test_min_gap_is_a_flag_and_a_setting() -> None:
+    args = build_parser().parse_args(["--min-gap", "0.25", "--period", "2"])
+    s = settings_from_args(args).session
+    assert (s.min_gap, s.period) == (0.25, 2.0)
+    assert settings_from_args(build_parser().parse_args([])).session.min_gap == SessionSettings().min_gap

@@ -1,0 +1,45 @@
+"""When the next session runs: every period, or sooner when the cache's doorbell rang (see
+``volsched.cache.doorbell``), but never sooner than a minimum gap after the last session ended.
+
+Pure: the session loop (:meth:`volsched.operator.Operator.session_loop`) asks :meth:`Pacer.next_wait`
+after each session and again whenever the doorbell rings, and waits what it answers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from volsched.cache.doorbell import Rings
+
+
+@dataclass(frozen=True)
+class Pacer:
+    #: Seconds between the starts of two sessions when nothing rings.
+    period: float
+    #: Seconds at least between the end of a session and the start of one the doorbell called for: the
+    #: pods arriving meanwhile are placed together, and the watches get the processor in between.
+    min_gap: float
+
+    def next_wait(
+        self,
+        *,
+        started: float,
+        ended: float,
+        now: float,
+        rings: Rings,
+        waiting: bool,
+        leader: bool,
+        retry_every: float,
+    ) -> float:
+        """Seconds from ``now`` until the next session should start (0: start it now).
+
+        ``started``/``ended``: when the last session started and ended (one monotonic clock); ``rings``:
+        what the doorbell heard since that session started; ``waiting``: the last session left pods of
+        ours pending (then freed capacity is worth a session too); a follower (not ``leader``) reads the
+        Lease every ``retry_every`` (at most every period) and is never called by the doorbell."""
+        if not leader:
+            return max(0.0, started + min(self.period, retry_every) - now)
+        due = started + self.period
+        if rings.arrived or (rings.freed and waiting):
+            due = min(due, ended + self.min_gap)
+        return max(0.0, due - now)
