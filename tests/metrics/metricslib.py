@@ -36,6 +36,21 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def count_connects(monkeypatch: Any) -> list[tuple[str, float | None]]:
+    """Every connection urllib3 opens from now on (host, timeout), in a list the caller reads."""
+    import urllib3.util.connection as conn
+
+    seen: list[tuple[str, float | None]] = []
+    real = conn.create_connection
+
+    def counted(address: tuple[str, int], timeout: Any = None, *args: Any, **kwargs: Any) -> Any:
+        seen.append((address[0], timeout))
+        return real(address, timeout, *args, **kwargs)
+
+    monkeypatch.setattr(conn, "create_connection", counted)
+    return seen
+
+
 def http_ok(url: str, timeout: float = 1.0) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:

@@ -179,19 +179,20 @@ def test_background_thread_and_stop() -> None:
 def test_snapshot_does_not_wait_for_a_slow_fetch() -> None:
     release = threading.Event()
     started = threading.Event()
+    finished = threading.Event()
 
     def slow() -> dict[str, NodeUsage]:
         started.set()
         release.wait(5)
+        finished.set()
         return {"a": usage(time.time())}
 
     collector = UsageCollector(ScriptedSource([slow]), interval=10, registry=CollectorRegistry())
     collector.start()
     try:
         assert started.wait(5)
-        t = time.monotonic()
         assert collector.snapshot() == {}
-        assert time.monotonic() - t < 0.1
+        assert not finished.is_set()  # the snapshot came back while the fetch was still held up
     finally:
         release.set()
         collector.stop(timeout=5)
@@ -283,10 +284,11 @@ def test_slow_source_counts_as_error() -> None:
         collector = UsageCollector(
             PrometheusSource(server.url, period=60, timeout=0.3), interval=1, registry=registry
         )
-        t = time.monotonic()
         assert collector.refresh_once() is False
-        assert time.monotonic() - t < 1.5
+        assert len(server.requests) == 1  # asked once, not again
     assert sample(registry, "volsched_metrics_fetch_errors_total", "prometheus") == 1
+    # The answer comes after 2 s: the fetch gave up at the source's 0.3 s timeout.
+    assert collector.last_error is not None and "Timeout" in collector.last_error
 
 
 # -- with the real Prometheus ------------------------------------------------------------------
