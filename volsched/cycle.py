@@ -5,6 +5,12 @@ snapshot the cache, run a session (:func:`~volsched.framework.runner.run_session
 decisions to a :class:`Port`, and feed what came of them back into the cache through the
 :class:`~volsched.cache.feeder.Feeder`, the only door into it:
 
+* binds are streamed: each commit's binds (a gang's all together, in one ``Port.bind`` call) go to
+  the port as the session's Statement commits them, while the session goes on (Volcano's cache binds
+  a Statement's allocations as it commits too), so the first bind does not wait for the session's end;
+  the outcomes the port returns are settled at once, and after the session nothing is sent again.
+  A ``Port.bind`` that raises ends the session and the cycle: the binds of that call are forgotten,
+  those of earlier calls were accepted and keep their assumptions until their outcomes come;
 * a bind is *assumed* when it is decided, before the port sends it (kube-scheduler's assume/bind
   split), so a session that runs while it is in flight plans around it; it is *finished* when it
   succeeded (its assumption's time to live starts) and *forgotten* when it failed (the pod is
@@ -84,14 +90,16 @@ class Port(Protocol):
     """What a cycle needs from the world it schedules."""
 
     def bind(self, binds: Sequence[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
-        """Send ``binds`` (already assumed in the cache; ``pods``: the raw pods by key). Returns the
-        outcomes completed so far, of these binds or earlier ones (a synchronous port: all of these).
-        Every bind accepted gets exactly one outcome, now or from a later ``settle``: an assumption
-        holds until then. Raising means none was accepted (the cycle forgets them all)."""
+        """Send ``binds`` (already assumed in the cache; ``pods``: their raw pods by key). Called
+        during the session, once per commit (a gang's binds together), so a synchronous port holds
+        the session up while it sends. Returns the outcomes completed so far, of these binds or
+        earlier ones (a synchronous port: all of these). Every bind accepted gets exactly one outcome,
+        now or from a later ``settle``: an assumption holds until then. Raising means none of this
+        call's was accepted (the cycle forgets them and ends; earlier calls' stand)."""
         ...
 
     def evict(self, evictions: Sequence[Evict], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
-        """Send ``evictions``; returns the outcomes completed so far, as ``bind`` does."""
+        """Send ``evictions`` (after the session; ``pods``: their raw pods by key); returns the outcomes completed so far, as ``bind`` does."""
         ...
 
     def settle(self) -> tuple[list[BindOutcome], list[EvictOutcome]]:
@@ -181,27 +189,19 @@ def run_cycle(
     changes = state.changes  # read before the snapshot: a change meanwhile makes the next session run
     snapshot = state.snapshot(now=now)
     snapshot_s = time.perf_counter() - started
-    result = run_session(snapshot, config)
+    stream = _BindStream(feeder, port, report, now=now)
+    result = run_session(snapshot, config, on_binds=stream)
     if idle is not None:
         idle.ran(changes=changes, config=config, result=result)
     result.timings["cycle:snapshot"] = snapshot_s
+    result.timings["cycle:bind"] = stream.seconds  # inside the session's figures too: binds stream
     report.result = result
     started = time.perf_counter()
-    pods = feeder.pods()
-    for b in result.binds:
-        feeder.assume(b.pod, b.uid, b.node)
-    try:
-        binds = port.bind(result.binds, pods)
-    except BaseException:  # none sent, as far as the cycle can tell: no assumption may outlive this
-        for b in result.binds:
-            feeder.forget(b.pod)
-        raise
-    _settle(feeder, report, binds, [], {}, now=now)
     # Read before evicting: the watch may drop an evicted pod from the cache at any moment.
     moving: dict[str, Task | None] = {
         e.pod: state.tasks.get(e.pod) for e in result.evictions if not e.may_return
     }
-    evictions = port.evict(result.evictions, pods)
+    evictions = port.evict(result.evictions, feeder.pods(e.pod for e in result.evictions))
     _settle(feeder, report, [], evictions, moving, now=now)
     for key, pg in result.podgroups.items():
         phase = PodGroupPhase(pg.phase)
@@ -215,6 +215,31 @@ def run_cycle(
     report.status_writes, report.events, report.errors = status.writes, status.events, status.errors
     result.timings["cycle:apply"] = time.perf_counter() - started
     return report
+
+
+class _BindStream:
+    """The session's bind sink: assumes each commit's binds in the cache, hands them to the port in one
+    call and settles the outcomes it returns."""
+
+    def __init__(self, feeder: Feeder, port: Port, report: CycleReport, *, now: float) -> None:
+        self.feeder, self.port, self.report, self.now = feeder, port, report, now
+        #: Seconds spent assuming, sending and settling, all calls together.
+        self.seconds = 0.0
+
+    def __call__(self, binds: list[Bind]) -> None:
+        started = time.perf_counter()
+        feeder = self.feeder
+        pods = feeder.pods(b.pod for b in binds)  # as the API has them: read before they are assumed
+        for b in binds:
+            feeder.assume(b.pod, b.uid, b.node)
+        try:
+            outcomes = self.port.bind(binds, pods)
+        except BaseException:  # none of these sent, as far as the cycle can tell: forget them all
+            for b in binds:
+                feeder.forget(b.pod)
+            raise
+        _settle(feeder, self.report, outcomes, [], {}, now=self.now)
+        self.seconds += time.perf_counter() - started
 
 
 def _settle(

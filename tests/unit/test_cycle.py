@@ -1,6 +1,7 @@
 """run_cycle against a small fake port: what comes of each bind is fed back into the cache, so a failed
 bind is planned again, a conflict corrects the cache, a pod that is gone leaves it, and no pod is bound
-twice, whether the port answers at once or later."""
+twice, whether the port answers at once or later; binds go to the port commit by commit, while the
+session runs."""
 
 from __future__ import annotations
 
@@ -249,3 +250,102 @@ def test_a_port_that_raises_leaves_no_assumption_behind() -> None:
         cycle(feeder, Broken())
     assert not feeder.is_assumed("default/a") and nodes_of(feeder) == {"default/a": None}
     assert [o.result for o in cycle(feeder, NullPort()).binds] == [BOUND]  # planned again
+
+
+class RecordingPort(FakePort):
+    """A FakePort that keeps each ``bind`` call's pods and which pods the cache held assumed then;
+    with ``fail_call``, that call (counted from 1) raises instead, as a writer shut down would."""
+
+    def __init__(self, feeder: Feeder, *, fail_call: int = 0, late: bool = False) -> None:
+        super().__init__(late=late)
+        self.feeder = feeder
+        self.fail_call = fail_call
+        self.calls: list[list[str]] = []
+        self.assumed_at_call: list[set[str]] = []
+
+    def bind(self, binds: Sequence[Bind], pods: Mapping[str, Any]) -> list[BindOutcome]:
+        self.calls.append([b.pod for b in binds])
+        self.assumed_at_call.append({k for k in self.feeder.state.tasks if self.feeder.is_assumed(k)})
+        assert sorted(pods) == sorted(b.pod for b in binds)  # the raw pods of this call's binds
+        if len(self.calls) == self.fail_call:
+            raise RuntimeError("the writer's pool is shut down")
+        return super().bind(binds, pods)
+
+
+def _at(minute: int) -> str:
+    return f"2026-01-01T00:{minute:02d}:00Z"
+
+
+def _gang(name: str, size: int, *, created: str, cpu: str = "1") -> list[Obj]:
+    group = podgroup(name, min_member=size)
+    group["metadata"]["creationTimestamp"] = created
+    return [
+        group,
+        *(pod(f"{name}-{i}", group=name, created=created, cpu=cpu) for i in range(size)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("objects", "calls"),
+    [
+        pytest.param(
+            [*_gang("g", 3, created=_at(1)), pod("b", created=_at(2)), pod("a", created=_at(3))],
+            [["default/g-0", "default/g-1", "default/g-2"], ["default/b"], ["default/a"]],
+            id="a gang's binds in one call, then each job's in commit order",
+        ),
+        pytest.param(
+            [
+                pod("a", created=_at(1)),
+                *_gang("big", 3, created=_at(2), cpu="2"),  # 6 cpu: never fits, never sent
+                *_gang("g", 2, created=_at(3)),
+            ],
+            [["default/a"], ["default/g-0", "default/g-1"]],
+            id="a gang that does not fit sends nothing; the jobs after it still go out",
+        ),
+    ],
+)
+def test_each_commit_goes_to_the_port_while_the_session_runs(
+    objects: list[Obj], calls: list[list[str]]
+) -> None:
+    feeder = cache(node("n1", cpu="4"), node("n2", cpu="1"), *objects)
+    port = RecordingPort(feeder)
+    report = cycle(feeder, port)
+    assert [sorted(c) for c in port.calls] == calls
+    # When a commit went out, the jobs committed after it were not decided yet: the session ran on.
+    assert [sorted(c) for c in port.assumed_at_call] == [
+        sorted(p for c in calls[: i + 1] for p in c) for i in range(len(calls))
+    ]
+    # The result still lists every bind, in commit order, each answered once; nothing is sent twice.
+    assert [b.pod for b in report.result.binds] == [p for c in port.calls for p in c]
+    assert (
+        sorted(o.bind.pod for o in report.binds) == sorted(port.sent) == sorted(p for c in calls for p in c)
+    )
+    assert cycle(feeder, port).binds == [] and len(port.calls) == len(calls)
+
+
+def test_a_port_that_raises_mid_session_forgets_only_that_calls_binds() -> None:
+    feeder = cache(
+        node("n1", cpu="4"),
+        pod("a", created=_at(1)),
+        *_gang("g", 2, created=_at(2)),
+        pod("c", created=_at(3)),
+    )
+    port = RecordingPort(feeder, fail_call=2, late=True)
+    with pytest.raises(RuntimeError):
+        cycle(feeder, port)
+    # The session ended with the failed call: c was never decided, let alone sent.
+    assert [sorted(c) for c in port.calls] == [["default/a"], ["default/g-0", "default/g-1"]]
+    # a was accepted (its outcome is still to come): it stays assumed; the gang's binds are forgotten.
+    assert feeder.is_assumed("default/a")
+    assert nodes_of(feeder) == {
+        "default/a": "n1",
+        "default/c": None,
+        "default/g-0": None,
+        "default/g-1": None,
+    }
+    port.fail_call = 0
+    report = cycle(feeder, port)  # settles a; binds the gang and c, never a again
+    assert [(o.bind.pod, o.result) for o in report.binds] == [("default/a", BOUND)]
+    assert [sorted(c) for c in port.calls[2:]] == [["default/g-0", "default/g-1"], ["default/c"]]
+    cycle(feeder, port)
+    assert port.bound == {p: "n1" for p in ("default/a", "default/c", "default/g-0", "default/g-1")}

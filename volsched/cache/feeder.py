@@ -22,7 +22,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -256,5 +256,9 @@ class Feeder:
         with self._lock:
             return pod_key in self._assumed
 
-    def pods(self) -> dict[str, Raw]:
-        return self.state.raw_pods.copy()  # dict.copy is atomic under the GIL
+    def pods(self, keys: Iterable[str] | None = None) -> dict[str, Raw]:
+        """The cached raw pods by key: all of them, or those of ``keys`` the cache holds."""
+        if keys is None:
+            return self.state.raw_pods.copy()  # dict.copy is atomic under the GIL
+        raw_pods = self.state.raw_pods
+        return {key: raw for key in keys if (raw := raw_pods.get(key)) is not None}

@@ -1,8 +1,8 @@
 """Open a session on a snapshot, run the actions, close it, and render what users read.
 
-``run_session(snapshot, config)`` is the one entry point the operator, the simulator and the benchmarks
-share. Besides binds and evictions it renders PodGroup and Queue status and the events that say why a
-pod is pending, from the refusals (:class:`~volsched.framework.decisions.Status`) the actions and plugins
+``run_session(snapshot, config, on_binds=...)`` is the one entry point the operator, the simulator and
+the benchmarks share. Besides binds and evictions it renders PodGroup and Queue status and the events
+that say why a pod is pending, from the refusals (:class:`~volsched.framework.decisions.Status`) the actions and plugins
 recorded as data; the data goes along in ``SessionResult.rejections``.
 """
 
@@ -16,21 +16,26 @@ import numpy as np
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Event, PodGroupStatus, QueueStatus, SessionResult, render
 from volsched.framework.registry import make_actions, make_plugins
-from volsched.framework.session import Action, Session
+from volsched.framework.session import Action, BindSink, Session
 from volsched.model.cluster import ClusterSnapshot
 from volsched.model.vocabulary import PodGroupPhase, TaskStatus
 
 
 def open_session(
-    snapshot: ClusterSnapshot, config: SchedulerConfig, *, may_evict: bool | None = None
+    snapshot: ClusterSnapshot,
+    config: SchedulerConfig,
+    *,
+    may_evict: bool | None = None,
+    on_binds: BindSink | None = None,
 ) -> Session:
     """A session on ``snapshot``. When it may evict (by default: when one of the config's actions
-    declares ``evicts``, or does not say), it takes its own copies of the tasks the snapshot shares."""
+    declares ``evicts``, or does not say), it takes its own copies of the tasks the snapshot shares.
+    ``on_binds``: see :func:`run_session`."""
     if may_evict is None:
         may_evict = _may_evict(make_actions(config))
     if may_evict:
         snapshot.thaw()
-    session = Session(snapshot, config, make_plugins(config))
+    session = Session(snapshot, config, make_plugins(config), on_binds=on_binds)
     for plugin in session.plugins:
         session.timed(f"plugin:{plugin.name}:open", lambda p=plugin: p.on_session_open(session))  # type: ignore[misc]
     return session
@@ -44,10 +49,15 @@ def close_session(session: Session) -> SessionResult:
     return session.result
 
 
-def run_session(snapshot: ClusterSnapshot, config: SchedulerConfig) -> SessionResult:
+def run_session(
+    snapshot: ClusterSnapshot, config: SchedulerConfig, *, on_binds: BindSink | None = None
+) -> SessionResult:
+    """Run a session on ``snapshot``. ``on_binds`` (optional) takes each commit's binds as it is made,
+    while the session goes on (see :class:`~volsched.framework.session.Session`); the result lists
+    them all the same."""
     start = time.perf_counter()
     actions = make_actions(config)
-    session = open_session(snapshot, config, may_evict=_may_evict(actions))
+    session = open_session(snapshot, config, may_evict=_may_evict(actions), on_binds=on_binds)
     for action in actions:
         session.timed(f"action:{action.name}", lambda a=action: a.execute(session))  # type: ignore[misc]
     result = close_session(session)

@@ -11,6 +11,10 @@ evaluation of nodes for a task (:class:`~volsched.framework.nodeviews.NodeViews`
 :class:`~volsched.framework.statement.Statement` calls the mutations (``do_*`` and ``undo_*``); actions
 record refusals with ``reject`` and ``record_fit_error``. Nothing here decides what to place or evict:
 that is the actions' (:mod:`volsched.actions`).
+
+A session may be given a sink for its binds (``on_binds``): each commit that decides binds hands them
+to it at once, a gang's together, while the session goes on (the cycle sends them to the cluster as
+Volcano's cache binds a Statement's allocations as it commits). The result lists every bind still.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from volsched.framework.decisions import Event, SessionResult, Status
+from volsched.framework.decisions import Bind, Event, SessionResult, Status
 from volsched.framework.nodeviews import NodeViews
 from volsched.framework.points import Plugin
 from volsched.model.cluster import ClusterSnapshot, Job
@@ -38,8 +42,19 @@ class Action(Protocol):
     def execute(self, session: Session) -> None: ...
 
 
+#: Takes the binds of one commit, in the order decided (see ``Session.on_binds``).
+BindSink = Callable[[list[Bind]], None]
+
+
 class Session(NodeViews):
-    def __init__(self, snapshot: ClusterSnapshot, config: SchedulerConfig, plugins: Iterable[Plugin]) -> None:
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        config: SchedulerConfig,
+        plugins: Iterable[Plugin],
+        *,
+        on_binds: BindSink | None = None,
+    ) -> None:
         super().__init__(config, snapshot.nodes, snapshot.space)
         self.snapshot = snapshot
         self.config = config
@@ -59,6 +74,9 @@ class Session(NodeViews):
         self.job_errors: dict[str, list[Status]] = {}
         #: Free-form per-session scratchpad for plugins (like the framework's CycleState).
         self.state: dict[str, Any] = {}
+        #: Called by ``Statement.commit`` with the binds it just decided (after recording them in the
+        #: result); what it raises ends the session.
+        self.on_binds = on_binds
 
     # --- mutations (only Statement calls these) -------------------------------------------------------
 

@@ -4,8 +4,9 @@ whole.
 Actions place a gang through one Statement: ``commit()`` when the gang is ready, ``discard()`` otherwise,
 so a gang is never half-placed and nothing is evicted for a task that does not end up placed.
 Operations take effect on the session's snapshot at once (so later choices see them); only ``commit``
-turns them into decisions (binds, evictions, admissions) in the session result. Actions change session
-state only through a Statement (and record refusals with ``session.reject``).
+turns them into decisions (binds, evictions, admissions) in the session result, and hands its binds to
+the session's ``on_binds`` sink, if any, at once (the cycle sends them while the session goes on).
+Actions change session state only through a Statement (and record refusals with ``session.reject``).
 """
 
 from __future__ import annotations
@@ -67,9 +68,11 @@ class Statement:
         job.phase = PodGroupPhase.INQUEUE
 
     def commit(self) -> None:
-        """Turn the recorded operations into decisions. Pipelined tasks stay promised for this session
-        only: the next session places them again once the evicted pods have released their nodes."""
+        """Turn the recorded operations into decisions; the binds go to the session's ``on_binds`` at
+        once, all of this commit's in one call. Pipelined tasks stay promised for this session only: the
+        next session places them again once the evicted pods have released their nodes."""
         result = self.session.result
+        binds: list[Bind] = []
         for op in self._ops:
             if isinstance(op, _AdmitOp):
                 result.admits.append(Admit(job=op.job.key, phase=PodGroupPhase.INQUEUE.value))
@@ -84,10 +87,12 @@ class Statement:
                     )
                 )
             elif op.kind == "allocate":
-                result.binds.append(
-                    Bind(pod=op.task.key, uid=op.task.uid, node=self.session.nodes.names[op.node])
-                )
+                binds.append(Bind(pod=op.task.key, uid=op.task.uid, node=self.session.nodes.names[op.node]))
         self._ops.clear()
+        if binds:
+            result.binds.extend(binds)
+            if self.session.on_binds is not None:
+                self.session.on_binds(binds)  # one call per commit: a gang's binds go out together
 
     def hold(self) -> None:
         """Keep the operations in effect for the rest of this session without making decisions of them

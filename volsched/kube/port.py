@@ -8,7 +8,8 @@ session's status, conditions and events and one event on each object the cache r
 With ``background`` (the operator's), a session never waits on the network for its binds or its status
 (kube-scheduler's assume/bind split; the cycle assumed the binds when it decided them):
 
-* ``bind`` hands each bind to the bind workers (``workers`` of them, each renewing the Lease when due
+* ``bind`` (called by the cycle as each of the session's Statements commits, while the session goes
+  on) hands each bind to the bind workers (``workers`` of them, each renewing the Lease when due
   and checking the fence before it sends: a bind decided under one holding of the Lease is never sent
   under a later one) and returns the outcomes completed so far; ``settle`` returns
   those completed since, for the next cycle to finish or forget. A gang's binds go out together; one
