@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from tests.fences import ClosingFence
 from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, FENCED
@@ -231,3 +232,23 @@ def test_retry_after_reads_the_apiservers_throttle_and_nothing_else(
     status: int, headers: dict[str, str], body: str, wait: float | None
 ) -> None:
     assert retry_after(status, headers, body) == wait
+
+
+def test_a_read_the_apiserver_throttles_is_asked_again_and_its_failures_count_for_health(
+    server: ScriptedServer, api: client.ApiClient
+) -> None:
+    pod = {**_pod(), "kind": "Pod", "apiVersion": "v1"}
+    server.script["/pods/p"] = [THROTTLED, (200, {}, pod)]
+    server.script["/pods/q"] = [(503, {}, {"kind": "Status", "message": "starting"}), (200, {}, pod)]
+    slept: list[float] = []
+    writer = KubeWriter(api, WriterSettings(workers=1), sleep=slept.append)
+    try:
+        assert writer.read_pod("ns", "p") == pod
+        assert (len(server.sent("/pods/p")), slept, writer.throttled) == (2, [1.0], 1)
+        with pytest.raises(ApiException):
+            writer.read_pod("ns", "q")
+        assert writer.health.down  # the apiserver did not answer the read: as for a write
+        assert writer.read_pod("ns", "q") == pod
+        assert not writer.health.down
+    finally:
+        writer.close()

@@ -209,7 +209,8 @@ class KubeWriter:
         content_type: str = "application/json",
         holding: float | None = None,
     ) -> bytes:
-        """One write: sent only while the fence is open, with a timeout that ends before the Lease can.
+        """One write: sent only while the fence is open, with a timeout that ends before the Lease can
+        (a GET is not fenced).
         With ``holding`` (see :meth:`holding`), only under that holding of the Lease: a write decided
         before the Lease was lost is never sent after it was taken again. A 429 with Retry-After (the
         apiserver's flow control did not take it) is waited out and sent again, up to
@@ -218,7 +219,7 @@ class KubeWriter:
             if self.bucket is not None:
                 self.bucket.take()
             timeout = self.settings.request_timeout
-            if self.fence is not None:
+            if self.fence is not None and method != "GET":
                 if self.fence.time_left() <= 0:
                     raise Fenced("not sent: this replica may have lost the scheduler Lease")
                 if holding is not None and self.holding() != holding:
@@ -249,11 +250,9 @@ class KubeWriter:
         return out
 
     def _get(self, path: str) -> dict[str, Any]:
-        if self.bucket is not None:
-            self.bucket.take()
-        data: dict[str, Any] = json.loads(
-            self.rest.request("GET", path, timeout=self.settings.request_timeout)
-        )
+        """A read, as a write is sent (a 429 waited out and asked again, the apiserver's health told),
+        but never fenced: it changes nothing."""
+        data: dict[str, Any] = json.loads(self._send("GET", path, None))
         return data
 
     def _ours(self, pod: Raw | None) -> bool:
