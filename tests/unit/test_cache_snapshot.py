@@ -50,7 +50,7 @@ def job_digest(j: Job) -> tuple[Any, ...]:
     return (
         j.key, j.namespace, j.name, j.queue, j.min_member, j.priority, j.creation, j.phase, j.podgroup,
         j.min_resources_map, j.allocated.tolist(), j.min_request.tolist(), j.ready,
-        {s: n for s, n in j.status_count.items() if n}, {k: task_digest(t) for k, t in j.tasks.items()},
+        {s: n for s, n in j.status_count.items() if n}, [(k, task_digest(t)) for k, t in j.tasks.items()],
     )  # fmt: skip
 
 
@@ -59,14 +59,14 @@ def digest(s: ClusterSnapshot) -> dict[str, Any]:
     return {
         "space": s.space.names,
         "nodes": (n.names, n.allocatable.tolist(), n.idle.tolist(), n.incoming.tolist(), n.ready.tolist()),
-        "held": [sorted(d) for d in n.tasks],
+        "held": [list(d) for d in n.tasks],  # in order: what a node holds is subtracted in this order
         "incoming_tasks": n.incoming_tasks,
         "usage": n.usage,
-        "jobs": {k: job_digest(j) for k, j in s.jobs.items()},
+        "jobs": [(k, job_digest(j)) for k, j in s.jobs.items()],  # in order, as sessions see them
         "queues": s.queues,
         "weights": s.namespace_weights,
         "foreign": [task_digest(t) for t in s.foreign_tasks],
-        "problems": sorted(s.problems),
+        "problems": s.problems,
         "labels": s.namespace_labels,
         "now": s.now,
     }
@@ -227,6 +227,12 @@ class Walk:
         return fresh
 
 
+PREEMPT = load_config(
+    text=(Path(__file__).resolve().parents[2] / "examples" / "reclaim-preempt-scheduler.yaml").read_text()
+)
+DEFAULT = load_config()
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_the_incremental_snapshot_equals_one_built_from_scratch(seed: int) -> None:
     walk = Walk(seed)
@@ -246,6 +252,8 @@ def test_the_incremental_snapshot_equals_one_built_from_scratch(seed: int) -> No
                 )
                 assert np.allclose(nodes.idle[n], expect)
             assert walk.feeder.state.last_derived == fresh.last_derived
+            # A session on it (evicting or not) changes nothing the next incremental snapshot reuses.
+            run_session(incremental, PREEMPT if i % 2 else DEFAULT)
 
 
 def test_the_walk_reaches_every_kind_of_change() -> None:
@@ -358,11 +366,6 @@ def preempting_cluster() -> ClusterState:
     return state
 
 
-PREEMPT = load_config(
-    text=(Path(__file__).resolve().parents[2] / "examples" / "reclaim-preempt-scheduler.yaml").read_text()
-)
-
-
 def test_snapshots_share_the_tasks_that_are_not_pending_and_copy_the_pending_ones() -> None:
     state = preempting_cluster()
     one, two = state.snapshot(now=5.0), state.snapshot(now=5.0)
@@ -373,7 +376,7 @@ def test_snapshots_share_the_tasks_that_are_not_pending_and_copy_the_pending_one
     assert one.nodes.tasks[0]["ns/lo-0"] is one.jobs["ns/lo"].tasks["ns/lo-0"]
 
 
-@pytest.mark.parametrize("config", [PREEMPT, load_config()], ids=["preempting", "default"])
+@pytest.mark.parametrize("config", [PREEMPT, DEFAULT], ids=["preempting", "default"])
 def test_a_session_leaves_the_tasks_other_snapshots_share_as_they_were(config: SchedulerConfig) -> None:
     state = preempting_cluster()
     before = digest(state.snapshot(now=5.0))

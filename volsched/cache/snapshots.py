@@ -27,21 +27,35 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from volsched.model.cluster import (
     ClusterSnapshot,
+    Job,
     NodeTable,
-    assemble_snapshot,
+    assemble_job,
     copy_task,
+    held_on_node,
+    own_job,
     request_vector,
+    resolve_guarantees,
     resource_names,
 )
 from volsched.model.resources import ResourceSpace, Vector
 from volsched.model.usage import NodeUsage
-from volsched.model.vocabulary import NodeSpec, PodGroupSpec, QueueSpec, Task, TaskStatus, placement_key
+from volsched.model.vocabulary import (
+    NodeSpec,
+    PodGroupPhase,
+    PodGroupSpec,
+    QueueSpec,
+    Task,
+    TaskStatus,
+    placement_key,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +117,36 @@ class _Entry:
         self.shared: Task | None = None
 
 
+class _Base:
+    """What the last snapshot was assembled from, kept to assemble the next one from what changed: the
+    jobs, the foreign tasks and what every node holds (all shared, read-only), with indexes."""
+
+    def __init__(
+        self, space: ResourceSpace, podgroups: dict[str, PodGroupSpec], priority_classes: dict[str, int]
+    ) -> None:
+        self.space = space
+        self.podgroups = podgroups
+        self.priority_classes = priority_classes
+        self.jobs: dict[str, Job] = {}
+        #: Job key -> the keys of the tasks ours to schedule that name it.
+        self.members: dict[str, dict[str, None]] = {}
+        #: Job key -> (task key, problem) for its members while it does not exist.
+        self.problems: dict[str, list[tuple[str, tuple[str, str, str]]]] = {}
+        self.standalone: set[str] = set()
+        #: Jobs a session may change (pending tasks to place, a phase to admit): each gets its own copy.
+        self.private: set[str] = set()
+        self.foreign: dict[str, None] = {}
+        self.foreign_list: list[Task] = []
+        #: Node name -> the keys of the tasks on it (whatever their status).
+        self.on_node: dict[str, dict[str, None]] = {}
+        #: Task key -> (its job's key, None for a foreign task; its node).
+        self.where: dict[str, tuple[str | None, str | None]] = {}
+        self.idle: Vector = np.zeros((0, 0))
+        self.incoming: Vector = np.zeros((0, 0))
+        self.releasing: np.ndarray[Any, np.dtype[np.intp]] = np.zeros(0, dtype=np.intp)
+        self.held: list[dict[str, Task]] = []
+
+
 def _same_objects(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return len(a) == len(b) and all(b.get(k) is v for k, v in a.items())
 
@@ -120,6 +164,9 @@ class SnapshotBuilder:
         self._space: ResourceSpace | None = None
         self._nodes: dict[str, NodeSpec] = {}
         self._table: NodeTable | None = None
+        self._base: _Base | None = None
+        #: Keys whose entry was made anew or dropped since the last build.
+        self._changed: set[str] = set()
         #: How many entries the last :meth:`prepare` made anew (the rest were reused).
         self.rebuilt = 0
 
@@ -146,6 +193,7 @@ class SnapshotBuilder:
                     if entry is not None:
                         self._forget(key)
                     entry = entries[key] = _Entry(task, prepare(task, view))
+                    self._changed.add(key)
                     self._names.update(task.request_map.keys())
                     rebuilt += 1
                 out.append(entry.prepared)
@@ -154,10 +202,25 @@ class SnapshotBuilder:
 
     def _forget(self, key: str) -> None:
         entry = self._entries.pop(key)
+        self._changed.add(key)
         self._names.subtract(entry.source.request_map.keys())
         for name in entry.source.request_map:
             if self._names[name] <= 0:
                 del self._names[name]
+
+    def _task(self, key: str) -> Task:
+        """The shared task of entry ``key``, with its request over the current space."""
+        entry = self._entries[key]
+        t = entry.shared
+        if t is None:
+            assert self._space is not None
+            if entry.vector is None:
+                entry.vector = request_vector(self._space, entry.prepared)
+            t = copy_task(entry.prepared)
+            t.request = entry.vector
+            t.shared = True
+            entry.shared = t
+        return t
 
     def build(
         self,
@@ -176,38 +239,223 @@ class SnapshotBuilder:
             names.update(resource_names(view.queues, pg_list))
             space = ResourceSpace(names)
             if self._space is None or space.names != self._space.names:
-                self._space, self._table = space, None
+                self._space, self._table, self._base = space, None, None
                 for entry in self._entries.values():
                     entry.vector = entry.shared = None
             space = self._space
-            if self._table is None or not _same_objects(view.nodes, self._nodes):
+            old_table = self._table
+            if old_table is None or not _same_objects(view.nodes, self._nodes):
                 self._table = NodeTable(space, view.nodes.values())
                 self._nodes = view.nodes
-            tasks: list[Task] = []
-            entries = self._entries
-            for key in view.tasks:
-                entry = entries[key]
-                t = entry.shared
-                if t is None:
-                    if entry.vector is None:
-                        entry.vector = request_vector(space, entry.prepared)
-                    t = copy_task(entry.prepared)
-                    t.request = entry.vector
-                    if t.status is not TaskStatus.PENDING:  # only a session's evictions change it
-                        t.shared = True
-                        entry.shared = t
-                tasks.append(t)
-            table = self._table.fresh()
-        return assemble_snapshot(
+            table = self._table
+            assert table is not None
+            order: dict[str, int] = {}
+
+            def pos(key: str) -> int:  # where a task stands in the cache's order
+                if not order:
+                    order.update((k, i) for i, k in enumerate(view.tasks))
+                return order[key]
+
+            changed, self._changed = self._changed, set()
+            base = self._base
+            if base is None or base.priority_classes != view.priority_classes:
+                base = self._base = self._full(view, pg_list, space)
+            else:
+                self._update(base, view, pg_list, changed, old_table, pos)
+            session_table = table.fresh()
+            session_table.idle = base.idle.copy()
+            session_table.incoming = base.incoming.copy()
+            session_table.incoming_tasks = int(base.releasing.sum())
+            session_table.tasks = [held.copy() for held in base.held]
+            jobs = {pg.key: base.jobs[pg.key] for pg in pg_list}
+            for key in sorted(base.standalone, key=pos):
+                jobs[key] = base.jobs[key]
+            for key in base.private:  # what a session changes: its pending tasks, an admission
+                jobs[key] = own_job(jobs[key], every_task=False)
+            problems = [
+                p
+                for _, p in sorted((p for ps in base.problems.values() for p in ps), key=lambda p: pos(p[0]))
+            ]
+            foreign = list(base.foreign_list)
+        session_table.usage = dict(view.usage)
+        return ClusterSnapshot(
             space=space,
-            table=table,
-            tasks=tasks,
-            podgroups=pg_list,
-            queues=view.queues,
-            namespace_weights=view.namespace_weights,
-            priority_classes=view.priority_classes,
-            usage=view.usage,
+            nodes=session_table,
+            jobs=jobs,
+            queues=resolve_guarantees({q.name: q for q in view.queues}, space, session_table.total()),
+            namespace_weights=dict(view.namespace_weights),
+            foreign_tasks=foreign,
             now=now,
+            problems=problems,
             carryover=carryover,
-            namespace_labels=view.namespace_labels,
+            namespace_labels={ns: dict(labels) for ns, labels in view.namespace_labels.items()},
         )
+
+    def _index(self, base: _Base, key: str) -> Task:
+        """Put task ``key`` in the base's indexes (its job's members or the foreign tasks, its node)."""
+        t = self._task(key)
+        job_key = t.job_key if t.schedulable_by_us else None
+        if job_key is None:
+            base.foreign[key] = None
+        else:
+            base.members.setdefault(job_key, {})[key] = None
+        if t.node_name:
+            base.on_node.setdefault(t.node_name, {})[key] = None
+        base.where[key] = (job_key, t.node_name)
+        return t
+
+    def _full(self, view: View, pg_list: list[PodGroupSpec], space: ResourceSpace) -> _Base:
+        """The base built from scratch."""
+        base = _Base(space, {pg.key: pg for pg in pg_list}, dict(view.priority_classes))
+        groups: dict[str, list[Task]] = {}
+        for key in view.tasks:
+            t = self._index(base, key)
+            if t.schedulable_by_us:
+                groups.setdefault(t.job_key, []).append(t)
+            else:
+                base.foreign_list.append(t)
+        for job_key in [*base.podgroups, *groups]:
+            self._job(base, job_key, groups.get(job_key, []))
+        self._nodes_full(base, view)
+        return base
+
+    def _job(self, base: _Base, job_key: str, members: list[Task]) -> None:
+        """(Re)assemble job ``job_key`` of the base from its members (in the cache's order)."""
+        problems: list[tuple[str, tuple[str, str, str]]] = []
+        job = assemble_job(
+            base.space,
+            base.podgroups.get(job_key),
+            members,
+            priority_classes=base.priority_classes,
+            problems=problems,
+        )
+        if problems:
+            base.problems[job_key] = problems
+        else:
+            base.problems.pop(job_key, None)
+        base.standalone.discard(job_key)
+        base.private.discard(job_key)
+        if job is None:
+            base.jobs.pop(job_key, None)
+            return
+        job.shared = True
+        job.allocated.flags.writeable = False
+        job.min_request.flags.writeable = False
+        base.jobs[job_key] = job
+        if job.podgroup is None:
+            base.standalone.add(job_key)
+        if job.phase is PodGroupPhase.PENDING or job.status_count[TaskStatus.PENDING]:
+            base.private.add(job_key)
+
+    def _nodes_full(self, base: _Base, view: View) -> None:
+        """What every node holds, from scratch (in the cache's order, as one hold at a time would)."""
+        table = self._table
+        assert table is not None
+        index = table.index
+        base.idle = table.allocatable.copy()
+        base.incoming = np.zeros_like(table.allocatable)
+        base.releasing = np.zeros(len(table), dtype=np.intp)
+        base.held = [{} for _ in range(len(table))]
+        held_at: list[int] = []
+        held: list[Vector] = []
+        for key in view.tasks:
+            t = self._task(key)
+            i = index.get(t.node_name) if t.node_name else None
+            if i is None or not held_on_node(t, base.jobs):
+                continue
+            base.held[i][key] = t
+            held_at.append(i)
+            held.append(t.request)
+            if t.status is TaskStatus.RELEASING:
+                base.incoming[i] += t.request
+                base.releasing[i] += 1
+        if held:
+            np.subtract.at(base.idle, np.asarray(held_at, dtype=np.intp), np.stack(held))
+
+    def _node(self, base: _Base, i: int, keys: list[str]) -> None:
+        """What node ``i`` holds, again, from the tasks on it (``keys``, in the cache's order)."""
+        table = self._table
+        assert table is not None
+        held: dict[str, Task] = {}
+        idle = table.allocatable[i].copy()
+        incoming = np.zeros_like(idle)
+        releasing = 0
+        for key in keys:
+            t = self._task(key)
+            if held_on_node(t, base.jobs):
+                held[key] = t
+                idle -= t.request
+                if t.status is TaskStatus.RELEASING:
+                    incoming += t.request
+                    releasing += 1
+        base.held[i] = held
+        base.idle[i] = idle
+        base.incoming[i] = incoming
+        base.releasing[i] = releasing
+
+    def _update(
+        self,
+        base: _Base,
+        view: View,
+        pg_list: list[PodGroupSpec],
+        changed: set[str],
+        old_table: NodeTable | None,
+        pos: Callable[[str], int],
+    ) -> None:
+        """Bring the base to ``view``: the jobs and nodes of the tasks that changed (``changed``), the
+        jobs whose PodGroup changed, the nodes whose allocatable changed."""
+        jobs: set[str] = set()
+        nodes: set[str] = set()
+        foreign = False
+        for key in changed:
+            old = base.where.pop(key, None)
+            if old is not None:
+                job_key, node = old
+                if job_key is None:
+                    del base.foreign[key]
+                    foreign = True
+                else:
+                    members = base.members[job_key]
+                    del members[key]
+                    if not members:
+                        del base.members[job_key]
+                    jobs.add(job_key)
+                if node:
+                    on = base.on_node[node]
+                    del on[key]
+                    if not on:
+                        del base.on_node[node]
+                    nodes.add(node)
+            if key in self._entries:
+                t = self._index(base, key)
+                if t.schedulable_by_us:
+                    jobs.add(t.job_key)
+                else:
+                    foreign = True
+                if t.node_name:
+                    nodes.add(t.node_name)
+        pgs = {pg.key: pg for pg in pg_list}
+        before = base.podgroups
+        for job_key in pgs.keys() | before.keys():
+            a, b = before.get(job_key), pgs.get(job_key)
+            if a is not b and a != b:
+                jobs.add(job_key)
+        base.podgroups = pgs
+        for job_key in jobs:
+            keys = sorted(base.members.get(job_key, ()), key=pos)
+            nodes.update(n for n in (base.where[k][1] for k in keys) if n)
+            self._job(base, job_key, [self._task(k) for k in keys])
+        if foreign:
+            base.foreign_list = [self._task(k) for k in sorted(base.foreign, key=pos)]
+        table = self._table
+        assert table is not None
+        if old_table is not None and old_table is not table:
+            if old_table.names != table.names:
+                self._nodes_full(base, view)
+                return
+            rows = np.flatnonzero((old_table.allocatable != table.allocatable).any(axis=1))
+            nodes.update(table.names[i] for i in rows.tolist())
+        for node in nodes:
+            i = table.index.get(node)
+            if i is not None:
+                self._node(base, i, sorted(base.on_node.get(node, ()), key=pos))

@@ -64,6 +64,8 @@ class Statement:
 
     def admit(self, job: Job) -> None:
         """Admit ``job`` into its queue (phase Inqueue): allocate may place it from now on."""
+        if job.shared:
+            raise RuntimeError(f"session admitting job {job.key} that other snapshots share")
         self._ops.append(_AdmitOp(job, job.phase))
         job.phase = PodGroupPhase.INQUEUE
 

@@ -1,9 +1,11 @@
 """The snapshot a session works on: nodes as arrays, jobs with their tasks, queues, namespaces.
 
-A :class:`ClusterSnapshot` is made for every session (by ``volsched.cache.snapshots``, incrementally, and
-:func:`assemble_snapshot`) and is the session's private copy: the session mutates its tasks, jobs
-and node arrays while it decides, and nothing it does here reaches the cluster or the cache. What it
-shares with the cache (task request vectors, the nodes' allocatable) is read-only.
+A :class:`ClusterSnapshot` is made for every session (by ``volsched.cache.snapshots``, incrementally, from
+jobs made by :func:`assemble_job`) and is the session's own: the session mutates its pending tasks, the
+jobs it may change and its node arrays while it decides, and nothing it does here reaches the cluster or
+the cache. What it shares with the cache and other snapshots (jobs and tasks marked ``shared``, request
+vectors, the nodes' allocatable) is read-only; a session that may evict takes its own copies first
+(:meth:`ClusterSnapshot.thaw`).
 
 Nodes are a struct of arrays (:class:`NodeTable`) so that filters and scores are numpy work over all nodes
 at once. No I/O happens here.
@@ -162,6 +164,8 @@ class Job:
 
     #: Tasks placed, bound, running or succeeded: what counts toward minMember. Kept by count_status.
     ready: int = 0
+    #: A job other snapshots share (read-only): a session works on its own copy (``own_job``).
+    shared: bool = False
 
     @property
     def ready_count(self) -> int:
@@ -246,23 +250,17 @@ class ClusterSnapshot:
         return self.namespace_weights.get(namespace, 1)
 
     def thaw(self) -> None:
-        """Replace every shared task (``Task.shared``: other snapshots hold it too) with the snapshot's
-        own copy, in its job, on its node and among the foreign tasks, so that a session may change any
-        of them (evict it). Call it before anyone holds a task of this snapshot."""
-        own: dict[str, Task] = {}
-
-        def mine(t: Task) -> Task:
-            c = copy_task(t)
-            c.shared = False
-            own[c.key] = c
-            return c
-
-        for job in self.jobs.values():
-            tasks = job.tasks
-            for key, t in tasks.items():
-                if t.shared:
-                    tasks[key] = mine(t)
-        self.foreign_tasks = [mine(t) if t.shared else t for t in self.foreign_tasks]
+        """Replace every shared job and task (``shared``: other snapshots hold them too) with the
+        snapshot's own copy, in the jobs, on the nodes and among the foreign tasks, so that a session
+        may change any of them (evict it). Call it before anyone holds a job or task of this snapshot."""
+        jobs = self.jobs
+        for key, job in jobs.items():
+            if job.shared or any(t.shared for t in job.tasks.values()):
+                jobs[key] = own_job(job, every_task=True)
+        self.foreign_tasks = [own_task(t) if t.shared else t for t in self.foreign_tasks]
+        own = {t.key: t for t in self.foreign_tasks}
+        for job in jobs.values():
+            own.update(job.tasks)
         for held in self.nodes.tasks:
             for key, t in held.items():
                 if t.shared:
@@ -292,72 +290,26 @@ def request_vector(space: ResourceSpace, task: Task) -> Vector:
     return vec
 
 
-def assemble_snapshot(
-    *,
+def assemble_job(
     space: ResourceSpace,
-    table: NodeTable,
-    tasks: Iterable[Task],
-    podgroups: Iterable[PodGroupSpec],
-    queues: Iterable[QueueSpec],
-    namespace_weights: Mapping[str, int],
+    pg: PodGroupSpec | None,
+    members: Iterable[Task],
+    *,
     priority_classes: Mapping[str, int],
-    usage: Mapping[str, NodeUsage] | None = None,
-    now: float = 0.0,
-    carryover: dict[str, Any] | None = None,
-    namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
-) -> ClusterSnapshot:
-    """A snapshot from a table with nothing held yet and the session's own copies of the tasks, their
-    ``request`` set over ``space``: jobs are made and the tasks that hold capacity are held."""
-    table.usage = dict(usage or {})
-    queue_map = resolve_guarantees({q.name: q for q in queues}, space, table.total())
-
-    jobs: dict[str, Job] = {}
-    problems: list[tuple[str, str, str]] = []
-    for pg in podgroups:
-        jobs[pg.key] = Job(
-            key=pg.key,
-            namespace=pg.namespace,
-            name=pg.name,
-            queue=pg.queue,
-            min_member=pg.min_member,
-            priority=pg.priority
-            if pg.priority is not None
-            else (priority_classes.get(pg.priority_class_name, 0) if pg.priority_class_name else 0),
-            creation=pg.creation,
-            phase=pg.phase,
-            podgroup=pg,
-            min_resources_map=pg.min_resources,
-            allocated=space.zeros(),
-        )
-    foreign: list[Task] = []
-    index = table.index
-    # Capacity held per node, subtracted from idle at once (in task order, as one hold at a time would).
-    held_at: list[int] = []
-    held: list[Vector] = []
-
-    def hold(i: int, t: Task, key: str) -> None:
-        table.tasks[i][key] = t
-        held_at.append(i)
-        held.append(t.request)
-        if t.status is TaskStatus.RELEASING:
-            table.start_releasing(i, t)
-
-    for t in tasks:
+    problems: list[tuple[str, tuple[str, str, str]]],
+) -> Job | None:
+    """One job of a snapshot: PodGroup ``pg`` (None: a pod standing alone) with ``members``, the tasks
+    ours to schedule that name it, in the cache's order, their ``request`` set over ``space``. A member
+    that names a group that does not exist is a problem (task key, problem) and joins no job. None when
+    no job comes of it."""
+    job = None if pg is None else _podgroup_job(space, pg, priority_classes)
+    for t in members:
         key = t.key
-        if not t.schedulable_by_us:
-            if t.node_name in index and t.status in NODE_HOLDING_STATUSES:
-                hold(index[t.node_name], t, key)
-            foreign.append(t)
-            continue
-        job = jobs.get(t.job_key)
         if job is None:
             if t.job_key != key:
+                group = t.job_key.split("/", 1)[1]
                 problems.append(
-                    (
-                        f"Pod {key}",
-                        "PodGroupNotFound",
-                        f"pod group {t.job_key.split('/', 1)[1]} does not exist",
-                    )
+                    (key, (f"Pod {key}", "PodGroupNotFound", f"pod group {group} does not exist"))
                 )
                 continue
             job = Job(
@@ -373,30 +325,67 @@ def assemble_snapshot(
                 min_resources_map=None,
                 allocated=space.zeros(),
             )
-            jobs[job.key] = job
         job.tasks[key] = t
         job.count_status(None, t.status)
         if t.status in ALLOCATED_STATUSES:
             job.allocated += t.request
-        if t.node_name in index and t.status in NODE_HOLDING_STATUSES:
-            hold(index[t.node_name], t, key)
-    if held:
-        np.subtract.at(table.idle, np.asarray(held_at, dtype=np.intp), np.stack(held))
-    for job in jobs.values():
+    if job is not None:
         job.min_request = _min_request(space, job)
         if job.podgroup is not None and job.phase is PodGroupPhase.PENDING and job.ready_count:
             job.phase = PodGroupPhase.INQUEUE  # partly bound: admitted before (see the module docstring)
-    return ClusterSnapshot(
-        space=space,
-        nodes=table,
-        jobs=jobs,
-        queues=queue_map,
-        namespace_weights=dict(namespace_weights),
-        foreign_tasks=foreign,
-        now=now,
-        problems=problems,
-        carryover={} if carryover is None else carryover,
-        namespace_labels={ns: dict(labels) for ns, labels in (namespace_labels or {}).items()},
+    return job
+
+
+def _podgroup_job(space: ResourceSpace, pg: PodGroupSpec, priority_classes: Mapping[str, int]) -> Job:
+    return Job(
+        key=pg.key,
+        namespace=pg.namespace,
+        name=pg.name,
+        queue=pg.queue,
+        min_member=pg.min_member,
+        priority=pg.priority
+        if pg.priority is not None
+        else (priority_classes.get(pg.priority_class_name, 0) if pg.priority_class_name else 0),
+        creation=pg.creation,
+        phase=pg.phase,
+        podgroup=pg,
+        min_resources_map=pg.min_resources,
+        allocated=space.zeros(),
+    )
+
+
+def held_on_node(t: Task, jobs: Mapping[str, Job]) -> bool:
+    """Whether ``t`` occupies capacity on its node in a snapshot with ``jobs``: a pod of another
+    scheduler, or one of a job's tasks, in a status that holds a node (a pod whose group does not exist
+    is in no job and holds nothing)."""
+    if t.status not in NODE_HOLDING_STATUSES:
+        return False
+    if not t.schedulable_by_us:
+        return True
+    job = jobs.get(t.job_key)
+    return job is not None and job.tasks.get(t.key) is t
+
+
+def own_task(t: Task) -> Task:
+    """A session's own copy of a shared task."""
+    c = copy_task(t)
+    c.shared = False
+    return c
+
+
+def own_job(job: Job, *, every_task: bool) -> Job:
+    """A session's own copy of a shared job: its own counters and allocation, and its own copies of its
+    pending tasks (of all of them with ``every_task``); the others stay shared."""
+    tasks = {
+        k: own_task(t) if t.shared and (every_task or t.status is TaskStatus.PENDING) else t
+        for k, t in job.tasks.items()
+    }
+    return replace(
+        job,
+        tasks=tasks,
+        allocated=job.allocated.copy(),
+        status_count=job.status_count.copy(),
+        shared=False,
     )
 
 
