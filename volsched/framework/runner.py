@@ -115,35 +115,49 @@ def _render_status(session: Session) -> dict[str, PodGroupPhase]:
             else (),
             owner=job.podgroup.owner.title if job.podgroup.owner is not None else "",
         )
-    by_queue = session.jobs_by_queue()
-    for name, spec in sorted(session.queues.items()):
-        allocated = space.zeros()
-        request = space.zeros()
-        counts: dict[str, int] = {}
-        for job in by_queue.get(name, []):
-            allocated += job.allocated
-            request += job.total_request()
+    # Sums over jobs per queue and per namespace, each in the jobs' order (np.add.at adds one row at a
+    # time, in order, as a loop would).
+    jobs = list(session.jobs.values())
+    queue_names = sorted(session.queues)
+    queue_row = {name: i for i, name in enumerate(queue_names)}
+    ns_names = sorted({job.namespace for job in jobs})
+    ns_row = {ns: i for i, ns in enumerate(ns_names)}
+    allocated = np.zeros((len(queue_names), len(space)))
+    request = np.zeros((len(queue_names), len(space)))
+    ns_allocated = np.zeros((len(ns_names), len(space)))
+    counts: list[dict[str, int]] = [{} for _ in queue_names]
+    if jobs:
+        job_allocated = np.stack([job.allocated for job in jobs])
+        np.add.at(
+            ns_allocated, np.fromiter((ns_row[j.namespace] for j in jobs), np.intp, len(jobs)), job_allocated
+        )
+        in_queue = [i for i, job in enumerate(jobs) if job.queue in queue_row]
+        rows = np.fromiter((queue_row[jobs[i].queue] for i in in_queue), np.intp, len(in_queue))
+        if in_queue:
+            np.add.at(allocated, rows, job_allocated[in_queue])
+            np.add.at(request, rows, np.stack([jobs[i].total_request() for i in in_queue]))
+        for i in in_queue:
+            job = jobs[i]
             if job.podgroup is not None:
                 value = phases[job.key].value
-                counts[value] = counts.get(value, 0) + 1
+                tally = counts[queue_row[job.queue]]
+                tally[value] = tally.get(value, 0) + 1
+    for q, name in enumerate(queue_names):
+        spec = session.queues[name]
         result.queues[name] = QueueStatus(
             name=name,
             state=spec.state.value,
             weight=spec.weight,
-            allocated=space.to_dict(allocated),
-            request=space.to_dict(request),
+            allocated=space.to_dict(allocated[q]),
+            request=space.to_dict(request[q]),
             guarantee=dict(spec.guarantee),
             capability=None if spec.capability is None else dict(spec.capability),
-            podgroups=counts,
+            podgroups=counts[q],
         )
-    namespaces: dict[str, np.ndarray] = {}
-    for job in session.jobs.values():
-        ns_alloc = namespaces.setdefault(job.namespace, space.zeros())
-        ns_alloc += job.allocated
-    for ns in sorted(set(namespaces) | set(session.snapshot.namespace_weights)):
+    for ns in sorted(set(ns_names) | set(session.snapshot.namespace_weights)):
         result.namespaces[ns] = {
             "weight": session.snapshot.namespace_weight(ns),
-            "allocated": space.to_dict(namespaces.get(ns, space.zeros())),
+            "allocated": space.to_dict(ns_allocated[ns_row[ns]] if ns in ns_row else space.zeros()),
         }
     return phases
 
@@ -156,8 +170,11 @@ def _render_events(session: Session, phases: dict[str, PodGroupPhase]) -> None:
         result.events.append(Event(kind=kind, namespace=ns, name=name, reason=reason, message=message))
         if kind == "Pod":  # it cannot be scheduled either: its PodScheduled condition says why
             result.unschedulable[ref] = message
-    for job in sorted(session.jobs.values(), key=lambda j: j.key):
-        pending = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and t.schedulable_by_us]
+    errors = session.job_errors
+    # Only a job with pending tasks or refusals has anything to say.
+    speaking = [j for j in session.jobs.values() if j.status_count[TaskStatus.PENDING] or j.key in errors]
+    for job in sorted(speaking, key=lambda j: j.key):
+        pending = [t for t in job.pending_tasks() if t.schedulable_by_us]
         job_statuses = session.job_errors.get(job.key, [])
         job_reason = render(job_statuses) or None
         if job.podgroup is not None and job_reason and phases[job.key] is not PodGroupPhase.RUNNING:

@@ -166,6 +166,7 @@ class Job:
     ready: int = 0
     #: A job other snapshots share (read-only): a session works on its own copy (``own_job``).
     shared: bool = False
+    _scheduled: int | None = field(default=None, init=False, repr=False)
 
     @property
     def ready_count(self) -> int:
@@ -201,14 +202,24 @@ class Job:
     @property
     def scheduled_count(self) -> int:
         """Tasks that have (or are about to have) a node."""
-        return sum(1 for t in self.tasks.values() if t.node_name and t.status not in TERMINAL_STATUSES)
+        if self._scheduled is not None:
+            return self._scheduled
+        count = sum(1 for t in self.tasks.values() if t.node_name and t.status not in TERMINAL_STATUSES)
+        if self.shared:  # nobody changes it: every snapshot that shares it may keep the count
+            self._scheduled = count
+        return count
 
     def pending_tasks(self) -> list[Task]:
+        if not self.status_count[TaskStatus.PENDING]:
+            return []
         return [t for t in self.tasks.values() if t.status is TaskStatus.PENDING]
 
     def total_request(self) -> Vector:
         """Allocated plus pending: what the job asks of its queue right now."""
         out = self.allocated.copy()
+        c = self.status_count
+        if not (c[TaskStatus.PENDING] or c[TaskStatus.PIPELINED]):
+            return out
         for t in self.tasks.values():
             if t.status in (TaskStatus.PENDING, TaskStatus.PIPELINED):
                 out = out + t.request
