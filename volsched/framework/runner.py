@@ -42,10 +42,11 @@ def open_session(
 
 
 def close_session(session: Session) -> SessionResult:
-    phases = _render_status(session)
+    phases: dict[str, PodGroupPhase] = {}
+    session.timed("close:status", lambda: phases.update(_render_status(session)))
     for plugin in session.plugins:
         session.timed(f"plugin:{plugin.name}:close", lambda p=plugin: p.on_session_close(session))  # type: ignore[misc]
-    _render_events(session, phases)
+    session.timed("close:events", lambda: _render_events(session, phases))
     return session.result
 
 
