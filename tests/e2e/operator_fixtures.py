@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -261,9 +262,15 @@ def mk(module_cluster: LocalControlPlane) -> Iterator[Kube]:
 
 
 def free_port() -> int:
+    """A port free a moment ago: anyone may take it before it is used. Only for "nothing listens
+    there" where another listener would do no harm; an operator binds its own (``--metrics-port 0``)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+#: The operator's log line naming the port it bound (``--metrics-port 0``).
+SERVING = re.compile(rb"serving /healthz, /metrics and /ui on 127\.0\.0\.1:(\d+)")
 
 
 class OperatorProcess:
@@ -271,7 +278,7 @@ class OperatorProcess:
         self.kubeconfig = kubeconfig
         self.log_path = log_path
         self.extra = extra
-        self.port = free_port()
+        self.port = 0  # known once started: the port the operator bound and logged
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> OperatorProcess:
@@ -282,14 +289,25 @@ class OperatorProcess:
             "--period", "0.3",
             "--lease-duration", "4",
             "--metrics-host", "127.0.0.1",
-            "--metrics-port", str(self.port),
+            "--metrics-port", "0",
             *self.extra,
         ]  # fmt: skip
         log = self.log_path.open("ab")
+        since = log.tell()  # operators of one test share the log: this one's lines come after here
         self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ})
         log.close()
+        self.port = wait_for(
+            lambda: self._bound_port(since), 60, what=f"operator serving (log: {self.log_path})"
+        )
         wait_for(self.healthy, 60, what=f"operator /healthz (log: {self.log_path})")
         return self
+
+    def _bound_port(self, since: int) -> int | None:
+        self.check_running()
+        with self.log_path.open("rb") as f:
+            f.seek(since)
+            found = SERVING.search(f.read())
+        return int(found.group(1)) if found else None
 
     def check_running(self) -> None:
         """Fail the test, with the operator's log, when its process has exited."""
