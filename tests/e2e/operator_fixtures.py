@@ -359,8 +359,12 @@ class OperatorProcess:
         return self.proc.returncode
 
 
+#: The ``start_operator`` fixture: starts ``volsched run`` with extra CLI args (and ``kubeconfig=``).
+Start = Callable[..., OperatorProcess]
+
+
 @pytest.fixture
-def start_operator(cluster: LocalControlPlane, tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
+def start_operator(cluster: LocalControlPlane, tmp_path: Path) -> Iterator[Start]:
     """Start ``volsched run`` (extra CLI args allowed); every one started is stopped afterwards."""
     started: list[OperatorProcess] = []
 

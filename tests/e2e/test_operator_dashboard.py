@@ -6,14 +6,21 @@ from __future__ import annotations
 import asyncio
 import json
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.browser import open_browser
-from tests.e2e.operator_fixtures import OPERATOR_NS, Kube, OperatorProcess, node, pod, podgroup, wait_for
+from tests.e2e.operator_fixtures import (
+    OPERATOR_NS,
+    Kube,
+    Start,
+    node,
+    pod,
+    podgroup,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.browser]
 
@@ -28,9 +35,7 @@ def get(url: str) -> tuple[int, str, str]:
         return resp.status, resp.headers.get("Content-Type", ""), resp.read().decode()
 
 
-def test_the_dashboard_follows_the_cluster_live(
-    k: Kube, start_operator: Callable[..., OperatorProcess], tmp_path: Path
-) -> None:
+def test_the_dashboard_follows_the_cluster_live(k: Kube, start_operator: Start, tmp_path: Path) -> None:
     k.nodes(node("n1", cpu="4"))
     ns = k.namespace("team")
     k.podgroup(ns, podgroup("pair", 2))
@@ -88,7 +93,7 @@ EVICTIONS = "JSON.stringify([...document.querySelectorAll('#evictions tbody tr[d
 
 
 def test_the_dashboard_lists_the_evictions_the_operator_carried_out_with_their_reasons(
-    k: Kube, start_operator: Callable[..., OperatorProcess], tmp_path: Path
+    k: Kube, start_operator: Start, tmp_path: Path
 ) -> None:
     k.nodes(node("n1", cpu="4"))
     k.core.create_namespaced_config_map(

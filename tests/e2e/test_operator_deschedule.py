@@ -4,16 +4,14 @@ and the healthy ones are left alone."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from tests.e2e.operator_fixtures import Kube, OperatorProcess, node, pod, wait_for
+from tests.e2e.operator_fixtures import Kube, Start, node, pod, wait_for
 
 pytestmark = pytest.mark.cluster
 
-Start = Callable[..., OperatorProcess]
 CONFIG = """\
 actions: "enqueue, allocate, backfill, shuffle"
 tiers:

@@ -5,7 +5,6 @@ rejects gets an event, and no object gets the same message twice in a row (not e
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ from tests.e2e.operator_fixtures import (
     ROOT,
     Kube,
     OperatorProcess,
+    Start,
     node,
     pod,
     podgroup,
@@ -23,8 +23,6 @@ from tests.e2e.operator_fixtures import (
 )
 
 pytestmark = pytest.mark.cluster
-
-Start = Callable[..., OperatorProcess]
 
 
 def _events(k: Kube, ns: str, name: str, reason: str | None = None) -> list[Any]:

@@ -3,7 +3,6 @@ cluster or an amount) takes effect on the next sessions, without restarting the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,7 +11,7 @@ from tests.e2e.operator_fixtures import (
     GROUP,
     VERSION,
     Kube,
-    OperatorProcess,
+    Start,
     node,
     pod,
     podgroup,
@@ -21,8 +20,6 @@ from tests.e2e.operator_fixtures import (
 )
 
 pytestmark = pytest.mark.cluster
-
-Start = Callable[..., OperatorProcess]
 
 
 def set_guarantee(k: Kube, name: str, resource: dict[str, Any] | None) -> None:

@@ -7,16 +7,21 @@ gang as admitted, count its bound members once and complete it before anything e
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from tests.e2e.operator_fixtures import Kube, OperatorProcess, node, node_usage, pod, podgroup, wait_for
+from tests.e2e.operator_fixtures import (
+    Kube,
+    Start,
+    node,
+    node_usage,
+    pod,
+    podgroup,
+    wait_for,
+)
 
 pytestmark = pytest.mark.cluster
-
-Start = Callable[..., OperatorProcess]
 
 
 def _bound_to(obj: dict[str, Any], node_name: str) -> dict[str, Any]:

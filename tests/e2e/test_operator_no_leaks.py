@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import threading
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.e2e.operator_fixtures import OPERATOR_NS, Kube, OperatorProcess, node, pod, wait_for
+from tests.e2e.operator_fixtures import OPERATOR_NS, Kube, Start, node, pod, wait_for
 from volsched.redaction import basic_credential
 
 pytestmark = pytest.mark.cluster
 
-Start = Callable[..., OperatorProcess]
 USER, PASSWORD = "scraper", "pr0m-s3cret-in-url"
 
 

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 import pytest
 
-from tests.e2e.operator_fixtures import Kube, OperatorProcess, node, pod, wait_for
+from tests.e2e.operator_fixtures import Kube, Start, node, pod, wait_for
 from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
 
 
 def test_an_apiserver_outage_is_a_few_log_lines_and_scheduling_resumes(
-    cluster: LocalControlPlane, k: Kube, start_operator: Callable[..., OperatorProcess]
+    cluster: LocalControlPlane, k: Kube, start_operator: Start
 ) -> None:
     k.nodes(node("n1", cpu="8"))
     ns = k.namespace("outage")

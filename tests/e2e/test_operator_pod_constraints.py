@@ -4,16 +4,14 @@ PodGroup topology."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from tests.e2e.operator_fixtures import Kube, OperatorProcess, node, pod, podgroup, wait_for
+from tests.e2e.operator_fixtures import Kube, Start, node, pod, podgroup, wait_for
 
 pytestmark = pytest.mark.cluster
 
-Start = Callable[..., OperatorProcess]
 ZONE = "topology.kubernetes.io/zone"
 
 

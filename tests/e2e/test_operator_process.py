@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 import tests.e2e.operator_fixtures as fixtures
-from tests.e2e.operator_fixtures import OperatorProcess
+from tests.e2e.operator_fixtures import Start
 
 pytestmark = pytest.mark.cluster
 
@@ -40,7 +40,7 @@ def squatter() -> Iterator[int]:
 
 
 def test_the_operator_is_found_on_its_own_port_when_another_process_took_the_free_one(
-    start_operator: Callable[..., OperatorProcess], squatter: int, monkeypatch: pytest.MonkeyPatch
+    start_operator: Start, squatter: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The race made certain: the port a free-port probe returns is taken by the time it is used.
     monkeypatch.setattr(fixtures, "free_port", lambda: squatter)

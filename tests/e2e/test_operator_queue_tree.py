@@ -3,16 +3,13 @@ columns' fields), a job in a parent queue refused, and an impossible guarantee r
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from tests.e2e.operator_fixtures import Kube, OperatorProcess, node, pod, podgroup, queue, wait_for
+from tests.e2e.operator_fixtures import Kube, Start, node, pod, podgroup, queue, wait_for
 
 pytestmark = pytest.mark.cluster
-
-Start = Callable[..., OperatorProcess]
 
 
 def _status(k: Kube, name: str) -> dict[str, Any]:

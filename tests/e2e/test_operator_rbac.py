@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 import yaml
 from kubernetes import client
 
-from tests.e2e.operator_fixtures import ROOT, Kube, OperatorProcess, apply_file, node, pod, podgroup, wait_for
+from tests.e2e.operator_fixtures import (
+    ROOT,
+    Kube,
+    Start,
+    apply_file,
+    node,
+    pod,
+    podgroup,
+    wait_for,
+)
 from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
@@ -98,7 +105,7 @@ def test_every_verb_the_operator_uses_is_granted_and_no_more(k: Kube) -> None:
 
 
 def test_the_operator_runs_with_only_its_service_account(
-    k: Kube, cluster: LocalControlPlane, start_operator: Callable[..., OperatorProcess], tmp_path: object
+    k: Kube, cluster: LocalControlPlane, start_operator: Start, tmp_path: object
 ) -> None:
     _apply_rbac(k)
     token = cluster.service_account_token(NS, "volsched", create=False)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ from tests.e2e.operator_fixtures import (
     CONFIG_MAP,
     OPERATOR_NS,
     Kube,
-    OperatorProcess,
+    Start,
     node,
     node_usage,
     pod,
@@ -24,8 +23,6 @@ from volsched.framework.config import DEFAULT_CONFIG_YAML
 from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
-
-Start = Callable[..., OperatorProcess]
 
 
 def test_config_is_reloaded_and_a_bad_one_keeps_the_last_good(k: Kube, start_operator: Start) -> None:

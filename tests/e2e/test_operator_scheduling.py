@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from tests.e2e.operator_fixtures import (
     Kube,
-    OperatorProcess,
+    Start,
     node,
     node_usage,
     pod,
@@ -19,8 +18,6 @@ from tests.e2e.operator_fixtures import (
 )
 
 pytestmark = pytest.mark.cluster
-
-Start = Callable[..., OperatorProcess]
 
 
 def test_pods_are_bound_to_the_right_nodes(k: Kube, start_operator: Start) -> None:

@@ -4,18 +4,25 @@ Prometheus says is loaded, and a metrics source that is down never stops schedul
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.operator_fixtures import OPERATOR_NS, Kube, OperatorProcess, free_port, node, pod, wait_for
+from tests.e2e.operator_fixtures import (
+    OPERATOR_NS,
+    Kube,
+    Start,
+    free_port,
+    node,
+    pod,
+    wait_for,
+)
 from tests.metrics import metricslib as lib
 
 pytestmark = pytest.mark.cluster
 
-Start = Callable[..., OperatorProcess]
 CM, KEY = "volsched-scheduler-config", "volsched-scheduler.conf"
 
 

@@ -8,17 +8,15 @@ feature step makes them: spec.schedulerName "volcano" and the annotation schedul
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from kubernetes import client
 
-from tests.e2e.operator_fixtures import Kube, OperatorProcess, node, pod, podgroup, wait_for
+from tests.e2e.operator_fixtures import Kube, Start, node, pod, podgroup, wait_for
 
 pytestmark = pytest.mark.cluster
 
-Start = Callable[..., OperatorProcess]
 V, VV = "scheduling.volcano.sh", "v1beta1"
 OPEN = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 

@@ -4,15 +4,11 @@ holding it is deleted (only the cache's doorbell can have called those sessions)
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 
-from tests.e2e.operator_fixtures import Kube, OperatorProcess, node, pod, wait_for
+from tests.e2e.operator_fixtures import Kube, Start, node, pod, wait_for
 
 pytestmark = pytest.mark.cluster
-
-Start = Callable[..., OperatorProcess]
 
 
 def test_a_session_is_woken_by_a_pod_arriving_and_by_capacity_freeing_while_a_pod_waits(
