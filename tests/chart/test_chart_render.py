@@ -104,6 +104,10 @@ CASES: list[tuple[str, list[str], Any]] = [
      lambda o: _container(o)["args"][-2:] == ["--period", "2.5"]),
     ("minimum gap between woken sessions", ["--set", "minGap=0.05"],
      lambda o: _container(o)["args"][-4:] == ["--min-gap", "0.05", "--period", "1"]),
+    ("longest idle stretch", ["--set", "maxIdle=2.5"],
+     lambda o: _container(o)["args"][-6:] == ["--max-idle", "2.5", "--min-gap", "0.1", "--period", "1"]),
+    ("never skip a session", ["--set", "maxIdle=0"],
+     lambda o: _container(o)["args"][-6:-4] == ["--max-idle", "0"]),
     ("http port", ["--set", "httpPort=9090"],
      lambda o: _container(o)["args"][-2:] == ["--metrics-port", "9090"]
      and _container(o)["ports"] == [{"name": "http", "containerPort": 9090}]
@@ -185,6 +189,8 @@ BAD_VALUES = [
     (["--set", "period=abc"], "/period"),
     (["--set", "minGap=-1"], "/minGap"),
     (["--set", "minGap=soon"], "/minGap"),
+    (["--set", "maxIdle=-1"], "/maxIdle"),
+    (["--set", "maxIdle=never"], "/maxIdle"),
     (["--set", "httpPort=70000"], "/httpPort"),
     (["--set", "image.pullPolicy=Sometimes"], "/image/pullPolicy"),
     (["--set", "defaultQueue.weight=0"], "/defaultQueue/weight"),
