@@ -99,7 +99,8 @@ class Port(Protocol):
         ...
 
     def evict(self, evictions: Sequence[Evict], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
-        """Send ``evictions`` (after the session; ``pods``: their raw pods by key); returns the outcomes completed so far, as ``bind`` does."""
+        """Send ``evictions`` (after the session; ``pods``: their raw pods by key); returns the
+        outcomes completed so far, as ``bind`` does."""
         ...
 
     def settle(self) -> tuple[list[BindOutcome], list[EvictOutcome]]:

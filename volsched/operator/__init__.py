@@ -9,8 +9,9 @@
   rings (a pod of ours arrived; capacity freed while pods wait: :mod:`~volsched.operator.pacing`),
   the leader (a coordination.k8s.io Lease) runs one cycle
   (:func:`~volsched.cycle.run_cycle`, the simulator's too) behind a background
-  :class:`~volsched.kube.port.KubePort`: binds are assumed in the cache when decided and sent by the
-  port's workers while the next session already plans on them; their outcomes are settled by a later
+  :class:`~volsched.kube.port.KubePort`: binds are assumed in the cache when decided and handed to the
+  port's workers as the session commits each job (the session goes on placing the next), and the
+  next session already plans on them; their outcomes are settled by a later
   cycle (a failed bind puts the pod back pending). Status writes go out in the background too.
 * The scheduler config is read from a ConfigMap and reloaded when it changes; a bad one is rejected
   with an event and a log line and the last good one stays in force.
