@@ -36,6 +36,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@contextlib.contextmanager
+def refused_port() -> Iterator[int]:
+    """A port that refuses connections while the block runs: bound here, never listened on (a port
+    merely found free could be taken by another process meanwhile)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
+
+
 def count_connects(monkeypatch: Any) -> list[tuple[str, float | None]]:
     """Every connection urllib3 opens from now on (host, timeout), in a list the caller reads."""
     import urllib3.util.connection as conn

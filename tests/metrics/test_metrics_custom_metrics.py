@@ -11,7 +11,7 @@ from urllib.parse import unquote
 
 import pytest
 from kubernetes import client as k8s
-from metricslib import count_connects, free_port, http_server
+from metricslib import count_connects, http_server, refused_port
 
 from volsched.metrics.custom_metrics import CustomMetricsSource
 from volsched.metrics.source import SourceError
@@ -140,6 +140,6 @@ def test_slow_and_down(monkeypatch: pytest.MonkeyPatch) -> None:
             CustomMetricsSource(api_client(server.url), timeout=0.3).fetch(None)
         assert len(server.requests) == 1  # asked once: no second metric after the failure
     attempts = count_connects(monkeypatch)
-    with pytest.raises(SourceError):
-        CustomMetricsSource(api_client(f"http://127.0.0.1:{free_port()}"), timeout=1).fetch(None)
+    with refused_port() as port, pytest.raises(SourceError):
+        CustomMetricsSource(api_client(f"http://127.0.0.1:{port}"), timeout=1).fetch(None)
     assert attempts == [("127.0.0.1", 1)]

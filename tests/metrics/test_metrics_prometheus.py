@@ -8,7 +8,7 @@ import time
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from metricslib import PromServer, count_connects, http_server, node_addresses, prom_matrix
+from metricslib import PromServer, count_connects, http_server, node_addresses, prom_matrix, refused_port
 
 from volsched.metrics.prometheus import PrometheusSource
 from volsched.metrics.source import SourceError
@@ -136,12 +136,11 @@ def test_slow_response_times_out() -> None:
 
 
 def test_connection_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    from metricslib import free_port
-
     attempts = count_connects(monkeypatch)
-    source = PrometheusSource(f"http://127.0.0.1:{free_port()}", period=60, timeout=1)
-    with pytest.raises(SourceError, match="ConnectionError"):
-        source.fetch(["n1"])
+    with refused_port() as port:
+        source = PrometheusSource(f"http://127.0.0.1:{port}", period=60, timeout=1)
+        with pytest.raises(SourceError, match="ConnectionError"):
+            source.fetch(["n1"])
     assert attempts == [("127.0.0.1", 1)]  # one attempt, within the timeout: no retries
 
 
