@@ -134,9 +134,9 @@ class ClusterState:
         self._snapshot_lock = threading.Lock()
         self.lock_held = 0.0
         #: Bumped by every change a session could see (an object applied or deleted, a pod's node
-        #: assumed or forgotten, a PodGroup phase, a node to avoid added or expired), but not by a watch
-        #: event that only confirms an assumed bind: equal counts, nothing new to decide on (a skipped
-        #: session, see ``volsched.cycle.IdleSkip``). Usage metrics do not count (time-based inputs).
+        #: assumed or forgotten, a PodGroup phase, a node to avoid added or expired, new usage figures),
+        #: but not by a watch event that only confirms an assumed bind: equal counts, nothing new to
+        #: decide on (a skipped session, see ``volsched.cycle.IdleSkip``).
         self.changes = 0
         #: Rung by the changes a session would act on soon (a pod of ours pending, capacity freed, an
         #: object a waiting pod may need changed): the operator's session loop runs a session soon.
