@@ -17,7 +17,7 @@ from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Event, PodGroupStatus, QueueStatus, SessionResult, render
 from volsched.framework.registry import make_actions, make_plugins
 from volsched.framework.session import Action, BindSink, Session
-from volsched.model.cluster import ClusterSnapshot
+from volsched.model.cluster import ClusterSnapshot, Job
 from volsched.model.vocabulary import PodGroupPhase, TaskStatus
 
 
@@ -84,36 +84,64 @@ def _phase(
     return job_phase
 
 
+StatusCounts = tuple[PodGroupPhase, str, int, int, int, int, int]
+
+
+def _status_counts(job: Job) -> StatusCounts:
+    """A job's phase after this session (and its name), and its running, succeeded, failed, pending
+    (and pipelined) and scheduled tasks; kept on a shared job for the next snapshot that shares it."""
+    if job.shared:
+        memo: StatusCounts | None = job.memo.get("status")
+        if memo is not None:
+            return memo
+    c = job.status_count
+    succeeded = c[TaskStatus.SUCCEEDED]
+    phase = _phase(
+        job.phase,
+        ready=job.ready_count,
+        min_member=job.min_member,
+        succeeded=succeeded,
+        total=sum(c.values()),
+    )
+    out = (
+        phase,
+        phase.value,
+        c[TaskStatus.RUNNING],
+        succeeded,
+        c[TaskStatus.FAILED],
+        c[TaskStatus.PENDING] + c[TaskStatus.PIPELINED],
+        job.scheduled_count,
+    )
+    if job.shared:
+        job.memo["status"] = out
+    return out
+
+
 def _render_status(session: Session) -> dict[str, PodGroupPhase]:
     """PodGroup and Queue status into the result; returns each job's phase after this session (computed,
     never written into the Job: the result carries it, the driver writes it back)."""
     result = session.result
     space = session.space
     phases: dict[str, PodGroupPhase] = {}
+    pending_jobs: set[str] = set()
+    errors = session.job_errors
     for job in session.jobs.values():
-        c = job.status_count
-        phase = _phase(
-            job.phase,
-            ready=job.ready_count,
-            min_member=job.min_member,
-            succeeded=c[TaskStatus.SUCCEEDED],
-            total=sum(c.values()),
-        )
+        phase, phase_name, running, succeeded, failed, pending, scheduled = _status_counts(job)
         phases[job.key] = phase
+        if pending:
+            pending_jobs.add(job.key)
         if job.podgroup is None:
             continue
         result.podgroups[job.key] = PodGroupStatus(
-            phase=phase.value,
+            phase=phase_name,
             queue=job.queue,
             min_member=job.min_member,
-            running=c[TaskStatus.RUNNING],
-            succeeded=c[TaskStatus.SUCCEEDED],
-            failed=c[TaskStatus.FAILED],
-            pending=c[TaskStatus.PENDING] + c[TaskStatus.PIPELINED],
-            scheduled=job.scheduled_count,
-            rejections=tuple(session.job_errors.get(job.key, ()))
-            if phase is not PodGroupPhase.RUNNING
-            else (),
+            running=running,
+            succeeded=succeeded,
+            failed=failed,
+            pending=pending,
+            scheduled=scheduled,
+            rejections=tuple(errors.get(job.key, ())) if phase is not PodGroupPhase.RUNNING else (),
             owner=job.podgroup.owner.title if job.podgroup.owner is not None else "",
         )
     # Sums over jobs per queue and per namespace, each in the jobs' order (np.add.at adds one row at a
@@ -135,8 +163,12 @@ def _render_status(session: Session) -> dict[str, PodGroupPhase]:
         in_queue = [i for i, job in enumerate(jobs) if job.queue in queue_row]
         rows = np.fromiter((queue_row[jobs[i].queue] for i in in_queue), np.intp, len(in_queue))
         if in_queue:
-            np.add.at(allocated, rows, job_allocated[in_queue])
-            np.add.at(request, rows, np.stack([jobs[i].total_request() for i in in_queue]))
+            held = job_allocated[in_queue]
+            np.add.at(allocated, rows, held)
+            for k, i in enumerate(in_queue):  # a job with nothing pending requests what it holds
+                if jobs[i].key in pending_jobs:
+                    held[k] = jobs[i].total_request()
+            np.add.at(request, rows, held)
         for i in in_queue:
             job = jobs[i]
             if job.podgroup is not None:

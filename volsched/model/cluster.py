@@ -167,6 +167,9 @@ class Job:
     #: A job other snapshots share (read-only): a session works on its own copy (``own_job``).
     shared: bool = False
     _scheduled: int | None = field(default=None, init=False, repr=False)
+    #: What readers derived from a shared job, kept for the next snapshot that shares it (a shared job
+    #: never changes); unused on a session's own jobs.
+    memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def ready_count(self) -> int:

@@ -118,13 +118,16 @@ def _pending_requests(
     rows: list[int] = []
     reqs: list[Vector] = []
     placeable: list[bool] = []
-    for job in session.jobs.values():
-        i = row.get(job.queue)
-        if i is None:
-            continue
-        allocated[i] += job.allocated
+    in_queue = [(i, job) for job in session.jobs.values() if (i := row.get(job.queue)) is not None]
+    if in_queue:  # one row at a time, in the jobs' order, as a loop would add them
+        at = np.fromiter((i for i, _ in in_queue), np.intp, len(in_queue))
+        np.add.at(allocated, at, np.stack([job.allocated for _, job in in_queue]))
+    for i, job in in_queue:
         if job.phase is PodGroupPhase.INQUEUE:
             inqueue[i] += unmet_minimum(job)
+        c = job.status_count
+        if not (c[TaskStatus.PENDING] or c[TaskStatus.PIPELINED]):
+            continue
         for t in job.tasks.values():
             status = t.status
             if status is TaskStatus.PENDING or status is TaskStatus.PIPELINED:
