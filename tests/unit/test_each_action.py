@@ -15,6 +15,7 @@ from volsched.cache.state import ClusterState
 from volsched.framework.decisions import Code, SessionResult, Status, render
 from volsched.framework.registry import load_config, make_actions
 from volsched.framework.runner import close_session, open_session
+from volsched.model.vocabulary import Task
 
 Obj = dict[str, Any]
 TIERS = (Path(__file__).resolve().parents[2] / "examples" / "reclaim-preempt-scheduler.yaml").read_text()
@@ -167,6 +168,12 @@ def test_one_action_decides_exactly_these_binds_evictions_and_admissions(
 
 
 REFUSED = "PodGroup ns/g"
+#: Three full nodes where preempt may take one 1-cpu pod each (the other is the gang's minMember; the
+#: rest is queue o's): no task of 2 cpu or more fits on any of them by preempting.
+SPARE_ONE_CPU_EACH = [node(n, cpu="4") for n in ("n1", "n2", "n3")] + [queue("q"), queue("o"), *PRIORITIES] + [
+    o for n in ("n1", "n2", "n3")
+    for o in (*running(f"hi-{n}", size=2, on=n, q="o", prio="high"), *running(f"lo-{n}", size=2, on=n))
+]  # fmt: skip
 REJECTIONS = [
     pytest.param(
         "enqueue",
@@ -198,6 +205,14 @@ REJECTIONS = [
         [(Code.UNSCHEDULABLE, "preempt")],
         "preempt: task g-0: preempt: no pod may be evicted for it on the 1 node(s) it could use",
         id="preempt-says-why-it-could-not-help",
+    ),
+    pytest.param(
+        "preempt",
+        [*SPARE_ONE_CPU_EACH, *gang("g", size=1, cpu="3", phase="Inqueue", priority_class="low")],
+        [(Code.UNSCHEDULABLE, "preempt")],
+        "preempt: task g-0: preempt: evicting the 3 pod(s) that may be evicted would not make room on any"
+        " one node",
+        id="preempt-counts-the-victims-named-on-nodes-where-they-could-not-make-room",
     ),
 ]  # fmt: skip
 
@@ -238,3 +253,28 @@ def test_statuses_render_together_as_one_line() -> None:
     first = Status(Code.UNSCHEDULABLE, "allocate", ("gang g: 0/2 tasks could be placed",))
     later = Status(Code.UNSCHEDULABLE, "reclaim", ("reclaim: nothing to take",))
     assert render([first, later]) == "gang g: 0/2 tasks could be placed; reclaim: nothing to take"
+
+
+def test_preempt_asks_the_plugins_only_on_nodes_where_evicting_could_make_room() -> None:
+    """n1..n3 hold 2 cpu preempt may take at most (the plugins name 1), n4 holds 4: a 3-cpu task is
+    tried on n4 alone, the others are ruled out by the numbers, over all nodes at once."""
+    state = ClusterState()
+    for obj in [*SPARE_ONE_CPU_EACH, node("n4", cpu="4"), *running("lo-n4", size=4, on="n4"),
+                *gang("g", size=1, cpu="3", phase="Inqueue", priority_class="low")]:  # fmt: skip
+        state.apply(obj)
+    config = load_config(text=re.sub(r"^actions: .*$", 'actions: "preempt"', TIERS, flags=re.M))
+    session = open_session(state.snapshot(now=1.0), config)
+    asked: list[set[str]] = []
+    preemptable = session.preemptable
+
+    def counted(preemptor: Task, candidates: list[Task]) -> list[Task]:
+        asked.append({t.node_name or "" for t in candidates})
+        return preemptable(preemptor, candidates)
+
+    session.preemptable = counted  # type: ignore[method-assign]
+    (only,) = make_actions(config)
+    only.execute(session)
+    result = close_session(session)
+    assert asked == [{"n4"}]
+    assert len(result.evictions) == 3
+    assert {e.node for e in result.evictions} == {"n4"}

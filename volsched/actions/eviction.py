@@ -7,11 +7,17 @@ comes last in queue order first, then the task that comes last in task order: lo
 youngest). Only as many victims are evicted as the task needs on that node, so a node where the named
 victims cannot make room costs nothing. Evicting a subset of the named victims is always safe: every
 plugin's answer limits how many or how much may be taken, never how few.
+
+The action says which pods it may take at all (a mask over :class:`Evictable`, the running pods as
+arrays, once a job); from it, what those pods hold per node is summed with numpy, and a task is tried
+only on the nodes where evicting all of them would make room. The others cannot take it whatever the
+plugins say, so they are never walked pod by pod.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import Any
 
@@ -21,7 +27,7 @@ from volsched.actions.util import TaskQueue
 from volsched.framework.decisions import Code, EvictionReason, Status
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
-from volsched.model.cluster import Job
+from volsched.model.cluster import BoolArray, Job
 from volsched.model.resources import EPS, Vector
 from volsched.model.vocabulary import PodGroupPhase, QueueState, Task, TaskStatus
 
@@ -29,10 +35,82 @@ from volsched.model.vocabulary import PodGroupPhase, QueueState, Task, TaskStatu
 EVICTABLE = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
 NEVER = "Never"
 
-Candidates = Callable[[int], list[Task]]
+#: The pods an action may take for a job at all (before the plugins are asked), as a mask over
+#: ``Evictable.tasks``: a matter of whose pods they are, never of their status.
+Candidates = Callable[["Evictable"], BoolArray]
 Choose = Callable[[Task, list[Task]], list[Task]]
 #: (beneficiary task, victim, node name) -> why, as data.
 Describe = Callable[[Task, Task, str], EvictionReason]
+
+
+class Evictable:
+    """The pods that may be evicted when an action starts (running or bound, ours), grouped by node, with
+    their requests, jobs and queues as arrays. Built once an action; the set only shrinks while the
+    action runs (reclaim and preempt evict and pipeline, they never bind), so a pod that has been
+    evicted since is still listed: :meth:`pool` reads the live status."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        nodes = session.nodes
+        tasks: list[Task] = []
+        starts = [0]
+        for held in nodes.tasks:
+            tasks.extend(t for t in held.values() if t.status in EVICTABLE and t.schedulable_by_us)
+            starts.append(len(tasks))
+        self.tasks = tasks
+        #: ``tasks[starts[n]:starts[n + 1]]`` are node n's.
+        self.starts = starts
+        self.node = np.repeat(np.arange(len(nodes), dtype=np.intp), np.diff(starts))
+        width = len(session.space)
+        self.request = np.array([t.request for t in tasks]).reshape(len(tasks), width)
+        queues: dict[str, int] = {}
+        jobs: dict[str, int] = {}
+        queue_of, job_of = [], []
+        for t in tasks:
+            owner = session.jobs.get(t.job_key)
+            job_of.append(jobs.setdefault(t.job_key, len(jobs)) if owner is not None else -1)
+            queue_of.append(queues.setdefault(owner.queue, len(queues)) if owner is not None else -1)
+        self._queues, self._jobs = queues, jobs
+        self._queue_of = np.array(queue_of, dtype=np.intp)
+        self._job_of = np.array(job_of, dtype=np.intp)
+
+    def of_job(self, key: str) -> BoolArray:
+        """The pods of job ``key``."""
+        return np.asarray(self._job_of == self._jobs.get(key, -2))
+
+    def in_queues(self, which: Callable[[str], bool]) -> BoolArray:
+        """The pods whose job is in a queue ``which`` accepts (asked once a queue; no pod without a job)."""
+        accepted = np.array([which(q) for q in self._queues] + [False], dtype=bool)
+        return np.asarray(accepted[self._queue_of])  # -1, no job: the last, False
+
+    def reach(self, mask: BoolArray) -> tuple[Vector, BoolArray]:
+        """Per node, what the pods in ``mask`` hold together, and whether it has any of them."""
+        n = len(self.session.nodes)
+        where = self.node[mask]
+        held = self.request[mask]
+        out = np.zeros((n, self.request.shape[1]))
+        for d in range(out.shape[1]):
+            out[:, d] = np.bincount(where, weights=held[:, d], minlength=n)
+        return out, np.bincount(where, minlength=n) > 0
+
+    def pool(self, node: int, mask: BoolArray) -> list[Task]:
+        """The pods in ``mask`` on ``node`` that may still be evicted now."""
+        lo, hi = self.starts[node], self.starts[node + 1]
+        return [
+            t
+            for t, m in zip(self.tasks[lo:hi], mask[lo:hi].tolist(), strict=True)
+            if m and t.status in EVICTABLE
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class _Pools:
+    """What one job's action may take, per node: the pods, and what they hold together."""
+
+    index: Evictable
+    mask: BoolArray
+    reach: Vector
+    any: BoolArray
 
 
 def _victim_order(session: Session) -> Callable[[Task], Any]:
@@ -96,7 +174,7 @@ def place_by_evicting(
     task: Task,
     *,
     action: str,
-    candidates: Candidates,
+    pools: _Pools,
     choose: Choose,
     describe: Describe,
     log: list[tuple[Task, EvictionReason]],
@@ -126,11 +204,18 @@ def place_by_evicting(
     short = np.maximum(task.request[None, :] - future, 0.0)[:, need]
     scale = np.maximum(task.request[need], EPS)
     order = np.lexsort((feasible, (short / scale).sum(axis=1)))
+    ranked = feasible[order]
+    # Where evicting every pod the action may take would still leave too little room, no choice of
+    # the plugins' does better: those nodes are not walked (the slack only lets in a node that rounding
+    # of the sums might have kept out).
+    reach = (future + pools.reach[feasible])[order][:, need]
+    slack = 1e-9 * np.maximum(np.abs(reach), 1.0)
+    could = pools.any[ranked] & np.all(reach + slack >= task.request[need] - EPS, axis=1)
     key = _victim_order(session)
     named = 0
-    for i in feasible[order]:
+    for i in ranked[could]:
         node = int(i)
-        pool = sorted(candidates(node), key=key)
+        pool = sorted(pools.index.pool(node, pools.mask), key=key)
         if not pool:
             continue
         victims = choose(task, pool)
@@ -161,6 +246,12 @@ def place_by_evicting(
                 continue
         statement.pipeline(task, node)
         return None
+    # The task fails (and with it the job's turn): say how many pods the plugins would have let go,
+    # counting the nodes the numbers ruled out too, so the figure does not depend on the shortcut.
+    for i in ranked[~could & pools.any[ranked]]:
+        pool = sorted(pools.index.pool(int(i), pools.mask), key=key)
+        if pool:
+            named += len(choose(task, pool))
     if not named:
         why = f"{action}: no pod may be evicted for it on the {len(feasible)} node(s) it could use"
         return Status(Code.UNSCHEDULABLE, action, (why,))
@@ -201,6 +292,7 @@ def evict_for_job(
     job: Job,
     *,
     action: str,
+    evictable: Evictable,
     candidates: Candidates,
     choose: Choose,
     describe: Describe,
@@ -211,8 +303,11 @@ def evict_for_job(
     Committed only if something was evicted and the gang is pipelined; then a held-back job is
     admitted. Otherwise discarded (nothing evicted) and the reason recorded on the job. Tasks with
     ``preemptionPolicy: Never`` are placed only where there is room already; ``refuse`` may veto a task
-    before any eviction is considered for it.
+    before any eviction is considered for it. ``candidates`` says which of ``evictable`` the action may
+    take for this job at all.
     """
+    mask = candidates(evictable)
+    pools = _Pools(evictable, mask, *evictable.reach(mask))
     statement = Statement(session)
     log: list[tuple[Task, EvictionReason]] = []
     reason: Status | None = None
@@ -237,7 +332,7 @@ def evict_for_job(
             statement,
             task,
             action=action,
-            candidates=candidates,
+            pools=pools,
             choose=choose,
             describe=describe,
             log=log,

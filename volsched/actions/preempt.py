@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from volsched.actions.eviction import (
-    EVICTABLE,
+    Evictable,
     evict_for_job,
     eviction_reason,
     wants_capacity,
@@ -37,7 +37,7 @@ from volsched.actions.util import JobQueue, in_queue_order
 from volsched.framework.decisions import EvictionReason
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
-from volsched.model.cluster import Job
+from volsched.model.cluster import BoolArray, Job
 from volsched.model.vocabulary import Task
 
 
@@ -52,21 +52,18 @@ class Preempt:
         for job in session.jobs.values():
             if wants_capacity(session, job, action=self.name):
                 by_queue.setdefault(job.queue, []).append(job)
+        if not by_queue:
+            return
+        evictable = Evictable(session)
         for qname in in_queue_order(session, by_queue):
             jobs = JobQueue(session, by_queue[qname])
             while jobs:
-                self._preempt(session, jobs.pop())
+                self._preempt(session, jobs.pop(), evictable)
 
-    def _preempt(self, session: Session, job: Job) -> None:
-        def candidates(node: int) -> list[Task]:
-            out = []
-            for t in session.nodes.tasks[node].values():
-                if t.status not in EVICTABLE or not t.schedulable_by_us or t.job_key == job.key:
-                    continue
-                owner = session.jobs.get(t.job_key)
-                if owner is not None and owner.queue == job.queue:
-                    out.append(t)
-            return out
+    def _preempt(self, session: Session, job: Job, evictable: Evictable) -> None:
+        def candidates(pods: Evictable) -> BoolArray:
+            """Pods of the other jobs of the job's queue."""
+            return pods.in_queues(lambda q: q == job.queue) & ~pods.of_job(job.key)
 
         def describe(task: Task, victim: Task, node: str) -> EvictionReason:
             owner = session.jobs[victim.job_key]
@@ -86,6 +83,7 @@ class Preempt:
             session,
             job,
             action=self.name,
+            evictable=evictable,
             candidates=candidates,
             choose=session.preemptable,
             describe=describe,

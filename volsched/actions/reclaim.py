@@ -44,7 +44,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from volsched.actions.eviction import (
-    EVICTABLE,
+    Evictable,
     amounts_of,
     evict_for_job,
     eviction_reason,
@@ -55,7 +55,7 @@ from volsched.actions.util import JobQueue, first
 from volsched.framework.decisions import EvictionReason
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
-from volsched.model.cluster import Job
+from volsched.model.cluster import BoolArray, Job
 from volsched.model.vocabulary import QueueSpec, Task
 
 
@@ -70,6 +70,9 @@ class Reclaim:
         for job in session.jobs.values():
             if wants_capacity(session, job, action=self.name):
                 by_queue.setdefault(job.queue, JobQueue(session)).push(job)
+        if not by_queue:
+            return
+        evictable = Evictable(session)
         while by_queue:
             qname = first(by_queue, lambda a, b: session.queue_less(session.queues[a], session.queues[b]))
             queue = session.queues[qname]
@@ -79,21 +82,16 @@ class Reclaim:
             job = by_queue[qname].pop()
             if not by_queue[qname]:
                 del by_queue[qname]
-            self._reclaim(session, queue, job)
+            self._reclaim(session, queue, job, evictable)
 
-    def _reclaim(self, session: Session, queue: QueueSpec, job: Job) -> None:
-        def candidates(node: int) -> list[Task]:
-            out = []
-            for t in session.nodes.tasks[node].values():
-                if t.status not in EVICTABLE or not t.schedulable_by_us:
-                    continue
-                owner = session.jobs.get(t.job_key)
-                if owner is None or owner.queue == queue.name:
-                    continue
-                spec = session.queues.get(owner.queue)
-                if spec is not None and spec.reclaimable:
-                    out.append(t)
-            return out
+    def _reclaim(self, session: Session, queue: QueueSpec, job: Job, evictable: Evictable) -> None:
+        def other_reclaimable(name: str) -> bool:
+            spec = session.queues.get(name)
+            return name != queue.name and spec is not None and spec.reclaimable
+
+        def candidates(pods: Evictable) -> BoolArray:
+            """Pods of the other queues that are reclaimable."""
+            return pods.in_queues(other_reclaimable)
 
         def describe(task: Task, victim: Task, node: str) -> EvictionReason:
             owner = session.jobs[victim.job_key]
@@ -112,6 +110,7 @@ class Reclaim:
             session,
             job,
             action=self.name,
+            evictable=evictable,
             candidates=candidates,
             choose=session.reclaimable,
             describe=describe,
