@@ -16,8 +16,9 @@ from volsched.cache.doorbell import Rings
 class Pacer:
     #: Seconds between the starts of two sessions when nothing rings.
     period: float
-    #: Seconds at least between the end of a session and the start of one the doorbell called for: the
-    #: pods arriving meanwhile are placed together, and the watches get the processor in between.
+    #: Seconds at least between the end of a session and the start of one the doorbell called for, and
+    #: at least as long as that session took: the pods arriving meanwhile are placed together, and the
+    #: watches, the writers and the apiserver get the processor at least half of the time.
     min_gap: float
 
     def next_wait(
@@ -41,5 +42,5 @@ class Pacer:
             return max(0.0, started + min(self.period, retry_every) - now)
         due = started + self.period
         if rings.arrived or (rings.freed and waiting):
-            due = min(due, ended + self.min_gap)
+            due = min(due, ended + max(self.min_gap, ended - started))
         return max(0.0, due - now)

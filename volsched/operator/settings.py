@@ -25,8 +25,8 @@ class SessionSettings:
     #: Seconds between the starts of two sessions when nothing calls for one sooner.
     period: float = 1.0
     #: A session runs as soon as a pod of ours arrives pending (or capacity frees while pods wait), but at
-    #: least this many seconds after the last one ended (see ``volsched.operator.pacing``); >= period:
-    #: a session every period only.
+    #: least this many seconds after the last one ended, and as long as it took (see
+    #: ``volsched.operator.pacing``); >= period: a session every period only.
     min_gap: float = 0.1
     #: How long a bound pod is taken as bound without the watch confirming it.
     assume_ttl: float = 30.0
@@ -86,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=d.session.min_gap,
         help="a session runs soon after a pod arrives (or capacity frees while pods wait), but at least "
-        "this many seconds after the last one ended (>= --period: a session every period only)",
+        "this many seconds after the last one ended, and as long as it took (>= --period: a session every "
+        "period only)",
     )
     p.add_argument(
         "--max-idle",
