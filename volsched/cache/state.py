@@ -159,6 +159,11 @@ class ClusterState:
                 spec = build_node(obj)
                 ring = FREED if self.nodes.get(spec.name) != spec else None  # not a heartbeat
                 self.nodes[spec.name] = spec
+            elif kind == "Pod" and _shows_nothing_new(self.raw_pods.get(key := _key(obj)), obj):
+                # What the cache keeps of the pod is as it was but its resourceVersion (the watch
+                # confirming a bind, a condition the pruner drops): the task stands, not parsed again.
+                self.raw_pods[key] = obj
+                ring = None
             elif kind == "Pod":
                 task = self._build_task(obj)
                 key = task.key  # one string for every table (Task.key makes a new one each time)
@@ -501,6 +506,24 @@ class ClusterState:
             )
             snap.problems.extend(self.derived_problems)
             return snap
+
+
+def _shows_nothing_new(cached: Mapping[str, Any] | None, obj: Mapping[str, Any]) -> bool:
+    """``obj`` is the pod ``cached`` (the raw pod a task was built from) again with at most another
+    ``metadata.resourceVersion``: whatever a task reads of it is unchanged."""
+    if cached is None or cached.keys() != obj.keys():
+        return False
+    for field, value in obj.items():
+        before = cached[field]
+        if field != "metadata":
+            if value != before:
+                return False
+            continue
+        if not (isinstance(value, Mapping) and isinstance(before, Mapping)) or value.keys() != before.keys():
+            return False
+        if any(v != before[k] for k, v in value.items() if k != "resourceVersion"):
+            return False
+    return True
 
 
 def _same_but_confirmed(old: Task | None, new: Task) -> bool:
