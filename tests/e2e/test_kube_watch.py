@@ -12,10 +12,15 @@ import pytest
 from kubernetes import client
 
 from tests.e2e.operator_fixtures import node, pod, wait_for
+from volsched.cache.feeder import Feeder
+from volsched.cache.state import ClusterState
+from volsched.cycle import BOUND
+from volsched.framework.decisions import Bind
 from volsched.kube.health import ApiHealth
 from volsched.kube.lister import WATCHED, WatchedKind
 from volsched.kube.prune import prune_node, prune_pod
 from volsched.kube.watch import ListWatch
+from volsched.kube.writer import KubeWriter
 from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
@@ -98,6 +103,41 @@ def test_the_list_comes_in_pages_pruned_then_the_watch_follows_in_order(
     versions = [int(rv) for _, _, rv, _ in rec.events[len(names) :]]
     assert versions == sorted(versions)
     assert w.lists == 1
+
+
+def test_the_event_a_bind_brings_back_keeps_the_assumed_task_unparsed(
+    kube: client.ApiClient, namespace: str, watcher: Callable[..., ListWatch]
+) -> None:
+    """What the apiserver changes when it binds (spec.nodeName, the PodScheduled condition, managed
+    fields) is, pruned, what the cache assumed: the MODIFIED event it sends is not parsed again."""
+    core = client.CoreV1Api(kube)
+    core.create_node(node("bind-event-node"))
+    create_pods(kube, namespace, "bound")
+    feeder = Feeder(ClusterState())
+    rec = Recorder(namespace)
+
+    def on_event(type_: str, obj: dict[str, Any]) -> None:
+        rec(type_, obj)
+        if obj["metadata"].get("namespace") == namespace:
+            feeder.apply("Pod", obj)
+
+    w = watcher(PODS, on_event)
+    w.start()
+    assert w.synced.wait(30)
+    key = f"{namespace}/bound"
+    uid = feeder.state.raw_pods[key]["metadata"]["uid"]
+    feeder.assume(key, uid, "bind-event-node")
+    assumed = feeder.state.tasks[key]
+    writer = KubeWriter(kube)
+    try:
+        bind = Bind(pod=key, node="bind-event-node", uid=uid)
+        assert writer.bind(bind, feeder.state.raw_pods[key]).result == BOUND
+    finally:
+        writer.close()
+    wait_for(lambda: ("MODIFIED", key) in rec.seen(), 30, what="the bind's event")
+    assert not feeder.is_assumed(key)  # the API has caught up
+    assert feeder.state.tasks[key] is assumed
+    assert feeder.state.raw_pods[key]["spec"]["nodeName"] == "bind-event-node"
 
 
 def test_a_gone_resource_version_lists_again_handing_over_only_what_changed(
