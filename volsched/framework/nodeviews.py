@@ -200,6 +200,42 @@ class NodeViews(PointTables):
         view = self._view(task)
         return view.predicate.copy() if mask is None else view.predicate & mask
 
+    def blocked_by_pods(self, task: Task) -> BoolArray:
+        """Nodes that pass every filter but the ones that depend on other pods, fail those, and might
+        pass them once pods of the node itself are evicted (the filters' ``relief``: required
+        anti-affinity held against the task by pods of that node alone): where reclaim and preempt may
+        make room for ``task`` by evicting the pods in the way. Whatever their free capacity."""
+        none = np.zeros(len(self.nodes), dtype=bool)
+        if not len(self.nodes):
+            return none
+        reliefs = dict(self._flat("constraint_relief"))
+        passing: BoolArray | None = None
+        could: BoolArray | None = None
+        for name, fn in self._flat("constraint"):
+            ok = fn(task)
+            if ok is None:
+                continue
+            relief = reliefs.get(name)
+            eased = relief(task) if relief is not None else None
+            passing = ok if passing is None else passing & ok
+            after = ok if eased is None else ok | eased
+            could = after if could is None else could & after
+        if passing is None or could is None:
+            return none
+        out: BoolArray = self._view(task).predicate & could & ~passing
+        return out if self.node_limit is None else out & self.node_limit
+
+    def pod_filter_reasons(self, task: Task, node: int) -> list[str]:
+        """Why the filters that depend on other pods reject ``task`` on ``node`` now (empty: they pass),
+        e.g. ``["pod anti-affinity (app=web, kubernetes.io/hostname)"]``."""
+        idx = np.array([node], dtype=np.intp)
+        out: list[str] = []
+        for name, fn in self._flat("constraint"):
+            ok = fn(task)
+            if ok is not None and not ok[node]:
+                out.extend(reason for reason, _ in self._explain[f"constraint:{name}"](task, idx))
+        return out
+
     def explain_unfit(self, task: Task) -> str:
         """Why no node takes ``task``, in numbers: "0/4 nodes fit: 4 insufficient cpu (needs 2, most idle 1)".
 

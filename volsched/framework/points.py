@@ -59,7 +59,7 @@ VictimFn = Callable[[Task, list[Task]], "list[Task] | None"]
 
 
 #: Extension points switched on and off with another one.
-_SWITCH = {"constraint": "predicate", "constraint_score": "node_order"}
+_SWITCH = {"constraint": "predicate", "constraint_relief": "predicate", "constraint_score": "node_order"}
 
 
 @dataclass
@@ -124,7 +124,14 @@ class ExtensionPoints(Protocol):
     def add_preemptive_fn(self, plugin: str, fn: Callable[[QueueSpec, Task], str | None]) -> None: ...
     def add_predicate_fn(self, plugin: str, fn: PredicateFn, *, explain: ExplainFn | None = None) -> None: ...
     def add_node_order_fn(self, plugin: str, fn: ScoreFn) -> None: ...
-    def add_constraint_fn(self, plugin: str, fn: ConstraintFn, *, explain: ConstraintExplainFn) -> None: ...
+    def add_constraint_fn(
+        self,
+        plugin: str,
+        fn: ConstraintFn,
+        *,
+        explain: ConstraintExplainFn,
+        relief: ConstraintFn | None = None,
+    ) -> None: ...
     def add_constraint_score_fn(self, plugin: str, fn: ConstraintScoreFn) -> None: ...
     def add_reclaimable_fn(self, plugin: str, fn: VictimFn) -> None: ...
     def add_preemptable_fn(self, plugin: str, fn: VictimFn) -> None: ...
@@ -212,11 +219,21 @@ class PointTables:
     def add_node_order_fn(self, plugin: str, fn: ScoreFn) -> None:
         self._add("node_order", plugin, fn)
 
-    def add_constraint_fn(self, plugin: str, fn: ConstraintFn, *, explain: ConstraintExplainFn) -> None:
+    def add_constraint_fn(
+        self,
+        plugin: str,
+        fn: ConstraintFn,
+        *,
+        explain: ConstraintExplainFn,
+        relief: ConstraintFn | None = None,
+    ) -> None:
         """A filter that depends on the other pods placed (see the module docstring); switched with
-        the plugin's predicates."""
+        the plugin's predicates. ``relief`` names the nodes where the filter might pass once pods of
+        that node are evicted (None: nothing that eviction could change applies to the task)."""
         self._add("constraint", plugin, fn)
         self._explain[f"constraint:{plugin}"] = explain
+        if relief is not None:
+            self._add("constraint_relief", plugin, relief)
 
     def add_constraint_score_fn(self, plugin: str, fn: ConstraintScoreFn) -> None:
         """A score that depends on the other pods placed; switched with the plugin's node order."""

@@ -514,6 +514,8 @@ class _TermGroup:
     term: AffinityTerm
     dom: IntArray
     counts: FloatArray
+    #: the same weight per node (what the domain's count owes to each node's own pods)
+    node_counts: FloatArray
     owners: int = 0
 
     def add(self, node: int, owners: float, weight: float = 1.0) -> None:
@@ -521,6 +523,7 @@ class _TermGroup:
         d = self.dom[node]
         if d < len(self.counts) - 1:
             self.counts[d] += owners * weight
+        self.node_counts[node] += owners * weight
         self.owners += int(owners)
 
 
@@ -631,7 +634,7 @@ class ConstraintState:
         g = self._groups.get((kind, term))
         if g is None:
             dom, values = self.topology.domains(term.topology_key)
-            g = _TermGroup(term, dom, np.zeros(len(values) + 1))
+            g = _TermGroup(term, dom, np.zeros(len(values) + 1), np.zeros(self.n))
             self._groups[(kind, term)] = g
             pairs = term.selector.index_pairs() if term.selector is not None else None
             if term.selector is None:
@@ -809,6 +812,29 @@ class ConstraintState:
         for s in hard:
             add(*self._spread_filter(task, s, hard))
         return ConstraintCheck(mask, parts)
+
+    def relievable(self, task: Task) -> BoolArray | None:
+        """Nodes where the required anti-affinity between ``task`` and placed pods (its own terms, and
+        theirs that match it) counts only pods on the node itself, and the other filters here pass: where
+        evicting pods of that node may let the task in (reclaim and preempt try them). None when no
+        anti-affinity applies to ``task``."""
+        c = task.constraints
+        repelled = self.existing_terms(task, "anti") if self._groups else []
+        if not (c is not None and c.anti_affinity) and not repelled:
+            return None
+        mask = np.ones(self.n, dtype=bool)
+        if c is not None and c.affinity:
+            mask &= self._affinity(task, c.affinity)[0]
+        for term in c.anti_affinity if c is not None else ():
+            counter = self.term_counter((term,))
+            dom, counts = counter.domain_counts(term.topology_key)
+            mask &= counts[dom] - counter.node_counts < 0.5
+        for g in repelled:
+            mask &= g.counts[g.dom] - g.node_counts < 0.5
+        hard = [s for s in c.spread if s.hard] if c is not None else []
+        for s in hard:
+            mask &= self._spread_filter(task, s, hard)[0]
+        return mask
 
     def _affinity(
         self, task: Task, terms: tuple[AffinityTerm, ...]

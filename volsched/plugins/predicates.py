@@ -171,7 +171,7 @@ class Predicates(BasePlugin):
             result = state.check(task)
             return [] if result is None else result.explain(idx)
 
-        session.add_constraint_fn(self.name, constraint, explain=explain_constraint)
+        session.add_constraint_fn(self.name, constraint, explain=explain_constraint, relief=state.relievable)
 
 
 class _HostPorts:
