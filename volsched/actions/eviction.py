@@ -12,12 +12,17 @@ The action says which pods it may take at all (a mask over :class:`Evictable`, t
 arrays, once a job); from it, what those pods hold per node is summed with numpy, and a task is tried
 only on the nodes where evicting all of them would make room. The others cannot take it whatever the
 plugins say, so they are never walked pod by pod.
+
+Where no node passes the filters, or none can be freed, the nodes that pods keep the task off through
+required anti-affinity come next (``session.blocked_by_pods``, over all nodes at once: only those
+where every pod the term counts runs on the node itself): there the pods in the way go, as in
+kube-scheduler's default preemption (see ``_evict_pods_in_the_way``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cmp_to_key
 from typing import Any
 
@@ -29,7 +34,7 @@ from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import BoolArray, Job
 from volsched.model.resources import EPS, Vector
-from volsched.model.vocabulary import PodGroupPhase, QueueState, Task, TaskStatus
+from volsched.model.vocabulary import PodGroupPhase, QueueSpec, QueueState, Task, TaskStatus
 
 #: Statuses of a task that may be evicted (running on, or bound to, its node).
 EVICTABLE = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
@@ -178,6 +183,7 @@ def place_by_evicting(
     choose: Choose,
     describe: Describe,
     log: list[tuple[Task, EvictionReason]],
+    in_the_way: Choose | None = None,
 ) -> Status | None:
     """Pipeline ``task`` onto capacity that is free, being released, or freed here by evicting victims
     (each appended to ``log`` with its reason). Returns None on success, else why not (in numbers; said
@@ -197,8 +203,29 @@ def place_by_evicting(
         return None
     nodes = session.nodes
     feasible = np.flatnonzero(session.feasible_nodes(task))
+    key = _victim_order(session)
     if not len(feasible):
-        return Status(Code.UNSCHEDULABLE, action, (f"no node passes the filters: {choice.reason}",))
+        placed, tried = _evict_pods_in_the_way(
+            session,
+            statement,
+            task,
+            queue=queue,
+            pools=pools,
+            choose=choose,
+            narrow=in_the_way,
+            key=key,
+            describe=describe,
+            log=log,
+        )
+        if placed:
+            return None
+        why = f"no node passes the filters: {choice.reason}"
+        if tried:
+            why += (
+                f"; evicting the pods that may be evicted on the {tried} node(s) where other pods keep"
+                " it out would not let it in"
+            )
+        return Status(Code.UNSCHEDULABLE, action, (why,))
     need = task.request > EPS
     future = nodes.idle[feasible] + nodes.incoming[feasible]
     short = np.maximum(task.request[None, :] - future, 0.0)[:, need]
@@ -211,7 +238,6 @@ def place_by_evicting(
     reach = (future + pools.reach[feasible])[order][:, need]
     slack = 1e-9 * np.maximum(np.abs(reach), 1.0)
     could = pools.any[ranked] & np.all(reach + slack >= task.request[need] - EPS, axis=1)
-    key = _victim_order(session)
     named = 0
     for i in ranked[could]:
         node = int(i)
@@ -246,6 +272,20 @@ def place_by_evicting(
                 continue
         statement.pipeline(task, node)
         return None
+    placed, _ = _evict_pods_in_the_way(
+        session,
+        statement,
+        task,
+        queue=queue,
+        pools=pools,
+        choose=choose,
+        narrow=in_the_way,
+        key=key,
+        describe=describe,
+        log=log,
+    )
+    if placed:
+        return None
     # The task fails (and with it the job's turn): say how many pods the plugins would have let go,
     # counting the nodes the numbers ruled out too, so the figure does not depend on the shortcut.
     for i in ranked[~could & pools.any[ranked]]:
@@ -263,6 +303,122 @@ def place_by_evicting(
         return Status(limited.code, limited.plugin, (why,))
     why = f"{action}: evicting the {named} pod(s) that may be evicted would not make room on any one node"
     return Status(Code.UNSCHEDULABLE, action, (why,))
+
+
+def _evict_pods_in_the_way(
+    session: Session,
+    statement: Statement,
+    task: Task,
+    *,
+    queue: QueueSpec | None,
+    pools: _Pools,
+    choose: Choose,
+    narrow: Choose | None,
+    key: Callable[[Task], Any],
+    describe: Describe,
+    log: list[tuple[Task, EvictionReason]],
+) -> tuple[bool, int]:
+    """Place ``task`` on a node whose filters that depend on other pods (its required anti-affinity, or
+    a running pod's against it) keep it out, by evicting the pods in the way, as kube-scheduler's
+    default preemption does: on each such node, every pod the plugins name (narrowed by ``narrow``) is
+    taken away, and if the task then fits (every filter, room, its queue's limit) the pods are given back
+    most important first as long as it still fits; the ones that cannot be given back are the victims.
+    Of the nodes where that works, the one whose most important victim is least important wins, then
+    the one with fewer victims, then the first. Each victim's reason says what it keeps out (the term)
+    or that it makes room. Returns (placed, how many nodes were tried).
+
+    Only nodes that pass every other filter and could hold the task if all their pods went are tried
+    (decided over all nodes at once); the trials themselves are Statements undone at once."""
+    nodes = session.nodes
+    need = task.request > EPS
+    where = session.blocked_by_pods(task)
+    if not where.any():
+        return False, 0
+    # Room: with every pod the action may take gone (the same slack as for room alone).
+    reach = (nodes.idle + nodes.incoming + pools.reach)[:, need]
+    slack = 1e-9 * np.maximum(np.abs(reach), 1.0)
+    where &= pools.any & np.all(reach + slack >= task.request[need] - EPS, axis=1)
+    tried = 0
+    found: list[tuple[int, list[Task], dict[str, list[str]]]] = []
+    for i in np.flatnonzero(where):
+        node = int(i)
+        pool = pools.index.pool(node, pools.mask)
+        if narrow is not None:
+            pool = narrow(task, pool)
+        # The pods in the way first, so that a plugin's budget (a gang's spare pods) goes to them.
+        pool = sorted(sorted(pool, key=key), key=lambda v: not _repels(session, task, v))
+        victims = choose(task, pool) if pool else []
+        if not victims:
+            continue
+        victims.sort(key=key)
+        tried += 1
+        chosen = _victims_on(session, task, node, victims, queue=queue)
+        if chosen is not None:
+            found.append((node, *chosen))
+    if not found:
+        return False, tried
+    ranked = sorted({v.key: v for _, vs, _ in found for v in vs}.values(), key=key)
+    rank = {v.key: r for r, v in enumerate(ranked)}  # 0: the least important
+    node, victims, blocking = min(found, key=lambda f: (max(rank[v.key] for v in f[1]), len(f[1]), f[0]))
+    node_name = nodes.names[node]
+    for v in victims:
+        reason = describe(task, v, node_name)
+        terms = blocking.get(v.key)
+        if terms:
+            reason = replace(reason, facts=(*reason.facts, *(("keeps it out by", t) for t in terms)))
+        statement.evict(v, reason=reason)
+        log.append((v, reason))
+    statement.pipeline(task, node)
+    return True, tried
+
+
+def _repels(session: Session, task: Task, other: Task) -> bool:
+    """Whether ``task``'s required anti-affinity selects ``other``, or ``other``'s selects ``task``."""
+    nsl = session.snapshot.namespace_labels
+    mine = task.constraints.anti_affinity if task.constraints is not None else ()
+    theirs = other.constraints.anti_affinity if other.constraints is not None else ()
+    return any(t.matches(other.namespace, other.labels, nsl) for t in mine) or any(
+        t.matches(task.namespace, task.labels, nsl) for t in theirs
+    )
+
+
+def _victims_on(
+    session: Session, task: Task, node: int, victims: list[Task], *, queue: QueueSpec | None
+) -> tuple[list[Task], dict[str, list[str]]] | None:
+    """Which of ``victims`` (least important first) must go for ``task`` to fit on ``node``, and for
+    each one that is in the way of a filter, why (None: it does not fit even with all of them gone)."""
+    need = task.request > EPS
+    nodes = session.nodes
+
+    def fits() -> bool:
+        room = nodes.idle[node] + nodes.incoming[node]
+        return (
+            bool(np.all(room[need] >= task.request[need] - EPS))
+            and bool(session.feasible_nodes(task)[node])
+            and (queue is None or not session.allocatable(queue, task))
+        )
+
+    trials: dict[str, Statement] = {}
+    for v in victims:
+        trial = trials[v.key] = Statement(session)
+        trial.evict(v, reason=EvictionReason(action="trial"))
+    try:
+        if not fits():
+            return None
+        blocking: dict[str, list[str]] = {}
+        for v in reversed(victims):  # the most important first: kept if the task still fits
+            trials.pop(v.key).discard()
+            if fits():
+                continue
+            reasons = session.pod_filter_reasons(task, node)
+            if reasons:
+                blocking[v.key] = reasons
+            trial = trials[v.key] = Statement(session)
+            trial.evict(v, reason=EvictionReason(action="trial"))
+        return [v for v in victims if v.key in trials], blocking
+    finally:
+        for trial in trials.values():
+            trial.discard()
 
 
 def pending_of(job: Job) -> list[Task]:
@@ -297,6 +453,7 @@ def evict_for_job(
     choose: Choose,
     describe: Describe,
     refuse: Callable[[Task], Status | None] | None = None,
+    in_the_way: Choose | None = None,
 ) -> None:
     """Place ``job``'s pending tasks through one Statement, evicting victims where needed.
 
@@ -336,6 +493,7 @@ def evict_for_job(
             choose=choose,
             describe=describe,
             log=log,
+            in_the_way=in_the_way,
         )
         if why:
             reason = why.about(f"task {task.name}")

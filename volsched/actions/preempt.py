@@ -20,6 +20,9 @@ No job of a Closed queue preempts (closing a queue means no new work); what runs
 Pods with ``preemptionPolicy: Never`` never cause an eviction. Every eviction carries a reason naming
 the action, the beneficiary and the amounts, and becomes a ``Preempted`` event on the pod.
 
+Where required pod anti-affinity keeps the pending pod off every node, the lower-priority pods in its
+way are evicted (only those and what room needs; see ``volsched.actions.eviction``).
+
 Not in the default actions; see ``volsched.actions.reclaim`` for the config that enables both.
 """
 
@@ -87,4 +90,11 @@ class Preempt:
             candidates=candidates,
             choose=session.preemptable,
             describe=describe,
+            in_the_way=_lower_priority,
         )
+
+
+def _lower_priority(task: Task, pool: list[Task]) -> list[Task]:
+    """Where other pods keep ``task`` out (anti-affinity), only pods of lower priority than it go, as in
+    kube-scheduler's preemption, whatever share the plugins would let it take from equals."""
+    return [v for v in pool if v.priority < task.priority]

@@ -14,6 +14,9 @@ admits it (Inqueue). Otherwise a full cluster would keep it Pending forever, as 
 
 No job of a Closed queue reclaims, admitted or not (closing a queue means no new work).
 
+Where required pod anti-affinity keeps the pending pod off every node, the reclaimable pods in its way
+are evicted too (see ``volsched.actions.eviction``).
+
 Pods with ``preemptionPolicy: Never`` are placed only where there is room already; they never cause an
 eviction. Every eviction carries a reason naming the action, the beneficiary and the amounts, and
 becomes an ``Evicted`` event on the pod.
