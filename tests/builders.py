@@ -412,6 +412,7 @@ def snapshot_of(
     """A session's snapshot of parsed objects, built as the cache builds its own (the one path)."""
     view = View(
         tasks={t.key: t for t in tasks},
+        seq={t.key: i for i, t in enumerate(tasks)},
         nodes={n.name: n for n in nodes},
         podgroups={pg.key: pg for pg in podgroups},
         queues=queues,

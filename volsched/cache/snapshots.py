@@ -74,6 +74,11 @@ class View:
     volumes: dict[str, list[Any]]
     avoid: dict[str, tuple[str, ...]]
     namespace_labels: dict[str, dict[str, str]]
+    #: Task key -> its place in ``tasks``' order (ascending, not necessarily consecutive).
+    seq: Mapping[str, int]
+    #: Keys whose task was added, replaced or deleted since the previous view of the same builder;
+    #: None: not known (every task is compared).
+    touched: set[str] | None = None
 
 
 def with_volumes(t: Task, claims: Mapping[str, str], volumes: Mapping[str, list[Any]]) -> Task:
@@ -183,22 +188,38 @@ class SnapshotBuilder:
                 owners = {o for o in {*view.avoid, *self._avoid} if view.avoid.get(o) != self._avoid.get(o)}
                 stale.update(k for k, e in entries.items() if e.source.owner in owners)
                 self._avoid = view.avoid
-            for key in entries.keys() - view.tasks.keys():
-                self._forget(key)
-            out: list[Task] = []
-            rebuilt = 0
-            for key, task in view.tasks.items():
-                entry = entries.get(key)
-                if entry is None or entry.source is not task or key in stale:
-                    if entry is not None:
+            touched = view.touched
+            if touched is not None:
+                for key in touched:
+                    if key in entries and key not in view.tasks:
                         self._forget(key)
-                    entry = entries[key] = _Entry(task, prepare(task, view))
-                    self._changed.add(key)
-                    self._names.update(task.request_map.keys())
-                    rebuilt += 1
-                out.append(entry.prepared)
+                rebuilt = self._refresh(view, touched | stale, stale)
+                if len(entries) != len(view.tasks):  # the view is not the one after the last: read it all
+                    touched = None
+            if touched is None:
+                for key in entries.keys() - view.tasks.keys():
+                    self._forget(key)
+                rebuilt = self._refresh(view, view.tasks.keys(), stale)
             self.rebuilt = rebuilt
-            return out
+            return [entries[key].prepared for key in view.tasks]
+
+    def _refresh(self, view: View, keys: Iterable[str], stale: set[str]) -> int:
+        """Make the entries of ``keys`` anew where the view holds another task (or it is ``stale``)."""
+        entries = self._entries
+        rebuilt = 0
+        for key in keys:
+            task = view.tasks.get(key)
+            if task is None:
+                continue
+            entry = entries.get(key)
+            if entry is None or entry.source is not task or key in stale:
+                if entry is not None:
+                    self._forget(key)
+                entries[key] = _Entry(task, prepare(task, view))
+                self._changed.add(key)
+                self._names.update(task.request_map.keys())
+                rebuilt += 1
+        return rebuilt
 
     def _forget(self, key: str) -> None:
         entry = self._entries.pop(key)
@@ -249,13 +270,7 @@ class SnapshotBuilder:
                 self._nodes = view.nodes
             table = self._table
             assert table is not None
-            order: dict[str, int] = {}
-
-            def pos(key: str) -> int:  # where a task stands in the cache's order
-                if not order:
-                    order.update((k, i) for i, k in enumerate(view.tasks))
-                return order[key]
-
+            pos = view.seq.__getitem__  # where a task stands in the cache's order
             changed, self._changed = self._changed, set()
             base = self._base
             if base is None or base.priority_classes != view.priority_classes:

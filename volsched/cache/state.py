@@ -131,6 +131,13 @@ class ClusterState:
         #: ("" for the default), so a PriorityClass event re-resolves them without parsing them again.
         self._by_class: dict[str, str] = {}
         self._builder = SnapshotBuilder()
+        #: Pod key -> when it entered ``tasks`` (the table's order); keys whose task was added, replaced
+        #: or deleted since the last snapshot; and the table they describe (None: not known, e.g. after
+        #: ``tasks`` was replaced whole or a snapshot of other tasks, so the next snapshot reads it all).
+        self._seq: dict[str, int] = {}
+        self._next_seq = 0
+        self._touched: set[str] = set()
+        self._logged: dict[str, Task] | None = None
         self._snapshot_lock = threading.Lock()
         self.lock_held = 0.0
         #: Bumped by every change a session could see (an object applied or deleted, a pod's node
@@ -172,7 +179,7 @@ class ClusterState:
                     self.changes += 1  # the event shows more than the bind (the pod finished, say)
                 ring = _pod_ring(old, task)
                 self.raw_pods[key] = obj
-                self.tasks[key] = task
+                self._put_task(key, task)
                 pod_spec = obj.get("spec") or {}
                 if pod_spec.get("priority") is None:
                     self._by_class[key] = sys.intern(str(pod_spec.get("priorityClassName") or ""))
@@ -278,6 +285,8 @@ class ClusterState:
             elif kind == "Pod":
                 self.raw_pods.pop(key, None)
                 old = self.tasks.pop(key, None)
+                self._seq.pop(key, None)
+                self._touched.add(key)
                 ring = FREED if _holds_node(old) else None
                 self._by_class.pop(key, None)
             elif kind == "PodGroup":
@@ -323,7 +332,15 @@ class ClusterState:
             if task.priority != priority:
                 task = copy_task(task)
                 task.priority = priority
-                self.tasks[key] = task
+                self._put_task(key, task)
+
+    def _put_task(self, key: str, task: Task) -> None:
+        """Add or replace a task, noting it for the next snapshot (and when it entered the table)."""
+        if key not in self.tasks:
+            self._seq[key] = self._next_seq
+            self._next_seq += 1
+        self.tasks[key] = task
+        self._touched.add(key)
 
     def set_pod_node(self, raw: Mapping[str, Any], *, base: Mapping[str, Any]) -> None:
         """``raw`` is the cached pod ``base`` with only ``spec.nodeName`` changed (an assumed bind laid
@@ -343,7 +360,7 @@ class ClusterState:
             task = copy_task(task)
             task.status, task.node_name = status, node
             self.raw_pods[key] = raw
-            self.tasks[key] = task
+            self._put_task(key, task)
             self.changes += 1
 
     def touch(self) -> None:
@@ -482,8 +499,25 @@ class ClusterState:
             started = time.perf_counter()
             if now > 0 and self.avoid_until:
                 self._expire_avoid(now)
+            touched: set[str] | None = None
+            if tasks is not None:
+                task_map = {t.key: t for t in tasks}
+                seq = {k: i for i, k in enumerate(task_map)}
+                self._logged = None
+            else:
+                task_map = self.tasks.copy()
+                if self._logged is self.tasks:
+                    touched = self._touched
+                else:  # the table was replaced whole (or the last snapshot was of other tasks)
+                    self._seq = {k: i for i, k in enumerate(self.tasks)}
+                    self._next_seq = len(self._seq)
+                    self._logged = self.tasks
+                seq = self._seq.copy()
+            self._touched = set()
             view = View(
-                tasks=self.tasks.copy() if tasks is None else {t.key: t for t in tasks},
+                tasks=task_map,
+                touched=touched,
+                seq=seq,
                 nodes=self.nodes.copy(),
                 podgroups=self.podgroups.copy(),
                 queues=self.queue_specs(),
