@@ -152,6 +152,11 @@ class _Base:
         self.held: list[dict[str, Task]] = []
 
 
+def task_age(t: Task) -> tuple[float, str]:
+    """Older first (then by name): which of an owner's pods its derived PodGroup is made from."""
+    return (t.creation, t.name)
+
+
 def _same_objects(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return len(a) == len(b) and all(b.get(k) is v for k, v in a.items())
 
@@ -172,12 +177,18 @@ class SnapshotBuilder:
         self._base: _Base | None = None
         #: Keys whose entry was made anew or dropped since the last build.
         self._changed: set[str] = set()
+        #: Tasks ours to schedule with a controller owner, by job key (an owner's group): the keys, the
+        #: group of each key, the groups changed since the last ``owner_groups``, and each group's
+        #: first place in the cache's order and oldest task.
+        self._owners: dict[str, dict[str, None]] = {}
+        self._owner_of: dict[str, str] = {}
+        self._owners_changed: set[str] = set()
+        self._owner_first: dict[str, tuple[int, Task]] = {}
         #: How many entries the last :meth:`prepare` made anew (the rest were reused).
         self.rebuilt = 0
 
-    def prepare(self, view: View) -> list[Task]:
-        """The view's tasks as sessions see them, in the view's order (shared objects: copy before
-        changing one)."""
+    def prepare(self, view: View) -> None:
+        """Bring the entries to the view's tasks (as sessions see them)."""
         with self._lock:
             entries = self._entries
             stale: set[str] = set()
@@ -201,7 +212,6 @@ class SnapshotBuilder:
                     self._forget(key)
                 rebuilt = self._refresh(view, view.tasks.keys(), stale)
             self.rebuilt = rebuilt
-            return [entries[key].prepared for key in view.tasks]
 
     def _refresh(self, view: View, keys: Iterable[str], stale: set[str]) -> int:
         """Make the entries of ``keys`` anew where the view holds another task (or it is ``stale``)."""
@@ -215,8 +225,13 @@ class SnapshotBuilder:
             if entry is None or entry.source is not task or key in stale:
                 if entry is not None:
                     self._forget(key)
-                entries[key] = _Entry(task, prepare(task, view))
+                entry = entries[key] = _Entry(task, prepare(task, view))
                 self._changed.add(key)
+                t = entry.prepared
+                if t.owner_ref is not None and t.schedulable_by_us:
+                    self._owners.setdefault(t.job_key, {})[key] = None
+                    self._owner_of[key] = t.job_key
+                    self._owners_changed.add(t.job_key)
                 self._names.update(task.request_map.keys())
                 rebuilt += 1
         return rebuilt
@@ -224,10 +239,34 @@ class SnapshotBuilder:
     def _forget(self, key: str) -> None:
         entry = self._entries.pop(key)
         self._changed.add(key)
+        owner = self._owner_of.pop(key, None)
+        if owner is not None:
+            members = self._owners[owner]
+            del members[key]
+            if not members:
+                del self._owners[owner]
+            self._owners_changed.add(owner)
         self._names.subtract(entry.source.request_map.keys())
         for name in entry.source.request_map:
             if self._names[name] <= 0:
                 del self._names[name]
+
+    def owner_groups(self, view: View) -> list[tuple[str, Task]]:
+        """The groups of tasks ours to schedule that a controller owns and whose job key names no
+        PodGroup of the view, with each group's oldest task, in the order their first task stands in
+        the cache (after :meth:`prepare` of the same view)."""
+        with self._lock:
+            for job_key in self._owners_changed:
+                keys = self._owners.get(job_key)
+                if not keys:
+                    self._owner_first.pop(job_key, None)
+                    continue
+                members = [self._entries[k].prepared for k in keys]
+                oldest = min(members, key=task_age) if len(members) > 1 else members[0]
+                self._owner_first[job_key] = (min(view.seq[k] for k in keys), oldest)
+            self._owners_changed.clear()
+            ordered = sorted(self._owner_first.items(), key=lambda kv: kv[1][0])
+            return [(key, first) for key, (_, first) in ordered if key not in view.podgroups]
 
     def _task(self, key: str) -> Task:
         """The shared task of entry ``key``, with its request over the current space."""

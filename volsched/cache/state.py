@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from volsched.cache.doorbell import ARRIVED, FREED, Doorbell
-from volsched.cache.snapshots import SnapshotBuilder, View
+from volsched.cache.snapshots import SnapshotBuilder, View, task_age
 from volsched.cache.volcano import (
     VOLCANO_PODGROUP,
     VOLCANO_QUEUE,
@@ -138,6 +138,10 @@ class ClusterState:
         self._next_seq = 0
         self._touched: set[str] = set()
         self._logged: dict[str, Task] | None = None
+        #: What ``_derived`` made for each owner's group last time: (oldest task, phase, spec, problem).
+        self._derived_made: dict[
+            str, tuple[Task, PodGroupPhase, PodGroupSpec, tuple[str, str, str] | None]
+        ] = {}
         self._snapshot_lock = threading.Lock()
         self.lock_held = 0.0
         #: Bumped by every change a session could see (an object applied or deleted, a pod's node
@@ -435,40 +439,60 @@ class ClusterState:
         for t in tasks:
             if t.owner_ref is not None and t.job_key not in podgroups and t.schedulable_by_us:
                 members.setdefault(t.job_key, []).append(t)
+        return self._derived(
+            [
+                (key, min(group, key=task_age) if len(group) > 1 else group[0])
+                for key, group in members.items()
+            ]
+        )
+
+    def _derived(self, groups: list[tuple[str, Task]]) -> list[PodGroupSpec]:
+        """The PodGroups of owners' groups (job key, oldest task), in that order; the one made for a
+        group last time is kept while its oldest task (the very object) and phase are the same."""
         with self._lock:
-            for key in [k for k in self._derived_phase if k not in members]:
+            keys = {key for key, _ in groups}
+            for key in [k for k in self._derived_phase if k not in keys]:
                 del self._derived_phase[key]
             phases = self._derived_phase.copy()
         out = []
         problems = []
-        for key, group in members.items():
-            first = min(group, key=_age) if len(group) > 1 else group[0]
+        made: dict[str, tuple[Task, PodGroupPhase, PodGroupSpec, tuple[str, str, str] | None]] = {}
+        for key, first in groups:
+            phase = phases.get(key, PodGroupPhase.PENDING)
+            hit = self._derived_made.get(key)
+            if hit is not None and hit[0] is first and hit[1] is phase:
+                made[key] = hit
+                out.append(hit[2])
+                if hit[3] is not None:
+                    problems.append(hit[3])
+                continue
+            problem: tuple[str, str, str] | None = None
             assert first.owner_ref is not None
             raw = first.annotations.get(MIN_MEMBER_ANNOTATION)
             min_member = _min_member(first)
             if raw is not None and min_member == 1 and str(raw).strip() != "1":
-                problems.append(
-                    (
-                        f"Pod {first.key}",
-                        "InvalidMinMember",
-                        f"annotation {MIN_MEMBER_ANNOTATION} {raw!r} is not a whole number >= 1; "
-                        f"PodGroup {first.owner_ref.group_name} ({first.owner_ref.title}) takes minMember 1",
-                    )
+                problem = (
+                    f"Pod {first.key}",
+                    "InvalidMinMember",
+                    f"annotation {MIN_MEMBER_ANNOTATION} {raw!r} is not a whole number >= 1; "
+                    f"PodGroup {first.owner_ref.group_name} ({first.owner_ref.title}) takes minMember 1",
                 )
-            out.append(
-                PodGroupSpec(
-                    namespace=first.namespace,
-                    name=first.owner_ref.group_name,
-                    min_member=min_member,
-                    min_resources=None,
-                    queue=queue_annotation(first.annotations) or DEFAULT_QUEUE,
-                    priority_class_name=_class_name(self, first),
-                    phase=phases.get(key, PodGroupPhase.PENDING),
-                    creation=first.creation,
-                    owner=first.owner_ref,
-                    priority=first.priority,
-                )
+                problems.append(problem)
+            spec = PodGroupSpec(
+                namespace=first.namespace,
+                name=first.owner_ref.group_name,
+                min_member=min_member,
+                min_resources=None,
+                queue=queue_annotation(first.annotations) or DEFAULT_QUEUE,
+                priority_class_name=_class_name(self, first),
+                phase=phase,
+                creation=first.creation,
+                owner=first.owner_ref,
+                priority=first.priority,
             )
+            made[key] = (first, phase, spec, problem)
+            out.append(spec)
+        self._derived_made = made
         self.derived_problems = problems
         return out
 
@@ -532,8 +556,8 @@ class ClusterState:
             #: Seconds the last snapshot held the cache's lock.
             self.lock_held = time.perf_counter() - started
         with self._snapshot_lock:
-            task_list = self._builder.prepare(view)
-            derived = self._derive(task_list, view.podgroups)
+            self._builder.prepare(view)
+            derived = self._derived(self._builder.owner_groups(view))
             self.last_derived = derived
             snap = self._builder.build(
                 view, podgroups=[*view.podgroups.values(), *derived], now=now, carryover=self.carryover
@@ -585,10 +609,6 @@ def _pod_ring(old: Task | None, new: Task) -> str | None:
             return ARRIVED
         return None
     return FREED if _holds_node(old) and not _holds_node(new) else None
-
-
-def _age(t: Task) -> tuple[float, str]:
-    return (t.creation, t.name)
 
 
 def _min_member(task: Task) -> int:
