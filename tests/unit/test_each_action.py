@@ -278,3 +278,29 @@ def test_preempt_asks_the_plugins_only_on_nodes_where_evicting_could_make_room()
     assert asked == [{"n4"}]
     assert len(result.evictions) == 3
     assert {e.node for e in result.evictions} == {"n4"}
+
+
+def test_preempt_takes_the_next_job_by_its_share_after_earlier_preemptions_took_its_pods() -> None:
+    """A (priority 100) takes three of y's pods on n1, so y (4 cpu of 9 before) holds less than x (2):
+    of the two equal jobs y comes first now, and takes v's one spare pod; x, ahead of y before, finds
+    none left. Taken in the order the jobs had before A's turn, x would get it."""
+    objects = [
+        node("n1", cpu="4"), node("n2", cpu="3"), node("n3", cpu="2"), queue("q"),
+        priority_class("top", 100), priority_class("mid", 10),
+        podgroup("y", ns="ns", queue="q", min_member=1, priority_class="mid"),
+        *(pod(f"y-{i}", ns="ns", group="y", node="n1", priority_class="mid") for i in range(4)),
+        pod("y-4", ns="ns", group="y", priority_class="mid"),
+        podgroup("x", ns="ns", queue="q", min_member=2, priority_class="mid"),
+        *(pod(f"x-{i}", ns="ns", group="x", node="n3", priority_class="mid") for i in range(2)),
+        pod("x-2", ns="ns", group="x", priority_class="mid"),
+        podgroup("v", ns="ns", queue="q", min_member=2),
+        *(pod(f"v-{i}", ns="ns", group="v", node="n2") for i in range(3)),
+        *gang("a", size=3, phase="Inqueue", priority_class="top"),
+    ]  # fmt: skip
+    result = run_action("preempt", objects)
+    assert {e.pod: e.reason.beneficiary_job for e in result.evictions} == {
+        "ns/y-3": "ns/a", "ns/y-2": "ns/a", "ns/y-1": "ns/a", "ns/v-2": "ns/y",
+    }  # fmt: skip
+    assert render(result.rejections["Pod ns/x-2"]) == (
+        "preempt: task x-2: preempt: no pod may be evicted for it on the 3 node(s) it could use"
+    )

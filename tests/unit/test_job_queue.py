@@ -1,15 +1,19 @@
-"""JobQueue hands jobs out in the session's job order, with about one comparison a job."""
+"""JobQueue hands jobs out in the session's job order, with about one comparison a job; a job whose
+order changed while it waited (preempt and reclaim take pods of queued jobs) comes out where its order
+puts it once requeued."""
 
 from __future__ import annotations
 
 import heapq
 import random
+from dataclasses import dataclass
 from typing import Any, cast
 
 import pytest
 
 from volsched.actions.util import JobQueue
 from volsched.framework.session import Session
+from volsched.model.cluster import Job
 
 
 class _Order:
@@ -65,3 +69,41 @@ def test_popping_every_job_compares_each_about_once(shuffled: bool) -> None:
     # A heap takes about log2(n) = 12 comparisons a pop here; sorted input costs one a job.
     limit = 2 * len(jobs) if not shuffled else 14 * len(jobs)
     assert order.compared <= limit
+
+
+@dataclass(frozen=True)
+class Named:
+    key: str
+
+
+class ShareOrder:
+    """Stands in for the session: jobs in order of a share the test changes, then by key."""
+
+    def __init__(self, shares: dict[str, float]) -> None:
+        self.shares = shares
+
+    def job_less(self, left: Any, right: Any) -> bool:
+        return (self.shares[left.key], left.key) < (self.shares[right.key], right.key)
+
+
+CASES = [
+    pytest.param({}, ["a", "b", "c", "d", "e", "f"], id="nothing-changed"),
+    pytest.param({"e": 0.05}, ["e", "a", "b", "c", "d", "f"], id="a-sorted-job-moves-up"),
+    pytest.param({"d": 0.05, "b": 0.9}, ["d", "a", "c", "e", "f", "b"], id="a-pushed-job-moves-up-another-down"),
+    pytest.param({"a": 0.7, "c": 0.0}, ["c", "b", "d", "e", "a", "f"], id="the-heads-change-places"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("changed", "order"), CASES)
+def test_requeued_jobs_come_out_where_their_order_puts_them_now(
+    changed: dict[str, float], order: list[str]
+) -> None:
+    shares = {"a": 0.1, "b": 0.2, "c": 0.3, "d": 0.4, "e": 0.5, "f": 0.8}
+    session = ShareOrder(shares)
+    jobs = {k: Named(k) for k in shares}
+    queue = JobQueue(cast(Session, session), cast(list[Job], [jobs[k] for k in "face"]))  # sorted once
+    for k in "db":
+        queue.push(cast(Job, jobs[k]))  # pushed back: the heap
+    shares.update(changed)
+    queue.requeue(cast(list[Job], [jobs[k] for k in changed]))
+    assert [queue.pop().key for _ in range(len(queue))] == order

@@ -454,8 +454,9 @@ def evict_for_job(
     describe: Describe,
     refuse: Callable[[Task], Status | None] | None = None,
     in_the_way: Choose | None = None,
-) -> None:
-    """Place ``job``'s pending tasks through one Statement, evicting victims where needed.
+) -> set[str]:
+    """Place ``job``'s pending tasks through one Statement, evicting victims where needed. Returns the
+    keys of the jobs that gave pods up (none unless committed): their order changed.
 
     Committed only if something was evicted and the gang is pipelined; then a held-back job is
     admitted. Otherwise discarded (nothing evicted) and the reason recorded on the job. Tasks with
@@ -505,10 +506,11 @@ def evict_for_job(
         statement.commit()
         if admitted:
             session.job_enqueued(job)
-        return
+        return {victim.job_key for victim, _ in log}
     statement.discard()
     if reason:
         session.reject(job, reason.about(action), add=True)
+    return set()
 
 
 def queue_holds(session: Session, queue: str) -> Vector:

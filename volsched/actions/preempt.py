@@ -1,6 +1,7 @@
 """preempt: inside a queue, a starving job takes capacity from jobs the plugins rank below it.
 
-Queues in queue order, and inside each the admitted starving jobs in job order: each pending task is
+Queues in queue order, and inside each the admitted starving jobs in job order as it stands at each
+turn (a waiting job whose pods an earlier turn took holds less, and moves up): each pending task is
 placed through one Statement on capacity that is free, being released, or freed by evicting running
 pods of *other jobs of the same queue* that the plugins name (``session.preemptable``: priority's
 lower-priority pods, drf's larger job or weighted namespace shares, gang's spare pods, never
@@ -61,9 +62,10 @@ class Preempt:
         for qname in in_queue_order(session, by_queue):
             jobs = JobQueue(session, by_queue[qname])
             while jobs:
-                self._preempt(session, jobs.pop(), evictable)
+                gave = self._preempt(session, jobs.pop(), evictable)
+                jobs.requeue(session.jobs[key] for key in gave)
 
-    def _preempt(self, session: Session, job: Job, evictable: Evictable) -> None:
+    def _preempt(self, session: Session, job: Job, evictable: Evictable) -> set[str]:
         def candidates(pods: Evictable) -> BoolArray:
             """Pods of the other jobs of the job's queue."""
             return pods.in_queues(lambda q: q == job.queue) & ~pods.of_job(job.key)
@@ -82,7 +84,7 @@ class Preempt:
                 beneficiary_priority=job.priority,
             )
 
-        evict_for_job(
+        return evict_for_job(
             session,
             job,
             action=self.name,

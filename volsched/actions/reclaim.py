@@ -1,9 +1,10 @@
 """reclaim: a queue below its deserved share takes back what other queues hold beyond theirs.
 
-For each starving job of a queue that is not overused (queues in queue order, jobs in job order), each
-pending task is placed, through one Statement, on capacity that is free, being released, or freed by
-evicting running pods of *other*, reclaimable queues that the plugins name (``session.reclaimable``),
-node by node; the task is then pipelined onto the released capacity. The Statement is committed only if
+For each starving job of a queue that is not overused (queues in queue order, jobs in job order as it
+stands at each turn: a waiting job whose pods were taken moves up), each pending task is placed,
+through one Statement, on capacity that is free, being released, or freed by evicting running pods of
+*other*, reclaimable queues that the plugins name (``session.reclaimable``), node by node; the task is
+then pipelined onto the released capacity. The Statement is committed only if
 it evicted something and the gang is pipelined (``session.job_pipelined``); otherwise it is discarded
 and nothing is evicted. ``session.preemptive(queue, task)`` must allow every task: with proportion, the
 reclaiming queue stays within its deserved share after placing it.
@@ -85,9 +86,11 @@ class Reclaim:
             job = by_queue[qname].pop()
             if not by_queue[qname]:
                 del by_queue[qname]
-            self._reclaim(session, queue, job, evictable)
+            gave = [session.jobs[key] for key in self._reclaim(session, queue, job, evictable)]
+            for waiting in by_queue.values():
+                waiting.requeue(gave)
 
-    def _reclaim(self, session: Session, queue: QueueSpec, job: Job, evictable: Evictable) -> None:
+    def _reclaim(self, session: Session, queue: QueueSpec, job: Job, evictable: Evictable) -> set[str]:
         def other_reclaimable(name: str) -> bool:
             spec = session.queues.get(name)
             return name != queue.name and spec is not None and spec.reclaimable
@@ -109,7 +112,7 @@ class Reclaim:
                 facts=((f"queue {queue.name} holds", amounts_of(session, queue_holds(session, queue.name))),),
             )
 
-        evict_for_job(
+        return evict_for_job(
             session,
             job,
             action=self.name,

@@ -52,7 +52,9 @@ class _TaskItem:
 
 
 class JobQueue:
-    """Jobs in the session's job order. A job's order may change only while it is out of the queue.
+    """Jobs in the session's job order. A job's order may change only while it is out of the queue, or
+    it must be handed to :meth:`requeue` before the next ``pop`` (preempt and reclaim take pods of jobs
+    still waiting their turn, which lowers their share and so moves them up).
 
     The jobs it starts with are sorted once (jobs mostly come in creation order, which the sort takes
     in about one comparison a job) and taken from the front; jobs pushed back go into a heap, and ``pop``
@@ -71,6 +73,20 @@ class JobQueue:
 
     def push(self, job: Job) -> None:
         heapq.heappush(self._heap, _JobItem(self.session, job))
+
+    def requeue(self, jobs: Iterable[Job]) -> None:
+        """Put the queued ones of ``jobs`` where their order puts them now (it changed while they were
+        queued). Linear in the queue's length, once per call: each heap is rebuilt without them (a
+        heap whose items changed order is no heap any more) and they are pushed again."""
+        keys = {job.key for job in jobs}
+        moved = [item for item in (*self._sorted, *self._heap) if item.job.key in keys]
+        if not moved:
+            return
+        self._sorted = [item for item in self._sorted if item.job.key not in keys]  # still sorted
+        self._heap = [item for item in self._heap if item.job.key not in keys]
+        heapq.heapify(self._heap)
+        for item in moved:
+            heapq.heappush(self._heap, item)
 
     def pop(self) -> Job:
         if self._heap and (not self._sorted or self._heap[0] < self._sorted[-1]):
