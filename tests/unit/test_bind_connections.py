@@ -211,3 +211,28 @@ def test_binds_keep_their_connection_alive(server: BindServer, writer: KubeWrite
     ]
     assert [o.result for o in outcomes] == [BOUND] * 5
     assert writer.rest.connects == 1
+
+
+class CountingSocket:
+    """A connection's socket that counts its writes."""
+
+    def __init__(self, sock: Any) -> None:
+        self.sock = sock
+        self.writes = 0
+
+    def sendall(self, data: bytes) -> None:
+        self.writes += 1
+        self.sock.sendall(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sock, name)
+
+
+def test_a_bind_and_its_body_go_out_in_one_write(server: BindServer, writer: KubeWriter) -> None:
+    server.pods = {"a": {"uid": "ua", "nodeName": ""}, "b": {"uid": "ub", "nodeName": ""}}
+    assert writer.bind(Bind(pod="ns/a", uid="ua", node="n1"), _pod("a", "ua")).result == BOUND
+    conn = writer.rest._local.conn
+    counting = conn.sock = CountingSocket(conn.sock)
+    assert writer.bind(Bind(pod="ns/b", uid="ub", node="n1"), _pod("b", "ub")).result == BOUND
+    assert counting.writes == 1
+    assert server.binds_done == [("a", "n1"), ("b", "n1")]

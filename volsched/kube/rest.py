@@ -19,6 +19,7 @@ asked once more, and a request that may have been sent without an answer is :cla
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import select
@@ -33,6 +34,9 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 JSON = "application/json"
+#: http.client's limits on a response's header lines.
+_MAX_LINE = 65536
+_MAX_HEADERS = 100
 
 
 class ResponseLost(ConnectionError):
@@ -109,6 +113,85 @@ def _dropped(conn: http.client.HTTPConnection) -> bool:
     except (OSError, ValueError):
         return True
     return bool(readable)
+
+
+def _header_lines(fp: Any) -> list[bytes]:
+    """A response's header lines up to the empty one (excluded), as http.client reads them."""
+    lines: list[bytes] = []
+    while True:
+        line = fp.readline(_MAX_LINE + 1)
+        if len(line) > _MAX_LINE:
+            raise http.client.LineTooLong("header line")
+        if line in (b"\r\n", b"\n", b""):
+            return lines
+        lines.append(line)
+        if len(lines) > _MAX_HEADERS:
+            raise http.client.HTTPException(f"got more than {_MAX_HEADERS} headers")
+
+
+class _LeanResponse(http.client.HTTPResponse):
+    """http.client's response, its headers read without the email package's parser (which took most
+    of what http.client spends on a small answer): the same status, headers, length, chunking and
+    keep-alive rules as ``HTTPResponse.begin``."""
+
+    def begin(self) -> None:
+        while True:
+            version, status, reason = self._read_status()  # type: ignore[attr-defined]
+            if status != http.client.CONTINUE:
+                break
+            _header_lines(self.fp)  # an interim answer's headers: skipped
+        if version in ("HTTP/1.0", "HTTP/0.9"):
+            self.version = 10
+        elif version.startswith("HTTP/1."):
+            self.version = 11
+        else:
+            raise http.client.UnknownProtocol(version)
+        self.code = self.status = status
+        self.reason = reason.strip()
+        headers = http.client.HTTPMessage()
+        for line in _header_lines(self.fp):
+            name, colon, value = line.decode("iso-8859-1").partition(":")
+            if colon:  # as the email package stores it (a folded line, which Go never sends, is not)
+                headers[name] = value.lstrip(" \t").rstrip("\r\n")
+        self.headers = self.msg = headers
+        self.chunked = (headers.get("transfer-encoding") or "").lower() == "chunked"
+        self.chunk_left = None
+        connection = (headers.get("connection") or "").lower()
+        if self.version == 11:
+            self.will_close = "close" in connection
+        else:
+            self.will_close = not headers.get("keep-alive") and "keep-alive" not in connection
+        self.length = None
+        length = headers.get("content-length")
+        if length and not self.chunked:
+            with contextlib.suppress(ValueError):
+                self.length = int(length) if int(length) >= 0 else None
+        if status in (204, 304) or 100 <= status < 200 or self._method == "HEAD":  # type: ignore[attr-defined]
+            self.length = 0
+        if not self.will_close and not self.chunked and self.length is None:
+            self.will_close = True  # the body ends when the connection does
+
+
+class _Connection(http.client.HTTPConnection):
+    """A request with its body in one write (http.client writes the body apart, and sets TCP_NODELAY:
+    two TLS records and two TCP segments per bind, for both ends to handle), the answer read by
+    :class:`_LeanResponse`."""
+
+    response_class = _LeanResponse
+
+    def _send_output(self, message_body: Any = None, encode_chunked: bool = False) -> None:
+        if not isinstance(message_body, bytes) or encode_chunked:
+            super()._send_output(message_body, encode_chunked)  # type: ignore[misc]
+            return
+        buffer: list[bytes] = self._buffer  # type: ignore[attr-defined]
+        buffer.extend((b"", message_body))  # joined: the headers, the empty line, the body
+        msg = b"\r\n".join(buffer)
+        del buffer[:]
+        self.send(msg)
+
+
+class _TLSConnection(_Connection, http.client.HTTPSConnection):
+    pass
 
 
 class LeanRest:
@@ -195,9 +278,9 @@ class LeanRest:
         if conn is None:
             host, port = self._netloc
             if self._https:
-                conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=self._tls)
+                conn = _TLSConnection(host, port, timeout=timeout, context=self._tls)
             else:
-                conn = http.client.HTTPConnection(host, port, timeout=timeout)
+                conn = _Connection(host, port, timeout=timeout)
             self._local.conn = conn
         conn.timeout = timeout
         if conn.sock is None:
