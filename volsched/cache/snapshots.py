@@ -316,11 +316,10 @@ class SnapshotBuilder:
                 base = self._base = self._full(view, pg_list, space)
             else:
                 self._update(base, view, pg_list, changed, old_table, pos)
-            session_table = table.fresh()
+            session_table = table.fresh([held.copy() for held in base.held])
             session_table.idle = base.idle.copy()
             session_table.incoming = base.incoming.copy()
             session_table.incoming_tasks = int(base.releasing.sum())
-            session_table.tasks = [held.copy() for held in base.held]
             jobs = {pg.key: base.jobs[pg.key] for pg in pg_list}
             for key in sorted(base.standalone, key=pos):
                 jobs[key] = base.jobs[key]

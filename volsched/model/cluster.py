@@ -80,20 +80,23 @@ class NodeTable:
         self.ready: BoolArray = np.array([s.ready for s in self.specs], dtype=bool)
         self.tasks: list[dict[str, Task]] = [{} for _ in range(n)]
         self.usage: dict[str, NodeUsage] = {}
+        #: What readers derived from the nodes' specs alone, shared by every table ``fresh`` makes.
+        self.memo: dict[str, Any] = {}
         self.allocatable.flags.writeable = False
 
-    def fresh(self) -> NodeTable:
-        """A table over the same nodes and space with nothing held: what every session starts from.
-        The nodes' specs, names and allocatable are shared (read-only); idle, incoming, readiness and
-        the tasks per node are the new table's own."""
+    def fresh(self, tasks: list[dict[str, Task]] | None = None) -> NodeTable:
+        """A table over the same nodes and space with nothing held (``tasks``: the new table's own
+        dicts of tasks per node, to fill in): what every session starts from. The nodes' specs, names,
+        allocatable and memo are shared (read-only); idle, incoming, readiness and the tasks per node
+        are the new table's own."""
         out = object.__new__(NodeTable)
         out.specs, out.names, out.index, out.space = self.specs, self.names, self.index, self.space
-        out.allocatable = self.allocatable
+        out.allocatable, out.memo = self.allocatable, self.memo
         out.idle = self.allocatable.copy()
         out.incoming = np.zeros_like(self.allocatable)
         out.incoming_tasks = 0
         out.ready = self.ready.copy()
-        out.tasks = [{} for _ in self.names]
+        out.tasks = [{} for _ in self.names] if tasks is None else tasks
         out.usage = {}
         return out
 
@@ -211,6 +214,29 @@ class Job:
         if self.shared:  # nobody changes it: every snapshot that shares it may keep the count
             self._scheduled = count
         return count
+
+    def any_constrained(self) -> bool:
+        """Whether a task of the job has pod affinity, anti-affinity or topology spread (kept on a
+        shared job for the next snapshot that shares it)."""
+        if self.shared:
+            hit: bool | None = self.memo.get("constrained")
+            if hit is not None:
+                return hit
+        out = any(t.constraints is not None for t in self.tasks.values())
+        if self.shared:
+            self.memo["constrained"] = out
+        return out
+
+    def any_host_ports(self) -> bool:
+        """Whether a task of the job asks for host ports (kept on a shared job)."""
+        if self.shared:
+            hit: bool | None = self.memo.get("host_ports")
+            if hit is not None:
+                return hit
+        out = any(t.host_ports for t in self.tasks.values())
+        if self.shared:
+            self.memo["host_ports"] = out
+        return out
 
     def pending_tasks(self) -> list[Task]:
         if not self.status_count[TaskStatus.PENDING]:

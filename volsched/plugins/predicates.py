@@ -49,14 +49,21 @@ class _StaticChecks:
 
     def __init__(self, nodes: NodeTable) -> None:
         self.nodes = nodes
-        groups: dict[tuple[tuple[str, str, str], ...], int] = {}
-        self.taint_group = np.zeros(len(nodes), dtype=np.intp)
-        for i, spec in enumerate(nodes.specs):
-            taints = tuple(t for t in spec.taints if t[2] in ("NoSchedule", "NoExecute"))
-            if spec.unschedulable:
-                taints = (*taints, UNSCHEDULABLE_TAINT)
-            self.taint_group[i] = groups.setdefault(taints, len(groups))
-        self.groups = list(groups)
+        # The nodes' taint groups follow from their specs alone: kept for every session on these nodes.
+        memo: tuple[IndexArray, list[tuple[tuple[str, str, str], ...]]] | None = nodes.memo.get(
+            "taint_groups"
+        )
+        if memo is None:
+            groups: dict[tuple[tuple[str, str, str], ...], int] = {}
+            taint_group = np.zeros(len(nodes), dtype=np.intp)
+            for i, spec in enumerate(nodes.specs):
+                taints = tuple(t for t in spec.taints if t[2] in ("NoSchedule", "NoExecute"))
+                if spec.unschedulable:
+                    taints = (*taints, UNSCHEDULABLE_TAINT)
+                taint_group[i] = groups.setdefault(taints, len(groups))
+            taint_group.flags.writeable = False
+            memo = nodes.memo["taint_groups"] = (taint_group, list(groups))
+        self.taint_group, self.groups = memo
         self._cache: dict[str, tuple[BoolArray, BoolArray, BoolArray, BoolArray, BoolArray]] = {}
         self._combined: dict[str, BoolArray] = {}
 
@@ -114,7 +121,11 @@ class Predicates(BasePlugin):
         nodes = session.nodes
         static = _StaticChecks(nodes)
 
-        ports = _HostPorts(nodes)
+        ports = _HostPorts(
+            nodes,
+            any_held=any(job.any_host_ports() for job in session.jobs.values())
+            or any(t.host_ports for t in session.snapshot.foreign_tasks),
+        )
         session.add_event_handler(EventHandler(allocate=ports.add, deallocate=ports.remove))
 
         def predicate(task: Task, idx: IndexArray) -> BoolArray:
@@ -177,11 +188,12 @@ class Predicates(BasePlugin):
 class _HostPorts:
     """Host ports in use per node: (protocol, port) -> host IP -> pods using it, over nodes."""
 
-    def __init__(self, nodes: NodeTable) -> None:
+    def __init__(self, nodes: NodeTable, *, any_held: bool = True) -> None:
+        """``any_held``: whether a task on a node may ask for host ports (False: none does)."""
         self.nodes = nodes
         self.used: dict[tuple[str, int], dict[str, np.ndarray[Any, np.dtype[np.int64]]]] = {}
         self._where: dict[str, int] = {}
-        for i, on_node in enumerate(nodes.tasks):
+        for i, on_node in enumerate(nodes.tasks if any_held else ()):
             for t in on_node.values():
                 if t.host_ports:
                     self._count(t, i, 1)

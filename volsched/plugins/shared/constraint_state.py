@@ -23,9 +23,10 @@ def constraint_state(session: ExtensionPoints) -> ConstraintState | None:
         state: ConstraintState | None = session.state[_KEY]
         return state
     snapshot = session.snapshot
-    tasks = [t for job in session.jobs.values() for t in job.tasks.values()]
-    tasks.extend(snapshot.foreign_tasks)
-    if not any(t.constraints is not None for t in tasks):
+    if not (
+        any(job.any_constrained() for job in session.jobs.values())
+        or any(t.constraints is not None for t in snapshot.foreign_tasks)
+    ):
         session.state[_KEY] = None
         return None
     nodes = session.nodes
