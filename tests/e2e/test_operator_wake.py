@@ -38,3 +38,4 @@ def test_a_session_is_woken_by_a_pod_arriving_and_by_capacity_freeing_while_a_po
         lambda: f"{ns}/second" in k.bound(ns) and k.bound(ns), 30, what="the waiting pod bound", operator=op
     )
     assert bound == {f"{ns}/second": "n1"}
+    assert op.metric("volsched_sessions_woken_total") >= 2

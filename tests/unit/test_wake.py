@@ -18,6 +18,7 @@ from tests.unit.test_cycle import cache
 from tests.unit.test_idle_sessions import bound_event
 from volsched.cache.doorbell import Doorbell, Rings
 from volsched.operator import Operator
+from volsched.operator.metrics import Metrics
 from volsched.operator.pacing import Pacer
 from volsched.operator.settings import SessionSettings, build_parser, settings_from_args
 
@@ -229,6 +230,7 @@ class LoopWorld:
         self.state = SimpleNamespace(doorbell=Doorbell())
         self.lease = SimpleNamespace(is_leader=leader)
         self.health = SimpleNamespace(failed=lambda *_: None)
+        self.metrics = Metrics()
         self.leaves_waiting = leaves_waiting
         self.waiting = False
         self.last_tick = 0.0
@@ -240,6 +242,9 @@ class LoopWorld:
             self.sessions += 1
             self.waiting = self.leaves_waiting
             self.ran.notify_all()
+
+    def woken(self) -> float | None:
+        return self.metrics.registry.get_sample_value("volsched_sessions_woken_total")
 
     def wait_sessions(self, n: int) -> bool:
         with self.ran:
@@ -275,6 +280,7 @@ def test_a_pod_arriving_on_a_watch_thread_wakes_a_session_long_before_the_period
             assert await asyncio.to_thread(world.wait_sessions, expected)
         await quiet_moment()
         assert world.sessions == 3  # one session for each ring, none more
+        assert world.woken() == 2
 
     asyncio.run(in_loop(world, body))
 
@@ -303,7 +309,7 @@ def test_a_follower_is_not_woken_by_pods() -> None:
         assert await asyncio.to_thread(world.wait_sessions, 1)
         threading.Thread(target=world.state.doorbell.ring, args=("arrived",)).start()
         await quiet_moment()
-        assert world.sessions == 1
+        assert world.sessions == 1 and world.woken() == 0
 
     asyncio.run(in_loop(world, body))
 

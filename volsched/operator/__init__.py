@@ -480,6 +480,8 @@ class Operator:
                         retry_every=self.settings.lease.retry_every,
                     )
                     if wait <= 0:
+                        if time.monotonic() < started + s.period:
+                            self.metrics.woken.inc()
                         break
                     await _first_of(stop, nudge, timeout=wait)
         finally:

@@ -66,6 +66,11 @@ class Metrics:
             "Sessions skipped: nothing changed since the last one, which decided nothing",
             registry=r,
         )
+        self.woken = Counter(
+            "volsched_sessions_woken_total",
+            "Cycles started before their period because the watches brought something to act on",
+            registry=r,
+        )
         self._queue_series: dict[Gauge, set[tuple[str, ...]]] = {}
 
     def observe_outcomes(self, report: CycleReport) -> None:
