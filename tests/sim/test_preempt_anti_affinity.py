@@ -28,15 +28,17 @@ def running(
     created: str = "2026-01-01T00:00:00Z",
     q: str = "q",
     group: str | None = None,
+    pod_priority: bool = True,
 ) -> list[Obj]:
-    """A running pod on node ``on``, in the job of its queue and priority (see ``jobs``) or ``group``."""
+    """A running pod on node ``on``, in the job of its queue and priority (see ``jobs``) or ``group``;
+    the pod names the priority class too unless ``pod_priority`` is False (then only its job does)."""
     affinity = pod_affinity(anti=[pod_term(match=anti)]) if anti else None
     return [
         pod(
             name,
             node=on,
             group=group or f"{q}-{prio}",
-            priority_class=prio,
+            priority_class=prio if pod_priority else None,
             labels=labels,
             affinity=affinity,
             created=created,
@@ -56,10 +58,16 @@ def jobs(*queues: str) -> list[Obj]:
 
 
 def preemptor(
-    *, anti: dict[str, str] | None = None, labels: dict[str, str] | None = None, q: str = "q", cpu: str = "1"
+    *,
+    anti: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+    q: str = "q",
+    cpu: str = "1",
+    pod_priority: bool = True,
 ) -> list[Obj]:
     affinity = pod_affinity(anti=[pod_term(match=anti)]) if anti else None
-    new = pod("new", group="new", priority_class="high", labels=labels, affinity=affinity, cpu=cpu)
+    prio = "high" if pod_priority else None
+    new = pod("new", group="new", priority_class=prio, labels=labels, affinity=affinity, cpu=cpu)
     new["spec"]["nodeSelector"] = WORK
     return [podgroup("new", queue=q, priority_class="high"), new]
 
@@ -128,6 +136,27 @@ CASES = [
         ["default/low-1", "default/web-1"],
         "n1",
         id="pod-in-the-way-and-room-lowest-priority-first",
+    ),
+    # Priority is the jobs' (their PodGroups'), as for room: pods that name no class of their own.
+    pytest.param(
+        [
+            *running("web-1", "n1", prio="mid", labels=WEB, pod_priority=False),
+            *running("web-2", "n2", labels=WEB, pod_priority=False),
+        ],
+        preemptor(anti=WEB, pod_priority=False),
+        ["default/web-2"],
+        "n2",
+        id="priority-of-the-jobs",
+    ),
+    pytest.param(
+        [
+            *running("web-1", "n1", prio="high", labels=WEB, pod_priority=False),
+            *running("web-2", "n2", prio="high", labels=WEB, pod_priority=False),
+        ],
+        preemptor(anti=WEB, pod_priority=False),
+        [],
+        None,
+        id="equal-job-priority-stays-though-pods-name-none",
     ),
     # (b) the symmetric case: a running pod's anti-affinity term matches the pending pod.
     pytest.param(

@@ -84,6 +84,17 @@ class Preempt:
                 beneficiary_priority=job.priority,
             )
 
+        def lower_priority(task: Task, pool: list[Task]) -> list[Task]:
+            """Where other pods keep ``task`` out (anti-affinity), only pods of jobs of lower priority
+            than its job go (as kube-scheduler takes only lower-priority pods), whatever share the
+            plugins would let it take from equals."""
+            out = []
+            for v in pool:
+                owner = session.jobs.get(v.job_key)
+                if owner is not None and owner.priority < job.priority:
+                    out.append(v)
+            return out
+
         return evict_for_job(
             session,
             job,
@@ -92,11 +103,5 @@ class Preempt:
             candidates=candidates,
             choose=session.preemptable,
             describe=describe,
-            in_the_way=_lower_priority,
+            in_the_way=lower_priority,
         )
-
-
-def _lower_priority(task: Task, pool: list[Task]) -> list[Task]:
-    """Where other pods keep ``task`` out (anti-affinity), only pods of lower priority than it go, as in
-    kube-scheduler's preemption, whatever share the plugins would let it take from equals."""
-    return [v for v in pool if v.priority < task.priority]

@@ -1,0 +1,138 @@
+"""preempt against the real apiserver when required pod anti-affinity keeps a high-priority pod off every
+node: the lower-priority pod in its way is evicted through the Eviction API with a DisruptionTarget
+condition and a Preempted event that name the term, nothing else is evicted, and the pod is bound there.
+A PodDisruptionBudget that covers the pod in the way holds, as for preemption that makes room."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.e2e.operator_fixtures import (
+    ROOT,
+    Kube,
+    OperatorProcess,
+    Start,
+    node,
+    pod,
+    podgroup,
+    queue,
+    wait_for,
+)
+
+pytestmark = pytest.mark.cluster
+
+WEB = {"app": "web"}
+TERM = "pod anti-affinity (app=web, kubernetes.io/hostname)"
+
+
+def _pod(
+    name: str, *, on: str | None = None, group: str, labels: dict[str, str] | None = None
+) -> dict[str, Any]:
+    obj = pod(name, cpu="1", group=group, node_selector={"kubernetes.io/hostname": on} if on else None)
+    obj["metadata"]["labels"] = labels or {}
+    obj["spec"]["terminationGracePeriodSeconds"] = (
+        30  # stays Terminating (no kubelet): what it was told stays
+    )
+    return obj
+
+
+def _group(name: str, priority: str) -> dict[str, Any]:
+    out = podgroup(name, 1, queue="q")
+    out["spec"]["priorityClassName"] = priority
+    return out
+
+
+def _cluster(k: Kube, start_operator: Start) -> tuple[str, OperatorProcess]:
+    """Two 4-cpu nodes; job "a" (low priority) runs a web pod and a filler on each, and a spare on n1."""
+    k.set_config((ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text())
+    sched = client.SchedulingV1Api(k.api)
+    for name, value in (("low", 10), ("high", 1000)):
+        sched.create_priority_class({"metadata": {"name": name}, "value": value})
+    k.nodes(node("n1", cpu="4"), node("n2", cpu="4"))
+    k.queue(queue("default"))
+    k.queue(queue("q"))
+    ns = k.namespace("anti")
+    k.podgroup(ns, _group("a", "low"))
+    k.pods(
+        ns,
+        _pod("web-1", on="n1", group="a", labels={**WEB, "pdb": "n1"}),
+        _pod("web-2", on="n2", group="a", labels={**WEB, "pdb": "n2"}),
+        _pod("fill-1", on="n1", group="a"),
+        _pod("fill-2", on="n2", group="a"),
+        _pod("spare", on="n1", group="a"),
+    )
+    op = start_operator()
+    wait_for(lambda: len(k.bound(ns)) == 5, 30, what="job a runs")
+    return ns, op
+
+
+def _preemptor(k: Kube, ns: str) -> None:
+    k.podgroup(ns, _group("b", "high"))
+    new = _pod("new", group="b")
+    term = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": WEB}}
+    new["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    k.pods(ns, new)
+
+
+def _leaving(k: Kube, ns: str) -> list[str]:
+    return sorted(
+        p.metadata.name for p in k.core.list_namespaced_pod(ns).items if p.metadata.deletion_timestamp
+    )
+
+
+def _condition(k: Kube, ns: str, name: str) -> Any:
+    p = k.core.read_namespaced_pod(name, ns)
+    return {c.type: c for c in p.status.conditions or []}.get("DisruptionTarget")
+
+
+def test_the_pod_in_the_way_is_evicted_and_told_which_term(k: Kube, start_operator: Start) -> None:
+    ns, op = _cluster(k, start_operator)
+    _preemptor(k, ns)
+    # Equal priority and age: web-2, whose name sorts last, is the one to go, on n2.
+    wait_for(lambda: _leaving(k, ns) == ["web-2"], 40, what="web-2 evicted", operator=op)
+    cond = _condition(k, ns, "web-2")
+    assert cond is not None and cond.reason == "PreemptionByScheduler"
+    for words in (
+        f"preempt: {ns}/web-2",
+        f"for {ns}/new (job {ns}/b, priority 1000",
+        f"keeps it out by {TERM}",
+    ):
+        assert words in cond.message, cond.message
+    [event] = wait_for(
+        lambda: [
+            e
+            for e in k.core.list_namespaced_event(ns).items
+            if e.involved_object.name == "web-2" and e.reason == "Preempted"
+        ],
+        20,
+        what="Preempted event",
+    )
+    assert event.message == cond.message
+    # No kubelet ends web-2: once it is gone, the pod goes to n2.
+    k.core.delete_namespaced_pod("web-2", ns, grace_period_seconds=0)
+    wait_for(lambda: k.bound(ns).get(f"{ns}/new") == "n2", 40, what="the pod bound to n2")
+    assert _leaving(k, ns) == []  # nothing else was evicted
+    op.check_running()
+
+
+def test_a_disruption_budget_keeps_the_pod_in_the_way(k: Kube, start_operator: Start) -> None:
+    ns, op = _cluster(k, start_operator)
+    budget = {
+        "metadata": {"name": "keep-web-2"},
+        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"pdb": "n2"}}},
+    }
+    client.PolicyV1Api(k.api).create_namespaced_pod_disruption_budget(ns, budget)
+    # The Eviction API ignores budgets for pods that are not Running (no kubelet here sets it).
+    k.core.patch_namespaced_pod_status("web-2", ns, {"status": {"phase": "Running"}})
+    _preemptor(k, ns)
+    # volsched chose web-2 and tells it why, but the Eviction API refuses: it keeps running.
+    cond = wait_for(lambda: _condition(k, ns, "web-2"), 40, what="web-2 told it is a victim")
+    assert f"keeps it out by {TERM}" in cond.message
+    start = op.cycles()
+    wait_for(lambda: op.cycles() >= start + 6, 30, what="more cycles")
+    assert _leaving(k, ns) == []
+    assert k.bound(ns).get(f"{ns}/new") is None
+    assert "blocked by a PodDisruptionBudget" in op.log()
