@@ -495,40 +495,57 @@ class KubeWriter:
         self, key: str, rendered: dict[str, Any], now: str, group: str = API_GROUP
     ) -> tuple[int, int, str | None]:
         ns, name = _split(key)
-        with self._lock:
-            previous = self._podgroups_full.get(key)
-        body = render.with_transition_times(rendered, previous, now)
-        what = f"PodGroup {key} status"
         path = custom_path(group, VERSION, "podgroups", name, namespace=ns)
-        done, err = self._write(what, f"{path}/status", {"status": body}, MERGE_PATCH)
-        if not done and err is None and group != API_GROUP:
-            # A PodGroup CRD without the status subresource (some Volcano releases): status is a field.
-            done, err = self._write(what, path, {"status": body}, MERGE_PATCH)
-        if not done:
-            return 0, 0, err
-        with self._lock:
-            self._podgroups[key] = rendered
-            self._podgroups_full[key] = body
-        return 1, 0, None
+        return self._write_status(
+            f"PodGroup {key}", key, path, rendered, now=now, group=group,
+            sent=self._podgroups, full=self._podgroups_full, whole=False,
+        )  # fmt: skip
 
     def _write_queue(
         self, name: str, rendered: dict[str, Any], now: str | None = None, group: str = API_GROUP
     ) -> tuple[int, int, str | None]:
-        with self._lock:
-            previous = self._queues_full.get(name)
-        body = render.with_transition_times(rendered, previous, now or render.now_rfc3339())
-        what = f"Queue {name} status"
         path = custom_path(group, VERSION, "queues", name)
-        done, err = self._write(
-            what, f"{path}/status", [{"op": "add", "path": "/status", "value": body}], JSON_PATCH
-        )
+        return self._write_status(
+            f"Queue {name}", name, path, rendered, now=now or render.now_rfc3339(), group=group,
+            sent=self._queues, full=self._queues_full, whole=True,
+        )  # fmt: skip
+
+    def _write_status(
+        self,
+        what: str,
+        key: str,
+        path: str,
+        rendered: dict[str, Any],
+        *,
+        now: str,
+        group: str,
+        sent: dict[str, dict[str, Any]],
+        full: dict[str, dict[str, Any]],
+        whole: bool,
+    ) -> tuple[int, int, str | None]:
+        """Write ``rendered`` as the status of the object at ``path`` (its conditions keep their
+        transition times from ``full``, what was written last), through the status subresource, or as a
+        field where a Volcano CRD has none. ``whole``: the status replaces the old one (a JSON patch: a
+        merge patch keeps keys that are gone, such as a removed guarantee's deserved); else merged.
+        Written: ``rendered`` goes to ``sent`` (to skip an unchanged status next time), the body to
+        ``full``."""
+        with self._lock:
+            previous = full.get(key)
+        body = render.with_transition_times(rendered, previous, now)
+        what = f"{what} status"
+        if whole:
+            replaced = [{"op": "add", "path": "/status", "value": body}]
+            done, err = self._write(what, f"{path}/status", replaced, JSON_PATCH)
+        else:
+            done, err = self._write(what, f"{path}/status", {"status": body}, MERGE_PATCH)
         if not done and err is None and group != API_GROUP:
+            # A CRD without the status subresource (some Volcano releases): status is a field.
             done, err = self._write(what, path, {"status": body}, MERGE_PATCH)
         if not done:
             return 0, 0, err
         with self._lock:
-            self._queues[name] = rendered
-            self._queues_full[name] = body
+            sent[key] = rendered
+            full[key] = body
         return 1, 0, None
 
     def queue_uid(self, name: str, uid: str | None) -> None:
