@@ -314,6 +314,16 @@ def test_a_follower_is_not_woken_by_pods() -> None:
     asyncio.run(in_loop(world, body))
 
 
+def test_a_followers_reads_of_the_lease_are_not_counted_as_woken_sessions() -> None:
+    world = LoopWorld(period=3600, min_gap=0.0, leader=False)  # reads the Lease every 0.05 s
+
+    async def body() -> None:
+        assert await asyncio.to_thread(world.wait_sessions, 3)
+        assert world.woken() == 0
+
+    asyncio.run(in_loop(world, body))
+
+
 def test_min_gap_is_a_flag_and_a_setting() -> None:
     args = build_parser().parse_args(["--min-gap", "0.25", "--period", "2"])
     s = settings_from_args(args).session

@@ -24,7 +24,8 @@ This module is the replica's lifecycle (:class:`Operator`: watches, prelist, Lea
 shutdown) and :func:`main`. Its parts live beside it: :mod:`~volsched.operator.settings` (the settings
 dataclasses and ``volsched run``'s command line), :mod:`~volsched.operator.metrics` (the Prometheus
 series), :mod:`~volsched.operator.http` (the HTTP server), :mod:`~volsched.operator.pacing` (when the
-next session runs) and :mod:`~volsched.operator.reload` (the ConfigMap reload). It decides nothing itself: the engine schedules, ``volsched.kube`` writes.
+next session runs) and :mod:`~volsched.operator.reload` (the ConfigMap reload). It decides nothing
+itself: the engine schedules, ``volsched.kube`` writes.
 """
 
 from __future__ import annotations
@@ -470,17 +471,18 @@ class Operator:
                 self.last_tick = ended = time.monotonic()
                 while not stop.is_set():
                     nudge.clear()  # before peeking: a ring after the peek sets it again
+                    leader = self.lease.is_leader
                     wait = pacer.next_wait(
                         started=started,
                         ended=ended,
                         now=time.monotonic(),
                         rings=bell.peek(),
                         waiting=self.waiting,
-                        leader=self.lease.is_leader,
+                        leader=leader,
                         retry_every=self.settings.lease.retry_every,
                     )
                     if wait <= 0:
-                        if time.monotonic() < started + s.period:
+                        if leader and time.monotonic() < started + s.period:
                             self.metrics.woken.inc()
                         break
                     await _first_of(stop, nudge, timeout=wait)
