@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo simulate test test-deps lint bench bench-bind bench-fairshare bench-parse bench-evict constraints clean
+.PHONY: demo simulate test test-deps lint bench bench-bind bench-fairshare bench-parse bench-steady bench-evict constraints clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -54,6 +54,10 @@ bench-fairshare: $(STAMP)
 
 bench-parse: $(STAMP)
 	$(BIN)/python bench/bench_parse.py
+
+## A session's fixed cost: 10,000 and 50,000 bound pods cached, ~50 arriving a cycle.
+bench-steady: $(STAMP)
+	$(BIN)/python bench/bench_steady.py
 
 ## Reclaim and preempt on a full cluster of 1,000 and 5,000 nodes.
 bench-evict: $(STAMP)
