@@ -136,8 +136,11 @@ class Event:
         return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class PodGroupStatus:
+    """A PodGroup's status after a session (read-only: results of sessions on snapshots that share a
+    settled job share its status)."""
+
     phase: str
     queue: str
     min_member: int

@@ -132,18 +132,24 @@ def _render_status(session: Session) -> dict[str, PodGroupPhase]:
             pending_jobs.add(job.key)
         if job.podgroup is None:
             continue
-        result.podgroups[job.key] = PodGroupStatus(
-            phase=phase_name,
-            queue=job.queue,
-            min_member=job.min_member,
-            running=running,
-            succeeded=succeeded,
-            failed=failed,
-            pending=pending,
-            scheduled=scheduled,
-            rejections=tuple(errors.get(job.key, ())) if phase is not PodGroupPhase.RUNNING else (),
-            owner=job.podgroup.owner.title if job.podgroup.owner is not None else "",
-        )
+        rejections = tuple(errors.get(job.key, ())) if phase is not PodGroupPhase.RUNNING else ()
+        status: PodGroupStatus | None = job.memo.get("podgroup") if job.shared and not rejections else None
+        if status is None:
+            status = PodGroupStatus(
+                phase=phase_name,
+                queue=job.queue,
+                min_member=job.min_member,
+                running=running,
+                succeeded=succeeded,
+                failed=failed,
+                pending=pending,
+                scheduled=scheduled,
+                rejections=rejections,
+                owner=job.podgroup.owner.title if job.podgroup.owner is not None else "",
+            )
+            if job.shared and not rejections:  # the same for every session that shares the job
+                job.memo["podgroup"] = status
+        result.podgroups[job.key] = status
     # Sums over jobs per queue and per namespace, each in the jobs' order (np.add.at adds one row at a
     # time, in order, as a loop would).
     jobs = list(session.jobs.values())
