@@ -9,7 +9,8 @@ handle both the same way.
 
 Requests go over one persistent ``http.client`` connection per calling thread (the writer's workers),
 with the TLS settings the client's urllib3 pool uses (CA, client certificate and key, verification):
-a request through urllib3 costs about twice the CPU. A kept-alive connection the apiserver closed while
+a request through urllib3 costs about twice the CPU. A request goes out with its body in one write,
+and an answer's headers are read without the email package's parser (:class:`_LeanResponse`). A kept-alive connection the apiserver closed while
 it was idle is noticed before sending and reopened; a request that failed after it may have been sent
 raises :class:`ResponseLost` (never sent again here: whether that is safe is the caller's to know).
 Configurations this path does not cover (a proxy, a TLS server name or hostname check set apart)
