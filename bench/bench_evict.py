@@ -14,6 +14,11 @@ in a fresh process.
   gangs of four high-priority (1000) 4-cpu tasks asking for 1% of the cluster, which take the room from
   their own queue's pods. Seven eighths of the nodes hold no pod of the preemptor's queue: the search
   must not walk them for every task.
+* ``preempt-anti``: the preempt cluster with room left (three running pods a node, the first labelled
+  ``app=run``); the high-priority tasks, labelled ``app=run`` too, have required anti-affinity against
+  ``app=run`` (any namespace) by hostname, so every node passes every other filter and has room, yet none takes them: each task
+  evicts the one pod of its own queue in its way on one node (the anti-affinity path: candidate nodes
+  found with numpy, then tried; seven eighths hold nothing preempt may take).
 * ``preempt-none``: the same cluster, but each queue's pending jobs are single tasks of priority 0 that
   may take nothing (every pod of their queue has a higher priority): each fails after the plugins have
   been asked on every node of its queue (that part is the plugins' per-pod answers, not the search).
@@ -36,7 +41,7 @@ import numpy
 from machine import describe
 
 GRID = (1_000, 5_000)
-CASES = ("reclaim", "preempt", "preempt-none")
+CASES = ("reclaim", "preempt", "preempt-anti", "preempt-none")
 CONFIG = """
 actions: "CASE"
 tiers:
@@ -83,8 +88,20 @@ def build(nodes: int, case: str):  # type: ignore[no-untyped-def]
     pgs: list[PodGroupSpec] = []
     tasks: list[Task] = []
 
+    from volsched.model.constraints import AffinityTerm, LabelSelector, PodConstraints, Requirement
+
     def job(name: str, queue: str, *, size: int, priority: int, node: str | None, created: float) -> None:
         ns = f"ns-{queue}"
+        run = {"app": "run"}
+        away = PodConstraints(
+            anti_affinity=(
+                AffinityTerm(
+                    LabelSelector((Requirement("app", "In", ("run",)),)),
+                    "kubernetes.io/hostname",
+                    namespace_selector=LabelSelector(),  # every namespace
+                ),
+            )
+        )
         pgs.append(
             PodGroupSpec(
                 namespace=ns,
@@ -111,6 +128,8 @@ def build(nodes: int, case: str):  # type: ignore[no-untyped-def]
                     node_name=node,
                     scheduler_name="volsched",
                     creation=created,
+                    labels=run if case == "preempt-anti" and (k == 0 or not node) else {},
+                    constraints=away if case == "preempt-anti" and not node else None,
                 )
             )
 
@@ -135,9 +154,10 @@ def build(nodes: int, case: str):  # type: ignore[no-untyped-def]
     else:
         queues = [queue(f"q{k}", 1) for k in range(8)]
         for i, n in enumerate(node_specs):
-            job(f"run-{i:05d}", f"q{i * 8 // nodes}", size=4, priority=100, node=n.name, created=0)
+            size = 3 if case == "preempt-anti" else 4
+            job(f"run-{i:05d}", f"q{i * 8 // nodes}", size=size, priority=100, node=n.name, created=0)
         for k in range(8):
-            if case == "preempt":
+            if case in ("preempt", "preempt-anti"):
                 for g in range(max(1, nodes // 100 // 8)):
                     job(f"high-{k}-{g:04d}", f"q{k}", size=4, priority=1000, node=None, created=1 + g)
             else:

@@ -91,12 +91,12 @@ def _condition(k: Kube, ns: str, name: str) -> Any:
 def test_the_pod_in_the_way_is_evicted_and_told_which_term(k: Kube, start_operator: Start) -> None:
     ns, op = _cluster(k, start_operator)
     _preemptor(k, ns)
-    # Equal priority and age: web-2, whose name sorts last, is the one to go, on n2.
-    wait_for(lambda: _leaving(k, ns) == ["web-2"], 40, what="web-2 evicted", operator=op)
-    cond = _condition(k, ns, "web-2")
+    # Equal priority and age, one pod in the way on each node: web-1 goes, on n1 (the name first).
+    wait_for(lambda: _leaving(k, ns) == ["web-1"], 40, what="web-1 evicted", operator=op)
+    cond = _condition(k, ns, "web-1")
     assert cond is not None and cond.reason == "PreemptionByScheduler"
     for words in (
-        f"preempt: {ns}/web-2",
+        f"preempt: {ns}/web-1",
         f"for {ns}/new (job {ns}/b, priority 1000",
         f"keeps it out by {TERM}",
     ):
@@ -105,15 +105,15 @@ def test_the_pod_in_the_way_is_evicted_and_told_which_term(k: Kube, start_operat
         lambda: [
             e
             for e in k.core.list_namespaced_event(ns).items
-            if e.involved_object.name == "web-2" and e.reason == "Preempted"
+            if e.involved_object.name == "web-1" and e.reason == "Preempted"
         ],
         20,
         what="Preempted event",
     )
     assert event.message == cond.message
-    # No kubelet ends web-2: once it is gone, the pod goes to n2.
-    k.core.delete_namespaced_pod("web-2", ns, grace_period_seconds=0)
-    wait_for(lambda: k.bound(ns).get(f"{ns}/new") == "n2", 40, what="the pod bound to n2")
+    # No kubelet ends web-1: once it is gone, the pod goes to n1.
+    k.core.delete_namespaced_pod("web-1", ns, grace_period_seconds=0)
+    wait_for(lambda: k.bound(ns).get(f"{ns}/new") == "n1", 40, what="the pod bound to n1")
     assert _leaving(k, ns) == []  # nothing else was evicted
     op.check_running()
 
@@ -121,15 +121,15 @@ def test_the_pod_in_the_way_is_evicted_and_told_which_term(k: Kube, start_operat
 def test_a_disruption_budget_keeps_the_pod_in_the_way(k: Kube, start_operator: Start) -> None:
     ns, op = _cluster(k, start_operator)
     budget = {
-        "metadata": {"name": "keep-web-2"},
-        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"pdb": "n2"}}},
+        "metadata": {"name": "keep-web-1"},
+        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"pdb": "n1"}}},
     }
     client.PolicyV1Api(k.api).create_namespaced_pod_disruption_budget(ns, budget)
     # The Eviction API ignores budgets for pods that are not Running (no kubelet here sets it).
-    k.core.patch_namespaced_pod_status("web-2", ns, {"status": {"phase": "Running"}})
+    k.core.patch_namespaced_pod_status("web-1", ns, {"status": {"phase": "Running"}})
     _preemptor(k, ns)
-    # volsched chose web-2 and tells it why, but the Eviction API refuses: it keeps running.
-    cond = wait_for(lambda: _condition(k, ns, "web-2"), 40, what="web-2 told it is a victim")
+    # volsched chose web-1 and tells it why, but the Eviction API refuses: it keeps running.
+    cond = wait_for(lambda: _condition(k, ns, "web-1"), 40, what="web-1 told it is a victim")
     assert f"keeps it out by {TERM}" in cond.message
     start = op.cycles()
     wait_for(lambda: op.cycles() >= start + 6, 30, what="more cycles")

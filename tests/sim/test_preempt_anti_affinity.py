@@ -81,8 +81,8 @@ CASES = [
     pytest.param(
         [*running("web-1", "n1", labels=WEB), *running("web-2", "n2", labels=WEB), *running("other-2", "n2")],
         preemptor(anti=WEB),
-        ["default/web-2"],  # equal priority and age: the name that sorts last goes
-        "n2",
+        ["default/web-1"],  # equal priority, age and count: the node whose name sorts first
+        "n1",
         id="own-anti-affinity-evicts-only-the-pod-in-the-way",
     ),
     pytest.param(
@@ -118,7 +118,7 @@ CASES = [
         preemptor(anti=WEB),
         ["default/web-b"],
         "n1",
-        id="equal-priority-and-age-by-name",
+        id="equal-priority-and-age-by-node-name",
     ),
     # Room too: the pod in the way goes, and then the least important pod that frees enough cpu.
     pytest.param(
@@ -291,6 +291,6 @@ def test_reclaim_evicts_the_pods_in_the_way_in_another_queue() -> None:
     ]
     s = Staged(before, after, eviction_config())
     assert s.running("default/", before=True) == 6
-    assert s.evicted() == ["default/web-2"]  # equal priority and age: the name that sorts last goes
+    assert s.evicted() == ["default/web-1"]  # equal priority and age: the node whose name sorts first
     assert {e["action"] for e in s.data["evictions"]} == {"reclaim"}
-    assert s.data["pods"]["default/new"]["node"] == "n2"
+    assert s.data["pods"]["default/new"]["node"] == "n1"

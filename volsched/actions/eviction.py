@@ -21,7 +21,7 @@ kube-scheduler's default preemption (see ``_evict_pods_in_the_way``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import cmp_to_key
 from typing import Any
@@ -78,6 +78,47 @@ class Evictable:
         self._queues, self._jobs = queues, jobs
         self._queue_of = np.array(queue_of, dtype=np.intp)
         self._job_of = np.array(job_of, dtype=np.intp)
+        #: Per pod: its job's priority (0 without a job) and its creation time.
+        self.priority = np.array(
+            [owner.priority if (owner := session.jobs.get(t.job_key)) is not None else 0 for t in tasks],
+            dtype=np.float64,
+        )
+        self.creation = np.array([t.creation for t in tasks], dtype=np.float64)
+        self._repel: dict[tuple[Any, ...], BoolArray] = {}
+        self._by_pair: dict[tuple[str, str], list[int]] | None = None
+        self._repelling: list[int] = []
+
+    def repelling(self, task: Task) -> BoolArray:
+        """The pods that ``task``'s required anti-affinity selects or whose own selects ``task`` (asked
+        once for the tasks that share a namespace, labels and constraints: a gang's, as a rule)."""
+        sig = (task.namespace, tuple(sorted(task.labels.items())), task.constraints)
+        hit = self._repel.get(sig)
+        if hit is None:
+            hit = np.zeros(len(self.tasks), dtype=bool)
+            for p in self._may_repel(task):
+                hit[p] = _repels(self.session, task, self.tasks[p])
+            self._repel[sig] = hit
+        return hit
+
+    def _may_repel(self, task: Task) -> Iterable[int]:
+        """The pods worth asking about ``task``: those carrying a label pair one of its anti-affinity
+        terms requires (every pod when a term requires none), and those with anti-affinity of their own."""
+        if self._by_pair is None:
+            self._by_pair = {}
+            for p, t in enumerate(self.tasks):
+                for pair in t.labels.items():
+                    self._by_pair.setdefault(pair, []).append(p)
+            self._repelling = [
+                p for p, t in enumerate(self.tasks) if t.constraints and t.constraints.anti_affinity
+            ]
+        out: set[int] = set(self._repelling)
+        for term in task.constraints.anti_affinity if task.constraints is not None else ():
+            pairs = term.selector.index_pairs() if term.selector is not None else ()
+            if pairs is None:
+                return range(len(self.tasks))
+            for pair in pairs:
+                out.update(self._by_pair.get(pair, ()))
+        return sorted(out)
 
     def of_job(self, key: str) -> BoolArray:
         """The pods of job ``key``."""
@@ -320,15 +361,18 @@ def _evict_pods_in_the_way(
 ) -> tuple[bool, int]:
     """Place ``task`` on a node whose filters that depend on other pods (its required anti-affinity, or
     a running pod's against it) keep it out, by evicting the pods in the way, as kube-scheduler's
-    default preemption does: on each such node, every pod the plugins name (narrowed by ``narrow``) is
-    taken away, and if the task then fits (every filter, room, its queue's limit) the pods are given back
-    most important first as long as it still fits; the ones that cannot be given back are the victims.
-    Of the nodes where that works, the one whose most important victim is least important wins, then
-    the one with fewer victims, then the first. Each victim's reason says what it keeps out (the term)
-    or that it makes room. Returns (placed, how many nodes were tried).
+    default preemption does: on a node, every pod the plugins name (narrowed by ``narrow``) is taken
+    away, and if the task then fits (every filter, room, its queue's limit) the pods are given back most
+    important first as long as it still fits; the ones that cannot be given back are the victims. Each
+    victim's reason says what it keeps out (the term) or that it makes room. Returns (placed, how many
+    nodes were tried).
 
-    Only nodes that pass every other filter and could hold the task if all their pods went are tried
-    (decided over all nodes at once); the trials themselves are Statements undone at once."""
+    The nodes are found and ordered over all nodes at once: those that pass every other filter, where
+    every pod the anti-affinity counts runs on the node itself, could hold the task if all the pods the
+    action may take went, and one of those is in the way. They are tried in order of the most important
+    pod in the way (its job's priority, lowest first), then fewer pods in the way, then the youngest, then
+    the node's name; the first where the task fits wins. A node where the plugins keep a pod in the way is
+    passed over without a trial."""
     nodes = session.nodes
     need = task.request > EPS
     where = session.blocked_by_pods(task)
@@ -338,38 +382,58 @@ def _evict_pods_in_the_way(
     reach = (nodes.idle + nodes.incoming + pools.reach)[:, need]
     slack = 1e-9 * np.maximum(np.abs(reach), 1.0)
     where &= pools.any & np.all(reach + slack >= task.request[need] - EPS, axis=1)
+    index = pools.index
+    pods = np.flatnonzero(pools.mask & where[index.node] & index.repelling(task))
+    if not len(pods):
+        return False, 0
+    n = len(nodes)
+    on = index.node[pods]
+    count = np.bincount(on, minlength=n)
+    top = np.full(n, -np.inf)
+    np.maximum.at(top, on, index.priority[pods])
+    newest = np.full(n, -np.inf)
+    np.maximum.at(newest, on, index.creation[pods])
+    candidates = np.flatnonzero(count > 0)
+    order = np.lexsort((candidates, -newest[candidates], count[candidates], top[candidates]))
+    in_way = {index.tasks[p].key for p in pods}
     tried = 0
-    found: list[tuple[int, list[Task], dict[str, list[str]]]] = []
-    for i in np.flatnonzero(where):
+    for i in candidates[order]:
         node = int(i)
-        pool = pools.index.pool(node, pools.mask)
+        still = _keys_on(index, node, in_way)
+        if not still:
+            continue  # the pods in the way are gone already (evicted for another task)
+        pool = index.pool(node, pools.mask)
         if narrow is not None:
             pool = narrow(task, pool)
         # The pods in the way first, so that a plugin's budget (a gang's spare pods) goes to them.
-        pool = sorted(sorted(pool, key=key), key=lambda v: not _repels(session, task, v))
+        pool = sorted(sorted(pool, key=key), key=lambda v: v.key not in in_way)
         victims = choose(task, pool) if pool else []
-        if not victims:
-            continue
+        named = {v.key for v in victims}
+        if any(k not in named for k in still):
+            continue  # a pod in the way may not go
         victims.sort(key=key)
         tried += 1
         chosen = _victims_on(session, task, node, victims, queue=queue)
-        if chosen is not None:
-            found.append((node, *chosen))
-    if not found:
-        return False, tried
-    ranked = sorted({v.key: v for _, vs, _ in found for v in vs}.values(), key=key)
-    rank = {v.key: r for r, v in enumerate(ranked)}  # 0: the least important
-    node, victims, blocking = min(found, key=lambda f: (max(rank[v.key] for v in f[1]), len(f[1]), f[0]))
-    node_name = nodes.names[node]
-    for v in victims:
-        reason = describe(task, v, node_name)
-        terms = blocking.get(v.key)
-        if terms:
-            reason = replace(reason, facts=(*reason.facts, *(("keeps it out by", t) for t in terms)))
-        statement.evict(v, reason=reason)
-        log.append((v, reason))
-    statement.pipeline(task, node)
-    return True, tried
+        if chosen is None:
+            continue
+        taken, blocking = chosen
+        node_name = nodes.names[node]
+        for v in taken:
+            reason = describe(task, v, node_name)
+            terms = blocking.get(v.key)
+            if terms:
+                reason = replace(reason, facts=(*reason.facts, *(("keeps it out by", t) for t in terms)))
+            statement.evict(v, reason=reason)
+            log.append((v, reason))
+        statement.pipeline(task, node)
+        return True, tried
+    return False, tried
+
+
+def _keys_on(index: Evictable, node: int, keys: set[str]) -> list[str]:
+    """Those of ``keys`` that are pods of ``node`` still running there."""
+    lo, hi = index.starts[node], index.starts[node + 1]
+    return [t.key for t in index.tasks[lo:hi] if t.key in keys and t.status in EVICTABLE]
 
 
 def _repels(session: Session, task: Task, other: Task) -> bool:
