@@ -225,10 +225,12 @@ class LoopWorld:
 
     def __init__(self, *, period: float, min_gap: float, leader: bool = True, leaves_waiting: bool = False):
         self.settings = SimpleNamespace(
-            session=SessionSettings(period=period, min_gap=min_gap), lease=SimpleNamespace(retry_every=0.05)
+            session=SessionSettings(period=period, min_gap=min_gap),
+            lease=SimpleNamespace(retry_every=0.05, renew_every=3600.0),
         )
         self.state = SimpleNamespace(doorbell=Doorbell())
-        self.lease = SimpleNamespace(is_leader=leader)
+        self.lease = SimpleNamespace(is_leader=leader, ensure=self.ensure)
+        self.ensured = 0
         self.health = SimpleNamespace(failed=lambda *_: None)
         self.metrics = Metrics()
         self.leaves_waiting = leaves_waiting
@@ -242,6 +244,17 @@ class LoopWorld:
             self.sessions += 1
             self.waiting = self.leaves_waiting
             self.ran.notify_all()
+
+    def ensure(self) -> bool:
+        """The Lease renewed outside a session (``run_once`` renews it itself)."""
+        with self.ran:
+            self.ensured += 1
+            self.ran.notify_all()
+        return bool(self.lease.is_leader)
+
+    def wait_ensured(self, n: int) -> bool:
+        with self.ran:
+            return self.ran.wait_for(lambda: self.ensured >= n, timeout=30)
 
     def woken(self) -> float | None:
         return self.metrics.registry.get_sample_value("volsched_sessions_woken_total")
@@ -320,6 +333,18 @@ def test_a_followers_reads_of_the_lease_are_not_counted_as_woken_sessions() -> N
     async def body() -> None:
         assert await asyncio.to_thread(world.wait_sessions, 3)
         assert world.woken() == 0
+
+    asyncio.run(in_loop(world, body))
+
+
+def test_a_quiet_leader_with_a_long_period_renews_the_lease_without_running_sessions() -> None:
+    world = LoopWorld(period=3600, min_gap=0.0)
+    world.settings.lease.renew_every = 0.05  # the Lease would lapse long before the next period
+
+    async def body() -> None:
+        assert await asyncio.to_thread(world.wait_sessions, 1)
+        assert await asyncio.to_thread(world.wait_ensured, 3)
+        assert world.sessions == 1 and world.woken() == 0
 
     asyncio.run(in_loop(world, body))
 

@@ -445,7 +445,9 @@ class Operator:
         ours arrived; capacity freed while pods wait), at least ``session.min_gap`` after the last one
         ended (see :class:`~volsched.operator.pacing.Pacer`). One session at a time; ``stop`` ends the
         wait at once. A follower reads the Lease every ``lease.retry_every`` and runs its first session
-        as soon as it acquires it; the doorbell does not call it."""
+        as soon as it acquires it; the doorbell does not call it. A leader waiting longer than
+        ``lease.renew_every`` (a period longer than that) renews the Lease meanwhile, without a session,
+        so a quiet leader never lets it lapse between sessions."""
         s = self.settings.session
         pacer = Pacer(period=s.period, min_gap=s.min_gap)
         loop = asyncio.get_running_loop()
@@ -485,7 +487,13 @@ class Operator:
                         if leader and time.monotonic() < started + s.period:
                             self.metrics.woken.inc()
                         break
-                    await _first_of(stop, nudge, timeout=wait)
+                    renew = self.settings.lease.renew_every
+                    if leader and wait > renew:  # a long wait: keep the Lease meanwhile, no session
+                        await _first_of(stop, nudge, timeout=renew)
+                        if not stop.is_set():
+                            await asyncio.to_thread(self.lease.ensure)
+                    else:
+                        await _first_of(stop, nudge, timeout=wait)
         finally:
             bell.listen(None)
 
