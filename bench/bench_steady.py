@@ -16,6 +16,7 @@ compare figures of one run.
 
     python bench/bench_steady.py                          # 1,000 x 10,000 and 5,000 x 50,000
     python bench/bench_steady.py --nodes 1000 --pods 10000 --cycles 10
+    python bench/bench_steady.py --config examples/reclaim-preempt-scheduler.yaml   # actions that evict
     python bench/bench_steady.py --nodes 1000 --pods 10000 --profile out.prof   # cProfile of the cycles
 """
 
@@ -98,13 +99,15 @@ def raw_podgroup(name: str, *, namespace: str, min_member: int, phase: str | Non
     return obj
 
 
-def one(nodes: int, pods: int, cycles: int, profile: str | None) -> dict[str, Any]:
+def one(
+    nodes: int, pods: int, cycles: int, profile: str | None, config_path: str | None = None
+) -> dict[str, Any]:
     from volsched.cache.feeder import Feeder
     from volsched.cache.state import ClusterState
     from volsched.cycle import BOUND, NullPort, run_cycle
     from volsched.framework.registry import load_config
 
-    config = load_config()  # the default: enqueue, allocate, backfill
+    config = load_config(config_path)  # the default: enqueue, allocate, backfill
     state = ClusterState()
     feeder = Feeder(state)
     for i in range(nodes):
@@ -177,10 +180,14 @@ def main() -> None:
     parser.add_argument("--pods", type=int)
     parser.add_argument("--cycles", type=int, default=7)
     parser.add_argument("--profile", help="write a cProfile of the measured cycles here (one grid point)")
+    parser.add_argument(
+        "--config",
+        help="scheduler config YAML (default: the built-in one); e.g. examples/reclaim-preempt-scheduler.yaml",
+    )
     parser.add_argument("--json", action="store_true", help="one grid point, as JSON (used by the grid)")
     args = parser.parse_args()
     if args.json or args.profile:
-        print(json.dumps(one(args.nodes, args.pods, args.cycles, args.profile)))
+        print(json.dumps(one(args.nodes, args.pods, args.cycles, args.profile, args.config)))
         return
     grid = [(args.nodes, args.pods)] if args.nodes and args.pods else GRID
     import numpy
@@ -196,7 +203,7 @@ def main() -> None:
             "--pods",
             str(pods),
         ]
-        cmd += ["--cycles", str(args.cycles)]
+        cmd += ["--cycles", str(args.cycles)] + (["--config", args.config] if args.config else [])
         r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
         m = r["median"]
         print(

@@ -33,9 +33,13 @@ def open_session(
     ``on_binds``: see :func:`run_session`."""
     if may_evict is None:
         may_evict = _may_evict(make_actions(config))
+    started = time.perf_counter()
     if may_evict:
         snapshot.thaw()
+    thawed = time.perf_counter() - started
     session = Session(snapshot, config, make_plugins(config), on_binds=on_binds)
+    if may_evict:
+        session.result.timings["open:thaw"] = thawed
     for plugin in session.plugins:
         session.timed(f"plugin:{plugin.name}:open", lambda p=plugin: p.on_session_open(session))  # type: ignore[misc]
     return session

@@ -416,17 +416,18 @@ def own_task(t: Task) -> Task:
 def own_job(job: Job, *, every_task: bool) -> Job:
     """A session's own copy of a shared job: its own counters and allocation, and its own copies of its
     pending tasks (of all of them with ``every_task``); the others stay shared."""
-    tasks = {
+    out = object.__new__(Job)  # a shallow copy, then its own parts (dataclasses.replace is slower)
+    out.__dict__.update(job.__dict__)
+    out.tasks = {
         k: own_task(t) if t.shared and (every_task or t.status is TaskStatus.PENDING) else t
         for k, t in job.tasks.items()
     }
-    return replace(
-        job,
-        tasks=tasks,
-        allocated=job.allocated.copy(),
-        status_count=job.status_count.copy(),
-        shared=False,
-    )
+    out.allocated = job.allocated.copy()
+    out.status_count = job.status_count.copy()
+    out.shared = False
+    out._scheduled = None
+    out.memo = {}
+    return out
 
 
 def resolve_guarantees(
