@@ -170,3 +170,63 @@ def test_domain_counts_follow_pods_coming_and_going() -> None:
     c2 = parse_pod_constraints(spec2, namespace="default", labels={}, where="p")
     assert c2 is not None
     assert np.array_equal(state.term_counter(c2.anti_affinity).domain_counts("zone")[1], [0.0, 1.0, 0.0])
+
+
+WEB = {"app": "web"}
+
+
+def _with_anti(task: Task, key: str, match: dict[str, str]) -> Task:
+    spec = _anti({"topologyKey": key, "labelSelector": {"matchLabels": match}})
+    task.constraints = parse_pod_constraints(spec, namespace=task.namespace, labels=task.labels, where="p")
+    return task
+
+
+@pytest.mark.parametrize(
+    ("placed", "pending", "failing", "relievable"),
+    [
+        # its own term by hostname: each node with a web pod fails, and only its own pods count there
+        ([("w0", 0, WEB, None), ("w2", 2, WEB, None)], ("kubernetes.io/hostname", WEB, {}), "1010", "1111"),
+        # by zone: two web pods in zone a on two nodes: evicting one node's pods cannot clear zone a
+        ([("w0", 0, WEB, None), ("w1", 1, WEB, None)], ("zone", WEB, {}), "1100", "0011"),
+        # by zone, one web pod on n0: n0 may be cleared; n1 (same zone, nothing to evict there) not
+        ([("w0", 0, WEB, None)], ("zone", WEB, {}), "1100", "1011"),
+        # symmetric: a running pod's term selects the pending pod
+        ([("g2", 2, {}, ("kubernetes.io/hostname", WEB))], (None, None, WEB), "0010", "1111"),
+        # symmetric by zone, guards on n2 and n3: neither node alone can be cleared
+        (
+            [("g2", 2, {}, ("zone", WEB)), ("g3", 3, {}, ("zone", WEB))],
+            (None, None, WEB),
+            "0011",
+            "1100",
+        ),
+    ],
+)
+def test_relievable_nodes_are_those_whose_own_pods_alone_break_anti_affinity(
+    placed: list[tuple[str, int, dict[str, str], tuple[str, dict[str, str]] | None]],
+    pending: tuple[str | None, dict[str, str] | None, dict[str, str]],
+    failing: str,
+    relievable: str,
+) -> None:
+    specs = [
+        build_node(node(f"n{i}", labels={"zone": "ab"[i // 2], "kubernetes.io/hostname": f"n{i}"}))
+        for i in range(4)
+    ]
+    state = ConstraintState(specs, {})
+    for name, on, labels, anti in placed:
+        t = _task(name, labels)
+        state.add(_with_anti(t, *anti) if anti else t, on)
+    key, match, labels = pending
+    task = _task("new", labels)
+    if key is not None and match is not None:
+        _with_anti(task, key, match)
+    check = state.check(task)
+    mask = state.relievable(task)
+    assert check is not None and mask is not None
+    assert "".join("0" if ok else "1" for ok in check.mask) == failing
+    assert "".join("1" if ok else "0" for ok in mask) == relievable
+
+
+def test_nothing_to_relieve_without_anti_affinity() -> None:
+    state = ConstraintState([build_node(node("n0"))], {})
+    state.add(_task("w", WEB), 0)
+    assert state.relievable(_task("new", {"app": "other"})) is None
