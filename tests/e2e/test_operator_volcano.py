@@ -192,6 +192,50 @@ def test_a_jobs_pods_without_a_podgroup_get_one_owned_by_the_job(k: Kube, start_
     wide = wait_for(lambda: k.get_podgroup(ns, wide_name), 20, what="the second Job's PodGroup")
     assert wide["spec"]["minMember"] == 3
     assert len(k.bound(ns)) == 3  # the wide gang waits whole
-    assert "install Volcano's CRDs and restart volsched" in op.log()
-    install_volcano_crds(k.api)  # later: the operator says a restart is needed
-    wait_for(lambda: "installed since volsched started: restart volsched" in op.log(), 20, what="the log")
+    assert "not served (yet)" in op.log()
+
+
+def test_volcano_crds_installed_after_the_start_are_read_without_a_restart_and_their_removal_is_survived(
+    k: Kube, start_operator: Start
+) -> None:
+    k.nodes(node("n1", cpu="2"), node("n2", cpu="2"))
+    ns = k.namespace("late")
+    op = start_operator("--scheduler-names", "volsched,volcano", "--volcano-check-every", "0.5")
+    assert "not served (yet)" in op.log()
+
+    install_volcano_crds(k.api)  # after the operator started: no restart
+    custom = k.custom
+    custom.create_cluster_custom_object(
+        V, VV, "queues", {"apiVersion": f"{V}/{VV}", "kind": "Queue", "metadata": {"name": "spark"},
+                          "spec": {"weight": 1}},
+    )  # fmt: skip
+    custom.create_namespaced_custom_object(V, VV, ns, "podgroups", volcano_podgroup("etl", 3, "spark"))
+    custom.create_namespaced_custom_object(V, VV, ns, "podgroups", volcano_podgroup("big", 3, "spark", "3"))
+    k.pods(ns, *(spark_pod(f"etl-{i}", "etl", "1") for i in range(3)))
+    k.pods(ns, *(spark_pod(f"big-{i}", "big", "3") for i in range(3)))  # never fits: 9 cpu of 4
+
+    bound = wait_for(lambda: len(k.bound(ns)) >= 3 and k.bound(ns), 30, what="the etl gang bound")
+    assert sorted(bound) == [f"{ns}/etl-{i}" for i in range(3)]  # whole, and none of the big gang
+    wait_for(
+        lambda: (
+            (custom.get_namespaced_custom_object(V, VV, ns, "podgroups", "etl").get("status") or {}).get(
+                "phase"
+            )
+            in ("Inqueue", "Running")
+        ),
+        20,
+        what="the etl PodGroup's status written",
+    )
+    assert "reading Volcano queues" in op.log() and "reading Volcano podgroups" in op.log()
+
+    # Volcano's PodGroup CRD removed (its PodGroups go with it): the operator goes on scheduling.
+    ext = client.ApiextensionsV1Api(k.api)
+    ext.delete_custom_resource_definition(f"podgroups.{V}")
+    wait_for(lambda: "no longer reading Volcano podgroups" in op.log(), 30, what="the removal noticed")
+    k.podgroup(ns, podgroup("after", 2))
+    k.pods(ns, pod("after-0", "500m", group="after"), pod("after-1", "500m", group="after"))
+    wait_for(
+        lambda: {f"{ns}/after-0", f"{ns}/after-1"} <= k.bound(ns).keys(), 30, what="a gang after the removal"
+    )
+    op.check_running()
+    assert not any(p.startswith(f"{ns}/big-") for p in k.bound(ns))

@@ -3,8 +3,10 @@
 * Pods and Nodes come through :class:`~volsched.kube.watch.ListWatch` (a paged listing, then a watch,
   on their own threads and connections, pruned as they arrive); kopf ``on.event`` handlers bring the
   other kinds (namespaces, resourcequotas, priorityclasses, persistentvolumes and their claims, queues,
-  podgroups, and Volcano's when served). All feed a :class:`~volsched.cache.feeder.Feeder`, after one
-  full listing, so the first session sees the whole cluster.
+  podgroups). Volcano's PodGroups and Queues come through a ``ListWatch`` each too, while the cluster
+  serves them: looked for at start and every ``session.volcano_check_every`` seconds, so CRDs installed
+  (or removed) later are followed without a restart. All feed a :class:`~volsched.cache.feeder.Feeder`,
+  after one full listing, so the first session sees the whole cluster.
 * Every ``session.period`` seconds, and ``session.min_gap`` after the last one when the cache's doorbell
   rings (a pod of ours arrived; capacity freed while pods wait: :mod:`~volsched.operator.pacing`),
   the leader (a coordination.k8s.io Lease) runs one cycle
@@ -120,7 +122,7 @@ class Operator:
         #: Binds and status writes go out in the background: a session never waits on the network.
         self.port = KubePort(self.writer, background=True)
         self.podgroup_creator = self.port.podgroups
-        #: The kinds watched: ours, and Volcano's when the cluster serves them at start (see prelist).
+        #: The kinds kopf watches and :meth:`prelist` lists (Volcano's are in ``self.volcano``).
         self.watched: tuple[WatchedKind, ...] = WATCHED
         #: Pods and Nodes: listed and watched on their own threads, with their own connections (the
         #: writer's pool stays free for writes), pruned as they arrive.
@@ -140,8 +142,11 @@ class Operator:
         #: Set once the other kinds are in the cache: pods wait for it (their priorities need the
         #: PriorityClasses, which would otherwise re-parse every pod listed so far).
         self._prelisted = threading.Event()
+        #: Volcano's kinds the cluster serves, by kind: listed and watched on their own threads (see
+        #: :meth:`follow_volcano`). Only the thread running sessions (or the start) changes it.
+        self.volcano: dict[str, ListWatch] = {}
         self._volcano_checked = 0.0
-        self._volcano_told = False
+        self._volcano_started = False
         self.metrics = Metrics()
         self.usage = UsageFeed(
             self.state, registry=self.metrics.registry, api_client_factory=lambda: new_api_client(self.kcfg)
@@ -205,49 +210,72 @@ class Operator:
         return registry
 
     def discover_volcano(self) -> None:
-        """Watch Volcano's PodGroups and Queues too when their CRDs are installed (checked at start)."""
+        """At start: list and watch Volcano's PodGroups and Queues too when their CRDs are installed
+        (:meth:`prelist` lists them, :meth:`start_watches` watches on)."""
+        self.follow_volcano(force=True)
+        missing = [k.plural for k in VOLCANO_WATCHED if k.kind not in self.volcano]
+        if missing:
+            log.info(
+                "%s/%s %s not served (yet): volsched reads Volcano objects once Volcano's CRDs are "
+                "installed (looked for every %gs)",
+                VOLCANO_GROUP, VOLCANO_VERSION, " and ".join(missing),
+                self.settings.session.volcano_check_every,
+            )  # fmt: skip
+
+    def follow_volcano(self, *, force: bool = False) -> None:
+        """Every ``session.volcano_check_every`` seconds (leader and followers alike: a follower's cache
+        stays warm), read which of Volcano's kinds the cluster serves (API discovery: no CRD read, no
+        extra permission). A kind served since the last look is listed and watched from now on; a kind
+        no longer served (its CRD deleted, which deletes its objects first) stops being watched and
+        what the cache still holds of it is dropped: its objects no longer count. When discovery
+        fails, nothing changes."""
+        now = time.monotonic()
+        if not force and now - self._volcano_checked < self.settings.session.volcano_check_every:
+            return
+        self._volcano_checked = now
         try:
             served = served_plurals(self.api, VOLCANO_GROUP, VOLCANO_VERSION)
         except Exception as exc:
-            log.warning(
-                "cannot tell whether %s is served (%s); not reading Volcano objects", VOLCANO_GROUP, exc
-            )
+            log.log(
+                logging.WARNING if force else logging.DEBUG,
+                "cannot tell whether %s is served (%s); looking again in %gs",
+                VOLCANO_GROUP, exc, self.settings.session.volcano_check_every,
+            )  # fmt: skip
             return
-        kinds = tuple(k for k in VOLCANO_WATCHED if k.plural in served)
-        if kinds:
-            log.info(
-                "reading Volcano %s (%s/%s) as volsched's; volsched's own objects win on a name clash",
-                " and ".join(k.plural for k in kinds), VOLCANO_GROUP, VOLCANO_VERSION,
-            )  # fmt: skip
-        if len(kinds) < len(VOLCANO_WATCHED):
-            log.info(
-                "%s/%s %s not served: install Volcano's CRDs and restart volsched to read Volcano objects",
-                VOLCANO_GROUP, VOLCANO_VERSION,
-                " and ".join(k.plural for k in VOLCANO_WATCHED if k not in kinds),
-            )  # fmt: skip
-        self.watched = (*WATCHED, *kinds)
-        for kind in kinds:
-            self._register_watch(self.registry, kind)
-        self._volcano_checked = time.monotonic()
+        for kind in VOLCANO_WATCHED:
+            if kind.plural in served and kind.kind not in self.volcano:
+                self._watch_volcano(kind)
+            elif kind.plural not in served and kind.kind in self.volcano:
+                self._unwatch_volcano(kind)
 
-    def check_volcano_installed_later(self) -> None:
-        """Say so, once, when Volcano's CRDs appear after the start: the watches are set up at start only."""
-        if self._volcano_told or all(k in self.watched for k in VOLCANO_WATCHED):
-            return
-        if time.monotonic() - self._volcano_checked < self.settings.session.volcano_check_every:
-            return
-        self._volcano_checked = time.monotonic()
-        try:
-            served = served_plurals(self.api, VOLCANO_GROUP, VOLCANO_VERSION)
-        except Exception:
-            return
-        missing = [k.plural for k in VOLCANO_WATCHED if k not in self.watched and k.plural in served]
-        if missing:
-            self._volcano_told = True
-            log.warning(
-                "%s/%s %s installed since volsched started: restart volsched to read Volcano objects",
-                VOLCANO_GROUP, VOLCANO_VERSION, " and ".join(missing),
-            )  # fmt: skip
+    def _watch_volcano(self, kind: WatchedKind) -> None:
+        log.info(
+            "reading Volcano %s (%s/%s) as volsched's; volsched's own objects win on a name clash",
+            kind.plural, VOLCANO_GROUP, VOLCANO_VERSION,
+        )  # fmt: skip
+
+        def on_event(type_: str, obj: dict[str, Any]) -> None:
+            self.handle_event(kind.kind, type_, obj)
+
+        w = ListWatch(self.watch_api, kind, on_event=on_event, health=self.health, announce_recovery=False)
+        self.volcano[kind.kind] = w
+        if self._volcano_started:  # found after the start: lists, then watches, on its own thread
+            w.start()
+
+    def _unwatch_volcano(self, kind: WatchedKind) -> None:
+        w = self.volcano.pop(kind.kind)
+        w.stop()
+        left = sorted(w.known)
+        log.warning(
+            "%s/%s %s no longer served (CRD deleted): no longer reading Volcano %s (%d left in the cache "
+            "dropped); they are read again once the CRD is back",
+            VOLCANO_GROUP, VOLCANO_VERSION, kind.plural, kind.plural, len(left),
+        )  # fmt: skip
+        for key in left:  # their deletions came before the CRD's; any the watch missed go now
+            version, uid = w.known.pop(key)
+            ns, _, name = key.rpartition("/")
+            meta = {"name": name, "uid": uid, "resourceVersion": version, **({"namespace": ns} if ns else {})}
+            self.handle_event(kind.kind, "DELETED", {"kind": kind.kind, "metadata": meta})
 
     def _register_watch(self, registry: kopf.OperatorRegistry, kind: WatchedKind) -> None:
         def on_event(event: dict[str, Any], **_: Any) -> None:
@@ -285,12 +313,14 @@ class Operator:
         return on_event
 
     def start_watches(self) -> None:
-        """Watch Pods and Nodes from where :meth:`prelist` listed them, each on its own thread."""
-        for w in self.lean.values():
+        """Watch Pods, Nodes (and Volcano's kinds) from where :meth:`prelist` listed them, each on its
+        own thread."""
+        for w in (*self.lean.values(), *self.volcano.values()):
             w.start()
+        self._volcano_started = True
 
     def stop_watches(self) -> None:
-        for w in self.lean.values():
+        for w in (*self.lean.values(), *self.volcano.values()):
             w.stop()
 
     def prelist(self) -> None:
@@ -319,10 +349,18 @@ class Operator:
     def _prelist(self, kinds: list[WatchedKind]) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(len(kinds) + len(self.lean), thread_name_prefix="volsched-list") as pool:
+        volcano = list(self.volcano.values())
+        workers = len(kinds) + len(self.lean) + len(volcano)
+        with ThreadPoolExecutor(workers, thread_name_prefix="volsched-list") as pool:
             lean = [pool.submit(w.relist) for w in self.lean.values()]
+            volcano_lists = [pool.submit(w.relist) for w in volcano]  # applied as they stream in
             listed = list(pool.map(lambda kind: list_kind(self.api, kind), kinds))  # read at once ...
             try:
+                for w, future in zip(volcano, volcano_lists, strict=True):
+                    try:
+                        future.result()
+                    except Exception as exc:  # its watch lists again when started
+                        log.warning("listing Volcano %s failed (%s); retrying", w.kind.plural, exc)
                 for kind, objs in zip(kinds, listed, strict=True):  # ... applied in order
                     for obj in objs:
                         self.feeder.apply(kind.kind, obj)
@@ -365,7 +403,7 @@ class Operator:
         leader = self.lease.ensure()
         self.metrics.leader.set(1 if leader else 0)
         self.reload_config()
-        self.check_volcano_installed_later()
+        self.follow_volcano()
         if not leader:
             return None
         if self.lease.acquired_at > self.pods_read_at:

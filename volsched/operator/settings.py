@@ -33,7 +33,7 @@ class SessionSettings:
     #: A session that would decide nothing new is skipped, but one runs at least every this many
     #: seconds (time-based inputs: usage, rescheduling intervals). 0: never skip.
     max_idle: float = 10.0
-    #: How often to look whether Volcano's CRDs were installed after the start (they need a restart).
+    #: How often to look whether Volcano's CRDs were installed (or removed) since: read from then on.
     volcano_check_every: float = 60.0
 
 
@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--volcano-check-every",
         type=float,
         default=d.session.volcano_check_every,
-        help="seconds between looks whether Volcano's CRDs were installed since the start (logged: restart)",
+        help="seconds between looks whether Volcano's CRDs were installed or removed (followed, no restart)",
     )
     p.add_argument(
         "--metrics-port", type=int, default=d.http.port, help="port for /healthz, /metrics and /ui (0: any)"
