@@ -16,6 +16,7 @@ from tests.e2e.operator_fixtures import (
     podgroup,
     wait_for,
 )
+from tests.e2e.test_operator_volcano import install_volcano_crds, volcano_podgroup
 from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
@@ -114,7 +115,7 @@ def test_the_operator_runs_with_only_its_service_account(
     ns = k.namespace("team")
     k.podgroup(ns, podgroup("pair", 2))
     k.pods(ns, pod("pair-0", group="pair"), pod("pair-1", group="pair"), pod("huge", cpu="64"))
-    op = start_operator(kubeconfig=kubeconfig)
+    op = start_operator("--volcano-check-every", "0.5", kubeconfig=kubeconfig)
     wait_for(lambda: len(k.bound(ns)) == 2, 30, what="the pair bound by the service account")
     wait_for(
         lambda: (k.get_podgroup(ns, "pair").get("status") or {}).get("phase") == "Running", 20, what="status"
@@ -126,6 +127,25 @@ def test_the_operator_runs_with_only_its_service_account(
         lambda: [e for e in k.core.list_namespaced_event(ns).items if e.involved_object.name == "huge"],
         20,
         what="FailedScheduling event",
+    )
+    # Volcano's CRDs installed after the start: read (discovery, list, watch) and written to (status).
+    install_volcano_crds(k.api)
+    k.nodes(node("n2", cpu="2"))
+    k.custom.create_namespaced_custom_object(
+        V, "v1beta1", ns, "podgroups", volcano_podgroup("duo", 2, "default")
+    )
+    k.pods(ns, pod("duo-0", group="duo"), pod("duo-1", group="duo"))
+    wait_for(lambda: len(k.bound(ns)) == 4, 30, what="the Volcano gang bound by the service account")
+    wait_for(
+        lambda: (
+            (
+                k.custom.get_namespaced_custom_object(V, "v1beta1", ns, "podgroups", "duo").get("status")
+                or {}
+            ).get("phase")
+            == "Running"
+        ),
+        20,
+        what="the Volcano PodGroup's status",
     )
     lease = client.CoordinationV1Api(k.api).read_namespaced_lease("volsched-scheduler", NS)
     assert lease.spec.holder_identity
