@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -15,11 +16,14 @@ import pytest
 
 from tests.builders import Obj, node, pod, podgroup, priority_class, pvc, queue
 from tests.unit.test_cycle import cache
+from tests.unit.test_each_action import PRIORITIES, gang
 from tests.unit.test_idle_sessions import bound_event
 from volsched.cache.doorbell import Doorbell, Rings
+from volsched.cycle import NullPort, run_cycle
+from volsched.framework.registry import load_config
 from volsched.operator import Operator
 from volsched.operator.metrics import Metrics
-from volsched.operator.pacing import Pacer
+from volsched.operator.pacing import Pacer, pods_wait
 from volsched.operator.settings import SessionSettings, build_parser, settings_from_args
 
 NONE, ARRIVED, FREED, BOTH = Rings(), Rings(arrived=True), Rings(freed=True), Rings(arrived=True, freed=True)
@@ -76,6 +80,35 @@ def test_a_gap_as_long_as_the_period_means_a_session_every_period_only() -> None
     pacer = Pacer(period=1.0, min_gap=1.0)
     kw: dict[str, Any] = dict(ended=10.05, now=10.05, rings=BOTH, waiting=True, leader=True, retry_every=0.25)
     assert pacer.next_wait(started=10.0, **kw) == pytest.approx(0.95)
+
+
+#: (what the session met, the cluster, whether pods of ours are left waiting for capacity to free)
+LEFT_WAITING: list[tuple[str, list[Obj], bool]] = [
+    ("everything placed", [node("n1", cpu="2"), pod("a")], False),
+    ("a gang placed", [node("n1", cpu="2"), queue("q"), *gang("a", size=2, phase="Inqueue")], False),
+    ("a pod that does not fit", [node("n1", cpu="1"), pod("a", cpu="2")], True),
+    (
+        "a gang pipelined onto the room its victims free",
+        [
+            node("n1", cpu="3"), queue("q"), *PRIORITIES,
+            podgroup("v", ns="ns", queue="q", min_member=1, priority_class="low"),
+            *(pod(f"v-{i}", ns="ns", group="v", node="n1", priority_class="low") for i in range(3)),
+            *gang("a", size=2, phase="Inqueue", priority_class="high"),
+        ],
+        True,
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("what", "objects", "waiting"), LEFT_WAITING, ids=[w[0] for w in LEFT_WAITING])
+def test_pods_left_pending_or_pipelined_make_freed_capacity_call_for_a_session(
+    what: str, objects: list[Obj], waiting: bool
+) -> None:
+    """A preemptor pipelined onto its victims' room is not unschedulable, but it waits for them to go:
+    their going must wake a session, or it waits out the period."""
+    config = load_config(Path(__file__).resolve().parents[2] / "examples" / "reclaim-preempt-scheduler.yaml")
+    result = run_cycle(cache(*objects), config, NullPort(), now=5000.0).result
+    assert pods_wait(result) is waiting
 
 
 # --- what rings -----------------------------------------------------------------------------------------

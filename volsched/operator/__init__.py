@@ -79,7 +79,7 @@ from volsched.kube.watch import ListWatch
 from volsched.kube.writer import KubeWriter
 from volsched.operator.http import HttpServer, health_problem
 from volsched.operator.metrics import Metrics
-from volsched.operator.pacing import Pacer
+from volsched.operator.pacing import Pacer, pods_wait
 from volsched.operator.reload import ConfigReloader
 from volsched.operator.settings import Settings, build_parser, settings_from_args
 from volsched.redaction import install_log_redaction
@@ -171,7 +171,8 @@ class Operator:
         #: Skips sessions that would decide nothing new (none with ``session.max_idle`` 0).
         self.idle = IdleSkip(max_idle=settings.session.max_idle) if settings.session.max_idle > 0 else None
         self.last_result: SessionResult | None = None
-        #: The last session left pods of ours pending: capacity freeing calls for a session then.
+        #: The last session left pods of ours waiting (:func:`~volsched.operator.pacing.pods_wait`):
+        #: capacity freeing calls for a session then.
         self.waiting = False
         self.ui = LiveState()  # what the /ui dashboard shows
         self._problems: dict[str, str] = {}
@@ -418,7 +419,7 @@ class Operator:
             log.debug("session skipped: nothing changed since the last one, which decided nothing")
             return report.result, report
         result = report.result
-        self.waiting = bool(result.unschedulable)
+        self.waiting = pods_wait(result)
         self._log_problems(result)
         for error in [] if self.health.down else report.errors[:5]:
             log.warning("%s", error)

@@ -10,6 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from volsched.cache.doorbell import Rings
+from volsched.framework.decisions import SessionResult
+
+
+def pods_wait(result: SessionResult) -> bool:
+    """Whether the session left pods of ours waiting, so that capacity freeing calls for a session: pods
+    it could not place, and gangs' pods pipelined onto the room their victims free (pending, not
+    unschedulable: their victims going is what they wait for)."""
+    return bool(result.unschedulable) or any(pg.pending for pg in result.podgroups.values())
 
 
 @dataclass(frozen=True)
