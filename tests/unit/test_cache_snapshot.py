@@ -9,6 +9,7 @@ reused)."""
 from __future__ import annotations
 
 import random
+import threading
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -425,3 +426,44 @@ def test_deleted_objects_are_remembered_for_a_while_not_forever() -> None:
             "Pod", {"metadata": {"namespace": "default", "name": f"p{i}", "resourceVersion": str(10 + i)}}
         )
     assert len(feeder._deleted) <= 601  # only the last ttl's worth of deletions
+
+
+class _Interleaved:
+    """The snapshot lock, with another snapshot run (after a change) just before it is first taken:
+    two sessions' snapshots overlapping, the later one building first."""
+
+    def __init__(self, lock: Any, meanwhile: Any) -> None:
+        self.lock, self.meanwhile = lock, meanwhile
+
+    def __enter__(self) -> None:
+        meanwhile, self.meanwhile = self.meanwhile, None
+        if meanwhile is not None:
+            other = threading.Thread(target=meanwhile)
+            other.start()
+            other.join()
+        self.lock.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.__exit__(*exc)
+
+
+def test_overlapping_snapshots_never_leave_the_next_one_stale() -> None:
+    feeder = Feeder(ClusterState())
+    for obj in [node("n1", cpu="4"), pod("p", cpu="3")]:
+        feeder.apply(obj["kind"], obj)
+    state = feeder.state
+    state.snapshot(now=5.0)
+    feeder.apply("Pod", {**pod("p", cpu="2"), "metadata": {**pod("p")["metadata"], "uid": "u"}})
+
+    def bound_meanwhile() -> None:  # the pod's bind is assumed and another snapshot is taken
+        feeder.assume("default/p", "u", "n1")
+        state.snapshot(now=5.0)
+
+    state._snapshot_lock = _Interleaved(state._snapshot_lock, bound_meanwhile)  # type: ignore[assignment]
+    state.snapshot(now=5.0)
+    after = state.snapshot(now=5.0)  # nothing changed since: it must show the pod bound on n1
+    assert after.nodes.idle[0][after.space.index("cpu")] == pytest.approx(2.0)
+    fresh = ClusterState()
+    fresh.apply(node("n1", cpu="4"))
+    fresh.apply(state.raw_pods["default/p"])
+    assert digest(after) == digest(fresh.snapshot(now=5.0))

@@ -519,43 +519,45 @@ class ClusterState:
         """The session's own snapshot of the cache (see ``volsched.cache.snapshots``): the lock the
         watch handlers need is held only while the cache's dicts are copied; the rest is built
         outside it, reusing what did not change since the last snapshot."""
-        with self._lock:
-            started = time.perf_counter()
-            if now > 0 and self.avoid_until:
-                self._expire_avoid(now)
-            touched: set[str] | None = None
-            if tasks is not None:
-                task_map = {t.key: t for t in tasks}
-                seq = {k: i for i, k in enumerate(task_map)}
-                self._logged = None
-            else:
-                task_map = self.tasks.copy()
-                if self._logged is self.tasks:
-                    touched = self._touched
-                else:  # the table was replaced whole (or the last snapshot was of other tasks)
-                    self._seq = {k: i for i, k in enumerate(self.tasks)}
-                    self._next_seq = len(self._seq)
-                    self._logged = self.tasks
-                seq = self._seq.copy()
-            self._touched = set()
-            view = View(
-                tasks=task_map,
-                touched=touched,
-                seq=seq,
-                nodes=self.nodes.copy(),
-                podgroups=self.podgroups.copy(),
-                queues=self.queue_specs(),
-                namespace_weights=self.namespace_weights(),
-                priority_classes=self.priority_classes.copy(),
-                usage=self.usage.copy(),
-                claims=self.claims.copy(),
-                volumes=self.volumes.copy(),
-                avoid=self.avoid.copy(),
-                namespace_labels=self.namespace_labels.copy(),
-            )
-            #: Seconds the last snapshot held the cache's lock.
-            self.lock_held = time.perf_counter() - started
+        # One snapshot at a time, its view taken inside: the builder reads the change log of the view
+        # before, so two snapshots must take their views and build in the same order.
         with self._snapshot_lock:
+            with self._lock:
+                started = time.perf_counter()
+                if now > 0 and self.avoid_until:
+                    self._expire_avoid(now)
+                touched: set[str] | None = None
+                if tasks is not None:
+                    task_map = {t.key: t for t in tasks}
+                    seq = {k: i for i, k in enumerate(task_map)}
+                    self._logged = None
+                else:
+                    task_map = self.tasks.copy()
+                    if self._logged is self.tasks:
+                        touched = self._touched
+                    else:  # the table was replaced whole (or the last snapshot was of other tasks)
+                        self._seq = {k: i for i, k in enumerate(self.tasks)}
+                        self._next_seq = len(self._seq)
+                        self._logged = self.tasks
+                    seq = self._seq.copy()
+                self._touched = set()
+                view = View(
+                    tasks=task_map,
+                    touched=touched,
+                    seq=seq,
+                    nodes=self.nodes.copy(),
+                    podgroups=self.podgroups.copy(),
+                    queues=self.queue_specs(),
+                    namespace_weights=self.namespace_weights(),
+                    priority_classes=self.priority_classes.copy(),
+                    usage=self.usage.copy(),
+                    claims=self.claims.copy(),
+                    volumes=self.volumes.copy(),
+                    avoid=self.avoid.copy(),
+                    namespace_labels=self.namespace_labels.copy(),
+                )
+                #: Seconds the last snapshot held the cache's lock.
+                self.lock_held = time.perf_counter() - started
             self._builder.prepare(view)
             derived = self._derived(self._builder.owner_groups(view))
             self.last_derived = derived
