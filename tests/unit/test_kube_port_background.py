@@ -168,3 +168,33 @@ def test_a_port_closed_under_a_cycle_reports_its_binds_failed_unsent_and_never_r
     assert [(o.bind.pod, o.result) for o in report.binds] == [("default/a", FAILED)]
     assert not feeder.is_assumed("default/a") and nodes_of(feeder) == {"default/a": None}
     assert server.sent("/binding") == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "called"),
+    [(OK, False), ((500, {}, {"kind": "Status", "message": "etcd timeout"}), True)],
+    ids=["bound", "failed"],
+)
+def test_a_bind_failing_in_the_background_calls_for_a_cycle_to_place_the_pod_again(
+    server: GatedServer, fence: Fence, answer: Any, called: bool
+) -> None:
+    """Only a cycle settles a failed bind (the pod pending again); the session that decided it has ended,
+    so the port says so, or the pod waits for the next periodic session."""
+    server.script["/pods/a/binding"] = [answer]
+    server.gate.set()
+    calls: list[str] = []
+    cfg = client.Configuration()
+    cfg.host = f"http://127.0.0.1:{server.port}"
+    cfg.retries = False
+    api = client.ApiClient(cfg)
+    writer = KubeWriter(api, WriterSettings(workers=1), fence=fence)
+    port = KubePort(writer, background=True, on_failed=lambda: calls.append(threading.current_thread().name))
+    try:
+        _cycle(cache(node("n1", cpu="4"), pod("a")), port)
+        assert port.drain(HOLD)
+        assert [o.result for o in port.settle()[0]] == [FAILED if called else BOUND]
+        assert calls == (["volsched-bind_0"] if called else [])  # on the bind worker, after the session
+    finally:
+        port.close()
+        writer.close()
+        api.close()  # type: ignore[no-untyped-call]

@@ -18,10 +18,11 @@ from tests.builders import Obj, node, pod, podgroup, priority_class, pvc, queue
 from tests.unit.test_cycle import cache
 from tests.unit.test_each_action import PRIORITIES, gang
 from tests.unit.test_idle_sessions import bound_event
+from tests.unit.test_operator_volcano_follow import KUBECONFIG
 from volsched.cache.doorbell import Doorbell, Rings
 from volsched.cycle import NullPort, run_cycle
 from volsched.framework.registry import load_config
-from volsched.operator import Operator
+from volsched.operator import Operator, Settings
 from volsched.operator.metrics import Metrics
 from volsched.operator.pacing import Pacer, pods_wait
 from volsched.operator.settings import SessionSettings, build_parser, settings_from_args
@@ -387,3 +388,19 @@ def test_min_gap_is_a_flag_and_a_setting() -> None:
     s = settings_from_args(args).session
     assert (s.min_gap, s.period) == (0.25, 2.0)
     assert settings_from_args(build_parser().parse_args([])).session.min_gap == SessionSettings().min_gap
+
+
+def test_the_operators_bind_failing_after_its_session_rings_the_doorbell(tmp_path: Path) -> None:
+    """The failed bind is settled, and the pod placed again, by a cycle: the port's call rings for one."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    op = Operator(Settings(kubeconfig=str(kubeconfig)))
+    try:
+        op.state.doorbell.take()
+        assert op.port.on_failed is not None
+        op.port.on_failed()  # what a bind worker calls
+        assert op.state.doorbell.take() == ARRIVED
+    finally:
+        op.port.close()
+        op.api.close()  # type: ignore[no-untyped-call]
+        op.watch_api.close()  # type: ignore[no-untyped-call]

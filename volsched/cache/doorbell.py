@@ -4,7 +4,8 @@ session soon instead of at the next period (see ``volsched.operator.pacing``).
 Two kinds of ring, because they call for a session in different circumstances:
 
 * ``arrived``: a pod of ours is pending that was not before (a new pod, or one recreated under its name).
-  A session has something to place.
+  A session has something to place. The operator's port rings it too when a bind fails after its
+  session: only a cycle puts that pod back pending.
 * ``freed``: something changed that may let a pod that is already waiting in: a pod that held a node
   finished or was deleted, a node was added or changed, a PodGroup, Queue, claim, volume, namespace,
   quota or PriorityClass changed. Worth a session only when the last one left pods waiting.

@@ -33,7 +33,7 @@ from functools import partial
 from typing import Any
 
 from volsched.cache.feeder import Feeder
-from volsched.cycle import FAILED, BindOutcome, EvictOutcome, StatusReport
+from volsched.cycle import BOUND, FAILED, BindOutcome, EvictOutcome, StatusReport
 from volsched.framework.decisions import Bind, Event, Evict, SessionResult
 from volsched.kube.podgroups import ConflictReporter, PodGroupCreator
 from volsched.kube.writer import EventTarget, KubeWriter
@@ -46,8 +46,13 @@ REJECTED = "Rejected"
 
 
 class KubePort:
-    def __init__(self, writer: KubeWriter, *, background: bool = False) -> None:
+    def __init__(
+        self, writer: KubeWriter, *, background: bool = False, on_failed: Callable[[], None] | None = None
+    ) -> None:
         self.writer = writer
+        #: Called (on the thread that saw it, must not block) when a bind comes back other than bound: only
+        #: a later cycle corrects the cache and places the pod again, so one is called for.
+        self.on_failed = on_failed
         self.podgroups = PodGroupCreator(writer)
         self.conflicts = ConflictReporter(writer)
         self.background = background
@@ -92,6 +97,8 @@ class KubePort:
             self._binds_done.append(outcome)
             self._binds_in_flight -= 1
             self._lock.notify_all()
+        if outcome.result != BOUND and self.on_failed is not None:
+            self.on_failed()
 
     def _take_binds(self) -> list[BindOutcome]:
         with self._lock:

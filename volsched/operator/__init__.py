@@ -44,6 +44,7 @@ from typing import Any
 
 import kopf
 
+from volsched.cache.doorbell import ARRIVED
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE, VOLCANO_VERSION
@@ -119,8 +120,11 @@ class Operator:
             fence=self.lease if settings.lease.enabled else None,
             health=self.health,
         )
-        #: Binds and status writes go out in the background: a session never waits on the network.
-        self.port = KubePort(self.writer, background=True)
+        #: Binds and status writes go out in the background: a session never waits on the network. A bind
+        #: that fails there rings the doorbell: the pod is placed again soon, not a period later.
+        self.port = KubePort(
+            self.writer, background=True, on_failed=lambda: self.state.doorbell.ring(ARRIVED)
+        )
         self.podgroup_creator = self.port.podgroups
         #: The kinds kopf watches and :meth:`prelist` lists (Volcano's are in ``self.volcano``).
         self.watched: tuple[WatchedKind, ...] = WATCHED
