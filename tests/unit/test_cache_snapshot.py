@@ -467,3 +467,15 @@ def test_overlapping_snapshots_never_leave_the_next_one_stale() -> None:
     fresh.apply(node("n1", cpu="4"))
     fresh.apply(state.raw_pods["default/p"])
     assert digest(after) == digest(fresh.snapshot(now=5.0))
+
+
+def test_a_node_event_that_changes_nothing_keeps_the_snapshots_node_table() -> None:
+    state = ClusterState()
+    for obj in [node("n1", cpu="4"), node("n2", cpu="4"), pod("p", node="n1")]:
+        state.apply(obj)
+    before = state.snapshot(now=5.0).nodes
+    state.apply({**node("n1", cpu="4"), "metadata": {"name": "n1", "resourceVersion": "9"}})
+    assert state.snapshot(now=5.0).nodes.allocatable is before.allocatable
+    state.apply(node("n1", cpu="8"))
+    after = state.snapshot(now=5.0).nodes
+    assert after.allocatable is not before.allocatable and after.idle[0][after.space.index("cpu")] == 7.0

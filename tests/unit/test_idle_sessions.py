@@ -46,6 +46,12 @@ def bound_event(feeder: Any, key: str, node_name: str, *, rv: int) -> Obj:
     }
 
 
+def revisited(feeder: Any, key: str, *, rv: int) -> Obj:
+    """The cached pod ``key`` again, with only another resourceVersion."""
+    raw = feeder.state.raw_pods[key]
+    return {**raw, "metadata": {**raw["metadata"], "resourceVersion": str(rv)}}
+
+
 def new_pod(feeder: Any) -> object:
     b = pod("b")
     b["metadata"].update(resourceVersion="60", uid="uid-b")
@@ -103,6 +109,13 @@ CHANGES: list[tuple[str, Callable[[Any], object], bool, bool]] = [
         True,
     ),
     ("a stale event", lambda f: f.apply("Pod", {**f.state.raw_pods["default/a"]}), True, False),
+    ("a node's heartbeat", lambda f: f.apply("Node", {**node("n1", cpu="4"), "kind": "Node"}), False, False),
+    (
+        "a pod's new resourceVersion only",
+        lambda f: f.apply("Pod", revisited(f, "default/a", rv=70)),
+        False,
+        False,
+    ),
     ("new usage figures", lambda f: f.state.set_usage({"n1": NodeUsage(90.0, 50.0, 4990.0)}), False, True),
     ("the same (no) usage figures", lambda f: f.state.set_usage({}), False, False),
 ]

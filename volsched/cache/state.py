@@ -168,11 +168,18 @@ class ClusterState:
                 self.changes += 1
             if kind == "Node":
                 spec = build_node(obj)
-                ring = FREED if self.nodes.get(spec.name) != spec else None  # not a heartbeat
-                self.nodes[spec.name] = spec
+                if self.nodes.get(spec.name) == spec:
+                    # A heartbeat: nothing a session reads changed (not counted after all). The node
+                    # keeps its object, so snapshots keep their node table (made anew when one is replaced).
+                    self.changes -= not confirming
+                    ring = None
+                else:
+                    self.nodes[spec.name] = spec
             elif kind == "Pod" and _shows_nothing_new(self.raw_pods.get(key := _key(obj)), obj):
                 # What the cache keeps of the pod is as it was but its resourceVersion (the watch
-                # confirming a bind, a condition the pruner drops): the task stands, not parsed again.
+                # confirming a bind, a condition the pruner drops): the task stands, not parsed again,
+                # and nothing a session reads changed (not counted after all).
+                self.changes -= not confirming
                 self.raw_pods[key] = obj
                 ring = None
             elif kind == "Pod":
