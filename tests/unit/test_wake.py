@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -400,6 +401,40 @@ def test_the_operators_bind_failing_after_its_session_rings_the_doorbell(tmp_pat
         assert op.port.on_failed is not None
         op.port.on_failed()  # what a bind worker calls
         assert op.state.doorbell.take() == ARRIVED
+    finally:
+        op.port.close()
+        op.api.close()  # type: ignore[no-untyped-call]
+        op.watch_api.close()  # type: ignore[no-untyped-call]
+
+
+def test_a_quiet_leader_with_a_long_period_ticks_the_liveness_clock_as_it_renews() -> None:
+    world = LoopWorld(period=3600, min_gap=0.0)
+    world.settings.lease.renew_every = 0.05
+
+    async def body() -> None:
+        assert await asyncio.to_thread(world.wait_sessions, 1)
+        after_session = world.last_tick
+        assert await asyncio.to_thread(world.wait_ensured, 2)
+        await quiet_moment()
+        assert world.sessions == 1 and world.last_tick > after_session  # alive, not a session
+
+    asyncio.run(in_loop(world, body))
+
+
+def test_a_stalled_session_loop_shows_within_the_liveness_floor_whatever_the_period(tmp_path: Path) -> None:
+    """The loop ticks at least every ``lease.renew_every`` (a session or a renewal): a loop silent for
+    100 s is stalled with a one-hour period too, not only after ten periods (ten hours)."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    settings = Settings(kubeconfig=str(kubeconfig))
+    settings.session.period = 3600.0
+    op = Operator(settings)
+    try:
+        op.synced.set()
+        op.last_tick = time.monotonic() - 100.0
+        assert op._liveness() == "session loop stalled"
+        op.last_tick = time.monotonic() - 5.0
+        assert op._liveness() is None
     finally:
         op.port.close()
         op.api.close()  # type: ignore[no-untyped-call]

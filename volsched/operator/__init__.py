@@ -535,6 +535,7 @@ class Operator:
                         await _first_of(stop, nudge, timeout=renew)
                         if not stop.is_set():
                             await asyncio.to_thread(self.lease.ensure)
+                            self.last_tick = time.monotonic()  # alive between far-apart sessions
                     else:
                         await _first_of(stop, nudge, timeout=wait)
         finally:
@@ -546,10 +547,12 @@ class Operator:
         return self.http.port
 
     def _liveness(self) -> str | None:
+        # The loop ticks after each session and, while a leader waits for a session further off than
+        # that, at least every lease.renew_every (a follower every lease.retry_every, within the period).
         return health_problem(
             synced=self.synced.is_set(),
             last_tick=self.last_tick,
-            period=self.settings.session.period,
+            period=min(self.settings.session.period, self.settings.lease.renew_every),
             now=time.monotonic(),
         )
 

@@ -22,7 +22,9 @@ log = logging.getLogger("volsched.operator")
 
 
 def health_problem(*, synced: bool, last_tick: float, period: float, now: float) -> str | None:
-    """Why ``/healthz`` answers 503 (the cache is not synced yet, or the session loop stalled), or None."""
+    """Why ``/healthz`` answers 503 (the cache is not synced yet, or the session loop stalled), or None.
+
+    ``period``: the longest a healthy session loop goes without a tick (besides a session's own time)."""
     stale = max(30.0, 10 * period)
     if not synced:
         return "cache not synced"
