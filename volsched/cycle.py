@@ -231,9 +231,9 @@ class _BindStream:
         started = time.perf_counter()
         feeder = self.feeder
         pods = feeder.pods(b.pod for b in binds)  # as the API has them: read before they are assumed
-        for b in binds:
-            feeder.assume(b.pod, b.uid, b.node)
         try:
+            for b in binds:
+                feeder.assume(b.pod, b.uid, b.node)
             outcomes = self.port.bind(binds, pods)
         except BaseException:  # none of these sent, as far as the cycle can tell: forget them all
             for b in binds:

@@ -252,6 +252,26 @@ def test_a_port_that_raises_leaves_no_assumption_behind() -> None:
     assert [o.result for o in cycle(feeder, NullPort()).binds] == [BOUND]  # planned again
 
 
+def test_a_bind_the_cache_fails_to_assume_leaves_no_assumption_of_its_commit_behind() -> None:
+    feeder = cache(node("n1", cpu="4"), *_gang("g", 2, created=_at(1)))
+    assume = feeder.assume
+
+    def failing(pod_key: str, uid: str, node_name: str) -> None:
+        if pod_key == "default/g-1":
+            raise RuntimeError("the cache failed")
+        assume(pod_key, uid, node_name)
+
+    feeder.assume = failing  # type: ignore[method-assign]
+    port = FakePort()
+    with pytest.raises(RuntimeError):
+        cycle(feeder, port)
+    # Nothing was sent; no pod of the gang stays bound in the cache, waiting for an outcome never to come.
+    assert port.sent == [] and not feeder.is_assumed("default/g-0")
+    assert nodes_of(feeder) == {"default/g-0": None, "default/g-1": None}
+    feeder.assume = assume  # type: ignore[method-assign]
+    assert sorted(o.bind.pod for o in cycle(feeder, port).binds) == ["default/g-0", "default/g-1"]
+
+
 class RecordingPort(FakePort):
     """A FakePort that keeps each ``bind`` call's pods and which pods the cache held assumed then;
     with ``fail_call``, that call (counted from 1) raises instead, as a writer shut down would."""
