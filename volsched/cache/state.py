@@ -133,7 +133,7 @@ class ClusterState:
         self._builder = SnapshotBuilder()
         #: Pod key -> when it entered ``tasks`` (the table's order); keys whose task was added, replaced
         #: or deleted since the last snapshot; and the table they describe (None: not known, e.g. after
-        #: ``tasks`` was replaced whole or a snapshot of other tasks, so the next snapshot reads it all).
+        #: ``tasks`` was replaced whole, so the next snapshot reads it all).
         self._seq: dict[str, int] = {}
         self._next_seq = 0
         self._touched: set[str] = set()
@@ -522,7 +522,7 @@ class ClusterState:
         queues.setdefault(DEFAULT_QUEUE, default_queue())
         return list(queues.values())
 
-    def snapshot(self, *, now: float = 0.0, tasks: Iterable[Task] | None = None) -> ClusterSnapshot:
+    def snapshot(self, *, now: float = 0.0) -> ClusterSnapshot:
         """The session's own snapshot of the cache (see ``volsched.cache.snapshots``): the lock the
         watch handlers need is held only while the cache's dicts are copied; the rest is built
         outside it, reusing what did not change since the last snapshot."""
@@ -534,24 +534,17 @@ class ClusterState:
                 if now > 0 and self.avoid_until:
                     self._expire_avoid(now)
                 touched: set[str] | None = None
-                if tasks is not None:
-                    task_map = {t.key: t for t in tasks}
-                    seq = {k: i for i, k in enumerate(task_map)}
-                    self._logged = None
-                else:
-                    task_map = self.tasks.copy()
-                    if self._logged is self.tasks:
-                        touched = self._touched
-                    else:  # the table was replaced whole (or the last snapshot was of other tasks)
-                        self._seq = {k: i for i, k in enumerate(self.tasks)}
-                        self._next_seq = len(self._seq)
-                        self._logged = self.tasks
-                    seq = self._seq.copy()
+                if self._logged is self.tasks:
+                    touched = self._touched
+                else:  # the first snapshot, or the table was replaced whole
+                    self._seq = {k: i for i, k in enumerate(self.tasks)}
+                    self._next_seq = len(self._seq)
+                    self._logged = self.tasks
                 self._touched = set()
                 view = View(
-                    tasks=task_map,
+                    tasks=self.tasks.copy(),
                     touched=touched,
-                    seq=seq,
+                    seq=self._seq.copy(),
                     nodes=self.nodes.copy(),
                     podgroups=self.podgroups.copy(),
                     queues=self.queue_specs(),
