@@ -399,10 +399,10 @@ def _evict_pods_in_the_way(
     tried = 0
     for i in candidates[order]:
         node = int(i)
-        still = _keys_on(index, node, in_way)
+        pool = index.pool(node, pools.mask)  # the pods in the way are among them (in the mask)
+        still = [v.key for v in pool if v.key in in_way]
         if not still:
             continue  # the pods in the way are gone already (evicted for another task)
-        pool = index.pool(node, pools.mask)
         if narrow is not None:
             pool = narrow(task, pool)
         # The pods in the way first, so that a plugin's budget (a gang's spare pods) goes to them.
@@ -428,12 +428,6 @@ def _evict_pods_in_the_way(
         statement.pipeline(task, node)
         return True, tried
     return False, tried
-
-
-def _keys_on(index: Evictable, node: int, keys: set[str]) -> list[str]:
-    """Those of ``keys`` that are pods of ``node`` still running there."""
-    lo, hi = index.starts[node], index.starts[node + 1]
-    return [t.key for t in index.tasks[lo:hi] if t.key in keys and t.status in EVICTABLE]
 
 
 def _repels(session: Session, task: Task, other: Task) -> bool:
