@@ -245,8 +245,10 @@ def place_by_evicting(
     nodes = session.nodes
     feasible = np.flatnonzero(session.feasible_nodes(task))
     key = _victim_order(session)
-    if not len(feasible):
-        placed, tried = _evict_pods_in_the_way(
+
+    def evict_in_the_way() -> tuple[bool, int]:
+        """The last resort: evict the pods that keep the task out (see ``_evict_pods_in_the_way``)."""
+        return _evict_pods_in_the_way(
             session,
             statement,
             task,
@@ -258,6 +260,9 @@ def place_by_evicting(
             describe=describe,
             log=log,
         )
+
+    if not len(feasible):
+        placed, tried = evict_in_the_way()
         if placed:
             return None
         why = f"no node passes the filters: {choice.reason}"
@@ -313,18 +318,7 @@ def place_by_evicting(
                 continue
         statement.pipeline(task, node)
         return None
-    placed, _ = _evict_pods_in_the_way(
-        session,
-        statement,
-        task,
-        queue=queue,
-        pools=pools,
-        choose=choose,
-        narrow=in_the_way,
-        key=key,
-        describe=describe,
-        log=log,
-    )
+    placed, _ = evict_in_the_way()
     if placed:
         return None
     # The task fails (and with it the job's turn): say how many pods the plugins would have let go,
