@@ -18,6 +18,7 @@ from kubernetes import client
 
 from volsched.cycle import BOUND, CONFLICT, FAILED
 from volsched.framework.decisions import Bind
+from volsched.kube.rest import AUTH_TTL
 from volsched.kube.writer import KubeWriter
 from volsched.model.vocabulary import SCHEDULER_NAME
 
@@ -34,6 +35,7 @@ class BindServer:
         self.drops: list[str] = []
         self.close_after = False
         self.posts: list[str] = []
+        self.tokens: list[str] = []  # each bind's Authorization header
         self.binds_done: list[tuple[str, str]] = []
         self.closed = threading.Event()
         outer = self
@@ -72,6 +74,7 @@ class BindServer:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
                 name = self.path.split("/")[-2]
                 outer.posts.append(name)
+                outer.tokens.append(self.headers.get("Authorization") or "")
                 drop = outer.drops.pop(0) if outer.drops else ""
                 if drop:
                     if drop == "bind":
@@ -236,3 +239,33 @@ def test_a_bind_and_its_body_go_out_in_one_write(server: BindServer, writer: Kub
     assert writer.bind(Bind(pod="ns/b", uid="ub", node="n1"), _pod("b", "ub")).result == BOUND
     assert counting.writes == 1
     assert server.binds_done == [("a", "n1"), ("b", "n1")]
+
+
+def test_credentials_are_read_again_once_a_second_so_a_rotated_token_is_used(
+    server: BindServer, writer: KubeWriter
+) -> None:
+    now = [100.0]
+    writer.rest._clock = lambda: now[0]
+    cfg = writer.api.configuration
+    reads = []
+
+    def refresh(c: client.Configuration) -> None:  # what a kubeconfig's hook does: the token again
+        reads.append(now[0])
+
+    cfg.refresh_api_key_hook = refresh
+    server.pods = {f"p{i}": {"uid": f"u{i}", "nodeName": ""} for i in range(4)}
+
+    def bind(i: int) -> None:
+        assert (
+            writer.bind(Bind(pod=f"ns/p{i}", uid=f"u{i}", node="n1"), _pod(f"p{i}", f"u{i}")).result == BOUND
+        )
+
+    bind(0)
+    now[0] += AUTH_TTL / 2
+    bind(1)
+    cfg.api_key = {"authorization": "rotated-token"}
+    bind(2)  # within the second: the token read before
+    now[0] += AUTH_TTL
+    bind(3)
+    assert server.tokens == [f"Bearer {TOKEN}"] * 3 + ["Bearer rotated-token"]
+    assert reads == [100.0, 100.0 + 1.5 * AUTH_TTL]

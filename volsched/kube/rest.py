@@ -27,6 +27,7 @@ import select
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -35,6 +36,9 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 JSON = "application/json"
+#: Seconds a request's credentials are reused before the client's settings are read again (client-go
+#: reads a token file again every minute); reading them each time was a fifth of a bind's CPU.
+AUTH_TTL = 1.0
 #: http.client's limits on a response's header lines.
 _MAX_LINE = 65536
 _MAX_HEADERS = 100
@@ -196,7 +200,13 @@ class _TLSConnection(_Connection, http.client.HTTPSConnection):
 
 
 class LeanRest:
-    def __init__(self, api: client.ApiClient, *, direct: bool | None = None) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        *,
+        direct: bool | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         """``direct``: send over per-thread http.client connections (None: whenever the configuration
         allows it; False: always through the client's urllib3 pool)."""
         cfg = api.configuration
@@ -214,15 +224,30 @@ class LeanRest:
         #: Connections opened by the direct path (for tests and benchmarks).
         self.connects = 0
         self._count = threading.Lock()
+        self._clock = clock
+        #: The credentials header and when it was read (see AUTH_TTL).
+        self._auth: tuple[float, tuple[str, str] | None] | None = None
+
+    def _credentials(self) -> tuple[str, str] | None:
+        """The Authorization header, read from the client's settings at most every ``AUTH_TTL``
+        seconds: they call the client's refresh hook (a rotated service-account token, an exec
+        plugin), which for a kubeconfig sets up the whole configuration again."""
+        now = self._clock()
+        cached = self._auth
+        if cached is not None and 0 <= now - cached[0] < AUTH_TTL:
+            return cached[1]
+        auth = self.api.configuration.auth_settings().get("BearerToken")
+        header = (str(auth["key"]), str(auth["value"])) if auth and auth.get("value") else None
+        self._auth = (now, header)
+        return header
 
     def _headers(self, content_type: str | None) -> dict[str, str]:
         headers = dict(self._base)
         if content_type:
             headers["Content-Type"] = content_type
-        # The client's auth settings call its refresh hook (a rotated service-account token, an exec plugin).
-        auth = self.api.configuration.auth_settings().get("BearerToken")
-        if auth and auth.get("value"):
-            headers[str(auth["key"])] = str(auth["value"])
+        auth = self._credentials()
+        if auth is not None:
+            headers[auth[0]] = auth[1]
         return headers
 
     def request(
