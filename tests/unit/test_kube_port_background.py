@@ -190,9 +190,10 @@ def test_a_bind_failing_in_the_background_calls_for_a_cycle_to_place_the_pod_aga
     writer = KubeWriter(api, WriterSettings(workers=1), fence=fence)
     port = KubePort(writer, background=True, on_failed=lambda: calls.append(threading.current_thread().name))
     try:
-        _cycle(cache(node("n1", cpu="4"), pod("a")), port)
+        report = _cycle(cache(node("n1", cpu="4"), pod("a")), port)
         assert port.drain(HOLD)
-        assert [o.result for o in port.settle()[0]] == [FAILED if called else BOUND]
+        # Settled by this cycle when the answer came before it ended, else by the next one.
+        assert [o.result for o in [*report.binds, *port.settle()[0]]] == [FAILED if called else BOUND]
         assert calls == (["volsched-bind_0"] if called else [])  # on the bind worker, after the session
     finally:
         port.close()
