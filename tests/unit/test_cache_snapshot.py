@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,9 @@ import pytest
 from tests.builders import node, pod, podgroup, priority_class, pv, pvc, queue
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
+from volsched.cycle import BOUND, EVICTED, FAILED, BindOutcome, EvictOutcome, StatusReport, run_cycle
 from volsched.framework.config import SchedulerConfig
-from volsched.framework.decisions import EvictionReason
+from volsched.framework.decisions import Bind, Evict, EvictionReason, SessionResult
 from volsched.framework.registry import load_config
 from volsched.framework.runner import open_session, run_session
 from volsched.framework.statement import Statement
@@ -71,6 +73,31 @@ def digest(s: ClusterSnapshot) -> dict[str, Any]:
         "labels": s.namespace_labels,
         "now": s.now,
     }
+
+
+class RandomPort:
+    """Answers each bind bound or failed, at once or from the next ``settle`` (an asynchronous writer)."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.later: list[BindOutcome] = []
+
+    def bind(self, binds: Sequence[Bind], pods: Mapping[str, Any]) -> list[BindOutcome]:
+        now: list[BindOutcome] = []
+        for b in binds:
+            outcome = BindOutcome(b, BOUND if self.rng.random() < 0.7 else FAILED)
+            (now if self.rng.random() < 0.5 else self.later).append(outcome)
+        return now
+
+    def evict(self, evictions: Sequence[Evict], pods: Mapping[str, Any]) -> list[EvictOutcome]:
+        return [EvictOutcome(e, EVICTED) for e in evictions]
+
+    def settle(self) -> tuple[list[BindOutcome], list[EvictOutcome]]:
+        done, self.later = self.later, []
+        return done, []
+
+    def write_status(self, result: SessionResult, feeder: Feeder) -> StatusReport:
+        return StatusReport()
 
 
 class Walk:
@@ -124,7 +151,7 @@ class Walk:
 
     def step(self) -> None:
         r, state = self.rng, self.feeder.state
-        op = r.randrange(16)
+        op = r.randrange(18)
         if op <= 3:
             self.put(self.random_pod())
         elif op == 4 and state.raw_pods:
@@ -204,6 +231,20 @@ class Walk:
             until = self.now + r.choice([1.0, 5.0, 50.0])
             self.avoided.append((owner, at, until))
             state.avoid_node(owner, at, until=until)
+        elif op == 16:  # a cycle: its binds streamed to a port that answers each at once or later
+            run_cycle(self.feeder, DEFAULT, RandomPort(r), now=self.now)
+        elif op == 17:  # events that show nothing new, and assumptions whose time is up let go
+            for (kind, _), obj in sorted(self.objects.items()):
+                if kind == "Node" and r.random() < 0.5:
+                    self.put(
+                        {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(r.randrange(99))}}
+                    )
+            for key in sorted(state.raw_pods):
+                if r.random() < 0.3:
+                    raw = state.raw_pods[key]
+                    rv = str(r.randrange(10**6))
+                    self.feeder.apply("Pod", {**raw, "metadata": {**raw["metadata"], "resourceVersion": rv}})
+            self.feeder.expire()
         else:
             key = r.choice(["a/g0", "b/g1", "a/job-j0", "b/job-j1"])
             phase = r.choice(list(PodGroupPhase))
