@@ -109,3 +109,18 @@ def test_discovery_is_asked_once_per_volcano_check_every(
     for _ in range(5):
         op.follow_volcano()  # each session looks, but only when the period has passed
     assert discovery.calls == 1
+
+
+def test_a_quiet_leader_between_far_apart_sessions_still_follows_volcanos_crds(
+    setup: tuple[Operator, Discovery, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a period far longer than ``--volcano-check-every``, the CRDs are looked for between sessions
+    too (where the Lease is renewed), not only when a session runs."""
+    op, discovery, started = setup
+    renewed: list[bool] = []
+    monkeypatch.setattr(op.lease, "ensure", lambda: renewed.append(True) or True)
+    monkeypatch.setattr(op.reloader, "reload", lambda **_: None)
+    op.settings.session.volcano_check_every = 0.0
+    discovery.served = {"podgroups"}
+    op.keep_up()
+    assert renewed == [True] and started == ["podgroups"] and set(op.volcano) == {VOLCANO_PODGROUP}

@@ -287,6 +287,10 @@ class LoopWorld:
             self.ran.notify_all()
         return bool(self.lease.is_leader)
 
+    def keep_up(self) -> None:
+        """Between far-apart sessions: the Lease renewed (and the ConfigMap, Volcano's CRDs looked at)."""
+        self.ensure()
+
     def wait_ensured(self, n: int) -> bool:
         with self.ran:
             return self.ran.wait_for(lambda: self.ensured >= n, timeout=30)

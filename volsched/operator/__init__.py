@@ -400,6 +400,14 @@ class Operator:
         self.pods_read_at = started
         log.info("caught up after taking the lease over: %d pods read", len(pods))
 
+    def keep_up(self) -> None:
+        """A quiet leader between far-apart sessions: what a session does before it runs, without the
+        session: the Lease renewed (it would lapse), the ConfigMap and Volcano's CRDs looked at on their
+        own schedules (``--volcano-check-every`` holds whatever the period). Blocking: run it in a thread."""
+        self.lease.ensure()
+        self.reload_config()
+        self.follow_volcano()
+
     def run_once(self) -> tuple[SessionResult, CycleReport] | None:
         """One cycle (only while holding the lease): the session, its writes through the port, the
         outcomes back into the cache; a session that would decide nothing new is skipped (see
@@ -490,7 +498,7 @@ class Operator:
         wait at once. A follower reads the Lease every ``lease.retry_every`` and runs its first session
         as soon as it acquires it; the doorbell does not call it. A leader waiting longer than
         ``lease.renew_every`` (a period longer than that) renews the Lease meanwhile, without a session,
-        so a quiet leader never lets it lapse between sessions."""
+        so a quiet leader never lets it lapse between sessions (:meth:`keep_up`)."""
         s = self.settings.session
         pacer = Pacer(period=s.period, min_gap=s.min_gap)
         loop = asyncio.get_running_loop()
@@ -534,7 +542,7 @@ class Operator:
                     if leader and wait > renew:  # a long wait: keep the Lease meanwhile, no session
                         await _first_of(stop, nudge, timeout=renew)
                         if not stop.is_set():
-                            await asyncio.to_thread(self.lease.ensure)
+                            await asyncio.to_thread(self.keep_up)
                             self.last_tick = time.monotonic()  # alive between far-apart sessions
                     else:
                         await _first_of(stop, nudge, timeout=wait)
