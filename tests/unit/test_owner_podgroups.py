@@ -62,7 +62,8 @@ def test_two_owners_never_share_a_job(objects: list[Obj]) -> None:
         assert feeder.apply(obj["kind"], obj)
     a, b = feeder.state.tasks["default/a"], next(t for k, t in feeder.state.tasks.items() if k != "default/a")
     assert a.job_key != b.job_key
-    derived = {g.key: g for g in feeder.state.derived_podgroups()}
+    feeder.state.snapshot()
+    derived = {g.key: g for g in feeder.state.last_derived}
     assert a.job_key in derived and derived[a.job_key].name == "podgroup-u-1"
 
 
@@ -72,6 +73,7 @@ def test_pods_of_one_owner_share_its_job() -> None:
         obj = owned(name, kind="Job", owner="train", uid="u-1")
         obj["metadata"].update(resourceVersion=str(rv), uid=f"pod-{name}")
         feeder.apply("Pod", obj)
-    [group] = feeder.state.derived_podgroups()
+    feeder.state.snapshot()
+    [group] = feeder.state.last_derived
     assert group.key == "default/podgroup-u-1"
     assert {t.job_key for t in feeder.state.tasks.values()} == {group.key}

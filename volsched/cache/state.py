@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from volsched.cache.doorbell import ARRIVED, FREED, Doorbell
-from volsched.cache.snapshots import SnapshotBuilder, View, task_age
+from volsched.cache.snapshots import SnapshotBuilder, View
 from volsched.cache.volcano import (
     VOLCANO_PODGROUP,
     VOLCANO_QUEUE,
@@ -432,30 +432,12 @@ class ClusterState:
                 source = self._own if pg.api_group == API_GROUP else self._volcano
                 source[("PodGroup", key)] = pg
 
-    def derived_podgroups(self, tasks: Iterable[Task] | None = None) -> list[PodGroupSpec]:
-        """One PodGroup for each controller owner whose pods (ours to schedule) name no group and no
-        object stands for yet: minMember from the pods' :data:`MIN_MEMBER_ANNOTATION` (default 1), the
-        queue from their queue annotation, priority from the oldest pod."""
-        with self._lock:
-            task_list = list(self.tasks.values()) if tasks is None else list(tasks)
-            podgroups = self.podgroups.copy()
-        return self._derive(task_list, podgroups)
-
-    def _derive(self, tasks: Iterable[Task], podgroups: Mapping[str, PodGroupSpec]) -> list[PodGroupSpec]:
-        members: dict[str, list[Task]] = {}
-        for t in tasks:
-            if t.owner_ref is not None and t.job_key not in podgroups and t.schedulable_by_us:
-                members.setdefault(t.job_key, []).append(t)
-        return self._derived(
-            [
-                (key, min(group, key=task_age) if len(group) > 1 else group[0])
-                for key, group in members.items()
-            ]
-        )
-
     def _derived(self, groups: list[tuple[str, Task]]) -> list[PodGroupSpec]:
-        """The PodGroups of owners' groups (job key, oldest task), in that order; the one made for a
-        group last time is kept while its oldest task (the very object) and phase are the same."""
+        """One PodGroup for each group of a controller owner's pods (ours to schedule) that name no
+        group and that no object stands for yet (job key, oldest task), in that order: minMember from
+        the pods' :data:`MIN_MEMBER_ANNOTATION` (default 1), the queue from their queue annotation,
+        priority from the oldest pod. The one made for a group last time is kept while its oldest task
+        (the very object) and phase are the same."""
         with self._lock:
             keys = {key for key, _ in groups}
             for key in [k for k in self._derived_phase if k not in keys]:

@@ -1,7 +1,7 @@
 """PodGroups the operator creates, and events on Volcano objects that lose to ours.
 
 * A workload whose pods name no PodGroup but have a controller owner (a Job, JobSet, ReplicaSet,
-  StatefulSet...) is one job per owner (``ClusterState.derived_podgroups``). The operator creates the
+  StatefulSet...) is one job per owner (``ClusterState.last_derived``). The operator creates the
   PodGroup that stands for it, named after the owner's UID (``podgroup-<uid>``, as Volcano names it)
   with an ownerReference to it,
   so that ``kubectl get podgroups`` shows the workload and the garbage collector deletes the PodGroup
