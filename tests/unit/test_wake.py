@@ -29,6 +29,7 @@ from volsched.operator.pacing import Pacer, pods_wait
 from volsched.operator.settings import SessionSettings, build_parser, settings_from_args
 
 NONE, ARRIVED, FREED, BOTH = Rings(), Rings(arrived=True), Rings(freed=True), Rings(arrived=True, freed=True)
+RETRY = Rings(retry=True)
 
 
 # --- the pacer ------------------------------------------------------------------------------------------
@@ -46,6 +47,7 @@ PACING: list[tuple[str, float, float, float, Rings, bool, bool, float]] = [
     ("capacity freed, nothing waits: the period", 10.0, 10.05, 10.05, FREED, False, True, 0.95),
     ("capacity freed while pods wait: the gap", 10.0, 10.05, 10.05, FREED, True, True, 0.1),
     ("both rang", 10.0, 10.05, 10.15, BOTH, False, True, 0.0),
+    ("a retry never waits past the period", 10.0, 10.05, 10.05, RETRY, False, True, 0.95),
     ("a follower reads the Lease every retry_every", 10.0, 10.1, 10.1, NONE, False, False, 0.15),
     ("a follower is not woken by pods", 10.0, 10.01, 10.01, BOTH, True, False, 0.24),
 ]
@@ -76,6 +78,36 @@ def test_the_next_session_starts_at_the_period_or_a_gap_after_a_ring(
         retry_every=0.25,
     )
     assert wait == pytest.approx(expected)
+
+
+#: (case, started, ended, now, rings, expected wait) with an hour's period and a gap of 0.1 s.
+RETRIES: list[tuple[str, float, float, float, Rings, float]] = [
+    ("a bind failed after its session: a second after the end", 10.0, 10.05, 10.05, RETRY, 1.0),
+    ("a second has passed since: at once", 10.0, 10.05, 11.1, RETRY, 0.0),
+    ("after a long session: as long as it took", 10.0, 11.5, 11.5, RETRY, 1.5),
+    ("a pod arrived too: the minimum gap", 10.0, 10.05, 10.05, Rings(arrived=True, retry=True), 0.1),
+    (
+        "capacity freed, nothing waits: still the retry's second",
+        10.0,
+        10.05,
+        10.05,
+        Rings(freed=True, retry=True),
+        1.0,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "started", "ended", "now", "rings", "expected"), RETRIES, ids=[r[0] for r in RETRIES]
+)
+def test_a_failed_bind_is_retried_a_second_after_the_last_session_not_every_min_gap(
+    case: str, started: float, ended: float, now: float, rings: Rings, expected: float
+) -> None:
+    pacer = Pacer(period=3600.0, min_gap=0.1)
+    kw: dict[str, Any] = dict(waiting=False, leader=True, retry_every=0.25)
+    assert pacer.next_wait(started=started, ended=ended, now=now, rings=rings, **kw) == pytest.approx(
+        expected
+    )
 
 
 def test_a_gap_as_long_as_the_period_means_a_session_every_period_only() -> None:
@@ -243,7 +275,7 @@ def test_the_listener_hears_each_kind_once_until_the_bell_is_taken() -> None:
     bell.listen(lambda: heard.append(bell.peek()))
     for kind in ("arrived", "arrived", "freed", "arrived", "freed"):
         bell.ring(kind)
-    assert heard == [ARRIVED, BOTH] and bell.count == {"arrived": 3, "freed": 2}
+    assert heard == [ARRIVED, BOTH] and bell.count == {"arrived": 3, "freed": 2, "retry": 0}
     assert bell.take() == BOTH and bell.peek() == NONE
     bell.ring("freed")
     assert heard[-1] == FREED and len(heard) == 3
@@ -404,7 +436,7 @@ def test_the_operators_bind_failing_after_its_session_rings_the_doorbell(tmp_pat
         op.state.doorbell.take()
         assert op.port.on_failed is not None
         op.port.on_failed()  # what a bind worker calls
-        assert op.state.doorbell.take() == ARRIVED
+        assert op.state.doorbell.take() == RETRY  # a retry: not at once (see the pacing table)
     finally:
         op.port.close()
         op.api.close()  # type: ignore[no-untyped-call]

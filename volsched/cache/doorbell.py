@@ -4,11 +4,13 @@ session soon instead of at the next period (see ``volsched.operator.pacing``).
 Two kinds of ring, because they call for a session in different circumstances:
 
 * ``arrived``: a pod of ours is pending that was not before (a new pod, or one recreated under its name).
-  A session has something to place. The operator's port rings it too when a bind fails after its
-  session: only a cycle puts that pod back pending.
+  A session has something to place.
 * ``freed``: something changed that may let a pod that is already waiting in: a pod that held a node
   finished or was deleted, a node was added or changed, a PodGroup, Queue, claim, volume, namespace,
   quota or PriorityClass changed. Worth a session only when the last one left pods waiting.
+* ``retry``: a bind failed after its session ended (the operator's port rings it): only a cycle puts that
+  pod back pending. Worth a session, but not at once: a bind that fails every time (a webhook that
+  rejects it, an apiserver in trouble) must not turn into a session and a bind every ``min_gap``.
 
 Watch events that change nothing a session acts on do not ring: an event confirming a bind the cache
 assumed, a status update of a pod already pending or already placed, a PodGroup's status the operator
@@ -27,7 +29,8 @@ from dataclasses import dataclass
 
 ARRIVED = "arrived"
 FREED = "freed"
-KINDS = (ARRIVED, FREED)
+RETRY = "retry"
+KINDS = (ARRIVED, FREED, RETRY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,9 +39,10 @@ class Rings:
 
     arrived: bool = False
     freed: bool = False
+    retry: bool = False
 
     def __bool__(self) -> bool:
-        return self.arrived or self.freed
+        return self.arrived or self.freed or self.retry
 
 
 class Doorbell:
@@ -68,11 +72,14 @@ class Doorbell:
 
     def peek(self) -> Rings:
         with self._lock:
-            return Rings(arrived=ARRIVED in self._rung, freed=FREED in self._rung)
+            return self._rings()
+
+    def _rings(self) -> Rings:
+        return Rings(arrived=ARRIVED in self._rung, freed=FREED in self._rung, retry=RETRY in self._rung)
 
     def take(self) -> Rings:
         """What rang, and quiet again: a session that starts now sees everything rung so far."""
         with self._lock:
-            rings = Rings(arrived=ARRIVED in self._rung, freed=FREED in self._rung)
+            rings = self._rings()
             self._rung.clear()
             return rings

@@ -44,7 +44,7 @@ from typing import Any
 
 import kopf
 
-from volsched.cache.doorbell import ARRIVED
+from volsched.cache.doorbell import RETRY
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE, VOLCANO_VERSION
@@ -121,10 +121,9 @@ class Operator:
             health=self.health,
         )
         #: Binds and status writes go out in the background: a session never waits on the network. A bind
-        #: that fails there rings the doorbell: the pod is placed again soon, not a period later.
-        self.port = KubePort(
-            self.writer, background=True, on_failed=lambda: self.state.doorbell.ring(ARRIVED)
-        )
+        #: that fails there rings the doorbell for a retry: the pod is placed again soon (about a second
+        #: later, see Pacer.retry_gap), not a period later, and not in a loop every min_gap.
+        self.port = KubePort(self.writer, background=True, on_failed=lambda: self.state.doorbell.ring(RETRY))
         self.podgroup_creator = self.port.podgroups
         #: The kinds kopf watches and :meth:`prelist` lists (Volcano's are in ``self.volcano``).
         self.watched: tuple[WatchedKind, ...] = WATCHED

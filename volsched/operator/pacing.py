@@ -28,6 +28,10 @@ class Pacer:
     #: at least as long as that session took: the pods arriving meanwhile are placed together, and the
     #: watches, the writers and the apiserver get the processor at least half of the time.
     min_gap: float
+    #: Seconds at least between the end of a session and one called for by a bind that failed after its
+    #: session (a retry): kube-scheduler's initial backoff for a pod, so a bind that always fails is
+    #: tried about once a second, not every ``min_gap``.
+    retry_gap: float = 1.0
 
     def next_wait(
         self,
@@ -43,12 +47,15 @@ class Pacer:
         """Seconds from ``now`` until the next session should start (0: start it now).
 
         ``started``/``ended``: when the last session started and ended (one monotonic clock); ``rings``:
-        what the doorbell heard since that session started; ``waiting``: the last session left pods of
+        what the doorbell heard since that session started (a retry waits ``retry_gap`` at least); ``waiting``: the last session left pods of
         ours pending (then freed capacity is worth a session too); a follower (not ``leader``) reads the
         Lease every ``retry_every`` (at most every period) and is never called by the doorbell."""
         if not leader:
             return max(0.0, started + min(self.period, retry_every) - now)
         due = started + self.period
+        gap = max(self.min_gap, ended - started)
         if rings.arrived or (rings.freed and waiting):
-            due = min(due, ended + max(self.min_gap, ended - started))
+            due = min(due, ended + gap)
+        elif rings.retry:
+            due = min(due, ended + max(gap, self.retry_gap))
         return max(0.0, due - now)
