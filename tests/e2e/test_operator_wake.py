@@ -1,12 +1,14 @@
 """Sessions woken by the watches on a real apiserver: with an hour between periodic sessions, a pod that
 arrives after the first session is bound all the same, and so is one that waits for capacity once a pod
-holding it is deleted (only the cache's doorbell can have called those sessions)."""
+holding it is deleted, and a preemptor once its victim is gone (only the cache's doorbell can have called
+those sessions)."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.e2e.operator_fixtures import Kube, Start, node, pod, wait_for
+from tests.e2e.test_operator_preempt_anti_affinity import _cluster, _leaving, _preemptor
 
 pytestmark = pytest.mark.cluster
 
@@ -39,3 +41,15 @@ def test_a_session_is_woken_by_a_pod_arriving_and_by_capacity_freeing_while_a_po
     )
     assert bound == {f"{ns}/second": "n1"}
     assert op.metric("volsched_sessions_woken_total") >= 2
+
+
+def test_a_preemptor_waiting_for_its_victim_is_woken_when_the_victim_goes(
+    k: Kube, start_operator: Start
+) -> None:
+    """The preemptor is pipelined onto the room its victim frees (not unschedulable): the victim's going
+    must wake a session, with an hour between periodic sessions."""
+    ns, op = _cluster(k, lambda *args, **kw: start_operator("--period", "3600", *args, **kw))
+    _preemptor(k, ns)
+    wait_for(lambda: _leaving(k, ns) == ["web-1"], 40, what="web-1 evicted", operator=op)
+    k.core.delete_namespaced_pod("web-1", ns, grace_period_seconds=0)  # no kubelet ends it
+    wait_for(lambda: k.bound(ns).get(f"{ns}/new") == "n1", 40, what="the preemptor bound", operator=op)
