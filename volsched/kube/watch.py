@@ -246,8 +246,23 @@ class ListWatch:
                     self.known[key] = version
                     self.on_event("ADDED", obj)
                 del body
-        for key in [k for k in self.known if k not in seen]:
-            _, uid = self.known.pop(key)
+        self._gone([k for k in self.known if k not in seen], resource_version=rv)
+        self.resource_version = rv
+        self.lists += 1
+        self.synced.set()
+        return rv
+
+    def drop_known(self) -> int:
+        """Once stopped, for a kind no longer served (its CRD deleted): hand over everything still known as
+        DELETED (the deletions the watch missed). Returns how many."""
+        keys = sorted(self.known)
+        self._gone(keys, resource_version=None)
+        return len(keys)
+
+    def _gone(self, keys: list[str], *, resource_version: str | None) -> None:
+        """Hand ``keys`` over as DELETED and forget them (``resource_version`` None: each one's own)."""
+        for key in keys:
+            version, uid = self.known.pop(key)
             ns, _, name = key.rpartition("/")
             gone: Raw = {
                 "kind": self.kind.kind,
@@ -255,15 +270,11 @@ class ListWatch:
                 "metadata": {
                     "name": name,
                     "uid": uid,
-                    "resourceVersion": rv,
+                    "resourceVersion": version if resource_version is None else resource_version,
                     **({"namespace": ns} if ns else {}),
                 },
             }
             self.on_event("DELETED", gone)
-        self.resource_version = rv
-        self.lists += 1
-        self.synced.set()
-        return rv
 
     # --- watch -----------------------------------------------------------------------------------------------
 

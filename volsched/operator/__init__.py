@@ -269,17 +269,12 @@ class Operator:
     def _unwatch_volcano(self, kind: WatchedKind) -> None:
         w = self.volcano.pop(kind.kind)
         w.stop()
-        left = sorted(w.known)
+        left = w.drop_known()  # their deletions came before the CRD's; any the watch missed go now
         log.warning(
             "%s/%s %s no longer served (CRD deleted): no longer reading Volcano %s (%d left in the cache "
             "dropped); they are read again once the CRD is back",
-            VOLCANO_GROUP, VOLCANO_VERSION, kind.plural, kind.plural, len(left),
+            VOLCANO_GROUP, VOLCANO_VERSION, kind.plural, kind.plural, left,
         )  # fmt: skip
-        for key in left:  # their deletions came before the CRD's; any the watch missed go now
-            version, uid = w.known.pop(key)
-            ns, _, name = key.rpartition("/")
-            meta = {"name": name, "uid": uid, "resourceVersion": version, **({"namespace": ns} if ns else {})}
-            self.handle_event(kind.kind, "DELETED", {"kind": kind.kind, "metadata": meta})
 
     def _register_watch(self, registry: kopf.OperatorRegistry, kind: WatchedKind) -> None:
         def on_event(event: dict[str, Any], **_: Any) -> None:
