@@ -124,3 +124,15 @@ def test_a_quiet_leader_between_far_apart_sessions_still_follows_volcanos_crds(
     discovery.served = {"podgroups"}
     op.keep_up()
     assert renewed == [True] and started == ["podgroups"] and set(op.volcano) == {VOLCANO_PODGROUP}
+
+
+def test_a_volcano_kind_found_after_the_watches_stopped_is_not_watched(
+    setup: tuple[Operator, Discovery, list[str]],
+) -> None:
+    """A session still running at shutdown (past the hand-over's limit) must not start a watch thread
+    that nothing stops any more."""
+    op, discovery, started = setup
+    op.stop_watches()
+    discovery.served = {"queues", "podgroups"}
+    op.follow_volcano(force=True)
+    assert started == []

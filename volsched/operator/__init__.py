@@ -319,6 +319,7 @@ class Operator:
         self._volcano_started = True
 
     def stop_watches(self) -> None:
+        self._volcano_started = False  # a session still running (stuck at shutdown) starts no more
         for w in (*self.lean.values(), *self.volcano.values()):
             w.stop()
 
