@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import Obj, node, pod, podgroup, priority_class, pvc, queue
+from tests.builders import Obj, namespace, node, pod, podgroup, priority_class, pv, pvc, queue, quota
 from tests.unit.test_cycle import cache
 from tests.unit.test_each_action import PRIORITIES, gang
 from tests.unit.test_idle_sessions import bound_event
@@ -242,6 +242,47 @@ def test_the_doorbell_rings_on_what_a_session_would_act_on_only(
     feeder.state.doorbell.take()
     event(feeder)
     assert feeder.state.doorbell.take() == rings
+
+
+#: (what the watch sends, whether it differs from what the cache holds). The cache holds namespace "ns"
+#: (label team=a) with a ResourceQuota giving it weight 3, claim "c" bound to volume "v" (on n1), and
+#: PriorityClass "low" (10); pod "a" of ours waits. The same object again (a quota's status updated,
+#: another resourceVersion) is nothing a session reads: no session for it, no change for IdleSkip.
+AGAIN: list[tuple[str, Obj, bool]] = [
+    ("a quota's status updated", {**quota("ns", 3), "status": {"used": {"pods": "4"}}}, False),
+    ("a quota's weight changed", quota("ns", 5), True),
+    ("a quota in a namespace not seen yet", quota("other", 3), True),
+    ("a namespace again", namespace("ns", labels={"team": "a"}), False),
+    ("a namespace relabelled", namespace("ns", labels={"team": "b"}), True),
+    ("a claim again", pvc("c", volume="v"), False),
+    ("a claim bound elsewhere", pvc("c", volume="w"), True),
+    ("a volume again", pv("v", nodes=["n1"]), False),
+    ("a volume moved", pv("v", nodes=["n2"]), True),
+    ("a PriorityClass again", priority_class("low", 10), False),
+    ("a PriorityClass's value changed", priority_class("low", 20), True),
+    ("a PriorityClass made the default", priority_class("low", 10, default=True), True),
+]
+
+
+@pytest.mark.parametrize(("what", "obj", "differs"), AGAIN, ids=[a[0] for a in AGAIN])
+def test_an_object_sent_again_unchanged_neither_rings_nor_counts_as_a_change(
+    what: str, obj: Obj, differs: bool
+) -> None:
+    feeder = cache(
+        node("n1", cpu="4"),
+        node("n2", cpu="4"),
+        pod("a"),
+        namespace("ns", labels={"team": "a"}),
+        quota("ns", 3),
+        pvc("c", volume="v"),
+        pv("v", nodes=["n1"]),
+        priority_class("low", 10),
+    )
+    feeder.state.doorbell.take()
+    before = feeder.state.changes
+    assert feeder.apply(obj["kind"], versioned(obj, 60))
+    assert feeder.state.doorbell.take() == (FREED if differs else NONE)
+    assert (feeder.state.changes != before) is differs
 
 
 #: (what happens once pod "a"'s bind to n1 is assumed, the event, expected rings)

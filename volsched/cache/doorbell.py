@@ -14,7 +14,8 @@ Two kinds of ring, because they call for a session in different circumstances:
 
 Watch events that change nothing a session acts on do not ring: an event confirming a bind the cache
 assumed, a status update of a pod already pending or already placed, a PodGroup's status the operator
-wrote itself, a node's heartbeat.
+wrote itself, a node's heartbeat, a quota, namespace, claim, volume or PriorityClass sent again with
+nothing the scheduler reads of it changed (a ResourceQuota's usage updated).
 
 Thread-safe: watch threads ring, the session loop takes. The listener is called only when a kind goes
 from quiet to rung (at most once per kind between two ``take``), from the ringing thread, and must not
