@@ -155,8 +155,9 @@ def _pod(name: str, uid: str) -> dict[str, Any]:
         (["lose"], "u1", BOUND, 2, [("p", "n1")], "n1"),  # it never arrived: the second one binds
         (["other-node"], "u1", CONFLICT, 2, [], "n2"),  # another binder got there: not ours
         (["lose", "lose"], "u1", FAILED, 2, [], ""),  # no answer twice: the next session tries again
+        (["bind", "lose"], "u1", BOUND, 2, [("p", "n1")], "n1"),  # no answer twice, but the first took
     ],
-    ids=["lost-answer-bound", "lost-request", "bound-elsewhere", "lost-twice"],
+    ids=["lost-answer-bound", "lost-request", "bound-elsewhere", "lost-twice", "lost-twice-bound"],
 )
 def test_a_bind_whose_answer_was_lost_is_sent_once_more_and_is_ours_only_on_our_node(
     server: BindServer,

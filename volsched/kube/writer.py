@@ -13,6 +13,7 @@ Only pods whose schedulerName is ours are touched.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -336,6 +337,13 @@ class KubeWriter:
                     return BindOutcome(bind, BOUND, "bound by a request whose answer was lost")
                 return BindOutcome(bind, GONE if fresh is None else CONFLICT, detail, fresh)
             return BindOutcome(bind, FAILED, f"{exc.status}: {detail}")
+        except ResponseLost as exc:
+            # No answer twice: the first may have bound the pod. Read so, it is bound, not failed (the
+            # cache keeps it on its node instead of freeing the room for the next session).
+            with contextlib.suppress(Exception):
+                if _bound_as_asked(self.read_pod(ns, name), bind):
+                    return BindOutcome(bind, BOUND, "bound by a request whose answer was lost")
+            return BindOutcome(bind, FAILED, str(exc))
         except Exception as exc:  # network errors: the next session tries again
             return BindOutcome(bind, FAILED, str(exc))
 
