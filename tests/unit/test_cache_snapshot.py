@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from tests.builders import node, pod, podgroup, priority_class, pv, pvc, queue
+from tests.unit.test_owner_podgroups import owned
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
 from volsched.cycle import BOUND, EVICTED, FAILED, BindOutcome, EvictOutcome, StatusReport, run_cycle
@@ -520,3 +521,22 @@ def test_a_node_event_that_changes_nothing_keeps_the_snapshots_node_table() -> N
     state.apply(node("n1", cpu="8"))
     after = state.snapshot(now=5.0).nodes
     assert after.allocatable is not before.allocatable and after.idle[0][after.space.index("cpu")] == 7.0
+
+
+def test_owners_groups_follow_the_task_order_after_the_task_table_is_replaced_whole() -> None:
+    """Benchmarks fill ``state.tasks`` at once: the next snapshot renumbers the cache's order, and every
+    owner's group must take its new place (as a cache fed the pods in that order would give it)."""
+    state = ClusterState()
+    for name, owner in [("a", "ua"), ("b", "ub"), ("c", "uc")]:
+        state.apply(owned(name, kind="Job", owner=f"job-{name}", uid=owner))
+    state.snapshot(now=5.0)
+    order = ["default/c", "default/a", "default/b"]
+    state.tasks = {key: state.tasks[key] for key in order}
+    after = state.snapshot(now=5.0)
+    fresh = ClusterState()
+    for key in order:
+        fresh.apply(state.raw_pods[key])
+    scratch = fresh.snapshot(now=5.0)
+    assert [g.name for g in state.last_derived] == ["podgroup-uc", "podgroup-ua", "podgroup-ub"]
+    assert state.last_derived == fresh.last_derived
+    assert digest(after) == digest(scratch)

@@ -208,6 +208,9 @@ class SnapshotBuilder:
                 if len(entries) != len(view.tasks):  # the view is not the one after the last: read it all
                     touched = None
             if touched is None:
+                # No change log: the cache's order may be numbered anew (the table replaced whole), so
+                # every owner's group takes its place again, not only the groups whose tasks changed.
+                self._owners_changed.update(self._owners)
                 for key in entries.keys() - view.tasks.keys():
                     self._forget(key)
                 rebuilt = self._refresh(view, view.tasks.keys(), stale)
