@@ -47,6 +47,7 @@ ANSWERS = {
     "bad length": b"HTTP/1.1 200 OK\r\nContent-Length: -3\r\n\r\nbody",
     "http/1.0 keep-alive": b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nok",
     "http/1.0": b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    "http/1.0 proxy keep-alive": b"HTTP/1.0 200 OK\r\nProxy-Connection: keep-alive\r\nContent-Length: 2\r\n\r\nok",
     "interim first": b"HTTP/1.1 100 Continue\r\nX: y\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1",
     "spaces and case": b"HTTP/1.1 200 OK\r\ncontent-LENGTH:   4  \r\nX-Odd:a:b\r\n\r\nabcd",
 }
@@ -63,9 +64,16 @@ def test_an_answer_reads_as_http_client_reads_it(data: bytes) -> None:
         (b"HTTP/2 200 OK\r\n\r\n", http.client.UnknownProtocol),
         (b"HTTP/1.1 200 OK\r\nX: " + b"y" * 70000 + b"\r\n\r\n", http.client.LineTooLong),
         (b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 101 + b"\r\n", http.client.HTTPException),
+        (b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 100 + b"\r\n", http.client.HTTPException),
         (b"", http.client.RemoteDisconnected),
     ],
-    ids=["unknown protocol", "long header line", "too many headers", "nothing"],
+    ids=[
+        "unknown protocol",
+        "long header line",
+        "too many headers",
+        "100 headers, the empty line counted",
+        "nothing",
+    ],
 )
 def test_a_malformed_answer_is_refused_as_http_client_refuses_it(data: bytes, error: type[Exception]) -> None:
     for cls in (http.client.HTTPResponse, _LeanResponse):

@@ -121,17 +121,18 @@ def _dropped(conn: http.client.HTTPConnection) -> bool:
 
 
 def _header_lines(fp: Any) -> list[bytes]:
-    """A response's header lines up to the empty one (excluded), as http.client reads them."""
+    """A response's header lines up to the empty one (excluded), as http.client reads them (its limit
+    counts the empty line)."""
     lines: list[bytes] = []
     while True:
         line = fp.readline(_MAX_LINE + 1)
         if len(line) > _MAX_LINE:
             raise http.client.LineTooLong("header line")
+        if len(lines) >= _MAX_HEADERS:
+            raise http.client.HTTPException(f"got more than {_MAX_HEADERS} headers")
         if line in (b"\r\n", b"\n", b""):
             return lines
         lines.append(line)
-        if len(lines) > _MAX_HEADERS:
-            raise http.client.HTTPException(f"got more than {_MAX_HEADERS} headers")
 
 
 class _LeanResponse(http.client.HTTPResponse):
@@ -161,11 +162,7 @@ class _LeanResponse(http.client.HTTPResponse):
         self.headers = self.msg = headers
         self.chunked = (headers.get("transfer-encoding") or "").lower() == "chunked"
         self.chunk_left = None
-        connection = (headers.get("connection") or "").lower()
-        if self.version == 11:
-            self.will_close = "close" in connection
-        else:
-            self.will_close = not headers.get("keep-alive") and "keep-alive" not in connection
+        self.will_close = self._check_close()  # type: ignore[attr-defined]
         self.length = None
         length = headers.get("content-length")
         if length and not self.chunked:
