@@ -22,6 +22,10 @@ in a fresh process.
 * ``preempt-none``: the same cluster, but each queue's pending jobs are single tasks of priority 0 that
   may take nothing (every pod of their queue has a higher priority): each fails after the plugins have
   been asked on every node of its queue (that part is the plugins' per-pod answers, not the search).
+* ``preempt-short``: the preempt cluster, but on every node two of the four pods are of queue ``keep``
+  (which has no pending work); each queue's pending jobs are single high-priority 12-cpu tasks, and no
+  node can free more than 8 cpu of the queue's: every node is ruled out by the numbers and each task
+  fails. Its message must be said from the numbers, without asking the plugins node by node.
 
     python bench/bench_evict.py                       # every case at 1,000 and 5,000 nodes
     python bench/bench_evict.py --nodes 2000 --case reclaim
@@ -41,7 +45,7 @@ import numpy
 from machine import describe
 
 GRID = (1_000, 5_000)
-CASES = ("reclaim", "preempt", "preempt-anti", "preempt-none")
+CASES = ("reclaim", "preempt", "preempt-anti", "preempt-none", "preempt-short")
 CONFIG = """
 actions: "CASE"
 tiers:
@@ -90,7 +94,9 @@ def build(nodes: int, case: str):  # type: ignore[no-untyped-def]
 
     from volsched.model.constraints import AffinityTerm, LabelSelector, PodConstraints, Requirement
 
-    def job(name: str, queue: str, *, size: int, priority: int, node: str | None, created: float) -> None:
+    def job(
+        name: str, queue: str, *, size: int, priority: int, node: str | None, created: float, cpu: float = 4.0
+    ) -> None:
         ns = f"ns-{queue}"
         run = {"app": "run"}
         away = PodConstraints(
@@ -122,7 +128,7 @@ def build(nodes: int, case: str):  # type: ignore[no-untyped-def]
                     name=f"{name}-{k}",
                     uid=f"{ns}/{name}-{k}",
                     job_key=f"{ns}/{name}",
-                    request_map={"cpu": 4.0, "memory": 8 * gib, "pods": 1.0},
+                    request_map={"cpu": cpu, "memory": 8 * gib, "pods": 1.0},
                     priority=priority,
                     status=TaskStatus.RUNNING if node else TaskStatus.PENDING,
                     node_name=node,
@@ -153,11 +159,20 @@ def build(nodes: int, case: str):  # type: ignore[no-untyped-def]
             job(f"want-{g:05d}", "want", size=4, priority=0, node=None, created=1 + g)
     else:
         queues = [queue(f"q{k}", 1) for k in range(8)]
+        if case == "preempt-short":
+            queues.append(queue("keep", 1))
         for i, n in enumerate(node_specs):
-            size = 3 if case == "preempt-anti" else 4
+            size = {"preempt-anti": 3, "preempt-short": 2}.get(case, 4)
             job(f"run-{i:05d}", f"q{i * 8 // nodes}", size=size, priority=100, node=n.name, created=0)
+            if case == "preempt-short":
+                job(f"keep-{i:05d}", "keep", size=2, priority=100, node=n.name, created=0)
         for k in range(8):
-            if case in ("preempt", "preempt-anti"):
+            if case == "preempt-short":
+                for g in range(max(1, nodes // 100)):
+                    job(
+                        f"big-{k}-{g:04d}", f"q{k}", size=1, priority=1000, node=None, created=1 + g, cpu=12.0
+                    )
+            elif case in ("preempt", "preempt-anti"):
                 for g in range(max(1, nodes // 100 // 8)):
                     job(f"high-{k}-{g:04d}", f"q{k}", size=4, priority=1000, node=None, created=1 + g)
             else:

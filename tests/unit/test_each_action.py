@@ -210,9 +210,38 @@ REJECTIONS = [
         "preempt",
         [*SPARE_ONE_CPU_EACH, *gang("g", size=1, cpu="3", phase="Inqueue", priority_class="low")],
         [(Code.UNSCHEDULABLE, "preempt")],
-        "preempt: task g-0: preempt: evicting the 3 pod(s) that may be evicted would not make room on any"
-        " one node",
-        id="preempt-counts-the-victims-named-on-nodes-where-they-could-not-make-room",
+        "preempt: task g-0: preempt: on the 3 node(s) with pods it may take, evicting all of them would not"
+        " make room: at most cpu 2 free of 3 on any one node",
+        id="preempt-says-how-much-the-most-any-node-could-free-falls-short",
+    ),
+    pytest.param(
+        "preempt",
+        [*SPARE_ONE_CPU_EACH, node("n4", cpu="4"), *running("hi-n4", size=2, on="n4", prio="high"),
+         *running("lo-n4", size=2, on="n4"), *gang("g", size=1, cpu="3", phase="Inqueue", priority_class="low")],
+        [(Code.UNSCHEDULABLE, "preempt")],
+        "preempt: task g-0: preempt: evicting the 1 pod(s) that may be evicted on the 1 node(s) where that"
+        " could make room would not make room for it on any one of them; on the other 3 node(s) with pods it"
+        " may take, evicting all of them would not make room: at most cpu 2 free of 3 on any one node",
+        id="preempt-counts-the-victims-named-where-it-looked-and-the-shortfall-elsewhere",
+    ),
+    pytest.param(
+        "preempt",
+        [node("n1", cpu="8", memory="4Gi"), node("n2", cpu="4", memory="8Gi"), queue("q"), queue("o"),
+         *PRIORITIES, podgroup("a", ns="ns", queue="q", min_member=1, phase="Running"),
+         *(pod(f"a-{i}", ns="ns", cpu="2", group="a", node="n1") for i in range(2)),
+         podgroup("b", ns="ns", queue="o", min_member=1, phase="Running"),
+         pod("b-0", ns="ns", cpu="4", memory="4Gi", group="b", node="n1"),
+         podgroup("c", ns="ns", queue="o", min_member=1, phase="Running"),
+         pod("c-0", ns="ns", cpu="3.5", group="c", node="n2"),
+         podgroup("d", ns="ns", queue="q", min_member=1, phase="Running"),
+         pod("d-0", ns="ns", cpu="0.5", group="d", node="n2"),
+         podgroup("g", ns="ns", queue="q", min_member=1, phase="Inqueue", priority_class="low"),
+         pod("g-0", ns="ns", cpu="3", memory="2Gi", group="g", priority_class="low")],
+        [(Code.UNSCHEDULABLE, "preempt")],
+        "preempt: task g-0: preempt: on the 2 node(s) with pods it may take, evicting all of them would not"
+        " make room: cpu 3, memory 2Gi are never free together on one node (the most on any node: cpu 4,"
+        " memory 8Gi)",
+        id="preempt-says-when-each-resource-is-there-but-never-all-on-one-node",
     ),
 ]  # fmt: skip
 
@@ -278,6 +307,32 @@ def test_preempt_asks_the_plugins_only_on_nodes_where_evicting_could_make_room()
     assert asked == [{"n4"}]
     assert len(result.evictions) == 3
     assert {e.node for e in result.evictions} == {"n4"}
+
+
+def test_preempt_that_fails_does_not_ask_the_plugins_on_the_nodes_the_numbers_ruled_out() -> None:
+    """As above, but n4 holds two pods of a higher priority: the plugins name one pod there, too few, and
+    the task fails; n1..n3 are never walked pod by pod to say so (the numbers say it)."""
+    state = ClusterState()
+    for obj in [*SPARE_ONE_CPU_EACH, node("n4", cpu="4"), *running("hi-n4", size=2, on="n4", prio="high"),
+                *running("lo-n4", size=2, on="n4"),
+                *gang("g", size=1, cpu="3", phase="Inqueue", priority_class="low")]:  # fmt: skip
+        state.apply(obj)
+    config = load_config(text=re.sub(r"^actions: .*$", 'actions: "preempt"', TIERS, flags=re.M))
+    session = open_session(state.snapshot(now=1.0), config)
+    asked: list[set[str]] = []
+    preemptable = session.preemptable
+
+    def counted(preemptor: Task, candidates: list[Task]) -> list[Task]:
+        asked.append({t.node_name or "" for t in candidates})
+        return preemptable(preemptor, candidates)
+
+    session.preemptable = counted  # type: ignore[method-assign]
+    (only,) = make_actions(config)
+    only.execute(session)
+    result = close_session(session)
+    assert asked == [{"n4"}]
+    assert not result.evictions
+    assert "at most cpu 2 free of 3" in render(result.rejections[REFUSED])
 
 
 def test_preempt_takes_the_next_job_by_its_share_after_earlier_preemptions_took_its_pods() -> None:

@@ -33,7 +33,7 @@ from volsched.framework.decisions import Code, EvictionReason, Status
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import BoolArray, Job
-from volsched.model.resources import EPS, Vector
+from volsched.model.resources import EPS, PODS, Vector, format_amount
 from volsched.model.vocabulary import PodGroupPhase, QueueSpec, QueueState, Task, TaskStatus
 
 #: Statuses of a task that may be evicted (running on, or bound to, its node).
@@ -321,23 +321,57 @@ def place_by_evicting(
     placed, _ = evict_in_the_way()
     if placed:
         return None
-    # The task fails (and with it the job's turn): say how many pods the plugins would have let go,
-    # counting the nodes the numbers ruled out too, so the figure does not depend on the shortcut.
-    for i in ranked[~could & pools.any[ranked]]:
-        pool = sorted(pools.index.pool(int(i), pools.mask), key=key)
-        if pool:
-            named += len(choose(task, pool))
-    if not named:
+    # The task fails (and with it the job's turn). Said from what is known already: the victims the
+    # plugins named on the nodes that were walked, and the numbers that ruled the others out (the
+    # plugins are not asked about those: that was a walk over nodes for every failing task).
+    walked = int(np.count_nonzero(could & pools.any[ranked]))
+    ruled = ~could & pools.any[ranked]
+    if not named and not ruled.any():
         why = f"{action}: no pod may be evicted for it on the {len(feasible)} node(s) it could use"
         return Status(Code.UNSCHEDULABLE, action, (why,))
-    if limited:
-        why = (
-            f"{action}: {limited.render()}, and evicting the {named} pod(s) that may be evicted would not"
-            " make room for it within its queue's limit on any one node"
+    within = " within its queue's limit" if limited else ""
+    parts = []
+    if walked and named:
+        parts.append(
+            f"evicting the {named} pod(s) that may be evicted on the {walked} node(s) where that could"
+            f" make room would not make room for it{within} on any one of them"
         )
+    elif walked:
+        parts.append(f"no pod may be evicted for it on the {walked} node(s) where that could make room")
+    if ruled.any():
+        other = "other " if walked else ""
+        parts.append(
+            f"on the {other}{int(np.count_nonzero(ruled))} node(s) with pods it may take, evicting all of"
+            f" them would not make room: {_most_freed(session, task, reach[ruled], need)}"
+        )
+    if limited:
+        why = f"{action}: {limited.render()}, and " + "; ".join(parts)
         return Status(limited.code, limited.plugin, (why,))
-    why = f"{action}: evicting the {named} pod(s) that may be evicted would not make room on any one node"
-    return Status(Code.UNSCHEDULABLE, action, (why,))
+    return Status(Code.UNSCHEDULABLE, action, (f"{action}: " + "; ".join(parts),))
+
+
+def _most_freed(session: Session, task: Task, reach: Vector, need: BoolArray) -> str:
+    """The most any one of the nodes (the rows of ``reach``, over the dimensions in ``need``) could have
+    free, against what ``task`` needs: the resources that fall short on every node, or, when each is
+    there on some node but never all on one, what it needs and the most of each (the pod count left out
+    unless it is short)."""
+    names = [session.space.names[int(d)] for d in np.flatnonzero(need)]
+    most = reach.max(axis=0)
+    wants = task.request[need]
+
+    def amount(d: int, v: Vector) -> str:
+        return f"{names[d]} {format_amount(names[d], float(v[d]))}"
+
+    short = np.flatnonzero(most < wants - EPS).tolist()
+    if short:
+        said = ", ".join(
+            f"{amount(d, most)} free of {format_amount(names[d], float(wants[d]))}" for d in short
+        )
+        return f"at most {said} on any one node"
+    dims = [d for d, name in enumerate(names) if name != PODS]
+    needs = ", ".join(amount(d, wants) for d in dims)
+    best = ", ".join(amount(d, most) for d in dims)
+    return f"{needs} are never free together on one node (the most on any node: {best})"
 
 
 def _evict_pods_in_the_way(
