@@ -185,11 +185,13 @@ class FairShare:
     problems: list[Problem]
 
     def share(self, i: int) -> float:
-        return dominant_share(self.allocated[i], self.deserved[i])
+        return deserved_share(self.allocated[i], self.deserved[i])
 
 
-def dominant_share(allocated: Vector, deserved: Vector) -> float:
-    """Largest ``allocated / deserved`` (1 where nothing is deserved but something is held)."""
+def deserved_share(allocated: Vector, deserved: Vector) -> float:
+    """How much of its deserved amount a queue holds: the largest ``allocated / deserved`` (1 where
+    nothing is deserved but something is held). Not drf's dominant share, which is a fraction of the
+    cluster's total (:func:`volsched.model.cluster.dominant_share`)."""
     held = allocated > EPS
     if not held.any():
         return 0.0
@@ -435,7 +437,7 @@ def _remainder(
         candidates = [i for i in scope if has_unit[i]]
         for _ in range(8 * len(candidates) + 64):
             ranked = sorted(
-                (dominant_share(used[i], deserved[i]), tree.names[i], i)
+                (deserved_share(used[i], deserved[i]), tree.names[i], i)
                 for i in candidates
                 if room(i, pool) > 0
             )
