@@ -2,7 +2,7 @@
 
 A bind through ``CoreV1Api`` builds ``V1Binding``/``V1ObjectMeta`` models, serialises them through the
 client's generic sanitiser and walks its parameter machinery: most of the operator's CPU per bind.
-:class:`LeanRest` sends the JSON body as it is, with the client's own credentials (read per request, so
+:class:`LeanRest` sends the JSON body as it is, with the client's own credentials (read again every second, so
 a refreshed token is used), and reads every response to its end so a kept-alive connection is always
 clean for the next call. An error status is raised as the client's :class:`ApiException`, so callers
 handle both the same way.
