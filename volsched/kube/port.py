@@ -45,6 +45,11 @@ Raw = Mapping[str, Any]
 REJECTED = "Rejected"
 
 
+def _pods_written_about(result: SessionResult) -> set[str]:
+    """The pods whose condition or events a session's status writes may touch."""
+    return {*result.unschedulable, *(f"{e.namespace}/{e.name}" for e in result.events if e.kind == "Pod")}
+
+
 class KubePort:
     def __init__(
         self, writer: KubeWriter, *, background: bool = False, on_failed: Callable[[], None] | None = None
@@ -129,7 +134,7 @@ class KubePort:
             queues={name: q.api_group for name, q in list(state.queues.items())},
             podgroups={key: pg.api_group for key, pg in list(state.podgroups.items())},
             uids={key: pg.uid for key, pg in list(state.podgroups.items())},
-            pods=feeder.pods(),
+            pods=feeder.pods(_pods_written_about(result)),  # not a copy of every cached pod
             extra_events=rejection_events(feeder),
         )
         if self._status is None:
