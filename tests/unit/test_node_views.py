@@ -5,11 +5,13 @@ would depend on the order tasks happened to be placed in."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 import pytest
 
-from tests.builders import snapshot_of
+from tests.builders import node, pod, pod_term, snapshot_of
+from volsched.cache.state import ClusterState
 from volsched.framework.registry import load_config
 from volsched.framework.runner import open_session
 from volsched.framework.statement import Statement
@@ -90,3 +92,43 @@ def test_incremental_node_views_match_a_fresh_evaluation(config, seed):
                 for name in ("predicate", "fits_idle", "fits_future", "score", "ready_score"):
                     assert np.array_equal(getattr(cached, name), getattr(fresh, name)), (name, probe.key)
     assert placed > 100
+
+
+def test_the_pod_filters_are_asked_once_per_task_until_a_node_changes() -> None:
+    """choose_node, feasible_nodes and blocked_by_pods ask about one task in a row: the filters that
+    depend on other pods answer once; a placement changes their answer and they are asked again."""
+    away = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [pod_term(match={"app": "web"})]
+        }
+    }
+    state = ClusterState()
+    for obj in [
+        node("n1", cpu="4"),
+        node("n2", cpu="4"),
+        node("n3", cpu="4"),
+        pod("web-1", node="n1", labels={"app": "web"}),
+        pod("p", labels={"app": "web"}, affinity=away),
+        pod("q", labels={"app": "web"}),
+    ]:
+        state.apply(obj)
+    session = open_session(state.snapshot(now=5.0), load_config())
+    tasks = {k: t for job in session.jobs.values() for k, t in job.tasks.items()}
+    p, q = tasks["default/p"], tasks["default/q"]
+    asked: list[str] = []
+    flat = session._flat("constraint")
+
+    def counted(name: str, fn: Any) -> Any:
+        return lambda task: (asked.append(task.key), fn(task))[1]
+
+    flat[:] = [(name, counted(name, fn)) for name, fn in flat]
+    session.choose_node(p)
+    assert session.feasible_nodes(p).tolist() == [False, True, True]
+    assert session.blocked_by_pods(p).tolist() == [True, False, False]
+    assert asked == ["default/p"]
+    statement = Statement(session)
+    statement.allocate(q, 1)  # another web pod on n2: p is kept off it now
+    statement.commit()
+    assert session.feasible_nodes(p).tolist() == [False, False, True]
+    assert session.blocked_by_pods(p).tolist() == [True, True, False]
+    assert asked.count("default/p") == 2

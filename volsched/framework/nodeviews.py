@@ -72,6 +72,11 @@ class NodeViews(PointTables):
         #: and how to say so in a pending reason; None: every node.
         self.node_limit: BoolArray | None = None
         self.node_limit_reason = ""
+        #: The constraint filters' answers for the last task asked about: (task, the change log's length
+        #: then, (plugin, mask) of each filter that has one). Actions ask choose_node, feasible_nodes and
+        #: blocked_by_pods about one task in a row; every placement, eviction or undo touches its node
+        #: (and moves the counts the filters read), which ends the answers' use.
+        self._constraint_memo: tuple[Task, int, list[tuple[str, BoolArray]]] | None = None
 
     # --- nodes ------------------------------------------------------------------------------------
 
@@ -181,12 +186,20 @@ class NodeViews(PointTables):
                 return NodeChoice(int(np.argmax(np.where(ok, score, -np.inf))), pipelined=True)
         return NodeChoice(None, reason=self.explain_unfit(task))
 
+    def _constraints(self, task: Task) -> list[tuple[str, BoolArray]]:
+        """Each constraint filter's mask for ``task`` (those with nothing to say about it left out),
+        asked again only once a node changed or another task is asked about."""
+        memo = self._constraint_memo
+        if memo is not None and memo[0] is task and memo[1] == len(self._changes):
+            return memo[2]
+        out = [(name, ok) for name, fn in self._flat("constraint") if (ok := fn(task)) is not None]
+        self._constraint_memo = (task, len(self._changes), out)
+        return out
+
     def _constraint_mask(self, task: Task) -> BoolArray | None:
         mask: BoolArray | None = self.node_limit
-        for _, fn in self._flat("constraint"):
-            ok = fn(task)
-            if ok is not None:
-                mask = ok if mask is None else mask & ok
+        for _, ok in self._constraints(task):
+            mask = ok if mask is None else mask & ok
         return mask
 
     def feasible_nodes(self, task: Task) -> BoolArray:
@@ -211,10 +224,7 @@ class NodeViews(PointTables):
         reliefs = dict(self._flat("constraint_relief"))
         passing: BoolArray | None = None
         could: BoolArray | None = None
-        for name, fn in self._flat("constraint"):
-            ok = fn(task)
-            if ok is None:
-                continue
+        for name, ok in self._constraints(task):  # as feasible_nodes just asked them, mostly
             relief = reliefs.get(name)
             eased = relief(task) if relief is not None else None
             passing = ok if passing is None else passing & ok
