@@ -17,7 +17,18 @@ from kubernetes import client
 from tests.builders import node, pod
 from tests.unit.test_cycle import CONFIG, cache, nodes_of
 from tests.unit.test_writer_throttle import OK, ScriptedServer
-from volsched.cycle import BOUND, FAILED, FENCED, CycleReport, run_cycle
+from volsched.cycle import (
+    BOUND,
+    CONFLICT,
+    FAILED,
+    FENCED,
+    GONE,
+    SKIPPED,
+    BindOutcome,
+    CycleReport,
+    run_cycle,
+)
+from volsched.framework.decisions import Bind
 from volsched.kube.port import KubePort
 from volsched.kube.writer import KubeWriter, WriterSettings
 
@@ -199,3 +210,43 @@ def test_a_bind_failing_in_the_background_calls_for_a_cycle_to_place_the_pod_aga
         port.close()
         writer.close()
         api.close()  # type: ignore[no-untyped-call]
+
+
+class ScriptedWriter:
+    """A writer that answers every bind with ``result`` (the port's contract with its writer, no network)."""
+
+    def __init__(self, result: str) -> None:
+        self.result = result
+        self.settings = WriterSettings(workers=1)
+        self.fence = None
+
+    def holding(self) -> float | None:
+        return None
+
+    def bind(self, bind: Bind, pod: Any, *, holding: float | None = None) -> BindOutcome:
+        return BindOutcome(bind, self.result)
+
+
+@pytest.mark.parametrize(
+    ("result", "called"),
+    [
+        (BOUND, False),
+        (GONE, False),  # deleted: nothing to place
+        (SKIPPED, False),  # not our pod
+        (FENCED, False),  # not sent: this replica may not hold the Lease, a retry would be fenced too
+        (FAILED, True),  # forgotten by the cache: pending again
+        (CONFLICT, True),  # the cache corrected from the API: a new pod by that name is pending
+    ],
+)
+def test_only_a_bind_after_which_the_pod_is_pending_again_calls_for_a_cycle(
+    result: str, called: bool
+) -> None:
+    calls: list[str] = []
+    port = KubePort(ScriptedWriter(result), background=True, on_failed=lambda: calls.append(result))  # type: ignore[arg-type]
+    try:
+        early = port.bind([Bind(pod="default/a", uid="ua", node="n1")], {})
+        assert port.drain(HOLD)
+        assert [o.result for o in [*early, *port.settle()[0]]] == [result]
+        assert calls == ([result] if called else [])
+    finally:
+        port.close()

@@ -33,7 +33,7 @@ from functools import partial
 from typing import Any
 
 from volsched.cache.feeder import Feeder
-from volsched.cycle import BOUND, FAILED, BindOutcome, EvictOutcome, StatusReport
+from volsched.cycle import CONFLICT, FAILED, BindOutcome, EvictOutcome, StatusReport
 from volsched.framework.decisions import Bind, Event, Evict, SessionResult
 from volsched.kube.podgroups import ConflictReporter, PodGroupCreator
 from volsched.kube.writer import EventTarget, KubeWriter
@@ -50,13 +50,19 @@ def _pods_written_about(result: SessionResult) -> set[str]:
     return {*result.unschedulable, *(f"{e.namespace}/{e.name}" for e in result.events if e.kind == "Pod")}
 
 
+#: Bind outcomes after which the pod is pending again in the cache (see cycle._settle): worth a cycle.
+_RETRY = frozenset((FAILED, CONFLICT))
+
+
 class KubePort:
     def __init__(
         self, writer: KubeWriter, *, background: bool = False, on_failed: Callable[[], None] | None = None
     ) -> None:
         self.writer = writer
-        #: Called (on the thread that saw it, must not block) when a bind comes back other than bound: only
-        #: a later cycle corrects the cache and places the pod again, so one is called for.
+        #: Called (on the thread that saw it, must not block) when a bind comes back FAILED or CONFLICT: the
+        #: pod is pending again (or a new one by that name is), and only a later cycle corrects the cache and
+        #: places it, so one is called for. Not for GONE (deleted), SKIPPED (not ours) or FENCED (unsent
+        #: because this replica may not hold the Lease: a retry would be refused the same way).
         self.on_failed = on_failed
         self.podgroups = PodGroupCreator(writer)
         self.conflicts = ConflictReporter(writer)
@@ -102,7 +108,7 @@ class KubePort:
             self._binds_done.append(outcome)
             self._binds_in_flight -= 1
             self._lock.notify_all()
-        if outcome.result != BOUND and self.on_failed is not None:
+        if outcome.result in _RETRY and self.on_failed is not None:
             self.on_failed()
 
     def _take_binds(self) -> list[BindOutcome]:
