@@ -131,6 +131,16 @@ LEFT_WAITING: list[tuple[str, list[Obj], bool]] = [
         ],
         True,
     ),
+    (
+        "a pod without a PodGroup pipelined onto the room its victim frees",
+        [
+            node("n1", cpu="10"), queue("q"), *PRIORITIES,
+            podgroup("v", ns="ns", queue="q", min_member=1, priority_class="low"),
+            *(pod(f"v-{i}", ns="ns", group="v", node="n1", priority_class="low") for i in range(9)),
+            pod("a", cpu="2", priority_class="high"),
+        ],
+        True,
+    ),
 ]  # fmt: skip
 
 

@@ -191,6 +191,9 @@ class SessionResult:
     events: list[Event] = field(default_factory=list)
     #: Pending pods this session could not place, with the reason (the PodScheduled=False message).
     unschedulable: dict[str, str] = field(default_factory=dict)
+    #: Pods of ours pipelined onto the room their victims free: pending (neither bound nor unschedulable)
+    #: until the victims go, with or without a PodGroup.
+    pipelined: int = 0
     #: Why jobs and pods were refused, as data, by object (``PodGroup ns/name``, ``Pod ns/name``); the
     #: events, ``unschedulable`` and each PodGroup's ``unschedulable`` are these rendered.
     rejections: dict[str, tuple[Status, ...]] = field(default_factory=dict)

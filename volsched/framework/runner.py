@@ -134,6 +134,7 @@ def _render_status(session: Session) -> dict[str, PodGroupPhase]:
         phases[job.key] = phase
         if pending:
             pending_jobs.add(job.key)
+            result.pipelined += job.status_count[TaskStatus.PIPELINED]
         if job.podgroup is None:
             continue
         rejections = tuple(errors.get(job.key, ())) if phase is not PodGroupPhase.RUNNING else ()

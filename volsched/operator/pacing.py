@@ -15,9 +15,13 @@ from volsched.framework.decisions import SessionResult
 
 def pods_wait(result: SessionResult) -> bool:
     """Whether the session left pods of ours waiting, so that capacity freeing calls for a session: pods
-    it could not place, and gangs' pods pipelined onto the room their victims free (pending, not
-    unschedulable: their victims going is what they wait for)."""
-    return bool(result.unschedulable) or any(pg.pending for pg in result.podgroups.values())
+    it could not place, and pods pipelined onto the room their victims free (pending, not unschedulable:
+    their victims going is what they wait for), in a gang or standalone (no PodGroup status)."""
+    return (
+        bool(result.unschedulable)
+        or result.pipelined > 0
+        or any(pg.pending for pg in result.podgroups.values())
+    )
 
 
 @dataclass(frozen=True)
