@@ -217,7 +217,7 @@ def one(nodes: int, case: str) -> dict[str, float | str]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int)
-    parser.add_argument("--case", choices=CASES, help="one case only (default: both)")
+    parser.add_argument("--case", choices=CASES, help="one case only (default: every case)")
     parser.add_argument("--json", action="store_true", help="print one JSON line (used per grid point)")
     args = parser.parse_args()
     if args.nodes and args.json:

@@ -186,6 +186,8 @@ def main() -> None:
     )
     parser.add_argument("--json", action="store_true", help="one grid point, as JSON (used by the grid)")
     args = parser.parse_args()
+    if (args.json or args.profile) and not (args.nodes and args.pods):
+        parser.error("--profile and --json run one grid point: give --nodes and --pods too")
     if args.json or args.profile:
         print(json.dumps(one(args.nodes, args.pods, args.cycles, args.profile, args.config)))
         return
