@@ -15,12 +15,25 @@ from typing import Any
 
 import pytest
 
-from tests.builders import Obj, namespace, node, pod, podgroup, priority_class, pv, pvc, queue, quota
+from tests.builders import (
+    Obj,
+    namespace,
+    node,
+    pod,
+    podgroup,
+    priority_class,
+    pv,
+    pvc,
+    queue,
+    quota,
+    volcano,
+)
 from tests.unit.test_cycle import cache
 from tests.unit.test_each_action import PRIORITIES, gang
 from tests.unit.test_idle_sessions import bound_event
 from tests.unit.test_operator_volcano_follow import KUBECONFIG
 from volsched.cache.doorbell import Doorbell, Rings
+from volsched.cache.volcano import VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.cycle import NullPort, run_cycle
 from volsched.framework.registry import load_config
 from volsched.operator import Operator, Settings
@@ -291,6 +304,47 @@ def test_an_object_sent_again_unchanged_neither_rings_nor_counts_as_a_change(
     feeder.state.doorbell.take()
     before = feeder.state.changes
     assert feeder.apply(obj["kind"], versioned(obj, 60))
+    assert feeder.state.doorbell.take() == (FREED if differs else NONE)
+    assert (feeder.state.changes != before) is differs
+
+
+#: (what the watch sends: kind and object, whether it differs from what the cache holds). The cache holds
+#: PodGroup "g" (minMember 1, queue q, phase Inqueue: the status volsched wrote) and Queue "q" (weight 1),
+#: ours and Volcano's "vg"/"vq" alike; pod "a" of ours waits. The same object again (the echo of a status
+#: volsched wrote, another resourceVersion) is nothing a session reads: no session, no change for IdleSkip.
+GROUPS_AGAIN: list[tuple[str, str, Obj, bool]] = [
+    ("a PodGroup's status echoed", "PodGroup", podgroup("g", queue="q", phase="Inqueue"), False),
+    ("a PodGroup's minMember changed", "PodGroup", podgroup("g", min_member=2, queue="q", phase="Inqueue"), True),
+    ("a PodGroup's phase changed", "PodGroup", podgroup("g", queue="q", phase="Pending"), True),
+    ("a Queue again", "Queue", queue("q"), False),
+    ("a Queue's weight changed", "Queue", queue("q", weight=2), True),
+    ("a Volcano PodGroup again", VOLCANO_PODGROUP, volcano(podgroup("vg", queue="q", phase="Inqueue")), False),
+    (
+        "a Volcano PodGroup's minMember changed",
+        VOLCANO_PODGROUP,
+        volcano(podgroup("vg", min_member=2, queue="q", phase="Inqueue")),
+        True,
+    ),
+    ("a Volcano Queue again", VOLCANO_QUEUE, volcano(queue("vq")), False),
+    ("a Volcano Queue's weight changed", VOLCANO_QUEUE, volcano(queue("vq", weight=3)), True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("what", "kind", "obj", "differs"), GROUPS_AGAIN, ids=[a[0] for a in GROUPS_AGAIN])
+def test_a_podgroup_or_queue_sent_again_unchanged_neither_rings_nor_counts_as_a_change(
+    what: str, kind: str, obj: Obj, differs: bool
+) -> None:
+    feeder = cache(node("n1", cpu="4"), pod("a"))
+    for k, held in [
+        ("Queue", queue("q")),
+        ("PodGroup", podgroup("g", queue="q", phase="Inqueue")),
+        (VOLCANO_QUEUE, volcano(queue("vq"))),
+        (VOLCANO_PODGROUP, volcano(podgroup("vg", queue="q", phase="Inqueue"))),
+    ]:
+        assert feeder.apply(k, versioned(held, 50))
+    feeder.state.doorbell.take()
+    before = feeder.state.changes
+    assert feeder.apply(kind, versioned(obj, 60))
     assert feeder.state.doorbell.take() == (FREED if differs else NONE)
     assert (feeder.state.changes != before) is differs
 

@@ -199,27 +199,38 @@ class ClusterState:
                     self._by_class.pop(key, None)
             elif kind == "PodGroup":
                 pg = build_podgroup(obj)
-                ring = FREED if self._own.get(("PodGroup", pg.key)) != pg else None  # not our status
-                self._own[("PodGroup", pg.key)] = pg
-                self._resolve("PodGroup", pg.key)
+                same = self._own.get(("PodGroup", pg.key)) == pg  # the echo of our status, say
+                if not same:
+                    self._own[("PodGroup", pg.key)] = pg
+                    self._resolve("PodGroup", pg.key)
             elif kind == "Queue":
                 q = build_queue(obj)
-                ring = FREED if self._own.get(("Queue", q.name)) != q else None
-                self._own[("Queue", q.name)] = q
-                self._own_queue_uids[q.name] = str((obj.get("metadata") or {}).get("uid") or "")
-                self._resolve("Queue", q.name)
+                uid = str((obj.get("metadata") or {}).get("uid") or "")
+                same = self._own.get(("Queue", q.name)) == q and self._own_queue_uids.get(q.name) == uid
+                if not same:
+                    self._own[("Queue", q.name)] = q
+                    self._own_queue_uids[q.name] = uid
+                    self._resolve("Queue", q.name)
             elif kind == VOLCANO_PODGROUP:
                 pg = build_volcano_podgroup(obj)
-                ring = FREED if self._volcano.get(("PodGroup", pg.key)) != pg else None
-                self._volcano[("PodGroup", pg.key)] = pg
-                self.volcano_uids[("PodGroup", pg.key)] = pg.uid
-                self._resolve("PodGroup", pg.key)
+                same = self._volcano.get(("PodGroup", pg.key)) == pg and (
+                    self.volcano_uids.get(("PodGroup", pg.key)) == pg.uid
+                )
+                if not same:
+                    self._volcano[("PodGroup", pg.key)] = pg
+                    self.volcano_uids[("PodGroup", pg.key)] = pg.uid
+                    self._resolve("PodGroup", pg.key)
             elif kind == VOLCANO_QUEUE:
                 q = build_volcano_queue(obj)
-                ring = FREED if self._volcano.get(("Queue", q.name)) != q else None
-                self._volcano[("Queue", q.name)] = q
-                self.volcano_uids[("Queue", q.name)] = str((obj.get("metadata") or {}).get("uid") or "")
-                self._resolve("Queue", q.name)
+                uid = str((obj.get("metadata") or {}).get("uid") or "")
+                same = (
+                    self._volcano.get(("Queue", q.name)) == q
+                    and self.volcano_uids.get(("Queue", q.name)) == uid
+                )
+                if not same:
+                    self._volcano[("Queue", q.name)] = q
+                    self.volcano_uids[("Queue", q.name)] = uid
+                    self._resolve("Queue", q.name)
             elif kind == "ResourceQuota":
                 meta = obj.get("metadata") or {}
                 if not meta.get("namespace") or not meta.get("name"):
