@@ -8,6 +8,7 @@ reused)."""
 
 from __future__ import annotations
 
+import gc
 import random
 import threading
 from collections.abc import Mapping, Sequence
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.builders import node, pod, podgroup, priority_class, pv, pvc, queue
+from tests.builders import node, pod, podgroup, pods, priority_class, pv, pvc, queue
 from tests.unit.test_owner_podgroups import owned
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
@@ -312,6 +313,35 @@ def test_the_walk_reaches_every_kind_of_change() -> None:
             rebuilt += builder.rebuilt
             reused += len(walk.feeder.state.tasks) - builder.rebuilt
     assert reused > 500 and rebuilt > 50
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_the_first_snapshot_of_a_large_cache_runs_no_cyclic_collection(collecting: bool) -> None:
+    # The first snapshot makes a few objects per pod and frees none: every collection meanwhile would
+    # rescan the growing heap for nothing (the cost grew faster than the cache). Counted, not timed.
+    feeder = Feeder(ClusterState())
+    for i in range(20):
+        feeder.apply("Node", node(f"n{i}"))
+    for p in pods("p", 2_000, ns="a"):
+        feeder.apply("Pod", p)
+    started: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started.append(info["generation"])
+
+    was = gc.isenabled()
+    (gc.enable if collecting else gc.disable)()
+    gc.callbacks.append(count)
+    try:
+        snap = feeder.state.snapshot(now=1.0)
+        after = gc.isenabled()
+    finally:
+        gc.callbacks.remove(count)
+        (gc.enable if was else gc.disable)()
+    assert len(snap.jobs) == 2_000
+    assert started == []
+    assert after is collecting  # the collector is left as it was found
 
 
 def test_a_priority_class_event_changes_the_priority_of_its_pods_only() -> None:
