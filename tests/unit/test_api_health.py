@@ -45,6 +45,31 @@ def test_kopf_and_urllib3_retry_lines_are_counted_not_printed() -> None:
     assert health.down and health.failures == 2
 
 
+def test_a_429_kopf_retries_is_an_answer_not_an_outage(caplog: pytest.LogCaptureFixture) -> None:
+    """After a restart the apiserver answers kopf's watches 429 "storage is (re)initializing" for a moment,
+    between calls that succeed: no false outage (two lines each time) while it is up; counted while down."""
+    health = ApiHealth()
+    quiet = QuietRetries(health)
+    throttled = (
+        "Request attempt #1/9 failed; will retry: GET https://x/apis/scheduling.volsched.io/v1beta1/queues"
+        " -> APITooManyRequestsError('storage is (re)initializing', {'code': 429}, status=429)"
+    )
+
+    def record() -> logging.LogRecord:
+        return logging.LogRecord(
+            "kopf._cogs.clients.watching", logging.ERROR, __file__, 1, throttled, None, None
+        )
+
+    with caplog.at_level(logging.INFO, logger="volsched.kube"):
+        for _ in range(3):
+            assert not quiet.filter(record())  # not printed by kopf either
+            health.ok()
+        assert not health.down and health.outages == 0 and caplog.records == []
+        health.failed("lease", ConnectionRefusedError("refused"))
+        assert not quiet.filter(record())
+        assert health.down and health.failures == 2 and health.outages == 1
+
+
 @pytest.mark.parametrize(
     ("exc", "unreachable"),
     [

@@ -70,7 +70,10 @@ class ApiHealth:
 
 class QuietRetries(logging.Filter):
     """A handler filter: kopf's per-attempt request failures and urllib3's retry warnings become
-    :meth:`ApiHealth.failed` calls instead of log lines."""
+    :meth:`ApiHealth.failed` calls instead of log lines. A 429 that kopf retries (the apiserver
+    throttling, or answering "storage is (re)initializing" for a moment after it starts) is an answer,
+    not an outage: while the apiserver is up it is dropped quietly, or else every 429 between two
+    successful calls would log a false outage and its end; during an outage it is counted with it."""
 
     def __init__(self, health: ApiHealth) -> None:
         super().__init__()
@@ -81,6 +84,9 @@ class QuietRetries(logging.Filter):
         if name.startswith("kopf") or name.startswith("urllib3"):
             message = record.getMessage()
             if "Request attempt" in message or message.startswith("Retrying ("):
-                self.health.failed(name, message.rsplit(" -> ", 1)[-1][:300])
+                cause = message.rsplit(" -> ", 1)[-1]
+                if "TooManyRequests" in cause and not self.health.down:
+                    return False  # an answer: kopf waits its Retry-After and asks again
+                self.health.failed(name, cause[:300])
                 return False
         return True
