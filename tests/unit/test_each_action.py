@@ -5,6 +5,7 @@ The scenario tests (tests/sim) run whole sessions over many cycles; these name t
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from volsched.cache.state import ClusterState
 from volsched.framework.decisions import Code, SessionResult, Status, render
 from volsched.framework.registry import load_config, make_actions
 from volsched.framework.runner import close_session, open_session
+from volsched.framework.session import Session
 from volsched.model.vocabulary import Task
 
 Obj = dict[str, Any]
@@ -22,12 +24,16 @@ TIERS = (Path(__file__).resolve().parents[2] / "examples" / "reclaim-preempt-sch
 PRIORITIES = [priority_class("low", 1), priority_class("high", 100)]
 
 
-def run_action(action: str, objects: list[Obj]) -> SessionResult:
+def run_action(
+    action: str, objects: list[Obj], *, on_open: Callable[[Session], None] | None = None
+) -> SessionResult:
     state = ClusterState()
     for obj in objects:
         state.apply(obj)
     config = load_config(text=re.sub(r"^actions: .*$", f'actions: "{action}"', TIERS, flags=re.M))
     session = open_session(state.snapshot(now=1.0), config)
+    if on_open is not None:
+        on_open(session)
     (only,) = make_actions(config)
     only.execute(session)
     return close_session(session)
@@ -284,26 +290,30 @@ def test_statuses_render_together_as_one_line() -> None:
     assert render([first, later]) == "gang g: 0/2 tasks could be placed; reclaim: nothing to take"
 
 
+def preempt_counting_asks(objects: list[Obj]) -> tuple[list[set[str]], SessionResult]:
+    """Run preempt alone over ``objects``; returns the nodes of each candidate list the plugins were
+    asked about (``session.preemptable``), in order, and the session's result."""
+    asked: list[set[str]] = []
+
+    def count(session: Session) -> None:
+        preemptable = session.preemptable
+
+        def counted(preemptor: Task, candidates: list[Task]) -> list[Task]:
+            asked.append({t.node_name or "" for t in candidates})
+            return preemptable(preemptor, candidates)
+
+        session.preemptable = counted  # type: ignore[method-assign]
+
+    return asked, run_action("preempt", objects, on_open=count)
+
+
 def test_preempt_asks_the_plugins_only_on_nodes_where_evicting_could_make_room() -> None:
     """n1..n3 hold 2 cpu preempt may take at most (the plugins name 1), n4 holds 4: a 3-cpu task is
     tried on n4 alone, the others are ruled out by the numbers, over all nodes at once."""
-    state = ClusterState()
-    for obj in [*SPARE_ONE_CPU_EACH, node("n4", cpu="4"), *running("lo-n4", size=4, on="n4"),
-                *gang("g", size=1, cpu="3", phase="Inqueue", priority_class="low")]:  # fmt: skip
-        state.apply(obj)
-    config = load_config(text=re.sub(r"^actions: .*$", 'actions: "preempt"', TIERS, flags=re.M))
-    session = open_session(state.snapshot(now=1.0), config)
-    asked: list[set[str]] = []
-    preemptable = session.preemptable
-
-    def counted(preemptor: Task, candidates: list[Task]) -> list[Task]:
-        asked.append({t.node_name or "" for t in candidates})
-        return preemptable(preemptor, candidates)
-
-    session.preemptable = counted  # type: ignore[method-assign]
-    (only,) = make_actions(config)
-    only.execute(session)
-    result = close_session(session)
+    asked, result = preempt_counting_asks(
+        [*SPARE_ONE_CPU_EACH, node("n4", cpu="4"), *running("lo-n4", size=4, on="n4"),
+         *gang("g", size=1, cpu="3", phase="Inqueue", priority_class="low")]
+    )  # fmt: skip
     assert asked == [{"n4"}]
     assert len(result.evictions) == 3
     assert {e.node for e in result.evictions} == {"n4"}
@@ -312,24 +322,11 @@ def test_preempt_asks_the_plugins_only_on_nodes_where_evicting_could_make_room()
 def test_preempt_that_fails_does_not_ask_the_plugins_on_the_nodes_the_numbers_ruled_out() -> None:
     """As above, but n4 holds two pods of a higher priority: the plugins name one pod there, too few, and
     the task fails; n1..n3 are never walked pod by pod to say so (the numbers say it)."""
-    state = ClusterState()
-    for obj in [*SPARE_ONE_CPU_EACH, node("n4", cpu="4"), *running("hi-n4", size=2, on="n4", prio="high"),
-                *running("lo-n4", size=2, on="n4"),
-                *gang("g", size=1, cpu="3", phase="Inqueue", priority_class="low")]:  # fmt: skip
-        state.apply(obj)
-    config = load_config(text=re.sub(r"^actions: .*$", 'actions: "preempt"', TIERS, flags=re.M))
-    session = open_session(state.snapshot(now=1.0), config)
-    asked: list[set[str]] = []
-    preemptable = session.preemptable
-
-    def counted(preemptor: Task, candidates: list[Task]) -> list[Task]:
-        asked.append({t.node_name or "" for t in candidates})
-        return preemptable(preemptor, candidates)
-
-    session.preemptable = counted  # type: ignore[method-assign]
-    (only,) = make_actions(config)
-    only.execute(session)
-    result = close_session(session)
+    asked, result = preempt_counting_asks(
+        [*SPARE_ONE_CPU_EACH, node("n4", cpu="4"), *running("hi-n4", size=2, on="n4", prio="high"),
+         *running("lo-n4", size=2, on="n4"),
+         *gang("g", size=1, cpu="3", phase="Inqueue", priority_class="low")]
+    )  # fmt: skip
     assert asked == [{"n4"}]
     assert not result.evictions
     assert "at most cpu 2 free of 3" in render(result.rejections[REFUSED])
