@@ -23,15 +23,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
-import subprocess
-import sys
 import time
 import tracemalloc
 from typing import Any
 
-from machine import describe
+from machine import describe, in_fresh_process
 
 GRID = [(1_000, 10_000), (5_000, 50_000)]
 
@@ -180,16 +177,7 @@ def main() -> None:
 
     print(describe(f"numpy {numpy.__version__}"))
     for nodes, pods in grid:
-        cmd = [
-            sys.executable,
-            os.path.abspath(__file__),
-            "--json",
-            "--nodes",
-            str(nodes),
-            "--pods",
-            str(pods),
-        ]
-        r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+        r = in_fresh_process(__file__, "--nodes", str(nodes), "--pods", str(pods))
         print(
             f"{nodes:>6} nodes x {pods:>6} pods: apply {r['apply_ms_per_pod']:.3f} ms/pod, "
             f"cache {r['cache_bytes_per_pod'] / 1024:.1f} KiB/pod; snapshot quiet {r['snapshot_quiet_ms']:.0f} ms, "

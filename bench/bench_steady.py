@@ -24,14 +24,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
-import sys
 import time
 from typing import Any
 
-from machine import describe
+from machine import describe, in_fresh_process
 
 GRID = [(1_000, 10_000), (5_000, 50_000)]
 ARRIVING = 50  # new pending pods per cycle
@@ -196,17 +193,8 @@ def main() -> None:
 
     print(describe(f"numpy {numpy.__version__}"))
     for nodes, pods in grid:
-        cmd = [
-            sys.executable,
-            os.path.abspath(__file__),
-            "--json",
-            "--nodes",
-            str(nodes),
-            "--pods",
-            str(pods),
-        ]
-        cmd += ["--cycles", str(args.cycles)] + (["--config", args.config] if args.config else [])
-        r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+        more = ["--cycles", str(args.cycles)] + (["--config", args.config] if args.config else [])
+        r = in_fresh_process(__file__, "--nodes", str(nodes), "--pods", str(pods), *more)
         m = r["median"]
         print(
             f"{nodes:>6} nodes x {pods:>6} bound pods (+{ARRIVING} arriving a cycle, median of {r['cycles']} "

@@ -1,11 +1,16 @@
 """The one line every benchmark prints about the machine it ran on (the host, cpu model, cores, load
-average, Python and the libraries that decide the figures). Benchmarks import it as ``machine`` because
+average, Python and the libraries that decide the figures), and :func:`in_fresh_process`, which runs one
+grid point of a benchmark in a process of its own. Benchmarks import it as ``machine`` because
 ``python bench/X.py`` puts this folder on the path."""
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import subprocess
+import sys
+from typing import Any
 
 
 def _cpu_model() -> str:
@@ -33,3 +38,10 @@ def describe(*libraries: str) -> str:
         platform.platform(),
     ]
     return " | ".join(parts)
+
+
+def in_fresh_process(script: str, *args: str) -> Any:
+    """``script --json *args`` in a new Python process (its peak RSS its own, nothing warm from an earlier
+    grid point); returns the JSON it printed."""
+    cmd = [sys.executable, os.path.abspath(script), "--json", *args]
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
