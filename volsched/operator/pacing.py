@@ -51,9 +51,10 @@ class Pacer:
         """Seconds from ``now`` until the next session should start (0: start it now).
 
         ``started``/``ended``: when the last session started and ended (one monotonic clock); ``rings``:
-        what the doorbell heard since that session started (a retry waits ``retry_gap`` at least); ``waiting``: the last session left pods of
-        ours pending (then freed capacity is worth a session too); a follower (not ``leader``) reads the
-        Lease every ``retry_every`` (at most every period) and is never called by the doorbell."""
+        what the doorbell heard since that session started (a retry waits ``retry_gap`` at least);
+        ``waiting``: the last session left pods of ours pending (then freed capacity is worth a session
+        too); a follower (not ``leader``) reads the Lease every ``retry_every`` (at most every period)
+        and is never called by the doorbell."""
         if not leader:
             return max(0.0, started + min(self.period, retry_every) - now)
         due = started + self.period
