@@ -13,7 +13,6 @@ This module does no I/O.
 
 from __future__ import annotations
 
-import gc
 import sys
 import threading
 import time
@@ -30,6 +29,7 @@ from volsched.cache.volcano import (
     build_volcano_queue,
     conflict_message,
 )
+from volsched.gcpause import pause_collector, resume_collector
 from volsched.model.cluster import ClusterSnapshot, copy_task
 from volsched.model.decode import (
     build_node,
@@ -573,8 +573,7 @@ class ClusterState:
             # (nor makes cycles): the cyclic collector would only rescan the growing heap, again and
             # again (half the time at 50,000 pending pods, more the larger the cache). A later snapshot
             # makes few objects: no collection is missed that the next allocation would not start.
-            collecting = gc.isenabled()
-            gc.disable()
+            pause_collector()
             try:
                 self._builder.prepare(view)
                 derived = self._derived(self._builder.owner_groups(view))
@@ -583,8 +582,7 @@ class ClusterState:
                     view, podgroups=[*view.podgroups.values(), *derived], now=now, carryover=self.carryover
                 )
             finally:
-                if collecting:
-                    gc.enable()
+                resume_collector()
             snap.problems.extend(self.derived_problems)
             return snap
 

@@ -15,7 +15,6 @@ line. Pure parsing: no I/O.
 
 from __future__ import annotations
 
-import gc
 import re
 from typing import Any
 
@@ -33,6 +32,7 @@ from yaml.events import (
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
+from volsched.gcpause import pause_collector, resume_collector
 from volsched.model.errors import InputError
 
 #: Deepest nesting of maps and lists accepted (a Pod template in a List is about 15 deep).
@@ -218,8 +218,7 @@ def load_all(data: str | bytes, *, source: str) -> list[Any]:
     docs: list[Any] = []
     # Loading allocates millions of objects and frees none (nor makes cycles: recursive aliases are
     # refused), so the cyclic collector would only rescan the growing heap: a third of the time.
-    collecting = gc.isenabled()
-    gc.disable()
+    pause_collector()
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -231,8 +230,7 @@ def load_all(data: str | bytes, *, source: str) -> list[Any]:
         raise InputError(f"cannot load: {detail}", source=f"{source}: document {len(docs) + 1}") from None
     finally:
         loader.dispose()
-        if collecting:
-            gc.enable()
+        resume_collector()
     return docs
 
 

@@ -1,0 +1,33 @@
+"""Sections that pause the cyclic collector from different threads, overlapping in any order."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+from volsched.gcpause import pause_collector, resume_collector
+
+
+@pytest.fixture(autouse=True)
+def _collector_on() -> Iterator[None]:
+    gc.enable()
+    yield
+    gc.enable()
+
+
+def test_overlapping_sections_keep_the_collector_off_until_the_last_one_leaves() -> None:
+    pause_collector()  # a snapshot, say
+    pause_collector()  # a YAML load on another thread
+    resume_collector()  # the snapshot ends first
+    assert not gc.isenabled()  # the load is still making objects
+    resume_collector()
+    assert gc.isenabled()
+
+
+def test_a_section_that_found_the_collector_off_leaves_it_off() -> None:
+    gc.disable()
+    pause_collector()
+    resume_collector()
+    assert not gc.isenabled()
