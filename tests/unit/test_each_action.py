@@ -356,3 +356,21 @@ def test_preempt_takes_the_next_job_by_its_share_after_earlier_preemptions_took_
     assert render(result.rejections["Pod ns/x-2"]) == (
         "preempt: task x-2: preempt: no pod may be evicted for it on the 3 node(s) it could use"
     )
+
+
+def test_unschedulable_pods_are_their_rejections_rendered() -> None:
+    """What a pending pod's PodScheduled condition says is its rejection rendered: a pod the snapshot
+    refused (its PodGroup is missing) as much as the pods of a gang allocate refused; a PodGroup's own
+    rejection names no pod."""
+    objects = [
+        node("n1", cpu="2"), queue("q"), *gang("big", size=3, phase="Inqueue"),
+        pod("lost", ns="ns", group="nowhere"),
+    ]  # fmt: skip
+    result = run_action("allocate", objects)
+    assert sorted(result.unschedulable) == ["ns/big-0", "ns/big-1", "ns/big-2", "ns/lost"]
+    assert result.unschedulable_pods == list(result.unschedulable)
+    assert result.unschedulable["ns/lost"] == "pod group nowhere does not exist"
+    assert result.rejections["Pod ns/lost"][0].code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    for key, message in result.unschedulable.items():
+        assert message and message == render(result.rejections[f"Pod {key}"])
+    assert "PodGroup ns/big" in result.rejections

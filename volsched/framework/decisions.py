@@ -189,13 +189,12 @@ class SessionResult:
     queues: dict[str, QueueStatus] = field(default_factory=dict)
     namespaces: dict[str, dict[str, Any]] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
-    #: Pending pods this session could not place, with the reason (the PodScheduled=False message).
-    unschedulable: dict[str, str] = field(default_factory=dict)
     #: Pods of ours pipelined onto the room their victims free: pending (neither bound nor unschedulable)
     #: until the victims go, with or without a PodGroup.
     pipelined: int = 0
     #: Why jobs and pods were refused, as data, by object (``PodGroup ns/name``, ``Pod ns/name``); the
-    #: events, ``unschedulable`` and each PodGroup's ``unschedulable`` are these rendered.
+    #: events, ``unschedulable`` and each PodGroup's ``unschedulable`` are these rendered. A ``Pod`` entry
+    #: is a pending pod this session could not place, and nothing else.
     rejections: dict[str, tuple[Status, ...]] = field(default_factory=dict)
     #: State kept across sessions (plugins' ``session.carryover``): the drivers store it back for the
     #: next session. A copy: the session never writes the cache's own.
@@ -206,3 +205,14 @@ class SessionResult:
     @property
     def changed(self) -> bool:
         return bool(self.binds or self.evictions)
+
+    @property
+    def unschedulable_pods(self) -> list[str]:
+        """The pending pods (``ns/name``) this session could not place: those with a ``Pod`` rejection."""
+        return [key[4:] for key in self.rejections if key.startswith("Pod ")]
+
+    @property
+    def unschedulable(self) -> dict[str, str]:
+        """The pending pods this session could not place, with the reason (the PodScheduled=False
+        message): their rejections rendered (a new dict each call)."""
+        return {key[4:]: render(why) for key, why in self.rejections.items() if key.startswith("Pod ")}

@@ -14,7 +14,15 @@ from collections.abc import Iterable
 import numpy as np
 
 from volsched.framework.config import SchedulerConfig
-from volsched.framework.decisions import Event, PodGroupStatus, QueueStatus, SessionResult, render
+from volsched.framework.decisions import (
+    Code,
+    Event,
+    PodGroupStatus,
+    QueueStatus,
+    SessionResult,
+    Status,
+    render,
+)
 from volsched.framework.registry import make_actions, make_plugins
 from volsched.framework.session import Action, BindSink, Session
 from volsched.model.cluster import ClusterSnapshot, Job
@@ -213,7 +221,7 @@ def _render_events(session: Session, phases: dict[str, PodGroupPhase]) -> None:
         ns, _, name = ref.rpartition("/")
         result.events.append(Event(kind=kind, namespace=ns, name=name, reason=reason, message=message))
         if kind == "Pod":  # it cannot be scheduled either: its PodScheduled condition says why
-            result.unschedulable[ref] = message
+            result.rejections[obj] = (Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "snapshot", (message,)),)
     errors = session.job_errors
     # Only a job with pending tasks or refusals has anything to say.
     speaking = [j for j in session.jobs.values() if j.status_count[TaskStatus.PENDING] or j.key in errors]
@@ -238,7 +246,6 @@ def _render_events(session: Session, phases: dict[str, PodGroupPhase]) -> None:
             if not why:
                 continue
             result.rejections[f"Pod {task.key}"] = (fit,) if fit is not None else tuple(job_statuses)
-            result.unschedulable[task.key] = why
             result.events.append(
                 Event(
                     kind="Pod",

@@ -47,7 +47,10 @@ REJECTED = "Rejected"
 
 def _pods_written_about(result: SessionResult) -> set[str]:
     """The pods whose condition or events a session's status writes may touch."""
-    return {*result.unschedulable, *(f"{e.namespace}/{e.name}" for e in result.events if e.kind == "Pod")}
+    return {
+        *result.unschedulable_pods,
+        *(f"{e.namespace}/{e.name}" for e in result.events if e.kind == "Pod"),
+    }
 
 
 #: Bind outcomes after which the pod is pending again in the cache (see cycle._settle): worth a cycle.

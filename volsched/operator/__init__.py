@@ -444,7 +444,7 @@ class Operator:
             log.info(
                 "session %d: %d to bind, %d bound, %d evicted, %d unschedulable (%.1f ms)",
                 self.sessions, len(result.binds), report.count(BOUND), report.evicted(),
-                len(result.unschedulable), 1000 * result.timings.get("session", 0.0),
+                len(result.unschedulable_pods), 1000 * result.timings.get("session", 0.0),
             )  # fmt: skip
         return result, report
 

@@ -92,8 +92,9 @@ class Metrics:
                 self.plugin.labels(name, point).observe(seconds)
         if report is not None:
             self.observe_outcomes(report)
-        if result.unschedulable:
-            self.attempts.labels("unschedulable").inc(len(result.unschedulable))
+        unschedulable = result.unschedulable_pods
+        if unschedulable:
+            self.attempts.labels("unschedulable").inc(len(unschedulable))
         seen: dict[Gauge, set[tuple[str, ...]]] = {
             self.deserved: set(),
             self.allocated: set(),

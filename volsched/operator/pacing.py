@@ -18,7 +18,7 @@ def pods_wait(result: SessionResult) -> bool:
     it could not place, and pods pipelined onto the room their victims free (pending, not unschedulable:
     their victims going is what they wait for), in a gang or standalone (no PodGroup status)."""
     return (
-        bool(result.unschedulable)
+        bool(result.unschedulable_pods)
         or result.pipelined > 0
         or any(pg.pending for pg in result.podgroups.values())
     )
