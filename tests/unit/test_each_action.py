@@ -249,6 +249,26 @@ REJECTIONS = [
         " memory 8Gi)",
         id="preempt-says-when-each-resource-is-there-but-never-all-on-one-node",
     ),
+    pytest.param(
+        "preempt",
+        # n1 has the cpu but runs more pods than it may (evicting a-0 leaves no pod slot); n2 has slots but
+        # not the cpu: the pod count is what falls short on n1, and the message must say so.
+        [node("n1", cpu="8", pods="2"), node("n2", cpu="4"), queue("q"), queue("o"), *PRIORITIES,
+         podgroup("a", ns="ns", queue="q", min_member=1, phase="Running"),
+         pod("a-0", ns="ns", cpu="1", group="a", node="n1"),
+         podgroup("b", ns="ns", queue="o", min_member=1, phase="Running"),
+         *(pod(f"b-{i}", ns="ns", cpu="0.5", group="b", node="n1") for i in range(2)),
+         pod("b-2", ns="ns", cpu="3.5", group="b", node="n2"),
+         podgroup("d", ns="ns", queue="q", min_member=1, phase="Running"),
+         pod("d-0", ns="ns", cpu="0.5", group="d", node="n2"),
+         podgroup("g", ns="ns", queue="q", min_member=1, phase="Inqueue", priority_class="low"),
+         pod("g-0", ns="ns", cpu="3", group="g", priority_class="low")],
+        [(Code.UNSCHEDULABLE, "preempt")],
+        "preempt: task g-0: preempt: on the 2 node(s) with pods it may take, evicting all of them would not"
+        " make room: cpu 3, pods 1 are never free together on one node (the most on any node: cpu 7,"
+        " pods 109)",
+        id="preempt-names-the-pod-count-when-that-is-what-falls-short",
+    ),
 ]  # fmt: skip
 
 

@@ -354,7 +354,7 @@ def _most_freed(session: Session, task: Task, reach: Vector, need: BoolArray) ->
     """The most any one of the nodes (the rows of ``reach``, over the dimensions in ``need``) could have
     free, against what ``task`` needs: the resources that fall short on every node, or, when each is
     there on some node but never all on one, what it needs and the most of each (the pod count left out
-    unless it is short)."""
+    unless it is part of what falls short: the other resources are free together on some node)."""
     names = [session.space.names[int(d)] for d in np.flatnonzero(need)]
     most = reach.max(axis=0)
     wants = task.request[need]
@@ -369,6 +369,8 @@ def _most_freed(session: Session, task: Task, reach: Vector, need: BoolArray) ->
         )
         return f"at most {said} on any one node"
     dims = [d for d, name in enumerate(names) if name != PODS]
+    if len(dims) < len(names) and np.all(reach[:, dims] >= wants[dims] - EPS, axis=1).any():
+        dims = list(range(len(names)))  # the rest is there together on a node: its pod count is not
     needs = ", ".join(amount(d, wants) for d in dims)
     best = ", ".join(amount(d, most) for d in dims)
     return f"{needs} are never free together on one node (the most on any node: {best})"
