@@ -308,6 +308,36 @@ def test_an_object_sent_again_unchanged_neither_rings_nor_counts_as_a_change(
     assert (feeder.state.changes != before) is differs
 
 
+#: (kind, namespace, name) of objects the cache of ``ringing_cache`` never held: their deletion (a
+#: watch's replay, an object refused as invalid, the last events of a kind no longer served) frees
+#: nothing and is not a change, so IdleSkip does not run a session for it.
+NEVER_HELD: list[tuple[str, str | None, str]] = [
+    ("Node", None, "n9"),
+    ("Pod", "default", "ghost"),
+    ("PodGroup", "default", "ghost"),
+    ("Queue", None, "ghost"),
+    (VOLCANO_PODGROUP, "default", "ghost"),
+    (VOLCANO_QUEUE, None, "ghost"),
+    ("ResourceQuota", "default", "ghost"),
+    ("Namespace", None, "ghost"),
+    ("PersistentVolumeClaim", "default", "ghost"),
+    ("PersistentVolume", None, "ghost"),
+    ("PriorityClass", None, "ghost"),
+]
+
+
+@pytest.mark.parametrize(("kind", "ns", "name"), NEVER_HELD, ids=[n[0] for n in NEVER_HELD])
+def test_deleting_an_object_the_cache_never_held_neither_rings_nor_counts_as_a_change(
+    kind: str, ns: str | None, name: str
+) -> None:
+    feeder = ringing_cache()
+    feeder.state.doorbell.take()
+    before = feeder.state.changes
+    feeder.delete(kind, {"metadata": {"namespace": ns, "name": name, "resourceVersion": "60"}})
+    assert feeder.state.doorbell.take() == NONE
+    assert feeder.state.changes == before
+
+
 #: (what the watch sends: kind and object, whether it differs from what the cache holds). The cache holds
 #: PodGroup "g" (minMember 1, queue q, phase Inqueue: the status volsched wrote) and Queue "q" (weight 1),
 #: ours and Volcano's "vg"/"vq" alike; pod "a" of ours waits. The same object again (the echo of a status

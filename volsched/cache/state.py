@@ -164,26 +164,20 @@ class ClusterState:
         kind = obj.get("kind")
         warning: str | None = None
         ring: str | None = FREED  # the few kinds below that say otherwise
-        same = False  # the kinds that hold no more than a value or two: sent again unchanged
+        changed = True  # False: sent again as the cache holds it (a heartbeat, a status echoed)
         with self._lock:
             if not confirming:
                 self.changes += 1
             if kind == "Node":
+                # A heartbeat changes nothing a session reads; a node not replaced keeps its object, so
+                # snapshots keep their node table (made anew when one is replaced).
                 spec = build_node(obj)
-                if self.nodes.get(spec.name) == spec:
-                    # A heartbeat: nothing a session reads changed (not counted after all). The node
-                    # keeps its object, so snapshots keep their node table (made anew when one is replaced).
-                    self.changes -= not confirming
-                    ring = None
-                else:
-                    self.nodes[spec.name] = spec
+                changed = _put(self.nodes, spec.name, spec)
             elif kind == "Pod" and _shows_nothing_new(self.raw_pods.get(key := _key(obj)), obj):
                 # What the cache keeps of the pod is as it was but its resourceVersion (the watch
-                # confirming a bind, a condition the pruner drops): the task stands, not parsed again,
-                # and nothing a session reads changed (not counted after all).
-                self.changes -= not confirming
+                # confirming a bind, a condition the pruner drops): the task stands, not parsed again.
                 self.raw_pods[key] = obj
-                ring = None
+                changed = False
             elif kind == "Pod":
                 task = self._build_task(obj)
                 key = task.key  # one string for every table (Task.key makes a new one each time)
@@ -200,81 +194,57 @@ class ClusterState:
                     self._by_class.pop(key, None)
             elif kind == "PodGroup":
                 pg = build_podgroup(obj)
-                same = self._own.get(("PodGroup", pg.key)) == pg  # the echo of our status, say
-                if not same:
-                    self._own[("PodGroup", pg.key)] = pg
+                if changed := _put(self._own, ("PodGroup", pg.key), pg):  # not the echo of our status
                     self._resolve("PodGroup", pg.key)
             elif kind == "Queue":
                 q = build_queue(obj)
                 uid = str((obj.get("metadata") or {}).get("uid") or "")
-                same = self._own.get(("Queue", q.name)) == q and self._own_queue_uids.get(q.name) == uid
-                if not same:
-                    self._own[("Queue", q.name)] = q
-                    self._own_queue_uids[q.name] = uid
+                if changed := _put(self._own, ("Queue", q.name), q) | _put(self._own_queue_uids, q.name, uid):
                     self._resolve("Queue", q.name)
             elif kind == VOLCANO_PODGROUP:
                 pg = build_volcano_podgroup(obj)
-                same = self._volcano.get(("PodGroup", pg.key)) == pg and (
-                    self.volcano_uids.get(("PodGroup", pg.key)) == pg.uid
-                )
-                if not same:
-                    self._volcano[("PodGroup", pg.key)] = pg
-                    self.volcano_uids[("PodGroup", pg.key)] = pg.uid
+                held = ("PodGroup", pg.key)
+                if changed := _put(self._volcano, held, pg) | _put(self.volcano_uids, held, pg.uid):
                     self._resolve("PodGroup", pg.key)
             elif kind == VOLCANO_QUEUE:
                 q = build_volcano_queue(obj)
                 uid = str((obj.get("metadata") or {}).get("uid") or "")
-                same = (
-                    self._volcano.get(("Queue", q.name)) == q
-                    and self.volcano_uids.get(("Queue", q.name)) == uid
-                )
-                if not same:
-                    self._volcano[("Queue", q.name)] = q
-                    self.volcano_uids[("Queue", q.name)] = uid
+                held = ("Queue", q.name)
+                if changed := _put(self._volcano, held, q) | _put(self.volcano_uids, held, uid):
                     self._resolve("Queue", q.name)
             elif kind == "ResourceQuota":
                 meta = obj.get("metadata") or {}
                 if not meta.get("namespace") or not meta.get("name"):
                     raise InputError(f"{object_ref(obj)}: missing field metadata.namespace or metadata.name")
-                key, ns = _key(obj), str(meta["namespace"])
                 weight, warning = quota_weight_and_problem(obj)
-                same = self.quota_weights.get(key) == weight and ns in self.namespaces
-                self.quota_weights[key] = weight
-                self.namespaces.add(ns)
+                changed = _put(self.quota_weights, _key(obj), weight) | _add(
+                    self.namespaces, str(meta["namespace"])
+                )
             elif kind == "Namespace":
                 name = (obj.get("metadata") or {}).get("name")
                 if not name:
                     raise InputError("Namespace: missing field metadata.name")
                 raw_labels = (obj.get("metadata") or {}).get("labels") or {}
                 labels = {str(k): str(v) for k, v in raw_labels.items()}
-                same = str(name) in self.namespaces and self.namespace_labels.get(str(name)) == labels
-                self.namespaces.add(str(name))
-                self.namespace_labels[str(name)] = labels
+                changed = _add(self.namespaces, str(name)) | _put(self.namespace_labels, str(name), labels)
             elif kind == "PersistentVolumeClaim":
-                ns, name = claim_volume(obj)
-                same = self.claims.get(ns) == name
-                self.claims[ns] = name
+                claim, volume = claim_volume(obj)
+                changed = _put(self.claims, claim, volume)
             elif kind == "PersistentVolume":
                 name, terms = volume_node_terms(obj)
-                same = self.volumes.get(name) == terms
-                self.volumes[name] = terms
+                changed = _put(self.volumes, name, terms)
             elif kind == "PriorityClass":
                 name, value, is_default = priority_class_value(obj)
-                same = self.priority_classes.get(name) == value and is_default is (
-                    name in self._global_default
+                defaults = self._global_default
+                changed = _put(self.priority_classes, name, value) | (
+                    _put(defaults, name, value) if is_default else _drop(defaults, name)
                 )
-                self.priority_classes[name] = value
-                if is_default:
-                    self._global_default[name] = value
-                else:
-                    self._global_default.pop(name, None)
-                if not same:
+                if changed:
                     self._refresh_priorities()
             else:
                 raise InputError(f"unknown kind {kind!r}; known kinds: {', '.join(KINDS)}")
-            if same:
-                # Sent again as the cache holds it (a quota's status updated, say): nothing a session
-                # reads changed (not counted after all), as for a node's heartbeat.
+            if not changed:
+                # Nothing a session reads changed (not counted after all, and no session for it).
                 self.changes -= not confirming
                 ring = None
         if ring is not None:
@@ -314,49 +284,50 @@ class ClusterState:
             self.conflicts.pop((kind, key), None)
 
     def delete(self, kind: str, namespace: str | None, name: str) -> None:
+        """Drop one object. Deleting one the cache does not hold (never listed, or refused as invalid)
+        changes nothing: not counted in ``changes``, and no ring."""
         key = f"{namespace}/{name}" if namespace else name
         ring: str | None = FREED  # the few kinds below that say otherwise
         with self._lock:
-            self.changes += 1
             if kind == "Node":
                 ring = None  # capacity lost: nothing new fits
-                self.nodes.pop(name, None)
+                held = _drop(self.nodes, name)
                 self.usage.pop(name, None)
             elif kind == "Pod":
                 self.raw_pods.pop(key, None)
                 old = self.tasks.pop(key, None)
-                self._seq.pop(key, None)
-                self._touched.add(key)
+                if held := old is not None:
+                    self._seq.pop(key, None)
+                    self._touched.add(key)
                 ring = FREED if _holds_node(old) else None
                 self._by_class.pop(key, None)
-            elif kind == "PodGroup":
-                self._own.pop(("PodGroup", key), None)
-                self._resolve("PodGroup", key)
-            elif kind == "Queue":
-                self._own.pop(("Queue", name), None)
-                self._own_queue_uids.pop(name, None)
-                self._resolve("Queue", name)
-            elif kind == VOLCANO_PODGROUP:
-                self._volcano.pop(("PodGroup", key), None)
-                self.volcano_uids.pop(("PodGroup", key), None)
-                self._resolve("PodGroup", key)
-            elif kind == VOLCANO_QUEUE:
-                self._volcano.pop(("Queue", name), None)
-                self.volcano_uids.pop(("Queue", name), None)
-                self._resolve("Queue", name)
+            elif kind in ("PodGroup", "Queue"):
+                at = key if kind == "PodGroup" else name
+                held = _drop(self._own, (kind, at))
+                if kind == "Queue":
+                    held |= _drop(self._own_queue_uids, name)
+                self._resolve(kind, at)
+            elif kind in (VOLCANO_PODGROUP, VOLCANO_QUEUE):
+                held_as = ("PodGroup", key) if kind == VOLCANO_PODGROUP else ("Queue", name)
+                held = _drop(self._volcano, held_as) | _drop(self.volcano_uids, held_as)
+                self._resolve(*held_as)
             elif kind == "ResourceQuota":
-                self.quota_weights.pop(key, None)
+                held = _drop(self.quota_weights, key)
             elif kind == "Namespace":
-                self.namespaces.discard(name)
-                self.namespace_labels.pop(name, None)
+                held = _discard(self.namespaces, name) | _drop(self.namespace_labels, name)
             elif kind == "PersistentVolumeClaim":
-                self.claims.pop(key, None)
+                held = _drop(self.claims, key)
             elif kind == "PersistentVolume":
-                self.volumes.pop(name, None)
+                held = _drop(self.volumes, name)
             elif kind == "PriorityClass":
-                self.priority_classes.pop(name, None)
-                self._global_default.pop(name, None)
-                self._refresh_priorities()
+                held = _drop(self.priority_classes, name) | _drop(self._global_default, name)
+                if held:
+                    self._refresh_priorities()
+            else:
+                held = False
+            if not held:
+                return
+            self.changes += 1
         if ring is not None:
             self.doorbell.ring(ring)
 
@@ -585,6 +556,39 @@ class ClusterState:
                 resume_collector()
             snap.problems.extend(self.derived_problems)
             return snap
+
+
+def _put(table: dict[Any, Any], key: Any, value: Any) -> bool:
+    """Hold ``value`` under ``key``; whether that changed what ``table`` held (a value sent again equal
+    to the one held is not a change, and leaves the held object in place)."""
+    if key in table and table[key] == value:
+        return False
+    table[key] = value
+    return True
+
+
+def _add(members: set[str], member: str) -> bool:
+    """Add ``member``; whether it was new."""
+    if member in members:
+        return False
+    members.add(member)
+    return True
+
+
+def _drop(table: dict[Any, Any], key: Any) -> bool:
+    """Drop ``key``; whether ``table`` held it."""
+    return table.pop(key, _MISSING) is not _MISSING
+
+
+def _discard(members: set[str], member: str) -> bool:
+    """Drop ``member``; whether it was there."""
+    if member in members:
+        members.discard(member)
+        return True
+    return False
+
+
+_MISSING = object()
 
 
 def _shows_nothing_new(cached: Mapping[str, Any] | None, obj: Mapping[str, Any]) -> bool:
