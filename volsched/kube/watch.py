@@ -33,6 +33,7 @@ from kubernetes import client
 
 from volsched.kube.health import ApiHealth, is_unreachable
 from volsched.kube.lister import WatchedKind
+from volsched.kube.ratelimit import retry_after
 
 log = logging.getLogger("volsched.kube")
 
@@ -50,11 +51,14 @@ class Expired(Exception):
 
 
 class ApiError(Exception):
-    """An answer other than success (a 403, a 404...): not an outage, worth a log line."""
+    """An answer other than success (a 403, a 404...): not an outage, worth a log line. A 429 (the
+    apiserver's flow control, or "storage is (re)initializing" for a moment after it starts) carries the
+    ``retry_after`` seconds it asked for."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(f"{status}: {message}")
         self.status = status
+        self.retry_after = retry_after
 
 
 def _loads(data: bytes | str) -> Any:
@@ -146,22 +150,34 @@ class ListWatch:
             except Exception as exc:
                 if self._stop.is_set():
                     break
-                self._failed(exc)
-                delay = self.backoff[min(self._failures, len(self.backoff)) - 1]
-                self._stop.wait(delay)
+                self._stop.wait(self._failed(exc))
 
-    def _failed(self, exc: BaseException) -> None:
+    def _failed(self, exc: BaseException) -> float:
+        """Tell ``health`` (an outage) or the log (an answer worth a line) of a failed attempt; returns
+        the seconds to wait before the next one. A 429 while the apiserver is up is back-pressure, not an
+        outage (the same rule as :class:`~volsched.kube.health.QuietRetries` for kopf's): waited out
+        (its Retry-After, at least the backoff) quietly; during an outage it is counted with it."""
         self._failures += 1
-        if is_unreachable(exc) or (isinstance(exc, ApiError) and (exc.status >= 500 or exc.status == 429)):
+        delay = self.backoff[min(self._failures, len(self.backoff)) - 1]
+        status = exc.status if isinstance(exc, ApiError) else None
+        throttled = status == 429
+        if throttled and (self.health is None or not self.health.down):
+            wait = max(delay, getattr(exc, "retry_after", None) or 0.0)
+            log.debug(
+                "%s: throttled by the apiserver (%s); asking again in %.1fs", self.kind.plural, exc, wait
+            )
+            return wait
+        if is_unreachable(exc) or throttled or (status is not None and status >= 500):
             if self.health is not None:
                 self.health.failed(f"watch {self.kind.plural}", exc)
             else:
                 log.debug("watch %s: %s", self.kind.plural, exc)
-            return
+            return delay
         message = f"{type(exc).__name__}: {exc}"
         if message != self._last_error:  # once per distinct error, not once per attempt
             self._last_error = message
             log.warning("watching %s failed (%s); retrying", self.kind.plural, message[:300])
+        return delay
 
     def _succeeded(self) -> None:
         self._failures = 0
@@ -192,7 +208,7 @@ class ListWatch:
             message = self._status_message(body) or str(raw.reason)
             if raw.status == 410:
                 raise Expired(message)
-            raise ApiError(raw.status, message)
+            raise ApiError(raw.status, message, retry_after=retry_after(raw.status, raw.headers, body))
         return raw
 
     @staticmethod

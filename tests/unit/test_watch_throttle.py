@@ -1,0 +1,100 @@
+"""The lean watch answered 429 (fault injection on a loopback server): back-pressure, not an outage.
+
+The apiserver's flow control, or one answering "storage is (re)initializing" for a moment after it
+starts, answers 429 with Retry-After: it answered. While it is up, the watch waits and asks again
+without telling the health tracker of an outage (which would log a false "unreachable" and its end);
+during an outage the 429 is counted with it (kopf's 429 follows the same rule, see QuietRetries).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client
+
+from tests.unit.test_writer_throttle import ScriptedServer
+from volsched.kube.health import ApiHealth
+from volsched.kube.lister import WATCHED
+from volsched.kube.watch import ListWatch
+
+PODS = next(k for k in WATCHED if k.kind == "Pod")
+THROTTLED = (429, {"Retry-After": "1"}, {"kind": "Status", "reason": "TooManyRequests", "code": 429})
+LISTED = (
+    200,
+    {},
+    {
+        "metadata": {"resourceVersion": "7"},
+        "items": [{"metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7", "uid": "ua"}}],
+    },
+)
+
+
+class WatchServer(ScriptedServer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.watched = threading.Event()  # a watch was asked for
+
+    def before_answer(self, path: str) -> None:
+        if "watch=true" in path:
+            self.watched.set()
+
+
+@pytest.fixture
+def server() -> Iterator[WatchServer]:
+    s = WatchServer()
+    yield s
+    s.httpd.shutdown()
+
+
+@pytest.fixture
+def api(server: WatchServer) -> Iterator[client.ApiClient]:
+    cfg = client.Configuration()
+    cfg.host = f"http://127.0.0.1:{server.port}"
+    cfg.retries = False
+    with client.ApiClient(cfg) as api:
+        yield api
+
+
+def _watch_until_throttled(api: client.ApiClient, server: WatchServer, health: ApiHealth) -> list[str]:
+    """A watch whose list is answered 429 once, then listed; its watch then answered 429 each time."""
+    server.script["limit=500"] = [THROTTLED, LISTED]
+    server.script["resourceVersion=7"] = [THROTTLED]
+    events: list[str] = []
+    w = ListWatch(
+        api,
+        PODS,
+        on_event=lambda t, obj: events.append(f"{t} {obj['metadata']['name']}"),
+        health=health,
+        backoff=(0.05,),
+        announce_recovery=False,  # as the operator's: the Lease says when the apiserver is back
+    )
+    w.start()
+    try:
+        assert w.synced.wait(10)
+        assert server.watched.wait(10)
+    finally:
+        w.stop()
+    return events
+
+
+def test_a_429_while_the_apiserver_is_up_is_waited_out_quietly_not_an_outage(
+    api: client.ApiClient, server: WatchServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    health = ApiHealth()
+    with caplog.at_level(logging.DEBUG, logger="volsched.kube"):
+        events = _watch_until_throttled(api, server, health)
+    assert events == ["ADDED a"]  # listed after its Retry-After
+    assert not health.down and health.outages == 0 and health.failures == 0
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert any("throttled" in r.getMessage() for r in caplog.records)
+    assert len(server.sent("limit=500")) == 2  # asked again once, after waiting: no tight loop
+
+
+def test_a_429_during_an_outage_is_counted_with_it(api: client.ApiClient, server: WatchServer) -> None:
+    health = ApiHealth()
+    health.failed("lease", ConnectionRefusedError("refused"))
+    _watch_until_throttled(api, server, health)
+    assert health.down and health.outages == 1 and health.failures >= 2
