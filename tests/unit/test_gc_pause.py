@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from tests.unit.test_operator_volcano_follow import KUBECONFIG
 from volsched.gcpause import pause_collector, resume_collector
+from volsched.operator import Operator, Settings
 
 
 @pytest.fixture(autouse=True)
@@ -31,3 +34,25 @@ def test_a_section_that_found_the_collector_off_leaves_it_off() -> None:
     pause_collector()
     resume_collector()
     assert not gc.isenabled()
+
+
+def test_the_operators_prelist_leaves_the_collector_off_while_another_section_is_paused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The prelist pauses the collector through the same counted section as a snapshot taken meanwhile
+    on another thread: ending first, it must not turn the collector back on under that snapshot."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    op = Operator(Settings(kubeconfig=str(kubeconfig)))
+    monkeypatch.setattr(op, "_prelist", lambda kinds: None)  # listed nothing
+    try:
+        pause_collector()  # a snapshot on another thread
+        op.prelist()
+        assert not gc.isenabled()
+        resume_collector()
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()
+        op.port.close()
+        op.api.close()  # type: ignore[no-untyped-call]
+        op.watch_api.close()  # type: ignore[no-untyped-call]

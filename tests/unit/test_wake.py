@@ -610,3 +610,25 @@ def test_a_stalled_session_loop_shows_within_the_liveness_floor_whatever_the_per
         op.port.close()
         op.api.close()  # type: ignore[no-untyped-call]
         op.watch_api.close()  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize("holds", [False, True], ids=["the Lease lost", "the Lease kept"])
+def test_renewing_the_lease_between_far_apart_sessions_updates_the_leader_gauge(
+    tmp_path: Path, holds: bool
+) -> None:
+    """With a long period, keep_up is the only read of the Lease for a while: volsched_leader must say
+    what it found, as a session's read does, not what the last session found."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    op = Operator(Settings(kubeconfig=str(kubeconfig)))
+    try:
+        op.metrics.leader.set(0 if holds else 1)  # what the last session found
+        op.lease.ensure = lambda: holds  # type: ignore[method-assign]
+        op.reload_config = lambda **_: None  # type: ignore[method-assign]
+        op.follow_volcano = lambda **_: None  # type: ignore[method-assign]
+        op.keep_up()
+        assert op.metrics.registry.get_sample_value("volsched_leader") == (1.0 if holds else 0.0)
+    finally:
+        op.port.close()
+        op.api.close()  # type: ignore[no-untyped-call]
+        op.watch_api.close()  # type: ignore[no-untyped-call]

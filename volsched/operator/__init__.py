@@ -62,6 +62,7 @@ from volsched.cycle import (
 )
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import SessionResult
+from volsched.gcpause import pause_collector, resume_collector
 from volsched.kube.client import bearer_token, load_configuration, new_api_client
 from volsched.kube.configsource import read_config_map
 from volsched.kube.health import ApiHealth, QuietRetries, is_unreachable
@@ -333,11 +334,13 @@ class Operator:
         # The listing allocates millions of objects, none of them in a reference cycle: collections
         # meanwhile free nothing and cost a third of its CPU. Once listed, what the cache holds lives
         # long: frozen, later collections do not walk it again (replaced objects are still freed).
-        gc.disable()
+        # Paused through the counted section a snapshot or a YAML load on another thread shares: turned
+        # back on here under one of them, the collector would scan the heap that one is building.
+        pause_collector()
         try:
             self._prelist(kinds)
         finally:
-            gc.enable()
+            resume_collector()
         gc.freeze()
         self.pods_read_at = started
         self.synced.set()
@@ -398,8 +401,9 @@ class Operator:
     def keep_up(self) -> None:
         """A quiet leader between far-apart sessions: what a session does before it runs, without the
         session: the Lease renewed (it would lapse), the ConfigMap and Volcano's CRDs looked at on their
-        own schedules (``--volcano-check-every`` holds whatever the period). Blocking: run it in a thread."""
-        self.lease.ensure()
+        own schedules (``--volcano-check-every`` holds whatever the period). ``volsched_leader`` says
+        what the renewal found, as after a session's. Blocking: run it in a thread."""
+        self.metrics.leader.set(1 if self.lease.ensure() else 0)
         self.reload_config()
         self.follow_volcano()
 
