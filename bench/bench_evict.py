@@ -19,6 +19,8 @@ in a fresh process.
   ``app=run`` (any namespace) by hostname, so every node passes every other filter and has room, yet none takes them: each task
   evicts the one pod of its own queue in its way on one node (the anti-affinity path: candidate nodes
   found with numpy, then tried; seven eighths hold nothing preempt may take).
+* ``preempt-anti-any``: ``preempt-anti`` with the term's selector ``app Exists`` (no ``In``: no label
+  pair to look pods up by, so every evictable pod is a candidate for the term; the same decisions).
 * ``preempt-none``: the same cluster, but each queue's pending jobs are single tasks of priority 0 that
   may take nothing (every pod of their queue has a higher priority): each fails after the plugins have
   been asked on every node of its queue (that part is the plugins' per-pod answers, not the search).
@@ -45,7 +47,7 @@ import numpy
 from machine import describe
 
 GRID = (1_000, 5_000)
-CASES = ("reclaim", "preempt", "preempt-anti", "preempt-none", "preempt-short")
+CASES = ("reclaim", "preempt", "preempt-anti", "preempt-anti-any", "preempt-none", "preempt-short")
 CONFIG = """
 actions: "CASE"
 tiers:
@@ -94,6 +96,11 @@ def build(nodes: int, case: str):  # type: ignore[no-untyped-def]
 
     from volsched.model.constraints import AffinityTerm, LabelSelector, PodConstraints, Requirement
 
+    anti = case.startswith("preempt-anti")
+    wanted = (
+        Requirement("app", "Exists") if case == "preempt-anti-any" else Requirement("app", "In", ("run",))
+    )
+
     def job(
         name: str, queue: str, *, size: int, priority: int, node: str | None, created: float, cpu: float = 4.0
     ) -> None:
@@ -102,7 +109,7 @@ def build(nodes: int, case: str):  # type: ignore[no-untyped-def]
         away = PodConstraints(
             anti_affinity=(
                 AffinityTerm(
-                    LabelSelector((Requirement("app", "In", ("run",)),)),
+                    LabelSelector((wanted,)),
                     "kubernetes.io/hostname",
                     namespace_selector=LabelSelector(),  # every namespace
                 ),
@@ -134,8 +141,8 @@ def build(nodes: int, case: str):  # type: ignore[no-untyped-def]
                     node_name=node,
                     scheduler_name="volsched",
                     creation=created,
-                    labels=run if case == "preempt-anti" and (k == 0 or not node) else {},
-                    constraints=away if case == "preempt-anti" and not node else None,
+                    labels=run if anti and (k == 0 or not node) else {},
+                    constraints=away if anti and not node else None,
                 )
             )
 
@@ -162,7 +169,7 @@ def build(nodes: int, case: str):  # type: ignore[no-untyped-def]
         if case == "preempt-short":
             queues.append(queue("keep", 1))
         for i, n in enumerate(node_specs):
-            size = {"preempt-anti": 3, "preempt-short": 2}.get(case, 4)
+            size = 3 if anti else 2 if case == "preempt-short" else 4
             job(f"run-{i:05d}", f"q{i * 8 // nodes}", size=size, priority=100, node=n.name, created=0)
             if case == "preempt-short":
                 job(f"keep-{i:05d}", "keep", size=2, priority=100, node=n.name, created=0)
@@ -172,7 +179,7 @@ def build(nodes: int, case: str):  # type: ignore[no-untyped-def]
                     job(
                         f"big-{k}-{g:04d}", f"q{k}", size=1, priority=1000, node=None, created=1 + g, cpu=12.0
                     )
-            elif case in ("preempt", "preempt-anti"):
+            elif case == "preempt" or anti:
                 for g in range(max(1, nodes // 100 // 8)):
                     job(f"high-{k}-{g:04d}", f"q{k}", size=4, priority=1000, node=None, created=1 + g)
             else:
@@ -227,7 +234,7 @@ def main() -> int:
     cases = [args.case] if args.case else list(CASES)
     print("machine:", describe(f"numpy {numpy.__version__}"))
     print(
-        f"{'case':>12} {'nodes':>6} {'action s':>8} {'session s':>9} {'cycle cpu s':>11} {'evictions':>9} "
+        f"{'case':>16} {'nodes':>6} {'action s':>8} {'session s':>9} {'cycle cpu s':>11} {'evictions':>9} "
         f"{'evictions/s':>11} {'peak MiB':>8}"
     )
     for n in grid:
@@ -240,7 +247,7 @@ def main() -> int:
             )
             row = json.loads(out.stdout.strip().splitlines()[-1])
             print(
-                f"{case:>12} {n:>6} {row['action_s']:>8.2f} {row['session_s']:>9.2f} {row['cycle_cpu_s']:>11.2f} "
+                f"{case:>16} {n:>6} {row['action_s']:>8.2f} {row['session_s']:>9.2f} {row['cycle_cpu_s']:>11.2f} "
                 f"{row['evictions']:>9} {row['evictions_per_s']:>11.0f} {row['peak_rss_mib']:>8.0f}"
             )
     return 0
