@@ -158,6 +158,30 @@ CASES = [
         None,
         id="equal-job-priority-stays-though-pods-name-none",
     ),
+    # A term that requires no label pair (NotIn): every pod is asked, and only those it selects go.
+    pytest.param(
+        [
+            *running("db-1", "n1", labels={"app": "db"}),
+            *running("web-1", "n1", labels=WEB),
+            *running("db-2", "n2", prio="mid", labels={"app": "db"}),
+            *running("web-2", "n2", labels=WEB),
+        ],
+        [
+            podgroup("new", queue="q", priority_class="high"),
+            pod(
+                "new",
+                group="new",
+                priority_class="high",
+                node_selector=WORK,
+                affinity=pod_affinity(
+                    anti=[pod_term(expressions=[{"key": "app", "operator": "NotIn", "values": ["web"]}])]
+                ),
+            ),
+        ],
+        ["default/db-1"],
+        "n1",
+        id="a-term-without-in-evicts-only-the-pods-it-selects",
+    ),
     # (b) the symmetric case: a running pod's anti-affinity term matches the pending pod.
     pytest.param(
         [*running("guard-1", "n1", anti=WEB), *running("guard-2", "n2", anti=WEB, prio="mid")],

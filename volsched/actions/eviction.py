@@ -33,6 +33,7 @@ from volsched.framework.decisions import Code, EvictionReason, Status
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import BoolArray, Job
+from volsched.model.constraints import AffinityTerm
 from volsched.model.resources import EPS, PODS, Vector, format_amount
 from volsched.model.vocabulary import PodGroupPhase, QueueSpec, QueueState, Task, TaskStatus
 
@@ -85,40 +86,32 @@ class Evictable:
         )
         self.creation = np.array([t.creation for t in tasks], dtype=np.float64)
         self._repel: dict[tuple[Any, ...], BoolArray] = {}
-        self._by_pair: dict[tuple[str, str], list[int]] | None = None
-        self._repelling: list[int] = []
+        self._shapes: _Shapes | None = None
 
     def repelling(self, task: Task) -> BoolArray:
         """The pods that ``task``'s required anti-affinity selects or whose own selects ``task`` (asked
-        once for the tasks that share a namespace, labels and constraints: a gang's, as a rule)."""
+        once for the tasks that share a namespace, labels and constraints: a gang's, as a rule).
+
+        Asked per pod shape, not per pod: a term of ``task``'s once for each distinct namespace and
+        labels among the pods (only those carrying a label pair it requires, when it requires one), a
+        pod's own terms once for each distinct set of them; the answers are spread over the pods with
+        numpy."""
         sig = (task.namespace, tuple(sorted(task.labels.items())), task.constraints)
         hit = self._repel.get(sig)
         if hit is None:
-            hit = np.zeros(len(self.tasks), dtype=bool)
-            for p in self._may_repel(task):
-                hit[p] = _repels(self.session, task, self.tasks[p])
+            shapes = self._shapes = self._shapes or _Shapes(self.tasks)
+            nsl = self.session.snapshot.namespace_labels
+            mine = task.constraints.anti_affinity if task.constraints is not None else ()
+            selects = np.zeros(len(shapes.keys) + 1, dtype=bool)  # the last: no pod (an empty gather)
+            for s in shapes.asked_by(mine):
+                ns, labels = shapes.keys[s]
+                selects[s] = any(t.matches(ns, labels, nsl) for t in mine)
+            hit = selects[shapes.of_pod]
+            for terms, pods in shapes.repelling.items():
+                if any(t.matches(task.namespace, task.labels, nsl) for t in terms):
+                    hit[pods] = True
             self._repel[sig] = hit
         return hit
-
-    def _may_repel(self, task: Task) -> Iterable[int]:
-        """The pods worth asking about ``task``: those carrying a label pair one of its anti-affinity
-        terms requires (every pod when a term requires none), and those with anti-affinity of their own."""
-        if self._by_pair is None:
-            self._by_pair = {}
-            for p, t in enumerate(self.tasks):
-                for pair in t.labels.items():
-                    self._by_pair.setdefault(pair, []).append(p)
-            self._repelling = [
-                p for p, t in enumerate(self.tasks) if t.constraints and t.constraints.anti_affinity
-            ]
-        out: set[int] = set(self._repelling)
-        for term in task.constraints.anti_affinity if task.constraints is not None else ():
-            pairs = term.selector.index_pairs() if term.selector is not None else ()
-            if pairs is None:
-                return range(len(self.tasks))
-            for pair in pairs:
-                out.update(self._by_pair.get(pair, ()))
-        return sorted(out)
 
     def of_job(self, key: str) -> BoolArray:
         """The pods of job ``key``."""
@@ -147,6 +140,42 @@ class Evictable:
             for t, m in zip(self.tasks[lo:hi], mask[lo:hi].tolist(), strict=True)
             if m and t.status in EVICTABLE
         ]
+
+
+class _Shapes:
+    """The evictable pods grouped for anti-affinity: by namespace and labels (what another pod's term
+    reads), indexed by label pair; and the pods with required anti-affinity of their own, by their terms."""
+
+    def __init__(self, tasks: list[Task]) -> None:
+        ids: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+        of_pod: list[int] = []
+        repelling: dict[tuple[AffinityTerm, ...], list[int]] = {}
+        for p, t in enumerate(tasks):
+            of_pod.append(ids.setdefault((t.namespace, tuple(t.labels.items())), len(ids)))
+            if t.constraints is not None and t.constraints.anti_affinity:
+                repelling.setdefault(t.constraints.anti_affinity, []).append(p)
+        #: Per shape: (namespace, labels).
+        self.keys = [(ns, dict(labels)) for ns, labels in ids]
+        self.of_pod = np.array(of_pod, dtype=np.intp)
+        self.repelling = {terms: np.array(pods, dtype=np.intp) for terms, pods in repelling.items()}
+        self._by_pair: dict[tuple[str, str], list[int]] = {}
+        for s, (_, labels) in enumerate(ids):
+            for pair in labels:
+                self._by_pair.setdefault(pair, []).append(s)
+
+    def asked_by(self, terms: Iterable[AffinityTerm]) -> Iterable[int]:
+        """The shapes that ``terms`` may select: those carrying a label pair a term requires (every shape
+        when a term requires none; none for a term that selects nothing)."""
+        out: set[int] = set()
+        for term in terms:
+            if term.selector is None:
+                continue
+            pairs = term.selector.index_pairs()
+            if pairs is None:
+                return range(len(self.keys))
+            for pair in pairs:
+                out.update(self._by_pair.get(pair, ()))
+        return sorted(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -458,16 +487,6 @@ def _evict_pods_in_the_way(
         statement.pipeline(task, node)
         return True, tried
     return False, tried
-
-
-def _repels(session: Session, task: Task, other: Task) -> bool:
-    """Whether ``task``'s required anti-affinity selects ``other``, or ``other``'s selects ``task``."""
-    nsl = session.snapshot.namespace_labels
-    mine = task.constraints.anti_affinity if task.constraints is not None else ()
-    theirs = other.constraints.anti_affinity if other.constraints is not None else ()
-    return any(t.matches(other.namespace, other.labels, nsl) for t in mine) or any(
-        t.matches(task.namespace, task.labels, nsl) for t in theirs
-    )
 
 
 def _victims_on(
