@@ -94,9 +94,10 @@ def test_incremental_node_views_match_a_fresh_evaluation(config, seed):
     assert placed > 100
 
 
-def test_the_pod_filters_are_asked_once_per_task_until_a_node_changes() -> None:
-    """choose_node, feasible_nodes and blocked_by_pods ask about one task in a row: the filters that
-    depend on other pods answer once; a placement changes their answer and they are asked again."""
+def _web_session(*extra: dict[str, Any]) -> tuple[Any, dict[str, Task], list[str]]:
+    """Three 4-cpu nodes (and ``extra``), a web pod running on n1, pending web pods p (anti-affinity
+    against web pods by hostname) and q; returns the session, its tasks by key, and the keys of the
+    tasks the constraint filters are asked about, in order."""
     away = {
         "podAntiAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": [pod_term(match={"app": "web"})]
@@ -107,6 +108,7 @@ def test_the_pod_filters_are_asked_once_per_task_until_a_node_changes() -> None:
         node("n1", cpu="4"),
         node("n2", cpu="4"),
         node("n3", cpu="4"),
+        *extra,
         pod("web-1", node="n1", labels={"app": "web"}),
         pod("p", labels={"app": "web"}, affinity=away),
         pod("q", labels={"app": "web"}),
@@ -114,7 +116,6 @@ def test_the_pod_filters_are_asked_once_per_task_until_a_node_changes() -> None:
         state.apply(obj)
     session = open_session(state.snapshot(now=5.0), load_config())
     tasks = {k: t for job in session.jobs.values() for k, t in job.tasks.items()}
-    p, q = tasks["default/p"], tasks["default/q"]
     asked: list[str] = []
     flat = session._flat("constraint")
 
@@ -122,6 +123,14 @@ def test_the_pod_filters_are_asked_once_per_task_until_a_node_changes() -> None:
         return lambda task: (asked.append(task.key), fn(task))[1]
 
     flat[:] = [(name, counted(name, fn)) for name, fn in flat]
+    return session, tasks, asked
+
+
+def test_the_pod_filters_are_asked_once_per_task_until_a_node_changes() -> None:
+    """choose_node, feasible_nodes and blocked_by_pods ask about one task in a row: the filters that
+    depend on other pods answer once; a placement changes their answer and they are asked again."""
+    session, tasks, asked = _web_session()
+    p, q = tasks["default/p"], tasks["default/q"]
     session.choose_node(p)
     assert session.feasible_nodes(p).tolist() == [False, True, True]
     assert session.blocked_by_pods(p).tolist() == [True, False, False]
@@ -132,3 +141,27 @@ def test_the_pod_filters_are_asked_once_per_task_until_a_node_changes() -> None:
     assert session.feasible_nodes(p).tolist() == [False, False, True]
     assert session.blocked_by_pods(p).tolist() == [True, True, False]
     assert asked.count("default/p") == 2
+
+
+def test_one_nodes_feasibility_is_the_all_nodes_answer_there() -> None:
+    """feasible_at (what preempt and reclaim ask of the one node they try) says what feasible_nodes
+    says there, through the node filters, the pod filters and a placement limit, and asks the pod
+    filters no more often (pod_filter_reasons neither)."""
+    session, tasks, asked = _web_session(node("n4", cpu="4", ready=False), node("n5", cpu="4"))
+    p, q = tasks["default/p"], tasks["default/q"]
+
+    def each() -> list[bool]:
+        return [session.feasible_at(p, i) for i in range(len(session.nodes))]
+
+    assert each() == session.feasible_nodes(p).tolist() == [False, True, True, False, True]
+    assert session.pod_filter_reasons(p, 0) == ["pod anti-affinity (app=web, kubernetes.io/hostname)"]
+    assert session.pod_filter_reasons(p, 1) == []
+    assert asked == ["default/p"]
+    statement = Statement(session)
+    statement.allocate(q, 1)
+    assert each() == session.feasible_nodes(p).tolist() == [False, False, True, False, True]
+    assert asked.count("default/p") == 2
+    session.node_limit = np.array([True, True, True, True, False])
+    assert each() == session.feasible_nodes(p).tolist() == [False, False, True, False, False]
+    statement.discard()
+    assert each() == session.feasible_nodes(p).tolist() == [False, True, True, False, False]

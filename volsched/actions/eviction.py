@@ -501,7 +501,7 @@ def _victims_on(
         room = nodes.idle[node] + nodes.incoming[node]
         return (
             bool(np.all(room[need] >= task.request[need] - EPS))
-            and bool(session.feasible_nodes(task)[node])
+            and session.feasible_at(task, node)
             and (queue is None or not session.allocatable(queue, task))
         )
 

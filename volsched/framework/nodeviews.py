@@ -213,6 +213,16 @@ class NodeViews(PointTables):
         view = self._view(task)
         return view.predicate.copy() if mask is None else view.predicate & mask
 
+    def feasible_at(self, task: Task, node: int) -> bool:
+        """``feasible_nodes(task)[node]``, for one node: the cached view's answer there (refreshed only
+        for the nodes that changed) and each constraint filter's (asked over all nodes as always, once
+        until a node changes), without combining their masks over every node."""
+        if self.node_limit is not None and not self.node_limit[node]:
+            return False
+        if not self._view(task).predicate[node]:
+            return False
+        return all(ok[node] for _, ok in self._constraints(task))
+
     def blocked_by_pods(self, task: Task) -> BoolArray:
         """Nodes that pass every filter but the ones that depend on other pods, fail those, and might
         pass them once pods of the node itself are evicted (the filters' ``relief``: required
@@ -240,9 +250,8 @@ class NodeViews(PointTables):
         e.g. ``["pod anti-affinity (app=web, kubernetes.io/hostname)"]``."""
         idx = np.array([node], dtype=np.intp)
         out: list[str] = []
-        for name, fn in self._flat("constraint"):
-            ok = fn(task)
-            if ok is not None and not ok[node]:
+        for name, ok in self._constraints(task):
+            if not ok[node]:
                 out.extend(reason for reason, _ in self._explain[f"constraint:{name}"](task, idx))
         return out
 
