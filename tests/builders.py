@@ -136,6 +136,19 @@ def pods(prefix: str, count: int, **kwargs: Any) -> list[Obj]:
     return [pod(f"{prefix}-{i}", **kwargs) for i in range(count)]
 
 
+def owned_by(obj: Obj, *, kind: str, owner: str, uid: str, api_version: str = "batch/v1") -> Obj:
+    """``obj`` with one controller ownerReference (``kind`` ``owner``, uid ``uid``)."""
+    obj["metadata"]["ownerReferences"] = [
+        {"apiVersion": api_version, "kind": kind, "name": owner, "uid": uid, "controller": True}
+    ]
+    return obj
+
+
+def owned(name: str, *, kind: str, owner: str, uid: str, api_version: str = "batch/v1") -> Obj:
+    """A pending pod that names no PodGroup, its controller owner ``kind`` ``owner`` (uid ``uid``)."""
+    return owned_by(pod(name), kind=kind, owner=owner, uid=uid, api_version=api_version)
+
+
 def podgroup(
     name: str,
     *,

@@ -195,6 +195,60 @@ def test_a_jobs_pods_without_a_podgroup_get_one_owned_by_the_job(k: Kube, start_
     assert "not served (yet)" in op.log()
 
 
+def test_podgroups_an_earlier_version_named_after_their_owner_are_deleted_when_no_pod_is_in_them(
+    k: Kube, start_operator: Start
+) -> None:
+    """An upgrade from a volsched that named owners' PodGroups ``<kind>-<name>``: the owner's pods join
+    ``podgroup-<uid>`` and the old object, empty, goes. Kept: one a pod still names, one volsched did not
+    create (no label), one not named after its owner."""
+    k.nodes(node("n1", cpu="4"))
+    ns = k.namespace("upgraded")
+    batch = client.BatchV1Api(k.api)
+
+    def owner(name: str) -> dict[str, Any]:
+        job = batch.create_namespaced_job(ns, _job(name))
+        return {"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": job.metadata.uid,
+                "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+
+    def old_podgroup(name: str, ref: dict[str, Any], *, ours: bool = True) -> None:
+        obj = podgroup(name, 1)
+        obj["metadata"]["ownerReferences"] = [ref]
+        if ours:  # what the earlier version labelled its PodGroups with
+            obj["metadata"]["labels"] = {"scheduling.volsched.io/created-by": "volsched"}
+        k.podgroup(ns, obj)
+
+    train, serve, other = owner("train"), owner("serve"), owner("other")
+    old_podgroup("job-train", train)  # left behind: deleted
+    old_podgroup("job-serve", serve)  # a pod names it: kept
+    old_podgroup("job-other", other, ours=False)  # a user's: kept
+    old_podgroup("job-elsewhere", train)  # not the old name of its owner: kept
+    for i in range(2):
+        p = pod(f"train-{i}", "1")
+        p["metadata"]["ownerReferences"] = [train]
+        k.pods(ns, p)
+    named = pod("named-0", "1")
+    named["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "job-serve"}
+    k.pods(ns, named)
+    op = start_operator()
+
+    def gone(name: str) -> bool:
+        try:
+            k.get_podgroup(ns, name)
+        except client.ApiException as exc:
+            return exc.status == 404
+        return False
+
+    wait_for(lambda: gone("job-train"), 30, what="the left-behind PodGroup job-train deleted", operator=op)
+    wait_for(lambda: len(k.bound(ns)) == 3, 30, what="every pod bound", operator=op)
+    assert (
+        k.get_podgroup(ns, f"podgroup-{train['uid']}")["metadata"]["ownerReferences"][0]["uid"]
+        == train["uid"]
+    )
+    for kept in ("job-serve", "job-other", "job-elsewhere"):
+        assert not gone(kept), kept
+    assert "deleted PodGroup upgraded/job-train, left behind by an earlier volsched for Job train" in op.log()
+
+
 def test_volcano_crds_installed_after_the_start_are_read_without_a_restart_and_their_removal_is_survived(
     k: Kube, start_operator: Start
 ) -> None:

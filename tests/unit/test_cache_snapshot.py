@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.builders import node, pod, podgroup, pods, priority_class, pv, pvc, queue
-from tests.unit.test_owner_podgroups import owned
+from tests.builders import node, owned, pod, podgroup, pods, priority_class, pv, pvc, queue
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
 from volsched.cycle import BOUND, EVICTED, FAILED, BindOutcome, EvictOutcome, StatusReport, run_cycle

@@ -6,18 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.builders import Obj, pod, podgroup
+from tests.builders import Obj, owned, pod, podgroup
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
-
-
-def owned(name: str, *, kind: str, owner: str, uid: str, api_version: str = "batch/v1") -> Obj:
-    p = pod(name)
-    p["metadata"]["ownerReferences"] = [
-        {"apiVersion": api_version, "kind": kind, "name": owner, "uid": uid, "controller": True}
-    ]
-    return p
-
 
 CASES = [
     pytest.param(

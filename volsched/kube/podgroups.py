@@ -6,6 +6,12 @@
   with an ownerReference to it,
   so that ``kubectl get podgroups`` shows the workload and the garbage collector deletes the PodGroup
   with its owner.
+* An earlier volsched named that PodGroup ``<kind>-<name>`` (lower case), which two owners could
+  share. After an upgrade the owner's pods join ``podgroup-<uid>`` and the old object is left empty:
+  :class:`LeftBehind` deletes it, only if volsched created it (its label, one ownerReference whose
+  old name it bears) and no pod in the cache refers to it, and only the object it read (preconditions
+  on uid and resourceVersion). One pass after the operator's first session; again every few minutes
+  while a left-behind PodGroup is still referred to or a delete failed.
 * A Volcano PodGroup or Queue shadowed by volsched's object of the same name gets one Warning event
   saying so (``volsched.cache.volcano``).
 """
@@ -13,17 +19,21 @@
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from volsched.cache.volcano import CONFLICT_REASON, VOLCANO_API_VERSION
 from volsched.kube import status as render
 from volsched.kube.writer import KubeWriter
 from volsched.model.vocabulary import API_GROUP, PodGroupSpec
+from volsched.redaction import error_summary
 
 log = logging.getLogger("volsched.kube")
 
 #: Label on the PodGroups the operator creates for a controller owner's pods.
 CREATED_BY_LABEL = "scheduling.volsched.io/created-by"
+CREATED_BY = "volsched"
 
 
 def owner_podgroup_body(spec: PodGroupSpec) -> dict[str, Any]:
@@ -36,7 +46,7 @@ def owner_podgroup_body(spec: PodGroupSpec) -> dict[str, Any]:
         "metadata": {
             "name": spec.name,
             "namespace": spec.namespace,
-            "labels": {CREATED_BY_LABEL: "volsched"},
+            "labels": {CREATED_BY_LABEL: CREATED_BY},
             "ownerReferences": [
                 {"apiVersion": owner.api_version, "kind": owner.kind, "name": owner.name, "uid": owner.uid}
             ],
@@ -77,6 +87,80 @@ class PodGroupCreator:
     def forget(self, key: str) -> None:
         """The PodGroup is gone (deleted with its owner): create it again if pods still need it."""
         self._created.discard(key)
+
+
+def old_owner_name(obj: Mapping[str, Any]) -> str | None:
+    """The ``<kind>-<name>`` an earlier volsched gave the PodGroup ``obj`` it created for a controller
+    owner, if ``obj`` is one: our label, exactly one ownerReference (with a uid, whose
+    ``podgroup-<uid>`` is not this name) and this name, the old name of that owner. Else None."""
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    refs = meta.get("ownerReferences") or []
+    if labels.get(CREATED_BY_LABEL) != CREATED_BY or not isinstance(refs, list) or len(refs) != 1:
+        return None
+    ref = refs[0]
+    if not isinstance(ref, Mapping) or not ref.get("uid") or not ref.get("kind") or not ref.get("name"):
+        return None
+    name = meta.get("name")
+    old = f"{str(ref['kind']).lower()}-{ref['name']}"[:253]
+    return old if name == old and name != f"podgroup-{ref['uid']}" else None
+
+
+class LeftBehind:
+    """Deletes the PodGroups an earlier volsched created for controller owners under their old names
+    (see the module's docstring), once no pod refers to them."""
+
+    def __init__(
+        self, writer: KubeWriter, *, every: float = 300.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.writer = writer
+        self.every = every
+        self.clock = clock
+        self._next = -float("inf")
+        #: Nothing is left behind (a pass found none it did not delete): no pass is due again.
+        self.done = False
+        #: PodGroups deleted so far, as ``ns/name``.
+        self.deleted: list[str] = []
+
+    def due(self) -> bool:
+        return not self.done and self.clock() >= self._next
+
+    def sweep(self, referenced: Callable[[str], bool]) -> list[str]:
+        """One pass: list our labelled PodGroups, delete those left behind that no pod refers to
+        (``referenced(ns/name)``: a pod in the cache names the PodGroup or is its owner's). Returns
+        error messages."""
+        self._next = self.clock() + self.every
+        try:
+            items = self.writer.list_podgroups(f"{CREATED_BY_LABEL}={CREATED_BY}")
+        except Exception as exc:
+            return [f"list PodGroups created by volsched: {error_summary(exc)}"]
+        errors: list[str] = []
+        left = 0
+        for obj in items:
+            meta = obj.get("metadata") or {}
+            if old_owner_name(obj) is None or meta.get("deletionTimestamp"):
+                continue
+            key = f"{meta.get('namespace')}/{meta.get('name')}"
+            if referenced(key):
+                left += 1
+                continue
+            gone, error = self.writer.delete_podgroup(
+                str(meta.get("namespace")), str(meta.get("name")),
+                uid=str(meta.get("uid") or ""), resource_version=str(meta.get("resourceVersion") or ""),
+            )  # fmt: skip
+            if error:
+                errors.append(error)
+            if gone:
+                self.deleted.append(key)
+                ref = meta["ownerReferences"][0]
+                log.info(
+                    "deleted PodGroup %s, left behind by an earlier volsched for %s %s (now podgroup-%s)",
+                    key, ref["kind"], ref["name"], ref["uid"],
+                )  # fmt: skip
+            else:
+                left += 1
+        self.done = left == 0
+        return errors
 
 
 class ConflictReporter:

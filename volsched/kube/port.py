@@ -33,10 +33,12 @@ from functools import partial
 from typing import Any
 
 from volsched.cache.feeder import Feeder
+from volsched.cache.state import ClusterState
 from volsched.cycle import CONFLICT, FAILED, BindOutcome, EvictOutcome, StatusReport
 from volsched.framework.decisions import Bind, Event, Evict, SessionResult
-from volsched.kube.podgroups import ConflictReporter, PodGroupCreator
+from volsched.kube.podgroups import ConflictReporter, LeftBehind, PodGroupCreator
 from volsched.kube.writer import EventTarget, KubeWriter
+from volsched.model.vocabulary import GROUP_ANNOTATION, VOLCANO_GROUP_ANNOTATION
 from volsched.redaction import error_summary
 
 Raw = Mapping[str, Any]
@@ -51,6 +53,19 @@ def _pods_written_about(result: SessionResult) -> set[str]:
         *result.unschedulable_pods,
         *(f"{e.namespace}/{e.name}" for e in result.events if e.kind == "Pod"),
     }
+
+
+def _groups_referred_to(state: ClusterState) -> frozenset[str]:
+    """The PodGroups (``ns/name``) the cached pods belong to: their tasks' jobs, and the group a pod the
+    cache could not parse names."""
+    keys = {t.job_key for t in list(state.tasks.values())}
+    for key, raw in list(state.raw_pods.items()):
+        if key not in state.tasks:
+            annotations = (raw.get("metadata") or {}).get("annotations") or {}
+            group = annotations.get(GROUP_ANNOTATION) or annotations.get(VOLCANO_GROUP_ANNOTATION)
+            if group:
+                keys.add(f"{key.split('/', 1)[0]}/{group}")
+    return frozenset(keys)
 
 
 #: Bind outcomes after which the pod is pending again in the cache (see cycle._settle): worth a cycle.
@@ -69,6 +84,7 @@ class KubePort:
         self.on_failed = on_failed
         self.podgroups = PodGroupCreator(writer)
         self.conflicts = ConflictReporter(writer)
+        self.left_behind = LeftBehind(writer)
         self.background = background
         self._lock = threading.Condition()
         self._binds_done: list[BindOutcome] = []
@@ -145,6 +161,7 @@ class KubePort:
             uids={key: pg.uid for key, pg in list(state.podgroups.items())},
             pods=feeder.pods(_pods_written_about(result)),  # not a copy of every cached pod
             extra_events=rejection_events(feeder),
+            referred=_groups_referred_to(state) if self.left_behind.due() else None,
         )
         if self._status is None:
             return job()
@@ -188,8 +205,11 @@ class KubePort:
         uids: dict[str, str],
         pods: Mapping[str, Raw],
         extra_events: list[tuple[EventTarget, Event]],
+        referred: frozenset[str] | None = None,
     ) -> StatusReport:
         errors = self.podgroups.ensure(derived)
+        if referred is not None:  # the PodGroups an earlier version left behind, while a pass is due
+            errors += self.left_behind.sweep(referred.__contains__)
         errors += self.conflicts.report(conflicts, volcano_uids)
         writes, events, status_errors = self.writer.write_status(
             result,

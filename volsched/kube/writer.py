@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, TypeVar
+from urllib.parse import quote
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -690,6 +691,31 @@ class KubeWriter:
         except Exception as exc:
             return f"create PodGroup {meta['namespace']}/{meta['name']}: {exc}"
         return None
+
+    def list_podgroups(self, label_selector: str) -> list[dict[str, Any]]:
+        """Our PodGroups in every namespace that carry ``label_selector`` (a read: never fenced)."""
+        path = f"/apis/{API_GROUP}/{VERSION}/podgroups?labelSelector={quote(label_selector, safe='')}"
+        items: list[dict[str, Any]] = self._get(path).get("items") or []
+        return items
+
+    def delete_podgroup(
+        self, namespace: str, name: str, *, uid: str, resource_version: str
+    ) -> tuple[bool, str | None]:
+        """Delete our PodGroup if it is still the object read (its uid and resourceVersion: one changed
+        since is left alone). Returns whether it is gone now (deleted, or already gone) and an error
+        message (None when the apiserver answered: deleted, gone, or changed since)."""
+        body = {"preconditions": {"uid": uid, "resourceVersion": resource_version}}
+        try:
+            self._send(
+                "DELETE", custom_path(API_GROUP, VERSION, "podgroups", name, namespace=namespace), body
+            )
+        except ApiException as exc:
+            if exc.status in (404, 409):  # gone; or changed since it was read (a precondition failed)
+                return exc.status == 404, None
+            return False, f"delete PodGroup {namespace}/{name}: {exc.status} {_reason(exc)}"
+        except Exception as exc:
+            return False, f"delete PodGroup {namespace}/{name}: {error_summary(exc)}"
+        return True, None
 
     def post_event(self, body: dict[str, Any]) -> str | None:
         """Create (or, if it exists, update) one event. Returns an error message or None."""
