@@ -618,12 +618,3 @@ def evict_for_job(
     if reason:
         session.reject(job, reason.about(action), add=True)
     return set()
-
-
-def queue_holds(session: Session, queue: str) -> Vector:
-    """What the jobs of ``queue`` hold right now (allocated, bound or running)."""
-    out = session.space.zeros()
-    for job in session.jobs.values():
-        if job.queue == queue:
-            out += job.allocated
-    return out

@@ -52,7 +52,6 @@ from volsched.actions.eviction import (
     amounts_of,
     evict_for_job,
     eviction_reason,
-    queue_holds,
     wants_capacity,
 )
 from volsched.actions.util import JobQueue, first
@@ -108,8 +107,10 @@ class Reclaim:
                 job=job,
                 victim=victim,
                 holder=f"queue {owner.queue}",
-                held=queue_holds(session, owner.queue),
-                facts=((f"queue {queue.name} holds", amounts_of(session, queue_holds(session, queue.name))),),
+                held=session.queue_allocated(owner.queue),
+                facts=(
+                    (f"queue {queue.name} holds", amounts_of(session, session.queue_allocated(queue.name))),
+                ),
             )
 
         return evict_for_job(

@@ -77,6 +77,9 @@ class Session(NodeViews):
         #: Called by ``Statement.commit`` with the binds it just decided (after recording them in the
         #: result); what it raises ends the session.
         self.on_binds = on_binds
+        #: What each queue's jobs hold, summed when first asked (``queue_allocated``), then kept current
+        #: by every status change.
+        self._queue_allocated: dict[str, Vector] | None = None
 
     # --- mutations (only Statement calls these) -------------------------------------------------------
 
@@ -91,10 +94,15 @@ class Session(NodeViews):
         if job is not None:
             job.count_status(old, status)
             was, now = old in ALLOCATED_STATUSES, status in ALLOCATED_STATUSES
+            held = self._queue_allocated
             if was and not now:
                 job.allocated -= task.request
+                if held is not None:
+                    held[job.queue] -= task.request
             elif now and not was:
                 job.allocated += task.request
+                if held is not None:
+                    held[job.queue] += task.request
         task.status = status
 
     def _fire(self, task: Task, *, allocate: bool) -> None:
@@ -162,6 +170,22 @@ class Session(NodeViews):
         for job in self.jobs.values() if jobs is None else jobs:
             out.setdefault(job.queue, []).append(job)
         return out
+
+    def queue_allocated(self, queue: str) -> Vector:
+        """What the jobs of ``queue`` hold now (allocated, bound or running): summed over the jobs the
+        first time a session asks, then kept current by every status change (reclaim says it for every
+        victim)."""
+        held = self._queue_allocated
+        if held is None:
+            held = self._queue_allocated = {}
+            for job in self.jobs.values():
+                total = held.get(job.queue)
+                if total is None:
+                    held[job.queue] = job.allocated.copy()
+                else:
+                    total += job.allocated
+        total = held.get(queue)
+        return self.space.zeros() if total is None else total.copy()
 
     def record_fit_error(self, task: Task, status: Status) -> None:
         """Why ``task`` was not placed (the latest answer wins)."""
