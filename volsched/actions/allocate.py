@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from volsched.actions.topology import place_in_domain
-from volsched.actions.util import JobQueue, TaskQueue, first
+from volsched.actions.util import JobQueue, TaskQueue, first, first_namespace
 from volsched.framework.decisions import Code, Status
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
@@ -85,7 +85,7 @@ class Allocate:
                             session.reject(job, Status(overused.code, overused.plugin, (why,)))
                 continue
             namespaces = queues[qname]
-            ns = first(namespaces, session.namespace_less)
+            ns = first_namespace(session, namespaces)
             job = namespaces[ns].pop()
             if not namespaces[ns]:
                 del namespaces[ns]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from volsched.actions.util import JobQueue, first
+from volsched.actions.util import JobQueue, first_namespace
 from volsched.framework.decisions import Code, Status
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
@@ -53,7 +53,7 @@ class Enqueue:
         while order:
             name = min(order, key=lambda q: _QueueKey(session, q))
             namespaces = order[name]
-            ns = first(namespaces, session.namespace_less)
+            ns = first_namespace(session, namespaces)
             job = namespaces[ns].pop()
             if not namespaces[ns]:
                 del namespaces[ns]

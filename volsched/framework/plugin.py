@@ -4,7 +4,7 @@ The two small contracts themselves are declared beside what they receive, so the
 import each other in one direction only (an import-linter contract in ``make lint`` holds it):
 :class:`~volsched.framework.points.Plugin` (``name``, ``on_session_open(session)``,
 ``on_session_close(session)``; in ``on_session_open`` it only registers callbacks,
-``session.add_job_order_fn(self.name, fn)``) receives the
+``session.add_job_key_fn(self.name, fn)``) receives the
 :class:`~volsched.framework.points.ExtensionPoints`, and :class:`~volsched.framework.session.Action`
 (``name``, ``execute(session)``, never naming a plugin) the whole Session.
 

@@ -11,7 +11,11 @@ evaluated over nodes in :mod:`volsched.framework.nodeviews`.
 How answers combine across tiers (as in Volcano):
 
 * orders (queue, namespace, job, task): the first plugin, tier by tier, that tells two apart wins;
-  ties fall back to creation time, then name;
+  ties fall back to creation time, then name. A plugin gives an order as a comparator or as a key
+  (``add_*_key_fn``: lower first, equal keys tell nothing). Where every plugin of an order gives a key,
+  the order is the tuple of their keys in tier order, then the tie-break (:meth:`PointTables.job_key`
+  and friends): computed once per item per ordering decision instead of comparators evaluated
+  O(n log n) times; where one gives a comparator, the key wraps the comparator chain (same order);
 * job_enqueueable / job_pipelined: votes; any reject refuses, a permit in a tier settles it;
 * job_ready, allocatable, predicates: all must agree; overused: any says so;
 * reclaimable / preemptable: a victim must be accepted by every plugin that answers, in every tier
@@ -26,6 +30,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cmp_to_key
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
@@ -46,6 +51,8 @@ class Vote(enum.IntEnum):
 
 
 CompareFn = Callable[[Any, Any], int]
+#: A sort key (lower first; equal keys tell nothing): keys of one order must compare with each other.
+KeyFn = Callable[[Any], Any]
 VoteFn = Callable[[Job], tuple[Vote, str]]
 PredicateFn = Callable[[Task, IndexArray], BoolArray]
 ExplainFn = Callable[[Task, IndexArray], list[tuple[str, int]]]
@@ -60,6 +67,20 @@ VictimFn = Callable[[Task, list[Task]], "list[Task] | None"]
 
 #: Extension points switched on and off with another one.
 _SWITCH = {"constraint": "predicate", "constraint_relief": "predicate", "constraint_score": "node_order"}
+
+
+class KeyOrder:
+    """An order a plugin gave as a key, standing in the point's table as the comparator it implies
+    (so a point where another plugin gave a comparator still combines them in tier order)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: KeyFn) -> None:
+        self.key = key
+
+    def __call__(self, left: Any, right: Any) -> int:
+        a, b = self.key(left), self.key(right)
+        return -1 if a < b else (1 if b < a else 0)
 
 
 @dataclass
@@ -113,6 +134,17 @@ class ExtensionPoints(Protocol):
     def add_namespace_order_fn(self, plugin: str, fn: CompareFn) -> None: ...
     def add_job_order_fn(self, plugin: str, fn: CompareFn) -> None: ...
     def add_task_order_fn(self, plugin: str, fn: CompareFn) -> None: ...
+    def add_namespace_key_fn(self, plugin: str, fn: KeyFn) -> None:
+        """Namespace order as a key. The key of a namespace may change only when a task of that
+        namespace takes or gives back resources (the session keeps it until then)."""
+
+    def add_job_key_fn(self, plugin: str, fn: KeyFn) -> None:
+        """Job order as a key. The key of a job may change only when its own tasks change (actions
+        compute it when a job enters their queue, and again when they requeue it)."""
+
+    def add_task_key_fn(self, plugin: str, fn: KeyFn) -> None:
+        """Task order as a key; a task's key must not change while it waits."""
+
     def add_job_valid_fn(self, plugin: str, fn: Callable[[Job], str | None]) -> None: ...
     def add_job_enqueueable_fn(self, plugin: str, fn: VoteFn) -> None: ...
     def add_job_enqueued_fn(self, plugin: str, fn: Callable[[Job], None]) -> None: ...
@@ -159,8 +191,12 @@ class PointTables:
         self._fns: dict[str, dict[str, Any]] = {}
         self._tier_cache: dict[str, list[list[tuple[str, Any]]]] = {}
         self._flat_cache: dict[str, list[tuple[str, Any]]] = {}
+        self._key_cache: dict[str, Callable[[Any], Any]] = {}
         self._explain: dict[str, ExplainFn] = {}
         self.event_handlers: list[EventHandler] = []
+        #: Per namespace, how many times its tasks took or gave back resources (keys are kept until then).
+        self._ns_changes: dict[str, int] = {}
+        self._ns_keys: dict[str, tuple[int, Any]] = {}
 
     # --- registration (plugins call these in on_session_open) ---------------------------------------
 
@@ -168,6 +204,8 @@ class PointTables:
         self._fns.setdefault(point, {})[plugin] = fn
         self._tier_cache.pop(point, None)
         self._flat_cache.pop(point, None)
+        self._key_cache.pop(point, None)
+        self._ns_keys.clear()
 
     def add_queue_order_fn(self, plugin: str, fn: CompareFn) -> None:
         self._add("queue_order", plugin, fn)
@@ -180,6 +218,15 @@ class PointTables:
 
     def add_task_order_fn(self, plugin: str, fn: CompareFn) -> None:
         self._add("task_order", plugin, fn)
+
+    def add_namespace_key_fn(self, plugin: str, fn: KeyFn) -> None:
+        self._add("namespace_order", plugin, KeyOrder(fn))
+
+    def add_job_key_fn(self, plugin: str, fn: KeyFn) -> None:
+        self._add("job_order", plugin, KeyOrder(fn))
+
+    def add_task_key_fn(self, plugin: str, fn: KeyFn) -> None:
+        self._add("task_order", plugin, KeyOrder(fn))
 
     def add_job_valid_fn(self, plugin: str, fn: Callable[[Job], str | None]) -> None:
         self._add("job_valid", plugin, fn)
@@ -304,6 +351,65 @@ class PointTables:
             return c < 0
         return (left.creation, left.key) < (right.creation, right.key)
 
+    def _order_key(self, point: str, tie: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """The sort key of ``point``'s order: what sorting by it gives is the order ``_compare`` then
+        ``tie`` give (tiers in turn, the first plugin that tells two apart wins, ties by ``tie``).
+        When every plugin gave a key, the tuple of their keys in tier order, then the tie-break (each
+        plugin's key computed once per item); else the comparator chain wrapped as a key."""
+        cached = self._key_cache.get(point)
+        if cached is not None:
+            return cached
+        fns = self._flat(point)
+        key: Callable[[Any], Any]
+        if all(isinstance(fn, KeyOrder) for _, fn in fns):
+            keys = tuple(fn.key for _, fn in fns)
+            if not keys:
+                key = tie
+            elif len(keys) == 1:
+                (k0,) = keys
+
+                def key(item: Any) -> Any:
+                    return (k0(item), tie(item))
+            else:
+
+                def key(item: Any) -> Any:
+                    return (*[k(item) for k in keys], tie(item))
+        else:
+
+            def compare(left: Any, right: Any) -> int:
+                c = self._compare(point, left, right)
+                if c:
+                    return c
+                a, b = tie(left), tie(right)
+                return -1 if a < b else (1 if b < a else 0)
+
+            key = cmp_to_key(compare)
+        self._key_cache[point] = key
+        return key
+
+    def job_key(self) -> Callable[[Job], Any]:
+        """The job order as a sort key (distinct jobs never have equal keys)."""
+        return self._order_key("job_order", _creation_then_key)
+
+    def task_key(self) -> Callable[[Task], Any]:
+        """The task order as a sort key (distinct tasks never have equal keys)."""
+        return self._order_key("task_order", _creation_then_key)
+
+    def namespace_key(self, ns: str) -> Any:
+        """The namespace order's sort key of ``ns`` as it stands now: kept from the last time it was
+        asked until a task of ``ns`` takes or gives back resources (``namespace_changed``)."""
+        changes = self._ns_changes.get(ns, 0)
+        held = self._ns_keys.get(ns)
+        if held is not None and held[0] == changes:
+            return held[1]
+        key = self._order_key("namespace_order", _itself)(ns)
+        self._ns_keys[ns] = (changes, key)
+        return key
+
+    def namespace_changed(self, ns: str) -> None:
+        """A task of ``ns`` took or gave back resources: its namespace key is computed again."""
+        self._ns_changes[ns] = self._ns_changes.get(ns, 0) + 1
+
     def job_valid(self, job: Job) -> Status | None:
         """None when every plugin takes the job as valid, else the first refusal (nothing a later turn
         or an eviction would change)."""
@@ -409,3 +515,11 @@ class PointTables:
             for t in fn():
                 seen.setdefault(t.key, t)
         return list(seen.values())
+
+
+def _creation_then_key(item: Job | Task) -> tuple[float, str]:
+    return (item.creation, item.key)
+
+
+def _itself(item: str) -> str:
+    return item

@@ -106,6 +106,7 @@ class Session(NodeViews):
         task.status = status
 
     def _fire(self, task: Task, *, allocate: bool) -> None:
+        self.namespace_changed(task.namespace)
         for h in self.event_handlers:
             fn = h.allocate if allocate else h.deallocate
             if fn is not None:

@@ -25,10 +25,10 @@ from volsched.model.vocabulary import Task, TaskStatus
 _TOL = 1e-9
 
 
-def compare_shares(left: float, right: float) -> int:
-    if abs(left - right) <= _TOL:
-        return 0
-    return -1 if left < right else 1
+def share_key(share: float) -> float:
+    """A share as a sort key, rounded to 1e-9 so that shares that differ only by float noise are
+    equal (and the name, creation or weight decides), never two that differ by more than 1e-9."""
+    return round(share, 9)
 
 
 @register_plugin
@@ -63,8 +63,8 @@ class Drf(BasePlugin):
         def job_share(job: Job) -> float:
             return share(job.allocated)
 
-        def job_order(left: Job, right: Job) -> int:
-            return compare_shares(job_share(left), job_share(right))
+        def job_key(job: Job) -> float:
+            return share_key(job_share(job))
 
         def ns_share_after_next(ns: str) -> float:
             """The weighted share the namespace would have with half its next pod: the next pod goes to
@@ -78,12 +78,9 @@ class Drf(BasePlugin):
             held = nxt[1] / 2 if alloc is None else alloc + nxt[1] / 2
             return share(held) / session.snapshot.namespace_weight(ns)
 
-        def namespace_order(left: str, right: str) -> int:
-            c = compare_shares(ns_share_after_next(left), ns_share_after_next(right))
-            if c:
-                return c
-            weight = session.snapshot.namespace_weight
-            return compare_shares(-weight(left), -weight(right))  # a tie goes to the larger weight
+        def namespace_key(ns: str) -> tuple[float, float]:
+            # a tie goes to the larger weight
+            return share_key(ns_share_after_next(ns)), share_key(-session.snapshot.namespace_weight(ns))
 
         def on_allocate(task: Task) -> None:
             acc = ns_alloc.setdefault(task.namespace, session.space.zeros())
@@ -134,8 +131,9 @@ class Drf(BasePlugin):
             return victims
 
         session.add_preemptable_fn(self.name, preemptable)
-        session.add_job_order_fn(self.name, job_order)
-        session.add_namespace_order_fn(self.name, namespace_order)
+        session.add_job_key_fn(self.name, job_key)
+        session.add_namespace_key_fn(self.name, namespace_key)
         session.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
         session.state["drf.namespace_share"] = ns_share
         session.state["drf.job_share"] = job_share
+        session.state["drf.namespace_share_after_next"] = ns_share_after_next

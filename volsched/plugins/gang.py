@@ -35,18 +35,13 @@ class Gang(BasePlugin):
                 return Vote.PERMIT, ""
             return Vote.REJECT, f"{job.pipelined_count}/{job.min_member} tasks placed or pipelined"
 
-        def job_order(left: Job, right: Job) -> int:
-            lr, rr = ready(left), ready(right)
-            if lr != rr:
-                return 1 if lr else -1
-            if lr:
-                return 0
-            # Among gangs not ready, one that already holds members (left half-bound, or short of a
-            # member it lost) comes first: what it holds is idle until it is complete.
-            lh, rh = left.ready_count > 0, right.ready_count > 0
-            if lh == rh:
-                return 0
-            return -1 if lh else 1
+        def job_key(job: Job) -> int:
+            """Not ready first (0, 1), ready last (2). Among gangs not ready, one that already holds
+            members (left half-bound, or short of a member it lost) comes first (0): what it holds is
+            idle until it is complete."""
+            if job.ready_count >= job.min_member:
+                return 2
+            return 0 if job.ready_count > 0 else 1
 
         def starving(job: Job) -> bool:
             return job.ready_count < job.min_member or bool(job.pending_tasks())
@@ -68,7 +63,7 @@ class Gang(BasePlugin):
         session.add_job_valid_fn(self.name, valid)
         session.add_job_ready_fn(self.name, ready)
         session.add_job_pipelined_fn(self.name, pipelined)
-        session.add_job_order_fn(self.name, job_order)
+        session.add_job_key_fn(self.name, job_key)
         session.add_job_starving_fn(self.name, starving)
         session.add_reclaimable_fn(self.name, victims)
         session.add_preemptable_fn(self.name, victims)

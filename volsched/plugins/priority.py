@@ -12,20 +12,16 @@ from volsched.model.cluster import Job
 from volsched.model.vocabulary import Task
 
 
-def _desc(left: int, right: int) -> int:
-    return -1 if left > right else (1 if left < right else 0)
-
-
 @register_plugin
 class Priority(BasePlugin):
     name: ClassVar[str] = "priority"
 
     def on_session_open(self, session: ExtensionPoints) -> None:
-        def job_order(left: Job, right: Job) -> int:
-            return _desc(left.priority, right.priority)
+        def job_key(job: Job) -> int:
+            return -job.priority
 
-        def task_order(left: Task, right: Task) -> int:
-            return _desc(left.priority, right.priority)
+        def task_key(task: Task) -> int:
+            return -task.priority
 
         def victims(actor: Task, candidates: list[Task]) -> list[Task]:
             actor_job = session.jobs.get(actor.job_key)
@@ -37,6 +33,6 @@ class Priority(BasePlugin):
                     out.append(t)
             return out
 
-        session.add_job_order_fn(self.name, job_order)
-        session.add_task_order_fn(self.name, task_order)
+        session.add_job_key_fn(self.name, job_key)
+        session.add_task_key_fn(self.name, task_key)
         session.add_preemptable_fn(self.name, victims)
