@@ -394,3 +394,26 @@ def test_unschedulable_pods_are_their_rejections_rendered() -> None:
     for key, message in result.unschedulable.items():
         assert message and message == render(result.rejections[f"Pod {key}"])
     assert "PodGroup ns/big" in result.rejections
+
+
+def test_reclaim_turns_to_the_queue_that_comes_first_after_each_commit() -> None:
+    """Queues qa and qb (equal weights, qa first by name) each take back from lend; once qa's first job
+    has taken its share, qb comes first in queue order, and its job goes before qa's second."""
+    objects = [
+        node("n1", cpu="12"),
+        queue("lend", reclaimable=True),
+        queue("qa"),
+        queue("qb"),
+        *running("lend-run", size=12, on="n1", q="lend"),
+        *(
+            o
+            for name, q in (("a1", "qa"), ("a2", "qa"), ("b1", "qb"))
+            for o in (
+                podgroup(name, ns="ns", queue=q, min_member=1, phase="Inqueue"),
+                pod(f"{name}-0", ns="ns", cpu="2", group=name),
+            )
+        ),
+    ]
+    result = run_action("reclaim", objects)
+    turns = [e.reason.beneficiary_job for e in result.evictions]
+    assert list(dict.fromkeys(turns)) == ["ns/a1", "ns/b1", "ns/a2"]

@@ -54,7 +54,7 @@ from volsched.actions.eviction import (
     eviction_reason,
     wants_capacity,
 )
-from volsched.actions.util import JobQueue, first
+from volsched.actions.util import JobQueue, in_queue_order
 from volsched.framework.decisions import EvictionReason
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
@@ -76,18 +76,26 @@ class Reclaim:
         if not by_queue:
             return
         evictable = Evictable(session)
-        while by_queue:
-            qname = first(by_queue, lambda a, b: session.queue_less(session.queues[a], session.queues[b]))
+        # The queues in queue order, the first last. Only a committed turn changes what queues hold
+        # (a discarded one puts everything back), so only then are they sorted again, from the order
+        # they had (nearly sorted still: about one comparison a queue).
+        order = in_queue_order(session, by_queue)[::-1]
+        while order:
+            qname = order[-1]
             queue = session.queues[qname]
             if session.overused(queue):
                 del by_queue[qname]
+                order.pop()
                 continue
             job = by_queue[qname].pop()
             if not by_queue[qname]:
                 del by_queue[qname]
+                order.pop()
             gave = [session.jobs[key] for key in self._reclaim(session, queue, job, evictable)]
-            for waiting in by_queue.values():
-                waiting.requeue(gave)
+            if gave:
+                for name in {g.queue for g in gave} & by_queue.keys():  # a job waits in its queue's
+                    by_queue[name].requeue(gave)
+                order = in_queue_order(session, order[::-1])[::-1]
 
     def _reclaim(self, session: Session, queue: QueueSpec, job: Job, evictable: Evictable) -> set[str]:
         def other_reclaimable(name: str) -> bool:
