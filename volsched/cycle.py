@@ -13,11 +13,11 @@ decisions to a :class:`Port`, and feed what came of them back into the cache thr
   those of earlier calls were accepted and keep their assumptions until their outcomes come;
 * a bind is *assumed* when it is decided, before the port sends it (kube-scheduler's assume/bind
   split), so a session that runs while it is in flight plans around it; it is *finished* when it
-  succeeded (its assumption's time to live starts) and *forgotten* when it failed (the pod is
-  pending again, for the next cycle to plan); a conflict puts the pod as the API has it into the
-  cache, a pod that is gone is deleted from it;
-* a pod evicted that may not return to its node keeps its owner's replacement off that node
-  (``ClusterState.moved_off``);
+  succeeded or may have (``UNKNOWN``: its assumption's time to live starts) and *forgotten* when it
+  failed (the pod is pending again, for the next cycle to plan); a conflict puts the pod as the API
+  has it into the cache, a pod that is gone is deleted from it;
+* a pod evicted (or perhaps evicted: ``UNKNOWN``) that may not return to its node keeps its owner's
+  replacement off that node (``ClusterState.moved_off``);
 * PodGroup phases the session computed are written back to the cache, and the carryover it handed
   back (state plugins keep across sessions) is stored for the next session;
 * then the port writes status, conditions and events.
@@ -59,6 +59,10 @@ BLOCKED = "blocked"  # a PodDisruptionBudget does not allow the eviction now
 SKIPPED = "skipped"  # not our pod
 FENCED = "fenced"  # not sent: this replica is not sure it still holds the Lease
 FAILED = "failed"
+#: Sent, but no answer came back and the pod could not be read back: it may have taken effect. A bind
+#: stays assumed (as a bound one: until the watch confirms it or its time to live ends), never freeing
+#: its room while the pod may be bound; an eviction counts as possibly done (its owner kept off the node).
+UNKNOWN = "unknown"
 
 
 @dataclass
@@ -256,7 +260,7 @@ def _settle(
     state = feeder.state
     for outcome in binds:
         b = outcome.bind
-        if outcome.result == BOUND:
+        if outcome.result in (BOUND, UNKNOWN):  # an unknown one may be bound: the watch tells
             feeder.finish(b.pod)
         elif outcome.result == GONE:
             _delete_pod(feeder, b.pod)
@@ -266,7 +270,7 @@ def _settle(
                 feeder.apply("Pod", outcome.pod)
     for ev in evictions:
         e = ev.eviction
-        if ev.result == EVICTED and not e.may_return:
+        if ev.result in (EVICTED, UNKNOWN) and not e.may_return:
             # An eviction that settles in a later cycle finds the pod's owner in the cache, if still there.
             task = moving[e.pod] if e.pod in moving else state.tasks.get(e.pod)
             if task is not None:

@@ -1,8 +1,10 @@
-"""Binds over kept-alive connections: a lost answer, a connection the apiserver closed.
+"""Binds and evictions over kept-alive connections: a lost answer, a connection the apiserver closed.
 
 A fault-injection server (the apiserver's bind rules: a pod is bound once, a second bind is 409, a bind
-naming another UID is 409) that can take a bind and drop the connection without answering, or close a
-kept-alive connection after an answer.
+naming another UID is 409; an eviction makes the pod terminating) that can take a bind or an eviction
+and drop the connection without answering, drop reads, or close a kept-alive connection after an answer.
+A request whose answer was lost may have taken effect: the outcome says what the pod read back shows,
+or UNKNOWN when it cannot be read (never a failure that would free the pod's room in the cache).
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from volsched.cycle import BOUND, CONFLICT, FAILED
-from volsched.framework.decisions import Bind
+from tests.fences import ClosingFence
+from volsched.cycle import BOUND, CONFLICT, EVICTED, FAILED, FENCED, UNKNOWN
+from volsched.framework.decisions import Bind, Evict, EvictionReason
 from volsched.kube.rest import AUTH_TTL
 from volsched.kube.writer import KubeWriter
 from volsched.model.vocabulary import SCHEDULER_NAME
@@ -28,11 +31,14 @@ TOKEN = "s3cret-token-value"
 class BindServer:
     """Pods ``ns/<name>`` (uid, nodeName). ``drops``: what the next binds do instead of answering
     (``"bind"``: bind the pod, then drop; ``"lose"``: drop unread; ``"other-node"``: another binder
-    puts the pod on n2, then drop). ``close_after``: close the connection after each answer."""
+    puts the pod on n2, then drop; ``"evict"``: evict the pod, then drop). ``unread``: how many reads
+    are dropped unanswered. ``close_after``: close the connection after each answer."""
 
     def __init__(self) -> None:
         self.pods: dict[str, dict[str, str]] = {}
         self.drops: list[str] = []
+        self.unread = 0
+        self.evicted: list[str] = []
         self.close_after = False
         self.posts: list[str] = []
         self.tokens: list[str] = []  # each bind's Authorization header
@@ -57,22 +63,39 @@ class BindServer:
                     self.close_connection = True
 
             def do_GET(self) -> None:
+                if outer.unread:
+                    outer.unread -= 1
+                    self.close_connection = True  # no answer
+                    return
                 name = self.path.rsplit("/", 1)[-1]
                 pod = outer.pods.get(name)
                 if pod is None:
                     self._reply(404, {"kind": "Status", "message": "not found"})
                     return
+                meta = {"name": name, "namespace": "ns", "uid": pod["uid"]}
+                if name in outer.evicted:
+                    meta["deletionTimestamp"] = "2026-11-22T20:00:00Z"
                 self._reply(
                     200,
                     {
-                        "metadata": {"name": name, "namespace": "ns", "uid": pod["uid"]},
+                        "metadata": meta,
                         "spec": {"schedulerName": SCHEDULER_NAME, "nodeName": pod["nodeName"]},
                     },
                 )
 
+            def do_PATCH(self) -> None:  # a pod's condition
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self._reply(200, {})
+
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                if self.path.endswith("/events"):
+                    self._reply(201, body)
+                    return
                 name = self.path.split("/")[-2]
+                if self.path.endswith("/eviction"):
+                    self._evict(name)
+                    return
                 outer.posts.append(name)
                 outer.tokens.append(self.headers.get("Authorization") or "")
                 drop = outer.drops.pop(0) if outer.drops else ""
@@ -85,6 +108,15 @@ class BindServer:
                     return
                 status, message = self._bind(name, body)
                 self._reply(status, {"kind": "Status", "message": message})
+
+            def _evict(self, name: str) -> None:
+                drop = outer.drops.pop(0) if outer.drops else ""
+                if drop != "lose":
+                    outer.evicted.append(name)
+                if drop:
+                    self.close_connection = True  # no answer at all
+                    return
+                self._reply(201, {"kind": "Status", "status": "Success"})
 
             def _bind(self, name: str, body: dict[str, Any]) -> tuple[int, str]:
                 pod = outer.pods[name]
@@ -113,7 +145,7 @@ def server() -> Iterator[BindServer]:
     s.httpd.shutdown()
 
 
-def _writer(server: BindServer, path: str) -> Iterator[KubeWriter]:
+def _writer(server: BindServer, path: str, **kw: Any) -> Iterator[KubeWriter]:
     cfg = client.Configuration()
     cfg.host = f"http://127.0.0.1:{server.port}"
     cfg.api_key = {"authorization": TOKEN}
@@ -123,7 +155,7 @@ def _writer(server: BindServer, path: str) -> Iterator[KubeWriter]:
     elif path == "tls-server-name":
         cfg.tls_server_name = "apiserver.example"
     with client.ApiClient(cfg) as api:
-        w = KubeWriter(api)
+        w = KubeWriter(api, **kw)
         assert w.rest.direct == (path == "direct")
         yield w
         w.close()
@@ -156,8 +188,9 @@ def _pod(name: str, uid: str) -> dict[str, Any]:
         (["other-node"], "u1", CONFLICT, 2, [], "n2"),  # another binder got there: not ours
         (["lose", "lose"], "u1", FAILED, 2, [], ""),  # no answer twice: the next session tries again
         (["bind", "lose"], "u1", BOUND, 2, [("p", "n1")], "n1"),  # no answer twice, but the first took
+        (["bind", "lose", "unread"], "u1", UNKNOWN, 2, [("p", "n1")], "n1"),  # ... and it cannot be read
     ],
-    ids=["lost-answer-bound", "lost-request", "bound-elsewhere", "lost-twice", "lost-twice-bound"],
+    ids=["lost-answer-bound", "lost-request", "bound-elsewhere", "lost-twice", "lost-twice-bound", "unread"],
 )
 def test_a_bind_whose_answer_was_lost_is_sent_once_more_and_is_ours_only_on_our_node(
     server: BindServer,
@@ -170,7 +203,8 @@ def test_a_bind_whose_answer_was_lost_is_sent_once_more_and_is_ours_only_on_our_
     node: str,
 ) -> None:
     server.pods["p"] = {"uid": uid_on_server, "nodeName": ""}
-    server.drops = list(drops)
+    server.drops = [d for d in drops if d != "unread"]
+    server.unread = 2 if "unread" in drops else 0  # a read is asked once more on a new connection
     out = any_writer.bind(Bind(pod="ns/p", uid="u1", node="n1"), _pod("p", "u1"))
     assert out.result == result, out.detail
     assert len(server.posts) == posts
@@ -179,6 +213,61 @@ def test_a_bind_whose_answer_was_lost_is_sent_once_more_and_is_ours_only_on_our_
     assert TOKEN not in out.detail
     if result == CONFLICT:
         assert out.pod is not None and out.pod["spec"]["nodeName"] == "n2"  # the cache is corrected
+
+
+@pytest.mark.parametrize(
+    ("drop", "unread", "result", "node"),
+    [
+        ("bind", 0, BOUND, "n1"),  # the first took: the pod read back is on our node
+        ("lose", 0, FENCED, ""),  # it never arrived: read back unbound, and the fence keeps it unsent
+        ("bind", 2, UNKNOWN, "n1"),  # it took, but the pod cannot be read: it may be bound
+    ],
+    ids=["first-took", "first-lost", "unread"],
+)
+def test_a_bind_whose_answer_was_lost_and_whose_resend_is_fenced_says_what_the_first_did(
+    server: BindServer, drop: str, unread: int, result: str, node: str
+) -> None:
+    """The Lease lost between the bind and its resend: the first request may have bound the pod, so the
+    outcome is not FENCED "not sent" (which frees the pod's room in the cache) but what a read shows."""
+    server.pods["p"] = {"uid": "u1", "nodeName": ""}
+    server.drops, server.unread = [drop], unread
+    fenced = _writer(server, "direct", fence=ClosingFence(open_for=1))
+    writer = next(fenced)
+    try:
+        out = writer.bind(Bind(pod="ns/p", uid="u1", node="n1"), _pod("p", "u1"))
+    finally:
+        fenced.close()
+    assert out.result == result, out.detail
+    assert server.posts == ["p"]  # the resend was fenced: sent once
+    assert server.pods["p"]["nodeName"] == node
+    if result != BOUND:
+        assert "no answer" in out.detail and "Lease" in out.detail
+
+
+def _evict(writer: KubeWriter) -> Any:
+    e = Evict(pod="ns/p", uid="u1", node="n1", reason=EvictionReason(action="preempt"))
+    return writer.evict(e, {**_pod("p", "u1"), "spec": {"schedulerName": SCHEDULER_NAME, "nodeName": "n1"}})
+
+
+@pytest.mark.parametrize(
+    ("drop", "unread", "result"),
+    [
+        ("evict", 0, EVICTED),  # it took: the pod read back is terminating
+        ("lose", 0, FAILED),  # it never arrived: read back running, for the next session to decide
+        ("evict", 2, UNKNOWN),  # it took, but the pod cannot be read: it may be evicted
+    ],
+    ids=["took", "lost-request", "unread"],
+)
+def test_an_eviction_whose_answer_was_lost_says_what_the_pod_read_back_shows(
+    server: BindServer, writer: KubeWriter, drop: str, unread: int, result: str
+) -> None:
+    server.pods["p"] = {"uid": "u1", "nodeName": "n1"}
+    server.drops = [drop]
+    server.unread = unread
+    out = _evict(writer)
+    assert out.result == result, out.detail
+    assert "no answer" in out.detail
+    assert server.evicted == ([] if drop == "lose" else ["p"])
 
 
 def test_a_pod_bound_to_our_node_under_another_uid_is_a_conflict_after_a_lost_answer(

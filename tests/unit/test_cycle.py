@@ -20,6 +20,7 @@ from volsched.cycle import (
     FAILED,
     FENCED,
     GONE,
+    UNKNOWN,
     BindOutcome,
     CycleReport,
     EvictOutcome,
@@ -206,6 +207,21 @@ def test_a_finished_bind_expires_after_its_time_to_live_when_the_watch_never_con
     clock.now += 2
     assert feeder.apply("Pod", unbound(feeder, "default/a", rv=10))
     assert nodes_of(feeder) == {"default/a": None}
+
+
+def test_a_bind_whose_outcome_is_unknown_keeps_its_room_until_the_watch_shows_it_or_its_time_ends() -> None:
+    """UNKNOWN: sent, no answer, the pod unread. It may be bound: the pod stays on its node in the cache
+    (the next session plans around it, nothing binds it again) as a finished bind does."""
+    clock = Clock()
+    feeder = cache(node("n1", cpu="1"), pod("a", cpu="1"), pod("b", cpu="1"), clock=clock)
+    port = FakePort({"default/a": [UNKNOWN]})
+    first = cycle(feeder, port)
+    assert [(o.bind.pod, o.result) for o in first.binds] == [("default/a", UNKNOWN)]
+    assert nodes_of(feeder) == {"default/a": "n1", "default/b": None} and feeder.is_assumed("default/a")
+    assert cycle(feeder, port).result.binds == []  # no room for b, and a is not bound again
+    clock.now += 31  # the watch never showed it bound: the assumption ends, a is pending again
+    assert feeder.apply("Pod", unbound(feeder, "default/a", rv=9))
+    assert nodes_of(feeder)["default/a"] is None
 
 
 def test_podgroup_phases_go_back_into_the_cache_and_the_port_writes_status() -> None:

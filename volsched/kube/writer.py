@@ -13,7 +13,6 @@ Only pods whose schedulerName is ours are touched.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import threading
@@ -37,6 +36,7 @@ from volsched.cycle import (
     FENCED,
     GONE,
     SKIPPED,
+    UNKNOWN,
     BindOutcome,
     EvictOutcome,
 )
@@ -313,17 +313,20 @@ class KubeWriter:
             "target": {"apiVersion": "v1", "kind": "Node", "name": bind.node},
         }
         path = pod_path(ns, name, "binding")
-        resent = False
+        resent, lost = False, ""
         try:
             try:
                 self._send("POST", path, body, holding=holding)
-            except ResponseLost:
+            except ResponseLost as exc:
                 # It may have bound the pod: sent once more (the fence checked again), the apiserver
                 # refuses a second bind of a bound pod (409), and a 409 is then read as below.
                 resent = True
+                lost = str(exc)
                 self._send("POST", path, body, holding=holding)
             return BindOutcome(bind, BOUND)
         except Fenced as exc:
+            if resent:  # the first was sent: it may have bound the pod
+                return self._read_back(bind, f"{lost}; not sent again ({exc})", unbound=FENCED)
             return BindOutcome(bind, FENCED, str(exc))
         except ApiException as exc:
             detail = _reason(exc)
@@ -337,16 +340,34 @@ class KubeWriter:
                 if resent and _bound_as_asked(fresh, bind):
                     return BindOutcome(bind, BOUND, "bound by a request whose answer was lost")
                 return BindOutcome(bind, GONE if fresh is None else CONFLICT, detail, fresh)
+            if resent:
+                return self._read_back(bind, f"{lost}; sent again: {exc.status}: {detail}", unbound=FAILED)
             return BindOutcome(bind, FAILED, f"{exc.status}: {detail}")
-        except ResponseLost as exc:
-            # No answer twice: the first may have bound the pod. Read so, it is bound, not failed (the
-            # cache keeps it on its node instead of freeing the room for the next session).
-            with contextlib.suppress(Exception):
-                if _bound_as_asked(self.read_pod(ns, name), bind):
-                    return BindOutcome(bind, BOUND, "bound by a request whose answer was lost")
-            return BindOutcome(bind, FAILED, str(exc))
         except Exception as exc:  # network errors: the next session tries again
+            if resent:  # no answer twice (ResponseLost), or the second could not be sent
+                return self._read_back(bind, f"{lost}; sent again: {error_summary(exc)}", unbound=FAILED)
             return BindOutcome(bind, FAILED, str(exc))
+
+    def _read_back(self, bind: Bind, why: str, *, unbound: str) -> BindOutcome:
+        """What came of a bind that was sent but whose answer was lost (and that a second request did not
+        settle), as the pod read back shows: on our node (by its UID), BOUND; gone, GONE; on another node
+        or another pod by that name, CONFLICT (the cache takes the pod as read); unbound, ``unbound``.
+        When it cannot be read, UNKNOWN: it may be bound, so the pod stays assumed (its room is not
+        freed) until the watch shows it or the assumption's time to live ends. A read is never fenced:
+        it changes nothing."""
+        ns, name = _split(bind.pod)
+        try:
+            fresh = self.read_pod(ns, name)
+        except Exception as exc:
+            return BindOutcome(bind, UNKNOWN, f"{why}; may be bound (read back failed: {error_summary(exc)})")
+        if fresh is None:
+            return BindOutcome(bind, GONE, f"{why}; read back: gone")
+        if _bound_as_asked(fresh, bind):
+            return BindOutcome(bind, BOUND, "bound by a request whose answer was lost")
+        uid = (fresh.get("metadata") or {}).get("uid")
+        if (fresh.get("spec") or {}).get("nodeName") or (bind.uid and uid != bind.uid):
+            return BindOutcome(bind, CONFLICT, f"{why}; read back: bound elsewhere or another pod", fresh)
+        return BindOutcome(bind, unbound, f"{why}; read back: not bound")
 
     def evict_all(self, evictions: Iterable[Evict], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
         return self._map(lambda e: self.evict(e, pods.get(e.pod)), evictions)
@@ -417,8 +438,29 @@ class KubeWriter:
             if exc.status == 409:
                 return EvictOutcome(eviction, CONFLICT, detail)
             return EvictOutcome(eviction, FAILED, f"{exc.status}: {detail}")
+        except ResponseLost as exc:  # it may have evicted the pod
+            return self._evict_read_back(eviction, ns, name, str(exc))
         except Exception as exc:
             return EvictOutcome(eviction, FAILED, str(exc))
+
+    def _evict_read_back(self, eviction: Evict, ns: str, name: str, why: str) -> EvictOutcome:
+        """What came of an eviction whose answer was lost, as the pod read back shows (not sent again: the
+        read tells without writing), in the words the Eviction API would have used: terminating, EVICTED;
+        gone, GONE; another pod by that name, CONFLICT (ours is gone); there and not terminating, FAILED
+        (the next session decides again). When it cannot be read, UNKNOWN: it may have been evicted."""
+        try:
+            fresh = self.read_pod(ns, name)
+        except Exception as exc:
+            detail = f"{why}; may be evicted (read back failed: {error_summary(exc)})"
+            return EvictOutcome(eviction, UNKNOWN, detail)
+        if fresh is None:
+            return EvictOutcome(eviction, GONE, f"{why}; read back: gone")
+        meta = fresh.get("metadata") or {}
+        if eviction.uid and meta.get("uid") != eviction.uid:
+            return EvictOutcome(eviction, CONFLICT, f"{why}; read back: another pod by that name")
+        if meta.get("deletionTimestamp"):
+            return EvictOutcome(eviction, EVICTED, f"{why}; read back: terminating")
+        return EvictOutcome(eviction, FAILED, f"{why}; read back: not evicted")
 
     # --- status, conditions, events -------------------------------------------------------------------------
 

@@ -56,6 +56,7 @@ from volsched.cycle import (
     FENCED,
     GONE,
     SKIPPED,
+    UNKNOWN,
     CycleReport,
     IdleSkip,
     run_cycle,
@@ -461,11 +462,17 @@ class Operator:
                 log.info("bind %s -> %s: pod is gone", b.pod, b.node)
             elif outcome.result == CONFLICT:
                 log.info("bind %s -> %s: conflict (%s); cache corrected", b.pod, b.node, outcome.detail)
+            elif outcome.result == UNKNOWN:
+                log.info(
+                    "bind %s -> %s: kept assumed until the watch shows it (%s)", b.pod, b.node, outcome.detail
+                )
             elif outcome.result not in (BOUND, SKIPPED, FENCED) and not self.health.down:
                 log.warning("bind %s -> %s failed: %s", b.pod, b.node, outcome.detail)
         for ev in report.evictions:
             if ev.result == BLOCKED:
                 log.info("evict %s: blocked by a PodDisruptionBudget (%s)", ev.eviction.pod, ev.detail)
+            elif ev.result == UNKNOWN:
+                log.info("evict %s: the watch will tell (%s)", ev.eviction.pod, ev.detail)
             elif ev.result not in (EVICTED, GONE, CONFLICT, SKIPPED, FENCED) and not self.health.down:
                 log.warning("evict %s failed: %s", ev.eviction.pod, ev.detail)
 
