@@ -7,8 +7,10 @@ Feeder); the outcomes come back through ``settle`` in a later cycle.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +26,7 @@ from volsched.cycle import (
     FENCED,
     GONE,
     SKIPPED,
+    UNKNOWN,
     BindOutcome,
     CycleReport,
     run_cycle,
@@ -31,6 +34,7 @@ from volsched.cycle import (
 from volsched.framework.decisions import Bind
 from volsched.kube.port import KubePort
 from volsched.kube.writer import KubeWriter, WriterSettings
+from volsched.operator import Operator, Settings
 
 #: How long the server holds a bind at most when the test never opens the gate (a blocking port would
 #: then return its outcomes late, and the test fails instead of hanging).
@@ -170,6 +174,63 @@ def test_binds_queued_when_the_lease_is_lost_are_never_sent(
     assert len(server.sent("/binding")) == 2
 
 
+def test_binds_streamed_from_a_session_planned_under_an_earlier_holding_are_never_sent(
+    server: GatedServer, port: KubePort, fence: Fence
+) -> None:
+    """The session was planned under holding 1; the Lease was lost and taken again (holding 2) before
+    its commits streamed: not one bind goes out, however the Lease stands when it is handed over."""
+    server.gate.set()
+    feeder = cache(node("n1", cpu="8"), *(pod(f"p{i}") for i in range(3)))
+    port.plan_under(fence.acquired_at)
+    fence.acquired_at = 2.0
+    report = _cycle(feeder, port)
+    assert port.drain(HOLD)
+    assert sorted(o.result for o in [*report.binds, *port.settle()[0]]) == [FENCED] * 3
+    assert server.sent("/binding") == []
+
+
+def test_the_operator_plans_each_session_under_the_holding_its_leadership_was_settled_with(
+    server: GatedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Operator.run_once hands the port the holding read when it made sure of the Lease: a holding that
+    changes afterwards (here while the session's inputs are gathered) fences the session's binds."""
+    server.gate.set()
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{server.port}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
+    )
+    op = Operator(Settings(kubeconfig=str(kubeconfig)))
+    lease = Fence()
+    for name in ("renew_if_due", "time_left", "call_timeout"):
+        monkeypatch.setattr(op.lease, name, getattr(lease, name))
+    monkeypatch.setattr(op.lease, "ensure", lease.renew_if_due)
+    monkeypatch.setattr(op.lease, "acquired_at", 1.0)
+    monkeypatch.setattr(op.reloader, "reload", lambda **_: None)
+    monkeypatch.setattr(op, "follow_volcano", lambda **_: None)
+    op.pods_read_at = math.inf  # caught up already
+
+    def taken_again(now: float) -> None:  # lost and taken again after the session's leadership was settled
+        op.lease.acquired_at = 2.0
+
+    monkeypatch.setattr(op.usage, "refresh", taken_again)
+    for obj in (node("n1", cpu="4"), pod("a")):
+        obj["metadata"].update(resourceVersion="1", uid=f"uid-{obj['metadata']['name']}")
+        op.feeder.apply(obj["kind"], obj)
+    try:
+        ran = op.run_once()
+        assert ran is not None and [b.pod for b in ran[0].binds] == ["default/a"]
+        assert op.port.drain(HOLD)
+        assert [o.result for o in [*ran[1].binds, *op.port.settle()[0]]] == [FENCED]
+        assert server.sent("/binding") == []
+    finally:
+        op.port.close()
+        op.writer.close()
+        op.api.close()  # type: ignore[no-untyped-call]
+        op.watch_api.close()  # type: ignore[no-untyped-call]
+
+
 def test_a_port_closed_under_a_cycle_reports_its_binds_failed_unsent_and_never_raises(
     server: GatedServer, port: KubePort
 ) -> None:
@@ -234,6 +295,7 @@ class ScriptedWriter:
         (GONE, False),  # deleted: nothing to place
         (SKIPPED, False),  # not our pod
         (FENCED, False),  # not sent: this replica may not hold the Lease, a retry would be fenced too
+        (UNKNOWN, False),  # may be bound: kept assumed until the watch shows it
         (FAILED, True),  # forgotten by the cache: pending again
         (CONFLICT, True),  # the cache corrected from the API: a new pod by that name is pending
     ],

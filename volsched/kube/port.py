@@ -10,8 +10,8 @@ With ``background`` (the operator's), a session never waits on the network for i
 
 * ``bind`` (called by the cycle as each of the session's Statements commits, while the session goes
   on) hands each bind to the bind workers (``workers`` of them, each renewing the Lease when due
-  and checking the fence before it sends: a bind decided under one holding of the Lease is never sent
-  under a later one) and returns the outcomes completed so far; ``settle`` returns
+  and checking the fence before it sends: a bind decided under one holding of the Lease, the one the
+  session was planned under (:meth:`KubePort.plan_under`), is never sent under a later one) and returns the outcomes completed so far; ``settle`` returns
   those completed since, for the next cycle to finish or forget. A gang's binds go out together; one
   that fails is forgotten and the next session completes the half-bound gang.
 * ``write_status`` takes what it needs from the cache now and writes it on one status thread; when a
@@ -92,6 +92,9 @@ class KubePort:
         self._status_next: Callable[[], StatusReport] | None = None
         self._status_running = False
         self._status_done = StatusReport()
+        #: The holding of the Lease the sessions are planned under (see :meth:`plan_under`).
+        self._planned_under: float | None = None
+        self._planned = False
         self._binder: ThreadPoolExecutor | None = None
         self._status: ThreadPoolExecutor | None = None
         if background:
@@ -100,10 +103,20 @@ class KubePort:
 
     # --- binds -------------------------------------------------------------------------------------------
 
+    def plan_under(self, holding: float | None) -> None:
+        """The sessions from now on are planned under ``holding`` of the Lease (``KubeWriter.holding``,
+        read as the session's leadership was settled, before its snapshot): their binds are sent only
+        under that holding, so a bind streamed from a session planned under an older holding is fenced,
+        however the Lease changed hands meanwhile. The operator calls it before each session; until it
+        is called, a commit's binds take the holding current when they are handed over."""
+        with self._lock:
+            self._planned_under, self._planned = holding, True
+
     def bind(self, binds: Sequence[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
         if self._binder is None:
             return self.writer.bind_all(binds, pods)
-        holding = self.writer.holding()  # the session decided these under this holding of the Lease
+        with self._lock:  # the session decided these under this holding of the Lease
+            holding = self._planned_under if self._planned else self.writer.holding()
         with self._lock:
             self._binds_in_flight += len(binds)
         for b in binds:

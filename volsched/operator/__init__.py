@@ -414,6 +414,7 @@ class Operator:
         :class:`~volsched.cycle.IdleSkip`: ``report.skipped``, an empty result). Blocking: run it in a
         thread."""
         leader = self.lease.ensure()
+        holding = self.writer.holding()  # the holding of the Lease this session is planned under
         self.metrics.leader.set(1 if leader else 0)
         self.reload_config()
         self.follow_volcano()
@@ -423,6 +424,7 @@ class Operator:
             self.catch_up()
         now = time.time()
         self.usage.refresh(now)  # the collector's fresh snapshot (no I/O on this path)
+        self.port.plan_under(holding)  # its binds are never sent under a later holding
         report = run_cycle(self.feeder, self.config, self.port, now=now, idle=self.idle)
         self._log_outcomes(report)
         if report.skipped:
