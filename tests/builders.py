@@ -1,7 +1,9 @@
-"""Small builders for Kubernetes objects as plain dicts, and a helper that runs the simulator on them."""
+"""Small builders for Kubernetes objects as plain dicts and scheduler configs, and helpers that run the
+simulator on them."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from volsched.cache.snapshots import SnapshotBuilder, View
@@ -182,6 +184,31 @@ def podgroup(
     return out
 
 
+def gang(
+    name: str,
+    *,
+    size: int,
+    phase: str,
+    cpu: str = "1",
+    priority_class: str | None = None,
+    min_resources: dict[str, str] | None = None,
+) -> list[Obj]:
+    """A PodGroup (minMember ``size``) in queue q, namespace ns, with ``size`` pending pods of ``cpu`` each."""
+    group = podgroup(
+        name,
+        ns="ns",
+        queue="q",
+        min_member=size,
+        phase=phase,
+        priority_class=priority_class,
+        min_resources=min_resources,
+    )
+    members = [
+        pod(f"{name}-{i}", ns="ns", cpu=cpu, group=name, priority_class=priority_class) for i in range(size)
+    ]
+    return [group, *members]
+
+
 def queue(
     name: str,
     *,
@@ -352,6 +379,10 @@ def priority_class(name: str, value: int, *, default: bool = False) -> Obj:
     }
 
 
+#: Two PriorityClasses, low (1) and high (100).
+PRIORITIES = [priority_class("low", 1), priority_class("high", 100)]
+
+
 def batch_job(
     name: str,
     *,
@@ -440,3 +471,47 @@ def snapshot_of(
     builder = SnapshotBuilder()
     builder.prepare(view)
     return builder.build(view, podgroups=podgroups, now=0.0, carryover={})
+
+
+#: The rescheduling plugin's lowNodeUtilization strategy: under 20% is low, over 50% high.
+LOW_NODE = {
+    "name": "lowNodeUtilization",
+    "params": {
+        "thresholds": {"cpu": 20, "memory": 20, "pods": 20},
+        "targetThresholds": {"cpu": 50, "memory": 50, "pods": 50},
+    },
+}
+
+
+def resched_config(
+    *strategies: dict[str, Any],
+    limit: int | None = None,
+    scorer: str = "binpack",
+    **arguments: Any,
+) -> SchedulerConfig:
+    doc: dict[str, Any] = {
+        "actions": "enqueue, allocate, backfill, shuffle",
+        "tiers": [
+            {
+                "plugins": [
+                    {"name": "priority"},
+                    {"name": "gang"},
+                    {"name": "conformance"},
+                    {
+                        "name": "rescheduling",
+                        "arguments": {"strategies": list(strategies or [LOW_NODE]), **arguments},
+                    },
+                ]
+            },
+            {"plugins": [{"name": "drf"}, {"name": "predicates"}, {"name": "proportion"}, {"name": scorer}]},
+        ],
+    }
+    if limit is not None:
+        doc["configurations"] = [{"name": "shuffle", "arguments": {"maxEvictionsPerSession": limit}}]
+    return config(json.dumps(doc))
+
+
+def first_evictions(objs: list[Obj], conf: SchedulerConfig) -> list[str]:
+    """The pods the first session evicts, in order."""
+    result = simulate_objects(objs, conf=conf, sessions=1)
+    return [e.pod for e in result.history[0].evictions]

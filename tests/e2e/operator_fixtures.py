@@ -393,3 +393,55 @@ def node_usage(kube: Kube) -> dict[str, tuple[float, float]]:
                 req = (c.resources.requests or {}) if c.resources else {}
                 used[p.spec.node_name] += parse_amount(req.get("cpu", "0"), where="cpu")
     return {n: (used[n], alloc[n]) for n in alloc}
+
+
+# --- Volcano's CRDs (minimal ones: the group, kinds and scopes Volcano's have; any fields) ---
+
+V, VV = "scheduling.volcano.sh", "v1beta1"
+OPEN = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
+def _crd(plural: str, kind: str, scope: str, *, status_subresource: bool) -> dict[str, Any]:
+    version: dict[str, Any] = {
+        "name": VV,
+        "served": True,
+        "storage": True,
+        "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": OPEN, "status": OPEN}}},
+    }
+    if status_subresource:
+        version["subresources"] = {"status": {}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{V}"},
+        "spec": {
+            "group": V,
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind, "listKind": f"{kind}List"},
+            "scope": scope,
+            "versions": [version],
+        },
+    }
+
+
+def install_volcano_crds(api: client.ApiClient) -> None:
+    ext = client.ApiextensionsV1Api(api)
+    ext.create_custom_resource_definition(
+        _crd("podgroups", "PodGroup", "Namespaced", status_subresource=False)
+    )
+    ext.create_custom_resource_definition(_crd("queues", "Queue", "Cluster", status_subresource=True))
+    custom = client.CustomObjectsApi(api)
+    wait_for(
+        lambda: custom.list_cluster_custom_object(V, VV, "queues") is not None, 30, what="Volcano queues"
+    )
+    wait_for(lambda: custom.list_cluster_custom_object(V, VV, "podgroups") is not None, 30, what="podgroups")
+
+
+def volcano_podgroup(name: str, min_member: int, queue: str, cpu: str = "1") -> dict[str, Any]:
+    """A PodGroup as Spark's PodGroup template or the MPI operator writes it (minResources: the gang's)."""
+    total = f"{float(cpu.rstrip('m')) / (1000 if cpu.endswith('m') else 1) * min_member:g}"
+    return {
+        "apiVersion": f"{V}/{VV}",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"minMember": min_member, "queue": queue, "minResources": {"cpu": total}},
+    }

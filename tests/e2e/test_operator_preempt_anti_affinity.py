@@ -10,77 +10,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.e2e.operator_fixtures import (
-    ROOT,
-    Kube,
-    OperatorProcess,
-    Start,
-    node,
-    pod,
-    podgroup,
-    queue,
-    wait_for,
-)
+from tests.e2e.anti_affinity_scenario import TERM, cluster, leaving, preemptor
+from tests.e2e.operator_fixtures import Kube, Start, wait_for
 
 pytestmark = pytest.mark.cluster
-
-WEB = {"app": "web"}
-TERM = "pod anti-affinity (app=web, kubernetes.io/hostname)"
-
-
-def _pod(
-    name: str, *, on: str | None = None, group: str, labels: dict[str, str] | None = None
-) -> dict[str, Any]:
-    obj = pod(name, cpu="1", group=group, node_selector={"kubernetes.io/hostname": on} if on else None)
-    obj["metadata"]["labels"] = labels or {}
-    obj["spec"]["terminationGracePeriodSeconds"] = (
-        30  # stays Terminating (no kubelet): what it was told stays
-    )
-    return obj
-
-
-def _group(name: str, priority: str) -> dict[str, Any]:
-    out = podgroup(name, 1, queue="q")
-    out["spec"]["priorityClassName"] = priority
-    return out
-
-
-def _cluster(k: Kube, start_operator: Start) -> tuple[str, OperatorProcess]:
-    """Two 4-cpu nodes; job "a" (low priority) runs a web pod and a filler on each, and a spare on n1."""
-    k.set_config((ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text())
-    sched = client.SchedulingV1Api(k.api)
-    for name, value in (("low", 10), ("high", 1000)):
-        sched.create_priority_class({"metadata": {"name": name}, "value": value})
-    k.nodes(node("n1", cpu="4"), node("n2", cpu="4"))
-    k.queue(queue("default"))
-    k.queue(queue("q"))
-    ns = k.namespace("anti")
-    k.podgroup(ns, _group("a", "low"))
-    k.pods(
-        ns,
-        _pod("web-1", on="n1", group="a", labels={**WEB, "pdb": "n1"}),
-        _pod("web-2", on="n2", group="a", labels={**WEB, "pdb": "n2"}),
-        _pod("fill-1", on="n1", group="a"),
-        _pod("fill-2", on="n2", group="a"),
-        _pod("spare", on="n1", group="a"),
-    )
-    op = start_operator()
-    wait_for(lambda: len(k.bound(ns)) == 5, 30, what="job a runs")
-    return ns, op
-
-
-def _preemptor(k: Kube, ns: str) -> None:
-    k.podgroup(ns, _group("b", "high"))
-    new = _pod("new", group="b")
-    term = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": WEB}}
-    new["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
-    k.pods(ns, new)
-
-
-def _leaving(k: Kube, ns: str) -> list[str]:
-    return sorted(
-        p.metadata.name for p in k.core.list_namespaced_pod(ns).items if p.metadata.deletion_timestamp
-    )
 
 
 def _condition(k: Kube, ns: str, name: str) -> Any:
@@ -89,10 +22,10 @@ def _condition(k: Kube, ns: str, name: str) -> Any:
 
 
 def test_the_pod_in_the_way_is_evicted_and_told_which_term(k: Kube, start_operator: Start) -> None:
-    ns, op = _cluster(k, start_operator)
-    _preemptor(k, ns)
+    ns, op = cluster(k, start_operator)
+    preemptor(k, ns)
     # Equal priority and age, one pod in the way on each node: web-1 goes, on n1 (the name first).
-    wait_for(lambda: _leaving(k, ns) == ["web-1"], 40, what="web-1 evicted", operator=op)
+    wait_for(lambda: leaving(k, ns) == ["web-1"], 40, what="web-1 evicted", operator=op)
     cond = _condition(k, ns, "web-1")
     assert cond is not None and cond.reason == "PreemptionByScheduler"
     for words in (
@@ -114,12 +47,12 @@ def test_the_pod_in_the_way_is_evicted_and_told_which_term(k: Kube, start_operat
     # No kubelet ends web-1: once it is gone, the pod goes to n1.
     k.core.delete_namespaced_pod("web-1", ns, grace_period_seconds=0)
     wait_for(lambda: k.bound(ns).get(f"{ns}/new") == "n1", 40, what="the pod bound to n1")
-    assert _leaving(k, ns) == []  # nothing else was evicted
+    assert leaving(k, ns) == []  # nothing else was evicted
     op.check_running()
 
 
 def test_a_disruption_budget_keeps_the_pod_in_the_way(k: Kube, start_operator: Start) -> None:
-    ns, op = _cluster(k, start_operator)
+    ns, op = cluster(k, start_operator)
     budget = {
         "metadata": {"name": "keep-web-1"},
         "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"pdb": "n1"}}},
@@ -127,12 +60,12 @@ def test_a_disruption_budget_keeps_the_pod_in_the_way(k: Kube, start_operator: S
     client.PolicyV1Api(k.api).create_namespaced_pod_disruption_budget(ns, budget)
     # The Eviction API ignores budgets for pods that are not Running (no kubelet here sets it).
     k.core.patch_namespaced_pod_status("web-1", ns, {"status": {"phase": "Running"}})
-    _preemptor(k, ns)
+    preemptor(k, ns)
     # volsched chose web-1 and tells it why, but the Eviction API refuses: it keeps running.
     cond = wait_for(lambda: _condition(k, ns, "web-1"), 40, what="web-1 told it is a victim")
     assert f"keeps it out by {TERM}" in cond.message
     start = op.cycles()
     wait_for(lambda: op.cycles() >= start + 6, 30, what="more cycles")
-    assert _leaving(k, ns) == []
+    assert leaving(k, ns) == []
     assert k.bound(ns).get(f"{ns}/new") is None
     assert "blocked by a PodDisruptionBudget" in op.log()

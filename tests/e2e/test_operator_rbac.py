@@ -11,12 +11,13 @@ from tests.e2e.operator_fixtures import (
     Kube,
     Start,
     apply_file,
+    install_volcano_crds,
     node,
     pod,
     podgroup,
+    volcano_podgroup,
     wait_for,
 )
-from tests.e2e.test_operator_volcano import install_volcano_crds, volcano_podgroup
 from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster

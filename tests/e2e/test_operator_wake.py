@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.e2e.anti_affinity_scenario import cluster, leaving, preemptor
 from tests.e2e.operator_fixtures import Kube, Start, node, pod, wait_for
-from tests.e2e.test_operator_preempt_anti_affinity import _cluster, _leaving, _preemptor
 
 pytestmark = pytest.mark.cluster
 
@@ -48,8 +48,8 @@ def test_a_preemptor_waiting_for_its_victim_is_woken_when_the_victim_goes(
 ) -> None:
     """The preemptor is pipelined onto the room its victim frees (not unschedulable): the victim's going
     must wake a session, with an hour between periodic sessions."""
-    ns, op = _cluster(k, lambda *args, **kw: start_operator("--period", "3600", *args, **kw))
-    _preemptor(k, ns)
-    wait_for(lambda: _leaving(k, ns) == ["web-1"], 40, what="web-1 evicted", operator=op)
+    ns, op = cluster(k, lambda *args, **kw: start_operator("--period", "3600", *args, **kw))
+    preemptor(k, ns)
+    wait_for(lambda: leaving(k, ns) == ["web-1"], 40, what="web-1 evicted", operator=op)
     k.core.delete_namespaced_pod("web-1", ns, grace_period_seconds=0)  # no kubelet ends it
     wait_for(lambda: k.bound(ns).get(f"{ns}/new") == "n1", 40, what="the preemptor bound", operator=op)

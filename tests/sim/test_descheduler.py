@@ -9,8 +9,19 @@ from typing import Any
 
 import pytest
 
-from tests.builders import Obj, config, node, pod, pod_affinity, pod_term, podgroup, simulate_objects, spread
-from tests.sim.test_rescheduling import first_evictions, resched_config
+from tests.builders import (
+    Obj,
+    config,
+    first_evictions,
+    node,
+    pod,
+    pod_affinity,
+    pod_term,
+    podgroup,
+    resched_config,
+    simulate_objects,
+    spread,
+)
 from volsched.framework.messages import render_eviction
 from volsched.model.errors import InputError
 from volsched.simulate import EPOCH, iso

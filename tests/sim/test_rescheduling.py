@@ -9,47 +9,21 @@ from typing import Any
 
 import pytest
 
-from tests.builders import Obj, config, node, pod, podgroup, priority_class, simulate_objects
-from volsched.framework.config import SchedulerConfig
+from tests.builders import (
+    LOW_NODE,
+    Obj,
+    config,
+    first_evictions,
+    node,
+    pod,
+    podgroup,
+    priority_class,
+    resched_config,
+    simulate_objects,
+)
 from volsched.model.errors import InputError
 from volsched.plugins.rescheduling import LAST_RUN_KEY
 from volsched.simulate import EPOCH, Document, Simulator, iso
-
-LOW_NODE = {
-    "name": "lowNodeUtilization",
-    "params": {
-        "thresholds": {"cpu": 20, "memory": 20, "pods": 20},
-        "targetThresholds": {"cpu": 50, "memory": 50, "pods": 50},
-    },
-}
-
-
-def resched_config(
-    *strategies: dict[str, Any],
-    limit: int | None = None,
-    scorer: str = "binpack",
-    **arguments: Any,
-) -> SchedulerConfig:
-    doc: dict[str, Any] = {
-        "actions": "enqueue, allocate, backfill, shuffle",
-        "tiers": [
-            {
-                "plugins": [
-                    {"name": "priority"},
-                    {"name": "gang"},
-                    {"name": "conformance"},
-                    {
-                        "name": "rescheduling",
-                        "arguments": {"strategies": list(strategies or [LOW_NODE]), **arguments},
-                    },
-                ]
-            },
-            {"plugins": [{"name": "drf"}, {"name": "predicates"}, {"name": "proportion"}, {"name": scorer}]},
-        ],
-    }
-    if limit is not None:
-        doc["configurations"] = [{"name": "shuffle", "arguments": {"maxEvictionsPerSession": limit}}]
-    return config(json.dumps(doc))
 
 
 def loaded(name: str, cpu: float, memory: float = 10, *, alloc_cpu: str = "10") -> Obj:
@@ -60,12 +34,6 @@ def loaded(name: str, cpu: float, memory: float = 10, *, alloc_cpu: str = "10") 
 
 def running(name: str, node_name: str = "hot", *, cpu: str = "2", owner: str | None = None, **kw: Any) -> Obj:
     return pod(name, cpu=cpu, node=node_name, owner=owner or f"ReplicaSet/{name}", **kw)
-
-
-def first_evictions(objs: list[Obj], conf: SchedulerConfig) -> list[str]:
-    """The pods the first session evicts, in order."""
-    result = simulate_objects(objs, conf=conf, sessions=1)
-    return [e.pod for e in result.history[0].evictions]
 
 
 # --- lowNodeUtilization ---------------------------------------------------------------------------------

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from tests.builders import Obj, node, pod, podgroup
+from tests.unit._cycle_harness import CONFIG, Clock, FakePort, cache, nodes_of
 from volsched.cache.feeder import Feeder
-from volsched.cache.state import ClusterState
 from volsched.cycle import (
     BOUND,
     CONFLICT,
@@ -25,78 +25,9 @@ from volsched.cycle import (
     CycleReport,
     EvictOutcome,
     NullPort,
-    StatusReport,
     run_cycle,
 )
-from volsched.framework.decisions import Bind, Evict, EvictionReason, SessionResult
-from volsched.framework.registry import load_config
-
-CONFIG = load_config(
-    text='actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: priority}, {name: gang}]\n'
-    "- plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}]\n"
-)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class FakePort:
-    """Answers each bind as scripted (``script[pod]``: one result per attempt, then BOUND), at once or,
-    with ``late``, only from the next ``settle``. Keeps what the API would hold: pods bound, by node."""
-
-    def __init__(self, script: Mapping[str, Sequence[str]] = {}, *, late: bool = False) -> None:
-        self.script = {k: list(v) for k, v in script.items()}
-        self.late = late
-        self.bound: dict[str, str] = {}  # pod -> node, as the API has it
-        self.sent: list[str] = []
-        self.pending: list[BindOutcome] = []
-        self.rv = 100
-
-    def _answer(self, b: Bind, pod: Any) -> BindOutcome:
-        self.sent.append(b.pod)
-        todo = self.script.get(b.pod)
-        result = todo.pop(0) if todo else BOUND
-        if result == BOUND:
-            assert b.pod not in self.bound, f"{b.pod} bound twice"
-            self.bound[b.pod] = b.node
-            return BindOutcome(b, BOUND)
-        if result == CONFLICT:  # someone else bound it: the port reads it back
-            self.rv += 1
-            fresh = {**pod, "spec": {**pod["spec"], "nodeName": "n2"}}
-            fresh["metadata"] = {**pod["metadata"], "resourceVersion": str(self.rv)}
-            self.bound[b.pod] = "n2"
-            return BindOutcome(b, CONFLICT, "already bound", fresh)
-        return BindOutcome(b, result, "scripted")
-
-    def bind(self, binds: Sequence[Bind], pods: Mapping[str, Any]) -> list[BindOutcome]:
-        outcomes = [self._answer(b, pods[b.pod]) for b in binds]
-        if self.late:
-            self.pending.extend(outcomes)
-            return []
-        return outcomes
-
-    def evict(self, evictions: Sequence[Evict], pods: Mapping[str, Any]) -> list[EvictOutcome]:
-        return [EvictOutcome(e, EVICTED) for e in evictions]
-
-    def settle(self) -> tuple[list[BindOutcome], list[EvictOutcome]]:
-        done, self.pending = self.pending, []
-        return done, []
-
-    def write_status(self, result: SessionResult, feeder: Feeder) -> StatusReport:
-        return StatusReport(writes=len(result.podgroups))
-
-
-def cache(*objects: Obj, clock: Clock | None = None) -> Feeder:
-    feeder = Feeder(ClusterState(), assume_ttl=30, clock=clock or Clock())
-    for rv, obj in enumerate(objects, start=1):
-        obj["metadata"].update(resourceVersion=str(rv), uid=f"uid-{obj['metadata']['name']}")
-        assert feeder.apply(obj["kind"], obj)
-    return feeder
+from volsched.framework.decisions import Bind, Evict, EvictionReason
 
 
 def unbound(feeder: Feeder, key: str, *, rv: int) -> Obj:
@@ -104,10 +35,6 @@ def unbound(feeder: Feeder, key: str, *, rv: int) -> Obj:
     raw = feeder.state.raw_pods[key]
     spec = {k: v for k, v in raw["spec"].items() if k != "nodeName"}
     return {**raw, "spec": spec, "metadata": {**raw["metadata"], "resourceVersion": str(rv)}}
-
-
-def nodes_of(feeder: Feeder) -> dict[str, str | None]:
-    return {key: t.node_name for key, t in sorted(feeder.state.tasks.items())}
 
 
 def cycle(feeder: Feeder, port: Any, now: float = 5000.0) -> CycleReport:

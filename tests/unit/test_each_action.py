@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import node, pod, podgroup, priority_class, queue
+from tests.builders import PRIORITIES, gang, node, pod, podgroup, priority_class, queue
 from volsched.cache.state import ClusterState
 from volsched.framework.decisions import Code, SessionResult, Status, render
 from volsched.framework.registry import load_config, make_actions
@@ -21,7 +21,6 @@ from volsched.model.vocabulary import Task
 
 Obj = dict[str, Any]
 TIERS = (Path(__file__).resolve().parents[2] / "examples" / "reclaim-preempt-scheduler.yaml").read_text()
-PRIORITIES = [priority_class("low", 1), priority_class("high", 100)]
 
 
 def run_action(
@@ -37,31 +36,6 @@ def run_action(
     (only,) = make_actions(config)
     only.execute(session)
     return close_session(session)
-
-
-def gang(
-    name: str,
-    *,
-    size: int,
-    phase: str,
-    cpu: str = "1",
-    priority_class: str | None = None,
-    min_resources: dict[str, str] | None = None,
-) -> list[Obj]:
-    """A PodGroup (minMember ``size``) in queue q, namespace ns, with ``size`` pending pods of ``cpu`` each."""
-    group = podgroup(
-        name,
-        ns="ns",
-        queue="q",
-        min_member=size,
-        phase=phase,
-        priority_class=priority_class,
-        min_resources=min_resources,
-    )
-    members = [
-        pod(f"{name}-{i}", ns="ns", cpu=cpu, group=name, priority_class=priority_class) for i in range(size)
-    ]
-    return [group, *members]
 
 
 def running(

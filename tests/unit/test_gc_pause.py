@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_operator_volcano_follow import KUBECONFIG
+from tests.unit._cycle_harness import KUBECONFIG
 from volsched.gcpause import pause_collector, resume_collector
 from volsched.operator import Operator, Settings
 

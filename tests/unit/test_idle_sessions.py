@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.builders import Obj, node, pod
-from tests.unit.test_cycle import CONFIG, Clock, FakePort, cache
+from tests.unit._cycle_harness import CONFIG, Clock, FakePort, bound_event, cache
 from volsched.cycle import BOUND, FAILED, BindOutcome, CycleReport, IdleSkip, run_cycle
 from volsched.framework.decisions import Bind
 from volsched.framework.registry import load_config
@@ -34,16 +34,6 @@ class HeldPort(FakePort):
 
     def release(self) -> None:
         self.pending, self.held = self.held, []
-
-
-def bound_event(feeder: Any, key: str, node_name: str, *, rv: int) -> Obj:
-    """The watch event the API sends once the pod ``key`` is bound to ``node_name``."""
-    raw = feeder.state.raw_pods[key]
-    return {
-        **raw,
-        "spec": {**raw["spec"], "nodeName": node_name},
-        "metadata": {**raw["metadata"], "resourceVersion": str(rv)},
-    }
 
 
 def revisited(feeder: Any, key: str, *, rv: int) -> Obj:

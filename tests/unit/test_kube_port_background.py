@@ -17,8 +17,8 @@ import pytest
 from kubernetes import client
 
 from tests.builders import node, pod
-from tests.unit.test_cycle import CONFIG, cache, nodes_of
-from tests.unit.test_writer_throttle import OK, ScriptedServer
+from tests.unit._cycle_harness import CONFIG, cache, nodes_of
+from tests.unit._scripted_server import OK, ScriptedServer
 from volsched.cycle import (
     BOUND,
     CONFLICT,

@@ -13,18 +13,10 @@ import pytest
 
 import volsched.operator as operator_module
 from tests.builders import podgroup, queue, volcano
+from tests.unit._cycle_harness import KUBECONFIG
 from volsched.cache.volcano import VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.kube.watch import ListWatch
 from volsched.operator import Operator, Settings
-
-KUBECONFIG = """\
-apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "http://127.0.0.1:9"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-"""
 
 
 class Discovery:

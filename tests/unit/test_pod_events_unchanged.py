@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.builders import Obj, node, pod
-from tests.unit.test_cycle import cache
+from tests.unit._cycle_harness import cache
 from volsched.cache.feeder import Feeder
 from volsched.model.cluster import TaskStatus
 

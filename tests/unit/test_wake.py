@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 
 from tests.builders import (
+    PRIORITIES,
     Obj,
+    gang,
     namespace,
     node,
     pod,
@@ -28,10 +30,7 @@ from tests.builders import (
     quota,
     volcano,
 )
-from tests.unit.test_cycle import cache
-from tests.unit.test_each_action import PRIORITIES, gang
-from tests.unit.test_idle_sessions import bound_event
-from tests.unit.test_operator_volcano_follow import KUBECONFIG
+from tests.unit._cycle_harness import KUBECONFIG, bound_event, cache
 from volsched.cache.doorbell import Doorbell, Rings
 from volsched.cache.volcano import VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.cycle import NullPort, run_cycle

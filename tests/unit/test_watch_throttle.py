@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
-from tests.unit.test_writer_throttle import ScriptedServer
+from tests.unit._scripted_server import ScriptedServer
 from volsched.kube.health import ApiHealth
 from volsched.kube.lister import WATCHED
 from volsched.kube.watch import ListWatch

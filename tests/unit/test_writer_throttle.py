@@ -9,10 +9,7 @@ The server here answers scripted statuses per path and records what it received.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -20,6 +17,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.fences import ClosingFence
+from tests.unit._scripted_server import OK, Answer, ScriptedServer
 from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, FENCED
 from volsched.framework.decisions import Bind, Evict, EvictionReason
 from volsched.kube.ratelimit import MAX_RETRY_AFTER, retry_after
@@ -27,7 +25,6 @@ from volsched.kube.writer import KubeWriter, WriterSettings
 from volsched.model.vocabulary import SCHEDULER_NAME
 
 TOKEN = "s3cret-token-value"
-Answer = tuple[int, dict[str, str], dict[str, Any]]
 THROTTLED: Answer = (429, {"Retry-After": "1"}, {"kind": "Status", "reason": "TooManyRequests"})
 PDB: Answer = (
     429,
@@ -38,64 +35,6 @@ PDB: Answer = (
         "details": {"causes": [{"reason": "DisruptionBudget", "message": "needs 2 healthy pods"}]},
     },
 )
-OK: Answer = (201, {}, {"kind": "Status", "status": "Success"})
-
-
-@dataclass
-class Received:
-    method: str
-    path: str
-    body: dict[str, Any]
-    authorization: str
-
-
-class ScriptedServer:
-    """Answers each request to a path ending in a key of ``script`` with the next scripted answer
-    (the last one repeats); everything else gets 200 {}."""
-
-    def __init__(self) -> None:
-        self.script: dict[str, list[Answer]] = {}
-        self.received: list[Received] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *_: Any) -> None:
-                pass
-
-            def _answer(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                outer.received.append(
-                    Received(self.command, self.path, body, self.headers.get("authorization", ""))
-                )
-                outer.before_answer(self.path)
-                status: int = 200
-                headers: dict[str, str] = {}
-                payload: dict[str, Any] = {}
-                for suffix, answers in outer.script.items():
-                    if self.path.endswith(suffix):
-                        status, headers, payload = answers.pop(0) if len(answers) > 1 else answers[0]
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                for k, v in {**headers, "Content-Type": "application/json"}.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_POST = do_PATCH = do_GET = _answer
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def before_answer(self, path: str) -> None:
-        """A hook for subclasses (hold a request)."""
-
-    def sent(self, suffix: str) -> list[Received]:
-        return [r for r in self.received if r.path.endswith(suffix)]
 
 
 @pytest.fixture

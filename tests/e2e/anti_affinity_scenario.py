@@ -1,0 +1,78 @@
+"""The cluster of the anti-affinity preemption tests: a high-priority pod whose required pod
+anti-affinity keeps it off every node where a lower-priority web pod runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client
+
+from tests.e2e.operator_fixtures import (
+    ROOT,
+    Kube,
+    OperatorProcess,
+    Start,
+    node,
+    pod,
+    podgroup,
+    queue,
+    wait_for,
+)
+
+WEB = {"app": "web"}
+TERM = "pod anti-affinity (app=web, kubernetes.io/hostname)"
+
+
+def _pod(
+    name: str, *, on: str | None = None, group: str, labels: dict[str, str] | None = None
+) -> dict[str, Any]:
+    obj = pod(name, cpu="1", group=group, node_selector={"kubernetes.io/hostname": on} if on else None)
+    obj["metadata"]["labels"] = labels or {}
+    obj["spec"]["terminationGracePeriodSeconds"] = (
+        30  # stays Terminating (no kubelet): what it was told stays
+    )
+    return obj
+
+
+def _group(name: str, priority: str) -> dict[str, Any]:
+    out = podgroup(name, 1, queue="q")
+    out["spec"]["priorityClassName"] = priority
+    return out
+
+
+def cluster(k: Kube, start_operator: Start) -> tuple[str, OperatorProcess]:
+    """Two 4-cpu nodes; job "a" (low priority) runs a web pod and a filler on each, and a spare on n1."""
+    k.set_config((ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text())
+    sched = client.SchedulingV1Api(k.api)
+    for name, value in (("low", 10), ("high", 1000)):
+        sched.create_priority_class({"metadata": {"name": name}, "value": value})
+    k.nodes(node("n1", cpu="4"), node("n2", cpu="4"))
+    k.queue(queue("default"))
+    k.queue(queue("q"))
+    ns = k.namespace("anti")
+    k.podgroup(ns, _group("a", "low"))
+    k.pods(
+        ns,
+        _pod("web-1", on="n1", group="a", labels={**WEB, "pdb": "n1"}),
+        _pod("web-2", on="n2", group="a", labels={**WEB, "pdb": "n2"}),
+        _pod("fill-1", on="n1", group="a"),
+        _pod("fill-2", on="n2", group="a"),
+        _pod("spare", on="n1", group="a"),
+    )
+    op = start_operator()
+    wait_for(lambda: len(k.bound(ns)) == 5, 30, what="job a runs")
+    return ns, op
+
+
+def preemptor(k: Kube, ns: str) -> None:
+    k.podgroup(ns, _group("b", "high"))
+    new = _pod("new", group="b")
+    term = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": WEB}}
+    new["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    k.pods(ns, new)
+
+
+def leaving(k: Kube, ns: str) -> list[str]:
+    return sorted(
+        p.metadata.name for p in k.core.list_namespaced_pod(ns).items if p.metadata.deletion_timestamp
+    )
