@@ -26,9 +26,9 @@ import os
 import resource
 import subprocess
 import sys
-import time
 
 import numpy
+from builders import gang_tasks, node_specs, parsed_cache, timed_cycle
 from machine import describe
 
 GRID = [(500, 5_000), (1_000, 10_000), (2_000, 20_000), (5_000, 25_000), (5_000, 50_000)]
@@ -41,32 +41,21 @@ RACK = "topology.example.com/rack"
 def build(nodes: int, tasks: int, seed: int = 7, *, constrained: bool = False):  # type: ignore[no-untyped-def]
     import random
 
-    from volsched.cache.feeder import Feeder
-    from volsched.cache.state import ClusterState
     from volsched.model.constraints import PodConstraints, parse_pod_constraints
     from volsched.model.vocabulary import (
         GangTopology,
-        NodeSpec,
         PodGroupPhase,
         PodGroupSpec,
         QueueSpec,
         QueueState,
         Task,
-        TaskStatus,
     )
 
     rng = random.Random(seed)
-    node_specs = [
-        NodeSpec(
-            name=f"node-{i:05d}",
-            allocatable={"cpu": 16.0, "memory": 64 * 2.0**30, "pods": 110.0},
-            labels={"zone": f"z{i % 4}", RACK: f"r{i // 20:04d}", "kubernetes.io/hostname": f"node-{i:05d}"},
-            taints=(),
-            unschedulable=False,
-            ready=True,
-        )
-        for i in range(nodes)
-    ]
+    nodes_made = node_specs(
+        nodes,
+        lambda i: {"zone": f"z{i % 4}", RACK: f"r{i // 20:04d}", "kubernetes.io/hostname": f"node-{i:05d}"},
+    )
     queues = [
         QueueSpec(
             f"q{i}", weight=1 + i % 3, capability=None, guarantee={}, reclaimable=True, state=QueueState.OPEN
@@ -127,39 +116,30 @@ def build(nodes: int, tasks: int, seed: int = 7, *, constrained: bool = False): 
             )
         )
         cpu = rng.choice([0.5, 1.0, 1.0, 2.0])
-        for k in range(size):
-            task_list.append(
-                Task(
-                    namespace=ns,
-                    name=f"{name}-{k}",
-                    uid=f"{ns}/{name}-{k}",
-                    job_key=f"{ns}/{name}",
-                    request_map={"cpu": cpu, "memory": cpu * 2.0**31, "pods": 1.0},
-                    priority=0,
-                    status=TaskStatus.PENDING,
-                    node_name=None,
-                    scheduler_name="volsched",
-                    creation=float(g),
-                    labels=labels,
-                    constraints=constraints,
-                )
-            )
+        task_list += gang_tasks(
+            ns,
+            name,
+            size,
+            request={"cpu": cpu, "memory": cpu * 2.0**31, "pods": 1.0},
+            priority=0,
+            node=None,
+            creation=float(g),
+            labels=lambda k, labels=labels: labels,
+            constraints=constraints,
+        )
         made += size
         g += 1
-    # The cache as the watches would leave it, filled with parsed objects directly (parsing 50,000 raw
-    # pods is bench_parse's subject, not this one's).
-    state = ClusterState()
-    state.nodes = {n.name: n for n in node_specs}
-    state.tasks = {t.key: t for t in task_list}
-    state.podgroups = {pg.key: pg for pg in pgs}
-    state.queues = {q.name: q for q in queues}
-    state.namespaces = {f"ns{i}" for i in range(32)}
-    state.quota_weights = {f"ns{i}/weight": 1 + i % 2 for i in range(32)}
-    return Feeder(state)
+    return parsed_cache(
+        nodes=nodes_made,
+        tasks=task_list,
+        podgroups=pgs,
+        queues=queues,
+        namespaces={f"ns{i}" for i in range(32)},
+        quota_weights={f"ns{i}/weight": 1 + i % 2 for i in range(32)},
+    )
 
 
 def one(nodes: int, tasks: int, case: str = "plain") -> dict[str, float | str]:
-    from volsched.cycle import NullPort, run_cycle
     from volsched.framework.registry import load_config
 
     config = load_config(
@@ -171,11 +151,7 @@ def one(nodes: int, tasks: int, case: str = "plain") -> dict[str, float | str]:
         )
     )
     feeder = build(nodes, tasks, constrained=case == "constrained")
-    t1 = time.perf_counter()
-    c1 = time.process_time()
-    report = run_cycle(feeder, config, NullPort(), now=0.0)
-    c2 = time.process_time()
-    t2 = time.perf_counter()
+    report, cycle_s, cycle_cpu_s = timed_cycle(feeder, config)
     result = report.result
     placed = report.count("bound")
     session_s = result.timings.get("session", 0.0)
@@ -185,10 +161,10 @@ def one(nodes: int, tasks: int, case: str = "plain") -> dict[str, float | str]:
         "tasks": tasks,
         "snapshot_s": result.timings.get("cycle:snapshot", 0.0),
         "session_s": session_s,
-        "cycle_s": t2 - t1,
+        "cycle_s": cycle_s,
         # CPU time of this process for the whole cycle (snapshot, session, outcomes back into the cache):
         # less sensitive than wall time to other work on a shared machine.
-        "cycle_cpu_s": c2 - c1,
+        "cycle_cpu_s": cycle_cpu_s,
         "placed": placed,
         "placed_per_s": placed / session_s if session_s > 0 else 0.0,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,

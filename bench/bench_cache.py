@@ -28,58 +28,29 @@ import time
 import tracemalloc
 from typing import Any
 
+from builders import raw_node, raw_pod, raw_podgroup
 from machine import describe, in_fresh_process
 
 GRID = [(1_000, 10_000), (5_000, 50_000)]
 
 
-def raw_node(i: int) -> dict[str, Any]:
-    return {
-        "kind": "Node",
-        "metadata": {
-            "name": f"node-{i:05d}",
-            "resourceVersion": str(i + 1),
-            "labels": {"kubernetes.io/hostname": f"node-{i:05d}", "zone": f"z{i % 4}"},
-        },
-        "status": {
-            "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
-
-
-def raw_pod(i: int, *, nodes: int, rv: int, bound: bool) -> dict[str, Any]:
+def cache_pod(i: int, *, nodes: int, rv: int, bound: bool) -> dict[str, Any]:
+    """Pod ``p-<i>`` of gang ``g<i // 8>`` (its PodGroup named while pending), owned by a Job, every third
+    of priority class ``batch``, with a toleration, bound when ``bound``."""
     gang = f"g{i // 8}"
-    meta: dict[str, Any] = {
-        "name": f"p-{i:06d}",
-        "namespace": f"ns{(i // 8) % 16}",
-        "uid": f"uid-{i:06d}",
-        "resourceVersion": str(rv),
-        "creationTimestamp": "2026-01-01T00:00:00Z",
-        "labels": {"app": gang, "pod-template-hash": "abc123"},
-        "annotations": {} if bound else {"scheduling.k8s.io/group-name": gang},
-        "ownerReferences": [
-            {"apiVersion": "batch/v1", "kind": "Job", "name": gang, "uid": "u", "controller": True}
-        ],
-    }
-    spec: dict[str, Any] = {
-        "schedulerName": "volsched",
-        "containers": [
-            {
-                "name": "main",
-                "image": "busybox:1.36",
-                "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
-            }
-        ],
-        "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}],
-    }
-    if i % 3 == 0:
-        spec["priorityClassName"] = "batch"
-    status: dict[str, Any] = {"phase": "Pending"}
-    if bound:
-        spec["nodeName"] = f"node-{i % nodes:05d}"
-        status = {"phase": "Running", "startTime": "2026-01-01T00:00:05Z"}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+    return raw_pod(
+        f"p-{i:06d}",
+        namespace=f"ns{(i // 8) % 16}",
+        uid=f"uid-{i:06d}",
+        rv=rv,
+        labels={"app": gang, "pod-template-hash": "abc123"},
+        group=None if bound else gang,
+        owner=gang,
+        owner_uid="u",
+        node=f"node-{i % nodes:05d}" if bound else None,
+        tolerations=[{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}],
+        priority_class="batch" if i % 3 == 0 else None,
+    )
 
 
 def one(nodes: int, pods: int) -> dict[str, Any]:
@@ -87,24 +58,15 @@ def one(nodes: int, pods: int) -> dict[str, Any]:
     from volsched.cache.state import ClusterState
 
     bound = int(pods * 0.7)
-    node_objs = [raw_node(i) for i in range(nodes)]
-    pod_objs = [raw_pod(i, nodes=nodes, rv=10_000_000 + i, bound=i < bound) for i in range(pods)]
+    node_objs = [raw_node(i, resource_version=str(i + 1)) for i in range(nodes)]
+    pod_objs = [cache_pod(i, nodes=nodes, rv=10_000_000 + i, bound=i < bound) for i in range(pods)]
     groups = sorted(
         {
             (p["metadata"]["namespace"], p["metadata"]["annotations"].get("scheduling.k8s.io/group-name"))
             for p in pod_objs[bound:]
         }
     )
-    pg_objs = [
-        {
-            "apiVersion": "scheduling.volsched.io/v1beta1",
-            "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": ns, "resourceVersion": "5"},
-            "spec": {"minMember": 1, "queue": "default"},
-        }
-        for ns, name in groups
-        if name
-    ]
+    pg_objs = [raw_podgroup(name, namespace=ns, min_member=1) for ns, name in groups if name]
     pc = {"kind": "PriorityClass", "metadata": {"name": "batch", "resourceVersion": "7"}, "value": 100}
     state = ClusterState()
     feeder = Feeder(state)

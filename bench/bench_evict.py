@@ -41,9 +41,9 @@ import os
 import resource
 import subprocess
 import sys
-import time
 
 import numpy
+from builders import GIB, gang_tasks, node_specs, parsed_cache, timed_cycle
 from machine import describe
 
 GRID = (1_000, 5_000)
@@ -67,30 +67,15 @@ tiers:
 
 
 def build(nodes: int, case: str):  # type: ignore[no-untyped-def]
-    from volsched.cache.feeder import Feeder
-    from volsched.cache.state import ClusterState
     from volsched.model.vocabulary import (
-        NodeSpec,
         PodGroupPhase,
         PodGroupSpec,
         QueueSpec,
         QueueState,
         Task,
-        TaskStatus,
     )
 
-    gib = 2.0**30
-    node_specs = [
-        NodeSpec(
-            name=f"node-{i:05d}",
-            allocatable={"cpu": 16.0, "memory": 64 * gib, "pods": 110.0},
-            labels={"kubernetes.io/hostname": f"node-{i:05d}"},
-            taints=(),
-            unschedulable=False,
-            ready=True,
-        )
-        for i in range(nodes)
-    ]
+    nodes_made = node_specs(nodes, lambda i: {"kubernetes.io/hostname": f"node-{i:05d}"})
     pgs: list[PodGroupSpec] = []
     tasks: list[Task] = []
 
@@ -128,23 +113,19 @@ def build(nodes: int, case: str):  # type: ignore[no-untyped-def]
                 priority=priority,
             )
         )
-        for k in range(size):
-            tasks.append(
-                Task(
-                    namespace=ns,
-                    name=f"{name}-{k}",
-                    uid=f"{ns}/{name}-{k}",
-                    job_key=f"{ns}/{name}",
-                    request_map={"cpu": cpu, "memory": 8 * gib, "pods": 1.0},
-                    priority=priority,
-                    status=TaskStatus.RUNNING if node else TaskStatus.PENDING,
-                    node_name=node,
-                    scheduler_name="volsched",
-                    creation=created,
-                    labels=run if anti and (k == 0 or not node) else {},
-                    constraints=away if anti and not node else None,
-                )
+        tasks.extend(
+            gang_tasks(
+                ns,
+                name,
+                size,
+                request={"cpu": cpu, "memory": 8 * GIB, "pods": 1.0},
+                priority=priority,
+                node=node,
+                creation=created,
+                labels=lambda k: run if anti and (k == 0 or not node) else {},
+                constraints=away if anti and not node else None,
             )
+        )
 
     def queue(name: str, weight: int, *, reclaimable: bool = True) -> QueueSpec:
         return QueueSpec(
@@ -153,7 +134,7 @@ def build(nodes: int, case: str):  # type: ignore[no-untyped-def]
 
     if case == "reclaim":
         queues = [queue("keep", 8, reclaimable=False), queue("lend", 1), queue("want", 1)]
-        for i, n in enumerate(node_specs):
+        for i, n in enumerate(nodes_made):
             job(
                 f"run-{i:05d}",
                 "keep" if i < nodes * 8 // 10 else "lend",
@@ -168,7 +149,7 @@ def build(nodes: int, case: str):  # type: ignore[no-untyped-def]
         queues = [queue(f"q{k}", 1) for k in range(8)]
         if case == "preempt-short":
             queues.append(queue("keep", 1))
-        for i, n in enumerate(node_specs):
+        for i, n in enumerate(nodes_made):
             size = 3 if anti else 2 if case == "preempt-short" else 4
             job(f"run-{i:05d}", f"q{i * 8 // nodes}", size=size, priority=100, node=n.name, created=0)
             if case == "preempt-short":
@@ -185,27 +166,18 @@ def build(nodes: int, case: str):  # type: ignore[no-untyped-def]
             else:
                 for g in range(max(1, nodes // 100)):
                     job(f"low-{k}-{g:04d}", f"q{k}", size=1, priority=0, node=None, created=1 + g)
-    state = ClusterState()
-    state.nodes = {n.name: n for n in node_specs}
-    state.tasks = {t.key: t for t in tasks}
-    state.podgroups = {pg.key: pg for pg in pgs}
-    state.queues = {q.name: q for q in queues}
-    state.namespaces = {pg.namespace for pg in pgs}
-    return Feeder(state)
+    return parsed_cache(
+        nodes=nodes_made, tasks=tasks, podgroups=pgs, queues=queues, namespaces={pg.namespace for pg in pgs}
+    )
 
 
 def one(nodes: int, case: str) -> dict[str, float | str]:
-    from volsched.cycle import NullPort, run_cycle
     from volsched.framework.registry import load_config
 
     action = case.split("-")[0]
     config = load_config(text=CONFIG.replace("CASE", action))
     feeder = build(nodes, case)
-    t1 = time.perf_counter()
-    c1 = time.process_time()
-    report = run_cycle(feeder, config, NullPort(), now=0.0)
-    c2 = time.process_time()
-    t2 = time.perf_counter()
+    report, cycle_s, cycle_cpu_s = timed_cycle(feeder, config)
     result = report.result
     action_s = result.timings.get(f"action:{action}", 0.0)
     return {
@@ -213,8 +185,8 @@ def one(nodes: int, case: str) -> dict[str, float | str]:
         "nodes": nodes,
         "action_s": action_s,
         "session_s": result.timings.get("session", 0.0),
-        "cycle_s": t2 - t1,
-        "cycle_cpu_s": c2 - c1,
+        "cycle_s": cycle_s,
+        "cycle_cpu_s": cycle_cpu_s,
         "evictions": len(result.evictions),
         "evictions_per_s": len(result.evictions) / action_s if action_s > 0 else 0.0,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,

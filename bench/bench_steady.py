@@ -28,6 +28,7 @@ import statistics
 import time
 from typing import Any
 
+from builders import raw_node, raw_pod, raw_podgroup
 from machine import describe, in_fresh_process
 
 GRID = [(1_000, 10_000), (5_000, 50_000)]
@@ -36,64 +37,20 @@ GANG_SIZE, GANGS = 6, 5  # of them, in gangs with a PodGroup object; the rest ow
 JOB_SIZE = 4
 
 
-def raw_node(i: int) -> dict[str, Any]:
-    return {
-        "kind": "Node",
-        "metadata": {
-            "name": f"node-{i:05d}",
-            "resourceVersion": "1",
-            "labels": {"kubernetes.io/hostname": f"node-{i:05d}", "zone": f"z{i % 4}"},
-        },
-        "status": {
-            "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
-
-
-def raw_pod(
+def steady_pod(
     name: str, *, namespace: str, group: str | None, owner: str | None, node: str | None, rv: int
 ) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "name": name,
-        "namespace": namespace,
-        "uid": f"uid-{namespace}-{name}",
-        "resourceVersion": str(rv),
-        "creationTimestamp": "2026-01-01T00:00:00Z",
-        "labels": {"app": group or owner or name},
-        "annotations": {"scheduling.k8s.io/group-name": group} if group else {},
-    }
-    if owner:
-        meta["ownerReferences"] = [
-            {"apiVersion": "batch/v1", "kind": "Job", "name": owner, "uid": f"u-{owner}", "controller": True}
-        ]
-    spec: dict[str, Any] = {
-        "schedulerName": "volsched",
-        "containers": [
-            {
-                "name": "main",
-                "image": "busybox:1.36",
-                "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
-            }
-        ],
-    }
-    status: dict[str, Any] = {"phase": "Pending"}
-    if node:
-        spec["nodeName"] = node
-        status = {"phase": "Running", "startTime": "2026-01-01T00:00:05Z"}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
-
-
-def raw_podgroup(name: str, *, namespace: str, min_member: int, phase: str | None = None) -> dict[str, Any]:
-    obj: dict[str, Any] = {
-        "apiVersion": "scheduling.volsched.io/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": namespace, "resourceVersion": "5"},
-        "spec": {"minMember": min_member, "queue": "default"},
-    }
-    if phase:
-        obj["status"] = {"phase": phase}
-    return obj
+    """A pod in PodGroup ``group`` or owned by Job ``owner``, Running on ``node`` (else Pending)."""
+    return raw_pod(
+        name,
+        namespace=namespace,
+        uid=f"uid-{namespace}-{name}",
+        rv=rv,
+        labels={"app": group or owner or name},
+        group=group,
+        owner=owner,
+        node=node,
+    )
 
 
 def one(
@@ -115,9 +72,9 @@ def one(
         if (i // 8) % 2 == 0:
             if i % 8 == 0:
                 feeder.apply("PodGroup", raw_podgroup(gang, namespace=ns, min_member=8, phase="Running"))
-            pod = raw_pod(f"p-{i:06d}", namespace=ns, group=gang, owner=None, node=node, rv=100 + i)
+            pod = steady_pod(f"p-{i:06d}", namespace=ns, group=gang, owner=None, node=node, rv=100 + i)
         else:
-            pod = raw_pod(f"p-{i:06d}", namespace=ns, group=None, owner=gang, node=node, rv=100 + i)
+            pod = steady_pod(f"p-{i:06d}", namespace=ns, group=None, owner=gang, node=node, rv=100 + i)
         feeder.apply("Pod", pod)
     port = NullPort()
     rv = 10_000_000
@@ -139,13 +96,15 @@ def one(
             feeder.apply("PodGroup", raw_podgroup(gang, namespace=ns, min_member=GANG_SIZE))
             for k in range(GANG_SIZE):
                 rv += 1
-                pod = raw_pod(f"{gang}-{k}", namespace=ns, group=gang, owner=None, node=None, rv=rv)
+                pod = steady_pod(f"{gang}-{k}", namespace=ns, group=gang, owner=None, node=None, rv=rv)
                 arrived[f"{ns}/{gang}-{k}"] = pod
                 feeder.apply("Pod", pod)
         for k in range(ARRIVING - GANGS * GANG_SIZE):
             ns, owner = f"ns{k % 16}", f"newjob-{c}-{k // JOB_SIZE}"
             rv += 1
-            pod = raw_pod(f"{owner}-{k % JOB_SIZE}", namespace=ns, group=None, owner=owner, node=None, rv=rv)
+            pod = steady_pod(
+                f"{owner}-{k % JOB_SIZE}", namespace=ns, group=None, owner=owner, node=None, rv=rv
+            )
             arrived[f"{ns}/{owner}-{k % JOB_SIZE}"] = pod
             feeder.apply("Pod", pod)
         if c == 2 and profile:
