@@ -5,7 +5,9 @@ End to end (CRDs installed after the start, a gang bound, a CRD deleted): tests/
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from functools import partialmethod
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ import pytest
 import volsched.operator as operator_module
 from tests.builders import podgroup, queue, volcano
 from tests.unit._cycle_harness import KUBECONFIG
+from tests.unit._scripted_server import ScriptedServer
 from volsched.cache.volcano import VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.kube.watch import ListWatch
 from volsched.operator import Operator, Settings
@@ -128,3 +131,61 @@ def test_a_volcano_kind_found_after_the_watches_stopped_is_not_watched(
     discovery.served = {"queues", "podgroups"}
     op.follow_volcano(force=True)
     assert started == []
+
+
+class HeldListing(ScriptedServer):
+    """Holds every listing (``limit=`` in its query) until ``gate`` opens; ``arrived`` counts them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.arrived = threading.Semaphore(0)
+
+    def before_answer(self, path: str) -> None:
+        if "limit=" in path:
+            self.arrived.release()
+            self.gate.wait(HOLD)
+
+
+#: Seconds the server holds a listing at most (the test fails rather than hangs).
+HOLD = 20.0
+
+
+def test_a_removed_kinds_objects_a_stuck_watch_brings_late_never_return_to_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The PodGroup CRD is deleted while its watch's listing is still on its way (the apiserver slow to
+    answer a page): stop gives up on the thread, and the page that comes afterwards must not put the
+    removed kind's objects back into the cache (fault injection: a server holding the listing)."""
+    server = HeldListing()
+    pg = volcano(podgroup("etl", ns="spark", queue="spark"))
+    pg["metadata"].update(resourceVersion="5", uid="uid-etl")
+    server.script["limit=500"] = [(200, {}, {"metadata": {"resourceVersion": "5"}, "items": [pg]})]
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG.replace("127.0.0.1:9", f"127.0.0.1:{server.port}"))
+    discovery = Discovery()
+    monkeypatch.setattr(operator_module, "served_plurals", discovery)
+    monkeypatch.setattr(ListWatch, "stop", partialmethod(ListWatch.stop, timeout=0.2))  # gives up sooner
+    op = Operator(Settings(kubeconfig=str(kubeconfig)))
+    try:
+        for w in op.lean.values():
+            monkeypatch.setattr(w, "start", lambda: None)  # Pods and Nodes are not the point here
+        op.start_watches()
+        discovery.served = {"podgroups"}
+        op.follow_volcano(force=True)
+        stuck = op.volcano[VOLCANO_PODGROUP]
+        assert server.arrived.acquire(timeout=HOLD)  # the listing is on its way, held by the server
+        discovery.served = set()  # the CRD deleted
+        op.follow_volcano(force=True)
+        assert op.volcano == {}
+        assert stuck._thread is not None and stuck._thread.is_alive()  # stop gave up on it
+        server.gate.set()  # the page arrives after all
+        stuck._thread.join(HOLD)
+        assert not stuck._thread.is_alive()
+        assert op.state.volcano_uids == {} and op.state.podgroups == {}
+    finally:
+        server.gate.set()
+        server.httpd.shutdown()
+        op.stop_watches()
+        op.api.close()  # type: ignore[no-untyped-call]
+        op.watch_api.close()  # type: ignore[no-untyped-call]

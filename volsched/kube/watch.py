@@ -112,6 +112,10 @@ class ListWatch:
         self._lock = threading.Lock()
         self._failures = 0
         self._last_error = ""
+        #: Set by :meth:`drop_known` (the kind is no longer read): nothing is handed over after it, even
+        #: by a thread :meth:`stop` could not end in time. Handing over holds ``_handing``.
+        self._retired = False
+        self._handing = threading.Lock()
 
     # --- lifecycle -------------------------------------------------------------------------------------------
 
@@ -259,10 +263,11 @@ class ListWatch:
                     version = (str(m.get("resourceVersion") or ""), str(m.get("uid") or ""))
                     if self.known.get(key) == version:
                         continue  # handed over already, unchanged (a relist after an outage)
-                    self.known[key] = version
-                    self.on_event("ADDED", obj)
+                    self._hand("ADDED", obj, key, version)
                 del body
-        self._gone([k for k in self.known if k not in seen], resource_version=rv)
+        with self._handing:  # drop_known may be emptying it
+            gone = [k for k in self.known if k not in seen]
+        self._gone(gone, resource_version=rv)
         self.resource_version = rv
         self.lists += 1
         self.synced.set()
@@ -270,15 +275,34 @@ class ListWatch:
 
     def drop_known(self) -> int:
         """Once stopped, for a kind no longer served (its CRD deleted): hand over everything still known as
-        DELETED (the deletions the watch missed). Returns how many."""
-        keys = sorted(self.known)
-        self._gone(keys, resource_version=None)
+        DELETED (the deletions the watch missed), and nothing ever after: a thread that :meth:`stop` could
+        not end in time (a page still on its way) hands nothing over once it is back, so a removed kind's
+        late objects never return to the cache. Returns how many were dropped."""
+        with self._handing:
+            self._retired = True
+            keys = sorted(self.known)
+            self._gone(keys, resource_version=None, retired=True)
         return len(keys)
 
-    def _gone(self, keys: list[str], *, resource_version: str | None) -> None:
-        """Hand ``keys`` over as DELETED and forget them (``resource_version`` None: each one's own)."""
+    def _hand(self, type_: str, obj: Raw, key: str, version: tuple[str, str] | None) -> None:
+        """Hand one object over and remember it (``version`` None: forget it), unless retired."""
+        with self._handing:
+            if self._retired:
+                return
+            if version is None:
+                self.known.pop(key, None)
+            else:
+                self.known[key] = version
+            self.on_event(type_, obj)
+
+    def _gone(self, keys: list[str], *, resource_version: str | None, retired: bool = False) -> None:
+        """Hand ``keys`` over as DELETED and forget them (``resource_version`` None: each one's own;
+        ``retired``: :meth:`drop_known`'s, which holds ``_handing``)."""
         for key in keys:
-            version, uid = self.known.pop(key)
+            entry = self.known.get(key)
+            if entry is None:  # dropped meanwhile (drop_known)
+                continue
+            version, uid = entry
             ns, _, name = key.rpartition("/")
             gone: Raw = {
                 "kind": self.kind.kind,
@@ -290,7 +314,11 @@ class ListWatch:
                     **({"namespace": ns} if ns else {}),
                 },
             }
-            self.on_event("DELETED", gone)
+            if retired:
+                del self.known[key]
+                self.on_event("DELETED", gone)
+            else:
+                self._hand("DELETED", gone, key, None)
 
     # --- watch -----------------------------------------------------------------------------------------------
 
@@ -339,11 +367,8 @@ class ListWatch:
             return
         obj = self._stamp(obj)
         key = _key(obj)
-        if type_ == "DELETED":
-            self.known.pop(key, None)
-        else:
-            self.known[key] = (rv, str((obj.get("metadata") or {}).get("uid") or ""))
-        self.on_event(str(type_), obj)
+        version = None if type_ == "DELETED" else (rv, str((obj.get("metadata") or {}).get("uid") or ""))
+        self._hand(str(type_), obj, key, version)
         if rv:
             self.resource_version = rv
 

@@ -148,8 +148,11 @@ class Operator:
         #: PriorityClasses, which would otherwise re-parse every pod listed so far).
         self._prelisted = threading.Event()
         #: Volcano's kinds the cluster serves, by kind: listed and watched on their own threads (see
-        #: :meth:`follow_volcano`). Only the thread running sessions (or the start) changes it.
+        #: :meth:`follow_volcano`). Only the thread running sessions (or the start) changes it, holding
+        #: ``_volcano_lock``, which :meth:`stop_watches` holds too (a session stuck at shutdown may still
+        #: change it).
         self.volcano: dict[str, ListWatch] = {}
+        self._volcano_lock = threading.Lock()
         self._volcano_checked = 0.0
         self._volcano_started = False
         self.metrics = Metrics()
@@ -264,14 +267,17 @@ class Operator:
             self.handle_event(kind.kind, type_, obj)
 
         w = ListWatch(self.watch_api, kind, on_event=on_event, health=self.health, announce_recovery=False)
-        self.volcano[kind.kind] = w
-        if self._volcano_started:  # found after the start: lists, then watches, on its own thread
-            w.start()
+        with self._volcano_lock:
+            self.volcano[kind.kind] = w
+            if self._volcano_started:  # found after the start: lists, then watches, on its own thread
+                w.start()
 
     def _unwatch_volcano(self, kind: WatchedKind) -> None:
-        w = self.volcano.pop(kind.kind)
-        w.stop()
-        left = w.drop_known()  # their deletions came before the CRD's; any the watch missed go now
+        with self._volcano_lock:
+            w = self.volcano.pop(kind.kind)
+        w.stop()  # gives up on a stuck thread after a while: drop_known makes whatever it brings late void
+        # Their deletions came before the CRD's; any the watch missed go now, and nothing comes after.
+        left = w.drop_known()
         log.warning(
             "%s/%s %s no longer served (CRD deleted): no longer reading Volcano %s (%d left in the cache "
             "dropped); they are read again once the CRD is back",
@@ -316,13 +322,17 @@ class Operator:
     def start_watches(self) -> None:
         """Watch Pods, Nodes (and Volcano's kinds) from where :meth:`prelist` listed them, each on its
         own thread."""
-        for w in (*self.lean.values(), *self.volcano.values()):
+        with self._volcano_lock:
+            watches = (*self.lean.values(), *self.volcano.values())
+            self._volcano_started = True
+        for w in watches:
             w.start()
-        self._volcano_started = True
 
     def stop_watches(self) -> None:
-        self._volcano_started = False  # a session still running (stuck at shutdown) starts no more
-        for w in (*self.lean.values(), *self.volcano.values()):
+        with self._volcano_lock:  # a session still running (stuck at shutdown) changes or starts no more
+            self._volcano_started = False
+            watches = (*self.lean.values(), *self.volcano.values())
+        for w in watches:
             w.stop()
 
     def prelist(self) -> None:
