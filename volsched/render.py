@@ -120,13 +120,22 @@ def render_simulation(data: Mapping[str, Any], console: Console) -> None:
         )
     console.print(placement)
 
-    if data.get("evictions"):
+    done = [e for e in data.get("evictions") or [] if e.get("result", "evicted") == "evicted"]
+    refused = [e for e in data.get("evictions") or [] if e.get("result", "evicted") != "evicted"]
+    if done:
         ev = Table(title="Evictions", title_justify="left")
         for col in ("pod", "node", "action", "reason"):
             ev.add_column(col)
-        for e in data["evictions"]:
+        for e in done:
             ev.add_row(e["pod"], e["node"], e["action"], e["reason"])
         console.print(ev)
+    if refused:
+        table = Table(title="Evictions refused (PodDisruptionBudget)", title_justify="left")
+        for col in ("pod", "node", "action", "why"):
+            table.add_column(col)
+        for e in refused:
+            table.add_row(e["pod"], e["node"], e["action"], e["detail"] or "")
+        console.print(table)
 
     if data["events"]:
         events = Table(title="Why pods wait", title_justify="left")

@@ -102,7 +102,16 @@ class Staged:
         return float((self.data["queues"][queue]["deserved"] or {}).get(resource, 0))
 
     def evicted(self, prefix: str = "") -> list[str]:
-        return [e["pod"] for e in self.data["evictions"] if e["pod"].startswith(prefix)]
+        """The pods evicted (not those the Eviction API refused to evict)."""
+        return [
+            e["pod"]
+            for e in self.data["evictions"]
+            if e["pod"].startswith(prefix) and e["result"] == "evicted"
+        ]
+
+    def refused(self) -> list[dict[str, Any]]:
+        """The evictions the Eviction API refused (a PodDisruptionBudget)."""
+        return [e for e in self.data["evictions"] if e["result"] != "evicted"]
 
     def settled(self) -> bool:
         """The run stopped because a session changed nothing (not because it ran out of sessions)."""

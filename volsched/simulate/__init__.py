@@ -1,15 +1,17 @@
 """The in-memory driver behind ``volsched simulate``: the same engine and cycle on YAML, no cluster.
 
 It reads Nodes, Namespaces, ResourceQuotas, PriorityClasses, Pods, PodGroups, Queues, batch/v1 Jobs,
-PersistentVolumeClaims and PersistentVolumes (for the node affinity of the volumes pods mount),
-then runs :func:`volsched.cycle.run_cycle` until a cycle changes nothing or the session limit is
-reached, with decisions carried out in memory (binds place pods, evictions delete them, and playing
-the job controller it creates a pending replacement for an evicted pod of a Job).
+PersistentVolumeClaims and PersistentVolumes (for the node affinity of the volumes pods mount) and
+policy/v1 PodDisruptionBudgets, then runs :func:`volsched.cycle.run_cycle` until a cycle changes
+nothing or the session limit is reached, with decisions carried out in memory (binds place pods,
+evictions a budget allows delete them, and playing the job controller it creates a pending
+replacement for an evicted pod of a Job).
 
 * ``documents``: the YAML input and the simulated clock;
 * ``loop``: the :class:`Simulator` (loading, checking references, the cycles);
 * ``port``: :class:`~volsched.simulate.port.MemoryPort`, the cycle's port in memory (kubelet, job
-  controller, owners' replacements);
+  controller, owners' replacements, the Eviction API);
+* ``budgets``: the Eviction API's PodDisruptionBudget check;
 * ``output``: the ``-o json`` document.
 
 Bad input raises :class:`InputError` naming the file, the document and the field.

@@ -13,7 +13,7 @@ from typing import Any
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import KINDS, ClusterState
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE
-from volsched.cycle import BOUND, run_cycle
+from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, CycleReport, EvictOutcome, run_cycle
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Evict, SessionResult
 from volsched.framework.registry import load_config
@@ -27,6 +27,7 @@ from volsched.model.vocabulary import (
     QUEUE_ANNOTATION,
     VOLCANO_GROUP_ANNOTATION,
 )
+from volsched.simulate.budgets import parse_budget
 from volsched.simulate.documents import EPOCH, Document, iso, load_documents
 from volsched.simulate.port import MemoryPort
 from volsched.usage_input import load_usage_file, usage_from_annotations
@@ -37,8 +38,12 @@ from volsched.usage_input import load_usage_file, usage_from_annotations
 MAX_PARALLELISM = 10_000
 #: The most pods all Jobs of a simulation start with (the largest scale ``make bench`` measures).
 MAX_JOB_PODS = 50_000
+#: Kinds the simulator plays itself (the job controller; the Eviction API's budgets), beside the cache's.
+OWN_KINDS = ("Job", "PodDisruptionBudget")
 #: Kinds whose objects live in a namespace.
-NAMESPACED = frozenset({"Pod", "PodGroup", "Job", "ResourceQuota", "PersistentVolumeClaim"})
+NAMESPACED = frozenset(
+    {"Pod", "PodGroup", "Job", "ResourceQuota", "PersistentVolumeClaim", "PodDisruptionBudget"}
+)
 
 
 @dataclass
@@ -46,8 +51,12 @@ class SimulationResult:
     sessions: int
     state: ClusterState
     last: SessionResult
+    #: The evictions carried out.
     evictions: list[Evict] = field(default_factory=list)
     history: list[SessionResult] = field(default_factory=list)
+    #: What came of the evictions the sessions decided, in order: carried out (EVICTED) or refused by
+    #: the Eviction API (BLOCKED by a PodDisruptionBudget; FAILED when more than one selects the pod).
+    eviction_outcomes: list[EvictOutcome] = field(default_factory=list)
 
 
 class Simulator:
@@ -66,6 +75,7 @@ class Simulator:
         #: The Jobs the job controller runs (the port's; a test may end one by deleting it here).
         self.jobs = self.port.jobs
         self._job_pods = 0  # pods the Jobs started with, in all
+        self.last_report = CycleReport()
         docs = list(documents)
         self._load(docs)
         self._load_usage_annotations(docs)
@@ -81,7 +91,7 @@ class Simulator:
             if meta is None:
                 raise InputError("metadata must be a map", source=doc.source)
             meta.setdefault("creationTimestamp", iso(EPOCH + i))
-            if doc.obj.get("kind") in ("Pod", "PodGroup", "Job", "ResourceQuota", "PersistentVolumeClaim"):
+            if doc.obj.get("kind") in NAMESPACED:
                 meta.setdefault("namespace", "default")
         self._check_job_pods(docs)
         ranked = sorted(
@@ -90,15 +100,18 @@ class Simulator:
         for doc in ranked:
             kind = doc.obj.get("kind")
             ref = object_ref(doc.obj)
-            if kind not in (*KINDS, "Job"):
+            if kind not in (*KINDS, *OWN_KINDS):
                 raise InputError(
-                    f"{ref}: unknown kind {kind!r}; known kinds: {', '.join((*KINDS, 'Job'))}",
+                    f"{ref}: unknown kind {kind!r}; known kinds: {', '.join((*KINDS, *OWN_KINDS))}",
                     source=doc.source,
                 )
             try:
                 validation.metadata(doc.obj, namespaced=kind in NAMESPACED)
                 if kind == "Job":
                     self._add_job(doc.obj)
+                elif kind == "PodDisruptionBudget":
+                    budget = parse_budget(doc.obj)
+                    self.port.budgets[f"{budget.namespace}/{budget.name}"] = budget
                 elif str(doc.obj.get("apiVersion") or "").startswith(f"{VOLCANO_GROUP}/"):
                     volcano_kind = VOLCANO_PODGROUP if kind == "PodGroup" else VOLCANO_QUEUE
                     self.port.put({**doc.obj, "kind": volcano_kind})
@@ -204,9 +217,11 @@ class Simulator:
     # --- running ----------------------------------------------------------------------------------------
 
     def step(self) -> tuple[SessionResult, bool]:
-        """Run one cycle. Returns the session's result and whether anything changed."""
+        """Run one cycle. Returns the session's result and whether anything changed (``last_report``
+        keeps the cycle's outcomes)."""
         self.clock += 1.0
         report = run_cycle(self.feeder, self.config, self.port, now=self.clock)
+        self.last_report = report
         changed = bool(report.count(BOUND) or report.evicted() or report.phases_changed)
         return report.result, changed
 
@@ -215,15 +230,25 @@ class Simulator:
             raise InputError(f"--sessions must be at least 1, got {max_sessions}")
         history: list[SessionResult] = []
         evictions: list[Evict] = []
+        outcomes: list[EvictOutcome] = []
         last = SessionResult()
         for _ in range(max_sessions):
             last, changed = self.step()
             history.append(last)
-            evictions.extend(last.evictions)
+            for outcome in self.last_report.evictions:
+                if outcome.result in (EVICTED, BLOCKED, FAILED):
+                    outcomes.append(outcome)
+                if outcome.result == EVICTED:
+                    evictions.append(outcome.eviction)
             if not changed:
                 break
         return SimulationResult(
-            sessions=len(history), state=self.state, last=last, evictions=evictions, history=history
+            sessions=len(history),
+            state=self.state,
+            last=last,
+            evictions=evictions,
+            history=history,
+            eviction_outcomes=outcomes,
         )
 
     def add(self, documents: Iterable[Document]) -> None:
@@ -273,5 +298,6 @@ def simulate_stages(
             last=more.last,
             evictions=result.evictions + more.evictions,
             history=result.history + more.history,
+            eviction_outcomes=result.eviction_outcomes + more.eviction_outcomes,
         )
     return result

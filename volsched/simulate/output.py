@@ -38,8 +38,16 @@ def to_json(result: SimulationResult) -> dict[str, Any]:
         "pods": pods,
         **session_json(result.last),
         "evictions": [
-            {"pod": e.pod, "node": e.node, "action": e.action, "reason": render_eviction(e)}
-            for e in result.evictions
+            {
+                "pod": o.eviction.pod,
+                "node": o.eviction.node,
+                "action": o.eviction.action,
+                "reason": render_eviction(o.eviction),
+                # evicted; or blocked (a PodDisruptionBudget: the Eviction API's 429), failed (its 500)
+                "result": o.result,
+                "detail": o.detail or None,  # the Eviction API's refusal, in its words
+            }
+            for o in result.eviction_outcomes
         ],
     }
 

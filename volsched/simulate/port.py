@@ -6,7 +6,8 @@ assumed binds and resourceVersion ordering run in every simulation. Every decisi
 once:
 
 * the kubelet: a bound pod starts ``Running`` on its node at the simulated clock;
-* an eviction deletes the pod; the job controller then creates a pending replacement for a Job's pod,
+* the Eviction API: an eviction a PodDisruptionBudget does not allow is refused (``BLOCKED``, as the
+  apiserver's 429; see :mod:`volsched.simulate.budgets`), any other deletes the pod; the job controller then creates a pending replacement for a Job's pod,
   and a pod moved off its node (``shuffle``) is replaced by its owner, while the node's measured usage
   loses the pod's share (if the measurement included it);
 * nothing is written for status: the session's result is the output. The events the operator posts on
@@ -22,11 +23,12 @@ from dataclasses import replace
 from typing import Any
 
 from volsched.cache.feeder import Feeder
-from volsched.cycle import BOUND, EVICTED, GONE, BindOutcome, EvictOutcome, StatusReport
+from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, GONE, BindOutcome, EvictOutcome, StatusReport
 from volsched.framework.decisions import Bind, Evict, SessionResult
 from volsched.framework.messages import eviction_events
 from volsched.model.errors import InputError
 from volsched.model.vocabulary import Task, TaskStatus
+from volsched.simulate.budgets import MORE_THAN_ONE, Budget, refusal
 from volsched.simulate.documents import iso
 
 Raw = Mapping[str, Any]
@@ -55,6 +57,8 @@ class MemoryPort:
         self._job_counter: dict[str, int] = {}
         self._moved: dict[str, int] = {}
         self._version = 0  # the last resourceVersion given out
+        #: The PodDisruptionBudgets the Eviction API enforces ("ns/name" -> budget).
+        self.budgets: dict[str, Budget] = {}
 
     # --- the objects (the apiserver) ----------------------------------------------------------------------
 
@@ -144,6 +148,10 @@ class MemoryPort:
             raw = self.state.raw_pods.get(ev.pod)
             if raw is None:
                 out.append(EvictOutcome(ev, GONE, "no such pod"))
+                continue
+            why = refusal(raw, self.budgets.values(), self.state.raw_pods.values()) if self.budgets else None
+            if why is not None:  # the apiserver's 429 (500 for a pod that more than one budget selects)
+                out.append(EvictOutcome(ev, FAILED if why.startswith(MORE_THAN_ONE) else BLOCKED, why))
                 continue
             task = self.state.tasks.get(ev.pod)
             self.remove("Pod", ev.pod)
