@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from tests.builders import node, owned, pod, podgroup, pods, priority_class, pv, pvc, queue
+from volsched.cache import state as state_module
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
 from volsched.cycle import BOUND, EVICTED, FAILED, BindOutcome, EvictOutcome, StatusReport, run_cycle
@@ -341,6 +342,30 @@ def test_the_first_snapshot_of_a_large_cache_runs_no_cyclic_collection(collectin
     assert len(snap.jobs) == 2_000
     assert started == []
     assert after is collecting  # the collector is left as it was found
+
+
+@pytest.mark.parametrize(("pending", "frozen"), [(600, True), (400, False)], ids=["large", "small"])
+def test_the_first_snapshot_of_a_large_cache_freezes_what_it_made_and_later_ones_do_not(
+    pending: int, frozen: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Left to the collector, what the first snapshot made (paused while it was made) is walked by the
+    # young, middle and old collections in turn, inside the first session. Counted, not timed.
+    monkeypatch.setattr(state_module, "FREEZE_REBUILT", 500)
+    feeder = Feeder(ClusterState())
+    feeder.apply("Node", node("n1"))
+    for p in pods("p", pending, ns="a"):
+        feeder.apply("Pod", p)
+    try:
+        before = gc.get_freeze_count()
+        feeder.state.snapshot(now=1.0)
+        first = gc.get_freeze_count()
+        for p in pods("q", 600, ns="a"):  # as many again: a later snapshot freezes nothing
+            feeder.apply("Pod", p)
+        feeder.state.snapshot(now=2.0)
+        assert gc.get_freeze_count() <= first  # (frozen objects freed since: fewer)
+    finally:
+        gc.unfreeze()
+    assert (first > before + pending) is frozen
 
 
 def test_a_priority_class_event_changes_the_priority_of_its_pods_only() -> None:
