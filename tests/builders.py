@@ -86,6 +86,7 @@ def pod(
     spread: list[Obj] | None = None,
     host_ports: list[int | tuple[int, str]] | None = None,
     claims: list[str] | None = None,
+    gates: list[str] | None = None,
 ) -> Obj:
     ann = dict(annotations or {})
     if group:
@@ -122,6 +123,8 @@ def pod(
         ]
     if claims:
         spec["volumes"] = [{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims]
+    if gates:
+        spec["schedulingGates"] = [{"name": g} for g in gates]
     meta: Obj = {"name": name, "namespace": ns, "annotations": ann, "labels": labels or {}}
     if owner:
         kind, _, oname = owner.partition("/")

@@ -6,6 +6,7 @@ operator's session loop, woken from a watch thread, runs one session at a time a
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from volsched.cache.doorbell import Doorbell, Rings
 from volsched.cache.volcano import VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.cycle import NullPort, run_cycle
 from volsched.framework.registry import load_config
+from volsched.kube.configsource import ConfigMapText
 from volsched.operator import Operator, Settings
 from volsched.operator.metrics import Metrics
 from volsched.operator.pacing import Pacer, pods_wait
@@ -42,6 +44,7 @@ from volsched.operator.settings import SessionSettings, build_parser, settings_f
 
 NONE, ARRIVED, FREED, BOTH = Rings(), Rings(arrived=True), Rings(freed=True), Rings(arrived=True, freed=True)
 RETRY = Rings(retry=True)
+CONFIG = Rings(config=True)
 
 
 # --- the pacer ------------------------------------------------------------------------------------------
@@ -60,6 +63,8 @@ PACING: list[tuple[str, float, float, float, Rings, bool, bool, float]] = [
     ("capacity freed while pods wait: the gap", 10.0, 10.05, 10.05, FREED, True, True, 0.1),
     ("both rang", 10.0, 10.05, 10.15, BOTH, False, True, 0.0),
     ("a retry never waits past the period", 10.0, 10.05, 10.05, RETRY, False, True, 0.95),
+    ("a config loaded, nothing waits: the gap", 10.0, 10.05, 10.05, CONFIG, False, True, 0.1),
+    ("a config loaded: never before the gap", 10.0, 10.3, 10.3, CONFIG, True, True, 0.3),
     ("a follower reads the Lease every retry_every", 10.0, 10.1, 10.1, NONE, False, False, 0.15),
     ("a follower is not woken by pods", 10.0, 10.01, 10.01, BOTH, True, False, 0.24),
 ]
@@ -189,6 +194,22 @@ def updated(feeder: Any, key: str, *, rv: int, **status: Any) -> Obj:
     }
 
 
+def edited(feeder: Any, key: str, *, rv: int, spec: Obj | None = None, labels: Obj | None = None) -> Obj:
+    """The cached pod ``key`` again with another resourceVersion, its spec and labels updated."""
+    raw = feeder.state.raw_pods[key]
+    meta = {**raw["metadata"], "resourceVersion": str(rv)}
+    if labels is not None:
+        meta["labels"] = {**meta.get("labels", {}), **labels}
+    return {**raw, "spec": {**raw["spec"], **(spec or {})}, "metadata": meta}
+
+
+def ungated(feeder: Any, key: str, *, rv: int) -> Obj:
+    """The cached pod ``key`` with its scheduling gates removed (what the controller holding it does)."""
+    raw = edited(feeder, key, rv=rv)
+    raw["spec"] = {k: v for k, v in raw["spec"].items() if k != "schedulingGates"}
+    return raw
+
+
 def versioned(obj: Obj, rv: int) -> Obj:
     obj["metadata"].update(resourceVersion=str(rv), uid=f"uid-{obj['metadata']['name']}")
     return obj
@@ -216,6 +237,41 @@ RINGS: list[tuple[str, Callable[[Any], object], Rings]] = [
     (
         "a status update of a running pod",
         lambda f: f.apply("Pod", updated(f, "default/r", rv=60, reason="x")),
+        NONE,
+    ),
+    (
+        "a pending pod's last scheduling gate removed",
+        lambda f: f.apply("Pod", ungated(f, "default/gated", rv=60)),
+        ARRIVED,
+    ),
+    (
+        "a gated pod's status updated",
+        lambda f: f.apply("Pod", updated(f, "default/gated", rv=60, reason="x")),
+        NONE,
+    ),
+    (
+        "a new gated pod of ours",
+        lambda f: f.apply("Pod", versioned(pod("b", gates=["example.com/wait"]), 60)),
+        NONE,
+    ),
+    (
+        "a pending pod's node selector edited",
+        lambda f: f.apply("Pod", edited(f, "default/a", rv=60, spec={"nodeSelector": {"zone": "b"}})),
+        ARRIVED,
+    ),
+    (
+        "a pending pod relabelled",
+        lambda f: f.apply("Pod", edited(f, "default/a", rv=60, labels={"x": "y"})),
+        ARRIVED,
+    ),
+    (
+        "a pending pod sent again, another resourceVersion",
+        lambda f: f.apply("Pod", edited(f, "default/a", rv=60)),
+        NONE,
+    ),
+    (
+        "a running pod relabelled",
+        lambda f: f.apply("Pod", edited(f, "default/r", rv=60, labels={"x": "y"})),
         NONE,
     ),
     ("a running pod finished", lambda f: f.apply("Pod", finished(f, "default/r", rv=60)), FREED),
@@ -251,6 +307,7 @@ def ringing_cache() -> Any:
         pod("a"),
         pod("r", node="n1"),
         pod("other", scheduler="x"),
+        pod("gated", gates=["example.com/wait"]),
         podgroup("g", min_member=2),
         queue("q"),
     )
@@ -409,7 +466,7 @@ def test_the_listener_hears_each_kind_once_until_the_bell_is_taken() -> None:
     bell.listen(lambda: heard.append(bell.peek()))
     for kind in ("arrived", "arrived", "freed", "arrived", "freed"):
         bell.ring(kind)
-    assert heard == [ARRIVED, BOTH] and bell.count == {"arrived": 3, "freed": 2, "retry": 0}
+    assert heard == [ARRIVED, BOTH] and bell.count == {"arrived": 3, "freed": 2, "retry": 0, "config": 0}
     assert bell.take() == BOTH and bell.peek() == NONE
     bell.ring("freed")
     assert heard[-1] == FREED and len(heard) == 3
@@ -627,6 +684,66 @@ def test_renewing_the_lease_between_far_apart_sessions_updates_the_leader_gauge(
         op.follow_volcano = lambda **_: None  # type: ignore[method-assign]
         op.keep_up()
         assert op.metrics.registry.get_sample_value("volsched_leader") == (1.0 if holds else 0.0)
+    finally:
+        op.port.close()
+        op.api.close()  # type: ignore[no-untyped-call]
+        op.watch_api.close()  # type: ignore[no-untyped-call]
+
+
+def test_a_gated_pod_is_not_placed_until_its_last_gate_is_removed() -> None:
+    """The apiserver refuses the binding of a pod with scheduling gates: a session must not place it
+    (nor bind it in a loop of retries); once the gates are gone it is placed."""
+    feeder = cache(node("n1", cpu="4"), pod("gated", gates=["example.com/a", "example.com/b"]))
+    config = load_config()
+    assert run_cycle(feeder, config, NullPort(), now=5000.0).result.binds == []
+    assert feeder.apply(
+        "Pod", edited(feeder, "default/gated", rv=60, spec={"schedulingGates": [{"name": "example.com/b"}]})
+    )
+    assert run_cycle(feeder, config, NullPort(), now=5001.0).result.binds == []
+    assert feeder.apply("Pod", ungated(feeder, "default/gated", rv=61))
+    binds = run_cycle(feeder, config, NullPort(), now=5002.0).result.binds
+    assert [(b.pod, b.node) for b in binds] == [("default/gated", "n1")]
+
+
+def test_a_config_loaded_between_far_apart_sessions_wakes_one() -> None:
+    """keep_up (the Lease renewed between sessions of an hour's period) found a new config: the session
+    that acts on it runs now, not at the period."""
+    world = LoopWorld(period=3600, min_gap=0.0)
+    world.settings.lease.renew_every = 0.05
+    loads = iter([True])
+
+    def keep_up() -> None:
+        world.ensure()
+        if next(loads, False):
+            world.state.doorbell.ring("config")
+
+    world.keep_up = keep_up  # type: ignore[method-assign]
+
+    async def body() -> None:
+        assert await asyncio.to_thread(world.wait_sessions, 2)
+        assert await asyncio.to_thread(world.wait_ensured, 4)  # renewals go on, with no more sessions
+        assert world.sessions == 2 and world.woken() == 1
+
+    asyncio.run(in_loop(world, body))
+
+
+def test_the_operator_rings_when_it_loads_a_new_config_between_sessions(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    op = Operator(Settings(kubeconfig=str(kubeconfig)))
+    text = (Path(__file__).resolve().parents[2] / "examples" / "reclaim-preempt-scheduler.yaml").read_text()
+    version = ["1"]
+    try:
+        op.lease.ensure = lambda: True  # type: ignore[method-assign]
+        op.follow_volcano = lambda **_: None  # type: ignore[method-assign]
+        op.reloader.read = lambda: ConfigMapText(resource_version=version[0], uid="u", text=text)
+        op.state.doorbell.take()
+        for rv, rings in [("1", CONFIG), ("1", NONE), ("2", CONFIG)]:
+            version[0] = rv
+            op.reloader._checked = -math.inf  # polled now
+            op.keep_up()
+            assert op.state.doorbell.take() == rings, rv
+        assert op.config.source.endswith("(resourceVersion 2)")
     finally:
         op.port.close()
         op.api.close()  # type: ignore[no-untyped-call]

@@ -3,11 +3,14 @@ session soon instead of at the next period (see ``volsched.operator.pacing``).
 
 Two kinds of ring, because they call for a session in different circumstances:
 
-* ``arrived``: a pod of ours is pending that was not before (a new pod, or one recreated under its name).
-  A session has something to place.
+* ``arrived``: a pod of ours is pending that was not before (a new pod, one recreated under its name, one
+  whose last scheduling gate was removed), or a pending pod of ours was edited where placing it reads
+  (its spec, labels or annotations: it may fit now). A session has something to place.
 * ``freed``: something changed that may let a pod that is already waiting in: a pod that held a node
   finished or was deleted, a node was added or changed, a PodGroup, Queue, claim, volume, namespace,
   quota or PriorityClass changed. Worth a session only when the last one left pods waiting.
+* ``config``: the operator loaded a new scheduler config between sessions (a period longer than the
+  Lease's renewal): the next session acts on it, whether pods wait or not.
 * ``retry``: a bind failed after its session ended (the operator's port rings it): only a cycle puts that
   pod back pending. Worth a session, but not at once: a bind that fails every time (a webhook that
   rejects it, an apiserver in trouble) must not turn into a session and a bind every ``min_gap``.
@@ -31,7 +34,8 @@ from dataclasses import dataclass
 ARRIVED = "arrived"
 FREED = "freed"
 RETRY = "retry"
-KINDS = (ARRIVED, FREED, RETRY)
+CONFIG = "config"
+KINDS = (ARRIVED, FREED, RETRY, CONFIG)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +45,10 @@ class Rings:
     arrived: bool = False
     freed: bool = False
     retry: bool = False
+    config: bool = False
 
     def __bool__(self) -> bool:
-        return self.arrived or self.freed or self.retry
+        return self.arrived or self.freed or self.retry or self.config
 
 
 class Doorbell:
@@ -76,7 +81,8 @@ class Doorbell:
             return self._rings()
 
     def _rings(self) -> Rings:
-        return Rings(arrived=ARRIVED in self._rung, freed=FREED in self._rung, retry=RETRY in self._rung)
+        rung = self._rung
+        return Rings(arrived=ARRIVED in rung, freed=FREED in rung, retry=RETRY in rung, config=CONFIG in rung)
 
     def take(self) -> Rings:
         """What rang, and quiet again: a session that starts now sees everything rung so far."""

@@ -191,7 +191,7 @@ class ClusterState:
                 old = self.tasks.get(key)
                 if confirming and not _same_but_confirmed(old, task):
                     self.changes += 1  # the event shows more than the bind (the pod finished, say)
-                ring = _pod_ring(old, task)
+                ring = _pod_ring(old, task, before=self.raw_pods.get(key), after=obj)
                 self.raw_pods[key] = obj
                 self._put_task(key, task)
                 pod_spec = obj.get("spec") or {}
@@ -642,15 +642,35 @@ def _holds_node(task: Task | None) -> bool:
     return task is not None and bool(task.node_name) and task.status in NODE_HOLDING_STATUSES
 
 
-def _pod_ring(old: Task | None, new: Task) -> str | None:
-    """What the doorbell hears of a pod event (``old``: the task the cache held): a pod of ours that is
-    pending and was not (new, recreated, or back from an assumed bind that expired) has arrived; a pod
-    that held a node and no longer does (it finished) freed capacity; anything else is not news."""
+def _pod_ring(
+    old: Task | None, new: Task, *, before: Mapping[str, Any] | None, after: Mapping[str, Any]
+) -> str | None:
+    """What the doorbell hears of a pod event (``old``: the task the cache held, built from the raw pod
+    ``before``; ``new`` from ``after``): a pod of ours that is pending and was not (new, recreated, its
+    last scheduling gate removed, or back from an assumed bind that expired), or a pending pod of ours
+    edited where placing it reads (spec, labels, annotations: it may fit now), has arrived; a pod that
+    held a node and no longer does (it finished) freed capacity; anything else (a status update) is
+    not news."""
     if new.status is TaskStatus.PENDING and not new.node_name and new.schedulable_by_us:
-        if old is None or old.uid != new.uid or old.status is not TaskStatus.PENDING:
+        if (
+            old is None
+            or old.uid != new.uid
+            or old.status is not TaskStatus.PENDING
+            or not old.schedulable_by_us
+            or _placement_edited(before, after)
+        ):
             return ARRIVED
         return None
     return FREED if _holds_node(old) and not _holds_node(new) else None
+
+
+def _placement_edited(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> bool:
+    """The raw pod ``after`` differs from ``before`` in what placing it reads: its spec, labels or
+    annotations (its group, its queue), not its status."""
+    if before is None or before.get("spec") != after.get("spec"):
+        return True
+    was, now = before.get("metadata") or {}, after.get("metadata") or {}
+    return bool(was.get("labels") != now.get("labels") or was.get("annotations") != now.get("annotations"))
 
 
 def _min_member(task: Task) -> int:

@@ -437,7 +437,9 @@ def build_task(
         preferred_node_terms=_preferred_node_terms(spec, where),
         host_ports=_host_ports(spec),
         claims=_claims(spec),
-        ours=scheduler_name in scheduler_names,
+        # A pod with scheduling gates is not ready to be placed (kube-scheduler keeps it out of its queue,
+        # and the apiserver refuses its binding) until they are all removed.
+        ours=scheduler_name in scheduler_names and not spec.get("schedulingGates"),
         owner_ref=owner_ref,
     )
     task.placement_key = intern(placement_key(task))

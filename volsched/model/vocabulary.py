@@ -148,8 +148,8 @@ class Task:
     #: affinity, tolerations, avoided nodes, ports, volumes). Tasks with the same key and request see
     #: the same nodes the same way.
     placement_key: str = ""
-    #: spec.schedulerName is one of the names this scheduler answers to (``build_task`` sets it; None:
-    #: the name is "volsched").
+    #: spec.schedulerName is one of the names this scheduler answers to and the pod has no scheduling
+    #: gate left (``build_task`` sets it; None: the name is "volsched").
     ours: bool | None = None
     #: The controller owner a group-less pod's job is named after (see ``owner_group``), else None.
     owner_ref: OwnerRef | None = None

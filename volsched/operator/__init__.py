@@ -44,7 +44,7 @@ from typing import Any
 
 import kopf
 
-from volsched.cache.doorbell import RETRY
+from volsched.cache.doorbell import CONFIG, RETRY
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE, VOLCANO_VERSION
@@ -393,9 +393,10 @@ class Operator:
         """The scheduler config in force (see :class:`~volsched.operator.reload.ConfigReloader`)."""
         return self.reloader.config
 
-    def reload_config(self, *, force: bool = False) -> None:
-        """Load the ConfigMap when its resourceVersion changed; keep the last good config on errors."""
-        self.reloader.reload(force=force)
+    def reload_config(self, *, force: bool = False) -> bool:
+        """Load the ConfigMap when its resourceVersion changed; keep the last good config on errors.
+        Returns whether a new config is in force."""
+        return self.reloader.reload(force=force)
 
     # --- sessions ----------------------------------------------------------------------------------------
 
@@ -413,9 +414,11 @@ class Operator:
         """A quiet leader between far-apart sessions: what a session does before it runs, without the
         session: the Lease renewed (it would lapse), the ConfigMap and Volcano's CRDs looked at on their
         own schedules (``--volcano-check-every`` holds whatever the period). ``volsched_leader`` says
-        what the renewal found, as after a session's. Blocking: run it in a thread."""
+        what the renewal found, as after a session's. A new config loaded here rings the doorbell: a
+        session acts on it soon, not a period later. Blocking: run it in a thread."""
         self.metrics.leader.set(1 if self.lease.ensure() else 0)
-        self.reload_config()
+        if self.reload_config():
+            self.state.doorbell.ring(CONFIG)
         self.follow_volcano()
 
     def run_once(self) -> tuple[SessionResult, CycleReport] | None:

@@ -51,7 +51,8 @@ class Pacer:
         """Seconds from ``now`` until the next session should start (0: start it now).
 
         ``started``/``ended``: when the last session started and ended (one monotonic clock); ``rings``:
-        what the doorbell heard since that session started (a retry waits ``retry_gap`` at least);
+        what the doorbell heard since that session started (a retry waits ``retry_gap`` at least; a
+        config loaded between sessions is acted on at the gap, as a pod arriving);
         ``waiting``: the last session left pods of ours pending (then freed capacity is worth a session
         too); a follower (not ``leader``) reads the Lease every ``retry_every`` (at most every period)
         and is never called by the doorbell."""
@@ -59,7 +60,7 @@ class Pacer:
             return max(0.0, started + min(self.period, retry_every) - now)
         due = started + self.period
         gap = max(self.min_gap, ended - started)
-        if rings.arrived or (rings.freed and waiting):
+        if rings.arrived or rings.config or (rings.freed and waiting):
             due = min(due, ended + gap)
         elif rings.retry:
             due = min(due, ended + max(gap, self.retry_gap))

@@ -55,12 +55,13 @@ class ConfigReloader:
         self.error: str | None = None
         self._checked = 0.0
 
-    def reload(self, *, force: bool = False) -> None:
-        """Load the ConfigMap when its resourceVersion changed; keep the last good config on errors."""
+    def reload(self, *, force: bool = False) -> bool:
+        """Load the ConfigMap when its resourceVersion changed; keep the last good config on errors.
+        Returns whether a new config is in force."""
         s = self.settings
         now = time.monotonic()
         if not force and now - self._checked < s.poll_every:
-            return
+            return False
         self._checked = now
         try:
             cm = self.read()
@@ -69,16 +70,16 @@ class ConfigReloader:
                 self.health.failed(f"ConfigMap {s.namespace}/{s.name}", exc)
             else:
                 log.warning("cannot read ConfigMap %s/%s: %s", s.namespace, s.name, exc)
-            return
+            return False
         self.health.ok()
         version = None if cm is None else cm.resource_version
         if version == self.version:
-            return
+            return False
         self.version = version
         if cm is None or cm.text is None:
             what = f"ConfigMap {s.namespace}/{s.name}" + ("" if cm is None else f" has no key {s.key!r}")
             log.info("%s; using %s", what if cm is not None else f"{what} not found", self.config.source)
-            return
+            return False
         source = f"ConfigMap {s.namespace}/{s.name} key {s.key} (resourceVersion {version})"
         try:
             config = load_config(text=cm.text)
@@ -106,9 +107,10 @@ class ConfigReloader:
             error = self.writer.post_event(body)
             if error:
                 log.warning("%s", error)
-            return
+            return False
         self.config = replace(config, source=source)
         self.error = None
         self.on_load(config)
         self.reloads.labels("loaded").inc()
         log.info("loaded scheduler config from %s: actions %s", source, ", ".join(config.actions))
+        return True
