@@ -16,7 +16,8 @@
   next session already plans on them; their outcomes are settled by a later
   cycle (a failed bind puts the pod back pending). Status writes go out in the background too.
 * The scheduler config is read from a ConfigMap and reloaded when it changes; a bad one is rejected
-  with an event and a log line and the last good one stays in force.
+  with an event and a log line and the last good one stays in force. One loaded between far-apart
+  sessions (as the Lease is renewed) rings the doorbell: a session acts on it soon.
 * With a ``metrics:`` section, a :class:`~volsched.usagefeed.UsageFeed` polls node usage on its own
   thread and its fresh snapshot goes into the cache right before each session. Pods that shuffle
   evicted keep their owner off the node they left (``ClusterState.moved_off``).
