@@ -347,6 +347,19 @@ def spread(
     return out
 
 
+def pdb(name: str, selector: Obj | None, *, ns: str = "default", **spec: Any) -> Obj:
+    """A policy/v1 PodDisruptionBudget; ``spec`` gives minAvailable or maxUnavailable."""
+    body: Obj = dict(spec)
+    if selector is not None:
+        body["selector"] = selector
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": body,
+    }
+
+
 def pvc(name: str, *, ns: str = "default", volume: str | None = None) -> Obj:
     spec: Obj = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
     if volume:

@@ -10,26 +10,13 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.builders import node, priority_class, queue
+from tests.builders import node, pdb, priority_class, queue
 from tests.sim._eviction_helpers import EXAMPLES, Staged, eviction_config, job
 from volsched.cli import main
 from volsched.model.errors import InputError
 from volsched.simulate import Document, Simulator
 
 Obj = dict[str, Any]
-
-
-def budget(name: str, selector: Obj | None, *, ns: str = "ns", **spec: Any) -> Obj:
-    """A policy/v1 PodDisruptionBudget; ``spec`` gives minAvailable or maxUnavailable."""
-    body: Obj = dict(spec)
-    if selector is not None:
-        body["selector"] = selector
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": body,
-    }
 
 
 A_PODS = {"matchLabels": {"job-name": "a"}}
@@ -48,22 +35,27 @@ def preempting(*budgets: Obj) -> Staged:
     ("budgets", "evicted", "b_running"),
     [
         pytest.param([], 4, 4, id="no-budget"),
-        pytest.param([budget("keep-6", A_PODS, minAvailable=6)], 2, 2, id="min-available-6-of-8"),
-        pytest.param([budget("keep-half", A_PODS, minAvailable="50%")], 4, 4, id="min-available-50-percent"),
+        pytest.param([pdb("keep-6", A_PODS, minAvailable=6, ns="ns")], 2, 2, id="min-available-6-of-8"),
         pytest.param(
-            [budget("two-down", A_PODS, maxUnavailable="25%")], 2, 2, id="max-unavailable-25-percent"
-        ),
-        pytest.param([budget("none-down", A_PODS, maxUnavailable=0)], 0, 0, id="max-unavailable-0"),
-        pytest.param([budget("all", {}, minAvailable=8)], 0, 0, id="an-empty-selector-selects-every-pod"),
-        pytest.param([budget("nil", None, minAvailable=8)], 4, 4, id="no-selector-selects-no-pod"),
-        pytest.param(
-            [budget("others", {"matchLabels": {"job-name": "z"}}, maxUnavailable=0)], 4, 4, id="another-jobs"
+            [pdb("keep-half", A_PODS, minAvailable="50%", ns="ns")], 4, 4, id="min-available-50-percent"
         ),
         pytest.param(
-            [budget("keep-7", A_PODS, minAvailable=7, ns="elsewhere")], 4, 4, id="another-namespaces"
+            [pdb("two-down", A_PODS, maxUnavailable="25%", ns="ns")], 2, 2, id="max-unavailable-25-percent"
         ),
+        pytest.param([pdb("none-down", A_PODS, maxUnavailable=0, ns="ns")], 0, 0, id="max-unavailable-0"),
         pytest.param(
-            [budget("one", A_PODS, minAvailable=1), budget("two", A_PODS, minAvailable=1)],
+            [pdb("all", {}, minAvailable=8, ns="ns")], 0, 0, id="an-empty-selector-selects-every-pod"
+        ),
+        pytest.param([pdb("nil", None, minAvailable=8, ns="ns")], 4, 4, id="no-selector-selects-no-pod"),
+        pytest.param(
+            [pdb("others", {"matchLabels": {"job-name": "z"}}, maxUnavailable=0, ns="ns")],
+            4,
+            4,
+            id="another-jobs",
+        ),
+        pytest.param([pdb("keep-7", A_PODS, minAvailable=7, ns="elsewhere")], 4, 4, id="another-namespaces"),
+        pytest.param(
+            [pdb("one", A_PODS, minAvailable=1, ns="ns"), pdb("two", A_PODS, minAvailable=1, ns="ns")],
             0,
             0,
             id="two-budgets-on-one-pod-refuse-it",
@@ -84,13 +76,13 @@ def test_the_eviction_api_refuses_what_a_budget_does_not_allow(
 
 
 def test_a_refusal_says_what_the_budget_needs_in_the_apiservers_words() -> None:
-    s = preempting(budget("keep-6", A_PODS, minAvailable=6))
+    s = preempting(pdb("keep-6", A_PODS, minAvailable=6, ns="ns"))
     reasons = {r["detail"] for r in s.refused()}
     assert reasons == {
         "Cannot evict pod as it would violate the pod's disruption budget. "
         "The disruption budget keep-6 needs 6 healthy pods and has 6 currently"
     }
-    two = preempting(budget("one", A_PODS, minAvailable=1), budget("two", A_PODS, minAvailable=1))
+    two = preempting(pdb("one", A_PODS, minAvailable=1, ns="ns"), pdb("two", A_PODS, minAvailable=1, ns="ns"))
     assert {r["detail"] for r in two.refused()} == {
         "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support. "
         "(one, two)"
@@ -125,7 +117,7 @@ def test_a_bad_budget_is_refused_naming_its_field(spec: Obj, message: str) -> No
 def test_the_table_lists_the_refused_evictions_and_json_as_blocked(tmp_path: Any, capsys: Any) -> None:
     before = [
         node("n1", cpu="8"), queue("q"), priority_class("high", 1000), priority_class("low", 10),
-        *job("a", ns="ns", queue="q", size=8, priority_class="low"), budget("keep-all", A_PODS, maxUnavailable=0),
+        *job("a", ns="ns", queue="q", size=8, priority_class="low"), pdb("keep-all", A_PODS, maxUnavailable=0, ns="ns"),
     ]  # fmt: skip
     files = []
     for name, objs in (
