@@ -242,6 +242,41 @@ def test_a_port_closed_under_a_cycle_reports_its_binds_failed_unsent_and_never_r
     assert server.sent("/binding") == []
 
 
+def test_binds_still_waiting_when_the_port_closes_come_back_failed_unsent_each_once(
+    server: GatedServer, fence: Fence
+) -> None:
+    """Every bind handed over gets its one outcome (the Port contract), also those a closing port never
+    sends: a bind left without one would hold its assumption and the port's count in flight for good."""
+    cfg = client.Configuration()
+    cfg.host = f"http://127.0.0.1:{server.port}"
+    cfg.retries = False
+    api = client.ApiClient(cfg)
+    writer = KubeWriter(api, WriterSettings(workers=1), fence=fence)
+    port = KubePort(writer, background=True)
+    try:
+        feeder = cache(node("n1", cpu="4"), pod("a"), pod("b"), pod("c"))
+        _cycle(feeder, port)
+        assert server.arrived.acquire(timeout=HOLD)  # the one worker holds a bind on the server, two wait
+        closing = threading.Thread(target=port.close)
+        closing.start()
+        while not port.closed:
+            closing.join(0.01)
+        server.gate.set()  # the bind on the server completes; the waiting ones are not sent
+        closing.join(HOLD)
+        assert not closing.is_alive()
+        assert sorted((o.bind.pod, o.result) for o in port.settle()[0]) == [
+            ("default/a", BOUND),
+            ("default/b", FAILED),
+            ("default/c", FAILED),
+        ]
+        assert port.binds_in_flight == 0
+        assert _sent(server) == ["a"]
+    finally:
+        port.close()
+        writer.close()
+        api.close()  # type: ignore[no-untyped-call]
+
+
 @pytest.mark.parametrize(
     ("answer", "called"),
     [(OK, False), ((500, {}, {"kind": "Status", "message": "etcd timeout"}), True)],

@@ -25,6 +25,7 @@ Without ``background`` every call returns all its outcomes and ``settle`` has no
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -71,6 +72,9 @@ def _groups_referred_to(state: ClusterState) -> frozenset[str]:
 #: Bind outcomes after which the pod is pending again in the cache (see cycle._settle): worth a cycle.
 _RETRY = frozenset((FAILED, CONFLICT))
 
+#: A bind handed to the workers: the bind, its raw pod and the Lease holding it was decided under.
+_Queued = tuple[Bind, Raw | None, float | None]
+
 
 class KubePort:
     def __init__(
@@ -95,10 +99,14 @@ class KubePort:
         #: The holding of the Lease the sessions are planned under (see :meth:`plan_under`).
         self._planned_under: float | None = None
         self._planned = False
-        self._binder: ThreadPoolExecutor | None = None
+        #: Binds waiting for a worker (None: a worker's signal to stop). Long-lived workers take them from
+        #: one queue: a future and a work item per bind, as an executor makes, were a tenth of a bind's
+        #: CPU in the operator.
+        self._queue: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()
+        self._workers: list[threading.Thread] = []
+        self._closed = False
         self._status: ThreadPoolExecutor | None = None
         if background:
-            self._binder = ThreadPoolExecutor(writer.settings.workers, thread_name_prefix="volsched-bind")
             self._status = ThreadPoolExecutor(1, thread_name_prefix="volsched-status")
 
     # --- binds -------------------------------------------------------------------------------------------
@@ -113,18 +121,38 @@ class KubePort:
             self._planned_under, self._planned = holding, True
 
     def bind(self, binds: Sequence[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
-        if self._binder is None:
+        if not self.background:
             return self.writer.bind_all(binds, pods)
         with self._lock:  # the session decided these under this holding of the Lease
             holding = self._planned_under if self._planned else self.writer.holding()
         with self._lock:
             self._binds_in_flight += len(binds)
-        for b in binds:
-            try:
-                self._binder.submit(self._bind_one, b, pods.get(b.pod), holding)
-            except RuntimeError as exc:  # shut down: not sent (and never raise once some were handed over)
-                self._bound(BindOutcome(b, FAILED, f"not sent: {exc}"))
+            closed = self._closed
+            if not closed:
+                self._start_workers()
+                for b in binds:  # under the lock: all of them before a closing port's stop signals
+                    self._queue.put((b, pods.get(b.pod), holding))
+        if closed:  # shut down: not sent (and never raise once some were handed over)
+            for b in binds:
+                self._bound(BindOutcome(b, FAILED, "not sent: the port is closed"))
         return self._take_binds()
+
+    def _start_workers(self) -> None:
+        """The bind workers, started with the first bind (under ``_lock``)."""
+        while len(self._workers) < max(1, self.writer.settings.workers):
+            worker = threading.Thread(
+                target=self._work, name=f"volsched-bind_{len(self._workers)}", daemon=True
+            )
+            worker.start()
+            self._workers.append(worker)
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            bind, pod, holding = item
+            if self._closed:  # closed while it waited: not sent, and said so
+                self._bound(BindOutcome(bind, FAILED, "not sent: the port is closed"))
+            else:
+                self._bind_one(bind, pod, holding)
 
     def _bind_one(self, bind: Bind, pod: Raw | None, holding: float | None) -> None:
         try:
@@ -147,6 +175,11 @@ class KubePort:
         with self._lock:
             done, self._binds_done = self._binds_done, []
         return done
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called: binds handed over from then on come back FAILED, unsent."""
+        return self._closed
 
     @property
     def binds_in_flight(self) -> int:
@@ -249,9 +282,17 @@ class KubePort:
         return True
 
     def close(self) -> None:
-        for pool in (self._binder, self._status):
-            if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
+        """Stop: binds being sent finish; binds still waiting come back FAILED, unsent (each bind handed
+        over gets its one outcome); a status write not started is dropped."""
+        with self._lock:
+            self._closed = True
+            workers = list(self._workers)
+        for _ in workers:
+            self._queue.put(None)
+        for worker in workers:
+            worker.join()
+        if self._status is not None:
+            self._status.shutdown(wait=True, cancel_futures=True)
 
 
 def rejection_events(feeder: Feeder) -> list[tuple[EventTarget, Event]]:
