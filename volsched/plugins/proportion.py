@@ -353,17 +353,19 @@ class Proportion(BasePlugin):
                 return Vote.REJECT, not_leaf(attr)
             need = job.min_request
             future = need + attr.allocated + attr.inqueue
+            asked = (need > EPS) & mask
             # realCapability is the hard limit. The limit (deserved) bounds admission too: allocate never
             # takes a queue past it, so admitting more would only park jobs whose minimums hold the
             # cluster's overcommit room away from queues that are owed it.
             for label, limit in (("realCapability", attr.real_capability), ("deserved", attr.limit)):
-                for d in np.flatnonzero((need > EPS) & mask):
-                    if future[d] > limit[d] + EPS:
-                        return Vote.REJECT, (
-                            f"queue {job.queue}: minResources {space.names[d]} {describe(d, need[d])} + allocated "
-                            f"{describe(d, attr.allocated[d])} + admitted {describe(d, attr.inqueue[d])} > {label} "
-                            f"{describe(d, limit[d])}"
-                        )
+                over = asked & (future > limit + EPS)
+                if over.any():  # the first dimension over (a few array operations a job, not a loop)
+                    d = int(over.argmax())
+                    return Vote.REJECT, (
+                        f"queue {job.queue}: minResources {space.names[d]} {describe(d, need[d])} + allocated "
+                        f"{describe(d, attr.allocated[d])} + admitted {describe(d, attr.inqueue[d])} > {label} "
+                        f"{describe(d, limit[d])}"
+                    )
             return Vote.PERMIT, ""
 
         def enqueued(job: Job) -> None:
