@@ -102,7 +102,7 @@ class Evictable:
             shapes = self._shapes = self._shapes or _Shapes(self.tasks)
             nsl = self.session.snapshot.namespace_labels
             mine = task.constraints.anti_affinity if task.constraints is not None else ()
-            selects = np.zeros(len(shapes.keys) + 1, dtype=bool)  # the last: no pod (an empty gather)
+            selects = np.zeros(len(shapes.keys), dtype=bool)
             for s in shapes.asked_by(mine):
                 ns, labels = shapes.keys[s]
                 selects[s] = any(t.matches(ns, labels, nsl) for t in mine)
