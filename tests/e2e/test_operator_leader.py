@@ -8,6 +8,7 @@ SIGTERM and an *expired* one after a kill -9, and two operators never put a node
 from __future__ import annotations
 
 import signal
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,8 +29,9 @@ from tests.e2e.operator_fixtures import (
 )
 from tests.e2e.slowproxy import SlowProxy, kubeconfig_via
 from tests.fences import ClosingFence
-from volsched.cycle import BOUND, FENCED
+from volsched.cycle import BOUND, FENCED, UNKNOWN
 from volsched.framework.decisions import Bind
+from volsched.kube.client import load_configuration, new_api_client
 from volsched.kube.lease import LeaderLease, LeaseSettings
 from volsched.kube.writer import KubeWriter, WriterSettings
 from volsched.model.vocabulary import QUEUE_ANNOTATION
@@ -84,6 +86,68 @@ def test_a_write_the_fence_refuses_is_never_sent(k: Kube) -> None:
         writer.close()
     assert [o.result for o in outcomes] == [BOUND, BOUND, FENCED, FENCED, FENCED, FENCED]
     assert sorted(k.bound(ns)) == sorted(pods)[:2]
+
+
+class _LingeringProxy(SlowProxy):
+    """A SlowProxy that keeps a connection open a moment after the client left, so the apiserver reads a
+    request that arrives late whole before its connection ends (as a network that delayed it would)."""
+
+    @staticmethod
+    def _shut(*socks: socket.socket) -> None:
+        time.sleep(2.0)
+        SlowProxy._shut(*socks)
+
+
+class _LostThenFenced:
+    """A fence open for the first write; as the second is checked, the Lease is lost and the network is
+    fast again (the pod is read back at once, before the delayed first request lands)."""
+
+    def __init__(self, proxy: SlowProxy) -> None:
+        self.proxy = proxy
+        self.checks = 0
+
+    def renew_if_due(self) -> bool:
+        return self.checks < 1
+
+    def time_left(self) -> float:
+        self.checks += 1
+        if self.checks > 1:
+            self.proxy.delay = 0.0
+            return 0.0
+        return 1.0
+
+    def call_timeout(self, wanted: float) -> float:
+        return wanted
+
+
+def test_a_bind_whose_answer_was_lost_and_whose_resend_was_fenced_keeps_its_room_as_it_may_land_late(
+    cluster: LocalControlPlane, k: Kube, tmp_path: Path
+) -> None:
+    """The bind is on its way (slow network: no answer within the writer's timeout) when the Lease is
+    lost: the resend is fenced, and the pod read back is still unbound. The first request lands after
+    all: the outcome must not say "not sent" (the cycle would free the pod's room) but UNKNOWN (the pod
+    stays assumed until the watch shows it)."""
+    ns = k.namespace("lost-then-fenced")
+    k.pods(ns, pod("p"))
+    uid = k.core.read_namespaced_pod("p", ns).metadata.uid
+    proxy = _LingeringProxy(cluster.host, delay=0.0)
+    api = new_api_client(
+        load_configuration(
+            str(kubeconfig_via(cluster.kubeconfig_path, proxy.url, tmp_path / "slow.kubeconfig"))
+        )
+    )
+    writer = KubeWriter(api, WriterSettings(workers=1, request_timeout=1.0), fence=_LostThenFenced(proxy))
+    try:
+        raw = writer.read_pod(ns, "p")  # the connection is open (TLS done) before the network slows down
+        proxy.delay = 3.0
+        out = writer.bind(Bind(pod=f"{ns}/p", uid=uid, node="n1"), raw)
+        assert out.result == UNKNOWN, out.detail
+        assert "not bound" in out.detail  # read back before the first request landed
+        wait_for(lambda: k.bound(ns) == {f"{ns}/p": "n1"}, 30, what="the delayed bind landing")
+    finally:
+        writer.close()
+        api.close()  # type: ignore[no-untyped-call]
+        proxy.close()
 
 
 # --- two operators ---------------------------------------------------------------------------------------

@@ -326,7 +326,7 @@ class KubeWriter:
             return BindOutcome(bind, BOUND)
         except Fenced as exc:
             if resent:  # the first was sent: it may have bound the pod
-                return self._read_back(bind, f"{lost}; not sent again ({exc})", unbound=FENCED)
+                return self._read_back(bind, f"{lost}; not sent again ({exc})")
             return BindOutcome(bind, FENCED, str(exc))
         except ApiException as exc:
             detail = _reason(exc)
@@ -341,20 +341,20 @@ class KubeWriter:
                     return BindOutcome(bind, BOUND, "bound by a request whose answer was lost")
                 return BindOutcome(bind, GONE if fresh is None else CONFLICT, detail, fresh)
             if resent:
-                return self._read_back(bind, f"{lost}; sent again: {exc.status}: {detail}", unbound=FAILED)
+                return self._read_back(bind, f"{lost}; sent again: {exc.status}: {detail}")
             return BindOutcome(bind, FAILED, f"{exc.status}: {detail}")
         except Exception as exc:  # network errors: the next session tries again
             if resent:  # no answer twice (ResponseLost), or the second could not be sent
-                return self._read_back(bind, f"{lost}; sent again: {error_summary(exc)}", unbound=FAILED)
+                return self._read_back(bind, f"{lost}; sent again: {error_summary(exc)}")
             return BindOutcome(bind, FAILED, str(exc))
 
-    def _read_back(self, bind: Bind, why: str, *, unbound: str) -> BindOutcome:
+    def _read_back(self, bind: Bind, why: str) -> BindOutcome:
         """What came of a bind that was sent but whose answer was lost (and that a second request did not
         settle), as the pod read back shows: on our node (by its UID), BOUND; gone, GONE; on another node
-        or another pod by that name, CONFLICT (the cache takes the pod as read); unbound, ``unbound``.
-        When it cannot be read, UNKNOWN: it may be bound, so the pod stays assumed (its room is not
-        freed) until the watch shows it or the assumption's time to live ends. A read is never fenced:
-        it changes nothing."""
+        or another pod by that name, CONFLICT (the cache takes the pod as read). Unbound, or unread: it
+        may still be bound (a request that timed out may land after the read), so UNKNOWN: the pod stays
+        assumed (its room is not freed) until the watch shows it bound or the assumption's time to live
+        ends. A read is never fenced: it changes nothing."""
         ns, name = _split(bind.pod)
         try:
             fresh = self.read_pod(ns, name)
@@ -367,7 +367,7 @@ class KubeWriter:
         uid = (fresh.get("metadata") or {}).get("uid")
         if (fresh.get("spec") or {}).get("nodeName") or (bind.uid and uid != bind.uid):
             return BindOutcome(bind, CONFLICT, f"{why}; read back: bound elsewhere or another pod", fresh)
-        return BindOutcome(bind, unbound, f"{why}; read back: not bound")
+        return BindOutcome(bind, UNKNOWN, f"{why}; read back: not bound yet")
 
     def evict_all(self, evictions: Iterable[Evict], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
         return self._map(lambda e: self.evict(e, pods.get(e.pod)), evictions)
@@ -446,8 +446,8 @@ class KubeWriter:
     def _evict_read_back(self, eviction: Evict, ns: str, name: str, why: str) -> EvictOutcome:
         """What came of an eviction whose answer was lost, as the pod read back shows (not sent again: the
         read tells without writing), in the words the Eviction API would have used: terminating, EVICTED;
-        gone, GONE; another pod by that name, CONFLICT (ours is gone); there and not terminating, FAILED
-        (the next session decides again). When it cannot be read, UNKNOWN: it may have been evicted."""
+        gone, GONE; another pod by that name, CONFLICT (ours is gone). There and not terminating, or
+        unread: UNKNOWN, it may be evicted yet (a request that timed out may land after the read)."""
         try:
             fresh = self.read_pod(ns, name)
         except Exception as exc:
@@ -460,7 +460,7 @@ class KubeWriter:
             return EvictOutcome(eviction, CONFLICT, f"{why}; read back: another pod by that name")
         if meta.get("deletionTimestamp"):
             return EvictOutcome(eviction, EVICTED, f"{why}; read back: terminating")
-        return EvictOutcome(eviction, FAILED, f"{why}; read back: not evicted")
+        return EvictOutcome(eviction, UNKNOWN, f"{why}; read back: not evicted yet")
 
     # --- status, conditions, events -------------------------------------------------------------------------
 
