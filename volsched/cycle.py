@@ -59,9 +59,10 @@ BLOCKED = "blocked"  # a PodDisruptionBudget does not allow the eviction now
 SKIPPED = "skipped"  # not our pod
 FENCED = "fenced"  # not sent: this replica is not sure it still holds the Lease
 FAILED = "failed"
-#: Sent, but no answer came back and the pod could not be read back: it may have taken effect. A bind
-#: stays assumed (as a bound one: until the watch confirms it or its time to live ends), never freeing
-#: its room while the pod may be bound; an eviction counts as possibly done (its owner kept off the node).
+#: Sent, but no answer came back, and the pod read back shows it not done yet (the request may still
+#: land) or could not be read: it may have taken effect. A bind stays assumed (as a bound one: until the
+#: watch confirms it or its time to live ends), never freeing its room while the pod may be bound; an
+#: eviction counts as possibly done (its owner kept off the node).
 UNKNOWN = "unknown"
 
 
