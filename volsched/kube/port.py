@@ -11,8 +11,9 @@ With ``background`` (the operator's), a session never waits on the network for i
 * ``bind`` (called by the cycle as each of the session's Statements commits, while the session goes
   on) hands each bind to the bind workers (``workers`` of them, each renewing the Lease when due
   and checking the fence before it sends: a bind decided under one holding of the Lease, the one the
-  session was planned under (:meth:`KubePort.plan_under`), is never sent under a later one) and returns the outcomes completed so far; ``settle`` returns
-  those completed since, for the next cycle to finish or forget. A gang's binds go out together; one
+  session was planned under (:meth:`KubePort.plan_under`), is never sent under a later one) and
+  returns the outcomes completed so far; ``settle`` returns those completed since, for the next cycle
+  to finish or forget. A gang's binds go out together; one
   that fails is forgotten and the next session completes the half-bound gang.
 * ``write_status`` takes what it needs from the cache now and writes it on one status thread; when a
   newer session's status arrives before the older was started, only the newer is written (it says
@@ -123,9 +124,9 @@ class KubePort:
     def bind(self, binds: Sequence[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
         if not self.background:
             return self.writer.bind_all(binds, pods)
-        with self._lock:  # the session decided these under this holding of the Lease
-            holding = self._planned_under if self._planned else self.writer.holding()
         with self._lock:
+            # The session decided these under this holding of the Lease.
+            holding = self._planned_under if self._planned else self.writer.holding()
             self._binds_in_flight += len(binds)
             closed = self._closed
             if not closed:
