@@ -3,12 +3,15 @@
 Times are never asserted here (bench/bench_recovery.py measures them); what is asserted are orderings: a
 holder fences itself off before its Lease can be taken, a follower takes a *released* Lease after a
 SIGTERM and an *expired* one after a kill -9, and two operators never put a node over its allocatable.
+A write whose answer a slow network lost (fault injection: a proxy that delays the request) may still
+land after the pod is read back: its outcome says so (UNKNOWN), never a failure that frees the pod's room.
 """
 
 from __future__ import annotations
 
 import signal
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +33,7 @@ from tests.e2e.operator_fixtures import (
 from tests.e2e.slowproxy import SlowProxy, kubeconfig_via
 from tests.fences import ClosingFence
 from volsched.cycle import BOUND, FENCED, UNKNOWN
-from volsched.framework.decisions import Bind
+from volsched.framework.decisions import Bind, Evict, EvictionReason
 from volsched.kube.client import load_configuration, new_api_client
 from volsched.kube.lease import LeaderLease, LeaseSettings
 from volsched.kube.writer import KubeWriter, WriterSettings
@@ -144,6 +147,58 @@ def test_a_bind_whose_answer_was_lost_and_whose_resend_was_fenced_keeps_its_room
         assert out.result == UNKNOWN, out.detail
         assert "not bound" in out.detail  # read back before the first request landed
         wait_for(lambda: k.bound(ns) == {f"{ns}/p": "n1"}, 30, what="the delayed bind landing")
+    finally:
+        writer.close()
+        api.close()  # type: ignore[no-untyped-call]
+        proxy.close()
+
+
+class _SlowForTheEviction:
+    """A fence always open that slows the network down for the third write (the eviction, after the
+    pod's condition and event) and makes it fast again half a second later, before the writer's timeout:
+    the pod is read back before the delayed eviction lands."""
+
+    def __init__(self, proxy: SlowProxy) -> None:
+        self.proxy = proxy
+        self.checks = 0
+
+    def renew_if_due(self) -> bool:
+        return True
+
+    def time_left(self) -> float:
+        self.checks += 1
+        if self.checks == 3:
+            self.proxy.delay = 3.0
+            threading.Timer(0.5, setattr, (self.proxy, "delay", 0.0)).start()
+        return 1.0
+
+    def call_timeout(self, wanted: float) -> float:
+        return wanted
+
+
+def test_an_eviction_whose_answer_was_lost_is_unknown_while_the_pod_runs_as_it_may_land_late(
+    cluster: LocalControlPlane, k: Kube, tmp_path: Path
+) -> None:
+    """No answer to the eviction within the writer's timeout, and the pod read back still runs: the
+    eviction lands after all, so the outcome is UNKNOWN, not a failure."""
+    ns = k.namespace("lost-eviction")
+    k.pods(ns, pod("v"))
+    uid = k.core.read_namespaced_pod("v", ns).metadata.uid
+    proxy = _LingeringProxy(cluster.host, delay=0.0)
+    api = new_api_client(
+        load_configuration(
+            str(kubeconfig_via(cluster.kubeconfig_path, proxy.url, tmp_path / "slow.kubeconfig"))
+        )
+    )
+    writer = KubeWriter(api, WriterSettings(workers=1, request_timeout=1.0), fence=_SlowForTheEviction(proxy))
+    try:
+        raw = writer.read_pod(ns, "v")
+        assert raw is not None
+        eviction = Evict(pod=f"{ns}/v", uid=uid, node="n1", reason=EvictionReason(action="preempt"))
+        out = writer.evict(eviction, raw)
+        assert out.result == UNKNOWN, out.detail
+        assert "not evicted yet" in out.detail  # read back before the eviction landed
+        wait_for(lambda: not k.core.list_namespaced_pod(ns).items, 30, what="the delayed eviction landing")
     finally:
         writer.close()
         api.close()  # type: ignore[no-untyped-call]
