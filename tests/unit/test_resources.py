@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from volsched.model.decode import build_task, pod_request, quota_weight
 from volsched.model.errors import InputError
-from volsched.model.resources import parse_amount
+from volsched.model.resources import parse_amount, stack_rows
 
 
 @pytest.mark.parametrize(
@@ -161,3 +162,12 @@ def test_a_bad_quantity_in_a_pod_names_pod_and_field():
 )
 def test_namespace_weight_from_a_resource_quota(hard, weight):
     assert quota_weight({"spec": {"hard": hard}}) == weight
+
+
+@pytest.mark.parametrize("count", [0, 1, 5])
+def test_stack_rows_is_what_np_stack_makes(count: int) -> None:
+    vectors = [np.array([0.1 * i, 1.0 + i, 3.0]) for i in range(count)]
+    rows = stack_rows(vectors, 3)
+    assert rows.shape == (count, 3)
+    if vectors:
+        assert rows.tobytes() == np.stack(vectors).tobytes()

@@ -26,6 +26,7 @@ from volsched.framework.decisions import (
 from volsched.framework.registry import make_actions, make_plugins
 from volsched.framework.session import Action, BindSink, Session
 from volsched.model.cluster import ClusterSnapshot, Job
+from volsched.model.resources import stack_rows
 from volsched.model.vocabulary import PodGroupPhase, TaskStatus
 
 
@@ -175,7 +176,7 @@ def _render_status(session: Session) -> dict[str, PodGroupPhase]:
     ns_allocated = np.zeros((len(ns_names), len(space)))
     counts: list[dict[str, int]] = [{} for _ in queue_names]
     if jobs:
-        job_allocated = np.stack([job.allocated for job in jobs])
+        job_allocated = stack_rows([job.allocated for job in jobs], len(space))
         np.add.at(
             ns_allocated, np.fromiter((ns_row[j.namespace] for j in jobs), np.intp, len(jobs)), job_allocated
         )

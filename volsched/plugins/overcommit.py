@@ -17,7 +17,7 @@ import numpy as np
 from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
-from volsched.model.cluster import Job, unmet_minimum
+from volsched.model.cluster import Job, unmet_minimum, unmet_minimum_rows
 from volsched.model.resources import EPS, Vector
 from volsched.model.vocabulary import PodGroupPhase
 from volsched.plugins.shared.queue_config import queue_config
@@ -36,10 +36,10 @@ class Overcommit(BasePlugin):
         space = session.space
         capacity = session.total * self.factor
         used = nodes.used[nodes.ready].sum(axis=0) if len(nodes) else space.zeros()
-        inqueue = space.zeros()
-        for job in session.jobs.values():
-            if job.phase is PodGroupPhase.INQUEUE:
-                inqueue += unmet_minimum(job)
+        admitted = [job for job in session.jobs.values() if job.phase is PodGroupPhase.INQUEUE]
+        total = np.zeros((1, len(space)))
+        unmet_minimum_rows(admitted, [0] * len(admitted), total)
+        inqueue: Vector = total[0]
         state = {"inqueue": inqueue}
         # Per queue: the effective guarantee less what the queue holds and has admitted.
         queues = queue_config(session)
@@ -53,7 +53,7 @@ class Overcommit(BasePlugin):
             for name, i in queues.row.items()
             if (queues.effective_guarantee[i] < queues.guarantee[i] - EPS).any()
         }
-        for job in session.jobs.values():
+        for job in session.jobs.values() if guarantee_left else ():
             left = guarantee_left.get(job.queue)
             if left is not None:
                 left -= job.allocated

@@ -1,0 +1,50 @@
+"""What admitted jobs may still claim toward their minimum, summed per queue (``unmet_minimum_rows``,
+what proportion and overcommit add up every session): the very sums a loop over ``unmet_minimum`` makes,
+to the last bit, whatever the jobs hold."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.builders import node, pod, podgroup, queue
+from volsched.cache.state import ClusterState
+from volsched.model.cluster import Job, unmet_minimum, unmet_minimum_rows
+
+
+def _jobs(cpus: list[tuple[str, str, str | None]]) -> list[Job]:
+    """One Inqueue job a pod, asking minResources cpu ``min`` and holding ``cpu`` (on a node, if ``node``)."""
+    state = ClusterState()
+    for obj in [node("n1", cpu="64"), queue("a"), queue("b")]:
+        state.apply(obj)
+    for i, (min_cpu, cpu, on) in enumerate(cpus):
+        q = "a" if i % 2 else "b"
+        state.apply(podgroup(f"g{i}", queue=q, min_resources={"cpu": min_cpu}, phase="Inqueue"))
+        state.apply(pod(f"p{i}", group=f"g{i}", cpu=cpu, node=on))
+    return list(state.snapshot(now=5.0).jobs.values())
+
+
+@pytest.mark.parametrize(
+    "cpus",
+    [
+        [],
+        [("0.3", "0.1", None)],
+        [("0.1", "0.1", "n1"), ("0.7", "0.2", "n1"), ("0.3", "0.3", None), ("1.1", "0.1", "n1")],
+        [(f"{0.1 * (i % 7) + 0.1:.1f}", "0.1", "n1" if i % 3 else None) for i in range(40)],
+    ],
+    ids=["none", "one-pending", "held-and-not", "many-fractions"],
+)
+def test_unmet_minimum_rows_sums_as_a_loop_over_the_jobs_does(
+    cpus: list[tuple[str, str, str | None]],
+) -> None:
+    jobs = _jobs(cpus)
+    rows = [0 if job.queue == "a" else 1 for job in jobs]
+    width = len(jobs[0].allocated) if jobs else 1
+    looped = np.zeros((2, width))
+    for job, row in zip(jobs, rows, strict=True):
+        looped[row] += unmet_minimum(job)
+    summed = np.zeros((2, width))
+    unmet_minimum_rows(jobs, rows, summed)
+    assert summed.tobytes() == looped.tobytes()
+    if jobs:
+        assert summed.any()  # something is unmet: the sums are not trivially zero
