@@ -28,7 +28,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -48,6 +48,7 @@ from volsched.model.cluster import (
 from volsched.model.resources import ResourceSpace, Vector
 from volsched.model.usage import NodeUsage
 from volsched.model.vocabulary import (
+    DisruptionBudget,
     NodeSpec,
     PodGroupPhase,
     PodGroupSpec,
@@ -79,6 +80,8 @@ class View:
     #: Keys whose task was added, replaced or deleted since the previous view of the same builder;
     #: None: not known (every task is compared).
     touched: set[str] | None = None
+    #: "ns/name" -> PodDisruptionBudget (immutable: shared with the cache).
+    budgets: Mapping[str, DisruptionBudget] = field(default_factory=dict)
 
 
 def with_volumes(t: Task, claims: Mapping[str, str], volumes: Mapping[str, list[Any]]) -> Task:
@@ -345,6 +348,7 @@ class SnapshotBuilder:
             problems=problems,
             carryover=carryover,
             namespace_labels={ns: dict(labels) for ns, labels in view.namespace_labels.items()},
+            budgets=tuple(view.budgets.values()),
         )
 
     def _index(self, base: _Base, key: str) -> Task:

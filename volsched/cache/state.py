@@ -38,6 +38,7 @@ from volsched.model.decode import (
     build_queue,
     build_task,
     claim_volume,
+    disruption_budget,
     object_ref,
     pod_status,
     priority_class_value,
@@ -52,6 +53,7 @@ from volsched.model.vocabulary import (
     DEFAULT_SCHEDULER_NAMES,
     MIN_MEMBER_ANNOTATION,
     NODE_HOLDING_STATUSES,
+    DisruptionBudget,
     NodeSpec,
     PodGroupPhase,
     PodGroupSpec,
@@ -72,6 +74,7 @@ KINDS = (
     "Queue",
     "PersistentVolumeClaim",
     "PersistentVolume",
+    "PodDisruptionBudget",
 )
 #: Volcano's PodGroup and Queue (scheduling.volcano.sh), read when their CRDs are installed.
 VOLCANO_KINDS = (VOLCANO_QUEUE, VOLCANO_PODGROUP)
@@ -124,6 +127,8 @@ class ClusterState:
         #: PersistentVolume name -> its required node affinity (nodeSelectorTerms; [] when none).
         self.volumes: dict[str, list[Any]] = {}
         self.priority_classes: dict[str, int] = {}
+        #: "ns/name" -> the PodDisruptionBudget (which pods it selects, disruptions it allows now).
+        self.budgets: dict[str, DisruptionBudget] = {}
         self.default_priority = 0
         self._global_default: dict[str, int] = {}
         self.usage: dict[str, NodeUsage] = {}
@@ -240,6 +245,10 @@ class ClusterState:
             elif kind == "PersistentVolume":
                 name, terms = volume_node_terms(obj)
                 changed = _put(self.volumes, name, terms)
+            elif kind == "PodDisruptionBudget":
+                ring = None  # fewer victims allowed frees nothing; more are tried at the next period
+                budget = disruption_budget(obj)
+                changed = _put(self.budgets, budget.key, budget)
             elif kind == "PriorityClass":
                 name, value, is_default = priority_class_value(obj)
                 defaults = self._global_default
@@ -326,6 +335,9 @@ class ClusterState:
                 held = _drop(self.claims, key)
             elif kind == "PersistentVolume":
                 held = _drop(self.volumes, name)
+            elif kind == "PodDisruptionBudget":
+                ring = None
+                held = _drop(self.budgets, key)
             elif kind == "PriorityClass":
                 held = _drop(self.priority_classes, name) | _drop(self._global_default, name)
                 if held:
@@ -544,6 +556,7 @@ class ClusterState:
                     volumes=self.volumes.copy(),
                     avoid=self.avoid.copy(),
                     namespace_labels=self.namespace_labels.copy(),
+                    budgets=self.budgets.copy(),
                 )
                 #: Seconds the last snapshot held the cache's lock.
                 self.lock_held = time.perf_counter() - started

@@ -45,6 +45,7 @@ WATCHED: tuple[WatchedKind, ...] = (
     WatchedKind("PersistentVolume", "", "v1", "persistentvolumes", False),
     WatchedKind("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", True),
     WatchedKind("PodGroup", API_GROUP, "v1beta1", "podgroups", True),
+    WatchedKind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True),
     WatchedKind("Pod", "", "v1", "pods", True),
 )
 
@@ -77,6 +78,10 @@ def list_kind(api: client.ApiClient, kind: WatchedKind) -> list[dict[str, Any]]:
             )
         elif kind.group == "scheduling.k8s.io":
             resp = client.SchedulingV1Api(api).list_priority_class(_preload_content=False)
+        elif kind.group == "policy":
+            resp = client.PolicyV1Api(api).list_pod_disruption_budget_for_all_namespaces(
+                _preload_content=False
+            )
         else:
             core = client.CoreV1Api(api)
             listers: dict[str, Callable[..., Any]] = {

@@ -40,6 +40,7 @@ from volsched.model.vocabulary import (
     DEFAULT_QUEUE,
     NODE_HOLDING_STATUSES,
     TERMINAL_STATUSES,
+    DisruptionBudget,
     NodeSpec,
     PodGroupPhase,
     PodGroupSpec,
@@ -296,6 +297,8 @@ class ClusterSnapshot:
     carryover: dict[str, Any] = field(default_factory=dict)
     #: Namespace name -> its labels (pod affinity terms select namespaces by label).
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: The PodDisruptionBudgets (immutable), which the ``pdb`` plugin honours when naming victims.
+    budgets: tuple[DisruptionBudget, ...] = ()
 
     def namespace_weight(self, namespace: str) -> int:
         return self.namespace_weights.get(namespace, 1)

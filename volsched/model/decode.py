@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
-from volsched.model.constraints import parse_pod_constraints
+from volsched.model.constraints import parse_pod_constraints, parse_selector
 from volsched.model.errors import InputError
 from volsched.model.resources import PODS, parse_amount, parse_resource_map
 from volsched.model.scalars import boolean_value
@@ -32,6 +32,7 @@ from volsched.model.vocabulary import (
     NAMESPACE_WEIGHT_KEYS,
     PREEMPTABLE_ANNOTATION,
     VOLCANO_GROUP_ANNOTATION,
+    DisruptionBudget,
     GangTopology,
     NodeSpec,
     OwnerRef,
@@ -673,3 +674,26 @@ def volume_node_terms(obj: Raw) -> tuple[str, list[Any]]:
         if not isinstance(term, Mapping):
             raise InputError(f"{where}: spec.nodeAffinity.required.nodeSelectorTerms[{i}] must be a map")
     return name, [dict(t) for t in terms]
+
+
+def _count(raw: Any) -> int:
+    return raw if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0 else 0
+
+
+def disruption_budget(obj: Raw) -> DisruptionBudget:
+    """A ``policy/v1`` PodDisruptionBudget as the cache holds it: its selector and what its status
+    allows (0 while ``status.observedGeneration`` is behind ``metadata.generation``: the apiserver
+    refuses every eviction it covers until the disruption controller has seen its spec). Raises
+    :class:`InputError` naming the bad field."""
+    meta = obj.get("metadata") or {}
+    ns, name = meta.get("namespace"), meta.get("name")
+    if not ns or not name:
+        raise InputError(f"{object_ref(obj)}: missing field metadata.namespace or metadata.name")
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    if not isinstance(spec, Mapping) or not isinstance(status, Mapping):
+        raise InputError(f"PodDisruptionBudget {ns}/{name}: spec and status must be maps")
+    selector = parse_selector(spec.get("selector"), where=f"PodDisruptionBudget {ns}/{name}: spec.selector")
+    allowed = _count(status.get("disruptionsAllowed"))
+    if _count(status.get("observedGeneration")) < _count(meta.get("generation")):
+        allowed = 0
+    return DisruptionBudget(str(ns), str(name), selector, allowed)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from volsched.model.constraints import PodConstraints
+from volsched.model.constraints import LabelSelector, PodConstraints
 from volsched.model.resources import PODS, Vector
 
 API_GROUP = "scheduling.volsched.io"
@@ -306,3 +306,24 @@ class GangTopology:
     @property
     def mode(self) -> str:
         return "Required" if self.required else "Preferred"
+
+
+@dataclass(frozen=True, slots=True)
+class DisruptionBudget:
+    """A PodDisruptionBudget as sessions see it (decoded by ``model.decode.disruption_budget``): which
+    pods it selects and how many of them may be disrupted now (``status.disruptionsAllowed``, kept by
+    the disruption controller; 0 while the controller has not observed its latest spec, as the Eviction
+    API then refuses every eviction it covers). An empty selector selects every pod of the namespace; a
+    budget without one (``selector`` None) selects none."""
+
+    namespace: str
+    name: str
+    selector: LabelSelector | None
+    disruptions_allowed: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        return namespace == self.namespace and self.selector is not None and self.selector.matches(labels)

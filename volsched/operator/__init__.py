@@ -3,7 +3,7 @@
 * Pods and Nodes come through :class:`~volsched.kube.watch.ListWatch` (a paged listing, then a watch,
   on their own threads and connections, pruned as they arrive); kopf ``on.event`` handlers bring the
   other kinds (namespaces, resourcequotas, priorityclasses, persistentvolumes and their claims, queues,
-  podgroups). Volcano's PodGroups and Queues come through a ``ListWatch`` each too, while the cluster
+  podgroups, poddisruptionbudgets). Volcano's PodGroups and Queues come through a ``ListWatch`` each too, while the cluster
   serves them: looked for at start and every ``session.volcano_check_every`` seconds, so CRDs installed
   (or removed) later are followed without a restart. All feed a :class:`~volsched.cache.feeder.Feeder`,
   after one full listing, so the first session sees the whole cluster.
