@@ -11,7 +11,7 @@ from volsched.model.errors import InputError
 def test_default_config_runs_enqueue_allocate_backfill_over_two_tiers():
     c = load_config()
     assert c.actions == ("enqueue", "allocate", "backfill")
-    assert [p.name for p in c.tiers[0].plugins] == ["priority", "gang", "conformance"]
+    assert [p.name for p in c.tiers[0].plugins] == ["priority", "gang", "conformance", "pdb"]
 
 
 def test_extension_switches_and_arguments_are_read():

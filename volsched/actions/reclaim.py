@@ -34,6 +34,7 @@ conformance's answers); Volcano's two-tier layout is as safe as this one::
         enablePreemptable: false   # drf's answer covers priority: lower always, equal by share
       - name: gang
       - name: conformance
+      - name: pdb
       - name: drf
       - name: overcommit
       - name: proportion

@@ -25,6 +25,7 @@ _BUILTIN_PLUGINS = (
     "priority",
     "gang",
     "conformance",
+    "pdb",
     "overcommit",
     "drf",
     "predicates",
