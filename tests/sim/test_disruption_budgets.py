@@ -1,6 +1,8 @@
-"""PodDisruptionBudgets in the simulator: the engine chooses its victims without them (as the operator
-does), and the Eviction API the simulator plays refuses what a budget does not allow, with the
-apiserver's rule and words; the refused evictions are reported, the pods stay."""
+"""PodDisruptionBudgets in the simulator. With the ``pdb`` plugin (the default and the example configs)
+the engine names no victim a budget protects, so nothing is refused and a preemptor takes an allowed
+victim instead. Without it (a config that leaves it out) the engine chooses its victims without them,
+and the Eviction API the simulator plays refuses what a budget does not allow, with the apiserver's
+rule and words; the refused evictions are reported, the pods stay."""
 
 from __future__ import annotations
 
@@ -10,9 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.builders import node, pdb, priority_class, queue
+from tests.builders import node, pdb, pod, podgroup, priority_class, queue
 from tests.sim._eviction_helpers import EXAMPLES, Staged, eviction_config, job
 from volsched.cli import main
+from volsched.framework.config import SchedulerConfig
+from volsched.framework.registry import load_config
 from volsched.model.errors import InputError
 from volsched.simulate import Document, Simulator
 
@@ -22,46 +26,64 @@ Obj = dict[str, Any]
 A_PODS = {"matchLabels": {"job-name": "a"}}
 
 
-def preempting(*budgets: Obj) -> Staged:
+def without_pdb() -> SchedulerConfig:
+    """The example config with the pdb plugin left out: victims are chosen without budgets."""
+    text = (EXAMPLES / "reclaim-preempt-scheduler.yaml").read_text()
+    assert "  - name: pdb\n" in text
+    return load_config(text=text.replace("  - name: pdb\n", ""))
+
+
+def preempting(*budgets: Obj, config: SchedulerConfig | None = None) -> Staged:
     """Job a (8 pods of 1 cpu, low priority) fills n1's 8 cpu; then job b (4 pods, high) preempts."""
     before = [
         node("n1", cpu="8"), queue("q"), priority_class("high", 1000), priority_class("low", 10),
         *job("a", ns="ns", queue="q", size=8, priority_class="low"), *budgets,
     ]  # fmt: skip
-    return Staged(before, job("b", ns="ns", queue="q", size=4, priority_class="high"), eviction_config())
+    return Staged(
+        before, job("b", ns="ns", queue="q", size=4, priority_class="high"), config or without_pdb()
+    )
 
 
-@pytest.mark.parametrize(
-    ("budgets", "evicted", "b_running"),
-    [
-        pytest.param([], 4, 4, id="no-budget"),
-        pytest.param([pdb("keep-6", A_PODS, minAvailable=6, ns="ns")], 2, 2, id="min-available-6-of-8"),
-        pytest.param(
-            [pdb("keep-half", A_PODS, minAvailable="50%", ns="ns")], 4, 4, id="min-available-50-percent"
-        ),
-        pytest.param(
-            [pdb("two-down", A_PODS, maxUnavailable="25%", ns="ns")], 2, 2, id="max-unavailable-25-percent"
-        ),
-        pytest.param([pdb("none-down", A_PODS, maxUnavailable=0, ns="ns")], 0, 0, id="max-unavailable-0"),
-        pytest.param(
-            [pdb("all", {}, minAvailable=8, ns="ns")], 0, 0, id="an-empty-selector-selects-every-pod"
-        ),
-        pytest.param([pdb("nil", None, minAvailable=8, ns="ns")], 4, 4, id="no-selector-selects-no-pod"),
-        pytest.param(
-            [pdb("others", {"matchLabels": {"job-name": "z"}}, maxUnavailable=0, ns="ns")],
-            4,
-            4,
-            id="another-jobs",
-        ),
-        pytest.param([pdb("keep-7", A_PODS, minAvailable=7, ns="elsewhere")], 4, 4, id="another-namespaces"),
-        pytest.param(
-            [pdb("one", A_PODS, minAvailable=1, ns="ns"), pdb("two", A_PODS, minAvailable=1, ns="ns")],
-            0,
-            0,
-            id="two-budgets-on-one-pod-refuse-it",
-        ),
-    ],
-)
+BUDGET_CASES = [
+    pytest.param([], 4, 4, id="no-budget"),
+    pytest.param([pdb("keep-6", A_PODS, minAvailable=6, ns="ns")], 2, 2, id="min-available-6-of-8"),
+    pytest.param(
+        [pdb("keep-half", A_PODS, minAvailable="50%", ns="ns")], 4, 4, id="min-available-50-percent"
+    ),
+    pytest.param(
+        [pdb("two-down", A_PODS, maxUnavailable="25%", ns="ns")], 2, 2, id="max-unavailable-25-percent"
+    ),
+    pytest.param([pdb("none-down", A_PODS, maxUnavailable=0, ns="ns")], 0, 0, id="max-unavailable-0"),
+    pytest.param([pdb("all", {}, minAvailable=8, ns="ns")], 0, 0, id="an-empty-selector-selects-every-pod"),
+    pytest.param([pdb("nil", None, minAvailable=8, ns="ns")], 4, 4, id="no-selector-selects-no-pod"),
+    pytest.param(
+        [pdb("others", {"matchLabels": {"job-name": "z"}}, maxUnavailable=0, ns="ns")],
+        4,
+        4,
+        id="another-jobs",
+    ),
+    pytest.param([pdb("keep-7", A_PODS, minAvailable=7, ns="elsewhere")], 4, 4, id="another-namespaces"),
+    pytest.param(
+        [pdb("one", A_PODS, minAvailable=1, ns="ns"), pdb("two", A_PODS, minAvailable=1, ns="ns")],
+        0,
+        0,
+        id="two-budgets-on-one-pod-refuse-it",
+    ),
+]
+
+
+@pytest.mark.parametrize(("budgets", "evicted", "b_running"), BUDGET_CASES)
+def test_the_pdb_plugin_names_only_what_a_budget_allows_so_nothing_is_refused(
+    budgets: list[Obj], evicted: int, b_running: int
+) -> None:
+    s = preempting(*budgets, config=eviction_config())
+    assert len(s.evicted("ns/a-")) == evicted
+    assert (s.running("ns/a-"), s.running("ns/b-")) == (8 - evicted, b_running)
+    assert s.refused() == []
+    assert s.settled()
+
+
+@pytest.mark.parametrize(("budgets", "evicted", "b_running"), BUDGET_CASES)
 def test_the_eviction_api_refuses_what_a_budget_does_not_allow(
     budgets: list[Obj], evicted: int, b_running: int
 ) -> None:
@@ -73,6 +95,39 @@ def test_the_eviction_api_refuses_what_a_budget_does_not_allow(
     assert all(r["pod"].startswith("ns/a-") and r["action"] == "preempt" for r in refused)
     assert {r["result"] for r in refused} <= {"failed" if len(budgets) > 1 else "blocked"}
     assert s.second.sessions < 60  # it stopped because a cycle changed nothing: a refusal changes nothing
+
+
+def two_nodes(config: SchedulerConfig) -> Staged:
+    """n1 and n2 (2 cpu each) run one low-priority 2-cpu pod each; a budget keeps the one on n1 (db).
+    Then a high-priority 2-cpu pod comes: n1 comes first (equal in every other respect)."""
+    before = [
+        node("n1", cpu="2"), node("n2", cpu="2"), queue("q"), priority_class("high", 1000),
+        priority_class("low", 10), podgroup("a", ns="ns", queue="q", priority_class="low"),
+        pod("db", ns="ns", cpu="2", group="a", node="n1", labels={"app": "db"}),
+        pod("web", ns="ns", cpu="2", group="a", node="n2", labels={"app": "web"}),
+        pdb("keep-db", {"matchLabels": {"app": "db"}}, maxUnavailable=0, ns="ns"),
+    ]  # fmt: skip
+    after = [
+        podgroup("b", ns="ns", queue="q", priority_class="high"),
+        pod("new", ns="ns", cpu="2", group="b"),
+    ]
+    return Staged(before, after, config)
+
+
+def test_a_preemptor_takes_an_allowed_victim_on_another_node_instead_of_the_protected_one() -> None:
+    s = two_nodes(eviction_config())
+    assert s.evicted() == ["ns/web"]
+    assert s.refused() == []
+    assert s.data["pods"]["ns/new"]["node"] == "n2"
+    assert s.data["pods"]["ns/db"]["node"] == "n1"
+    assert s.settled()
+
+
+def test_without_the_plugin_the_protected_pod_is_chosen_again_and_again_and_refused() -> None:
+    s = two_nodes(without_pdb())
+    assert s.evicted() == []
+    assert {r["pod"] for r in s.refused()} == {"ns/db"} and len(s.refused()) > 1
+    assert not s.data["pods"]["ns/new"]["node"]
 
 
 def test_a_refusal_says_what_the_budget_needs_in_the_apiservers_words() -> None:
@@ -128,7 +183,9 @@ def test_the_table_lists_the_refused_evictions_and_json_as_blocked(tmp_path: Any
         path.write_text(yaml.safe_dump_all(objs))
         files.append(str(path))
     config = tmp_path / "sched.yaml"
-    config.write_text((EXAMPLES / "reclaim-preempt-scheduler.yaml").read_text())
+    config.write_text(
+        (EXAMPLES / "reclaim-preempt-scheduler.yaml").read_text().replace("  - name: pdb\n", "")
+    )
     args = ["simulate", "-f", files[0], "--then", files[1], "--config", str(config)]
     assert main(args) == 0
     out = capsys.readouterr().out

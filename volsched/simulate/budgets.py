@@ -1,9 +1,9 @@
 """PodDisruptionBudgets in the simulator: the Eviction API's check, played on the simulated pods.
 
-The engine does not model budgets (the operator's too: it chooses its victims without them); what
-honours them is the apiserver's eviction subresource, which refuses an eviction a budget does not
-allow, and the disruption controller, which keeps each budget's status. The simulator's port plays
-both, with their rule (policy/v1), so a simulation ends as the cluster would:
+The apiserver's eviction subresource refuses an eviction a budget does not allow, and the disruption
+controller keeps each budget's status (``disruptionsAllowed``, which the engine's ``pdb`` plugin reads
+to name no protected victim; a config without that plugin chooses victims without budgets). The
+simulator's port plays both, with their rule (policy/v1), so a simulation ends as the cluster would:
 
 * a pod that is not Running (Pending, Succeeded, Failed) or is being deleted is evicted without asking
   any budget;
@@ -113,6 +113,16 @@ def refusal(
     if len(mine) > 1:
         return f"{MORE_THAN_ONE} ({', '.join(sorted(b.name for b in mine))})"
     (budget,) = mine
+    expected, healthy = _health(budget, pods)
+    desired = budget.desired_healthy(expected)
+    if healthy - desired > 0:
+        return None
+    return f"{VIOLATES} The disruption budget {budget.name} needs {desired} healthy pods and has {healthy} currently"
+
+
+def _health(budget: Budget, pods: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
+    """The pods ``budget`` expects (selected, not finished) and the healthy ones (Running, not being
+    deleted), as the disruption controller counts them."""
     expected = healthy = 0
     for other in pods:
         other_meta = other.get("metadata") or {}
@@ -124,7 +134,10 @@ def refusal(
         expected += 1
         if phase == "Running" and not other_meta.get("deletionTimestamp"):
             healthy += 1
-    desired = budget.desired_healthy(expected)
-    if healthy - desired > 0:
-        return None
-    return f"{VIOLATES} The disruption budget {budget.name} needs {desired} healthy pods and has {healthy} currently"
+    return expected, healthy
+
+
+def disruptions_allowed(budget: Budget, pods: Iterable[Mapping[str, Any]]) -> int:
+    """The budget's ``status.disruptionsAllowed``, as the disruption controller keeps it."""
+    expected, healthy = _health(budget, pods)
+    return max(0, healthy - budget.desired_healthy(expected))

@@ -27,7 +27,6 @@ from volsched.model.vocabulary import (
     QUEUE_ANNOTATION,
     VOLCANO_GROUP_ANNOTATION,
 )
-from volsched.simulate.budgets import parse_budget
 from volsched.simulate.documents import EPOCH, Document, iso, load_documents
 from volsched.simulate.port import MemoryPort
 from volsched.usage_input import load_usage_file, usage_from_annotations
@@ -38,8 +37,8 @@ from volsched.usage_input import load_usage_file, usage_from_annotations
 MAX_PARALLELISM = 10_000
 #: The most pods all Jobs of a simulation start with (the largest scale ``make bench`` measures).
 MAX_JOB_PODS = 50_000
-#: Kinds the simulator plays itself (the job controller; the Eviction API's budgets), beside the cache's.
-OWN_KINDS = ("Job", "PodDisruptionBudget")
+#: Kinds the simulator plays itself (the job controller), beside the cache's.
+OWN_KINDS = ("Job",)
 #: Kinds whose objects live in a namespace.
 NAMESPACED = frozenset(
     {"Pod", "PodGroup", "Job", "ResourceQuota", "PersistentVolumeClaim", "PodDisruptionBudget"}
@@ -110,8 +109,7 @@ class Simulator:
                 if kind == "Job":
                     self._add_job(doc.obj)
                 elif kind == "PodDisruptionBudget":
-                    budget = parse_budget(doc.obj)
-                    self.port.budgets[f"{budget.namespace}/{budget.name}"] = budget
+                    self.port.add_budget(doc.obj)
                 elif str(doc.obj.get("apiVersion") or "").startswith(f"{VOLCANO_GROUP}/"):
                     volcano_kind = VOLCANO_PODGROUP if kind == "PodGroup" else VOLCANO_QUEUE
                     self.port.put({**doc.obj, "kind": volcano_kind})
@@ -220,6 +218,7 @@ class Simulator:
         """Run one cycle. Returns the session's result and whether anything changed (``last_report``
         keeps the cycle's outcomes)."""
         self.clock += 1.0
+        self.port.sync_budgets()
         report = run_cycle(self.feeder, self.config, self.port, now=self.clock)
         self.last_report = report
         changed = bool(report.count(BOUND) or report.evicted() or report.phases_changed)

@@ -6,6 +6,8 @@ assumed binds and resourceVersion ordering run in every simulation. Every decisi
 once:
 
 * the kubelet: a bound pod starts ``Running`` on its node at the simulated clock;
+* the disruption controller: each PodDisruptionBudget's ``status.disruptionsAllowed`` reaches the
+  cache before every cycle (:meth:`MemoryPort.sync_budgets`);
 * the Eviction API: an eviction a PodDisruptionBudget does not allow is refused (``BLOCKED``, as the
   apiserver's 429; see :mod:`volsched.simulate.budgets`), any other deletes the pod; the job controller then creates a pending replacement for a Job's pod,
   and a pod moved off its node (``shuffle``) is replaced by its owner, while the node's measured usage
@@ -28,7 +30,7 @@ from volsched.framework.decisions import Bind, Evict, SessionResult
 from volsched.framework.messages import eviction_events
 from volsched.model.errors import InputError
 from volsched.model.vocabulary import Task, TaskStatus
-from volsched.simulate.budgets import MORE_THAN_ONE, Budget, refusal
+from volsched.simulate.budgets import MORE_THAN_ONE, Budget, disruptions_allowed, parse_budget, refusal
 from volsched.simulate.documents import iso
 
 Raw = Mapping[str, Any]
@@ -57,8 +59,11 @@ class MemoryPort:
         self._job_counter: dict[str, int] = {}
         self._moved: dict[str, int] = {}
         self._version = 0  # the last resourceVersion given out
-        #: The PodDisruptionBudgets the Eviction API enforces ("ns/name" -> budget).
+        #: The PodDisruptionBudgets the Eviction API enforces ("ns/name" -> budget), as loaded, and the
+        #: ``disruptionsAllowed`` the cache was last told for each (see :meth:`sync_budgets`).
         self.budgets: dict[str, Budget] = {}
+        self._budget_objects: dict[str, Raw] = {}
+        self._budget_told: dict[str, int] = {}
 
     # --- the objects (the apiserver) ----------------------------------------------------------------------
 
@@ -71,6 +76,30 @@ class MemoryPort:
         if obj.get("kind") == "Pod" and not meta.get("uid"):
             meta["uid"] = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         self.feeder.apply(str(obj.get("kind")), {**obj, "metadata": meta}, strict=True)
+
+    def add_budget(self, obj: Raw) -> None:
+        """A PodDisruptionBudget (raises :class:`InputError` naming a bad field): the Eviction API
+        enforces it; the cache gets it with its status at the next :meth:`sync_budgets`."""
+        budget = parse_budget(obj)
+        key = f"{budget.namespace}/{budget.name}"
+        self.budgets[key] = budget
+        self._budget_objects[key] = obj
+        self._budget_told.pop(key, None)
+
+    def sync_budgets(self) -> None:
+        """Play the disruption controller: every budget's ``status.disruptionsAllowed`` from the pods
+        now, put in the cache where it changed (as the watch would deliver the status update)."""
+        pods = self.state.raw_pods.values()
+        for key, budget in self.budgets.items():
+            allowed = disruptions_allowed(budget, pods)
+            if self._budget_told.get(key) == allowed:
+                continue
+            self._budget_told[key] = allowed
+            obj = self._budget_objects[key]
+            meta = {**(obj.get("metadata") or {}), "generation": 1}
+            self.put(
+                {**obj, "metadata": meta, "status": {"disruptionsAllowed": allowed, "observedGeneration": 1}}
+            )
 
     def remove(self, kind: str, key: str) -> None:
         """Delete an object (a deletion event with the next resourceVersion)."""
