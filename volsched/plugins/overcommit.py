@@ -60,6 +60,8 @@ class Overcommit(BasePlugin):
                 if job.phase is PodGroupPhase.INQUEUE:
                     left -= unmet_minimum(job)
 
+        share_dims = [d for d, counts in enumerate(space.share_mask.tolist()) if counts]
+
         def within_guarantee(job: Job) -> str | None:
             left = guarantee_left.get(job.queue)
             if left is None:
@@ -78,12 +80,22 @@ class Overcommit(BasePlugin):
                 guaranteed = within_guarantee(job)
                 if guaranteed:
                     return Vote.PERMIT, f"within the guarantee of queue {job.queue} ({guaranteed})"
-            # The first share dimension the job asks for that the room lacks (a few array operations a
-            # job: enqueue asks every pending job, 50,000 one-pod jobs at a large backlog).
-            short = (need > EPS) & space.share_mask & (need > capacity - used - state["inqueue"] + EPS)
-            if not short.any():
+            # The first share dimension the job asks for that the room lacks, over plain floats (the
+            # same arithmetic as the arrays', without their per-call cost: enqueue asks every pending
+            # job, 50,000 one-pod jobs at a large backlog, before the first bind).
+            asked = need.tolist()
+            left: list[float] | None = None
+            short = None
+            for d in share_dims:
+                if asked[d] > EPS:
+                    if left is None:
+                        left = (capacity - used - state["inqueue"]).tolist()
+                    if asked[d] > left[d] + EPS:
+                        short = d
+                        break
+            if short is None:
                 return Vote.PERMIT, ""
-            d = int(short.argmax())
+            d = short
             room = capacity - used - state["inqueue"]
             reason = (
                 f"minResources {space.names[d]} {space.describe(d, need[d])} > room "

@@ -345,6 +345,8 @@ class Proportion(BasePlugin):
                 return not_leaf(attr)
             return None
 
+        share_dims = [d for d, counts in enumerate(mask.tolist()) if counts]
+
         def enqueueable(job: Job) -> tuple[Vote, str]:
             attr = attrs.get(job.queue)
             if attr is None:
@@ -352,20 +354,25 @@ class Proportion(BasePlugin):
             if not attr.leaf:
                 return Vote.REJECT, not_leaf(attr)
             need = job.min_request
-            future = need + attr.allocated + attr.inqueue
-            asked = (need > EPS) & mask
+            n = need.tolist()
+            asked = [d for d in share_dims if n[d] > EPS]
+            if not asked:
+                return Vote.PERMIT, ""
+            # need + allocated + admitted against each limit, over plain floats (the arrays' arithmetic
+            # without their per-call cost: enqueue asks every pending job before the first bind).
+            a, q = attr.allocated.tolist(), attr.inqueue.tolist()
             # realCapability is the hard limit. The limit (deserved) bounds admission too: allocate never
             # takes a queue past it, so admitting more would only park jobs whose minimums hold the
             # cluster's overcommit room away from queues that are owed it.
             for label, limit in (("realCapability", attr.real_capability), ("deserved", attr.limit)):
-                over = asked & (future > limit + EPS)
-                if over.any():  # the first dimension over (a few array operations a job, not a loop)
-                    d = int(over.argmax())
-                    return Vote.REJECT, (
-                        f"queue {job.queue}: minResources {space.names[d]} {describe(d, need[d])} + allocated "
-                        f"{describe(d, attr.allocated[d])} + admitted {describe(d, attr.inqueue[d])} > {label} "
-                        f"{describe(d, limit[d])}"
-                    )
+                cap = limit.tolist()
+                for d in asked:
+                    if n[d] + a[d] + q[d] > cap[d] + EPS:
+                        return Vote.REJECT, (
+                            f"queue {job.queue}: minResources {space.names[d]} {describe(d, need[d])} + "
+                            f"allocated {describe(d, attr.allocated[d])} + admitted {describe(d, attr.inqueue[d])} "
+                            f"> {label} {describe(d, limit[d])}"
+                        )
             return Vote.PERMIT, ""
 
         def enqueued(job: Job) -> None:
