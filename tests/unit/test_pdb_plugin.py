@@ -92,11 +92,20 @@ def test_a_pod_is_named_alone_and_any_subset_of_the_named_is_named_again() -> No
 def test_victims_already_chosen_this_session_spend_the_budget_until_given_back() -> None:
     s = session(budget("db", DB, 1))
     db0 = next(t for job in s.jobs.values() for t in job.tasks.values() if t.name == "db-0")
+    assert named(s, "db-0") == ["db-0"]  # an action evicts what the plugins named
     chosen = Statement(s)
     chosen.evict(db0, reason=EvictionReason(action="preempt"))
     assert named(s, "db-1", "web-0") == ["web-0"]
     chosen.discard()
     assert named(s, "db-1", "web-0") == ["db-1", "web-0"]
+
+
+def test_a_victim_that_was_not_running_spends_no_budget() -> None:
+    s = session(budget("db", DB, 1))
+    tasks = {t.name: t for job in s.jobs.values() for t in job.tasks.values()}
+    assert named(s, "bound-0") == ["bound-0"]
+    Statement(s).evict(tasks["bound-0"], reason=EvictionReason(action="preempt"))
+    assert named(s, "db-0", "db-1") == ["db-0"]
 
 
 def test_the_plugin_narrows_beside_the_others_in_any_tier() -> None:

@@ -8,8 +8,9 @@ on another node. With it, of the candidate victims (preemptable and reclaimable 
 * a pod no budget selects is named; one that more than one budget selects is never named (the
   eviction subresource refuses it);
 * a pod one budget selects is named while that budget's ``disruptionsAllowed``, less the pods it
-  selects that this session already chose as victims and less those named before it in the same list,
-  stays above zero (the first in the action's order go first).
+  selects that this session already chose as victims (named Running, then evicted; given back when the
+  eviction is discarded) and less those named before it in the same list, stays above zero (the first
+  in the action's order go first).
 
 Budgets come from the snapshot (``DisruptionBudget`` in :mod:`volsched.model.vocabulary`): the operator watches
 policy/v1 PodDisruptionBudgets; the simulator plays the disruption controller.
@@ -39,7 +40,9 @@ class DisruptionBudgets(BasePlugin):
         allowed = {b.key: b.disruptions_allowed for b in session.snapshot.budgets}
         owners: dict[str, str | None] = {}  # task key -> its budget's key, _MANY, or None
         #: Victims chosen this session (evicted, not given back): task key -> its budget; and per budget.
+        #: Only pods named while Running count (evicting a pod not started disrupts nothing healthy).
         chosen: dict[str, str] = {}
+        named_running: set[str] = set()
         taken: dict[str, int] = {}
 
         def budget_of(t: Task) -> str | None:
@@ -64,10 +67,11 @@ class DisruptionBudgets(BasePlugin):
                 if allowed[budget] - taken.get(budget, 0) - used > 0:
                     out.append(t)
                     spent[budget] = used + 1
+                    named_running.add(t.key)
             return out
 
         def evicted(t: Task) -> None:
-            if by_namespace and t.status is TaskStatus.RELEASING:
+            if t.status is TaskStatus.RELEASING and t.key in named_running:
                 budget = budget_of(t)
                 if budget is not None and budget != _MANY and t.key not in chosen:
                     chosen[t.key] = budget
