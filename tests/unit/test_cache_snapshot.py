@@ -348,27 +348,38 @@ def test_the_first_snapshot_of_a_large_cache_runs_no_cyclic_collection(collectin
 
 
 @pytest.mark.parametrize(("pending", "frozen"), [(600, True), (400, False)], ids=["large", "small"])
-def test_the_first_snapshot_of_a_large_cache_freezes_what_it_made_and_later_ones_do_not(
+def test_a_snapshot_that_made_many_entries_freezes_them_and_never_a_sessions_cyclic_garbage(
     pending: int, frozen: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Left to the collector, what the first snapshot made (paused while it was made) is walked by the
-    # young, middle and old collections in turn, inside the first session. Counted, not timed.
+    # Left to the collector, what a snapshot made (paused while it was made) is walked by the young,
+    # middle and old collections in turn, inside the session, and by every full collection after: the
+    # first snapshot, and the one after a session that bound every pending pod (all rebuilt). Counted,
+    # not timed.
     monkeypatch.setattr(state_module, "FREEZE_REBUILT", 500)
+    gc.collect()
+    gc.unfreeze()
+    gc.collect()  # nothing frozen, nothing cyclic left over from other tests
     feeder = Feeder(ClusterState())
-    feeder.apply("Node", node("n1"))
+    feeder.apply("Node", node("n1", cpu="1000", pods="2000"))
     for p in pods("p", pending, ns="a"):
         feeder.apply("Pod", p)
     try:
-        before = gc.get_freeze_count()
-        feeder.state.snapshot(now=1.0)
-        first = gc.get_freeze_count()
-        for p in pods("q", 600, ns="a"):  # as many again: a later snapshot freezes nothing
+        first = feeder.state.snapshot(now=1.0)
+        after_first = gc.get_freeze_count()
+        run_session(first, DEFAULT)  # its cyclic garbage holds the whole snapshot
+        del first
+        for p in pods("q", 600, ns="a"):  # a later snapshot makes as many entries again
             feeder.apply("Pod", p)
         feeder.state.snapshot(now=2.0)
-        assert gc.get_freeze_count() <= first  # (frozen objects freed since: fewer)
+        after_second = gc.get_freeze_count()
+        gc.collect()
+        gc.unfreeze()
+        pinned = gc.collect()
     finally:
         gc.unfreeze()
-    assert (first > before + pending) is frozen
+    assert (after_first > pending) is frozen
+    assert after_second > after_first + 600  # the later one froze what it made, too
+    assert pinned == 0  # and no cyclic garbage of the session before it was frozen with it
 
 
 def test_a_priority_class_event_changes_the_priority_of_its_pods_only() -> None:

@@ -82,8 +82,8 @@ VOLCANO_KINDS = (VOLCANO_QUEUE, VOLCANO_PODGROUP)
 #: How long the owner of a pod that shuffle moved off a node keeps off that node (seconds).
 AVOID_SECONDS = 600.0
 
-#: The first snapshot, when it made at least this many task entries, freezes what it made
-#: (``gc.freeze``): see ``ClusterState.snapshot``.
+#: A snapshot that made at least this many task entries freezes what it made (``gc.freeze``): see
+#: ``ClusterState.snapshot``.
 FREEZE_REBUILT = 5_000
 
 
@@ -574,14 +574,19 @@ class ClusterState:
                 )
             finally:
                 resume_collector()
-            if not self._snapshot_taken and self._builder.rebuilt >= FREEZE_REBUILT:
-                # What the first build of a large cache made either lives as long as the cache (the
-                # builder's entries) or dies by reference count with the session (its copies of the
+            if self._builder.rebuilt >= FREEZE_REBUILT:
+                # What a build of many entries made either lives as long as the cache (the builder's
+                # entries and jobs) or dies by reference count with the session (its copies of the
                 # pending jobs; no cycles): frozen, no collection walks it. Left in the young
                 # generation, the first collections after the pause walked all of it three times over
                 # (young, middle, old: 2-3 s at 50,000 pending pods, in the first session, before its
-                # first bind). Only the first: no session ran before it, so no cyclic garbage of one
-                # (which holds a whole snapshot) is frozen with it for good.
+                # first bind), and every full collection after that walked it again (the snapshot after
+                # a session that bound 50,000 pods rebuilds them all: then 1-2 s of collection in every
+                # later session while the binds drain). A session's cyclic garbage holds a whole
+                # snapshot: collected first, so that none is frozen for good (none before the first
+                # snapshot: no session ran).
+                if self._snapshot_taken:
+                    gc.collect()
                 gc.freeze()
             self._snapshot_taken = True
             snap.problems.extend(self.derived_problems)
