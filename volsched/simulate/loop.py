@@ -50,12 +50,15 @@ class SimulationResult:
     sessions: int
     state: ClusterState
     last: SessionResult
-    #: The evictions carried out.
-    evictions: list[Evict] = field(default_factory=list)
     history: list[SessionResult] = field(default_factory=list)
     #: What came of the evictions the sessions decided, in order: carried out (EVICTED) or refused by
     #: the Eviction API (BLOCKED by a PodDisruptionBudget; FAILED when more than one selects the pod).
     eviction_outcomes: list[EvictOutcome] = field(default_factory=list)
+
+    @property
+    def evictions(self) -> list[Evict]:
+        """The evictions carried out, in order (a new list each call)."""
+        return [o.eviction for o in self.eviction_outcomes if o.result == EVICTED]
 
 
 class Simulator:
@@ -228,24 +231,18 @@ class Simulator:
         if max_sessions < 1:
             raise InputError(f"--sessions must be at least 1, got {max_sessions}")
         history: list[SessionResult] = []
-        evictions: list[Evict] = []
         outcomes: list[EvictOutcome] = []
         last = SessionResult()
         for _ in range(max_sessions):
             last, changed = self.step()
             history.append(last)
-            for outcome in self.last_report.evictions:
-                if outcome.result in (EVICTED, BLOCKED, FAILED):
-                    outcomes.append(outcome)
-                if outcome.result == EVICTED:
-                    evictions.append(outcome.eviction)
+            outcomes += (o for o in self.last_report.evictions if o.result in (EVICTED, BLOCKED, FAILED))
             if not changed:
                 break
         return SimulationResult(
             sessions=len(history),
             state=self.state,
             last=last,
-            evictions=evictions,
             history=history,
             eviction_outcomes=outcomes,
         )
@@ -295,7 +292,6 @@ def simulate_stages(
             sessions=result.sessions + more.sessions,
             state=sim.state,
             last=more.last,
-            evictions=result.evictions + more.evictions,
             history=result.history + more.history,
             eviction_outcomes=result.eviction_outcomes + more.eviction_outcomes,
         )
