@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from volsched.cycle import BLOCKED, FAILED
 from volsched.model.constraints import LabelSelector, parse_selector
 from volsched.model.errors import InputError
 
@@ -100,9 +101,11 @@ def _phase(pod: Mapping[str, Any]) -> str:
 
 def refusal(
     pod: Mapping[str, Any], budgets: Iterable[Budget], pods: Iterable[Mapping[str, Any]]
-) -> str | None:
-    """Why the Eviction API would refuse to evict ``pod`` now (None: it would evict it), given the
-    cluster's ``budgets`` and ``pods`` (every pod, ``pod`` among them)."""
+) -> tuple[str, str] | None:
+    """How and why the Eviction API would refuse to evict ``pod`` now (None: it would evict it), given
+    the cluster's ``budgets`` and ``pods`` (every pod, ``pod`` among them): ``BLOCKED`` (its 429: the
+    budget allows no disruption) or ``FAILED`` (its 500: more than one budget selects the pod), and
+    the apiserver's words."""
     meta = pod.get("metadata") or {}
     if _phase(pod) != "Running" or meta.get("deletionTimestamp"):
         return None
@@ -111,13 +114,16 @@ def refusal(
     if not mine:
         return None
     if len(mine) > 1:
-        return f"{MORE_THAN_ONE} ({', '.join(sorted(b.name for b in mine))})"
+        return FAILED, f"{MORE_THAN_ONE} ({', '.join(sorted(b.name for b in mine))})"
     (budget,) = mine
     expected, healthy = _health(budget, pods)
     desired = budget.desired_healthy(expected)
     if healthy - desired > 0:
         return None
-    return f"{VIOLATES} The disruption budget {budget.name} needs {desired} healthy pods and has {healthy} currently"
+    return (
+        BLOCKED,
+        f"{VIOLATES} The disruption budget {budget.name} needs {desired} healthy pods and has {healthy} currently",
+    )
 
 
 def _health(budget: Budget, pods: Iterable[Mapping[str, Any]]) -> tuple[int, int]:

@@ -25,12 +25,12 @@ from dataclasses import replace
 from typing import Any
 
 from volsched.cache.feeder import Feeder
-from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, GONE, BindOutcome, EvictOutcome, StatusReport
+from volsched.cycle import BOUND, EVICTED, GONE, BindOutcome, EvictOutcome, StatusReport
 from volsched.framework.decisions import Bind, Evict, SessionResult
 from volsched.framework.messages import eviction_events
 from volsched.model.errors import InputError
 from volsched.model.vocabulary import Task, TaskStatus
-from volsched.simulate.budgets import MORE_THAN_ONE, Budget, disruptions_allowed, parse_budget, refusal
+from volsched.simulate.budgets import Budget, disruptions_allowed, parse_budget, refusal
 from volsched.simulate.documents import iso
 
 Raw = Mapping[str, Any]
@@ -178,9 +178,11 @@ class MemoryPort:
             if raw is None:
                 out.append(EvictOutcome(ev, GONE, "no such pod"))
                 continue
-            why = refusal(raw, self.budgets.values(), self.state.raw_pods.values()) if self.budgets else None
-            if why is not None:  # the apiserver's 429 (500 for a pod that more than one budget selects)
-                out.append(EvictOutcome(ev, FAILED if why.startswith(MORE_THAN_ONE) else BLOCKED, why))
+            refused = (
+                refusal(raw, self.budgets.values(), self.state.raw_pods.values()) if self.budgets else None
+            )
+            if refused is not None:  # the apiserver's 429 (500 for a pod that more than one budget selects)
+                out.append(EvictOutcome(ev, *refused))
                 continue
             task = self.state.tasks.get(ev.pod)
             self.remove("Pod", ev.pod)
