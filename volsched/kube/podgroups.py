@@ -119,8 +119,6 @@ class LeftBehind:
         self._next = -float("inf")
         #: Nothing is left behind (a pass found none it did not delete): no pass is due again.
         self.done = False
-        #: PodGroups deleted so far, as ``ns/name``.
-        self.deleted: list[str] = []
 
     def due(self) -> bool:
         return not self.done and self.clock() >= self._next
@@ -151,7 +149,6 @@ class LeftBehind:
             if error:
                 errors.append(error)
             if gone:
-                self.deleted.append(key)
                 ref = meta["ownerReferences"][0]
                 log.info(
                     "deleted PodGroup %s, left behind by an earlier volsched for %s %s (now podgroup-%s)",
