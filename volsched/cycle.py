@@ -60,8 +60,9 @@ SKIPPED = "skipped"  # not our pod
 FENCED = "fenced"  # not sent: this replica is not sure it still holds the Lease
 FAILED = "failed"
 #: Sent, but no answer came back, and the pod read back shows it not done yet (the request may still
-#: land) or could not be read: it may have taken effect. A bind stays assumed (as a bound one: until the
-#: watch confirms it or its time to live ends), never freeing its room while the pod may be bound; an
+#: land) or could not be read: it may have taken effect. A bind stays assumed (as a bound one: until an
+#: event of the pod shows it bound, or unbound after its time to live), never freeing its room while the
+#: pod may be bound (a bind that never lands keeps it until the pod's next event); an
 #: eviction counts as possibly done (its owner kept off the node).
 UNKNOWN = "unknown"
 
