@@ -58,8 +58,11 @@ def api(server: WatchServer) -> Iterator[client.ApiClient]:
         yield api
 
 
-def _watch_until_throttled(api: client.ApiClient, server: WatchServer, health: ApiHealth) -> list[str]:
-    """A watch whose list is answered 429 once, then listed; its watch then answered 429 each time."""
+def _watch_until_throttled(
+    api: client.ApiClient, server: WatchServer, health: ApiHealth
+) -> tuple[list[str], list[float]]:
+    """A watch whose list is answered 429 once, then listed; its watch then answered 429 each time.
+    Returns the events handed over and the seconds waited after each failed attempt."""
     server.script["limit=500"] = [THROTTLED, LISTED]
     server.script["resourceVersion=7"] = [THROTTLED]
     events: list[str] = []
@@ -71,13 +74,21 @@ def _watch_until_throttled(api: client.ApiClient, server: WatchServer, health: A
         backoff=(0.05,),
         announce_recovery=False,  # as the operator's: the Lease says when the apiserver is back
     )
+    waits: list[float] = []
+    failed = w._failed
+
+    def recorded(exc: BaseException) -> float:
+        waits.append(failed(exc))
+        return waits[-1]
+
+    w._failed = recorded  # type: ignore[method-assign]
     w.start()
     try:
         assert w.synced.wait(10)
         assert server.watched.wait(10)
     finally:
         w.stop()
-    return events
+    return events, waits
 
 
 def test_a_429_while_the_apiserver_is_up_is_waited_out_quietly_not_an_outage(
@@ -85,8 +96,9 @@ def test_a_429_while_the_apiserver_is_up_is_waited_out_quietly_not_an_outage(
 ) -> None:
     health = ApiHealth()
     with caplog.at_level(logging.DEBUG, logger="volsched.kube"):
-        events = _watch_until_throttled(api, server, health)
-    assert events == ["ADDED a"]  # listed after its Retry-After
+        events, waits = _watch_until_throttled(api, server, health)
+    assert events == ["ADDED a"]
+    assert waits[0] == 1.0  # listed again after its Retry-After, not after the 0.05 s backoff
     assert not health.down and health.outages == 0 and health.failures == 0
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert any("throttled" in r.getMessage() for r in caplog.records)
