@@ -40,7 +40,6 @@ from volsched.cycle import CONFLICT, FAILED, BindOutcome, EvictOutcome, StatusRe
 from volsched.framework.decisions import Bind, Event, Evict, SessionResult
 from volsched.kube.podgroups import ConflictReporter, LeftBehind, PodGroupCreator
 from volsched.kube.writer import EventTarget, KubeWriter
-from volsched.model.vocabulary import GROUP_ANNOTATION, VOLCANO_GROUP_ANNOTATION
 from volsched.redaction import error_summary
 
 Raw = Mapping[str, Any]
@@ -58,16 +57,9 @@ def _pods_written_about(result: SessionResult) -> set[str]:
 
 
 def _groups_referred_to(state: ClusterState) -> frozenset[str]:
-    """The PodGroups (``ns/name``) the cached pods belong to: their tasks' jobs, and the group a pod the
-    cache could not parse names."""
-    keys = {t.job_key for t in list(state.tasks.values())}
-    for key, raw in list(state.raw_pods.items()):
-        if key not in state.tasks:
-            annotations = (raw.get("metadata") or {}).get("annotations") or {}
-            group = annotations.get(GROUP_ANNOTATION) or annotations.get(VOLCANO_GROUP_ANNOTATION)
-            if group:
-                keys.add(f"{key.split('/', 1)[0]}/{group}")
-    return frozenset(keys)
+    """The PodGroups (``ns/name``) the cached pods belong to: their tasks' jobs. (The cache holds no raw
+    pod without its task: a pod it could not parse is not held, so it protects no group here.)"""
+    return frozenset(t.job_key for t in list(state.tasks.values()))
 
 
 #: Bind outcomes after which the pod is pending again in the cache (see cycle._settle): worth a cycle.
