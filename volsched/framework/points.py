@@ -335,10 +335,6 @@ class PointTables:
             return c < 0
         return (left.creation, left.name) < (right.creation, right.name)
 
-    def namespace_less(self, left: str, right: str) -> bool:
-        c = self._compare("namespace_order", left, right)
-        return c < 0 if c else left < right
-
     def job_less(self, left: Job, right: Job) -> bool:
         c = self._compare("job_order", left, right)
         if c:
