@@ -40,9 +40,14 @@ def _group(name: str, priority: str) -> dict[str, Any]:
     return out
 
 
-def cluster(k: Kube, start_operator: Start) -> tuple[str, OperatorProcess]:
-    """Two 4-cpu nodes; job "a" (low priority) runs a web pod and a filler on each, and a spare on n1."""
-    k.set_config((ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text())
+#: The scheduler config of these tests: the example that preempts and reclaims.
+CONFIG = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
+
+
+def cluster(k: Kube, start_operator: Start, *, config: str = CONFIG) -> tuple[str, OperatorProcess]:
+    """Two 4-cpu nodes; job "a" (low priority) runs a web pod and a filler on each, and a spare on n1;
+    the operator runs ``config``."""
+    k.set_config(config)
     sched = client.SchedulingV1Api(k.api)
     for name, value in (("low", 10), ("high", 1000)):
         sched.create_priority_class({"metadata": {"name": name}, "value": value})

@@ -3,7 +3,8 @@ node: the lower-priority pod in its way is evicted through the Eviction API with
 condition and a Preempted event that name the term, nothing else is evicted, and the pod is bound there.
 A PodDisruptionBudget that covers the pod in the way holds (volsched's pdb plugin does not choose it): the
 pod in the way on another node goes instead, and where budgets cover every pod in the way, none is asked
-of the Eviction API."""
+of the Eviction API. Without the plugin (a config that leaves it out) the Eviction API refuses the
+eviction the budget does not allow: the pod keeps running and the operator keeps going."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.e2e.anti_affinity_scenario import TERM, cluster, leaving, preemptor
+from tests.e2e.anti_affinity_scenario import CONFIG, TERM, cluster, leaving, preemptor
 from tests.e2e.operator_fixtures import Kube, Start, wait_for
 
 pytestmark = pytest.mark.cluster
@@ -99,4 +100,25 @@ def test_budgets_on_every_pod_in_the_way_keep_them_all_without_asking_the_evicti
     assert (_condition(k, ns, "web-1"), _condition(k, ns, "web-2")) == (None, None)
     assert k.bound(ns).get(f"{ns}/new") is None
     assert "blocked by a PodDisruptionBudget" not in op.log()
+    op.check_running()
+
+
+def test_without_the_pdb_plugin_the_eviction_api_refuses_what_a_budget_protects(
+    k: Kube, start_operator: Start
+) -> None:
+    assert "  - name: pdb\n" in CONFIG
+    ns, op = cluster(k, start_operator, config=CONFIG.replace("  - name: pdb\n", ""))
+    _budget(k, ns, "keep-web-1", {"pdb": "n1"})
+    _running(k, ns, "web-1")
+    preemptor(k, ns)
+    # volsched chooses web-1 (n1 first) and tells it why, but the Eviction API refuses: it keeps running.
+    cond = wait_for(lambda: _condition(k, ns, "web-1"), 40, what="web-1 told it is a victim", operator=op)
+    assert f"keeps it out by {TERM}" in cond.message
+    wait_for(
+        lambda: "blocked by a PodDisruptionBudget" in op.log(), 30, what="the refusal logged", operator=op
+    )
+    start = op.cycles()
+    wait_for(lambda: op.cycles() >= start + 3, 30, what="more cycles", operator=op)
+    assert leaving(k, ns) == []
+    assert k.bound(ns).get(f"{ns}/new") is None
     op.check_running()
