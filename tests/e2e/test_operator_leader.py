@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,26 @@ class _LingeringProxy(SlowProxy):
         SlowProxy._shut(*socks)
 
 
+@contextmanager
+def _writer_through(
+    proxy: SlowProxy, fence: Any, *, cluster: LocalControlPlane, tmp_path: Path
+) -> Iterator[KubeWriter]:
+    """A one-worker writer (1 s request timeout) whose requests go through ``proxy``, fenced by
+    ``fence``; closed with its client and the proxy."""
+    api = new_api_client(
+        load_configuration(
+            str(kubeconfig_via(cluster.kubeconfig_path, proxy.url, tmp_path / "slow.kubeconfig"))
+        )
+    )
+    writer = KubeWriter(api, WriterSettings(workers=1, request_timeout=1.0), fence=fence)
+    try:
+        yield writer
+    finally:
+        writer.close()
+        api.close()  # type: ignore[no-untyped-call]
+        proxy.close()
+
+
 class _LostThenFenced:
     """A fence open for the first write; as the second is checked, the Lease is lost and the network is
     fast again (the pod is read back at once, before the delayed first request lands)."""
@@ -134,23 +155,13 @@ def test_a_bind_whose_answer_was_lost_and_whose_resend_was_fenced_keeps_its_room
     k.pods(ns, pod("p"))
     uid = k.core.read_namespaced_pod("p", ns).metadata.uid
     proxy = _LingeringProxy(cluster.host, delay=0.0)
-    api = new_api_client(
-        load_configuration(
-            str(kubeconfig_via(cluster.kubeconfig_path, proxy.url, tmp_path / "slow.kubeconfig"))
-        )
-    )
-    writer = KubeWriter(api, WriterSettings(workers=1, request_timeout=1.0), fence=_LostThenFenced(proxy))
-    try:
+    with _writer_through(proxy, _LostThenFenced(proxy), cluster=cluster, tmp_path=tmp_path) as writer:
         raw = writer.read_pod(ns, "p")  # the connection is open (TLS done) before the network slows down
         proxy.delay = 3.0
         out = writer.bind(Bind(pod=f"{ns}/p", uid=uid, node="n1"), raw)
         assert out.result == UNKNOWN, out.detail
         assert "not bound" in out.detail  # read back before the first request landed
         wait_for(lambda: k.bound(ns) == {f"{ns}/p": "n1"}, 30, what="the delayed bind landing")
-    finally:
-        writer.close()
-        api.close()  # type: ignore[no-untyped-call]
-        proxy.close()
 
 
 class _SlowForTheEviction:
@@ -185,13 +196,7 @@ def test_an_eviction_whose_answer_was_lost_is_unknown_while_the_pod_runs_as_it_m
     k.pods(ns, pod("v"))
     uid = k.core.read_namespaced_pod("v", ns).metadata.uid
     proxy = _LingeringProxy(cluster.host, delay=0.0)
-    api = new_api_client(
-        load_configuration(
-            str(kubeconfig_via(cluster.kubeconfig_path, proxy.url, tmp_path / "slow.kubeconfig"))
-        )
-    )
-    writer = KubeWriter(api, WriterSettings(workers=1, request_timeout=1.0), fence=_SlowForTheEviction(proxy))
-    try:
+    with _writer_through(proxy, _SlowForTheEviction(proxy), cluster=cluster, tmp_path=tmp_path) as writer:
         raw = writer.read_pod(ns, "v")
         assert raw is not None
         eviction = Evict(pod=f"{ns}/v", uid=uid, node="n1", reason=EvictionReason(action="preempt"))
@@ -199,10 +204,6 @@ def test_an_eviction_whose_answer_was_lost_is_unknown_while_the_pod_runs_as_it_m
         assert out.result == UNKNOWN, out.detail
         assert "not evicted yet" in out.detail  # read back before the eviction landed
         wait_for(lambda: not k.core.list_namespaced_pod(ns).items, 30, what="the delayed eviction landing")
-    finally:
-        writer.close()
-        api.close()  # type: ignore[no-untyped-call]
-        proxy.close()
 
 
 # --- two operators ---------------------------------------------------------------------------------------
