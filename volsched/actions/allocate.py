@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from volsched.actions.topology import place_in_domain
-from volsched.actions.util import JobQueue, TaskQueue, first, first_namespace
+from volsched.actions.util import JobQueue, TaskQueue, first_namespace, first_queue
 from volsched.framework.decisions import Code, Status
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
@@ -73,7 +73,7 @@ class Allocate:
         }
         tasks: dict[str, TaskQueue] = {}
         while queues:
-            qname = first(queues, lambda a, b: session.queue_less(session.queues[a], session.queues[b]))
+            qname = first_queue(session, queues)
             queue = session.queues[qname]
             overused = session.overused(queue)
             if overused:

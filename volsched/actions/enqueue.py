@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from volsched.actions.util import JobQueue, first_namespace
+from volsched.actions.util import JobQueue, first_namespace, first_queue
 from volsched.framework.decisions import Code, Status
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
@@ -51,7 +51,7 @@ class Enqueue:
                 by_ns.setdefault(job.namespace, []).append(job)
             order[q] = {ns: JobQueue(session, js) for ns, js in by_ns.items()}
         while order:
-            name = min(order, key=lambda q: _QueueKey(session, q))
+            name = first_queue(session, order)
             namespaces = order[name]
             ns = first_namespace(session, namespaces)
             job = namespaces[ns].pop()
@@ -71,16 +71,3 @@ class Enqueue:
                 session.job_enqueued(job)
             else:
                 session.reject(job, refused.about(f"not admitted to queue {job.queue}"))
-
-
-class _QueueKey:
-    """Adapts the session's tiered queue order to ``min``/``sorted``."""
-
-    __slots__ = ("name", "session")
-
-    def __init__(self, session: Session, name: str) -> None:
-        self.session = session
-        self.name = name
-
-    def __lt__(self, other: _QueueKey) -> bool:
-        return self.session.queue_less(self.session.queues[self.name], self.session.queues[other.name])

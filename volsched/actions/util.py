@@ -94,13 +94,10 @@ def _first(item: tuple[Any, Any]) -> Any:
     return item[0]
 
 
-def first(items: Iterable[Any], less: Any) -> Any:
-    """The least item under a ``less(a, b)`` function (stable: the earliest of equals wins)."""
-    best = None
-    for item in items:
-        if best is None or less(item, best):
-            best = item
-    return best
+def first_queue(session: Session, names: Iterable[str]) -> str:
+    """The queue of ``names`` that comes first in the session's queue order now (``queue_less``, whose
+    tie-break by creation time, then name, tells distinct queues apart)."""
+    return min(names, key=lambda name: _QueueItem(session, session.queues[name]))
 
 
 def first_namespace(session: Session, namespaces: Iterable[str]) -> str:
