@@ -277,6 +277,49 @@ def test_binds_still_waiting_when_the_port_closes_come_back_failed_unsent_each_o
         api.close()  # type: ignore[no-untyped-call]
 
 
+def test_bind_workers_start_only_as_binds_outnumber_idle_ones(server: GatedServer, fence: Fence) -> None:
+    """Each worker opens its own connection: started all at once, they made the first session's first
+    binds wait behind as many TLS handshakes. One bind at a time needs one worker; three held on the
+    server at once need three, which then serve the next binds without a fourth."""
+    cfg = client.Configuration()
+    cfg.host = f"http://127.0.0.1:{server.port}"
+    cfg.retries = False
+    cfg.connection_pool_maxsize = 8
+    api = client.ApiClient(cfg)
+    writer = KubeWriter(api, WriterSettings(workers=8), fence=fence)
+    port = KubePort(writer, background=True)
+    feeder = cache(node("n1", cpu="8"), *(pod(f"p{i}") for i in range(7)))
+
+    def hand(*names: str) -> None:
+        binds = [Bind(pod=f"default/{n}", uid=f"uid-{n}", node="n1") for n in names]
+        port.bind(binds, feeder.pods(b.pod for b in binds))
+
+    def wait_idle() -> list[str]:
+        assert port.drain(HOLD)
+        return [o.result for o in port.settle()[0]]
+
+    try:
+        server.gate.set()
+        for name in ("p0", "p1"):
+            hand(name)
+            assert wait_idle() == [BOUND]
+        assert port.bind_workers == 1
+        server.gate.clear()
+        hand("p2", "p3", "p4")
+        for _ in range(3):
+            assert server.arrived.acquire(timeout=HOLD)
+        server.gate.set()
+        assert wait_idle() == [BOUND] * 3
+        assert port.bind_workers == 3
+        hand("p5", "p6")
+        assert wait_idle() == [BOUND] * 2
+        assert port.bind_workers == 3
+    finally:
+        port.close()
+        writer.close()
+        api.close()  # type: ignore[no-untyped-call]
+
+
 @pytest.mark.parametrize(
     ("answer", "called"),
     [(OK, False), ((500, {}, {"kind": "Status", "message": "etcd timeout"}), True)],

@@ -9,11 +9,11 @@ With ``background`` (the operator's), a session never waits on the network for i
 (kube-scheduler's assume/bind split; the cycle assumed the binds when it decided them):
 
 * ``bind`` (called by the cycle as each of the session's Statements commits, while the session goes
-  on) hands each bind to the bind workers (``workers`` of them, each renewing the Lease when due
-  and checking the fence before it sends: a bind decided under one holding of the Lease, the one the
-  session was planned under (:meth:`KubePort.plan_under`), is never sent under a later one) and
-  returns the outcomes completed so far; ``settle`` returns those completed since, for the next cycle
-  to finish or forget. A gang's binds go out together; one
+  on) hands each bind to the bind workers (up to ``workers``, started as binds outnumber idle ones;
+  each renews the Lease when due and checks the fence before it sends: a bind decided under one
+  holding of the Lease, the one the session was planned under (:meth:`KubePort.plan_under`), is never
+  sent under a later one) and returns the outcomes completed so far; ``settle`` returns those
+  completed since, for the next cycle to finish or forget. A gang's binds go out together; one
   that fails is forgotten and the next session completes the half-bound gang.
 * ``write_status`` takes what it needs from the cache now and writes it on one status thread; when a
   newer session's status arrives before the older was started, only the newer is written (it says
@@ -97,6 +97,8 @@ class KubePort:
         #: CPU in the operator.
         self._queue: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()
         self._workers: list[threading.Thread] = []
+        #: Workers that finished a bind and wait for the next, not yet spoken for (under ``_lock``).
+        self._idle = 0
         self._closed = False
         self._status: ThreadPoolExecutor | None = None
         if background:
@@ -122,17 +124,23 @@ class KubePort:
             self._binds_in_flight += len(binds)
             closed = self._closed
             if not closed:
-                self._start_workers()
                 for b in binds:  # under the lock: all of them before a closing port's stop signals
                     self._queue.put((b, pods.get(b.pod), holding))
+                    self._staff()
         if closed:  # shut down: not sent (and never raise once some were handed over)
             for b in binds:
                 self._bound(BindOutcome(b, FAILED, "not sent: the port is closed"))
         return self._take_binds()
 
-    def _start_workers(self) -> None:
-        """The bind workers, started with the first bind (under ``_lock``)."""
-        while len(self._workers) < max(1, self.writer.settings.workers):
+    def _staff(self) -> None:
+        """A bind was queued (under ``_lock``): an idle worker takes it, else a new worker is started,
+        up to ``workers``. Workers start only as binds outnumber idle ones, as an executor's threads do:
+        started all at once, each would open its own connection (a TLS handshake, on the operator's
+        and the apiserver's CPU) for the first session's first few binds, and the first binds waited
+        behind them (the first bind after ready went from about 1.5 to 2.5 s at 1,000 x 10,000)."""
+        if self._idle > 0:
+            self._idle -= 1
+        elif len(self._workers) < max(1, self.writer.settings.workers):
             worker = threading.Thread(
                 target=self._work, name=f"volsched-bind_{len(self._workers)}", daemon=True
             )
@@ -143,23 +151,27 @@ class KubePort:
         while (item := self._queue.get()) is not None:
             bind, pod, holding = item
             if self._closed:  # closed while it waited: not sent, and said so
-                self._bound(BindOutcome(bind, FAILED, "not sent: the port is closed"))
+                outcome = BindOutcome(bind, FAILED, "not sent: the port is closed")
             else:
-                self._bind_one(bind, pod, holding)
+                outcome = self._bind_one(bind, pod, holding)
+            self._bound(outcome, idle=True)
 
-    def _bind_one(self, bind: Bind, pod: Raw | None, holding: float | None) -> None:
+    def _bind_one(self, bind: Bind, pod: Raw | None, holding: float | None) -> BindOutcome:
         try:
             if self.writer.fence is not None:
                 self.writer.fence.renew_if_due()  # a batch is what is sent between two renewals
             outcome = self.writer.bind(bind, pod, holding=holding)
         except Exception as exc:  # the writer returns API errors as outcomes; anything else is a failure
             outcome = BindOutcome(bind, FAILED, error_summary(exc))
-        self._bound(outcome)
+        return outcome
 
-    def _bound(self, outcome: BindOutcome) -> None:
+    def _bound(self, outcome: BindOutcome, *, idle: bool = False) -> None:
+        """A bind's outcome; ``idle``: from a worker, which now waits for the next bind (counted in the
+        same step, so a bind handed over once this outcome is seen finds the worker idle)."""
         with self._lock:
             self._binds_done.append(outcome)
             self._binds_in_flight -= 1
+            self._idle += idle
             self._lock.notify_all()
         if outcome.result in _RETRY and self.on_failed is not None:
             self.on_failed()
@@ -168,6 +180,12 @@ class KubePort:
         with self._lock:
             done, self._binds_done = self._binds_done, []
         return done
+
+    @property
+    def bind_workers(self) -> int:
+        """Bind workers started so far (at most ``workers``; one more only when none was idle)."""
+        with self._lock:
+            return len(self._workers)
 
     @property
     def closed(self) -> bool:
