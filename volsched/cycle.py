@@ -13,7 +13,8 @@ decisions to a :class:`Port`, and feed what came of them back into the cache thr
   those of earlier calls were accepted and keep their assumptions until their outcomes come;
 * a bind is *assumed* when it is decided, before the port sends it (kube-scheduler's assume/bind
   split), so a session that runs while it is in flight plans around it; it is *finished* when it
-  succeeded or may have (``UNKNOWN``: its assumption's time to live starts) and *forgotten* when it
+  succeeded or may have (``UNKNOWN``: its assumption's time to live starts, and the pod is pending
+  again when it ends before the watch showed the pod bound) and *forgotten* when it
   failed (the pod is pending again, for the next cycle to plan); a conflict puts the pod as the API
   has it into the cache, a pod that is gone is deleted from it;
 * a pod evicted (or perhaps evicted: ``UNKNOWN``) that may not return to its node keeps its owner's
@@ -60,10 +61,10 @@ SKIPPED = "skipped"  # not our pod
 FENCED = "fenced"  # not sent: this replica is not sure it still holds the Lease
 FAILED = "failed"
 #: Sent, but no answer came back, and the pod read back shows it not done yet (the request may still
-#: land) or could not be read: it may have taken effect. A bind stays assumed (as a bound one: until an
-#: event of the pod shows it bound, or unbound after its time to live), never freeing its room while the
-#: pod may be bound (a bind that never lands keeps it until the pod's next event); an
-#: eviction counts as possibly done (its owner kept off the node).
+#: land) or could not be read: it may have taken effect. A bind stays assumed, never freeing its room
+#: while the watch may yet show the pod bound; when its time to live ends first, the pod is pending
+#: again (``Feeder.expire``: a bind that never landed brings no event). An eviction counts as possibly
+#: done (its owner kept off the node).
 UNKNOWN = "unknown"
 
 
@@ -162,7 +163,6 @@ class IdleSkip:
 
     def skip(self, feeder: Feeder, config: SchedulerConfig, *, now: float) -> bool:
         """Whether the session at ``now`` (the snapshot's clock) may be skipped; counts it when so."""
-        feeder.expire()
         feeder.state.expire(now)
         if (
             self._decided
@@ -189,6 +189,7 @@ def run_cycle(
     report = CycleReport()
     early_binds, early_evictions = port.settle()
     _settle(feeder, report, early_binds, early_evictions, {}, now=now)
+    feeder.expire()  # every cycle, skipped or not: an unsure bind's pod is pending again once expired
     if idle is not None and idle.skip(feeder, config, now=now):
         report.skipped = True
         return report
@@ -263,7 +264,7 @@ def _settle(
     for outcome in binds:
         b = outcome.bind
         if outcome.result in (BOUND, UNKNOWN):  # an unknown one may be bound: the watch tells
-            feeder.finish(b.pod)
+            feeder.finish(b.pod, unsure=outcome.result == UNKNOWN)
         elif outcome.result == GONE:
             _delete_pod(feeder, b.pod)
         else:

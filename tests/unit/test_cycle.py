@@ -151,6 +151,32 @@ def test_a_bind_whose_outcome_is_unknown_keeps_its_room_until_the_watch_shows_it
     assert nodes_of(feeder)["default/a"] is None
 
 
+@pytest.mark.parametrize(("result", "placed_again"), [(UNKNOWN, True), (BOUND, False)])
+def test_a_bind_of_unknown_outcome_that_never_lands_is_placed_again_once_its_time_ends(
+    result: str, placed_again: bool
+) -> None:
+    """A bind that never landed brings no event of its pod: once its assumption's time is over, an
+    unknown one is pending again (a gang is not left half-bound for good); a bound one stays."""
+    clock = Clock()
+    feeder = cache(
+        node("n1", cpu="2"),
+        podgroup("g", min_member=2),
+        pod("a", cpu="1", group="g"),
+        pod("b", cpu="1", group="g"),
+        clock=clock,
+    )
+    port = FakePort({"default/a": [result]})
+    first = cycle(feeder, port)
+    assert sorted((o.bind.pod, o.result) for o in first.binds) == [("default/a", result), ("default/b", BOUND)]
+    clock.now += 29
+    assert cycle(feeder, port).result.binds == []  # within its time: a keeps its room, not bound again
+    clock.now += 2
+    again = cycle(feeder, port)
+    assert [b.pod for b in again.result.binds] == (["default/a"] if placed_again else [])
+    assert nodes_of(feeder)["default/a"] == "n1"
+    assert port.sent.count("default/a") == (2 if placed_again else 1)
+
+
 def test_podgroup_phases_go_back_into_the_cache_and_the_port_writes_status() -> None:
     feeder = cache(node("n1", cpu="4"), podgroup("g", min_member=2), pod("a", group="g"), pod("b", group="g"))
     report = cycle(feeder, FakePort())

@@ -66,6 +66,9 @@ class Assumption:
     node: str
     #: inf while the bind is in flight: the time to live counts from its completion (``finish``).
     expires: float = math.inf
+    #: The bind may not have happened (its outcome is UNKNOWN): when the time to live ends before the
+    #: watch showed the pod bound, the pod is the API's unbound pod again (pending), as ``forget`` does.
+    unsure: bool = False
 
 
 def _unassumed(raw: Raw, a: Assumption | None) -> Raw:
@@ -217,13 +220,14 @@ class Feeder:
         with contextlib.suppress(InputError):  # it parsed before; it parses now
             self.state.set_pod_node(pod, base=raw)
 
-    def finish(self, pod_key: str) -> None:
-        """The pod's bind completed: its assumption now expires after ``assume_ttl`` unless the watch
-        confirms it first."""
+    def finish(self, pod_key: str, *, unsure: bool = False) -> None:
+        """The pod's bind completed (``unsure``: or may have, its outcome unknown): its assumption now
+        expires after ``assume_ttl`` unless the watch confirms it first."""
         with self._lock:
             a = self._assumed.get(pod_key)
             if a is not None and a.expires == math.inf:
                 a.expires = self._clock() + self.assume_ttl
+                a.unsure = unsure
 
     def forget(self, pod_key: str) -> None:
         """The pod's bind failed: the pod is pending again in the cache (unless the API has shown it
@@ -242,12 +246,22 @@ class Feeder:
 
     def expire(self) -> int:
         """Let the assumptions whose time to live is over go, as the next event of their pod would:
-        a change for ``state.changes`` (the next session must not be skipped). Returns how many."""
+        a change for ``state.changes`` (the next session must not be skipped). Returns how many.
+        An unsure one (its bind's outcome unknown) whose pod the watch never showed bound meanwhile
+        is forgotten: a bind that never landed brings no event, and the pod would keep its room, and a
+        gang half of its members, for good."""
         with self._lock:
             now = self._clock()
             expired = [key for key, a in self._assumed.items() if now >= a.expires]
+            pending: list[tuple[Raw, Raw]] = []
             for key in expired:
-                del self._assumed[key]
+                a = self._assumed.pop(key)
+                raw = self.state.raw_pods.get(key)
+                if a.unsure and raw is not None and (pod := _unassumed(raw, a)) is not raw:
+                    pending.append((pod, raw))
+        for pod, raw in pending:
+            with contextlib.suppress(InputError):  # it parsed before; it parses now
+                self.state.set_pod_node(pod, base=raw)
         if expired:
             self.state.touch()
         return len(expired)

@@ -353,8 +353,8 @@ class KubeWriter:
         settle), as the pod read back shows: on our node (by its UID), BOUND; gone, GONE; on another node
         or another pod by that name, CONFLICT (the cache takes the pod as read). Unbound, or unread: it
         may still be bound (a request that timed out may land after the read), so UNKNOWN: the pod stays
-        assumed (its room is not freed) as a bound one: until an event of the pod shows it bound, or
-        unbound after the assumption's time to live. A read is never fenced: it changes nothing."""
+        assumed (its room is not freed) until an event of the pod shows it bound, or pending again once
+        the assumption's time to live is over. A read is never fenced: it changes nothing."""
         ns, name = _split(bind.pod)
         try:
             fresh = self.read_pod(ns, name)
