@@ -167,7 +167,10 @@ def test_a_bind_of_unknown_outcome_that_never_lands_is_placed_again_once_its_tim
     )
     port = FakePort({"default/a": [result]})
     first = cycle(feeder, port)
-    assert sorted((o.bind.pod, o.result) for o in first.binds) == [("default/a", result), ("default/b", BOUND)]
+    assert sorted((o.bind.pod, o.result) for o in first.binds) == [
+        ("default/a", result),
+        ("default/b", BOUND),
+    ]
     clock.now += 29
     assert cycle(feeder, port).result.binds == []  # within its time: a keeps its room, not bound again
     clock.now += 2
