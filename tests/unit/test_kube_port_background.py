@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -84,21 +85,33 @@ def fence() -> Fence:
     return Fence()
 
 
-@pytest.fixture
-def port(server: GatedServer, fence: Fence) -> Iterator[KubePort]:
+@contextmanager
+def background_port(
+    server: GatedServer, fence: Fence, *, workers: int, on_failed: Callable[[], None] | None = None
+) -> Iterator[KubePort]:
+    """A background KubePort whose writer (``workers`` bind workers) talks to ``server``; closed with
+    its writer and client."""
     cfg = client.Configuration()
     cfg.host = f"http://127.0.0.1:{server.port}"
     cfg.retries = False
     cfg.connection_pool_maxsize = 8
     api = client.ApiClient(cfg)
-    writer = KubeWriter(api, WriterSettings(workers=2), fence=fence)
-    p = KubePort(writer, background=True)
-    yield p
-    server.gate.set()
-    p.drain(HOLD)
-    p.close()
-    writer.close()
-    api.close()  # type: ignore[no-untyped-call]
+    writer = KubeWriter(api, WriterSettings(workers=workers), fence=fence)
+    port = KubePort(writer, background=True, on_failed=on_failed)
+    try:
+        yield port
+    finally:
+        port.close()
+        writer.close()
+        api.close()  # type: ignore[no-untyped-call]
+
+
+@pytest.fixture
+def port(server: GatedServer, fence: Fence) -> Iterator[KubePort]:
+    with background_port(server, fence, workers=2) as p:
+        yield p
+        server.gate.set()
+        p.drain(HOLD)
 
 
 def _cycle(feeder: Any, port: KubePort) -> CycleReport:
@@ -247,13 +260,7 @@ def test_binds_still_waiting_when_the_port_closes_come_back_failed_unsent_each_o
 ) -> None:
     """Every bind handed over gets its one outcome (the Port contract), also those a closing port never
     sends: a bind left without one would hold its assumption and the port's count in flight for good."""
-    cfg = client.Configuration()
-    cfg.host = f"http://127.0.0.1:{server.port}"
-    cfg.retries = False
-    api = client.ApiClient(cfg)
-    writer = KubeWriter(api, WriterSettings(workers=1), fence=fence)
-    port = KubePort(writer, background=True)
-    try:
+    with background_port(server, fence, workers=1) as port:
         feeder = cache(node("n1", cpu="4"), pod("a"), pod("b"), pod("c"))
         _cycle(feeder, port)
         assert server.arrived.acquire(timeout=HOLD)  # the one worker holds a bind on the server, two wait
@@ -271,34 +278,23 @@ def test_binds_still_waiting_when_the_port_closes_come_back_failed_unsent_each_o
         ]
         assert port.binds_in_flight == 0
         assert _sent(server) == ["a"]
-    finally:
-        port.close()
-        writer.close()
-        api.close()  # type: ignore[no-untyped-call]
 
 
 def test_bind_workers_start_only_as_binds_outnumber_idle_ones(server: GatedServer, fence: Fence) -> None:
     """Each worker opens its own connection: started all at once, they made the first session's first
     binds wait behind as many TLS handshakes. One bind at a time needs one worker; three held on the
     server at once need three, which then serve the next binds without a fourth."""
-    cfg = client.Configuration()
-    cfg.host = f"http://127.0.0.1:{server.port}"
-    cfg.retries = False
-    cfg.connection_pool_maxsize = 8
-    api = client.ApiClient(cfg)
-    writer = KubeWriter(api, WriterSettings(workers=8), fence=fence)
-    port = KubePort(writer, background=True)
     feeder = cache(node("n1", cpu="8"), *(pod(f"p{i}") for i in range(7)))
+    with background_port(server, fence, workers=8) as port:
 
-    def hand(*names: str) -> None:
-        binds = [Bind(pod=f"default/{n}", uid=f"uid-{n}", node="n1") for n in names]
-        port.bind(binds, feeder.pods(b.pod for b in binds))
+        def hand(*names: str) -> None:
+            binds = [Bind(pod=f"default/{n}", uid=f"uid-{n}", node="n1") for n in names]
+            port.bind(binds, feeder.pods(b.pod for b in binds))
 
-    def wait_idle() -> list[str]:
-        assert port.drain(HOLD)
-        return [o.result for o in port.settle()[0]]
+        def wait_idle() -> list[str]:
+            assert port.drain(HOLD)
+            return [o.result for o in port.settle()[0]]
 
-    try:
         server.gate.set()
         for name in ("p0", "p1"):
             hand(name)
@@ -314,10 +310,6 @@ def test_bind_workers_start_only_as_binds_outnumber_idle_ones(server: GatedServe
         hand("p5", "p6")
         assert wait_idle() == [BOUND] * 2
         assert port.bind_workers == 3
-    finally:
-        port.close()
-        writer.close()
-        api.close()  # type: ignore[no-untyped-call]
 
 
 @pytest.mark.parametrize(
@@ -333,22 +325,16 @@ def test_a_bind_failing_in_the_background_calls_for_a_cycle_to_place_the_pod_aga
     server.script["/pods/a/binding"] = [answer]
     server.gate.set()
     calls: list[str] = []
-    cfg = client.Configuration()
-    cfg.host = f"http://127.0.0.1:{server.port}"
-    cfg.retries = False
-    api = client.ApiClient(cfg)
-    writer = KubeWriter(api, WriterSettings(workers=1), fence=fence)
-    port = KubePort(writer, background=True, on_failed=lambda: calls.append(threading.current_thread().name))
-    try:
+
+    def on_failed() -> None:
+        calls.append(threading.current_thread().name)
+
+    with background_port(server, fence, workers=1, on_failed=on_failed) as port:
         report = _cycle(cache(node("n1", cpu="4"), pod("a")), port)
         assert port.drain(HOLD)
         # Settled by this cycle when the answer came before it ended, else by the next one.
         assert [o.result for o in [*report.binds, *port.settle()[0]]] == [FAILED if called else BOUND]
         assert calls == (["volsched-bind_0"] if called else [])  # on the bind worker, after the session
-    finally:
-        port.close()
-        writer.close()
-        api.close()  # type: ignore[no-untyped-call]
 
 
 class ScriptedWriter:
