@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from volsched.cycle import BLOCKED, FAILED
-from volsched.model.constraints import LabelSelector, parse_selector
+from volsched.model.decode import disruption_budget
 from volsched.model.errors import InputError
+from volsched.model.vocabulary import DisruptionBudget
 
 #: What the apiserver answers (429) when a budget does not allow the eviction.
 VIOLATES = "Cannot evict pod as it would violate the pod's disruption budget."
@@ -39,15 +40,25 @@ MORE_THAN_ONE = (
 
 @dataclass(frozen=True, slots=True)
 class Budget:
-    namespace: str
-    name: str
-    selector: LabelSelector | None
+    """A budget's spec as the Eviction API and the disruption controller read it: which pods it
+    selects is the cache's own decoding (``rule``, whose ``disruptions_allowed`` is what this module
+    computes, not read here); what it adds is the spec's minimum or maximum."""
+
+    rule: DisruptionBudget
     #: ``minAvailable`` or ``maxUnavailable`` (exactly one is set): a count or a percentage ("50%").
     min_available: int | str | None = None
     max_unavailable: int | str | None = None
 
+    @property
+    def name(self) -> str:
+        return self.rule.name
+
+    @property
+    def key(self) -> str:
+        return self.rule.key
+
     def selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
-        return namespace == self.namespace and self.selector is not None and self.selector.matches(labels)
+        return self.rule.selects(namespace, labels)
 
     def desired_healthy(self, expected: int) -> int:
         if self.min_available is not None:
@@ -85,10 +96,10 @@ def parse_budget(obj: Mapping[str, Any]) -> Budget:
     if len(given) != 1:
         raise InputError(f"{where}: spec needs exactly one of minAvailable and maxUnavailable")
     amount = _amount(spec[given[0]], where=f"{where}: spec.{given[0]}")
-    selector = parse_selector(spec.get("selector"), where=f"{where}: spec.selector")
+    rule = disruption_budget({**obj, "metadata": {**meta, "namespace": ns}})
     if given[0] == "minAvailable":
-        return Budget(ns, name, selector, min_available=amount)
-    return Budget(ns, name, selector, max_unavailable=amount)
+        return Budget(rule, min_available=amount)
+    return Budget(rule, max_unavailable=amount)
 
 
 def _labels(pod: Mapping[str, Any]) -> Mapping[str, str]:

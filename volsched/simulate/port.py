@@ -81,7 +81,7 @@ class MemoryPort:
         """A PodDisruptionBudget (raises :class:`InputError` naming a bad field): the Eviction API
         enforces it; the cache gets it with its status at the next :meth:`sync_budgets`."""
         budget = parse_budget(obj)
-        key = f"{budget.namespace}/{budget.name}"
+        key = budget.key
         self.budgets[key] = budget
         self._budget_objects[key] = obj
         self._budget_told.pop(key, None)
