@@ -281,10 +281,7 @@ class NodeViews(PointTables):
             else:
                 for reason, count in explain(task, failing):
                     counts[reason] += count
-        for name, cfn in self._flat("constraint"):
-            mask = cfn(task) if len(ready) else None
-            if mask is None:
-                continue
+        for name, mask in self._constraints(task) if len(ready) else ():  # as choose_node just asked
             ok = mask[ready]
             eligible &= ok
             failing = ready[~ok]
