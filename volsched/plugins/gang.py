@@ -39,7 +39,7 @@ class Gang(BasePlugin):
             """Not ready first (0, 1), ready last (2). Among gangs not ready, one that already holds
             members (left half-bound, or short of a member it lost) comes first (0): what it holds is
             idle until it is complete."""
-            if job.ready_count >= job.min_member:
+            if ready(job):
                 return 2
             return 0 if job.ready_count > 0 else 1
 
