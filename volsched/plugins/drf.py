@@ -26,8 +26,9 @@ _TOL = 1e-9
 
 
 def share_key(share: float) -> float:
-    """A share as a sort key, rounded to 1e-9 so that shares that differ only by float noise are
-    equal (and the name, creation or weight decides), never two that differ by more than 1e-9."""
+    """A share as a sort key, rounded to 1e-9: shares that differ by float noise are equal (and the
+    name, creation or weight decides) unless they fall either side of a rounding step, which is rare
+    and still deterministic; two that differ by more than 1e-9 never are."""
     return round(share, 9)
 
 
