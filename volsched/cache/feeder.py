@@ -233,16 +233,23 @@ class Feeder:
         """The pod's bind failed: the pod is pending again in the cache (unless the API has shown it
         bound meanwhile, which ended the assumption already)."""
         with self._lock:
-            a = self._assumed.pop(pod_key, None)
-            raw = self.state.raw_pods.get(pod_key)
-            if raw is None:
-                return
-            # While assumed, the cached pod is the API's unbound pod with the assumed node laid over it.
-            pod = _unassumed(raw, a)
-            if pod is raw:
-                return
-        with contextlib.suppress(InputError):  # it parsed before; it parses now
-            self.state.set_pod_node(pod, base=raw)
+            undo = self._unassume(pod_key, self._assumed.pop(pod_key, None))
+        self._pending_again([undo] if undo else [])
+
+    def _unassume(self, pod_key: str, a: Assumption | None) -> tuple[Raw, Raw] | None:
+        """(under ``_lock``) The API's unbound pod under the cached one, with the cached one, when the
+        cache shows ``a``'s node laid over it (while assumed, the cached pod is the API's unbound pod
+        with the assumed node laid over it); else None."""
+        raw = self.state.raw_pods.get(pod_key)
+        if raw is None:
+            return None
+        pod = _unassumed(raw, a)
+        return None if pod is raw else (pod, raw)
+
+    def _pending_again(self, undo: Iterable[tuple[Raw, Raw]]) -> None:
+        for pod, raw in undo:
+            with contextlib.suppress(InputError):  # it parsed before; it parses now
+                self.state.set_pod_node(pod, base=raw)
 
     def expire(self) -> int:
         """Let the assumptions whose time to live is over go, as the next event of their pod would:
@@ -253,15 +260,12 @@ class Feeder:
         with self._lock:
             now = self._clock()
             expired = [key for key, a in self._assumed.items() if now >= a.expires]
-            pending: list[tuple[Raw, Raw]] = []
+            undo = []
             for key in expired:
                 a = self._assumed.pop(key)
-                raw = self.state.raw_pods.get(key)
-                if a.unsure and raw is not None and (pod := _unassumed(raw, a)) is not raw:
-                    pending.append((pod, raw))
-        for pod, raw in pending:
-            with contextlib.suppress(InputError):  # it parsed before; it parses now
-                self.state.set_pod_node(pod, base=raw)
+                if a.unsure and (u := self._unassume(key, a)) is not None:
+                    undo.append(u)
+        self._pending_again(undo)
         if expired:
             self.state.touch()
         return len(expired)
