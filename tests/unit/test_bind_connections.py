@@ -190,8 +190,18 @@ def _pod(name: str, uid: str) -> dict[str, Any]:
         (["lose", "lose"], "u1", UNKNOWN, 2, [], ""),
         (["bind", "lose"], "u1", BOUND, 2, [("p", "n1")], "n1"),  # no answer twice, but the first took
         (["bind", "lose", "unread"], "u1", UNKNOWN, 2, [("p", "n1")], "n1"),  # ... and it cannot be read
+        # The lost bind took, the resend is refused (409), and the pod cannot be read: it may be ours.
+        (["bind", "unread"], "u1", UNKNOWN, 2, [("p", "n1")], "n1"),
     ],
-    ids=["lost-answer-bound", "lost-request", "bound-elsewhere", "lost-twice", "lost-twice-bound", "unread"],
+    ids=[
+        "lost-answer-bound",
+        "lost-request",
+        "bound-elsewhere",
+        "lost-twice",
+        "lost-twice-bound",
+        "unread",
+        "refused-resend-unread",
+    ],
 )
 def test_a_bind_whose_answer_was_lost_is_sent_once_more_and_is_ours_only_on_our_node(
     server: BindServer,

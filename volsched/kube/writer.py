@@ -319,7 +319,7 @@ class KubeWriter:
                 self._send("POST", path, body, holding=holding)
             except ResponseLost as exc:
                 # It may have bound the pod: sent once more (the fence checked again), the apiserver
-                # refuses a second bind of a bound pod (409), and a 409 is then read as below.
+                # refuses a second bind of a bound pod (409), and the pod read back then tells.
                 resent = True
                 lost = str(exc)
                 self._send("POST", path, body, holding=holding)
@@ -332,16 +332,14 @@ class KubeWriter:
             detail = _reason(exc)
             if exc.status == 404:
                 return BindOutcome(bind, GONE, detail)
+            if resent:  # a 409 too: the first may have bound the pod, as only the pod read back tells
+                return self._read_back(bind, f"{lost}; sent again: {exc.status}: {detail}")
             if exc.status == 409:
                 try:
                     fresh = self.read_pod(ns, name)
                 except Exception as read_exc:
                     return BindOutcome(bind, CONFLICT, f"{detail}; re-read failed: {read_exc}")
-                if resent and _bound_as_asked(fresh, bind):
-                    return BindOutcome(bind, BOUND, "bound by a request whose answer was lost")
                 return BindOutcome(bind, GONE if fresh is None else CONFLICT, detail, fresh)
-            if resent:
-                return self._read_back(bind, f"{lost}; sent again: {exc.status}: {detail}")
             return BindOutcome(bind, FAILED, f"{exc.status}: {detail}")
         except Exception as exc:  # network errors: the next session tries again
             if resent:  # no answer twice (ResponseLost), or the second could not be sent
