@@ -28,6 +28,14 @@ def is_unreachable(exc: BaseException) -> bool:
     return isinstance(exc, OSError | urllib3.exceptions.HTTPError | TimeoutError)
 
 
+def back_pressure(health: ApiHealth | None, *, throttled: bool) -> bool:
+    """Whether a failed call is the apiserver's back-pressure rather than part of an outage: a 429
+    (throttling, or "storage is (re)initializing" for a moment after it starts) while it is up is an
+    answer, to be waited out (its Retry-After) quietly; during an outage it is counted with it. Every
+    429 between two successful calls would otherwise log a false outage and its end."""
+    return throttled and (health is None or not health.down)
+
+
 class ApiHealth:
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
@@ -71,9 +79,7 @@ class ApiHealth:
 class QuietRetries(logging.Filter):
     """A handler filter: kopf's per-attempt request failures and urllib3's retry warnings become
     :meth:`ApiHealth.failed` calls instead of log lines. A 429 that kopf retries (the apiserver
-    throttling, or answering "storage is (re)initializing" for a moment after it starts) is an answer,
-    not an outage: while the apiserver is up it is dropped quietly, or else every 429 between two
-    successful calls would log a false outage and its end; during an outage it is counted with it."""
+    throttling) is dropped quietly while it is :func:`back_pressure`."""
 
     def __init__(self, health: ApiHealth) -> None:
         super().__init__()
@@ -85,7 +91,7 @@ class QuietRetries(logging.Filter):
             message = record.getMessage()
             if "Request attempt" in message or message.startswith("Retrying ("):
                 cause = message.rsplit(" -> ", 1)[-1]
-                if "TooManyRequests" in cause and not self.health.down:
+                if back_pressure(self.health, throttled="TooManyRequests" in cause):
                     return False  # an answer: kopf waits its Retry-After and asks again
                 self.health.failed(name, cause[:300])
                 return False

@@ -31,7 +31,7 @@ from typing import Any
 
 from kubernetes import client
 
-from volsched.kube.health import ApiHealth, is_unreachable
+from volsched.kube.health import ApiHealth, back_pressure, is_unreachable
 from volsched.kube.lister import WatchedKind
 from volsched.kube.ratelimit import retry_after
 
@@ -158,14 +158,13 @@ class ListWatch:
 
     def _failed(self, exc: BaseException) -> float:
         """Tell ``health`` (an outage) or the log (an answer worth a line) of a failed attempt; returns
-        the seconds to wait before the next one. A 429 while the apiserver is up is back-pressure, not an
-        outage (the same rule as :class:`~volsched.kube.health.QuietRetries` for kopf's): waited out
-        (its Retry-After, at least the backoff) quietly; during an outage it is counted with it."""
+        the seconds to wait before the next one. A 429 that is :func:`~volsched.kube.health.back_pressure`
+        is waited out (its Retry-After, at least the backoff) quietly."""
         self._failures += 1
         delay = self.backoff[min(self._failures, len(self.backoff)) - 1]
         status = exc.status if isinstance(exc, ApiError) else None
         throttled = status == 429
-        if throttled and (self.health is None or not self.health.down):
+        if back_pressure(self.health, throttled=throttled):
             wait = max(delay, getattr(exc, "retry_after", None) or 0.0)
             log.debug(
                 "%s: throttled by the apiserver (%s); asking again in %.1fs", self.kind.plural, exc, wait
