@@ -446,7 +446,20 @@ ASSUMED: list[tuple[str, Callable[[Any], object], Rings]] = [
         FREED,
     ),
     ("the bind failed: the cache forgets it", lambda f: f.forget("default/a"), NONE),
+    # Its time to live over, unconfirmed: a bind whose outcome is unknown never landed, so the pod
+    # waits again (ringing as the watch would for a pod pending again); a bind that completed keeps
+    # its node until the watch says otherwise.
+    ("an unknown bind expires: the pod waits again", lambda f: expired(f, unsure=True), ARRIVED),
+    ("a completed bind expires", lambda f: expired(f, unsure=False), NONE),
 ]
+
+
+def expired(feeder: Any, *, unsure: bool) -> None:
+    """Pod "a"'s bind completed (``unsure``: its outcome unknown) and its time to live ends at once."""
+    feeder.assume_ttl = 0.0
+    feeder.finish("default/a", unsure=unsure)
+    assert feeder.expire() == 1
+    assert feeder.state.tasks["default/a"].node_name == (None if unsure else "n1")
 
 
 @pytest.mark.parametrize(("what", "event", "rings"), ASSUMED, ids=[r[0] for r in ASSUMED])

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from volsched.cache.doorbell import ARRIVED
 from volsched.cache.state import ClusterState
 from volsched.model.errors import InputError
 
@@ -256,7 +257,7 @@ class Feeder:
         a change for ``state.changes`` (the next session must not be skipped). Returns how many.
         An unsure one (its bind's outcome unknown) whose pod the watch never showed bound meanwhile
         is forgotten: a bind that never landed brings no event, and the pod would keep its room, and a
-        gang half of its members, for good."""
+        gang half of its members, for good. Its pod waits again: the doorbell rings (``arrived``)."""
         with self._lock:
             now = self._clock()
             expired = [key for key, a in self._assumed.items() if now >= a.expires]
@@ -266,6 +267,8 @@ class Feeder:
                 if a.unsure and (u := self._unassume(key, a)) is not None:
                     undo.append(u)
         self._pending_again(undo)
+        if undo:  # pods of ours waiting again, as a pod event showing them pending again would ring
+            self.state.doorbell.ring(ARRIVED)
         if expired:
             self.state.touch()
         return len(expired)
