@@ -121,7 +121,7 @@ def is_schedulable_resource(name: str) -> bool:
 class ResourceSpace:
     """The ordered resource names of one snapshot; turns maps into vectors and back."""
 
-    __slots__ = ("_index", "names", "share_mask")
+    __slots__ = ("_index", "names", "share_dims", "share_mask")
 
     def __init__(self, extra: Iterable[str] = ()) -> None:
         names = list(BASE_RESOURCES)
@@ -132,6 +132,8 @@ class ResourceSpace:
         self._index = {n: i for i, n in enumerate(self.names)}
         #: The dimensions that count toward fair shares (everything but the ``pods`` count).
         self.share_mask = np.array([n != PODS for n in self.names], dtype=bool)
+        #: The same as indices, for loops over plain floats (``Vector.tolist()``) that skip the arrays.
+        self.share_dims: tuple[int, ...] = tuple(d for d, n in enumerate(self.names) if n != PODS)
 
     def __len__(self) -> int:
         return len(self.names)

@@ -60,7 +60,7 @@ class Overcommit(BasePlugin):
                 if job.phase is PodGroupPhase.INQUEUE:
                     left -= unmet_minimum(job)
 
-        share_dims = [d for d, counts in enumerate(space.share_mask.tolist()) if counts]
+        share_dims = space.share_dims
 
         def within_guarantee(job: Job) -> str | None:
             left = guarantee_left.get(job.queue)

@@ -345,7 +345,7 @@ class Proportion(BasePlugin):
                 return not_leaf(attr)
             return None
 
-        share_dims = [d for d, counts in enumerate(mask.tolist()) if counts]
+        share_dims = space.share_dims
 
         def enqueueable(job: Job) -> tuple[Vote, str]:
             attr = attrs.get(job.queue)
