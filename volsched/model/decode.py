@@ -685,15 +685,15 @@ def disruption_budget(obj: Raw) -> DisruptionBudget:
     allows (0 while ``status.observedGeneration`` is behind ``metadata.generation``: the apiserver
     refuses every eviction it covers until the disruption controller has seen its spec). Raises
     :class:`InputError` naming the bad field."""
-    meta = obj.get("metadata") or {}
-    ns, name = meta.get("namespace"), meta.get("name")
-    if not ns or not name:
-        raise InputError(f"{object_ref(obj)}: missing field metadata.namespace or metadata.name")
+    ns, name = _meta(obj, "PodDisruptionBudget")
+    where = f"PodDisruptionBudget {ns}/{name}"
+    if not ns:
+        raise InputError(f"{where}: missing field metadata.namespace")
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     if not isinstance(spec, Mapping) or not isinstance(status, Mapping):
-        raise InputError(f"PodDisruptionBudget {ns}/{name}: spec and status must be maps")
-    selector = parse_selector(spec.get("selector"), where=f"PodDisruptionBudget {ns}/{name}: spec.selector")
+        raise InputError(f"{where}: spec and status must be maps")
+    selector = parse_selector(spec.get("selector"), where=f"{where}: spec.selector")
     allowed = _count(status.get("disruptionsAllowed"))
-    if _count(status.get("observedGeneration")) < _count(meta.get("generation")):
+    if _count(status.get("observedGeneration")) < _count(obj["metadata"].get("generation")):
         allowed = 0
-    return DisruptionBudget(str(ns), str(name), selector, allowed)
+    return DisruptionBudget(ns, name, selector, allowed)
