@@ -189,6 +189,8 @@ class _Pools:
 
 
 def _victim_order(session: Session) -> Callable[[Task], Any]:
+    task_key = session.task_key()
+
     def compare(a: Task, b: Task) -> int:
         ja, jb = session.jobs.get(a.job_key), session.jobs.get(b.job_key)
         qa = session.queues.get(ja.queue) if ja is not None else None
@@ -198,11 +200,8 @@ def _victim_order(session: Session) -> Callable[[Task], Any]:
                 return -1
             if session.queue_less(qa, qb):
                 return 1
-        if session.task_less(b, a):
-            return -1
-        if session.task_less(a, b):
-            return 1
-        return 0
+        ka, kb = task_key(a), task_key(b)
+        return -1 if kb < ka else (1 if ka < kb else 0)
 
     return cmp_to_key(compare)
 

@@ -336,16 +336,12 @@ class PointTables:
         return (left.creation, left.name) < (right.creation, right.name)
 
     def job_less(self, left: Job, right: Job) -> bool:
+        """The job order, one pair at a time: the comparator chain with :meth:`job_key`'s tie-break
+        (what that key's order is checked against; sorting asks the key)."""
         c = self._compare("job_order", left, right)
         if c:
             return c < 0
-        return (left.creation, left.key) < (right.creation, right.key)
-
-    def task_less(self, left: Task, right: Task) -> bool:
-        c = self._compare("task_order", left, right)
-        if c:
-            return c < 0
-        return (left.creation, left.key) < (right.creation, right.key)
+        return _creation_then_key(left) < _creation_then_key(right)
 
     def _order_key(self, point: str, tie: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """The sort key of ``point``'s order: what sorting by it gives is the order ``_compare`` then
