@@ -503,8 +503,10 @@ def resched_config(
     *strategies: dict[str, Any],
     limit: int | None = None,
     scorer: str = "binpack",
+    plugins: tuple[str, ...] = (),
     **arguments: Any,
 ) -> SchedulerConfig:
+    """Shuffle with the rescheduling plugin's ``strategies``; ``plugins`` are added to the first tier."""
     doc: dict[str, Any] = {
         "actions": "enqueue, allocate, backfill, shuffle",
         "tiers": [
@@ -517,6 +519,7 @@ def resched_config(
                         "name": "rescheduling",
                         "arguments": {"strategies": list(strategies or [LOW_NODE]), **arguments},
                     },
+                    *({"name": name} for name in plugins),
                 ]
             },
             {"plugins": [{"name": "drf"}, {"name": "predicates"}, {"name": "proportion"}, {"name": scorer}]},

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.builders import node, pdb, pod, podgroup, priority_class, queue
+from tests.builders import node, pdb, pod, podgroup, priority_class, queue, resched_config, simulate_objects
 from tests.sim._eviction_helpers import EXAMPLES, Staged, eviction_config, job
 from volsched.cli import main
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.registry import load_config
 from volsched.model.errors import InputError
-from volsched.simulate import Document, Simulator
+from volsched.simulate import Document, Simulator, to_json
 
 Obj = dict[str, Any]
 
@@ -197,3 +197,85 @@ def test_the_table_lists_the_refused_evictions_and_json_as_blocked(tmp_path: Any
         ("blocked", True)
     }
     assert all(e["detail"].startswith("Cannot evict pod") for e in refused)
+
+
+def hot_node(*budgets: Obj) -> list[Obj]:
+    """hot runs at 90% of 10 cpu, four 2-cpu pods (app=w, each its own ReplicaSet's); cold is idle:
+    lowNodeUtilization moves two of them (90 -> 70 -> 50)."""
+    load = {"volsched.io/usage": json.dumps({"cpu": 90, "memory": 10})}
+    idle = {"volsched.io/usage": json.dumps({"cpu": 5, "memory": 10})}
+    return [
+        node("hot", cpu="10", annotations=load), node("cold", cpu="10", annotations=idle),
+        *(pod(f"w{i}", cpu="2", node="hot", owner=f"ReplicaSet/w{i}", labels={"app": "w"}) for i in range(4)),
+        *budgets,
+    ]  # fmt: skip
+
+
+W_PODS = {"matchLabels": {"app": "w"}}
+
+
+@pytest.mark.parametrize(
+    ("budgets", "moved"),
+    [
+        pytest.param([], 2, id="no-budget-two-move"),
+        pytest.param([pdb("keep-3", W_PODS, minAvailable=3)], 1, id="allows-one-one-moves"),
+        pytest.param([pdb("keep-4", W_PODS, minAvailable=4)], 0, id="allows-none-none-moves"),
+        pytest.param([pdb("one-down", W_PODS, maxUnavailable=1)], 1, id="max-unavailable-1-of-replicasets"),
+    ],
+)
+def test_a_budget_protects_against_shuffles_evictions_too(budgets: list[Obj], moved: int) -> None:
+    conf = resched_config(interval="0s", plugins=("pdb",))
+    result = simulate_objects(hot_node(*budgets), conf=conf, sessions=1)
+    first = result.history[0].evictions
+    assert len(first) == moved
+    data = to_json(result)
+    assert [e for e in data["evictions"] if e["result"] != "evicted"] == []
+
+
+def one_node_kept(*budgets: Obj) -> Staged:
+    """n1 (2 cpu) runs db (low priority, 2 cpu); then a high-priority 2-cpu pod comes."""
+    before = [
+        node("n1", cpu="2"), queue("q"), priority_class("high", 1000), priority_class("low", 10),
+        podgroup("a", ns="ns", queue="q", priority_class="low"),
+        pod("db", ns="ns", cpu="2", group="a", node="n1", labels={"app": "db"}), *budgets,
+    ]  # fmt: skip
+    after = [
+        podgroup("b", ns="ns", queue="q", priority_class="high"),
+        pod("new", ns="ns", cpu="2", group="b"),
+    ]
+    return Staged(before, after, eviction_config())
+
+
+@pytest.mark.parametrize(
+    ("staged", "group", "said"),
+    [
+        pytest.param(
+            lambda: one_node_kept(pdb("keep-db", {"matchLabels": {"app": "db"}}, maxUnavailable=0, ns="ns")),
+            "ns/b",
+            "1 pod protected by PodDisruptionBudget ns/keep-db (0 disruptions allowed)",
+            id="one-pod",
+        ),
+        pytest.param(
+            lambda: preempting(pdb("all", A_PODS, minAvailable=8, ns="ns"), config=eviction_config()),
+            "ns/b",
+            "8 pods protected by PodDisruptionBudget ns/all (0 disruptions allowed)",
+            id="every-pod-of-a-job",
+        ),
+        pytest.param(
+            lambda: preempting(
+                pdb("one", A_PODS, minAvailable=1, ns="ns"),
+                pdb("two", A_PODS, minAvailable=1, ns="ns"),
+                config=eviction_config(),
+            ),
+            "ns/b",
+            "8 pods selected by more than one PodDisruptionBudget (the Eviction API refuses them)",
+            id="two-budgets",
+        ),
+    ],
+)
+def test_where_budgets_keep_every_candidate_the_preemptor_is_told_which(
+    staged: Any, group: str, said: str
+) -> None:
+    s = staged()
+    assert s.evicted() == [] and s.refused() == []
+    assert said in s.data["podgroups"][group]["reason"]

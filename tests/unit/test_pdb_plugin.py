@@ -32,7 +32,7 @@ def budget(name: str, selector: Obj | None, allowed: int, *, ns: str = "ns", see
     return obj
 
 
-def session(*budgets: Obj, plugins: str = "{name: pdb}") -> Session:
+def session(*budgets: Obj, plugins: str = "{name: conformance}, {name: pdb}") -> Session:
     """Pods db-0, db-1 (app=db), web-0 (app=web) Running on n1, bound-0 (app=db) bound, not started;
     and a pending preemptor."""
     state = ClusterState()
@@ -133,3 +133,120 @@ def test_a_budget_with_a_bad_selector_is_refused_naming_the_field() -> None:
     with pytest.raises(InputError) as err:
         ClusterState().apply(bad)
     assert "PodDisruptionBudget ns/db: spec.selector: must be a map" in str(err.value)
+
+
+def narrowing(*budgets: Obj, tiers: str) -> Session:
+    """Job a: a-0, a-1, a-2 Running, minMember 2 (gang names one of them); job c: c-0, c-1 Running,
+    minMember 1 (gang names one). a-1 and c-0 are app=db; and a pending preemptor."""
+    state = ClusterState()
+    objs = [
+        node("n1", cpu="8"), queue("q"), podgroup("a", ns="ns", queue="q", min_member=2),
+        podgroup("c", ns="ns", queue="q", min_member=1), podgroup("b", ns="ns", queue="q"),
+        *(pod(f"a-{i}", ns="ns", group="a", node="n1", labels={"app": "db" if i == 1 else "x"}) for i in range(3)),
+        *(pod(f"c-{i}", ns="ns", group="c", node="n1", labels={"app": "db" if i == 0 else "x"}) for i in range(2)),
+        pod("new", ns="ns", group="b"), *budgets,
+    ]  # fmt: skip
+    for obj in objs:
+        state.apply(obj)
+    config = load_config(text=f'actions: "preempt, reclaim, shuffle"\ntiers:\n{tiers}')
+    return open_session(state.snapshot(now=1.0), config)
+
+
+@pytest.mark.parametrize(
+    "tiers",
+    [
+        pytest.param("- plugins: [{name: pdb}]\n- plugins: [{name: gang}]\n", id="pdb-in-the-tier-before"),
+        pytest.param("- plugins: [{name: pdb}, {name: gang}]\n", id="pdb-before-in-one-tier"),
+        pytest.param("- plugins: [{name: gang}, {name: pdb}]\n", id="pdb-after-in-one-tier"),
+        pytest.param("- plugins: [{name: gang}]\n- plugins: [{name: pdb}]\n", id="pdb-in-the-tier-after"),
+    ],
+)
+def test_a_budgets_allowance_goes_only_to_victims_the_other_plugins_keep_wherever_pdb_sits(
+    tiers: str,
+) -> None:
+    # The budget allows one of a-1, c-0. Gang lets one of a's pods go (a-0, the first) and one of c's
+    # (c-0): a-1 is dropped by gang, so the allowance is c-0's. Before, pdb in an earlier place spent it
+    # on a-1 and dropped c-0, and gang then dropped a-1: c-0 was never offered.
+    s = narrowing(budget("db", DB, 1), tiers=tiers)
+    assert named(s, "a-0", "a-1", "c-0") == ["a-0", "c-0"]
+    assert named(s, "a-0", "a-1", "c-0", point="reclaimable") == ["a-0", "c-0"]
+
+
+@pytest.mark.parametrize(
+    ("budgets", "said"),
+    [
+        pytest.param(
+            [budget("db", DB, 0)],
+            ["2 pods protected by PodDisruptionBudget ns/db (0 disruptions allowed)"],
+            id="allows-none",
+        ),
+        pytest.param(
+            [budget("db", DB, 5, seen=False)],
+            ["2 pods protected by PodDisruptionBudget ns/db (0 disruptions allowed)"],
+            id="not-yet-observed",
+        ),
+        pytest.param(
+            [budget("db", DB, 5), budget("all", EVERY, 5)],
+            ["2 pods selected by more than one PodDisruptionBudget (the Eviction API refuses them)"],
+            id="two-budgets",
+        ),
+        pytest.param([budget("db", DB, 1)], [], id="allows-one-keeps-none-alone"),
+    ],
+)
+def test_the_plugin_says_which_budget_keeps_which_pods(budgets: list[Obj], said: list[str]) -> None:
+    s = session(*budgets)
+    tasks = {t.name: t for job in s.jobs.values() for t in job.tasks.values()}
+    kept = s.victim_protections([tasks[n] for n in ("db-0", "db-1", "web-0", "bound-0")])
+    assert (kept.plugin, list(kept.reasons)) == ("pdb", said) if said else kept is None
+
+
+def unready_session(obj: Obj) -> Session:
+    """db-0 Running but not ready (Ready False), db-1 Running and ready (Ready True); both app=db."""
+    state = ClusterState()
+    pods = [pod(f"db-{i}", ns="ns", group="a", node="n1", labels={"app": "db"}) for i in range(2)]
+    for p, ready in zip(pods, ("False", "True"), strict=True):
+        p["status"]["conditions"] = [{"type": "Ready", "status": ready}]
+    objs = [node("n1", cpu="8"), queue("q"), podgroup("a", ns="ns", queue="q"), podgroup("b", ns="ns", queue="q"),
+            *pods, pod("new", ns="ns", group="b"), obj]  # fmt: skip
+    for o in objs:
+        state.apply(o)
+    config = load_config(text='actions: "preempt"\ntiers:\n- plugins: [{name: conformance}, {name: pdb}]\n')
+    return open_session(state.snapshot(now=1.0), config)
+
+
+@pytest.mark.parametrize(
+    ("policy", "status", "expected"),
+    [
+        pytest.param("AlwaysAllow", {}, ["db-0"], id="always-allow-the-unready-pod-goes"),
+        pytest.param(
+            "AlwaysAllow", {"disruptionsAllowed": 1}, ["db-0", "db-1"], id="always-allow-spends-nothing"
+        ),
+        pytest.param(None, {}, [], id="if-healthy-budget-by-default-unhealthy-app-keeps-it"),
+        pytest.param(
+            "IfHealthyBudget",
+            {"currentHealthy": 1, "desiredHealthy": 1},
+            ["db-0"],
+            id="healthy-app-lets-it-go",
+        ),
+        pytest.param(
+            "IfHealthyBudget", {"currentHealthy": 1, "desiredHealthy": 2}, [], id="app-below-desired-keeps-it"
+        ),
+        pytest.param(
+            "IfHealthyBudget",
+            {"currentHealthy": 1, "desiredHealthy": 0},
+            [],
+            id="nothing-desired-asks-the-allowance",
+        ),
+        pytest.param(
+            "IfHealthyBudget", {"disruptionsAllowed": 1}, ["db-0"], id="app-unhealthy-spends-the-allowance"
+        ),
+    ],
+)
+def test_an_unready_pod_goes_as_the_budgets_unhealthy_pod_eviction_policy_says(
+    policy: str | None, status: Obj, expected: list[str]
+) -> None:
+    obj = budget("db", DB, status.get("disruptionsAllowed", 0))
+    obj["status"].update(status)
+    if policy:
+        obj["spec"]["unhealthyPodEvictionPolicy"] = policy
+    assert named(unready_session(obj), "db-0", "db-1") == expected

@@ -218,6 +218,16 @@ def test_a_pruned_pod_reads_as_the_whole_pod_but_the_last_applied_annotation(nod
     assert pruned.claims == ("data-0",) and pruned.host_ports == (("TCP", 8080, "0.0.0.0"),)
 
 
+@pytest.mark.parametrize(("ready", "unready"), [("True", False), ("False", True), (None, False)])
+def test_a_pruned_pod_keeps_whether_it_is_ready(ready: str | None, unready: bool) -> None:
+    whole = full_pod()
+    whole["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}] + (
+        [{"type": "Ready", "status": ready, "reason": "ContainersNotReady"}] if ready else []
+    )
+    assert build_task(prune_pod(whole), priority_classes=PCS).runtime.unready is unready
+    assert build_task(whole, priority_classes=PCS).runtime.unready is unready
+
+
 def test_a_pruned_node_reads_as_the_whole_node() -> None:
     whole = full_node()
     assert build_node(prune_node(whole)) == build_node(whole)
@@ -232,7 +242,14 @@ def test_what_the_scheduler_never_reads_is_gone_and_the_original_is_untouched() 
     assert "managedFields" not in pruned["metadata"] and "generateName" not in pruned["metadata"]
     assert set(pruned["spec"]["containers"][0]) == {"name", "image", "resources", "ports"}
     assert pruned["spec"]["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}}]
-    assert set(pruned["status"]) == {"phase", "startTime", "containerStatuses", "initContainerStatuses"}
+    assert set(pruned["status"]) == {
+        "phase",
+        "startTime",
+        "containerStatuses",
+        "initContainerStatuses",
+        "conditions",
+    }
+    assert pruned["status"]["conditions"] == [{"type": "Ready", "status": "True"}]  # what budgets count
     assert len(json.dumps(pruned)) < len(json.dumps(whole)) / 2
     node = prune_node(full_node())
     assert "images" not in node["status"] and "nodeInfo" not in node["status"]

@@ -354,8 +354,16 @@ def place_by_evicting(
     # plugins are not asked about those: that was a walk over nodes for every failing task).
     walked = int(np.count_nonzero(could & pools.any[ranked]))
     ruled = ~could & pools.any[ranked]
+    # Where nothing was named, what a victim filter (a PodDisruptionBudget) kept, in its own words.
+    kept = (
+        session.victim_protections([t for i in ranked[could] for t in pools.index.pool(int(i), pools.mask)])
+        if not named and walked
+        else None
+    )
     if not named and not ruled.any():
         why = f"{action}: no pod may be evicted for it on the {len(feasible)} node(s) it could use"
+        if kept is not None:
+            return Status(kept.code, kept.plugin, (why, *kept.reasons))
         return Status(Code.UNSCHEDULABLE, action, (why,))
     within = " within its queue's limit" if limited else ""
     parts = []
@@ -374,7 +382,9 @@ def place_by_evicting(
         )
     if limited:
         why = f"{action}: {limited.render()}, and " + "; ".join(parts)
-        return Status(limited.code, limited.plugin, (why,))
+        return Status(limited.code, limited.plugin, (why, *(kept.reasons if kept else ())))
+    if kept is not None:
+        return Status(kept.code, kept.plugin, (f"{action}: " + "; ".join(parts), *kept.reasons))
     return Status(Code.UNSCHEDULABLE, action, (f"{action}: " + "; ".join(parts),))
 
 

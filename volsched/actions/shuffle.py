@@ -2,7 +2,9 @@
 
 The victims come from ``session.victim_tasks()`` in the order the plugins give them (the rescheduling
 plugin answers at most once per its interval): running pods, pods bound but not started, and failed
-pods (which hold nothing; evicting one deletes it). Each is evicted through a Statement, at most
+pods (which hold nothing; evicting one deletes it), less what a victim filter keeps (a pod a
+PodDisruptionBudget protects: the filter is asked again just before each eviction, so the victims
+evicted before it count against its budget). Each is evicted through a Statement, at most
 ``maxEvictionsPerSession`` per session, and never a running or bound one that would take a gang (a job
 with a PodGroup and a minMember above 1) below its minMember. Why each pod moves is read from ``session.state["victim_reasons"]`` when a plugin
 left it there, and becomes a ``Rescheduled`` event on the pod.
@@ -72,6 +74,8 @@ class Shuffle:
             # minMember 1 is no gang: the pod's owner recreates it (a pod with no owner is never a victim).
             if counted and job is not None and job.min_member > 1 and job.ready_count - 1 < job.min_member:
                 continue
+            if not session.filter_victims([task]):
+                continue  # a victim filter keeps it now (a PodDisruptionBudget spent by those before)
             why = EvictionReason(action=self.name, detail=reasons.get(task.key, "rebalancing nodes"))
             statement.evict(task, reason=why, may_return=False)
         statement.commit()

@@ -48,6 +48,7 @@ EXTENSION_SWITCHES: dict[str, tuple[str, ...]] = {
     "reclaimable": ("enableReclaimable",),
     "preemptable": ("enablePreemptable",),
     "victim": ("enableVictim", "enableVictimTasks"),
+    "victim_filter": ("enableVictimFilter",),
 }
 _SWITCH_KEYS = {key: point for point, keys in EXTENSION_SWITCHES.items() for key in keys}
 

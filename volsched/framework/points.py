@@ -22,6 +22,11 @@ How answers combine across tiers (as in Volcano):
   (unlike Volcano, where the first tier that answers decides alone): candidates any plugin would not
   name alone (protected pods) leave first, then the plugins narrow the rest in tier order (see
   ``_victims``);
+* victim filters (``add_victim_filter_fn``: a budget over victims whoever names them, as pdb's) apply
+  last, wherever their plugin sits in the tiers: to the victims every preemptable/reclaimable plugin
+  accepted, and to the union of the victim_tasks answers (shuffle's). A candidate a filter would not
+  pass even alone leaves first with the other protected pods; what the filter allows is then spent
+  only on the victims that survived every other plugin's narrowing;
 * node order: the sum of all scores.
 """
 
@@ -63,6 +68,8 @@ ConstraintExplainFn = Callable[[Task, IndexArray], list[tuple[str, int]]]
 #: (task, nodes passing every filter) -> scores over all nodes, or None when nothing applies.
 ConstraintScoreFn = Callable[[Task, BoolArray], "np.ndarray[Any, np.dtype[np.float64]] | None"]
 VictimFn = Callable[[Task, list[Task]], "list[Task] | None"]
+#: Victims in (in the action's order) -> those that may go, whoever named them (see ``add_victim_filter_fn``).
+VictimFilterFn = Callable[[list[Task]], list[Task]]
 
 
 #: Extension points switched on and off with another one.
@@ -168,6 +175,14 @@ class ExtensionPoints(Protocol):
     def add_reclaimable_fn(self, plugin: str, fn: VictimFn) -> None: ...
     def add_preemptable_fn(self, plugin: str, fn: VictimFn) -> None: ...
     def add_victim_tasks_fn(self, plugin: str, fn: Callable[[], list[Task]]) -> None: ...
+    def add_victim_filter_fn(
+        self, plugin: str, fn: VictimFilterFn, *, explain: Callable[[list[Task]], list[str]] | None = None
+    ) -> None:
+        """A filter every eviction's victims pass last (preempt's, reclaim's and shuffle's alike); the
+        victim contract holds (it passes a pod in a list only if it would pass it alone, and passes any
+        subset of what it passed). ``explain`` says why it keeps the pods of a list it would not pass
+        alone (one clause each, as users read it)."""
+
     def add_event_handler(self, handler: EventHandler) -> None: ...
 
 
@@ -193,6 +208,7 @@ class PointTables:
         self._flat_cache: dict[str, list[tuple[str, Any]]] = {}
         self._key_cache: dict[str, Callable[[Any], Any]] = {}
         self._explain: dict[str, ExplainFn] = {}
+        self._victim_explain: dict[str, Callable[[list[Task]], list[str]]] = {}
         self.event_handlers: list[EventHandler] = []
         #: Per namespace, how many times its tasks took or gave back resources (keys are kept until then).
         self._ns_changes: dict[str, int] = {}
@@ -294,6 +310,13 @@ class PointTables:
 
     def add_victim_tasks_fn(self, plugin: str, fn: Callable[[], list[Task]]) -> None:
         self._add("victim", plugin, fn)
+
+    def add_victim_filter_fn(
+        self, plugin: str, fn: VictimFilterFn, *, explain: Callable[[list[Task]], list[str]] | None = None
+    ) -> None:
+        self._add("victim_filter", plugin, fn)
+        if explain is not None:
+            self._victim_explain[plugin] = explain
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
@@ -474,26 +497,51 @@ class PointTables:
 
     def _victims(self, point: str, actor: Task, candidates: list[Task]) -> list[Task]:
         """Victims among ``candidates`` (in their order): the pods every plugin that answers accepts,
-        in every tier. Tiers give the order in which plugins narrow, never the right to override another
-        plugin's protection or budget (a queue's share beyond deserved in a later tier still bounds what
-        gang and conformance in the first would give).
+        in every tier, then what the victim filters let through. Tiers give the order in which plugins
+        narrow, never the right to override another plugin's protection or budget (a queue's share
+        beyond deserved in a later tier still bounds what gang and conformance in the first would give).
 
-        First every candidate that some answering plugin would not name even alone (a pod it protects,
-        or one beyond any budget) leaves the list; then the plugins narrow what is left in tier order,
-        each counting its budget only over what the ones before it named. So a budget (a queue's share
-        beyond deserved, a gang's members beyond minMember) is never spent on a protected pod.
-        Relies on the victim contract: a plugin names a candidate in a list only if it would name it
-        alone, and names any subset of what it named."""
+        First every candidate that some answering plugin or filter would not name even alone (a pod it
+        protects, or one beyond any budget) leaves the list; then the plugins narrow what is left in tier
+        order, each counting its budget only over what the ones before it named; the filters narrow
+        last. So a budget (a queue's share beyond deserved, a gang's members beyond minMember, a
+        PodDisruptionBudget's allowance) is never spent on a protected pod, and a filter's on none that
+        another plugin then drops. Relies on the victim contract: a plugin names a candidate in a list
+        only if it would name it alone, and names any subset of what it named."""
         fns = [fn for tier in self._tiered(point) for _, fn in tier if fn(actor, candidates) is not None]
         if not fns:
             return []
-        pool = [t for t in candidates if all(fn(actor, [t]) for fn in fns)]
+        filters = [fn for _, fn in self._flat("victim_filter")]
+        pool = [t for t in candidates if all(fn(actor, [t]) for fn in fns) and all(f([t]) for f in filters)]
         for fn in fns:
             if not pool:
                 break
             keys = {t.key for t in fn(actor, pool) or ()}
             pool = [t for t in pool if t.key in keys]
-        return pool
+        return self.filter_victims(pool)
+
+    def filter_victims(self, victims: list[Task]) -> list[Task]:
+        """What the victim filters let through of ``victims`` (in their order; all of them when no
+        plugin filters). An action that evicts the victims it was given one at a time, skipping some
+        for reasons of its own, asks again for each just before evicting it."""
+        for _, fn in self._flat("victim_filter"):
+            if not victims:
+                break
+            keys = {t.key for t in fn(victims)}
+            victims = [t for t in victims if t.key in keys]
+        return victims
+
+    def victim_protections(self, candidates: list[Task]) -> Status | None:
+        """Why the victim filters keep pods of ``candidates`` (each alone), as a refusal said by the
+        first filter that keeps any (None: they keep none)."""
+        said: list[tuple[str, str]] = []
+        for name, _ in self._flat("victim_filter"):
+            explain = self._victim_explain.get(name)
+            if explain is not None:
+                said.extend((name, r) for r in explain(candidates))
+        if not said:
+            return None
+        return Status(Code.UNSCHEDULABLE, said[0][0], tuple(r for _, r in said))
 
     def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task]:
         return self._victims("reclaimable", reclaimer, candidates)
@@ -502,11 +550,14 @@ class PointTables:
         return self._victims("preemptable", preemptor, candidates)
 
     def victim_tasks(self) -> list[Task]:
+        """The union of what the victim_tasks plugins name (in their order), less what a victim filter
+        would not let go even alone (see :meth:`filter_victims` for the count)."""
         seen: dict[str, Task] = {}
         for _, fn in self._flat("victim"):
             for t in fn():
                 seen.setdefault(t.key, t)
-        return list(seen.values())
+        filters = [fn for _, fn in self._flat("victim_filter")]
+        return [t for t in seen.values() if all(f([t]) for f in filters)]
 
 
 def _creation_then_key(item: Job | Task) -> tuple[float, str]:

@@ -106,6 +106,13 @@ def _container_statuses(value: Any) -> Any:
     return out
 
 
+def _ready_condition(conditions: Any) -> Raw | None:
+    for c in conditions if isinstance(conditions, list) else ():
+        if isinstance(c, Mapping) and c.get("type") == "Ready":
+            return _pick(c, ("type", "status"))
+    return None
+
+
 def prune_pod(pod: Raw) -> Raw:
     """``pod`` with only what the scheduler reads (a new dict; ``pod`` is left as it is)."""
     out: Raw = {k: pod[k] for k in ("kind", "apiVersion") if k in pod}
@@ -135,6 +142,9 @@ def prune_pod(pod: Raw) -> Raw:
         for key in ("containerStatuses", "initContainerStatuses"):
             if key in status:
                 st[key] = _container_statuses(status[key])
+        ready = _ready_condition(status.get("conditions"))
+        if ready is not None:  # whether a Running pod is healthy, as PodDisruptionBudgets count it
+            st["conditions"] = [ready]
         out["status"] = st
     elif status is not None:
         out["status"] = status

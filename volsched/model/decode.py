@@ -299,6 +299,11 @@ def pod_runtime(pod: Raw) -> PodRuntime:
         if isinstance(r, Mapping) and r.get("kind")
     )
     reason = status.get("reason")
+    conditions = status.get("conditions")
+    unready = any(
+        isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") != "True"
+        for c in (conditions if isinstance(conditions, list) else ())
+    )
     out = PodRuntime(
         restarts=restarts,
         init_restarts=init_restarts,
@@ -307,6 +312,7 @@ def pod_runtime(pod: Raw) -> PodRuntime:
         init_container_reasons=init_reasons,
         images=tuple(images),
         owner_kinds=kinds,
+        unready=unready,
     )
     return EMPTY_RUNTIME if out == EMPTY_RUNTIME else out
 
@@ -696,4 +702,13 @@ def disruption_budget(obj: Raw) -> DisruptionBudget:
     allowed = _count(status.get("disruptionsAllowed"))
     if _count(status.get("observedGeneration")) < _count(obj["metadata"].get("generation")):
         allowed = 0
-    return DisruptionBudget(ns, name, selector, allowed)
+    policy = spec.get("unhealthyPodEvictionPolicy")
+    return DisruptionBudget(
+        ns,
+        name,
+        selector,
+        allowed,
+        current_healthy=_count(status.get("currentHealthy")),
+        desired_healthy=_count(status.get("desiredHealthy")),
+        always_allow_unhealthy=policy == "AlwaysAllow",
+    )

@@ -92,6 +92,10 @@ class PodRuntime:
     images: tuple[str, ...] = ()
     #: Kinds of every ``ownerReferences`` entry (controller or not).
     owner_kinds: tuple[str, ...] = ()
+    #: The pod's Ready condition is there and not True (a Running pod that is not healthy, as the
+    #: Eviction API and the disruption controller see it). A pod with no Ready condition counts as
+    #: ready: no kubelet that runs pods leaves it out, and the simulator writes none.
+    unready: bool = False
 
 
 EMPTY_RUNTIME = PodRuntime()
@@ -320,6 +324,12 @@ class DisruptionBudget:
     name: str
     selector: LabelSelector | None
     disruptions_allowed: int
+    #: ``status.currentHealthy`` and ``status.desiredHealthy`` (0 when unset).
+    current_healthy: int = 0
+    desired_healthy: int = 0
+    #: ``spec.unhealthyPodEvictionPolicy: AlwaysAllow``: a Running pod that is not ready may always be
+    #: evicted (else ``IfHealthyBudget``: only while the budget has its desired healthy pods).
+    always_allow_unhealthy: bool = False
 
     @property
     def key(self) -> str:

@@ -1,16 +1,26 @@
-"""pdb: name no victim a PodDisruptionBudget protects (as Volcano's ``pdb`` plugin).
+"""pdb: let no victim go that a PodDisruptionBudget protects (as Volcano's ``pdb`` plugin).
 
-The apiserver's Eviction API refuses an eviction a budget does not allow; without this plugin, preempt
-and reclaim would keep choosing such a pod, be refused every session, and never try an allowed victim
-on another node. With it, of the candidate victims (preemptable and reclaimable alike):
+The apiserver's Eviction API refuses an eviction a budget does not allow; without this plugin, preempt,
+reclaim and shuffle would keep choosing such a pod, be refused every session, and never try an allowed
+victim on another node. The plugin is a victim filter (``add_victim_filter_fn``): the framework applies
+it last, wherever the plugin sits in the tiers, to every eviction's victims (what the preemptable or
+reclaimable plugins accepted together, and the union shuffle's plugins name). So a budget's allowance
+is spent only on victims no other plugin drops. Of the victims it is given, in their order:
 
-* a pod that is not Running (bound, not started) is named: the Eviction API asks no budget for it;
-* a pod no budget selects is named; one that more than one budget selects is never named (the
-  eviction subresource refuses it);
-* a pod one budget selects is named while that budget's ``disruptionsAllowed``, less the pods it
-  selects that this session already chose as victims (named Running, then evicted; given back when the
-  eviction is discarded) and less those named before it in the same list, stays above zero (the first
-  in the action's order go first).
+* a pod that is not Running (bound, not started) passes: the Eviction API asks no budget for it;
+* a pod no budget selects passes; one that more than one budget selects never does (the eviction
+  subresource refuses it);
+* a Running pod that is not ready (its Ready condition is not True) of a budget whose
+  ``unhealthyPodEvictionPolicy`` is ``AlwaysAllow`` passes and spends nothing; under ``IfHealthyBudget``
+  (the default) it passes without spending while the budget's ``currentHealthy`` (less the healthy pods
+  this session already chose) is at least its ``desiredHealthy`` and that is above zero, else it is
+  counted as a healthy pod is;
+* a healthy pod one budget selects passes while that budget's ``disruptionsAllowed``, less the pods it
+  selects that this session already chose as victims (evicted while Running; given back when the
+  eviction is discarded) and less those passed before it in the same list, stays above zero.
+
+Where it keeps every candidate, the refusal says which budgets and what they allow
+(``victim_protections``), e.g. ``2 pods protected by PodDisruptionBudget ns/db (0 disruptions allowed)``.
 
 Budgets come from the snapshot (``DisruptionBudget`` in :mod:`volsched.model.vocabulary`): the operator watches
 policy/v1 PodDisruptionBudgets; the simulator plays the disruption controller.
@@ -29,59 +39,110 @@ from volsched.model.vocabulary import DisruptionBudget, Task, TaskStatus
 _MANY = "*"
 
 
+def _pods(n: int) -> str:
+    return f"{n} pod" if n == 1 else f"{n} pods"
+
+
 @register_plugin
 class DisruptionBudgets(BasePlugin):
     name: ClassVar[str] = "pdb"
 
     def on_session_open(self, session: ExtensionPoints) -> None:
+        if not session.snapshot.budgets:
+            return  # nothing to filter: every victim may go as far as budgets are concerned
         by_namespace: dict[str, list[DisruptionBudget]] = {}
         for b in session.snapshot.budgets:
             by_namespace.setdefault(b.namespace, []).append(b)
-        allowed = {b.key: b.disruptions_allowed for b in session.snapshot.budgets}
-        owners: dict[str, str | None] = {}  # task key -> its budget's key, _MANY, or None
-        #: Victims chosen this session (evicted, not given back): task key -> its budget; and per budget.
-        #: Only pods named while Running count (evicting a pod not started disrupts nothing healthy).
+        budgets = {b.key: b for b in session.snapshot.budgets}
+        #: Per task key, as first seen: its budget's key (_MANY, or None), and whether evicting it spends
+        #: an allowance (Running and healthy then, or unready under IfHealthyBudget).
+        seen: dict[str, tuple[str | None, bool]] = {}
+        #: Victims chosen this session that spend an allowance (evicted, not given back): task key -> its
+        #: budget; and how many per budget.
         chosen: dict[str, str] = {}
-        named_running: set[str] = set()
         taken: dict[str, int] = {}
 
         def budget_of(t: Task) -> str | None:
-            key = t.key
-            if key in owners:
-                return owners[key]
+            held = seen.get(t.key)
+            if held is not None:
+                return held[0]
             mine = [b.key for b in by_namespace.get(t.namespace, ()) if b.selects(t.namespace, t.labels)]
-            owners[key] = found = None if not mine else mine[0] if len(mine) == 1 else _MANY
+            found = None if not mine else mine[0] if len(mine) == 1 else _MANY
+            spends = (
+                found is not None
+                and found != _MANY
+                and t.status in (TaskStatus.RUNNING, TaskStatus.RELEASING)  # releasing: first seen evicted
+                and not (t.runtime.unready and budgets[found].always_allow_unhealthy)
+            )
+            seen[t.key] = (found, spends)
             return found
 
-        def victims(actor: Task, candidates: list[Task]) -> list[Task]:
+        def verdict(t: Task, spent: dict[str, int]) -> bool | None:
+            """True: passes spending one of its budget's allowance; False: passes free; None: kept."""
+            key = budget_of(t)  # first: what it is when first seen decides whether evicting it spends
+            if key is None or t.status is not TaskStatus.RUNNING:
+                return False
+            if key == _MANY:
+                return None
+            budget = budgets[key]
+            used = taken.get(key, 0) + spent.get(key, 0)
+            if t.runtime.unready:
+                if budget.always_allow_unhealthy:
+                    return False
+                if budget.desired_healthy > 0 and budget.current_healthy - used >= budget.desired_healthy:
+                    return False
+            return True if budget.disruptions_allowed - used > 0 else None
+
+        def victims(candidates: list[Task]) -> list[Task]:
             spent: dict[str, int] = {}
             out = []
             for t in candidates:
-                budget = budget_of(t) if by_namespace and t.status is TaskStatus.RUNNING else None
-                if budget is None:
-                    out.append(t)
+                v = verdict(t, spent)
+                if v is None:
                     continue
-                if budget == _MANY:
+                if v:
+                    key = seen[t.key][0]
+                    assert key is not None
+                    spent[key] = spent.get(key, 0) + 1
+                out.append(t)
+            return out
+
+        def protections(candidates: list[Task]) -> list[str]:
+            """The budgets that keep candidates (each alone), as users read it."""
+            kept: dict[str, int] = {}
+            for t in candidates:
+                if verdict(t, {}) is None:
+                    key = budget_of(t)
+                    assert key is not None
+                    kept[key] = kept.get(key, 0) + 1
+            out = []
+            for key, n in sorted(kept.items()):
+                if key == _MANY:
+                    out.append(
+                        f"{_pods(n)} selected by more than one PodDisruptionBudget (the Eviction API refuses them)"
+                    )
                     continue
-                used = spent.get(budget, 0)
-                if allowed[budget] - taken.get(budget, 0) - used > 0:
-                    out.append(t)
-                    spent[budget] = used + 1
-                    named_running.add(t.key)
+                allowed = budgets[key].disruptions_allowed
+                spent = taken.get(key, 0)
+                more = f", {spent} spent this session" if spent else ""
+                word = "disruption" if allowed == 1 else "disruptions"
+                out.append(
+                    f"{_pods(n)} protected by PodDisruptionBudget {key} ({allowed} {word} allowed{more})"
+                )
             return out
 
         def evicted(t: Task) -> None:
-            if t.status is TaskStatus.RELEASING and t.key in named_running:
-                budget = budget_of(t)
-                if budget is not None and budget != _MANY and t.key not in chosen:
-                    chosen[t.key] = budget
-                    taken[budget] = taken.get(budget, 0) + 1
+            if t.status is not TaskStatus.RELEASING or t.key in chosen:
+                return
+            key = budget_of(t)
+            if key is not None and key != _MANY and seen[t.key][1]:
+                chosen[t.key] = key
+                taken[key] = taken.get(key, 0) + 1
 
         def given_back(t: Task) -> None:
-            budget = chosen.pop(t.key, None)
-            if budget is not None:
-                taken[budget] -= 1
+            key = chosen.pop(t.key, None)
+            if key is not None:
+                taken[key] -= 1
 
-        session.add_preemptable_fn(self.name, victims)
-        session.add_reclaimable_fn(self.name, victims)
+        session.add_victim_filter_fn(self.name, victims, explain=protections)
         session.add_event_handler(EventHandler(allocate=given_back, deallocate=evicted))
