@@ -47,12 +47,18 @@ def preempting(*budgets: Obj, config: SchedulerConfig | None = None) -> Staged:
 BUDGET_CASES = [
     pytest.param([], 4, 4, id="no-budget"),
     pytest.param([pdb("keep-6", A_PODS, minAvailable=6, ns="ns")], 2, 2, id="min-available-6-of-8"),
+    # A batch Job has no scale subresource: the disruption controller cannot count the expected pods
+    # for a percentage or maxUnavailable, and fails safe (nothing allowed).
     pytest.param(
-        [pdb("keep-half", A_PODS, minAvailable="50%", ns="ns")], 4, 4, id="min-available-50-percent"
+        [pdb("keep-half", A_PODS, minAvailable="50%", ns="ns")], 0, 0, id="min-available-50-percent-of-a-job"
     ),
     pytest.param(
-        [pdb("two-down", A_PODS, maxUnavailable="25%", ns="ns")], 2, 2, id="max-unavailable-25-percent"
+        [pdb("two-down", A_PODS, maxUnavailable="25%", ns="ns")],
+        0,
+        0,
+        id="max-unavailable-25-percent-of-a-job",
     ),
+    pytest.param([pdb("one-down", A_PODS, maxUnavailable=1, ns="ns")], 0, 0, id="max-unavailable-1-of-a-job"),
     pytest.param([pdb("none-down", A_PODS, maxUnavailable=0, ns="ns")], 0, 0, id="max-unavailable-0"),
     pytest.param([pdb("all", {}, minAvailable=8, ns="ns")], 0, 0, id="an-empty-selector-selects-every-pod"),
     pytest.param([pdb("nil", None, minAvailable=8, ns="ns")], 4, 4, id="no-selector-selects-no-pod"),
@@ -160,6 +166,17 @@ def test_a_refusal_says_what_the_budget_needs_in_the_apiservers_words() -> None:
             {"maxUnavailable": "150%"}, "spec.maxUnavailable: must be a whole number", id="over-100"
         ),
         pytest.param({"minAvailable": 1, "selector": []}, "spec.selector: must be a map", id="bad-selector"),
+        pytest.param(
+            {"minAvailable": "6"},
+            "spec.minAvailable: a string must be a percentage such as 50% (the apiserver refuses '6'); for a"
+            " count, write the number without quotes: 6",
+            id="digits-in-a-string",
+        ),
+        pytest.param(
+            {"maxUnavailable": 1, "unhealthyPodEvictionPolicy": "Sometimes"},
+            "spec.unhealthyPodEvictionPolicy: must be IfHealthyBudget or AlwaysAllow, got 'Sometimes'",
+            id="unknown-unhealthy-policy",
+        ),
     ],
 )
 def test_a_bad_budget_is_refused_naming_its_field(spec: Obj, message: str) -> None:
@@ -279,3 +296,121 @@ def test_where_budgets_keep_every_candidate_the_preemptor_is_told_which(
     s = staged()
     assert s.evicted() == [] and s.refused() == []
     assert said in s.data["podgroups"][group]["reason"]
+
+
+def replica_pods(
+    owner: str | None, *extra: Obj, config: SchedulerConfig | None = None, cpu: str = "8"
+) -> Staged:
+    """Eight low-priority 1-cpu pods (app=r, controller ``owner``: "ReplicaSet/r", or none) fill n1
+    (``cpu``); then job b (4 pods, high) preempts."""
+    before = [
+        node("n1", cpu=cpu), queue("q"), priority_class("high", 1000), priority_class("low", 10),
+        podgroup("r", ns="ns", queue="q", priority_class="low"),
+        *(pod(f"r-{i}", ns="ns", group="r", node="n1", owner=owner, labels={"app": "r"}) for i in range(8)),
+        *extra,
+    ]  # fmt: skip
+    after = job("b", ns="ns", queue="q", size=4, priority_class="high")
+    return Staged(before, after, config or eviction_config())
+
+
+R_PODS = {"matchLabels": {"app": "r"}}
+
+
+@pytest.mark.parametrize(
+    ("owner", "spec", "evicted"),
+    [
+        pytest.param("ReplicaSet/r", {"minAvailable": "50%"}, 4, id="min-available-50-percent-of-8-replicas"),
+        pytest.param(
+            "ReplicaSet/r", {"maxUnavailable": "25%"}, 2, id="max-unavailable-25-percent-of-8-replicas"
+        ),
+        pytest.param("StatefulSet/r", {"maxUnavailable": 3}, 3, id="max-unavailable-3-of-a-statefulset"),
+        pytest.param("ReplicaSet/r", {"minAvailable": 7}, 1, id="min-available-count"),
+        # Pods without a controller are left out of the expected pods (the controller warns
+        # UnmanagedPods): none expected, nothing allowed; a count still counts them.
+        pytest.param(None, {"maxUnavailable": 1}, 0, id="bare-pods-expect-none-so-allow-none"),
+        pytest.param(None, {"minAvailable": "10%"}, 0, id="bare-pods-and-a-percentage"),
+        pytest.param(None, {"minAvailable": 6}, 2, id="bare-pods-with-a-count"),
+    ],
+)
+def test_the_expected_pods_are_the_controllers_scale(owner: str | None, spec: Obj, evicted: int) -> None:
+    s = replica_pods(owner, pdb("r", R_PODS, ns="ns", **spec))
+    assert len(s.evicted("ns/r-")) == evicted
+    assert s.refused() == []
+
+
+def test_a_pod_whose_controller_has_no_scale_makes_the_budget_allow_nothing() -> None:
+    # r-0..r-7 are a ReplicaSet's, and one more app=r pod is a batch Job's: the controller fails safe.
+    extra = (
+        pod("r-job", ns="ns", cpu="0", group="r", node="n1", owner="Job/x", labels={"app": "r"}),
+        pdb("r", R_PODS, ns="ns", maxUnavailable=2),
+    )
+    s = replica_pods("ReplicaSet/r", *extra)
+    assert s.evicted() == [] and s.refused() == []
+    refused = replica_pods("ReplicaSet/r", *extra, config=without_pdb()).refused()
+    assert refused and {r["detail"] for r in refused} == {
+        "Cannot evict pod as it would violate the pod's disruption budget. The disruption budget r allows no"
+        " disruption: its pods' controller Job ns/x has no scale subresource, so the disruption controller"
+        " cannot count the expected pods (use an integer minAvailable)"
+    }
+
+
+def gone_and_going() -> list[Obj]:
+    """Beside r-0..r-7: two finished pods of the ReplicaSet and one it is deleting (no cpu)."""
+    done = [pod(f"r-{p.lower()}", ns="ns", cpu="0", group="r", node="n1", phase=p, owner="ReplicaSet/r",
+                labels={"app": "r"}) for p in ("Succeeded", "Failed")]  # fmt: skip
+    going = pod("r-going", ns="ns", cpu="0", group="r", node="n1", owner="ReplicaSet/r", labels={"app": "r"})
+    going["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return [*done, going]
+
+
+@pytest.mark.parametrize(
+    ("spec", "evicted"),
+    [
+        # Healthy: the 8 Running, not the finished nor the one being deleted (else 11 - 6 = 5 > 4).
+        pytest.param({"minAvailable": 6}, 2, id="a-count-counts-only-the-running"),
+        # Expected: the 8 replicas (else 10 or 11 expected, 8 or 9 desired: nothing allowed).
+        pytest.param({"maxUnavailable": 2}, 2, id="max-unavailable-expects-the-replicas"),
+        pytest.param({"minAvailable": "75%"}, 2, id="a-percentage-of-the-replicas"),
+    ],
+)
+@pytest.mark.parametrize("plugin", [True, False], ids=["pdb-plugin", "eviction-api"])
+def test_finished_pods_and_pods_being_deleted_are_not_healthy_nor_expected(
+    spec: Obj, evicted: int, plugin: bool
+) -> None:
+    s = replica_pods(
+        "ReplicaSet/r",
+        *gone_and_going(),
+        pdb("r", R_PODS, ns="ns", **spec),
+        config=None if plugin else without_pdb(),
+    )
+    assert len(s.evicted("ns/r-")) == evicted
+    assert bool(s.refused()) == (not plugin)
+
+
+@pytest.mark.parametrize(
+    ("spec", "evicted"),
+    [
+        # Beside the 8 healthy pods, r-x runs but is not ready.
+        pytest.param({"minAvailable": 8, "unhealthyPodEvictionPolicy": "AlwaysAllow"}, 1, id="always-allow"),
+        pytest.param(
+            {"minAvailable": 9, "unhealthyPodEvictionPolicy": "AlwaysAllow"}, 1, id="always-allow-below"
+        ),
+        pytest.param({"minAvailable": 9}, 0, id="if-healthy-budget-app-below-desired-keeps-it"),
+        pytest.param(
+            {"minAvailable": 8, "unhealthyPodEvictionPolicy": "IfHealthyBudget"}, 1, id="app-at-desired"
+        ),
+        pytest.param({"minAvailable": 6}, 3, id="free-and-two-healthy-ones-allowed"),
+    ],
+)
+@pytest.mark.parametrize("plugin", [True, False], ids=["pdb-plugin", "eviction-api"])
+def test_an_unready_pod_goes_as_the_unhealthy_pod_eviction_policy_says(
+    spec: Obj, evicted: int, plugin: bool
+) -> None:
+    unready = pod("r-x", ns="ns", group="r", node="n1", owner="ReplicaSet/r", labels={"app": "r"})
+    unready["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    budget = pdb("r", R_PODS, ns="ns", **spec)
+    s = replica_pods("ReplicaSet/r", unready, budget, config=None if plugin else without_pdb(), cpu="9")
+    assert len(s.evicted("ns/r-")) == evicted
+    assert ("ns/r-x" in s.evicted()) == (evicted > 0)
+    if plugin:
+        assert s.refused() == []

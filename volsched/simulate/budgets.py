@@ -1,18 +1,27 @@
 """PodDisruptionBudgets in the simulator: the Eviction API's check, played on the simulated pods.
 
 The apiserver's eviction subresource refuses an eviction a budget does not allow, and the disruption
-controller keeps each budget's status (``disruptionsAllowed``, which the engine's ``pdb`` plugin reads
-to name no protected victim; a config without that plugin chooses victims without budgets). The
-simulator's port plays both, with their rule (policy/v1), so a simulation ends as the cluster would:
+controller keeps each budget's status (``disruptionsAllowed``, ``currentHealthy``, ``desiredHealthy``,
+which the engine's ``pdb`` plugin reads to let no protected victim go; a config without that plugin
+chooses victims without budgets). The simulator's port plays both, with their rule (policy/v1,
+Kubernetes 1.35), so a simulation ends as the cluster would:
 
 * a pod that is not Running (Pending, Succeeded, Failed) or is being deleted is evicted without asking
   any budget;
 * a pod no budget of its namespace selects is evicted; one that more than one selects is not (the
   apiserver answers 500: the eviction subresource does not support it);
-* else it is evicted only while its budget allows a disruption: ``currentHealthy`` (the Running pods
-  it selects, not being deleted) above ``desiredHealthy`` (``minAvailable``; or the expected pods
-  minus ``maxUnavailable``; a percentage is of the expected pods, rounded up). The expected pods are
-  the pods it selects that have not finished (the controller reads them from their owners' scale).
+* a Running pod that is not ready (a Ready condition that is not True; a pod without one counts as
+  ready, as the simulator writes none) is evicted under ``unhealthyPodEvictionPolicy: AlwaysAllow``;
+  under ``IfHealthyBudget`` (the default) while ``currentHealthy`` >= ``desiredHealthy`` > 0;
+* else it is evicted only while its budget allows a disruption: ``currentHealthy`` (the Running, ready
+  pods it selects, not being deleted) above ``desiredHealthy``. With ``minAvailable`` a count, that is
+  the count. With ``maxUnavailable``, or ``minAvailable`` a percentage (rounded up), it is of the
+  expected pods: the sum of the scale (``spec.replicas``) of the pods' controllers. A ReplicaSet,
+  StatefulSet, ReplicationController or Deployment has one; the simulator does not hold those objects
+  and takes the most pods of the owner it has seen (not finished) as its replicas. A pod with no
+  controller is left out (the controller warns "UnmanagedPods"; so a budget over bare pods only expects
+  none); a pod whose controller has no scale subresource (a batch Job, ...) makes the controller fail
+  safe. While no pod is expected, nothing is allowed (``disruptionsAllowed`` 0).
   Each eviction deletes the pod at once, so the next one sees one healthy pod fewer.
 
 An empty selector selects every pod of the namespace; a budget without one selects none.
@@ -48,6 +57,13 @@ class Budget:
     #: ``minAvailable`` or ``maxUnavailable`` (exactly one is set): a count or a percentage ("50%").
     min_available: int | str | None = None
     max_unavailable: int | str | None = None
+    #: ``spec.unhealthyPodEvictionPolicy: AlwaysAllow`` (else IfHealthyBudget).
+    always_allow_unhealthy: bool = False
+
+    @property
+    def scaled(self) -> bool:
+        """Whether the expected pods come from the controllers' scale (maxUnavailable, or a percentage)."""
+        return self.min_available is None or isinstance(self.min_available, str)
 
     @property
     def name(self) -> str:
@@ -61,6 +77,7 @@ class Budget:
         return self.rule.selects(namespace, labels)
 
     def desired_healthy(self, expected: int) -> int:
+        """``desiredHealthy`` given the expected pods (see :attr:`scaled`)."""
         if self.min_available is not None:
             return _scaled(self.min_available, expected)
         assert self.max_unavailable is not None
@@ -79,8 +96,11 @@ def _amount(raw: Any, *, where: str) -> int | str:
         return raw
     if isinstance(raw, str) and raw.endswith("%") and raw[:-1].isdigit() and int(raw[:-1]) <= 100:
         return raw
-    if isinstance(raw, str) and raw.isdigit():  # an IntOrString given as a string of digits
-        return int(raw)
+    if isinstance(raw, str) and raw.isdigit():  # the apiserver refuses it: a string must be a percentage
+        raise InputError(
+            f"{where}: a string must be a percentage such as 50% (the apiserver refuses {raw!r});"
+            f" for a count, write the number without quotes: {int(raw)}"
+        )
     raise InputError(f"{where}: must be a whole number >= 0 or a percentage such as 50%, got {raw!r}")
 
 
@@ -96,10 +116,22 @@ def parse_budget(obj: Mapping[str, Any]) -> Budget:
     if len(given) != 1:
         raise InputError(f"{where}: spec needs exactly one of minAvailable and maxUnavailable")
     amount = _amount(spec[given[0]], where=f"{where}: spec.{given[0]}")
+    policy = spec.get("unhealthyPodEvictionPolicy")
+    if policy not in (None, "IfHealthyBudget", "AlwaysAllow"):
+        raise InputError(
+            f"{where}: spec.unhealthyPodEvictionPolicy: must be IfHealthyBudget or AlwaysAllow, got {policy!r}"
+        )
     rule = disruption_budget({**obj, "metadata": {**meta, "namespace": ns}})
+    always = policy == "AlwaysAllow"
     if given[0] == "minAvailable":
-        return Budget(rule, min_available=amount)
-    return Budget(rule, max_unavailable=amount)
+        return Budget(rule, min_available=amount, always_allow_unhealthy=always)
+    return Budget(rule, max_unavailable=amount, always_allow_unhealthy=always)
+
+
+#: Controllers with a scale subresource the disruption controller reads (Kubernetes' own finders).
+SCALED_KINDS = frozenset({"ReplicaSet", "StatefulSet", "ReplicationController", "Deployment"})
+#: A controller: (namespace, kind, name).
+Owner = tuple[str, str, str]
 
 
 def _labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
@@ -110,13 +142,93 @@ def _phase(pod: Mapping[str, Any]) -> str:
     return str((pod.get("status") or {}).get("phase") or "Pending")
 
 
+def _unready(pod: Mapping[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or ()
+    return any(
+        isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") != "True" for c in conditions
+    )
+
+
+def controller_of(pod: Mapping[str, Any]) -> Owner | None:
+    """The pod's controller (its ownerReference with ``controller: true``), or None."""
+    meta = pod.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or ():
+        if isinstance(ref, Mapping) and ref.get("controller"):
+            return (
+                str(meta.get("namespace") or "default"),
+                str(ref.get("kind") or ""),
+                str(ref.get("name") or ""),
+            )
+    return None
+
+
+def observe_scales(pods: Iterable[Mapping[str, Any]], scales: dict[Owner, int]) -> None:
+    """Raise each scaled controller's replicas in ``scales`` to its pods now, not finished nor being
+    deleted (the simulator holds no ReplicaSet: its replicas are the most pods of it seen; nothing
+    scales down, and a pod being deleted is one its controller replaces)."""
+    now: dict[Owner, int] = {}
+    for pod in pods:
+        owner = controller_of(pod)
+        gone = _phase(pod) in ("Succeeded", "Failed") or (pod.get("metadata") or {}).get("deletionTimestamp")
+        if owner is not None and owner[1] in SCALED_KINDS and not gone:
+            now[owner] = now.get(owner, 0) + 1
+    for owner, n in now.items():
+        if n > scales.get(owner, 0):
+            scales[owner] = n
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """A budget's status as the disruption controller computes it; ``unscaled`` names the controller
+    without a scale subresource that made it fail safe (then nothing is allowed)."""
+
+    expected: int
+    healthy: int
+    desired: int
+    unscaled: str | None = None
+
+    @property
+    def allowed(self) -> int:
+        """``disruptionsAllowed``: none while no pod is expected (the controller's guard for a budget
+        whose first pods it has not counted yet)."""
+        return 0 if self.unscaled or self.expected <= 0 else max(0, self.healthy - self.desired)
+
+
+def health(budget: Budget, pods: Iterable[Mapping[str, Any]], scales: Mapping[Owner, int]) -> Health:
+    """The budget's expected, healthy (Running and ready, not being deleted) and desired healthy pods."""
+    count = healthy = 0
+    controllers: set[Owner] = set()
+    unscaled: str | None = None
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        if not budget.selects(str(meta.get("namespace") or "default"), _labels(pod)):
+            continue
+        count += 1
+        if _phase(pod) == "Running" and not meta.get("deletionTimestamp") and not _unready(pod):
+            healthy += 1
+        owner = controller_of(pod)
+        if owner is None:
+            continue  # unmanaged: left out of the expected pods
+        if owner[1] in SCALED_KINDS:
+            controllers.add(owner)
+        elif unscaled is None:
+            unscaled = f"{owner[1]} {owner[0]}/{owner[2]}"
+    if not budget.scaled:
+        return Health(count, healthy, budget.desired_healthy(count))
+    expected = sum(scales.get(c, 0) for c in controllers)
+    return Health(expected, healthy, budget.desired_healthy(expected), unscaled)
+
+
 def refusal(
-    pod: Mapping[str, Any], budgets: Iterable[Budget], pods: Iterable[Mapping[str, Any]]
+    pod: Mapping[str, Any],
+    budgets: Iterable[Budget],
+    pods: Iterable[Mapping[str, Any]],
+    scales: Mapping[Owner, int],
 ) -> tuple[str, str] | None:
     """How and why the Eviction API would refuse to evict ``pod`` now (None: it would evict it), given
-    the cluster's ``budgets`` and ``pods`` (every pod, ``pod`` among them): ``BLOCKED`` (its 429: the
-    budget allows no disruption) or ``FAILED`` (its 500: more than one budget selects the pod), and
-    the apiserver's words."""
+    the cluster's ``budgets`` and ``pods`` (every pod, ``pod`` among them) and the controllers' scale:
+    ``BLOCKED`` (its 429: the budget allows no disruption) or ``FAILED`` (its 500: more than one budget
+    selects the pod), and the apiserver's words."""
     meta = pod.get("metadata") or {}
     if _phase(pod) != "Running" or meta.get("deletionTimestamp"):
         return None
@@ -127,34 +239,23 @@ def refusal(
     if len(mine) > 1:
         return FAILED, f"{MORE_THAN_ONE} ({', '.join(sorted(b.name for b in mine))})"
     (budget,) = mine
-    expected, healthy = _health(budget, pods)
-    desired = budget.desired_healthy(expected)
-    if healthy - desired > 0:
+    status = health(budget, pods, scales)
+    if _unready(pod):
+        if budget.always_allow_unhealthy:
+            return None
+        if not status.unscaled and status.desired > 0 and status.healthy >= status.desired:
+            return None
+    if status.allowed > 0:
         return None
+    if status.unscaled:
+        why = (
+            f"The disruption budget {budget.name} allows no disruption: its pods' controller {status.unscaled}"
+            " has no scale subresource, so the disruption controller cannot count the expected pods"
+            " (use an integer minAvailable)"
+        )
+        return BLOCKED, f"{VIOLATES} {why}"
     return (
         BLOCKED,
-        f"{VIOLATES} The disruption budget {budget.name} needs {desired} healthy pods and has {healthy} currently",
+        f"{VIOLATES} The disruption budget {budget.name} needs {status.desired} healthy pods"
+        f" and has {status.healthy} currently",
     )
-
-
-def _health(budget: Budget, pods: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
-    """The pods ``budget`` expects (selected, not finished) and the healthy ones (Running, not being
-    deleted), as the disruption controller counts them."""
-    expected = healthy = 0
-    for other in pods:
-        other_meta = other.get("metadata") or {}
-        if not budget.selects(str(other_meta.get("namespace") or "default"), _labels(other)):
-            continue
-        phase = _phase(other)
-        if phase in ("Succeeded", "Failed"):
-            continue
-        expected += 1
-        if phase == "Running" and not other_meta.get("deletionTimestamp"):
-            healthy += 1
-    return expected, healthy
-
-
-def disruptions_allowed(budget: Budget, pods: Iterable[Mapping[str, Any]]) -> int:
-    """The budget's ``status.disruptionsAllowed``, as the disruption controller keeps it."""
-    expected, healthy = _health(budget, pods)
-    return max(0, healthy - budget.desired_healthy(expected))

@@ -30,7 +30,7 @@ from volsched.framework.decisions import Bind, Evict, SessionResult
 from volsched.framework.messages import eviction_events
 from volsched.model.errors import InputError
 from volsched.model.vocabulary import Task, TaskStatus
-from volsched.simulate.budgets import Budget, disruptions_allowed, parse_budget, refusal
+from volsched.simulate.budgets import Budget, Owner, health, observe_scales, parse_budget, refusal
 from volsched.simulate.documents import iso
 
 Raw = Mapping[str, Any]
@@ -63,7 +63,9 @@ class MemoryPort:
         #: ``disruptionsAllowed`` the cache was last told for each (see :meth:`sync_budgets`).
         self.budgets: dict[str, Budget] = {}
         self._budget_objects: dict[str, Raw] = {}
-        self._budget_told: dict[str, int] = {}
+        self._budget_told: dict[str, Raw] = {}
+        #: The replicas of the pods' controllers, as the disruption controller reads their scale.
+        self._scales: dict[Owner, int] = {}
 
     # --- the objects (the apiserver) ----------------------------------------------------------------------
 
@@ -87,19 +89,28 @@ class MemoryPort:
         self._budget_told.pop(key, None)
 
     def sync_budgets(self) -> None:
-        """Play the disruption controller: every budget's ``status.disruptionsAllowed`` from the pods
-        now, put in the cache where it changed (as the watch would deliver the status update)."""
+        """Play the disruption controller: every budget's status (``disruptionsAllowed``,
+        ``currentHealthy``, ``desiredHealthy``, ``expectedPods``) from the pods now, put in the cache
+        where it changed (as the watch would deliver the status update)."""
         pods = self.state.raw_pods.values()
+        if not self.budgets:
+            return
+        observe_scales(pods, self._scales)
         for key, budget in self.budgets.items():
-            allowed = disruptions_allowed(budget, pods)
-            if self._budget_told.get(key) == allowed:
+            h = health(budget, pods, self._scales)
+            status: Raw = {
+                "disruptionsAllowed": h.allowed,
+                "currentHealthy": h.healthy,
+                "desiredHealthy": h.desired,
+                "expectedPods": h.expected,
+                "observedGeneration": 1,
+            }
+            if self._budget_told.get(key) == status:
                 continue
-            self._budget_told[key] = allowed
+            self._budget_told[key] = status
             obj = self._budget_objects[key]
             meta = {**(obj.get("metadata") or {}), "generation": 1}
-            self.put(
-                {**obj, "metadata": meta, "status": {"disruptionsAllowed": allowed, "observedGeneration": 1}}
-            )
+            self.put({**obj, "metadata": meta, "status": status})
 
     def remove(self, kind: str, key: str) -> None:
         """Delete an object (a deletion event with the next resourceVersion)."""
@@ -179,7 +190,9 @@ class MemoryPort:
                 out.append(EvictOutcome(ev, GONE, "no such pod"))
                 continue
             refused = (
-                refusal(raw, self.budgets.values(), self.state.raw_pods.values()) if self.budgets else None
+                refusal(raw, self.budgets.values(), self.state.raw_pods.values(), self._scales)
+                if self.budgets
+                else None
             )
             if refused is not None:  # the apiserver's 429 (500 for a pod that more than one budget selects)
                 out.append(EvictOutcome(ev, *refused))
