@@ -61,6 +61,35 @@ def test_config_is_reloaded_and_a_bad_one_keeps_the_last_good(k: Kube, start_ope
     wait_for(lambda: k.bound(ns).get(f"{ns}/second"), 30, what="second pod bound after the fix")
 
 
+def test_the_config_map_is_read_at_start_without_the_clients_models(
+    k: Kube, start_operator: Start, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ConfigMap in force from the first session, read (like the listings and discovery before
+    ready) as plain JSON: the client's CoreV1Api, whose module imports every core model, is not used on
+    the way to ready (``-X importtime`` writes each import statement's module to the operator's log;
+    the client's lazy ``import_module`` of the API module itself is not among them, its models are)."""
+    k.nodes(node("n1", cpu="8"))
+    ns = k.namespace("startcfg")
+    k.set_config(DEFAULT_CONFIG_YAML.replace("enqueue, allocate, backfill", "enqueue"))
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
+    op = start_operator()  # returns once /healthz says ready
+    started = op.log()
+    assert "volsched.operator" in started, "no import times in the log: the check below would prove nothing"
+    assert "kubernetes.client.models.v1_config_map\n" not in started
+    assert "kubernetes.client.models.v1_pod_spec\n" not in started
+    assert op.metric("volsched_config_reloads_total", result="loaded") == 1
+    assert "loaded scheduler config from ConfigMap" in started
+
+    k.pods(ns, pod("waits"))  # the ConfigMap's config (no allocate) is in force: nothing is bound
+    sessions = op.cycles()
+    wait_for(lambda: op.cycles() >= sessions + 5, 20, what="five more cycles")
+    assert f"{ns}/waits" not in k.bound(ns)
+
+    k.set_config(DEFAULT_CONFIG_YAML)  # a new resourceVersion: read again and loaded
+    wait_for(lambda: k.bound(ns).get(f"{ns}/waits"), 30, what="the pod bound under the new config")
+    assert op.metric("volsched_config_reloads_total", result="loaded") == 2
+
+
 def _config_events(k: Kube, *needles: str) -> list[Any]:
     return [
         e

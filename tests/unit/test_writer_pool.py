@@ -26,6 +26,7 @@ from volsched.cycle import BOUND, EVICTED
 from volsched.framework.decisions import Bind, Evict, EvictionReason
 from volsched.kube.configsource import read_config_map
 from volsched.kube.lease import LeaderLease, LeaseSettings
+from volsched.kube.rest import LeanRest
 from volsched.kube.writer import EventTarget, KubeWriter, WriterSettings
 from volsched.model.vocabulary import SCHEDULER_NAME
 
@@ -164,10 +165,11 @@ def test_a_write_leaves_its_pooled_connection_clean_for_the_next_call(
     server: SplitResponseServer, api: client.ApiClient, what: str, write: Callable[[KubeWriter], Any]
 ) -> None:
     writer = KubeWriter(api, WriterSettings(workers=1))
+    reads = LeanRest(api, direct=False)  # the operator's reads: on the client's pool, as the Lease's
     try:
         for _ in range(3):
             assert write(writer), f"{what} failed"
-            cm = read_config_map(api, "ns", "cfg", "key")  # the next call on the same connection
+            cm = read_config_map(reads, "ns", "cfg", "key")  # the next call on the same connection
             assert cm is not None and cm.text == "text"
             lease = LeaderLease(api, LeaseSettings(namespace="ns", name="lease"), "me")
             assert lease.ensure() is False  # read (held by someone else), no error

@@ -1,11 +1,23 @@
-"""Reads the scheduler config from its ConfigMap (one GET of one named object, no list or watch)."""
+"""Reads the scheduler config from its ConfigMap (one GET of one named object, no list or watch).
+
+The GET is plain JSON through :class:`~volsched.kube.rest.LeanRest` on the client's pooled connections:
+the client's ``CoreV1Api`` would import every core model (about a second of CPU at start) to read one
+ConfigMap. Errors are the client's: a 404 is no ConfigMap, any other status an :class:`ApiException`
+(a 403 the reloader reports), a failure to talk at all an ``OSError``/urllib3 error.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
 
-from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+
+from volsched.kube.rest import LeanRest
+
+#: Seconds one read may take (the reloader reads again every poll; the session waits on it).
+READ_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True)
@@ -15,18 +27,33 @@ class ConfigMapText:
     text: str | None  # None: the key is missing
 
 
-def read_config_map(api: client.ApiClient, namespace: str, name: str, key: str) -> ConfigMapText | None:
+def config_map_path(namespace: str, name: str) -> str:
+    return f"/api/v1/namespaces/{quote(namespace, safe='')}/configmaps/{quote(name, safe='')}"
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def parse_config_map(body: Any, key: str) -> ConfigMapText:
+    """A ConfigMap's JSON (as the apiserver sends it) -> its text under ``key`` and what identifies the
+    version read. A value that is not a string (never from an apiserver) counts as missing."""
+    obj: dict[str, Any] = body if isinstance(body, dict) else {}
+    meta = _mapping(obj.get("metadata"))
+    text = _mapping(obj.get("data")).get(key)
+    return ConfigMapText(
+        resource_version=str(meta.get("resourceVersion") or ""),
+        uid=str(meta.get("uid") or ""),
+        text=text if isinstance(text, str) else None,
+    )
+
+
+def read_config_map(rest: LeanRest, namespace: str, name: str, key: str) -> ConfigMapText | None:
     """The ConfigMap's text under ``key``; None when the ConfigMap does not exist."""
     try:
-        cm = client.CoreV1Api(api).read_namespaced_config_map(name, namespace)
+        body = rest.get(config_map_path(namespace, name), timeout=READ_TIMEOUT)
     except ApiException as exc:
         if exc.status == 404:
             return None
         raise
-    data = cm.data or {}
-    meta = cm.metadata or client.V1ObjectMeta()
-    return ConfigMapText(
-        resource_version=str(meta.resource_version or ""),
-        uid=str(meta.uid or ""),
-        text=data.get(key),
-    )
+    return parse_config_map(body, key)

@@ -1,20 +1,28 @@
-"""One consistent read of everything the scheduler caches, before its first session (read-only)."""
+"""One consistent read of everything the scheduler caches, before its first session (read-only).
+
+Plain JSON GETs through :class:`~volsched.kube.rest.LeanRest`: the client's typed APIs (``CoreV1Api``
+and the like) import their models, about a second of CPU at start, for answers read as dicts anyway.
+"""
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
-from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE, VOLCANO_VERSION
+from volsched.kube.rest import LeanRest
 from volsched.model.vocabulary import API_GROUP
 
 log = logging.getLogger("volsched.kube")
+
+#: Seconds a discovery read may take, and a whole listing (tens of thousands of objects on a loaded
+#: apiserver).
+READ_TIMEOUT = 10.0
+LIST_TIMEOUT = 300.0
 
 
 @dataclass(frozen=True)
@@ -57,11 +65,10 @@ VOLCANO_WATCHED: tuple[WatchedKind, ...] = (
 )
 
 
-def served_plurals(api: client.ApiClient, group: str, version: str) -> set[str]:
+def served_plurals(rest: LeanRest, group: str, version: str) -> set[str]:
     """The resources the API serves in ``group/version`` (empty when it serves none: no CRDs)."""
     try:
-        resp: Any = client.CustomObjectsApi(api).get_api_resources(group, version, _preload_content=False)
-        body = json.loads(resp.data)
+        body = rest.get(f"/apis/{group}/{version}", timeout=READ_TIMEOUT)
     except ApiException as exc:
         if exc.status == 404:
             return set()
@@ -69,32 +76,10 @@ def served_plurals(api: client.ApiClient, group: str, version: str) -> set[str]:
     return {str(r.get("name")) for r in body.get("resources") or [] if "/" not in str(r.get("name"))}
 
 
-def list_kind(api: client.ApiClient, kind: WatchedKind) -> list[dict[str, Any]]:
+def list_kind(rest: LeanRest, kind: WatchedKind) -> list[dict[str, Any]]:
     """All objects of one kind as raw dicts (with kind set); [] when the API does not serve it."""
     try:
-        if kind.group in (API_GROUP, VOLCANO_GROUP):
-            resp: Any = client.CustomObjectsApi(api).list_cluster_custom_object(
-                kind.group, kind.version, kind.plural, _preload_content=False
-            )
-        elif kind.group == "scheduling.k8s.io":
-            resp = client.SchedulingV1Api(api).list_priority_class(_preload_content=False)
-        elif kind.group == "policy":
-            resp = client.PolicyV1Api(api).list_pod_disruption_budget_for_all_namespaces(
-                _preload_content=False
-            )
-        else:
-            core = client.CoreV1Api(api)
-            listers: dict[str, Callable[..., Any]] = {
-                "nodes": core.list_node,
-                "namespaces": core.list_namespace,
-                "resourcequotas": core.list_resource_quota_for_all_namespaces,
-                "pods": core.list_pod_for_all_namespaces,
-                "persistentvolumes": core.list_persistent_volume,
-                "persistentvolumeclaims": core.list_persistent_volume_claim_for_all_namespaces,
-            }
-            fn = listers[kind.plural]
-            resp = fn(_preload_content=False)
-        body = json.loads(resp.data)
+        body = rest.get(kind.path, timeout=LIST_TIMEOUT)
     except ApiException as exc:
         if exc.status == 404:
             log.warning("%s are not served by this cluster (is the CRD installed?)", kind.plural)
@@ -109,12 +94,11 @@ def list_kind(api: client.ApiClient, kind: WatchedKind) -> list[dict[str, Any]]:
     return items
 
 
-def list_pods_of(api: client.ApiClient, scheduler_name: str) -> list[dict[str, Any]]:
+def list_pods_of(rest: LeanRest, scheduler_name: str) -> list[dict[str, Any]]:
     """The pods ``scheduler_name`` schedules, read consistently from the apiserver (not from a watch)."""
-    resp: Any = client.CoreV1Api(api).list_pod_for_all_namespaces(
-        field_selector=f"spec.schedulerName={scheduler_name}", _preload_content=False
-    )
-    items: list[dict[str, Any]] = json.loads(resp.data).get("items") or []
+    selector = quote(f"spec.schedulerName={scheduler_name}", safe="")
+    body = rest.get(f"/api/v1/pods?fieldSelector={selector}", timeout=LIST_TIMEOUT)
+    items: list[dict[str, Any]] = body.get("items") or []
     for item in items:
         item["kind"], item["apiVersion"] = "Pod", "v1"
     return items

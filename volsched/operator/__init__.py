@@ -79,6 +79,7 @@ from volsched.kube.lister import (
 )
 from volsched.kube.port import KubePort
 from volsched.kube.prune import PRUNERS, prune_pod
+from volsched.kube.rest import LeanRest
 from volsched.kube.watch import ListWatch
 from volsched.kube.writer import KubeWriter
 from volsched.operator.http import HttpServer, health_problem
@@ -111,6 +112,9 @@ class Operator:
         # Connections for the bind workers and as many for the writer's own (status, evictions, events).
         self.kcfg = load_configuration(settings.kubeconfig, pool_size=2 * settings.writer.workers + 4)
         self.api = new_api_client(self.kcfg)
+        #: Reads at start and between sessions (the ConfigMap, discovery, listings) as plain JSON on the
+        #: client's pooled connections: the client's typed APIs would import their models first.
+        self.reads = LeanRest(self.api, direct=False)
         self.state = ClusterState(scheduler_names=settings.scheduler_names)
         self.feeder = Feeder(self.state, assume_ttl=settings.session.assume_ttl)
         settings.lease.normalise()
@@ -166,7 +170,7 @@ class Operator:
             health=self.health,
             writer=self.writer,
             reloads=self.metrics.reloads,
-            read=lambda: read_config_map(self.api, config.namespace, config.name, config.key),
+            read=lambda: read_config_map(self.reads, config.namespace, config.name, config.key),
             on_load=lambda loaded: self.usage.configure(loaded.metrics),
         )
         self.last_tick = 0.0
@@ -244,7 +248,7 @@ class Operator:
             return
         self._volcano_checked = now
         try:
-            served = served_plurals(self.api, VOLCANO_GROUP, VOLCANO_VERSION)
+            served = served_plurals(self.reads, VOLCANO_GROUP, VOLCANO_VERSION)
         except Exception as exc:
             log.log(
                 logging.WARNING if force else logging.DEBUG,
@@ -369,7 +373,7 @@ class Operator:
         with ThreadPoolExecutor(workers, thread_name_prefix="volsched-list") as pool:
             lean = [pool.submit(w.relist) for w in self.lean.values()]
             volcano_lists = [pool.submit(w.relist) for w in volcano]  # applied as they stream in
-            listed = list(pool.map(lambda kind: list_kind(self.api, kind), kinds))  # read at once ...
+            listed = list(pool.map(lambda kind: list_kind(self.reads, kind), kinds))  # read at once ...
             try:
                 for w, future in zip(volcano, volcano_lists, strict=True):
                     try:
@@ -405,7 +409,7 @@ class Operator:
         """After taking the Lease over: read our pods from the apiserver, so binds the previous leader made
         just before it let go count even when the watch has not delivered them yet."""
         started = time.monotonic()
-        pods = [p for name in sorted(self.settings.scheduler_names) for p in list_pods_of(self.api, name)]
+        pods = [p for name in sorted(self.settings.scheduler_names) for p in list_pods_of(self.reads, name)]
         for obj in pods:  # older than what the watch gave: dropped by resourceVersion
             self.feeder.apply("Pod", prune_pod(obj))
         self.pods_read_at = started
