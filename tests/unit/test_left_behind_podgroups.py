@@ -9,8 +9,16 @@ from typing import cast
 
 import pytest
 
-from tests.builders import Obj, owned_by, podgroup
-from volsched.kube.podgroups import CREATED_BY_LABEL, LeftBehind, old_owner_name, owner_podgroup_body
+from tests.builders import Obj, owned_by, pod, podgroup
+from volsched.cache.feeder import Feeder
+from volsched.cache.state import ClusterState
+from volsched.kube.podgroups import (
+    CREATED_BY_LABEL,
+    LeftBehind,
+    groups_referred_to,
+    old_owner_name,
+    owner_podgroup_body,
+)
 from volsched.kube.writer import KubeWriter
 from volsched.model.vocabulary import OwnerRef, PodGroupPhase, PodGroupSpec
 
@@ -173,3 +181,20 @@ def test_a_sweep_that_cannot_list_says_so_and_tries_again_later() -> None:
     assert writer.deletes == [] and not left.done
     now[0] = 300.0
     assert left.due()
+
+
+def test_a_pod_the_cache_holds_or_refused_keeps_the_podgroup_it_names() -> None:
+    """A pod the cache refused (here a request it cannot read) is not held, but it still names its
+    PodGroup: deleting that group would strand the pod once it is fixed."""
+    feeder = Feeder(ClusterState())
+    assert feeder.apply("Pod", pod("serve-0", ns="team", group="job-serve"))
+    assert not feeder.apply("Pod", pod("train-0", ns="team", group="job-train", cpu="lots"))
+    writer = Writer(
+        [
+            listed(made("job-train"), uid="pg-1"),  # the refused pod names it: kept
+            listed(made("job-serve", owner="serve", uid="u-2"), uid="pg-2"),  # a held pod names it: kept
+            listed(made("job-idle", owner="idle", uid="u-3"), uid="pg-3"),  # nothing names it: deleted
+        ]
+    )
+    assert sweeper(writer, [0.0]).sweep(groups_referred_to(feeder)) == []
+    assert [key for key, _, _ in writer.deletes] == ["team/job-idle"]

@@ -28,6 +28,7 @@ from typing import Any
 
 from volsched.cache.doorbell import ARRIVED
 from volsched.cache.state import ClusterState
+from volsched.model.decode import named_group
 from volsched.model.errors import InputError
 
 log = logging.getLogger("volsched.cache")
@@ -59,6 +60,9 @@ class Rejection:
     name: str
     uid: str
     message: str
+    #: A refused pod's PodGroup (``ns/name``) as its group annotation names it, else "": the pod is not
+    #: held, but the group is still its own (a PodGroup left behind is not deleted under it).
+    group: str = ""
 
 
 @dataclass(slots=True)
@@ -164,6 +168,7 @@ class Feeder:
             name=str(meta.get("name") or ""),
             uid=str(meta.get("uid") or ""),
             message=message,
+            group=named_group(obj) if kind == "Pod" else "",
         )
 
     def delete(self, kind: str, obj: Raw) -> None:

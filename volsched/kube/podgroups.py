@@ -9,8 +9,8 @@
 * An earlier volsched named that PodGroup ``<kind>-<name>`` (lower case), which two owners could
   share. After an upgrade the owner's pods join ``podgroup-<uid>`` and the old object is left empty:
   :class:`LeftBehind` deletes it, only if volsched created it (its label, one ownerReference whose
-  old name it bears) and no pod in the cache refers to it, and only the object it read (preconditions
-  on uid and resourceVersion). One pass after the operator's first session; again every few minutes
+  old name it bears) and no pod in the cache (or refused by it) refers to it, and only the object it
+  read (preconditions on uid and resourceVersion). One pass after the operator's first session; again every few minutes
   while a left-behind PodGroup is still referred to or a delete failed.
 * A Volcano PodGroup or Queue shadowed by volsched's object of the same name gets one Warning event
   saying so (``volsched.cache.volcano``).
@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from volsched.cache.feeder import Feeder
 from volsched.cache.volcano import CONFLICT_REASON, VOLCANO_API_VERSION
 from volsched.kube import status as render
 from volsched.kube.writer import KubeWriter
@@ -104,6 +105,23 @@ def old_owner_name(obj: Mapping[str, Any]) -> str | None:
     name = meta.get("name")
     old = f"{str(ref['kind']).lower()}-{ref['name']}"[:253]
     return old if name == old and name != f"podgroup-{ref['uid']}" else None
+
+
+def groups_referred_to(feeder: Feeder) -> Callable[[str], bool]:
+    """Whether a pod refers to the PodGroup ``ns/name``: one the cache holds belongs to it (its task's
+    job), or one the cache refused names it (:attr:`Rejection.group`: not held, still its group). The
+    set is built at the first question, from the cache as it is then (a sweep asks only when it finds
+    a PodGroup left behind)."""
+    groups: frozenset[str] | None = None
+
+    def referenced(key: str) -> bool:
+        nonlocal groups
+        if groups is None:
+            held = {t.job_key for t in list(feeder.state.tasks.values())}
+            groups = frozenset(held.union(r.group for r in list(feeder.rejected.values()) if r.group))
+        return key in groups
+
+    return referenced
 
 
 class LeftBehind:

@@ -35,10 +35,9 @@ from functools import partial
 from typing import Any
 
 from volsched.cache.feeder import Feeder
-from volsched.cache.state import ClusterState
 from volsched.cycle import CONFLICT, FAILED, BindOutcome, EvictOutcome, StatusReport
 from volsched.framework.decisions import Bind, Event, Evict, SessionResult
-from volsched.kube.podgroups import ConflictReporter, LeftBehind, PodGroupCreator
+from volsched.kube.podgroups import ConflictReporter, LeftBehind, PodGroupCreator, groups_referred_to
 from volsched.kube.writer import EventTarget, KubeWriter
 from volsched.redaction import error_summary
 
@@ -54,12 +53,6 @@ def _pods_written_about(result: SessionResult) -> set[str]:
         *result.unschedulable_pods,
         *(f"{e.namespace}/{e.name}" for e in result.events if e.kind == "Pod"),
     }
-
-
-def _groups_referred_to(state: ClusterState) -> frozenset[str]:
-    """The PodGroups (``ns/name``) the cached pods belong to: their tasks' jobs. (The cache holds no raw
-    pod without its task: a pod it could not parse is not held, so it protects no group here.)"""
-    return frozenset(t.job_key for t in list(state.tasks.values()))
 
 
 #: Bind outcomes after which the pod is pending again in the cache (see cycle._settle): worth a cycle.
@@ -218,7 +211,8 @@ class KubePort:
             uids={key: pg.uid for key, pg in list(state.podgroups.items())},
             pods=feeder.pods(_pods_written_about(result)),  # not a copy of every cached pod
             extra_events=rejection_events(feeder),
-            referred=_groups_referred_to(state) if self.left_behind.due() else None,
+            # Asked by the sweep on the status thread, of the cache as it is then: built only if asked.
+            referred=groups_referred_to(feeder) if self.left_behind.due() else None,
         )
         if self._status is None:
             return job()
@@ -262,11 +256,11 @@ class KubePort:
         uids: dict[str, str],
         pods: Mapping[str, Raw],
         extra_events: list[tuple[EventTarget, Event]],
-        referred: frozenset[str] | None = None,
+        referred: Callable[[str], bool] | None = None,
     ) -> StatusReport:
         errors = self.podgroups.ensure(derived)
         if referred is not None:  # the PodGroups an earlier version left behind, while a pass is due
-            errors += self.left_behind.sweep(referred.__contains__)
+            errors += self.left_behind.sweep(referred)
         errors += self.conflicts.report(conflicts, volcano_uids)
         writes, events, status_errors = self.writer.write_status(
             result,

@@ -363,6 +363,17 @@ def _shared(value: T, table: dict[Any, Any]) -> T:
     return value
 
 
+def named_group(pod: Raw) -> str:
+    """``ns/group`` of the PodGroup a pod's group annotation names, read leniently (of a pod the cache
+    refused too); "" when it names none."""
+    meta = pod.get("metadata")
+    if not isinstance(meta, Mapping) or not isinstance(annotations := meta.get("annotations"), Mapping):
+        return ""
+    group = annotations.get(GROUP_ANNOTATION) or annotations.get(VOLCANO_GROUP_ANNOTATION)
+    ns = meta.get("namespace")
+    return f"{ns}/{group}" if isinstance(group, str) and group and isinstance(ns, str) and ns else ""
+
+
 def build_task(
     pod: Raw,
     *,
