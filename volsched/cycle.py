@@ -46,6 +46,7 @@ from typing import Any, Protocol
 from volsched.cache.feeder import Feeder
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Bind, Evict, SessionResult
+from volsched.framework.registry import make_actions
 from volsched.framework.runner import run_session
 from volsched.model.vocabulary import PodGroupPhase, Task
 
@@ -148,36 +149,60 @@ class IdleSkip:
     """Skips a session that provably would decide nothing new: since the previous session's snapshot
     nothing it reads changed (``ClusterState.changes``: a watch event that only confirms an assumed
     bind, or a bind completing, is no change; an assumption expiring, a node to avoid expiring or new
-    usage figures are), the config is the same object, and that session decided nothing (no bind,
-    eviction or admission). Time-based inputs the counter does not see (the age of usage figures,
-    rescheduling intervals, plugins' carryover) are never starved: a session runs at least every ``max_idle`` seconds of ``clock``."""
+    usage figures are), the config is the same object, and either that session decided nothing (no
+    bind, eviction or admission) or it is *settled*: it evicted nothing, left no pod of ours pending
+    (``SessionResult.waiting``) and every action of the config decides only for pending pods
+    (``pending_only``). A settled session's own changes (the binds it assumed, the phases it gave
+    PodGroups) are no change for the next: with no pod of ours pending, no such action has anything
+    to decide, whatever the clock says.
+
+    Time-based inputs the counter does not see (the age of usage figures, rescheduling intervals,
+    plugins' carryover) are never starved: unless the last session was settled, a session runs at
+    least every ``max_idle`` seconds of ``clock``. After a settled one it runs that often only while
+    ``owed`` says the port owes a retry (a status write that failed, a pass over left-behind objects
+    that is due): the session's status writes are the retry."""
 
     max_idle: float = 10.0
     clock: Callable[[], float] = time.monotonic
+    #: Whether the port has something to retry that only a session's status writes retry.
+    owed: Callable[[], bool] = lambda: False
     #: Sessions skipped so far.
     skipped: int = 0
     _changes: int = -1
     _config: SchedulerConfig | None = None
     _decided: bool = True
+    _settled: bool = False
     _last_run: float = -math.inf
+    #: The last config asked about, and whether its actions all decide only for pending pods.
+    _asked: tuple[SchedulerConfig | None, bool] = (None, False)
 
     def skip(self, feeder: Feeder, config: SchedulerConfig, *, now: float) -> bool:
         """Whether the session at ``now`` (the snapshot's clock) may be skipped; counts it when so."""
         feeder.state.expire(now)
-        if (
-            self._decided
-            or config is not self._config
-            or feeder.state.changes != self._changes
-            or self.clock() - self._last_run >= self.max_idle
-        ):
+        if self._decided or config is not self._config or feeder.state.changes != self._changes:
+            return False
+        if self.clock() - self._last_run >= self.max_idle and (not self._settled or self.owed()):
             return False
         self.skipped += 1
         return True
 
-    def ran(self, *, changes: int, config: SchedulerConfig, result: SessionResult) -> None:
-        """A session ran on the cache as of ``changes`` with ``config`` and decided ``result``."""
-        self._changes, self._config, self._last_run = changes, config, self.clock()
-        self._decided = bool(result.binds or result.evictions or result.admits)
+    def ran(self, *, changes: int, config: SchedulerConfig, result: SessionResult, own: int = 0) -> None:
+        """A session ran on the cache as of ``changes`` with ``config`` and decided ``result``; ``own``:
+        the changes the cycle made for it since (binds assumed, phases given), counted once the
+        session is settled."""
+        self._config, self._last_run = config, self.clock()
+        self._settled = not result.waiting and not result.evictions and self._only_pending(config)
+        if self._settled:
+            self._changes, self._decided = changes + own, False
+        else:
+            self._changes = changes
+            self._decided = bool(result.binds or result.evictions or result.admits)
+
+    def _only_pending(self, config: SchedulerConfig) -> bool:
+        """Whether every action of ``config`` declares it decides only for pending pods."""
+        if self._asked[0] is not config:
+            self._asked = (config, all(getattr(a, "pending_only", False) for a in make_actions(config)))
+        return self._asked[1]
 
 
 def run_cycle(
@@ -199,8 +224,6 @@ def run_cycle(
     snapshot_s = time.perf_counter() - started
     stream = _BindStream(feeder, port, report, now=now)
     result = run_session(snapshot, config, on_binds=stream)
-    if idle is not None:
-        idle.ran(changes=changes, config=config, result=result)
     result.timings["cycle:snapshot"] = snapshot_s
     result.timings["cycle:bind"] = stream.seconds  # inside the session's figures too: binds stream
     report.result = result
@@ -211,14 +234,17 @@ def run_cycle(
     }
     evictions = port.evict(result.evictions, feeder.pods(e.pod for e in result.evictions))
     _settle(feeder, report, [], evictions, moving, now=now)
+    own = stream.assumed  # the cache's changes this session made: its binds assumed, its phases
     for key, pg in result.podgroups.items():
         phase = PodGroupPhase(pg.phase)
         held = state.podgroups.get(key)
         if held is None or held.phase is not phase:  # a group with no object keeps its phase too
             if held is not None:
                 report.phases_changed.append(key)
-            state.set_podgroup_phase(key, phase)
+            own += state.set_podgroup_phase(key, phase)
     state.carryover = result.carryover
+    if idle is not None:
+        idle.ran(changes=changes, config=config, result=result, own=own)
     status = port.write_status(result, feeder)
     report.status_writes, report.events, report.errors = status.writes, status.events, status.errors
     result.timings["cycle:apply"] = time.perf_counter() - started
@@ -233,6 +259,8 @@ class _BindStream:
         self.feeder, self.port, self.report, self.now = feeder, port, report, now
         #: Seconds spent assuming, sending and settling, all calls together.
         self.seconds = 0.0
+        #: Binds the cache took as assumed (each a change in ``state.changes``).
+        self.assumed = 0
 
     def __call__(self, binds: list[Bind]) -> None:
         started = time.perf_counter()
@@ -240,7 +268,8 @@ class _BindStream:
         pods = feeder.pods(b.pod for b in binds)  # as the API has them: read before they are assumed
         try:
             for b in binds:
-                feeder.assume(b.pod, b.uid, b.node)
+                if feeder.assume(b.pod, b.uid, b.node):
+                    self.assumed += 1
             outcomes = self.port.bind(binds, pods)
         except BaseException:  # none of these sent, as far as the cycle can tell: forget them all
             for b in binds:

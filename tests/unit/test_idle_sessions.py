@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import Obj, node, pod
+from tests.builders import Obj, gang, node, pod, queue, resched_config
 from tests.unit._cycle_harness import CONFIG, Clock, FakePort, bound_event, cache
 from volsched.cycle import BOUND, FAILED, BindOutcome, CycleReport, IdleSkip, run_cycle
 from volsched.framework.decisions import Bind
@@ -123,6 +123,10 @@ def test_the_change_counter_moves_on_what_a_session_reads_only(
     assert (feeder.state.changes != before) is counts
 
 
+def queue_q() -> Obj:
+    return queue("q", weight=1)
+
+
 class World:
     """A cache, a port and an IdleSkip on clocks the test moves."""
 
@@ -144,16 +148,33 @@ class World:
         raise AssertionError("never idle")
 
 
-def test_a_session_is_skipped_only_once_the_last_one_decided_nothing_and_nothing_changed() -> None:
+def test_a_session_that_placed_every_pending_pod_is_not_followed_by_another_while_nothing_changes() -> None:
     w = World(node("n1", cpu="4"), pod("a"))
     first = w.cycle()
     assert not first.skipped and [b.pod for b in first.result.binds] == ["default/a"]
-    second = w.cycle()  # the first decided a bind: this one runs, and finds nothing new to do
-    assert not second.skipped and second.result.binds == []
-    third = w.cycle()
-    assert third.skipped and third.result.binds == [] and w.idle.skipped == 1
+    assert first.result.waiting == 0
+    # No pod of ours is pending: allocate and enqueue have nothing to decide, and the bind the session
+    # assumed is its own change.
+    assert w.cycle().skipped and w.idle.skipped == 1
     # The API confirms the bind: still nothing new.
     w.feeder.apply("Pod", bound_event(w.feeder, "default/a", "n1", rv=50))
+    assert w.cycle().skipped
+
+
+def test_a_gang_placed_whole_is_not_followed_by_a_session_for_the_phase_its_session_gave_it() -> None:
+    w = World(node("n1", cpu="4"), queue_q(), *gang("g", size=2, phase="Pending"))
+    first = w.cycle()
+    assert sorted(b.pod for b in first.result.binds) == ["ns/g-0", "ns/g-1"]
+    assert w.feeder.state.podgroups["ns/g"].phase.value == "Running"  # written back: the session's own
+    assert w.cycle().skipped
+
+
+def test_a_session_that_left_pods_waiting_is_followed_by_one_that_runs() -> None:
+    w = World(node("n1", cpu="4"), pod("a", cpu="2"), pod("big", cpu="8"))
+    first = w.cycle()
+    assert [b.pod for b in first.result.binds] == ["default/a"] and first.result.waiting == 1
+    second = w.cycle()  # the first decided a bind and left a pod pending: this one runs
+    assert not second.skipped and second.result.binds == []
     assert w.cycle().skipped
 
 
@@ -190,14 +211,38 @@ def test_a_completed_bind_is_no_change_but_its_expiry_is() -> None:
     assert w.cycle().skipped
 
 
-def test_a_session_runs_after_the_safety_interval_even_when_nothing_changed() -> None:
-    w = World(node("n1", cpu="4"), pod("a"))
+def test_a_session_runs_after_the_safety_interval_while_pods_wait_even_when_nothing_changed() -> None:
+    w = World(node("n1", cpu="4"), pod("a", cpu="2"), pod("big", cpu="8"))
     w.settle_idle()
     w.idle_clock.now += MAX_IDLE - 0.5
     assert w.cycle().skipped
     w.idle_clock.now += 0.5
     assert not w.cycle().skipped
     assert w.cycle().skipped  # and the interval counts from that session
+
+
+def test_with_nothing_pending_the_safety_interval_runs_a_session_only_while_the_port_owes_a_retry() -> None:
+    w = World(node("n1", cpu="4"), pod("a"))
+    owed = [False]
+    w.idle.owed = lambda: owed[0]
+    w.settle_idle()
+    w.idle_clock.now += 5 * MAX_IDLE
+    assert w.cycle().skipped  # nothing pending, nothing owed: no time-based input can decide anything
+    owed[0] = True  # a status write failed: a session's status writes retry it
+    assert not w.cycle().skipped
+    assert w.cycle().skipped  # retried at most once every max_idle
+    w.idle_clock.now += MAX_IDLE
+    assert not w.cycle().skipped
+
+
+def test_with_an_action_that_moves_running_pods_a_session_still_follows_and_the_interval_holds() -> None:
+    w = World(node("n1", cpu="4"), pod("a"))
+    w.config = resched_config()
+    assert [b.pod for b in w.cycle().result.binds] == ["default/a"]
+    assert not w.cycle().skipped  # shuffle may move a running pod: the binds are news to it
+    assert w.cycle().skipped
+    w.idle_clock.now += MAX_IDLE
+    assert not w.cycle().skipped
 
 
 def test_new_usage_figures_make_the_next_session_run_and_the_same_figures_again_do_not() -> None:

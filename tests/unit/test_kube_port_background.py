@@ -376,3 +376,19 @@ def test_only_a_bind_after_which_the_pod_is_pending_again_calls_for_a_cycle(
         assert calls == ([result] if called else [])
     finally:
         port.close()
+
+
+def test_the_port_owes_a_session_while_a_status_write_failed_and_no_longer_once_it_went_through(
+    server: GatedServer, port: KubePort
+) -> None:
+    server.script["/pods/big/status"] = [(500, {}, {"kind": "Status", "message": "etcd timeout"}), OK]
+    feeder = cache(node("n1", cpu="4"), pod("big", cpu="8"))
+    assert _cycle(feeder, port).result.unschedulable_pods == ["default/big"]
+    assert port.drain(HOLD)
+    # The PodScheduled=False condition was not written: only a later session's status writes retry it
+    # (sessions with nothing new to decide are skipped unless the port owes them, see IdleSkip.owed).
+    assert port.owes()
+    _cycle(feeder, port)
+    assert port.drain(HOLD)
+    assert len(server.sent("/pods/big/status")) == 2
+    assert not port.owes()

@@ -26,6 +26,8 @@ class Enqueue:
     name: ClassVar[str] = "enqueue"
     #: Whether it may evict running pods (a session whose actions never do shares its bound tasks).
     evicts: ClassVar[bool] = False
+    #: Whether it decides only for pods of ours that are pending: with none, it has nothing to do.
+    pending_only: ClassVar[bool] = True
 
     def execute(self, session: Session) -> None:
         pending: dict[str, list[Job]] = {}

@@ -68,6 +68,8 @@ class Reclaim:
     name: ClassVar[str] = "reclaim"
     #: Whether it may evict running pods (a session whose actions never do shares its bound tasks).
     evicts: ClassVar[bool] = True
+    #: Whether it decides only for pods of ours that are pending: with none, it has nothing to do.
+    pending_only: ClassVar[bool] = True
 
     def execute(self, session: Session) -> None:
         by_queue: dict[str, JobQueue] = {}

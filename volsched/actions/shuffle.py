@@ -42,6 +42,8 @@ class Shuffle:
     name: ClassVar[str] = "shuffle"
     #: Whether it may evict running pods (a session whose actions never do shares its bound tasks).
     evicts: ClassVar[bool] = True
+    #: It moves running pods, whether any pod is pending or not.
+    pending_only: ClassVar[bool] = False
 
     @staticmethod
     def check_arguments(args: Arguments) -> int:

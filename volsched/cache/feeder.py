@@ -206,25 +206,29 @@ class Feeder:
         # A shallow copy: the raw pod is never changed in place, and only spec.nodeName differs.
         return {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": a.node}}
 
-    def assume(self, pod_key: str, uid: str, node: str) -> None:
+    def assume(self, pod_key: str, uid: str, node: str) -> bool:
         """Mark a pod bound to ``node`` now, as its bind is decided: it does not expire until ``finish``
         (the bind completed) or ``forget`` (it failed). The cached task takes the node without the pod
         being copied deeply or parsed again. A pod assumed again replaces its earlier assumption: the
-        cached pod then shows the earlier assumed node, which is taken for the API's unbound pod's."""
+        cached pod then shows the earlier assumed node, which is taken for the API's unbound pod's.
+        Returns whether the cached task took the node (one change in ``state.changes``, the deciding
+        session's own: see ``volsched.cycle.IdleSkip``)."""
         with self._lock:
             before = self._assumed.get(pod_key)
             self._assumed[pod_key] = Assumption(uid=uid, node=node)
             raw = self.state.raw_pods.get(pod_key)
             if raw is None:
-                return
+                return False
             api = _unassumed(raw, before)
             pod = self._overlay(api)
             if pod is api:
-                return  # the API already shows a node, or it is another pod: nothing to assume
+                return False  # the API already shows a node, or it is another pod: nothing to assume
             if api is not raw and before is not None and before.node == node:
-                return  # the cache shows this node already
-        with contextlib.suppress(InputError):  # it parsed before; it parses now
-            self.state.set_pod_node(pod, base=raw)
+                return False  # the cache shows this node already
+        try:
+            return self.state.set_pod_node(pod, base=raw)
+        except InputError:  # it parsed before; it parses now
+            return False
 
     def finish(self, pod_key: str, *, unsure: bool = False) -> None:
         """The pod's bind completed (``unsure``: or may have, its outcome unknown): its assumption now

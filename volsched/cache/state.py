@@ -372,26 +372,29 @@ class ClusterState:
         self.tasks[key] = task
         self._touched.add(key)
 
-    def set_pod_node(self, raw: Mapping[str, Any], *, base: Mapping[str, Any]) -> None:
+    def set_pod_node(self, raw: Mapping[str, Any], *, base: Mapping[str, Any]) -> bool:
         """``raw`` is the cached pod ``base`` with only ``spec.nodeName`` changed (an assumed bind laid
         over it, or taken off again; see :class:`Feeder`): its task takes the node and the status that
         follows from it, without parsing the pod again (nothing else a task holds depends on the node).
-        Nothing happens when the cache no longer holds ``base`` (a newer event came meanwhile)."""
+        Nothing happens when the cache no longer holds ``base`` (a newer event came meanwhile).
+        Returns whether the task took the node (one change counted); False also when the pod was
+        applied whole instead (its task missing or another pod's)."""
         with self._lock:
             key = _key(raw)
             if self.raw_pods.get(key) is not base:
-                return
+                return False
             task = self.tasks.get(key)
             uid = str((raw.get("metadata") or {}).get("uid") or key)
             if task is None or task.uid != uid:
                 self.apply(raw)
-                return
+                return False
             status, node = pod_status(raw)
             task = copy_task(task)
             task.status, task.node_name = status, node
             self.raw_pods[key] = raw
             self._put_task(key, task)
             self.changes += 1
+            return True
 
     def touch(self) -> None:
         """Count a change the tables do not show (an assumed bind expired: see ``Feeder.expire``)."""
@@ -437,19 +440,20 @@ class ClusterState:
             else:
                 self.avoid.pop(owner, None)
 
-    def set_podgroup_phase(self, key: str, phase: PodGroupPhase) -> None:
+    def set_podgroup_phase(self, key: str, phase: PodGroupPhase) -> bool:
+        """The phase a session gave PodGroup ``key``; returns whether that was a change (counted)."""
         with self._lock:
             pg = self.podgroups.get(key)
             if pg is None:
-                if self._derived_phase.get(key) is not phase:
-                    self.changes += 1
+                changed = self._derived_phase.get(key) is not phase
                 self._derived_phase[key] = phase
-            elif pg.phase is not phase:
-                self.changes += 1
+            elif changed := pg.phase is not phase:
                 pg = replace(pg, phase=phase)
                 self.podgroups[key] = pg
                 source = self._own if pg.api_group == API_GROUP else self._volcano
                 source[("PodGroup", key)] = pg
+            self.changes += changed
+            return changed
 
     def _derived(self, groups: list[tuple[str, Task]]) -> list[PodGroupSpec]:
         """One PodGroup for each group of a controller owner's pods (ours to schedule) that name no

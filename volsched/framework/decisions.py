@@ -192,6 +192,10 @@ class SessionResult:
     #: Pods of ours pipelined onto the room their victims free: pending (neither bound nor unschedulable)
     #: until the victims go, with or without a PodGroup.
     pipelined: int = 0
+    #: Jobs this session left with pods of ours pending (pipelined ones included). 0: every pod of ours
+    #: is placed or bound, so a session whose actions decide only for pending pods has nothing to decide
+    #: until the cache changes (see ``volsched.cycle.IdleSkip``).
+    waiting: int = 0
     #: Why jobs and pods were refused, as data, by object (``PodGroup ns/name``, ``Pod ns/name``); the
     #: events, ``unschedulable`` and each PodGroup's ``unschedulable`` are these rendered. A ``Pod`` entry
     #: is a pending pod this session could not place, and nothing else.

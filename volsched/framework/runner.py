@@ -164,6 +164,7 @@ def _render_status(session: Session) -> dict[str, PodGroupPhase]:
             if job.shared and not rejections:  # the same for every session that shares the job
                 job.memo["podgroup"] = status
         result.podgroups[job.key] = status
+    result.waiting = len(pending_jobs)
     # Sums over jobs per queue and per namespace, each in the jobs' order (np.add.at adds one row at a
     # time, in order, as a loop would).
     jobs = list(session.jobs.values())

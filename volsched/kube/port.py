@@ -82,6 +82,9 @@ class KubePort:
         self._status_next: Callable[[], StatusReport] | None = None
         self._status_running = False
         self._status_done = StatusReport()
+        #: The last status writes failed somewhere or held an event back (its object over its rate):
+        #: only a later session's status writes retry them.
+        self._status_owed = False
         #: The holding of the Lease the sessions are planned under (see :meth:`plan_under`).
         self._planned_under: float | None = None
         self._planned = False
@@ -215,7 +218,7 @@ class KubePort:
             referred=groups_referred_to(feeder) if self.left_behind.due() else None,
         )
         if self._status is None:
-            return job()
+            return self._status_job(job)
         with self._lock:
             self._status_next = job  # a newer session's status replaces one not started yet
             if not self._status_running:
@@ -235,14 +238,32 @@ class KubePort:
                     self._status_running = False
                     self._lock.notify_all()
                     return
-            try:
-                report = job()
-            except Exception as exc:
-                report = StatusReport(errors=[f"status writes: {error_summary(exc)}"])
+            report = self._status_job(job)
             with self._lock:
                 self._status_done.writes += report.writes
                 self._status_done.events += report.events
                 self._status_done.errors.extend(report.errors)
+
+    def _status_job(self, job: Callable[[], StatusReport]) -> StatusReport:
+        """Run one session's status writes; note whether they left something for a later one to retry."""
+        limited = self.writer.events.limited
+        try:
+            report = job()
+        except Exception as exc:
+            report = StatusReport(errors=[f"status writes: {error_summary(exc)}"])
+        with self._lock:
+            self._status_owed = bool(report.errors) or self.writer.events.limited != limited
+        return report
+
+    def owes(self) -> bool:
+        """Whether something waits that only a session's status writes do: writes the last ones could
+        not make (an error, an event held back by its object's rate), writes not finished yet, or a
+        pass over the PodGroups an earlier version left behind that is due. (Skipped sessions write
+        nothing: see ``volsched.cycle.IdleSkip.owed``.)"""
+        with self._lock:
+            if self._status_owed or self._status_running or self._status_next is not None:
+                return True
+        return self.left_behind.due()
 
     def _write_status(
         self,

@@ -182,7 +182,11 @@ class Operator:
         self._kopf_started = asyncio.Event()
         self.sessions = 0
         #: Skips sessions that would decide nothing new (none with ``session.max_idle`` 0).
-        self.idle = IdleSkip(max_idle=settings.session.max_idle) if settings.session.max_idle > 0 else None
+        self.idle = (
+            IdleSkip(max_idle=settings.session.max_idle, owed=self.port.owes)
+            if settings.session.max_idle > 0
+            else None
+        )
         self.last_result: SessionResult | None = None
         #: The last session left pods of ours waiting (:func:`~volsched.operator.pacing.pods_wait`):
         #: capacity freeing calls for a session then.
