@@ -24,10 +24,11 @@ import contextlib
 import http.client
 import json
 import select
+import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -48,6 +49,11 @@ _MAX_HEADERS = 100
 
 class ResponseLost(ConnectionError):
     """The request may have reached the apiserver (and taken effect) but no whole answer came back."""
+
+
+class StreamBroken(ConnectionError):
+    """A streamed answer ended before its last chunk (the connection closed or was cut), or its chunked
+    framing is broken: as a connection that failed (urllib3 says ProtocolError)."""
 
 
 class _Answer:
@@ -135,6 +141,76 @@ def _header_lines(fp: Any) -> list[bytes]:
         if line in (b"\r\n", b"\n", b""):
             return lines
         lines.append(line)
+
+
+def chunked_lines(read: Callable[[], bytes]) -> Generator[bytes, None, bool]:
+    """The non-blank newline-separated lines of a chunked HTTP/1.1 body (a watch's events), decoded from
+    ``read()`` (whatever bytes the connection has next; b"" at its end), yielded as each line's last
+    byte arrives. Returns (as the generator's value) whether the answer ended exactly: the last chunk and
+    the trailer read, nothing read past them (the connection is clean for the next request). Raises
+    :class:`StreamBroken` when the connection ends first or the framing is broken.
+
+    What urllib3 and http.client do per chunk (a line read for its size, a read for its data, a read for
+    its CRLF, each through a few layers) was most of a watch event's cost besides its decoding; here a
+    read takes whatever arrived, however many chunks, and the framing is found in it."""
+    buf, pos = b"", 0
+    partial: list[bytes] = []  # the line not ended yet (split across chunks)
+
+    def more(keep: int) -> tuple[bytes, int]:
+        data = read()
+        if not data:
+            raise StreamBroken("the answer ended before its last chunk")
+        return buf[keep:] + data, 0
+
+    while True:
+        end = buf.find(b"\r\n", pos)
+        while end < 0:
+            if len(buf) - pos > _MAX_LINE:
+                raise StreamBroken("a chunk size line too long")
+            buf, pos = more(pos)
+            end = buf.find(b"\r\n")
+        field = buf[pos:end].split(b";", 1)[0].strip()  # a chunk extension is ignored
+        if not field or field.strip(b"0123456789abcdefABCDEF"):
+            raise StreamBroken(f"a bad chunk size {buf[pos:end][:40]!r}")
+        size = int(field, 16)
+        pos = end + 2
+        if size == 0:
+            break
+        while len(buf) < pos + size + 2:
+            buf, pos = more(pos)
+        stop = pos + size
+        if buf[stop : stop + 2] != b"\r\n":
+            raise StreamBroken("a chunk not ended by CRLF")
+        data = buf[pos:stop]
+        pos = stop + 2
+        start = 0
+        nl = data.find(b"\n")
+        while nl >= 0:
+            if partial:
+                partial.append(data[start:nl])
+                line = b"".join(partial)
+                partial.clear()
+            else:
+                line = data[start:nl]
+            if line.strip():
+                yield line
+            start = nl + 1
+            nl = data.find(b"\n", start)
+        if start < len(data):
+            partial.append(data[start:])
+    if partial and (line := b"".join(partial)).strip():
+        yield line
+    while True:  # the trailer: header lines up to an empty one
+        end = buf.find(b"\r\n", pos)
+        while end < 0:
+            if len(buf) - pos > _MAX_LINE:
+                raise StreamBroken("a trailer line too long")
+            buf, pos = more(pos)
+            end = buf.find(b"\r\n")
+        empty = end == pos
+        pos = end + 2
+        if empty:
+            return pos == len(buf)
 
 
 class _LeanResponse(http.client.HTTPResponse):
@@ -356,11 +432,90 @@ class LeanRest:
             return out
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def stream(self, path: str, *, timeout: float, connect_timeout: float = 10.0) -> Stream:
+        """Send a GET on this thread's connection and return its answer with the body unread (a watch):
+        ``connect_timeout`` bounds the connect, ``timeout`` each read. A kept-alive connection that fails
+        before an answer came is replaced once (a read changes nothing). Only on the direct path."""
+        if not self.direct:
+            raise ValueError("streams go over the direct path only")
+        headers = self._headers(None)
+        for attempt in (0, 1):
+            conn = self._connection(connect_timeout)
+            try:
+                if conn.sock is not None:
+                    conn.sock.settimeout(timeout)
+                conn.request("GET", self._prefix + path, headers=headers)
+                return Stream(conn, conn.getresponse())
+            except (OSError, http.client.HTTPException) as exc:
+                conn.close()
+                if attempt == 1:
+                    raise StreamBroken(f"GET {path}: no answer ({type(exc).__name__})") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def close(self) -> None:
         """Close this thread's connection (others close with their threads)."""
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
+
+
+class Stream:
+    """An answer whose body is read as it arrives (:meth:`LeanRest.stream`): :meth:`lines` for a 2xx,
+    :meth:`body` for an error; then :meth:`close` (the connection stays open for the next request only
+    when the answer was read exactly to its end). :meth:`shutdown`, from another thread, ends a read
+    waiting on the socket."""
+
+    #: The most read at once: whatever has arrived, up to this.
+    READ = 65536
+
+    def __init__(self, conn: http.client.HTTPConnection, response: http.client.HTTPResponse) -> None:
+        self.conn = conn
+        self.response = response
+        self.status = response.status
+        self.reason = response.reason
+        self.headers = response.msg
+        #: The body was read to its end and nothing past it: the connection may be used again.
+        self.clean = False
+
+    def body(self) -> bytes:
+        """The whole body (an error's Status)."""
+        data = self.response.read()
+        self.clean = self.response.isclosed() and not self.response.will_close
+        return data
+
+    def lines(self) -> Iterator[bytes]:
+        """The body's non-blank lines, each as soon as it ended."""
+        resp = self.response
+        fp = resp.fp
+        if fp is None:
+            return
+        if resp.chunked:
+            read1 = fp.read1
+            self.clean = yield from chunked_lines(lambda: read1(self.READ))
+            if not self.clean:  # bytes read past the answer: the connection is not reused
+                resp.will_close = True
+            resp.close()  # what http.client does at a body's end (the socket stays open)
+            return
+        pending = b""  # a length-delimited body, or one that ends with the connection
+        while data := resp.read1(self.READ):
+            *lines, pending = (pending + data).split(b"\n")
+            yield from (line for line in lines if line.strip())
+        if pending.strip():
+            yield pending
+        self.clean = not resp.will_close
+
+    def shutdown(self) -> None:
+        sock = self.conn.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RD)
+
+    def close(self) -> None:
+        """Done with the answer: the connection is closed unless it was read exactly to its end."""
+        if not self.clean or self.response.will_close:
+            self.conn.close()
+        else:
+            self.response.close()
 
 
 def pod_path(namespace: str, name: str, sub: str = "") -> str:

@@ -27,13 +27,15 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, NoReturn
+from urllib.parse import urlencode
 
 from kubernetes import client
 
 from volsched.kube.health import ApiHealth, back_pressure, is_unreachable
 from volsched.kube.lister import WatchedKind
 from volsched.kube.ratelimit import retry_after
+from volsched.kube.rest import LeanRest
 
 log = logging.getLogger("volsched.kube")
 
@@ -108,7 +110,8 @@ class ListWatch:
         self.lists = 0  # complete lists so far (the first one and each relist)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._response: Any = None
+        self._response: Any = None  # the watch's answer being read (stop() shuts its socket)
+        self._rest: LeanRest | None = None
         self._lock = threading.Lock()
         self._failures = 0
         self._last_error = ""
@@ -208,11 +211,15 @@ class ListWatch:
                 body = raw.data
             finally:
                 raw.release_conn()
-            message = self._status_message(body) or str(raw.reason)
-            if raw.status == 410:
-                raise Expired(message)
-            raise ApiError(raw.status, message, retry_after=retry_after(raw.status, raw.headers, body))
+            self._refused(raw.status, str(raw.reason), raw.headers, body)
         return raw
+
+    def _refused(self, status: int, reason: str, headers: Any, body: bytes) -> NoReturn:
+        """Raise what an answer other than success means: :class:`Expired` for 410, else :class:`ApiError`."""
+        message = self._status_message(body) or reason
+        if status == 410:
+            raise Expired(message)
+        raise ApiError(status, message, retry_after=retry_after(status, headers, body))
 
     @staticmethod
     def _status_message(body: bytes) -> str:
@@ -331,6 +338,9 @@ class ListWatch:
         ]
         if resource_version:
             query.append(("resourceVersion", resource_version))
+        rest = self._direct()
+        if rest is not None:
+            return self._watch_direct(rest, query)
         raw = self._get(query, read_timeout=self.timeout_seconds + 30)
         with self._lock:
             self._response = raw
@@ -346,6 +356,34 @@ class ListWatch:
             with self._lock:
                 self._response = None
             raw.release_conn()
+        return self.resource_version
+
+    def _direct(self) -> LeanRest | None:
+        """The lean connection the watch streams over (None: the configuration needs urllib3's)."""
+        if self._rest is None:
+            self._rest = LeanRest(self.api)
+        return self._rest if self._rest.direct else None
+
+    def _watch_direct(self, rest: LeanRest, query: list[tuple[str, Any]]) -> str:
+        """:meth:`watch_once` over this thread's own kept-alive connection, its chunked body decoded as it
+        arrives (:func:`~volsched.kube.rest.chunked_lines`), not through urllib3's machinery."""
+        stream = rest.stream(f"{self.kind.path}?{urlencode(query)}", timeout=self.timeout_seconds + 30)
+        with self._lock:
+            self._response = stream
+        try:
+            if not 200 <= stream.status <= 299:
+                self._refused(stream.status, str(stream.reason), stream.headers, stream.body())
+            if self._stop.is_set():
+                return self.resource_version
+            self._succeeded()
+            for line in stream.lines():
+                self._dispatch(_loads(line))
+                if self._stop.is_set():
+                    break
+        finally:
+            with self._lock:
+                self._response = None
+            stream.close()
         return self.resource_version
 
     def _dispatch(self, event: Raw) -> None:
