@@ -16,9 +16,10 @@ from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import Job
-from volsched.model.vocabulary import PodGroupPhase, QueueState
+from volsched.model.vocabulary import PodGroupPhase, QueueState, TaskStatus
 
 UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+PENDING = TaskStatus.PENDING
 
 
 @register_action
@@ -33,7 +34,7 @@ class Enqueue:
         pending: dict[str, list[Job]] = {}
         for queue, jobs in session.jobs_by_queue().items():
             spec = session.queues.get(queue)
-            waiting = [j for j in jobs if j.phase is PodGroupPhase.PENDING and j.pending_tasks()]
+            waiting = [j for j in jobs if j.phase is PodGroupPhase.PENDING and j.status_count[PENDING]]
             if not waiting:
                 continue
             if spec is None:

@@ -210,9 +210,8 @@ class PointTables:
         self._explain: dict[str, ExplainFn] = {}
         self._victim_explain: dict[str, Callable[[list[Task]], list[str]]] = {}
         self.event_handlers: list[EventHandler] = []
-        #: Per namespace, how many times its tasks took or gave back resources (keys are kept until then).
-        self._ns_changes: dict[str, int] = {}
-        self._ns_keys: dict[str, tuple[int, Any]] = {}
+        #: Each namespace's order key as last computed, kept until its tasks take or give back resources.
+        self._ns_keys: dict[str, Any] = {}
 
     # --- registration (plugins call these in on_session_open) ---------------------------------------
 
@@ -385,6 +384,16 @@ class PointTables:
 
                 def key(item: Any) -> Any:
                     return (k0(item), tie(item))
+            elif len(keys) == 2:
+                k0, k1 = keys
+
+                def key(item: Any) -> Any:
+                    return (k0(item), k1(item), tie(item))
+            elif len(keys) == 3:  # the default job order: priority, gang, drf
+                k0, k1, k2 = keys
+
+                def key(item: Any) -> Any:
+                    return (k0(item), k1(item), k2(item), tie(item))
             else:
 
                 def key(item: Any) -> Any:
@@ -413,17 +422,14 @@ class PointTables:
     def namespace_key(self, ns: str) -> Any:
         """The namespace order's sort key of ``ns`` as it stands now: kept from the last time it was
         asked until a task of ``ns`` takes or gives back resources (``namespace_changed``)."""
-        changes = self._ns_changes.get(ns, 0)
-        held = self._ns_keys.get(ns)
-        if held is not None and held[0] == changes:
-            return held[1]
-        key = self._order_key("namespace_order", _itself)(ns)
-        self._ns_keys[ns] = (changes, key)
+        key = self._ns_keys.get(ns, _MISSING)
+        if key is _MISSING:
+            key = self._ns_keys[ns] = self._order_key("namespace_order", _itself)(ns)
         return key
 
     def namespace_changed(self, ns: str) -> None:
         """A task of ``ns`` took or gave back resources: its namespace key is computed again."""
-        self._ns_changes[ns] = self._ns_changes.get(ns, 0) + 1
+        self._ns_keys.pop(ns, None)
 
     def job_valid(self, job: Job) -> Status | None:
         """None when every plugin takes the job as valid, else the first refusal (nothing a later turn
@@ -558,6 +564,10 @@ class PointTables:
                 seen.setdefault(t.key, t)
         filters = [fn for _, fn in self._flat("victim_filter")]
         return [t for t in seen.values() if all(f([t]) for f in filters)]
+
+
+#: Not a key (a key may be anything a sort compares, None included).
+_MISSING = object()
 
 
 def _creation_then_key(item: Job | Task) -> tuple[float, str]:

@@ -84,7 +84,9 @@ class Drf(BasePlugin):
             return share_key(ns_share_after_next(ns)), share_key(-session.snapshot.namespace_weight(ns))
 
         def on_allocate(task: Task) -> None:
-            acc = ns_alloc.setdefault(task.namespace, session.space.zeros())
+            acc = ns_alloc.get(task.namespace)
+            if acc is None:
+                acc = ns_alloc[task.namespace] = session.space.zeros()
             acc += task.request
 
         def on_deallocate(task: Task) -> None:

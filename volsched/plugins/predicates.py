@@ -211,8 +211,10 @@ class _HostPorts:
             counts[node] += delta
 
     def add(self, task: Task) -> None:
+        if not task.host_ports:  # most pods: nothing to count
+            return
         node = self.nodes.index.get(task.node_name or "")
-        if task.host_ports and node is not None and task.key not in self._where:
+        if node is not None and task.key not in self._where:
             self._count(task, node, 1)
 
     def remove(self, task: Task) -> None:

@@ -215,6 +215,11 @@ def queue_attrs(session: ExtensionPoints) -> dict[str, QueueAttr]:
 EVICTABLE_HELD = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
 
 
+def _exceeds(held: list[float], request: list[float], bound: list[float], dims: list[int]) -> bool:
+    """Whether ``held + request`` passes ``bound`` in one of ``dims`` (plain floats)."""
+    return any(held[d] + request[d] > bound[d] for d in dims)
+
+
 def _lowest_common(a: QueueAttr, b: QueueAttr) -> int:
     """How many queues the two paths share from the root (0: they meet only at the root)."""
     k = 0
@@ -290,20 +295,26 @@ class Proportion(BasePlugin):
 
         # Hot path: one comparison per queue on the task's path against precomputed bounds (the leaf's
         # limit and realCapability, its ancestors' realCapability); the wording only when refused.
+        # Bounds, limits and realCapability as plain floats: allocate asks allocatable for every task and
+        # overused for every job turn, and a few float comparisons over the share dimensions cost less
+        # than the numpy calls over the arrays (the same IEEE arithmetic: the same answers).
+        share_dims = space.share_dims
         bounds = {
             a.name: np.where(
                 mask, (np.minimum(a.limit, a.real_capability) if a.leaf else a.real_capability) + EPS, np.inf
-            )
+            ).tolist()
             for a in attrs.values()
         }
+        limits = {a.name: a.limit.tolist() for a in attrs.values()}
+        real_capabilities = {a.name: a.real_capability.tolist() for a in attrs.values()}
 
         def allocatable(queue: QueueSpec, task: Task) -> str | None:
             attr = attrs[queue.name]
             if not attr.leaf:
                 return not_leaf(attr)
-            req = task.request
-            asks = req > EPS
-            if all(not ((a.allocated + req > bounds[a.name]) & asks).any() for a in attr.path):
+            r = task.request.tolist()
+            asked = [d for d in share_dims if r[d] > EPS]  # bounds are +inf outside the share dimensions
+            if not any(_exceeds(a.allocated.tolist(), r, bounds[a.name], asked) for a in attr.path):
                 return None
             refused = within_limit(attr, task)
             if refused and not completes_gang(task):
@@ -327,11 +338,19 @@ class Proportion(BasePlugin):
 
         def overused(queue: QueueSpec) -> str | None:
             attr = attrs[queue.name]
-            dims = np.flatnonzero(mask & ((attr.limit > EPS) | (attr.allocated > EPS)))
-            if len(dims) and np.all(attr.limit[dims] <= attr.allocated[dims] + EPS):
+            # Overused: at its limit in every share dimension where it has a limit or holds something.
+            limit, held = limits[queue.name], attr.allocated.tolist()
+            first = -1
+            for d in share_dims:
+                if limit[d] > EPS or held[d] > EPS:
+                    if not limit[d] <= held[d] + EPS:
+                        return None
+                    if first < 0:
+                        first = d
+            if first >= 0:
                 if completes_in(queue):
                     return None  # an admitted gang short of minMember is still completed
-                d = dims[0]
+                d = first
                 return (
                     f"queue {queue.name} holds its deserved share "
                     f"({space.names[d]} allocated {describe(d, attr.allocated[d])} >= deserved "
@@ -344,8 +363,6 @@ class Proportion(BasePlugin):
             if attr is not None and not attr.leaf:
                 return not_leaf(attr)
             return None
-
-        share_dims = space.share_dims
 
         def enqueueable(job: Job) -> tuple[Vote, str]:
             attr = attrs.get(job.queue)
@@ -364,8 +381,10 @@ class Proportion(BasePlugin):
             # realCapability is the hard limit. The limit (deserved) bounds admission too: allocate never
             # takes a queue past it, so admitting more would only park jobs whose minimums hold the
             # cluster's overcommit room away from queues that are owed it.
-            for label, limit in (("realCapability", attr.real_capability), ("deserved", attr.limit)):
-                cap = limit.tolist()
+            for label, limit, cap in (
+                ("realCapability", attr.real_capability, real_capabilities[attr.name]),
+                ("deserved", attr.limit, limits[attr.name]),
+            ):
                 for d in asked:
                     if n[d] + a[d] + q[d] > cap[d] + EPS:
                         return Vote.REJECT, (
