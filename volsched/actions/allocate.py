@@ -24,7 +24,9 @@ from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import Job
-from volsched.model.vocabulary import PodGroupPhase, QueueSpec, Task
+from volsched.model.vocabulary import PodGroupPhase, QueueSpec, Task, TaskStatus
+
+PENDING = TaskStatus.PENDING
 
 
 def _fit_key(task: Task) -> tuple[object, ...]:
@@ -44,9 +46,12 @@ def admitted_jobs(session: Session, *, best_effort: bool) -> dict[str, dict[str,
     action = "backfill" if best_effort else "allocate"
     out: dict[str, dict[str, list[Job]]] = {}
     for job in session.jobs.values():
-        if job.phase is PodGroupPhase.PENDING:
+        if job.phase is PodGroupPhase.PENDING or not job.status_count[PENDING]:
             continue
-        if not any(t.best_effort is best_effort and t.schedulable_by_us for t in job.pending_tasks()):
+        if not any(
+            t.status is PENDING and t.best_effort is best_effort and t.schedulable_by_us
+            for t in job.tasks.values()
+        ):
             continue
         if job.queue not in session.queues:
             missing = f"queue {job.queue} does not exist"

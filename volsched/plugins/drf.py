@@ -13,13 +13,16 @@ where the victim started, so two equal jobs or namespaces never trade pods back 
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
 
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
 from volsched.model.cluster import Job, dominant_share
-from volsched.model.resources import Vector
+from volsched.model.resources import EPS, Vector, stack_rows
 from volsched.model.vocabulary import Task, TaskStatus
 
 _TOL = 1e-9
@@ -30,6 +33,22 @@ def share_key(share: float) -> float:
     name, creation or weight decides) unless they fall either side of a rounding step, which is rare
     and still deterministic; two that differ by more than 1e-9 never are."""
     return round(share, 9)
+
+
+def share_rows(
+    total: Vector, mask: np.ndarray[Any, np.dtype[np.bool_]], amounts: Sequence[Vector]
+) -> list[float]:
+    """``dominant_share(total, mask)`` of each of ``amounts``, over all of them at once: the same divisions
+    and the largest kept (0 when none is positive), so the same values."""
+    dims = [i for i, (t, m) in enumerate(zip(total.tolist(), mask.tolist(), strict=False)) if m and t > EPS]
+    if not dims:
+        return [0.0] * len(amounts)
+    if not amounts:
+        return []
+    matrix = stack_rows(amounts, len(total))
+    shares = (matrix[:, dims] / total[dims]).max(axis=1)
+    out: list[float] = np.maximum(shares, 0.0).tolist()
+    return out
 
 
 @register_plugin
@@ -43,17 +62,27 @@ class Drf(BasePlugin):
         #: Per namespace, the request of its smallest next pod (by dominant share of the cluster).
         ns_next: dict[str, tuple[float, Vector]] = {}
         share = dominant_share(total, mask)
-        for job in session.jobs.values():
-            acc = ns_alloc.setdefault(job.namespace, session.space.zeros())
-            acc += job.allocated
+        # Each namespace's holdings summed over its jobs, one row at a time in the jobs' order (np.add.at,
+        # as a loop would), and each job's first pending task: one pass over the jobs, no array per job.
+        jobs = list(session.jobs.values())
+        width = len(session.space)
+        ns_row: dict[str, int] = {}
+        rows = np.fromiter((ns_row.setdefault(j.namespace, len(ns_row)) for j in jobs), np.intp, len(jobs))
+        sums = np.zeros((len(ns_row), width))
+        if jobs:
+            np.add.at(sums, rows, stack_rows([j.allocated for j in jobs], width))
+        ns_alloc.update((ns, sums[i]) for ns, i in ns_row.items())
+        nexts: list[tuple[str, Vector]] = []
+        for job in jobs:
             if job.status_count[TaskStatus.PENDING]:
                 for t in job.tasks.values():
                     if t.status is TaskStatus.PENDING:
-                        size = share(t.request)
-                        best = ns_next.get(job.namespace)
-                        if size > 0 and (best is None or size < best[0]):
-                            ns_next[job.namespace] = (size, t.request)
+                        nexts.append((job.namespace, t.request))
                         break
+        for (ns, request), size in zip(nexts, share_rows(total, mask, [r for _, r in nexts]), strict=True):
+            best = ns_next.get(ns)
+            if size > 0 and (best is None or size < best[0]):
+                ns_next[ns] = (size, request)
 
         def ns_share(ns: str) -> float:
             alloc = ns_alloc.get(ns)
