@@ -107,27 +107,39 @@ def _status_counts(job: Job) -> StatusCounts:
         memo: StatusCounts | None = job.memo.get("status")
         if memo is not None:
             return memo
-    c = job.status_count
-    succeeded = c[TaskStatus.SUCCEEDED]
-    phase = _phase(
-        job.phase,
-        ready=job.ready_count,
-        min_member=job.min_member,
-        succeeded=succeeded,
-        total=sum(c.values()),
-    )
+    phase, pending = _phase_and_pending(job)
+    count = job.status_count.get
     out = (
         phase,
-        phase.value,
-        c[TaskStatus.RUNNING],
-        succeeded,
-        c[TaskStatus.FAILED],
-        c[TaskStatus.PENDING] + c[TaskStatus.PIPELINED],
+        _PHASE_NAMES[phase],
+        count(TaskStatus.RUNNING, 0),
+        count(TaskStatus.SUCCEEDED, 0),
+        count(TaskStatus.FAILED, 0),
+        pending,
         job.scheduled_count,
     )
     if job.shared:
         job.memo["status"] = out
     return out
+
+
+#: Each phase's name (``PodGroupPhase.value`` is a Python-level property: a dict lookup costs less).
+_PHASE_NAMES = {phase: phase.value for phase in PodGroupPhase}
+
+
+def _phase_and_pending(job: Job) -> tuple[PodGroupPhase, int]:
+    """A job's phase after this session and its pending (and pipelined) tasks: what ``_status_counts``
+    says of them, all a job without a PodGroup needs (counters read with ``get``: a Counter's missing
+    key is a Python-level call)."""
+    c = job.status_count
+    phase = _phase(
+        job.phase,
+        ready=job.ready_count,
+        min_member=job.min_member,
+        succeeded=c.get(TaskStatus.SUCCEEDED, 0),
+        total=sum(c.values()),
+    )
+    return phase, c.get(TaskStatus.PENDING, 0) + c.get(TaskStatus.PIPELINED, 0)
 
 
 def _render_status(session: Session) -> dict[str, PodGroupPhase]:
@@ -139,11 +151,18 @@ def _render_status(session: Session) -> dict[str, PodGroupPhase]:
     pending_jobs: set[str] = set()
     errors = session.job_errors
     for job in session.jobs.values():
+        if job.podgroup is None and not job.shared:  # a pod standing alone: no PodGroup status to write
+            phase, pending = _phase_and_pending(job)
+            phases[job.key] = phase
+            if pending:
+                pending_jobs.add(job.key)
+                result.pipelined += job.status_count.get(TaskStatus.PIPELINED, 0)
+            continue
         phase, phase_name, running, succeeded, failed, pending, scheduled = _status_counts(job)
         phases[job.key] = phase
         if pending:
             pending_jobs.add(job.key)
-            result.pipelined += job.status_count[TaskStatus.PIPELINED]
+            result.pipelined += job.status_count.get(TaskStatus.PIPELINED, 0)
         if job.podgroup is None:
             continue
         rejections = tuple(errors.get(job.key, ())) if phase is not PodGroupPhase.RUNNING else ()
