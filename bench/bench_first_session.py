@@ -1,7 +1,7 @@
 """Benchmark: the first session after a backlog, phase by phase, up to its first commit and per placed pod.
 
 Builds the cache an operator has once its watches synced: N Ready nodes and P pending one-pod jobs (no
-PodGroup, ten namespaces, default queue), fed as raw objects through the ``Feeder``, then runs one cycle
+PodGroup, ten namespaces unless ``--namespaces`` says, default queue), fed as raw objects through the ``Feeder``, then runs one cycle
 (``volsched.cycle.run_cycle``: snapshot, session with the default config, binds to a port where every
 bind succeeds) and prints, in milliseconds of wall time: the snapshot, the plugins' opens, enqueue,
 allocate up to its first commit and in all, the session's close; the time to the first commit from the
@@ -41,7 +41,7 @@ COLUMNS = (
 )
 
 
-def one(nodes: int, pods: int) -> dict[str, Any]:
+def one(nodes: int, pods: int, namespaces: int = 10) -> dict[str, Any]:
     from volsched.cache.feeder import Feeder
     from volsched.cache.state import ClusterState
     from volsched.cycle import NullPort, run_cycle
@@ -51,7 +51,9 @@ def one(nodes: int, pods: int) -> dict[str, Any]:
     for i in range(nodes):
         feeder.apply("Node", raw_node(i))
     for i in range(pods):
-        pod = raw_pod(f"p{i:06d}", namespace=f"ns{i % 10}", uid=f"uid-{i}", rv=10 + i, labels={"app": "x"})
+        pod = raw_pod(
+            f"p{i:06d}", namespace=f"ns{i % namespaces}", uid=f"uid-{i}", rv=10 + i, labels={"app": "x"}
+        )
         feeder.apply("Pod", pod)
     gc.collect()
     gc.freeze()  # as the operator does once its caches are filled
@@ -98,19 +100,22 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int)
     parser.add_argument("--pods", type=int)
+    parser.add_argument("--namespaces", type=int, default=10, help="namespaces the pods are spread over")
     parser.add_argument("--repeat", type=int, default=1, help="fresh processes per grid point (best shown)")
     parser.add_argument("--json", action="store_true", help="one grid point, one JSON line (internal)")
     args = parser.parse_args()
     if args.json:
         import json
 
-        print(json.dumps(one(args.nodes, args.pods)))
+        print(json.dumps(one(args.nodes, args.pods, args.namespaces)))
         return 0
     grid = [(args.nodes, args.pods)] if args.nodes and args.pods else GRID
     print("machine:", describe(f"numpy {numpy.__version__}"))
+    print(f"namespaces: {args.namespaces}")
     print(f"{'nodes':>6} {'pods':>7} {'placed':>7} " + " ".join(f"{label:>13}" for _, label in COLUMNS))
     for n, p in grid:
-        runs = [in_fresh_process(__file__, "--nodes", str(n), "--pods", str(p)) for _ in range(args.repeat)]
+        point = ("--nodes", str(n), "--pods", str(p), "--namespaces", str(args.namespaces))
+        runs = [in_fresh_process(__file__, *point) for _ in range(args.repeat)]
         best = {key: min(r[key] for r in runs) for key, _ in COLUMNS}
         print(
             f"{n:>6} {p:>7} {min(r['placed'] for r in runs):>7} "

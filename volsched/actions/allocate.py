@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from volsched.actions.topology import place_in_domain
-from volsched.actions.util import JobQueue, TaskQueue, first_namespace, first_queue
+from volsched.actions.util import JobQueue, NamespaceOrder, TaskQueue, first_queue
 from volsched.framework.decisions import Code, Status
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
@@ -78,12 +78,15 @@ class Allocate:
             q: {ns: JobQueue(session, jobs) for ns, jobs in by_ns.items()}
             for q, by_ns in admitted_jobs(session, best_effort=False).items()
         }
+        #: Each queue's namespaces in namespace order (kept beside ``queues``).
+        orders = {q: NamespaceOrder(session, by_ns) for q, by_ns in queues.items()}
         tasks: dict[str, TaskQueue] = {}
         while queues:
             qname = first_queue(session, queues)
             queue = session.queues[qname]
             overused = session.overused(queue)
             if overused:
+                del orders[qname]
                 for jq in queues.pop(qname).values():
                     while jq:
                         job = jq.pop()
@@ -92,12 +95,14 @@ class Allocate:
                             session.reject(job, Status(overused.code, overused.plugin, (why,)))
                 continue
             namespaces = queues[qname]
-            ns = first_namespace(session, namespaces)
+            ns = orders[qname].first()
             job = namespaces[ns].pop()
             if not namespaces[ns]:
                 del namespaces[ns]
+                orders[qname].discard(ns)
                 if not namespaces:
                     del queues[qname]
+                    del orders[qname]
             job_tasks = tasks.get(job.key)
             statement = Statement(session)
             topology = job.podgroup.topology if job.podgroup is not None else None
@@ -124,6 +129,10 @@ class Allocate:
                 continue
             if again:
                 queues.setdefault(qname, {}).setdefault(job.namespace, JobQueue(session)).push(job)
+                order = orders.get(qname)
+                if order is None:
+                    order = orders[qname] = NamespaceOrder(session)
+                order.add(job.namespace)
             elif reason:
                 session.reject(job, reason)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from volsched.actions.util import JobQueue, first_namespace, first_queue
+from volsched.actions.util import JobQueue, NamespaceOrder, first_queue
 from volsched.framework.decisions import Code, Status
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
@@ -48,18 +48,21 @@ class Enqueue:
                 continue
             pending[queue] = waiting
         order: dict[str, dict[str, JobQueue]] = {}
+        ns_order: dict[str, NamespaceOrder] = {}
         for q, jobs in pending.items():
             by_ns: dict[str, list[Job]] = {}
             for job in jobs:
                 by_ns.setdefault(job.namespace, []).append(job)
             order[q] = {ns: JobQueue(session, js) for ns, js in by_ns.items()}
+            ns_order[q] = NamespaceOrder(session, by_ns)
         while order:
             name = first_queue(session, order)
             namespaces = order[name]
-            ns = first_namespace(session, namespaces)
+            ns = ns_order[name].first()
             job = namespaces[ns].pop()
             if not namespaces[ns]:
                 del namespaces[ns]
+                ns_order[name].discard(ns)
                 if not namespaces:
                     del order[name]
             invalid = session.job_valid(job)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from volsched.framework.session import Session
@@ -90,17 +90,76 @@ class TaskQueue:
         return heapq.heappop(self._heap)[1]
 
 
+class NamespaceOrder:
+    """Namespaces in the session's namespace order as it stands now, for a loop that takes the first one
+    turn after turn: a heap of their keys, refreshed with the namespaces whose tasks took or gave back
+    resources since the last look (``Session.namespaces_changed``: the only keys that change), instead
+    of every namespace's key read every turn. ``first`` answers what :func:`first_namespace` answers
+    (keys of distinct namespaces differ, so the least is one namespace). Where a plugin orders
+    namespaces by comparator, whose answer may change with any placement, ``first`` asks every key as
+    :func:`first_namespace` does."""
+
+    def __init__(self, session: Session, names: Iterable[str] = ()) -> None:
+        self.session = session
+        self._hold = session.namespace_keys_hold()
+        _, self._seen = session.namespaces_changed()
+        #: The key each namespace in the order has now (a heap entry with another key is stale).
+        self._keys: dict[str, Any] = {}
+        self._heap: list[tuple[Any, str]] = []
+        for ns in names:
+            self.add(ns)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def add(self, ns: str) -> None:
+        if ns not in self._keys:
+            key = self._keys[ns] = self.session.namespace_key(ns)
+            heapq.heappush(self._heap, (key, ns))
+
+    def discard(self, ns: str) -> None:
+        """``ns`` leaves the order (its heap entries are dropped when they come up)."""
+        self._keys.pop(ns, None)
+
+    def first(self) -> str:
+        keys = self._keys
+        if not self._hold:
+            return first_namespace(self.session, keys)
+        changed, self._seen = self.session.namespaces_changed(self._seen)
+        for ns in changed:
+            held = keys.get(ns, _GONE)
+            if held is not _GONE:
+                key = self.session.namespace_key(ns)
+                if key is not held:
+                    keys[ns] = key
+                    heapq.heappush(self._heap, (key, ns))
+        heap = self._heap
+        while keys.get(heap[0][1], _GONE) is not heap[0][0]:
+            heapq.heappop(heap)
+        return heap[0][1]
+
+
+#: Not a key.
+_GONE = object()
+
+
 def _first(item: tuple[Any, Any]) -> Any:
     return item[0]
 
 
-def first_queue(session: Session, names: Iterable[str]) -> str:
+def first_queue(session: Session, names: Collection[str]) -> str:
     """The queue of ``names`` that comes first in the session's queue order now (``queue_less``, whose
-    tie-break by creation time, then name, tells distinct queues apart)."""
+    tie-break by creation time, then name, tells distinct queues apart). One queue is first without
+    asking (a backlog in one queue asks once a job otherwise)."""
+    if len(names) == 1:
+        return next(iter(names))
     return min(names, key=lambda name: _QueueItem(session, session.queues[name]))
 
 
-def first_namespace(session: Session, namespaces: Iterable[str]) -> str:
+def first_namespace(session: Session, namespaces: Collection[str]) -> str:
     """The namespace that comes first in the session's namespace order now (stable: the earliest of
-    equals wins; the order's tie-break by name makes keys of distinct namespaces differ)."""
+    equals wins; the order's tie-break by name makes keys of distinct namespaces differ). One
+    namespace is first without asking."""
+    if len(namespaces) == 1:
+        return next(iter(namespaces))
     return min(namespaces, key=session.namespace_key)

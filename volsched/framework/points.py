@@ -212,6 +212,8 @@ class PointTables:
         self.event_handlers: list[EventHandler] = []
         #: Each namespace's order key as last computed, kept until its tasks take or give back resources.
         self._ns_keys: dict[str, Any] = {}
+        #: Every namespace whose tasks took or gave back resources, in order (``namespaces_changed``).
+        self._ns_log: list[str] = []
 
     # --- registration (plugins call these in on_session_open) ---------------------------------------
 
@@ -430,6 +432,19 @@ class PointTables:
     def namespace_changed(self, ns: str) -> None:
         """A task of ``ns`` took or gave back resources: its namespace key is computed again."""
         self._ns_keys.pop(ns, None)
+        self._ns_log.append(ns)
+
+    def namespace_keys_hold(self) -> bool:
+        """Whether a namespace's key holds its value until its tasks change (every plugin of the order
+        gave a key); a comparator's key compares by the state at each comparison."""
+        return all(isinstance(fn, KeyOrder) for _, fn in self._flat("namespace_order"))
+
+    def namespaces_changed(self, since: int | None = None) -> tuple[list[str], int]:
+        """The namespaces whose key may have changed since position ``since`` of the change log (with
+        repeats; None: none, only the position), and the log's position now: the only keys
+        ``namespace_key`` answers differently for."""
+        log = self._ns_log
+        return ([] if since is None else log[since:]), len(log)
 
     def job_valid(self, job: Job) -> Status | None:
         """None when every plugin takes the job as valid, else the first refusal (nothing a later turn

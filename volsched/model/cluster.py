@@ -187,12 +187,12 @@ class Job:
 
     def count_status(self, old: TaskStatus | None, new: TaskStatus) -> None:
         """Move one task from status ``old`` (None: a new task) to ``new`` in the counters."""
-        c = self.status_count
+        c = self.status_count  # get, not c[...]: a Counter's missing key is a Python-level call
         if old is not None:
-            c[old] -= 1
+            c[old] = c.get(old, 0) - 1
             if old in READY_STATUSES:
                 self.ready -= 1
-        c[new] += 1
+        c[new] = c.get(new, 0) + 1
         if new in READY_STATUSES:
             self.ready += 1
 
