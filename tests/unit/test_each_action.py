@@ -362,12 +362,15 @@ def test_unschedulable_pods_are_their_rejections_rendered() -> None:
     ]  # fmt: skip
     result = run_action("allocate", objects)
     assert sorted(result.unschedulable) == ["ns/big-0", "ns/big-1", "ns/big-2", "ns/lost"]
-    assert result.unschedulable_pods == list(result.unschedulable)
+    assert result.unschedulable_pods == tuple(result.unschedulable)
+    assert result.unschedulable_pods is result.unschedulable_pods  # derived once
     assert result.unschedulable["ns/lost"] == "pod group nowhere does not exist"
     assert result.rejections["Pod ns/lost"][0].code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     for key, message in result.unschedulable.items():
         assert message and message == render(result.rejections[f"Pod {key}"])
     assert "PodGroup ns/big" in result.rejections
+    result.rejections["Pod ns/late"] = result.rejections["Pod ns/lost"]  # a rejection added later
+    assert result.unschedulable_pods[-1] == "ns/late"
 
 
 def test_reclaim_turns_to_the_queue_that_comes_first_after_each_commit() -> None:

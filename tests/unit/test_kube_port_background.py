@@ -383,7 +383,7 @@ def test_the_port_owes_a_session_while_a_status_write_failed_and_no_longer_once_
 ) -> None:
     server.script["/pods/big/status"] = [(500, {}, {"kind": "Status", "message": "etcd timeout"}), OK]
     feeder = cache(node("n1", cpu="4"), pod("big", cpu="8"))
-    assert _cycle(feeder, port).result.unschedulable_pods == ["default/big"]
+    assert _cycle(feeder, port).result.unschedulable_pods == ("default/big",)
     assert port.drain(HOLD)
     # The PodScheduled=False condition was not written: only a later session's status writes retry it
     # (sessions with nothing new to decide are skipped unless the port owes them, see IdleSkip.owed).

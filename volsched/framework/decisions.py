@@ -205,15 +205,25 @@ class SessionResult:
     carryover: dict[str, Any] = field(default_factory=dict)
     #: Wall time per action and per plugin callback group, in seconds.
     timings: dict[str, float] = field(default_factory=dict)
+    #: ``unschedulable_pods`` as last derived, with how many rejections it was derived from.
+    _unschedulable_pods: tuple[int, tuple[str, ...]] = field(
+        default=(0, ()), init=False, repr=False, compare=False
+    )
 
     @property
     def changed(self) -> bool:
         return bool(self.binds or self.evictions)
 
     @property
-    def unschedulable_pods(self) -> list[str]:
-        """The pending pods (``ns/name``) this session could not place: those with a ``Pod`` rejection."""
-        return [key[4:] for key in self.rejections if key.startswith("Pod ")]
+    def unschedulable_pods(self) -> tuple[str, ...]:
+        """The pending pods (``ns/name``) this session could not place: those with a ``Pod`` rejection.
+        Derived once per state of ``rejections`` (the operator's log, metrics, pacing and status writes
+        each read it): again only when rejections were added (they are never taken away)."""
+        count, pods = self._unschedulable_pods
+        if count != len(self.rejections):
+            pods = tuple(key[4:] for key in self.rejections if key.startswith("Pod "))
+            self._unschedulable_pods = (len(self.rejections), pods)
+        return pods
 
     @property
     def unschedulable(self) -> dict[str, str]:
