@@ -32,6 +32,7 @@ from collections.abc import Callable, Generator, Iterator
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+import orjson
 import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -64,6 +65,15 @@ class _Answer:
         self.reason = reason
         self.data = data
         self.headers = headers
+
+
+def _dumps(body: Any) -> bytes:
+    """A request body as compact JSON: orjson (a bind's body in a tenth of json's CPU), or json for what
+    orjson refuses (a key that is not a string, an integer past 64 bits)."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:  # orjson.JSONEncodeError
+        return json.dumps(body, separators=(",", ":")).encode()
 
 
 def _tls_context(cfg: client.Configuration) -> ssl.SSLContext:
@@ -339,7 +349,7 @@ class LeanRest:
         """Send one request; return the response body (read to its end). Raises ApiException for an
         error status, :class:`ResponseLost` when it may have been sent but no answer came back, another
         urllib3/OSError for a failure to talk at all."""
-        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        data = None if body is None else _dumps(body)
         headers = self._headers(content_type if data is not None else None)
         if self.direct:
             return self._direct(method, path, data, headers, timeout)
