@@ -46,7 +46,7 @@ from typing import Any, Protocol
 from volsched.cache.feeder import Feeder
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Bind, Evict, SessionResult
-from volsched.framework.registry import make_actions
+from volsched.framework.registry import make_actions, make_plugins
 from volsched.framework.runner import run_session
 from volsched.model.vocabulary import PodGroupPhase, Task
 
@@ -157,10 +157,12 @@ class IdleSkip:
     to decide, whatever the clock says.
 
     Time-based inputs the counter does not see (the age of usage figures, rescheduling intervals,
-    plugins' carryover) are never starved: unless the last session was settled, a session runs at
-    least every ``max_idle`` seconds of ``clock``. After a settled one it runs that often only while
-    ``owed`` says the port owes a retry (a status write that failed, a pass over left-behind objects
-    that is due): the session's status writes are the retry."""
+    plugins' carryover) are never starved: when a plugin of the config reads them (``reads_clock``)
+    or an action may decide with nothing pending, and the last session was not settled, a session
+    runs at least every ``max_idle`` seconds of ``clock``. Otherwise a session on the same cache, the
+    same config and the same carryover decides what the last one did (the engine is deterministic),
+    and it runs that often only while ``owed`` says the port owes a retry (a status write that failed,
+    a pass over left-behind objects that is due): the session's status writes are the retry."""
 
     max_idle: float = 10.0
     clock: Callable[[], float] = time.monotonic
@@ -173,15 +175,18 @@ class IdleSkip:
     _decided: bool = True
     _settled: bool = False
     _last_run: float = -math.inf
-    #: The last config asked about, and whether its actions all decide only for pending pods.
-    _asked: tuple[SchedulerConfig | None, bool] = (None, False)
+    #: The last config asked about: whether its actions all decide only for pending pods, and whether
+    #: time alone may change what its session decides (see ``_ask``).
+    _asked: tuple[SchedulerConfig | None, bool, bool] = (None, False, True)
 
     def skip(self, feeder: Feeder, config: SchedulerConfig, *, now: float) -> bool:
         """Whether the session at ``now`` (the snapshot's clock) may be skipped; counts it when so."""
         feeder.state.expire(now)
         if self._decided or config is not self._config or feeder.state.changes != self._changes:
             return False
-        if self.clock() - self._last_run >= self.max_idle and (not self._settled or self.owed()):
+        if self.clock() - self._last_run >= self.max_idle and (
+            self.owed() or (not self._settled and self._asked[2])
+        ):
             return False
         self.skipped += 1
         return True
@@ -191,18 +196,22 @@ class IdleSkip:
         the changes the cycle made for it since (binds assumed, phases given), counted once the
         session is settled."""
         self._config, self._last_run = config, self.clock()
-        self._settled = not result.waiting and not result.evictions and self._only_pending(config)
+        self._ask(config)
+        self._settled = not result.waiting and not result.evictions and self._asked[1]
         if self._settled:
             self._changes, self._decided = changes + own, False
         else:
             self._changes = changes
             self._decided = bool(result.binds or result.evictions or result.admits)
 
-    def _only_pending(self, config: SchedulerConfig) -> bool:
-        """Whether every action of ``config`` declares it decides only for pending pods."""
+    def _ask(self, config: SchedulerConfig) -> None:
+        """What ``config`` says (kept while it is the same object): whether every action decides only
+        for pending pods, and whether time alone may change what a session decides (a plugin that reads
+        the clock, or an action that does not say it decides only for pending pods)."""
         if self._asked[0] is not config:
-            self._asked = (config, all(getattr(a, "pending_only", False) for a in make_actions(config)))
-        return self._asked[1]
+            only = all(getattr(a, "pending_only", False) for a in make_actions(config))
+            clock = any(getattr(p, "reads_clock", True) for p in make_plugins(config))
+            self._asked = (config, only, clock or not only)
 
 
 def run_cycle(

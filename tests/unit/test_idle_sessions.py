@@ -211,14 +211,33 @@ def test_a_completed_bind_is_no_change_but_its_expiry_is() -> None:
     assert w.cycle().skipped
 
 
-def test_a_session_runs_after_the_safety_interval_while_pods_wait_even_when_nothing_changed() -> None:
+#: CONFIG with load-aware placement: the age of usage figures decides whether they count.
+USAGE_CONFIG = load_config(
+    text='actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: priority}, {name: gang}]\n'
+    "- plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}, {name: usage}]\n"
+)
+
+
+def test_while_pods_wait_a_session_runs_after_the_safety_interval_when_a_plugin_reads_the_clock() -> None:
     w = World(node("n1", cpu="4"), pod("a", cpu="2"), pod("big", cpu="8"))
+    w.config = USAGE_CONFIG
     w.settle_idle()
     w.idle_clock.now += MAX_IDLE - 0.5
     assert w.cycle().skipped
     w.idle_clock.now += 0.5
     assert not w.cycle().skipped
     assert w.cycle().skipped  # and the interval counts from that session
+
+
+def test_while_pods_wait_no_session_runs_for_time_alone_when_no_plugin_reads_the_clock() -> None:
+    w = World(node("n1", cpu="4"), pod("a", cpu="2"), pod("big", cpu="8"))
+    owed = [False]
+    w.idle.owed = lambda: owed[0]
+    w.settle_idle()
+    w.idle_clock.now += 5 * MAX_IDLE
+    assert w.cycle().skipped  # the same cache, config and carryover: the same (empty) decision
+    owed[0] = True  # ... but a status write to retry
+    assert not w.cycle().skipped
 
 
 def test_with_nothing_pending_the_safety_interval_runs_a_session_only_while_the_port_owes_a_retry() -> None:

@@ -112,6 +112,10 @@ class BasePlugin:
     """Convenience base: stores arguments; on_session_close does nothing by default."""
 
     name: ClassVar[str] = ""
+    #: Whether what it answers may depend on the session's clock (``session.now``) or on its carryover,
+    #: so that a session on an unchanged cache may decide otherwise later (see ``volsched.cycle.IdleSkip``).
+    #: True unless the plugin says it does not.
+    reads_clock: ClassVar[bool] = True
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments

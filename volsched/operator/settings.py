@@ -31,8 +31,8 @@ class SessionSettings:
     #: How long a bound pod is taken as bound without the watch confirming it.
     assume_ttl: float = 30.0
     #: A session that would decide nothing new is skipped, but one runs at least every this many
-    #: seconds (time-based inputs: usage, rescheduling intervals; with no pod of ours pending, only to
-    #: retry status writes: see ``volsched.cycle.IdleSkip``). 0: never skip.
+    #: seconds for time-based inputs (usage figures' age, rescheduling intervals) when a configured
+    #: plugin reads them, and to retry status writes (see ``volsched.cycle.IdleSkip``). 0: never skip.
     max_idle: float = 10.0
     #: How often to look whether Volcano's CRDs were installed (or removed) since: read from then on.
     volcano_check_every: float = 60.0

@@ -24,6 +24,7 @@ from volsched.model.vocabulary import Task
 @register_plugin
 class Binpack(BasePlugin):
     name: ClassVar[str] = "binpack"
+    reads_clock: ClassVar[bool] = False
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)

@@ -18,6 +18,7 @@ def protected(task: Task) -> bool:
 @register_plugin
 class Conformance(BasePlugin):
     name: ClassVar[str] = "conformance"
+    reads_clock: ClassVar[bool] = False
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         def victims(actor: Task, candidates: list[Task]) -> list[Task]:

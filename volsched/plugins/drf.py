@@ -54,6 +54,7 @@ def share_rows(
 @register_plugin
 class Drf(BasePlugin):
     name: ClassVar[str] = "drf"
+    reads_clock: ClassVar[bool] = False
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         total = session.total

@@ -20,6 +20,7 @@ from volsched.model.vocabulary import Task
 @register_plugin
 class Gang(BasePlugin):
     name: ClassVar[str] = "gang"
+    reads_clock: ClassVar[bool] = False
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         def valid(job: Job) -> str | None:

@@ -42,6 +42,7 @@ FloatArray = np.ndarray[Any, np.dtype[np.float64]]
 @register_plugin
 class NodeOrder(BasePlugin):
     name: ClassVar[str] = "nodeorder"
+    reads_clock: ClassVar[bool] = False
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)

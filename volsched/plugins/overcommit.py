@@ -26,6 +26,7 @@ from volsched.plugins.shared.queue_config import queue_config
 @register_plugin
 class Overcommit(BasePlugin):
     name: ClassVar[str] = "overcommit"
+    reads_clock: ClassVar[bool] = False
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)

@@ -46,6 +46,7 @@ def _pods(n: int) -> str:
 @register_plugin
 class DisruptionBudgets(BasePlugin):
     name: ClassVar[str] = "pdb"
+    reads_clock: ClassVar[bool] = False
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         if not session.snapshot.budgets:

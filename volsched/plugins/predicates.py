@@ -116,6 +116,7 @@ class _StaticChecks:
 @register_plugin
 class Predicates(BasePlugin):
     name: ClassVar[str] = "predicates"
+    reads_clock: ClassVar[bool] = False
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         nodes = session.nodes

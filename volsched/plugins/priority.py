@@ -15,6 +15,7 @@ from volsched.model.vocabulary import Task
 @register_plugin
 class Priority(BasePlugin):
     name: ClassVar[str] = "priority"
+    reads_clock: ClassVar[bool] = False
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         def job_key(job: Job) -> int:

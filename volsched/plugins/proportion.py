@@ -233,6 +233,7 @@ def _lowest_common(a: QueueAttr, b: QueueAttr) -> int:
 @register_plugin
 class Proportion(BasePlugin):
     name: ClassVar[str] = "proportion"
+    reads_clock: ClassVar[bool] = False
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         space = session.space

@@ -108,6 +108,8 @@ def _pct(value: float) -> str:
 @register_plugin
 class Usage(BasePlugin):
     name: ClassVar[str] = "usage"
+    #: It reads the age of usage figures.
+    reads_clock: ClassVar[bool] = True
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)

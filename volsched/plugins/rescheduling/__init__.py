@@ -133,6 +133,8 @@ def _is_offline(task: Task) -> bool:
 @register_plugin
 class Rescheduling(BasePlugin):
     name: ClassVar[str] = "rescheduling"
+    #: It reads its interval and pods' ages, kept in the carryover.
+    reads_clock: ClassVar[bool] = True
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
