@@ -289,3 +289,18 @@ def test_without_idle_skip_every_cycle_runs_a_session() -> None:
     port = FakePort()
     reports = [run_cycle(feeder, CONFIG, port, now=5000.0) for _ in range(4)]
     assert not any(r.skipped for r in reports)
+
+
+def test_the_watch_confirming_assumed_binds_keeps_their_tasks_so_the_next_snapshot_rebuilds_nothing() -> None:
+    feeder = cache(node("n1", cpu="4"), pod("a"), pod("b"))
+    for key in ("default/a", "default/b"):
+        feeder.assume(key, f"uid-{key[8:]}", "n1")
+        feeder.finish(key)
+    feeder.state.snapshot(now=5000.0)
+    held = dict(feeder.state.tasks)
+    for rv, key in enumerate(("default/a", "default/b"), start=50):
+        feeder.apply("Pod", bound_event(feeder, key, "n1", rv=rv))
+    assert not feeder.is_assumed("default/a") and not feeder.is_assumed("default/b")  # confirmed
+    assert all(feeder.state.tasks[k] is t for k, t in held.items())
+    feeder.state.snapshot(now=5000.0)
+    assert feeder.state._builder.rebuilt == 0
