@@ -22,6 +22,7 @@ from tests.builders import (
     gang,
     namespace,
     node,
+    pdb,
     pod,
     podgroup,
     priority_class,
@@ -219,6 +220,21 @@ def delete(kind: str, name: str, ns: str | None = "default") -> Callable[[Any], 
     return lambda f: f.delete(kind, {"metadata": {"namespace": ns, "name": name}})
 
 
+def budget(
+    rv: int = 60, *, allowed: int = 1, app: str = "r", policy: str | None = None, **status: int
+) -> Obj:
+    """PodDisruptionBudget "keep" (app=``app``), as the disruption controller left it."""
+    obj = pdb("keep", {"matchLabels": {"app": app}}, maxUnavailable=1)
+    if policy:
+        obj["spec"]["unhealthyPodEvictionPolicy"] = policy
+    obj["status"] = {"disruptionsAllowed": allowed, **status}
+    return versioned(obj, rv)
+
+
+def put_budget(**kw: Any) -> Callable[[Any], object]:
+    return lambda f: f.apply("PodDisruptionBudget", budget(**kw))
+
+
 #: (what happens, the event, expected rings). The cache holds nodes n1 and n2, pod "a" of ours pending,
 #: pod "r" of ours running on n1, pod "other" of another scheduler pending, PodGroup "g", Queue "q".
 RINGS: list[tuple[str, Callable[[Any], object], Rings]] = [
@@ -295,6 +311,18 @@ RINGS: list[tuple[str, Callable[[Any], object], Rings]] = [
         lambda f: f.apply("PriorityClass", versioned(priority_class("high", 100), 60)),
         FREED,
     ),
+    ("a budget that allows more", put_budget(allowed=2), FREED),
+    ("a budget that allows less", put_budget(allowed=0), NONE),
+    ("a budget's status sent again", put_budget(allowed=1), NONE),
+    ("a budget selecting other pods", put_budget(app="s"), FREED),
+    ("a budget letting unready pods go", put_budget(policy="AlwaysAllow"), FREED),
+    ("a budget with more healthy pods", put_budget(currentHealthy=3, desiredHealthy=2), FREED),
+    ("a budget deleted", delete("PodDisruptionBudget", "keep"), FREED),
+    (
+        "a new budget",
+        lambda f: f.apply("PodDisruptionBudget", versioned(pdb("new", {}, minAvailable=1), 60)),
+        NONE,
+    ),
     ("an assumed bind", lambda f: f.assume("default/a", "uid-a", "n2"), NONE),
     ("a stale event", lambda f: f.apply("Pod", {**f.state.raw_pods["default/a"]}), NONE),
 ]
@@ -310,6 +338,7 @@ def ringing_cache() -> Any:
         pod("gated", gates=["example.com/wait"]),
         podgroup("g", min_member=2),
         queue("q"),
+        budget(50),
     )
 
 

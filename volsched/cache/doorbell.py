@@ -8,7 +8,9 @@ Two kinds of ring, because they call for a session in different circumstances:
   (its spec, labels or annotations: it may fit now). A session has something to place.
 * ``freed``: something changed that may let a pod that is already waiting in: a pod that held a node
   finished or was deleted, a node was added or changed, a PodGroup, Queue, claim, volume, namespace,
-  quota or PriorityClass changed. Worth a session only when the last one left pods waiting.
+  quota or PriorityClass changed, a PodDisruptionBudget was deleted or now may let a victim go (it
+  allows more disruptions, selects other pods, lets unready pods go). Worth a session only when the last
+  one left pods waiting.
 * ``config``: the operator loaded a new scheduler config between sessions (a period longer than the
   Lease's renewal): the next session acts on it, whether pods wait or not.
 * ``retry``: a bind failed after its session ended (the operator's port rings it): only a cycle puts that

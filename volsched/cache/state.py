@@ -246,9 +246,12 @@ class ClusterState:
                 name, terms = volume_node_terms(obj)
                 changed = _put(self.volumes, name, terms)
             elif kind == "PodDisruptionBudget":
-                ring = None  # fewer victims allowed frees nothing; more are tried at the next period
                 budget = disruption_budget(obj)
+                old_budget = self.budgets.get(budget.key)
                 changed = _put(self.budgets, budget.key, budget)
+                # A budget that may now let a victim go may let a waiting preemptor in; a new one, or one
+                # that allows fewer, frees nothing.
+                ring = FREED if _loosens(old_budget, budget) else None
             elif kind == "PriorityClass":
                 name, value, is_default = priority_class_value(obj)
                 defaults = self._global_default
@@ -335,8 +338,7 @@ class ClusterState:
                 held = _drop(self.claims, key)
             elif kind == "PersistentVolume":
                 held = _drop(self.volumes, name)
-            elif kind == "PodDisruptionBudget":
-                ring = None
+            elif kind == "PodDisruptionBudget":  # what it protected may go now
                 held = _drop(self.budgets, key)
             elif kind == "PriorityClass":
                 held = _drop(self.priority_classes, name) | _drop(self._global_default, name)
@@ -628,6 +630,19 @@ def _discard(members: set[str], member: str) -> bool:
 
 
 _MISSING = object()
+
+
+def _loosens(old: DisruptionBudget | None, new: DisruptionBudget) -> bool:
+    """Whether ``new`` may let a victim go that ``old`` kept: it allows more disruptions, selects other
+    pods, lets unready pods go (AlwaysAllow, or more healthy pods against fewer desired)."""
+    if old is None:
+        return False
+    return (
+        new.disruptions_allowed > old.disruptions_allowed
+        or new.selector != old.selector
+        or (new.always_allow_unhealthy and not old.always_allow_unhealthy)
+        or new.current_healthy - new.desired_healthy > old.current_healthy - old.desired_healthy
+    )
 
 
 def _shows_nothing_new(cached: Mapping[str, Any] | None, obj: Mapping[str, Any]) -> bool:
