@@ -122,3 +122,44 @@ def test_without_the_pdb_plugin_the_eviction_api_refuses_what_a_budget_protects(
     assert leaving(k, ns) == []
     assert k.bound(ns).get(f"{ns}/new") is None
     op.check_running()
+
+
+def _group_message(k: Kube, ns: str, name: str) -> str:
+    """The PodGroup's Scheduled=False message (the job's reason, with preempt's)."""
+    conditions = (k.get_podgroup(ns, name).get("status") or {}).get("conditions") or []
+    return next((str(c.get("message")) for c in conditions if c.get("status") == "False"), "")
+
+
+def test_a_budget_that_comes_to_allow_a_disruption_wakes_a_session_and_the_pod_in_the_way_goes(
+    k: Kube, start_operator: Start
+) -> None:
+    """With an hour between periodic sessions, budgets keep every pod in the preemptor's way (it is told
+    which); once the disruption controller's status lets one go (none runs here: the test writes it), the
+    budget's watch event alone must wake a session."""
+    ns, op = cluster(k, lambda *args, **kw: start_operator("--period", "3600", *args, **kw))
+    _budget(k, ns, "keep-web-1", {"pdb": "n1"})
+    _budget(k, ns, "keep-web-2", {"pdb": "n2"})
+    _running(k, ns, "web-1", "web-2")
+    preemptor(k, ns)
+    said = wait_for(
+        lambda: (
+            "protected by PodDisruptionBudget" in _group_message(k, ns, "b") and _group_message(k, ns, "b")
+        ),
+        40,
+        what="the preemptor told which budgets keep the pods in its way",
+        operator=op,
+    )
+    for name in ("keep-web-1", "keep-web-2"):
+        assert f"1 pod protected by PodDisruptionBudget {ns}/{name} (0 disruptions allowed)" in said, said
+    assert leaving(k, ns) == []
+    policy = client.PolicyV1Api(k.api)
+    generation = policy.read_namespaced_pod_disruption_budget("keep-web-1", ns).metadata.generation
+    status = {"disruptionsAllowed": 1, "currentHealthy": 1, "desiredHealthy": 0, "expectedPods": 1}
+    policy.patch_namespaced_pod_disruption_budget_status(
+        "keep-web-1", ns, {"status": {**status, "observedGeneration": generation}}
+    )
+    wait_for(
+        lambda: leaving(k, ns) == ["web-1"], 40, what="web-1 evicted once its budget allows it", operator=op
+    )
+    assert "blocked by a PodDisruptionBudget" not in op.log()
+    op.check_running()

@@ -274,7 +274,7 @@ def place_by_evicting(
     feasible = np.flatnonzero(session.feasible_nodes(task))
     key = _victim_order(session)
 
-    def evict_in_the_way() -> tuple[bool, int]:
+    def evict_in_the_way() -> tuple[bool, int, list[Task]]:
         """The last resort: evict the pods that keep the task out (see ``_evict_pods_in_the_way``)."""
         return _evict_pods_in_the_way(
             session,
@@ -290,7 +290,7 @@ def place_by_evicting(
         )
 
     if not len(feasible):
-        placed, tried = evict_in_the_way()
+        placed, tried, kept_in_way = evict_in_the_way()
         if placed:
             return None
         why = f"no node passes the filters: {choice.reason}"
@@ -299,6 +299,10 @@ def place_by_evicting(
                 f"; evicting the pods that may be evicted on the {tried} node(s) where other pods keep"
                 " it out would not let it in"
             )
+        # The pods in the way that a victim filter (a PodDisruptionBudget) keeps, in its own words.
+        protected = session.victim_protections(kept_in_way) if kept_in_way else None
+        if protected is not None:
+            return Status(protected.code, protected.plugin, (why, *protected.reasons))
         return Status(Code.UNSCHEDULABLE, action, (why,))
     need = task.request > EPS
     future = nodes.idle[feasible] + nodes.incoming[feasible]
@@ -346,7 +350,7 @@ def place_by_evicting(
                 continue
         statement.pipeline(task, node)
         return None
-    placed, _ = evict_in_the_way()
+    placed, _, _ = evict_in_the_way()
     if placed:
         return None
     # The task fails (and with it the job's turn). Said from what is known already: the victims the
@@ -426,14 +430,14 @@ def _evict_pods_in_the_way(
     key: Callable[[Task], Any],
     describe: Describe,
     log: list[tuple[Task, EvictionReason]],
-) -> tuple[bool, int]:
+) -> tuple[bool, int, list[Task]]:
     """Place ``task`` on a node whose filters that depend on other pods (its required anti-affinity, or
     a running pod's against it) keep it out, by evicting the pods in the way, as kube-scheduler's
     default preemption does: on a node, every pod the plugins name (narrowed by ``narrow``) is taken
     away, and if the task then fits (every filter, room, its queue's limit) the pods are given back most
     important first as long as it still fits; the ones that cannot be given back are the victims. Each
     victim's reason says what it keeps out (the term) or that it makes room. Returns (placed, how many
-    nodes were tried).
+    nodes were tried, the pods in the way the plugins would not name on the nodes passed over).
 
     The nodes are found and ordered over all nodes at once: those that pass every other filter, where
     every pod the anti-affinity counts runs on the node itself, could hold the task if all the pods the
@@ -445,7 +449,7 @@ def _evict_pods_in_the_way(
     need = task.request > EPS
     where = session.blocked_by_pods(task)
     if not where.any():
-        return False, 0
+        return False, 0, []
     # Room: with every pod the action may take gone (the same slack as for room alone).
     reach = (nodes.idle + nodes.incoming + pools.reach)[:, need]
     slack = 1e-9 * np.maximum(np.abs(reach), 1.0)
@@ -453,7 +457,7 @@ def _evict_pods_in_the_way(
     index = pools.index
     pods = np.flatnonzero(pools.mask & where[index.node] & index.repelling(task))
     if not len(pods):
-        return False, 0
+        return False, 0, []
     n = len(nodes)
     on = index.node[pods]
     count = np.bincount(on, minlength=n)
@@ -465,6 +469,7 @@ def _evict_pods_in_the_way(
     order = np.lexsort((candidates, -newest[candidates], count[candidates], top[candidates]))
     in_way = {index.tasks[p].key for p in pods}
     tried = 0
+    kept: list[Task] = []
     for i in candidates[order]:
         node = int(i)
         pool = index.pool(node, pools.mask)  # the pods in the way are among them (in the mask)
@@ -478,6 +483,7 @@ def _evict_pods_in_the_way(
         victims = choose(task, pool) if pool else []
         named = {v.key for v in victims}
         if any(k not in named for k in still):
+            kept.extend(v for v in index.pool(node, pools.mask) if v.key in in_way and v.key not in named)
             continue  # a pod in the way may not go
         victims.sort(key=key)
         tried += 1
@@ -494,8 +500,8 @@ def _evict_pods_in_the_way(
             statement.evict(v, reason=reason)
             log.append((v, reason))
         statement.pipeline(task, node)
-        return True, tried
-    return False, tried
+        return True, tried, []
+    return False, tried, kept
 
 
 def _victims_on(
