@@ -263,9 +263,35 @@ def one_node_kept(*budgets: Obj) -> Staged:
     return Staged(before, after, eviction_config())
 
 
+def pods_in_the_way(*budgets: Obj) -> Staged:
+    """web-1 on n1 and web-2 on n2 (app=web, low priority, bare pods); then a high-priority pod whose
+    required anti-affinity to app=web keeps it off both nodes."""
+    web = {"app": "web"}
+    before = [
+        node("n1", cpu="4"), node("n2", cpu="4"), queue("q"), priority_class("high", 1000),
+        priority_class("low", 10), podgroup("a", ns="ns", queue="q", priority_class="low"),
+        pod("web-1", ns="ns", group="a", node="n1", labels={**web, "pdb": "n1"}),
+        pod("web-2", ns="ns", group="a", node="n2", labels={**web, "pdb": "n2"}), *budgets,
+    ]  # fmt: skip
+    new = pod("new", ns="ns", group="b")
+    term = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": web}}
+    new["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    return Staged(before, [podgroup("b", ns="ns", queue="q", priority_class="high"), new], eviction_config())
+
+
 @pytest.mark.parametrize(
     ("staged", "group", "said"),
     [
+        pytest.param(
+            lambda: pods_in_the_way(
+                pdb("keep-web-1", {"matchLabels": {"pdb": "n1"}}, minAvailable=1, ns="ns"),
+                pdb("keep-web-2", {"matchLabels": {"pdb": "n2"}}, minAvailable=1, ns="ns"),
+            ),
+            "ns/b",
+            "1 pod protected by PodDisruptionBudget ns/keep-web-1 (0 disruptions allowed); 1 pod protected by"
+            " PodDisruptionBudget ns/keep-web-2 (0 disruptions allowed)",
+            id="the-pods-in-the-way",
+        ),
         pytest.param(
             lambda: one_node_kept(pdb("keep-db", {"matchLabels": {"app": "db"}}, maxUnavailable=0, ns="ns")),
             "ns/b",
