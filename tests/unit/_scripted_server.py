@@ -1,5 +1,6 @@
 """A loopback HTTP server that answers scripted statuses per path and records what it received: the
-apiserver's faults injected (429 with Retry-After, a PodDisruptionBudget's refusal, a 500)."""
+apiserver's faults injected (429 with Retry-After, a PodDisruptionBudget's refusal, a 500); and the
+kubernetes client's configuration for a loopback server like it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,28 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from kubernetes import client
+
 Answer = tuple[int, dict[str, str], dict[str, Any]]
+
+
+def loopback_config(
+    port: int, *, token: str = "", retries: bool | None = None, pool_size: int | None = None
+) -> client.Configuration:
+    """The client's configuration for the loopback server on ``port``: ``token`` sent as a bearer
+    token; ``retries=False``: urllib3 retries nothing (the test sees every answer); ``pool_size``
+    connections kept at most (1: every call reuses one)."""
+    cfg = client.Configuration()
+    cfg.host = f"http://127.0.0.1:{port}"
+    if token:
+        cfg.api_key = {"authorization": token}
+        cfg.api_key_prefix = {"authorization": "Bearer"}
+    cfg.retries = retries
+    if pool_size is not None:
+        cfg.connection_pool_maxsize = pool_size
+    return cfg
+
+
 OK: Answer = (201, {}, {"kind": "Status", "status": "Success"})
 
 

@@ -19,6 +19,7 @@ import pytest
 from kubernetes import client
 
 from tests.fences import ClosingFence
+from tests.unit._scripted_server import loopback_config
 from volsched.cycle import BOUND, CONFLICT, EVICTED, UNKNOWN
 from volsched.framework.decisions import Bind, Evict, EvictionReason
 from volsched.kube.rest import AUTH_TTL
@@ -146,10 +147,7 @@ def server() -> Iterator[BindServer]:
 
 
 def _writer(server: BindServer, path: str, **kw: Any) -> Iterator[KubeWriter]:
-    cfg = client.Configuration()
-    cfg.host = f"http://127.0.0.1:{server.port}"
-    cfg.api_key = {"authorization": TOKEN}
-    cfg.api_key_prefix = {"authorization": "Bearer"}
+    cfg = loopback_config(server.port, token=TOKEN)
     if path == "proxy":
         cfg.proxy = cfg.host  # the fault-injection server serves the proxied requests itself
     elif path == "tls-server-name":

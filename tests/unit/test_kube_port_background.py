@@ -19,7 +19,7 @@ from kubernetes import client
 
 from tests.builders import node, pod
 from tests.unit._cycle_harness import CONFIG, cache, nodes_of
-from tests.unit._scripted_server import OK, ScriptedServer
+from tests.unit._scripted_server import OK, ScriptedServer, loopback_config
 from volsched.cycle import (
     BOUND,
     CONFLICT,
@@ -91,11 +91,7 @@ def background_port(
 ) -> Iterator[KubePort]:
     """A background KubePort whose writer (``workers`` bind workers) talks to ``server``; closed with
     its writer and client."""
-    cfg = client.Configuration()
-    cfg.host = f"http://127.0.0.1:{server.port}"
-    cfg.retries = False
-    cfg.connection_pool_maxsize = 8
-    api = client.ApiClient(cfg)
+    api = client.ApiClient(loopback_config(server.port, retries=False, pool_size=8))
     writer = KubeWriter(api, WriterSettings(workers=workers), fence=fence)
     port = KubePort(writer, background=True, on_failed=on_failed)
     try:

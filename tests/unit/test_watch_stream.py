@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from tests.unit._scripted_server import loopback_config
 from volsched.kube.health import is_unreachable
 from volsched.kube.lister import WATCHED
 from volsched.kube.rest import LeanRest, StreamBroken, chunked_lines
@@ -194,9 +195,7 @@ def serve() -> Iterator[Callable[[list[bytes | None]], tuple[RawServer, client.A
 
     def make(answers: list[bytes | None]) -> tuple[RawServer, client.ApiClient]:
         server = RawServer(answers)
-        cfg = client.Configuration()
-        cfg.host = f"http://127.0.0.1:{server.port}"
-        made.append((server, client.ApiClient(cfg)))
+        made.append((server, client.ApiClient(loopback_config(server.port))))
         return made[-1]
 
     yield make

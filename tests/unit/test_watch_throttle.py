@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
-from tests.unit._scripted_server import ScriptedServer
+from tests.unit._scripted_server import ScriptedServer, loopback_config
 from volsched.kube.health import ApiHealth
 from volsched.kube.lister import WATCHED
 from volsched.kube.watch import ListWatch
@@ -51,10 +51,7 @@ def server() -> Iterator[WatchServer]:
 
 @pytest.fixture
 def api(server: WatchServer) -> Iterator[client.ApiClient]:
-    cfg = client.Configuration()
-    cfg.host = f"http://127.0.0.1:{server.port}"
-    cfg.retries = False
-    with client.ApiClient(cfg) as api:
+    with client.ApiClient(loopback_config(server.port, retries=False)) as api:
         yield api
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from tests.unit._scripted_server import loopback_config
 from volsched.cycle import BOUND, EVICTED
 from volsched.framework.decisions import Bind, Evict, EvictionReason
 from volsched.kube.configsource import read_config_map
@@ -115,11 +116,8 @@ def server() -> Iterator[SplitResponseServer]:
 
 @pytest.fixture
 def api(server: SplitResponseServer) -> Iterator[client.ApiClient]:
-    cfg = client.Configuration()
-    cfg.host = f"http://127.0.0.1:{server.port}"
-    cfg.connection_pool_maxsize = 1  # every call reuses the one connection
-    cfg.retries = False  # a retry would hide the stale read
-    with client.ApiClient(cfg) as api:
+    # One connection every call reuses; no retry (it would hide the stale read).
+    with client.ApiClient(loopback_config(server.port, retries=False, pool_size=1)) as api:
         yield api
 
 

@@ -17,7 +17,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.fences import ClosingFence
-from tests.unit._scripted_server import OK, Answer, ScriptedServer
+from tests.unit._scripted_server import OK, Answer, ScriptedServer, loopback_config
 from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, FENCED
 from volsched.framework.decisions import Bind, Evict, EvictionReason
 from volsched.kube.ratelimit import MAX_RETRY_AFTER, retry_after
@@ -46,12 +46,7 @@ def server() -> Iterator[ScriptedServer]:
 
 @pytest.fixture
 def api(server: ScriptedServer) -> Iterator[client.ApiClient]:
-    cfg = client.Configuration()
-    cfg.host = f"http://127.0.0.1:{server.port}"
-    cfg.api_key = {"authorization": TOKEN}
-    cfg.api_key_prefix = {"authorization": "Bearer"}
-    cfg.retries = False
-    with client.ApiClient(cfg) as api:
+    with client.ApiClient(loopback_config(server.port, token=TOKEN, retries=False)) as api:
         yield api
 
 
