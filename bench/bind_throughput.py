@@ -65,7 +65,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -555,13 +555,14 @@ class Scheduler:
     ready: Callable[[], bool]
 
 
-def start_volsched(cp: LocalControlPlane, log: Path, source: Path) -> Scheduler:
+def start_volsched(cp: LocalControlPlane, log: Path, source: Path, extra: Sequence[str] = ()) -> Scheduler:
     argv = [
         sys.executable, "-m", "volsched", "run",
         "--kubeconfig", str(cp.kubeconfig_path),
         "--namespace", OPERATOR_NS,
         "--metrics-host", "127.0.0.1",
         "--metrics-port", "0",
+        *extra,
     ]  # fmt: skip
     # python -m puts the working directory first on the path: the source's, not this checkout's.
     proc = spawn(argv, log, env={**os.environ, "PYTHONPATH": str(source)}, cwd=source)
@@ -684,7 +685,7 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
         log = rundir / f"{scheduler}.log"
         start = time.time()
         if scheduler == "volsched":
-            sched = start_volsched(cp, log, args.source)
+            sched = start_volsched(cp, log, args.source, args.volsched_args.split())
         elif scheduler == "kube-scheduler":
             sched = start_kube_scheduler(cp, log, rundir)
         else:
@@ -825,6 +826,11 @@ def main(argv: list[str] | None = None) -> int:
         default=ROOT,
         help="run volsched from this checkout (e.g. a worktree of an older commit; default: this one)",
     )
+    p.add_argument(
+        "--volsched-args",
+        default="",
+        help="extra options for volsched run, space-separated (e.g. '--bind-workers 32'); default: none",
+    )
     p.add_argument("--keep-logs", help="keep the schedulers' and control planes' logs in this directory")
     args = p.parse_args(argv)
     args.loadgen = build_loadgen()
@@ -850,7 +856,10 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     print("machine:", describe())
-    print(f"volsched from {args.source} at {_commit(args.source)}")
+    print(
+        f"volsched from {args.source} at {_commit(args.source)}"
+        + (f", run with {args.volsched_args}" if args.volsched_args else "")
+    )
     print(
         f"{args.nodes} nodes x {args.pods} pods; modes {', '.join(modes)}; arriving rate {args.rate:.0f}/s; "
         f"a fresh control plane per run; ceiling: the {binder} binder; watch: {binder}; objects created by {args.creator}"

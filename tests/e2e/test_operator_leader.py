@@ -242,9 +242,9 @@ def test_two_operators_with_a_slow_leader_never_overcommit_a_node(
     proxy = SlowProxy(cluster.host, delay=0.2)  # every request of the leader takes 0.2 s longer
     try:
         slow_cfg = kubeconfig_via(cluster.kubeconfig_path, proxy.url, tmp_path / "slow.kubeconfig")
-        # One worker: the leader's binds take 0.2 s each, far longer in total than the 3 s lease.
+        # One bind worker: the leader's binds take 0.2 s each, far longer in total than the 3 s lease.
         slow = _operator(
-            operators, slow_cfg, tmp_path / "slow.log", "--lease-duration", "3", "--workers", "1"
+            operators, slow_cfg, tmp_path / "slow.log", "--lease-duration", "3", "--bind-workers", "1"
         )
         wait_for(lambda: _leader(slow), 30, what="the slow operator leads")
         fast = _operator(operators, cluster.kubeconfig_path, tmp_path / "fast.log", "--lease-duration", "3")

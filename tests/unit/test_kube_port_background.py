@@ -92,7 +92,7 @@ def background_port(
     """A background KubePort whose writer (``workers`` bind workers) talks to ``server``; closed with
     its writer and client."""
     api = client.ApiClient(loopback_config(server.port, retries=False, pool_size=8))
-    writer = KubeWriter(api, WriterSettings(workers=workers), fence=fence)
+    writer = KubeWriter(api, WriterSettings(bind_workers=workers), fence=fence)
     port = KubePort(writer, background=True, on_failed=on_failed)
     try:
         yield port
@@ -338,7 +338,7 @@ class ScriptedWriter:
 
     def __init__(self, result: str) -> None:
         self.result = result
-        self.settings = WriterSettings(workers=1)
+        self.settings = WriterSettings(bind_workers=1)
         self.fence = None
 
     def holding(self) -> float | None:

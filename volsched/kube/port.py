@@ -130,13 +130,13 @@ class KubePort:
 
     def _staff(self) -> None:
         """A bind was queued (under ``_lock``): an idle worker takes it, else a new worker is started,
-        up to ``workers``. Workers start only as binds outnumber idle ones, as an executor's threads do:
+        up to ``bind_workers``. Workers start only as binds outnumber idle ones, as an executor's threads do:
         started all at once, each would open its own connection (a TLS handshake, on the operator's
         and the apiserver's CPU) for the first session's first few binds, and the first binds waited
         behind them (the first bind after ready went from about 1.5 to 2.5 s at 1,000 x 10,000)."""
         if self._idle > 0:
             self._idle -= 1
-        elif len(self._workers) < max(1, self.writer.settings.workers):
+        elif len(self._workers) < max(1, self.writer.settings.bind_workers):
             worker = threading.Thread(
                 target=self._work, name=f"volsched-bind_{len(self._workers)}", daemon=True
             )
@@ -179,7 +179,7 @@ class KubePort:
 
     @property
     def bind_workers(self) -> int:
-        """Bind workers started so far (at most ``workers``; one more only when none was idle)."""
+        """Bind workers started so far (at most ``bind_workers``; one more only when none was idle)."""
         with self._lock:
             return len(self._workers)
 

@@ -109,8 +109,8 @@ class Operator:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        # Connections for the bind workers and as many for the writer's own (status, evictions, events).
-        self.kcfg = load_configuration(settings.kubeconfig, pool_size=2 * settings.writer.workers + 4)
+        # Connections for the bind workers, the writer's own (status, evictions, events) and the reads.
+        self.kcfg = load_configuration(settings.kubeconfig, pool_size=settings.writer.pool_size())
         self.api = new_api_client(self.kcfg)
         #: Reads at start and between sessions (the ConfigMap, discovery, listings) as plain JSON on the
         #: client's pooled connections: the client's typed APIs would import their models first.

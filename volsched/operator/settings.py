@@ -112,7 +112,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-lease", action="store_true", help="do not guard binds with a Lease (one replica only!)"
     )
-    p.add_argument("--workers", type=int, default=d.writer.workers, help="API requests in flight at once")
+    p.add_argument(
+        "--bind-workers",
+        type=int,
+        default=d.writer.bind_workers,
+        help="binds in flight at once (workers start only as binds wait)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=d.writer.workers,
+        help="other API writes in flight at once (status, conditions, events, evictions)",
+    )
     p.add_argument(
         "--qps",
         type=float,
@@ -144,6 +155,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     s.lease.renew_every = min(s.lease.renew_every, max(0.5, args.lease_duration / 3))
     s.lease.enabled = not args.no_lease
     s.writer.workers, s.writer.qps, s.writer.burst = args.workers, args.qps, args.burst
+    s.writer.bind_workers = args.bind_workers
     s.scheduler_names = parse_scheduler_names(args.scheduler_names)
     return s
 
