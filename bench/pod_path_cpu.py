@@ -37,6 +37,7 @@ import sys
 import tempfile
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,7 @@ from volsched.kube.lease import LeaderLease, LeaseSettings  # noqa: E402
 from volsched.kube.lister import WATCHED  # noqa: E402
 from volsched.kube.port import KubePort  # noqa: E402
 from volsched.kube.prune import prune_pod  # noqa: E402
-from volsched.kube.rest import LeanRest  # noqa: E402
+from volsched.kube.rest import LeanRest, _dumps  # noqa: E402
 from volsched.kube.watch import ListWatch, _loads  # noqa: E402
 from volsched.kube.writer import KubeWriter, WriterSettings  # noqa: E402
 from volsched.model.vocabulary import SCHEDULER_NAME  # noqa: E402
@@ -174,6 +175,88 @@ def serve(path: str, gap: float) -> None:
             conn.sendall(b"0\r\n\r\n")
 
 
+BOUND_ANSWER = (
+    b"HTTP/1.1 201 Created\r\nAudit-Id: 0297cd36-600d-460f-be4c-623d50b731f3\r\nCache-Control: no-cache, "
+    b"private\r\nContent-Type: application/json\r\nX-Kubernetes-Pf-Flowschema-Uid: 239ec0c4-3c21-46da-bc66-"
+    b"a4f32b01393e\r\nX-Kubernetes-Pf-Prioritylevel-Uid: c01d210e-fdda-4b47-ad84-6ebc6f6c11f4\r\nDate: Sun, 22 "
+    b"Nov 2026 23:29:30 GMT\r\nContent-Length: 76\r\n\r\n"
+    b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201}'
+)
+
+
+def answer_binds() -> None:
+    """(A child process) Answer every request on loopback as the apiserver answers a bind (its headers
+    and Status), on kept-alive connections; print the port first."""
+    server = socket.create_server(("127.0.0.1", 0))
+    print(server.getsockname()[1], flush=True)
+
+    def one(conn: socket.socket) -> None:
+        with conn, conn.makefile("rb") as rfile:
+            while True:
+                length = 0
+                while (line := rfile.readline()) not in (b"\r\n", b""):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                if not line:
+                    return
+                rfile.read(length)
+                conn.sendall(BOUND_ANSWER)
+
+    while True:
+        conn, _ = server.accept()
+        threading.Thread(target=one, args=(conn,), daemon=True).start()
+
+
+def _before(rest: LeanRest, method: str, path: str, body: Any, *, content_type: str, timeout: float) -> bytes:
+    """A request as the direct path sent it before (http.client's request machinery and getresponse)."""
+    data = _dumps(body)
+    conn = rest._connection(timeout)
+    conn.request(method, rest._prefix + path, body=data, headers=rest._headers(content_type))
+    resp = conn.getresponse()
+    out = resp.read()
+    if resp.will_close:
+        conn.close()
+    return out
+
+
+def requests(count: int, rounds: int) -> dict[str, float]:
+    """This thread's CPU per bind request to a loopback server answering as the apiserver does (another
+    process), sent as before (http.client's machinery) and now (the head built from fixed lines), one
+    thread, alternated (best of ``rounds`` each)."""
+    child = subprocess.Popen([sys.executable, __file__, "--answer-binds"], stdout=subprocess.PIPE)
+    try:
+        assert child.stdout is not None
+        cfg = client.Configuration()
+        cfg.host = f"http://127.0.0.1:{int(child.stdout.readline())}"
+        cfg.api_key = {"authorization": "bench-token"}
+        cfg.api_key_prefix = {"authorization": "Bearer"}
+        best = {"before": float("inf"), "now": float("inf")}
+        with client.ApiClient(cfg) as api:
+            rest = LeanRest(api, direct=True)
+            send = {"before": partial(_before, rest), "now": rest.request}
+            for _, mode in itertools.product(range(rounds), best):
+                t = time.thread_time()
+                for i in range(count):
+                    body = {
+                        "apiVersion": "v1",
+                        "kind": "Binding",
+                        "metadata": {"name": f"p{i:05d}", "namespace": NS, "uid": "35d0bb20-d5e3-4f84-a1a3"},
+                        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"},
+                    }
+                    send[mode](
+                        "POST",
+                        f"/api/v1/namespaces/{NS}/pods/p{i:05d}/binding",
+                        body,
+                        content_type="application/json",
+                        timeout=10,
+                    )
+                best[mode] = min(best[mode], (time.thread_time() - t) / count)
+        return best
+    finally:
+        child.kill()
+        child.wait()
+
+
 def stream(lines: list[bytes], gap: float, rounds: int) -> dict[str, float]:
     """The watch thread's CPU per event reading ``lines`` from a loopback server (another process) over
     urllib3's chunked reader (as before) and the lean one, alternated; decoded and dispatched to a sink
@@ -205,6 +288,9 @@ def stream(lines: list[bytes], gap: float, rounds: int) -> dict[str, float]:
 
 
 def main() -> int:
+    if "--answer-binds" in sys.argv:
+        answer_binds()
+        return 0
     if "--serve" in sys.argv:
         serve(sys.argv[sys.argv.index("--serve") + 1], float(sys.argv[sys.argv.index("--gap") + 1]))
         return 0
@@ -295,6 +381,7 @@ def main() -> int:
         decode = replay(lines, pods, nodes, args.replays)
         backlog = stream(lines, 0.0, args.replays)
         trickle = stream(lines[:500], 0.001, 2)
+        request = requests(2000, args.replays)
         size = sum(map(len, lines)) / max(1, len(lines))
         print(f"pods {args.pods}, bound {bound} ({len(port._workers)} bind workers), pod events {events}")
         print(f"watch        {1e6 * watch_cpu / max(1, events):7.1f} us CPU per pod event (watch thread)")
@@ -309,6 +396,10 @@ def main() -> int:
                 f"stream       {1e6 * figures['urllib3']:7.1f} -> {1e6 * figures['lean']:5.1f} us CPU per event, "
                 f"urllib3 -> lean, loopback, {what} (read, decoded, pruned; nothing kept)"
             )
+        print(
+            f"request      {1e6 * request['before']:7.1f} -> {1e6 * request['now']:5.1f} us CPU per bind request, "
+            "http.client's request machinery -> the head from fixed lines, loopback, one thread"
+        )
         print(f"wall         {bound / max(wall, 1e-9):7.0f} pods bound and seen per second")
     finally:
         cp.stop()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import re
 import select
 import socket
 import ssl
@@ -74,6 +75,23 @@ def _dumps(body: Any) -> bytes:
         return orjson.dumps(body)
     except TypeError:  # orjson.JSONEncodeError
         return json.dumps(body, separators=(",", ":")).encode()
+
+
+#: Methods http.client sends ``Content-Length: 0`` for when they carry no body.
+_BODY_METHODS = frozenset(("PATCH", "POST", "PUT"))
+#: What http.client refuses in a request target (control characters and spaces).
+_BAD_TARGET = re.compile("[\x00-\x20\x7f]")
+
+
+def _header_line(name: str, value: str) -> bytes:
+    """One header line, refused as http.client refuses it (a name that is not a token, a value that
+    could end the line: a header injected through a token, say)."""
+    raw_name, raw_value = name.encode("ascii"), value.encode("latin-1")
+    if not http.client._is_legal_header_name(raw_name):  # type: ignore[attr-defined]
+        raise ValueError(f"Invalid header name {raw_name!r}")
+    if http.client._is_illegal_header_value(raw_value):  # type: ignore[attr-defined]
+        raise ValueError(f"Invalid header value for {name}")
+    return raw_name + b": " + raw_value + b"\r\n"
 
 
 def _tls_context(cfg: client.Configuration) -> ssl.SSLContext:
@@ -312,21 +330,39 @@ class LeanRest:
         self._count = threading.Lock()
         self._clock = clock
         self._sleep = sleep
-        #: The credentials header and when it was read (see AUTH_TTL).
-        self._auth: tuple[float, tuple[str, str] | None] | None = None
+        #: When the credentials header was read (see AUTH_TTL), the header, and its line as sent.
+        self._auth: tuple[float, tuple[str, str] | None, bytes] | None = None
+        #: What every direct request's head says but its request line, type, credentials and length:
+        #: http.client's Host and Accept-Encoding, then the client's default headers (checked once here,
+        #: as http.client checks each header of each request).
+        host, port = self._netloc
+        if not host.isascii():  # as http.client: IDNA
+            host = host.encode("idna").decode("ascii")
+        host = f"[{host}]" if ":" in host else host
+        default_port = 443 if self._https else 80
+        host_value = host if port == default_port else f"{host}:{port}"
+        self._fixed = b"".join(
+            _header_line(k, v)
+            for k, v in {"Host": host_value, "Accept-Encoding": "identity", **self._base}.items()
+        )
+        self._types: dict[str, bytes] = {}
 
     def _credentials(self) -> tuple[str, str] | None:
+        return self._read_auth()[1]
+
+    def _read_auth(self) -> tuple[float, tuple[str, str] | None, bytes]:
         """The Authorization header, read from the client's settings at most every ``AUTH_TTL``
         seconds: they call the client's refresh hook (a rotated service-account token, an exec
         plugin), which for a kubeconfig sets up the whole configuration again."""
         now = self._clock()
         cached = self._auth
         if cached is not None and 0 <= now - cached[0] < AUTH_TTL:
-            return cached[1]
+            return cached
         auth = self.api.configuration.auth_settings().get("BearerToken")
         header = (str(auth["key"]), str(auth["value"])) if auth and auth.get("value") else None
-        self._auth = (now, header)
-        return header
+        cached = (now, header, b"" if header is None else _header_line(*header))
+        self._auth = cached  # with its line as sent: one object, read whole by every thread
+        return cached
 
     def _headers(self, content_type: str | None) -> dict[str, str]:
         headers = dict(self._base)
@@ -350,10 +386,10 @@ class LeanRest:
         error status, :class:`ResponseLost` when it may have been sent but no answer came back, another
         urllib3/OSError for a failure to talk at all."""
         data = None if body is None else _dumps(body)
-        headers = self._headers(content_type if data is not None else None)
+        content_type = content_type if data is not None else None
         if self.direct:
-            return self._direct(method, path, data, headers, timeout)
-        return self._pooled(method, path, data, headers, timeout)
+            return self._direct(method, path, data, content_type, timeout)
+        return self._pooled(method, path, data, self._headers(content_type), timeout)
 
     def get(self, path: str, *, timeout: float, throttle_retries: int = 10) -> Any:
         """A read's JSON. A 429 with ``Retry-After`` (API Priority and Fairness did not take it; a
@@ -418,16 +454,54 @@ class LeanRest:
             conn.sock.settimeout(timeout)
         return conn
 
+    def _head(self, method: str, path: str, content_type: str | None, data: bytes | None) -> bytes:
+        """A request's head as http.client would write it (the same headers, checked as it checks them),
+        from the lines that do not change between requests."""
+        target = self._prefix + path
+        if _BAD_TARGET.search(target) or not method.isalpha():
+            raise http.client.InvalidURL(f"cannot send {method} {target!r}")
+        auth_line = self._read_auth()[2]  # read again when due
+        type_line = b""
+        if content_type:
+            type_line = self._types.get(content_type) or self._types.setdefault(
+                content_type, _header_line("Content-Type", content_type)
+            )
+        if data is not None:
+            length = b"Content-Length: %d\r\n" % len(data)
+        elif method in _BODY_METHODS:
+            length = b"Content-Length: 0\r\n"
+        else:
+            length = b""
+        return b"".join(
+            (
+                f"{method} {target} HTTP/1.1\r\n".encode("ascii"),
+                self._fixed,
+                type_line,
+                auth_line,
+                length,
+                b"\r\n",
+            )
+        )
+
     def _direct(
-        self, method: str, path: str, data: bytes | None, headers: dict[str, str], timeout: float
+        self, method: str, path: str, data: bytes | None, content_type: str | None, timeout: float
     ) -> bytes:
+        """One request over this thread's connection: its head and body in one write, built from the
+        lines that do not change (not through http.client's request machinery), its answer read by
+        :class:`_LeanResponse` to its end."""
         deadline = time.monotonic() + timeout  # the whole call, as urllib3's total timeout
+        message = self._head(method, path, content_type, data) + (data or b"")
         for attempt in (0, 1):
             conn = self._connection(timeout)
             try:
-                conn.request(method, self._prefix + path, body=data, headers=headers)
+                conn.send(message)
                 _left(conn, deadline)
-                resp = conn.getresponse()
+                resp = _LeanResponse(conn.sock, method=method)
+                try:
+                    resp.begin()
+                except BaseException:
+                    resp.close()
+                    raise
                 _left(conn, deadline)
                 out = resp.read()  # to its end: the connection is clean for the next request
             except (OSError, http.client.HTTPException) as exc:
