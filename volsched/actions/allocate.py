@@ -46,7 +46,7 @@ def admitted_jobs(session: Session, *, best_effort: bool) -> dict[str, dict[str,
     action = "backfill" if best_effort else "allocate"
     out: dict[str, dict[str, list[Job]]] = {}
     for job in session.jobs.values():
-        if job.phase is PodGroupPhase.PENDING or not job.status_count[PENDING]:
+        if job.phase is PodGroupPhase.PENDING or not job.status_count.get(PENDING):
             continue
         if not any(
             t.status is PENDING and t.best_effort is best_effort and t.schedulable_by_us

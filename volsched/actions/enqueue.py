@@ -34,7 +34,7 @@ class Enqueue:
         pending: dict[str, list[Job]] = {}
         for queue, jobs in session.jobs_by_queue().items():
             spec = session.queues.get(queue)
-            waiting = [j for j in jobs if j.phase is PodGroupPhase.PENDING and j.status_count[PENDING]]
+            waiting = [j for j in jobs if j.phase is PodGroupPhase.PENDING and j.status_count.get(PENDING)]
             if not waiting:
                 continue
             if spec is None:

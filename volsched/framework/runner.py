@@ -245,7 +245,7 @@ def _render_events(session: Session, phases: dict[str, PodGroupPhase]) -> None:
             result.rejections[obj] = (Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "snapshot", (message,)),)
     errors = session.job_errors
     # Only a job with pending tasks or refusals has anything to say.
-    speaking = [j for j in session.jobs.values() if j.status_count[TaskStatus.PENDING] or j.key in errors]
+    speaking = [j for j in session.jobs.values() if j.status_count.get(TaskStatus.PENDING) or j.key in errors]
     for job in sorted(speaking, key=lambda j: j.key):
         pending = [t for t in job.pending_tasks() if t.schedulable_by_us]
         job_statuses = session.job_errors.get(job.key, [])

@@ -198,13 +198,13 @@ class Job:
 
     @property
     def pipelined_count(self) -> int:
-        return self.ready_count + self.status_count[TaskStatus.PIPELINED]
+        return self.ready + self.status_count.get(TaskStatus.PIPELINED, 0)
 
     @property
     def valid_count(self) -> int:
         """Tasks that can still count toward the gang (not failed, not being released)."""
         c = self.status_count
-        return sum(c.values()) - c[TaskStatus.FAILED] - c[TaskStatus.RELEASING]
+        return sum(c.values()) - c.get(TaskStatus.FAILED, 0) - c.get(TaskStatus.RELEASING, 0)
 
     @property
     def scheduled_count(self) -> int:
@@ -240,7 +240,7 @@ class Job:
         return out
 
     def pending_tasks(self) -> list[Task]:
-        if not self.status_count[TaskStatus.PENDING]:
+        if not self.status_count.get(TaskStatus.PENDING):
             return []
         return [t for t in self.tasks.values() if t.status is TaskStatus.PENDING]
 

@@ -75,7 +75,7 @@ class Drf(BasePlugin):
         ns_alloc.update((ns, sums[i]) for ns, i in ns_row.items())
         nexts: list[tuple[str, Vector]] = []
         for job in jobs:
-            if job.status_count[TaskStatus.PENDING]:
+            if job.status_count.get(TaskStatus.PENDING):
                 for t in job.tasks.values():
                     if t.status is TaskStatus.PENDING:
                         nexts.append((job.namespace, t.request))

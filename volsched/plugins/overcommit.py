@@ -37,6 +37,8 @@ class Overcommit(BasePlugin):
         space = session.space
         capacity = session.total * self.factor
         used = nodes.used[nodes.ready].sum(axis=0) if len(nodes) else space.zeros()
+        # The room is ``unused - admitted``: capacity - used - admitted, subtracted in that order.
+        unused = capacity - used
         admitted = [job for job in session.jobs.values() if job.phase is PodGroupPhase.INQUEUE]
         total = np.zeros((1, len(space)))
         unmet_minimum_rows(admitted, [0] * len(admitted), total)
@@ -90,14 +92,14 @@ class Overcommit(BasePlugin):
             for d in share_dims:
                 if asked[d] > EPS:
                     if left is None:
-                        left = (capacity - used - state["inqueue"]).tolist()
+                        left = (unused - state["inqueue"]).tolist()
                     if asked[d] > left[d] + EPS:
                         short = d
                         break
             if short is None:
                 return Vote.PERMIT, ""
             d = short
-            room = capacity - used - state["inqueue"]
+            room = unused - state["inqueue"]
             reason = (
                 f"minResources {space.names[d]} {space.describe(d, need[d])} > room "
                 f"{space.describe(d, max(room[d], 0.0))} (cluster {space.describe(d, session.total[d])} "
@@ -112,10 +114,11 @@ class Overcommit(BasePlugin):
             return Vote.REJECT, reason
 
         def enqueued(job: Job) -> None:
-            state["inqueue"] = state["inqueue"] + unmet_minimum(job)
+            unmet = unmet_minimum(job)
+            state["inqueue"] = state["inqueue"] + unmet
             left = guarantee_left.get(job.queue)
             if left is not None:
-                left -= unmet_minimum(job)
+                left -= unmet
 
         session.add_job_enqueueable_fn(self.name, enqueueable)
         session.add_job_enqueued_fn(self.name, enqueued)
