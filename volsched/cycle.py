@@ -150,7 +150,7 @@ class IdleSkip:
     nothing it reads changed (``ClusterState.changes``: a watch event that only confirms an assumed
     bind, or a bind completing, is no change; an assumption expiring, a node to avoid expiring or new
     usage figures are), the config is the same object, and either that session decided nothing (no
-    bind, eviction or admission) or it is *settled*: it evicted nothing, left no pod of ours pending
+    bind or eviction; an admission shows as the phase it gave the group, a change) or it is *settled*: it evicted nothing, left no pod of ours pending
     (``SessionResult.waiting``) and every action of the config decides only for pending pods
     (``pending_only``). A settled session's own changes (the binds it assumed, the phases it gave
     PodGroups) are no change for the next: with no pod of ours pending, no such action has anything
@@ -201,8 +201,10 @@ class IdleSkip:
         if self._settled:
             self._changes, self._decided = changes + own, False
         else:
+            # An admission is no decision of its own here: a group's shows as its phase written (a
+            # change), and a pod without a group keeps none (the next session admits it again alike).
             self._changes = changes
-            self._decided = bool(result.binds or result.evictions or result.admits)
+            self._decided = bool(result.binds or result.evictions)
 
     def _ask(self, config: SchedulerConfig) -> None:
         """What ``config`` says (kept while it is the same object): whether every action decides only

@@ -304,3 +304,13 @@ def test_the_watch_confirming_assumed_binds_keeps_their_tasks_so_the_next_snapsh
     assert all(feeder.state.tasks[k] is t for k, t in held.items())
     feeder.state.snapshot(now=5000.0)
     assert feeder.state._builder.rebuilt == 0
+
+
+def test_pods_admitted_each_session_but_placed_nowhere_do_not_make_every_session_run() -> None:
+    w = World(node("n1", cpu="8", pods="4"), *(pod(f"p{i}") for i in range(6)))
+    w.config = load_config(None)  # room for 8 cpu is room for 6 pods to admission; the node takes 4
+    first = w.cycle()
+    assert len(first.result.binds) == 4 and first.result.waiting == 2
+    second = w.cycle()
+    assert not second.skipped and second.result.binds == [] and second.result.admits  # admitted again
+    assert w.cycle().skipped  # nothing kept of the admission of a pod without a group: nothing new
