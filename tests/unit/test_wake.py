@@ -34,6 +34,8 @@ from tests.builders import (
 )
 from tests.unit._cycle_harness import KUBECONFIG, bound_event, cache
 from volsched.cache.doorbell import Doorbell, Rings
+from volsched.cache.feeder import Feeder
+from volsched.cache.state import ClusterState
 from volsched.cache.volcano import VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.cycle import NullPort, run_cycle
 from volsched.framework.registry import load_config
@@ -528,7 +530,8 @@ class LoopWorld:
             session=SessionSettings(period=period, min_gap=min_gap),
             lease=SimpleNamespace(retry_every=0.05, renew_every=3600.0),
         )
-        self.state = SimpleNamespace(doorbell=Doorbell())
+        self.feeder = Feeder(ClusterState())
+        self.state = self.feeder.state
         self.lease = SimpleNamespace(is_leader=leader, ensure=self.ensure)
         self.ensured = 0
         self.health = SimpleNamespace(failed=lambda *_: None)
@@ -598,6 +601,25 @@ def test_a_pod_arriving_on_a_watch_thread_wakes_a_session_long_before_the_period
         await quiet_moment()
         assert world.sessions == 3  # one session for each ring, none more
         assert world.woken() == 2
+
+    asyncio.run(in_loop(world, body))
+
+
+def test_an_unknown_bind_whose_time_to_live_ends_between_sessions_wakes_one() -> None:
+    """A bind whose outcome is unknown keeps its pod assumed for the time to live; when that ends with
+    no event showing the pod bound, the pod waits again and a session places it, not the period."""
+    world = LoopWorld(period=3600, min_gap=0.0)
+    feeder = world.feeder
+    feeder.assume_ttl = 0.3
+    assert feeder.apply("Pod", {**pod("a"), "metadata": {"name": "a", "namespace": "default", "uid": "u"}})
+    feeder.assume("default/a", "u", "n1")
+    feeder.finish("default/a", unsure=True)
+
+    async def body() -> None:
+        assert await asyncio.to_thread(world.wait_sessions, 2)  # the first at once, the next at expiry
+        assert world.state.tasks["default/a"].node_name is None  # the pod waits again
+        await quiet_moment()
+        assert world.sessions == 2 and world.woken() == 1
 
     asyncio.run(in_loop(world, body))
 

@@ -282,6 +282,13 @@ class Feeder:
             self.state.touch()
         return len(expired)
 
+    def unsure_expiry_in(self) -> float:
+        """Seconds (of the feeder's clock) until the first assumption of a bind whose outcome is unknown
+        expires (``expire`` then puts its pod back to pending, and rings); inf when there is none."""
+        with self._lock:
+            first = min((a.expires for a in self._assumed.values() if a.unsure), default=math.inf)
+        return first - self._clock() if first < math.inf else math.inf
+
     def is_assumed(self, pod_key: str) -> bool:
         with self._lock:
             return pod_key in self._assumed

@@ -528,7 +528,9 @@ class Operator:
         wait at once. A follower reads the Lease every ``lease.retry_every`` and runs its first session
         as soon as it acquires it; the doorbell does not call it. A leader waiting longer than
         ``lease.renew_every`` (a period longer than that) renews the Lease meanwhile, without a session,
-        so a quiet leader never lets it lapse between sessions (:meth:`keep_up`)."""
+        so a quiet leader never lets it lapse between sessions (:meth:`keep_up`). A bind whose outcome
+        is unknown keeps its pod assumed for ``session.assume_ttl``: when that ends between sessions,
+        the loop lets the assumption go then (the pod waits again, and the doorbell rings)."""
         s = self.settings.session
         pacer = Pacer(period=s.period, min_gap=s.min_gap)
         loop = asyncio.get_running_loop()
@@ -554,6 +556,10 @@ class Operator:
                 self.last_tick = ended = time.monotonic()
                 while not stop.is_set():
                     nudge.clear()  # before peeking: a ring after the peek sets it again
+                    # An unknown bind's time to live over: its pod waits again, and the doorbell rings.
+                    if (expiry := self.feeder.unsure_expiry_in()) <= 0:
+                        self.feeder.expire()
+                        expiry = self.feeder.unsure_expiry_in()
                     leader = self.lease.is_leader
                     wait = pacer.next_wait(
                         started=started,
@@ -568,6 +574,7 @@ class Operator:
                         if leader and time.monotonic() < started + s.period:
                             self.metrics.woken.inc()
                         break
+                    wait = min(wait, max(expiry, 0.0))  # looked at again when the first one expires
                     renew = self.settings.lease.renew_every
                     if leader and wait > renew:  # a long wait: keep the Lease meanwhile, no session
                         await _first_of(stop, nudge, timeout=renew)
