@@ -65,9 +65,10 @@ def test_the_config_map_is_read_at_start_without_the_clients_models(
     k: Kube, start_operator: Start, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The ConfigMap in force from the first session, read (like the listings and discovery before
-    ready) as plain JSON: the client's CoreV1Api, whose module imports every core model, is not used on
-    the way to ready (``-X importtime`` writes each import statement's module to the operator's log;
-    the client's lazy ``import_module`` of the API module itself is not among them, its models are)."""
+        ready) as plain JSON: the client's CoreV1Api, whose module imports every core model, is not used on
+        the way to ready (``-X importtime`` writes each import statement's module to the operator's log;
+        the client's lazy ``import_module`` of the API module itself is not among them, its models are). The
+    Lease is read and written the same way."""
     k.nodes(node("n1", cpu="8"))
     ns = k.namespace("startcfg")
     k.set_config(DEFAULT_CONFIG_YAML.replace("enqueue, allocate, backfill", "enqueue"))
@@ -77,6 +78,7 @@ def test_the_config_map_is_read_at_start_without_the_clients_models(
     assert "volsched.operator" in started, "no import times in the log: the check below would prove nothing"
     assert "kubernetes.client.models.v1_config_map\n" not in started
     assert "kubernetes.client.models.v1_pod_spec\n" not in started
+    assert "kubernetes.client.models.v1_lease_spec\n" not in started  # the Lease too: plain JSON
     assert op.metric("volsched_config_reloads_total", result="loaded") == 1
     assert "loaded scheduler config from ConfigMap" in started
 

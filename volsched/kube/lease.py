@@ -18,32 +18,42 @@ wall clock) with its own wall clock, so clock skew between replicas must stay be
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from volsched.kube.health import ApiHealth, is_unreachable
+from volsched.kube.rest import LeanRest
 
 log = logging.getLogger("volsched.lease")
 
 
-def _micro(ts: float) -> datetime:
-    return datetime.fromtimestamp(ts, tz=UTC)
+def _micro(ts: float) -> str:
+    """A MicroTime as the apiserver writes it (RFC 3339, microseconds, UTC)."""
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _ts(value: datetime | str | None) -> float:
-    if value is None:
+    if not value:
         return 0.0
     if isinstance(value, str):
         return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value.timestamp()
+
+
+def lease_path(namespace: str, name: str = "") -> str:
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{quote(namespace, safe='')}/leases"
+    return f"{path}/{quote(name, safe='')}" if name else path
 
 
 @dataclass
@@ -79,7 +89,9 @@ class LeaderLease:
         *,
         health: ApiHealth | None = None,
     ) -> None:
-        self.api = client.CoordinationV1Api(api)
+        #: Plain JSON on the client's pooled connections (the client's CoordinationV1Api would build
+        #: and parse its models on every renewal, and import them at start).
+        self.rest = LeanRest(api, direct=False)
         self.health = health or ApiHealth()
         self.settings = settings
         self.identity = identity
@@ -150,20 +162,34 @@ class LeaderLease:
             except Exception as exc:  # keep what we had until the fence closes
                 if is_unreachable(exc):
                     self.health.failed(f"lease {self.settings.namespace}/{self.settings.name}", exc)
-                elif isinstance(exc, ApiException) and exc.status in (404, 409):
-                    self.health.ok()  # lost a race for the Lease: the next try reads it again
+                elif isinstance(exc, ApiException) and exc.status in (404, 409, 429):
+                    # Lost a race for the Lease, or the apiserver's flow control did not take the call
+                    # (429: not executed): the next try reads it again.
+                    self.health.ok()
                 else:
                     log.warning("lease %s/%s: %s", self.settings.namespace, self.settings.name, exc)
             return self.is_leader
 
-    def _spec(self, acquire_time: float, transitions: int) -> client.V1LeaseSpec:
-        return client.V1LeaseSpec(
-            holder_identity=self.identity,
-            lease_duration_seconds=max(1, round(self.settings.duration)),
-            acquire_time=_micro(acquire_time),
-            renew_time=_micro(time.time()),
-            lease_transitions=transitions,
+    def _spec(self, acquire_time: float, transitions: int) -> dict[str, Any]:
+        return {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": max(1, round(self.settings.duration)),
+            "acquireTime": _micro(acquire_time),
+            "renewTime": _micro(time.time()),
+            "leaseTransitions": transitions,
+        }
+
+    def _read(self, timeout: float) -> dict[str, Any]:
+        s = self.settings
+        lease: dict[str, Any] = json.loads(
+            self.rest.request("GET", lease_path(s.namespace, s.name), timeout=timeout)
         )
+        return lease
+
+    def _replace(self, lease: dict[str, Any], timeout: float) -> None:
+        """A PUT of the Lease as read (its resourceVersion: it fails with 409 when another wrote since)."""
+        s = self.settings
+        self.rest.request("PUT", lease_path(s.namespace, s.name), lease, timeout=timeout)
 
     def _won(self, sent: float, *, how: str = "") -> None:
         if self._stopped:
@@ -176,36 +202,39 @@ class LeaderLease:
     def _try_acquire(self, *, acquire: bool = True) -> None:
         s = self.settings
         try:
-            lease = self.api.read_namespaced_lease(s.name, s.namespace, _request_timeout=s.duration / 2)
+            lease = self._read(s.duration / 2)
         except ApiException as exc:
             if exc.status != 404 or not acquire:
                 raise
-            body = client.V1Lease(
-                metadata=client.V1ObjectMeta(name=s.name, namespace=s.namespace),
-                spec=self._spec(time.time(), 0),
-            )
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": s.name, "namespace": s.namespace},
+                "spec": self._spec(time.time(), 0),
+            }
             sent = time.monotonic()
-            self.api.create_namespaced_lease(s.namespace, body, _request_timeout=s.duration / 2)
+            self.rest.request("POST", lease_path(s.namespace), body, timeout=s.duration / 2)
             log.info("lease %s/%s: acquired (created) by %s", s.namespace, s.name, self.identity)
             self._won(sent, how="created")
             return
-        spec = lease.spec or client.V1LeaseSpec()
-        holder = spec.holder_identity or ""
-        duration = spec.lease_duration_seconds or s.duration
+        spec = lease.get("spec") or {}
+        holder = spec.get("holderIdentity") or ""
+        duration = spec.get("leaseDurationSeconds") or s.duration
+        transitions = int(spec.get("leaseTransitions") or 0)
         if holder == self.identity:
-            lease.spec = self._spec(_ts(spec.acquire_time) or time.time(), spec.lease_transitions or 0)
+            lease["spec"] = self._spec(_ts(spec.get("acquireTime")) or time.time(), transitions)
             sent = time.monotonic()
             timeout = self.call_timeout(s.duration / 2) if self.is_leader else s.duration / 2
-            self.api.replace_namespaced_lease(s.name, s.namespace, lease, _request_timeout=timeout)
+            self._replace(lease, timeout)
             # Not held before (e.g. our acquiring write timed out but went through): a new acquisition.
             self._won(sent, how="" if self._expires > 0 else "reclaimed")
             return
-        if not acquire or (holder and time.time() < _ts(spec.renew_time) + duration):
+        if not acquire or (holder and time.time() < _ts(spec.get("renewTime")) + duration):
             self._expires = 0.0
             return
-        lease.spec = self._spec(time.time(), (spec.lease_transitions or 0) + 1)
+        lease["spec"] = self._spec(time.time(), transitions + 1)
         sent = time.monotonic()
-        self.api.replace_namespaced_lease(s.name, s.namespace, lease, _request_timeout=s.duration / 2)
+        self._replace(lease, s.duration / 2)
         log.info(
             "lease %s/%s: acquired by %s (%s)",
             s.namespace, s.name, self.identity, f"expired, was {holder!r}" if holder else "it was released",
@@ -222,16 +251,12 @@ class LeaderLease:
             return  # never held, or known lost
         s = self.settings
         try:
-            lease = self.api.read_namespaced_lease(
-                s.name, s.namespace, _request_timeout=self.call_timeout(5.0)
-            )
-            if lease.spec is not None and lease.spec.holder_identity == self.identity:
-                lease.spec.holder_identity = None
-                lease.spec.renew_time = None
-                lease.spec.acquire_time = None
-                self.api.replace_namespaced_lease(
-                    s.name, s.namespace, lease, _request_timeout=self.call_timeout(5.0)
-                )
+            lease = self._read(self.call_timeout(5.0))
+            spec = lease.get("spec")
+            if isinstance(spec, dict) and spec.get("holderIdentity") == self.identity:
+                for key in ("holderIdentity", "renewTime", "acquireTime"):
+                    spec.pop(key, None)
+                self._replace(lease, self.call_timeout(5.0))
                 log.info("lease %s/%s: released by %s", s.namespace, s.name, self.identity)
         except Exception as exc:
             log.warning("lease %s/%s: release failed (it expires on its own): %s", s.namespace, s.name, exc)

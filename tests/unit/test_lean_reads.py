@@ -1,8 +1,10 @@
-"""The scheduler ConfigMap as read at start and on every poll: its JSON parsed without the client's models,
-a 404 as no ConfigMap, any other error status raised for the reloader to report."""
+"""The reads at start as plain JSON: the scheduler ConfigMap (parsed without the client's models, a 404 as
+no ConfigMap, any other error status raised for the reloader to report), a 429 waited out, and the
+Lease's times as the apiserver writes them."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -10,6 +12,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from volsched.kube.configsource import ConfigMapText, config_map_path, parse_config_map, read_config_map
+from volsched.kube.lease import _micro, _ts
 from volsched.kube.rest import LeanRest
 
 
@@ -117,3 +120,11 @@ def test_a_read_waits_out_a_429_with_retry_after(
         with pytest.raises(ApiException):
             rest.get("/x", timeout=1)
     assert rest.slept == slept
+
+
+@pytest.mark.parametrize("ts", [0.0, 1_700_000_000.123456, 1_800_000_000.5])
+def test_a_lease_time_is_written_as_the_apiservers_micro_time_and_read_back(ts: float) -> None:
+    text = _micro(ts)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", text)
+    assert _ts(text) == pytest.approx(ts, abs=1e-6)
+    assert _ts(None) == _ts("") == 0.0
