@@ -388,3 +388,20 @@ def test_the_port_owes_a_session_while_a_status_write_failed_and_no_longer_once_
     assert port.drain(HOLD)
     assert len(server.sent("/pods/big/status")) == 2
     assert not port.owes()
+
+
+def test_the_operator_skips_idle_sessions_only_while_its_port_owes_no_status_write(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
+    )
+    op = Operator(Settings(kubeconfig=str(kubeconfig)))
+    try:
+        assert op.idle is not None and op.idle.owed == op.port.owes
+    finally:
+        op.port.close()
+        op.writer.close()
+        op.api.close()  # type: ignore[no-untyped-call]
+        op.watch_api.close()  # type: ignore[no-untyped-call]
