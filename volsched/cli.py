@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
-from rich.console import Console
-
 from volsched.model.errors import InputError
 
 
@@ -23,6 +21,8 @@ def _bundled_example() -> Path:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    from rich.console import Console  # here: `volsched run` never draws a table
+
     from volsched.framework.registry import load_config
     from volsched.render import render_simulation
     from volsched.simulate import simulate, to_json
