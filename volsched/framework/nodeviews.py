@@ -47,6 +47,8 @@ class _NodeView:
     ready_score: np.ndarray[Any, np.dtype[np.float64]]
     #: the task's request less a little slack, -inf where it asks nothing (never the limit)
     floor: Vector
+    #: ``floor`` as plain floats (one node is compared without numpy's per-call cost)
+    floor_list: list[float]
 
 
 @dataclass
@@ -109,7 +111,9 @@ class NodeViews(PointTables):
         if view is None:
             if fits_future is fits_idle:  # the view keeps them apart: incoming capacity may appear later
                 fits_future = fits_idle.copy()
-            return _NodeView(len(self._changes), mask, fits_idle, fits_future, score, ready_score, floor)
+            return _NodeView(
+                len(self._changes), mask, fits_idle, fits_future, score, ready_score, floor, floor.tolist()
+            )
         view.predicate[idx] = mask
         view.fits_idle[idx] = fits_idle
         view.fits_future[idx] = fits_future
@@ -125,10 +129,13 @@ class NodeViews(PointTables):
         ok = bool(nodes.ready[i])
         for _, fn in self._flat("predicate"):
             ok = ok and bool(fn(task, idx)[0])
-        row = nodes.idle[i]
-        fits_idle = bool((row >= view.floor).all())
+        floor = view.floor_list
+        row = nodes.idle[i].tolist()  # the same comparisons over plain floats: the same answers
+        fits_idle = all(x >= f for x, f in zip(row, floor, strict=True))
         fits_future = (
-            bool((row + nodes.incoming[i] >= view.floor).all()) if nodes.incoming_tasks else fits_idle
+            all(x + y >= f for x, y, f in zip(row, nodes.incoming[i].tolist(), floor, strict=True))
+            if nodes.incoming_tasks
+            else fits_idle
         )
         score = 0.0
         for _, fn in self._flat("node_order"):
