@@ -299,7 +299,9 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=10)
     parser.add_argument("--batch", type=int, default=200, help="binds handed over at once (a commit)")
     parser.add_argument("--replays", type=int, default=5, help="rounds of the decode-only replay")
-    parser.add_argument("--workers", type=int, default=WriterSettings().workers, help="bind workers at most")
+    parser.add_argument(
+        "--workers", type=int, default=WriterSettings().bind_workers, help="bind workers at most"
+    )
     args = parser.parse_args()
     print("machine:", describe())
     cp = LocalControlPlane()
@@ -338,7 +340,7 @@ def main() -> int:
             lease = LeaderLease(api, LeaseSettings(), "bench")
             if not lease.ensure():
                 raise SystemExit("could not take the Lease")
-            writer = KubeWriter(api, WriterSettings(workers=args.workers), fence=lease)
+            writer = KubeWriter(api, WriterSettings(bind_workers=args.workers), fence=lease)
             port = KubePort(writer, background=True)
             keys = [f"{NS}/{n}" for n in names]
             handler.want = len(keys)
@@ -380,7 +382,7 @@ def main() -> int:
 
         decode = replay(lines, pods, nodes, args.replays)
         backlog = stream(lines, 0.0, args.replays)
-        trickle = stream(lines[:500], 0.001, 2)
+        trickle = stream(lines[:500], 0.001, args.replays)
         request = requests(2000, args.replays)
         size = sum(map(len, lines)) / max(1, len(lines))
         print(f"pods {args.pods}, bound {bound} ({len(port._workers)} bind workers), pod events {events}")
