@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import Obj, gang, node, pod, queue, resched_config
+from tests.builders import Obj, gang, node, pdb, pod, queue, resched_config
 from tests.unit._cycle_harness import CONFIG, Clock, FakePort, bound_event, cache
 from volsched.cycle import BOUND, FAILED, BindOutcome, CycleReport, IdleSkip, run_cycle
 from volsched.framework.decisions import Bind
@@ -120,6 +120,31 @@ def test_the_change_counter_moves_on_what_a_session_reads_only(
         feeder.assume("default/a", "uid-a", "n1")
     before = feeder.state.changes
     event(feeder)
+    assert (feeder.state.changes != before) is counts
+
+
+#: (the namespace of a budget in the cache or None, what else the pod's status shows, whether it counts)
+READINESS: list[tuple[str | None, dict[str, str], bool]] = [
+    (None, {}, False),
+    ("other", {}, False),
+    ("default", {}, True),
+    (None, {"phase": "Failed"}, True),
+]
+
+
+@pytest.mark.parametrize(("budget_ns", "more", "counts"), READINESS)
+def test_a_pods_readiness_is_a_change_only_where_a_disruption_budget_may_read_it(
+    budget_ns: str | None, more: dict[str, str], counts: bool
+) -> None:
+    objects = [node("n1", cpu="4"), pod("a", node="n1")]
+    if budget_ns is not None:
+        objects.append(pdb("keep", {"matchLabels": {"app": "x"}}, ns=budget_ns, minAvailable=1))
+    feeder = cache(*objects)
+    before = feeder.state.changes
+    raw = feeder.state.raw_pods["default/a"]
+    status = {**raw["status"], **more, "conditions": [{"type": "Ready", "status": "False"}]}
+    feeder.apply("Pod", {**revisited(feeder, "default/a", rv=70), "status": status})
+    assert feeder.state.tasks["default/a"].runtime.unready  # the task takes it either way
     assert (feeder.state.changes != before) is counts
 
 

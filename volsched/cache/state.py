@@ -196,7 +196,12 @@ class ClusterState:
                 old = self.tasks.get(key)
                 if confirming and not _same_but_confirmed(old, task):
                     self.changes += 1  # the event shows more than the bind (the pod finished, say)
-                ring = _pod_ring(old, task, before=self.raw_pods.get(key), after=obj)
+                before = self.raw_pods.get(key)
+                ring = _pod_ring(old, task, before=before, after=obj)
+                if not confirming and _readiness_only(before, obj) and not self._budgeted(task.namespace):
+                    # Only a PodDisruptionBudget of its namespace reads whether a pod is ready: with none,
+                    # a readiness flip is no change (no session for it); the task takes it all the same.
+                    changed = False
                 self.raw_pods[key] = obj
                 self._put_task(key, task)
                 pod_spec = obj.get("spec") or {}
@@ -269,6 +274,10 @@ class ClusterState:
         if ring is not None:
             self.doorbell.ring(ring)
         return warning
+
+    def _budgeted(self, namespace: str) -> bool:
+        """Whether a PodDisruptionBudget of ``namespace`` is cached (under ``_lock``)."""
+        return any(b.namespace == namespace for b in self.budgets.values())
 
     def queue_uid(self, name: str) -> str | None:
         """The uid of the Queue object in force under ``name`` (ours or Volcano's), for events on it."""
@@ -661,6 +670,23 @@ def _shows_nothing_new(cached: Mapping[str, Any] | None, obj: Mapping[str, Any])
         if any(v != before[k] for k, v in value.items() if k != "resourceVersion"):
             return False
     return True
+
+
+def _readiness_only(cached: Mapping[str, Any] | None, obj: Mapping[str, Any]) -> bool:
+    """``obj`` is the pod ``cached`` again with at most another ``status.conditions`` (the pruner keeps
+    only Ready) and ``metadata.resourceVersion``."""
+    if cached is None:
+        return False
+    before, after = cached.get("status"), obj.get("status")
+    if not (isinstance(before, Mapping) and isinstance(after, Mapping)):
+        return False
+    if before.get("conditions") == after.get("conditions"):
+        return False  # another difference (or none: _shows_nothing_new took it)
+    if {k: v for k, v in before.items() if k != "conditions"} != {
+        k: v for k, v in after.items() if k != "conditions"
+    }:
+        return False
+    return _shows_nothing_new({**cached, "status": None}, {**obj, "status": None})
 
 
 def _same_but_confirmed(old: Task | None, new: Task) -> bool:
