@@ -113,6 +113,50 @@ def test_the_plugin_narrows_beside_the_others_in_any_tier() -> None:
     assert named(s, *ALL) == ["web-0", "bound-0"]
 
 
+@pytest.mark.parametrize(
+    ("switches", "preempt", "reclaim", "shuffle"),
+    [
+        pytest.param("", ["web-0"], ["web-0"], ["web-0"], id="on-everywhere"),
+        pytest.param(
+            ", enablePreemptable: false",
+            ["db-0", "web-0"],
+            ["web-0"],
+            ["web-0"],
+            id="volcano-preemptable-off",
+        ),
+        pytest.param(
+            ", enableReclaimable: false",
+            ["web-0"],
+            ["db-0", "web-0"],
+            ["web-0"],
+            id="volcano-reclaimable-off",
+        ),
+        pytest.param(
+            ", enableVictim: false", ["web-0"], ["web-0"], ["db-0", "web-0"], id="volcano-victim-off"
+        ),
+        pytest.param(
+            ", enableVictimFilter: false",
+            ["db-0", "web-0"],
+            ["db-0", "web-0"],
+            ["db-0", "web-0"],
+            id="filter-off",
+        ),
+    ],
+)
+def test_a_volcano_switch_keeps_the_budgets_out_of_that_actions_victims_only(
+    switches: str, preempt: list[str], reclaim: list[str], shuffle: list[str]
+) -> None:
+    # Volcano's pdb answers as preemptable, reclaimable and victim-tasks plugin: a config written for
+    # it that switches one of those off lets that action's victims go whatever budgets say.
+    s = session(budget("db", DB, 0), plugins=f"{{name: conformance}}, {{name: pdb{switches}}}")
+    tasks = {t.name: t for job in s.jobs.values() for t in job.tasks.values()}
+    assert named(s, "db-0", "web-0") == preempt
+    assert named(s, "db-0", "web-0", point="reclaimable") == reclaim
+    assert [t.name for t in s.filter_victims([tasks["db-0"], tasks["web-0"]], point="victim")] == shuffle
+    kept = s.victim_protections([tasks["db-0"]], point="preemptable")
+    assert (kept is None) is (preempt == ["db-0", "web-0"])
+
+
 def test_the_cache_holds_budgets_as_they_change_and_forgets_a_deleted_one() -> None:
     state = ClusterState()
     state.apply(budget("db", DB, 1))
@@ -196,7 +240,7 @@ def test_a_budgets_allowance_goes_only_to_victims_the_other_plugins_keep_whereve
 def test_the_plugin_says_which_budget_keeps_which_pods(budgets: list[Obj], said: list[str]) -> None:
     s = session(*budgets)
     tasks = {t.name: t for job in s.jobs.values() for t in job.tasks.values()}
-    kept = s.victim_protections([tasks[n] for n in ("db-0", "db-1", "web-0", "bound-0")])
+    kept = s.victim_protections([tasks[n] for n in ("db-0", "db-1", "web-0", "bound-0")], point="preemptable")
     assert (kept.plugin, list(kept.reasons)) == ("pdb", said) if said else kept is None
 
 

@@ -248,6 +248,7 @@ def place_by_evicting(
     task: Task,
     *,
     action: str,
+    point: str,
     pools: _Pools,
     choose: Choose,
     describe: Describe,
@@ -256,7 +257,8 @@ def place_by_evicting(
 ) -> Status | None:
     """Pipeline ``task`` onto capacity that is free, being released, or freed here by evicting victims
     (each appended to ``log`` with its reason). Returns None on success, else why not (in numbers; said
-    by ``action``, or by the plugin that limits the task's queue).
+    by ``action``, or by the plugin that limits the task's queue). ``point`` is the extension point
+    ``choose`` asks (``preemptable`` or ``reclaimable``): its victim filters say what they kept.
 
     While the task's queue may not take it (``session.allocatable``: the queue is at its deserved share
     or capability), capacity that is merely free is no option: on the node tried, victims are evicted
@@ -300,7 +302,7 @@ def place_by_evicting(
                 " it out would not let it in"
             )
         # The pods in the way that a victim filter (a PodDisruptionBudget) keeps, in its own words.
-        protected = session.victim_protections(kept_in_way) if kept_in_way else None
+        protected = session.victim_protections(kept_in_way, point=point) if kept_in_way else None
         if protected is not None:
             return Status(protected.code, protected.plugin, (why, *protected.reasons))
         return Status(Code.UNSCHEDULABLE, action, (why,))
@@ -360,7 +362,9 @@ def place_by_evicting(
     ruled = ~could & pools.any[ranked]
     # Where nothing was named, what a victim filter (a PodDisruptionBudget) kept, in its own words.
     kept = (
-        session.victim_protections([t for i in ranked[could] for t in pools.index.pool(int(i), pools.mask)])
+        session.victim_protections(
+            [t for i in ranked[could] for t in pools.index.pool(int(i), pools.mask)], point=point
+        )
         if not named and walked
         else None
     )
@@ -570,6 +574,7 @@ def evict_for_job(
     job: Job,
     *,
     action: str,
+    point: str,
     evictable: Evictable,
     candidates: Candidates,
     choose: Choose,
@@ -584,7 +589,7 @@ def evict_for_job(
     admitted. Otherwise discarded (nothing evicted) and the reason recorded on the job. Tasks with
     ``preemptionPolicy: Never`` are placed only where there is room already; ``refuse`` may veto a task
     before any eviction is considered for it. ``candidates`` says which of ``evictable`` the action may
-    take for this job at all.
+    take for this job at all; ``point`` is the extension point ``choose`` asks.
     """
     mask = candidates(evictable)
     pools = _Pools(evictable, mask, *evictable.reach(mask))
@@ -612,6 +617,7 @@ def evict_for_job(
             statement,
             task,
             action=action,
+            point=point,
             pools=pools,
             choose=choose,
             describe=describe,

@@ -103,6 +103,7 @@ class Preempt:
             action=self.name,
             evictable=evictable,
             candidates=candidates,
+            point="preemptable",
             choose=session.preemptable,
             describe=describe,
             in_the_way=lower_priority,

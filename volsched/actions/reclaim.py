@@ -130,6 +130,7 @@ class Reclaim:
             action=self.name,
             evictable=evictable,
             candidates=candidates,
+            point="reclaimable",
             choose=session.reclaimable,
             describe=describe,
             refuse=lambda task: session.preemptive(queue, task),

@@ -76,7 +76,7 @@ class Shuffle:
             # minMember 1 is no gang: the pod's owner recreates it (a pod with no owner is never a victim).
             if counted and job is not None and job.min_member > 1 and job.ready_count - 1 < job.min_member:
                 continue
-            if not session.filter_victims([task]):
+            if not session.filter_victims([task], point="victim"):
                 continue  # a victim filter keeps it now (a PodDisruptionBudget spent by those before)
             why = EvictionReason(action=self.name, detail=reasons.get(task.key, "rebalancing nodes"))
             statement.evict(task, reason=why, may_return=False)

@@ -26,7 +26,9 @@ How answers combine across tiers (as in Volcano):
   last, wherever their plugin sits in the tiers: to the victims every preemptable/reclaimable plugin
   accepted, and to the union of the victim_tasks answers (shuffle's). A candidate a filter would not
   pass even alone leaves first with the other protected pods; what the filter allows is then spent
-  only on the victims that survived every other plugin's narrowing;
+  only on the victims that survived every other plugin's narrowing. A filter applies to an action's
+  victims only where its plugin's switch for that point is on too (``enablePreemptable``,
+  ``enableReclaimable``, ``enableVictim``: Volcano's pdb answers at those points);
 * node order: the sum of all scores.
 """
 
@@ -178,7 +180,8 @@ class ExtensionPoints(Protocol):
     def add_victim_filter_fn(
         self, plugin: str, fn: VictimFilterFn, *, explain: Callable[[list[Task]], list[str]] | None = None
     ) -> None:
-        """A filter every eviction's victims pass last (preempt's, reclaim's and shuffle's alike); the
+        """A filter every eviction's victims pass last (preempt's, reclaim's and shuffle's alike, as
+        far as the plugin's switches for preemptable, reclaimable and victim are on); the
         victim contract holds (it passes a pod in a list only if it would pass it alone, and passes any
         subset of what it passed). ``explain`` says why it keeps the pods of a list it would not pass
         alone (one clause each, as users read it)."""
@@ -316,6 +319,8 @@ class PointTables:
         self, plugin: str, fn: VictimFilterFn, *, explain: Callable[[list[Task]], list[str]] | None = None
     ) -> None:
         self._add("victim_filter", plugin, fn)
+        for point in ("preemptable", "reclaimable", "victim"):
+            self._flat_cache.pop(f"victim_filter/{point}", None)
         if explain is not None:
             self._victim_explain[plugin] = explain
 
@@ -532,31 +537,45 @@ class PointTables:
         fns = [fn for tier in self._tiered(point) for _, fn in tier if fn(actor, candidates) is not None]
         if not fns:
             return []
-        filters = [fn for _, fn in self._flat("victim_filter")]
+        filters = [fn for _, fn in self._victim_filters(point)]
         pool = [t for t in candidates if all(fn(actor, [t]) for fn in fns) and all(f([t]) for f in filters)]
         for fn in fns:
             if not pool:
                 break
             keys = {t.key for t in fn(actor, pool) or ()}
             pool = [t for t in pool if t.key in keys]
-        return self.filter_victims(pool)
+        return self.filter_victims(pool, point=point)
 
-    def filter_victims(self, victims: list[Task]) -> list[Task]:
-        """What the victim filters let through of ``victims`` (in their order; all of them when no
-        plugin filters). An action that evicts the victims it was given one at a time, skipping some
-        for reasons of its own, asks again for each just before evicting it."""
-        for _, fn in self._flat("victim_filter"):
+    def _victim_filters(self, point: str) -> list[tuple[str, VictimFilterFn]]:
+        """The victim filters that apply to ``point``'s victims (``preemptable``, ``reclaimable`` or
+        ``victim``): those of plugins that point is switched on for too. Volcano's ``pdb`` answers at those
+        three points, so a config written for Volcano that switches it off for one (``enablePreemptable:
+        false``, ``enableReclaimable: false``, ``enableVictim: false``) keeps its budgets out of that one
+        action's victims here as well; ``enableVictimFilter: false`` switches the filter off for all."""
+        key = f"victim_filter/{point}"
+        cached = self._flat_cache.get(key)
+        if cached is None:
+            cached = [(n, fn) for n, fn in self._flat("victim_filter") if self._enabled[n].enabled(point)]
+            self._flat_cache[key] = cached
+        return cached
+
+    def filter_victims(self, victims: list[Task], *, point: str) -> list[Task]:
+        """What the victim filters of ``point`` (see :meth:`_victim_filters`) let through of ``victims``
+        (in their order; all of them when no plugin filters). An action that evicts the victims it was
+        given one at a time, skipping some for reasons of its own, asks again for each just before
+        evicting it."""
+        for _, fn in self._victim_filters(point):
             if not victims:
                 break
             keys = {t.key for t in fn(victims)}
             victims = [t for t in victims if t.key in keys]
         return victims
 
-    def victim_protections(self, candidates: list[Task]) -> Status | None:
-        """Why the victim filters keep pods of ``candidates`` (each alone), as a refusal said by the
-        first filter that keeps any (None: they keep none)."""
+    def victim_protections(self, candidates: list[Task], *, point: str) -> Status | None:
+        """Why the victim filters of ``point`` keep pods of ``candidates`` (each alone), as a refusal
+        said by the first filter that keeps any (None: they keep none)."""
         said: list[tuple[str, str]] = []
-        for name, _ in self._flat("victim_filter"):
+        for name, _ in self._victim_filters(point):
             explain = self._victim_explain.get(name)
             if explain is not None:
                 said.extend((name, r) for r in explain(candidates))
@@ -577,7 +596,7 @@ class PointTables:
         for _, fn in self._flat("victim"):
             for t in fn():
                 seen.setdefault(t.key, t)
-        filters = [fn for _, fn in self._flat("victim_filter")]
+        filters = [fn for _, fn in self._victim_filters("victim")]
         return [t for t in seen.values() if all(f([t]) for f in filters)]
 
 

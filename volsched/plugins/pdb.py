@@ -19,6 +19,10 @@ is spent only on victims no other plugin drops. Of the victims it is given, in t
   selects that this session already chose as victims (evicted while Running; given back when the
   eviction is discarded) and less those passed before it in the same list, stays above zero.
 
+The filter applies to an action's victims only while the plugin's switch for that action's point is on
+too (``enablePreemptable``, ``enableReclaimable``, ``enableVictim``: where Volcano's pdb answers), and to
+none with ``enableVictimFilter: false``.
+
 Where it keeps every candidate, the refusal says which budgets and what they allow
 (``victim_protections``), e.g. ``2 pods protected by PodDisruptionBudget ns/db (0 disruptions allowed)``.
 
