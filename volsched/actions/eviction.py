@@ -319,6 +319,7 @@ def place_by_evicting(
     slack = 1e-9 * np.maximum(np.abs(reach), 1.0)
     could = pools.any[ranked] & np.all(reach + slack >= task.request[need] - EPS, axis=1)
     named = 0
+    unnamed: list[Task] = []  # the pods of the nodes walked where the plugins named none
     for i in ranked[could]:
         node = int(i)
         pool = sorted(pools.index.pool(node, pools.mask), key=key)
@@ -327,6 +328,7 @@ def place_by_evicting(
         victims = choose(task, pool)
         named += len(victims)
         if not victims:
+            unnamed += pool
             continue
         room = nodes.idle[node] + nodes.incoming[node]
         taken = 0
@@ -360,14 +362,9 @@ def place_by_evicting(
     # plugins are not asked about those: that was a walk over nodes for every failing task).
     walked = int(np.count_nonzero(could & pools.any[ranked]))
     ruled = ~could & pools.any[ranked]
-    # Where nothing was named, what a victim filter (a PodDisruptionBudget) kept, in its own words.
-    kept = (
-        session.victim_protections(
-            [t for i in ranked[could] for t in pools.index.pool(int(i), pools.mask)], point=point
-        )
-        if not named and walked
-        else None
-    )
+    # Where nothing was named, what a victim filter (a PodDisruptionBudget) kept, in its own words
+    # (of the pods the walk offered: the nodes are not walked again).
+    kept = session.victim_protections(unnamed, point=point) if not named and unnamed else None
     if not named and not ruled.any():
         why = f"{action}: no pod may be evicted for it on the {len(feasible)} node(s) it could use"
         if kept is not None:
