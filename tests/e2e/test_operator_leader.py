@@ -74,6 +74,21 @@ def test_a_holder_fences_itself_before_its_lease_can_be_taken(k: Kube) -> None:
     assert not b.ensure()  # held by c
 
 
+def test_of_two_replicas_racing_for_a_released_lease_the_one_that_read_it_first_but_wrote_second_loses(
+    k: Kube,
+) -> None:
+    settings = LeaseSettings(namespace=OPERATOR_NS, name="race-test", duration=30.0, retry_every=0.0)
+    first, a, b = (LeaderLease(k.api, settings, name) for name in ("first", "a", "b"))
+    assert first.ensure()
+    first.release()
+    read = a._read
+    seen = read(5.0)  # a reads the released Lease ...
+    assert b.ensure() and b.acquired_how == "released"  # ... b takes it meanwhile ...
+    a._read = lambda timeout: seen  # type: ignore[method-assign]  # ... a writes over what it read
+    assert not a.ensure() and a.time_left() <= 0  # its resourceVersion is stale: the apiserver refuses
+    assert read(5.0)["spec"]["holderIdentity"] == "b" and b.is_leader
+
+
 def test_a_write_the_fence_refuses_is_never_sent(k: Kube) -> None:
     k.nodes(node("n1", cpu="16"))
     ns = k.namespace("fenced")
