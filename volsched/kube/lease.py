@@ -41,14 +41,11 @@ def _micro(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _ts(value: datetime | str | None) -> float:
+def _ts(value: str | None) -> float:
+    """A MicroTime as the Lease's JSON has it (RFC 3339) -> Unix seconds; 0.0 when unset."""
     if not value:
         return 0.0
-    if isinstance(value, str):
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.timestamp()
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
 
 def lease_path(namespace: str, name: str = "") -> str:
