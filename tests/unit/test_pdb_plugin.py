@@ -244,12 +244,13 @@ def test_the_plugin_says_which_budget_keeps_which_pods(budgets: list[Obj], said:
     assert (kept.plugin, list(kept.reasons)) == ("pdb", said) if said else kept is None
 
 
-def unready_session(obj: Obj) -> Session:
-    """db-0 Running but not ready (Ready False), db-1 Running and ready (Ready True); both app=db."""
+def unready_session(obj: Obj, ready: tuple[str, ...] = ("False", "True")) -> Session:
+    """db-0 Running but not ready (Ready False), db-1 Running and ready (Ready True); all app=db (db-i's
+    Ready condition is ``ready[i]``)."""
     state = ClusterState()
-    pods = [pod(f"db-{i}", ns="ns", group="a", node="n1", labels={"app": "db"}) for i in range(2)]
-    for p, ready in zip(pods, ("False", "True"), strict=True):
-        p["status"]["conditions"] = [{"type": "Ready", "status": ready}]
+    pods = [pod(f"db-{i}", ns="ns", group="a", node="n1", labels={"app": "db"}) for i in range(len(ready))]
+    for p, condition in zip(pods, ready, strict=True):
+        p["status"]["conditions"] = [{"type": "Ready", "status": condition}]
     objs = [node("n1", cpu="8"), queue("q"), podgroup("a", ns="ns", queue="q"), podgroup("b", ns="ns", queue="q"),
             *pods, pod("new", ns="ns", group="b"), obj]  # fmt: skip
     for o in objs:
@@ -294,3 +295,31 @@ def test_an_unready_pod_goes_as_the_budgets_unhealthy_pod_eviction_policy_says(
     if policy:
         obj["spec"]["unhealthyPodEvictionPolicy"] = policy
     assert named(unready_session(obj), "db-0", "db-1") == expected
+
+
+@pytest.mark.parametrize(
+    ("status", "together", "after_one"),
+    [
+        pytest.param(
+            {"currentHealthy": 1, "desiredHealthy": 1}, ["db-0", "db-1"], ["db-1"], id="healthy-app-both-free"
+        ),
+        pytest.param(
+            {"currentHealthy": 1, "desiredHealthy": 2, "disruptionsAllowed": 1},
+            ["db-0"],
+            [],
+            id="unhealthy-app-the-allowance-is-spent",
+        ),
+    ],
+)
+def test_an_unready_pod_evicted_spends_what_it_spent_when_named(
+    status: Obj, together: list[str], after_one: list[str]
+) -> None:
+    # db-0 and db-1 unready, db-2 ready. Named together or one after the other's eviction (as shuffle
+    # asks before each eviction), the same pods go: one that passed free spends nothing once evicted.
+    obj = budget("db", DB, status.get("disruptionsAllowed", 0))
+    obj["status"].update(status)
+    s = unready_session(obj, ready=("False", "False", "True"))
+    assert named(s, "db-0", "db-1") == together
+    db0 = next(t for job in s.jobs.values() for t in job.tasks.values() if t.name == "db-0")
+    Statement(s).evict(db0, reason=EvictionReason(action="preempt"))
+    assert named(s, "db-1") == after_one

@@ -59,8 +59,9 @@ class DisruptionBudgets(BasePlugin):
         for b in session.snapshot.budgets:
             by_namespace.setdefault(b.namespace, []).append(b)
         budgets = {b.key: b for b in session.snapshot.budgets}
-        #: Per task key, as first seen: its budget's key (_MANY, or None), and whether evicting it spends
-        #: an allowance (Running and healthy then, or unready under IfHealthyBudget).
+        #: Per task key, as first seen: its budget's key (_MANY, or None), and whether evicting it may
+        #: spend an allowance (Running and healthy then, or unready under IfHealthyBudget: see
+        #: unready_free).
         seen: dict[str, tuple[str | None, bool]] = {}
         #: Victims chosen this session that spend an allowance (evicted, not given back): task key -> its
         #: budget; and how many per budget.
@@ -91,12 +92,18 @@ class DisruptionBudgets(BasePlugin):
                 return None
             budget = budgets[key]
             used = taken.get(key, 0) + spent.get(key, 0)
-            if t.runtime.unready:
-                if budget.always_allow_unhealthy:
-                    return False
-                if budget.desired_healthy > 0 and budget.current_healthy - used >= budget.desired_healthy:
-                    return False
+            if unready_free(t, budget, used):
+                return False
             return True if budget.disruptions_allowed - used > 0 else None
+
+        def unready_free(t: Task, budget: DisruptionBudget, used: int) -> bool:
+            """Whether ``t`` is an unready pod the Eviction API lets go without spending ``budget``'s
+            allowance, ``used`` of it spent already."""
+            if not t.runtime.unready:
+                return False
+            if budget.always_allow_unhealthy:
+                return True
+            return budget.desired_healthy > 0 and budget.current_healthy - used >= budget.desired_healthy
 
         def victims(candidates: list[Task]) -> list[Task]:
             spent: dict[str, int] = {}
@@ -140,7 +147,13 @@ class DisruptionBudgets(BasePlugin):
             if t.status is not TaskStatus.RELEASING or t.key in chosen:
                 return
             key = budget_of(t)
-            if key is not None and key != _MANY and seen[t.key][1]:
+            # An unready pod that passed free (its budget's application healthy) spends nothing evicted.
+            if (
+                key is not None
+                and key != _MANY
+                and seen[t.key][1]
+                and not unready_free(t, budgets[key], taken.get(key, 0))
+            ):
                 chosen[t.key] = key
                 taken[key] = taken.get(key, 0) + 1
 
