@@ -157,6 +157,26 @@ def test_a_volcano_switch_keeps_the_budgets_out_of_that_actions_victims_only(
     assert (kept is None) is (preempt == ["db-0", "web-0"])
 
 
+@pytest.mark.parametrize(
+    ("plugins", "preempt", "reclaim"),
+    [
+        pytest.param("{name: pdb}", ["web-0", "bound-0"], ["web-0", "bound-0"], id="pdb-alone-answers"),
+        pytest.param(
+            "{name: pdb, enablePreemptable: false}",
+            [],
+            ["web-0", "bound-0"],
+            id="switched-off-nothing-answers",
+        ),
+    ],
+)
+def test_where_pdb_is_the_only_victim_plugin_it_names_what_budgets_allow_as_in_volcano(
+    plugins: str, preempt: list[str], reclaim: list[str]
+) -> None:
+    s = session(budget("db", DB, 0), plugins=plugins)
+    assert named(s, *ALL) == preempt
+    assert named(s, *ALL, point="reclaimable") == reclaim
+
+
 def test_the_cache_holds_budgets_as_they_change_and_forgets_a_deleted_one() -> None:
     state = ClusterState()
     state.apply(budget("db", DB, 1))

@@ -535,9 +535,11 @@ class PointTables:
         another plugin then drops. Relies on the victim contract: a plugin names a candidate in a list
         only if it would name it alone, and names any subset of what it named."""
         fns = [fn for tier in self._tiered(point) for _, fn in tier if fn(actor, candidates) is not None]
-        if not fns:
-            return []
         filters = [fn for _, fn in self._victim_filters(point)]
+        if not fns:
+            # No plugin answers: a filter then answers alone, as Volcano's pdb (a preemptable and
+            # reclaimable plugin there) does in a config where it is the only one.
+            return self.filter_victims(candidates, point=point) if filters else []
         pool = [t for t in candidates if all(fn(actor, [t]) for fn in fns) and all(f([t]) for f in filters)]
         for fn in fns:
             if not pool:
