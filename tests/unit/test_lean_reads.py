@@ -61,7 +61,7 @@ class _Rest:
         self.body, self.status = body, status
         self.asked: list[tuple[str, str]] = []
 
-    def get(self, path: str, *, timeout: float) -> Any:
+    def get(self, path: str, *, timeout: float, throttle_retries: int = 10) -> Any:
         self.asked.append(("GET", path))
         if self.status >= 400:
             raise ApiException(http_resp=_Answer(self.status))
@@ -119,6 +119,19 @@ def test_a_read_waits_out_a_429_with_retry_after(
     else:
         with pytest.raises(ApiException):
             rest.get("/x", timeout=1)
+    assert rest.slept == slept
+
+
+@pytest.mark.parametrize(("at_start", "slept"), [(True, [1.0, 1.0]), (False, [])], ids=["start", "poll"])
+def test_only_the_read_at_start_waits_out_a_throttled_config_map(at_start: bool, slept: list[float]) -> None:
+    """A poll runs between the Lease's renewals: its 429 is raised (the next poll retries), never slept on."""
+    rest = _Throttled([429, 429, 200])
+    if at_start:
+        assert read_config_map(rest, "ns", "cfg", "k", at_start=True) == ConfigMapText("", "", None)
+    else:
+        with pytest.raises(ApiException) as err:
+            read_config_map(rest, "ns", "cfg", "k")
+        assert err.value.status == 429
     assert rest.slept == slept
 
 

@@ -800,7 +800,7 @@ def test_the_operator_rings_when_it_loads_a_new_config_between_sessions(tmp_path
     try:
         op.lease.ensure = lambda: True  # type: ignore[method-assign]
         op.follow_volcano = lambda **_: None  # type: ignore[method-assign]
-        op.reloader.read = lambda: ConfigMapText(resource_version=version[0], uid="u", text=text)
+        op.reloader.read = lambda at_start: ConfigMapText(resource_version=version[0], uid="u", text=text)
         op.state.doorbell.take()
         for rv, rings in [("1", CONFIG), ("1", NONE), ("2", CONFIG)]:
             version[0] = rv

@@ -48,10 +48,21 @@ def parse_config_map(body: Any, key: str) -> ConfigMapText:
     )
 
 
-def read_config_map(rest: LeanRest, namespace: str, name: str, key: str) -> ConfigMapText | None:
-    """The ConfigMap's text under ``key``; None when the ConfigMap does not exist."""
+#: How many throttled answers (429 with Retry-After) the read at start waits out. A poll waits out none:
+#: it runs on the session loop's thread between Lease renewals, and the next poll is its retry.
+START_THROTTLE_RETRIES = 10
+
+
+def read_config_map(
+    rest: LeanRest, namespace: str, name: str, key: str, *, at_start: bool = False
+) -> ConfigMapText | None:
+    """The ConfigMap's text under ``key``; None when the ConfigMap does not exist. Only the read
+    ``at_start`` waits out a throttled answer (an apiserver just started throttles); a poll's 429 is
+    raised, for the reloader to report, so a poll never holds the session loop (and the Lease's
+    renewal) through minutes of Retry-After."""
+    retries = START_THROTTLE_RETRIES if at_start else 0
     try:
-        body = rest.get(config_map_path(namespace, name), timeout=READ_TIMEOUT)
+        body = rest.get(config_map_path(namespace, name), timeout=READ_TIMEOUT, throttle_retries=retries)
     except ApiException as exc:
         if exc.status == 404:
             return None

@@ -170,7 +170,9 @@ class Operator:
             health=self.health,
             writer=self.writer,
             reloads=self.metrics.reloads,
-            read=lambda: read_config_map(self.reads, config.namespace, config.name, config.key),
+            read=lambda at_start: read_config_map(
+                self.reads, config.namespace, config.name, config.key, at_start=at_start
+            ),
             on_load=lambda loaded: self.usage.configure(loaded.metrics),
         )
         self.last_tick = 0.0

@@ -31,8 +31,8 @@ log = logging.getLogger("volsched.operator")
 
 class ConfigReloader:
     """``config`` is the config in force (the built-in default until a ConfigMap loads); ``error`` why
-    the last one read was rejected (None once one loads). ``read`` reads the ConfigMap (None: it does not
-    exist); ``on_load`` is called with each config loaded."""
+    the last one read was rejected (None once one loads). ``read(at_start)`` reads the ConfigMap (None: it does
+    not exist; only the forced read at start waits out a throttled answer); ``on_load`` is called with each config loaded."""
 
     def __init__(
         self,
@@ -41,7 +41,7 @@ class ConfigReloader:
         health: ApiHealth,
         writer: KubeWriter,
         reloads: Counter,
-        read: Callable[[], ConfigMapText | None],
+        read: Callable[[bool], ConfigMapText | None],
         on_load: Callable[[SchedulerConfig], object],
     ) -> None:
         self.read = read
@@ -64,7 +64,7 @@ class ConfigReloader:
             return False
         self._checked = now
         try:
-            cm = self.read()
+            cm = self.read(force)  # forced: the read at start, which waits out throttling
         except Exception as exc:
             if is_unreachable(exc):
                 self.health.failed(f"ConfigMap {s.namespace}/{s.name}", exc)
