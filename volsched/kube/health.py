@@ -28,6 +28,11 @@ def is_unreachable(exc: BaseException) -> bool:
     return isinstance(exc, OSError | urllib3.exceptions.HTTPError | TimeoutError)
 
 
+def is_throttled(exc: BaseException) -> bool:
+    """An answer of 429 (Too Many Requests) from the apiserver."""
+    return isinstance(exc, ApiException) and exc.status == 429
+
+
 def back_pressure(health: ApiHealth | None, *, throttled: bool) -> bool:
     """Whether a failed call is the apiserver's back-pressure rather than part of an outage: a 429
     (throttling, or "storage is (re)initializing" for a moment after it starts) while it is up is an

@@ -19,7 +19,7 @@ from volsched.framework.config import SchedulerConfig
 from volsched.framework.registry import load_config
 from volsched.kube import status as render
 from volsched.kube.configsource import ConfigMapText
-from volsched.kube.health import ApiHealth, is_unreachable
+from volsched.kube.health import ApiHealth, back_pressure, is_throttled, is_unreachable
 from volsched.kube.writer import KubeWriter
 from volsched.metrics.config import MetricsConfigError, parse_metrics_config
 from volsched.model.errors import InputError
@@ -66,7 +66,12 @@ class ConfigReloader:
         try:
             cm = self.read(force)  # forced: the read at start, which waits out throttling
         except Exception as exc:
-            if is_unreachable(exc):
+            throttled = is_throttled(exc)
+            if back_pressure(self.health, throttled=throttled):  # an answer: the next poll asks again
+                log.debug(
+                    "ConfigMap %s/%s: throttled (429); read again at the next poll", s.namespace, s.name
+                )
+            elif is_unreachable(exc) or throttled:  # a 429 during an outage is counted with it
                 self.health.failed(f"ConfigMap {s.namespace}/{s.name}", exc)
             else:
                 log.warning("cannot read ConfigMap %s/%s: %s", s.namespace, s.name, exc)
