@@ -69,3 +69,21 @@ def test_the_first_namespace_is_the_one_every_key_names(namespaces: int, steps: 
             order.add(back)
         assert len(order) == len(live)
         assert order.first() == first_namespace(session, live)
+
+
+def test_the_change_log_names_each_changed_namespace_once_however_many_placements() -> None:
+    # The session keeps one entry a namespace, not one a placement: 40 placements in 3 namespaces
+    # leave 3 names to look at, the latest changed first, and none before the position asked.
+    session = session_of(3, 40, 7)
+    _, start = session.namespaces_changed()
+    tasks = sorted((t for job in session.jobs.values() for t in job.tasks.values()), key=lambda t: t.key)
+    for i, task in enumerate(tasks):
+        statement = Statement(session)
+        statement.allocate(task, i % len(session.nodes))
+        statement.commit()
+    changed, now = session.namespaces_changed(start)
+    assert now == start + len(tasks)
+    assert sorted(changed) == sorted({t.namespace for t in tasks})
+    assert changed[0] == tasks[-1].namespace
+    assert session.namespaces_changed(now) == ([], now)
+    assert len(session._ns_log) == len(changed)

@@ -65,6 +65,7 @@ class Enqueue:
                 ns_order[name].discard(ns)
                 if not namespaces:
                     del order[name]
+                    del ns_order[name]
             invalid = session.job_valid(job)
             if invalid:
                 session.reject(job, invalid)

@@ -215,8 +215,12 @@ class PointTables:
         self.event_handlers: list[EventHandler] = []
         #: Each namespace's order key as last computed, kept until its tasks take or give back resources.
         self._ns_keys: dict[str, Any] = {}
-        #: Every namespace whose tasks took or gave back resources, in order (``namespaces_changed``).
-        self._ns_log: list[str] = []
+        #: Each namespace whose tasks took or gave back resources, with the position of its latest change
+        #: in the change count, in the order of those latest changes (``namespaces_changed``): one entry
+        #: a namespace, not one a placement, so it stays as small as the namespaces all session long.
+        self._ns_log: dict[str, int] = {}
+        #: Changes so far (the position ``namespaces_changed`` hands out).
+        self._ns_changes = 0
 
     # --- registration (plugins call these in on_session_open) ---------------------------------------
 
@@ -437,7 +441,10 @@ class PointTables:
     def namespace_changed(self, ns: str) -> None:
         """A task of ``ns`` took or gave back resources: its namespace key is computed again."""
         self._ns_keys.pop(ns, None)
-        self._ns_log.append(ns)
+        self._ns_changes += 1
+        log = self._ns_log
+        log.pop(ns, None)  # to the end: the log stays in the order of the latest changes
+        log[ns] = self._ns_changes
 
     def namespace_keys_hold(self) -> bool:
         """Whether a namespace's key holds its value until its tasks change (every plugin of the order
@@ -445,11 +452,18 @@ class PointTables:
         return all(isinstance(fn, KeyOrder) for _, fn in self._flat("namespace_order"))
 
     def namespaces_changed(self, since: int | None = None) -> tuple[list[str], int]:
-        """The namespaces whose key may have changed since position ``since`` of the change log (with
-        repeats; None: none, only the position), and the log's position now: the only keys
+        """The namespaces whose key may have changed since position ``since`` of the change log (None:
+        none, only the position), latest first, and the log's position now: the only keys
         ``namespace_key`` answers differently for."""
-        log = self._ns_log
-        return ([] if since is None else log[since:]), len(log)
+        now = self._ns_changes
+        if since is None or since >= now:
+            return [], now
+        out: list[str] = []
+        for ns, at in reversed(self._ns_log.items()):
+            if at <= since:
+                break
+            out.append(ns)
+        return out, now
 
     def job_valid(self, job: Job) -> Status | None:
         """None when every plugin takes the job as valid, else the first refusal (nothing a later turn
