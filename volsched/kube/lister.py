@@ -2,11 +2,14 @@
 
 Plain JSON GETs through :class:`~volsched.kube.rest.LeanRest`: the client's typed APIs (``CoreV1Api``
 and the like) import their models, about a second of CPU at start, for answers read as dicts anyway.
+Listings are paginated (``limit``/``continue``, as client-go's reflector): one answer never holds a
+whole kind, and the pages of one listing are one consistent read (the first page's resourceVersion).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -23,6 +26,8 @@ log = logging.getLogger("volsched.kube")
 #: apiserver).
 READ_TIMEOUT = 10.0
 LIST_TIMEOUT = 300.0
+#: Objects per page of a listing (client-go's reflector asks for 500).
+PAGE_SIZE = 500
 
 
 @dataclass(frozen=True)
@@ -76,16 +81,39 @@ def served_plurals(rest: LeanRest, group: str, version: str) -> set[str]:
     return {str(r.get("name")) for r in body.get("resources") or [] if "/" not in str(r.get("name"))}
 
 
+def list_pages(
+    rest: LeanRest,
+    path: str,
+    *,
+    timeout: Callable[[], float],
+    throttle_retries: int = 10,
+    limit: int = PAGE_SIZE,
+) -> Iterator[list[dict[str, Any]]]:
+    """The items of a listing at ``path`` (which may have a query already), page by page. ``timeout()``
+    bounds each page's request, asked before each one; ``throttle_retries`` is how many 429s each page
+    waits out (see :meth:`~volsched.kube.rest.LeanRest.get`)."""
+    sep = "&" if "?" in path else "?"
+    token = ""
+    while True:
+        query = f"{sep}limit={limit}" + (f"&continue={quote(token, safe='')}" if token else "")
+        body = rest.get(path + query, timeout=timeout(), throttle_retries=throttle_retries)
+        yield body.get("items") or []
+        token = str((body.get("metadata") or {}).get("continue") or "")
+        if not token:
+            return
+
+
 def list_kind(rest: LeanRest, kind: WatchedKind) -> list[dict[str, Any]]:
     """All objects of one kind as raw dicts (with kind set); [] when the API does not serve it."""
+    items: list[dict[str, Any]] = []
     try:
-        body = rest.get(kind.path, timeout=LIST_TIMEOUT)
+        for page in list_pages(rest, kind.path, timeout=lambda: LIST_TIMEOUT):
+            items += page
     except ApiException as exc:
         if exc.status == 404:
             log.warning("%s are not served by this cluster (is the CRD installed?)", kind.plural)
             return []
         raise
-    items: list[dict[str, Any]] = body.get("items") or []
     for item in items:
         item["kind"] = kind.kind
         if kind.group == VOLCANO_GROUP:
@@ -94,11 +122,16 @@ def list_kind(rest: LeanRest, kind: WatchedKind) -> list[dict[str, Any]]:
     return items
 
 
-def list_pods_of(rest: LeanRest, scheduler_name: str) -> list[dict[str, Any]]:
-    """The pods ``scheduler_name`` schedules, read consistently from the apiserver (not from a watch)."""
+def pods_of(
+    rest: LeanRest, scheduler_name: str, *, timeout: Callable[[], float], throttle_retries: int = 0
+) -> Iterator[list[dict[str, Any]]]:
+    """The pods ``scheduler_name`` schedules, read consistently from the apiserver (not from a watch),
+    page by page (see :func:`list_pages`)."""
     selector = quote(f"spec.schedulerName={scheduler_name}", safe="")
-    body = rest.get(f"/api/v1/pods?fieldSelector={selector}", timeout=LIST_TIMEOUT)
-    items: list[dict[str, Any]] = body.get("items") or []
-    for item in items:
-        item["kind"], item["apiVersion"] = "Pod", "v1"
-    return items
+    pages = list_pages(
+        rest, f"/api/v1/pods?fieldSelector={selector}", timeout=timeout, throttle_retries=throttle_retries
+    )
+    for page in pages:
+        for item in page:
+            item["kind"], item["apiVersion"] = "Pod", "v1"
+        yield page

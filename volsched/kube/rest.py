@@ -83,6 +83,15 @@ _BODY_METHODS = frozenset(("PATCH", "POST", "PUT"))
 _BAD_TARGET = re.compile("[\x00-\x20\x7f]")
 
 
+def loads(data: bytes) -> Any:
+    """An answer's JSON by orjson (a listing's pods in about a third of json's CPU); what orjson refuses
+    (NaN, which the apiserver never sends) by json, which may take it."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
+
+
 def _header_line(name: str, value: str) -> bytes:
     """One header line, refused as http.client refuses it (a name that is not a token, a value that
     could end the line: a header injected through a token, say)."""
@@ -397,7 +406,7 @@ class LeanRest:
         as the client's urllib3 retries did: a read changes nothing. ``timeout`` bounds each try."""
         for attempt in range(throttle_retries + 1):
             try:
-                return json.loads(self.request("GET", path, timeout=timeout))
+                return loads(self.request("GET", path, timeout=timeout))
             except ApiException as exc:
                 wait = retry_after(exc.status, exc.headers, exc.body)
                 if wait is None or attempt == throttle_retries:

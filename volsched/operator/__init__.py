@@ -67,14 +67,15 @@ from volsched.framework.decisions import SessionResult
 from volsched.gcpause import pause_collector, resume_collector
 from volsched.kube.client import bearer_token, load_configuration, new_api_client
 from volsched.kube.configsource import read_config_map
-from volsched.kube.health import ApiHealth, QuietRetries, is_unreachable
+from volsched.kube.health import ApiHealth, QuietRetries, back_pressure, is_throttled, is_unreachable
 from volsched.kube.lease import LeaderLease
 from volsched.kube.lister import (
+    LIST_TIMEOUT,
     VOLCANO_WATCHED,
     WATCHED,
     WatchedKind,
     list_kind,
-    list_pods_of,
+    pods_of,
     served_plurals,
 )
 from volsched.kube.port import KubePort
@@ -411,15 +412,30 @@ class Operator:
 
     # --- sessions ----------------------------------------------------------------------------------------
 
-    def catch_up(self) -> None:
+    def catch_up(self) -> bool:
         """After taking the Lease over: read our pods from the apiserver, so binds the previous leader made
-        just before it let go count even when the watch has not delivered them yet."""
+        just before it let go count even when the watch has not delivered them yet. Returns whether it
+        read them all: it runs on the session thread, and never holds it past what the Lease allows.
+        The listing comes in pages, the Lease renewed between them when due; a page's request never
+        outlasts the fenced window; a 429 is not waited out (raised: the next session, after renewing,
+        reads again). False when the Lease was lost meanwhile (the next holder catches up)."""
         started = time.monotonic()
-        pods = [p for name in sorted(self.settings.scheduler_names) for p in list_pods_of(self.reads, name)]
-        for obj in pods:  # older than what the watch gave: dropped by resourceVersion
-            self.feeder.apply("Pod", prune_pod(obj))
+        read = 0
+        for name in sorted(self.settings.scheduler_names):
+            for page in pods_of(self.reads, name, timeout=self._fenced_timeout):
+                for obj in page:  # older than what the watch gave: dropped by resourceVersion
+                    self.feeder.apply("Pod", prune_pod(obj))
+                read += len(page)
+                if not self.lease.renew_if_due():
+                    log.info("lost the lease while catching up (%d pods read); not scheduling", read)
+                    return False
         self.pods_read_at = started
-        log.info("caught up after taking the lease over: %d pods read", len(pods))
+        log.info("caught up after taking the lease over: %d pods read", read)
+        return True
+
+    def _fenced_timeout(self) -> float:
+        """A read's timeout on the session thread: never past the Lease's fenced window."""
+        return max(0.001, min(LIST_TIMEOUT, self.lease.time_left()))
 
     def keep_up(self) -> None:
         """A quiet leader between far-apart sessions: what a session does before it runs, without the
@@ -445,7 +461,16 @@ class Operator:
         if not leader:
             return None
         if self.lease.acquired_at > self.pods_read_at:
-            self.catch_up()
+            try:
+                if not self.catch_up():
+                    return None
+            except Exception as exc:
+                if not back_pressure(self.health, throttled=is_throttled(exc)):
+                    raise
+                log.info(
+                    "catching up after taking the lease over: throttled (429); reading again next session"
+                )
+                return None
         now = time.time()
         self.usage.refresh(now)  # the collector's fresh snapshot (no I/O on this path)
         self.port.plan_under(holding)  # its binds are never sent under a later holding
