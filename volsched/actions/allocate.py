@@ -48,10 +48,10 @@ def admitted_jobs(session: Session, *, best_effort: bool) -> dict[str, dict[str,
     for job in session.jobs.values():
         if job.phase is PodGroupPhase.PENDING or not job.status_count.get(PENDING):
             continue
-        if not any(
-            t.status is PENDING and t.best_effort is best_effort and t.schedulable_by_us
-            for t in job.tasks.values()
-        ):
+        for t in job.tasks.values():
+            if t.status is PENDING and t.best_effort is best_effort and t.schedulable_by_us:
+                break
+        else:  # no pending task of this kind
             continue
         if job.queue not in session.queues:
             missing = f"queue {job.queue} does not exist"

@@ -40,6 +40,10 @@ class _AdmitOp:
     previous: PodGroupPhase
 
 
+#: The phase an admission writes (``.value`` of an enum is a Python-level property: read once).
+_INQUEUE = PodGroupPhase.INQUEUE.value
+
+
 class Statement:
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -77,7 +81,7 @@ class Statement:
         binds: list[Bind] = []
         for op in self._ops:
             if isinstance(op, _AdmitOp):
-                result.admits.append(Admit(job=op.job.key, phase=PodGroupPhase.INQUEUE.value))
+                result.admits.append(Admit(job=op.job.key, phase=_INQUEUE))
             elif isinstance(op, _EvictOp):
                 result.evictions.append(
                     Evict(

@@ -266,6 +266,16 @@ def unmet_minimum(job: Job) -> Vector:
     return out
 
 
+def unmet_minimum_floats(job: Job) -> list[float]:
+    """:func:`unmet_minimum` as plain floats: the same subtraction and floor per dimension (the same
+    values to the last bit, but for the sign of a zero, which adds up alike), without the arrays'
+    per-call cost (enqueue adds it up for every job it admits, 50,000 at a large backlog)."""
+    return [
+        d if (d := m - a) > 0.0 else 0.0
+        for m, a in zip(job.min_request.tolist(), job.allocated.tolist(), strict=True)
+    ]
+
+
 def unmet_minimum_rows(jobs: Sequence[Job], rows: Sequence[int], out: Vector) -> None:
     """Add each job's :func:`unmet_minimum` to row ``rows[k]`` of ``out`` (2-D), one job at a time in
     their order, as a loop would (the same sums to the last bit), without a loop's array per job."""

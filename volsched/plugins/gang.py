@@ -40,9 +40,10 @@ class Gang(BasePlugin):
             """Not ready first (0, 1), ready last (2). Among gangs not ready, one that already holds
             members (left half-bound, or short of a member it lost) comes first (0): what it holds is
             idle until it is complete."""
-            if ready(job):
+            held = job.ready  # ``ready_count``, read once (asked for every job a queue sorts)
+            if held >= job.min_member:
                 return 2
-            return 0 if job.ready_count > 0 else 1
+            return 0 if held > 0 else 1
 
         def starving(job: Job) -> bool:
             return job.ready_count < job.min_member or bool(job.pending_tasks())

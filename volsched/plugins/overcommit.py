@@ -17,7 +17,7 @@ import numpy as np
 from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
-from volsched.model.cluster import Job, unmet_minimum, unmet_minimum_rows
+from volsched.model.cluster import Job, unmet_minimum, unmet_minimum_floats, unmet_minimum_rows
 from volsched.model.resources import EPS, Vector
 from volsched.model.vocabulary import PodGroupPhase
 from volsched.plugins.shared.queue_config import queue_config
@@ -42,8 +42,12 @@ class Overcommit(BasePlugin):
         admitted = [job for job in session.jobs.values() if job.phase is PodGroupPhase.INQUEUE]
         total = np.zeros((1, len(space)))
         unmet_minimum_rows(admitted, [0] * len(admitted), total)
-        inqueue: Vector = total[0]
-        state = {"inqueue": inqueue}
+        # What admitted jobs may still claim, as plain floats: enqueue asks and adds to it for every
+        # pending job (50,000 one-pod jobs at a large backlog) before the first bind, and a few float
+        # operations over the dimensions cost less than the arrays' calls (the same IEEE arithmetic,
+        # dimension by dimension: the same answers).
+        inqueue: list[float] = total[0].tolist()
+        unused_floats: list[float] = unused.tolist()
         # Per queue: the effective guarantee less what the queue holds and has admitted.
         queues = queue_config(session)
         guarantee_left: dict[str, Vector] = {}
@@ -83,27 +87,21 @@ class Overcommit(BasePlugin):
                 guaranteed = within_guarantee(job)
                 if guaranteed:
                     return Vote.PERMIT, f"within the guarantee of queue {job.queue} ({guaranteed})"
-            # The first share dimension the job asks for that the room lacks, over plain floats (the
-            # same arithmetic as the arrays', without their per-call cost: enqueue asks every pending
-            # job, 50,000 one-pod jobs at a large backlog, before the first bind).
+            # The first share dimension the job asks for that the room (unused - admitted) lacks.
             asked = need.tolist()
-            left: list[float] | None = None
             short = None
             for d in share_dims:
-                if asked[d] > EPS:
-                    if left is None:
-                        left = (unused - state["inqueue"]).tolist()
-                    if asked[d] > left[d] + EPS:
-                        short = d
-                        break
+                if asked[d] > EPS and asked[d] > unused_floats[d] - inqueue[d] + EPS:
+                    short = d
+                    break
             if short is None:
                 return Vote.PERMIT, ""
             d = short
-            room = unused - state["inqueue"]
+            room = unused_floats[d] - inqueue[d]
             reason = (
                 f"minResources {space.names[d]} {space.describe(d, need[d])} > room "
-                f"{space.describe(d, max(room[d], 0.0))} (cluster {space.describe(d, session.total[d])} "
-                f"x {self.factor:g} - used {space.describe(d, used[d])} - admitted {space.describe(d, state['inqueue'][d])})"
+                f"{space.describe(d, max(room, 0.0))} (cluster {space.describe(d, session.total[d])} "
+                f"x {self.factor:g} - used {space.describe(d, used[d])} - admitted {space.describe(d, inqueue[d])})"
             )
             i = cut.get(job.queue)
             if i is not None and queues.guarantee[i][d] > EPS:
@@ -114,11 +112,11 @@ class Overcommit(BasePlugin):
             return Vote.REJECT, reason
 
         def enqueued(job: Job) -> None:
-            unmet = unmet_minimum(job)
-            state["inqueue"] = state["inqueue"] + unmet
+            unmet = unmet_minimum_floats(job)
+            inqueue[:] = [q + u for q, u in zip(inqueue, unmet, strict=True)]
             left = guarantee_left.get(job.queue)
             if left is not None:
-                left -= unmet
+                left -= np.asarray(unmet)
 
         session.add_job_enqueueable_fn(self.name, enqueueable)
         session.add_job_enqueued_fn(self.name, enqueued)

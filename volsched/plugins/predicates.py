@@ -19,6 +19,7 @@ task whatever the plugins, and explained in numbers by the session.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -26,10 +27,12 @@ import numpy as np
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
-from volsched.model.cluster import BoolArray, IndexArray, NodeTable
+from volsched.model.cluster import BoolArray, IndexArray, Job, NodeTable
 from volsched.model.constraints import UNSCHEDULABLE_TAINT, matches_affinity, tolerates
-from volsched.model.vocabulary import Task
+from volsched.model.vocabulary import Task, TaskStatus
 from volsched.plugins.shared.constraint_state import constraint_state
+
+PENDING = TaskStatus.PENDING
 
 __all__ = ["UNSCHEDULABLE_TAINT", "Predicates", "matches_affinity", "tolerates"]
 
@@ -124,7 +127,7 @@ class Predicates(BasePlugin):
 
         ports = _HostPorts(
             nodes,
-            any_held=any(job.any_host_ports() for job in session.jobs.values())
+            any_held=_any_held_ports(session.jobs.values())
             or any(t.host_ports for t in session.snapshot.foreign_tasks),
         )
         session.add_event_handler(EventHandler(allocate=ports.add, deallocate=ports.remove))
@@ -184,6 +187,16 @@ class Predicates(BasePlugin):
             return [] if result is None else result.explain(idx)
 
         session.add_constraint_fn(self.name, constraint, explain=explain_constraint, relief=state.relievable)
+
+
+def _any_held_ports(jobs: Iterable[Job]) -> bool:
+    """Whether a task of ``jobs`` that is on a node now may ask for host ports. A job of the session's
+    own whose tasks are all pending has none on a node (it is not asked: a backlog of 50,000 one-pod
+    jobs would be walked pod by pod every first session); a shared job answers from its memo."""
+    for job in jobs:
+        if (job.shared or job.status_count.get(PENDING, 0) < len(job.tasks)) and job.any_host_ports():
+            return True
+    return False
 
 
 class _HostPorts:

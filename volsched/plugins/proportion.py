@@ -47,7 +47,7 @@ from volsched.framework.decisions import Event
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
-from volsched.model.cluster import Job, unmet_minimum, unmet_minimum_rows
+from volsched.model.cluster import Job, unmet_minimum_floats, unmet_minimum_rows
 from volsched.model.fairshare import FairShare, Problem, fair_share
 from volsched.model.resources import EPS, ResourceSpace, Vector, stack_rows
 from volsched.model.vocabulary import PodGroupPhase, QueueSpec, Task, TaskStatus
@@ -63,7 +63,9 @@ class QueueAttr:
     real_capability: Vector
     allocated: Vector  # the whole subtree's
     request: Vector  # the whole subtree's
-    inqueue: Vector
+    #: What its admitted jobs may still claim toward their minimum (``inqueue``), as plain floats:
+    #: enqueue reads and adds to it for every job it admits (the same IEEE sums as the arrays').
+    admitted: list[float]
     deserved: Vector
     #: What a leaf may hold when it takes more: deserved plus its part of the remainder.
     limit: Vector
@@ -78,6 +80,10 @@ class QueueAttr:
     @property
     def leaf(self) -> bool:
         return not self.children
+
+    @property
+    def inqueue(self) -> Vector:
+        return np.asarray(self.admitted, dtype=np.float64)
 
     @property
     def share(self) -> float:
@@ -194,7 +200,7 @@ def queue_tree(session: ExtensionPoints) -> tuple[dict[str, QueueAttr], FairShar
             real_capability=np.where(mask, fs.real_capability[i], np.inf),
             allocated=fs.allocated[i],
             request=fs.request[i],
-            inqueue=inqueue[i],
+            admitted=inqueue[i].tolist(),
             deserved=fs.deserved[i],
             limit=fs.limit[i],
             children=[names[c] for c in tree.children[i]],
@@ -378,7 +384,7 @@ class Proportion(BasePlugin):
                 return Vote.PERMIT, ""
             # need + allocated + admitted against each limit, over plain floats (the arrays' arithmetic
             # without their per-call cost: enqueue asks every pending job before the first bind).
-            a, q = attr.allocated.tolist(), attr.inqueue.tolist()
+            a, q = attr.allocated.tolist(), attr.admitted
             # realCapability is the hard limit. The limit (deserved) bounds admission too: allocate never
             # takes a queue past it, so admitting more would only park jobs whose minimums hold the
             # cluster's overcommit room away from queues that are owed it.
@@ -390,7 +396,7 @@ class Proportion(BasePlugin):
                     if n[d] + a[d] + q[d] > cap[d] + EPS:
                         return Vote.REJECT, (
                             f"queue {job.queue}: minResources {space.names[d]} {describe(d, need[d])} + "
-                            f"allocated {describe(d, attr.allocated[d])} + admitted {describe(d, attr.inqueue[d])} "
+                            f"allocated {describe(d, attr.allocated[d])} + admitted {describe(d, attr.admitted[d])} "
                             f"> {label} {describe(d, limit[d])}"
                         )
             return Vote.PERMIT, ""
@@ -398,7 +404,7 @@ class Proportion(BasePlugin):
         def enqueued(job: Job) -> None:
             attr = attrs.get(job.queue)
             if attr is not None:
-                attr.inqueue = attr.inqueue + unmet_minimum(job)
+                attr.admitted = [q + u for q, u in zip(attr.admitted, unmet_minimum_floats(job), strict=True)]
 
         def on_allocate(task: Task) -> None:
             job = session.jobs.get(task.job_key)
