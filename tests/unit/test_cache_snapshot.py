@@ -29,7 +29,7 @@ from volsched.framework.decisions import Bind, Evict, EvictionReason, SessionRes
 from volsched.framework.registry import load_config
 from volsched.framework.runner import open_session, run_session
 from volsched.framework.statement import Statement
-from volsched.model.cluster import ClusterSnapshot, Job
+from volsched.model.cluster import ClusterSnapshot, Job, copy_task
 from volsched.model.vocabulary import PodGroupPhase, Task, TaskStatus
 
 Obj = dict[str, Any]
@@ -517,6 +517,51 @@ def test_a_session_refuses_to_change_a_task_other_snapshots_share() -> None:
     Statement(session).evict(own, reason=EvictionReason(action="test"))
     assert own.status is TaskStatus.RELEASING and victim.status is TaskStatus.RUNNING
     assert session.nodes.tasks[0]["ns/lo-0"] is own
+
+
+def test_a_job_whose_tasks_are_all_pending_is_assembled_for_each_session_and_shared_by_none() -> None:
+    state = preempting_cluster()
+    one = state.snapshot(now=5.0)
+    lent = one.jobs["ns/hi"]
+    assert not lent.shared and not any(t.shared for t in lent.tasks.values())
+    assert lent.allocated.flags.writeable  # the session's own, as a copy of a shared job would be
+    assert one.jobs["ns/lo"].shared  # a job with a bound task is still shared, and copied if private
+    result = run_session(one, PREEMPT)
+    assert result.binds or result.evictions  # the session changed its jobs
+    two = state.snapshot(now=5.0)
+    assert two.jobs["ns/hi"] is not lent
+    assert two.jobs["ns/hi"].tasks["ns/hi-0"] is not lent.tasks["ns/hi-0"]
+    assert job_digest(two.jobs["ns/hi"]) == job_digest(state.snapshot(now=5.0).jobs["ns/hi"])
+    assert two.jobs["ns/hi"].tasks["ns/hi-0"].status is TaskStatus.PENDING
+
+
+def test_a_sessions_changes_to_its_lent_jobs_never_reach_the_next_snapshot() -> None:
+    state = ClusterState()
+    for obj in [node("n1", cpu="4"), *pods("p", 3, cpu="1"), podgroup("g", min_member=2)]:
+        state.apply(obj)
+    for obj in pods("m", 2, cpu="1", group="g"):
+        state.apply(obj)
+    before = digest(state.snapshot(now=5.0))
+    snap = state.snapshot(now=5.0)
+    assert all(not j.shared for j in snap.jobs.values())  # every job is all pending: every one is lent
+    result = run_session(snap, load_config())
+    assert len(result.binds) == 4  # placed on the session's own jobs and tasks
+    assert digest(state.snapshot(now=5.0)) == before
+    assert digest(state.snapshot(now=5.0)) == before  # and a build after a build of lent jobs
+
+
+def test_a_task_copy_has_every_field_of_the_task() -> None:
+    state = preempting_cluster()
+    t = state.tasks["ns/lo-0"]
+    c = copy_task(t)
+    assert c is not t and all(getattr(c, f.name) is getattr(t, f.name) for f in fields(Task))
+
+
+def test_a_jobs_status_counts_read_zero_for_a_status_it_has_none_of() -> None:
+    state = preempting_cluster()
+    job = state.snapshot(now=5.0).jobs["ns/lo"]
+    assert job.status_count[TaskStatus.PENDING] == 0 and job.status_count[TaskStatus.RUNNING] == 4
+    assert TaskStatus.PENDING not in job.status_count  # reading a missing status adds none
 
 
 def test_deleted_objects_are_remembered_for_a_while_not_forever() -> None:

@@ -11,7 +11,11 @@ task with its volumes' node affinity and its owner's avoided nodes filled in, it
 vector over the resource space, the resource names in use, and the node table with nothing held.
 An entry is reused while the cache still holds the very same task object (the object is the
 version) and what it was prepared from (claims, volumes, avoided nodes, the space) is unchanged.
-Every session gets its own copies of the pending tasks, the jobs and the node arrays it may change.
+Every session gets its own copies of the pending tasks, the jobs and the node arrays it may change. A
+job whose every task is pending (all of a backlog's) is not kept between snapshots at all: each build
+assembles it from the session's own copies of its tasks and hands it over as it is (``_Base.lent``),
+which costs what a copy of a kept job would and saves assembling one that nobody would read; the builder
+never reads a job it lent again (the next build assembles it anew).
 A task that is not pending (bound, running, finished: most of a busy cluster's) is copied once, with
 its request vector, and that copy is shared by every snapshot while the cache holds the same task
 (``Task.shared``): only an eviction changes such a task in a session, and a session whose actions
@@ -26,7 +30,6 @@ No I/O happens here.
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -143,6 +146,9 @@ class _Base:
         self.standalone: set[str] = set()
         #: Jobs a session may change (pending tasks to place, a phase to admit): each gets its own copy.
         self.private: set[str] = set()
+        #: Private jobs whose every task is pending, assembled for one session only and handed to it as
+        #: they are (no copy: their tasks are the session's own); the next build assembles them again.
+        self.lent: set[str] = set()
         self.foreign: dict[str, None] = {}
         self.foreign_list: list[Task] = []
         #: Node name -> the keys of the tasks on it (whatever their status).
@@ -153,6 +159,10 @@ class _Base:
         self.incoming: Vector = np.zeros((0, 0))
         self.releasing: np.ndarray[Any, np.dtype[np.intp]] = np.zeros(0, dtype=np.intp)
         self.held: list[dict[str, Task]] = []
+
+
+#: At most this many request vectors are kept for reuse (pods' distinct requests; past it, they start over).
+_VECTORS_KEPT = 4096
 
 
 def task_age(t: Task) -> tuple[float, str]:
@@ -170,7 +180,10 @@ class SnapshotBuilder:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._entries: dict[str, _Entry] = {}
-        self._names: Counter[str] = Counter()  # resource names over the entries' request maps
+        self._names: dict[str, int] = {}  # resource names over the entries' request maps, counted
+        #: Request map (as items) -> its read-only vector over the current space: most pods share a
+        #: handful of requests, so a snapshot of a backlog makes a handful of vectors, not one per pod.
+        self._vectors: dict[tuple[tuple[str, float], ...], Vector] = {}
         self._claims: dict[str, str] = {}
         self._volumes: dict[str, list[Any]] = {}
         self._avoid: dict[str, tuple[str, ...]] = {}
@@ -238,7 +251,9 @@ class SnapshotBuilder:
                     self._owners.setdefault(t.job_key, {})[key] = None
                     self._owner_of[key] = t.job_key
                     self._owners_changed.add(t.job_key)
-                self._names.update(task.request_map.keys())
+                names = self._names
+                for name in task.request_map:
+                    names[name] = names.get(name, 0) + 1
                 rebuilt += 1
         return rebuilt
 
@@ -252,10 +267,13 @@ class SnapshotBuilder:
             if not members:
                 del self._owners[owner]
             self._owners_changed.add(owner)
-        self._names.subtract(entry.source.request_map.keys())
+        names = self._names
         for name in entry.source.request_map:
-            if self._names[name] <= 0:
-                del self._names[name]
+            left = names[name] - 1
+            if left:
+                names[name] = left
+            else:
+                del names[name]
 
     def owner_groups(self, view: View) -> list[tuple[str, Task]]:
         """The groups of tasks ours to schedule that a controller owns and whose job key names no
@@ -281,12 +299,33 @@ class SnapshotBuilder:
         if t is None:
             assert self._space is not None
             if entry.vector is None:
-                entry.vector = request_vector(self._space, entry.prepared)
+                entry.vector = self._vector(entry.prepared)
             t = copy_task(entry.prepared)
             t.request = entry.vector
             t.shared = True
             entry.shared = t
         return t
+
+    def _own(self, key: str) -> Task:
+        """A copy of entry ``key``'s task for one session (its own, not shared), with its request."""
+        entry = self._entries[key]
+        if entry.vector is None:
+            entry.vector = self._vector(entry.prepared)
+        t = copy_task(entry.prepared)
+        t.request = entry.vector
+        t.shared = False
+        return t
+
+    def _vector(self, t: Task) -> Vector:
+        """``t``'s request over the current space (read-only, shared with every task that asks the same)."""
+        assert self._space is not None
+        shape = tuple(t.request_map.items())
+        vec = self._vectors.get(shape)
+        if vec is None:
+            if len(self._vectors) >= _VECTORS_KEPT:
+                self._vectors.clear()
+            vec = self._vectors[shape] = request_vector(self._space, t)
+        return vec
 
     def build(
         self,
@@ -308,6 +347,7 @@ class SnapshotBuilder:
                 self._space, self._table, self._base = space, None, None
                 for entry in self._entries.values():
                     entry.vector = entry.shared = None
+                self._vectors.clear()
             space = self._space
             old_table = self._table
             if old_table is None or not _same_objects(view.nodes, self._nodes):
@@ -329,8 +369,10 @@ class SnapshotBuilder:
             jobs = {pg.key: base.jobs[pg.key] for pg in pg_list}
             for key in sorted(base.standalone, key=pos):
                 jobs[key] = base.jobs[key]
+            lent = base.lent
             for key in base.private:  # what a session changes: its pending tasks, an admission
-                jobs[key] = own_job(jobs[key], every_task=False)
+                if key not in lent:  # (a lent job is this session's already)
+                    jobs[key] = own_job(jobs[key], every_task=False)
             problems = [
                 p
                 for _, p in sorted((p for ps in base.problems.values() for p in ps), key=lambda p: pos(p[0]))
@@ -352,8 +394,9 @@ class SnapshotBuilder:
         )
 
     def _index(self, base: _Base, key: str) -> Task:
-        """Put task ``key`` in the base's indexes (its job's members or the foreign tasks, its node)."""
-        t = self._task(key)
+        """Put task ``key`` in the base's indexes (its job's members or the foreign tasks, its node);
+        its prepared task."""
+        t = self._entries[key].prepared
         job_key = t.job_key if t.schedulable_by_us else None
         if job_key is None:
             base.foreign[key] = None
@@ -367,25 +410,30 @@ class SnapshotBuilder:
     def _full(self, view: View, pg_list: list[PodGroupSpec], space: ResourceSpace) -> _Base:
         """The base built from scratch."""
         base = _Base(space, {pg.key: pg for pg in pg_list}, dict(view.priority_classes))
-        groups: dict[str, list[Task]] = {}
+        groups: dict[str, list[str]] = {}
         for key in view.tasks:
             t = self._index(base, key)
             if t.schedulable_by_us:
-                groups.setdefault(t.job_key, []).append(t)
+                groups.setdefault(t.job_key, []).append(key)
             else:
-                base.foreign_list.append(t)
+                base.foreign_list.append(self._task(key))
         for job_key in [*base.podgroups, *groups]:
             self._job(base, job_key, groups.get(job_key, []))
         self._nodes_full(base, view)
         return base
 
-    def _job(self, base: _Base, job_key: str, members: list[Task]) -> None:
-        """(Re)assemble job ``job_key`` of the base from its members (in the cache's order)."""
+    def _job(self, base: _Base, job_key: str, keys: list[str]) -> None:
+        """(Re)assemble job ``job_key`` of the base from its members' keys (in the cache's order). A job
+        whose every member is pending is lent: made of the session's own copies, handed to the session
+        as it is and assembled again for the next (a copy of a shared one would cost as much, and a
+        backlog's jobs are all such)."""
+        entries = self._entries
+        lend = bool(keys) and all(entries[k].prepared.status is TaskStatus.PENDING for k in keys)
         problems: list[tuple[str, tuple[str, str, str]]] = []
         job = assemble_job(
             base.space,
             base.podgroups.get(job_key),
-            members,
+            [self._own(k) for k in keys] if lend else [self._task(k) for k in keys],
             priority_classes=base.priority_classes,
             problems=problems,
         )
@@ -395,17 +443,21 @@ class SnapshotBuilder:
             base.problems.pop(job_key, None)
         base.standalone.discard(job_key)
         base.private.discard(job_key)
+        base.lent.discard(job_key)
         if job is None:
             base.jobs.pop(job_key, None)
             return
-        job.shared = True
-        job.allocated.flags.writeable = False
-        job.min_request.flags.writeable = False
         base.jobs[job_key] = job
         if job.podgroup is None:
             base.standalone.add(job_key)
         if job.phase is PodGroupPhase.PENDING or job.status_count[TaskStatus.PENDING]:
             base.private.add(job_key)
+        if lend:
+            base.lent.add(job_key)
+            return
+        job.shared = True
+        job.allocated.flags.writeable = False
+        job.min_request.flags.writeable = False
 
     def _nodes_full(self, base: _Base, view: View) -> None:
         """What every node holds, from scratch (in the cache's order, as one hold at a time would)."""
@@ -418,10 +470,14 @@ class SnapshotBuilder:
         base.held = [{} for _ in range(len(table))]
         held_at: list[int] = []
         held: list[Vector] = []
+        entries = self._entries
         for key in view.tasks:
+            node = entries[key].prepared.node_name
+            i = index.get(node) if node else None
+            if i is None:
+                continue
             t = self._task(key)
-            i = index.get(t.node_name) if t.node_name else None
-            if i is None or not held_on_node(t, base.jobs):
+            if not held_on_node(t, base.jobs):
                 continue
             base.held[i][key] = t
             held_at.append(i)
@@ -494,6 +550,7 @@ class SnapshotBuilder:
                     foreign = True
                 if t.node_name:
                     nodes.add(t.node_name)
+        jobs.update(base.lent)  # the last session's own: never read again, assembled anew
         pgs = {pg.key: pg for pg in pg_list}
         before = base.podgroups
         for job_key in pgs.keys() | before.keys():
@@ -504,7 +561,7 @@ class SnapshotBuilder:
         for job_key in jobs:
             keys = sorted(base.members.get(job_key, ()), key=pos)
             nodes.update(n for n in (base.where[k][1] for k in keys) if n)
-            self._job(base, job_key, [self._task(k) for k in keys])
+            self._job(base, job_key, keys)
         if foreign:
             base.foreign_list = [self._task(k) for k in sorted(base.foreign, key=pos)]
         table = self._table

@@ -4,8 +4,8 @@ A :class:`ClusterSnapshot` is made for every session (by ``volsched.cache.snapsh
 jobs made by :func:`assemble_job`) and is the session's own: the session mutates its pending tasks, the
 jobs it may change and its node arrays while it decides, and nothing it does here reaches the cluster or
 the cache. What it shares with the cache and other snapshots (jobs and tasks marked ``shared``, request
-vectors, the nodes' allocatable) is read-only; a session that may evict takes its own copies first
-(:meth:`ClusterSnapshot.thaw`).
+vectors, a job's ``min_request``, the nodes' allocatable) is read-only; a session that may evict takes its
+own copies first (:meth:`ClusterSnapshot.thaw`).
 
 Nodes are a struct of arrays (:class:`NodeTable`) so that filters and scores are numpy work over all nodes
 at once. No I/O happens here.
@@ -24,10 +24,8 @@ The session writes the phase back, so the belief becomes the PodGroup's status.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -54,6 +52,16 @@ BoolArray = npt.NDArray[np.bool_]
 #: Statuses that count toward a gang's minMember.
 READY_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
 IndexArray = npt.NDArray[np.intp]
+
+
+class TaskCounts(dict[TaskStatus, int]):
+    """How many of a job's tasks are in each status; a missing status counts 0 (as a ``Counter``, whose
+    construction and copy cost four times a plain dict's: a snapshot makes and copies one per job)."""
+
+    __slots__ = ()
+
+    def __missing__(self, key: TaskStatus) -> int:
+        return 0
 
 
 class NodeTable:
@@ -163,7 +171,7 @@ class Job:
     min_resources_map: dict[str, float] | None
     tasks: dict[str, Task] = field(default_factory=dict)
     allocated: Vector = field(default_factory=lambda: np.zeros(0))
-    status_count: Counter[TaskStatus] = field(default_factory=Counter)
+    status_count: TaskCounts = field(default_factory=TaskCounts)
     min_request: Vector = field(default_factory=lambda: np.zeros(0))
 
     #: Tasks placed, bound, running or succeeded: what counts toward minMember. Kept by count_status.
@@ -187,7 +195,7 @@ class Job:
 
     def count_status(self, old: TaskStatus | None, new: TaskStatus) -> None:
         """Move one task from status ``old`` (None: a new task) to ``new`` in the counters."""
-        c = self.status_count  # get, not c[...]: a Counter's missing key is a Python-level call
+        c = self.status_count  # get, not c[...]: a missing key is a Python-level call
         if old is not None:
             c[old] = c.get(old, 0) - 1
             if old in READY_STATUSES:
@@ -365,38 +373,60 @@ def assemble_job(
     """One job of a snapshot: PodGroup ``pg`` (None: a pod standing alone) with ``members``, the tasks
     ours to schedule that name it, in the cache's order, their ``request`` set over ``space``. A member
     that names a group that does not exist is a problem (task key, problem) and joins no job. None when
-    no job comes of it."""
-    job = None if pg is None else _podgroup_job(space, pg, priority_classes)
+    no job comes of it. The job's ``min_request`` may be a member's (read-only) request vector."""
+    if pg is None:
+        return _standalone_job(space, members, problems)
+    job = _podgroup_job(space, pg, priority_classes)
+    for t in members:
+        _join(job, t)
+    job.min_request = _min_request(space, job)
+    if job.phase is PodGroupPhase.PENDING and job.ready_count:
+        job.phase = PodGroupPhase.INQUEUE  # partly bound: admitted before (see the module docstring)
+    return job
+
+
+def _join(job: Job, t: Task) -> None:
+    job.tasks[t.key] = t
+    job.count_status(None, t.status)
+    if t.status in ALLOCATED_STATUSES:
+        job.allocated += t.request
+
+
+def _standalone_job(
+    space: ResourceSpace, members: Iterable[Task], problems: list[tuple[str, tuple[str, str, str]]]
+) -> Job | None:
+    """The job of a pod standing alone (its job key is its own key), built in one go: a snapshot of a
+    backlog makes one per pending pod."""
+    job: Job | None = None
     for t in members:
         key = t.key
-        if job is None:
-            if t.job_key != key:
-                group = t.job_key.split("/", 1)[1]
-                problems.append(
-                    (key, (f"Pod {key}", "PodGroupNotFound", f"pod group {group} does not exist"))
-                )
-                continue
-            job = Job(
-                key=t.job_key,
-                namespace=t.namespace,
-                name=t.name,
-                queue=queue_annotation(t.annotations) or DEFAULT_QUEUE,
-                min_member=1,
-                priority=t.priority,
-                creation=t.creation,
-                phase=PodGroupPhase.INQUEUE if t.status is not TaskStatus.PENDING else PodGroupPhase.PENDING,
-                podgroup=None,
-                min_resources_map=None,
-                allocated=space.zeros(),
-            )
-        job.tasks[key] = t
-        job.count_status(None, t.status)
-        if t.status in ALLOCATED_STATUSES:
-            job.allocated += t.request
-    if job is not None:
+        if job is not None:
+            _join(job, t)
+            continue
+        if t.job_key != key:
+            group = t.job_key.split("/", 1)[1]
+            problems.append((key, (f"Pod {key}", "PodGroupNotFound", f"pod group {group} does not exist")))
+            continue
+        status = t.status
+        job = Job(
+            key=key,
+            namespace=t.namespace,
+            name=t.name,
+            queue=queue_annotation(t.annotations) or DEFAULT_QUEUE,
+            min_member=1,
+            priority=t.priority,
+            creation=t.creation,
+            phase=PodGroupPhase.INQUEUE if status is not TaskStatus.PENDING else PodGroupPhase.PENDING,
+            podgroup=None,
+            min_resources_map=None,
+            tasks={key: t},
+            allocated=t.request.copy() if status in ALLOCATED_STATUSES else space.zeros(),
+            status_count=TaskCounts({status: 1}),
+            min_request=t.request,  # the first min_member (1) tasks' requests: its own
+            ready=1 if status in READY_STATUSES else 0,
+        )
+    if job is not None and len(job.tasks) > 1:
         job.min_request = _min_request(space, job)
-        if job.podgroup is not None and job.phase is PodGroupPhase.PENDING and job.ready_count:
-            job.phase = PodGroupPhase.INQUEUE  # partly bound: admitted before (see the module docstring)
     return job
 
 
@@ -447,7 +477,7 @@ def own_job(job: Job, *, every_task: bool) -> Job:
         for k, t in job.tasks.items()
     }
     out.allocated = job.allocated.copy()
-    out.status_count = job.status_count.copy()
+    out.status_count = TaskCounts(job.status_count)
     out.shared = False
     out._scheduled = None
     out.memo = {}
@@ -471,13 +501,19 @@ def resolve_guarantees(
     return out
 
 
-_TASK_FIELDS = attrgetter(*(f.name for f in fields(Task)))
+def _task_copier() -> Callable[[Task], Task]:
+    """A function that copies a task field by field, written out from ``Task``'s fields (as dataclasses
+    write their ``__init__``): ``object.__new__`` and one store per slot, two to three times faster than
+    ``Task(*fields)`` (the dataclass's ``__init__`` with 33 arguments) and ten times ``copy.copy``."""
+    body = "".join(f"    c.{f.name} = t.{f.name}\n" for f in fields(Task))
+    namespace: dict[str, Any] = {"new": object.__new__, "Task": Task}
+    exec(f"def copy_task(t):\n    c = new(Task)\n{body}    return c\n", namespace)
+    copier: Callable[[Task], Task] = namespace["copy_task"]
+    return copier
 
 
-def copy_task(t: Task) -> Task:
-    """A shallow copy of a task (the session's own, whose status and node it may change); four times
-    faster than ``copy.copy`` on a slotted dataclass."""
-    return Task(*_TASK_FIELDS(t))
+#: A shallow copy of a task (the session's own, whose status and node it may change).
+copy_task = _task_copier()
 
 
 def task_order_key(t: Task) -> tuple[int, float, str]:
