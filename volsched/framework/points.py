@@ -154,7 +154,10 @@ class ExtensionPoints(Protocol):
     def add_task_key_fn(self, plugin: str, fn: KeyFn) -> None:
         """Task order as a key; a task's key must not change while it waits."""
 
-    def add_job_valid_fn(self, plugin: str, fn: Callable[[Job], str | None]) -> None: ...
+    def add_job_valid_fn(self, plugin: str, fn: Callable[[Job], str | None]) -> None:
+        """Whether a job can ever run (None) or why not. The answer may change only when a task of the
+        job changes status (the session keeps it until then)."""
+
     def add_job_enqueueable_fn(self, plugin: str, fn: VoteFn) -> None: ...
     def add_job_enqueued_fn(self, plugin: str, fn: Callable[[Job], None]) -> None: ...
     def add_job_ready_fn(self, plugin: str, fn: Callable[[Job], bool]) -> None: ...
@@ -213,6 +216,9 @@ class PointTables:
         self._explain: dict[str, ExplainFn] = {}
         self._victim_explain: dict[str, Callable[[list[Task]], list[str]]] = {}
         self.event_handlers: list[EventHandler] = []
+        #: Each job's validity as last asked (``job_valid``), kept until one of its tasks changes status
+        #: (``job_changed``): enqueue and allocate both ask it of every pending job.
+        self._valid: dict[str, Status | None] = {}
         #: Each namespace's order key as last computed, kept until its tasks take or give back resources.
         self._ns_keys: dict[str, Any] = {}
         #: Each namespace whose tasks took or gave back resources, with the position of its latest change
@@ -230,6 +236,7 @@ class PointTables:
         self._flat_cache.pop(point, None)
         self._key_cache.pop(point, None)
         self._ns_keys.clear()
+        self._valid.clear()
 
     def add_queue_order_fn(self, plugin: str, fn: CompareFn) -> None:
         self._add("queue_order", plugin, fn)
@@ -467,12 +474,24 @@ class PointTables:
 
     def job_valid(self, job: Job) -> Status | None:
         """None when every plugin takes the job as valid, else the first refusal (nothing a later turn
-        or an eviction would change)."""
+        or an eviction would change). Asked once per job until one of its tasks changes status
+        (``job_changed``): a plugin's validity reads the job's tasks, not what other jobs hold."""
+        memo = self._valid
+        out = memo.get(job.key, _MISSING)
+        if out is _MISSING:
+            out = memo[job.key] = self._job_valid(job)
+        return out  # type: ignore[return-value]
+
+    def _job_valid(self, job: Job) -> Status | None:
         for name, fn in self._flat("job_valid"):
             reason: str | None = fn(job)
             if reason:
                 return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, name, (reason,))
         return None
+
+    def job_changed(self, job: Job) -> None:
+        """A task of ``job`` changed status: its validity is asked again."""
+        self._valid.pop(job.key, None)
 
     def _vote(self, point: str, job: Job) -> Status | None:
         """None when the job is let through: no plugin rejects before a tier permits."""

@@ -93,6 +93,7 @@ class Session(NodeViews):
         old = task.status
         if job is not None:
             job.count_status(old, status)
+            self.job_changed(job)
             was, now = old in ALLOCATED_STATUSES, status in ALLOCATED_STATUSES
             held = self._queue_allocated
             if was and not now:
