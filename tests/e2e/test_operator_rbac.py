@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import yaml
 from kubernetes import client
@@ -18,6 +20,7 @@ from tests.e2e.operator_fixtures import (
     volcano_podgroup,
     wait_for,
 )
+from volsched.framework.config import DEFAULT_CONFIG_YAML
 from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
@@ -154,3 +157,36 @@ def test_the_operator_runs_with_only_its_service_account(
     assert lease.spec.holder_identity
     log = op.log()
     assert "forbidden" not in log.lower() and " 403" not in log
+
+
+def test_no_session_runs_until_the_scheduler_config_can_be_read(
+    k: Kube, cluster: LocalControlPlane, start_operator: Start
+) -> None:
+    """A ConfigMap that exists but cannot be read at start (here: forbidden) is not an absent one: the
+    built-in default (which binds) never decides in its place. Sessions wait until it is read, then run
+    under it (here: no allocate, so the pod stays pending)."""
+    _apply_rbac(k)
+    k.set_config(DEFAULT_CONFIG_YAML.replace("enqueue, allocate, backfill", "enqueue"))
+    rbac = client.RbacAuthorizationV1Api(k.api)
+    granted = rbac.read_namespaced_role("volsched", NS)
+    refused = rbac.read_namespaced_role("volsched", NS)
+    refused.rules = [r for r in refused.rules if "configmaps" not in (r.resources or [])]
+    assert len(refused.rules) == len(granted.rules) - 1
+    rbac.replace_namespaced_role("volsched", NS, refused)
+    token = cluster.service_account_token(NS, "volsched", create=False)
+    kubeconfig = cluster.write_kubeconfig(cluster.workdir / "sa.kubeconfig", token=token)
+    k.nodes(node("n1", cpu="2"))
+    ns = k.namespace("team")
+    k.pods(ns, pod("solo"))
+    op = start_operator("--period", "0.2", kubeconfig=kubeconfig)
+    wait_for(op.healthy, 30, what="the cache synced")
+    time.sleep(2.0)  # ten periods: under the default config the pod would be bound by now
+    assert k.bound(ns) == {}
+    assert op.cycles() == 0
+    assert "no session runs until the scheduler config" in op.log()
+
+    granted.metadata.resource_version = None
+    rbac.replace_namespaced_role("volsched", NS, granted)
+    wait_for(lambda: op.metric("volsched_config_reloads_total", result="loaded") >= 1, 30, what="read")
+    wait_for(lambda: op.cycles() >= 3, 30, what="sessions under the user's config")
+    assert k.bound(ns) == {}  # the user's config has no allocate

@@ -26,7 +26,7 @@ def _reloader(health: ApiHealth, status: int) -> ConfigReloader:
         raise ApiException(http_resp=_Answer(status))
 
     reloads = Counter("reloads", "x", ["result"], registry=CollectorRegistry())
-    return ConfigReloader(
+    reloader = ConfigReloader(
         ConfigSettings(),
         health=health,
         writer=None,  # type: ignore[arg-type]  # nothing is rejected: nothing is written
@@ -34,6 +34,8 @@ def _reloader(health: ApiHealth, status: int) -> ConfigReloader:
         read=read,
         on_load=lambda _: None,
     )
+    reloader.known = True  # a poll: the ConfigMap was read at start (a first read failing holds sessions)
+    return reloader
 
 
 @pytest.mark.parametrize(

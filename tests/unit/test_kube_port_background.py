@@ -217,6 +217,7 @@ def test_the_operator_plans_each_session_under_the_holding_its_leadership_was_se
     monkeypatch.setattr(op.lease, "ensure", lease.renew_if_due)
     monkeypatch.setattr(op.lease, "acquired_at", 1.0)
     monkeypatch.setattr(op.reloader, "reload", lambda **_: None)
+    monkeypatch.setattr(op.reloader, "known", True)  # the ConfigMap was read
     monkeypatch.setattr(op, "follow_volcano", lambda **_: None)
     op.pods_read_at = math.inf  # caught up already
 

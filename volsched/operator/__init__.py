@@ -458,7 +458,7 @@ class Operator:
         self.metrics.leader.set(1 if leader else 0)
         self.reload_config()
         self.follow_volcano()
-        if not leader:
+        if not leader or not self.reloader.known:  # never a session under a config not the user's
             return None
         if self.lease.acquired_at > self.pods_read_at:
             try:
@@ -672,7 +672,7 @@ class Operator:
         signals: asyncio.Task[None] | None = None
         try:
             await asyncio.to_thread(self.lease.ensure)  # before the listing: it is fresh for the lease
-            self.reload_config(force=True)
+            await asyncio.to_thread(self.reload_config, force=True)  # failed: retried before each session
             await asyncio.to_thread(self.discover_volcano)
             await asyncio.to_thread(self.prelist)
             self.start_watches()

@@ -1,6 +1,9 @@
 """The scheduler config from its ConfigMap (:class:`ConfigReloader`): read at start and whenever its
 resourceVersion changes (polled every ``config.poll_every`` seconds); a config that does not load is
-rejected with an event on the ConfigMap and a log line, and the last good one stays in force.
+rejected with an event on the ConfigMap and a log line, and the last good one stays in force. Until the
+ConfigMap has been read once (found absent counts: the built-in default is then the user's choice), no
+config is the user's: ``known`` is False, the read is retried every :data:`UNREAD_RETRY` seconds, and the
+operator runs no session (a failed first read never lets the default decide what the user's config forbids).
 
 Reading and judging the ConfigMap only: what a config means is :mod:`volsched.framework.registry`
 (``load_config``) and :mod:`volsched.metrics.config`; the session that uses it is the operator's.
@@ -28,11 +31,15 @@ from volsched.redaction import redact
 
 log = logging.getLogger("volsched.operator")
 
+#: Seconds between reads while the ConfigMap has never been read (sessions wait for it).
+UNREAD_RETRY = 0.5
+
 
 class ConfigReloader:
     """``config`` is the config in force (the built-in default until a ConfigMap loads); ``error`` why
     the last one read was rejected (None once one loads). ``read(at_start)`` reads the ConfigMap (None: it does
-    not exist; only the forced read at start waits out a throttled answer); ``on_load`` is called with each config loaded."""
+    not exist; only the forced read at start waits out a throttled answer); ``on_load`` is called with each config loaded.
+    ``known``: the ConfigMap has been read (or found absent) at least once; until then no session may run."""
 
     def __init__(
         self,
@@ -53,14 +60,18 @@ class ConfigReloader:
         self.config: SchedulerConfig = load_config()
         self.version: str | None = None
         self.error: str | None = None
+        self.known = False
+        self._held = False  # said that sessions wait for the first read
         self._checked = 0.0
 
     def reload(self, *, force: bool = False) -> bool:
         """Load the ConfigMap when its resourceVersion changed; keep the last good config on errors.
-        Returns whether a new config is in force."""
+        Returns whether a new config is in force (the first read counts: the config is known from then on)."""
         s = self.settings
         now = time.monotonic()
-        if not force and now - self._checked < s.poll_every:
+        if not force and now - self._checked < (
+            s.poll_every if self.known else min(s.poll_every, UNREAD_RETRY)
+        ):
             return False
         self._checked = now
         try:
@@ -75,16 +86,26 @@ class ConfigReloader:
                 self.health.failed(f"ConfigMap {s.namespace}/{s.name}", exc)
             else:
                 log.warning("cannot read ConfigMap %s/%s: %s", s.namespace, s.name, exc)
+            if not self.known and not self._held:
+                self._held = True
+                log.warning(
+                    "no session runs until the scheduler config (ConfigMap %s/%s) is read; retrying every %.1fs",
+                    s.namespace, s.name, min(s.poll_every, UNREAD_RETRY),
+                )  # fmt: skip
             return False
         self.health.ok()
+        first = not self.known
+        self.known = True
+        if first and self._held:
+            log.info("ConfigMap %s/%s read; sessions run from now on", s.namespace, s.name)
         version = None if cm is None else cm.resource_version
         if version == self.version:
-            return False
+            return first
         self.version = version
         if cm is None or cm.text is None:
             what = f"ConfigMap {s.namespace}/{s.name}" + ("" if cm is None else f" has no key {s.key!r}")
             log.info("%s; using %s", what if cm is not None else f"{what} not found", self.config.source)
-            return False
+            return first
         source = f"ConfigMap {s.namespace}/{s.name} key {s.key} (resourceVersion {version})"
         try:
             config = load_config(text=cm.text)
@@ -112,7 +133,7 @@ class ConfigReloader:
             error = self.writer.post_event(body)
             if error:
                 log.warning("%s", error)
-            return False
+            return first
         self.config = replace(config, source=source)
         self.error = None
         self.on_load(config)

@@ -1,0 +1,82 @@
+"""Until the scheduler ConfigMap has been read once, no config is the user's: a failed first read leaves
+the reloader not ``known`` (the operator runs no session) and is retried within UNREAD_RETRY, not a poll
+later; an absent ConfigMap (the built-in default) or an invalid one (rejected, the default kept) is known."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+from prometheus_client import CollectorRegistry, Counter
+
+from volsched.framework.config import DEFAULT_CONFIG_YAML
+from volsched.framework.registry import load_config
+from volsched.kube.configsource import ConfigMapText
+from volsched.kube.health import ApiHealth
+from volsched.operator.reload import UNREAD_RETRY, ConfigReloader
+from volsched.operator.settings import ConfigSettings
+
+
+class _Answer:
+    def __init__(self, status: int) -> None:
+        self.status, self.reason, self.data, self.headers = status, "x", b'{"kind":"Status"}', {}
+
+
+class _Writer:
+    def post_event(self, body: object) -> str | None:
+        return None
+
+
+def _reloader(answers: list[ConfigMapText | Exception | None]) -> ConfigReloader:
+    def read(at_start: bool) -> ConfigMapText | None:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    return ConfigReloader(
+        ConfigSettings(poll_every=30.0),
+        health=ApiHealth(),
+        writer=_Writer(),  # type: ignore[arg-type]
+        reloads=Counter("reloads", "x", ["result"], registry=CollectorRegistry()),
+        read=read,
+        on_load=lambda _: None,
+    )
+
+
+FORBIDDEN = ApiException(http_resp=_Answer(403))
+SERVER_ERROR = ApiException(http_resp=_Answer(500))
+ABSENT = None
+INVALID = ConfigMapText(resource_version="7", uid="u", text="actions: enqueue, teleport\ntiers: []\n")
+NO_KEY = ConfigMapText(resource_version="7", uid="u", text=None)
+
+
+@pytest.mark.parametrize(
+    ("first", "known"),
+    [
+        (FORBIDDEN, False),
+        (SERVER_ERROR, False),
+        (ConnectionRefusedError("refused"), False),
+        (ABSENT, True),
+        (NO_KEY, True),
+        (INVALID, True),
+    ],
+    ids=["forbidden", "server-error", "unreachable", "absent", "no-key", "invalid"],
+)
+def test_only_a_read_config_map_makes_the_config_known(first: object, known: bool) -> None:
+    reloader = _reloader([first])  # type: ignore[list-item]
+    assert reloader.reload(force=True) is known  # known from now on: a session may run (rings the bell)
+    assert reloader.known is known
+    assert reloader.config.actions == load_config().actions  # the built-in default either way
+
+
+def test_a_failed_first_read_is_retried_promptly_and_then_polled(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = DEFAULT_CONFIG_YAML.replace("enqueue, allocate, backfill", "enqueue")
+    reloader = _reloader([SERVER_ERROR, ConfigMapText(resource_version="1", uid="u", text=text)])
+    clock = [100.0]
+    monkeypatch.setattr("volsched.operator.reload.time.monotonic", lambda: clock[0])
+    assert reloader.reload(force=True) is False and not reloader.known
+    clock[0] += UNREAD_RETRY  # far less than poll_every (30 s)
+    assert reloader.reload() is True and reloader.known
+    assert list(reloader.config.actions) == ["enqueue"]
+    clock[0] += UNREAD_RETRY  # known: polled every poll_every again (nothing left to read)
+    assert reloader.reload() is False
