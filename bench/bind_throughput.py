@@ -831,7 +831,10 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="extra options for volsched run, space-separated (e.g. '--bind-workers 32'); default: none",
     )
-    p.add_argument("--keep-logs", help="keep the schedulers' and control planes' logs in this directory")
+    p.add_argument(
+        "--keep-logs",
+        help="keep the schedulers' and control planes' logs in a new subdirectory of this directory",
+    )
     args = p.parse_args(argv)
     args.loadgen = build_loadgen()
     if args.loadgen is None and args.creator == "go":
@@ -902,9 +905,14 @@ def _commit(checkout: Path) -> str:
 
 @contextlib.contextmanager
 def _workdir(keep: str | None) -> Iterator[Path]:
+    """Where a run's files go. With ``keep``: a fresh subdirectory of it (``run-<date>-<time>-<random>``),
+    kept; never a directory an earlier run wrote to, whose pods.jsonl, watch.txt and logs would be read
+    back as this run's. Else a temporary directory, removed at the end."""
     if keep:
-        path = Path(keep).resolve()
-        path.mkdir(parents=True, exist_ok=True)
+        parent = Path(keep).resolve()
+        parent.mkdir(parents=True, exist_ok=True)
+        path = Path(tempfile.mkdtemp(prefix=time.strftime("run-%Y%m%d-%H%M%S-"), dir=parent))
+        print(f"logs kept in {path}", flush=True)
         yield path
     else:
         with tempfile.TemporaryDirectory(prefix="volsched-bench-bind-") as tmp:
