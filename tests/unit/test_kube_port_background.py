@@ -283,14 +283,19 @@ def test_bind_workers_start_only_as_binds_outnumber_idle_ones(server: GatedServe
     server at once need three, which then serve the next binds without a fourth."""
     feeder = cache(node("n1", cpu="8"), *(pod(f"p{i}") for i in range(7)))
     with background_port(server, fence, workers=8) as port:
+        handed_back: list[BindOutcome] = []
 
         def hand(*names: str) -> None:
             binds = [Bind(pod=f"default/{n}", uid=f"uid-{n}", node="n1") for n in names]
-            port.bind(binds, feeder.pods(b.pod for b in binds))
+            # bind returns the outcomes done by then: a worker may finish before it returns (kept here,
+            # or they were lost to the test and a bind seemed never to end).
+            handed_back.extend(port.bind(binds, feeder.pods(b.pod for b in binds)))
 
         def wait_idle() -> list[str]:
             assert port.drain(HOLD)
-            return [o.result for o in port.settle()[0]]
+            done = [*handed_back, *port.settle()[0]]
+            handed_back.clear()
+            return [o.result for o in done]
 
         server.gate.set()
         for name in ("p0", "p1"):
