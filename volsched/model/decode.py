@@ -16,7 +16,9 @@ import math
 import sys
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
+
+import orjson
 
 from volsched.model.constraints import parse_pod_constraints, parse_selector
 from volsched.model.errors import InputError
@@ -374,6 +376,95 @@ def named_group(pod: Raw) -> str:
     return f"{ns}/{group}" if isinstance(group, str) and group and isinstance(ns, str) and ns else ""
 
 
+class _SpecParse(NamedTuple):
+    """What a pod's task takes from its spec alone (with, for pod affinity and spread, its namespace and
+    labels): the same for every pod of one template."""
+
+    request: dict[str, float]
+    selector: dict[str, str]
+    terms: list[Any]
+    tolerations: list[Any]
+    constraints: Any
+    preferred: list[tuple[int, Any]]
+    host_ports: tuple[tuple[str, int, str], ...]
+    claims: tuple[str, ...]
+    #: The task's placement_key as built (None: not known yet, computed from the task).
+    placement_key: str | None
+
+
+#: The parses of the pod specs seen last, by the spec's JSON (keys sorted; ``nodeName`` left out, as it
+#: is the pod's own): the pods of one Job or Deployment are parsed once, not once each (at start, tens of
+#: thousands of pods share a few templates). Emptied when it reaches _SHARED_MAX entries, like the
+#: tables above. Only a spec that parsed is kept: a bad one raises for each pod, naming it.
+_SPECS: dict[bytes, _SpecParse] = {}
+#: The spec fields :func:`_parsed_spec` reads none of, or reads per pod (the node, the priority, the
+#: gates): left out of the key.
+_PER_POD = frozenset({"nodeName", "priority", "priorityClassName", "schedulingGates", "schedulerName"})
+
+
+def _spec_key(spec: Mapping[str, Any], *, ns: str, labels: Mapping[str, Any]) -> bytes | None:
+    """The key of a spec's parse (None: it has no JSON key, as a YAML date may not; parsed each time)."""
+    # Pod affinity and spread read the pod's namespace and labels (their default selectors).
+    aff = spec.get("affinity")
+    context = (
+        (ns, labels)
+        if spec.get("topologySpreadConstraints")
+        or (isinstance(aff, Mapping) and ("podAffinity" in aff or "podAntiAffinity" in aff))
+        else None
+    )
+    try:
+        return orjson.dumps(
+            [context, {k: v for k, v in spec.items() if k not in _PER_POD}], option=orjson.OPT_SORT_KEYS
+        )
+    except TypeError:  # orjson.JSONEncodeError: a value of no JSON type, a key not a string
+        return None
+
+
+def _parsed_spec(
+    pod: Raw, spec: Mapping[str, Any], *, ns: str, labels: Mapping[str, Any], where: str
+) -> _SpecParse:
+    key = _spec_key(spec, ns=ns, labels=labels)
+    found = _SPECS.get(key) if key is not None else None
+    if found is not None:
+        return found
+    request = _shared(pod_request(pod, where=where), _REQUESTS)
+    selector, terms, tolerations = _placement(spec, where)
+    parsed = _SpecParse(
+        request=request,
+        selector=selector,
+        terms=terms,
+        tolerations=tolerations,
+        constraints=parse_pod_constraints(spec, namespace=ns, labels=labels, where=where),
+        preferred=_preferred_node_terms(spec, where),
+        host_ports=_host_ports(spec),
+        claims=_claims(spec),
+        placement_key=None,
+    )
+    if key is not None:
+        if len(_SPECS) >= _SHARED_MAX:
+            _SPECS.clear()
+        probe = Task(
+            namespace="",
+            name="",
+            uid="",
+            job_key="",
+            request_map=request,
+            priority=0,
+            status=TaskStatus.PENDING,
+            node_name=None,
+            scheduler_name="",
+            creation=0.0,
+            node_selector=selector,
+            affinity_terms=terms,
+            tolerations=tolerations,
+            preferred_node_terms=parsed.preferred,
+            host_ports=parsed.host_ports,
+        )
+        parsed = parsed._replace(placement_key=sys.intern(placement_key(probe)))
+        _SPECS[key] = parsed
+    return parsed
+
+
 def build_task(
     pod: Raw,
     *,
@@ -393,7 +484,7 @@ def build_task(
         raise InputError(f"{where}: missing field spec.containers")
     annotations = _shared_map(meta.get("annotations"))
     labels = _shared_map(meta.get("labels"))
-    request = _shared(pod_request(pod, where=where), _REQUESTS)
+    parsed = _parsed_spec(pod, spec, ns=ns, labels=labels, where=where)
     status, node = pod_status(pod)
     priority = spec.get("priority")
     if priority is None:
@@ -403,7 +494,6 @@ def build_task(
     if isinstance(priority, bool) or not isinstance(priority, int) or not INT32_MIN <= priority <= INT32_MAX:
         raise InputError(f"{where}: spec.priority must be a 32-bit integer, got {_short(priority)}")
     group = annotations.get(GROUP_ANNOTATION) or annotations.get(VOLCANO_GROUP_ANNOTATION)
-    selector, terms, tolerations = _placement(spec, where)
     preemptable_raw = annotations.get(PREEMPTABLE_ANNOTATION)
     preemptable = None if preemptable_raw is None else boolean_value(preemptable_raw) is True
     owners = meta.get("ownerReferences") or []
@@ -434,15 +524,15 @@ def build_task(
         name=name,
         uid=str(meta.get("uid") or f"{ns}/{name}"),
         job_key=intern(job_key),
-        request_map=request,
+        request_map=parsed.request,
         priority=int(priority),
         status=status,
         node_name=None if node is None else intern(node),
         scheduler_name=scheduler_name,
         creation=parse_time(meta.get("creationTimestamp"), where=f"{where}: metadata.creationTimestamp"),
-        node_selector=selector,
-        affinity_terms=terms,
-        tolerations=tolerations,
+        node_selector=parsed.selector,
+        affinity_terms=parsed.terms,
+        tolerations=parsed.tolerations,
         preemption_policy=str(spec.get("preemptionPolicy") or "PreemptLowerPriority"),
         preemptable=preemptable,
         critical=pcn in CRITICAL_PRIORITY_CLASSES,
@@ -451,16 +541,19 @@ def build_task(
         owner=None if owner is None else intern(owner),
         start_time=parse_time((pod.get("status") or {}).get("startTime"), where=f"{where}: status.startTime"),
         runtime=_shared(pod_runtime(pod), _RUNTIMES),
-        constraints=parse_pod_constraints(spec, namespace=ns, labels=labels, where=where),
-        preferred_node_terms=_preferred_node_terms(spec, where),
-        host_ports=_host_ports(spec),
-        claims=_claims(spec),
+        constraints=parsed.constraints,
+        preferred_node_terms=parsed.preferred,
+        host_ports=parsed.host_ports,
+        claims=parsed.claims,
         # A pod with scheduling gates is not ready to be placed (kube-scheduler keeps it out of its queue,
         # and the apiserver refuses its binding) until they are all removed.
         ours=scheduler_name in scheduler_names and not spec.get("schedulingGates"),
         owner_ref=owner_ref,
     )
-    task.placement_key = intern(placement_key(task))
+    if parsed.placement_key is None:  # not shared: computed from the task, as always
+        task.placement_key = intern(placement_key(task))
+    else:
+        task.placement_key = parsed.placement_key
     return task
 
 

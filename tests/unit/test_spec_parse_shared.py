@@ -1,0 +1,83 @@
+"""Pods of one template share their spec's parse (build_task parses a spec once): each task is what a
+parse of its own pod gives, whatever the pods parsed before it."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.builders import pod
+from volsched.model import decode
+from volsched.model.decode import build_task
+from volsched.model.errors import InputError
+
+Obj = dict[str, Any]
+
+SPREAD = [
+    {
+        "maxSkew": 1,
+        "topologyKey": "zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "a"}},
+        "matchLabelKeys": ["run"],
+    }
+]
+ANTI = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "a"}}}
+        ]
+    }
+}
+
+
+def _fields(task: Any) -> list[Any]:
+    """A task's fields, arrays as lists (a Task's == would compare them elementwise)."""
+    return [
+        (f.name, v.tolist() if isinstance(v := getattr(task, f.name), np.ndarray) else v)
+        for f in dataclasses.fields(task)
+    ]
+
+
+def _fresh(obj: Obj) -> Any:
+    decode._SPECS.clear()
+    return build_task(obj, priority_classes={"high": 100})
+
+
+@pytest.mark.parametrize(
+    "pods",
+    [
+        # one template, bound to different nodes, pending, another priority: only the spec is shared
+        [pod("a", node="n1"), pod("b", node="n2"), pod("c"), pod("d", priority_class="high")],
+        # spread's matchLabelKeys read the pod's own labels: same spec, other labels, other constraints
+        [pod("a", spread=SPREAD, labels={"run": "1"}), pod("b", spread=SPREAD, labels={"run": "2"})],
+        # pod anti-affinity defaults to the pod's own namespace
+        [pod("a", ns="x", affinity=ANTI), pod("b", ns="y", affinity=ANTI)],
+        [pod("a", cpu="1"), pod("b", cpu="2"), pod("c", node_selector={"z": "1"}), pod("d", host_ports=[80])],
+        [pod("a", tolerations=[{"key": "k", "operator": "Exists"}]), pod("b", claims=["data"])],
+        [pod("a", gates=["wait"]), pod("b"), pod("c", scheduler="other")],
+    ],
+    ids=[
+        "nodes",
+        "spread-labels",
+        "anti-affinity-namespace",
+        "requests-and-placement",
+        "tolerations-claims",
+        "gates",
+    ],
+)
+def test_a_task_parsed_after_others_of_its_template_is_the_task_of_its_own_pod(pods: list[Obj]) -> None:
+    want = [_fresh(p) for p in pods]
+    decode._SPECS.clear()
+    got = [build_task(p, priority_classes={"high": 100}) for p in pods]
+    assert [_fields(t) for t in got] == [_fields(t) for t in want]
+
+
+def test_a_bad_spec_is_refused_for_each_pod_naming_it() -> None:
+    bad = [pod(n, node_selector={"z": 1}) for n in ("a", "b")]  # type: ignore[dict-item]
+    for p in bad:
+        with pytest.raises(InputError, match=f"Pod default/{p['metadata']['name']}: spec.nodeSelector"):
+            build_task(p, priority_classes={})
