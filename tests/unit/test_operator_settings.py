@@ -3,9 +3,11 @@ connection pool sized for both."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
-from volsched.operator.settings import build_parser, settings_from_args
+from volsched.operator.settings import build_parser, parse_log_levels, settings_from_args
 
 
 @pytest.mark.parametrize(
@@ -23,3 +25,17 @@ def test_bind_workers_and_writer_workers_are_set_apart_and_size_the_pool(
 ) -> None:
     s = settings_from_args(build_parser().parse_args(argv)).writer
     assert (s.bind_workers, s.workers, s.pool_size()) == (bind_workers, workers, pool)
+
+
+@pytest.mark.parametrize(
+    ("text", "levels"),
+    [
+        ("INFO", {"": logging.INFO}),
+        ("debug", {"": logging.DEBUG}),
+        ("WARNING,volsched.latency=DEBUG", {"": logging.WARNING, "volsched.latency": logging.DEBUG}),
+        ("volsched.latency=DEBUG", {"": logging.INFO, "volsched.latency": logging.DEBUG}),
+        ("LOUD,volsched.latency=NOISY", {"": logging.INFO}),  # names logging does not know
+    ],
+)
+def test_log_level_sets_the_root_then_named_loggers(text: str, levels: dict[str, int]) -> None:
+    assert parse_log_levels(text) == levels

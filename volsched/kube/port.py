@@ -37,6 +37,7 @@ from typing import Any
 from volsched.cache.feeder import Feeder
 from volsched.cycle import CONFLICT, FAILED, BindOutcome, EvictOutcome, StatusReport
 from volsched.framework.decisions import Bind, Event, Evict, SessionResult
+from volsched.kube.latency import PodLatency
 from volsched.kube.podgroups import ConflictReporter, LeftBehind, PodGroupCreator, groups_referred_to
 from volsched.kube.writer import EventTarget, KubeWriter
 from volsched.redaction import error_summary
@@ -64,9 +65,16 @@ _Queued = tuple[Bind, Raw | None, float | None]
 
 class KubePort:
     def __init__(
-        self, writer: KubeWriter, *, background: bool = False, on_failed: Callable[[], None] | None = None
+        self,
+        writer: KubeWriter,
+        *,
+        background: bool = False,
+        on_failed: Callable[[], None] | None = None,
+        latency: PodLatency | None = None,
     ) -> None:
         self.writer = writer
+        #: Stamps each bind's way (debug only; see ``volsched.kube.latency``).
+        self.latency = latency
         #: Called (on the thread that saw it, must not block) when a bind comes back FAILED or CONFLICT: the
         #: pod is pending again (or a new one by that name is), and only a later cycle corrects the cache and
         #: places it, so one is called for. Not for GONE (deleted), SKIPPED (not ours) or FENCED (unsent
@@ -119,6 +127,8 @@ class KubePort:
             holding = self._planned_under if self._planned else self.writer.holding()
             self._binds_in_flight += len(binds)
             closed = self._closed
+            if self.latency is not None:
+                self.latency.decided(b.pod for b in binds)
             if not closed:
                 for b in binds:  # under the lock: all of them before a closing port's stop signals
                     self._queue.put((b, pods.get(b.pod), holding))
@@ -148,8 +158,12 @@ class KubePort:
             bind, pod, holding = item
             if self._closed:  # closed while it waited: not sent, and said so
                 outcome = BindOutcome(bind, FAILED, "not sent: the port is closed")
-            else:
+            elif self.latency is None:
                 outcome = self._bind_one(bind, pod, holding)
+            else:
+                sent = time.time()
+                outcome = self._bind_one(bind, pod, holding)
+                self.latency.answered(bind.pod, sent=sent, answered=time.time(), result=outcome.result)
             self._bound(outcome, idle=True)
 
     def _bind_one(self, bind: Bind, pod: Raw | None, holding: float | None) -> BindOutcome:

@@ -68,6 +68,7 @@ from volsched.gcpause import pause_collector, resume_collector
 from volsched.kube.client import bearer_token, load_configuration, new_api_client
 from volsched.kube.configsource import read_config_map
 from volsched.kube.health import ApiHealth, QuietRetries, back_pressure, is_throttled, is_unreachable
+from volsched.kube.latency import PodLatency
 from volsched.kube.lease import LeaderLease
 from volsched.kube.lister import (
     LIST_TIMEOUT,
@@ -87,7 +88,7 @@ from volsched.operator.http import HttpServer, health_problem
 from volsched.operator.metrics import Metrics
 from volsched.operator.pacing import Pacer, pods_wait
 from volsched.operator.reload import ConfigReloader
-from volsched.operator.settings import Settings, build_parser, settings_from_args
+from volsched.operator.settings import Settings, build_parser, parse_log_levels, settings_from_args
 from volsched.redaction import install_log_redaction
 from volsched.ui import LiveState
 from volsched.usagefeed import UsageFeed
@@ -131,7 +132,14 @@ class Operator:
         #: Binds and status writes go out in the background: a session never waits on the network. A bind
         #: that fails there rings the doorbell for a retry: the pod is placed again soon (about a second
         #: later, see Pacer.retry_gap), not a period later, and not in a loop every min_gap.
-        self.port = KubePort(self.writer, background=True, on_failed=lambda: self.state.doorbell.ring(RETRY))
+        #: Where each pod's time goes, at DEBUG on ``volsched.latency`` (see its module).
+        self.latency = PodLatency()
+        self.port = KubePort(
+            self.writer,
+            background=True,
+            on_failed=lambda: self.state.doorbell.ring(RETRY),
+            latency=self.latency if self.latency.on else None,
+        )
         self.podgroup_creator = self.port.podgroups
         #: The kinds kopf watches and :meth:`prelist` lists (Volcano's are in ``self.volcano``).
         self.watched: tuple[WatchedKind, ...] = WATCHED
@@ -307,6 +315,8 @@ class Operator:
 
     def handle_event(self, kind: str, type_: str | None, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
+        if kind == "Pod" and self.latency.on:
+            self._trace_pod(type_, meta, obj.get("spec") or {})
         if type_ == "DELETED":
             self.feeder.delete(kind, obj)
             self.writer.forget(kind, str(meta.get("uid") or ""))  # conditions and events written to it
@@ -321,6 +331,13 @@ class Operator:
         if kind in ("Queue", VOLCANO_QUEUE):  # events go to the object in force under the name
             name = str(meta.get("name"))
             self.writer.queue_uid(name, self.state.queue_uid(name))
+
+    def _trace_pod(self, type_: str | None, meta: dict[str, Any], spec: dict[str, Any]) -> None:
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        if type_ == "DELETED":
+            self.latency.gone(key)
+        elif not spec.get("nodeName") and spec.get("schedulerName") in self.settings.scheduler_names:
+            self.latency.saw(key)
 
     def _lean_handler(self, kind: str) -> Callable[[str, dict[str, Any]], None]:
         def on_event(type_: str, obj: dict[str, Any]) -> None:
@@ -474,6 +491,7 @@ class Operator:
         now = time.time()
         self.usage.refresh(now)  # the collector's fresh snapshot (no I/O on this path)
         self.port.plan_under(holding)  # its binds are never sent under a later holding
+        self.latency.session()
         report = run_cycle(self.feeder, self.config, self.port, now=now, idle=self.idle)
         self._log_outcomes(report)
         if report.skipped:
@@ -482,6 +500,7 @@ class Operator:
             log.debug("session skipped: nothing changed since the last one, which decided nothing")
             return report.result, report
         result = report.result
+        self.latency.session_done(result.timings, binds=len(result.binds))
         self.waiting = pods_wait(result)
         self._log_problems(result)
         for error in [] if self.health.down else report.errors[:5]:
@@ -739,11 +758,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.min_gap < 0:
         print("volsched run: --min-gap must be >= 0", flush=True)
         return 2
-    logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    levels = parse_log_levels(str(args.log_level))
+    logging.basicConfig(level=levels.pop(""), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kopf").setLevel(logging.WARNING)
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
     install_log_redaction()  # no credential reaches the log, whoever logs it
     settings = settings_from_args(args)
     operator = Operator(settings)

@@ -8,6 +8,7 @@ lifecycle that uses them is :class:`volsched.operator.Operator`.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import socket
 import uuid
@@ -139,7 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated spec.schedulerName values whose pods volsched schedules "
         "(default: $VOLSCHED_SCHEDULER_NAMES, else volsched)",
     )
-    p.add_argument("--log-level", default=os.environ.get("VOLSCHED_LOG_LEVEL", "INFO"))
+    p.add_argument(
+        "--log-level",
+        default=os.environ.get("VOLSCHED_LOG_LEVEL", "INFO"),
+        help="the root logger's level, then optional LOGGER=LEVEL pairs, comma-separated (e.g. "
+        "INFO,volsched.latency=DEBUG: where each pod's time goes; default: $VOLSCHED_LOG_LEVEL, else INFO)",
+    )
     return p
 
 
@@ -164,3 +170,16 @@ def parse_scheduler_names(text: str) -> frozenset[str]:
     """``"volsched, volcano"`` -> {"volsched", "volcano"}; empty -> the default."""
     names = frozenset(n.strip() for n in text.split(",") if n.strip())
     return names or DEFAULT_SCHEDULER_NAMES
+
+
+def parse_log_levels(text: str) -> dict[str, int]:
+    """``--log-level``: the root's level, then ``LOGGER=LEVEL`` pairs; a name logging does not know is
+    INFO (the root) or ignored (a pair). The root is keyed ``""``."""
+    levels: dict[str, int] = {}
+    for part in (p.strip() for p in text.split(",")):
+        name, _, level = part.rpartition("=")
+        value = logging.getLevelName(level.strip().upper())
+        if isinstance(value, int):
+            levels[name.strip()] = value
+    levels.setdefault("", logging.INFO)
+    return levels
