@@ -231,6 +231,7 @@ def test_the_operator_plans_each_session_under_the_holding_its_leadership_was_se
     try:
         ran = op.run_once()
         assert ran is not None and [b.pod for b in ran[0].binds] == ["default/a"]
+        assert op.session_cpu is not None and op.session_cpu > 0  # the pacer's gap: its thread's CPU
         assert op.port.drain(HOLD)
         assert [o.result for o in [*ran[1].binds, *op.port.settle()[0]]] == [FENCED]
         assert server.sent("/binding") == []

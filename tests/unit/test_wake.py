@@ -130,6 +130,25 @@ def test_a_failed_bind_is_retried_a_second_after_the_last_session_not_every_min_
     )
 
 
+#: (case, started, ended, busy, expected wait) with a pod arrived, a period of 1 s and a gap of 0.1 s.
+BUSY: list[tuple[str, float, float, float | None, float]] = [
+    ("a long session that kept the processor: as long as its CPU took", 10.0, 10.4, 0.3, 0.3),
+    ("a long session mostly waiting for it: the minimum gap", 10.0, 10.4, 0.02, 0.1),
+    ("CPU time never lengthens the gap past the wall's", 10.0, 10.2, 0.5, 0.2),
+    ("its CPU time unknown: its wall time", 10.0, 10.3, None, 0.3),
+    ("the period still comes first", 10.0, 10.8, 0.8, 0.2),
+]
+
+
+@pytest.mark.parametrize(("case", "started", "ended", "busy", "expected"), BUSY, ids=[b[0] for b in BUSY])
+def test_a_woken_session_waits_as_long_as_the_last_one_kept_the_processor(
+    case: str, started: float, ended: float, busy: float | None, expected: float
+) -> None:
+    kw: dict[str, Any] = dict(rings=ARRIVED, waiting=False, leader=True, retry_every=0.25)
+    wait = PACER.next_wait(started=started, ended=ended, now=ended, busy=busy, **kw)
+    assert wait == pytest.approx(expected)
+
+
 def test_a_gap_as_long_as_the_period_means_a_session_every_period_only() -> None:
     pacer = Pacer(period=1.0, min_gap=1.0)
     kw: dict[str, Any] = dict(ended=10.05, now=10.05, rings=BOTH, waiting=True, leader=True, retry_every=0.25)

@@ -28,6 +28,7 @@ class PodLatency:
         self._decided: dict[str, tuple[float, float]] = {}
         #: When the session running now (or the last one) started.
         self.session_started = 0.0
+        self._cpu = 0.0
 
     def saw(self, key: str) -> None:
         """The watch showed the pod pending (only its first sighting counts)."""
@@ -40,8 +41,9 @@ class PodLatency:
             self._decided.pop(key, None)
 
     def session(self) -> None:
+        """A session starts (on the thread that runs it to its end)."""
         if self.on:
-            self.session_started = time.time()
+            self.session_started, self._cpu = time.time(), time.thread_time()
 
     def decided(self, keys: Iterable[str]) -> None:
         """The session handed these pods' binds to the port."""
@@ -55,8 +57,8 @@ class PodLatency:
         if self.on:
             parts = " ".join(f"{k}={1000 * v:.1f}" for k, v in sorted(timings.items()))
             log.debug(
-                "session started %.4f ended %.4f binds %d ms: %s",
-                self.session_started, time.time(), binds, parts,
+                "session started %.4f ended %.4f cpu %.4f binds %d ms: %s",
+                self.session_started, time.time(), time.thread_time() - self._cpu, binds, parts,
             )  # fmt: skip
 
     def answered(self, key: str, *, sent: float, answered: float, result: str) -> None:

@@ -202,6 +202,8 @@ class Operator:
         #: The last session left pods of ours waiting (:func:`~volsched.operator.pacing.pods_wait`):
         #: capacity freeing calls for a session then.
         self.waiting = False
+        #: The processor time (the session thread's CPU seconds) the last cycle took: the pacer's gap.
+        self.session_cpu: float | None = None
         self.ui = LiveState()  # what the /ui dashboard shows
         self._problems: dict[str, str] = {}
         self.http = HttpServer(
@@ -469,7 +471,14 @@ class Operator:
         """One cycle (only while holding the lease): the session, its writes through the port, the
         outcomes back into the cache; a session that would decide nothing new is skipped (see
         :class:`~volsched.cycle.IdleSkip`: ``report.skipped``, an empty result). Blocking: run it in a
-        thread."""
+        thread (its CPU time on that thread is ``session_cpu``, for the pacer)."""
+        cpu = time.thread_time()
+        try:
+            return self._run_once()
+        finally:
+            self.session_cpu = time.thread_time() - cpu
+
+    def _run_once(self) -> tuple[SessionResult, CycleReport] | None:
         leader = self.lease.ensure()
         holding = self.writer.holding()  # the holding of the Lease this session is planned under
         self.metrics.leader.set(1 if leader else 0)
@@ -592,6 +601,7 @@ class Operator:
             while not stop.is_set():
                 started = time.monotonic()
                 bell.take()  # what rings from now on calls for the next session
+                self.session_cpu = None  # unknown, should the cycle not get to measure it
                 try:
                     await asyncio.to_thread(self.run_once)
                 except Exception as exc:
@@ -615,6 +625,7 @@ class Operator:
                         waiting=self.waiting,
                         leader=leader,
                         retry_every=self.settings.lease.retry_every,
+                        busy=self.session_cpu,
                     )
                     if wait <= 0:
                         if leader and time.monotonic() < started + s.period:

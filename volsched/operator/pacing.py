@@ -29,8 +29,12 @@ class Pacer:
     #: Seconds between the starts of two sessions when nothing rings.
     period: float
     #: Seconds at least between the end of a session and the start of one the doorbell called for, and
-    #: at least as long as that session took: the pods arriving meanwhile are placed together, and the
-    #: watches, the writers and the apiserver get the processor at least half of the time.
+    #: at least as long as that session kept the processor (its thread's CPU time, when the loop knows
+    #: it; else its wall time): the pods arriving meanwhile are placed together, and the watches, the
+    #: writers and the apiserver get the processor at least half of the time. A session's wall time
+    #: also counts the time those threads and processes had the processor while it ran (a loaded
+    #: machine, the bind workers sending the session's own binds): waiting that long again starved
+    #: nobody, and only kept the pods that arrived meanwhile waiting.
     min_gap: float
     #: Seconds at least between the end of a session and one called for by a bind that failed after its
     #: session (a retry): kube-scheduler's initial backoff for a pod, so a bind that always fails is
@@ -47,6 +51,7 @@ class Pacer:
         waiting: bool,
         leader: bool,
         retry_every: float,
+        busy: float | None = None,
     ) -> float:
         """Seconds from ``now`` until the next session should start (0: start it now).
 
@@ -54,12 +59,14 @@ class Pacer:
         what the doorbell heard since that session started (a retry waits ``retry_gap`` at least; a
         config loaded between sessions is acted on at the gap, as a pod arriving);
         ``waiting``: the last session left pods of ours pending (then freed capacity is worth a session
-        too); a follower (not ``leader``) reads the Lease every ``retry_every`` (at most every period)
+        too); ``busy``: the seconds of processor the last session took (its thread's CPU time; None:
+        unknown, its wall time counts); a follower (not ``leader``) reads the Lease every ``retry_every`` (at most every period)
         and is never called by the doorbell."""
         if not leader:
             return max(0.0, started + min(self.period, retry_every) - now)
         due = started + self.period
-        gap = max(self.min_gap, ended - started)
+        took = ended - started if busy is None else min(busy, ended - started)
+        gap = max(self.min_gap, took)
         if rings.arrived or rings.config or (rings.freed and waiting):
             due = min(due, ended + gap)
         elif rings.retry:
