@@ -550,6 +550,18 @@ def test_a_sessions_changes_to_its_lent_jobs_never_reach_the_next_snapshot() -> 
     assert digest(state.snapshot(now=5.0)) == before  # and a build after a build of lent jobs
 
 
+def test_a_pod_deleted_and_added_again_takes_its_new_place_among_the_pods_standing_alone() -> None:
+    state = ClusterState()
+    for obj in [node("n1"), pod("a"), pod("b", node="n1"), pod("c")]:
+        state.apply(obj)
+    state.snapshot(now=5.0)
+    state.delete("Pod", "default", "a")
+    state.apply(pod("a"))
+    assert list(state.snapshot(now=5.0).jobs) == ["default/b", "default/c", "default/a"]
+    state.apply(pod("b", node="n1", cpu="2"))  # changed in place: keeps its place
+    assert list(state.snapshot(now=5.0).jobs) == ["default/b", "default/c", "default/a"]
+
+
 def test_a_task_copy_has_every_field_of_the_task() -> None:
     state = preempting_cluster()
     t = state.tasks["ns/lo-0"]

@@ -161,6 +161,9 @@ class _Base:
         self.held: list[dict[str, Task]] = []
 
 
+#: Past one node in this many changed since the last snapshot, what every node holds is summed again.
+_NODES_FULL = 4
+
 #: At most this many request vectors are kept for reuse (pods' distinct requests; past it, they start over).
 _VECTORS_KEPT = 4096
 
@@ -428,7 +431,10 @@ class SnapshotBuilder:
         as it is and assembled again for the next (a copy of a shared one would cost as much, and a
         backlog's jobs are all such)."""
         entries = self._entries
-        lend = bool(keys) and all(entries[k].prepared.status is TaskStatus.PENDING for k in keys)
+        if len(keys) == 1:
+            lend = entries[keys[0]].prepared.status is TaskStatus.PENDING
+        else:
+            lend = bool(keys) and all(entries[k].prepared.status is TaskStatus.PENDING for k in keys)
         problems: list[tuple[str, tuple[str, str, str]]] = []
         job = assemble_job(
             base.space,
@@ -572,6 +578,11 @@ class SnapshotBuilder:
                 return
             rows = np.flatnonzero((old_table.allocatable != table.allocatable).any(axis=1))
             nodes.update(table.names[i] for i in rows.tolist())
+        if len(nodes) * _NODES_FULL > len(table):
+            # Most nodes changed (a session bound a backlog): one pass over every task, one subtraction
+            # for all nodes, costs less than a pass per node with one subtraction per task.
+            self._nodes_full(base, view)
+            return
         for node in nodes:
             i = table.index.get(node)
             if i is not None:

@@ -553,7 +553,7 @@ class ClusterState:
                 if self._logged is self.tasks:
                     touched = self._touched
                 else:  # the first snapshot, or the table was replaced whole
-                    self._seq = {k: i for i, k in enumerate(self.tasks)}
+                    self._seq = dict(zip(self.tasks, range(len(self.tasks)), strict=True))
                     self._next_seq = len(self._seq)
                     self._logged = self.tasks
                 self._touched = set()
