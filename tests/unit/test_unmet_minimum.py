@@ -9,7 +9,13 @@ import pytest
 
 from tests.builders import node, pod, podgroup, queue
 from volsched.cache.state import ClusterState
-from volsched.model.cluster import Job, unmet_minimum, unmet_minimum_rows
+from volsched.model.cluster import (
+    Job,
+    allocated_rows,
+    unmet_minimum,
+    unmet_minimum_floats,
+    unmet_minimum_rows,
+)
 
 
 def _jobs(cpus: list[tuple[str, str, str | None]]) -> list[Job]:
@@ -22,6 +28,39 @@ def _jobs(cpus: list[tuple[str, str, str | None]]) -> list[Job]:
         state.apply(podgroup(f"g{i}", queue=q, min_resources={"cpu": min_cpu}, phase="Inqueue"))
         state.apply(pod(f"p{i}", group=f"g{i}", cpu=cpu, node=on))
     return list(state.snapshot(now=5.0).jobs.values())
+
+
+@pytest.mark.parametrize(
+    "cpus",
+    [
+        [],
+        [("0.3", "0.1", None)],
+        [("0.1", "0.1", "n1"), ("0.7", "0.2", "n1"), ("0.3", "0.3", None), ("1.1", "0.1", "n1")],
+        [(f"{0.1 * (i % 7) + 0.1:.1f}", "0.1", "n1" if i % 3 else None) for i in range(40)],
+    ],
+    ids=["none", "one-pending", "held-and-not", "many-fractions"],
+)
+def test_held_rows_and_unmet_floats_sum_as_a_loop_over_the_jobs_arrays_does(
+    cpus: list[tuple[str, str, str | None]],
+) -> None:
+    # allocated_rows leaves out the jobs whose pods are all pending, and proportion and overcommit add
+    # unmet minimums as plain floats: the same sums to the last bit as the arrays' loop.
+    jobs = _jobs(cpus)
+    rows = [0 if job.queue == "a" else 1 for job in jobs]
+    width = len(jobs[0].allocated) if jobs else 1
+    held, unmet = np.zeros((2, width)), np.zeros((2, width))
+    for job, row in zip(jobs, rows, strict=True):
+        held[row] += job.allocated
+        unmet[row] += unmet_minimum(job)
+    summed = np.zeros((2, width))
+    allocated_rows(jobs, rows, summed)
+    assert summed.tobytes() == held.tobytes()
+    floats = [[0.0] * width, [0.0] * width]
+    for job, row in zip(jobs, rows, strict=True):
+        floats[row] = [q + u for q, u in zip(floats[row], unmet_minimum_floats(job), strict=True)]
+    assert np.asarray(floats).tobytes() == unmet.tobytes()
+    if any(on for _, _, on in cpus):
+        assert summed.any()  # something is held: the sums are not trivially zero
 
 
 @pytest.mark.parametrize(

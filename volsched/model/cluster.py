@@ -284,6 +284,17 @@ def unmet_minimum_floats(job: Job) -> list[float]:
     ]
 
 
+def allocated_rows(jobs: Sequence[Job], rows: Sequence[int] | npt.NDArray[np.intp], out: Vector) -> None:
+    """Add each job's ``allocated`` to row ``rows[k]`` of ``out`` (2-D), one job at a time in their
+    order, as a loop would (``np.add.at``), leaving out the jobs whose tasks are all pending: they hold
+    nothing, and adding their zeros changes no sum (a backlog's 50,000 one-pod jobs are not stacked)."""
+    pending = TaskStatus.PENDING
+    keep = [k for k, job in enumerate(jobs) if job.status_count.get(pending, 0) != len(job.tasks)]
+    if keep:
+        at = np.asarray(rows, dtype=np.intp)[keep]
+        np.add.at(out, at, stack_rows([jobs[k].allocated for k in keep], out.shape[1]))
+
+
 def unmet_minimum_rows(jobs: Sequence[Job], rows: Sequence[int], out: Vector) -> None:
     """Add each job's :func:`unmet_minimum` to row ``rows[k]`` of ``out`` (2-D), one job at a time in
     their order, as a loop would (the same sums to the last bit), without a loop's array per job."""

@@ -21,7 +21,7 @@ import numpy as np
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
-from volsched.model.cluster import Job, dominant_share
+from volsched.model.cluster import Job, allocated_rows, dominant_share
 from volsched.model.resources import EPS, Vector, stack_rows
 from volsched.model.vocabulary import Task, TaskStatus
 
@@ -70,8 +70,7 @@ class Drf(BasePlugin):
         ns_row: dict[str, int] = {}
         rows = np.fromiter((ns_row.setdefault(j.namespace, len(ns_row)) for j in jobs), np.intp, len(jobs))
         sums = np.zeros((len(ns_row), width))
-        if jobs:
-            np.add.at(sums, rows, stack_rows([j.allocated for j in jobs], width))
+        allocated_rows(jobs, rows, sums)
         ns_alloc.update((ns, sums[i]) for ns, i in ns_row.items())
         nexts: list[tuple[str, Vector]] = []
         for job in jobs:

@@ -47,9 +47,9 @@ from volsched.framework.decisions import Event
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
-from volsched.model.cluster import Job, unmet_minimum_floats, unmet_minimum_rows
+from volsched.model.cluster import Job, allocated_rows, unmet_minimum_floats, unmet_minimum_rows
 from volsched.model.fairshare import FairShare, Problem, fair_share
-from volsched.model.resources import EPS, ResourceSpace, Vector, stack_rows
+from volsched.model.resources import EPS, ResourceSpace, Vector
 from volsched.model.vocabulary import PodGroupPhase, QueueSpec, Task, TaskStatus
 from volsched.plugins.shared.queue_config import queue_config
 
@@ -125,9 +125,8 @@ def _pending_requests(
     reqs: list[Vector] = []
     placeable: list[bool] = []
     in_queue = [(i, job) for job in session.jobs.values() if (i := row.get(job.queue)) is not None]
-    if in_queue:  # one row at a time, in the jobs' order, as a loop would add them
-        at = np.fromiter((i for i, _ in in_queue), np.intp, len(in_queue))
-        np.add.at(allocated, at, stack_rows([job.allocated for _, job in in_queue], r))
+    # one row at a time, in the jobs' order, as a loop would add them
+    allocated_rows([job for _, job in in_queue], [i for i, _ in in_queue], allocated)
     admitted = [(i, job) for i, job in in_queue if job.phase is PodGroupPhase.INQUEUE]
     unmet_minimum_rows([job for _, job in admitted], [i for i, _ in admitted], inqueue)
     for i, job in in_queue:
