@@ -412,3 +412,30 @@ def test_the_operator_skips_idle_sessions_only_while_its_port_owes_no_status_wri
         op.writer.close()
         op.api.close()  # type: ignore[no-untyped-call]
         op.watch_api.close()  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize("fenced", [True, False], ids=["with-a-lease", "no-lease"])
+def test_the_synchronous_port_sends_as_many_binds_at_once_as_bind_workers(
+    server: GatedServer, fence: Fence, fenced: bool
+) -> None:
+    """--bind-workers sets the binds in flight for the synchronous port too (it sent them through the
+    writer's other workers, ``workers``, so the setting did nothing there)."""
+    feeder = cache(node("n1", cpu="8"), *(pod(f"p{i}") for i in range(3)))
+    api = client.ApiClient(loopback_config(server.port, retries=False, pool_size=8))
+    writer = KubeWriter(api, WriterSettings(bind_workers=3, workers=1), fence=fence if fenced else None)
+    port = KubePort(writer, background=False)
+    binds = [Bind(pod=f"default/p{i}", uid=f"uid-p{i}", node="n1") for i in range(3)]
+    outcomes: list[BindOutcome] = []
+    sending = threading.Thread(
+        target=lambda: outcomes.extend(port.bind(binds, feeder.pods(b.pod for b in binds)))
+    )
+    sending.start()
+    try:
+        for _ in range(3):  # all three held on the server at once (one at a time: the first still held)
+            assert server.arrived.acquire(timeout=HOLD / 2)
+    finally:
+        server.gate.set()
+        sending.join()
+        writer.close()
+        api.close()  # type: ignore[no-untyped-call]
+    assert [o.result for o in outcomes] == [BOUND] * 3

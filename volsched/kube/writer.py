@@ -182,6 +182,11 @@ class KubeWriter:
         #: Writes sent again after the apiserver said 429 with Retry-After (for metrics and tests).
         self.throttled = 0
         self.pool = ThreadPoolExecutor(max_workers=self.settings.workers, thread_name_prefix="volsched-kube")
+        #: ``bind_all``'s binds (the synchronous port's): ``bind_workers`` in flight, as the background
+        #: port's workers; its threads start only as binds are handed to it.
+        self.bind_pool = ThreadPoolExecutor(
+            max_workers=max(1, self.settings.bind_workers), thread_name_prefix="volsched-kube-bind"
+        )
         self._lock = threading.Lock()
         #: What we last wrote, rendered without times: skip writes that would change nothing.
         self._podgroups: dict[str, dict[str, Any]] = {}
@@ -194,6 +199,7 @@ class KubeWriter:
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
+        self.bind_pool.shutdown(wait=True, cancel_futures=True)
 
     def forget(self, kind: str, key: str) -> None:
         """Drop what we remember writing to an object (it was recreated or deleted)."""
@@ -276,19 +282,21 @@ class KubeWriter:
             (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
         ) in self.settings.scheduler_names
 
-    def _map(self, fn: Callable[[Any], T], items: Iterable[Any]) -> list[T]:
-        """Run ``fn`` over ``items`` on the pool. With a fence, the Lease is renewed when due between the
-        writes (so a batch is whatever is sent between two renewals, however slow the calls are) and a
-        write the fence refuses comes back as that call's FENCED outcome without being sent."""
+    def _map(self, fn: Callable[[Any], T], items: Iterable[Any], *, binds: bool = False) -> list[T]:
+        """Run ``fn`` over ``items`` on the pool (``binds``: on the bind pool, ``bind_workers`` at once).
+        With a fence, the Lease is renewed when due between the writes (so a batch is whatever is sent
+        between two renewals, however slow the calls are) and a write the fence refuses comes back as
+        that call's FENCED outcome without being sent."""
         todo = list(items)
+        pool = self.bind_pool if binds else self.pool
         if self.fence is None:
-            return list(self.pool.map(fn, todo))
-        slots = threading.Semaphore(self.settings.workers)
+            return list(pool.map(fn, todo))
+        slots = threading.Semaphore(max(1, self.settings.bind_workers) if binds else self.settings.workers)
         futures = []
         for item in todo:
             slots.acquire()
             self.fence.renew_if_due()
-            future = self.pool.submit(fn, item)
+            future = pool.submit(fn, item)
             future.add_done_callback(lambda _f: slots.release())
             futures.append(future)
         return [f.result() for f in futures]
@@ -308,7 +316,7 @@ class KubeWriter:
     # --- binds and evictions ------------------------------------------------------------------------------
 
     def bind_all(self, binds: Iterable[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
-        return self._map(lambda b: self.bind(b, pods.get(b.pod)), binds)
+        return self._map(lambda b: self.bind(b, pods.get(b.pod)), binds, binds=True)
 
     def bind(self, bind: Bind, pod: Raw | None, *, holding: float | None = None) -> BindOutcome:
         """Bind one pod (under ``holding`` of the Lease, when given: see :meth:`_send`)."""
