@@ -501,7 +501,7 @@ class LeanRest:
         deadline = time.monotonic() + timeout  # the whole call, as urllib3's total timeout
         message = self._head(method, path, content_type, data) + (data or b"")
         for attempt in (0, 1):
-            conn = self._connection(timeout)
+            conn = self._connection(max(0.001, deadline - time.monotonic()))  # a second try: what is left
             try:
                 conn.send(message)
                 _left(conn, deadline)
