@@ -456,14 +456,14 @@ class SnapshotBuilder:
         base.jobs[job_key] = job
         if job.podgroup is None:
             base.standalone.add(job_key)
-        if job.phase is PodGroupPhase.PENDING or job.status_count[TaskStatus.PENDING]:
+        if job.phase is PodGroupPhase.PENDING or job.status_count.get(TaskStatus.PENDING):
             base.private.add(job_key)
         if lend:
             base.lent.add(job_key)
             return
         job.shared = True
-        job.allocated.flags.writeable = False
-        job.min_request.flags.writeable = False
+        job.allocated.setflags(write=False)  # (half the cost of ``flags.writeable = False``)
+        job.min_request.setflags(write=False)
 
     def _nodes_full(self, base: _Base, view: View) -> None:
         """What every node holds, from scratch (in the cache's order, as one hold at a time would)."""
@@ -564,9 +564,14 @@ class SnapshotBuilder:
             if a is not b and a != b:
                 jobs.add(job_key)
         base.podgroups = pgs
+        where = base.where
         for job_key in jobs:
-            keys = sorted(base.members.get(job_key, ()), key=pos)
-            nodes.update(n for n in (base.where[k][1] for k in keys) if n)
+            members = base.members.get(job_key) or {}
+            keys = list(members) if len(members) == 1 else sorted(members, key=pos)
+            for k in keys:
+                node = where[k][1]
+                if node:
+                    nodes.add(node)
             self._job(base, job_key, keys)
         if foreign:
             base.foreign_list = [self._task(k) for k in sorted(base.foreign, key=pos)]

@@ -369,7 +369,7 @@ def resource_names(queues: Iterable[QueueSpec], podgroups: Iterable[PodGroupSpec
 def request_vector(space: ResourceSpace, task: Task) -> Vector:
     """A task's request over ``space``, read-only: snapshots may share it, nobody may change it."""
     vec = space.vector(task.request_map)
-    vec.flags.writeable = False
+    vec.setflags(write=False)
     return vec
 
 
