@@ -1,0 +1,194 @@
+"""Start-up to ready with a backlog on a real apiserver: ``volsched run`` started again and again on one
+control plane holding N Ready nodes and M pending pods, timed from its start to ``/healthz`` answering
+200 (cache synced), and the phases its log shows.
+
+One local control plane (hack/controlplane), its objects created once (as ``bind_throughput.py`` does).
+A Lease held by another identity (renewed by this script) keeps every volsched a follower: it lists,
+watches and becomes ready, and binds nothing, so each run meets the same backlog. Several ``--source``
+checkouts are run in turn (A B A B ...), so a before/after comparison meets the same machine state.
+
+    python bench/bench_startup.py [--nodes 5000 --pods 50000] [--runs 3] [--source DIR ...]
+
+Prints per run: seconds to ready, the CPU seconds of the process until then, its peak RSS until then,
+and the seconds from start to the log's "cache synced" line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import os
+import re
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+from bind_throughput import (  # noqa: E402
+    NAMESPACE,
+    OPERATOR_NS,
+    ROOT,
+    Conn,
+    _commit,
+    _http_ok,
+    build_loadgen,
+    create,
+    kill_all,
+    kill_tree,
+    node_body,
+    pod_body,
+    spawn,
+)
+from bindstats import TreeUsage  # noqa: E402
+from machine import describe  # noqa: E402
+
+from volsched_dev.devcluster import LocalControlPlane  # noqa: E402
+
+LEASE = "volsched-scheduler"  # volsched run's default --lease-name
+HOLDER = "bench-startup-holder"
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def hold_lease(api: object, stop: threading.Event) -> None:
+    """Keep the scheduler's Lease held by :data:`HOLDER` (a follower never binds)."""
+    from kubernetes import client
+
+    coord = client.CoordinationV1Api(api)
+    body = {
+        "metadata": {"name": LEASE, "namespace": OPERATOR_NS},
+        "spec": {"holderIdentity": HOLDER, "leaseDurationSeconds": 3600, "renewTime": _now()},
+    }
+    try:
+        coord.create_namespaced_lease(OPERATOR_NS, body)
+    except client.ApiException as exc:
+        if exc.status != 409:
+            raise
+        coord.patch_namespaced_lease(LEASE, OPERATOR_NS, {"spec": body["spec"]})
+    while not stop.wait(30):
+        coord.patch_namespaced_lease(LEASE, OPERATOR_NS, {"spec": {"renewTime": _now()}})
+
+
+def one_run(kubeconfig: Path, source: Path, log: Path) -> tuple[float, float, int, float]:
+    argv = [
+        sys.executable, "-m", "volsched", "run",
+        "--kubeconfig", str(kubeconfig),
+        "--namespace", OPERATOR_NS,
+        "--metrics-host", "127.0.0.1",
+        "--metrics-port", "0",
+    ]  # fmt: skip
+    start = time.time()
+    proc = spawn(argv, log, env={**os.environ, "PYTHONPATH": str(source)}, cwd=source)
+    usage = TreeUsage(proc.pid)
+    port = 0
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"volsched exited with {proc.returncode}; log: {log}")
+            usage.sample()
+            if not port:
+                m = re.search(r"serving /healthz.* on [\d.]+:(\d+)", log.read_text(errors="replace"))
+                port = int(m.group(1)) if m else 0
+            if port and _http_ok(f"http://127.0.0.1:{port}/healthz"):
+                ready = time.time() - start
+                usage.sample()
+                break
+            if time.time() - start > 300:
+                raise RuntimeError(f"not ready after 300 s; log: {log}")
+            time.sleep(0.02)
+    finally:
+        kill_tree(proc)
+    synced = math.nan
+    for line in log.read_text(errors="replace").splitlines():
+        if "cache synced" in line:
+            stamp = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
+            synced = stamp.timestamp() - start
+    return ready, usage.cpu_seconds, usage.peak_rss, synced
+
+
+def compare(kubeconfig: Path, sources: list[Path], *, runs: int, workdir: Path) -> None:
+    """``runs`` runs of each source, in turn (A B A B ...)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    figures: dict[Path, list[tuple[float, float, int, float]]] = {s: [] for s in sources}
+    for i in range(runs):
+        for n, source in enumerate(sources):
+            f = one_run(kubeconfig, source, workdir / f"volsched-{time.strftime('%H%M%S')}-{n}-{i}.log")
+            figures[source].append(f)
+            print(
+                f"  {source} ({_commit(source)}): ready {f[0]:.2f}s, cpu {f[1]:.2f}s, "
+                f"peak rss {f[2] / 2**20:.0f} MiB, synced at {f[3]:.2f}s",
+                flush=True,
+            )
+    for source, results in figures.items():
+        print(
+            f"{source}: ready median {statistics.median(r[0] for r in results):.2f}s "
+            f"(min {min(r[0] for r in results):.2f}), cpu median "
+            f"{statistics.median(r[1] for r in results):.2f}s"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--nodes", type=int, default=5000)
+    p.add_argument("--pods", type=int, default=50000)
+    p.add_argument("--runs", type=int, default=3, help="runs of each source")
+    p.add_argument("--source", type=Path, action="append", help="a checkout to run (default: this one)")
+    p.add_argument("--workdir", type=Path, default=None, help="where the control plane and logs go")
+    p.add_argument(
+        "--kubeconfig", type=Path, help="a cluster made by --hold (objects and Lease there already)"
+    )
+    p.add_argument(
+        "--hold", action="store_true", help="create the cluster, then hold it (and the Lease) until killed"
+    )
+    args = p.parse_args(argv)
+    sources = [s.resolve() for s in args.source or [ROOT]]
+    args.loadgen = build_loadgen()
+    args.creator = "go" if args.loadgen else "python"
+    args.create_procs, args.create_conns = 2, 32
+    print("machine:", describe())
+    workdir = args.workdir or Path(f"/tmp/bench-startup-{time.strftime('%H%M%S')}")
+    workdir.mkdir(parents=True, exist_ok=True)
+    if args.kubeconfig is not None:
+        compare(args.kubeconfig, sources, runs=args.runs, workdir=workdir)
+        return 0
+    stop = threading.Event()
+    try:
+        with LocalControlPlane(base_dir=workdir) as cp:
+            from kubernetes import client, utils
+
+            conn = Conn(cp.host, str(cp.ca_cert_path), cp.admin_token)
+            with cp.api_client() as api:
+                core = client.CoreV1Api(api)
+                for ns in (NAMESPACE, OPERATOR_NS):
+                    core.create_namespace({"metadata": {"name": ns}})
+                for path in sorted((ROOT / "crds").glob("*.yaml")):
+                    utils.create_from_yaml(api, str(path))
+                per_node = math.ceil(args.pods / args.nodes)
+                t = time.monotonic()
+                create(conn, "node", [node_body(f"node-{i:05d}", per_node) for i in range(args.nodes)],
+                       args=args, workdir=workdir)  # fmt: skip
+                create(conn, "pod", [pod_body(f"pod-{i:06d}", "volsched") for i in range(args.pods)],
+                       args=args, workdir=workdir)  # fmt: skip
+                print(f"{args.nodes} nodes x {args.pods} pods created in {time.monotonic() - t:.1f}s")
+                holder = threading.Thread(target=hold_lease, args=(api, stop), daemon=True)
+                holder.start()
+                time.sleep(1)
+                if args.hold:
+                    print(f"holding; kubeconfig: {cp.kubeconfig_path}", flush=True)
+                    threading.Event().wait()
+                compare(cp.kubeconfig_path, sources, runs=args.runs, workdir=workdir)
+    finally:
+        stop.set()
+        kill_all()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
