@@ -37,3 +37,32 @@ def test_shares_of_many_amounts_at_once_are_each_ones_dominant_share(
     one = dominant_share(np.array(total), np.array(mask))
     assert share_rows(np.array(total), np.array(mask), amounts) == [one(a) for a in amounts]
     assert share_rows(np.array(total), np.array(mask), amounts)[0] == share
+
+
+def test_a_gang_whose_placements_were_undone_sorts_as_one_that_never_held_anything() -> None:
+    # drf's job key answers 0 for a job with no task allocated, bound or running without summing it:
+    # what three placements undone leave in its holdings (float dust) must sort the same way.
+    from tests.builders import node, pod, podgroup, queue
+    from volsched.cache.state import ClusterState
+    from volsched.framework.registry import load_config
+    from volsched.framework.runner import open_session
+    from volsched.framework.statement import Statement
+    from volsched.plugins.drf import share_key
+
+    state = ClusterState()
+    objs = [node("n1", cpu="8", memory="16Gi"), queue("q"), podgroup("g", ns="ns", queue="q", min_member=3)]
+    objs += [
+        pod(f"g-{i}", ns="ns", cpu=c, memory="1Gi", group="g") for i, c in enumerate(["100m", "200m", "300m"])
+    ]
+    for obj in objs:
+        state.apply(obj)
+    session = open_session(state.snapshot(now=1.0), load_config())
+    job = session.jobs["ns/g"]
+    statement = Statement(session)
+    for task in job.tasks.values():
+        statement.allocate(task, 0)
+    statement.discard()
+    assert job.ready == 0
+    held = session.state["drf.job_share"](job)
+    assert share_key(held) == 0.0
+    assert session.job_key()(job)[2] == 0.0 == share_key(held)
