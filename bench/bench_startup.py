@@ -182,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(1)
                 if args.hold:
                     print(f"holding; kubeconfig: {cp.kubeconfig_path}", flush=True)
-                    threading.Event().wait()
+                    while True:  # until SIGINT (a sleep, unlike an untimed wait, is interrupted by it)
+                        time.sleep(3600)
                 compare(cp.kubeconfig_path, sources, runs=args.runs, workdir=workdir)
     finally:
         stop.set()
