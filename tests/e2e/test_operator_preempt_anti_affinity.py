@@ -62,9 +62,11 @@ def _budget(k: Kube, ns: str, name: str, selects: dict[str, str]) -> None:
 
 
 def _running(k: Kube, ns: str, *names: str) -> None:
-    # The Eviction API ignores budgets for pods that are not Running (no kubelet here sets it).
+    # The Eviction API ignores budgets for pods that are not Running, and counts healthy only those whose
+    # Ready condition is True (no kubelet here sets either).
+    ready = [{"type": "Ready", "status": "True"}]
     for name in names:
-        k.core.patch_namespaced_pod_status(name, ns, {"status": {"phase": "Running"}})
+        k.core.patch_namespaced_pod_status(name, ns, {"status": {"phase": "Running", "conditions": ready}})
 
 
 def test_a_disruption_budget_keeps_the_pod_in_the_way_and_the_one_on_the_other_node_goes(

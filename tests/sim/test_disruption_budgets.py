@@ -440,3 +440,37 @@ def test_an_unready_pod_goes_as_the_unhealthy_pod_eviction_policy_says(
     assert ("ns/r-x" in s.evicted()) == (evicted > 0)
     if plugin:
         assert s.refused() == []
+
+
+@pytest.mark.parametrize(
+    ("conditions", "healthy"),
+    [
+        pytest.param([{"type": "Ready", "status": "True"}], 1, id="ready"),
+        pytest.param([{"type": "Ready", "status": "False"}], 0, id="not-ready"),
+        pytest.param([{"type": "PodScheduled", "status": "True"}], 0, id="no-ready-condition"),
+    ],
+)
+def test_the_simulated_disruption_controller_counts_only_ready_true_as_healthy(
+    conditions: list[Obj], healthy: int
+) -> None:
+    """The disruption controller's currentHealthy counts IsPodReady pods: a Running pod without a Ready
+    condition is not healthy (the simulator's own Running pods are reported Ready, see its port)."""
+    from volsched.simulate.budgets import health, parse_budget
+
+    p = pod("w-0", node="n1", labels={"app": "w"})
+    p["status"] = {"phase": "Running", "conditions": conditions}
+    budget = parse_budget(pdb("w", {"matchLabels": {"app": "w"}}, minAvailable=1))
+    assert health(budget, [p], {}).healthy == healthy
+
+
+def test_a_running_pod_given_without_a_ready_condition_is_simulated_ready() -> None:
+    """What the simulator's kubelet reports: input written Running with no Ready condition stands for a
+    ready pod; one written not ready stays so."""
+    ready, unready = pod("r", node="n1"), pod("u", node="n1")
+    ready["status"] = {"phase": "Running"}
+    unready["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}
+    objs = [node("n1", cpu="4"), ready, unready]
+    sim = Simulator([Document(f"in.yaml: document {i}", o) for i, o in enumerate(objs)])
+    raw = sim.port.state.raw_pods
+    assert raw["default/r"]["status"]["conditions"] == [{"type": "Ready", "status": "True"}]
+    assert raw["default/u"]["status"]["conditions"] == [{"type": "Ready", "status": "False"}]

@@ -264,13 +264,17 @@ def test_the_plugin_says_which_budget_keeps_which_pods(budgets: list[Obj], said:
     assert (kept.plugin, list(kept.reasons)) == ("pdb", said) if said else kept is None
 
 
-def unready_session(obj: Obj, ready: tuple[str, ...] = ("False", "True")) -> Session:
+def unready_session(obj: Obj, ready: tuple[str | None, ...] = ("False", "True")) -> Session:
     """db-0 Running but not ready (Ready False), db-1 Running and ready (Ready True); all app=db (db-i's
-    Ready condition is ``ready[i]``)."""
+    Ready condition is ``ready[i]``; None: it has none, only another condition)."""
     state = ClusterState()
     pods = [pod(f"db-{i}", ns="ns", group="a", node="n1", labels={"app": "db"}) for i in range(len(ready))]
     for p, condition in zip(pods, ready, strict=True):
-        p["status"]["conditions"] = [{"type": "Ready", "status": condition}]
+        p["status"]["conditions"] = (
+            [{"type": "Ready", "status": condition}]
+            if condition is not None
+            else [{"type": "PodScheduled", "status": "True"}]
+        )
     objs = [node("n1", cpu="8"), queue("q"), podgroup("a", ns="ns", queue="q"), podgroup("b", ns="ns", queue="q"),
             *pods, pod("new", ns="ns", group="b"), obj]  # fmt: skip
     for o in objs:
@@ -315,6 +319,23 @@ def test_an_unready_pod_goes_as_the_budgets_unhealthy_pod_eviction_policy_says(
     if policy:
         obj["spec"]["unhealthyPodEvictionPolicy"] = policy
     assert named(unready_session(obj), "db-0", "db-1") == expected
+
+
+@pytest.mark.parametrize(
+    ("condition", "healthy"),
+    [
+        pytest.param("True", True, id="ready"),
+        pytest.param("False", False, id="not-ready"),
+        pytest.param("Unknown", False, id="ready-unknown"),
+        pytest.param(None, False, id="no-ready-condition"),
+    ],
+)
+def test_only_a_pod_whose_ready_condition_is_true_is_healthy(condition: str | None, healthy: bool) -> None:
+    """As the disruption controller counts currentHealthy and the Eviction API judges a pod (IsPodReady):
+    healthy only with Ready=True. Under AlwaysAllow with no disruption allowed, only an unhealthy pod goes."""
+    obj = budget("db", DB, 0)
+    obj["spec"]["unhealthyPodEvictionPolicy"] = "AlwaysAllow"
+    assert named(unready_session(obj, ready=(condition, "True")), "db-0") == ([] if healthy else ["db-0"])
 
 
 @pytest.mark.parametrize(

@@ -218,7 +218,8 @@ def test_a_pruned_pod_reads_as_the_whole_pod_but_the_last_applied_annotation(nod
     assert pruned.claims == ("data-0",) and pruned.host_ports == (("TCP", 8080, "0.0.0.0"),)
 
 
-@pytest.mark.parametrize(("ready", "unready"), [("True", False), ("False", True), (None, False)])
+# No Ready condition: not ready, as Kubernetes' IsPodReady (the disruption controller, the Eviction API).
+@pytest.mark.parametrize(("ready", "unready"), [("True", False), ("False", True), (None, True)])
 def test_a_pruned_pod_keeps_whether_it_is_ready(ready: str | None, unready: bool) -> None:
     whole = full_pod()
     whole["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}] + (

@@ -302,10 +302,15 @@ def pod_runtime(pod: Raw) -> PodRuntime:
     )
     reason = status.get("reason")
     conditions = status.get("conditions")
-    unready = any(
-        isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") != "True"
+    # Healthy only with Ready=True, as the disruption controller and the Eviction API count (IsPodReady):
+    # a Running pod without a Ready condition is not ready either. A pod with none that is not Running
+    # (pending: only a Running pod's readiness is ever asked) keeps the shared empty runtime.
+    ready = [
+        c.get("status") == "True"
         for c in (conditions if isinstance(conditions, list) else ())
-    )
+        if isinstance(c, Mapping) and c.get("type") == "Ready"
+    ]
+    unready = not any(ready) and (bool(ready) or status.get("phase") == "Running")
     out = PodRuntime(
         restarts=restarts,
         init_restarts=init_restarts,

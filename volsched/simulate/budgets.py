@@ -143,9 +143,10 @@ def _phase(pod: Mapping[str, Any]) -> str:
 
 
 def _unready(pod: Mapping[str, Any]) -> bool:
+    """Not Ready=True (no Ready condition included), as the disruption controller's IsPodReady."""
     conditions = (pod.get("status") or {}).get("conditions") or ()
-    return any(
-        isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") != "True" for c in conditions
+    return not any(
+        isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True" for c in conditions
     )
 
 

@@ -77,6 +77,8 @@ class MemoryPort:
         meta = {**(obj.get("metadata") or {}), "resourceVersion": str(self._version)}
         if obj.get("kind") == "Pod" and not meta.get("uid"):
             meta["uid"] = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        if obj.get("kind") == "Pod":
+            obj = _reported_ready(obj)
         self.feeder.apply(str(obj.get("kind")), {**obj, "metadata": meta}, strict=True)
 
     def add_budget(self, obj: Raw) -> None:
@@ -258,3 +260,18 @@ class MemoryPort:
             pod["spec"].pop("nodeName", None)
             pod["status"] = {"phase": "Pending"}
             self.put(pod)
+
+
+def _reported_ready(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A Running pod with no Ready condition, as the simulated kubelet reports it: Ready=True (a pod a
+    session binds starts Running, and one written Running in the input stands for a ready one). Kubernetes
+    counts a pod without Ready=True as unhealthy (PodDisruptionBudgets); the simulator's pods are ready
+    unless the input says they are not (``Ready: "False"``)."""
+    status = pod.get("status")
+    if not isinstance(status, Mapping) or status.get("phase") != "Running":
+        return pod
+    conditions = status.get("conditions")
+    listed = conditions if isinstance(conditions, list) else []
+    if any(isinstance(c, Mapping) and c.get("type") == "Ready" for c in listed):
+        return pod
+    return {**pod, "status": {**status, "conditions": [*listed, {"type": "Ready", "status": "True"}]}}
