@@ -473,7 +473,7 @@ def _evict_pods_in_the_way(
     kept: list[Task] = []
     for i in candidates[order]:
         node = int(i)
-        pool = index.pool(node, pools.mask)  # the pods in the way are among them (in the mask)
+        whole = pool = index.pool(node, pools.mask)  # the pods in the way are among them (in the mask)
         still = [v.key for v in pool if v.key in in_way]
         if not still:
             continue  # the pods in the way are gone already (evicted for another task)
@@ -484,7 +484,7 @@ def _evict_pods_in_the_way(
         victims = choose(task, pool) if pool else []
         named = {v.key for v in victims}
         if any(k not in named for k in still):
-            kept.extend(v for v in index.pool(node, pools.mask) if v.key in in_way and v.key not in named)
+            kept.extend(v for v in whole if v.key in in_way and v.key not in named)
             continue  # a pod in the way may not go
         victims.sort(key=key)
         tried += 1
