@@ -474,3 +474,22 @@ def test_a_running_pod_given_without_a_ready_condition_is_simulated_ready() -> N
     raw = sim.port.state.raw_pods
     assert raw["default/r"]["status"]["conditions"] == [{"type": "Ready", "status": "True"}]
     assert raw["default/u"]["status"]["conditions"] == [{"type": "Ready", "status": "False"}]
+
+
+def test_a_budget_made_later_sees_the_scale_observed_before_it() -> None:
+    """The simulator reads a controller's replicas as the most pods of it seen: seen while no budget
+    existed too, or a budget made after some of its pods were gone counts fewer expected pods (and allows
+    disruptions a budget there from the start would not)."""
+    from tests.unit._cycle_harness import cache
+    from volsched.simulate.port import MemoryPort
+
+    rs = [pod(f"web-{i}", node="n1", labels={"app": "web"}, owner="ReplicaSet/web") for i in range(4)]
+    port = MemoryPort(cache(node("n1", cpu="8"), *rs), clock=lambda: 0.0)
+    port.sync_budgets()  # a cycle with no budget: 4 pods of the ReplicaSet seen
+    for i in (2, 3):
+        port.remove("Pod", f"default/web-{i}")  # evicted (no budget refused it), not yet replaced
+    port.add_budget(pdb("web", {"matchLabels": {"app": "web"}}, maxUnavailable=1))
+    port.sync_budgets()
+    told = port._budget_told["default/web"]  # the status the cache was given
+    assert told["expectedPods"] == 4
+    assert told["disruptionsAllowed"] == 0  # 2 healthy of 4 expected, 3 desired

@@ -95,9 +95,9 @@ class MemoryPort:
         ``currentHealthy``, ``desiredHealthy``, ``expectedPods``) from the pods now, put in the cache
         where it changed (as the watch would deliver the status update)."""
         pods = self.state.raw_pods.values()
+        observe_scales(pods, self._scales)  # with no budget too: one made later reads what was seen
         if not self.budgets:
             return
-        observe_scales(pods, self._scales)
         for key, budget in self.budgets.items():
             h = health(budget, pods, self._scales)
             status: Raw = {
