@@ -41,7 +41,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from volsched.cache.feeder import Feeder
 from volsched.framework.config import SchedulerConfig
@@ -144,6 +144,17 @@ class CycleReport:
         return sum(1 for e in self.evictions if e.result == result)
 
 
+class ConfigTraits(NamedTuple):
+    """What :class:`IdleSkip` asked of a config (see ``IdleSkip._ask``)."""
+
+    config: SchedulerConfig | None
+    #: Every action decides only for pending pods.
+    pending_only: bool
+    #: Time alone may change what a session decides (a plugin reads the clock, or an action may decide
+    #: with nothing pending).
+    time_matters: bool
+
+
 @dataclass
 class IdleSkip:
     """Skips a session that provably would decide nothing new: since the previous session's snapshot
@@ -177,7 +188,9 @@ class IdleSkip:
     _last_run: float = -math.inf
     #: The last config asked about: whether its actions all decide only for pending pods, and whether
     #: time alone may change what its session decides (see ``_ask``).
-    _asked: tuple[SchedulerConfig | None, bool, bool] = (None, False, True)
+    _asked: ConfigTraits = field(
+        default_factory=lambda: ConfigTraits(None, pending_only=False, time_matters=True)
+    )
 
     def skip(self, feeder: Feeder, config: SchedulerConfig, *, now: float) -> bool:
         """Whether the session at ``now`` (the snapshot's clock) may be skipped; counts it when so."""
@@ -185,7 +198,7 @@ class IdleSkip:
         if self._decided or config is not self._config or feeder.state.changes != self._changes:
             return False
         if self.clock() - self._last_run >= self.max_idle and (
-            self.owed() or (not self._settled and self._asked[2])
+            self.owed() or (not self._settled and self._asked.time_matters)
         ):
             return False
         self.skipped += 1
@@ -197,7 +210,7 @@ class IdleSkip:
         session is settled."""
         self._config, self._last_run = config, self.clock()
         self._ask(config)
-        self._settled = not result.waiting and not result.evictions and self._asked[1]
+        self._settled = not result.waiting and not result.evictions and self._asked.pending_only
         if self._settled:
             self._changes, self._decided = changes + own, False
         else:
@@ -210,10 +223,10 @@ class IdleSkip:
         """What ``config`` says (kept while it is the same object): whether every action decides only
         for pending pods, and whether time alone may change what a session decides (a plugin that reads
         the clock, or an action that does not say it decides only for pending pods)."""
-        if self._asked[0] is not config:
+        if self._asked.config is not config:
             only = all(getattr(a, "pending_only", False) for a in make_actions(config))
             clock = any(getattr(p, "reads_clock", True) for p in make_plugins(config))
-            self._asked = (config, only, clock or not only)
+            self._asked = ConfigTraits(config, pending_only=only, time_matters=clock or not only)
 
 
 def run_cycle(
