@@ -25,7 +25,7 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, NoReturn
 from urllib.parse import urlencode
@@ -351,18 +351,23 @@ class ListWatch:
         with self._lock:
             self._response = raw
         try:
-            if self._stop.is_set():
-                return self.resource_version
-            self._succeeded()
-            for line in self._lines(raw):
-                self._dispatch(_loads(line))
-                if self._stop.is_set():
-                    break
+            self._follow(self._lines(raw))
         finally:
             with self._lock:
                 self._response = None
             raw.release_conn()
         return self.resource_version
+
+    def _follow(self, lines: Iterable[bytes]) -> None:
+        """An answered watch's events, each dispatched as it arrives, until the body ends or :meth:`stop`
+        (then none is read)."""
+        if self._stop.is_set():
+            return
+        self._succeeded()
+        for line in lines:
+            self._dispatch(_loads(line))
+            if self._stop.is_set():
+                break
 
     def _direct(self) -> LeanRest | None:
         """The lean connection the watch streams over (None: the configuration needs urllib3's)."""
@@ -379,13 +384,7 @@ class ListWatch:
         try:
             if not 200 <= stream.status <= 299:
                 self._refused(stream.status, str(stream.reason), stream.headers, stream.body())
-            if self._stop.is_set():
-                return self.resource_version
-            self._succeeded()
-            for line in stream.lines():
-                self._dispatch(_loads(line))
-                if self._stop.is_set():
-                    break
+            self._follow(stream.lines())
         finally:
             with self._lock:
                 self._response = None
