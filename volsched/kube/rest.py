@@ -199,13 +199,19 @@ def chunked_lines(read: Callable[[], bytes]) -> Generator[bytes, None, bool]:
             raise StreamBroken("the answer ended before its last chunk")
         return buf[keep:] + data, 0
 
-    while True:
+    def line_end(what: str) -> int:
+        """Where the line at ``pos`` ends (its CRLF), reading more until it has arrived."""
+        nonlocal buf, pos
         end = buf.find(b"\r\n", pos)
         while end < 0:
             if len(buf) - pos > _MAX_LINE:
-                raise StreamBroken("a chunk size line too long")
+                raise StreamBroken(f"{what} too long")
             buf, pos = more(pos)
             end = buf.find(b"\r\n")
+        return end
+
+    while True:
+        end = line_end("a chunk size line")
         field = buf[pos:end].split(b";", 1)[0].strip()  # a chunk extension is ignored
         if not field or field.strip(b"0123456789abcdefABCDEF"):
             raise StreamBroken(f"a bad chunk size {buf[pos:end][:40]!r}")
@@ -238,12 +244,7 @@ def chunked_lines(read: Callable[[], bytes]) -> Generator[bytes, None, bool]:
     if partial and (line := b"".join(partial)).strip():
         yield line
     while True:  # the trailer: header lines up to an empty one
-        end = buf.find(b"\r\n", pos)
-        while end < 0:
-            if len(buf) - pos > _MAX_LINE:
-                raise StreamBroken("a trailer line too long")
-            buf, pos = more(pos)
-            end = buf.find(b"\r\n")
+        end = line_end("a trailer line")
         empty = end == pos
         pos = end + 2
         if empty:
