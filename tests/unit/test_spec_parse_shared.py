@@ -4,6 +4,7 @@ parse of its own pod gives, whatever the pods parsed before it."""
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from typing import Any
 
 import numpy as np
@@ -81,3 +82,14 @@ def test_a_bad_spec_is_refused_for_each_pod_naming_it() -> None:
     for p in bad:
         with pytest.raises(InputError, match=f"Pod default/{p['metadata']['name']}: spec.nodeSelector"):
             build_task(p, priority_classes={})
+
+
+def test_a_spec_refused_alone_is_refused_after_one_whose_json_reads_the_same() -> None:
+    # A YAML date (an unquoted 2020-01-01) is no string: refused in a node selector. orjson would write
+    # it as the string it looks like, and the quoted spec's parse would be taken for it.
+    good = pod("a", node_selector={"z": "2020-01-01"})
+    dated = pod("b", node_selector={"z": datetime.date(2020, 1, 1)})  # type: ignore[dict-item]
+    decode._SPECS.clear()
+    build_task(good, priority_classes={})
+    with pytest.raises(InputError, match=r"Pod default/b: spec\.nodeSelector"):
+        build_task(dated, priority_classes={})

@@ -408,7 +408,7 @@ _PER_POD = frozenset({"nodeName", "priority", "priorityClassName", "schedulingGa
 
 
 def _spec_key(spec: Mapping[str, Any], *, ns: str, labels: Mapping[str, Any]) -> bytes | None:
-    """The key of a spec's parse (None: it has no JSON key, as a YAML date may not; parsed each time)."""
+    """The key of a spec's parse (None: it has no JSON key, as a YAML date has not; parsed each time)."""
     # Pod affinity and spread read the pod's namespace and labels (their default selectors).
     aff = spec.get("affinity")
     context = (
@@ -418,8 +418,11 @@ def _spec_key(spec: Mapping[str, Any], *, ns: str, labels: Mapping[str, Any]) ->
         else None
     )
     try:
+        # Dates passed through (so refused): written as strings, a YAML date would share the parse of
+        # the string it looks like, where it is no string (a node selector's value, say).
         return orjson.dumps(
-            [context, {k: v for k, v in spec.items() if k not in _PER_POD}], option=orjson.OPT_SORT_KEYS
+            [context, {k: v for k, v in spec.items() if k not in _PER_POD}],
+            option=orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME,
         )
     except TypeError:  # orjson.JSONEncodeError: a value of no JSON type, a key not a string
         return None
