@@ -4,6 +4,8 @@ later; an absent ConfigMap (the built-in default) or an invalid one (rejected, t
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter
@@ -80,3 +82,18 @@ def test_a_failed_first_read_is_retried_promptly_and_then_polled(monkeypatch: py
     assert list(reloader.config.actions) == ["enqueue"]
     clock[0] += UNREAD_RETRY  # known: polled every poll_every again (nothing left to read)
     assert reloader.reload() is False
+
+
+def test_a_first_read_failing_again_and_again_is_said_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    reloader = _reloader([FORBIDDEN] * 4)
+    clock = [100.0]
+    monkeypatch.setattr("volsched.operator.reload.time.monotonic", lambda: clock[0])
+    for _ in range(4):  # every half second while sessions wait: not a warning each time
+        reloader.reload()
+        clock[0] += UNREAD_RETRY
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 2, warnings  # why it failed, and that sessions wait for it
+    assert "403" in warnings[0] and "no session runs until" in warnings[1]
+    assert not reloader.known

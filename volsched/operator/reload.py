@@ -84,8 +84,9 @@ class ConfigReloader:
                 )
             elif is_unreachable(exc) or throttled:  # a 429 during an outage is counted with it
                 self.health.failed(f"ConfigMap {s.namespace}/{s.name}", exc)
-            else:
-                log.warning("cannot read ConfigMap %s/%s: %s", s.namespace, s.name, exc)
+            else:  # said once while sessions wait for the first read (retried every UNREAD_RETRY)
+                repeat = log.debug if self._held and not self.known else log.warning
+                repeat("cannot read ConfigMap %s/%s: %s", s.namespace, s.name, exc)
             if not self.known and not self._held:
                 self._held = True
                 log.warning(
