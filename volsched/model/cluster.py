@@ -247,6 +247,12 @@ class Job:
             self.memo["host_ports"] = out
         return out
 
+    @property
+    def all_pending(self) -> bool:
+        """Whether every task of the job is pending (none, for a job with no task): it holds nothing on
+        any node, and its ``allocated`` is zero when the session opens."""
+        return self.status_count.get(TaskStatus.PENDING, 0) == len(self.tasks)
+
     def pending_tasks(self) -> list[Task]:
         if not self.status_count.get(TaskStatus.PENDING):
             return []
@@ -288,8 +294,7 @@ def allocated_rows(jobs: Sequence[Job], rows: Sequence[int] | npt.NDArray[np.int
     """Add each job's ``allocated`` to row ``rows[k]`` of ``out`` (2-D), one job at a time in their
     order, as a loop would (``np.add.at``), leaving out the jobs whose tasks are all pending: they hold
     nothing, and adding their zeros changes no sum (a backlog's 50,000 one-pod jobs are not stacked)."""
-    pending = TaskStatus.PENDING
-    keep = [k for k, job in enumerate(jobs) if job.status_count.get(pending, 0) != len(job.tasks)]
+    keep = [k for k, job in enumerate(jobs) if not job.all_pending]
     if keep:
         at = np.asarray(rows, dtype=np.intp)[keep]
         np.add.at(out, at, stack_rows([jobs[k].allocated for k in keep], out.shape[1]))

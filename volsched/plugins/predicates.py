@@ -29,10 +29,8 @@ from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
 from volsched.model.cluster import BoolArray, IndexArray, Job, NodeTable
 from volsched.model.constraints import UNSCHEDULABLE_TAINT, matches_affinity, tolerates
-from volsched.model.vocabulary import Task, TaskStatus
+from volsched.model.vocabulary import Task
 from volsched.plugins.shared.constraint_state import constraint_state
-
-PENDING = TaskStatus.PENDING
 
 __all__ = ["UNSCHEDULABLE_TAINT", "Predicates", "matches_affinity", "tolerates"]
 
@@ -193,10 +191,7 @@ def _any_held_ports(jobs: Iterable[Job]) -> bool:
     """Whether a task of ``jobs`` that is on a node now may ask for host ports. A job of the session's
     own whose tasks are all pending has none on a node (it is not asked: a backlog of 50,000 one-pod
     jobs would be walked pod by pod every first session); a shared job answers from its memo."""
-    for job in jobs:
-        if (job.shared or job.status_count.get(PENDING, 0) < len(job.tasks)) and job.any_host_ports():
-            return True
-    return False
+    return any((job.shared or not job.all_pending) and job.any_host_ports() for job in jobs)
 
 
 class _HostPorts:
