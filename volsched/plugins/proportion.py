@@ -130,7 +130,7 @@ def _pending_requests(
     admitted = [(i, job) for i, job in in_queue if job.phase is PodGroupPhase.INQUEUE]
     unmet_minimum_rows([job for _, job in admitted], [i for i, _ in admitted], inqueue)
     for i, job in in_queue:
-        c = job.status_count  # get, not c[...]: a Counter's missing key is a Python-level call
+        c = job.status_count  # get, not c[...]: a missing key is a Python-level call (TaskCounts.__missing__)
         if not (c.get(TaskStatus.PENDING) or c.get(TaskStatus.PIPELINED)):
             continue
         for t in job.tasks.values():
