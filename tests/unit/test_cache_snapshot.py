@@ -550,6 +550,26 @@ def test_a_sessions_changes_to_its_lent_jobs_never_reach_the_next_snapshot() -> 
     assert digest(state.snapshot(now=5.0)) == before  # and a build after a build of lent jobs
 
 
+def test_pods_asking_the_same_share_one_read_only_request_that_no_session_changes() -> None:
+    # A one-pod job's minimum is its pod's request vector, which every pod asking the same shares (the
+    # bound pods' shared copies too): a session that pipelines, preempts and evicts must leave it as it
+    # was, for every snapshot that holds it.
+    state = preempting_cluster()
+    state.apply(pod("p", ns="ns", cpu="2", priority_class="high", queue="q"))
+    before = digest(state.snapshot(now=5.0))
+    snap = state.snapshot(now=5.0)
+    vec = snap.jobs["ns/hi"].tasks["ns/hi-0"].request
+    assert snap.jobs["ns/p"].tasks["ns/p"].request is vec and snap.jobs["ns/p"].min_request is vec
+    assert snap.jobs["ns/lo"].tasks["ns/lo-0"].request is snap.jobs["ns/lo"].tasks["ns/lo-3"].request
+    assert not vec.flags.writeable
+    values = {id(t.request): t.request.copy() for j in snap.jobs.values() for t in j.tasks.values()}
+    result = run_session(snap, PREEMPT)
+    assert result.evictions  # the session took room back for a pending pod
+    shared = {id(t.request): t.request for j in snap.jobs.values() for t in j.tasks.values()}
+    assert all(shared[i].tobytes() == v.tobytes() for i, v in values.items() if i in shared)
+    assert digest(state.snapshot(now=5.0)) == before
+
+
 def test_a_pod_deleted_and_added_again_takes_its_new_place_among_the_pods_standing_alone() -> None:
     state = ClusterState()
     for obj in [node("n1"), pod("a"), pod("b", node="n1"), pod("c")]:
