@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from volsched.kube.rest import _dumps
-from volsched.kube.watch import _loads
+from volsched.kube.rest import loads as _loads  # the watch's decoder too
 
 POD_EVENT = (
     b'{"type":"MODIFIED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p1","namespace":"bench",'

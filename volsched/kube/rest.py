@@ -83,9 +83,9 @@ _BODY_METHODS = frozenset(("PATCH", "POST", "PUT"))
 _BAD_TARGET = re.compile("[\x00-\x20\x7f]")
 
 
-def loads(data: bytes) -> Any:
-    """An answer's JSON by orjson (a listing's pods in about a third of json's CPU); what orjson refuses
-    (NaN, which the apiserver never sends) by json, which may take it."""
+def loads(data: bytes | str) -> Any:
+    """An answer's JSON (a request's, a watch's event) by orjson (a listing's pods in about a third of
+    json's CPU); what orjson refuses (NaN, which the apiserver never sends) by json, which may take it."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:

@@ -22,7 +22,6 @@ thread; the receiver (the operator's Feeder) drops stale resourceVersions.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -30,13 +29,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, NoReturn
 from urllib.parse import urlencode
 
-import orjson
 from kubernetes import client
 
 from volsched.kube.health import ApiHealth, back_pressure, is_unreachable
 from volsched.kube.lister import WatchedKind
 from volsched.kube.ratelimit import retry_after
-from volsched.kube.rest import LeanRest
+from volsched.kube.rest import LeanRest, loads
 
 log = logging.getLogger("volsched.kube")
 
@@ -62,15 +60,6 @@ class ApiError(Exception):
         super().__init__(f"{status}: {message}")
         self.status = status
         self.retry_after = retry_after
-
-
-def _loads(data: bytes | str) -> Any:
-    """JSON from the apiserver, decoded by orjson (a pod event in about a third of json's CPU); what
-    orjson refuses (NaN, say, which the apiserver never sends) by json, as before, which may take it."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(data)
 
 
 def _key(obj: Raw) -> str:
@@ -230,7 +219,7 @@ class ListWatch:
     @staticmethod
     def _status_message(body: bytes) -> str:
         try:
-            return str(_loads(body).get("message") or "")
+            return str(loads(body).get("message") or "")
         except Exception:
             return body[:200].decode("utf-8", "replace")
 
@@ -261,7 +250,7 @@ class ListWatch:
         with ThreadPoolExecutor(1, thread_name_prefix=f"volsched-list-{self.kind.plural}") as fetcher:
             pending: Future[bytes] | None = fetcher.submit(self._page, "")
             while pending is not None:
-                body = _loads(pending.result())
+                body = loads(pending.result())
                 self._succeeded()
                 meta = body.get("metadata") or {}
                 rv = str(meta.get("resourceVersion") or rv)
@@ -365,7 +354,7 @@ class ListWatch:
             return
         self._succeeded()
         for line in lines:
-            self._dispatch(_loads(line))
+            self._dispatch(loads(line))
             if self._stop.is_set():
                 break
 
