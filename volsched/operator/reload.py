@@ -2,8 +2,9 @@
 resourceVersion changes (polled every ``config.poll_every`` seconds); a config that does not load is
 rejected with an event on the ConfigMap and a log line, and the last good one stays in force. Until the
 ConfigMap has been read once (found absent counts: the built-in default is then the user's choice), no
-config is the user's: ``known`` is False, the read is retried every :data:`UNREAD_RETRY` seconds, and the
-operator runs no session (a failed first read never lets the default decide what the user's config forbids).
+config is the user's: ``known`` is False, the read is retried at each session's turn (at most every
+:data:`UNREAD_RETRY` seconds), and the operator runs no session (a failed first read never lets the
+default decide what the user's config forbids).
 
 Reading and judging the ConfigMap only: what a config means is :mod:`volsched.framework.registry`
 (``load_config``) and :mod:`volsched.metrics.config`; the session that uses it is the operator's.
@@ -84,13 +85,14 @@ class ConfigReloader:
                 )
             elif is_unreachable(exc) or throttled:  # a 429 during an outage is counted with it
                 self.health.failed(f"ConfigMap {s.namespace}/{s.name}", exc)
-            else:  # said once while sessions wait for the first read (retried every UNREAD_RETRY)
+            else:  # said once while sessions wait for the first read (asked at each turn)
                 repeat = log.debug if self._held and not self.known else log.warning
                 repeat("cannot read ConfigMap %s/%s: %s", s.namespace, s.name, exc)
             if not self.known and not self._held:
                 self._held = True
                 log.warning(
-                    "no session runs until the scheduler config (ConfigMap %s/%s) is read; retrying every %.1fs",
+                    "no session runs until the scheduler config (ConfigMap %s/%s) is read; "
+                    "asked again at each session's turn, at most every %.1fs",
                     s.namespace, s.name, min(s.poll_every, UNREAD_RETRY),
                 )  # fmt: skip
             return False
