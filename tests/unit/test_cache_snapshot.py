@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from tests.builders import node, owned, pod, podgroup, pods, priority_class, pv, pvc, queue
+from volsched.cache import snapshots as snapshots_module
 from volsched.cache import state as state_module
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
@@ -29,7 +30,7 @@ from volsched.framework.decisions import Bind, Evict, EvictionReason, SessionRes
 from volsched.framework.registry import load_config
 from volsched.framework.runner import open_session, run_session
 from volsched.framework.statement import Statement
-from volsched.model.cluster import ClusterSnapshot, Job, copy_task
+from volsched.model.cluster import ClusterSnapshot, Job, assemble_job, copy_task
 from volsched.model.vocabulary import PodGroupPhase, Task, TaskStatus
 
 Obj = dict[str, Any]
@@ -568,6 +569,28 @@ def test_pods_asking_the_same_share_one_read_only_request_that_no_session_change
     shared = {id(t.request): t.request for j in snap.jobs.values() for t in j.tasks.values()}
     assert all(shared[i].tobytes() == v.tobytes() for i, v in values.items() if i in shared)
     assert digest(state.snapshot(now=5.0)) == before
+
+
+def test_a_snapshot_from_scratch_assembles_each_job_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A PodGroup with pods is named both by the PodGroups and by its pods' groups: it is still one job,
+    # assembled (its pending pods copied) once.
+    assembled: list[str] = []
+
+    def counting(space: Any, pg: Any, members: list[Task], **kwargs: Any) -> Job | None:
+        job = assemble_job(space, pg, members, **kwargs)
+        if job is not None:
+            assembled.append(job.key)
+        return job
+
+    monkeypatch.setattr(snapshots_module, "assemble_job", counting)
+    state = ClusterState()
+    for obj in [node("n1"), queue("q"), podgroup("g", ns="ns", queue="q", min_member=2), pod("solo")]:
+        state.apply(obj)
+    for obj in pods("g", 2, ns="ns", group="g"):
+        state.apply(obj)
+    state.apply(podgroup("empty", ns="ns", queue="q"))
+    snap = state.snapshot(now=5.0)
+    assert sorted(assembled) == sorted(snap.jobs) == ["default/solo", "ns/empty", "ns/g"]
 
 
 def test_a_pod_deleted_and_added_again_takes_its_new_place_among_the_pods_standing_alone() -> None:

@@ -420,7 +420,7 @@ class SnapshotBuilder:
                 groups.setdefault(t.job_key, []).append(key)
             else:
                 base.foreign_list.append(self._task(key))
-        for job_key in [*base.podgroups, *groups]:
+        for job_key in dict.fromkeys([*base.podgroups, *groups]):  # a PodGroup with pods is in both
             self._job(base, job_key, groups.get(job_key, []))
         self._nodes_full(base, view)
         return base
