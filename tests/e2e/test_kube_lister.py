@@ -1,0 +1,49 @@
+"""The paginated listings of volsched.kube.lister against a real kube-apiserver: every object once, in
+pages of the size asked for, the continue token followed to the end (the start-up listings and the
+catch-up after a takeover read this way)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client
+
+from tests.e2e.operator_fixtures import pod
+from volsched.kube.lister import list_pages, pods_of
+from volsched.kube.rest import LeanRest
+
+pytestmark = pytest.mark.cluster
+
+NAMES = [f"p{i}" for i in range(5)]
+
+
+@pytest.fixture
+def rest(kube: client.ApiClient) -> Iterator[LeanRest]:
+    r = LeanRest(kube, direct=False)
+    yield r
+    r.close()
+
+
+def _create(api: client.ApiClient, ns: str, scheduler: str) -> None:
+    core = client.CoreV1Api(api)
+    for name in NAMES:
+        core.create_namespaced_pod(ns, pod(name, scheduler=scheduler))
+
+
+def test_a_listing_comes_in_pages_of_the_size_asked_each_object_once(rest: LeanRest, namespace: str) -> None:
+    _create(rest.api, namespace, "volsched")
+    pages = list(list_pages(rest, f"/api/v1/namespaces/{namespace}/pods", timeout=lambda: 30.0, limit=2))
+    assert [len(p) for p in pages] == [2, 2, 1]
+    assert sorted(o["metadata"]["name"] for p in pages for o in p) == NAMES
+
+
+def test_our_pods_are_read_by_scheduler_name_through_a_query_that_has_one_already(
+    rest: LeanRest, namespace: str
+) -> None:
+    scheduler = f"lister-{namespace}"  # no other test's pods
+    _create(rest.api, namespace, scheduler)
+    client.CoreV1Api(rest.api).create_namespaced_pod(namespace, pod("theirs", scheduler="default-scheduler"))
+    got = [o for page in pods_of(rest, scheduler, timeout=lambda: 30.0) for o in page]
+    assert sorted(o["metadata"]["name"] for o in got) == NAMES
+    assert {(o["kind"], o["apiVersion"]) for o in got} == {("Pod", "v1")}
