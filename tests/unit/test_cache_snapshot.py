@@ -593,6 +593,22 @@ def test_a_snapshot_from_scratch_assembles_each_job_once(monkeypatch: pytest.Mon
     assert sorted(assembled) == sorted(snap.jobs) == ["default/solo", "ns/empty", "ns/g"]
 
 
+@pytest.mark.parametrize("order", [["a", "b"], ["b", "a"]], ids=["alone-first", "stray-first"])
+def test_a_pod_naming_a_missing_group_never_joins_the_pod_standing_alone_under_that_name(
+    order: list[str],
+) -> None:
+    # Pod b names PodGroup a, which does not exist; pod a stands alone, and its job key is "default/a"
+    # too. b is a PodGroupNotFound problem whichever of them the cache holds first, never a second
+    # member of a's one-pod job.
+    state = ClusterState()
+    state.apply(node("n1"))
+    for name in order:
+        state.apply(pod(name, group="a") if name == "b" else pod(name))
+    for snap in (state.snapshot(now=5.0), state.snapshot(now=5.0)):  # from scratch, then kept
+        assert list(snap.jobs["default/a"].tasks) == ["default/a"]
+        assert snap.problems == [("Pod default/b", "PodGroupNotFound", "pod group a does not exist")]
+
+
 def test_a_pod_deleted_and_added_again_takes_its_new_place_among_the_pods_standing_alone() -> None:
     state = ClusterState()
     for obj in [node("n1"), pod("a"), pod("b", node="n1"), pod("c")]:

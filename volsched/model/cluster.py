@@ -412,13 +412,11 @@ def _standalone_job(
     space: ResourceSpace, members: Iterable[Task], problems: list[tuple[str, tuple[str, str, str]]]
 ) -> Job | None:
     """The job of a pod standing alone (its job key is its own key), built in one go: a snapshot of a
-    backlog makes one per pending pod."""
+    backlog makes one per pending pod. Any other member names a PodGroup of that name that does not
+    exist: a problem, whichever comes first in the cache's order (it joins no job)."""
     job: Job | None = None
     for t in members:
         key = t.key
-        if job is not None:
-            _join(job, t)
-            continue
         if t.job_key != key:
             group = t.job_key.split("/", 1)[1]
             problems.append((key, (f"Pod {key}", "PodGroupNotFound", f"pod group {group} does not exist")))
@@ -438,11 +436,9 @@ def _standalone_job(
             tasks={key: t},
             allocated=t.request.copy() if status in ALLOCATED_STATUSES else space.zeros(),
             status_count=TaskCounts({status: 1}),
-            min_request=t.request,  # the first min_member (1) tasks' requests: its own
+            min_request=t.request,  # its minimum is its one pod's request
             ready=1 if status in READY_STATUSES else 0,
         )
-    if job is not None and len(job.tasks) > 1:
-        job.min_request = _min_request(space, job)
     return job
 
 
