@@ -9,6 +9,10 @@ config on a :class:`NullPort`: every bind succeeds). Sessions are about to run f
 they place much, so what a cycle costs here is mostly what it costs to open, snapshot and close over
 everything cached.
 
+``--shape lone`` holds the shape of the live benchmark (``bench/bind_throughput.py``): every pod, bound or
+arriving, stands alone in namespace ``bench`` with no PodGroup and no owner, each its own job (10,000
+bound pods are 10,000 jobs, where the default ``gangs`` shape makes 1,250).
+
 Prints, per grid point, the median over the measured cycles of the cycle's CPU and wall time and of
 every ``result.timings`` entry (snapshot, each plugin's open and close, each action, the apply step),
 in milliseconds, with the machine. Each grid point runs in a fresh process. The machine is shared:
@@ -17,6 +21,7 @@ compare figures of one run.
     python bench/bench_steady.py                          # 1,000 x 10,000 and 5,000 x 50,000
     python bench/bench_steady.py --nodes 1000 --pods 10000 --cycles 10
     python bench/bench_steady.py --config examples/reclaim-preempt-scheduler.yaml   # actions that evict
+    python bench/bench_steady.py --nodes 1000 --pods 10000 --shape lone   # single pods, no PodGroup
     python bench/bench_steady.py --nodes 1000 --pods 10000 --profile out.prof   # cProfile of the cycles
 """
 
@@ -35,6 +40,8 @@ GRID = [(1_000, 10_000), (5_000, 50_000)]
 ARRIVING = 50  # new pending pods per cycle
 GANG_SIZE, GANGS = 6, 5  # of them, in gangs with a PodGroup object; the rest owned by Jobs of 4
 JOB_SIZE = 4
+SHAPES = ("gangs", "lone")
+LONE_NS = "bench"  # the live benchmark's namespace
 
 
 def steady_pod(
@@ -54,7 +61,12 @@ def steady_pod(
 
 
 def one(
-    nodes: int, pods: int, cycles: int, profile: str | None, config_path: str | None = None
+    nodes: int,
+    pods: int,
+    cycles: int,
+    profile: str | None,
+    config_path: str | None = None,
+    shape: str = "gangs",
 ) -> dict[str, Any]:
     from volsched.cache.feeder import Feeder
     from volsched.cache.state import ClusterState
@@ -66,10 +78,13 @@ def one(
     feeder = Feeder(state)
     for i in range(nodes):
         feeder.apply("Node", raw_node(i))
+    lone = shape == "lone"
     for i in range(pods):
         ns, gang = f"ns{(i // 8) % 16}", f"b{i // 8}"
         node = f"node-{i % nodes:05d}"
-        if (i // 8) % 2 == 0:
+        if lone:
+            pod = steady_pod(f"p-{i:06d}", namespace=LONE_NS, group=None, owner=None, node=node, rv=100 + i)
+        elif (i // 8) % 2 == 0:
             if i % 8 == 0:
                 feeder.apply("PodGroup", raw_podgroup(gang, namespace=ns, min_member=8, phase="Running"))
             pod = steady_pod(f"p-{i:06d}", namespace=ns, group=gang, owner=None, node=node, rv=100 + i)
@@ -91,7 +106,12 @@ def one(
             pod["spec"] = {**pod["spec"], "nodeName": node}
             pod["status"] = {"phase": "Running", "startTime": "2026-01-01T00:00:05Z"}
             feeder.apply("Pod", pod)
-        for g in range(GANGS):
+        for k in range(ARRIVING if lone else 0):
+            rv += 1
+            pod = steady_pod(f"new-{c}-{k}", namespace=LONE_NS, group=None, owner=None, node=None, rv=rv)
+            arrived[f"{LONE_NS}/new-{c}-{k}"] = pod
+            feeder.apply("Pod", pod)
+        for g in range(0 if lone else GANGS):
             ns, gang = f"ns{g}", f"new-{c}-{g}"
             feeder.apply("PodGroup", raw_podgroup(gang, namespace=ns, min_member=GANG_SIZE))
             for k in range(GANG_SIZE):
@@ -99,7 +119,7 @@ def one(
                 pod = steady_pod(f"{gang}-{k}", namespace=ns, group=gang, owner=None, node=None, rv=rv)
                 arrived[f"{ns}/{gang}-{k}"] = pod
                 feeder.apply("Pod", pod)
-        for k in range(ARRIVING - GANGS * GANG_SIZE):
+        for k in range(0 if lone else ARRIVING - GANGS * GANG_SIZE):
             ns, owner = f"ns{k % 16}", f"newjob-{c}-{k // JOB_SIZE}"
             rv += 1
             pod = steady_pod(
@@ -125,7 +145,15 @@ def one(
         profiler.dump_stats(profile)
     keys = list(rows[0])
     med = {k: statistics.median(r.get(k, 0.0) for r in rows) for k in keys}
-    return {"nodes": nodes, "pods": pods, "cycles": cycles, "cached": len(state.tasks), "median": med}
+    return {
+        "nodes": nodes,
+        "pods": pods,
+        "cycles": cycles,
+        "shape": shape,
+        "cached": len(state.tasks),
+        "jobs": len({t.job_key for t in state.tasks.values()}),
+        "median": med,
+    }
 
 
 def main() -> None:
@@ -140,24 +168,32 @@ def main() -> None:
         "--config",
         help="scheduler config YAML (default: the built-in one); e.g. examples/reclaim-preempt-scheduler.yaml",
     )
+    parser.add_argument(
+        "--shape",
+        choices=SHAPES,
+        default="gangs",
+        help="gangs: bound and arriving pods in gangs and Jobs (default); lone: single pods, no PodGroup, no owner",
+    )
     parser.add_argument("--json", action="store_true", help="one grid point, as JSON (used by the grid)")
     args = parser.parse_args()
     if (args.json or args.profile) and not (args.nodes and args.pods):
         parser.error("--profile and --json run one grid point: give --nodes and --pods too")
     if args.json or args.profile:
-        print(json.dumps(one(args.nodes, args.pods, args.cycles, args.profile, args.config)))
+        print(json.dumps(one(args.nodes, args.pods, args.cycles, args.profile, args.config, args.shape)))
         return
     grid = [(args.nodes, args.pods)] if args.nodes and args.pods else GRID
     import numpy
 
     print(describe(f"numpy {numpy.__version__}"))
     for nodes, pods in grid:
-        more = ["--cycles", str(args.cycles)] + (["--config", args.config] if args.config else [])
+        more = ["--cycles", str(args.cycles), "--shape", args.shape] + (
+            ["--config", args.config] if args.config else []
+        )
         r = in_fresh_process(__file__, "--nodes", str(nodes), "--pods", str(pods), *more)
         m = r["median"]
         print(
-            f"{nodes:>6} nodes x {pods:>6} bound pods (+{ARRIVING} arriving a cycle, median of {r['cycles']} "
-            f"cycles): cycle {1000 * m['cycle_cpu']:.1f} ms cpu, {1000 * m['cycle_wall']:.1f} ms wall; "
+            f"{nodes:>6} nodes x {pods:>6} bound pods, shape {r['shape']}, {r['jobs']} jobs (+{ARRIVING} "
+            f"arriving a cycle, median of {r['cycles']} cycles): cycle {1000 * m['cycle_cpu']:.1f} ms cpu, {1000 * m['cycle_wall']:.1f} ms wall; "
             f"{m['bound']:.0f} bound a cycle"
         )
         parts = [(k, v) for k, v in m.items() if k not in ("cycle_cpu", "cycle_wall", "bound", "session")]
