@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterable
 
 import numpy as np
+import numpy.typing as npt
 
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import (
@@ -26,7 +27,7 @@ from volsched.framework.decisions import (
 from volsched.framework.registry import make_actions, make_plugins
 from volsched.framework.session import Action, BindSink, Session
 from volsched.model.cluster import ClusterSnapshot, Job
-from volsched.model.resources import stack_rows
+from volsched.model.resources import Vector, stack_rows
 from volsched.model.vocabulary import PodGroupPhase, TaskStatus
 
 
@@ -143,28 +144,60 @@ def _phase_and_pending(job: Job) -> tuple[PodGroupPhase, int]:
 
 
 def _render_status(session: Session) -> dict[str, PodGroupPhase]:
-    """PodGroup and Queue status into the result; returns each job's phase after this session (computed,
-    never written into the Job: the result carries it, the driver writes it back)."""
+    """PodGroup and Queue status into the result; returns the phase after this session of each job with
+    a PodGroup (computed, never written into the Job: the result carries it, the driver writes it back;
+    a pod standing alone has no phase to write nor to speak of).
+
+    One pass over the jobs gathers what the sums per queue and per namespace need: at 10,000 bound pods
+    that stand alone, each its own job, every pass costs every session a few milliseconds."""
     result = session.result
     space = session.space
     phases: dict[str, PodGroupPhase] = {}
-    pending_jobs: set[str] = set()
     errors = session.job_errors
-    for job in session.jobs.values():
-        if job.podgroup is None and not job.shared:  # a pod standing alone: no PodGroup status to write
-            phase, pending = _phase_and_pending(job)
-            phases[job.key] = phase
-            if pending:
-                pending_jobs.add(job.key)
-                result.pipelined += job.status_count.get(TaskStatus.PIPELINED, 0)
+    queue_names = sorted(session.queues)
+    queue_row = {name: i for i, name in enumerate(queue_names)}
+    ns_row: dict[str, int] = {}
+    jobs = list(session.jobs.values())
+    held_rows: list[Vector] = []
+    job_ns: list[int] = []
+    in_queue: list[int] = []  # the jobs of a known queue, by their index in ``jobs``
+    job_queue: list[int] = []  # and their queue's row
+    asking: list[int] = []  # of those, by their index in ``in_queue``: the jobs with tasks pending
+    counts: list[dict[str, int]] = [{} for _ in queue_names]
+    pipelined_status = TaskStatus.PIPELINED
+    pending_status = TaskStatus.PENDING
+    waiting = 0
+    for i, job in enumerate(jobs):
+        held_rows.append(job.allocated)
+        ns = job.namespace
+        row = ns_row.get(ns)
+        if row is None:
+            row = ns_row[ns] = len(ns_row)
+        job_ns.append(row)
+        q = queue_row.get(job.queue)
+        if q is not None:
+            in_queue.append(i)
+            job_queue.append(q)
+        pg = job.podgroup
+        if pg is None:  # a pod standing alone: no PodGroup status to write, no phase to speak of
+            c = job.status_count
+            pipelined = c.get(pipelined_status, 0)
+            if c.get(pending_status, 0) + pipelined:
+                waiting += 1
+                result.pipelined += pipelined
+                if q is not None:
+                    asking.append(len(in_queue) - 1)
             continue
         phase, phase_name, running, succeeded, failed, pending, scheduled = _status_counts(job)
         phases[job.key] = phase
         if pending:
-            pending_jobs.add(job.key)
-            result.pipelined += job.status_count.get(TaskStatus.PIPELINED, 0)
-        if job.podgroup is None:
-            continue
+            waiting += 1
+            result.pipelined += job.status_count.get(pipelined_status, 0)
+            if q is not None:
+                asking.append(len(in_queue) - 1)
+        if q is not None:
+            tally = counts[q]
+            tally[phase_name] = tally.get(phase_name, 0) + 1
         rejections = tuple(errors.get(job.key, ())) if phase is not PodGroupPhase.RUNNING else ()
         status: PodGroupStatus | None = job.memo.get("podgroup") if job.shared and not rejections else None
         if status is None:
@@ -178,43 +211,32 @@ def _render_status(session: Session) -> dict[str, PodGroupPhase]:
                 pending=pending,
                 scheduled=scheduled,
                 rejections=rejections,
-                owner=job.podgroup.owner.title if job.podgroup.owner is not None else "",
+                owner=pg.owner.title if pg.owner is not None else "",
             )
             if job.shared and not rejections:  # the same for every session that shares the job
                 job.memo["podgroup"] = status
         result.podgroups[job.key] = status
-    result.waiting = len(pending_jobs)
-    # Sums over jobs per queue and per namespace, each in the jobs' order (np.add.at adds one row at a
-    # time, in order, as a loop would).
-    jobs = list(session.jobs.values())
-    queue_names = sorted(session.queues)
-    queue_row = {name: i for i, name in enumerate(queue_names)}
-    ns_names = sorted({job.namespace for job in jobs})
-    ns_row = {ns: i for i, ns in enumerate(ns_names)}
+    result.waiting = waiting
+    # Sums over jobs per queue and per namespace, each in the jobs' order (one row at a time, in order,
+    # as a loop would: see _add_rows).
+    ns_names = sorted(ns_row)
+    ns_index = {ns: i for i, ns in enumerate(ns_names)}
+    # a namespace's row in the order first seen -> its row in name order
+    ns_rank = np.fromiter((ns_index[ns] for ns in ns_row), np.intp, len(ns_row))
     allocated = np.zeros((len(queue_names), len(space)))
     request = np.zeros((len(queue_names), len(space)))
     ns_allocated = np.zeros((len(ns_names), len(space)))
-    counts: list[dict[str, int]] = [{} for _ in queue_names]
     if jobs:
-        job_allocated = stack_rows([job.allocated for job in jobs], len(space))
-        np.add.at(
-            ns_allocated, np.fromiter((ns_row[j.namespace] for j in jobs), np.intp, len(jobs)), job_allocated
-        )
-        in_queue = [i for i, job in enumerate(jobs) if job.queue in queue_row]
-        rows = np.fromiter((queue_row[jobs[i].queue] for i in in_queue), np.intp, len(in_queue))
+        job_allocated = stack_rows(held_rows, len(space))
+        _add_rows(ns_allocated, ns_rank[np.asarray(job_ns, np.intp)], job_allocated)
         if in_queue:
-            held = job_allocated[in_queue]
-            np.add.at(allocated, rows, held)
-            for k, i in enumerate(in_queue):  # a job with nothing pending requests what it holds
-                if jobs[i].key in pending_jobs:
-                    held[k] = jobs[i].total_request()
-            np.add.at(request, rows, held)
-        for i in in_queue:
-            job = jobs[i]
-            if job.podgroup is not None:
-                value = phases[job.key].value
-                tally = counts[queue_row[job.queue]]
-                tally[value] = tally.get(value, 0) + 1
+            rows = np.asarray(job_queue, np.intp)
+            # every job in a known queue (the usual case): no copy; the rows are not read after this
+            held = job_allocated if len(in_queue) == len(jobs) else job_allocated[in_queue]
+            _add_rows(allocated, rows, held)
+            for k in asking:  # a job with nothing pending requests what it holds
+                held[k] = jobs[in_queue[k]].total_request()
+            _add_rows(request, rows, held)
     for q, name in enumerate(queue_names):
         spec = session.queues[name]
         result.queues[name] = QueueStatus(
@@ -230,9 +252,19 @@ def _render_status(session: Session) -> dict[str, PodGroupPhase]:
     for ns in sorted(set(ns_names) | set(session.snapshot.namespace_weights)):
         result.namespaces[ns] = {
             "weight": session.snapshot.namespace_weight(ns),
-            "allocated": space.to_dict(ns_allocated[ns_row[ns]] if ns in ns_row else space.zeros()),
+            "allocated": space.to_dict(ns_allocated[ns_index[ns]] if ns in ns_index else space.zeros()),
         }
     return phases
+
+
+def _add_rows(
+    out: npt.NDArray[np.float64], rows: npt.NDArray[np.intp], values: npt.NDArray[np.float64]
+) -> None:
+    """Add ``values[k]`` to ``out[rows[k]]`` (``out`` zeros), one row at a time in order as a loop (and
+    ``np.add.at``) would, so the same sums to the last bit: ``np.bincount`` adds its weights in their
+    order, a column at a time, at a quarter of ``np.add.at``'s cost."""
+    for d in range(out.shape[1]):
+        out[:, d] += np.bincount(rows, weights=values[:, d], minlength=out.shape[0])
 
 
 def _render_events(session: Session, phases: dict[str, PodGroupPhase]) -> None:
