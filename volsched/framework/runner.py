@@ -57,10 +57,11 @@ def open_session(
 
 def close_session(session: Session) -> SessionResult:
     phases: dict[str, PodGroupPhase] = {}
-    session.timed("close:status", lambda: phases.update(_render_status(session)))
+    waiting: list[Job] = []
+    session.timed("close:status", lambda: phases.update(_render_status(session, waiting)))
     for plugin in session.plugins:
         session.timed(f"plugin:{plugin.name}:close", lambda p=plugin: p.on_session_close(session))  # type: ignore[misc]
-    session.timed("close:events", lambda: _render_events(session, phases))
+    session.timed("close:events", lambda: _render_events(session, phases, waiting))
     return session.result
 
 
@@ -143,10 +144,11 @@ def _phase_and_pending(job: Job) -> tuple[PodGroupPhase, int]:
     return phase, c.get(TaskStatus.PENDING, 0) + c.get(TaskStatus.PIPELINED, 0)
 
 
-def _render_status(session: Session) -> dict[str, PodGroupPhase]:
+def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGroupPhase]:
     """PodGroup and Queue status into the result; returns the phase after this session of each job with
     a PodGroup (computed, never written into the Job: the result carries it, the driver writes it back;
-    a pod standing alone has no phase to write nor to speak of).
+    a pod standing alone has no phase to write nor to speak of), and appends to ``waiting_jobs`` the jobs
+    with tasks pending, in the jobs' order.
 
     One pass over the jobs gathers what the sums per queue and per namespace need: at 10,000 bound pods
     that stand alone, each its own job, every pass costs every session a few milliseconds."""
@@ -182,7 +184,10 @@ def _render_status(session: Session) -> dict[str, PodGroupPhase]:
         if pg is None:  # a pod standing alone: no PodGroup status to write, no phase to speak of
             c = job.status_count
             pipelined = c.get(pipelined_status, 0)
-            if c.get(pending_status, 0) + pipelined:
+            pending = c.get(pending_status, 0)
+            if pending:
+                waiting_jobs.append(job)
+            if pending + pipelined:
                 waiting += 1
                 result.pipelined += pipelined
                 if q is not None:
@@ -191,6 +196,8 @@ def _render_status(session: Session) -> dict[str, PodGroupPhase]:
         phase, phase_name, running, succeeded, failed, pending, scheduled = _status_counts(job)
         phases[job.key] = phase
         if pending:
+            if job.status_count.get(pending_status):
+                waiting_jobs.append(job)
             waiting += 1
             result.pipelined += job.status_count.get(pipelined_status, 0)
             if q is not None:
@@ -267,7 +274,9 @@ def _add_rows(
         out[:, d] += np.bincount(rows, weights=values[:, d], minlength=out.shape[0])
 
 
-def _render_events(session: Session, phases: dict[str, PodGroupPhase]) -> None:
+def _render_events(session: Session, phases: dict[str, PodGroupPhase], waiting: list[Job]) -> None:
+    """Events and refusals for the jobs with tasks pending (``waiting``, as :func:`_render_status` found
+    them) or refusals recorded, by job key."""
     result = session.result
     for obj, reason, message in session.snapshot.problems:
         kind, _, ref = obj.partition(" ")
@@ -276,9 +285,13 @@ def _render_events(session: Session, phases: dict[str, PodGroupPhase]) -> None:
         if kind == "Pod":  # it cannot be scheduled either: its PodScheduled condition says why
             result.rejections[obj] = (Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "snapshot", (message,)),)
     errors = session.job_errors
-    # Only a job with pending tasks or refusals has anything to say.
-    speaking = [j for j in session.jobs.values() if j.status_count.get(TaskStatus.PENDING) or j.key in errors]
-    for job in sorted(speaking, key=lambda j: j.key):
+    # Only a job with pending tasks or refusals has anything to say: no need to walk every job again.
+    jobs = session.jobs
+    speaking = {j.key: j for j in waiting}
+    for key in errors:
+        if key not in speaking and key in jobs:
+            speaking[key] = jobs[key]
+    for job in sorted(speaking.values(), key=lambda j: j.key):
         pending = [t for t in job.pending_tasks() if t.schedulable_by_us]
         job_statuses = session.job_errors.get(job.key, [])
         job_reason = render(job_statuses) or None
