@@ -30,7 +30,7 @@ from volsched.framework.decisions import Bind, Evict, EvictionReason, SessionRes
 from volsched.framework.registry import load_config
 from volsched.framework.runner import open_session, run_session
 from volsched.framework.statement import Statement
-from volsched.model.cluster import ClusterSnapshot, Job, assemble_job, copy_task
+from volsched.model.cluster import ClusterSnapshot, Job, _join, assemble_job, copy_task
 from volsched.model.vocabulary import PodGroupPhase, Task, TaskStatus
 
 Obj = dict[str, Any]
@@ -626,6 +626,47 @@ def test_a_task_copy_has_every_field_of_the_task() -> None:
     t = state.tasks["ns/lo-0"]
     c = copy_task(t)
     assert c is not t and all(getattr(c, f.name) is getattr(t, f.name) for f in fields(Task))
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        pod("p", queue="q"),
+        pod("p", node="n1"),
+        pod("p", node="n1", phase="Running"),
+        pod("p", node="n1", phase="Succeeded"),
+    ],
+    ids=["pending", "bound", "running", "succeeded"],
+)
+def test_a_pod_standing_alone_is_the_job_the_dataclass_makes_with_its_counts_moved_by_count_status(
+    obj: Obj,
+) -> None:
+    # The one-pod job is made field by field (object.__new__), not by Job(...): it must have every
+    # field a Job has, and the counters count_status (the one definition, as a PodGroup's members are
+    # joined) gives, whatever the pod's status.
+    state = ClusterState()
+    for o in [node("n1"), queue("q"), obj]:
+        state.apply(o)
+    snap = state.snapshot(now=5.0)
+    job = snap.jobs["default/p"]
+    t = job.tasks["default/p"]
+    ref = Job(
+        key=t.key, namespace=t.namespace, name=t.name, queue=job.queue, min_member=1, priority=t.priority,
+        creation=t.creation, phase=job.phase, podgroup=None, min_resources_map=None,
+        allocated=snap.space.zeros(), min_request=t.request,
+    )  # fmt: skip
+    _join(ref, t)
+    names = [f.name for f in fields(Job)]
+    assert set(vars(job)) == set(names)  # every field stored, nothing else
+    for name in names:
+        if name in ("shared", "memo"):  # the builder's: a job not all pending is shared once assembled
+            continue
+        mine, theirs = getattr(job, name), getattr(ref, name)
+        if isinstance(theirs, np.ndarray):
+            assert mine.tolist() == theirs.tolist(), name
+        else:
+            assert mine == theirs and type(mine) is type(theirs), name
+    assert job.allocated is not t.request and job.min_request is t.request
 
 
 def test_a_jobs_status_counts_read_zero_for_a_status_it_has_none_of() -> None:

@@ -413,7 +413,11 @@ def _standalone_job(
 ) -> Job | None:
     """The job of a pod standing alone (its job key is its own key), built in one go: a snapshot of a
     backlog makes one per pending pod. Any other member names a PodGroup of that name that does not
-    exist: a problem, whichever comes first in the cache's order (it joins no job)."""
+    exist: a problem, whichever comes first in the cache's order (it joins no job).
+
+    Made with ``object.__new__`` and one store per field (the dataclass's ``__init__`` with its
+    keywords and default factories costs twice as much); its counters are moved by ``count_status``,
+    their one definition, and what it holds is added as :func:`_join` adds it."""
     job: Job | None = None
     for t in members:
         key = t.key
@@ -422,24 +426,32 @@ def _standalone_job(
             problems.append((key, (f"Pod {key}", "PodGroupNotFound", f"pod group {group} does not exist")))
             continue
         status = t.status
-        job = Job(
-            key=key,
-            namespace=t.namespace,
-            name=t.name,
-            queue=queue_annotation(t.annotations) or DEFAULT_QUEUE,
-            min_member=1,
-            priority=t.priority,
-            creation=t.creation,
-            phase=PodGroupPhase.INQUEUE if status is not TaskStatus.PENDING else PodGroupPhase.PENDING,
-            podgroup=None,
-            min_resources_map=None,
-            tasks={key: t},
-            allocated=t.request.copy() if status in ALLOCATED_STATUSES else space.zeros(),
-            status_count=TaskCounts({status: 1}),
-            min_request=t.request,  # its minimum is its one pod's request
-            ready=1 if status in READY_STATUSES else 0,
-        )
+        job = _new(Job)
+        job.key = key
+        job.namespace = t.namespace
+        job.name = t.name
+        job.queue = queue_annotation(t.annotations) or DEFAULT_QUEUE
+        job.min_member = 1
+        job.priority = t.priority
+        job.creation = t.creation
+        job.phase = PodGroupPhase.INQUEUE if status is not TaskStatus.PENDING else PodGroupPhase.PENDING
+        job.podgroup = None
+        job.min_resources_map = None
+        job.tasks = {key: t}
+        job.allocated = space.zeros()
+        job.status_count = TaskCounts()
+        job.min_request = t.request  # its minimum is its one pod's request
+        job.ready = 0
+        job.shared = False
+        job._scheduled = None
+        job.memo = {}
+        job.count_status(None, status)
+        if status in ALLOCATED_STATUSES:
+            job.allocated += t.request
     return job
+
+
+_new = object.__new__
 
 
 def _podgroup_job(space: ResourceSpace, pg: PodGroupSpec, priority_classes: Mapping[str, int]) -> Job:
