@@ -75,3 +75,52 @@ def test_a_plain_pod_shares_the_empty_runtime():
     raw["spec"]["containers"][0].pop("image")
     assert pod_runtime(raw) is EMPTY_RUNTIME
     assert isinstance(build_task(pod("q"), priority_classes={}).runtime, PodRuntime)
+
+
+def _pending(**status: Any) -> dict[str, Any]:
+    out = pod("p")
+    out["status"] = {"phase": "Pending", **status}
+    return out
+
+
+def _no_status() -> dict[str, Any]:
+    out = pod("p")
+    out.pop("status", None)
+    return out
+
+
+def _owned() -> dict[str, Any]:
+    return pod("p", owner="Job/train")
+
+
+def _running_unready() -> dict[str, Any]:
+    return _with_status({})
+
+
+def _other_images() -> dict[str, Any]:
+    out = pod("p")
+    out["spec"]["containers"][0]["image"] = "alpine"
+    return out
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        _no_status,
+        _pending,
+        lambda: _pending(reason="SchedulingGated"),
+        lambda: _pending(conditions=[{"type": "Ready", "status": "False"}]),
+        lambda: _pending(containerStatuses=[{"restartCount": 2}]),
+        lambda: _pending(initContainerStatuses=[{"state": {"waiting": {"reason": "PodInitializing"}}}]),
+        _owned,
+        _running_unready,
+        _other_images,
+    ],
+)
+def test_a_task_takes_the_runtime_its_pod_reports_whatever_the_pods_of_its_spec_reported(make: Any):
+    """A task's runtime is its pod's own, also when pods of the same spec (whose parse it shares) were
+    parsed before it with a runtime of their own, or with none reported."""
+    for first in (_no_status(), _pending(reason="Evicted"), _owned(), _running_unready()):
+        build_task(first, priority_classes={})
+        raw = make()
+        assert build_task(raw, priority_classes={}).runtime == pod_runtime(raw)

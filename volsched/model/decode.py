@@ -84,10 +84,22 @@ def parse_time(value: Any, *, where: str) -> float:
         return float(value)
     if not isinstance(value, str):
         raise InputError(f"{where}: expected an RFC 3339 time, got {_short(value)}")
+    found = _TIMES.get(value)
+    if found is not None:
+        return found
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
     except ValueError:
         raise InputError(f"{where}: expected an RFC 3339 time, got {value!r}") from None
+    if len(_TIMES) >= _SHARED_MAX:
+        _TIMES.clear()
+    _TIMES[value] = parsed
+    return parsed
+
+
+#: The times parsed lately, by their text: pods created in the same second (a Job's, a backlog listed at
+#: start) share one parse. Emptied at _SHARED_MAX entries (see below).
+_TIMES: dict[str, float] = {}
 
 
 #: Counts, weights and priorities are int32 in the Kubernetes and Volcano APIs.
@@ -395,6 +407,9 @@ class _SpecParse(NamedTuple):
     claims: tuple[str, ...]
     #: The task's placement_key as built (None: not known yet, computed from the task).
     placement_key: str | None
+    #: The runtime of a pod of this spec that the kubelet has reported nothing of and that has no owner
+    #: (see :func:`_plain_runtime`): its images only.
+    runtime: PodRuntime
 
 
 #: The parses of the pod specs seen last, by the spec's JSON (keys sorted; ``nodeName`` left out, as it
@@ -447,6 +462,7 @@ def _parsed_spec(
         host_ports=_host_ports(spec),
         claims=_claims(spec),
         placement_key=None,
+        runtime=_shared(pod_runtime({"spec": spec}), _RUNTIMES),
     )
     if key is not None:
         if len(_SPECS) >= _SHARED_MAX:
@@ -471,6 +487,25 @@ def _parsed_spec(
         parsed = parsed._replace(placement_key=sys.intern(placement_key(probe)))
         _SPECS[key] = parsed
     return parsed
+
+
+#: Status fields :func:`pod_runtime` reads besides the phase.
+_RUNTIME_STATUS = ("containerStatuses", "initContainerStatuses", "reason", "conditions")
+
+
+def _plain_runtime(pod: Raw, meta: Mapping[str, Any]) -> bool:
+    """Whether :func:`pod_runtime` reads nothing of ``pod`` but its spec (the images): no owner, no
+    status the kubelet wrote (a pending pod's), not Running. Most pods listed at start are such."""
+    if meta.get("ownerReferences"):
+        return False
+    status = pod.get("status")
+    if status is None:
+        return True
+    return (
+        type(status) is dict
+        and status.get("phase") != "Running"
+        and not any(key in status for key in _RUNTIME_STATUS)
+    )
 
 
 def build_task(
@@ -548,7 +583,7 @@ def build_task(
         annotations=annotations,
         owner=None if owner is None else intern(owner),
         start_time=parse_time((pod.get("status") or {}).get("startTime"), where=f"{where}: status.startTime"),
-        runtime=_shared(pod_runtime(pod), _RUNTIMES),
+        runtime=parsed.runtime if _plain_runtime(pod, meta) else _shared(pod_runtime(pod), _RUNTIMES),
         constraints=parsed.constraints,
         preferred_node_terms=parsed.preferred,
         host_ports=parsed.host_ports,
