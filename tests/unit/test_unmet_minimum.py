@@ -12,6 +12,7 @@ from volsched.cache.state import ClusterState
 from volsched.model.cluster import (
     Job,
     allocated_rows,
+    minimum_met,
     unmet_minimum,
     unmet_minimum_floats,
     unmet_minimum_rows,
@@ -87,3 +88,24 @@ def test_unmet_minimum_rows_sums_as_a_loop_over_the_jobs_does(
     assert summed.tobytes() == looped.tobytes()
     if jobs:
         assert summed.any()  # something is unmet: the sums are not trivially zero
+
+
+def test_unmet_minimum_rows_leaves_out_shared_jobs_holding_their_minimum_and_sums_alike() -> None:
+    # The steady state: most admitted jobs are bound, shared and hold their minimum. They are left out
+    # (known from the memo the next time), and the sums are still the loop's, to the last bit.
+    cpus = [("0.1", "0.1", "n1") if i % 4 else (f"0.{i % 9 + 1}", "0.1", None) for i in range(40)]
+    jobs = _jobs(cpus)
+    met = [job for job in jobs if job.shared and minimum_met(job)]
+    assert len(met) == 30  # the bound ones
+    assert all(job.memo["minimum_met"] for job in met)
+    assert not any(minimum_met(job) for job in jobs if job not in met)
+    rows = [0 if job.queue == "a" else 1 for job in jobs]
+    width = len(jobs[0].allocated)
+    looped = np.zeros((2, width))
+    for job, row in zip(jobs, rows, strict=True):
+        looped[row] += unmet_minimum(job)
+    for _ in range(2):  # the second time from the memo
+        summed = np.zeros((2, width))
+        unmet_minimum_rows(jobs, rows, summed)
+        assert summed.tobytes() == looped.tobytes()
+    assert looped.any()
