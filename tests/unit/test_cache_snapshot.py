@@ -30,7 +30,7 @@ from volsched.framework.decisions import Bind, Evict, EvictionReason, SessionRes
 from volsched.framework.registry import load_config
 from volsched.framework.runner import open_session, run_session
 from volsched.framework.statement import Statement
-from volsched.model.cluster import ClusterSnapshot, Job, _join, assemble_job, copy_task
+from volsched.model.cluster import ClusterSnapshot, Job, _join, assemble_job, copy_task, lone_job
 from volsched.model.vocabulary import PodGroupPhase, Task, TaskStatus
 
 Obj = dict[str, Any]
@@ -582,7 +582,12 @@ def test_a_snapshot_from_scratch_assembles_each_job_once(monkeypatch: pytest.Mon
             assembled.append(job.key)
         return job
 
+    def counting_lone(space: Any, t: Task, key: str) -> Job:  # a pending pod standing alone's path
+        assembled.append(key)
+        return lone_job(space, t, key)
+
     monkeypatch.setattr(snapshots_module, "assemble_job", counting)
+    monkeypatch.setattr(snapshots_module, "lone_job", counting_lone)
     state = ClusterState()
     for obj in [node("n1"), queue("q"), podgroup("g", ns="ns", queue="q", min_member=2), pod("solo")]:
         state.apply(obj)

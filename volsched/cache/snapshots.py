@@ -43,6 +43,7 @@ from volsched.model.cluster import (
     assemble_job,
     copy_task,
     held_on_node,
+    lone_job,
     own_job,
     request_vector,
     resolve_guarantees,
@@ -413,15 +414,26 @@ class SnapshotBuilder:
         return t
 
     def _full(self, view: View, pg_list: list[PodGroupSpec], space: ResourceSpace) -> _Base:
-        """The base built from scratch."""
+        """The base built from scratch (every task indexed as :meth:`_index` does, written out: a
+        backlog's 50,000 pods are indexed here)."""
         base = _Base(space, {pg.key: pg for pg in pg_list}, dict(view.priority_classes))
+        entries = self._entries
+        members, on_node, where, foreign = base.members, base.on_node, base.where, base.foreign
         groups: dict[str, list[str]] = {}
         for key in view.tasks:
-            t = self._index(base, key)
+            t = entries[key].prepared
+            node = t.node_name
             if t.schedulable_by_us:
+                job_key: str | None = t.job_key
+                members.setdefault(t.job_key, {})[key] = None
                 groups.setdefault(t.job_key, []).append(key)
             else:
+                job_key = None
+                foreign[key] = None
                 base.foreign_list.append(self._task(key))
+            if node:
+                on_node.setdefault(node, {})[key] = None
+            where[key] = (job_key, node)
         for job_key in dict.fromkeys([*base.podgroups, *groups]):  # a PodGroup with pods is in both
             self._job(base, job_key, groups.get(job_key, []))
         self._nodes_full(base, view)
@@ -434,7 +446,11 @@ class SnapshotBuilder:
         backlog's jobs are all such)."""
         entries = self._entries
         if len(keys) == 1:
-            lend = entries[keys[0]].prepared.status is TaskStatus.PENDING
+            entry = entries[keys[0]]
+            lend = entry.prepared.status is TaskStatus.PENDING
+            if lend and keys[0] == job_key and job_key not in base.podgroups:
+                self._lend_alone(base, job_key, entry)
+                return
         else:
             lend = bool(keys) and all(entries[k].prepared.status is TaskStatus.PENDING for k in keys)
         problems: list[tuple[str, tuple[str, str, str]]] = []
@@ -466,6 +482,22 @@ class SnapshotBuilder:
         job.shared = True
         job.allocated.setflags(write=False)  # (half the cost of ``flags.writeable = False``)
         job.min_request.setflags(write=False)
+
+    def _lend_alone(self, base: _Base, key: str, entry: _Entry) -> None:
+        """What :meth:`_job` makes of a pending pod standing alone (a backlog's every pod), without its
+        general path: the pod's own copy, its one-pod job, lent (standalone and private)."""
+        vec = entry.vector
+        if vec is None:
+            vec = entry.vector = self._vector(entry.prepared)
+        t = copy_task(entry.prepared)
+        t.request = vec
+        t.shared = False
+        base.jobs[key] = lone_job(base.space, t, key)
+        if base.problems:
+            base.problems.pop(key, None)
+        base.standalone[key] = None
+        base.private.add(key)
+        base.lent.add(key)
 
     def _nodes_full(self, base: _Base, view: View) -> None:
         """What every node holds, from scratch (in the cache's order, as one hold at a time would)."""

@@ -432,13 +432,9 @@ def _join(job: Job, t: Task) -> None:
 def _standalone_job(
     space: ResourceSpace, members: Iterable[Task], problems: list[tuple[str, tuple[str, str, str]]]
 ) -> Job | None:
-    """The job of a pod standing alone (its job key is its own key), built in one go: a snapshot of a
-    backlog makes one per pending pod. Any other member names a PodGroup of that name that does not
-    exist: a problem, whichever comes first in the cache's order (it joins no job).
-
-    Made with ``object.__new__`` and one store per field (the dataclass's ``__init__`` with its
-    keywords and default factories costs twice as much); its counters are moved by ``count_status``,
-    their one definition, and what it holds is added as :func:`_join` adds it."""
+    """The job of a pod standing alone (its job key is its own key). Any other member names a PodGroup
+    of that name that does not exist: a problem, whichever comes first in the cache's order (it joins
+    no job)."""
     job: Job | None = None
     for t in members:
         key = t.key
@@ -446,29 +442,40 @@ def _standalone_job(
             group = t.job_key.split("/", 1)[1]
             problems.append((key, (f"Pod {key}", "PodGroupNotFound", f"pod group {group} does not exist")))
             continue
-        status = t.status
-        job = _new(Job)
-        job.key = key
-        job.namespace = t.namespace
-        job.name = t.name
-        job.queue = queue_annotation(t.annotations) or DEFAULT_QUEUE
-        job.min_member = 1
-        job.priority = t.priority
-        job.creation = t.creation
-        job.phase = PodGroupPhase.INQUEUE if status is not TaskStatus.PENDING else PodGroupPhase.PENDING
-        job.podgroup = None
-        job.min_resources_map = None
-        job.tasks = {key: t}
-        job.allocated = space.zeros()
-        job.status_count = TaskCounts()
-        job.min_request = t.request  # its minimum is its one pod's request
-        job.ready = 0
-        job.shared = False
-        job._scheduled = None
-        job.memo = {}
-        job.count_status(None, status)
-        if status in ALLOCATED_STATUSES:
-            job.allocated += t.request
+        job = lone_job(space, t, key)
+    return job
+
+
+def lone_job(space: ResourceSpace, t: Task, key: str) -> Job:
+    """The job of pod ``t`` standing alone (``key`` is its key and its job key), built in one go: a
+    snapshot of a backlog makes one per pending pod.
+
+    Made with ``object.__new__`` and one store per field (the dataclass's ``__init__`` with its
+    keywords and default factories costs twice as much); its counters are moved by ``count_status``,
+    their one definition, and what it holds is added as :func:`_join` adds it."""
+    status = t.status
+    job = _new(Job)
+    job.key = key
+    job.namespace = t.namespace
+    job.name = t.name
+    job.queue = queue_annotation(t.annotations) or DEFAULT_QUEUE
+    job.min_member = 1
+    job.priority = t.priority
+    job.creation = t.creation
+    job.phase = PodGroupPhase.INQUEUE if status is not TaskStatus.PENDING else PodGroupPhase.PENDING
+    job.podgroup = None
+    job.min_resources_map = None
+    job.tasks = {key: t}
+    job.allocated = space.zeros()
+    job.status_count = TaskCounts()
+    job.min_request = t.request  # its minimum is its one pod's request
+    job.ready = 0
+    job.shared = False
+    job._scheduled = None
+    job.memo = {}
+    job.count_status(None, status)
+    if status in ALLOCATED_STATUSES:
+        job.allocated += t.request
     return job
 
 
