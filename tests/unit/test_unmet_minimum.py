@@ -9,10 +9,14 @@ import pytest
 
 from tests.builders import node, pod, podgroup, queue
 from volsched.cache.state import ClusterState
+from volsched.framework.registry import load_config
+from volsched.framework.session import Session
+from volsched.framework.statement import Statement
 from volsched.model.cluster import (
     Job,
     allocated_rows,
     minimum_met,
+    sum_rows,
     unmet_minimum,
     unmet_minimum_floats,
     unmet_minimum_rows,
@@ -109,3 +113,39 @@ def test_unmet_minimum_rows_leaves_out_shared_jobs_holding_their_minimum_and_sum
         unmet_minimum_rows(jobs, rows, summed)
         assert summed.tobytes() == looped.tobytes()
     assert looped.any()
+
+
+@pytest.mark.parametrize("n_rows, n_bins, seed", [(0, 3, 0), (1, 1, 1), (50, 2, 2), (10_000, 7, 3)])
+def test_sum_rows_adds_as_add_at_into_zeros_does_to_the_last_bit(n_rows: int, n_bins: int, seed: int) -> None:
+    # proportion and drf sum what jobs hold with bincount: the very sums np.add.at (a loop) makes, with
+    # values whose sums round differently in another order.
+    rng = np.random.default_rng(seed)
+    matrix = rng.random((n_rows, 3)) * 10.0 ** rng.integers(-3, 10, size=(n_rows, 3))
+    rows = rng.integers(0, n_bins, size=n_rows).astype(np.intp)
+    looped = np.zeros((n_bins, 3))
+    np.add.at(looped, rows, matrix)
+    assert sum_rows(matrix, rows, n_bins).tobytes() == looped.tobytes()
+    reordered = np.zeros((n_bins, 3))
+    np.add.at(reordered, rows[::-1], matrix[::-1])
+    if n_rows > 1000:  # the order matters to these sums, so the test could tell another order
+        assert reordered.tobytes() != looped.tobytes()
+
+
+def test_a_sessions_holdings_are_the_jobs_that_hold_something_and_follow_a_status_change() -> None:
+    cpus = [("0.1", "0.1", "n1"), ("0.7", "0.2", None), ("0.3", "0.3", "n1")]
+    state = ClusterState()
+    for obj in [node("n1", cpu="64"), queue("a"), queue("b")]:
+        state.apply(obj)
+    for i, (min_cpu, cpu, on) in enumerate(cpus):
+        state.apply(podgroup(f"g{i}", queue="a", min_resources={"cpu": min_cpu}, phase="Inqueue"))
+        state.apply(pod(f"p{i}", group=f"g{i}", cpu=cpu, node=on))
+    snapshot = state.snapshot(now=5.0)
+    session = Session(snapshot, load_config(None), [])
+    held = session.holdings()
+    assert [j.name for j in held.jobs] == ["g0", "g2"]
+    assert held.matrix.tobytes() == np.stack([j.allocated for j in held.jobs]).tobytes()
+    assert session.holdings() is held  # stacked once
+    pending = snapshot.jobs["default/g1"]
+    task = next(iter(pending.tasks.values()))
+    Statement(session).allocate(task, 0)
+    assert [j.name for j in session.holdings().jobs] == ["g0", "g1", "g2"]

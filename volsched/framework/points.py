@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 
 from volsched.framework.decisions import Code, Event, SessionResult, Status
-from volsched.model.cluster import BoolArray, ClusterSnapshot, IndexArray, Job, NodeTable
+from volsched.model.cluster import BoolArray, ClusterSnapshot, Holdings, IndexArray, Job, NodeTable
 from volsched.model.resources import ResourceSpace, Vector
 from volsched.model.vocabulary import QueueSpec, Task
 
@@ -136,6 +136,7 @@ class ExtensionPoints(Protocol):
 
     def feasible_nodes(self, task: Task) -> BoolArray: ...
     def jobs_by_queue(self, jobs: Iterable[Job] | None = None) -> dict[str, list[Job]]: ...
+    def holdings(self) -> Holdings: ...
     def emit(self, event: Event) -> None: ...
 
     # --- registration ------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from volsched.framework.decisions import Bind, Event, SessionResult, Status
 from volsched.framework.nodeviews import NodeViews
 from volsched.framework.points import Plugin
-from volsched.model.cluster import ClusterSnapshot, Job
+from volsched.model.cluster import ClusterSnapshot, Holdings, Job, holdings
 from volsched.model.resources import Vector
 from volsched.model.vocabulary import ALLOCATED_STATUSES, NODE_HOLDING_STATUSES, QueueSpec, Task, TaskStatus
 
@@ -80,6 +80,9 @@ class Session(NodeViews):
         #: What each queue's jobs hold, summed when first asked (``queue_allocated``), then kept current
         #: by every status change.
         self._queue_allocated: dict[str, Vector] | None = None
+        #: The jobs that hold something and what each holds, stacked when first asked (``holdings``),
+        #: dropped by every status change.
+        self._holdings: Holdings | None = None
 
     # --- mutations (only Statement calls these) -------------------------------------------------------
 
@@ -91,6 +94,7 @@ class Session(NodeViews):
             )
         job = self.jobs.get(task.job_key)
         old = task.status
+        self._holdings = None
         if job is not None:
             job.count_status(old, status)
             self.job_changed(job)
@@ -188,6 +192,15 @@ class Session(NodeViews):
                     total += job.allocated
         total = held.get(queue)
         return self.space.zeros() if total is None else total.copy()
+
+    def holdings(self) -> Holdings:
+        """The jobs that hold something now (not all pending), in the session's order, and what each
+        holds, one row each: stacked once for every plugin that sums them as it opens (proportion per
+        queue, drf per namespace), made again after a task's status changed."""
+        out = self._holdings
+        if out is None:
+            out = self._holdings = holdings(self.jobs.values(), len(self.space))
+        return out
 
     def record_fit_error(self, task: Task, status: Status) -> None:
         """Why ``task`` was not placed (the latest answer wins)."""

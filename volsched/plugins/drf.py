@@ -21,7 +21,7 @@ import numpy as np
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
-from volsched.model.cluster import Job, allocated_rows, dominant_share
+from volsched.model.cluster import Job, dominant_share, sum_rows
 from volsched.model.resources import EPS, Vector, stack_rows
 from volsched.model.vocabulary import Task, TaskStatus
 
@@ -63,15 +63,17 @@ class Drf(BasePlugin):
         #: Per namespace, the request of its smallest next pod (by dominant share of the cluster).
         ns_next: dict[str, tuple[float, Vector]] = {}
         share = dominant_share(total, mask)
-        # Each namespace's holdings summed over its jobs, one row at a time in the jobs' order (np.add.at,
-        # as a loop would), and each job's first pending task: one pass over the jobs, no array per job.
-        jobs = list(session.jobs.values())
-        width = len(session.space)
+        # Each namespace's holdings summed over its jobs that hold something (stacked once by the
+        # session), one row at a time in the jobs' order, as a loop would; a namespace that holds
+        # nothing has no entry (0 all the same); and each job's first pending task.
+        holding = session.holdings()
         ns_row: dict[str, int] = {}
-        rows = np.fromiter((ns_row.setdefault(j.namespace, len(ns_row)) for j in jobs), np.intp, len(jobs))
-        sums = np.zeros((len(ns_row), width))
-        allocated_rows(jobs, rows, sums)
+        rows = np.fromiter(
+            (ns_row.setdefault(j.namespace, len(ns_row)) for j in holding.jobs), np.intp, len(holding.jobs)
+        )
+        sums = sum_rows(holding.matrix, rows, len(ns_row))
         ns_alloc.update((ns, sums[i]) for ns, i in ns_row.items())
+        jobs = session.jobs.values()
         nexts: list[tuple[str, Vector]] = []
         for job in jobs:
             if job.status_count.get(TaskStatus.PENDING):

@@ -47,7 +47,7 @@ from volsched.framework.decisions import Event
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
-from volsched.model.cluster import Job, allocated_rows, unmet_minimum_floats, unmet_minimum_rows
+from volsched.model.cluster import Job, sum_rows, unmet_minimum_floats, unmet_minimum_rows
 from volsched.model.fairshare import FairShare, Problem, fair_share
 from volsched.model.resources import EPS, ResourceSpace, Vector
 from volsched.model.vocabulary import PodGroupPhase, QueueSpec, Task, TaskStatus
@@ -118,15 +118,18 @@ def _pending_requests(
     smallest pending pod (by dominant share of the cluster), the unit the remainder is handed out in."""
     space = session.space
     r = len(space)
-    allocated = np.zeros((n, r))
     request = np.zeros((n, r))
     inqueue = np.zeros((n, r))
     rows: list[int] = []
     reqs: list[Vector] = []
     placeable: list[bool] = []
     in_queue = [(i, job) for job in session.jobs.values() if (i := row.get(job.queue)) is not None]
-    # one row at a time, in the jobs' order, as a loop would add them
-    allocated_rows([job for _, job in in_queue], [i for i, _ in in_queue], allocated)
+    # What the jobs in a queue hold (stacked once by the session), one row at a time in the jobs' order,
+    # as a loop would add them.
+    held = session.holdings()
+    at = np.fromiter((row.get(j.queue, -1) for j in held.jobs), np.intp, len(held.jobs))
+    known = at >= 0  # (a job whose queue is unknown counts toward none)
+    allocated = sum_rows(held.matrix[known], at[known], n)
     admitted = [(i, job) for i, job in in_queue if job.phase is PodGroupPhase.INQUEUE]
     unmet_minimum_rows([job for _, job in admitted], [i for i, _ in admitted], inqueue)
     for i, job in in_queue:
