@@ -123,25 +123,34 @@ def _pending_requests(
     rows: list[int] = []
     reqs: list[Vector] = []
     placeable: list[bool] = []
-    in_queue = [(i, job) for job in session.jobs.values() if (i := row.get(job.queue)) is not None]
     # What the jobs in a queue hold (stacked once by the session), one row at a time in the jobs' order,
     # as a loop would add them.
     held = session.holdings()
     at = np.fromiter((row.get(j.queue, -1) for j in held.jobs), np.intp, len(held.jobs))
     known = at >= 0  # (a job whose queue is unknown counts toward none)
     allocated = sum_rows(held.matrix[known], at[known], n)
-    admitted = [(i, job) for i, job in in_queue if job.phase is PodGroupPhase.INQUEUE]
-    unmet_minimum_rows([job for _, job in admitted], [i for i, _ in admitted], inqueue)
-    for i, job in in_queue:
+    # One pass over the jobs in a queue, in their order: the admitted ones, and the pending and
+    # pipelined tasks.
+    admitted: list[Job] = []
+    admitted_rows: list[int] = []
+    inqueue_phase, pending, pipelined = PodGroupPhase.INQUEUE, TaskStatus.PENDING, TaskStatus.PIPELINED
+    for job in session.jobs.values():
+        i = row.get(job.queue)
+        if i is None:
+            continue
+        if job.phase is inqueue_phase:
+            admitted.append(job)
+            admitted_rows.append(i)
         c = job.status_count  # get, not c[...]: a missing key is a Python-level call (TaskCounts.__missing__)
-        if not (c.get(TaskStatus.PENDING) or c.get(TaskStatus.PIPELINED)):
+        if not (c.get(pending) or c.get(pipelined)):
             continue
         for t in job.tasks.values():
             status = t.status
-            if status is TaskStatus.PENDING or status is TaskStatus.PIPELINED:
+            if status is pending or status is pipelined:
                 rows.append(i)
                 reqs.append(t.request)
-                placeable.append(status is TaskStatus.PENDING and t.schedulable_by_us)
+                placeable.append(status is pending and t.schedulable_by_us)
+    unmet_minimum_rows(admitted, admitted_rows, inqueue)
     request += allocated
     unit = np.zeros((n, r))
     if reqs:
@@ -291,7 +300,7 @@ class Proportion(BasePlugin):
         # strands them, and with them the capacity reserved for them.
         committed: dict[str, list[Job]] = {}
         for j in session.jobs.values():
-            if j.ready_count < j.min_member and (j.ready_count or j.phase is PodGroupPhase.INQUEUE):
+            if j.ready < j.min_member and (j.ready or j.phase is PodGroupPhase.INQUEUE):  # (ready_count)
                 committed.setdefault(j.queue, []).append(j)
         committed_jobs = {j.key: j for jobs in committed.values() for j in jobs}
 
