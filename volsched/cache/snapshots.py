@@ -414,19 +414,17 @@ class SnapshotBuilder:
         return t
 
     def _full(self, view: View, pg_list: list[PodGroupSpec], space: ResourceSpace) -> _Base:
-        """The base built from scratch (every task indexed as :meth:`_index` does, written out: a
-        backlog's 50,000 pods are indexed here)."""
+        """The base built from scratch (every task indexed as :meth:`_index` does, written out, and a
+        pending pod standing alone lent as :meth:`_job` would: a backlog's 50,000 pods go through here)."""
         base = _Base(space, {pg.key: pg for pg in pg_list}, dict(view.priority_classes))
         entries = self._entries
         members, on_node, where, foreign = base.members, base.on_node, base.where, base.foreign
-        groups: dict[str, list[str]] = {}
         for key in view.tasks:
             t = entries[key].prepared
             node = t.node_name
             if t.schedulable_by_us:
                 job_key: str | None = t.job_key
                 members.setdefault(t.job_key, {})[key] = None
-                groups.setdefault(t.job_key, []).append(key)
             else:
                 job_key = None
                 foreign[key] = None
@@ -434,8 +432,19 @@ class SnapshotBuilder:
             if node:
                 on_node.setdefault(node, {})[key] = None
             where[key] = (job_key, node)
-        for job_key in dict.fromkeys([*base.podgroups, *groups]):  # a PodGroup with pods is in both
-            self._job(base, job_key, groups.get(job_key, []))
+        podgroups = base.podgroups
+        for job_key in podgroups:
+            self._job(base, job_key, list(members.get(job_key, ())))
+        pending = TaskStatus.PENDING
+        for job_key, keys in members.items():  # in the order of their first member
+            if job_key in podgroups:
+                continue  # (assembled above, once)
+            if len(keys) == 1 and job_key in keys:
+                entry = entries[job_key]
+                if entry.prepared.status is pending:
+                    self._lend_alone(base, job_key, entry)
+                    continue
+            self._job(base, job_key, list(keys))
         self._nodes_full(base, view)
         return base
 
