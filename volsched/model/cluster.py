@@ -349,7 +349,9 @@ def unmet_minimum_rows(jobs: Sequence[Job], rows: Sequence[int], out: Vector) ->
     A shared job that holds its minimum (:func:`minimum_met`, kept from one snapshot to the next) is
     left out: its unmet minimum is zeros, and adding zeros to sums that start at zero changes none
     (a steady state's 10,000 bound one-pod jobs, all admitted, are not stacked every session)."""
-    keep = [k for k, job in enumerate(jobs) if not (job.shared and minimum_met(job))]
+    # First the memo's hits (no call), then the rest (few in a steady state) asked in full.
+    keep = [k for k, job in enumerate(jobs) if not (job.shared and job.memo.get("minimum_met"))]
+    keep = [k for k in keep if not (jobs[k].shared and minimum_met(jobs[k]))]
     if len(keep) < len(jobs):
         jobs = [jobs[k] for k in keep]
         rows = [rows[k] for k in keep]
