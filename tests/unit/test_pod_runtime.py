@@ -93,6 +93,12 @@ def _owned() -> dict[str, Any]:
     return pod("p", owner="Job/train")
 
 
+def _owned_twice() -> dict[str, Any]:
+    out = pod("p", owner="ReplicaSet/web")
+    out["metadata"]["ownerReferences"].append({"kind": "Other", "name": "x"})
+    return out
+
+
 def _running_unready() -> dict[str, Any]:
     return _with_status({})
 
@@ -113,6 +119,8 @@ def _other_images() -> dict[str, Any]:
         lambda: _pending(containerStatuses=[{"restartCount": 2}]),
         lambda: _pending(initContainerStatuses=[{"state": {"waiting": {"reason": "PodInitializing"}}}]),
         _owned,
+        _owned_twice,
+        lambda: {**_owned_twice(), "status": {"phase": "Pending"}},
         _running_unready,
         _other_images,
     ],
@@ -120,7 +128,7 @@ def _other_images() -> dict[str, Any]:
 def test_a_task_takes_the_runtime_its_pod_reports_whatever_the_pods_of_its_spec_reported(make: Any):
     """A task's runtime is its pod's own, also when pods of the same spec (whose parse it shares) were
     parsed before it with a runtime of their own, or with none reported."""
-    for first in (_no_status(), _pending(reason="Evicted"), _owned(), _running_unready()):
+    for first in (_no_status(), _pending(reason="Evicted"), _owned(), _owned_twice(), _running_unready()):
         build_task(first, priority_classes={})
         raw = make()
         assert build_task(raw, priority_classes={}).runtime == pod_runtime(raw)

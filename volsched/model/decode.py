@@ -408,7 +408,7 @@ class _SpecParse(NamedTuple):
     #: The task's placement_key as built (None: not known yet, computed from the task).
     placement_key: str | None
     #: The runtime of a pod of this spec that the kubelet has reported nothing of and that has no owner
-    #: (see :func:`_plain_runtime`): its images only.
+    #: (see :func:`_runtime`): its images only.
     runtime: PodRuntime
 
 
@@ -491,21 +491,35 @@ def _parsed_spec(
 
 #: Status fields :func:`pod_runtime` reads besides the phase.
 _RUNTIME_STATUS = ("containerStatuses", "initContainerStatuses", "reason", "conditions")
+#: The runtimes of owned pods with a plain status, by (images, owner kinds); emptied like the tables above.
+_OWNED_RUNTIMES: dict[tuple[tuple[str, ...], tuple[str, ...]], PodRuntime] = {}
 
 
-def _plain_runtime(pod: Raw, meta: Mapping[str, Any]) -> bool:
-    """Whether :func:`pod_runtime` reads nothing of ``pod`` but its spec (the images): no owner, no
-    status the kubelet wrote (a pending pod's), not Running. Most pods listed at start are such."""
-    if meta.get("ownerReferences"):
-        return False
+def _runtime(pod: Raw, meta: Mapping[str, Any], parsed: _SpecParse) -> PodRuntime:
+    """:func:`pod_runtime` of ``pod``, without reading it again when the kubelet has reported nothing
+    of it (no status but a phase that is not Running: a pending pod's, as most pods listed at start):
+    then it is the images of its spec (kept by the spec's parse) and its owners' kinds."""
     status = pod.get("status")
-    if status is None:
-        return True
-    return (
-        type(status) is dict
-        and status.get("phase") != "Running"
-        and not any(key in status for key in _RUNTIME_STATUS)
-    )
+    if status is not None and (
+        type(status) is not dict
+        or status.get("phase") == "Running"
+        or any(key in status for key in _RUNTIME_STATUS)
+    ):
+        return _shared(pod_runtime(pod), _RUNTIMES)
+    owners = meta.get("ownerReferences")
+    if not owners:
+        return parsed.runtime
+    if type(owners) is not list:
+        return _shared(pod_runtime(pod), _RUNTIMES)
+    kinds = tuple(str(r.get("kind")) for r in owners if isinstance(r, Mapping) and r.get("kind"))
+    key = (parsed.runtime.images, kinds)
+    found = _OWNED_RUNTIMES.get(key)
+    if found is None:
+        found = _shared(pod_runtime(pod), _RUNTIMES)
+        if len(_OWNED_RUNTIMES) >= _SHARED_MAX:
+            _OWNED_RUNTIMES.clear()
+        _OWNED_RUNTIMES[key] = found
+    return found
 
 
 def build_task(
@@ -583,7 +597,7 @@ def build_task(
         annotations=annotations,
         owner=None if owner is None else intern(owner),
         start_time=parse_time((pod.get("status") or {}).get("startTime"), where=f"{where}: status.startTime"),
-        runtime=parsed.runtime if _plain_runtime(pod, meta) else _shared(pod_runtime(pod), _RUNTIMES),
+        runtime=_runtime(pod, meta, parsed),
         constraints=parsed.constraints,
         preferred_node_terms=parsed.preferred,
         host_ports=parsed.host_ports,
