@@ -103,25 +103,6 @@ def list_pages(
             return
 
 
-def list_kind(rest: LeanRest, kind: WatchedKind) -> list[dict[str, Any]]:
-    """All objects of one kind as raw dicts (with kind set); [] when the API does not serve it."""
-    items: list[dict[str, Any]] = []
-    try:
-        for page in list_pages(rest, kind.path, timeout=lambda: LIST_TIMEOUT):
-            items += page
-    except ApiException as exc:
-        if exc.status == 404:
-            log.warning("%s are not served by this cluster (is the CRD installed?)", kind.plural)
-            return []
-        raise
-    for item in items:
-        item["kind"] = kind.kind
-        if kind.group == VOLCANO_GROUP:
-            item["apiVersion"] = kind.api_version
-        item.setdefault("apiVersion", kind.api_version)
-    return items
-
-
 def pods_of(
     rest: LeanRest, scheduler_name: str, *, timeout: Callable[[], float], throttle_retries: int = 0
 ) -> Iterator[list[dict[str, Any]]]:

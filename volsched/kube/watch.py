@@ -1,4 +1,4 @@
-"""A lean list+watch for the kinds the cache holds most of (Pods and Nodes): read-only, no client models.
+"""A lean list+watch for every kind the cache holds (Pods and Nodes the most): read-only, no client models.
 
 kopf delivers each event through its handler machinery (a task, a thread-pool hop, a progress
 bookkeeping) and the Kubernetes client's watch parses every object into its models; at 10,000 pods
@@ -43,7 +43,7 @@ Raw = dict[str, Any]
 EventSink = Callable[[str, Raw], None]
 Prune = Callable[[Raw], Raw]
 
-#: Seconds between attempts after a failure: soon at first, then every second (as the kopf watches).
+#: Seconds between attempts after a failure: soon at first, then every second.
 BACKOFF = (0.2, 0.4, 0.8, 1.0)
 
 

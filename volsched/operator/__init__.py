@@ -1,12 +1,17 @@
 """The volsched operator: watches feed the cache, a session runs every period, volsched.kube writes.
 
-* Pods and Nodes come through :class:`~volsched.kube.watch.ListWatch` (a paged listing, then a watch,
-  on their own threads and connections, pruned as they arrive); kopf ``on.event`` handlers bring the
-  other kinds (namespaces, resourcequotas, priorityclasses, persistentvolumes and their claims, queues,
-  podgroups, poddisruptionbudgets). Volcano's PodGroups and Queues come through a ``ListWatch`` each too, while the cluster
-  serves them: looked for at start and every ``session.volcano_check_every`` seconds, so CRDs installed
-  (or removed) later are followed without a restart. All feed a :class:`~volsched.cache.feeder.Feeder`,
-  after one full listing, so the first session sees the whole cluster.
+* Every kind the cache holds comes through a :class:`~volsched.kube.watch.ListWatch` of its own (a
+  paged listing, then a watch from the listing's resourceVersion, on its own thread and connection):
+  Pods and Nodes (pruned as they arrive), namespaces, resourcequotas, priorityclasses,
+  persistentvolumes and their claims, queues, podgroups, poddisruptionbudgets. The watch starts where
+  the listing ended (nothing deleted in between is missed), and when it must list again (410 Gone,
+  after an outage or a compaction) whatever the new listing lacks is handed over as deleted: a budget,
+  a Queue or a PodGroup deleted meanwhile never lingers in the cache. Volcano's PodGroups and Queues
+  come through a ``ListWatch`` each too, while the cluster serves them: looked for at start and every
+  ``session.volcano_check_every`` seconds, so CRDs installed (or removed) later are followed without a
+  restart. All feed a :class:`~volsched.cache.feeder.Feeder`, after one full listing, so the first
+  session sees the whole cluster. kopf runs the operator's life-cycle (start, login, stop); it watches
+  nothing: a kopf watch that lists again after an error hands over no deletion for what vanished.
 * Every ``session.period`` seconds, and ``session.min_gap`` after the last one when the cache's doorbell
   rings (a pod of ours arrived; capacity freed while pods wait: :mod:`~volsched.operator.pacing`),
   the leader (a coordination.k8s.io Lease) runs one cycle
@@ -71,19 +76,11 @@ from volsched.kube.configsource import read_config_map
 from volsched.kube.health import ApiHealth, QuietRetries, back_pressure, is_throttled, is_unreachable
 from volsched.kube.latency import PodLatency
 from volsched.kube.lease import LeaderLease
-from volsched.kube.lister import (
-    LIST_TIMEOUT,
-    VOLCANO_WATCHED,
-    WATCHED,
-    WatchedKind,
-    list_kind,
-    pods_of,
-    served_plurals,
-)
+from volsched.kube.lister import LIST_TIMEOUT, VOLCANO_WATCHED, WATCHED, WatchedKind, pods_of, served_plurals
 from volsched.kube.port import KubePort
 from volsched.kube.prune import PRUNERS, prune_pod
 from volsched.kube.rest import LeanRest
-from volsched.kube.watch import ListWatch
+from volsched.kube.watch import ApiError, ListWatch
 from volsched.kube.writer import KubeWriter
 from volsched.operator.http import HttpServer, health_problem
 from volsched.operator.metrics import Metrics
@@ -108,7 +105,7 @@ ROUTINE_EVENTS = frozenset({"FailedScheduling", "Unschedulable"})
 #: more round trips at 1 ms than at 5 ms, their p90 7.3-14 -> 2.6-4.3 ms, the computing thread's
 #: progress within the noise.
 SWITCH_INTERVAL = 0.001
-#: The kinds read by volsched.kube.watch (lean, pruned, one thread each) instead of kopf: the many.
+#: The many (pruned as they arrive): their events wait until the few other kinds are in the cache.
 LEAN_KINDS = ("Node", "Pod")
 
 
@@ -150,22 +147,20 @@ class Operator:
             latency=self.latency if self.latency.on else None,
         )
         self.podgroup_creator = self.port.podgroups
-        #: The kinds kopf watches and :meth:`prelist` lists (Volcano's are in ``self.volcano``).
-        self.watched: tuple[WatchedKind, ...] = WATCHED
-        #: Pods and Nodes: listed and watched on their own threads, with their own connections (the
-        #: writer's pool stays free for writes), pruned as they arrive.
+        #: Every kind of ``WATCHED`` (Volcano's are in ``self.volcano``): listed and watched on its own
+        #: thread, with its own connection (the writer's pool stays free for writes); Pods and Nodes
+        #: pruned as they arrive.
         self.watch_api = new_api_client(self.kcfg)
         self.lean = {
             k.kind: ListWatch(
                 self.watch_api,
                 k,
                 on_event=self._lean_handler(k.kind),
-                prune=PRUNERS[k.kind],
+                prune=PRUNERS.get(k.kind),
                 health=self.health,
                 announce_recovery=False,  # the Lease, read every second, says when it answers again
             )
             for k in WATCHED
-            if k.kind in LEAN_KINDS
         }
         #: Set once the other kinds are in the cache: pods wait for it (their priorities need the
         #: PriorityClasses, which would otherwise re-parse every pod listed so far).
@@ -244,9 +239,6 @@ class Operator:
                 private_key_path=cfg.key_file,
             )
 
-        for kind in WATCHED:
-            if kind.kind not in LEAN_KINDS:
-                self._register_watch(registry, kind)
         return registry
 
     def discover_volcano(self) -> None:
@@ -315,15 +307,6 @@ class Operator:
             VOLCANO_GROUP, VOLCANO_VERSION, kind.plural, kind.plural, left,
         )  # fmt: skip
 
-    def _register_watch(self, registry: kopf.OperatorRegistry, kind: WatchedKind) -> None:
-        def on_event(event: dict[str, Any], **_: Any) -> None:
-            self.handle_event(kind.kind, event.get("type"), event.get("object") or {})
-
-        if kind.group:
-            kopf.on.event(kind.group, kind.version, kind.plural, registry=registry)(on_event)  # type: ignore[arg-type]
-        else:
-            kopf.on.event(kind.version, kind.plural, registry=registry)(on_event)  # type: ignore[arg-type]
-
     def handle_event(self, kind: str, type_: str | None, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
         if kind == "Pod" and self.latency.on:
@@ -351,6 +334,13 @@ class Operator:
             self.latency.saw(key)
 
     def _lean_handler(self, kind: str) -> Callable[[str, dict[str, Any]], None]:
+        if kind not in LEAN_KINDS:  # one of the few: into the cache at once
+
+            def handle(type_: str, obj: dict[str, Any]) -> None:
+                self.handle_event(kind, type_, obj)
+
+            return handle
+
         def on_event(type_: str, obj: dict[str, Any]) -> None:
             while not self._prelisted.wait(0.5):
                 if self.lean[kind].stopped:
@@ -360,8 +350,7 @@ class Operator:
         return on_event
 
     def start_watches(self) -> None:
-        """Watch Pods, Nodes (and Volcano's kinds) from where :meth:`prelist` listed them, each on its
-        own thread."""
+        """Watch every kind (Volcano's too) from where :meth:`prelist` listed it, each on its own thread."""
         with self._volcano_lock:
             watches = (*self.lean.values(), *self.volcano.values())
             self._volcano_started = True
@@ -377,11 +366,11 @@ class Operator:
 
     def prelist(self) -> None:
         """Read every watched kind once, all at once, so the first session sees the whole cluster (every
-        node, every bound pod). Pods and Nodes stream into the cache page by page as they are listed;
-        the other kinds, few, are applied first (pods wait for them: a PriorityClass applied after the
-        pods would parse them all again)."""
+        node, every bound pod): each kind's :meth:`ListWatch.relist`, which its watch then follows from
+        (nothing changed in between is missed). Everything streams into the cache page by page as it is
+        listed; Pods and Nodes wait for the other kinds, few (a PriorityClass applied after the pods
+        would parse them all again)."""
         started = time.monotonic()
-        kinds = [k for k in self.watched if k.kind not in LEAN_KINDS]
         # The listing allocates millions of objects, none of them in a reference cycle: collections
         # meanwhile free nothing and cost a third of its CPU. Once listed, what the cache holds lives
         # long: frozen, later collections do not walk it again (replaced objects are still freed).
@@ -389,7 +378,7 @@ class Operator:
         # back on here under one of them, the collector would scan the heap that one is building.
         pause_collector()
         try:
-            self._prelist(kinds)
+            self._prelist()
         finally:
             resume_collector()
         gc.freeze()
@@ -400,27 +389,28 @@ class Operator:
             len(self.state.nodes), len(self.state.raw_pods), len(self.state.podgroups), len(self.state.queues),
         )  # fmt: skip
 
-    def _prelist(self, kinds: list[WatchedKind]) -> None:
+    def _prelist(self) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
+        many = [w for w in self.lean.values() if w.kind.kind in LEAN_KINDS]
+        few = [w for w in self.lean.values() if w.kind.kind not in LEAN_KINDS]
         volcano = list(self.volcano.values())
-        workers = len(kinds) + len(self.lean) + len(volcano)
-        with ThreadPoolExecutor(workers, thread_name_prefix="volsched-list") as pool:
-            lean = [pool.submit(w.relist) for w in self.lean.values()]
-            volcano_lists = [pool.submit(w.relist) for w in volcano]  # applied as they stream in
-            listed = list(pool.map(lambda kind: list_kind(self.reads, kind), kinds))  # read at once ...
+        with ThreadPoolExecutor(len(self.lean) + len(volcano), thread_name_prefix="volsched-list") as pool:
+            lean = [pool.submit(w.relist) for w in many]  # wait for _prelisted to hand over
+            lists = [pool.submit(w.relist) for w in (*few, *volcano)]  # into the cache as they stream in
             try:
-                for w, future in zip(volcano, volcano_lists, strict=True):
+                for w, future in zip((*few, *volcano), lists, strict=True):
                     try:
                         future.result()
                     except Exception as exc:  # its watch lists again when started
-                        log.warning("listing Volcano %s failed (%s); retrying", w.kind.plural, exc)
-                for kind, objs in zip(kinds, listed, strict=True):  # ... applied in order
-                    for obj in objs:
-                        self.feeder.apply(kind.kind, obj)
-                        if kind.kind in ("Queue", VOLCANO_QUEUE):
-                            name = str((obj.get("metadata") or {}).get("name"))
-                            self.writer.queue_uid(name, self.state.queue_uid(name))
+                        if w.kind.group == VOLCANO_GROUP:
+                            log.warning("listing Volcano %s failed (%s); retrying", w.kind.plural, exc)
+                        elif isinstance(exc, ApiError) and exc.status == 404:  # a CRD not installed
+                            log.warning(
+                                "%s are not served by this cluster (is the CRD installed?)", w.kind.plural
+                            )
+                        else:
+                            raise
             finally:
                 self._prelisted.set()
             for future in lean:
@@ -676,10 +666,10 @@ class Operator:
         s.watching.server_timeout = 300
         s.watching.client_timeout = 330
         s.networking.request_timeout = 60
-        # Retry a failed call soon and then every second: after an outage, watches resume within about a
-        # second (kopf's default waits up to 21 s between attempts). As long in total as kopf's default
-        # (about a minute): an apiserver that answers 5xx while it starts must not exhaust them, as a
-        # watch that gives up on an API error ends the operator.
+        # kopf watches nothing (every kind comes through volsched.kube.watch). Should it call the API, it
+        # retries a failed call soon and then every second (kopf's default waits up to 21 s between
+        # attempts), as long in total as kopf's default (about a minute): an apiserver that answers 5xx
+        # while it starts must not exhaust them.
         s.networking.error_backoffs = (0.2, 0.4, 0.8, *([1.0] * 60))
         return s
 
