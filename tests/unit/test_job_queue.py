@@ -109,3 +109,25 @@ def test_requeued_jobs_come_out_where_their_order_puts_them_now(
     shares.update(changed)
     queue.requeue(cast(list[Job], [jobs[k] for k in changed]))
     assert [queue.pop().key for _ in range(len(queue))] == order
+
+
+@pytest.mark.parametrize(
+    ("start", "steps"),
+    [
+        pytest.param([3, 1, 2], [], id="only-the-start"),
+        pytest.param([], [5, 2, 9], id="only-pushed"),
+        pytest.param([10, 20, 30], ["pop", 15, 5, 25], id="pushed-among-the-start"),
+        pytest.param([], [], id="empty"),
+    ],
+)
+def test_pop_all_hands_out_what_pops_one_by_one_would(start: list[int], steps: list[int | str]) -> None:
+    q, twin = _queue(_Order(), start), _queue(_Order(), start)
+    for step in steps:
+        for queue in (q, twin):
+            if step == "pop":
+                queue.pop()
+            else:
+                queue.push(cast(Any, step))
+    want = [twin.pop() for _ in range(len(twin))]
+    assert q.pop_all() == want
+    assert len(q) == 0

@@ -4,6 +4,11 @@ Queues take turns in queue order, one job a turn: inside the queue the namespace
 namespace order, inside that the job that comes first in job order (as allocate), so admission is fair
 between queues and between the namespaces of a queue.
 A closed queue admits nothing. Rejections are recorded as the job's reason.
+
+Once one queue is left, its namespace that comes first stays first until its jobs are all decided (an
+admission takes no resources, so no namespace key moves): its jobs are decided as one run, in job
+order, and stretches of it are voted on and admitted at once where the plugins answer for runs
+(``jobs_enqueueable``/``jobs_enqueued``: the same votes and sums, in the same order, as job by job).
 """
 
 from __future__ import annotations
@@ -55,26 +60,77 @@ class Enqueue:
                 by_ns.setdefault(job.namespace, []).append(job)
             order[q] = {ns: JobQueue(session, js) for ns, js in by_ns.items()}
             ns_order[q] = NamespaceOrder(session, by_ns)
+        hold = session.namespace_keys_hold()
         while order:
             name = first_queue(session, order)
             namespaces = order[name]
             ns = ns_order[name].first()
-            job = namespaces[ns].pop()
+            # The last queue: its turns stay with this namespace until it is empty (an admission takes
+            # no resources, and a namespace's key changes only when its tasks do), so the namespace's
+            # jobs come one after another, in job order: one run.
+            run = namespaces[ns].pop_all() if hold and len(order) == 1 else [namespaces[ns].pop()]
             if not namespaces[ns]:
                 del namespaces[ns]
                 ns_order[name].discard(ns)
                 if not namespaces:
                     del order[name]
                     del ns_order[name]
-            invalid = session.job_valid(job)
-            if invalid:
-                session.reject(job, invalid)
+            self._admit(session, run)
+
+    def _admit(self, session: Session, run: list[Job]) -> None:
+        """Admit or refuse the jobs of ``run`` in turn, as one after another: stretches of valid jobs
+        are voted on and admitted at once where the plugins answer for runs (``jobs_enqueueable``),
+        a job they do not let in at once is asked alone. Stretches grow while runs are let in whole and
+        are asked again only after a growing number of jobs asked alone (a full cluster refusing job
+        after job costs a few run answers, not one a job)."""
+        invalid = [session.job_valid(job) for job in run]
+        i, n = 0, len(run)
+        stretch, alone = _FIRST_STRETCH, 0
+        skip = 0
+        while i < n:
+            job = run[i]
+            refusal = invalid[i]
+            if refusal:
+                session.reject(job, refusal)
+                i += 1
                 continue
-            refused = session.job_enqueueable(job)
-            if refused is None:
-                statement = Statement(session)
-                statement.admit(job)
-                statement.commit()
-                session.job_enqueued(job)
+            if skip == 0:
+                end = i + 1
+                while end < n and end - i < stretch and not invalid[end]:
+                    end += 1
+                let_in = session.jobs_enqueueable(run[i:end]) if end - i > 1 else 0
+                if let_in:
+                    admitted = run[i : i + let_in]
+                    statement = Statement(session)
+                    for one in admitted:
+                        statement.admit(one)
+                    statement.commit()
+                    session.jobs_enqueued(admitted)
+                    if i + let_in == end:
+                        stretch = min(stretch * 2, _MOST_STRETCH)
+                    i += let_in
+                    alone = 0
+                    continue
+                alone = min(alone * 2 + 1, _MOST_ALONE)
+                skip = alone
             else:
-                session.reject(job, refused.about(f"not admitted to queue {job.queue}"))
+                skip -= 1
+            self._admit_one(session, job)
+            i += 1
+
+    def _admit_one(self, session: Session, job: Job) -> None:
+        refused = session.job_enqueueable(job)
+        if refused is None:
+            statement = Statement(session)
+            statement.admit(job)
+            statement.commit()
+            session.job_enqueued(job)
+        else:
+            session.reject(job, refused.about(f"not admitted to queue {job.queue}"))
+
+
+#: Jobs a run answer is first asked for, and at most (doubling while runs are let in whole).
+_FIRST_STRETCH = 64
+_MOST_STRETCH = 8192
+#: At most this many jobs asked alone before a run answer is asked again.
+_MOST_ALONE = 256

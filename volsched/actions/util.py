@@ -70,6 +70,14 @@ class JobQueue:
             return heapq.heappop(self._heap)[1]
         return self._sorted.pop()[1]
 
+    def pop_all(self) -> list[Job]:
+        """Every job left, in the order ``pop`` would hand them out one by one; the queue is empty after."""
+        if not self._heap:
+            out = [job for _, job in reversed(self._sorted)]
+            self._sorted = []
+            return out
+        return [self.pop() for _ in range(len(self))]
+
 
 class TaskQueue:
     """Tasks in the session's task order, each task's key computed once."""

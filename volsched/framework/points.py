@@ -16,7 +16,10 @@ How answers combine across tiers (as in Volcano):
   the order is the tuple of their keys in tier order, then the tie-break (:meth:`PointTables.job_key`
   and friends): computed once per item per ordering decision instead of comparators evaluated
   O(n log n) times; where one gives a comparator, the key wraps the comparator chain (same order);
-* job_enqueueable / job_pipelined: votes; any reject refuses, a permit in a tier settles it;
+* job_enqueueable / job_pipelined: votes; any reject refuses, a permit in a tier settles it. A run of
+  jobs admitted one after another may be voted on at once (``jobs_enqueueable``) where every plugin of
+  the deciding tier also says how many of a run it would permit (``add_jobs_enqueueable_fn``), and
+  admitted at once (``jobs_enqueued``); plugins that do not answer for runs are asked job by job;
 * job_ready, allocatable, predicates: all must agree; overused: any says so;
 * reclaimable / preemptable: a victim must be accepted by every plugin that answers, in every tier
   (unlike Volcano, where the first tier that answers decides alone): candidates any plugin would not
@@ -35,7 +38,7 @@ How answers combine across tiers (as in Volcano):
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -161,6 +164,17 @@ class ExtensionPoints(Protocol):
 
     def add_job_enqueueable_fn(self, plugin: str, fn: VoteFn) -> None: ...
     def add_job_enqueued_fn(self, plugin: str, fn: Callable[[Job], None]) -> None: ...
+    def add_jobs_enqueueable_fn(self, plugin: str, fn: Callable[[Sequence[Job]], int]) -> None:
+        """The plugin's job_enqueueable over a run: how many of the jobs, from the first, its vote would
+        PERMIT when each is asked after those before it were admitted (its job_enqueued called on them).
+        Fewer is allowed (those jobs are then asked one by one), more never. Only used where the plugin
+        registered job_enqueueable too (and under its switch)."""
+
+    def add_jobs_enqueued_fn(self, plugin: str, fn: Callable[[Sequence[Job]], None]) -> None:
+        """The plugin's job_enqueued over a run: what calling it on each job in order does. A plugin's
+        job_enqueued reads and writes the plugin's own state only (so plugin by plugin over a run is
+        job by job)."""
+
     def add_job_ready_fn(self, plugin: str, fn: Callable[[Job], bool]) -> None: ...
     def add_job_pipelined_fn(self, plugin: str, fn: VoteFn) -> None: ...
     def add_job_starving_fn(self, plugin: str, fn: Callable[[Job], bool]) -> None: ...
@@ -268,6 +282,12 @@ class PointTables:
 
     def add_job_enqueued_fn(self, plugin: str, fn: Callable[[Job], None]) -> None:
         self._add("job_enqueued", plugin, fn)
+
+    def add_jobs_enqueueable_fn(self, plugin: str, fn: Callable[[Sequence[Job]], int]) -> None:
+        self._add("jobs_enqueueable", plugin, fn)
+
+    def add_jobs_enqueued_fn(self, plugin: str, fn: Callable[[Sequence[Job]], None]) -> None:
+        self._add("jobs_enqueued", plugin, fn)
 
     def add_job_ready_fn(self, plugin: str, fn: Callable[[Job], bool]) -> None:
         self._add("job_ready", plugin, fn)
@@ -515,6 +535,39 @@ class PointTables:
     def job_enqueued(self, job: Job) -> None:
         for _, fn in self._flat("job_enqueued"):
             fn(job)
+
+    def jobs_enqueueable(self, jobs: Sequence[Job]) -> int:
+        """How many of ``jobs``, from the first, ``job_enqueueable`` would let in one after another (each
+        asked after ``job_enqueued`` of those before it): the least of the run answers of the plugins
+        in the first tier that votes (each of them permits those jobs, which settles the tier), or 0
+        when one of them gives no run answer (then the jobs are asked one by one). Nobody votes: all."""
+        tiers = self._tiered("job_enqueueable")
+        if not tiers:
+            return len(jobs)
+        runs = self._fns.get("jobs_enqueueable", {})
+        n = len(jobs)
+        for name, _ in tiers[0]:
+            fn = runs.get(name)
+            if fn is None:
+                return 0
+            n = min(n, fn(jobs[:n] if n < len(jobs) else jobs))
+            if n <= 0:
+                return 0
+        return n
+
+    def jobs_enqueued(self, jobs: Sequence[Job]) -> None:
+        """``job_enqueued`` of each of ``jobs`` in order: plugin by plugin, a plugin's run answer where it
+        gave one (a plugin's job_enqueued touches its own state only: the same as job by job)."""
+        if not jobs:
+            return
+        runs = self._fns.get("jobs_enqueued", {})
+        for name, fn in self._flat("job_enqueued"):
+            run = runs.get(name)
+            if run is not None:
+                run(jobs)
+            else:
+                for job in jobs:
+                    fn(job)
 
     def job_pipelined(self, job: Job) -> bool:
         return self._vote("job_pipelined", job) is None

@@ -290,6 +290,62 @@ def unmet_minimum_floats(job: Job) -> list[float]:
     ]
 
 
+def min_request_rows(jobs: Sequence[Job]) -> npt.NDArray[np.float64]:
+    """Each job's ``min_request`` as a row (one matrix for a run of jobs)."""
+    width = len(jobs[0].min_request) if jobs else 0
+    return stack_rows([j.min_request for j in jobs], width)
+
+
+def unmet_minimum_matrix(jobs: Sequence[Job], need: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Each job's :func:`unmet_minimum_floats` as a row, ``need`` being :func:`min_request_rows` of the
+    jobs: the same subtraction and floor per dimension (a job whose tasks are all pending holds nothing,
+    and ``m - 0.0`` is ``m``)."""
+    held = [k for k, job in enumerate(jobs) if not job.all_pending]
+    diff = need.copy()
+    if held:
+        diff[held] = need[held] - stack_rows([jobs[k].allocated for k in held], need.shape[1])
+    out: npt.NDArray[np.float64] = np.where(diff > 0.0, diff, 0.0)
+    return out
+
+
+class RunRows:
+    """:func:`min_request_rows` and :func:`unmet_minimum_matrix` of the run last asked about, handed
+    once more for the admission of its first jobs that follows (``take``), then forgotten: the rows
+    are built once per run, not once for the vote and once for the sums."""
+
+    __slots__ = ("_jobs", "_need", "_unmet")
+
+    def __init__(self) -> None:
+        self._jobs: Sequence[Job] = ()
+        self._need: npt.NDArray[np.float64] = np.zeros((0, 0))
+        self._unmet: npt.NDArray[np.float64] = np.zeros((0, 0))
+
+    def ask(self, jobs: Sequence[Job]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        need = min_request_rows(jobs)
+        unmet = unmet_minimum_matrix(jobs, need)
+        self._jobs, self._need, self._unmet = jobs, need, unmet
+        return need, unmet
+
+    def take(self, jobs: Sequence[Job]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """The rows of ``jobs``: kept ones when they are the first jobs of the run last asked about."""
+        kept, n = self._jobs, len(jobs)
+        self._jobs = ()
+        if n <= len(kept) and all(a is b for a, b in zip(jobs, kept, strict=False)):
+            return self._need[:n], self._unmet[:n]
+        need = min_request_rows(jobs)
+        return need, unmet_minimum_matrix(jobs, need)
+
+
+def running_sums(start: Sequence[float], rows: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Row ``k`` (of ``len(rows) + 1``): ``start`` plus ``rows[0]``, ..., ``rows[k - 1]``, added one row
+    at a time in order, as a loop adding each to a running total does (``np.add.accumulate`` adds
+    each row to the previous sum: the same floats to the last bit, unlike a pairwise ``sum``)."""
+    out: npt.NDArray[np.float64] = np.add.accumulate(
+        np.concatenate([np.asarray(start, dtype=np.float64).reshape(1, -1), rows]), axis=0
+    )
+    return out
+
+
 def allocated_rows(jobs: Sequence[Job], rows: Sequence[int] | npt.NDArray[np.intp], out: Vector) -> None:
     """Add each job's ``allocated`` to row ``rows[k]`` of ``out`` (2-D), one job at a time in their
     order, as a loop would (``np.add.at``), leaving out the jobs whose tasks are all pending: they hold

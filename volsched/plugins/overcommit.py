@@ -10,6 +10,7 @@ impossible guarantee admits no more into a full cluster than its cut part."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -17,7 +18,14 @@ import numpy as np
 from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
-from volsched.model.cluster import Job, unmet_minimum, unmet_minimum_floats, unmet_minimum_rows
+from volsched.model.cluster import (
+    Job,
+    RunRows,
+    running_sums,
+    unmet_minimum,
+    unmet_minimum_floats,
+    unmet_minimum_rows,
+)
 from volsched.model.resources import EPS, Vector
 from volsched.model.vocabulary import PodGroupPhase
 from volsched.plugins.shared.queue_config import queue_config
@@ -118,5 +126,38 @@ class Overcommit(BasePlugin):
             if left is not None:
                 left -= np.asarray(unmet)
 
+        share_rows = np.zeros(len(space), dtype=bool)
+        share_rows[list(share_dims)] = True
+        rows = RunRows()
+        # The run answers (enqueue's runs of jobs): the room vote and the admitted sums above over a run
+        # at once, the sums as running sums row after row (the same floats in the same order). A job of
+        # a queue with a guarantee ends the run's answer (it is asked alone).
+
+        def unguaranteed(jobs: Sequence[Job]) -> Sequence[Job]:
+            if guarantee_left:
+                for k, job in enumerate(jobs):
+                    if job.queue in guarantee_left:
+                        return jobs[:k]
+            return jobs
+
+        def enqueueable_run(jobs: Sequence[Job]) -> int:
+            jobs = unguaranteed(jobs)
+            if not jobs:
+                return 0
+            need, unmet = rows.ask(jobs)
+            before = running_sums(inqueue, unmet)[:-1]
+            room = np.asarray(unused_floats) - before + EPS  # unused - admitted + EPS, left to right
+            short = np.flatnonzero(((need > EPS) & share_rows & (need > room)).any(axis=1))
+            return int(short[0]) if len(short) else len(jobs)
+
+        def enqueued_run(jobs: Sequence[Job]) -> None:
+            if len(unguaranteed(jobs)) < len(jobs):
+                for job in jobs:
+                    enqueued(job)
+                return
+            inqueue[:] = running_sums(inqueue, rows.take(jobs)[1])[-1].tolist()
+
         session.add_job_enqueueable_fn(self.name, enqueueable)
         session.add_job_enqueued_fn(self.name, enqueued)
+        session.add_jobs_enqueueable_fn(self.name, enqueueable_run)
+        session.add_jobs_enqueued_fn(self.name, enqueued_run)

@@ -38,6 +38,7 @@ queue (condition and event).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -47,7 +48,14 @@ from volsched.framework.decisions import Event
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
-from volsched.model.cluster import Job, sum_rows, unmet_minimum_floats, unmet_minimum_rows
+from volsched.model.cluster import (
+    Job,
+    RunRows,
+    running_sums,
+    sum_rows,
+    unmet_minimum_floats,
+    unmet_minimum_rows,
+)
 from volsched.model.fairshare import FairShare, Problem, fair_share
 from volsched.model.resources import EPS, ResourceSpace, Vector
 from volsched.model.vocabulary import PodGroupPhase, QueueSpec, Task, TaskStatus
@@ -417,6 +425,41 @@ class Proportion(BasePlugin):
             if attr is not None:
                 attr.admitted = [q + u for q, u in zip(attr.admitted, unmet_minimum_floats(job), strict=True)]
 
+        share_rows = np.zeros(len(space), dtype=bool)
+        share_rows[list(share_dims)] = True
+        rows = RunRows()
+        # The run answers (enqueue's runs of jobs of one queue): the per-job vote and sums above over a
+        # run at once, the admitted sums as running sums row after row (the same floats in the same order).
+
+        def one_queue(jobs: Sequence[Job]) -> Sequence[Job]:
+            queue = jobs[0].queue
+            for k, job in enumerate(jobs):
+                if job.queue != queue:
+                    return jobs[:k]
+            return jobs
+
+        def enqueueable_run(jobs: Sequence[Job]) -> int:
+            attr = attrs.get(jobs[0].queue) if jobs else None
+            if attr is None or not attr.leaf:
+                return 0
+            jobs = one_queue(jobs)
+            need, unmet = rows.ask(jobs)
+            before = running_sums(attr.admitted, unmet)[:-1]
+            total = need + attr.allocated + before  # n + a + q, left to right
+            over = (total > np.asarray(real_capabilities[attr.name]) + EPS) | (
+                total > np.asarray(limits[attr.name]) + EPS
+            )
+            refused = np.flatnonzero(((need > EPS) & share_rows & over).any(axis=1))
+            return int(refused[0]) if len(refused) else len(jobs)
+
+        def enqueued_run(jobs: Sequence[Job]) -> None:
+            attr = attrs.get(jobs[0].queue)
+            if attr is None or len(one_queue(jobs)) < len(jobs):
+                for job in jobs:
+                    enqueued(job)
+                return
+            attr.admitted = running_sums(attr.admitted, rows.take(jobs)[1])[-1].tolist()
+
         def on_allocate(task: Task) -> None:
             job = session.jobs.get(task.job_key)
             attr = attrs.get(job.queue) if job is not None else None
@@ -514,6 +557,8 @@ class Proportion(BasePlugin):
         session.add_job_valid_fn(self.name, job_valid)
         session.add_job_enqueueable_fn(self.name, enqueueable)
         session.add_job_enqueued_fn(self.name, enqueued)
+        session.add_jobs_enqueueable_fn(self.name, enqueueable_run)
+        session.add_jobs_enqueued_fn(self.name, enqueued_run)
         session.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
 
     def on_session_close(self, session: ExtensionPoints) -> None:
