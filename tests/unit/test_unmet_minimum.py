@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.builders import node, pod, podgroup, queue
+from tests.builders import node, pod, podgroup, queue, spread
 from volsched.cache.state import ClusterState
 from volsched.framework.registry import load_config
 from volsched.framework.session import Session
@@ -15,6 +15,8 @@ from volsched.framework.statement import Statement
 from volsched.model.cluster import (
     Job,
     allocated_rows,
+    any_constrained,
+    any_held_host_ports,
     minimum_met,
     sum_rows,
     unmet_minimum,
@@ -97,7 +99,9 @@ def test_unmet_minimum_rows_sums_as_a_loop_over_the_jobs_does(
 def test_unmet_minimum_rows_leaves_out_shared_jobs_holding_their_minimum_and_sums_alike() -> None:
     # The steady state: most admitted jobs are bound, shared and hold their minimum. They are left out
     # (known from the memo the next time), and the sums are still the loop's, to the last bit.
-    cpus = [("0.1", "0.1", "n1") if i % 4 else (f"0.{i % 9 + 1}", "0.1", None) for i in range(40)]
+    cpus: list[tuple[str, str, str | None]] = [
+        ("0.1", "0.1", "n1") if i % 4 else (f"0.{i % 9 + 1}", "0.1", None) for i in range(40)
+    ]
     jobs = _jobs(cpus)
     met = [job for job in jobs if job.shared and minimum_met(job)]
     assert len(met) == 30  # the bound ones
@@ -132,7 +136,11 @@ def test_sum_rows_adds_as_add_at_into_zeros_does_to_the_last_bit(n_rows: int, n_
 
 
 def test_a_sessions_holdings_are_the_jobs_that_hold_something_and_follow_a_status_change() -> None:
-    cpus = [("0.1", "0.1", "n1"), ("0.7", "0.2", None), ("0.3", "0.3", "n1")]
+    cpus: list[tuple[str, str, str | None]] = [
+        ("0.1", "0.1", "n1"),
+        ("0.7", "0.2", None),
+        ("0.3", "0.3", "n1"),
+    ]
     state = ClusterState()
     for obj in [node("n1", cpu="64"), queue("a"), queue("b")]:
         state.apply(obj)
@@ -149,3 +157,36 @@ def test_a_sessions_holdings_are_the_jobs_that_hold_something_and_follow_a_statu
     task = next(iter(pending.tasks.values()))
     Statement(session).allocate(task, 0)
     assert [j.name for j in session.holdings().jobs] == ["g0", "g1", "g2"]
+
+
+@pytest.mark.parametrize(
+    "ports_on, spread_on, want_ports, want_constrained",
+    [
+        (None, None, False, False),
+        ("bound", None, True, False),
+        ("pending", None, False, False),  # a pending pod of the session's own holds no port on a node
+        (None, "bound", False, True),
+        (None, "pending", False, True),
+    ],
+)
+def test_any_host_ports_and_constraints_answer_alike_from_the_memo_of_shared_jobs(
+    ports_on: str | None, spread_on: str | None, want_ports: bool, want_constrained: bool
+) -> None:
+    # Many shared bound jobs with neither, and one pod (bound or pending) with host ports or a spread:
+    # the first answer fills the shared jobs' memos, the second reads them; both the same.
+    state = ClusterState()
+    for obj in [node("n1", cpu="64"), queue("a")]:
+        state.apply(obj)
+    for i in range(20):
+        state.apply(pod(f"p{i}", cpu="0.1", node="n1"))
+    for kind, on in (("ports", ports_on), ("spread", spread_on)):
+        if on is not None:
+            extra: dict[str, object] = (
+                {"host_ports": [8080]} if kind == "ports" else {"spread": [spread("zone", match={"a": "b"})]}
+            )
+            state.apply(pod(f"x-{kind}", cpu="0.1", node="n1" if on == "bound" else None, **extra))  # type: ignore[arg-type]
+    jobs = list(state.snapshot(now=5.0).jobs.values())
+    assert sum(j.shared for j in jobs) >= 20
+    for _ in range(2):
+        assert any_held_host_ports(jobs) is want_ports
+        assert any_constrained(jobs) is want_constrained

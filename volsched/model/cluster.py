@@ -274,6 +274,25 @@ class Job:
         return self.podgroup is None
 
 
+def any_constrained(jobs: Iterable[Job]) -> bool:
+    """Whether a task of ``jobs`` has pod affinity, anti-affinity or topology spread
+    (:meth:`Job.any_constrained`); a shared job known to have none is passed over from its memo without
+    a call (a steady state's 10,000 bound one-pod jobs, every session)."""
+    return any(j.any_constrained() for j in jobs if not (j.shared and j.memo.get("constrained") is False))
+
+
+def any_held_host_ports(jobs: Iterable[Job]) -> bool:
+    """Whether a task of ``jobs`` that is on a node now may ask for host ports (:meth:`Job.any_host_ports`).
+    A job of the session's own whose tasks are all pending has none on a node (it is not asked: a backlog
+    of 50,000 one-pod jobs would be walked pod by pod every first session); a shared job answers from its
+    memo, one known to have none without a call."""
+    return any(
+        (j.shared or not j.all_pending) and j.any_host_ports()
+        for j in jobs
+        if not (j.shared and j.memo.get("host_ports") is False)
+    )
+
+
 def unmet_minimum(job: Job) -> Vector:
     """What an admitted job may still claim toward its minimum: minResources less what it holds."""
     out: Vector = np.maximum(job.min_request - job.allocated, 0.0)

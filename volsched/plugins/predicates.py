@@ -19,7 +19,6 @@ task whatever the plugins, and explained in numbers by the session.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -27,7 +26,7 @@ import numpy as np
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
-from volsched.model.cluster import BoolArray, IndexArray, Job, NodeTable
+from volsched.model.cluster import BoolArray, IndexArray, NodeTable, any_held_host_ports
 from volsched.model.constraints import UNSCHEDULABLE_TAINT, matches_affinity, tolerates
 from volsched.model.vocabulary import Task
 from volsched.plugins.shared.constraint_state import constraint_state
@@ -125,7 +124,7 @@ class Predicates(BasePlugin):
 
         ports = _HostPorts(
             nodes,
-            any_held=_any_held_ports(session.jobs.values())
+            any_held=any_held_host_ports(session.jobs.values())
             or any(t.host_ports for t in session.snapshot.foreign_tasks),
         )
         session.add_event_handler(EventHandler(allocate=ports.add, deallocate=ports.remove))
@@ -185,13 +184,6 @@ class Predicates(BasePlugin):
             return [] if result is None else result.explain(idx)
 
         session.add_constraint_fn(self.name, constraint, explain=explain_constraint, relief=state.relievable)
-
-
-def _any_held_ports(jobs: Iterable[Job]) -> bool:
-    """Whether a task of ``jobs`` that is on a node now may ask for host ports. A job of the session's
-    own whose tasks are all pending has none on a node (it is not asked: a backlog of 50,000 one-pod
-    jobs would be walked pod by pod every first session); a shared job answers from its memo."""
-    return any((job.shared or not job.all_pending) and job.any_host_ports() for job in jobs)
 
 
 class _HostPorts:

@@ -10,6 +10,7 @@ When no pod in the snapshot has such constraints the state is None and every che
 from __future__ import annotations
 
 from volsched.framework.points import EventHandler, ExtensionPoints
+from volsched.model.cluster import any_constrained
 from volsched.model.constraints import ConstraintState
 from volsched.model.vocabulary import ALLOCATED_STATUSES, Task, TaskStatus
 
@@ -24,7 +25,7 @@ def constraint_state(session: ExtensionPoints) -> ConstraintState | None:
         return state
     snapshot = session.snapshot
     if not (
-        any(job.any_constrained() for job in session.jobs.values())
+        any_constrained(session.jobs.values())
         or any(t.constraints is not None for t in snapshot.foreign_tasks)
     ):
         session.state[_KEY] = None
