@@ -446,7 +446,9 @@ class SnapshotBuilder:
                     self._lend_alone(base, job_key, entry)
                     continue
             self._job(base, job_key, list(keys))
-        self._nodes_full(base, view)
+        # Each node's tasks were indexed in the cache's order: read from the index (a backlog's
+        # pending pods are on no node), not by walking every task of the view.
+        self._nodes_full(base, view, by_node=True)
         return base
 
     def _job(self, base: _Base, job_key: str, keys: list[str]) -> None:
@@ -509,8 +511,11 @@ class SnapshotBuilder:
         base.private.add(key)
         base.lent.add(key)
 
-    def _nodes_full(self, base: _Base, view: View) -> None:
-        """What every node holds, from scratch (in the cache's order, as one hold at a time would)."""
+    def _nodes_full(self, base: _Base, view: View, *, by_node: bool = False) -> None:
+        """What every node holds, from scratch (in the cache's order, as one hold at a time would).
+        ``by_node``: the tasks are read node by node from ``base.on_node``, whose every node lists its
+        tasks in the cache's order (so right after :meth:`_full`, not after an update, which puts a
+        task that changed last); each node's sums and held tasks come in the same order either way."""
         table = self._table
         assert table is not None
         index = table.index
@@ -521,9 +526,14 @@ class SnapshotBuilder:
         held_at: list[int] = []
         held: list[Vector] = []
         entries = self._entries
-        for key in view.tasks:
-            node = entries[key].prepared.node_name
-            i = index.get(node) if node else None
+        if by_node:
+            placed = ((index.get(node), key) for node, keys in base.on_node.items() for key in keys)
+        else:
+            placed = (
+                (index.get(node) if (node := entries[key].prepared.node_name) else None, key)
+                for key in view.tasks
+            )
+        for i, key in placed:
             if i is None:
                 continue
             t = self._task(key)
