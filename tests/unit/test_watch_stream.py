@@ -291,3 +291,28 @@ def test_stop_ends_a_watch_waiting_for_its_next_event(
     w.stop(timeout=30)
     assert w._thread is not None and not w._thread.is_alive()
     assert seen == ["ADDED a 11"]
+
+
+def test_one_object_its_receiver_fails_on_stops_neither_the_watch_nor_the_objects_after_it(
+    serve: Callable[[list[bytes | None]], tuple[RawServer, client.ApiClient]],
+) -> None:
+    """As a kopf handler's error was: the failing event is logged and passed over (the watch does not
+    stall re-reading it), and its object stays due for the next relist (its last good version kept)."""
+    _, api = serve(
+        [
+            watch_answer(
+                event("ADDED", "bad", "11"), event("ADDED", "good", "12"), event("MODIFIED", "bad", "13")
+            )
+        ]
+    )
+    seen, record = recorder()
+
+    def sink(type_: str, obj: dict[str, Any]) -> None:
+        if obj["metadata"]["name"] == "bad":
+            raise TypeError("a decoder bug")
+        record(type_, obj)
+
+    w = ListWatch(api, PODS, on_event=sink)
+    assert w.watch_once("10") == "13"
+    assert seen == ["ADDED good 12"]
+    assert "ns/bad" not in w.known and w.known["ns/good"] == ("12", "u-good")

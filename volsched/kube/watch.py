@@ -286,15 +286,27 @@ class ListWatch:
         return len(keys)
 
     def _hand(self, type_: str, obj: Raw, key: str, version: tuple[str, str] | None) -> None:
-        """Hand one object over and remember it (``version`` None: forget it), unless retired."""
+        """Hand one object over and remember it (``version`` None: forget it), unless retired.
+
+        One object the receiver fails on stops neither this kind's watch (re-reading that event forever)
+        nor its other objects: the failure is logged and the event passed over, its last good version
+        kept, so the next relist hands the object over again."""
         with self._handing:
             if self._retired:
                 return
+            before = self.known.get(key)
             if version is None:
                 self.known.pop(key, None)
             else:
                 self.known[key] = version
-            self.on_event(type_, obj)
+            try:
+                self.on_event(type_, obj)
+            except Exception:
+                if before is None:
+                    self.known.pop(key, None)
+                else:
+                    self.known[key] = before
+                log.exception("handling %s %s %s failed; passed over", type_, self.kind.kind, key)
 
     def _gone(self, keys: list[str], *, resource_version: str | None, retired: bool = False) -> None:
         """Hand ``keys`` over as DELETED and forget them (``resource_version`` None: each one's own;
