@@ -10,7 +10,8 @@ import pytest
 from tests.builders import node, pod
 from volsched.cache.state import ClusterState
 from volsched.framework.registry import load_config
-from volsched.framework.runner import _add_rows, close_session, open_session
+from volsched.framework.runner import close_session, open_session
+from volsched.model.cluster import sum_rows
 
 # Amounts whose sum depends on the order they are added in (0.1 + 0.2 + 0.3 != 0.3 + 0.2 + 0.1).
 CPUS = ["100m", "200m", "300m", "700m", "100m", "1100m"]
@@ -46,8 +47,7 @@ def test_adding_rows_gives_a_loops_sums_to_the_last_bit(seed: int) -> None:
     rng = np.random.default_rng(seed)
     values = rng.random((500, 3)) * 10.0
     rows = rng.integers(0, 4, 500)
-    out = np.zeros((4, 3))
-    _add_rows(out, rows, values)
+    out = sum_rows(values, rows, 4)
     loop = np.zeros((4, 3))
     for k in range(500):
         loop[rows[k]] = loop[rows[k]] + values[k]

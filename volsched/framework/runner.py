@@ -12,7 +12,6 @@ import time
 from collections.abc import Iterable
 
 import numpy as np
-import numpy.typing as npt
 
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import (
@@ -26,7 +25,7 @@ from volsched.framework.decisions import (
 )
 from volsched.framework.registry import make_actions, make_plugins
 from volsched.framework.session import Action, BindSink, Session
-from volsched.model.cluster import ClusterSnapshot, Job
+from volsched.model.cluster import ClusterSnapshot, Job, sum_rows
 from volsched.model.resources import Vector, stack_rows
 from volsched.model.vocabulary import PodGroupPhase, TaskStatus
 
@@ -225,7 +224,7 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
         result.podgroups[job.key] = status
     result.waiting = waiting
     # Sums over jobs per queue and per namespace, each in the jobs' order (one row at a time, in order,
-    # as a loop would: see _add_rows).
+    # as a loop would: see sum_rows).
     ns_names = sorted(ns_row)
     ns_index = {ns: i for i, ns in enumerate(ns_names)}
     # a namespace's row in the order first seen -> its row in name order
@@ -235,15 +234,15 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
     ns_allocated = np.zeros((len(ns_names), len(space)))
     if jobs:
         job_allocated = stack_rows(held_rows, len(space))
-        _add_rows(ns_allocated, ns_rank[np.asarray(job_ns, np.intp)], job_allocated)
+        ns_allocated = sum_rows(job_allocated, ns_rank[np.asarray(job_ns, np.intp)], len(ns_names))
         if in_queue:
             rows = np.asarray(job_queue, np.intp)
             # every job in a known queue (the usual case): no copy; the rows are not read after this
             held = job_allocated if len(in_queue) == len(jobs) else job_allocated[in_queue]
-            _add_rows(allocated, rows, held)
+            allocated = sum_rows(held, rows, len(queue_names))
             for k in asking:  # a job with nothing pending requests what it holds
                 held[k] = jobs[in_queue[k]].total_request()
-            _add_rows(request, rows, held)
+            request = sum_rows(held, rows, len(queue_names))
     for q, name in enumerate(queue_names):
         spec = session.queues[name]
         result.queues[name] = QueueStatus(
@@ -262,16 +261,6 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
             "allocated": space.to_dict(ns_allocated[ns_index[ns]] if ns in ns_index else space.zeros()),
         }
     return phases
-
-
-def _add_rows(
-    out: npt.NDArray[np.float64], rows: npt.NDArray[np.intp], values: npt.NDArray[np.float64]
-) -> None:
-    """Add ``values[k]`` to ``out[rows[k]]`` (``out`` zeros), one row at a time in order as a loop (and
-    ``np.add.at``) would, so the same sums to the last bit: ``np.bincount`` adds its weights in their
-    order, a column at a time, at a quarter of ``np.add.at``'s cost."""
-    for d in range(out.shape[1]):
-        out[:, d] += np.bincount(rows, weights=values[:, d], minlength=out.shape[0])
 
 
 def _render_events(session: Session, phases: dict[str, PodGroupPhase], waiting: list[Job]) -> None:
