@@ -107,3 +107,15 @@ def test_a_429_during_an_outage_is_counted_with_it(api: client.ApiClient, server
     health.failed("lease", ConnectionRefusedError("refused"))
     _watch_until_throttled(api, server, health)
     assert health.down and health.outages == 1 and health.failures >= 2
+
+
+def test_the_first_listing_waits_out_a_429_and_lists_again_as_a_paged_read_does(
+    api: client.ApiClient, server: WatchServer
+) -> None:
+    """The operator's start lists every kind once before it watches and fails on what the listing
+    raises: a 429 (its storage still starting, a moment after the apiserver did) is waited out."""
+    server.script["limit=500"] = [THROTTLED, LISTED]
+    events: list[str] = []
+    w = ListWatch(api, PODS, on_event=lambda t, obj: events.append(f"{t} {obj['metadata']['name']}"))
+    assert w.first_list() == "7"
+    assert events == ["ADDED a"] and len(server.sent("limit=500")) == 2

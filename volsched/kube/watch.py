@@ -274,6 +274,26 @@ class ListWatch:
         self.synced.set()
         return rv
 
+    def first_list(self, *, throttle_retries: int = 10) -> str:
+        """:meth:`relist`, a 429 with ``Retry-After`` (flow control; a CRD's storage still starting just
+        after the apiserver did) waited out and listed again up to ``throttle_retries`` times, as
+        :meth:`~volsched.kube.rest.LeanRest.get` does: what the operator's start lists before it watches,
+        where a failure ends the start. What a broken-off listing handed over is not handed over again."""
+        for attempt in range(throttle_retries + 1):
+            try:
+                return self.relist()
+            except ApiError as exc:
+                if exc.status != 429 or exc.retry_after is None or attempt == throttle_retries:
+                    raise
+                log.info(
+                    "listing %s: throttled by the apiserver; again in %.1fs",
+                    self.kind.plural,
+                    exc.retry_after,
+                )
+                if self._stop.wait(exc.retry_after):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def drop_known(self) -> int:
         """Once stopped, for a kind no longer served (its CRD deleted): hand over everything still known as
         DELETED (the deletions the watch missed), and nothing ever after: a thread that :meth:`stop` could

@@ -396,8 +396,8 @@ class Operator:
         few = [w for w in self.lean.values() if w.kind.kind not in LEAN_KINDS]
         volcano = list(self.volcano.values())
         with ThreadPoolExecutor(len(self.lean) + len(volcano), thread_name_prefix="volsched-list") as pool:
-            lean = [pool.submit(w.relist) for w in many]  # wait for _prelisted to hand over
-            lists = [pool.submit(w.relist) for w in (*few, *volcano)]  # into the cache as they stream in
+            lean = [pool.submit(w.first_list) for w in many]  # wait for _prelisted to hand over
+            lists = [pool.submit(w.first_list) for w in (*few, *volcano)]  # into the cache as they stream in
             try:
                 for w, future in zip((*few, *volcano), lists, strict=True):
                     try:
