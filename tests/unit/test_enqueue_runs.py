@@ -188,3 +188,43 @@ def test_a_run_is_enqueued_plugin_by_plugin_in_job_order_and_job_by_job_without_
     tables.add_jobs_enqueued_fn("proportion", lambda jobs: seen.append(("proportion-run", list(jobs))))
     tables.jobs_enqueued(cast(Sequence[Job], [1, 2, 3]))
     assert seen == [("overcommit", 1), ("overcommit", 2), ("overcommit", 3), ("proportion-run", [1, 2, 3])]
+
+
+@pytest.mark.parametrize(
+    ("refusals", "want"),
+    [
+        pytest.param({}, [None] * 6, id="all-valid"),
+        pytest.param({"gang": {1, 4}}, [None, "gang", None, None, "gang", None], id="one-plugin-refuses"),
+        pytest.param(
+            {"gang": {1}, "proportion": {1, 2, 5}},
+            [None, "gang", "proportion", None, None, "proportion"],
+            id="the-first-refusal-in-tier-order-wins",
+        ),
+    ],
+)
+def test_the_validity_of_a_run_is_each_jobs_validity_and_is_kept(
+    refusals: dict[str, set[int]], want: list[str | None]
+) -> None:
+    class _Job:
+        def __init__(self, n: int) -> None:
+            self.n, self.key = n, f"ns/j{n}"
+
+    tables = _tables([["gang"], ["proportion"]])
+    asked: list[tuple[str, int]] = []
+    for name in ("gang", "proportion"):
+
+        def valid(job: Any, name: str = name) -> str | None:
+            asked.append((name, job.n))
+            return f"{name} says no" if job.n in refusals.get(name, set()) else None
+
+        tables.add_job_valid_fn(name, valid)
+    jobs = cast(Sequence[Job], [_Job(n) for n in range(6)])
+    assert tables.job_valid(jobs[0]) is None  # one asked alone first: kept, not asked again
+    got = tables.jobs_valid(jobs)
+    assert [s.plugin if s else None for s in got] == want
+    assert [tables.job_valid(job) for job in jobs] == got  # kept: the same answers, nobody asked again
+    assert sorted(asked) == sorted(
+        [("gang", n) for n in range(6)]
+        + [("proportion", n) for n in range(6) if n not in refusals.get("gang", set())]
+    )
+    assert [s.render() for s in got if s] == [f"{p} says no" for p in want if p]

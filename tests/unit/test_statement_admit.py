@@ -61,3 +61,40 @@ def test_closing_a_session_computes_phases_without_writing_them_into_the_jobs() 
     assert result.podgroups["ns/g"].phase == "Running"
     assert result.queues["q"].podgroups == {"Running": 1}
     assert job.phase is PodGroupPhase.INQUEUE  # what the session left it at; the result says Running
+
+
+@pytest.mark.parametrize(
+    ("finish", "phase", "admitted"),
+    [
+        pytest.param(
+            "commit", PodGroupPhase.INQUEUE, ["ns/a", "ns/b", "ns/c"], id="commit-admits-all-in-order"
+        ),
+        pytest.param("discard", PodGroupPhase.PENDING, [], id="discard-undoes-them-all"),
+        pytest.param("rollback", PodGroupPhase.PENDING, [], id="rollback-to-before-undoes-them-all"),
+    ],
+)
+def test_admit_all_is_admit_of_each_in_order_as_one_operation(
+    finish: str, phase: PodGroupPhase, admitted: list[str]
+) -> None:
+    state = ClusterState()
+    objs = [node("n1", cpu="4"), queue("q")]
+    for name in "abc":
+        objs += [
+            podgroup(name, ns="ns", queue="q", min_member=1, phase="Pending"),
+            pod(f"{name}-0", ns="ns", group=name),
+        ]
+    for obj in objs:
+        state.apply(obj)
+    session = open_session(state.snapshot(now=1.0), load_config())
+    jobs = [session.jobs[f"ns/{name}"] for name in "cab"]
+    jobs.sort(key=lambda job: job.key)
+    statement = Statement(session)
+    statement.admit_all(jobs)
+    assert len(statement) == 1
+    assert all(job.phase is PodGroupPhase.INQUEUE for job in jobs)
+    if finish == "rollback":
+        statement.rollback(0)
+    else:
+        getattr(statement, finish)()
+    assert all(job.phase is phase for job in jobs)
+    assert session.result.admits == [Admit(job=key, phase="Inqueue") for key in admitted]

@@ -83,7 +83,7 @@ class Enqueue:
         a job they do not let in at once is asked alone. Stretches grow while runs are let in whole and
         are asked again only after a growing number of jobs asked alone (a full cluster refusing job
         after job costs a few run answers, not one a job)."""
-        invalid = [session.job_valid(job) for job in run]
+        invalid = session.jobs_valid(run) if len(run) > 1 else [session.job_valid(run[0])]
         i, n = 0, len(run)
         stretch, alone = _FIRST_STRETCH, 0
         skip = 0
@@ -102,8 +102,7 @@ class Enqueue:
                 if let_in:
                     admitted = run[i : i + let_in]
                     statement = Statement(session)
-                    for one in admitted:
-                        statement.admit(one)
+                    statement.admit_all(admitted)
                     statement.commit()
                     session.jobs_enqueued(admitted)
                     if i + let_in == end:

@@ -503,6 +503,28 @@ class PointTables:
             out = memo[job.key] = self._job_valid(job)
         return out  # type: ignore[return-value]
 
+    def jobs_valid(self, jobs: Sequence[Job]) -> list[Status | None]:
+        """``job_valid`` of each of ``jobs``: the jobs not asked yet are asked plugin by plugin over all
+        of them (a job's validity reads its own tasks only, so the first refusal is the same as job by
+        job), and kept."""
+        memo = self._valid
+        kept: list[object] = [memo.get(job.key, _MISSING) for job in jobs]
+        ask = [k for k, answer in enumerate(kept) if answer is _MISSING]
+        out: list[Status | None] = [None if answer is _MISSING else answer for answer in kept]  # type: ignore[misc]
+        for name, fn in self._flat("job_valid") if ask else ():
+            reasons = [fn(jobs[k]) for k in ask]
+            if any(reasons):
+                for k, reason in zip(ask, reasons, strict=True):
+                    if reason:
+                        out[k] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, name, (reason,))
+                ask = [k for k, reason in zip(ask, reasons, strict=True) if not reason]
+        for k in ask:
+            memo[jobs[k].key] = None
+        for job, answer in zip(jobs, out, strict=True):
+            if answer is not None:
+                memo[job.key] = answer
+        return out
+
     def _job_valid(self, job: Job) -> Status | None:
         for name, fn in self._flat("job_valid"):
             reason: str | None = fn(job)

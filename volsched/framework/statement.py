@@ -11,6 +11,7 @@ Actions change session state only through a Statement (and record refusals with 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from volsched.framework.decisions import Admit, Bind, Evict, EvictionReason
@@ -40,6 +41,14 @@ class _AdmitOp:
     previous: PodGroupPhase
 
 
+@dataclass(frozen=True, slots=True)
+class _AdmitRunOp:
+    """Admissions of several jobs at once (``admit_all``), one operation."""
+
+    jobs: tuple[Job, ...]
+    previous: tuple[PodGroupPhase, ...]
+
+
 #: The phase an admission writes (``.value`` of an enum is a Python-level property: read once).
 _INQUEUE = PodGroupPhase.INQUEUE.value
 
@@ -47,7 +56,7 @@ _INQUEUE = PodGroupPhase.INQUEUE.value
 class Statement:
     def __init__(self, session: Session) -> None:
         self.session = session
-        self._ops: list[_Op | _EvictOp | _AdmitOp] = []
+        self._ops: list[_Op | _EvictOp | _AdmitOp | _AdmitRunOp] = []
 
     def __len__(self) -> int:
         return len(self._ops)
@@ -73,6 +82,17 @@ class Statement:
         self._ops.append(_AdmitOp(job, job.phase))
         job.phase = PodGroupPhase.INQUEUE
 
+    def admit_all(self, jobs: Sequence[Job]) -> None:
+        """:meth:`admit` each of ``jobs`` in order, as one operation (enqueue admits runs of jobs: one
+        record for the run, not one a job); committed, discarded and rolled back as a whole."""
+        for job in jobs:
+            if job.shared:
+                raise RuntimeError(f"session admitting job {job.key} that other snapshots share")
+        self._ops.append(_AdmitRunOp(tuple(jobs), tuple(job.phase for job in jobs)))
+        inqueue = PodGroupPhase.INQUEUE
+        for job in jobs:
+            job.phase = inqueue
+
     def commit(self) -> None:
         """Turn the recorded operations into decisions; the binds go to the session's ``on_binds`` at
         once, all of this commit's in one call. Pipelined tasks stay promised for this session only: the
@@ -82,6 +102,8 @@ class Statement:
         for op in self._ops:
             if isinstance(op, _AdmitOp):
                 result.admits.append(Admit(job=op.job.key, phase=_INQUEUE))
+            elif isinstance(op, _AdmitRunOp):
+                result.admits.extend([Admit(job=job.key, phase=_INQUEUE) for job in op.jobs])
             elif isinstance(op, _EvictOp):
                 result.evictions.append(
                     Evict(
@@ -115,6 +137,9 @@ class Statement:
             op = self._ops.pop()
             if isinstance(op, _AdmitOp):
                 op.job.phase = op.previous
+            elif isinstance(op, _AdmitRunOp):
+                for job, previous in zip(op.jobs, op.previous, strict=True):
+                    job.phase = previous
             elif isinstance(op, _EvictOp):
                 self.session.undo_evict(op.task, op.previous)
             elif op.kind == "allocate":

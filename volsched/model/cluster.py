@@ -317,12 +317,8 @@ def min_request_rows(jobs: Sequence[Job]) -> npt.NDArray[np.float64]:
 
 def unmet_minimum_matrix(jobs: Sequence[Job], need: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """Each job's :func:`unmet_minimum_floats` as a row, ``need`` being :func:`min_request_rows` of the
-    jobs: the same subtraction and floor per dimension (a job whose tasks are all pending holds nothing,
-    and ``m - 0.0`` is ``m``)."""
-    held = [k for k, job in enumerate(jobs) if not job.all_pending]
-    diff = need.copy()
-    if held:
-        diff[held] = need[held] - stack_rows([jobs[k].allocated for k in held], need.shape[1])
+    jobs: the same subtraction and floor per dimension."""
+    diff = need - stack_rows([j.allocated for j in jobs], need.shape[1])
     out: npt.NDArray[np.float64] = np.where(diff > 0.0, diff, 0.0)
     return out
 
