@@ -316,3 +316,20 @@ def test_one_object_its_receiver_fails_on_stops_neither_the_watch_nor_the_object
     assert w.watch_once("10") == "13"
     assert seen == ["ADDED good 12"]
     assert "ns/bad" not in w.known and w.known["ns/good"] == ("12", "u-good")
+
+
+def test_dropping_a_removed_kind_hands_every_object_over_as_deleted_though_one_fails(
+    serve: Callable[[list[bytes | None]], tuple[RawServer, client.ApiClient]],
+) -> None:
+    _, api = serve([])
+    seen, record = recorder()
+
+    def sink(type_: str, obj: dict[str, Any]) -> None:
+        if obj["metadata"]["name"] == "a":
+            raise TypeError("a receiver's bug")
+        record(type_, obj)
+
+    w = ListWatch(api, PODS, on_event=sink)
+    w.known = {"ns/a": ("11", "u-a"), "ns/b": ("12", "u-b")}
+    assert w.drop_known() == 2
+    assert seen == ["DELETED b 12"] and w.known == {}

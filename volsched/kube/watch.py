@@ -319,14 +319,20 @@ class ListWatch:
                 self.known.pop(key, None)
             else:
                 self.known[key] = version
-            try:
-                self.on_event(type_, obj)
-            except Exception:
+            if not self._deliver(type_, obj, key):
                 if before is None:
                     self.known.pop(key, None)
                 else:
                     self.known[key] = before
-                log.exception("handling %s %s %s failed; passed over", type_, self.kind.kind, key)
+
+    def _deliver(self, type_: str, obj: Raw, key: str) -> bool:
+        """``on_event(type_, obj)``; False (logged) when it raised."""
+        try:
+            self.on_event(type_, obj)
+        except Exception:
+            log.exception("handling %s %s %s failed; passed over", type_, self.kind.kind, key)
+            return False
+        return True
 
     def _gone(self, keys: list[str], *, resource_version: str | None, retired: bool = False) -> None:
         """Hand ``keys`` over as DELETED and forget them (``resource_version`` None: each one's own;
@@ -349,7 +355,7 @@ class ListWatch:
             }
             if retired:
                 del self.known[key]
-                self.on_event("DELETED", gone)
+                self._deliver("DELETED", gone, key)  # one failing stops not the others' removal
             else:
                 self._hand("DELETED", gone, key, None)
 
