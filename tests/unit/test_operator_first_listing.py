@@ -1,0 +1,64 @@
+"""The operator's start lists every kind once (each kind's ListWatch) before it watches: a kind whose
+CRD is not installed is a warning that names it, and the start goes on; any other refusal of a listing
+ends the start (the listings themselves are stubbed: what the start makes of their outcome)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.unit._cycle_harness import KUBECONFIG
+from volsched.kube.watch import ApiError
+from volsched.operator import Operator, Settings
+
+
+@pytest.fixture
+def op(tmp_path: Path) -> Iterator[Operator]:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    made = Operator(Settings(kubeconfig=str(kubeconfig)))
+    yield made
+    made.port.close()
+    made.api.close()  # type: ignore[no-untyped-call]
+    made.watch_api.close()  # type: ignore[no-untyped-call]
+
+
+def _listings(op: Operator, monkeypatch: pytest.MonkeyPatch, failing: dict[str, int]) -> list[str]:
+    """Every kind's first listing stubbed: ``failing`` kinds answered that status, the others listed."""
+    listed: list[str] = []
+    for kind, w in op.lean.items():
+
+        def first_list(*, kind: str = kind, throttle_retries: int = 10) -> str:
+            if kind in failing:
+                raise ApiError(failing[kind], "refused")
+            listed.append(kind)
+            return "1"
+
+        monkeypatch.setattr(w, "first_list", first_list)
+    return listed
+
+
+def test_a_kind_whose_crd_is_not_installed_is_named_in_a_warning_and_the_start_goes_on(
+    op: Operator, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    listed = _listings(op, monkeypatch, {"Queue": 404, "PodGroup": 404})
+    with caplog.at_level(logging.WARNING):
+        op._prelist()
+    assert {"Pod", "Node", "PriorityClass"} <= set(listed) and "Queue" not in listed
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("queues are not served" in m and "CRD" in m for m in warned)
+    assert any("podgroups are not served" in m for m in warned)
+    assert op._prelisted.is_set()
+
+
+@pytest.mark.parametrize("status", [403, 500])
+def test_any_other_refusal_of_a_kinds_first_listing_ends_the_start(
+    op: Operator, monkeypatch: pytest.MonkeyPatch, status: int
+) -> None:
+    _listings(op, monkeypatch, {"PriorityClass": status})
+    with pytest.raises(ApiError, match="refused"):
+        op._prelist()
+    assert op._prelisted.is_set()  # the pods' listing is not left waiting for it
