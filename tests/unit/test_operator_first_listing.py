@@ -62,3 +62,21 @@ def test_any_other_refusal_of_a_kinds_first_listing_ends_the_start(
     with pytest.raises(ApiError, match="refused"):
         op._prelist()
     assert op._prelisted.is_set()  # the pods' listing is not left waiting for it
+
+
+def test_stopping_tells_every_watch_before_waiting_for_any(
+    op: Operator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, float]] = []
+    for kind, w in op.lean.items():
+
+        def stop(timeout: float = 5.0, *, kind: str = kind) -> None:
+            calls.append((kind, timeout))
+
+        monkeypatch.setattr(w, "stop", stop)
+    op.stop_watches()
+    n = len(op.lean)
+    assert n >= 10 and len(calls) == 2 * n
+    assert all(timeout == 0 for _, timeout in calls[:n])  # all told ...
+    assert all(timeout > 0 for _, timeout in calls[n:])  # ... then each waited for
+    assert {k for k, _ in calls[:n]} == set(op.lean)
