@@ -37,7 +37,9 @@ def _jobs(cpus: list[tuple[str, str, str | None]]) -> list[Job]:
     return list(state.snapshot(now=5.0).jobs.values())
 
 
-@pytest.mark.parametrize(
+#: (cpu, minimum cpu, node or None) per one-pod gang: none, one pending, held and not, many fractions
+#: (sums whose bits depend on the order they are added in).
+CPUS = pytest.mark.parametrize(
     "cpus",
     [
         [],
@@ -47,6 +49,9 @@ def _jobs(cpus: list[tuple[str, str, str | None]]) -> list[Job]:
     ],
     ids=["none", "one-pending", "held-and-not", "many-fractions"],
 )
+
+
+@CPUS
 def test_held_rows_and_unmet_floats_sum_as_a_loop_over_the_jobs_arrays_does(
     cpus: list[tuple[str, str, str | None]],
 ) -> None:
@@ -70,16 +75,7 @@ def test_held_rows_and_unmet_floats_sum_as_a_loop_over_the_jobs_arrays_does(
         assert summed.any()  # something is held: the sums are not trivially zero
 
 
-@pytest.mark.parametrize(
-    "cpus",
-    [
-        [],
-        [("0.3", "0.1", None)],
-        [("0.1", "0.1", "n1"), ("0.7", "0.2", "n1"), ("0.3", "0.3", None), ("1.1", "0.1", "n1")],
-        [(f"{0.1 * (i % 7) + 0.1:.1f}", "0.1", "n1" if i % 3 else None) for i in range(40)],
-    ],
-    ids=["none", "one-pending", "held-and-not", "many-fractions"],
-)
+@CPUS
 def test_unmet_minimum_rows_sums_as_a_loop_over_the_jobs_does(
     cpus: list[tuple[str, str, str | None]],
 ) -> None:
