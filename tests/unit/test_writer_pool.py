@@ -175,3 +175,21 @@ def test_a_write_leaves_its_pooled_connection_clean_for_the_next_call(
         writer.close()
     assert writer.rest.connects == 1, "the writer's connection was dropped instead of reused"
     assert server.connections == 2, "a connection was dropped instead of reused"
+
+
+def test_zero_workers_still_send_through_one_of_each(
+    server: SplitResponseServer, api: client.ApiClient
+) -> None:
+    # `--workers 0 --bind-workers 0`: at least one of each runs (as the pool's size counts them), so
+    # binds and the other writes still go out, rather than the writer failing to start.
+    writer = KubeWriter(api, WriterSettings(workers=0, bind_workers=0))
+    try:
+        reason = EvictionReason(action="preempt", detail="r")
+        evicted = writer.evict_all(
+            [Evict(pod="ns/p", uid="p", node="n1", reason=reason)], {"ns/p": _pod("p")}
+        )
+        bound = writer.bind_all([Bind(pod="ns/p", uid="p", node="n1")], {"ns/p": _pod("p")})
+    finally:
+        writer.close()
+    assert [o.result for o in evicted] == [EVICTED]
+    assert [o.result for o in bound] == [BOUND]

@@ -181,7 +181,9 @@ class KubeWriter:
         self._sleep = sleep
         #: Writes sent again after the apiserver said 429 with Retry-After (for metrics and tests).
         self.throttled = 0
-        self.pool = ThreadPoolExecutor(max_workers=self.settings.workers, thread_name_prefix="volsched-kube")
+        self.pool = ThreadPoolExecutor(
+            max_workers=max(1, self.settings.workers), thread_name_prefix="volsched-kube"
+        )
         #: ``bind_all``'s binds (the synchronous port's): ``bind_workers`` in flight, as the background
         #: port's workers; its threads start only as binds are handed to it.
         self.bind_pool = ThreadPoolExecutor(
@@ -291,7 +293,7 @@ class KubeWriter:
         pool = self.bind_pool if binds else self.pool
         if self.fence is None:
             return list(pool.map(fn, todo))
-        slots = threading.Semaphore(max(1, self.settings.bind_workers) if binds else self.settings.workers)
+        slots = threading.Semaphore(max(1, self.settings.bind_workers if binds else self.settings.workers))
         futures = []
         for item in todo:
             slots.acquire()
