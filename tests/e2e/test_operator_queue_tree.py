@@ -32,8 +32,10 @@ def test_a_queue_tree_shares_per_level_and_reports_what_is_wrong(k: Kube, start_
     op = start_operator()
 
     def settled() -> dict[str, Any] | None:
+        # The queues' statuses are written concurrently: wait for the leaves' too, not only the parent's.
         st = _status(k, "bigdata")
-        return st if st.get("allocated", {}).get("cpu") and st.get("parent") == "root" else None
+        leaves = all(_status(k, q).get("parent") for q in ("hadoop", "spark"))
+        return st if st.get("allocated", {}).get("cpu") and st.get("parent") == "root" and leaves else None
 
     wait_for(lambda: len(k.bound(ns)) >= 4, 40, what="pods bound in the leaf queues")
     wait_for(settled, 30, what="bigdata status")
