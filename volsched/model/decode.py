@@ -290,6 +290,23 @@ def _container_statuses(value: Any) -> tuple[int, tuple[str, ...]]:
     return restarts, tuple(reasons)
 
 
+def ready_conditions(conditions: Any) -> list[bool]:
+    """Whether each Ready condition of a pod's ``status.conditions`` says True (malformed entries
+    skipped)."""
+    return [
+        c.get("status") == "True"
+        for c in (conditions if isinstance(conditions, list) else ())
+        if isinstance(c, Mapping) and c.get("type") == "Ready"
+    ]
+
+
+def pod_ready(pod: Mapping[str, Any]) -> bool:
+    """Kubernetes' IsPodReady, as the disruption controller and the Eviction API count a pod healthy:
+    a Ready condition that says True (a pod without one is not ready)."""
+    status = pod.get("status")
+    return any(ready_conditions(status.get("conditions") if isinstance(status, Mapping) else None))
+
+
 def pod_runtime(pod: Raw) -> PodRuntime:
     """The :class:`PodRuntime` of a raw pod; malformed status entries are skipped, never an error (the
     kubelet writes them, not the user)."""
@@ -314,14 +331,9 @@ def pod_runtime(pod: Raw) -> PodRuntime:
     )
     reason = status.get("reason")
     conditions = status.get("conditions")
-    # Healthy only with Ready=True, as the disruption controller and the Eviction API count (IsPodReady):
-    # a Running pod without a Ready condition is not ready either. A pod with none that is not Running
-    # (pending: only a Running pod's readiness is ever asked) keeps the shared empty runtime.
-    ready = [
-        c.get("status") == "True"
-        for c in (conditions if isinstance(conditions, list) else ())
-        if isinstance(c, Mapping) and c.get("type") == "Ready"
-    ]
+    # A Running pod without a Ready condition is not ready either (pod_ready). A pod with none that is
+    # not Running (pending: only a Running pod's readiness is ever asked) keeps the shared empty runtime.
+    ready = ready_conditions(conditions)
     unready = not any(ready) and (bool(ready) or status.get("phase") == "Running")
     out = PodRuntime(
         restarts=restarts,

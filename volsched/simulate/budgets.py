@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from volsched.cycle import BLOCKED, FAILED
-from volsched.model.decode import disruption_budget
+from volsched.model.decode import disruption_budget, pod_ready
 from volsched.model.errors import InputError
 from volsched.model.vocabulary import DisruptionBudget
 
@@ -142,14 +142,6 @@ def _phase(pod: Mapping[str, Any]) -> str:
     return str((pod.get("status") or {}).get("phase") or "Pending")
 
 
-def _unready(pod: Mapping[str, Any]) -> bool:
-    """Not Ready=True (no Ready condition included), as the disruption controller's IsPodReady."""
-    conditions = (pod.get("status") or {}).get("conditions") or ()
-    return not any(
-        isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True" for c in conditions
-    )
-
-
 def controller_of(pod: Mapping[str, Any]) -> Owner | None:
     """The pod's controller (its ownerReference with ``controller: true``), or None."""
     meta = pod.get("metadata") or {}
@@ -205,7 +197,7 @@ def health(budget: Budget, pods: Iterable[Mapping[str, Any]], scales: Mapping[Ow
         if not budget.selects(str(meta.get("namespace") or "default"), _labels(pod)):
             continue
         count += 1
-        if _phase(pod) == "Running" and not meta.get("deletionTimestamp") and not _unready(pod):
+        if _phase(pod) == "Running" and not meta.get("deletionTimestamp") and pod_ready(pod):
             healthy += 1
         owner = controller_of(pod)
         if owner is None:
@@ -241,7 +233,7 @@ def refusal(
         return FAILED, f"{MORE_THAN_ONE} ({', '.join(sorted(b.name for b in mine))})"
     (budget,) = mine
     status = health(budget, pods, scales)
-    if _unready(pod):
+    if not pod_ready(pod):
         if budget.always_allow_unhealthy:
             return None
         if not status.unscaled and status.desired > 0 and status.healthy >= status.desired:
