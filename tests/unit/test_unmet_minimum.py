@@ -14,9 +14,9 @@ from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import (
     Job,
-    allocated_rows,
     any_constrained,
     any_held_host_ports,
+    holdings,
     minimum_met,
     sum_rows,
     unmet_minimum,
@@ -55,7 +55,7 @@ CPUS = pytest.mark.parametrize(
 def test_held_rows_and_unmet_floats_sum_as_a_loop_over_the_jobs_arrays_does(
     cpus: list[tuple[str, str, str | None]],
 ) -> None:
-    # allocated_rows leaves out the jobs whose pods are all pending, and proportion and overcommit add
+    # holdings leaves out the jobs whose pods are all pending, and proportion and overcommit add
     # unmet minimums as plain floats: the same sums to the last bit as the arrays' loop.
     jobs = _jobs(cpus)
     rows = [0 if job.queue == "a" else 1 for job in jobs]
@@ -64,8 +64,8 @@ def test_held_rows_and_unmet_floats_sum_as_a_loop_over_the_jobs_arrays_does(
     for job, row in zip(jobs, rows, strict=True):
         held[row] += job.allocated
         unmet[row] += unmet_minimum(job)
-    summed = np.zeros((2, width))
-    allocated_rows(jobs, rows, summed)
+    held_jobs = holdings(jobs, width)
+    summed = sum_rows(held_jobs.matrix, np.asarray([0 if j.queue == "a" else 1 for j in held_jobs.jobs]), 2)
     assert summed.tobytes() == held.tobytes()
     floats = [[0.0] * width, [0.0] * width]
     for job, row in zip(jobs, rows, strict=True):

@@ -361,16 +361,6 @@ def running_sums(start: Sequence[float], rows: npt.NDArray[np.float64]) -> npt.N
     return out
 
 
-def allocated_rows(jobs: Sequence[Job], rows: Sequence[int] | npt.NDArray[np.intp], out: Vector) -> None:
-    """Add each job's ``allocated`` to row ``rows[k]`` of ``out`` (2-D), one job at a time in their
-    order, as a loop would (``np.add.at``), leaving out the jobs whose tasks are all pending: they hold
-    nothing, and adding their zeros changes no sum (a backlog's 50,000 one-pod jobs are not stacked)."""
-    keep = [k for k, job in enumerate(jobs) if not job.all_pending]
-    if keep:
-        at = np.asarray(rows, dtype=np.intp)[keep]
-        np.add.at(out, at, stack_rows([jobs[k].allocated for k in keep], out.shape[1]))
-
-
 @dataclass(frozen=True)
 class Holdings:
     """The jobs that hold something (not all pending), in their order, and what each holds: row ``k``

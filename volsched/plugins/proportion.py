@@ -90,10 +90,6 @@ class QueueAttr:
         return not self.children
 
     @property
-    def inqueue(self) -> Vector:
-        return np.asarray(self.admitted, dtype=np.float64)
-
-    @property
     def share(self) -> float:
         """``queue_share(allocated, deserved)``, recomputed only after ``allocated`` changed."""
         if self._share is None:
@@ -574,7 +570,7 @@ class Proportion(BasePlugin):
             status.real_capability = space.to_dict(
                 np.where(np.isfinite(attr.real_capability) & mask, attr.real_capability, 0.0)
             )
-            status.inqueue = space.to_dict(attr.inqueue)
+            status.inqueue = space.to_dict(np.asarray(attr.admitted))
             if not attr.leaf:
                 # A parent shows its whole subtree: what its leaves hold and ask for.
                 leaves = [a for a in self.attrs.values() if a.leaf and attr in a.path]
