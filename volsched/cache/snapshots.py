@@ -440,11 +440,9 @@ class SnapshotBuilder:
         for job_key, keys in members.items():  # in the order of their first member
             if job_key in podgroups:
                 continue  # (assembled above, once)
-            if len(keys) == 1 and job_key in keys:
-                entry = entries[job_key]
-                if entry.prepared.status is pending:
-                    self._lend_alone(base, job_key, entry)
-                    continue
+            if len(keys) == 1 and job_key in keys and entries[job_key].prepared.status is pending:
+                self._lend_alone(base, job_key)
+                continue
             self._job(base, job_key, list(keys))
         # Each node's tasks were indexed in the cache's order: read from the index (a backlog's
         # pending pods are on no node), not by walking every task of the view.
@@ -461,7 +459,7 @@ class SnapshotBuilder:
             entry = entries[keys[0]]
             lend = entry.prepared.status is TaskStatus.PENDING
             if lend and keys[0] == job_key and job_key not in base.podgroups:
-                self._lend_alone(base, job_key, entry)
+                self._lend_alone(base, job_key)
                 return
         else:
             lend = bool(keys) and all(entries[k].prepared.status is TaskStatus.PENDING for k in keys)
@@ -495,16 +493,10 @@ class SnapshotBuilder:
         job.allocated.setflags(write=False)  # (half the cost of ``flags.writeable = False``)
         job.min_request.setflags(write=False)
 
-    def _lend_alone(self, base: _Base, key: str, entry: _Entry) -> None:
+    def _lend_alone(self, base: _Base, key: str) -> None:
         """What :meth:`_job` makes of a pending pod standing alone (a backlog's every pod), without its
         general path: the pod's own copy, its one-pod job, lent (standalone and private)."""
-        vec = entry.vector
-        if vec is None:
-            vec = entry.vector = self._vector(entry.prepared)
-        t = copy_task(entry.prepared)
-        t.request = vec
-        t.shared = False
-        base.jobs[key] = lone_job(base.space, t, key)
+        base.jobs[key] = lone_job(base.space, self._own(key), key)
         if base.problems:
             base.problems.pop(key, None)
         base.standalone[key] = None
