@@ -30,7 +30,6 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
 from bind_throughput import (  # noqa: E402
-    NAMESPACE,
     OPERATOR_NS,
     ROOT,
     Conn,
@@ -42,6 +41,7 @@ from bind_throughput import (  # noqa: E402
     kill_tree,
     node_body,
     pod_body,
+    prepare_cluster,
     spawn,
 )
 from bindstats import TreeUsage  # noqa: E402
@@ -161,15 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     try:
         with LocalControlPlane(base_dir=workdir) as cp:
-            from kubernetes import client, utils
-
             conn = Conn(cp.host, str(cp.ca_cert_path), cp.admin_token)
             with cp.api_client() as api:
-                core = client.CoreV1Api(api)
-                for ns in (NAMESPACE, OPERATOR_NS):
-                    core.create_namespace({"metadata": {"name": ns}})
-                for path in sorted((ROOT / "crds").glob("*.yaml")):
-                    utils.create_from_yaml(api, str(path))
+                prepare_cluster(api)
                 per_node = math.ceil(args.pods / args.nodes)
                 t = time.monotonic()
                 create(conn, "node", [node_body(f"node-{i:05d}", per_node) for i in range(args.nodes)],

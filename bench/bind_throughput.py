@@ -96,6 +96,18 @@ MODES = ("backlog", "arriving")
 # --------------------------------------------------------------------------- objects
 
 
+def prepare_cluster(api: Any) -> None:
+    """What every run needs on a fresh control plane before nodes and pods: the benchmark's and the
+    operator's namespaces, and volsched's CRDs."""
+    from kubernetes import client, utils
+
+    core = client.CoreV1Api(api)
+    for ns in (NAMESPACE, OPERATOR_NS):
+        core.create_namespace({"metadata": {"name": ns}})
+    for path in sorted((ROOT / "crds").glob("*.yaml")):
+        utils.create_from_yaml(api, str(path))
+
+
 def node_body(name: str, pods_per_node: int) -> dict[str, Any]:
     """A Ready node with room for ``pods_per_node`` pods of :func:`pod_body` (and twice as many to spare)."""
     room = max(110, 2 * pods_per_node)
@@ -653,15 +665,12 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
     rundir = workdir / tag
     rundir.mkdir(parents=True, exist_ok=True)
     with LocalControlPlane(base_dir=rundir, keep_dir=args.keep_logs is not None) as cp:
-        from kubernetes import client, utils
+        from kubernetes import client
 
         conn = Conn(cp.host, str(cp.ca_cert_path), cp.admin_token)
         with cp.api_client() as api:
             core = client.CoreV1Api(api)
-            for ns in (NAMESPACE, OPERATOR_NS):
-                core.create_namespace({"metadata": {"name": ns}})
-            for path in sorted((ROOT / "crds").glob("*.yaml")):
-                utils.create_from_yaml(api, str(path))
+            prepare_cluster(api)
             t = time.monotonic()
             per_node = math.ceil(args.pods / args.nodes)
             nodes = [node_body(f"node-{i:05d}", per_node) for i in range(args.nodes)]
