@@ -4,12 +4,18 @@ Plain JSON GETs through :class:`~volsched.kube.rest.LeanRest`: the client's type
 and the like) import their models, about a second of CPU at start, for answers read as dicts anyway.
 Listings are paginated (``limit``/``continue``, as client-go's reflector): one answer never holds a
 whole kind, and the pages of one listing are one consistent read (the first page's resourceVersion).
+:func:`paginate` is the one pagination loop, for these reads and for the watches' lists
+(:meth:`~volsched.kube.watch.ListWatch.relist`). A continue token the apiserver no longer serves (410:
+etcd was compacted past the listing's resourceVersion while it was read) starts the listing again from
+its first page, as client-go's reflector lists again: not the apiserver's offered "inconsistent"
+remainder, which may miss or repeat what changed meanwhile.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -17,7 +23,7 @@ from urllib.parse import quote
 from kubernetes.client.exceptions import ApiException
 
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE, VOLCANO_VERSION
-from volsched.kube.rest import LeanRest
+from volsched.kube.rest import LeanRest, loads
 from volsched.model.vocabulary import API_GROUP
 
 log = logging.getLogger("volsched.kube")
@@ -28,6 +34,10 @@ READ_TIMEOUT = 10.0
 LIST_TIMEOUT = 300.0
 #: Objects per page of a listing (client-go's reflector asks for 500).
 PAGE_SIZE = 500
+#: How many times one read starts a listing again whose continue token expired (410) before it raises
+#: the 410: each try reads the whole kind again, and one that expires as often is slower than the
+#: apiserver's compaction (every 5 minutes by default); the caller's own retry takes it from there.
+RESTARTS = 3
 
 
 @dataclass(frozen=True)
@@ -81,6 +91,68 @@ def served_plurals(rest: LeanRest, group: str, version: str) -> set[str]:
     return {str(r.get("name")) for r in body.get("resources") or [] if "/" not in str(r.get("name"))}
 
 
+@dataclass(frozen=True)
+class Page:
+    """One page of a listing: its objects, the listing's resourceVersion, and whether it is a listing's
+    first page: the first one, or the first of a listing started again (then what earlier pages showed
+    is not part of the listing: an object they had and it lacks was deleted meanwhile)."""
+
+    items: list[dict[str, Any]]
+    resource_version: str
+    fresh: bool
+
+
+def paginate(
+    fetch: Callable[[str], bytes],
+    *,
+    what: str,
+    ahead: Executor | None = None,
+    restarts: int = RESTARTS,
+) -> Iterator[Page]:
+    """A listing's pages, each decoded here (on the caller's thread) as it is taken. ``fetch(token)``
+    reads the page after ``token`` ("" for the first), raising the client's ``ApiException`` for an
+    error answer. With ``ahead``, the next page is fetched there while the caller handles this one (the
+    apiserver reads and encodes it meanwhile). A 410 on a continue token starts the listing again from
+    its first page (a :attr:`Page.fresh` one), up to ``restarts`` times; any other error is raised.
+    ``what`` names the listing in the log."""
+
+    def ask(token: str) -> Callable[[], bytes]:
+        if ahead is None:
+            return lambda: fetch(token)
+        return ahead.submit(fetch, token).result
+
+    token, fresh, left = "", True, restarts
+    pending = ask(token)
+    while True:
+        try:
+            data = pending()
+        except ApiException as exc:
+            if exc.status != 410 or not token or left == 0:
+                raise
+            left -= 1
+            log.info(
+                "listing %s: the apiserver no longer serves the listing's next page (410: compacted "
+                "since its first page); listing them again from the start",
+                what,
+            )
+            token, fresh = "", True
+            pending = ask(token)
+            continue
+        body = loads(data)
+        del data
+        meta = body.get("metadata") or {}
+        following = str(meta.get("continue") or "")
+        if following:
+            pending = ask(following)
+        page = Page(body.get("items") or [], str(meta.get("resourceVersion") or ""), fresh)
+        del body, meta  # the page's objects only: not two decoded pages alive while the next decodes
+        yield page
+        del page
+        if not following:
+            return
+        token, fresh = following, False
+
+
 def list_pages(
     rest: LeanRest,
     path: str,
@@ -89,18 +161,29 @@ def list_pages(
     throttle_retries: int = 10,
     limit: int = PAGE_SIZE,
 ) -> Iterator[list[dict[str, Any]]]:
-    """The items of a listing at ``path`` (which may have a query already), page by page. ``timeout()``
-    bounds each page's request, asked before each one; ``throttle_retries`` is how many 429s each page
-    waits out (see :meth:`~volsched.kube.rest.LeanRest.get`)."""
+    """The items of a listing at ``path`` (which may have a query already), page by page (see
+    :func:`paginate`). ``timeout()`` bounds each page's request, asked before each one;
+    ``throttle_retries`` is how many 429s each page waits out (see :meth:`~volsched.kube.rest.LeanRest.get`).
+    A listing started again (a continue token expired) hands over no object twice: what earlier pages
+    gave, unchanged (the same resourceVersion, which no two versions of a kind's objects share), is
+    left out of its pages."""
     sep = "&" if "?" in path else "?"
-    token = ""
-    while True:
+
+    def fetch(token: str) -> bytes:
         query = f"{sep}limit={limit}" + (f"&continue={quote(token, safe='')}" if token else "")
-        body = rest.get(path + query, timeout=timeout(), throttle_retries=throttle_retries)
-        yield body.get("items") or []
-        token = str((body.get("metadata") or {}).get("continue") or "")
-        if not token:
-            return
+        return rest.read(path + query, timeout=timeout(), throttle_retries=throttle_retries)
+
+    given: set[str] = set()  # the resourceVersions handed over
+    again = False  # the listing was started again
+    for page in paginate(fetch, what=path):
+        again = again or (page.fresh and bool(given))
+        items = [o for o in page.items if _version(o) not in given] if again else page.items
+        given.update(_version(o) for o in items)
+        yield items
+
+
+def _version(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 def pods_of(

@@ -402,12 +402,17 @@ class LeanRest:
         return self._pooled(method, path, data, self._headers(content_type), timeout)
 
     def get(self, path: str, *, timeout: float, throttle_retries: int = 10) -> Any:
-        """A read's JSON. A 429 with ``Retry-After`` (API Priority and Fairness did not take it; a
-        CRD's storage still starting) is waited out and asked again, up to ``throttle_retries`` times,
-        as the client's urllib3 retries did: a read changes nothing. ``timeout`` bounds each try."""
+        """A read's JSON (see :meth:`read`)."""
+        return loads(self.read(path, timeout=timeout, throttle_retries=throttle_retries))
+
+    def read(self, path: str, *, timeout: float, throttle_retries: int = 10) -> bytes:
+        """A read's body, not decoded yet. A 429 with ``Retry-After`` (API Priority and Fairness did not
+        take it; a CRD's storage still starting) is waited out and asked again, up to
+        ``throttle_retries`` times, as the client's urllib3 retries did: a read changes nothing.
+        ``timeout`` bounds each try."""
         for attempt in range(throttle_retries + 1):
             try:
-                return loads(self.request("GET", path, timeout=timeout))
+                return self.request("GET", path, timeout=timeout)
             except ApiException as exc:
                 wait = retry_after(exc.status, exc.headers, exc.body)
                 if wait is None or attempt == throttle_retries:

@@ -5,7 +5,7 @@ bookkeeping) and the Kubernetes client's watch parses every object into its mode
 that was most of the operator's CPU. :class:`ListWatch` is what client-go's reflector does, on one
 thread per kind:
 
-* a paginated list (``limit``/``continue``), each page decoded once, pruned (:mod:`volsched.kube.prune`)
+* a paginated list (``limit``/``continue``, :func:`~volsched.kube.lister.paginate`), each page decoded once, pruned (:mod:`volsched.kube.prune`)
   and handed over before the next page is decoded, so the cache fills while the list streams in;
 * then a watch from the list's ``resourceVersion`` with ``allowWatchBookmarks`` (bookmarks only move the
   resourceVersion on);
@@ -25,14 +25,15 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NoReturn
 from urllib.parse import urlencode
 
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from volsched.kube.health import ApiHealth, back_pressure, is_unreachable
-from volsched.kube.lister import WatchedKind
+from volsched.kube.lister import WatchedKind, paginate
 from volsched.kube.ratelimit import retry_after
 from volsched.kube.rest import LeanRest, loads
 
@@ -107,6 +108,7 @@ class ListWatch:
         self._thread: threading.Thread | None = None
         self._response: Any = None  # the watch's answer being read (stop() shuts its socket)
         self._rest: LeanRest | None = None
+        self._lists: LeanRest | None = None
         self._lock = threading.Lock()
         self._failures = 0
         self._last_error = ""
@@ -209,7 +211,7 @@ class ListWatch:
             self._refused(raw.status, str(raw.reason), raw.headers, body)
         return raw
 
-    def _refused(self, status: int, reason: str, headers: Any, body: bytes) -> NoReturn:
+    def _refused(self, status: int, reason: str, headers: Any, body: bytes | str) -> NoReturn:
         """Raise what an answer other than success means: :class:`Expired` for 410, else :class:`ApiError`."""
         message = self._status_message(body) or reason
         if status == 410:
@@ -217,11 +219,11 @@ class ListWatch:
         raise ApiError(status, message, retry_after=retry_after(status, headers, body))
 
     @staticmethod
-    def _status_message(body: bytes) -> str:
+    def _status_message(body: bytes | str) -> str:
         try:
             return str(loads(body).get("message") or "")
         except Exception:
-            return body[:200].decode("utf-8", "replace")
+            return (body if isinstance(body, str) else body.decode("utf-8", "replace"))[:200]
 
     def _stamp(self, obj: Raw) -> Raw:
         obj["kind"] = self.kind.kind
@@ -234,38 +236,39 @@ class ListWatch:
         query: list[tuple[str, Any]] = [("limit", self.page_size)]
         if token:
             query.append(("continue", token))
-        raw = self._get(query, read_timeout=60)
-        try:
-            return bytes(raw.data)
-        finally:
-            raw.release_conn()
+        if self._lists is None:  # through the client's pool: the fetching thread is not kept
+            self._lists = LeanRest(self.api, direct=False)
+        return self._lists.read(f"{self.kind.path}?{urlencode(query)}", timeout=60, throttle_retries=0)
 
     def relist(self) -> str:
-        """A full paginated list, handed over page by page; objects the cache had and the list lacks are
-        handed over as DELETED. Returns (and keeps) the list's resourceVersion."""
+        """A full paginated list (:func:`~volsched.kube.lister.paginate`), handed over page by page;
+        objects the cache had and the list lacks are handed over as DELETED. Returns (and keeps) the
+        list's resourceVersion. A listing started again (its continue token expired) counts alone: what
+        the broken-off one handed over is not handed over again unchanged, and what it showed that the
+        new one lacks is handed over as DELETED."""
         seen: set[str] = set()
         rv = ""
         # The next page is fetched while this one is handed over: the apiserver reads and encodes it
         # meanwhile instead of waiting for the next request.
         with ThreadPoolExecutor(1, thread_name_prefix=f"volsched-list-{self.kind.plural}") as fetcher:
-            pending: Future[bytes] | None = fetcher.submit(self._page, "")
-            while pending is not None:
-                body = loads(pending.result())
-                self._succeeded()
-                meta = body.get("metadata") or {}
-                rv = str(meta.get("resourceVersion") or rv)
-                token = str(meta.get("continue") or "")
-                pending = fetcher.submit(self._page, token) if token else None
-                for item in body.get("items") or []:
-                    obj = self._stamp(item)
-                    key = _key(obj)
-                    seen.add(key)
-                    m = obj.get("metadata") or {}
-                    version = (str(m.get("resourceVersion") or ""), str(m.get("uid") or ""))
-                    if self.known.get(key) == version:
-                        continue  # handed over already, unchanged (a relist after an outage)
-                    self._hand("ADDED", obj, key, version)
-                del body
+            try:
+                for page in paginate(self._page, what=self.kind.plural, ahead=fetcher):
+                    self._succeeded()
+                    if page.fresh:
+                        seen.clear()
+                    rv = page.resource_version or rv
+                    for item in page.items:
+                        obj = self._stamp(item)
+                        key = _key(obj)
+                        seen.add(key)
+                        m = obj.get("metadata") or {}
+                        version = (str(m.get("resourceVersion") or ""), str(m.get("uid") or ""))
+                        if self.known.get(key) == version:
+                            continue  # handed over already, unchanged (a relist after an outage)
+                        self._hand("ADDED", obj, key, version)
+                    del page
+            except ApiException as exc:
+                self._refused(int(exc.status or 0), str(exc.reason), exc.headers, exc.body or b"")
         with self._handing:  # drop_known may be emptying it
             gone = [k for k in self.known if k not in seen]
         self._gone(gone, resource_version=rv)
