@@ -4,6 +4,7 @@ what went meanwhile, and a reconnect after an apiserver outage."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -225,3 +226,75 @@ def test_after_an_apiserver_outage_the_watch_resumes_with_a_line_each_way(
             w.stop()
     assert rec.names("ADDED") == {"before", "after"}
     assert not health.down and health.outages == 1
+
+
+def test_a_kind_whose_crd_is_missing_is_asked_for_less_and_less_often_and_read_once_installed(
+    kube: client.ApiClient, namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each 404 (the CRD not installed) doubles the wait before the next attempt, up to the cap (it was
+    one attempt a second, forever); the CRD installed later, its objects arrive."""
+    group = f"{namespace}.faults.volsched.test"
+    widgets = WatchedKind("Widget", group, "v1", "widgets", True)
+    rec = Recorder(namespace)
+    w = ListWatch(kube, widgets, on_event=rec, refused_backoff=(0.05, 0.2))
+    waits: list[float] = []
+    failed = w._failed
+
+    def recorded(exc: BaseException) -> float:
+        waits.append(failed(exc))
+        return waits[-1]
+
+    w._failed = recorded  # type: ignore[method-assign]
+    with caplog.at_level(logging.WARNING, logger="volsched.kube"):
+        w.start()
+        try:
+            wait_for(lambda: len(waits) >= 5, 30, what="five refused attempts")
+            assert waits[:5] == [0.05, 0.1, 0.2, 0.2, 0.2]
+            client.ApiextensionsV1Api(kube).create_custom_resource_definition(
+                {
+                    "apiVersion": "apiextensions.k8s.io/v1",
+                    "kind": "CustomResourceDefinition",
+                    "metadata": {"name": f"widgets.{group}"},
+                    "spec": {
+                        "group": group,
+                        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                        "scope": "Namespaced",
+                        "versions": [
+                            {
+                                "name": "v1",
+                                "served": True,
+                                "storage": True,
+                                "schema": {
+                                    "openAPIV3Schema": {
+                                        "type": "object",
+                                        "x-kubernetes-preserve-unknown-fields": True,
+                                    }
+                                },
+                            }
+                        ],
+                    },
+                }
+            )
+            custom = client.CustomObjectsApi(kube)
+
+            def created() -> bool:
+                try:
+                    custom.create_namespaced_custom_object(
+                        group,
+                        "v1",
+                        namespace,
+                        "widgets",
+                        {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w1"}},
+                    )
+                except client.ApiException as exc:
+                    if exc.status == 404:  # established, not served yet
+                        return False
+                    raise
+                return True
+
+            wait_for(created, 30, what="the CRD served")
+            wait_for(lambda: ("ADDED", f"{namespace}/w1") in rec.seen(), 30, what="the widget read")
+        finally:
+            w.stop()
+    refused = [r.getMessage() for r in caplog.records if "widgets" in r.getMessage()]
+    assert len(refused) == 1 and "is its CRD installed?" in refused[0]  # one line, not one per attempt

@@ -46,6 +46,11 @@ Prune = Callable[[Raw], Raw]
 
 #: Seconds between attempts after a failure: soon at first, then every second.
 BACKOFF = (0.2, 0.4, 0.8, 1.0)
+#: After an answer that refuses the kind (a 404: its CRD not installed; a 403: not allowed), which no
+#: retry changes until someone does: the wait doubles from the first to the last, as client-go's
+#: reflector backs off (0.8 s to 30 s, without its jitter): not once a second forever, and an installed
+#: CRD is picked up within the last.
+REFUSED_BACKOFF = (0.8, 30.0)
 
 
 class Expired(Exception):
@@ -84,6 +89,7 @@ class ListWatch:
         page_size: int = 500,
         timeout_seconds: int = 290,
         backoff: tuple[float, ...] = BACKOFF,
+        refused_backoff: tuple[float, float] = REFUSED_BACKOFF,
         announce_recovery: bool = True,
     ) -> None:
         self.api = api
@@ -94,6 +100,7 @@ class ListWatch:
         self.page_size = page_size
         self.timeout_seconds = timeout_seconds
         self.backoff = backoff
+        self.refused_backoff = refused_backoff
         #: Whether an answer after failures tells ``health`` the apiserver is back. The operator leaves
         #: that to the Lease: a restarting apiserver answers lists before it serves every path.
         self.announce_recovery = announce_recovery
@@ -176,10 +183,17 @@ class ListWatch:
             else:
                 log.debug("watch %s: %s", self.kind.plural, exc)
             return delay
+        then = "retrying"
+        if status is not None and 400 <= status < 500:  # refused: asked again less and less often
+            first, last = self.refused_backoff
+            delay = min(last, first * 2.0 ** min(self._failures - 1, 32))
+            then = f"asking again less often each time, at least every {last:g}s"
+            if status == 404:
+                then = f"is its CRD installed? {then}"
         message = f"{type(exc).__name__}: {exc}"
         if message != self._last_error:  # once per distinct error, not once per attempt
             self._last_error = message
-            log.warning("watching %s failed (%s); retrying", self.kind.plural, message[:300])
+            log.warning("watching %s failed (%s); %s", self.kind.plural, message[:300], then)
         return delay
 
     def _succeeded(self) -> None:
