@@ -45,8 +45,8 @@ def admitted_jobs(session: Session, *, best_effort: bool) -> dict[str, dict[str,
     """Admitted jobs with pending tasks of the given kind, by queue and namespace."""
     action = "backfill" if best_effort else "allocate"
     out: dict[str, dict[str, list[Job]]] = {}
-    for job in session.jobs.values():
-        if job.phase is PodGroupPhase.PENDING or not job.status_count.get(PENDING):
+    for job in session.pending_jobs():
+        if job.phase is PodGroupPhase.PENDING:
             continue
         for t in job.tasks.values():
             if t.status is PENDING and t.best_effort is best_effort and t.schedulable_by_us:

@@ -21,10 +21,9 @@ from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import Job
-from volsched.model.vocabulary import PodGroupPhase, QueueState, TaskStatus
+from volsched.model.vocabulary import PodGroupPhase, QueueState
 
 UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-PENDING = TaskStatus.PENDING
 
 
 @register_action
@@ -37,9 +36,9 @@ class Enqueue:
 
     def execute(self, session: Session) -> None:
         pending: dict[str, list[Job]] = {}
-        for queue, jobs in session.jobs_by_queue().items():
+        for queue, jobs in session.jobs_by_queue(session.pending_jobs()).items():
             spec = session.queues.get(queue)
-            waiting = [j for j in jobs if j.phase is PodGroupPhase.PENDING and j.status_count.get(PENDING)]
+            waiting = [j for j in jobs if j.phase is PodGroupPhase.PENDING]
             if not waiting:
                 continue
             if spec is None:

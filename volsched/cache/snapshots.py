@@ -385,6 +385,7 @@ class SnapshotBuilder:
                 for _, p in sorted((p for ps in base.problems.values() for p in ps), key=lambda p: pos(p[0]))
             ]
             foreign = list(base.foreign_list)
+            private = frozenset(base.private)
         session_table.usage = dict(view.usage)
         return ClusterSnapshot(
             space=space,
@@ -398,6 +399,7 @@ class SnapshotBuilder:
             carryover=carryover,
             namespace_labels={ns: dict(labels) for ns, labels in view.namespace_labels.items()},
             budgets=tuple(view.budgets.values()),
+            private=private,
         )
 
     def _index(self, base: _Base, key: str) -> Task:

@@ -83,6 +83,8 @@ class Session(NodeViews):
         #: The jobs that hold something and what each holds, stacked when first asked (``holdings``),
         #: dropped by every status change.
         self._holdings: Holdings | None = None
+        #: The jobs that may have a task pending (``pending_jobs``), gathered when first asked.
+        self._maybe_pending: list[Job] | None = None
 
     # --- mutations (only Statement calls these) -------------------------------------------------------
 
@@ -170,6 +172,27 @@ class Session(NodeViews):
             self._fire(task, allocate=True)
 
     # --- helpers for actions --------------------------------------------------------------------------
+
+    def pending_jobs(self) -> list[Job]:
+        """The jobs with a task pending now. Only jobs that had one when the snapshot was built can
+        (a session never makes a task pending that was not: it only undoes its own placements), and
+        the snapshot names those (``ClusterSnapshot.private``): the few of a steady state are read by
+        key, not found among every bound job each time an action asks. In the jobs' order when most
+        jobs may be pending (a backlog), else in key order: an action's decisions never depend on it
+        (it orders jobs by the session's orders, whose keys tell any two jobs apart)."""
+        maybe = self._maybe_pending
+        if maybe is None:
+            jobs = self.jobs
+            private = self.snapshot.private
+            if private is None:
+                maybe = list(jobs.values())
+            elif len(private) * 4 > len(jobs):
+                maybe = [job for key, job in jobs.items() if key in private]
+            else:
+                maybe = [jobs[key] for key in sorted(private) if key in jobs]
+            self._maybe_pending = maybe
+        pending = TaskStatus.PENDING
+        return [job for job in maybe if job.status_count.get(pending)]
 
     def jobs_by_queue(self, jobs: Iterable[Job] | None = None) -> dict[str, list[Job]]:
         out: dict[str, list[Job]] = {}

@@ -446,6 +446,10 @@ class ClusterSnapshot:
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
     #: The PodDisruptionBudgets (immutable), which the ``pdb`` plugin honours when naming victims.
     budgets: tuple[DisruptionBudget, ...] = ()
+    #: The keys of the jobs that had a task pending or phase Pending when the snapshot was built (every
+    #: other job is shared, read-only, with nothing to place or admit); None: not known, any job may.
+    #: Actions that look only at pending jobs read it (``Session.pending_jobs``), not every job.
+    private: frozenset[str] | None = None
 
     def namespace_weight(self, namespace: str) -> int:
         return self.namespace_weights.get(namespace, 1)
