@@ -20,7 +20,7 @@ from volsched.framework.decisions import Bind
 from volsched.kube.health import ApiHealth
 from volsched.kube.lister import WATCHED, WatchedKind
 from volsched.kube.prune import prune_node, prune_pod
-from volsched.kube.watch import ListWatch
+from volsched.kube.watch import ListWatch, Stopped
 from volsched.kube.writer import KubeWriter
 from volsched_dev.devcluster import LocalControlPlane
 
@@ -104,6 +104,16 @@ def test_the_list_comes_in_pages_pruned_then_the_watch_follows_in_order(
     versions = [int(rv) for _, _, rv, _ in rec.events[len(names) :]]
     assert versions == sorted(versions)
     assert w.lists == 1
+
+
+def test_a_listing_stopped_midway_ends_at_its_next_page(kube: client.ApiClient, namespace: str) -> None:
+    """A start that failed stops the pods' listing: it hands over no page after the one it was on."""
+    create_pods(kube, namespace, *(f"p{i}" for i in range(5)))
+    rec = Recorder()
+    w = ListWatch(kube, PODS, on_event=lambda t, obj: (rec(t, obj), w.stop(timeout=0)), page_size=1)
+    with pytest.raises(Stopped):
+        w.first_list()
+    assert len(rec.events) == 1 and not w.synced.is_set()
 
 
 def test_the_event_a_bind_brings_back_keeps_the_assumed_task_unparsed(

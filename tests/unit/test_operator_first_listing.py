@@ -5,13 +5,14 @@ ends the start (the listings themselves are stubbed: what the start makes of the
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.unit._cycle_harness import KUBECONFIG
-from volsched.kube.watch import ApiError
+from volsched.kube.watch import ApiError, ListWatch, Stopped
 from volsched.operator import Operator, Settings
 
 
@@ -62,6 +63,30 @@ def test_any_other_refusal_of_a_kinds_first_listing_ends_the_start(
     with pytest.raises(ApiError, match="refused"):
         op._prelist()
     assert op._prelisted.is_set()  # the pods' listing is not left waiting for it
+
+
+def test_a_small_kinds_refusal_ends_the_start_at_once_stopping_the_pods_listing(
+    op: Operator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pods' listing (a minute on a large cluster) is stopped at its next page, not waited for to
+    its end before the refusal is raised (the stub lists "to the end" if it is not stopped in 30 s)."""
+    _listings(op, monkeypatch, {"PriorityClass": 403})
+    ended: dict[str, str] = {}
+    for kind in ("Pod", "Node"):
+        w = op.lean[kind]
+
+        def long_listing(*, w: ListWatch = w, kind: str = kind, throttle_retries: int = 10) -> str:
+            ended[kind] = "stopped" if w._stop.wait(30) else "listed to the end"
+            raise Stopped(kind)
+
+        monkeypatch.setattr(w, "first_list", long_listing)
+    with pytest.raises(ApiError, match="refused"):
+        op._prelist()
+    op.lean["Pod"]._stop.wait(30)  # told; the stub's thread records it
+    assert all(op.lean[k].stopped for k in ("Pod", "Node"))
+    for t in [t for t in threading.enumerate() if t.name.startswith("volsched-list")]:
+        t.join(30)
+    assert ended == {"Pod": "stopped", "Node": "stopped"}
 
 
 def test_stopping_tells_every_watch_before_waiting_for_any(

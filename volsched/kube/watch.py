@@ -57,6 +57,10 @@ class Expired(Exception):
     """The resourceVersion asked for is gone from the apiserver (410): list again."""
 
 
+class Stopped(Exception):
+    """The watch was stopped while it listed: the listing ends at the page it was handing over."""
+
+
 class ApiError(Exception):
     """An answer other than success (a 403, a 404...): not an outage, worth a log line. A 429 (the
     apiserver's flow control, or "storage is (re)initializing" for a moment after it starts) carries the
@@ -267,6 +271,8 @@ class ListWatch:
         with ThreadPoolExecutor(1, thread_name_prefix=f"volsched-list-{self.kind.plural}") as fetcher:
             try:
                 for page in paginate(self._page, what=self.kind.plural, ahead=fetcher):
+                    if self._stop.is_set():  # not the rest of a long listing: the start may have failed
+                        raise Stopped(f"listing {self.kind.plural} stopped")
                     self._succeeded()
                     if page.fresh:
                         seen.clear()

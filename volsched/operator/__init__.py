@@ -392,31 +392,47 @@ class Operator:
         )  # fmt: skip
 
     def _prelist(self) -> None:
-        from concurrent.futures import ThreadPoolExecutor
+        """Every kind's first listing at once. The few kinds go into the cache as they stream in, Pods
+        and Nodes once the few are in (``_prelisted``). A listing that fails the start (anything but a
+        CRD not installed, or Volcano's) fails it as soon as it does: the other listings are stopped at
+        their next page, not waited for to the end (the pods' may take a minute on a large cluster)."""
+        from concurrent.futures import ThreadPoolExecutor, as_completed
 
         many = [w for w in self.lean.values() if w.kind.kind in LEAN_KINDS]
         few = [w for w in self.lean.values() if w.kind.kind not in LEAN_KINDS]
         volcano = list(self.volcano.values())
-        with ThreadPoolExecutor(len(self.lean) + len(volcano), thread_name_prefix="volsched-list") as pool:
-            lean = [pool.submit(w.first_list) for w in many]  # wait for _prelisted to hand over
-            lists = [pool.submit(w.first_list) for w in (*few, *volcano)]  # into the cache as they stream in
-            try:
-                for w, future in zip((*few, *volcano), lists, strict=True):
-                    try:
-                        future.result()
-                    except Exception as exc:  # its watch lists again when started
-                        if w.kind.group == VOLCANO_GROUP:
-                            log.warning("listing Volcano %s failed (%s); retrying", w.kind.plural, exc)
-                        elif isinstance(exc, ApiError) and exc.status == 404:  # a CRD not installed
-                            log.warning(
-                                "%s are not served by this cluster (is the CRD installed?)", w.kind.plural
-                            )
-                        else:
-                            raise
-            finally:
-                self._prelisted.set()
-            for future in lean:
-                future.result()
+        every = (*many, *few, *volcano)
+        pool = ThreadPoolExecutor(len(every), thread_name_prefix="volsched-list")
+        failed = True
+        try:
+            lean = {pool.submit(w.first_list): w for w in many}  # wait for _prelisted to hand over
+            lists = {pool.submit(w.first_list): w for w in (*few, *volcano)}  # into the cache at once
+            waiting = set(lists)
+            for future in as_completed((*lists, *lean)):
+                w = lists.get(future) or lean[future]
+                try:
+                    future.result()
+                except Exception as exc:  # its watch lists again when started
+                    if future not in lists:
+                        raise
+                    if w.kind.group == VOLCANO_GROUP:
+                        log.warning("listing Volcano %s failed (%s); retrying", w.kind.plural, exc)
+                    elif isinstance(exc, ApiError) and exc.status == 404:  # a CRD not installed
+                        log.warning(
+                            "%s are not served by this cluster (is the CRD installed?)", w.kind.plural
+                        )
+                    else:
+                        raise
+                waiting.discard(future)
+                if not waiting:
+                    self._prelisted.set()
+            failed = False
+        finally:
+            self._prelisted.set()  # the pods' listing is not left waiting
+            if failed:
+                for w in every:
+                    w.stop(timeout=0)  # each listing ends at its next page
+            pool.shutdown(wait=not failed, cancel_futures=failed)
 
     # --- config ------------------------------------------------------------------------------------------
 
