@@ -770,3 +770,21 @@ def test_owners_groups_follow_the_task_order_after_the_task_table_is_replaced_wh
     assert [g.name for g in state.last_derived] == ["podgroup-uc", "podgroup-ua", "podgroup-ub"]
     assert state.last_derived == fresh.last_derived
     assert digest(after) == digest(scratch)
+
+
+def test_pods_standing_alone_follow_the_task_order_after_the_task_table_is_replaced_whole() -> None:
+    """The snapshot keeps its pods standing alone in the cache's order from one build to the next; a
+    table replaced whole orders them anew (as a cache fed the pods in that order would)."""
+    state = ClusterState()
+    for obj in [node("n1"), pod("a"), pod("b", node="n1"), pod("c")]:
+        state.apply(obj)
+    state.snapshot(now=5.0)
+    order = ["default/c", "default/a", "default/b"]
+    state.tasks = {key: state.tasks[key] for key in order}
+    after = state.snapshot(now=5.0)
+    fresh = ClusterState()
+    fresh.apply(node("n1"))
+    for key in order:
+        fresh.apply(state.raw_pods[key])
+    assert list(after.jobs) == order
+    assert digest(after) == digest(fresh.snapshot(now=5.0))

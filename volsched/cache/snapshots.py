@@ -144,9 +144,17 @@ class _Base:
         self.members: dict[str, dict[str, None]] = {}
         #: Job key -> (task key, problem) for its members while it does not exist.
         self.problems: dict[str, list[tuple[str, tuple[str, str, str]]]] = {}
-        #: Jobs with no PodGroup, in the order they entered (an insertion-ordered dict, not a set: nearly
-        #: in the cache's order already, so a build sorts 10,000 of them in a fifth of a set's time).
-        self.standalone: dict[str, None] = {}
+        #: Jobs with no PodGroup (key -> job) in the cache's order of their keys, as a snapshot lists them,
+        #: kept in that order from one build to the next: a job assembled again keeps its place, and only
+        #: the ones in ``unplaced`` are put in theirs (a steady state's 50,000 bound one-pod jobs are
+        #: neither sorted nor gathered again every session).
+        self.standalone: dict[str, Job] = {}
+        #: Jobs with no PodGroup not in ``standalone`` yet (new ones, and those whose pod entered the
+        #: cache again), in the order they came (an insertion-ordered dict, not a set: nearly in the
+        #: cache's order already, so a build sorts 50,000 of them in a fifth of a set's time).
+        self.unplaced: dict[str, None] = {}
+        #: The view's order of the tasks (``View.seq``) as of the last build.
+        self.seq: Mapping[str, int] = {}
         #: Jobs a session may change (pending tasks to place, a phase to admit): each gets its own copy.
         self.private: set[str] = set()
         #: Private jobs whose every task is pending, assembled for one session only and handed to it as
@@ -180,6 +188,30 @@ def _same_objects(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return len(a) == len(b) and all(b.get(k) is v for k, v in a.items())
 
 
+def _standalone(base: _Base, key: str, job: Job) -> None:
+    """Job ``key`` with no PodGroup is ``job`` now: in its place if it has one, else to be placed."""
+    standalone = base.standalone
+    if key in standalone:
+        standalone[key] = job
+    else:
+        base.unplaced[key] = None
+
+
+def _place(base: _Base, pos: Callable[[str], int]) -> None:
+    """Put the base's unplaced jobs with no PodGroup in their place in ``standalone`` (the cache's order
+    of their keys, ``pos``): after the others when they all come later (new pods), else all sorted again."""
+    if not base.unplaced:
+        return
+    new = sorted(base.unplaced, key=pos)
+    base.unplaced = {}
+    standalone, jobs = base.standalone, base.jobs
+    if standalone and pos(next(reversed(standalone))) > pos(new[0]):
+        keys = sorted([*standalone, *new], key=pos)
+        base.standalone = dict(zip(keys, map(jobs.__getitem__, keys), strict=True))
+    else:
+        standalone.update(zip(new, map(jobs.__getitem__, new), strict=True))
+
+
 class SnapshotBuilder:
     """What carries from one snapshot to the next (see the module docstring). One snapshot at a time."""
 
@@ -208,6 +240,8 @@ class SnapshotBuilder:
         self._owner_first: dict[str, tuple[int, Task]] = {}
         #: How many entries the last :meth:`prepare` made anew (the rest were reused).
         self.rebuilt = 0
+        #: The last :meth:`prepare` read the whole view (no change log: the cache's order may be new).
+        self._read_all = True
 
     def prepare(self, view: View) -> None:
         """Bring the entries to the view's tasks (as sessions see them)."""
@@ -237,6 +271,7 @@ class SnapshotBuilder:
                     self._forget(key)
                 rebuilt = self._refresh(view, view.tasks.keys(), stale)
             self.rebuilt = rebuilt
+            self._read_all = touched is None
 
     def _refresh(self, view: View, keys: Iterable[str], stale: set[str]) -> int:
         """Make the entries of ``keys`` anew where the view holds another task (or it is ``stale``)."""
@@ -374,8 +409,9 @@ class SnapshotBuilder:
             session_table.incoming_tasks = int(base.releasing.sum())
             kept = base.jobs
             jobs = {pg.key: kept[pg.key] for pg in pg_list}
-            standalone = sorted(base.standalone, key=pos)  # (50,000 at a backlog: no loop in Python)
-            jobs.update(zip(standalone, map(kept.__getitem__, standalone), strict=True))
+            _place(base, pos)
+            base.seq = view.seq
+            jobs.update(base.standalone)
             # What a session changes (its pending tasks, an admission), but for the lent jobs, this
             # session's already: a set difference, not a test per job.
             for key in base.private - base.lent:
@@ -477,15 +513,17 @@ class SnapshotBuilder:
             base.problems[job_key] = problems
         else:
             base.problems.pop(job_key, None)
-        base.standalone.pop(job_key, None)
         base.private.discard(job_key)
         base.lent.discard(job_key)
+        if job is None or job.podgroup is not None:
+            base.standalone.pop(job_key, None)
+            base.unplaced.pop(job_key, None)
         if job is None:
             base.jobs.pop(job_key, None)
             return
         base.jobs[job_key] = job
         if job.podgroup is None:
-            base.standalone[job_key] = None
+            _standalone(base, job_key, job)
         if job.phase is PodGroupPhase.PENDING or job.status_count.get(TaskStatus.PENDING):
             base.private.add(job_key)
         if lend:
@@ -498,10 +536,10 @@ class SnapshotBuilder:
     def _lend_alone(self, base: _Base, key: str) -> None:
         """What :meth:`_job` makes of a pending pod standing alone (a backlog's every pod), without its
         general path: the pod's own copy, its one-pod job, lent (standalone and private)."""
-        base.jobs[key] = lone_job(base.space, self._own(key), key)
+        job = base.jobs[key] = lone_job(base.space, self._own(key), key)
         if base.problems:
             base.problems.pop(key, None)
-        base.standalone[key] = None
+        _standalone(base, key, job)
         base.private.add(key)
         base.lent.add(key)
 
@@ -577,7 +615,14 @@ class SnapshotBuilder:
         jobs: set[str] = set()
         nodes: set[str] = set()
         foreign = False
+        standalone, seq, before_seq = base.standalone, view.seq, base.seq
+        if self._read_all:  # the cache's order may be numbered anew: every job takes its place again
+            base.unplaced = dict.fromkeys([*standalone, *base.unplaced])
+            standalone.clear()
         for key in changed:
+            if key in standalone and seq.get(key) != before_seq.get(key):
+                del standalone[key]  # its pod left the cache (and may have come back, last)
+                base.unplaced[key] = None
             old = base.where.pop(key, None)
             if old is not None:
                 job_key, node = old
