@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -270,7 +271,7 @@ def free_port() -> int:
 
 
 #: The operator's log line naming the port it bound (``--metrics-port 0``).
-SERVING = re.compile(rb"serving /healthz, /metrics and /ui on 127\.0\.0\.1:(\d+)")
+SERVING = re.compile(rb"serving /healthz.* on 127\.0\.0\.1:(\d+)")
 
 
 class OperatorProcess:
@@ -321,6 +322,14 @@ class OperatorProcess:
                 return bool(resp.status == 200)
         except OSError:
             return False
+
+    def readyz(self) -> tuple[int, str]:
+        """What /readyz answers: its status and body."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=2) as resp:
+                return int(resp.status), resp.read().decode()
+        except urllib.error.HTTPError as exc:
+            return int(exc.code), exc.read().decode()
 
     def metrics(self) -> str:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as resp:

@@ -159,12 +159,13 @@ def test_the_operator_runs_with_only_its_service_account(
     assert "forbidden" not in log.lower() and " 403" not in log
 
 
-def test_no_session_runs_until_the_scheduler_config_can_be_read(
+def test_no_session_runs_and_the_replica_is_not_ready_until_the_scheduler_config_can_be_read(
     k: Kube, cluster: LocalControlPlane, start_operator: Start
 ) -> None:
     """A ConfigMap that exists but cannot be read at start (here: forbidden) is not an absent one: the
     built-in default (which binds) never decides in its place. Sessions wait until it is read, then run
-    under it (here: no allocate, so the pod stays pending)."""
+    under it (here: no allocate, so the pod stays pending). Meanwhile the replica is alive (/healthz: a
+    restart would not help) and not ready: /readyz and volsched_ready say so, and why."""
     _apply_rbac(k)
     k.set_config(DEFAULT_CONFIG_YAML.replace("enqueue, allocate, backfill", "enqueue"))
     rbac = client.RbacAuthorizationV1Api(k.api)
@@ -184,9 +185,13 @@ def test_no_session_runs_until_the_scheduler_config_can_be_read(
     assert k.bound(ns) == {}
     assert op.cycles() == 0
     assert "no session runs until the scheduler config" in op.log()
+    status, why = op.readyz()
+    assert status == 503 and f"ConfigMap {NS}/" in why and "403" in why and "no session runs" in why
+    assert op.metric("volsched_ready") == 0
 
     granted.metadata.resource_version = None
     rbac.replace_namespaced_role("volsched", NS, granted)
     wait_for(lambda: op.metric("volsched_config_reloads_total", result="loaded") >= 1, 30, what="read")
     wait_for(lambda: op.cycles() >= 3, 30, what="sessions under the user's config")
+    assert op.readyz() == (200, "ok\n") and op.metric("volsched_ready") == 1
     assert k.bound(ns) == {}  # the user's config has no allocate

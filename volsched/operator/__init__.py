@@ -26,7 +26,7 @@
 * With a ``metrics:`` section, a :class:`~volsched.usagefeed.UsageFeed` polls node usage on its own
   thread and its fresh snapshot goes into the cache right before each session. Pods that shuffle
   evicted keep their owner off the node they left (``ClusterState.moved_off``).
-* ``/healthz``, ``/metrics`` and the ``/ui`` dashboard (:mod:`volsched.ui`) are served by aiohttp.
+* ``/healthz``, ``/readyz``, ``/metrics`` and the ``/ui`` dashboard (:mod:`volsched.ui`) are served by aiohttp.
 
 This module is the replica's lifecycle (:class:`Operator`: watches, prelist, Lease, the session loop,
 shutdown) and :func:`main`. Its parts live beside it: :mod:`~volsched.operator.settings` (the settings
@@ -82,7 +82,7 @@ from volsched.kube.prune import PRUNERS, prune_pod
 from volsched.kube.rest import LeanRest
 from volsched.kube.watch import ApiError, ListWatch
 from volsched.kube.writer import KubeWriter
-from volsched.operator.http import HttpServer, health_problem
+from volsched.operator.http import HttpServer, health_problem, readiness_problem
 from volsched.operator.metrics import Metrics
 from volsched.operator.pacing import Pacer, pods_wait
 from volsched.operator.reload import ConfigReloader
@@ -211,8 +211,13 @@ class Operator:
         self.ui = LiveState()  # what the /ui dashboard shows
         self._problems: dict[str, str] = {}
         self.http = HttpServer(
-            settings.http, liveness=self._liveness, registry=self.metrics.registry, ui=self.ui
+            settings.http,
+            liveness=self._liveness,
+            readiness=self._readiness,
+            registry=self.metrics.registry,
+            ui=self.ui,
         )
+        self.metrics.ready.set_function(lambda: 0.0 if self._readiness() else 1.0)
         self.registry = self._build_registry()
 
     # --- watches -----------------------------------------------------------------------------------------
@@ -673,6 +678,14 @@ class Operator:
             last_tick=self.last_tick,
             period=min(self.settings.session.period, self.settings.lease.renew_every),
             now=time.monotonic(),
+        )
+
+    def _readiness(self) -> str | None:
+        c = self.settings.config
+        return readiness_problem(
+            liveness=self._liveness(),
+            config_read=self.reloader.known,
+            config=f"ConfigMap {c.namespace}/{c.name}: {self.reloader.unread}",
         )
 
     # --- lifecycle ---------------------------------------------------------------------------------------

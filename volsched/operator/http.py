@@ -1,9 +1,10 @@
-"""The operator's HTTP server: ``/healthz``, ``/metrics`` (Prometheus) and the ``/ui`` dashboard on one
-aiohttp site (:class:`HttpServer`).
+"""The operator's HTTP server: ``/healthz`` (liveness), ``/readyz`` (readiness), ``/metrics``
+(Prometheus) and the ``/ui`` dashboard on one aiohttp site (:class:`HttpServer`).
 
-It serves what it is handed (a liveness check, a metrics registry, the dashboard's :class:`LiveState`)
-and owns none of it: what makes the operator healthy is :func:`health_problem`, the series are
-:mod:`volsched.operator.metrics`, the page is :mod:`volsched.ui`.
+It serves what it is handed (liveness and readiness checks, a metrics registry, the dashboard's
+:class:`LiveState`) and owns none of it: what makes the operator healthy is :func:`health_problem`,
+and ready :func:`readiness_problem`; the series are :mod:`volsched.operator.metrics`, the page is
+:mod:`volsched.ui`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,16 @@ def health_problem(*, synced: bool, last_tick: float, period: float, now: float)
     return None
 
 
+def readiness_problem(*, liveness: str | None, config_read: bool, config: str) -> str | None:
+    """Why ``/readyz`` answers 503, or None: what ``/healthz`` fails on, and the scheduler config not read
+    yet (sessions are held: a replica that could not read it decides nothing, and a restart would not
+    help, so it is no liveness failure). ``config`` names the ConfigMap and why it is unread."""
+    problems = [liveness] if liveness else []
+    if not config_read:
+        problems.append(f"scheduler config not read ({config}): no session runs until it is")
+    return "; ".join(problems) or None
+
+
 class HttpServer:
     """``await start()`` serves on ``settings.host:settings.port`` (0: any free port, then ``port`` says
     which); ``await stop()`` closes it."""
@@ -42,11 +53,13 @@ class HttpServer:
         settings: HttpSettings,
         *,
         liveness: Callable[[], str | None],
+        readiness: Callable[[], str | None] | None = None,
         registry: CollectorRegistry,
         ui: LiveState,
     ) -> None:
         self.settings = settings
         self.liveness = liveness
+        self.readiness = readiness or liveness
         self.registry = registry
         self.ui = ui
         self.port: int | None = None
@@ -58,6 +71,12 @@ class HttpServer:
             return web.Response(status=503, text=f"{problem}\n")
         return web.Response(text="ok\n")
 
+    async def _readyz(self, _request: web.Request) -> web.Response:
+        problem = self.readiness()
+        if problem is not None:
+            return web.Response(status=503, text=f"{problem}\n")
+        return web.Response(text="ok\n")
+
     async def _metrics(self, _request: web.Request) -> web.Response:
         body = generate_latest(self.registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
@@ -65,6 +84,7 @@ class HttpServer:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics)
         add_routes(app, self.ui)
         runner = web.AppRunner(app, access_log=None)
@@ -75,7 +95,7 @@ class HttpServer:
         server = site._server
         sockets = getattr(server, "sockets", None) or []
         self.port = sockets[0].getsockname()[1] if sockets else self.settings.port
-        log.info("serving /healthz, /metrics and /ui on %s:%s", self.settings.host, self.port)
+        log.info("serving /healthz, /readyz, /metrics and /ui on %s:%s", self.settings.host, self.port)
 
     async def stop(self) -> None:
         if self._runner is not None:

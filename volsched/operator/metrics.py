@@ -57,6 +57,12 @@ class Metrics:
             registry=r,
         )
         self.leader = Gauge("volsched_leader", "1 when this replica holds the scheduler lease", registry=r)
+        #: Its value is asked when scraped (see the operator's readiness, as /readyz answers it).
+        self.ready = Gauge(
+            "volsched_ready",
+            "1 when /readyz answers 200: the cache synced and the scheduler config read (sessions may run)",
+            registry=r,
+        )
         self.reloads = Counter(
             "volsched_config_reloads_total", "Scheduler config loads by result", ["result"], registry=r
         )

@@ -62,6 +62,9 @@ class ConfigReloader:
         self.version: str | None = None
         self.error: str | None = None
         self.known = False
+        #: Why the last read failed, while the ConfigMap has never been read (its status, or the
+        #: failure's type: never the answer's text).
+        self.unread = "not read yet"
         self._held = False  # said that sessions wait for the first read
         self._checked = 0.0
 
@@ -78,6 +81,8 @@ class ConfigReloader:
         try:
             cm = self.read(force)  # forced: the read at start, which waits out throttling
         except Exception as exc:
+            status = getattr(exc, "status", None)
+            self.unread = f"{status} {getattr(exc, 'reason', '')}".strip() if status else type(exc).__name__
             throttled = is_throttled(exc)
             if back_pressure(self.health, throttled=throttled):  # an answer: the next poll asks again
                 log.debug(
