@@ -105,7 +105,7 @@ CASES: list[tuple[str, list[str], Any]] = [
     ("minimum gap between woken sessions", ["--set", "minGap=0.05"],
      lambda o: _container(o)["args"][-4:] == ["--min-gap", "0.05", "--period", "1"]),
     ("longest idle stretch", ["--set", "maxIdle=2.5"],
-     lambda o: _container(o)["args"][-6:] == ["--max-idle", "2.5", "--min-gap", "0.1", "--period", "1"]),
+     lambda o: _container(o)["args"][-6:] == ["--max-idle", "2.5", "--min-gap", "0.02", "--period", "1"]),
     ("never skip a session", ["--set", "maxIdle=0"],
      lambda o: _container(o)["args"][-6:-4] == ["--max-idle", "0"]),
     ("http port", ["--set", "httpPort=9090"],
