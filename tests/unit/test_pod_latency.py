@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from volsched.kube.latency import PodLatency
+from volsched.kube.latency import UNANSWERED, PodLatency
 
 LINE = re.compile(r"pod (\S+) seen (\S+) session (\S+) decided (\S+) sent (\S+) answered (\S+) result (\S+)")
 
@@ -40,3 +40,20 @@ def test_nothing_is_kept_when_the_logger_is_not_at_debug(caplog: pytest.LogCaptu
     assert not latency.on
     assert not latency._seen and not latency._decided
     assert not [r for r in caplog.records if r.name == "volsched.latency"]
+
+
+def test_binds_never_answered_are_forgotten_once_ten_minutes_old(caplog: pytest.LogCaptureFixture) -> None:
+    """What is kept of decided binds stays bounded: those never answered (the port closed, the Lease
+    lost) go once older than UNANSWERED; a bind decided again counts from then."""
+    caplog.set_level(logging.DEBUG, logger="volsched.latency")
+    now = [1000.0]
+    latency = PodLatency(clock=lambda: now[0])
+    latency.decided([f"ns/lost{i}" for i in range(1000)] + ["ns/again"])
+    now[0] += UNANSWERED / 2
+    latency.decided(["ns/again", "ns/late"])
+    now[0] += UNANSWERED / 2 + 1
+    latency.decided(["ns/new"])
+    assert list(latency._decided) == ["ns/again", "ns/late", "ns/new"]
+    assert any("1000 binds decided" in r.getMessage() for r in caplog.records)
+    latency.answered("ns/again", sent=now[0], answered=now[0], result="bound")
+    assert list(latency._decided) == ["ns/late", "ns/new"]

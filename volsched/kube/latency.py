@@ -8,24 +8,35 @@ its answer came back; one line per bind answered::
 
     pod NS/NAME seen S session T decided D sent X answered A result R
 
+A bind never answered (the port closed, the Lease lost before it was sent) is forgotten once
+:data:`UNANSWERED` seconds old, so what is kept stays bounded by the binds of the last ten minutes.
+
 Nothing here decides anything; it only reads clocks.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 log = logging.getLogger("volsched.latency")
 
+#: Seconds after which a decided bind with no answer is forgotten (answers come within the writer's
+#: timeouts, seconds).
+UNANSWERED = 600.0
+
 
 class PodLatency:
-    def __init__(self) -> None:
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
         #: Whether the lines are wanted (read once: the level is set at start-up).
         self.on = log.isEnabledFor(logging.DEBUG)
+        self._clock = clock
         self._seen: dict[str, float] = {}
+        #: By pod: (session started, decided), in the order decided (the oldest first).
         self._decided: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()  # _decided: the session's thread, bind workers, the watch
         #: When the session running now (or the last one) started.
         self.session_started = 0.0
         self._cpu = 0.0
@@ -33,24 +44,39 @@ class PodLatency:
     def saw(self, key: str) -> None:
         """The watch showed the pod pending (only its first sighting counts)."""
         if self.on and key not in self._seen:
-            self._seen[key] = time.time()
+            self._seen[key] = self._clock()
 
     def gone(self, key: str) -> None:
         if self.on:
             self._seen.pop(key, None)
-            self._decided.pop(key, None)
+            with self._lock:
+                self._decided.pop(key, None)
 
     def session(self) -> None:
         """A session starts (on the thread that runs it to its end)."""
         if self.on:
-            self.session_started, self._cpu = time.time(), time.thread_time()
+            self.session_started, self._cpu = self._clock(), time.thread_time()
 
     def decided(self, keys: Iterable[str]) -> None:
         """The session handed these pods' binds to the port."""
-        if self.on:
-            now, started = time.time(), self.session_started
+        if not self.on:
+            return
+        now, started = self._clock(), self.session_started
+        decided, forgotten = self._decided, 0
+        with self._lock:
             for key in keys:
-                self._decided[key] = (started, now)
+                decided.pop(key, None)  # decided again: kept in the order decided
+                decided[key] = (started, now)
+            while decided:  # the oldest first: those never answered
+                oldest = next(iter(decided))
+                if now - decided[oldest][1] <= UNANSWERED:
+                    break
+                del decided[oldest]
+                forgotten += 1
+        if forgotten:
+            log.debug(
+                "%d binds decided more than %gs ago were never answered; forgotten", forgotten, UNANSWERED
+            )
 
     def session_done(self, timings: Mapping[str, float], *, binds: int) -> None:
         """The session that started at ``session_started`` ended: its phases' seconds."""
@@ -58,14 +84,15 @@ class PodLatency:
             parts = " ".join(f"{k}={1000 * v:.1f}" for k, v in sorted(timings.items()))
             log.debug(
                 "session started %.4f ended %.4f cpu %.4f binds %d ms: %s",
-                self.session_started, time.time(), time.thread_time() - self._cpu, binds, parts,
+                self.session_started, self._clock(), time.thread_time() - self._cpu, binds, parts,
             )  # fmt: skip
 
     def answered(self, key: str, *, sent: float, answered: float, result: str) -> None:
         if not self.on:
             return
         seen = self._seen.pop(key, float("nan"))
-        started, decided = self._decided.pop(key, (float("nan"), float("nan")))
+        with self._lock:
+            started, decided = self._decided.pop(key, (float("nan"), float("nan")))
         log.debug(
             "pod %s seen %.4f session %.4f decided %.4f sent %.4f answered %.4f result %s",
             key, seen, started, decided, sent, answered, result,
