@@ -131,7 +131,9 @@ def test_sum_rows_adds_as_add_at_into_zeros_does_to_the_last_bit(n_rows: int, n_
         assert reordered.tobytes() != looped.tobytes()
 
 
-def test_a_sessions_holdings_are_the_jobs_that_hold_something_and_follow_a_status_change() -> None:
+def test_a_sessions_holdings_are_the_jobs_after_the_settled_run_that_hold_something_and_follow_a_status_change() -> (
+    None
+):
     cpus: list[tuple[str, str, str | None]] = [
         ("0.1", "0.1", "n1"),
         ("0.7", "0.2", None),
@@ -145,14 +147,17 @@ def test_a_sessions_holdings_are_the_jobs_that_hold_something_and_follow_a_statu
         state.apply(pod(f"p{i}", group=f"g{i}", cpu=cpu, node=on))
     snapshot = state.snapshot(now=5.0)
     session = Session(snapshot, load_config(None), [])
+    # g0 is bound and shared: the settled run, summed apart; g1 (pending) ends the run.
+    assert [j.name for j in session.settled().jobs] == ["g0"]
     held = session.holdings()
-    assert [j.name for j in held.jobs] == ["g0", "g2"]
+    assert [j.name for j in held.jobs] == ["g2"]
     assert held.matrix.tobytes() == np.stack([j.allocated for j in held.jobs]).tobytes()
     assert session.holdings() is held  # stacked once
     pending = snapshot.jobs["default/g1"]
     task = next(iter(pending.tasks.values()))
     Statement(session).allocate(task, 0)
-    assert [j.name for j in session.holdings().jobs] == ["g0", "g1", "g2"]
+    assert [j.name for j in session.holdings().jobs] == ["g1", "g2"]
+    assert [j.name for j in session.settled().jobs] == ["g0"]  # the same from open to close
 
 
 @pytest.mark.parametrize(

@@ -242,6 +242,8 @@ class SnapshotBuilder:
         self.rebuilt = 0
         #: The last :meth:`prepare` read the whole view (no change log: the cache's order may be new).
         self._read_all = True
+        #: Handed to every snapshot as ``ClusterSnapshot.kept`` (what sessions derive from shared jobs).
+        self.kept: dict[str, Any] = {}
 
     def prepare(self, view: View) -> None:
         """Bring the entries to the view's tasks (as sessions see them)."""
@@ -436,6 +438,7 @@ class SnapshotBuilder:
             namespace_labels={ns: dict(labels) for ns, labels in view.namespace_labels.items()},
             budgets=tuple(view.budgets.values()),
             private=private,
+            kept=self.kept,
         )
 
     def _index(self, base: _Base, key: str) -> Task:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from volsched.framework.decisions import Bind, Event, SessionResult, Status
 from volsched.framework.nodeviews import NodeViews
 from volsched.framework.points import Plugin
+from volsched.framework.settled import Settled, settle
 from volsched.model.cluster import ClusterSnapshot, Holdings, Job, holdings
 from volsched.model.resources import Vector
 from volsched.model.vocabulary import ALLOCATED_STATUSES, NODE_HOLDING_STATUSES, QueueSpec, Task, TaskStatus
@@ -85,6 +86,10 @@ class Session(NodeViews):
         self._holdings: Holdings | None = None
         #: The jobs that may have a task pending (``pending_jobs``), gathered when first asked.
         self._maybe_pending: list[Job] | None = None
+        #: The leading run of jobs no session changes and what they hold (``settled``), found when
+        #: first asked, and the jobs after it (``unsettled``).
+        self._settled: Settled | None = None
+        self._unsettled: list[Job] = []
 
     # --- mutations (only Statement calls these) -------------------------------------------------------
 
@@ -216,13 +221,30 @@ class Session(NodeViews):
         total = held.get(queue)
         return self.space.zeros() if total is None else total.copy()
 
+    def settled(self) -> Settled:
+        """The leading run of the session's jobs that no session changes, with what the opens and the
+        close sum over them (see :mod:`volsched.framework.settled`): kept from the last session's
+        snapshot while the jobs begin with the same ones. The same from open to close."""
+        out = self._settled
+        if out is None:
+            jobs = list(self.jobs.values())
+            out = self._settled = settle(jobs, self.snapshot.kept, len(self.space))
+            self._unsettled = jobs[len(out.jobs) :]
+        return out
+
+    def unsettled(self) -> list[Job]:
+        """The session's jobs after its :meth:`settled` run, in order."""
+        self.settled()
+        return self._unsettled
+
     def holdings(self) -> Holdings:
-        """The jobs that hold something now (not all pending), in the session's order, and what each
-        holds, one row each: stacked once for every plugin that sums them as it opens (proportion per
-        queue, drf per namespace), made again after a task's status changed."""
+        """The jobs after the :meth:`settled` run that hold something now (not all pending), in the
+        session's order, and what each holds, one row each: stacked once for every plugin that sums them
+        as it opens (proportion per queue, drf per namespace, on top of the run's sums), made again after
+        a task's status changed."""
         out = self._holdings
         if out is None:
-            out = self._holdings = holdings(self.jobs.values(), len(self.space))
+            out = self._holdings = holdings(self.unsettled(), len(self.space))
         return out
 
     def record_fit_error(self, task: Task, status: Status) -> None:

@@ -450,6 +450,12 @@ class ClusterSnapshot:
     #: other job is shared, read-only, with nothing to place or admit); None: not known, any job may.
     #: Actions that look only at pending jobs read it (``Session.pending_jobs``), not every job.
     private: frozenset[str] | None = None
+    #: What sessions derived from the shared jobs (read-only, never changed by a session), kept for
+    #: the next snapshot of the same cache: the builder hands every snapshot the same dict. Whatever is
+    #: kept here must name the shared jobs it was derived from and be used only while the next
+    #: snapshot has the very same objects (see :mod:`volsched.framework.settled`). Only the session
+    #: loop (one thread) touches it.
+    kept: dict[str, Any] = field(default_factory=dict)
 
     def namespace_weight(self, namespace: str) -> int:
         return self.namespace_weights.get(namespace, 1)

@@ -21,7 +21,8 @@ import numpy as np
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
-from volsched.model.cluster import Job, dominant_share, sum_rows
+from volsched.framework.settled import fold
+from volsched.model.cluster import Job, dominant_share
 from volsched.model.resources import EPS, Vector, stack_rows
 from volsched.model.vocabulary import Task, TaskStatus
 
@@ -63,19 +64,22 @@ class Drf(BasePlugin):
         #: Per namespace, the request of its smallest next pod (by dominant share of the cluster).
         ns_next: dict[str, tuple[float, Vector]] = {}
         share = dominant_share(total, mask)
-        # Each namespace's holdings summed over its jobs that hold something (stacked once by the
-        # session), one row at a time in the jobs' order, as a loop would; a namespace that holds
-        # nothing has no entry (0 all the same); and each job's first pending task.
+        # Each namespace's holdings summed over its jobs that hold something, one row at a time in the
+        # jobs' order, as a loop would: the settled run's sums (kept from the last session), then the
+        # other jobs that hold something (stacked once by the session); a namespace that holds nothing
+        # has no entry (0 all the same); and each job's first pending task (none in the settled run).
+        settled = session.settled()
         holding = session.holdings()
-        ns_row: dict[str, int] = {}
-        rows = np.fromiter(
-            (ns_row.setdefault(j.namespace, len(ns_row)) for j in holding.jobs), np.intp, len(holding.jobs)
+        ns_alloc.update(
+            fold(
+                {ns: settled.namespace[ns] for ns in settled.holding_namespaces},
+                [j.namespace for j in holding.jobs],
+                holding.matrix,
+                len(session.space),
+            )
         )
-        sums = sum_rows(holding.matrix, rows, len(ns_row))
-        ns_alloc.update((ns, sums[i]) for ns, i in ns_row.items())
-        jobs = session.jobs.values()
         nexts: list[tuple[str, Vector]] = []
-        for job in jobs:
+        for job in session.unsettled():
             if job.status_count.get(TaskStatus.PENDING):
                 for t in job.tasks.values():
                     if t.status is TaskStatus.PENDING:

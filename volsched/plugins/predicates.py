@@ -124,7 +124,8 @@ class Predicates(BasePlugin):
 
         ports = _HostPorts(
             nodes,
-            any_held=any_held_host_ports(session.jobs.values())
+            any_held=session.settled().host_ports
+            or any_held_host_ports(session.unsettled())
             or any(t.host_ports for t in session.snapshot.foreign_tasks),
         )
         session.add_event_handler(EventHandler(allocate=ports.add, deallocate=ports.remove))

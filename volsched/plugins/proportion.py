@@ -48,11 +48,11 @@ from volsched.framework.decisions import Event
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
+from volsched.framework.settled import fold
 from volsched.model.cluster import (
     Job,
     RunRows,
     running_sums,
-    sum_rows,
     unmet_minimum_floats,
     unmet_minimum_rows,
 )
@@ -127,18 +127,32 @@ def _pending_requests(
     rows: list[int] = []
     reqs: list[Vector] = []
     placeable: list[bool] = []
-    # What the jobs in a queue hold (stacked once by the session), one row at a time in the jobs' order,
-    # as a loop would add them.
+    # What the jobs in a queue hold, one row at a time in the jobs' order, as a loop would add them: the
+    # settled run's sums (kept from the last session), then the other jobs that hold something (stacked
+    # once by the session). A job whose queue is unknown counts toward none.
+    settled = session.settled()
     held = session.holdings()
     at = np.fromiter((row.get(j.queue, -1) for j in held.jobs), np.intp, len(held.jobs))
-    known = at >= 0  # (a job whose queue is unknown counts toward none)
-    allocated = sum_rows(held.matrix[known], at[known], n)
-    # One pass over the jobs in a queue, in their order: the admitted ones, and the pending and
-    # pipelined tasks.
+    known = at >= 0
+    allocated = np.zeros((n, r))
+    sums = fold(
+        {q: v for q, v in settled.queue.items() if q in row},
+        [j.queue for j in held.jobs if j.queue in row],
+        held.matrix[known],
+        r,
+    )
+    for q, v in sums.items():
+        allocated[row[q]] = v
+    # The admitted jobs' unmet minimums: the settled run's, then one pass over the other jobs in a
+    # queue, in their order: the admitted ones, and the pending and pipelined tasks (none in the run).
+    for q, v in settled.unmet_queue.items():
+        i = row.get(q)
+        if i is not None:
+            inqueue[i] = v
     admitted: list[Job] = []
     admitted_rows: list[int] = []
     inqueue_phase, pending, pipelined = PodGroupPhase.INQUEUE, TaskStatus.PENDING, TaskStatus.PIPELINED
-    for job in session.jobs.values():
+    for job in session.unsettled():
         i = row.get(job.queue)
         if i is None:
             continue
@@ -303,7 +317,9 @@ class Proportion(BasePlugin):
         # deserved share, never past realCapability. Otherwise a share that shrank after admission
         # strands them, and with them the capacity reserved for them.
         committed: dict[str, list[Job]] = {}
-        for j in session.jobs.values():
+        for j in session.settled().committed:
+            committed.setdefault(j.queue, []).append(j)
+        for j in session.unsettled():
             if j.ready < j.min_member and (j.ready or j.phase is PodGroupPhase.INQUEUE):  # (ready_count)
                 committed.setdefault(j.queue, []).append(j)
         committed_jobs = {j.key: j for jobs in committed.values() for j in jobs}

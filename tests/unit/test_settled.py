@@ -1,0 +1,199 @@
+"""The settled run (``volsched.framework.settled``): what the opens and the close sum over the jobs no
+session changes, kept from one session to the next. A session that reuses the last one's run decides and
+renders exactly what a session that sums every job from scratch does, to the last bit, while pods arrive,
+are bound, finish and leave; and nothing a session adds to its sums reaches the next session's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.builders import node, pod, podgroup, queue, quota
+from volsched.cache.state import ClusterState
+from volsched.framework.registry import load_config, make_actions
+from volsched.framework.runner import close_session, open_session
+from volsched.framework.session import Session
+from volsched.framework.settled import KEPT, Settled, fold
+from volsched.model.cluster import dominant_share, sum_rows, unmet_minimum
+from volsched.model.resources import Vector
+from volsched.model.vocabulary import PodGroupPhase
+
+#: Awkward amounts: their sums round differently in another order.
+CPUS = ["0.1", "0.7", "333m", "1.3", "0.2", "17m", "2.9", "0.3"]
+NAMESPACES = ["ns0", "ns1", "ns2"]
+
+
+def _objects() -> list[dict[str, Any]]:
+    """Two nodes, queues a and b, namespace weights, 40 bound pods standing alone across queues and
+    namespaces, two admitted gangs short of their minimum (one holds a member), a pending pod."""
+    objs: list[dict[str, Any]] = [
+        node("n1", cpu="512"),
+        node("n2", cpu="512"),
+        queue("a"),
+        queue("b", weight=2),
+    ]
+    objs.append(quota("ns1", 3))
+    for i in range(40):
+        objs.append(
+            pod(
+                f"p{i}",
+                ns=NAMESPACES[i % 3],
+                cpu=CPUS[i % len(CPUS)],
+                queue="a" if i % 4 else "b",
+                node="n1" if i % 2 else "n2",
+            )
+        )
+    objs.append(podgroup("g0", queue="a", min_member=3, min_resources={"cpu": "2.5"}, phase="Inqueue"))
+    objs.append(pod("g0-0", group="g0", cpu="0.7", node="n1"))
+    objs.append(podgroup("g1", queue="b", min_member=2, min_resources={"cpu": "1.1"}, phase="Inqueue"))
+    objs.append(pod("w0", ns="ns2", cpu="0.1", queue="b"))
+    return objs
+
+
+def _session(state: ClusterState, now: float) -> tuple[dict[str, Any], Any]:
+    """One session: what the opens summed (proportion's queues, drf's namespace shares) and the result."""
+    config = load_config(None)
+    session = open_session(state.snapshot(now=now), config)
+    attrs = session.state["proportion.attrs"]
+    ns_share = session.state["drf.namespace_share"]
+    opened = {
+        "queues": {
+            name: (a.allocated.tobytes(), a.request.tobytes(), a.admitted, a.deserved.tobytes())
+            for name, a in attrs.items()
+        },
+        "namespaces": {ns: ns_share(ns) for ns in NAMESPACES},
+    }
+    walked = _walked(session)
+    for q, held in walked["queues"].items():  # the same floats as a walk over every job
+        assert attrs[q].allocated.tobytes() == held.tobytes(), q
+        assert attrs[q].admitted == walked["inqueue"].get(q, np.zeros(len(session.space))).tolist(), q
+    share = dominant_share(session.total, session.space.share_mask)
+    for ns in NAMESPACES:
+        held = walked["namespaces"].get(ns)
+        want = 0.0 if held is None else share(held) / session.snapshot.namespace_weight(ns)
+        assert ns_share(ns) == want, ns
+    for action in make_actions(config):
+        action.execute(session)
+    return opened, close_session(session)
+
+
+def _walked(session: Session) -> dict[str, dict[str, Vector]]:
+    """What the jobs hold per queue (known) and per namespace (the ones that hold something), and what
+    the admitted ones still claim per queue: one job at a time, in order, from zero, as the opens summed
+    before there was a settled run."""
+    out: dict[str, dict[str, Vector]] = {"queues": {}, "namespaces": {}, "inqueue": {}}
+    zeros = np.zeros(len(session.space))
+    for j in session.jobs.values():
+        if j.queue in session.queues:
+            out["queues"][j.queue] = out["queues"].get(j.queue, zeros) + j.allocated
+            if j.phase is PodGroupPhase.INQUEUE:
+                out["inqueue"][j.queue] = out["inqueue"].get(j.queue, zeros) + unmet_minimum(j)
+        if not j.all_pending:
+            out["namespaces"][j.namespace] = out["namespaces"].get(j.namespace, zeros) + j.allocated
+    return out
+
+
+def _rendered(result: Any) -> dict[str, Any]:
+    return {
+        "binds": [(b.pod, b.node) for b in result.binds],
+        "queues": result.queues,
+        "namespaces": result.namespaces,
+        "podgroups": result.podgroups,
+        "events": result.events,
+        "waiting": result.waiting,
+    }
+
+
+def _churn(cycle: int, binds: list[tuple[str, str]]) -> list[tuple[str, Any]]:
+    """What happens between sessions: the binds are confirmed (the pods run), pods arrive, and in some
+    cycles a bound pod in the middle of the order finishes and leaves."""
+    out: list[tuple[str, Any]] = []
+    for key, on in binds:
+        ns, _, name = key.partition("/")
+        i = int(name.removeprefix("new").removeprefix("p").split("-")[0]) if name[0] in "pn" else 0
+        if name.startswith("w"):
+            out.append(("apply", pod(name, ns=ns, cpu="0.1", queue="b", node=on)))
+        else:
+            out.append(
+                ("apply", pod(name, ns=ns, cpu=CPUS[i % len(CPUS)], queue="a" if i % 4 else "b", node=on))
+            )
+    for k in range(3):
+        i = cycle * 3 + k
+        out.append(
+            (
+                "apply",
+                pod(f"new{i}", ns=NAMESPACES[i % 3], cpu=CPUS[i % len(CPUS)], queue="a" if i % 4 else "b"),
+            )
+        )
+    if cycle in (2, 5):
+        out.append(("delete", ("Pod", NAMESPACES[(cycle * 7) % 3], f"p{cycle * 7}")))
+    return out
+
+
+def test_a_session_that_reuses_the_settled_run_decides_and_renders_what_one_from_scratch_does() -> None:
+    kept, scratch = ClusterState(), ClusterState()
+    for state in (kept, scratch):
+        for obj in _objects():
+            state.apply(obj)
+    reused = 0
+    for cycle in range(7):
+        before = kept._builder.kept.get(KEPT)
+        scratch._builder.kept.clear()  # every session sums every job
+        opened_kept, result_kept = _session(kept, 10.0 + cycle)
+        opened_scratch, result_scratch = _session(scratch, 10.0 + cycle)
+        assert opened_kept == opened_scratch, cycle
+        assert _rendered(result_kept) == _rendered(result_scratch), cycle
+        after = kept._builder.kept[KEPT]
+        if isinstance(before, Settled) and before.jobs and after.jobs[: len(before.jobs)] == before.jobs:
+            reused += 1
+        binds = [(b.pod, b.node) for b in result_kept.binds]
+        for state in (kept, scratch):
+            for what, obj in _churn(cycle, binds):
+                if what == "apply":
+                    state.apply(obj)
+                else:
+                    state.delete(*obj)
+    assert reused >= 3  # the run was reused, not found anew every session
+
+
+def test_what_a_session_adds_to_its_sums_does_not_reach_the_next_sessions() -> None:
+    state = ClusterState()
+    for obj in _objects():
+        state.apply(obj)
+    _session(state, 10.0)  # the run is found and kept
+    run = state._builder.kept[KEPT]
+    kept_bytes = {
+        name: {k: v.tobytes() for k, v in getattr(run, name).items()}
+        for name in ("queue", "namespace", "unmet_queue")
+    }
+    for i in range(6):  # pods that drf and proportion add to their sums as they are placed
+        state.apply(pod(f"more{i}", ns=NAMESPACES[i % 3], cpu="0.7", queue="a" if i % 2 else "b"))
+    _opened, result = _session(state, 11.0)
+    assert result.binds  # placed: drf and proportion added them to their sums
+    assert state._builder.kept[KEPT].jobs[: len(run.jobs)] == run.jobs  # the same run, reused
+    for name, sums in kept_bytes.items():
+        assert {k: v.tobytes() for k, v in getattr(run, name).items()} == sums, name
+    # and the next session (the binds not confirmed yet) opens on the same sums as one from scratch
+    scratch = ClusterState()
+    for obj in _objects():
+        scratch.apply(obj)
+    for i in range(6):
+        scratch.apply(pod(f"more{i}", ns=NAMESPACES[i % 3], cpu="0.7", queue="a" if i % 2 else "b"))
+    assert _session(state, 12.0)[0] == _session(scratch, 12.0)[0]
+
+
+@pytest.mark.parametrize("split", [0, 1, 17, 250, 999, 1000])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_fold_continues_a_sum_as_a_walk_over_every_row_in_order_does(split: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    matrix = rng.random((1000, 3)) * 10.0 ** rng.integers(-3, 10, size=(1000, 3))
+    keys = [f"k{k}" for k in rng.integers(0, 7, size=1000)]
+    names = sorted(set(keys))
+    rows = np.asarray([names.index(k) for k in keys], np.intp)
+    walked = sum_rows(matrix, rows, len(names))
+    head = fold({}, keys[:split], list(matrix[:split]), 3)
+    whole = fold(head, keys[split:], matrix[split:], 3)
+    assert {k: v.tobytes() for k, v in whole.items()} == {k: walked[names.index(k)].tobytes() for k in whole}
+    assert set(whole) == set(keys)
