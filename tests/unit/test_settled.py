@@ -18,7 +18,7 @@ from volsched.framework.session import Session
 from volsched.framework.settled import KEPT, Settled, fold
 from volsched.model.cluster import dominant_share, sum_rows, unmet_minimum
 from volsched.model.resources import Vector
-from volsched.model.vocabulary import PodGroupPhase
+from volsched.model.vocabulary import PodGroupPhase, TaskStatus
 
 #: Awkward amounts: their sums round differently in another order.
 CPUS = ["0.1", "0.7", "333m", "1.3", "0.2", "17m", "2.9", "0.3"]
@@ -76,18 +76,37 @@ def _session(state: ClusterState, now: float) -> tuple[dict[str, Any], Any]:
         assert ns_share(ns) == want, ns
     for action in make_actions(config):
         action.execute(session)
-    return opened, close_session(session)
+    result = close_session(session)
+    # The status rendered at close: the same floats as a walk over every job after the actions.
+    space = session.space
+    walked = _walked(session)
+    for q, status in result.queues.items():
+        assert status.allocated == space.to_dict(walked["queues"].get(q, space.zeros())), q
+        assert status.request == space.to_dict(walked["requests"].get(q, space.zeros())), q
+    for ns, rendered in result.namespaces.items():
+        assert rendered["allocated"] == space.to_dict(walked["every_namespace"].get(ns, space.zeros())), ns
+    return opened, result
 
 
 def _walked(session: Session) -> dict[str, dict[str, Vector]]:
     """What the jobs hold per queue (known) and per namespace (the ones that hold something), and what
     the admitted ones still claim per queue: one job at a time, in order, from zero, as the opens summed
     before there was a settled run."""
-    out: dict[str, dict[str, Vector]] = {"queues": {}, "namespaces": {}, "inqueue": {}}
+    out: dict[str, dict[str, Vector]] = {
+        "queues": {},
+        "requests": {},
+        "namespaces": {},
+        "every_namespace": {},
+        "inqueue": {},
+    }
     zeros = np.zeros(len(session.space))
+    pending = (TaskStatus.PENDING, TaskStatus.PIPELINED)
     for j in session.jobs.values():
+        out["every_namespace"][j.namespace] = out["every_namespace"].get(j.namespace, zeros) + j.allocated
         if j.queue in session.queues:
             out["queues"][j.queue] = out["queues"].get(j.queue, zeros) + j.allocated
+            asks = j.total_request() if any(j.status_count.get(s) for s in pending) else j.allocated
+            out["requests"][j.queue] = out["requests"].get(j.queue, zeros) + asks
             if j.phase is PodGroupPhase.INQUEUE:
                 out["inqueue"][j.queue] = out["inqueue"].get(j.queue, zeros) + unmet_minimum(j)
         if not j.all_pending:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-import numpy as np
-
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import (
     Code,
@@ -25,8 +23,9 @@ from volsched.framework.decisions import (
 )
 from volsched.framework.registry import make_actions, make_plugins
 from volsched.framework.session import Action, BindSink, Session
-from volsched.model.cluster import ClusterSnapshot, Job, sum_rows
-from volsched.model.resources import Vector, stack_rows
+from volsched.framework.settled import fold
+from volsched.model.cluster import ClusterSnapshot, Job
+from volsched.model.resources import Vector
 from volsched.model.vocabulary import PodGroupPhase, TaskStatus
 
 
@@ -149,64 +148,31 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
     a pod standing alone has no phase to write nor to speak of), and appends to ``waiting_jobs`` the jobs
     with tasks pending, in the jobs' order.
 
-    One pass over the jobs gathers what the sums per queue and per namespace need: at 10,000 bound pods
-    that stand alone, each its own job, every pass costs every session a few milliseconds."""
+    The settled run (``Session.settled``: jobs no session changes, nothing pending) gives its sums per
+    queue and per namespace, kept from the last session, and its jobs with a PodGroup; one pass over the
+    other jobs gathers the rest: at 10,000 bound pods that stand alone, each its own job, a pass over
+    every job costs every session a few milliseconds."""
     result = session.result
     space = session.space
+    width = len(space)
     phases: dict[str, PodGroupPhase] = {}
     errors = session.job_errors
     queue_names = sorted(session.queues)
     queue_row = {name: i for i, name in enumerate(queue_names)}
-    ns_row: dict[str, int] = {}
-    jobs = list(session.jobs.values())
-    held_rows: list[Vector] = []
-    job_ns: list[int] = []
-    in_queue: list[int] = []  # the jobs of a known queue, by their index in ``jobs``
-    job_queue: list[int] = []  # and their queue's row
-    asking: list[int] = []  # of those, by their index in ``in_queue``: the jobs with tasks pending
     counts: list[dict[str, int]] = [{} for _ in queue_names]
-    pipelined_status = TaskStatus.PIPELINED
-    pending_status = TaskStatus.PENDING
-    waiting = 0
-    for i, job in enumerate(jobs):
-        held_rows.append(job.allocated)
-        ns = job.namespace
-        row = ns_row.get(ns)
-        if row is None:
-            row = ns_row[ns] = len(ns_row)
-        job_ns.append(row)
-        q = queue_row.get(job.queue)
-        if q is not None:
-            in_queue.append(i)
-            job_queue.append(q)
-        pg = job.podgroup
-        if pg is None:  # a pod standing alone: no PodGroup status to write, no phase to speak of
-            c = job.status_count
-            pipelined = c.get(pipelined_status, 0)
-            pending = c.get(pending_status, 0)
-            if pending:
-                waiting_jobs.append(job)
-            if pending + pipelined:
-                waiting += 1
-                result.pipelined += pipelined
-                if q is not None:
-                    asking.append(len(in_queue) - 1)
-            continue
+
+    def podgroup_status(job: Job, q: int | None) -> int:
+        """The job's PodGroup status into the result; its pending (and pipelined) tasks."""
         phase, phase_name, running, succeeded, failed, pending, scheduled = _status_counts(job)
         phases[job.key] = phase
-        if pending:
-            if job.status_count.get(pending_status):
-                waiting_jobs.append(job)
-            waiting += 1
-            result.pipelined += job.status_count.get(pipelined_status, 0)
-            if q is not None:
-                asking.append(len(in_queue) - 1)
         if q is not None:
             tally = counts[q]
             tally[phase_name] = tally.get(phase_name, 0) + 1
         rejections = tuple(errors.get(job.key, ())) if phase is not PodGroupPhase.RUNNING else ()
         status: PodGroupStatus | None = job.memo.get("podgroup") if job.shared and not rejections else None
         if status is None:
+            pg = job.podgroup
+            assert pg is not None
             status = PodGroupStatus(
                 phase=phase_name,
                 queue=job.queue,
@@ -222,43 +188,70 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
             if job.shared and not rejections:  # the same for every session that shares the job
                 job.memo["podgroup"] = status
         result.podgroups[job.key] = status
+        return pending
+
+    settled = session.settled()
+    for job in settled.podgroups:  # nothing pending in the run
+        podgroup_status(job, queue_row.get(job.queue))
+    jobs = session.unsettled()
+    held_rows: list[Vector] = []
+    job_ns: list[str] = []
+    queued: list[str] = []  # the queue of each job of a known queue
+    queued_rows: list[Vector] = []  # and what it holds, or for a job with tasks pending what it asks
+    pipelined_status = TaskStatus.PIPELINED
+    pending_status = TaskStatus.PENDING
+    waiting = 0
+    for job in jobs:
+        held = job.allocated
+        held_rows.append(held)
+        job_ns.append(job.namespace)
+        q = queue_row.get(job.queue)
+        if job.podgroup is None:  # a pod standing alone: no PodGroup status to write, no phase to speak of
+            c = job.status_count
+            pipelined = c.get(pipelined_status, 0)
+            pending = c.get(pending_status, 0)
+            if pending:
+                waiting_jobs.append(job)
+            asking = pending + pipelined
+            if asking:
+                waiting += 1
+                result.pipelined += pipelined
+        else:
+            asking = podgroup_status(job, q)
+            if asking:
+                if job.status_count.get(pending_status):
+                    waiting_jobs.append(job)
+                waiting += 1
+                result.pipelined += job.status_count.get(pipelined_status, 0)
+        if q is not None:
+            queued.append(job.queue)
+            queued_rows.append(job.total_request() if asking else held)
     result.waiting = waiting
-    # Sums over jobs per queue and per namespace, each in the jobs' order (one row at a time, in order,
-    # as a loop would: see sum_rows).
-    ns_names = sorted(ns_row)
-    ns_index = {ns: i for i, ns in enumerate(ns_names)}
-    # a namespace's row in the order first seen -> its row in name order
-    ns_rank = np.fromiter((ns_index[ns] for ns in ns_row), np.intp, len(ns_row))
-    allocated = np.zeros((len(queue_names), len(space)))
-    request = np.zeros((len(queue_names), len(space)))
-    ns_allocated = np.zeros((len(ns_names), len(space)))
-    if jobs:
-        job_allocated = stack_rows(held_rows, len(space))
-        ns_allocated = sum_rows(job_allocated, ns_rank[np.asarray(job_ns, np.intp)], len(ns_names))
-        if in_queue:
-            rows = np.asarray(job_queue, np.intp)
-            # every job in a known queue (the usual case): no copy; the rows are not read after this
-            held = job_allocated if len(in_queue) == len(jobs) else job_allocated[in_queue]
-            allocated = sum_rows(held, rows, len(queue_names))
-            for k in asking:  # a job with nothing pending requests what it holds
-                held[k] = jobs[in_queue[k]].total_request()
-            request = sum_rows(held, rows, len(queue_names))
+    # Sums over jobs per queue and per namespace, each in the jobs' order (the run's, then one row at a
+    # time, in order, as a loop would: see ``settled.fold``).
+    known = {name: sums for name, sums in settled.queue.items() if name in queue_row}
+    allocated_of = fold(known, queued, [job.allocated for job in jobs if job.queue in queue_row], width)
+    request_of = fold(known, queued, queued_rows, width)
+    ns_allocated = fold(settled.namespace, job_ns, held_rows, width)
     for q, name in enumerate(queue_names):
         spec = session.queues[name]
+        allocated = allocated_of.get(name)
+        request = request_of.get(name)
         result.queues[name] = QueueStatus(
             name=name,
             state=spec.state.value,
             weight=spec.weight,
-            allocated=space.to_dict(allocated[q]),
-            request=space.to_dict(request[q]),
+            allocated=space.to_dict(space.zeros() if allocated is None else allocated),
+            request=space.to_dict(space.zeros() if request is None else request),
             guarantee=dict(spec.guarantee),
             capability=None if spec.capability is None else dict(spec.capability),
             podgroups=counts[q],
         )
-    for ns in sorted(set(ns_names) | set(session.snapshot.namespace_weights)):
+    for ns in sorted(ns_allocated.keys() | session.snapshot.namespace_weights.keys()):
+        ns_held = ns_allocated.get(ns)
         result.namespaces[ns] = {
             "weight": session.snapshot.namespace_weight(ns),
-            "allocated": space.to_dict(ns_allocated[ns_index[ns]] if ns in ns_index else space.zeros()),
+            "allocated": space.to_dict(space.zeros() if ns_held is None else ns_held),
         }
     return phases
 
