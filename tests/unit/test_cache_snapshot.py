@@ -788,3 +788,34 @@ def test_pods_standing_alone_follow_the_task_order_after_the_task_table_is_repla
         fresh.apply(state.raw_pods[key])
     assert list(after.jobs) == order
     assert digest(after) == digest(fresh.snapshot(now=5.0))
+
+
+@pytest.mark.parametrize("config", [PREEMPT, DEFAULT], ids=["preempting", "default"])
+def test_snapshots_share_what_each_node_holds_until_a_session_changes_it(config: SchedulerConfig) -> None:
+    # What a node holds is lent to every snapshot as one dict per node; a session's table copies a
+    # node's dict before it first places, pipelines, evicts or frees there, so no other snapshot (nor
+    # the next one) sees the change, and a node it never touches keeps the shared dict (but under a
+    # session that may evict, whose every shared task is replaced by its own copy first).
+    state = preempting_cluster()
+    for obj in [node("n2", cpu="1"), pod("x", ns="ns", node="n2", cpu="1"), node("n3", cpu="2")]:
+        state.apply(obj)
+    other = state.snapshot(now=5.0)
+    snap = state.snapshot(now=5.0)
+    before = digest(other)
+    assert all(a is b for a, b in zip(other.nodes.tasks, snap.nodes.tasks, strict=True))
+    result = run_session(snap, config)
+    assert [(b.pod, b.node) for b in result.binds] == [("ns/hi-0", "n3")]
+    n2, n3 = snap.nodes.index["n2"], snap.nodes.index["n3"]
+    assert list(snap.nodes.tasks[n3]) == ["ns/hi-0"] and not other.nodes.tasks[n3]
+    assert (snap.nodes.tasks[n2] is other.nodes.tasks[n2]) is (config is DEFAULT)
+    table = state.snapshot(now=5.0).nodes
+    held = table.tasks[n2]
+    assert held is other.nodes.tasks[n2]
+    t = held["ns/x"]
+    table.free(n2, t)  # a table's change copies a lent dict first
+    assert "ns/x" not in table.tasks[n2] and "ns/x" in held
+    table.hold(n2, t)
+    table.pipeline(n2, t)
+    table.unpipeline(n2, t)
+    assert digest(other) == before
+    assert digest(state.snapshot(now=5.0)) == before

@@ -20,7 +20,8 @@ A task that is not pending (bound, running, finished: most of a busy cluster's) 
 its request vector, and that copy is shared by every snapshot while the cache holds the same task
 (``Task.shared``): only an eviction changes such a task in a session, and a session whose actions
 may evict takes its own copies first (``ClusterSnapshot.thaw``). What a snapshot shares with the
-cache and with other snapshots (those tasks, request vectors, the nodes' allocatable) is read-only,
+cache and with other snapshots (those tasks, request vectors, the nodes' allocatable, each node's dict
+of the tasks it holds, which a session's table copies before it changes it) is read-only,
 and a session refuses to change a shared task, so no session can change the cache or another
 session's snapshot.
 
@@ -405,7 +406,7 @@ class SnapshotBuilder:
                 base = self._base = self._full(view, pg_list, space)
             else:
                 self._update(base, view, pg_list, changed, old_table, pos)
-            session_table = table.fresh([held.copy() for held in base.held])
+            session_table = table.fresh(list(base.held), lent=True)  # (each copied as a session changes it)
             session_table.idle = base.idle.copy()
             session_table.incoming = base.incoming.copy()
             session_table.incoming_tasks = int(base.releasing.sum())

@@ -5,7 +5,8 @@ jobs made by :func:`assemble_job`) and is the session's own: the session mutates
 jobs it may change and its node arrays while it decides, and nothing it does here reaches the cluster or
 the cache. What it shares with the cache and other snapshots (jobs and tasks marked ``shared``, request
 vectors, a job's ``min_request``, the nodes' allocatable) is read-only; a session that may evict takes its
-own copies first (:meth:`ClusterSnapshot.thaw`).
+own copies first (:meth:`ClusterSnapshot.thaw`). What each node holds (``NodeTable.tasks``) is lent as one
+dict per node that the table copies before it first changes it (``NodeTable.held``).
 
 Nodes are a struct of arrays (:class:`NodeTable`) so that filters and scores are numpy work over all nodes
 at once. No I/O happens here.
@@ -88,16 +89,21 @@ class NodeTable:
         self.incoming_tasks = 0
         self.ready: BoolArray = np.array([s.ready for s in self.specs], dtype=bool)
         self.tasks: list[dict[str, Task]] = [{} for _ in range(n)]
+        #: Per node, 1 while its dict of tasks is still one ``fresh`` was lent (shared, read-only): the
+        #: table's mutations copy it first (``held``). None: every dict is the table's own.
+        self.lent: bytearray | None = None
         self.usage: dict[str, NodeUsage] = {}
         #: What readers derived from the nodes' specs alone, shared by every table ``fresh`` makes.
         self.memo: dict[str, Any] = {}
         self.allocatable.flags.writeable = False
 
-    def fresh(self, tasks: list[dict[str, Task]] | None = None) -> NodeTable:
-        """A table over the same nodes and space with nothing held (``tasks``: the new table's own
-        dicts of tasks per node, to fill in): what every session starts from. The nodes' specs, names,
+    def fresh(self, tasks: list[dict[str, Task]] | None = None, *, lent: bool = False) -> NodeTable:
+        """A table over the same nodes and space with nothing held (``tasks``: the new table's dicts of
+        tasks per node, to fill in): what every session starts from. The nodes' specs, names,
         allocatable and memo are shared (read-only); idle, incoming, readiness and the tasks per node
-        are the new table's own."""
+        are the new table's own. ``lent``: the dicts of ``tasks`` are lent, shared with others that
+        never change them, and the table copies each before it first changes it (a session changes a
+        few nodes' tasks, not every node's: 5,000 dicts are not copied every session for that)."""
         out = object.__new__(NodeTable)
         out.specs, out.names, out.index, out.space = self.specs, self.names, self.index, self.space
         out.allocatable, out.memo = self.allocatable, self.memo
@@ -106,8 +112,18 @@ class NodeTable:
         out.incoming_tasks = 0
         out.ready = self.ready.copy()
         out.tasks = [{} for _ in self.names] if tasks is None else tasks
+        out.lent = bytearray(b"\x01") * len(out.tasks) if lent and tasks is not None else None
         out.usage = {}
         return out
+
+    def held(self, i: int) -> dict[str, Task]:
+        """Node ``i``'s dict of tasks, to change: the table's own (a lent one is copied first)."""
+        lent = self.lent
+        if lent is not None and lent[i]:
+            lent[i] = 0
+            own = self.tasks[i] = self.tasks[i].copy()
+            return own
+        return self.tasks[i]
 
     def __len__(self) -> int:
         return len(self.names)
@@ -128,13 +144,13 @@ class NodeTable:
         self.idle[i] -= task.request
         if task.status is TaskStatus.RELEASING:
             self.start_releasing(i, task)
-        self.tasks[i][task.key] = task
+        self.held(i)[task.key] = task
 
     def free(self, i: int, task: Task) -> None:
         self.idle[i] += task.request
         if task.status is TaskStatus.RELEASING:
             self.stop_releasing(i, task)
-        self.tasks[i].pop(task.key, None)
+        self.held(i).pop(task.key, None)
 
     def start_releasing(self, i: int, task: Task) -> None:
         self.incoming[i] += task.request
@@ -147,12 +163,12 @@ class NodeTable:
     def pipeline(self, i: int, task: Task) -> None:
         self.incoming[i] -= task.request
         self.incoming_tasks += 1
-        self.tasks[i][task.key] = task
+        self.held(i)[task.key] = task
 
     def unpipeline(self, i: int, task: Task) -> None:
         self.incoming[i] += task.request
         self.incoming_tasks -= 1
-        self.tasks[i].pop(task.key, None)
+        self.held(i).pop(task.key, None)
 
 
 @dataclass(eq=False)
@@ -472,10 +488,11 @@ class ClusterSnapshot:
         own = {t.key: t for t in self.foreign_tasks}
         for job in jobs.values():
             own.update(job.tasks)
-        for held in self.nodes.tasks:
-            for key, t in held.items():
-                if t.shared:
-                    held[key] = own[key]
+        nodes = self.nodes
+        for i, held in enumerate(nodes.tasks):
+            swap = [(key, own[key]) for key, t in held.items() if t.shared]
+            if swap:
+                nodes.held(i).update(swap)
 
     @property
     def total(self) -> Vector:
