@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from volsched.model.vocabulary import PodGroupPhase
+
 
 class Code(enum.Enum):
     """How final a refusal is (the Kubernetes scheduling framework's codes)."""
@@ -112,6 +114,10 @@ class Evict:
         return self.reason.action
 
 
+#: The phase an admission gives a job.
+_INQUEUE = PodGroupPhase.INQUEUE.value
+
+
 @dataclass(frozen=True, slots=True)
 class Admit:
     """A job (PodGroup ``namespace/name``) admitted into its queue this session: its new phase."""
@@ -184,7 +190,10 @@ class QueueStatus:
 class SessionResult:
     binds: list[Bind] = field(default_factory=list)
     evictions: list[Evict] = field(default_factory=list)
-    admits: list[Admit] = field(default_factory=list)
+    #: The jobs admitted into their queue this session (phase Inqueue), by key, in order: ``admits``
+    #: renders them. Only keys are kept: nothing the operator runs reads the decisions (a group's phase
+    #: is written from the session's jobs), and a backlog admits 50,000 jobs before its first bind.
+    admitted: list[str] = field(default_factory=list)
     podgroups: dict[str, PodGroupStatus] = field(default_factory=dict)
     queues: dict[str, QueueStatus] = field(default_factory=dict)
     namespaces: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -209,6 +218,11 @@ class SessionResult:
     _unschedulable_pods: tuple[int, tuple[str, ...]] = field(
         default=(0, ()), init=False, repr=False, compare=False
     )
+
+    @property
+    def admits(self) -> list[Admit]:
+        """The admissions decided (``admitted``), as decisions: each job's new phase."""
+        return [Admit(job=key, phase=_INQUEUE) for key in self.admitted]
 
     @property
     def changed(self) -> bool:

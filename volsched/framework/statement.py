@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
-from volsched.framework.decisions import Admit, Bind, Evict, EvictionReason
+from volsched.framework.decisions import Bind, Evict, EvictionReason
 from volsched.framework.session import Session
 from volsched.model.cluster import Job
 from volsched.model.vocabulary import PodGroupPhase, Task, TaskStatus
@@ -49,8 +50,8 @@ class _AdmitRunOp:
     previous: tuple[PodGroupPhase, ...]
 
 
-#: The phase an admission writes (``.value`` of an enum is a Python-level property: read once).
-_INQUEUE = PodGroupPhase.INQUEUE.value
+#: A job's key (read by C over a run of admitted jobs).
+_KEY = attrgetter("key")
 
 
 class Statement:
@@ -101,9 +102,9 @@ class Statement:
         binds: list[Bind] = []
         for op in self._ops:
             if isinstance(op, _AdmitOp):
-                result.admits.append(Admit(job=op.job.key, phase=_INQUEUE))
+                result.admitted.append(op.job.key)
             elif isinstance(op, _AdmitRunOp):
-                result.admits.extend([Admit(job=job.key, phase=_INQUEUE) for job in op.jobs])
+                result.admitted.extend(map(_KEY, op.jobs))
             elif isinstance(op, _EvictOp):
                 result.evictions.append(
                     Evict(
