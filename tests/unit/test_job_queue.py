@@ -30,6 +30,14 @@ class _Order:
 
         return key
 
+    def job_keys(self) -> Callable[[list[int]], list[int]]:
+        key = self.job_key()
+
+        def keys(jobs: list[int]) -> list[int]:
+            return [key(job) for job in jobs]
+
+        return keys
+
 
 def _queue(order: _Order, jobs: list[int]) -> JobQueue:
     return JobQueue(cast(Session, order), cast(Any, jobs))
@@ -86,6 +94,10 @@ class ShareOrder:
 
     def job_key(self) -> Callable[[Any], Any]:
         return lambda job: (self.shares[job.key], job.key)
+
+    def job_keys(self) -> Callable[[list[Any]], list[Any]]:
+        key = self.job_key()
+        return lambda jobs: [key(job) for job in jobs]
 
 
 CASES = [

@@ -186,3 +186,20 @@ def test_a_namespace_key_is_computed_again_once_its_tasks_take_resources() -> No
     assert after > before  # the share went up: light goes later now
     session.undo_allocate(task, 0)
     assert session.namespace_key("light") == before
+
+
+@pytest.mark.parametrize("text", CONFIGS)
+@pytest.mark.parametrize("comparators", [False, True], ids=["keys", "comparators"])
+def test_the_keys_of_a_list_of_jobs_are_each_jobs_key(text: str, comparators: bool) -> None:
+    """JobQueue sorts by ``job_keys`` (each plugin's key over the whole list) and pushes by ``job_key``:
+    both must make the very same keys, or a pushed job would land elsewhere than a sorted one."""
+    session = session_of(text, comparators=comparators)
+    jobs = list(session.jobs.values())
+    one = session.job_key()
+    many = session.job_keys()(jobs)
+    if comparators and "priority" in text:  # the chain wrapped as a key: compare the orders it gives
+        assert [j.key for _, j in sorted(zip(many, jobs, strict=True), key=lambda p: p[0])] == job_order(
+            session
+        )
+    else:
+        assert many == [one(j) for j in jobs]

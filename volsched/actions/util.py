@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Collection, Iterable
+from operator import itemgetter
 from typing import Any
 
 from volsched.framework.session import Session
@@ -41,8 +42,9 @@ class JobQueue:
 
     def __init__(self, session: Session, jobs: Iterable[Job] = ()) -> None:
         self._key = session.job_key()
-        key = self._key
-        self._sorted = sorted([(key(j), j) for j in jobs], key=_first, reverse=True)  # the least last
+        listed = list(jobs)
+        # the least last (keys computed over the list at once, as ``self._key`` makes them one by one)
+        self._sorted = sorted(zip(session.job_keys()(listed), listed, strict=True), key=_FIRST, reverse=True)
         self._heap: list[tuple[Any, Job]] = []
 
     def __len__(self) -> int:
@@ -151,8 +153,8 @@ class NamespaceOrder:
 _GONE = object()
 
 
-def _first(item: tuple[Any, Any]) -> Any:
-    return item[0]
+#: The first of a pair (a sort key called by C, not a Python function per item).
+_FIRST = itemgetter(0)
 
 
 def first_queue(session: Session, names: Collection[str]) -> str:

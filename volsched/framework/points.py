@@ -38,9 +38,10 @@ How answers combine across tiers (as in Volcano):
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cmp_to_key
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
@@ -231,6 +232,7 @@ class PointTables:
         self._tier_cache: dict[str, list[list[tuple[str, Any]]]] = {}
         self._flat_cache: dict[str, list[tuple[str, Any]]] = {}
         self._key_cache: dict[str, Callable[[Any], Any]] = {}
+        self._keys_cache: dict[str, Callable[[Sequence[Any]], list[Any]]] = {}
         self._explain: dict[str, ExplainFn] = {}
         self._victim_explain: dict[str, Callable[[list[Task]], list[str]]] = {}
         self.event_handlers: list[EventHandler] = []
@@ -253,6 +255,7 @@ class PointTables:
         self._tier_cache.pop(point, None)
         self._flat_cache.pop(point, None)
         self._key_cache.pop(point, None)
+        self._keys_cache.pop(point, None)
         self._ns_keys.clear()
         self._valid.clear()
 
@@ -453,9 +456,39 @@ class PointTables:
         self._key_cache[point] = key
         return key
 
+    def _order_keys(
+        self, point: str, tie: Callable[[Any], Any], ties: Callable[[Sequence[Any]], Iterable[Any]]
+    ) -> Callable[[Sequence[Any]], list[Any]]:
+        """``_order_key(point, tie)`` of each of a list of items, in one go: each plugin's key over all
+        of them, then the tie-break over all (``ties``: ``tie`` of each item), zipped into the same
+        tuples the key makes one item at a time. A backlog's 50,000 jobs are sorted at once: no call
+        a job to gather its plugins' keys, nor one to make its tie-break."""
+        cached = self._keys_cache.get(point)
+        if cached is not None:
+            return cached
+        fns = self._flat(point)
+        many: Callable[[Sequence[Any]], list[Any]]
+        if fns and all(isinstance(fn, KeyOrder) for _, fn in fns):
+            keys = tuple(fn.key for _, fn in fns)
+
+            def many(items: Sequence[Any]) -> list[Any]:
+                return list(zip(*[map(k, items) for k in keys], ties(items), strict=True))
+        else:
+            one = self._order_key(point, tie)
+
+            def many(items: Sequence[Any]) -> list[Any]:
+                return list(map(one, items))
+
+        self._keys_cache[point] = many
+        return many
+
     def job_key(self) -> Callable[[Job], Any]:
         """The job order as a sort key (distinct jobs never have equal keys)."""
         return self._order_key("job_order", _creation_then_key)
+
+    def job_keys(self) -> Callable[[Sequence[Job]], list[Any]]:
+        """:meth:`job_key` of each job of a list, as a list (computed plugin by plugin over the list)."""
+        return self._order_keys("job_order", _creation_then_key, _creations_then_keys)
 
     def task_key(self) -> Callable[[Task], Any]:
         """The task order as a sort key (distinct tasks never have equal keys)."""
@@ -720,6 +753,15 @@ _MISSING = object()
 
 def _creation_then_key(item: Job | Task) -> tuple[float, str]:
     return (item.creation, item.key)
+
+
+_CREATION = attrgetter("creation")
+_KEY = attrgetter("key")
+
+
+def _creations_then_keys(items: Sequence[Job | Task]) -> Iterator[tuple[float, str]]:
+    """:func:`_creation_then_key` of each of ``items`` (the tuples made by ``zip``, not by a call each)."""
+    return zip(map(_CREATION, items), map(_KEY, items), strict=True)
 
 
 def _itself(item: str) -> str:
