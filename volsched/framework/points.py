@@ -166,6 +166,11 @@ class ExtensionPoints(Protocol):
         """Whether a job can ever run (None) or why not. The answer may change only when a task of the
         job changes status (the session keeps it until then)."""
 
+    def add_jobs_valid_fn(self, plugin: str, fn: Callable[[Sequence[Job]], list[str | None]]) -> None:
+        """The plugin's job_valid over a list of jobs: its answer for each, in order (asked where the
+        session wants many jobs' validity at once: a backlog's, before the first bind). Only used where
+        the plugin registered job_valid too."""
+
     def add_job_enqueueable_fn(self, plugin: str, fn: VoteFn) -> None: ...
     def add_job_enqueued_fn(self, plugin: str, fn: Callable[[Job], None]) -> None: ...
     def add_jobs_enqueueable_fn(self, plugin: str, fn: Callable[[Sequence[Job]], int]) -> None:
@@ -282,6 +287,9 @@ class PointTables:
 
     def add_job_valid_fn(self, plugin: str, fn: Callable[[Job], str | None]) -> None:
         self._add("job_valid", plugin, fn)
+
+    def add_jobs_valid_fn(self, plugin: str, fn: Callable[[Sequence[Job]], list[str | None]]) -> None:
+        self._add("jobs_valid", plugin, fn)
 
     def add_job_enqueueable_fn(self, plugin: str, fn: VoteFn) -> None:
         self._add("job_enqueueable", plugin, fn)
@@ -541,24 +549,32 @@ class PointTables:
 
     def jobs_valid(self, jobs: Sequence[Job]) -> list[Status | None]:
         """``job_valid`` of each of ``jobs``: the jobs not asked yet are asked plugin by plugin over all
-        of them (a job's validity reads its own tasks only, so the first refusal is the same as job by
-        job), and kept."""
+        of them, through the plugin's answer for a list where it gave one (``add_jobs_valid_fn``; a
+        job's validity reads its own tasks only, so the first refusal is the same as job by job), and
+        kept."""
         memo = self._valid
-        kept: list[object] = [memo.get(job.key, _MISSING) for job in jobs]
-        ask = [k for k, answer in enumerate(kept) if answer is _MISSING]
-        out: list[Status | None] = [None if answer is _MISSING else answer for answer in kept]  # type: ignore[misc]
-        for name, fn in self._flat("job_valid") if ask else ():
-            reasons = [fn(jobs[k]) for k in ask]
+        out: list[Status | None]
+        if memo:
+            kept: list[object] = [memo.get(job.key, _MISSING) for job in jobs]
+            ask = [k for k, answer in enumerate(kept) if answer is _MISSING]
+            out = [None if answer is _MISSING else answer for answer in kept]  # type: ignore[misc]
+            pool = [jobs[k] for k in ask]
+        else:  # none asked yet (enqueue at a backlog asks first)
+            ask, out, pool = list(range(len(jobs))), [None] * len(jobs), list(jobs)
+        runs = self._fns.get("jobs_valid", {})
+        for name, fn in self._flat("job_valid") if pool else ():
+            run = runs.get(name)
+            reasons: list[str | None] = run(pool) if run is not None else list(map(fn, pool))
             if any(reasons):
+                left: list[int] = []
                 for k, reason in zip(ask, reasons, strict=True):
                     if reason:
                         out[k] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, name, (reason,))
-                ask = [k for k, reason in zip(ask, reasons, strict=True) if not reason]
-        for k in ask:
-            memo[jobs[k].key] = None
-        for job, answer in zip(jobs, out, strict=True):
-            if answer is not None:
-                memo[job.key] = answer
+                    else:
+                        left.append(k)
+                ask = left
+                pool = [jobs[k] for k in ask]
+        memo.update(zip(map(_KEY, jobs), out, strict=True))
         return out
 
     def _job_valid(self, job: Job) -> Status | None:

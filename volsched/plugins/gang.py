@@ -8,13 +8,16 @@ gang below minMember.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
 from volsched.model.cluster import Job
-from volsched.model.vocabulary import Task
+from volsched.model.vocabulary import Task, TaskStatus
+
+PENDING = TaskStatus.PENDING
 
 
 @register_plugin
@@ -27,6 +30,13 @@ class Gang(BasePlugin):
             if job.valid_count < job.min_member:
                 return f"gang {job.title}: {job.valid_count} pod(s) exist, minMember is {job.min_member}"
             return None
+
+        def valid_run(jobs: Sequence[Job]) -> list[str | None]:
+            """``valid`` of each job: a job with minMember tasks ready or pending is valid without its
+            every status summed (those count toward ``valid_count``): a backlog's every job."""
+            return [
+                None if j.ready + j.status_count.get(PENDING, 0) >= j.min_member else valid(j) for j in jobs
+            ]
 
         def ready(job: Job) -> bool:
             return job.ready_count >= job.min_member
@@ -63,6 +73,7 @@ class Gang(BasePlugin):
             return out
 
         session.add_job_valid_fn(self.name, valid)
+        session.add_jobs_valid_fn(self.name, valid_run)
         session.add_job_ready_fn(self.name, ready)
         session.add_job_pipelined_fn(self.name, pipelined)
         session.add_job_key_fn(self.name, job_key)

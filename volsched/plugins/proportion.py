@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, ClassVar
 
 import numpy as np
@@ -60,6 +61,9 @@ from volsched.model.fairshare import FairShare, Problem, fair_share
 from volsched.model.resources import EPS, ResourceSpace, Vector
 from volsched.model.vocabulary import PodGroupPhase, QueueSpec, Task, TaskStatus
 from volsched.plugins.shared.queue_config import queue_config
+
+#: A job's queue (read by C over a list of jobs).
+_QUEUE = attrgetter("queue")
 
 
 @dataclass(eq=False)
@@ -402,6 +406,14 @@ class Proportion(BasePlugin):
                 return not_leaf(attr)
             return None
 
+        def jobs_valid(jobs: Sequence[Job]) -> list[str | None]:
+            """``job_valid`` of each job: its queue's answer, asked once a queue."""
+            one_each = dict(zip(map(_QUEUE, jobs), jobs, strict=True))  # a job of each queue
+            answers = {q: job_valid(job) for q, job in one_each.items()}
+            if not any(answers.values()):
+                return [None] * len(jobs)
+            return [answers[job.queue] for job in jobs]
+
         def enqueueable(job: Job) -> tuple[Vote, str]:
             attr = attrs.get(job.queue)
             if attr is None:
@@ -567,6 +579,7 @@ class Proportion(BasePlugin):
         session.add_allocatable_fn(self.name, allocatable)
         session.add_overused_fn(self.name, overused)
         session.add_job_valid_fn(self.name, job_valid)
+        session.add_jobs_valid_fn(self.name, jobs_valid)
         session.add_job_enqueueable_fn(self.name, enqueueable)
         session.add_job_enqueued_fn(self.name, enqueued)
         session.add_jobs_enqueueable_fn(self.name, enqueueable_run)
