@@ -30,6 +30,7 @@ No I/O happens here.
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -186,7 +187,9 @@ def task_age(t: Task) -> tuple[float, str]:
 
 
 def _same_objects(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    return len(a) == len(b) and all(b.get(k) is v for k, v in a.items())
+    """Whether ``a`` and ``b`` hold the very same objects under the same keys in the same order (a
+    comparison in C: 5,000 nodes every session; the same objects in another order count as a change)."""
+    return len(a) == len(b) and list(a) == list(b) and all(map(operator.is_, a.values(), b.values()))
 
 
 def _standalone(base: _Base, key: str, job: Job) -> None:
@@ -228,6 +231,7 @@ class SnapshotBuilder:
         self._avoid: dict[str, tuple[str, ...]] = {}
         self._space: ResourceSpace | None = None
         self._nodes: dict[str, NodeSpec] = {}
+        self._node_names: set[str] = set()  # the resource names ``_nodes``' allocatable mentions
         self._table: NodeTable | None = None
         self._base: _Base | None = None
         #: Keys whose entry was made anew or dropped since the last build.
@@ -382,9 +386,11 @@ class SnapshotBuilder:
         """A session's snapshot of ``view`` (after :meth:`prepare` of the same view)."""
         with self._lock:
             pg_list = list(podgroups)
+            same_nodes = _same_objects(view.nodes, self._nodes)
+            if not same_nodes:
+                self._node_names = {name for n in view.nodes.values() for name in n.allocatable}
             names = set(self._names)
-            for n in view.nodes.values():
-                names.update(n.allocatable)
+            names |= self._node_names
             names.update(resource_names(view.queues, pg_list))
             space = ResourceSpace(names)
             if self._space is None or space.names != self._space.names:
@@ -394,7 +400,7 @@ class SnapshotBuilder:
                 self._vectors.clear()
             space = self._space
             old_table = self._table
-            if old_table is None or not _same_objects(view.nodes, self._nodes):
+            if old_table is None or not same_nodes:
                 self._table = NodeTable(space, view.nodes.values())
                 self._nodes = view.nodes
             table = self._table
