@@ -10,15 +10,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.builders import node, pod, podgroup, queue, quota
+from tests.builders import node, pod, podgroup, queue, quota, spread
 from volsched.cache.state import ClusterState
 from volsched.framework.registry import load_config, make_actions
 from volsched.framework.runner import close_session, open_session
 from volsched.framework.session import Session
 from volsched.framework.settled import KEPT, Settled, fold
-from volsched.model.cluster import dominant_share, sum_rows, unmet_minimum
+from volsched.model.cluster import any_held_host_ports, dominant_share, sum_rows, unmet_minimum
 from volsched.model.resources import Vector
 from volsched.model.vocabulary import PodGroupPhase, TaskStatus
+from volsched.plugins.shared.constraint_state import constraint_state
 
 #: Awkward amounts: their sums round differently in another order.
 CPUS = ["0.1", "0.7", "333m", "1.3", "0.2", "17m", "2.9", "0.3"]
@@ -216,3 +217,42 @@ def test_fold_continues_a_sum_as_a_walk_over_every_row_in_order_does(split: int,
     whole = fold(head, keys[split:], matrix[split:], 3)
     assert {k: v.tobytes() for k, v in whole.items()} == {k: walked[names.index(k)].tobytes() for k in whole}
     assert set(whole) == set(keys)
+
+
+@pytest.mark.parametrize(
+    "extra, on, want_ports, want_constrained",
+    [
+        (None, None, False, False),
+        ("ports", "first", True, False),  # held by a job of the run
+        ("ports", "last", True, False),  # held by a job after the run
+        ("ports", "pending", False, False),  # a pending pod holds no port on a node
+        ("spread", "first", False, True),
+        ("spread", "last", False, True),
+        ("spread", "pending", False, True),
+    ],
+)
+def test_host_ports_and_constraints_are_seen_in_the_run_and_after_it_session_after_session(
+    extra: str | None, on: str | None, want_ports: bool, want_constrained: bool
+) -> None:
+    # Bound pods standing alone, one with host ports or a spread: first in the order (in the run), or
+    # bound after a pending pod (after the run), or pending. Asked in three sessions, the run kept.
+    state = ClusterState()
+    for obj in [node("n1", cpu="64"), queue("a")]:
+        state.apply(obj)
+    kwargs: dict[str, Any] = {}
+    if extra == "ports":
+        kwargs["host_ports"] = [8080]
+    elif extra == "spread":
+        kwargs["spread"] = [spread("zone", match={"a": "b"})]
+    if on == "first":
+        state.apply(pod("a-x", cpu="0.1", node="n1", **kwargs))
+    for i in range(10):
+        state.apply(pod(f"p{i}", cpu="0.1", node="n1"))
+    state.apply(pod("w", cpu="100"))  # pending for ever (no node has room): the run ends here
+    if on in ("last", "pending"):
+        state.apply(pod("z-x", cpu="0.1", node="n1" if on == "last" else None, **kwargs))
+    for _ in range(3):
+        session = open_session(state.snapshot(now=5.0), load_config(None))
+        assert len(session.settled().jobs) == 10 + (on == "first")
+        assert (session.settled().host_ports or any_held_host_ports(session.unsettled())) is want_ports
+        assert (constraint_state(session) is not None) is want_constrained

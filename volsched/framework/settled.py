@@ -8,11 +8,12 @@ order; walking every job for that costs every session a few milliseconds per 10,
 
 :class:`Settled` is what those walks find in the **leading run** of a session's jobs that are shared:
 the sums per queue and per namespace, the admitted jobs' unmet minimums, the jobs that hold a gang short
-of minMember, whether one holds host ports, the jobs with a PodGroup. It is kept in the snapshot's
-``kept`` dict with the run's jobs, and the next session reuses it while its own jobs begin with the very
-same objects (one list comparison, by identity), summing only what follows. A shared job has no pending
-task and its phase is not Pending (the snapshot gives the session its own copy of such a job), and a
-session changes no shared job, so the run is the same when the session opens and when it closes.
+of minMember, whether one holds host ports or has pod constraints, the jobs with a PodGroup. It is kept
+in the snapshot's ``kept`` dict with the run's jobs, and the next session reuses it while its own jobs
+begin with the very same objects (one list comparison, by identity), summing only what follows. A shared
+job has no pending task and its phase is not Pending (the snapshot gives the session its own copy of
+such a job), and a session changes no shared job, so the run is the same when the session opens and when
+it closes.
 
 The sums are the same floats as a walk over every job: each is the run's jobs added one at a time in
 order from zero (``sum_rows``), and the rest of the jobs are then added to it one at a time in order
@@ -32,7 +33,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from volsched.model.cluster import Job, any_held_host_ports, minimum_met, sum_rows
+from volsched.model.cluster import Job, any_constrained, any_held_host_ports, minimum_met, sum_rows
 from volsched.model.resources import Vector, stack_rows
 from volsched.model.vocabulary import PodGroupPhase, TaskStatus
 
@@ -65,6 +66,8 @@ class Settled:
     committed: list[Job]
     #: Whether a task of the run's jobs on a node may ask for host ports (``any_held_host_ports``).
     host_ports: bool
+    #: Whether a task of the run's jobs has pod affinity, anti-affinity or spread (``any_constrained``).
+    constrained: bool
     #: The run's jobs with a PodGroup, in order.
     podgroups: list[Job]
 
@@ -80,6 +83,7 @@ def empty(width: int) -> Settled:
         unmet_all=np.zeros(width),
         committed=[],
         host_ports=False,
+        constrained=False,
         podgroups=[],
     )
 
@@ -151,6 +155,7 @@ def extend(base: Settled, jobs: Sequence[Job]) -> Settled:
         unmet_all=fold({None: base.unmet_all}, [None] * len(unmet), unmet_rows, width)[None],
         committed=[*base.committed, *(j for j in jobs if committed(j))],
         host_ports=base.host_ports or any_held_host_ports(jobs),
+        constrained=base.constrained or any_constrained(jobs),
         podgroups=[*base.podgroups, *(j for j in jobs if j.podgroup is not None)],
     )
 

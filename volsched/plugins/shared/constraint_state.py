@@ -25,7 +25,8 @@ def constraint_state(session: ExtensionPoints) -> ConstraintState | None:
         return state
     snapshot = session.snapshot
     if not (
-        any_constrained(session.jobs.values())
+        session.settled().constrained
+        or any_constrained(session.unsettled())
         or any(t.constraints is not None for t in snapshot.foreign_tasks)
     ):
         session.state[_KEY] = None
