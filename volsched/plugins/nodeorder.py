@@ -129,7 +129,14 @@ class _StaticScores:
         self.specs = nodes.specs
         self.node_affinity = node_affinity
         self.taint_weight = taints
-        self.soft_taints = [tuple(t for t in s.taints if t[2] == "PreferNoSchedule") for s in nodes.specs]
+        # The nodes' PreferNoSchedule taints follow from their specs alone: kept for every session on
+        # these nodes (5,000 specs read again every session cost 3 ms).
+        soft: list[tuple[tuple[str, str, str], ...]] | None = nodes.memo.get("soft_taints")
+        if soft is None:
+            soft = nodes.memo["soft_taints"] = [
+                tuple(t for t in s.taints if t[2] == "PreferNoSchedule") for s in nodes.specs
+            ]
+        self.soft_taints = soft
         self.any_soft_taint = bool(taints) and any(self.soft_taints)
         self.active = bool(node_affinity) or self.any_soft_taint
         self._cache: dict[str, FloatArray | None] = {}
