@@ -89,6 +89,24 @@ def test_a_small_kinds_refusal_ends_the_start_at_once_stopping_the_pods_listing(
     assert ended == {"Pod": "stopped", "Node": "stopped"}
 
 
+def test_with_no_small_kind_to_wait_for_the_pods_are_handed_over_at_once(
+    op: Operator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pods and Nodes wait for the small kinds (``_prelisted``) before handing anything over: with none
+    to list, they wait for nothing (the stub gives up after 30 s)."""
+    monkeypatch.setattr(op, "lean", {k: w for k, w in op.lean.items() if k in ("Pod", "Node")})
+    waited: dict[str, bool] = {}
+    for kind, w in op.lean.items():
+
+        def first_list(*, kind: str = kind, throttle_retries: int = 10) -> str:
+            waited[kind] = op._prelisted.wait(30)
+            return "1"
+
+        monkeypatch.setattr(w, "first_list", first_list)
+    op._prelist()
+    assert waited == {"Pod": True, "Node": True}
+
+
 def test_stopping_tells_every_watch_before_waiting_for_any(
     op: Operator, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -413,6 +413,8 @@ class Operator:
             lean = {pool.submit(w.first_list): w for w in many}  # wait for _prelisted to hand over
             lists = {pool.submit(w.first_list): w for w in (*few, *volcano)}  # into the cache at once
             waiting = set(lists)
+            if not waiting:
+                self._prelisted.set()
             for future in as_completed((*lists, *lean)):
                 w = lists.get(future) or lean[future]
                 try:
