@@ -582,9 +582,9 @@ def test_a_snapshot_from_scratch_assembles_each_job_once(monkeypatch: pytest.Mon
             assembled.append(job.key)
         return job
 
-    def counting_lone(space: Any, t: Task, key: str) -> Job:  # a pending pod standing alone's path
+    def counting_lone(space: Any, t: Task, key: str, **kwargs: Any) -> Job:  # a pod standing alone's path
         assembled.append(key)
-        return lone_job(space, t, key)
+        return lone_job(space, t, key, **kwargs)
 
     monkeypatch.setattr(snapshots_module, "assemble_job", counting)
     monkeypatch.setattr(snapshots_module, "lone_job", counting_lone)

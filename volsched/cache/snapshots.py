@@ -30,6 +30,7 @@ No I/O happens here.
 
 from __future__ import annotations
 
+import itertools
 import operator
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -206,8 +207,11 @@ def _place(base: _Base, pos: Callable[[str], int]) -> None:
     of their keys, ``pos``): after the others when they all come later (new pods), else all sorted again."""
     if not base.unplaced:
         return
-    new = sorted(base.unplaced, key=pos)
+    new = list(base.unplaced)
     base.unplaced = {}
+    at = list(map(pos, new))
+    if not all(map(operator.lt, at, itertools.islice(at, 1, None))):  # (a build from scratch: in order)
+        new.sort(key=pos)
     standalone, jobs = base.standalone, base.jobs
     if standalone and pos(next(reversed(standalone))) > pos(new[0]):
         keys = sorted([*standalone, *new], key=pos)
@@ -468,12 +472,16 @@ class SnapshotBuilder:
         base = _Base(space, {pg.key: pg for pg in pg_list}, dict(view.priority_classes))
         entries = self._entries
         members, on_node, where, foreign = base.members, base.on_node, base.where, base.foreign
+        pending = TaskStatus.PENDING
+        lone: list[str] = []  # pending pods whose job key is their own (standing alone, unless joined)
         for key in view.tasks:
             t = entries[key].prepared
             node = t.node_name
             if t.schedulable_by_us:
                 job_key: str | None = t.job_key
                 members.setdefault(t.job_key, {})[key] = None
+                if job_key == key and t.status is pending:
+                    lone.append(key)
             else:
                 job_key = None
                 foreign[key] = None
@@ -484,13 +492,11 @@ class SnapshotBuilder:
         podgroups = base.podgroups
         for job_key in podgroups:
             self._job(base, job_key, list(members.get(job_key, ())))
-        pending = TaskStatus.PENDING
+        self._lend_all_alone(base, [k for k in lone if len(members[k]) == 1 and k not in podgroups])
+        lent = base.lent
         for job_key, keys in members.items():  # in the order of their first member
-            if job_key in podgroups:
+            if job_key in podgroups or job_key in lent:
                 continue  # (assembled above, once)
-            if len(keys) == 1 and job_key in keys and entries[job_key].prepared.status is pending:
-                self._lend_alone(base, job_key)
-                continue
             self._job(base, job_key, list(keys))
         # Each node's tasks were indexed in the cache's order: read from the index (a backlog's
         # pending pods are on no node), not by walking every task of the view.
@@ -552,6 +558,23 @@ class SnapshotBuilder:
         _standalone(base, key, job)
         base.private.add(key)
         base.lent.add(key)
+
+    def _lend_all_alone(self, base: _Base, keys: list[str]) -> None:
+        """:meth:`_lend_alone` of each of ``keys`` (pending pods standing alone, none of them placed in
+        ``base.standalone`` yet: a base built from scratch), in one go: their jobs' ``allocated`` are
+        the rows of one array of zeros (each job's own row), not one array each."""
+        if not keys:
+            return
+        space, jobs, own = base.space, base.jobs, self._own
+        rows = list(np.zeros((len(keys), len(space))))
+        for key, allocated in zip(keys, rows, strict=True):
+            jobs[key] = lone_job(space, own(key), key, allocated=allocated)
+        if base.problems:
+            for key in keys:
+                base.problems.pop(key, None)
+        base.unplaced.update(dict.fromkeys(keys))
+        base.private.update(keys)
+        base.lent.update(keys)
 
     def _nodes_full(self, base: _Base, view: View, *, by_node: bool = False) -> None:
         """What every node holds, from scratch (in the cache's order, as one hold at a time would).

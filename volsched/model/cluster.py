@@ -565,13 +565,14 @@ def _standalone_job(
     return job
 
 
-def lone_job(space: ResourceSpace, t: Task, key: str) -> Job:
+def lone_job(space: ResourceSpace, t: Task, key: str, *, allocated: Vector | None = None) -> Job:
     """The job of pod ``t`` standing alone (``key`` is its key and its job key), built in one go: a
     snapshot of a backlog makes one per pending pod.
 
     Made with ``object.__new__`` and one store per field (the dataclass's ``__init__`` with its
     keywords and default factories costs twice as much); its counters are moved by ``count_status``,
-    their one definition, and what it holds is added as :func:`_join` adds it."""
+    their one definition, and what it holds is added as :func:`_join` adds it. ``allocated``: zeros
+    over ``space`` the job may take as its own (a row of an array made for many jobs at once)."""
     status = t.status
     job = _new(Job)
     job.key = key
@@ -585,7 +586,7 @@ def lone_job(space: ResourceSpace, t: Task, key: str) -> Job:
     job.podgroup = None
     job.min_resources_map = None
     job.tasks = {key: t}
-    job.allocated = space.zeros()
+    job.allocated = space.zeros() if allocated is None else allocated
     job.status_count = TaskCounts()
     job.min_request = t.request  # its minimum is its one pod's request
     job.ready = 0
