@@ -81,6 +81,17 @@ def test_popping_every_job_computes_each_key_once(shuffled: bool) -> None:
     assert order.keyed == len(jobs)
 
 
+def test_a_queue_keys_the_jobs_it_starts_with_only_when_the_first_is_taken() -> None:
+    """Allocate makes a queue per namespace of a backlog and takes from one first: the others' jobs
+    are not keyed before the first bind."""
+    order = _Order()
+    q = _queue(order, [3, 1, 2])
+    q.push(cast(Any, 0))
+    assert order.keyed == 1 and len(q) == 4
+    assert q.pop() == 0 and order.keyed == 4
+    assert [q.pop() for _ in range(3)] == [1, 2, 3] and order.keyed == 4
+
+
 @dataclass(frozen=True)
 class Named:
     key: str

@@ -35,20 +35,31 @@ class JobQueue:
     it must be handed to :meth:`requeue` before the next ``pop`` (preempt and reclaim take pods of jobs
     still waiting their turn, which lowers their share and so moves them up).
 
-    Each job's sort key (``Session.job_key``) is computed once when it enters (and again when it is
-    requeued). The jobs it starts with are sorted once (jobs mostly come in creation order, which the
-    sort takes in about one comparison a job) and taken from the front; jobs pushed back go into a
-    heap, and ``pop`` takes the lesser of the two heads: the order a heap of them all gives."""
+    Each job's sort key (``Session.job_key``) is computed once: for the jobs it starts with, when the
+    first is taken (their order does not change while they wait, or they are requeued: the keys are
+    the same as at the start), for the others when they enter or are requeued. Allocate makes one
+    queue per namespace of a backlog and takes from one of them first: its first bind waits for one
+    namespace's jobs to be keyed and sorted, not every namespace's. The jobs it starts with are
+    sorted once (jobs mostly come in creation order, which the sort takes in about one comparison a
+    job) and taken from the front; jobs pushed back go into a heap, and ``pop`` takes the lesser of
+    the two heads: the order a heap of them all gives."""
 
     def __init__(self, session: Session, jobs: Iterable[Job] = ()) -> None:
+        self._session = session
         self._key = session.job_key()
-        listed = list(jobs)
-        # the least last (keys computed over the list at once, as ``self._key`` makes them one by one)
-        self._sorted = sorted(zip(session.job_keys()(listed), listed, strict=True), key=_FIRST, reverse=True)
+        #: The jobs it started with, until the first is taken (then keyed and sorted into ``_sorted``).
+        self._start = list(jobs)
+        self._sorted: list[tuple[Any, Job]] = []
         self._heap: list[tuple[Any, Job]] = []
 
+    def _sort(self) -> None:
+        listed, self._start = self._start, []
+        # the least last (keys computed over the list at once, as ``self._key`` makes them one by one)
+        keys = self._session.job_keys()(listed)
+        self._sorted = sorted(zip(keys, listed, strict=True), key=_FIRST, reverse=True)
+
     def __len__(self) -> int:
-        return len(self._sorted) + len(self._heap)
+        return len(self._start) + len(self._sorted) + len(self._heap)
 
     def push(self, job: Job) -> None:
         heapq.heappush(self._heap, (self._key(job), job))
@@ -57,6 +68,8 @@ class JobQueue:
         """Put the queued ones of ``jobs`` where their order puts them now (it changed while they were
         queued). Linear in the queue's length, once per call: each heap is rebuilt without them (a
         heap whose items changed order is no heap any more) and they are pushed again."""
+        if self._start:
+            self._sort()
         keys = {job.key for job in jobs}
         moved = [job for _, job in (*self._sorted, *self._heap) if job.key in keys]
         if not moved:
@@ -68,12 +81,16 @@ class JobQueue:
             self.push(job)
 
     def pop(self) -> Job:
+        if self._start:
+            self._sort()
         if self._heap and (not self._sorted or self._heap[0][0] < self._sorted[-1][0]):
             return heapq.heappop(self._heap)[1]
         return self._sorted.pop()[1]
 
     def pop_all(self) -> list[Job]:
         """Every job left, in the order ``pop`` would hand them out one by one; the queue is empty after."""
+        if self._start:
+            self._sort()
         if not self._heap:
             out = [job for _, job in reversed(self._sorted)]
             self._sorted = []
