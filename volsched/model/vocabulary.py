@@ -168,7 +168,11 @@ class Task:
     @property
     def best_effort(self) -> bool:
         """No cpu, memory or extended request: only the ``pods`` count (backfill places these)."""
-        return not any(v > 0 for k, v in self.request_map.items() if k != PODS)
+        # A loop, not any() over a generator: a quarter of the time, asked of a backlog's every pod.
+        for k, v in self.request_map.items():  # noqa: SIM110
+            if v > 0 and k != PODS:
+                return False
+        return True
 
     @property
     def schedulable_by_us(self) -> bool:
