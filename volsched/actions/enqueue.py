@@ -97,9 +97,12 @@ class Enqueue:
                 end = i + 1
                 while end < n and end - i < stretch and not invalid[end]:
                     end += 1
-                let_in = session.jobs_enqueueable(run[i:end]) if end - i > 1 else 0
+                asked = run[i:end]
+                let_in = session.jobs_enqueueable(asked) if end - i > 1 else 0
                 if let_in:
-                    admitted = run[i : i + let_in]
+                    # the very list asked about when all of it is let in: the plugins' rows for it are
+                    # taken again as they are, not matched job by job
+                    admitted = asked if let_in == len(asked) else asked[:let_in]
                     statement = Statement(session)
                     statement.admit_all(admitted)
                     statement.commit()

@@ -189,7 +189,7 @@ class Session(NodeViews):
         if maybe is None:
             jobs = self.jobs
             private = self.snapshot.private
-            if private is None:
+            if private is None or len(private) == len(jobs):  # (every job: a backlog's first session)
                 maybe = list(jobs.values())
             elif len(private) * 4 > len(jobs):
                 maybe = [job for key, job in jobs.items() if key in private]

@@ -361,6 +361,8 @@ class RunRows:
         """The rows of ``jobs``: kept ones when they are the first jobs of the run last asked about."""
         kept, n = self._jobs, len(jobs)
         self._jobs = ()
+        if jobs is kept:  # the whole run let in (enqueue hands the very list over): no walk
+            return self._need, self._unmet
         if n <= len(kept) and all(a is b for a, b in zip(jobs, kept, strict=False)):
             return self._need[:n], self._unmet[:n]
         need = min_request_rows(jobs)
