@@ -125,7 +125,9 @@ class Predicates(BasePlugin):
         ports = _HostPorts(
             nodes,
             any_held=session.settled().host_ports
-            or any_held_host_ports(session.unsettled())
+            # (the jobs after the run that hold something: a job whose every task is pending holds no
+            # port on a node, and a shared one always holds something, or has no task)
+            or any_held_host_ports(session.holdings().jobs)
             or any(t.host_ports for t in session.snapshot.foreign_tasks),
         )
         session.add_event_handler(EventHandler(allocate=ports.add, deallocate=ports.remove))
