@@ -228,3 +228,29 @@ def test_the_validity_of_a_run_is_each_jobs_validity_and_is_kept(
         + [("proportion", n) for n in range(6) if n not in refusals.get("gang", set())]
     )
     assert [s.render() for s in got if s] == [f"{p} says no" for p in want if p]
+
+
+def test_the_plugins_voting_on_a_run_stack_its_rows_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """proportion and overcommit both answer for runs: a run's rows are built once for both votes and
+    both sums (one RunRows per session), not once per plugin."""
+    import volsched.model.cluster as cluster
+
+    stacked: list[int] = []
+    real = cluster.min_request_rows
+
+    def counting(jobs: Sequence[Job]) -> Any:
+        stacked.append(len(jobs))
+        return real(jobs)
+
+    monkeypatch.setattr(cluster, "min_request_rows", counting)
+    asked: list[int] = []
+    real_ask = Session.jobs_enqueueable
+
+    def asking(self: Session, jobs: Sequence[Job]) -> int:
+        asked.append(len(jobs))
+        return real_ask(self, jobs)
+
+    monkeypatch.setattr(Session, "jobs_enqueueable", asking)
+    session, admits, _ = _enqueued("all-fit", runs=True)
+    assert len(admits) == 300 and {"proportion", "overcommit"} <= set(session._fns["jobs_enqueueable"])
+    assert stacked == asked and sum(stacked) == 300

@@ -344,9 +344,12 @@ def unmet_minimum_matrix(jobs: Sequence[Job], need: npt.NDArray[np.float64]) -> 
 
 
 class RunRows:
-    """:func:`min_request_rows` and :func:`unmet_minimum_matrix` of the run last asked about, handed
-    once more for the admission of its first jobs that follows (``take``), then forgotten: the rows
-    are built once per run, not once for the vote and once for the sums."""
+    """:func:`min_request_rows` and :func:`unmet_minimum_matrix` of the run last asked about, kept
+    until another run is asked about: handed again to whoever asks about the very same list (the
+    plugins that vote on a run share one: ``run_rows``) and for the admission of its first jobs that
+    follows (``take``). The rows are built once per run, not once per plugin for the vote and again
+    for the sums. (A run is asked about and admitted within one enqueue turn: no task of its jobs
+    changes meanwhile.)"""
 
     __slots__ = ("_jobs", "_need", "_unmet")
 
@@ -356,6 +359,8 @@ class RunRows:
         self._unmet: npt.NDArray[np.float64] = np.zeros((0, 0))
 
     def ask(self, jobs: Sequence[Job]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        if jobs is self._jobs:  # another plugin's vote on the same run
+            return self._need, self._unmet
         need = min_request_rows(jobs)
         unmet = unmet_minimum_matrix(jobs, need)
         self._jobs, self._need, self._unmet = jobs, need, unmet
@@ -364,13 +369,24 @@ class RunRows:
     def take(self, jobs: Sequence[Job]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """The rows of ``jobs``: kept ones when they are the first jobs of the run last asked about."""
         kept, n = self._jobs, len(jobs)
-        self._jobs = ()
         if jobs is kept:  # the whole run let in (enqueue hands the very list over): no walk
             return self._need, self._unmet
         if n <= len(kept) and all(a is b for a, b in zip(jobs, kept, strict=False)):
             return self._need[:n], self._unmet[:n]
         need = min_request_rows(jobs)
         return need, unmet_minimum_matrix(jobs, need)
+
+
+def run_rows(state: dict[str, Any]) -> RunRows:
+    """The session's one :class:`RunRows` (in the plugins' session ``state``), shared by every plugin
+    that answers for runs of jobs: a run's rows are stacked once, whichever plugins vote on it."""
+    rows: RunRows | None = state.get(_RUN_ROWS)
+    if rows is None:
+        rows = state[_RUN_ROWS] = RunRows()
+    return rows
+
+
+_RUN_ROWS = "run_rows"
 
 
 def running_sums(start: Sequence[float], rows: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

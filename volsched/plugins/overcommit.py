@@ -20,7 +20,7 @@ from volsched.framework.points import ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
 from volsched.model.cluster import (
     Job,
-    RunRows,
+    run_rows,
     running_sums,
     unmet_minimum,
     unmet_minimum_floats,
@@ -130,7 +130,7 @@ class Overcommit(BasePlugin):
 
         share_rows = np.zeros(len(space), dtype=bool)
         share_rows[list(share_dims)] = True
-        rows = RunRows()
+        rows = run_rows(session.state)
         # The run answers (enqueue's runs of jobs): the room vote and the admitted sums above over a run
         # at once, the sums as running sums row after row (the same floats in the same order). A job of
         # a queue with a guarantee ends the run's answer (it is asked alone).

@@ -52,7 +52,7 @@ from volsched.framework.registry import register_plugin
 from volsched.framework.settled import fold
 from volsched.model.cluster import (
     Job,
-    RunRows,
+    run_rows,
     running_sums,
     unmet_minimum_floats,
     unmet_minimum_rows,
@@ -451,7 +451,7 @@ class Proportion(BasePlugin):
 
         share_rows = np.zeros(len(space), dtype=bool)
         share_rows[list(share_dims)] = True
-        rows = RunRows()
+        rows = run_rows(session.state)
         # The run answers (enqueue's runs of jobs of one queue): the per-job vote and sums above over a
         # run at once, the admitted sums as running sums row after row (the same floats in the same order).
 
