@@ -82,13 +82,18 @@ class View:
     volumes: dict[str, list[Any]]
     avoid: dict[str, tuple[str, ...]]
     namespace_labels: dict[str, dict[str, str]]
-    #: Task key -> its place in ``tasks``' order (ascending, not necessarily consecutive).
+    #: Task key -> its place in ``tasks``' order (ascending, not necessarily consecutive). It may be
+    #: the same mapping as the previous view's, brought up to date (see ``renumbered``).
     seq: Mapping[str, int]
     #: Keys whose task was added, replaced or deleted since the previous view of the same builder;
     #: None: not known (every task is compared).
     touched: set[str] | None = None
     #: "ns/name" -> PodDisruptionBudget (immutable: shared with the cache).
     budgets: Mapping[str, DisruptionBudget] = field(default_factory=dict)
+    #: Keys that took a new place in ``seq`` since the previous view of the same builder (deleted and
+    #: added again); None: not known, and ``seq`` is a mapping of its own that the builder compares
+    #: with the previous view's.
+    renumbered: set[str] | None = None
 
 
 def with_volumes(t: Task, claims: Mapping[str, str], volumes: Mapping[str, list[Any]]) -> Task:
@@ -156,7 +161,8 @@ class _Base:
         #: cache again), in the order they came (an insertion-ordered dict, not a set: nearly in the
         #: cache's order already, so a build sorts 50,000 of them in a fifth of a set's time).
         self.unplaced: dict[str, None] = {}
-        #: The view's order of the tasks (``View.seq``) as of the last build.
+        #: The view's order of the tasks (``View.seq``) as of the last build (read only while views
+        #: do not say which keys were ``renumbered``).
         self.seq: Mapping[str, int] = {}
         #: Jobs a session may change (pending tasks to place, a phase to admit): each gets its own copy.
         self.private: set[str] = set()
@@ -652,8 +658,13 @@ class SnapshotBuilder:
         if self._read_all:  # the cache's order may be numbered anew: every job takes its place again
             base.unplaced = dict.fromkeys([*standalone, *base.unplaced])
             standalone.clear()
+        renumbered = view.renumbered
         for key in changed:
-            if key in standalone and seq.get(key) != before_seq.get(key):
+            if key in standalone and (
+                seq.get(key) != before_seq.get(key)
+                if renumbered is None
+                else key in renumbered or key not in seq
+            ):
                 del standalone[key]  # its pod left the cache (and may have come back, last)
                 base.unplaced[key] = None
             old = base.where.pop(key, None)

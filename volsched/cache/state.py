@@ -149,6 +149,11 @@ class ClusterState:
         self._next_seq = 0
         self._touched: set[str] = set()
         self._logged: dict[str, Task] | None = None
+        #: ``_seq`` as of the last snapshot, brought up to date from the touched keys by the next one
+        #: (the snapshots' ``View.seq``, not a copy of 50,000 entries each), and the keys that took a new
+        #: place in the table since the last snapshot (deleted and added again).
+        self._view_seq: dict[str, int] = {}
+        self._renumbered: set[str] = set()
         #: What ``_derived`` made for each owner's group last time: (oldest task, phase, spec, problem).
         self._derived_made: dict[
             str, tuple[Task, PodGroupPhase, PodGroupSpec, tuple[str, str, str] | None]
@@ -380,6 +385,7 @@ class ClusterState:
         if key not in self.tasks:
             self._seq[key] = self._next_seq
             self._next_seq += 1
+            self._renumbered.add(key)
         self.tasks[key] = task
         self._touched.add(key)
 
@@ -550,17 +556,27 @@ class ClusterState:
                 if now > 0 and self.avoid_until:
                     self._expire_avoid(now)
                 touched: set[str] | None = None
+                renumbered: set[str] = set()
                 if self._logged is self.tasks:
-                    touched = self._touched
+                    touched, renumbered = self._touched, self._renumbered
+                    seq, view_seq = self._seq, self._view_seq
+                    for key in touched:
+                        at = seq.get(key)
+                        if at is None:
+                            view_seq.pop(key, None)
+                        else:
+                            view_seq[key] = at
                 else:  # the first snapshot, or the table was replaced whole
                     self._seq = dict(zip(self.tasks, range(len(self.tasks)), strict=True))
                     self._next_seq = len(self._seq)
                     self._logged = self.tasks
-                self._touched = set()
+                    self._view_seq = self._seq.copy()
+                self._touched, self._renumbered = set(), set()
                 view = View(
                     tasks=self.tasks.copy(),
                     touched=touched,
-                    seq=self._seq.copy(),
+                    seq=self._view_seq,
+                    renumbered=renumbered,
                     nodes=self.nodes.copy(),
                     podgroups=self.podgroups.copy(),
                     queues=self.queue_specs(),
