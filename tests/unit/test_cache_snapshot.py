@@ -287,6 +287,9 @@ def test_the_incremental_snapshot_equals_one_built_from_scratch(seed: int) -> No
             walk.now += 1
             # The fresh cache must expire the same avoided nodes: take its snapshot at the same instant.
             incremental = walk.feeder.state.snapshot(now=walk.now)
+            state = walk.feeder.state  # the order and tasks the snapshot read: the cache's, kept up to date
+            assert list(state._view_tasks.items()) == list(state.tasks.items())
+            assert state._view_seq == state._seq
             fresh = walk.from_scratch()
             scratch = fresh.snapshot(now=walk.now)
             assert digest(incremental) == digest(scratch), f"seed {seed}, step {i}"

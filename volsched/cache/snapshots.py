@@ -2,9 +2,9 @@
 
 The cache never changes a parsed object in place: an event, an assumed bind or a new priority
 replaces the :class:`Task` (or NodeSpec, PodGroupSpec) under its key. So shallow copies of the
-cache's dicts, taken under its lock (a :class:`View`, a few milliseconds at 50,000 pods), are a
-consistent and immutable view of one instant, and everything else happens outside the lock, while
-watch events go on.
+cache's dicts, taken under its lock (a :class:`View`; the tasks and their order are copies the cache
+keeps and brings up to date from the keys touched since the last snapshot), are a consistent and
+immutable view of one instant, and everything else happens outside the lock, while watch events go on.
 
 :class:`SnapshotBuilder` keeps, from one snapshot to the next, what follows from a task alone: the
 task with its volumes' node affinity and its owner's avoided nodes filled in, its request as a
@@ -68,7 +68,9 @@ from volsched.model.vocabulary import (
 
 @dataclass(frozen=True, slots=True)
 class View:
-    """What the cache holds at one instant (shallow copies taken under its lock)."""
+    """What the cache holds at one instant (shallow copies taken under its lock; the tasks and their
+    order are the cache's copies kept from one snapshot to the next and brought up to date from what
+    changed, which nothing but the next snapshot changes)."""
 
     tasks: dict[str, Task]
     nodes: dict[str, NodeSpec]

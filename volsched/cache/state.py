@@ -154,6 +154,9 @@ class ClusterState:
         #: place in the table since the last snapshot (deleted and added again).
         self._view_seq: dict[str, int] = {}
         self._renumbered: set[str] = set()
+        #: ``tasks`` as of the last snapshot, in the same order, brought up to date the same way (the
+        #: snapshots' ``View.tasks``).
+        self._view_tasks: dict[str, Task] = {}
         #: What ``_derived`` made for each owner's group last time: (oldest task, phase, spec, problem).
         self._derived_made: dict[
             str, tuple[Task, PodGroupPhase, PodGroupSpec, tuple[str, str, str] | None]
@@ -546,8 +549,9 @@ class ClusterState:
 
     def snapshot(self, *, now: float = 0.0) -> ClusterSnapshot:
         """The session's own snapshot of the cache (see ``volsched.cache.snapshots``): the lock the
-        watch handlers need is held only while the cache's dicts are copied; the rest is built
-        outside it, reusing what did not change since the last snapshot."""
+        watch handlers need is held only while the cache's dicts are copied (the tasks and their order:
+        brought up to date from the keys touched since the last snapshot); the rest is built outside
+        it, reusing what did not change since the last snapshot."""
         # One snapshot at a time, its view taken inside: the builder reads the change log of the view
         # before, so two snapshots must take their views and build in the same order.
         with self._snapshot_lock:
@@ -560,20 +564,28 @@ class ClusterState:
                 if self._logged is self.tasks:
                     touched, renumbered = self._touched, self._renumbered
                     seq, view_seq = self._seq, self._view_seq
+                    tasks, view_tasks = self.tasks, self._view_tasks
                     for key in touched:
                         at = seq.get(key)
-                        if at is None:
+                        if at is None or key in renumbered:
                             view_seq.pop(key, None)
+                            view_tasks.pop(key, None)
                         else:
                             view_seq[key] = at
+                            view_tasks[key] = tasks[key]  # (in its place)
+                    # Keys new to the table (or back in it) come after every other, in their order.
+                    for key in sorted((k for k in renumbered if k in seq), key=seq.__getitem__):
+                        view_seq[key] = seq[key]
+                        view_tasks[key] = tasks[key]
                 else:  # the first snapshot, or the table was replaced whole
                     self._seq = dict(zip(self.tasks, range(len(self.tasks)), strict=True))
                     self._next_seq = len(self._seq)
                     self._logged = self.tasks
                     self._view_seq = self._seq.copy()
+                    self._view_tasks = self.tasks.copy()
                 self._touched, self._renumbered = set(), set()
                 view = View(
-                    tasks=self.tasks.copy(),
+                    tasks=self._view_tasks,
                     touched=touched,
                     seq=self._view_seq,
                     renumbered=renumbered,
