@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from operator import attrgetter
 from typing import Any, ClassVar
 
@@ -58,7 +59,7 @@ from volsched.model.cluster import (
     unmet_minimum_rows,
 )
 from volsched.model.fairshare import FairShare, Problem, fair_share
-from volsched.model.resources import EPS, ResourceSpace, Vector
+from volsched.model.resources import EPS, ResourceSpace, Vector, stack_rows
 from volsched.model.vocabulary import PodGroupPhase, QueueSpec, Task, TaskStatus
 from volsched.plugins.shared.queue_config import queue_config
 
@@ -128,9 +129,6 @@ def _pending_requests(
     r = len(space)
     request = np.zeros((n, r))
     inqueue = np.zeros((n, r))
-    rows: list[int] = []
-    reqs: list[Vector] = []
-    placeable: list[bool] = []
     # What the jobs in a queue hold, one row at a time in the jobs' order, as a loop would add them: the
     # settled run's sums (kept from the last session), then the other jobs that hold something (stacked
     # once by the session). A job whose queue is unknown counts toward none.
@@ -155,6 +153,8 @@ def _pending_requests(
             inqueue[i] = v
     admitted: list[Job] = []
     admitted_rows: list[int] = []
+    rows: list[int] = []
+    tasks: list[Task] = []
     inqueue_phase, pending, pipelined = PodGroupPhase.INQUEUE, TaskStatus.PENDING, TaskStatus.PIPELINED
     for job in session.unsettled():
         i = row.get(job.queue)
@@ -170,26 +170,34 @@ def _pending_requests(
             status = t.status
             if status is pending or status is pipelined:
                 rows.append(i)
-                reqs.append(t.request)
-                placeable.append(status is pending and t.schedulable_by_us)
+                tasks.append(t)
     unmet_minimum_rows(admitted, admitted_rows, inqueue)
     request += allocated
     unit = np.zeros((n, r))
-    if reqs:
+    if tasks:
         idx = np.asarray(rows, dtype=np.intp)
-        matrix = np.asarray(reqs, dtype=np.float64).reshape(len(reqs), r)
+        matrix = stack_rows([t.request for t in tasks], r)
         np.add.at(request, idx, matrix)
         mask = space.share_mask
         total = np.where(mask & (session.total > EPS), session.total, np.inf)
         dominant = (matrix / total).max(axis=1)
-        ok = np.asarray(placeable) & (dominant > 0)
-        if ok.any():
-            cand = np.flatnonzero(ok)
+        cand = np.flatnonzero(dominant > 0)
+        if len(cand):
+            # Per queue, in order of dominant share (then of the tasks' order), the first task that is
+            # pending and ours to place: asked of the few tasks that come first, not of every task.
             order = cand[np.lexsort((dominant[cand], idx[cand]))]
-            first = np.ones(len(order), dtype=bool)
-            first[1:] = idx[order][1:] != idx[order][:-1]
-            pick = order[first]
-            unit[idx[pick]] = np.where(mask, matrix[pick], 0.0)
+            queue_of = idx[order]
+            bounds = np.flatnonzero(np.r_[True, queue_of[1:] != queue_of[:-1], True]).tolist()
+            ordered = order.tolist()
+            pick: list[int] = []
+            for a, b in pairwise(bounds):
+                for k in ordered[a:b]:
+                    t = tasks[k]
+                    if t.status is pending and t.schedulable_by_us:
+                        pick.append(k)
+                        break
+            if pick:
+                unit[idx[pick]] = np.where(mask, matrix[pick], 0.0)
     # A queue whose smallest pending pod fits on no node right now cannot use more this session: what it
     # is owed beyond what it holds goes into the remainder for queues whose pods do fit (fragments).
     nodes = session.nodes
