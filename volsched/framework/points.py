@@ -557,6 +557,8 @@ class PointTables:
         if memo:
             kept: list[object] = [memo.get(job.key, _MISSING) for job in jobs]
             ask = [k for k, answer in enumerate(kept) if answer is _MISSING]
+            if not ask:  # all kept (allocate after enqueue asked them all): nothing to ask or keep
+                return kept  # type: ignore[return-value]
             out = [None if answer is _MISSING else answer for answer in kept]  # type: ignore[misc]
             pool = [jobs[k] for k in ask]
         else:  # none asked yet (enqueue at a backlog asks first)
