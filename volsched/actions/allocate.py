@@ -77,6 +77,41 @@ def admitted_jobs(session: Session, *, best_effort: bool) -> dict[str, dict[str,
     return out
 
 
+def _has_pending(job: Job, *, best_effort: bool) -> bool:
+    """Whether a task of ``job`` ours to schedule is pending and of the given kind."""
+    for t in job.tasks.values():
+        if t.status is PENDING and t.best_effort is best_effort and t.schedulable_by_us:
+            return True
+    return False
+
+
+def _admitted_by_queue(session: Session) -> dict[str, dict[str, list[Job]]]:
+    """The admitted jobs with a task pending, by queue and namespace (each in the order first seen),
+    for allocate: those of a queue that does not exist are refused here, and whether a job has a
+    pending task allocate places (not a best-effort one) and is valid is asked when its turn comes
+    (``Allocate._eligible``). A backlog's first bind then waits for one pass that only groups its
+    jobs, not for every job's tasks and validity to be read."""
+    admitted_only = PodGroupPhase.PENDING
+    queues = session.queues
+    groups: dict[tuple[str, str], list[Job]] = {}
+    for job in session.pending_jobs():
+        if job.phase is admitted_only:
+            continue
+        if job.queue not in queues:
+            if _has_pending(job, best_effort=False):
+                missing = f"queue {job.queue} does not exist"
+                session.reject(job, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Allocate.name, (missing,)))
+            continue
+        group = groups.get((job.queue, job.namespace))
+        if group is None:
+            group = groups[job.queue, job.namespace] = []
+        group.append(job)
+    out: dict[str, dict[str, list[Job]]] = {}
+    for (queue, ns), group in groups.items():
+        out.setdefault(queue, {})[ns] = group
+    return out
+
+
 @register_action
 class Allocate:
     name: ClassVar[str] = "allocate"
@@ -86,13 +121,17 @@ class Allocate:
     pending_only: ClassVar[bool] = True
 
     def execute(self, session: Session) -> None:
+        # Jobs of no use to allocate (only best-effort tasks pending, or invalid) wait in the queues
+        # too until their turn (``_eligible``): a turn that passes one over changes nothing, so the
+        # others come in the order they would without it, and each job is asked once.
         queues: dict[str, dict[str, JobQueue]] = {
             q: {ns: JobQueue(session, jobs) for ns, jobs in by_ns.items()}
-            for q, by_ns in admitted_jobs(session, best_effort=False).items()
+            for q, by_ns in _admitted_by_queue(session).items()
         }
         #: Each queue's namespaces in namespace order (kept beside ``queues``).
         orders = {q: NamespaceOrder(session, by_ns) for q, by_ns in queues.items()}
         tasks: dict[str, TaskQueue] = {}
+        eligible: set[str] = set()  # the jobs asked and found eligible (a job pushed back is one)
         while queues:
             qname = first_queue(session, queues)
             queue = session.queues[qname]
@@ -102,6 +141,8 @@ class Allocate:
                 for jq in queues.pop(qname).values():
                     while jq:
                         job = jq.pop()
+                        if not self._eligible(session, job, eligible):
+                            continue
                         if job.key not in session.job_errors:
                             why = f"queue {qname} is overused ({overused.render()})"
                             session.reject(job, Status(overused.code, overused.plugin, (why,)))
@@ -115,6 +156,8 @@ class Allocate:
                 if not namespaces:
                     del queues[qname]
                     del orders[qname]
+            if not self._eligible(session, job, eligible):
+                continue
             job_tasks = tasks.get(job.key)
             statement = Statement(session)
             topology = job.podgroup.topology if job.podgroup is not None else None
@@ -147,6 +190,21 @@ class Allocate:
                 order.add(job.namespace)
             elif reason:
                 session.reject(job, reason)
+
+    @staticmethod
+    def _eligible(session: Session, job: Job, eligible: set[str]) -> bool:
+        """Whether ``job``, whose turn came, is one allocate places: with a task to place (pending, ours,
+        not best-effort) and valid (else refused, as invalid). Asked once a job."""
+        if job.key in eligible:
+            return True
+        if not _has_pending(job, best_effort=False):
+            return False
+        invalid = session.job_valid(job)
+        if invalid:
+            session.reject(job, invalid)
+            return False
+        eligible.add(job.key)
+        return True
 
     @staticmethod
     def _place(
