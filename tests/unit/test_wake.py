@@ -810,23 +810,47 @@ def test_a_config_loaded_between_far_apart_sessions_wakes_one() -> None:
     asyncio.run(in_loop(world, body))
 
 
-def test_the_operator_rings_when_it_loads_a_new_config_between_sessions(tmp_path: Path) -> None:
+def test_the_operator_rings_when_a_poll_read_behind_the_sessions_finds_a_new_config(tmp_path: Path) -> None:
+    """The first read is made at once (no session runs before it); a poll's read is made on a thread of
+    its own, and when it shows another resourceVersion the doorbell rings: the session it calls for (here
+    keep_up, between far-apart sessions) loads that config and acts on it."""
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG)
     op = Operator(Settings(kubeconfig=str(kubeconfig)))
     text = (Path(__file__).resolve().parents[2] / "examples" / "reclaim-preempt-scheduler.yaml").read_text()
     version = ["1"]
+    reads: list[str] = []
+
+    def read(at_start: bool) -> ConfigMapText:
+        reads.append(threading.current_thread().name)
+        return ConfigMapText(resource_version=version[0], uid="u", text=text)
+
+    def poll() -> Rings:
+        """A poll falls due; keep_up starts its read behind; what rang once that read is made."""
+        op.reloader._checked = -math.inf
+        n = len(reads)
+        op.keep_up()
+        deadline = time.monotonic() + 10
+        while (len(reads) == n or op.reloader._fetching) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return op.state.doorbell.take()
+
     try:
         op.lease.ensure = lambda: True  # type: ignore[method-assign]
         op.follow_volcano = lambda **_: None  # type: ignore[method-assign]
-        op.reloader.read = lambda at_start: ConfigMapText(resource_version=version[0], uid="u", text=text)
+        op.reloader.read = read  # type: ignore[method-assign]
         op.state.doorbell.take()
-        for rv, rings in [("1", CONFIG), ("1", NONE), ("2", CONFIG)]:
-            version[0] = rv
-            op.reloader._checked = -math.inf  # polled now
-            op.keep_up()
-            assert op.state.doorbell.take() == rings, rv
+        op.keep_up()  # the first read, at once
+        assert op.state.doorbell.take() == CONFIG and op.config.source.endswith("(resourceVersion 1)")
+        assert poll() == NONE  # the same version: nothing to act on
+        op.keep_up()  # judges that read: nothing new
+        assert op.state.doorbell.take() == NONE
+        version[0] = "2"
+        assert poll() == CONFIG  # the read behind found another version
+        assert op.config.source.endswith("(resourceVersion 1)")  # not loaded on the reading thread
+        op.keep_up()  # what the rung session does first
         assert op.config.source.endswith("(resourceVersion 2)")
+        assert reads[0] != "volsched-config-read" and set(reads[1:]) == {"volsched-config-read"}
     finally:
         op.port.close()
         op.api.close()  # type: ignore[no-untyped-call]

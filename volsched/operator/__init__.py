@@ -188,6 +188,8 @@ class Operator:
             ),
             on_load=lambda loaded: self.usage.configure(loaded.metrics),
         )
+        # A poll read behind the sessions found another version: a session loads it and acts on it.
+        self.reloader.on_fetched = lambda: self.state.doorbell.ring(CONFIG)
         self.last_tick = 0.0
         self.synced = threading.Event()
         #: Monotonic time the last consistent read of the pods was sent (prelist or catch-up).

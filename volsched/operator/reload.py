@@ -6,6 +6,11 @@ config is the user's: ``known`` is False, the read is retried at each session's 
 :data:`UNREAD_RETRY` seconds), and the operator runs no session (a failed first read never lets the
 default decide what the user's config forbids).
 
+Once known, a poll's read is made on a thread of its own and judged at the next ``reload`` (on the
+caller's thread, as before): a session does not wait for its round trip. When that read shows another
+resourceVersion, ``on_fetched`` is called, so the operator can call for a session (its
+``reload`` loads it) rather than wait for the next poll.
+
 Reading and judging the ConfigMap only: what a config means is :mod:`volsched.framework.registry`
 (``load_config``) and :mod:`volsched.metrics.config`; the session that uses it is the operator's.
 """
@@ -13,6 +18,7 @@ Reading and judging the ConfigMap only: what a config means is :mod:`volsched.fr
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -67,19 +73,40 @@ class ConfigReloader:
         self.unread = "not read yet"
         self._held = False  # said that sessions wait for the first read
         self._checked = 0.0
+        #: Called (on the reading thread; must not block) when a read made behind shows another
+        #: resourceVersion than the one in force: ``reload`` has a config to judge (a failed read is
+        #: judged at the next call, as a poll's).
+        self.on_fetched: Callable[[], None] | None = None
+        self._fetch_lock = threading.Lock()
+        self._fetching = False
+        #: A read made behind and not judged yet: its answer, or what it raised.
+        self._fetched: tuple[ConfigMapText | Exception | None] | None = None
 
     def reload(self, *, force: bool = False) -> bool:
         """Load the ConfigMap when its resourceVersion changed; keep the last good config on errors.
         Returns whether a new config is in force (the first read counts: the config is known from then on)."""
         s = self.settings
         now = time.monotonic()
-        if not force and now - self._checked < (
-            s.poll_every if self.known else min(s.poll_every, UNREAD_RETRY)
-        ):
-            return False
-        self._checked = now
+        with self._fetch_lock:
+            fetched, self._fetched = self._fetched, None
+        if force:  # read now, whatever was read behind
+            fetched = None
+        if fetched is None:
+            if not force and now - self._checked < (
+                s.poll_every if self.known else min(s.poll_every, UNREAD_RETRY)
+            ):
+                return False
+            self._checked = now
+            if self.known and not force:  # a poll: read behind, judged at the next call
+                self._read_behind()
+                return False
         try:
-            cm = self.read(force)  # forced: the read at start, which waits out throttling
+            if fetched is not None:
+                if isinstance(fetched[0], Exception):
+                    raise fetched[0]
+                cm = fetched[0]
+            else:
+                cm = self.read(force)  # forced: the read at start, which waits out throttling
         except Exception as exc:
             status = getattr(exc, "status", None)
             self.unread = f"{status} {getattr(exc, 'reason', '')}".strip() if status else type(exc).__name__
@@ -101,6 +128,35 @@ class ConfigReloader:
                     s.namespace, s.name, min(s.poll_every, UNREAD_RETRY),
                 )  # fmt: skip
             return False
+        return self._judge(cm)
+
+    def _read_behind(self) -> None:
+        """The poll's read on a thread of its own (one at a time); ``on_fetched`` when it has news."""
+        with self._fetch_lock:
+            if self._fetching:
+                return
+            self._fetching = True
+
+        def read() -> None:
+            answer: ConfigMapText | Exception | None
+            try:
+                answer = self.read(False)
+            except Exception as exc:
+                answer = exc
+            with self._fetch_lock:
+                self._fetched, self._fetching = (answer,), False
+            news = (
+                not isinstance(answer, Exception)
+                and (None if answer is None else answer.resource_version) != self.version
+            )
+            if news and self.on_fetched is not None:
+                self.on_fetched()
+
+        threading.Thread(target=read, name="volsched-config-read", daemon=True).start()
+
+    def _judge(self, cm: ConfigMapText | None) -> bool:
+        """A read's answer: load it when its resourceVersion is new (see :meth:`reload`)."""
+        s = self.settings
         self.health.ok()
         first = not self.known
         self.known = True
