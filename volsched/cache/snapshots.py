@@ -424,6 +424,10 @@ class SnapshotBuilder:
                 base = self._base = self._full(view, pg_list, space)
             else:
                 self._update(base, view, pg_list, changed, old_table, pos)
+            total = table.memo.get("total")  # (the ready nodes' allocatable: the specs' alone)
+            if total is None:
+                total = table.memo["total"] = table.total()
+                total.setflags(write=False)
             session_table = table.fresh(list(base.held), lent=True)  # (each copied as a session changes it)
             session_table.idle = base.idle.copy()
             session_table.incoming = base.incoming.copy()
@@ -448,7 +452,7 @@ class SnapshotBuilder:
             space=space,
             nodes=session_table,
             jobs=jobs,
-            queues=resolve_guarantees({q.name: q for q in view.queues}, space, session_table.total()),
+            queues=resolve_guarantees({q.name: q for q in view.queues}, space, total),
             namespace_weights=dict(view.namespace_weights),
             foreign_tasks=foreign,
             now=now,
@@ -610,7 +614,7 @@ class SnapshotBuilder:
             if i is None:
                 continue
             t = self._task(key)
-            if not held_on_node(t, base.jobs):
+            if not held_on_node(t, base.jobs, key):
                 continue
             base.held[i][key] = t
             held_at.append(i)
@@ -631,7 +635,7 @@ class SnapshotBuilder:
         releasing = 0
         for key in keys:
             t = self._task(key)
-            if held_on_node(t, base.jobs):
+            if held_on_node(t, base.jobs, key):
                 held[key] = t
                 idle -= t.request
                 if t.status is TaskStatus.RELEASING:

@@ -642,16 +642,16 @@ def _podgroup_job(space: ResourceSpace, pg: PodGroupSpec, priority_classes: Mapp
     )
 
 
-def held_on_node(t: Task, jobs: Mapping[str, Job]) -> bool:
+def held_on_node(t: Task, jobs: Mapping[str, Job], key: str | None = None) -> bool:
     """Whether ``t`` occupies capacity on its node in a snapshot with ``jobs``: a pod of another
     scheduler, or one of a job's tasks, in a status that holds a node (a pod whose group does not exist
-    is in no job and holds nothing)."""
+    is in no job and holds nothing). ``key``: ``t.key``, when the caller has it already."""
     if t.status not in NODE_HOLDING_STATUSES:
         return False
     if not t.schedulable_by_us:
         return True
     job = jobs.get(t.job_key)
-    return job is not None and job.tasks.get(t.key) is t
+    return job is not None and job.tasks.get(t.key if key is None else key) is t
 
 
 def own_task(t: Task) -> Task:
