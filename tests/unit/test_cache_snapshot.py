@@ -665,7 +665,8 @@ def test_a_pod_standing_alone_is_the_job_the_dataclass_makes_with_its_counts_mov
     )  # fmt: skip
     _join(ref, t)
     names = [f.name for f in fields(Job)]
-    assert set(vars(job)) == set(names)  # every field stored, nothing else
+    assert not hasattr(job, "__dict__")  # slotted: nothing but its fields
+    assert all(hasattr(job, name) for name in names)  # every field stored
     for name in names:
         if name in ("shared", "memo"):  # the builder's: a job not all pending is shared once assembled
             continue

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -171,9 +171,10 @@ class NodeTable:
         self.held(i).pop(task.key, None)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Job:
-    """A gang: a PodGroup with its pods, or one pod standing alone (minMember 1)."""
+    """A gang: a PodGroup with its pods, or one pod standing alone (minMember 1). Slotted: a snapshot
+    of a backlog makes one per pending pod, and a slotted one is a third of the size and made faster."""
 
     key: str
     namespace: str
@@ -664,8 +665,7 @@ def own_task(t: Task) -> Task:
 def own_job(job: Job, *, every_task: bool) -> Job:
     """A session's own copy of a shared job: its own counters and allocation, and its own copies of its
     pending tasks (of all of them with ``every_task``); the others stay shared."""
-    out = object.__new__(Job)  # a shallow copy, then its own parts (dataclasses.replace is slower)
-    out.__dict__.update(job.__dict__)
+    out = copy_job(job)  # a shallow copy, then its own parts (dataclasses.replace is slower)
     out.tasks = {
         k: own_task(t) if t.shared and (every_task or t.status is TaskStatus.PENDING) else t
         for k, t in job.tasks.items()
@@ -695,19 +695,29 @@ def resolve_guarantees(
     return out
 
 
-def _task_copier() -> Callable[[Task], Task]:
-    """A function that copies a task field by field, written out from ``Task``'s fields (as dataclasses
-    write their ``__init__``): ``object.__new__`` and one store per slot, two to three times faster than
-    ``Task(*fields)`` (the dataclass's ``__init__`` with 33 arguments) and ten times ``copy.copy``."""
-    body = "".join(f"    c.{f.name} = t.{f.name}\n" for f in fields(Task))
-    namespace: dict[str, Any] = {"new": object.__new__, "Task": Task}
-    exec(f"def copy_task(t):\n    c = new(Task)\n{body}    return c\n", namespace)
-    copier: Callable[[Task], Task] = namespace["copy_task"]
+_T = TypeVar("_T")
+
+
+def _copier(cls: type[_T]) -> Callable[[_T], _T]:
+    """A function that copies an instance of dataclass ``cls`` field by field, written out from its
+    fields (as dataclasses write their ``__init__``): ``object.__new__`` and one store per slot, two to
+    three times faster than calling ``cls`` with every field (a task has 33) and ten times ``copy.copy``."""
+    body = "".join(f"    c.{f.name} = t.{f.name}\n" for f in fields(cls))  # type: ignore[arg-type]
+    namespace: dict[str, Any] = {"new": object.__new__, "cls": cls}
+    exec(f"def copy(t):\n    c = new(cls)\n{body}    return c\n", namespace)
+    copier: Callable[[_T], _T] = namespace["copy"]
     return copier
+
+
+def _task_copier() -> Callable[[Task], Task]:
+    """A function that copies a task field by field (see :func:`_copier`)."""
+    return _copier(Task)
 
 
 #: A shallow copy of a task (the session's own, whose status and node it may change).
 copy_task = _task_copier()
+#: A shallow copy of a job (field by field, as ``copy_task``).
+copy_job = _copier(Job)
 
 
 def task_order_key(t: Task) -> tuple[int, float, str]:
