@@ -197,7 +197,9 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
     held_rows: list[Vector] = []
     job_ns: list[str] = []
     queued: list[str] = []  # the queue of each job of a known queue
-    queued_rows: list[Vector] = []  # and what it holds, or for a job with tasks pending what it asks
+    queued_held: list[Vector] = []  # what it holds
+    queued_rows: list[Vector] = []  # and what it asks: what it holds, or for a job with tasks pending more
+    asks = False  # whether a job of a known queue has tasks pending (else the two lists are the same)
     pipelined_status = TaskStatus.PIPELINED
     pending_status = TaskStatus.PENDING
     waiting = 0
@@ -225,13 +227,18 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
                 result.pipelined += job.status_count.get(pipelined_status, 0)
         if q is not None:
             queued.append(job.queue)
-            queued_rows.append(job.total_request() if asking else held)
+            queued_held.append(held)
+            if asking:
+                asks = True
+                queued_rows.append(job.total_request())
+            else:
+                queued_rows.append(held)
     result.waiting = waiting
     # Sums over jobs per queue and per namespace, each in the jobs' order (the run's, then one row at a
     # time, in order, as a loop would: see ``settled.fold``).
     known = {name: sums for name, sums in settled.queue.items() if name in queue_row}
-    allocated_of = fold(known, queued, [job.allocated for job in jobs if job.queue in queue_row], width)
-    request_of = fold(known, queued, queued_rows, width)
+    allocated_of = fold(known, queued, queued_held, width)
+    request_of = fold(known, queued, queued_rows, width) if asks else allocated_of
     ns_allocated = fold(settled.namespace, job_ns, held_rows, width)
     for q, name in enumerate(queue_names):
         spec = session.queues[name]

@@ -98,13 +98,16 @@ def fold(
     order (``keys[i]`` is the key of ``rows[i]``; ``rows`` a list or a matrix): the floats a walk adding
     every row in order from zero makes, when ``start`` is such a walk over the rows before. New arrays;
     ``start`` is not changed."""
-    index: dict[K, int] = {key: i for i, key in enumerate(start)}
-    at = [index.setdefault(key, len(index)) for key in keys]
-    if not at:
+    if not keys:
         return {key: row.copy() for key, row in start.items()}
+    index: dict[K, int] = {key: i for i, key in enumerate(start)}
+    for key in dict.fromkeys(keys):  # new keys in the order first seen (a pass in C, then the few)
+        index.setdefault(key, len(index))
     body = rows if isinstance(rows, np.ndarray) else stack_rows(rows, width)
-    matrix = np.concatenate([stack_rows(list(start.values()), width), body.reshape(len(at), width)])
-    order = np.fromiter((*range(len(start)), *at), np.intp, len(start) + len(at))
+    matrix = np.concatenate([stack_rows(list(start.values()), width), body.reshape(len(keys), width)])
+    order = np.concatenate(
+        [np.arange(len(start), dtype=np.intp), np.fromiter(map(index.__getitem__, keys), np.intp, len(keys))]
+    )
     sums = sum_rows(matrix, order, len(index))
     return {key: sums[i] for key, i in index.items()}
 
