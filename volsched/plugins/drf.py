@@ -78,14 +78,20 @@ class Drf(BasePlugin):
                 len(session.space),
             )
         )
-        nexts: list[tuple[str, Vector]] = []
+        # (two lists, not a list of pairs: a backlog's first session has 50,000 jobs, and a pair each
+        # is as many objects for the collector)
+        next_ns: list[str] = []
+        next_request: list[Vector] = []
+        pending = TaskStatus.PENDING
         for job in session.unsettled():
-            if job.status_count.get(TaskStatus.PENDING):
+            if job.status_count.get(pending):
                 for t in job.tasks.values():
-                    if t.status is TaskStatus.PENDING:
-                        nexts.append((job.namespace, t.request))
+                    if t.status is pending:
+                        next_ns.append(job.namespace)
+                        next_request.append(t.request)
                         break
-        for (ns, request), size in zip(nexts, share_rows(total, mask, [r for _, r in nexts]), strict=True):
+        sizes = share_rows(total, mask, next_request)
+        for ns, request, size in zip(next_ns, next_request, sizes, strict=True):
             best = ns_next.get(ns)
             if size > 0 and (best is None or size < best[0]):
                 ns_next[ns] = (size, request)
