@@ -41,39 +41,28 @@ def gang_message(job: Job, reason: Status | None, *, action: str) -> Status:
     return reason.about(head) if reason else Status(Code.UNSCHEDULABLE, action, (head,))
 
 
-def admitted_jobs(session: Session, *, best_effort: bool) -> dict[str, dict[str, list[Job]]]:
-    """Admitted jobs with pending tasks of the given kind, by queue and namespace (each in the order
-    first seen). Their validity is asked for all of them at once (``jobs_valid``: enqueue asked it of
-    a backlog's every job already, kept)."""
+def admitted_jobs(session: Session, *, best_effort: bool) -> list[Job]:
+    """Admitted jobs with a pending task of the given kind, valid and in a queue that exists (the
+    others refused), in the order ``pending_jobs`` gives. Their validity is asked for all of them at
+    once (``jobs_valid``: enqueue asked it of a backlog's every job already, kept)."""
     action = "backfill" if best_effort else "allocate"
     admitted_only = PodGroupPhase.PENDING
     queues = session.queues
     kind: list[Job] = []
     for job in session.pending_jobs():
-        if job.phase is admitted_only:
-            continue
-        for t in job.tasks.values():
-            if t.status is PENDING and t.best_effort is best_effort and t.schedulable_by_us:
-                break
-        else:  # no pending task of this kind
+        if job.phase is admitted_only or not _has_pending(job, best_effort=best_effort):
             continue
         if job.queue not in queues:
             missing = f"queue {job.queue} does not exist"
             session.reject(job, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, action, (missing,)))
             continue
         kind.append(job)
-    groups: dict[tuple[str, str], list[Job]] = {}
+    out: list[Job] = []
     for job, invalid in zip(kind, session.jobs_valid(kind), strict=True):
         if invalid:
             session.reject(job, invalid)
-            continue
-        group = groups.get((job.queue, job.namespace))
-        if group is None:
-            group = groups[job.queue, job.namespace] = []
-        group.append(job)
-    out: dict[str, dict[str, list[Job]]] = {}
-    for (queue, ns), group in groups.items():
-        out.setdefault(queue, {})[ns] = group
+        else:
+            out.append(job)
     return out
 
 

@@ -22,15 +22,7 @@ class Backfill:
     pending_only: ClassVar[bool] = True
 
     def execute(self, session: Session) -> None:
-        jobs = JobQueue(
-            session,
-            [
-                j
-                for by_ns in admitted_jobs(session, best_effort=True).values()
-                for js in by_ns.values()
-                for j in js
-            ],
-        )
+        jobs = JobQueue(session, admitted_jobs(session, best_effort=True))
         while jobs:
             job = jobs.pop()
             tasks = TaskQueue(
