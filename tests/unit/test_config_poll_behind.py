@@ -1,0 +1,95 @@
+"""Once the scheduler ConfigMap is known, a poll's read is made on a thread of its own and judged at the next
+``reload``: a read that fails there keeps the config in force, and says so (a warning, or the apiserver's
+outage told to ``health``) rather than keeping it silently; the poll after it reads again, and a new version
+it finds is loaded."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+from prometheus_client import CollectorRegistry, Counter
+
+from volsched.framework.config import DEFAULT_CONFIG_YAML
+from volsched.kube.configsource import ConfigMapText
+from volsched.kube.health import ApiHealth
+from volsched.operator.reload import ConfigReloader
+from volsched.operator.settings import ConfigSettings
+
+POLL = 30.0
+ENQUEUE = ConfigMapText("1", "u", DEFAULT_CONFIG_YAML.replace("enqueue, allocate, backfill", "enqueue"))
+BACKFILL = ConfigMapText("2", "u", DEFAULT_CONFIG_YAML.replace("enqueue, allocate, backfill", "backfill"))
+
+
+class _Answer:
+    def __init__(self, status: int) -> None:
+        self.status, self.reason, self.data, self.headers = status, "x", b'{"kind":"Status"}', {}
+
+
+class _Writer:
+    def post_event(self, body: object) -> str | None:
+        return None
+
+
+def _settle() -> None:
+    """The poll's read behind has answered (its thread ended)."""
+    for t in threading.enumerate():
+        if t.name == "volsched-config-read":
+            t.join(10)
+
+
+#: (case, what the poll's read raises, the warning's words, whether the apiserver is told down)
+FAILURES: list[tuple[str, Exception, str, bool]] = [
+    ("forbidden", ApiException(http_resp=_Answer(403)), "cannot read ConfigMap", False),
+    ("server error", ApiException(http_resp=_Answer(500)), "kube-apiserver unreachable", True),
+    ("unreachable", ConnectionRefusedError("refused"), "kube-apiserver unreachable", True),
+]
+
+
+@pytest.mark.parametrize(("case", "failure", "said", "down"), FAILURES, ids=[f[0] for f in FAILURES])
+def test_a_poll_read_behind_that_fails_is_said_keeps_the_config_and_the_next_poll_reads_again(
+    case: str,
+    failure: Exception,
+    said: str,
+    down: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    answers: list[ConfigMapText | Exception] = [ENQUEUE, failure, BACKFILL]
+
+    def read(at_start: bool) -> ConfigMapText:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    health = ApiHealth()
+    reloader = ConfigReloader(
+        ConfigSettings(poll_every=POLL),
+        health=health,
+        writer=_Writer(),  # type: ignore[arg-type]
+        reloads=Counter("reloads", "x", ["result"], registry=CollectorRegistry()),
+        read=read,
+        on_load=lambda _: None,
+    )
+    clock = [100.0]
+    monkeypatch.setattr("volsched.operator.reload.time.monotonic", lambda: clock[0])
+    assert reloader.reload(force=True) and list(reloader.config.actions) == ["enqueue"]
+
+    clock[0] += POLL
+    with caplog.at_level(logging.WARNING):
+        assert reloader.reload() is False  # the poll's read starts behind
+        _settle()
+        assert reloader.reload() is False  # judged: nothing new in force
+    assert list(reloader.config.actions) == ["enqueue"]  # the config in force kept...
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any(said in line for line in lines), lines  # ...and said why
+    assert health.down is down
+
+    clock[0] += POLL
+    assert reloader.reload() is False  # the next poll reads again
+    _settle()
+    assert reloader.reload() is True and list(reloader.config.actions) == ["backfill"]
+    assert answers == [] and not health.down
