@@ -823,3 +823,35 @@ def test_snapshots_share_what_each_node_holds_until_a_session_changes_it(config:
     table.unpipeline(n2, t)
     assert digest(other) == before
     assert digest(state.snapshot(now=5.0)) == before
+
+
+def test_a_sessions_changes_to_its_dict_of_jobs_never_reach_the_next_snapshot() -> None:
+    # The builder keeps its jobs standing alone, in order, from one build to the next; a session gets its
+    # own dict of them, so replacing, dropping or adding a job there changes nothing the builder keeps.
+    state = ClusterState()
+    for obj in [node("n1"), pod("a", node="n1", cpu="100m"), pod("b"), pod("c", cpu="100m")]:
+        state.apply(obj)
+    before = digest(state.snapshot(now=5.0))
+    snap = state.snapshot(now=5.0)
+    snap.jobs["default/a"] = snap.jobs["default/b"]
+    del snap.jobs["default/c"]
+    snap.jobs["default/x"] = snap.jobs["default/b"]
+    assert digest(state.snapshot(now=5.0)) == before
+    state.apply(pod("d"))  # and the next build places a new one after the kept ones
+    assert list(state.snapshot(now=5.0).jobs) == ["default/a", "default/b", "default/c", "default/d"]
+
+
+def test_a_percentage_guarantee_follows_the_nodes_from_one_snapshot_to_the_next() -> None:
+    # The ready nodes' total is kept with the node table (read-only) while the nodes stay the same.
+    state = ClusterState()
+    for obj in [node("n1", cpu="8"), queue("qg", guarantee={"cpu": "25%"})]:
+        state.apply(obj)
+    cpu = state.snapshot(now=5.0).space.index("cpu")
+    assert state.snapshot(now=5.0).queues["qg"].guarantee["cpu"] == 2
+    state.apply(node("n2", cpu="8"))
+    snap = state.snapshot(now=5.0)
+    assert snap.queues["qg"].guarantee["cpu"] == 4
+    with pytest.raises(ValueError, match="read-only"):
+        snap.nodes.memo["total"][cpu] = 0.0
+    state.apply(node("n2", cpu="8", ready=False))
+    assert state.snapshot(now=5.0).queues["qg"].guarantee["cpu"] == 2
