@@ -1,7 +1,7 @@
-"""Once the scheduler ConfigMap is known, a poll's read is made on a thread of its own and judged at the next
-``reload``: a read that fails there keeps the config in force, and says so (a warning, or the apiserver's
-outage told to ``health``) rather than keeping it silently; the poll after it reads again, and a new version
-it finds is loaded."""
+"""Once the scheduler ConfigMap is known, a poll's read is made on a thread of its own and its answer judged
+at the next ``reload``: a read that fails there keeps the config in force, and says so as it fails (a
+warning, or the apiserver's outage told to ``health`` then, not seconds later) rather than keeping it
+silently; the poll after it reads again, and a new version it finds is loaded."""
 
 from __future__ import annotations
 
@@ -33,6 +33,23 @@ class _Writer:
         return None
 
 
+def _reloader(answers: list[ConfigMapText | Exception], health: ApiHealth) -> ConfigReloader:
+    def read(at_start: bool) -> ConfigMapText:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    return ConfigReloader(
+        ConfigSettings(poll_every=POLL),
+        health=health,
+        writer=_Writer(),  # type: ignore[arg-type]
+        reloads=Counter("reloads", "x", ["result"], registry=CollectorRegistry()),
+        read=read,
+        on_load=lambda _: None,
+    )
+
+
 def _settle() -> None:
     """The poll's read behind has answered (its thread ended)."""
     for t in threading.enumerate():
@@ -58,22 +75,8 @@ def test_a_poll_read_behind_that_fails_is_said_keeps_the_config_and_the_next_pol
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     answers: list[ConfigMapText | Exception] = [ENQUEUE, failure, BACKFILL]
-
-    def read(at_start: bool) -> ConfigMapText:
-        answer = answers.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
-
     health = ApiHealth()
-    reloader = ConfigReloader(
-        ConfigSettings(poll_every=POLL),
-        health=health,
-        writer=_Writer(),  # type: ignore[arg-type]
-        reloads=Counter("reloads", "x", ["result"], registry=CollectorRegistry()),
-        read=read,
-        on_load=lambda _: None,
-    )
+    reloader = _reloader(answers, health)
     clock = [100.0]
     monkeypatch.setattr("volsched.operator.reload.time.monotonic", lambda: clock[0])
     assert reloader.reload(force=True) and list(reloader.config.actions) == ["enqueue"]
@@ -82,14 +85,31 @@ def test_a_poll_read_behind_that_fails_is_said_keeps_the_config_and_the_next_pol
     with caplog.at_level(logging.WARNING):
         assert reloader.reload() is False  # the poll's read starts behind
         _settle()
-        assert reloader.reload() is False  # judged: nothing new in force
-    assert list(reloader.config.actions) == ["enqueue"]  # the config in force kept...
+    # Said as it failed, not when a later reload gets to it (the outage may be over by then).
     lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
-    assert any(said in line for line in lines), lines  # ...and said why
+    assert any(said in line for line in lines), lines
     assert health.down is down
+    assert reloader.reload() is False  # nothing new in force: the config in force kept
+    assert list(reloader.config.actions) == ["enqueue"]
 
     clock[0] += POLL
     assert reloader.reload() is False  # the next poll reads again
     _settle()
     assert reloader.reload() is True and list(reloader.config.actions) == ["backfill"]
     assert answers == [] and not health.down
+
+
+def test_an_answer_read_behind_before_an_outage_began_does_not_end_it_when_judged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    health = ApiHealth()
+    reloader = _reloader([ENQUEUE, BACKFILL], health)
+    clock = [100.0]
+    monkeypatch.setattr("volsched.operator.reload.time.monotonic", lambda: clock[0])
+    assert reloader.reload(force=True)
+    clock[0] += POLL
+    assert reloader.reload() is False
+    _settle()  # answered; then the apiserver stops answering
+    health.failed("the Lease", ConnectionRefusedError("refused"))
+    assert reloader.reload() is True and list(reloader.config.actions) == ["backfill"]
+    assert health.down  # the outage goes on: that answer came before it

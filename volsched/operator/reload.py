@@ -6,10 +6,11 @@ config is the user's: ``known`` is False, the read is retried at each session's 
 :data:`UNREAD_RETRY` seconds), and the operator runs no session (a failed first read never lets the
 default decide what the user's config forbids).
 
-Once known, a poll's read is made on a thread of its own and judged at the next ``reload`` (on the
-caller's thread, as before): a session does not wait for its round trip. When that read shows another
-resourceVersion, ``on_fetched`` is called, so the operator can call for a session (its
-``reload`` loads it) rather than wait for the next poll.
+Once known, a poll's read is made on a thread of its own and its answer judged at the next ``reload``
+(on the caller's thread, as before): a session does not wait for its round trip. A read that fails there
+is said as it fails (the log, or an outage told to ``health``), and the config in force is kept. When
+that read shows another resourceVersion, ``on_fetched`` is called, so the operator can call for a
+session (its ``reload`` loads it) rather than wait for the next poll.
 
 Reading and judging the ConfigMap only: what a config means is :mod:`volsched.framework.registry`
 (``load_config``) and :mod:`volsched.metrics.config`; the session that uses it is the operator's.
@@ -75,12 +76,12 @@ class ConfigReloader:
         self._checked = 0.0
         #: Called (on the reading thread; must not block) when a read made behind shows another
         #: resourceVersion than the one in force: ``reload`` has a config to judge (a failed read is
-        #: judged at the next call, as a poll's).
+        #: said on the reading thread as it fails).
         self.on_fetched: Callable[[], None] | None = None
         self._fetch_lock = threading.Lock()
         self._fetching = False
-        #: A read made behind and not judged yet: its answer, or what it raised.
-        self._fetched: tuple[ConfigMapText | Exception | None] | None = None
+        #: A read made behind and not judged yet: its answer.
+        self._fetched: tuple[ConfigMapText | None] | None = None
 
     def reload(self, *, force: bool = False) -> bool:
         """Load the ConfigMap when its resourceVersion changed; keep the last good config on errors.
@@ -89,67 +90,69 @@ class ConfigReloader:
         now = time.monotonic()
         with self._fetch_lock:
             fetched, self._fetched = self._fetched, None
-        if force:  # read now, whatever was read behind
-            fetched = None
-        if fetched is None:
-            if not force and now - self._checked < (
-                s.poll_every if self.known else min(s.poll_every, UNREAD_RETRY)
-            ):
-                return False
-            self._checked = now
-            if self.known and not force:  # a poll: read behind, judged at the next call
-                self._read_behind()
-                return False
-        try:
-            if fetched is not None:
-                if isinstance(fetched[0], Exception):
-                    raise fetched[0]
-                cm = fetched[0]
-            else:
-                cm = self.read(force)  # forced: the read at start, which waits out throttling
-        except Exception as exc:
-            status = getattr(exc, "status", None)
-            self.unread = f"{status} {getattr(exc, 'reason', '')}".strip() if status else type(exc).__name__
-            throttled = is_throttled(exc)
-            if back_pressure(self.health, throttled=throttled):  # an answer: the next poll asks again
-                log.debug(
-                    "ConfigMap %s/%s: throttled (429); read again at the next poll", s.namespace, s.name
-                )
-            elif is_unreachable(exc) or throttled:  # a 429 during an outage is counted with it
-                self.health.failed(f"ConfigMap {s.namespace}/{s.name}", exc)
-            else:  # said once while sessions wait for the first read (asked at each turn)
-                repeat = log.debug if self._held and not self.known else log.warning
-                repeat("cannot read ConfigMap %s/%s: %s", s.namespace, s.name, exc)
-            if not self.known and not self._held:
-                self._held = True
-                log.warning(
-                    "no session runs until the scheduler config (ConfigMap %s/%s) is read; "
-                    "asked again at each session's turn, at most every %.1fs",
-                    s.namespace, s.name, min(s.poll_every, UNREAD_RETRY),
-                )  # fmt: skip
+        if fetched is not None and not force:  # a poll read behind: judged now (a forced read reads now)
+            return self._judge(fetched[0])
+        if not force and now - self._checked < (
+            s.poll_every if self.known else min(s.poll_every, UNREAD_RETRY)
+        ):
             return False
+        self._checked = now
+        if self.known and not force:  # a poll: read behind, judged at the next call
+            self._read_behind()
+            return False
+        try:
+            cm = self.read(force)  # forced: the read at start, which waits out throttling
+        except Exception as exc:
+            self._read_failed(exc)
+            return False
+        self.health.ok()
         return self._judge(cm)
 
+    def _read_failed(self, exc: Exception) -> None:
+        """Say why a read failed (on the thread that made it, when it failed): a throttled answer quietly,
+        an outage to ``health``, anything else in the log; while the ConfigMap was never read, that no
+        session runs until it is."""
+        s = self.settings
+        status = getattr(exc, "status", None)
+        self.unread = f"{status} {getattr(exc, 'reason', '')}".strip() if status else type(exc).__name__
+        throttled = is_throttled(exc)
+        if back_pressure(self.health, throttled=throttled):  # an answer: the next poll asks again
+            log.debug("ConfigMap %s/%s: throttled (429); read again at the next poll", s.namespace, s.name)
+        elif is_unreachable(exc) or throttled:  # a 429 during an outage is counted with it
+            self.health.failed(f"ConfigMap {s.namespace}/{s.name}", exc)
+        else:  # said once while sessions wait for the first read (asked at each turn)
+            repeat = log.debug if self._held and not self.known else log.warning
+            repeat("cannot read ConfigMap %s/%s: %s", s.namespace, s.name, exc)
+        if not self.known and not self._held:
+            self._held = True
+            log.warning(
+                "no session runs until the scheduler config (ConfigMap %s/%s) is read; "
+                "asked again at each session's turn, at most every %.1fs",
+                s.namespace, s.name, min(s.poll_every, UNREAD_RETRY),
+            )  # fmt: skip
+
     def _read_behind(self) -> None:
-        """The poll's read on a thread of its own (one at a time); ``on_fetched`` when it has news."""
+        """The poll's read on a thread of its own (one at a time). Whether the apiserver answered is told
+        to ``health`` as the answer comes, and a failure said then (a verdict judged later, on another
+        thread, would tell of an outage over by then, or of an answer from before one began); an answer
+        is kept for the next :meth:`reload`, and ``on_fetched`` called when it has news."""
         with self._fetch_lock:
             if self._fetching:
                 return
             self._fetching = True
 
         def read() -> None:
-            answer: ConfigMapText | Exception | None
             try:
                 answer = self.read(False)
             except Exception as exc:
-                answer = exc
+                with self._fetch_lock:
+                    self._fetching = False
+                self._read_failed(exc)
+                return
+            self.health.ok()
             with self._fetch_lock:
                 self._fetched, self._fetching = (answer,), False
-            news = (
-                not isinstance(answer, Exception)
-                and (None if answer is None else answer.resource_version) != self.version
-            )
-            if news and self.on_fetched is not None:
+            if (None if answer is None else answer.resource_version) != self.version and self.on_fetched:
                 self.on_fetched()
 
         threading.Thread(target=read, name="volsched-config-read", daemon=True).start()
@@ -157,7 +160,6 @@ class ConfigReloader:
     def _judge(self, cm: ConfigMapText | None) -> bool:
         """A read's answer: load it when its resourceVersion is new (see :meth:`reload`)."""
         s = self.settings
-        self.health.ok()
         first = not self.known
         self.known = True
         if first and self._held:
