@@ -97,3 +97,30 @@ def test_a_first_read_failing_again_and_again_is_said_once(
     assert len(warnings) == 2, warnings  # why it failed, and that sessions wait for it
     assert "403" in warnings[0] and "no session runs until" in warnings[1]
     assert not reloader.known
+
+
+class _Secret(_Answer):
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.reason, self.data = (
+            "Forbidden",
+            b'{"kind":"Status","message":"token s3cr3t-t0ken is not allowed"}',
+        )
+
+
+@pytest.mark.parametrize(
+    ("failure", "unread"),
+    [
+        (ApiException(http_resp=_Secret(403)), "403 Forbidden"),
+        (ConnectionRefusedError("https://user:s3cr3t-t0ken@apiserver refused"), "ConnectionRefusedError"),
+    ],
+    ids=["answered", "unreachable"],
+)
+def test_why_the_config_is_unread_names_the_status_or_the_failure_never_its_text(
+    failure: Exception, unread: str
+) -> None:
+    """What /readyz says while sessions wait for the config: the answer's status or the failure's type,
+    never the answer's body nor the exception's text (a token echoed back, a URL with credentials)."""
+    reloader = _reloader([failure])
+    assert reloader.reload(force=True) is False
+    assert reloader.unread == unread and "s3cr3t" not in reloader.unread
