@@ -5,12 +5,13 @@ are bound, finish and leave; and nothing a session adds to its sums reaches the 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from tests.builders import node, pod, podgroup, queue, quota, spread
+from tests.builders import node, pod, podgroup, priority_class, queue, quota, spread
 from volsched.cache.state import ClusterState
 from volsched.framework.registry import load_config, make_actions
 from volsched.framework.runner import close_session, open_session
@@ -256,3 +257,39 @@ def test_host_ports_and_constraints_are_seen_in_the_run_and_after_it_session_aft
         assert len(session.settled().jobs) == 10 + (on == "first")
         assert (session.settled().host_ports or any_held_host_ports(session.unsettled())) is want_ports
         assert (constraint_state(session) is not None) is want_constrained
+
+
+#: The example config with reclaim and preempt: its sessions take their own copies of every job first.
+EVICTING = (Path(__file__).resolve().parents[2] / "examples" / "reclaim-preempt-scheduler.yaml").read_text()
+
+
+@pytest.mark.parametrize("text", [None, EVICTING], ids=["default", "evicting"])
+def test_a_session_that_evicts_renders_what_its_jobs_hold_after_the_evictions(text: str | None) -> None:
+    # A running gang first in the order (where the run would be) fills n1; a higher-priority gang waits.
+    # Under the evicting config, preempt evicts two of the running gang's pods: the status rendered at
+    # close is what the jobs hold after that, not what they held when the session opened, in this
+    # session and the next (which finds the last one's run kept).
+    state = ClusterState()
+    for obj in [
+        node("n1", cpu="4"),
+        queue("q"),
+        priority_class("low", 1),
+        priority_class("high", 100),
+        podgroup("lo", ns="ns", queue="q", phase="Running", priority_class="low"),
+        *[pod(f"lo-{i}", ns="ns", group="lo", node="n1", priority_class="low") for i in range(4)],
+        podgroup("hi", ns="ns", queue="q", phase="Inqueue", priority_class="high"),
+        pod("hi-0", ns="ns", cpu="2", group="hi", priority_class="high"),
+    ]:
+        state.apply(obj)
+    config = load_config(text=text)
+    for _ in range(2):
+        session = open_session(state.snapshot(now=5.0), config)
+        for action in make_actions(config):
+            action.execute(session)
+        result = close_session(session)
+        assert bool(result.evictions) is (text is not None)
+        walked = _walked(session)
+        space = session.space
+        assert result.queues["q"].allocated == space.to_dict(walked["queues"]["q"])
+        assert result.queues["q"].request == space.to_dict(walked["requests"]["q"])
+        assert result.namespaces["ns"]["allocated"] == space.to_dict(walked["every_namespace"]["ns"])
