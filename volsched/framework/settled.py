@@ -33,7 +33,14 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from volsched.model.cluster import Job, any_constrained, any_held_host_ports, minimum_met, sum_rows
+from volsched.model.cluster import (
+    Job,
+    any_constrained,
+    any_held_host_ports,
+    minimum_met,
+    sum_rows,
+    unmet_minimum,
+)
 from volsched.model.resources import Vector, stack_rows
 from volsched.model.vocabulary import PodGroupPhase, TaskStatus
 
@@ -118,7 +125,7 @@ def _unmet_rows(jobs: Iterable[Job]) -> list[tuple[Job, Vector]]:
     out = []
     for job in jobs:
         if job.phase is PodGroupPhase.INQUEUE and not minimum_met(job):
-            out.append((job, np.maximum(job.min_request - job.allocated, 0.0)))
+            out.append((job, unmet_minimum(job)))
     return out
 
 
