@@ -65,7 +65,9 @@ def digest(s: ClusterSnapshot) -> dict[str, Any]:
     return {
         "space": s.space.names,
         "nodes": (n.names, n.allocatable.tolist(), n.idle.tolist(), n.incoming.tolist(), n.ready.tolist()),
-        "held": [list(d) for d in n.tasks],  # in order: what a node holds is subtracted in this order
+        # in order (what a node holds is subtracted in this order), and each task as it is: a session's
+        # change to a task it took from a node's dict shows in the next snapshot's
+        "held": [[(k, task_digest(t)) for k, t in d.items()] for d in n.tasks],
         "incoming_tasks": n.incoming_tasks,
         "usage": n.usage,
         "jobs": [(k, job_digest(j)) for k, j in s.jobs.items()],  # in order, as sessions see them
