@@ -293,3 +293,31 @@ def test_a_session_that_evicts_renders_what_its_jobs_hold_after_the_evictions(te
         assert result.queues["q"].allocated == space.to_dict(walked["queues"]["q"])
         assert result.queues["q"].request == space.to_dict(walked["requests"]["q"])
         assert result.namespaces["ns"]["allocated"] == space.to_dict(walked["every_namespace"]["ns"])
+
+
+@pytest.mark.parametrize("holder", [None, "first", "last"], ids=["none", "in-the-run", "after-the-run"])
+def test_a_pod_is_not_placed_on_a_node_whose_pod_in_or_after_the_run_holds_its_host_port(
+    holder: str | None,
+) -> None:
+    # One node; bound pods standing alone, one of them holding host port 8080: first in the order (in
+    # the settled run) or bound after a pod pending for ever (after the run). A pod asking for 8080 has
+    # no node to go to while the holder is there, in this session and the next (the run kept).
+    state = ClusterState()
+    for obj in [node("n1", cpu="64"), queue("a")]:
+        state.apply(obj)
+    if holder == "first":
+        state.apply(pod("a-x", cpu="0.1", node="n1", host_ports=[8080]))
+    for i in range(10):
+        state.apply(pod(f"p{i}", cpu="0.1", node="n1"))
+    state.apply(pod("w", cpu="100"))  # pending for ever (no node has room): the run ends here
+    if holder == "last":
+        state.apply(pod("z-x", cpu="0.1", node="n1", host_ports=[8080]))
+    state.apply(pod("y", cpu="0.1", host_ports=[8080]))
+    config = load_config(None)
+    for _ in range(2):
+        session = open_session(state.snapshot(now=5.0), config)
+        assert len(session.settled().jobs) == 10 + (holder == "first")
+        for action in make_actions(config):
+            action.execute(session)
+        binds = [(b.pod, b.node) for b in close_session(session).binds]
+        assert binds == ([] if holder else [("default/y", "n1")])
