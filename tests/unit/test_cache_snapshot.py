@@ -30,7 +30,7 @@ from volsched.framework.decisions import Bind, Evict, EvictionReason, SessionRes
 from volsched.framework.registry import load_config
 from volsched.framework.runner import open_session, run_session
 from volsched.framework.statement import Statement
-from volsched.model.cluster import ClusterSnapshot, Job, _join, assemble_job, copy_task, lone_job
+from volsched.model.cluster import ClusterSnapshot, Job, _join, assemble_job, copy_task, lone_job, lone_jobs
 from volsched.model.vocabulary import PodGroupPhase, Task, TaskStatus
 
 Obj = dict[str, Any]
@@ -591,8 +591,13 @@ def test_a_snapshot_from_scratch_assembles_each_job_once(monkeypatch: pytest.Mon
         assembled.append(key)
         return lone_job(space, t, key, **kwargs)
 
+    def counting_lones(space: Any, tasks: list[Task], keys: list[str]) -> list[Job]:  # all at once
+        assembled.extend(keys)
+        return lone_jobs(space, tasks, keys)
+
     monkeypatch.setattr(snapshots_module, "assemble_job", counting)
     monkeypatch.setattr(snapshots_module, "lone_job", counting_lone)
+    monkeypatch.setattr(snapshots_module, "lone_jobs", counting_lones)
     state = ClusterState()
     for obj in [node("n1"), queue("q"), podgroup("g", ns="ns", queue="q", min_member=2), pod("solo")]:
         state.apply(obj)
@@ -678,6 +683,47 @@ def test_a_pod_standing_alone_is_the_job_the_dataclass_makes_with_its_counts_mov
         else:
             assert mine == theirs and type(mine) is type(theirs), name
     assert job.allocated is not t.request and job.min_request is t.request
+
+
+def test_pods_standing_alone_made_all_at_once_are_each_the_job_lone_job_makes_and_their_own() -> None:
+    # A snapshot from scratch makes a backlog's one-pod jobs in one go (lone_jobs): each must be the
+    # job lone_job makes of its pod (its queue read from its own annotations), with counters and an
+    # allocation of its own, so that a session moving one job's counts changes no other job.
+    state = ClusterState()
+    for o in [node("n1"), queue("q"), pod("a", cpu="1"), pod("b", cpu="2", queue="q"), pod("c", ns="ns")]:
+        state.apply(o)
+    snap = state.snapshot(now=5.0)
+    jobs = [snap.jobs[k] for k in ("default/a", "default/b", "ns/c")]
+    assert [j.queue for j in jobs] == ["default", "q", "default"]
+    names = [f.name for f in fields(Job)]
+    for job in jobs:
+        ref = lone_job(snap.space, job.tasks[job.key], job.key)
+        for name in names:
+            mine, theirs = getattr(job, name), getattr(ref, name)
+            if isinstance(theirs, np.ndarray):
+                assert mine.tolist() == theirs.tolist(), name
+            else:
+                assert mine == theirs and type(mine) is type(theirs), name
+    for one, other in [(jobs[0], jobs[1]), (jobs[1], jobs[2]), (jobs[0], jobs[2])]:
+        assert one.status_count is not other.status_count and one.memo is not other.memo
+        assert not np.shares_memory(one.allocated, other.allocated)
+    jobs[0].count_status(TaskStatus.PENDING, TaskStatus.ALLOCATED)
+    jobs[0].allocated += jobs[0].tasks["default/a"].request
+    assert [j.status_count[TaskStatus.PENDING] for j in jobs] == [0, 1, 1]
+    assert jobs[1].allocated.tolist() == jobs[2].allocated.tolist() == snap.space.zeros().tolist()
+    again = state.snapshot(now=5.0).jobs["default/a"]
+    assert again.status_count == {TaskStatus.PENDING: 1} and not again.allocated.any()
+
+
+def test_lone_jobs_refuses_a_pod_that_is_not_pending() -> None:
+    state = ClusterState()
+    for o in [node("n1"), pod("p", node="n1", phase="Running"), pod("q")]:
+        state.apply(o)
+    snap = state.snapshot(now=5.0)
+    running, pending = snap.jobs["default/p"].tasks["default/p"], snap.jobs["default/q"].tasks["default/q"]
+    for tasks in ([running], [pending, running]):
+        with pytest.raises(ValueError, match="not pending"):
+            lone_jobs(snap.space, tasks, [t.key for t in tasks])
 
 
 def test_a_jobs_status_counts_read_zero_for_a_status_it_has_none_of() -> None:

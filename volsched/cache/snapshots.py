@@ -48,6 +48,7 @@ from volsched.model.cluster import (
     copy_task,
     held_on_node,
     lone_job,
+    lone_jobs,
     own_job,
     request_vector,
     resolve_guarantees,
@@ -579,10 +580,19 @@ class SnapshotBuilder:
         the rows of one array of zeros (each job's own row), not one array each."""
         if not keys:
             return
-        space, jobs, own = base.space, base.jobs, self._own
-        rows = list(np.zeros((len(keys), len(space))))
-        for key, allocated in zip(keys, rows, strict=True):
-            jobs[key] = lone_job(space, own(key), key, allocated=allocated)
+        # Each pod's own copy as :meth:`_own` makes it, written out (no call but the copy's per pod).
+        entries, vector, copy = self._entries, self._vector, copy_task
+        tasks: list[Task] = []
+        for key in keys:
+            entry = entries[key]
+            request = entry.vector
+            if request is None:
+                request = entry.vector = vector(entry.prepared)
+            t = copy(entry.prepared)
+            t.request = request
+            t.shared = False
+            tasks.append(t)
+        base.jobs.update(zip(keys, lone_jobs(base.space, tasks, keys), strict=True))
         if base.problems:
             for key in keys:
                 base.problems.pop(key, None)
