@@ -321,3 +321,37 @@ def test_a_pod_is_not_placed_on_a_node_whose_pod_in_or_after_the_run_holds_its_h
             action.execute(session)
         binds = [(b.pod, b.node) for b in close_session(session).binds]
         assert binds == ([] if holder else [("default/y", "n1")])
+
+
+#: Only overcommit votes on admission (proportion would refuse the same job for its own reasons).
+OVERCOMMIT_ONLY = """
+actions: "enqueue"
+tiers:
+- plugins:
+  - name: gang
+  - name: overcommit
+"""
+
+
+@pytest.mark.parametrize("claims, phase", [("10", "Pending"), ("1", "Inqueue")])
+def test_overcommit_keeps_the_room_an_admitted_gang_in_the_run_still_claims(claims: str, phase: str) -> None:
+    # An admitted gang first in the order, one member bound (1 cpu of a 10-cpu node): shared, nothing
+    # pending, in the settled run; its minimum (``claims`` cpu) is reserved. A 5-cpu gang waits: the room
+    # is 12 (10 x 1.2) - 1 used - what the first still claims (9, or 0), in this session and the next.
+    state = ClusterState()
+    for obj in [
+        node("n1", cpu="10"),
+        queue("a"),
+        podgroup("g", queue="a", min_member=2, min_resources={"cpu": claims}, phase="Inqueue"),
+        pod("g-0", group="g", cpu="1", node="n1"),
+        podgroup("h", queue="a", min_resources={"cpu": "5"}),
+        pod("h-0", group="h", cpu="5"),
+    ]:
+        state.apply(obj)
+    config = load_config(text=OVERCOMMIT_ONLY)
+    for _ in range(2):
+        session = open_session(state.snapshot(now=5.0), config)
+        assert [j.name for j in session.settled().jobs] == ["g"]
+        for action in make_actions(config):
+            action.execute(session)
+        assert close_session(session).podgroups["default/h"].phase == phase
