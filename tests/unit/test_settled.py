@@ -355,3 +355,19 @@ def test_overcommit_keeps_the_room_an_admitted_gang_in_the_run_still_claims(clai
         for action in make_actions(config):
             action.execute(session)
         assert close_session(session).podgroups["default/h"].phase == phase
+
+
+def test_the_kept_runs_sums_refuse_to_be_added_to() -> None:
+    # Whoever reads the run's sums must copy them to add to them: one added to in place would carry
+    # this session's placements into every later session's sums, silently. Read-only, it raises.
+    state = ClusterState()
+    for obj in _objects():
+        state.apply(obj)
+    for _ in range(2):
+        _session(state, 10.0)
+        run = state._builder.kept[KEPT]
+        assert run.jobs
+        vectors = [*run.queue.values(), *run.namespace.values(), *run.unmet_queue.values(), run.unmet_all]
+        for v in vectors:
+            with pytest.raises(ValueError, match="read-only"):
+                v += 1.0

@@ -53,7 +53,7 @@ KEPT = "settled"
 @dataclass(frozen=True)
 class Settled:
     """What the leading run of shared jobs holds (see the module docstring). The vectors are the run's
-    own: read them, copy them to add to them."""
+    own, read-only once kept: read them, copy them to add to them."""
 
     #: The run, in the session's order.
     jobs: list[Job]
@@ -80,6 +80,8 @@ class Settled:
 
 
 def empty(width: int) -> Settled:
+    zeros = np.zeros(width)
+    zeros.setflags(write=False)
     return Settled(
         jobs=[],
         width=width,
@@ -87,7 +89,7 @@ def empty(width: int) -> Settled:
         namespace={},
         holding_namespaces=frozenset(),
         unmet_queue={},
-        unmet_all=np.zeros(width),
+        unmet_all=zeros,
         committed=[],
         host_ports=False,
         constrained=False,
@@ -185,5 +187,8 @@ def settle(jobs: list[Job], kept: dict[str, object], width: int) -> Settled:
     while end < len(jobs) and _settles(jobs[end]):
         end += 1
     out = extend(base, jobs[start:end])
+    if out is not base:  # its sums read-only: whoever adds to one must copy it (see the module docstring)
+        for v in [*out.queue.values(), *out.namespace.values(), *out.unmet_queue.values(), out.unmet_all]:
+            v.setflags(write=False)
     kept[KEPT] = out
     return out
