@@ -581,13 +581,20 @@ class SnapshotBuilder:
         if not keys:
             return
         # Each pod's own copy as :meth:`_own` makes it, written out (no call but the copy's per pod).
+        # Pods asking the same share one request map (decoding interns them): its vector is looked up
+        # once per map here, by the map's identity (every map lives, held by its entry, all along).
         entries, vector, copy = self._entries, self._vector, copy_task
+        by_map: dict[int, Vector] = {}
         tasks: list[Task] = []
         for key in keys:
             entry = entries[key]
             request = entry.vector
             if request is None:
-                request = entry.vector = vector(entry.prepared)
+                shape = id(entry.prepared.request_map)
+                request = by_map.get(shape)
+                if request is None:
+                    request = by_map[shape] = vector(entry.prepared)
+                entry.vector = request
             t = copy(entry.prepared)
             t.request = request
             t.shared = False
