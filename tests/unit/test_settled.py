@@ -54,9 +54,10 @@ def _objects() -> list[dict[str, Any]]:
     return objs
 
 
-def _session(state: ClusterState, now: float) -> tuple[dict[str, Any], Any]:
-    """One session: what the opens summed (proportion's queues, drf's namespace shares) and the result."""
-    config = load_config(None)
+def _session(state: ClusterState, now: float, *, config: Any = None) -> tuple[dict[str, Any], Any]:
+    """One session: what the opens summed (proportion's queues, drf's namespace shares) and the result
+    (``config``: the default one when None)."""
+    config = load_config(None) if config is None else config
     session = open_session(state.snapshot(now=now), config)
     attrs = session.state["proportion.attrs"]
     ns_share = session.state["drf.namespace_share"]
@@ -203,6 +204,75 @@ def test_what_a_session_adds_to_its_sums_does_not_reach_the_next_sessions() -> N
     for i in range(6):
         scratch.apply(pod(f"more{i}", ns=NAMESPACES[i % 3], cpu="0.7", queue="a" if i % 2 else "b"))
     assert _session(state, 12.0)[0] == _session(scratch, 12.0)[0]
+
+
+EVICTING_CONFIG = load_config(Path(__file__).parents[2] / "examples" / "reclaim-preempt-scheduler.yaml")
+
+
+def _crowded() -> list[dict[str, Any]]:
+    """One node full of queue a's running gangs of two pods past their minMember of one (the settled
+    run), queue b's pods pending: reclaim evicts some of a's for b (a holds past its deserved share)."""
+    objs: list[dict[str, Any]] = [node("n1", cpu="8"), queue("a"), queue("b")]
+    for g in range(4):
+        objs.append(podgroup(f"g{g}", ns=NAMESPACES[g % 3], queue="a", min_member=1, phase="Running"))
+        objs += [pod(f"g{g}-{i}", ns=NAMESPACES[g % 3], group=f"g{g}", cpu="1", node="n1") for i in range(2)]
+    objs += [pod(f"w{i}", ns="ns2", cpu="1", queue="b") for i in range(3)]
+    return objs
+
+
+def test_an_evicting_session_reuses_the_settled_run_and_renders_what_one_from_scratch_does() -> None:
+    """A session that may evict works on copies of the shared jobs: its run is the last session's
+    all the same, and a job of the run it evicts from leaves the run before the close sums it."""
+    kept, scratch = ClusterState(), ClusterState()
+    for state in (kept, scratch):
+        for obj in _crowded():
+            state.apply(obj)
+    session = open_session(kept.snapshot(now=9.0), EVICTING_CONFIG)
+    run = session.settled()
+    assert [j.key for j in run.jobs] == ["ns0/g0", "ns1/g1", "ns2/g2", "ns0/g3"]  # every gang of a
+    assert all(session.jobs[j.key] is not j for j in run.jobs)  # though the session has copies
+    again = open_session(kept.snapshot(now=9.5), EVICTING_CONFIG)
+    assert again.settled().jobs is run.jobs  # reused: a copy stands for its shared job
+    scratch._builder.kept.clear()
+    opened_kept, result_kept = _session(kept, 10.0, config=EVICTING_CONFIG)
+    opened_scratch, result_scratch = _session(scratch, 10.0, config=EVICTING_CONFIG)
+    assert result_kept.evictions  # reclaim evicted pods of the run
+    assert opened_kept == opened_scratch
+    assert _rendered(result_kept) == _rendered(result_scratch)
+    assert [e.pod for e in result_kept.evictions] == [e.pod for e in result_scratch.evictions]
+    evicted = {e.pod.rsplit("-", 1)[0] for e in result_kept.evictions}  # their gangs
+    assert not evicted & {j.key for j in kept._builder.kept[KEPT].jobs}  # left the run
+
+
+def test_an_evicting_session_changes_no_job_or_task_the_cache_shares() -> None:
+    state = ClusterState()
+    for obj in _crowded():
+        state.apply(obj)
+    _session(state, 9.0, config=EVICTING_CONFIG)
+    snapshot = state.snapshot(now=10.0)
+    shared_jobs = [j for j in snapshot.jobs.values() if j.shared]
+    shared_tasks = [t for j in shared_jobs for t in j.tasks.values()]
+    assert len(shared_jobs) == 4 and all(t.shared for t in shared_tasks)
+    node_tasks = [dict(held) for held in snapshot.nodes.tasks]
+
+    def seen() -> list[Any]:
+        return [
+            [
+                (j.key, j.phase, j.ready, dict(j.status_count), j.allocated.tobytes(), j.origin)
+                for j in shared_jobs
+            ],
+            [(t.key, t.status, t.node_name, t.shared) for t in shared_tasks],
+        ]
+
+    before = seen()
+    _opened, result = _session(state, 10.0, config=EVICTING_CONFIG)
+    assert result.evictions
+    assert seen() == before
+    # what the cache holds is what it held: the next snapshot has the same shared objects, unchanged
+    again = state.snapshot(now=11.0)
+    assert [j for j in again.jobs.values() if j.shared] == shared_jobs
+    assert [dict(held) for held in again.nodes.tasks] == node_tasks
+    assert seen() == before
 
 
 @pytest.mark.parametrize("split", [0, 1, 17, 250, 999, 1000])

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from volsched.framework.decisions import Bind, Event, SessionResult, Status
@@ -103,6 +104,9 @@ class Session(NodeViews):
         old = task.status
         self._holdings = None
         if job is not None:
+            if job.origin is not None:  # a copy of a shared job, changed: no longer what it stands for
+                job.origin = None
+                self._settled = None  # the run may hold it: found again when next asked
             job.count_status(old, status)
             self.job_changed(job)
             was, now = old in ALLOCATED_STATUSES, status in ALLOCATED_STATUSES
@@ -224,11 +228,19 @@ class Session(NodeViews):
     def settled(self) -> Settled:
         """The leading run of the session's jobs that no session changes, with what the opens and the
         close sum over them (see :mod:`volsched.framework.settled`): kept from the last session's
-        snapshot while the jobs begin with the same ones. The same from open to close."""
+        snapshot while the jobs begin with the same ones (or a session's unchanged copies of them). The
+        same from open to close, but for a copy of a shared job that the session changed: the run is
+        found again, up to it, when next asked."""
         out = self._settled
         if out is None:
             jobs = list(self.jobs.values())
-            out = self._settled = settle(jobs, self.snapshot.kept, len(self.space))
+            out = settle(jobs, self.snapshot.kept, len(self.space))
+            mine = self.jobs
+            if any(mine[j.key] is not j for j in out.committed):
+                # The run names shared jobs; those short of minMember are read (proportion) as the
+                # session changes them: the session's own copies, then.
+                out = replace(out, committed=[mine[j.key] for j in out.committed])
+            self._settled = out
             self._unsettled = jobs[len(out.jobs) :]
         return out
 

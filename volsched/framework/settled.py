@@ -15,6 +15,12 @@ job has no pending task and its phase is not Pending (the snapshot gives the ses
 such a job), and a session changes no shared job, so the run is the same when the session opens and when
 it closes.
 
+A session that may evict works on its own copies of the shared jobs (``ClusterSnapshot.thaw``); an
+unchanged copy names the shared job it was copied from (``Job.origin``) and stands for it here: the run
+is kept as the shared jobs, and the copies are matched to it through their origin, still by identity.
+The session drops a copy's origin at its first change (a task evicted) and finds its run again when
+next asked (the close), so the run ends before the changed job and never sums what it held before.
+
 The sums are the same floats as a walk over every job: each is the run's jobs added one at a time in
 order from zero (``sum_rows``), and the rest of the jobs are then added to it one at a time in order
 (a sum handed on as a row that ``sum_rows`` adds to zero first: ``0.0 + x == x``). Adding a job that
@@ -137,11 +143,19 @@ def committed(job: Job) -> bool:
     return job.ready < job.min_member and bool(job.ready or job.phase is PodGroupPhase.INQUEUE)
 
 
+def _root(job: Job) -> Job:
+    """The shared job that ``job`` stands for: itself, or the one a session's unchanged copy was
+    copied from (``Job.origin``: a session that may evict works on copies, ``ClusterSnapshot.thaw``)."""
+    origin = job.origin
+    return job if origin is None else origin
+
+
 def _settles(job: Job) -> bool:
-    """Whether ``job`` may join the run: shared (so no session changes it), with nothing pending."""
+    """Whether ``job`` may join the run: shared (so no session changes it) or a session's unchanged copy
+    of a shared job, with nothing pending."""
     c = job.status_count
     return (
-        job.shared
+        (job.shared or job.origin is not None)
         and job.phase is not PodGroupPhase.PENDING
         and not c.get(TaskStatus.PENDING)
         and not c.get(TaskStatus.PIPELINED)
@@ -180,15 +194,21 @@ def settle(jobs: list[Job], kept: dict[str, object], width: int) -> Settled:
         isinstance(base, Settled)
         and base.width == width
         and len(base.jobs) <= len(jobs)
-        and jobs[: len(base.jobs)] == base.jobs  # by identity (a Job has no __eq__)
+        and _same(jobs[: len(base.jobs)], base.jobs)
     ):
         base = empty(width)
     end = start = len(base.jobs)
     while end < len(jobs) and _settles(jobs[end]):
         end += 1
-    out = extend(base, jobs[start:end])
+    out = extend(base, [_root(j) for j in jobs[start:end]])
     if out is not base:  # its sums read-only: whoever adds to one must copy it (see the module docstring)
         for v in [*out.queue.values(), *out.namespace.values(), *out.unmet_queue.values(), out.unmet_all]:
             v.setflags(write=False)
     kept[KEPT] = out
     return out
+
+
+def _same(jobs: list[Job], run: list[Job]) -> bool:
+    """Whether ``jobs`` are the run's shared jobs, in order, or unchanged copies of them (by identity:
+    a Job has no ``__eq__``)."""
+    return jobs == run or list(map(_root, jobs)) == run

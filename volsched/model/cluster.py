@@ -199,6 +199,11 @@ class Job:
     #: What readers derived from a shared job, kept for the next snapshot that shares it (a shared job
     #: never changes); unused on a session's own jobs.
     memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+    #: For a session's own copy of a shared job (``ClusterSnapshot.thaw``): the shared job it was copied
+    #: from, while the session has not changed the copy (the session drops it at the copy's first
+    #: change); else None. The copy then holds what the shared job holds, so what is kept from the
+    #: shared job serves for it (:mod:`volsched.framework.settled`).
+    origin: Job | None = field(default=None, init=False, repr=False)
 
     @property
     def ready_count(self) -> int:
@@ -502,11 +507,14 @@ class ClusterSnapshot:
     def thaw(self) -> None:
         """Replace every shared job and task (``shared``: other snapshots hold them too) with the
         snapshot's own copy, in the jobs, on the nodes and among the foreign tasks, so that a session
-        may change any of them (evict it). Call it before anyone holds a job or task of this snapshot."""
+        may change any of them (evict it). Call it before anyone holds a job or task of this snapshot.
+        A copy of a shared job names it (``Job.origin``) until the session changes the copy."""
         jobs = self.jobs
         for key, job in jobs.items():
             if job.shared or any(t.shared for t in job.tasks.values()):
-                jobs[key] = own_job(job, every_task=True)
+                mine = jobs[key] = own_job(job, every_task=True)
+                if job.shared:
+                    mine.origin = job  # until the session changes it (``Session``)
         self.foreign_tasks = [own_task(t) if t.shared else t for t in self.foreign_tasks]
         own = {t.key: t for t in self.foreign_tasks}
         for job in jobs.values():
@@ -616,6 +624,7 @@ def lone_job(space: ResourceSpace, t: Task, key: str, *, allocated: Vector | Non
     job.shared = False
     job._scheduled = None
     job.memo = {}
+    job.origin = None
     job.count_status(None, status)
     if status in ALLOCATED_STATUSES:
         job.allocated += t.request
@@ -660,6 +669,7 @@ def lone_jobs(space: ResourceSpace, tasks: Sequence[Task], keys: Sequence[str]) 
         job.shared = False
         job._scheduled = None
         job.memo = {}
+        job.origin = None
         out.append(job)
     return out
 
@@ -714,6 +724,7 @@ def own_job(job: Job, *, every_task: bool) -> Job:
     }
     out.allocated = job.allocated.copy()
     out.status_count = TaskCounts(job.status_count)
+    out.origin = None
     out.shared = False
     out._scheduled = None
     out.memo = {}
