@@ -615,6 +615,12 @@ class ClusterState:
                 snap = self._builder.build(
                     view, podgroups=[*view.podgroups.values(), *derived], now=now, carryover=self.carryover
                 )
+            except BaseException:
+                # The keys touched before this snapshot went with its view: the next one reads the whole
+                # cache again, or a change that kept the count of tasks would never reach a snapshot.
+                with self._lock:
+                    self._logged = None
+                raise
             finally:
                 resume_collector()
             if self._builder.rebuilt >= FREEZE_REBUILT:
