@@ -16,21 +16,15 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
-from volsched_dev.devcluster import TEST_USER, ControlPlaneError, LocalControlPlane
+from tests.e2e.controlplanes import running
+from volsched_dev.devcluster import TEST_USER, LocalControlPlane
 
 
 @pytest.fixture(scope="session")
 def control_plane() -> Iterator[LocalControlPlane]:
     """One running control plane for the whole session (admin + ``TEST_USER`` tokens)."""
-    cp = LocalControlPlane(users={TEST_USER: ()})
-    try:
-        cp.start()
-    except ControlPlaneError as exc:
-        pytest.fail(f"could not start the local control plane: {exc}", pytrace=False)
-    try:
+    with running(LocalControlPlane(users={TEST_USER: ()})) as cp:
         yield cp
-    finally:
-        cp.stop()
 
 
 @pytest.fixture

@@ -27,7 +27,8 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from volsched_dev.devcluster import ControlPlaneError, LocalControlPlane
+from tests.e2e.controlplanes import running
+from volsched_dev.devcluster import LocalControlPlane
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP, VERSION = "scheduling.volsched.io", "v1beta1"
@@ -219,18 +220,11 @@ def apply_crds(api: client.ApiClient) -> None:
 
 @contextlib.contextmanager
 def fresh_control_plane() -> Iterator[LocalControlPlane]:
-    cp = LocalControlPlane()
-    try:
-        cp.start()
-    except ControlPlaneError as exc:
-        pytest.fail(f"could not start the local control plane: {exc}", pytrace=False)
-    try:
+    with running(LocalControlPlane()) as cp:
         with cp.api_client() as api:
             apply_crds(api)
             client.CoreV1Api(api).create_namespace({"metadata": {"name": OPERATOR_NS}})
         yield cp
-    finally:
-        cp.stop()
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
+from tests.e2e.controlplanes import running
 from tests.e2e.custom_metrics_server import (
     CustomMetricsServer,
     custom_metrics_server,
@@ -20,7 +21,7 @@ from tests.e2e.custom_metrics_server import (
 from tests.e2e.netns import netns_host
 from tests.e2e.operator_fixtures import OPERATOR_NS, Kube, OperatorProcess, apply_crds, node, pod, wait_for
 from volsched.metrics.custom_metrics import CustomMetricsSource
-from volsched_dev.devcluster import ControlPlaneError, LocalControlPlane
+from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
 
@@ -36,20 +37,17 @@ class Aggregated:
 @pytest.fixture(scope="module")
 def aggregated() -> Iterator[Aggregated]:
     """An aggregating control plane (CRDs applied) with the APIService Available, and our server."""
-    cp = LocalControlPlane(aggregation=True)
-    try:
-        cp.start()
-    except ControlPlaneError as exc:
-        pytest.fail(f"could not start the local control plane: {exc}", pytrace=False)
-    try:
-        with netns_host() as host, custom_metrics_server(host) as server, cp.api_client() as api:
-            apply_crds(api)
-            client.CoreV1Api(api).create_namespace({"metadata": {"name": OPERATOR_NS}})
-            register(api, server, "custom-metrics")
-            wait_available(api, timeout=60)
-            yield Aggregated(cp, server)
-    finally:
-        cp.stop()
+    with (
+        running(LocalControlPlane(aggregation=True)) as cp,
+        netns_host() as host,
+        custom_metrics_server(host) as server,
+        cp.api_client() as api,
+    ):
+        apply_crds(api)
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": OPERATOR_NS}})
+        register(api, server, "custom-metrics")
+        wait_available(api, timeout=60)
+        yield Aggregated(cp, server)
 
 
 def test_the_source_reads_per_node_usage_through_the_apiserver(aggregated: Aggregated) -> None:

@@ -13,9 +13,10 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from tests.e2e.controlplanes import running
 from tests.e2e.operator_fixtures import GROUP, VERSION, Kube, OperatorProcess, node, pod, podgroup, wait_for
 from tests.helmtool import CHART, helm
-from volsched_dev.devcluster import ControlPlaneError, LocalControlPlane
+from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = [pytest.mark.cluster, pytest.mark.helm]
 
@@ -25,15 +26,8 @@ NS = "volsched-system"
 @pytest.fixture
 def bare_cluster() -> Iterator[LocalControlPlane]:
     """A control plane without the CRDs or the namespace: the chart brings them."""
-    cp = LocalControlPlane()
-    try:
-        cp.start()
-    except ControlPlaneError as exc:
-        pytest.fail(f"could not start the local control plane: {exc}", pytrace=False)
-    try:
+    with running(LocalControlPlane()) as cp:
         yield cp
-    finally:
-        cp.stop()
 
 
 def test_helm_install_gives_the_operator_everything_it_needs(

@@ -21,10 +21,11 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from tests.e2e.controlplanes import running
 from volsched.kube.lister import WatchedKind, list_pages
 from volsched.kube.rest import LeanRest
 from volsched.kube.watch import ListWatch
-from volsched_dev.devcluster import ControlPlaneError, LocalControlPlane
+from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
 
@@ -33,15 +34,10 @@ CONFIGMAPS = WatchedKind("ConfigMap", "", "v1", "configmaps", True)
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalControlPlane]:
-    cp = LocalControlPlane(extra_apiserver_args=("--feature-gates=ListFromCacheSnapshot=false",))
-    try:
-        cp.start()
-    except ControlPlaneError as exc:
-        pytest.fail(f"could not start the local control plane: {exc}", pytrace=False)
-    try:
+    with running(
+        LocalControlPlane(extra_apiserver_args=("--feature-gates=ListFromCacheSnapshot=false",))
+    ) as cp:
         yield cp
-    finally:
-        cp.stop()
 
 
 @pytest.fixture
