@@ -72,7 +72,7 @@ class Drf(BasePlugin):
         holding = session.holdings()
         ns_alloc.update(
             fold(
-                {ns: settled.namespace[ns] for ns in settled.holding_namespaces},
+                {ns: row for ns, row in settled.namespace.items() if ns in settled.holding_namespaces},
                 [j.namespace for j in holding.jobs],
                 holding.matrix,
                 len(session.space),
