@@ -95,8 +95,8 @@ class View:
     #: "ns/name" -> PodDisruptionBudget (immutable: shared with the cache).
     budgets: Mapping[str, DisruptionBudget] = field(default_factory=dict)
     #: Keys that took a new place in ``seq`` since the previous view of the same builder (deleted and
-    #: added again); None: not known, and ``seq`` is a mapping of its own that the builder compares
-    #: with the previous view's.
+    #: added again); None: not known, and the builder reads the whole view (as when ``touched`` is
+    #: None: ``seq`` may be the previous view's mapping brought up to date, with nothing to compare).
     renumbered: set[str] | None = None
 
 
@@ -165,9 +165,6 @@ class _Base:
         #: cache again), in the order they came (an insertion-ordered dict, not a set: nearly in the
         #: cache's order already, so a build sorts 50,000 of them in a fifth of a set's time).
         self.unplaced: dict[str, None] = {}
-        #: The view's order of the tasks (``View.seq``) as of the last build (read only while views
-        #: do not say which keys were ``renumbered``).
-        self.seq: Mapping[str, int] = {}
         #: Jobs a session may change (pending tasks to place, a phase to admit): each gets its own copy.
         self.private: set[str] = set()
         #: Private jobs whose every task is pending, assembled for one session only and handed to it as
@@ -276,7 +273,7 @@ class SnapshotBuilder:
                 owners = {o for o in {*view.avoid, *self._avoid} if view.avoid.get(o) != self._avoid.get(o)}
                 stale.update(k for k, e in entries.items() if e.source.owner in owners)
                 self._avoid = view.avoid
-            touched = view.touched
+            touched = view.touched if view.renumbered is not None else None
             if touched is not None:
                 for key in touched:
                     if key in entries and key not in view.tasks:
@@ -438,7 +435,6 @@ class SnapshotBuilder:
             kept = base.jobs
             jobs = {pg.key: kept[pg.key] for pg in pg_list}
             _place(base, pos)
-            base.seq = view.seq
             jobs.update(base.standalone)
             # What a session changes (its pending tasks, an admission), but for the lent jobs, this
             # session's already: a set difference, not a test per job.
@@ -679,17 +675,13 @@ class SnapshotBuilder:
         jobs: set[str] = set()
         nodes: set[str] = set()
         foreign = False
-        standalone, seq, before_seq = base.standalone, view.seq, base.seq
+        standalone, seq, renumbered = base.standalone, view.seq, view.renumbered
+        assert renumbered is not None or self._read_all  # (prepare reads it all when it is not known)
         if self._read_all:  # the cache's order may be numbered anew: every job takes its place again
             base.unplaced = dict.fromkeys([*standalone, *base.unplaced])
             standalone.clear()
-        renumbered = view.renumbered
         for key in changed:
-            if key in standalone and (
-                seq.get(key) != before_seq.get(key)
-                if renumbered is None
-                else key in renumbered or key not in seq
-            ):
+            if key in standalone and (renumbered is None or key in renumbered or key not in seq):
                 del standalone[key]  # its pod left the cache (and may have come back, last)
                 base.unplaced[key] = None
             old = base.where.pop(key, None)
