@@ -56,7 +56,8 @@ from volsched.kube.lister import WATCHED  # noqa: E402
 from volsched.kube.port import KubePort  # noqa: E402
 from volsched.kube.prune import prune_pod  # noqa: E402
 from volsched.kube.rest import LeanRest, _dumps  # noqa: E402
-from volsched.kube.watch import ListWatch, _loads  # noqa: E402
+from volsched.kube.rest import loads as lean_loads  # noqa: E402
+from volsched.kube.watch import ListWatch  # noqa: E402
 from volsched.kube.writer import KubeWriter, WriterSettings  # noqa: E402
 from volsched.model.vocabulary import SCHEDULER_NAME  # noqa: E402
 from volsched_dev.devcluster import LocalControlPlane  # noqa: E402
@@ -130,7 +131,7 @@ def replay(lines: list[bytes], pods: list[dict[str, Any]], nodes: list[str], rou
     events), into a cache holding the pods pending with their binds assumed (best of ``rounds``), decoded
     by json (as before) and by the watch's decoder, alternated."""
     best = {"json": float("inf"), "watch": float("inf")}
-    for _, (name, loads) in itertools.product(range(rounds), (("json", json.loads), ("watch", _loads))):
+    for _, (name, loads) in itertools.product(range(rounds), (("json", json.loads), ("watch", lean_loads))):
         state = ClusterState()
         feeder = Feeder(state)
         watch = ListWatch(None, PODS, on_event=Handler(feeder), prune=prune_pod)  # type: ignore[arg-type]
