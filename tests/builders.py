@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from volsched.cache.snapshots import SnapshotBuilder, View
+from volsched.cache.state import ClusterState
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.registry import load_config
 from volsched.model.cluster import ClusterSnapshot
@@ -534,3 +535,20 @@ def first_evictions(objs: list[Obj], conf: SchedulerConfig) -> list[str]:
     """The pods the first session evicts, in order."""
     result = simulate_objects(objs, conf=conf, sessions=1)
     return [e.pod for e in result.history[0].evictions]
+
+
+def preempting_cluster() -> ClusterState:
+    """Four low-priority pods fill n1; a high-priority pod waits for two of them to go."""
+    state = ClusterState()
+    for obj in [
+        node("n1", cpu="4"),
+        queue("q"),
+        priority_class("low", 1),
+        priority_class("high", 100),
+        podgroup("lo", ns="ns", queue="q", phase="Running", priority_class="low"),
+        *[pod(f"lo-{i}", ns="ns", group="lo", node="n1", priority_class="low") for i in range(4)],
+        podgroup("hi", ns="ns", queue="q", phase="Inqueue", priority_class="high"),
+        pod("hi-0", ns="ns", cpu="2", group="hi", priority_class="high"),
+    ]:
+        state.apply(obj)
+    return state

@@ -19,7 +19,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.builders import node, owned, pod, podgroup, pods, priority_class, pv, pvc, queue
+from tests.builders import (
+    node,
+    owned,
+    pod,
+    podgroup,
+    pods,
+    preempting_cluster,
+    priority_class,
+    pv,
+    pvc,
+    queue,
+)
 from volsched.cache import snapshots as snapshots_module
 from volsched.cache import state as state_module
 from volsched.cache.feeder import Feeder
@@ -507,23 +518,6 @@ def test_what_a_snapshot_shares_with_the_cache_is_read_only() -> None:
     again = state.snapshot(now=5.0)
     assert again.nodes.idle is not snap.nodes.idle and again.jobs["default/g"] is not snap.jobs["default/g"]
     assert np.array_equal(again.nodes.idle, state.snapshot(now=5.0).nodes.idle)
-
-
-def preempting_cluster() -> ClusterState:
-    """Four low-priority pods fill n1; a high-priority pod waits for two of them to go."""
-    state = ClusterState()
-    for obj in [
-        node("n1", cpu="4"),
-        queue("q"),
-        priority_class("low", 1),
-        priority_class("high", 100),
-        podgroup("lo", ns="ns", queue="q", phase="Running", priority_class="low"),
-        *[pod(f"lo-{i}", ns="ns", group="lo", node="n1", priority_class="low") for i in range(4)],
-        podgroup("hi", ns="ns", queue="q", phase="Inqueue", priority_class="high"),
-        pod("hi-0", ns="ns", cpu="2", group="hi", priority_class="high"),
-    ]:
-        state.apply(obj)
-    return state
 
 
 def test_snapshots_share_the_tasks_that_are_not_pending_and_copy_the_pending_ones() -> None:

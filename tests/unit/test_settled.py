@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.builders import node, pod, podgroup, priority_class, queue, quota, spread
+from tests.builders import node, pod, podgroup, preempting_cluster, queue, quota, spread
 from volsched.cache.state import ClusterState
 from volsched.framework.registry import load_config, make_actions
 from volsched.framework.runner import close_session, open_session
@@ -339,18 +339,7 @@ def test_a_session_that_evicts_renders_what_its_jobs_hold_after_the_evictions(te
     # Under the evicting config, preempt evicts two of the running gang's pods: the status rendered at
     # close is what the jobs hold after that, not what they held when the session opened, in this
     # session and the next (which finds the last one's run kept).
-    state = ClusterState()
-    for obj in [
-        node("n1", cpu="4"),
-        queue("q"),
-        priority_class("low", 1),
-        priority_class("high", 100),
-        podgroup("lo", ns="ns", queue="q", phase="Running", priority_class="low"),
-        *[pod(f"lo-{i}", ns="ns", group="lo", node="n1", priority_class="low") for i in range(4)],
-        podgroup("hi", ns="ns", queue="q", phase="Inqueue", priority_class="high"),
-        pod("hi-0", ns="ns", cpu="2", group="hi", priority_class="high"),
-    ]:
-        state.apply(obj)
+    state = preempting_cluster()  # four low-priority pods fill n1; a high-priority pod waits
     config = load_config(text=text)
     for _ in range(2):
         session = open_session(state.snapshot(now=5.0), config)
