@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.builders import node, pod, podgroup
 from volsched.actions.allocate import Allocate
 from volsched.actions.enqueue import Enqueue
@@ -80,3 +82,65 @@ def test_with_most_jobs_pending_they_come_in_the_jobs_order() -> None:
     )
     session = open_session(state.snapshot(now=1.0), load_config(), may_evict=False)
     assert [j.key for j in session.pending_jobs()] == list(session.jobs)
+
+
+def _uid(obj: Obj, uid: str) -> Obj:
+    obj["metadata"]["uid"] = uid
+    return obj
+
+
+#: Changes made in place between two snapshots (after a session on the first), each of which may make
+#: a job pending, or stop it being, without a pod of it arriving: the second snapshot must still name
+#: every job with a task pending (r-act: only a pod arriving and a pod bound were covered).
+CHANGES: dict[str, list[tuple[str, Obj | tuple[str, str | None, str]]]] = {
+    "a running gang's PodGroup changed (minMember up)": [
+        ("apply", podgroup("half", ns="ns0", min_member=3, phase="Running")),
+    ],
+    "a running gang's PodGroup phase back to Pending": [
+        ("apply", podgroup("half", ns="ns0", min_member=2, phase="Pending")),
+    ],
+    "a bound member deleted and made again pending (evicted, recreated)": [
+        ("delete", ("Pod", "ns0", "half-0")),
+        ("apply", _uid(pod("half-0", ns="ns0", cpu="0.1", group="half"), "uid-half-0-2")),
+    ],
+    "a bound lone pod deleted and made again pending under its name": [
+        ("delete", ("Pod", "ns1", "b001")),
+        ("apply", _uid(pod("b001", ns="ns1", cpu="0.1"), "uid-b001-2")),
+    ],
+    "a pending member's PodGroup deleted": [
+        ("delete", ("PodGroup", "ns0", "half")),
+    ],
+    "a PodGroup made for bound pods that had none": [
+        ("apply", pod("b002", ns="ns2", cpu="0.1", node="n1", group="late")),
+        ("apply", pod("b005", ns="ns2", cpu="0.1", group="late")),
+        ("apply", podgroup("late", ns="ns2", min_member=2, phase="Running")),
+    ],
+    "a bound pod failed": [
+        ("apply", pod("b004", ns="ns1", cpu="0.1", node="n1", phase="Failed")),
+    ],
+}
+
+
+@pytest.mark.parametrize("changes", list(CHANGES.values()), ids=list(CHANGES))
+def test_a_change_in_place_between_snapshots_leaves_no_pending_job_unnamed(
+    changes: list[tuple[str, Obj | tuple[str, str | None, str]]],
+) -> None:
+    state = _state(CLUSTER)
+    first = open_session(state.snapshot(now=1.0), load_config(), may_evict=False)
+    Enqueue().execute(first)
+    Allocate().execute(first)
+    for verb, what in changes:
+        if verb == "apply":
+            assert isinstance(what, dict)
+            state.apply(what)
+        else:
+            assert isinstance(what, tuple)
+            state.delete(*what)
+    snap = state.snapshot(now=2.0)
+    session = open_session(snap, load_config(), may_evict=False)
+    walked = _walked(session)
+    assert snap.private is not None and walked <= snap.private
+    assert {j.key for j in session.pending_jobs()} == walked
+    Enqueue().execute(session)
+    Allocate().execute(session)
+    assert {j.key for j in session.pending_jobs()} == _walked(session)
