@@ -134,12 +134,11 @@ def _pending_requests(
     # once by the session). A job whose queue is unknown counts toward none.
     settled = session.settled()
     held = session.holdings()
-    at = np.fromiter((row.get(j.queue, -1) for j in held.jobs), np.intp, len(held.jobs))
-    known = at >= 0
+    known = [k for k, j in enumerate(held.jobs) if j.queue in row]
     allocated = np.zeros((n, r))
     sums = fold(
         {q: v for q, v in settled.queue.items() if q in row},
-        [j.queue for j in held.jobs if j.queue in row],
+        [held.jobs[k].queue for k in known],
         held.matrix[known],
         r,
     )
