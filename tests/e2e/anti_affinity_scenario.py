@@ -46,7 +46,7 @@ CONFIG = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
 
 def cluster(k: Kube, start_operator: Start, *, config: str = CONFIG) -> tuple[str, OperatorProcess]:
     """Two 4-cpu nodes; job "a" (low priority) runs a web pod and a filler on each, and a spare on n1;
-    the operator runs ``config``."""
+    the operator runs ``config``. When both web pods are in a preemptor's way, n1's (web-1) goes."""
     k.set_config(config)
     sched = client.SchedulingV1Api(k.api)
     for name, value in (("low", 10), ("high", 1000)):
@@ -56,10 +56,14 @@ def cluster(k: Kube, start_operator: Start, *, config: str = CONFIG) -> tuple[st
     k.queue(queue("q"))
     ns = k.namespace("anti")
     k.podgroup(ns, _group("a", "low"))
+    # web-2 is made first, so web-1 is never the older: with one pod in the way on each node, preempt
+    # tries the node of the youngest first, then the node's name, so n1 comes first whether the two were
+    # made in the same second of creationTimestamp or not (made in this order, a second could end between
+    # them, and n2 would come first).
     k.pods(
         ns,
-        _pod("web-1", on="n1", group="a", labels={**WEB, "pdb": "n1"}),
         _pod("web-2", on="n2", group="a", labels={**WEB, "pdb": "n2"}),
+        _pod("web-1", on="n1", group="a", labels={**WEB, "pdb": "n1"}),
         _pod("fill-1", on="n1", group="a"),
         _pod("fill-2", on="n2", group="a"),
         _pod("spare", on="n1", group="a"),

@@ -49,7 +49,7 @@ def wait_for(
     """Poll ``cond`` until it returns something truthy; fail the test after ``timeout`` seconds.
 
     With ``operator``, fail at once, with its log, when that operator has exited: what it did not do
-    then is no timeout of its own."""
+    then is no timeout of its own; and on a timeout, show the end of its log (why it did not)."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
@@ -62,7 +62,12 @@ def wait_for(
         if last and not isinstance(last, Exception):
             return last  # type: ignore[no-any-return]
         time.sleep(interval)
-    pytest.fail(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+    tail = f"\noperator log (last {TAIL_LINES} lines):\n{operator.log_tail()}" if operator else ""
+    pytest.fail(f"timed out after {timeout}s waiting for {what} (last: {last!r}){tail}")
+
+
+#: Lines of an operator's log a timed-out wait shows.
+TAIL_LINES = 80
 
 
 # --- objects -----------------------------------------------------------------------------------------------
@@ -348,6 +353,9 @@ class OperatorProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def log_tail(self, lines: int = TAIL_LINES) -> str:
+        return "\n".join(self.log().splitlines()[-lines:])
 
     def stop(self, sig: int = signal.SIGTERM) -> int | None:
         if self.proc is None:

@@ -27,7 +27,7 @@ def _condition(k: Kube, ns: str, name: str) -> Any:
 def test_the_pod_in_the_way_is_evicted_and_told_which_term(k: Kube, start_operator: Start) -> None:
     ns, op = cluster(k, start_operator)
     preemptor(k, ns)
-    # Equal priority and age, one pod in the way on each node: web-1 goes, on n1 (the name first).
+    # Equal priority, one pod in the way on each node, web-1 never the older: web-1 goes, on n1.
     wait_for(lambda: leaving(k, ns) == ["web-1"], 40, what="web-1 evicted", operator=op)
     cond = _condition(k, ns, "web-1")
     assert cond is not None and cond.reason == "PreemptionByScheduler"
