@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import math
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,13 @@ def _fields(task: Any) -> list[Any]:
     ]
 
 
+def _tolerating(name: str, value: Any) -> Obj:
+    """A pod tolerating taint ``k`` with ``value``, as a YAML document may give it (any type)."""
+    out = pod(name)
+    out["spec"]["tolerations"] = [{"key": "k", "value": value}]
+    return out
+
+
 def _fresh(obj: Obj) -> Any:
     decode._SPECS.clear()
     return build_task(obj, priority_classes={"high": 100})
@@ -60,6 +68,9 @@ def _fresh(obj: Obj) -> Any:
         [pod("a", cpu="1"), pod("b", cpu="2"), pod("c", node_selector={"z": "1"}), pod("d", host_ports=[80])],
         [pod("a", tolerations=[{"key": "k", "operator": "Exists"}]), pod("b", claims=["data"])],
         [pod("a", gates=["wait"]), pod("b"), pod("c", scheduler="other")],
+        # JSON has no NaN nor infinity (a YAML .nan, .inf): a key that wrote them as null would give
+        # these pods the first one's tolerations (value "" where theirs read "nan", "inf")
+        [_tolerating(n, v) for n, v in zip("abcd", (None, math.nan, math.inf, -math.inf), strict=True)],
     ],
     ids=[
         "nodes",
@@ -68,6 +79,7 @@ def _fresh(obj: Obj) -> Any:
         "requests-and-placement",
         "tolerations-claims",
         "gates",
+        "non-finite-floats",
     ],
 )
 def test_a_task_parsed_after_others_of_its_template_is_the_task_of_its_own_pod(pods: list[Obj]) -> None:

@@ -435,7 +435,8 @@ _PER_POD = frozenset({"nodeName", "priority", "priorityClassName", "schedulingGa
 
 
 def _spec_key(spec: Mapping[str, Any], *, ns: str, labels: Mapping[str, Any]) -> bytes | None:
-    """The key of a spec's parse (None: it has no JSON key, as a YAML date has not; parsed each time)."""
+    """The key of a spec's parse (None: it has no JSON key, as a YAML date or NaN has not; parsed each
+    time)."""
     # Pod affinity and spread read the pod's namespace and labels (their default selectors).
     aff = spec.get("affinity")
     context = (
@@ -444,15 +445,31 @@ def _spec_key(spec: Mapping[str, Any], *, ns: str, labels: Mapping[str, Any]) ->
         or (isinstance(aff, Mapping) and ("podAffinity" in aff or "podAntiAffinity" in aff))
         else None
     )
+    own = {k: v for k, v in spec.items() if k not in _PER_POD}
+    keyed = own if context is None else [context, own]  # (a map, a list: never the same JSON)
     try:
         # Dates passed through (so refused): written as strings, a YAML date would share the parse of
         # the string it looks like, where it is no string (a node selector's value, say).
-        return orjson.dumps(
-            [context, {k: v for k, v in spec.items() if k not in _PER_POD}],
-            option=orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME,
-        )
+        key = orjson.dumps(keyed, option=orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME)
     except TypeError:  # orjson.JSONEncodeError: a value of no JSON type, a key not a string
         return None
+    # A NaN or an infinity (a YAML .nan, .inf) is written as null, as None is: such a spec has no key.
+    # Only a key with a null in it is walked for them (the apiserver leaves empty fields out, and its
+    # JSON has neither).
+    if b"null" in key and not _finite(keyed):
+        return None
+    return key
+
+
+def _finite(value: Any) -> bool:
+    """Whether no float in ``value`` (maps and lists, nested) is a NaN or an infinity."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, Mapping):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(_finite(v) for v in value)
+    return True
 
 
 def _parsed_spec(
