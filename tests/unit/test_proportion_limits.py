@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import node, pod, queue
+from tests.builders import node, pod, podgroup, queue
 from volsched.cache.state import ClusterState
 from volsched.framework.registry import load_config
 from volsched.framework.runner import open_session
@@ -70,6 +70,42 @@ def test_a_queue_is_overused_only_at_its_limit_in_every_dimension_that_counts(
     objects: list[Obj], reason: str | None
 ) -> None:
     session = session_of(objects)
+    status = session.overused(session.queues["q"])
+    assert (status.render() if status else None) == reason
+
+
+def short_gang(q: str) -> list[Obj]:
+    """PodGroup g of queue ``q``, minMember 3, with 2 pods running on n1 and none pending: admitted and
+    short of minMember, so proportion completes it, and a job no session changes (the settled run's)."""
+    return [
+        podgroup("g", queue=q, min_member=3, phase="Running"),
+        *(pod(f"g-{i}", group="g", node="n1", phase="Running") for i in range(2)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("objects", "reason"),
+    [
+        pytest.param(
+            [node("n1", cpu="8"), queue("q", capability={"cpu": "2"}), *short_gang("q"), pod("p", queue="q")],
+            None,
+            id="its-own-gang-is-completed",
+        ),
+        pytest.param(
+            [node("n1", cpu="8"), queue("q", capability={"cpu": "2"}), queue("q2"), *short_gang("q2"),
+             *work("q", running=2, pending=1)],
+            "proportion: queue q holds its deserved share (cpu allocated 2 >= deserved 2)",
+            id="another-queues-gang-is-not-its-own",
+        ),
+    ],
+)  # fmt: skip
+def test_a_queue_at_its_share_is_not_overused_while_a_gang_of_the_settled_run_is_short_of_min_member(
+    objects: list[Obj], reason: str | None
+) -> None:
+    """An admitted gang short of minMember keeps its queue open for it (it is completed past the
+    queue's share), found among the settled run's jobs as among the others."""
+    session = session_of(objects)
+    assert [j.key for j in session.settled().committed] == ["default/g"]
     status = session.overused(session.queues["q"])
     assert (status.render() if status else None) == reason
 
