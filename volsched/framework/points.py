@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 
 from volsched.framework.decisions import Code, Event, SessionResult, Status
-from volsched.model.cluster import BoolArray, ClusterSnapshot, Holdings, IndexArray, Job, NodeTable
+from volsched.model.cluster import BoolArray, ClusterSnapshot, Holdings, IndexArray, Job, NodeTable, key_of
 from volsched.model.resources import ResourceSpace, Vector
 from volsched.model.vocabulary import QueueSpec, Task
 
@@ -576,7 +576,7 @@ class PointTables:
                         left.append(k)
                 ask = left
                 pool = [jobs[k] for k in ask]
-        memo.update(zip(map(_KEY, jobs), out, strict=True))
+        memo.update(zip(map(key_of, jobs), out, strict=True))
         return out
 
     def _job_valid(self, job: Job) -> Status | None:
@@ -774,12 +774,11 @@ def _creation_then_key(item: Job | Task) -> tuple[float, str]:
 
 
 _CREATION = attrgetter("creation")
-_KEY = attrgetter("key")
 
 
 def _creations_then_keys(items: Sequence[Job | Task]) -> Iterator[tuple[float, str]]:
     """:func:`_creation_then_key` of each of ``items`` (the tuples made by ``zip``, not by a call each)."""
-    return zip(map(_CREATION, items), map(_KEY, items), strict=True)
+    return zip(map(_CREATION, items), map(key_of, items), strict=True)
 
 
 def _itself(item: str) -> str:

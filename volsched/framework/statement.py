@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 
 from volsched.framework.decisions import Bind, Evict, EvictionReason
 from volsched.framework.session import Session
-from volsched.model.cluster import Job
+from volsched.model.cluster import Job, key_of
 from volsched.model.vocabulary import PodGroupPhase, Task, TaskStatus
 
 
@@ -48,10 +47,6 @@ class _AdmitRunOp:
 
     jobs: tuple[Job, ...]
     previous: tuple[PodGroupPhase, ...]
-
-
-#: A job's key (read by C over a run of admitted jobs).
-_KEY = attrgetter("key")
 
 
 class Statement:
@@ -104,7 +99,7 @@ class Statement:
             if isinstance(op, _AdmitOp):
                 result.admitted.append(op.job.key)
             elif isinstance(op, _AdmitRunOp):
-                result.admitted.extend(map(_KEY, op.jobs))
+                result.admitted.extend(map(key_of, op.jobs))
             elif isinstance(op, _EvictOp):
                 result.evictions.append(
                     Evict(
