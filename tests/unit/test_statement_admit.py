@@ -4,6 +4,8 @@ result without writing them into the jobs."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.builders import node, pod, podgroup, queue
@@ -98,3 +100,43 @@ def test_admit_all_is_admit_of_each_in_order_as_one_operation(
         getattr(statement, finish)()
     assert all(job.phase is phase for job in jobs)
     assert session.result.admits == [Admit(job=key, phase="Inqueue") for key in admitted]
+
+
+def running_gangs_session(config_path: str | None) -> Session:
+    """Gangs a and b of queue q, each with its one member running on n1 (the settled run), and a pending
+    pod; ``config_path``: a config that may evict (the session works on copies of the shared jobs)."""
+    state = ClusterState()
+    objs = [node("n1", cpu="4"), queue("q")]
+    for name in "ab":
+        objs += [
+            podgroup(name, ns="ns", queue="q", min_member=1, phase="Running"),
+            pod(f"{name}-0", ns="ns", group=name, node="n1"),
+        ]
+    for obj in [*objs, pod("w", ns="ns", queue="q")]:
+        state.apply(obj)
+    config = load_config(None if config_path is None else Path(__file__).parents[2] / config_path)
+    return open_session(state.snapshot(now=1.0), config)
+
+
+@pytest.mark.parametrize("how", ["admit", "admit_all"])
+def test_a_job_whose_phase_a_statement_changes_leaves_the_settled_run(how: str) -> None:
+    """A statement changes a job's phase through the session, as it changes a task's status: a copy of
+    a shared job that the statement changes no longer stands for it, and the run ends before it; a
+    shared job is refused."""
+    session = running_gangs_session("examples/reclaim-preempt-scheduler.yaml")
+    assert [j.key for j in session.settled().jobs] == ["ns/a", "ns/b"]
+    job = session.jobs["ns/b"]
+    assert job.origin is not None  # the session's copy, standing for the shared job
+    statement = Statement(session)
+    statement.admit(job) if how == "admit" else statement.admit_all([job])
+    assert job.origin is None
+    assert [j.key for j in session.settled().jobs] == ["ns/a"]
+    statement.discard()
+    assert job.phase is PodGroupPhase.RUNNING and job.origin is None  # still the session's own now
+
+    shared = running_gangs_session(None)
+    job = shared.jobs["ns/b"]
+    assert job.shared
+    with pytest.raises(RuntimeError, match="ns/b that other snapshots share"):
+        Statement(shared).admit(job) if how == "admit" else Statement(shared).admit_all([job])
+    assert job.phase is PodGroupPhase.RUNNING

@@ -20,7 +20,7 @@ Volcano's cache binds a Statement's allocations as it commits). The result lists
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -30,7 +30,14 @@ from volsched.framework.points import Plugin
 from volsched.framework.settled import Settled, settle
 from volsched.model.cluster import ClusterSnapshot, Holdings, Job, holdings
 from volsched.model.resources import Vector
-from volsched.model.vocabulary import ALLOCATED_STATUSES, NODE_HOLDING_STATUSES, QueueSpec, Task, TaskStatus
+from volsched.model.vocabulary import (
+    ALLOCATED_STATUSES,
+    NODE_HOLDING_STATUSES,
+    PodGroupPhase,
+    QueueSpec,
+    Task,
+    TaskStatus,
+)
 
 if TYPE_CHECKING:
     from volsched.framework.config import SchedulerConfig
@@ -120,6 +127,31 @@ class Session(NodeViews):
                 if held is not None:
                     held[job.queue] += task.request
         task.status = status
+
+    def _changing(self, jobs: Iterable[Job]) -> None:
+        """``jobs`` are about to change (their phase): refused for a shared job, as :meth:`_set_status`
+        refuses a shared task; a copy of a shared job no longer stands for it (its origin is dropped, and
+        the settled run found again when next asked)."""
+        for job in jobs:
+            if job.shared:
+                raise RuntimeError(f"session changing the phase of job {job.key} that other snapshots share")
+            if job.origin is not None:
+                job.origin = None
+                self._settled = None
+
+    def do_admit(self, jobs: Sequence[Job]) -> tuple[PodGroupPhase, ...]:
+        """Admit ``jobs`` into their queues (phase Inqueue); their phases before, for :meth:`undo_admit`."""
+        self._changing(jobs)
+        previous = tuple(job.phase for job in jobs)
+        inqueue = PodGroupPhase.INQUEUE
+        for job in jobs:
+            job.phase = inqueue
+        return previous
+
+    def undo_admit(self, jobs: Sequence[Job], previous: Sequence[PodGroupPhase]) -> None:
+        self._changing(jobs)
+        for job, phase in zip(jobs, previous, strict=True):
+            job.phase = phase
 
     def _fire(self, task: Task, *, allocate: bool) -> None:
         self.namespace_changed(task.namespace)

@@ -73,21 +73,14 @@ class Statement:
 
     def admit(self, job: Job) -> None:
         """Admit ``job`` into its queue (phase Inqueue): allocate may place it from now on."""
-        if job.shared:
-            raise RuntimeError(f"session admitting job {job.key} that other snapshots share")
-        self._ops.append(_AdmitOp(job, job.phase))
-        job.phase = PodGroupPhase.INQUEUE
+        (previous,) = self.session.do_admit((job,))
+        self._ops.append(_AdmitOp(job, previous))
 
     def admit_all(self, jobs: Sequence[Job]) -> None:
         """:meth:`admit` each of ``jobs`` in order, as one operation (enqueue admits runs of jobs: one
         record for the run, not one a job); committed, discarded and rolled back as a whole."""
-        for job in jobs:
-            if job.shared:
-                raise RuntimeError(f"session admitting job {job.key} that other snapshots share")
-        self._ops.append(_AdmitRunOp(tuple(jobs), tuple(job.phase for job in jobs)))
-        inqueue = PodGroupPhase.INQUEUE
-        for job in jobs:
-            job.phase = inqueue
+        run = tuple(jobs)
+        self._ops.append(_AdmitRunOp(run, self.session.do_admit(run)))
 
     def commit(self) -> None:
         """Turn the recorded operations into decisions; the binds go to the session's ``on_binds`` at
@@ -132,10 +125,9 @@ class Statement:
         while len(self._ops) > mark:
             op = self._ops.pop()
             if isinstance(op, _AdmitOp):
-                op.job.phase = op.previous
+                self.session.undo_admit((op.job,), (op.previous,))
             elif isinstance(op, _AdmitRunOp):
-                for job, previous in zip(op.jobs, op.previous, strict=True):
-                    job.phase = previous
+                self.session.undo_admit(op.jobs, op.previous)
             elif isinstance(op, _EvictOp):
                 self.session.undo_evict(op.task, op.previous)
             elif op.kind == "allocate":
