@@ -10,8 +10,11 @@ off or paused stops writing before another one can take the Lease over.
 
 Another replica takes the Lease over once ``renewTime + leaseDurationSeconds`` has passed, or at once
 when the holder released it. A holder that shuts down cleanly stops writing, waits for the writes in
-flight, and releases the Lease (empty ``holderIdentity``, no ``renewTime``). Conflicting writes of the
-Lease itself (two replicas racing) fail on ``resourceVersion`` and the loser stays a follower.
+flight, and releases the Lease (empty ``holderIdentity``, no ``renewTime``) within a bound
+(:data:`RELEASE_WITHIN`): a renewal in flight writes nothing once the holder stopped, and a release that
+cannot be made in time leaves the Lease to expire. Conflicting writes of the Lease itself (two replicas
+racing, or a release and a renewal already sent) fail on ``resourceVersion`` and the loser stays a
+follower.
 
 Clocks: the holder's fence uses its own monotonic clock, a follower compares ``renewTime`` (the holder's
 wall clock) with its own wall clock, so clock skew between replicas must stay below the safety margin.
@@ -33,8 +36,14 @@ from kubernetes.client.exceptions import ApiException
 
 from volsched.kube.health import ApiHealth, is_unreachable
 from volsched.kube.rest import LeanRest
+from volsched.redaction import error_summary
 
 log = logging.getLogger("volsched.lease")
+
+#: Seconds a release (shutdown) takes at most: a renewal in flight is waited for up to half of it (its
+#: read alone may take half the lease duration), then the Lease is read and given up in what is left.
+#: Shutdown must end well inside the pod's grace period (30 s unless set).
+RELEASE_WITHIN = 5.0
 
 
 def _micro(ts: float) -> str:
@@ -201,7 +210,9 @@ class LeaderLease:
                     # (429: not executed): the next try reads it again.
                     self.health.ok()
                 else:
-                    log.warning("lease %s/%s: %s", self.settings.namespace, self.settings.name, exc)
+                    log.warning(
+                        "lease %s/%s: %s", self.settings.namespace, self.settings.name, error_summary(exc)
+                    )
             return self.is_leader
 
     def _spec(self, acquire_time: float, transitions: int) -> dict[str, Any]:
@@ -246,6 +257,8 @@ class LeaderLease:
                 "metadata": {"name": s.name, "namespace": s.namespace},
                 "spec": self._spec(time.time(), 0),
             }
+            if self._stopped:  # shut down while reading: nothing more is written
+                return
             sent = time.monotonic()
             self.rest.request("POST", lease_path(s.namespace), body, timeout=s.duration / 2)
             log.info("lease %s/%s: acquired (created) by %s", s.namespace, s.name, self.identity)
@@ -255,6 +268,8 @@ class LeaderLease:
         holder = spec.get("holderIdentity") or ""
         duration = spec.get("leaseDurationSeconds") or s.duration
         transitions = int(spec.get("leaseTransitions") or 0)
+        if self._stopped:  # shut down while reading (a renewal behind, say): nothing more is written
+            return
         if holder == self.identity:
             lease["spec"] = self._spec(_ts(spec.get("acquireTime")) or time.time(), transitions)
             sent = time.monotonic()
@@ -275,26 +290,49 @@ class LeaderLease:
         )  # fmt: skip
         self._won(sent, how="expired" if holder else "released")
 
-    def release(self) -> None:
-        """Stop writing and give the Lease up so a successor can take it at once (clean shutdown).
+    def release(self, *, within: float = RELEASE_WITHIN) -> None:
+        """Stop writing and give the Lease up so a successor can take it at once (clean shutdown), within
+        ``within`` seconds; what cannot be done in time is left undone (the Lease then expires on its own).
 
         Call it only once the writes in flight have ended: the successor may write as soon as this returns.
-        """
+        A renewal in flight (one made behind, say, whose read may hang for half the lease duration) sends
+        nothing from now on; it is waited for up to half of ``within``, so that a write it sent already
+        comes first. Should its write land between the release's read and write, the release's write
+        fails on ``resourceVersion`` and the Lease is read and released once more."""
         self.stop_writing()
         if not self.settings.enabled or self._expires == 0:
             return  # never held, or known lost
         s = self.settings
-        with self._lock:  # after a renewal in flight (one made behind, say): its write comes first
-            try:
-                lease = self._read(self.call_timeout(5.0))
-                spec = lease.get("spec")
-                if isinstance(spec, dict) and spec.get("holderIdentity") == self.identity:
-                    for key in ("holderIdentity", "renewTime", "acquireTime"):
-                        spec.pop(key, None)
-                    self._replace(lease, self.call_timeout(5.0))
-                    log.info("lease %s/%s: released by %s", s.namespace, s.name, self.identity)
-            except Exception as exc:
-                log.warning(
-                    "lease %s/%s: release failed (it expires on its own): %s", s.namespace, s.name, exc
-                )
+        deadline, expires = time.monotonic() + within, self._expires
+        locked = self._lock.acquire(timeout=within / 2)
+        try:
+            for attempt in (0, 1):
+                # Never past the Lease's own expiry: by then another may hold it (the write would fail
+                # on resourceVersion anyway).
+                left = min(deadline, expires) - time.monotonic()
+                if left <= 0:
+                    log.warning(
+                        "lease %s/%s: not released in time (a renewal in flight, or a slow apiserver); "
+                        "it expires on its own", s.namespace, s.name,
+                    )  # fmt: skip
+                    break
+                try:
+                    lease = self._read(left)
+                    spec = lease.get("spec")
+                    if isinstance(spec, dict) and spec.get("holderIdentity") == self.identity:
+                        for key in ("holderIdentity", "renewTime", "acquireTime"):
+                            spec.pop(key, None)
+                        self._replace(lease, max(0.001, min(deadline, expires) - time.monotonic()))
+                        log.info("lease %s/%s: released by %s", s.namespace, s.name, self.identity)
+                except Exception as exc:
+                    if isinstance(exc, ApiException) and exc.status == 409 and attempt == 0:
+                        continue  # a renewal's write landed after our read: read it again
+                    log.warning(
+                        "lease %s/%s: release failed (it expires on its own): %s",
+                        s.namespace, s.name, error_summary(exc),
+                    )  # fmt: skip
+                break
+        finally:
             self._expires = 0.0
+            if locked:
+                self._lock.release()

@@ -709,12 +709,18 @@ class Operator:
         return s
 
     async def _hand_over(self, sessions: asyncio.Task[None] | None) -> None:
-        """On shutdown, first: stop writing, let the writes in flight end, release the Lease at once."""
+        """On shutdown, first: stop writing, let the writes in flight end, release the Lease at once.
+
+        Bounded: the session and the writes in flight get one deadline together (the lease duration and a
+        second: every call's timeout ends before the Lease can expire), the release
+        :data:`~volsched.kube.lease.RELEASE_WITHIN` after it; with the default 15 s lease that is 21 s at
+        most, inside the pod's default 30 s grace period."""
         self.lease.stop_writing()  # every write not yet sent is refused from now on
         if sessions is not None:
             # In-flight calls time out before the Lease can expire; a session stuck longer keeps the
             # Lease (it then expires on its own) rather than letting a successor write beside it.
             limit = self.settings.lease.duration + 1.0
+            deadline = time.monotonic() + limit
             try:
                 await asyncio.wait_for(asyncio.shield(sessions), timeout=limit)
             except (TimeoutError, asyncio.CancelledError):
@@ -723,7 +729,7 @@ class Operator:
             except Exception:
                 pass
             # Binds and status writes still in flight end (or come back fenced, unsent) first.
-            if not await asyncio.to_thread(self.port.drain, limit):
+            if not await asyncio.to_thread(self.port.drain, max(0.0, deadline - time.monotonic())):
                 log.warning("writes still in flight after %.0fs; not releasing the lease", limit)
                 return
         await asyncio.to_thread(self.lease.release)
