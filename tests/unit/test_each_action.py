@@ -371,6 +371,10 @@ def test_unschedulable_pods_are_their_rejections_rendered() -> None:
     assert "PodGroup ns/big" in result.rejections
     result.rejections["Pod ns/late"] = result.rejections["Pod ns/lost"]  # a rejection added later
     assert result.unschedulable_pods[-1] == "ns/late"
+    # rejections of the same size, but others: what is derived follows the dict, not only its size
+    result.rejections = {key.replace("ns/late", "ns/other"): why for key, why in result.rejections.items()}
+    assert result.unschedulable_pods[-1] == "ns/other"
+    assert result.unschedulable_pods == tuple(result.unschedulable)
 
 
 def test_reclaim_turns_to_the_queue_that_comes_first_after_each_commit() -> None:
