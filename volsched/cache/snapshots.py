@@ -1,10 +1,12 @@
 """Snapshots for sessions, built incrementally from what changed since the last one.
 
 The cache never changes a parsed object in place: an event, an assumed bind or a new priority
-replaces the :class:`Task` (or NodeSpec, PodGroupSpec) under its key. So shallow copies of the
-cache's dicts, taken under its lock (a :class:`View`; the tasks and their order are copies the cache
-keeps and brings up to date from the keys touched since the last snapshot), are a consistent and
-immutable view of one instant, and everything else happens outside the lock, while watch events go on.
+replaces the :class:`Task` (or NodeSpec, PodGroupSpec) under its key. So a :class:`View` taken under
+its lock is a consistent view of one instant, and everything else happens outside the lock, while watch
+events go on. Its dicts are shallow copies of the cache's, but for the tasks and their order: those are
+copies the cache keeps from one snapshot to the next and brings up to date, in place, from the keys
+touched since (``ClusterState.snapshot``, one snapshot at a time). Nothing else changes them, so a View
+holds still until the next snapshot is taken, and must not be read after that.
 
 :class:`SnapshotBuilder` keeps, from one snapshot to the next, what follows from a task alone: the
 task with its volumes' node affinity and its owner's avoided nodes filled in, its request as a
@@ -72,7 +74,7 @@ from volsched.model.vocabulary import (
 class View:
     """What the cache holds at one instant (shallow copies taken under its lock; the tasks and their
     order are the cache's copies kept from one snapshot to the next and brought up to date from what
-    changed, which nothing but the next snapshot changes)."""
+    changed, which nothing but the next snapshot changes: a View is good until then)."""
 
     tasks: dict[str, Task]
     nodes: dict[str, NodeSpec]
