@@ -36,8 +36,12 @@ class JobQueue:
     still waiting their turn, which lowers their share and so moves them up).
 
     Each job's sort key (``Session.job_key``) is computed once: for the jobs it starts with, when the
-    first is taken (their order does not change while they wait, or they are requeued: the keys are
-    the same as at the start), for the others when they enter or are requeued. Allocate makes one
+    first is taken, for the others when they enter or are requeued. Keyed at the first pop, the jobs
+    it starts with have the keys they had when it was made: a job's key reads only the job's own
+    tasks (``add_job_key_fn``'s contract, which priority, gang and drf keep: a priority, a count of
+    members, a share of what the job holds of the cluster's fixed total), and no action changes a
+    waiting job's tasks without requeueing it (allocate and backfill place the job just taken; preempt
+    and reclaim requeue the jobs they take pods from). Allocate makes one
     queue per namespace of a backlog and takes from one of them first: its first bind waits for one
     namespace's jobs to be keyed and sorted, not every namespace's. The jobs it starts with are
     sorted once (jobs mostly come in creation order, which the sort takes in about one comparison a
