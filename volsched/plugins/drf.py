@@ -136,6 +136,11 @@ class Drf(BasePlugin):
             acc += task.request
 
         def on_deallocate(task: Task) -> None:
+            # The namespace has an entry: a task gives back only what it held, a placement of this
+            # session (on_allocate made the entry) or a node it held at open; such a task is in a job of
+            # the session (``held_on_node``: a pod of ours that holds a node is in a job; victims are
+            # ours), which is not all pending, so its namespace was summed above (``holdings`` or the
+            # run's ``holding_namespaces``).
             ns_alloc[task.namespace] -= task.request
 
         def held(job: Job) -> Vector:
