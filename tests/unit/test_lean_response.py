@@ -1,15 +1,17 @@
-"""The writer's lean response reader reads an answer as http.client's own does (status, headers, length,
-chunking, whether the connection closes, the body), without the email package's header parser."""
+"""The writer's lean response readers read an answer as http.client's own does (status, headers, length,
+chunking, whether the connection closes, the body): the streams' (without the email package's header
+parser) and the requests' (straight from the socket, whatever pieces it arrives in)."""
 
 from __future__ import annotations
 
 import http.client
 import io
+import time
 from typing import Any
 
 import pytest
 
-from volsched.kube.rest import _LeanResponse
+from volsched.kube.rest import _LeanResponse, _receive
 
 
 class RawSocket:
@@ -79,3 +81,114 @@ def test_a_malformed_answer_is_refused_as_http_client_refuses_it(data: bytes, er
     for cls in (http.client.HTTPResponse, _LeanResponse):
         with pytest.raises(error):
             read(cls, data)
+
+
+class PieceSocket:
+    """A socket whose ``recv`` hands over at most ``piece`` bytes at a time, then b"" (the peer closed)."""
+
+    def __init__(self, data: bytes, piece: int) -> None:
+        self.data = data
+        self.piece = piece
+        self.timeouts: list[float] = []
+
+    def settimeout(self, timeout: float) -> None:
+        self.timeouts.append(timeout)
+
+    def recv(self, size: int) -> bytes:
+        out, self.data = self.data[: min(size, self.piece)], self.data[min(size, self.piece) :]
+        return out
+
+
+def received(data: bytes, piece: int, method: str = "POST") -> dict[str, Any]:
+    reply = _receive(PieceSocket(data, piece), method, time.monotonic() + 10)
+    return {
+        "status": reply.status,
+        "reason": reply.reason,
+        "version": reply.version,
+        "headers": list(reply.headers.items()),
+        "retry-after": reply.headers.get("retry-after"),
+        "body": reply.data,
+        "will_close": not reply.reusable,
+    }
+
+
+def as_http_client_reads(data: bytes, method: str = "POST") -> dict[str, Any]:
+    answer = read(http.client.HTTPResponse, data, method)
+    return {k: v for k, v in answer.items() if k not in ("chunked", "length")}
+
+
+PIECES = [1, 7, 65536]
+
+
+@pytest.mark.parametrize("piece", PIECES, ids=[f"{p} bytes a read" for p in PIECES])
+@pytest.mark.parametrize("data", ANSWERS.values(), ids=ANSWERS.keys())
+def test_an_answer_received_straight_from_the_socket_reads_as_http_client_reads_it(
+    data: bytes, piece: int
+) -> None:
+    assert received(data, piece) == as_http_client_reads(data)
+
+
+def test_a_head_answer_has_no_body_whatever_its_length_says() -> None:
+    data = b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n"
+    assert received(data, 65536, "HEAD") == as_http_client_reads(data, "HEAD")
+
+
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        (b"HTTP/2 200 OK\r\n\r\n", http.client.UnknownProtocol),
+        (b"HTTP/1.1 200 OK\r\nX: " + b"y" * 70000 + b"\r\n\r\n", http.client.LineTooLong),
+        (b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 101 + b"\r\n", http.client.HTTPException),
+        (b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 100 + b"\r\n", http.client.HTTPException),
+        (b"", http.client.RemoteDisconnected),
+        (b"HTTP/1.1 2x0 OK\r\n\r\n", http.client.BadStatusLine),
+        (b"ICY 200 OK\r\n\r\n", http.client.BadStatusLine),
+        (b"HTTP/1.1 201 Created\r\nContent-Length: 10\r\n\r\nshort", http.client.IncompleteRead),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", http.client.IncompleteRead),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n0\r\n\r\n",
+            http.client.IncompleteRead,
+        ),
+    ],
+    ids=[
+        "unknown protocol",
+        "long header line",
+        "too many headers",
+        "100 headers, the empty line counted",
+        "nothing",
+        "a status that is not a number",
+        "not HTTP",
+        "a body shorter than its length",
+        "a chunk cut short",
+        "a bad chunk size",
+    ],
+)
+def test_a_malformed_answer_received_straight_from_the_socket_is_refused(
+    data: bytes, error: type[Exception]
+) -> None:
+    with pytest.raises(error):
+        received(data, 7)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        ANSWERS["created"] + b"HTTP/1.1 200 OK\r\n",  # more than the answer: not the next one's to read
+        ANSWERS["closing"],
+        ANSWERS["no length"],
+        ANSWERS["http/1.0"],
+    ],
+    ids=["bytes past the answer", "Connection: close", "a body that ends with the connection", "HTTP/1.0"],
+)
+def test_a_connection_is_used_again_only_when_the_answer_ended_it_exactly_and_it_stays_open(
+    data: bytes,
+) -> None:
+    assert not _receive(PieceSocket(data, 65536), "POST", time.monotonic() + 10).reusable
+
+
+def test_each_read_is_bounded_by_what_is_left_of_the_deadline() -> None:
+    sock = PieceSocket(ANSWERS["created"], 7)
+    _receive(sock, "POST", time.monotonic() + 10)
+    assert len(sock.timeouts) > 1
+    assert all(0 < t <= 10 for t in sock.timeouts)
+    assert sock.timeouts == sorted(sock.timeouts, reverse=True)

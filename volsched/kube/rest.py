@@ -10,8 +10,10 @@ handle both the same way.
 Requests go over one persistent ``http.client`` connection per calling thread (the writer's workers),
 with the TLS settings the client's urllib3 pool uses (CA, client certificate and key, verification):
 a request through urllib3 costs about twice the CPU. A request goes out with its body in one write,
-and an answer's headers are read without the email package's parser (:class:`_LeanResponse`). A kept-alive connection the apiserver closed while
-it was idle is noticed before sending and reopened; a request that failed after it may have been sent
+and its answer is read straight from the socket by :func:`_receive` (http.client's rules for status,
+headers, length, chunking and keep-alive, without its file object, its response object or the email
+package's header parser; a connection that got more than the answer is not used again). A kept-alive
+connection the apiserver closed while it was idle is noticed before sending and reopened; a request that failed after it may have been sent
 raises :class:`ResponseLost` (never sent again here: whether that is safe is the caller's to know).
 Configurations this path does not cover (a proxy, a TLS server name or hostname check set apart)
 go through the client's urllib3 pool, under the same rules: urllib3's own retries are off, a read is
@@ -56,16 +58,6 @@ class ResponseLost(ConnectionError):
 class StreamBroken(ConnectionError):
     """A streamed answer ended before its last chunk (the connection closed or was cut), or its chunked
     framing is broken: as a connection that failed (urllib3 says ProtocolError)."""
-
-
-class _Answer:
-    """What :class:`ApiException` reads of an HTTP response (status, reason, body, headers)."""
-
-    def __init__(self, status: int, reason: str, data: bytes, headers: http.client.HTTPMessage) -> None:
-        self.status = status
-        self.reason = reason
-        self.data = data
-        self.headers = headers
 
 
 def _dumps(body: Any) -> bytes:
@@ -145,12 +137,6 @@ def _cause(exc: BaseException) -> str:
     if isinstance(inner, urllib3.exceptions.ProtocolError) and inner.args[1:]:
         inner = inner.args[1]  # ("Connection aborted.", RemoteDisconnected(...))
     return type(inner).__name__
-
-
-def _left(conn: http.client.HTTPConnection, deadline: float) -> None:
-    """What is left of the call's time bounds the next socket operation."""
-    if conn.sock is not None:
-        conn.sock.settimeout(max(0.001, deadline - time.monotonic()))
 
 
 def _dropped(conn: http.client.HTTPConnection) -> bool:
@@ -249,6 +235,235 @@ def chunked_lines(read: Callable[[], bytes]) -> Generator[bytes, None, bool]:
         pos = end + 2
         if empty:
             return pos == len(buf)
+
+
+#: The most a response read takes from the socket at once (whatever has arrived, up to this).
+_READ = 65536
+#: Header names :func:`_receive` reads (lower-cased), of all an answer has: framing and keep-alive.
+_FRAMING = frozenset(
+    (b"content-length", b"transfer-encoding", b"connection", b"keep-alive", b"proxy-connection")
+)
+
+
+class _Bytes:
+    """An answer's bytes as they arrive on a socket, with what was read past what was asked kept for
+    the next read (``recv`` straight into Python, not through ``makefile``'s socket reader and buffer).
+    Each ``recv`` is bounded by what is left of ``deadline``."""
+
+    __slots__ = ("buf", "deadline", "eof", "pos", "sock")
+
+    def __init__(self, sock: Any, deadline: float) -> None:
+        self.sock = sock
+        self.deadline = deadline
+        self.buf = b""
+        self.pos = 0
+        self.eof = False
+
+    def _more(self) -> bytes:
+        """The next bytes the socket has (b"" at its end)."""
+        if self.eof:
+            return b""
+        self.sock.settimeout(max(0.001, self.deadline - time.monotonic()))
+        data: bytes = self.sock.recv(_READ)
+        if not data:
+            self.eof = True
+        return data
+
+    def readline(self, limit: int) -> bytes:
+        """As a buffered reader's ``readline(limit)``: up to and with the next b"\n", at most ``limit``
+        bytes, what is left at the end."""
+        while True:
+            buf, pos = self.buf, self.pos
+            end = buf.find(b"\n", pos, pos + limit)
+            if end >= 0:
+                self.pos = end + 1
+                return buf[pos : end + 1]
+            if len(buf) - pos >= limit:
+                self.pos = pos + limit
+                return buf[pos : pos + limit]
+            data = self._more()
+            if not data:
+                self.pos = len(buf)
+                return buf[pos:]
+            self.buf, self.pos = buf[pos:] + data, 0
+
+    def read(self, size: int) -> bytes:
+        """Exactly ``size`` bytes (:class:`http.client.IncompleteRead` when the answer ends first)."""
+        buf, pos = self.buf, self.pos
+        have = len(buf) - pos
+        if have >= size:
+            self.pos = pos + size
+            return buf[pos : pos + size]
+        parts = [buf[pos:]]
+        while have < size:
+            data = self._more()
+            if not data:
+                raise http.client.IncompleteRead(b"".join(parts), size - have)
+            parts.append(data)
+            have += len(data)
+        self.buf, self.pos = b"".join(parts), size
+        return self.buf[:size]
+
+    def rest(self) -> bytes:
+        """Everything up to the socket's end."""
+        parts = [self.buf[self.pos :]]
+        while data := self._more():
+            parts.append(data)
+        self.buf, self.pos = b"", 0
+        return b"".join(parts)
+
+    @property
+    def left(self) -> bool:
+        """Bytes were read past what was asked."""
+        return self.pos < len(self.buf)
+
+
+def _status_line(reader: _Bytes) -> tuple[str, int, str]:
+    """An answer's status line as http.client's ``_read_status`` reads and refuses it."""
+    raw = reader.readline(_MAX_LINE + 1)
+    if len(raw) > _MAX_LINE:
+        raise http.client.LineTooLong("status line")
+    if not raw:
+        raise http.client.RemoteDisconnected("Remote end closed connection without response")
+    line = raw.decode("iso-8859-1")
+    parts = line.split(None, 2)
+    if len(parts) == 3:
+        version, status, reason = parts
+    elif len(parts) == 2:
+        (version, status), reason = parts, ""
+    else:
+        version, status, reason = "", "", ""
+    if not version.startswith("HTTP/"):
+        raise http.client.BadStatusLine(line)
+    try:
+        code = int(status)
+    except ValueError:
+        raise http.client.BadStatusLine(line) from None
+    if code < 100 or code > 999:
+        raise http.client.BadStatusLine(line)
+    return version, code, reason
+
+
+def _reader_lines(reader: _Bytes) -> list[bytes]:
+    """:func:`_header_lines` over a :class:`_Bytes`."""
+    lines: list[bytes] = []
+    while True:
+        line = reader.readline(_MAX_LINE + 1)
+        if len(line) > _MAX_LINE:
+            raise http.client.LineTooLong("header line")
+        if len(lines) >= _MAX_HEADERS:
+            raise http.client.HTTPException(f"got more than {_MAX_HEADERS} headers")
+        if line in (b"\r\n", b"\n", b""):
+            return lines
+        lines.append(line)
+
+
+def _message(lines: list[bytes]) -> http.client.HTTPMessage:
+    """Header lines as an :class:`http.client.HTTPMessage`, stored as :class:`_LeanResponse` stores them."""
+    headers = http.client.HTTPMessage()
+    for line in lines:
+        name, colon, value = line.decode("iso-8859-1").partition(":")
+        if colon:  # as the email package stores it (a folded line, which Go never sends, is not)
+            headers[name] = value.lstrip(" \t").rstrip("\r\n")
+    return headers
+
+
+class _Reply:
+    """One answer read whole by :func:`_receive`: what the caller and :class:`ApiException` read of it."""
+
+    __slots__ = ("data", "lines", "reason", "reusable", "status", "version")
+
+    def __init__(
+        self, status: int, reason: str, version: int, lines: list[bytes], data: bytes, reusable: bool
+    ) -> None:
+        self.status = status
+        self.reason = reason
+        self.version = version
+        self.lines = lines
+        self.data = data
+        #: Read exactly to its end, nothing past it, and the peer keeps the connection open.
+        self.reusable = reusable
+
+    @property
+    def headers(self) -> http.client.HTTPMessage:
+        return _message(self.lines)
+
+
+def _chunked(reader: _Bytes) -> bytes:
+    """A chunked body, as http.client's ``_read_chunked`` reads it (a chunk extension ignored, the
+    trailer read and dropped), its framing refused as :class:`http.client.IncompleteRead`."""
+    parts: list[bytes] = []
+    while True:
+        line = reader.readline(_MAX_LINE + 1)
+        if len(line) > _MAX_LINE:
+            raise http.client.LineTooLong("chunk size")
+        try:
+            size = int(line.split(b";", 1)[0], 16)
+        except ValueError:
+            raise http.client.IncompleteRead(b"".join(parts)) from None
+        if size < 0:
+            raise http.client.IncompleteRead(b"".join(parts))
+        if size == 0:
+            break
+        parts.append(reader.read(size))
+        reader.read(2)  # the chunk's CRLF
+    while True:  # the trailer
+        line = reader.readline(_MAX_LINE + 1)
+        if len(line) > _MAX_LINE:
+            raise http.client.LineTooLong("trailer line")
+        if line in (b"\r\n", b"\n", b""):
+            return b"".join(parts)
+
+
+def _receive(sock: Any, method: str, deadline: float) -> _Reply:
+    """An answer read whole from ``sock``: the status, headers, length, chunking and keep-alive rules of
+    :class:`_LeanResponse` (http.client's), the body read to its end, straight from the socket. The
+    headers are kept as lines (an :class:`http.client.HTTPMessage` is made only if asked: an error's).
+    It may be reused only when nothing came past its end."""
+    reader = _Bytes(sock, deadline)
+    while True:
+        version, status, reason = _status_line(reader)
+        if status != http.client.CONTINUE:
+            break
+        _reader_lines(reader)  # an interim answer's headers: skipped
+    if version in ("HTTP/1.0", "HTTP/0.9"):
+        http_version = 10
+    elif version.startswith("HTTP/1."):
+        http_version = 11
+    else:
+        raise http.client.UnknownProtocol(version)
+    lines = _reader_lines(reader)
+    found: dict[bytes, str] = {}
+    for line in lines:
+        name, colon, value = line.partition(b":")
+        if colon and (key := name.lower()) in _FRAMING and key not in found:  # the first, as get() reads
+            found[key] = value.decode("iso-8859-1").lstrip(" \t").rstrip("\r\n")
+    chunked = (found.get(b"transfer-encoding") or "").lower() == "chunked"
+    conn = (found.get(b"connection") or "").lower()
+    if http_version == 11:
+        will_close = "close" in conn
+    else:
+        will_close = not (
+            found.get(b"keep-alive")
+            or "keep-alive" in conn
+            or "keep-alive" in (found.get(b"proxy-connection") or "").lower()
+        )
+    length: int | None = None
+    declared = found.get(b"content-length")
+    if declared and not chunked:
+        with contextlib.suppress(ValueError):
+            length = int(declared) if int(declared) >= 0 else None
+    if status in (204, 304) or 100 <= status < 200 or method == "HEAD":
+        length = 0
+    if method == "HEAD":
+        data = b""
+    elif chunked:
+        data = _chunked(reader)
+    elif length is not None:
+        data = reader.read(length)
+    else:
+        data, will_close = reader.rest(), True  # the body ends when the connection does
+    return _Reply(status, reason.strip(), http_version, lines, data, not will_close and not reader.left)
 
 
 class _LeanResponse(http.client.HTTPResponse):
@@ -509,26 +724,18 @@ class LeanRest:
         for attempt in (0, 1):
             conn = self._connection(max(0.001, deadline - time.monotonic()))  # a second try: what is left
             try:
-                conn.send(message)
-                _left(conn, deadline)
-                resp = _LeanResponse(conn.sock, method=method)
-                try:
-                    resp.begin()
-                except BaseException:
-                    resp.close()
-                    raise
-                _left(conn, deadline)
-                out = resp.read()  # to its end: the connection is clean for the next request
+                conn.sock.sendall(message)
+                reply = _receive(conn.sock, method, deadline)  # to its end
             except (OSError, http.client.HTTPException) as exc:
                 conn.close()
                 if method == "GET" and attempt == 0 and deadline > time.monotonic():
                     continue  # a read changes nothing: asked once more on a new connection
                 raise ResponseLost(f"{method} {path}: no answer ({type(exc).__name__})") from exc
-            if resp.will_close:
+            if not reply.reusable:  # the peer closes it, or sent more than the answer
                 conn.close()
-            if resp.status >= 400:
-                raise ApiException(http_resp=_Answer(resp.status, resp.reason, out, resp.msg))
-            return out
+            if reply.status >= 400:
+                raise ApiException(http_resp=reply)
+            return reply.data
         raise AssertionError("unreachable")  # pragma: no cover
 
     def stream(self, path: str, *, timeout: float, connect_timeout: float = 10.0) -> Stream:
