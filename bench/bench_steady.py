@@ -9,6 +9,9 @@ config on a :class:`NullPort`: every bind succeeds). Sessions are about to run f
 they place much, so what a cycle costs here is mostly what it costs to open, snapshot and close over
 everything cached.
 
+``--stuck`` puts one old pod first in the cache's order, pending for good (a nodeSelector no node has),
+as an unschedulable pod left in a real cluster: it is in every session's jobs, before the bound ones.
+
 ``--shape lone`` holds the shape of the live benchmark (``bench/bind_throughput.py``): every pod, bound or
 arriving, stands alone in namespace ``bench`` with no PodGroup and no owner, each its own job (10,000
 bound pods are 10,000 jobs, where the default ``gangs`` shape makes 1,250).
@@ -22,6 +25,7 @@ compare figures of one run.
     python bench/bench_steady.py --nodes 1000 --pods 10000 --cycles 10
     python bench/bench_steady.py --config examples/reclaim-preempt-scheduler.yaml   # actions that evict
     python bench/bench_steady.py --nodes 1000 --pods 10000 --shape lone   # single pods, no PodGroup
+    python bench/bench_steady.py --shape lone --stuck     # one old unschedulable pod, first in the order
     python bench/bench_steady.py --nodes 1000 --pods 10000 --profile out.prof   # cProfile of the cycles
 """
 
@@ -67,11 +71,13 @@ def one(
     profile: str | None,
     config_path: str | None = None,
     shape: str = "gangs",
+    stuck: bool = False,
 ) -> dict[str, Any]:
     from volsched.cache.feeder import Feeder
     from volsched.cache.state import ClusterState
     from volsched.cycle import BOUND, NullPort, run_cycle
     from volsched.framework.registry import load_config
+    from volsched.framework.settled import KEPT, Settled
 
     config = load_config(config_path)  # the default: enqueue, allocate, backfill
     state = ClusterState()
@@ -79,6 +85,12 @@ def one(
     for i in range(nodes):
         feeder.apply("Node", raw_node(i))
     lone = shape == "lone"
+    if stuck:  # an old pod no node can take, first in the cache's order
+        pod = steady_pod(
+            "old-stuck", namespace=LONE_NS if lone else "ns0", group=None, owner=None, node=None, rv=99
+        )
+        pod["spec"]["nodeSelector"] = {"bench.volsched.io/nowhere": "true"}
+        feeder.apply("Pod", pod)
     for i in range(pods):
         ns, gang = f"ns{(i // 8) % 16}", f"b{i // 8}"
         node = f"node-{i % nodes:05d}"
@@ -138,7 +150,15 @@ def one(
         confirm = {b.bind.pod: b.bind.node for b in report.binds if b.result == BOUND}
         if c < 2:
             continue
-        row = {"cycle_cpu": cpu, "cycle_wall": wall, **report.result.timings, "bound": len(confirm)}
+        run = state._builder.kept.get(KEPT)
+        settled = len(run.jobs) if isinstance(run, Settled) else 0  # the jobs the opens and close skip
+        row = {
+            "cycle_cpu": cpu,
+            "cycle_wall": wall,
+            **report.result.timings,
+            "bound": len(confirm),
+            "settled": settled,
+        }
         rows.append(row)
     if profiler is not None and profile:
         profiler.disable()
@@ -150,6 +170,7 @@ def one(
         "pods": pods,
         "cycles": cycles,
         "shape": shape,
+        "stuck": stuck,
         "cached": len(state.tasks),
         "jobs": len({t.job_key for t in state.tasks.values()}),
         "median": med,
@@ -174,29 +195,53 @@ def main() -> None:
         default="gangs",
         help="gangs: bound and arriving pods in gangs and Jobs (default); lone: single pods, no PodGroup, no owner",
     )
+    parser.add_argument(
+        "--stuck",
+        action="store_true",
+        help="one old pod, pending for good (no node matches its nodeSelector), first in the cache's order",
+    )
     parser.add_argument("--json", action="store_true", help="one grid point, as JSON (used by the grid)")
     args = parser.parse_args()
     if (args.json or args.profile) and not (args.nodes and args.pods):
         parser.error("--profile and --json run one grid point: give --nodes and --pods too")
     if args.json or args.profile:
-        print(json.dumps(one(args.nodes, args.pods, args.cycles, args.profile, args.config, args.shape)))
+        print(
+            json.dumps(
+                one(
+                    args.nodes,
+                    args.pods,
+                    args.cycles,
+                    args.profile,
+                    args.config,
+                    args.shape,
+                    stuck=args.stuck,
+                )
+            )
+        )
         return
     grid = [(args.nodes, args.pods)] if args.nodes and args.pods else GRID
     import numpy
 
     print(describe(f"numpy {numpy.__version__}"))
     for nodes, pods in grid:
-        more = ["--cycles", str(args.cycles), "--shape", args.shape] + (
-            ["--config", args.config] if args.config else []
+        more = (
+            ["--cycles", str(args.cycles), "--shape", args.shape]
+            + (["--config", args.config] if args.config else [])
+            + (["--stuck"] if args.stuck else [])
         )
         r = in_fresh_process(__file__, "--nodes", str(nodes), "--pods", str(pods), *more)
         m = r["median"]
         print(
-            f"{nodes:>6} nodes x {pods:>6} bound pods, shape {r['shape']}, {r['jobs']} jobs (+{ARRIVING} "
+            f"{nodes:>6} nodes x {pods:>6} bound pods, shape {r['shape']}{', one stuck pod first' if r['stuck'] else ''}, {r['jobs']} jobs (+{ARRIVING} "
             f"arriving a cycle, median of {r['cycles']} cycles): cycle {1000 * m['cycle_cpu']:.1f} ms cpu, {1000 * m['cycle_wall']:.1f} ms wall; "
-            f"{m['bound']:.0f} bound a cycle"
+            f"{m['bound']:.0f} bound a cycle, "
+            f"{m['settled']:.0f} jobs in the settled run"
         )
-        parts = [(k, v) for k, v in m.items() if k not in ("cycle_cpu", "cycle_wall", "bound", "session")]
+        parts = [
+            (k, v)
+            for k, v in m.items()
+            if k not in ("cycle_cpu", "cycle_wall", "bound", "settled", "session")
+        ]
         parts.sort(key=lambda kv: -kv[1])
         print(
             "    session "
