@@ -13,6 +13,7 @@ import pytest
 
 from tests.builders import node, pod, podgroup, preempting_cluster, queue, quota, spread
 from volsched.cache.state import ClusterState
+from volsched.framework import settled
 from volsched.framework.registry import load_config, make_actions
 from volsched.framework.runner import close_session, open_session
 from volsched.framework.session import Session
@@ -180,6 +181,69 @@ def test_a_session_that_reuses_the_settled_run_decides_and_renders_what_one_from
     assert reused >= 3  # the run was reused, not found anew every session
 
 
+def _stuck() -> list[dict[str, Any]]:
+    """Pods no node will ever take (a nodeSelector no node has), first in the cache's order: a gang of
+    two in a PodGroup (PodGroups come first) and two pods standing alone, in both queues."""
+    nowhere = {"volsched.test/nowhere": "true"}
+    return [
+        podgroup("stuck-g", ns="ns1", queue="b", min_member=2),
+        *(pod(f"stuck-g-{k}", ns="ns1", group="stuck-g", cpu="0.7", node_selector=nowhere) for k in range(2)),
+        pod("stuck-a", ns="ns2", cpu="333m", queue="a", node_selector=nowhere),
+        pod("stuck-b", ns="ns0", cpu="0.1", queue="b", node_selector=nowhere),
+    ]
+
+
+def _walked_run(session: Session) -> dict[str, bytes]:
+    """What the kept run's span asks per queue (what its jobs hold, what its gaps ask), one job at a
+    time in order from zero, as the close walks every job."""
+    run = session.snapshot.kept[KEPT]
+    assert isinstance(run, Settled)
+    out: dict[str, Vector] = {}
+    zeros = np.zeros(len(session.space))
+    for j in list(session.jobs.values())[: run.span]:
+        asks = j.total_request() if j.status_count.get(TaskStatus.PENDING) else j.allocated
+        out[j.queue] = out.get(j.queue, zeros) + asks
+    return {q: v.tobytes() for q, v in out.items()}
+
+
+def test_the_run_goes_on_past_pods_pending_for_ever_and_decides_what_a_walk_over_every_job_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Pods pending for ever come first in the order: the run goes on past them (gaps), session after
+    # session, while pods arrive, are bound, finish and leave. Each session opens on and renders the
+    # very floats of a walk over every job (``_session`` checks them), and decides and renders what a
+    # session whose run ends at the first of them does (no gap allowed: the opens and the close walk
+    # every job after it, as before there were gaps).
+    kept, walk = ClusterState(), ClusterState()
+    for state in (kept, walk):
+        for obj in [*_objects()[:5], *_stuck(), *_objects()[5:]]:
+            state.apply(obj)
+    for cycle in range(7):
+        opened_kept, result_kept = _session(kept, 10.0 + cycle)
+        with monkeypatch.context() as m:
+            m.setattr(settled, "MAX_GAPS", 0)
+            opened_walk, result_walk = _session(walk, 10.0 + cycle)
+        assert opened_kept == opened_walk, cycle
+        assert _rendered(result_kept) == _rendered(result_walk), cycle
+        assert not result_kept.binds or all("stuck" not in b.pod for b in result_kept.binds)
+        run = kept._builder.kept[KEPT]
+        assert "ns0/p0" in {j.key for j in run.jobs}, cycle  # past the stuck pods: the bound ones
+        assert {"ns1/stuck-g", "ns2/stuck-a", "ns0/stuck-b"} <= {g.key for g in run.gaps}, cycle
+        assert not walk._builder.kept[KEPT].jobs  # the walk's run ends at stuck-g, first in the order
+        # the close's requests per queue: the span's, each gap's ask in its place, to the last bit
+        session = open_session(kept.snapshot(now=10.5 + cycle), load_config(None))
+        run = session.snapshot.kept[KEPT]
+        assert run.request  # (the gaps ask)
+        assert {q: v.tobytes() for q, v in {**run.queue, **run.request}.items()} == _walked_run(session)
+        binds = [(b.pod, b.node) for b in result_kept.binds]
+        for state in (kept, walk):
+            for what, obj in _churn(cycle, binds):
+                if what == "apply":
+                    state.apply(obj)
+                else:
+                    state.delete(*obj)
+
+
 def test_what_a_session_adds_to_its_sums_does_not_reach_the_next_sessions() -> None:
     state = ClusterState()
     for obj in _objects():
@@ -290,12 +354,13 @@ def test_fold_continues_a_sum_as_a_walk_over_every_row_in_order_does(split: int,
     assert set(whole) == set(keys)
 
 
+@pytest.mark.parametrize("gaps", [0, settled.MAX_GAPS], ids=["run-ends-at-w", "run-goes-past-w"])
 @pytest.mark.parametrize(
     "extra, on, want_ports, want_constrained",
     [
         (None, None, False, False),
         ("ports", "first", True, False),  # held by a job of the run
-        ("ports", "last", True, False),  # held by a job after the run
+        ("ports", "last", True, False),  # held by a job after the run, or past the gap w
         ("ports", "pending", False, False),  # a pending pod holds no port on a node
         ("spread", "first", False, True),
         ("spread", "last", False, True),
@@ -303,10 +368,17 @@ def test_fold_continues_a_sum_as_a_walk_over_every_row_in_order_does(split: int,
     ],
 )
 def test_host_ports_and_constraints_are_seen_in_the_run_and_after_it_session_after_session(
-    extra: str | None, on: str | None, want_ports: bool, want_constrained: bool
+    extra: str | None,
+    on: str | None,
+    want_ports: bool,
+    want_constrained: bool,
+    gaps: int,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Bound pods standing alone, one with host ports or a spread: first in the order (in the run), or
-    # bound after a pending pod (after the run), or pending. Asked in three sessions, the run kept.
+    # bound after a pod pending for ever (after the run when the run may not go past it, else in the
+    # run past that gap), or pending. Asked in three sessions, the run kept.
+    monkeypatch.setattr(settled, "MAX_GAPS", gaps)
     state = ClusterState()
     for obj in [node("n1", cpu="64"), queue("a")]:
         state.apply(obj)
@@ -319,12 +391,12 @@ def test_host_ports_and_constraints_are_seen_in_the_run_and_after_it_session_aft
         state.apply(pod("a-x", cpu="0.1", node="n1", **kwargs))
     for i in range(10):
         state.apply(pod(f"p{i}", cpu="0.1", node="n1"))
-    state.apply(pod("w", cpu="100"))  # pending for ever (no node has room): the run ends here
+    state.apply(pod("w", cpu="100"))  # pending for ever (no node has room): a gap, or the run ends here
     if on in ("last", "pending"):
         state.apply(pod("z-x", cpu="0.1", node="n1" if on == "last" else None, **kwargs))
     for _ in range(3):
         session = open_session(state.snapshot(now=5.0), load_config(None))
-        assert len(session.settled().jobs) == 10 + (on == "first")
+        assert len(session.settled().jobs) == 10 + (on == "first") + bool(gaps and on == "last")
         assert (session.settled().host_ports or any_held_host_ports(session.unsettled())) is want_ports
         assert (constraint_state(session) is not None) is want_constrained
 
@@ -354,13 +426,16 @@ def test_a_session_that_evicts_renders_what_its_jobs_hold_after_the_evictions(te
         assert result.namespaces["ns"]["allocated"] == space.to_dict(walked["every_namespace"]["ns"])
 
 
+@pytest.mark.parametrize("gaps", [0, settled.MAX_GAPS], ids=["run-ends-at-w", "run-goes-past-w"])
 @pytest.mark.parametrize("holder", [None, "first", "last"], ids=["none", "in-the-run", "after-the-run"])
 def test_a_pod_is_not_placed_on_a_node_whose_pod_in_or_after_the_run_holds_its_host_port(
-    holder: str | None,
+    holder: str | None, gaps: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # One node; bound pods standing alone, one of them holding host port 8080: first in the order (in
-    # the settled run) or bound after a pod pending for ever (after the run). A pod asking for 8080 has
-    # no node to go to while the holder is there, in this session and the next (the run kept).
+    # the settled run) or bound after a pod pending for ever (after the run when the run may not go
+    # past it, else in the run past that gap). A pod asking for 8080 has no node to go to while the
+    # holder is there, in this session and the next (the run kept).
+    monkeypatch.setattr(settled, "MAX_GAPS", gaps)
     state = ClusterState()
     for obj in [node("n1", cpu="64"), queue("a")]:
         state.apply(obj)
@@ -368,14 +443,14 @@ def test_a_pod_is_not_placed_on_a_node_whose_pod_in_or_after_the_run_holds_its_h
         state.apply(pod("a-x", cpu="0.1", node="n1", host_ports=[8080]))
     for i in range(10):
         state.apply(pod(f"p{i}", cpu="0.1", node="n1"))
-    state.apply(pod("w", cpu="100"))  # pending for ever (no node has room): the run ends here
+    state.apply(pod("w", cpu="100"))  # pending for ever (no node has room): a gap, or the run ends here
     if holder == "last":
         state.apply(pod("z-x", cpu="0.1", node="n1", host_ports=[8080]))
     state.apply(pod("y", cpu="0.1", host_ports=[8080]))
     config = load_config(None)
     for _ in range(2):
         session = open_session(state.snapshot(now=5.0), config)
-        assert len(session.settled().jobs) == 10 + (holder == "first")
+        assert len(session.settled().jobs) == 10 + (holder == "first") + bool(gaps and holder == "last")
         for action in make_actions(config):
             action.execute(session)
         binds = [(b.pod, b.node) for b in close_session(session).binds]

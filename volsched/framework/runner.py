@@ -203,7 +203,8 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
     pipelined_status = TaskStatus.PIPELINED
     pending_status = TaskStatus.PENDING
     waiting = 0
-    for job in jobs:
+    gaps = len(settled.gaps)  # the first of ``jobs``: what they ask is in the run's sums already
+    for k, job in enumerate(jobs):
         held = job.allocated
         held_rows.append(held)
         job_ns.append(job.namespace)
@@ -228,17 +229,19 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
         if q is not None:
             queued.append(job.queue)
             queued_held.append(held)
-            if asking:
+            if asking and k >= gaps:
                 asks = True
                 queued_rows.append(job.total_request())
             else:
                 queued_rows.append(held)
     result.waiting = waiting
     # Sums over jobs per queue and per namespace, each in the jobs' order (the run's, then one row at a
-    # time, in order, as a loop would: see ``settled.fold``).
+    # time, in order, as a loop would: see ``settled.fold``). A gap holds nothing (zeros, added anywhere,
+    # change no sum), and what it asks is added in its place in the run's requests.
     known = {name: sums for name, sums in settled.queue.items() if name in queue_row}
     allocated_of = fold(known, queued, queued_held, width)
-    request_of = fold(known, queued, queued_rows, width) if asks else allocated_of
+    asked = {name: sums for name, sums in settled.request.items() if name in queue_row}
+    request_of = fold({**known, **asked}, queued, queued_rows, width) if asks or asked else allocated_of
     ns_allocated = fold(settled.namespace, job_ns, held_rows, width)
     for q, name in enumerate(queue_names):
         spec = session.queues[name]

@@ -98,6 +98,11 @@ class Session(NodeViews):
         #: first asked, and the jobs after it (``unsettled``).
         self._settled: Settled | None = None
         self._unsettled: list[Job] = []
+        #: The keys of the run's gaps (jobs in its span that hold nothing and are not in it): a change
+        #: to one drops the run, found again when next asked.
+        self._gaps: frozenset[str] = frozenset()
+        #: Whether the run was found once already (the opens read it then).
+        self._found = False
 
     # --- mutations (only Statement calls these) -------------------------------------------------------
 
@@ -114,6 +119,9 @@ class Session(NodeViews):
             if job.origin is not None:  # a copy of a shared job, changed: no longer what it stands for
                 job.origin = None
                 self._settled = None  # the run may hold it: found again when next asked
+            elif self._gaps and job.key in self._gaps:  # a gap of the run, changed: no longer as it was
+                self._settled = None
+                self._gaps = frozenset()
             job.count_status(old, status)
             self.job_changed(job)
             was, now = old in ALLOCATED_STATUSES, status in ALLOCATED_STATUSES
@@ -261,23 +269,28 @@ class Session(NodeViews):
         """The leading run of the session's jobs that no session changes, with what the opens and the
         close sum over them (see :mod:`volsched.framework.settled`): kept from the last session's
         snapshot while the jobs begin with the same ones (or a session's unchanged copies of them). The
-        same from open to close, but for a copy of a shared job that the session changed: the run is
-        found again, up to it, when next asked."""
+        same from open to close, but for a copy of a shared job or a gap that the session changed: the
+        run is found again, up to it, when next asked."""
         out = self._settled
         if out is None:
             jobs = list(self.jobs.values())
-            out = settle(jobs, self.snapshot.kept, len(self.space))
+            # (found again after the session changed a job: for the close, which adds no unmet minimum)
+            out = settle(jobs, self.snapshot.kept, len(self.space), again=self._found)
+            self._found = True
             mine = self.jobs
             if any(mine[j.key] is not j for j in out.committed):
                 # The run names shared jobs; those short of minMember are read (proportion) as the
                 # session changes them: the session's own copies, then.
                 out = replace(out, committed=[mine[j.key] for j in out.committed])
             self._settled = out
-            self._unsettled = jobs[len(out.jobs) :]
+            gaps = out.gaps
+            self._unsettled = [jobs[g.at] for g in gaps] + jobs[out.span :] if gaps else jobs[out.span :]
+            self._gaps = frozenset(g.key for g in gaps)
         return out
 
     def unsettled(self) -> list[Job]:
-        """The session's jobs after its :meth:`settled` run, in order."""
+        """The session's jobs not in its :meth:`settled` run, in order: the run's gaps (the jobs in its
+        span that are not in it), then the jobs after its span."""
         self.settled()
         return self._unsettled
 

@@ -10,7 +10,20 @@ order; walking every job for that costs every session a few milliseconds per 10,
 the sums per queue and per namespace, the admitted jobs' unmet minimums, the jobs that hold a gang short
 of minMember, whether one holds host ports or has pod constraints, the jobs with a PodGroup. It is kept
 in the snapshot's ``kept`` dict with the run's jobs, and the next session reuses it while its own jobs
-begin with the very same objects (one list comparison, by identity), summing only what follows. A shared
+begin with the very same objects (one list comparison, by identity), summing only what follows.
+
+The run goes on past a job that is not shared but holds nothing (every task pending, or none) and is
+not admitted (``_gap``): a pod pending for ever early in the order (no node fits it), or a new PodGroup.
+Such a *gap* adds zeros to what the jobs hold (which changes no sum) and no unmet minimum (it is not
+admitted), so the run's sums are the walk's with it or without; the opens and the close walk it as
+they walk every job after the run (``Session.unsettled`` lists the gaps first). What it adds is what it
+asks of its queue (its pending tasks' requests), which the close sums per queue with what the jobs hold:
+:attr:`Settled.request` is that sum for a queue with a gap that asks, each gap's ask added in its
+place. The next session reuses the run while each gap is still there, at the same place, and a gap as
+it was (same key and queue, still a gap, asking the very same floats); a session that changes a gap
+(places its pod) finds the run again when next asked, and it then ends before that job. Past
+``MAX_GAPS`` gaps the run ends at the next one, and gaps after the run's last shared job are not part
+of it (the pods that arrived since the last session: they are placed and join the run next time). A shared
 job has no pending task and its phase is not Pending (the snapshot gives the session its own copy of
 such a job), and a session changes no shared job, so the run is the same when the session opens and when
 it closes.
@@ -33,7 +46,7 @@ nothing it does reaches the kept run.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 import numpy as np
@@ -54,6 +67,27 @@ K = TypeVar("K", bound=Hashable)
 
 #: Where the run is kept in ``ClusterSnapshot.kept``.
 KEPT = "settled"
+#: At most this many gaps in a run (each is checked again by every session, and a backlog's first
+#: session would otherwise look at every pending job for a shared one after them).
+MAX_GAPS = 64
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A job in the run's span that is not in the run (see the module docstring): where it stands among
+    the session's jobs, and what it asks of its queue (read-only), for the next session to check; and
+    the run up to it, for a session that finds it changed to go on from there."""
+
+    at: int
+    key: str
+    queue: str
+    ask: Vector
+    #: The run just before this gap, its lists left out (they are the prefixes of the later run's
+    #: lists, these long: ``_before``).
+    before: Settled
+    jobs: int
+    podgroups: int
+    committed: int
 
 
 @dataclass(frozen=True)
@@ -83,6 +117,13 @@ class Settled:
     constrained: bool
     #: The run's jobs with a PodGroup, in order.
     podgroups: list[Job]
+    #: How many of the session's jobs the run spans: its jobs and its gaps.
+    span: int = 0
+    #: The gaps in the span, in order (see the module docstring).
+    gaps: tuple[Gap, ...] = ()
+    #: Per queue with a gap that asks something: what the run's jobs hold and the gaps ask, added in
+    #: order from zero (the close's request; for another queue, what its jobs hold is what they ask).
+    request: dict[str, Vector] = field(default_factory=dict)
 
 
 def empty(width: int) -> Settled:
@@ -162,14 +203,34 @@ def _settles(job: Job) -> bool:
     )
 
 
-def extend(base: Settled, jobs: Sequence[Job]) -> Settled:
-    """``base`` with ``jobs`` (shared, each :func:`_settles`) added after its run."""
+def _gap(job: Job, *, again: bool = False) -> bool:
+    """Whether the run may go on past ``job``, which does not :func:`_settles`: it holds nothing (every
+    task pending, or none) and is not admitted (no unmet minimum to add). ``again``: the run found again
+    after the session changed a job (for the close): an admission by this session does not matter then
+    (the close adds no unmet minimum; the next session checks the job again)."""
+    return job.status_count.get(TaskStatus.PENDING, 0) == len(job.tasks) and (
+        again or job.phase is not PodGroupPhase.INQUEUE
+    )
+
+
+def _ask(job: Job) -> Vector:
+    """What a gap asks of its queue, as the close adds it (its ``allocated`` is zero: all pending)."""
+    c = job.status_count
+    return job.total_request() if c.get(TaskStatus.PENDING) or c.get(TaskStatus.PIPELINED) else job.allocated
+
+
+def _extend(base: Settled, jobs: Sequence[Job]) -> Settled:
+    """``base`` with ``jobs`` (shared, each :func:`_settles`, no gap among them) added after its span."""
     if not jobs:
         return base
     width = base.width
     rows = [j.allocated for j in jobs]
     unmet = _unmet_rows(jobs)
     unmet_rows = [u for _, u in unmet]
+    request = base.request
+    if request:  # a queue with a gap that asks: what the jobs in it hold, in order
+        asked = [(j.queue, j.allocated) for j in jobs if j.queue in request]
+        request = fold(request, [q for q, _ in asked], [r for _, r in asked], width)
     return Settled(
         jobs=[*base.jobs, *jobs],
         width=width,
@@ -183,26 +244,91 @@ def extend(base: Settled, jobs: Sequence[Job]) -> Settled:
         host_ports=base.host_ports or any_held_host_ports(jobs),
         constrained=base.constrained or any_constrained(jobs),
         podgroups=[*base.podgroups, *(j for j in jobs if j.podgroup is not None)],
+        span=base.span + len(jobs),
+        gaps=base.gaps,
+        request=request,
     )
 
 
-def settle(jobs: list[Job], kept: dict[str, object], width: int) -> Settled:
-    """The leading run of ``jobs`` that :func:`_settles`, from what ``kept`` holds of the last session's
-    when ``jobs`` begins with the same objects (else from scratch); kept anew for the next session."""
+def _past(base: Settled, job: Job) -> Settled:
+    """``base`` with the gap ``job`` after its span: what it asks added to its queue's request."""
+    ask = _ask(job)
+    ask.setflags(write=False)
+    light = replace(base, jobs=[], podgroups=[], committed=[])
+    gap = Gap(
+        at=base.span,
+        key=job.key,
+        queue=job.queue,
+        ask=ask,
+        before=light,
+        jobs=len(base.jobs),
+        podgroups=len(base.podgroups),
+        committed=len(base.committed),
+    )
+    request = base.request
+    if ask.any():  # a queue's first gap starts from what its jobs hold (none asked more)
+        q = job.queue
+        start = request.get(q, base.queue.get(q))
+        request = {**request, **fold({} if start is None else {q: start}, [q], [ask], base.width)}
+    return replace(base, span=base.span + 1, gaps=(*base.gaps, gap), request=request)
+
+
+def _before(run: Settled, gap: Gap) -> Settled:
+    """``run`` as it was just before ``gap``."""
+    return replace(
+        gap.before,
+        jobs=run.jobs[: gap.jobs],
+        podgroups=run.podgroups[: gap.podgroups],
+        committed=run.committed[: gap.committed],
+    )
+
+
+def extend(base: Settled, items: Sequence[Job], gaps: Sequence[int] = ()) -> Settled:
+    """``base`` with ``items`` added after its span: the session's jobs that follow it, each
+    :func:`_settles` (a session's unchanged copy stands for its shared job) but those at ``gaps``
+    (places in ``items``, in order), each a :func:`_gap`."""
+    out = base
+    prev = 0
+    for k in gaps:
+        out = _past(_extend(out, [_root(j) for j in items[prev:k]]), items[k])
+        prev = k + 1
+    return _extend(out, [_root(j) for j in items[prev:]])
+
+
+def settle(jobs: list[Job], kept: dict[str, object], width: int, *, again: bool = False) -> Settled:
+    """The leading run of ``jobs`` that :func:`_settles` (going on past up to ``MAX_GAPS`` gaps), from
+    what ``kept`` holds of the last session's as far as ``jobs`` begin with the same objects and the
+    same gaps (else from scratch); kept anew for the next session. ``again``: see :func:`_gap`."""
     base = kept.get(KEPT)
-    if not (
-        isinstance(base, Settled)
-        and base.width == width
-        and len(base.jobs) <= len(jobs)
-        and _same(jobs[: len(base.jobs)], base.jobs)
-    ):
+    if not (isinstance(base, Settled) and base.width == width):
         base = empty(width)
-    end = start = len(base.jobs)
-    while end < len(jobs) and _settles(jobs[end]):
-        end += 1
-    out = extend(base, [_root(j) for j in jobs[start:end]])
+    else:
+        base = _reusable(jobs, base, again=again)
+    start = end = i = base.span
+    gaps: list[int] = []
+    kept_gaps = 0  # the gaps before ``end`` (those after the run's last job are not part of it)
+    room = MAX_GAPS - len(base.gaps)
+    n = len(jobs)
+    while i < n:
+        job = jobs[i]
+        if _settles(job):
+            i += 1
+            end = i
+            kept_gaps = len(gaps)
+        elif len(gaps) < room and _gap(job, again=again):
+            gaps.append(i - start)
+            i += 1
+        else:
+            break
+    out = extend(base, jobs[start:end], gaps[:kept_gaps])
     if out is not base:  # its sums read-only: whoever adds to one must copy it (see the module docstring)
-        for v in [*out.queue.values(), *out.namespace.values(), *out.unmet_queue.values(), out.unmet_all]:
+        sums = [
+            *out.queue.values(),
+            *out.namespace.values(),
+            *out.unmet_queue.values(),
+            *out.request.values(),
+        ]
+        for v in [*sums, out.unmet_all]:
             v.setflags(write=False)
     kept[KEPT] = out
     return out
@@ -212,3 +338,32 @@ def _same(jobs: list[Job], run: list[Job]) -> bool:
     """Whether ``jobs`` are the run's shared jobs, in order, or unchanged copies of them (by identity:
     a Job has no ``__eq__``)."""
     return jobs == run or list(map(_root, jobs)) == run
+
+
+def _reusable(jobs: list[Job], base: Settled, *, again: bool) -> Settled:
+    """As much of ``base`` as ``jobs`` begin with: its jobs, in order, or unchanged copies of them, and
+    at each gap's place a job that is still a gap as it was (the same key and queue, asking the very
+    same floats); up to (before) the first gap that changed or that a changed job follows."""
+    run = base.jobs
+    if not base.gaps:
+        return base if _same(jobs[: len(run)], run) else empty(base.width)
+    r = prev = 0
+    for k, gap in enumerate(base.gaps):
+        head = jobs[prev : gap.at]
+        if not _same(head, run[r : r + len(head)]):
+            return _before(base, base.gaps[k - 1]) if k else empty(base.width)
+        r += len(head)
+        job = jobs[gap.at] if gap.at < len(jobs) else None
+        if not (
+            job is not None
+            and job.key == gap.key
+            and job.queue == gap.queue
+            and not _settles(job)
+            and _gap(job, again=again)
+            and _ask(job).tobytes() == gap.ask.tobytes()
+        ):
+            return _before(base, gap)
+        prev = gap.at + 1
+    if _same(jobs[prev : base.span], run[r:]):
+        return base
+    return _before(base, base.gaps[-1])
