@@ -15,6 +15,8 @@ from collections.abc import Callable
 
 from kubernetes.client.exceptions import ApiException
 
+from volsched.redaction import error_summary
+
 log = logging.getLogger("volsched.kube")
 
 
@@ -68,7 +70,8 @@ class ApiHealth:
             self.down_since = self._clock()
             self.outages += 1
             self.failures = 1
-        log.warning("kube-apiserver unreachable (%s: %s); retrying quietly until it answers", what, exc)
+        cause = exc if isinstance(exc, str) else error_summary(exc)  # an answer's status, not its headers
+        log.warning("kube-apiserver unreachable (%s: %s); retrying quietly until it answers", what, cause)
 
     def ok(self) -> None:
         with self._lock:

@@ -64,7 +64,10 @@ class Metrics:
             registry=r,
         )
         self.reloads = Counter(
-            "volsched_config_reloads_total", "Scheduler config loads by result", ["result"], registry=r
+            "volsched_config_reloads_total",
+            "Scheduler config reads by result: loaded, rejected, throttled (a poll answered 429)",
+            ["result"],
+            registry=r,
         )
         self.sessions = Counter("volsched_sessions_total", "Sessions run", registry=r)
         self.skipped = Counter(

@@ -8,7 +8,11 @@ default decide what the user's config forbids).
 
 Once known, a poll's read is made on a thread of its own and its answer judged at the next ``reload``
 (on the caller's thread, as before): a session does not wait for its round trip. A read that fails there
-is said as it fails (the log, or an outage told to ``health``), and the config in force is kept. When
+is said as it fails (the log, or an outage told to ``health``), and the config in force is kept; a read
+the apiserver throttles (429) is asked again at the next poll, quietly, until the reads have been
+throttled for :data:`THROTTLED_WARNING` seconds in a row: then one warning says the config in force is
+kept, and one line when a read is answered again (``volsched_config_reloads_total{result="throttled"}``
+counts every throttled read). A failure is logged by its status and reason only. When
 that read shows another resourceVersion, ``on_fetched`` is called, so the operator can call for a
 session (its ``reload`` loads it) rather than wait for the next poll.
 
@@ -35,12 +39,14 @@ from volsched.kube.writer import KubeWriter
 from volsched.metrics.config import MetricsConfigError, parse_metrics_config
 from volsched.model.errors import InputError
 from volsched.operator.settings import ConfigSettings
-from volsched.redaction import redact
+from volsched.redaction import error_summary, redact
 
 log = logging.getLogger("volsched.operator")
 
 #: Seconds between reads while the ConfigMap has never been read (sessions wait for it).
 UNREAD_RETRY = 0.5
+#: Seconds of reads all throttled (429) after which a warning says the config in force is kept.
+THROTTLED_WARNING = 30.0
 
 
 class ConfigReloader:
@@ -82,6 +88,10 @@ class ConfigReloader:
         self._fetching = False
         #: A read made behind and not judged yet: its answer.
         self._fetched: tuple[ConfigMapText | None] | None = None
+        #: When the reads began to be throttled (429), while none has been answered since; and whether
+        #: that was warned of (once per such run).
+        self._throttled_since: float | None = None
+        self._throttle_warned = False
 
     def reload(self, *, force: bool = False) -> bool:
         """Load the ConfigMap when its resourceVersion changed; keep the last good config on errors.
@@ -105,8 +115,39 @@ class ConfigReloader:
         except Exception as exc:
             self._read_failed(exc)
             return False
-        self.health.ok()
+        self._answered()
         return self._judge(cm)
+
+    def _answered(self) -> None:
+        """A read was answered: the apiserver is up, and a run of throttled reads is over."""
+        self.health.ok()
+        since, warned = self._throttled_since, self._throttle_warned
+        self._throttled_since, self._throttle_warned = None, False
+        if since is not None and warned:
+            s = self.settings
+            log.info(
+                "ConfigMap %s/%s read again after %.0fs of throttled reads",
+                s.namespace, s.name, time.monotonic() - since,
+            )  # fmt: skip
+
+    def _throttled(self) -> None:
+        """A poll the apiserver throttled (429) while it is up: quiet, but warned of once the reads have
+        been throttled for :data:`THROTTLED_WARNING` seconds in a row (the config in force is kept)."""
+        s = self.settings
+        self.reloads.labels("throttled").inc()
+        now = time.monotonic()
+        if self._throttled_since is None:
+            self._throttled_since = now
+        lasted = now - self._throttled_since
+        if lasted < THROTTLED_WARNING or self._throttle_warned:
+            log.debug("ConfigMap %s/%s: throttled (429); read again at the next poll", s.namespace, s.name)
+            return
+        self._throttle_warned = True
+        log.warning(
+            "ConfigMap %s/%s: every read throttled by the apiserver (429) for %.0fs; the config in force "
+            "(%s) is kept until a read is answered (asked again every %.1fs)",
+            s.namespace, s.name, lasted, self.config.source, s.poll_every,
+        )  # fmt: skip
 
     def _read_failed(self, exc: Exception) -> None:
         """Say why a read failed (on the thread that made it, when it failed): a throttled answer quietly,
@@ -117,12 +158,12 @@ class ConfigReloader:
         self.unread = f"{status} {getattr(exc, 'reason', '')}".strip() if status else type(exc).__name__
         throttled = is_throttled(exc)
         if back_pressure(self.health, throttled=throttled):  # an answer: the next poll asks again
-            log.debug("ConfigMap %s/%s: throttled (429); read again at the next poll", s.namespace, s.name)
+            self._throttled()
         elif is_unreachable(exc) or throttled:  # a 429 during an outage is counted with it
-            self.health.failed(f"ConfigMap {s.namespace}/{s.name}", exc)
+            self.health.failed(f"ConfigMap {s.namespace}/{s.name}", error_summary(exc))
         else:  # said once while sessions wait for the first read (asked at each turn)
             repeat = log.debug if self._held and not self.known else log.warning
-            repeat("cannot read ConfigMap %s/%s: %s", s.namespace, s.name, exc)
+            repeat("cannot read ConfigMap %s/%s: %s", s.namespace, s.name, error_summary(exc))
         if not self.known and not self._held:
             self._held = True
             log.warning(
@@ -149,7 +190,7 @@ class ConfigReloader:
                     self._fetching = False
                 self._read_failed(exc)
                 return
-            self.health.ok()
+            self._answered()
             with self._fetch_lock:
                 self._fetched, self._fetching = (answer,), False
             if (None if answer is None else answer.resource_version) != self.version and self.on_fetched:
