@@ -5,6 +5,7 @@ End to end (CRDs installed after the start, a gang bound, a CRD deleted): tests/
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Iterator
 from functools import partialmethod
@@ -133,34 +134,46 @@ def test_a_volcano_kind_found_after_the_watches_stopped_is_not_watched(
     assert started == []
 
 
-class HeldListing(ScriptedServer):
-    """Holds every listing (``limit=`` in its query) until ``gate`` opens; ``arrived`` counts them."""
+class Held(ScriptedServer):
+    """Holds every request with ``held`` in its target until ``gate`` opens; ``arrived`` counts them."""
 
-    def __init__(self) -> None:
+    def __init__(self, held: str) -> None:
         super().__init__()
+        self.held = held
         self.gate = threading.Event()
         self.arrived = threading.Semaphore(0)
 
     def before_answer(self, path: str) -> None:
-        if "limit=" in path:
+        if self.held in path:
             self.arrived.release()
             self.gate.wait(HOLD)
 
 
-#: Seconds the server holds a listing at most (the test fails rather than hangs).
+#: Seconds the server holds a request at most (the test fails rather than hangs).
 HOLD = 20.0
 
+#: (case, the request held, whether stop ends the thread at once): a listing's page on its way is given
+#: up; a watch whose answer has not begun is what stop cannot end.
+STUCK: list[tuple[str, str, bool]] = [
+    ("the listing's page held", "limit=", True),
+    ("the watch's answer held", "watch=true", False),
+]
 
+
+@pytest.mark.parametrize(("case", "held", "ends"), STUCK, ids=[c[0] for c in STUCK])
 def test_a_removed_kinds_objects_a_stuck_watch_brings_late_never_return_to_the_cache(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, held: str, ends: bool
 ) -> None:
-    """The PodGroup CRD is deleted while its watch's listing is still on its way (the apiserver slow to
-    answer a page): stop gives up on the thread, and the page that comes afterwards must not put the
-    removed kind's objects back into the cache (fault injection: a server holding the listing)."""
-    server = HeldListing()
+    """The PodGroup CRD is deleted while its watch's listing or watch is still unanswered (the apiserver
+    slow to answer), and what comes afterwards must not put the removed kind's objects back into the
+    cache (fault injection: a server holding the request)."""
+    server = Held(held)
     pg = volcano(podgroup("etl", ns="spark", queue="spark"))
     pg["metadata"].update(resourceVersion="5", uid="uid-etl")
     server.script["limit=500"] = [(200, {}, {"metadata": {"resourceVersion": "5"}, "items": [pg]})]
+    late = copy.deepcopy(pg)
+    late["metadata"].update(resourceVersion="6", name="late", uid="uid-late")
+    server.script["resourceVersion=5"] = [(200, {}, {"type": "ADDED", "object": late})]
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG.replace("127.0.0.1:9", f"127.0.0.1:{server.port}"))
     discovery = Discovery()
@@ -174,14 +187,17 @@ def test_a_removed_kinds_objects_a_stuck_watch_brings_late_never_return_to_the_c
         discovery.served = {"podgroups"}
         op.follow_volcano(force=True)
         stuck = op.volcano[VOLCANO_PODGROUP]
-        assert server.arrived.acquire(timeout=HOLD)  # the listing is on its way, held by the server
+        assert server.arrived.acquire(timeout=HOLD)  # on its way, held by the server
         discovery.served = set()  # the CRD deleted
         op.follow_volcano(force=True)
         assert op.volcano == {}
-        assert stuck._thread is not None and stuck._thread.is_alive()  # stop gave up on it
-        server.gate.set()  # the page arrives after all
+        assert stuck._thread is not None and stuck._thread.is_alive() is not ends  # stop gave up on it
+        server.gate.set()  # the answer arrives after all
         stuck._thread.join(HOLD)
         assert not stuck._thread.is_alive()
+        for t in threading.enumerate():
+            if t.name == "volsched-list-podgroups":  # a page given up: its answer is dropped
+                t.join(HOLD)
         assert op.state.volcano_uids == {} and op.state.podgroups == {}
     finally:
         server.gate.set()

@@ -25,8 +25,8 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, NoReturn
+from concurrent.futures import Executor, Future, InvalidStateError
+from typing import Any, NoReturn, ParamSpec, TypeVar
 from urllib.parse import urlencode
 
 from kubernetes import client
@@ -70,6 +70,58 @@ class ApiError(Exception):
         super().__init__(f"{status}: {message}")
         self.status = status
         self.retry_after = retry_after
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class _Pages(Executor):
+    """Where a listing fetches its next page while it hands this one over: each page on a daemon thread
+    of its own, given up by :meth:`abandon` (a stopped listing). A page given up ends its wait at once
+    (its future raises :class:`Stopped`), and the request, still on its way, ends on its own, its answer
+    dropped; a ThreadPoolExecutor would wait for it on leaving, and its worker is joined at the
+    process's exit (a page's read may take a minute)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._lock = threading.Lock()
+        self._pending: set[Future[Any]] = set()
+        self._abandoned = ""
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        future: Future[T] = Future()
+        future.set_running_or_notify_cancel()
+
+        def fetch() -> None:
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:
+                with contextlib.suppress(InvalidStateError):  # given up meanwhile
+                    future.set_exception(exc)
+            else:
+                with contextlib.suppress(InvalidStateError):
+                    future.set_result(result)
+            finally:
+                with self._lock:
+                    self._pending.discard(future)
+
+        with self._lock:
+            if self._abandoned:
+                future.set_exception(Stopped(self._abandoned))
+                return future
+            self._pending.add(future)
+        threading.Thread(target=fetch, name=self.name, daemon=True).start()
+        return future
+
+    def abandon(self, why: str) -> None:
+        """Give up every page on its way, and every one asked for from now on."""
+        with self._lock:
+            self._abandoned = why
+            pending, self._pending = list(self._pending), set()
+        for future in pending:
+            with contextlib.suppress(InvalidStateError):  # answered just now
+                future.set_exception(Stopped(why))
 
 
 def _key(obj: Raw) -> str:
@@ -120,6 +172,7 @@ class ListWatch:
         self._response: Any = None  # the watch's answer being read (stop() shuts its socket)
         self._rest: LeanRest | None = None
         self._lists: LeanRest | None = None
+        self._pages: _Pages | None = None  # the listing's pages on their way (stop() gives them up)
         self._lock = threading.Lock()
         self._failures = 0
         self._last_error = ""
@@ -139,7 +192,9 @@ class ListWatch:
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
         with self._lock:
-            resp = self._response
+            resp, pages = self._response, self._pages
+        if pages is not None:  # a listing waiting for a page: it ends now, not when the page comes
+            pages.abandon(f"listing {self.kind.plural} stopped")
         if resp is not None:  # unblock a read waiting on the socket
             with contextlib.suppress(Exception):  # already closed
                 resp.shutdown()
@@ -267,8 +322,13 @@ class ListWatch:
         seen: set[str] = set()
         rv = ""
         # The next page is fetched while this one is handed over: the apiserver reads and encodes it
-        # meanwhile instead of waiting for the next request.
-        with ThreadPoolExecutor(1, thread_name_prefix=f"volsched-list-{self.kind.plural}") as fetcher:
+        # meanwhile instead of waiting for the next request. stop() gives up a page on its way.
+        fetcher = _Pages(f"volsched-list-{self.kind.plural}")
+        with self._lock:
+            self._pages = fetcher
+        if self._stop.is_set():  # stopped before the listing began
+            fetcher.abandon(f"listing {self.kind.plural} stopped")
+        try:
             try:
                 for page in paginate(self._page, what=self.kind.plural, ahead=fetcher):
                     if self._stop.is_set():  # not the rest of a long listing: the start may have failed
@@ -289,6 +349,10 @@ class ListWatch:
                     del page
             except ApiException as exc:
                 self._refused(int(exc.status or 0), str(exc.reason), exc.headers, exc.body or b"")
+        finally:
+            with self._lock:
+                self._pages = None
+            fetcher.abandon("the listing ended")  # a page fetched ahead and not taken: dropped
         with self._handing:  # drop_known may be emptying it
             gone = [k for k in self.known if k not in seen]
         self._gone(gone, resource_version=rv)

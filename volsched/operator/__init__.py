@@ -402,7 +402,8 @@ class Operator:
         """Every kind's first listing at once. The few kinds go into the cache as they stream in, Pods
         and Nodes once the few are in (``_prelisted``). A listing that fails the start (anything but a
         CRD not installed, or Volcano's) fails it as soon as it does: the other listings are stopped at
-        their next page, not waited for to the end (the pods' may take a minute on a large cluster)."""
+        once (a page on its way given up), not waited for to the end (the pods' may take a minute on a
+        large cluster)."""
         from concurrent.futures import ThreadPoolExecutor, as_completed
 
         many = [w for w in self.lean.values() if w.kind.kind in LEAN_KINDS]
@@ -440,7 +441,7 @@ class Operator:
             self._prelisted.set()  # the pods' listing is not left waiting
             if failed:
                 for w in every:
-                    w.stop(timeout=0)  # each listing ends at its next page
+                    w.stop(timeout=0)  # each listing ends now, a page on its way given up
             pool.shutdown(wait=not failed, cancel_futures=failed)
 
     # --- config ------------------------------------------------------------------------------------------
