@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import http.client
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from kubernetes import client
 
-from volsched.kube.rest import LeanRest, _dumps
+from volsched.kube.rest import LeanRest, _dumps, event_path, pod_path
 
 TOKEN = "s3cret-token"
 
@@ -115,3 +116,16 @@ def test_a_rotated_token_is_sent_once_read_again() -> None:
     assert b"Bearer old" in rest._head("GET", "/x", None, None)  # within AUTH_TTL: the same line
     now[0] = 5.0
     assert b"authorization: Bearer new\r\n" in rest._head("GET", "/x", None, None)
+
+
+SEGMENTS = ["p00001", "web-0.a_b~c", "", "a b", "a/b", "naïve", "%41", "x?y#z", "A.B-C"]
+
+
+@pytest.mark.parametrize("name", SEGMENTS, ids=[repr(s) for s in SEGMENTS])
+def test_a_path_segment_is_quoted_as_quote_quotes_it(name: str) -> None:
+    quoted = quote(name, safe="")
+    assert pod_path(name, name, "binding") == f"/api/v1/namespaces/{quoted}/pods/{quoted}/binding"
+    assert event_path(name, "e") == f"/api/v1/namespaces/{quoted}/events/e"
+    assert event_path("ns", name) == (
+        f"/api/v1/namespaces/ns/events/{quoted}" if name else "/api/v1/namespaces/ns/events"
+    )
