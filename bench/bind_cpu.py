@@ -12,7 +12,9 @@ one of the ways below (alternated, so each meets the same apiserver in the same 
   ``makefile``, :class:`~volsched.kube.rest._LeanResponse`'s header reader).
 
 For each it prints the sending threads' CPU per bind (their own CPU clocks: the apiserver is another
-process), this process's CPU per bind, the apiserver's CPU per bind (from /proc) and binds per second,
+process), the pod watch's thread's CPU per event (``--watch``: the operator's lean pod watch feeding a
+cache, as :mod:`bench.pod_path_cpu` wires it; each round waits until it saw its pods bound), this
+process's CPU per bind, the apiserver's CPU per bind (from /proc) and binds per second,
 then the machine. The machine has 2 cores shared with other work: compare the rows of one run.
 
     .venv/bin/python bench/bind_cpu.py --pods 4000 --round 500 --ways port128,rest128,befo128
@@ -21,6 +23,8 @@ then the machine. The machine has 2 cores shared with other work: compare the ro
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import http.client
 import os
 import sys
@@ -35,17 +39,23 @@ sys.path.insert(0, str(ROOT))
 
 from machine import describe  # noqa: E402
 
+from volsched.cache.feeder import Feeder  # noqa: E402
+from volsched.cache.state import ClusterState  # noqa: E402
 from volsched.cycle import BOUND  # noqa: E402
 from volsched.framework.decisions import Bind  # noqa: E402
 from volsched.kube.lease import LeaderLease, LeaseSettings  # noqa: E402
+from volsched.kube.lister import WATCHED  # noqa: E402
 from volsched.kube.port import KubePort  # noqa: E402
+from volsched.kube.prune import prune_pod  # noqa: E402
 from volsched.kube.rest import LeanRest, ResponseLost, _LeanResponse, pod_path  # noqa: E402
+from volsched.kube.watch import ListWatch  # noqa: E402
 from volsched.kube.writer import KubeWriter, WriterSettings  # noqa: E402
 from volsched.model.vocabulary import SCHEDULER_NAME  # noqa: E402
 from volsched_dev.devcluster import LocalControlPlane  # noqa: E402
 
 NS = "bench"
 NODE = "node-0"
+PODS = next(k for k in WATCHED if k.kind == "Pod")
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -109,6 +119,37 @@ class Before(LeanRest):
         if resp.status >= 400:
             raise RuntimeError(f"{resp.status} {out[:200]!r}")
         return out
+
+
+class Seen:
+    """The pod watch's receiver: what the operator's handler does (the cache's apply), counting the
+    events and the expected pods seen bound."""
+
+    def __init__(self) -> None:
+        self.feeder: Feeder | None = None
+        self.events = 0
+        self.waiting: set[str] = set()
+        self.done = threading.Event()
+        self.lock = threading.Lock()
+
+    def expect(self, keys: list[str]) -> None:
+        with self.lock:
+            self.waiting = set(keys)
+            self.done.clear()
+
+    def __call__(self, type_: str, obj: dict[str, Any]) -> None:
+        self.events += 1
+        if self.feeder is not None:
+            if type_ == "DELETED":
+                self.feeder.delete("Pod", obj)
+            else:
+                self.feeder.apply("Pod", obj)
+        if (obj.get("spec") or {}).get("nodeName"):
+            meta = obj.get("metadata") or {}
+            with self.lock:
+                self.waiting.discard(f"{meta.get('namespace')}/{meta.get('name')}")
+                if not self.waiting:
+                    self.done.set()
 
 
 class Way:
@@ -185,12 +226,14 @@ def main() -> int:
     parser.add_argument(
         "--ways", default="port128,rest128,rest16", help="comma-separated: portT, restT, befoT"
     )
+    parser.add_argument("--watch", action="store_true", help="watch the pods, as the operator does")
     args = parser.parse_args()
     cp = LocalControlPlane()
     cp.start()
     try:
         apiserver = next(p.popen.pid for p in cp._procs if p.name == "kube-apiserver")
-        with cp.api_client() as api:
+        with contextlib.ExitStack() as stack:
+            api = stack.enter_context(cp.api_client())
             setup = LeanRest(api)
             setup.request("POST", "/api/v1/namespaces", {"metadata": {"name": NS}}, timeout=30)
             setup.request("POST", "/api/v1/namespaces", {"metadata": {"name": "volsched-system"}}, timeout=30)
@@ -209,16 +252,32 @@ def main() -> int:
             if not lease.ensure():
                 raise SystemExit("could not take the Lease")
             ways = [Way(w, api, lease) for w in args.ways.split(",")]
+            watch, seen = None, Seen()
+            if args.watch:
+                watch_api = stack.enter_context(cp.api_client())
+                watch = ListWatch(watch_api, PODS, on_event=seen, prune=prune_pod)
+                seen.feeder = Feeder(ClusterState())
+                watch.start()
+                while not watch.synced.wait(0.2):
+                    pass
+                gc.collect()
+                gc.freeze()  # as the operator does once it listed everything
             keys = sorted(uids)
-            totals = {
-                w.name: [0, 0.0, 0.0, 0.0, 0.0] for w in ways
-            }  # bound, threads, process, apiserver, wall
+            # bound, threads, process, apiserver, wall, watch CPU, watch events
+            totals = {w.name: [0, 0.0, 0.0, 0.0, 0.0, 0.0, 0] for w in ways}
             rounds = [keys[i : i + args.round] for i in range(0, len(keys), args.round)]
             for i, chunk in enumerate(rounds):
                 way = ways[i % len(ways)]
+                if watch is not None:
+                    seen.expect(chunk)
+                    wt0, ev0 = thread_cpu(watch._thread), seen.events  # type: ignore[arg-type]
                 c0, a0, w0 = time.process_time(), proc_cpu(apiserver), time.perf_counter()
                 bound, cpu = way.run({k: uids[k] for k in chunk})
                 t = totals[way.name]
+                if watch is not None:
+                    seen.done.wait(60)
+                    t[5] += thread_cpu(watch._thread) - wt0  # type: ignore[arg-type]
+                    t[6] += seen.events - ev0
                 t[0] += bound
                 t[1] += cpu
                 t[2] += time.process_time() - c0
@@ -227,12 +286,17 @@ def main() -> int:
             for w in ways:
                 w.close()
             print(f"pods {args.pods}, rounds of {args.round}, alternated")
-            for name, (bound, cpu, process, api_cpu, wall) in totals.items():
+            if watch is not None:
+                watch.stop()
+            for name, (bound, cpu, process, api_cpu, wall, watch_cpu, events) in totals.items():
                 n = max(1, bound)
                 print(
-                    f"{name:9s} {bound:5d} bound  {1e6 * cpu / n:6.1f} us/bind sending threads"
-                    f"  {1e6 * process / n:6.1f} us/bind process  {1e6 * api_cpu / n:6.1f} us/bind apiserver"
-                    f"  {n / max(wall, 1e-9):6.0f} binds/s"
+                    f"{name:14s} {bound:5d} bound  {1e6 * cpu / n:6.1f} us/bind sending threads"
+                    + (f"  {1e6 * watch_cpu / max(1, events):6.1f} us/event watch" if watch else "")
+                    + (
+                        f"  {1e6 * process / n:6.1f} us/bind process  {1e6 * api_cpu / n:6.1f} us/bind apiserver"
+                        f"  {n / max(wall, 1e-9):6.0f} binds/s"
+                    )
                 )
     finally:
         cp.stop()
