@@ -9,7 +9,8 @@ one of the ways below (alternated, so each meets the same apiserver in the same 
 * ``rest T``: ``T`` threads calling :meth:`~volsched.kube.rest.LeanRest.request` with a bind's body (the
   request alone);
 * ``befo T``: as ``rest T``, the answer read as before 2026-11-23 (``http.client``'s response object over
-  ``makefile``, :class:`~volsched.kube.rest._LeanResponse`'s header reader).
+  ``makefile``, :class:`~volsched.kube.rest._LeanResponse`'s header reader); ``pbef T``: as ``port T``,
+  the answer read so.
 
 For each it prints the sending threads' CPU per bind (their own CPU clocks: the apiserver is another
 process), the pod watch's thread's CPU per event (``--watch``: the operator's lean pod watch feeding a
@@ -160,8 +161,10 @@ class Way:
         kind, threads = name[:4], int(name[4:])
         self.kind = kind
         self.threads = threads
-        if kind == "port":
+        if kind in ("port", "pbef"):
             self.writer = KubeWriter(api, WriterSettings(bind_workers=threads), fence=lease)
+            if kind == "pbef":
+                self.writer.rest = Before(api)
             self.port = KubePort(self.writer, background=True)
         elif kind in ("rest", "befo"):
             self.rest = Before(api) if kind == "befo" else LeanRest(api)
@@ -172,7 +175,7 @@ class Way:
             raise SystemExit(f"unknown way {name!r}")
 
     def run(self, uids: dict[str, str]) -> tuple[int, float]:
-        return self._port(uids) if self.kind == "port" else self._rest(uids)
+        return self._port(uids) if self.kind in ("port", "pbef") else self._rest(uids)
 
     def _port(self, uids: dict[str, str]) -> tuple[int, float]:
         port = self.port
@@ -212,7 +215,7 @@ class Way:
         return bound, self.cpu[0]
 
     def close(self) -> None:
-        if self.kind == "port":
+        if self.kind in ("port", "pbef"):
             self.port.close()
             self.writer.close()
         else:
@@ -224,7 +227,7 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=4000)
     parser.add_argument("--round", type=int, default=500)
     parser.add_argument(
-        "--ways", default="port128,rest128,rest16", help="comma-separated: portT, restT, befoT"
+        "--ways", default="port128,rest128,rest16", help="comma-separated: portT, pbefT, restT, befoT"
     )
     parser.add_argument("--watch", action="store_true", help="watch the pods, as the operator does")
     args = parser.parse_args()
