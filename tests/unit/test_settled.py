@@ -183,33 +183,47 @@ def test_a_session_that_reuses_the_settled_run_decides_and_renders_what_one_from
 
 def _stuck() -> list[dict[str, Any]]:
     """Pods no node will ever take (a nodeSelector no node has), first in the cache's order: a gang of
-    two in a PodGroup (PodGroups come first) and two pods standing alone, in both queues."""
+    two in a PodGroup (PodGroups come first), one admitted that claims its minimum, and two pods standing
+    alone, in both queues."""
     nowhere = {"volsched.test/nowhere": "true"}
     return [
         podgroup("stuck-g", ns="ns1", queue="b", min_member=2),
         *(pod(f"stuck-g-{k}", ns="ns1", group="stuck-g", cpu="0.7", node_selector=nowhere) for k in range(2)),
+        podgroup("stuck-h", ns="ns2", queue="a", min_member=2, min_resources={"cpu": "1.3"}, phase="Inqueue"),
+        *(pod(f"stuck-h-{k}", ns="ns2", group="stuck-h", cpu="0.2", node_selector=nowhere) for k in range(2)),
         pod("stuck-a", ns="ns2", cpu="333m", queue="a", node_selector=nowhere),
         pod("stuck-b", ns="ns0", cpu="0.1", queue="b", node_selector=nowhere),
     ]
 
 
-def _walked_run(session: Session) -> dict[str, bytes]:
-    """What the kept run's span asks per queue (what its jobs hold, what its gaps ask), one job at a
-    time in order from zero, as the close walks every job."""
+def _walked_run(session: Session) -> dict[str, dict[Any, bytes]]:
+    """What the kept run's span asks per queue (what its jobs hold, what its gaps ask), and what its
+    admitted jobs still claim, per queue and in all: one job at a time in order from zero, as the close
+    and the opens walk every job."""
     run = session.snapshot.kept[KEPT]
     assert isinstance(run, Settled)
-    out: dict[str, Vector] = {}
+    asked: dict[str, Vector] = {}
+    claims: dict[str, Vector] = {}
     zeros = np.zeros(len(session.space))
+    claimed = zeros
     for j in list(session.jobs.values())[: run.span]:
         asks = j.total_request() if j.status_count.get(TaskStatus.PENDING) else j.allocated
-        out[j.queue] = out.get(j.queue, zeros) + asks
-    return {q: v.tobytes() for q, v in out.items()}
+        asked[j.queue] = asked.get(j.queue, zeros) + asks
+        if j.phase is PodGroupPhase.INQUEUE and (j.min_request > j.allocated).any():
+            claims[j.queue] = claims.get(j.queue, zeros) + unmet_minimum(j)
+            claimed = claimed + unmet_minimum(j)
+    return {
+        "asked": {q: v.tobytes() for q, v in asked.items()},
+        "claims": {q: v.tobytes() for q, v in claims.items()},
+        "claimed": {None: claimed.tobytes()},
+    }
 
 
 def test_the_run_goes_on_past_pods_pending_for_ever_and_decides_what_a_walk_over_every_job_does(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Pods pending for ever come first in the order: the run goes on past them (gaps), session after
+    # Pods pending for ever come first in the order (one admitted gang among them, its minimum claimed):
+    # the run goes on past them (gaps), session after
     # session, while pods arrive, are bound, finish and leave. Each session opens on and renders the
     # very floats of a walk over every job (``_session`` checks them), and decides and renders what a
     # session whose run ends at the first of them does (no gap allowed: the opens and the close walk
@@ -228,13 +242,19 @@ def test_the_run_goes_on_past_pods_pending_for_ever_and_decides_what_a_walk_over
         assert not result_kept.binds or all("stuck" not in b.pod for b in result_kept.binds)
         run = kept._builder.kept[KEPT]
         assert "ns0/p0" in {j.key for j in run.jobs}, cycle  # past the stuck pods: the bound ones
-        assert {"ns1/stuck-g", "ns2/stuck-a", "ns0/stuck-b"} <= {g.key for g in run.gaps}, cycle
+        assert {"ns1/stuck-g", "ns2/stuck-h", "ns2/stuck-a", "ns0/stuck-b"} <= {g.key for g in run.gaps}, (
+            cycle
+        )
         assert not walk._builder.kept[KEPT].jobs  # the walk's run ends at stuck-g, first in the order
         # the close's requests per queue: the span's, each gap's ask in its place, to the last bit
         session = open_session(kept.snapshot(now=10.5 + cycle), load_config(None))
         run = session.snapshot.kept[KEPT]
         assert run.request  # (the gaps ask)
-        assert {q: v.tobytes() for q, v in {**run.queue, **run.request}.items()} == _walked_run(session)
+        assert {
+            "asked": {q: v.tobytes() for q, v in {**run.queue, **run.request}.items()},
+            "claims": {q: v.tobytes() for q, v in run.unmet_queue.items()},
+            "claimed": {None: run.unmet_all.tobytes()},
+        } == _walked_run(session)
         binds = [(b.pod, b.node) for b in result_kept.binds]
         for state in (kept, walk):
             for what, obj in _churn(cycle, binds):
@@ -505,3 +525,32 @@ def test_the_kept_runs_sums_refuse_to_be_added_to() -> None:
         for v in vectors:
             with pytest.raises(ValueError, match="read-only"):
                 v += 1.0
+
+
+def test_overcommit_counts_once_what_an_admitted_gang_pending_for_ever_before_the_run_claims() -> None:
+    # An admitted gang no node will take (its minimum, 5 cpu, claimed), first in the order: a gap of the
+    # run, which goes on past it to a bound pod (1 cpu of a 10-cpu node). A 5-cpu gang waits: the room is
+    # 12 (10 x 1.2) - 1 used - 5 claimed = 6, so it is admitted, in this session and the next (the run
+    # kept, the claim in its sums once, not again with the jobs after the run).
+    state = ClusterState()
+    for obj in [
+        node("n1", cpu="10"),
+        queue("a"),
+        podgroup("g", queue="a", min_member=2, min_resources={"cpu": "5"}, phase="Inqueue"),
+        *(
+            pod(f"g-{k}", group="g", cpu="2.5", node_selector={"volsched.test/nowhere": "true"})
+            for k in range(2)
+        ),
+        podgroup("h", queue="a", min_resources={"cpu": "5"}),
+        pod("h-0", group="h", cpu="5"),
+        pod("p", cpu="1", node="n1"),
+    ]:
+        state.apply(obj)
+    config = load_config(text=OVERCOMMIT_ONLY)
+    for _ in range(2):
+        session = open_session(state.snapshot(now=5.0), config)
+        assert [j.name for j in session.settled().jobs] == ["p"]
+        assert [g.key for g in session.settled().gaps] == ["default/g", "default/h"]
+        for action in make_actions(config):
+            action.execute(session)
+        assert close_session(session).podgroups["default/h"].phase == "Inqueue"

@@ -9,6 +9,7 @@ import pytest
 
 from tests.builders import node, pod, podgroup, queue, spread
 from volsched.cache.state import ClusterState
+from volsched.framework import settled
 from volsched.framework.registry import load_config
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
@@ -23,6 +24,7 @@ from volsched.model.cluster import (
     unmet_minimum_floats,
     unmet_minimum_rows,
 )
+from volsched.model.resources import stack_rows
 
 
 def _jobs(cpus: list[tuple[str, str, str | None]]) -> list[Job]:
@@ -131,9 +133,11 @@ def test_sum_rows_adds_as_add_at_into_zeros_does_to_the_last_bit(n_rows: int, n_
         assert reordered.tobytes() != looped.tobytes()
 
 
-def test_a_sessions_holdings_are_the_jobs_after_the_settled_run_that_hold_something_and_follow_a_status_change() -> (
-    None
-):
+@pytest.mark.parametrize("gaps", [0, settled.MAX_GAPS], ids=["run-ends-at-g1", "run-goes-past-g1"])
+def test_a_sessions_holdings_are_the_jobs_after_the_settled_run_that_hold_something_and_follow_a_status_change(
+    gaps: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(settled, "MAX_GAPS", gaps)
     cpus: list[tuple[str, str, str | None]] = [
         ("0.1", "0.1", "n1"),
         ("0.7", "0.2", None),
@@ -147,17 +151,21 @@ def test_a_sessions_holdings_are_the_jobs_after_the_settled_run_that_hold_someth
         state.apply(pod(f"p{i}", group=f"g{i}", cpu=cpu, node=on))
     snapshot = state.snapshot(now=5.0)
     session = Session(snapshot, load_config(None), [])
-    # g0 is bound and shared: the settled run, summed apart; g1 (pending) ends the run.
-    assert [j.name for j in session.settled().jobs] == ["g0"]
+    # g0 and g2 are bound and shared: the settled run, summed apart; g1 (pending) ends the run, or is a
+    # gap of it (it holds nothing) when the run may go past it.
+    assert [j.name for j in session.settled().jobs] == (["g0", "g2"] if gaps else ["g0"])
     held = session.holdings()
-    assert [j.name for j in held.jobs] == ["g2"]
-    assert held.matrix.tobytes() == np.stack([j.allocated for j in held.jobs]).tobytes()
+    assert [j.name for j in held.jobs] == ([] if gaps else ["g2"])
+    assert (
+        held.matrix.tobytes() == stack_rows([j.allocated for j in held.jobs], len(snapshot.space)).tobytes()
+    )
     assert session.holdings() is held  # stacked once
     pending = snapshot.jobs["default/g1"]
     task = next(iter(pending.tasks.values()))
     Statement(session).allocate(task, 0)
     assert [j.name for j in session.holdings().jobs] == ["g1", "g2"]
-    assert [j.name for j in session.settled().jobs] == ["g0"]  # the same from open to close
+    # the same from open to close, but for a gap the session changed: the run then ends before it
+    assert [j.name for j in session.settled().jobs] == ["g0"]
 
 
 @pytest.mark.parametrize(

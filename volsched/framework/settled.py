@@ -12,21 +12,24 @@ of minMember, whether one holds host ports or has pod constraints, the jobs with
 in the snapshot's ``kept`` dict with the run's jobs, and the next session reuses it while its own jobs
 begin with the very same objects (one list comparison, by identity), summing only what follows.
 
-The run goes on past a job that is not shared but holds nothing (every task pending, or none) and is
-not admitted (``_gap``): a pod pending for ever early in the order (no node fits it), or a new PodGroup.
-Such a *gap* adds zeros to what the jobs hold (which changes no sum) and no unmet minimum (it is not
-admitted), so the run's sums are the walk's with it or without; the opens and the close walk it as
-they walk every job after the run (``Session.unsettled`` lists the gaps first). What it adds is what it
-asks of its queue (its pending tasks' requests), which the close sums per queue with what the jobs hold:
-:attr:`Settled.request` is that sum for a queue with a gap that asks, each gap's ask added in its
-place. The next session reuses the run while each gap is still there, at the same place, and a gap as
-it was (same key and queue, still a gap, asking the very same floats); a session that changes a gap
-(places its pod) finds the run again when next asked, and it then ends before that job. Past
-``MAX_GAPS`` gaps the run ends at the next one, and gaps after the run's last shared job are not part
-of it (the pods that arrived since the last session: they are placed and join the run next time). A shared
-job has no pending task and its phase is not Pending (the snapshot gives the session its own copy of
-such a job), and a session changes no shared job, so the run is the same when the session opens and when
-it closes.
+The run goes on past a job that is not shared but holds nothing (every task pending, or none:
+``_gap``): a pod pending for ever early in the order (no node fits it), a gang admitted that cannot be
+placed, or a new PodGroup. Such a *gap* adds zeros to what the jobs hold, which changes no sum wherever
+it is added, so the run's sums of what its jobs hold are the walk's with it or without; the opens and
+the close walk it as they walk every job after the run (``Session.unsettled`` lists the gaps first).
+What it does add is what it asks of its queue (its pending tasks' requests), which the close sums per
+queue with what the jobs hold, and, admitted, its unmet minimum: :attr:`Settled.request` (per queue with
+a gap that asks) and the unmet sums have them added in the gap's place, and the readers of those skip
+the gaps. The next session reuses the run while each gap is still there, at the same place, and as it
+was (same key and queue, still a gap, asking and still claiming the very same floats); a gap that
+changed, or a changed job after one, sends the run back to just before it (each gap keeps the run up
+to it). A session that changes a gap (places its pod) finds the run again when next asked (for the
+close), and it then ends before that job. At most ``MAX_GAPS`` gaps; gaps after the run's last shared
+job are not part of it (pods that arrived since the last session: placed, they join the run next time).
+
+A shared job has no pending task and its phase is not Pending (the snapshot gives the session its own
+copy of such a job), and a session changes no shared job, so the run is the same when the session opens
+and when it closes.
 
 A session that may evict works on its own copies of the shared jobs (``ClusterSnapshot.thaw``); an
 unchanged copy names the shared job it was copied from (``Job.origin``) and stands for it here: the run
@@ -82,6 +85,8 @@ class Gap:
     key: str
     queue: str
     ask: Vector
+    #: Its unmet minimum, when it is admitted and short of it (else None), read-only.
+    unmet: Vector | None
     #: The run just before this gap, its lists left out (they are the prefixes of the later run's
     #: lists, these long: ``_before``).
     before: Settled
@@ -203,14 +208,17 @@ def _settles(job: Job) -> bool:
     )
 
 
-def _gap(job: Job, *, again: bool = False) -> bool:
+def _gap(job: Job) -> bool:
     """Whether the run may go on past ``job``, which does not :func:`_settles`: it holds nothing (every
-    task pending, or none) and is not admitted (no unmet minimum to add). ``again``: the run found again
-    after the session changed a job (for the close): an admission by this session does not matter then
-    (the close adds no unmet minimum; the next session checks the job again)."""
-    return job.status_count.get(TaskStatus.PENDING, 0) == len(job.tasks) and (
-        again or job.phase is not PodGroupPhase.INQUEUE
-    )
+    task pending, or none)."""
+    return job.status_count.get(TaskStatus.PENDING, 0) == len(job.tasks)
+
+
+def _unmet(job: Job) -> Vector | None:
+    """A gap's unmet minimum when it is admitted and short of it (as ``_unmet_rows`` has it), else None."""
+    if job.phase is PodGroupPhase.INQUEUE and not minimum_met(job):
+        return unmet_minimum(job)
+    return None
 
 
 def _ask(job: Job) -> Vector:
@@ -251,15 +259,18 @@ def _extend(base: Settled, jobs: Sequence[Job]) -> Settled:
 
 
 def _past(base: Settled, job: Job) -> Settled:
-    """``base`` with the gap ``job`` after its span: what it asks added to its queue's request."""
+    """``base`` with the gap ``job`` after its span: what it asks added to its queue's request, and its
+    unmet minimum (admitted) to the unmet sums, in its place."""
     ask = _ask(job)
     ask.setflags(write=False)
+    unmet = _unmet(job)
     light = replace(base, jobs=[], podgroups=[], committed=[])
     gap = Gap(
         at=base.span,
         key=job.key,
         queue=job.queue,
         ask=ask,
+        unmet=unmet,
         before=light,
         jobs=len(base.jobs),
         podgroups=len(base.podgroups),
@@ -270,7 +281,15 @@ def _past(base: Settled, job: Job) -> Settled:
         q = job.queue
         start = request.get(q, base.queue.get(q))
         request = {**request, **fold({} if start is None else {q: start}, [q], [ask], base.width)}
-    return replace(base, span=base.span + 1, gaps=(*base.gaps, gap), request=request)
+    out = replace(base, span=base.span + 1, gaps=(*base.gaps, gap), request=request)
+    if unmet is None:
+        return out
+    unmet.setflags(write=False)
+    return replace(
+        out,
+        unmet_queue=fold(base.unmet_queue, [job.queue], [unmet], base.width),
+        unmet_all=fold({None: base.unmet_all}, [None], [unmet], base.width)[None],
+    )
 
 
 def _before(run: Settled, gap: Gap) -> Settled:
@@ -298,7 +317,12 @@ def extend(base: Settled, items: Sequence[Job], gaps: Sequence[int] = ()) -> Set
 def settle(jobs: list[Job], kept: dict[str, object], width: int, *, again: bool = False) -> Settled:
     """The leading run of ``jobs`` that :func:`_settles` (going on past up to ``MAX_GAPS`` gaps), from
     what ``kept`` holds of the last session's as far as ``jobs`` begin with the same objects and the
-    same gaps (else from scratch); kept anew for the next session. ``again``: see :func:`_gap`."""
+    same gaps (else from scratch); kept anew for the next session.
+
+    ``again``: the run found again after the session changed a job, for the close, which adds no unmet
+    minimum: a gap the session admitted is still the gap it was (the next session checks it again,
+    with the phase its snapshot gives), and no new gap is looked for (its unmet minimum would be what
+    this session made it)."""
     base = kept.get(KEPT)
     if not (isinstance(base, Settled) and base.width == width):
         base = empty(width)
@@ -307,7 +331,7 @@ def settle(jobs: list[Job], kept: dict[str, object], width: int, *, again: bool 
     start = end = i = base.span
     gaps: list[int] = []
     kept_gaps = 0  # the gaps before ``end`` (those after the run's last job are not part of it)
-    room = MAX_GAPS - len(base.gaps)
+    room = 0 if again else MAX_GAPS - len(base.gaps)
     n = len(jobs)
     while i < n:
         job = jobs[i]
@@ -315,7 +339,7 @@ def settle(jobs: list[Job], kept: dict[str, object], width: int, *, again: bool 
             i += 1
             end = i
             kept_gaps = len(gaps)
-        elif len(gaps) < room and _gap(job, again=again):
+        elif len(gaps) < room and _gap(job):
             gaps.append(i - start)
             i += 1
         else:
@@ -340,6 +364,10 @@ def _same(jobs: list[Job], run: list[Job]) -> bool:
     return jobs == run or list(map(_root, jobs)) == run
 
 
+def _same_unmet(a: Vector | None, b: Vector | None) -> bool:
+    return a is b or (a is not None and b is not None and a.tobytes() == b.tobytes())
+
+
 def _reusable(jobs: list[Job], base: Settled, *, again: bool) -> Settled:
     """As much of ``base`` as ``jobs`` begin with: its jobs, in order, or unchanged copies of them, and
     at each gap's place a job that is still a gap as it was (the same key and queue, asking the very
@@ -359,8 +387,9 @@ def _reusable(jobs: list[Job], base: Settled, *, again: bool) -> Settled:
             and job.key == gap.key
             and job.queue == gap.queue
             and not _settles(job)
-            and _gap(job, again=again)
+            and _gap(job)
             and _ask(job).tobytes() == gap.ask.tobytes()
+            and (again or _same_unmet(_unmet(job), gap.unmet))
         ):
             return _before(base, gap)
         prev = gap.at + 1

@@ -48,9 +48,12 @@ class Overcommit(BasePlugin):
         # The room is ``unused - admitted``: capacity - used - admitted, subtracted in that order.
         unused = capacity - used
         # The admitted jobs' unmet minimums, in the jobs' order: the settled run's sum (kept from the
-        # last session), then the other jobs'.
-        admitted = [job for job in session.unsettled() if job.phase is PodGroupPhase.INQUEUE]
-        total = session.settled().unmet_all.reshape(1, len(space)).copy()
+        # last session; its gaps' in their place), then the other jobs' (after the run's gaps).
+        settled = session.settled()
+        admitted = [
+            job for job in session.unsettled()[len(settled.gaps) :] if job.phase is PodGroupPhase.INQUEUE
+        ]
+        total = settled.unmet_all.reshape(1, len(space)).copy()
         unmet_minimum_rows(admitted, [0] * len(admitted), total)
         # What admitted jobs may still claim, as plain floats: enqueue asks and adds to it for every
         # pending job (50,000 one-pod jobs at a large backlog) before the first bind, and a few float

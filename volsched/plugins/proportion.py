@@ -144,8 +144,9 @@ def _pending_requests(
     )
     for q, v in sums.items():
         allocated[row[q]] = v
-    # The admitted jobs' unmet minimums: the settled run's, then one pass over the other jobs in a
-    # queue, in their order: the admitted ones, and the pending and pipelined tasks (none in the run).
+    # The admitted jobs' unmet minimums: the settled run's (its gaps' in their place), then one pass
+    # over the other jobs in a queue, in their order: the admitted ones, and the pending and pipelined
+    # tasks (none in the run; its gaps' among them).
     for q, v in settled.unmet_queue.items():
         i = row.get(q)
         if i is not None:
@@ -155,11 +156,12 @@ def _pending_requests(
     rows: list[int] = []
     tasks: list[Task] = []
     inqueue_phase, pending, pipelined = PodGroupPhase.INQUEUE, TaskStatus.PENDING, TaskStatus.PIPELINED
-    for job in session.unsettled():
+    gaps = len(settled.gaps)  # the first of the jobs after the run: their unmet minimums are in its sums
+    for k, job in enumerate(session.unsettled()):
         i = row.get(job.queue)
         if i is None:
             continue
-        if job.phase is inqueue_phase:
+        if job.phase is inqueue_phase and k >= gaps:
             admitted.append(job)
             admitted_rows.append(i)
         c = job.status_count  # get, not c[...]: a missing key is a Python-level call (TaskCounts.__missing__)
