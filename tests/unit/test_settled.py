@@ -28,6 +28,10 @@ CPUS = ["0.1", "0.7", "333m", "1.3", "0.2", "17m", "2.9", "0.3"]
 NAMESPACES = ["ns0", "ns1", "ns2"]
 
 
+#: The example config with reclaim and preempt: its sessions take their own copies of every job first.
+EVICTING_CONFIG = load_config(Path(__file__).parents[2] / "examples" / "reclaim-preempt-scheduler.yaml")
+
+
 def _objects() -> list[dict[str, Any]]:
     """Two nodes, queues a and b, namespace weights, 40 bound pods standing alone across queues and
     namespaces, two admitted gangs short of their minimum (one holds a member), a pending pod."""
@@ -219,8 +223,9 @@ def _walked_run(session: Session) -> dict[str, dict[Any, bytes]]:
     }
 
 
+@pytest.mark.parametrize("config", [None, EVICTING_CONFIG], ids=["default", "evicting"])
 def test_the_run_goes_on_past_pods_pending_for_ever_and_decides_what_a_walk_over_every_job_does(
-    monkeypatch: pytest.MonkeyPatch,
+    config: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Pods pending for ever come first in the order (one admitted gang among them, its minimum claimed):
     # the run goes on past them (gaps), session after
@@ -233,10 +238,11 @@ def test_the_run_goes_on_past_pods_pending_for_ever_and_decides_what_a_walk_over
         for obj in [*_objects()[:5], *_stuck(), *_objects()[5:]]:
             state.apply(obj)
     for cycle in range(7):
-        opened_kept, result_kept = _session(kept, 10.0 + cycle)
+        opened_kept, result_kept = _session(kept, 10.0 + cycle, config=config)
         with monkeypatch.context() as m:
             m.setattr(settled, "MAX_GAPS", 0)
-            opened_walk, result_walk = _session(walk, 10.0 + cycle)
+            opened_walk, result_walk = _session(walk, 10.0 + cycle, config=config)
+        assert [e.pod for e in result_kept.evictions] == [e.pod for e in result_walk.evictions], cycle
         assert opened_kept == opened_walk, cycle
         assert _rendered(result_kept) == _rendered(result_walk), cycle
         assert not result_kept.binds or all("stuck" not in b.pod for b in result_kept.binds)
@@ -288,9 +294,6 @@ def test_what_a_session_adds_to_its_sums_does_not_reach_the_next_sessions() -> N
     for i in range(6):
         scratch.apply(pod(f"more{i}", ns=NAMESPACES[i % 3], cpu="0.7", queue="a" if i % 2 else "b"))
     assert _session(state, 12.0)[0] == _session(scratch, 12.0)[0]
-
-
-EVICTING_CONFIG = load_config(Path(__file__).parents[2] / "examples" / "reclaim-preempt-scheduler.yaml")
 
 
 def _crowded() -> list[dict[str, Any]]:
