@@ -252,6 +252,14 @@ def test_the_run_goes_on_past_pods_pending_for_ever_and_decides_what_a_walk_over
             cycle
         )
         assert not walk._builder.kept[KEPT].jobs  # the walk's run ends at stuck-g, first in the order
+        # its sums read-only, whether extended, or gone back to before a gap a session changed
+        sums = [
+            *run.queue.values(),
+            *run.namespace.values(),
+            *run.unmet_queue.values(),
+            *run.request.values(),
+        ]
+        assert not any(v.flags.writeable for v in [*sums, run.unmet_all]), cycle
         # the close's requests per queue: the span's, each gap's ask in its place, to the last bit
         session = open_session(kept.snapshot(now=10.5 + cycle), load_config(None))
         run = session.snapshot.kept[KEPT]
@@ -557,3 +565,23 @@ def test_overcommit_counts_once_what_an_admitted_gang_pending_for_ever_before_th
         for action in make_actions(config):
             action.execute(session)
         assert close_session(session).podgroups["default/h"].phase == "Inqueue"
+
+
+def test_a_run_past_a_gap_is_not_reused_for_jobs_that_end_before_the_gap() -> None:
+    # Bound pods, a pod pending for ever (a gap), more bound pods: the run goes past the gap. Then the
+    # gap and every pod from the sixth on leave: the jobs left are the run's first five, which must not
+    # be taken for the run up to the gap (ten jobs, five of them gone).
+    state = ClusterState()
+    for obj in [node("n1", cpu="64"), queue("a")]:
+        state.apply(obj)
+    for i in range(10):
+        state.apply(pod(f"p{i}", cpu=CPUS[i % len(CPUS)], node="n1"))
+    state.apply(pod("w", cpu="100"))  # pending for ever (no node has room): a gap
+    for i in range(10, 20):
+        state.apply(pod(f"p{i}", cpu=CPUS[i % len(CPUS)], node="n1"))
+    _session(state, 5.0)
+    assert [g.key for g in state._builder.kept[KEPT].gaps] == ["default/w"]
+    for name in ["w", *(f"p{i}" for i in range(5, 20))]:
+        state.delete("Pod", "default", name)
+    _session(state, 6.0)  # opens and closes on what a walk over every job sums (``_session`` checks)
+    assert [j.name for j in state._builder.kept[KEPT].jobs] == [f"p{i}" for i in range(5)]

@@ -309,9 +309,9 @@ def extend(base: Settled, items: Sequence[Job], gaps: Sequence[int] = ()) -> Set
     out = base
     prev = 0
     for k in gaps:
-        out = _past(_extend(out, [_root(j) for j in items[prev:k]]), items[k])
+        out = _past(_frozen(_extend(out, [_root(j) for j in items[prev:k]])), items[k])
         prev = k + 1
-    return _extend(out, [_root(j) for j in items[prev:]])
+    return _frozen(_extend(_frozen(out), [_root(j) for j in items[prev:]]))
 
 
 def settle(jobs: list[Job], kept: dict[str, object], width: int, *, again: bool = False) -> Settled:
@@ -345,17 +345,18 @@ def settle(jobs: list[Job], kept: dict[str, object], width: int, *, again: bool 
         else:
             break
     out = extend(base, jobs[start:end], gaps[:kept_gaps])
-    if out is not base:  # its sums read-only: whoever adds to one must copy it (see the module docstring)
-        sums = [
-            *out.queue.values(),
-            *out.namespace.values(),
-            *out.unmet_queue.values(),
-            *out.request.values(),
-        ]
-        for v in [*sums, out.unmet_all]:
-            v.setflags(write=False)
     kept[KEPT] = out
     return out
+
+
+def _frozen(run: Settled) -> Settled:
+    """``run`` with its sums read-only: whoever adds to one must copy it (see the module docstring). Every
+    run made is, the ones a gap keeps too (a later session may go back to one)."""
+    for sums in (run.queue, run.namespace, run.unmet_queue, run.request):
+        for v in sums.values():
+            v.setflags(write=False)
+    run.unmet_all.setflags(write=False)
+    return run
 
 
 def _same(jobs: list[Job], run: list[Job]) -> bool:
@@ -378,7 +379,7 @@ def _reusable(jobs: list[Job], base: Settled, *, again: bool) -> Settled:
     r = prev = 0
     for k, gap in enumerate(base.gaps):
         head = jobs[prev : gap.at]
-        if not _same(head, run[r : r + len(head)]):
+        if len(head) != gap.at - prev or not _same(head, run[r : r + len(head)]):  # (or the jobs end first)
             return _before(base, base.gaps[k - 1]) if k else empty(base.width)
         r += len(head)
         job = jobs[gap.at] if gap.at < len(jobs) else None
