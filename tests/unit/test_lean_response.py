@@ -52,6 +52,10 @@ ANSWERS = {
     "http/1.0 proxy keep-alive": b"HTTP/1.0 200 OK\r\nProxy-Connection: keep-alive\r\nContent-Length: 2\r\n\r\nok",
     "interim first": b"HTTP/1.1 100 Continue\r\nX: y\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1",
     "spaces and case": b"HTTP/1.1 200 OK\r\ncontent-LENGTH:   4  \r\nX-Odd:a:b\r\n\r\nabcd",
+    "a line ended by a bare LF": b"HTTP/1.1 200 OK\r\nX: y\nContent-Length: 8\r\n\r\n\r\n\r\nabcd",
+    "an empty line of a bare LF": b"HTTP/1.1 200 OK\r\nConnection: close\r\n\nab\r\n\r\ncd",
+    "99 headers": b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 98 + b"Content-Length: 2\r\n\r\nok",
+    "the status line alone": b"HTTP/1.1 204 No Content\r\n\r\n",
 }
 
 
@@ -163,11 +167,12 @@ def test_a_head_answer_has_no_body_whatever_its_length_says() -> None:
         "a bad chunk size",
     ],
 )
+@pytest.mark.parametrize("piece", [7, 65536], ids=["7 bytes a read", "all at once"])
 def test_a_malformed_answer_received_straight_from_the_socket_is_refused(
-    data: bytes, error: type[Exception]
+    data: bytes, error: type[Exception], piece: int
 ) -> None:
     with pytest.raises(error):
-        received(data, 7)
+        received(data, piece)
 
 
 @pytest.mark.parametrize(

@@ -325,6 +325,10 @@ def _status_line(reader: _Bytes) -> tuple[str, int, str]:
         raise http.client.LineTooLong("status line")
     if not raw:
         raise http.client.RemoteDisconnected("Remote end closed connection without response")
+    return _parse_status(raw)
+
+
+def _parse_status(raw: bytes) -> tuple[str, int, str]:
     line = raw.decode("iso-8859-1")
     parts = line.split(None, 2)
     if len(parts) == 3:
@@ -415,24 +419,52 @@ def _chunked(reader: _Bytes) -> bytes:
             return b"".join(parts)
 
 
+def _plain_head(reader: _Bytes) -> tuple[str, int, str, list[bytes]] | None:
+    """An answer's status line and header lines when its first read holds its whole head, every line
+    ended by CRLF, within http.client's limits, and it is not an interim 1xx (the apiserver's answers):
+    split in one go, the reader moved past the head. None (nothing read from the reader): the head is
+    read line by line, as http.client reads it, which refuses what it refuses."""
+    buf = reader.buf
+    end = buf.find(b"\r\n\r\n")
+    if end < 0 or end > _MAX_LINE:
+        return None
+    head = buf[:end]
+    if head.count(b"\n") != head.count(b"\r\n"):
+        return None  # a line ended by a bare LF
+    lines = head.split(b"\r\n")
+    if len(lines) > _MAX_HEADERS:  # the status line and 99 headers at most (the empty line counts)
+        return None
+    version, status, reason = _parse_status(lines[0] + b"\r\n")
+    if status == http.client.CONTINUE:
+        return None
+    reader.pos = end + 4
+    del lines[0]
+    return version, status, reason, lines
+
+
 def _receive(sock: Any, method: str, deadline: float) -> _Reply:
     """An answer read whole from ``sock``: the status, headers, length, chunking and keep-alive rules of
     :class:`_LeanResponse` (http.client's), the body read to its end, straight from the socket. The
     headers are kept as lines (an :class:`http.client.HTTPMessage` is made only if asked: an error's).
     It may be reused only when nothing came past its end."""
     reader = _Bytes(sock, deadline)
-    while True:
-        version, status, reason = _status_line(reader)
-        if status != http.client.CONTINUE:
-            break
-        _reader_lines(reader)  # an interim answer's headers: skipped
+    reader.buf = reader._more()
+    plain = _plain_head(reader)
+    if plain is not None:
+        version, status, reason, lines = plain
+    else:
+        while True:
+            version, status, reason = _status_line(reader)
+            if status != http.client.CONTINUE:
+                break
+            _reader_lines(reader)  # an interim answer's headers: skipped
+        lines = _reader_lines(reader)
     if version in ("HTTP/1.0", "HTTP/0.9"):
         http_version = 10
     elif version.startswith("HTTP/1."):
         http_version = 11
     else:
         raise http.client.UnknownProtocol(version)
-    lines = _reader_lines(reader)
     found: dict[bytes, str] = {}
     for line in lines:
         name, colon, value = line.partition(b":")
