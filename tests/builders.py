@@ -77,7 +77,7 @@ def pod(
     priority_class: str | None = None,
     scheduler: str = "volsched",
     node_selector: dict[str, str] | None = None,
-    tolerations: list[dict[str, str]] | None = None,
+    tolerations: list[Obj] | None = None,
     affinity: Obj | None = None,
     annotations: dict[str, str] | None = None,
     labels: dict[str, str] | None = None,

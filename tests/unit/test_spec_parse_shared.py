@@ -44,13 +44,6 @@ def _fields(task: Any) -> list[Any]:
     ]
 
 
-def _tolerating(name: str, value: Any) -> Obj:
-    """A pod tolerating taint ``k`` with ``value``, as a YAML document may give it (any type)."""
-    out = pod(name)
-    out["spec"]["tolerations"] = [{"key": "k", "value": value}]
-    return out
-
-
 def _fresh(obj: Obj) -> Any:
     decode._SPECS.clear()
     return build_task(obj, priority_classes={"high": 100})
@@ -70,7 +63,10 @@ def _fresh(obj: Obj) -> Any:
         [pod("a", gates=["wait"]), pod("b"), pod("c", scheduler="other")],
         # JSON has no NaN nor infinity (a YAML .nan, .inf): a key that wrote them as null would give
         # these pods the first one's tolerations (value "" where theirs read "nan", "inf")
-        [_tolerating(n, v) for n, v in zip("abcd", (None, math.nan, math.inf, -math.inf), strict=True)],
+        [
+            pod(n, tolerations=[{"key": "k", "value": v}])
+            for n, v in zip("abcd", (None, math.nan, math.inf, -math.inf), strict=True)
+        ],
     ],
     ids=[
         "nodes",
