@@ -244,8 +244,8 @@ def _extend(base: Settled, jobs: Sequence[Job]) -> Settled:
         width=width,
         queue=fold(base.queue, [j.queue for j in jobs], rows, width),
         namespace=fold(base.namespace, [j.namespace for j in jobs], rows, width),
-        holding_namespaces=base.holding_namespaces
-        | {j.namespace for j in jobs if j.status_count.get(TaskStatus.PENDING, 0) != len(j.tasks)},
+        # (not all pending: a job of the run has no task pending, so one with a task)
+        holding_namespaces=base.holding_namespaces | {j.namespace for j in jobs if j.tasks},
         unmet_queue=fold(base.unmet_queue, [j.queue for j, _ in unmet], unmet_rows, width),
         unmet_all=fold({None: base.unmet_all}, [None] * len(unmet), unmet_rows, width)[None],
         committed=[*base.committed, *(j for j in jobs if committed(j))],
