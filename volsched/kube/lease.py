@@ -303,13 +303,13 @@ class LeaderLease:
         if not self.settings.enabled or self._expires == 0:
             return  # never held, or known lost
         s = self.settings
-        deadline, expires = time.monotonic() + within, self._expires
+        # Never past the Lease's own expiry: by then another may hold it (the write would fail on
+        # resourceVersion anyway).
+        end = min(time.monotonic() + within, self._expires)
         locked = self._lock.acquire(timeout=within / 2)
         try:
             for attempt in (0, 1):
-                # Never past the Lease's own expiry: by then another may hold it (the write would fail
-                # on resourceVersion anyway).
-                left = min(deadline, expires) - time.monotonic()
+                left = end - time.monotonic()
                 if left <= 0:
                     log.warning(
                         "lease %s/%s: not released in time (a renewal in flight, or a slow apiserver); "
@@ -322,7 +322,7 @@ class LeaderLease:
                     if isinstance(spec, dict) and spec.get("holderIdentity") == self.identity:
                         for key in ("holderIdentity", "renewTime", "acquireTime"):
                             spec.pop(key, None)
-                        self._replace(lease, max(0.001, min(deadline, expires) - time.monotonic()))
+                        self._replace(lease, max(0.001, end - time.monotonic()))
                         log.info("lease %s/%s: released by %s", s.namespace, s.name, self.identity)
                 except Exception as exc:
                     if isinstance(exc, ApiException) and exc.status == 409 and attempt == 0:
