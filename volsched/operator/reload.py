@@ -160,7 +160,7 @@ class ConfigReloader:
         if back_pressure(self.health, throttled=throttled):  # an answer: the next poll asks again
             self._throttled()
         elif is_unreachable(exc) or throttled:  # a 429 during an outage is counted with it
-            self.health.failed(f"ConfigMap {s.namespace}/{s.name}", error_summary(exc))
+            self.health.failed(f"ConfigMap {s.namespace}/{s.name}", exc)  # said by its status
         else:  # said once while sessions wait for the first read (asked at each turn)
             repeat = log.debug if self._held and not self.known else log.warning
             repeat("cannot read ConfigMap %s/%s: %s", s.namespace, s.name, error_summary(exc))
