@@ -44,7 +44,9 @@ from volsched_dev.devcluster import LocalControlPlane
 pytestmark = pytest.mark.cluster
 
 
-def _lease(api: client.ApiClient, identity: str, duration: float = 2.0) -> LeaderLease:
+def _lease(api: client.ApiClient, identity: str, duration: float = 6.0) -> LeaderLease:
+    """A Lease of ``duration`` seconds: long enough that a loaded machine's round trips (over a second
+    seen under load) neither end it between two calls nor time its reads out (duration / 2)."""
     settings = LeaseSettings(namespace=OPERATOR_NS, name="fence-test", duration=duration, retry_every=0.0)
     settings.normalise()
     return LeaderLease(api, settings, identity)
