@@ -585,3 +585,75 @@ def test_a_run_past_a_gap_is_not_reused_for_jobs_that_end_before_the_gap() -> No
         state.delete("Pod", "default", name)
     _session(state, 6.0)  # opens and closes on what a walk over every job sums (``_session`` checks)
     assert [j.name for j in state._builder.kept[KEPT].jobs] == [f"p{i}" for i in range(5)]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_runs_past_gaps_that_come_and_go_open_and_close_on_a_walks_floats_and_decide_as_one(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Seeded churn: pods arrive (some no node will take, some in gangs admitted or not, which grow and
+    # are admitted later), binds are confirmed, bound and stuck pods leave, anywhere in the order. Every
+    # session opens and closes on the floats of a walk over every job (``_session`` checks), and decides
+    # and renders what a session whose run ends at the first job not shared does.
+    rng = np.random.default_rng(seed)
+    nowhere = {"volsched.test/nowhere": "true"}
+    kept, walk = ClusterState(), ClusterState()
+    specs = {"ns2/w0": ("0.1", "b")}  # pod key -> (cpu, queue) of the pods that may be bound
+    alive: list[tuple[str, str]] = []  # (namespace, pod name) of the pods that may leave
+    gangs: list[tuple[str, str]] = []  # (namespace, name) of the gangs no node will take
+
+    def apply(obj: dict[str, Any]) -> None:
+        for state in (kept, walk):
+            state.apply(obj)
+
+    for obj in _objects():
+        apply(obj)
+    past_gaps = 0
+    for cycle in range(8):
+        opened_kept, result_kept = _session(kept, 10.0 + cycle)
+        with monkeypatch.context() as m:
+            m.setattr(settled, "MAX_GAPS", 0)
+            opened_walk, result_walk = _session(walk, 10.0 + cycle)
+        assert opened_kept == opened_walk, cycle
+        assert _rendered(result_kept) == _rendered(result_walk), cycle
+        run = kept._builder.kept[KEPT]
+        past_gaps += bool(run.gaps)  # (a gap is followed by a job of the run)
+        for b in result_kept.binds:  # confirmed: the pod runs where it was bound
+            ns, _, name = b.pod.partition("/")
+            cpu, q = specs[b.pod]
+            apply(pod(name, ns=ns, cpu=cpu, queue=q, node=b.node))
+        for _ in range(int(rng.integers(2, 6))):
+            ns = NAMESPACES[int(rng.integers(0, 3))]
+            kind = int(rng.integers(0, 4))
+            name = f"x{len(specs)}"
+            if kind == 0 and gangs and rng.integers(0, 3) == 0:  # a gang admitted since (its phase written)
+                ns, gang = gangs[int(rng.integers(0, len(gangs)))]
+                apply(
+                    podgroup(
+                        gang, ns=ns, queue="a", min_member=2, min_resources={"cpu": "0.7"}, phase="Inqueue"
+                    )
+                )
+                continue
+            if kind == 0 and gangs and rng.integers(0, 2):  # a gang gets one more member: it asks more
+                ns, gang = gangs[int(rng.integers(0, len(gangs)))]
+                apply(pod(name, ns=ns, group=gang, cpu="0.3", node_selector=nowhere))
+                specs[f"{ns}/{name}"] = ("0.3", "a")
+                continue
+            if kind == 0:  # a gang, admitted or not, that no node will take
+                phase = "Inqueue" if rng.integers(0, 2) else None
+                apply(
+                    podgroup(name, ns=ns, queue="a", min_member=2, min_resources={"cpu": "0.7"}, phase=phase)
+                )
+                apply(pod(f"{name}-0", ns=ns, group=name, cpu="0.2", node_selector=nowhere))
+                specs[f"{ns}/{name}-0"] = ("0.2", "a")
+                gangs.append((ns, name))
+                continue
+            cpu, q = CPUS[len(specs) % len(CPUS)], "a" if len(specs) % 2 else "b"
+            specs[f"{ns}/{name}"] = (cpu, q)
+            apply(pod(name, ns=ns, cpu=cpu, queue=q, node_selector=nowhere if kind == 1 else None))
+            alive.append((ns, name))
+        if alive and rng.integers(0, 2):  # one leaves, bound or stuck, from anywhere in the order
+            ns, name = alive.pop(int(rng.integers(0, len(alive))))
+            for state in (kept, walk):
+                state.delete("Pod", ns, name)
+    assert past_gaps >= 3  # the run went on past gaps, not only ended at the first
