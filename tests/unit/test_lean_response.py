@@ -197,3 +197,33 @@ def test_each_read_is_bounded_by_what_is_left_of_the_deadline() -> None:
     assert len(sock.timeouts) > 1
     assert all(0 < t <= 10 for t in sock.timeouts)
     assert sock.timeouts == sorted(sock.timeouts, reverse=True)
+
+
+class EndlessChunks:
+    """A peer that sends an answer's head, then chunks forever: the second read comes only once the
+    deadline has passed, the later ones at once (a peer sending fast enough that no single read waits)."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.reads = 0
+
+    def settimeout(self, timeout: float) -> None:
+        pass
+
+    def recv(self, size: int) -> bytes:
+        self.reads += 1
+        if self.reads == 1:
+            return b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n"
+        if self.reads == 2:
+            time.sleep(max(0.0, self.deadline - time.monotonic()) + 0.01)
+        if self.reads > 1000:
+            raise AssertionError("still reading long after the deadline")
+        return b"1\r\na\r\n"
+
+
+def test_an_answer_still_arriving_at_the_deadline_is_cut_off_there() -> None:
+    deadline = time.monotonic() + 0.05
+    sock = EndlessChunks(deadline)
+    with pytest.raises(TimeoutError):
+        _receive(sock, "POST", deadline)
+    assert sock.reads == 2

@@ -248,7 +248,8 @@ _FRAMING = frozenset(
 class _Bytes:
     """An answer's bytes as they arrive on a socket, with what was read past what was asked kept for
     the next read (``recv`` straight into Python, not through ``makefile``'s socket reader and buffer).
-    Each ``recv`` is bounded by what is left of ``deadline``."""
+    Each ``recv`` is bounded by what is left of ``deadline``, and none starts past it: a peer that keeps
+    sending (endless chunks, a trickle) cannot hold the caller beyond its timeout."""
 
     __slots__ = ("buf", "deadline", "eof", "pos", "sock")
 
@@ -263,7 +264,10 @@ class _Bytes:
         """The next bytes the socket has (b"" at its end)."""
         if self.eof:
             return b""
-        self.sock.settimeout(max(0.001, self.deadline - time.monotonic()))
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the answer was still arriving at the call's deadline")
+        self.sock.settimeout(left)
         data: bytes = self.sock.recv(_READ)
         if not data:
             self.eof = True
