@@ -227,3 +227,19 @@ def test_an_answer_still_arriving_at_the_deadline_is_cut_off_there() -> None:
     with pytest.raises(TimeoutError):
         _receive(sock, "POST", deadline)
     assert sock.reads == 2
+
+
+EARLY_HINTS = b"HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n"
+
+
+@pytest.mark.parametrize("piece", [7, 65536], ids=["7 bytes a read", "all at once"])
+def test_an_informational_answer_is_skipped_for_the_final_one_as_go_skips_it(piece: int) -> None:
+    data = EARLY_HINTS + EARLY_HINTS + ANSWERS["created"]
+    reply = _receive(PieceSocket(data, piece), "POST", time.monotonic() + 10)
+    assert (reply.status, reply.data, reply.reusable) == (201, b"{}", True)
+
+
+def test_a_switching_protocols_answer_is_final_and_its_connection_not_used_again() -> None:
+    data = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+    reply = _receive(PieceSocket(data, 65536), "POST", time.monotonic() + 10)
+    assert (reply.status, reply.data, reply.reusable) == (101, b"", False)

@@ -423,6 +423,14 @@ def _chunked(reader: _Bytes) -> bytes:
             return b"".join(parts)
 
 
+def _interim(status: int) -> bool:
+    """An informational answer that comes before the final one (100 Continue, 103 Early Hints): skipped,
+    as Go's client skips it. http.client skips only 100, and would give a proxy's 103 as a bind's
+    answer (a success with no body), the real one left on the connection for the next request.
+    101 Switching Protocols is final."""
+    return 100 <= status < 200 and status != http.client.SWITCHING_PROTOCOLS
+
+
 def _plain_head(reader: _Bytes) -> tuple[str, int, str, list[bytes]] | None:
     """An answer's status line and header lines when its first read holds its whole head, every line
     ended by CRLF, within http.client's limits, and it is not an interim 1xx (the apiserver's answers):
@@ -439,7 +447,7 @@ def _plain_head(reader: _Bytes) -> tuple[str, int, str, list[bytes]] | None:
     if len(lines) > _MAX_HEADERS:  # the status line and 99 headers at most (the empty line counts)
         return None
     version, status, reason = _parse_status(lines[0] + b"\r\n")
-    if status == http.client.CONTINUE:
+    if _interim(status):
         return None
     reader.pos = end + 4
     del lines[0]
@@ -448,9 +456,10 @@ def _plain_head(reader: _Bytes) -> tuple[str, int, str, list[bytes]] | None:
 
 def _receive(sock: Any, method: str, deadline: float) -> _Reply:
     """An answer read whole from ``sock``: the status, headers, length, chunking and keep-alive rules of
-    :class:`_LeanResponse` (http.client's), the body read to its end, straight from the socket. The
-    headers are kept as lines (an :class:`http.client.HTTPMessage` is made only if asked: an error's).
-    It may be reused only when nothing came past its end."""
+    :class:`_LeanResponse` (http.client's, every informational 1xx skipped: :func:`_interim`), the body
+    read to its end, straight from the socket. The headers are kept as lines (an
+    :class:`http.client.HTTPMessage` is made only if asked: an error's). It may be reused only when
+    nothing came past its end."""
     reader = _Bytes(sock, deadline)
     reader.buf = reader._more()
     plain = _plain_head(reader)
@@ -459,7 +468,7 @@ def _receive(sock: Any, method: str, deadline: float) -> _Reply:
     else:
         while True:
             version, status, reason = _status_line(reader)
-            if status != http.client.CONTINUE:
+            if not _interim(status):
                 break
             _reader_lines(reader)  # an interim answer's headers: skipped
         lines = _reader_lines(reader)
@@ -499,6 +508,8 @@ def _receive(sock: Any, method: str, deadline: float) -> _Reply:
         data = reader.read(length)
     else:
         data, will_close = reader.rest(), True  # the body ends when the connection does
+    if status == http.client.SWITCHING_PROTOCOLS:
+        will_close = True  # what follows is another protocol's
     return _Reply(status, reason.strip(), http_version, lines, data, not will_close and not reader.left)
 
 
