@@ -153,7 +153,7 @@ def _dropped(conn: http.client.HTTPConnection) -> bool:
 
 def _header_lines(fp: Any) -> list[bytes]:
     """A response's header lines up to the empty one (excluded), as http.client reads them (its limit
-    counts the empty line)."""
+    counts the empty line), from ``fp``'s ``readline(limit)`` (a file's or a :class:`_Bytes`')."""
     lines: list[bytes] = []
     while True:
         line = fp.readline(_MAX_LINE + 1)
@@ -352,22 +352,9 @@ def _parse_status(raw: bytes) -> tuple[str, int, str]:
     return version, code, reason
 
 
-def _reader_lines(reader: _Bytes) -> list[bytes]:
-    """:func:`_header_lines` over a :class:`_Bytes`."""
-    lines: list[bytes] = []
-    while True:
-        line = reader.readline(_MAX_LINE + 1)
-        if len(line) > _MAX_LINE:
-            raise http.client.LineTooLong("header line")
-        if len(lines) >= _MAX_HEADERS:
-            raise http.client.HTTPException(f"got more than {_MAX_HEADERS} headers")
-        if line in (b"\r\n", b"\n", b""):
-            return lines
-        lines.append(line)
-
-
 def _message(lines: list[bytes]) -> http.client.HTTPMessage:
-    """Header lines as an :class:`http.client.HTTPMessage`, stored as :class:`_LeanResponse` stores them."""
+    """Header lines as an :class:`http.client.HTTPMessage` (for both response readers), as http.client's
+    email parser stores them."""
     headers = http.client.HTTPMessage()
     for line in lines:
         name, colon, value = line.decode("iso-8859-1").partition(":")
@@ -470,8 +457,8 @@ def _receive(sock: Any, method: str, deadline: float) -> _Reply:
             version, status, reason = _status_line(reader)
             if not _interim(status):
                 break
-            _reader_lines(reader)  # an interim answer's headers: skipped
-        lines = _reader_lines(reader)
+            _header_lines(reader)  # an interim answer's headers: skipped
+        lines = _header_lines(reader)
     if version in ("HTTP/1.0", "HTTP/0.9"):
         http_version = 10
     elif version.startswith("HTTP/1."):
@@ -532,11 +519,7 @@ class _LeanResponse(http.client.HTTPResponse):
             raise http.client.UnknownProtocol(version)
         self.code = self.status = status
         self.reason = reason.strip()
-        headers = http.client.HTTPMessage()
-        for line in _header_lines(self.fp):
-            name, colon, value = line.decode("iso-8859-1").partition(":")
-            if colon:  # as the email package stores it (a folded line, which Go never sends, is not)
-                headers[name] = value.lstrip(" \t").rstrip("\r\n")
+        headers = _message(_header_lines(self.fp))
         self.headers = self.msg = headers
         self.chunked = (headers.get("transfer-encoding") or "").lower() == "chunked"
         self.chunk_left = None
