@@ -748,7 +748,7 @@ class LeanRest:
     ) -> bytes:
         """One request over this thread's connection: its head and body in one write, built from the
         lines that do not change (not through http.client's request machinery), its answer read by
-        :class:`_LeanResponse` to its end."""
+        :func:`_receive` to its end."""
         deadline = time.monotonic() + timeout  # the whole call, as urllib3's total timeout
         message = self._head(method, path, content_type, data) + (data or b"")
         for attempt in (0, 1):
