@@ -50,11 +50,14 @@ from volsched.model.vocabulary import (
 )
 
 T = TypeVar("T")
+#: What a mapping is: a dict first (what JSON and YAML decode to: a cheap check), then any Mapping (the
+#: ABC's check costs several times a dict's, and a pod event takes about ten of them); as kube/prune.py.
+_MAP = (dict, Mapping)
 
 
 def _meta(obj: Raw, kind: str) -> tuple[str, str]:
     meta = obj.get("metadata")
-    if not isinstance(meta, Mapping):
+    if not isinstance(meta, _MAP):
         raise InputError(f"{kind}: missing field metadata")
     name = meta.get("name")
     if not isinstance(name, str) or not name:
@@ -142,12 +145,12 @@ def _map_field(obj: Raw, path: str, where: str) -> Mapping[str, Any]:
     for part in path.split("."):
         if cur is None:
             return {}
-        if not isinstance(cur, Mapping):
+        if not isinstance(cur, _MAP):
             raise InputError(f"{where}: {path} must be a map")
         cur = cur.get(part)
     if cur is None:
         return {}
-    if not isinstance(cur, Mapping):
+    if not isinstance(cur, _MAP):
         raise InputError(f"{where}: {path} must be a map, got {type(cur).__name__}")
     return cur
 
@@ -170,10 +173,10 @@ def pod_request(pod: Raw, *, where: str) -> dict[str, float]:
     spec = _map_field(pod, "spec", where)
 
     def container_request(c: Any, path: str) -> dict[str, float]:
-        if not isinstance(c, Mapping):
+        if not isinstance(c, _MAP):
             raise InputError(f"{where}: {path} must be a map")
         res = c.get("resources") or {}
-        if not isinstance(res, Mapping):
+        if not isinstance(res, _MAP):
             raise InputError(f"{where}: {path}.resources must be a map")
         limits = parse_resource_map(res.get("limits"), where=f"{where}: {path}.resources.limits")
         requests = parse_resource_map(res.get("requests"), where=f"{where}: {path}.resources.requests")
@@ -187,7 +190,7 @@ def pod_request(pod: Raw, *, where: str) -> dict[str, float]:
     init_peak: dict[str, float] = {}
     for i, c in enumerate(_list_field(spec.get("initContainers"), where=f"{where}: spec.initContainers")):
         req = container_request(c, f"spec.initContainers[{i}]")
-        if isinstance(c, Mapping) and c.get("restartPolicy") == "Always":
+        if isinstance(c, _MAP) and c.get("restartPolicy") == "Always":
             for k, v in req.items():
                 sidecars[k] = sidecars.get(k, 0.0) + v
             continue
@@ -205,26 +208,26 @@ def pod_request(pod: Raw, *, where: str) -> dict[str, float]:
 
 def _placement(spec: Mapping[str, Any], where: str) -> tuple[dict[str, str], list[Any], list[Any]]:
     selector = spec.get("nodeSelector") or {}
-    if not isinstance(selector, Mapping) or not all(
+    if not isinstance(selector, _MAP) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in selector.items()
     ):
         raise InputError(f"{where}: spec.nodeSelector must be a map of strings")
     affinity = spec.get("affinity") or {}
-    if not isinstance(affinity, Mapping):
+    if not isinstance(affinity, _MAP):
         raise InputError(f"{where}: spec.affinity must be a map")
     node_aff = affinity.get("nodeAffinity") or {}
     required = (node_aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}) if node_aff else {}
     terms = _list_field(
-        required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None,
+        required.get("nodeSelectorTerms") if isinstance(required, _MAP) else None,
         where=f"{where}: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
         ".nodeSelectorTerms",
     )
     for i, term in enumerate(terms):
-        if not isinstance(term, Mapping):
+        if not isinstance(term, _MAP):
             raise InputError(f"{where}: nodeSelectorTerms[{i}] must be a map")
         for kind in ("matchExpressions", "matchFields"):
             for j, expr in enumerate(_list_field(term.get(kind), where=f"{where}: nodeSelectorTerms[{i}]")):
-                if not isinstance(expr, Mapping) or "key" not in expr or "operator" not in expr:
+                if not isinstance(expr, _MAP) or "key" not in expr or "operator" not in expr:
                     raise InputError(f"{where}: nodeSelectorTerms[{i}].{kind}[{j}] needs key and operator")
                 if expr["operator"] not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
                     raise InputError(
@@ -243,11 +246,11 @@ def _preferred_node_terms(spec: Mapping[str, Any], where: str) -> list[tuple[int
     for i, p in enumerate(
         _list_field(node_aff.get("preferredDuringSchedulingIgnoredDuringExecution"), where=at)
     ):
-        weight = p.get("weight") if isinstance(p, Mapping) else None
-        pref = p.get("preference") if isinstance(p, Mapping) else None
+        weight = p.get("weight") if isinstance(p, _MAP) else None
+        pref = p.get("preference") if isinstance(p, _MAP) else None
         if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 100:
             raise InputError(f"{at}[{i}].weight: expected an integer 1..100, got {weight!r}")
-        if not isinstance(pref, Mapping):
+        if not isinstance(pref, _MAP):
             raise InputError(f"{at}[{i}].preference: must be a node selector term (a map)")
         out.append((weight, dict(pref)))
     return out
@@ -257,8 +260,8 @@ def _host_ports(spec: Mapping[str, Any]) -> tuple[tuple[str, int, str], ...]:
     out: set[tuple[str, int, str]] = set()
     for kind in ("initContainers", "containers"):
         for c in spec.get(kind) or []:
-            for p in (c.get("ports") or []) if isinstance(c, Mapping) else []:
-                if isinstance(p, Mapping) and isinstance(p.get("hostPort"), int) and p["hostPort"] > 0:
+            for p in (c.get("ports") or []) if isinstance(c, _MAP) else []:
+                if isinstance(p, _MAP) and isinstance(p.get("hostPort"), int) and p["hostPort"] > 0:
                     ip = str(p.get("hostIP") or "0.0.0.0")
                     out.add((str(p.get("protocol") or "TCP"), int(p["hostPort"]), ip))
     return tuple(sorted(out))
@@ -267,8 +270,8 @@ def _host_ports(spec: Mapping[str, Any]) -> tuple[tuple[str, int, str], ...]:
 def _claims(spec: Mapping[str, Any]) -> tuple[str, ...]:
     out = []
     for v in spec.get("volumes") or []:
-        claim = (v.get("persistentVolumeClaim") or {}) if isinstance(v, Mapping) else {}
-        if isinstance(claim, Mapping) and claim.get("claimName"):
+        claim = (v.get("persistentVolumeClaim") or {}) if isinstance(v, _MAP) else {}
+        if isinstance(claim, _MAP) and claim.get("claimName"):
             out.append(str(claim["claimName"]))
     return tuple(sorted(set(out)))
 
@@ -277,15 +280,15 @@ def _container_statuses(value: Any) -> tuple[int, tuple[str, ...]]:
     restarts = 0
     reasons: list[str] = []
     for cs in value if isinstance(value, list) else []:
-        if not isinstance(cs, Mapping):
+        if not isinstance(cs, _MAP):
             continue
         count = cs.get("restartCount")
         if isinstance(count, int) and not isinstance(count, bool) and count > 0:
             restarts += count
         state = cs.get("state")
         for kind in ("waiting", "terminated"):
-            detail = state.get(kind) if isinstance(state, Mapping) else None
-            if isinstance(detail, Mapping) and isinstance(detail.get("reason"), str):
+            detail = state.get(kind) if isinstance(state, _MAP) else None
+            if isinstance(detail, _MAP) and isinstance(detail.get("reason"), str):
                 reasons.append(detail["reason"])
     return restarts, tuple(reasons)
 
@@ -296,7 +299,7 @@ def ready_conditions(conditions: Any) -> list[bool]:
     return [
         c.get("status") == "True"
         for c in (conditions if isinstance(conditions, list) else ())
-        if isinstance(c, Mapping) and c.get("type") == "Ready"
+        if isinstance(c, _MAP) and c.get("type") == "Ready"
     ]
 
 
@@ -304,7 +307,7 @@ def pod_ready(pod: Mapping[str, Any]) -> bool:
     """Kubernetes' IsPodReady, as the disruption controller and the Eviction API count a pod healthy:
     a Ready condition that says True (a pod without one is not ready)."""
     status = pod.get("status")
-    return any(ready_conditions(status.get("conditions") if isinstance(status, Mapping) else None))
+    return any(ready_conditions(status.get("conditions") if isinstance(status, _MAP) else None))
 
 
 def pod_runtime(pod: Raw) -> PodRuntime:
@@ -313,21 +316,21 @@ def pod_runtime(pod: Raw) -> PodRuntime:
     status = pod.get("status") or {}
     spec = pod.get("spec") or {}
     meta = pod.get("metadata") or {}
-    if not isinstance(status, Mapping):
+    if not isinstance(status, _MAP):
         status = {}
     restarts, reasons = _container_statuses(status.get("containerStatuses"))
     init_restarts, init_reasons = _container_statuses(status.get("initContainerStatuses"))
-    containers = spec.get("containers") if isinstance(spec, Mapping) else None
+    containers = spec.get("containers") if isinstance(spec, _MAP) else None
     images = sorted(
         str(c.get("image"))
         for c in (containers if isinstance(containers, list) else [])
-        if isinstance(c, Mapping) and c.get("image")
+        if isinstance(c, _MAP) and c.get("image")
     )
-    owners = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
+    owners = meta.get("ownerReferences") if isinstance(meta, _MAP) else None
     kinds = tuple(
         str(r.get("kind"))
         for r in (owners if isinstance(owners, list) else [])
-        if isinstance(r, Mapping) and r.get("kind")
+        if isinstance(r, _MAP) and r.get("kind")
     )
     reason = status.get("reason")
     conditions = status.get("conditions")
@@ -398,7 +401,7 @@ def named_group(pod: Raw) -> str:
     """``ns/group`` of the PodGroup a pod's group annotation names, read leniently (of a pod the cache
     refused too); "" when it names none."""
     meta = pod.get("metadata")
-    if not isinstance(meta, Mapping) or not isinstance(annotations := meta.get("annotations"), Mapping):
+    if not isinstance(meta, _MAP) or not isinstance(annotations := meta.get("annotations"), _MAP):
         return ""
     group = annotations.get(GROUP_ANNOTATION) or annotations.get(VOLCANO_GROUP_ANNOTATION)
     ns = meta.get("namespace")
@@ -442,7 +445,7 @@ def _spec_key(spec: Mapping[str, Any], *, ns: str, labels: Mapping[str, Any]) ->
     context = (
         (ns, labels)
         if spec.get("topologySpreadConstraints")
-        or (isinstance(aff, Mapping) and ("podAffinity" in aff or "podAntiAffinity" in aff))
+        or (aff is not None and isinstance(aff, _MAP) and ("podAffinity" in aff or "podAntiAffinity" in aff))
         else None
     )
     own = {k: v for k, v in spec.items() if k not in _PER_POD}
@@ -465,7 +468,7 @@ def _finite(value: Any) -> bool:
     """Whether no float in ``value`` (maps and lists, nested) is a NaN or an infinity."""
     if isinstance(value, float):
         return math.isfinite(value)
-    if isinstance(value, Mapping):
+    if isinstance(value, _MAP):
         return all(_finite(v) for v in value.values())
     if isinstance(value, list | tuple):
         return all(_finite(v) for v in value)
@@ -540,7 +543,7 @@ def _runtime(pod: Raw, meta: Mapping[str, Any], parsed: _SpecParse) -> PodRuntim
         return parsed.runtime
     if type(owners) is not list:
         return _shared(pod_runtime(pod), _RUNTIMES)
-    kinds = tuple(str(r.get("kind")) for r in owners if isinstance(r, Mapping) and r.get("kind"))
+    kinds = tuple(str(r.get("kind")) for r in owners if isinstance(r, _MAP) and r.get("kind"))
     key = (parsed.runtime.images, kinds)
     found = _OWNED_RUNTIMES.get(key)
     if found is None:
@@ -586,7 +589,7 @@ def build_task(
     owner = None
     owner_ref = None
     for ref in owners if isinstance(owners, list) else []:
-        if isinstance(ref, Mapping) and ref.get("controller"):
+        if isinstance(ref, _MAP) and ref.get("controller"):
             owner = f"{ref.get('kind')}/{ref.get('name')}"
             if not group and ref.get("kind") and ref.get("name"):
                 owner_ref = OwnerRef(
@@ -655,7 +658,7 @@ def build_node(node: Raw) -> NodeSpec:
     taints = []
     for i, t in enumerate(_list_field(spec.get("taints"), where=f"{where}: spec.taints")):
         if (
-            not isinstance(t, Mapping)
+            not isinstance(t, _MAP)
             or not t.get("key")
             or t.get("effect")
             not in (
@@ -671,12 +674,12 @@ def build_node(node: Raw) -> NodeSpec:
     conditions = _list_field(status.get("conditions"), where=f"{where}: status.conditions")
     ready = True
     for cond in conditions:
-        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
+        if isinstance(cond, _MAP) and cond.get("type") == "Ready":
             ready = str(cond.get("status")) == "True"
     addresses = tuple(
         str(a.get("address"))
         for a in _list_field(status.get("addresses"), where=f"{where}: status.addresses")
-        if isinstance(a, Mapping) and a.get("address")
+        if isinstance(a, _MAP) and a.get("address")
     )
     meta = node["metadata"]
     return NodeSpec(
@@ -702,7 +705,7 @@ def parse_guarantee(raw: Any, *, where: str) -> tuple[dict[str, float], dict[str
     cluster (``"25%"``, 0 to 100). Returns (amounts, percentages)."""
     if raw is None:
         return {}, {}
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, _MAP):
         raise InputError(f"{where}: expected a map of resource names to amounts or percentages")
     amounts: dict[str, Any] = {}
     percent: dict[str, float] = {}
@@ -758,7 +761,7 @@ def _gang_topology(spec: Mapping[str, Any], where: str) -> GangTopology | None:
     raw = spec.get("topology")
     if raw is None:
         return None
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, _MAP):
         raise InputError(f"{where}: spec.topology must be a map with key and mode")
     key = raw.get("key")
     if not isinstance(key, str) or not key:
@@ -816,7 +819,7 @@ def quota_weight_and_problem(quota: Raw) -> tuple[int, str | None]:
     hard = (quota.get("spec") or {}).get("hard") or {}
     best = 1
     problems: list[str] = []
-    if not isinstance(hard, Mapping):
+    if not isinstance(hard, _MAP):
         return best, None
     for key in NAMESPACE_WEIGHT_KEYS:
         value = hard.get(key)
@@ -867,7 +870,7 @@ def volume_node_terms(obj: Raw) -> tuple[str, list[Any]]:
         required.get("nodeSelectorTerms"), where=f"{where}: spec.nodeAffinity.required.nodeSelectorTerms"
     )
     for i, term in enumerate(terms):
-        if not isinstance(term, Mapping):
+        if not isinstance(term, _MAP):
             raise InputError(f"{where}: spec.nodeAffinity.required.nodeSelectorTerms[{i}] must be a map")
     return name, [dict(t) for t in terms]
 
@@ -886,7 +889,7 @@ def disruption_budget(obj: Raw) -> DisruptionBudget:
     if not ns:
         raise InputError(f"{where}: missing field metadata.namespace")
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    if not isinstance(spec, Mapping) or not isinstance(status, Mapping):
+    if not isinstance(spec, _MAP) or not isinstance(status, _MAP):
         raise InputError(f"{where}: spec and status must be maps")
     selector = parse_selector(spec.get("selector"), where=f"{where}: spec.selector")
     allowed = _count(status.get("disruptionsAllowed"))
