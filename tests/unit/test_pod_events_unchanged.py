@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+import volsched.cache.state as state_module
 from tests.builders import Obj, node, pod
 from tests.unit._cycle_harness import cache
-import volsched.cache.state as state_module
 from volsched.cache.feeder import Feeder
 from volsched.model.cluster import Task, TaskStatus
 from volsched.model.decode import build_task
