@@ -44,9 +44,27 @@ def _group(name: str, priority: str) -> dict[str, Any]:
 CONFIG = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
 
 
-def cluster(k: Kube, start_operator: Start, *, config: str = CONFIG) -> tuple[str, OperatorProcess]:
+def budget(k: Kube, ns: str, node_name: str) -> None:
+    """A budget (keep-web-1 for n1) that allows no disruption of the web pod on ``node_name`` (no
+    disruption controller runs here: its status stays unset, which the Eviction API and volsched alike
+    read as none allowed)."""
+    body = {
+        "metadata": {"name": f"keep-web-{node_name.removeprefix('n')}"},
+        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"pdb": node_name}}},
+    }
+    client.PolicyV1Api(k.api).create_namespaced_pod_disruption_budget(ns, body)
+
+
+def cluster(
+    k: Kube, start_operator: Start, *, config: str = CONFIG, budgets: tuple[str, ...] = ()
+) -> tuple[str, OperatorProcess]:
     """Two 4-cpu nodes; job "a" (low priority) runs a web pod and a filler on each, and a spare on n1;
-    the operator runs ``config``. When both web pods are in a preemptor's way, n1's (web-1) goes."""
+    the operator runs ``config``. When both web pods are in a preemptor's way, n1's (web-1) goes.
+
+    ``budgets``: the nodes whose web pod a :func:`budget` keeps, made before the operator starts, so its
+    first listing has them. Made once it runs, a budget comes through a watch of its own, which may hand
+    it over after the pods' watch hands the preemptor over: a session could decide with the pod in, the
+    budget not yet (as a starved watch thread makes it on a loaded machine)."""
     k.set_config(config)
     sched = client.SchedulingV1Api(k.api)
     for name, value in (("low", 10), ("high", 1000)):
@@ -55,6 +73,8 @@ def cluster(k: Kube, start_operator: Start, *, config: str = CONFIG) -> tuple[st
     k.queue(queue("default"))
     k.queue(queue("q"))
     ns = k.namespace("anti")
+    for node_name in budgets:
+        budget(k, ns, node_name)
     k.podgroup(ns, _group("a", "low"))
     # web-2 is made first, so web-1 is never the older: with one pod in the way on each node, preempt
     # tries the node of the youngest first, then the node's name, so n1 comes first whether the two were

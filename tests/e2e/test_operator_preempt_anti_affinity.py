@@ -54,13 +54,6 @@ def test_the_pod_in_the_way_is_evicted_and_told_which_term(k: Kube, start_operat
     op.check_running()
 
 
-def _budget(k: Kube, ns: str, name: str, selects: dict[str, str]) -> None:
-    """A budget that allows no disruption (no disruption controller runs here: its status stays unset,
-    which the Eviction API and volsched alike read as none allowed)."""
-    body = {"metadata": {"name": name}, "spec": {"maxUnavailable": 0, "selector": {"matchLabels": selects}}}
-    client.PolicyV1Api(k.api).create_namespaced_pod_disruption_budget(ns, body)
-
-
 def _running(k: Kube, ns: str, *names: str) -> None:
     # The Eviction API ignores budgets for pods that are not Running, and counts healthy only those whose
     # Ready condition is True (no kubelet here sets either).
@@ -72,8 +65,7 @@ def _running(k: Kube, ns: str, *names: str) -> None:
 def test_a_disruption_budget_keeps_the_pod_in_the_way_and_the_one_on_the_other_node_goes(
     k: Kube, start_operator: Start
 ) -> None:
-    ns, op = cluster(k, start_operator)
-    _budget(k, ns, "keep-web-1", {"pdb": "n1"})
+    ns, op = cluster(k, start_operator, budgets=("n1",))
     _running(k, ns, "web-1", "web-2")
     preemptor(k, ns)
     # n1 comes first, but the budget keeps web-1: volsched does not choose it (nothing is refused);
@@ -91,9 +83,7 @@ def test_a_disruption_budget_keeps_the_pod_in_the_way_and_the_one_on_the_other_n
 def test_budgets_on_every_pod_in_the_way_keep_them_all_without_asking_the_eviction_api(
     k: Kube, start_operator: Start
 ) -> None:
-    ns, op = cluster(k, start_operator)
-    _budget(k, ns, "keep-web-1", {"pdb": "n1"})
-    _budget(k, ns, "keep-web-2", {"pdb": "n2"})
+    ns, op = cluster(k, start_operator, budgets=("n1", "n2"))
     _running(k, ns, "web-1", "web-2")
     preemptor(k, ns)
     start = op.cycles()
@@ -109,8 +99,7 @@ def test_without_the_pdb_plugin_the_eviction_api_refuses_what_a_budget_protects(
     k: Kube, start_operator: Start
 ) -> None:
     assert "  - name: pdb\n" in CONFIG
-    ns, op = cluster(k, start_operator, config=CONFIG.replace("  - name: pdb\n", ""))
-    _budget(k, ns, "keep-web-1", {"pdb": "n1"})
+    ns, op = cluster(k, start_operator, config=CONFIG.replace("  - name: pdb\n", ""), budgets=("n1",))
     _running(k, ns, "web-1")
     preemptor(k, ns)
     # volsched chooses web-1 (n1 first) and tells it why, but the Eviction API refuses: it keeps running.
@@ -138,9 +127,9 @@ def test_a_budget_that_comes_to_allow_a_disruption_wakes_a_session_and_the_pod_i
     """With an hour between periodic sessions, budgets keep every pod in the preemptor's way (it is told
     which); once the disruption controller's status lets one go (none runs here: the test writes it), the
     budget's watch event alone must wake a session."""
-    ns, op = cluster(k, lambda *args, **kw: start_operator("--period", "3600", *args, **kw))
-    _budget(k, ns, "keep-web-1", {"pdb": "n1"})
-    _budget(k, ns, "keep-web-2", {"pdb": "n2"})
+    ns, op = cluster(
+        k, lambda *args, **kw: start_operator("--period", "3600", *args, **kw), budgets=("n1", "n2")
+    )
     _running(k, ns, "web-1", "web-2")
     preemptor(k, ns)
     said = wait_for(
