@@ -123,6 +123,19 @@ def as_http_client_reads(data: bytes, method: str = "POST") -> dict[str, Any]:
 
 PIECES = [1, 7, 65536]
 
+#: A folded Transfer-Encoding: http.client's email parser would join " chunked" to it and read a chunked
+#: body; a reader of the first line alone, a body of length 5. Refused by both of ours.
+FOLDED = (
+    b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding:\r\n chunked\r\n\r\n"
+    b"0\r\n\r\nHTTP/1.1 201 Created\r\n"
+)
+
+
+@pytest.mark.parametrize("data", [FOLDED, FOLDED.replace(b"\r\n ", b"\r\n\t")], ids=["space", "tab"])
+def test_a_folded_header_line_is_refused_by_the_stream_reader_too(data: bytes) -> None:
+    with pytest.raises(http.client.HTTPException):
+        read(_LeanResponse, data)
+
 
 @pytest.mark.parametrize("piece", PIECES, ids=[f"{p} bytes a read" for p in PIECES])
 @pytest.mark.parametrize("data", ANSWERS.values(), ids=ANSWERS.keys())
@@ -153,6 +166,8 @@ def test_a_head_answer_has_no_body_whatever_its_length_says() -> None:
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n0\r\n\r\n",
             http.client.IncompleteRead,
         ),
+        (FOLDED, http.client.HTTPException),
+        (FOLDED.replace(b"\r\n ", b"\r\n\t"), http.client.HTTPException),
     ],
     ids=[
         "unknown protocol",
@@ -165,6 +180,8 @@ def test_a_head_answer_has_no_body_whatever_its_length_says() -> None:
         "a body shorter than its length",
         "a chunk cut short",
         "a bad chunk size",
+        "a folded header line",
+        "a header line folded by a tab",
     ],
 )
 @pytest.mark.parametrize("piece", [7, 65536], ids=["7 bytes a read", "all at once"])

@@ -49,6 +49,8 @@ AUTH_TTL = 1.0
 #: http.client's limits on a response's header lines.
 _MAX_LINE = 65536
 _MAX_HEADERS = 100
+#: How a folded header line starts (:func:`_header_lines` refuses one).
+_FOLDED = (b" ", b"\t")
 
 
 class ResponseLost(ConnectionError):
@@ -153,7 +155,10 @@ def _dropped(conn: http.client.HTTPConnection) -> bool:
 
 def _header_lines(fp: Any) -> list[bytes]:
     """A response's header lines up to the empty one (excluded), as http.client reads them (its limit
-    counts the empty line), from ``fp``'s ``readline(limit)`` (a file's or a :class:`_Bytes`')."""
+    counts the empty line), from ``fp``'s ``readline(limit)`` (a file's or a :class:`_Bytes`'). A folded
+    line (one that starts with a space or a tab, obsolete since RFC 7230, which Go never sends) is
+    refused: the email package would join it to the line before, the framing read here would not, and
+    an answer two readers frame differently is not one to act on."""
     lines: list[bytes] = []
     while True:
         line = fp.readline(_MAX_LINE + 1)
@@ -163,6 +168,8 @@ def _header_lines(fp: Any) -> list[bytes]:
             raise http.client.HTTPException(f"got more than {_MAX_HEADERS} headers")
         if line in (b"\r\n", b"\n", b""):
             return lines
+        if line[:1] in _FOLDED:
+            raise http.client.HTTPException("a folded header line")
         lines.append(line)
 
 
@@ -431,6 +438,8 @@ def _plain_head(reader: _Bytes) -> tuple[str, int, str, list[bytes]] | None:
     if head.count(b"\n") != head.count(b"\r\n"):
         return None  # a line ended by a bare LF
     lines = head.split(b"\r\n")
+    if b"\n " in head or b"\n\t" in head:
+        return None  # a folded line: refused line by line
     if len(lines) > _MAX_HEADERS:  # the status line and 99 headers at most (the empty line counts)
         return None
     version, status, reason = _parse_status(lines[0] + b"\r\n")
