@@ -693,6 +693,11 @@ def _shows_nothing_new(cached: Mapping[str, Any] | None, obj: Mapping[str, Any])
     ``metadata.resourceVersion``: whatever a task reads of it is unchanged."""
     if cached is None or cached.keys() != obj.keys():
         return False
+    was, now = cached.get("metadata"), obj.get("metadata")
+    if type(was) is dict and type(now) is dict and ("resourceVersion" in was) == ("resourceVersion" in now):
+        # The same comparison as below, made by dict equality (in C): obj with cached's resourceVersion.
+        rv = "resourceVersion"
+        return bool(obj == cached if rv not in now else {**obj, "metadata": {**now, rv: was[rv]}} == cached)
     for field, value in obj.items():
         before = cached[field]
         if field != "metadata":
