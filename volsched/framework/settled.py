@@ -221,12 +221,6 @@ def _unmet(job: Job) -> Vector | None:
     return None
 
 
-def _ask(job: Job) -> Vector:
-    """What a gap asks of its queue, as the close adds it (its ``allocated`` is zero: all pending)."""
-    c = job.status_count
-    return job.total_request() if c.get(TaskStatus.PENDING) or c.get(TaskStatus.PIPELINED) else job.allocated
-
-
 def _extend(base: Settled, jobs: Sequence[Job]) -> Settled:
     """``base`` with ``jobs`` (shared, each :func:`_settles`, no gap among them) added after its span."""
     if not jobs:
@@ -261,7 +255,7 @@ def _extend(base: Settled, jobs: Sequence[Job]) -> Settled:
 def _past(base: Settled, job: Job) -> Settled:
     """``base`` with the gap ``job`` after its span: what it asks added to its queue's request, and its
     unmet minimum (admitted) to the unmet sums, in its place."""
-    ask = _ask(job)
+    ask = job.total_request()  # what it asks of its queue, as the close adds it (a copy)
     ask.setflags(write=False)
     unmet = _unmet(job)
     light = replace(base, jobs=[], podgroups=[], committed=[])
@@ -389,7 +383,7 @@ def _reusable(jobs: list[Job], base: Settled, *, again: bool) -> Settled:
             and job.queue == gap.queue
             and not _settles(job)
             and _gap(job)
-            and _ask(job).tobytes() == gap.ask.tobytes()
+            and job.total_request().tobytes() == gap.ask.tobytes()
             and (again or _same_unmet(_unmet(job), gap.unmet))
         ):
             return _before(base, gap)
