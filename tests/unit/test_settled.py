@@ -657,3 +657,23 @@ def test_runs_past_gaps_that_come_and_go_open_and_close_on_a_walks_floats_and_de
             for state in (kept, walk):
                 state.delete("Pod", ns, name)
     assert past_gaps >= 3  # the run went on past gaps, not only ended at the first
+
+
+def test_a_gap_that_moves_to_another_queue_is_asked_of_that_queue_in_the_next_session() -> None:
+    # Bound pods of queues a and b, a pod of queue a pending for ever (a gap: the run goes past it),
+    # more bound pods. Between sessions the pending pod moves to queue b, asking the very same: the
+    # next session's close asks it of b, not of a, as a walk over every job does (``_session`` checks).
+    state = ClusterState()
+    for obj in [node("n1", cpu="64"), queue("a"), queue("b")]:
+        state.apply(obj)
+    for i in range(6):
+        state.apply(pod(f"p{i}", cpu=CPUS[i], queue="a" if i % 2 else "b", node="n1"))
+    state.apply(pod("w", cpu="100", queue="a"))  # pending for ever (no node has room): a gap
+    for i in range(6, 12):
+        state.apply(pod(f"p{i}", cpu=CPUS[i % len(CPUS)], queue="a" if i % 2 else "b", node="n1"))
+    _session(state, 5.0)
+    assert [(g.key, g.queue) for g in state._builder.kept[KEPT].gaps] == [("default/w", "a")]
+    state.apply(pod("w", cpu="100", queue="b"))
+    _, result = _session(state, 6.0)
+    assert result.queues["b"].request["cpu"] > 100 > result.queues["a"].request["cpu"]
+    assert [(g.key, g.queue) for g in state._builder.kept[KEPT].gaps] == [("default/w", "b")]
