@@ -677,3 +677,27 @@ def test_a_gap_that_moves_to_another_queue_is_asked_of_that_queue_in_the_next_se
     _, result = _session(state, 6.0)
     assert result.queues["b"].request["cpu"] > 100 > result.queues["a"].request["cpu"]
     assert [(g.key, g.queue) for g in state._builder.kept[KEPT].gaps] == [("default/w", "b")]
+
+
+def test_a_gap_replaced_in_its_place_by_another_job_asking_the_same_is_not_taken_for_it() -> None:
+    # A bound gang, a gang pending for ever (a gap: the run goes past it), bound pods. Between sessions
+    # the stuck gang leaves and a new one, asking the very same of the same queue but placeable, takes
+    # its place in the order. The next session places it: it is not the old gap (whose change would
+    # drop the run), so the close asks it of the queue once, as a walk over every job does.
+    state = ClusterState()
+    for obj in [node("n1", cpu="64"), queue("a")]:
+        state.apply(obj)
+    state.apply(podgroup("g0", queue="a"))
+    state.apply(pod("g0-0", group="g0", cpu="0.7", node="n1"))
+    state.apply(podgroup("g1", queue="a"))
+    state.apply(pod("g1-0", group="g1", cpu="0.3", node_selector={"volsched.test/nowhere": "true"}))
+    for i in range(6):
+        state.apply(pod(f"p{i}", cpu=CPUS[i], node="n1"))
+    _session(state, 5.0)
+    assert [g.key for g in state._builder.kept[KEPT].gaps] == ["default/g1"]
+    state.delete("Pod", "default", "g1-0")
+    state.delete("PodGroup", "default", "g1")
+    state.apply(podgroup("g2", queue="a"))
+    state.apply(pod("g2-0", group="g2", cpu="0.3"))
+    _, result = _session(state, 6.0)  # (``_session`` checks the close's requests against a walk)
+    assert [b.pod for b in result.binds] == ["default/g2-0"]
