@@ -176,11 +176,7 @@ def fold(
 def _unmet_rows(jobs: Iterable[Job]) -> list[tuple[Job, Vector]]:
     """The admitted jobs of ``jobs`` short of their minimum, each with its unmet minimum (one that holds
     it adds zeros: left out, as ``unmet_minimum_rows`` leaves it out)."""
-    out = []
-    for job in jobs:
-        if job.phase is PodGroupPhase.INQUEUE and not minimum_met(job):
-            out.append((job, unmet_minimum(job)))
-    return out
+    return [(job, unmet) for job in jobs if (unmet := _unmet(job)) is not None]
 
 
 def committed(job: Job) -> bool:
@@ -215,7 +211,7 @@ def _gap(job: Job) -> bool:
 
 
 def _unmet(job: Job) -> Vector | None:
-    """A gap's unmet minimum when it is admitted and short of it (as ``_unmet_rows`` has it), else None."""
+    """``job``'s unmet minimum when it is admitted and short of it, else None."""
     if job.phase is PodGroupPhase.INQUEUE and not minimum_met(job):
         return unmet_minimum(job)
     return None
