@@ -86,8 +86,15 @@ def test_budgets_on_every_pod_in_the_way_keep_them_all_without_asking_the_evicti
     ns, op = cluster(k, start_operator, budgets=("n1", "n2"))
     _running(k, ns, "web-1", "web-2")
     preemptor(k, ns)
+    # The operator has seen the preemptor and decided on it (not only run cycles before it came).
+    wait_for(
+        lambda: "protected by PodDisruptionBudget" in _group_message(k, ns, "b"),
+        40,
+        what="the preemptor told which budgets keep the pods in its way",
+        operator=op,
+    )
     start = op.cycles()
-    wait_for(lambda: op.cycles() >= start + 6, 30, what="more cycles")
+    wait_for(lambda: op.cycles() >= start + 6, 30, what="more cycles", operator=op)
     assert leaving(k, ns) == []
     assert (_condition(k, ns, "web-1"), _condition(k, ns, "web-2")) == (None, None)
     assert k.bound(ns).get(f"{ns}/new") is None
