@@ -445,7 +445,7 @@ def _spec_key(spec: Mapping[str, Any], *, ns: str, labels: Mapping[str, Any]) ->
     context = (
         (ns, labels)
         if spec.get("topologySpreadConstraints")
-        or (aff is not None and isinstance(aff, _MAP) and ("podAffinity" in aff or "podAntiAffinity" in aff))
+        or (isinstance(aff, _MAP) and ("podAffinity" in aff or "podAntiAffinity" in aff))
         else None
     )
     own = {k: v for k, v in spec.items() if k not in _PER_POD}
