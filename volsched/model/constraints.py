@@ -25,6 +25,7 @@ the label get the extra index ``D`` (one past the last domain), whose count is a
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from volsched.model.errors import InputError
+from volsched.model.validation import label_key_problem, label_value_ok
 
 if TYPE_CHECKING:
     from volsched.model.vocabulary import NodeSpec, Task
@@ -401,11 +403,54 @@ def _match_expression(spec: NodeSpec, expr: Mapping[str, Any], *, field: bool) -
     return left > right if op == "Gt" else left < right
 
 
+#: Gt and Lt compare whole numbers, written as Go's strconv.ParseInt reads them (a sign, then digits).
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_INT64 = 2**63
+
+
+def _requirement_parses(expr: Mapping[str, Any], *, field: bool) -> bool:
+    """Whether Kubernetes can read one expression of a node selector term (``labels.NewRequirement``
+    for a label, a one-value ``In``/``NotIn`` for a field). The API server stores a pod's node affinity
+    without checking its label values; kube-scheduler then matches a term it cannot read with no node."""
+    op = expr.get("operator")
+    values = expr.get("values") or []
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        return False
+    if field:
+        return op in ("In", "NotIn") and len(values) == 1
+    key = expr.get("key")
+    if not isinstance(key, str) or label_key_problem(key) is not None:
+        return False
+    if op in ("In", "NotIn"):
+        if not values:
+            return False
+    elif op in ("Exists", "DoesNotExist"):
+        if values:
+            return False
+    elif op in ("Gt", "Lt"):
+        if len(values) != 1 or not _INTEGER.fullmatch(values[0]) or not -_INT64 <= int(values[0]) < _INT64:
+            return False
+    else:
+        return False
+    return all(label_value_ok(v) for v in values)
+
+
+def node_term_parses(term: Mapping[str, Any]) -> bool:
+    """Every expression and field of a node selector term is one Kubernetes can read."""
+    return all(_requirement_parses(e, field=False) for e in term.get("matchExpressions") or []) and all(
+        _requirement_parses(e, field=True) for e in term.get("matchFields") or []
+    )
+
+
 def matches_node_term(spec: NodeSpec, term: Mapping[str, Any]) -> bool:
-    """One node selector term: every expression and field matches; an empty term matches nothing."""
+    """One node selector term: every expression and field matches; an empty term, or one with an
+    expression Kubernetes cannot read (a value that is no label value, ``NotIn`` of nothing, ``Exists``
+    with values, ``Gt`` of a word, a field compared with two values...), matches nothing."""
     exprs = term.get("matchExpressions") or []
     fields = term.get("matchFields") or []
     if not exprs and not fields:
+        return False
+    if not node_term_parses(term):
         return False
     return all(_match_expression(spec, e, field=False) for e in exprs) and all(
         _match_expression(spec, e, field=True) for e in fields

@@ -78,6 +78,16 @@ def _key_problem(key: str) -> str | None:
     return None
 
 
+def label_key_problem(key: str) -> str | None:
+    """Why ``key`` is no label key (a qualified name with an optional DNS-subdomain prefix), or None."""
+    return _key_problem(key)
+
+
+def label_value_ok(value: str) -> bool:
+    """Whether ``value`` is a label value: at most 63 characters matching the label regex, or empty."""
+    return _value_ok(value)
+
+
 def qualified_name(value: Any, *, field: str) -> str:
     if not isinstance(value, str):
         raise _fail(field, value, "must be a string")

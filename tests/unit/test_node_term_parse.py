@@ -1,0 +1,64 @@
+"""A node selector term Kubernetes cannot read matches no node, as kube-scheduler's nodeaffinity
+(component-helpers' LazyErrorNodeSelector) treats it: the API server stores a pod's node affinity
+without checking its label values, and the scheduler then skips the term."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.builders import node
+from volsched.model.constraints import matches_affinity, matches_node_term
+from volsched.model.decode import build_node
+
+NODE = build_node(node("n1", labels={"zone": "a", "gen": "5"}))
+
+
+def _expr(key: str, op: str, values: list[Any] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"key": key, "operator": op}
+    if values is not None:
+        out["values"] = values
+    return out
+
+
+@pytest.mark.parametrize(
+    ("term", "matches"),
+    [
+        # Terms Kubernetes reads: they match as they say.
+        ({"matchExpressions": [_expr("zone", "In", ["a"])]}, True),
+        ({"matchExpressions": [_expr("zone", "NotIn", ["b"])]}, True),
+        ({"matchExpressions": [_expr("zone", "Exists")]}, True),
+        ({"matchExpressions": [_expr("gen", "Gt", ["4"])]}, True),
+        ({"matchExpressions": [_expr("gen", "Lt", ["6"])]}, True),
+        ({"matchFields": [_expr("metadata.name", "In", ["n1"])]}, True),
+        ({"matchFields": [_expr("metadata.name", "NotIn", ["n2"])]}, True),
+        # A value that is not a label value: the term matches nothing (it matched before).
+        ({"matchExpressions": [_expr("zone", "NotIn", ["not a label value!"])]}, False),
+        ({"matchExpressions": [_expr("zone", "In", ["a", "-bad-"])]}, False),
+        ({"matchExpressions": [_expr("zone", "NotIn", ["x" * 64])]}, False),
+        # Values that do not suit the operator.
+        ({"matchExpressions": [_expr("zone", "NotIn", [])]}, False),
+        ({"matchExpressions": [_expr("zone", "Exists", ["a"])]}, False),
+        ({"matchExpressions": [_expr("gen", "Gt", ["4", "5"])]}, False),
+        ({"matchExpressions": [_expr("gen", "Lt", ["six"])]}, False),
+        ({"matchExpressions": [_expr("gen", "Lt", ["1_000"])]}, False),
+        ({"matchExpressions": [_expr("gen", "Lt", ["+6"])]}, False),  # a whole number, but no label value
+        # A key that is not a label key.
+        ({"matchExpressions": [_expr("bad key", "DoesNotExist")]}, False),
+        # Fields: In and NotIn of exactly one value only.
+        ({"matchFields": [_expr("metadata.name", "NotIn", ["n2", "n3"])]}, False),
+        ({"matchFields": [_expr("metadata.name", "Exists")]}, False),
+        # One expression Kubernetes cannot read spoils its whole term, whatever the others say.
+        ({"matchExpressions": [_expr("zone", "In", ["a"]), _expr("zone", "NotIn", ["?"])]}, False),
+    ],
+)
+def test_a_term_kubernetes_cannot_read_matches_no_node(term: dict[str, Any], matches: bool) -> None:
+    assert matches_node_term(NODE, term) is matches
+
+
+def test_a_readable_term_still_matches_beside_one_that_is_not() -> None:
+    bad = {"matchExpressions": [_expr("zone", "NotIn", ["not valid!"])]}
+    good = {"matchExpressions": [_expr("zone", "In", ["a"])]}
+    assert matches_affinity(NODE, [bad]) is False
+    assert matches_affinity(NODE, [bad, good]) is True
