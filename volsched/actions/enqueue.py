@@ -5,6 +5,10 @@ namespace order, inside that the job that comes first in job order (as allocate)
 between queues and between the namespaces of a queue.
 A closed queue admits nothing. Rejections are recorded as the job's reason.
 
+The jobs decided for are those with a pod pending and the PodGroups in phase Pending that have no pod
+yet (``Session.admission_jobs``): Volcano's job controller makes a job's pods only once the scheduler
+moved its PodGroup to Inqueue, so such a group is admitted on its minResources (none: it asks nothing).
+
 Once one queue is left, its namespace that comes first stays first until its jobs are all decided (an
 admission takes no resources, so no namespace key moves): its jobs are decided as one run, in job
 order, and stretches of it are voted on and admitted at once where the plugins answer for runs
@@ -36,7 +40,7 @@ class Enqueue:
 
     def execute(self, session: Session) -> None:
         pending: dict[str, list[Job]] = {}
-        for queue, jobs in session.jobs_by_queue(session.pending_jobs()).items():
+        for queue, jobs in session.jobs_by_queue(session.admission_jobs()).items():
             spec = session.queues.get(queue)
             waiting = [j for j in jobs if j.phase is PodGroupPhase.PENDING]
             if not waiting:

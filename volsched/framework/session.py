@@ -243,6 +243,23 @@ class Session(NodeViews):
         pending = TaskStatus.PENDING
         return [job for job in maybe if job.status_count.get(pending)]
 
+    def admission_jobs(self) -> list[Job]:
+        """The jobs enqueue decides for: those with a task pending (``pending_jobs``), and the PodGroups
+        in phase Pending with no pod at all yet. Volcano's job controller (and the operators built like
+        it) makes a PodGroup first and its pods only once the scheduler moved it to Inqueue: such a group
+        is admitted on its minResources, as Volcano's enqueue admits it. Phase Pending makes a job private
+        in the snapshot, so these are found among the same few jobs as ``pending_jobs``."""
+        self.pending_jobs()  # (gathers the jobs that may be pending)
+        maybe = self._maybe_pending
+        assert maybe is not None
+        pending, waiting = TaskStatus.PENDING, PodGroupPhase.PENDING
+        return [
+            job
+            for job in maybe
+            if job.status_count.get(pending)
+            or (not job.tasks and job.podgroup is not None and job.phase is waiting)
+        ]
+
     def jobs_by_queue(self, jobs: Iterable[Job] | None = None) -> dict[str, list[Job]]:
         out: dict[str, list[Job]] = {}
         for job in self.jobs.values() if jobs is None else jobs:

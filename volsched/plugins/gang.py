@@ -1,6 +1,7 @@
 """gang: a job starts with at least minMember tasks or not at all.
 
-Registers: job validity (enough pods to ever form the gang), readiness and pipelining (minMember tasks
+Registers: job validity (enough pods to ever form the gang; a PodGroup with no pod yet is valid, its
+pods come once it is admitted), readiness and pipelining (minMember tasks
 placed), not-ready-first job order (and among those, gangs that already hold some members first, so a
 half-bound gang is completed before others take the room), and victim filters that never take a running
 gang below minMember.
@@ -27,7 +28,9 @@ class Gang(BasePlugin):
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         def valid(job: Job) -> str | None:
-            if job.valid_count < job.min_member:
+            # A PodGroup with no pod yet waits for admission (Volcano's job flow: its controller makes
+            # the pods once the group is Inqueue): it is valid, admitted on its minResources.
+            if job.valid_count < job.min_member and job.tasks:
                 return f"gang {job.title}: {job.valid_count} pod(s) exist, minMember is {job.min_member}"
             return None
 

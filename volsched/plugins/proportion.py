@@ -123,8 +123,9 @@ def queue_share(allocated: Vector, deserved: Vector, mask: np.ndarray) -> float:
 def _pending_requests(
     session: ExtensionPoints, row: dict[str, int], n: int
 ) -> tuple[Vector, Vector, Vector, Vector]:
-    """Per queue: allocated, request (allocated + pending + pipelined), inqueue, and the request of the
-    smallest pending pod (by dominant share of the cluster), the unit the remainder is handed out in."""
+    """Per queue: allocated, request (allocated + pending + pipelined, and the minResources of each
+    PodGroup waiting for admission before its pods are made), inqueue, and the request of the smallest
+    pending pod (by dominant share of the cluster), the unit the remainder is handed out in."""
     space = session.space
     r = len(space)
     request = np.zeros((n, r))
@@ -155,7 +156,9 @@ def _pending_requests(
     admitted_rows: list[int] = []
     rows: list[int] = []
     tasks: list[Task] = []
+    waiting: list[Job] = []  # PodGroups in phase Pending with no pod yet: they ask their minResources
     inqueue_phase, pending, pipelined = PodGroupPhase.INQUEUE, TaskStatus.PENDING, TaskStatus.PIPELINED
+    pending_phase = PodGroupPhase.PENDING
     gaps = len(settled.gaps)  # the first of the jobs after the run: their unmet minimums are in its sums
     for k, job in enumerate(session.unsettled()):
         i = row.get(job.queue)
@@ -164,6 +167,8 @@ def _pending_requests(
         if job.phase is inqueue_phase and k >= gaps:
             admitted.append(job)
             admitted_rows.append(i)
+        elif job.phase is pending_phase and not job.tasks and job.podgroup is not None:
+            waiting.append(job)
         c = job.status_count  # get, not c[...]: a missing key is a Python-level call (TaskCounts.__missing__)
         if not (c.get(pending) or c.get(pipelined)):
             continue
@@ -174,6 +179,8 @@ def _pending_requests(
                 tasks.append(t)
     unmet_minimum_rows(admitted, admitted_rows, inqueue)
     request += allocated
+    for job in waiting:  # (Volcano's job flow: the pods come once the group is admitted)
+        request[row[job.queue]] += job.min_request
     unit = np.zeros((n, r))
     if tasks:
         idx = np.asarray(rows, dtype=np.intp)
