@@ -52,6 +52,7 @@ POD_SPEC_KEYS = (
     "priorityClassName",
     "schedulerName",
     "preemptionPolicy",
+    "activeDeadlineSeconds",
     "nodeName",
     "volumes",
     "topologySpreadConstraints",

@@ -23,12 +23,13 @@ import orjson
 from volsched.model.constraints import parse_pod_constraints, parse_selector
 from volsched.model.errors import InputError
 from volsched.model.resources import PODS, parse_amount, parse_resource_map
-from volsched.model.scalars import boolean_value
+from volsched.model.scalars import boolean_value, parse_duration
 from volsched.model.vocabulary import (
     CRITICAL_PRIORITY_CLASSES,
     DEFAULT_QUEUE,
     DEFAULT_SCHEDULER_NAMES,
     EMPTY_RUNTIME,
+    EXPECTED_RUNTIME_ANNOTATION,
     GROUP_ANNOTATION,
     MAX_WEIGHT,
     NAMESPACE_WEIGHT_KEYS,
@@ -527,6 +528,23 @@ _RUNTIME_STATUS = ("containerStatuses", "initContainerStatuses", "reason", "cond
 _OWNED_RUNTIMES: dict[tuple[tuple[str, ...], tuple[str, ...]], PodRuntime] = {}
 
 
+def _active_deadline(value: Any, *, where: str) -> float | None:
+    """``spec.activeDeadlineSeconds``: a positive integer (the API's own rule), or None when unset."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{where}: spec.activeDeadlineSeconds must be a positive integer, got {value!r}")
+    return float(value)
+
+
+def _expected_runtime(annotations: Mapping[str, str], *, where: str) -> float | None:
+    """The expected-runtime annotation in seconds (a positive duration: ``45m``, ``2h``, ``3600``)."""
+    value = annotations.get(EXPECTED_RUNTIME_ANNOTATION)
+    if value is None:
+        return None
+    return parse_duration(value, where=f"{where}: metadata.annotations[{EXPECTED_RUNTIME_ANNOTATION}]")
+
+
 def _runtime(pod: Raw, meta: Mapping[str, Any], parsed: _SpecParse) -> PodRuntime:
     """:func:`pod_runtime` of ``pod``, without reading it again when the kubelet has reported nothing
     of it (no status but a phase that is not Running: a pending pod's, as most pods listed at start):
@@ -629,6 +647,9 @@ def build_task(
         annotations=annotations,
         owner=None if owner is None else intern(owner),
         start_time=parse_time((pod.get("status") or {}).get("startTime"), where=f"{where}: status.startTime"),
+        priority_class=intern(str(pcn)),
+        active_deadline=_active_deadline(spec.get("activeDeadlineSeconds"), where=where),
+        expected_runtime=_expected_runtime(annotations, where=where),
         runtime=_runtime(pod, meta, parsed),
         constraints=parsed.constraints,
         preferred_node_terms=parsed.preferred,

@@ -32,6 +32,8 @@ QUEUE_ANNOTATION = "scheduling.volsched.io/queue-name"
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 #: On a pod (from its template) with no group: the minMember of its owner's PodGroup (default 1).
 MIN_MEMBER_ANNOTATION = "scheduling.volsched.io/min-member"
+#: On a pod (from its template): how long it is expected to run once started, a duration (``90m``).
+EXPECTED_RUNTIME_ANNOTATION = "scheduling.volsched.io/expected-runtime"
 PREEMPTABLE_ANNOTATION = "scheduling.volsched.io/preemptable"
 NAMESPACE_WEIGHT_KEYS = ("volsched.io/namespace.weight", "volcano.sh/namespace.weight")
 DEFAULT_QUEUE = "default"
@@ -130,7 +132,14 @@ class Task:
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     owner: str | None = None
+    #: ``status.startTime`` (Unix seconds; 0: not started, or not known).
     start_time: float = 0.0
+    #: ``spec.priorityClassName`` ("" when none).
+    priority_class: str = ""
+    #: ``spec.activeDeadlineSeconds``: the kubelet ends the pod that long after it started (None: no limit).
+    active_deadline: float | None = None
+    #: The ``scheduling.volsched.io/expected-runtime`` annotation, in seconds (None: not given).
+    expected_runtime: float | None = None
     #: Nodes this task must not go to (e.g. the node a rescheduled pod was moved off).
     avoid_nodes: tuple[str, ...] = ()
     #: What the kubelet reported (for rescheduling strategies), see :func:`pod_runtime`.
