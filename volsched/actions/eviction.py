@@ -238,8 +238,16 @@ def eviction_reason(
         holder=holder,
         holds_before=amounts_of(session, held),
         holds_after=amounts_of(session, held - victim.request),
+        ran=ran_seconds(victim, session.now),
         **more,
     )
+
+
+def ran_seconds(task: Task, now: float) -> float:
+    """Seconds ``task`` has run (0: not running, or no known start)."""
+    if task.status is not TaskStatus.RUNNING or task.start_time <= 0:
+        return 0.0
+    return max(0.0, now - task.start_time)
 
 
 def place_by_evicting(

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from volsched.actions.eviction import ran_seconds
 from volsched.framework.decisions import EvictionReason
 from volsched.framework.plugin import Arguments
 from volsched.framework.registry import register_action
@@ -78,6 +79,10 @@ class Shuffle:
                 continue
             if not session.filter_victims([task], point="victim"):
                 continue  # a victim filter keeps it now (a PodDisruptionBudget spent by those before)
-            why = EvictionReason(action=self.name, detail=reasons.get(task.key, "rebalancing nodes"))
+            why = EvictionReason(
+                action=self.name,
+                detail=reasons.get(task.key, "rebalancing nodes"),
+                ran=ran_seconds(task, session.now),
+            )
             statement.evict(task, reason=why, may_return=False)
         statement.commit()

@@ -94,6 +94,9 @@ class EvictionReason:
     facts: tuple[tuple[str, str | Mapping[str, float]], ...] = ()
     #: A plugin's own explanation (shuffle's victims come with one).
     detail: str = ""
+    #: Seconds the victim had run (since ``status.startTime``): the work its eviction throws away (0:
+    #: none, or not started).
+    ran: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

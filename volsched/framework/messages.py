@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from volsched.framework.decisions import Event, Evict, SessionResult
 from volsched.model.resources import EPS, PODS, format_amount
+from volsched.model.scalars import human_duration
 
 #: The event reason a pod gets when an action evicts it (``Evicted`` for any action not listed).
 EVENT_REASONS = {"preempt": "Preempted", "shuffle": "Rescheduled"}
@@ -54,6 +55,9 @@ def render_eviction(eviction: Evict) -> str:
     clauses.extend(
         f"{label} {value if isinstance(value, str) else amounts(value)}" for label, value in r.facts
     )
+    if r.ran > 0:
+        on = f" on {amounts(r.frees)}" if r.frees else ""
+        clauses.append(f"throws away {human_duration(r.ran)} of work{on}")
     if r.detail:
         clauses.append(r.detail)
     return "; ".join([text, *clauses])

@@ -34,6 +34,8 @@ _BUILTIN_PLUGINS = (
     "binpack",
     "usage",
     "rescheduling",
+    "minruntime",
+    "reservation",
 )
 
 T = TypeVar("T")

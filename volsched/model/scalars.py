@@ -50,6 +50,18 @@ def parse_duration(value: object, *, where: str, allow_zero: bool = False) -> fl
     return seconds
 
 
+def human_duration(seconds: float) -> str:
+    """Seconds as people read them, to the second: ``45s``, ``12m``, ``1h5m``, ``2d3h``."""
+    total = max(0, round(seconds))
+    parts: list[str] = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if total >= size or (unit == "s" and not parts):
+            count, total = divmod(total, size)
+            if count:
+                parts.append(f"{count}{unit}")
+    return "".join(parts[:2]) or "0s"
+
+
 def boolean_value(value: object) -> bool | None:
     """A YAML boolean, or the string ``true``/``false`` in any case (a quoted annotation or flag); None if
     it is neither."""

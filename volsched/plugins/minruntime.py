@@ -1,0 +1,52 @@
+"""minruntime: no pod is a victim of preempt or reclaim before it has run its minimum run time.
+
+Arguments (durations): ``minRuntime`` for every pod, ``queues.<name>`` per queue, ``priorityClasses.<name>``
+per priority class; a pod's minimum is the largest that applies (see
+:class:`~volsched.plugins.shared.runtimes.MinRuntimes`). A pod counts as running from its
+``status.startTime``; one placed, bound or started without a known start time has run nothing yet,
+so it is protected too. Hence a pod placed by evicting others is itself never evicted before its own
+minimum: no eviction places a pod that would be thrown away in turn before it did its minimum of work.
+
+Answers at ``preemptable`` and ``reclaimable`` (Volcano's victim points): it names the candidates past
+their minimum, so it narrows whatever the other plugins name and never adds a victim. It does not
+decide which victims go first, nor touch ``shuffle`` (rescheduling's own rules say when a pod moves).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from volsched.framework.plugin import Arguments, BasePlugin
+from volsched.framework.points import ExtensionPoints
+from volsched.framework.registry import register_plugin
+from volsched.model.vocabulary import Task
+from volsched.plugins.shared.runtimes import MinRuntimes, ran_for
+
+
+@register_plugin
+class MinRuntime(BasePlugin):
+    name: ClassVar[str] = "minruntime"
+    #: What a pod has run grows with the clock: a victim refused now may be taken later.
+    reads_clock: ClassVar[bool] = True
+
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.minimums = MinRuntimes.from_arguments(arguments)
+
+    def on_session_open(self, session: ExtensionPoints) -> None:
+        minimums = self.minimums
+        if not minimums.any:
+            return
+        now = session.now
+        jobs = session.jobs
+
+        def past_minimum(task: Task) -> bool:
+            job = jobs.get(task.job_key)
+            queue = job.queue if job is not None else ""
+            return ran_for(task, now) >= minimums.of(task, queue)
+
+        def victims(actor: Task, candidates: list[Task]) -> list[Task]:
+            return [t for t in candidates if past_minimum(t)]
+
+        session.add_preemptable_fn(self.name, victims)
+        session.add_reclaimable_fn(self.name, victims)
