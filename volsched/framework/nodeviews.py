@@ -93,6 +93,8 @@ class NodeViews(PointTables):
         if view is not None and len(idx) == 1:
             return self._evaluate_one(task, idx, view)
         mask = nodes.ready[idx]
+        if task.resource_claims:
+            mask = mask & self._devices(task, idx)
         for _, fn in self._flat("predicate"):
             mask = mask & fn(task, idx)
         # Dimensions the task does not ask for never fail (a node may be over-committed in those).
@@ -127,6 +129,8 @@ class NodeViews(PointTables):
         nodes = self.nodes
         i = int(idx[0])
         ok = bool(nodes.ready[i])
+        if ok and task.resource_claims:
+            ok = bool(self._devices(task, idx)[0])
         for _, fn in self._flat("predicate"):
             ok = ok and bool(fn(task, idx)[0])
         floor = view.floor_list
@@ -147,6 +151,23 @@ class NodeViews(PointTables):
         view.ready_score[i] = score if ok and fits_idle else -np.inf
         view.log_pos = len(self._changes)
         return view
+
+    def _devices(self, task: Task, idx: IndexArray) -> BoolArray:
+        """Which of nodes ``idx`` can give ``task`` the devices its ResourceClaims ask for: the session's
+        own check (like capacity), whatever the plugins, so a pod that claims devices is never bound
+        where they are not allocated. None yet: volsched does not allocate claims."""
+        return np.zeros(len(idx), dtype=bool)
+
+    def _explain_devices(self, task: Task, idx: IndexArray) -> list[tuple[str, int]]:
+        """Why nodes ``idx`` (all failing :meth:`_devices`) cannot give ``task`` its devices."""
+        claims = ", ".join(c.describe() for c in task.resource_claims)
+        return [
+            (
+                f"pod claims devices (resourceClaims {claims}), and volsched does not allocate "
+                "Dynamic Resource Allocation claims yet",
+                len(idx),
+            )
+        ]
 
     def _view(self, task: Task) -> _NodeView:
         key = (task.request.tobytes(), task.placement_key)
@@ -274,6 +295,10 @@ class NodeViews(PointTables):
         if n - len(ready):
             counts["node(s) not ready"] += n - len(ready)
         eligible = np.ones(len(ready), dtype=bool)
+        if task.resource_claims and len(ready):
+            eligible &= self._devices(task, ready)
+            for reason, count in self._explain_devices(task, ready[~eligible]):
+                counts[reason] += count
         for name, fn in self._flat("predicate"):
             if not len(ready):
                 break

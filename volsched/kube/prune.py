@@ -62,7 +62,7 @@ POD_SPEC_KEYS = (
     "resourceClaims",
 )
 CONTAINER_KEYS = ("name", "image", "resources", "ports", "restartPolicy")
-POD_STATUS_KEYS = ("phase", "reason", "startTime", "nominatedNodeName")
+POD_STATUS_KEYS = ("phase", "reason", "startTime", "nominatedNodeName", "resourceClaimStatuses")
 CONTAINER_STATUS_KEYS = ("name", "restartCount")
 NODE_SPEC_KEYS = ("taints", "unschedulable")
 NODE_STATUS_KEYS = ("allocatable", "capacity", "addresses")

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, TypeVar, cast
 import orjson
 
 from volsched.model.constraints import parse_pod_constraints, parse_selector
+from volsched.model.devices import PodClaim
 from volsched.model.errors import InputError
 from volsched.model.resources import PODS, parse_amount, parse_resource_map
 from volsched.model.scalars import boolean_value, parse_duration
@@ -275,6 +276,40 @@ def _claims(spec: Mapping[str, Any]) -> tuple[str, ...]:
         if isinstance(claim, _MAP) and claim.get("claimName"):
             out.append(str(claim["claimName"]))
     return tuple(sorted(set(out)))
+
+
+def _resource_claims(spec: Mapping[str, Any], status: Any, where: str) -> tuple[PodClaim, ...]:
+    """``spec.resourceClaims``, with the names of the claims made from templates for this pod (the
+    resource claim controller writes them in ``status.resourceClaimStatuses``)."""
+    entries = _list_field(spec.get("resourceClaims"), where=f"{where}: spec.resourceClaims")
+    if not entries:
+        return ()
+    made: dict[str, str] = {}
+    statuses = status.get("resourceClaimStatuses") if isinstance(status, _MAP) else None
+    for s in statuses if isinstance(statuses, list) else ():
+        if (
+            isinstance(s, _MAP)
+            and isinstance(s.get("name"), str)
+            and isinstance(s.get("resourceClaimName"), str)
+        ):
+            made[s["name"]] = s["resourceClaimName"]
+    out: list[PodClaim] = []
+    for i, entry in enumerate(entries):
+        at = f"{where}: spec.resourceClaims[{i}]"
+        if not isinstance(entry, _MAP):
+            raise InputError(f"{at} must be a map")
+        name = entry.get("name")
+        if not isinstance(name, str) or not name:
+            raise InputError(f"{at}: missing field name")
+        if any(c.name == name for c in out):
+            raise InputError(f"{at}: name {name!r} is given twice")
+        claim, template = entry.get("resourceClaimName"), entry.get("resourceClaimTemplateName")
+        if bool(claim) == bool(template):
+            raise InputError(f"{at}: give exactly one of resourceClaimName and resourceClaimTemplateName")
+        if not isinstance(claim or template, str):
+            raise InputError(f"{at}: resourceClaimName and resourceClaimTemplateName must be strings")
+        out.append(PodClaim(name=name, claim=claim or made.get(name, ""), template=template or ""))
+    return tuple(out)
 
 
 def _container_statuses(value: Any) -> tuple[int, tuple[str, ...]]:
@@ -655,12 +690,13 @@ def build_task(
         preferred_node_terms=parsed.preferred,
         host_ports=parsed.host_ports,
         claims=parsed.claims,
+        resource_claims=_resource_claims(spec, pod.get("status"), where) if "resourceClaims" in spec else (),
         # A pod with scheduling gates is not ready to be placed (kube-scheduler keeps it out of its queue,
         # and the apiserver refuses its binding) until they are all removed.
         ours=scheduler_name in scheduler_names and not spec.get("schedulingGates"),
         owner_ref=owner_ref,
     )
-    if parsed.placement_key is None:  # not shared: computed from the task, as always
+    if parsed.placement_key is None or task.resource_claims:  # not shared: computed from the task
         task.placement_key = intern(placement_key(task))
     else:
         task.placement_key = parsed.placement_key

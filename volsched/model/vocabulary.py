@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from volsched.model.constraints import LabelSelector, PodConstraints
+from volsched.model.devices import PodClaim
 from volsched.model.resources import PODS, Vector
 
 API_GROUP = "scheduling.volsched.io"
@@ -157,6 +158,8 @@ class Task:
     #: snapshot fills it from the claims), and claims that do not exist.
     volume_terms: tuple[tuple[str, Any], ...] = ()
     missing_claims: tuple[str, ...] = ()
+    #: ``spec.resourceClaims``: the devices the pod claims through Dynamic Resource Allocation.
+    resource_claims: tuple[PodClaim, ...] = ()
     #: A hashable summary of everything node filters and static scores read from the task (selector,
     #: affinity, tolerations, avoided nodes, ports, volumes). Tasks with the same key and request see
     #: the same nodes the same way.
@@ -228,6 +231,7 @@ def placement_key(task: Task) -> str:
         or task.host_ports
         or task.volume_terms
         or task.missing_claims
+        or task.resource_claims
     ):
         return ""
     return json.dumps(
@@ -240,6 +244,7 @@ def placement_key(task: Task) -> str:
             task.host_ports,
             task.volume_terms,
             task.missing_claims,
+            [(c.name, c.claim, c.template) for c in task.resource_claims],
         ],
         sort_keys=True,
         default=str,
