@@ -370,6 +370,11 @@ def pod_runtime(pod: Raw) -> PodRuntime:
     )
     reason = status.get("reason")
     conditions = status.get("conditions")
+    volumes = spec.get("volumes") if isinstance(spec, _MAP) else None
+    local = any(
+        isinstance(v, _MAP) and (v.get("emptyDir") is not None or v.get("hostPath") is not None)
+        for v in (volumes if isinstance(volumes, list) else ())
+    )
     # A Running pod without a Ready condition is not ready either (pod_ready). A pod with none that is
     # not Running (pending: only a Running pod's readiness is ever asked) keeps the shared empty runtime.
     ready = ready_conditions(conditions)
@@ -383,6 +388,8 @@ def pod_runtime(pod: Raw) -> PodRuntime:
         images=tuple(images),
         owner_kinds=kinds,
         unready=unready,
+        local_storage=local,
+        deleting=isinstance(meta, _MAP) and bool(meta.get("deletionTimestamp")),
     )
     return EMPTY_RUNTIME if out == EMPTY_RUNTIME else out
 
@@ -559,8 +566,9 @@ def _parsed_spec(
 
 #: Status fields :func:`pod_runtime` reads besides the phase.
 _RUNTIME_STATUS = ("containerStatuses", "initContainerStatuses", "reason", "conditions")
-#: The runtimes of owned pods with a plain status, by (images, owner kinds); emptied like the tables above.
-_OWNED_RUNTIMES: dict[tuple[tuple[str, ...], tuple[str, ...]], PodRuntime] = {}
+#: The runtimes of owned pods with a plain status, by (their spec's runtime, owner kinds); emptied like
+#: the tables above.
+_OWNED_RUNTIMES: dict[tuple[PodRuntime, tuple[str, ...]], PodRuntime] = {}
 
 
 def _active_deadline(value: Any, *, where: str) -> float | None:
@@ -583,12 +591,16 @@ def _expected_runtime(annotations: Mapping[str, str], *, where: str) -> float | 
 def _runtime(pod: Raw, meta: Mapping[str, Any], parsed: _SpecParse) -> PodRuntime:
     """:func:`pod_runtime` of ``pod``, without reading it again when the kubelet has reported nothing
     of it (no status but a phase that is not Running: a pending pod's, as most pods listed at start):
-    then it is the images of its spec (kept by the spec's parse) and its owners' kinds."""
+    then it is what its spec says (images, local storage: kept by the spec's parse) and its owners'
+    kinds. A pod being deleted is read whole."""
     status = pod.get("status")
-    if status is not None and (
-        type(status) is not dict
-        or status.get("phase") == "Running"
-        or any(key in status for key in _RUNTIME_STATUS)
+    if meta.get("deletionTimestamp") or (
+        status is not None
+        and (
+            type(status) is not dict
+            or status.get("phase") == "Running"
+            or any(key in status for key in _RUNTIME_STATUS)
+        )
     ):
         return _shared(pod_runtime(pod), _RUNTIMES)
     owners = meta.get("ownerReferences")
@@ -597,7 +609,7 @@ def _runtime(pod: Raw, meta: Mapping[str, Any], parsed: _SpecParse) -> PodRuntim
     if type(owners) is not list:
         return _shared(pod_runtime(pod), _RUNTIMES)
     kinds = tuple(str(r.get("kind")) for r in owners if isinstance(r, _MAP) and r.get("kind"))
-    key = (parsed.runtime.images, kinds)
+    key = (parsed.runtime, kinds)
     found = _OWNED_RUNTIMES.get(key)
     if found is None:
         found = _shared(pod_runtime(pod), _RUNTIMES)

@@ -99,6 +99,10 @@ class PodRuntime:
     #: Eviction API and the disruption controller see it). A pod with no Ready condition counts as
     #: ready: no kubelet that runs pods leaves it out, and the simulator writes none.
     unready: bool = False
+    #: The pod mounts node-local storage (an ``emptyDir`` or ``hostPath`` volume), lost when it moves.
+    local_storage: bool = False
+    #: ``metadata.deletionTimestamp`` is set: the pod is already being deleted.
+    deleting: bool = False
 
 
 EMPTY_RUNTIME = PodRuntime()

@@ -18,7 +18,10 @@ Arguments (as in Volcano's rescheduling design; strategy params as the deschedul
         - name: removePodsHavingTooManyRestarts
           params: {podRestartThreshold: 10, includingInitContainers: true}
         queueSelector: [default, test-queue]   # optional: only pods of jobs in these queues
-        labelSelector: {business: offline}     # optional: only pods with all these labels
+        labelSelector: {business: offline}     # optional: only pods with all these labels (or
+                                               # matchLabels/matchExpressions, the descheduler's form)
+        evictLocalStoragePods: false           # the descheduler's default evictor's options and limits
+        maxNoOfPodsToEvictPerNode: 2           # (see volsched.plugins.rescheduling.evictor)
 
 The strategies play three parts:
 
@@ -35,10 +38,11 @@ The strategies play three parts:
   candidates; the first listed is the strongest key. Ties: lower priority, then name.
 
 Strategies without a selector would evict nothing, so such a config is rejected.
-Candidates are pods of this scheduler that have a controller (an owner that recreates them;
-standalone pods are never moved) and are not system-critical: running ones, plus bound-but-starting
+Candidates are pods of this scheduler that the default evictor (``evictor.py``) does not protect: by
+default with a controller (an owner that recreates them), not system-critical, not of a DaemonSet, not
+mirror or static, without local storage and not being deleted. Running ones, plus bound-but-starting
 ones for ``podLifeTime`` and ``removePodsHavingTooManyRestarts`` and failed ones for
-``removeFailedPods``.
+``removeFailedPods``. The user's guide is ``docs/rescheduling.md``.
 
 The plugin answers at most once per ``interval``: the time it last answered is kept in
 ``session.carryover`` (the session's copy of the cache's; the result hands it back and the driver
@@ -53,6 +57,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
+
 from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import ExtensionPoints
 from volsched.framework.registry import register_plugin
@@ -60,7 +66,8 @@ from volsched.model.cluster import dominant_share
 from volsched.model.errors import InputError
 from volsched.model.scalars import boolean_value
 from volsched.model.vocabulary import Task, TaskStatus
-from volsched.plugins.rescheduling.strategies import LIVE, SELECTORS, Context, Params, Selector
+from volsched.plugins.rescheduling.evictor import Cluster, Evictor
+from volsched.plugins.rescheduling.strategies import SELECTORS, Context, Params, Selector
 
 DEFAULT_INTERVAL = 300.0
 DEFAULT_METRICS_PERIOD = 300.0
@@ -126,6 +133,35 @@ def parse_strategies(raw: Any) -> list[Strategy]:
     return out
 
 
+def _label_selector(arguments: Arguments) -> tuple[dict[str, str], dict[str, Any] | None]:
+    """The plugin's ``labelSelector``: a map of labels (Volcano's form), or matchLabels and
+    matchExpressions (the descheduler's evictor's form, returned as a map to parse)."""
+    where = "plugin rescheduling: argument labelSelector"
+    empty = arguments.raw("labelSelector")
+    if empty not in (None, {}):
+        raise InputError(f"{where}: expected a map of labels, got {empty!r}")
+    items = dict(arguments.with_prefix("labelSelector."))
+    parts = ("matchLabels", "matchExpressions")
+    if any(k in parts or k.startswith("matchLabels.") for k in items):
+        selector: dict[str, Any] = {"matchLabels": {}}
+        for key, value in items.items():
+            if key.startswith("matchLabels."):
+                selector["matchLabels"][key.removeprefix("matchLabels.")] = value
+            elif key in parts:
+                selector[key] = value or None
+            else:
+                raise InputError(
+                    f"{where}.{key}: a selector with matchLabels or matchExpressions takes nothing else"
+                )
+        return {}, selector
+    labels: dict[str, str] = {}
+    for key, value in items.items():
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise InputError(f"{where}.{key}: expected a string, got {value!r}")
+        labels[key] = str(value)
+    return labels, None
+
+
 def _is_offline(task: Task) -> bool:
     return task.preemptable is True or boolean_value(task.annotations.get("volcano.sh/preemptable")) is True
 
@@ -149,18 +185,8 @@ class Rescheduling(BasePlugin):
                 f"plugin rescheduling: argument queueSelector: expected a list of queue names, got {queues!r}"
             )
         self.queues: frozenset[str] | None = frozenset(queues) if queues else None
-        empty = arguments.raw("labelSelector")
-        if empty not in (None, {}):
-            raise InputError(
-                f"plugin rescheduling: argument labelSelector: expected a map of labels, got {empty!r}"
-            )
-        self.labels: dict[str, str] = {}
-        for key, value in arguments.with_prefix("labelSelector."):
-            if isinstance(value, bool) or not isinstance(value, str | int | float):
-                raise InputError(
-                    f"plugin rescheduling: argument labelSelector.{key}: expected a string, got {value!r}"
-                )
-            self.labels[key] = str(value)
+        self.labels, selector = _label_selector(arguments)
+        self.evictor = Evictor.parse(arguments, label_selector=selector)
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         def victims() -> list[Task]:
@@ -181,12 +207,42 @@ class Rescheduling(BasePlugin):
 
     # --- choosing ----------------------------------------------------------------------------------
 
+    def _cluster(self, session: ExtensionPoints) -> Cluster:
+        counts: dict[tuple[str, str], int] | None = None
+
+        def replicas(task: Task) -> int:
+            nonlocal counts
+            if counts is None:
+                counts = {}
+                every = [*(t for job in session.jobs.values() for t in job.tasks.values())]
+                for t in [*every, *session.snapshot.foreign_tasks]:
+                    if t.owner is not None:
+                        key = (t.namespace, t.owner)
+                        counts[key] = counts.get(key, 0) + 1
+            return counts.get((task.namespace, task.owner or ""), 0)
+
+        budgets = session.snapshot.budgets
+
+        def covered(task: Task) -> bool:
+            return any(b.selects(task.namespace, task.labels) for b in budgets)
+
+        return Cluster(now=session.now, replicas=replicas, covered=covered)
+
     def _candidate(
-        self, session: ExtensionPoints, task: Task, statuses: frozenset[TaskStatus] = LIVE
+        self,
+        session: ExtensionPoints,
+        task: Task,
+        statuses: frozenset[TaskStatus],
+        *,
+        cluster: Cluster,
+        nodes: np.ndarray[Any, np.dtype[np.bool_]],
     ) -> bool:
         if task.status not in statuses or not task.schedulable_by_us:
             return False
-        if task.owner is None or task.critical:
+        i = session.nodes.index.get(task.node_name or "")
+        if i is not None and not nodes[i]:
+            return False  # outside nodeSelector
+        if self.evictor.protects(task, cluster) is not None:
             return False
         if self.queues is not None:
             job = session.jobs.get(task.job_key)
@@ -221,11 +277,15 @@ class Rescheduling(BasePlugin):
 
     def _select(self, session: ExtensionPoints) -> list[Task]:
         reasons: dict[str, str] = session.state.setdefault(VICTIM_REASONS, {})
+        cluster = self._cluster(session)
+        sel = self.evictor.node_selector
+        nodes = np.array([sel is None or sel.matches(s.labels) for s in session.nodes.specs], dtype=bool)
         ctx = Context(
             session=session,
-            candidate=lambda t, statuses: self._candidate(session, t, statuses),
+            candidate=lambda t, statuses: self._candidate(session, t, statuses, cluster=cluster, nodes=nodes),
             key=self._order_key(session),
             metrics_period=self.metrics_period,
+            evictor=self.evictor,
         )
         out: list[Task] = []
         for s in self.strategies:

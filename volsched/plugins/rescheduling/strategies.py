@@ -3,9 +3,10 @@ move, and why.
 
 Each strategy is a *selector*: parsed once from its ``params`` (the descheduler's parameter names) and
 asked, once per answer of the rescheduling plugin, for ``(task, reason)`` pairs. A selector sees only
-the pods the plugin offers (:class:`Context.candidates`: pods of this scheduler with a controller, not
-system-critical, inside the plugin's queue/label selectors and ``offlineOnly``), in the plugin's order
-(``ctx.key``: the ordering strategies, first evicted first). What it picks the shuffle action evicts,
+the pods the plugin offers (:class:`Context.candidates`: pods of this scheduler the default evictor does
+not protect, inside the plugin's queue/label selectors and ``offlineOnly``), in the plugin's order
+(``ctx.key``: the ordering strategies, first evicted first), and asks :meth:`Context.pick` before it
+counts a pod as moved (nodeFit and the limits). What it picks the shuffle action evicts,
 within its per-session limit and never taking a gang below minMember; the Eviction API enforces
 PodDisruptionBudgets, and the evicted pod's owner keeps off the node it left (no move-back).
 
@@ -39,6 +40,7 @@ from volsched.model.constraints import (
 from volsched.model.errors import InputError
 from volsched.model.resources import EPS, PODS
 from volsched.model.vocabulary import ALLOCATED_STATUSES, Task, TaskStatus
+from volsched.plugins.rescheduling.evictor import Evictor
 from volsched.plugins.shared.usage_estimate import UsageEstimate, build_estimate
 
 UTILIZATION_RESOURCES = ("cpu", "memory", "pods")
@@ -53,13 +55,69 @@ FAILED = frozenset({TaskStatus.FAILED})
 @dataclass
 class Context:
     """What a selector may read: the session, the plugin's candidate filter and order, the metrics
-    period (for estimates of real usage)."""
+    period (for estimates of real usage); and :meth:`pick`, which a selector asks before it counts a
+    pod as moved (the evictor's checks of a picked pod and the limits of one answer)."""
 
     session: ExtensionPoints
     candidate: Callable[[Task, frozenset[TaskStatus]], bool]
     key: Callable[[Task], tuple[Any, ...]]
     metrics_period: float
+    evictor: Evictor = field(default_factory=Evictor)
     _estimate: UsageEstimate | None = field(default=None, repr=False)
+    #: The pods picked so far in this answer (by every strategy), and their count per node, namespace.
+    picked: set[str] = field(default_factory=set)
+    _per_node: dict[str, int] = field(default_factory=dict)
+    _per_namespace: dict[str, int] = field(default_factory=dict)
+    _selected: np.ndarray[Any, np.dtype[np.bool_]] | None = field(default=None, repr=False)
+
+    def pick(self, task: Task) -> bool:
+        """Whether ``task`` may move, counting it as moved if so: not picked before in this answer,
+        within ``maxNoOfPodsToEvictPerNode``, ``...PerNamespace`` and ``...Total``, and with ``nodeFit``
+        some other ready node the pod fits now (its filters, ``nodeSelector`` and free capacity)."""
+        ev = self.evictor
+        node = task.node_name or ""
+        if task.key in self.picked:
+            return False
+        if ev.max_total is not None and len(self.picked) >= ev.max_total:
+            return False
+        if ev.max_per_node is not None and self._per_node.get(node, 0) >= ev.max_per_node:
+            return False
+        if (
+            ev.max_per_namespace is not None
+            and self._per_namespace.get(task.namespace, 0) >= ev.max_per_namespace
+        ):
+            return False
+        if ev.node_fit and not self.fits_elsewhere(task).any():
+            return False
+        self.picked.add(task.key)
+        self._per_node[node] = self._per_node.get(node, 0) + 1
+        self._per_namespace[task.namespace] = self._per_namespace.get(task.namespace, 0) + 1
+        return True
+
+    def fits_elsewhere(self, task: Task) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """The ready, schedulable nodes other than its own that pass every filter of the session for
+        ``task`` and ``nodeSelector``, and have the idle capacity for its request now."""
+        nodes = self.session.nodes
+        need = task.request > EPS
+        ok = self.session.feasible_nodes(task) & nodes.ready & self.selected_nodes()
+        ok &= np.all(nodes.idle[:, need] >= task.request[need] - EPS, axis=1)
+        i = self.node_of(task)
+        if i is not None:
+            ok[i] = False
+        return ok
+
+    def selected_nodes(self) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """The schedulable nodes ``nodeSelector`` selects (every schedulable node without one)."""
+        if self._selected is None:
+            sel = self.evictor.node_selector
+            self._selected = np.array(
+                [
+                    not s.unschedulable and (sel is None or sel.matches(s.labels))
+                    for s in self.session.nodes.specs
+                ],
+                dtype=bool,
+            )
+        return self._selected
 
     def candidates(self, statuses: frozenset[TaskStatus] = LIVE) -> list[Task]:
         """Every candidate pod in one of ``statuses``, in eviction order."""
@@ -339,6 +397,8 @@ class LowNodeUtilization:
             for t in by_node.get(i, []):
                 if not np.any(usage[i] > high) or np.any(room <= 0):
                     break
+                if not ctx.pick(t):
+                    continue
                 request = t.request[u.dims]
                 with np.errstate(divide="ignore", invalid="ignore"):
                     usage[i] -= np.where(u.alloc[i] > 0, request / u.alloc[i] * 100.0, 0.0)
@@ -392,7 +452,7 @@ class HighNodeUtilization:
             worst = int(np.argmax(u.usage[i] - low))
             for t in by_node.get(i, []):
                 need = t.request > EPS
-                if not np.all(room[need] >= t.request[need] - EPS):
+                if not np.all(room[need] >= t.request[need] - EPS) or not ctx.pick(t):
                     continue
                 room -= t.request
                 out.append(
@@ -447,7 +507,13 @@ class RemoveDuplicates:
             for t in members:
                 per_node.setdefault(t.node_name or "", []).append(t)
             for node, here in sorted(per_node.items()):
-                for t in here[: max(0, len(here) - cap)]:
+                excess = len(here) - cap
+                for t in here:
+                    if excess <= 0:
+                        break
+                    if not ctx.pick(t):
+                        continue
+                    excess -= 1
                     out.append(
                         (
                             t,
@@ -493,13 +559,13 @@ class RemovePodsViolatingNodeAffinity:
             if self.required:
                 selector_ok = all(spec.labels.get(k) == v for k, v in t.node_selector.items())
                 if not (selector_ok and matches_affinity(spec, t.affinity_terms)):
-                    if _elsewhere(ctx, t, i):
+                    if _elsewhere(ctx, t, i) and ctx.pick(t):
                         what = "node selector" if not selector_ok else "required node affinity"
                         out.append((t, f"{head}: node {spec.name} no longer matches the pod's {what}"))
                     continue
             if self.preferred and t.preferred_node_terms:
                 better = self._better_node(ctx, t, i)
-                if better is not None:
+                if better is not None and ctx.pick(t):
                     j, here, there = better
                     out.append(
                         (
@@ -563,7 +629,7 @@ class RemovePodsViolatingNodeTaints:
                 continue
             spec = nodes.specs[i]
             bad = next((x for x in spec.taints if self._counts(x) and not tolerates(t.tolerations, x)), None)
-            if bad is None:
+            if bad is None or not ctx.pick(t):
                 continue
             shown = f"{bad[0]}={bad[1]}:{bad[2]}" if bad[1] else f"{bad[0]}:{bad[2]}"
             out.append(
@@ -636,7 +702,7 @@ class RemovePodsViolatingInterPodAntiAffinity:
         for _, t, i in involved:
             state.remove(t)
             why = _anti_violations(state, t, i)
-            if not why:
+            if not why or not ctx.pick(t):
                 state.add(t, i)
                 continue
             out.append(
@@ -703,6 +769,8 @@ class RemovePodsViolatingTopologySpreadConstraint:
                 if counts[high] - least <= c.max_skew:
                     break
                 t = by_domain[high].pop(0)
+                if not ctx.pick(t):
+                    continue
                 taken.add(t.key)
                 out.append(
                     (
@@ -751,7 +819,7 @@ class PodLifeTime:
             if ctx.node_of(t) is None or not self.pods.admits(t) or not self._in_state(t):
                 continue
             age = ctx.age(t)
-            if age > self.max_seconds:
+            if age > self.max_seconds and ctx.pick(t):
                 out.append(
                     (t, f"rescheduling (podLifeTime): pod is {age:.0f}s old, over {self.max_seconds:g}s")
                 )
@@ -779,7 +847,7 @@ class RemovePodsHavingTooManyRestarts:
             if ctx.node_of(t) is None or not self.pods.admits(t):
                 continue
             restarts = t.runtime.restarts + (t.runtime.init_restarts if self.init else 0)
-            if restarts >= self.threshold:
+            if restarts >= self.threshold and ctx.pick(t):
                 out.append(
                     (
                         t,
@@ -828,7 +896,7 @@ class RemoveFailedPods:
             if _owner_kinds_excluded(t, self.exclude_owner_kinds) or ctx.age(t) < self.min_seconds:
                 continue
             reason = self._reason(t)
-            if reason is None:
+            if reason is None or not ctx.pick(t):
                 continue
             because = f" ({reason})" if reason else ""
             out.append((t, f"rescheduling (removeFailedPods): pod failed{because} on node {t.node_name}"))
