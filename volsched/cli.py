@@ -9,11 +9,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from volsched.model.errors import InputError
+
+if TYPE_CHECKING:
+    from volsched.framework.config import SchedulerConfig
 
 
 def _bundled_example() -> Path:
@@ -30,6 +34,8 @@ def _simulate(args: argparse.Namespace) -> int:
     files = args.file or [str(_bundled_example())]
     config = load_config(args.config) if args.config else None
     names = frozenset(n.strip() for n in args.scheduler_names.split(",") if n.strip()) or {"volsched"}
+    if args.replay:
+        return _replay(args, files, config, names)
     if args.then:
         from volsched.simulate import simulate_stages
 
@@ -50,6 +56,36 @@ def _simulate(args: argparse.Namespace) -> int:
         sys.stdout.write(page(data))
     else:
         render_simulation(data, Console(width=max(Console().width, 140)))
+    return 0
+
+
+def _replay(
+    args: argparse.Namespace, files: list[str], config: SchedulerConfig | None, names: Iterable[str]
+) -> int:
+    """``volsched simulate --replay``: the time mode (see ``docs/simulator-time.md``)."""
+    from rich.console import Console
+
+    from volsched.model.scalars import parse_duration
+    from volsched.render import render_replay
+    from volsched.simulate import Replay, load_documents, replay_json
+
+    if args.then or args.usage:
+        raise InputError(
+            "--replay takes its arrivals from creationTimestamps: --then and --usage do not apply"
+        )
+    until = parse_duration(args.until, where="--until") if args.until is not None else None
+    period = parse_duration(args.period, where="--period")
+    replay = Replay(load_documents(files), config, period=period, until=until, scheduler_names=names)
+    data = replay_json(replay.run())
+    if args.output == "json":
+        json.dump(data, sys.stdout, indent=2, sort_keys=False)
+        sys.stdout.write("\n")
+    elif args.output == "html":
+        from volsched.ui import page
+
+        sys.stdout.write(page(data))
+    else:
+        render_replay(data, Console(width=max(Console().width, 140)))
     return 0
 
 
@@ -102,6 +138,22 @@ def build_parser() -> argparse.ArgumentParser:
         default="volsched",
         help="comma-separated spec.schedulerName values whose pods volsched schedules (default: volsched),"
         " e.g. volsched,volcano to run a workload written for Volcano unchanged",
+    )
+    sim.add_argument(
+        "--replay",
+        action="store_true",
+        help="time mode: workload objects arrive at their creationTimestamp and run for their"
+        " simulate.volsched.io/duration annotation (docs/simulator-time.md)",
+    )
+    sim.add_argument(
+        "--period",
+        default="1s",
+        help="with --replay: seconds (or a duration like 500ms) between session ticks (default 1s)",
+    )
+    sim.add_argument(
+        "--until",
+        metavar="DURATION",
+        help="with --replay: stop this long after the start (default: when nothing is left to happen)",
     )
     sim.add_argument(
         "-o",

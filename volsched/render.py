@@ -46,9 +46,10 @@ def queue_tree_order(queues: Mapping[str, Any]) -> list[tuple[str, int]]:
     return out
 
 
-def render_simulation(data: Mapping[str, Any], console: Console) -> None:
-    """Render the ``-o json`` document as tables."""
-    console.print(f"[bold]volsched simulate[/bold]: settled after {data['sessions']} session(s)")
+def render_simulation(data: Mapping[str, Any], console: Console, *, header: bool = True) -> None:
+    """Render the ``-o json`` document as tables (``header``: the line saying how many sessions ran)."""
+    if header:
+        console.print(f"[bold]volsched simulate[/bold]: settled after {data['sessions']} session(s)")
 
     queues = Table(title="Queues", title_justify="left")
     for col in (
@@ -146,3 +147,43 @@ def render_simulation(data: Mapping[str, Any], console: Console) -> None:
         if len(data["events"]) > 40:
             events.add_row("...", "", f"{len(data['events']) - 40} more (use -o json)")
         console.print(events)
+
+
+#: The most pods the replay's table lists (``-o json`` has every one).
+REPLAY_ROWS = 60
+
+
+def render_replay(data: Mapping[str, Any], console: Console) -> None:
+    """Render ``volsched simulate --replay``'s ``-o json`` document: the clock, every pod's times (up
+    to :data:`REPLAY_ROWS`), then the cluster at the end as the instant mode shows it."""
+    replay = data["replay"]
+    pods = replay["pods"]
+    console.print(
+        f"[bold]volsched simulate --replay[/bold]: {replay['end']:g} s of cluster time from {replay['start']}, "
+        f"{replay['sessions']} session(s) ({replay['skippedSessions']} skipped: nothing new), "
+        f"{sum(1 for p in pods.values() if p['finished'] is not None)} of {len(pods)} pod(s) finished, "
+        f"{sum(1 for p in pods.values() if p['evicted'] is not None)} evicted"
+    )
+
+    def sec(value: Any) -> str:
+        return "-" if value is None else f"{value:g}"
+
+    table = Table(title="Pods (seconds from the start)", title_justify="left")
+    for col in ("pod", "node", "created", "started", "finished", "evicted", "wait"):
+        table.add_column(col, justify="left" if col in ("pod", "node") else "right")
+    for key, p in list(pods.items())[:REPLAY_ROWS]:
+        wait = None if p["started"] is None else p["started"] - p["created"]
+        table.add_row(
+            key,
+            p["node"] or "-",
+            sec(p["created"]),
+            sec(p["started"]),
+            sec(p["finished"]),
+            sec(p["evicted"]),
+            sec(wait),
+        )
+    if len(pods) > REPLAY_ROWS:
+        table.add_row("...", "", "", "", "", "", f"{len(pods) - REPLAY_ROWS} more (use -o json)")
+    console.print(table)
+    console.print("[bold]At the end[/bold]")
+    render_simulation(data, console, header=False)

@@ -12,7 +12,9 @@ replacement for an evicted pod of a Job).
 * ``port``: :class:`~volsched.simulate.port.MemoryPort`, the cycle's port in memory (kubelet, job
   controller, owners' replacements, the Eviction API);
 * ``budgets``: the Eviction API's PodDisruptionBudget check;
-* ``output``: the ``-o json`` document.
+* ``output``: the ``-o json`` document;
+* ``replay`` and ``timeport``: the time mode (``volsched simulate --replay``): a virtual clock around
+  the same cycle, pods that run for their duration, arrivals at their creationTimestamp.
 
 Bad input raises :class:`InputError` naming the file, the document and the field.
 """
@@ -26,17 +28,21 @@ from volsched.simulate.loop import (
     simulate,
     simulate_stages,
 )
-from volsched.simulate.output import session_json, to_json
+from volsched.simulate.output import replay_json, session_json, to_json
+from volsched.simulate.replay import Replay, ReplayResult
 
 __all__ = [
     "EPOCH",
     "MAX_JOB_PODS",
     "MAX_PARALLELISM",
     "Document",
+    "Replay",
+    "ReplayResult",
     "SimulationResult",
     "Simulator",
     "iso",
     "load_documents",
+    "replay_json",
     "session_json",
     "simulate",
     "simulate_stages",

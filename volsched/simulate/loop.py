@@ -5,7 +5,7 @@ Bad input raises :class:`InputError` naming the file, the document and the field
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,12 +68,18 @@ class Simulator:
         config: SchedulerConfig | None = None,
         *,
         scheduler_names: Iterable[str] = DEFAULT_SCHEDULER_NAMES,
+        start: float | None = None,
+        port: Callable[[Feeder, Callable[[], float]], MemoryPort] | None = None,
     ) -> None:
+        """``start``: the clock's first reading (Unix seconds; default a fixed instant after ``EPOCH``);
+        ``port``: makes the port from the feeder and the clock (default :class:`MemoryPort`; the time
+        mode's runs pods for their duration)."""
         self.config = config or load_config()
         self.state = ClusterState(scheduler_names=scheduler_names)
-        self.clock = EPOCH + 10_000.0
+        self.clock = EPOCH + 10_000.0 if start is None else start
         self.feeder = Feeder(self.state, clock=lambda: self.clock)
-        self.port = MemoryPort(self.feeder, clock=lambda: self.clock)
+        make_port = port or (lambda feeder, clock: MemoryPort(feeder, clock=clock))
+        self.port = make_port(self.feeder, lambda: self.clock)
         #: The Jobs the job controller runs (the port's; a test may end one by deleting it here).
         self.jobs = self.port.jobs
         self._job_pods = 0  # pods the Jobs started with, in all

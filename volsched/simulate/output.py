@@ -1,5 +1,6 @@
 """What a simulation prints with ``-o json`` (and the operator's dashboard serves): the pods' nodes and
-phases, PodGroups, queues, namespaces, events and evictions, in a stable order. Pure: no I/O."""
+phases, PodGroups, queues, namespaces, events and evictions, in a stable order; a replay adds every
+pod's times. Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from volsched.framework.decisions import Event, SessionResult
 from volsched.framework.messages import render_eviction
+from volsched.simulate.documents import iso
 
 if TYPE_CHECKING:
     from volsched.simulate.loop import SimulationResult
+    from volsched.simulate.replay import ReplayResult
 
 
 def _num(value: float) -> float | int:
@@ -95,3 +98,36 @@ def session_json(last: SessionResult) -> dict[str, Any]:
 
 def _event(e: Event) -> dict[str, str]:
     return {"object": e.object, "reason": e.reason, "message": e.message}
+
+
+def replay_json(result: ReplayResult) -> dict[str, Any]:
+    """The ``-o json`` of ``volsched simulate --replay``: the instant mode's document for the cache at the
+    end, and ``replay``: the clock, the sessions, and every pod that ever existed with its times in
+    seconds from the replay's start (``started``/``finished``/``evicted`` null when it did not)."""
+
+    def rel(at: float | None) -> float | int | None:
+        return None if at is None else _num(round(at - result.start, 6))
+
+    return {
+        **to_json(result.simulation),
+        "replay": {
+            "start": iso(result.start),
+            "end": rel(result.end),
+            "sessions": result.sessions,
+            "skippedSessions": result.skipped,
+            "jobsFinished": result.jobs_finished,
+            "pods": {
+                key: {
+                    "job": run.job,
+                    "node": run.node,
+                    "created": rel(run.created),
+                    "started": rel(run.started),
+                    "finished": rel(run.finished),
+                    "evicted": rel(run.evicted),
+                    "lost": _num(round(run.lost, 6)),
+                    "replaces": run.replaces,
+                }
+                for key, run in sorted(result.runs.items())
+            },
+        },
+    }

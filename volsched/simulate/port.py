@@ -209,12 +209,19 @@ class MemoryPort:
                 if ref.get("kind") == "Job" and job_key in self.jobs:
                     self.spawn(job_key, iso(self.clock()))
                     respawned = True
+            respawned = respawned or self.remake(raw)
             if not ev.may_return and task is not None:
                 # A failed pod's controller replaced it when it failed; it used nothing measurable.
                 failed = task.status is TaskStatus.FAILED
                 self._moved_off(ev.node, task, raw, respawn=not respawned and not failed, measured=not failed)
             out.append(EvictOutcome(ev, EVICTED))
         return out
+
+    def remake(self, raw: Raw) -> bool:
+        """Play the owner of an evicted pod that no Job of the simulator's owns: whether it made the
+        pod again. Here it does not (a pod moved off its node is replaced by :meth:`_moved_off`); the
+        time mode's port makes every evicted pod again, pending."""
+        return False
 
     def settle(self) -> tuple[list[BindOutcome], list[EvictOutcome]]:
         return [], []

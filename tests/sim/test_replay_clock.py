@@ -1,0 +1,215 @@
+"""The time mode's clock (``volsched simulate --replay``): pods arrive at their creationTimestamp, run for
+their duration and free their room; an evicted pod loses its work and is made again; finished jobs leave
+the cache; the session's clock and the pods' start times are the virtual clock's."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from tests.builders import batch_job, node, pod, podgroup, priority_class, queue
+from tests.sim._eviction_helpers import eviction_config
+from volsched.cli import main
+from volsched.simulate import Document, Replay, ReplayResult
+from volsched.simulate.documents import EPOCH, iso
+from volsched.simulate.timeport import DURATION_ANNOTATION, EVICTION_POLICY_ANNOTATION
+
+Obj = dict[str, Any]
+
+
+def at(seconds: float) -> str:
+    return iso(EPOCH + seconds)
+
+
+def run(objs: list[Obj], **kwargs: Any) -> ReplayResult:
+    return Replay([Document(f"test: document {i + 1}", o) for i, o in enumerate(objs)], **kwargs).run()
+
+
+def times(result: ReplayResult) -> dict[str, tuple[float | None, float | None]]:
+    """Every pod's (started, finished), in seconds from the replay's start."""
+
+    def rel(t: float | None) -> float | None:
+        return None if t is None else t - result.start
+
+    return {k: (rel(r.started), rel(r.finished)) for k, r in result.runs.items()}
+
+
+def created(obj: Obj, seconds: float) -> Obj:
+    obj["metadata"]["creationTimestamp"] = at(seconds)
+    return obj
+
+
+def timed_pod(name: str, *, created: float, duration: str, **kwargs: Any) -> Obj:
+    return pod(name, created=at(created), annotations={DURATION_ANNOTATION: duration}, **kwargs)
+
+
+def test_pods_wait_for_the_room_that_finished_pods_free():
+    # One node of 2 cpu. a0, a1 fill it at 0 and 1; a2 waits for a0 (10 s); b0 of queue b, arriving at 5,
+    # takes the room a0 frees before a2, which arrived earlier (queue b holds nothing: the lower share).
+    objs = [node("n0", cpu="2"), queue("a"), queue("b")]
+    objs += [timed_pod(f"a{i}", created=i, duration="10s", queue="a") for i in range(4)]
+    objs += [timed_pod("b0", created=5, duration="1m", queue="b")]
+    result = run(objs)
+    assert times(result) == {
+        "default/a0": (0, 10),
+        "default/a1": (1, 11),
+        "default/b0": (10, 70),
+        "default/a2": (11, 21),
+        "default/a3": (21, 31),
+    }
+    assert result.end - result.start == 70
+
+
+def test_finished_jobs_leave_the_cache():
+    objs = [node("n0", cpu="4"), queue("a")]
+    objs += [created(podgroup("g", queue="a", min_member=2), 0)]
+    objs += [timed_pod(f"g-{i}", created=0, duration="30s", group="g") for i in range(2)]
+    objs += [created(batch_job("j", parallelism=2, annotations={DURATION_ANNOTATION: "20s"}), 5)]
+    result = run(objs)
+    assert times(result) == {
+        "default/g-0": (0, 30),
+        "default/g-1": (0, 30),
+        "default/j-0": (5, 25),
+        "default/j-1": (5, 25),
+    }
+    state = result.simulation.state
+    assert state.raw_pods == {} and state.tasks == {}
+    assert "default/g" not in state.podgroups
+    assert result.jobs_finished == 2
+
+
+def test_an_evicted_pod_loses_its_work_and_is_made_again():
+    # A Job of low priority runs two pods from 0 on the node's 2 cpu; a high-priority pod arrives at 100
+    # and preempts one of them (a job keeps its minMember, 1): its 100 s are lost, and the Job's
+    # controller makes its next pod, pending, which runs its full 300 s once the high one is done. The
+    # high one is bound at the tick after the eviction (the session evicts; the next binds), as in the
+    # operator.
+    objs = [node("n0", cpu="2"), queue("q"), priority_class("low", 1), priority_class("high", 100)]
+    objs += [created(podgroup("low", queue="q", priority_class="low"), 0)]
+    objs += [
+        created(batch_job("low", parallelism=2, group="low", annotations={DURATION_ANNOTATION: "300s"}), 0)
+    ]
+    objs += [created(podgroup("high", queue="q", priority_class="high"), 100)]
+    objs += [timed_pod("high", created=100, duration="50s", group="high", priority_class="high")]
+    result = run(objs, config=eviction_config())
+    got = times(result)
+    [evicted] = [r for r in result.runs.values() if r.evicted is not None]
+    assert (evicted.started, evicted.evicted, evicted.lost) == (result.start, result.start + 100, 100)
+    kept = ({"default/low-0", "default/low-1"} - {evicted.key}).pop()
+    assert got[kept] == (0, 300)
+    assert got["default/high"] == (101, 151)  # evicted for at 100, bound at the next tick
+    assert got["default/low-2"] == (151, 451)  # made again at 100, started when high left
+    assert result.runs["default/low-2"].job == evicted.job
+    assert [(e.eviction.pod, e.eviction.action) for e in result.simulation.eviction_outcomes] == [
+        (evicted.key, "preempt")
+    ]
+    assert result.simulation.state.raw_pods == {}  # all done: the Job and its pods are gone
+
+
+def _gang_with_spare(policy: str | None) -> list[Obj]:
+    """A 3-pod gang (minMember 2) of low priority fills the node's 3 cpu from 0; a 1-cpu pod of high
+    priority arrives at 60 and preempts one member (never below minMember)."""
+    objs = [node("n0", cpu="3"), queue("q"), priority_class("low", 1), priority_class("high", 100)]
+    ann = {DURATION_ANNOTATION: "10m", **({EVICTION_POLICY_ANNOTATION: policy} if policy else {})}
+    objs += [created(podgroup("g", queue="q", min_member=2, priority_class="low"), 0)]
+    objs += [pod(f"g-{i}", group="g", priority_class="low", annotations=ann, created=at(0)) for i in range(3)]
+    objs += [timed_pod("high", created=60, duration="1m", queue="q", priority_class="high")]
+    return objs
+
+
+def test_a_gang_restarts_whole_when_its_policy_says_so():
+    result = run(_gang_with_spare("RestartJob"), config=eviction_config())
+    members = [r for k, r in result.runs.items() if k.startswith("default/g-") and r.replaces is None]
+    assert len(members) == 3
+    assert all(r.evicted == result.start + 60 and r.lost == 60 for r in members)
+    assert result.restarted == 2  # the two the session did not evict, deleted with their gang
+    again = [r for r in result.runs.values() if r.replaces is not None]
+    assert len(again) == 3 and all(r.finished is not None for r in again)
+
+
+def test_a_gang_above_its_minimum_runs_on_by_default():
+    result = run(_gang_with_spare(None), config=eviction_config())
+    evicted = [r for r in result.runs.values() if r.evicted is not None]
+    assert len(evicted) == 1 and result.restarted == 0
+    others = [
+        r
+        for k, r in result.runs.items()
+        if k.startswith("default/g-") and r.replaces is None and r.evicted is None
+    ]
+    assert [r.finished for r in others] == [result.start + 600] * 2
+
+
+def test_sessions_see_the_virtual_clock_and_start_times():
+    # A pod bound at tick 7 has status.startTime 7 s after the start; the cache's task carries it.
+    objs = [node("n0", cpu="1"), queue("q")]
+    objs += [timed_pod("early", created=0, duration="7s", queue="q")]
+    objs += [pod("late", created=at(1), queue="q")]  # no duration: runs until the end
+    result = run(objs)
+    task = result.simulation.state.tasks["default/late"]
+    assert task.start_time == result.start + 7 == result.runs["default/late"].started
+    assert result.runs["default/late"].finished is None
+
+
+def test_quiet_stretches_are_jumped_not_ticked():
+    # Two pods a day apart, at a 1 s period: a handful of sessions, not 86,400 ticks.
+    objs = [node("n0", cpu="1"), queue("q")]
+    objs += [timed_pod("first", created=0, duration="1h", queue="q")]
+    objs += [timed_pod("second", created=86_400, duration="1h", queue="q")]
+    result = run(objs)
+    assert times(result) == {"default/first": (0, 3600), "default/second": (86_400, 90_000)}
+    assert result.sessions + result.skipped < 20
+
+
+def test_the_period_sets_the_session_grid():
+    # With a 5 s period, a pod arriving at 3 is bound at the tick of 5.
+    objs = [node("n0", cpu="1"), queue("q"), timed_pod("a", created=0, duration="1s", queue="q")]
+    objs += [timed_pod("b", created=3, duration="1s", queue="q")]
+    assert times(run(objs, period=5.0)) == {"default/a": (0, 1), "default/b": (5, 6)}
+
+
+def _write(tmp_path, objs) -> str:
+    path = tmp_path / "replay.yaml"
+    path.write_text(yaml.safe_dump_all(objs))
+    return str(path)
+
+
+def test_replay_json_gives_every_pods_times(tmp_path, capsys):
+    objs = [node("n0", cpu="1"), queue("q")]
+    objs += [
+        timed_pod("a", created=0, duration="10m", queue="q"),
+        timed_pod("b", created=60, duration="5m", queue="q"),
+    ]
+    assert main(["simulate", "--replay", "-f", _write(tmp_path, objs), "-o", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    pods = data["replay"]["pods"]
+    assert {k: (p["created"], p["started"], p["finished"]) for k, p in pods.items()} == {
+        "default/a": (0, 0, 600),
+        "default/b": (60, 600, 900),
+    }
+    assert data["replay"]["start"] == at(0) and data["replay"]["end"] == 900
+
+
+def test_a_bad_duration_is_refused_with_its_place(tmp_path, capsys):
+    objs = [node("n0", cpu="1"), queue("q"), timed_pod("a", created=0, duration="soon", queue="q")]
+    assert main(["simulate", "--replay", "-f", _write(tmp_path, objs)]) == 2
+    err = capsys.readouterr().err
+    assert "default/a" in err and DURATION_ANNOTATION in err and "'soon'" in err
+
+
+def test_the_table_lists_every_pods_times(tmp_path, capsys):
+    objs = [node("n0", cpu="1"), queue("q"), timed_pod("a", created=0, duration="10m", queue="q")]
+    assert main(["simulate", "--replay", "-f", _write(tmp_path, objs)]) == 0
+    out = capsys.readouterr().out
+    assert "600 s of cluster time" in out
+    assert any(
+        line.split("│")[1:6] == [" default/a ", " n0   ", "       0 ", "       0 ", "      600 "]
+        for line in out.splitlines()
+    )
+
+
+def test_replay_refuses_options_of_the_instant_mode(tmp_path, capsys):
+    f = _write(tmp_path, [node("n0", cpu="1")])
+    assert main(["simulate", "--replay", "-f", f, "--then", f]) == 2
+    assert "--then" in capsys.readouterr().err

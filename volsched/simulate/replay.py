@@ -1,0 +1,187 @@
+"""The simulator's time mode: a workload replayed over hours on a virtual clock, every session the real
+:func:`~volsched.cycle.run_cycle` on the in-memory port.
+
+A discrete-event loop; nothing sleeps. The clock jumps from one instant to the next at which something
+may happen: an arrival (a workload object whose ``metadata.creationTimestamp`` has come), a pod
+succeeding (:class:`~volsched.simulate.timeport.TimePort`), or a session tick. Sessions run on the grid
+``start + k * period``, as the operator's loop runs one every period: at the first tick at or after an
+arrival or a completion, on the next tick after a session that decided something, and, while the last
+session left work it may decide on later, every ``max_idle`` seconds (the operator's
+:class:`~volsched.cycle.IdleSkip`, which is also asked at every tick: a session with nothing new is
+skipped as the operator skips it). Ticks where provably nothing happens are not visited at all.
+
+The session's ``now`` is the virtual clock, and a bound pod's ``status.startTime`` is the tick that bound
+it, so a plugin sees ``session.now`` and each running task's ``start_time`` as it would in the operator.
+See ``docs/simulator-time.md``.
+
+The replay ends when nothing is left to arrive or finish and a cycle changes nothing, or at ``until``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, EvictOutcome, IdleSkip, run_cycle
+from volsched.framework.config import SchedulerConfig
+from volsched.framework.decisions import SessionResult
+from volsched.model.decode import parse_time
+from volsched.model.errors import InputError
+from volsched.model.vocabulary import DEFAULT_SCHEDULER_NAMES
+from volsched.simulate.documents import EPOCH, Document
+from volsched.simulate.loop import SimulationResult, Simulator
+from volsched.simulate.timeport import PodRun, TimePort
+
+#: Kinds that arrive at their creationTimestamp; every other kind is there from the start.
+ARRIVING_KINDS = frozenset({"Pod", "PodGroup", "Job"})
+#: The operator's defaults: a session every second, and at least every 10 s while one may decide later.
+DEFAULT_PERIOD = 1.0
+DEFAULT_MAX_IDLE = 10.0
+
+
+@dataclass
+class ReplayResult:
+    """What a replay came to: the last session and the cache at the end (as the instant mode's
+    :class:`~volsched.simulate.loop.SimulationResult`), and every pod's life."""
+
+    simulation: SimulationResult
+    #: The replay's origin (Unix seconds): the earliest arrival.
+    start: float
+    #: The clock at the end.
+    end: float
+    runs: dict[str, PodRun]
+    #: Sessions run, and cycles whose session was skipped (nothing new).
+    sessions: int = 0
+    skipped: int = 0
+    jobs_finished: int = 0
+    #: Pods deleted because their gang restarted whole after an eviction.
+    restarted: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def arrival(doc: Document) -> float | None:
+    """When a workload object arrives (its creationTimestamp), None when it has none."""
+    meta = doc.obj.get("metadata")
+    if not isinstance(meta, dict) or meta.get("creationTimestamp") in (None, ""):
+        return None
+    return parse_time(meta["creationTimestamp"], where=f"{doc.source}: metadata.creationTimestamp")
+
+
+class Replay:
+    """One replay of ``documents`` under ``config`` (see the module's docstring)."""
+
+    def __init__(
+        self,
+        documents: Iterable[Document],
+        config: SchedulerConfig | None = None,
+        *,
+        period: float = DEFAULT_PERIOD,
+        max_idle: float = DEFAULT_MAX_IDLE,
+        until: float | None = None,
+        scheduler_names: Iterable[str] = DEFAULT_SCHEDULER_NAMES,
+    ) -> None:
+        if not (period > 0 and math.isfinite(period)):
+            raise InputError(f"--period must be a positive number of seconds, got {period}")
+        self.period, self.max_idle, self.until = period, max_idle, until
+        static: list[Document] = []
+        timed: list[tuple[float, int, Document]] = []
+        untimed: list[Document] = []
+        for i, doc in enumerate(documents):
+            if doc.obj.get("kind") not in ARRIVING_KINDS:
+                static.append(doc)
+            elif (at := arrival(doc)) is None:
+                untimed.append(doc)
+            else:
+                timed.append((at, i, doc))
+        self.start = min((t for t, _, _ in timed), default=EPOCH)
+        self.sim = Simulator(
+            static,
+            config,
+            scheduler_names=scheduler_names,
+            start=self.start,
+            port=lambda feeder, clock: TimePort(feeder, clock=clock),
+        )
+        port = self.sim.port
+        assert isinstance(port, TimePort)
+        self.port: TimePort = port
+        # Arrivals in time order (input order breaks ties); those without a time come at the start.
+        self._arrivals: list[tuple[float, int, list[Document]]] = []
+        batches: dict[float, list[Document]] = {}
+        for at, _, doc in sorted(timed, key=lambda x: (x[0], x[1])):
+            batches.setdefault(at, []).append(doc)
+        if untimed:
+            batches.setdefault(self.start, [])[:0] = untimed
+        self._arrivals = [(at, i, docs) for i, (at, docs) in enumerate(sorted(batches.items()))]
+        heapq.heapify(self._arrivals)
+
+    def _tick(self, at: float) -> float:
+        """The first session tick at or after ``at``."""
+        k = math.ceil((at - self.start) / self.period - 1e-9)
+        return self.start + max(k, 0) * self.period
+
+    def _arrive(self, now: float) -> int:
+        count = 0
+        while self._arrivals and self._arrivals[0][0] <= now:
+            at, _, docs = heapq.heappop(self._arrivals)
+            self.sim.clock = at
+            self.sim.add(docs)
+            count += len(docs)
+        self.sim.clock = now
+        return count
+
+    def _next_event(self) -> float:
+        nxt = self._arrivals[0][0] if self._arrivals else math.inf
+        due = self.port.next_due()
+        return min(nxt, due if due is not None else math.inf)
+
+    def run(self) -> ReplayResult:
+        sim, port = self.sim, self.port
+        idle = IdleSkip(max_idle=self.max_idle, clock=lambda: sim.clock)
+        outcomes: list[EvictOutcome] = []
+        last = SessionResult()
+        sessions = skipped = 0
+        last_run = -math.inf
+        now = self.start
+        while True:
+            self._arrive(now)
+            port.finish_due(now)
+            sim.clock = now
+            port.sync_budgets()
+            report = run_cycle(sim.feeder, sim.config, port, now=now, idle=idle)
+            sim.last_report = report
+            if report.skipped:
+                skipped += 1
+            else:
+                sessions += 1
+                last, last_run = report.result, now
+            outcomes += (o for o in report.evictions if o.result in (EVICTED, BLOCKED, FAILED))
+            changed = bool(report.count(BOUND) or report.evicted() or report.phases_changed)
+            event = self._next_event()
+            if changed:
+                nxt = now + self.period
+            else:
+                nxt = self._tick(event) if math.isfinite(event) else math.inf
+                wake = last_run + self.max_idle
+                # IdleSkip runs a session max_idle after the last one while that one may decide later;
+                # with nothing left to arrive or finish, only up to ``until``.
+                if self.max_idle > 0 and wake > now and (math.isfinite(nxt) or self.until is not None):
+                    nxt = min(nxt, self._tick(wake))
+            nxt = max(nxt, now + self.period) if math.isfinite(nxt) and nxt <= now else nxt
+            if not math.isfinite(nxt) or (self.until is not None and nxt > self.start + self.until):
+                break
+            now = nxt
+        result = SimulationResult(
+            sessions=sessions, state=sim.state, last=last, history=[last], eviction_outcomes=outcomes
+        )
+        return ReplayResult(
+            simulation=result,
+            start=self.start,
+            end=now,
+            runs=port.runs,
+            sessions=sessions,
+            skipped=skipped,
+            jobs_finished=port.jobs_finished,
+            restarted=port.restarted,
+        )

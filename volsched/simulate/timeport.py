@@ -1,0 +1,305 @@
+"""The time mode's port: :class:`~volsched.simulate.port.MemoryPort` whose kubelet runs every pod for
+its duration and whose owners make an evicted pod again.
+
+* A bound pod runs for the duration its annotation ``simulate.volsched.io/duration`` gives (``"10m"``,
+  ``"90s"``, seconds as a number; no annotation: it runs until the replay ends), then its phase is
+  ``Succeeded`` (:meth:`TimePort.finish_due`): the room it held is free for the next session.
+* When every pod of a job (the cache's job: its PodGroup, or its owner's) has succeeded, the job's pods
+  and its PodGroup object are deleted from the cache, and its Job from the job controller (as a Job's
+  ``ttlSecondsAfterFinished`` and its owner's garbage collection would): the cache holds live objects
+  only, however many jobs finished.
+* An evicted pod loses the work it did (its run so far is counted, :attr:`PodRun.lost`); its owner
+  makes it again, pending: a Job's controller its next pod (as in the instant mode), any other pod is
+  made again as ``<name>-r<N>``. A gang restarts whole (its other running pods are deleted and made
+  again too) when its policy says so: annotation ``simulate.volsched.io/on-eviction`` ``RestartJob``
+  always, ``RestartPod`` never; by default when fewer than ``minMember`` of its pods still run.
+
+It records every pod's life (:class:`PodRun`, Unix seconds of the simulated clock); the loop that
+advances the clock is :mod:`volsched.simulate.replay`.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from volsched.cache.feeder import Feeder
+from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP
+from volsched.cycle import BOUND, EVICTED, BindOutcome, EvictOutcome
+from volsched.framework.decisions import Bind, Evict
+from volsched.model.errors import InputError
+from volsched.model.scalars import duration_seconds
+from volsched.model.vocabulary import MIN_MEMBER_ANNOTATION, TaskStatus
+from volsched.simulate.documents import iso
+from volsched.simulate.port import MemoryPort
+
+Raw = Mapping[str, Any]
+
+#: How long a pod runs once bound (on the pod, or on a Job's pod template).
+DURATION_ANNOTATION = "simulate.volsched.io/duration"
+#: What a job does when one of its pods is evicted: RestartJob or RestartPod (see the module's docstring).
+EVICTION_POLICY_ANNOTATION = "simulate.volsched.io/on-eviction"
+RESTART_JOB = "RestartJob"
+RESTART_POD = "RestartPod"
+
+
+@dataclass(slots=True)
+class PodRun:
+    """One pod's life in a replay (times: the simulated clock, Unix seconds)."""
+
+    key: str
+    #: The job it belongs to: the cache's job key of the first pod of its line (a pod made again after an
+    #: eviction keeps its original's job, whatever the cache calls the new one).
+    job: str
+    created: float
+    #: Seconds it runs once bound (None: until the replay ends).
+    duration: float | None
+    #: The resources it asks for (the cache's request map).
+    requests: Mapping[str, float]
+    started: float | None = None
+    node: str | None = None
+    finished: float | None = None
+    evicted: float | None = None
+    #: The pod this one was made again for (an eviction), if any.
+    replaces: str | None = None
+    #: Seconds of run lost to its eviction (the time it ran before it).
+    lost: float = 0.0
+
+
+def pod_duration(raw: Raw, *, where: str) -> float | None:
+    """The pod's ``simulate.volsched.io/duration`` in seconds, None when it has none; a value that is
+    not a duration >= 0 raises :class:`InputError` naming ``where``."""
+    value = ((raw.get("metadata") or {}).get("annotations") or {}).get(DURATION_ANNOTATION)
+    if value is None:
+        return None
+    seconds = duration_seconds(value)
+    if seconds is None or seconds < 0:
+        raise InputError(
+            f"{where}: annotation {DURATION_ANNOTATION}: expected a duration like 90s, 10m or 1h30m, "
+            f"got {value!r}"
+        )
+    return seconds
+
+
+class TimePort(MemoryPort):
+    """The in-memory port of the time mode (see the module's docstring)."""
+
+    def __init__(self, feeder: Feeder, *, clock: Callable[[], float]) -> None:
+        super().__init__(feeder, clock=clock)
+        #: Every pod that ever existed, by key.
+        self.runs: dict[str, PodRun] = {}
+        #: The pods in the cache of each job (the runs' ``job``).
+        self._live: dict[str, set[str]] = {}
+        #: Pods due to succeed: (when, sequence, pod key, when it started).
+        self._due: list[tuple[float, int, str, float]] = []
+        self._seq = 0
+        self._remade: dict[str, int] = {}
+        self._replacing: PodRun | None = None
+        #: Jobs whose pods all succeeded, and pods a policy restarted with their gang.
+        self.jobs_finished = 0
+        self.restarted = 0
+
+    # --- the objects -----------------------------------------------------------------------------------
+
+    def put(self, obj: Mapping[str, Any]) -> None:
+        key = ""
+        if obj.get("kind") == "Pod":
+            meta = obj.get("metadata") or {}
+            key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+            if key in self.state.raw_pods:
+                key = ""  # an update
+        super().put(obj)
+        if key:
+            self._created(key, obj)
+
+    def _created(self, key: str, raw: Raw) -> None:
+        task = self.state.tasks.get(key)
+        now = self.clock()
+        origin, self._replacing = self._replacing, None
+        job = origin.job if origin is not None else (task.job_key if task is not None else key)
+        run = PodRun(
+            key=key,
+            job=job,
+            created=now,
+            duration=pod_duration(raw, where=f"Pod {key}"),
+            requests=dict(task.request_map) if task is not None else {},
+            replaces=origin.key if origin is not None else None,
+        )
+        self.runs[key] = run
+        self._live.setdefault(job, set()).add(key)
+        if task is not None and task.node_name and task.status in (TaskStatus.RUNNING, TaskStatus.BOUND):
+            # Running in the input: it started when its status says (not before the replay), or now.
+            self._start(run, task.node_name, min(now, task.start_time) if task.start_time > 0 else now)
+
+    def remove(self, kind: str, key: str) -> None:
+        super().remove(kind, key)
+        if kind == "Pod":
+            run = self.runs.get(key)
+            if run is not None:
+                live = self._live.get(run.job)
+                if live is not None:
+                    live.discard(key)
+                    if not live:
+                        del self._live[run.job]
+
+    # --- the kubelet -----------------------------------------------------------------------------------
+
+    def bind(self, binds: Sequence[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
+        out = super().bind(binds, pods)
+        now = self.clock()
+        for o in out:
+            run = self.runs.get(o.bind.pod)
+            if o.result == BOUND and run is not None:
+                self._start(run, o.bind.node, now)
+        return out
+
+    def _start(self, run: PodRun, node: str, at: float) -> None:
+        run.started, run.node = at, node
+        if run.duration is not None:
+            self._seq += 1
+            heapq.heappush(self._due, (at + run.duration, self._seq, run.key, at))
+
+    def next_due(self) -> float | None:
+        """When the next pod succeeds (None: none runs with a duration)."""
+        while self._due:
+            when, _, key, started = self._due[0]
+            run = self.runs.get(key)
+            if run is not None and run.started == started and run.finished is None and run.evicted is None:
+                return when
+            heapq.heappop(self._due)  # evicted meanwhile: a stale entry
+        return None
+
+    def finish_due(self, now: float) -> int:
+        """Every pod due by ``now`` succeeds (at its own time); jobs whose pods all succeeded are
+        deleted. Returns how many pods succeeded."""
+        done = 0
+        jobs: dict[str, None] = {}
+        while (when := self.next_due()) is not None and when <= now:
+            _, _, key, _ = heapq.heappop(self._due)
+            raw = self.state.raw_pods.get(key)
+            run = self.runs[key]
+            run.finished = when
+            if raw is not None:
+                status = {**(raw.get("status") or {}), "phase": "Succeeded"}
+                self.put({**raw, "status": status})
+            jobs[run.job] = None
+            done += 1
+        for job in jobs:
+            self._maybe_done(job)
+        return done
+
+    def _maybe_done(self, job: str) -> None:
+        live = self._live.get(job, set())
+        if any(self.runs[k].finished is None for k in live):
+            return
+        owners: set[str] = set()
+        for key in sorted(live):
+            raw = self.state.raw_pods.get(key) or {}
+            ns = key.split("/", 1)[0]
+            for ref in (raw.get("metadata") or {}).get("ownerReferences") or []:
+                if ref.get("kind") == "Job":
+                    owners.add(f"{ns}/{ref.get('name')}")
+            self.remove("Pod", key)
+        for owner in owners:
+            self.jobs.pop(owner, None)
+        group = self.state.podgroups.get(job)
+        if group is not None and group.owner is None:
+            self.remove(VOLCANO_PODGROUP if group.api_group == VOLCANO_GROUP else "PodGroup", job)
+        self.jobs_finished += 1
+
+    # --- the owners --------------------------------------------------------------------------------------
+
+    def evict(self, evictions: Sequence[Evict], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
+        gangs = {e.pod: self._restarts_whole(e.pod) for e in evictions}
+        out = super().evict(evictions, pods)
+        now = self.clock()
+        restart: dict[str, str] = {}
+        for o in out:
+            run = self.runs.get(o.eviction.pod)
+            if o.result != EVICTED or run is None:
+                continue
+            self._lose(run, now)
+            if gangs.get(run.key):
+                restart.setdefault(run.job, run.key)
+        for job in restart:
+            for key in sorted(self._live.get(job, set())):
+                run = self.runs[key]
+                raw = self.state.raw_pods.get(key)
+                if raw is None or run.started is None or run.finished is not None:
+                    continue
+                self._lose(run, now)
+                self.remove("Pod", key)
+                self._replace(raw)
+                self.restarted += 1
+        return out
+
+    def _restarts_whole(self, key: str) -> bool:
+        """Whether evicting ``key`` restarts its whole gang (read before the eviction)."""
+        raw = self.state.raw_pods.get(key)
+        task = self.state.tasks.get(key)
+        run = self.runs.get(key)
+        if raw is None or task is None or run is None:
+            return False
+        policy = ((raw.get("metadata") or {}).get("annotations") or {}).get(EVICTION_POLICY_ANNOTATION)
+        if policy == RESTART_JOB:
+            return True
+        if policy == RESTART_POD:
+            return False
+        group = self.state.podgroups.get(task.job_key)
+        if group is not None:
+            minimum = group.min_member
+        else:
+            raw_min = ((raw.get("metadata") or {}).get("annotations") or {}).get(MIN_MEMBER_ANNOTATION)
+            minimum = int(raw_min) if isinstance(raw_min, str) and raw_min.isdigit() else 1
+        if minimum <= 1:
+            return False
+        running = sum(
+            1
+            for k in self._live.get(run.job, ())
+            if self.runs[k].started is not None and self.runs[k].finished is None and k != key
+        )
+        return running < minimum
+
+    def _lose(self, run: PodRun, now: float) -> None:
+        run.evicted = now
+        if run.started is not None:
+            run.lost = now - run.started
+
+    def _replace(self, raw: Raw) -> None:
+        """Play the owner of a pod deleted with its gang: a Job's controller makes its next pod, any
+        other owner the pod again."""
+        ns = str((raw.get("metadata") or {}).get("namespace") or "default")
+        for ref in (raw.get("metadata") or {}).get("ownerReferences") or []:
+            job_key = f"{ns}/{ref.get('name')}"
+            if ref.get("kind") == "Job" and job_key in self.jobs:
+                self._replacing = self.runs.get(f"{ns}/{(raw.get('metadata') or {}).get('name')}")
+                self.spawn(job_key, iso(self.clock()))
+                return
+        self.remake(raw)
+
+    def remake(self, raw: Raw) -> bool:
+        meta = raw.get("metadata") or {}
+        ns, name = str(meta.get("namespace") or "default"), str(meta.get("name"))
+        origin = self.runs.get(f"{ns}/{name}")
+        base = name.rsplit("-r", 1)[0] if origin is not None and origin.replaces else name
+        count = self._remade.get(f"{ns}/{base}", 0) + 1
+        self._remade[f"{ns}/{base}"] = count
+        new_name = f"{base}-r{count}"
+        spec = {k: v for k, v in (raw.get("spec") or {}).items() if k != "nodeName"}
+        self._replacing = origin
+        self.put(
+            {
+                **raw,
+                "metadata": {
+                    **meta,
+                    "name": new_name,
+                    "uid": f"{ns}/{new_name}",
+                    "creationTimestamp": iso(self.clock()),
+                },
+                "spec": spec,
+                "status": {"phase": "Pending"},
+            }
+        )
+        return True
