@@ -552,3 +552,133 @@ def preempting_cluster() -> ClusterState:
     ]:
         state.apply(obj)
     return state
+
+
+# --- Dynamic Resource Allocation (resource.k8s.io/v1) ---------------------------------------------------------
+
+
+def device_class(name: str, *selectors: str, config: list[Obj] | None = None) -> Obj:
+    """A DeviceClass whose devices every CEL selector matches."""
+    spec: Obj = {"selectors": [{"cel": {"expression": s}} for s in selectors]}
+    if config:
+        spec["config"] = config
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def gpu(name: str, *, model: str = "a100", memory: str = "80Gi", **attributes: Any) -> Obj:
+    """A device of a ResourceSlice: attributes ``model`` and any others (plain values: int, bool, str;
+    ``("version", "1.2.3")`` for a version), capacity ``memory``."""
+    attrs: Obj = {"model": {"string": model}}
+    for key, value in attributes.items():
+        if isinstance(value, tuple):
+            attrs[key] = {value[0]: value[1]}
+        elif isinstance(value, bool):
+            attrs[key] = {"bool": value}
+        elif isinstance(value, int):
+            attrs[key] = {"int": value}
+        else:
+            attrs[key] = {"string": value}
+    return {"name": name, "attributes": attrs, "capacity": {"memory": {"value": memory}}}
+
+
+def resource_slice(
+    name: str,
+    devices: list[Obj],
+    *,
+    node: str | None = None,
+    driver: str = "gpu.example.com",
+    pool: str | None = None,
+    all_nodes: bool = False,
+    generation: int = 1,
+    count: int = 1,
+) -> Obj:
+    """A ResourceSlice a driver publishes: ``devices`` on ``node`` (or on every node)."""
+    spec: Obj = {
+        "driver": driver,
+        "pool": {"name": pool or node or name, "generation": generation, "resourceSliceCount": count},
+        "devices": devices,
+    }
+    if all_nodes:
+        spec["allNodes"] = True
+    else:
+        spec["nodeName"] = node
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def device_request(
+    name: str = "gpu",
+    *,
+    cls: str = "gpu.example.com",
+    selectors: tuple[str, ...] = (),
+    count: int | None = None,
+    all_devices: bool = False,
+    **extra: Any,
+) -> Obj:
+    exactly: Obj = {"deviceClassName": cls, **extra}
+    if selectors:
+        exactly["selectors"] = [{"cel": {"expression": s}} for s in selectors]
+    if count is not None:
+        exactly["count"] = count
+    if all_devices:
+        exactly["allocationMode"] = "All"
+    return {"name": name, "exactly": exactly}
+
+
+def resource_claim(
+    name: str,
+    requests: list[Obj] | None = None,
+    *,
+    ns: str = "default",
+    constraints: list[Obj] | None = None,
+    allocated: list[tuple[str, str]] | None = None,
+    driver: str = "gpu.example.com",
+    uid: str | None = None,
+) -> Obj:
+    """A ResourceClaim (one request for a device of class gpu.example.com unless ``requests``);
+    ``allocated``: (node, device) pairs it was allocated already (pool named after the node)."""
+    devices: Obj = {"requests": requests if requests is not None else [device_request()]}
+    if constraints:
+        devices["constraints"] = constraints
+    out: Obj = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": ns, "uid": uid or f"uid-{ns}-{name}"},
+        "spec": {"devices": devices},
+    }
+    if allocated:
+        node_name = allocated[0][0]
+        out["status"] = {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"request": "gpu", "driver": driver, "pool": n, "device": d} for n, d in allocated
+                    ]
+                },
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}
+                    ]
+                },
+            }
+        }
+    return out
+
+
+def claiming(name: str, *claims: str, templates: tuple[str, ...] = (), **kwargs: Any) -> Obj:
+    """A pending pod whose spec.resourceClaims names ``claims`` (one entry each, named after the claim)
+    and ``templates`` (entries ``t-<template>`` made from those ResourceClaimTemplates)."""
+    out = pod(name, **kwargs)
+    entries: list[Obj] = [{"name": c, "resourceClaimName": c} for c in claims]
+    entries += [{"name": f"t-{t}", "resourceClaimTemplateName": t} for t in templates]
+    out["spec"]["resourceClaims"] = entries
+    return out

@@ -7,19 +7,9 @@ from typing import Any
 
 import pytest
 
-from tests.builders import Obj, node, pod, podgroup, run
+from tests.builders import Obj, claiming, node, pod, podgroup, run
 from volsched.model.decode import build_task
 from volsched.model.errors import InputError
-
-
-def claiming(name: str, *claims: str, templates: tuple[str, ...] = (), **kwargs: Any) -> Obj:
-    """A pending pod whose spec.resourceClaims names ``claims`` (one entry each, named after the claim)
-    and ``templates`` (entries ``t-<template>`` made from those ResourceClaimTemplates)."""
-    out = pod(name, **kwargs)
-    entries: list[Obj] = [{"name": c, "resourceClaimName": c} for c in claims]
-    entries += [{"name": f"t-{t}", "resourceClaimTemplateName": t} for t in templates]
-    out["spec"]["resourceClaims"] = entries
-    return out
 
 
 def reason(data: dict[str, Any], key: str) -> str:

@@ -21,7 +21,17 @@ from typing import Any, NamedTuple, TypeVar, cast
 import orjson
 
 from volsched.model.constraints import parse_pod_constraints, parse_selector
-from volsched.model.devices import PodClaim
+from volsched.model.devices import (
+    Allocated,
+    Claim,
+    Device,
+    DeviceClass,
+    DeviceRequest,
+    DeviceResult,
+    MatchAttribute,
+    PodClaim,
+    semver_value,
+)
 from volsched.model.errors import InputError
 from volsched.model.resources import PODS, parse_amount, parse_resource_map
 from volsched.model.scalars import boolean_value, parse_duration
@@ -973,4 +983,250 @@ def disruption_budget(obj: Raw) -> DisruptionBudget:
         current_healthy=_count(status.get("currentHealthy")),
         desired_healthy=_count(status.get("desiredHealthy")),
         always_allow_unhealthy=policy == "AlwaysAllow",
+    )
+
+
+# --- Dynamic Resource Allocation (resource.k8s.io/v1) -------------------------------------------------------
+
+#: ResourceSlice device fields volsched does not model: a device with one is not allocated (and says why).
+_DEVICE_UNSUPPORTED = {
+    "consumesCounters": "a partitionable device (consumesCounters)",
+    "bindsToNode": "a device bound to a node at allocation (bindsToNode)",
+    "bindingConditions": "a device with binding conditions",
+    "allowMultipleAllocations": "a device shared by several claims (allowMultipleAllocations)",
+    "taints": "a tainted device",
+}
+#: Request fields volsched does not allocate: the pod stays pending, saying which.
+_REQUEST_UNSUPPORTED = {
+    "adminAccess": "asks for admin access",
+    "tolerations": "tolerates device taints",
+    "capacity": "asks for a share of a device's capacity",
+}
+
+
+def _selectors(raw: Any, where: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for i, s in enumerate(_list_field(raw, where=where)):
+        expr = (s.get("cel") or {}).get("expression") if isinstance(s, _MAP) else None
+        if not isinstance(expr, str) or not expr:
+            raise InputError(f"{where}[{i}]: missing field cel.expression")
+        out.append(expr)
+    return tuple(out)
+
+
+def device_class(obj: Raw) -> DeviceClass:
+    """A DeviceClass: its CEL selectors and the configuration it gives every allocation of it."""
+    _, name = _meta(obj, "DeviceClass")
+    where = f"DeviceClass {name}"
+    spec = _map_field(obj, "spec", where)
+    return DeviceClass(
+        name=name,
+        selectors=_selectors(spec.get("selectors"), f"{where}: spec.selectors"),
+        config=tuple(_list_field(spec.get("config"), where=f"{where}: spec.config")),
+    )
+
+
+def _attribute_value(raw: Any, where: str) -> Any:
+    if not isinstance(raw, _MAP) or len(raw) != 1:
+        raise InputError(f"{where}: expected one of int, bool, string, version")
+    (kind, value), *_ = raw.items()
+    if kind == "int" and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind == "bool" and isinstance(value, bool):
+        return value
+    if kind == "string" and isinstance(value, str):
+        return value
+    if kind == "version" and isinstance(value, str):
+        try:
+            return semver_value(value)
+        except ValueError as exc:
+            raise InputError(f"{where}: {exc}") from None
+    raise InputError(f"{where}: expected one of int, bool, string, version, got {_short(dict(raw))}")
+
+
+def _qualified(name: str, driver: str) -> tuple[str, str]:
+    domain, _, short = name.rpartition("/")
+    return (domain or driver), short
+
+
+def resource_slice(obj: Raw) -> tuple[tuple[str, str], int, int, list[Device]]:
+    """A ResourceSlice: its pool (driver, pool name), the pool's generation and slice count, and its
+    devices (each with where it can be used)."""
+    _, name = _meta(obj, "ResourceSlice")
+    where = f"ResourceSlice {name}"
+    spec = _map_field(obj, "spec", where)
+    driver = spec.get("driver")
+    if not isinstance(driver, str) or not driver:
+        raise InputError(f"{where}: missing field spec.driver")
+    pool = _map_field(obj, "spec.pool", where)
+    pool_name = pool.get("name")
+    if not isinstance(pool_name, str) or not pool_name:
+        raise InputError(f"{where}: missing field spec.pool.name")
+    generation = _int_field(
+        pool.get("generation"), where=f"{where}: spec.pool.generation", default=0, minimum=0
+    )
+    count = _int_field(
+        pool.get("resourceSliceCount"), where=f"{where}: spec.pool.resourceSliceCount", default=1, minimum=1
+    )
+    node_name = spec.get("nodeName") or ""
+    if not isinstance(node_name, str):
+        raise InputError(f"{where}: spec.nodeName must be a string")
+    all_nodes = _bool_field(spec.get("allNodes"), where=f"{where}: spec.allNodes", default=False)
+    terms = _list_field(
+        _map_field(obj, "spec.nodeSelector", where).get("nodeSelectorTerms"),
+        where=f"{where}: spec.nodeSelector.nodeSelectorTerms",
+    )
+    per_device = _bool_field(
+        spec.get("perDeviceNodeSelection"), where=f"{where}: spec.perDeviceNodeSelection", default=False
+    )
+    if sum((bool(node_name), all_nodes, bool(terms), per_device)) != 1:
+        raise InputError(
+            f"{where}: give exactly one of spec.nodeName, nodeSelector, allNodes, perDeviceNodeSelection"
+        )
+    slice_unsupported = "" if not spec.get("sharedCounters") else "a device of a slice with sharedCounters"
+    devices: list[Device] = []
+    for i, d in enumerate(_list_field(spec.get("devices"), where=f"{where}: spec.devices")):
+        at = f"{where}: spec.devices[{i}]"
+        if not isinstance(d, _MAP) or not isinstance(d.get("name"), str) or not d.get("name"):
+            raise InputError(f"{at}: missing field name")
+        attributes: dict[str, dict[str, Any]] = {}
+        for key, value in _map_field(d, "attributes", at).items():
+            domain, short = _qualified(str(key), driver)
+            attributes.setdefault(domain, {})[short] = _attribute_value(value, f"{at}.attributes[{key}]")
+        capacity: dict[str, dict[str, float]] = {}
+        for key, value in _map_field(d, "capacity", at).items():
+            domain, short = _qualified(str(key), driver)
+            amount = value.get("value") if isinstance(value, _MAP) else None
+            capacity.setdefault(domain, {})[short] = parse_amount(amount, where=f"{at}.capacity[{key}].value")
+        unsupported = slice_unsupported or next(
+            (why for f, why in _DEVICE_UNSUPPORTED.items() if d.get(f)), ""
+        )
+        dev_node = node_name
+        dev_all, dev_terms = all_nodes, terms
+        if per_device:
+            dev_node = str(d.get("nodeName") or "")
+            dev_all = bool(d.get("allNodes"))
+            dev_terms = list((d.get("nodeSelector") or {}).get("nodeSelectorTerms") or [])
+        devices.append(
+            Device(
+                driver=driver,
+                pool=pool_name,
+                name=str(d["name"]),
+                attributes=attributes,
+                capacity=capacity,
+                node_name=dev_node,
+                node_terms=tuple(dev_terms),
+                all_nodes=dev_all,
+                unsupported=unsupported,
+            )
+        )
+    return (driver, pool_name), generation, count, devices
+
+
+def _node_of(selector: Any) -> tuple[str, tuple[Any, ...]]:
+    """(node name, ()) for an allocation's nodeSelector that names one node by metadata.name, else
+    ("", its terms) (("", ()) when there is none: any node)."""
+    terms = selector.get("nodeSelectorTerms") if isinstance(selector, _MAP) else None
+    if not isinstance(terms, list) or not terms:
+        return "", ()
+    if len(terms) == 1 and isinstance(terms[0], _MAP) and not terms[0].get("matchExpressions"):
+        fields = terms[0].get("matchFields") or []
+        if (
+            len(fields) == 1
+            and isinstance(fields[0], _MAP)
+            and fields[0].get("key") == "metadata.name"
+            and fields[0].get("operator") == "In"
+            and len(fields[0].get("values") or []) == 1
+        ):
+            return str(fields[0]["values"][0]), ()
+    return "", tuple(terms)
+
+
+def resource_claim(obj: Raw) -> Claim:
+    """A ResourceClaim: its requests and constraints, and its allocation and reservations if any. What
+    volsched does not allocate is kept as the claim's (or a request's) ``unsupported`` reason."""
+    ns, name = _meta(obj, "ResourceClaim")
+    where = f"ResourceClaim {ns}/{name}"
+    if not ns:
+        raise InputError(f"{where}: missing field metadata.namespace")
+    devices = _map_field(obj, "spec.devices", where)
+    requests: list[DeviceRequest] = []
+    problems: list[str] = []
+    for i, r in enumerate(_list_field(devices.get("requests"), where=f"{where}: spec.devices.requests")):
+        at = f"{where}: spec.devices.requests[{i}]"
+        if not isinstance(r, _MAP) or not isinstance(r.get("name"), str) or not r.get("name"):
+            raise InputError(f"{at}: missing field name")
+        if r.get("firstAvailable"):
+            problems.append(
+                f"request {r['name']} lists alternatives (firstAvailable), which volsched does not allocate"
+            )
+            continue
+        exactly = r.get("exactly")
+        if not isinstance(exactly, _MAP):
+            raise InputError(f"{at}: missing field exactly")
+        cls = exactly.get("deviceClassName")
+        if not isinstance(cls, str) or not cls:
+            raise InputError(f"{at}: missing field exactly.deviceClassName")
+        mode = exactly.get("allocationMode") or "ExactCount"
+        if mode not in ("ExactCount", "All"):
+            raise InputError(f"{at}: exactly.allocationMode must be ExactCount or All, got {_short(mode)}")
+        count = _int_field(exactly.get("count"), where=f"{at}: exactly.count", default=1, minimum=1)
+        unsupported = next((why for f, why in _REQUEST_UNSUPPORTED.items() if exactly.get(f)), "")
+        requests.append(
+            DeviceRequest(
+                name=str(r["name"]),
+                device_class=cls,
+                selectors=_selectors(exactly.get("selectors"), f"{at}: exactly.selectors"),
+                all=mode == "All",
+                count=count,
+                unsupported=f"{unsupported}, which volsched does not allocate" if unsupported else "",
+            )
+        )
+    constraints: list[MatchAttribute] = []
+    for i, c in enumerate(
+        _list_field(devices.get("constraints"), where=f"{where}: spec.devices.constraints")
+    ):
+        at = f"{where}: spec.devices.constraints[{i}]"
+        if not isinstance(c, _MAP):
+            raise InputError(f"{at} must be a map")
+        names = tuple(str(n) for n in _list_field(c.get("requests"), where=f"{at}.requests"))
+        if c.get("matchAttribute"):
+            constraints.append(MatchAttribute(attribute=str(c["matchAttribute"]), requests=names))
+        else:
+            problems.append(f"constraint {i} is not a matchAttribute, which is all volsched allocates")
+    status = obj.get("status") if isinstance(obj.get("status"), _MAP) else {}
+    assert isinstance(status, Mapping)
+    allocation = None
+    alloc = status.get("allocation")
+    if isinstance(alloc, _MAP):
+        results = []
+        for r in _list_field(
+            (alloc.get("devices") or {}).get("results"), where=f"{where}: status.allocation"
+        ):
+            if isinstance(r, _MAP) and not r.get("adminAccess"):
+                results.append(
+                    DeviceResult(
+                        str(r.get("request")), str(r.get("driver")), str(r.get("pool")), str(r.get("device"))
+                    )
+                )
+        node, terms = _node_of(alloc.get("nodeSelector"))
+        allocation = Allocated(results=tuple(results), node_name=node, node_terms=terms)
+    reserved_raw = status.get("reservedFor")
+    reserved = tuple(
+        str(r.get("uid"))
+        for r in (reserved_raw if isinstance(reserved_raw, list) else [])
+        if isinstance(r, _MAP)
+    )
+    meta = obj["metadata"]
+    return Claim(
+        namespace=ns,
+        name=name,
+        uid=str(meta.get("uid") or ""),
+        requests=tuple(requests),
+        constraints=tuple(constraints),
+        config=tuple(_list_field(devices.get("config"), where=f"{where}: spec.devices.config")),
+        unsupported="; ".join(problems),
+        allocation=allocation,
+        reserved_for=reserved,
+        deleting=bool(meta.get("deletionTimestamp")),
     )

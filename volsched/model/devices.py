@@ -1,16 +1,53 @@
-"""Devices claimed through Dynamic Resource Allocation (``resource.k8s.io/v1``), as the engine sees them.
+"""Devices claimed through Dynamic Resource Allocation (``resource.k8s.io/v1``), and their allocation.
 
 A pod names ResourceClaims in ``spec.resourceClaims`` (:class:`PodClaim`): a claim by name, or one made
 for the pod from a ResourceClaimTemplate (by the resource claim controller, which writes its name into the
-pod's ``status.resourceClaimStatuses``).
+pod's ``status.resourceClaimStatuses``). A claim (:class:`Claim`) asks for devices in requests
+(:class:`DeviceRequest`: a DeviceClass, CEL selectors, a count or All) under constraints
+(:class:`MatchAttribute`); drivers publish devices in ResourceSlices (:class:`Device`, reachable from one
+node, from nodes a selector picks, or from all).
 
-Plain data and pure logic: nothing here reads the API or knows about sessions. What is supported and
-what is refused is written up in ``docs/dra.md``.
+Three parts, all pure (no session, no I/O):
+
+* **selectors**: CEL expressions over a device's driver, attributes and capacity, compiled once and cached
+  (the ``common-expression-language`` package), with the Kubernetes ``quantity`` and ``semver`` helpers;
+* the **catalog** (:class:`DeviceCatalog`): every device, which nodes reach it (as (node, device) pairs
+  sorted by node), and which devices each request's class and selectors match (a boolean vector over
+  devices, computed once per class and selectors and kept while the devices are the same);
+* the **allocator** (:class:`DeviceState`): which devices are free in one session, which nodes can give a
+  pod every device its claims ask for (counted over all nodes at once with numpy; a pod with several
+  requests or a constraint is then searched exactly on the nodes the counts leave), the devices it takes
+  on a node, and giving them back (a discarded Statement allocates nothing).
+
+What is supported and what is refused is written up in ``docs/dra.md``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import cel
+import numpy as np
+import numpy.typing as npt
+
+from volsched.model.constraints import matches_affinity
+from volsched.model.errors import InputError
+from volsched.model.resources import parse_amount
+
+if TYPE_CHECKING:
+    from volsched.model.vocabulary import NodeSpec
+
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.intp]
+
+#: How many devices the exact search on one node may try before it gives up on the node.
+SEARCH_STEPS = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,3 +64,686 @@ class PodClaim:
         if self.claim:
             return self.claim
         return f"{self.name} (from template {self.template}, not made yet)"
+
+
+# --- CEL ------------------------------------------------------------------------------------------------
+
+_QUANTITY = "\x00quantity"
+_SEMVER = "\x00semver"
+_SEMVER_RE = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$"
+)
+
+
+def _quantity(text: Any) -> dict[str, float]:
+    return {_QUANTITY: parse_amount(text, where="quantity()")}
+
+
+def _is_quantity(text: Any) -> bool:
+    try:
+        parse_amount(text, where="")
+    except InputError:
+        return False
+    return True
+
+
+def semver_value(text: str) -> dict[str, list[Any]]:
+    """A version attribute as CEL sees it (``semver(...)``): compared by major, minor, patch, then a
+    release above its pre-releases."""
+    m = _SEMVER_RE.match(text) if isinstance(text, str) else None
+    if m is None:
+        raise ValueError(f"not a semantic version: {text!r}")
+    pre = m.group(4) or ""
+    return {_SEMVER: [int(m.group(1)), int(m.group(2)), int(m.group(3)), 0 if pre else 1, pre]}
+
+
+def _is_semver(text: Any) -> bool:
+    return isinstance(text, str) and _SEMVER_RE.match(text) is not None
+
+
+def _order(value: Any) -> tuple[Any, ...]:
+    if isinstance(value, dict) and _QUANTITY in value:
+        return (value[_QUANTITY],)
+    if isinstance(value, dict) and _SEMVER in value:
+        return tuple(value[_SEMVER])
+    raise TypeError("compareTo: expected quantities or semantic versions")
+
+
+def _compare(a: Any, b: Any) -> int:
+    x, y = _order(a), _order(b)
+    return (x > y) - (x < y)
+
+
+def _as_integer(q: Any) -> int:
+    v = _order(q)[0]
+    if v != int(v):
+        raise ValueError("asInteger: not an integer")
+    return int(v)
+
+
+_FUNCTIONS: dict[str, Any] = {
+    "quantity": _quantity,
+    "isQuantity": _is_quantity,
+    "semver": semver_value,
+    "isSemver": _is_semver,
+    "compareTo": _compare,
+    "isGreaterThan": lambda a, b: _compare(a, b) > 0,
+    "isLessThan": lambda a, b: _compare(a, b) < 0,
+    "asInteger": _as_integer,
+    "asApproximateFloat": lambda q: float(_order(q)[0]),
+    "sign": lambda q: (_order(q)[0] > 0) - (_order(q)[0] < 0),
+    "major": lambda v: _order(v)[0],
+    "minor": lambda v: _order(v)[1],
+    "patch": lambda v: _order(v)[2],
+}
+
+#: Compiled selectors by their text (or why they do not compile).
+_PROGRAMS: dict[str, Any] = {}
+
+
+def compile_selector(expression: str) -> Any:
+    """The compiled program of a CEL selector, or the compile error's text (a str); compiled once."""
+    found = _PROGRAMS.get(expression)
+    if found is None:
+        try:
+            found = cel.compile(expression)
+        except (ValueError, RuntimeError) as exc:
+            found = str(exc).splitlines()[0]
+        _PROGRAMS[expression] = found
+    return found
+
+
+# --- what drivers publish ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Device:
+    """One device of a ResourceSlice, and where it can be used."""
+
+    driver: str
+    pool: str
+    name: str
+    #: domain -> attribute name -> value (int, bool, str, or a version as ``semver_value`` gives it).
+    attributes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: domain -> capacity name -> amount (base units).
+    capacity: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: The node it is attached to; else the nodes ``node_terms`` select; else (``all_nodes``) every node.
+    node_name: str = ""
+    node_terms: tuple[Any, ...] = ()
+    all_nodes: bool = False
+    #: Why volsched does not allocate it ("": it does), e.g. a partitionable device.
+    unsupported: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.driver, self.pool, self.name)
+
+    def attribute(self, qualified: str) -> Any:
+        """The value of ``domain/name`` (None when the device has no such attribute)."""
+        domain, _, name = qualified.rpartition("/")
+        return self.attributes.get(domain, {}).get(name)
+
+    def context(self) -> Any:
+        """The CEL context its selectors are evaluated in (``device``, and the helper functions)."""
+        return cel.Context(
+            {
+                "device": {
+                    "driver": self.driver,
+                    "attributes": {d: dict(a) for d, a in self.attributes.items()},
+                    "capacity": {
+                        d: {k: {_QUANTITY: v} for k, v in c.items()} for d, c in self.capacity.items()
+                    },
+                    "allowMultipleAllocations": False,
+                }
+            },
+            _FUNCTIONS,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceClass:
+    name: str
+    selectors: tuple[str, ...] = ()
+    #: ``spec.config``, as the API has it (copied into an allocation, source FromClass).
+    config: tuple[Any, ...] = ()
+
+
+# --- what pods ask for ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRequest:
+    """One request of a claim: ``count`` devices (or all, ``all``) of a class that every selector
+    matches."""
+
+    name: str
+    device_class: str
+    selectors: tuple[str, ...] = ()
+    all: bool = False
+    count: int = 1
+    #: Why volsched does not allocate this request ("": it does), e.g. admin access.
+    unsupported: str = ""
+
+    def describe(self) -> str:
+        """``class gpu.example.com matching 'expr'`` for messages."""
+        out = f"class {self.device_class}"
+        if self.selectors:
+            out += " matching " + " and ".join(f"'{s}'" for s in self.selectors)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class MatchAttribute:
+    """A constraint: every device of ``requests`` (every request when empty) has attribute ``attribute``
+    (``domain/name``), with one value."""
+
+    attribute: str
+    requests: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceResult:
+    """One allocated device (``status.allocation.devices.results[]``)."""
+
+    request: str
+    driver: str
+    pool: str
+    device: str
+
+
+@dataclass(frozen=True, slots=True)
+class Allocated:
+    """A claim's allocation: its devices, and the nodes it can be used from (one node by name, or the
+    nodes ``node_terms`` select; neither: any node)."""
+
+    results: tuple[DeviceResult, ...]
+    node_name: str = ""
+    node_terms: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Claim:
+    """A ResourceClaim as the allocator reads it."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    requests: tuple[DeviceRequest, ...] = ()
+    constraints: tuple[MatchAttribute, ...] = ()
+    #: ``spec.devices.config`` as the API has it (copied into an allocation, source FromClaim).
+    config: tuple[Any, ...] = ()
+    #: Why volsched does not allocate this claim ("": it does).
+    unsupported: str = ""
+    allocation: Allocated | None = None
+    #: The uids of the pods ``status.reservedFor`` names.
+    reserved_for: tuple[str, ...] = ()
+    deleting: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def signature(self) -> str:
+        """What node filters read of the claim: two claims with the same signature fit the same nodes."""
+        return json.dumps(
+            [
+                [[r.name, r.device_class, r.selectors, r.all, r.count, r.unsupported] for r in self.requests],
+                [[c.attribute, c.requests] for c in self.constraints],
+                self.unsupported,
+                self.deleting,
+            ]
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimAllocation:
+    """What a session decided for one claim of a pod: the devices it allocated (``results``; an
+    allocation the claim already had when ``existing``), where they can be used, and the configuration
+    to copy into the claim's status (from the classes, then from the claim)."""
+
+    namespace: str
+    claim: str
+    uid: str
+    results: tuple[DeviceResult, ...]
+    node_name: str = ""
+    node_terms: tuple[Any, ...] = ()
+    existing: bool = False
+    config: tuple[tuple[str, tuple[str, ...], Any], ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.claim}"
+
+
+# --- the catalog ------------------------------------------------------------------------------------------
+
+
+class DeviceCatalog:
+    """Every device drivers publish, which nodes reach each, and which devices a class and selectors
+    match. Read-only once built; the matches it computes are kept (they follow from the devices alone)."""
+
+    def __init__(
+        self,
+        devices: Sequence[Device],
+        *,
+        nodes: Sequence[NodeSpec],
+        classes: Mapping[str, DeviceClass],
+    ) -> None:
+        self.devices = sorted(devices, key=lambda d: d.key)
+        self.index = {d.key: i for i, d in enumerate(self.devices)}
+        self.classes = dict(classes)
+        self.node_names = [s.name for s in nodes]
+        node_index = {s.name: i for i, s in enumerate(nodes)}
+        pairs: list[tuple[int, int]] = []
+        #: Devices more than one node reaches: the nodes of each (a placement there changes them all).
+        self.shared_nodes: dict[int, IntArray] = {}
+        by_terms: dict[str, list[int]] = {}
+        for d, dev in enumerate(self.devices):
+            if dev.node_name:
+                i = node_index.get(dev.node_name)
+                reach = [] if i is None else [i]
+            elif dev.all_nodes:
+                reach = list(range(len(nodes)))
+            else:
+                key = json.dumps(dev.node_terms, sort_keys=True)
+                if key not in by_terms:
+                    by_terms[key] = [i for i, s in enumerate(nodes) if matches_affinity(s, dev.node_terms)]
+                reach = by_terms[key]
+            pairs.extend((i, d) for i in reach)
+            if len(reach) > 1:
+                self.shared_nodes[d] = np.asarray(reach, dtype=np.intp)
+        pairs.sort()
+        n = len(nodes)
+        self.pair_node: IntArray = np.fromiter((p[0] for p in pairs), dtype=np.intp, count=len(pairs))
+        self.pair_dev: IntArray = np.fromiter((p[1] for p in pairs), dtype=np.intp, count=len(pairs))
+        self.starts: IntArray = np.searchsorted(self.pair_node, np.arange(n + 1)).astype(np.intp)
+        self.supported: BoolArray = np.array([not d.unsupported for d in self.devices], dtype=bool)
+        self._matches: dict[tuple[str, tuple[str, ...]], tuple[BoolArray, str]] = {}
+        self._contexts: list[Any] | None = None
+
+    def __len__(self) -> int:
+        return len(self.devices)
+
+    def on_node(self, node: int) -> IntArray:
+        """The devices node ``node`` reaches, in the catalog's order."""
+        return self.pair_dev[self.starts[node] : self.starts[node + 1]]
+
+    def matches(self, request: DeviceRequest) -> tuple[BoolArray, str]:
+        """Which devices the request's class and selectors match (supported devices only), and what went
+        wrong ("": nothing): a class not found, a selector that does not compile, or the first error a
+        selector raised on a device (such a device does not match)."""
+        key = (request.device_class, request.selectors)
+        found = self._matches.get(key)
+        if found is not None:
+            return found
+        cls = self.classes.get(request.device_class)
+        ok = self.supported.copy()
+        problem = ""
+        if cls is None:
+            ok[:] = False
+            problem = f"device class {request.device_class} not found"
+        else:
+            for where, expr in [*((f"device class {cls.name}", s) for s in cls.selectors)] + [
+                (f"request {request.name}", s) for s in request.selectors
+            ]:
+                program = compile_selector(expr)
+                if isinstance(program, str):
+                    ok[:] = False
+                    problem = f"{where}: selector '{expr}' does not compile: {program}"
+                    break
+                contexts = self._device_contexts()
+                for d in np.flatnonzero(ok):
+                    try:
+                        result = program.execute(contexts[d])
+                    except Exception as exc:  # a CEL runtime error (no such key...): no match
+                        result = False
+                        if not problem:
+                            problem = (
+                                f"{where}: selector '{expr}' failed on device {self.devices[d].name}: {exc}"
+                            )
+                    if result is not True:
+                        ok[d] = False
+        ok.flags.writeable = False
+        self._matches[key] = (ok, problem)
+        return ok, problem
+
+    def _device_contexts(self) -> list[Any]:
+        if self._contexts is None:
+            self._contexts = [d.context() for d in self.devices]
+        return self._contexts
+
+
+EMPTY_CATALOG = DeviceCatalog((), nodes=(), classes={})
+
+
+# --- the allocator ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Want:
+    """One request of a pod, with what it matches."""
+
+    claim: int  # index into the pod's claims to allocate
+    request: DeviceRequest
+    match: BoolArray
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What a pod's claims need on a node, worked out once per session per pod shape."""
+
+    claims: list[Claim]
+    #: Claims already allocated (before or in this session): only the nodes they can be used from.
+    pinned: list[tuple[Claim, ClaimAllocation]]
+    #: Claims to allocate, their requests flattened, and constraints as (want indices, attribute).
+    fresh: list[Claim]
+    wants: list[_Want]
+    constraints: list[tuple[tuple[int, ...], str]]
+    #: Why no node can take the pod ("": some may).
+    problem: str = ""
+
+
+class DeviceState:
+    """Which devices are free in one session, and the allocation of the pods' claims (see the module
+    docstring). Changed only by :meth:`allocate` and :meth:`release` (a Statement's operations)."""
+
+    def __init__(
+        self, catalog: DeviceCatalog, claims: Mapping[str, Claim], *, nodes: Sequence[NodeSpec]
+    ) -> None:
+        self.catalog = catalog
+        self.claims = claims
+        self.nodes = nodes
+        self.free: BoolArray = np.ones(len(catalog), dtype=bool)
+        for claim in claims.values():
+            if claim.allocation is not None:
+                for r in claim.allocation.results:
+                    d = catalog.index.get((r.driver, r.pool, r.device))
+                    if d is not None:
+                        self.free[d] = False
+        #: Claims this session allocated (claim key -> allocation), and what each task took.
+        self.allocated: dict[str, ClaimAllocation] = {}
+        self.by_task: dict[str, tuple[ClaimAllocation, ...]] = {}
+
+    # --- resolving a pod's claims -----------------------------------------------------------------
+
+    def plan(self, namespace: str, pod_claims: Sequence[PodClaim], *, pod_uid: str = "") -> _Plan:
+        claims: list[Claim] = []
+        problems: list[str] = []
+        for pc in pod_claims:
+            if not pc.claim:
+                problems.append(
+                    f"resourceclaim for {pc.name} (template {pc.template}) not made yet by the resource "
+                    "claim controller"
+                )
+                continue
+            claim = self.claims.get(f"{namespace}/{pc.claim}")
+            if claim is None:
+                problems.append(f"resourceclaim {pc.claim} not found")
+            elif claim.deleting:
+                problems.append(f"resourceclaim {pc.claim} is being deleted")
+            elif claim.unsupported and claim.allocation is None:
+                problems.append(f"resourceclaim {pc.claim}: {claim.unsupported}")
+            else:
+                claims.append(claim)
+        plan = _Plan(claims=claims, pinned=[], fresh=[], wants=[], constraints=[])
+        for claim in claims:
+            done = self.allocated.get(claim.key)
+            if done is None and claim.allocation is not None:
+                a = claim.allocation
+                done = ClaimAllocation(
+                    namespace=claim.namespace,
+                    claim=claim.name,
+                    uid=claim.uid,
+                    results=a.results,
+                    node_name=a.node_name,
+                    node_terms=a.node_terms,
+                    existing=True,
+                )
+                if len(claim.reserved_for) >= 256 and pod_uid not in claim.reserved_for:
+                    problems.append(f"resourceclaim {claim.name} is reserved for 256 pods already")
+            if done is not None:
+                plan.pinned.append((claim, done))
+                continue
+            c = len(plan.fresh)
+            plan.fresh.append(claim)
+            first = len(plan.wants)
+            for r in claim.requests:
+                if r.unsupported:
+                    problems.append(f"resourceclaim {claim.name}: request {r.name}: {r.unsupported}")
+                    continue
+                match, problem = self.catalog.matches(r)
+                if problem and not match.any():
+                    problems.append(f"resourceclaim {claim.name}: {problem}")
+                plan.wants.append(_Want(c, r, match))
+            names = {w.request.name: first + k for k, w in enumerate(plan.wants[first:])}
+            for con in claim.constraints:
+                members = tuple(names[n] for n in (con.requests or tuple(names)) if n in names)
+                plan.constraints.append((members, con.attribute))
+        plan.problem = "; ".join(problems)
+        return plan
+
+    # --- which nodes ------------------------------------------------------------------------------
+
+    def _pinned_ok(self, plan: _Plan, idx: IntArray) -> BoolArray:
+        ok = np.ones(len(idx), dtype=bool)
+        names = self.catalog.node_names if self.catalog.node_names else [s.name for s in self.nodes]
+        for _, a in plan.pinned:
+            if a.node_name:
+                ok &= np.array([names[i] == a.node_name for i in idx], dtype=bool)
+            elif a.node_terms:
+                ok &= np.array([matches_affinity(self.nodes[i], a.node_terms) for i in idx], dtype=bool)
+        return ok
+
+    def _counts(self, want: _Want) -> tuple[IntArray, IntArray]:
+        """(free matching devices, matching devices) per node, over all nodes."""
+        cat = self.catalog
+        n = len(self.nodes)
+        hit = want.match[cat.pair_dev]
+        total = np.bincount(cat.pair_node[hit], minlength=n)
+        avail = np.bincount(cat.pair_node[hit & self.free[cat.pair_dev]], minlength=n)
+        return avail, total
+
+    def fits(self, plan: _Plan, idx: IntArray) -> BoolArray:
+        """Which of nodes ``idx`` can give the pod every device its claims ask for."""
+        if plan.problem:
+            return np.zeros(len(idx), dtype=bool)
+        ok = self._pinned_ok(plan, idx) if plan.pinned else np.ones(len(idx), dtype=bool)
+        if not plan.wants:
+            return ok
+        if not len(self.catalog):
+            return np.zeros(len(idx), dtype=bool)
+        for w in plan.wants:
+            avail, total = self._counts(w)
+            a, t = avail[idx], total[idx]
+            ok &= ((a == t) & (t >= 1)) if w.request.all else (a >= w.request.count)
+        if len(plan.wants) > 1 or plan.constraints:
+            for k in np.flatnonzero(ok):
+                ok[k] = self.search(plan, int(idx[k])) is not None
+        return ok
+
+    def search(self, plan: _Plan, node: int) -> list[list[int]] | None:
+        """The devices (catalog indices) node ``node`` gives each of the plan's requests, or None: the
+        first set found trying the node's free devices in the catalog's order, every constraint held."""
+        on_node = self.catalog.on_node(node)
+        free = self.free
+        cands: list[list[int]] = []
+        for w in plan.wants:
+            matching = [int(d) for d in on_node if w.match[d]]
+            if w.request.all and (not matching or not all(free[d] for d in matching)):
+                return None
+            cands.append([d for d in matching if free[d]])
+        of_want: list[list[tuple[int, str]]] = [[] for _ in plan.wants]
+        for c, (members, attribute) in enumerate(plan.constraints):
+            for m in members:
+                of_want[m].append((c, attribute))
+        devices = self.catalog.devices
+        fixed: list[Any] = [None] * len(plan.constraints)
+        used: set[int] = set()
+        picks: list[list[int]] = [[] for _ in plan.wants]
+        steps = 0
+
+        def place(w: int, start: int) -> bool:
+            nonlocal steps
+            want = plan.wants[w]
+            need = len(cands[w]) if want.request.all else want.request.count
+            if len(picks[w]) == need:
+                return w + 1 == len(plan.wants) or place(w + 1, 0)
+            for k in range(start, len(cands[w])):
+                steps += 1
+                if steps > SEARCH_STEPS:
+                    return False
+                d = cands[w][k]
+                if d in used:
+                    continue
+                set_here: list[int] = []
+                fits = True
+                for c, attribute in of_want[w]:
+                    value = devices[d].attribute(attribute)
+                    if value is None or (fixed[c] is not None and fixed[c] != value):
+                        fits = False
+                        break
+                    if fixed[c] is None:
+                        fixed[c] = value
+                        set_here.append(c)
+                if fits:
+                    used.add(d)
+                    picks[w].append(d)
+                    if place(w, k + 1):
+                        return True
+                    picks[w].pop()
+                    used.discard(d)
+                for c in set_here:
+                    fixed[c] = None
+                if want.request.all:
+                    return False
+            return False
+
+        return picks if place(0, 0) else None
+
+    def explain(self, plan: _Plan, idx: IntArray) -> list[tuple[str, int]]:
+        """Why each of nodes ``idx`` cannot give the pod its devices, counted by reason (each node
+        counted once, by the first reason that holds)."""
+        n = len(idx)
+        if plan.problem:
+            return [(plan.problem, n)]
+        out: Counter[str] = Counter()
+        left = np.ones(n, dtype=bool)
+        if plan.pinned:
+            ok = self._pinned_ok(plan, idx)
+            for claim, done in plan.pinned:
+                bad = left & ~self._pinned_ok(_Plan([], [(claim, done)], [], [], []), idx)
+                if bad.any():
+                    where = f"on node {done.node_name}" if done.node_name else "on other nodes"
+                    out[f"resourceclaim {claim.name} is allocated {where}"] += int(bad.sum())
+                    left &= ~bad
+            left &= ok
+        for w in plan.wants:
+            if not left.any():
+                break
+            avail, total = self._counts(w) if len(self.catalog) else (np.zeros(0, np.intp),) * 2
+            a = avail[idx] if len(avail) else np.zeros(n, dtype=np.intp)
+            t = total[idx] if len(total) else np.zeros(n, dtype=np.intp)
+            what = w.request.describe()
+            none = left & (t == 0)
+            if none.any():
+                out[f"no device of {what}"] += int(none.sum())
+                left &= ~none
+            short = left & ((a < t) if w.request.all else (a < w.request.count))
+            for k in np.flatnonzero(short):
+                ak, tk = int(a[k]), int(t[k])
+                if w.request.all:
+                    reason = f"{tk - ak} of the {tk} devices of {what} allocated (the request asks for all)"
+                elif ak == 0:
+                    reason = f"all {tk} matching devices of {what} allocated"
+                else:
+                    reason = f"{ak} of {tk} matching devices of {what} free, {w.request.count} needed"
+                out[reason] += 1
+            left &= ~short
+        if left.any():
+            attributes = sorted({a for _, a in plan.constraints})
+            reason = (
+                f"no set of free devices with one value of {', '.join(attributes)} for every request"
+                if attributes
+                else "not enough free devices for every request of the pod's claims at once"
+            )
+            out[reason] += int(left.sum())
+        return list(out.items())
+
+    # --- changes ----------------------------------------------------------------------------------
+
+    def allocate(self, key: str, plan: _Plan, node: int) -> tuple[ClaimAllocation, ...]:
+        """Take the devices of the plan on node ``node`` for pod ``key`` (the first set
+        :meth:`search` finds); raises ValueError when the node cannot give them (a filter should have
+        said so)."""
+        picks = self.search(plan, node) if plan.wants else []
+        if picks is None or plan.problem:
+            raise ValueError(f"pod {key}: node {self.catalog.node_names[node]} cannot give its devices")
+        node_name = self.nodes[node].name
+        out: list[ClaimAllocation] = [a for _, a in plan.pinned]
+        devices = self.catalog.devices
+        for c, claim in enumerate(plan.fresh):
+            results: list[DeviceResult] = []
+            # Where the claim can be used: the node, if one of its devices is attached there; else the
+            # nodes the first node selector of its devices picks; else (every device on all nodes) any.
+            terms: tuple[Any, ...] = ()
+            local = False
+            for w, want in enumerate(plan.wants):
+                if want.claim != c:
+                    continue
+                for d in picks[w]:
+                    dev = devices[d]
+                    results.append(DeviceResult(want.request.name, dev.driver, dev.pool, dev.name))
+                    local = local or bool(dev.node_name)
+                    terms = terms or dev.node_terms
+            config: list[tuple[str, tuple[str, ...], Any]] = []
+            for r in claim.requests:
+                cls = self.catalog.classes.get(r.device_class)
+                for entry in cls.config if cls is not None else ():
+                    config.append(("FromClass", (r.name,), entry))
+            for entry in claim.config:
+                config.append(("FromClaim", (), entry))
+            alloc = ClaimAllocation(
+                namespace=claim.namespace,
+                claim=claim.name,
+                uid=claim.uid,
+                results=tuple(results),
+                node_name=node_name if local else "",
+                node_terms=() if local else terms,
+                config=tuple(config),
+            )
+            self.allocated[claim.key] = alloc
+            out.append(alloc)
+        for d in itertools.chain.from_iterable(picks):
+            self.free[d] = False
+        taken = tuple(out)
+        self.by_task[key] = taken
+        return taken
+
+    def release(self, key: str) -> tuple[ClaimAllocation, ...]:
+        """Give back what :meth:`allocate` took for pod ``key`` (nothing when it took nothing)."""
+        taken = self.by_task.pop(key, ())
+        index = self.catalog.index
+        for a in taken:
+            if a.existing or self.allocated.get(a.key) is not a:
+                continue
+            del self.allocated[a.key]
+            for r in a.results:
+                d = index.get((r.driver, r.pool, r.device))
+                if d is not None:
+                    self.free[d] = True
+        return taken
+
+    def nodes_of(self, taken: Iterable[ClaimAllocation]) -> set[int]:
+        """The nodes besides the pod's own whose answer the allocations change (devices several nodes
+        reach)."""
+        out: set[int] = set()
+        for a in taken:
+            if a.existing:
+                continue
+            for r in a.results:
+                d = self.catalog.index.get((r.driver, r.pool, r.device))
+                reach = self.catalog.shared_nodes.get(d) if d is not None else None
+                if reach is not None:
+                    out.update(int(i) for i in reach)
+        return out
