@@ -222,8 +222,11 @@ def queue(
     reclaimable: bool | None = None,
     state: str | None = None,
     parent: str | None = None,
+    **tenancy: Any,
 ) -> Obj:
-    spec: Obj = {}
+    """A Queue; ``tenancy``: its spec's other fields as they are written (``allowNotPreemptable=True``,
+    ``namespaceSelector={...}``, ``perNamespace={...}``)."""
+    spec: Obj = dict(tenancy)
     if parent is not None:
         spec["parent"] = parent
     if weight is not None:

@@ -77,7 +77,14 @@ def test_namespace_weights_are_evened_by_preempt(weights, expect_a, expect_b):
     ],
 )
 def test_protected_pods_and_never_policy_cause_no_preemption(victim_kwargs, preemptor_kwargs):
-    before = [*_base(), *job("a", ns="ns", queue="q", size=8, priority_class="low", **victim_kwargs)]
+    # The queue lets its jobs declare themselves not preemptable (tests/sim/test_tenancy.py: one that
+    # does not, and the annotation protects nothing).
+    before = [
+        node("n1", cpu="8"),
+        queue("q", allowNotPreemptable=True),
+        *PRIORITIES,
+        *job("a", ns="ns", queue="q", size=8, priority_class="low", **victim_kwargs),
+    ]
     after = job("b", ns="ns", queue="q", size=4, priority_class="high", **preemptor_kwargs)
     s = Staged(before, after, eviction_config())
     assert s.evicted() == []

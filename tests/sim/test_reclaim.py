@@ -124,7 +124,13 @@ def test_gangs_are_never_cut_below_min_member_nor_started_partially(a_min, b_min
     ],
 )
 def test_protected_pods_and_never_policy_cause_no_eviction(victim_kwargs, reclaimer_kwargs):
-    before = [*_cluster(), queue("qa"), *job("a", ns="ns-a", queue="qa", size=8, **victim_kwargs)]
+    # qa lets its jobs declare themselves not preemptable (tests/sim/test_tenancy.py: a queue that does
+    # not, and the annotation protects nothing).
+    before = [
+        *_cluster(),
+        queue("qa", allowNotPreemptable=True),
+        *job("a", ns="ns-a", queue="qa", size=8, **victim_kwargs),
+    ]
     after = [queue("qb"), *job("b", ns="ns-b", queue="qb", size=4, **reclaimer_kwargs)]
     s = Staged(before, after, eviction_config())
     assert s.evicted() == []

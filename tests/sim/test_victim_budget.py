@@ -55,7 +55,13 @@ def test_protected_pods_do_not_use_up_the_victim_budget(
     layout, protection, action, min_member, regular, protected, expect_evicted
 ):
     size = regular + protected
-    before = [node("n1", cpu=str(size)), priority_class("high", 1000), queue("qa")]
+    # qa lets its jobs use the protection (a queue must allow the annotation, and a system-critical
+    # class outside kube-system: tests/sim/test_tenancy.py)
+    before = [
+        node("n1", cpu=str(size)),
+        priority_class("high", 1000),
+        queue("qa", allowNotPreemptable=True, priorityClasses=["system-cluster-critical", "high"]),
+    ]
     before += _holder(
         name="a", q="qa", min_member=min_member, regular=regular, protected=protected, protection=protection
     )

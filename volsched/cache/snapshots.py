@@ -59,6 +59,7 @@ from volsched.model.cluster import (
 from volsched.model.resources import ResourceSpace, Vector
 from volsched.model.usage import NodeUsage
 from volsched.model.vocabulary import (
+    DEFAULT_QUEUE,
     DisruptionBudget,
     NodeSpec,
     PodGroupPhase,
@@ -100,6 +101,8 @@ class View:
     #: added again); None: not known, and the builder reads the whole view (as when ``touched`` is
     #: None: ``seq`` may be the previous view's mapping brought up to date, with nothing to compare).
     renumbered: set[str] | None = None
+    #: Namespace -> the queue its jobs go to when they name none, or ``default``.
+    namespace_queues: Mapping[str, str] = field(default_factory=dict)
 
 
 def with_volumes(t: Task, claims: Mapping[str, str], volumes: Mapping[str, list[Any]]) -> Task:
@@ -148,11 +151,17 @@ class _Base:
     jobs, the foreign tasks and what every node holds (all shared, read-only), with indexes."""
 
     def __init__(
-        self, space: ResourceSpace, podgroups: dict[str, PodGroupSpec], priority_classes: dict[str, int]
+        self,
+        space: ResourceSpace,
+        podgroups: dict[str, PodGroupSpec],
+        priority_classes: dict[str, int],
+        namespace_queues: Mapping[str, str] | None = None,
     ) -> None:
         self.space = space
         self.podgroups = podgroups
         self.priority_classes = priority_classes
+        #: Namespace -> its default queue: a job of it in queue ``default`` goes there (``_placed``).
+        self.namespace_queues: Mapping[str, str] = dict(namespace_queues or {})
         self.jobs: dict[str, Job] = {}
         #: Job key -> the keys of the tasks ours to schedule that name it.
         self.members: dict[str, dict[str, None]] = {}
@@ -189,6 +198,13 @@ _NODES_FULL = 4
 
 #: At most this many request vectors are kept for reuse (pods' distinct requests; past it, they start over).
 _VECTORS_KEPT = 4096
+
+
+def _placed(base: _Base, job: Job) -> None:
+    """A job just assembled that names no queue (queue ``default``) goes to its namespace's default
+    queue, when the namespace names one (see docs/tenancy.md)."""
+    if job.queue == DEFAULT_QUEUE:
+        job.queue = base.namespace_queues.get(job.namespace, DEFAULT_QUEUE)
 
 
 def task_age(t: Task) -> tuple[float, str]:
@@ -422,7 +438,11 @@ class SnapshotBuilder:
             pos = view.seq.__getitem__  # where a task stands in the cache's order
             changed, self._changed = self._changed, set()
             base = self._base
-            if base is None or base.priority_classes != view.priority_classes:
+            if (
+                base is None
+                or base.priority_classes != view.priority_classes
+                or base.namespace_queues != view.namespace_queues
+            ):
                 base = self._base = self._full(view, pg_list, space)
             else:
                 self._update(base, view, pg_list, changed, old_table, pos)
@@ -482,7 +502,9 @@ class SnapshotBuilder:
     def _full(self, view: View, pg_list: list[PodGroupSpec], space: ResourceSpace) -> _Base:
         """The base built from scratch (every task indexed as :meth:`_index` does, written out, and a
         pending pod standing alone lent as :meth:`_job` would: a backlog's 50,000 pods go through here)."""
-        base = _Base(space, {pg.key: pg for pg in pg_list}, dict(view.priority_classes))
+        base = _Base(
+            space, {pg.key: pg for pg in pg_list}, dict(view.priority_classes), view.namespace_queues
+        )
         entries = self._entries
         members, on_node, where, foreign = base.members, base.on_node, base.where, base.foreign
         pending = TaskStatus.PENDING
@@ -550,6 +572,7 @@ class SnapshotBuilder:
         if job is None:
             base.jobs.pop(job_key, None)
             return
+        _placed(base, job)
         base.jobs[job_key] = job
         if job.podgroup is None:
             _standalone(base, job_key, job)
@@ -566,6 +589,7 @@ class SnapshotBuilder:
         """What :meth:`_job` makes of a pending pod standing alone (a backlog's every pod), without its
         general path: the pod's own copy, its one-pod job, lent (standalone and private)."""
         job = base.jobs[key] = lone_job(base.space, self._own(key), key)
+        _placed(base, job)
         if base.problems:
             base.problems.pop(key, None)
         _standalone(base, key, job)
@@ -597,7 +621,11 @@ class SnapshotBuilder:
             t.request = request
             t.shared = False
             tasks.append(t)
-        base.jobs.update(zip(keys, lone_jobs(base.space, tasks, keys), strict=True))
+        made = lone_jobs(base.space, tasks, keys)
+        if base.namespace_queues:
+            for job in made:
+                _placed(base, job)
+        base.jobs.update(zip(keys, made, strict=True))
         if base.problems:
             for key in keys:
                 base.problems.pop(key, None)

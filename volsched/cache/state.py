@@ -39,6 +39,7 @@ from volsched.model.decode import (
     build_task,
     claim_volume,
     disruption_budget,
+    namespace_queue,
     object_ref,
     pod_status,
     priority_class_value,
@@ -122,6 +123,8 @@ class ClusterState:
         self.quota_weights: dict[str, int] = {}  # "ns/quota" -> weight
         self.namespaces: set[str] = set()
         self.namespace_labels: dict[str, dict[str, str]] = {}
+        #: Namespace -> the queue it names for its jobs that name none (``namespace_queue``).
+        self.namespace_queues: dict[str, str] = {}
         #: "ns/claim" -> the bound PersistentVolume's name ("" while unbound).
         self.claims: dict[str, str] = {}
         #: PersistentVolume name -> its required node affinity (nodeSelectorTerms; [] when none).
@@ -252,6 +255,11 @@ class ClusterState:
                 raw_labels = (obj.get("metadata") or {}).get("labels") or {}
                 labels = {str(k): str(v) for k, v in raw_labels.items()}
                 changed = _add(self.namespaces, str(name)) | _put(self.namespace_labels, str(name), labels)
+                queue = namespace_queue(obj)
+                if queue is None:
+                    changed |= _drop(self.namespace_queues, str(name))
+                else:
+                    changed |= _put(self.namespace_queues, str(name), queue)
             elif kind == "PersistentVolumeClaim":
                 claim, volume = claim_volume(obj)
                 changed = _put(self.claims, claim, volume)
@@ -351,6 +359,7 @@ class ClusterState:
                 held = _drop(self.quota_weights, key)
             elif kind == "Namespace":
                 held = _discard(self.namespaces, name) | _drop(self.namespace_labels, name)
+                held |= _drop(self.namespace_queues, name)
             elif kind == "PersistentVolumeClaim":
                 held = _drop(self.claims, key)
             elif kind == "PersistentVolume":
@@ -600,6 +609,7 @@ class ClusterState:
                     avoid=self.avoid.copy(),
                     namespace_labels=self.namespace_labels.copy(),
                     budgets=self.budgets.copy(),
+                    namespace_queues=self.namespace_queues.copy(),
                 )
                 #: Seconds the last snapshot held the cache's lock.
                 self.lock_held = time.perf_counter() - started

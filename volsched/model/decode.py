@@ -43,6 +43,7 @@ from volsched.model.vocabulary import (
     EXPECTED_RUNTIME_ANNOTATION,
     GROUP_ANNOTATION,
     MAX_WEIGHT,
+    NAMESPACE_QUEUE_KEY,
     NAMESPACE_WEIGHT_KEYS,
     PREEMPTABLE_ANNOTATION,
     VOLCANO_GROUP_ANNOTATION,
@@ -53,6 +54,7 @@ from volsched.model.vocabulary import (
     PodGroupPhase,
     PodGroupSpec,
     PodRuntime,
+    QueueAccess,
     QueueSpec,
     QueueState,
     Raw,
@@ -700,6 +702,7 @@ def build_task(
         preemption_policy=str(spec.get("preemptionPolicy") or "PreemptLowerPriority"),
         preemptable=preemptable,
         critical=pcn in CRITICAL_PRIORITY_CLASSES,
+        priority_class=intern(str(pcn)),
         labels=labels,
         annotations=annotations,
         owner=None if owner is None else intern(owner),
@@ -833,7 +836,60 @@ def build_queue(obj: Raw) -> QueueSpec:
         ),
         guarantee_percent=guarantee_percent,
         parent=parent or None,
+        access=queue_access(spec, where=where),
     )
+
+
+def queue_access(spec: Mapping[str, Any], *, where: str) -> QueueAccess:
+    """A Queue's tenancy fields (``namespaceSelector``, ``priorityClasses``, ``maxPriority``,
+    ``allowNotPreemptable``, ``perNamespace``); a field given wrong is refused, never ignored."""
+    selector = spec.get("namespaceSelector")
+    namespaces = (
+        None if selector is None else parse_selector(selector, where=f"{where}: spec.namespaceSelector")
+    )
+    classes_raw = spec.get("priorityClasses")
+    classes: frozenset[str] | None = None
+    if classes_raw is not None:
+        if not isinstance(classes_raw, list) or not all(isinstance(c, str) and c for c in classes_raw):
+            raise InputError(f"{where}: spec.priorityClasses must be a list of priority class names")
+        classes = frozenset(classes_raw)
+    ceiling_raw = spec.get("maxPriority")
+    ceiling = (
+        None
+        if ceiling_raw is None
+        else _int_field(ceiling_raw, where=f"{where}: spec.maxPriority", default=0, minimum=INT32_MIN)
+    )
+    per_ns = _map_field(spec, "perNamespace", where)
+    unknown = sorted(set(per_ns) - {"maxRunningJobs", "maxRunningPods"})
+    if unknown:
+        raise InputError(f"{where}: spec.perNamespace.{unknown[0]} is not a field volsched knows")
+    jobs_raw, pods_raw = per_ns.get("maxRunningJobs"), per_ns.get("maxRunningPods")
+    return QueueAccess(
+        namespaces=namespaces,
+        priority_classes=classes,
+        max_priority=ceiling,
+        allow_not_preemptable=_bool_field(
+            spec.get("allowNotPreemptable"), where=f"{where}: spec.allowNotPreemptable", default=False
+        ),
+        max_running_jobs=None
+        if jobs_raw is None
+        else _int_field(jobs_raw, where=f"{where}: spec.perNamespace.maxRunningJobs", default=0, minimum=0),
+        max_running_pods=None
+        if pods_raw is None
+        else _int_field(pods_raw, where=f"{where}: spec.perNamespace.maxRunningPods", default=0, minimum=0),
+    )
+
+
+def namespace_queue(obj: Raw) -> str | None:
+    """The default queue a Namespace names (its ``scheduling.volsched.io/default-queue`` annotation,
+    else the label of that key), or None."""
+    meta = obj.get("metadata") or {}
+    for part in ("annotations", "labels"):
+        values = meta.get(part) or {}
+        value = values.get(NAMESPACE_QUEUE_KEY) if isinstance(values, _MAP) else None
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def _gang_topology(spec: Mapping[str, Any], where: str) -> GangTopology | None:

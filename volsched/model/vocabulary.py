@@ -38,6 +38,11 @@ EXPECTED_RUNTIME_ANNOTATION = "scheduling.volsched.io/expected-runtime"
 PREEMPTABLE_ANNOTATION = "scheduling.volsched.io/preemptable"
 NAMESPACE_WEIGHT_KEYS = ("volsched.io/namespace.weight", "volcano.sh/namespace.weight")
 DEFAULT_QUEUE = "default"
+#: On a Namespace (annotation, or label): the queue its jobs go to when they name none (or ``default``).
+NAMESPACE_QUEUE_KEY = "scheduling.volsched.io/default-queue"
+#: The namespace whose pods may use the system-critical priority classes in any queue (as the
+#: apiserver's Priority admission has it).
+SYSTEM_NAMESPACE = "kube-system"
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 
 Raw = Mapping[str, Any]
@@ -134,6 +139,8 @@ class Task:
     preemption_policy: str = "PreemptLowerPriority"
     preemptable: bool | None = None
     critical: bool = False
+    #: ``spec.priorityClassName`` ("" when none): what a queue's ``priorityClasses`` allows.
+    priority_class: str = ""
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     owner: str | None = None
@@ -268,6 +275,35 @@ class NodeSpec:
 
 
 @dataclass(slots=True, frozen=True)
+class QueueAccess:
+    """Who may use a queue and how (a Queue's tenancy fields; see docs/tenancy.md). The defaults let
+    every namespace in, with any priority class but the system-critical ones (outside kube-system),
+    no ceiling, no per-namespace limit, and no job may declare itself not preemptable."""
+
+    #: ``spec.namespaceSelector``: the namespaces whose jobs the queue takes; None: every namespace.
+    namespaces: LabelSelector | None = None
+    #: ``spec.priorityClasses``: the classes its jobs may name (no class is always allowed); None: any
+    #: class, but a system-critical one outside kube-system.
+    priority_classes: frozenset[str] | None = None
+    #: ``spec.maxPriority``: the highest priority its jobs may have; None: no ceiling.
+    max_priority: int | None = None
+    #: ``spec.allowNotPreemptable``: whether ``scheduling.volsched.io/preemptable: "false"`` on its pods
+    #: keeps them from being evicted (else the annotation is ignored).
+    allow_not_preemptable: bool = False
+    #: ``spec.perNamespace.maxRunningJobs`` / ``maxRunningPods``: per namespace, at most this many
+    #: admitted jobs and running pods in the queue; None: no limit.
+    max_running_jobs: int | None = None
+    max_running_pods: int | None = None
+
+    @property
+    def limits_namespaces(self) -> bool:
+        return self.max_running_jobs is not None or self.max_running_pods is not None
+
+
+OPEN_ACCESS = QueueAccess()
+
+
+@dataclass(slots=True, frozen=True)
 class QueueSpec:
     name: str
     weight: int
@@ -284,6 +320,8 @@ class QueueSpec:
     parent: str | None = None
     #: The API group the object lives in: ours, or Volcano's (see ``volsched.cache.volcano``).
     api_group: str = API_GROUP
+    #: Who may use the queue (namespaces, priority classes, limits per namespace).
+    access: QueueAccess = OPEN_ACCESS
 
 
 #: Queue weights are int32 in the CRD (``maximum`` enforces it there).
