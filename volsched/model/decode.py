@@ -702,7 +702,6 @@ def build_task(
         preemption_policy=str(spec.get("preemptionPolicy") or "PreemptLowerPriority"),
         preemptable=preemptable,
         critical=pcn in CRITICAL_PRIORITY_CLASSES,
-        priority_class=intern(str(pcn)),
         labels=labels,
         annotations=annotations,
         owner=None if owner is None else intern(owner),

@@ -139,14 +139,12 @@ class Task:
     preemption_policy: str = "PreemptLowerPriority"
     preemptable: bool | None = None
     critical: bool = False
-    #: ``spec.priorityClassName`` ("" when none): what a queue's ``priorityClasses`` allows.
-    priority_class: str = ""
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     owner: str | None = None
     #: ``status.startTime`` (Unix seconds; 0: not started, or not known).
     start_time: float = 0.0
-    #: ``spec.priorityClassName`` ("" when none).
+    #: ``spec.priorityClassName`` ("" when none): what a queue's ``priorityClasses`` allows.
     priority_class: str = ""
     #: ``spec.activeDeadlineSeconds``: the kubelet ends the pod that long after it started (None: no limit).
     active_deadline: float | None = None
