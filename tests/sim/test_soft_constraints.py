@@ -62,13 +62,13 @@ CASES: list[tuple[str, list[Obj], dict[str, float] | None, str]] = [
     ),
     (
         "preferred_pod_anti_affinity",
-        [node("a"), node("b"), pod("w", node="a", cpu="0", labels=WEB), pod("p", labels=WEB, affinity=pod_affinity(preferred_anti=[(50, pod_term(match=WEB))]))],
+        [node("a"), node("b"), pod("w", node="a", cpu="0", memory="0", labels=WEB), pod("p", labels=WEB, affinity=pod_affinity(preferred_anti=[(50, pod_term(match=WEB))]))],
         None,
         "b",
     ),
     (
         "preferred_pod_anti_affinity_weight_zero",
-        [node("a"), node("b"), pod("w", node="a", cpu="0", labels=WEB), pod("p", labels=WEB, affinity=pod_affinity(preferred_anti=[(50, pod_term(match=WEB))]))],
+        [node("a"), node("b"), pod("w", node="a", cpu="0", memory="0", labels=WEB), pod("p", labels=WEB, affinity=pod_affinity(preferred_anti=[(50, pod_term(match=WEB))]))],
         {"podaffinity": 0},
         "a",
     ),
@@ -82,19 +82,19 @@ CASES: list[tuple[str, list[Obj], dict[str, float] | None, str]] = [
     # ScheduleAnyway: the emptier zone wins, and a full skew never blocks.
     (
         "schedule_anyway_spread_prefers_the_emptier_zone",
-        [node("a", labels={"zone": "a"}), node("b", labels={"zone": "b"}), pod("o1", node="a", cpu="0", labels=WEB), pod("o2", node="a", cpu="0", labels=WEB), pod("p", labels=WEB, spread=[spread("zone", match=WEB, hard=False)])],
+        [node("a", labels={"zone": "a"}), node("b", labels={"zone": "b"}), pod("o1", node="a", cpu="0", memory="0", labels=WEB), pod("o2", node="a", cpu="0", memory="0", labels=WEB), pod("p", labels=WEB, spread=[spread("zone", match=WEB, hard=False)])],
         None,
         "b",
     ),
     (
         "schedule_anyway_spread_never_blocks",
-        [node("a", labels={"zone": "a"}), node("b", labels={"zone": "b"}, cpu="0.5"), pod("o1", node="a", cpu="0", labels=WEB), pod("o2", node="a", cpu="0", labels=WEB), pod("p", labels=WEB, spread=[spread("zone", match=WEB, hard=False)])],
+        [node("a", labels={"zone": "a"}), node("b", labels={"zone": "b"}, cpu="0.5"), pod("o1", node="a", cpu="0", memory="0", labels=WEB), pod("o2", node="a", cpu="0", memory="0", labels=WEB), pod("p", labels=WEB, spread=[spread("zone", match=WEB, hard=False)])],
         None,
         "a",
     ),
     (
         "schedule_anyway_spread_weight_zero",
-        [node("a", labels={"zone": "a"}), node("b", labels={"zone": "b"}), pod("o1", node="a", cpu="0", labels=WEB), pod("o2", node="a", cpu="0", labels=WEB), pod("p", labels=WEB, spread=[spread("zone", match=WEB, hard=False)])],
+        [node("a", labels={"zone": "a"}), node("b", labels={"zone": "b"}), pod("o1", node="a", cpu="0", memory="0", labels=WEB), pod("o2", node="a", cpu="0", memory="0", labels=WEB), pod("p", labels=WEB, spread=[spread("zone", match=WEB, hard=False)])],
         {"podtopologyspread": 0},
         "a",
     ),

@@ -76,6 +76,7 @@ def digest(s: ClusterSnapshot) -> dict[str, Any]:
     return {
         "space": s.space.names,
         "nodes": (n.names, n.allocatable.tolist(), n.idle.tolist(), n.incoming.tolist(), n.ready.tolist()),
+        "score_extra": n.score_extra.tolist(),  # (the walk's pods ask no memory: 200Mi each, for scores)
         # in order (what a node holds is subtracted in this order), and each task as it is: a session's
         # change to a task it took from a node's dict shows in the next snapshot's
         "held": [[(k, task_digest(t)) for k, t in d.items()] for d in n.tasks],

@@ -34,6 +34,15 @@ tiers:
             {name: nodeorder, arguments: {mostrequested.weight: 2, balancedresource.weight: 0}},
             {name: binpack, arguments: {binpack.resources: nvidia.com/gpu, binpack.resources.nvidia.com/gpu: 3}}]
 """,
+    # Three scored resources (balanced by standard deviation), unequal weights, pods without requests.
+    "weighted-extended": """
+actions: "enqueue, allocate"
+tiers:
+- plugins: [{name: gang}, {name: predicates}, {name: proportion},
+            {name: nodeorder, arguments: {mostrequested.weight: 1, nodeorder.cpu: 3,
+                                          nodeorder.resources: nvidia.com/gpu,
+                                          nodeorder.resources.nvidia.com/gpu: 2}}]
+""",
 }
 
 
@@ -62,7 +71,9 @@ def _snapshot(seed: int):  # type: ignore[no-untyped-def]
         tasks.append(
             Task(namespace="ns", name=f"t{j:03d}", uid=f"t{j}", job_key="ns/g", priority=0,
                  request_map={"cpu": cpu, "memory": cpu * 2.0**30 * rng.choice([1, 3]), "pods": 1.0, **gpu},
-                 status=TaskStatus.PENDING, node_name=None, scheduler_name="volsched", creation=float(j))
+                 status=TaskStatus.PENDING, node_name=None, scheduler_name="volsched", creation=float(j),
+                 # every third pod has a container without requests (scores count it 100m and 200Mi)
+                 score_extra=(0.1, 200.0 * 2**20) if j % 3 == 0 else None)
         )  # fmt: skip
     pg = PodGroupSpec(namespace="ns", name="g", min_member=1, min_resources=None, queue="default",
                       priority_class_name="", phase=PodGroupPhase.INQUEUE)  # fmt: skip

@@ -188,6 +188,7 @@ class _Base:
         #: Task key -> (its job's key, None for a foreign task; its node).
         self.where: dict[str, tuple[str | None, str | None]] = {}
         self.idle: Vector = np.zeros((0, 0))
+        self.score_extra: Vector = np.zeros((0, 2))
         self.incoming: Vector = np.zeros((0, 0))
         self.releasing: np.ndarray[Any, np.dtype[np.intp]] = np.zeros(0, dtype=np.intp)
         self.held: list[dict[str, Task]] = []
@@ -452,6 +453,7 @@ class SnapshotBuilder:
                 total.setflags(write=False)
             session_table = table.fresh(list(base.held), lent=True)  # (each copied as a session changes it)
             session_table.idle = base.idle.copy()
+            session_table.score_extra = base.score_extra.copy()
             session_table.incoming = base.incoming.copy()
             session_table.incoming_tasks = int(base.releasing.sum())
             kept = base.jobs
@@ -642,6 +644,7 @@ class SnapshotBuilder:
         assert table is not None
         index = table.index
         base.idle = table.allocatable.copy()
+        base.score_extra = np.zeros((len(table), 2))
         base.incoming = np.zeros_like(table.allocatable)
         base.releasing = np.zeros(len(table), dtype=np.intp)
         base.held = [{} for _ in range(len(table))]
@@ -664,6 +667,8 @@ class SnapshotBuilder:
             base.held[i][key] = t
             held_at.append(i)
             held.append(t.request)
+            if t.score_extra is not None:
+                base.score_extra[i] += t.score_extra
             if t.status is TaskStatus.RELEASING:
                 base.incoming[i] += t.request
                 base.releasing[i] += 1
@@ -676,6 +681,7 @@ class SnapshotBuilder:
         assert table is not None
         held: dict[str, Task] = {}
         idle = table.allocatable[i].copy()
+        extra = np.zeros(2)
         incoming = np.zeros_like(idle)
         releasing = 0
         for key in keys:
@@ -683,11 +689,14 @@ class SnapshotBuilder:
             if held_on_node(t, base.jobs, key):
                 held[key] = t
                 idle -= t.request
+                if t.score_extra is not None:
+                    extra += t.score_extra
                 if t.status is TaskStatus.RELEASING:
                     incoming += t.request
                     releasing += 1
         base.held[i] = held
         base.idle[i] = idle
+        base.score_extra[i] = extra
         base.incoming[i] = incoming
         base.releasing[i] = releasing
 

@@ -68,7 +68,7 @@ class NodeViews(PointTables):
         self.space = space
         self.nodes = nodes
         self._changes: list[int] = []
-        self._views: dict[tuple[bytes, str], _NodeView] = {}
+        self._views: dict[tuple[bytes, str, tuple[float, float] | None], _NodeView] = {}
         self._all_nodes: IndexArray = np.arange(len(self.nodes), dtype=np.intp)
         #: Nodes placements are limited to for now (an action placing a gang in one topology domain),
         #: and how to say so in a pending reason; None: every node.
@@ -170,7 +170,7 @@ class NodeViews(PointTables):
         ]
 
     def _view(self, task: Task) -> _NodeView:
-        key = (task.request.tobytes(), task.placement_key)
+        key = (task.request.tobytes(), task.placement_key, task.score_extra)
         view = self._views.get(key)
         if view is None:
             view = self._evaluate(task, self._all_nodes, None)

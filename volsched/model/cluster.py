@@ -87,6 +87,9 @@ class NodeTable:
             missing = np.array([PODS not in s.allocatable for s in self.specs])
             self.allocatable[missing, pods] = 110
         self.idle: Vector = self.allocatable.copy()
+        #: Per node, the (cpu, memory) that the held tasks' ``score_extra`` adds: what kube-scheduler's
+        #: least- and most-requested scores count beyond the requests (pods that ask none); scores only.
+        self.score_extra: Vector = np.zeros((n, 2))
         #: Releasing less pipelined: what will be free once evicted pods are gone, less what is promised.
         self.incoming: Vector = np.zeros((n, r))
         #: How many releasing or pipelined tasks there are; while 0, future idle is idle.
@@ -112,6 +115,7 @@ class NodeTable:
         out.specs, out.names, out.index, out.space = self.specs, self.names, self.index, self.space
         out.allocatable, out.memo = self.allocatable, self.memo
         out.idle = self.allocatable.copy()
+        out.score_extra = np.zeros((len(self.names), 2))
         out.incoming = np.zeros_like(self.allocatable)
         out.incoming_tasks = 0
         out.ready = self.ready.copy()
@@ -146,12 +150,16 @@ class NodeTable:
     def hold(self, i: int, task: Task) -> None:
         """A task occupies capacity on node ``i`` (allocated, bound, running or releasing)."""
         self.idle[i] -= task.request
+        if task.score_extra is not None:
+            self.score_extra[i] += task.score_extra
         if task.status is TaskStatus.RELEASING:
             self.start_releasing(i, task)
         self.held(i)[task.key] = task
 
     def free(self, i: int, task: Task) -> None:
         self.idle[i] += task.request
+        if task.score_extra is not None:
+            self.score_extra[i] -= task.score_extra
         if task.status is TaskStatus.RELEASING:
             self.stop_releasing(i, task)
         self.held(i).pop(task.key, None)

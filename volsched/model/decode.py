@@ -33,7 +33,7 @@ from volsched.model.devices import (
     semver_value,
 )
 from volsched.model.errors import InputError
-from volsched.model.resources import PODS, parse_amount, parse_resource_map
+from volsched.model.resources import CPU, MEMORY, PODS, parse_amount, parse_resource_map
 from volsched.model.scalars import boolean_value, parse_duration
 from volsched.model.vocabulary import (
     CRITICAL_PRIORITY_CLASSES,
@@ -177,12 +177,18 @@ def _list_field(value: Any, *, where: str) -> list[Any]:
     return value
 
 
-def pod_request(pod: Raw, *, where: str) -> dict[str, float]:
+#: What kube-scheduler's scoring counts for a container that asks no cpu or no memory
+#: (``DefaultMilliCPURequest`` and ``DefaultMemoryRequest`` of its ``util`` package): for scores only.
+SCORING_DEFAULTS: Mapping[str, float] = {CPU: 0.1, MEMORY: 200.0 * 1024 * 1024}
+
+
+def pod_request(pod: Raw, *, where: str, missing: Mapping[str, float] | None = None) -> dict[str, float]:
     """The Kubernetes effective request of a pod.
 
     Sum of the app containers (and restartable init "sidecar" containers), at least as large as each
     ordinary init container plus the sidecars started before it, plus ``spec.overhead``. A limit stands in
-    for a missing request. Every pod also counts one ``pods``.
+    for a missing request. Every pod also counts one ``pods``. ``missing``: what a container that asks
+    none of a resource counts (kube-scheduler's ``NonMissingContainerRequests``; 0 set explicitly stays 0).
     """
     spec = _map_field(pod, "spec", where)
 
@@ -194,6 +200,8 @@ def pod_request(pod: Raw, *, where: str) -> dict[str, float]:
             raise InputError(f"{where}: {path}.resources must be a map")
         limits = parse_resource_map(res.get("limits"), where=f"{where}: {path}.resources.limits")
         requests = parse_resource_map(res.get("requests"), where=f"{where}: {path}.resources.requests")
+        if missing:
+            return {**missing, **limits, **requests}
         return {**limits, **requests}
 
     total: dict[str, float] = {}
@@ -218,6 +226,28 @@ def pod_request(pod: Raw, *, where: str) -> dict[str, float]:
         total[k] = total.get(k, 0.0) + v
     total[PODS] = 1.0
     return total
+
+
+def _asks_cpu_and_memory(container: Any) -> bool:
+    res = container.get("resources") if isinstance(container, _MAP) else None
+    if not isinstance(res, _MAP):
+        return False
+    asked = (res.get("requests") or {}, res.get("limits") or {})
+    return any(CPU in m for m in asked) and any(MEMORY in m for m in asked)
+
+
+def scoring_extra(pod: Raw, request: Mapping[str, float], *, where: str) -> tuple[float, float] | None:
+    """How much more (cpu, memory) kube-scheduler's least- and most-requested scores count for this pod
+    than it requests (:data:`SCORING_DEFAULTS` for each container that asks none), or None: nothing more.
+    Scores only: what fits is what the pod requests."""
+    spec = pod.get("spec")
+    if isinstance(spec, _MAP) and all(
+        _asks_cpu_and_memory(c) for kind in ("containers", "initContainers") for c in spec.get(kind) or ()
+    ):
+        return None  # every container asks both: the common case, without a second parse
+    scored = pod_request(pod, where=where, missing=SCORING_DEFAULTS)
+    extra = (scored.get(CPU, 0.0) - request.get(CPU, 0.0), scored.get(MEMORY, 0.0) - request.get(MEMORY, 0.0))
+    return extra if extra[0] > 0 or extra[1] > 0 else None
 
 
 def _placement(spec: Mapping[str, Any], where: str) -> tuple[dict[str, str], list[Any], list[Any]]:
@@ -480,6 +510,8 @@ class _SpecParse(NamedTuple):
     #: The runtime of a pod of this spec that the kubelet has reported nothing of and that has no owner
     #: (see :func:`_runtime`): its images only.
     runtime: PodRuntime
+    #: :func:`scoring_extra` of the spec.
+    score_extra: tuple[float, float] | None = None
 
 
 #: The parses of the pod specs seen last, by the spec's JSON (keys sorted; ``nodeName`` left out, as it
@@ -550,6 +582,7 @@ def _parsed_spec(
         claims=_claims(spec),
         placement_key=None,
         runtime=_shared(pod_runtime({"spec": spec}), _RUNTIMES),
+        score_extra=scoring_extra(pod, request, where=where),
     )
     if key is not None:
         if len(_SPECS) >= _SHARED_MAX:
@@ -715,6 +748,7 @@ def build_task(
         host_ports=parsed.host_ports,
         claims=parsed.claims,
         resource_claims=_resource_claims(spec, pod.get("status"), where) if "resourceClaims" in spec else (),
+        score_extra=parsed.score_extra,
         # A pod with scheduling gates is not ready to be placed (kube-scheduler keeps it out of its queue,
         # and the apiserver refuses its binding) until they are all removed.
         ours=scheduler_name in scheduler_names and not spec.get("schedulingGates"),

@@ -178,6 +178,10 @@ class Task:
     ours: bool | None = None
     #: The controller owner a group-less pod's job is named after (see ``owner_group``), else None.
     owner_ref: OwnerRef | None = None
+    #: How much more (cpu, memory) kube-scheduler's least- and most-requested scores count for the pod
+    #: than it requests: 100m and 200Mi for each container that asks none (scores only, never fit);
+    #: None when every container asks both.
+    score_extra: tuple[float, float] | None = None
     #: A snapshot's task that other snapshots share (read-only): a session changes only its own tasks
     #: (see ``ClusterSnapshot.thaw``).
     shared: bool = False

@@ -1,11 +1,15 @@
-"""nodeorder: score nodes by how their cpu and memory would be used after placing the task, and by
-the soft parts of the pod spec.
+"""nodeorder: score nodes by how their resources would be used after placing the task, and by the
+soft parts of the pod spec.
 
 Arguments (Volcano's names), each score 0..100 as in the Kubernetes scheduler, the plugin's score the
 weighted sum:
 
 * ``leastrequested.weight`` (default 1, spreads), ``mostrequested.weight`` (default 0, packs),
-  ``balancedresource.weight`` (default 1, evens cpu against memory);
+  ``balancedresource.weight`` (default 1, evens the resources' fractions against each other);
+* the resources they score, as kube-scheduler's ``scoringStrategy.resources``: ``nodeorder.cpu`` and
+  ``nodeorder.memory`` (weights, default 1), ``nodeorder.resources`` (comma-separated extended
+  resources) with ``nodeorder.resources.<name>`` weights (default 1); an extended resource counts for a
+  task that asks for it, cpu and memory for every task;
 * ``nodeaffinity.weight`` (default 2): preferred node affinity, the sum of the weights of the matching
   preferred terms, scaled so the best node gets 100;
 * ``tainttoleration.weight`` (default 3): fewer untolerated ``PreferNoSchedule`` taints is better
@@ -16,6 +20,11 @@ weighted sum:
 * ``podtopologyspread.weight`` (default 2): ``ScheduleAnyway`` spread constraints; fewer matching pods
   in the node's domain is better, as kube-scheduler scores it.
 
+Least- and most-requested count a container that asks no cpu or memory as 100m and 200Mi, on the node
+(the held tasks' ``score_extra``) and for the task, as kube-scheduler does; balanced counts requests
+as they are and leaves a task that asks nothing it scores unscored (kube-scheduler's
+``NodeResourcesBalancedAllocation``). See ``docs/scoring.md``.
+
 The first two groups depend on the task's spec and node state only (cached in the session's node views);
 the pod affinity and spread scores depend on the other pods placed and are constraint scores over the
 session's per-domain counts (see ``volsched.model.constraints``).
@@ -23,7 +32,8 @@ session's per-domain counts (see ``volsched.model.constraints``).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import math
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -32,11 +42,61 @@ from volsched.framework.points import ExtensionPoints
 from volsched.framework.registry import register_plugin
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
 from volsched.model.constraints import matches_node_term, tolerates
-from volsched.model.resources import CPU, MEMORY
+from volsched.model.errors import InputError
+from volsched.model.resources import BASE_RESOURCES, CPU, EPS, MEMORY
+from volsched.model.validation import label_key_problem
 from volsched.model.vocabulary import Task
 from volsched.plugins.shared.constraint_state import constraint_state
 
 FloatArray = np.ndarray[Any, np.dtype[np.float64]]
+
+
+def _resource_weights(arguments: Arguments) -> dict[str, float]:
+    """``nodeorder.cpu``, ``nodeorder.memory`` and the extended resources' weights, checked."""
+    weights = {
+        CPU: arguments.number("nodeorder.cpu", 1, minimum=0),
+        MEMORY: arguments.number("nodeorder.memory", 1, minimum=0),
+    }
+    extra = arguments.raw("nodeorder.resources", "")
+    if not isinstance(extra, str):
+        raise InputError(
+            f"plugin nodeorder: argument nodeorder.resources: expected a comma-separated string, got {extra!r}"
+        )
+    for name in (n.strip() for n in extra.split(",")):
+        if not name:
+            continue
+        if name in BASE_RESOURCES:
+            raise InputError(
+                f"plugin nodeorder: argument nodeorder.resources: {name} is not an extended resource"
+                + ("" if name == "pods" else f" (its weight is nodeorder.{name})")
+            )
+        problem = label_key_problem(name)
+        if problem is not None:
+            raise InputError(
+                f"plugin nodeorder: argument nodeorder.resources: {name!r} is no resource name: {problem}"
+            )
+        if name in weights:
+            raise InputError(f"plugin nodeorder: argument nodeorder.resources: {name} is named twice")
+        weights[name] = arguments.number(f"nodeorder.resources.{name}", 1, minimum=0)
+    for key, _ in list(arguments.with_prefix("nodeorder.resources.")):
+        if key not in weights:
+            raise InputError(
+                f"plugin nodeorder: argument nodeorder.resources.{key} names a resource missing from "
+                "nodeorder.resources"
+            )
+    return weights
+
+
+class _Plan(NamedTuple):
+    """How one distinct request is scored: the columns it counts (positions in ``dims``), their
+    least/most coefficient, the constant, the task's own extra (cpu, memory), and the balanced weight
+    (0: balanced leaves it unscored)."""
+
+    cols: list[int]
+    coef: list[float]
+    const: float
+    extra: tuple[float, float]
+    balanced: float
 
 
 @register_plugin
@@ -53,10 +113,11 @@ class NodeOrder(BasePlugin):
         self.taints = arguments.number("tainttoleration.weight", 3, minimum=0)
         self.pod_affinity = arguments.number("podaffinity.weight", 2, minimum=0)
         self.spread = arguments.number("podtopologyspread.weight", 2, minimum=0)
+        self.resource_weights = _resource_weights(arguments)
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         nodes = session.nodes
-        dims = np.array([session.space.index(CPU), session.space.index(MEMORY)], dtype=np.intp)
+        space = session.space
         static = _StaticScores(nodes, node_affinity=self.node_affinity, taints=self.taints)
         if self.pod_affinity or self.spread:
             state = constraint_state(session)
@@ -69,7 +130,10 @@ class NodeOrder(BasePlugin):
                     )
 
                 session.add_constraint_score_fn(self.name, constraint_score)
-        if not (self.least or self.most or self.balanced):
+        # cpu and memory first (columns 0 and 1, which the scoring extras apply to), then extended ones.
+        names = [n for n, w in self.resource_weights.items() if w > 0 and n in space.names]
+        names.sort(key=lambda n: (n != CPU, n != MEMORY))
+        if not (self.least or self.most or self.balanced) or not names:
             if static.active:
 
                 def static_only(task: Task, idx: IndexArray) -> FloatArray:
@@ -79,39 +143,86 @@ class NodeOrder(BasePlugin):
                 session.add_node_order_fn(self.name, static_only)
             return
 
+        dims = [space.index(n) for n in names]
+        base = sum(1 for n in names if n in (CPU, MEMORY))  # columns the scoring extras apply to
+        # cpu and memory always count, extended resources only for a task that asks for them.
+        always = [n in (CPU, MEMORY) for n in names]
+        weights = [self.resource_weights[n] for n in names]
+        extra_col = [0 if n == CPU else 1 for n in names[:base]]  # (cpu, memory): the extras' order
         alloc = nodes.allocatable[:, dims]
         # 1/allocatable, and 0 where a node has none of a resource: it then counts as full (frac 1).
         inv = np.divide(1.0, alloc, out=np.zeros_like(alloc), where=alloc > 0)
-
-        # score = least*50*(2 - f0 - f1) + most*50*(f0 + f1) + balanced*(100 - 50*|f0 - f1|), where f is the
-        # fraction of cpu (f0) and memory (f1) used after placing; folded into c0 + c1*(f0+f1) + c2*|f0-f1|.
-        c0 = 100.0 * (self.least + self.balanced)
-        c1 = 50.0 * (self.most - self.least)
-        c2 = -50.0 * self.balanced
-
         idle = nodes.idle
-        cpu, mem = int(dims[0]), int(dims[1])
+        node_extra = nodes.score_extra
+        least, most, balanced = self.least, self.most, self.balanced
+        plans: dict[tuple[bytes, tuple[float, float] | None], _Plan] = {}
 
-        def score(task: Task, idx: IndexArray) -> np.ndarray[Any, np.dtype[np.float64]]:
+        def plan_of(task: Task) -> _Plan:
+            key = (task.request.tobytes(), task.score_extra)
+            found = plans.get(key)
+            if found is not None:
+                return found
+            cols = [k for k in range(len(dims)) if always[k] or task.request.item(dims[k]) > EPS]
+            total = sum(weights[k] for k in cols)
+            # least*100*sum(w(1-f))/W + most*100*sum(w f)/W = 100*least + sum(100*(most-least)*w/W * f)
+            coef = [100.0 * (most - least) * weights[k] / total for k in cols]
+            if not cols:  # nothing it scores (only extended resources weighed, none asked): no score
+                plan = plans[key] = _Plan(cols=[], coef=[], const=0.0, extra=(0.0, 0.0), balanced=0.0)
+                return plan
+            # kube-scheduler's balanced allocation skips a pod that asks none of what it scores.
+            asks = any(task.request.item(dims[k]) > EPS for k in cols)
+            plan = _Plan(
+                cols=cols,
+                coef=coef,
+                const=100.0 * least + (100.0 * balanced if asks else 0.0),
+                extra=task.score_extra or (0.0, 0.0),
+                balanced=balanced if asks and len(cols) > 1 else 0.0,
+            )
+            plans[key] = plan
+            return plan
+
+        def score(task: Task, idx: IndexArray) -> FloatArray:
+            plan = plan_of(task)
+            request = task.request
             if len(idx) == 1:
                 # One node (the one the last placement changed): plain float math, the same operations
                 # in the same order as below, so both paths give bit-identical scores.
                 i = int(idx[0])
-                f0 = min(max(1.0 - (idle.item(i, cpu) - task.request.item(cpu)) * inv.item(i, 0), 0.0), 1.0)
-                f1 = min(max(1.0 - (idle.item(i, mem) - task.request.item(mem)) * inv.item(i, 1), 0.0), 1.0)
-                value = c0 + c1 * (f0 + f1)
-                if c2:
-                    value += c2 * abs(f0 - f1)
+                value = plan.const
+                fracs: list[float] = []
+                for k, c in zip(plan.cols, plan.coef, strict=True):
+                    left = idle.item(i, dims[k]) - request.item(dims[k])
+                    g = min(max(1.0 - left * inv.item(i, k), 0.0), 1.0)
+                    if k < base:
+                        e = extra_col[k]
+                        left = left - node_extra.item(i, e) - plan.extra[e]
+                        f = min(max(1.0 - left * inv.item(i, k), 0.0), 1.0)
+                    else:
+                        f = g
+                    value += c * f
+                    fracs.append(g)
+                if plan.balanced:
+                    value -= 100.0 * plan.balanced * _spread_of(fracs)
                 if static.active:
                     extra = static.scores(task)
                     if extra is not None:
                         value += extra.item(i)
                 return np.array([value])
-            frac = 1.0 - (nodes.idle[idx][:, dims] - task.request[dims]) * inv[idx]
-            np.clip(frac, 0.0, 1.0, out=frac)
-            out: FloatArray = c0 + c1 * (frac[:, 0] + frac[:, 1])
-            if c2:
-                out += c2 * np.abs(frac[:, 0] - frac[:, 1])
+            out: FloatArray = np.full(len(idx), plan.const)
+            columns: list[FloatArray] = []
+            for k, c in zip(plan.cols, plan.coef, strict=True):
+                left = idle[idx, dims[k]] - request.item(dims[k])
+                g = np.clip(1.0 - left * inv[idx, k], 0.0, 1.0)
+                if k < base:
+                    e = extra_col[k]
+                    left = left - node_extra[idx, e] - plan.extra[e]
+                    f = np.clip(1.0 - left * inv[idx, k], 0.0, 1.0)
+                else:
+                    f = g
+                out += c * f
+                columns.append(g)
+            if plan.balanced:
+                out -= 100.0 * plan.balanced * _spread_of_columns(columns)
             if static.active:
                 extra = static.scores(task)
                 if extra is not None:
@@ -119,6 +230,36 @@ class NodeOrder(BasePlugin):
             return out
 
         session.add_node_order_fn(self.name, score)
+
+
+def _spread_of(fracs: list[float]) -> float:
+    """How far apart the fractions are, as kube-scheduler's balanced allocation measures it: half the
+    difference of two, the standard deviation of more."""
+    if len(fracs) == 2:
+        return abs(fracs[0] - fracs[1]) / 2.0
+    mean = 0.0
+    for f in fracs:
+        mean += f
+    mean /= len(fracs)
+    total = 0.0
+    for f in fracs:
+        total += (f - mean) * (f - mean)
+    return math.sqrt(total / len(fracs))
+
+
+def _spread_of_columns(columns: list[FloatArray]) -> FloatArray:
+    """:func:`_spread_of` over nodes, column by column in the same order (the same floats)."""
+    if len(columns) == 2:
+        return np.abs(columns[0] - columns[1]) / 2.0
+    mean = np.zeros_like(columns[0])
+    for g in columns:
+        mean += g
+    mean /= len(columns)
+    total = np.zeros_like(columns[0])
+    for g in columns:
+        total += (g - mean) * (g - mean)
+    out: FloatArray = np.sqrt(total / len(columns))
+    return out
 
 
 class _StaticScores:
