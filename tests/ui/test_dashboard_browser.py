@@ -148,7 +148,10 @@ spec:
     reason = data["podgroups"]["team/wide"]["reason"]
     assert "minResources cpu 6 > room 4.8" in reason  # three pods of 2 cpu on one 4-cpu node
     groups = render(tmp_path, page(data), ROWS % "podgroups")
-    assert groups == [["team/wide", "default", data["podgroups"]["team/wide"]["phase"], "3", "0", reason]]
+    # in line: the first (and only) job waiting in its queue
+    assert groups == [
+        ["team/wide", "default", data["podgroups"]["team/wide"]["phase"], "3", "0", "#1", reason]
+    ]
 
 
 def queues_json(parents: dict[str, str | None]) -> dict[str, Any]:

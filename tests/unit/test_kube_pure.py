@@ -91,6 +91,30 @@ def test_podgroup_status_says_why_it_is_not_scheduled() -> None:
     assert ok["conditions"][0]["status"] == "True"
 
 
+def test_podgroup_status_says_where_it_stands_and_what_is_reserved_for_it() -> None:
+    out = status.podgroup_status(
+        _pg(
+            queue_position=2,
+            expected_start=1_800_000_000.0,
+            reservation="reserves 1 node(s) starting in 5m: n1",
+        )
+    )
+    assert out["queuePosition"] == 2
+    assert out["expectedStart"] == "2027-01-15T08:00:00Z"
+    assert out["conditions"][1] == {
+        "type": "Reserved",
+        "status": "True",
+        "reason": "Reserved",
+        "message": "reserves 1 node(s) starting in 5m: n1",
+    }
+    far = status.podgroup_status(_pg(queue_position=status.WRITTEN_POSITIONS + 1))
+    assert far["queuePosition"] is None  # written for the first of each queue only
+    plain = status.podgroup_status(_pg())
+    # null: a merge patch drops what an earlier session wrote
+    assert plain["queuePosition"] is None and plain["expectedStart"] is None
+    assert [c["type"] for c in plain["conditions"]] == ["Scheduled"]
+
+
 def test_transition_time_is_kept_while_the_condition_holds() -> None:
     rendered = status.podgroup_status(_pg())
     first = status.with_transition_times(rendered, None, "T1")

@@ -162,6 +162,13 @@ class PodGroupStatus:
     rejections: tuple[Status, ...] = ()
     #: The controller owner a PodGroup stands for (``Job train``; its name is ``podgroup-<uid>``), else "".
     owner: str = ""
+    #: Where a waiting job stands in its queue (1: next), among the jobs of the queue waiting for room,
+    #: in the session's job order; None when it waits for nothing.
+    queue_position: int | None = None
+    #: When the job is expected to start (Unix seconds; a reservation's start), None when not known.
+    expected_start: float | None = None
+    #: The reservation held for the job, as users read it (which nodes, from when), None when none.
+    reservation: str | None = None
 
     @property
     def unschedulable(self) -> str | None:

@@ -161,6 +161,8 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
     queue_row = {name: i for i, name in enumerate(queue_names)}
     counts: list[dict[str, int]] = [{} for _ in queue_names]
 
+    positions = queue_positions(session)
+
     def podgroup_status(job: Job, q: int | None) -> int:
         """The job's PodGroup status into the result; its pending (and pipelined) tasks."""
         phase, phase_name, running, succeeded, failed, pending, scheduled = _status_counts(job)
@@ -169,7 +171,9 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
             tally = counts[q]
             tally[phase_name] = tally.get(phase_name, 0) + 1
         rejections = tuple(errors.get(job.key, ())) if phase is not PodGroupPhase.RUNNING else ()
-        status: PodGroupStatus | None = job.memo.get("podgroup") if job.shared and not rejections else None
+        position = positions.get(job.key)
+        plain = not rejections and position is None
+        status: PodGroupStatus | None = job.memo.get("podgroup") if job.shared and plain else None
         if status is None:
             pg = job.podgroup
             assert pg is not None
@@ -184,8 +188,9 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
                 scheduled=scheduled,
                 rejections=rejections,
                 owner=pg.owner.title if pg.owner is not None else "",
+                queue_position=position,
             )
-            if job.shared and not rejections:  # the same for every session that shares the job
+            if job.shared and plain:  # the same for every session that shares the job
                 job.memo["podgroup"] = status
         result.podgroups[job.key] = status
         return pending
@@ -264,6 +269,25 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
             "allocated": space.to_dict(space.zeros() if ns_held is None else ns_held),
         }
     return phases
+
+
+def queue_positions(session: Session) -> dict[str, int]:
+    """Where each job waiting to start (short of minMember, a pod pending) stands in its queue (1: next),
+    among those jobs of the queue, in the session's job order as it stands at the close (what the next
+    session starts from). A running job with more pods pending waits for nothing to start: not in line."""
+    by_queue: dict[str, list[Job]] = {}
+    for job in session.pending_jobs():
+        if job.ready_count < job.min_member:
+            by_queue.setdefault(job.queue, []).append(job)
+    if not by_queue:
+        return {}
+    keys = session.job_keys()
+    out: dict[str, int] = {}
+    for jobs in by_queue.values():
+        order = keys(jobs)
+        ranked = sorted(range(len(jobs)), key=order.__getitem__)
+        out.update((jobs[k].key, n) for n, k in enumerate(ranked, 1))
+    return out
 
 
 def _render_events(session: Session, phases: dict[str, PodGroupPhase], waiting: list[Job]) -> None:

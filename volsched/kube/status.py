@@ -65,8 +65,21 @@ def podgroup_condition(status: PodGroupStatus) -> dict[str, str]:
     }
 
 
+#: The positions in line written to PodGroups: the first this many of each queue (each job that starts
+#: moves every one behind it up, and each move is a status write; ``volsched simulate`` and the
+#: dashboard show every position).
+WRITTEN_POSITIONS = 50
+
+
 def podgroup_status(status: PodGroupStatus) -> dict[str, Any]:
-    """The PodGroup ``status`` without times (see :func:`with_transition_times`)."""
+    """The PodGroup ``status`` without times (see :func:`with_transition_times`): where a waiting group
+    stands in its queue and when it is expected to start (null once not known: a merge patch drops
+    them), and a ``Reserved`` condition while nodes are reserved for it."""
+    conditions = [podgroup_condition(status)]
+    if status.reservation is not None:
+        conditions.append(
+            {"type": "Reserved", "status": "True", "reason": "Reserved", "message": status.reservation}
+        )
     return {
         "phase": status.phase,
         "running": status.running,
@@ -74,7 +87,13 @@ def podgroup_status(status: PodGroupStatus) -> dict[str, Any]:
         "failed": status.failed,
         "pending": status.pending,
         "scheduled": status.scheduled,
-        "conditions": [podgroup_condition(status)],
+        "queuePosition": (
+            status.queue_position
+            if status.queue_position is not None and status.queue_position <= WRITTEN_POSITIONS
+            else None
+        ),
+        "expectedStart": None if status.expected_start is None else now_rfc3339(status.expected_start),
+        "conditions": conditions,
     }
 
 

@@ -66,6 +66,9 @@ def session_json(last: SessionResult) -> dict[str, Any]:
             "scheduled": s.scheduled,
             "reason": s.unschedulable,
             "owner": s.owner or None,
+            **({"queuePosition": s.queue_position} if s.queue_position is not None else {}),
+            **({"expectedStart": iso(s.expected_start)} if s.expected_start is not None else {}),
+            **({"reservation": s.reservation} if s.reservation is not None else {}),
         }
         for key, s in sorted(last.podgroups.items())
     }
