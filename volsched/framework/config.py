@@ -65,6 +65,7 @@ tiers:
   - name: drf
   - name: predicates
   - name: proportion
+  - name: reservation
   - name: nodeorder
   - name: binpack
 """

@@ -140,7 +140,19 @@ class ExtensionPoints(Protocol):
         """For ``on_session_close``: status a plugin adds to (queues' deserved shares)."""
 
     def feasible_nodes(self, task: Task) -> BoolArray: ...
+    def overused(self, queue: QueueSpec) -> Status | None:
+        """The combined answer of every plugin's ``overused`` (ask it once every plugin opened)."""
+
+    def allocatable(self, queue: QueueSpec, task: Task) -> Status | None:
+        """The combined answer of every plugin's ``allocatable`` (ask it once every plugin opened)."""
+
     def jobs_by_queue(self, jobs: Iterable[Job] | None = None) -> dict[str, list[Job]]: ...
+    def job_keys(self) -> Callable[[Sequence[Job]], list[Any]]:
+        """The session's job order as sort keys of a list of jobs (ask it once every plugin opened)."""
+
+    def pending_jobs(self) -> list[Job]:
+        """The jobs with a task pending now."""
+
     def holdings(self) -> Holdings: ...
     def settled(self) -> Settled: ...
     def unsettled(self) -> list[Job]: ...

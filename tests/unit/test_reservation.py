@@ -1,0 +1,194 @@
+"""reservation alone: the earliest fit of a waiting gang over the expected ends of what runs (pure), and
+in a session the EASY backfill rule: other pods use the reserved nodes only when expected to end before
+the start or when they fit beside the reservation; nodes nobody reserved stay free to use."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.builders import node, pod, podgroup, queue
+from volsched.cache.state import ClusterState
+from volsched.framework.decisions import SessionResult
+from volsched.framework.registry import load_config, make_actions
+from volsched.framework.runner import close_session, open_session
+from volsched.plugins.reservation import CARRY, Ask, Release, earliest_fit, pack
+from volsched.simulate.documents import iso
+
+Obj = dict[str, Any]
+NOW = 60 * 16_667.0  # a whole minute: the expected start is said to the minute
+ALL = np.ones(3, dtype=bool)
+
+
+def gpus(*amounts: float) -> np.ndarray[Any, np.dtype[np.float64]]:
+    return np.array([[a] for a in amounts], dtype=float)
+
+
+@pytest.mark.parametrize(
+    ("free", "releases", "asks", "start", "nodes"),
+    [
+        pytest.param(gpus(8, 8, 0), [], [(8.0, ALL, 2)], NOW, [0, 1], id="fits-now"),
+        pytest.param(gpus(4, 8, 0), [(NOW + 600, 0, 4.0), (NOW + 60, 2, 8.0)], [(8.0, ALL, 2)], NOW + 60,
+                     [1, 2], id="the-first-end-that-makes-room"),
+        pytest.param(gpus(4, 4, 0), [(NOW + 600, 0, 4.0), (NOW + 60, 1, 2.0)], [(8.0, ALL, 1)], NOW + 600,
+                     [0], id="room-split-over-nodes-is-no-room"),
+        pytest.param(gpus(0, 0, 0), [(math.inf, 0, 8.0), (NOW + 60, 1, 8.0)], [(8.0, ALL, 2)], math.inf,
+                     [0, 1], id="a-pod-with-no-expected-end-frees-its-node-last"),
+        pytest.param(gpus(8, 0, 0), [(NOW - 5, 1, 8.0)], [(8.0, ALL, 2)], NOW, [0, 1],
+                     id="an-overdue-pod-ends-now"),
+        pytest.param(gpus(8, 8, 8), [], [(8.0, np.array([False, True, True]), 2)], NOW, [1, 2],
+                     id="only-feasible-nodes"),
+        pytest.param(gpus(8, 8, 0), [], [(8.0, ALL, 3)], None, None, id="never-fits"),
+        pytest.param(gpus(2, 8, 6), [], [(2.0, ALL, 4)], NOW, [1], id="packed-onto-the-fewest-nodes"),
+    ],
+)  # fmt: skip
+def test_earliest_fit(
+    free: Any,
+    releases: list[tuple[float, int, float]],
+    asks: list[tuple[float, Any, int]],
+    start: float | None,
+    nodes: list[int] | None,
+) -> None:
+    found = earliest_fit(
+        free,
+        [Release(end, n, np.array([amount])) for end, n, amount in releases],
+        [Ask(np.array([amount]), mask, count) for amount, mask, count in asks],
+        now=NOW,
+    )
+    if start is None:
+        assert found is None
+        return
+    assert found is not None
+    assert found[0] == start
+    assert sorted(found[1]) == nodes
+
+
+def test_pack_takes_what_each_node_gives() -> None:
+    taken = pack(gpus(8, 8), [Ask(np.array([4.0]), np.ones(2, dtype=bool), 3)])
+    assert taken is not None and {k: float(v[0]) for k, v in taken.items()} == {0: 8.0, 1: 4.0}
+
+
+def running(name: str, *, on: str, gpu: int, ago: float, runtime: str | None) -> Obj:
+    ann = {"scheduling.volsched.io/expected-runtime": runtime} if runtime else {}
+    out = pod(name, ns="ns", cpu="1", gpu=str(gpu), node=on, queue="small", annotations=ann)
+    out["status"]["startTime"] = iso(NOW - ago)
+    return out
+
+
+def waiting(name: str, *, gpu: int, runtime: str | None = None, created: float = NOW - 60) -> Obj:
+    ann = {"scheduling.volsched.io/expected-runtime": runtime} if runtime else {}
+    return pod(name, ns="ns", cpu="1", gpu=str(gpu), queue="small", annotations=ann, created=iso(created))
+
+
+def session(objects: list[Obj], *, carry: dict[str, Any] | None, plugins: str | None = None) -> SessionResult:
+    state = ClusterState()
+    for obj in objects:
+        state.apply(obj)
+    if carry is not None:
+        state.carryover = {CARRY: carry}
+    tiers = plugins or "{name: priority}, {name: gang}, {name: predicates}, {name: reservation}"
+    config = load_config(text=f'actions: "enqueue, allocate"\ntiers:\n- plugins: [{tiers}]\n')
+    s = open_session(state.snapshot(now=NOW), config)
+    for action in make_actions(config):
+        action.execute(s)
+    return close_session(s)
+
+
+def created(obj: Obj, at: float) -> Obj:
+    obj["metadata"]["creationTimestamp"] = iso(at)
+    return obj
+
+
+def cluster(*small: Obj) -> list[Obj]:
+    """n1 and n2 (8 GPUs each) busy until in 50m and 2h; n3 (8 GPUs) free; a gang of two 8-GPU pods
+    created an hour ago waits in queue big."""
+    return [
+        node("n1", cpu="32", gpu="8"),
+        node("n2", cpu="32", gpu="8"),
+        node("n3", cpu="32", gpu="8"),
+        queue("big"),
+        queue("small"),
+        running("a", on="n1", gpu=8, ago=600, runtime="1h"),
+        running("b", on="n2", gpu=8, ago=0, runtime="2h"),
+        created(podgroup("g", ns="ns", queue="big", min_member=2, phase="Inqueue"), NOW - 3600),
+        *(pod(f"g-{i}", ns="ns", cpu="1", gpu="8", group="g") for i in range(2)),
+        *small,
+    ]
+
+
+def placed(result: SessionResult) -> dict[str, str]:
+    return {b.pod: b.node for b in result.binds}
+
+
+# A gang of two 8-GPU pods needs two whole nodes; n3 is free now, n1 frees in 50m, n2 in 2h: the
+# reservation is n1 and n3 from in 50m, and n3's idle GPUs go only to a pod that ends by then.
+CASES = [
+    ("none", [waiting("s", gpu=8, runtime="5h")], None, {"ns/s": "n3"}),
+    ("short-backfills", [waiting("s", gpu=8, runtime="30m")], "g", {"ns/s": "n3"}),
+    ("long-waits", [waiting("s", gpu=8, runtime="5h")], "g", {}),
+    ("unknown-waits", [waiting("s", gpu=8)], "g", {}),
+    ("fits-beside-nothing", [waiting("s", gpu=1, runtime="5h")], "g", {}),
+]
+
+
+@pytest.mark.parametrize(("small", "carry", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_easy_backfill(small: list[Obj], carry: str | None, expected: dict[str, str]) -> None:
+    result = session(cluster(*small), carry=None if carry is None else {"next": f"ns/{carry}"})
+    assert placed(result) == expected
+
+
+def test_the_reservation_is_visible_on_the_podgroup() -> None:
+    result = session(cluster(waiting("s", gpu=8, runtime="5h")), carry={"next": "ns/g"})
+    status = result.podgroups["ns/g"]
+    assert status.reservation == "reserves 2 node(s) starting in 50m: n1, n3"
+    assert status.expected_start == NOW + 3000
+    assert status.queue_position == 1
+    events = [e for e in result.events if e.reason == "Reserved"]
+    assert [(e.object, e.message) for e in events] == [("PodGroup ns/g", status.reservation)]
+    why = result.unschedulable["ns/s"]
+    assert "2 node(s) reserved for PodGroup ns/g starting in 50m" in why
+
+
+def test_unreserved_nodes_stay_free_to_use() -> None:
+    objects = [*cluster(waiting("s", gpu=4, runtime="5h")), node("n4", cpu="32", gpu="4")]
+    assert placed(session(objects, carry={"next": "ns/g"})) == {"ns/s": "n4"}
+
+
+def test_the_gang_is_named_for_the_next_session_and_dropped_once_placed() -> None:
+    result = session(cluster(), carry=None)
+    assert result.carryover[CARRY] == {"next": "ns/g"}
+    free = [node("n1", cpu="32", gpu="8"), node("n2", cpu="32", gpu="8"), queue("big"),
+            podgroup("g", ns="ns", queue="big", min_member=2, phase="Inqueue"),
+            *(pod(f"g-{i}", ns="ns", cpu="1", gpu="8", group="g") for i in range(2))]  # fmt: skip
+    result = session(free, carry={"next": "ns/g"})
+    assert sorted(placed(result)) == ["ns/g-0", "ns/g-1"]
+    assert CARRY not in result.carryover
+
+
+def test_the_head_is_the_longest_waiting_first_of_its_queue() -> None:
+    older = waiting("old", gpu=8, runtime="5h", created=NOW - 7200)
+    result = session([*cluster(older), running("c", on="n3", gpu=8, ago=0, runtime="9h")], carry=None)
+    assert result.carryover[CARRY] == {"next": "ns/old"}
+
+
+def test_wait_time_holds_off_a_young_job() -> None:
+    plugins = (
+        "{name: priority}, {name: gang}, {name: predicates}, {name: reservation, arguments: {waitTime: 2h}}"
+    )
+    result = session(
+        [*cluster(), running("c", on="n3", gpu=8, ago=0, runtime="9h")], carry=None, plugins=plugins
+    )
+    assert CARRY not in result.carryover
+
+
+def test_a_long_pod_fits_beside_the_reservation_once() -> None:
+    """n3 has 12 GPUs: the gang needs 8 of them at the start, so 4 are spare for pods that run past it,
+    once (the first long pod takes them)."""
+    objects = [
+        *cluster(waiting("s1", gpu=4, runtime="5h"), waiting("s2", gpu=4, runtime="5h", created=NOW - 30)),
+    ]
+    objects[2] = node("n3", cpu="32", gpu="12")
+    assert placed(session(objects, carry={"next": "ns/g"})) == {"ns/s1": "n3"}

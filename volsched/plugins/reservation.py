@@ -1,0 +1,370 @@
+"""reservation: the job that has waited longest for room, at the head of its queue, reserves the nodes
+where it will fit earliest; other pods use those nodes only when they are expected to end before the
+reservation starts, or fit beside it (EASY backfill). Idle capacity no reservation needs stays free to
+use: a reservation never holds a node idle longer than the job needs it.
+
+How it works, session by session (one reservation at a time, as EASY backfill):
+
+* At a session's close, among the admitted jobs still short of minMember with pods of ours pending, the
+  first of each queue in the session's job order is a head; the head that has waited longest (since
+  its creation, at least ``waitTime``) and whose queue is not overused is carried to the next session.
+* In the next session, the first time a node filter asks (every plugin has opened by then), the plan:
+  when does that job fit, and where? What runs on the nodes it may use ends at its start time plus its
+  expected run time (``plugins.shared.runtimes``: the expected-runtime annotation, else
+  ``activeDeadlineSeconds``); a pod with neither is taken to run for ever, a pod being evicted to end
+  now. Sweeping those end times in order, the first at which the job's unmet minimum fits (gang tasks
+  packed onto the fewest nodes) is the start; the nodes it packs onto are reserved, each for what the
+  job needs there. A job that fits nowhere even once everything ends gets no reservation.
+* Until the job is placed, a node filter (a *constraint*: it depends on what is placed) keeps the
+  other pods off the reserved nodes, but for a pod expected to end by the start (now + its expected
+  run time) and a pod that fits in what the node has beside the reservation at the start. A pod with
+  no expected run time is never assumed short.
+* The reservation expires when its job is placed (its gang ready) or gone, and is planned again from
+  the cluster as it is every session: it never outlives what it waits for.
+
+Visible: the PodGroup's status says which nodes and from when (``reservation``, ``expectedStart``;
+the operator writes a ``Reserved`` condition), and a ``Reserved`` event says so when the nodes or the
+start change. What it is not: conservative backfill (a reservation for every waiting job), or a
+promise (a pod that runs longer than expected moves the start later).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
+
+import numpy as np
+
+from volsched.framework.decisions import Event
+from volsched.framework.plugin import Arguments, BasePlugin
+from volsched.framework.points import EventHandler, ExtensionPoints
+from volsched.framework.registry import register_plugin
+from volsched.model.cluster import BoolArray, IndexArray, Job
+from volsched.model.resources import EPS, Vector
+from volsched.model.scalars import human_duration
+from volsched.model.vocabulary import NODE_HOLDING_STATUSES, PodGroupPhase, Task, TaskStatus
+from volsched.plugins.shared.runtimes import expected_runtime
+
+#: The carryover key: the job to reserve for in the next session, and the reservation last announced.
+CARRY = "reservation"
+PENDING = TaskStatus.PENDING
+#: Statuses of a pod placed this session (what takes a reserved node's spare room).
+_PLACED = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED})
+
+
+@dataclass(frozen=True)
+class Ask:
+    """Tasks of the reserving job alike in request and placement: how many, and the nodes they may use."""
+
+    request: Vector
+    feasible: BoolArray
+    count: int
+
+
+@dataclass(frozen=True)
+class Release:
+    """A pod's request coming free on ``node`` at ``end`` (Unix seconds; inf: not known)."""
+
+    end: float
+    node: int
+    request: Vector
+
+
+def pack(free: Vector, asks: list[Ask]) -> dict[int, Vector] | None:
+    """Where ``asks`` fit in ``free`` (node, resource), each group onto the nodes with room for most of
+    it first (the fewest nodes); what each node takes, or None when they do not all fit."""
+    free = free.copy()
+    taken: dict[int, Vector] = {}
+    for ask in sorted(asks, key=lambda a: -float(a.request.sum())):
+        dims = ask.request > EPS
+        if dims.any():
+            room = np.floor((free[:, dims] + EPS) / ask.request[dims]).min(axis=1)
+        else:
+            room = np.full(len(free), float(ask.count))
+        room = np.where(ask.feasible, np.maximum(room, 0.0), 0.0)
+        if room.sum() < ask.count:
+            return None
+        left = ask.count
+        for node in np.argsort(-room, kind="stable"):
+            take = int(min(room[node], left))
+            if take <= 0:
+                break
+            amount = ask.request * take
+            free[node] -= amount
+            held = taken.get(int(node))
+            taken[int(node)] = amount if held is None else held + amount
+            left -= take
+            if not left:
+                break
+    return taken
+
+
+def earliest_fit(
+    free: Vector, releases: list[Release], asks: list[Ask], *, now: float
+) -> tuple[float, dict[int, Vector], Vector] | None:
+    """The first moment (``now`` or a release's end, inf when only pods with no expected end free
+    enough) at which ``asks`` fit in ``free`` plus what has been released by then: that moment, what
+    each node it packs onto takes, and the free room then (before the asks take theirs). None: they never
+    fit, whatever ends."""
+    total = sum((a.request * a.count for a in asks), np.zeros(free.shape[1]))
+    room = free.copy()
+    ordered = sorted(releases, key=lambda r: r.end)
+    k = 0
+    times = [now, *sorted({r.end for r in ordered if r.end > now})]
+    for t in times:
+        while k < len(ordered) and ordered[k].end <= t:
+            room[ordered[k].node] += ordered[k].request
+            k += 1
+        if (np.maximum(room, 0.0).sum(axis=0) + EPS < total).any():
+            continue
+        taken = pack(np.maximum(room, 0.0), asks)
+        if taken is not None:
+            return t, taken, room
+    return None
+
+
+@dataclass
+class Plan:
+    """A reservation: for ``job``, from ``start``, what it takes on each of ``nodes`` (``need``, one row
+    each) and what those nodes have beside it then for pods that run past the start (``spare``)."""
+
+    job: str
+    start: float
+    nodes: IndexArray
+    need: Vector
+    spare: Vector
+    #: Pods placed this session that took spare room: task key -> row of ``nodes``.
+    counted: dict[str, int] = field(default_factory=dict)
+
+    def row(self, node: int) -> int | None:
+        where = np.flatnonzero(self.nodes == node)
+        return int(where[0]) if len(where) else None
+
+
+def plan_for(session: ExtensionPoints, job: Job) -> Plan | None:
+    """Where and from when ``job``'s unmet minimum fits (see the module docstring), or None."""
+    queue = session.queues.get(job.queue)
+    pending = sorted(
+        (t for t in job.tasks.values() if t.status is PENDING and t.schedulable_by_us), key=_task_key
+    )
+    unmet = job.min_member - job.ready_count
+    if queue is None or unmet <= 0 or len(pending) < unmet:
+        return None
+    if job.podgroup is not None and job.podgroup.topology is not None:
+        return None  # placed in one domain of a node label: not planned here (yet)
+    # The queue must take the whole unmet minimum (its share, its capability): else no room helps.
+    asked = replace(pending[0], request=sum((t.request for t in pending[:unmet]), session.space.zeros()))
+    if session.overused(queue) or session.allocatable(queue, asked):
+        return None
+    groups: dict[tuple[bytes, str], tuple[Task, int]] = {}
+    for task in pending[:unmet]:
+        key = (task.request.tobytes(), task.placement_key)
+        first, count = groups.get(key, (task, 0))
+        groups[key] = (first, count + 1)
+    asks = [Ask(t.request, session.feasible_nodes(t), n) for t, n in groups.values()]
+    usable = np.logical_or.reduce([a.feasible for a in asks])
+    nodes = session.nodes
+    now = session.now
+    releases: list[Release] = []
+    for i in np.flatnonzero(usable):
+        for task in nodes.tasks[i].values():
+            if task.job_key == job.key or task.status not in _HOLDING:
+                continue
+            if task.status is TaskStatus.RELEASING:
+                continue  # counted in the node's incoming room already
+            runtime = expected_runtime(task)
+            began = task.start_time if task.status is TaskStatus.RUNNING and task.start_time > 0 else now
+            end = math.inf if runtime is None else max(now, began + runtime)
+            releases.append(Release(end, int(i), task.request))
+    free = nodes.idle + nodes.incoming  # what is free once what is being released goes, less what is promised
+    found = earliest_fit(free, releases, asks, now=now)
+    if found is None:
+        return None
+    start, taken, room = found
+    index = np.array(sorted(taken), dtype=np.intp)
+    need = np.array([taken[int(i)] for i in index])
+    return Plan(job.key, start, index, need, room[index] - need)
+
+
+_HOLDING = NODE_HOLDING_STATUSES | {TaskStatus.PIPELINED}
+
+
+def _task_key(task: Task) -> tuple[int, float, str]:
+    return (-task.priority, task.creation, task.key)
+
+
+class _Reserving:
+    """One session's reservation, planned the first time a node filter asks."""
+
+    def __init__(self, session: ExtensionPoints, job: Job) -> None:
+        self.session = session
+        self.job = job
+        self.planned = False
+        self.planning = False
+        self.plan: Plan | None = None
+
+    def get(self) -> Plan | None:
+        if not self.planned and not self.planning:
+            self.planning = True
+            try:
+                self.plan = plan_for(self.session, self.job)
+            finally:
+                self.planning, self.planned = False, True
+        return self.plan
+
+    def active(self) -> Plan | None:
+        """The plan while its job still waits (None once placed, or while planning)."""
+        if self.planning or self.job.ready_count >= self.job.min_member:
+            return None
+        return self.get()
+
+    def mask(self, task: Task) -> BoolArray | None:
+        if task.job_key == self.job.key:
+            return None
+        plan = self.active()
+        if plan is None:
+            return None
+        session = self.session
+        runtime = expected_runtime(task)
+        if runtime is not None and session.now + runtime <= plan.start:
+            return None  # ends before the reservation starts: backfill
+        beside = (plan.spare >= task.request - EPS).all(axis=1)
+        if beside.all():
+            return None
+        out = np.ones(len(session.nodes), dtype=bool)
+        out[plan.nodes[~beside]] = False
+        return out
+
+    def explain(self, task: Task, idx: IndexArray) -> list[tuple[str, int]]:
+        plan = self.active()
+        if plan is None:
+            return []
+        mask = self.mask(task)
+        if mask is None:
+            return []
+        count = int((~mask[idx]).sum())
+        return (
+            [(f"node(s) reserved for {_title(self.job)} {_when(plan.start, self.session.now)}", count)]
+            if count
+            else []
+        )
+
+    def placed(self, task: Task) -> None:
+        plan = self.plan
+        if plan is None or task.job_key == plan.job or task.status not in _PLACED:
+            return
+        node = self.session.nodes.index.get(task.node_name or "")
+        row = None if node is None else plan.row(node)
+        if row is None:
+            return
+        runtime = expected_runtime(task)
+        if runtime is not None and self.session.now + runtime <= plan.start:
+            return
+        plan.spare[row] -= task.request
+        plan.counted[task.key] = row
+
+    def unplaced(self, task: Task) -> None:
+        plan = self.plan
+        row = None if plan is None else plan.counted.pop(task.key, None)
+        if plan is not None and row is not None:
+            plan.spare[row] += task.request
+
+
+def _title(job: Job) -> str:
+    return f"job {job.key}" if job.podgroup is None else f"PodGroup {job.key}"
+
+
+def _when(start: float, now: float) -> str:
+    if math.isinf(start):
+        return "until the pods on them end (no expected run time known)"
+    if start <= now:
+        return "from now"
+    return f"starting in {human_duration(start - now)}"
+
+
+@register_plugin
+class Reservation(BasePlugin):
+    name: ClassVar[str] = "reservation"
+    #: Expected ends and waiting times are read against the clock.
+    reads_clock: ClassVar[bool] = True
+
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.wait = arguments.duration("waitTime", 0.0, allow_zero=True)
+
+    def on_session_open(self, session: ExtensionPoints) -> None:
+        carried: dict[str, Any] = session.carryover.get(CARRY) or {}
+        job = session.jobs.get(carried.get("next") or "")
+        if job is None or job.ready_count >= job.min_member or job.phase is PodGroupPhase.PENDING:
+            return
+        reserving = _Reserving(session, job)
+        session.state[CARRY] = reserving
+        session.add_constraint_fn(self.name, reserving.mask, explain=reserving.explain)
+        session.add_event_handler(EventHandler(allocate=reserving.placed, deallocate=reserving.unplaced))
+
+    def on_session_close(self, session: ExtensionPoints) -> None:
+        carried: dict[str, Any] = dict(session.carryover.get(CARRY) or {})
+        reserving: _Reserving | None = session.state.get(CARRY)
+        plan = reserving.active() if reserving is not None else None
+        if reserving is not None and plan is not None:
+            self._announce(session, reserving.job, plan, carried)
+        else:
+            carried.pop("announced", None)
+        head = self._head(session)
+        if head is None:
+            carried.pop("next", None)
+        else:
+            carried["next"] = head.key
+        if carried:
+            session.carryover[CARRY] = carried
+        else:
+            session.carryover.pop(CARRY, None)
+
+    def _head(self, session: ExtensionPoints) -> Job | None:
+        """The job to reserve for next: of the first waiting job of each queue (in the session's job
+        order), the one created longest ago, at least ``waitTime`` ago, in a queue not overused."""
+        now = session.now
+        by_queue: dict[str, list[Job]] = {}
+        for job in session.pending_jobs():
+            if (
+                job.phase is not PodGroupPhase.PENDING
+                and job.ready_count < job.min_member
+                and now - job.creation >= self.wait
+                and job.queue in session.queues
+                and any(t.status is PENDING and t.schedulable_by_us for t in job.tasks.values())
+            ):
+                by_queue.setdefault(job.queue, []).append(job)
+        keys = session.job_keys()
+        heads = []
+        for name, jobs in by_queue.items():
+            if session.overused(session.queues[name]):
+                continue
+            order = keys(jobs)
+            heads.append(jobs[min(range(len(jobs)), key=order.__getitem__)])
+        return min(heads, key=lambda j: (j.creation, j.key), default=None)
+
+    def _announce(self, session: ExtensionPoints, job: Job, plan: Plan, carried: dict[str, Any]) -> None:
+        """The reservation on the job's PodGroup status, and an event when nodes or start changed."""
+        names = [session.nodes.names[int(i)] for i in plan.nodes]
+        # to the minute: a start that drifts by seconds (an overdue pod's "now") is no new status
+        start = None if math.isinf(plan.start) else math.ceil(plan.start / 60) * 60
+        text = f"reserves {len(names)} node(s) {_when(plan.start, session.now)}: {', '.join(names)}"
+        status = session.result.podgroups.get(job.key)
+        if status is not None:
+            session.result.podgroups[job.key] = replace(status, reservation=text, expected_start=start)
+        said = [names, start]
+        if carried.get("announced") != said:
+            carried["announced"] = said
+            kind = "PodGroup" if job.podgroup is not None else "Pod"
+            name = job.name if job.podgroup is not None else next(iter(job.tasks.values())).name
+            session.emit(
+                Event(
+                    kind=kind,
+                    namespace=job.namespace,
+                    name=name,
+                    reason="Reserved",
+                    message=text,
+                    type="Normal",
+                )
+            )
