@@ -63,6 +63,54 @@ def test_a_hostile_stream_is_an_input_error_naming_where(data, message):
     assert str(err.value).startswith("f.yaml: ")
 
 
+DEEPER_THAN_LIBYAML = 1_100  # libyaml 0.2.5 (PyYAML 6.0.4's wheels) refuses 1,000 levels itself
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            "[" * DEEPER_THAN_LIBYAML,
+            r"document 1: not valid YAML at line 1, column 101: nested deeper than 100",
+        ),
+        ("- " * DEEPER_THAN_LIBYAML + "x\n", r"document 1: not valid YAML at line 1, column 201: nested"),
+        (
+            "\ufeff" + "{a: " * DEEPER_THAN_LIBYAML,
+            r"document 1: not valid YAML at line 1, column 401: nested",
+        ),
+        (
+            "a: 1\n---\nb: " + "[" * DEEPER_THAN_LIBYAML,
+            r"document 2: not valid YAML at line 3, column 103: nested",
+        ),
+        (
+            "a: 1\r\n---\r\nb: 2\r\n---\r\n" + "[" * DEEPER_THAN_LIBYAML,
+            r"document 3: .* line 5, column 101: nested",
+        ),
+        ("a: 1\n...\n---\n" + "[" * DEEPER_THAN_LIBYAML, r"document 2: .* line 4, column 101: nested"),
+        (
+            "a:\n  b: 1\n  c: [\n" + "  [\n" * DEEPER_THAN_LIBYAML,
+            r"document 1: .* line 101, column 3: nested",
+        ),
+    ],
+    ids=[
+        "flow",
+        "block",
+        "after-a-bom",
+        "second-document",
+        "crlf-third-document",
+        "after-an-end-marker",
+        "lines",
+    ],
+)
+def test_nesting_past_libyamls_own_limit_is_refused_by_the_guard_at_its_place(data, message):
+    """The guard speaks first whichever PyYAML is installed: 6.0.4's libyaml stops at 1,000 levels with
+    a message of its own, where its scanner reads ahead (the C parser's error said "exceeded maximum
+    nesting depth" at line 1, column 1001 for the first case)."""
+    with pytest.raises(InputError, match=message) as err:
+        load_all(data, source="f.yaml")
+    assert str(err.value).startswith("f.yaml: ")
+
+
 @pytest.mark.parametrize(
     "text",
     [

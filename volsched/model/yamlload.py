@@ -4,7 +4,10 @@ Safe tags only (``SafeConstructor``), with libyaml's C parser when PyYAML was bu
 back to the pure-Python parser), and two bounds a hostile file would otherwise break:
 
 * nesting deeper than :data:`MAX_DEPTH` is refused while composing (PyYAML's composers recurse: the
-  pure-Python one raises RecursionError, libyaml's overflows the C stack and kills the process);
+  pure-Python one raises RecursionError, libyaml's overflows the C stack and kills the process); the
+  libyaml of PyYAML 6.0.4 on refuses 1,000 levels itself, in a scanner that reads ahead of the events,
+  so a document it stops in is read again with the pure-Python parser and the refusal is this one, at
+  the same place, whichever PyYAML is installed;
 * the aliases of one load may not stand for more than :data:`ALIAS_BUDGET` nodes in all (a "billion
   laughs" bomb is a few lines that expand to millions of nodes as soon as anything walks them), and an
   alias may not refer to a node that contains it (PyYAML would build a cyclic object).
@@ -30,7 +33,10 @@ from yaml.events import (
     StreamStartEvent,
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.parser import Parser as _PyParser
+from yaml.reader import Reader
 from yaml.resolver import Resolver
+from yaml.scanner import Scanner
 
 from volsched.gcpause import pause_collector, resume_collector
 from volsched.model.errors import InputError
@@ -44,38 +50,30 @@ ALIAS_BUDGET = 1_000_000
 _DOCUMENT_START = re.compile(rb"(?<=.)^---(?=[ \t\r\n]|$)", re.MULTILINE | re.DOTALL)
 
 try:  # libyaml's parser; composing and constructing stay in Python so the bounds can be enforced
-    from yaml._yaml import CParser as _Parser  # type: ignore[import-not-found,unused-ignore]
+    from yaml._yaml import CParser as _CParser  # type: ignore[import-not-found,unused-ignore]
 
     C_PARSER = True
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    from yaml.parser import Parser as _PyParser
-    from yaml.reader import Reader
-    from yaml.scanner import Scanner
-
-    class _Parser(Reader, Scanner, _PyParser):  # type: ignore[no-redef]
-        def __init__(self, stream: Any) -> None:
-            Reader.__init__(self, stream)
-            Scanner.__init__(self)
-            _PyParser.__init__(self)
-
     C_PARSER = False
 
 
-class _BoundedLoader(_Parser, SafeConstructor, Resolver):
-    """libyaml's (or Python's) parser, an iterative composer with the bounds above, safe construction.
+class _BoundedComposer:
+    """An iterative composer with the bounds above, over any PyYAML parser (the class it is mixed into).
 
-    The composer builds the same nodes as PyYAML's ``Composer`` (which recurses, and whose C twin in
-    the C parser cannot be bounded), without path resolvers (the safe loader has none)."""
+    It builds the same nodes as PyYAML's ``Composer`` (which recurses, and whose C twin in the C parser
+    cannot be bounded), without path resolvers (the safe loader has none)."""
 
-    def __init__(self, stream: str | bytes) -> None:
-        _Parser.__init__(self, stream)
-        SafeConstructor.__init__(self)
-        Resolver.__init__(self)
+    check_event: Any
+    get_event: Any
+    resolve: Any
+
+    def _init_composer(self) -> None:
         self.anchors: dict[str, Node] = {}
         self._open: set[str] = set()  # anchors of collections still being composed
         self._sizes: dict[int, int] = {}  # id(node) -> nodes it stands for, aliases expanded
         self.expanded = 0  # nodes aliases stood for so far in this load
         self._scalar_tags: dict[tuple[str, Any], str] = {}  # (plain value, implicit) -> resolved tag
+        self.done: Any = None  # where the last complete document ended (a Mark), None before the first
 
     def check_node(self) -> bool:
         if self.check_event(StreamStartEvent):
@@ -85,7 +83,7 @@ class _BoundedLoader(_Parser, SafeConstructor, Resolver):
     def get_node(self) -> Node:
         self.get_event()  # DocumentStartEvent
         node = self._compose()
-        self.get_event()  # DocumentEndEvent
+        self.done = self.get_event().end_mark  # DocumentEndEvent
         self.anchors, self._sizes = {}, {}
         return node
 
@@ -116,7 +114,7 @@ class _BoundedLoader(_Parser, SafeConstructor, Resolver):
                     if tag is None:
                         if len(tags) > 100_000:
                             tags.clear()
-                        tag = tags[key] = resolve(ScalarNode, value, event.implicit)  # type: ignore[no-untyped-call]
+                        tag = tags[key] = resolve(ScalarNode, value, event.implicit)
                 node = ScalarNode(tag, value, event.start_mark, event.end_mark, event.style)
                 if event.anchor is not None:
                     self._anchor(event, node)
@@ -130,7 +128,7 @@ class _BoundedLoader(_Parser, SafeConstructor, Resolver):
                 kind = SequenceNode if cls is SequenceStartEvent else MappingNode
                 tag = event.tag
                 if tag is None or tag == "!":
-                    tag = resolve(kind, None, event.implicit)  # type: ignore[no-untyped-call]
+                    tag = resolve(kind, None, event.implicit)
                 node = kind(tag, [], event.start_mark, None, event.flow_style)
                 if event.anchor is not None:
                     self._anchor(event, node)
@@ -191,6 +189,41 @@ class _BoundedLoader(_Parser, SafeConstructor, Resolver):
         return sizes[id(root)]
 
 
+class _PyLoader(_BoundedComposer, Reader, Scanner, _PyParser, SafeConstructor, Resolver):
+    """PyYAML's pure-Python parser under the bounded composer: no nesting limit of its own."""
+
+    def __init__(self, stream: str) -> None:
+        Reader.__init__(self, stream)
+        Scanner.__init__(self)
+        _PyParser.__init__(self)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
+        self._init_composer()
+
+
+_Loader: Any
+if C_PARSER:
+
+    class _CLoader(_BoundedComposer, _CParser, SafeConstructor, Resolver):
+        """libyaml's parser under the bounded composer (several times faster than Python's)."""
+
+        def __init__(self, stream: str) -> None:
+            _CParser.__init__(self, stream)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+            self._init_composer()
+
+    _Loader = _CLoader
+else:  # pragma: no cover - PyYAML built without libyaml
+    _Loader = _PyLoader
+
+
+def _library_nesting_limit(exc: yaml.YAMLError) -> bool:
+    """Whether ``exc`` is libyaml's own nesting limit (0.2.5's, in PyYAML 6.0.4's wheels: 1,000 levels,
+    reached while its scanner reads ahead, before the composer sees the events)."""
+    return C_PARSER and "nesting depth" in str(getattr(exc, "problem", None) or "")
+
+
 def decode_utf8(data: bytes, *, source: str) -> str:
     """``data`` as text; a byte that is not UTF-8 is an error naming its line and offset."""
     try:
@@ -204,27 +237,47 @@ def decode_utf8(data: bytes, *, source: str) -> str:
         ) from None
 
 
-def _yaml_error(exc: yaml.YAMLError, *, source: str, document: int) -> InputError:
+def _yaml_error(exc: yaml.YAMLError, *, source: str, document: int, first_line: int = 0) -> InputError:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    where = f" at line {first_line + mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
     problem = getattr(exc, "problem", None) or str(exc)
     return InputError(f"not valid YAML{where}: {problem}", source=f"{source}: document {document}")
 
 
+def _load_into(docs: list[Any], loader: Any) -> None:
+    while loader.check_node():
+        node = loader.get_node()
+        docs.append(loader.construct_document(node))
+
+
 def load_all(data: str | bytes, *, source: str) -> list[Any]:
-    """Every document of a YAML stream (``None`` for an empty one), within the bounds above."""
+    """Every document of a YAML stream (``None`` for an empty one), within the bounds above.
+
+    libyaml's own nesting limit (PyYAML 6.0.4 on) fires where its scanner reads ahead, beyond this
+    module's :data:`MAX_DEPTH`: the document it stops in is read again by the pure-Python parser, which
+    has none, so the error is this module's, at the same place, whichever PyYAML is installed."""
     text = decode_utf8(data, source=source) if isinstance(data, bytes) else data
-    loader = _BoundedLoader(text)
     docs: list[Any] = []
+    loader: Any = _Loader(text)
+    first_line = 0  # of the text the loader reads
     # Loading allocates millions of objects and frees none (nor makes cycles: recursive aliases are
     # refused), so the cyclic collector would only rescan the growing heap: a third of the time.
     pause_collector()
     try:
-        while loader.check_node():
-            node = loader.get_node()
-            docs.append(loader.construct_document(node))
+        try:
+            _load_into(docs, loader)
+        except yaml.YAMLError as exc:
+            rest = _after_last_document(text, loader.done) if _library_nesting_limit(exc) else None
+            if rest is None:
+                raise
+            first_line, offset = rest
+            loader.dispose()
+            expanded, loader = loader.expanded, _PyLoader(text[offset:])
+            loader.expanded = expanded
+            _load_into(docs, loader)
+            raise exc from None  # pragma: no cover - the Python parser read past libyaml's limit
     except yaml.YAMLError as exc:
-        raise _yaml_error(exc, source=source, document=len(docs) + 1) from None
+        raise _yaml_error(exc, source=source, document=len(docs) + 1, first_line=first_line) from None
     except (RecursionError, MemoryError, OverflowError, ValueError) as exc:  # belt and braces
         detail = str(exc)[:200] or type(exc).__name__
         raise InputError(f"cannot load: {detail}", source=f"{source}: document {len(docs) + 1}") from None
@@ -232,6 +285,26 @@ def load_all(data: str | bytes, *, source: str) -> list[Any]:
         loader.dispose()
         resume_collector()
     return docs
+
+
+_LINE_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
+
+
+def _after_last_document(text: str, done: Any) -> tuple[int, int] | None:
+    """(line, offset) of the first line after the last complete document (0, 0 before the first), from
+    libyaml's mark of its end: the start of the next document's line, or past the end of a ``...``
+    line. None when the mark does not fit ``text``."""
+    if done is None:
+        return 0, 0
+    offset, line = done.index + (1 if text.startswith("\ufeff") else 0), done.line
+    if done.column:  # after "...": what follows on its line is a comment at most
+        found = _LINE_BREAK.search(text, offset)
+        if found is None:
+            return None
+        offset, line = found.end(), line + 1
+    if not 0 < offset <= len(text) or text[offset - 1] not in "\n\r\x85\u2028\u2029":
+        return None
+    return line, offset
 
 
 def load_one(data: str | bytes, *, source: str) -> Any:
