@@ -6,10 +6,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo simulate test test-deps lint bench bench-bind bench-fairshare bench-parse bench-steady bench-evict constraints clean
 
-$(STAMP): pyproject.toml
+# Every package at the version constraints-dev.txt pins (pip and the isolated build's setuptools too):
+# the same environment on every machine and in CI; `make constraints` moves the pins, on purpose.
+$(STAMP): pyproject.toml constraints-dev.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	PIP_CONSTRAINT=$(CURDIR)/constraints-dev.txt $(BIN)/python -m pip install -q pip
+	PIP_CONSTRAINT=$(CURDIR)/constraints-dev.txt $(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
 ## The main job: the operator on a local control plane, converging on a mixed workload.
@@ -63,11 +65,16 @@ bench-steady: $(STAMP)
 bench-evict: $(STAMP)
 	$(BIN)/python bench/bench_evict.py
 
-## Pin the image's Python dependencies (constraints.txt) to what pip resolves now for '.[metrics]'.
+## Move the pins to what pip resolves now: the development and test environment (constraints-dev.txt,
+## '.[dev]') and, under it, the image's (constraints.txt, '.[metrics]'); then reinstall .venv to match.
 constraints: $(STAMP)
+	$(BIN)/python -m pip install --dry-run --ignore-installed --quiet --report $(VENV)/pip-report-dev.json \
+		'.[dev]' pip 'setuptools>=68' wheel
+	$(BIN)/python hack/image/lock.py dev $(VENV)/pip-report-dev.json constraints-dev.txt
 	$(BIN)/python -m pip install --dry-run --ignore-installed --quiet --report $(VENV)/pip-report.json \
-		'.[metrics]' 'setuptools>=68' wheel
-	$(BIN)/python hack/image/lock.py $(VENV)/pip-report.json constraints.txt
+		-c constraints-dev.txt '.[metrics]' 'setuptools>=68' wheel
+	$(BIN)/python hack/image/lock.py image $(VENV)/pip-report.json constraints.txt
+	$(MAKE) $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

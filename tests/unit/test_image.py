@@ -17,6 +17,8 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from tests.locks import read_lock
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -32,20 +34,7 @@ def _instructions() -> list[tuple[str, str]]:
 
 
 def _lock() -> tuple[str, dict[str, str]]:
-    text = (ROOT / "constraints.txt").read_text()
-    python = re.search(r"resolution for\s*#?\s*python (\d+\.\d+\.\d+)", text)
-    assert python, "constraints.txt says which Python it was resolved for"
-    pins: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        match = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!-]+)", line)
-        assert match, f"constraints.txt: {line!r} is not an exact pin name==version"
-        name = canonicalize_name(match.group(1))
-        assert name not in pins, f"constraints.txt pins {name} twice"
-        pins[name] = match.group(2)
-    return python.group(1), pins
+    return read_lock("constraints.txt")
 
 
 def _pyproject() -> dict:
