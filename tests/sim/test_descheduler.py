@@ -573,3 +573,53 @@ def test_every_move_leaves_an_event_on_the_pod_saying_why():
             " threshold 5",
         )
     ]
+
+
+@pytest.mark.parametrize(
+    ("other", "params", "expected"),
+    [
+        (node("n2", labels={"zone": "b"}), {}, 2),
+        # The emptier zone's node does not take the pods: evicted, they would come straight back.
+        (node("n2", labels={"zone": "b"}, taints=[{"key": "k", "effect": "NoSchedule"}]), {}, 0),
+        (node("n2", cpu="500m", labels={"zone": "b"}), {}, 0),
+        (node("n2", cpu="1", labels={"zone": "b"}), {}, 1),  # room for one
+        (node("n2", labels={"zone": "b"}, unschedulable=True), {}, 0),
+        # Without topologyBalanceNodeFit, as the descheduler: evicted whether they fit or not.
+        (node("n2", cpu="500m", labels={"zone": "b"}), {"topologyBalanceNodeFit": False}, 2),
+    ],
+)
+def test_spread_moves_only_pods_that_fit_a_node_of_a_domain_below_the_ideal(
+    other: Obj, params: dict[str, Any], expected: int
+):
+    objs = [node("n1", labels={"zone": "a"}), other, *web(4)]
+    assert len(evicted(objs, strategy(SPREAD["name"], **params))) == expected
+
+
+def test_spread_counts_domains_by_each_pods_own_node_selector_whatever_the_input_order():
+    # x-pods may run anywhere (zones a, b, c: 2/1/0, over maxSkew 1); y-pods only on pool=x nodes (zones
+    # a, b: 2/1, balanced). The constraint is judged for each: x0 leaves a for c. Which pod came first
+    # decided it before (x first: x0 evicted; y first: nothing).
+    nodes = [
+        node("n1", labels={"zone": "a", "pool": "x"}),
+        node("n2", labels={"zone": "b", "pool": "x"}),
+        node("n3", labels={"zone": "c"}),
+    ]
+    constraint = spread("zone", match={"app": "web"})
+
+    def member(name: str, node_name: str, **kw: Any) -> Obj:
+        return rs_pod(name, node_name, labels={"app": "web"}, spread=[constraint], **kw)
+
+    x0 = member("x0", "n1")
+    y0, y1 = member("y0", "n1", node_selector={"pool": "x"}), member("y1", "n2", node_selector={"pool": "x"})
+    for pods in ([x0, y0, y1], [y0, y1, x0]):
+        assert evicted([*nodes, *pods], SPREAD) == ["default/x0"], [p["metadata"]["name"] for p in pods]
+
+
+def test_remove_duplicates_counts_the_nodes_any_of_the_owners_pods_could_use():
+    # web-0 may only run on n1 (pool=a); its siblings anywhere: 4 replicas over 3 nodes, at most 2 per
+    # node. Before, the nodes were web-0's alone (one: nothing to spread over). web-0 itself stays, as
+    # evicted it would come back to n1.
+    nodes = [node("n1", labels={"pool": "a"}), node("n2"), node("n3")]
+    web = [rs_pod(f"web-{i}", "n1", owner="ReplicaSet/web") for i in range(4)]
+    web[0]["spec"]["nodeSelector"] = {"pool": "a"}
+    assert evicted([*nodes, *web], strategy("removeDuplicates")) == ["default/web-1", "default/web-2"]

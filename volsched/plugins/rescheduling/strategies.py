@@ -31,6 +31,7 @@ import numpy as np
 from volsched.framework.plugin import NUMBER_LIMIT
 from volsched.framework.points import ExtensionPoints
 from volsched.model.constraints import (
+    BoolArray,
     ConstraintState,
     SpreadConstraint,
     matches_affinity,
@@ -94,13 +95,17 @@ class Context:
         self._per_namespace[task.namespace] = self._per_namespace.get(task.namespace, 0) + 1
         return True
 
-    def fits_elsewhere(self, task: Task) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    def fits_elsewhere(
+        self, task: Task, idle: np.ndarray[Any, np.dtype[np.float64]] | None = None
+    ) -> np.ndarray[Any, np.dtype[np.bool_]]:
         """The ready, schedulable nodes other than its own that pass every filter of the session for
-        ``task`` and ``nodeSelector``, and have the idle capacity for its request now."""
+        ``task`` and ``nodeSelector``, and have the idle capacity for its request now (in ``idle``, the
+        nodes' idle capacity less what a strategy already sent there, when given)."""
         nodes = self.session.nodes
         need = task.request > EPS
         ok = self.session.feasible_nodes(task) & nodes.ready & self.selected_nodes()
-        ok &= np.all(nodes.idle[:, need] >= task.request[need] - EPS, axis=1)
+        free = nodes.idle if idle is None else idle
+        ok &= np.all(free[:, need] >= task.request[need] - EPS, axis=1)
         i = self.node_of(task)
         if i is not None:
             ok[i] = False
@@ -477,7 +482,9 @@ def _elsewhere(ctx: Context, task: Task, node: int) -> int:
 @dataclass(frozen=True)
 class RemoveDuplicates:
     """Replicas of one owner (same namespace, controller and images) bunched on a node: a node with
-    more than ``ceil(replicas / nodes they could run on)`` of them gives up the excess."""
+    more than ``ceil(replicas / nodes they could run on)`` of them gives up the excess. The nodes they
+    could run on are the union over the owner's pods (each by its own selector, affinity, taints); a pod
+    that could run on no other node is passed over for the next."""
 
     name: ClassVar[str] = "removeDuplicates"
     exclude_owner_kinds: tuple[str, ...] = ()
@@ -486,6 +493,21 @@ class RemoveDuplicates:
     @classmethod
     def parse(cls, params: Params) -> RemoveDuplicates:
         return cls(params.strings("excludeOwnerKinds"), PodFilter.parse(params, labels=False))
+
+    @staticmethod
+    def _possible_nodes(ctx: Context, members: list[Task]) -> BoolArray:
+        """The nodes any of the owner's pods could run on (each distinct placement asked once; a pod
+        that could run on one node only adds nothing, as in the descheduler)."""
+        out = np.zeros(len(ctx.session.nodes), dtype=bool)
+        seen: set[str] = set()
+        for t in members:
+            if t.placement_key in seen:
+                continue
+            seen.add(t.placement_key)
+            mask = ctx.session.feasible_nodes(t)
+            if int(mask.sum()) > 1:
+                out |= mask
+        return out
 
     def select(self, ctx: Context) -> list[tuple[Task, str]]:
         groups: dict[tuple[str, str, tuple[str, ...]], list[Task]] = {}
@@ -499,7 +521,7 @@ class RemoveDuplicates:
         for (_, owner, _), members in sorted(groups.items()):
             if len(members) < 2:
                 continue
-            feasible = int(ctx.session.feasible_nodes(members[0]).sum())
+            feasible = int(self._possible_nodes(ctx, members).sum())
             if feasible < 2:
                 continue
             cap = math.ceil(len(members) / feasible)
@@ -511,8 +533,8 @@ class RemoveDuplicates:
                 for t in here:
                     if excess <= 0:
                         break
-                    if not ctx.pick(t):
-                        continue
+                    if not _elsewhere(ctx, t, ctx.node_of(t) or 0) or not ctx.pick(t):
+                        continue  # (a pod that can run nowhere else would come straight back)
                     excess -= 1
                     out.append(
                         (
@@ -719,69 +741,112 @@ class RemovePodsViolatingInterPodAntiAffinity:
 class RemovePodsViolatingTopologySpreadConstraint:
     """Pods of a topology spread constraint whose domains are more than ``maxSkew`` apart: pods leave the
     fullest domain (in eviction order) for the emptiest until the skew is within ``maxSkew``, counting
-    as placement does (eligible nodes by nodeAffinityPolicy/nodeTaintsPolicy); with fewer domains than
-    ``minDomains`` moving pods cannot help, so nothing moves. Only
-    ``DoNotSchedule`` constraints unless ``includeSoftConstraints``; ``namespaces`` and ``labelSelector``
-    only decide which pods may be evicted, never how domains are counted."""
+    as placement does. A constraint is judged once for each set of eligible nodes its pods see (by
+    nodeAffinityPolicy/nodeTaintsPolicy, each pod by its own node selector, affinity and tolerations,
+    as the descheduler keys a constraint by the pod's). With ``topologyBalanceNodeFit`` (default) a pod
+    moves only if it fits, now, a node of a domain below the ideal (the mean); one that does not is
+    passed over for the next. With fewer domains than ``minDomains`` moving pods cannot help, so nothing
+    moves. Only ``DoNotSchedule`` constraints unless ``includeSoftConstraints``; ``namespaces`` and
+    ``labelSelector`` only decide which pods may be evicted, never how domains are counted."""
 
     name: ClassVar[str] = "removePodsViolatingTopologySpreadConstraint"
     include_soft: bool = False
     pods: PodFilter = PodFilter()
+    node_fit: bool = True
 
     @classmethod
     def parse(cls, params: Params) -> RemovePodsViolatingTopologySpreadConstraint:
-        return cls(params.boolean("includeSoftConstraints", False), PodFilter.parse(params))
+        return cls(
+            params.boolean("includeSoftConstraints", False),
+            PodFilter.parse(params),
+            params.boolean("topologyBalanceNodeFit", True),
+        )
 
     def select(self, ctx: Context) -> list[tuple[Task, str]]:
         session = ctx.session
-        constraints: dict[SpreadConstraint, Task] = {}
+        state: ConstraintState | None = None
+        groups: dict[tuple[SpreadConstraint, bytes], tuple[Task, BoolArray]] = {}
+        seen: set[tuple[SpreadConstraint, str]] = set()
         for on_node in session.nodes.tasks:
             for t in on_node.values():
                 for c in t.constraints.spread if t.constraints is not None else ():
-                    if c.hard or self.include_soft:
-                        constraints.setdefault(c, t)
-        if not constraints:
+                    if not (c.hard or self.include_soft) or (c, t.placement_key) in seen:
+                        continue
+                    seen.add((c, t.placement_key))
+                    if state is None:
+                        state = placed_state(session)
+                    eligible = state.spread_eligible(t, [c])
+                    groups.setdefault((c, eligible.tobytes()), (t, eligible))
+        if state is None:
             return []
-        state = placed_state(session)
         movable = [t for t in ctx.candidates() if self.pods.admits(t) and state.node_of(t) is not None]
         taken: set[str] = set()
+        idle = session.nodes.idle.copy()  # less what the pods moved so far will take
         out: list[tuple[Task, str]] = []
-        for c, example in sorted(constraints.items(), key=lambda kv: (kv[0].namespace, kv[0].describe())):
-            eligible = state.spread_eligible(example, [c])
-            dom, counts, present = state.spread_counts(example, c, eligible)
-            counts = counts.copy()
-            values = state.topology.domains(c.topology_key)[1]
-            domains = [int(d) for d in np.flatnonzero(present)]
-            if len(domains) < 2 or (c.min_domains is not None and len(domains) < c.min_domains):
-                continue  # moving pods cannot make new domains: nothing to balance
-            by_domain: dict[int, list[Task]] = {}
-            for t in movable:
-                i = state.node_of(t)
-                if i is not None and eligible[i] and c.matches(t.namespace, t.labels) and t.key not in taken:
-                    by_domain.setdefault(int(dom[i]), []).append(t)
-            while True:
-                least = float(min(counts[d] for d in domains))
-                low = min(domains, key=lambda d: (counts[d], values[d]))
-                sources = [d for d in domains if by_domain.get(d)]
-                if not sources:
-                    break
-                high = max(sources, key=lambda d: (counts[d], values[d]))
-                if counts[high] - least <= c.max_skew:
-                    break
-                t = by_domain[high].pop(0)
-                if not ctx.pick(t):
+        for (c, _), (example, eligible) in sorted(
+            groups.items(), key=lambda kv: (kv[0][0].namespace, kv[0][0].describe(), kv[0][1])
+        ):
+            out.extend(self._balance(ctx, state, c, example, eligible, movable, taken, idle))
+        return out
+
+    def _balance(
+        self,
+        ctx: Context,
+        state: ConstraintState,
+        c: SpreadConstraint,
+        example: Task,
+        eligible: BoolArray,
+        movable: list[Task],
+        taken: set[str],
+        idle: np.ndarray[Any, np.dtype[np.float64]],
+    ) -> list[tuple[Task, str]]:
+        dom, counts, present = state.spread_counts(example, c, eligible)
+        counts = counts.copy()
+        values = state.topology.domains(c.topology_key)[1]
+        domains = [int(d) for d in np.flatnonzero(present)]
+        if len(domains) < 2 or (c.min_domains is not None and len(domains) < c.min_domains):
+            return []  # moving pods cannot make new domains: nothing to balance
+        by_domain: dict[int, list[Task]] = {}
+        for t in movable:
+            i = state.node_of(t)
+            if i is not None and eligible[i] and c.matches(t.namespace, t.labels) and t.key not in taken:
+                by_domain.setdefault(int(dom[i]), []).append(t)
+        ideal = float(sum(counts[d] for d in domains)) / len(domains)
+        out: list[tuple[Task, str]] = []
+        while True:
+            least = float(min(counts[d] for d in domains))
+            low = min(domains, key=lambda d: (counts[d], values[d]))
+            sources = [d for d in domains if by_domain.get(d)]
+            if not sources:
+                break
+            high = max(sources, key=lambda d: (counts[d], values[d]))
+            if counts[high] - least <= c.max_skew:
+                break
+            t = by_domain[high].pop(0)
+            to, target = low, -1
+            if self.node_fit:
+                # Nodes of the domains below the ideal that take the pod now (else it comes back).
+                below = eligible & (counts[dom] < ideal) & (dom < len(values))
+                fits = ctx.fits_elsewhere(t, idle) & below
+                if not fits.any():
                     continue
-                taken.add(t.key)
-                out.append(
-                    (
-                        t,
-                        f"rescheduling (removePodsViolatingTopologySpreadConstraint): {c.topology_key}="
-                        f"{values[high]} has {counts[high]:g} pods matching {c.describe()}, the least "
-                        f"{least:g}: over maxSkew {c.max_skew}",
-                    )
+                to = min({int(d) for d in dom[fits]}, key=lambda d: (counts[d], values[d]))
+                target = int(np.flatnonzero(fits & (dom == to))[0])
+            if not ctx.pick(t):
+                continue
+            if target >= 0:
+                idle[target] -= t.request
+            taken.add(t.key)
+            out.append(
+                (
+                    t,
+                    f"rescheduling (removePodsViolatingTopologySpreadConstraint): {c.topology_key}="
+                    f"{values[high]} has {counts[high]:g} pods matching {c.describe()}, the least "
+                    f"{least:g}: over maxSkew {c.max_skew}",
                 )
-                counts[high] -= 1
-                counts[low] += 1
+            )
+            counts[high] -= 1
+            counts[to] += 1
         return out
 
 
