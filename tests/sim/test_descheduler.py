@@ -623,3 +623,170 @@ def test_remove_duplicates_counts_the_nodes_any_of_the_owners_pods_could_use():
     web = [rs_pod(f"web-{i}", "n1", owner="ReplicaSet/web") for i in range(4)]
     web[0]["spec"]["nodeSelector"] = {"pool": "a"}
     assert evicted([*nodes, *web], strategy("removeDuplicates")) == ["default/web-1", "default/web-2"]
+
+
+# --- states, exit codes, included taints ---------------------------------------------------------------
+
+
+def lifetime_pods() -> list[Obj]:
+    lost = status(rs_pod("lost", "n1"), phase="Failed", reason="NodeLost")
+    unknown = status(rs_pod("unknown", "n1"), phase="Unknown")
+    init = status(
+        rs_pod("init", "n1", phase="Pending"),
+        initContainerStatuses=[{"name": "i", "state": {"waiting": {"reason": "ImagePullBackOff"}}}],
+    )
+    debug = status(
+        rs_pod("debug", "n1"),
+        ephemeralContainerStatuses=[{"name": "d", "state": {"waiting": {"reason": "ErrImagePull"}}}],
+    )
+    return [node("n1"), node("n2"), lost, unknown, init, debug, rs_pod("running", "n1")]
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({}, ["debug", "init", "running", "unknown"]),  # without states: live pods, not failed ones
+        ({"states": ["NodeLost"]}, ["lost"]),  # the pod's reason
+        ({"states": ["Unknown"]}, ["unknown"]),  # the phase (volsched reads the pod as bound)
+        ({"states": ["Failed"]}, ["lost"]),
+        ({"states": ["ImagePullBackOff"]}, []),
+        ({"states": ["ImagePullBackOff"], "includingInitContainers": True}, ["init"]),
+        ({"states": ["ErrImagePull"]}, []),
+        ({"states": ["ErrImagePull"], "includingEphemeralContainers": True}, ["debug"]),
+    ],
+)
+def test_pod_life_time_states_match_phases_pod_reasons_and_every_kind_of_container(
+    params: dict[str, Any], expected: list[str]
+):
+    got = evicted(lifetime_pods(), strategy("podLifeTime", maxPodLifeTimeSeconds=60, **params))
+    assert got == [f"default/{name}" for name in expected]
+
+
+def exited(name: str, code: int, *, init: bool = False) -> Obj:
+    key = "initContainerStatuses" if init else "containerStatuses"
+    obj = failed(name)
+    obj["status"][key] = [{"name": "c", "state": {"terminated": {"reason": "Error", "exitCode": code}}}]
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({}, ["default/one", "default/seven", "default/seven-init"]),
+        ({"exitCodes": [7]}, ["default/seven"]),
+        ({"exitCodes": [7], "includingInitContainers": True}, ["default/seven", "default/seven-init"]),
+        ({"exitCodes": [7], "reasons": ["OOMKilled"]}, []),  # both must match
+        ({"exitCodes": [1, 7], "reasons": ["Error"]}, ["default/one", "default/seven"]),
+    ],
+)
+def test_failed_pods_are_removed_by_exit_code(params: dict[str, Any], expected: list[str]):
+    objs = [node("n1"), node("n2"), exited("one", 1), exited("seven", 7), exited("seven-init", 7, init=True)]
+    assert evicted(objs, strategy("removeFailedPods", **params)) == expected
+
+
+def test_the_reason_names_the_exit_code():
+    objs = [node("n1"), node("n2"), exited("seven", 7)]
+    result = simulate_objects(
+        objs, conf=resched_config(strategy("removeFailedPods", exitCodes=[7])), sessions=1
+    )
+    assert result.evictions[0].reason.detail == (
+        "rescheduling (removeFailedPods): pod failed (Error, exit code 7) on node n1"
+    )
+
+
+@pytest.mark.parametrize(
+    ("states", "including_init", "expected"),
+    [
+        ([], False, ["default/looping", "default/running", "default/starting"]),  # init restarts not counted
+        (["Running"], False, ["default/running"]),
+        (["CrashLoopBackOff"], False, ["default/looping"]),
+        (["CrashLoopBackOff"], True, ["default/looping", "default/looping-init"]),
+    ],
+)
+def test_too_many_restarts_states_narrow_by_phase_or_crash_loop(
+    states: list[str], including_init: bool, expected: list[str]
+):
+    def restarted(name: str, phase: str, waiting: str = "", *, init: bool = False) -> Obj:
+        state = {"waiting": {"reason": waiting}} if waiting else {"running": {}}
+        key = "initContainerStatuses" if init else "containerStatuses"
+        return status(
+            rs_pod(name, "n1", phase=phase), **{key: [{"name": "c", "restartCount": 9, "state": state}]}
+        )
+
+    objs = [
+        node("n1"),
+        node("n2"),
+        restarted("running", "Running"),
+        restarted("looping", "Pending", "CrashLoopBackOff"),
+        restarted("looping-init", "Pending", "CrashLoopBackOff", init=True),
+        restarted("starting", "Pending", "ContainerCreating"),
+    ]
+    params: dict[str, Any] = {"podRestartThreshold": 5, "includingInitContainers": including_init}
+    if states:
+        params["states"] = states
+    assert evicted(objs, strategy("removePodsHavingTooManyRestarts", **params)) == expected
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({}, ["default/a", "default/b"]),
+        ({"includedTaints": ["dedicated"]}, ["default/a"]),
+        ({"includedTaints": ["dedicated=gpu"]}, ["default/a"]),
+        ({"includedTaints": ["dedicated=cpu"]}, []),
+        ({"includedTaints": ["maintenance"], "excludedTaints": ["maintenance"]}, []),
+        ({"includedTaints": []}, []),  # named, but none: no taint counts (as in the descheduler)
+    ],
+)
+def test_included_taints_name_the_only_taints_that_count(params: dict[str, Any], expected: list[str]):
+    objs = [
+        node("gpu", taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
+        node("old", taints=[{"key": "maintenance", "effect": "NoSchedule"}]),
+        node("free"),
+        rs_pod("a", "gpu"),
+        rs_pod("b", "old"),
+    ]
+    assert evicted(objs, strategy("removePodsViolatingNodeTaints", **params)) == expected
+
+
+def test_required_during_execution_node_affinity_is_accepted_and_moves_nothing():
+    objs = [
+        node("old"),
+        node("new", labels={"disk": "ssd"}),
+        rs_pod("p", "old", node_selector={"disk": "ssd"}),
+    ]
+    kinds = ["requiredDuringSchedulingRequiredDuringExecution"]
+    assert evicted(objs, strategy("removePodsViolatingNodeAffinity", nodeAffinityType=kinds)) == []
+    both = [*kinds, "requiredDuringSchedulingIgnoredDuringExecution"]
+    assert evicted(objs, strategy("removePodsViolatingNodeAffinity", nodeAffinityType=both)) == ["default/p"]
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (
+            strategy("podLifeTime", maxPodLifeTimeSeconds=5, states=["Runing"]),
+            "states: unknown Runing; known:",
+        ),
+        (
+            strategy("removePodsHavingTooManyRestarts", podRestartThreshold=5, states=["Pending"]),
+            "states: unknown",
+        ),
+        (strategy("removeFailedPods", exitCodes=["1"]), "exitCodes: expected a list of integers"),
+        (strategy("removePodsViolatingNodeTaints", includedTaints="a"), "includedTaints: expected a list"),
+        (
+            strategy("podLifeTime", maxPodLifeTimeSeconds=5, includingEphemeralContainers="yes"),
+            "expected true",
+        ),
+    ],
+)
+def test_bad_state_and_exit_code_params_fail_at_load(entry: dict[str, Any], message: str):
+    text = json.dumps(
+        {
+            "actions": "shuffle",
+            "tiers": [{"plugins": [{"name": "rescheduling", "arguments": {"strategies": [entry]}}]}],
+        }
+    )
+    with pytest.raises(InputError) as err:
+        config(text)
+    assert message in str(err.value)

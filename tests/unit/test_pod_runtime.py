@@ -47,6 +47,51 @@ def test_reasons_come_from_the_pod_and_from_waiting_or_terminated_containers():
     assert rt.init_container_reasons == ("Error",)
 
 
+def test_exit_codes_ephemeral_reasons_and_phase_unknown_are_read():
+    raw = _with_status(
+        {
+            "phase": "Unknown",
+            "containerStatuses": [
+                {"state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}},
+                {"state": {"terminated": {"exitCode": True}}},  # not a number: skipped
+            ],
+            "initContainerStatuses": [{"state": {"terminated": {"reason": "Error", "exitCode": 2}}}],
+            "ephemeralContainerStatuses": [{"state": {"waiting": {"reason": "ImagePullBackOff"}}}],
+        }
+    )
+    for rt in (pod_runtime(raw), build_task(raw, priority_classes={}).runtime):
+        assert (rt.exit_codes, rt.init_exit_codes) == ((137,), (2,))
+        assert rt.ephemeral_container_reasons == ("ImagePullBackOff",)
+        assert rt.phase_unknown
+    only_phase = _with_status({"phase": "Unknown"}, owner="ReplicaSet/p")
+    assert build_task(only_phase, priority_classes={}).runtime.phase_unknown
+
+
+@pytest.mark.parametrize(
+    ("volumes", "local"),
+    [
+        ([{"name": "a", "emptyDir": {}}], True),
+        ([{"name": "a", "hostPath": {"path": "/x"}}], True),
+        ([{"name": "a", "persistentVolumeClaim": {"claimName": "c"}}, {"name": "b", "configMap": {}}], False),
+        ([], False),
+    ],
+)
+def test_local_storage_is_an_empty_dir_or_a_host_path(volumes: list[dict[str, Any]], local: bool):
+    for owner in (None, "ReplicaSet/p"):  # (owned pods take another path to their runtime)
+        raw = pod("p", owner=owner)
+        raw["spec"]["volumes"] = volumes
+        assert build_task(raw, priority_classes={}).runtime.local_storage is local
+
+
+def test_a_pod_being_deleted_says_so_whatever_its_status():
+    raw = pod("p", owner="ReplicaSet/p", phase="Failed")
+    raw["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert build_task(raw, priority_classes={}).runtime.deleting
+    assert not build_task(
+        pod("p", owner="ReplicaSet/p", phase="Failed"), priority_classes={}
+    ).runtime.deleting
+
+
 def test_images_are_sorted_and_every_owner_kind_counts():
     raw = pod("p", owner="ReplicaSet/web")
     raw["spec"]["containers"].append({"name": "side", "image": "alpine"})

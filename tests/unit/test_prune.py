@@ -119,6 +119,7 @@ def full_pod(*, node: str | None = "n1") -> dict[str, Any]:
             ],
             "volumes": [
                 {"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}},
+                {"name": "scratch", "emptyDir": {"sizeLimit": "1Gi", "medium": "Memory"}},
                 {
                     "name": "kube-api-access",
                     "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]},
@@ -150,8 +151,11 @@ def full_pod(*, node: str | None = "n1") -> dict[str, Any]:
                 {
                     "name": "init",
                     "restartCount": 1,
-                    "state": {"terminated": {"reason": "Completed", "exitCode": 0}},
+                    "state": {"terminated": {"reason": "Completed", "exitCode": 3, "message": "done"}},
                 }
+            ],
+            "ephemeralContainerStatuses": [
+                {"name": "debug", "restartCount": 0, "state": {"waiting": {"reason": "ImagePullBackOff"}}}
             ],
         },
     }
@@ -242,13 +246,21 @@ def test_what_the_scheduler_never_reads_is_gone_and_the_original_is_untouched() 
     assert whole == before
     assert "managedFields" not in pruned["metadata"] and "generateName" not in pruned["metadata"]
     assert set(pruned["spec"]["containers"][0]) == {"name", "image", "resources", "ports"}
-    assert pruned["spec"]["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}}]
+    # Claims, and which volumes are node-local (what they hold is not read).
+    assert pruned["spec"]["volumes"] == [
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}},
+        {"name": "scratch", "emptyDir": {}},
+    ]
     assert set(pruned["status"]) == {
         "phase",
         "startTime",
         "containerStatuses",
         "initContainerStatuses",
+        "ephemeralContainerStatuses",
         "conditions",
+    }
+    assert pruned["status"]["initContainerStatuses"][0]["state"] == {
+        "terminated": {"reason": "Completed", "exitCode": 3}
     }
     assert pruned["status"]["conditions"] == [{"type": "Ready", "status": "True"}]  # what budgets count
     assert len(json.dumps(pruned)) < len(json.dumps(whole)) / 2

@@ -9,9 +9,10 @@ operator's resident set. Pruned here, as objects arrive from the API:
   (without ``kubectl.kubernetes.io/last-applied-configuration``, a copy of the whole object), owners;
 * a pod's spec: what placement, requests, priority and ports are read from
   (:func:`volsched.model.decode.build_task`), its containers reduced to name, image, resources, ports
-  and restartPolicy, its volumes to the PersistentVolumeClaims;
-* a pod's status: phase, reason, startTime, and per container its restartCount and the reason it waits
-  or terminated (:func:`volsched.model.decode.pod_runtime`);
+  and restartPolicy, its volumes to the PersistentVolumeClaims and the node-local ones (``emptyDir``,
+  ``hostPath``: which, not what they hold);
+* a pod's status: phase, reason, startTime, and per container (ephemeral ones too) its restartCount,
+  the reason it waits or terminated and its exit code (:func:`volsched.model.decode.pod_runtime`);
 * a node: labels, annotations, taints, unschedulable, allocatable/capacity, the Ready condition and the
   addresses (:func:`volsched.model.decode.build_node`).
 
@@ -100,13 +101,25 @@ def _container_statuses(value: Any) -> Any:
         state = cs.get("state")
         if isinstance(state, _MAP):
             kept["state"] = {
-                k: {"reason": d["reason"]} if isinstance(d, _MAP) and "reason" in d else {}
+                k: _pick(d, ("reason", "exitCode")) if isinstance(d, _MAP) else {}
                 for k, d in state.items()
                 if k in ("waiting", "terminated")
             }
         elif state is not None:
             kept["state"] = state
         out.append(kept)
+    return out
+
+
+#: The volumes kept: claims (placement reads them), node-local storage (rescheduling's evictor does).
+_KEPT_VOLUMES = frozenset({"persistentVolumeClaim", "emptyDir", "hostPath"})
+
+
+def _volume(v: Mapping[str, Any]) -> Raw:
+    out = _pick(v, ("name", "persistentVolumeClaim"))
+    for local in ("emptyDir", "hostPath"):
+        if v.get(local) is not None:
+            out[local] = {}
     return out
 
 
@@ -130,11 +143,7 @@ def prune_pod(pod: Raw) -> Raw:
                 s[key] = _containers(s[key])
         volumes = s.get("volumes")
         if isinstance(volumes, list):
-            s["volumes"] = [
-                _pick(v, ("name", "persistentVolumeClaim"))
-                for v in volumes
-                if isinstance(v, _MAP) and v.get("persistentVolumeClaim")
-            ]
+            s["volumes"] = [_volume(v) for v in volumes if isinstance(v, _MAP) and _KEPT_VOLUMES & v.keys()]
             if not s["volumes"]:
                 del s["volumes"]
         out["spec"] = s
@@ -143,7 +152,7 @@ def prune_pod(pod: Raw) -> Raw:
     status = pod.get("status")
     if isinstance(status, _MAP):
         st = _pick(status, POD_STATUS_KEYS)
-        for key in ("containerStatuses", "initContainerStatuses"):
+        for key in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
             if key in status:
                 st[key] = _container_statuses(status[key])
         ready = _ready_condition(status.get("conditions"))

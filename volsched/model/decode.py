@@ -354,9 +354,11 @@ def _resource_claims(spec: Mapping[str, Any], status: Any, where: str) -> tuple[
     return tuple(out)
 
 
-def _container_statuses(value: Any) -> tuple[int, tuple[str, ...]]:
+def _container_statuses(value: Any) -> tuple[int, tuple[str, ...], tuple[int, ...]]:
+    """(restarts summed, waiting and terminated reasons, terminated exit codes) of container statuses."""
     restarts = 0
     reasons: list[str] = []
+    codes: list[int] = []
     for cs in value if isinstance(value, list) else []:
         if not isinstance(cs, _MAP):
             continue
@@ -368,7 +370,11 @@ def _container_statuses(value: Any) -> tuple[int, tuple[str, ...]]:
             detail = state.get(kind) if isinstance(state, _MAP) else None
             if isinstance(detail, _MAP) and isinstance(detail.get("reason"), str):
                 reasons.append(detail["reason"])
-    return restarts, tuple(reasons)
+        ended = state.get("terminated") if isinstance(state, _MAP) else None
+        code = ended.get("exitCode") if isinstance(ended, _MAP) else None
+        if isinstance(code, int) and not isinstance(code, bool):
+            codes.append(code)
+    return restarts, tuple(reasons), tuple(codes)
 
 
 def ready_conditions(conditions: Any) -> list[bool]:
@@ -396,8 +402,9 @@ def pod_runtime(pod: Raw) -> PodRuntime:
     meta = pod.get("metadata") or {}
     if not isinstance(status, _MAP):
         status = {}
-    restarts, reasons = _container_statuses(status.get("containerStatuses"))
-    init_restarts, init_reasons = _container_statuses(status.get("initContainerStatuses"))
+    restarts, reasons, codes = _container_statuses(status.get("containerStatuses"))
+    init_restarts, init_reasons, init_codes = _container_statuses(status.get("initContainerStatuses"))
+    _, ephemeral_reasons, _ = _container_statuses(status.get("ephemeralContainerStatuses"))
     containers = spec.get("containers") if isinstance(spec, _MAP) else None
     images = sorted(
         str(c.get("image"))
@@ -427,6 +434,10 @@ def pod_runtime(pod: Raw) -> PodRuntime:
         reason=reason if isinstance(reason, str) else "",
         container_reasons=reasons,
         init_container_reasons=init_reasons,
+        ephemeral_container_reasons=ephemeral_reasons,
+        exit_codes=codes,
+        init_exit_codes=init_codes,
+        phase_unknown=status.get("phase") == "Unknown",
         images=tuple(images),
         owner_kinds=kinds,
         unready=unready,
@@ -610,7 +621,13 @@ def _parsed_spec(
 
 
 #: Status fields :func:`pod_runtime` reads besides the phase.
-_RUNTIME_STATUS = ("containerStatuses", "initContainerStatuses", "reason", "conditions")
+_RUNTIME_STATUS = (
+    "containerStatuses",
+    "initContainerStatuses",
+    "ephemeralContainerStatuses",
+    "reason",
+    "conditions",
+)
 #: The runtimes of owned pods with a plain status, by (their spec's runtime, owner kinds); emptied like
 #: the tables above.
 _OWNED_RUNTIMES: dict[tuple[PodRuntime, tuple[str, ...]], PodRuntime] = {}
@@ -643,7 +660,7 @@ def _runtime(pod: Raw, meta: Mapping[str, Any], parsed: _SpecParse) -> PodRuntim
         status is not None
         and (
             type(status) is not dict
-            or status.get("phase") == "Running"
+            or status.get("phase") in ("Running", "Unknown")
             or any(key in status for key in _RUNTIME_STATUS)
         )
     ):

@@ -96,6 +96,13 @@ class PodRuntime:
     #: the init containers.
     container_reasons: tuple[str, ...] = ()
     init_container_reasons: tuple[str, ...] = ()
+    #: Waiting or terminated reasons of the ephemeral (debug) containers.
+    ephemeral_container_reasons: tuple[str, ...] = ()
+    #: Exit codes of the app containers that terminated, and of the init containers.
+    exit_codes: tuple[int, ...] = ()
+    init_exit_codes: tuple[int, ...] = ()
+    #: The phase is ``Unknown`` (the node stopped reporting); the task's status says Bound.
+    phase_unknown: bool = False
     #: Images of the app containers, sorted (pods of one owner with the same images are duplicates).
     images: tuple[str, ...] = ()
     #: Kinds of every ``ownerReferences`` entry (controller or not).

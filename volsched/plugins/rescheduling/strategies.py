@@ -48,6 +48,36 @@ UTILIZATION_RESOURCES = ("cpu", "memory", "pods")
 _RESOURCE_ALIASES = {"cpu": "cpu", "memory": "memory", "mem": "memory", "pods": "pods"}
 REQUIRED_NODE_AFFINITY = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED_NODE_AFFINITY = "preferredDuringSchedulingIgnoredDuringExecution"
+#: Accepted as the descheduler accepts it, and moves nothing: Kubernetes has no such node affinity yet.
+REQUIRED_DURING_EXECUTION = "requiredDuringSchedulingRequiredDuringExecution"
+#: The ``states`` podLifeTime knows (the descheduler's list): phases, pod reasons, container reasons.
+LIFETIME_STATES = (
+    "Running",
+    "Pending",
+    "Succeeded",
+    "Failed",
+    "Unknown",
+    "NodeAffinity",
+    "NodeLost",
+    "Shutdown",
+    "UnexpectedAdmissionError",
+    "PodInitializing",
+    "ContainerCreating",
+    "ImagePullBackOff",
+    "CrashLoopBackOff",
+    "CreateContainerConfigError",
+    "ErrImagePull",
+    "CreateContainerError",
+    "InvalidImageName",
+    "OOMKilled",
+    "Error",
+    "Completed",
+    "DeadlineExceeded",
+    "Evicted",
+    "ContainerCannotRun",
+    "StartError",
+)
+RESTART_STATES = ("Running", "CrashLoopBackOff")
 LIVE = frozenset({TaskStatus.RUNNING})
 LIVE_OR_STARTING = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
 FAILED = frozenset({TaskStatus.FAILED})
@@ -201,6 +231,24 @@ class Params:
             return ()
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             raise self.error(key, f"expected a list of strings, got {value!r}")
+        return tuple(value)
+
+    def states(self, key: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
+        """A list of strings, each one of ``allowed``."""
+        out = self.strings(key)
+        unknown = [v for v in out if v not in allowed]
+        if unknown:
+            raise self.error(key, f"unknown {', '.join(unknown)}; known: {', '.join(allowed)}")
+        return out
+
+    def integers(self, key: str) -> tuple[int, ...]:
+        value = self.get(key)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and abs(v) <= 2**31 for v in value
+        ):
+            raise self.error(key, f"expected a list of integers, got {value!r}")
         return tuple(value)
 
     def percentages(self, key: str, *, required: bool) -> tuple[float, float, float]:
@@ -551,7 +599,9 @@ class RemovePodsViolatingNodeAffinity:
     """``requiredDuringSchedulingIgnoredDuringExecution`` (the default): a pod whose node no longer
     matches its node selector or required node affinity, when another node does.
     ``preferredDuringSchedulingIgnoredDuringExecution``: a pod whose preferred node affinity weighs more
-    on another node that passes its filters and has the idle capacity for it now."""
+    on another node that passes its filters and has the idle capacity for it now.
+    ``requiredDuringSchedulingRequiredDuringExecution`` is accepted and moves nothing, as in the
+    descheduler (Kubernetes has no such node affinity)."""
 
     name: ClassVar[str] = "removePodsViolatingNodeAffinity"
     required: bool = True
@@ -560,13 +610,9 @@ class RemovePodsViolatingNodeAffinity:
 
     @classmethod
     def parse(cls, params: Params) -> RemovePodsViolatingNodeAffinity:
-        kinds = params.strings("nodeAffinityType") or (REQUIRED_NODE_AFFINITY,)
-        unknown = set(kinds) - {REQUIRED_NODE_AFFINITY, PREFERRED_NODE_AFFINITY}
-        if unknown:
-            raise params.error(
-                "nodeAffinityType",
-                f"unknown {', '.join(sorted(unknown))}; known: {REQUIRED_NODE_AFFINITY}, {PREFERRED_NODE_AFFINITY}",
-            )
+        kinds = params.states(
+            "nodeAffinityType", (REQUIRED_NODE_AFFINITY, PREFERRED_NODE_AFFINITY, REQUIRED_DURING_EXECUTION)
+        ) or (REQUIRED_NODE_AFFINITY,)
         return cls(REQUIRED_NODE_AFFINITY in kinds, PREFERRED_NODE_AFFINITY in kinds, PodFilter.parse(params))
 
     def select(self, ctx: Context) -> list[tuple[Task, str]]:
@@ -618,29 +664,40 @@ class RemovePodsViolatingNodeAffinity:
         return (j, float(weights[node]), float(weights[j])) if weights[j] > weights[node] else None
 
 
+def _names_taint(entries: tuple[str, ...], key: str, value: str) -> bool:
+    """Whether one of ``entries`` (``key`` or ``key=value``) names the taint."""
+    return key in entries or (bool(value) and f"{key}={value}" in entries)
+
+
 @dataclass(frozen=True)
 class RemovePodsViolatingNodeTaints:
     """A pod on a node with a NoSchedule taint (and PreferNoSchedule with ``includePreferNoSchedule``)
-    it does not tolerate; ``excludedTaints`` entries (``key`` or ``key=value``) are ignored."""
+    it does not tolerate; ``excludedTaints`` entries (``key`` or ``key=value``) are ignored, and with
+    ``includedTaints`` only the taints it names count."""
 
     name: ClassVar[str] = "removePodsViolatingNodeTaints"
     excluded: tuple[str, ...] = ()
     prefer_no_schedule: bool = False
     pods: PodFilter = PodFilter()
+    included: tuple[str, ...] | None = None
 
     @classmethod
     def parse(cls, params: Params) -> RemovePodsViolatingNodeTaints:
+        given = params.get("includedTaints") is not None
         return cls(
             params.strings("excludedTaints"),
             params.boolean("includePreferNoSchedule", False),
             PodFilter.parse(params),
+            params.strings("includedTaints") if given else None,
         )
 
     def _counts(self, taint: tuple[str, str, str]) -> bool:
         key, value, effect = taint
         if effect != "NoSchedule" and not (self.prefer_no_schedule and effect == "PreferNoSchedule"):
             return False
-        return key not in self.excluded and f"{key}={value}" not in self.excluded
+        if self.included is not None and not _names_taint(self.included, key, value):
+            return False
+        return not _names_taint(self.excluded, key, value)
 
     def select(self, ctx: Context) -> list[tuple[Task, str]]:
         out: list[tuple[Task, str]] = []
@@ -856,31 +913,51 @@ class RemovePodsViolatingTopologySpreadConstraint:
 @dataclass(frozen=True)
 class PodLifeTime:
     """A pod older than ``maxPodLifeTimeSeconds`` (since its creation); with ``states``, only one in
-    one of them: the phase ``Running`` or ``Pending`` (bound, not started), or a container waiting
-    reason such as ``ContainerCreating``, ``PodInitializing`` or ``CrashLoopBackOff``."""
+    one of them: its phase (``Running``, ``Pending``: bound, not started, ``Unknown``, ``Failed``), its
+    reason (``NodeLost``, ``NodeAffinity``, ``Shutdown``, ``UnexpectedAdmissionError``...), or a
+    container's waiting or terminated reason (``ContainerCreating``, ``CrashLoopBackOff``, ``OOMKilled``...;
+    init containers' with ``includingInitContainers``, ephemeral ones' with
+    ``includingEphemeralContainers``). Failed pods are asked only with ``states``."""
 
     name: ClassVar[str] = "podLifeTime"
     max_seconds: float
     states: tuple[str, ...] = ()
     pods: PodFilter = PodFilter()
+    init: bool = False
+    ephemeral: bool = False
 
     @classmethod
     def parse(cls, params: Params) -> PodLifeTime:
         return cls(
             params.number("maxPodLifeTimeSeconds", None, integer=True),
-            params.strings("states"),
+            params.states("states", LIFETIME_STATES),
             PodFilter.parse(params),
+            params.boolean("includingInitContainers", False),
+            params.boolean("includingEphemeralContainers", False),
         )
 
     def _in_state(self, t: Task) -> bool:
         if not self.states:
             return True
-        phase = "Running" if t.status is TaskStatus.RUNNING else "Pending"
-        return phase in self.states or any(r in self.states for r in t.runtime.container_reasons)
+        rt = t.runtime
+        if t.status is TaskStatus.FAILED:
+            phase = "Failed"
+        elif rt.phase_unknown:
+            phase = "Unknown"
+        else:
+            phase = "Running" if t.status is TaskStatus.RUNNING else "Pending"
+        reasons = [
+            phase,
+            rt.reason,
+            *rt.container_reasons,
+            *(rt.init_container_reasons if self.init else ()),
+            *(rt.ephemeral_container_reasons if self.ephemeral else ()),
+        ]
+        return any(r in self.states for r in reasons)
 
     def select(self, ctx: Context) -> list[tuple[Task, str]]:
         out: list[tuple[Task, str]] = []
-        for t in ctx.candidates(LIVE_OR_STARTING):
+        for t in ctx.candidates(LIVE_OR_STARTING | FAILED if self.states else LIVE_OR_STARTING):
             if ctx.node_of(t) is None or not self.pods.admits(t) or not self._in_state(t):
                 continue
             age = ctx.age(t)
@@ -894,22 +971,38 @@ class PodLifeTime:
 @dataclass(frozen=True)
 class RemovePodsHavingTooManyRestarts:
     """A pod whose containers restarted ``podRestartThreshold`` times or more in sum (init containers
-    too with ``includingInitContainers``)."""
+    too with ``includingInitContainers``); with ``states``, only one in phase ``Running`` or with a
+    container waiting in ``CrashLoopBackOff`` (an init container too with ``includingInitContainers``)."""
 
     name: ClassVar[str] = "removePodsHavingTooManyRestarts"
     threshold: int
     init: bool = False
     pods: PodFilter = PodFilter()
+    states: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, params: Params) -> RemovePodsHavingTooManyRestarts:
         threshold = int(params.number("podRestartThreshold", None, minimum=1, integer=True))
-        return cls(threshold, params.boolean("includingInitContainers", False), PodFilter.parse(params))
+        return cls(
+            threshold,
+            params.boolean("includingInitContainers", False),
+            PodFilter.parse(params),
+            params.states("states", RESTART_STATES),
+        )
+
+    def _in_state(self, t: Task) -> bool:
+        if not self.states:
+            return True
+        if t.status is TaskStatus.RUNNING and "Running" in self.states:
+            return True
+        rt = t.runtime
+        reasons = (*rt.container_reasons, *(rt.init_container_reasons if self.init else ()))
+        return any(r in self.states for r in reasons)
 
     def select(self, ctx: Context) -> list[tuple[Task, str]]:
         out: list[tuple[Task, str]] = []
         for t in ctx.candidates(LIVE_OR_STARTING):
-            if ctx.node_of(t) is None or not self.pods.admits(t):
+            if ctx.node_of(t) is None or not self.pods.admits(t) or not self._in_state(t):
                 continue
             restarts = t.runtime.restarts + (t.runtime.init_restarts if self.init else 0)
             if restarts >= self.threshold and ctx.pick(t):
@@ -925,8 +1018,9 @@ class RemovePodsHavingTooManyRestarts:
 
 @dataclass(frozen=True)
 class RemoveFailedPods:
-    """A pod in phase Failed on a node, optionally only for ``reasons`` (the pod's ``status.reason`` or
-    a container's waiting/terminated reason; init containers' with ``includingInitContainers``), at
+    """A pod in phase Failed on a node (not already being deleted: the default evictor), optionally only
+    for ``reasons`` (the pod's ``status.reason`` or a container's waiting/terminated reason) and for
+    ``exitCodes`` (a terminated container's), init containers' too with ``includingInitContainers``; at
     least ``minPodLifetimeSeconds`` old, and not owned by one of ``excludeOwnerKinds``."""
 
     name: ClassVar[str] = "removeFailedPods"
@@ -935,6 +1029,7 @@ class RemoveFailedPods:
     exclude_owner_kinds: tuple[str, ...] = ()
     min_seconds: float = 0.0
     pods: PodFilter = PodFilter()
+    exit_codes: tuple[int, ...] = ()
 
     @classmethod
     def parse(cls, params: Params) -> RemoveFailedPods:
@@ -944,7 +1039,14 @@ class RemoveFailedPods:
             params.strings("excludeOwnerKinds"),
             params.number("minPodLifetimeSeconds", 0, integer=True),
             PodFilter.parse(params),
+            params.integers("exitCodes"),
         )
+
+    def _exit_code(self, t: Task) -> int | None:
+        """The first exit code of ``exitCodes`` the pod's containers ended with (None: none did)."""
+        rt = t.runtime
+        codes = (*rt.exit_codes, *(rt.init_exit_codes if self.init else ()))
+        return next((c for c in codes if c in self.exit_codes), None)
 
     def _reason(self, t: Task) -> str | None:
         rt = t.runtime
@@ -961,7 +1063,14 @@ class RemoveFailedPods:
             if _owner_kinds_excluded(t, self.exclude_owner_kinds) or ctx.age(t) < self.min_seconds:
                 continue
             reason = self._reason(t)
-            if reason is None or not ctx.pick(t):
+            if reason is None:
+                continue
+            if self.exit_codes:
+                code = self._exit_code(t)
+                if code is None:
+                    continue
+                reason = f"{reason}, exit code {code}" if reason else f"exit code {code}"
+            if not ctx.pick(t):
                 continue
             because = f" ({reason})" if reason else ""
             out.append((t, f"rescheduling (removeFailedPods): pod failed{because} on node {t.node_name}"))
