@@ -790,3 +790,16 @@ def test_bad_state_and_exit_code_params_fail_at_load(entry: dict[str, Any], mess
     with pytest.raises(InputError) as err:
         config(text)
     assert message in str(err.value)
+
+
+def test_the_pod_in_most_anti_affinity_violations_leaves_first_whatever_its_name():
+    # b and c hold one identical rule against app=z: z is in two violations, b and c in one each. Counted
+    # per rule, all three had one and the names decided: b and c were evicted, z stayed.
+    objs = [
+        node("n1"),
+        node("n2"),
+        rs_pod("z", "n1", labels={"app": "z"}),
+        rs_pod("b", "n1", labels={"app": "b"}, affinity=repels("z")),
+        rs_pod("c", "n1", labels={"app": "c"}, affinity=repels("z")),
+    ]
+    assert evicted(objs, strategy("removePodsViolatingInterPodAntiAffinity")) == ["default/z"]

@@ -733,25 +733,30 @@ def placed_state(session: ExtensionPoints) -> ConstraintState:
     return state
 
 
-def _anti_violations(state: ConstraintState, task: Task, node: int) -> list[str]:
+def _anti_violations(state: ConstraintState, task: Task, node: int) -> tuple[list[str], float]:
     """Why ``task`` on ``node`` breaks required anti-affinity with the pods in ``state`` (which must not
-    hold ``task`` itself): its own terms, and placed pods' terms that match it (the rule is symmetric)."""
+    hold ``task`` itself): its own terms, and placed pods' terms that match it (the rule is symmetric);
+    and how many pods it is in violation with, each pod counted (pods with one identical term too)."""
     out = []
+    pods = 0.0
     for term in task.constraints.anti_affinity if task.constraints is not None else ():
         dom, counts = state.term_counter((term,)).domain_counts(term.topology_key)
         if counts[dom[node]] > 0:
+            pods += float(counts[dom[node]])
             out.append(f"its anti-affinity ({term.describe()}) matches {counts[dom[node]]:g} pod(s) there")
     for g in state.existing_terms(task, "anti"):
         if g.counts[g.dom[node]] > 0:
+            pods += float(g.counts[g.dom[node]])
             out.append(f"{g.counts[g.dom[node]]:g} pod(s) there repel it ({g.term.describe()})")
-    return out
+    return out, pods
 
 
 @dataclass(frozen=True)
 class RemovePodsViolatingInterPodAntiAffinity:
     """Pods that break required inter-pod anti-affinity where they run (a rule added after they were
-    placed, or a label that changed): the pod involved in most violations first (so one eviction may
-    settle several), then in eviction order; each pod is judged against the pods not evicted so far."""
+    placed, or a label that changed): the pod in violation with most pods first (so one eviction may
+    settle several; each pod counted, pods holding one identical rule too), then in eviction order; each
+    pod is judged against the pods not evicted so far."""
 
     name: ClassVar[str] = "removePodsViolatingInterPodAntiAffinity"
     pods: PodFilter = PodFilter()
@@ -766,13 +771,13 @@ class RemovePodsViolatingInterPodAntiAffinity:
         if not any(t.constraints is not None and t.constraints.anti_affinity for t in placed):
             return []
         state = placed_state(session)
-        involved: list[tuple[int, Task, int]] = []
+        involved: list[tuple[float, Task, int]] = []
         for t in ctx.candidates():
             i = state.node_of(t)
             if i is None or not self.pods.admits(t):
                 continue
             state.remove(t)
-            count = len(_anti_violations(state, t, i))
+            count = _anti_violations(state, t, i)[1]
             state.add(t, i)
             if count:
                 involved.append((count, t, i))
@@ -780,7 +785,7 @@ class RemovePodsViolatingInterPodAntiAffinity:
         out: list[tuple[Task, str]] = []
         for _, t, i in involved:
             state.remove(t)
-            why = _anti_violations(state, t, i)
+            why = _anti_violations(state, t, i)[0]
             if not why or not ctx.pick(t):
                 state.add(t, i)
                 continue
