@@ -7,9 +7,23 @@ from typing import Any
 
 import pytest
 
-from tests.builders import Obj, claiming, node, pod, podgroup, run
+from tests.builders import (
+    Obj,
+    claiming,
+    device_class,
+    device_request,
+    gpu,
+    node,
+    pod,
+    podgroup,
+    resource_claim,
+    resource_slice,
+    run,
+    simulate_objects,
+)
 from volsched.model.decode import build_task
 from volsched.model.errors import InputError
+from volsched.simulate import to_json
 
 
 def reason(data: dict[str, Any], key: str) -> str:
@@ -20,13 +34,110 @@ def reason(data: dict[str, Any], key: str) -> str:
     )
 
 
-def test_a_pod_whose_claims_volsched_cannot_allocate_stays_pending_and_says_why() -> None:
+def test_a_pod_whose_claim_does_not_exist_stays_pending_and_says_why() -> None:
     data = run([node("n1"), node("n2"), claiming("gpu-job", "gpu"), pod("plain")])
     assert data["pods"]["default/gpu-job"]["node"] is None
     assert data["pods"]["default/plain"]["node"] is not None
-    said = reason(data, "default/gpu-job")
-    assert said.startswith("0/2 nodes fit: 2 "), said
-    assert "resourceClaims gpu" in said, said
+    assert reason(data, "default/gpu-job") == "0/2 nodes fit: 2 resourceclaim gpu not found"
+
+
+GPU_CLASS = device_class("gpu.example.com", 'device.driver == "gpu.example.com"')
+MEM80 = 'device.capacity["gpu.example.com"].memory.compareTo(quantity("80Gi")) >= 0'
+
+
+def gpu_nodes(count: int, per_node: int, *, memory: str = "80Gi", first: int = 0) -> list[Obj]:
+    """``count`` nodes n<i>, each with a ResourceSlice of ``per_node`` GPUs of ``memory``."""
+    out: list[Obj] = []
+    for i in range(first, first + count):
+        out.append(node(f"n{i}"))
+        out.append(
+            resource_slice(
+                f"n{i}-gpus", [gpu(f"gpu-{k}", memory=memory) for k in range(per_node)], node=f"n{i}"
+            )
+        )
+    return out
+
+
+def test_a_pod_gets_a_device_of_its_node_and_its_claim_says_so() -> None:
+    objs = [GPU_CLASS, node("cpu-only"), *gpu_nodes(1, 1), resource_claim("c"), claiming("p", "c")]
+    result = simulate_objects(objs)
+    data = to_json(result)
+    assert data["pods"]["default/p"]["node"] == "n0"
+    claim = result.state.resource_claims["default/c"]
+    assert claim.allocation is not None
+    assert [(r.request, r.driver, r.pool, r.device) for r in claim.allocation.results] == [
+        ("gpu", "gpu.example.com", "n0", "gpu-0")
+    ]
+    assert claim.allocation.node_name == "n0"
+    assert claim.reserved_for == ("default/p",)
+
+
+def test_a_device_is_never_given_twice() -> None:
+    objs = [GPU_CLASS, *gpu_nodes(1, 1), resource_claim("a"), resource_claim("b")]
+    objs += [
+        claiming("p", "a", created="2024-01-01T00:00:00Z"),
+        claiming("q", "b", created="2024-01-01T00:00:01Z"),
+    ]
+    data = run(objs)
+    assert data["pods"]["default/p"]["node"] == "n0"
+    assert data["pods"]["default/q"]["node"] is None
+    assert (
+        reason(data, "default/q")
+        == "0/1 nodes fit: 1 all 1 matching devices of class gpu.example.com allocated"
+    )
+
+
+def test_why_pending_in_numbers() -> None:
+    objs: list[Obj] = [GPU_CLASS, *gpu_nodes(6, 4, memory="40Gi"), *gpu_nodes(2, 4, first=6)]
+    objs += [resource_claim(f"old{i}", allocated=[(f"n{i}", f"gpu-{k}") for k in range(4)]) for i in (6, 7)]
+    objs += [resource_claim("c", [device_request(selectors=(MEM80,))]), claiming("p", "c")]
+    data = run(objs)
+    assert reason(data, "default/p") == (
+        f"0/8 nodes fit: 6 no device of class gpu.example.com matching '{MEM80}', "
+        f"2 all 4 matching devices of class gpu.example.com matching '{MEM80}' allocated"
+    )
+
+
+def gpu_gang(size: int) -> list[Obj]:
+    out: list[Obj] = [podgroup("train", min_member=size)]
+    for i in range(size):
+        out += [resource_claim(f"train-{i}-gpu"), claiming(f"train-{i}", f"train-{i}-gpu", group="train")]
+    return out
+
+
+@pytest.mark.parametrize(("gpus", "placed"), [(7, 0), (8, 8)])
+def test_a_gang_of_eight_each_claiming_a_gpu_is_placed_all_or_nothing(gpus: int, placed: int) -> None:
+    objs = [GPU_CLASS, *gpu_nodes(gpus, 1), *gpu_gang(8)]
+    result = simulate_objects(objs)
+    data = to_json(result)
+    where = [data["pods"][f"default/train-{i}"]["node"] for i in range(8)]
+    assert sum(w is not None for w in where) == placed, where
+    allocated = [c for c in result.state.resource_claims.values() if c.allocation is not None]
+    assert len(allocated) == placed  # a discarded Statement allocated nothing
+    if placed:
+        assert sorted(where) == sorted(f"n{i}" for i in range(8))  # one GPU each, never one twice
+
+
+def test_a_claim_volsched_does_not_allocate_keeps_the_pod_pending_with_that_reason() -> None:
+    objs = [
+        GPU_CLASS,
+        *gpu_nodes(1, 1),
+        resource_claim("c", [device_request(adminAccess=True)]),
+        claiming("p", "c"),
+    ]
+    data = run(objs)
+    assert data["pods"]["default/p"]["node"] is None
+    assert reason(data, "default/p") == (
+        "0/1 nodes fit: 1 resourceclaim c: request gpu: asks for admin access, which volsched does not allocate"
+    )
+
+
+def test_a_claim_shared_by_two_pods_puts_them_on_one_node() -> None:
+    objs = [GPU_CLASS, *gpu_nodes(3, 1), resource_claim("shared")]
+    objs += [claiming("a", "shared"), claiming("b", "shared")]
+    data = run(objs)
+    a, b = data["pods"]["default/a"]["node"], data["pods"]["default/b"]["node"]
+    assert a is not None and a == b
 
 
 def test_a_gang_with_one_claiming_member_is_not_placed_at_all() -> None:
@@ -70,3 +181,13 @@ def test_a_template_claim_takes_the_name_the_controller_gave_it() -> None:
     raw["status"] = {"resourceClaimStatuses": [{"name": "t-gpu-template", "resourceClaimName": "p-t-gpu-x1"}]}
     task = build_task(raw, priority_classes={})
     assert [c.claim for c in task.resource_claims] == ["p-t-gpu-x1"]
+
+
+def test_a_discarded_gang_gives_its_devices_back_in_the_same_session() -> None:
+    # Seven GPUs for a gang of eight: its Statement is discarded, and the lone pod after it finds all
+    # seven free again in that very session.
+    objs = [GPU_CLASS, *gpu_nodes(7, 1), *gpu_gang(8), resource_claim("lone-gpu")]
+    objs.append(claiming("lone", "lone-gpu", created="2030-01-01T00:00:00Z"))
+    data = run(objs, sessions=1)
+    assert data["pods"]["default/lone"]["node"] is not None
+    assert all(data["pods"][f"default/train-{i}"]["node"] is None for i in range(8))

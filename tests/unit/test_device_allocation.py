@@ -18,7 +18,7 @@ from tests.builders import (
 )
 from volsched.model import decode
 from volsched.model.decode import build_node, build_task
-from volsched.model.devices import DeviceCatalog, DeviceState
+from volsched.model.devices import DeviceCatalog, DeviceState, usable_devices
 
 GPU = device_class("gpu.example.com", 'device.driver == "gpu.example.com"')
 A100 = device_class("a100", 'device.attributes["gpu.example.com"].model == "a100"')
@@ -27,7 +27,7 @@ A100 = device_class("a100", 'device.attributes["gpu.example.com"].model == "a100
 def state(objs: list[Obj]) -> DeviceState:
     nodes = sorted((build_node(o) for o in objs if o["kind"] == "Node"), key=lambda s: s.name)
     classes = {c.name: c for c in (decode.device_class(o) for o in objs if o["kind"] == "DeviceClass")}
-    devices = [d for o in objs if o["kind"] == "ResourceSlice" for d in decode.resource_slice(o)[3]]
+    devices = usable_devices(decode.resource_slice(o) for o in objs if o["kind"] == "ResourceSlice")
     claims = {c.key: c for c in (decode.resource_claim(o) for o in objs if o["kind"] == "ResourceClaim")}
     return DeviceState(DeviceCatalog(devices, nodes=nodes, classes=classes), claims, nodes=nodes)
 

@@ -33,7 +33,9 @@ No I/O happens here.
 from __future__ import annotations
 
 import itertools
+import json
 import operator
+import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -56,6 +58,7 @@ from volsched.model.cluster import (
     resolve_guarantees,
     resource_names,
 )
+from volsched.model.devices import Claim, DeviceCatalog, DeviceClass, DeviceSlice, usable_devices
 from volsched.model.resources import ResourceSpace, Vector
 from volsched.model.usage import NodeUsage
 from volsched.model.vocabulary import (
@@ -97,6 +100,11 @@ class View:
     touched: set[str] | None = None
     #: "ns/name" -> PodDisruptionBudget (immutable: shared with the cache).
     budgets: Mapping[str, DisruptionBudget] = field(default_factory=dict)
+    #: Dynamic Resource Allocation: DeviceClasses by name, ResourceSlices by name, ResourceClaims by
+    #: "ns/name" (immutable: shared with the cache).
+    device_classes: Mapping[str, DeviceClass] = field(default_factory=dict)
+    slices: Mapping[str, DeviceSlice] = field(default_factory=dict)
+    resource_claims: Mapping[str, Claim] = field(default_factory=dict)
     #: Keys that took a new place in ``seq`` since the previous view of the same builder (deleted and
     #: added again); None: not known, and the builder reads the whole view (as when ``touched`` is
     #: None: ``seq`` may be the previous view's mapping brought up to date, with nothing to compare).
@@ -122,11 +130,29 @@ def with_volumes(t: Task, claims: Mapping[str, str], volumes: Mapping[str, list[
     return t
 
 
+def with_device_key(t: Task, claims: Mapping[str, Claim]) -> Task:
+    """``t`` with the key its ResourceClaims give node filters (``Task.device_key``): a claim made for
+    this pod alone from a template and not allocated yet counts by its shape (the pods of one Job share
+    their views of the nodes); any other claim (one several pods may share, or allocated) by its name."""
+    parts: list[str] = []
+    for pc in t.resource_claims:
+        claim = claims.get(f"{t.namespace}/{pc.claim}") if pc.claim else None
+        if claim is not None and pc.template and claim.allocation is None:
+            parts.append(claim.signature)
+        else:
+            parts.append(f"{t.namespace}/{pc.claim or ('template ' + pc.template)}")
+    t = replace(t, device_key=sys.intern(json.dumps(parts)))
+    t.placement_key = placement_key(t)
+    return t
+
+
 def prepare(t: Task, view: View) -> Task:
-    """The task as sessions see it: volumes and avoided nodes filled in (a new object when they change
-    anything; ``t`` itself otherwise)."""
+    """The task as sessions see it: volumes, device claims and avoided nodes filled in (a new object
+    when they change anything; ``t`` itself otherwise)."""
     if t.claims:
         t = with_volumes(t, view.claims, view.volumes)
+    if t.resource_claims:
+        t = with_device_key(t, view.resource_claims)
     if view.avoid and t.owner and t.node_name is None:
         avoid = view.avoid.get(t.owner)
         if avoid:
@@ -259,6 +285,14 @@ class SnapshotBuilder:
         self._claims: dict[str, str] = {}
         self._volumes: dict[str, list[Any]] = {}
         self._avoid: dict[str, tuple[str, ...]] = {}
+        self._resource_claims: Mapping[str, Claim] = {}
+        #: The device catalog and what it was made from (slices, classes, the node table).
+        self._catalog: DeviceCatalog | None = None
+        self._catalog_from: tuple[Mapping[str, DeviceSlice], Mapping[str, DeviceClass], NodeTable | None] = (
+            {},
+            {},
+            None,
+        )
         self._space: ResourceSpace | None = None
         self._nodes: dict[str, NodeSpec] = {}
         self._node_names: set[str] = set()  # the resource names ``_nodes``' allocatable mentions
@@ -292,6 +326,16 @@ class SnapshotBuilder:
                 owners = {o for o in {*view.avoid, *self._avoid} if view.avoid.get(o) != self._avoid.get(o)}
                 stale.update(k for k, e in entries.items() if e.source.owner in owners)
                 self._avoid = view.avoid
+            if not _same_objects(view.resource_claims, self._resource_claims):
+                old, new = self._resource_claims, view.resource_claims
+                moved = {k for k in old.keys() | new.keys() if old.get(k) is not new.get(k)}
+                stale.update(
+                    k
+                    for k, e in entries.items()
+                    if e.source.resource_claims
+                    and any(f"{e.source.namespace}/{pc.claim}" in moved for pc in e.source.resource_claims)
+                )
+                self._resource_claims = new
             touched = view.touched if view.renumbered is not None else None
             if touched is not None:
                 for key in touched:
@@ -470,6 +514,7 @@ class SnapshotBuilder:
             ]
             foreign = list(base.foreign_list)
             private = frozenset(base.private)
+            catalog = self._devices(view, table) if view.slices or view.resource_claims else None
         session_table.usage = dict(view.usage)
         return ClusterSnapshot(
             space=space,
@@ -485,7 +530,25 @@ class SnapshotBuilder:
             budgets=tuple(view.budgets.values()),
             private=private,
             kept=self.kept,
+            device_catalog=catalog,
+            resource_claims=view.resource_claims,
         )
+
+    def _devices(self, view: View, table: NodeTable) -> DeviceCatalog:
+        """The device catalog over ``table``'s nodes: the last one while the slices, the classes and the
+        nodes are the same objects (so the matches it computed are kept), else made anew."""
+        slices, classes, nodes = self._catalog_from
+        if (
+            self._catalog is None
+            or nodes is not table
+            or not _same_objects(view.slices, slices)
+            or not _same_objects(view.device_classes, classes)
+        ):
+            self._catalog = DeviceCatalog(
+                usable_devices(view.slices.values()), nodes=table.specs, classes=view.device_classes
+            )
+            self._catalog_from = (view.slices, view.device_classes, table)
+        return self._catalog
 
     def _index(self, base: _Base, key: str) -> Task:
         """Put task ``key`` in the base's indexes (its job's members or the foreign tasks, its node);

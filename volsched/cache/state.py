@@ -38,14 +38,18 @@ from volsched.model.decode import (
     build_queue,
     build_task,
     claim_volume,
+    device_class,
     disruption_budget,
     namespace_queue,
     object_ref,
     pod_status,
     priority_class_value,
     quota_weight_and_problem,
+    resource_claim,
+    resource_slice,
     volume_node_terms,
 )
+from volsched.model.devices import Claim, DeviceClass, DeviceSlice
 from volsched.model.errors import InputError
 from volsched.model.usage import NodeUsage
 from volsched.model.vocabulary import (
@@ -76,6 +80,9 @@ KINDS = (
     "PersistentVolumeClaim",
     "PersistentVolume",
     "PodDisruptionBudget",
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaim",
 )
 #: Volcano's PodGroup and Queue (scheduling.volcano.sh), read when their CRDs are installed.
 VOLCANO_KINDS = (VOLCANO_QUEUE, VOLCANO_PODGROUP)
@@ -129,6 +136,11 @@ class ClusterState:
         self.claims: dict[str, str] = {}
         #: PersistentVolume name -> its required node affinity (nodeSelectorTerms; [] when none).
         self.volumes: dict[str, list[Any]] = {}
+        #: Dynamic Resource Allocation: DeviceClasses by name, ResourceSlices by name, ResourceClaims by
+        #: "ns/name" (see ``volsched.model.devices``).
+        self.device_classes: dict[str, DeviceClass] = {}
+        self.slices: dict[str, DeviceSlice] = {}
+        self.resource_claims: dict[str, Claim] = {}
         self.priority_classes: dict[str, int] = {}
         #: "ns/name" -> the PodDisruptionBudget (which pods it selects, disruptions it allows now).
         self.budgets: dict[str, DisruptionBudget] = {}
@@ -266,6 +278,14 @@ class ClusterState:
             elif kind == "PersistentVolume":
                 name, terms = volume_node_terms(obj)
                 changed = _put(self.volumes, name, terms)
+            elif kind == "DeviceClass":
+                cls = device_class(obj)
+                changed = _put(self.device_classes, cls.name, cls)
+            elif kind == "ResourceSlice":
+                changed = _put(self.slices, _key(obj), resource_slice(obj))
+            elif kind == "ResourceClaim":
+                rc = resource_claim(obj)
+                changed = _put(self.resource_claims, rc.key, rc)
             elif kind == "PodDisruptionBudget":
                 budget = disruption_budget(obj)
                 old_budget = self.budgets.get(budget.key)
@@ -366,6 +386,12 @@ class ClusterState:
                 held = _drop(self.volumes, name)
             elif kind == "PodDisruptionBudget":  # what it protected may go now
                 held = _drop(self.budgets, key)
+            elif kind == "DeviceClass":
+                held = _drop(self.device_classes, name)
+            elif kind == "ResourceSlice":
+                held = _drop(self.slices, name)
+            elif kind == "ResourceClaim":
+                held = _drop(self.resource_claims, key)
             elif kind == "PriorityClass":
                 held = _drop(self.priority_classes, name) | _drop(self._global_default, name)
                 if held:
@@ -606,6 +632,9 @@ class ClusterState:
                     usage=self.usage.copy(),
                     claims=self.claims.copy(),
                     volumes=self.volumes.copy(),
+                    device_classes=self.device_classes.copy(),
+                    slices=self.slices.copy(),
+                    resource_claims=self.resource_claims.copy(),
                     avoid=self.avoid.copy(),
                     namespace_labels=self.namespace_labels.copy(),
                     budgets=self.budgets.copy(),

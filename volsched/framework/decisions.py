@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from volsched.model.devices import ClaimAllocation
 from volsched.model.vocabulary import PodGroupPhase
 
 
@@ -63,6 +64,9 @@ class Bind:
     pod: str  # "namespace/name"
     uid: str
     node: str
+    #: The pod's ResourceClaims as allocated for it: what the edge writes into each claim's status
+    #: (allocation, and the pod in ``reservedFor``) before it binds the pod.
+    claims: tuple[ClaimAllocation, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ import numpy as np
 
 from volsched.framework.points import PointTables
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
+from volsched.model.devices import DeviceCatalog, DeviceState
 from volsched.model.resources import EPS, ResourceSpace, Vector
 from volsched.model.vocabulary import Task
 
@@ -74,6 +75,9 @@ class NodeViews(PointTables):
         #: and how to say so in a pending reason; None: every node.
         self.node_limit: BoolArray | None = None
         self.node_limit_reason = ""
+        #: Which devices are free, and what this session allocated of the pods' ResourceClaims (the
+        #: session sets it; until then none is published, and every pod that claims devices stays pending).
+        self.devices = DeviceState(DeviceCatalog((), nodes=nodes.specs, classes={}), {}, nodes=nodes.specs)
         #: The constraint filters' answers for the last task asked about: (task, the change log's length
         #: then, (plugin, mask) of each filter that has one). Actions ask choose_node, feasible_nodes and
         #: blocked_by_pods about one task in a row; every placement, eviction or undo touches its node
@@ -155,19 +159,14 @@ class NodeViews(PointTables):
     def _devices(self, task: Task, idx: IndexArray) -> BoolArray:
         """Which of nodes ``idx`` can give ``task`` the devices its ResourceClaims ask for: the session's
         own check (like capacity), whatever the plugins, so a pod that claims devices is never bound
-        where they are not allocated. None yet: volsched does not allocate claims."""
-        return np.zeros(len(idx), dtype=bool)
+        where they are not allocated (see ``volsched.model.devices``)."""
+        devices = self.devices
+        return devices.fits(devices.plan(task.namespace, task.resource_claims, pod_uid=task.uid), idx)
 
     def _explain_devices(self, task: Task, idx: IndexArray) -> list[tuple[str, int]]:
         """Why nodes ``idx`` (all failing :meth:`_devices`) cannot give ``task`` its devices."""
-        claims = ", ".join(c.describe() for c in task.resource_claims)
-        return [
-            (
-                f"pod claims devices (resourceClaims {claims}), and volsched does not allocate "
-                "Dynamic Resource Allocation claims yet",
-                len(idx),
-            )
-        ]
+        devices = self.devices
+        return devices.explain(devices.plan(task.namespace, task.resource_claims, pod_uid=task.uid), idx)
 
     def _view(self, task: Task) -> _NodeView:
         key = (task.request.tobytes(), task.placement_key, task.score_extra)

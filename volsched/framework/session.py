@@ -20,6 +20,7 @@ Volcano's cache binds a Statement's allocations as it commits). The result lists
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -29,6 +30,7 @@ from volsched.framework.nodeviews import NodeViews
 from volsched.framework.points import Plugin
 from volsched.framework.settled import Settled, settle
 from volsched.model.cluster import ClusterSnapshot, Holdings, Job, holdings
+from volsched.model.devices import ClaimAllocation, DeviceCatalog, DeviceState
 from volsched.model.resources import Vector
 from volsched.model.vocabulary import (
     ALLOCATED_STATUSES,
@@ -103,6 +105,14 @@ class Session(NodeViews):
         self._gaps: frozenset[str] = frozenset()
         #: Whether the run was found once already (the opens read it then).
         self._found = False
+        if snapshot.device_catalog is not None or snapshot.resource_claims:
+            self.devices = DeviceState(
+                snapshot.device_catalog or DeviceCatalog((), nodes=snapshot.nodes.specs, classes={}),
+                snapshot.resource_claims,
+                nodes=snapshot.nodes.specs,
+            )
+        #: How many pending pods name each ResourceClaim by name (counted when first asked).
+        self._claim_users: Counter[str] | None = None
 
     # --- mutations (only Statement calls these) -------------------------------------------------------
 
@@ -168,7 +178,46 @@ class Session(NodeViews):
             if fn is not None:
                 fn(task)
 
+    def _take_devices(self, task: Task, node: int) -> None:
+        """Allocate the devices of ``task``'s claims on ``node`` (before anything else changes: a node
+        that cannot give them raises, and nothing is half done)."""
+        devices = self.devices
+        taken = devices.allocate(
+            task.key, devices.plan(task.namespace, task.resource_claims, pod_uid=task.uid), node
+        )
+        self._devices_moved(task, taken)
+
+    def _give_devices(self, task: Task) -> None:
+        self._devices_moved(task, self.devices.release(task.key))
+
+    def _devices_moved(self, task: Task, taken: tuple[ClaimAllocation, ...]) -> None:
+        """Devices were taken or given back: the other nodes whose answer that changes are looked at
+        again (those reaching a device several nodes reach, and every node when a claim other pending
+        pods name was allocated or given back: they go where it is)."""
+        for i in self.devices.nodes_of(taken):
+            self.touch(i)
+        named = {f"{task.namespace}/{pc.claim}" for pc in task.resource_claims if not pc.template}
+        if any(not a.existing and a.key in named and self.claim_users()[a.key] > 1 for a in taken):
+            for i in range(len(self.nodes)):
+                self.touch(i)
+
+    def claim_users(self) -> Counter[str]:
+        """How many pods with a task pending name each ResourceClaim (by name, not from a template)."""
+        if self._claim_users is None:
+            self._claim_users = Counter(
+                f"{t.namespace}/{pc.claim}"
+                for job in self.pending_jobs()
+                for t in job.tasks.values()
+                if t.resource_claims
+                and t.status in (TaskStatus.PENDING, TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
+                for pc in t.resource_claims
+                if not pc.template
+            )
+        return self._claim_users
+
     def do_allocate(self, task: Task, node: int) -> None:
+        if task.resource_claims:
+            self._take_devices(task, node)
         self._set_status(task, TaskStatus.ALLOCATED)
         task.node_name = self.nodes.names[node]
         self.nodes.hold(node, task)
@@ -180,9 +229,13 @@ class Session(NodeViews):
         self._set_status(task, TaskStatus.PENDING)
         task.node_name = None
         self.touch(node)
+        if task.resource_claims:
+            self._give_devices(task)
         self._fire(task, allocate=False)
 
     def do_pipeline(self, task: Task, node: int) -> None:
+        if task.resource_claims:
+            self._take_devices(task, node)
         self._set_status(task, TaskStatus.PIPELINED)
         task.node_name = self.nodes.names[node]
         self.nodes.pipeline(node, task)
@@ -194,6 +247,8 @@ class Session(NodeViews):
         self._set_status(task, TaskStatus.PENDING)
         task.node_name = None
         self.touch(node)
+        if task.resource_claims:
+            self._give_devices(task)
         self._fire(task, allocate=False)
 
     def do_evict(self, task: Task) -> TaskStatus:

@@ -104,7 +104,13 @@ class Statement:
                     )
                 )
             elif op.kind == "allocate":
-                binds.append(Bind(pod=op.task.key, uid=op.task.uid, node=self.session.nodes.names[op.node]))
+                task = op.task
+                node = self.session.nodes.names[op.node]
+                if task.resource_claims:
+                    claims = self.session.devices.by_task.get(task.key, ())
+                    binds.append(Bind(pod=task.key, uid=task.uid, node=node, claims=claims))
+                else:
+                    binds.append(Bind(pod=task.key, uid=task.uid, node=node))
         self._ops.clear()
         if binds:
             result.binds.extend(binds)

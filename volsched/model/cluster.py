@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from volsched.model.devices import Claim, DeviceCatalog
 from volsched.model.resources import EPS, PODS, ResourceSpace, Vector, stack_rows
 from volsched.model.usage import NodeUsage
 from volsched.model.vocabulary import (
@@ -512,6 +513,10 @@ class ClusterSnapshot:
     #: snapshot has the very same objects (see :mod:`volsched.framework.settled`). Only the session
     #: loop (one thread) touches it.
     kept: dict[str, Any] = field(default_factory=dict)
+    #: Dynamic Resource Allocation: the devices drivers publish (None: none) and the ResourceClaims by
+    #: "ns/name" (read-only: shared with the cache).
+    device_catalog: DeviceCatalog | None = None
+    resource_claims: Mapping[str, Claim] = field(default_factory=dict)
 
     def namespace_weight(self, namespace: str) -> int:
         return self.namespace_weights.get(namespace, 1)

@@ -28,6 +28,7 @@ from volsched.model.devices import (
     DeviceClass,
     DeviceRequest,
     DeviceResult,
+    DeviceSlice,
     MatchAttribute,
     PodClaim,
     semver_value,
@@ -1155,7 +1156,7 @@ def _qualified(name: str, driver: str) -> tuple[str, str]:
     return (domain or driver), short
 
 
-def resource_slice(obj: Raw) -> tuple[tuple[str, str], int, int, list[Device]]:
+def resource_slice(obj: Raw) -> DeviceSlice:
     """A ResourceSlice: its pool (driver, pool name), the pool's generation and slice count, and its
     devices (each with where it can be used)."""
     _, name = _meta(obj, "ResourceSlice")
@@ -1226,7 +1227,9 @@ def resource_slice(obj: Raw) -> tuple[tuple[str, str], int, int, list[Device]]:
                 unsupported=unsupported,
             )
         )
-    return (driver, pool_name), generation, count, devices
+    return DeviceSlice(
+        driver=driver, pool=pool_name, generation=generation, count=count, devices=tuple(devices)
+    )
 
 
 def _node_of(selector: Any) -> tuple[str, tuple[Any, ...]]:

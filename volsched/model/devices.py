@@ -29,7 +29,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import cel
@@ -156,7 +156,7 @@ def compile_selector(expression: str) -> Any:
 # --- what drivers publish ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True)
 class Device:
     """One device of a ResourceSlice, and where it can be used."""
 
@@ -198,6 +198,41 @@ class Device:
             },
             _FUNCTIONS,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceSlice:
+    """A ResourceSlice: its devices, and its place in its pool (``driver``, ``pool``): the pool's
+    generation and how many slices it has at that generation."""
+
+    driver: str
+    pool: str
+    generation: int
+    count: int
+    devices: tuple[Device, ...]
+
+
+def usable_devices(slices: Iterable[DeviceSlice]) -> list[Device]:
+    """The devices of every pool's newest generation. A pool that does not have all its slices at that
+    generation is being updated: its devices are listed as unsupported (not allocated until it is
+    whole), as kube-scheduler does."""
+    newest: dict[tuple[str, str], list[DeviceSlice]] = {}
+    for s in slices:
+        held = newest.get((s.driver, s.pool))
+        if held is None or s.generation > held[0].generation:
+            newest[(s.driver, s.pool)] = [s]
+        elif s.generation == held[0].generation:
+            held.append(s)
+    out: list[Device] = []
+    for (driver, pool), group in newest.items():
+        whole = len(group) >= group[0].count
+        for s in group:
+            if whole:
+                out.extend(s.devices)
+            else:
+                why = f"pool {pool} of {driver} is being updated ({len(group)} of {group[0].count} slices)"
+                out.extend(replace(d, unsupported=d.unsupported or why) for d in s.devices)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,7 +296,7 @@ class Allocated:
     node_terms: tuple[Any, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True)
 class Claim:
     """A ResourceClaim as the allocator reads it."""
 
@@ -747,3 +782,57 @@ class DeviceState:
                 if reach is not None:
                     out.update(int(i) for i in reach)
         return out
+
+
+def allocation_status(
+    alloc: ClaimAllocation, *, pod_name: str, pod_uid: str, status: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The ``status`` a claim gets when ``alloc`` is written for pod ``pod_name``: its allocation (kept
+    as it was when the claim had one) and the pod added to ``reservedFor`` (as kube-scheduler writes it
+    before it binds the pod)."""
+    out: dict[str, Any] = dict(status or {})
+    if not alloc.existing:
+        config = []
+        for source, requests, entry in alloc.config:
+            body = {k: v for k, v in dict(entry).items() if k != "requests"}
+            wanted = list(requests) if source == "FromClass" else list(dict(entry).get("requests") or [])
+            config.append({"source": source, "requests": wanted, **body})
+        devices: dict[str, Any] = {
+            "results": [
+                {"request": r.request, "driver": r.driver, "pool": r.pool, "device": r.device}
+                for r in alloc.results
+            ]
+        }
+        if config:
+            devices["config"] = config
+        allocation: dict[str, Any] = {"devices": devices}
+        if alloc.node_name:
+            allocation["nodeSelector"] = {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [alloc.node_name]}]}
+                ]
+            }
+        elif alloc.node_terms:
+            allocation["nodeSelector"] = {"nodeSelectorTerms": list(alloc.node_terms)}
+        out["allocation"] = allocation
+    reserved = [
+        r for r in out.get("reservedFor") or [] if not (isinstance(r, Mapping) and r.get("uid") == pod_uid)
+    ]
+    out["reservedFor"] = [*reserved, {"resource": "pods", "name": pod_name, "uid": pod_uid}]
+    return out
+
+
+def released_status(status: Mapping[str, Any] | None, *, pod_uid: str) -> dict[str, Any] | None:
+    """A claim's ``status`` once pod ``pod_uid`` no longer uses it (the resource claim controller's
+    part): the pod out of ``reservedFor``, and the allocation gone with the last pod. None: the pod was
+    not in it."""
+    reserved = list((status or {}).get("reservedFor") or [])
+    left = [r for r in reserved if not (isinstance(r, Mapping) and r.get("uid") == pod_uid)]
+    if len(left) == len(reserved):
+        return None
+    out = {k: v for k, v in dict(status or {}).items() if k != "reservedFor"}
+    if left:
+        out["reservedFor"] = left
+    else:
+        out.pop("allocation", None)
+    return out

@@ -176,6 +176,8 @@ class Task:
     missing_claims: tuple[str, ...] = ()
     #: ``spec.resourceClaims``: the devices the pod claims through Dynamic Resource Allocation.
     resource_claims: tuple[PodClaim, ...] = ()
+    #: What node filters read of those claims (the snapshot sets it; see ``with_device_key``).
+    device_key: str = ""
     #: A hashable summary of everything node filters and static scores read from the task (selector,
     #: affinity, tolerations, avoided nodes, ports, volumes). Tasks with the same key and request see
     #: the same nodes the same way.
@@ -264,7 +266,7 @@ def placement_key(task: Task) -> str:
             task.host_ports,
             task.volume_terms,
             task.missing_claims,
-            [(c.name, c.claim, c.template) for c in task.resource_claims],
+            task.device_key or [(c.name, c.claim, c.template) for c in task.resource_claims],
         ],
         sort_keys=True,
         default=str,

@@ -41,7 +41,15 @@ MAX_JOB_PODS = 50_000
 OWN_KINDS = ("Job",)
 #: Kinds whose objects live in a namespace.
 NAMESPACED = frozenset(
-    {"Pod", "PodGroup", "Job", "ResourceQuota", "PersistentVolumeClaim", "PodDisruptionBudget"}
+    {
+        "Pod",
+        "PodGroup",
+        "Job",
+        "ResourceQuota",
+        "PersistentVolumeClaim",
+        "PodDisruptionBudget",
+        "ResourceClaim",
+    }
 )
 
 
@@ -91,7 +99,19 @@ class Simulator:
     # --- input ----------------------------------------------------------------------------------------
 
     def _load(self, docs: list[Document]) -> None:
-        order = ("PriorityClass", "Namespace", "ResourceQuota", "Queue", "Node", "PodGroup", "Job", "Pod")
+        order = (
+            "PriorityClass",
+            "Namespace",
+            "ResourceQuota",
+            "Queue",
+            "Node",
+            "DeviceClass",
+            "ResourceSlice",
+            "ResourceClaim",
+            "PodGroup",
+            "Job",
+            "Pod",
+        )
         for i, doc in enumerate(docs):
             meta = (
                 doc.obj.setdefault("metadata", {}) if isinstance(doc.obj.get("metadata", {}), dict) else None

@@ -28,6 +28,7 @@ from volsched.cache.feeder import Feeder
 from volsched.cycle import BOUND, EVICTED, GONE, BindOutcome, EvictOutcome, StatusReport
 from volsched.framework.decisions import Bind, Evict, SessionResult
 from volsched.framework.messages import eviction_events
+from volsched.model.devices import allocation_status, released_status
 from volsched.model.errors import InputError
 from volsched.model.vocabulary import Task, TaskStatus
 from volsched.simulate.budgets import Budget, Owner, health, observe_scales, parse_budget, refusal
@@ -66,6 +67,8 @@ class MemoryPort:
         self._budget_told: dict[str, Raw] = {}
         #: The replicas of the pods' controllers, as the disruption controller reads their scale.
         self._scales: dict[Owner, int] = {}
+        #: The ResourceClaims as last put ("ns/name" -> object): a bind writes its allocation into them.
+        self.resource_claims: dict[str, Raw] = {}
 
     # --- the objects (the apiserver) ----------------------------------------------------------------------
 
@@ -79,7 +82,10 @@ class MemoryPort:
             meta["uid"] = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         if obj.get("kind") == "Pod":
             obj = _reported_ready(obj)
-        self.feeder.apply(str(obj.get("kind")), {**obj, "metadata": meta}, strict=True)
+        obj = {**obj, "metadata": meta}
+        self.feeder.apply(str(obj.get("kind")), obj, strict=True)
+        if obj.get("kind") == "ResourceClaim":
+            self.resource_claims[f"{meta.get('namespace') or 'default'}/{meta.get('name')}"] = obj
 
     def add_budget(self, obj: Raw) -> None:
         """A PodDisruptionBudget (raises :class:`InputError` naming a bad field): the Eviction API
@@ -178,6 +184,12 @@ class MemoryPort:
             if raw is None:
                 out.append(BindOutcome(bind, GONE, "no such pod"))
                 continue
+            # As kube-scheduler does, the claims' allocation and reservation are written before the bind.
+            name = bind.pod.split("/", 1)[1]
+            for alloc in bind.claims:
+                claim = self.resource_claims[alloc.key]
+                status = allocation_status(alloc, pod_name=name, pod_uid=bind.uid, status=claim.get("status"))
+                self.put({**claim, "status": status})
             # A shallow copy is enough: no cached pod is changed in place (see volsched.cache.state).
             status = {**(raw.get("status") or {}), "phase": "Running", "startTime": iso(self.clock())}
             self.put({**raw, "spec": {**(raw.get("spec") or {}), "nodeName": bind.node}, "status": status})
@@ -201,6 +213,7 @@ class MemoryPort:
                 continue
             task = self.state.tasks.get(ev.pod)
             self.remove("Pod", ev.pod)
+            self.release_claims(raw)
             owners = (raw.get("metadata") or {}).get("ownerReferences") or []
             ns = ev.pod.split("/", 1)[0]
             respawned = False
@@ -216,6 +229,18 @@ class MemoryPort:
                 self._moved_off(ev.node, task, raw, respawn=not respawned and not failed, measured=not failed)
             out.append(EvictOutcome(ev, EVICTED))
         return out
+
+    def release_claims(self, pod: Raw) -> None:
+        """Play the resource claim controller for a pod that is gone: out of its claims' ``reservedFor``,
+        and a claim no pod holds any more deallocated."""
+        meta = pod.get("metadata") or {}
+        uid = str(meta.get("uid") or "")
+        for key, claim in list(self.resource_claims.items()):
+            if not key.startswith(f"{meta.get('namespace')}/"):
+                continue
+            status = released_status(claim.get("status"), pod_uid=uid)
+            if status is not None:
+                self.put({**claim, "status": status})
 
     def remake(self, raw: Raw) -> bool:
         """Play the owner of an evicted pod that no Job of the simulator's owns: whether it made the
