@@ -21,7 +21,9 @@ def _stage_one() -> list[Obj]:
     """Three nodes of 8 cpu, filled by queue lender, with a few protected pods among its pods."""
     objs: list[Obj] = [*(node(f"n{i}", cpu="8") for i in range(3))]
     objs += [priority_class("high", 1000), priority_class("low", 10)]
-    objs += [queue("lender"), queue("capped", weight=2, capability={"cpu": "6"}), queue("shut")]
+    # lender allows its jobs to mark pods not preemptable (tenancy): the keep pods are protected
+    objs += [queue("lender", allowNotPreemptable=True), queue("capped", weight=2, capability={"cpu": "6"})]
+    objs += [queue("shut")]
     objs += job("lend", ns="ns-l", queue="lender", size=18, min_member=4)
     objs += job("keep", ns="ns-l", queue="lender", size=2, preemptable=False)
     objs += job("low", ns="ns-c", queue="capped", size=4, priority_class="low")
