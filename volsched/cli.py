@@ -1,4 +1,4 @@
-"""The ``volsched`` command line: ``simulate`` (in memory) and ``run`` (the operator).
+"""The ``volsched`` command line: ``simulate`` (in memory), ``check-config`` and ``run`` (the operator).
 
 A user's mistake (bad YAML, a bad field, an unknown plugin) ends with exit status 2 and one message
 naming where it is, never a traceback.
@@ -103,6 +103,18 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(keep=args.keep)
 
 
+def _check_config(args: argparse.Namespace) -> int:
+    from volsched.configcheck import check
+
+    problems = [p for path in args.files for p in check(path)]
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        return 2
+    print(f"{', '.join(args.files)}: the scheduler config loads")
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     from volsched.operator import main as operator_main
 
@@ -172,6 +184,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="leave the cluster running at the end (prints a kubeconfig for kubectl)",
     )
     demo.set_defaults(func=_demo)
+    check = sub.add_parser(
+        "check-config",
+        help="check a scheduler config as the operator loads it (exit 2 naming file, line and field)",
+        description="Check scheduler configs as the operator loads them: a config file, a ConfigMap "
+        "with key volsched-scheduler.conf (e.g. helm template ... | volsched check-config -), or the chart's "
+        "values (schedulerConfig and metrics.source). Exit 0 when they load, 2 with one line per problem.",
+    )
+    check.add_argument("files", nargs="+", metavar="FILE", help="a YAML file, or - for standard input")
+    check.set_defaults(func=_check_config)
     run = sub.add_parser("run", help="run the operator against the cluster in the current kubeconfig")
     run.add_argument("operator_args", nargs=argparse.REMAINDER)
     run.set_defaults(func=_run)

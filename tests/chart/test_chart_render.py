@@ -203,3 +203,26 @@ def test_bad_values_are_refused_naming_the_value(args: list[str], message: str) 
     proc = helm("template", "volsched", str(CHART), *args, check=False)
     assert proc.returncode != 0
     assert message in proc.stderr
+
+
+def test_the_rendered_scheduler_config_passes_check_config(tmp_path: Path) -> None:
+    """What the chart renders loads as the operator loads it (volsched check-config, as a CI step would
+    run it on ``helm template``); a values file with a bad plugin argument fails it, naming the line."""
+    from volsched.configcheck import check
+
+    rendered = tmp_path / "rendered.yaml"
+    rendered.write_text(helm("template", "volsched", str(CHART)).stdout)
+    assert check(str(rendered)) == []
+    assert check(str(CHART / "values.yaml")) == []
+    values = tmp_path / "values.yaml"
+    values.write_text(
+        yaml.safe_dump(
+            {"schedulerConfig": {"actions": "enqueue, allocate", "tiers": [{"plugins": [
+                {"name": "nodeorder", "arguments": {"leastrequested.weight": -1}}]}]}}
+        )
+    )  # fmt: skip
+    [problem] = check(str(values))
+    assert "argument leastrequested.weight: must be >= 0" in problem
+    rendered.write_text(helm("template", "volsched", str(CHART), "-f", str(values)).stdout)
+    [problem] = check(str(rendered))
+    assert problem.startswith(f"{rendered}:") and "leastrequested.weight: must be >= 0" in problem

@@ -19,6 +19,7 @@ line. Pure parsing: no I/O.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
@@ -244,20 +245,26 @@ def _yaml_error(exc: yaml.YAMLError, *, source: str, document: int, first_line: 
     return InputError(f"not valid YAML{where}: {problem}", source=f"{source}: document {document}")
 
 
-def _load_into(docs: list[Any], loader: Any) -> None:
+def _load_into(docs: list[tuple[Any, Node]], loader: Any) -> None:
     while loader.check_node():
         node = loader.get_node()
-        docs.append(loader.construct_document(node))
+        docs.append((loader.construct_document(node), node))
 
 
 def load_all(data: str | bytes, *, source: str) -> list[Any]:
-    """Every document of a YAML stream (``None`` for an empty one), within the bounds above.
+    """Every document of a YAML stream (``None`` for an empty one), within the bounds above."""
+    return [doc for doc, _ in load_all_nodes(data, source=source)]
+
+
+def load_all_nodes(data: str | bytes, *, source: str) -> list[tuple[Any, Node]]:
+    """Every document of a YAML stream with the node it was built from (where each field stands in the
+    text: see :func:`line_of`), within the bounds above.
 
     libyaml's own nesting limit (PyYAML 6.0.4 on) fires where its scanner reads ahead, beyond this
     module's :data:`MAX_DEPTH`: the document it stops in is read again by the pure-Python parser, which
     has none, so the error is this module's, at the same place, whichever PyYAML is installed."""
     text = decode_utf8(data, source=source) if isinstance(data, bytes) else data
-    docs: list[Any] = []
+    docs: list[tuple[Any, Node]] = []
     loader: Any = _Loader(text)
     first_line = 0  # of the text the loader reads
     # Loading allocates millions of objects and frees none (nor makes cycles: recursive aliases are
@@ -305,6 +312,26 @@ def _after_last_document(text: str, done: Any) -> tuple[int, int] | None:
     if not 0 < offset <= len(text) or text[offset - 1] not in "\n\r\x85\u2028\u2029":
         return None
     return line, offset
+
+
+def line_of(node: Node, path: Sequence[str | int]) -> int | None:
+    """The line (1-based) of the field at ``path`` (map keys and list indexes) in a composed document:
+    the line of its key, or of the deepest part of the path that is there; None for none of it."""
+    line: int | None = None
+    for part in path:
+        if isinstance(node, MappingNode):
+            for key, value in node.value:
+                if isinstance(key, ScalarNode) and key.value == str(part):
+                    line, node = key.start_mark.line + 1, value
+                    break
+            else:
+                return line
+        elif isinstance(node, SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
 
 
 def load_one(data: str | bytes, *, source: str) -> Any:

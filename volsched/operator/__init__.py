@@ -691,6 +691,7 @@ class Operator:
             liveness=self._liveness(),
             config_read=self.reloader.known,
             config=f"ConfigMap {c.namespace}/{c.name}: {self.reloader.unread}",
+            rejected=self.reloader.standing_in,
         )
 
     # --- lifecycle ---------------------------------------------------------------------------------------

@@ -34,13 +34,21 @@ def health_problem(*, synced: bool, last_tick: float, period: float, now: float)
     return None
 
 
-def readiness_problem(*, liveness: str | None, config_read: bool, config: str) -> str | None:
-    """Why ``/readyz`` answers 503, or None: what ``/healthz`` fails on, and the scheduler config not read
+def readiness_problem(
+    *, liveness: str | None, config_read: bool, config: str, rejected: str | None = None
+) -> str | None:
+    """Why ``/readyz`` answers 503, or None: what ``/healthz`` fails on, the scheduler config not read
     yet (sessions are held: a replica that could not read it decides nothing, and a restart would not
-    help, so it is no liveness failure). ``config`` names the ConfigMap and why it is unread."""
+    help, so it is no liveness failure), and the user's config rejected with none of theirs loaded
+    before (``rejected``: where and why; the built-in default runs meanwhile, which the user did not
+    choose). ``config`` names the ConfigMap and why it is unread."""
     problems = [liveness] if liveness else []
     if not config_read:
         problems.append(f"scheduler config not read ({config}): no session runs until it is")
+    if rejected:
+        problems.append(
+            f"scheduler config rejected ({rejected}): the built-in default runs until a config of yours loads"
+        )
     return "; ".join(problems) or None
 
 

@@ -1,6 +1,8 @@
 """The scheduler config from its ConfigMap (:class:`ConfigReloader`): read at start and whenever its
 resourceVersion changes (polled every ``config.poll_every`` seconds); a config that does not load is
-rejected with an event on the ConfigMap and a log line, and the last good one stays in force. Until the
+rejected with an event on the ConfigMap and a log line, and the last good one stays in force (when
+none of the user's has loaded yet, the built-in default runs and ``standing_in`` says why: the operator
+is not ready until a config of theirs loads, or the ConfigMap goes). Until the
 ConfigMap has been read once (found absent counts: the built-in default is then the user's choice), no
 config is the user's: ``known`` is False, the read is retried at each session's turn (at most every
 :data:`UNREAD_RETRY` seconds), and the operator runs no session (a failed first read never lets the
@@ -75,6 +77,10 @@ class ConfigReloader:
         self.version: str | None = None
         self.error: str | None = None
         self.known = False
+        #: Why the built-in default stands in for the user's config: their ConfigMap's config was
+        #: rejected and none of theirs has loaded yet (the operator is not ready meanwhile); else None.
+        self.standing_in: str | None = None
+        self._loaded_once = False  # a config of the ConfigMap's has loaded (the default is not in force)
         #: Why the last read failed, while the ConfigMap has never been read (its status, or the
         #: failure's type: never the answer's text).
         self.unread = "not read yet"
@@ -172,6 +178,12 @@ class ConfigReloader:
                 s.namespace, s.name, min(s.poll_every, UNREAD_RETRY),
             )  # fmt: skip
 
+    def _user_config(self) -> None:
+        """The config in force is the user's choice now: the default no longer stands in for one."""
+        if self.standing_in is not None:
+            self.standing_in = None
+            log.info("ready: the scheduler config in force is %s", self.config.source)
+
     def _read_behind(self) -> None:
         """The poll's read on a thread of its own (one at a time). Whether the apiserver answered is told
         to ``health`` as the answer comes, and a failure said then (a verdict judged later, on another
@@ -212,6 +224,7 @@ class ConfigReloader:
         if cm is None or cm.text is None:
             what = f"ConfigMap {s.namespace}/{s.name}" + ("" if cm is None else f" has no key {s.key!r}")
             log.info("%s; using %s", what if cm is not None else f"{what} not found", self.config.source)
+            self._user_config()  # no config of theirs: what is in force is what they chose
             return first
         source = f"ConfigMap {s.namespace}/{s.name} key {s.key} (resourceVersion {version})"
         try:
@@ -240,9 +253,18 @@ class ConfigReloader:
             error = self.writer.post_event(body)
             if error:
                 log.warning("%s", error)
+            if not self._loaded_once:  # the built-in default is in force: say so until one of theirs is
+                self.standing_in = f"{source}: {message}"
+                log.warning(
+                    "not ready: the built-in default config runs in place of the rejected one (%s) "
+                    "until a config of yours loads",
+                    source,
+                )
             return first
         self.config = replace(config, source=source)
         self.error = None
+        self._loaded_once = True
+        self._user_config()
         self.on_load(config)
         self.reloads.labels("loaded").inc()
         log.info("loaded scheduler config from %s: actions %s", source, ", ".join(config.actions))
