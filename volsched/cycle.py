@@ -17,8 +17,11 @@ decisions to a :class:`Port`, and feed what came of them back into the cache thr
   again when it ends before the watch showed the pod bound) and *forgotten* when it
   failed (the pod is pending again, for the next cycle to plan); a conflict puts the pod as the API
   has it into the cache, a pod that is gone is deleted from it;
-* a pod evicted (or perhaps evicted: ``UNKNOWN``) that may not return to its node keeps its owner's
-  replacement off that node (``ClusterState.moved_off``);
+* a pod evicted (or perhaps evicted: ``UNKNOWN``) is being deleted in the cache from the outcome on
+  (``Feeder.assume_evicted``), as an assumed bind is bound: the next session, which may run before the
+  watch delivers the deletion, does not count it as running (a gang's spare) nor evict it again; one
+  that may not return to its node keeps its owner's replacement off that node
+  (``ClusterState.moved_off``);
 * PodGroup phases the session computed are written back to the cache, and the carryover it handed
   back (state plugins keep across sessions) is stored for the next session;
 * then the port writes status, conditions and events.
@@ -326,10 +329,14 @@ def _settle(
                 feeder.apply("Pod", outcome.pod)
     for ev in evictions:
         e = ev.eviction
-        if ev.result in (EVICTED, UNKNOWN) and not e.may_return:
-            # An eviction that settles in a later cycle finds the pod's owner in the cache, if still there.
+        if ev.result in (EVICTED, UNKNOWN):
+            # Read first: an eviction that settles in a later cycle finds the pod's owner in the cache,
+            # if still there.
             task = moving[e.pod] if e.pod in moving else state.tasks.get(e.pod)
-            if task is not None:
+            # Being deleted from now on, not running until the watch says so: the next session must
+            # not count it (a gang's spare) nor evict it again.
+            feeder.assume_evicted(e.pod, e.uid, at=now, unsure=ev.result == UNKNOWN)
+            if task is not None and not e.may_return:
                 state.moved_off(task, e.node, now=now)
         elif ev.result == GONE:
             _delete_pod(feeder, e.pod)

@@ -10,6 +10,12 @@ Two things make a watch-fed cache safe to schedule from:
   it; a failed bind undoes that (``forget``); a completed one starts the assumption's time to live
   (``finish``). An event showing the pod still unbound does not undo an assumption while its bind is
   in flight, nor after, until it expires.
+* Assumed evictions. A pod evicted (or perhaps evicted: the outcome unknown) is being deleted in the
+  cache from the eviction's outcome on (``assume_evicted``: a ``deletionTimestamp`` of the cache's own
+  laid over it, so its task is releasing), not running until the watch delivers the deletion: the next
+  session counts what is really left (a gang's spare for its victim filter, a budget's healthy pods)
+  and does not evict it, or another, again. An event not showing the deletion does not undo that
+  until the assumption's time to live ends; then a perhaps-evicted pod is the API's running pod again.
 
 No I/O happens here.
 """
@@ -24,6 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from volsched.cache.doorbell import ARRIVED
@@ -76,6 +83,22 @@ class Assumption:
     unsure: bool = False
 
 
+@dataclass(slots=True)
+class EvictionAssumption:
+    uid: str
+    #: The ``metadata.deletionTimestamp`` laid over the API's pod: microseconds, which the API's own
+    #: (whole seconds) never has, so the cache tells its own from the API's.
+    stamp: str
+    expires: float
+    #: The eviction may not have happened (its outcome is UNKNOWN): when the time to live ends before the
+    #: watch showed the pod being deleted, the pod is the API's running pod again.
+    unsure: bool = False
+
+
+def _stamp(at: float) -> str:
+    return datetime.fromtimestamp(at, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def _unassumed(raw: Raw, a: Assumption | None) -> Raw:
     """The API's pod under the cached ``raw``: without the node assumption ``a`` laid over it, if so."""
     spec = raw.get("spec") or {}
@@ -108,6 +131,7 @@ class Feeder:
         self._deleted: dict[tuple[str, str | None, str], tuple[int, float]] = {}
         self.tombstone_ttl = tombstone_ttl
         self._assumed: dict[str, Assumption] = {}
+        self._evicting: dict[str, EvictionAssumption] = {}
         self.rejected: dict[str, Rejection] = {}  # "Kind ns/name" -> why the cache refused it
 
     # --- events -------------------------------------------------------------------------------------------
@@ -128,12 +152,13 @@ class Feeder:
                 # Laid over and stored under one hold of the lock: a forget (or assume) that runs in
                 # between would be undone by an overlay computed before it.
                 # The API shows the bind the cache assumed: nothing new for a session.
-                a = self._assumed.get(f"{key[1]}/{key[2]}")
+                pod_key = f"{key[1]}/{key[2]}"
+                a = self._assumed.get(pod_key)
+                e = self._evicting.get(pod_key)
+                uid = str((obj.get("metadata") or {}).get("uid") or "")
                 confirming = (
-                    a is not None
-                    and (obj.get("spec") or {}).get("nodeName") == a.node
-                    and str((obj.get("metadata") or {}).get("uid") or "") == a.uid
-                )
+                    a is not None and (obj.get("spec") or {}).get("nodeName") == a.node and uid == a.uid
+                ) or (e is not None and uid == e.uid and bool(obj["metadata"].get("deletionTimestamp")))
                 obj = self._overlay(obj)
                 return self._store(kind, key, obj, strict=strict, confirming=confirming)
         return self._store(kind, key, obj, strict=strict)
@@ -187,6 +212,7 @@ class Feeder:
             self._seen.pop(key, None)
             if kind == "Pod":
                 self._assumed.pop(f"{key[1]}/{key[2]}", None)
+                self._evicting.pop(f"{key[1]}/{key[2]}", None)
         self.state.delete(kind, key[1], key[2])
 
     # --- assumed binds --------------------------------------------------------------------------------------
@@ -194,6 +220,16 @@ class Feeder:
     def _overlay(self, pod: Raw) -> Raw:
         meta = pod.get("metadata") or {}
         key = f"{meta.get('namespace')}/{meta.get('name')}"
+        e = self._evicting.get(key)
+        if e is not None:
+            if (
+                (meta.get("deletionTimestamp") and meta["deletionTimestamp"] != e.stamp)
+                or str(meta.get("uid") or "") != e.uid
+                or self._clock() >= e.expires
+            ):
+                self._evicting.pop(key, None)  # the API shows the deletion (or it is another pod now)
+            elif not meta.get("deletionTimestamp"):
+                pod = {**pod, "metadata": {**meta, "deletionTimestamp": e.stamp}}
         a = self._assumed.get(key)
         if a is None:
             return pod
@@ -246,6 +282,33 @@ class Feeder:
             undo = self._unassume(pod_key, self._assumed.pop(pod_key, None))
         self._pending_again([undo] if undo else [])
 
+    # --- assumed evictions ----------------------------------------------------------------------------------
+
+    def assume_evicted(self, pod_key: str, uid: str, *, at: float, unsure: bool = False) -> bool:
+        """The pod was evicted (``unsure``: may have been, the outcome unknown) at ``at`` (Unix seconds):
+        it is being deleted in the cache at once, its task releasing (it still holds its node until the
+        watch delivers the deletion), for ``assume_ttl`` unless the watch shows the deletion first.
+        Returns whether the cached pod changed (not when it is gone, already being deleted, or another
+        pod by that name: ``uid``, if given, is the evicted one's)."""
+        with self._lock:
+            raw = self.state.raw_pods.get(pod_key)
+            meta = (raw.get("metadata") or {}) if raw is not None else {}
+            held = str(meta.get("uid") or "")
+            if raw is None or meta.get("deletionTimestamp") or (uid and held != uid):
+                return False
+            stamp = _stamp(at)
+            self._evicting[pod_key] = EvictionAssumption(
+                uid=held, stamp=stamp, expires=self._clock() + self.assume_ttl, unsure=unsure
+            )
+            ns, _, name = pod_key.partition("/")
+            pod = {**raw, "metadata": {**meta, "deletionTimestamp": stamp}}
+            return self._store("Pod", ("Pod", ns or None, name), pod, strict=False)
+
+    def is_evicting(self, pod_key: str) -> bool:
+        """Whether the cache shows ``pod_key`` evicted before the watch has (see ``assume_evicted``)."""
+        with self._lock:
+            return pod_key in self._evicting
+
     def _unassume(self, pod_key: str, a: Assumption | None) -> tuple[Raw, Raw] | None:
         """(under ``_lock``) The API's unbound pod under the cached one, with the cached one, when the
         cache shows ``a``'s node laid over it (while assumed, the cached pod is the API's unbound pod
@@ -275,6 +338,17 @@ class Feeder:
                 a = self._assumed.pop(key)
                 if a.unsure and (u := self._unassume(key, a)) is not None:
                     undo.append(u)
+            gone = [key for key, e in self._evicting.items() if now >= e.expires]
+            for key in gone:
+                e = self._evicting.pop(key)
+                raw = self.state.raw_pods.get(key)
+                meta = (raw.get("metadata") or {}) if raw is not None else {}
+                if e.unsure and raw is not None and meta.get("deletionTimestamp") == e.stamp:
+                    # Never evicted, as far as the watch tells: running again, as the API has it.
+                    api = {**raw, "metadata": {k: v for k, v in meta.items() if k != "deletionTimestamp"}}
+                    ns, _, name = key.partition("/")
+                    self._store("Pod", ("Pod", ns or None, name), api, strict=False)
+            expired += gone
         self._pending_again(undo)
         if undo:  # pods of ours waiting again, as a pod event showing them pending again would ring
             self.state.doorbell.ring(ARRIVED)
