@@ -185,6 +185,23 @@ CASES: list[tuple[str, list[Obj], list[str]]] = [
         [],
     ),
     (
+        "a pool with a slice missing is being updated: its devices wait",
+        [node("n1"), GPU, resource_slice("s0", [gpu("g0")], node="n1", count=2), resource_claim("c")],
+        [],
+    ),
+    (
+        "only a pool's newest generation counts",
+        [
+            node("n1"),
+            GPU,
+            resource_slice("old", [gpu("g0")], node="n1", pool="p", generation=1),
+            resource_slice("new", [gpu("g1", model="t4")], node="n1", pool="p", generation=2),
+            resource_claim("c", [device_request(cls="a100")]),
+            A100,
+        ],
+        [],
+    ),
+    (
         "an allocated claim pins the pod to its node",
         two_nodes([gpu("g0")], [gpu("g0")], resource_claim("c", allocated=[("n2", "g0")])),
         ["n2"],

@@ -48,6 +48,9 @@ IntArray = npt.NDArray[np.intp]
 
 #: How many devices the exact search on one node may try before it gives up on the node.
 SEARCH_STEPS = 20_000
+#: Up to this many nodes, which can give a pod its devices is counted node by node (a placement changes
+#: one node: counting every (node, device) pair again would cost more).
+_FEW_NODES = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,14 +324,27 @@ class Claim:
     @property
     def signature(self) -> str:
         """What node filters read of the claim: two claims with the same signature fit the same nodes."""
-        return json.dumps(
-            [
-                [[r.name, r.device_class, r.selectors, r.all, r.count, r.unsupported] for r in self.requests],
-                [[c.attribute, c.requests] for c in self.constraints],
-                self.unsupported,
-                self.deleting,
-            ]
-        )
+        key = (self.requests, self.constraints, self.unsupported, self.deleting)
+        found = _SIGNATURES.get(key)
+        if found is None:
+            if len(_SIGNATURES) >= 4096:
+                _SIGNATURES.clear()
+            found = _SIGNATURES[key] = json.dumps(
+                [
+                    [
+                        [r.name, r.device_class, r.selectors, r.all, r.count, r.unsupported]
+                        for r in self.requests
+                    ],
+                    [[c.attribute, c.requests] for c in self.constraints],
+                    self.unsupported,
+                    self.deleting,
+                ]
+            )
+        return found
+
+
+#: Claims' signatures by what they are made of (the claims of one template share one).
+_SIGNATURES: dict[tuple[Any, ...], str] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -499,10 +515,32 @@ class DeviceState:
         #: Claims this session allocated (claim key -> allocation), and what each task took.
         self.allocated: dict[str, ClaimAllocation] = {}
         self.by_task: dict[str, tuple[ClaimAllocation, ...]] = {}
+        self._plans: dict[tuple[Any, ...], _Plan] = {}
 
     # --- resolving a pod's claims -----------------------------------------------------------------
 
     def plan(self, namespace: str, pod_claims: Sequence[PodClaim], *, pod_uid: str = "") -> _Plan:
+        """What a pod's claims need (kept while none of its claims is allocated or given back in the
+        session since)."""
+        key = (namespace, tuple(pod_claims), pod_uid)
+        found = self._plans.get(key)
+        if found is not None and self._still(found):
+            return found
+        plan = self._plan(namespace, pod_claims, pod_uid=pod_uid)
+        self._plans[key] = plan
+        return plan
+
+    def _still(self, plan: _Plan) -> bool:
+        """Whether ``plan`` holds: its claims to allocate are not allocated in the session, and those it
+        follows still are as they were."""
+        allocated = self.allocated
+        if not allocated:
+            return not any(not a.existing for _, a in plan.pinned)
+        return all(c.key not in allocated for c in plan.fresh) and all(
+            a.existing or allocated.get(c.key) is a for c, a in plan.pinned
+        )
+
+    def _plan(self, namespace: str, pod_claims: Sequence[PodClaim], *, pod_uid: str = "") -> _Plan:
         claims: list[Claim] = []
         problems: list[str] = []
         for pc in pod_claims:
@@ -588,13 +626,29 @@ class DeviceState:
             return ok
         if not len(self.catalog):
             return np.zeros(len(idx), dtype=bool)
-        for w in plan.wants:
-            avail, total = self._counts(w)
-            a, t = avail[idx], total[idx]
-            ok &= ((a == t) & (t >= 1)) if w.request.all else (a >= w.request.count)
+        if len(idx) <= _FEW_NODES:  # a node or two that changed: their own devices, not every pair
+            for k, i in enumerate(idx.tolist()):
+                if ok[k]:
+                    on_node = self.catalog.on_node(i)
+                    free = self.free[on_node]
+                    for w in plan.wants:
+                        hit = w.match[on_node]
+                        matching, available = int(hit.sum()), int((hit & free).sum())
+                        if w.request.all:
+                            enough = available == matching and matching >= 1
+                        else:
+                            enough = available >= w.request.count
+                        if not enough:
+                            ok[k] = False
+                            break
+        else:
+            for w in plan.wants:
+                avail, total = self._counts(w)
+                a, t = avail[idx], total[idx]
+                ok &= ((a == t) & (t >= 1)) if w.request.all else (a >= w.request.count)
         if len(plan.wants) > 1 or plan.constraints:
-            for k in np.flatnonzero(ok):
-                ok[k] = self.search(plan, int(idx[k])) is not None
+            for j in np.flatnonzero(ok).tolist():
+                ok[j] = self.search(plan, int(idx[j])) is not None
         return ok
 
     def search(self, plan: _Plan, node: int) -> list[list[int]] | None:
@@ -602,6 +656,13 @@ class DeviceState:
         first set found trying the node's free devices in the catalog's order, every constraint held."""
         on_node = self.catalog.on_node(node)
         free = self.free
+        if len(plan.wants) == 1 and not plan.constraints:  # one request: the first free matching devices
+            w = plan.wants[0]
+            hit = on_node[w.match[on_node]]
+            if w.request.all:
+                return [hit.tolist()] if len(hit) and free[hit].all() else None
+            hit = hit[free[hit]]
+            return [hit[: w.request.count].tolist()] if len(hit) >= w.request.count else None
         cands: list[list[int]] = []
         for w in plan.wants:
             matching = [int(d) for d in on_node if w.match[d]]
