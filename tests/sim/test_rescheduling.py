@@ -250,7 +250,7 @@ def test_the_avoided_node_is_free_again_after_the_expiry():
                     }
                 ]
             },
-            "unknown resource 'gpu'",
+            "thresholds (gpu) and targetThresholds (cpu) must name the same resources",
         ),
         ({"strategies": [LOW_NODE], "interval": "often"}, "argument interval: expected a duration >= 0"),
         ({"strategies": [LOW_NODE], "queueSelector": "default"}, "argument queueSelector: expected a list"),

@@ -177,3 +177,33 @@ def test_a_task_takes_the_runtime_its_pod_reports_whatever_the_pods_of_its_spec_
         build_task(first, priority_classes={})
         raw = make()
         assert build_task(raw, priority_classes={}).runtime == pod_runtime(raw)
+
+
+@pytest.mark.parametrize(
+    ("resources", "status_qos", "expected"),
+    [
+        ([{}], None, "BestEffort"),
+        ([{"requests": {"nvidia.com/gpu": "1"}}], None, "BestEffort"),  # only cpu and memory count
+        ([{"requests": {"cpu": "1"}}], None, "Burstable"),
+        ([{"limits": {"cpu": "1", "memory": "1Gi"}}], None, "Guaranteed"),  # requests default to limits
+        (
+            [{"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1", "memory": "1Gi"}}],
+            None,
+            "Guaranteed",
+        ),
+        ([{"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m"}}], None, "Burstable"),
+        ([{"limits": {"cpu": "1", "memory": "1Gi"}}, {}], None, "Burstable"),  # every container must be
+        ([{"requests": {"cpu": "lots"}}], None, "BestEffort"),  # malformed: counts as none, never an error
+        ([{"requests": {"cpu": "1"}}], "Guaranteed", "Guaranteed"),  # the apiserver's word wins
+    ],
+)
+def test_the_qos_class_is_the_apiservers_or_worked_out_as_kubernetes_does(
+    resources: list[dict[str, Any]], status_qos: str | None, expected: str
+):
+    raw = pod("p", node="n1", cpu=None)
+    raw["spec"]["containers"] = [
+        {"name": f"c{i}", "image": "x", "resources": r} for i, r in enumerate(resources)
+    ]
+    if status_qos:
+        raw["status"]["qosClass"] = status_qos
+    assert pod_runtime(raw).qos == expected

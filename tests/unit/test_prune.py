@@ -258,6 +258,7 @@ def test_what_the_scheduler_never_reads_is_gone_and_the_original_is_untouched() 
         "initContainerStatuses",
         "ephemeralContainerStatuses",
         "conditions",
+        "qosClass",
     }
     assert pruned["status"]["initContainerStatuses"][0]["state"] == {
         "terminated": {"reason": "Completed", "exitCode": 3}

@@ -63,7 +63,7 @@ POD_SPEC_KEYS = (
     "resourceClaims",
 )
 CONTAINER_KEYS = ("name", "image", "resources", "ports", "restartPolicy")
-POD_STATUS_KEYS = ("phase", "reason", "startTime", "nominatedNodeName", "resourceClaimStatuses")
+POD_STATUS_KEYS = ("phase", "reason", "startTime", "nominatedNodeName", "resourceClaimStatuses", "qosClass")
 CONTAINER_STATUS_KEYS = ("name", "restartCount")
 NODE_SPEC_KEYS = ("taints", "unschedulable")
 NODE_STATUS_KEYS = ("allocatable", "capacity", "addresses")

@@ -395,6 +395,37 @@ def pod_ready(pod: Mapping[str, Any]) -> bool:
     return any(ready_conditions(status.get("conditions") if isinstance(status, _MAP) else None))
 
 
+QOS_CLASSES = ("BestEffort", "Burstable", "Guaranteed")
+
+
+def pod_qos(spec: Any) -> str:
+    """The QoS class Kubernetes gives a pod of this spec: ``BestEffort`` without a cpu or memory request
+    or limit in any container, ``Guaranteed`` when every container has cpu and memory limits and its
+    requests (where given) equal them, else ``Burstable``. A malformed amount counts as none."""
+    containers: list[Any] = []
+    for key in ("containers", "initContainers"):
+        value = spec.get(key) if isinstance(spec, _MAP) else None
+        containers += value if isinstance(value, list) else []
+    guaranteed, seen = True, False
+    for c in containers:
+        res = c.get("resources") if isinstance(c, _MAP) else None
+        res = res if isinstance(res, _MAP) else {}
+        amounts: list[dict[str, float]] = []
+        for part in ("requests", "limits"):
+            try:
+                parsed = parse_resource_map(res.get(part), where="")
+            except InputError:
+                parsed = {}
+            amounts.append({k: v for k, v in parsed.items() if k in (CPU, MEMORY) and v > 0})
+        requests, limits = amounts
+        seen = seen or bool(requests) or bool(limits)
+        if set(limits) != {CPU, MEMORY} or any(limits.get(k) != v for k, v in requests.items()):
+            guaranteed = False
+    if not seen:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
 def pod_runtime(pod: Raw) -> PodRuntime:
     """The :class:`PodRuntime` of a raw pod; malformed status entries are skipped, never an error (the
     kubelet writes them, not the user)."""
@@ -420,6 +451,9 @@ def pod_runtime(pod: Raw) -> PodRuntime:
     )
     reason = status.get("reason")
     conditions = status.get("conditions")
+    qos = status.get("qosClass")
+    if qos not in QOS_CLASSES:
+        qos = pod_qos(spec)
     volumes = spec.get("volumes") if isinstance(spec, _MAP) else None
     local = any(
         isinstance(v, _MAP) and (v.get("emptyDir") is not None or v.get("hostPath") is not None)
@@ -439,6 +473,7 @@ def pod_runtime(pod: Raw) -> PodRuntime:
         exit_codes=codes,
         init_exit_codes=init_codes,
         phase_unknown=status.get("phase") == "Unknown",
+        qos=str(qos),
         images=tuple(images),
         owner_kinds=kinds,
         unready=unready,

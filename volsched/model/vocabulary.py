@@ -103,6 +103,9 @@ class PodRuntime:
     init_exit_codes: tuple[int, ...] = ()
     #: The phase is ``Unknown`` (the node stopped reporting); the task's status says Bound.
     phase_unknown: bool = False
+    #: The pod's QoS class (``status.qosClass``, else worked out from its spec as Kubernetes does; the
+    #: commonest, ``Burstable``, for a task no pod was read for).
+    qos: str = "Burstable"
     #: Images of the app containers, sorted (pods of one owner with the same images are duplicates).
     images: tuple[str, ...] = ()
     #: Kinds of every ``ownerReferences`` entry (controller or not).

@@ -26,7 +26,7 @@ Arguments (as in Volcano's rescheduling design; strategy params as the deschedul
 The strategies play three parts:
 
 * *selectors* decide what moves and why (``volsched.plugins.rescheduling.strategies``): ``lowNodeUtilization``,
-  ``highNodeUtilization`` (both on estimated real usage, see ``volsched.plugins.usage``),
+  ``highNodeUtilization`` (both on estimated real usage, see ``volsched.plugins.usage``, or by requests),
   ``removeDuplicates``, ``removePodsViolatingNodeAffinity``, ``removePodsViolatingNodeTaints``,
   ``removePodsViolatingInterPodAntiAffinity``, ``removePodsViolatingTopologySpreadConstraint``,
   ``podLifeTime``, ``removePodsHavingTooManyRestarts`` and ``removeFailedPods``. The descheduler's
@@ -35,7 +35,8 @@ The strategies play three parts:
   (``volcano.sh/preemptable`` is accepted too).
 * ``lowPriorityFirst``, ``shortLifeTimeFirst`` (latest start first), ``bigObjectFirst`` (largest dominant
   resource share of the cluster first) and ``moreReplicasFirst`` (jobs with most pods first) order the
-  candidates; the first listed is the strongest key. Ties: lower priority, then name.
+  candidates; the first listed is the strongest key. Ties: lower priority, then QoS class (BestEffort
+  first, then Burstable), then name.
 
 Strategies without a selector would evict nothing, so such a config is rejected.
 Candidates are pods of this scheduler that the default evictor (``evictor.py``) does not protect: by
@@ -77,6 +78,8 @@ LAST_RUN_KEY = "rescheduling.last_run"
 VICTIM_REASONS = "victim_reasons"
 
 FILTERS = ("offlineOnly",)
+#: Which QoS class goes first among pods of one priority.
+QOS_RANK = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
 ORDERS = ("lowPriorityFirst", "shortLifeTimeFirst", "bigObjectFirst", "moreReplicasFirst")
 
 
@@ -271,7 +274,8 @@ class Rescheduling(BasePlugin):
                 parts.append(lambda t: -replicas(t))
 
         def key(t: Task) -> tuple[Any, ...]:
-            return (*(p(t) for p in parts), t.priority, t.key)
+            # Among pods of one priority, BestEffort first, then Burstable, as the descheduler orders them.
+            return (*(p(t) for p in parts), t.priority, QOS_RANK.get(t.runtime.qos, 1), t.key)
 
         return key
 

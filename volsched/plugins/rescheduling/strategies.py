@@ -13,8 +13,8 @@ PodDisruptionBudgets, and the evicted pod's owner keeps off the node it left (no
 Placement constraints are read with the same code placement uses (``volsched.model.constraints``:
 node selector, required node affinity, taints, and the per-topology-domain counts of inter-pod
 anti-affinity and topology spread) and "another node could take it" is the session's own filter mask
-(``session.feasible_nodes``). Node utilization is the usage plugin's estimate of real
-usage (``volsched.plugins.shared.usage_estimate``).
+(``session.feasible_nodes``) with the nodes' free capacity. Node utilization is the usage plugin's
+estimate of real usage (``volsched.plugins.shared.usage_estimate``) or the pods' requests.
 
 No I/O happens here.
 """
@@ -22,6 +22,7 @@ No I/O happens here.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
@@ -39,13 +40,13 @@ from volsched.model.constraints import (
     tolerates,
 )
 from volsched.model.errors import InputError
-from volsched.model.resources import EPS, PODS
+from volsched.model.resources import CPU, EPS, MEMORY
 from volsched.model.vocabulary import ALLOCATED_STATUSES, Task, TaskStatus
 from volsched.plugins.rescheduling.evictor import Evictor
 from volsched.plugins.shared.usage_estimate import UsageEstimate, build_estimate
 
-UTILIZATION_RESOURCES = ("cpu", "memory", "pods")
-_RESOURCE_ALIASES = {"cpu": "cpu", "memory": "memory", "mem": "memory", "pods": "pods"}
+#: A resource name as Kubernetes writes one (``cpu``, ``nvidia.com/gpu``, ``hugepages-2Mi``).
+_RESOURCE_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 REQUIRED_NODE_AFFINITY = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED_NODE_AFFINITY = "preferredDuringSchedulingIgnoredDuringExecution"
 #: Accepted as the descheduler accepts it, and moves nothing: Kubernetes has no such node affinity yet.
@@ -251,18 +252,20 @@ class Params:
             raise self.error(key, f"expected a list of integers, got {value!r}")
         return tuple(value)
 
-    def percentages(self, key: str, *, required: bool) -> tuple[float, float, float]:
+    def thresholds(self, key: str) -> dict[str, float]:
+        """A required map of resource names (cpu, memory or mem, pods, an extended resource such as
+        ``nvidia.com/gpu``) to percentages; only the resources it names are looked at."""
         raw = self.get(key)
-        if raw is None and not required:
-            return (100.0, 100.0, 100.0)
         at = f"{self.where}.params.{key}"
         if not isinstance(raw, Mapping) or not raw:
-            raise InputError(f"{at}: expected a map of cpu, memory, pods to percentages")
-        out = dict.fromkeys(UTILIZATION_RESOURCES, 100.0)
+            raise InputError(f"{at}: expected a map of resources (cpu, memory, pods, ...) to percentages")
+        out: dict[str, float] = {}
         for name, value in raw.items():
-            resource = _RESOURCE_ALIASES.get(str(name))
-            if resource is None:
-                raise InputError(f"{at}: unknown resource {name!r}; known: cpu, memory, pods")
+            resource = "memory" if name == "mem" else str(name)
+            if not _RESOURCE_NAME.fullmatch(resource):
+                raise InputError(f"{at}: {name!r} is not a resource name")
+            if resource in out:
+                raise InputError(f"{at}: {resource} is given twice")
             if isinstance(value, str):
                 try:
                     value = float(value.rstrip("%"))
@@ -271,7 +274,7 @@ class Params:
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
                 raise InputError(f"{at}.{name}: expected a percentage 0..100, got {value!r}")
             out[resource] = float(value)
-        return (out["cpu"], out["memory"], out["pods"])
+        return dict(sorted(out.items()))
 
     def done(self) -> None:
         unknown = sorted(set(map(str, self.raw)) - self.read)
@@ -364,35 +367,66 @@ def _owner_kinds_excluded(task: Task, kinds: tuple[str, ...]) -> bool:
 
 # --- node utilization ------------------------------------------------------------------------------------
 
+#: Where the utilization strategies read a node's load: the requests of the pods on it, as the
+#: descheduler does by default, or the usage plugin's estimate of real usage (cpu and memory; the other
+#: resources by requests).
+SOURCES = ("requests", "usage")
+
 
 @dataclass
 class Utilization:
-    """Per node, percent of (cpu, memory) by estimated real usage and of pods by count."""
+    """Per node, percent of each named resource used (``names``, as the thresholds name them)."""
 
+    names: tuple[str, ...]
     usage: np.ndarray[Any, np.dtype[np.float64]]
     alloc: np.ndarray[Any, np.dtype[np.float64]]
+    #: Each resource's index in the session's space, and whether the space has it at all.
     dims: np.ndarray[Any, np.dtype[np.intp]]
+    known: np.ndarray[Any, np.dtype[np.bool_]]
+    #: Nodes whose load is known (usage: fresh data; requests: ready), and those that take pods.
     fresh: np.ndarray[Any, np.dtype[np.bool_]]
     schedulable: np.ndarray[Any, np.dtype[np.bool_]]
 
+    def amounts(self, task: Task) -> np.ndarray[Any, np.dtype[np.float64]]:
+        """What ``task`` asks of each named resource."""
+        return np.where(self.known, task.request[self.dims], 0.0)
 
-def utilization(ctx: Context) -> Utilization | None:
-    """None when no node has fresh usage data."""
+    def percent(
+        self, node: int, amounts: np.ndarray[Any, np.dtype[np.float64]]
+    ) -> np.ndarray[Any, np.dtype[np.float64]]:
+        alloc = self.alloc[node]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(alloc > 0, amounts / alloc * 100.0, 0.0)
+
+    def describe(self, node: int, k: int) -> str:
+        return f"{self.names[k]} {self.usage[node, k]:.0f}%"
+
+
+def utilization(ctx: Context, names: tuple[str, ...], source: str) -> Utilization | None:
+    """None when no node's load is known (``usage``: no node has fresh data). A resource a node does not
+    have counts 0% there; a resource without a threshold is not looked at."""
     session = ctx.session
     nodes = session.nodes
-    est = ctx.estimate()
-    if not est.any_fresh:
-        return None
     n = len(nodes)
-    pods = session.space.index(PODS)
-    dims = np.array([*est.dims, pods], dtype=np.intp)
-    usage = np.zeros((n, 3))
-    usage[:, :2] = est.estimate(np.arange(n, dtype=np.intp))
-    alloc = nodes.allocatable[:, dims]
+    index = {name: i for i, name in enumerate(session.space.names)}
+    known = np.array([name in index for name in names], dtype=bool)
+    dims = np.array([index.get(name, 0) for name in names], dtype=np.intp)
+    alloc = np.where(known, nodes.allocatable[:, dims], 0.0)
+    used = np.where(known, nodes.used[:, dims], 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        usage[:, 2] = np.where(alloc[:, 2] > 0, nodes.used[:, pods] / alloc[:, 2] * 100.0, 100.0)
-    schedulable = nodes.ready & np.array([not s.unschedulable for s in nodes.specs], dtype=bool)
-    return Utilization(usage, alloc, dims, est.fresh.copy(), schedulable)
+        usage = np.where(alloc > 0, used / np.where(alloc > 0, alloc, 1.0) * 100.0, 0.0)
+    fresh = nodes.ready.copy()
+    if source == "usage":
+        est = ctx.estimate()
+        if not est.any_fresh:
+            return None
+        measured = est.estimate(np.arange(n, dtype=np.intp))
+        for k, name in enumerate(names):
+            if name in (CPU, MEMORY):
+                usage[:, k] = measured[:, 0 if name == CPU else 1]
+        fresh = est.fresh.copy()
+    schedulable = nodes.ready & ~np.array([s.unschedulable for s in nodes.specs], dtype=bool)
+    return Utilization(names, usage, alloc, dims, known, fresh, schedulable)
 
 
 def _by_node(ctx: Context, where: np.ndarray[Any, np.dtype[np.bool_]]) -> dict[int, list[Task]]:
@@ -404,65 +438,144 @@ def _by_node(ctx: Context, where: np.ndarray[Any, np.dtype[np.bool_]]) -> dict[i
     return out
 
 
+def _source(params: Params) -> str:
+    """``utilization`` (``requests`` or ``usage``), or the descheduler's ``metricsUtilization`` (real
+    usage, measured where volsched's ``metrics:`` section says)."""
+    chosen = params.get("utilization")
+    metrics = params.get("metricsUtilization")
+    if chosen is not None and chosen not in SOURCES:
+        raise params.error("utilization", f"expected one of {', '.join(SOURCES)}, got {chosen!r}")
+    if metrics is not None:
+        ok = isinstance(metrics, Mapping) and (
+            metrics == {"metricsServer": True} or metrics == {"source": "KubernetesMetrics"}
+        )
+        if not ok:
+            raise params.error(
+                "metricsUtilization",
+                "only {metricsServer: true} or {source: KubernetesMetrics} (real usage) is read: volsched "
+                f"measures usage where its metrics: section says; got {metrics!r}",
+            )
+        if chosen == "requests":
+            raise params.error("metricsUtilization", "asks for real usage, and utilization says requests")
+        return "usage"
+    return str(chosen or "usage")
+
+
+def _evictable_namespaces(params: Params) -> frozenset[str]:
+    raw = params.get("evictableNamespaces")
+    if raw is None:
+        return frozenset()
+    names = raw.get("exclude") if isinstance(raw, Mapping) else None
+    if not isinstance(raw, Mapping) or set(raw) - {"exclude"} or not isinstance(names, list):
+        raise params.error(
+            "evictableNamespaces",
+            f"expected {{exclude: [namespaces]}} (include is not supported), got {raw!r}",
+        )
+    if not all(isinstance(x, str) for x in names):
+        raise params.error("evictableNamespaces.exclude", f"expected a list of namespaces, got {names!r}")
+    return frozenset(names)
+
+
+def _fits_among(
+    ctx: Context,
+    task: Task,
+    where: np.ndarray[Any, np.dtype[np.bool_]],
+    idle: np.ndarray[Any, np.dtype[np.float64]],
+    rank: np.ndarray[Any, np.dtype[np.float64]],
+) -> int | None:
+    """The node of ``where`` that takes ``task`` now (every filter, free capacity in ``idle``) with the
+    lowest ``rank``, or None."""
+    fits = ctx.fits_elsewhere(task, idle) & where
+    if not fits.any():
+        return None
+    return int(np.argmin(np.where(fits, rank, np.inf)))
+
+
 @dataclass(frozen=True)
 class LowNodeUtilization:
-    """Pods leave overutilized nodes (above ``targetThresholds`` on any resource), most loaded first,
-    while the node is still over target and the underutilized nodes (below ``thresholds`` on every
-    resource) have room up to their target; active only with more than ``numberOfNodes``
-    underutilized nodes."""
+    """Pods leave overutilized nodes (above ``targetThresholds`` on any named resource), most loaded
+    first, while the node is still over target and the underutilized nodes (at or below ``thresholds``
+    on every named resource) have room up to their target, each pod only if an underutilized node takes
+    it now; active only with more than ``numberOfNodes`` underutilized nodes and not all of them. With
+    ``useDeviationThresholds`` the thresholds are distances below and above the nodes' mean."""
 
     name: ClassVar[str] = "lowNodeUtilization"
-    thresholds: tuple[float, float, float]
-    targets: tuple[float, float, float]
+    names: tuple[str, ...]
+    thresholds: tuple[float, ...]
+    targets: tuple[float, ...]
     number_of_nodes: int = 0
+    deviation: bool = False
+    source: str = "usage"
+    excluded: frozenset[str] = frozenset()
 
     @classmethod
     def parse(cls, params: Params) -> LowNodeUtilization:
-        low = params.percentages("thresholds", required=True)
-        high = params.percentages("targetThresholds", required=True)
+        low = params.thresholds("thresholds")
+        high = params.thresholds("targetThresholds")
         count = int(params.number("numberOfNodes", 0, integer=True))
-        for r, lo, hi in zip(UTILIZATION_RESOURCES, low, high, strict=True):
-            if lo > hi:
+        deviation = params.boolean("useDeviationThresholds", False)
+        if set(low) != set(high):
+            raise InputError(
+                f"{params.where}.params: thresholds ({', '.join(low)}) and targetThresholds "
+                f"({', '.join(high)}) must name the same resources"
+            )
+        for r in low:
+            if low[r] > high[r] and not deviation:
                 raise InputError(
-                    f"{params.where}.params: thresholds.{r} ({lo:g}) is above targetThresholds.{r} ({hi:g})"
+                    f"{params.where}.params: thresholds.{r} ({low[r]:g}) is above targetThresholds.{r} "
+                    f"({high[r]:g})"
                 )
-        return cls(low, high, count)
+        names = tuple(low)
+        return cls(
+            names,
+            tuple(low[r] for r in names),
+            tuple(high[r] for r in names),
+            count,
+            deviation,
+            _source(params),
+            _evictable_namespaces(params),
+        )
 
     def select(self, ctx: Context) -> list[tuple[Task, str]]:
-        u = utilization(ctx)
+        u = utilization(ctx, self.names, self.source)
         if u is None:
             return []
         nodes = ctx.session.nodes
-        low, high = np.array(self.thresholds), np.array(self.targets)
         usage = u.usage
-        under = u.fresh & u.schedulable & np.all(usage < low, axis=1)
+        low, high = np.array(self.thresholds), np.array(self.targets)
+        if self.deviation:
+            mean = usage[u.fresh].mean(axis=0) if u.fresh.any() else np.zeros(len(self.names))
+            low, high = (mean - low).clip(0.0, 100.0), (mean + high).clip(0.0, 100.0)
+        under = u.fresh & u.schedulable & np.all(usage <= low, axis=1)
         over = u.fresh & np.any(usage > high, axis=1)
-        if int(under.sum()) <= self.number_of_nodes or not under.any() or not over.any():
+        count = int(under.sum())
+        if count <= self.number_of_nodes or not under.any() or not over.any() or count == int(u.fresh.sum()):
             return []
         room = ((high - usage[under]).clip(min=0.0) / 100.0 * u.alloc[under]).sum(axis=0)
+        idle = nodes.idle.copy()
+        load = usage.sum(axis=1)
         by_node = _by_node(ctx, over)
         order = sorted(
-            (int(j) for j in np.flatnonzero(over)), key=lambda j: (-float(usage[j].sum()), nodes.names[j])
+            (int(j) for j in np.flatnonzero(over)), key=lambda j: (-float(load[j]), nodes.names[j])
         )
         out: list[tuple[Task, str]] = []
         for i in order:
-            before = usage[i].copy()
+            worst = int(np.argmax(usage[i] - high))
+            why = f"{u.describe(i, worst)} > target {high[worst]:g}%"
             for t in by_node.get(i, []):
                 if not np.any(usage[i] > high) or np.any(room <= 0):
                     break
-                if not ctx.pick(t):
+                if t.namespace in self.excluded:
                     continue
-                request = t.request[u.dims]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    usage[i] -= np.where(u.alloc[i] > 0, request / u.alloc[i] * 100.0, 0.0)
-                room -= request
-                worst = int(np.argmax(before - high))
+                to = _fits_among(ctx, t, under, idle, load)
+                if to is None or not ctx.pick(t):
+                    continue
+                amounts = u.amounts(t)
+                usage[i] -= u.percent(i, amounts)
+                room -= amounts
+                idle[to] -= t.request
                 out.append(
-                    (
-                        t,
-                        f"rescheduling (lowNodeUtilization): node {nodes.names[i]} is overutilized "
-                        f"({UTILIZATION_RESOURCES[worst]} {before[worst]:.0f}% > target {high[worst]:g}%)",
-                    )
+                    (t, f"rescheduling (lowNodeUtilization): node {nodes.names[i]} is overutilized ({why})")
                 )
             if np.any(room <= 0):
                 break
@@ -471,49 +584,60 @@ class LowNodeUtilization:
 
 @dataclass(frozen=True)
 class HighNodeUtilization:
-    """Pods leave underutilized nodes (below ``thresholds`` on every resource), least loaded first, so
-    they pack onto the appropriately utilized nodes (score with binpack); each pod only while those
-    nodes' free capacity by requests still takes it. Nothing moves without an appropriately utilized
-    node or with at most ``numberOfNodes`` underutilized ones."""
+    """Pods leave underutilized nodes (at or below ``thresholds`` on every named resource), least loaded
+    first, so they pack onto the appropriately utilized nodes (score with binpack); each pod only if one
+    of those takes it now (every filter, free capacity by requests, counting the pods sent before it),
+    the most loaded first. Nothing moves without an appropriately utilized node or with at most
+    ``numberOfNodes`` underutilized ones."""
 
     name: ClassVar[str] = "highNodeUtilization"
-    thresholds: tuple[float, float, float]
+    names: tuple[str, ...]
+    thresholds: tuple[float, ...]
     number_of_nodes: int = 0
+    source: str = "usage"
+    excluded: frozenset[str] = frozenset()
 
     @classmethod
     def parse(cls, params: Params) -> HighNodeUtilization:
-        low = params.percentages("thresholds", required=True)
-        return cls(low, int(params.number("numberOfNodes", 0, integer=True)))
+        low = params.thresholds("thresholds")
+        names = tuple(low)
+        return cls(
+            names,
+            tuple(low[r] for r in names),
+            int(params.number("numberOfNodes", 0, integer=True)),
+            _source(params),
+            _evictable_namespaces(params),
+        )
 
     def select(self, ctx: Context) -> list[tuple[Task, str]]:
-        u = utilization(ctx)
+        u = utilization(ctx, self.names, self.source)
         if u is None:
             return []
         nodes = ctx.session.nodes
         low = np.array(self.thresholds)
-        under = u.fresh & np.all(u.usage < low, axis=1)
+        under = u.fresh & np.all(u.usage <= low, axis=1)
         target = u.fresh & u.schedulable & ~under
         if int(under.sum()) <= self.number_of_nodes or not under.any() or not target.any():
             return []
-        room = nodes.idle[target].sum(axis=0)
+        idle = nodes.idle.copy()
+        load = u.usage.sum(axis=1)
         by_node = _by_node(ctx, under)
         order = sorted(
-            (int(j) for j in np.flatnonzero(under)), key=lambda j: (float(u.usage[j].sum()), nodes.names[j])
+            (int(j) for j in np.flatnonzero(under)), key=lambda j: (float(load[j]), nodes.names[j])
         )
         out: list[tuple[Task, str]] = []
         for i in order:
             worst = int(np.argmax(u.usage[i] - low))
+            why = f"{u.describe(i, worst)} <= {low[worst]:g}%"
             for t in by_node.get(i, []):
-                need = t.request > EPS
-                if not np.all(room[need] >= t.request[need] - EPS) or not ctx.pick(t):
+                if t.namespace in self.excluded:
                     continue
-                room -= t.request
+                to = _fits_among(ctx, t, target, idle, -load)
+                if to is None or not ctx.pick(t):
+                    continue
+                idle[to] -= t.request
                 out.append(
-                    (
-                        t,
-                        f"rescheduling (highNodeUtilization): node {nodes.names[i]} is underutilized "
-                        f"({UTILIZATION_RESOURCES[worst]} {u.usage[i][worst]:.0f}% < {low[worst]:g}%)",
-                    )
+                    (t, f"rescheduling (highNodeUtilization): node {nodes.names[i]} is underutilized ({why})")
                 )
         return out
 
