@@ -34,8 +34,8 @@ def _simulate(args: argparse.Namespace) -> int:
     files = args.file or [str(_bundled_example())]
     config = load_config(args.config) if args.config else None
     names = frozenset(n.strip() for n in args.scheduler_names.split(",") if n.strip()) or {"volsched"}
-    if args.replay:
-        return _replay(args, files, config, names)
+    if args.replay or args.trace or args.scenario:
+        return _replay(args, config, names)
     if args.then:
         from volsched.simulate import simulate_stages
 
@@ -59,23 +59,35 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _replay(
-    args: argparse.Namespace, files: list[str], config: SchedulerConfig | None, names: Iterable[str]
-) -> int:
-    """``volsched simulate --replay``: the time mode (see ``docs/simulator-time.md``)."""
+def _replay(args: argparse.Namespace, config: SchedulerConfig | None, names: Iterable[str]) -> int:
+    """``volsched simulate --replay`` (``--trace``, ``--scenario``): the time mode (see
+    ``docs/simulator-time.md``)."""
     from rich.console import Console
 
     from volsched.model.scalars import parse_duration
     from volsched.render import render_replay
     from volsched.simulate import Replay, load_documents, replay_json
+    from volsched.simulate.scenarios import SCENARIOS
+    from volsched.simulate.trace import load_trace
 
     if args.then or args.usage:
         raise InputError(
-            "--replay takes its arrivals from creationTimestamps: --then and --usage do not apply"
+            "the time mode takes its arrivals from creationTimestamps and traces: --then and --usage do not apply"
         )
+    docs = load_documents(args.file) if args.file else []
+    trace = load_trace(args.trace) if args.trace else []
+    if args.scenario:
+        scenario = SCENARIOS[args.scenario]()
+        docs = [*scenario.documents, *docs]
+        trace = sorted([*scenario.trace, *trace], key=lambda j: j.submit)
+        config = config or scenario.config
+    elif not args.file:
+        if args.trace:
+            raise InputError("--trace needs a cluster: -f cluster.yaml with its Nodes and Queues")
+        docs = load_documents([str(_bundled_example())])
     until = parse_duration(args.until, where="--until") if args.until is not None else None
     period = parse_duration(args.period, where="--period")
-    replay = Replay(load_documents(files), config, period=period, until=until, scheduler_names=names)
+    replay = Replay(docs, config, trace=trace, period=period, until=until, scheduler_names=names)
     data = replay_json(replay.run())
     if args.output == "json":
         json.dump(data, sys.stdout, indent=2, sort_keys=False)
@@ -87,6 +99,58 @@ def _replay(
     else:
         render_replay(data, Console(width=max(Console().width, 140)))
     return 0
+
+
+def _trace(args: argparse.Namespace) -> int:
+    """``volsched trace``: the trace format's schema, checking files, generating workloads."""
+    from volsched.simulate import trace as tr
+
+    if args.trace_command == "schema":
+        json.dump(tr.schema(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    if args.trace_command == "check":
+        for path in args.files:
+            jobs = tr.load_trace(path)
+            pods = sum(j.pods for j in jobs)
+            span = f", submitted from {jobs[0].submit:g} s to {jobs[-1].submit:g} s" if jobs else ""
+            print(f"{path}: {len(jobs)} job(s), {pods} pod(s){span}")
+        return 0
+    from volsched.model.scalars import parse_duration
+    from volsched.simulate.generate import WorkloadParams, generate
+
+    params = WorkloadParams(
+        jobs=args.jobs,
+        hours=args.hours,
+        queues={k: float(v) for k, v in _pairs(args.queues, "--queues").items()},
+        peak=args.peak,
+        sizes={_whole(k, "--sizes"): float(v) for k, v in _pairs(args.sizes, "--sizes").items()},
+        median=parse_duration(args.median, where="--median"),
+        sigma=args.sigma,
+        min_duration=parse_duration(args.min_duration, where="--min-duration", allow_zero=True),
+        requests=_pairs(args.requests, "--requests"),
+        namespace=args.namespace,
+        seed=args.seed,
+    )
+    sys.stdout.write(tr.DUMPERS[args.format](generate(params)))
+    return 0
+
+
+def _pairs(text: str, flag: str) -> dict[str, str]:
+    """``a=1,b=2`` as a map (values as written)."""
+    out: dict[str, str] = {}
+    for part in text.split(","):
+        key, eq, value = part.strip().partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise InputError(f"{flag}: expected name=value pairs separated by commas, got {part.strip()!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _whole(text: str, flag: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise InputError(f"{flag}: a job size is a whole number of pods >= 1, got {text!r}")
+    return int(text)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -158,6 +222,18 @@ def build_parser() -> argparse.ArgumentParser:
         " simulate.volsched.io/duration annotation (docs/simulator-time.md)",
     )
     sim.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="time mode: replay this trace's jobs (CSV, JSON Lines or YAML; `volsched trace schema`) on the"
+        " -f cluster",
+    )
+    sim.add_argument(
+        "--scenario",
+        choices=("kueue-baseline",),
+        help="time mode: a bundled cluster, trace and config (kueue-baseline: Kueue's scheduler performance"
+        " baseline, 15,000 workloads)",
+    )
+    sim.add_argument(
         "--period",
         default="1s",
         help="with --replay: seconds (or a duration like 500ms) between session ticks (default 1s)",
@@ -175,6 +251,31 @@ def build_parser() -> argparse.ArgumentParser:
         help="table (default), json (the contract in the README) or html (the dashboard page, self-contained)",
     )
     sim.set_defaults(func=_simulate)
+    trace = sub.add_parser("trace", help="workload traces for `volsched simulate --trace`")
+    tsub = trace.add_subparsers(dest="trace_command", required=True)
+    tsub.add_parser("schema", help="print the JSON Schema of a trace record")
+    check = tsub.add_parser("check", help="check trace files (exit 2 naming the file, line and field)")
+    check.add_argument("files", nargs="+", metavar="FILE")
+    gen = tsub.add_parser("generate", help="a synthetic workload from a few parameters, seeded")
+    gen.add_argument("--jobs", type=int, default=1000, help="how many jobs (default 1000)")
+    gen.add_argument("--hours", type=float, default=24.0, help="over how many hours (default 24)")
+    gen.add_argument("--queues", default="team-a=1,team-b=1", help="queues and their share of jobs (a=2,b=1)")
+    gen.add_argument(
+        "--peak", type=float, default=3.0, help="busiest hour's rate over the quietest's (default 3)"
+    )
+    gen.add_argument(
+        "--sizes",
+        default="1=0.7,4=0.2,16=0.1",
+        help="pods per job and their probability (default 1=0.7,4=0.2,16=0.1)",
+    )
+    gen.add_argument("--median", default="10m", help="median duration (log-normal; default 10m)")
+    gen.add_argument("--sigma", type=float, default=1.0, help="spread of the durations (default 1)")
+    gen.add_argument("--min-duration", default="10s", help="shortest duration (default 10s)")
+    gen.add_argument("--requests", default="cpu=1", help="what each pod asks for (cpu=4,nvidia.com/gpu=1)")
+    gen.add_argument("--namespace", default="default", help="the jobs' namespace")
+    gen.add_argument("--seed", type=int, default=0, help="random seed (default 0): same seed, same trace")
+    gen.add_argument("--format", choices=("jsonl", "csv", "yaml"), default="jsonl", help="output format")
+    trace.set_defaults(func=_trace)
     demo = sub.add_parser(
         "demo", help="what volsched is for, phase by phase, on a local kube-apiserver with the operator"
     )

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, EvictOutcome, IdleSkip, run_cycle
@@ -33,6 +33,10 @@ from volsched.model.vocabulary import DEFAULT_SCHEDULER_NAMES
 from volsched.simulate.documents import EPOCH, Document
 from volsched.simulate.loop import SimulationResult, Simulator
 from volsched.simulate.timeport import PodRun, TimePort
+from volsched.simulate.trace import TraceJob, check_references, job_documents, priority_classes
+
+#: What arrives at one instant: (time, files before trace jobs, a batch of documents, or a trace's job).
+_Arrival = tuple[float, int, list[Document] | None, TraceJob | None]
 
 #: Kinds that arrive at their creationTimestamp; every other kind is there from the start.
 ARRIVING_KINDS = frozenset({"Pod", "PodGroup", "Job"})
@@ -70,13 +74,15 @@ def arrival(doc: Document) -> float | None:
 
 
 class Replay:
-    """One replay of ``documents`` under ``config`` (see the module's docstring)."""
+    """One replay of ``documents`` (and of a ``trace``'s jobs) under ``config`` (see the module's
+    docstring)."""
 
     def __init__(
         self,
         documents: Iterable[Document],
         config: SchedulerConfig | None = None,
         *,
+        trace: Sequence[TraceJob] = (),
         period: float = DEFAULT_PERIOD,
         max_idle: float = DEFAULT_MAX_IDLE,
         until: float | None = None,
@@ -85,6 +91,8 @@ class Replay:
         if not (period > 0 and math.isfinite(period)):
             raise InputError(f"--period must be a positive number of seconds, got {period}")
         self.period, self.max_idle, self.until = period, max_idle, until
+        names = sorted(scheduler_names)
+        self._scheduler_name = "volsched" if "volsched" in names else names[0]
         static: list[Document] = []
         timed: list[tuple[float, int, Document]] = []
         untimed: list[Document] = []
@@ -96,6 +104,14 @@ class Replay:
             else:
                 timed.append((at, i, doc))
         self.start = min((t for t, _, _ in timed), default=EPOCH)
+        have = {
+            (d.obj.get("metadata") or {}).get("name") for d in static if d.obj.get("kind") == "PriorityClass"
+        }
+        static += [
+            Document("trace: priority", pc)
+            for pc in priority_classes(trace)
+            if pc["metadata"]["name"] not in have
+        ]
         self.sim = Simulator(
             static,
             config,
@@ -106,15 +122,22 @@ class Replay:
         port = self.sim.port
         assert isinstance(port, TimePort)
         self.port: TimePort = port
+        if trace:
+            check_references(
+                trace,
+                queues=(q.name for q in self.sim.state.queue_specs()),
+                priority_classes=self.sim.state.priority_classes,
+            )
         # Arrivals in time order (input order breaks ties); those without a time come at the start.
-        self._arrivals: list[tuple[float, int, list[Document]]] = []
         batches: dict[float, list[Document]] = {}
         for at, _, doc in sorted(timed, key=lambda x: (x[0], x[1])):
             batches.setdefault(at, []).append(doc)
         if untimed:
             batches.setdefault(self.start, [])[:0] = untimed
-        self._arrivals = [(at, i, docs) for i, (at, docs) in enumerate(sorted(batches.items()))]
-        heapq.heapify(self._arrivals)
+        files = ((at, 0, docs, None) for at, docs in sorted(batches.items()))
+        jobs = ((self.start + job.submit, 1, None, job) for job in trace)
+        self._arrivals: Iterator[_Arrival] = heapq.merge(files, jobs, key=lambda a: (a[0], a[1]))
+        self._next: _Arrival | None = next(self._arrivals, None)
 
     def _tick(self, at: float) -> float:
         """The first session tick at or after ``at``."""
@@ -123,16 +146,24 @@ class Replay:
 
     def _arrive(self, now: float) -> int:
         count = 0
-        while self._arrivals and self._arrivals[0][0] <= now:
-            at, _, docs = heapq.heappop(self._arrivals)
+        while self._next is not None and self._next[0] <= now:
+            at, _, docs, job = self._next
             self.sim.clock = at
-            self.sim.add(docs)
-            count += len(docs)
+            if job is not None:  # checked when read: straight in, as the watch delivers it
+                for doc in job_documents(job, at=at, scheduler_name=self._scheduler_name):
+                    try:
+                        self.port.put(doc.obj)
+                    except InputError as exc:
+                        raise InputError(f"{job.where}: {exc.message}") from None
+            else:
+                self.sim.add(docs or [])
+            count += 1
+            self._next = next(self._arrivals, None)
         self.sim.clock = now
         return count
 
     def _next_event(self) -> float:
-        nxt = self._arrivals[0][0] if self._arrivals else math.inf
+        nxt = self._next[0] if self._next is not None else math.inf
         due = self.port.next_due()
         return min(nxt, due if due is not None else math.inf)
 

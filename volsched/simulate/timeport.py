@@ -174,26 +174,28 @@ class TimePort(MemoryPort):
     def finish_due(self, now: float) -> int:
         """Every pod due by ``now`` succeeds (at its own time); jobs whose pods all succeeded are
         deleted. Returns how many pods succeeded."""
-        done = 0
-        jobs: dict[str, None] = {}
+        done: list[PodRun] = []
         while (when := self.next_due()) is not None and when <= now:
             _, _, key, _ = heapq.heappop(self._due)
-            raw = self.state.raw_pods.get(key)
             run = self.runs[key]
             run.finished = when
-            if raw is not None:
-                status = {**(raw.get("status") or {}), "phase": "Succeeded"}
-                self.put({**raw, "status": status})
-            jobs[run.job] = None
-            done += 1
+            done.append(run)
+        jobs = {run.job: None for run in done}
+        finished = {
+            job for job in jobs if all(self.runs[k].finished is not None for k in self._live.get(job, ()))
+        }
+        for run in done:
+            raw = self.state.raw_pods.get(run.key)
+            if raw is not None and run.job not in finished:  # its job runs on: it shows Succeeded
+                self.put({**raw, "status": {**(raw.get("status") or {}), "phase": "Succeeded"}})
         for job in jobs:
-            self._maybe_done(job)
-        return done
+            if job in finished:
+                self._done(job)
+        return len(done)
 
-    def _maybe_done(self, job: str) -> None:
+    def _done(self, job: str) -> None:
+        """Every pod of ``job`` succeeded: its pods, PodGroup and Job leave the cache."""
         live = self._live.get(job, set())
-        if any(self.runs[k].finished is None for k in live):
-            return
         owners: set[str] = set()
         for key in sorted(live):
             raw = self.state.raw_pods.get(key) or {}
