@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from volsched.cycle import CycleReport
     from volsched.framework.decisions import SessionResult
+    from volsched.gate import Gate, RateLimit, Refused
 
 PLACEHOLDER = "/*DATA*/"
 #: How many evictions the operator's page lists (the latest).
@@ -62,8 +63,10 @@ def page(data: Mapping[str, Any] | None = None) -> str:
 class LiveState:
     """What the operator's ``/ui/state.json`` serves: the last session and the recent evictions.
 
-    ``record`` runs on the session thread, ``state`` on the HTTP server's loop; a published
-    SessionResult is never changed afterwards, so only the references are guarded.
+    ``record`` runs on the session thread; the document is built once per recorded session, on the
+    first request after it (:meth:`document`), however many viewers ask, and kept with the narrowed
+    copies asked since (per set of namespaces). A published SessionResult is never changed
+    afterwards, so only the references are guarded.
     """
 
     def __init__(self, *, keep: int = RECENT_EVICTIONS) -> None:
@@ -72,6 +75,13 @@ class LiveState:
         self._at: float | None = None
         self._sessions = 0
         self._evictions: deque[dict[str, Any]] = deque(maxlen=keep)
+        #: One build at a time; the built document, the version (sessions recorded) it is of, the
+        #: namespaces it names, and its JSON by the namespaces it was narrowed to (None: all).
+        self._build_lock = threading.Lock()
+        self._built: tuple[int, dict[str, Any], frozenset[str]] | None = None
+        self._bodies: dict[frozenset[str] | None, bytes] = {}
+        #: How many times the document was built (a test reads it: once per session, not per viewer).
+        self.builds = 0
 
     def record(self, result: SessionResult, report: CycleReport | None) -> None:
         now = time.time()
@@ -107,24 +117,112 @@ class LiveState:
             "evictions": evictions,
         }
 
+    def namespaces(self) -> frozenset[str]:
+        """The namespaces the current document names (built if it is not yet)."""
+        return self._current()[2]
 
-def add_routes(app: web.Application, live: LiveState) -> None:
-    """``GET /ui`` (the page) and ``GET /ui/state.json`` (its data) on the operator's HTTP server."""
+    def document(self, namespaces: frozenset[str] | None = None) -> bytes:
+        """The current document as JSON, narrowed to ``namespaces`` (None: all of it)."""
+        with self._build_lock:
+            _version, doc, _ = self._current_locked()
+            body = self._bodies.get(namespaces)
+            if body is None:
+                shown = doc if namespaces is None else visible(doc, namespaces)
+                body = json.dumps(shown, separators=(",", ":")).encode()
+                if len(self._bodies) < _BODIES_KEPT:
+                    self._bodies[namespaces] = body
+            return body
+
+    def _current(self) -> tuple[int, dict[str, Any], frozenset[str]]:
+        with self._build_lock:
+            return self._current_locked()
+
+    def _current_locked(self) -> tuple[int, dict[str, Any], frozenset[str]]:
+        with self._lock:
+            version = self._sessions
+        built = self._built
+        if built is None or built[0] != version:
+            doc = self.state()
+            built = self._built = (doc["sessions"], doc, named_namespaces(doc))
+            self._bodies = {}
+            self.builds += 1
+        return built
+
+
+#: Narrowed copies of one document kept (distinct sets of namespaces asked for).
+_BODIES_KEPT = 256
+
+
+def _ns_of(key: str) -> str | None:
+    """The namespace of ``ns/name`` or of an event's ``Kind ns/name``; None for a cluster object."""
+    ref = key.rsplit(" ", 1)[-1]
+    return ref.split("/", 1)[0] if "/" in ref else None
+
+
+def named_namespaces(doc: Mapping[str, Any]) -> frozenset[str]:
+    """Every namespace the document names (its PodGroups', namespaces', events' and evictions')."""
+    out = set(doc.get("namespaces") or ())
+    out.update(ns for k in doc.get("podgroups") or () if (ns := _ns_of(k)))
+    out.update(ns for e in doc.get("events") or () if (ns := _ns_of(str(e.get("object", "")))))
+    out.update(ns for e in doc.get("evictions") or () if (ns := _ns_of(str(e.get("pod", "")))))
+    return frozenset(out)
+
+
+def visible(doc: Mapping[str, Any], namespaces: frozenset[str]) -> dict[str, Any]:
+    """``doc`` as a caller who may list pods in ``namespaces`` only sees it: their PodGroups, namespace
+    shares, events and evictions; the queues' totals; no event about a cluster-scoped object."""
+    out = dict(doc)
+    out["podgroups"] = {k: v for k, v in (doc.get("podgroups") or {}).items() if _ns_of(k) in namespaces}
+    out["namespaces"] = {k: v for k, v in (doc.get("namespaces") or {}).items() if k in namespaces}
+    out["events"] = [e for e in doc.get("events") or () if _ns_of(str(e.get("object", ""))) in namespaces]
+    out["evictions"] = [e for e in doc.get("evictions") or () if _ns_of(str(e.get("pod", ""))) in namespaces]
+    out["namespacesShown"] = sorted(namespaces)
+    return out
+
+
+def add_routes(
+    app: web.Application, live: LiveState, *, gate: Gate | None = None, limit: RateLimit | None = None
+) -> None:
+    """``GET /ui`` (the page: no data in it, served to anyone) and ``GET /ui/state.json`` (its data:
+    behind ``gate``, narrowed to the caller's namespaces, at most as often as ``limit`` lets)."""
     from aiohttp import web
 
+    from volsched.gate import Gate, RateLimit, Refused
+
+    gate = gate or Gate(None)
+    limit = limit or RateLimit()
     html = page(None)
 
     async def ui(_request: web.Request) -> web.Response:
         return web.Response(text=html, content_type="text/html", headers={"Cache-Control": "no-store"})
 
-    async def state(_request: web.Request) -> web.Response:
-        # Off the event loop: on a big cluster the document takes a while, and /healthz shares the loop.
-        body = await asyncio.to_thread(lambda: json.dumps(live.state(), separators=(",", ":")))
-        return web.Response(text=body, content_type="application/json", headers={"Cache-Control": "no-store"})
+    async def state(request: web.Request) -> web.Response:
+        if not limit.take(request.remote or ""):
+            return web.Response(status=429, text="too many requests\n", headers={"Retry-After": "1"})
+        try:
+            caller = await gate.caller(request.headers.get("Authorization"))
+            await gate.check(caller, "/ui")
+            shown = None
+            if caller is not None:
+                names = await asyncio.to_thread(live.namespaces)
+                shown = await gate.namespaces(caller, sorted(names))
+        except Refused as refused:
+            return refused_response(refused)
+        # Off the event loop: on a big cluster the document takes a while (once per session), and
+        # /healthz shares the loop.
+        body = await asyncio.to_thread(live.document, shown)
+        return web.Response(body=body, content_type="application/json", headers={"Cache-Control": "no-store"})
 
     app.router.add_get("/ui", ui)
     app.router.add_get("/ui/", ui)
     app.router.add_get("/ui/state.json", state)
+
+
+def refused_response(refused: Refused) -> web.Response:
+    from aiohttp import web
+
+    headers = {"WWW-Authenticate": 'Bearer realm="volsched"'} if refused.status == 401 else {}
+    return web.Response(status=refused.status, text=f"{refused.reason}\n", headers=headers)
 
 
 def _iso(ts: float) -> str:

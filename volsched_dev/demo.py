@@ -383,6 +383,7 @@ def run_phases(console: Console, *, keep: bool = False, period: float = 0.5) -> 
             _setup(api)
             settings = Settings(kubeconfig=str(cp.kubeconfig_path))
             settings.http.host, settings.http.port = "127.0.0.1", 0
+            settings.http.auth = "none"  # a local control plane on loopback: the browser reads /ui as is
             settings.session.period = period
             op = Operator(settings)
             loop = asyncio.new_event_loop()

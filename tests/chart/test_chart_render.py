@@ -121,9 +121,20 @@ CASES: list[tuple[str, list[str], Any]] = [
      lambda o: {e["name"]: e.get("valueFrom", {}).get("secretKeyRef") for e in _container(o)["env"]}
      == {"VOLSCHED_SCHEDULER_NAMES": None,
          "VOLSCHED_METRICS_USERNAME": {"name": "prom-creds", "key": "user", "optional": True},
-         "VOLSCHED_METRICS_PASSWORD": {"name": "prom-creds", "key": "password", "optional": True}}),
+         "VOLSCHED_METRICS_PASSWORD": {"name": "prom-creds", "key": "password", "optional": True},
+         "POD_IP": None}),
     ("no metrics Secret", ["--set", "metrics.existingSecret="],
-     lambda o: [e["name"] for e in _container(o)["env"]] == ["VOLSCHED_SCHEDULER_NAMES"]),
+     lambda o: [e["name"] for e in _container(o)["env"]] == ["VOLSCHED_SCHEDULER_NAMES", "POD_IP"]),
+    ("listens on the pod's IP", [],
+     lambda o: _container(o)["args"][5:7] == ["--metrics-host", "$(POD_IP),127.0.0.1"]
+     and _container(o)["env"][-1] == {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}),
+    ("metrics and dashboard open to anyone", ["--set", "httpAuth=false"],
+     lambda o: _container(o)["args"][-2:] == ["--http-auth", "none"]),
+    ("no NetworkPolicy", ["--set", "networkPolicy.enabled=false"],
+     lambda o: not [x for x in o if x["kind"] == "NetworkPolicy"]),
+    ("NetworkPolicy peers", ["--set-json", 'networkPolicy.from=[{"namespaceSelector": {"matchLabels": {"x": "y"}}}]'],
+     lambda o: _one(o, "NetworkPolicy")["spec"]["ingress"][0]["from"]
+     == [{"namespaceSelector": {"matchLabels": {"x": "y"}}}]),
     ("scheduler names", [],
      lambda o: _container(o)["env"][0] == {"name": "VOLSCHED_SCHEDULER_NAMES", "value": "volsched"}),
     ("no default queue", ["--set", "defaultQueue.create=false"], lambda o: not [x for x in o if x["kind"] == "Queue"]),

@@ -290,6 +290,9 @@ class OperatorProcess:
             "--lease-duration", "4",
             "--metrics-host", "127.0.0.1",
             "--metrics-port", "0",
+            # the tests read /metrics and the dashboard's data as anyone on loopback; the gate itself is
+            # tested with "--http-auth kubernetes" (test_operator_http_auth.py)
+            "--http-auth", "none",
             *self.extra,
         ]  # fmt: skip
         log = self.log_path.open("ab")

@@ -59,6 +59,8 @@ USED = [
     ("update", "coordination.k8s.io", "leases", "", NS, "volsched-scheduler"),
     ("get", "custom.metrics.k8s.io", "nodes", "node_cpu_usage_avg", "", "*"),
     ("get", "custom.metrics.k8s.io", "nodes", "node_memory_usage_avg", "", "*"),
+    ("create", "authentication.k8s.io", "tokenreviews", "", "", ""),
+    ("create", "authorization.k8s.io", "subjectaccessreviews", "", "", ""),
 ]  # fmt: skip
 
 NOT_GRANTED = [

@@ -70,6 +70,7 @@ from volsched.cycle import (
 )
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import SessionResult
+from volsched.gate import Gate
 from volsched.gcpause import pause_collector, resume_collector
 from volsched.kube.client import bearer_token, load_configuration, new_api_client
 from volsched.kube.configsource import read_config_map
@@ -80,6 +81,7 @@ from volsched.kube.lister import LIST_TIMEOUT, VOLCANO_WATCHED, WATCHED, Watched
 from volsched.kube.port import KubePort
 from volsched.kube.prune import PRUNERS, prune_pod
 from volsched.kube.rest import LeanRest
+from volsched.kube.reviews import AccessReviews
 from volsched.kube.watch import ApiError, ListWatch
 from volsched.kube.writer import KubeWriter
 from volsched.operator.http import HttpServer, health_problem, readiness_problem
@@ -218,6 +220,7 @@ class Operator:
             readiness=self._readiness,
             registry=self.metrics.registry,
             ui=self.ui,
+            gate=Gate(AccessReviews(self.reads) if settings.http.auth == "kubernetes" else None),
         )
         self.metrics.ready.set_function(lambda: 0.0 if self._readiness() else 1.0)
         self.registry = self._build_registry()

@@ -54,6 +54,9 @@ class ConfigSettings:
 class HttpSettings:
     host: str = "0.0.0.0"
     port: int = 8080  # 0: any free port (see Operator.http_port)
+    #: Who may read /metrics and the dashboard's data: "kubernetes" (a bearer token the apiserver
+    #: reviews) or "none" (whoever reaches the port; the health endpoints answer anyone either way).
+    auth: str = "kubernetes"
 
 
 @dataclass
@@ -110,7 +113,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--metrics-port", type=int, default=d.http.port, help="port for /healthz, /metrics and /ui (0: any)"
     )
-    p.add_argument("--metrics-host", default=d.http.host)
+    p.add_argument(
+        "--metrics-host",
+        default=d.http.host,
+        help="address(es) to serve /healthz, /metrics and /ui on, comma-separated (e.g. the pod's IP and 127.0.0.1)",
+    )
+    p.add_argument(
+        "--http-auth",
+        choices=("kubernetes", "none"),
+        default=d.http.auth,
+        help="who may read /metrics and the dashboard's data: a bearer token the apiserver reviews "
+        "(TokenReview, SubjectAccessReview), or anyone who reaches the port (none)",
+    )
     p.add_argument("--lease-name", default=d.lease.name)
     p.add_argument("--lease-duration", type=float, default=d.lease.duration)
     p.add_argument(
@@ -160,6 +174,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     s.session.max_idle = args.max_idle
     s.config.namespace, s.config.name, s.config.key = args.namespace, args.config_map, args.config_key
     s.http.host, s.http.port = args.metrics_host, args.metrics_port
+    s.http.auth = args.http_auth
     s.lease.namespace, s.lease.name, s.lease.duration = args.namespace, args.lease_name, args.lease_duration
     s.lease.renew_every = min(s.lease.renew_every, max(0.5, args.lease_duration / 3))
     s.lease.enabled = not args.no_lease

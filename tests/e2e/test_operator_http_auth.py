@@ -1,0 +1,119 @@
+"""/metrics and the dashboard's data answer only a caller the apiserver vouches for (TokenReview) and
+allows (SubjectAccessReview), as kube-rbac-proxy does; the dashboard shows a caller only the namespaces
+whose pods it may list; the health endpoints answer anyone; no token reaches the log (real apiserver)."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from kubernetes import client
+
+from tests.e2e.operator_fixtures import Kube, OperatorProcess, Start, node, pod, podgroup, queue, wait_for
+from volsched_dev.devcluster import LocalControlPlane
+
+pytestmark = pytest.mark.cluster
+
+
+def _get(op: OperatorProcess, path: str, token: str | None = None) -> tuple[int, bytes]:
+    """One request's status and body; a 429 (this test's every request comes from one address) is
+    asked again after its Retry-After, as a client should."""
+    request = urllib.request.Request(f"http://127.0.0.1:{op.port}{path}")
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    for _ in range(30):
+        try:
+            with urllib.request.urlopen(request, timeout=10) as resp:
+                return int(resp.status), resp.read()
+        except urllib.error.HTTPError as exc:
+            if exc.code != 429:
+                return int(exc.code), exc.read()
+            time.sleep(float(exc.headers.get("Retry-After") or 1))
+    raise AssertionError(f"{path}: 429 thirty times in a row")
+
+
+def _grant(k: Kube, name: str, *, sa: str, rules: list[dict[str, object]], ns: str | None = None) -> None:
+    """Role ``name`` with ``rules`` for service account ``team-b/<sa>``: cluster-wide, or in ``ns`` only."""
+    rbac = client.RbacAuthorizationV1Api(k.api)
+    subject = [{"kind": "ServiceAccount", "name": sa, "namespace": "team-b"}]
+    if ns is None:
+        rbac.create_cluster_role({"metadata": {"name": name}, "rules": rules})
+        rbac.create_cluster_role_binding(
+            {
+                "metadata": {"name": name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+                "subjects": subject,
+            }
+        )
+    else:
+        rbac.create_namespaced_role(ns, {"metadata": {"name": name}, "rules": rules})
+        rbac.create_namespaced_role_binding(
+            ns,
+            {
+                "metadata": {"name": name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+                "subjects": subject,
+            },
+        )
+
+
+UI = {"nonResourceURLs": ["/ui"], "verbs": ["get"]}
+METRICS = {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}
+LIST_PODS = {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}
+
+
+def test_metrics_and_dashboard_data_need_a_token_the_apiserver_allows(
+    k: Kube, cluster: LocalControlPlane, start_operator: Start
+) -> None:
+    k.nodes(node("n1", cpu="4"))
+    k.queue(queue("default"))
+    for ns in ("team-a", "team-b"):
+        k.namespace(ns)
+        k.podgroup(ns, podgroup("job", 1))
+        k.pods(ns, pod("job-0", group="job"), pod("huge", cpu="64"))
+    # viewer-b: the dashboard, and pods in team-b only; viewer-all: pods everywhere, and /metrics;
+    # nobody: a valid token with no rights.
+    tokens = {
+        name: cluster.service_account_token("team-b", name) for name in ("viewer-b", "viewer-all", "nobody")
+    }
+    _grant(k, "viewer-b-ui", sa="viewer-b", rules=[UI])
+    _grant(k, "viewer-b", sa="viewer-b", rules=[LIST_PODS], ns="team-b")
+    _grant(k, "viewer-all", sa="viewer-all", rules=[UI, METRICS, LIST_PODS])
+
+    op = start_operator("--http-auth", "kubernetes")
+    wait_for(lambda: len(k.bound()) == 2, 30, what="both jobs bound")
+
+    # Anyone: the health endpoints and the page (which holds no data).
+    assert _get(op, "/healthz")[0] == 200 and _get(op, "/readyz")[0] == 200
+    status, page = _get(op, "/ui")
+    assert status == 200 and b"state.json" in page
+    # No token, a token the apiserver does not take, a token with no rights.
+    for path in ("/metrics", "/ui/state.json"):
+        assert _get(op, path)[0] == 401
+        assert _get(op, path, "not-a-token")[0] == 401
+        assert _get(op, path, tokens["nobody"])[0] == 403
+    assert _get(op, "/metrics", tokens["viewer-b"])[0] == 403
+
+    def shown(token: str) -> dict[str, object]:
+        status, body = _get(op, "/ui/state.json", token)
+        assert status == 200, body
+        return json.loads(body)  # type: ignore[no-any-return]
+
+    wait_for(lambda: shown(tokens["viewer-all"])["podgroups"], 30, what="a session on the dashboard")
+    every = shown(tokens["viewer-all"])
+    assert {"team-a/job", "team-b/job"} <= set(every["podgroups"])  # type: ignore[arg-type]
+    assert any("team-a/huge" in e["object"] for e in every["events"])  # type: ignore[union-attr,index]
+    mine = shown(tokens["viewer-b"])
+    assert set(mine["podgroups"]) == {"team-b/job"}  # type: ignore[arg-type]
+    assert mine["namespacesShown"] == ["team-b"]
+    assert mine["events"] and all("team-b/" in e["object"] for e in mine["events"])  # type: ignore[union-attr,index]
+    assert set(mine["queues"]) == set(every["queues"])  # type: ignore[arg-type]
+    status, text = _get(op, "/metrics", tokens["viewer-all"])
+    assert status == 200 and b"volsched_" in text
+
+    log = op.log()
+    assert all(t not in log for t in tokens.values())
+    assert "not-a-token" not in log
