@@ -27,12 +27,15 @@ def _bundled_example() -> Path:
 def _simulate(args: argparse.Namespace) -> int:
     from rich.console import Console  # here: `volsched run` never draws a table
 
-    from volsched.framework.registry import load_config
+    from volsched.framework.registry import load_config, placement_gap
     from volsched.render import render_simulation
     from volsched.simulate import simulate, to_json
 
     files = args.file or [str(_bundled_example())]
     config = load_config(args.config) if args.config else None
+    gap = placement_gap(config) if config is not None else None
+    if gap is not None:
+        print(f"volsched simulate: warning: {args.config}: {gap}", file=sys.stderr)
     names = frozenset(n.strip() for n in args.scheduler_names.split(",") if n.strip()) or {"volsched"}
     if args.replay or args.trace or args.scenario:
         return _replay(args, config, names)

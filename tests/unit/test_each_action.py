@@ -347,7 +347,10 @@ def test_preempt_takes_the_next_job_by_its_share_after_earlier_preemptions_took_
     assert {e.pod: e.reason.beneficiary_job for e in result.evictions} == {
         "ns/y-3": "ns/a", "ns/y-2": "ns/a", "ns/y-1": "ns/a", "ns/v-2": "ns/y",
     }  # fmt: skip
-    assert render(result.rejections["Pod ns/x-2"]) == (
+    # The session runs preempt alone, so the pod's reason starts with the config placing nothing.
+    config_gap, *refusals = result.rejections["Pod ns/x-2"]
+    assert config_gap.plugin == "config" and "allocate is not among them" in render((config_gap,))
+    assert render(refusals) == (
         "preempt: task x-2: preempt: no pod may be evicted for it on the 3 node(s) it could use"
     )
 

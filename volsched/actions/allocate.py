@@ -104,6 +104,8 @@ def _admitted_by_queue(session: Session) -> dict[str, dict[str, list[Job]]]:
 @register_action
 class Allocate:
     name: ClassVar[str] = "allocate"
+    #: Which pending pods it places (a config with no action placing every pod is warned of).
+    places: ClassVar[str] = "every pod"
     #: Whether it may evict running pods (a session whose actions never do shares its bound tasks).
     evicts: ClassVar[bool] = False
     #: Whether it decides only for pods of ours that are pending: with none, it has nothing to do.

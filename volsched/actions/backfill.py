@@ -16,6 +16,8 @@ from volsched.framework.statement import Statement
 @register_action
 class Backfill:
     name: ClassVar[str] = "backfill"
+    #: Which pending pods it places (a config with no action placing every pod is warned of).
+    places: ClassVar[str] = "pods that request nothing"
     #: Whether it may evict running pods (a session whose actions never do shares its bound tasks).
     evicts: ClassVar[bool] = False
     #: Whether it decides only for pods of ours that are pending: with none, it has nothing to do.

@@ -85,6 +85,21 @@ def make_actions(config: SchedulerConfig) -> list[Action]:
     return [ACTIONS[name]() for name in config.actions]
 
 
+def placement_gap(config: SchedulerConfig) -> str | None:
+    """Why a config that loads places no pod that requests resources (no action of it places every
+    pod, as allocate does; a descheduler-only config may mean it), or None. The warning on load, on
+    ``/readyz`` and on every pending pod says it in these words."""
+    placing = {name: getattr(ACTIONS[name], "places", "") for name in config.actions}
+    if "every pod" in placing.values():
+        return None
+    wanted = sorted(name for name, cls in ACTIONS.items() if getattr(cls, "places", "") == "every pod")
+    some = [f"{name} places only {what}" for name, what in placing.items() if what]
+    return (
+        f"the scheduler config's actions ({', '.join(config.actions)}) place no pod that requests "
+        f"resources: {' or '.join(wanted)} is not among them" + "".join(f" ({s})" for s in some)
+    )
+
+
 def validate_plugin_arguments(config: SchedulerConfig) -> None:
     """Build every plugin once, and check every action's arguments (an action class may have a
     ``check_arguments(Arguments)`` static method), so a malformed argument fails at load time."""

@@ -21,7 +21,7 @@ from volsched.framework.decisions import (
     Status,
     render,
 )
-from volsched.framework.registry import make_actions, make_plugins
+from volsched.framework.registry import make_actions, make_plugins, placement_gap
 from volsched.framework.session import Action, BindSink, Session
 from volsched.framework.settled import fold
 from volsched.model.cluster import ClusterSnapshot, Job
@@ -301,6 +301,9 @@ def _render_events(session: Session, phases: dict[str, PodGroupPhase], waiting: 
         if kind == "Pod":  # it cannot be scheduled either: its PodScheduled condition says why
             result.rejections[obj] = (Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "snapshot", (message,)),)
     errors = session.job_errors
+    # A config that places nothing (no allocate) says so on every pod it leaves pending.
+    missing = placement_gap(session.config)
+    gap = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "config", (missing,)) if missing else None
     # Only a job with pending tasks or refusals has anything to say: no need to walk every job again.
     jobs = session.jobs
     speaking = {j.key: j for j in waiting}
@@ -324,10 +327,13 @@ def _render_events(session: Session, phases: dict[str, PodGroupPhase], waiting: 
             )
         for task in sorted(pending, key=lambda t: t.key):
             fit = session.fit_errors.get(task.key)
-            why = fit.render() if fit is not None else job_reason
+            statuses = (fit,) if fit is not None else tuple(job_statuses)
+            if gap is not None:
+                statuses = (gap, *statuses)
+            why = render(statuses)
             if not why:
                 continue
-            result.rejections[f"Pod {task.key}"] = (fit,) if fit is not None else tuple(job_statuses)
+            result.rejections[f"Pod {task.key}"] = statuses
             result.events.append(
                 Event(
                     kind="Pod",

@@ -70,6 +70,7 @@ from volsched.cycle import (
 )
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import SessionResult
+from volsched.framework.registry import placement_gap
 from volsched.gate import Gate
 from volsched.gcpause import pause_collector, resume_collector
 from volsched.kube.client import bearer_token, load_configuration, new_api_client
@@ -218,6 +219,7 @@ class Operator:
             settings.http,
             liveness=self._liveness,
             readiness=self._readiness,
+            notice=lambda: placement_gap(self.reloader.config),
             registry=self.metrics.registry,
             ui=self.ui,
             gate=Gate(AccessReviews(self.reads) if settings.http.auth == "kubernetes" else None),

@@ -72,6 +72,7 @@ class HttpServer:
         *,
         liveness: Callable[[], str | None],
         readiness: Callable[[], str | None] | None = None,
+        notice: Callable[[], str | None] | None = None,
         registry: CollectorRegistry,
         ui: LiveState,
         gate: Gate | None = None,
@@ -80,6 +81,9 @@ class HttpServer:
         self.settings = settings
         self.liveness = liveness
         self.readiness = readiness or liveness
+        #: What ``/readyz`` adds on a ``warning:`` line, ready or not: something the user should know that
+        #: is no reason to hold traffic (a config that places no pod, which a descheduler-only one means).
+        self.notice = notice or (lambda: None)
         self.registry = registry
         self.ui = ui
         self.gate = gate or Gate(None)
@@ -96,9 +100,11 @@ class HttpServer:
 
     async def _readyz(self, _request: web.Request) -> web.Response:
         problem = self.readiness()
+        notice = self.notice()
+        warning = f"warning: {notice}\n" if notice else ""
         if problem is not None:
-            return web.Response(status=503, text=f"{problem}\n")
-        return web.Response(text="ok\n")
+            return web.Response(status=503, text=f"{problem}\n{warning}")
+        return web.Response(text=f"ok\n{warning}")
 
     async def _metrics(self, request: web.Request) -> web.Response:
         if not self.limit.take(request.remote or ""):

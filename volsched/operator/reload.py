@@ -33,7 +33,7 @@ from dataclasses import replace
 from prometheus_client import Counter
 
 from volsched.framework.config import SchedulerConfig
-from volsched.framework.registry import load_config
+from volsched.framework.registry import load_config, placement_gap
 from volsched.kube import status as render
 from volsched.kube.configsource import ConfigMapText
 from volsched.kube.health import ApiHealth, back_pressure, is_throttled, is_unreachable
@@ -268,4 +268,7 @@ class ConfigReloader:
         self.on_load(config)
         self.reloads.labels("loaded").inc()
         log.info("loaded scheduler config from %s: actions %s", source, ", ".join(config.actions))
+        gap = placement_gap(config)
+        if gap is not None:  # valid, and perhaps meant (a descheduler only), but never silent
+            log.warning("%s: %s; every pending pod says so", source, gap)
         return True
