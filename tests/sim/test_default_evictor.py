@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import Obj, config, first_evictions, node, pdb, pod, resched_config
+from tests.builders import Obj, config, first_evictions, namespace, node, pdb, pod, resched_config
 from volsched.model.errors import InputError
 from volsched.simulate import EPOCH, iso
 
@@ -132,6 +132,56 @@ PROTECTED: list[tuple[str, Callable[[], Obj], dict[str, Any], bool]] = [
         True,
     ),
     ("on a node nodeSelector selects", owned, {"nodeSelector": "pool=batch"}, False),
+    # The descheduler's newer form of the same switches.
+    (
+        "DaemonSetPods disabled",
+        daemonset_pod,
+        {"podProtections": {"defaultDisabled": ["DaemonSetPods"]}},
+        True,
+    ),
+    (
+        "PodsWithLocalStorage disabled",
+        local({"emptyDir": {}}),
+        {"podProtections": {"defaultDisabled": ["PodsWithLocalStorage"]}},
+        True,
+    ),
+    (
+        "other protections stay",
+        local({"emptyDir": {}}),
+        {"podProtections": {"defaultDisabled": ["DaemonSetPods"]}},
+        False,
+    ),
+    (
+        "PodsWithPVC enabled",
+        lambda: owned(claims=["data"]),
+        {"podProtections": {"extraEnabled": ["PodsWithPVC"]}},
+        False,
+    ),
+    ("PodsWithoutPDB enabled", owned, {"podProtections": {"extraEnabled": ["PodsWithoutPDB"]}}, False),
+    (
+        "PodsWithResourceClaims enabled",
+        lambda: with_spec(owned(), resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu-claim"}]),
+        {"podProtections": {"extraEnabled": ["PodsWithResourceClaims"]}},
+        False,
+    ),
+    (
+        "a pod claiming devices moves by default",
+        lambda: with_spec(owned(), resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu-claim"}]),
+        {},
+        True,
+    ),
+    (
+        "prefer-no-eviction, Mandatory",
+        lambda: owned(annotations={"descheduler.alpha.kubernetes.io/prefer-no-eviction": ""}),
+        {"noEvictionPolicy": "Mandatory"},
+        False,
+    ),
+    (
+        "prefer-no-eviction, Preferred: only later",
+        lambda: owned(annotations={"descheduler.alpha.kubernetes.io/prefer-no-eviction": ""}),
+        {"noEvictionPolicy": "Preferred"},
+        True,
+    ),
 ]
 
 
@@ -145,6 +195,29 @@ def test_the_default_evictor_protects_what_the_descheduler_protects(
 def test_a_budget_covering_the_pod_lets_it_move_with_ignore_pods_without_pdb():
     objs = [owned(labels={"app": "web"}), pdb("web", {"matchLabels": {"app": "web"}}, maxUnavailable=1)]
     assert evicted(objs, ignorePodsWithoutPDB=True) == ["default/p"]
+
+
+def test_namespace_label_selector_picks_the_namespaces_whose_pods_move():
+    objs = [
+        namespace("batch", labels={"tier": "batch"}),
+        namespace("web", labels={"tier": "web"}),
+        owned("a", ns="batch"),
+        owned("b", ns="web"),
+        owned("c"),  # default: no labels
+    ]
+    selector = {"matchLabels": {"tier": "batch"}}
+    assert evicted(objs, namespaceLabelSelector=selector) == ["batch/a"]
+    selector = {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["batch"]}]}
+    assert evicted(objs, namespaceLabelSelector=selector) == ["default/c", "web/b"]
+
+
+def test_prefer_no_eviction_goes_last_among_its_equals():
+    annotated = owned("a", annotations={"descheduler.alpha.kubernetes.io/prefer-no-eviction": ""})
+    conf = resched_config(EVERY_POD, interval="0s", limit=20)
+    assert first_evictions([node("n1"), node("n2"), annotated, owned("b")], conf) == [
+        "default/b",
+        "default/a",
+    ]
 
 
 def test_node_selector_picks_the_nodes_processed():
@@ -252,6 +325,28 @@ def test_limits_span_the_strategies():
             "argument labelSelector.tier: a selector with matchLabels or matchExpressions takes nothing else",
         ),
         ({"evictLocalStoragePod": True}, "unknown argument"),
+        (
+            {"podProtections": {"defaultDisabled": ["PodsWithPVC"]}},
+            "argument podProtections.defaultDisabled: unknown PodsWithPVC; known: PodsWithLocalStorage",
+        ),
+        (
+            {"podProtections": {"extraEnabled": ["PodsWithPVC", "PodsWithPVC"]}},
+            "argument podProtections.extraEnabled: lists a protection twice",
+        ),
+        (
+            {"podProtections": {"extraEnabled": ["PodsWithPVC"]}, "evictDaemonSetPods": True},
+            "argument podProtections: not with the older options (evictDaemonSetPods)",
+        ),
+        (
+            {"podProtections": {"config": {"PodsWithPVC": {"protectedStorageClasses": [{"name": "x"}]}}}},
+            "argument podProtections.config.PodsWithPVC.protectedStorageClasses: not supported",
+        ),
+        ({"podProtections": {"enabled": ["x"]}}, "argument podProtections.enabled: unknown field"),
+        ({"noEvictionPolicy": "Always"}, "argument noEvictionPolicy: expected one of Preferred, Mandatory"),
+        (
+            {"namespaceLabelSelector": {"tier": "batch"}},
+            "argument namespaceLabelSelector.tier: unknown field",
+        ),
     ],
 )
 def test_bad_evictor_options_fail_at_load_naming_the_field(arguments: dict[str, Any], message: str):

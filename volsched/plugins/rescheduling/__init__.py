@@ -67,7 +67,7 @@ from volsched.model.cluster import dominant_share
 from volsched.model.errors import InputError
 from volsched.model.scalars import boolean_value
 from volsched.model.vocabulary import Task, TaskStatus
-from volsched.plugins.rescheduling.evictor import Cluster, Evictor
+from volsched.plugins.rescheduling.evictor import NO_EVICTION_ANNOTATION, Cluster, Evictor
 from volsched.plugins.rescheduling.strategies import SELECTORS, Context, Params, Selector
 
 DEFAULT_INTERVAL = 300.0
@@ -229,7 +229,13 @@ class Rescheduling(BasePlugin):
         def covered(task: Task) -> bool:
             return any(b.selects(task.namespace, task.labels) for b in budgets)
 
-        return Cluster(now=session.now, replicas=replicas, covered=covered)
+        labels = session.snapshot.namespace_labels
+        return Cluster(
+            now=session.now,
+            replicas=replicas,
+            covered=covered,
+            namespace_labels=lambda ns: labels.get(ns, {}),
+        )
 
     def _candidate(
         self,
@@ -274,8 +280,15 @@ class Rescheduling(BasePlugin):
                 parts.append(lambda t: -replicas(t))
 
         def key(t: Task) -> tuple[Any, ...]:
-            # Among pods of one priority, BestEffort first, then Burstable, as the descheduler orders them.
-            return (*(p(t) for p in parts), t.priority, QOS_RANK.get(t.runtime.qos, 1), t.key)
+            # Among pods of one priority, BestEffort first, then Burstable, and those annotated
+            # prefer-no-eviction last among their equals, as the descheduler orders them.
+            return (
+                *(p(t) for p in parts),
+                t.priority,
+                QOS_RANK.get(t.runtime.qos, 1),
+                NO_EVICTION_ANNOTATION in t.annotations,
+                t.key,
+            )
 
         return key
 

@@ -32,8 +32,27 @@ EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 SOURCE_ANNOTATION = "kubernetes.io/config.source"
 
+#: A pod with this annotation is moved last among its equals (``noEvictionPolicy: Preferred``, the
+#: default) or never (``Mandatory``).
+NO_EVICTION_ANNOTATION = "descheduler.alpha.kubernetes.io/prefer-no-eviction"
+NO_EVICTION_POLICIES = ("Preferred", "Mandatory")
+
 #: The per-node limit's names: the descheduler's policy field, and the spelling of its older flag.
 PER_NODE_NAMES = ("maxNoOfPodsToEvictPerNode", "maxPodsToEvictPerNode")
+
+#: The descheduler's pod protections: on by default (``podProtections.defaultDisabled`` turns them off)
+#: and extra (``podProtections.extraEnabled`` turns them on).
+DEFAULT_PROTECTIONS = ("PodsWithLocalStorage", "SystemCriticalPods", "FailedBarePods", "DaemonSetPods")
+EXTRA_PROTECTIONS = ("PodsWithPVC", "PodsWithoutPDB", "PodsWithResourceClaims")
+#: The older boolean options, each turning one protection off (evict...) or on (ignore...).
+LEGACY_FLAGS = {
+    "evictLocalStoragePods": ("PodsWithLocalStorage", False),
+    "evictDaemonSetPods": ("DaemonSetPods", False),
+    "evictSystemCriticalPods": ("SystemCriticalPods", False),
+    "evictFailedBarePods": ("FailedBarePods", False),
+    "ignorePvcPods": ("PodsWithPVC", True),
+    "ignorePodsWithoutPDB": ("PodsWithoutPDB", True),
+}
 
 _REQUIREMENT = re.compile(
     r"\s*(?P<neg>!)?\s*(?P<key>[A-Za-z0-9][-A-Za-z0-9_./]*)\s*"
@@ -69,6 +88,62 @@ def parse_selector_string(text: str, *, where: str) -> LabelSelector:
     return LabelSelector(tuple(reqs))
 
 
+def _nest(flat: Mapping[str, Any], *, where: str) -> dict[str, Any]:
+    """A label selector from its flattened argument keys (``matchLabels.<key>``, ``matchExpressions``)."""
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        if key.startswith("matchLabels."):
+            out.setdefault("matchLabels", {})[key.removeprefix("matchLabels.")] = value
+        elif key in ("matchLabels", "matchExpressions"):
+            out[key] = value or None
+        else:
+            raise InputError(f"{where}.{key}: unknown field; known: matchLabels, matchExpressions")
+    return out
+
+
+def _protections(args: Arguments, where: str) -> frozenset[str]:
+    """The protections in force: the defaults, changed either by the older boolean options or by
+    ``podProtections`` (``defaultDisabled``, ``extraEnabled``), never both, as in the descheduler."""
+    legacy = {flag: args.boolean(flag, False) for flag in LEGACY_FLAGS}
+    parts = dict(args.with_prefix("podProtections."))
+    if args.raw("podProtections") not in (None, {}):
+        raise InputError(f"{where} podProtections: expected a map with defaultDisabled and/or extraEnabled")
+    out = set(DEFAULT_PROTECTIONS)
+    if not parts:
+        for flag, (protection, adds) in LEGACY_FLAGS.items():
+            if legacy[flag]:
+                (out.add if adds else out.discard)(protection)
+        return frozenset(out)
+    for key in parts:
+        if key.startswith("config."):
+            raise InputError(
+                f"{where} podProtections.{key}: not supported (volsched does not read storage classes); "
+                "PodsWithPVC protects every pod with a claim"
+            )
+        if key not in ("defaultDisabled", "extraEnabled"):
+            raise InputError(
+                f"{where} podProtections.{key}: unknown field; known: defaultDisabled, extraEnabled"
+            )
+    used = [flag for flag, on in legacy.items() if on]
+    if used:
+        raise InputError(
+            f"{where} podProtections: not with the older options ({', '.join(used)}); give one form"
+        )
+    for key, known in (("defaultDisabled", DEFAULT_PROTECTIONS), ("extraEnabled", EXTRA_PROTECTIONS)):
+        names = parts.get(key) or []
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise InputError(f"{where} podProtections.{key}: expected a list of protections, got {names!r}")
+        bad = [n for n in names if n not in known]
+        if bad:
+            raise InputError(
+                f"{where} podProtections.{key}: unknown {', '.join(bad)}; known: {', '.join(known)}"
+            )
+        if len(set(names)) != len(names):
+            raise InputError(f"{where} podProtections.{key}: lists a protection twice")
+        (out.difference_update if key == "defaultDisabled" else out.update)(names)
+    return frozenset(out)
+
+
 @dataclass(frozen=True)
 class Cluster:
     """What the evictor's checks read of the session."""
@@ -78,18 +153,16 @@ class Cluster:
     replicas: Callable[[Task], int]
     #: Whether a PodDisruptionBudget selects the pod.
     covered: Callable[[Task], bool]
+    #: A namespace's labels.
+    namespace_labels: Callable[[str], Mapping[str, str]] = lambda _: {}
 
 
 @dataclass(frozen=True)
 class Evictor:
     """The options, parsed and checked at load."""
 
-    evict_local_storage: bool = False
-    evict_daemonset: bool = False
-    evict_system_critical: bool = False
-    ignore_pvc: bool = False
-    evict_failed_bare: bool = False
-    ignore_without_pdb: bool = False
+    #: The protections in force (names as :data:`DEFAULT_PROTECTIONS`, :data:`EXTRA_PROTECTIONS`).
+    protections: frozenset[str] = frozenset(DEFAULT_PROTECTIONS)
     node_fit: bool = False
     priority_threshold: int | None = None
     min_replicas: int = 0
@@ -100,6 +173,10 @@ class Evictor:
     max_per_node: int | None = None
     max_per_namespace: int | None = None
     max_total: int | None = None
+    #: The descheduler's ``namespaceLabelSelector``: only pods of namespaces it selects move.
+    namespaces: LabelSelector | None = None
+    #: ``noEvictionPolicy: Mandatory``: a pod annotated prefer-no-eviction never moves.
+    no_eviction_mandatory: bool = False
 
     @classmethod
     def parse(cls, args: Arguments, *, label_selector: Mapping[str, Any] | None) -> Evictor:
@@ -154,13 +231,16 @@ class Evictor:
                 f"got {node_selector or 'a map'!r}"
             )
         replicas = count("minReplicas")
+        policy = args.raw("noEvictionPolicy")
+        if policy not in (None, "", *NO_EVICTION_POLICIES):
+            raise InputError(
+                f"{where} noEvictionPolicy: expected one of {', '.join(NO_EVICTION_POLICIES)}, got {policy!r}"
+            )
+        namespaces = dict(args.with_prefix("namespaceLabelSelector."))
+        if args.raw("namespaceLabelSelector") not in (None, {}):
+            raise InputError(f"{where} namespaceLabelSelector: expected matchLabels and/or matchExpressions")
         return cls(
-            evict_local_storage=args.boolean("evictLocalStoragePods", False),
-            evict_daemonset=args.boolean("evictDaemonSetPods", False),
-            evict_system_critical=args.boolean("evictSystemCriticalPods", False),
-            ignore_pvc=args.boolean("ignorePvcPods", False),
-            evict_failed_bare=args.boolean("evictFailedBarePods", False),
-            ignore_without_pdb=args.boolean("ignorePodsWithoutPDB", False),
+            protections=_protections(args, where),
             node_fit=args.boolean("nodeFit", False),
             priority_threshold=threshold,
             min_replicas=replicas or 0,
@@ -178,6 +258,15 @@ class Evictor:
             max_per_node=per_node,
             max_per_namespace=count("maxNoOfPodsToEvictPerNamespace"),
             max_total=count("maxNoOfPodsToEvictTotal"),
+            namespaces=(
+                parse_selector(
+                    _nest(namespaces, where=f"{where} namespaceLabelSelector"),
+                    where=f"{where} namespaceLabelSelector",
+                )
+                if namespaces
+                else None
+            ),
+            no_eviction_mandatory=policy == "Mandatory",
         )
 
     def protects(self, task: Task, cluster: Cluster) -> str | None:
@@ -191,26 +280,35 @@ class Evictor:
         source = task.annotations.get(SOURCE_ANNOTATION)
         if source is not None and source != "api":
             return "a static pod"
+        if self.no_eviction_mandatory and NO_EVICTION_ANNOTATION in task.annotations:
+            return "annotated prefer-no-eviction, and noEvictionPolicy is Mandatory"
         if rt.deleting or task.status is TaskStatus.RELEASING:
             return "already being deleted"
+        on = self.protections
         # A controller recreates the pod it evicts; a bare pod is lost, unless it failed anyway.
-        if task.owner is None and not (self.evict_failed_bare and task.status is TaskStatus.FAILED):
+        if task.owner is None and ("FailedBarePods" in on or task.status is not TaskStatus.FAILED):
             return "no controller owns it"
-        if not self.evict_system_critical:
+        if "SystemCriticalPods" in on:
             if task.critical or task.priority >= SYSTEM_CRITICAL_PRIORITY:
                 return "system-critical"
             if self.priority_threshold is not None and task.priority >= self.priority_threshold:
                 return f"priority {task.priority} is not below priorityThreshold {self.priority_threshold}"
-        if not self.evict_local_storage and rt.local_storage:
+        if "PodsWithLocalStorage" in on and rt.local_storage:
             return "it has local storage (emptyDir or hostPath)"
-        if not self.evict_daemonset and "DaemonSet" in rt.owner_kinds:
+        if "DaemonSetPods" in on and "DaemonSet" in rt.owner_kinds:
             return "a DaemonSet pod"
-        if self.ignore_pvc and task.claims:
+        if "PodsWithPVC" in on and task.claims:
             return "it mounts a PersistentVolumeClaim"
-        if self.ignore_without_pdb and not cluster.covered(task):
+        if "PodsWithResourceClaims" in on and task.resource_claims:
+            return "it claims devices (resourceClaims)"
+        if "PodsWithoutPDB" in on and not cluster.covered(task):
             return "no PodDisruptionBudget covers it"
         if self.labels is not None and not self.labels.matches(task.labels):
             return "its labels do not match labelSelector"
+        if self.namespaces is not None and not self.namespaces.matches(
+            cluster.namespace_labels(task.namespace)
+        ):
+            return "its namespace's labels do not match namespaceLabelSelector"
         if self.min_replicas > 1 and len(rt.owner_kinds) == 1 and task.owner is not None:
             have = cluster.replicas(task)
             if have < self.min_replicas:
