@@ -56,6 +56,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, ClassVar
 
 import numpy as np
@@ -217,8 +218,8 @@ class Rescheduling(BasePlugin):
             nonlocal counts
             if counts is None:
                 counts = {}
-                every = [*(t for job in session.jobs.values() for t in job.tasks.values())]
-                for t in [*every, *session.snapshot.foreign_tasks]:
+                ours = (t for job in session.jobs.values() for t in job.tasks.values())
+                for t in chain(ours, session.snapshot.foreign_tasks):
                     if t.owner is not None:
                         key = (t.namespace, t.owner)
                         counts[key] = counts.get(key, 0) + 1

@@ -705,7 +705,8 @@ class RemoveDuplicates:
                 for t in here:
                     if excess <= 0:
                         break
-                    if not _elsewhere(ctx, t, ctx.node_of(t) or 0) or not ctx.pick(t):
+                    i = ctx.node_of(t)
+                    if i is None or not _elsewhere(ctx, t, i) or not ctx.pick(t):
                         continue  # (a pod that can run nowhere else would come straight back)
                     excess -= 1
                     out.append(
