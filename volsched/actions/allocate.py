@@ -53,7 +53,7 @@ def admitted_jobs(session: Session, *, best_effort: bool) -> list[Job]:
         if job.phase is admitted_only or not _has_pending(job, best_effort=best_effort):
             continue
         if job.queue not in queues:
-            missing = f"queue {job.queue} does not exist"
+            missing = session.snapshot.absent("Queue", job.queue)
             session.reject(job, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, action, (missing,)))
             continue
         kind.append(job)
@@ -88,7 +88,7 @@ def _admitted_by_queue(session: Session) -> dict[str, dict[str, list[Job]]]:
             continue
         if job.queue not in queues:
             if _has_pending(job, best_effort=False):
-                missing = f"queue {job.queue} does not exist"
+                missing = session.snapshot.absent("Queue", job.queue)
                 session.reject(job, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Allocate.name, (missing,)))
             continue
         group = groups.get((job.queue, job.namespace))

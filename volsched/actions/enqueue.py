@@ -47,7 +47,9 @@ class Enqueue:
                 continue
             if spec is None:
                 for job in waiting:
-                    session.reject(job, Status(UNRESOLVABLE, self.name, (f"queue {queue} does not exist",)))
+                    session.reject(
+                        job, Status(UNRESOLVABLE, self.name, (session.snapshot.absent("Queue", queue),))
+                    )
                 continue
             if spec.state is QueueState.CLOSED:
                 for job in waiting:

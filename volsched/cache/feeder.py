@@ -35,10 +35,14 @@ from typing import Any
 
 from volsched.cache.doorbell import ARRIVED
 from volsched.cache.state import ClusterState
+from volsched.cache.volcano import VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.model.decode import named_group
 from volsched.model.errors import InputError
 
 log = logging.getLogger("volsched.cache")
+
+#: Kinds a pod names (its queue, its group): one refused as invalid is said so on the pods naming it.
+_REFUSABLE = frozenset(("Queue", "PodGroup", VOLCANO_QUEUE, VOLCANO_PODGROUP))
 
 Raw = Mapping[str, Any]
 
@@ -174,7 +178,11 @@ class Feeder:
                 raise
             why = f"volsched ignores this {kind} (keeping its last valid version, if any): {exc}"
             self._reject(kind, obj, ref, why, log_line=f"ignoring {ref}: {exc}")
+            if kind in _REFUSABLE:
+                self.state.refuse(kind, key[1], key[2], exc.message)
             return False
+        if kind in _REFUSABLE:
+            self.state.refuse(kind, key[1], key[2], None)
         if warning:
             self._reject(kind, obj, ref, warning, log_line=warning)
         else:
@@ -214,6 +222,8 @@ class Feeder:
                 self._assumed.pop(f"{key[1]}/{key[2]}", None)
                 self._evicting.pop(f"{key[1]}/{key[2]}", None)
         self.state.delete(kind, key[1], key[2])
+        if kind in _REFUSABLE:
+            self.state.refuse(kind, key[1], key[2], None)
 
     # --- assumed binds --------------------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ from volsched.cache.volcano import (
     conflict_message,
 )
 from volsched.gcpause import pause_collector, resume_collector
-from volsched.model.cluster import ClusterSnapshot, copy_task
+from volsched.model.cluster import ClusterSnapshot, absent_object, copy_task
 from volsched.model.decode import (
     build_node,
     build_podgroup,
@@ -125,6 +125,9 @@ class ClusterState:
         self._derived_phase: dict[str, PodGroupPhase] = {}
         #: What was wrong with the annotations of those groups' pods, as snapshot problems.
         self.derived_problems: list[tuple[str, str, str]] = []
+        #: Queues and PodGroups (ours or Volcano's) refused as invalid: "Queue q" / "PodGroup ns/g" -> why
+        #: (see ``refuse``); a pod naming one that is not held is told so (``ClusterSnapshot.refused``).
+        self.refused: dict[str, str] = {}
         #: The groups standing for owners' pods in the last snapshot (the operator creates their objects).
         self.last_derived: list[PodGroupSpec] = []
         self.quota_weights: dict[str, int] = {}  # "ns/quota" -> weight
@@ -451,6 +454,19 @@ class ClusterState:
             self.changes += 1
             return True
 
+    def refuse(self, kind: str, namespace: str | None, name: str, why: str | None) -> None:
+        """The last version of a Queue or PodGroup (``kind`` as the feeder names it, Volcano's too) was
+        refused as invalid, and why (None: one was taken, or it is gone). A change: what pods naming it
+        are told changes."""
+        kind = {VOLCANO_QUEUE: "Queue", VOLCANO_PODGROUP: "PodGroup"}.get(kind, kind)
+        if kind not in ("Queue", "PodGroup"):
+            return
+        ref = f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+        why = why.removeprefix(f"{ref}: ") if why else why  # said of the object already
+        with self._lock:
+            changed = _put(self.refused, ref, why) if why else self.refused.pop(ref, None) is not None
+            self.changes += changed
+
     def touch(self) -> None:
         """Count a change the tables do not show (an assumed bind expired: see ``Feeder.expire``)."""
         with self._lock:
@@ -678,7 +694,20 @@ class ClusterState:
                 gc.freeze()
             self._snapshot_taken = True
             snap.problems.extend(self.derived_problems)
+            if self.refused:
+                refused = snap.refused = dict(self.refused)
+                snap.problems = [self._told_refused(p, refused) for p in snap.problems]
             return snap
+
+    def _told_refused(
+        self, problem: tuple[str, str, str], refused: Mapping[str, str]
+    ) -> tuple[str, str, str]:
+        """A pod's problem that its PodGroup does not exist, said of one the cache refused: rejected, why."""
+        obj, reason, _ = problem
+        if reason != "PodGroupNotFound":
+            return problem
+        task = self.tasks.get(obj.partition(" ")[2])
+        return problem if task is None else (obj, reason, absent_object("PodGroup", task.job_key, refused))
 
 
 def _put(table: dict[Any, Any], key: Any, value: Any) -> bool:

@@ -517,6 +517,14 @@ class ClusterSnapshot:
     #: "ns/name" (read-only: shared with the cache).
     device_catalog: DeviceCatalog | None = None
     resource_claims: Mapping[str, Claim] = field(default_factory=dict)
+    #: Queues and PodGroups the cache refused, with none of their valid versions held ("Queue q",
+    #: "PodGroup ns/g" -> why): what names one is told it was rejected, not that it does not exist.
+    refused: Mapping[str, str] = field(default_factory=dict)
+
+    def absent(self, kind: str, key: str) -> str:
+        """How a refusal names a Queue (``key``: its name) or a PodGroup (``ns/name``) the snapshot does
+        not hold: rejected by volsched, and why, or it does not exist."""
+        return absent_object(kind, key, self.refused)
 
     def namespace_weight(self, namespace: str) -> int:
         return self.namespace_weights.get(namespace, 1)
@@ -606,11 +614,20 @@ def _standalone_job(
     for t in members:
         key = t.key
         if t.job_key != key:
-            group = t.job_key.split("/", 1)[1]
-            problems.append((key, (f"Pod {key}", "PodGroupNotFound", f"pod group {group} does not exist")))
+            missing = absent_object("PodGroup", t.job_key, {})  # the cache says why, if it refused it
+            problems.append((key, (f"Pod {key}", "PodGroupNotFound", missing)))
             continue
         job = lone_job(space, t, key)
     return job
+
+
+def absent_object(kind: str, key: str, refused: Mapping[str, str]) -> str:
+    """``queue q does not exist`` or ``queue q was rejected by volsched: why`` (``kind``: Queue or
+    PodGroup; ``refused``: see ``ClusterSnapshot.refused``): the one wording of both."""
+    what = "queue" if kind == "Queue" else "pod group"
+    name = key.rpartition("/")[2]
+    why = refused.get(f"{kind} {key}")
+    return f"{what} {name} was rejected by volsched: {why}" if why else f"{what} {name} does not exist"
 
 
 def lone_job(space: ResourceSpace, t: Task, key: str, *, allocated: Vector | None = None) -> Job:

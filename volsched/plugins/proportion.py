@@ -434,7 +434,7 @@ class Proportion(BasePlugin):
         def enqueueable(job: Job) -> tuple[Vote, str]:
             attr = attrs.get(job.queue)
             if attr is None:
-                return Vote.REJECT, f"queue {job.queue} does not exist"
+                return Vote.REJECT, session.snapshot.absent("Queue", job.queue)
             if not attr.leaf:
                 return Vote.REJECT, not_leaf(attr)
             need = job.min_request
