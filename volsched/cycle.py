@@ -297,10 +297,14 @@ class _BindStream:
             for b in binds:
                 if feeder.assume(b.pod, b.uid, b.node):
                     self.assumed += 1
+                if b.claims:
+                    feeder.state.assume_claims(b)
             outcomes = self.port.bind(binds, pods)
         except BaseException:  # none of these sent, as far as the cycle can tell: forget them all
             for b in binds:
                 feeder.forget(b.pod)
+                if b.claims:
+                    feeder.state.forget_claims(b)
             raise
         _settle(feeder, self.report, outcomes, [], {}, now=self.now)
         self.seconds += time.perf_counter() - started
@@ -323,8 +327,12 @@ def _settle(
             feeder.finish(b.pod, unsure=outcome.result == UNKNOWN)
         elif outcome.result == GONE:
             _delete_pod(feeder, b.pod)
+            if b.claims:
+                state.forget_claims(b)
         else:
             feeder.forget(b.pod)
+            if b.claims:
+                state.forget_claims(b)
             if outcome.result == CONFLICT and outcome.pod is not None:
                 feeder.apply("Pod", outcome.pod)
     for ev in evictions:

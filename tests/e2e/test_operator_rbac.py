@@ -29,6 +29,7 @@ SA = "system:serviceaccount:volsched-system:volsched"
 NS = "volsched-system"
 G = "scheduling.volsched.io"
 V = "scheduling.volcano.sh"
+R = "resource.k8s.io"
 
 # (verb, group, resource, subresource, namespace, name)
 USED = [
@@ -41,6 +42,10 @@ USED = [
     ("list", "scheduling.k8s.io", "priorityclasses", "", "", ""),
     ("watch", "scheduling.k8s.io", "priorityclasses", "", "", ""),
     ("list", "policy", "poddisruptionbudgets", "", "", ""), ("watch", "policy", "poddisruptionbudgets", "", "", ""),
+    ("list", R, "deviceclasses", "", "", ""), ("watch", R, "deviceclasses", "", "", ""),
+    ("list", R, "resourceslices", "", "", ""), ("watch", R, "resourceslices", "", "", ""),
+    ("list", R, "resourceclaims", "", "", ""), ("watch", R, "resourceclaims", "", "", ""),
+    ("get", R, "resourceclaims", "", "team", "c"), ("update", R, "resourceclaims", "status", "team", "c"),
     ("list", G, "queues", "", "", ""), ("watch", G, "queues", "", "", ""),
     ("list", G, "podgroups", "", "", ""), ("watch", G, "podgroups", "", "", ""),
     ("create", "", "pods", "binding", "team", "p"), ("create", "", "pods", "eviction", "team", "p"),
@@ -77,6 +82,8 @@ NOT_GRANTED = [
     ("create", "", "pods", "binding", NS, "") if False else ("delete", "", "events", "", "team", "e"),
     ("list", "apiextensions.k8s.io", "customresourcedefinitions", "", "", ""),
     ("update", "policy", "poddisruptionbudgets", "", "team", "b"),
+    ("update", R, "resourceclaims", "", "team", "c"), ("create", R, "resourceclaims", "", "team", ""),
+    ("delete", R, "resourceclaims", "", "team", "c"), ("update", R, "resourceslices", "", "", "s"),
     ("create", V, "podgroups", "", "team", ""), ("delete", V, "podgroups", "", "team", "pg"),
     ("create", V, "queues", "", "", ""), ("update", G, "podgroups", "", "team", "pg"),
     ("get", "custom.metrics.k8s.io", "pods", "node_cpu_usage_avg", "team", "*"),

@@ -30,6 +30,7 @@ from volsched.cache.volcano import (
     build_volcano_queue,
     conflict_message,
 )
+from volsched.framework.decisions import Bind
 from volsched.gcpause import pause_collector, resume_collector
 from volsched.model.cluster import ClusterSnapshot, absent_object, copy_task
 from volsched.model.decode import (
@@ -49,7 +50,7 @@ from volsched.model.decode import (
     resource_slice,
     volume_node_terms,
 )
-from volsched.model.devices import Claim, DeviceClass, DeviceSlice
+from volsched.model.devices import Allocated, Claim, DeviceClass, DeviceSlice
 from volsched.model.errors import InputError
 from volsched.model.usage import NodeUsage
 from volsched.model.vocabulary import (
@@ -144,6 +145,9 @@ class ClusterState:
         self.device_classes: dict[str, DeviceClass] = {}
         self.slices: dict[str, DeviceSlice] = {}
         self.resource_claims: dict[str, Claim] = {}
+        #: Claims a decided bind allocated or reserved, before the API shows it (as a bind is assumed):
+        #: "ns/name" -> (the claim as the API had it, as assumed). The next event of the claim ends it.
+        self._claims_assumed: dict[str, tuple[Claim, Claim]] = {}
         self.priority_classes: dict[str, int] = {}
         #: "ns/name" -> the PodDisruptionBudget (which pods it selects, disruptions it allows now).
         self.budgets: dict[str, DisruptionBudget] = {}
@@ -288,6 +292,7 @@ class ClusterState:
                 changed = _put(self.slices, _key(obj), resource_slice(obj))
             elif kind == "ResourceClaim":
                 rc = resource_claim(obj)
+                self._claims_assumed.pop(rc.key, None)  # the API's word from now on
                 changed = _put(self.resource_claims, rc.key, rc)
             elif kind == "PodDisruptionBudget":
                 budget = disruption_budget(obj)
@@ -313,6 +318,38 @@ class ClusterState:
         if ring is not None:
             self.doorbell.ring(ring)
         return warning
+
+    def assume_claims(self, bind: Bind) -> None:
+        """The claims of a decided bind are allocated and reserved for its pod now, before the API shows
+        it (the writer writes them before it binds): the next session must not give their devices again.
+        Ends with the claim's next event, or :meth:`forget_claims`."""
+        with self._lock:
+            for a in bind.claims:
+                claim = self.resource_claims.get(a.key)
+                if claim is None or bind.uid in claim.reserved_for:
+                    continue
+                allocation = (
+                    claim.allocation
+                    if a.existing
+                    else Allocated(results=a.results, node_name=a.node_name, node_terms=a.node_terms)
+                )
+                assumed = replace(claim, allocation=allocation, reserved_for=(*claim.reserved_for, bind.uid))
+                before = self._claims_assumed.get(a.key, (claim, claim))[0]
+                self._claims_assumed[a.key] = (before, assumed)
+                self.resource_claims[a.key] = assumed
+                self.changes += 1
+
+    def forget_claims(self, bind: Bind) -> None:
+        """The bind failed: its claims are as the API had them (unless an event of the claim came since,
+        which ended the assumption)."""
+        with self._lock:
+            for a in bind.claims:
+                held = self._claims_assumed.pop(a.key, None)
+                if held is not None and self.resource_claims.get(a.key) is held[1]:
+                    self.resource_claims[a.key] = held[0]
+                    self.changes += 1
+        if bind.claims:
+            self.doorbell.ring(FREED)
 
     def _budgeted(self, namespace: str) -> bool:
         """Whether a PodDisruptionBudget of ``namespace`` is cached (under ``_lock``)."""
@@ -394,6 +431,7 @@ class ClusterState:
             elif kind == "ResourceSlice":
                 held = _drop(self.slices, name)
             elif kind == "ResourceClaim":
+                self._claims_assumed.pop(key, None)
                 held = _drop(self.resource_claims, key)
             elif kind == "PriorityClass":
                 held = _drop(self.priority_classes, name) | _drop(self._global_default, name)

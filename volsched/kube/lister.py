@@ -69,6 +69,10 @@ WATCHED: tuple[WatchedKind, ...] = (
     WatchedKind("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", True),
     WatchedKind("PodGroup", API_GROUP, "v1beta1", "podgroups", True),
     WatchedKind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True),
+    # Dynamic Resource Allocation (served since Kubernetes 1.34; not served: a warning, looked for again).
+    WatchedKind("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", False),
+    WatchedKind("ResourceSlice", "resource.k8s.io", "v1", "resourceslices", False),
+    WatchedKind("ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", True),
     WatchedKind("Pod", "", "v1", "pods", True),
 )
 

@@ -53,6 +53,7 @@ from volsched.kube.rest import (
     event_path,
     pod_path,
 )
+from volsched.model.devices import ClaimAllocation, allocation_status
 from volsched.model.vocabulary import API_GROUP, DEFAULT_SCHEDULER_NAMES
 from volsched.redaction import error_summary, redact
 
@@ -135,6 +136,11 @@ def event_name(target: EventTarget, reason: str) -> str:
     tag = "".join(c for c in reason.lower() if c.isalnum())[:40] or "event"
     suffix = "".join(c for c in (target.uid or target.kind.lower()) if c.isalnum())[:12]
     return f"{target.name[:180]}.volsched-{tag}-{suffix}".lower()
+
+
+def claim_path(namespace: str, name: str) -> str:
+    """A ResourceClaim's path (``resource.k8s.io/v1``)."""
+    return custom_path("resource.k8s.io", "v1", "resourceclaims", name, namespace=namespace)
 
 
 def _split(key: str) -> tuple[str, str]:
@@ -321,9 +327,93 @@ class KubeWriter:
         return self._map(lambda b: self.bind(b, pods.get(b.pod)), binds, binds=True)
 
     def bind(self, bind: Bind, pod: Raw | None, *, holding: float | None = None) -> BindOutcome:
-        """Bind one pod (under ``holding`` of the Lease, when given: see :meth:`_send`)."""
+        """Bind one pod (under ``holding`` of the Lease, when given: see :meth:`_send`). A pod that claims
+        devices has its claims' allocation and reservation written first, as kube-scheduler does (the
+        kubelet prepares the devices of the claims it finds reserved for the pod), and undone when the
+        bind fails."""
         if not self._ours(pod):
             return BindOutcome(bind, SKIPPED, "not scheduled by volsched")
+        if not bind.claims:
+            return self._bind(bind, holding)
+        written, problem = self._reserve_claims(bind, holding)
+        if problem is not None:
+            return BindOutcome(bind, FAILED, problem)
+        outcome = self._bind(bind, holding)
+        if outcome.result not in (BOUND, UNKNOWN):  # an unknown one may be bound: its claims stay
+            self._unreserve_claims(bind, written, holding)
+        return outcome
+
+    def _reserve_claims(self, bind: Bind, holding: float | None) -> tuple[list[ClaimAllocation], str | None]:
+        """Write each claim's allocation and the pod's reservation (a claim read, then its status
+        updated at the resourceVersion read: a claim another scheduler allocated meanwhile is a
+        conflict, never overwritten). The claims written, or (those undone) why not."""
+        _, name = _split(bind.pod)
+        written: list[ClaimAllocation] = []
+        for alloc in bind.claims:
+            path = claim_path(alloc.namespace, alloc.claim)
+            problem = None
+            try:
+                claim = self._get(path)
+                status = claim.get("status") or {}
+                uid = (claim.get("metadata") or {}).get("uid")
+                if alloc.uid and uid != alloc.uid:
+                    problem = "was deleted and made again"
+                elif not alloc.existing and status.get("allocation"):
+                    problem = "was allocated meanwhile"
+                elif alloc.existing and not status.get("allocation"):
+                    problem = "lost its allocation meanwhile"
+                else:
+                    body = {
+                        **claim,
+                        "status": allocation_status(alloc, pod_name=name, pod_uid=bind.uid, status=status),
+                    }
+                    self._send("PUT", f"{path}/status", body, holding=holding)
+            except ApiException as exc:
+                problem = f"{exc.status} {_reason(exc)}"
+            except Exception as exc:  # fenced, or the network: nothing bound
+                problem = error_summary(exc)
+            if problem is not None:
+                self._unreserve_claims(bind, written, holding)
+                return [], f"resourceclaim {alloc.key}: {problem}; not bound"
+            written.append(alloc)
+        return written, None
+
+    def _unreserve_claims(self, bind: Bind, written: list[ClaimAllocation], holding: float | None) -> None:
+        """Undo :meth:`_reserve_claims` for a pod that was not bound: the pod out of each claim's
+        ``reservedFor``, and the allocation written for it dropped when no other pod holds the claim
+        (a conflict read again and retried; what cannot be undone is logged: the claim then keeps devices
+        until the resource claim controller or a user frees them)."""
+        for alloc in reversed(written):
+            path = claim_path(alloc.namespace, alloc.claim)
+            for _attempt in range(3):
+                try:
+                    claim = self._get(path)
+                    status = dict(claim.get("status") or {})
+                    reserved = [r for r in status.pop("reservedFor", None) or [] if r.get("uid") != bind.uid]
+                    if reserved:
+                        status["reservedFor"] = reserved
+                    elif not alloc.existing:
+                        status.pop("allocation", None)
+                    self._send("PUT", f"{path}/status", {**claim, "status": status}, holding=holding)
+                    break
+                except ApiException as exc:
+                    if exc.status == 409:
+                        continue
+                    if exc.status != 404:
+                        log.warning(
+                            "could not undo resourceclaim %s for pod %s: %s", alloc.key, bind.pod, exc.status
+                        )
+                    break
+                except Exception as exc:
+                    log.warning(
+                        "could not undo resourceclaim %s for pod %s: %s",
+                        alloc.key,
+                        bind.pod,
+                        error_summary(exc),
+                    )
+                    break
+
+    def _bind(self, bind: Bind, holding: float | None) -> BindOutcome:
         ns, name = _split(bind.pod)
         meta: dict[str, str] = {"name": name, "namespace": ns}
         if bind.uid:

@@ -235,8 +235,17 @@ class MemoryPort:
         and a claim no pod holds any more deallocated."""
         meta = pod.get("metadata") or {}
         uid = str(meta.get("uid") or "")
-        for key, claim in list(self.resource_claims.items()):
-            if not key.startswith(f"{meta.get('namespace')}/"):
+        ns = meta.get("namespace") or "default"
+        entries = [
+            *((pod.get("spec") or {}).get("resourceClaims") or []),
+            *((pod.get("status") or {}).get("resourceClaimStatuses") or []),
+        ]
+        names = {
+            str(c["resourceClaimName"]) for c in entries if isinstance(c, dict) and c.get("resourceClaimName")
+        }
+        for name in sorted(names):
+            claim = self.resource_claims.get(f"{ns}/{name}")
+            if claim is None:
                 continue
             status = released_status(claim.get("status"), pod_uid=uid)
             if status is not None:

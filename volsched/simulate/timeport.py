@@ -188,6 +188,8 @@ class TimePort(MemoryPort):
             raw = self.state.raw_pods.get(run.key)
             if raw is not None and run.job not in finished:  # its job runs on: it shows Succeeded
                 self.put({**raw, "status": {**(raw.get("status") or {}), "phase": "Succeeded"}})
+            if raw is not None:
+                self.release_claims(raw)  # a pod that finished holds no device
         for job in jobs:
             if job in finished:
                 self._done(job)
@@ -233,6 +235,7 @@ class TimePort(MemoryPort):
                     continue
                 self._lose(run, now)
                 self.remove("Pod", key)
+                self.release_claims(raw)
                 self._replace(raw)
                 self.restarted += 1
         return out
