@@ -1,6 +1,7 @@
 """The descheduler's strategies through the operator on a real apiserver: the pods they name are evicted
 through the Eviction API (a failed pod is deleted at once), each with a Rescheduled event saying why,
-and the healthy ones are left alone."""
+and the healthy ones are left alone, as are the pods the default evictor protects (a DaemonSet's, one
+with an emptyDir), read from what the operator keeps of them."""
 
 from __future__ import annotations
 
@@ -31,13 +32,13 @@ tiers:
 """
 
 
-def owned_pod(name: str, node_name: str) -> dict[str, Any]:
+def owned_pod(name: str, node_name: str, *, kind: str = "ReplicaSet") -> dict[str, Any]:
     obj = pod(name)
     obj["spec"]["nodeName"] = node_name
     obj["metadata"]["ownerReferences"] = [
         {
             "apiVersion": "apps/v1",
-            "kind": "ReplicaSet",
+            "kind": kind,
             "name": name,
             "uid": f"uid-{name}",
             "controller": True,
@@ -47,13 +48,20 @@ def owned_pod(name: str, node_name: str) -> dict[str, Any]:
 
 
 def test_failed_and_crash_looping_pods_are_evicted_with_a_reason(k: Kube, start_operator: Start) -> None:
-    k.nodes(node("n1", cpu="4"), node("n2", cpu="4"))
+    k.nodes(node("n1", cpu="8"), node("n2", cpu="8"))
     k.set_config(CONFIG)
     ns = k.namespace("deschedule")
-    k.pods(ns, owned_pod("failed", "n1"), owned_pod("crashing", "n1"), owned_pod("healthy", "n1"))
+    scratch = owned_pod("scratch", "n1")
+    scratch["spec"]["volumes"] = [{"name": "tmp", "emptyDir": {}}]
+    agent = owned_pod("agent", "n1", kind="DaemonSet")
+    k.pods(
+        ns, owned_pod("failed", "n1"), owned_pod("crashing", "n1"), owned_pod("healthy", "n1"), scratch, agent
+    )
     k.core.patch_namespaced_pod_status("failed", ns, {"status": {"phase": "Failed", "reason": "Evicted"}})
     restarts = [{"name": "main", "image": "busybox", "imageID": "", "ready": False, "restartCount": 12}]
-    for name, count in (("crashing", 12), ("healthy", 0)):
+    # scratch and agent crash too, but the evictor protects them: had it not, the answer that names
+    # crashing would have named them (every pod fits one session's limit).
+    for name, count in (("crashing", 12), ("healthy", 0), ("scratch", 12), ("agent", 12)):
         statuses = [{**restarts[0], "restartCount": count, "state": {"running": {}}}]
         k.core.patch_namespaced_pod_status(
             name, ns, {"status": {"phase": "Running", "containerStatuses": statuses}}
@@ -65,7 +73,7 @@ def test_failed_and_crash_looping_pods_are_evicted_with_a_reason(k: Kube, start_
         return "deschedule/failed" not in left and "deschedule/crashing" not in left
 
     wait_for(gone, 30, what=f"the failed and the crash-looping pod evicted (log: {op.log_path})")
-    assert set(k.placements(ns)) == {"deschedule/healthy"}
+    assert set(k.placements(ns)) == {"deschedule/healthy", "deschedule/scratch", "deschedule/agent"}
     events = {
         e.involved_object.name: e.message
         for e in k.core.list_namespaced_event(ns).items
