@@ -534,6 +534,9 @@ SPREAD = strategy("removePodsViolatingTopologySpreadConstraint")
         (4, {"max_skew": 4}, {}, 0),
         (4, {"hard": False}, {}, 0),  # ScheduleAnyway: only with includeSoftConstraints
         (4, {"hard": False}, {"includeSoftConstraints": True}, 2),
+        (4, {"hard": False}, {"constraints": ["DoNotSchedule", "ScheduleAnyway"]}, 2),  # the newer form
+        (4, {"hard": False}, {"constraints": ["ScheduleAnyway"]}, 2),
+        (4, {}, {"constraints": ["ScheduleAnyway"]}, 0),  # DoNotSchedule not named
         (4, {"min_domains": 3}, {}, 0),  # fewer domains than minDomains: moving cannot help
     ],
 )
@@ -773,6 +776,18 @@ def test_required_during_execution_node_affinity_is_accepted_and_moves_nothing()
             "states: unknown",
         ),
         (strategy("removeFailedPods", exitCodes=["1"]), "exitCodes: expected a list of integers"),
+        (
+            strategy("removePodsViolatingTopologySpreadConstraint", constraints=["Soft"]),
+            "constraints: unknown Soft; known: DoNotSchedule, ScheduleAnyway",
+        ),
+        (
+            strategy(
+                "removePodsViolatingTopologySpreadConstraint",
+                constraints=["DoNotSchedule"],
+                includeSoftConstraints=True,
+            ),
+            "give constraints or includeSoftConstraints",
+        ),
         (strategy("removePodsViolatingNodeTaints", includedTaints="a"), "includedTaints: expected a list"),
         (
             strategy("podLifeTime", maxPodLifeTimeSeconds=5, includingEphemeralContainers="yes"),

@@ -933,21 +933,32 @@ class RemovePodsViolatingTopologySpreadConstraint:
     as the descheduler keys a constraint by the pod's). With ``topologyBalanceNodeFit`` (default) a pod
     moves only if it fits, now, a node of a domain below the ideal (the mean); one that does not is
     passed over for the next. With fewer domains than ``minDomains`` moving pods cannot help, so nothing
-    moves. Only ``DoNotSchedule`` constraints unless ``includeSoftConstraints``; ``namespaces`` and
+    moves. Only ``DoNotSchedule`` constraints unless ``constraints`` names ``ScheduleAnyway`` too (or
+    only it; ``includeSoftConstraints: true`` is the older form of both); ``namespaces`` and
     ``labelSelector`` only decide which pods may be evicted, never how domains are counted."""
 
     name: ClassVar[str] = "removePodsViolatingTopologySpreadConstraint"
     include_soft: bool = False
     pods: PodFilter = PodFilter()
     node_fit: bool = True
+    include_hard: bool = True
 
     @classmethod
     def parse(cls, params: Params) -> RemovePodsViolatingTopologySpreadConstraint:
-        return cls(
-            params.boolean("includeSoftConstraints", False),
-            PodFilter.parse(params),
-            params.boolean("topologyBalanceNodeFit", True),
-        )
+        soft = params.boolean("includeSoftConstraints", False)
+        kinds = params.states("constraints", ("DoNotSchedule", "ScheduleAnyway"))
+        if kinds and params.raw.get("includeSoftConstraints") is not None:
+            raise params.error(
+                "constraints", "give constraints or includeSoftConstraints (its older form), not both"
+            )
+        if kinds:
+            return cls(
+                "ScheduleAnyway" in kinds,
+                PodFilter.parse(params),
+                params.boolean("topologyBalanceNodeFit", True),
+                "DoNotSchedule" in kinds,
+            )
+        return cls(soft, PodFilter.parse(params), params.boolean("topologyBalanceNodeFit", True))
 
     def select(self, ctx: Context) -> list[tuple[Task, str]]:
         session = ctx.session
@@ -957,7 +968,10 @@ class RemovePodsViolatingTopologySpreadConstraint:
         for on_node in session.nodes.tasks:
             for t in on_node.values():
                 for c in t.constraints.spread if t.constraints is not None else ():
-                    if not (c.hard or self.include_soft) or (c, t.placement_key) in seen:
+                    if (
+                        not (self.include_hard if c.hard else self.include_soft)
+                        or (c, t.placement_key) in seen
+                    ):
                         continue
                     seen.add((c, t.placement_key))
                     if state is None:
