@@ -188,6 +188,37 @@ HOSTILE: list[tuple[str, str | bytes, str]] = [
         r"document 2: PodGroup default/g: spec.minMember must be at most 2147483647, got an integer of 40 digits",
     ),
     (
+        "kind-a-list",
+        NODE + _pod().replace("kind: Pod", "kind: [Pod]"),
+        r"document 2: line 5: kind: must be a non-empty string, got \['Pod'\]",
+    ),
+    (
+        "kind-a-number",
+        NODE + _pod().replace("kind: Pod", "kind: 3"),
+        r"document 2: line 5: kind: must be a non-empty string, got 3",
+    ),
+    (
+        "kind-missing",
+        NODE + _pod().replace("kind: Pod\n", ""),
+        r"document 2: missing field kind",
+    ),
+    (
+        "api-version-a-map",
+        NODE + _pod().replace("kind: Pod", "kind: Pod\napiVersion: {v: 1}"),
+        r"document 2: line 6: apiVersion: must be a non-empty string, got \{'v': 1\}",
+    ),
+    (
+        "item-kind-a-list",
+        NODE
+        + "---\nkind: List\napiVersion: v1\nitems:\n- {kind: Node, metadata: {name: n2}}\n- kind: [Node]\n",
+        r"document 2: line 9: items\[1\]\.kind: must be a non-empty string, got \['Node'\]",
+    ),
+    (
+        "list-kind-a-map",
+        NODE + "---\nkind: {List: 1}\nitems: []\n",
+        r"document 2: line 5: kind: must be a non-empty string, got \{'List': 1\}",
+    ),
+    (
         "integer-of-5000-digits",
         NODE + _pod(extra="  priority: " + "9" * 5000 + "\n"),
         r"document 2: cannot load: Exceeds the limit",
@@ -222,3 +253,12 @@ def test_labels_names_and_counts_kubernetes_accepts_still_load(tmp_path, capsys)
     path.write_text(text)
     assert main(["simulate", "-f", str(path), "-o", "json"]) == 0
     assert '"default/j-2"' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("obj", [{"kind": ["Pod"]}, {"kind": "Pod", "apiVersion": 1}, {"metadata": {}}])
+def test_objects_handed_to_the_simulator_need_a_string_kind_too(obj):
+    from volsched.model.errors import InputError
+    from volsched.simulate import Document, Simulator
+
+    with pytest.raises(InputError, match=r"^api: document 1: (kind|apiVersion): must be a string"):
+        Simulator([Document("api: document 1", obj)])

@@ -26,32 +26,49 @@ class Document:
 
 
 def load_documents(paths: Sequence[str | Path]) -> list[Document]:
-    """The objects of YAML files (multi-document, or a List), read with the bounded loader."""
+    """The objects of YAML files (multi-document, or a List), read with the bounded loader. An object
+    whose ``kind`` is missing or not a string, or whose ``apiVersion`` is not a string, is an error naming
+    the file, the document, the line and the field."""
     docs: list[Document] = []
     for path in paths:
         try:
             data = Path(path).read_bytes()
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from None
-        for i, doc in enumerate(yamlload.load_all(data, source=str(path)), start=1):
+        for i, (doc, node) in enumerate(yamlload.load_all_nodes(data, source=str(path)), start=1):
             if doc is None:
                 continue
             source = f"{path}: document {i}"
             if not isinstance(doc, dict):
                 raise InputError("expected a Kubernetes object (a map with kind)", source=source)
-            if doc.get("kind") == "List" or (
-                isinstance(doc.get("kind"), str) and doc["kind"].endswith("List")
-            ):
+            _check_type_fields(doc, node, [], source=source)
+            if doc["kind"] == "List" or doc["kind"].endswith("List"):
                 items = doc.get("items")
                 if not isinstance(items, list):
                     raise InputError("a List needs a list field items", source=source)
                 for j, item in enumerate(items):
                     if not isinstance(item, dict):
                         raise InputError(f"items[{j}] is not an object", source=source)
+                    _check_type_fields(item, node, ["items", j], source=source)
                     docs.append(Document(f"{source}, items[{j}]", item))
             else:
                 docs.append(Document(source, doc))
     return docs
+
+
+def _check_type_fields(obj: dict[str, Any], node: Any, path: list[str | int], *, source: str) -> None:
+    """``obj`` (at ``path`` in the document ``node``) has a string ``kind`` and, if any, ``apiVersion``."""
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+    for field, required in (("kind", True), ("apiVersion", False)):
+        value = obj.get(field)
+        if (isinstance(value, str) and value) or (value is None and not required):
+            continue
+        line = yamlload.line_of(node, [*path, field] if field in obj else path)
+        at = f"line {line}: " if line is not None else ""
+        name = f"{where}.{field}" if where else field
+        if field not in obj:
+            raise InputError(f"{at}missing field {name}", source=source)
+        raise InputError(f"{at}{name}: must be a non-empty string, got {repr(value)[:80]}", source=source)
 
 
 def iso(ts: float) -> str:

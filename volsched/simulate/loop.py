@@ -113,6 +113,10 @@ class Simulator:
             "Pod",
         )
         for i, doc in enumerate(docs):
+            for name in ("kind", "apiVersion"):  # read from files, load_documents said where already
+                value = doc.obj.get(name)
+                if not isinstance(value, str) and (name == "kind" or value is not None):
+                    raise InputError(f"{name}: must be a string, got {repr(value)[:80]}", source=doc.source)
             meta = (
                 doc.obj.setdefault("metadata", {}) if isinstance(doc.obj.get("metadata", {}), dict) else None
             )
