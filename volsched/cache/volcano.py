@@ -5,12 +5,14 @@ operators, KubeRay, Flink -- write):
 
 * PodGroup ``spec.minMember``, ``spec.minResources``, ``spec.queue``, ``spec.priorityClassName`` are
   ours, field for field; ``status.phase`` has the same values. ``spec.minTaskMember`` (per-role
-  minimums) and ``spec.networkTopology`` are not read: the gang is ``minMember`` pods of any role.
-* Queue ``spec.weight``, ``spec.capability``, ``spec.reclaimable``, ``spec.guarantee.resource`` and
-  ``spec.parent`` are ours. A Volcano Queue's state lives in ``status.state`` (Volcano's controller
-  sets it from ``vcctl queue operate``): ``Closed`` and ``Closing`` close the queue, anything else
-  leaves it open. ``spec.deserved`` (Volcano's capacity plugin) and ``spec.priority`` are not read:
-  volsched works the deserved share out from weights.
+  minimums; a pod's role is its ``volcano.sh/task-spec`` annotation) is honoured as Volcano's gang
+  plugin does (see ``volsched.plugins.gang``). ``spec.networkTopology`` is not read.
+* Queue ``spec.weight``, ``spec.capability``, ``spec.reclaimable``, ``spec.guarantee.resource``,
+  ``spec.parent`` and ``spec.priority`` (higher first in queue order) are ours. A Volcano Queue's state
+  lives in ``status.state`` (Volcano's controller sets it from ``vcctl queue operate``): ``Closed`` and
+  ``Closing`` close the queue, anything else leaves it open. ``spec.deserved`` (Volcano's capacity
+  plugin) is not honoured, deliberately: volsched shares by weight, as Volcano's proportion plugin does;
+  a condition on the queue says so (:data:`DESERVED_IGNORED`).
 
 When both API groups define an object of the same name (a PodGroup in the same namespace, or a
 Queue), **volsched's own object wins**; the Volcano one is ignored and gets an event saying so
@@ -39,6 +41,13 @@ VOLCANO_QUEUE = "VolcanoQueue"
 CONFLICT_REASON = "ShadowedByVolsched"
 
 _CLOSED_STATES = frozenset({"Closed", "Closing"})
+#: Why a Volcano Queue's ``spec.deserved`` is not honoured (shown on the queue as a condition).
+DESERVED_IGNORED = (
+    "spec.deserved is the share Volcano's capacity plugin gives the queue; volsched shares the cluster "
+    "as Volcano's proportion plugin does, by weight (a hierarchical water-fill), which reads no deserved "
+    "either: set spec.guarantee.resource for a share held for the queue and reclaimed back for it, "
+    "spec.capability for a ceiling, spec.weight for its part of the rest"
+)
 
 
 def _as(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
@@ -70,7 +79,8 @@ def build_volcano_queue(obj: Mapping[str, Any]) -> QueueSpec:
     state = status.get("state") if isinstance(status, Mapping) else None
     spec["state"] = "Closed" if state in _CLOSED_STATES else "Open"
     raw["spec"] = spec
-    return replace(build_queue(raw), api_group=VOLCANO_GROUP)
+    ignored = (("spec.deserved", DESERVED_IGNORED),) if spec.get("deserved") is not None else ()
+    return replace(build_queue(raw), api_group=VOLCANO_GROUP, ignored=ignored)
 
 
 def conflict_message(kind: str, key: str) -> str:

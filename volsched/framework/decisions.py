@@ -198,6 +198,8 @@ class QueueStatus:
     parent: str | None = None
     #: Configuration problems, (reason, message): a missing parent, a cycle, a guarantee not met.
     problems: list[tuple[str, str]] = field(default_factory=list)
+    #: Fields read and deliberately not honoured, (field, why): a Volcano Queue's ``spec.deserved``.
+    ignored: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass

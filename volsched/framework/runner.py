@@ -261,6 +261,7 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
             guarantee=dict(spec.guarantee),
             capability=None if spec.capability is None else dict(spec.capability),
             podgroups=counts[q],
+            ignored=spec.ignored,
         )
     for ns in sorted(ns_allocated.keys() | session.snapshot.namespace_weights.keys()):
         ns_held = ns_allocated.get(ns)

@@ -121,7 +121,7 @@ def queue_status(status: QueueStatus) -> dict[str, Any]:
         "allocated": quantities(status.allocated),
         "allocatedSummary": summary(status.allocated),
         **counts,
-        "conditions": [queue_condition(status)],
+        "conditions": [queue_condition(status), *ignored_conditions(status.ignored)],
     }
     if status.deserved is not None:
         out["deserved"] = quantities(status.deserved)
@@ -149,6 +149,21 @@ def queue_condition(status: QueueStatus) -> dict[str, str]:
         "reason": status.problems[0][0],
         "message": "; ".join(message for _, message in status.problems),
     }
+
+
+def ignored_conditions(ignored: tuple[tuple[str, str], ...]) -> list[dict[str, str]]:
+    """The ``FieldsIgnored`` condition (True) when the object sets fields volsched deliberately does not
+    honour, naming each and why; none otherwise."""
+    if not ignored:
+        return []
+    return [
+        {
+            "type": "FieldsIgnored",
+            "status": "True",
+            "reason": "NotHonoured",
+            "message": "; ".join(f"{name} is ignored: {why}" for name, why in ignored),
+        }
+    ]
 
 
 def pod_unschedulable_condition(message: str, now: str) -> dict[str, Any]:

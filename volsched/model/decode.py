@@ -48,6 +48,7 @@ from volsched.model.vocabulary import (
     NAMESPACE_WEIGHT_KEYS,
     PREEMPTABLE_ANNOTATION,
     VOLCANO_GROUP_ANNOTATION,
+    VOLCANO_PREEMPTABLE,
     DisruptionBudget,
     GangTopology,
     NodeSpec,
@@ -717,6 +718,23 @@ def _runtime(pod: Raw, meta: Mapping[str, Any], parsed: _SpecParse) -> PodRuntim
     return found
 
 
+#: What Go's strconv.ParseBool reads (Volcano parses its preemptable annotation and label with it).
+_GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+
+
+def _preemptable(annotations: Mapping[str, Any], labels: Mapping[str, Any]) -> bool | None:
+    """Whether preempt and reclaim may take the pod: volsched's annotation (``false``, or any value but
+    ``true``: never), else Volcano's ``volcano.sh/preemptable`` annotation, else that label, read as
+    Volcano reads them (a value ParseBool does not read is false); None when none is set (it may)."""
+    raw = annotations.get(PREEMPTABLE_ANNOTATION)
+    if raw is not None:
+        return boolean_value(raw) is True
+    raw = annotations.get(VOLCANO_PREEMPTABLE)
+    if raw is None:
+        raw = labels.get(VOLCANO_PREEMPTABLE)
+    return None if raw is None else raw in _GO_TRUE
+
+
 def build_task(
     pod: Raw,
     *,
@@ -746,8 +764,7 @@ def build_task(
     if isinstance(priority, bool) or not isinstance(priority, int) or not INT32_MIN <= priority <= INT32_MAX:
         raise InputError(f"{where}: spec.priority must be a 32-bit integer, got {_short(priority)}")
     group = annotations.get(GROUP_ANNOTATION) or annotations.get(VOLCANO_GROUP_ANNOTATION)
-    preemptable_raw = annotations.get(PREEMPTABLE_ANNOTATION)
-    preemptable = None if preemptable_raw is None else boolean_value(preemptable_raw) is True
+    preemptable = _preemptable(annotations, labels)
     owners = meta.get("ownerReferences") or []
     owner = None
     owner_ref = None
@@ -907,6 +924,7 @@ def build_queue(obj: Raw) -> QueueSpec:
     guarantee, guarantee_percent = parse_guarantee(
         _map_field(obj, "spec.guarantee", where).get("resource"), where=f"{where}: spec.guarantee.resource"
     )
+    priority = _int_field(spec.get("priority"), where=f"{where}: spec.priority", default=0, minimum=INT32_MIN)
     state_raw = spec.get("state") or (obj.get("status") or {}).get("state") or "Open"
     if state_raw not in ("Open", "Closed"):
         raise InputError(f"{where}: spec.state must be Open or Closed, got {state_raw!r}")
@@ -923,6 +941,7 @@ def build_queue(obj: Raw) -> QueueSpec:
         guarantee_percent=guarantee_percent,
         parent=parent or None,
         access=queue_access(spec, where=where),
+        priority=priority,
     )
 
 
@@ -1026,7 +1045,23 @@ def build_podgroup(obj: Raw) -> PodGroupSpec:
         creation=parse_time(meta.get("creationTimestamp"), where=f"{where}: metadata.creationTimestamp"),
         uid=str(meta.get("uid") or ""),
         topology=_gang_topology(spec, where),
+        min_task_member=_min_task_member(spec, where),
     )
+
+
+def _min_task_member(spec: Mapping[str, Any], where: str) -> dict[str, int] | None:
+    """``spec.minTaskMember``: role -> a whole number >= 0 (Volcano's int32 map); None when unset or
+    empty."""
+    raw = spec.get("minTaskMember")
+    if raw is None:
+        return None
+    if not isinstance(raw, _MAP):
+        raise InputError(f"{where}: spec.minTaskMember must be a map of role -> count, got {_short(raw)}")
+    out = {
+        str(role): _int_field(count, where=f"{where}: spec.minTaskMember.{role}", default=0, minimum=0)
+        for role, count in raw.items()
+    }
+    return out or None
 
 
 def quota_weight(quota: Raw) -> int:

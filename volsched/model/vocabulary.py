@@ -36,6 +36,11 @@ MIN_MEMBER_ANNOTATION = "scheduling.volsched.io/min-member"
 #: On a pod (from its template): how long it is expected to run once started, a duration (``90m``).
 EXPECTED_RUNTIME_ANNOTATION = "scheduling.volsched.io/expected-runtime"
 PREEMPTABLE_ANNOTATION = "scheduling.volsched.io/preemptable"
+#: Volcano's: an annotation (or, without one, a label) of the pod; read when volsched's is not set.
+VOLCANO_PREEMPTABLE = "volcano.sh/preemptable"
+#: A pod's role in its gang (Volcano's job controller writes the job's task name there): what a
+#: PodGroup's ``minTaskMember`` counts by.
+TASK_ROLE_ANNOTATION = "volcano.sh/task-spec"
 NAMESPACE_WEIGHT_KEYS = ("volsched.io/namespace.weight", "volcano.sh/namespace.weight")
 DEFAULT_QUEUE = "default"
 #: On a Namespace (annotation, or label): the queue its jobs go to when they name none (or ``default``).
@@ -336,6 +341,12 @@ class QueueSpec:
     api_group: str = API_GROUP
     #: Who may use the queue (namespaces, priority classes, limits per namespace).
     access: QueueAccess = OPEN_ACCESS
+    #: ``spec.priority``: queues of a higher priority come first in queue order, whatever their shares
+    #: (as Volcano's proportion and capacity plugins order queues).
+    priority: int = 0
+    #: Fields of the object volsched reads and deliberately does not honour: (field, why), shown on the
+    #: object as a condition (a Volcano Queue's ``spec.deserved``).
+    ignored: tuple[tuple[str, str], ...] = ()
 
 
 #: Queue weights are int32 in the CRD (``maximum`` enforces it there).
@@ -367,6 +378,9 @@ class PodGroupSpec:
     owner: OwnerRef | None = None
     #: The job's priority when no object gives a priorityClassName (an owner's group: its first pod's).
     priority: int | None = None
+    #: ``spec.minTaskMember`` (Volcano's): role -> the pods of that role the gang needs; a pod's role is
+    #: its ``volcano.sh/task-spec`` annotation (:data:`TASK_ROLE_ANNOTATION`). None when unset.
+    min_task_member: dict[str, int] | None = None
 
     @property
     def key(self) -> str:

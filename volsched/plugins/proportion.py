@@ -20,8 +20,8 @@ session, or holding members from before this one: half-bound after a crash, or s
 completed up to minMember past the limit, never past realCapability, and its queue is not overused while
 it is short; admission reserved that minimum, and a share that shrank since must not strand it.
 
-Queue order: at the first level where two leaves' paths part, the subtree with the smaller share
-(``max allocated / deserved``) first. Admission: ``minResources + allocated + inqueue`` within the
+Queue order: at the first level where two leaves' paths part, the subtree of the higher ``priority``
+first (Volcano's Queue field), then the one with the smaller share (``max allocated / deserved``). Admission: ``minResources + allocated + inqueue`` within the
 leaf's realCapability and limit.
 
 Taking back (reclaim): a leaf may take capacity back for a task only while it stays within its limit
@@ -301,6 +301,8 @@ class Proportion(BasePlugin):
         def describe(d: int | np.integer[Any], amount: float) -> str:
             return space.describe(d, amount)
 
+        specs = session.queues
+
         def queue_order(left: QueueSpec, right: QueueSpec) -> int:
             la, ra = attrs[left.name], attrs[right.name]
             if la.parent is not ra.parent:  # compare where their paths part
@@ -308,6 +310,9 @@ class Proportion(BasePlugin):
                 if k >= len(la.path) or k >= len(ra.path):
                     return 0
                 la, ra = la.path[k], ra.path[k]
+            lp, rp = specs[la.name].priority, specs[ra.name].priority
+            if lp != rp:  # a higher priority first, whatever the shares (as Volcano's queue order)
+                return -1 if lp > rp else 1
             ls, rs = la.share, ra.share
             if abs(ls - rs) <= 1e-9:
                 return 0

@@ -32,7 +32,7 @@ The strategies play three parts:
   ``podLifeTime``, ``removePodsHavingTooManyRestarts`` and ``removeFailedPods``. The descheduler's
   spelling (``LowNodeUtilization``) is accepted too. Their picks are taken in the order listed.
 * ``offlineOnly`` narrows the candidates to pods annotated ``scheduling.volsched.io/preemptable: "true"``
-  (``volcano.sh/preemptable`` is accepted too).
+  (Volcano's ``volcano.sh/preemptable``, annotation or label, is accepted too).
 * ``lowPriorityFirst``, ``shortLifeTimeFirst`` (latest start first), ``bigObjectFirst`` (largest dominant
   resource share of the cluster first) and ``moreReplicasFirst`` (jobs with most pods first) order the
   candidates; the first listed is the strongest key. Ties: lower priority, then QoS class (BestEffort
@@ -66,7 +66,6 @@ from volsched.framework.points import ExtensionPoints
 from volsched.framework.registry import register_plugin
 from volsched.model.cluster import dominant_share
 from volsched.model.errors import InputError
-from volsched.model.scalars import boolean_value
 from volsched.model.vocabulary import Task, TaskStatus
 from volsched.plugins.rescheduling.evictor import NO_EVICTION_ANNOTATION, Cluster, Evictor
 from volsched.plugins.rescheduling.strategies import SELECTORS, Context, Params, Selector
@@ -167,7 +166,8 @@ def _label_selector(arguments: Arguments) -> tuple[dict[str, str], dict[str, Any
 
 
 def _is_offline(task: Task) -> bool:
-    return task.preemptable is True or boolean_value(task.annotations.get("volcano.sh/preemptable")) is True
+    """Marked preemptable: volsched's annotation, or Volcano's annotation or label (see ``Task.preemptable``)."""
+    return task.preemptable is True
 
 
 @register_plugin
