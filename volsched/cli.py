@@ -7,6 +7,7 @@ naming where it is, never a traceback.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import sys
 from collections.abc import Iterable, Sequence
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 from volsched.model.errors import InputError
 
 if TYPE_CHECKING:
+    from volsched.cache.state import ClusterState
     from volsched.framework.config import SchedulerConfig
 
 
@@ -59,7 +61,32 @@ def _simulate(args: argparse.Namespace) -> int:
         sys.stdout.write(page(data))
     else:
         render_simulation(data, Console(width=max(Console().width, 140)))
+    for note in unanswered_names(result.state, names):
+        print(f"volsched simulate: {note}", file=sys.stderr)
     return 0
+
+
+def unanswered_names(state: ClusterState, names: Iterable[str]) -> list[str]:
+    """Why pods left pending were never this run's to place: their schedulerName is not one it answers
+    to (a Volcano workload's ``volcano``, say, run without ``--scheduler-names``)."""
+    answered = sorted(names)
+    counts: dict[str, int] = {}
+    for task in state.tasks.values():
+        if task.node_name is None and task.scheduler_name not in answered:
+            counts[task.scheduler_name] = counts.get(task.scheduler_name, 0) + 1
+    notes = []
+    for name, n in sorted(counts.items()):
+        close = difflib.get_close_matches(name, answered, n=1, cutoff=0.6)
+        fix = (
+            f"did you mean {close[0]!r} in spec.schedulerName?"
+            if close and name != "default-scheduler"
+            else f"to place them, run with --scheduler-names {','.join([*answered, name])}"
+        )
+        notes.append(
+            f"{n} pending pod(s) ask for schedulerName {name!r}, which this run does not schedule (it "
+            f"answers to {', '.join(answered)}): {fix}"
+        )
+    return notes
 
 
 def _replay(args: argparse.Namespace, config: SchedulerConfig | None, names: Iterable[str]) -> int:

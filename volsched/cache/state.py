@@ -13,6 +13,7 @@ This module does no I/O.
 
 from __future__ import annotations
 
+import difflib
 import gc
 import sys
 import threading
@@ -57,8 +58,11 @@ from volsched.model.vocabulary import (
     API_GROUP,
     DEFAULT_QUEUE,
     DEFAULT_SCHEDULER_NAMES,
+    GROUP_ANNOTATION,
     MIN_MEMBER_ANNOTATION,
+    MISDIRECTED,
     NODE_HOLDING_STATUSES,
+    QUEUE_ANNOTATION,
     DisruptionBudget,
     NodeSpec,
     PodGroupPhase,
@@ -129,6 +133,9 @@ class ClusterState:
         #: Queues and PodGroups (ours or Volcano's) refused as invalid: "Queue q" / "PodGroup ns/g" -> why
         #: (see ``refuse``); a pod naming one that is not held is told so (``ClusterSnapshot.refused``).
         self.refused: dict[str, str] = {}
+        #: Pending pods that are not ours by their schedulerName but name a PodGroup (our annotation)
+        #: or carry our queue annotation: told at each snapshot, when the group is volsched's.
+        self._misdirected: dict[str, Task] = {}
         #: The groups standing for owners' pods in the last snapshot (the operator creates their objects).
         self.last_derived: list[PodGroupSpec] = []
         self.quota_weights: dict[str, int] = {}  # "ns/quota" -> weight
@@ -399,6 +406,7 @@ class ClusterState:
                 self.usage.pop(name, None)
             elif kind == "Pod":
                 self.raw_pods.pop(key, None)
+                self._misdirected.pop(key, None)
                 old = self.tasks.pop(key, None)
                 if held := old is not None:
                     self._seq.pop(key, None)
@@ -459,6 +467,50 @@ class ClusterState:
                 task.priority = priority
                 self._put_task(key, task)
 
+    def _note_misdirected(self, key: str, task: Task) -> None:
+        """Keep track of a pending pod whose schedulerName volsched does not answer to while it names a
+        PodGroup or a queue of volsched's annotations (see :meth:`misdirected_problems`)."""
+        if (
+            task.scheduler_name not in self.scheduler_names
+            and task.node_name is None
+            and task.status is TaskStatus.PENDING
+            and (GROUP_ANNOTATION in task.annotations or QUEUE_ANNOTATION in task.annotations)
+        ):
+            self._misdirected[key] = task
+        else:
+            self._misdirected.pop(key, None)
+
+    def misdirected_problems(self, podgroups: Mapping[str, PodGroupSpec]) -> list[tuple[str, str, str]]:
+        """A problem (object, reason, message) for each pending pod that names a volsched PodGroup (one
+        of ours, not Volcano's: a real Volcano may schedule pods naming its own) or carries volsched's
+        queue annotation, but whose schedulerName volsched does not answer to: it would wait with no
+        word from anyone. Said on the pod once (the writer sends one event per message)."""
+        out = []
+        names = sorted(self.scheduler_names)
+        for key, task in self._misdirected.items():
+            group = task.annotations.get(GROUP_ANNOTATION)
+            pg = podgroups.get(f"{task.namespace}/{group}") if group else None
+            if pg is not None and pg.api_group == API_GROUP:
+                what = f"names PodGroup {task.namespace}/{group} of volsched"
+            elif QUEUE_ANNOTATION in task.annotations:
+                what = f"names volsched's queue {task.annotations[QUEUE_ANNOTATION]!r} ({QUEUE_ANNOTATION})"
+            else:
+                continue
+            name = task.scheduler_name
+            close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+            hint = f' (did you mean "{close[0]}"?)' if close and name != "default-scheduler" else ""
+            shown = "not set (default-scheduler)" if name == "default-scheduler" else f'"{name}"{hint}'
+            out.append(
+                (
+                    f"Pod {key}",
+                    MISDIRECTED,
+                    f"{what}, but its spec.schedulerName is {shown}: volsched schedules only pods whose "
+                    f"schedulerName is {' or '.join(names)} (set spec.schedulerName, or add the name to "
+                    "--scheduler-names)",
+                )
+            )
+        return sorted(out)
+
     def _put_task(self, key: str, task: Task) -> None:
         """Add or replace a task, noting it for the next snapshot (and when it entered the table)."""
         if key not in self.tasks:
@@ -467,6 +519,7 @@ class ClusterState:
             self._renumbered.add(key)
         self.tasks[key] = task
         self._touched.add(key)
+        self._note_misdirected(key, task)
 
     def set_pod_node(self, raw: Mapping[str, Any], *, base: Mapping[str, Any]) -> bool:
         """``raw`` is the cached pod ``base`` with only ``spec.nodeName`` changed (an assumed bind laid
@@ -694,6 +747,7 @@ class ClusterState:
                     budgets=self.budgets.copy(),
                     namespace_queues=self.namespace_queues.copy(),
                 )
+                misdirected = self.misdirected_problems(view.podgroups) if self._misdirected else []
                 #: Seconds the last snapshot held the cache's lock.
                 self.lock_held = time.perf_counter() - started
             # The first snapshot of a large cache makes hundreds of thousands of objects and frees none
@@ -732,6 +786,8 @@ class ClusterState:
                 gc.freeze()
             self._snapshot_taken = True
             snap.problems.extend(self.derived_problems)
+            if misdirected:
+                snap.problems.extend(misdirected)
             if self.refused:
                 refused = snap.refused = dict(self.refused)
                 snap.problems = [self._told_refused(p, refused) for p in snap.problems]

@@ -205,6 +205,9 @@ class QueueStatus:
 @dataclass
 class SessionResult:
     binds: list[Bind] = field(default_factory=list)
+    #: Job key -> the nodes its pods were bound to this session (one per bind), for the PodGroup's
+    #: ``Scheduled`` event.
+    bound_jobs: dict[str, list[str]] = field(default_factory=dict)
     evictions: list[Evict] = field(default_factory=list)
     #: The jobs admitted into their queue this session (phase Inqueue), by key, in order: ``admits``
     #: renders them. Only keys are kept: nothing the operator runs reads the decisions (a group's phase

@@ -293,8 +293,26 @@ def queue_positions(session: Session) -> dict[str, int]:
 
 def _render_events(session: Session, phases: dict[str, PodGroupPhase], waiting: list[Job]) -> None:
     """Events and refusals for the jobs with tasks pending (``waiting``, as :func:`_render_status` found
-    them) or refusals recorded, by job key."""
+    them) or refusals recorded, by job key; a Normal ``Scheduled`` event for each PodGroup this session
+    took to minMember placed (its last event is then no longer the Unschedulable warning before)."""
     result = session.result
+    for key, nodes in sorted(result.bound_jobs.items()):
+        status = result.podgroups.get(key)
+        if status is None or not status.min_member <= status.scheduled < status.min_member + len(nodes):
+            continue
+        ns, _, name = key.partition("/")
+        where = ", ".join(sorted(set(nodes)))
+        result.events.append(
+            Event(
+                kind="PodGroup",
+                namespace=ns,
+                name=name,
+                reason="Scheduled",
+                message=f"{status.scheduled} of {status.min_member} minimum member(s) placed "
+                f"({len(nodes)} bound this time, on {where})",
+                type="Normal",
+            )
+        )
     for obj, reason, message in session.snapshot.problems:
         kind, _, ref = obj.partition(" ")
         ns, _, name = ref.rpartition("/")

@@ -106,6 +106,7 @@ class Statement:
             elif op.kind == "allocate":
                 task = op.task
                 node = self.session.nodes.names[op.node]
+                result.bound_jobs.setdefault(task.job_key, []).append(node)
                 if task.resource_claims:
                     claims = self.session.devices.by_task.get(task.key, ())
                     binds.append(Bind(pod=task.key, uid=task.uid, node=node, claims=claims))

@@ -54,7 +54,7 @@ from volsched.kube.rest import (
     pod_path,
 )
 from volsched.model.devices import ClaimAllocation, allocation_status
-from volsched.model.vocabulary import API_GROUP, DEFAULT_SCHEDULER_NAMES
+from volsched.model.vocabulary import API_GROUP, DEFAULT_SCHEDULER_NAMES, MISDIRECTED
 from volsched.redaction import error_summary, redact
 
 log = logging.getLogger("volsched.kube")
@@ -747,11 +747,11 @@ class KubeWriter:
             key = f"{e.namespace}/{e.name}"
             if e.kind == "Pod":
                 pod = pods.get(key)
-                if not self._ours(pod):
+                if pod is None or (not self._ours(pod) and e.reason != MISDIRECTED):
                     continue
-                if e.reason == "FailedScheduling" and (pod.get("spec") or {}).get("nodeName"):  # type: ignore[union-attr]
+                if e.reason == "FailedScheduling" and (pod.get("spec") or {}).get("nodeName"):
                     continue
-                uid = str((pod.get("metadata") or {}).get("uid") or "")  # type: ignore[union-attr]
+                uid = str((pod.get("metadata") or {}).get("uid") or "")
                 out.append((EventTarget("Pod", "v1", e.namespace, e.name, uid), e))
             elif e.kind == "PodGroup" and key in podgroups:
                 api_version = f"{podgroups[key]}/{VERSION}"

@@ -29,6 +29,9 @@ GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 #: Volcano's own spelling of the group annotation (its integrations set the one above; both are read).
 VOLCANO_GROUP_ANNOTATION = "scheduling.volcano.sh/group-name"
 QUEUE_ANNOTATION = "scheduling.volsched.io/queue-name"
+#: The reason of the event on a pending pod that names a volsched PodGroup or queue while its
+#: schedulerName is not one volsched answers to (told on the pod, though it is not ours).
+MISDIRECTED = "SchedulerNameNotVolsched"
 #: Volcano's queue annotation on a pod (Spark, Flink and KubeRay set it); ours wins when both are set.
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 #: On a pod (from its template) with no group: the minMember of its owner's PodGroup (default 1).

@@ -99,7 +99,7 @@ __all__ = ["Operator", "Settings", "main"]
 log = logging.getLogger("volsched.operator")
 
 #: Session events that are routine (logged nowhere: the object's event and condition say it all).
-ROUTINE_EVENTS = frozenset({"FailedScheduling", "Unschedulable"})
+ROUTINE_EVENTS = frozenset({"FailedScheduling", "Unschedulable", "Scheduled"})
 
 #: Seconds a thread holds the GIL before one waiting for it is let in (``sys.setswitchinterval``;
 #: Python's default is 5 ms). While a session computes, the bind workers and the watch threads need the

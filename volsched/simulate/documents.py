@@ -41,6 +41,12 @@ def load_documents(paths: Sequence[str | Path]) -> list[Document]:
             source = f"{path}: document {i}"
             if not isinstance(doc, dict):
                 raise InputError("expected a Kubernetes object (a map with kind)", source=source)
+            if "kind" not in doc and ("actions" in doc or "tiers" in doc):
+                raise InputError(
+                    "this is a scheduler config (actions, tiers), not a Kubernetes object: pass it with "
+                    f"--config {path}, not -f",
+                    source=source,
+                )
             _check_type_fields(doc, node, [], source=source)
             if doc["kind"] == "List" or doc["kind"].endswith("List"):
                 items = doc.get("items")
