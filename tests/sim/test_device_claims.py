@@ -16,6 +16,7 @@ from tests.builders import (
     node,
     pod,
     podgroup,
+    queue,
     resource_claim,
     resource_slice,
     run,
@@ -81,9 +82,10 @@ def test_a_device_is_never_given_twice() -> None:
     data = run(objs)
     assert data["pods"]["default/p"]["node"] == "n0"
     assert data["pods"]["default/q"]["node"] is None
-    assert (
-        reason(data, "default/q")
-        == "0/1 nodes fit: 1 all 1 matching devices of class gpu.example.com allocated"
+    # Queues count devices: the cluster's one GPU is held, so q is not even admitted, and says so.
+    assert reason(data, "default/q") == (
+        "not admitted to queue default: overcommit: minResources devices/gpu.example.com 1 "
+        "> room 0.2 (cluster 1 x 1.2 - used 1 - admitted 0)"
     )
 
 
@@ -191,3 +193,18 @@ def test_a_discarded_gang_gives_its_devices_back_in_the_same_session() -> None:
     data = run(objs, sessions=1)
     assert data["pods"]["default/lone"]["node"] is not None
     assert all(data["pods"][f"default/train-{i}"]["node"] is None for i in range(8))
+
+
+def test_a_queue_capability_counts_devices_per_device_class() -> None:
+    objs: list[Obj] = [GPU_CLASS, *gpu_nodes(2, 2)]
+    objs.append(queue("q", capability={"devices/gpu.example.com": "3"}))
+    for i in range(4):
+        objs += [
+            resource_claim(f"c{i}"),
+            claiming(f"p{i}", f"c{i}", queue="q", created=f"2024-01-01T00:00:0{i}Z"),
+        ]
+    data = run(objs)
+    placed = [i for i in range(4) if data["pods"][f"default/p{i}"]["node"] is not None]
+    assert placed == [0, 1, 2]  # four GPUs, a capability of three
+    status = data["queues"]["q"]
+    assert status["allocated"]["devices/gpu.example.com"] == 3

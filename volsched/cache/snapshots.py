@@ -58,7 +58,14 @@ from volsched.model.cluster import (
     resolve_guarantees,
     resource_names,
 )
-from volsched.model.devices import Claim, DeviceCatalog, DeviceClass, DeviceSlice, usable_devices
+from volsched.model.devices import (
+    Claim,
+    DeviceCatalog,
+    DeviceClass,
+    DeviceSlice,
+    device_resource,
+    usable_devices,
+)
 from volsched.model.resources import ResourceSpace, Vector
 from volsched.model.usage import NodeUsage
 from volsched.model.vocabulary import (
@@ -135,13 +142,22 @@ def with_device_key(t: Task, claims: Mapping[str, Claim]) -> Task:
     this pod alone from a template and not allocated yet counts by its shape (the pods of one Job share
     their views of the nodes); any other claim (one several pods may share, or allocated) by its name."""
     parts: list[str] = []
+    devices: dict[str, float] = {}
     for pc in t.resource_claims:
         claim = claims.get(f"{t.namespace}/{pc.claim}") if pc.claim else None
         if claim is not None and pc.template and claim.allocation is None:
             parts.append(claim.signature)
         else:
             parts.append(f"{t.namespace}/{pc.claim or ('template ' + pc.template)}")
+        # What queues count: the devices of each class the claim asks for (All as one), by the pod, or
+        # for a claim several pods may share and that is allocated, by the first pod it is reserved for.
+        if claim is not None and (claim.allocation is None or claim.reserved_for[:1] in ((), (t.uid,))):
+            for r in claim.requests:
+                name = device_resource(r.device_class)
+                devices[name] = devices.get(name, 0.0) + (1.0 if r.all else float(r.count))
     t = copy_task(t)  # (field by field: dataclasses.replace costs several times more)
+    if devices:
+        t.request_map = {**t.request_map, **{k: t.request_map.get(k, 0.0) + v for k, v in devices.items()}}
     t.device_key = sys.intern(json.dumps(parts))
     t.placement_key = placement_key(t)
     return t
@@ -289,13 +305,23 @@ class SnapshotBuilder:
         self._resource_claims: Mapping[str, Claim] = {}
         #: The device catalog and what it was made from (slices, classes, the node table).
         self._catalog: DeviceCatalog | None = None
-        self._catalog_from: tuple[Mapping[str, DeviceSlice], Mapping[str, DeviceClass], NodeTable | None] = (
+        self._catalog_from: tuple[
+            Mapping[str, DeviceSlice], Mapping[str, DeviceClass], Mapping[str, NodeSpec]
+        ] = (
             {},
+            {},
+            {},
+        )
+        #: The nodes with their devices counted (see ``_with_devices``), and what they were made from.
+        self._devices_on_nodes: tuple[
+            Mapping[str, NodeSpec], DeviceCatalog | None, Mapping[str, NodeSpec]
+        ] = (
             {},
             None,
+            {},
         )
         self._space: ResourceSpace | None = None
-        self._nodes: dict[str, NodeSpec] = {}
+        self._nodes: Mapping[str, NodeSpec] = {}
         self._node_names: set[str] = set()  # the resource names ``_nodes``' allocatable mentions
         self._table: NodeTable | None = None
         self._base: _Base | None = None
@@ -374,7 +400,7 @@ class SnapshotBuilder:
                     self._owners.setdefault(t.job_key, {})[key] = None
                     self._owner_of[key] = t.job_key
                     self._owners_changed.add(t.job_key)
-                made.append(task)
+                made.append(entry.prepared)
         if made:  # counted in C (a first snapshot: 50,000 tasks of a few names each)
             names = self._names
             for name, n in Counter(itertools.chain.from_iterable(t.request_map for t in made)).items():
@@ -392,7 +418,7 @@ class SnapshotBuilder:
                 del self._owners[owner]
             self._owners_changed.add(owner)
         names = self._names
-        for name in entry.source.request_map:
+        for name in entry.prepared.request_map:
             left = names[name] - 1
             if left:
                 names[name] = left
@@ -462,9 +488,11 @@ class SnapshotBuilder:
         """A session's snapshot of ``view`` (after :meth:`prepare` of the same view)."""
         with self._lock:
             pg_list = list(podgroups)
-            same_nodes = _same_objects(view.nodes, self._nodes)
+            catalog = self._devices(view) if view.slices or view.resource_claims else None
+            node_specs = self._with_devices(view.nodes, catalog)
+            same_nodes = _same_objects(node_specs, self._nodes)
             if not same_nodes:
-                self._node_names = {name for n in view.nodes.values() for name in n.allocatable}
+                self._node_names = {name for n in node_specs.values() for name in n.allocatable}
             names = set(self._names)
             names |= self._node_names
             names.update(resource_names(view.queues, pg_list))
@@ -477,8 +505,8 @@ class SnapshotBuilder:
             space = self._space
             old_table = self._table
             if old_table is None or not same_nodes:
-                self._table = NodeTable(space, view.nodes.values())
-                self._nodes = view.nodes
+                self._table = NodeTable(space, node_specs.values())
+                self._nodes = node_specs
             table = self._table
             assert table is not None
             pos = view.seq.__getitem__  # where a task stands in the cache's order
@@ -515,7 +543,6 @@ class SnapshotBuilder:
             ]
             foreign = list(base.foreign_list)
             private = frozenset(base.private)
-            catalog = self._devices(view, table) if view.slices or view.resource_claims else None
         session_table.usage = dict(view.usage)
         return ClusterSnapshot(
             space=space,
@@ -535,21 +562,45 @@ class SnapshotBuilder:
             resource_claims=view.resource_claims,
         )
 
-    def _devices(self, view: View, table: NodeTable) -> DeviceCatalog:
-        """The device catalog over ``table``'s nodes: the last one while the slices, the classes and the
-        nodes are the same objects (so the matches it computed are kept), else made anew."""
+    def _devices(self, view: View) -> DeviceCatalog:
+        """The device catalog over the view's nodes (in their name order, the node table's): the last one
+        while the slices, the classes and the nodes are the same objects (so the matches it computed are
+        kept), else made anew."""
         slices, classes, nodes = self._catalog_from
         if (
             self._catalog is None
-            or nodes is not table
+            or not _same_objects(view.nodes, nodes)
             or not _same_objects(view.slices, slices)
             or not _same_objects(view.device_classes, classes)
         ):
             self._catalog = DeviceCatalog(
-                usable_devices(view.slices.values()), nodes=table.specs, classes=view.device_classes
+                usable_devices(view.slices.values()),
+                nodes=sorted(view.nodes.values(), key=lambda s: s.name),
+                classes=view.device_classes,
             )
-            self._catalog_from = (view.slices, view.device_classes, table)
+            self._catalog_from = (view.slices, view.device_classes, view.nodes)
         return self._catalog
+
+    def _with_devices(
+        self, nodes: Mapping[str, NodeSpec], catalog: DeviceCatalog | None
+    ) -> Mapping[str, NodeSpec]:
+        """The nodes with, in their allocatable, how many devices of each DeviceClass each reaches
+        (``devices/<class>``: what queues count devices in); the same objects while the
+        nodes and the catalog are (so the node table is kept)."""
+        if catalog is None or not catalog.classes:
+            return nodes
+        held_nodes, held_catalog, made = self._devices_on_nodes
+        if held_catalog is catalog and _same_objects(nodes, held_nodes):
+            return made
+        counts = catalog.class_counts()
+        out: dict[str, NodeSpec] = {}
+        for i, name in enumerate(catalog.node_names):
+            spec = nodes[name]
+            extra = {device_resource(c): float(v[i]) for c, v in counts.items() if v[i]}
+            out[name] = replace(spec, allocatable={**spec.allocatable, **extra}) if extra else spec
+        out = {name: out[name] for name in nodes}  # in the view's order
+        self._devices_on_nodes = (nodes, catalog, out)
+        return out
 
     def _index(self, base: _Base, key: str) -> Task:
         """Put task ``key`` in the base's indexes (its job's members or the foreign tasks, its node);

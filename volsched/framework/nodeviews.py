@@ -29,7 +29,7 @@ import numpy as np
 
 from volsched.framework.points import PointTables
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
-from volsched.model.devices import DeviceCatalog, DeviceState
+from volsched.model.devices import DeviceCatalog, DeviceState, is_device_resource
 from volsched.model.resources import EPS, ResourceSpace, Vector
 from volsched.model.vocabulary import Task
 
@@ -78,6 +78,9 @@ class NodeViews(PointTables):
         #: Which devices are free, and what this session allocated of the pods' ResourceClaims (the
         #: session sets it; until then none is published, and every pod that claims devices stays pending).
         self.devices = DeviceState(DeviceCatalog((), nodes=nodes.specs, classes={}), {}, nodes=nodes.specs)
+        #: The dimensions that count devices of a DeviceClass (None: none), which capacity never checks.
+        dims = np.array([is_device_resource(n) for n in space.names], dtype=bool)
+        self._device_dims: BoolArray | None = dims if dims.any() else None
         #: The constraint filters' answers for the last task asked about: (task, the change log's length
         #: then, (plugin, mask) of each filter that has one). Actions ask choose_node, feasible_nodes and
         #: blocked_by_pods about one task in a row; every placement, eviction or undo touches its node
@@ -102,7 +105,12 @@ class NodeViews(PointTables):
         for _, fn in self._flat("predicate"):
             mask = mask & fn(task, idx)
         # Dimensions the task does not ask for never fail (a node may be over-committed in those).
-        floor = view.floor if view is not None else np.where(task.request > EPS, task.request - EPS, -np.inf)
+        if view is not None:
+            floor = view.floor
+        else:
+            floor = np.where(task.request > EPS, task.request - EPS, -np.inf)
+            if self._device_dims is not None:  # counted for queues; the device check places pods
+                floor[self._device_dims] = -np.inf
         idle = nodes.idle[idx]
         fits_idle: BoolArray = np.asarray((idle >= floor).all(axis=1))
         fits_future: BoolArray = (
@@ -329,6 +337,8 @@ class NodeViews(PointTables):
         if len(where):
             future = nodes.idle[where] + nodes.incoming[where]
             for d in np.flatnonzero(task.request > EPS):
+                if self._device_dims is not None and self._device_dims[d]:
+                    continue
                 short = int(np.sum(future[:, d] < task.request[d] - EPS))
                 if short:
                     most = max(float(future[:, d].max()), 0.0)

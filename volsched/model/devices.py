@@ -53,6 +53,20 @@ SEARCH_STEPS = 20_000
 _FEW_NODES = 8
 
 
+#: Queues count devices per DeviceClass as the resource ``devices/<class>``: a node has
+#: as many as the devices of the class it reaches, a pod asks as many as its claims' requests. The
+#: session's device check places pods, not this count (see ``docs/dra.md``).
+DEVICE_RESOURCE_PREFIX = "devices/"
+
+
+def device_resource(device_class: str) -> str:
+    return f"{DEVICE_RESOURCE_PREFIX}{device_class}"
+
+
+def is_device_resource(name: str) -> bool:
+    return name.startswith(DEVICE_RESOURCE_PREFIX)
+
+
 @dataclass(frozen=True, slots=True)
 class PodClaim:
     """One entry of a pod's ``spec.resourceClaims``: the name its containers use, and the ResourceClaim
@@ -458,6 +472,14 @@ class DeviceCatalog:
         ok.flags.writeable = False
         self._matches[key] = (ok, problem)
         return ok, problem
+
+    def class_counts(self) -> dict[str, npt.NDArray[np.intp]]:
+        """For each DeviceClass, how many of its devices each node reaches (over the nodes, in order)."""
+        out: dict[str, npt.NDArray[np.intp]] = {}
+        for name in sorted(self.classes):
+            match, _ = self.matches(DeviceRequest(name="", device_class=name))
+            out[name] = np.bincount(self.pair_node[match[self.pair_dev]], minlength=len(self.node_names))
+        return out
 
     def _device_contexts(self) -> list[Any]:
         if self._contexts is None:
