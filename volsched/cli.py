@@ -122,10 +122,10 @@ def _replay(args: argparse.Namespace, config: SchedulerConfig | None, names: Ite
     if args.output == "json":
         json.dump(data, sys.stdout, indent=2, sort_keys=False)
         sys.stdout.write("\n")
-    elif args.output == "html":
-        from volsched.ui import page
+    elif args.output == "html":  # the replay's report with its plots, self-contained
+        from volsched.simulate.plots import report_page
 
-        sys.stdout.write(page(data))
+        sys.stdout.write(report_page([("replay", data)]))
     else:
         render_replay(data, Console(width=max(Console().width, 140)))
     return 0

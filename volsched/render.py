@@ -149,41 +149,111 @@ def render_simulation(data: Mapping[str, Any], console: Console, *, header: bool
         console.print(events)
 
 
-#: The most pods the replay's table lists (``-o json`` has every one).
+#: The most pods the replay's table lists (``-o json`` has every one), and the most waiting jobs.
 REPLAY_ROWS = 60
+WAITING_ROWS = 20
+
+
+def _sec(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def _report_table(title: str, groups: Mapping[str, Any], *, first: str, shares: bool) -> Table:
+    table = Table(title=title, title_justify="left")
+    columns = [
+        first,
+        "jobs",
+        "done",
+        "waiting",
+        "wait p50",
+        "p95",
+        "p99",
+        "max",
+        "completion p50",
+        "slowdown",
+    ]
+    columns += ["evicted", "lost"] + (["held", "deserved"] if shares else [])
+    for col in columns:
+        table.add_column(col, justify="left" if col == first else "right")
+    for name, g in groups.items():
+        w = g["wait"]
+        lost = g["lostHours"]
+        lost_text = (
+            f"{g['lostGpuHours']:g} GPU-h"
+            if g["lostGpuHours"]
+            else ", ".join(f"{v:g} {r}-h" for r, v in lost.items() if v) or "-"
+        )
+        row = [
+            name,
+            str(g["jobs"]),
+            str(g["finished"]),
+            str(g["waiting"]),
+            _sec(w["p50"]),
+            _sec(w["p95"]),
+            _sec(w["p99"]),
+            _sec(w["max"]),
+            _sec(g["completion"]["p50"]),
+            "-" if g["slowdown"]["mean"] is None else f"{g['slowdown']['mean']:.2f}",
+            ", ".join(f"{n} {a}" for a, n in g["evictions"].items()) or "-",
+            lost_text,
+        ]
+        if shares:
+            row.append(", ".join(f"{r} {v:.3g}" for r, v in g["meanHeld"].items()))
+            row.append(", ".join(f"{r} {v:.3g}" for r, v in g["meanDeserved"].items()))
+        table.add_row(*row)
+    return table
 
 
 def render_replay(data: Mapping[str, Any], console: Console) -> None:
-    """Render ``volsched simulate --replay``'s ``-o json`` document: the clock, every pod's times (up
-    to :data:`REPLAY_ROWS`), then the cluster at the end as the instant mode shows it."""
-    replay = data["replay"]
+    """Render ``volsched simulate --replay``'s ``-o json`` document: the clock, the report per queue and
+    per job class (times in seconds), the jobs still waiting and why, and every pod's times when there
+    are few (``-o json`` has them all)."""
+    replay, report = data["replay"], data["report"]
     pods = replay["pods"]
     console.print(
-        f"[bold]volsched simulate --replay[/bold]: {replay['end']:g} s of cluster time from {replay['start']}, "
-        f"{replay['sessions']} session(s) ({replay['skippedSessions']} skipped: nothing new), "
-        f"{sum(1 for p in pods.values() if p['finished'] is not None)} of {len(pods)} pod(s) finished, "
-        f"{sum(1 for p in pods.values() if p['evicted'] is not None)} evicted"
+        f"[bold]volsched simulate --replay[/bold]: {report['end']:g} s of cluster time from {replay['start']}, "
+        f"{replay['sessions']} session(s) ({replay['skippedSessions']} skipped: nothing new); "
+        f"{report['all']['finished']} of {report['all']['jobs']} job(s) finished, makespan {report['makespan']:g} s"
     )
-
-    def sec(value: Any) -> str:
-        return "-" if value is None else f"{value:g}"
-
-    table = Table(title="Pods (seconds from the start)", title_justify="left")
-    for col in ("pod", "node", "created", "started", "finished", "evicted", "wait"):
-        table.add_column(col, justify="left" if col in ("pod", "node") else "right")
-    for key, p in list(pods.items())[:REPLAY_ROWS]:
-        wait = None if p["started"] is None else p["started"] - p["created"]
-        table.add_row(
-            key,
-            p["node"] or "-",
-            sec(p["created"]),
-            sec(p["started"]),
-            sec(p["finished"]),
-            sec(p["evicted"]),
-            sec(wait),
+    use = ", ".join(
+        f"{r} {v['meanUtilisation']:.1f}% of {v['capacity']:g}"
+        for r, v in report["resources"].items()
+        if v["meanUtilisation"] is not None
+    )
+    console.print(f"mean utilisation: {use or '-'}")
+    console.print(
+        _report_table(
+            "Queues (seconds; held and deserved: means over the run)",
+            report["queues"],
+            first="queue",
+            shares=True,
         )
-    if len(pods) > REPLAY_ROWS:
-        table.add_row("...", "", "", "", "", "", f"{len(pods) - REPLAY_ROWS} more (use -o json)")
-    console.print(table)
-    console.print("[bold]At the end[/bold]")
-    render_simulation(data, console, header=False)
+    )
+    if report["classes"]:
+        console.print(_report_table("Job classes", report["classes"], first="class", shares=False))
+    waiting = report["waitingAtEnd"]
+    if waiting:
+        table = Table(title=f"Still waiting at the end ({len(waiting)})", title_justify="left")
+        for col in ("job", "queue", "waiting", "why"):
+            table.add_column(col, justify="right" if col == "waiting" else "left")
+        for w in waiting[:WAITING_ROWS]:
+            table.add_row(w["job"], w["queue"], _sec(w["waiting"]), w["reason"])
+        if len(waiting) > WAITING_ROWS:
+            table.add_row("...", "", "", f"{len(waiting) - WAITING_ROWS} more (use -o json)")
+        console.print(table)
+    if len(pods) <= REPLAY_ROWS:
+        table = Table(title="Pods (seconds from the start)", title_justify="left")
+        for col in ("pod", "node", "created", "started", "finished", "evicted"):
+            table.add_column(col, justify="left" if col in ("pod", "node") else "right")
+        for key, p in pods.items():
+            table.add_row(
+                key,
+                p["node"] or "-",
+                _sec(p["created"]),
+                _sec(p["started"]),
+                _sec(p["finished"]),
+                _sec(p["evicted"]),
+            )
+        console.print(table)

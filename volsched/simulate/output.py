@@ -113,6 +113,7 @@ def replay_json(result: ReplayResult) -> dict[str, Any]:
 
     return {
         **to_json(result.simulation),
+        "report": result.report(),
         "replay": {
             "start": iso(result.start),
             "end": rel(result.end),

@@ -23,6 +23,7 @@ import heapq
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, EvictOutcome, IdleSkip, run_cycle
 from volsched.framework.config import SchedulerConfig
@@ -32,7 +33,8 @@ from volsched.model.errors import InputError
 from volsched.model.vocabulary import DEFAULT_SCHEDULER_NAMES
 from volsched.simulate.documents import EPOCH, Document
 from volsched.simulate.loop import SimulationResult, Simulator
-from volsched.simulate.timeport import PodRun, TimePort
+from volsched.simulate.report import Series, build_report, waits_by
+from volsched.simulate.timeport import JobRun, PodRun, TimePort
 from volsched.simulate.trace import TraceJob, check_references, job_documents, priority_classes
 
 #: What arrives at one instant: (time, files before trace jobs, a batch of documents, or a trace's job).
@@ -53,7 +55,7 @@ class ReplayResult:
     simulation: SimulationResult
     #: The replay's origin (Unix seconds): the earliest arrival.
     start: float
-    #: The clock at the end.
+    #: The clock at the end (the last event: a pod's success, or the last session).
     end: float
     runs: dict[str, PodRun]
     #: Sessions run, and cycles whose session was skipped (nothing new).
@@ -63,6 +65,29 @@ class ReplayResult:
     #: Pods deleted because their gang restarted whole after an eviction.
     restarted: int = 0
     timings: dict[str, float] = field(default_factory=dict)
+    #: What the report is made of: every job's life, the nodes' capacity, each queue's held amounts
+    #: integrated over time (resource-seconds) and sampled.
+    jobs: dict[str, JobRun] = field(default_factory=dict)
+    capacity: dict[str, float] = field(default_factory=dict)
+    area: dict[str, dict[str, float]] = field(default_factory=dict)
+    series: Series = field(default_factory=lambda: Series(step=1.0))
+
+    def report(self) -> dict[str, Any]:
+        """The ``report`` of ``-o json`` (see :mod:`volsched.simulate.report`)."""
+        out = build_report(
+            jobs=self.jobs,
+            start=self.start,
+            end=self.end,
+            capacity=self.capacity,
+            area=self.area,
+            series=self.series,
+            last=self.simulation.last,
+        )
+        out["waits"] = {
+            "queues": waits_by(self.jobs.values(), "queue"),
+            "classes": waits_by(self.jobs.values(), "job_class"),
+        }
+        return out
 
 
 def arrival(doc: Document) -> float | None:
@@ -175,6 +200,8 @@ class Replay:
         sessions = skipped = 0
         last_run = -math.inf
         now = self.start
+        series = Series(step=self.period)
+        deserved: dict[str, dict[str, float]] = {}
         while True:
             self._arrive(now)
             port.finish_due(now)
@@ -187,6 +214,8 @@ class Replay:
             else:
                 sessions += 1
                 last, last_run = report.result, now
+                deserved = {q: v.deserved or {} for q, v in last.queues.items()}
+            series.sample(now, port.ledger.held, deserved)
             outcomes += (o for o in report.evictions if o.result in (EVICTED, BLOCKED, FAILED))
             changed = bool(report.count(BOUND) or report.evicted() or report.phases_changed)
             event = self._next_event()
@@ -206,13 +235,23 @@ class Replay:
         result = SimulationResult(
             sessions=sessions, state=sim.state, last=last, history=[last], eviction_outcomes=outcomes
         )
+        end = max([now, *(r.finished for r in port.job_runs.values() if r.finished is not None)])
+        port.ledger.settle(end)
+        capacity: dict[str, float] = {}
+        for spec in sim.state.nodes.values():
+            for r, amount in spec.allocatable.items():
+                capacity[r] = capacity.get(r, 0.0) + amount
         return ReplayResult(
             simulation=result,
             start=self.start,
-            end=now,
+            end=end,
             runs=port.runs,
             sessions=sessions,
             skipped=skipped,
             jobs_finished=port.jobs_finished,
             restarted=port.restarted,
+            jobs=port.job_runs,
+            capacity=capacity,
+            area=port.ledger.area,
+            series=series,
         )

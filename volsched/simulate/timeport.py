@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from volsched.cache.feeder import Feeder
@@ -31,7 +31,13 @@ from volsched.cycle import BOUND, EVICTED, BindOutcome, EvictOutcome
 from volsched.framework.decisions import Bind, Evict
 from volsched.model.errors import InputError
 from volsched.model.scalars import duration_seconds
-from volsched.model.vocabulary import MIN_MEMBER_ANNOTATION, TaskStatus
+from volsched.model.vocabulary import (
+    DEFAULT_QUEUE,
+    MIN_MEMBER_ANNOTATION,
+    QUEUE_ANNOTATION,
+    VOLCANO_QUEUE_ANNOTATION,
+    TaskStatus,
+)
 from volsched.simulate.documents import iso
 from volsched.simulate.port import MemoryPort
 
@@ -39,6 +45,8 @@ Raw = Mapping[str, Any]
 
 #: How long a pod runs once bound (on the pod, or on a Job's pod template).
 DURATION_ANNOTATION = "simulate.volsched.io/duration"
+#: The job class a pod's job belongs to (the report groups by it).
+CLASS_ANNOTATION = "simulate.volsched.io/class"
 #: What a job does when one of its pods is evicted: RestartJob or RestartPod (see the module's docstring).
 EVICTION_POLICY_ANNOTATION = "simulate.volsched.io/on-eviction"
 RESTART_JOB = "RestartJob"
@@ -66,6 +74,58 @@ class PodRun:
     replaces: str | None = None
     #: Seconds of run lost to its eviction (the time it ran before it).
     lost: float = 0.0
+
+
+@dataclass(slots=True)
+class JobRun:
+    """One job's life in a replay (times: the simulated clock, Unix seconds): what the report counts."""
+
+    key: str
+    queue: str
+    namespace: str
+    #: Its class (annotation ``simulate.volsched.io/class``), "" when none.
+    job_class: str
+    #: When its first pod was created.
+    submitted: float
+    min_member: int
+    #: What one pod asks for, and how long it runs (its first pod's).
+    request: Mapping[str, float]
+    duration: float | None
+    #: Pods made for it (not counting those made again after an eviction).
+    pods: int = 0
+    #: When its first pod started (admitted and placed), and when its last pod succeeded.
+    admitted: float | None = None
+    finished: float | None = None
+    #: Its pods' evictions by the action that decided them, and its gang's restarts.
+    evictions: dict[str, int] = field(default_factory=dict)
+    #: Resource-seconds its pods ran before an eviction threw the work away.
+    lost: dict[str, float] = field(default_factory=dict)
+
+
+class Ledger:
+    """What each queue's running pods hold, now and integrated over time (resource-seconds), updated at
+    the instant a pod starts or stops."""
+
+    def __init__(self) -> None:
+        self.held: dict[str, dict[str, float]] = {}
+        self.area: dict[str, dict[str, float]] = {}
+        self._since: dict[str, float] = {}
+
+    def change(self, queue: str, request: Mapping[str, float], at: float, sign: float) -> None:
+        held = self.held.setdefault(queue, {})
+        area = self.area.setdefault(queue, {})
+        since = self._since.get(queue, at)
+        if at > since:
+            for r, amount in held.items():
+                area[r] = area.get(r, 0.0) + amount * (at - since)
+        self._since[queue] = max(at, since)
+        for r, amount in request.items():
+            held[r] = max(0.0, held.get(r, 0.0) + sign * amount)
+
+    def settle(self, at: float) -> None:
+        """Integrate every queue up to ``at``."""
+        for queue in list(self.held):
+            self.change(queue, {}, at, 1.0)
 
 
 def pod_duration(raw: Raw, *, where: str) -> float | None:
@@ -100,6 +160,9 @@ class TimePort(MemoryPort):
         #: Jobs whose pods all succeeded, and pods a policy restarted with their gang.
         self.jobs_finished = 0
         self.restarted = 0
+        #: Every job that ever existed, by its key (a PodRun's ``job``).
+        self.job_runs: dict[str, JobRun] = {}
+        self.ledger = Ledger()
 
     # --- the objects -----------------------------------------------------------------------------------
 
@@ -129,9 +192,39 @@ class TimePort(MemoryPort):
         )
         self.runs[key] = run
         self._live.setdefault(job, set()).add(key)
+        record = self.job_runs.get(job)
+        if record is None:
+            record = self.job_runs[job] = self._job_run(job, raw, run, now)
+        if origin is None:
+            record.pods += 1
         if task is not None and task.node_name and task.status in (TaskStatus.RUNNING, TaskStatus.BOUND):
             # Running in the input: it started when its status says (not before the replay), or now.
             self._start(run, task.node_name, min(now, task.start_time) if task.start_time > 0 else now)
+
+    def _job_run(self, job: str, raw: Raw, run: PodRun, now: float) -> JobRun:
+        meta = raw.get("metadata") or {}
+        annotations = meta.get("annotations") or {}
+        group = self.state.podgroups.get(job)
+        if group is not None:
+            queue, minimum = group.queue, group.min_member
+        else:
+            queue = str(
+                annotations.get(QUEUE_ANNOTATION)
+                or annotations.get(VOLCANO_QUEUE_ANNOTATION)
+                or DEFAULT_QUEUE
+            )
+            raw_min = annotations.get(MIN_MEMBER_ANNOTATION)
+            minimum = int(raw_min) if isinstance(raw_min, str) and raw_min.isdigit() else 1
+        return JobRun(
+            key=job,
+            queue=queue,
+            namespace=str(meta.get("namespace") or "default"),
+            job_class=str(annotations.get(CLASS_ANNOTATION) or ""),
+            submitted=now,
+            min_member=minimum,
+            request=run.requests,
+            duration=run.duration,
+        )
 
     def remove(self, kind: str, key: str) -> None:
         super().remove(kind, key)
@@ -157,6 +250,10 @@ class TimePort(MemoryPort):
 
     def _start(self, run: PodRun, node: str, at: float) -> None:
         run.started, run.node = at, node
+        job = self.job_runs[run.job]
+        if job.admitted is None:
+            job.admitted = at
+        self.ledger.change(job.queue, run.requests, at, 1.0)
         if run.duration is not None:
             self._seq += 1
             heapq.heappush(self._due, (at + run.duration, self._seq, run.key, at))
@@ -179,6 +276,7 @@ class TimePort(MemoryPort):
             _, _, key, _ = heapq.heappop(self._due)
             run = self.runs[key]
             run.finished = when
+            self.ledger.change(self.job_runs[run.job].queue, run.requests, when, -1.0)
             done.append(run)
         jobs = {run.job: None for run in done}
         finished = {
@@ -206,6 +304,9 @@ class TimePort(MemoryPort):
                 if ref.get("kind") == "Job":
                     owners.add(f"{ns}/{ref.get('name')}")
             self.remove("Pod", key)
+        record = self.job_runs.get(job)
+        if record is not None:
+            record.finished = max((self.runs[k].finished or 0.0 for k in live), default=self.clock())
         for owner in owners:
             self.jobs.pop(owner, None)
         group = self.state.podgroups.get(job)
@@ -224,6 +325,8 @@ class TimePort(MemoryPort):
             run = self.runs.get(o.eviction.pod)
             if o.result != EVICTED or run is None:
                 continue
+            record = self.job_runs[run.job]
+            record.evictions[o.eviction.action] = record.evictions.get(o.eviction.action, 0) + 1
             self._lose(run, now)
             if gangs.get(run.key):
                 restart.setdefault(run.job, run.key)
@@ -233,6 +336,8 @@ class TimePort(MemoryPort):
                 raw = self.state.raw_pods.get(key)
                 if raw is None or run.started is None or run.finished is not None:
                     continue
+                record = self.job_runs[run.job]
+                record.evictions["restart"] = record.evictions.get("restart", 0) + 1
                 self._lose(run, now)
                 self.remove("Pod", key)
                 self.release_claims(raw)
@@ -271,6 +376,10 @@ class TimePort(MemoryPort):
         run.evicted = now
         if run.started is not None:
             run.lost = now - run.started
+            record = self.job_runs[run.job]
+            for r, amount in run.requests.items():
+                record.lost[r] = record.lost.get(r, 0.0) + amount * run.lost
+            self.ledger.change(record.queue, run.requests, now, -1.0)
 
     def _replace(self, raw: Raw) -> None:
         """Play the owner of a pod deleted with its gang: a Job's controller makes its next pod, any
