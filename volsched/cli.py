@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from volsched.model.errors import InputError
 
@@ -41,11 +41,19 @@ def _simulate(args: argparse.Namespace) -> int:
     names = frozenset(n.strip() for n in args.scheduler_names.split(",") if n.strip()) or {"volsched"}
     if args.replay or args.trace or args.scenario:
         return _replay(args, config, names)
+    stages: list[dict[str, Any]] = []
     if args.then:
-        from volsched.simulate import simulate_stages
+        from volsched.simulate import SimulationResult, simulate_stages
+
+        files_of = [files, *([f] for f in args.then)]
+
+        def on_stage(index: int, stage: SimulationResult, _so_far: SimulationResult) -> None:
+            # what the cluster looked like as this stage settled (the next stage changes the same cache)
+            doc = to_json(stage)
+            stages.append({"stage": index + 1, "files": [str(f) for f in files_of[index]], **doc})
 
         result = simulate_stages(
-            [files, *([f] for f in args.then)], config=config, sessions=args.sessions, scheduler_names=names
+            files_of, config=config, sessions=args.sessions, scheduler_names=names, on_stage=on_stage
         )
     else:
         result = simulate(
@@ -53,12 +61,20 @@ def _simulate(args: argparse.Namespace) -> int:
         )
     data = to_json(result)
     if args.output == "json":
-        json.dump(data, sys.stdout, indent=2, sort_keys=False)
+        json.dump({**data, "stages": stages} if stages else data, sys.stdout, indent=2, sort_keys=False)
         sys.stdout.write("\n")
     elif args.output == "html":  # the operator's /ui dashboard, on this what-if run
         from volsched.ui import page
 
         sys.stdout.write(page(data))
+    elif stages:  # each stage as it settled, before the next one's objects came
+        console = Console(width=max(Console().width, 140))
+        for doc in stages:
+            console.rule(
+                f"[bold]stage {doc['stage']} of {len(stages)}[/bold]: {', '.join(doc['files'])}: "
+                f"settled after {doc['sessions']} session(s)"
+            )
+            render_simulation(doc, console, header=False)
     else:
         render_simulation(data, Console(width=max(Console().width, 140)))
     for note in unanswered_names(result.state, names):

@@ -308,14 +308,20 @@ def simulate_stages(
     config: SchedulerConfig | None = None,
     sessions: int = 100,
     scheduler_names: Iterable[str] = DEFAULT_SCHEDULER_NAMES,
+    on_stage: Callable[[int, SimulationResult, SimulationResult], None] | None = None,
 ) -> SimulationResult:
     """Run the first stage's files to a steady state, then add each next stage's objects and run again
-    (``volsched simulate -f before.yaml --then later.yaml``). Sessions, history and evictions add up."""
+    (``volsched simulate -f before.yaml --then later.yaml``). Sessions, history and evictions add up.
+    ``on_stage(index, stage, so_far)`` is called as each stage settles, before the next one's objects
+    arrive (``stage``: that stage's sessions and evictions alone; the state is the one cache, as it
+    stands then)."""
     if not stages:
         raise InputError("nothing to simulate")
     sim = Simulator(load_documents(stages[0]), config, scheduler_names=scheduler_names)
     result = sim.run(sessions)
-    for paths in stages[1:]:
+    if on_stage is not None:
+        on_stage(0, result, result)
+    for index, paths in enumerate(stages[1:], start=1):
         sim.add(load_documents(paths))
         more = sim.run(sessions)
         result = SimulationResult(
@@ -325,4 +331,6 @@ def simulate_stages(
             history=result.history + more.history,
             eviction_outcomes=result.eviction_outcomes + more.eviction_outcomes,
         )
+        if on_stage is not None:
+            on_stage(index, more, result)
     return result
