@@ -29,7 +29,13 @@ def started(obj: Obj, ago: float | None) -> Obj:
 
 
 def evicted(
-    arguments: str | None, *, ago: float | None, victim_class: str = "low", q: str = "q"
+    arguments: str | None,
+    *,
+    ago: float | None,
+    victim_class: str = "low",
+    q: str = "q",
+    waited: float = 0.0,
+    expected: str | None = None,
 ) -> list[str]:
     """Evictions of a session where a high-priority pod needs the node a low-priority pod runs on."""
     plugins = "{name: priority}, {name: gang, enablePreemptable: false}, {name: predicates}"
@@ -43,9 +49,20 @@ def evicted(
         priority_class("low-short", 2),
         priority_class("high", 100),
         podgroup("lo", ns="ns", queue=q, min_member=1, phase="Running", priority_class=victim_class),
-        started(pod("lo-0", ns="ns", cpu="2", group="lo", node="n1", priority_class=victim_class), ago),
+        started(
+            pod(
+                "lo-0",
+                ns="ns",
+                cpu="2",
+                group="lo",
+                node="n1",
+                priority_class=victim_class,
+                annotations={"scheduling.volsched.io/expected-runtime": expected} if expected else None,
+            ),
+            ago,
+        ),
         podgroup("hi", ns="ns", queue=q, phase="Inqueue", priority_class="high"),
-        pod("hi-0", ns="ns", cpu="2", group="hi", priority_class="high"),
+        pod("hi-0", ns="ns", cpu="2", group="hi", priority_class="high", created=iso(NOW - waited)),
     ]
     state = ClusterState()
     for obj in objects:
@@ -70,6 +87,12 @@ CASES = [
     ("{priorityClasses: {low: 1h}}", 1800.0, {"victim_class": "low-short"}, True,
      "another-priority-class-minimum-does-not-apply"),
     ("{minRuntime: 2h, priorityClasses: {low: 1m}}", 1800.0, {}, False, "the-largest-minimum-applies"),
+    ("{preemptionDelay: 10m}", 60.0, {"waited": 300.0}, False, "a-pod-that-waited-less-than-the-delay-evicts-nothing"),
+    ("{minRuntime: 1m}", 1800.0, {"expected": "1h"}, False, "a-pod-past-half-its-expected-run-is-kept"),
+    ("{minRuntime: 1m}", 1700.0, {"expected": "1h"}, True, "a-pod-short-of-half-its-expected-run-goes"),
+    ("{minRuntime: 1m, protectFinishing: false}", 1800.0, {"expected": "1h"}, True,
+     "protect-finishing-off-takes-it"),
+    ("{preemptionDelay: 10m}", 60.0, {"waited": 601.0}, True, "a-pod-that-waited-the-delay-evicts"),
 ]  # fmt: skip
 
 
@@ -77,7 +100,7 @@ CASES = [
     ("arguments", "ago", "kw", "goes"), [c[:4] for c in CASES], ids=[c[4] for c in CASES]
 )
 def test_victim_only_past_its_minimum(
-    arguments: str | None, ago: float | None, kw: dict[str, str], goes: bool
+    arguments: str | None, ago: float | None, kw: dict[str, Any], goes: bool
 ) -> None:
     assert evicted(arguments, ago=ago, **kw) == (["ns/lo-0"] if goes else [])
 

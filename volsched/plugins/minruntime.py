@@ -2,7 +2,11 @@
 
 Arguments (durations): ``minRuntime`` for every pod, ``queues.<name>`` per queue, ``priorityClasses.<name>``
 per priority class; a pod's minimum is the largest that applies (see
-:class:`~volsched.plugins.shared.runtimes.MinRuntimes`). A pod counts as running from its
+:class:`~volsched.plugins.shared.runtimes.MinRuntimes`). ``preemptionDelay`` (as YuniKorn's): a pending
+pod causes no eviction before it has waited that long since its creation (room that frees by itself
+meanwhile costs no work). ``protectFinishing`` (default true): a pod that has run more than it has
+left to run, by its expected run time, is no victim either: waiting for its end frees the room at less
+cost than the work its eviction would throw away. A pod counts as running from its
 ``status.startTime``; one placed, bound or started without a known start time has run nothing yet,
 so it is protected too. Hence a pod placed by evicting others is itself never evicted before its own
 minimum: no eviction places a pod that would be thrown away in turn before it did its minimum of work.
@@ -20,7 +24,7 @@ from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import ExtensionPoints
 from volsched.framework.registry import register_plugin
 from volsched.model.vocabulary import Task
-from volsched.plugins.shared.runtimes import MinRuntimes, ran_for
+from volsched.plugins.shared.runtimes import MinRuntimes, expected_runtime, ran_for
 
 
 @register_plugin
@@ -32,10 +36,12 @@ class MinRuntime(BasePlugin):
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
         self.minimums = MinRuntimes.from_arguments(arguments)
+        self.delay = arguments.duration("preemptionDelay", 0.0, allow_zero=True)
+        self.finishing = arguments.boolean("protectFinishing", True)
 
     def on_session_open(self, session: ExtensionPoints) -> None:
-        minimums = self.minimums
-        if not minimums.any:
+        minimums, delay, finishing = self.minimums, self.delay, self.finishing
+        if not minimums.any and delay <= 0 and not finishing:
             return
         now = session.now
         jobs = session.jobs
@@ -43,9 +49,18 @@ class MinRuntime(BasePlugin):
         def past_minimum(task: Task) -> bool:
             job = jobs.get(task.job_key)
             queue = job.queue if job is not None else ""
-            return ran_for(task, now) >= minimums.of(task, queue)
+            ran = ran_for(task, now)
+            if ran < minimums.of(task, queue):
+                return False
+            if finishing:
+                expected = expected_runtime(task)
+                if expected is not None and ran >= expected - ran:
+                    return False  # more run than left: its end frees the room at less cost than its work
+            return True
 
         def victims(actor: Task, candidates: list[Task]) -> list[Task]:
+            if now - actor.creation < delay:
+                return []
             return [t for t in candidates if past_minimum(t)]
 
         session.add_preemptable_fn(self.name, victims)
