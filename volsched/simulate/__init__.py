@@ -1,8 +1,9 @@
 """The in-memory driver behind ``volsched simulate``: the same engine and cycle on YAML, no cluster.
 
 It reads Nodes, Namespaces, ResourceQuotas, PriorityClasses, Pods, PodGroups, Queues, batch/v1 Jobs,
-PersistentVolumeClaims and PersistentVolumes (for the node affinity of the volumes pods mount) and
-policy/v1 PodDisruptionBudgets, then runs :func:`volsched.cycle.run_cycle` until a cycle changes
+PersistentVolumeClaims and PersistentVolumes (for the node affinity of the volumes pods mount),
+policy/v1 PodDisruptionBudgets and DeviceClasses, ResourceSlices and ResourceClaims (devices claimed
+through Dynamic Resource Allocation: a bind writes its claims' allocation, see ``docs/dra.md``), then runs :func:`volsched.cycle.run_cycle` until a cycle changes
 nothing or the session limit is reached, with decisions carried out in memory (binds place pods,
 evictions a budget allows delete them, and playing the job controller it creates a pending
 replacement for an evicted pod of a Job).
