@@ -7,10 +7,11 @@ naming where it is, never a traceback.
 from __future__ import annotations
 
 import argparse
+import copy
 import difflib
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from volsched.model.errors import InputError
 if TYPE_CHECKING:
     from volsched.cache.state import ClusterState
     from volsched.framework.config import SchedulerConfig
+    from volsched.simulate.documents import Document
 
 
 def _bundled_example() -> Path:
@@ -39,7 +41,7 @@ def _simulate(args: argparse.Namespace) -> int:
     if gap is not None:
         print(f"volsched simulate: warning: {args.config}: {gap}", file=sys.stderr)
     names = frozenset(n.strip() for n in args.scheduler_names.split(",") if n.strip()) or {"volsched"}
-    if args.replay or args.trace or args.scenario:
+    if args.replay or args.trace or args.scenario or args.compare:
         return _replay(args, config, names)
     stages: list[dict[str, Any]] = []
     if args.then:
@@ -133,8 +135,14 @@ def _replay(args: argparse.Namespace, config: SchedulerConfig | None, names: Ite
         docs = load_documents([str(_bundled_example())])
     until = parse_duration(args.until, where="--until") if args.until is not None else None
     period = parse_duration(args.period, where="--period")
-    replay = Replay(docs, config, trace=trace, period=period, until=until, scheduler_names=names)
-    data = replay_json(replay.run())
+
+    def once(documents: list[Document], conf: SchedulerConfig | None) -> dict[str, Any]:
+        replay = Replay(documents, conf, trace=trace, period=period, until=until, scheduler_names=names)
+        return replay_json(replay.run())
+
+    if args.compare:
+        return _compare(args, once, docs, config)
+    data = once(docs, config)
     if args.output == "json":
         json.dump(data, sys.stdout, indent=2, sort_keys=False)
         sys.stdout.write("\n")
@@ -144,6 +152,39 @@ def _replay(args: argparse.Namespace, config: SchedulerConfig | None, names: Ite
         sys.stdout.write(report_page([("replay", data)]))
     else:
         render_replay(data, Console(width=max(Console().width, 140)))
+    return 0
+
+
+def _compare(
+    args: argparse.Namespace,
+    once: Callable[[list[Document], SchedulerConfig | None], dict[str, Any]],
+    docs: list[Document],
+    config: SchedulerConfig | None,
+) -> int:
+    """``--compare OTHER``: the same workload under the given input and with OTHER (a scheduler config, or
+    objects that replace the input's of the same kind and name), side by side."""
+    from rich.console import Console
+
+    from volsched.framework.registry import load_config
+    from volsched.render import render_comparison
+    from volsched.simulate.compare import comparison_json, is_scheduler_config, override
+
+    other_config: SchedulerConfig | None
+    if is_scheduler_config(args.compare):
+        other_docs, other_config = copy.deepcopy(docs), load_config(args.compare)
+    else:
+        other_docs, other_config = override(copy.deepcopy(docs), args.compare), config
+    label_a, label_b = "as given", Path(args.compare).name
+    runs = [(label_a, once(docs, config)), (label_b, once(other_docs, other_config))]
+    if args.output == "json":
+        json.dump(comparison_json(runs), sys.stdout, indent=2, sort_keys=False)
+        sys.stdout.write("\n")
+    elif args.output == "html":
+        from volsched.simulate.plots import report_page
+
+        sys.stdout.write(report_page(runs, title=f"volsched replay: as given against {label_b}"))
+    else:
+        render_comparison(comparison_json(runs), Console(width=max(Console().width, 140)))
     return 0
 
 
@@ -278,6 +319,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("kueue-baseline",),
         help="time mode: a bundled cluster, trace and config (kueue-baseline: Kueue's scheduler performance"
         " baseline, 15,000 workloads)",
+    )
+    sim.add_argument(
+        "--compare",
+        metavar="FILE",
+        help="time mode: replay the same workload again with FILE (a scheduler config, or objects such as"
+        " Queues that replace the input's of the same kind and name) and show both side by side",
     )
     sim.add_argument(
         "--period",

@@ -257,3 +257,38 @@ def render_replay(data: Mapping[str, Any], console: Console) -> None:
                 _sec(p["evicted"]),
             )
         console.print(table)
+
+
+def render_comparison(data: Mapping[str, Any], console: Console) -> None:
+    """Render ``--compare``'s ``-o json`` document: per queue, each figure in both runs and the change."""
+    a, b = data["a"], data["b"]
+    console.print(
+        f"[bold]volsched simulate --compare[/bold]: the same workload, {a['label']} (A) against {b['label']} (B); "
+        f"makespan {a['report']['makespan']:g} s -> {b['report']['makespan']:g} s"
+    )
+    table = Table(title="Per queue, A -> B (seconds)", title_justify="left")
+    columns = ("queue", "wait p50", "wait p95", "wait max", "completion p50", "slowdown", "waiting at end")
+    for col in columns:
+        table.add_column(col, justify="left" if col == "queue" else "right")
+
+    def cell(figure: Mapping[str, Any]) -> str:
+        va, vb, change = figure["a"], figure["b"], figure["change"]
+        if change is None:
+            return f"{_sec(va)} -> {_sec(vb)}"
+        sign = "+" if change > 0 else ""
+        colour = "red" if change > 0 else "green" if change < 0 else ""
+        delta = f"{sign}{_sec(change)}"
+        return f"{_sec(va)} -> {_sec(vb)} " + (f"[{colour}]({delta})[/{colour}]" if colour else f"({delta})")
+
+    for name, row in data["diff"].items():
+        waiting = row["waitingAtEnd"]
+        table.add_row(
+            name,
+            cell(row["waitP50"]),
+            cell(row["waitP95"]),
+            cell(row["waitMax"]),
+            cell(row["completionP50"]),
+            cell(row["slowdownMean"]),
+            f"{waiting['a']} -> {waiting['b']}",
+        )
+    console.print(table)
