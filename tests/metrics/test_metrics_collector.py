@@ -343,3 +343,46 @@ def test_source_dying_mid_run(prometheus_server: PromServer, tmp_path: Any) -> N
     assert collector.snapshot() == {}
     assert sample(registry, "volsched_metrics_stale_nodes", "prometheus") == 3
     assert sample(registry, "volsched_metrics_fetch_errors_total", "prometheus") == 2
+
+
+def _lines(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= level]
+
+
+def test_a_failing_source_is_logged_once_per_change_of_state(caplog: pytest.LogCaptureFixture) -> None:
+    refused = SourceError("prometheus query failed: ConnectionError: port 41234 refused")
+    refused_again = SourceError("prometheus query failed: ConnectionError: port 41999 refused")
+    timeout = SourceError("prometheus query failed: ReadTimeout: read timed out (1.0 s)")
+    source = ScriptedSource([refused, refused_again, refused, timeout, timeout, {}, refused, {}])
+    collector = UsageCollector(source, interval=1, registry=CollectorRegistry())
+    with caplog.at_level(logging.DEBUG, logger="volsched.metrics"):
+        results = [collector.refresh_once() for _ in range(8)]
+    assert results == [False, False, False, False, False, True, False, True]
+    warnings = _lines(caplog, logging.WARNING)
+    assert len(warnings) == 3, warnings  # it fails; it fails otherwise; it fails again after working
+    assert "fetch failed (1 in a row)" in warnings[0] and "refused" in warnings[0]
+    assert "fetch failed (4 in a row)" in warnings[1] and "ReadTimeout" in warnings[1]
+    assert "fetch failed (1 in a row)" in warnings[2]
+    works = [line for line in _lines(caplog, logging.INFO) if "works again" in line]
+    assert works == [
+        "metrics source scripted: fetch works again after 5 failure(s)",
+        "metrics source scripted: fetch works again after 1 failure(s)",
+    ]
+    assert sum("fetch failed" in r.getMessage() for r in caplog.records) == 6  # each at debug, at least
+
+
+def test_a_failing_elasticsearch_source_logs_one_line_and_no_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    collector = UsageCollector(
+        ElasticsearchSource(f"http://127.0.0.1:{free_port()}", timeout=1),
+        interval=1,
+        registry=CollectorRegistry(),
+    )
+    with caplog.at_level(logging.INFO):
+        for _ in range(3):
+            assert collector.refresh_once() is False
+        collector.close()
+    lines = _lines(caplog, logging.WARNING)
+    assert len(lines) == 1 and "fetch failed (1 in a row)" in lines[0], lines  # before: 6, 3 with tracebacks
+    assert not any(r.exc_info for r in caplog.records) and "Traceback" not in caplog.text

@@ -6,7 +6,9 @@ asyncio caller through ``await collector.arefresh()``). The scheduling path only
 :meth:`UsageCollector.snapshot`, which takes a lock, copies and filters: it never does I/O.
 
 Failure policy: a source that is down, slow (its request timeout), or answers garbage never raises
-out of the collector. The failure is logged as a warning (credentials redacted) and counted in
+out of the collector. The failure is logged (credentials redacted) once per change of state, as the
+apiserver's health is: a warning when fetches start failing or fail another way, one line when one
+works again (every failure in between at debug level), and counted in
 ``volsched_metrics_fetch_errors_total{source}``; the previously stored values are kept and simply
 go stale. Entries whose ``measured_at`` is older than ``stale_after`` are left out of snapshots and
 counted in the ``volsched_metrics_stale_nodes{source}`` gauge. A node missing from one answer keeps
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -37,6 +40,8 @@ from volsched.redaction import error_summary, redact, register_secrets
 __all__ = ["CollectorMetrics", "UsageCollector", "build_source"]
 
 log = logging.getLogger(__name__)
+
+_DIGITS = re.compile(r"\d+")
 
 #: Entries older than this many ``stale_after`` are forgotten entirely (bounded memory).
 FORGET_AFTER_STALE = 10
@@ -145,6 +150,8 @@ class UsageCollector:
         self.last_success: float | None = None
         self.last_error: str | None = None
         self.consecutive_failures = 0
+        #: The failure last logged as a warning (digits masked), None while fetches work.
+        self._failing: str | None = None
         # Make the labelled series exist (at 0) before the first failure.
         self._metrics.fetch_errors.labels(self._label)
         self._metrics.stale_nodes.labels(self._label).set(0)
@@ -184,11 +191,15 @@ class UsageCollector:
             self._metrics.fetch_errors.labels(self._label).inc()
             self.consecutive_failures += 1
             self.last_error = f"{type(exc).__name__}: {error_summary(exc, secrets=self._secrets)}"
-            log.warning(
-                "metrics source %s: fetch failed (%d in a row), keeping old data until stale: %s",
+            kind = _DIGITS.sub("#", self.last_error)  # the same failure, whatever port or timing it names
+            say = log.warning if kind != self._failing else log.debug
+            self._failing = kind
+            say(
+                "metrics source %s: fetch failed (%d in a row), keeping old data until stale: %s%s",
                 self._label,
                 self.consecutive_failures,
                 self.last_error,
+                "; said again when it fails otherwise or works" if say is log.warning else "",
             )
             self._update_gauges(self._clock())
             return False
@@ -202,6 +213,13 @@ class UsageCollector:
         self._metrics.fetches.labels(self._label).inc()
         self._metrics.last_success.labels(self._label).set(now)
         self.last_success = now
+        if self._failing is not None:
+            log.info(
+                "metrics source %s: fetch works again after %d failure(s)",
+                self._label,
+                self.consecutive_failures,
+            )
+            self._failing = None
         self.last_error = None
         self.consecutive_failures = 0
         self._update_gauges(now)

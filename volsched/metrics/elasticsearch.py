@@ -88,6 +88,9 @@ class ElasticsearchSource:
         if auth is not None:
             kwargs["http_auth"] = auth
         self._client = Elasticsearch([self.address], **kwargs)
+        # The client logs every failed request itself, a warning with the whole traceback: once per fetch
+        # while the server is down. The collector says it, once per change (see volsched.metrics.collector).
+        logging.getLogger("elasticsearch").setLevel(logging.ERROR)
 
     @classmethod
     def from_config(cls, config: MetricsConfig) -> ElasticsearchSource:
