@@ -27,6 +27,34 @@ def test_an_outage_is_one_line_when_it_starts_and_one_when_it_ends(caplog: pytes
     assert not health.down and health.outages == 1
 
 
+def test_a_ragged_start_of_an_outage_is_still_two_lines(caplog: pytest.LogCaptureFixture) -> None:
+    """As the apiserver goes, calls in flight are answered while new ones fail (a draining apiserver
+    answers some, refuses others): those answers do not end the outage (before, each answer between two
+    failures logged its end and the next failure its start again: 25 lines at the start of one outage)."""
+    now = [100.0]
+    health = ApiHealth(clock=lambda: now[0])
+    with caplog.at_level(logging.INFO, logger="volsched.kube"):
+        for _ in range(12):  # the first second: answers and failures interleaved
+            health.failed("write", ConnectionResetError("reset"))
+            now[0] += 0.05
+            health.ok()
+            now[0] += 0.05
+        for _ in range(20):  # then down: every call fails, for 10 s
+            now[0] += 0.5
+            health.failed("watch pods", ConnectionRefusedError("refused"))
+        now[0] += 0.5
+        health.ok()  # back: answered 0.5 s after the last failure, not 2 s yet
+        assert health.down
+        for _ in range(4):
+            now[0] += 0.5
+            health.ok()
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2, lines
+    assert "unreachable (write: reset)" in lines[0]
+    assert "reachable again after 11.7s (32 failed calls meanwhile)" in lines[1]  # until the first answer
+    assert not health.down and health.outages == 1
+
+
 def test_kopf_and_urllib3_retry_lines_are_counted_not_printed() -> None:
     health = ApiHealth()
     quiet = QuietRetries(health)
@@ -84,3 +112,25 @@ def test_a_429_kopf_retries_is_an_answer_not_an_outage(caplog: pytest.LogCapture
 )
 def test_only_failures_to_get_an_answer_count_as_unreachable(exc: Exception, unreachable: bool) -> None:
     assert is_unreachable(exc) is unreachable
+
+
+def test_an_outage_ends_once_answered_and_quiet_whoever_asks(caplog: pytest.LogCaptureFixture) -> None:
+    """A watch answered once sits on its stream: nobody else may call for a while. The outage is over
+    all the same once SETTLE seconds passed since the last failure; a failure after that is another."""
+    now = [100.0]
+    health = ApiHealth(clock=lambda: now[0])
+    with caplog.at_level(logging.INFO, logger="volsched.kube"):
+        health.failed("watch pods", ConnectionRefusedError("refused"))
+        now[0] += 3.0
+        health.failed("watch pods", ConnectionRefusedError("refused"))
+        now[0] += 0.5
+        health.ok()  # the watch is answered, 0.5 s after the last failure
+        assert health.down
+        now[0] += 1.5
+        assert not health.down  # 2 s since the last failure, answered meanwhile
+        now[0] += 10.0
+        health.failed("lease", ConnectionRefusedError("refused"))
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 3, lines
+    assert "reachable again after 3.5s (2 failed calls meanwhile)" in lines[1]
+    assert "unreachable (lease: refused)" in lines[2] and health.outages == 2

@@ -75,9 +75,9 @@ def test_a_poll_read_behind_that_fails_is_said_keeps_the_config_and_the_next_pol
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     answers: list[ConfigMapText | Exception] = [ENQUEUE, failure, BACKFILL]
-    health = ApiHealth()
-    reloader = _reloader(answers, health)
     clock = [100.0]
+    health = ApiHealth(clock=lambda: clock[0])  # the outage ends with an answer a poll later
+    reloader = _reloader(answers, health)
     monkeypatch.setattr("volsched.operator.reload.time.monotonic", lambda: clock[0])
     assert reloader.reload(force=True) and list(reloader.config.actions) == ["enqueue"]
 

@@ -20,6 +20,7 @@ from tests.fences import ClosingFence
 from tests.unit._scripted_server import OK, Answer, ScriptedServer, loopback_config
 from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, FENCED
 from volsched.framework.decisions import Bind, Evict, EvictionReason
+from volsched.kube.health import SETTLE, ApiHealth
 from volsched.kube.ratelimit import MAX_RETRY_AFTER, retry_after
 from volsched.kube.writer import KubeWriter, WriterSettings
 from volsched.model.vocabulary import SCHEDULER_NAME
@@ -175,13 +176,16 @@ def test_a_read_the_apiserver_throttles_is_asked_again_and_its_failures_count_fo
     server.script["/pods/p"] = [THROTTLED, (200, {}, pod)]
     server.script["/pods/q"] = [(503, {}, {"kind": "Status", "message": "starting"}), (200, {}, pod)]
     slept: list[float] = []
-    writer = KubeWriter(api, WriterSettings(workers=1), sleep=slept.append)
+    now = [100.0]
+    health = ApiHealth(clock=lambda: now[0])
+    writer = KubeWriter(api, WriterSettings(workers=1), sleep=slept.append, health=health)
     try:
         assert writer.read_pod("ns", "p") == pod
         assert (len(server.sent("/pods/p")), slept, writer.throttled) == (2, [1.0], 1)
         with pytest.raises(ApiException):
             writer.read_pod("ns", "q")
         assert writer.health.down  # the apiserver did not answer the read: as for a write
+        now[0] += SETTLE  # an answer ends an outage from SETTLE seconds after its last failure on
         assert writer.read_pod("ns", "q") == pod
         assert not writer.health.down
     finally:

@@ -3,7 +3,11 @@
 During an outage every watch, every Lease read and every write fails, several times a second. The
 operator reports those failures here (and :class:`QuietRetries` routes kopf's and urllib3's own retry
 messages here too): the first one is logged with its cause, the rest are counted, and the first
-success after them logs how long the outage lasted and how many calls failed meanwhile. No I/O.
+answer :data:`SETTLE` seconds or more after the last failure logs how long the outage lasted (until
+the first answer after that failure) and how many calls failed meanwhile. An outage starts ragged
+(calls in flight are answered while new ones fail, a draining apiserver answers some and refuses
+others): an answer between failures does not end it, or its start was told in two lines per answer.
+No I/O.
 """
 
 from __future__ import annotations
@@ -43,18 +47,32 @@ def back_pressure(health: ApiHealth | None, *, throttled: bool) -> bool:
     return throttled and (health is None or not health.down)
 
 
+#: Seconds after the last failed call from which an answer ends an outage.
+SETTLE = 2.0
+
+
 class ApiHealth:
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic, settle: float = SETTLE) -> None:
         self._clock = clock
+        self.settle = settle
         self._lock = threading.Lock()
         self.down_since: float | None = None
+        self._last_failure = 0.0
+        #: During an outage, when the apiserver first answered since the last failure (None: not yet).
+        self._answered_since: float | None = None
         self.failures = 0
         self.outages = 0
         self._closing = False
 
     @property
     def down(self) -> bool:
-        return self.down_since is not None
+        """Whether an outage is on: one ends once an answer came and ``settle`` seconds passed since the
+        last failure, whether or not another call is answered then (a watch may sit on its stream)."""
+        with self._lock:
+            ended = self._ended(self._clock())
+            down = self.down_since is not None
+        self._say_ended(ended)
+        return down
 
     def closing(self) -> None:
         """The process is shutting down: failures from now on are its own doing, not worth a line."""
@@ -64,24 +82,46 @@ class ApiHealth:
         if self._closing:
             return
         with self._lock:
+            now = self._clock()
+            ended = self._ended(now)  # an outage that was over before this failure began another
             self.failures += 1
-            if self.down_since is not None:
-                return
-            self.down_since = self._clock()
-            self.outages += 1
-            self.failures = 1
-        cause = exc if isinstance(exc, str) else error_summary(exc)  # an answer's status, not its headers
-        log.warning("kube-apiserver unreachable (%s: %s); retrying quietly until it answers", what, cause)
+            self._answered_since = None
+            self._last_failure = now
+            started = self.down_since is None
+            if started:
+                self.down_since = now
+                self.outages += 1
+                self.failures = 1
+        self._say_ended(ended)
+        if started:
+            cause = exc if isinstance(exc, str) else error_summary(exc)  # an answer's status, not its headers
+            log.warning("kube-apiserver unreachable (%s: %s); retrying quietly until it answers", what, cause)
 
     def ok(self) -> None:
+        """A call was answered. During an outage it ends the outage if it comes ``settle`` seconds or
+        more after the last failure (see ``down``); the outage lasted until the first answer after that
+        failure."""
         with self._lock:
             if self.down_since is None:
                 return
-            lasted, failures = self._clock() - self.down_since, self.failures
-            self.down_since = None
-        log.warning(
-            "kube-apiserver reachable again after %.1fs (%d failed calls meanwhile)", lasted, failures
-        )
+            now = self._clock()
+            if self._answered_since is None:
+                self._answered_since = now
+            ended = self._ended(now)
+        self._say_ended(ended)
+
+    def _ended(self, now: float) -> tuple[float, int] | None:
+        """(Under ``_lock``) End the outage if it is over at ``now``: (how long it lasted, failed calls)."""
+        since, answered = self.down_since, self._answered_since
+        if since is None or answered is None or now - self._last_failure < self.settle:
+            return None
+        self.down_since = self._answered_since = None
+        return answered - since, self.failures
+
+    @staticmethod
+    def _say_ended(ended: tuple[float, int] | None) -> None:
+        if ended is not None:
+            log.warning("kube-apiserver reachable again after %.1fs (%d failed calls meanwhile)", *ended)
 
 
 class QuietRetries(logging.Filter):
