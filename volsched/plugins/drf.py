@@ -3,6 +3,9 @@
 Job order: the job with the smaller dominant share of the cluster goes first. Namespace order: the
 namespace with the smaller ``dominant share / weight`` with half its next pod goes first (namespace weights
 come from ResourceQuota), so the pods of a small share go by weight, not by name. Shares follow every allocation and eviction in the session.
+With ``fairShare.halfLife`` (default off) a namespace's share in that order mixes what it holds with
+what it held over time, decayed with that half-life (``fairShare.usageWeight`` of it; see
+``plugins.shared.decayed_usage`` and docs/starvation.md).
 
 Preemptable (inside a queue): a pod of a lower-priority job is always a victim; one of a
 higher-priority job never is; between jobs of equal priority a pod is a victim only if, after the move,
@@ -18,13 +21,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from volsched.framework.plugin import BasePlugin
+from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
 from volsched.framework.settled import fold
 from volsched.model.cluster import Job, dominant_share
 from volsched.model.resources import EPS, Vector, stack_rows
 from volsched.model.vocabulary import Task, TaskStatus
+from volsched.plugins.shared.decayed_usage import Decay
 
 _TOL = 1e-9
 
@@ -52,15 +56,40 @@ def share_rows(
     return out
 
 
+#: The carryover key of the namespaces' decayed usage (``fairShare.halfLife``).
+USAGE_CARRY = "drf.usage"
+
+
 @register_plugin
 class Drf(BasePlugin):
     name: ClassVar[str] = "drf"
+    #: With ``fairShare.halfLife`` its order reads the carryover too, but a session skipped on an unchanged
+    #: cache loses nothing: the next one integrates the whole interval (``plugins.shared.decayed_usage``).
     reads_clock: ClassVar[bool] = False
+
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.decay = Decay.from_arguments(arguments)
+        self._ns_alloc: dict[str, Vector] = {}
+        self._averages: dict[str, Vector] = {}
+
+    def on_session_close(self, session: ExtensionPoints) -> None:
+        if self.decay.on:
+            session.carryover[USAGE_CARRY] = Decay.carry(
+                now=session.now, averages=self._averages, held=self._ns_alloc, space=session.space
+            )
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         total = session.total
         mask = session.space.share_mask
         ns_alloc: dict[str, Vector] = {}
+        decay = self.decay
+        averages = (
+            decay.averages(session.carryover.get(USAGE_CARRY), now=session.now, space=session.space)
+            if decay.on
+            else {}
+        )
+        self._ns_alloc, self._averages = ns_alloc, averages
         #: Per namespace, the request of its smallest next pod (by dominant share of the cluster).
         ns_next: dict[str, tuple[float, Vector]] = {}
         share = dominant_share(total, mask)
@@ -119,6 +148,11 @@ class Drf(BasePlugin):
             to its fluid share), so a namespace with a large weight is not left out of a small share by
             name order, nor does it take the small namespaces' last pods."""
             nxt = ns_next.get(ns)
+            if decay.on:  # what it holds now mixed with what it held over time
+                alloc = ns_alloc.get(ns)
+                mixed = decay.mixed(session.space.zeros() if alloc is None else alloc, averages.get(ns))
+                held = mixed if nxt is None else mixed + nxt[1] / 2
+                return share(held) / session.snapshot.namespace_weight(ns)
             if nxt is None:
                 return ns_share(ns)
             alloc = ns_alloc.get(ns)

@@ -21,7 +21,9 @@ completed up to minMember past the limit, never past realCapability, and its que
 it is short; admission reserved that minimum, and a share that shrank since must not strand it.
 
 Queue order: at the first level where two leaves' paths part, the subtree of the higher ``priority``
-first (Volcano's Queue field), then the one with the smaller share (``max allocated / deserved``). Admission: ``minResources + allocated + inqueue`` within the
+first (Volcano's Queue field), then the one with the smaller share (``max allocated / deserved``; with
+``fairShare.halfLife``, default off, ``allocated`` mixed with what the queue held over time, decayed with
+that half-life: ``plugins.shared.decayed_usage``, docs/starvation.md). Admission: ``minResources + allocated + inqueue`` within the
 leaf's realCapability and limit.
 
 Taking back (reclaim): a leaf may take capacity back for a task only while it stays within its limit
@@ -47,7 +49,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from volsched.framework.decisions import Event
-from volsched.framework.plugin import BasePlugin
+from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
 from volsched.framework.settled import fold
@@ -61,6 +63,7 @@ from volsched.model.cluster import (
 from volsched.model.fairshare import FairShare, Problem, fair_share
 from volsched.model.resources import EPS, ResourceSpace, Vector, stack_rows
 from volsched.model.vocabulary import PodGroupPhase, QueueSpec, Task, TaskStatus
+from volsched.plugins.shared.decayed_usage import Decay
 from volsched.plugins.shared.queue_config import queue_config
 
 #: A job's queue (read by C over a list of jobs).
@@ -285,16 +288,39 @@ def _lowest_common(a: QueueAttr, b: QueueAttr) -> int:
     return k
 
 
+#: The carryover key of the queues' decayed usage (``fairShare.halfLife``).
+USAGE_CARRY = "proportion.usage"
+
+
 @register_plugin
 class Proportion(BasePlugin):
     name: ClassVar[str] = "proportion"
+    #: With ``fairShare.halfLife`` its order reads the carryover too, but a session skipped on an unchanged
+    #: cache loses nothing: the next one integrates the whole interval (``plugins.shared.decayed_usage``).
     reads_clock: ClassVar[bool] = False
+
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.decay = Decay.from_arguments(arguments)
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         space = session.space
         mask = space.share_mask
         attrs, fs = queue_tree(session)
         self.attrs = attrs
+        decay = self.decay
+        #: Each queue's decayed average holding (leaves as carried, parents as their leaves' sum).
+        self.averages: dict[str, Vector] = {}
+        if decay.on:
+            carried = decay.averages(session.carryover.get(USAGE_CARRY), now=session.now, space=space)
+            for attr in attrs.values():
+                if attr.leaf:
+                    avg = carried.get(attr.name)
+                    if avg is not None:
+                        for up in attr.path:
+                            held = self.averages.get(up.name)
+                            self.averages[up.name] = avg.copy() if held is None else held + avg
+        averages = self.averages
         self.problems: list[Problem] = fs.problems
         session.state["proportion.attrs"] = attrs
 
@@ -313,7 +339,11 @@ class Proportion(BasePlugin):
             lp, rp = specs[la.name].priority, specs[ra.name].priority
             if lp != rp:  # a higher priority first, whatever the shares (as Volcano's queue order)
                 return -1 if lp > rp else 1
-            ls, rs = la.share, ra.share
+            if decay.on:  # what each holds now mixed with what it held over time
+                ls = queue_share(decay.mixed(la.allocated, averages.get(la.name)), la.deserved, mask)
+                rs = queue_share(decay.mixed(ra.allocated, averages.get(ra.name)), ra.deserved, mask)
+            else:
+                ls, rs = la.share, ra.share
             if abs(ls - rs) <= 1e-9:
                 return 0
             return -1 if ls < rs else 1
@@ -612,6 +642,14 @@ class Proportion(BasePlugin):
         space = session.space
         mask = space.share_mask
         statuses = session.result.queues
+        if self.decay.on:
+            held = {name: a for name, a in self.attrs.items() if a.leaf}
+            session.carryover[USAGE_CARRY] = Decay.carry(
+                now=session.now,
+                averages={n: self.averages.get(n, space.zeros()) for n in held},
+                held={n: a.allocated for n, a in held.items()},
+                space=space,
+            )
         for name, attr in self.attrs.items():
             status = statuses.get(name)
             if status is None:
