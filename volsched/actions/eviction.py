@@ -314,7 +314,7 @@ def place_by_evicting(
         if protected is not None:
             return Status(protected.code, protected.plugin, (why, *protected.reasons))
         return Status(Code.UNSCHEDULABLE, action, (why,))
-    need = task.request > EPS
+    need = session.capacity_asked(task)
     future = nodes.idle[feasible] + nodes.incoming[feasible]
     short = np.maximum(task.request[None, :] - future, 0.0)[:, need]
     scale = np.maximum(task.request[need], EPS)
@@ -455,7 +455,7 @@ def _evict_pods_in_the_way(
     the node's name; the first where the task fits wins. A node where the plugins keep a pod in the way is
     passed over without a trial."""
     nodes = session.nodes
-    need = task.request > EPS
+    need = session.capacity_asked(task)
     where = session.blocked_by_pods(task)
     if not where.any():
         return False, 0, []
@@ -518,7 +518,7 @@ def _victims_on(
 ) -> tuple[list[Task], dict[str, list[str]]] | None:
     """Which of ``victims`` (least important first) must go for ``task`` to fit on ``node``, and for
     each one that is in the way of a filter, why (None: it does not fit even with all of them gone)."""
-    need = task.request > EPS
+    need = session.capacity_asked(task)
     nodes = session.nodes
 
     def fits() -> bool:

@@ -87,6 +87,12 @@ class NodeViews(PointTables):
         #: (and moves the counts the filters read), which ends the answers' use.
         self._constraint_memo: tuple[Task, int, list[tuple[str, BoolArray]]] | None = None
 
+    def capacity_asked(self, task: Task) -> BoolArray:
+        """The dimensions of ``task``'s request that node capacity checks: what it asks for, but the
+        devices it claims (``devices/<class>``: counted for queues; the device check places them)."""
+        need: BoolArray = task.request > EPS
+        return need if self._device_dims is None else need & ~self._device_dims
+
     # --- nodes ------------------------------------------------------------------------------------
 
     def touch(self, node: int) -> None:
