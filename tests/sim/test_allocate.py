@@ -27,7 +27,9 @@ def test_a_gang_starts_all_at_once_or_not_at_all():
     assert data["podgroups"]["default/big"]["phase"] == "Inqueue"
     group_event = next(e["message"] for e in data["events"] if e["object"] == "PodGroup default/big")
     assert data["podgroups"]["default/big"]["reason"] in group_event  # -o json says why it waits too
-    assert group_event.startswith(
+    assert group_event.startswith(  # one 2-cpu pod per 3-cpu node: three, never four
+        "can never run as it stands: at most 3 of its pods fit on the 3 ready node(s), even were they empty"
+        " (minMember 4; each pod asks at least cpu 2); "
         "gang big: 3/4 tasks could be placed (minMember 4): task w-3: 0/3 nodes fit"
     )
 

@@ -45,7 +45,11 @@ def test_the_gang_that_waits_says_why_in_numbers() -> None:
 def test_a_gang_standing_for_an_owner_is_named_by_its_owner_in_messages() -> None:
     data = run([node("n1", cpu="3"), batch_job("mpi", parallelism=2, annotations={MIN: "4"})])
     reason = owner_group(data, "Job mpi")["reason"]
-    assert reason.startswith("gang podgroup-") and "(Job mpi): 2 pod(s) exist, minMember is 4" in reason
+    never = (
+        "can never run as it stands: at most 3 of its pods fit on the 1 ready node(s)"  # 1-cpu pods, 3 cpu
+    )
+    assert reason.startswith(never) and "; gang podgroup-" in reason
+    assert "(Job mpi): 2 pod(s) exist, minMember is 4" in reason
 
 
 @pytest.mark.parametrize(

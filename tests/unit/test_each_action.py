@@ -165,7 +165,8 @@ REJECTIONS = [
     pytest.param(
         "enqueue",
         [node("n1", cpu="4"), queue("q"), *gang("g", size=2, phase="Pending", min_resources={"cpu": "40"})],
-        [(Code.UNSCHEDULABLE, "overcommit")],
+        [(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "gang"), (Code.UNSCHEDULABLE, "overcommit")],
+        "can never run as it stands: its minResources ask cpu 40, more than all the ready nodes have (cpu 4); "
         "not admitted to queue q: overcommit: minResources cpu 40 > room 4.8"
         " (cluster 4 x 1.2 - used 0 - admitted 0)",
         id="enqueue-says-which-plugin-voted-the-gang-out",
@@ -173,7 +174,8 @@ REJECTIONS = [
     pytest.param(
         "allocate",
         [node("n1", cpu="4"), queue("q"), *gang("g", size=3, cpu="2", phase="Inqueue")],
-        [(Code.UNSCHEDULABLE, "proportion")],
+        [(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "gang"), (Code.UNSCHEDULABLE, "proportion")],
+        "can never run as it stands: its minMember pods ask cpu 6, more than all the ready nodes have (cpu 4); "
         "gang g: 2/3 tasks could be placed (minMember 3): task g-2: proportion: queue q would exceed"
         " realCapability cpu 4 (allocated 4 + request 2)",
         id="allocate-names-the-plugin-that-refused-the-gangs-last-task",

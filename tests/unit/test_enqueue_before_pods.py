@@ -76,12 +76,14 @@ def test_a_podgroup_with_no_pod_yet_is_admitted_on_its_min_resources(objects: li
 REFUSED = [
     pytest.param(
         [node("n1", cpu="4"), queue("q"), _group("g", cpu="40")],
+        "can never run as it stands: its minResources ask cpu 40, more than all the ready nodes have (cpu 4); "
         "not admitted to queue q: overcommit: minResources cpu 40 > room 4.8 (cluster 4 x 1.2 - used 0 - admitted 0)",
         id="its-min-resources-exceed-the-cluster",
     ),
     pytest.param(
         [node("n1", cpu="8"), queue("qa"), queue("qb", capability={"cpu": "2"}), _group("g", q="qb", cpu="4")],
-        "not admitted to queue qb: proportion: queue qb: minResources cpu 4 + allocated 0 + admitted 0 > "
+        "can never run as it stands: its minResources ask cpu 4, more than queue qb may ever hold (capability "
+        "cpu 2); not admitted to queue qb: proportion: queue qb: minResources cpu 4 + allocated 0 + admitted 0 > "
         "realCapability 2",
         id="its-queue-capability-is-smaller",
     ),

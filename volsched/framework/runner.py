@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
+import numpy as np
+
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import (
     Code,
@@ -21,11 +23,12 @@ from volsched.framework.decisions import (
     Status,
     render,
 )
+from volsched.framework.messages import amounts
 from volsched.framework.registry import make_actions, make_plugins, placement_gap
 from volsched.framework.session import Action, BindSink, Session
 from volsched.framework.settled import fold
 from volsched.model.cluster import ClusterSnapshot, Job
-from volsched.model.resources import Vector
+from volsched.model.resources import EPS, Vector
 from volsched.model.vocabulary import PodGroupPhase, TaskStatus
 
 
@@ -56,6 +59,7 @@ def open_session(
 def close_session(session: Session) -> SessionResult:
     phases: dict[str, PodGroupPhase] = {}
     waiting: list[Job] = []
+    session.timed("close:never", lambda: _tell_never(session))
     session.timed("close:status", lambda: phases.update(_render_status(session, waiting)))
     for plugin in session.plugins:
         session.timed(f"plugin:{plugin.name}:close", lambda p=plugin: p.on_session_close(session))  # type: ignore[misc]
@@ -291,6 +295,88 @@ def queue_positions(session: Session) -> dict[str, int]:
     return out
 
 
+#: The first words of a refusal that no waiting can end (see :func:`never_fits`).
+NEVER = "can never run as it stands"
+
+
+def _tell_never(session: Session) -> None:
+    """Put first among the refusals of each gang short of minMember the reason it can never run as it
+    stands, when there is one: its condition, its event and its pods' then say so before the numbers."""
+    memo: dict[tuple[bytes, bytes, int, str], str | None] = {}
+    jobs = session.jobs
+    for key, statuses in session.job_errors.items():
+        job = jobs.get(key)
+        if job is None or job.podgroup is None or job.ready_count >= job.min_member or not statuses:
+            continue
+        verdict = never_fits(session, job, memo)
+        if verdict is not None:
+            statuses.insert(0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "gang", (f"{NEVER}: {verdict}",)))
+
+
+def never_fits(
+    session: Session, job: Job, memo: dict[tuple[bytes, bytes, int, str], str | None]
+) -> str | None:
+    """Why a gang can never run as it stands, whatever else leaves the cluster (in one plain sentence),
+    or None when it may run once room is made: its minimum (minResources, or its minMember smallest pods)
+    asks more than its queue (or a parent) may ever hold, or than all the ready nodes have; or fewer than
+    minMember of its pods fit on all the ready nodes even were they empty (each pod counted at the least
+    any of its pods asks, so this never says "never" of a gang that could fit). ``memo``: answers by the
+    gang's shape, for one session."""
+    space = session.space
+    need = job.min_request
+    tasks = list(job.tasks.values())
+    first = tasks[0].request if tasks else space.zeros()
+    if all(t.request is first for t in tasks):  # one template's pods share one request vector
+        smallest = first
+    else:
+        smallest = np.min(np.stack([t.request for t in tasks]), axis=0)
+    key = (need.tobytes(), smallest.tobytes(), job.min_member, job.queue)
+    if key in memo:
+        return memo[key]
+    what = "its minResources ask" if job.min_resources_map is not None else "its minMember pods ask"
+    verdict: str | None = None
+    seen: set[str] = set()
+    name: str | None = job.queue
+    while name is not None and name not in seen and verdict is None:  # the queue and its parents
+        seen.add(name)
+        queue = session.queues.get(name)
+        if queue is None:
+            break
+        over = {
+            r: (float(need[space.index(r)]), cap)
+            for r, cap in (queue.capability or {}).items()
+            if r in space.names and need[space.index(r)] > cap + EPS
+        }
+        if over:
+            verdict = (
+                f"{what} {amounts({r: a for r, (a, _) in over.items()})}, more than queue {name} may ever "
+                f"hold (capability {amounts({r: c for r, (_, c) in over.items()})})"
+            )
+        name = queue.parent
+    total = session.total
+    if verdict is None and bool((need > total + EPS).any()):
+        rows = np.flatnonzero(need > total + EPS)
+        verdict = (
+            f"{what} {amounts({space.names[i]: float(need[i]) for i in rows})}, more than all the ready "
+            f"nodes have ({amounts({space.names[i]: float(total[i]) for i in rows})})"
+        )
+    if verdict is None:
+        nodes = session.nodes
+        alloc = nodes.allocatable[nodes.ready]
+        asked = smallest > EPS
+        if asked.any() and len(alloc):
+            per_node = np.floor((alloc[:, asked] + EPS) / smallest[asked]).min(axis=1)
+            fit = int(per_node.sum())
+            if fit < job.min_member:
+                verdict = (
+                    f"at most {fit} of its pods fit on the {len(alloc)} ready node(s), even were they empty "
+                    f"(minMember {job.min_member}; each pod asks at least "
+                    f"{amounts({space.names[i]: float(smallest[i]) for i in np.flatnonzero(asked)})})"
+                )
+    memo[key] = verdict
+    return verdict
+
+
 def _render_events(session: Session, phases: dict[str, PodGroupPhase], waiting: list[Job]) -> None:
     """Events and refusals for the jobs with tasks pending (``waiting``, as :func:`_render_status` found
     them) or refusals recorded, by job key; a Normal ``Scheduled`` event for each PodGroup this session
@@ -347,6 +433,13 @@ def _render_events(session: Session, phases: dict[str, PodGroupPhase], waiting: 
         for task in sorted(pending, key=lambda t: t.key):
             fit = session.fit_errors.get(task.key)
             statuses = (fit,) if fit is not None else tuple(job_statuses)
+            if (
+                fit is not None
+                and job_statuses
+                and job_statuses[0].reasons[:1]
+                and (job_statuses[0].reasons[0].startswith(NEVER))
+            ):
+                statuses = (job_statuses[0], fit)  # the pod's own numbers, after the gang's "never"
             if gap is not None:
                 statuses = (gap, *statuses)
             why = render(statuses)

@@ -1,0 +1,53 @@
+"""A gang that can never run as it stands says so first, in one plain clause, before the numbers of
+why it waits: minResources (or its minMember pods) beyond its queue's capability or a parent's, beyond
+all the ready nodes, or more pods than the nodes could hold even empty. A gang that may run once room
+is made is not told "never"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.builders import Obj, node, pod, podgroup, queue, run
+
+
+def _gang(
+    name: str, *, size: int, cpu: str, q: str = "default", min_member: int | None = None, **kw: Any
+) -> list[Obj]:
+    return [
+        podgroup(name, queue=q, min_member=min_member or size, **kw),
+        *(pod(f"{name}-{i}", group=name, cpu=cpu) for i in range(size)),
+    ]
+
+
+TWO_NODES = [node("n1", cpu="4"), node("n2", cpu="4")]
+
+CASES: list[tuple[str, list[Obj], str | None]] = [
+    ("over_the_queue_capability", [*TWO_NODES, queue("small", capability={"cpu": "2"}), *_gang("g", size=1, cpu="3", q="small", min_resources={"cpu": "3"})],
+     "can never run as it stands: its minResources ask cpu 3, more than queue small may ever hold (capability cpu 2); "),
+    ("over_a_parent_capability", [*TWO_NODES, queue("org", capability={"cpu": "2"}), queue("team", parent="org"), *_gang("g", size=1, cpu="3", q="team")],
+     "can never run as it stands: its minMember pods ask cpu 3, more than queue org may ever hold (capability cpu 2); "),
+    ("over_the_cluster", [*TWO_NODES, *_gang("g", size=2, cpu="1", min_resources={"cpu": "20"})],
+     "can never run as it stands: its minResources ask cpu 20, more than all the ready nodes have (cpu 8); "),
+    ("more_pods_than_the_nodes_hold", [*TWO_NODES, *_gang("g", size=3, cpu="2500m")],
+     "can never run as it stands: at most 2 of its pods fit on the 2 ready node(s), even were they empty (minMember 3; each pod asks at least cpu 2.5); "),
+    ("a_pod_bigger_than_any_node", [*TWO_NODES, *_gang("g", size=1, cpu="6")],
+     "can never run as it stands: at most 0 of its pods fit on the 2 ready node(s), even were they empty (minMember 1; each pod asks at least cpu 6); "),
+    # Waits, but may run once room is made: no "never".
+    ("waiting_for_room", [*TWO_NODES, pod("busy", cpu="4", node="n1"), pod("busy2", cpu="4", node="n2"), *_gang("g", size=2, cpu="3")], None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("objs", "first"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_a_gang_that_can_never_run_says_so_first(objs: list[Obj], first: str | None) -> None:
+    data = run(objs)
+    messages = {e["object"]: e["message"] for e in data["events"]}
+    said = messages["PodGroup default/g"]
+    pods = [m for o, m in messages.items() if o.startswith("Pod default/g-")]
+    if first is None:
+        assert "never" not in said and all("never" not in m for m in pods), said
+        return
+    assert said.startswith(first), said
+    assert len(said) > len(first)  # the numbers of why it waits follow
+    assert pods and all(m.startswith(first) for m in pods)
