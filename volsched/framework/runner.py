@@ -281,14 +281,19 @@ def queue_positions(session: Session) -> dict[str, int]:
     among those jobs of the queue, in the session's job order as it stands at the close (what the next
     session starts from). A running job with more pods pending waits for nothing to start: not in line."""
     by_queue: dict[str, list[Job]] = {}
+    grouped: set[str] = set()  # the queues with a PodGroup in line: only a PodGroup's status says it
     for job in session.pending_jobs():
         if job.ready_count < job.min_member:
             by_queue.setdefault(job.queue, []).append(job)
-    if not by_queue:
+            if job.podgroup is not None:
+                grouped.add(job.queue)
+    if not grouped:
         return {}
     keys = session.job_keys()
     out: dict[str, int] = {}
-    for jobs in by_queue.values():
+    for name, jobs in by_queue.items():
+        if name not in grouped:
+            continue
         order = keys(jobs)
         ranked = sorted(range(len(jobs)), key=order.__getitem__)
         out.update((jobs[k].key, n) for n, k in enumerate(ranked, 1))
