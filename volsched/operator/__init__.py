@@ -47,6 +47,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import kopf
@@ -85,6 +86,9 @@ from volsched.kube.rest import LeanRest
 from volsched.kube.reviews import AccessReviews
 from volsched.kube.watch import ApiError, ListWatch
 from volsched.kube.writer import KubeWriter
+from volsched.operator.admission import Admission
+from volsched.operator.admission import register as register_webhooks
+from volsched.operator.certs import from_dir, self_signed
 from volsched.operator.http import HttpServer, health_problem, readiness_problem
 from volsched.operator.metrics import Metrics
 from volsched.operator.pacing import Pacer, pods_wait
@@ -226,6 +230,12 @@ class Operator:
         )
         self.metrics.ready.set_function(lambda: 0.0 if self._readiness() else 1.0)
         self.registry = self._build_registry()
+        if settings.webhook.port:
+            register_webhooks(
+                self.registry,
+                Admission(self.state, scheduler_names=settings.scheduler_names),
+                fail_open=settings.webhook.fail_open,
+            )
 
     # --- watches -----------------------------------------------------------------------------------------
 
@@ -713,6 +723,19 @@ class Operator:
         # attempts), as long in total as kopf's default (about a minute): an apiserver that answers 5xx
         # while it starts must not exhaust them.
         s.networking.error_backoffs = (0.2, 0.4, 0.8, *([1.0] * 60))
+        w = self.settings.webhook
+        if w.port:
+            url_host = w.url_host or w.host
+            certs = from_dir(Path(w.cert_dir)) if w.cert_dir else self_signed([url_host, w.host])
+            s.admission.server = kopf.WebhookServer(
+                addr=w.host,
+                port=w.port,
+                host=url_host,
+                certfile=str(certs.certfile),
+                pkeyfile=str(certs.pkeyfile),
+                cafile=str(certs.cafile),
+            )
+            s.admission.managed = "volsched.io"  # kopf keeps the webhook configurations of this name
         return s
 
     async def _hand_over(self, sessions: asyncio.Task[None] | None) -> None:

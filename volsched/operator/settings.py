@@ -60,11 +60,28 @@ class HttpSettings:
 
 
 @dataclass
+class WebhookSettings:
+    """Admission webhooks (volsched.operator.admission); off while ``port`` is 0."""
+
+    port: int = 0
+    #: The address to listen on; also the host in the URLs the webhook configurations name (a Service's
+    #: DNS name needs ``url_host``).
+    host: str = "127.0.0.1"
+    url_host: str | None = None
+    #: A directory with tls.crt, tls.key and ca.crt (cert-manager's Secret); None: a self-signed CA made
+    #: at start.
+    cert_dir: str | None = None
+    #: Queues and PodGroups: let requests through when the webhook cannot answer (Ignore) or not (Fail).
+    fail_open: bool = False
+
+
+@dataclass
 class Settings:
     kubeconfig: str | None = None
     session: SessionSettings = field(default_factory=SessionSettings)
     config: ConfigSettings = field(default_factory=ConfigSettings)
     http: HttpSettings = field(default_factory=HttpSettings)
+    webhook: WebhookSettings = field(default_factory=WebhookSettings)
     lease: LeaseSettings = field(default_factory=LeaseSettings)
     writer: WriterSettings = field(default_factory=WriterSettings)
     #: The spec.schedulerName values whose pods this operator schedules.
@@ -117,6 +134,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--metrics-host",
         default=d.http.host,
         help="address(es) to serve /healthz, /metrics and /ui on, comma-separated (e.g. the pod's IP and 127.0.0.1)",
+    )
+    p.add_argument(
+        "--webhook-port", type=int, default=0, help="serve admission webhooks on this port (0: off)"
+    )
+    p.add_argument("--webhook-host", default="127.0.0.1", help="address the webhooks listen on")
+    p.add_argument(
+        "--webhook-url-host", default=None, help="host in the webhook URLs (default: --webhook-host)"
+    )
+    p.add_argument(
+        "--webhook-cert-dir",
+        default=None,
+        help="tls.crt, tls.key and ca.crt (e.g. cert-manager's Secret); default: a self-signed CA made at start",
+    )
+    p.add_argument(
+        "--webhook-failure-policy",
+        choices=("Fail", "Ignore"),
+        default="Fail",
+        help="for Queues and PodGroups when the webhook cannot answer (pods: always Ignore)",
     )
     p.add_argument(
         "--http-auth",
@@ -175,6 +210,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     s.config.namespace, s.config.name, s.config.key = args.namespace, args.config_map, args.config_key
     s.http.host, s.http.port = args.metrics_host, args.metrics_port
     s.http.auth = args.http_auth
+    s.webhook.port, s.webhook.host = args.webhook_port, args.webhook_host
+    s.webhook.url_host, s.webhook.cert_dir = args.webhook_url_host, args.webhook_cert_dir
+    s.webhook.fail_open = args.webhook_failure_policy == "Ignore"
     s.lease.namespace, s.lease.name, s.lease.duration = args.namespace, args.lease_name, args.lease_duration
     s.lease.renew_every = min(s.lease.renew_every, max(0.5, args.lease_duration / 3))
     s.lease.enabled = not args.no_lease

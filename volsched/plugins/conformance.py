@@ -23,6 +23,7 @@ from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
 from volsched.model.cluster import Job
+from volsched.model.tenancy import critical_allowed, queue_refusal
 from volsched.model.vocabulary import (
     ALLOCATED_STATUSES,
     CRITICAL_PRIORITY_CLASSES,
@@ -34,18 +35,6 @@ from volsched.model.vocabulary import (
     Task,
     TaskStatus,
 )
-
-#: The label the apiserver puts on every namespace (so a selector may name namespaces one by one).
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-
-
-def critical_allowed(access: QueueAccess, priority_class: str, namespace: str) -> bool:
-    """Whether a pod of ``priority_class`` in ``namespace`` may have a system-critical class's
-    priority and protection: in kube-system always (as the apiserver's Priority admission has it),
-    elsewhere only in a queue that lists the class in ``priorityClasses``."""
-    if namespace == SYSTEM_NAMESPACE:
-        return True
-    return access.priority_classes is not None and priority_class in access.priority_classes
 
 
 def protected(task: Task, access: QueueAccess = OPEN_ACCESS) -> bool:
@@ -70,31 +59,14 @@ def job_classes(job: Job) -> list[str]:
 
 def access_refusal(job: Job, queue: QueueSpec, namespace_labels: Mapping[str, str]) -> str | None:
     """Which of ``queue``'s rules ``job`` breaks (the first), or None."""
-    access, ns = queue.access, job.namespace
-    selector = access.namespaces
-    if selector is not None and not selector.matches({**namespace_labels, NAMESPACE_NAME_LABEL: ns}):
-        return (
-            f"queue {queue.name} does not take jobs of namespace {ns} "
-            f"(its namespaceSelector: {selector.describe() or 'every namespace'})"
-        )
-    allowed = access.priority_classes
-    for cls in job_classes(job):
-        if allowed is not None and cls not in allowed:
-            listed = ", ".join(sorted(allowed)) or "none"
-            return (
-                f"priority class {cls} is not allowed in queue {queue.name} (its priorityClasses: {listed})"
-            )
-        if cls in CRITICAL_PRIORITY_CLASSES and not critical_allowed(access, cls, ns):
-            return (
-                f"priority class {cls} is for kube-system: queue {queue.name} does not allow it in "
-                f"namespace {ns} (a queue allows it by listing it in priorityClasses)"
-            )
-    ceiling = access.max_priority
-    if ceiling is not None:
-        top = max([job.priority, *(t.priority for t in job.tasks.values())])
-        if top > ceiling:
-            return f"priority {top} is above queue {queue.name}'s maxPriority {ceiling}"
-    return None
+    top = max([job.priority, *(t.priority for t in job.tasks.values())])
+    return queue_refusal(
+        queue,
+        namespace=job.namespace,
+        namespace_labels=namespace_labels,
+        classes=job_classes(job),
+        priority=top,
+    )
 
 
 def _live(job: Job) -> bool:

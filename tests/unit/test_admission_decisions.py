@@ -1,0 +1,128 @@
+"""What the admission webhooks decide (volsched.operator.admission.Admission) over the operator's cache:
+the queue rules for PodGroups and pods, a Queue's cycle and guarantee, the namespace's default queue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.builders import namespace, pod, podgroup, priority_class, queue
+from volsched.cache.state import ClusterState
+from volsched.operator.admission import Admission
+
+
+def _admission() -> Admission:
+    state = ClusterState()
+    objs: list[dict[str, Any]] = [
+        queue("team-a", namespaceSelector={"matchLabels": {"team": "a"}}, maxPriority=100),
+        queue("shared", priorityClasses=["low"]),
+        queue("q1", parent="q2"),
+        queue("q2", parent="top"),
+        priority_class("low", 10),
+        priority_class("high", 1000),
+        namespace("ns-a", labels={"team": "a"}),
+        namespace("ns-b", labels={"team": "b"}),
+    ]
+    ns = namespace("ns-c", labels={"team": "a"})
+    ns["metadata"]["annotations"] = {"scheduling.volsched.io/default-queue": "team-a"}
+    objs.append(ns)
+    objs.append(podgroup("pg", ns="ns-b", queue="team-a"))
+    for obj in objs:
+        state.apply(obj)
+    return Admission(state, scheduler_names=frozenset({"volsched"}))
+
+
+@pytest.mark.parametrize(
+    ("obj", "ns", "refusal"),
+    [
+        (podgroup("j", ns="ns-a", queue="team-a"), "ns-a", None),
+        (
+            podgroup("j", ns="ns-b", queue="team-a"),
+            "ns-b",
+            "queue team-a does not take jobs of namespace ns-b",
+        ),
+        (podgroup("j", ns="ns-a", queue="team-a", priority_class="high"), "ns-a", "priority 1000 is above"),
+        (
+            podgroup("j", ns="ns-a", queue="shared", priority_class="high"),
+            "ns-a",
+            "priority class high is not",
+        ),
+        (podgroup("j", ns="ns-a", queue="nowhere"), "ns-a", None),  # the scheduler says it does not exist
+        (podgroup("j", ns="ns-b"), "ns-b", None),  # default: every namespace
+        (podgroup("j", ns="ns-b", priority_class="system-cluster-critical"), "ns-b", "is for kube-system"),
+        (podgroup("j", ns="kube-system", priority_class="system-cluster-critical"), "kube-system", None),
+        (podgroup("j", ns="ns-c"), "ns-c", None),  # its namespace's queue takes it
+    ],
+)
+def test_podgroup(obj: dict[str, Any], ns: str, refusal: str | None) -> None:
+    out = _admission().podgroup(obj, ns)
+    assert out is None if refusal is None else refusal in (out or "")
+
+
+@pytest.mark.parametrize(
+    ("obj", "ns", "refusal"),
+    [
+        (pod("p", ns="ns-b", queue="team-a"), "ns-b", "does not take jobs of namespace ns-b"),
+        (
+            pod("p", ns="ns-b", group="pg"),
+            "ns-b",
+            "does not take jobs of namespace ns-b",
+        ),  # its group's queue
+        (pod("p", ns="ns-b", queue="team-a", scheduler="default-scheduler"), "ns-b", None),  # not ours
+        (pod("p", ns="ns-a", queue="shared", priority_class="low"), "ns-a", None),
+        (pod("p", ns="ns-b", priority_class="system-node-critical"), "ns-b", "is for kube-system"),
+    ],
+)
+def test_pod(obj: dict[str, Any], ns: str, refusal: str | None) -> None:
+    out = _admission().pod(obj, ns)
+    assert out is None if refusal is None else refusal in (out or "")
+
+
+@pytest.mark.parametrize(
+    ("obj", "refusal"),
+    [
+        (queue("top", parent="q1"), "parent q1 would form a cycle (top -> q1 -> q2 -> top)"),
+        (queue("q3", parent="q3"), "parent q3 would form a cycle (q3 -> q3)"),
+        (queue("q3", parent="q1"), None),
+        (
+            queue("g", guarantee={"cpu": "4"}, capability={"cpu": "2"}),
+            "guarantee of cpu (4) exceeds its capability (2)",
+        ),
+        (queue("g", guarantee={"cpu": "50%"}, capability={"cpu": "2"}), None),
+        (queue("bad", maxPriority="high"), "spec.maxPriority: expected an integer"),
+    ],
+)
+def test_queue(obj: dict[str, Any], refusal: str | None) -> None:
+    out = _admission().queue(obj)
+    assert out is None if refusal is None else refusal in (out or "")
+
+
+@pytest.mark.parametrize(
+    ("obj", "ns", "kind", "patched"),
+    [
+        (podgroup("j", ns="ns-c"), "ns-c", "PodGroup", "team-a"),
+        (podgroup("j", ns="ns-c", queue="default"), "ns-c", "PodGroup", "team-a"),
+        (podgroup("j", ns="ns-c", queue="shared"), "ns-c", "PodGroup", None),
+        (podgroup("j", ns="ns-a"), "ns-a", "PodGroup", None),  # no default named
+        (pod("p", ns="ns-c"), "ns-c", "Pod", "team-a"),
+        (pod("p", ns="ns-c", group="g"), "ns-c", "Pod", None),  # its PodGroup names the queue
+        (pod("p", ns="ns-c", queue="shared"), "ns-c", "Pod", None),
+        (pod("p", ns="ns-c", scheduler="default-scheduler"), "ns-c", "Pod", None),
+    ],
+)
+def test_default_queue(obj: dict[str, Any], ns: str, kind: str, patched: str | None) -> None:
+    assert _admission().default_queue_patch(obj, ns, kind=kind) == patched
+
+
+def test_self_signed_certificates_verify_as_the_apiserver_would(tmp_path: Any) -> None:
+    import ssl
+
+    from volsched.operator.certs import self_signed
+
+    certs = self_signed(["127.0.0.1", "volsched.volsched-system.svc"])
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server.load_cert_chain(certs.certfile, certs.pkeyfile)
+    client = ssl.create_default_context(cafile=str(certs.cafile))
+    assert client.verify_mode == ssl.CERT_REQUIRED
+    assert oct(certs.pkeyfile.stat().st_mode & 0o777) == "0o600"

@@ -1,0 +1,171 @@
+"""Admission webhooks through kopf (``kopf.on.validate`` / ``kopf.on.mutate``), the second line in front of
+the scheduler's own checks (docs/tenancy.md):
+
+* Queues (``scheduling.volsched.io``): refused when the spec does not decode (the message the cache
+  would give), when its parent would close a cycle, or when a guarantee exceeds the capability.
+* PodGroups (ours and Volcano's) and pods with one of our scheduler names: refused when their queue's
+  rules refuse them (:func:`~volsched.model.tenancy.queue_refusal`: the namespace selector, the
+  priority classes, the ceiling, the system-critical classes outside kube-system).
+* Mutating: a PodGroup in queue ``default`` (or none) and a pod standing alone that names no queue get
+  their namespace's default queue (``scheduling.volsched.io/default-queue``).
+
+The decisions (:class:`Admission`) read the operator's cache (queues, namespaces, priority classes,
+PodGroups) and are plain functions over raw objects; :func:`register` puts them on a kopf registry.
+Whether the apiserver lets a request through when the webhook cannot answer is its failure policy:
+``fail_open`` (Ignore) or not (Fail).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import kopf
+
+from volsched.cache.state import ClusterState
+from volsched.cache.volcano import VOLCANO_GROUP
+from volsched.model.decode import build_queue
+from volsched.model.errors import InputError
+from volsched.model.tenancy import queue_refusal
+from volsched.model.vocabulary import (
+    API_GROUP,
+    DEFAULT_QUEUE,
+    GROUP_ANNOTATION,
+    QUEUE_ANNOTATION,
+    VOLCANO_GROUP_ANNOTATION,
+    QueueSpec,
+    default_queue,
+    queue_annotation,
+)
+
+
+class Admission:
+    """The webhooks' decisions over the cache of ``state``: a refusal's message, or None; a patch."""
+
+    def __init__(self, state: ClusterState, *, scheduler_names: frozenset[str]) -> None:
+        self.state = state
+        self.scheduler_names = scheduler_names
+
+    def _queue(self, name: str) -> QueueSpec | None:
+        q = self.state.queues.get(name)
+        return default_queue() if q is None and name == DEFAULT_QUEUE else q
+
+    def _placed(self, namespace: str, queue: str | None) -> str:
+        if queue and queue != DEFAULT_QUEUE:
+            return queue
+        return self.state.namespace_queues.get(namespace, DEFAULT_QUEUE)
+
+    def _refusal(self, namespace: str, queue: str, classes: list[str], priority: int | None) -> str | None:
+        spec = self._queue(queue)
+        if spec is None:
+            return None  # the scheduler keeps the job pending and says the queue does not exist
+        labels = self.state.namespace_labels.get(namespace, {})
+        return queue_refusal(
+            spec, namespace=namespace, namespace_labels=labels, classes=classes, priority=priority
+        )
+
+    def _priority(self, cls: str, given: Any = None) -> int | None:
+        if isinstance(given, int) and not isinstance(given, bool):
+            return given
+        return self.state.priority_classes.get(cls) if cls else None
+
+    def podgroup(self, body: Mapping[str, Any], namespace: str) -> str | None:
+        spec = body.get("spec") or {}
+        cls = str(spec.get("priorityClassName") or "")
+        queue = self._placed(namespace, spec.get("queue"))
+        return self._refusal(namespace, queue, [cls], self._priority(cls))
+
+    def pod(self, body: Mapping[str, Any], namespace: str) -> str | None:
+        spec = body.get("spec") or {}
+        if str(spec.get("schedulerName") or "") not in self.scheduler_names:
+            return None
+        annotations = (body.get("metadata") or {}).get("annotations") or {}
+        queue = queue_annotation(annotations)
+        group = annotations.get(GROUP_ANNOTATION) or annotations.get(VOLCANO_GROUP_ANNOTATION)
+        if queue is None and group:
+            pg = self.state.podgroups.get(f"{namespace}/{group}")
+            queue = pg.queue if pg is not None else None
+        cls = str(spec.get("priorityClassName") or "")
+        return self._refusal(
+            namespace, self._placed(namespace, queue), [cls], self._priority(cls, spec.get("priority"))
+        )
+
+    def queue(self, body: Mapping[str, Any]) -> str | None:
+        try:
+            spec = build_queue(body)
+        except InputError as exc:
+            return str(exc)
+        seen = [spec.name]
+        parent = spec.parent
+        while parent and parent != "root":
+            if parent in seen:
+                return f"queue {spec.name}: parent {spec.parent} would form a cycle ({' -> '.join([*seen, parent])})"
+            seen.append(parent)
+            above = self.state.queues.get(parent)
+            parent = above.parent if above is not None else None
+        for resource, amount in spec.guarantee.items():
+            cap = (spec.capability or {}).get(resource)
+            if cap is not None and amount > cap:
+                return f"queue {spec.name}: its guarantee of {resource} ({amount:g}) exceeds its capability ({cap:g})"
+        return None
+
+    def default_queue_patch(self, body: Mapping[str, Any], namespace: str, *, kind: str) -> str | None:
+        """The queue to set on a PodGroup or a pod standing alone that names none (or ``default``), when
+        its namespace names one; else None."""
+        named = self.state.namespace_queues.get(namespace)
+        if not named:
+            return None
+        if kind == "PodGroup":
+            current = (body.get("spec") or {}).get("queue")
+            return named if not current or current == DEFAULT_QUEUE else None
+        spec = body.get("spec") or {}
+        annotations = (body.get("metadata") or {}).get("annotations") or {}
+        if str(spec.get("schedulerName") or "") not in self.scheduler_names:
+            return None
+        if annotations.get(GROUP_ANNOTATION) or annotations.get(VOLCANO_GROUP_ANNOTATION):
+            return None  # its PodGroup names the queue
+        current = queue_annotation(annotations)
+        return named if not current or current == DEFAULT_QUEUE else None
+
+
+def register(registry: kopf.OperatorRegistry, admission: Admission, *, fail_open: bool) -> None:
+    """The webhooks on ``registry`` (served by kopf's webhook server, configured by kopf as
+    ``settings.admission.managed`` says)."""
+    writes: list[Any] = ["CREATE", "UPDATE"]
+
+    def deny(message: str | None) -> None:
+        if message:
+            raise kopf.AdmissionError(message, code=403)
+
+    @kopf.on.validate(API_GROUP, "v1beta1", "queues", id="queue", operations=writes,
+                      ignore_failures=fail_open, registry=registry)  # fmt: skip
+    def queue(body: Any, **_: Any) -> None:
+        deny(admission.queue(dict(body)))
+
+    for group in (API_GROUP, VOLCANO_GROUP):
+
+        @kopf.on.validate(group, "v1beta1", "podgroups", id=f"podgroup-{group}", operations=writes,
+                          ignore_failures=fail_open, registry=registry)  # fmt: skip
+        def podgroup(body: Any, namespace: Any, **_: Any) -> None:
+            deny(admission.podgroup(dict(body), str(namespace or "")))
+
+        @kopf.on.mutate(group, "v1beta1", "podgroups", id=f"podgroup-queue-{group}", operation="CREATE",
+                        ignore_failures=True, registry=registry)  # fmt: skip
+        def podgroup_queue(body: Any, namespace: Any, patch: Any, **_: Any) -> None:
+            named = admission.default_queue_patch(dict(body), str(namespace or ""), kind="PodGroup")
+            if named:
+                patch.spec["queue"] = named
+
+    # Pods fail open whatever the setting: a webhook that cannot answer must not stop every pod of the
+    # cluster (kube-system's too) from being created; the scheduler holds a pod that breaks a rule anyway.
+    @kopf.on.validate("", "v1", "pods", id="pod", operation="CREATE", ignore_failures=True, registry=registry)
+    def pod(body: Any, namespace: Any, **_: Any) -> None:
+        deny(admission.pod(dict(body), str(namespace or "")))
+
+    @kopf.on.mutate(
+        "", "v1", "pods", id="pod-queue", operation="CREATE", ignore_failures=True, registry=registry
+    )
+    def pod_queue(body: Any, namespace: Any, patch: Any, **_: Any) -> None:
+        named = admission.default_queue_patch(dict(body), str(namespace or ""), kind="Pod")
+        if named:
+            patch.metadata.setdefault("annotations", {})[QUEUE_ANNOTATION] = named
