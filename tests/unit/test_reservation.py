@@ -192,3 +192,14 @@ def test_a_long_pod_fits_beside_the_reservation_once() -> None:
     ]
     objects[2] = node("n3", cpu="32", gpu="12")
     assert placed(session(objects, carry={"next": "ns/g"})) == {"ns/s1": "n3"}
+
+
+def test_while_the_start_is_unknown_pods_that_say_their_run_time_backfill() -> None:
+    """a on n1 and b on n2 say nothing of their run time: the gang's start is not known, so a 5h pod
+    (it ends at a known time) may use the reserved nodes; a pod that says nothing may not."""
+    objects = cluster(waiting("s", gpu=8, runtime="5h"), waiting("u", gpu=8, created=NOW - 30))
+    objects[5] = running("a", on="n1", gpu=8, ago=600, runtime=None)
+    objects[6] = running("b", on="n2", gpu=8, ago=0, runtime=None)
+    result = session(objects, carry={"next": "ns/g"})
+    assert result.podgroups["ns/g"].expected_start is None
+    assert placed(result) == {"ns/s": "n3"}
