@@ -286,8 +286,11 @@ def _when(start: float, now: float) -> str:
 @register_plugin
 class Reservation(BasePlugin):
     name: ClassVar[str] = "reservation"
-    #: Expected ends and waiting times are read against the clock.
-    reads_clock: ClassVar[bool] = True
+    #: Expected ends are read against the clock, but time alone never lets a pod onto a reserved node
+    #: (the window before the start only shrinks) nor frees room for the job: a pod ending or arriving
+    #: does, and that is a change of the cache, after which a session runs. So a session skipped on an
+    #: unchanged cache loses no placement (a job past ``waitTime`` meanwhile reserves at the next one).
+    reads_clock: ClassVar[bool] = False
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
