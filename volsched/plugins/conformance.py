@@ -17,6 +17,8 @@ Who may do what, and why: docs/tenancy.md. The rules read the snapshot only (no 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from itertools import compress, repeat
+from operator import attrgetter, is_not
 from typing import ClassVar
 
 from volsched.framework.plugin import BasePlugin
@@ -187,7 +189,19 @@ class Conformance(BasePlugin):
             return access_refusal(job, q, labels.get(job.namespace, no_labels))
 
         def valid_run(run: Sequence[Job]) -> list[str | None]:
-            return [valid(job) for job in run]
+            """``valid`` of each job. With no queue that has rules, only a job that may name a
+            system-critical class is asked: one of a PodGroup, or a pod standing alone at a
+            system-critical priority (the classes' values; a backlog's every pod, as a rule, is
+            passed over by C-level scans, with no call per job)."""
+            if ruled:
+                return [valid(job) for job in run]
+            out: list[str | None] = [None] * len(run)
+            every = range(len(run))
+            asked = set(compress(every, map(CRITICAL_FLOOR.__le__, map(_priority, run))))
+            asked.update(compress(every, map(is_not, map(_podgroup, run), repeat(None))))
+            for k in sorted(asked):
+                out[k] = valid(run[k])
+            return out
 
         session.add_preemptable_fn(self.name, victims)
         session.add_reclaimable_fn(self.name, victims)
@@ -199,6 +213,13 @@ class Conformance(BasePlugin):
             session.add_job_enqueued_fn(self.name, counts.enqueued)
             session.add_allocatable_fn(self.name, counts.allocatable)
             session.add_event_handler(EventHandler(allocate=counts.moved(1), deallocate=counts.moved(-1)))
+
+
+#: The lowest priority of the system-critical classes (system-cluster-critical's 2000000000): a pod of
+#: such a class below it was not given the class's priority (its class is not defined).
+CRITICAL_FLOOR = 2_000_000_000
+_priority = attrgetter("priority")
+_podgroup = attrgetter("podgroup")
 
 
 def _names_critical(job: Job) -> bool:
