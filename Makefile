@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo simulate test test-deps lint bench bench-bind bench-fairshare bench-parse bench-steady bench-evict constraints clean
+.PHONY: demo simulate test test-deps lint bench bench-bind bench-fairshare bench-parse bench-steady bench-evict bench-replay constraints clean
 
 # Every package at the version constraints-dev.txt pins (pip and the isolated build's setuptools too):
 # the same environment on every machine and in CI; `make constraints` moves the pins, on purpose.
@@ -64,6 +64,11 @@ bench-steady: $(STAMP)
 ## Reclaim and preempt on a full cluster of 1,000 and 5,000 nodes.
 bench-evict: $(STAMP)
 	$(BIN)/python bench/bench_evict.py
+
+## The simulator's time mode: Kueue's scheduler baseline replayed (next to Kueue's thresholds), memory
+## against finished jobs, 100,000 jobs on 1,000 nodes (BENCH_ARGS="kueue --cohorts 1": a fifth of the baseline).
+bench-replay: $(STAMP)
+	$(BIN)/python bench/bench_replay.py $(BENCH_ARGS)
 
 ## Move the pins to what pip resolves now: the development and test environment (constraints-dev.txt,
 ## '.[dev]') and, under it, the image's (constraints.txt, '.[metrics]'); then reinstall .venv to match.

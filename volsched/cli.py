@@ -135,9 +135,12 @@ def _replay(args: argparse.Namespace, config: SchedulerConfig | None, names: Ite
         docs = load_documents([str(_bundled_example())])
     until = parse_duration(args.until, where="--until") if args.until is not None else None
     period = parse_duration(args.period, where="--period")
+    max_idle = parse_duration(args.max_idle, where="--max-idle", allow_zero=True)
 
     def once(documents: list[Document], conf: SchedulerConfig | None) -> dict[str, Any]:
-        replay = Replay(documents, conf, trace=trace, period=period, until=until, scheduler_names=names)
+        replay = Replay(
+            documents, conf, trace=trace, period=period, max_idle=max_idle, until=until, scheduler_names=names
+        )
         return replay_json(replay.run())
 
     if args.compare:
@@ -330,6 +333,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--period",
         default="1s",
         help="with --replay: seconds (or a duration like 500ms) between session ticks (default 1s)",
+    )
+    sim.add_argument(
+        "--max-idle",
+        default="10s",
+        metavar="DURATION",
+        help="with --replay: while pods wait and a plugin reads the clock, a session at least this often even"
+        " when nothing arrives or ends (default 10s, the operator's; longer replays faster, 0: never)",
     )
     sim.add_argument(
         "--until",

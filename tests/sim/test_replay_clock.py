@@ -213,3 +213,37 @@ def test_replay_refuses_options_of_the_instant_mode(tmp_path, capsys):
     f = _write(tmp_path, [node("n0", cpu="1")])
     assert main(["simulate", "--replay", "-f", f, "--then", f]) == 2
     assert "--then" in capsys.readouterr().err
+
+
+def test_three_queues_every_start_worked_out_by_hand():
+    # One node of 2 cpu, three queues of weight 1, 1-cpu pods (the default config: no preemption).
+    #   0    a1, a2 start (the node is empty); they run 100 s.
+    #   10   b1 arrives (50 s), 40 c1 (20 s): nothing is free until 100.
+    #   100  a1, a2 end: b1 and c1 start (one cpu each: what each queue deserves of 2).
+    #   110  a3 arrives (30 s): the node is full until c1 ends at 120; a3 runs 120..150.
+    #   125  b2 (10 s), 126 c2 (10 s), 130 c3 (5 s) arrive: nothing is free until 150.
+    #   150  b1 and a3 end: b2 and c2 start (one each: b deserves 1, c 1; b first, its queue is older);
+    #        c3 waits for them and runs 160..165.
+    objs = [node("n0", cpu="2"), queue("a"), queue("b"), queue("c")]
+    arrivals = [
+        ("a1", "a", 0, "100s"),
+        ("a2", "a", 0, "100s"),
+        ("b1", "b", 10, "50s"),
+        ("c1", "c", 40, "20s"),
+        ("a3", "a", 110, "30s"),
+        ("b2", "b", 125, "10s"),
+        ("c2", "c", 126, "10s"),
+        ("c3", "c", 130, "5s"),
+    ]
+    objs += [timed_pod(name, created=t, duration=d, queue=q) for name, q, t, d in arrivals]
+    result = run(objs)
+    assert times(result) == {
+        "default/a1": (0, 100),
+        "default/a2": (0, 100),
+        "default/b1": (100, 150),
+        "default/c1": (100, 120),
+        "default/a3": (120, 150),
+        "default/b2": (150, 160),
+        "default/c2": (150, 160),
+        "default/c3": (160, 165),
+    }

@@ -206,7 +206,8 @@ class Replay:
             self._arrive(now)
             port.finish_due(now)
             sim.clock = now
-            port.sync_budgets()
+            if port.budgets:  # budgets come with the cluster's files only (arrivals are workloads)
+                port.sync_budgets()
             report = run_cycle(sim.feeder, sim.config, port, now=now, idle=idle)
             sim.last_report = report
             if report.skipped:

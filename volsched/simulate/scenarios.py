@@ -99,9 +99,12 @@ def kueue_queue_names() -> list[str]:
     return [f"cohort-{c}-cq-{q}" for c in range(COHORTS) for q in range(QUEUES_PER_COHORT)]
 
 
-def kueue_baseline() -> Scenario:
+def kueue_baseline(*, cohorts: int = COHORTS) -> Scenario:
+    """The baseline; ``cohorts`` < 5 keeps that many cohorts (and a node per 60 cpu of their quotas), a
+    smaller replay of the same shape for quick runs."""
     objs: list[dict[str, Any]] = []
-    for n in range(NODES):
+    nodes = NODES * cohorts // COHORTS or 1
+    for n in range(nodes):
         objs.append(
             {
                 "apiVersion": "v1",
@@ -113,7 +116,7 @@ def kueue_baseline() -> Scenario:
                 },
             }
         )
-    for c in range(COHORTS):
+    for c in range(cohorts):
         cohort = f"cohort-{c}"
         objs.append(_queue(cohort, {"weight": 1, "capability": {"cpu": str(NOMINAL * QUEUES_PER_COHORT)}}))
         for q in range(QUEUES_PER_COHORT):
@@ -129,7 +132,7 @@ def kueue_baseline() -> Scenario:
                 )
             )
     jobs: list[TraceJob] = []
-    for name in kueue_queue_names():
+    for name in kueue_queue_names()[: cohorts * QUEUES_PER_COHORT]:
         objs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         for cls in KUEUE_CLASSES:
             for i in range(cls.count):

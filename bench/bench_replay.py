@@ -1,0 +1,189 @@
+"""Benchmark: the simulator's time mode (``volsched simulate --replay``), three measurements.
+
+* ``kueue``: Kueue's scheduler performance baseline (``--scenario kueue-baseline``: 5 cohorts x 6 queues,
+  15,000 workloads) replayed, its wall and CPU time, sessions, and what Kueue's range spec checks: the
+  mean time to admission per workload class, the least ClusterQueue usage (a leaf queue's held cpu over
+  its nominal quota, its guarantee, averaged over the run) and the makespan, next to Kueue's thresholds.
+  ``--cohorts N`` keeps N of the 5 cohorts (the same shape, N/5 of the work).
+* ``memory``: traces of the same arrival rate over ``hours`` and twice as many hours (twice the jobs,
+  the same load at any moment), each replayed in a fresh process: the cache at its fullest and the peak
+  RSS. The cache holds live objects only (finished jobs' pods and PodGroups are deleted), so its peak is
+  about the same for both; the RSS grows only by the per-job records the report keeps.
+* ``large``: ``--jobs`` synthetic jobs (default 100,000) on ``--nodes`` nodes (default 1,000) over a day.
+
+Prints the machine and its load: on this shared 2-core machine absolute figures mean little, compare
+figures of one run.
+
+    python bench/bench_replay.py                       # all three
+    python bench/bench_replay.py kueue --cohorts 1     # a fifth of the baseline
+    python bench/bench_replay.py memory large --jobs 20000 --nodes 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from typing import Any
+
+import numpy
+from machine import describe, in_fresh_process
+
+from volsched.simulate import Document, Replay
+from volsched.simulate.generate import WorkloadParams, generate
+from volsched.simulate.scenarios import (
+    KUEUE_MAX_MEAN_ADMISSION,
+    KUEUE_MAX_WALL,
+    KUEUE_MIN_USAGE,
+    kueue_baseline,
+)
+
+
+def _timed(replay: Replay) -> tuple[Any, float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = replay.run()
+    return result, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def kueue(cohorts: int, period: float) -> None:
+    scenario = kueue_baseline(cohorts=cohorts)
+    replay = Replay(scenario.documents, scenario.config, trace=scenario.trace, period=period)
+    result, wall, cpu = _timed(replay)
+    report = result.report()
+    print(
+        f"kueue-baseline ({cohorts} of 5 cohorts, {len(scenario.trace)} workloads, period {period:g} s): "
+        f"replayed in {wall:.1f} s wall, {cpu:.1f} s CPU; {result.sessions} sessions, {result.skipped} skipped"
+    )
+    print(f"  {'class':8} {'mean time to admission':>24} {'Kueue max':>10}")
+    for cls, limit in KUEUE_MAX_MEAN_ADMISSION.items():
+        mean = report["classes"].get(cls, {}).get("wait", {}).get("mean")
+        shown = "-" if mean is None else f"{mean:.1f} s"
+        verdict = "" if mean is None else ("  within" if mean <= limit else "  over")
+        print(f"  {cls:8} {shown:>24} {limit:>9g}s{verdict}")
+    usage = [q["guaranteeUsage"].get("cpu") for q in report["queues"].values() if q["guaranteeUsage"]]
+    least = min((u for u in usage if u is not None), default=None)
+    print(
+        f"  least ClusterQueue usage (held / nominal quota, mean over the run): "
+        f"{'-' if least is None else f'{least:.1f}%'} (Kueue: at least {KUEUE_MIN_USAGE:g}%)"
+    )
+    print(
+        f"  makespan {report['makespan']:.1f} s of cluster time (Kueue's wall time: at most {KUEUE_MAX_WALL:g} s)"
+    )
+    print(f"  cluster cpu utilisation {report['resources']['cpu']['meanUtilisation']:.1f}%")
+
+
+def _cluster(nodes: int, queues: list[str]) -> list[Document]:
+    objs: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": f"node-{i}"},
+            "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"}},
+        }
+        for i in range(nodes)
+    ]
+    objs += [
+        {
+            "apiVersion": "scheduling.volsched.io/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": q},
+            "spec": {"weight": 1},
+        }
+        for q in queues
+    ]
+    return [Document(f"bench: object {i}", o) for i, o in enumerate(objs)]
+
+
+QUEUES = {"team-a": 2.0, "team-b": 1.0, "team-c": 1.0}
+
+
+def one_trace(jobs: int, nodes: int, hours: float) -> dict[str, Any]:
+    """Replay ``jobs`` synthetic jobs over ``hours`` on ``nodes`` nodes; what it took."""
+    trace = generate(
+        WorkloadParams(
+            jobs=jobs, hours=hours, queues=QUEUES, sizes={1: 0.7, 4: 0.2, 8: 0.1}, median=900, seed=1
+        )
+    )
+    replay = Replay(_cluster(nodes, list(QUEUES)), None, trace=trace, max_idle=60.0)
+    peak = 0
+    port = replay.port
+    state = replay.sim.state
+    put = port.put
+
+    def counting_put(obj: Any) -> None:
+        nonlocal peak
+        put(obj)
+        peak = max(peak, len(state.raw_pods))
+
+    port.put = counting_put  # type: ignore[method-assign]
+    result, wall, cpu = _timed(replay)
+    return {
+        "jobs": jobs,
+        "nodes": nodes,
+        "hours": hours,
+        "wall": wall,
+        "cpu": cpu,
+        "sessions": result.sessions,
+        "skipped": result.skipped,
+        "finished": result.jobs_finished,
+        "peak_pods_cached": peak,
+        "pods_cached_at_end": len(state.raw_pods),
+        "max_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def memory(jobs: int, nodes: int, hours: float) -> None:
+    rows = [in_fresh_process(__file__, "--one", str(jobs * k), str(nodes), str(hours * k)) for k in (1, 2)]
+    for r in rows:
+        print(
+            f"memory: {r['jobs']} jobs over {r['hours']:g} h on {r['nodes']} nodes: {r['finished']} finished; "
+            f"pods cached at most {r['peak_pods_cached']}, at the end {r['pods_cached_at_end']}; "
+            f"peak RSS {r['max_rss_mib']:.0f} MiB; {r['wall']:.1f} s wall"
+        )
+    a, b = rows
+    print(
+        f"  twice the jobs at the same rate: cache peak x{b['peak_pods_cached'] / max(a['peak_pods_cached'], 1):.2f}, "
+        f"peak RSS x{b['max_rss_mib'] / a['max_rss_mib']:.2f} (the jobs' records), "
+        f"time x{b['wall'] / max(a['wall'], 1e-9):.2f}"
+    )
+
+
+def large(jobs: int, nodes: int) -> None:
+    r = in_fresh_process(__file__, "--one", str(jobs), str(nodes), "24")
+    print(
+        f"large: {r['jobs']} jobs on {r['nodes']} nodes over a day: replayed in {r['wall']:.1f} s wall "
+        f"({r['cpu']:.1f} s CPU), {r['sessions']} sessions ({r['skipped']} skipped), {r['finished']} finished, "
+        f"pods cached at most {r['peak_pods_cached']}, peak RSS {r['max_rss_mib']:.0f} MiB"
+    )
+
+
+def main() -> None:
+    if "--json" in sys.argv:  # one grid point, in its own process (machine.in_fresh_process)
+        i = sys.argv.index("--one")
+        jobs, nodes, hours = int(sys.argv[i + 1]), int(sys.argv[i + 2]), float(sys.argv[i + 3])
+        print(json.dumps(one_trace(jobs, nodes, hours)))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("parts", nargs="*", choices=("kueue", "memory", "large", []), default=[])
+    parser.add_argument("--cohorts", type=int, default=5, help="cohorts of the Kueue baseline kept (1-5)")
+    parser.add_argument("--period", type=float, default=1.0, help="seconds between session ticks")
+    parser.add_argument("--jobs", type=int, default=100_000, help="jobs of the large trace")
+    parser.add_argument("--nodes", type=int, default=1_000, help="nodes of the large trace")
+    parser.add_argument(
+        "--memory-jobs", type=int, default=2_000, help="jobs of the memory check's first trace"
+    )
+    args = parser.parse_args()
+    parts = args.parts or ["kueue", "memory", "large"]
+    print("machine:", describe(f"numpy {numpy.__version__}"))
+    if "kueue" in parts:
+        kueue(args.cohorts, args.period)
+    if "memory" in parts:
+        memory(args.memory_jobs, 50, 6.0)
+    if "large" in parts:
+        large(args.jobs, args.nodes)
+
+
+if __name__ == "__main__":
+    main()
