@@ -1,6 +1,7 @@
 """Admission webhooks served through kopf on the real apiserver (which reaches them on loopback, with the
 operator's self-signed CA in the webhook configurations kopf keeps): a PodGroup for a queue its namespace
-may not use is refused at once, a Queue whose parent would close a cycle too; a PodGroup or a pod
+may not use is refused at once, a Queue whose parent would close a cycle too, and the deletion of a
+Queue that jobs still name; a PodGroup or a pod
 standing alone that names no queue gets its namespace's; with the operator gone, PodGroups are refused
 (failure policy Fail) while pods still come in (pods always fail open)."""
 
@@ -83,6 +84,11 @@ def test_webhooks_refuse_what_the_rules_refuse_and_fill_in_the_namespaces_queue(
     k.pods("team-b", pod("alone"))
     annotations = k.core.read_namespaced_pod("alone", "team-b").metadata.annotations or {}
     assert annotations.get("scheduling.volsched.io/queue-name") == "shared"
+    # A queue in use is not deleted (once a session saw the PodGroup, the cache has it).
+    wait_for(lambda: (k.get_podgroup("team-b", "mine").get("status") or {}).get("phase"), 30, what="seen")
+    with pytest.raises(ApiException) as in_use:
+        k.custom.delete_cluster_custom_object("scheduling.volsched.io", "v1beta1", "queues", "shared")
+    assert "queue shared still holds 2 job(s)" in json.loads(in_use.value.body)["message"]
     names = [
         w.metadata.name
         for w in client.AdmissionregistrationV1Api(k.api).list_validating_webhook_configuration().items

@@ -126,3 +126,16 @@ def test_self_signed_certificates_verify_as_the_apiserver_would(tmp_path: Any) -
     client = ssl.create_default_context(cafile=str(certs.cafile))
     assert client.verify_mode == ssl.CERT_REQUIRED
     assert oct(certs.pkeyfile.stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_queue_in_use_may_not_be_deleted() -> None:
+    a = _admission()
+    assert "queue team-a still holds 1 job(s)" in (a.queue_deletion("team-a") or "")  # ns-b/pg
+    assert a.queue_deletion("shared") is None
+    a.state.apply(pod("alone", ns="ns-a", queue="shared"))
+    a.state.apply(pod("done", ns="ns-a", queue="q1", phase="Succeeded", node="n1"))
+    a.state.apply(pod("theirs", ns="ns-a", queue="q2", scheduler="default-scheduler"))
+    assert "queue shared still holds 1 job(s)" in (a.queue_deletion("shared") or "")
+    assert a.queue_deletion("q1") is None and a.queue_deletion("q2") is None
+    a.state.apply(pod("routed", ns="ns-c"))  # its namespace's queue
+    assert "still holds 2 job(s)" in (a.queue_deletion("team-a") or "")

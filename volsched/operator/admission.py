@@ -2,7 +2,8 @@
 the scheduler's own checks (docs/tenancy.md):
 
 * Queues (``scheduling.volsched.io``): refused when the spec does not decode (the message the cache
-  would give), when its parent would close a cycle, or when a guarantee exceeds the capability.
+  would give), when its parent would close a cycle, or when a guarantee exceeds the capability; a
+  Queue's deletion is refused while jobs still name it.
 * PodGroups (ours and Volcano's) and pods with one of our scheduler names: refused when their queue's
   rules refuse them (:func:`~volsched.model.tenancy.queue_refusal`: the namespace selector, the
   priority classes, the ceiling, the system-critical classes outside kube-system).
@@ -32,7 +33,9 @@ from volsched.model.vocabulary import (
     DEFAULT_QUEUE,
     GROUP_ANNOTATION,
     QUEUE_ANNOTATION,
+    TERMINAL_STATUSES,
     VOLCANO_GROUP_ANNOTATION,
+    PodGroupPhase,
     QueueSpec,
     default_queue,
     queue_annotation,
@@ -109,6 +112,27 @@ class Admission:
                 return f"queue {spec.name}: its guarantee of {resource} ({amount:g}) exceeds its capability ({cap:g})"
         return None
 
+    def queue_deletion(self, name: str) -> str | None:
+        """Why Queue ``name`` may not be deleted yet: the jobs that still name it (PodGroups, and pods
+        standing alone that are not finished), as Volcano refuses to delete a queue in use."""
+        if name == DEFAULT_QUEUE:
+            return None  # the operator stands one in for it anyway
+        state, held = self.state, 0
+        for pg in list(state.podgroups.values()):
+            if self._placed(pg.namespace, pg.queue) == name and pg.phase is not PodGroupPhase.COMPLETED:
+                held += 1
+        for t in list(state.tasks.values()):
+            if t.job_key != t.key or t.status in TERMINAL_STATUSES or not t.schedulable_by_us:
+                continue  # in a PodGroup (counted above), finished, or not ours
+            if self._placed(t.namespace, queue_annotation(t.annotations)) == name:
+                held += 1
+        if not held:
+            return None
+        return (
+            f"queue {name} still holds {held} job(s): close it (spec.state: Closed) so that it admits "
+            "no new work, and delete it once they are done"
+        )
+
     def default_queue_patch(self, body: Mapping[str, Any], namespace: str, *, kind: str) -> str | None:
         """The queue to set on a PodGroup or a pod standing alone that names none (or ``default``), when
         its namespace names one; else None."""
@@ -141,6 +165,11 @@ def register(registry: kopf.OperatorRegistry, admission: Admission, *, fail_open
                       ignore_failures=fail_open, registry=registry)  # fmt: skip
     def queue(body: Any, **_: Any) -> None:
         deny(admission.queue(dict(body)))
+
+    @kopf.on.validate(API_GROUP, "v1beta1", "queues", id="queue-in-use", operation="DELETE",
+                      ignore_failures=fail_open, registry=registry)  # fmt: skip
+    def queue_in_use(name: Any, **_: Any) -> None:
+        deny(admission.queue_deletion(str(name or "")))
 
     for group in (API_GROUP, VOLCANO_GROUP):
 
