@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.builders import (
+    PRIORITIES,
     Obj,
     claiming,
     device_class,
@@ -22,6 +23,7 @@ from tests.builders import (
     run,
     simulate_objects,
 )
+from tests.sim._eviction_helpers import Staged, eviction_config
 from volsched.model.decode import build_task
 from volsched.model.errors import InputError
 from volsched.simulate import to_json
@@ -208,3 +210,58 @@ def test_a_queue_capability_counts_devices_per_device_class() -> None:
     assert placed == [0, 1, 2]  # four GPUs, a capability of three
     status = data["queues"]["q"]
     assert status["allocated"]["devices/gpu.example.com"] == 3
+
+
+def test_a_pod_of_higher_priority_preempts_one_holding_a_gpu() -> None:
+    # Two low-priority pods (a group of minMember 1, so one may go) hold the node's two GPUs.
+    before: list[Obj] = [GPU_CLASS, *gpu_nodes(1, 2), queue("q"), *PRIORITIES]
+    before.append(podgroup("low", min_member=1, queue="q", priority_class="low"))
+    for i in range(2):
+        before += [
+            resource_claim(f"low-{i}-gpu"),
+            claiming(f"low-{i}", f"low-{i}-gpu", group="low", priority_class="low"),
+        ]
+    after = [resource_claim("high-gpu"), claiming("high", "high-gpu", queue="q", priority_class="high")]
+    s = Staged(before, after, eviction_config())
+    assert s.running("default/low-", before=True) == 2
+    [victim] = s.evicted()
+    assert s.data["pods"]["default/high"]["node"] == "n0"
+    gone = victim.split("/")[1]
+    kept = "low-0" if gone == "low-1" else "low-1"
+    claims = s.second.state.resource_claims
+    assert claims[f"default/{gone}-gpu"].allocation is None  # released with its pod
+    held, mine = claims[f"default/{kept}-gpu"].allocation, claims["default/high-gpu"].allocation
+    assert held is not None and mine is not None
+    assert {held.results[0].device, mine.results[0].device} == {"gpu-0", "gpu-1"}  # the victim's GPU
+    assert "the devices its claims hold" in str(s.data["evictions"][0])
+
+
+def test_a_pod_of_lower_priority_preempts_nobody_for_a_gpu() -> None:
+    before: list[Obj] = [GPU_CLASS, *gpu_nodes(1, 2), queue("q"), *PRIORITIES]
+    before.append(podgroup("high", min_member=1, queue="q", priority_class="high"))
+    for i in range(2):
+        before += [
+            resource_claim(f"high-{i}-gpu"),
+            claiming(f"high-{i}", f"high-{i}-gpu", group="high", priority_class="high"),
+        ]
+    after = [resource_claim("low-gpu"), claiming("low", "low-gpu", queue="q", priority_class="low")]
+    s = Staged(before, after, eviction_config())
+    assert s.evicted() == []
+    assert s.data["pods"]["default/low"]["node"] is None
+
+
+def test_a_queue_takes_back_its_share_of_the_gpus() -> None:
+    # Queue b took both GPUs while queue a asked for none; a deserves one of them (equal weights), and
+    # reclaim takes it back from b when a asks.
+    before: list[Obj] = [GPU_CLASS, *gpu_nodes(1, 2), *PRIORITIES]
+    before += [queue("a"), queue("b")]
+    before.append(podgroup("borrow", min_member=1, queue="b"))
+    for i in range(2):
+        before += [resource_claim(f"b-{i}-gpu"), claiming(f"b-{i}", f"b-{i}-gpu", group="borrow")]
+    after = [resource_claim("a-gpu"), claiming("a-0", "a-gpu", queue="a")]
+    s = Staged(before, after, eviction_config())
+    assert s.running("default/b-", before=True) == 2
+    [victim] = s.evicted()
+    assert victim.startswith("default/b-")
+    assert s.data["pods"]["default/a-0"]["node"] == "n0"
+    assert s.held("a", "devices/gpu.example.com") == 1 and s.held("b", "devices/gpu.example.com") == 1

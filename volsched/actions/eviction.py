@@ -285,8 +285,9 @@ def place_by_evicting(
     key = _victim_order(session)
 
     def evict_in_the_way() -> tuple[bool, int, list[Task]]:
-        """The last resort: evict the pods that keep the task out (see ``_evict_pods_in_the_way``)."""
-        return _evict_pods_in_the_way(
+        """The last resort: evict the pods that keep the task out (see ``_evict_pods_in_the_way``), or
+        that hold the devices it claims (``_evict_device_holders``)."""
+        placed, tried, kept = _evict_pods_in_the_way(
             session,
             statement,
             task,
@@ -298,6 +299,20 @@ def place_by_evicting(
             describe=describe,
             log=log,
         )
+        if placed or not task.resource_claims:
+            return placed, tried, kept
+        placed, more, held = _evict_device_holders(
+            session,
+            statement,
+            task,
+            queue=queue,
+            pools=pools,
+            choose=choose,
+            key=key,
+            describe=describe,
+            log=log,
+        )
+        return placed, tried + more, kept + held
 
     if not len(feasible):
         placed, tried, kept_in_way = evict_in_the_way()
@@ -506,6 +521,91 @@ def _evict_pods_in_the_way(
             terms = blocking.get(v.key)
             if terms:
                 reason = replace(reason, facts=(*reason.facts, *(("keeps it out by", t) for t in terms)))
+            statement.evict(v, reason=reason)
+            log.append((v, reason))
+        statement.pipeline(task, node)
+        return True, tried, []
+    return False, tried, kept
+
+
+def _evict_device_holders(
+    session: Session,
+    statement: Statement,
+    task: Task,
+    *,
+    queue: QueueSpec | None,
+    pools: _Pools,
+    choose: Choose,
+    key: Callable[[Task], Any],
+    describe: Describe,
+    log: list[tuple[Task, EvictionReason]],
+) -> tuple[bool, int, list[Task]]:
+    """Place ``task``, whose claims no node can give their devices now, on a node where evicting pods
+    that hold devices there would: as for the pods in the way (``_evict_pods_in_the_way``), every pod
+    the plugins name on the node is taken away, and if the task then fits (its devices among those
+    being released, every filter, room, its queue's limit) they are given back most important first as
+    long as it still fits; the rest are the victims, and the task is pipelined onto their devices.
+
+    The nodes: those where the devices free, being released or held by the pods the action may take
+    (by those pods alone) would do and the room would, in order of the most important holder there
+    (lowest first), then fewer holders, then the node's name. Returns (placed, nodes tried, the holders
+    the plugins would not name on the nodes passed over)."""
+    devices = session.devices
+    plan = devices.plan(task.namespace, task.resource_claims, pod_uid=task.uid)
+    if plan.problem or not plan.wants:
+        return False, 0, []
+    index = pools.index
+    holders: list[int] = []
+    held = devices.available(future=True).copy()
+    for p in np.flatnonzero(pools.mask).tolist():
+        t = index.tasks[p]
+        if t.resource_claims and t.status in EVICTABLE:
+            mine = devices.held_by(t.namespace, t.resource_claims, t.uid)
+            if mine:
+                held[mine] = True
+                holders.append(p)
+    if not holders:
+        return False, 0, []
+    nodes = session.nodes
+    every = np.arange(len(nodes), dtype=np.intp)
+    where = devices.fits(plan, every, held)
+    need = session.capacity_asked(task)
+    reach = (nodes.idle + nodes.incoming + pools.reach)[:, need]
+    slack = 1e-9 * np.maximum(np.abs(reach), 1.0)
+    where &= pools.any & np.all(reach + slack >= task.request[need] - EPS, axis=1)
+    pods = np.array([p for p in holders if where[index.node[p]]], dtype=np.intp)
+    if not len(pods):
+        return False, 0, []
+    n = len(nodes)
+    on = index.node[pods]
+    count = np.bincount(on, minlength=n)
+    top = np.full(n, -np.inf)
+    np.maximum.at(top, on, index.priority[pods])
+    candidates = np.flatnonzero(count > 0)
+    order = np.lexsort((candidates, count[candidates], top[candidates]))
+    holding = {index.tasks[p].key for p in pods}
+    tried = 0
+    kept: list[Task] = []
+    for i in candidates[order]:
+        node = int(i)
+        pool = index.pool(node, pools.mask)
+        # The holders first, so that a plugin's budget (a gang's spare pods) goes to them.
+        pool = sorted(sorted(pool, key=key), key=lambda v: v.key not in holding)
+        victims = choose(task, pool) if pool else []
+        if not any(v.key in holding for v in victims):
+            kept.extend(v for v in pool if v.key in holding)
+            continue
+        victims.sort(key=key)
+        tried += 1
+        chosen = _victims_on(session, task, node, victims, queue=queue)
+        if chosen is None:
+            continue
+        taken, _ = chosen
+        node_name = nodes.names[node]
+        for v in taken:
+            reason = describe(task, v, node_name)
+            if v.key in holding:
+                reason = replace(reason, facts=(*reason.facts, ("frees", "the devices its claims hold")))
             statement.evict(v, reason=reason)
             log.append((v, reason))
         statement.pipeline(task, node)

@@ -106,8 +106,12 @@ class NodeViews(PointTables):
         if view is not None and len(idx) == 1:
             return self._evaluate_one(task, idx, view)
         mask = nodes.ready[idx]
+        devices_now: BoolArray | None = None  # (None: as the filter says)
         if task.resource_claims:
-            mask = mask & self._devices(task, idx)
+            devices_then = self._devices(task, idx, future=True)
+            mask = mask & devices_then
+            if self.devices.releasing.any():  # placed now: on free devices only
+                devices_now = self._devices(task, idx)
         for _, fn in self._flat("predicate"):
             mask = mask & fn(task, idx)
         # Dimensions the task does not ask for never fail (a node may be over-committed in those).
@@ -124,6 +128,9 @@ class NodeViews(PointTables):
             if nodes.incoming_tasks
             else fits_idle
         )
+        if devices_now is not None:  # devices being released are future room, as capacity is
+            fits_future = fits_future.copy() if fits_future is fits_idle else fits_future
+            fits_idle = fits_idle & devices_now
         score = np.zeros(len(idx))
         for _, fn in self._flat("node_order"):
             score += fn(task, idx)
@@ -147,8 +154,11 @@ class NodeViews(PointTables):
         nodes = self.nodes
         i = int(idx[0])
         ok = bool(nodes.ready[i])
+        devices_now = True
         if ok and task.resource_claims:
-            ok = bool(self._devices(task, idx)[0])
+            ok = bool(self._devices(task, idx, future=True)[0])
+            if ok and self.devices.releasing.any():  # placed now: on free devices only
+                devices_now = bool(self._devices(task, idx)[0])
         for _, fn in self._flat("predicate"):
             ok = ok and bool(fn(task, idx)[0])
         floor = view.floor_list
@@ -162,6 +172,7 @@ class NodeViews(PointTables):
         score = 0.0
         for _, fn in self._flat("node_order"):
             score += float(fn(task, idx)[0])
+        fits_idle = fits_idle and devices_now
         view.predicate[i] = ok
         view.fits_idle[i] = fits_idle
         view.fits_future[i] = fits_future
@@ -170,12 +181,14 @@ class NodeViews(PointTables):
         view.log_pos = len(self._changes)
         return view
 
-    def _devices(self, task: Task, idx: IndexArray) -> BoolArray:
+    def _devices(self, task: Task, idx: IndexArray, *, future: bool = False) -> BoolArray:
         """Which of nodes ``idx`` can give ``task`` the devices its ResourceClaims ask for: the session's
         own check (like capacity), whatever the plugins, so a pod that claims devices is never bound
-        where they are not allocated (see ``volsched.model.devices``)."""
+        where they are not allocated (see ``volsched.model.devices``). ``future``: counting the devices
+        being released (of pods being evicted), as future idle capacity counts what they release."""
         devices = self.devices
-        return devices.fits(devices.plan(task.namespace, task.resource_claims, pod_uid=task.uid), idx)
+        plan = devices.plan(task.namespace, task.resource_claims, pod_uid=task.uid)
+        return devices.fits(plan, idx, devices.available(future=future))
 
     def _explain_devices(self, task: Task, idx: IndexArray) -> list[tuple[str, int]]:
         """Why nodes ``idx`` (all failing :meth:`_devices`) cannot give ``task`` its devices."""
@@ -309,7 +322,7 @@ class NodeViews(PointTables):
             counts["node(s) not ready"] += n - len(ready)
         eligible = np.ones(len(ready), dtype=bool)
         if task.resource_claims and len(ready):
-            eligible &= self._devices(task, ready)
+            eligible &= self._devices(task, ready, future=True)
             for reason, count in self._explain_devices(task, ready[~eligible]):
                 counts[reason] += count
         for name, fn in self._flat("predicate"):

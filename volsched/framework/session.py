@@ -111,6 +111,11 @@ class Session(NodeViews):
                 snapshot.resource_claims,
                 nodes=snapshot.nodes.specs,
             )
+            if snapshot.nodes.incoming_tasks:  # pods being deleted: their devices are being released
+                for held in snapshot.nodes.tasks:
+                    for t in held.values():
+                        if t.resource_claims and t.status is TaskStatus.RELEASING:
+                            self.devices.start_releasing(t.key, t.namespace, t.resource_claims, t.uid)
         #: How many pending pods name each ResourceClaim by name (counted when first asked).
         self._claim_users: Counter[str] | None = None
 
@@ -178,13 +183,13 @@ class Session(NodeViews):
             if fn is not None:
                 fn(task)
 
-    def _take_devices(self, task: Task, node: int) -> None:
+    def _take_devices(self, task: Task, node: int, *, future: bool = False) -> None:
         """Allocate the devices of ``task``'s claims on ``node`` (before anything else changes: a node
-        that cannot give them raises, and nothing is half done)."""
+        that cannot give them raises, and nothing is half done); ``future``: pipelined, it may take
+        devices being released."""
         devices = self.devices
-        taken = devices.allocate(
-            task.key, devices.plan(task.namespace, task.resource_claims, pod_uid=task.uid), node
-        )
+        plan = devices.plan(task.namespace, task.resource_claims, pod_uid=task.uid)
+        taken = devices.allocate(task.key, plan, node, future=future)
         self._devices_moved(task, taken)
 
     def _give_devices(self, task: Task) -> None:
@@ -200,6 +205,16 @@ class Session(NodeViews):
         if any(not a.existing and a.key in named and self.claim_users()[a.key] > 1 for a in taken):
             for i in range(len(self.nodes)):
                 self.touch(i)
+
+    def _release_devices(self, task: Task, node: int) -> None:
+        """``task`` (on ``node``) is being evicted: the devices only it holds are being released."""
+        for d in self.devices.start_releasing(task.key, task.namespace, task.resource_claims, task.uid):
+            self._touch_reach(d)
+
+    def _touch_reach(self, device: int) -> None:
+        """The nodes device ``device`` is reached from (beyond its own node, touched already) changed."""
+        for i in self.devices.catalog.shared_nodes.get(device, ()):
+            self.touch(int(i))
 
     def claim_users(self) -> Counter[str]:
         """How many pods with a task pending name each ResourceClaim (by name, not from a template)."""
@@ -235,7 +250,7 @@ class Session(NodeViews):
 
     def do_pipeline(self, task: Task, node: int) -> None:
         if task.resource_claims:
-            self._take_devices(task, node)
+            self._take_devices(task, node, future=True)
         self._set_status(task, TaskStatus.PIPELINED)
         task.node_name = self.nodes.names[node]
         self.nodes.pipeline(node, task)
@@ -261,6 +276,8 @@ class Session(NodeViews):
         if node is not None:
             self.nodes.start_releasing(node, task)
             self.touch(node)
+            if task.resource_claims:
+                self._release_devices(task, node)
         if holds:
             self._fire(task, allocate=False)
         return previous
@@ -271,6 +288,9 @@ class Session(NodeViews):
         if node is not None:
             self.nodes.stop_releasing(node, task)
             self.touch(node)
+            if task.resource_claims:
+                for d in self.devices.stop_releasing(task.key):
+                    self._touch_reach(d)
         self._set_status(task, previous)
         if holds:
             self._fire(task, allocate=True)

@@ -519,7 +519,12 @@ class _Plan:
 
 class DeviceState:
     """Which devices are free in one session, and the allocation of the pods' claims (see the module
-    docstring). Changed only by :meth:`allocate` and :meth:`release` (a Statement's operations)."""
+    docstring). Changed only by :meth:`allocate`, :meth:`release`, :meth:`start_releasing` and
+    :meth:`stop_releasing` (a Statement's operations).
+
+    As with capacity, devices are free now or being released: those of the claims of pods being evicted
+    (held by that pod alone). A placement takes free devices; a pipelined pod (waiting for evicted pods
+    to go) may take released ones too."""
 
     def __init__(
         self, catalog: DeviceCatalog, claims: Mapping[str, Claim], *, nodes: Sequence[NodeSpec]
@@ -538,6 +543,52 @@ class DeviceState:
         self.allocated: dict[str, ClaimAllocation] = {}
         self.by_task: dict[str, tuple[ClaimAllocation, ...]] = {}
         self._plans: dict[tuple[Any, ...], _Plan] = {}
+        #: Devices being released (their pod evicted), not taken by a pipelined pod; what each evicted
+        #: pod releases; and which devices each pod's allocation took from the released ones.
+        self.releasing: BoolArray = np.zeros(len(catalog), dtype=bool)
+        self._released_by: dict[str, list[int]] = {}
+        self._took_released: dict[str, list[int]] = {}
+
+    def available(self, *, future: bool = False) -> BoolArray:
+        """The devices a placement may take (``future``: a pipelined one, released devices too)."""
+        if future and self._released_by:
+            out: BoolArray = self.free | self.releasing
+            return out
+        return self.free
+
+    def held_by(self, namespace: str, pod_claims: Sequence[PodClaim], uid: str) -> list[int]:
+        """The devices a running pod's claims hold that its going would free: those of the allocated
+        claims reserved for it alone."""
+        out: list[int] = []
+        index = self.catalog.index
+        for pc in pod_claims:
+            claim = self.claims.get(f"{namespace}/{pc.claim}") if pc.claim else None
+            if claim is None or claim.allocation is None or claim.reserved_for not in ((), (uid,)):
+                continue
+            for r in claim.allocation.results:
+                d = index.get((r.driver, r.pool, r.device))
+                if d is not None:
+                    out.append(d)
+        return out
+
+    def start_releasing(
+        self, key: str, namespace: str, pod_claims: Sequence[PodClaim], uid: str
+    ) -> list[int]:
+        """Pod ``key`` is being evicted: the devices only it holds are being released. Returns them."""
+        devices = [
+            d for d in self.held_by(namespace, pod_claims, uid) if not self.free[d] and not self.releasing[d]
+        ]
+        if devices:
+            self.releasing[devices] = True
+            self._released_by[key] = devices
+        return devices
+
+    def stop_releasing(self, key: str) -> list[int]:
+        """Undo :meth:`start_releasing` of pod ``key``."""
+        devices = self._released_by.pop(key, [])
+        if devices:
+            self.releasing[devices] = False
+        return devices
 
     # --- resolving a pod's claims -----------------------------------------------------------------
 
@@ -630,17 +681,21 @@ class DeviceState:
                 ok &= np.array([matches_affinity(self.nodes[i], a.node_terms) for i in idx], dtype=bool)
         return ok
 
-    def _counts(self, want: _Want) -> tuple[IntArray, IntArray]:
-        """(free matching devices, matching devices) per node, over all nodes."""
+    def _counts(self, want: _Want, available: BoolArray | None = None) -> tuple[IntArray, IntArray]:
+        """(available matching devices, matching devices) per node, over all nodes (available: free,
+        unless said otherwise)."""
         cat = self.catalog
         n = len(self.nodes)
         hit = want.match[cat.pair_dev]
         total = np.bincount(cat.pair_node[hit], minlength=n)
-        avail = np.bincount(cat.pair_node[hit & self.free[cat.pair_dev]], minlength=n)
+        free = self.free if available is None else available
+        avail = np.bincount(cat.pair_node[hit & free[cat.pair_dev]], minlength=n)
         return avail, total
 
-    def fits(self, plan: _Plan, idx: IntArray) -> BoolArray:
-        """Which of nodes ``idx`` can give the pod every device its claims ask for."""
+    def fits(self, plan: _Plan, idx: IntArray, available: BoolArray | None = None) -> BoolArray:
+        """Which of nodes ``idx`` can give the pod every device its claims ask for, from the free
+        devices (or those of ``available``)."""
+        free_all = self.free if available is None else available
         if plan.problem:
             return np.zeros(len(idx), dtype=bool)
         ok = self._pinned_ok(plan, idx) if plan.pinned else np.ones(len(idx), dtype=bool)
@@ -652,32 +707,33 @@ class DeviceState:
             for k, i in enumerate(idx.tolist()):
                 if ok[k]:
                     on_node = self.catalog.on_node(i)
-                    free = self.free[on_node]
+                    free = free_all[on_node]
                     for w in plan.wants:
                         hit = w.match[on_node]
-                        matching, available = int(hit.sum()), int((hit & free).sum())
+                        matching, usable = int(hit.sum()), int((hit & free).sum())
                         if w.request.all:
-                            enough = available == matching and matching >= 1
+                            enough = usable == matching and matching >= 1
                         else:
-                            enough = available >= w.request.count
+                            enough = usable >= w.request.count
                         if not enough:
                             ok[k] = False
                             break
         else:
             for w in plan.wants:
-                avail, total = self._counts(w)
+                avail, total = self._counts(w, free_all)
                 a, t = avail[idx], total[idx]
                 ok &= ((a == t) & (t >= 1)) if w.request.all else (a >= w.request.count)
         if len(plan.wants) > 1 or plan.constraints:
             for j in np.flatnonzero(ok).tolist():
-                ok[j] = self.search(plan, int(idx[j])) is not None
+                ok[j] = self.search(plan, int(idx[j]), free_all) is not None
         return ok
 
-    def search(self, plan: _Plan, node: int) -> list[list[int]] | None:
+    def search(self, plan: _Plan, node: int, available: BoolArray | None = None) -> list[list[int]] | None:
         """The devices (catalog indices) node ``node`` gives each of the plan's requests, or None: the
-        first set found trying the node's free devices in the catalog's order, every constraint held."""
+        first set found trying the node's free devices (or those of ``available``) in the catalog's
+        order, every constraint held."""
         on_node = self.catalog.on_node(node)
-        free = self.free
+        free = self.free if available is None else available
         if len(plan.wants) == 1 and not plan.constraints:  # one request: the first free matching devices
             w = plan.wants[0]
             hit = on_node[w.match[on_node]]
@@ -790,11 +846,13 @@ class DeviceState:
 
     # --- changes ----------------------------------------------------------------------------------
 
-    def allocate(self, key: str, plan: _Plan, node: int) -> tuple[ClaimAllocation, ...]:
+    def allocate(
+        self, key: str, plan: _Plan, node: int, *, future: bool = False
+    ) -> tuple[ClaimAllocation, ...]:
         """Take the devices of the plan on node ``node`` for pod ``key`` (the first set
-        :meth:`search` finds); raises ValueError when the node cannot give them (a filter should have
-        said so)."""
-        picks = self.search(plan, node) if plan.wants else []
+        :meth:`search` finds; ``future``: a pipelined pod, which may take released devices too); raises
+        ValueError when the node cannot give them (a filter should have said so)."""
+        picks = self.search(plan, node, self.available(future=future)) if plan.wants else []
         if picks is None or plan.problem:
             raise ValueError(f"pod {key}: node {self.catalog.node_names[node]} cannot give its devices")
         node_name = self.nodes[node].name
@@ -832,8 +890,15 @@ class DeviceState:
             )
             self.allocated[claim.key] = alloc
             out.append(alloc)
+        released: list[int] = []
         for d in itertools.chain.from_iterable(picks):
-            self.free[d] = False
+            if self.free[d]:
+                self.free[d] = False
+            else:  # a released device, taken by a pipelined pod
+                self.releasing[d] = False
+                released.append(d)
+        if released:
+            self._took_released[key] = released
         taken = tuple(out)
         self.by_task[key] = taken
         return taken
@@ -841,6 +906,7 @@ class DeviceState:
     def release(self, key: str) -> tuple[ClaimAllocation, ...]:
         """Give back what :meth:`allocate` took for pod ``key`` (nothing when it took nothing)."""
         taken = self.by_task.pop(key, ())
+        released = set(self._took_released.pop(key, ()))
         index = self.catalog.index
         for a in taken:
             if a.existing or self.allocated.get(a.key) is not a:
@@ -849,7 +915,10 @@ class DeviceState:
             for r in a.results:
                 d = index.get((r.driver, r.pool, r.device))
                 if d is not None:
-                    self.free[d] = True
+                    if d in released:
+                        self.releasing[d] = True
+                    else:
+                        self.free[d] = True
         return taken
 
     def nodes_of(self, taken: Iterable[ClaimAllocation]) -> set[int]:
