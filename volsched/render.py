@@ -8,6 +8,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from volsched.model.resources import format_amount
+
 
 def _fmt(amounts: Mapping[str, Any] | None) -> str:
     if amounts is None:
@@ -16,10 +18,10 @@ def _fmt(amounts: Mapping[str, Any] | None) -> str:
     for name, value in amounts.items():
         if name == "pods":
             continue
-        if name == "memory" and isinstance(value, int | float) and value >= 1 << 20:
-            parts.append(f"memory={value / (1 << 30):.3g}Gi")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            parts.append(f"{name}={format_amount(name, float(value))}")
         else:
-            parts.append(f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}")
+            parts.append(f"{name}={value}")
     return " ".join(parts) or "-"
 
 

@@ -164,13 +164,46 @@ class ResourceSpace:
         return format_amount(self.names[int(index)], float(amount))
 
 
+#: Byte units, largest first: binary (what ``Gi`` requests are written in) and decimal (``3G``).
+_BINARY = tuple((u, float(1 << (10 * (6 - i)))) for i, u in enumerate(("Ei", "Pi", "Ti", "Gi", "Mi", "Ki")))
+_DECIMAL = tuple((u, 1000.0 ** (6 - i)) for i, u in enumerate(("E", "P", "T", "G", "M", "k")))
+
+
+def is_bytes(name: str) -> bool:
+    """Whether resource ``name`` is counted in bytes (memory, storage, huge pages)."""
+    return name == MEMORY or name.endswith("storage") or name.startswith("hugepages-")
+
+
 def format_amount(name: str, amount: float) -> str:
-    if name == MEMORY or name.endswith("storage"):
-        for unit, size in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
-            if amount >= size and abs(amount / size - round(amount / size, 2)) < 1e-9:
-                return f"{round(amount / size, 2):g}{unit}"
-        return f"{amount:g}"
-    return f"{round(amount, 3):g}"
+    """An amount of resource ``name`` for people, never in exponent notation: bytes in the unit that says
+    them exactly in at most four characters (``3G``, ``1.5Gi``, ``1000Mi``, ``512``), else in binary
+    units to three significant figures (``2.79Gi``, ``118Mi``); other resources in plain decimals to the thousandth
+    (``2``, ``0.25``, ``1.5``, ``12000``; ``<0.001`` for less, not 0). The one formatter of the amounts in
+    events, reasons and the simulator's tables (Kubernetes quantities for status are ``kube.status``'s)."""
+    if amount < 0:
+        return "-" + format_amount(name, -amount)
+    if not math.isfinite(amount):
+        return str(amount)
+    if is_bytes(name):
+        exact: list[str] = []
+        for unit, size in (*_BINARY, *_DECIMAL):
+            number = f"{round(amount / size, 2):.2f}".rstrip("0").rstrip(".")
+            if amount >= size and abs(amount - round(amount / size, 2) * size) < 0.5 and len(number) <= 4:
+                exact.append(number + unit)  # within a byte, in at most four characters
+        if exact:  # the shortest: the unit it was most likely written in (binary first on a tie)
+            return min(exact, key=len)
+        for unit, size in _BINARY:
+            if amount >= size:
+                return _figures(amount / size) + unit
+        return _figures(amount) if amount < 1 else f"{round(amount)}"
+    text = f"{amount:.3f}".rstrip("0").rstrip(".")
+    return "<0.001" if text == "0" and amount > 0 else text
+
+
+def _figures(value: float) -> str:
+    """``value`` (under 1024) to three significant figures, in plain decimals: ``2.79``, ``27.9``, ``279``."""
+    digits = 2 if value < 10 else 1 if value < 100 else 0
+    return f"{value:.{digits}f}".rstrip("0").rstrip(".") if digits else f"{value:.0f}"
 
 
 def stack_rows(vectors: Sequence[Vector], width: int) -> npt.NDArray[np.float64]:
