@@ -61,10 +61,10 @@ def one(nodes: int, pods: int, namespaces: int = 10) -> dict[str, Any]:
     class Port(NullPort):
         first: tuple[float, float] | None = None
 
-        def bind(self, binds: Any, raw: Any) -> Any:
+        def bind(self, binds: Any, raw: Any, *, lone: bool = False) -> Any:
             if self.first is None:
                 self.first = (time.perf_counter(), time.process_time())
-            return super().bind(binds, raw)
+            return super().bind(binds, raw, lone=lone)
 
     port = Port()
     config = load_config(None)

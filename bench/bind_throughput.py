@@ -66,7 +66,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -654,6 +654,11 @@ class Result:
     failed_creates: int = 0
     #: The 1-minute load average when the run ended (how much else ran: this machine has 2 cores).
     load: float = math.nan
+    #: The bench watch's clocks (wall): pod name -> first seen created; pod name -> bind seen.
+    added: dict[str, float] = field(default_factory=dict)
+    binds: dict[str, float] = field(default_factory=dict)
+    #: The scheduler's log (kept while the run's work directory is).
+    log: Path | None = None
 
 
 def _say(msg: str) -> None:
@@ -757,6 +762,9 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
             arrived=_rate(added.values()) if mode == "arriving" else math.nan,
             load=os.getloadavg()[0],
             failed_creates=creation.failed if creation is not None else 0,
+            added=added,
+            binds=binds,
+            log=log,
         )
 
 

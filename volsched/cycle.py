@@ -100,13 +100,18 @@ class StatusReport:
 class Port(Protocol):
     """What a cycle needs from the world it schedules."""
 
-    def bind(self, binds: Sequence[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
+    def bind(
+        self, binds: Sequence[Bind], pods: Mapping[str, Raw], *, lone: bool = False
+    ) -> list[BindOutcome]:
         """Send ``binds`` (already assumed in the cache; ``pods``: their raw pods by key). Called
         during the session, once per commit (a gang's binds together), so a synchronous port holds
         the session up while it sends. Returns the outcomes completed so far, of these binds or
         earlier ones (a synchronous port: all of these). Every bind accepted gets exactly one outcome,
         now or from a later ``settle``: an assumption holds until then. Raising means none of this
-        call's was accepted (the cycle forgets them and ends; earlier calls' stand)."""
+        call's was accepted (the cycle forgets them and ends; earlier calls' stand). ``lone``: the
+        session had one job to place (an arriving pod, most often), so nothing it decides after this
+        call waits on it: an asynchronous port may send these on the caller's thread rather than
+        hand them to another one."""
         ...
 
     def evict(self, evictions: Sequence[Evict], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
@@ -249,7 +254,10 @@ def run_cycle(
     changes = state.changes  # read before the snapshot: a change meanwhile makes the next session run
     snapshot = state.snapshot(now=now)
     snapshot_s = time.perf_counter() - started
-    stream = _BindStream(feeder, port, report, now=now)
+    # One job with anything to place: its commit is the session's only one (or nearly), so the port may
+    # send it on this thread at once; one hand-over to a bind worker cost an arriving pod a few ms.
+    lone = snapshot.private is not None and len(snapshot.private) == 1
+    stream = _BindStream(feeder, port, report, now=now, lone=lone)
     result = run_session(snapshot, config, on_binds=stream)
     result.timings["cycle:snapshot"] = snapshot_s
     result.timings["cycle:bind"] = stream.seconds  # inside the session's figures too: binds stream
@@ -282,8 +290,10 @@ class _BindStream:
     """The session's bind sink: assumes each commit's binds in the cache, hands them to the port in one
     call and settles the outcomes it returns."""
 
-    def __init__(self, feeder: Feeder, port: Port, report: CycleReport, *, now: float) -> None:
-        self.feeder, self.port, self.report, self.now = feeder, port, report, now
+    def __init__(
+        self, feeder: Feeder, port: Port, report: CycleReport, *, now: float, lone: bool = False
+    ) -> None:
+        self.feeder, self.port, self.report, self.now, self.lone = feeder, port, report, now, lone
         #: Seconds spent assuming, sending and settling, all calls together.
         self.seconds = 0.0
         #: Binds the cache took as assumed (each a change in ``state.changes``).
@@ -299,7 +309,7 @@ class _BindStream:
                     self.assumed += 1
                 if b.claims:
                     feeder.state.assume_claims(b)
-            outcomes = self.port.bind(binds, pods)
+            outcomes = self.port.bind(binds, pods, lone=self.lone)
         except BaseException:  # none of these sent, as far as the cycle can tell: forget them all
             for b in binds:
                 feeder.forget(b.pod)
@@ -360,7 +370,9 @@ def _delete_pod(feeder: Feeder, key: str) -> None:
 class NullPort:
     """A world where every bind and eviction succeeds at once and nothing is written (benchmarks)."""
 
-    def bind(self, binds: Sequence[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
+    def bind(
+        self, binds: Sequence[Bind], pods: Mapping[str, Raw], *, lone: bool = False
+    ) -> list[BindOutcome]:
         return [BindOutcome(b, BOUND) for b in binds]
 
     def evict(self, evictions: Sequence[Evict], pods: Mapping[str, Raw]) -> list[EvictOutcome]:

@@ -41,7 +41,10 @@ def test_a_session_is_woken_by_a_pod_arriving_and_by_capacity_freeing_while_a_po
         lambda: f"{ns}/second" in k.bound(ns) and k.bound(ns), 30, what="the waiting pod bound", operator=op
     )
     assert bound == {f"{ns}/second": "n1"}
-    assert op.metric("volsched_sessions_woken_total") >= 2
+    # /metrics keeps its document up to a second (METRICS_TTL): the pods may be bound within it.
+    wait_for(
+        lambda: op.metric("volsched_sessions_woken_total") >= 2, 30, what="two woken sessions", operator=op
+    )
 
 
 def test_a_preemptor_waiting_for_its_victim_is_woken_when_the_victim_goes(

@@ -36,10 +36,10 @@ def test_each_bind_is_assumed_in_the_cache_before_the_port_carries_it_out() -> N
     seen: dict[str, tuple[bool, str | None]] = {}
     carry_out = sim.port.bind
 
-    def bind(binds: Sequence[Bind], pods: Mapping[str, Any]) -> list[BindOutcome]:
+    def bind(binds: Sequence[Bind], pods: Mapping[str, Any], *, lone: bool = False) -> list[BindOutcome]:
         for b in binds:
             seen[b.pod] = (sim.feeder.is_assumed(b.pod), sim.state.tasks[b.pod].node_name)
-        return carry_out(binds, pods)
+        return carry_out(binds, pods, lone=lone)
 
     sim.port.bind = bind  # type: ignore[method-assign]
     sim.run(5)

@@ -56,7 +56,9 @@ class FakePort:
             return BindOutcome(b, CONFLICT, "already bound", fresh)
         return BindOutcome(b, result, "scripted")
 
-    def bind(self, binds: Sequence[Bind], pods: Mapping[str, Any]) -> list[BindOutcome]:
+    def bind(
+        self, binds: Sequence[Bind], pods: Mapping[str, Any], *, lone: bool = False
+    ) -> list[BindOutcome]:
         outcomes = [self._answer(b, pods[b.pod]) for b in binds]
         if self.late:
             self.pending.extend(outcomes)

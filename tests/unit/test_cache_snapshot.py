@@ -99,7 +99,9 @@ class RandomPort:
         self.rng = rng
         self.later: list[BindOutcome] = []
 
-    def bind(self, binds: Sequence[Bind], pods: Mapping[str, Any]) -> list[BindOutcome]:
+    def bind(
+        self, binds: Sequence[Bind], pods: Mapping[str, Any], *, lone: bool = False
+    ) -> list[BindOutcome]:
         now: list[BindOutcome] = []
         for b in binds:
             outcome = BindOutcome(b, BOUND if self.rng.random() < 0.7 else FAILED)

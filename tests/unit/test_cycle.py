@@ -215,7 +215,9 @@ def test_a_port_that_raises_leaves_no_assumption_behind() -> None:
     feeder = cache(node("n1", cpu="4"), pod("a"))
 
     class Broken(NullPort):
-        def bind(self, binds: Sequence[Bind], pods: Mapping[str, Any]) -> list[BindOutcome]:
+        def bind(
+            self, binds: Sequence[Bind], pods: Mapping[str, Any], *, lone: bool = False
+        ) -> list[BindOutcome]:
             raise RuntimeError("the writer's pool is shut down")
 
     with pytest.raises(RuntimeError):
@@ -255,13 +257,15 @@ class RecordingPort(FakePort):
         self.calls: list[list[str]] = []
         self.assumed_at_call: list[set[str]] = []
 
-    def bind(self, binds: Sequence[Bind], pods: Mapping[str, Any]) -> list[BindOutcome]:
+    def bind(
+        self, binds: Sequence[Bind], pods: Mapping[str, Any], *, lone: bool = False
+    ) -> list[BindOutcome]:
         self.calls.append([b.pod for b in binds])
         self.assumed_at_call.append({k for k in self.feeder.state.tasks if self.feeder.is_assumed(k)})
         assert sorted(pods) == sorted(b.pod for b in binds)  # the raw pods of this call's binds
         if len(self.calls) == self.fail_call:
             raise RuntimeError("the writer's pool is shut down")
-        return super().bind(binds, pods)
+        return super().bind(binds, pods, lone=lone)
 
 
 def _at(minute: int) -> str:

@@ -26,8 +26,10 @@ class HeldPort(FakePort):
         super().__init__(script, late=True)
         self.held: list[BindOutcome] = []
 
-    def bind(self, binds: Sequence[Bind], pods: Mapping[str, Any]) -> list[BindOutcome]:
-        super().bind(binds, pods)
+    def bind(
+        self, binds: Sequence[Bind], pods: Mapping[str, Any], *, lone: bool = False
+    ) -> list[BindOutcome]:
+        super().bind(binds, pods, lone=lone)
         self.held.extend(self.pending)
         self.pending = []
         return []

@@ -150,17 +150,16 @@ def test_a_bind_that_fails_in_the_background_is_planned_again_by_a_later_session
     assert _cycle(feeder, port).binds == []  # held by the server: nothing has come back yet
     server.gate.set()
     assert port.drain(HOLD)
-    # The next cycle settles a (bound) and b (failed: forgotten, pending again), then plans b again.
+    # The next cycle settles a (bound) and b (failed: forgotten, pending again), then plans b again:
+    # b alone, nothing in flight, so its bind is sent on the cycle's thread and comes back in it.
     settled = _cycle(feeder, port)
-    assert sorted((o.bind.pod, o.result) for o in settled.binds) == [
-        ("default/a", BOUND),
-        ("default/b", FAILED),
-    ]
+    outcomes = [(o.bind.pod, o.result) for o in settled.binds]
+    assert sorted(outcomes[:2]) == [("default/a", BOUND), ("default/b", FAILED)]  # settled first
+    assert outcomes[2:] == [("default/b", BOUND)]
     assert [b.pod for b in settled.result.binds] == ["default/b"]
     assert port.drain(HOLD)
     last = _cycle(feeder, port)
-    assert [(o.bind.pod, o.result) for o in last.binds] == [("default/b", BOUND)]
-    assert last.result.binds == []
+    assert last.binds == [] and last.result.binds == []
     assert nodes_of(feeder) == {"default/a": "n1", "default/b": "n1"}
     assert _sent(server) == ["a", "b", "b"]
 
@@ -196,6 +195,38 @@ def test_binds_streamed_from_a_session_planned_under_an_earlier_holding_are_neve
     assert port.drain(HOLD)
     assert sorted(o.result for o in [*report.binds, *port.settle()[0]]) == [FENCED] * 3
     assert server.sent("/binding") == []
+
+
+def test_the_one_bind_of_a_lone_pod_is_sent_on_the_sessions_thread_and_answered_within_its_cycle(
+    server: GatedServer, port: KubePort
+) -> None:
+    server.gate.set()
+    feeder = cache(node("n1", cpu="4"), pod("a"))
+    report = _cycle(feeder, port)
+    assert [(o.bind.pod, o.result) for o in report.binds] == [("default/a", BOUND)]  # not left to settle
+    assert port.bind_workers == 0 and port.binds_in_flight == 0  # no worker took it
+    assert _sent(server) == ["a"]
+
+
+def test_a_lone_pod_arriving_while_binds_are_in_flight_goes_to_the_workers_and_waits_in_line(
+    server: GatedServer, port: KubePort
+) -> None:
+    """Sent on the session's thread, it could overtake the binds before it and hold the session behind
+    a slow answer: only a pod with nothing in flight is sent there."""
+    feeder = cache(node("n1", cpu="4"), pod("a"), pod("b"))
+    assert _cycle(feeder, port).binds == []
+    assert server.arrived.acquire(timeout=HOLD)  # a's or b's bind held at the server
+    feeder.apply("Pod", pod("c"))
+    third = _cycle(feeder, port)  # c alone pending: still the workers' (the cycle returns at once)
+    assert third.binds == [] and [b.pod for b in third.result.binds] == ["default/c"]
+    assert port.binds_in_flight == 3
+    server.gate.set()
+    assert port.drain(HOLD)
+    assert sorted((o.bind.pod, o.result) for o in port.settle()[0]) == [
+        ("default/a", BOUND),
+        ("default/b", BOUND),
+        ("default/c", BOUND),
+    ]
 
 
 def test_the_operator_plans_each_session_under_the_holding_its_leadership_was_settled_with(
@@ -337,7 +368,9 @@ def test_a_bind_failing_in_the_background_calls_for_a_cycle_to_place_the_pod_aga
         assert port.drain(HOLD)
         # Settled by this cycle when the answer came before it ended, else by the next one.
         assert [o.result for o in [*report.binds, *port.settle()[0]]] == [FAILED if called else BOUND]
-        assert calls == (["volsched-bind_0"] if called else [])  # on the bind worker, after the session
+        # A lone pod's bind is sent on the session's thread: the pod is pending again only once this
+        # cycle settled it, after its session, so a cycle is still called for.
+        assert calls == ([threading.current_thread().name] if called else [])
 
 
 class ScriptedWriter:

@@ -9,7 +9,8 @@ With ``background`` (the operator's), a session never waits on the network for i
 (kube-scheduler's assume/bind split; the cycle assumed the binds when it decided them):
 
 * ``bind`` (called by the cycle as each of the session's Statements commits, while the session goes
-  on) hands each bind to the bind workers (up to ``workers``, started as binds outnumber idle ones;
+  on) sends the one bind of a lone job's session itself when nothing else is in flight (an arriving
+  pod's, not handed over to another thread), and otherwise hands each bind to the bind workers (up to ``workers``, started as binds outnumber idle ones;
   each renews the Lease when due and checks the fence before it sends: a bind decided under one
   holding of the Lease, the one the session was planned under (:meth:`KubePort.plan_under`), is never
   sent under a later one) and returns the outcomes completed so far; ``settle`` returns those
@@ -119,21 +120,32 @@ class KubePort:
         with self._lock:
             self._planned_under, self._planned = holding, True
 
-    def bind(self, binds: Sequence[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
+    def bind(
+        self, binds: Sequence[Bind], pods: Mapping[str, Raw], *, lone: bool = False
+    ) -> list[BindOutcome]:
+        """See :meth:`volsched.cycle.Port.bind`. In the background, one bind of a ``lone`` session with
+        nothing else in flight is sent here, on the session's thread, at once: handed to a worker, it
+        waited for that thread to wake and take the GIL from the session still running (a few ms of an
+        arriving pod's 5-15; the session has nothing left to place, so it loses nothing waiting for
+        the answer). Everything else goes to the workers, the session going on meanwhile."""
         if not self.background:
             return self.writer.bind_all(binds, pods)
+        here = False
         with self._lock:
             # The session decided these under this holding of the Lease.
             holding = self._planned_under if self._planned else self.writer.holding()
-            self._binds_in_flight += len(binds)
             closed = self._closed
+            here = lone and len(binds) == 1 and not closed and self._binds_in_flight == 0
+            self._binds_in_flight += len(binds)
             if self.latency is not None:
                 self.latency.decided(b.pod for b in binds)
-            if not closed:
+            if not closed and not here:
                 for b in binds:  # under the lock: all of them before a closing port's stop signals
                     self._queue.put((b, pods.get(b.pod), holding))
                     self._staff()
-        if closed:  # shut down: not sent (and never raise once some were handed over)
+        if here:
+            self._bound(self._send(binds[0], pods.get(binds[0].pod), holding))
+        elif closed:  # shut down: not sent (and never raise once some were handed over)
             for b in binds:
                 self._bound(BindOutcome(b, FAILED, "not sent: the port is closed"))
         return self._take_binds()
@@ -158,13 +170,17 @@ class KubePort:
             bind, pod, holding = item
             if self._closed:  # closed while it waited: not sent, and said so
                 outcome = BindOutcome(bind, FAILED, "not sent: the port is closed")
-            elif self.latency is None:
-                outcome = self._bind_one(bind, pod, holding)
             else:
-                sent = time.time()
-                outcome = self._bind_one(bind, pod, holding)
-                self.latency.answered(bind.pod, sent=sent, answered=time.time(), result=outcome.result)
+                outcome = self._send(bind, pod, holding)
             self._bound(outcome, idle=True)
+
+    def _send(self, bind: Bind, pod: Raw | None, holding: float | None) -> BindOutcome:
+        if self.latency is None:
+            return self._bind_one(bind, pod, holding)
+        sent = time.time()
+        outcome = self._bind_one(bind, pod, holding)
+        self.latency.answered(bind.pod, sent=sent, answered=time.time(), result=outcome.result)
+        return outcome
 
     def _bind_one(self, bind: Bind, pod: Raw | None, holding: float | None) -> BindOutcome:
         try:

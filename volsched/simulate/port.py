@@ -177,7 +177,9 @@ class MemoryPort:
 
     # --- the port -----------------------------------------------------------------------------------------
 
-    def bind(self, binds: Sequence[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
+    def bind(
+        self, binds: Sequence[Bind], pods: Mapping[str, Raw], *, lone: bool = False
+    ) -> list[BindOutcome]:
         out = []
         for bind in binds:
             raw = self.state.raw_pods.get(bind.pod)

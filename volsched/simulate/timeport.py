@@ -239,8 +239,10 @@ class TimePort(MemoryPort):
 
     # --- the kubelet -----------------------------------------------------------------------------------
 
-    def bind(self, binds: Sequence[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
-        out = super().bind(binds, pods)
+    def bind(
+        self, binds: Sequence[Bind], pods: Mapping[str, Raw], *, lone: bool = False
+    ) -> list[BindOutcome]:
+        out = super().bind(binds, pods, lone=lone)
         now = self.clock()
         for o in out:
             run = self.runs.get(o.bind.pod)

@@ -1,0 +1,174 @@
+"""Where an arriving pod's time goes: pods created one at a time at low rates on a real apiserver,
+volsched's creation-to-bind split into stages, kube-scheduler's creation-to-bind beside it, same run.
+
+For each ``--rates`` rate, volsched and kube-scheduler run in turn (interleaved, ``--repeat`` times), each
+on a fresh control plane with ``--nodes`` nodes (``bind_throughput.run_one``, arriving mode): the pods
+are created at that steady rate once the scheduler is ready. volsched runs with the ``volsched.latency``
+logger at DEBUG, whose lines stamp each pod (wall clock, the same machine's): seen by its watch, its
+session started, its bind handed to the port, sent, answered (see ``volsched.kube.latency``). With the
+bench's own watch (creation seen, bind seen) they make the stages:
+
+* ``watch``:    created (the bench's watch shows it) -> volsched's watch shows it (delivery, parse, cache);
+* ``wait``:     -> the session that placed it starts (the pacing wait, the loop's wake-up, lease/config);
+* ``session``:  -> its bind handed to the port (snapshot, actions: a session's cost for that pod);
+* ``queue``:    -> a bind worker sends it;
+* ``bind``:     -> its answer (the apiserver's write);
+* ``echo``:     answered -> the bench's watch shows it bound;
+* ``total``:    created -> bind seen (what kube-scheduler's column is).
+
+Also each session's CPU time and phases, for sessions that bound one pod. The absolute figures are
+worth little on a loaded machine; compare within one run, and look at the spread over the repeats.
+
+    python bench/arriving_latency.py [--rates 5,20,50] [--pods 100] [--nodes 200] [--repeat 1] [--json F]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+from bind_throughput import ROOT, Result, _commit, build_loadgen, kill_all, run_one  # noqa: E402
+from bindstats import percentile  # noqa: E402
+from machine import describe  # noqa: E402
+
+STAGES = ("watch", "wait", "session", "queue", "bind", "echo", "total")
+_POD = re.compile(
+    r"pod \S+/(\S+) seen (\S+) session (\S+) decided (\S+) sent (\S+) answered (\S+) result (\S+)"
+)
+_SESSION = re.compile(r"session started \S+ ended \S+ cpu (\S+) binds (\d+) ms: (.*)$")
+
+
+def volsched_stages(result: Result) -> tuple[dict[str, list[float]], list[dict[str, float]]]:
+    """Per stage, each pod's seconds; and each one-bind session's cpu and phases (ms)."""
+    stages: dict[str, list[float]] = {s: [] for s in STAGES}
+    sessions: list[dict[str, float]] = []
+    text = result.log.read_text(errors="replace") if result.log else ""
+    for line in text.splitlines():
+        if (m := _POD.search(line)) is not None:
+            name = m.group(1)
+            seen, started, decided, sent, answered = (float(m.group(i)) for i in range(2, 7))
+            created, bound = result.added.get(name), result.binds.get(name)
+            if created is None or bound is None or m.group(7) != "bound" or math.isnan(seen):
+                continue
+            points = (created, seen, started, decided, sent, answered, bound)
+            for stage, (a, b) in zip(STAGES, itertools.pairwise(points), strict=False):
+                stages[stage].append(b - a)
+            stages["total"].append(bound - created)
+        elif (s := _SESSION.search(line)) is not None and int(s.group(2)) == 1:
+            parts = {"cpu": 1000 * float(s.group(1))}
+            for part in s.group(3).split():
+                key, _, value = part.partition("=")
+                parts[key] = float(value)
+            sessions.append(parts)
+    return stages, sessions
+
+
+def _ms(values: list[float]) -> str:
+    if not values:
+        return "-"
+    return f"{1000 * percentile(values, 50):.1f}/{1000 * percentile(values, 99):.0f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rates", default="5,20,50", help="pods created per second, comma-separated")
+    p.add_argument("--pods", type=int, default=100, help="pods per run")
+    p.add_argument("--nodes", type=int, default=200)
+    p.add_argument("--repeat", type=int, default=1, help="runs of each scheduler at each rate, interleaved")
+    p.add_argument("--volsched-args", default="", help="extra options for volsched run")
+    p.add_argument("--source", type=Path, default=ROOT, help="run volsched from this checkout")
+    p.add_argument("--stall", type=float, default=60.0)
+    p.add_argument("--json", type=Path, help="write the per-run figures here")
+    args = p.parse_args(argv)
+    rates = [float(r) for r in args.rates.split(",") if r.strip()]
+    ns = argparse.Namespace(
+        nodes=args.nodes, pods=args.pods, stall=args.stall, create_procs=1, create_conns=8,
+        binder_procs=1, binder_conns=8, creator=None, source=args.source.resolve(), keep_logs="kept",
+        volsched_args=f"--log-level INFO,volsched.latency=DEBUG {args.volsched_args}".strip(),
+    )  # fmt: skip
+    ns.loadgen = build_loadgen()
+    ns.creator = "go" if ns.loadgen else "python"
+    print("machine:", describe())
+    print(f"volsched from {ns.source} at {_commit(ns.source)}; {args.nodes} nodes, {args.pods} pods per run")
+    rows: list[dict[str, Any]] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="volsched-bench-arriving-") as tmp:
+            for rate in rates:
+                for rep in range(args.repeat):
+                    for scheduler in ("volsched", "kube-scheduler"):
+                        ns.rate = rate
+                        workdir = Path(tmp) / f"{rate:g}-{rep}"
+                        try:
+                            r = run_one(scheduler, "arriving", ns, workdir)
+                        except Exception as exc:
+                            print(f"  {scheduler} at {rate:g}/s FAILED: {exc}", flush=True)
+                            continue
+                        row: dict[str, Any] = {
+                            "scheduler": scheduler, "rate": rate, "repeat": rep, "load": r.load,
+                            "bound": r.figures.bound, "arrived": r.arrived,
+                            "ready": r.ready, "cpu_per_1000": r.cpu_per_1000,
+                        }  # fmt: skip
+                        if scheduler == "volsched":
+                            stages, sessions = volsched_stages(r)
+                            row["stages"] = stages
+                            row["sessions"] = sessions
+                        else:
+                            row["stages"] = {
+                                "total": [r.binds[n] - r.added[n] for n in r.binds if n in r.added]
+                            }
+                        rows.append(row)
+                        print(
+                            f"  {time.strftime('%H:%M:%S')} {scheduler} {rate:g}/s: "
+                            f"p50/p99 {_ms(row['stages']['total'])} ms, load {r.load:.1f}",
+                            flush=True,
+                        )
+    finally:
+        kill_all()
+    print()
+    print("ms p50/p99 per stage (volsched), creation-to-bind (both); load = 1-min load average at the end")
+    print(f"{'rate':>5} {'rep':>3} {'scheduler':<15} " + " ".join(f"{s:>11}" for s in STAGES) + "  load")
+    for row in rows:
+        cells = " ".join(f"{_ms(row['stages'].get(s, [])):>11}" for s in STAGES)
+        print(f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<15} {cells}  {row['load']:.1f}")
+    for rate in rates:
+        ours = [
+            percentile(r["stages"]["total"], 50)
+            for r in rows
+            if r["rate"] == rate and r["scheduler"] == "volsched"
+        ]
+        theirs = [
+            percentile(r["stages"]["total"], 50)
+            for r in rows
+            if r["rate"] == rate and r["scheduler"] != "volsched"
+        ]
+        if ours and theirs:
+            ratios = [a / b for a, b in zip(ours, theirs, strict=False) if b > 0]
+            spread = f" (runs: {', '.join(f'{x:.2f}' for x in ratios)})" if len(ratios) > 1 else ""
+            print(
+                f"  {rate:g}/s: volsched p50 / kube-scheduler p50 = {statistics.median(ratios):.2f}{spread}"
+            )
+    one = [s for r in rows for s in r.get("sessions", [])]
+    if one:
+        keys = sorted({k for s in one for k in s})
+        print("one-bind sessions (ms, median over " + str(len(one)) + "): " + ", ".join(
+            f"{k} {statistics.median(s.get(k, 0.0) for s in one):.2f}" for k in keys
+        ))  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps({"machine": describe(), "rows": rows}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
