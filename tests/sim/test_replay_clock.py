@@ -247,3 +247,34 @@ def test_three_queues_every_start_worked_out_by_hand():
         "default/c2": (150, 160),
         "default/c3": (160, 165),
     }
+
+
+def test_a_node_made_later_arrives_then_and_a_removed_node_takes_its_pods_work_with_it():
+    # n0 (1 cpu) is there from the start and removed at 50; n1 (1 cpu) is made at 100.
+    #   0    a and b arrive (100 s each): a runs on n0, b waits.
+    #   50   n0 goes: a's 50 s are lost, and its owner makes it again (a-r1), pending.
+    #   100  n1 arrives: b, waiting since 0, is older than a-r1 (made at 50): b runs on n1 100..200,
+    #        then a-r1 200..300.
+    n0 = node("n0", cpu="1")
+    n0["metadata"]["annotations"] = {"simulate.volsched.io/remove-after": "50s"}
+    n1 = node("n1", cpu="1")
+    n1["metadata"]["creationTimestamp"] = at(100)
+    objs = [n0, n1, queue("q")]
+    objs += [
+        timed_pod("a", created=0, duration="100s", queue="q"),
+        timed_pod("b", created=0, duration="100s", queue="q"),
+    ]
+    result = run(objs)
+    a = result.runs["default/a"]
+    assert (a.node, a.started, a.evicted, a.lost) == ("n0", result.start, result.start + 50, 50)
+    assert result.jobs["default/a"].evictions == {"node-removed": 1}
+    assert times(result)["default/b"] == (100, 200)
+    assert times(result)["default/a-r1"] == (200, 300)
+    assert "n0" not in result.simulation.state.nodes and "n1" in result.simulation.state.nodes
+
+
+def test_a_bad_removal_time_is_refused(tmp_path, capsys):
+    n0 = node("n0", cpu="1")
+    n0["metadata"]["annotations"] = {"simulate.volsched.io/remove-after": "later"}
+    assert main(["simulate", "--replay", "-f", _write(tmp_path, [n0, queue("q")])]) == 2
+    assert "Node n0: annotation simulate.volsched.io/remove-after" in capsys.readouterr().err

@@ -30,17 +30,19 @@ from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import SessionResult
 from volsched.model.decode import parse_time
 from volsched.model.errors import InputError
+from volsched.model.scalars import duration_seconds
 from volsched.model.vocabulary import DEFAULT_SCHEDULER_NAMES
 from volsched.simulate.documents import EPOCH, Document
 from volsched.simulate.loop import SimulationResult, Simulator
 from volsched.simulate.report import Series, build_report, waits_by
-from volsched.simulate.timeport import JobRun, PodRun, TimePort
+from volsched.simulate.timeport import REMOVE_ANNOTATION, JobRun, PodRun, TimePort
 from volsched.simulate.trace import TraceJob, check_references, job_documents, priority_classes
 
 #: What arrives at one instant: (time, files before trace jobs, a batch of documents, or a trace's job).
 _Arrival = tuple[float, int, list[Document] | None, TraceJob | None]
 
-#: Kinds that arrive at their creationTimestamp; every other kind is there from the start.
+#: Kinds that arrive at their creationTimestamp; every other kind is there from the start, but for a
+#: Node made after the replay's start (the earliest arrival of these), which is added then.
 ARRIVING_KINDS = frozenset({"Pod", "PodGroup", "Job"})
 #: The operator's defaults: a session every second, and at least every 10 s while one may decide later.
 DEFAULT_PERIOD = 1.0
@@ -129,6 +131,25 @@ class Replay:
             else:
                 timed.append((at, i, doc))
         self.start = min((t for t, _, _ in timed), default=EPOCH)
+        # Nodes made after the start arrive then (a node added); any may go (a node removed).
+        self._removals: list[tuple[float, str]] = []
+        for i, doc in enumerate(static):
+            if doc.obj.get("kind") != "Node":
+                continue
+            meta = doc.obj.get("metadata") if isinstance(doc.obj.get("metadata"), dict) else {}
+            after = ((meta or {}).get("annotations") or {}).get(REMOVE_ANNOTATION)
+            if after is not None:
+                seconds = duration_seconds(after)
+                if seconds is None or seconds < 0:
+                    raise InputError(
+                        f"Node {(meta or {}).get('name')}: annotation {REMOVE_ANNOTATION}: expected a duration "
+                        f"from the replay's start like 90m or 6h, got {after!r}",
+                        source=doc.source,
+                    )
+                heapq.heappush(self._removals, (self.start + seconds, str((meta or {}).get("name"))))
+            if (at := arrival(doc)) is not None and at > self.start:
+                timed.append((at, i - len(static), doc))  # before the workloads of its instant
+        static = [d for d in static if not (d.obj.get("kind") == "Node" and (arrival(d) or 0.0) > self.start)]
         have = {
             (d.obj.get("metadata") or {}).get("name") for d in static if d.obj.get("kind") == "PriorityClass"
         }
@@ -190,7 +211,17 @@ class Replay:
     def _next_event(self) -> float:
         nxt = self._next[0] if self._next is not None else math.inf
         due = self.port.next_due()
-        return min(nxt, due if due is not None else math.inf)
+        gone = self._removals[0][0] if self._removals else math.inf
+        return min(nxt, gone, due if due is not None else math.inf)
+
+    def _remove_nodes(self, now: float) -> None:
+        while self._removals and self._removals[0][0] <= now:
+            at, name = heapq.heappop(self._removals)
+            self.port.finish_due(at)  # what ended before the node went
+            self.sim.clock = at
+            if name in self.sim.state.nodes:
+                self.port.remove_node(name, at)
+        self.sim.clock = now
 
     def run(self) -> ReplayResult:
         sim, port = self.sim, self.port
@@ -204,6 +235,7 @@ class Replay:
         deserved: dict[str, dict[str, float]] = {}
         while True:
             self._arrive(now)
+            self._remove_nodes(now)
             port.finish_due(now)
             sim.clock = now
             if port.budgets:  # budgets come with the cluster's files only (arrivals are workloads)

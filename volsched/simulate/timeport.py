@@ -21,7 +21,7 @@ advances the clock is :mod:`volsched.simulate.replay`.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +47,8 @@ Raw = Mapping[str, Any]
 DURATION_ANNOTATION = "simulate.volsched.io/duration"
 #: The job class a pod's job belongs to (the report groups by it).
 CLASS_ANNOTATION = "simulate.volsched.io/class"
+#: When a Node is removed: a duration from the replay's start (``"6h"``).
+REMOVE_ANNOTATION = "simulate.volsched.io/remove-after"
 #: What a job does when one of its pods is evicted: RestartJob or RestartPod (see the module's docstring).
 EVICTION_POLICY_ANNOTATION = "simulate.volsched.io/on-eviction"
 RESTART_JOB = "RestartJob"
@@ -332,7 +334,12 @@ class TimePort(MemoryPort):
             self._lose(run, now)
             if gangs.get(run.key):
                 restart.setdefault(run.job, run.key)
-        for job in restart:
+        self._restart(restart, now)
+        return out
+
+    def _restart(self, jobs: Iterable[str], now: float) -> None:
+        """Delete the running pods of ``jobs`` (their gang restarts whole) and make them again."""
+        for job in jobs:
             for key in sorted(self._live.get(job, set())):
                 run = self.runs[key]
                 raw = self.state.raw_pods.get(key)
@@ -345,7 +352,33 @@ class TimePort(MemoryPort):
                 self.release_claims(raw)
                 self._replace(raw)
                 self.restarted += 1
-        return out
+
+    def remove_node(self, name: str, now: float) -> int:
+        """The node is gone (``simulate.volsched.io/remove-after``): the pods running there lose their work
+        (counted as evictions ``node-removed``) and their owners make them again; a gang restarts whole
+        when its policy says so. Returns how many pods it ran."""
+        on_node = sorted(
+            key
+            for key, raw in self.state.raw_pods.items()
+            if (raw.get("spec") or {}).get("nodeName") == name
+            and key in self.runs
+            and self.runs[key].finished is None
+        )
+        gangs = {key: self._restarts_whole(key) for key in on_node}
+        restart: dict[str, None] = {}
+        for key in on_node:
+            run, raw = self.runs[key], self.state.raw_pods[key]
+            record = self.job_runs[run.job]
+            record.evictions["node-removed"] = record.evictions.get("node-removed", 0) + 1
+            self._lose(run, now)
+            self.remove("Pod", key)
+            self.release_claims(raw)
+            self._replace(raw)
+            if gangs[key]:
+                restart[run.job] = None
+        self.remove("Node", name)
+        self._restart(restart, now)
+        return len(on_node)
 
     def _restarts_whole(self, key: str) -> bool:
         """Whether evicting ``key`` restarts its whole gang (read before the eviction)."""
