@@ -260,9 +260,10 @@ def _demo(args: argparse.Namespace) -> int:
 def _check_config(args: argparse.Namespace) -> int:
     from volsched.configcheck import check
 
-    problems = [p for path in args.files for p in check(path)]
-    for problem in problems:
-        print(problem, file=sys.stderr)
+    warnings: list[str] = []
+    problems = [p for path in args.files for p in check(path, warnings)]
+    for line in [*problems, *warnings]:
+        print(line, file=sys.stderr)
     if problems:
         return 2
     print(f"{', '.join(args.files)}: the scheduler config loads")

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode
 
-from volsched.framework.registry import load_config
+from volsched.framework.registry import load_config, placement_gap
 from volsched.metrics.config import MetricsConfigError, parse_metrics_config
 from volsched.model.errors import InputError
 from volsched.model.yamlload import line_of, load_all_nodes
@@ -131,8 +131,9 @@ def _located(config: _Config, path: Sequence[str | int], message: str) -> str:
     return f"{config.where}:{line}: {message}" if line is not None else f"{config.where}: {message}"
 
 
-def _check_one(config: _Config) -> str | None:
-    """The problem with one config, located, or None when the operator would load it."""
+def _check_one(config: _Config, warnings: list[str] | None = None) -> str | None:
+    """The problem with one config, located, or None when the operator would load it (then what the
+    operator would warn of on loading it goes to ``warnings``, if given)."""
     try:
         text = config.text if config.text is not None else yaml.safe_dump(config.raw, sort_keys=False)
         loaded = load_config(text=text)
@@ -141,6 +142,9 @@ def _check_one(config: _Config) -> str | None:
         return _located(config, exc.field.split("."), str(exc))
     except InputError as exc:
         return _located(config, _path_of(exc.message, config), exc.message)
+    gap = placement_gap(loaded)
+    if gap is not None and warnings is not None:
+        warnings.append(_located(config, ["actions"], f"warning: {gap}"))
     return None
 
 
@@ -182,8 +186,9 @@ def _configs(where: str, docs: list[tuple[Any, Node]]) -> list[_Config]:
     return out
 
 
-def check(path: str) -> list[str]:
-    """Every problem with the configs in file ``path`` (``-``: standard input), one line each."""
+def check(path: str, warnings: list[str] | None = None) -> list[str]:
+    """Every problem with the configs in file ``path`` (``-``: standard input), one line each; what the
+    operator would warn of on loading them (a config that places no pod) goes to ``warnings``."""
     where = "<stdin>" if path == "-" else path
     try:
         data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
@@ -199,4 +204,4 @@ def check(path: str) -> list[str]:
             f"{where}: no scheduler config in it (a config with actions and tiers, a ConfigMap with key "
             f"{CONFIG_KEY}, or the chart's values with schedulerConfig)"
         ]
-    return [p for p in (_check_one(c) for c in configs) if p is not None]
+    return [p for p in (_check_one(c, warnings) for c in configs) if p is not None]

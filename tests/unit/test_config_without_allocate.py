@@ -103,3 +103,12 @@ def test_readyz_carries_the_warning_ready_or_not(problem: str | None, status: in
     got_status, body = asyncio.run(ask())
     assert got_status == status
     assert body == f"{problem or 'ok'}\nwarning: {ALLOCATE.format('enqueue')}\n"
+
+
+def test_check_config_loads_it_and_warns(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    conf = tmp_path / "conf.yaml"
+    conf.write_text(f'# a descheduler only\nactions: "enqueue, shuffle"\n{TIERS}')
+    assert main(["check-config", str(conf)]) == 0  # valid: it loads
+    out, err = capsys.readouterr()
+    assert "the scheduler config loads" in out
+    assert err == f"{conf}:2: warning: {ALLOCATE.format('enqueue, shuffle')}\n"
