@@ -130,6 +130,26 @@ CASES: list[tuple[str, list[str], Any]] = [
      and _container(o)["env"][-1] == {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}),
     ("metrics and dashboard open to anyone", ["--set", "httpAuth=false"],
      lambda o: _container(o)["args"][-2:] == ["--http-auth", "none"]),
+    ("webhooks with a self-signed CA", ["--set", "webhook.enabled=true"],
+     lambda o: _container(o)["args"][-8:] == ["--webhook-port", "9443", "--webhook-host", "0.0.0.0",
+                                              "--webhook-service", "volsched-system/volsched-webhook",
+                                              "--webhook-failure-policy", "Fail"]
+     and _one(o, "Service")["spec"]["ports"] == [{"name": "webhook", "port": 443, "targetPort": "webhook"}]
+     and {"protocol": "TCP", "port": 9443} in _one(o, "NetworkPolicy")["spec"]["ingress"][0]["ports"]
+     and any("validatingwebhookconfigurations" in r["resources"] for r in _one(o, "ClusterRole")["rules"])
+     and not [x for x in o if x["kind"] in ("Certificate", "Issuer")]),
+    ("webhooks with cert-manager and an issuer of the cluster",
+     ["--set", "webhook.enabled=true", "--set", "webhook.certManager.enabled=true",
+      "--set", "webhook.certManager.issuer.kind=ClusterIssuer", "--set", "webhook.certManager.issuer.name=ca",
+      "--set", "webhook.failurePolicy=Ignore"],
+     lambda o: _container(o)["args"][-4:] == ["--webhook-failure-policy", "Ignore",
+                                              "--webhook-cert-dir", "/var/run/volsched/webhook-certs"]
+     and _one(o, "Certificate")["spec"]["issuerRef"] == {"kind": "ClusterIssuer", "name": "ca"}
+     and _one(o, "Certificate")["spec"]["dnsNames"][0] == "volsched-webhook.volsched-system.svc"
+     and not [x for x in o if x["kind"] == "Issuer"]),
+    ("no webhooks by default", [],
+     lambda o: not [x for x in o if x["kind"] in ("Service", "Certificate")]
+     and not any("validatingwebhookconfigurations" in r["resources"] for r in _one(o, "ClusterRole")["rules"])),
     ("no NetworkPolicy", ["--set", "networkPolicy.enabled=false"],
      lambda o: not [x for x in o if x["kind"] == "NetworkPolicy"]),
     ("NetworkPolicy peers", ["--set-json", 'networkPolicy.from=[{"namespaceSelector": {"matchLabels": {"x": "y"}}}]'],

@@ -139,3 +139,22 @@ def test_a_queue_in_use_may_not_be_deleted() -> None:
     assert a.queue_deletion("q1") is None and a.queue_deletion("q2") is None
     a.state.apply(pod("routed", ns="ns-c"))  # its namespace's queue
     assert "still holds 2 job(s)" in (a.queue_deletion("team-a") or "")
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [
+        ("volsched-system/volsched-webhook", ("volsched-system", "volsched-webhook", 443)),
+        ("ns/svc:8443", ("ns", "svc", 8443)),
+        ("svc", None),
+        ("ns/svc:https", None),
+    ],
+)
+def test_the_webhook_service_reference(text: str, parsed: tuple[str, str, int] | None) -> None:
+    from volsched.operator.admission import parse_service
+
+    if parsed is None:
+        with pytest.raises(ValueError, match="expected namespace/name"):
+            parse_service(text)
+    else:
+        assert parse_service(text) == parsed

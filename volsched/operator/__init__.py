@@ -86,7 +86,7 @@ from volsched.kube.rest import LeanRest
 from volsched.kube.reviews import AccessReviews
 from volsched.kube.watch import ApiError, ListWatch
 from volsched.kube.writer import KubeWriter
-from volsched.operator.admission import Admission
+from volsched.operator.admission import Admission, ServiceWebhookServer, parse_service
 from volsched.operator.admission import register as register_webhooks
 from volsched.operator.certs import from_dir, self_signed
 from volsched.operator.http import HttpServer, health_problem, readiness_problem
@@ -725,9 +725,11 @@ class Operator:
         s.networking.error_backoffs = (0.2, 0.4, 0.8, *([1.0] * 60))
         w = self.settings.webhook
         if w.port:
-            url_host = w.url_host or w.host
+            service = parse_service(w.service) if w.service else None
+            url_host = f"{service[1]}.{service[0]}.svc" if service else (w.url_host or w.host)
             certs = from_dir(Path(w.cert_dir)) if w.cert_dir else self_signed([url_host, w.host])
-            s.admission.server = kopf.WebhookServer(
+            server_type = kopf.WebhookServer if service is None else ServiceWebhookServer.of(service)
+            s.admission.server = server_type(
                 addr=w.host,
                 port=w.port,
                 host=url_host,

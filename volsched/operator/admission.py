@@ -18,10 +18,13 @@ Whether the apiserver lets a request through when the webhook cannot answer is i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import kopf
+
+if TYPE_CHECKING:
+    from kopf._cogs.structs import reviews  # (kopf's own types of a webhook's client config)
 
 from volsched.cache.state import ClusterState
 from volsched.cache.volcano import VOLCANO_GROUP
@@ -150,6 +153,35 @@ class Admission:
             return None  # its PodGroup names the queue
         current = queue_annotation(annotations)
         return named if not current or current == DEFAULT_QUEUE else None
+
+
+def parse_service(text: str) -> tuple[str, str, int]:
+    """``namespace/name[:port]`` (port 443 when not given)."""
+    ref, _, port = text.partition(":")
+    namespace, _, name = ref.partition("/")
+    if not namespace or not name or (port and not port.isdigit()):
+        raise ValueError(f"--webhook-service: expected namespace/name[:port], got {text!r}")
+    return namespace, name, int(port or 443)
+
+
+class ServiceWebhookServer(kopf.WebhookServer):
+    """kopf's webhook server, whose webhook configurations reach it through a Service (``namespace``,
+    ``name``, ``port``) rather than a URL: the apiserver of a cluster resolves Services, seldom the
+    cluster's DNS names. :meth:`of` makes the class for one Service."""
+
+    service: tuple[str, str, int] = ("", "", 443)
+
+    @classmethod
+    def of(cls, service: tuple[str, str, int]) -> type[ServiceWebhookServer]:
+        return type("ServiceWebhookServer", (cls,), {"service": service})
+
+    async def __call__(self, fn: reviews.WebhookFn) -> AsyncIterator[reviews.WebhookClientConfig]:
+        namespace, name, port = self.service
+        async for config in super().__call__(fn):
+            yield {
+                "caBundle": config.get("caBundle"),
+                "service": {"namespace": namespace, "name": name, "port": port, "path": ""},
+            }
 
 
 def register(registry: kopf.OperatorRegistry, admission: Admission, *, fail_open: bool) -> None:

@@ -73,6 +73,9 @@ class WebhookSettings:
     cert_dir: str | None = None
     #: Queues and PodGroups: let requests through when the webhook cannot answer (Ignore) or not (Fail).
     fail_open: bool = False
+    #: "namespace/name[:port]" of a Service in front of the webhooks: the configurations name it (and the
+    #: self-signed certificate its DNS name) instead of a URL.
+    service: str | None = None
 
 
 @dataclass
@@ -148,6 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="tls.crt, tls.key and ca.crt (e.g. cert-manager's Secret); default: a self-signed CA made at start",
     )
     p.add_argument(
+        "--webhook-service",
+        default=None,
+        help="namespace/name[:port] of the Service in front of the webhooks (default: a URL to --webhook-url-host)",
+    )
+    p.add_argument(
         "--webhook-failure-policy",
         choices=("Fail", "Ignore"),
         default="Fail",
@@ -213,6 +221,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     s.webhook.port, s.webhook.host = args.webhook_port, args.webhook_host
     s.webhook.url_host, s.webhook.cert_dir = args.webhook_url_host, args.webhook_cert_dir
     s.webhook.fail_open = args.webhook_failure_policy == "Ignore"
+    s.webhook.service = args.webhook_service
     s.lease.namespace, s.lease.name, s.lease.duration = args.namespace, args.lease_name, args.lease_duration
     s.lease.renew_every = min(s.lease.renew_every, max(0.5, args.lease_duration / 3))
     s.lease.enabled = not args.no_lease
