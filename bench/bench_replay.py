@@ -49,7 +49,9 @@ def _timed(replay: Replay) -> tuple[Any, float, float]:
 
 def kueue(cohorts: int, period: float) -> None:
     scenario = kueue_baseline(cohorts=cohorts)
-    replay = Replay(scenario.documents, scenario.config, trace=scenario.trace, period=period)
+    replay = Replay(
+        scenario.documents, scenario.config, trace=scenario.trace, period=period, record_pods=False
+    )
     result, wall, cpu = _timed(replay)
     report = result.report()
     print(
@@ -106,7 +108,7 @@ def one_trace(jobs: int, nodes: int, hours: float) -> dict[str, Any]:
             jobs=jobs, hours=hours, queues=QUEUES, sizes={1: 0.7, 4: 0.2, 8: 0.1}, median=900, seed=1
         )
     )
-    replay = Replay(_cluster(nodes, list(QUEUES)), None, trace=trace, max_idle=60.0)
+    replay = Replay(_cluster(nodes, list(QUEUES)), None, trace=trace, max_idle=60.0, record_pods=False)
     peak = 0
     port = replay.port
     state = replay.sim.state

@@ -139,7 +139,14 @@ def _replay(args: argparse.Namespace, config: SchedulerConfig | None, names: Ite
 
     def once(documents: list[Document], conf: SchedulerConfig | None) -> dict[str, Any]:
         replay = Replay(
-            documents, conf, trace=trace, period=period, max_idle=max_idle, until=until, scheduler_names=names
+            documents,
+            conf,
+            trace=trace,
+            period=period,
+            max_idle=max_idle,
+            until=until,
+            scheduler_names=names,
+            record_pods=args.output != "html",  # the HTML report shows no pod
         )
         return replay_json(replay.run())
 

@@ -278,3 +278,14 @@ def test_a_bad_removal_time_is_refused(tmp_path, capsys):
     n0["metadata"]["annotations"] = {"simulate.volsched.io/remove-after": "later"}
     assert main(["simulate", "--replay", "-f", _write(tmp_path, [n0, queue("q")])]) == 2
     assert "Node n0: annotation simulate.volsched.io/remove-after" in capsys.readouterr().err
+
+
+def test_a_job_ends_when_its_pods_do_not_at_the_next_tick_and_leaves_no_pod_records_when_asked():
+    # A 5 s period: the pod bound at 0 succeeds at 2.5 s; the job's completion is 2.5, not 5. Without pod
+    # records, the finished job keeps only its job record.
+    objs = [node("n0", cpu="1"), queue("q"), timed_pod("a", created=0, duration="2500ms", queue="q")]
+    objs += [timed_pod("b", created=0, duration="1s", queue="q")]
+    result = Replay([Document(f"d{i}", o) for i, o in enumerate(objs)], period=5.0, record_pods=False).run()
+    assert result.runs == {}
+    jobs = {k: (j.admitted - result.start, j.finished - result.start) for k, j in result.jobs.items()}  # type: ignore[operator]
+    assert jobs == {"default/a": (0, 2.5), "default/b": (5, 6)}

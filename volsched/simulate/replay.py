@@ -114,7 +114,10 @@ class Replay:
         max_idle: float = DEFAULT_MAX_IDLE,
         until: float | None = None,
         scheduler_names: Iterable[str] = DEFAULT_SCHEDULER_NAMES,
+        record_pods: bool = True,
     ) -> None:
+        """``record_pods``: keep every pod's times for the result's ``runs`` (``-o json``); without, a
+        finished job's pods leave no record (the report needs only the jobs')."""
         if not (period > 0 and math.isfinite(period)):
             raise InputError(f"--period must be a positive number of seconds, got {period}")
         self.period, self.max_idle, self.until = period, max_idle, until
@@ -168,6 +171,7 @@ class Replay:
         port = self.sim.port
         assert isinstance(port, TimePort)
         self.port: TimePort = port
+        port.keep_pods = record_pods
         if trace:
             check_references(
                 trace,

@@ -162,6 +162,10 @@ class TimePort(MemoryPort):
         #: Jobs whose pods all succeeded, and pods a policy restarted with their gang.
         self.jobs_finished = 0
         self.restarted = 0
+        #: Whether the records of a finished job's pods are kept (``-o json`` lists every pod's times);
+        #: without, memory holds one small record per job that finished, none per pod.
+        self.keep_pods = True
+        self._pods_of: dict[str, list[str]] = {}
         #: Every job that ever existed, by its key (a PodRun's ``job``).
         self.job_runs: dict[str, JobRun] = {}
         self.ledger = Ledger()
@@ -194,6 +198,8 @@ class TimePort(MemoryPort):
         )
         self.runs[key] = run
         self._live.setdefault(job, set()).add(key)
+        if not self.keep_pods:
+            self._pods_of.setdefault(job, []).append(key)
         record = self.job_runs.get(job)
         if record is None:
             record = self.job_runs[job] = self._job_run(job, raw, run, now)
@@ -299,24 +305,31 @@ class TimePort(MemoryPort):
 
     def _done(self, job: str) -> None:
         """Every pod of ``job`` succeeded: its pods, PodGroup and Job leave the cache."""
-        live = self._live.get(job, set())
+        live = sorted(self._live.get(job, ()))
+        record = self.job_runs.get(job)
+        if record is not None:
+            record.finished = max((self.runs[k].finished or 0.0 for k in live), default=self.clock())
         owners: set[str] = set()
-        for key in sorted(live):
+        for key in live:
             raw = self.state.raw_pods.get(key) or {}
             ns = key.split("/", 1)[0]
             for ref in (raw.get("metadata") or {}).get("ownerReferences") or []:
                 if ref.get("kind") == "Job":
                     owners.add(f"{ns}/{ref.get('name')}")
             self.remove("Pod", key)
-        record = self.job_runs.get(job)
-        if record is not None:
-            record.finished = max((self.runs[k].finished or 0.0 for k in live), default=self.clock())
+        if not self.keep_pods:
+            self._forget(job)
         for owner in owners:
             self.jobs.pop(owner, None)
         group = self.state.podgroups.get(job)
         if group is not None and group.owner is None:
             self.remove(VOLCANO_PODGROUP if group.api_group == VOLCANO_GROUP else "PodGroup", job)
         self.jobs_finished += 1
+
+    def _forget(self, job: str) -> None:
+        """Drop the records of every pod a finished job ever had."""
+        for key in self._pods_of.pop(job, ()):
+            self.runs.pop(key, None)
 
     # --- the owners --------------------------------------------------------------------------------------
 
