@@ -102,7 +102,13 @@ def test_defaults_are_filled_in(mk: Kube) -> None:
     q = mk.queue(
         {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Queue", "metadata": {"name": "plain"}, "spec": {}}
     )
-    assert q["spec"] == {"weight": 1, "reclaimable": True, "state": "Open"}
+    assert q["spec"] == {
+        "weight": 1,
+        "reclaimable": True,
+        "state": "Open",
+        "priority": 0,
+        "allowNotPreemptable": False,
+    }
     ns = mk.namespace("crd-defaults")
     pg = mk.podgroup(
         ns, {"apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup", "metadata": {"name": "pg"}, "spec": {}}
