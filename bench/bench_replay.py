@@ -5,8 +5,8 @@
   mean time to admission per workload class, the least ClusterQueue usage (a leaf queue's held cpu over
   its nominal quota, its guarantee, averaged over the run) and the makespan, next to Kueue's thresholds.
   ``--cohorts N`` keeps N of the 5 cohorts (the same shape, N/5 of the work).
-* ``memory``: traces of the same arrival rate over ``hours`` and twice as many hours (twice the jobs,
-  the same load at any moment), each replayed in a fresh process: the cache at its fullest and the peak
+* ``memory``: traces of the same steady arrival rate over ``hours`` and twice as many hours (twice the
+  jobs, the same load at any moment), each replayed in a fresh process: the cache at its fullest and the peak
   RSS. The cache holds live objects only (finished jobs' pods and PodGroups are deleted), so its peak is
   about the same for both; the RSS grows only by the per-job records the report keeps.
 * ``large``: ``--jobs`` synthetic jobs (default 100,000) on ``--nodes`` nodes (default 1,000) over a day.
@@ -153,7 +153,7 @@ def memory(jobs: int, nodes: int, hours: float) -> None:
 
 
 def large(jobs: int, nodes: int) -> None:
-    r = in_fresh_process(__file__, "--one", str(jobs), str(nodes), "24")
+    r = in_fresh_process(__file__, "--one", str(jobs), str(nodes), "24", "3")
     print(
         f"large: {r['jobs']} jobs on {r['nodes']} nodes over a day: replayed in {r['wall']:.1f} s wall "
         f"({r['cpu']:.1f} s CPU), {r['sessions']} sessions ({r['skipped']} skipped), {r['finished']} finished, "
@@ -164,8 +164,13 @@ def large(jobs: int, nodes: int) -> None:
 def main() -> None:
     if "--json" in sys.argv:  # one grid point, in its own process (machine.in_fresh_process)
         i = sys.argv.index("--one")
-        jobs, nodes, hours = int(sys.argv[i + 1]), int(sys.argv[i + 2]), float(sys.argv[i + 3])
-        print(json.dumps(one_trace(jobs, nodes, hours)))
+        jobs, nodes, hours, peak = (
+            int(sys.argv[i + 1]),
+            int(sys.argv[i + 2]),
+            float(sys.argv[i + 3]),
+            float(sys.argv[i + 4]),
+        )
+        print(json.dumps(one_trace(jobs, nodes, hours, peak)))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("parts", nargs="*", choices=("kueue", "memory", "large", []), default=[])
