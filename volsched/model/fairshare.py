@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from volsched.model.resources import EPS
+from volsched.model.resources import EPS, format_amount
 
 Vector = npt.NDArray[np.float64]
 Matrix = npt.NDArray[np.float64]
@@ -223,7 +223,7 @@ def effective_guarantees(
     if describe is None:
 
         def describe(d: int, amount: float) -> str:
-            return f"{amount:g}"
+            return format_amount(dims[d], amount)
 
     problems = list(tree.problems)
     bottom_up = list(reversed(tree.order))
