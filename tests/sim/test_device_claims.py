@@ -10,6 +10,7 @@ import pytest
 from tests.builders import (
     PRIORITIES,
     Obj,
+    batch_job,
     claiming,
     device_class,
     device_request,
@@ -265,3 +266,38 @@ def test_a_queue_takes_back_its_share_of_the_gpus() -> None:
     assert victim.startswith("default/b-")
     assert s.data["pods"]["default/a-0"]["node"] == "n0"
     assert s.held("a", "devices/gpu.example.com") == 1 and s.held("b", "devices/gpu.example.com") == 1
+
+
+def claim_template(name: str, *, ns: str = "default") -> Obj:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"spec": {"devices": {"requests": [device_request()]}}},
+    }
+
+
+def test_the_simulator_makes_the_claims_of_a_jobs_pods_from_their_template() -> None:
+    job = batch_job("train", parallelism=4, group="train")
+    job["spec"]["template"]["spec"]["resourceClaims"] = [
+        {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}
+    ]
+    objs: list[Obj] = [
+        GPU_CLASS,
+        *gpu_nodes(3, 1),
+        claim_template("one-gpu"),
+        podgroup("train", min_member=3),
+        job,
+    ]
+    result = simulate_objects(objs)
+    data = to_json(result)
+    running = sorted(k for k, v in data["pods"].items() if v["node"])
+    assert len(running) == 3  # three GPUs for four pods
+    claims = result.state.resource_claims
+    assert len(claims) == 4  # one a pod, made from the template
+    for key in running:
+        [pc] = result.state.tasks[key].resource_claims
+        assert pc.template == "one-gpu" and pc.claim.startswith(f"{key.split('/')[1]}-gpu-")
+        assert claims[f"default/{pc.claim}"].allocation is not None
+    devices = {r.pool for c in claims.values() if c.allocation for r in c.allocation.results}
+    assert devices == {"n0", "n1", "n2"}

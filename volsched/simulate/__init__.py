@@ -2,8 +2,9 @@
 
 It reads Nodes, Namespaces, ResourceQuotas, PriorityClasses, Pods, PodGroups, Queues, batch/v1 Jobs,
 PersistentVolumeClaims and PersistentVolumes (for the node affinity of the volumes pods mount),
-policy/v1 PodDisruptionBudgets and DeviceClasses, ResourceSlices and ResourceClaims (devices claimed
-through Dynamic Resource Allocation: a bind writes its claims' allocation, see ``docs/dra.md``), then runs :func:`volsched.cycle.run_cycle` until a cycle changes
+policy/v1 PodDisruptionBudgets and DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates
+(devices claimed through Dynamic Resource Allocation: a bind writes its claims' allocation, and the claims
+of templates are made as the resource claim controller makes them; see ``docs/dra.md``), then runs :func:`volsched.cycle.run_cycle` until a cycle changes
 nothing or the session limit is reached, with decisions carried out in memory (binds place pods,
 evictions a budget allows delete them, and playing the job controller it creates a pending
 replacement for an evicted pod of a Job).

@@ -38,7 +38,7 @@ MAX_PARALLELISM = 10_000
 #: The most pods all Jobs of a simulation start with (the largest scale ``make bench`` measures).
 MAX_JOB_PODS = 50_000
 #: Kinds the simulator plays itself (the job controller), beside the cache's.
-OWN_KINDS = ("Job",)
+OWN_KINDS = ("Job", "ResourceClaimTemplate")
 #: Kinds whose objects live in a namespace.
 NAMESPACED = frozenset(
     {
@@ -49,6 +49,7 @@ NAMESPACED = frozenset(
         "PersistentVolumeClaim",
         "PodDisruptionBudget",
         "ResourceClaim",
+        "ResourceClaimTemplate",
     }
 )
 
@@ -108,6 +109,7 @@ class Simulator:
             "DeviceClass",
             "ResourceSlice",
             "ResourceClaim",
+            "ResourceClaimTemplate",
             "PodGroup",
             "Job",
             "Pod",
@@ -143,6 +145,8 @@ class Simulator:
                     self._add_job(doc.obj)
                 elif kind == "PodDisruptionBudget":
                     self.port.add_budget(doc.obj)
+                elif kind == "ResourceClaimTemplate":
+                    self.port.add_claim_template(doc.obj)
                 elif str(doc.obj.get("apiVersion") or "").startswith(f"{VOLCANO_GROUP}/"):
                     volcano_kind = VOLCANO_PODGROUP if kind == "PodGroup" else VOLCANO_QUEUE
                     self.port.put({**doc.obj, "kind": volcano_kind})

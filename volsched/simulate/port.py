@@ -19,6 +19,7 @@ once:
 from __future__ import annotations
 
 import copy
+import hashlib
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -28,6 +29,7 @@ from volsched.cache.feeder import Feeder
 from volsched.cycle import BOUND, EVICTED, GONE, BindOutcome, EvictOutcome, StatusReport
 from volsched.framework.decisions import Bind, Evict, SessionResult
 from volsched.framework.messages import eviction_events
+from volsched.model.decode import resource_claim
 from volsched.model.devices import allocation_status, released_status
 from volsched.model.errors import InputError
 from volsched.model.vocabulary import Task, TaskStatus
@@ -35,6 +37,9 @@ from volsched.simulate.budgets import Budget, Owner, health, observe_scales, par
 from volsched.simulate.documents import iso
 
 Raw = Mapping[str, Any]
+
+#: The annotation the resource claim controller puts on a claim it made: the pod's name for the claim.
+POD_CLAIM_NAME = "resource.kubernetes.io/pod-claim-name"
 
 #: The simulator's Jobs without a metadata.uid get one derived from their namespace and name.
 _JOB_UIDS = uuid.UUID("6c0f5c1e-8d0a-4a59-9f57-5d2f4b7c9a10")
@@ -69,6 +74,9 @@ class MemoryPort:
         self._scales: dict[Owner, int] = {}
         #: The ResourceClaims as last put ("ns/name" -> object): a bind writes its allocation into them.
         self.resource_claims: dict[str, Raw] = {}
+        #: The ResourceClaimTemplates ("ns/name" -> object): the claims of the pods that name them are
+        #: made from them, as the resource claim controller does.
+        self.claim_templates: dict[str, Raw] = {}
 
     # --- the objects (the apiserver) ----------------------------------------------------------------------
 
@@ -82,6 +90,8 @@ class MemoryPort:
             meta["uid"] = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         if obj.get("kind") == "Pod":
             obj = _reported_ready(obj)
+            if self.claim_templates:
+                obj = self._claims_made(obj, meta)
         obj = {**obj, "metadata": meta}
         self.feeder.apply(str(obj.get("kind")), obj, strict=True)
         if obj.get("kind") == "ResourceClaim":
@@ -232,6 +242,54 @@ class MemoryPort:
             out.append(EvictOutcome(ev, EVICTED))
         return out
 
+    def add_claim_template(self, obj: Raw) -> None:
+        """A ResourceClaimTemplate (raises :class:`InputError` naming a bad field)."""
+        meta = obj.get("metadata") or {}
+        ns, name = meta.get("namespace") or "default", meta.get("name")
+        spec = (obj.get("spec") or {}).get("spec")
+        if not isinstance(spec, Mapping):
+            raise InputError(f"ResourceClaimTemplate {ns}/{name}: missing field spec.spec")
+        resource_claim({"metadata": {"name": str(name), "namespace": ns}, "spec": spec})  # checked as a claim
+        self.claim_templates[f"{ns}/{name}"] = obj
+
+    def _claims_made(self, pod: Raw, meta: Mapping[str, Any]) -> Raw:
+        """Play the resource claim controller: for each of the pod's ``resourceClaims`` made from a
+        template it has not made yet, a ResourceClaim from the template (named ``<pod>-<claim>-<5
+        characters>``, owned by the pod), and its name in the pod's ``status.resourceClaimStatuses``."""
+        ns = meta.get("namespace") or "default"
+        status = dict(pod.get("status") or {})
+        made = list(status.get("resourceClaimStatuses") or [])
+        named = {m.get("name") for m in made if isinstance(m, Mapping)}
+        changed = False
+        for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+            template = self.claim_templates.get(f"{ns}/{entry.get('resourceClaimTemplateName')}")
+            if template is None or entry.get("name") in named:
+                continue
+            digest = hashlib.sha256(f"{meta.get('uid')}/{entry['name']}".encode()).hexdigest()[:5]
+            name = f"{meta.get('name')}-{entry['name']}-{digest}"[:253]
+            tmeta = (template.get("spec") or {}).get("metadata") or {}
+            owner = {"apiVersion": "v1", "kind": "Pod", "name": meta.get("name"), "uid": meta.get("uid")}
+            self.put(
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "ResourceClaim",
+                    "metadata": {
+                        "name": name,
+                        "namespace": ns,
+                        "uid": f"{ns}/{name}",
+                        "labels": dict(tmeta.get("labels") or {}),
+                        "annotations": {**(tmeta.get("annotations") or {}), POD_CLAIM_NAME: entry["name"]},
+                        "ownerReferences": [{**owner, "controller": True, "blockOwnerDeletion": True}],
+                    },
+                    "spec": copy.deepcopy((template.get("spec") or {}).get("spec") or {}),
+                }
+            )
+            made.append({"name": entry["name"], "resourceClaimName": name})
+            changed = True
+        if not changed:
+            return pod
+        return {**pod, "status": {**status, "resourceClaimStatuses": made}}
+
     def release_claims(self, pod: Raw) -> None:
         """Play the resource claim controller for a pod that is gone: out of its claims' ``reservedFor``,
         and a claim no pod holds any more deallocated."""
@@ -248,6 +306,12 @@ class MemoryPort:
         for name in sorted(names):
             claim = self.resource_claims.get(f"{ns}/{name}")
             if claim is None:
+                continue
+            owners = (claim.get("metadata") or {}).get("ownerReferences") or []
+            if any(o.get("kind") == "Pod" and o.get("uid") == uid for o in owners):
+                # Made for this pod from a template: it goes with the pod (the garbage collector's part).
+                del self.resource_claims[f"{ns}/{name}"]
+                self.remove("ResourceClaim", f"{ns}/{name}")
                 continue
             status = released_status(claim.get("status"), pod_uid=uid)
             if status is not None:
