@@ -12,7 +12,7 @@ import yaml
 from tests.builders import batch_job, node, pod, podgroup, priority_class, queue
 from tests.sim._eviction_helpers import eviction_config
 from volsched.cli import main
-from volsched.simulate import Document, Replay, ReplayResult
+from volsched.simulate import Document, Replay, ReplayResult, replay_json
 from volsched.simulate.documents import EPOCH, iso
 from volsched.simulate.timeport import DURATION_ANNOTATION, EVICTION_POLICY_ANNOTATION
 
@@ -289,3 +289,27 @@ def test_a_job_ends_when_its_pods_do_not_at_the_next_tick_and_leaves_no_pod_reco
     assert result.runs == {}
     jobs = {k: (j.admitted - result.start, j.finished - result.start) for k, j in result.jobs.items()}  # type: ignore[operator]
     assert jobs == {"default/a": (0, 2.5), "default/b": (5, 6)}
+
+
+def test_a_bad_duration_hours_into_the_replay_is_refused_before_it_starts(tmp_path, capsys):
+    job = created(batch_job("late", annotations={DURATION_ANNOTATION: "a while"}), 5 * 3600)
+    objs = [node("n0", cpu="1"), queue("q"), timed_pod("a", created=0, duration="1m", queue="q"), job]
+    assert main(["simulate", "--replay", "-f", _write(tmp_path, objs)]) == 2
+    err = capsys.readouterr().err
+    assert "document 4" in err and "Job default/late" in err and "'a while'" in err
+
+
+def test_until_ends_the_replay_with_what_still_runs_and_waits():
+    objs = [node("n0", cpu="1"), queue("q")]
+    objs += [
+        timed_pod("a", created=0, duration="1h", queue="q"),
+        timed_pod("b", created=10, duration="1h", queue="q"),
+    ]
+    result = run(objs, until=600.0)
+    assert times(result) == {"default/a": (0, None), "default/b": (None, None)}
+    report = replay_json(result)["report"]
+    assert (
+        report["end"] <= 600
+        and report["queues"]["q"]["running"] == 1
+        and report["queues"]["q"]["waiting"] == 1
+    )

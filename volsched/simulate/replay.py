@@ -28,14 +28,14 @@ from typing import Any
 from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, EvictOutcome, IdleSkip, run_cycle
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import SessionResult
-from volsched.model.decode import parse_time
+from volsched.model.decode import object_ref, parse_time
 from volsched.model.errors import InputError
 from volsched.model.scalars import duration_seconds
 from volsched.model.vocabulary import DEFAULT_SCHEDULER_NAMES
 from volsched.simulate.documents import EPOCH, Document
 from volsched.simulate.loop import SimulationResult, Simulator
 from volsched.simulate.report import Series, build_report, waits_by
-from volsched.simulate.timeport import REMOVE_ANNOTATION, JobRun, PodRun, TimePort
+from volsched.simulate.timeport import REMOVE_ANNOTATION, JobRun, PodRun, TimePort, pod_duration
 from volsched.simulate.trace import TraceJob, check_references, job_documents, priority_classes
 
 #: What arrives at one instant: (time, files before trace jobs, a batch of documents, or a trace's job).
@@ -100,6 +100,20 @@ def arrival(doc: Document) -> float | None:
     return parse_time(meta["creationTimestamp"], where=f"{doc.source}: metadata.creationTimestamp")
 
 
+def _check_duration(doc: Document) -> None:
+    """A Pod's or a Job's pod template's duration annotation, checked (:class:`InputError` naming it)."""
+    obj = doc.obj
+    template = obj
+    if obj.get("kind") == "Job":
+        spec = obj.get("spec")
+        template = (spec.get("template") if isinstance(spec, dict) else None) or {}
+    if isinstance(template, dict) and isinstance(template.get("metadata") or {}, dict):
+        try:
+            pod_duration(template, where=object_ref(obj))
+        except InputError as exc:
+            raise InputError(exc.message, source=doc.source) from None
+
+
 class Replay:
     """One replay of ``documents`` (and of a ``trace``'s jobs) under ``config`` (see the module's
     docstring)."""
@@ -129,7 +143,9 @@ class Replay:
         for i, doc in enumerate(documents):
             if doc.obj.get("kind") not in ARRIVING_KINDS:
                 static.append(doc)
-            elif (at := arrival(doc)) is None:
+                continue
+            _check_duration(doc)  # now, not when it arrives hours into the replay
+            if (at := arrival(doc)) is None:
                 untimed.append(doc)
             else:
                 timed.append((at, i, doc))
