@@ -118,3 +118,14 @@ def test_json_output_carries_the_report(tmp_path, capsys):
         "jobs", "finished", "running", "waiting", "wait", "completion", "slowdown", "evictions", "lostHours",
         "lostGpuHours", "meanHeld", "meanShare", "guaranteeUsage", "meanDeserved", "stillWaitingMax",
     }  # fmt: skip
+
+
+def test_series_keep_at_most_their_limit_by_doubling_their_step():
+    from volsched.simulate.report import Series
+
+    series = Series(step=1.0, limit=8)
+    for t in range(100):
+        series.sample(float(t), {"q": {"cpu": float(t)}}, {})
+    assert len(series.t) <= 8 and series.step >= 8.0
+    assert series.t == sorted(series.t) and series.t[0] == 0.0
+    assert all(h["q"]["cpu"] == t for t, h in zip(series.t, series.held, strict=True))
