@@ -301,3 +301,20 @@ def test_the_simulator_makes_the_claims_of_a_jobs_pods_from_their_template() -> 
         assert claims[f"default/{pc.claim}"].allocation is not None
     devices = {r.pool for c in claims.values() if c.allocation for r in c.allocation.results}
     assert devices == {"n0", "n1", "n2"}
+
+
+def test_a_gang_stays_in_one_domain_named_by_a_device_attribute() -> None:
+    # Two NVLink domains, published by the driver as a device attribute (no node label says so): a
+    # has n0 and n1 with one GPU each, b has n2 and n3 with two each. A gang of three that must share a
+    # domain goes to b, though a's nodes come first by name.
+    objs: list[Obj] = [GPU_CLASS]
+    for i, (domain, gpus) in enumerate([("a", 1), ("a", 1), ("b", 2), ("b", 2)]):
+        objs.append(node(f"n{i}"))
+        devices = [gpu(f"gpu-{k}", nvlinkDomain=domain) for k in range(gpus)]
+        objs.append(resource_slice(f"n{i}-gpus", devices, node=f"n{i}"))
+    objs.append(podgroup("train", min_member=3, topology=("gpu.example.com/nvlinkDomain", "Required")))
+    for i in range(3):
+        objs += [resource_claim(f"train-{i}-gpu"), claiming(f"train-{i}", f"train-{i}-gpu", group="train")]
+    data = run(objs)
+    where = {data["pods"][f"default/train-{i}"]["node"] for i in range(3)}
+    assert where <= {"n2", "n3"} and None not in where, where

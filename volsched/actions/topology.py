@@ -39,7 +39,10 @@ PlaceFn = Callable[[Session, QueueSpec, Job, TaskQueue, Statement], tuple[bool, 
 def _topology(session: Session) -> Topology:
     topo = session.state.get("topology")
     if not isinstance(topo, Topology):
-        topo = Topology(session.nodes.specs)
+        # A gang's topology key may be a device attribute too (an NVLink domain): each node's devices'.
+        catalog = session.devices.catalog
+        extra = catalog.node_attributes() if len(catalog) else None
+        topo = Topology(session.nodes.specs, extra=extra)
         session.state["topology"] = topo
     return topo
 

@@ -497,8 +497,12 @@ def node_placement_masks(specs: Sequence[NodeSpec], task: Task) -> tuple[BoolArr
 class Topology:
     """Node -> topology domain index, per label key, for one ordered list of nodes."""
 
-    def __init__(self, specs: Sequence[NodeSpec]) -> None:
+    def __init__(
+        self, specs: Sequence[NodeSpec], *, extra: Sequence[Mapping[str, str]] | None = None
+    ) -> None:
+        """``extra``: per node, more labels (the attributes its devices share), below its own."""
         self.specs = specs
+        self.extra = extra
         self._keys: dict[str, tuple[IntArray, list[str]]] = {}
 
     def domains(self, key: str) -> tuple[IntArray, list[str]]:
@@ -507,6 +511,8 @@ class Topology:
         if hit is None:
             values: dict[str, int] = {}
             raw = [s.labels.get(key) for s in self.specs]
+            if self.extra is not None:
+                raw = [v if v is not None else more.get(key) for v, more in zip(raw, self.extra, strict=True)]
             for v in raw:
                 if v is not None and v not in values:
                     values[v] = len(values)

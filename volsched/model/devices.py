@@ -118,6 +118,16 @@ def _is_semver(text: Any) -> bool:
     return isinstance(text, str) and _SEMVER_RE.match(text) is not None
 
 
+def _text(value: Any) -> str:
+    """An attribute's value as a label value: ``true``, ``3``, ``a100``, ``1.2.3``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict) and _SEMVER in value:
+        major, minor, patch, _, pre = value[_SEMVER]
+        return f"{major}.{minor}.{patch}" + (f"-{pre}" if pre else "")
+    return str(value)
+
+
 def _order(value: Any) -> tuple[Any, ...]:
     if isinstance(value, dict) and _QUANTITY in value:
         return (value[_QUANTITY],)
@@ -426,6 +436,7 @@ class DeviceCatalog:
         self.supported: BoolArray = np.array([not d.unsupported for d in self.devices], dtype=bool)
         self._matches: dict[tuple[str, tuple[str, ...]], tuple[BoolArray, str]] = {}
         self._contexts: list[Any] | None = None
+        self._node_attributes: list[dict[str, str]] | None = None
 
     def __len__(self) -> int:
         return len(self.devices)
@@ -480,6 +491,26 @@ class DeviceCatalog:
             match, _ = self.matches(DeviceRequest(name="", device_class=name))
             out[name] = np.bincount(self.pair_node[match[self.pair_dev]], minlength=len(self.node_names))
         return out
+
+    def node_attributes(self) -> list[dict[str, str]]:
+        """Per node, the attributes (``domain/name`` -> value as text) that every device attached to it
+        and having the attribute has with one value: what a gang's topology may name, as a node label
+        (an NVLink domain, say). Computed once."""
+        if self._node_attributes is None:
+            out: list[dict[str, str]] = []
+            for i in range(len(self.node_names)):
+                seen: dict[str, str | None] = {}
+                for d in self.on_node(i).tolist():
+                    dev = self.devices[d]
+                    if dev.node_name != self.node_names[i]:
+                        continue
+                    for domain, attrs in dev.attributes.items():
+                        for name, value in attrs.items():
+                            key, text = f"{domain}/{name}", _text(value)
+                            seen[key] = text if seen.get(key, text) == text else None
+                out.append({k: v for k, v in seen.items() if v is not None})
+            self._node_attributes = out
+        return self._node_attributes
 
     def _device_contexts(self) -> list[Any]:
         if self._contexts is None:
