@@ -50,6 +50,12 @@ bench-bind: $(STAMP)
 	bash hack/controlplane/build.sh >/dev/null
 	$(BIN)/python bench/bind_throughput.py $(BENCH_ARGS)
 
+## kube-scheduler's scheduler_perf workloads, volsched and kube-scheduler in one invocation (BENCH_ARGS=--full:
+## 5,000 nodes; default --quick, a few minutes; see bench/bench_perf.py).
+bench-perf: $(STAMP)
+	bash hack/controlplane/build.sh >/dev/null
+	nice -n 10 $(BIN)/python bench/bench_perf.py --json bench-perf.json $(BENCH_ARGS)
+
 ## Decision quality, not time: placements against the fluid hierarchical water-fill.
 bench-fairshare: $(STAMP)
 	$(BIN)/python bench/bench_fairshare.py

@@ -1,0 +1,588 @@
+"""kube-scheduler's own benchmark workloads (its ``scheduler_perf`` suite) on a real apiserver: volsched and
+kube-scheduler in the same invocation, one after the other on each workload, each on a fresh control plane.
+
+The workloads follow ``test/integration/scheduler_perf/config/performance-config.yaml`` and its templates
+(nodes of 4 cpu / 32Gi / 110 pods; pods asking 100m / 500Mi), written here from their description:
+
+* SchedulingBasic: plain pods;
+* SchedulingNodeAffinity: every node in zone1; pods require zone in (zone1, zone2);
+* TopologySpreading / PreferredTopologySpreading: nodes in three zones; measured pods spread over the
+  zones, maxSkew 5, DoNotSchedule / ScheduleAnyway (the init pods are plain);
+* SchedulingPodAntiAffinity: pods labelled color=green, none two on one host;
+* SchedulingPodAffinity: every node in zone1; pods require a pod with their label in their zone;
+* SchedulingWithMixedChurn: every second a node, a high-priority pod too large for any node and a
+  Service are made, and the previous ones deleted, while the measured pods are scheduled;
+* Unschedulable: init pods asking 9 cpu (never fit) wait in the way of the measured plain ones;
+* Preemption: low-priority pods of 900m fill the nodes, the measured high-priority ones ask 3 cpu and
+  preempt three each (victims have a zero grace period: with no kubelet they go at once, as KWOK's do);
+* GangsSmall / GangsLarge: many gangs of 4 / a few large gangs, each a volsched PodGroup (minMember the
+  whole gang). The kube-scheduler built by hack/controlplane serves no gang API: it schedules the same
+  pods one by one, so these two rows compare a gang scheduler with a pod scheduler, not like with like.
+
+Deviations from scheduler_perf: all pods live in one namespace (``bench``; scheduler_perf puts the init
+and measured pods of the affinity workloads in two), so the anti-affinity sizes keep init + measured
+within the nodes; volsched runs Preemption with the ``preempt`` action added to its default config
+(and gang's vote on victims off: see :data:`PREEMPT_CONFIG`).
+
+Each run: a fresh control plane, its nodes, the scheduler started and ready, the init pods created and
+(but for Unschedulable) all bound, then the measured pods created all at once (``loadgen create``).
+Measured: pods/s = measured pods bound / (last bind - first measured pod seen created), p50/p99 of their
+creation-to-bind (as the bench's own watch sees both), the scheduler's CPU seconds over that window and
+its peak RSS. The table gives both schedulers and volsched's ratio; ``--json`` writes it all.
+
+    python bench/bench_perf.py [--quick | --full] [--only SchedulingBasic,...] [--json FILE]
+
+Absolute figures say little on a loaded machine: the report prints the load before and after each run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import math
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+from bind_throughput import (  # noqa: E402
+    NAMESPACE,
+    OPERATOR_NS,
+    ROOT,
+    SCHEDULER_NAMES,
+    Conn,
+    _commit,
+    _say,
+    build_loadgen,
+    create,
+    kill_all,
+    kill_tree,
+    prepare_cluster,
+    start_creation,
+    start_kube_scheduler,
+    start_volsched,
+    start_watch,
+)
+from bindstats import TreeUsage, percentile  # noqa: E402
+from machine import describe  # noqa: E402
+
+from volsched_dev.devcluster import LocalControlPlane  # noqa: E402
+
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+Body = dict[str, Any]
+
+#: volsched's default config with preempt, and gang's vote on victims off (as Volcano's configs for
+#: priority preemption have it): with it, gang keeps every pod alone (a gang of one at its minimum) from
+#: being a victim, and kube-scheduler's workload has nothing but such pods.
+PREEMPT_CONFIG = """\
+actions: "enqueue, allocate, preempt, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+  - name: pdb
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: reservation
+  - name: nodeorder
+  - name: binpack
+"""
+
+
+# --------------------------------------------------------------------------- templates
+
+
+def node(name: str, zone: str | None) -> Body:
+    res = {"cpu": "4", "memory": "32Gi", "pods": "110"}
+    labels = {HOST: name, **({ZONE: zone} if zone else {})}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {
+            "capacity": res,
+            "allocatable": res,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "bench"}],
+        },
+    }
+
+
+def pod(name: str, scheduler: str, *, cpu: str = "100m", memory: str = "500Mi", **spec: Any) -> Body:
+    labels = spec.pop("labels", {})
+    annotations = spec.pop("annotations", {})
+    meta: Body = {"name": name, "labels": labels}
+    if annotations:
+        meta["annotations"] = annotations
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {
+            "schedulerName": scheduler,
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "pause",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
+                }
+            ],
+            **spec,
+        },
+    }
+
+
+def _selector(key: str, value: str | None = None) -> Body:
+    if value is None:
+        return {"matchExpressions": [{"key": key, "operator": "Exists"}]}
+    return {"matchLabels": {key: value}}
+
+
+def node_affinity_pod(name: str, scheduler: str) -> Body:
+    term = {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["zone1", "zone2"]}]}
+    affinity = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+    }
+    return pod(name, scheduler, affinity=affinity)
+
+
+def spread_pod(name: str, scheduler: str, *, hard: bool) -> Body:
+    constraint = {
+        "maxSkew": 5,
+        "topologyKey": ZONE,
+        "whenUnsatisfiable": "DoNotSchedule" if hard else "ScheduleAnyway",
+        "labelSelector": _selector("foo"),
+    }
+    return pod(name, scheduler, labels={"foo": ""}, topologySpreadConstraints=[constraint])
+
+
+def anti_affinity_pod(name: str, scheduler: str) -> Body:
+    term = {"labelSelector": _selector("color", "green"), "topologyKey": HOST}
+    affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    return pod(
+        name, scheduler, labels={"color": "green", "name": "unit-test-anti-affinity"}, affinity=affinity
+    )
+
+
+def affinity_pod(name: str, scheduler: str) -> Body:
+    term = {"labelSelector": _selector("foo"), "topologyKey": ZONE}
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    return pod(name, scheduler, labels={"foo": ""}, affinity=affinity)
+
+
+def gang_pod(name: str, scheduler: str, group: str) -> Body:
+    return pod(name, scheduler, annotations={"scheduling.k8s.io/group-name": group})
+
+
+# --------------------------------------------------------------------------- workloads
+
+
+@dataclass(frozen=True)
+class Size:
+    nodes: int
+    init: int
+    measure: int
+    #: Gang workloads: pods per gang.
+    gang: int = 0
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    quick: Size
+    full: Size
+    #: Zone labels of the nodes, round-robin (none: unlabelled).
+    zones: tuple[str, ...] = ()
+    init_pod: Callable[[str, str], Body] = pod
+    measure_pod: Callable[[str, str], Body] = pod
+    #: The init pods never bind (Unschedulable): created, not waited for.
+    init_pending: bool = False
+    churn: bool = False
+    preempt: bool = False
+
+
+def _low(name: str, scheduler: str) -> Body:
+    return pod(name, scheduler, cpu="900m", priorityClassName="bench-low")
+
+
+def _high(name: str, scheduler: str) -> Body:
+    return pod(name, scheduler, cpu="3", priorityClassName="bench-high")
+
+
+def _large(name: str, scheduler: str) -> Body:
+    return pod(name, scheduler, cpu="9")
+
+
+WORKLOADS = (
+    Workload("SchedulingBasic", Size(200, 100, 500), Size(5000, 1000, 1000)),
+    Workload(
+        "SchedulingNodeAffinity", Size(200, 200, 500), Size(5000, 5000, 1000), zones=("zone1",),
+        init_pod=node_affinity_pod, measure_pod=node_affinity_pod,
+    ),
+    Workload(
+        "TopologySpreading", Size(200, 200, 500), Size(5000, 5000, 2000), zones=("moon-1", "moon-2", "moon-3"),
+        measure_pod=lambda n, s: spread_pod(n, s, hard=True),
+    ),
+    Workload(
+        "PreferredTopologySpreading", Size(200, 200, 500), Size(5000, 5000, 2000),
+        zones=("moon-1", "moon-2", "moon-3"), measure_pod=lambda n, s: spread_pod(n, s, hard=False),
+    ),
+    Workload(
+        "SchedulingPodAntiAffinity", Size(200, 50, 150), Size(5000, 1000, 1000),
+        init_pod=anti_affinity_pod, measure_pod=anti_affinity_pod,
+    ),
+    Workload(
+        "SchedulingPodAffinity", Size(200, 200, 500), Size(5000, 5000, 1000), zones=("zone1",),
+        init_pod=affinity_pod, measure_pod=affinity_pod,
+    ),
+    Workload("SchedulingWithMixedChurn", Size(200, 0, 500), Size(5000, 0, 2000), churn=True),
+    Workload("Unschedulable", Size(200, 50, 500), Size(5000, 200, 5000), init_pod=_large, init_pending=True),
+    Workload(
+        "Preemption", Size(50, 200, 50), Size(500, 2000, 500), init_pod=_low, measure_pod=_high, preempt=True
+    ),
+    Workload("GangsSmall", Size(200, 0, 500, gang=4), Size(5000, 0, 2000, gang=4)),
+    Workload("GangsLarge", Size(200, 0, 500, gang=250), Size(5000, 0, 3000, gang=1000)),
+)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- one run
+
+
+@dataclass
+class Row:
+    workload: str
+    scheduler: str
+    nodes: int
+    init: int
+    measure: int
+    bound: int = 0
+    pods_per_s: float = math.nan
+    p50: float = math.nan
+    p99: float = math.nan
+    cpu_s: float = math.nan
+    peak_rss_mib: float = math.nan
+    load_before: float = math.nan
+    load_after: float = math.nan
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _create_api_objects(api: Any, w: Workload, size: Size, scheduler: str) -> None:
+    from kubernetes import client
+
+    sched = client.SchedulingV1Api(api)
+    for name, value in (("bench-low", 1), ("bench-high", 10)):
+        sched.create_priority_class({"metadata": {"name": name}, "value": value})
+    if w.preempt and scheduler == "volsched":
+        client.CoreV1Api(api).create_namespaced_config_map(
+            OPERATOR_NS,
+            {
+                "metadata": {"name": "volsched-scheduler-config"},
+                "data": {"volsched-scheduler.conf": PREEMPT_CONFIG},
+            },
+        )
+    if size.gang:
+        custom = client.CustomObjectsApi(api)
+        for g in range(size.measure // size.gang):
+            body = {
+                "apiVersion": "scheduling.volsched.io/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": f"gang-{g:05d}"},
+                "spec": {"minMember": size.gang},
+            }
+            custom.create_namespaced_custom_object(
+                "scheduling.volsched.io", "v1beta1", NAMESPACE, "podgroups", body
+            )
+
+
+class Churn:
+    """Every second: a node, a high-priority pod too large for any node, a Service; the last ones deleted
+    (scheduler_perf's churn op, mode recreate, number 1)."""
+
+    def __init__(self, api: Any, scheduler: str) -> None:
+        self.api, self.scheduler = api, scheduler
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.made = 0
+
+    def _run(self) -> None:
+        from kubernetes import client
+
+        core = client.CoreV1Api(self.api)
+        last: tuple[str, str, str] | None = None
+        while not self.stop.wait(1.0):
+            i = self.made
+            names = (f"churn-node-{i}", f"churn-pod-{i}", f"churn-svc-{i}")
+            try:
+                core.create_node(node(names[0], None))
+                body = pod(names[1], self.scheduler, cpu="9", priorityClassName="bench-high")
+                core.create_namespaced_pod(NAMESPACE, body)
+                core.create_namespaced_service(
+                    NAMESPACE,
+                    {
+                        "metadata": {"name": names[2]},
+                        "spec": {"ports": [{"port": 80}], "selector": {"app": "x"}},
+                    },
+                )
+                if last is not None:
+                    core.delete_node(last[0])
+                    core.delete_namespaced_pod(last[1], NAMESPACE, grace_period_seconds=0)
+                    core.delete_namespaced_service(last[2], NAMESPACE)
+            except Exception as exc:  # the run goes on; the churn is what it is
+                _say(f"churn: {exc}")
+            last = names
+            self.made += 1
+
+    def __enter__(self) -> Churn:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop.set()
+        self.thread.join(10)
+
+
+def _wait_bound(watch: Any, names: list[str], *, stall: float, usage: TreeUsage, proc: Any) -> bool:
+    """Until every one of ``names`` is seen bound, or none more for ``stall`` seconds (False)."""
+    want = set(names)
+    last, since = -1, time.monotonic()
+    while True:
+        watch.counts()
+        done = sum(1 for n in want if n in watch.bound)
+        if done >= len(want):
+            usage.sample()
+            return True
+        if proc.poll() is not None:
+            raise RuntimeError(f"the scheduler exited with {proc.returncode}")
+        if done != last:
+            last, since = done, time.monotonic()
+        elif time.monotonic() - since > stall:
+            usage.sample()
+            return False
+        usage.sample()
+        time.sleep(0.05)
+
+
+def run_workload(w: Workload, size: Size, scheduler: str, args: argparse.Namespace, workdir: Path) -> Row:
+    row = Row(w.name, scheduler, size.nodes, size.init, size.measure, load_before=os.getloadavg()[0])
+    rundir = workdir / f"{w.name}-{scheduler}"
+    rundir.mkdir(parents=True, exist_ok=True)
+    sched_name = SCHEDULER_NAMES[scheduler]
+    with LocalControlPlane(base_dir=rundir, keep_dir=False) as cp:
+        from kubernetes import client
+
+        conn = Conn(cp.host, str(cp.ca_cert_path), cp.admin_token)
+        with cp.api_client() as api:
+            prepare_cluster(api)
+            _create_api_objects(api, w, size, scheduler)
+            nodes = [
+                node(f"node-{i:05d}", w.zones[i % len(w.zones)] if w.zones else None)
+                for i in range(size.nodes)
+            ]
+            create(conn, "node", nodes, args=args, workdir=rundir)
+            rv = client.CoreV1Api(api).list_namespaced_pod(NAMESPACE, limit=1).metadata.resource_version
+            watch = start_watch(conn, rv, rundir, args.loadgen)
+            log = rundir / f"{scheduler}.log"
+            if scheduler == "volsched":
+                sched = start_volsched(cp, log, args.source, args.volsched_args.split())
+            else:
+                sched = start_kube_scheduler(cp, log, rundir)
+            usage = TreeUsage(sched.proc.pid)
+            try:
+                deadline = time.monotonic() + 120
+                while not sched.ready():
+                    if sched.proc.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(f"{scheduler} did not become ready; log: {log}")
+                    time.sleep(0.05)
+                init = [w.init_pod(f"init-{i:05d}", sched_name) for i in range(size.init)]
+                if init:
+                    create(conn, "pod", init, args=args, workdir=rundir)
+                    if not w.init_pending and not _wait_bound(
+                        watch,
+                        [b["metadata"]["name"] for b in init],
+                        stall=args.stall,
+                        usage=usage,
+                        proc=sched.proc,
+                    ):
+                        raise RuntimeError(f"init pods not all bound ({sum(1 for _ in watch.bound)} bound)")
+                if size.gang:
+                    measured = [
+                        gang_pod(f"m-{i:06d}", sched_name, f"gang-{i // size.gang:05d}")
+                        for i in range(size.measure)
+                    ]
+                else:
+                    measured = [w.measure_pod(f"m-{i:06d}", sched_name) for i in range(size.measure)]
+                names = [b["metadata"]["name"] for b in measured]
+                backlog = args.mode == "backlog"
+                if backlog:  # created while the scheduler is stopped: a backlog, as the apiserver holds it
+                    os.killpg(sched.proc.pid, signal.SIGSTOP)
+                    create(conn, "pod", measured, args=args, workdir=rundir)
+                    while not all(n in watch.added for n in names):
+                        watch.counts()
+                        time.sleep(0.05)
+                usage.sample()
+                cpu0 = usage.cpu_seconds
+                went_on = math.nan
+                with Churn(api, sched_name) if w.churn else _nothing():
+                    if backlog:
+                        went_on = time.time()
+                        os.killpg(sched.proc.pid, signal.SIGCONT)
+                    else:
+                        creation = start_creation(conn, "pod", measured, args=args, workdir=rundir)
+                    complete = _wait_bound(watch, names, stall=args.stall, usage=usage, proc=sched.proc)
+                    if not backlog:
+                        creation.wait()
+                row.cpu_s = usage.cpu_seconds - cpu0
+                row.peak_rss_mib = usage.peak_rss / 2**20
+                if not complete:
+                    row.note = "stalled"
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(sched.proc.pid, signal.SIGCONT)
+                kill_tree(sched.proc)
+            added, bound = watch.result()
+    # Backlog: every pod waited from when the scheduler went on; arriving: from its creation.
+    origin = {n: went_on if backlog else added.get(n, math.nan) for n in names}
+    lat = [bound[n][0] - origin[n] for n in names if n in bound]
+    binds = [bound[n][0] for n in names if n in bound]
+    firsts = [origin[n] for n in names if not math.isnan(origin[n])]
+    row.bound = len(binds)
+    if binds and firsts:
+        span = max(binds) - min(firsts)
+        row.pods_per_s = len(binds) / span if span > 0 else math.nan
+    row.p50, row.p99 = percentile(lat, 50), percentile(lat, 99)
+    row.load_after = os.getloadavg()[0]
+    return row
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+
+# --------------------------------------------------------------------------- report
+
+
+def report(rows: list[Row]) -> str:
+    lines = [
+        f"{'workload':<27} {'scheduler':<15} {'nodes':>5} {'init':>5} {'pods':>5} {'bound':>5} {'pods/s':>7} "
+        f"{'ratio':>6} {'p50 s':>7} {'p99 s':>7} {'cpu s':>6} {'RSS Mi':>6} {'load':>9}"
+    ]
+    by = {(r.workload, r.scheduler): r for r in rows}
+    for r in rows:
+        kube = by.get((r.workload, "kube-scheduler"))
+        ratio = (
+            f"{r.pods_per_s / kube.pods_per_s:.2f}x"
+            if r.scheduler == "volsched" and kube and kube.pods_per_s > 0 and not math.isnan(r.pods_per_s)
+            else ""
+        )
+        lines.append(
+            f"{r.workload:<27} {r.scheduler:<15} {r.nodes:>5} {r.init:>5} {r.measure:>5} {r.bound:>5} "
+            f"{r.pods_per_s:>7.0f} {ratio:>6} {r.p50:>7.3f} {r.p99:>7.3f} {r.cpu_s:>6.1f} {r.peak_rss_mib:>6.0f} "
+            f"{r.load_before:>4.1f}-{r.load_after:<4.1f}" + (f" {r.note}" if r.note else "")
+        )
+    lines.append("ratio: volsched's pods/s over kube-scheduler's on the same workload, same invocation")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="a few hundred pods per workload (the default)")
+    size.add_argument(
+        "--full", action="store_true", help="scheduler_perf's 5000Nodes sizes (a quiet machine)"
+    )
+    p.add_argument("--only", default="", help="comma-separated workload names (default: all)")
+    p.add_argument("--schedulers", default="volsched,kube-scheduler")
+    p.add_argument("--stall", type=float, default=60.0, help="give up after this long without a bind (s)")
+    p.add_argument("--json", type=Path, help="write the rows, the machine and the sizes here")
+    p.add_argument("--source", type=Path, default=ROOT, help="run volsched from this checkout")
+    p.add_argument("--volsched-args", default="")
+    p.add_argument(
+        "--mode",
+        choices=("backlog", "arriving"),
+        default="backlog",
+        help="backlog (default): the scheduler is stopped (SIGSTOP) while the measured pods are created and "
+        "timed from when it goes on (SIGCONT), so the apiserver's rate of creation does not cap both; arriving: "
+        "the pods are created while it runs, timed from each one's creation",
+    )
+    p.add_argument("--keep", type=Path, help="keep the runs' logs under this directory")
+    args = p.parse_args(argv)
+    args.source = args.source.resolve()
+    args.loadgen = build_loadgen()
+    if args.loadgen is None:
+        p.error(
+            "no Go toolchain to build bench/loadgen with (its watch and creation are what this bench times)"
+        )
+    args.creator = "go"
+    args.create_procs, args.create_conns = 2, 32
+    known = {w.name: w for w in WORKLOADS}
+    only = [n.strip() for n in args.only.split(",") if n.strip()] or list(known)
+    bad = [n for n in only if n not in known]
+    if bad:
+        p.error(f"--only: unknown {', '.join(bad)} (known: {', '.join(known)})")
+    schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
+    machine = describe()
+    print("machine:", machine)
+    print(f"volsched from {args.source} at {_commit(args.source)}; sizes: {'full' if args.full else 'quick'}")
+    rows: list[Row] = []
+    import tempfile
+
+    try:
+        with (
+            contextlib.nullcontext(str(args.keep))
+            if args.keep
+            else tempfile.TemporaryDirectory(prefix="volsched-bench-perf-")
+        ) as tmp:
+            for name in only:
+                w = known[name]
+                sz = w.full if args.full else w.quick
+                for scheduler in schedulers:
+                    try:
+                        row = run_workload(w, sz, scheduler, args, Path(tmp))
+                    except Exception as exc:
+                        _say(f"{name} {scheduler} FAILED: {exc}")
+                        row = Row(name, scheduler, sz.nodes, sz.init, sz.measure, note=f"failed: {exc}"[:200])
+                    rows.append(row)
+                    _say(f"{name} {scheduler}: {row.bound}/{sz.measure} bound, {row.pods_per_s:.0f} pods/s")
+    finally:
+        kill_all()
+    print()
+    print(report(rows))
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                    "machine": machine,
+                    "commit": _commit(args.source),
+                    "size": "full" if args.full else "quick",
+                    "rows": [asdict(r) for r in rows],
+                },
+                indent=1,
+            )
+        )
+    return 0 if all(not r.note for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
