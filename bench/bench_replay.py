@@ -101,13 +101,13 @@ def _cluster(nodes: int, queues: list[str]) -> list[Document]:
 QUEUES = {"team-a": 2.0, "team-b": 1.0, "team-c": 1.0}
 
 
-def one_trace(jobs: int, nodes: int, hours: float) -> dict[str, Any]:
-    """Replay ``jobs`` synthetic jobs over ``hours`` on ``nodes`` nodes; what it took."""
-    trace = generate(
-        WorkloadParams(
-            jobs=jobs, hours=hours, queues=QUEUES, sizes={1: 0.7, 4: 0.2, 8: 0.1}, median=900, seed=1
-        )
+def one_trace(jobs: int, nodes: int, hours: float, peak: float) -> dict[str, Any]:
+    """Replay ``jobs`` synthetic jobs over ``hours`` on ``nodes`` nodes (``peak``: the day's shape, 1 for
+    a steady rate); what it took."""
+    params = WorkloadParams(
+        jobs=jobs, hours=hours, queues=QUEUES, peak=peak, sizes={1: 0.7, 4: 0.2, 8: 0.1}, median=900, seed=1
     )
+    trace = generate(params)
     replay = Replay(_cluster(nodes, list(QUEUES)), None, trace=trace, max_idle=60.0, record_pods=False)
     peak = 0
     port = replay.port
@@ -137,7 +137,9 @@ def one_trace(jobs: int, nodes: int, hours: float) -> dict[str, Any]:
 
 
 def memory(jobs: int, nodes: int, hours: float) -> None:
-    rows = [in_fresh_process(__file__, "--one", str(jobs * k), str(nodes), str(hours * k)) for k in (1, 2)]
+    rows = [
+        in_fresh_process(__file__, "--one", str(jobs * k), str(nodes), str(hours * k), "1") for k in (1, 2)
+    ]
     for r in rows:
         print(
             f"memory: {r['jobs']} jobs over {r['hours']:g} h on {r['nodes']} nodes: {r['finished']} finished; "
