@@ -36,6 +36,7 @@ from kubernetes import client
 from rich.console import Console
 from rich.table import Table
 
+from volsched.model.resources import format_amount
 from volsched.model.vocabulary import API_GROUP
 from volsched_dev.devcluster import LocalControlPlane
 
@@ -72,8 +73,10 @@ class QueueLook:
     guarantee: str
     deserved: float | None
     allocated: float
-    running: int = 0
-    pending: int = 0
+    running: int = 0  # pods bound
+    pending: int = 0  # pods waiting
+    #: PodGroups of the queue in phase Pending (its status: what kubectl's PENDING PODGROUPS shows).
+    pending_groups: int = 0
 
 
 @dataclass
@@ -112,6 +115,7 @@ def look(api: client.ApiClient, groups: dict[str, str]) -> Look:
             guarantee=f"cpu {guarantee}" if guarantee else "-",
             deserved=None if deserved is None else _cpu(deserved),
             allocated=_cpu((st.get("allocated") or {}).get("cpu")),
+            pending_groups=int(st.get("pending") or 0),
         )
     bound: dict[str, int] = {}
     pods: dict[str, int] = {}
@@ -175,7 +179,8 @@ def _q(view: Look, name: str) -> QueueLook:
 
 
 def _n(x: float | None) -> str:
-    return "-" if x is None else f"{x:g}"
+    """cpu as kubectl's DESERVED and ALLOCATED and the dashboard write it (12.85, never 13)."""
+    return "-" if x is None else format_amount("cpu", x)
 
 
 def phases() -> list[Phase]:
@@ -330,15 +335,19 @@ class Demo:
 
 
 def queue_table(view: Look) -> Table:
-    t = Table(title="queues (cpu; pods)", title_justify="left", box=None, padding=(0, 2))
-    for col in ("queue", "weight", "guarantee", "deserved", "allocated", "running", "pending"):
+    # The names kubectl get queues and the dashboard use; pods and PodGroups counted apart, said so.
+    t = Table(title="queues (cpu)", title_justify="left", box=None, padding=(0, 2))
+    cols = ("queue", "weight", "guarantee", "deserved", "allocated", "pods running", "pods pending",
+            "pending podgroups")  # fmt: skip
+    for col in cols:
         t.add_column(col, justify="left" if col in ("queue", "guarantee") else "right")
     for name, q in sorted(view.queues.items()):
         if name == "default" and not q.running and not q.pending:
             continue
         t.add_row(
-            name, str(q.weight), q.guarantee, _n(q.deserved), _n(q.allocated), str(q.running), str(q.pending)
-        )
+            name, str(q.weight), q.guarantee, _n(q.deserved), _n(q.allocated), str(q.running), str(q.pending),
+            str(q.pending_groups),
+        )  # fmt: skip
     return t
 
 

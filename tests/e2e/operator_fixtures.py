@@ -334,8 +334,16 @@ class OperatorProcess:
             return int(exc.code), exc.read().decode()
 
     def metrics(self) -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as resp:
-            return str(resp.read().decode())
+        """/metrics as a scraper reads it: a 429 (the endpoint's rate limit, 5 a second per client; the
+        tests' wait loops ask faster) is asked again after its Retry-After, as Prometheus would."""
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as resp:
+                    return str(resp.read().decode())
+            except urllib.error.HTTPError as exc:
+                if exc.code != 429:
+                    raise
+                time.sleep(float(exc.headers.get("Retry-After") or 1))
 
     def metric(self, name: str, **labels: str) -> float:
         """The value of one sample (0 when absent)."""

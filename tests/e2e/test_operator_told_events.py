@@ -4,11 +4,12 @@ a pod that names a volsched PodGroup under a schedulerName volsched does not ans
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from tests.e2e.operator_fixtures import Kube, Start, node, pod, podgroup, queue, wait_for
+from tests.e2e.operator_fixtures import GROUP, VERSION, Kube, Start, node, pod, podgroup, queue, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -55,3 +56,21 @@ def test_a_gang_placed_after_waiting_says_so_and_a_misnamed_pod_is_told(
     wait_for(lambda: op.cycles() >= sessions + 5, 30, what="five more cycles")
     [told] = _events(k, ns, "typo", "SchedulerNameNotVolsched")
     assert (told.count or 1) == 1  # told once, not every session
+
+    # kubectl get podgroups / queues: the SCHEDULED column, and what PENDING counts said in its name
+    groups = _table(k, f"/apis/{GROUP}/{VERSION}/namespaces/{ns}/podgroups")
+    assert groups["g"]["Scheduled"] == 3 and groups["other"]["Scheduled"] == 0
+    queues = _table(k, f"/apis/{GROUP}/{VERSION}/queues")
+    assert "Pending PodGroups" in queues["default"] and queues["default"]["Deserved"].startswith("cpu=")
+
+
+def _table(k: Kube, path: str) -> dict[str, dict[str, Any]]:
+    """What kubectl get prints: the apiserver's Table of the resource, row by name, cell by column."""
+    host = k.api.configuration.host
+    headers = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
+    k.api.update_params_for_auth(headers, None, ["BearerToken"], f"{host}{path}", "GET", None)
+    response = k.api.call_api("GET", f"{host}{path}", header_params=headers)
+    response.read()
+    answer = json.loads(response.data)
+    names = [c["name"] for c in answer["columnDefinitions"]]
+    return {row["cells"][0]: dict(zip(names, row["cells"], strict=True)) for row in answer["rows"]}

@@ -134,7 +134,7 @@ def test_queue_status_counts_podgroups_and_renders_quantities() -> None:
     )  # fmt: skip
     out = status.queue_status(q)
     assert out["allocated"] == {"cpu": "1500m", "memory": "2Gi"}
-    assert out["allocatedSummary"] == "cpu=1500m memory=2Gi"
+    assert out["allocatedSummary"] == "cpu=1.5 memory=2Gi"  # as people read it, as the demo and dashboard
     assert out["deserved"] == {"cpu": "4"} and out["share"] == 0.375
     assert (out["running"], out["inqueue"], out["pending"]) == (1, 2, 0)
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from volsched.framework.decisions import PodGroupStatus, QueueStatus
-from volsched.model.resources import CPU, MEMORY, PODS
+from volsched.model.resources import CPU, MEMORY, PODS, format_amount
 
 SCHEDULER_COMPONENT = "volsched"
 
@@ -41,10 +41,12 @@ def quantities(amounts: Mapping[str, float] | None) -> dict[str, str]:
 
 
 def summary(amounts: Mapping[str, float] | None) -> str:
-    """``cpu=4 memory=8Gi`` for printer columns (cpu and memory first)."""
-    q = quantities(amounts)
-    order = sorted(q, key=lambda k: (k not in (CPU, MEMORY), k != CPU, k))
-    return " ".join(f"{k}={q[k]}" for k in order) or "-"
+    """``cpu=12.85 memory=8Gi`` for printer columns (cpu and memory first), written for people as
+    ``volsched simulate``, the demo and the dashboard write them (``format_amount``: cores with up to
+    three decimals, not ``12850m``; never rounded to whole cores)."""
+    values = {k: v for k, v in (amounts or {}).items() if k != PODS}
+    order = sorted(values, key=lambda k: (k not in (CPU, MEMORY), k != CPU, k))
+    return " ".join(f"{k}={format_amount(k, float(values[k]))}" for k in order) or "-"
 
 
 def podgroup_condition(status: PodGroupStatus) -> dict[str, str]:
