@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kubernetes import client
 
-from tests.e2e.operator_fixtures import Kube, Start, node, pod, podgroup, wait_for
+from tests.e2e.operator_fixtures import ROOT, Kube, Start, node, pod, podgroup, queue, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -145,3 +146,45 @@ def test_a_gang_of_eight_each_claiming_a_gpu_is_bound_all_or_nothing(k: Kube, st
     for i in range(8):  # each pod where its claim's device is
         [(pool, _)] = devices_of(get_claim(k, ns, f"train-{i}"))
         assert bound[f"{ns}/train-{i}"] == pool
+
+
+def test_a_higher_priority_pod_preempts_a_gpu_holder(k: Kube, start_operator: Start) -> None:
+    """preempt for devices: a low-priority pod holding one of the node's two GPUs is evicted (Eviction
+    API) for a high-priority pod that claims a GPU; once the test, playing kube-controller-manager's
+    resource claim controller, deallocates the victim's claim, the preemptor is bound on that GPU."""
+    k.set_config((ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text())
+    sched = client.SchedulingV1Api(k.api)
+    for name, value in (("low", 10), ("high", 1000)):
+        sched.create_priority_class({"metadata": {"name": name}, "value": value})
+    k.nodes(node("n1"))
+    device_class(k)
+    publish(k, "n1", 2)
+    k.queue(queue("q"))
+    ns = k.namespace("pre")
+    low = podgroup("low", 1, queue="q")
+    low["spec"]["priorityClassName"] = "low"
+    k.podgroup(ns, low)
+    for i in range(2):
+        claim(k, ns, f"low-{i}")
+    k.pods(ns, *(claiming(f"low-{i}", f"low-{i}", group="low") for i in range(2)))
+    start_operator()
+    wait_for(lambda: len(k.bound(ns)) == 2, 30, what="both low pods bound")
+    high = podgroup("high", 1, queue="q")
+    high["spec"]["priorityClassName"] = "high"
+    k.podgroup(ns, high)
+    claim(k, ns, "high")
+    k.pods(ns, claiming("high", "high", group="high"))
+
+    def gone() -> list[str]:
+        left = {p.metadata.name for p in k.core.list_namespaced_pod(ns).items}
+        return [f"low-{i}" for i in range(2) if f"low-{i}" not in left]
+
+    [victim] = wait_for(gone, 60, what="a low pod evicted for the high one")
+    freed = devices_of(get_claim(k, ns, victim))
+    assert len(freed) == 1
+    # The resource claim controller's part: the pod is gone, its claim is deallocated.
+    body = get_claim(k, ns, victim)
+    body["status"] = {}
+    k.custom.replace_namespaced_custom_object_status(R, V, ns, "resourceclaims", victim, body)
+    wait_for(lambda: k.bound(ns).get(f"{ns}/high") == "n1", 60, what="the high pod bound on the freed GPU")
+    assert devices_of(get_claim(k, ns, "high")) == freed
