@@ -14,10 +14,14 @@ Three parts, all pure (no session, no I/O):
 * the **catalog** (:class:`DeviceCatalog`): every device, which nodes reach it (as (node, device) pairs
   sorted by node), and which devices each request's class and selectors match (a boolean vector over
   devices, computed once per class and selectors and kept while the devices are the same);
-* the **allocator** (:class:`DeviceState`): which devices are free in one session, which nodes can give a
-  pod every device its claims ask for (counted over all nodes at once with numpy; a pod with several
-  requests or a constraint is then searched exactly on the nodes the counts leave), the devices it takes
-  on a node, and giving them back (a discarded Statement allocates nothing).
+* the **allocator** (:class:`DeviceState`): which devices are free in one session (and which are being
+  released, their pods evicted), which nodes can give a pod every device its claims ask for (counted over
+  all nodes at once with numpy; a pod with several requests or a constraint is then searched exactly on
+  the nodes the counts leave), the devices it takes on a node, and giving them back (a discarded
+  Statement allocates nothing).
+
+Queues count devices per DeviceClass as the resource ``devices/<class>`` (:func:`device_resource`); the
+catalog says how many of each class each node reaches.
 
 What is supported and what is refused is written up in ``docs/dra.md``.
 """
@@ -164,8 +168,10 @@ _FUNCTIONS: dict[str, Any] = {
     "patch": lambda v: _order(v)[2],
 }
 
-#: Compiled selectors by their text (or why they do not compile).
+#: Compiled selectors by their text (or why they do not compile); emptied at ``_KEPT`` entries, as the
+#: catalog's matches are, so neither grows with the claims seen over time.
 _PROGRAMS: dict[str, Any] = {}
+_KEPT = 4096
 
 
 def compile_selector(expression: str) -> Any:
@@ -176,6 +182,8 @@ def compile_selector(expression: str) -> Any:
             found = cel.compile(expression)
         except (ValueError, RuntimeError) as exc:
             found = str(exc).splitlines()[0]
+        if len(_PROGRAMS) >= _KEPT:
+            _PROGRAMS.clear()
         _PROGRAMS[expression] = found
     return found
 
@@ -481,6 +489,8 @@ class DeviceCatalog:
                     if result is not True:
                         ok[d] = False
         ok.flags.writeable = False
+        if len(self._matches) >= _KEPT:
+            self._matches.clear()
         self._matches[key] = (ok, problem)
         return ok, problem
 
