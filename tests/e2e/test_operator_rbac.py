@@ -51,6 +51,7 @@ USED = [
     ("create", "", "pods", "binding", "team", "p"), ("create", "", "pods", "eviction", "team", "p"),
     ("patch", "", "pods", "status", "team", "p"),
     ("patch", G, "queues", "status", "", "q"), ("patch", G, "podgroups", "status", "team", "pg"),
+    ("patch", G, "queues", "", "", "q"),
     ("create", G, "podgroups", "", "team", ""), ("delete", G, "podgroups", "", "team", "pg"),
     ("list", V, "queues", "", "", ""), ("watch", V, "queues", "", "", ""),
     ("list", V, "podgroups", "", "", ""), ("watch", V, "podgroups", "", "", ""),

@@ -58,3 +58,19 @@ def test_a_closed_queue_does_not_preempt_and_its_running_work_keeps_running(stat
     assert s.running("ns-c/high-") == expect_evicted
     if state == "Closed":
         assert any("queue q is closed" in e["message"] for e in s.data["events"] if "high" in e["object"])
+
+
+@pytest.mark.parametrize(
+    ("state", "running", "shown"),
+    [
+        pytest.param("Closed", 1, "Closing", id="closed-with-work-left-is-closing"),
+        pytest.param("Closed", 0, "Closed", id="closed-and-empty"),
+        pytest.param("Open", 1, "Open", id="open"),
+    ],
+)
+def test_a_closed_queue_says_closing_while_jobs_hold_it(state, running, shown):
+    from tests.builders import run
+
+    objs = [node("n1", cpu="8"), queue("qc", state=state), queue("other")]
+    objs += _admitted("c", q="qc", running=running, pending=0) if running else []
+    assert run(objs)["queues"]["qc"]["state"] == shown

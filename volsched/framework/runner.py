@@ -29,7 +29,10 @@ from volsched.framework.session import Action, BindSink, Session
 from volsched.framework.settled import fold
 from volsched.model.cluster import ClusterSnapshot, Job
 from volsched.model.resources import EPS, Vector
-from volsched.model.vocabulary import PodGroupPhase, TaskStatus
+from volsched.model.vocabulary import PodGroupPhase, QueueState, TaskStatus
+
+#: A Queue's status while it is closed and jobs still hold it (Volcano's name for it).
+CLOSING = "Closing"
 
 
 def open_session(
@@ -256,9 +259,14 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
         spec = session.queues[name]
         allocated = allocated_of.get(name)
         request = request_of.get(name)
+        # Closed but still holding jobs (a PodGroup not completed, or pods on nodes): Closing.
+        closing = spec.state is QueueState.CLOSED and (
+            any(n for phase, n in counts[q].items() if phase != PodGroupPhase.COMPLETED)
+            or (allocated is not None and bool((allocated > 0).any()))
+        )
         result.queues[name] = QueueStatus(
             name=name,
-            state=spec.state.value,
+            state=CLOSING if closing else spec.state.value,
             weight=spec.weight,
             allocated=space.to_dict(space.zeros() if allocated is None else allocated),
             request=space.to_dict(space.zeros() if request is None else request),

@@ -54,7 +54,7 @@ from volsched.kube.rest import (
     pod_path,
 )
 from volsched.model.devices import ClaimAllocation, allocation_status
-from volsched.model.vocabulary import API_GROUP, DEFAULT_SCHEDULER_NAMES, MISDIRECTED
+from volsched.model.vocabulary import API_GROUP, DEFAULT_SCHEDULER_NAMES, MISDIRECTED, QUEUE_FINALIZER
 from volsched.redaction import error_summary, redact
 
 log = logging.getLogger("volsched.kube")
@@ -828,6 +828,35 @@ class KubeWriter:
         }  # fmt: skip
         self._send("PATCH", event_path(namespace, name), patch, content_type=MERGE_PATCH)
         return count
+
+    def guard_queue(self, name: str, finalizers: tuple[str, ...], *, keep: bool) -> str | None:
+        """Add (``keep``) or remove :data:`QUEUE_FINALIZER` on our Queue ``name``, whose finalizers were
+        read as ``finalizers``: a JSON patch that adds at the end, or tests the entry before it removes
+        it (another controller's finalizers are left as they are). Returns an error message, or None."""
+        path = custom_path(API_GROUP, VERSION, "queues", name)
+        if keep:
+            ops: list[dict[str, Any]] = (
+                [{"op": "add", "path": "/metadata/finalizers/-", "value": QUEUE_FINALIZER}]
+                if finalizers
+                else [{"op": "add", "path": "/metadata/finalizers", "value": [QUEUE_FINALIZER]}]
+            )
+        else:
+            at = finalizers.index(QUEUE_FINALIZER)
+            ops = [
+                {"op": "test", "path": f"/metadata/finalizers/{at}", "value": QUEUE_FINALIZER},
+                {"op": "remove", "path": f"/metadata/finalizers/{at}"},
+            ]
+        try:
+            self._send("PATCH", path, ops, content_type=JSON_PATCH)
+        except Fenced:
+            return None  # not sent: the next leader does it
+        except ApiException as exc:
+            if exc.status in (404, 409, 422):  # gone, or changed since it was read: the watch tells
+                return None
+            return f"Queue {name}: finalizer: {exc.status} {_reason(exc)}"
+        except Exception as exc:
+            return f"Queue {name}: finalizer: {error_summary(exc)}"
+        return None
 
     def create_podgroup(self, body: dict[str, Any]) -> str | None:
         """Create a PodGroup (ours). Returns an error message, or None when created or it exists."""

@@ -926,8 +926,15 @@ def build_queue(obj: Raw) -> QueueSpec:
     )
     priority = _int_field(spec.get("priority"), where=f"{where}: spec.priority", default=0, minimum=INT32_MIN)
     state_raw = spec.get("state") or (obj.get("status") or {}).get("state") or "Open"
+    if state_raw == "Closing":  # (a status: closed, jobs still in it)
+        state_raw = "Closed"
     if state_raw not in ("Open", "Closed"):
         raise InputError(f"{where}: spec.state must be Open or Closed, got {state_raw!r}")
+    meta = obj["metadata"]
+    deleting = bool(meta.get("deletionTimestamp"))
+    finalizers = meta.get("finalizers") or []
+    if deleting:
+        state_raw = "Closed"
     return QueueSpec(
         name=name,
         weight=weight,
@@ -942,6 +949,8 @@ def build_queue(obj: Raw) -> QueueSpec:
         parent=parent or None,
         access=queue_access(spec, where=where),
         priority=priority,
+        deleting=deleting,
+        finalizers=tuple(str(f) for f in finalizers) if isinstance(finalizers, list) else (),
     )
 
 

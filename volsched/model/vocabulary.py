@@ -48,6 +48,8 @@ NAMESPACE_WEIGHT_KEYS = ("volsched.io/namespace.weight", "volcano.sh/namespace.w
 DEFAULT_QUEUE = "default"
 #: On a Namespace (annotation, or label): the queue its jobs go to when they name none (or ``default``).
 NAMESPACE_QUEUE_KEY = "scheduling.volsched.io/default-queue"
+#: On our Queues (the operator adds it): a Queue that jobs still name stays, Closing, until they are done.
+QUEUE_FINALIZER = "scheduling.volsched.io/queue-in-use"
 #: The namespace whose pods may use the system-critical priority classes in any queue (as the
 #: apiserver's Priority admission has it).
 SYSTEM_NAMESPACE = "kube-system"
@@ -344,6 +346,10 @@ class QueueSpec:
     api_group: str = API_GROUP
     #: Who may use the queue (namespaces, priority classes, limits per namespace).
     access: QueueAccess = OPEN_ACCESS
+    #: Being deleted (``metadata.deletionTimestamp``): closed, and gone once no job names it.
+    deleting: bool = False
+    #: ``metadata.finalizers`` as read (the operator adds and removes :data:`QUEUE_FINALIZER`).
+    finalizers: tuple[str, ...] = ()
     #: ``spec.priority``: queues of a higher priority come first in queue order, whatever their shares
     #: (as Volcano's proportion and capacity plugins order queues).
     priority: int = 0

@@ -86,6 +86,7 @@ from volsched.kube.rest import LeanRest
 from volsched.kube.reviews import AccessReviews
 from volsched.kube.watch import ApiError, ListWatch
 from volsched.kube.writer import KubeWriter
+from volsched.model.vocabulary import API_GROUP, QUEUE_FINALIZER
 from volsched.operator.admission import Admission, ServiceWebhookServer, parse_service
 from volsched.operator.admission import register as register_webhooks
 from volsched.operator.certs import from_dir, self_signed
@@ -112,6 +113,8 @@ ROUTINE_EVENTS = frozenset({"FailedScheduling", "Unschedulable", "Scheduled"})
 #: more round trips at 1 ms than at 5 ms, their p90 7.3-14 -> 2.6-4.3 ms, the computing thread's
 #: progress within the noise.
 SWITCH_INTERVAL = 0.001
+#: Seconds before a Queue's finalizer is written again after a write failed.
+GUARD_RETRY = 60.0
 #: The many (pruned as they arrive): their events wait until the few other kinds are in the cache.
 LEAN_KINDS = ("Node", "Pod")
 
@@ -218,6 +221,8 @@ class Operator:
         #: The processor time (the session thread's CPU seconds) the last cycle took: the pacer's gap.
         self.session_cpu: float | None = None
         self.ui = LiveState()  # what the /ui dashboard shows
+        #: Queue name -> when its finalizer is tried again after a failed write (monotonic).
+        self._guard_failed: dict[str, float] = {}
         self._problems: dict[str, str] = {}
         self.http = HttpServer(
             settings.http,
@@ -563,6 +568,7 @@ class Operator:
                 fenced,
             )
         self.metrics.observe(result, report)
+        self._guard_queues(result)
         self.ui.record(result, report)
         self.sessions += 1
         self.last_result = result
@@ -573,6 +579,35 @@ class Operator:
                 len(result.unschedulable_pods), 1000 * result.timings.get("session", 0.0),
             )  # fmt: skip
         return result, report
+
+    def _guard_queues(self, result: SessionResult) -> None:
+        """Our Queues carry :data:`QUEUE_FINALIZER` (added to one that lacks it); a Queue being deleted
+        keeps it, Closing, while jobs still hold it, and loses it once the session found it Closed
+        (none left): then the apiserver deletes it. Volcano's Queues are left alone."""
+        if not self.lease.is_leader:
+            return
+        now = time.monotonic()
+        for q in list(self.state.queues.values()):
+            if q.api_group != API_GROUP or self._guard_failed.get(q.name, 0.0) > now:
+                continue
+            guarded = QUEUE_FINALIZER in q.finalizers
+            if not q.deleting and not guarded:
+                error = self.writer.guard_queue(q.name, q.finalizers, keep=True)
+            elif (
+                q.deleting
+                and guarded
+                and (s := result.queues.get(q.name)) is not None
+                and s.state == "Closed"
+            ):
+                error = self.writer.guard_queue(q.name, q.finalizers, keep=False)
+                if error is None:
+                    log.info("Queue %s: no job holds it any more; its deletion goes ahead", q.name)
+            else:
+                continue
+            if error is not None:
+                self._guard_failed[q.name] = now + GUARD_RETRY  # not again every session
+                if not self.health.down:
+                    log.warning("%s (again in %.0fs)", error, GUARD_RETRY)
 
     def _log_outcomes(self, report: CycleReport) -> None:
         """A line for each bind or eviction that did not go as decided (the cycle has corrected the
