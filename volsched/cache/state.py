@@ -340,7 +340,7 @@ class ClusterState:
                     if a.existing
                     else Allocated(results=a.results, node_name=a.node_name, node_terms=a.node_terms)
                 )
-                assumed = replace(claim, allocation=allocation, reserved_for=(*claim.reserved_for, bind.uid))
+                assumed = claim.assumed(allocation, (*claim.reserved_for, bind.uid))
                 before = self._claims_assumed.get(a.key, (claim, claim))[0]
                 self._claims_assumed[a.key] = (before, assumed)
                 self.resource_claims[a.key] = assumed
