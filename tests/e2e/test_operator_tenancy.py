@@ -12,6 +12,7 @@ from kubernetes import client, config
 from kubernetes.client import ApiException
 
 from tests.e2e.operator_fixtures import (
+    ROOT,
     Kube,
     Start,
     node,
@@ -136,3 +137,62 @@ def test_a_tenant_cannot_walk_around_its_queues_rules(k: Kube, tenant: Kube, sta
     tenant.pods(NS, pod("two"))
     _told(tenant, "two", "namespace team-b runs 1 jobs in queue shared, its perNamespace.maxRunningJobs is 1")
     assert tenant.bound(NS) == {f"{NS}/one": "n1"}  # nothing the tenant tried was bound
+
+
+@pytest.mark.parametrize("allowed", [False, True], ids=["queue-does-not-allow", "queue-allows"])
+def test_a_tenants_not_preemptable_pods_are_protected_only_where_the_queue_allows_it(
+    k: Kube, tenant: Kube, start_operator: Start, allowed: bool
+) -> None:
+    k.set_config((ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text())
+    sched = client.SchedulingV1Api(k.api)
+    for name, value in (("low", 10), ("high", 1000)):
+        sched.create_priority_class({"metadata": {"name": name}, "value": value})
+    k.nodes(node("n1", cpu="2"))
+    k.queue(queue("default"))
+    k.queue(queue("shared", allowNotPreemptable=allowed))
+    start_operator()
+    # the tenant fills the node with a gang that may lose one pod (minMember 1), each pod saying it may
+    # not be preempted
+    tenant.podgroup(
+        NS,
+        {
+            **podgroup("mine", 1, queue="shared"),
+            "spec": {"minMember": 1, "queue": "shared", "priorityClassName": "low"},
+        },
+    )
+    for i in range(2):
+        obj = _with(pod(f"mine-{i}", group="mine"), pclass="low")
+        obj["metadata"]["annotations"]["scheduling.volsched.io/preemptable"] = "false"
+        obj["spec"]["terminationGracePeriodSeconds"] = 30  # stays Terminating once evicted: readable
+        tenant.pods(NS, obj)
+    wait_for(lambda: len(tenant.bound(NS)) == 2, 30, what="the tenant's pods bound")
+    ops = k.namespace("ops")
+    k.pods(ops, _with(pod("urgent"), pclass="high", queue_name="shared"))
+
+    def evicted() -> list[str]:
+        return [
+            p.metadata.name
+            for p in tenant.core.list_namespaced_pod(NS).items
+            if p.metadata.deletion_timestamp
+        ]
+
+    if allowed:
+        # the session that told the urgent pod it waits ran preempt too: nothing of the tenant's went
+        wait_for(
+            lambda: [
+                e for e in k.core.list_namespaced_event(ops).items if e.involved_object.name == "urgent"
+            ],
+            30,
+            what="the urgent pod told it waits",
+        )
+        assert evicted() == [] and k.bound(ops) == {}
+    else:
+        wait_for(evicted, 30, what="a pod of the tenant's preempted despite its annotation")
+        assert len(evicted()) == 1
+        wait_for(
+            lambda: (
+                "Preempted" in {r for r in (e.reason for e in tenant.core.list_namespaced_event(NS).items)}
+            ),
+            30,
+            what="the tenant told why",
+        )
