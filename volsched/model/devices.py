@@ -36,7 +36,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-import cel
 import numpy as np
 import numpy.typing as npt
 
@@ -174,12 +173,21 @@ _PROGRAMS: dict[str, Any] = {}
 _KEPT = 4096
 
 
+def _cel() -> Any:
+    """The CEL library, imported on first use: its package imports its command line (prompt_toolkit,
+    typer, rich), a third of a second under load at every start, which a cluster without DRA
+    selectors never needs."""
+    import cel
+
+    return cel
+
+
 def compile_selector(expression: str) -> Any:
     """The compiled program of a CEL selector, or the compile error's text (a str); compiled once."""
     found = _PROGRAMS.get(expression)
     if found is None:
         try:
-            found = cel.compile(expression)
+            found = _cel().compile(expression)
         except (ValueError, RuntimeError) as exc:
             found = str(exc).splitlines()[0]
         if len(_PROGRAMS) >= _KEPT:
@@ -220,7 +228,7 @@ class Device:
 
     def context(self) -> Any:
         """The CEL context its selectors are evaluated in (``device``, and the helper functions)."""
-        return cel.Context(
+        return _cel().Context(
             {
                 "device": {
                     "driver": self.driver,

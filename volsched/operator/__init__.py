@@ -89,7 +89,6 @@ from volsched.kube.writer import KubeWriter
 from volsched.model.vocabulary import API_GROUP, QUEUE_FINALIZER
 from volsched.operator.admission import Admission, ServiceWebhookServer, parse_service
 from volsched.operator.admission import register as register_webhooks
-from volsched.operator.certs import from_dir, self_signed
 from volsched.operator.http import HttpServer, health_problem, readiness_problem
 from volsched.operator.metrics import Metrics
 from volsched.operator.pacing import Pacer, pods_wait
@@ -760,6 +759,9 @@ class Operator:
         s.networking.error_backoffs = (0.2, 0.4, 0.8, *([1.0] * 60))
         w = self.settings.webhook
         if w.port:
+            # Only with webhooks: cryptography costs a few hundred ms of import at every start.
+            from volsched.operator.certs import from_dir, self_signed
+
             service = parse_service(w.service) if w.service else None
             url_host = f"{service[1]}.{service[0]}.svc" if service else (w.url_host or w.host)
             certs = from_dir(Path(w.cert_dir)) if w.cert_dir else self_signed([url_host, w.host])
