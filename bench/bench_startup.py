@@ -24,6 +24,7 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -43,6 +44,7 @@ from bind_throughput import (  # noqa: E402
     pod_body,
     prepare_cluster,
     spawn,
+    start_kube_scheduler,
 )
 from bindstats import TreeUsage  # noqa: E402
 from machine import describe  # noqa: E402
@@ -113,12 +115,50 @@ def one_run(kubeconfig: Path, source: Path, log: Path) -> tuple[float, float, in
     return ready, usage.cpu_seconds, usage.peak_rss, synced
 
 
-def compare(kubeconfig: Path, sources: list[Path], *, runs: int, workdir: Path) -> None:
-    """``runs`` runs of each source, in turn (A B A B ...)."""
+def kube_run(cp: LocalControlPlane, log: Path, workdir: Path) -> tuple[float, float, int, float]:
+    """kube-scheduler (hack/controlplane's, bind_throughput's configuration) on the same cluster, timed
+    from its start to ``/readyz`` answering 200 (its informers synced). It schedules only pods naming
+    it: none here."""
+    start = time.time()
+    sched = start_kube_scheduler(cp, log, workdir)
+    usage = TreeUsage(sched.proc.pid)
+    try:
+        while not sched.ready():
+            usage.sample()
+            if sched.proc.poll() is not None or time.time() - start > 300:
+                raise RuntimeError(f"kube-scheduler not ready; log: {log}")
+            time.sleep(0.02)
+        ready = time.time() - start
+        usage.sample()
+    finally:
+        kill_tree(sched.proc)
+    return ready, usage.cpu_seconds, usage.peak_rss, math.nan
+
+
+def compare(
+    kubeconfig: Path,
+    sources: list[Path],
+    *,
+    runs: int,
+    workdir: Path,
+    kube: Callable[[Path], tuple[float, float, int, float]] | None = None,
+) -> None:
+    """``runs`` runs of each source, in turn (A B A B ...), and of kube-scheduler after them with ``kube``."""
     workdir.mkdir(parents=True, exist_ok=True)
     figures: dict[Path, list[tuple[float, float, int, float]]] = {s: [] for s in sources}
+    order: list[Path | None] = [*sources, *([None] if kube is not None else [])]
+    if kube is not None:
+        figures[Path("kube-scheduler")] = []
     for i in range(runs):
-        for n, source in enumerate(sources):
+        for n, source in enumerate(order):
+            if source is None:
+                assert kube is not None
+                f = kube(workdir / f"kube-scheduler-{i}.log")
+                figures[Path("kube-scheduler")].append(f)
+                print(
+                    f"  kube-scheduler: ready {f[0]:.2f}s, cpu {f[1]:.2f}s, peak rss {f[2] / 2**20:.0f} MiB"
+                )
+                continue
             f = one_run(kubeconfig, source, workdir / f"volsched-{time.strftime('%H%M%S')}-{n}-{i}.log")
             figures[source].append(f)
             print(
@@ -146,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--hold", action="store_true", help="create the cluster, then hold it (and the Lease) until killed"
+    )
+    p.add_argument(
+        "--kube-scheduler", action="store_true", help="time kube-scheduler to ready too, after each round"
     )
     args = p.parse_args(argv)
     sources = [s.resolve() for s in args.source or [ROOT]]
@@ -178,7 +221,13 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"holding; kubeconfig: {cp.kubeconfig_path}", flush=True)
                     while True:  # until SIGINT (a sleep, unlike an untimed wait, is interrupted by it)
                         time.sleep(3600)
-                compare(cp.kubeconfig_path, sources, runs=args.runs, workdir=workdir)
+                compare(
+                    cp.kubeconfig_path,
+                    sources,
+                    runs=args.runs,
+                    workdir=workdir,
+                    kube=(lambda log: kube_run(cp, log, workdir)) if args.kube_scheduler else None,
+                )
     finally:
         stop.set()
         kill_all()
