@@ -82,6 +82,13 @@ def test_a_gated_pod_is_bound_soon_after_its_last_gate_is_removed(k: Kube, start
         operator=op,
     )
     assert bound == {f"{ns}/free": "n1", f"{ns}/gated": "n1"}
+    # /metrics is made at most once a second: wait until it shows both binds, then no other attempt.
+    wait_for(
+        lambda: op.metric("volsched_schedule_attempts_total", result="scheduled") >= 2,
+        30,
+        what="both binds counted",
+        operator=op,
+    )
     attempts = [
         line for line in op.metrics().splitlines() if line.startswith("volsched_schedule_attempts_total{")
     ]
