@@ -77,13 +77,17 @@ def test_why_pods_wait_is_grouped_with_a_count_and_bars_have_a_scale(tmp_path: P
     data = json.loads(simulate("-f", str(cluster), "-o", "json"))
     seen = render(tmp_path, page(data), SCRIPT, screenshot="dashboard.png")
     # The gang's four pods are told one thing: one row, counted; the solo pods that wait, another.
-    gang = [row for row in seen["waits"] if "team/wide-0" in row[1]]
-    assert len(gang) == 1 and gang[0][0] == "4", seen["waits"]
-    assert gang[0][1] == "team/wide-0, team/wide-1, team/wide-2, … (+1)"
-    assert gang[0][3].startswith(
+    gang = [row for row in seen["waits"] if "team/wide-0" in row[2]]
+    assert len(gang) == 1 and gang[0][:2] == ["team/wide", "4"], seen["waits"]
+    assert gang[0][2] == "team/wide-0, team/wide-1, team/wide-2, … (+1)"
+    assert gang[0][4].startswith(
         "can never run as it stands: its minMember pods ask cpu 4, more than queue b"
     )
-    total = sum(int(row[0]) for row in seen["waits"])
+    total = sum(int(row[1]) for row in seen["waits"])
+    # pods of no PodGroup are grouped by what they are told, under no PodGroup
+    assert [row[:3] for row in seen["waits"] if "solo" in row[2]] == [
+        ["\u2013", "2", "team/solo-2, team/solo-3"]
+    ]
     assert seen["count"] == f"({total} pods, {len(seen['waits'])} reasons)"
     # A full bar is the largest figure of any queue, said once and on every bar's end.
     assert seen["scale"].startswith("a full bar is 8 cpu")

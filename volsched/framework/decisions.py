@@ -143,6 +143,8 @@ class Event:
     reason: str
     message: str
     type: str = "Warning"
+    #: For a pod of a PodGroup, the PodGroup's key (what the dashboard groups pods by); else "".
+    podgroup: str = ""
 
     @property
     def object(self) -> str:

@@ -466,5 +466,6 @@ def _render_events(session: Session, phases: dict[str, PodGroupPhase], waiting: 
                     name=task.name,
                     reason="FailedScheduling",
                     message=why,
+                    podgroup=job.key if job.podgroup is not None else "",
                 )
             )

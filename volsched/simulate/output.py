@@ -100,7 +100,10 @@ def session_json(last: SessionResult) -> dict[str, Any]:
 
 
 def _event(e: Event) -> dict[str, str]:
-    return {"object": e.object, "reason": e.reason, "message": e.message}
+    out = {"object": e.object, "reason": e.reason, "message": e.message}
+    if e.podgroup:  # a pod of a PodGroup: which one (the dashboard groups why pods wait by it)
+        out["podgroup"] = e.podgroup
+    return out
 
 
 def replay_json(result: ReplayResult) -> dict[str, Any]:
