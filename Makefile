@@ -30,6 +30,7 @@ test: $(STAMP) lint test-deps
 ## too, but a failure here is clearer, and the cold kube-apiserver and helm builds take minutes).
 test-deps:
 	bash hack/controlplane/build.sh >/dev/null
+	bash hack/kwok/build.sh >/dev/null
 	bash hack/helm/build.sh >/dev/null || test $$? -eq 3  # 3: no Go toolchain, the chart tests skip
 	bash hack/ui/install-chromium.sh
 	bash hack/metrics/install-prometheus.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Build kube-apiserver, etcd and kube-scheduler from the Go
-# module proxy, at the versions pinned in this directory's go.mod/go.sum, and
+# Build kube-apiserver, etcd, kube-controller-manager and kube-scheduler from
+# the Go module proxy, at the versions pinned in this directory's go.mod/go.sum, and
 # cache them outside the repository:
 #
 #   ${VOLSCHED_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/volsched/controlplane}/<k8s-version>/
@@ -43,9 +43,9 @@ fi
 
 # Everything that determines the binaries' content goes into the stamp.
 stamp="$(cat "$here/go.mod" "$here/go.sum" "$here/etcd/main.go" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1)"
-# kube-scheduler is not needed by the tests, but costs only ~35 s more and is handy
-# as a reference scheduler in demos and benchmarks.
-bins=(kube-apiserver etcd kube-scheduler)
+# kube-controller-manager runs the controllers a test asks for (Job, ReplicaSet,
+# garbage collector...); kube-scheduler is the reference scheduler of the benchmarks.
+bins=(kube-apiserver etcd kube-controller-manager kube-scheduler)
 
 is_cached() {
   [[ -f "$out/.stamp" && "$(cat "$out/.stamp")" == "$stamp" ]] || return 1
@@ -61,9 +61,9 @@ if [[ "$force" == 0 ]] && is_cached; then
 fi
 
 mkdir -p "$cache_root"
-# Serialise concurrent builds (two test sessions, a human and CI, ...).
+# Serialise concurrent builds of one version (two test sessions, a human and CI, ...).
 if command -v flock >/dev/null 2>&1; then
-  exec 9>"$cache_root/.build.lock"
+  exec 9>"$cache_root/.build-$k8s_version.lock"
   flock 9
   if [[ "$force" == 0 ]] && is_cached; then
     echo "$out"
@@ -80,7 +80,8 @@ if [[ -z "$go_bin" ]]; then
   exit 1
 fi
 
-pkgs=(k8s.io/kubernetes/cmd/kube-apiserver ./etcd k8s.io/kubernetes/cmd/kube-scheduler)
+pkgs=(k8s.io/kubernetes/cmd/kube-apiserver ./etcd k8s.io/kubernetes/cmd/kube-controller-manager
+  k8s.io/kubernetes/cmd/kube-scheduler)
 
 major="${k8s_version#v}"; major="${major%%.*}"
 minor="${k8s_version#v*.}"; minor="${minor%%.*}"
