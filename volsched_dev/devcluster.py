@@ -16,8 +16,17 @@ What it is
     loopback, so the extension server must listen on a test host of your own (the e2e
     tests make one in a network namespace, tests/e2e/netns.py).
 
+    With ``controllers`` it also runs kube-controller-manager with those controllers
+    (:data:`REAL_CONTROLLERS`: Job, ReplicaSet, StatefulSet, garbage collector,
+    disruption, namespace), and with ``kwok=True`` it runs kwok
+    (``hack/kwok/build.sh``, stages in ``hack/kwok/stages.yaml``): nodes made with
+    :meth:`LocalControlPlane.kwok_node` become Ready and keep beating, a pod bound to one
+    runs, is Succeeded after the duration of its annotation
+    ``pod-complete.stage.kwok.x-k8s.io/delay`` (runs for ever without one), and is gone
+    once deleted. :meth:`LocalControlPlane.real` asks for both.
+
 What it is not
-    A cluster. There is no kubelet, no kube-controller-manager and (unless you start
+    A cluster, by default. There is no kubelet, no kube-controller-manager and (unless you start
     one yourself) no kube-scheduler: nodes are plain API objects whose status you write,
     pods never run, nothing garbage-collects, no namespace controller finalizes deleted
     namespaces, no service-account controller creates ``default`` service accounts.
@@ -64,12 +73,16 @@ __all__ = [
     "ADMIN_USER",
     "DEFAULT_DISABLED_ADMISSION_PLUGINS",
     "FRONT_PROXY_CLIENT",
+    "KWOK_NODE_ANNOTATION",
+    "REAL_CONTROLLERS",
+    "RUN_FOR",
     "TEST_USER",
     "ControlPlaneError",
     "LocalControlPlane",
     "TokenUser",
     "build_script",
     "ensure_binaries",
+    "ensure_kwok",
     "main",
 ]
 
@@ -85,6 +98,22 @@ DEFAULT_DISABLED_ADMISSION_PLUGINS: tuple[str, ...] = (
     "TaintNodesByCondition",
     "StorageObjectInUseProtection",
 )
+
+REAL_CONTROLLERS: tuple[str, ...] = (
+    "job-controller",
+    "replicaset-controller",
+    "statefulset-controller",
+    "garbage-collector-controller",
+    "disruption-controller",
+    "namespace-controller",
+)
+"""The kube-controller-manager controllers a "real" control plane runs (:meth:`LocalControlPlane.real`)."""
+
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+"""The annotation (value ``fake``) of the nodes kwok manages."""
+
+RUN_FOR = "pod-complete.stage.kwok.x-k8s.io/delay"
+"""A pod's annotation: how long it runs on a kwok node before it is Succeeded (``"5s"``, ``"2m"``)."""
 
 FRONT_PROXY_CLIENT = "front-proxy-client"
 """Common name of the client certificate the aggregator presents to extension servers."""
@@ -122,14 +151,57 @@ class TokenUser:
 # --------------------------------------------------------------------------- binaries
 
 
+_HACK = Path(__file__).resolve().parent.parent / "hack"
+
+
 def build_script() -> Path | None:
     """``hack/controlplane/build.sh`` of the source checkout this module lives in, if any."""
-    script = Path(__file__).resolve().parent.parent / "hack" / "controlplane" / "build.sh"
+    script = _HACK / "controlplane" / "build.sh"
     return script if script.is_file() else None
 
 
 def _has_binaries(directory: Path, names: Sequence[str]) -> bool:
     return all(os.access(directory / name, os.X_OK) for name in names)
+
+
+def _build(script: Path, names: Sequence[str], *, verbose: bool) -> Path:
+    """Run a ``build.sh`` (it prints its binary directory last) and check it holds ``names``."""
+    cmd = ["bash", str(script)]
+    try:
+        proc = subprocess.run(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=None if verbose else subprocess.PIPE,
+            text=True,
+            timeout=_BUILD_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise ControlPlaneError(f"{script} did not finish within {_BUILD_TIMEOUT_S}s") from exc
+    if proc.returncode != 0:
+        output = (proc.stderr or "") + (proc.stdout or "")
+        raise ControlPlaneError(
+            f"{' '.join(cmd)} failed with exit code {proc.returncode}:\n{_tail_text(output)}"
+        )
+    lines = proc.stdout.strip().splitlines()
+    directory = Path(lines[-1]) if lines else Path()
+    if not lines or not _has_binaries(directory, names):
+        raise ControlPlaneError(f"{script} succeeded but {directory} does not hold {', '.join(names)}")
+    return directory
+
+
+def ensure_kwok(*, verbose: bool = False) -> Path:
+    """The ``kwok`` binary: ``$VOLSCHED_KWOK_BIN`` when set (nothing is built), else the one
+    ``hack/kwok/build.sh`` finds in its cache or builds (a minute or two cold)."""
+    override = os.environ.get("VOLSCHED_KWOK_BIN")
+    if override:
+        if not os.access(override, os.X_OK):
+            raise ControlPlaneError(f"VOLSCHED_KWOK_BIN={override} is not an executable")
+        return Path(override)
+    script = _HACK / "kwok" / "build.sh"
+    if not script.is_file():
+        raise ControlPlaneError("hack/kwok/build.sh not found; set VOLSCHED_KWOK_BIN to a kwok binary")
+    return _build(script, ["kwok"], verbose=verbose) / "kwok"
 
 
 def ensure_binaries(*, verbose: bool = False) -> Path:
@@ -157,28 +229,7 @@ def ensure_binaries(*, verbose: bool = False) -> Path:
             "hack/controlplane/build.sh not found (volsched is not run from a source checkout); "
             "set VOLSCHED_CONTROLPLANE_BIN_DIR to a directory with kube-apiserver and etcd"
         )
-    cmd = ["bash", str(script)]
-    try:
-        proc = subprocess.run(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=None if verbose else subprocess.PIPE,
-            text=True,
-            timeout=_BUILD_TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise ControlPlaneError(f"{script} did not finish within {_BUILD_TIMEOUT_S}s") from exc
-    if proc.returncode != 0:
-        output = (proc.stderr or "") + (proc.stdout or "")
-        raise ControlPlaneError(
-            f"{' '.join(cmd)} failed with exit code {proc.returncode}:\n{_tail_text(output)}"
-        )
-    lines = proc.stdout.strip().splitlines()
-    directory = Path(lines[-1]) if lines else Path()
-    if not lines or not _has_binaries(directory, names):
-        raise ControlPlaneError(f"{script} succeeded but {directory} does not hold {', '.join(names)}")
-    return directory
+    return _build(script, names, verbose=verbose)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -354,6 +405,10 @@ class LocalControlPlane:
     verbose_build: bool = False
     #: Serve as an API aggregator for extension servers (APIService); see the module docstring.
     aggregation: bool = False
+    #: kube-controller-manager's controllers to run (none: it is not started); see REAL_CONTROLLERS.
+    controllers: Sequence[str] = ()
+    #: Run kwok: fake nodes (:meth:`kwok_node`) whose pods run and finish.
+    kwok: bool = False
 
     # Set by start().
     workdir: Path = field(init=False, default=Path())
@@ -363,6 +418,8 @@ class LocalControlPlane:
     etcd_url: str = field(init=False, default="")
     etcd_log_path: Path = field(init=False, default=Path())
     apiserver_log_path: Path = field(init=False, default=Path())
+    controller_manager_log_path: Path = field(init=False, default=Path())
+    kwok_log_path: Path = field(init=False, default=Path())
     #: With ``aggregation``: the CA that signed the aggregator's client certificate (extension
     #: servers may use it to authenticate the apiserver's proxied requests).
     front_proxy_ca_path: Path | None = field(init=False, default=None)
@@ -371,6 +428,12 @@ class LocalControlPlane:
     _started: bool = field(init=False, default=False)
     _aggregation_args: list[str] = field(init=False, default_factory=list)
     _apiserver_argv: list[str] = field(init=False, default_factory=list)
+
+    @classmethod
+    def real(cls, **kwargs: Any) -> LocalControlPlane:
+        """A control plane that behaves like a cluster: kube-controller-manager with
+        :data:`REAL_CONTROLLERS` and kwok (other fields as given)."""
+        return cls(controllers=REAL_CONTROLLERS, kwok=True, **kwargs)
 
     def __post_init__(self) -> None:
         self._tokens = {ADMIN_USER: TokenUser(ADMIN_USER, secrets.token_hex(24), ("system:masters",))}
@@ -548,7 +611,12 @@ class LocalControlPlane:
     def logs(self) -> str:
         """Tails of the etcd and kube-apiserver logs (for error messages)."""
         parts = []
-        for label, path in (("etcd", self.etcd_log_path), ("kube-apiserver", self.apiserver_log_path)):
+        for label, path in (
+            ("etcd", self.etcd_log_path),
+            ("kube-apiserver", self.apiserver_log_path),
+            ("kube-controller-manager", self.controller_manager_log_path),
+            ("kwok", self.kwok_log_path),
+        ):
             if path != Path():
                 parts.append(f"--- {label} log ({path}), last {_LOG_TAIL_LINES} lines:\n{_tail_file(path)}")
         return "\n".join(parts)
@@ -659,6 +727,95 @@ class LocalControlPlane:
         apiserver = self._spawn("kube-apiserver", argv, self.apiserver_log_path)
         self._wait_for(apiserver, deadline, self._apiserver_ready)
         self.write_kubeconfig(self.kubeconfig_path)
+        if self.controllers:
+            self._start_controller_manager(bin_dir, deadline)
+        if self.kwok:
+            self._start_kwok()
+
+    def _start_controller_manager(self, bin_dir: Path, deadline: float) -> None:
+        binary = bin_dir / "kube-controller-manager"
+        if not os.access(binary, os.X_OK):
+            raise ControlPlaneError(
+                f"{bin_dir} holds no kube-controller-manager (hack/controlplane/build.sh builds it)"
+            )
+        (port,) = _free_ports(1)
+        kubeconfig = str(self.kubeconfig_path)
+        self.controller_manager_log_path = self.workdir / "kube-controller-manager.log"
+        argv = [
+            str(binary),
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            f"--controllers={','.join(self.controllers)}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--cert-dir={self.workdir / 'certs' / 'kcm'}",
+            "--kube-api-qps=200",
+            "--kube-api-burst=400",
+            "--v=1",
+        ]
+        proc = self._spawn("kube-controller-manager", argv, self.controller_manager_log_path)
+        self._wait_for(proc, deadline, lambda: self._healthy(f"https://127.0.0.1:{port}/healthz"))
+
+    def _start_kwok(self) -> None:
+        binary = ensure_kwok(verbose=self.verbose_build)
+        self.kwok_log_path = self.workdir / "kwok.log"
+        argv = [
+            str(binary),
+            f"--kubeconfig={self.kubeconfig_path}",
+            f"--config={_HACK / 'kwok' / 'stages.yaml'}",
+            f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake",
+        ]
+        self._spawn("kwok", argv, self.kwok_log_path)
+
+    def kwok_node(
+        self,
+        name: str,
+        *,
+        cpu: str = "4",
+        memory: str = "8Gi",
+        pods: str = "110",
+        labels: Mapping[str, str] | None = None,
+        wait: bool = True,
+    ) -> dict[str, Any]:
+        """Create a node kwok manages (it runs the pods bound to it); with ``wait``, return once kwok
+        has made it Ready. Needs ``kwok=True``."""
+        from kubernetes import client
+
+        if not self.kwok:
+            raise ControlPlaneError("kwok_node() needs a control plane started with kwok=True")
+        amounts = {"cpu": cpu, "memory": memory, "pods": pods}
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "annotations": {KWOK_NODE_ANNOTATION: "fake"},
+                "labels": {"kubernetes.io/hostname": name, "type": "kwok", **(labels or {})},
+            },
+            "status": {"capacity": amounts, "allocatable": amounts},
+        }
+        with self.api_client() as api:
+            v1 = client.CoreV1Api(api)
+            v1.create_node(body)  # type: ignore[arg-type]  # (it sends a dict as it is)
+            deadline = time.monotonic() + self.startup_timeout
+            while wait:
+                status = v1.read_node(name).status
+                conditions = (status.conditions if status is not None else None) or ()
+                if any(c.type == "Ready" and c.status == "True" for c in conditions):
+                    break
+                if time.monotonic() > deadline:
+                    raise ControlPlaneError(f"kwok did not make node {name} Ready\n{self.logs()}")
+                self._check_alive()
+                time.sleep(0.2)
+        return body
+
+    def _check_alive(self) -> None:
+        for proc in self._procs:
+            code = proc.popen.poll()
+            if code is not None:
+                raise ControlPlaneError(f"{proc.name} exited with code {code}\n{_tail_file(proc.log_path)}")
 
     def stop_apiserver(self) -> None:
         """Stop kube-apiserver only (an outage: clients get connection refused); etcd keeps the data."""
@@ -703,6 +860,17 @@ class LocalControlPlane:
             with urllib.request.urlopen(f"{self.etcd_url}/health", timeout=2) as resp:
                 return b'"health":"true"' in resp.read()
         except (OSError, urllib.error.URLError):
+            return False
+
+    def _healthy(self, url: str) -> bool:
+        """Whether ``url`` (a component's /healthz over its self-signed certificate) answers 200."""
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        try:
+            with urllib.request.urlopen(url, timeout=5, context=ctx) as resp:
+                return bool(resp.status == 200)
+        except (OSError, urllib.error.URLError, ssl.SSLError):
             return False
 
     def _apiserver_ready(self) -> bool:

@@ -224,8 +224,11 @@ def apply_crds(api: client.ApiClient) -> None:
 
 
 @contextlib.contextmanager
-def fresh_control_plane() -> Iterator[LocalControlPlane]:
-    with running(LocalControlPlane()) as cp:
+def fresh_control_plane(*, real: bool = False) -> Iterator[LocalControlPlane]:
+    """A control plane with the CRDs and the operator's namespace; ``real``: with kube-controller-manager
+    and kwok too (:meth:`LocalControlPlane.real`: controllers make and delete pods, kwok nodes run them).
+    A test module that needs the real one overrides the ``cluster`` fixture with ``real_cluster()``."""
+    with running(LocalControlPlane.real() if real else LocalControlPlane()) as cp:
         with cp.api_client() as api:
             apply_crds(api)
             client.CoreV1Api(api).create_namespace({"metadata": {"name": OPERATOR_NS}})
@@ -236,6 +239,17 @@ def fresh_control_plane() -> Iterator[LocalControlPlane]:
 def cluster() -> Iterator[LocalControlPlane]:
     """A fresh control plane with the CRDs, for one test."""
     with fresh_control_plane() as cp:
+        yield cp
+
+
+def real_cluster() -> Iterator[LocalControlPlane]:
+    """The body of a ``cluster`` fixture that a module overrides to run on a real cluster::
+
+    @pytest.fixture
+    def cluster() -> Iterator[LocalControlPlane]:
+        yield from real_cluster()
+    """
+    with fresh_control_plane(real=True) as cp:
         yield cp
 
 
