@@ -1,8 +1,10 @@
 """``volsched demo``: what volsched is for, phase by phase, on a real kube-apiserver.
 
-Starts a :class:`~volsched_dev.devcluster.LocalControlPlane` (4 nodes of 8 cpu, no kubelets), applies
-``crds/`` and a scheduler config with reclaim, runs the operator in-process, and tells four stories,
-each by creating objects and printing what changes (read back from the apiserver, as kubectl would):
+Starts a real :class:`~volsched_dev.devcluster.LocalControlPlane` (kube-controller-manager, and 4 kwok
+nodes of 8 cpu that run the pods bound to them), applies ``crds/`` and a scheduler config with reclaim,
+runs the operator in-process, and tells five stories, each by creating objects and printing what
+changes (read back from the apiserver, as kubectl would). Every workload is a batch/v1 Job whose pods
+join a PodGroup: the Job controller makes them (and makes an evicted one again), kwok runs them.
 
 1. **Borrowing**: team research submits 32 one-cpu pods; nobody else asks, so its queue borrows the
    whole idle cluster.
@@ -12,16 +14,16 @@ each by creating objects and printing what changes (read back from the apiserver
    cluster is full; none of its pods is bound, and its PodGroup says why, in numbers.
 4. **A guarantee**: a new queue, urgent, with a tiny weight but a guarantee of 4 cpu; its hotfix job
    is admitted into the full cluster (by weight alone it would deserve 1.5 cpu).
+5. **A job runs to its end**: hotfix's pods run their 45 s and succeed; the Job is complete and its
+   PodGroup Completed.
 
-No controllers run on this apiserver, so the demo plays the Job controller: an evicted pod comes back
-as a new pending pod of the same name. It ends with the dashboard's address; with ``keep`` it leaves
-the cluster running and prints a kubeconfig for kubectl.
+It ends with the dashboard's address; with ``keep`` it leaves the cluster running and prints a
+kubeconfig for kubectl.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 import threading
@@ -38,12 +40,14 @@ from rich.table import Table
 
 from volsched.model.resources import format_amount
 from volsched.model.vocabulary import API_GROUP
-from volsched_dev.devcluster import LocalControlPlane
+from volsched_dev.devcluster import RUN_FOR, LocalControlPlane
 
 CRDS = Path(__file__).resolve().parent.parent / "crds"
 V = "v1beta1"
 NS = "teams"
 NODES, NODE_CPU = 4, 8
+#: How long hotfix's pods run (s): long enough for phase 4 to settle first, even on a loaded machine.
+HOTFIX_RUNS = 45
 #: examples/reclaim-preempt-scheduler.yaml without preempt. Every plugin that names victims (gang,
 #: conformance, proportion) must accept one, whatever its tier, so reclaim takes only what a queue holds
 #: beyond its share.
@@ -87,12 +91,15 @@ class Look:
     bound: dict[str, int]  # group -> pods bound
     pods: dict[str, int]  # group -> pods
     waiting: dict[str, str]  # group -> why its PodGroup is not scheduled (condition message)
+    succeeded: dict[str, int] = field(default_factory=dict)  # group -> pods that ran to their end
+    phases: dict[str, str] = field(default_factory=dict)  # group -> its PodGroup's phase
 
     def summary(self) -> tuple[Any, ...]:
         return (
             tuple(sorted((n, q.deserved, q.allocated, q.running, q.pending) for n, q in self.queues.items())),
             tuple(sorted(self.bound.items())),
             tuple(sorted(self.waiting.items())),
+            tuple(sorted(self.succeeded.items())),
         )
 
 
@@ -119,8 +126,13 @@ def look(api: client.ApiClient, groups: dict[str, str]) -> Look:
         )
     bound: dict[str, int] = {}
     pods: dict[str, int] = {}
+    succeeded: dict[str, int] = {}
     for p in core.list_namespaced_pod(NS).items:
         group = (p.metadata.annotations or {}).get("scheduling.k8s.io/group-name", "")
+        if p.status.phase == "Succeeded":
+            succeeded[group] = succeeded.get(group, 0) + 1
+        if p.metadata.deletion_timestamp:
+            continue  # evicted, on its way out
         pods[group] = pods.get(group, 0) + 1
         queue = queues.get(groups.get(group, ""))
         if p.spec.node_name:
@@ -130,11 +142,13 @@ def look(api: client.ApiClient, groups: dict[str, str]) -> Look:
         elif queue:
             queue.pending += 1
     waiting: dict[str, str] = {}
+    phases: dict[str, str] = {}
     for pg in custom.list_namespaced_custom_object(API_GROUP, V, NS, "podgroups")["items"]:
+        phases[pg["metadata"]["name"]] = str((pg.get("status") or {}).get("phase") or "Pending")
         for cond in (pg.get("status") or {}).get("conditions") or []:
             if cond.get("type") == "Scheduled" and cond.get("status") == "False" and cond.get("message"):
                 waiting[pg["metadata"]["name"]] = str(cond["message"])
-    return Look(queues=queues, bound=bound, pods=pods, waiting=waiting)
+    return Look(queues=queues, bound=bound, pods=pods, waiting=waiting, succeeded=succeeded, phases=phases)
 
 
 # --- the workload ------------------------------------------------------------------------------------------
@@ -148,19 +162,28 @@ def queue_obj(name: str, weight: int, guarantee_cpu: str | None = None) -> dict[
 
 
 def job_objs(
-    group: str, queue: str, size: int, *, cpu: str = "1", min_member: int = 1
+    group: str, queue: str, size: int, *, cpu: str = "1", min_member: int = 1, run_for: str | None = None
 ) -> list[dict[str, Any]]:
-    """A PodGroup and its pods, as a batch integration would create them."""
+    """A PodGroup and the batch/v1 Job whose pods join it (as a batch integration makes them): the Job
+    controller makes ``size`` pods, and one again for each evicted (they count as failed: the backoff
+    limit is high); each runs ``run_for`` on its kwok node (None: until the demo ends)."""
+    # minResources as the integrations write it (the gang's): the group exists before its pods do, and
+    # enqueue admits it on what it says it needs.
+    need = f"{float(cpu) * min_member:g}"
     pg = {"apiVersion": f"{API_GROUP}/{V}", "kind": "PodGroup", "metadata": {"name": group},
-          "spec": {"minMember": min_member, "queue": queue}}  # fmt: skip
-    pods = [
-        {"apiVersion": "v1", "kind": "Pod",
-         "metadata": {"name": f"{group}-{i}", "annotations": {"scheduling.k8s.io/group-name": group}},
-         "spec": {"schedulerName": "volsched", "terminationGracePeriodSeconds": 0, "containers": [
-             {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}}
-        for i in range(size)
-    ]  # fmt: skip
-    return [pg, *pods]
+          "spec": {"minMember": min_member, "queue": queue, "minResources": {"cpu": need}}}  # fmt: skip
+    annotations = {"scheduling.k8s.io/group-name": group}
+    if run_for:
+        annotations[RUN_FOR] = run_for
+    job = {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": group},
+        "spec": {"parallelism": size, "completions": size, "backoffLimit": 10000, "template": {
+            "metadata": {"annotations": annotations},
+            "spec": {"schedulerName": "volsched", "restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+                     "containers": [{"name": "main", "image": "busybox",
+                                     "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}}},
+    }  # fmt: skip
+    return [pg, job]
 
 
 @dataclass
@@ -205,7 +228,7 @@ def phases() -> list[Phase]:
                 f"reclaim evicted {len(ev)} of research's pods beyond its share: research now runs "
                 f"{v.bound.get('sweep', 0)} (deserved cpu {_n(_q(v, 'research').deserved)}), prod "
                 f"{v.bound.get('serve', 0)} (deserved cpu {_n(_q(v, 'prod').deserved)}). The evicted pods wait, "
-                "pending (the demo plays their Job controller)."
+                "pending (their Job made them again)."
             ),
         ),
         Phase(
@@ -222,12 +245,23 @@ def phases() -> list[Phase]:
             "4. A guarantee admits a job into a full cluster",
             "A new queue, urgent: weight 1 (research and prod have 10) but a guarantee of 4 cpu. Its hotfix "
             "job asks for 4 pods of 1 cpu.",
-            [queue_obj("urgent", 1, "4"), *job_objs("hotfix", "urgent", 4)],
+            [queue_obj("urgent", 1, "4"), *job_objs("hotfix", "urgent", 4, run_for=f"{HOTFIX_RUNS}s")],
             lambda v: v.bound.get("hotfix", 0) == 4,
             lambda v, ev: (
                 f"urgent runs {v.bound.get('hotfix', 0)} pods in the full cluster: by weight alone it "
                 f"would deserve cpu {total / 21:.1f}; its guarantee makes that cpu "
                 f"{_n(_q(v, 'urgent').deserved)}, and reclaim evicted {len(ev)} pods to make room."
+            ),
+        ),
+        Phase(
+            "5. A job runs to its end",
+            f"hotfix's pods do their work: {HOTFIX_RUNS} s each on their kwok nodes.",
+            [],
+            lambda v: v.succeeded.get("hotfix", 0) == 4 and v.phases.get("hotfix") == "Completed",
+            lambda v, _e: (
+                f"hotfix's {v.succeeded.get('hotfix', 0)} pods succeeded and its PodGroup is "
+                f"{v.phases.get('hotfix', '?')}; the cpu they held went back to the queues that ask "
+                f"(research runs {v.bound.get('sweep', 0)})."
             ),
         ),
     ]
@@ -253,12 +287,11 @@ class Demo:
     timeout: float = 90.0
     settle: float = 3.0
     poll: float = 0.5
-    manifests: dict[str, dict[str, Any]] = field(default_factory=dict)  # pod name -> what to recreate
     groups: dict[str, str] = field(default_factory=dict)  # group -> queue
     _seen_events: set[str] = field(default_factory=set)
 
     def create(self, objs: list[dict[str, Any]]) -> None:
-        core: Any = client.CoreV1Api(self.api)
+        batch: Any = client.BatchV1Api(self.api)
         custom: Any = client.CustomObjectsApi(self.api)
         for obj in objs:
             if obj["kind"] == "Queue":
@@ -267,17 +300,7 @@ class Demo:
                 self.groups[obj["metadata"]["name"]] = obj["spec"]["queue"]
                 custom.create_namespaced_custom_object(API_GROUP, V, NS, "podgroups", obj)
             else:
-                self.manifests[obj["metadata"]["name"]] = obj
-                core.create_namespaced_pod(NS, obj)
-
-    def replace_evicted(self) -> None:
-        """The Job controller's part: a deleted pod comes back, pending, under the same name."""
-        core: Any = client.CoreV1Api(self.api)
-        present = {p.metadata.name for p in core.list_namespaced_pod(NS).items}
-        for name, obj in self.manifests.items():
-            if name not in present:
-                with contextlib.suppress(client.ApiException):  # still terminating: next time
-                    core.create_namespaced_pod(NS, obj)
+                batch.create_namespaced_job(NS, obj)
 
     def new_evictions(self) -> list[str]:
         core: Any = client.CoreV1Api(self.api)
@@ -310,7 +333,6 @@ class Demo:
         while time.monotonic() < deadline:
             time.sleep(self.poll)
             evictions += self.new_evictions()
-            self.replace_evicted()
             view = look(self.api, self.groups)
             summary = view.summary()
             if summary != last:
@@ -351,7 +373,7 @@ def queue_table(view: Look) -> Table:
     return t
 
 
-def _setup(api: client.ApiClient) -> None:
+def _setup(api: client.ApiClient, cp: LocalControlPlane) -> None:
     core: Any = client.CoreV1Api(api)
     custom: Any = client.CustomObjectsApi(api)
     ext = client.ApiextensionsV1Api(api)
@@ -363,10 +385,8 @@ def _setup(api: client.ApiClient) -> None:
             break
         except client.ApiException:
             time.sleep(0.1)
-    res = {"cpu": str(NODE_CPU), "memory": "64Gi", "pods": "110"}
     for i in range(NODES):
-        core.create_node({"metadata": {"name": f"node-{i}"}, "status": {"capacity": res, "allocatable": res,
-                          "conditions": [{"type": "Ready", "status": "True"}]}})  # fmt: skip
+        cp.kwok_node(f"node-{i}", cpu=str(NODE_CPU), memory="64Gi")
     for ns in ("volsched-system", NS):
         core.create_namespace({"metadata": {"name": ns}})
     core.create_namespaced_config_map("volsched-system", {
@@ -374,7 +394,7 @@ def _setup(api: client.ApiClient) -> None:
 
 
 def run_demo(keep: bool = False, console: Console | None = None, *, period: float = 0.5) -> int:
-    """Run the four phases; 0 when each reached its outcome. ``keep``: leave the cluster up until Ctrl-C."""
+    """Run the five phases; 0 when each reached its outcome. ``keep``: leave the cluster up until Ctrl-C."""
     results = run_phases(console or Console(), keep=keep, period=period)
     return 0 if all(r.reached for r in results) else 1
 
@@ -384,12 +404,13 @@ def run_phases(console: Console, *, keep: bool = False, period: float = 0.5) -> 
 
     logging.getLogger("kopf").setLevel(logging.ERROR)  # "OS signals are ignored": the demo handles Ctrl-C
     results: list[PhaseResult] = []
-    with LocalControlPlane() as cp:
+    with LocalControlPlane.real() as cp:
         console.print(
-            f"[bold]volsched demo[/bold]: kube-apiserver {cp.host}, {NODES} nodes of {NODE_CPU} cpu"
+            f"[bold]volsched demo[/bold]: kube-apiserver {cp.host}, kube-controller-manager, "
+            f"{NODES} kwok nodes of {NODE_CPU} cpu"
         )
         with cp.api_client() as api:
-            _setup(api)
+            _setup(api, cp)
             settings = Settings(kubeconfig=str(cp.kubeconfig_path))
             settings.http.host, settings.http.port = "127.0.0.1", 0
             settings.http.auth = "none"  # a local control plane on loopback: the browser reads /ui as is

@@ -1,4 +1,5 @@
-"""``volsched demo`` tells its four stories on a real apiserver, and each reaches its outcome."""
+"""``volsched demo`` tells its five stories on a real control plane (controllers and kwok nodes: the Jobs'
+pods really run, and the last Job finishes), and each reaches its outcome."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from volsched_dev.demo import run_phases
 pytestmark = pytest.mark.cluster
 
 
-def test_the_demo_shows_borrowing_taking_back_a_waiting_gang_and_a_guarantee() -> None:
+def test_the_demo_shows_borrowing_taking_back_a_waiting_gang_a_guarantee_and_a_job_finishing() -> None:
     out = io.StringIO()
-    borrow, take_back, gang, guarantee = run_phases(Console(file=out, width=120), period=0.3)
+    borrow, take_back, gang, guarantee, finish = run_phases(Console(file=out, width=120), period=0.3)
     text = out.getvalue()
 
     assert borrow.reached and borrow.look.bound == {"sweep": 32}
@@ -32,6 +33,9 @@ def test_the_demo_shows_borrowing_taking_back_a_waiting_gang_and_a_guarantee() -
     assert guarantee.look.queues["urgent"].deserved == 4
     assert guarantee.evictions  # the full cluster made room
 
-    for title in (borrow.title, take_back.title, gang.title, guarantee.title):
+    assert finish.reached and finish.look.succeeded["hotfix"] == 4
+    assert finish.look.phases["hotfix"] == "Completed"
+
+    for title in (borrow.title, take_back.title, gang.title, guarantee.title, finish.title):
         assert text.count(title) == 1
     assert "/ui" in text.splitlines()[-2]  # the dashboard's address, before the goodbye
