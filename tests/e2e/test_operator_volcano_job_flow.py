@@ -48,8 +48,10 @@ class VolcanoLikeController:
         while not self._stop.wait(0.2):
             try:
                 self._sync()
-            except ApiException as exc:  # a transient answer: the next pass tries again
-                if exc.status is None or exc.status < 500:
+            except (
+                ApiException
+            ) as exc:  # a transient answer (throttled, unavailable): the next pass tries again
+                if exc.status is not None and exc.status < 500 and exc.status != 429:
                     self.errors.append(exc)
             except BaseException as exc:  # shown by the test
                 self.errors.append(exc)
