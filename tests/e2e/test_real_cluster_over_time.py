@@ -1,0 +1,196 @@
+"""The operator over time on a real cluster: a seeded workload of batch/v1 Jobs (gangs of 1 to 3 pods,
+two queues, each pod running a few seconds on a kwok node) arrives over a minute, and a watcher checks
+the invariants at every look, all along, not only at the end:
+
+* no node holds pods (bound and not finished) asking more cpu than it has;
+* no gang stays half-bound (some of its pods on a node, fewer than its minimum) for more than two of the
+  operator's cycles (counted on its metrics: under load a cycle takes longer, the rule does not);
+* every job that can run does: all of them complete.
+
+Nothing waits for time: arrivals are spaced by the operator's own cycles, and the end is every Job
+complete."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import urllib.error
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.e2e.operator_fixtures import Kube, OperatorProcess, Start, queue, real_cluster, wait_for
+from volsched.model.resources import parse_amount
+from volsched_dev.devcluster import RUN_FOR, LocalControlPlane
+
+pytestmark = pytest.mark.cluster
+ROOT = Path(__file__).resolve().parents[2]
+GANG = "scheduling.volsched.io/min-member"
+JOBS = 30
+#: Cycles a gang may be seen half-bound (its binds are sent together but land one by one).
+HALF_BOUND_CYCLES = 2
+
+
+@pytest.fixture
+def cluster() -> Iterator[LocalControlPlane]:
+    yield from real_cluster()
+
+
+def _job(name: str, *, size: int, queue_name: str, seconds: int) -> dict[str, Any]:
+    template = {
+        "metadata": {
+            "labels": {"job": name},
+            "annotations": {GANG: str(size), RUN_FOR: f"{seconds}s",
+                            "scheduling.volsched.io/queue-name": queue_name},
+        },
+        "spec": {
+            "schedulerName": "volsched", "restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+            "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+        },
+    }  # fmt: skip
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"parallelism": size, "completions": size, "backoffLimit": 100, "template": template}}  # fmt: skip
+
+
+@dataclass
+class Cycles:
+    """The operator's cycles so far (sessions run or skipped), read from its /metrics at most every half
+    second (it answers a client 5 times a second; a 429 keeps the last count)."""
+
+    op: OperatorProcess
+    _last: float = 0.0
+    _at: float = -1.0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self) -> float:
+        with self._lock:
+            if time.monotonic() - self._at >= 0.5:
+                try:
+                    text = self.op.metrics()
+                except urllib.error.HTTPError as exc:
+                    if exc.code != 429:
+                        raise
+                else:
+                    self._last = sum(
+                        float(line.rpartition(" ")[2])
+                        for line in text.splitlines()
+                        if line.startswith(("volsched_sessions_total ", "volsched_sessions_skipped_total "))
+                    )
+                    self._at = time.monotonic()
+            return self._last
+
+
+@dataclass
+class Watcher:
+    """Looks at the cluster again and again (one list of nodes and pods a look) and records every
+    invariant broken, with the look it was seen in."""
+
+    k: Kube
+    ns: str
+    cycles: Cycles
+    sizes: dict[str, int] = field(default_factory=dict)  # job -> its gang's minimum
+    broken: list[str] = field(default_factory=list)
+    looks: int = 0
+    #: job -> the operator's cycle count when it was first seen half-bound (in its current stretch).
+    half_since: dict[str, float] = field(default_factory=dict)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def look(self) -> None:
+        cycle = self.cycles()
+        allocatable = {
+            n.metadata.name: parse_amount(n.status.allocatable["cpu"], where="cpu")
+            for n in self.k.core.list_node().items
+        }
+        used = dict.fromkeys(allocatable, 0.0)
+        bound: dict[str, int] = {}
+        for p in self.k.core.list_namespaced_pod(self.ns).items:
+            if not p.spec.node_name:
+                continue
+            job = (p.metadata.labels or {}).get("job", "")
+            bound[job] = bound.get(job, 0) + 1  # finished pods count toward the gang, as they did
+            if p.status.phase not in ("Succeeded", "Failed"):
+                used[p.spec.node_name] += parse_amount(
+                    p.spec.containers[0].resources.requests["cpu"], where="cpu"
+                )
+        for name, cpu in used.items():
+            if cpu > allocatable[name] + 1e-9:
+                self.broken.append(
+                    f"look {self.looks}: node {name} holds cpu {cpu:g} of {allocatable[name]:g}"
+                )
+        for job, size in self.sizes.items():
+            if 0 < bound.get(job, 0) < size:
+                since = self.half_since.setdefault(job, cycle)
+                if cycle - since > HALF_BOUND_CYCLES:
+                    self.broken.append(
+                        f"look {self.looks}: gang {job} half-bound ({bound[job]} of {size}) "
+                        f"for {cycle - since:g} cycles"
+                    )
+            else:
+                self.half_since.pop(job, None)
+        self.looks += 1
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.look()
+            except client.ApiException as exc:  # a look the apiserver did not answer: the next one will
+                if exc.status is not None and exc.status < 500:
+                    raise
+
+    def __enter__(self) -> Watcher:
+        self._thread = threading.Thread(target=self.run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+
+def test_over_a_minute_of_arrivals_no_node_is_overfull_no_gang_stays_half_bound_and_every_job_completes(
+    cluster: LocalControlPlane, k: Kube, start_operator: Start
+) -> None:
+    for i in range(3):
+        cluster.kwok_node(f"kwok-{i}", cpu="4")
+    k.set_config((ROOT / "examples" / "reclaim-preempt-scheduler.yaml").read_text())
+    k.queue(queue("qa"))
+    k.queue(queue("qb"))
+    ns = k.namespace("over-time")
+    batch = client.BatchV1Api(k.api)
+    op = start_operator()
+    cycles = Cycles(op)
+    rng = random.Random(29)
+    plan = [
+        (
+            f"j{i:02d}",
+            rng.choice((1, 1, 2, 3)),
+            rng.choice(("qa", "qb")),
+            rng.randint(3, 12),
+            rng.randint(0, 2),
+        )
+        for i in range(JOBS)
+    ]
+    with Watcher(k, ns, cycles) as watcher:
+        for name, size, queue_name, seconds, gap in plan:
+            watcher.sizes[name] = size
+            batch.create_namespaced_job(ns, _job(name, size=size, queue_name=queue_name, seconds=seconds))
+            after = cycles() + gap  # the next arrival comes ``gap`` operator cycles later
+            wait_for(
+                lambda after=after: cycles() >= after, 60, what="the operator's next cycles", operator=op
+            )
+
+        def done() -> bool:
+            jobs = batch.list_namespaced_job(ns).items
+            return len(jobs) == JOBS and all(
+                any(c.type == "Complete" and c.status == "True" for c in j.status.conditions or ())
+                for j in jobs
+            )
+
+        wait_for(done, 600, interval=1.0, what=f"all {JOBS} Jobs complete", operator=op)
+    assert watcher.looks > 50, watcher.looks  # it looked all along, not once
+    assert not watcher.broken, watcher.broken[:10]
