@@ -359,7 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--output",
         choices=("table", "json", "html"),
         default="table",
-        help="table (default), json (the contract in the README) or html (the dashboard page, self-contained)",
+        help="table (default), json (the contract in docs/simulator.md) or html (the dashboard page, self-contained)",
     )
     sim.set_defaults(func=_simulate)
     trace = sub.add_parser("trace", help="workload traces for `volsched simulate --trace`")

@@ -27,7 +27,7 @@ def _resources(amounts: Mapping[str, float] | None) -> dict[str, float | int] | 
 
 
 def to_json(result: SimulationResult) -> dict[str, Any]:
-    """The ``-o json`` contract (see the README)."""
+    """The ``-o json`` contract (see docs/simulator.md)."""
     state = result.state
     pods = {}
     for key in sorted(state.raw_pods):
