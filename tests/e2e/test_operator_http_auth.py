@@ -117,3 +117,44 @@ def test_metrics_and_dashboard_data_need_a_token_the_apiserver_allows(
     log = op.log()
     assert all(t not in log for t in tokens.values())
     assert "not-a-token" not in log
+
+
+def test_many_viewers_build_the_dashboard_once_per_session(k: Kube, start_operator: Start) -> None:
+    """16 clients polling /ui/state.json while pods arrive and are bound: the document is built at most
+    once per session (the sessions, not the viewers, set the work), and every viewer gets an answer."""
+    import threading
+    import urllib.error
+
+    k.nodes(node("n1", cpu="64"))
+    k.queue(queue("default"))
+    ns = k.namespace("viewers")
+    op = start_operator()
+    stop = threading.Event()
+    answers: list[int] = []
+
+    def view() -> None:
+        while not stop.is_set():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{op.port}/ui/state.json", timeout=10) as r:
+                    answers.append(r.status)
+            except urllib.error.HTTPError as exc:
+                answers.append(exc.code)
+            stop.wait(0.25)
+
+    viewers = [threading.Thread(target=view, daemon=True) for _ in range(16)]
+    for v in viewers:
+        v.start()
+    try:
+        for i in range(20):
+            k.pods(ns, pod(f"p{i}", cpu="100m"))
+        wait_for(lambda: len(k.bound(ns)) == 20, 60, what="every pod bound while 16 clients poll")
+        start = op.cycles()
+        wait_for(lambda: op.cycles() >= start + 5, 60, what="five more cycles under the viewers")
+    finally:
+        stop.set()
+        for v in viewers:
+            v.join(15)
+    builds, sessions = op.metric("volsched_dashboard_builds"), op.metric("volsched_sessions_total")
+    assert 200 in answers and set(answers) <= {200, 429}
+    assert len(answers) > 2 * builds  # the viewers asked far more often than the document was built
+    assert builds <= sessions + 1  # (+1: the empty document served before the first session)

@@ -233,6 +233,7 @@ class Operator:
             gate=Gate(AccessReviews(self.reads) if settings.http.auth == "kubernetes" else None),
         )
         self.metrics.ready.set_function(lambda: 0.0 if self._readiness() else 1.0)
+        self.metrics.dashboard_builds.set_function(lambda: float(self.ui.builds))
         self.registry = self._build_registry()
         if settings.webhook.port:
             register_webhooks(

@@ -70,6 +70,12 @@ class Metrics:
             registry=r,
         )
         self.sessions = Counter("volsched_sessions_total", "Sessions run", registry=r)
+        #: Its value is asked when scraped (the dashboard's LiveState.builds).
+        self.dashboard_builds = Gauge(
+            "volsched_dashboard_builds",
+            "Times the dashboard's document was built (at most once per session, whatever the viewers)",
+            registry=r,
+        )
         self.skipped = Counter(
             "volsched_sessions_skipped_total",
             "Sessions skipped: nothing changed since the last one, which decided nothing",
