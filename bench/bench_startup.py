@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import math
-import os
 import re
 import statistics
 import sys
@@ -45,6 +44,7 @@ from bind_throughput import (  # noqa: E402
     prepare_cluster,
     spawn,
     start_kube_scheduler,
+    volsched_env,
 )
 from bindstats import TreeUsage  # noqa: E402
 from machine import describe  # noqa: E402
@@ -86,8 +86,9 @@ def one_run(kubeconfig: Path, source: Path, log: Path) -> tuple[float, float, in
         "--metrics-host", "127.0.0.1",
         "--metrics-port", "0",
     ]  # fmt: skip
+    env = volsched_env(source)
     start = time.time()
-    proc = spawn(argv, log, env={**os.environ, "PYTHONPATH": str(source)}, cwd=source)
+    proc = spawn(argv, log, env=env, cwd=source)
     usage = TreeUsage(proc.pid)
     port = 0
     try:
