@@ -932,7 +932,10 @@ def _cmd_up(args: argparse.Namespace) -> int:
     users = {name: () for name in args.user}
     users.setdefault(TEST_USER, ())
     try:
-        with LocalControlPlane(users=users, keep_dir=args.keep, verbose_build=True) as cp:
+        make = LocalControlPlane.real if args.real else LocalControlPlane
+        with make(users=users, keep_dir=args.keep, verbose_build=True) as cp:
+            for i in range(args.kwok_nodes if args.real else 0):
+                cp.kwok_node(f"kwok-{i}", cpu=args.kwok_cpu)
             kubeconfig = cp.kubeconfig_path
             if args.kubeconfig:
                 kubeconfig = cp.write_kubeconfig(args.kubeconfig)
@@ -966,6 +969,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_up.add_argument("--kubeconfig", type=Path, help="also write the admin kubeconfig here")
     p_up.add_argument("--user", action="append", default=[], help="extra static-token user (repeatable)")
     p_up.add_argument("--keep", action="store_true", help="keep the temporary directory (logs) on exit")
+    p_up.add_argument(
+        "--real",
+        action="store_true",
+        help="also run kube-controller-manager (Job, ReplicaSet, ... controllers) and kwok, with kwok nodes",
+    )
+    p_up.add_argument(
+        "--kwok-nodes", type=int, default=4, help="with --real: how many kwok nodes (default 4)"
+    )
+    p_up.add_argument("--kwok-cpu", default="8", help="with --real: each kwok node's cpu (default 8)")
     p_up.set_defaults(func=_cmd_up)
     args = parser.parse_args(argv)
     rc: int = args.func(args)
