@@ -1,33 +1,11 @@
 """Snapshots for sessions, built incrementally from what changed since the last one.
 
-The cache never changes a parsed object in place: an event, an assumed bind or a new priority
-replaces the :class:`Task` (or NodeSpec, PodGroupSpec) under its key. So a :class:`View` taken under
-its lock is a consistent view of one instant, and everything else happens outside the lock, while watch
-events go on. Its dicts are shallow copies of the cache's, but for the tasks and their order: those are
-copies the cache keeps from one snapshot to the next and brings up to date, in place, from the keys
-touched since (``ClusterState.snapshot``, one snapshot at a time). Nothing else changes them, so a View
-holds still until the next snapshot is taken, and must not be read after that.
-
-:class:`SnapshotBuilder` keeps, from one snapshot to the next, what follows from a task alone: the
-task with its volumes' node affinity and its owner's avoided nodes filled in, its request as a
-vector over the resource space, the resource names in use, and the node table with nothing held.
-An entry is reused while the cache still holds the very same task object (the object is the
-version) and what it was prepared from (claims, volumes, avoided nodes, the space) is unchanged.
-Every session gets its own copies of the pending tasks, the jobs and the node arrays it may change. A
-job whose every task is pending (all of a backlog's) is not kept between snapshots at all: each build
-assembles it from the session's own copies of its tasks and hands it over as it is (``_Base.lent``),
-which costs what a copy of a kept job would and saves assembling one that nobody would read; the builder
-never reads a job it lent again (the next build assembles it anew).
-A task that is not pending (bound, running, finished: most of a busy cluster's) is copied once, with
-its request vector, and that copy is shared by every snapshot while the cache holds the same task
-(``Task.shared``): only an eviction changes such a task in a session, and a session whose actions
-may evict takes its own copies first (``ClusterSnapshot.thaw``). What a snapshot shares with the
-cache and with other snapshots (those tasks, request vectors, the nodes' allocatable, each node's dict
-of the tasks it holds, which a session's table copies before it changes it) is read-only,
-and a session refuses to change a shared task, so no session can change the cache or another
-session's snapshot.
-
-No I/O happens here.
+:class:`SnapshotBuilder` keeps, from one snapshot to the next, what follows from a task alone and reuses
+it while the cache holds the same task object; it shares tasks that are not pending between snapshots
+(read-only), lends jobs whose every task is pending to one session, and gives every session its own
+copies of what it may change, so no session can change the cache or another session's snapshot. A
+:class:`View` is the cache's state at one instant, taken under its lock; the rest happens outside it.
+No I/O happens here. Shared, lent, thaw and kept: docs/design/steady-state.md.
 """
 
 from __future__ import annotations

@@ -1,49 +1,10 @@
 """What a session's opens and close sum over the jobs nobody changes, kept from one session to the next.
 
-A steady cluster holds thousands of jobs that no session changes (bound and running pods, each its own
-job when it stands alone): the snapshot shares them (``Job.shared``), read-only, from one session to the
-next, and puts them in the same order. The opens (drf per namespace, proportion per queue, overcommit)
-and the close (queue and namespace status) add up what the jobs hold, one job at a time in the jobs'
-order; walking every job for that costs every session a few milliseconds per 10,000 jobs.
-
-:class:`Settled` is what those walks find in the **leading run** of a session's jobs that are shared:
-the sums per queue and per namespace, the admitted jobs' unmet minimums, the jobs that hold a gang short
-of minMember, whether one holds host ports or has pod constraints, the jobs with a PodGroup. It is kept
-in the snapshot's ``kept`` dict with the run's jobs, and the next session reuses it while its own jobs
-begin with the very same objects (one list comparison, by identity), summing only what follows.
-
-The run goes on past a job that is not shared but holds nothing (every task pending, or none:
-``_gap``): a pod pending for ever early in the order (no node fits it), a gang admitted that cannot be
-placed, or a new PodGroup. Such a *gap* adds zeros to what the jobs hold, which changes no sum wherever
-it is added, so the run's sums of what its jobs hold are the walk's with it or without; the opens and
-the close walk it as they walk every job after the run (``Session.unsettled`` lists the gaps first).
-What it does add is what it asks of its queue (its pending tasks' requests), which the close sums per
-queue with what the jobs hold, and, admitted, its unmet minimum: :attr:`Settled.request` (per queue with
-a gap that asks) and the unmet sums have them added in the gap's place, and the readers of those skip
-the gaps. The next session reuses the run while each gap is still there, at the same place, and as it
-was (same key and queue, still a gap, asking and still claiming the very same floats); a gap that
-changed, or a changed job after one, sends the run back to just before it (each gap keeps the run up
-to it). A session that changes a gap (places its pod) finds the run again when next asked (for the
-close), and it then ends before that job. At most ``MAX_GAPS`` gaps; gaps after the run's last shared
-job are not part of it (pods that arrived since the last session: placed, they join the run next time).
-
-A shared job has no pending task and its phase is not Pending (the snapshot gives the session its own
-copy of such a job), and a session changes no shared job, so the run is the same when the session opens
-and when it closes.
-
-A session that may evict works on its own copies of the shared jobs (``ClusterSnapshot.thaw``); an
-unchanged copy names the shared job it was copied from (``Job.origin``) and stands for it here: the run
-is kept as the shared jobs, and the copies are matched to it through their origin, still by identity.
-The session drops a copy's origin at its first change (a task evicted) and finds its run again when
-next asked (the close), so the run ends before the changed job and never sums what it held before.
-
-The sums are the same floats as a walk over every job: each is the run's jobs added one at a time in
-order from zero (``sum_rows``), and the rest of the jobs are then added to it one at a time in order
-(a sum handed on as a row that ``sum_rows`` adds to zero first: ``0.0 + x == x``). Adding a job that
-holds nothing adds zeros, which changes no sum.
-
-What is handed out is a copy: a session adds to its sums (drf's per namespace as tasks are placed), and
-nothing it does reaches the kept run.
+:class:`Settled` is the *settled run*: the leading run of a session's jobs that are shared (no session
+changes them), with its *gaps* (jobs in its span that hold nothing), and what the run sums to per queue
+and per namespace; the next session reuses it while its jobs begin with the same objects. It is an
+optimisation only: every sum is the float a walk over every job gives. It decides nothing and does no
+I/O. The run, gaps, thawed copies and their origin: docs/design/steady-state.md.
 """
 
 from __future__ import annotations
