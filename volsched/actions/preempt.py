@@ -1,30 +1,9 @@
 """preempt: inside a queue, a starving job takes capacity from jobs the plugins rank below it.
 
-Queues in queue order, and inside each the admitted starving jobs in job order as it stands at each
-turn (a waiting job whose pods an earlier turn took holds less, and moves up): each pending task is
-placed through one Statement on capacity that is free, being released, or freed by evicting running
-pods of *other jobs of the same queue* that the plugins name (``session.preemptable``: priority's
-lower-priority pods, drf's larger job or weighted namespace shares, gang's spare pods, never
-conformance's protected pods), node by node, and pipelined there. The Statement is committed only if it
-evicted something and the gang is pipelined; otherwise it is discarded and nothing is evicted.
-
-A queue at its limit (its deserved share or capability, ``session.allocatable``) may not take capacity
-that is merely free: its task goes only where evicting its own queue's victims both makes room on the
-node and brings the queue back under its limit. Otherwise a higher-priority job in a capped queue would
-starve next to idle nodes while the queue's lower-priority jobs kept running.
-
-A job that enqueue held back because its queue is full (``minResources + allocated + inqueue >
-realCapability``) takes part too, as long as its queue is open: a committed preemption makes room for it
-inside the queue and admits it (Inqueue); otherwise a full queue could never let a more important job in.
-
-No job of a Closed queue preempts (closing a queue means no new work); what runs in it keeps running.
-Pods with ``preemptionPolicy: Never`` never cause an eviction. Every eviction carries a reason naming
-the action, the beneficiary and the amounts, and becomes a ``Preempted`` event on the pod.
-
-Where required pod anti-affinity keeps the pending pod off every node, the lower-priority pods in its
-way are evicted (only those and what room needs; see ``volsched.actions.eviction``).
-
-Not in the default actions; see ``volsched.actions.reclaim`` for the config that enables both.
+Like reclaim, but within one queue: victims are what the plugins name (``session.preemptable``), the
+search is ``volsched.actions.eviction``'s, and a job's evictions are committed only when its gang is then
+pipelined. Not in the default actions. Users: docs/concepts.md#lending-and-taking-back; notes:
+docs/design/modules.md#preempt.
 """
 
 from __future__ import annotations

@@ -1,47 +1,9 @@
 """reclaim: a queue below its deserved share takes back what other queues hold beyond theirs.
 
-For each starving job of a queue that is not overused (queues in queue order, jobs in job order as it
-stands at each turn: a waiting job whose pods were taken moves up), each pending task is placed,
-through one Statement, on capacity that is free, being released, or freed by evicting running pods of
-*other*, reclaimable queues that the plugins name (``session.reclaimable``), node by node; the task is
-then pipelined onto the released capacity. The Statement is committed only if
-it evicted something and the gang is pipelined (``session.job_pipelined``); otherwise it is discarded
-and nothing is evicted. ``session.preemptive(queue, task)`` must allow every task: with proportion, the
-reclaiming queue stays within its deserved share after placing it.
-
-A job that enqueue held back (phase Pending, e.g. because the cluster is full) takes part too, as long
-as its queue is open: if its gang can be placed within what its queue is owed, the committed reclaim
-admits it (Inqueue). Otherwise a full cluster would keep it Pending forever, as in Volcano.
-
-No job of a Closed queue reclaims, admitted or not (closing a queue means no new work).
-
-Where required pod anti-affinity keeps the pending pod off every node, the reclaimable pods in its way
-are evicted too (see ``volsched.actions.eviction``).
-
-Pods with ``preemptionPolicy: Never`` are placed only where there is room already; they never cause an
-eviction. Every eviction carries a reason naming the action, the beneficiary and the amounts, and
-becomes an ``Evicted`` event on the pod.
-
-Reclaim is not in the default actions. To enable it (and preempt), list it after allocate. A victim must
-be accepted by every plugin that answers, in every tier (pods any plugin protects leave first, then each
-narrows the rest in tier order, so proportion's and drf's budgets count only next to gang's and
-conformance's answers); Volcano's two-tier layout is as safe as this one::
-
-    actions: "enqueue, allocate, reclaim, preempt, backfill"
-    tiers:
-    - plugins:
-      - name: priority
-        enablePreemptable: false   # drf's answer covers priority: lower always, equal by share
-      - name: gang
-      - name: conformance
-      - name: pdb
-      - name: drf
-      - name: overcommit
-      - name: proportion
-    - plugins:
-      - name: predicates
-      - name: nodeorder
-      - name: binpack
+The action walks starving jobs and commits a job's evictions only when its gang is then pipelined; who
+may be a victim is the plugins' answer (``session.reclaimable``), where to look first is
+``volsched.actions.eviction``'s. Not in the default actions. Users: docs/concepts.md#lending-and-taking-back;
+notes and the config that enables it: docs/design/modules.md#reclaim.
 """
 
 from __future__ import annotations

@@ -1,38 +1,9 @@
 """Extension points: the tables plugins register callbacks in, and how their answers combine.
 
-:class:`ExtensionPoints` (a Protocol) is what a plugin sees: the ``add_*_fn`` methods it calls in
-``on_session_open`` and the session state its callbacks read; :class:`Plugin` is the plugin contract
-itself. Plugins import this module, never the Session (an import-linter contract holds it).
-:class:`PointTables` implements the registration and the combined answers actions ask for (orders,
-votes, victims); it keeps no cluster state and decides nothing itself: every answer is the plugins',
-combined tier by tier as configured. Node filters and scores are registered here too; they are
-evaluated over nodes in :mod:`volsched.framework.nodeviews`.
-
-How answers combine across tiers (as in Volcano):
-
-* orders (queue, namespace, job, task): the first plugin, tier by tier, that tells two apart wins;
-  ties fall back to creation time, then name. A plugin gives an order as a comparator or as a key
-  (``add_*_key_fn``: lower first, equal keys tell nothing). Where every plugin of an order gives a key,
-  the order is the tuple of their keys in tier order, then the tie-break (:meth:`PointTables.job_key`
-  and friends): computed once per item per ordering decision instead of comparators evaluated
-  O(n log n) times; where one gives a comparator, the key wraps the comparator chain (same order);
-* job_enqueueable / job_pipelined: votes; any reject refuses, a permit in a tier settles it. A run of
-  jobs admitted one after another may be voted on at once (``jobs_enqueueable``) where every plugin of
-  the deciding tier also says how many of a run it would permit (``add_jobs_enqueueable_fn``), and
-  admitted at once (``jobs_enqueued``); plugins that do not answer for runs are asked job by job;
-* job_ready, allocatable, predicates: all must agree; overused: any says so;
-* reclaimable / preemptable: a victim must be accepted by every plugin that answers, in every tier
-  (unlike Volcano, where the first tier that answers decides alone): candidates any plugin would not
-  name alone (protected pods) leave first, then the plugins narrow the rest in tier order (see
-  ``_victims``);
-* victim filters (``add_victim_filter_fn``: a budget over victims whoever names them, as pdb's) apply
-  last, wherever their plugin sits in the tiers: to the victims every preemptable/reclaimable plugin
-  accepted, and to the union of the victim_tasks answers (shuffle's). A candidate a filter would not
-  pass even alone leaves first with the other protected pods; what the filter allows is then spent
-  only on the victims that survived every other plugin's narrowing. A filter applies to an action's
-  victims only where its plugin's switch for that point is on too (``enablePreemptable``,
-  ``enableReclaimable``, ``enableVictim``: Volcano's pdb answers at those points);
-* node order: the sum of all scores.
+:class:`ExtensionPoints` (a Protocol) is what a plugin sees and :class:`Plugin` the plugin contract;
+:class:`PointTables` registers callbacks and combines their answers tier by tier. It keeps no cluster
+state and decides nothing itself; plugins import this module, never the Session. How each kind of
+answer combines: docs/design/modules.md#extension-points.
 """
 
 from __future__ import annotations

@@ -1,33 +1,8 @@
 """nodeorder: score nodes by how their resources would be used after placing the task, and by the
 soft parts of the pod spec.
 
-Arguments (Volcano's names), each score 0..100 as in the Kubernetes scheduler, the plugin's score the
-weighted sum:
-
-* ``leastrequested.weight`` (default 1, spreads), ``mostrequested.weight`` (default 0, packs),
-  ``balancedresource.weight`` (default 1, evens the resources' fractions against each other);
-* the resources they score, as kube-scheduler's ``scoringStrategy.resources``: ``nodeorder.cpu`` and
-  ``nodeorder.memory`` (weights, default 1), ``nodeorder.resources`` (comma-separated extended
-  resources) with ``nodeorder.resources.<name>`` weights (default 1); an extended resource counts for a
-  task that asks for it, cpu and memory for every task;
-* ``nodeaffinity.weight`` (default 2): preferred node affinity, the sum of the weights of the matching
-  preferred terms, scaled so the best node gets 100;
-* ``tainttoleration.weight`` (default 3): fewer untolerated ``PreferNoSchedule`` taints is better
-  (100 for none, 0 for the most any node has);
-* ``podaffinity.weight`` (default 2): preferred pod affinity (+weight per matching pod in the node's
-  domain) and anti-affinity (-weight), the pod's own terms and placed pods' terms that match it (a placed
-  pod's required affinity counts 1), scaled min..max to 0..100 over the nodes that pass the filters;
-* ``podtopologyspread.weight`` (default 2): ``ScheduleAnyway`` spread constraints; fewer matching pods
-  in the node's domain is better, as kube-scheduler scores it.
-
-Least- and most-requested count a container that asks no cpu or memory as 100m and 200Mi, on the node
-(the held tasks' ``score_extra``) and for the task, as kube-scheduler does; balanced counts requests
-as they are and leaves a task that asks nothing it scores unscored (kube-scheduler's
-``NodeResourcesBalancedAllocation``). See ``docs/scoring.md``.
-
-The first two groups depend on the task's spec and node state only (cached in the session's node views);
-the pod affinity and spread scores depend on the other pods placed and are constraint scores over the
-session's per-domain counts (see ``volsched.model.constraints``).
+Scores only (0..100 each, weighted); filters are the predicates plugin's. Arguments and what each
+score means: docs/scoring.md and docs/design/modules.md#nodeorder.
 """
 
 from __future__ import annotations
@@ -271,7 +246,7 @@ class _StaticScores:
         self.node_affinity = node_affinity
         self.taint_weight = taints
         # The nodes' PreferNoSchedule taints follow from their specs alone: kept for every session on
-        # these nodes (5,000 specs read again every session cost 3 ms).
+        # these nodes, not read again every session (figures: docs/benchmarks/2026-11-29.md).
         soft: list[tuple[tuple[str, str, str], ...]] | None = nodes.memo.get("soft_taints")
         if soft is None:
             soft = nodes.memo["soft_taints"] = [

@@ -1,33 +1,8 @@
 """pdb: let no victim go that a PodDisruptionBudget protects (as Volcano's ``pdb`` plugin).
 
-The apiserver's Eviction API refuses an eviction a budget does not allow; without this plugin, preempt,
-reclaim and shuffle would keep choosing such a pod, be refused every session, and never try an allowed
-victim on another node. The plugin is a victim filter (``add_victim_filter_fn``): the framework applies
-it last, wherever the plugin sits in the tiers, to every eviction's victims (what the preemptable or
-reclaimable plugins accepted together, and the union shuffle's plugins name). So a budget's allowance
-is spent only on victims no other plugin drops. Of the victims it is given, in their order:
-
-* a pod that is not Running (bound, not started) passes: the Eviction API asks no budget for it;
-* a pod no budget selects passes; one that more than one budget selects never does (the eviction
-  subresource refuses it);
-* a Running pod that is not ready (its Ready condition is not True) of a budget whose
-  ``unhealthyPodEvictionPolicy`` is ``AlwaysAllow`` passes and spends nothing; under ``IfHealthyBudget``
-  (the default) it passes without spending while the budget's ``currentHealthy`` (less the healthy pods
-  this session already chose) is at least its ``desiredHealthy`` and that is above zero, else it is
-  counted as a healthy pod is;
-* a healthy pod one budget selects passes while that budget's ``disruptionsAllowed``, less the pods it
-  selects that this session already chose as victims (evicted while Running; given back when the
-  eviction is discarded) and less those passed before it in the same list, stays above zero.
-
-The filter applies to an action's victims only while the plugin's switch for that action's point is on
-too (``enablePreemptable``, ``enableReclaimable``, ``enableVictim``: where Volcano's pdb answers), and to
-none with ``enableVictimFilter: false``.
-
-Where it keeps every candidate, the refusal says which budgets and what they allow
-(``victim_protections``), e.g. ``2 pods protected by PodDisruptionBudget ns/db (0 disruptions allowed)``.
-
-Budgets come from the snapshot (``DisruptionBudget`` in :mod:`volsched.model.vocabulary`): the operator watches
-policy/v1 PodDisruptionBudgets; the simulator plays the disruption controller.
+A victim filter (``add_victim_filter_fn``) the framework applies last to every action's victims; it
+reads the budgets on the snapshot and evicts nothing itself (the Eviction API still has the last
+word). Users: docs/configuration.md#scheduler-config; the rule pod by pod: docs/design/modules.md#pdb.
 """
 
 from __future__ import annotations

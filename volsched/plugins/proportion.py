@@ -1,41 +1,8 @@
 """proportion: each queue's deserved share of the cluster, and the checks that keep queues to it.
 
-Queues form a tree (``spec.parent``; unset means the root, the whole cluster). ``deserved`` is found
-top-down by the hierarchical water-fill of :mod:`volsched.model.fairshare`: each level's amount is
-shared among its children by weight, each capped by what its subtree asks for (allocated + pending) and
-by its realCapability, and never below its (effective) guarantee:
-
-    realCapability = min(capability, parent's realCapability - the siblings' guarantees)
-
-Idle capacity is lent: a subtree that asks for nothing gets nothing, its siblings get it first, then
-the rest of the tree. A leaf's ``limit`` is its deserved plus its part of the work-conserving
-remainder: what fractional shares leave, handed out in whole pods to the leaves that still ask, lowest
-share first, so no capacity sits idle while a pod that fits is pending and its queue is below its
-capability. Jobs go only to leaf queues.
-
-A leaf may allocate a task while ``allocated + request <= limit`` (in the dimensions the task asks
-for) and every queue on its path stays within its realCapability; it is overused once
-``limit <= allocated``. The one exception: an admitted gang short of minMember (admitted in an earlier
-session, or holding members from before this one: half-bound after a crash, or short of one it lost) is
-completed up to minMember past the limit, never past realCapability, and its queue is not overused while
-it is short; admission reserved that minimum, and a share that shrank since must not strand it.
-
-Queue order: at the first level where two leaves' paths part, the subtree of the higher ``priority``
-first (Volcano's Queue field), then the one with the smaller share (``max allocated / deserved``; with
-``fairShare.halfLife``, default off, ``allocated`` mixed with what the queue held over time, decayed with
-that half-life: ``plugins.shared.decayed_usage``, docs/starvation.md). Admission: ``minResources + allocated + inqueue`` within the
-leaf's realCapability and limit.
-
-Taking back (reclaim): a leaf may take capacity back for a task only while it stays within its limit
-(preemptive). A victim is named only from the nearest subtree that has one (siblings before cousins),
-only if every queue on the victim's side below the common ancestor is reclaimable and keeps at least its
-deserved share, in some dimension the reclaimer asks for, after losing it, and every queue on the
-reclaimer's side below the common ancestor stays within its deserved share after gaining the task.
-Together these keep reclaim from ever moving a pod back and forth.
-
-Configuration problems (a missing parent, a cycle, guarantees that cannot be met) never stop the
-others: the queue is placed under the root or its guarantee cut, and the problem is reported on the
-queue (condition and event).
+It registers queue order, admission, allocatable, overused and reclaim answers on the extension points;
+the water-fill itself is :mod:`volsched.model.fairshare` (pure). Users: docs/concepts.md#what-it-does
+(the proportion part); the rules in full: docs/design/modules.md#proportion.
 """
 
 from __future__ import annotations
@@ -375,7 +342,8 @@ class Proportion(BasePlugin):
         for j in session.settled().committed:
             committed.setdefault(j.queue, []).append(j)
         for j in session.unsettled():
-            # settled.committed, written out: a call per job costs a backlog's first session 2.4 ms
+            # settled.committed, written out: a call per job costs a backlog's first session more
+            # (docs/benchmarks/2026-11-29.md)
             if j.ready < j.min_member and (j.ready or j.phase is PodGroupPhase.INQUEUE):
                 committed.setdefault(j.queue, []).append(j)
         committed_jobs = {j.key: j for jobs in committed.values() for j in jobs}

@@ -1,61 +1,9 @@
 """usage: filter, score and choose preemption victims by nodes' measured load, not by requests.
 
-Arguments (the names of Volcano's usage plugin)::
-
-    - name: usage
-      enablePredicate: false   # optional: keep scoring but never filter
-      arguments:
-        usage.weight: 5        # weight of the whole score (default 5)
-        cpu.weight: 1          # weight of cpu in the usage factor (default 1)
-        memory.weight: 1       # weight of memory in the usage factor (default 1)
-        fluctuation.weight: 1  # how many points one point of fluctuation costs (default 1)
-        dimension.weight: 1    # weight of the resource-dimension factor (default 1; 0 turns it off)
-        preemptThreshold: 60   # victims only on nodes at least this busy (default: the cluster mean)
-        thresholds:
-          cpu: 80              # a node whose cpu usage is over 80% takes no new pods (default: no limit)
-          mem: 70              # same for memory (``memory`` is accepted too)
-        staleAfter: 5m         # usage measured longer ago than this is ignored (default 5m)
-
-What a node's usage is taken to be (its *estimated usage*, per resource, in percent): the measured value
-(``session.nodes.usage``, filled by ``volsched.metrics``) plus, for each task on the node that the
-measurement cannot have seen yet, ``request / allocatable * 100``. A task counts when it was placed in
-this session (allocated or pipelined), is bound but not started, or started after ``measured_at``. So
-one session does not pile every pod onto the node that looked idle: each placement raises the
-node's estimate, and the session's node views refresh on every placement.
-
-Predicate: a node whose estimated cpu (memory) usage is over ``thresholds.cpu`` (``thresholds.mem``)
-takes no new pods.
-
-Score (:func:`usage_score`), from ``free = 100 - min(100, estimate with the task + fluctuation.weight *
-fluctuation)`` per resource (a node whose load swings widely has less headroom than an equally loaded
-steady one), two factors weighted together::
-
-    usage.weight * (cpu.weight * free_cpu + memory.weight * free_mem + dimension.weight * D)
-                 / (cpu.weight + memory.weight + dimension.weight)
-
-* the usage factor: free headroom, cpu and memory weighted by ``cpu.weight`` and ``memory.weight``;
-* the resource-dimension factor ``D``: free headroom weighted by the task's own shape, i.e. by the share
-  of the node's allocatable cpu and memory it requests, normalised to sum to 1. A compute-heavy pod
-  (cpu 4, memory 1Gi on a 8-cpu 32Gi node: shape 0.89 / 0.11) counts cpu headroom almost alone, so it
-  prefers a node whose measured cpu is low and memory high; a memory-heavy pod the reverse. A pod that
-  requests neither has no shape: ``D`` is then the usage factor.
-
-Victims (``preemptable`` and ``reclaimable``; switch off with ``enablePreemptable: false`` /
-``enableReclaimable: false``): a pod whose node has lower usage is able to preempt pods whose nodes have
-higher usage. Precisely: a running pod on node N may be evicted for a pending one only when N's *busy
-level* -- its estimated usage weighted by ``cpu.weight`` and ``memory.weight`` -- is at least
-``preemptThreshold`` (percent; by default the mean busy level of the nodes with fresh data). The pending
-pod, not running yet, is the least loaded of all; it may take from pods on busy nodes and never from pods
-on calm nodes, so preemption moves work off the nodes that are loaded most. A node without fresh data
-never protects its pods (the plugin has no opinion there). The answer is per victim, so any subset of it
-is as safe as the whole, and it combines with the other plugins' answers in every tier (intersection).
-
-A node without fresh data (none, or older than ``staleAfter``) is never filtered, and is scored as if
-it were at the average measured load of the nodes with fresh data (plus what this session placed on
-it), so it is neither favoured nor shunned. With no fresh data at all the plugin registers nothing.
-
-Everything the callbacks read is node state kept current by an event handler, as the session's
-per-node view cache requires.
+It reads the usage the metrics collector put on the snapshot's nodes (``session.nodes.usage``) and
+estimates what this session adds; it fetches nothing itself and never moves running pods (that is
+``rescheduling`` with the ``shuffle`` action). Its arguments, score and victim rule: docs/node-load.md;
+how the estimate works: docs/design/modules.md#usage.
 """
 
 from __future__ import annotations

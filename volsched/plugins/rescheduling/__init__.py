@@ -1,55 +1,9 @@
 """rescheduling: pick pods to move (the shuffle action evicts them): by measured load, by the
 descheduler's strategies, or both.
 
-Arguments (as in Volcano's rescheduling design; strategy params as the descheduler documents them)::
-
-    - name: rescheduling
-      arguments:
-        interval: 5m            # answer at most once per interval (default 5m)
-        metricsPeriod: 5m       # usage measured longer ago than this is ignored (default 5m)
-        strategies:             # required, in order
-        - name: offlineOnly
-        - name: lowPriorityFirst
-        - name: lowNodeUtilization
-          params:
-            thresholds: {cpu: 20, memory: 20, pods: 20}
-            targetThresholds: {cpu: 50, memory: 50, pods: 50}
-            numberOfNodes: 0
-        - name: removePodsHavingTooManyRestarts
-          params: {podRestartThreshold: 10, includingInitContainers: true}
-        queueSelector: [default, test-queue]   # optional: only pods of jobs in these queues
-        labelSelector: {business: offline}     # optional: only pods with all these labels (or
-                                               # matchLabels/matchExpressions, the descheduler's form)
-        evictLocalStoragePods: false           # the descheduler's default evictor's options and limits
-        maxNoOfPodsToEvictPerNode: 2           # (see volsched.plugins.rescheduling.evictor)
-
-The strategies play three parts:
-
-* *selectors* decide what moves and why (``volsched.plugins.rescheduling.strategies``): ``lowNodeUtilization``,
-  ``highNodeUtilization`` (both on estimated real usage, see ``volsched.plugins.usage``, or by requests),
-  ``removeDuplicates``, ``removePodsViolatingNodeAffinity``, ``removePodsViolatingNodeTaints``,
-  ``removePodsViolatingInterPodAntiAffinity``, ``removePodsViolatingTopologySpreadConstraint``,
-  ``podLifeTime``, ``removePodsHavingTooManyRestarts`` and ``removeFailedPods``. The descheduler's
-  spelling (``LowNodeUtilization``) is accepted too. Their picks are taken in the order listed.
-* ``offlineOnly`` narrows the candidates to pods annotated ``scheduling.volsched.io/preemptable: "true"``
-  (Volcano's ``volcano.sh/preemptable``, annotation or label, is accepted too).
-* ``lowPriorityFirst``, ``shortLifeTimeFirst`` (latest start first), ``bigObjectFirst`` (largest dominant
-  resource share of the cluster first) and ``moreReplicasFirst`` (jobs with most pods first) order the
-  candidates; the first listed is the strongest key. Ties: lower priority, then QoS class (BestEffort
-  first, then Burstable), then name.
-
-Strategies without a selector would evict nothing, so such a config is rejected.
-Candidates are pods of this scheduler that the default evictor (``evictor.py``) does not protect: by
-default with a controller (an owner that recreates them), not system-critical, not of a DaemonSet, not
-mirror or static, without local storage and not being deleted. Running ones, plus bound-but-starting
-ones for ``podLifeTime`` and ``removePodsHavingTooManyRestarts`` and failed ones for
-``removeFailedPods``. The user's guide is ``docs/rescheduling.md``.
-
-The plugin answers at most once per ``interval``: the time it last answered is kept in
-``session.carryover`` (the session's copy of the cache's; the result hands it back and the driver
-stores it for the next session). The reason for each pod is left in
-``session.state["victim_reasons"]`` for the action. PodDisruptionBudgets are enforced by the Eviction
-API in a real cluster; the simulator does not model them.
+This module parses the arguments and combines the strategies (``strategies.py``) with the default
+evictor (``evictor.py``); it evicts nothing itself (``shuffle`` does) and answers at most once per
+``interval``. The user's guide: docs/rescheduling.md; notes: docs/design/modules.md#rescheduling.
 """
 
 from __future__ import annotations
