@@ -61,7 +61,10 @@ def _table(k: Kube, path: str) -> dict[str, dict[str, Any]]:
 
 def test_the_readme_first_job_runs_as_shown(k: Kube, start_operator: Start) -> None:
     readme = README.read_text()
-    assert "examples/first-job.yaml" in readme
+    shown = re.search(r"```yaml\n(.*?)```\n+```sh\nkubectl apply -f examples/first-job.yaml\n", readme, re.S)
+    assert shown and shown.group(1) == EXAMPLE.read_text(), (
+        "the README shows examples/first-job.yaml as it is"
+    )
     k.nodes(node("node-1"), node("node-2"))
     resources = dynamic.DynamicClient(k.api).resources
 
