@@ -1,41 +1,10 @@
 """One scheduling cycle, the same for the operator, the simulator and the benchmarks.
 
-``run_cycle(feeder, config, port, now=...)``: settle what the port finished since the last cycle,
-snapshot the cache, run a session (:func:`~volsched.framework.runner.run_session`), hand its
-decisions to a :class:`Port`, and feed what came of them back into the cache through the
-:class:`~volsched.cache.feeder.Feeder`, the only door into it:
-
-* binds are streamed: each commit's binds (a gang's all together, in one ``Port.bind`` call) go to
-  the port as the session's Statement commits them, while the session goes on (Volcano's cache binds
-  a Statement's allocations as it commits too), so the first bind does not wait for the session's end;
-  the outcomes the port returns are settled at once, and after the session nothing is sent again.
-  A ``Port.bind`` that raises ends the session and the cycle: the binds of that call are forgotten,
-  those of earlier calls were accepted and keep their assumptions until their outcomes come;
-* a bind is *assumed* when it is decided, before the port sends it (kube-scheduler's assume/bind
-  split), so a session that runs while it is in flight plans around it; it is *finished* when it
-  succeeded or may have (``UNKNOWN``: its assumption's time to live starts, and the pod is pending
-  again when it ends before the watch showed the pod bound) and *forgotten* when it
-  failed (the pod is pending again, for the next cycle to plan); a conflict puts the pod as the API
-  has it into the cache, a pod that is gone is deleted from it;
-* a pod evicted (or perhaps evicted: ``UNKNOWN``) is being deleted in the cache from the outcome on
-  (``Feeder.assume_evicted``), as an assumed bind is bound: the next session, which may run before the
-  watch delivers the deletion, does not count it as running (a gang's spare) nor evict it again; one
-  that may not return to its node keeps its owner's replacement off that node
-  (``ClusterState.moved_off``);
-* PodGroup phases the session computed are written back to the cache, and the carryover it handed
-  back (state plugins keep across sessions) is stored for the next session;
-* then the port writes status, conditions and events.
-
-A port may answer later than it is called (an asynchronous writer): ``bind`` and ``evict`` return the
-outcomes completed so far and ``settle`` the ones completed since; the cycle handles both alike, and
-a synchronous port (everything answered at once, ``settle`` empty) behaves exactly as a blocking one.
-
-With an :class:`IdleSkip` (the operator's; the simulator and the benchmarks pass none) a cycle skips
-its session when it provably would decide nothing new: the outcomes are settled, nothing else runs.
-
-Adapters: ``volsched.kube.port.KubePort`` (the API), ``volsched.simulate``'s ``MemoryPort`` (a fake
-kubelet and job controller in memory), :class:`NullPort` (benchmarks: everything succeeds).
-This module does no I/O and imports no adapter.
+``run_cycle`` snapshots the cache, runs a session, streams its binds to a :class:`Port` as they commit,
+and feeds the outcomes back through the :class:`~volsched.cache.feeder.Feeder` (assumed, finished or
+forgotten binds; evictions; PodGroup phases; carryover); then the port writes status. It does no I/O and
+imports no adapter: ``KubePort``, the simulator's ``MemoryPort`` and :class:`NullPort` are the ports.
+How binds are assumed, settled and skipped when idle: docs/design/modules.md#cycle.
 """
 
 from __future__ import annotations

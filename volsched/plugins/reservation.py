@@ -1,31 +1,9 @@
 """reservation: the job that has waited longest for room, at the head of its queue, reserves the nodes
 where it will fit earliest; other pods use those nodes only when they are expected to end before the
-reservation starts, or fit beside it (EASY backfill). Idle capacity no reservation needs stays free to
-use: a reservation never holds a node idle longer than the job needs it.
+reservation starts, or fit beside it (EASY backfill).
 
-How it works, session by session (one reservation at a time, as EASY backfill):
-
-* At a session's close, among the admitted jobs still short of minMember with pods of ours pending, the
-  first of each queue in the session's job order is a head; the head that has waited longest (since
-  its creation, at least ``waitTime``) and whose queue is not overused is carried to the next session.
-* In the next session, the first time a node filter asks (every plugin has opened by then), the plan:
-  when does that job fit, and where? What runs on the nodes it may use ends at its start time plus its
-  expected run time (``plugins.shared.runtimes``: the expected-runtime annotation, else
-  ``activeDeadlineSeconds``); a pod with neither is taken to run for ever, a pod being evicted to end
-  now. Sweeping those end times in order, the first at which the job's unmet minimum fits (gang tasks
-  packed onto the fewest nodes) is the start; the nodes it packs onto are reserved, each for what the
-  job needs there. A job that fits nowhere even once everything ends gets no reservation.
-* Until the job is placed, a node filter (a *constraint*: it depends on what is placed) keeps the
-  other pods off the reserved nodes, but for a pod expected to end by the start (now + its expected
-  run time) and a pod that fits in what the node has beside the reservation at the start. A pod with
-  no expected run time is never assumed short.
-* The reservation expires when its job is placed (its gang ready) or gone, and is planned again from
-  the cluster as it is every session: it never outlives what it waits for.
-
-Visible: the PodGroup's status says which nodes and from when (``reservation``, ``expectedStart``;
-the operator writes a ``Reserved`` condition), and a ``Reserved`` event says so when the nodes or the
-start change. What it is not: conservative backfill (a reservation for every waiting job), or a
-promise (a pod that runs longer than expected moves the start later).
+One reservation at a time, planned again every session; it is not conservative backfill and not a
+promise. Users: docs/starvation.md; how it plans, session by session: docs/design/modules.md#reservation.
 """
 
 from __future__ import annotations

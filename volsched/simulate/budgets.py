@@ -1,30 +1,9 @@
 """PodDisruptionBudgets in the simulator: the Eviction API's check, played on the simulated pods.
 
-The apiserver's eviction subresource refuses an eviction a budget does not allow, and the disruption
-controller keeps each budget's status (``disruptionsAllowed``, ``currentHealthy``, ``desiredHealthy``,
-which the engine's ``pdb`` plugin reads to let no protected victim go; a config without that plugin
-chooses victims without budgets). The simulator's port plays both, with their rule (policy/v1,
-Kubernetes 1.35), so a simulation ends as the cluster would:
-
-* a pod that is not Running (Pending, Succeeded, Failed) or is being deleted is evicted without asking
-  any budget;
-* a pod no budget of its namespace selects is evicted; one that more than one selects is not (the
-  apiserver answers 500: the eviction subresource does not support it);
-* a Running pod that is not ready (a Ready condition that is not True; a pod without one counts as
-  ready, as the simulator writes none) is evicted under ``unhealthyPodEvictionPolicy: AlwaysAllow``;
-  under ``IfHealthyBudget`` (the default) while ``currentHealthy`` >= ``desiredHealthy`` > 0;
-* else it is evicted only while its budget allows a disruption: ``currentHealthy`` (the Running, ready
-  pods it selects, not being deleted) above ``desiredHealthy``. With ``minAvailable`` a count, that is
-  the count. With ``maxUnavailable``, or ``minAvailable`` a percentage (rounded up), it is of the
-  expected pods: the sum of the scale (``spec.replicas``) of the pods' controllers. A ReplicaSet,
-  StatefulSet, ReplicationController or Deployment has one; the simulator does not hold those objects
-  and takes the most pods of the owner it has seen (not finished) as its replicas. A pod with no
-  controller is left out (the controller warns "UnmanagedPods"; so a budget over bare pods only expects
-  none); a pod whose controller has no scale subresource (a batch Job, ...) makes the controller fail
-  safe. While no pod is expected, nothing is allowed (``disruptionsAllowed`` 0).
-  Each eviction deletes the pod at once, so the next one sees one healthy pod fewer.
-
-An empty selector selects every pod of the namespace; a budget without one selects none.
+The simulator's port plays the disruption controller (each budget's status, which the ``pdb`` plugin
+reads) and the eviction subresource's refusal, with the apiserver's rule (policy/v1), so a simulation
+ends as the cluster would. It is not the engine's victim filter (that is ``plugins/pdb.py``). Users:
+docs/simulator.md; the rule case by case: docs/design/modules.md#budgets.
 """
 
 from __future__ import annotations
