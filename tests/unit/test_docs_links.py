@@ -95,3 +95,20 @@ def test_a_broken_link_is_found(tmp_path: Path) -> None:
         "# Title\n\n[ok](#title) [gone](missing.md) [bad](#nowhere)\n\n```\n[code](nope.md)\n```\n"
     )
     assert [t for t in links(page) if broken(page, t)] == ["missing.md", "#nowhere"]
+
+
+def test_every_docs_page_is_reachable_from_the_readme() -> None:
+    """A page no link leads to is lost to readers: every docs/*.md is reached from the README (through the
+    index or another page)."""
+    seen, todo = {ROOT / "README.md"}, [ROOT / "README.md"]
+    while todo:
+        page = todo.pop()
+        for target in links(page):
+            path = target.partition("#")[0]
+            if not path or re.match(r"[a-z][a-z0-9+.-]*:", path):
+                continue
+            dest = (page.parent / unquote(path)).resolve()
+            if dest.suffix == ".md" and dest.exists() and dest not in seen:
+                seen.add(dest)
+                todo.append(dest)
+    assert sorted(str(p.relative_to(ROOT)) for p in set(PAGES) - seen) == []

@@ -29,8 +29,8 @@ class SessionSettings:
     #: least this many seconds after the last one ended, and as long as it took (see
     #: ``volsched.operator.pacing``); >= period: a session every period only. Small, because the gap
     #: also follows the last session's CPU time, which keeps the processor shared where sessions cost
-    #: (at 10,000 pods bound, about 40 ms each); this floor only batches the pods of a small cluster's
-    #: cheap sessions (0.1 kept arriving pods waiting for it: p50 0.18 against 0.12 s).
+    #: (figures: docs/benchmarks/2026-11-29.md); this floor only batches the pods of a small cluster's
+    #: cheap sessions (a longer one kept arriving pods waiting for it).
     min_gap: float = 0.02
     #: How long a bound pod is taken as bound without the watch confirming it.
     assume_ttl: float = 30.0
