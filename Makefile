@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo simulate test test-deps lint bench bench-bind bench-fairshare bench-parse bench-steady bench-evict bench-replay constraints clean
+.PHONY: demo simulate test test-deps lint bench bench-bind bench-fairshare bench-parse bench-steady bench-evict bench-replay bench-sim-vs-real constraints clean
 
 # Every package at the version constraints-dev.txt pins (pip and the isolated build's setuptools too):
 # the same environment on every machine and in CI; `make constraints` moves the pins, on purpose.
@@ -56,6 +56,13 @@ bench-bind: $(STAMP)
 bench-perf: $(STAMP)
 	bash hack/controlplane/build.sh >/dev/null
 	nice -n 10 $(BIN)/python bench/bench_perf.py --json bench-perf.json $(BENCH_ARGS)
+
+## The simulator's time mode against the operator on kwok nodes: one seeded workload, each queue's wait
+## from both (a few minutes; BENCH_ARGS=--jobs N --rate R; see bench/sim_vs_real.py).
+bench-sim-vs-real: $(STAMP)
+	bash hack/controlplane/build.sh >/dev/null
+	bash hack/kwok/build.sh >/dev/null
+	nice -n 10 $(BIN)/python bench/sim_vs_real.py $(BENCH_ARGS)
 
 ## Decision quality, not time: placements against the fluid hierarchical water-fill.
 bench-fairshare: $(STAMP)

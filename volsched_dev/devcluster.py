@@ -811,6 +811,11 @@ class LocalControlPlane:
                 time.sleep(0.2)
         return body
 
+    def processes(self) -> dict[str, int]:
+        """The running components and their process ids (etcd, kube-apiserver, and with them
+        kube-controller-manager and kwok), for measuring them."""
+        return {p.name: p.popen.pid for p in self._procs if p.popen.poll() is None}
+
     def _check_alive(self) -> None:
         for proc in self._procs:
             code = proc.popen.poll()
