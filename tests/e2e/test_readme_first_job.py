@@ -1,19 +1,24 @@
 """The README's first job, as a new user runs it: the file it shows, applied as it is on a real apiserver
-with the operator, binds its pods, and ``kubectl get`` shows what the README says it shows (the columns
-read through the apiserver's Table, the column definitions kubectl prints)."""
+with the operator, binds its pods; ``kubectl get`` and ``describe`` show what the README says they show
+(the columns read through the apiserver's Table, the column definitions kubectl prints); and the account
+the README makes for the dashboard sees the job there through the token gate."""
 
 from __future__ import annotations
 
 import json
 import re
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from kubernetes import dynamic
+from kubernetes import client, dynamic
 
 from tests.e2e.operator_fixtures import GROUP, VERSION, Kube, Start, node, wait_for
+from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
 
@@ -59,7 +64,9 @@ def _table(k: Kube, path: str) -> dict[str, dict[str, Any]]:
     return {row["cells"][0]: dict(zip(names, row["cells"][:wide], strict=True)) for row in answer["rows"]}
 
 
-def test_the_readme_first_job_runs_as_shown(k: Kube, start_operator: Start) -> None:
+def test_the_readme_first_job_runs_as_shown(
+    k: Kube, cluster: LocalControlPlane, start_operator: Start
+) -> None:
     readme = README.read_text()
     shown = re.search(r"```yaml\n(.*?)```\n+```sh\nkubectl apply -f examples/first-job.yaml\n", readme, re.S)
     assert shown and shown.group(1) == EXAMPLE.read_text(), (
@@ -74,7 +81,7 @@ def test_the_readme_first_job_runs_as_shown(k: Kube, start_operator: Start) -> N
             kind.create(body=doc, namespace=doc["metadata"].get("namespace"))
 
     apply(ROOT / "manifests" / "40-default-queue.yaml")  # what helm install brings besides the operator
-    op = start_operator()
+    op = start_operator("--http-auth", "kubernetes")  # as the chart runs it: the dashboard asks who you are
     apply(EXAMPLE)
 
     pods = {"first-job-0", "first-job-1"}
@@ -131,3 +138,49 @@ def test_the_readme_first_job_runs_as_shown(k: Kube, start_operator: Start) -> N
     ]
     events = k.core.list_namespaced_event("default", field_selector="involvedObject.name=first-job").items
     assert shown_event in [e.message for e in events if e.reason == "Scheduled" and e.type == "Normal"]
+
+    # Open the dashboard: the account the README makes (its kubectl commands, through the API) sees the job.
+    assert "kubectl create clusterrole volsched-dashboard --verb=get --non-resource-url=/ui" in readme
+    assert "kubectl create clusterrole volsched-dashboard-pods --verb=list --resource=pods" in readme
+    token = cluster.service_account_token("volsched-system", "dashboard-viewer")
+    rbac = client.RbacAuthorizationV1Api(k.api)
+    for name, rule in (
+        ("volsched-dashboard", {"nonResourceURLs": ["/ui"], "verbs": ["get"]}),
+        ("volsched-dashboard-pods", {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}),
+    ):
+        rbac.create_cluster_role({"metadata": {"name": name}, "rules": [rule]})
+        rbac.create_cluster_role_binding(
+            {
+                "metadata": {"name": name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+                "subjects": [
+                    {"kind": "ServiceAccount", "name": "dashboard-viewer", "namespace": "volsched-system"}
+                ],
+            }
+        )
+    assert _get(op.port, "/ui")[0] == 200  # the page, to anyone
+    assert _get(op.port, "/ui/state.json")[0] == 401  # its data, not without a token
+
+    def on_the_dashboard() -> bool:
+        status, body = _get(op.port, "/ui/state.json", token)
+        return status == 200 and "default/first-job" in json.loads(body)["podgroups"]
+
+    wait_for(
+        on_the_dashboard, 30, what="the first job on the dashboard, for the README's account", operator=op
+    )
+
+
+def _get(port: int, path: str, token: str | None = None) -> tuple[int, bytes]:
+    """One request to the operator's HTTP port: its status and body (a 429 is asked again after its wait)."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    for _ in range(30):
+        try:
+            with urllib.request.urlopen(request, timeout=10) as resp:
+                return int(resp.status), resp.read()
+        except urllib.error.HTTPError as exc:
+            if exc.code != 429:
+                return int(exc.code), exc.read()
+            time.sleep(float(exc.headers.get("Retry-After") or 1))
+    raise AssertionError(f"{path}: 429 thirty times in a row")
