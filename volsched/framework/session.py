@@ -15,6 +15,9 @@ that is the actions' (:mod:`volsched.actions`).
 A session may be given a sink for its binds (``on_binds``): each commit that decides binds hands them
 to it at once, a gang's together, while the session goes on (the cycle sends them to the cluster as
 Volcano's cache binds a Statement's allocations as it commits). The result lists every bind still.
+
+The steady-state bookkeeping (``settled``, ``unsettled``, ``holdings``; shared jobs, thawed copies and
+their origin) is explained once in docs/design/steady-state.md.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ own copies first (:meth:`ClusterSnapshot.thaw`). What each node holds (``NodeTab
 dict per node that the table copies before it first changes it (``NodeTable.held``).
 
 Nodes are a struct of arrays (:class:`NodeTable`) so that filters and scores are numpy work over all nodes
-at once. No I/O happens here.
+at once. No I/O happens here. Shared, lent, thaw, origin and kept: docs/design/steady-state.md.
 
 What the snapshot believes about a PodGroup whose members are partly bound: Kubernetes has no atomic
 multi-bind, so an operator that dies between the binds of one gang leaves some members with a node while
