@@ -44,6 +44,7 @@ import json
 import math
 import os
 import signal
+import statistics
 import sys
 import threading
 import time
@@ -271,6 +272,8 @@ class Row:
     nodes: int
     init: int
     measure: int
+    #: Which of ``--repeat`` rounds (every workload runs once a round, so repeats are minutes apart).
+    repeat: int = 0
     bound: int = 0
     pods_per_s: float = math.nan
     p50: float = math.nan
@@ -379,9 +382,13 @@ def _wait_bound(watch: Any, names: list[str], *, stall: float, usage: TreeUsage,
         time.sleep(0.05)
 
 
-def run_workload(w: Workload, size: Size, scheduler: str, args: argparse.Namespace, workdir: Path) -> Row:
-    row = Row(w.name, scheduler, size.nodes, size.init, size.measure, load_before=os.getloadavg()[0])
-    rundir = workdir / f"{w.name}-{scheduler}"
+def run_workload(
+    w: Workload, size: Size, scheduler: str, args: argparse.Namespace, workdir: Path, *, repeat: int = 0
+) -> Row:
+    row = Row(
+        w.name, scheduler, size.nodes, size.init, size.measure, repeat=repeat, load_before=os.getloadavg()[0]
+    )
+    rundir = workdir / f"{w.name}-{scheduler}-{repeat}"
     rundir.mkdir(parents=True, exist_ok=True)
     sched_name = SCHEDULER_NAMES[scheduler]
     with LocalControlPlane(base_dir=rundir, keep_dir=False) as cp:
@@ -482,25 +489,48 @@ class _nothing:
 # --------------------------------------------------------------------------- report
 
 
+def ratios(rows: list[Row]) -> dict[str, list[float]]:
+    """By workload, volsched's pods/s over kube-scheduler's of the same round, for each round both ran."""
+    by = {(r.workload, r.scheduler, r.repeat): r for r in rows}
+    out: dict[str, list[float]] = {}
+    for r in rows:
+        kube = by.get((r.workload, "kube-scheduler", r.repeat))
+        if r.scheduler != "volsched" or kube is None:
+            continue
+        if r.pods_per_s > 0 and kube.pods_per_s > 0:  # NaN compares False: a failed run has no ratio
+            out.setdefault(r.workload, []).append(r.pods_per_s / kube.pods_per_s)
+    return out
+
+
 def report(rows: list[Row]) -> str:
     lines = [
-        f"{'workload':<27} {'scheduler':<15} {'nodes':>5} {'init':>5} {'pods':>5} {'bound':>5} {'pods/s':>7} "
-        f"{'ratio':>6} {'p50 s':>7} {'p99 s':>7} {'cpu s':>6} {'RSS Mi':>6} {'load':>9}"
+        f"{'workload':<27} {'rep':>3} {'scheduler':<15} {'nodes':>5} {'init':>5} {'pods':>5} {'bound':>5} "
+        f"{'pods/s':>7} {'ratio':>6} {'p50 s':>7} {'p99 s':>7} {'cpu s':>6} {'RSS Mi':>6} {'load':>9}"
     ]
-    by = {(r.workload, r.scheduler): r for r in rows}
+    by = {(r.workload, r.scheduler, r.repeat): r for r in rows}
     for r in rows:
-        kube = by.get((r.workload, "kube-scheduler"))
+        kube = by.get((r.workload, "kube-scheduler", r.repeat))
         ratio = (
             f"{r.pods_per_s / kube.pods_per_s:.2f}x"
-            if r.scheduler == "volsched" and kube and kube.pods_per_s > 0 and not math.isnan(r.pods_per_s)
+            if r.scheduler == "volsched" and kube and kube.pods_per_s > 0 and r.pods_per_s > 0
             else ""
         )
         lines.append(
-            f"{r.workload:<27} {r.scheduler:<15} {r.nodes:>5} {r.init:>5} {r.measure:>5} {r.bound:>5} "
-            f"{r.pods_per_s:>7.0f} {ratio:>6} {r.p50:>7.3f} {r.p99:>7.3f} {r.cpu_s:>6.1f} {r.peak_rss_mib:>6.0f} "
-            f"{r.load_before:>4.1f}-{r.load_after:<4.1f}" + (f" {r.note}" if r.note else "")
+            f"{r.workload:<27} {r.repeat:>3} {r.scheduler:<15} {r.nodes:>5} {r.init:>5} {r.measure:>5} "
+            f"{r.bound:>5} {r.pods_per_s:>7.0f} {ratio:>6} {r.p50:>7.3f} {r.p99:>7.3f} {r.cpu_s:>6.1f} "
+            f"{r.peak_rss_mib:>6.0f} {r.load_before:>4.1f}-{r.load_after:<4.1f}"
+            + (f" {r.note}" if r.note else "")
         )
-    lines.append("ratio: volsched's pods/s over kube-scheduler's on the same workload, same invocation")
+    lines.append("ratio: volsched's pods/s over kube-scheduler's on the same workload, same round")
+    spread = ratios(rows)
+    if any(len(v) > 1 for v in spread.values()):
+        lines.append("")
+        lines.append(f"{'workload':<27} {'rounds':>6} {'median':>7} {'min':>6} {'max':>6}")
+        for name, values in spread.items():
+            lines.append(
+                f"{name:<27} {len(values):>6} {statistics.median(values):>6.2f}x {min(values):>5.2f}x "
+                f"{max(values):>5.2f}x"
+            )
     return "\n".join(lines)
 
 
@@ -512,6 +542,13 @@ def main(argv: list[str] | None = None) -> int:
         "--full", action="store_true", help="scheduler_perf's 5000Nodes sizes (a quiet machine)"
     )
     p.add_argument("--only", default="", help="comma-separated workload names (default: all)")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="rounds over the workloads (each round runs every workload once, so the repeats of one are "
+        "minutes apart); the report gives each workload's median ratio and its spread",
+    )
     p.add_argument("--schedulers", default="volsched,kube-scheduler")
     p.add_argument("--stall", type=float, default=60.0, help="give up after this long without a bind (s)")
     p.add_argument("--json", type=Path, help="write the rows, the machine and the sizes here")
@@ -553,15 +590,23 @@ def main(argv: list[str] | None = None) -> int:
             if args.keep
             else tempfile.TemporaryDirectory(prefix="volsched-bench-perf-")
         ) as tmp:
-            for name in only:
+            for name, rep in [(n, r) for r in range(args.repeat) for n in only]:
                 w = known[name]
                 sz = w.full if args.full else w.quick
                 for scheduler in schedulers:
                     try:
-                        row = run_workload(w, sz, scheduler, args, Path(tmp))
+                        row = run_workload(w, sz, scheduler, args, Path(tmp), repeat=rep)
                     except Exception as exc:
                         _say(f"{name} {scheduler} FAILED: {exc}")
-                        row = Row(name, scheduler, sz.nodes, sz.init, sz.measure, note=f"failed: {exc}"[:200])
+                        row = Row(
+                            name,
+                            scheduler,
+                            sz.nodes,
+                            sz.init,
+                            sz.measure,
+                            repeat=rep,
+                            note=f"failed: {exc}"[:200],
+                        )
                     rows.append(row)
                     _say(f"{name} {scheduler}: {row.bound}/{sz.measure} bound, {row.pods_per_s:.0f} pods/s")
     finally:
@@ -577,6 +622,7 @@ def main(argv: list[str] | None = None) -> int:
                     "commit": _commit(args.source),
                     "size": "full" if args.full else "quick",
                     "rows": [asdict(r) for r in rows],
+                    "ratios": ratios(rows),
                 },
                 indent=1,
             )

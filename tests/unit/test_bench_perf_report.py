@@ -1,0 +1,37 @@
+"""bench/bench_perf.py's report: volsched's pods/s over kube-scheduler's of the same round only, and each
+workload's spread over the rounds."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from bench_perf import Row, ratios, report
+
+
+def _row(workload: str, scheduler: str, repeat: int, pods_per_s: float) -> Row:
+    return Row(workload, scheduler, 200, 100, 500, repeat=repeat, pods_per_s=pods_per_s)
+
+
+def test_each_round_is_compared_with_kube_scheduler_of_that_round_and_failed_runs_have_no_ratio() -> None:
+    rows = [
+        _row("Basic", "volsched", 0, 300.0),
+        _row("Basic", "kube-scheduler", 0, 100.0),
+        _row("Basic", "volsched", 1, 100.0),
+        _row("Basic", "kube-scheduler", 1, 200.0),
+        _row("Gangs", "volsched", 0, math.nan),  # failed
+        _row("Gangs", "kube-scheduler", 0, 100.0),
+        _row("Alone", "volsched", 0, 100.0),  # kube-scheduler not run
+    ]
+    assert ratios(rows) == {"Basic": [3.0, 0.5]}
+    text = report(rows)
+    assert "Basic                            2   1.75x  0.50x  3.00x" in text
+    assert "Gangs" in text and "Alone" in text  # their rows are listed, without a ratio
+
+
+def test_one_round_prints_no_spread() -> None:
+    rows = [_row("Basic", "volsched", 0, 300.0), _row("Basic", "kube-scheduler", 0, 100.0)]
+    assert "median" not in report(rows)
