@@ -145,10 +145,12 @@ def test_status_is_a_subresource_with_printer_columns(mk: Kube) -> None:
         ]
         for name in ("queues.scheduling.volsched.io", "podgroups.scheduling.volsched.io")
     }
-    assert {"Parent", "Weight", "State", "Deserved", "Allocated", "Pending"} <= set(
+    assert {"Parent", "Weight", "State", "Deserved", "Allocated", "Pending PodGroups", "Share"} <= set(
         columns["queues.scheduling.volsched.io"]
     )
-    assert {"Phase", "MinMember", "Running", "Queue"} <= set(columns["podgroups.scheduling.volsched.io"])
+    assert {"Phase", "MinMember", "Scheduled", "Running", "Queue"} <= set(
+        columns["podgroups.scheduling.volsched.io"]
+    )
     crd = ext.read_custom_resource_definition("queues.scheduling.volsched.io")
     assert "q" in crd.spec.names.short_names
     assert (
