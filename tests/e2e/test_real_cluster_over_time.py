@@ -5,7 +5,9 @@ the invariants at every look, all along, not only at the end:
 * no node holds pods (bound and not finished) asking more cpu than it has;
 * no gang stays half-bound (some of its pods on a node, fewer than its minimum) for more than two of the
   operator's cycles (counted on its metrics: under load a cycle takes longer, the rule does not);
-* every job that can run does: all of them complete.
+* every job that can run does: all of them complete;
+* once both queues are busy (elastic Jobs asking the whole cluster each), each holds its share within one
+  pod, and keeps it over the operator's next cycles (reclaim moves no pod back and forth).
 
 Nothing waits for time: arrivals are spaced by the operator's own cycles, and the end is every Job
 complete."""
@@ -32,6 +34,8 @@ pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
 GANG = "scheduling.volsched.io/min-member"
 JOBS = 30
+#: How long the cluster's waits may take (its controllers act within a second or two).
+SLOW = 120
 #: Cycles a gang may be seen half-bound (its binds are sent together but land one by one).
 HALF_BOUND_CYCLES = 2
 
@@ -194,3 +198,49 @@ def test_over_a_minute_of_arrivals_no_node_is_overfull_no_gang_stays_half_bound_
         wait_for(done, 600, interval=1.0, what=f"all {JOBS} Jobs complete", operator=op)
     assert watcher.looks > 50, watcher.looks  # it looked all along, not once
     assert not watcher.broken, watcher.broken[:10]
+
+
+def _elastic(name: str, *, queue_name: str, pods: int) -> dict[str, Any]:
+    """A Job of ``pods`` one-cpu pods that run until the test ends, each may start alone (minMember 1),
+    its evicted pods made again (they count as failed: the backoff limit is high)."""
+    out = _job(name, size=pods, queue_name=queue_name, seconds=3600)
+    annotations = out["spec"]["template"]["metadata"]["annotations"]
+    annotations[GANG] = "1"
+    del annotations[RUN_FOR]
+    out["spec"]["backoffLimit"] = 10000
+    return out
+
+
+def test_once_both_queues_are_busy_each_holds_its_share_within_one_pod_and_keeps_it(
+    cluster: LocalControlPlane, k: Kube, start_operator: Start
+) -> None:
+    for i in range(3):
+        cluster.kwok_node(f"kwok-{i}", cpu="4")
+    k.set_config((ROOT / "examples" / "reclaim-preempt-scheduler.yaml").read_text())
+    k.queue(queue("qa"))
+    k.queue(queue("qb"))
+    ns = k.namespace("fair")
+    batch = client.BatchV1Api(k.api)
+    op = start_operator()
+    cycles = Cycles(op)
+
+    def running() -> dict[str, int]:
+        out = {"a": 0, "b": 0}
+        for p in k.core.list_namespaced_pod(ns).items:
+            if p.spec.node_name and p.status.phase == "Running" and not p.metadata.deletion_timestamp:
+                out[(p.metadata.labels or {})["job"]] += 1
+        return out
+
+    batch.create_namespaced_job(ns, _elastic("a", queue_name="qa", pods=12))
+    wait_for(lambda: running()["a"] == 12, SLOW, what="queue qa borrowing all 12 cpu", operator=op)
+    batch.create_namespaced_job(ns, _elastic("b", queue_name="qb", pods=12))  # both busy from now on
+    wait_for(lambda: abs(running()["a"] - 6) <= 1 and abs(running()["b"] - 6) <= 1, SLOW,
+             what="both queues within one pod of their share, 6 cpu", operator=op)  # fmt: skip
+    # And they stay there: no pod moves back and forth over the operator's next cycles.
+    until = cycles() + 10
+    seen = []
+    while cycles() < until:
+        now = running()
+        seen.append(now)
+        assert abs(now["a"] - 6) <= 1 and abs(now["b"] - 6) <= 1, seen
+        op.check_running()
