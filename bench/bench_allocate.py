@@ -41,7 +41,8 @@ RACK = "topology.example.com/rack"
 def build(nodes: int, tasks: int, seed: int = 7, *, constrained: bool = False):  # type: ignore[no-untyped-def]
     import random
 
-    from volsched.model.constraints import PodConstraints, parse_pod_constraints
+    from volsched.model.constraintdecode import parse_pod_constraints
+    from volsched.model.selectors import PodConstraints
     from volsched.model.vocabulary import (
         GangTopology,
         PodGroupPhase,

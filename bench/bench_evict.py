@@ -79,7 +79,7 @@ def build(nodes: int, case: str):  # type: ignore[no-untyped-def]
     pgs: list[PodGroupSpec] = []
     tasks: list[Task] = []
 
-    from volsched.model.constraints import AffinityTerm, LabelSelector, PodConstraints, Requirement
+    from volsched.model.selectors import AffinityTerm, LabelSelector, PodConstraints, Requirement
 
     anti = case.startswith("preempt-anti")
     wanted = (

@@ -1,4 +1,4 @@
-"""volsched.model.constraints: selectors, parsing and per-domain counting (pure logic)."""
+"""volsched.model.constraints and constraintdecode: selectors, parsing and per-domain counting (pure logic)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from tests.builders import node
-from volsched.model.constraints import ConstraintState, parse_pod_constraints, parse_selector
+from volsched.model.constraintdecode import parse_pod_constraints, parse_selector
+from volsched.model.constraints import ConstraintState
 from volsched.model.decode import build_node
 from volsched.model.errors import InputError
 from volsched.model.vocabulary import Task, TaskStatus

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from tests.builders import node
-from volsched.model.constraints import matches_affinity, matches_node_term
 from volsched.model.decode import build_node
+from volsched.model.nodeterms import matches_affinity, matches_node_term
 
 NODE = build_node(node("n1", labels={"zone": "a", "gen": "5"}))
 

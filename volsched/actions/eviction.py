@@ -33,8 +33,8 @@ from volsched.framework.decisions import Code, EvictionReason, Status
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import BoolArray, Job
-from volsched.model.constraints import AffinityTerm
 from volsched.model.resources import EPS, PODS, Vector, format_amount
+from volsched.model.selectors import AffinityTerm
 from volsched.model.vocabulary import PodGroupPhase, QueueSpec, QueueState, Task, TaskStatus
 
 #: Statuses of a task that may be evicted (running on, or bound to, its node).

@@ -6,7 +6,7 @@ their claims only the fields the scheduler reads. Each builder validates what th
 raises :class:`InputError` naming the object and the field.
 
 The model's only door for whole objects (it calls :mod:`volsched.model.resources` for quantities and
-:mod:`volsched.model.constraints` for a pod's affinity and spread terms). No I/O happens here, and
+:mod:`volsched.model.constraintdecode` for a pod's affinity and spread terms). No I/O happens here, and
 nothing here knows about sessions or plugins.
 """
 
@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, TypeVar, cast
 
 import orjson
 
-from volsched.model.constraints import parse_pod_constraints, parse_selector
+from volsched.model.constraintdecode import parse_pod_constraints, parse_selector
 from volsched.model.devices import (
     Allocated,
     Claim,

@@ -34,17 +34,14 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from volsched.model.constraints import matches_affinity
 from volsched.model.errors import InputError
+from volsched.model.nodeterms import Labelled, matches_affinity
 from volsched.model.resources import parse_amount
-
-if TYPE_CHECKING:
-    from volsched.model.vocabulary import NodeSpec
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.intp]
@@ -428,7 +425,7 @@ class DeviceCatalog:
         self,
         devices: Sequence[Device],
         *,
-        nodes: Sequence[NodeSpec],
+        nodes: Sequence[Labelled],
         classes: Mapping[str, DeviceClass],
     ) -> None:
         self.devices = sorted(devices, key=lambda d: d.key)
@@ -586,7 +583,7 @@ class DeviceState:
     to go) may take released ones too."""
 
     def __init__(
-        self, catalog: DeviceCatalog, claims: Mapping[str, Claim], *, nodes: Sequence[NodeSpec]
+        self, catalog: DeviceCatalog, claims: Mapping[str, Claim], *, nodes: Sequence[Labelled]
     ) -> None:
         self.catalog = catalog
         self.claims = claims

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from volsched.model.constraints import LabelSelector, PodConstraints
 from volsched.model.devices import PodClaim
 from volsched.model.resources import PODS, Vector
+from volsched.model.selectors import LabelSelector, PodConstraints
 
 API_GROUP = "scheduling.volsched.io"
 SCHEDULER_NAME = "volsched"

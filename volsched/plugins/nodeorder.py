@@ -16,8 +16,8 @@ from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import ExtensionPoints
 from volsched.framework.registry import register_plugin
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
-from volsched.model.constraints import matches_node_term, tolerates
 from volsched.model.errors import InputError
+from volsched.model.nodeterms import matches_node_term, tolerates
 from volsched.model.resources import BASE_RESOURCES, CPU, EPS, MEMORY
 from volsched.model.validation import label_key_problem
 from volsched.model.vocabulary import Task

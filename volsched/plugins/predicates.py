@@ -11,7 +11,7 @@ pod there uses it on the same host IP or on 0.0.0.0 (and 0.0.0.0 conflicts with 
 Required pod affinity and anti-affinity (both ways: a placed pod's anti-affinity repels the new pod) and
 topology spread constraints with whenUnsatisfiable DoNotSchedule depend on the other pods placed: they are
 constraint filters (see ``volsched.framework.session``) over the session's per-domain counts
-(``volsched.model.constraints``).
+(``volsched.model.constraints``; node terms and taints: ``volsched.model.nodeterms``).
 
 Free capacity (including the ``pods`` count, i.e. max pods) is the session's own check, done for every
 task whatever the plugins, and explained in numbers by the session.
@@ -27,7 +27,7 @@ from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable, any_held_host_ports
-from volsched.model.constraints import UNSCHEDULABLE_TAINT, matches_affinity, tolerates
+from volsched.model.nodeterms import UNSCHEDULABLE_TAINT, matches_affinity, tolerates
 from volsched.model.vocabulary import Task
 from volsched.plugins.shared.constraint_state import constraint_state
 

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from volsched.framework.plugin import Arguments
-from volsched.model.constraints import LabelSelector, Requirement, parse_selector
+from volsched.model.constraintdecode import parse_selector
 from volsched.model.errors import InputError
+from volsched.model.selectors import LabelSelector, Requirement
 from volsched.model.vocabulary import Task, TaskStatus
 
 #: kube-scheduler's system-critical priority: a pod at or above it is system-critical, whatever its class.

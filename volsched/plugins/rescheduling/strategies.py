@@ -10,9 +10,9 @@ counts a pod as moved (nodeFit and the limits). What it picks the shuffle action
 within its per-session limit and never taking a gang below minMember; the Eviction API enforces
 PodDisruptionBudgets, and the evicted pod's owner keeps off the node it left (no move-back).
 
-Placement constraints are read with the same code placement uses (``volsched.model.constraints``:
-node selector, required node affinity, taints, and the per-topology-domain counts of inter-pod
-anti-affinity and topology spread) and "another node could take it" is the session's own filter mask
+Placement constraints are read with the same code placement uses (``volsched.model.nodeterms``:
+node selector, required node affinity, taints; ``volsched.model.constraints``: the per-topology-domain
+counts of inter-pod anti-affinity and topology spread) and "another node could take it" is the session's own filter mask
 (``session.feasible_nodes``) with the nodes' free capacity. Node utilization is the usage plugin's
 estimate of real usage (``volsched.plugins.shared.usage_estimate``) or the pods' requests.
 
@@ -31,16 +31,11 @@ import numpy as np
 
 from volsched.framework.plugin import NUMBER_LIMIT
 from volsched.framework.points import ExtensionPoints
-from volsched.model.constraints import (
-    BoolArray,
-    ConstraintState,
-    SpreadConstraint,
-    matches_affinity,
-    matches_node_term,
-    tolerates,
-)
+from volsched.model.constraints import BoolArray, ConstraintState
 from volsched.model.errors import InputError
+from volsched.model.nodeterms import matches_affinity, matches_node_term, tolerates
 from volsched.model.resources import CPU, EPS, MEMORY
+from volsched.model.selectors import SpreadConstraint
 from volsched.model.vocabulary import ALLOCATED_STATUSES, Task, TaskStatus
 from volsched.plugins.rescheduling.evictor import Evictor
 from volsched.plugins.shared.usage_estimate import UsageEstimate, build_estimate
