@@ -94,7 +94,7 @@ def _take_over(op: Operator, monkeypatch: pytest.MonkeyPatch, reads: _Pages, lea
     monkeypatch.setattr(op.lease, "acquired_at", 1.0)
     monkeypatch.setattr(op.reloader, "reload", lambda **_: None)
     monkeypatch.setattr(op.reloader, "known", True)  # the ConfigMap was read
-    monkeypatch.setattr(op, "follow_volcano", lambda **_: None)
+    monkeypatch.setattr(op.volcano, "follow", lambda **_: None)
     op.pods_read_at = 0.0
 
 

@@ -249,7 +249,7 @@ def test_the_operator_plans_each_session_under_the_holding_its_leadership_was_se
     monkeypatch.setattr(op.lease, "acquired_at", 1.0)
     monkeypatch.setattr(op.reloader, "reload", lambda **_: None)
     monkeypatch.setattr(op.reloader, "known", True)  # the ConfigMap was read
-    monkeypatch.setattr(op, "follow_volcano", lambda **_: None)
+    monkeypatch.setattr(op.volcano, "follow", lambda **_: None)
     op.pods_read_at = math.inf  # caught up already
 
     def taken_again(now: float) -> None:  # lost and taken again after the session's leadership was settled

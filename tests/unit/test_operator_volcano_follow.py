@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-import volsched.operator as operator_module
+import volsched.operator.volcano as volcano_module
 from tests.builders import podgroup, queue, volcano
 from tests.unit._cycle_harness import KUBECONFIG
 from tests.unit._scripted_server import ScriptedServer
@@ -43,7 +43,7 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Ope
     kubeconfig.write_text(KUBECONFIG)
     discovery = Discovery()
     started: list[str] = []
-    monkeypatch.setattr(operator_module, "served_plurals", discovery)
+    monkeypatch.setattr(volcano_module, "served_plurals", discovery)
     monkeypatch.setattr(ListWatch, "start", lambda self: started.append(self.kind.plural))
     op = Operator(Settings(kubeconfig=str(kubeconfig)))
     op.start_watches()  # the operator is running: kinds found from now on are watched at once
@@ -66,34 +66,36 @@ def test_volcano_kinds_are_watched_once_served_and_dropped_from_the_cache_once_n
     setup: tuple[Operator, Discovery, list[str]],
 ) -> None:
     op, discovery, started = setup
-    op.follow_volcano(force=True)
-    assert op.volcano == {} and started == []  # no Volcano CRDs: nothing watched
+    op.volcano.follow(force=True)
+    assert op.volcano.watches == {} and started == []  # no Volcano CRDs: nothing watched
 
     discovery.served = {"queues"}
-    op.follow_volcano(force=True)
-    assert set(op.volcano) == {VOLCANO_QUEUE} and started == ["queues"]
-    handed_over(op.volcano[VOLCANO_QUEUE], volcano(queue("spark")), rv="10")
+    op.volcano.follow(force=True)
+    assert set(op.volcano.watches) == {VOLCANO_QUEUE} and started == ["queues"]
+    handed_over(op.volcano.watches[VOLCANO_QUEUE], volcano(queue("spark")), rv="10")
 
     discovery.served = {"queues", "podgroups"}
-    op.follow_volcano(force=True)
-    assert set(op.volcano) == {VOLCANO_QUEUE, VOLCANO_PODGROUP} and started == ["queues", "podgroups"]
-    handed_over(op.volcano[VOLCANO_PODGROUP], volcano(podgroup("etl", ns="spark", queue="spark")), rv="11")
+    op.volcano.follow(force=True)
+    assert set(op.volcano.watches) == {VOLCANO_QUEUE, VOLCANO_PODGROUP} and started == ["queues", "podgroups"]
+    handed_over(
+        op.volcano.watches[VOLCANO_PODGROUP], volcano(podgroup("etl", ns="spark", queue="spark")), rv="11"
+    )
     assert set(op.state.volcano_uids) == {("Queue", "spark"), ("PodGroup", "spark/etl")}
 
     discovery.served = RuntimeError("discovery failed")  # not knowing changes nothing
-    op.follow_volcano(force=True)
-    assert set(op.volcano) == {VOLCANO_QUEUE, VOLCANO_PODGROUP}
+    op.volcano.follow(force=True)
+    assert set(op.volcano.watches) == {VOLCANO_QUEUE, VOLCANO_PODGROUP}
     assert set(op.state.volcano_uids) == {("Queue", "spark"), ("PodGroup", "spark/etl")}
 
     # The PodGroup CRD deleted, and the watch missed its objects' deletions: they stop counting.
     discovery.served = {"queues"}
-    op.follow_volcano(force=True)
-    assert set(op.volcano) == {VOLCANO_QUEUE}
+    op.volcano.follow(force=True)
+    assert set(op.volcano.watches) == {VOLCANO_QUEUE}
     assert set(op.state.volcano_uids) == {("Queue", "spark")}
 
     discovery.served = {"queues", "podgroups"}  # reinstalled: watched again
-    op.follow_volcano(force=True)
-    assert set(op.volcano) == {VOLCANO_QUEUE, VOLCANO_PODGROUP} and started[-1] == "podgroups"
+    op.volcano.follow(force=True)
+    assert set(op.volcano.watches) == {VOLCANO_QUEUE, VOLCANO_PODGROUP} and started[-1] == "podgroups"
 
 
 def test_discovery_is_asked_once_per_volcano_check_every(
@@ -101,9 +103,9 @@ def test_discovery_is_asked_once_per_volcano_check_every(
 ) -> None:
     op, discovery, _ = setup
     op.settings.session.volcano_check_every = 3600.0
-    op.follow_volcano(force=True)
+    op.volcano.follow(force=True)
     for _ in range(5):
-        op.follow_volcano()  # each session looks, but only when the period has passed
+        op.volcano.follow()  # each session looks, but only when the period has passed
     assert discovery.calls == 1
 
 
@@ -119,7 +121,7 @@ def test_a_quiet_leader_between_far_apart_sessions_still_follows_volcanos_crds(
     op.settings.session.volcano_check_every = 0.0
     discovery.served = {"podgroups"}
     op.keep_up()
-    assert renewed == [True] and started == ["podgroups"] and set(op.volcano) == {VOLCANO_PODGROUP}
+    assert renewed == [True] and started == ["podgroups"] and set(op.volcano.watches) == {VOLCANO_PODGROUP}
 
 
 def test_a_volcano_kind_found_after_the_watches_stopped_is_not_watched(
@@ -130,7 +132,7 @@ def test_a_volcano_kind_found_after_the_watches_stopped_is_not_watched(
     op, discovery, started = setup
     op.stop_watches()
     discovery.served = {"queues", "podgroups"}
-    op.follow_volcano(force=True)
+    op.volcano.follow(force=True)
     assert started == []
 
 
@@ -177,7 +179,7 @@ def test_a_removed_kinds_objects_a_stuck_watch_brings_late_never_return_to_the_c
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG.replace("127.0.0.1:9", f"127.0.0.1:{server.port}"))
     discovery = Discovery()
-    monkeypatch.setattr(operator_module, "served_plurals", discovery)
+    monkeypatch.setattr(volcano_module, "served_plurals", discovery)
     monkeypatch.setattr(ListWatch, "stop", partialmethod(ListWatch.stop, timeout=0.2))  # gives up sooner
     op = Operator(Settings(kubeconfig=str(kubeconfig)))
     try:
@@ -185,12 +187,12 @@ def test_a_removed_kinds_objects_a_stuck_watch_brings_late_never_return_to_the_c
             monkeypatch.setattr(w, "start", lambda: None)  # Pods and Nodes are not the point here
         op.start_watches()
         discovery.served = {"podgroups"}
-        op.follow_volcano(force=True)
-        stuck = op.volcano[VOLCANO_PODGROUP]
+        op.volcano.follow(force=True)
+        stuck = op.volcano.watches[VOLCANO_PODGROUP]
         assert server.arrived.acquire(timeout=HOLD)  # on its way, held by the server
         discovery.served = set()  # the CRD deleted
-        op.follow_volcano(force=True)
-        assert op.volcano == {}
+        op.volcano.follow(force=True)
+        assert op.volcano.watches == {}
         assert stuck._thread is not None and stuck._thread.is_alive() is not ends  # stop gave up on it
         server.gate.set()  # the answer arrives after all
         stuck._thread.join(HOLD)

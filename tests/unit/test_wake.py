@@ -764,7 +764,7 @@ def test_renewing_the_lease_between_far_apart_sessions_updates_the_leader_gauge(
         op.metrics.leader.set(0 if holds else 1)  # what the last session found
         op.lease.ensure = lambda: holds  # type: ignore[method-assign]
         op.reload_config = lambda **_: None  # type: ignore[method-assign]
-        op.follow_volcano = lambda **_: None  # type: ignore[method-assign]
+        op.volcano.follow = lambda **_: None  # type: ignore[method-assign]
         op.keep_up()
         assert op.metrics.registry.get_sample_value("volsched_leader") == (1.0 if holds else 0.0)
     finally:
@@ -837,7 +837,7 @@ def test_the_operator_rings_when_a_poll_read_behind_the_sessions_finds_a_new_con
 
     try:
         op.lease.ensure = lambda: True  # type: ignore[method-assign]
-        op.follow_volcano = lambda **_: None  # type: ignore[method-assign]
+        op.volcano.follow = lambda **_: None  # type: ignore[method-assign]
         op.reloader.read = read  # type: ignore[method-assign]
         op.state.doorbell.take()
         op.keep_up()  # the first read, at once

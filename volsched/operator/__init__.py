@@ -32,7 +32,8 @@ This module is the replica's lifecycle (:class:`Operator`: watches, prelist, Lea
 shutdown) and :func:`main`. Its parts live beside it: :mod:`~volsched.operator.settings` (the settings
 dataclasses and ``volsched run``'s command line), :mod:`~volsched.operator.metrics` (the Prometheus
 series), :mod:`~volsched.operator.http` (the HTTP server), :mod:`~volsched.operator.pacing` (when the
-next session runs) and :mod:`~volsched.operator.reload` (the ConfigMap reload). It decides nothing
+next session runs), :mod:`~volsched.operator.reload` (the ConfigMap reload) and
+:mod:`~volsched.operator.volcano` (which of Volcano's kinds the cluster serves, and their watches). It decides nothing
 itself: the engine schedules, ``volsched.kube`` writes.
 """
 
@@ -55,7 +56,7 @@ import kopf
 from volsched.cache.doorbell import CONFIG, RETRY
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
-from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE, VOLCANO_VERSION
+from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.cycle import (
     BLOCKED,
     BOUND,
@@ -79,7 +80,7 @@ from volsched.kube.configsource import read_config_map
 from volsched.kube.health import ApiHealth, QuietRetries, back_pressure, is_throttled, is_unreachable
 from volsched.kube.latency import PodLatency
 from volsched.kube.lease import LeaderLease
-from volsched.kube.lister import LIST_TIMEOUT, VOLCANO_WATCHED, WATCHED, WatchedKind, pods_of, served_plurals
+from volsched.kube.lister import LIST_TIMEOUT, WATCHED, pods_of
 from volsched.kube.port import KubePort
 from volsched.kube.prune import PRUNERS, prune_pod
 from volsched.kube.rest import LeanRest
@@ -94,6 +95,7 @@ from volsched.operator.metrics import Metrics
 from volsched.operator.pacing import Pacer, pods_wait
 from volsched.operator.reload import ConfigReloader
 from volsched.operator.settings import Settings, build_parser, parse_log_levels, settings_from_args
+from volsched.operator.volcano import VolcanoKinds
 from volsched.redaction import install_log_redaction
 from volsched.ui import LiveState
 from volsched.usagefeed import UsageFeed
@@ -174,14 +176,15 @@ class Operator:
         #: Set once the other kinds are in the cache: pods wait for it (their priorities need the
         #: PriorityClasses, which would otherwise re-parse every pod listed so far).
         self._prelisted = threading.Event()
-        #: Volcano's kinds the cluster serves, by kind: listed and watched on their own threads (see
-        #: :meth:`follow_volcano`). Only the thread running sessions (or the start) changes it, holding
-        #: ``_volcano_lock``, which :meth:`stop_watches` holds too (a session stuck at shutdown may still
-        #: change it).
-        self.volcano: dict[str, ListWatch] = {}
-        self._volcano_lock = threading.Lock()
-        self._volcano_checked = 0.0
-        self._volcano_started = False
+        #: Volcano's kinds the cluster serves, each listed and watched on its own thread.
+        self.volcano = VolcanoKinds(
+            reads=self.reads,
+            new_watch=lambda kind, on_event: ListWatch(
+                self.watch_api, kind, on_event=on_event, health=self.health, announce_recovery=False
+            ),
+            session=settings.session,
+            on_event=self.handle_event,
+        )
         self.metrics = Metrics()
         self.usage = UsageFeed(
             self.state, registry=self.metrics.registry, api_client_factory=lambda: new_api_client(self.kcfg)
@@ -268,72 +271,6 @@ class Operator:
 
         return registry
 
-    def discover_volcano(self) -> None:
-        """At start: list and watch Volcano's PodGroups and Queues too when their CRDs are installed
-        (:meth:`prelist` lists them, :meth:`start_watches` watches on)."""
-        self.follow_volcano(force=True)
-        missing = [k.plural for k in VOLCANO_WATCHED if k.kind not in self.volcano]
-        if missing:
-            log.info(
-                "%s/%s %s not served (yet): volsched reads Volcano objects once Volcano's CRDs are "
-                "installed (looked for every %gs)",
-                VOLCANO_GROUP, VOLCANO_VERSION, " and ".join(missing),
-                self.settings.session.volcano_check_every,
-            )  # fmt: skip
-
-    def follow_volcano(self, *, force: bool = False) -> None:
-        """Every ``session.volcano_check_every`` seconds (leader and followers alike: a follower's cache
-        stays warm), read which of Volcano's kinds the cluster serves (API discovery: no CRD read, no
-        extra permission). A kind served since the last look is listed and watched from now on; a kind
-        no longer served (its CRD deleted, which deletes its objects first) stops being watched and
-        what the cache still holds of it is dropped: its objects no longer count. When discovery
-        fails, nothing changes."""
-        now = time.monotonic()
-        if not force and now - self._volcano_checked < self.settings.session.volcano_check_every:
-            return
-        self._volcano_checked = now
-        try:
-            served = served_plurals(self.reads, VOLCANO_GROUP, VOLCANO_VERSION)
-        except Exception as exc:
-            log.log(
-                logging.WARNING if force else logging.DEBUG,
-                "cannot tell whether %s is served (%s); looking again in %gs",
-                VOLCANO_GROUP, exc, self.settings.session.volcano_check_every,
-            )  # fmt: skip
-            return
-        for kind in VOLCANO_WATCHED:
-            if kind.plural in served and kind.kind not in self.volcano:
-                self._watch_volcano(kind)
-            elif kind.plural not in served and kind.kind in self.volcano:
-                self._unwatch_volcano(kind)
-
-    def _watch_volcano(self, kind: WatchedKind) -> None:
-        log.info(
-            "reading Volcano %s (%s/%s) as volsched's; volsched's own objects win on a name clash",
-            kind.plural, VOLCANO_GROUP, VOLCANO_VERSION,
-        )  # fmt: skip
-
-        def on_event(type_: str, obj: dict[str, Any]) -> None:
-            self.handle_event(kind.kind, type_, obj)
-
-        w = ListWatch(self.watch_api, kind, on_event=on_event, health=self.health, announce_recovery=False)
-        with self._volcano_lock:
-            self.volcano[kind.kind] = w
-            if self._volcano_started:  # found after the start: lists, then watches, on its own thread
-                w.start()
-
-    def _unwatch_volcano(self, kind: WatchedKind) -> None:
-        with self._volcano_lock:
-            w = self.volcano.pop(kind.kind)
-        w.stop()  # gives up on a stuck thread after a while: drop_known makes whatever it brings late void
-        # Their deletions came before the CRD's; any the watch missed go now, and nothing comes after.
-        left = w.drop_known()
-        log.warning(
-            "%s/%s %s no longer served (CRD deleted): no longer reading Volcano %s (%d left in the cache "
-            "dropped); they are read again once the CRD is back",
-            VOLCANO_GROUP, VOLCANO_VERSION, kind.plural, kind.plural, left,
-        )  # fmt: skip
-
     def handle_event(self, kind: str, type_: str | None, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
         if kind == "Pod" and self.latency.on:
@@ -378,16 +315,12 @@ class Operator:
 
     def start_watches(self) -> None:
         """Watch every kind (Volcano's too) from where :meth:`prelist` listed it, each on its own thread."""
-        with self._volcano_lock:
-            watches = (*self.lean.values(), *self.volcano.values())
-            self._volcano_started = True
-        for w in watches:
+        for w in (*self.lean.values(), *self.volcano.started()):
             w.start()
 
     def stop_watches(self) -> None:
-        with self._volcano_lock:  # a session still running (stuck at shutdown) changes or starts no more
-            self._volcano_started = False
-            watches = (*self.lean.values(), *self.volcano.values())
+        # A session still running (stuck at shutdown) changes or starts no more.
+        watches = (*self.lean.values(), *self.volcano.stopped())
         for w in watches:  # every one told first, then each waited for: twelve threads stuck in a read
             w.stop(timeout=0)  # wait out one timeout together, not one after another
         for w in watches:
@@ -428,7 +361,7 @@ class Operator:
 
         many = [w for w in self.lean.values() if w.kind.kind in LEAN_KINDS]
         few = [w for w in self.lean.values() if w.kind.kind not in LEAN_KINDS]
-        volcano = list(self.volcano.values())
+        volcano = list(self.volcano.watches.values())
         every = (*many, *few, *volcano)
         pool = ThreadPoolExecutor(len(every), thread_name_prefix="volsched-list")
         failed = True
@@ -512,7 +445,7 @@ class Operator:
         self.metrics.leader.set(1 if self.lease.ensure() else 0)
         if self.reload_config():
             self.state.doorbell.ring(CONFIG)
-        self.follow_volcano()
+        self.volcano.follow()
 
     def run_once(self) -> tuple[SessionResult, CycleReport] | None:
         """One cycle (only while holding the lease): the session, its writes through the port, the
@@ -530,7 +463,7 @@ class Operator:
         holding = self.writer.holding()  # the holding of the Lease this session is planned under
         self.metrics.leader.set(1 if leader else 0)
         self.reload_config()
-        self.follow_volcano()
+        self.volcano.follow()
         if not leader or not self.reloader.known:  # never a session under a config not the user's
             return None
         if self.lease.acquired_at > self.pods_read_at:
@@ -813,7 +746,7 @@ class Operator:
         try:
             await asyncio.to_thread(self.lease.ensure)  # before the listing: it is fresh for the lease
             await asyncio.to_thread(self.reload_config, force=True)  # failed: retried before each session
-            await asyncio.to_thread(self.discover_volcano)
+            await asyncio.to_thread(self.volcano.discover)
             await asyncio.to_thread(self.prelist)
             self.start_watches()
             tasks.append(

@@ -1,0 +1,131 @@
+"""Which of Volcano's kinds the cluster serves, and their watches (:class:`VolcanoKinds`).
+
+Volcano's PodGroups and Queues are read as volsched's own while their CRDs are installed: looked for at
+start and every ``session.volcano_check_every`` seconds through API discovery (no CRD read, no extra
+permission); a kind found is listed and watched on its own thread, a kind no longer served stops being
+watched and what the cache holds of it is dropped. It decides nothing and parses nothing: each watch hands
+its events to the operator's handler, the cache decodes them (``volsched.cache.volcano``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_VERSION
+from volsched.kube.lister import VOLCANO_WATCHED, WatchedKind, served_plurals
+from volsched.kube.rest import LeanRest
+from volsched.kube.watch import ListWatch
+from volsched.operator.settings import SessionSettings
+
+log = logging.getLogger("volsched.operator")
+
+#: What a watch hands over: the kind (Volcano's own name for it), the event type and the object.
+Handler = Callable[[str, str, dict[str, Any]], None]
+#: A new (not yet started) watch of a kind, handing its events to the callback.
+NewWatch = Callable[[WatchedKind, Callable[[str, dict[str, Any]], None]], ListWatch]
+
+
+class VolcanoKinds:
+    """Volcano's kinds the cluster serves, by kind, each with its :class:`ListWatch` (``watches``).
+
+    Only the thread running sessions (or the start) changes ``watches``, holding ``lock``, which
+    :meth:`stopped` holds too (a session stuck at shutdown may still change it)."""
+
+    def __init__(
+        self,
+        *,
+        reads: LeanRest,
+        new_watch: NewWatch,
+        session: SessionSettings,
+        on_event: Handler,
+    ) -> None:
+        self.reads = reads
+        self.new_watch = new_watch
+        self.session = session  # read at each look: volcano_check_every may change
+        self.on_event = on_event
+        self.watches: dict[str, ListWatch] = {}
+        self.lock = threading.Lock()
+        self._checked = 0.0
+        self._started = False
+
+    def discover(self) -> None:
+        """At start: list and watch Volcano's PodGroups and Queues too when their CRDs are installed
+        (the operator's prelist lists them, its start_watches watches on)."""
+        self.follow(force=True)
+        missing = [k.plural for k in VOLCANO_WATCHED if k.kind not in self.watches]
+        if missing:
+            log.info(
+                "%s/%s %s not served (yet): volsched reads Volcano objects once Volcano's CRDs are "
+                "installed (looked for every %gs)",
+                VOLCANO_GROUP, VOLCANO_VERSION, " and ".join(missing),
+                self.session.volcano_check_every,
+            )  # fmt: skip
+
+    def follow(self, *, force: bool = False) -> None:
+        """Every ``session.volcano_check_every`` seconds (leader and followers alike: a follower's cache
+        stays warm), read which of Volcano's kinds the cluster serves (API discovery: no CRD read, no
+        extra permission). A kind served since the last look is listed and watched from now on; a kind
+        no longer served (its CRD deleted, which deletes its objects first) stops being watched and
+        what the cache still holds of it is dropped: its objects no longer count. When discovery
+        fails, nothing changes."""
+        now = time.monotonic()
+        if not force and now - self._checked < self.session.volcano_check_every:
+            return
+        self._checked = now
+        try:
+            served = served_plurals(self.reads, VOLCANO_GROUP, VOLCANO_VERSION)
+        except Exception as exc:
+            log.log(
+                logging.WARNING if force else logging.DEBUG,
+                "cannot tell whether %s is served (%s); looking again in %gs",
+                VOLCANO_GROUP, exc, self.session.volcano_check_every,
+            )  # fmt: skip
+            return
+        for kind in VOLCANO_WATCHED:
+            if kind.plural in served and kind.kind not in self.watches:
+                self._watch(kind)
+            elif kind.plural not in served and kind.kind in self.watches:
+                self._unwatch(kind)
+
+    def started(self) -> tuple[ListWatch, ...]:
+        """The watches to start now; kinds found from now on are watched at once."""
+        with self.lock:
+            self._started = True
+            return tuple(self.watches.values())
+
+    def stopped(self) -> tuple[ListWatch, ...]:
+        """The watches to stop now; kinds found from now on are not watched (nothing would stop them)."""
+        with self.lock:
+            self._started = False
+            return tuple(self.watches.values())
+
+    def _watch(self, kind: WatchedKind) -> None:
+        log.info(
+            "reading Volcano %s (%s/%s) as volsched's; volsched's own objects win on a name clash",
+            kind.plural, VOLCANO_GROUP, VOLCANO_VERSION,
+        )  # fmt: skip
+
+        def on_event(type_: str, obj: dict[str, Any]) -> None:
+            self.on_event(kind.kind, type_, obj)
+
+        w = self.new_watch(kind, on_event)
+        with self.lock:
+            self.watches[kind.kind] = w
+            if self._started:  # found after the start: lists, then watches, on its own thread
+                w.start()
+
+    def _unwatch(self, kind: WatchedKind) -> None:
+        with self.lock:
+            w = self.watches.pop(kind.kind)
+        w.stop()  # gives up on a stuck thread after a while: drop_known makes whatever it brings late void
+        # Their deletions came before the CRD's; any the watch missed go now, and nothing comes after.
+        left = w.drop_known()
+        log.warning(
+            "%s/%s %s no longer served (CRD deleted): no longer reading Volcano %s (%d left in the cache "
+            "dropped); they are read again once the CRD is back",
+            VOLCANO_GROUP, VOLCANO_VERSION, kind.plural, kind.plural, left,
+        )  # fmt: skip
