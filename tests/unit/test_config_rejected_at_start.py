@@ -12,7 +12,7 @@ import pytest
 from tests.unit.test_config_first_read import ABSENT, INVALID, _reloader
 from volsched.framework.config import DEFAULT_CONFIG_YAML
 from volsched.kube.configsource import ConfigMapText
-from volsched.operator.http import readiness_problem
+from volsched.operator.health import readiness_problem
 
 GOOD = ConfigMapText(resource_version="8", uid="u", text=DEFAULT_CONFIG_YAML)
 INVALID_LATER = ConfigMapText(resource_version="9", uid="u", text="actions: enqueue, teleport\ntiers: []\n")

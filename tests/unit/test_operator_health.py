@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from volsched.operator.http import health_problem, readiness_problem
+from volsched.operator.health import health_problem, readiness_problem
 
 
 @pytest.mark.parametrize(

@@ -31,7 +31,8 @@
 This module is the replica's lifecycle (:class:`Operator`: watches, prelist, Lease, the session loop,
 shutdown) and :func:`main`. Its parts live beside it: :mod:`~volsched.operator.settings` (the settings
 dataclasses and ``volsched run``'s command line), :mod:`~volsched.operator.metrics` (the Prometheus
-series), :mod:`~volsched.operator.http` (the HTTP server), :mod:`~volsched.operator.pacing` (when the
+series), :mod:`~volsched.operator.http` (the HTTP server), :mod:`~volsched.operator.health` (what
+healthy and ready mean), :mod:`~volsched.operator.pacing` (when the
 next session runs), :mod:`~volsched.operator.reload` (the ConfigMap reload) and
 :mod:`~volsched.operator.volcano` (which of Volcano's kinds the cluster serves, and their watches). It decides nothing
 itself: the engine schedules, ``volsched.kube`` writes.
@@ -90,7 +91,8 @@ from volsched.kube.writer import KubeWriter
 from volsched.model.vocabulary import API_GROUP, QUEUE_FINALIZER
 from volsched.operator.admission import Admission, ServiceWebhookServer, parse_service
 from volsched.operator.admission import register as register_webhooks
-from volsched.operator.http import HttpServer, health_problem, readiness_problem
+from volsched.operator.health import health_problem, readiness_problem
+from volsched.operator.http import HttpServer
 from volsched.operator.metrics import Metrics
 from volsched.operator.pacing import Pacer, pods_wait
 from volsched.operator.reload import ConfigReloader

@@ -6,8 +6,8 @@ The health endpoints answer anyone; ``/metrics`` and the dashboard's data go thr
 :class:`~volsched.gate.RateLimit`; the metrics text is made at most once a second however many scrape.
 
 It serves what it is handed (liveness and readiness checks, a metrics registry, the dashboard's
-:class:`LiveState`) and owns none of it: what makes the operator healthy is :func:`health_problem`,
-and ready :func:`readiness_problem`; the series are :mod:`volsched.operator.metrics`, the page is
+:class:`LiveState`) and owns none of it: what makes the operator healthy and ready is
+:mod:`volsched.operator.health`; the series are :mod:`volsched.operator.metrics`, the page is
 :mod:`volsched.ui`.
 """
 
@@ -30,36 +30,6 @@ log = logging.getLogger("volsched.operator")
 
 #: Seconds the metrics text is served again before it is made anew.
 METRICS_TTL = 1.0
-
-
-def health_problem(*, synced: bool, last_tick: float, period: float, now: float) -> str | None:
-    """Why ``/healthz`` answers 503 (the cache is not synced yet, or the session loop stalled), or None.
-
-    ``period``: the longest a healthy session loop goes without a tick (besides a session's own time)."""
-    stale = max(30.0, 10 * period)
-    if not synced:
-        return "cache not synced"
-    if last_tick and now - last_tick > stale:
-        return "session loop stalled"
-    return None
-
-
-def readiness_problem(
-    *, liveness: str | None, config_read: bool, config: str, rejected: str | None = None
-) -> str | None:
-    """Why ``/readyz`` answers 503, or None: what ``/healthz`` fails on, the scheduler config not read
-    yet (sessions are held: a replica that could not read it decides nothing, and a restart would not
-    help, so it is no liveness failure), and the user's config rejected with none of theirs loaded
-    before (``rejected``: where and why; the built-in default runs meanwhile, which the user did not
-    choose). ``config`` names the ConfigMap and why it is unread."""
-    problems = [liveness] if liveness else []
-    if not config_read:
-        problems.append(f"scheduler config not read ({config}): no session runs until it is")
-    if rejected:
-        problems.append(
-            f"scheduler config rejected ({rejected}): the built-in default runs until a config of yours loads"
-        )
-    return "; ".join(problems) or None
 
 
 class HttpServer:
