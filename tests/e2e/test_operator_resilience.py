@@ -180,12 +180,12 @@ def test_bind_conflicts_and_pods_deleted_mid_session_correct_the_cache(
         )
         k.core.delete_namespaced_pod("deleted", ns, grace_period_seconds=0)
 
-        first = op.run_once()
+        first = op.loop.run_once()
         assert first is not None
         assert len(first[0].binds) == 3
         assert op.state.tasks[f"{ns}/fine"].node_name  # assumed bound as the bind is decided
         assert op.port.drain(30)  # the binds go out in the background; the next cycle settles them
-        out = op.run_once()
+        out = op.loop.run_once()
         assert out is not None
         result, report = out
         by_pod = {o.bind.pod: o.result for o in [*first[1].binds, *report.binds]}  # whenever they settled
@@ -197,7 +197,7 @@ def test_bind_conflicts_and_pods_deleted_mid_session_correct_the_cache(
         assert f"{ns}/deleted" not in op.state.tasks
 
         assert op.port.drain(30)
-        again = op.run_once()
+        again = op.loop.run_once()
         assert again is not None and again[0].binds == [] and again[1].binds == []
     finally:
         op.port.close()

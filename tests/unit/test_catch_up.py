@@ -87,7 +87,7 @@ def operator(tmp_path: Path) -> Iterator[Operator]:
 
 
 def _take_over(op: Operator, monkeypatch: pytest.MonkeyPatch, reads: _Pages, lease: _Lease) -> None:
-    op.reads = reads
+    op.loop.reads = reads  # the session loop reads the pods when it catches up
     monkeypatch.setattr(op.lease, "ensure", lambda: True)
     monkeypatch.setattr(op.lease, "renew_if_due", lease.renew_if_due)
     monkeypatch.setattr(op.lease, "time_left", lease.time_left)
@@ -95,7 +95,7 @@ def _take_over(op: Operator, monkeypatch: pytest.MonkeyPatch, reads: _Pages, lea
     monkeypatch.setattr(op.reloader, "reload", lambda **_: None)
     monkeypatch.setattr(op.reloader, "known", True)  # the ConfigMap was read
     monkeypatch.setattr(op.volcano, "follow", lambda **_: None)
-    op.pods_read_at = 0.0
+    op.loop.pods_read_at = 0.0
 
 
 def test_a_throttled_catch_up_is_not_waited_out_and_the_next_session_reads_again(
@@ -103,12 +103,12 @@ def test_a_throttled_catch_up_is_not_waited_out_and_the_next_session_reads_again
 ) -> None:
     reads = _Pages([429, [_pod("a", 5)]])
     _take_over(operator, monkeypatch, reads, _Lease([]))
-    assert operator.run_once() is None  # no session on a cache that may miss the last leader's binds
+    assert operator.loop.run_once() is None  # no session on a cache that may miss the last leader's binds
     assert reads.slept == []  # Retry-After 10 s, on the session thread: never slept on
-    assert operator.pods_read_at == 0.0
-    assert operator.catch_up()
+    assert operator.loop.pods_read_at == 0.0
+    assert operator.loop.catch_up()
     assert "ns/a" in operator.state.raw_pods
-    assert operator.pods_read_at > 0.0
+    assert operator.loop.pods_read_at > 0.0
 
 
 def test_the_catch_up_comes_in_pages_each_bounded_by_the_fence_with_the_lease_renewed_between(
@@ -117,7 +117,7 @@ def test_the_catch_up_comes_in_pages_each_bounded_by_the_fence_with_the_lease_re
     reads = _Pages([[_pod("a", 5)], [_pod("b", 6)], [_pod("c", 7)]])
     lease = _Lease([])
     _take_over(operator, monkeypatch, reads, lease)
-    assert operator.catch_up()
+    assert operator.loop.catch_up()
     assert sorted(k for k in operator.state.raw_pods) == ["ns/a", "ns/b", "ns/c"]
     assert [q.get("continue") for q, _ in reads.asked] == [None, ["page-1"], ["page-2"]]
     assert all(q["limit"] == ["500"] for q, _ in reads.asked)
@@ -130,6 +130,6 @@ def test_a_lease_lost_while_catching_up_stops_the_listing_and_the_session(
 ) -> None:
     reads = _Pages([[_pod("a", 5)], [_pod("b", 6)], [_pod("c", 7)]])
     _take_over(operator, monkeypatch, reads, _Lease([True, False]))
-    assert operator.run_once() is None
+    assert operator.loop.run_once() is None
     assert len(reads.asked) == 2  # the third page is never asked for
-    assert operator.pods_read_at == 0.0  # the next holding catches up again
+    assert operator.loop.pods_read_at == 0.0  # the next holding catches up again

@@ -232,7 +232,7 @@ def test_a_lone_pod_arriving_while_binds_are_in_flight_goes_to_the_workers_and_w
 def test_the_operator_plans_each_session_under_the_holding_its_leadership_was_settled_with(
     server: GatedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Operator.run_once hands the port the holding read when it made sure of the Lease: a holding that
+    """SessionLoop.run_once hands the port the holding read when it made sure of the Lease: a holding that
     changes afterwards (here while the session's inputs are gathered) fences the session's binds."""
     server.gate.set()
     kubeconfig = tmp_path / "kubeconfig"
@@ -250,7 +250,7 @@ def test_the_operator_plans_each_session_under_the_holding_its_leadership_was_se
     monkeypatch.setattr(op.reloader, "reload", lambda **_: None)
     monkeypatch.setattr(op.reloader, "known", True)  # the ConfigMap was read
     monkeypatch.setattr(op.volcano, "follow", lambda **_: None)
-    op.pods_read_at = math.inf  # caught up already
+    op.loop.pods_read_at = math.inf  # caught up already
 
     def taken_again(now: float) -> None:  # lost and taken again after the session's leadership was settled
         op.lease.acquired_at = 2.0
@@ -260,9 +260,11 @@ def test_the_operator_plans_each_session_under_the_holding_its_leadership_was_se
         obj["metadata"].update(resourceVersion="1", uid=f"uid-{obj['metadata']['name']}")
         op.feeder.apply(obj["kind"], obj)
     try:
-        ran = op.run_once()
+        ran = op.loop.run_once()
         assert ran is not None and [b.pod for b in ran[0].binds] == ["default/a"]
-        assert op.session_cpu is not None and op.session_cpu > 0  # the pacer's gap: its thread's CPU
+        assert (
+            op.loop.session_cpu is not None and op.loop.session_cpu > 0
+        )  # the pacer's gap: its thread's CPU
         assert op.port.drain(HOLD)
         assert [o.result for o in [*ran[1].binds, *op.port.settle()[0]]] == [FENCED]
         assert server.sent("/binding") == []
@@ -439,7 +441,7 @@ def test_the_operator_skips_idle_sessions_only_while_its_port_owes_no_status_wri
     )
     op = Operator(Settings(kubeconfig=str(kubeconfig)))
     try:
-        assert op.idle is not None and op.idle.owed == op.port.owes
+        assert op.loop.idle is not None and op.loop.idle.owed == op.port.owes
     finally:
         op.port.close()
         op.writer.close()

@@ -120,7 +120,7 @@ def test_a_quiet_leader_between_far_apart_sessions_still_follows_volcanos_crds(
     monkeypatch.setattr(op.reloader, "reload", lambda **_: None)
     op.settings.session.volcano_check_every = 0.0
     discovery.served = {"podgroups"}
-    op.keep_up()
+    op.loop.keep_up()
     assert renewed == [True] and started == ["podgroups"] and set(op.volcano.watches) == {VOLCANO_PODGROUP}
 
 

@@ -43,6 +43,7 @@ from volsched.kube.configsource import ConfigMapText
 from volsched.operator import Operator, Settings
 from volsched.operator.metrics import Metrics
 from volsched.operator.pacing import Pacer, pods_wait
+from volsched.operator.sessions import SessionLoop
 from volsched.operator.settings import SessionSettings, build_parser, settings_from_args
 
 NONE, ARRIVED, FREED, BOTH = Rings(), Rings(arrived=True), Rings(freed=True), Rings(arrived=True, freed=True)
@@ -541,7 +542,7 @@ def test_the_listener_hears_each_kind_once_until_the_bell_is_taken() -> None:
 
 
 class LoopWorld:
-    """What ``Operator.session_loop`` reads of the operator, with a ``run_once`` that counts sessions and
+    """What ``SessionLoop.run`` reads of the operator, with a ``run_once`` that counts sessions and
     leaves pods waiting or not."""
 
     def __init__(self, *, period: float, min_gap: float, leader: bool = True, leaves_waiting: bool = False):
@@ -594,7 +595,7 @@ async def in_loop(world: LoopWorld, body: Callable[[], Any]) -> None:
     """Run the session loop while ``body`` runs; then stop it, which must end its wait at once (the
     period is an hour: a loop that waited it out would fail the wait below)."""
     stop = asyncio.Event()
-    task = asyncio.create_task(Operator.session_loop(world, stop))  # type: ignore[arg-type]
+    task = asyncio.create_task(SessionLoop.run(world, stop))  # type: ignore[arg-type]
     try:
         await body()
     finally:
@@ -741,9 +742,9 @@ def test_a_stalled_session_loop_shows_within_the_liveness_floor_whatever_the_per
     op = Operator(settings)
     try:
         op.synced.set()
-        op.last_tick = time.monotonic() - 100.0
+        op.loop.last_tick = time.monotonic() - 100.0
         assert op._liveness() == "session loop stalled"
-        op.last_tick = time.monotonic() - 5.0
+        op.loop.last_tick = time.monotonic() - 5.0
         assert op._liveness() is None
     finally:
         op.port.close()
@@ -763,9 +764,9 @@ def test_renewing_the_lease_between_far_apart_sessions_updates_the_leader_gauge(
     try:
         op.metrics.leader.set(0 if holds else 1)  # what the last session found
         op.lease.ensure = lambda: holds  # type: ignore[method-assign]
-        op.reload_config = lambda **_: None  # type: ignore[method-assign]
+        op.reloader.reload = lambda **_: False  # type: ignore[method-assign]
         op.volcano.follow = lambda **_: None  # type: ignore[method-assign]
-        op.keep_up()
+        op.loop.keep_up()
         assert op.metrics.registry.get_sample_value("volsched_leader") == (1.0 if holds else 0.0)
     finally:
         op.port.close()
@@ -829,7 +830,7 @@ def test_the_operator_rings_when_a_poll_read_behind_the_sessions_finds_a_new_con
         """A poll falls due; keep_up starts its read behind; what rang once that read is made."""
         op.reloader._checked = -math.inf
         n = len(reads)
-        op.keep_up()
+        op.loop.keep_up()
         deadline = time.monotonic() + 10
         while (len(reads) == n or op.reloader._fetching) and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -840,15 +841,15 @@ def test_the_operator_rings_when_a_poll_read_behind_the_sessions_finds_a_new_con
         op.volcano.follow = lambda **_: None  # type: ignore[method-assign]
         op.reloader.read = read  # type: ignore[method-assign]
         op.state.doorbell.take()
-        op.keep_up()  # the first read, at once
+        op.loop.keep_up()  # the first read, at once
         assert op.state.doorbell.take() == CONFIG and op.config.source.endswith("(resourceVersion 1)")
         assert poll() == NONE  # the same version: nothing to act on
-        op.keep_up()  # judges that read: nothing new
+        op.loop.keep_up()  # judges that read: nothing new
         assert op.state.doorbell.take() == NONE
         version[0] = "2"
         assert poll() == CONFIG  # the read behind found another version
         assert op.config.source.endswith("(resourceVersion 1)")  # not loaded on the reading thread
-        op.keep_up()  # what the rung session does first
+        op.loop.keep_up()  # what the rung session does first
         assert op.config.source.endswith("(resourceVersion 2)")
         assert reads[0] != "volsched-config-read" and set(reads[1:]) == {"volsched-config-read"}
     finally:

@@ -1,7 +1,7 @@
 """When the next session runs: every period, or sooner when the cache's doorbell rang (see
 ``volsched.cache.doorbell``), but never sooner than a minimum gap after the last session ended.
 
-Pure: the session loop (:meth:`volsched.operator.Operator.session_loop`) asks :meth:`Pacer.next_wait`
+Pure: the session loop (:meth:`volsched.operator.sessions.SessionLoop.run`) asks :meth:`Pacer.next_wait`
 after each session and again whenever the doorbell rings, and waits what it answers.
 """
 

@@ -1,0 +1,356 @@
+"""The session loop: when a session runs (:class:`~volsched.operator.pacing.Pacer` answers), each cycle
+run (:func:`~volsched.cycle.run_cycle` behind the port, under the Lease), and what it leaves behind (the
+loop's last tick, which ``/healthz`` reads to tell a stalled loop; the metrics; the dashboard's state).
+
+:class:`SessionLoop` decides nothing itself (the engine does) and owns none of its collaborators: the
+operator builds them and hands them in. Between far-apart sessions it only keeps the Lease, the
+ConfigMap and Volcano's kinds current (:meth:`SessionLoop.keep_up`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+
+from volsched.cache.doorbell import CONFIG
+from volsched.cache.feeder import Feeder
+from volsched.cache.state import ClusterState
+from volsched.cycle import (
+    BLOCKED,
+    BOUND,
+    CONFLICT,
+    EVICTED,
+    FENCED,
+    GONE,
+    SKIPPED,
+    UNKNOWN,
+    CycleReport,
+    IdleSkip,
+    run_cycle,
+)
+from volsched.framework.decisions import SessionResult
+from volsched.kube.health import ApiHealth, back_pressure, is_throttled, is_unreachable
+from volsched.kube.latency import PodLatency
+from volsched.kube.lease import LeaderLease
+from volsched.kube.lister import LIST_TIMEOUT, pods_of
+from volsched.kube.port import KubePort
+from volsched.kube.prune import prune_pod
+from volsched.kube.rest import LeanRest
+from volsched.kube.writer import KubeWriter
+from volsched.model.vocabulary import API_GROUP, QUEUE_FINALIZER
+from volsched.operator.metrics import Metrics
+from volsched.operator.pacing import Pacer, pods_wait
+from volsched.operator.reload import ConfigReloader
+from volsched.operator.settings import Settings
+from volsched.operator.volcano import VolcanoKinds
+from volsched.ui import LiveState
+from volsched.usagefeed import UsageFeed
+
+__all__ = ["SessionLoop"]
+
+log = logging.getLogger("volsched.operator")
+
+#: Session events that are routine (logged nowhere: the object's event and condition say it all).
+ROUTINE_EVENTS = frozenset({"FailedScheduling", "Unschedulable", "Scheduled"})
+
+#: Seconds before a Queue's finalizer is written again after a write failed.
+GUARD_RETRY = 60.0
+
+
+class SessionLoop:
+    """``await run(stop)``: a session every period while leading, sooner when the doorbell rings."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        state: ClusterState,
+        feeder: Feeder,
+        reads: LeanRest,
+        lease: LeaderLease,
+        writer: KubeWriter,
+        port: KubePort,
+        health: ApiHealth,
+        reloader: ConfigReloader,
+        volcano: VolcanoKinds,
+        usage: UsageFeed,
+        latency: PodLatency,
+        metrics: Metrics,
+        ui: LiveState,
+    ) -> None:
+        self.settings = settings
+        self.state = state
+        self.feeder = feeder
+        self.reads = reads
+        self.lease = lease
+        self.writer = writer
+        self.port = port
+        self.health = health
+        self.reloader = reloader
+        self.volcano = volcano
+        self.usage = usage
+        self.latency = latency
+        self.metrics = metrics
+        self.ui = ui
+        #: Monotonic time the loop last ticked (after each session, and each renewal between far-apart ones).
+        self.last_tick = 0.0
+        #: Monotonic time the last consistent read of the pods was sent (prelist or catch-up).
+        self.pods_read_at = 0.0
+        self.sessions = 0
+        #: Skips sessions that would decide nothing new (none with ``session.max_idle`` 0).
+        self.idle = (
+            IdleSkip(max_idle=settings.session.max_idle, owed=port.owes)
+            if settings.session.max_idle > 0
+            else None
+        )
+        self.last_result: SessionResult | None = None
+        #: The last session left pods of ours waiting (:func:`~volsched.operator.pacing.pods_wait`):
+        #: capacity freeing calls for a session then.
+        self.waiting = False
+        #: The processor time (the session thread's CPU seconds) the last cycle took: the pacer's gap.
+        self.session_cpu: float | None = None
+        #: Queue name -> when its finalizer is tried again after a failed write (monotonic).
+        self._guard_failed: dict[str, float] = {}
+        self._problems: dict[str, str] = {}
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """A session every period while leading, and sooner when the cache's doorbell rings (a pod of
+        ours arrived; capacity freed while pods wait), at least ``session.min_gap`` after the last one
+        ended (see :class:`~volsched.operator.pacing.Pacer`). One session at a time; ``stop`` ends the
+        wait at once. A follower reads the Lease every ``lease.retry_every`` and runs its first session
+        as soon as it acquires it; the doorbell does not call it. A leader waiting longer than
+        ``lease.renew_every`` (a period longer than that) renews the Lease meanwhile, without a session,
+        so a quiet leader never lets it lapse between sessions (:meth:`keep_up`). A bind whose outcome
+        is unknown keeps its pod assumed for ``session.assume_ttl``: when that ends between sessions,
+        the loop lets the assumption go then (the pod waits again, and the doorbell rings)."""
+        s = self.settings.session
+        pacer = Pacer(period=s.period, min_gap=s.min_gap)
+        loop = asyncio.get_running_loop()
+        nudge = asyncio.Event()  # a hint to look again: the doorbell itself says what rang
+
+        def rang() -> None:  # on a watch thread
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+                loop.call_soon_threadsafe(nudge.set)
+
+        bell = self.state.doorbell
+        bell.listen(rang)
+        try:
+            while not stop.is_set():
+                started = time.monotonic()
+                bell.take()  # what rings from now on calls for the next session
+                self.session_cpu = None  # unknown, should the cycle not get to measure it
+                try:
+                    await asyncio.to_thread(self.run_once)
+                except Exception as exc:
+                    if is_unreachable(exc):
+                        self.health.failed("session", exc)
+                    else:
+                        log.exception("session failed; the next one runs in %.1fs", s.period)
+                self.last_tick = ended = time.monotonic()
+                while not stop.is_set():
+                    nudge.clear()  # before peeking: a ring after the peek sets it again
+                    # An unknown bind's time to live over: its pod waits again, and the doorbell rings.
+                    if (expiry := self.feeder.unsure_expiry_in()) <= 0:
+                        self.feeder.expire()
+                        expiry = self.feeder.unsure_expiry_in()
+                    leader = self.lease.is_leader
+                    wait = pacer.next_wait(
+                        started=started,
+                        ended=ended,
+                        now=time.monotonic(),
+                        rings=bell.peek(),
+                        waiting=self.waiting,
+                        leader=leader,
+                        retry_every=self.settings.lease.retry_every,
+                        busy=self.session_cpu,
+                    )
+                    if wait <= 0:
+                        if leader and time.monotonic() < started + s.period:
+                            self.metrics.woken.inc()
+                        break
+                    wait = min(wait, max(expiry, 0.0))  # looked at again when the first one expires
+                    renew = self.settings.lease.renew_every
+                    if leader and wait > renew:  # a long wait: keep the Lease meanwhile, no session
+                        await _first_of(stop, nudge, timeout=renew)
+                        if not stop.is_set():
+                            await asyncio.to_thread(self.keep_up)
+                            self.last_tick = time.monotonic()  # alive between far-apart sessions
+                    else:
+                        await _first_of(stop, nudge, timeout=wait)
+        finally:
+            bell.listen(None)
+
+    def catch_up(self) -> bool:
+        """After taking the Lease over: read our pods from the apiserver, so binds the previous leader made
+        just before it let go count even when the watch has not delivered them yet. Returns whether it
+        read them all: it runs on the session thread, and never holds it past what the Lease allows.
+        The listing comes in pages, the Lease renewed between them when due; a page's request never
+        outlasts the fenced window; a 429 is not waited out (raised: the next session, after renewing,
+        reads again). False when the Lease was lost meanwhile (the next holder catches up)."""
+        started = time.monotonic()
+        read = 0
+        for name in sorted(self.settings.scheduler_names):
+            for page in pods_of(self.reads, name, timeout=self._fenced_timeout):
+                for obj in page:  # older than what the watch gave: dropped by resourceVersion
+                    self.feeder.apply("Pod", prune_pod(obj))
+                read += len(page)
+                if not self.lease.renew_if_due():
+                    log.info("lost the lease while catching up (%d pods read); not scheduling", read)
+                    return False
+        self.pods_read_at = started
+        log.info("caught up after taking the lease over: %d pods read", read)
+        return True
+
+    def _fenced_timeout(self) -> float:
+        """A read's timeout on the session thread: never past the Lease's fenced window."""
+        return max(0.001, min(LIST_TIMEOUT, self.lease.time_left()))
+
+    def keep_up(self) -> None:
+        """A quiet leader between far-apart sessions: what a session does before it runs, without the
+        session: the Lease renewed (it would lapse), the ConfigMap and Volcano's CRDs looked at on their
+        own schedules (``--volcano-check-every`` holds whatever the period). ``volsched_leader`` says
+        what the renewal found, as after a session's. A new config loaded here rings the doorbell: a
+        session acts on it soon, not a period later. Blocking: run it in a thread."""
+        self.metrics.leader.set(1 if self.lease.ensure() else 0)
+        if self.reloader.reload():
+            self.state.doorbell.ring(CONFIG)
+        self.volcano.follow()
+
+    def run_once(self) -> tuple[SessionResult, CycleReport] | None:
+        """One cycle (only while holding the lease): the session, its writes through the port, the
+        outcomes back into the cache; a session that would decide nothing new is skipped (see
+        :class:`~volsched.cycle.IdleSkip`: ``report.skipped``, an empty result). Blocking: run it in a
+        thread (its CPU time on that thread is ``session_cpu``, for the pacer)."""
+        cpu = time.thread_time()
+        try:
+            return self._run_once()
+        finally:
+            self.session_cpu = time.thread_time() - cpu
+
+    def _run_once(self) -> tuple[SessionResult, CycleReport] | None:
+        leader = self.lease.ensure()
+        holding = self.writer.holding()  # the holding of the Lease this session is planned under
+        self.metrics.leader.set(1 if leader else 0)
+        self.reloader.reload()
+        self.volcano.follow()
+        if not leader or not self.reloader.known:  # never a session under a config not the user's
+            return None
+        if self.lease.acquired_at > self.pods_read_at:
+            try:
+                if not self.catch_up():
+                    return None
+            except Exception as exc:
+                if not back_pressure(self.health, throttled=is_throttled(exc)):
+                    raise
+                log.info(
+                    "catching up after taking the lease over: throttled (429); reading again next session"
+                )
+                return None
+        now = time.time()
+        self.usage.refresh(now)  # the collector's fresh snapshot (no I/O on this path)
+        self.port.plan_under(holding)  # its binds are never sent under a later holding
+        self.latency.session()
+        report = run_cycle(self.feeder, self.reloader.config, self.port, now=now, idle=self.idle)
+        self._log_outcomes(report)
+        if report.skipped:
+            self.metrics.skipped.inc()
+            self.metrics.observe_outcomes(report)
+            log.debug("session skipped: nothing changed since the last one, which decided nothing")
+            return report.result, report
+        result = report.result
+        self.latency.session_done(result.timings, binds=len(result.binds))
+        self.waiting = pods_wait(result)
+        self._log_problems(result)
+        for error in [] if self.health.down else report.errors[:5]:
+            log.warning("%s", error)
+        fenced = report.count(FENCED) + report.evicted(FENCED)
+        if fenced or not self.lease.is_leader:
+            log.warning(
+                "stopped writing: not sure this replica still holds the lease (%d binds/evictions not sent)",
+                fenced,
+            )
+        self.metrics.observe(result, report)
+        self._guard_queues(result)
+        self.ui.record(result, report)
+        self.sessions += 1
+        self.last_result = result
+        if result.binds or report.binds or report.evictions:
+            log.info(
+                "session %d: %d to bind, %d bound, %d evicted, %d unschedulable (%.1f ms)",
+                self.sessions, len(result.binds), report.count(BOUND), report.evicted(),
+                len(result.unschedulable_pods), 1000 * result.timings.get("session", 0.0),
+            )  # fmt: skip
+        return result, report
+
+    def _guard_queues(self, result: SessionResult) -> None:
+        """Our Queues carry :data:`QUEUE_FINALIZER` (added to one that lacks it); a Queue being deleted
+        keeps it, Closing, while jobs still hold it, and loses it once the session found it Closed
+        (none left): then the apiserver deletes it. Volcano's Queues are left alone."""
+        if not self.lease.is_leader:
+            return
+        now = time.monotonic()
+        for q in list(self.state.queues.values()):
+            if q.api_group != API_GROUP or self._guard_failed.get(q.name, 0.0) > now:
+                continue
+            guarded = QUEUE_FINALIZER in q.finalizers
+            if not q.deleting and not guarded:
+                error = self.writer.guard_queue(q.name, q.finalizers, keep=True)
+            elif (
+                q.deleting
+                and guarded
+                and (s := result.queues.get(q.name)) is not None
+                and s.state == "Closed"
+            ):
+                error = self.writer.guard_queue(q.name, q.finalizers, keep=False)
+                if error is None:
+                    log.info("Queue %s: no job holds it any more; its deletion goes ahead", q.name)
+            else:
+                continue
+            if error is not None:
+                self._guard_failed[q.name] = now + GUARD_RETRY  # not again every session
+                if not self.health.down:
+                    log.warning("%s (again in %.0fs)", error, GUARD_RETRY)
+
+    def _log_outcomes(self, report: CycleReport) -> None:
+        """A line for each bind or eviction that did not go as decided (the cycle has corrected the
+        cache); failures are not news while the apiserver is known to be down."""
+        for outcome in report.binds:
+            b = outcome.bind
+            if outcome.result == GONE:
+                log.info("bind %s -> %s: pod is gone", b.pod, b.node)
+            elif outcome.result == CONFLICT:
+                log.info("bind %s -> %s: conflict (%s); cache corrected", b.pod, b.node, outcome.detail)
+            elif outcome.result == UNKNOWN:
+                log.info(
+                    "bind %s -> %s: kept assumed until the watch shows it (%s)", b.pod, b.node, outcome.detail
+                )
+            elif outcome.result not in (BOUND, SKIPPED, FENCED) and not self.health.down:
+                log.warning("bind %s -> %s failed: %s", b.pod, b.node, outcome.detail)
+        for ev in report.evictions:
+            if ev.result == BLOCKED:
+                log.info("evict %s: blocked by a PodDisruptionBudget (%s)", ev.eviction.pod, ev.detail)
+            elif ev.result == UNKNOWN:
+                log.info("evict %s: the watch will tell (%s)", ev.eviction.pod, ev.detail)
+            elif ev.result not in (EVICTED, GONE, CONFLICT, SKIPPED, FENCED) and not self.health.down:
+                log.warning("evict %s failed: %s", ev.eviction.pod, ev.detail)
+
+    def _log_problems(self, result: SessionResult) -> None:
+        """One log line when an object the session could not use (a pod whose PodGroup is missing)
+        appears or its reason changes; its event and condition are the writer's."""
+        now = {e.object: f"{e.reason}: {e.message}" for e in result.events if e.reason not in ROUTINE_EVENTS}
+        for obj, why in sorted(now.items()):
+            if self._problems.get(obj) != why:
+                log.warning("%s: %s", obj, why)
+        self._problems = now
+
+
+async def _first_of(*events: asyncio.Event, timeout: float) -> None:
+    """Wait until one of ``events`` is set, or ``timeout`` seconds."""
+    waits = [asyncio.create_task(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waits:
+            w.cancel()
