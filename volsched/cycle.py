@@ -20,9 +20,8 @@ from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Bind, Evict, SessionResult
 from volsched.framework.registry import make_actions, make_plugins
 from volsched.framework.runner import run_session
+from volsched.model.raw import Raw
 from volsched.model.vocabulary import PodGroupPhase, Task
-
-Raw = Mapping[str, Any]
 
 #: Outcomes of one bind or eviction.
 BOUND = "bound"

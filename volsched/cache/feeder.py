@@ -28,23 +28,21 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from volsched.cache.doorbell import ARRIVED
 from volsched.cache.state import ClusterState
 from volsched.cache.volcano import VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.model.decode import named_group
 from volsched.model.errors import InputError
+from volsched.model.raw import Raw
 
 log = logging.getLogger("volsched.cache")
 
 #: Kinds a pod names (its queue, its group): one refused as invalid is said so on the pods naming it.
 _REFUSABLE = frozenset(("Queue", "PodGroup", VOLCANO_QUEUE, VOLCANO_PODGROUP))
-
-Raw = Mapping[str, Any]
 
 
 def _rv(obj: Raw) -> int | None:

@@ -41,9 +41,8 @@ from volsched.framework.decisions import Bind, Event, Evict, SessionResult
 from volsched.kube.latency import PodLatency
 from volsched.kube.podgroups import ConflictReporter, LeftBehind, PodGroupCreator, groups_referred_to
 from volsched.kube.writer import EventTarget, KubeWriter
+from volsched.model.raw import Raw
 from volsched.redaction import error_summary
-
-Raw = Mapping[str, Any]
 
 #: The event reason on an object the cache refused (a negative quantity, a garbage namespace weight).
 REJECTED = "Rejected"

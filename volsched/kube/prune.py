@@ -24,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-Raw = dict[str, Any]
+from volsched.model.raw import RawDict
+
 #: What a mapping is: a dict first (what JSON decodes to: a cheap check), then any Mapping (the ABC's
 #: check costs about ten times a dict's, and a pod takes a dozen of them).
 _MAP = (dict, Mapping)
@@ -69,7 +70,7 @@ NODE_SPEC_KEYS = ("taints", "unschedulable")
 NODE_STATUS_KEYS = ("allocatable", "capacity", "addresses")
 
 
-def _pick(obj: Mapping[str, Any], keys: tuple[str, ...]) -> Raw:
+def _pick(obj: Mapping[str, Any], keys: tuple[str, ...]) -> RawDict:
     return {k: obj[k] for k in keys if k in obj}
 
 
@@ -115,7 +116,7 @@ def _container_statuses(value: Any) -> Any:
 _KEPT_VOLUMES = frozenset({"persistentVolumeClaim", "emptyDir", "hostPath"})
 
 
-def _volume(v: Mapping[str, Any]) -> Raw:
+def _volume(v: Mapping[str, Any]) -> RawDict:
     out = _pick(v, ("name", "persistentVolumeClaim"))
     for local in ("emptyDir", "hostPath"):
         if v.get(local) is not None:
@@ -123,16 +124,16 @@ def _volume(v: Mapping[str, Any]) -> Raw:
     return out
 
 
-def _ready_condition(conditions: Any) -> Raw | None:
+def _ready_condition(conditions: Any) -> RawDict | None:
     for c in conditions if isinstance(conditions, list) else ():
         if isinstance(c, _MAP) and c.get("type") == "Ready":
             return _pick(c, ("type", "status"))
     return None
 
 
-def prune_pod(pod: Raw) -> Raw:
+def prune_pod(pod: RawDict) -> RawDict:
     """``pod`` with only what the scheduler reads (a new dict; ``pod`` is left as it is)."""
-    out: Raw = {k: pod[k] for k in ("kind", "apiVersion") if k in pod}
+    out: RawDict = {k: pod[k] for k in ("kind", "apiVersion") if k in pod}
     if "metadata" in pod:
         out["metadata"] = _metadata(pod["metadata"])
     spec = pod.get("spec")
@@ -164,9 +165,9 @@ def prune_pod(pod: Raw) -> Raw:
     return out
 
 
-def prune_node(node: Raw) -> Raw:
+def prune_node(node: RawDict) -> RawDict:
     """``node`` with only what the scheduler reads (a new dict; ``node`` is left as it is)."""
-    out: Raw = {k: node[k] for k in ("kind", "apiVersion") if k in node}
+    out: RawDict = {k: node[k] for k in ("kind", "apiVersion") if k in node}
     if "metadata" in node:
         out["metadata"] = _metadata(node["metadata"])
     spec = node.get("spec")

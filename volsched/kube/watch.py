@@ -36,13 +36,13 @@ from volsched.kube.health import ApiHealth, back_pressure, is_unreachable
 from volsched.kube.lister import WatchedKind, paginate
 from volsched.kube.ratelimit import retry_after
 from volsched.kube.rest import LeanRest, loads
+from volsched.model.raw import RawDict
 
 log = logging.getLogger("volsched.kube")
 
-Raw = dict[str, Any]
 #: ``on_event(type, obj)``: type is ADDED, MODIFIED or DELETED; obj the (pruned) object with its kind set.
-EventSink = Callable[[str, Raw], None]
-Prune = Callable[[Raw], Raw]
+EventSink = Callable[[str, RawDict], None]
+Prune = Callable[[RawDict], RawDict]
 
 #: Seconds between attempts after a failure: soon at first, then every second.
 BACKOFF = (0.2, 0.4, 0.8, 1.0)
@@ -124,7 +124,7 @@ class _Pages(Executor):
                 future.set_exception(Stopped(why))
 
 
-def _key(obj: Raw) -> str:
+def _key(obj: RawDict) -> str:
     meta = obj.get("metadata") or {}
     ns = meta.get("namespace")
     return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
@@ -298,7 +298,7 @@ class ListWatch:
         except Exception:
             return (body if isinstance(body, str) else body.decode("utf-8", "replace"))[:200]
 
-    def _stamp(self, obj: Raw) -> Raw:
+    def _stamp(self, obj: RawDict) -> RawDict:
         obj["kind"] = self.kind.kind
         obj["apiVersion"] = self.kind.api_version
         return self.prune(obj) if self.prune is not None else obj
@@ -392,7 +392,7 @@ class ListWatch:
             self._gone(keys, resource_version=None, retired=True)
         return len(keys)
 
-    def _hand(self, type_: str, obj: Raw, key: str, version: tuple[str, str] | None) -> None:
+    def _hand(self, type_: str, obj: RawDict, key: str, version: tuple[str, str] | None) -> None:
         """Hand one object over and remember it (``version`` None: forget it), unless retired.
 
         One object the receiver fails on stops neither this kind's watch (re-reading that event forever)
@@ -412,7 +412,7 @@ class ListWatch:
                 else:
                     self.known[key] = before
 
-    def _deliver(self, type_: str, obj: Raw, key: str) -> bool:
+    def _deliver(self, type_: str, obj: RawDict, key: str) -> bool:
         """``on_event(type_, obj)``; False (logged) when it raised."""
         try:
             self.on_event(type_, obj)
@@ -430,7 +430,7 @@ class ListWatch:
                 continue
             version, uid = entry
             ns, _, name = key.rpartition("/")
-            gone: Raw = {
+            gone: RawDict = {
                 "kind": self.kind.kind,
                 "apiVersion": self.kind.api_version,
                 "metadata": {
@@ -505,7 +505,7 @@ class ListWatch:
             stream.close()
         return self.resource_version
 
-    def _dispatch(self, event: Raw) -> None:
+    def _dispatch(self, event: RawDict) -> None:
         type_ = event.get("type")
         obj = event.get("object") or {}
         if type_ == "ERROR":

@@ -54,6 +54,7 @@ from volsched.kube.rest import (
     pod_path,
 )
 from volsched.model.devices import ClaimAllocation, allocation_status
+from volsched.model.raw import Raw
 from volsched.model.vocabulary import API_GROUP, DEFAULT_SCHEDULER_NAMES, MISDIRECTED, QUEUE_FINALIZER
 from volsched.redaction import error_summary, redact
 
@@ -66,7 +67,6 @@ STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 #: has (a queue whose guarantee was removed kept showing its old ``deserved``).
 JSON_PATCH = "application/json-patch+json"
 
-Raw = Mapping[str, Any]
 T = TypeVar("T")
 
 

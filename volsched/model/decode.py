@@ -34,6 +34,7 @@ from volsched.model.devices import (
     semver_value,
 )
 from volsched.model.errors import InputError
+from volsched.model.raw import Raw
 from volsched.model.resources import CPU, MEMORY, PODS, parse_amount, parse_resource_map
 from volsched.model.scalars import boolean_value, parse_duration
 from volsched.model.vocabulary import (
@@ -59,7 +60,6 @@ from volsched.model.vocabulary import (
     QueueAccess,
     QueueSpec,
     QueueState,
-    Raw,
     Task,
     TaskStatus,
     placement_key,

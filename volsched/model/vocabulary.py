@@ -55,8 +55,6 @@ QUEUE_FINALIZER = "scheduling.volsched.io/queue-in-use"
 SYSTEM_NAMESPACE = "kube-system"
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 
-Raw = Mapping[str, Any]
-
 
 class TaskStatus(enum.Enum):
     # Members are singletons: identity hashing is exact and much cheaper than Enum's name hash.

@@ -32,11 +32,10 @@ from volsched.framework.messages import eviction_events
 from volsched.model.decode import resource_claim
 from volsched.model.devices import allocation_status, released_status
 from volsched.model.errors import InputError
+from volsched.model.raw import Raw
 from volsched.model.vocabulary import Task, TaskStatus
 from volsched.simulate.budgets import Budget, Owner, health, observe_scales, parse_budget, refusal
 from volsched.simulate.documents import iso
-
-Raw = Mapping[str, Any]
 
 #: The annotation the resource claim controller puts on a claim it made: the pod's name for the claim.
 POD_CLAIM_NAME = "resource.kubernetes.io/pod-claim-name"

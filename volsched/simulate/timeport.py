@@ -30,6 +30,7 @@ from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP
 from volsched.cycle import BOUND, EVICTED, BindOutcome, EvictOutcome
 from volsched.framework.decisions import Bind, Evict
 from volsched.model.errors import InputError
+from volsched.model.raw import Raw
 from volsched.model.scalars import duration_seconds
 from volsched.model.vocabulary import (
     DEFAULT_QUEUE,
@@ -40,8 +41,6 @@ from volsched.model.vocabulary import (
 )
 from volsched.simulate.documents import iso
 from volsched.simulate.port import MemoryPort
-
-Raw = Mapping[str, Any]
 
 #: How long a pod runs once bound (on the pod, or on a Job's pod template).
 DURATION_ANNOTATION = "simulate.volsched.io/duration"
