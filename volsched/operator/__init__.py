@@ -36,8 +36,9 @@ cycles, the last tick a stalled loop shows), :mod:`~volsched.operator.pacing` (w
 runs), :mod:`~volsched.operator.volcano` (which of Volcano's kinds the cluster serves, and their
 watches), :mod:`~volsched.operator.reload` (the ConfigMap reload), :mod:`~volsched.operator.health`
 (what healthy and ready mean), :mod:`~volsched.operator.http` (the HTTP server),
-:mod:`~volsched.operator.metrics` (the Prometheus series) and :mod:`~volsched.operator.admission` (the
-webhooks). It decides nothing itself: the engine schedules, ``volsched.kube`` writes.
+:mod:`~volsched.operator.metrics` (the Prometheus series), :mod:`~volsched.operator.admission` (the
+webhooks) and :mod:`~volsched.operator.kopfrun` (kopf's start, login and settings; the signal handlers
+taken back from it). It decides nothing itself: the engine schedules, ``volsched.kube`` writes.
 """
 
 from __future__ import annotations
@@ -51,7 +52,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import kopf
@@ -76,10 +76,11 @@ from volsched.kube.rest import LeanRest
 from volsched.kube.reviews import AccessReviews
 from volsched.kube.watch import ApiError, ListWatch
 from volsched.kube.writer import KubeWriter
-from volsched.operator.admission import Admission, ServiceWebhookServer, parse_service
+from volsched.operator.admission import Admission
 from volsched.operator.admission import register as register_webhooks
 from volsched.operator.health import health_problem, readiness_problem
 from volsched.operator.http import HttpServer
+from volsched.operator.kopfrun import kopf_settings, new_registry, take_signals_back
 from volsched.operator.metrics import Metrics
 from volsched.operator.reload import ConfigReloader
 from volsched.operator.sessions import SessionLoop
@@ -219,7 +220,7 @@ class Operator:
         )
         self.metrics.ready.set_function(lambda: 0.0 if self._readiness() else 1.0)
         self.metrics.dashboard_builds.set_function(lambda: float(self.ui.builds))
-        self.registry = self._build_registry()
+        self.registry = new_registry(on_started=self._kopf_started, credentials=self._login)
         if settings.webhook.port:
             register_webhooks(
                 self.registry,
@@ -229,29 +230,20 @@ class Operator:
 
     # --- watches -----------------------------------------------------------------------------------------
 
-    def _build_registry(self) -> kopf.OperatorRegistry:
-        registry = kopf.OperatorRegistry()
-
-        @kopf.on.startup(registry=registry)
-        async def started(**_: Any) -> None:
-            self._kopf_started.set()
-
-        @kopf.on.login(registry=registry)
-        def login(**_: Any) -> kopf.ConnectionInfo:
-            cfg = self.kcfg
-            return kopf.ConnectionInfo(
-                server=cfg.host,
-                ca_path=cfg.ssl_ca_cert,
-                insecure=not cfg.verify_ssl,
-                username=cfg.username or None,
-                password=cfg.password or None,
-                scheme="Bearer" if bearer_token(cfg) else None,
-                token=bearer_token(cfg),
-                certificate_path=cfg.cert_file,
-                private_key_path=cfg.key_file,
-            )
-
-        return registry
+    def _login(self) -> kopf.ConnectionInfo:
+        """kopf's credentials: the client configuration's."""
+        cfg = self.kcfg
+        return kopf.ConnectionInfo(
+            server=cfg.host,
+            ca_path=cfg.ssl_ca_cert,
+            insecure=not cfg.verify_ssl,
+            username=cfg.username or None,
+            password=cfg.password or None,
+            scheme="Bearer" if bearer_token(cfg) else None,
+            token=bearer_token(cfg),
+            certificate_path=cfg.cert_file,
+            private_key_path=cfg.key_file,
+        )
 
     def handle_event(self, kind: str, type_: str | None, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
@@ -391,18 +383,6 @@ class Operator:
         Returns whether a new config is in force."""
         return self.reloader.reload(force=force)
 
-    async def _take_signals_back(self) -> None:
-        """kopf installs its own SIGTERM/SIGINT handlers as it starts (just before its startup handlers run);
-        they would stop the watches, for seconds, before the Lease is released. Take them back: ours set
-        ``stop``, which hands the Lease over first and then stops kopf."""
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._kopf_started.wait(), timeout=60)
-        await asyncio.sleep(0.05)
-        if self._signal_stop is not None and threading.current_thread() is threading.main_thread():
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, self._signal_stop.set)
-
     @property
     def http_port(self) -> int | None:
         """The port /healthz, /metrics and /ui are served on (known once ``run`` started serving)."""
@@ -428,38 +408,6 @@ class Operator:
         )
 
     # --- lifecycle ---------------------------------------------------------------------------------------
-
-    def kopf_settings(self) -> kopf.OperatorSettings:
-        s = kopf.OperatorSettings()
-        s.posting.enabled = False  # kopf's own events; ours go through volsched.kube
-        s.scanning.disabled = True  # no CRD/namespace scanning: fewer permissions
-        s.watching.server_timeout = 300
-        s.watching.client_timeout = 330
-        s.networking.request_timeout = 60
-        # kopf watches nothing (every kind comes through volsched.kube.watch). Should it call the API, it
-        # retries a failed call soon and then every second (kopf's default waits up to 21 s between
-        # attempts), as long in total as kopf's default (about a minute): an apiserver that answers 5xx
-        # while it starts must not exhaust them.
-        s.networking.error_backoffs = (0.2, 0.4, 0.8, *([1.0] * 60))
-        w = self.settings.webhook
-        if w.port:
-            # Only with webhooks: cryptography costs a few hundred ms of import at every start.
-            from volsched.operator.certs import from_dir, self_signed
-
-            service = parse_service(w.service) if w.service else None
-            url_host = f"{service[1]}.{service[0]}.svc" if service else (w.url_host or w.host)
-            certs = from_dir(Path(w.cert_dir)) if w.cert_dir else self_signed([url_host, w.host])
-            server_type = kopf.WebhookServer if service is None else ServiceWebhookServer.of(service)
-            s.admission.server = server_type(
-                addr=w.host,
-                port=w.port,
-                host=url_host,
-                certfile=str(certs.certfile),
-                pkeyfile=str(certs.pkeyfile),
-                cafile=str(certs.cafile),
-            )
-            s.admission.managed = "volsched.io"  # kopf keeps the webhook configurations of this name
-        return s
 
     async def _hand_over(self, sessions: asyncio.Task[None] | None) -> None:
         """On shutdown, first: stop writing, let the writes in flight end, release the Lease at once.
@@ -503,7 +451,7 @@ class Operator:
                 asyncio.create_task(
                     kopf.operator(
                         registry=self.registry,
-                        settings=self.kopf_settings(),
+                        settings=kopf_settings(self.settings.webhook),
                         standalone=True,
                         clusterwide=True,
                         stop_flag=kopf_stop,
@@ -513,7 +461,7 @@ class Operator:
             # Created before kopf's first step: kopf cancels the tasks created after it started, on its exit.
             sessions = asyncio.create_task(self.loop.run(stop))
             tasks.append(sessions)
-            signals = asyncio.create_task(self._take_signals_back())
+            signals = asyncio.create_task(take_signals_back(self._kopf_started, self._signal_stop))
             done_wait = asyncio.create_task(stop.wait())
             await asyncio.wait([done_wait, *tasks], return_when=asyncio.FIRST_COMPLETED)
             done_wait.cancel()
