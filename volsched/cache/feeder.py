@@ -37,7 +37,7 @@ from volsched.cache.state import ClusterState
 from volsched.cache.volcano import VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.model.decode import named_group
 from volsched.model.errors import InputError
-from volsched.model.raw import Raw
+from volsched.model.raw import Raw, meta_of, uid_of
 
 log = logging.getLogger("volsched.cache")
 
@@ -46,7 +46,7 @@ _REFUSABLE = frozenset(("Queue", "PodGroup", VOLCANO_QUEUE, VOLCANO_PODGROUP))
 
 
 def _rv(obj: Raw) -> int | None:
-    value = (obj.get("metadata") or {}).get("resourceVersion")
+    value = meta_of(obj).get("resourceVersion")
     try:
         return int(value) if value is not None else None
     except (TypeError, ValueError):
@@ -54,7 +54,7 @@ def _rv(obj: Raw) -> int | None:
 
 
 def object_key(kind: str, obj: Raw) -> tuple[str, str | None, str]:
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     return kind, meta.get("namespace") or None, str(meta.get("name") or "")
 
 
@@ -104,11 +104,7 @@ def _stamp(at: float) -> str:
 def _unassumed(raw: Raw, a: Assumption | None) -> Raw:
     """The API's pod under the cached ``raw``: without the node assumption ``a`` laid over it, if so."""
     spec = raw.get("spec") or {}
-    if (
-        a is None
-        or spec.get("nodeName") != a.node
-        or str((raw.get("metadata") or {}).get("uid") or "") != a.uid
-    ):
+    if a is None or spec.get("nodeName") != a.node or uid_of(raw) != a.uid:
         return raw
     return {**raw, "spec": {k: v for k, v in spec.items() if k != "nodeName"}}
 
@@ -157,7 +153,7 @@ class Feeder:
                 pod_key = f"{key[1]}/{key[2]}"
                 a = self._assumed.get(pod_key)
                 e = self._evicting.get(pod_key)
-                uid = str((obj.get("metadata") or {}).get("uid") or "")
+                uid = uid_of(obj)
                 confirming = (
                     a is not None and (obj.get("spec") or {}).get("nodeName") == a.node and uid == a.uid
                 ) or (e is not None and uid == e.uid and bool(obj["metadata"].get("deletionTimestamp")))
@@ -191,7 +187,7 @@ class Feeder:
         before = self.rejected.get(ref)
         if before is None or before.message != message:
             log.warning("%s", log_line)
-        meta = obj.get("metadata") or {}
+        meta = meta_of(obj)
         self.rejected[ref] = Rejection(
             kind=kind,
             api_version=str(obj.get("apiVersion") or ""),
@@ -226,7 +222,7 @@ class Feeder:
     # --- assumed binds --------------------------------------------------------------------------------------
 
     def _overlay(self, pod: Raw) -> Raw:
-        meta = pod.get("metadata") or {}
+        meta = meta_of(pod)
         key = f"{meta.get('namespace')}/{meta.get('name')}"
         e = self._evicting.get(key)
         if e is not None:
@@ -300,7 +296,7 @@ class Feeder:
         pod by that name: ``uid``, if given, is the evicted one's)."""
         with self._lock:
             raw = self.state.raw_pods.get(pod_key)
-            meta = (raw.get("metadata") or {}) if raw is not None else {}
+            meta = meta_of(raw) if raw is not None else {}
             held = str(meta.get("uid") or "")
             if raw is None or meta.get("deletionTimestamp") or (uid and held != uid):
                 return False
@@ -350,7 +346,7 @@ class Feeder:
             for key in gone:
                 e = self._evicting.pop(key)
                 raw = self.state.raw_pods.get(key)
-                meta = (raw.get("metadata") or {}) if raw is not None else {}
+                meta = meta_of(raw) if raw is not None else {}
                 if e.unsure and raw is not None and meta.get("deletionTimestamp") == e.stamp:
                     # Never evicted, as far as the watch tells: running again, as the API has it.
                     api = {**raw, "metadata": {k: v for k, v in meta.items() if k != "deletionTimestamp"}}

@@ -53,6 +53,7 @@ from volsched.model.decode import (
 )
 from volsched.model.devices import Allocated, Claim, DeviceClass, DeviceSlice
 from volsched.model.errors import InputError
+from volsched.model.raw import meta_of, uid_of
 from volsched.model.usage import NodeUsage
 from volsched.model.vocabulary import (
     API_GROUP,
@@ -101,7 +102,7 @@ FREEZE_REBUILT = 5_000
 
 
 def _key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     ns = meta.get("namespace") or ""
     return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
 
@@ -252,7 +253,7 @@ class ClusterState:
                     self._resolve("PodGroup", pg.key)
             elif kind == "Queue":
                 q = build_queue(obj)
-                uid = str((obj.get("metadata") or {}).get("uid") or "")
+                uid = uid_of(obj)
                 if changed := _put(self._own, ("Queue", q.name), q) | _put(self._own_queue_uids, q.name, uid):
                     self._resolve("Queue", q.name)
             elif kind == VOLCANO_PODGROUP:
@@ -262,12 +263,12 @@ class ClusterState:
                     self._resolve("PodGroup", pg.key)
             elif kind == VOLCANO_QUEUE:
                 q = build_volcano_queue(obj)
-                uid = str((obj.get("metadata") or {}).get("uid") or "")
+                uid = uid_of(obj)
                 held = ("Queue", q.name)
                 if changed := _put(self._volcano, held, q) | _put(self.volcano_uids, held, uid):
                     self._resolve("Queue", q.name)
             elif kind == "ResourceQuota":
-                meta = obj.get("metadata") or {}
+                meta = meta_of(obj)
                 if not meta.get("namespace") or not meta.get("name"):
                     raise InputError(f"{object_ref(obj)}: missing field metadata.namespace or metadata.name")
                 weight, warning = quota_weight_and_problem(obj)
@@ -275,10 +276,10 @@ class ClusterState:
                     self.namespaces, str(meta["namespace"])
                 )
             elif kind == "Namespace":
-                name = (obj.get("metadata") or {}).get("name")
+                name = meta_of(obj).get("name")
                 if not name:
                     raise InputError("Namespace: missing field metadata.name")
-                raw_labels = (obj.get("metadata") or {}).get("labels") or {}
+                raw_labels = meta_of(obj).get("labels") or {}
                 labels = {str(k): str(v) for k, v in raw_labels.items()}
                 changed = _add(self.namespaces, str(name)) | _put(self.namespace_labels, str(name), labels)
                 queue = namespace_queue(obj)
@@ -533,7 +534,7 @@ class ClusterState:
             if self.raw_pods.get(key) is not base:
                 return False
             task = self.tasks.get(key)
-            uid = str((raw.get("metadata") or {}).get("uid") or key)
+            uid = str(meta_of(raw).get("uid") or key)
             if task is None or task.uid != uid:
                 self.apply(raw)
                 return False
@@ -933,7 +934,7 @@ def _placement_edited(before: Mapping[str, Any] | None, after: Mapping[str, Any]
     annotations (its group, its queue), not its status."""
     if before is None or before.get("spec") != after.get("spec"):
         return True
-    was, now = before.get("metadata") or {}, after.get("metadata") or {}
+    was, now = meta_of(before), meta_of(after)
     return bool(was.get("labels") != now.get("labels") or was.get("annotations") != now.get("annotations"))
 
 

@@ -24,6 +24,7 @@ from kubernetes.client.exceptions import ApiException
 
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE, VOLCANO_VERSION
 from volsched.kube.rest import LeanRest, loads
+from volsched.model.raw import meta_of, version_of
 from volsched.model.vocabulary import API_GROUP
 
 log = logging.getLogger("volsched.kube")
@@ -144,7 +145,7 @@ def paginate(
             continue
         body = loads(data)
         del data
-        meta = body.get("metadata") or {}
+        meta = meta_of(body)
         following = str(meta.get("continue") or "")
         if following:
             pending = ask(following)
@@ -187,7 +188,7 @@ def list_pages(
 
 
 def _version(obj: dict[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return version_of(obj)
 
 
 def pods_of(

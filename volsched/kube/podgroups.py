@@ -27,6 +27,7 @@ from volsched.cache.feeder import Feeder
 from volsched.cache.volcano import CONFLICT_REASON, VOLCANO_API_VERSION
 from volsched.kube import status as render
 from volsched.kube.writer import KubeWriter
+from volsched.model.raw import meta_of
 from volsched.model.vocabulary import API_GROUP, PodGroupSpec
 from volsched.redaction import error_summary
 
@@ -94,7 +95,7 @@ def old_owner_name(obj: Mapping[str, Any]) -> str | None:
     """The ``<kind>-<name>`` an earlier volsched gave the PodGroup ``obj`` it created for a controller
     owner, if ``obj`` is one: our label, exactly one ownerReference (with a uid, whose
     ``podgroup-<uid>`` is not this name) and this name, the old name of that owner. Else None."""
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     labels = meta.get("labels") or {}
     refs = meta.get("ownerReferences") or []
     if labels.get(CREATED_BY_LABEL) != CREATED_BY or not isinstance(refs, list) or len(refs) != 1:
@@ -153,7 +154,7 @@ class LeftBehind:
         errors: list[str] = []
         left = 0
         for obj in items:
-            meta = obj.get("metadata") or {}
+            meta = meta_of(obj)
             if old_owner_name(obj) is None or meta.get("deletionTimestamp"):
                 continue
             key = f"{meta.get('namespace')}/{meta.get('name')}"

@@ -36,7 +36,7 @@ from volsched.kube.health import ApiHealth, back_pressure, is_unreachable
 from volsched.kube.lister import WatchedKind, paginate
 from volsched.kube.ratelimit import retry_after
 from volsched.kube.rest import LeanRest, loads
-from volsched.model.raw import RawDict
+from volsched.model.raw import RawDict, meta_of, uid_of, version_of
 
 log = logging.getLogger("volsched.kube")
 
@@ -125,7 +125,7 @@ class _Pages(Executor):
 
 
 def _key(obj: RawDict) -> str:
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     ns = meta.get("namespace")
     return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
 
@@ -341,7 +341,7 @@ class ListWatch:
                         obj = self._stamp(item)
                         key = _key(obj)
                         seen.add(key)
-                        m = obj.get("metadata") or {}
+                        m = meta_of(obj)
                         version = (str(m.get("resourceVersion") or ""), str(m.get("uid") or ""))
                         if self.known.get(key) == version:
                             continue  # handed over already, unchanged (a relist after an outage)
@@ -514,7 +514,7 @@ class ListWatch:
             if code == 410:
                 raise Expired(message)
             raise ApiError(int(code or 500), message)
-        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        rv = version_of(obj)
         if type_ == "BOOKMARK":
             if rv:
                 self.resource_version = rv
@@ -523,7 +523,7 @@ class ListWatch:
             return
         obj = self._stamp(obj)
         key = _key(obj)
-        version = None if type_ == "DELETED" else (rv, str((obj.get("metadata") or {}).get("uid") or ""))
+        version = None if type_ == "DELETED" else (rv, uid_of(obj))
         self._hand(str(type_), obj, key, version)
         if rv:
             self.resource_version = rv

@@ -54,7 +54,7 @@ from volsched.kube.rest import (
     pod_path,
 )
 from volsched.model.devices import ClaimAllocation, allocation_status
-from volsched.model.raw import Raw
+from volsched.model.raw import Raw, meta_of, uid_of
 from volsched.model.vocabulary import API_GROUP, DEFAULT_SCHEDULER_NAMES, MISDIRECTED, QUEUE_FINALIZER
 from volsched.redaction import error_summary, redact
 
@@ -160,7 +160,7 @@ def _bound_as_asked(pod: Raw | None, bind: Bind) -> bool:
     """The pod (read after a 409) is the one we bound (its UID, when the bind names one) on our node."""
     if pod is None:
         return False
-    uid = (pod.get("metadata") or {}).get("uid")
+    uid = meta_of(pod).get("uid")
     return (pod.get("spec") or {}).get("nodeName") == bind.node and (not bind.uid or uid == bind.uid)
 
 
@@ -355,7 +355,7 @@ class KubeWriter:
             try:
                 claim = self._get(path)
                 status = claim.get("status") or {}
-                uid = (claim.get("metadata") or {}).get("uid")
+                uid = meta_of(claim).get("uid")
                 if alloc.uid and uid != alloc.uid:
                     problem = "was deleted and made again"
                 elif not alloc.existing and status.get("allocation"):
@@ -474,7 +474,7 @@ class KubeWriter:
             return BindOutcome(bind, GONE, f"{why}; read back: gone")
         if _bound_as_asked(fresh, bind):
             return BindOutcome(bind, BOUND, "bound by a request whose answer was lost")
-        uid = (fresh.get("metadata") or {}).get("uid")
+        uid = meta_of(fresh).get("uid")
         if (fresh.get("spec") or {}).get("nodeName") or (bind.uid and uid != bind.uid):
             return BindOutcome(bind, CONFLICT, f"{why}; read back: bound elsewhere or another pod", fresh)
         return BindOutcome(bind, UNKNOWN, f"{why}; read back: not bound yet")
@@ -565,7 +565,7 @@ class KubeWriter:
             return EvictOutcome(eviction, UNKNOWN, detail)
         if fresh is None:
             return EvictOutcome(eviction, GONE, f"{why}; read back: gone")
-        meta = fresh.get("metadata") or {}
+        meta = meta_of(fresh)
         if eviction.uid and meta.get("uid") != eviction.uid:
             return EvictOutcome(eviction, CONFLICT, f"{why}; read back: another pod by that name")
         if meta.get("deletionTimestamp"):
@@ -751,7 +751,7 @@ class KubeWriter:
                     continue
                 if e.reason == "FailedScheduling" and (pod.get("spec") or {}).get("nodeName"):
                     continue
-                uid = str((pod.get("metadata") or {}).get("uid") or "")
+                uid = uid_of(pod)
                 out.append((EventTarget("Pod", "v1", e.namespace, e.name, uid), e))
             elif e.kind == "PodGroup" and key in podgroups:
                 api_version = f"{podgroups[key]}/{VERSION}"

@@ -16,6 +16,7 @@ from typing import Any
 from volsched.cycle import BLOCKED, FAILED
 from volsched.model.decode import disruption_budget, pod_ready
 from volsched.model.errors import InputError
+from volsched.model.raw import meta_of
 from volsched.model.vocabulary import DisruptionBudget
 
 #: What the apiserver answers (429) when a budget does not allow the eviction.
@@ -85,7 +86,7 @@ def _amount(raw: Any, *, where: str) -> int | str:
 
 def parse_budget(obj: Mapping[str, Any]) -> Budget:
     """A ``policy/v1`` PodDisruptionBudget. Raises :class:`InputError` naming the bad field."""
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
     where = f"PodDisruptionBudget {ns}/{name}"
     spec = obj.get("spec")
@@ -114,7 +115,7 @@ Owner = tuple[str, str, str]
 
 
 def _labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
-    return (pod.get("metadata") or {}).get("labels") or {}
+    return meta_of(pod).get("labels") or {}
 
 
 def _phase(pod: Mapping[str, Any]) -> str:
@@ -123,7 +124,7 @@ def _phase(pod: Mapping[str, Any]) -> str:
 
 def controller_of(pod: Mapping[str, Any]) -> Owner | None:
     """The pod's controller (its ownerReference with ``controller: true``), or None."""
-    meta = pod.get("metadata") or {}
+    meta = meta_of(pod)
     for ref in meta.get("ownerReferences") or ():
         if isinstance(ref, Mapping) and ref.get("controller"):
             return (
@@ -141,7 +142,7 @@ def observe_scales(pods: Iterable[Mapping[str, Any]], scales: dict[Owner, int]) 
     now: dict[Owner, int] = {}
     for pod in pods:
         owner = controller_of(pod)
-        gone = _phase(pod) in ("Succeeded", "Failed") or (pod.get("metadata") or {}).get("deletionTimestamp")
+        gone = _phase(pod) in ("Succeeded", "Failed") or meta_of(pod).get("deletionTimestamp")
         if owner is not None and owner[1] in SCALED_KINDS and not gone:
             now[owner] = now.get(owner, 0) + 1
     for owner, n in now.items():
@@ -172,7 +173,7 @@ def health(budget: Budget, pods: Iterable[Mapping[str, Any]], scales: Mapping[Ow
     controllers: set[Owner] = set()
     unscaled: str | None = None
     for pod in pods:
-        meta = pod.get("metadata") or {}
+        meta = meta_of(pod)
         if not budget.selects(str(meta.get("namespace") or "default"), _labels(pod)):
             continue
         count += 1
@@ -201,7 +202,7 @@ def refusal(
     the cluster's ``budgets`` and ``pods`` (every pod, ``pod`` among them) and the controllers' scale:
     ``BLOCKED`` (its 429: the budget allows no disruption) or ``FAILED`` (its 500: more than one budget
     selects the pod), and the apiserver's words."""
-    meta = pod.get("metadata") or {}
+    meta = meta_of(pod)
     if _phase(pod) != "Running" or meta.get("deletionTimestamp"):
         return None
     ns = str(meta.get("namespace") or "default")

@@ -15,11 +15,12 @@ from typing import Any
 
 from volsched.model import yamlload
 from volsched.model.errors import InputError
+from volsched.model.raw import meta_of
 from volsched.simulate.documents import Document, load_documents
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str, str]:
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     return (str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))
 
 

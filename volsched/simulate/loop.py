@@ -20,6 +20,7 @@ from volsched.framework.registry import load_config
 from volsched.model import validation
 from volsched.model.decode import object_ref
 from volsched.model.errors import InputError
+from volsched.model.raw import meta_of
 from volsched.model.vocabulary import (
     DEFAULT_QUEUE,
     DEFAULT_SCHEDULER_NAMES,
@@ -176,9 +177,7 @@ class Simulator:
 
     def _load_usage_annotations(self, docs: list[Document]) -> None:
         """Node usage from the ``volsched.io/usage`` annotation, measured now (the simulator clock)."""
-        sources = {
-            (d.obj.get("metadata") or {}).get("name"): d.source for d in docs if d.obj.get("kind") == "Node"
-        }
+        sources = {meta_of(d.obj).get("name"): d.source for d in docs if d.obj.get("kind") == "Node"}
         nodes = [(n, spec.annotations, sources.get(n, "")) for n, spec in self.state.nodes.items()]
         self.state.set_usage(usage_from_annotations(nodes, now=self.clock))
 
@@ -200,7 +199,7 @@ class Simulator:
                         source=doc.source,
                     )
             if kind in ("Pod", "Job"):
-                meta = doc.obj.get("metadata") or {}
+                meta = meta_of(doc.obj)
                 if kind == "Job":
                     meta = ((doc.obj.get("spec") or {}).get("template") or {}).get("metadata") or {}
                 queue = (meta.get("annotations") or {}).get(QUEUE_ANNOTATION)

@@ -30,6 +30,7 @@ from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import SessionResult
 from volsched.model.decode import object_ref, parse_time
 from volsched.model.errors import InputError
+from volsched.model.raw import meta_of
 from volsched.model.scalars import duration_seconds
 from volsched.model.vocabulary import DEFAULT_SCHEDULER_NAMES
 from volsched.simulate.documents import EPOCH, Document
@@ -169,9 +170,7 @@ class Replay:
             if (at := arrival(doc)) is not None and at > self.start:
                 timed.append((at, i - len(static), doc))  # before the workloads of its instant
         static = [d for d in static if not (d.obj.get("kind") == "Node" and (arrival(d) or 0.0) > self.start)]
-        have = {
-            (d.obj.get("metadata") or {}).get("name") for d in static if d.obj.get("kind") == "PriorityClass"
-        }
+        have = {meta_of(d.obj).get("name") for d in static if d.obj.get("kind") == "PriorityClass"}
         static += [
             Document("trace: priority", pc)
             for pc in priority_classes(trace)
