@@ -230,21 +230,6 @@ class Operator:
 
     # --- watches -----------------------------------------------------------------------------------------
 
-    def _login(self) -> kopf.ConnectionInfo:
-        """kopf's credentials: the client configuration's."""
-        cfg = self.kcfg
-        return kopf.ConnectionInfo(
-            server=cfg.host,
-            ca_path=cfg.ssl_ca_cert,
-            insecure=not cfg.verify_ssl,
-            username=cfg.username or None,
-            password=cfg.password or None,
-            scheme="Bearer" if bearer_token(cfg) else None,
-            token=bearer_token(cfg),
-            certificate_path=cfg.cert_file,
-            private_key_path=cfg.key_file,
-        )
-
     def handle_event(self, kind: str, type_: str | None, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
         if kind == "Pod" and self.latency.on:
@@ -383,6 +368,8 @@ class Operator:
         Returns whether a new config is in force."""
         return self.reloader.reload(force=force)
 
+    # --- health ------------------------------------------------------------------------------------------
+
     @property
     def http_port(self) -> int | None:
         """The port /healthz, /metrics and /ui are served on (known once ``run`` started serving)."""
@@ -408,6 +395,21 @@ class Operator:
         )
 
     # --- lifecycle ---------------------------------------------------------------------------------------
+
+    def _login(self) -> kopf.ConnectionInfo:
+        """kopf's credentials: the client configuration's."""
+        cfg = self.kcfg
+        return kopf.ConnectionInfo(
+            server=cfg.host,
+            ca_path=cfg.ssl_ca_cert,
+            insecure=not cfg.verify_ssl,
+            username=cfg.username or None,
+            password=cfg.password or None,
+            scheme="Bearer" if bearer_token(cfg) else None,
+            token=bearer_token(cfg),
+            certificate_path=cfg.cert_file,
+            private_key_path=cfg.key_file,
+        )
 
     async def _hand_over(self, sessions: asyncio.Task[None] | None) -> None:
         """On shutdown, first: stop writing, let the writes in flight end, release the Lease at once.
