@@ -30,6 +30,7 @@ from volsched.cache.state import ClusterState
 from volsched.cache.volcano import VOLCANO_GROUP
 from volsched.model.decode import build_queue
 from volsched.model.errors import InputError
+from volsched.model.raw import meta_of
 from volsched.model.tenancy import queue_refusal
 from volsched.model.vocabulary import (
     API_GROUP,
@@ -85,7 +86,7 @@ class Admission:
         spec = body.get("spec") or {}
         if str(spec.get("schedulerName") or "") not in self.scheduler_names:
             return None
-        annotations = (body.get("metadata") or {}).get("annotations") or {}
+        annotations = meta_of(body).get("annotations") or {}
         queue = queue_annotation(annotations)
         group = annotations.get(GROUP_ANNOTATION) or annotations.get(VOLCANO_GROUP_ANNOTATION)
         if queue is None and group:
@@ -146,7 +147,7 @@ class Admission:
             current = (body.get("spec") or {}).get("queue")
             return named if not current or current == DEFAULT_QUEUE else None
         spec = body.get("spec") or {}
-        annotations = (body.get("metadata") or {}).get("annotations") or {}
+        annotations = meta_of(body).get("annotations") or {}
         if str(spec.get("schedulerName") or "") not in self.scheduler_names:
             return None
         if annotations.get(GROUP_ANNOTATION) or annotations.get(VOLCANO_GROUP_ANNOTATION):
