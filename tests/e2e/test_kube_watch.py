@@ -232,6 +232,9 @@ def test_after_an_apiserver_outage_the_watch_resumes_with_a_line_each_way(
             wait_for(
                 lambda: ("DELETED", "outage/before") in rec.seen(), 60, what="the deletion after the outage"
             )
+            # An outage ends once an answer came and ApiHealth.settle seconds passed since the last
+            # failure: the deletion can arrive sooner than that.
+            wait_for(lambda: not health.down, 30, what="the outage to end")
         finally:
             w.stop()
     assert rec.names("ADDED") == {"before", "after"}

@@ -31,6 +31,13 @@ def test_an_apiserver_outage_is_a_few_log_lines_and_scheduling_resumes(
     cluster.start_apiserver()
     k.pods(ns, pod("after"))
     wait_for(lambda: k.bound(ns).get(f"{ns}/after"), 60, what="a pod bound after the outage")
+    # The outage's end is said once an answer came 2 s (ApiHealth.settle) after the last failed call,
+    # which can be after the pod is bound.
+    wait_for(
+        lambda: "kube-apiserver reachable again after" in "\n".join(leader.log().splitlines()[lines_before:]),
+        30,
+        what="the line that says the apiserver is back",
+    )
     time.sleep(1)
 
     during = leader.log().splitlines()[lines_before:]
