@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo simulate test test-deps lint bench bench-bind bench-fairshare bench-parse bench-steady bench-evict bench-replay bench-sim-vs-real constraints clean
+.PHONY: demo simulate test test-deps lint bench bench-bind bench-fairshare bench-parse bench-steady bench-evict bench-replay bench-dra bench-sim-vs-real constraints clean
 
 # Every package at the version constraints-dev.txt pins (pip and the isolated build's setuptools too):
 # the same environment on every machine and in CI; `make constraints` moves the pins, on purpose.
@@ -63,6 +63,11 @@ bench-sim-vs-real: $(STAMP)
 	bash hack/controlplane/build.sh >/dev/null
 	bash hack/kwok/build.sh >/dev/null
 	nice -n 10 $(BIN)/python bench/sim_vs_real.py $(BENCH_ARGS)
+
+## Devices (DRA): a session placing 5,000 pods that each claim a GPU against the same without claims, on 1,000
+## nodes of 8 GPUs; the median over interleaved rounds (BENCH_ARGS=--repeat N; see bench/bench_dra.py).
+bench-dra: $(STAMP)
+	$(BIN)/python bench/bench_dra.py $(BENCH_ARGS)
 
 ## Decision quality, not time: placements against the fluid hierarchical water-fill.
 bench-fairshare: $(STAMP)

@@ -13,8 +13,9 @@ case; prints session and cycle CPU time, pods placed and devices allocated, with
 * ``claims-cold``: the same as the first session: every device's CEL context made and the selectors
   evaluated on all 8,000 devices within it.
 
-Goal (issue 26): the ``claims`` session at most 2x the ``plain`` one. Compare within one run: the machine
-is shared, so absolute figures say little.
+Goal (issue 26): the ``claims`` session at most 2x the ``plain`` one, judged on the median of the cycle's
+CPU time over ``--repeat`` interleaved rounds (wall time on a shared machine also counts other processes).
+Compare within one run: absolute figures say little.
 
     python bench/bench_dra.py
     python bench/bench_dra.py --nodes 200 --tasks 1000
@@ -26,6 +27,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 
@@ -192,6 +194,7 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=1_000)
     parser.add_argument("--tasks", type=int, default=5_000)
     parser.add_argument("--case", choices=CASES)
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of every case, interleaved")
     parser.add_argument("--json", action="store_true", help="print one JSON line (one case, in this process)")
     args = parser.parse_args()
     if args.json:
@@ -204,33 +207,44 @@ def main() -> int:
         f"{'case':>11} {'nodes':>6} {'tasks':>6} {'snapshot s':>10} {'session s':>9} {'cycle cpu s':>11} "
         f"{'placed':>6} {'devices':>7} {'peak MiB':>8}"
     )
-    rows = {}
-    for case in [args.case] if args.case else CASES:
-        cmd = [
-            sys.executable,
-            __file__,
-            "--nodes",
-            str(args.nodes),
-            "--tasks",
-            str(args.tasks),
-            "--case",
-            case,
-        ]
-        out = subprocess.run([*cmd, "--json"], capture_output=True, text=True, check=True)
-        row = json.loads(out.stdout.strip().splitlines()[-1])
-        rows[case] = row
+    cases = [args.case] if args.case else list(CASES)
+    ratios: list[tuple[float, float]] = []
+    for _ in range(args.repeat):  # the cases interleaved, round after round: load drifts alike for each
+        rows = {}
+        for case in cases:
+            cmd = [
+                sys.executable,
+                __file__,
+                "--nodes",
+                str(args.nodes),
+                "--tasks",
+                str(args.tasks),
+                "--case",
+                case,
+            ]
+            out = subprocess.run([*cmd, "--json"], capture_output=True, text=True, check=True)
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            rows[case] = row
+            print(
+                f"{case:>11} {args.nodes:>6} {args.tasks:>6} {row['snapshot_s']:>10.2f} {row['session_s']:>9.2f} "
+                f"{row['cycle_cpu_s']:>11.2f} {row['placed']:>6} {row['devices']:>7} {row['peak_rss_mib']:>8.0f}"
+            )
+        plain, claims = rows.get("plain"), rows.get("claims")
+        if plain and claims and plain["session_s"] > 0 and plain["cycle_cpu_s"] > 0:
+            ratios.append(
+                (claims["session_s"] / plain["session_s"], claims["cycle_cpu_s"] / plain["cycle_cpu_s"])
+            )
+    if ratios:
+        wall = sorted(r[0] for r in ratios)
+        cpu = sorted(r[1] for r in ratios)
+        mid_wall, mid_cpu = statistics.median(wall), statistics.median(cpu)
+        # CPU is the measure: wall time on a shared machine also counts other processes' turns.
+        verdict = "meets" if mid_cpu <= TARGET_RATIO else "MISSES"
         print(
-            f"{case:>11} {args.nodes:>6} {args.tasks:>6} {row['snapshot_s']:>10.2f} {row['session_s']:>9.2f} "
-            f"{row['cycle_cpu_s']:>11.2f} {row['placed']:>6} {row['devices']:>7} {row['peak_rss_mib']:>8.0f}"
-        )
-    plain, claims = rows.get("plain"), rows.get("claims")
-    if plain and claims and plain["session_s"] > 0 and plain["cycle_cpu_s"] > 0:
-        ratio = claims["session_s"] / plain["session_s"]
-        cpu_ratio = claims["cycle_cpu_s"] / plain["cycle_cpu_s"]
-        verdict = "meets" if ratio <= TARGET_RATIO else "MISSES"
-        print(
-            f"claims / plain: session {ratio:.2f}x, cycle cpu {cpu_ratio:.2f}x "
-            f"(target <= {TARGET_RATIO:.0f}x: {verdict}); load {os.getloadavg()[0]:.1f}"
+            f"claims / plain over {len(ratios)} round(s): cycle cpu median {mid_cpu:.2f}x "
+            f"(spread {cpu[0]:.2f}-{cpu[-1]:.2f}), session wall median {mid_wall:.2f}x "
+            f"(spread {wall[0]:.2f}-{wall[-1]:.2f}); target <= {TARGET_RATIO:.0f}x on CPU: {verdict}; "
+            f"load {os.getloadavg()[0]:.1f}"
         )
     return 0
 

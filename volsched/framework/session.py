@@ -205,7 +205,7 @@ class Session(NodeViews):
         for i in self.devices.nodes_of(taken):
             self.touch(i)
         named = {f"{task.namespace}/{pc.claim}" for pc in task.resource_claims if not pc.template}
-        if any(not a.existing and a.key in named and self.claim_users()[a.key] > 1 for a in taken):
+        if named and any(not a.existing and a.key in named and self.claim_users()[a.key] > 1 for a in taken):
             for i in range(len(self.nodes)):
                 self.touch(i)
 

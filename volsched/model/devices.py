@@ -981,6 +981,8 @@ class DeviceState:
         """The nodes besides the pod's own whose answer the allocations change (devices several nodes
         reach)."""
         out: set[int] = set()
+        if not self.catalog.shared_nodes:  # every device on one node: the pod's own node only
+            return out
         for a in taken:
             if a.existing:
                 continue
