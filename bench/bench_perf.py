@@ -437,6 +437,7 @@ def run_workload(
                     measured = [w.measure_pod(f"m-{i:06d}", sched_name) for i in range(size.measure)]
                 names = [b["metadata"]["name"] for b in measured]
                 backlog = args.mode == "backlog"
+                spy = _start_py_spy(args, sched.proc.pid, rundir) if scheduler == "volsched" else None
                 if backlog:  # created while the scheduler is stopped: a backlog, as the apiserver holds it
                     os.killpg(sched.proc.pid, signal.SIGSTOP)
                     create(conn, "pod", measured, args=args, workdir=rundir)
@@ -456,6 +457,8 @@ def run_workload(
                     if not backlog:
                         creation.wait()
                 row.cpu_s = usage.cpu_seconds - cpu0
+                if spy is not None:
+                    row.extra["py_spy"] = _stop_py_spy(spy, args.keep)
                 row.peak_rss_mib = usage.peak_rss / 2**20
                 if not complete:
                     row.note = "stalled"
@@ -476,6 +479,29 @@ def run_workload(
     row.p50, row.p99 = percentile(lat, 50), percentile(lat, 99)
     row.load_after = os.getloadavg()[0]
     return row
+
+
+def _start_py_spy(args: argparse.Namespace, pid: int, rundir: Path) -> Any:
+    """``py-spy record`` on the scheduler from before the measured pods to the last bind (collapsed stacks,
+    one line per stack with its thread); None without ``--py-spy``."""
+    if args.py_spy is None:
+        return None
+    import subprocess
+
+    out, said = rundir / "volsched.pyspy.txt", rundir / "py-spy.log"
+    argv = [str(args.py_spy), "record", "--pid", str(pid), "--rate", "100", "--format", "raw", "--threads"]
+    with said.open("w") as log:
+        proc = subprocess.Popen([*argv, "--nonblocking", "-o", str(out)], stdout=log, stderr=log)
+    while "Sampling" not in said.read_text() and proc.poll() is None:  # attached
+        time.sleep(0.05)
+    return proc, out
+
+
+def _stop_py_spy(spy: Any, keep: Path | None) -> str:
+    proc, out = spy
+    proc.send_signal(signal.SIGINT)
+    proc.wait(60)
+    return str(out) if keep else ""
 
 
 class _nothing:
@@ -563,6 +589,12 @@ def main(argv: list[str] | None = None) -> int:
         "the pods are created while it runs, timed from each one's creation",
     )
     p.add_argument("--keep", type=Path, help="keep the runs' logs under this directory")
+    p.add_argument(
+        "--py-spy",
+        type=Path,
+        help="this py-spy records volsched from before the measured pods to the last bind: collapsed stacks "
+        "in volsched.pyspy.txt beside each run's log (with --keep)",
+    )
     args = p.parse_args(argv)
     args.source = args.source.resolve()
     args.loadgen = build_loadgen()
