@@ -176,3 +176,32 @@ def test_one_nodes_feasibility_is_the_all_nodes_answer_there() -> None:
     assert each() == session.feasible_nodes(p).tolist() == [False, False, True, False, False]
     statement.discard()
     assert each() == session.feasible_nodes(p).tolist() == [False, True, True, False, False]
+
+
+def test_tasks_alike_are_explained_unfit_once_until_a_node_changes() -> None:
+    """Why a pod fits no node is worked out once for the pods like it (fifty that ask too much, as
+    scheduler_perf's Unschedulable leaves in the way, each its own job) while no node changes; a
+    placement changes the numbers, and the next one is worked out again with them."""
+    state = ClusterState()
+    for obj in [
+        node("n1", cpu="4"),
+        node("n2", cpu="2"),
+        *(pod(f"big-{i}", cpu="9") for i in range(5)),
+        pod("small", cpu="3"),
+    ]:
+        state.apply(obj)
+    session = open_session(state.snapshot(now=5.0), load_config())
+    tasks = {k: t for job in session.jobs.values() for k, t in job.tasks.items()}
+    explained: list[str] = []
+    real = session._explain_unfit
+    session._explain_unfit = lambda task: (explained.append(task.key), real(task))[1]  # type: ignore[method-assign]
+    reasons = {session.choose_node(tasks[f"default/big-{i}"]).reason for i in range(5)}
+    assert reasons == {"0/2 nodes fit: 2 insufficient cpu (needs 9, most idle 4)"}
+    assert explained == ["default/big-0"]
+    statement = Statement(session)
+    statement.allocate(tasks["default/small"], 0)
+    statement.commit()
+    assert session.choose_node(tasks["default/big-1"]).reason == (
+        "0/2 nodes fit: 2 insufficient cpu (needs 9, most idle 2)"
+    )
+    assert explained == ["default/big-0", "default/big-1"]

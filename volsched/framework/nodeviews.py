@@ -86,6 +86,10 @@ class NodeViews(PointTables):
         #: blocked_by_pods about one task in a row; every placement, eviction or undo touches its node
         #: (and moves the counts the filters read), which ends the answers' use.
         self._constraint_memo: tuple[Task, int, list[tuple[str, BoolArray]]] | None = None
+        #: ``explain_unfit``'s answers by the view's key, with the change log's length then: a task like
+        #: one explained before (the same request and placement spec, no constraint filter, device claim
+        #: or placement limit) while no node changed is unfit for the same reasons.
+        self._unfit: dict[tuple[bytes, str], tuple[int, str]] = {}
 
     def capacity_asked(self, task: Task) -> BoolArray:
         """The dimensions of ``task``'s request that node capacity checks: what it asks for, but the
@@ -313,7 +317,20 @@ class NodeViews(PointTables):
         """Why no node takes ``task``, in numbers: "0/4 nodes fit: 4 insufficient cpu (needs 2, most idle 1)".
 
         Each filter counts the nodes it rejects (a node may be counted by several); capacity is judged
-        among the nodes every filter accepts, so its numbers say what is missing where the pod could go."""
+        among the nodes every filter accepts, so its numbers say what is missing where the pod could go.
+        Kept for the tasks alike until a node changes (see ``_unfit``)."""
+        memo: tuple[bytes, str] | None = None
+        if not task.resource_claims and self.node_limit is None and not self._constraints(task):
+            memo = (task.request.tobytes(), task.placement_key)
+            hit = self._unfit.get(memo)
+            if hit is not None and hit[0] == len(self._changes):
+                return hit[1]
+        reason = self._explain_unfit(task)
+        if memo is not None:
+            self._unfit[memo] = (len(self._changes), reason)
+        return reason
+
+    def _explain_unfit(self, task: Task) -> str:
         nodes = self.nodes
         n = len(nodes)
         counts: Counter[str] = Counter()
