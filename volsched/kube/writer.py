@@ -492,7 +492,7 @@ class KubeWriter:
         if not self._ours(pod):
             return EvictOutcome(eviction, SKIPPED, "not scheduled by volsched")
         ns, name = _split(eviction.pod)
-        uid = eviction.uid or str(((pod or {}).get("metadata") or {}).get("uid") or "")
+        uid = eviction.uid or uid_of(pod or {})
         message = redact(render_eviction(eviction))
         now = render.now_rfc3339()
         condition = render.disruption_target_condition(eviction.action, message, now)
@@ -619,7 +619,7 @@ class KubeWriter:
             pod = pods.get(key)
             if not self._ours(pod) or (pod.get("spec") or {}).get("nodeName"):  # type: ignore[union-attr]
                 continue
-            uid = str((pod.get("metadata") or {}).get("uid") or key)  # type: ignore[union-attr]
+            uid = uid_of(pod) or key  # type: ignore[arg-type]
             with self._lock:
                 need_condition = self._conditions.get(uid) != message
             if need_condition:

@@ -201,7 +201,7 @@ class Simulator:
             if kind in ("Pod", "Job"):
                 meta = meta_of(doc.obj)
                 if kind == "Job":
-                    meta = ((doc.obj.get("spec") or {}).get("template") or {}).get("metadata") or {}
+                    meta = meta_of((doc.obj.get("spec") or {}).get("template") or {})
                 queue = (meta.get("annotations") or {}).get(QUEUE_ANNOTATION)
                 if (
                     queue
@@ -238,7 +238,7 @@ class Simulator:
         )
         if not isinstance(spec["template"].get("spec"), dict):
             raise InputError(f"Job {ns}/{name}: missing field spec.template.spec")
-        tmeta = spec["template"].get("metadata") or {}
+        tmeta = meta_of(spec["template"])
         if not isinstance(tmeta, dict):
             raise InputError(f"Job {ns}/{name}: spec.template.metadata must be a map")
         validation.label_map(tmeta.get("labels"), field=f"Job {ns}/{name}: spec.template.metadata.labels")

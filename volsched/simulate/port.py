@@ -32,7 +32,7 @@ from volsched.framework.messages import eviction_events
 from volsched.model.decode import resource_claim
 from volsched.model.devices import allocation_status, released_status
 from volsched.model.errors import InputError
-from volsched.model.raw import Raw
+from volsched.model.raw import Raw, meta_of, uid_of
 from volsched.model.vocabulary import Task, TaskStatus
 from volsched.simulate.budgets import Budget, Owner, health, observe_scales, parse_budget, refusal
 from volsched.simulate.documents import iso
@@ -47,7 +47,7 @@ _JOB_UIDS = uuid.UUID("6c0f5c1e-8d0a-4a59-9f57-5d2f4b7c9a10")
 def job_uid(job: Raw) -> str:
     """The Job's UID, as its pods' owner reference names it (their PodGroup is ``podgroup-<uid>``):
     its own, else one derived from its namespace and name (the same in every run)."""
-    meta = job.get("metadata") or {}
+    meta = meta_of(job)
     uid = meta.get("uid")
     if uid:
         return str(uid)
@@ -84,7 +84,7 @@ class MemoryPort:
         resourceVersion (and a pod without a uid gets ``namespace/name``, the uid its task has anyway).
         Raises :class:`InputError` when it is invalid."""
         self._version += 1
-        meta = {**(obj.get("metadata") or {}), "resourceVersion": str(self._version)}
+        meta = {**meta_of(obj), "resourceVersion": str(self._version)}
         if obj.get("kind") == "Pod" and not meta.get("uid"):
             meta["uid"] = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         if obj.get("kind") == "Pod":
@@ -126,7 +126,7 @@ class MemoryPort:
                 continue
             self._budget_told[key] = status
             obj = self._budget_objects[key]
-            meta = {**(obj.get("metadata") or {}), "generation": 1}
+            meta = {**meta_of(obj), "generation": 1}
             self.put({**obj, "metadata": meta, "status": status})
 
     def remove(self, kind: str, key: str) -> None:
@@ -153,7 +153,7 @@ class MemoryPort:
         index = self._job_counter[job_key]
         self._job_counter[job_key] = index + 1
         template = copy.deepcopy(job["spec"]["template"])
-        tmeta = template.get("metadata") or {}
+        tmeta = meta_of(template)
         pod_name = f"{name}-{index}"
         pod = {
             "apiVersion": "v1",
@@ -225,7 +225,7 @@ class MemoryPort:
             task = self.state.tasks.get(ev.pod)
             self.remove("Pod", ev.pod)
             self.release_claims(raw)
-            owners = (raw.get("metadata") or {}).get("ownerReferences") or []
+            owners = meta_of(raw).get("ownerReferences") or []
             ns = ev.pod.split("/", 1)[0]
             respawned = False
             for ref in owners:
@@ -243,7 +243,7 @@ class MemoryPort:
 
     def add_claim_template(self, obj: Raw) -> None:
         """A ResourceClaimTemplate (raises :class:`InputError` naming a bad field)."""
-        meta = obj.get("metadata") or {}
+        meta = meta_of(obj)
         ns, name = meta.get("namespace") or "default", meta.get("name")
         spec = (obj.get("spec") or {}).get("spec")
         if not isinstance(spec, Mapping):
@@ -266,7 +266,7 @@ class MemoryPort:
                 continue
             digest = hashlib.sha256(f"{meta.get('uid')}/{entry['name']}".encode()).hexdigest()[:5]
             name = f"{meta.get('name')}-{entry['name']}-{digest}"[:253]
-            tmeta = (template.get("spec") or {}).get("metadata") or {}
+            tmeta = meta_of(template.get("spec") or {})
             owner = {"apiVersion": "v1", "kind": "Pod", "name": meta.get("name"), "uid": meta.get("uid")}
             self.put(
                 {
@@ -292,8 +292,8 @@ class MemoryPort:
     def release_claims(self, pod: Raw) -> None:
         """Play the resource claim controller for a pod that is gone: out of its claims' ``reservedFor``,
         and a claim no pod holds any more deallocated."""
-        meta = pod.get("metadata") or {}
-        uid = str(meta.get("uid") or "")
+        meta = meta_of(pod)
+        uid = uid_of(pod)
         ns = meta.get("namespace") or "default"
         entries = [
             *((pod.get("spec") or {}).get("resourceClaims") or []),
@@ -306,7 +306,7 @@ class MemoryPort:
             claim = self.resource_claims.get(f"{ns}/{name}")
             if claim is None:
                 continue
-            owners = (claim.get("metadata") or {}).get("ownerReferences") or []
+            owners = meta_of(claim).get("ownerReferences") or []
             if any(o.get("kind") == "Pod" and o.get("uid") == uid for o in owners):
                 # Made for this pod from a template: it goes with the pod (the garbage collector's part).
                 del self.resource_claims[f"{ns}/{name}"]

@@ -30,7 +30,7 @@ from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP
 from volsched.cycle import BOUND, EVICTED, BindOutcome, EvictOutcome
 from volsched.framework.decisions import Bind, Evict
 from volsched.model.errors import InputError
-from volsched.model.raw import Raw
+from volsched.model.raw import Raw, meta_of
 from volsched.model.scalars import duration_seconds
 from volsched.model.vocabulary import (
     DEFAULT_QUEUE,
@@ -132,7 +132,7 @@ class Ledger:
 def pod_duration(raw: Raw, *, where: str) -> float | None:
     """The pod's ``simulate.volsched.io/duration`` in seconds, None when it has none; a value that is
     not a duration >= 0 raises :class:`InputError` naming ``where``."""
-    value = ((raw.get("metadata") or {}).get("annotations") or {}).get(DURATION_ANNOTATION)
+    value = (meta_of(raw).get("annotations") or {}).get(DURATION_ANNOTATION)
     if value is None:
         return None
     seconds = duration_seconds(value)
@@ -174,7 +174,7 @@ class TimePort(MemoryPort):
     def put(self, obj: Mapping[str, Any]) -> None:
         key = ""
         if obj.get("kind") == "Pod":
-            meta = obj.get("metadata") or {}
+            meta = meta_of(obj)
             key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
             if key in self.state.raw_pods:
                 key = ""  # an update
@@ -209,7 +209,7 @@ class TimePort(MemoryPort):
             self._start(run, task.node_name, min(now, task.start_time) if task.start_time > 0 else now)
 
     def _job_run(self, job: str, raw: Raw, run: PodRun, now: float) -> JobRun:
-        meta = raw.get("metadata") or {}
+        meta = meta_of(raw)
         annotations = meta.get("annotations") or {}
         group = self.state.podgroups.get(job)
         if group is not None:
@@ -312,7 +312,7 @@ class TimePort(MemoryPort):
         for key in live:
             raw = self.state.raw_pods.get(key) or {}
             ns = key.split("/", 1)[0]
-            for ref in (raw.get("metadata") or {}).get("ownerReferences") or []:
+            for ref in meta_of(raw).get("ownerReferences") or []:
                 if ref.get("kind") == "Job":
                     owners.add(f"{ns}/{ref.get('name')}")
             self.remove("Pod", key)
@@ -399,7 +399,7 @@ class TimePort(MemoryPort):
         run = self.runs.get(key)
         if raw is None or task is None or run is None:
             return False
-        policy = ((raw.get("metadata") or {}).get("annotations") or {}).get(EVICTION_POLICY_ANNOTATION)
+        policy = (meta_of(raw).get("annotations") or {}).get(EVICTION_POLICY_ANNOTATION)
         if policy == RESTART_JOB:
             return True
         if policy == RESTART_POD:
@@ -408,7 +408,7 @@ class TimePort(MemoryPort):
         if group is not None:
             minimum = group.min_member
         else:
-            raw_min = ((raw.get("metadata") or {}).get("annotations") or {}).get(MIN_MEMBER_ANNOTATION)
+            raw_min = (meta_of(raw).get("annotations") or {}).get(MIN_MEMBER_ANNOTATION)
             minimum = int(raw_min) if isinstance(raw_min, str) and raw_min.isdigit() else 1
         if minimum <= 1:
             return False
@@ -431,17 +431,17 @@ class TimePort(MemoryPort):
     def _replace(self, raw: Raw) -> None:
         """Play the owner of a pod deleted with its gang: a Job's controller makes its next pod, any
         other owner the pod again."""
-        ns = str((raw.get("metadata") or {}).get("namespace") or "default")
-        for ref in (raw.get("metadata") or {}).get("ownerReferences") or []:
+        ns = str(meta_of(raw).get("namespace") or "default")
+        for ref in meta_of(raw).get("ownerReferences") or []:
             job_key = f"{ns}/{ref.get('name')}"
             if ref.get("kind") == "Job" and job_key in self.jobs:
-                self._replacing = self.runs.get(f"{ns}/{(raw.get('metadata') or {}).get('name')}")
+                self._replacing = self.runs.get(f"{ns}/{meta_of(raw).get('name')}")
                 self.spawn(job_key, iso(self.clock()))
                 return
         self.remake(raw)
 
     def remake(self, raw: Raw) -> bool:
-        meta = raw.get("metadata") or {}
+        meta = meta_of(raw)
         ns, name = str(meta.get("namespace") or "default"), str(meta.get("name"))
         origin = self.runs.get(f"{ns}/{name}")
         base = name.rsplit("-r", 1)[0] if origin is not None and origin.replaces else name
