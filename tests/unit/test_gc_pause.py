@@ -44,7 +44,7 @@ def test_the_operators_prelist_leaves_the_collector_off_while_another_section_is
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG)
     op = Operator(Settings(kubeconfig=str(kubeconfig)))
-    monkeypatch.setattr(op, "_prelist", lambda: None)  # listed nothing
+    monkeypatch.setattr(op.feed, "_prelist", lambda: None)  # listed nothing
     try:
         pause_collector()  # a snapshot on another thread
         op.prelist()

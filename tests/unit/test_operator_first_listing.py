@@ -30,7 +30,7 @@ def op(tmp_path: Path) -> Iterator[Operator]:
 def _listings(op: Operator, monkeypatch: pytest.MonkeyPatch, failing: dict[str, int]) -> list[str]:
     """Every kind's first listing stubbed: ``failing`` kinds answered that status, the others listed."""
     listed: list[str] = []
-    for kind, w in op.lean.items():
+    for kind, w in op.feed.lean.items():
 
         def first_list(*, kind: str = kind, throttle_retries: int = 10) -> str:
             if kind in failing:
@@ -47,12 +47,12 @@ def test_a_kind_whose_crd_is_not_installed_is_named_in_a_warning_and_the_start_g
 ) -> None:
     listed = _listings(op, monkeypatch, {"Queue": 404, "PodGroup": 404})
     with caplog.at_level(logging.WARNING):
-        op._prelist()
+        op.feed._prelist()
     assert {"Pod", "Node", "PriorityClass"} <= set(listed) and "Queue" not in listed
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("queues are not served" in m and "CRD" in m for m in warned)
     assert any("podgroups are not served" in m for m in warned)
-    assert op._prelisted.is_set()
+    assert op.feed._prelisted.is_set()
 
 
 @pytest.mark.parametrize("status", [403, 500])
@@ -61,8 +61,8 @@ def test_any_other_refusal_of_a_kinds_first_listing_ends_the_start(
 ) -> None:
     _listings(op, monkeypatch, {"PriorityClass": status})
     with pytest.raises(ApiError, match="refused"):
-        op._prelist()
-    assert op._prelisted.is_set()  # the pods' listing is not left waiting for it
+        op.feed._prelist()
+    assert op.feed._prelisted.is_set()  # the pods' listing is not left waiting for it
 
 
 def test_a_small_kinds_refusal_ends_the_start_at_once_stopping_the_pods_listing(
@@ -73,7 +73,7 @@ def test_a_small_kinds_refusal_ends_the_start_at_once_stopping_the_pods_listing(
     _listings(op, monkeypatch, {"PriorityClass": 403})
     ended: dict[str, str] = {}
     for kind in ("Pod", "Node"):
-        w = op.lean[kind]
+        w = op.feed.lean[kind]
 
         def long_listing(*, w: ListWatch = w, kind: str = kind, throttle_retries: int = 10) -> str:
             ended[kind] = "stopped" if w._stop.wait(30) else "listed to the end"
@@ -81,9 +81,9 @@ def test_a_small_kinds_refusal_ends_the_start_at_once_stopping_the_pods_listing(
 
         monkeypatch.setattr(w, "first_list", long_listing)
     with pytest.raises(ApiError, match="refused"):
-        op._prelist()
-    op.lean["Pod"]._stop.wait(30)  # told; the stub's thread records it
-    assert all(op.lean[k].stopped for k in ("Pod", "Node"))
+        op.feed._prelist()
+    op.feed.lean["Pod"]._stop.wait(30)  # told; the stub's thread records it
+    assert all(op.feed.lean[k].stopped for k in ("Pod", "Node"))
     for t in [t for t in threading.enumerate() if t.name.startswith("volsched-list")]:
         t.join(30)
     assert ended == {"Pod": "stopped", "Node": "stopped"}
@@ -94,16 +94,16 @@ def test_with_no_small_kind_to_wait_for_the_pods_are_handed_over_at_once(
 ) -> None:
     """Pods and Nodes wait for the small kinds (``_prelisted``) before handing anything over: with none
     to list, they wait for nothing (the stub gives up after 30 s)."""
-    monkeypatch.setattr(op, "lean", {k: w for k, w in op.lean.items() if k in ("Pod", "Node")})
+    monkeypatch.setattr(op.feed, "lean", {k: w for k, w in op.feed.lean.items() if k in ("Pod", "Node")})
     waited: dict[str, bool] = {}
-    for kind, w in op.lean.items():
+    for kind, w in op.feed.lean.items():
 
         def first_list(*, kind: str = kind, throttle_retries: int = 10) -> str:
-            waited[kind] = op._prelisted.wait(30)
+            waited[kind] = op.feed._prelisted.wait(30)
             return "1"
 
         monkeypatch.setattr(w, "first_list", first_list)
-    op._prelist()
+    op.feed._prelist()
     assert waited == {"Pod": True, "Node": True}
 
 
@@ -111,15 +111,15 @@ def test_stopping_tells_every_watch_before_waiting_for_any(
     op: Operator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[tuple[str, float]] = []
-    for kind, w in op.lean.items():
+    for kind, w in op.feed.lean.items():
 
         def stop(timeout: float = 5.0, *, kind: str = kind) -> None:
             calls.append((kind, timeout))
 
         monkeypatch.setattr(w, "stop", stop)
-    op.stop_watches()
-    n = len(op.lean)
+    op.feed.stop()
+    n = len(op.feed.lean)
     assert n >= 10 and len(calls) == 2 * n
     assert all(timeout == 0 for _, timeout in calls[:n])  # all told ...
     assert all(timeout > 0 for _, timeout in calls[n:])  # ... then each waited for
-    assert {k for k, _ in calls[:n]} == set(op.lean)
+    assert {k for k, _ in calls[:n]} == set(op.feed.lean)

@@ -46,7 +46,7 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Ope
     monkeypatch.setattr(volcano_module, "served_plurals", discovery)
     monkeypatch.setattr(ListWatch, "start", lambda self: started.append(self.kind.plural))
     op = Operator(Settings(kubeconfig=str(kubeconfig)))
-    op.start_watches()  # the operator is running: kinds found from now on are watched at once
+    op.feed.start()  # the operator is running: kinds found from now on are watched at once
     started.clear()  # Pods and Nodes
     yield op, discovery, started
     op.api.close()  # type: ignore[no-untyped-call]
@@ -130,7 +130,7 @@ def test_a_volcano_kind_found_after_the_watches_stopped_is_not_watched(
     """A session still running at shutdown (past the hand-over's limit) must not start a watch thread
     that nothing stops any more."""
     op, discovery, started = setup
-    op.stop_watches()
+    op.feed.stop()
     discovery.served = {"queues", "podgroups"}
     op.volcano.follow(force=True)
     assert started == []
@@ -183,9 +183,9 @@ def test_a_removed_kinds_objects_a_stuck_watch_brings_late_never_return_to_the_c
     monkeypatch.setattr(ListWatch, "stop", partialmethod(ListWatch.stop, timeout=0.2))  # gives up sooner
     op = Operator(Settings(kubeconfig=str(kubeconfig)))
     try:
-        for w in op.lean.values():
+        for w in op.feed.lean.values():
             monkeypatch.setattr(w, "start", lambda: None)  # Pods and Nodes are not the point here
-        op.start_watches()
+        op.feed.start()
         discovery.served = {"podgroups"}
         op.volcano.follow(force=True)
         stuck = op.volcano.watches[VOLCANO_PODGROUP]
@@ -204,6 +204,6 @@ def test_a_removed_kinds_objects_a_stuck_watch_brings_late_never_return_to_the_c
     finally:
         server.gate.set()
         server.httpd.shutdown()
-        op.stop_watches()
+        op.feed.stop()
         op.api.close()  # type: ignore[no-untyped-call]
         op.watch_api.close()  # type: ignore[no-untyped-call]

@@ -29,9 +29,10 @@
 * ``/healthz``, ``/readyz``, ``/metrics`` and the ``/ui`` dashboard (:mod:`volsched.ui`) are served by aiohttp.
 
 This module is the wiring and the replica's lifecycle (:class:`Operator`: builds the collaborators,
-feeds the watches into the cache, the first listing, kopf's start and stop, shutdown) and :func:`main`.
-Its parts live beside it, one job each: :mod:`~volsched.operator.settings` (the settings dataclasses and
-``volsched run``'s command line), :mod:`~volsched.operator.sessions` (the session loop: pacing, the
+kopf's start and stop, shutdown) and :func:`main`. Its parts live beside it, one job each:
+:mod:`~volsched.operator.settings` (the settings dataclasses and ``volsched run``'s command line),
+:mod:`~volsched.operator.watches` (the watch feed: every kind's watch into the cache, the first
+listing), :mod:`~volsched.operator.sessions` (the session loop: pacing, the
 cycles, the last tick a stalled loop shows), :mod:`~volsched.operator.pacing` (when the next session
 runs), :mod:`~volsched.operator.volcano` (which of Volcano's kinds the cluster serves, and their
 watches), :mod:`~volsched.operator.reload` (the ConfigMap reload), :mod:`~volsched.operator.health`
@@ -45,36 +46,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import kopf
 
 from volsched.cache.doorbell import CONFIG, RETRY
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
-from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.registry import placement_gap
 from volsched.gate import Gate
-from volsched.gcpause import pause_collector, resume_collector
 from volsched.kube.client import bearer_token, load_configuration, new_api_client
 from volsched.kube.configsource import read_config_map
 from volsched.kube.health import ApiHealth, QuietRetries
 from volsched.kube.latency import PodLatency
 from volsched.kube.lease import LeaderLease
-from volsched.kube.lister import WATCHED
 from volsched.kube.port import KubePort
-from volsched.kube.prune import PRUNERS
 from volsched.kube.rest import LeanRest
 from volsched.kube.reviews import AccessReviews
-from volsched.kube.watch import ApiError, ListWatch
+from volsched.kube.watch import ListWatch
 from volsched.kube.writer import KubeWriter
 from volsched.operator.admission import Admission
 from volsched.operator.admission import register as register_webhooks
@@ -86,6 +81,7 @@ from volsched.operator.reload import ConfigReloader
 from volsched.operator.sessions import SessionLoop
 from volsched.operator.settings import Settings, build_parser, parse_log_levels, settings_from_args
 from volsched.operator.volcano import VolcanoKinds
+from volsched.operator.watches import WatchFeed
 from volsched.redaction import install_log_redaction
 from volsched.ui import LiveState
 from volsched.usagefeed import UsageFeed
@@ -101,8 +97,6 @@ log = logging.getLogger("volsched.operator")
 #: more round trips at 1 ms than at 5 ms, their p90 7.3-14 -> 2.6-4.3 ms, the computing thread's
 #: progress within the noise.
 SWITCH_INTERVAL = 0.001
-#: The many (pruned as they arrive): their events wait until the few other kinds are in the cache.
-LEAN_KINDS = ("Node", "Pod")
 
 
 # --- the operator ----------------------------------------------------------------------------------------
@@ -142,34 +136,28 @@ class Operator:
             on_failed=lambda: self.state.doorbell.ring(RETRY),
             latency=self.latency if self.latency.on else None,
         )
-        self.podgroup_creator = self.port.podgroups
-        #: Every kind of ``WATCHED`` (Volcano's are in ``self.volcano``): listed and watched on its own
-        #: thread, with its own connection (the writer's pool stays free for writes); Pods and Nodes
-        #: pruned as they arrive.
+        #: Every watch (each kind of ``WATCHED``, Volcano's), listed and watched on its own thread, with
+        #: its own connection (the writer's pool stays free for writes), feeding the cache.
         self.watch_api = new_api_client(self.kcfg)
-        self.lean = {
-            k.kind: ListWatch(
-                self.watch_api,
-                k,
-                on_event=self._lean_handler(k.kind),
-                prune=PRUNERS.get(k.kind),
-                health=self.health,
-                announce_recovery=False,  # the Lease, read every second, says when it answers again
-            )
-            for k in WATCHED
-        }
-        #: Set once the other kinds are in the cache: pods wait for it (their priorities need the
-        #: PriorityClasses, which would otherwise re-parse every pod listed so far).
-        self._prelisted = threading.Event()
-        #: Volcano's kinds the cluster serves, each listed and watched on its own thread.
-        self.volcano = VolcanoKinds(
-            reads=self.reads,
-            new_watch=lambda kind, on_event: ListWatch(
-                self.watch_api, kind, on_event=on_event, health=self.health, announce_recovery=False
+        self.feed = WatchFeed(
+            api=self.watch_api,
+            state=self.state,
+            feeder=self.feeder,
+            writer=self.writer,
+            podgroups=self.port.podgroups,
+            health=self.health,
+            latency=self.latency,
+            scheduler_names=settings.scheduler_names,
+            volcano=lambda on_event: VolcanoKinds(
+                reads=self.reads,
+                new_watch=lambda kind, handler: ListWatch(
+                    self.watch_api, kind, on_event=handler, health=self.health, announce_recovery=False
+                ),
+                session=settings.session,
+                on_event=on_event,
             ),
-            session=settings.session,
-            on_event=self.handle_event,
         )
+        self.volcano = self.feed.volcano
         self.metrics = Metrics()
         self.usage = UsageFeed(
             self.state, registry=self.metrics.registry, api_client_factory=lambda: new_api_client(self.kcfg)
@@ -228,133 +216,18 @@ class Operator:
                 fail_open=settings.webhook.fail_open,
             )
 
-    # --- watches -----------------------------------------------------------------------------------------
-
-    def handle_event(self, kind: str, type_: str | None, obj: dict[str, Any]) -> None:
-        meta = obj.get("metadata") or {}
-        if kind == "Pod" and self.latency.on:
-            self._trace_pod(type_, meta, obj.get("spec") or {})
-        if type_ == "DELETED":
-            self.feeder.delete(kind, obj)
-            self.writer.forget(kind, str(meta.get("uid") or ""))  # conditions and events written to it
-        else:
-            self.feeder.apply(kind, obj)
-        if kind in ("PodGroup", "Queue", VOLCANO_PODGROUP, VOLCANO_QUEUE) and type_ in ("ADDED", "DELETED"):
-            ns = meta.get("namespace")
-            key = f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
-            self.writer.forget("Queue" if kind in ("Queue", VOLCANO_QUEUE) else "PodGroup", key)
-            if kind == "PodGroup" and type_ == "DELETED":
-                self.podgroup_creator.forget(key)
-        if kind in ("Queue", VOLCANO_QUEUE):  # events go to the object in force under the name
-            name = str(meta.get("name"))
-            self.writer.queue_uid(name, self.state.queue_uid(name))
-
-    def _trace_pod(self, type_: str | None, meta: dict[str, Any], spec: dict[str, Any]) -> None:
-        key = f"{meta.get('namespace')}/{meta.get('name')}"
-        if type_ == "DELETED":
-            self.latency.gone(key)
-        elif not spec.get("nodeName") and spec.get("schedulerName") in self.settings.scheduler_names:
-            self.latency.saw(key)
-
-    def _lean_handler(self, kind: str) -> Callable[[str, dict[str, Any]], None]:
-        if kind not in LEAN_KINDS:  # one of the few: into the cache at once
-
-            def handle(type_: str, obj: dict[str, Any]) -> None:
-                self.handle_event(kind, type_, obj)
-
-            return handle
-
-        def on_event(type_: str, obj: dict[str, Any]) -> None:
-            while not self._prelisted.wait(0.5):
-                if self.lean[kind].stopped:
-                    return
-            self.handle_event(kind, type_, obj)
-
-        return on_event
-
-    def start_watches(self) -> None:
-        """Watch every kind (Volcano's too) from where :meth:`prelist` listed it, each on its own thread."""
-        for w in (*self.lean.values(), *self.volcano.started()):
-            w.start()
-
-    def stop_watches(self) -> None:
-        # A session still running (stuck at shutdown) changes or starts no more.
-        watches = (*self.lean.values(), *self.volcano.stopped())
-        for w in watches:  # every one told first, then each waited for: twelve threads stuck in a read
-            w.stop(timeout=0)  # wait out one timeout together, not one after another
-        for w in watches:
-            w.stop()
+    # --- the first listing ------------------------------------------------------------------------------
 
     def prelist(self) -> None:
-        """Read every watched kind once, all at once, so the first session sees the whole cluster (every
-        node, every bound pod): each kind's :meth:`ListWatch.relist`, which its watch then follows from
-        (nothing changed in between is missed). Everything streams into the cache page by page as it is
-        listed; Pods and Nodes wait for the other kinds, few (a PriorityClass applied after the pods
-        would parse them all again)."""
+        """The first listing of every watched kind (:meth:`WatchFeed.prelist`); then the cache is synced."""
         started = time.monotonic()
-        # The listing allocates millions of objects, none of them in a reference cycle: collections
-        # meanwhile free nothing and cost a third of its CPU. Once listed, what the cache holds lives
-        # long: frozen, later collections do not walk it again (replaced objects are still freed).
-        # Paused through the counted section a snapshot or a YAML load on another thread shares: turned
-        # back on here under one of them, the collector would scan the heap that one is building.
-        pause_collector()
-        try:
-            self._prelist()
-        finally:
-            resume_collector()
-        gc.freeze()
+        self.feed.prelist()
         self.loop.pods_read_at = started
         self.synced.set()
         log.info(
             "cache synced: %d nodes, %d pods, %d podgroups, %d queues",
             len(self.state.nodes), len(self.state.raw_pods), len(self.state.podgroups), len(self.state.queues),
         )  # fmt: skip
-
-    def _prelist(self) -> None:
-        """Every kind's first listing at once. The few kinds go into the cache as they stream in, Pods
-        and Nodes once the few are in (``_prelisted``). A listing that fails the start (anything but a
-        CRD not installed, or Volcano's) fails it as soon as it does: the other listings are stopped at
-        once (a page on its way given up), not waited for to the end (the pods' may take a minute on a
-        large cluster)."""
-        from concurrent.futures import ThreadPoolExecutor, as_completed
-
-        many = [w for w in self.lean.values() if w.kind.kind in LEAN_KINDS]
-        few = [w for w in self.lean.values() if w.kind.kind not in LEAN_KINDS]
-        volcano = list(self.volcano.watches.values())
-        every = (*many, *few, *volcano)
-        pool = ThreadPoolExecutor(len(every), thread_name_prefix="volsched-list")
-        failed = True
-        try:
-            lean = {pool.submit(w.first_list): w for w in many}  # wait for _prelisted to hand over
-            lists = {pool.submit(w.first_list): w for w in (*few, *volcano)}  # into the cache at once
-            waiting = set(lists)
-            if not waiting:
-                self._prelisted.set()
-            for future in as_completed((*lists, *lean)):
-                w = lists.get(future) or lean[future]
-                try:
-                    future.result()
-                except Exception as exc:  # its watch lists again when started
-                    if future not in lists:
-                        raise
-                    if w.kind.group == VOLCANO_GROUP:
-                        log.warning("listing Volcano %s failed (%s); retrying", w.kind.plural, exc)
-                    elif isinstance(exc, ApiError) and exc.status == 404:  # a CRD not installed
-                        log.warning(
-                            "%s are not served by this cluster (is the CRD installed?)", w.kind.plural
-                        )
-                    else:
-                        raise
-                waiting.discard(future)
-                if not waiting:
-                    self._prelisted.set()
-            failed = False
-        finally:
-            self._prelisted.set()  # the pods' listing is not left waiting
-            if failed:
-                for w in every:
-                    w.stop(timeout=0)  # each listing ends now, a page on its way given up
-            pool.shutdown(wait=not failed, cancel_futures=failed)
 
     # --- config ------------------------------------------------------------------------------------------
 
@@ -448,7 +321,7 @@ class Operator:
             await asyncio.to_thread(self.reload_config, force=True)  # failed: retried before each session
             await asyncio.to_thread(self.volcano.discover)
             await asyncio.to_thread(self.prelist)
-            self.start_watches()
+            self.feed.start()
             tasks.append(
                 asyncio.create_task(
                     kopf.operator(
@@ -482,7 +355,7 @@ class Operator:
             for t in tasks:
                 with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
                     await asyncio.wait_for(t, timeout=10)
-            await asyncio.to_thread(self.stop_watches)
+            await asyncio.to_thread(self.feed.stop)
             await asyncio.to_thread(self.usage.close)
             await self.http.stop()
             self.port.close()

@@ -54,7 +54,7 @@ class VolcanoKinds:
 
     def discover(self) -> None:
         """At start: list and watch Volcano's PodGroups and Queues too when their CRDs are installed
-        (the operator's prelist lists them, its start_watches watches on)."""
+        (the watch feed's prelist lists them, its start watches on: :mod:`~volsched.operator.watches`)."""
         self.follow(force=True)
         missing = [k.plural for k in VOLCANO_WATCHED if k.kind not in self.watches]
         if missing:

@@ -1,0 +1,200 @@
+"""The watch feed (:class:`WatchFeed`): every watched kind listed once at start, then watched, into the cache.
+
+Each kind of ``WATCHED`` gets a :class:`~volsched.kube.watch.ListWatch` on its own thread and connection
+(Pods and Nodes pruned as they arrive), Volcano's kinds come through :class:`~volsched.operator.volcano.
+VolcanoKinds`; every event goes through :meth:`WatchFeed.handle_event` into the
+:class:`~volsched.cache.feeder.Feeder`, and what the writer remembers of an object (conditions, events,
+a PodGroup it created) is forgotten when the object goes. :meth:`WatchFeed.prelist` is the first listing
+of all kinds at once, Pods and Nodes held back until the few other kinds are in.
+
+It is not the watch itself (listing, resuming, 410s: :mod:`volsched.kube.watch`), nor the cache's decoding
+(:mod:`volsched.cache`), nor when the operator counts as synced (the operator's wiring says so).
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Any
+
+from volsched.cache.feeder import Feeder
+from volsched.cache.state import ClusterState
+from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE
+from volsched.gcpause import pause_collector, resume_collector
+from volsched.kube.health import ApiHealth
+from volsched.kube.latency import PodLatency
+from volsched.kube.lister import WATCHED
+from volsched.kube.podgroups import PodGroupCreator
+from volsched.kube.prune import PRUNERS
+from volsched.kube.watch import ApiError, ListWatch
+from volsched.kube.writer import KubeWriter
+from volsched.model.raw import meta_of, uid_of
+from volsched.operator.volcano import VolcanoKinds
+
+log = logging.getLogger("volsched.operator")
+
+#: The many (pruned as they arrive): their events wait until the few other kinds are in the cache.
+LEAN_KINDS = ("Node", "Pod")
+
+
+class WatchFeed:
+    """Every watch the operator runs (``lean`` by kind, Volcano's in ``volcano``), feeding the cache."""
+
+    def __init__(
+        self,
+        *,
+        api: Any,
+        state: ClusterState,
+        feeder: Feeder,
+        writer: KubeWriter,
+        podgroups: PodGroupCreator,
+        health: ApiHealth,
+        latency: PodLatency,
+        scheduler_names: frozenset[str],
+        volcano: Callable[[Callable[[str, str, dict[str, Any]], None]], VolcanoKinds],
+    ) -> None:
+        """``api``: the watches' own client (the writer's pool stays free for writes); ``volcano``: builds
+        the Volcano kinds handing their events to the handler it is given."""
+        self.state = state
+        self.feeder = feeder
+        self.writer = writer
+        self.podgroups = podgroups
+        self.latency = latency
+        self.scheduler_names = scheduler_names
+        self.lean = {
+            k.kind: ListWatch(
+                api,
+                k,
+                on_event=self._lean_handler(k.kind),
+                prune=PRUNERS.get(k.kind),
+                health=health,
+                announce_recovery=False,  # the Lease, read every second, says when it answers again
+            )
+            for k in WATCHED
+        }
+        #: Set once the other kinds are in the cache: pods wait for it (their priorities need the
+        #: PriorityClasses, which would otherwise re-parse every pod listed so far).
+        self._prelisted = threading.Event()
+        #: Volcano's kinds the cluster serves, each listed and watched on its own thread.
+        self.volcano = volcano(self.handle_event)
+
+    def handle_event(self, kind: str, type_: str | None, obj: dict[str, Any]) -> None:
+        """One event of any kind into the cache; what the writer keeps of an object that went, dropped."""
+        meta = meta_of(obj)
+        if kind == "Pod" and self.latency.on:
+            self._trace_pod(type_, meta, obj.get("spec") or {})
+        if type_ == "DELETED":
+            self.feeder.delete(kind, obj)
+            self.writer.forget(kind, uid_of(obj))  # conditions and events written to it
+        else:
+            self.feeder.apply(kind, obj)
+        if kind in ("PodGroup", "Queue", VOLCANO_PODGROUP, VOLCANO_QUEUE) and type_ in ("ADDED", "DELETED"):
+            ns = meta.get("namespace")
+            key = f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+            self.writer.forget("Queue" if kind in ("Queue", VOLCANO_QUEUE) else "PodGroup", key)
+            if kind == "PodGroup" and type_ == "DELETED":
+                self.podgroups.forget(key)
+        if kind in ("Queue", VOLCANO_QUEUE):  # events go to the object in force under the name
+            name = str(meta.get("name"))
+            self.writer.queue_uid(name, self.state.queue_uid(name))
+
+    def _trace_pod(self, type_: str | None, meta: Any, spec: dict[str, Any]) -> None:
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        if type_ == "DELETED":
+            self.latency.gone(key)
+        elif not spec.get("nodeName") and spec.get("schedulerName") in self.scheduler_names:
+            self.latency.saw(key)
+
+    def _lean_handler(self, kind: str) -> Callable[[str, dict[str, Any]], None]:
+        if kind not in LEAN_KINDS:  # one of the few: into the cache at once
+
+            def handle(type_: str, obj: dict[str, Any]) -> None:
+                self.handle_event(kind, type_, obj)
+
+            return handle
+
+        def on_event(type_: str, obj: dict[str, Any]) -> None:
+            while not self._prelisted.wait(0.5):
+                if self.lean[kind].stopped:
+                    return
+            self.handle_event(kind, type_, obj)
+
+        return on_event
+
+    def start(self) -> None:
+        """Watch every kind (Volcano's too) from where :meth:`prelist` listed it, each on its own thread."""
+        for w in (*self.lean.values(), *self.volcano.started()):
+            w.start()
+
+    def stop(self) -> None:
+        # A session still running (stuck at shutdown) changes or starts no more.
+        watches = (*self.lean.values(), *self.volcano.stopped())
+        for w in watches:  # every one told first, then each waited for: twelve threads stuck in a read
+            w.stop(timeout=0)  # wait out one timeout together, not one after another
+        for w in watches:
+            w.stop()
+
+    def prelist(self) -> None:
+        """Read every watched kind once, all at once, so the first session sees the whole cluster (every
+        node, every bound pod): each kind's :meth:`ListWatch.relist`, which its watch then follows from
+        (nothing changed in between is missed). Everything streams into the cache page by page as it is
+        listed; Pods and Nodes wait for the other kinds, few (a PriorityClass applied after the pods
+        would parse them all again)."""
+        # The listing allocates millions of objects, none of them in a reference cycle: collections
+        # meanwhile free nothing and cost a third of its CPU. Once listed, what the cache holds lives
+        # long: frozen, later collections do not walk it again (replaced objects are still freed).
+        # Paused through the counted section a snapshot or a YAML load on another thread shares: turned
+        # back on here under one of them, the collector would scan the heap that one is building.
+        pause_collector()
+        try:
+            self._prelist()
+        finally:
+            resume_collector()
+        gc.freeze()
+
+    def _prelist(self) -> None:
+        """Every kind's first listing at once. The few kinds go into the cache as they stream in, Pods
+        and Nodes once the few are in (``_prelisted``). A listing that fails the start (anything but a
+        CRD not installed, or Volcano's) fails it as soon as it does: the other listings are stopped at
+        once (a page on its way given up), not waited for to the end (the pods' may take a minute on a
+        large cluster)."""
+        many = [w for w in self.lean.values() if w.kind.kind in LEAN_KINDS]
+        few = [w for w in self.lean.values() if w.kind.kind not in LEAN_KINDS]
+        volcano = list(self.volcano.watches.values())
+        every = (*many, *few, *volcano)
+        pool = ThreadPoolExecutor(len(every), thread_name_prefix="volsched-list")
+        failed = True
+        try:
+            lean = {pool.submit(w.first_list): w for w in many}  # wait for _prelisted to hand over
+            lists = {pool.submit(w.first_list): w for w in (*few, *volcano)}  # into the cache at once
+            waiting = set(lists)
+            if not waiting:
+                self._prelisted.set()
+            for future in as_completed((*lists, *lean)):
+                w = lists.get(future) or lean[future]
+                try:
+                    future.result()
+                except Exception as exc:  # its watch lists again when started
+                    if future not in lists:
+                        raise
+                    if w.kind.group == VOLCANO_GROUP:
+                        log.warning("listing Volcano %s failed (%s); retrying", w.kind.plural, exc)
+                    elif isinstance(exc, ApiError) and exc.status == 404:  # a CRD not installed
+                        log.warning(
+                            "%s are not served by this cluster (is the CRD installed?)", w.kind.plural
+                        )
+                    else:
+                        raise
+                waiting.discard(future)
+                if not waiting:
+                    self._prelisted.set()
+            failed = False
+        finally:
+            self._prelisted.set()  # the pods' listing is not left waiting
+            if failed:
+                for w in every:
+                    w.stop(timeout=0)  # each listing ends now, a page on its way given up
+            pool.shutdown(wait=not failed, cancel_futures=failed)
