@@ -136,6 +136,7 @@ def _replay(args: argparse.Namespace, config: SchedulerConfig | None, names: Ite
     until = parse_duration(args.until, where="--until") if args.until is not None else None
     period = parse_duration(args.period, where="--period")
     max_idle = parse_duration(args.max_idle, where="--max-idle", allow_zero=True)
+    min_gap = parse_duration(args.min_gap, where="--min-gap", allow_zero=True)
 
     def once(documents: list[Document], conf: SchedulerConfig | None) -> dict[str, Any]:
         replay = Replay(
@@ -144,6 +145,7 @@ def _replay(args: argparse.Namespace, config: SchedulerConfig | None, names: Ite
             trace=trace,
             period=period,
             max_idle=max_idle,
+            min_gap=min_gap,
             until=until,
             scheduler_names=names,
             record_pods=args.output != "html",  # the HTML report shows no pod
@@ -340,7 +342,14 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--period",
         default="1s",
-        help="with --replay: seconds (or a duration like 500ms) between session ticks (default 1s)",
+        help="with --replay: seconds (or a duration like 500ms) between sessions when nothing calls for one sooner (default 1s, the operator's)",
+    )
+    sim.add_argument(
+        "--min-gap",
+        default="20ms",
+        metavar="DURATION",
+        help="with --replay: a session a pod's arrival (or room freed while pods wait) calls for runs at least"
+        " this long after the last one (default 20ms, the operator's --min-gap)",
     )
     sim.add_argument(
         "--max-idle",

@@ -42,9 +42,9 @@ from volsched.framework.registry import load_config
 from volsched.kube.configsource import ConfigMapText
 from volsched.operator import Operator, Settings
 from volsched.operator.metrics import Metrics
-from volsched.operator.pacing import Pacer, pods_wait
 from volsched.operator.sessions import SessionLoop
 from volsched.operator.settings import SessionSettings, build_parser, settings_from_args
+from volsched.pacing import Pacer, pods_wait
 
 NONE, ARRIVED, FREED, BOTH = Rings(), Rings(arrived=True), Rings(freed=True), Rings(arrived=True, freed=True)
 RETRY = Rings(retry=True)

@@ -1,5 +1,5 @@
 """The cache's doorbell: rung when something a session would act on arrives, so that the operator runs a
-session soon instead of at the next period (see ``volsched.operator.pacing``).
+session soon instead of at the next period (see ``volsched.pacing``).
 
 It only records which kinds rang (arrived, freed, config, retry); when a session runs is pacing's
 decision. Thread-safe: watch threads ring, the session loop takes. What rings and what does not:

@@ -13,7 +13,7 @@
   session sees the whole cluster. kopf runs the operator's life-cycle (start, login, stop); it watches
   nothing: a kopf watch that lists again after an error hands over no deletion for what vanished.
 * Every ``session.period`` seconds, and ``session.min_gap`` after the last one when the cache's doorbell
-  rings (a pod of ours arrived; capacity freed while pods wait: :mod:`~volsched.operator.pacing`),
+  rings (a pod of ours arrived; capacity freed while pods wait: :mod:`~volsched.pacing`),
   the leader (a coordination.k8s.io Lease) runs one cycle
   (:func:`~volsched.cycle.run_cycle`, the simulator's too) behind a background
   :class:`~volsched.kube.port.KubePort`: binds are assumed in the cache when decided and handed to the
@@ -33,7 +33,7 @@ kopf's start and stop, shutdown) and :func:`main`. Its parts live beside it, one
 :mod:`~volsched.operator.settings` (the settings dataclasses and ``volsched run``'s command line),
 :mod:`~volsched.operator.watches` (the watch feed: every kind's watch into the cache, the first
 listing), :mod:`~volsched.operator.sessions` (the session loop: pacing, the
-cycles, the last tick a stalled loop shows), :mod:`~volsched.operator.pacing` (when the next session
+cycles, the last tick a stalled loop shows), :mod:`~volsched.pacing` (when the next session
 runs), :mod:`~volsched.operator.volcano` (which of Volcano's kinds the cluster serves, and their
 watches), :mod:`~volsched.operator.reload` (the ConfigMap reload), :mod:`~volsched.operator.health`
 (what healthy and ready mean), :mod:`~volsched.operator.http` (the HTTP server),

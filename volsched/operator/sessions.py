@@ -1,4 +1,4 @@
-"""The session loop: when a session runs (:class:`~volsched.operator.pacing.Pacer` answers), each cycle
+"""The session loop: when a session runs (:class:`~volsched.pacing.Pacer` answers), each cycle
 run (:func:`~volsched.cycle.run_cycle` behind the port, under the Lease), and what it leaves behind (the
 loop's last tick, which ``/healthz`` reads to tell a stalled loop; the metrics; the dashboard's state).
 
@@ -41,10 +41,10 @@ from volsched.kube.rest import LeanRest
 from volsched.kube.writer import KubeWriter
 from volsched.model.vocabulary import API_GROUP, QUEUE_FINALIZER
 from volsched.operator.metrics import Metrics
-from volsched.operator.pacing import Pacer, pods_wait
 from volsched.operator.reload import ConfigReloader
 from volsched.operator.settings import Settings
 from volsched.operator.volcano import VolcanoKinds
+from volsched.pacing import Pacer, pods_wait
 from volsched.ui import LiveState
 from volsched.usagefeed import UsageFeed
 
@@ -106,7 +106,7 @@ class SessionLoop:
             else None
         )
         self.last_result: SessionResult | None = None
-        #: The last session left pods of ours waiting (:func:`~volsched.operator.pacing.pods_wait`):
+        #: The last session left pods of ours waiting (:func:`~volsched.pacing.pods_wait`):
         #: capacity freeing calls for a session then.
         self.waiting = False
         #: The processor time (the session thread's CPU seconds) the last cycle took: the pacer's gap.
@@ -118,7 +118,7 @@ class SessionLoop:
     async def run(self, stop: asyncio.Event) -> None:
         """A session every period while leading, and sooner when the cache's doorbell rings (a pod of
         ours arrived; capacity freed while pods wait), at least ``session.min_gap`` after the last one
-        ended (see :class:`~volsched.operator.pacing.Pacer`). One session at a time; ``stop`` ends the
+        ended (see :class:`~volsched.pacing.Pacer`). One session at a time; ``stop`` ends the
         wait at once. A follower reads the Lease every ``lease.retry_every`` and runs its first session
         as soon as it acquires it; the doorbell does not call it. A leader waiting longer than
         ``lease.renew_every`` (a period longer than that) renews the Lease meanwhile, without a session,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from volsched.kube.lease import LeaseSettings
 from volsched.kube.writer import WriterSettings
 from volsched.model.vocabulary import DEFAULT_SCHEDULER_NAMES
+from volsched.pacing import MIN_GAP, PERIOD
 
 DEFAULT_NAMESPACE = "volsched-system"
 
@@ -24,14 +25,14 @@ DEFAULT_NAMESPACE = "volsched-system"
 @dataclass
 class SessionSettings:
     #: Seconds between the starts of two sessions when nothing calls for one sooner.
-    period: float = 1.0
+    period: float = PERIOD
     #: A session runs as soon as a pod of ours arrives pending (or capacity frees while pods wait), but at
     #: least this many seconds after the last one ended, and as long as it took (see
-    #: ``volsched.operator.pacing``); >= period: a session every period only. Small, because the gap
+    #: ``volsched.pacing``); >= period: a session every period only. Small, because the gap
     #: also follows the last session's CPU time, which keeps the processor shared where sessions cost
     #: (figures: docs/benchmarks/2026-11-29.md); this floor only batches the pods of a small cluster's
     #: cheap sessions (a longer one kept arriving pods waiting for it).
-    min_gap: float = 0.02
+    min_gap: float = MIN_GAP
     #: How long a bound pod is taken as bound without the watch confirming it.
     assume_ttl: float = 30.0
     #: A session that would decide nothing new is skipped, but one runs at least every this many

@@ -33,6 +33,7 @@ from volsched.model.errors import InputError
 from volsched.model.raw import meta_of
 from volsched.model.scalars import duration_seconds
 from volsched.model.vocabulary import DEFAULT_SCHEDULER_NAMES
+from volsched.pacing import MIN_GAP, PERIOD, Pacer, pods_wait
 from volsched.simulate.documents import EPOCH, Document
 from volsched.simulate.loop import SimulationResult, Simulator
 from volsched.simulate.report import Series, build_report, waits_by
@@ -45,8 +46,10 @@ _Arrival = tuple[float, int, list[Document] | None, TraceJob | None]
 #: Kinds that arrive at their creationTimestamp; every other kind is there from the start, but for a
 #: Node made after the replay's start (the earliest arrival of these), which is added then.
 ARRIVING_KINDS = frozenset({"Pod", "PodGroup", "Job"})
-#: The operator's defaults: a session every second, and at least every 10 s while one may decide later.
-DEFAULT_PERIOD = 1.0
+#: The operator's defaults: a session every second (sooner, ``min_gap`` after the last, when the doorbell
+#: calls for one), and at least every 10 s while one may decide later.
+DEFAULT_PERIOD = PERIOD
+DEFAULT_MIN_GAP = MIN_GAP
 DEFAULT_MAX_IDLE = 10.0
 
 
@@ -127,6 +130,7 @@ class Replay:
         trace: Sequence[TraceJob] = (),
         period: float = DEFAULT_PERIOD,
         max_idle: float = DEFAULT_MAX_IDLE,
+        min_gap: float = DEFAULT_MIN_GAP,
         until: float | None = None,
         scheduler_names: Iterable[str] = DEFAULT_SCHEDULER_NAMES,
         record_pods: bool = True,
@@ -136,6 +140,7 @@ class Replay:
         if not (period > 0 and math.isfinite(period)):
             raise InputError(f"--period must be a positive number of seconds, got {period}")
         self.period, self.max_idle, self.until = period, max_idle, until
+        self.pacer = Pacer(period=period, min_gap=min_gap)
         names = sorted(scheduler_names)
         self._scheduler_name = "volsched" if "volsched" in names else names[0]
         static: list[Document] = []
@@ -204,11 +209,6 @@ class Replay:
         self._arrivals: Iterator[_Arrival] = heapq.merge(files, jobs, key=lambda a: (a[0], a[1]))
         self._next: _Arrival | None = next(self._arrivals, None)
 
-    def _tick(self, at: float) -> float:
-        """The first session tick at or after ``at``."""
-        k = math.ceil((at - self.start) / self.period - 1e-9)
-        return self.start + max(k, 0) * self.period
-
     def _arrive(self, now: float) -> int:
         count = 0
         while self._next is not None and self._next[0] <= now:
@@ -242,6 +242,55 @@ class Replay:
                 self.port.remove_node(name, at)
         self.sim.clock = now
 
+    def _events(self, now: float) -> None:
+        """Everything due by ``now``: arrivals, node removals, pods succeeding (each rings the cache's
+        doorbell as its watch event would)."""
+        self._arrive(now)
+        self._remove_nodes(now)
+        self.port.finish_due(now)
+        self.sim.clock = now
+
+    def _next_session(
+        self, *, started: float, ended: float, dirty: bool, waiting: bool, last_run: float
+    ) -> float:
+        """When the session after the one that ran (or was skipped) at ``started`` runs: what the
+        operator's :class:`~volsched.pacing.Pacer` answers, asked again at every event until then (each
+        event may ring the doorbell). ``dirty``: the next periodic session would run (the last one
+        decided something); ``waiting``: the last session that ran left pods of ours waiting.
+
+        A periodic session that :class:`~volsched.cycle.IdleSkip` would skip (nothing changed since a
+        session that decided nothing) is not visited: its only effect, moving the period's grid on by
+        one, is made here. What remains is visited: a session the doorbell calls for, the first periodic
+        one after an event, and one ``max_idle`` after the last that ran (IdleSkip decides then)."""
+        pacer, bell, period = self.pacer, self.sim.state.doorbell, self.period
+        t = ended
+        while True:
+            event = self._next_event()
+            wait = pacer.next_wait(
+                started=started, ended=ended, now=t, rings=bell.peek(), waiting=waiting,
+                leader=True, retry_every=period,
+            )  # fmt: skip
+            due = t + wait
+            if not dirty and due >= started + period:  # a periodic session, skipped: the grid moves on
+                due = math.inf
+                wake = last_run + self.max_idle
+                # IdleSkip runs a session max_idle after the last that ran while that one may decide
+                # later; with nothing left to arrive or finish, only up to ``until``.
+                if self.max_idle > 0 and wake > started and (math.isfinite(event) or self.until is not None):
+                    due = started + math.ceil((wake - started) / period - 1e-9) * period
+            if event > due or not math.isfinite(event):
+                return due
+            if self.until is not None and event > self.start + self.until:
+                return math.inf  # the replay ends first
+            if not dirty:  # the skipped sessions before the event: the last one is the grid's start now
+                k = math.ceil((event - started) / period - 1e-9) - 1
+                if k >= 1:
+                    started = ended = started + k * period
+                    bell.take()
+            self._events(event)
+            dirty = True  # the cache changed: the next periodic session runs
+            t = max(t, event)
+
     def run(self) -> ReplayResult:
         sim, port = self.sim, self.port
         idle = IdleSkip(max_idle=self.max_idle, clock=lambda: sim.clock)
@@ -249,16 +298,15 @@ class Replay:
         last = SessionResult()
         sessions = skipped = 0
         last_run = -math.inf
+        waiting = False
         now = self.start
         series = Series(step=self.period)
         deserved: dict[str, dict[str, float]] = {}
+        self._events(now)
         while True:
-            self._arrive(now)
-            self._remove_nodes(now)
-            port.finish_due(now)
-            sim.clock = now
             if port.budgets:  # budgets come with the cluster's files only (arrivals are workloads)
                 port.sync_budgets()
+            sim.state.doorbell.take()  # what rings from now on calls for the next session
             report = run_cycle(sim.feeder, sim.config, port, now=now, idle=idle)
             sim.last_report = report
             if report.skipped:
@@ -266,24 +314,18 @@ class Replay:
             else:
                 sessions += 1
                 last, last_run = report.result, now
+                waiting = pods_wait(last)
                 deserved = {q: v.deserved or {} for q, v in last.queues.items()}
             series.sample(now, port.ledger.held, deserved)
             outcomes += (o for o in report.evictions if o.result in (EVICTED, BLOCKED, FAILED))
             changed = bool(report.count(BOUND) or report.evicted() or report.phases_changed)
-            event = self._next_event()
-            if changed:
-                nxt = now + self.period
-            else:
-                nxt = self._tick(event) if math.isfinite(event) else math.inf
-                wake = last_run + self.max_idle
-                # IdleSkip runs a session max_idle after the last one while that one may decide later;
-                # with nothing left to arrive or finish, only up to ``until``.
-                if self.max_idle > 0 and wake > now and (math.isfinite(nxt) or self.until is not None):
-                    nxt = min(nxt, self._tick(wake))
-            nxt = max(nxt, now + self.period) if math.isfinite(nxt) and nxt <= now else nxt
+            nxt = self._next_session(
+                started=now, ended=now, dirty=changed, waiting=waiting, last_run=last_run
+            )
             if not math.isfinite(nxt) or (self.until is not None and nxt > self.start + self.until):
                 break
             now = nxt
+            self._events(now)
         result = SimulationResult(
             sessions=sessions, state=sim.state, last=last, history=[last], eviction_outcomes=outcomes
         )

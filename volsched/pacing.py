@@ -1,8 +1,11 @@
 """When the next session runs: every period, or sooner when the cache's doorbell rang (see
 ``volsched.cache.doorbell``), but never sooner than a minimum gap after the last session ended.
 
-Pure: the session loop (:meth:`volsched.operator.sessions.SessionLoop.run`) asks :meth:`Pacer.next_wait`
-after each session and again whenever the doorbell rings, and waits what it answers.
+Pure, and shared: the operator's session loop (:meth:`volsched.operator.sessions.SessionLoop.run`) asks
+:meth:`Pacer.next_wait` after each session and again whenever the doorbell rings, and waits what it
+answers; the simulator's time mode (:mod:`volsched.simulate.replay`) asks the same question on its
+virtual clock, so a replay's sessions run when the operator's would. It is not the loop itself (no
+waiting, no threads) and decides nothing about what a session does.
 """
 
 from __future__ import annotations
@@ -11,6 +14,10 @@ from dataclasses import dataclass
 
 from volsched.cache.doorbell import Rings
 from volsched.framework.decisions import SessionResult
+
+#: The defaults of the operator's ``session.period`` and ``session.min_gap`` (the time mode's too).
+PERIOD = 1.0
+MIN_GAP = 0.02
 
 
 def pods_wait(result: SessionResult) -> bool:
