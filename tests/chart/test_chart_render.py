@@ -95,6 +95,17 @@ def test_every_object_carries_the_chart_labels_except_crds() -> None:
         assert labels["app.kubernetes.io/managed-by"] == "Helm"
 
 
+def _volcano_object_patch(objs: list[dict[str, Any]]) -> list[list[str]]:
+    """The ClusterRole's rules granting patch on Volcano's objects themselves (not a subresource)."""
+    return [
+        r["resources"]
+        for r in _one(objs, "ClusterRole")["rules"]
+        if r["apiGroups"] == ["scheduling.volcano.sh"]
+        and "patch" in r["verbs"]
+        and not any("/" in x for x in r["resources"])
+    ]
+
+
 CASES: list[tuple[str, list[str], Any]] = [
     ("image repository and tag", ["--set", "image.repository=reg.local/vs", "--set", "image.tag=9.9"],
      lambda o: _container(o)["image"] == "reg.local/vs:9.9" and "imagePullPolicy" not in _container(o)),
@@ -150,6 +161,13 @@ CASES: list[tuple[str, list[str], Any]] = [
     ("no webhooks by default", [],
      lambda o: not [x for x in o if x["kind"] in ("Service", "Certificate")]
      and not any("validatingwebhookconfigurations" in r["resources"] for r in _one(o, "ClusterRole")["rules"])),
+    ("Volcano objects patched by default: PodGroups only (their CRD has no status subresource)", [],
+     lambda o: _volcano_object_patch(o) == [["podgroups"]]),
+    ("Volcano Queues patched as objects too (a CRD without a status subresource)",
+     ["--set-json", 'rbac.volcanoPatchObjects=["podgroups","queues"]'],
+     lambda o: _volcano_object_patch(o) == [["podgroups", "queues"]]),
+    ("no Volcano object patched", ["--set-json", "rbac.volcanoPatchObjects=[]"],
+     lambda o: _volcano_object_patch(o) == []),
     ("no NetworkPolicy", ["--set", "networkPolicy.enabled=false"],
      lambda o: not [x for x in o if x["kind"] == "NetworkPolicy"]),
     ("NetworkPolicy peers", ["--set-json", 'networkPolicy.from=[{"namespaceSelector": {"matchLabels": {"x": "y"}}}]'],

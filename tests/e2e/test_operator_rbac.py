@@ -56,7 +56,7 @@ USED = [
     ("list", V, "queues", "", "", ""), ("watch", V, "queues", "", "", ""),
     ("list", V, "podgroups", "", "", ""), ("watch", V, "podgroups", "", "", ""),
     ("patch", V, "queues", "status", "", "q"), ("patch", V, "podgroups", "status", "team", "pg"),
-    ("patch", V, "queues", "", "", "q"), ("patch", V, "podgroups", "", "team", "pg"),
+    ("patch", V, "podgroups", "", "team", "pg"),  # Volcano's PodGroup CRD has no status subresource
     ("create", "", "events", "", "team", ""), ("patch", "", "events", "", "team", "e"),
     ("get", "", "events", "", "team", "e"),
     ("get", "", "configmaps", "", NS, "volsched-scheduler-config"),
@@ -87,6 +87,7 @@ NOT_GRANTED = [
     ("delete", R, "resourceclaims", "", "team", "c"), ("update", R, "resourceslices", "", "", "s"),
     ("create", V, "podgroups", "", "team", ""), ("delete", V, "podgroups", "", "team", "pg"),
     ("create", V, "queues", "", "", ""), ("update", G, "podgroups", "", "team", "pg"),
+    ("patch", V, "queues", "", "", "q"),  # Volcano's Queue CRD has a status subresource
     ("get", "custom.metrics.k8s.io", "pods", "node_cpu_usage_avg", "team", "*"),
     ("get", "custom.metrics.k8s.io", "nodes", "some_other_metric", "", "*"),
 ]  # fmt: skip
@@ -167,6 +168,29 @@ def test_the_operator_runs_with_only_its_service_account(
     assert lease.spec.holder_identity
     log = op.log()
     assert "forbidden" not in log.lower() and " 403" not in log
+    assert " CRD has " not in log  # the rights fit Volcano's CRDs (no warning, no wider right)
+
+
+def test_a_volcano_crd_the_rights_do_not_fit_is_warned_about_with_the_reason(
+    k: Kube, cluster: LocalControlPlane, start_operator: Start
+) -> None:
+    """Rights narrowed past what Volcano's PodGroup CRD (no status subresource) needs: the operator says
+    at start which right is missing and which chart value grants it."""
+    _apply_rbac(k)
+    rbac = client.RbacAuthorizationV1Api(k.api)
+    role = rbac.read_cluster_role("volsched")
+    role.rules = [r for r in role.rules if not (r.api_groups == [V] and r.resources == ["podgroups"])]
+    rbac.replace_cluster_role("volsched", role)
+    install_volcano_crds(k.api)
+    token = cluster.service_account_token(NS, "volsched", create=False)
+    kubeconfig = cluster.write_kubeconfig(cluster.workdir / "sa.kubeconfig", token=token)
+    op = start_operator(kubeconfig=kubeconfig)
+    wait_for(op.healthy, 60, what="the cache synced")
+    wait_for(lambda: "Volcano's PodGroup CRD has no status subresource" in op.log(), 30, what="the warning")
+    line = next(x for x in op.log().splitlines() if "Volcano's PodGroup CRD" in x)
+    assert "WARNING" in line and "needs patch on podgroups.scheduling.volcano.sh" in line
+    assert "rbac.volcanoPatchObjects" in line
+    assert "Volcano's Queue CRD" not in op.log()  # its rights fit
 
 
 def test_no_session_runs_and_the_replica_is_not_ready_until_the_scheduler_config_can_be_read(

@@ -43,7 +43,7 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Ope
     kubeconfig.write_text(KUBECONFIG)
     discovery = Discovery()
     started: list[str] = []
-    monkeypatch.setattr(volcano_module, "served_plurals", discovery)
+    monkeypatch.setattr(volcano_module, "served_resources", discovery)
     monkeypatch.setattr(ListWatch, "start", lambda self: started.append(self.kind.plural))
     op = Operator(Settings(kubeconfig=str(kubeconfig)))
     op.feed.start()  # the operator is running: kinds found from now on are watched at once
@@ -179,7 +179,7 @@ def test_a_removed_kinds_objects_a_stuck_watch_brings_late_never_return_to_the_c
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG.replace("127.0.0.1:9", f"127.0.0.1:{server.port}"))
     discovery = Discovery()
-    monkeypatch.setattr(volcano_module, "served_plurals", discovery)
+    monkeypatch.setattr(volcano_module, "served_resources", discovery)
     monkeypatch.setattr(ListWatch, "stop", partialmethod(ListWatch.stop, timeout=0.2))  # gives up sooner
     op = Operator(Settings(kubeconfig=str(kubeconfig)))
     try:

@@ -85,15 +85,21 @@ VOLCANO_WATCHED: tuple[WatchedKind, ...] = (
 )
 
 
-def served_plurals(rest: LeanRest, group: str, version: str) -> set[str]:
-    """The resources the API serves in ``group/version`` (empty when it serves none: no CRDs)."""
+def served_resources(rest: LeanRest, group: str, version: str) -> set[str]:
+    """The resources the API serves in ``group/version``, subresources too (``podgroups/status``: the
+    CRD has a status subresource); empty when it serves none (no CRDs)."""
     try:
         body = rest.get(f"/apis/{group}/{version}", timeout=READ_TIMEOUT)
     except ApiException as exc:
         if exc.status == 404:
             return set()
         raise
-    return {str(r.get("name")) for r in body.get("resources") or [] if "/" not in str(r.get("name"))}
+    return {str(r.get("name")) for r in body.get("resources") or []}
+
+
+def served_plurals(rest: LeanRest, group: str, version: str) -> set[str]:
+    """The resources the API serves in ``group/version``, without subresources."""
+    return {name for name in served_resources(rest, group, version) if "/" not in name}
 
 
 @dataclass(frozen=True)

@@ -75,3 +75,21 @@ class AccessReviews:
         raw = self.rest.request("POST", path, body, timeout=REVIEW_TIMEOUT)
         out = orjson.loads(raw)
         return out if isinstance(out, dict) else {}
+
+
+def self_may(rest: LeanRest, *, verb: str, group: str, resource: str, subresource: str = "") -> bool:
+    """Whether ``rest``'s own identity may ``verb`` ``resource`` (its ``subresource``) in every namespace: a
+    SelfSubjectAccessReview, which every authenticated user may create."""
+    attributes: dict[str, Any] = {"verb": verb, "group": group, "resource": resource}
+    if subresource:
+        attributes["subresource"] = subresource
+    body = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": attributes},
+    }
+    raw = rest.request(
+        "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body, timeout=REVIEW_TIMEOUT
+    )
+    out = orjson.loads(raw)
+    return bool(isinstance(out, dict) and (out.get("status") or {}).get("allowed"))

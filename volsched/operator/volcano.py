@@ -5,6 +5,10 @@ start and every ``session.volcano_check_every`` seconds through API discovery (n
 permission); a kind found is listed and watched on its own thread, a kind no longer served stops being
 watched and what the cache holds of it is dropped. It decides nothing and parses nothing: each watch hands
 its events to the operator's handler, the cache decodes them (``volsched.cache.volcano``).
+
+A kind found is also checked against the operator's rights (:func:`status_rights_problem`): its status
+is written through the status subresource where its CRD has one, else as a field of the object, which
+needs ``patch`` on the object itself; a warning says so when the rights granted do not fit the CRD.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ from collections.abc import Callable
 from typing import Any
 
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_VERSION
-from volsched.kube.lister import VOLCANO_WATCHED, WatchedKind, served_plurals
+from volsched.kube.lister import VOLCANO_WATCHED, WatchedKind, served_resources
 from volsched.kube.rest import LeanRest
+from volsched.kube.reviews import self_may
 from volsched.kube.watch import ListWatch
 from volsched.operator.settings import SessionSettings
 
@@ -27,6 +32,36 @@ log = logging.getLogger("volsched.operator")
 Handler = Callable[[str, str, dict[str, Any]], None]
 #: A new (not yet started) watch of a kind, handing its events to the callback.
 NewWatch = Callable[[WatchedKind, Callable[[str, dict[str, Any]], None]], ListWatch]
+
+
+def status_rights_problem(
+    kind: WatchedKind, *, has_status: bool, may_status: bool, may_object: bool
+) -> tuple[int, str] | None:
+    """Why the rights to write ``kind``'s status do not fit its CRD, and how loud (a logging level: a
+    right missing is a warning, one wider than needed is told at INFO); None: they fit. With a status
+    subresource, ``patch`` on it is needed and ``patch`` on the objects is not; without one, the status
+    is a field of the object and ``patch`` on the objects is needed."""
+    where = f"{kind.plural}.{VOLCANO_GROUP}"
+    name = kind.kind.removeprefix("Volcano")  # the cache's name for it: VolcanoPodGroup
+    if has_status and not may_status:
+        return logging.WARNING, (
+            f"Volcano's {name} CRD has a status subresource, but this operator may not patch "
+            f"{kind.plural}/status in {VOLCANO_GROUP}: the status of Volcano {kind.plural} (phase, "
+            "conditions) will not be written; grant it (manifests/10-rbac.yaml, the chart's ClusterRole)"
+        )
+    if not has_status and not may_object:
+        return logging.WARNING, (
+            f"Volcano's {name} CRD has no status subresource, so their status is written as a field "
+            f"of the object, which needs patch on {where}, not granted: the status of Volcano "
+            f"{kind.plural} will not be written; add {kind.plural} to the chart's rbac.volcanoPatchObjects"
+        )
+    if has_status and may_object:
+        return logging.INFO, (
+            f"Volcano's {name} CRD has a status subresource, yet this operator may patch the "
+            f"{where} objects themselves, which it does not need: remove {kind.plural} from the chart's "
+            "rbac.volcanoPatchObjects"
+        )
+    return None
 
 
 class VolcanoKinds:
@@ -77,7 +112,7 @@ class VolcanoKinds:
             return
         self._checked = now
         try:
-            served = served_plurals(self.reads, VOLCANO_GROUP, VOLCANO_VERSION)
+            names = served_resources(self.reads, VOLCANO_GROUP, VOLCANO_VERSION)
         except Exception as exc:
             log.log(
                 logging.WARNING if force else logging.DEBUG,
@@ -85,9 +120,11 @@ class VolcanoKinds:
                 VOLCANO_GROUP, exc, self.session.volcano_check_every,
             )  # fmt: skip
             return
+        served = {n for n in names if "/" not in n}
         for kind in VOLCANO_WATCHED:
             if kind.plural in served and kind.kind not in self.watches:
                 self._watch(kind)
+                self._check_rights(kind, has_status=f"{kind.plural}/status" in names)
             elif kind.plural not in served and kind.kind in self.watches:
                 self._unwatch(kind)
 
@@ -117,6 +154,23 @@ class VolcanoKinds:
             self.watches[kind.kind] = w
             if self._started:  # found after the start: lists, then watches, on its own thread
                 w.start()
+
+    def _check_rights(self, kind: WatchedKind, *, has_status: bool) -> None:
+        """Warn when the rights to write ``kind``'s status do not fit its CRD (SelfSubjectAccessReviews)."""
+        try:
+            problem = status_rights_problem(
+                kind,
+                has_status=has_status,
+                may_status=self_may(
+                    self.reads, verb="patch", group=VOLCANO_GROUP, resource=kind.plural, subresource="status"
+                ),
+                may_object=self_may(self.reads, verb="patch", group=VOLCANO_GROUP, resource=kind.plural),
+            )
+        except Exception as exc:
+            log.debug("cannot check the rights on Volcano %s (%s)", kind.plural, exc)
+            return
+        if problem is not None:
+            log.log(problem[0], "%s", problem[1])
 
     def _unwatch(self, kind: WatchedKind) -> None:
         with self.lock:
