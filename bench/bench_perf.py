@@ -27,7 +27,7 @@ within the nodes; volsched runs Preemption with the ``preempt`` action added to 
 Each run: a fresh control plane, its nodes, the scheduler started and ready, the init pods created and
 (but for Unschedulable) all bound, then the measured pods created all at once (``loadgen create``).
 Measured: pods/s = measured pods bound / (last bind - first measured pod seen created), p50/p99 of their
-creation-to-bind (as the bench's own watch sees both), the scheduler's CPU seconds over that window and
+creation-to-bind (as the bench's own watch sees both), the scheduler's (and the apiserver's and etcd's) CPU seconds over that window and
 its peak RSS. The table gives both schedulers and volsched's ratio; ``--json`` writes it all.
 
     python bench/bench_perf.py [--quick | --full] [--only SchedulingBasic,...] [--json FILE]
@@ -80,6 +80,8 @@ from machine import describe  # noqa: E402
 from volsched_dev.devcluster import LocalControlPlane  # noqa: E402
 
 ZONE = "topology.kubernetes.io/zone"
+#: The control plane's processes whose CPU over the measured window the rows keep (``extra``).
+SERVER_SIDE = ("kube-apiserver", "etcd")
 HOST = "kubernetes.io/hostname"
 Body = dict[str, Any]
 
@@ -411,6 +413,8 @@ def run_workload(
             else:
                 sched = start_kube_scheduler(cp, log, rundir)
             usage = TreeUsage(sched.proc.pid)
+            #: The apiserver's and etcd's CPU over the measured window too: which side of the wire is busy.
+            server = {name: TreeUsage(pid) for name, pid in cp.processes().items() if name in SERVER_SIDE}
             try:
                 deadline = time.monotonic() + 120
                 while not sched.ready():
@@ -446,6 +450,10 @@ def run_workload(
                         time.sleep(0.05)
                 usage.sample()
                 cpu0 = usage.cpu_seconds
+                for u in server.values():
+                    u.sample()
+                server0 = {name: u.cpu_seconds for name, u in server.items()}
+                asked0 = apiserver_requests(cp)
                 went_on = math.nan
                 with Churn(api, sched_name) if w.churn else _nothing():
                     if backlog:
@@ -457,6 +465,13 @@ def run_workload(
                     if not backlog:
                         creation.wait()
                 row.cpu_s = usage.cpu_seconds - cpu0
+                for name, u in server.items():
+                    u.sample()
+                    row.extra[f"{name}_cpu_s"] = round(u.cpu_seconds - server0[name], 3)
+                asked = apiserver_requests(cp)
+                row.extra["requests"] = {
+                    k: n - asked0.get(k, 0) for k, n in sorted(asked.items()) if n > asked0.get(k, 0)
+                }
                 if spy is not None:
                     row.extra["py_spy"] = _stop_py_spy(spy, args.keep)
                 row.peak_rss_mib = usage.peak_rss / 2**20
@@ -504,6 +519,29 @@ def _stop_py_spy(spy: Any, keep: Path | None) -> str:
     return str(out) if keep else ""
 
 
+def apiserver_requests(cp: LocalControlPlane) -> dict[str, int]:
+    """The apiserver's requests so far by verb, resource and subresource (its ``apiserver_request_total``,
+    every client and code summed): the difference over a window says what the schedulers asked of it."""
+    import re
+    import ssl
+    import urllib.request
+
+    ctx = ssl.create_default_context(cafile=str(cp.ca_cert_path))
+    req = urllib.request.Request(f"{cp.host}/metrics", headers={"Authorization": f"Bearer {cp.admin_token}"})
+    with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
+        text = resp.read().decode()
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', line))
+        key = " ".join(
+            x for x in (labels.get("verb"), labels.get("resource"), labels.get("subresource")) if x
+        )
+        out[key] = out.get(key, 0) + int(float(line.rsplit(" ", 1)[1]))
+    return out
+
+
 class _nothing:
     def __enter__(self) -> None:
         return None
@@ -531,7 +569,7 @@ def ratios(rows: list[Row]) -> dict[str, list[float]]:
 def report(rows: list[Row]) -> str:
     lines = [
         f"{'workload':<27} {'rep':>3} {'scheduler':<15} {'nodes':>5} {'init':>5} {'pods':>5} {'bound':>5} "
-        f"{'pods/s':>7} {'ratio':>6} {'p50 s':>7} {'p99 s':>7} {'cpu s':>6} {'RSS Mi':>6} {'load':>9}"
+        f"{'pods/s':>7} {'ratio':>6} {'p50 s':>7} {'p99 s':>7} {'cpu s':>6} {'api s':>6} {'RSS Mi':>6} {'load':>9}"
     ]
     by = {(r.workload, r.scheduler, r.repeat): r for r in rows}
     for r in rows:
@@ -544,10 +582,12 @@ def report(rows: list[Row]) -> str:
         lines.append(
             f"{r.workload:<27} {r.repeat:>3} {r.scheduler:<15} {r.nodes:>5} {r.init:>5} {r.measure:>5} "
             f"{r.bound:>5} {r.pods_per_s:>7.0f} {ratio:>6} {r.p50:>7.3f} {r.p99:>7.3f} {r.cpu_s:>6.1f} "
+            f"{r.extra.get('kube-apiserver_cpu_s', math.nan):>6.1f} "
             f"{r.peak_rss_mib:>6.0f} {r.load_before:>4.1f}-{r.load_after:<4.1f}"
             + (f" {r.note}" if r.note else "")
         )
     lines.append("ratio: volsched's pods/s over kube-scheduler's on the same workload, same round")
+    lines.append("cpu s, api s: the scheduler's and the apiserver's CPU seconds over the measured window")
     spread = ratios(rows)
     if any(len(v) > 1 for v in spread.values()):
         lines.append("")
