@@ -156,6 +156,21 @@ def _reason(exc: ApiException) -> str:
         return str(exc.reason)
 
 
+def _event_update(body: Mapping[str, Any]) -> dict[str, Any]:
+    """What updating an Event in place writes: its message, reason, type, last time and count."""
+    keys = ("message", "reason", "type", "lastTimestamp", "count")
+    return {k: body[k] for k in keys}
+
+
+def _gone_when_evicted(pod: Raw | None) -> bool:
+    """Whether the apiserver deletes ``pod`` at once when it is evicted (a zero grace period, as its spec
+    says, and no finalizer to wait for), so that nothing is left to show a condition."""
+    if pod is None:
+        return False
+    grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+    return grace == 0 and not meta_of(pod).get("finalizers")
+
+
 def _bound_as_asked(pod: Raw | None, bind: Bind) -> bool:
     """The pod (read after a 409) is the one we bound (its UID, when the bind names one) on our node."""
     if pod is None:
@@ -487,8 +502,9 @@ class KubeWriter:
         before preempting) and a ``Preempted``/``Evicted`` event naming the action, the beneficiary and
         the numbers, then the Eviction API (which enforces PodDisruptionBudgets). The Eviction API
         replaces the condition with its own (``EvictionByEvictionAPI``), so it is written once more
-        after a successful eviction while the pod terminates. A pod that cannot be told is not evicted
-        (the next session tries again)."""
+        after a successful eviction while the pod terminates (not for a pod the eviction deletes at once:
+        a zero grace period and no finalizer; the write would only be refused, one request of four). A
+        pod that cannot be told is not evicted (the next session tries again)."""
         if not self._ours(pod):
             return EvictOutcome(eviction, SKIPPED, "not scheduled by volsched")
         ns, name = _split(eviction.pod)
@@ -504,7 +520,7 @@ class KubeWriter:
             target, reason=eviction_event_reason(eviction), message=message, type_="Normal", now=now
         )
         outcome = self._evict(eviction, ns, name)
-        if outcome.result == EVICTED:
+        if outcome.result == EVICTED and not _gone_when_evicted(pod):
             self._disruption_target(eviction, ns, name, condition)
         if event_error:
             outcome.detail = f"{outcome.detail}; {event_error}" if outcome.detail else event_error
@@ -792,7 +808,7 @@ class KubeWriter:
             count=last[1] + 1 if last else 1,
         )  # fmt: skip
         try:
-            count = self._upsert_event(body)
+            count = self._upsert_event(body, ours=last is not None)
         except Fenced:
             return 0, None  # not sent: the next leader sends it
         except ApiException as exc:
@@ -805,13 +821,25 @@ class KubeWriter:
         self.events.sent(target.key, reason, message, count=count)
         return 1, None
 
-    def _upsert_event(self, body: dict[str, Any]) -> int | None:
+    def _upsert_event(self, body: dict[str, Any], *, ours: bool = False) -> int | None:
         """Create the event, or update it in place if it exists (409): message, time and count + 1.
         Returns the count written, or None when the existing event already says this. Raises what the
-        API raised. Messages are redacted here, the one place every event passes through."""
+        API raised. Messages are redacted here, the one place every event passes through.
+        ``ours``: this writer sent the event before (``body`` has its next count), so it is updated in
+        place at once (created if it is gone meanwhile): one request, where a create refused as a
+        conflict, a read and an update were three (a pending pod's reason changing every session)."""
         body = {**body, "message": redact(str(body.get("message", "")))}
         meta = body["metadata"]
         namespace, name = meta["namespace"], meta["name"]
+        if ours:
+            try:
+                self._send(
+                    "PATCH", event_path(namespace, name), _event_update(body), content_type=MERGE_PATCH
+                )
+                return int(body.get("count") or 1)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
         try:
             self._send("POST", event_path(namespace), body)
             return int(body.get("count") or 1)
@@ -822,11 +850,12 @@ class KubeWriter:
         if existing.get("message") == body["message"] and existing.get("reason") == body["reason"]:
             return None
         count = int(existing.get("count") or 1) + 1
-        patch = {
-            "message": body["message"], "reason": body["reason"], "type": body["type"],
-            "lastTimestamp": body["lastTimestamp"], "count": count,
-        }  # fmt: skip
-        self._send("PATCH", event_path(namespace, name), patch, content_type=MERGE_PATCH)
+        self._send(
+            "PATCH",
+            event_path(namespace, name),
+            _event_update({**body, "count": count}),
+            content_type=MERGE_PATCH,
+        )
         return count
 
     def guard_queue(self, name: str, finalizers: tuple[str, ...], *, keep: bool) -> str | None:

@@ -1,0 +1,104 @@
+"""What the writer asks of the apiserver for a decision, request by request (a loopback server that
+records them): the apiserver's CPU is what the scheduler_perf workloads share, so a request that tells
+nobody anything is one too many."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.unit._scripted_server import OK, ScriptedServer, loopback_config
+from volsched.cycle import EVICTED
+from volsched.framework.decisions import Evict, EvictionReason
+from volsched.kube.writer import EventTarget, KubeWriter, WriterSettings
+from volsched.model.vocabulary import SCHEDULER_NAME
+
+NOT_FOUND = (404, {}, {"kind": "Status", "reason": "NotFound", "code": 404})
+CONFLICT = (409, {}, {"kind": "Status", "reason": "AlreadyExists", "code": 409})
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    s = ScriptedServer()
+    yield s
+    s.httpd.shutdown()
+
+
+@pytest.fixture
+def writer(server: ScriptedServer) -> Iterator[KubeWriter]:
+    with client.ApiClient(loopback_config(server.port, retries=False)) as api:
+        w = KubeWriter(api, WriterSettings(workers=1))
+        yield w
+        w.close()
+
+
+def _pod(grace: int | None, finalizers: list[str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "p", "namespace": "ns", "uid": "u1"}
+    if finalizers:
+        meta["finalizers"] = finalizers
+    spec: dict[str, Any] = {"schedulerName": SCHEDULER_NAME}
+    if grace is not None:
+        spec["terminationGracePeriodSeconds"] = grace
+    return {"metadata": meta, "spec": spec}
+
+
+EVICTION = Evict(pod="ns/p", uid="u1", node="n1", reason=EvictionReason(action="preempt", detail="r"))
+
+
+@pytest.mark.parametrize(
+    ("pod", "told_after"),
+    [
+        (_pod(None), True),  # 30 s by default: it terminates a while, showing the condition
+        (_pod(30), True),
+        (_pod(0, ["example.com/keep"]), True),  # kept until its finalizer goes
+        (_pod(0), False),  # deleted at once: writing the condition again would only be refused
+    ],
+    ids=["default-grace", "grace-30", "finalizer", "gone-at-once"],
+)
+def test_an_evicted_pod_is_told_again_after_the_eviction_only_if_it_lingers(
+    server: ScriptedServer, writer: KubeWriter, pod: dict[str, Any], told_after: bool
+) -> None:
+    server.script["/eviction"] = [OK]
+    assert writer.evict(EVICTION, pod).result == EVICTED
+    methods = [(r.method, r.path.rsplit("/", 1)[-1]) for r in server.received]
+    told = [("PATCH", "status"), ("POST", "events"), ("POST", "eviction")]
+    assert methods == told + ([("PATCH", "status")] if told_after else [])
+
+
+TARGET = EventTarget("Pod", "v1", "ns", "p", "u1")
+
+
+def test_an_event_this_writer_sent_is_updated_in_place_with_one_request(
+    server: ScriptedServer, writer: KubeWriter
+) -> None:
+    """The first message creates the Event; a later one (a pending pod's reason changed) updates it at
+    once, with the count this writer keeps, instead of a create refused as a conflict, a read and an
+    update."""
+    assert writer.post_object_event(TARGET, reason="FailedScheduling", message="one")[0] == 1
+    assert writer.post_object_event(TARGET, reason="FailedScheduling", message="two")[0] == 1
+    first, second = server.received
+    assert (first.method, first.path) == ("POST", "/api/v1/namespaces/ns/events")
+    assert second.method == "PATCH" and second.path.startswith("/api/v1/namespaces/ns/events/")
+    assert (second.body["message"], second.body["count"]) == ("two", 2)
+
+
+def test_an_event_gone_meanwhile_is_created_again_and_one_never_sent_here_is_read_first(
+    server: ScriptedServer, writer: KubeWriter
+) -> None:
+    """Events expire (an hour by default): the update finds none (404) and the event is created again.
+    An Event this writer never sent (another replica's, or from before a restart) is read first, so
+    that its count goes on and the same message is not sent twice."""
+    writer.post_object_event(TARGET, reason="FailedScheduling", message="one")
+    server.script["/events/" + server.received[0].body["metadata"]["name"]] = [NOT_FOUND]
+    assert writer.post_object_event(TARGET, reason="FailedScheduling", message="two")[0] == 1
+    assert [r.method for r in server.received] == ["POST", "PATCH", "POST"]
+    assert server.received[-1].body["message"] == "two"
+
+    server.received.clear()
+    other = EventTarget("Pod", "v1", "ns", "q", "u2")
+    server.script["/api/v1/namespaces/ns/events"] = [CONFLICT]
+    writer.post_object_event(other, reason="FailedScheduling", message="one")
+    assert [r.method for r in server.received] == ["POST", "GET", "PATCH"]
