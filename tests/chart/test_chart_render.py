@@ -95,6 +95,26 @@ def test_every_object_carries_the_chart_labels_except_crds() -> None:
         assert labels["app.kubernetes.io/managed-by"] == "Helm"
 
 
+def _secret_rules(objs: list[dict[str, Any]]) -> list[tuple[list[str], list[str] | None]]:
+    """The Role's rules on Secrets: (verbs, resourceNames)."""
+    return [
+        (r["verbs"], r.get("resourceNames"))
+        for r in _one(objs, "Role")["rules"]
+        if r["resources"] == ["secrets"]
+    ]
+
+
+def _webhook_configurations(objs: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+    """The webhook configurations the chart renders (named volsched.io, as kopf names them), by kind:
+    their annotations. They hold no webhooks: kopf fills them in."""
+    out = {}
+    for o in objs:
+        if o["kind"] in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+            assert o["metadata"]["name"] == "volsched.io" and "webhooks" not in o
+            out[o["kind"]] = o["metadata"].get("annotations") or {}
+    return out
+
+
 def _volcano_object_patch(objs: list[dict[str, Any]]) -> list[list[str]]:
     """The ClusterRole's rules granting patch on Volcano's objects themselves (not a subresource)."""
     return [
@@ -141,13 +161,16 @@ CASES: list[tuple[str, list[str], Any]] = [
      and _container(o)["env"][-1] == {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}),
     ("metrics and dashboard open to anyone", ["--set", "httpAuth=false"],
      lambda o: _container(o)["args"][-2:] == ["--http-auth", "none"]),
-    ("webhooks with a self-signed CA", ["--set", "webhook.enabled=true"],
-     lambda o: _container(o)["args"][-8:] == ["--webhook-port", "9443", "--webhook-host", "0.0.0.0",
-                                              "--webhook-service", "volsched-system/volsched-webhook",
-                                              "--webhook-failure-policy", "Fail"]
+    ("webhooks with a self-signed CA shared through a Secret", ["--set", "webhook.enabled=true"],
+     lambda o: _container(o)["args"][-10:] == ["--webhook-port", "9443", "--webhook-host", "0.0.0.0",
+                                               "--webhook-service", "volsched-system/volsched-webhook",
+                                               "--webhook-failure-policy", "Fail",
+                                               "--webhook-cert-secret", "volsched-webhook-certs"]
      and _one(o, "Service")["spec"]["ports"] == [{"name": "webhook", "port": 443, "targetPort": "webhook"}]
      and {"protocol": "TCP", "port": 9443} in _one(o, "NetworkPolicy")["spec"]["ingress"][0]["ports"]
      and any("validatingwebhookconfigurations" in r["resources"] for r in _one(o, "ClusterRole")["rules"])
+     and _secret_rules(o) == [(["create"], None), (["get", "update"], ["volsched-webhook-certs"])]
+     and _webhook_configurations(o) == {"ValidatingWebhookConfiguration": {}, "MutatingWebhookConfiguration": {}}
      and not [x for x in o if x["kind"] in ("Certificate", "Issuer")]),
     ("webhooks with cert-manager and an issuer of the cluster",
      ["--set", "webhook.enabled=true", "--set", "webhook.certManager.enabled=true",
@@ -157,6 +180,7 @@ CASES: list[tuple[str, list[str], Any]] = [
                                               "--webhook-cert-dir", "/var/run/volsched/webhook-certs"]
      and _one(o, "Certificate")["spec"]["issuerRef"] == {"kind": "ClusterIssuer", "name": "ca"}
      and _one(o, "Certificate")["spec"]["dnsNames"][0] == "volsched-webhook.volsched-system.svc"
+     and _secret_rules(o) == []
      and not [x for x in o if x["kind"] == "Issuer"]),
     ("no webhooks by default", [],
      lambda o: not [x for x in o if x["kind"] in ("Service", "Certificate")]
@@ -275,3 +299,33 @@ def test_the_rendered_scheduler_config_passes_check_config(tmp_path: Path) -> No
     rendered.write_text(helm("template", "volsched", str(CHART), "-f", str(values)).stdout)
     [problem] = check(str(rendered))
     assert problem.startswith(f"{rendered}:") and "leastrequested.weight: must be >= 0" in problem
+
+
+def test_with_cert_manager_the_certificate_is_for_the_service_and_injected_into_the_webhooks() -> None:
+    """cert-manager cannot run here: the rendered objects are checked against each other. The Certificate
+    (signed by the self-signed Issuer the chart makes when no issuer is named) names the Service the
+    webhook configurations' clients reach, its Secret is the one mounted where --webhook-cert-dir points,
+    and both webhook configurations carry cainjector's annotation naming that Certificate."""
+    o = template("--set", "webhook.enabled=true", "--set", "webhook.certManager.enabled=true",
+                 release="night", namespace="batch")  # fmt: skip
+    cert, issuer, service = _one(o, "Certificate"), _one(o, "Issuer"), _one(o, "Service")
+    assert issuer["spec"] == {"selfSigned": {}}
+    assert cert["spec"]["issuerRef"] == {"kind": "Issuer", "name": issuer["metadata"]["name"]}
+    assert cert["metadata"]["namespace"] == issuer["metadata"]["namespace"] == "batch"
+    svc = service["metadata"]["name"]
+    assert f"{svc}.batch.svc" in cert["spec"]["dnsNames"]
+    args = _container(o)["args"]
+    assert args[args.index("--webhook-service") + 1] == f"batch/{svc}"
+    mount = next(m for m in _container(o)["volumeMounts"] if m["name"] == "webhook-certs")
+    assert args[args.index("--webhook-cert-dir") + 1] == mount["mountPath"]
+    assert "--webhook-cert-secret" not in args
+    volumes = _one(o, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    assert (
+        next(v for v in volumes if v["name"] == "webhook-certs")["secret"]["secretName"]
+        == cert["spec"]["secretName"]
+    )
+    inject = {"cert-manager.io/inject-ca-from": f"batch/{cert['metadata']['name']}"}
+    assert _webhook_configurations(o) == {
+        "ValidatingWebhookConfiguration": inject,
+        "MutatingWebhookConfiguration": inject,
+    }

@@ -52,6 +52,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import kopf
 
@@ -71,7 +72,7 @@ from volsched.kube.rest import LeanRest
 from volsched.kube.reviews import AccessReviews
 from volsched.kube.watch import ListWatch
 from volsched.kube.writer import KubeWriter
-from volsched.operator.admission import Admission
+from volsched.operator.admission import Admission, parse_service
 from volsched.operator.admission import register as register_webhooks
 from volsched.operator.health import health_problem, readiness_problem
 from volsched.operator.http import HttpServer
@@ -86,6 +87,9 @@ from volsched.redaction import install_log_redaction
 from volsched.ui import LiveState
 from volsched.usagefeed import UsageFeed
 
+if TYPE_CHECKING:
+    from volsched.operator.certs import SharedCerts
+
 __all__ = ["Operator", "Settings", "main"]
 
 log = logging.getLogger("volsched.operator")
@@ -97,6 +101,8 @@ log = logging.getLogger("volsched.operator")
 #: more round trips at 1 ms than at 5 ms, their p90 7.3-14 -> 2.6-4.3 ms, the computing thread's
 #: progress within the noise.
 SWITCH_INTERVAL = 0.001
+#: Seconds between reads of the webhook certificates' shared Secret (``--webhook-cert-secret``).
+CERTS_CHECK_EVERY = 30.0
 
 
 # --- the operator ----------------------------------------------------------------------------------------
@@ -310,6 +316,24 @@ class Operator:
                 return
         await asyncio.to_thread(self.lease.release)
 
+    async def _shared_certs(self) -> SharedCerts:
+        """The webhook certificates in the Secret every replica shares (made by the first one), in files."""
+        from volsched.kube.secret import SecretStore
+        from volsched.operator.certs import SharedCerts
+
+        w = self.settings.webhook
+        assert w.cert_secret
+        if w.service:
+            namespace, name, _ = parse_service(w.service)
+            hosts = [f"{name}.{namespace}.svc", f"{name}.{namespace}.svc.cluster.local"]
+        else:
+            hosts = [w.url_host or w.host]
+        shared = SharedCerts(SecretStore(self.reads, self.settings.config.namespace, w.cert_secret), hosts)
+        data = await asyncio.to_thread(shared.sync)
+        if data is not None:
+            shared.write(data)
+        return shared
+
     async def run(self, stop: asyncio.Event) -> None:
         await self.http.start()
         kopf_stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -322,11 +346,18 @@ class Operator:
             await asyncio.to_thread(self.volcano.discover)
             await asyncio.to_thread(self.prelist)
             self.feed.start()
+            certs = None
+            if self.settings.webhook.port and self.settings.webhook.cert_secret:
+                shared = await self._shared_certs()
+                certs = shared.files
+                tasks.append(asyncio.create_task(shared.keep(stop, every=CERTS_CHECK_EVERY)))
             tasks.append(
                 asyncio.create_task(
                     kopf.operator(
                         registry=self.registry,
-                        settings=kopf_settings(self.settings.webhook),
+                        settings=kopf_settings(
+                            self.settings.webhook, certs=certs, is_leader=lambda: self.lease.is_leader
+                        ),
                         standalone=True,
                         clusterwide=True,
                         stop_flag=kopf_stop,
@@ -374,6 +405,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.min_gap < 0:
         print("volsched run: --min-gap must be >= 0", flush=True)
+        return 2
+    if args.webhook_cert_dir and args.webhook_cert_secret:
+        print("volsched run: --webhook-cert-dir and --webhook-cert-secret exclude each other", flush=True)
         return 2
     levels = parse_log_levels(str(args.log_level))
     logging.basicConfig(level=levels.pop(""), format="%(asctime)s %(levelname)s %(name)s: %(message)s")

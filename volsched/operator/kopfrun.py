@@ -2,6 +2,12 @@
 admission webhooks' server (:func:`kopf_settings`), and, since kopf installs its own SIGTERM/SIGINT
 handlers as it starts, taking the operator's back (:func:`take_signals_back`).
 
+Every replica serves the webhooks; only the leader hands kopf the client config (URL or Service, and the
+CA bundle) that kopf writes into the webhook configurations (:func:`leader_gated`): replicas never write
+them in turn, and a replica that never led leaves them alone when it stops. The leader hands it again
+when it becomes leader and every :data:`REASSERT_EVERY` seconds (a no-op write while nothing changed),
+so what a former leader withdrew as it stopped is put back.
+
 kopf watches nothing here: every kind comes through ``volsched.kube.watch``; what the webhooks decide is
 :mod:`~volsched.operator.admission`'s.
 """
@@ -12,14 +18,26 @@ import asyncio
 import contextlib
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import kopf
 
 from volsched.operator.admission import ServiceWebhookServer, parse_service
 from volsched.operator.settings import WebhookSettings
+
+if TYPE_CHECKING:
+    from kopf._cogs.structs import reviews  # (kopf's own types of a webhook's client config)
+
+    from volsched.operator.certs import WebhookCerts
+
+T = TypeVar("T")
+
+#: Seconds between the leader's client configs handed to kopf (each a patch of the configurations).
+REASSERT_EVERY = 30.0
+#: Seconds between looks at whether this replica leads.
+LEADER_LOOK_EVERY = 0.5
 
 
 def new_registry(
@@ -39,8 +57,65 @@ def new_registry(
     return registry
 
 
-def kopf_settings(webhook: WebhookSettings) -> kopf.OperatorSettings:
-    """kopf's settings: no events of its own, no scanning, patient retries; the webhooks' server when on."""
+async def gate(
+    configs: AsyncIterator[T],
+    is_leader: Callable[[], bool],
+    *,
+    look_every: float = LEADER_LOOK_EVERY,
+    reassert_every: float = REASSERT_EVERY,
+) -> AsyncIterator[T]:
+    """``configs`` (a webhook server's client configs) passed on only while ``is_leader()``: the latest
+    one again on becoming leader, each new one at once while leading, and the latest every
+    ``reassert_every`` seconds while leading. The server behind ``configs`` serves all along."""
+    loop = asyncio.get_running_loop()
+    pending: asyncio.Future[T] = asyncio.ensure_future(anext(configs))
+    latest: T | None = None
+    have = False
+    handed_at: float | None = None  # None: not handed over in this term of leading
+    try:
+        while True:
+            if pending.done():
+                try:
+                    latest, have = pending.result(), True
+                except StopAsyncIteration:
+                    return
+                pending = asyncio.ensure_future(anext(configs))
+                handed_at = None if handed_at is None else -1e18  # new: hand it over now
+            if not is_leader():
+                handed_at = None
+            elif have and (handed_at is None or loop.time() - handed_at >= reassert_every):
+                handed_at = loop.time()
+                yield latest  # type: ignore[misc]
+                continue
+            await asyncio.wait({pending}, timeout=look_every)
+    finally:
+        pending.cancel()
+        with contextlib.suppress(BaseException):
+            await pending
+        aclose = getattr(configs, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def leader_gated(base: type[kopf.WebhookServer], is_leader: Callable[[], bool]) -> type[kopf.WebhookServer]:
+    """``base`` (kopf's webhook server or a subclass) whose client configs pass through :func:`gate`."""
+
+    class LeaderGated(base):  # type: ignore[valid-type, misc]
+        async def __call__(self, fn: reviews.WebhookFn) -> AsyncIterator[reviews.WebhookClientConfig]:
+            async for config in gate(super().__call__(fn), is_leader):
+                yield config
+
+    return LeaderGated
+
+
+def kopf_settings(
+    webhook: WebhookSettings,
+    *,
+    certs: WebhookCerts | None = None,
+    is_leader: Callable[[], bool] = lambda: True,
+) -> kopf.OperatorSettings:
+    """kopf's settings: no events of its own, no scanning, patient retries; the webhooks' server when on
+    (with ``certs``, else a directory's or a CA made now), whose configurations the leader keeps."""
     s = kopf.OperatorSettings()
     s.posting.enabled = False  # kopf's own events; ours go through volsched.kube
     s.scanning.disabled = True  # no CRD/namespace scanning: fewer permissions
@@ -59,15 +134,17 @@ def kopf_settings(webhook: WebhookSettings) -> kopf.OperatorSettings:
 
         service = parse_service(w.service) if w.service else None
         url_host = f"{service[1]}.{service[0]}.svc" if service else (w.url_host or w.host)
-        certs = from_dir(Path(w.cert_dir)) if w.cert_dir else self_signed([url_host, w.host])
+        if certs is None:
+            certs = from_dir(Path(w.cert_dir)) if w.cert_dir else self_signed([url_host, w.host])
         server_type = kopf.WebhookServer if service is None else ServiceWebhookServer.of(service)
-        s.admission.server = server_type(
+        s.admission.server = leader_gated(server_type, is_leader)(
             addr=w.host,
             port=w.port,
             host=url_host,
             certfile=str(certs.certfile),
             pkeyfile=str(certs.pkeyfile),
             cafile=str(certs.cafile),
+            file_check_interval=5.0,  # renewed files served (and their bundle handed over) within seconds
         )
         s.admission.managed = "volsched.io"  # kopf keeps the webhook configurations of this name
     return s

@@ -69,9 +69,13 @@ class WebhookSettings:
     #: DNS name needs ``url_host``).
     host: str = "127.0.0.1"
     url_host: str | None = None
-    #: A directory with tls.crt, tls.key and ca.crt (cert-manager's Secret); None: a self-signed CA made
-    #: at start.
+    #: A directory with tls.crt, tls.key and ca.crt (cert-manager's Secret); None: a self-signed CA, in
+    #: ``cert_secret`` or made at start.
     cert_dir: str | None = None
+    #: A Secret (in the operator's namespace) holding the CA and the certificate every replica serves:
+    #: created by the first replica, read by the others, renewed before they expire. None: each replica
+    #: makes its own CA at start (one replica only).
+    cert_secret: str | None = None
     #: Queues and PodGroups: let requests through when the webhook cannot answer (Ignore) or not (Fail).
     fail_open: bool = False
     #: "namespace/name[:port]" of a Service in front of the webhooks: the configurations name it (and the
@@ -152,6 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="tls.crt, tls.key and ca.crt (e.g. cert-manager's Secret); default: a self-signed CA made at start",
     )
     p.add_argument(
+        "--webhook-cert-secret",
+        default=None,
+        help="a Secret in --namespace holding the self-signed CA and certificate every replica serves "
+        "(created by the first, renewed before expiry); default: a CA made at every start (one replica only)",
+    )
+    p.add_argument(
         "--webhook-service",
         default=None,
         help="namespace/name[:port] of the Service in front of the webhooks (default: a URL to --webhook-url-host)",
@@ -223,6 +233,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     s.webhook.url_host, s.webhook.cert_dir = args.webhook_url_host, args.webhook_cert_dir
     s.webhook.fail_open = args.webhook_failure_policy == "Ignore"
     s.webhook.service = args.webhook_service
+    s.webhook.cert_secret = args.webhook_cert_secret
     s.lease.namespace, s.lease.name, s.lease.duration = args.namespace, args.lease_name, args.lease_duration
     s.lease.renew_every = min(s.lease.renew_every, max(0.5, args.lease_duration / 3))
     s.lease.enabled = not args.no_lease

@@ -1,0 +1,86 @@
+"""Only the leader hands kopf the webhooks' client config (volsched.operator.kopfrun.gate): nothing while
+following, the latest config on becoming leader, each new one at once while leading, and the latest
+again every reassert_every seconds (what a former leader withdrew as it stopped is put back)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from volsched.operator.kopfrun import gate
+
+
+async def _configs(queue: asyncio.Queue[str]) -> AsyncIterator[str]:
+    while True:
+        yield await queue.get()
+
+
+async def _next(it: AsyncIterator[str]) -> str:
+    return await asyncio.wait_for(anext(it), timeout=5)
+
+
+def test_only_the_leader_hands_configs_over() -> None:
+    async def run() -> None:
+        queue: asyncio.Queue[str] = asyncio.Queue()
+        leading = asyncio.Event()
+        got: list[str] = []
+        it = gate(_configs(queue), leading.is_set, look_every=0.01, reassert_every=3600)
+
+        async def collect() -> None:
+            async for c in it:
+                got.append(c)
+
+        task = asyncio.create_task(collect())
+        await queue.put("a")
+        for _ in range(20):  # following: handed nothing (many looks)
+            await asyncio.sleep(0.01)
+        assert got == []
+        leading.set()
+        while got != ["a"]:
+            await asyncio.sleep(0.01)
+        await queue.put("b")  # a new config while leading: at once
+        while got != ["a", "b"]:
+            await asyncio.sleep(0.01)
+        leading.clear()
+        await queue.put("c")  # following again: kept, not handed
+        for _ in range(20):
+            await asyncio.sleep(0.01)
+        assert got == ["a", "b"]
+        leading.set()  # leading again: the latest one
+        while got != ["a", "b", "c"]:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(run())
+
+
+def test_the_leader_hands_the_latest_again_every_reassert_every() -> None:
+    async def run() -> None:
+        queue: asyncio.Queue[str] = asyncio.Queue()
+        await queue.put("a")
+        it = gate(_configs(queue), lambda: True, look_every=0.01, reassert_every=0.05)
+        assert [await _next(it) for _ in range(3)] == ["a", "a", "a"]
+        await it.aclose()  # type: ignore[attr-defined]
+
+    asyncio.run(run())
+
+
+def test_the_servers_generator_is_closed_with_the_gate() -> None:
+    closed: list[bool] = []
+
+    async def server() -> AsyncIterator[str]:
+        try:
+            yield "a"
+            await asyncio.Event().wait()
+            yield "never"
+        finally:
+            closed.append(True)
+
+    async def run() -> None:
+        it = gate(server(), lambda: True, look_every=0.01, reassert_every=3600)
+        assert await _next(it) == "a"
+        await it.aclose()  # type: ignore[attr-defined]
+
+    asyncio.run(run())
+    assert closed == [True]

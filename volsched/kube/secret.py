@@ -1,0 +1,81 @@
+"""One Secret read and written whole (:class:`SecretStore`): read, create, replace with the
+resourceVersion read. A create of one that exists, or a replace of one written since, raises
+:class:`Conflict` (the apiserver's 409), so that writers racing each other can read the winner's. It
+knows nothing of what the Secret holds (the webhook certificates: volsched.operator.certs)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from volsched.kube.rest import LeanRest, loads
+
+
+class Conflict(Exception):
+    """The Secret exists already (create), or was written since it was read (replace)."""
+
+
+#: Seconds one call about the Secret may take.
+SECRET_TIMEOUT = 10.0
+
+
+class SecretStore:
+    """One Secret through ``rest``: read, create, replace (with the resourceVersion read)."""
+
+    def __init__(self, rest: LeanRest, namespace: str, name: str) -> None:
+        self.rest = rest
+        self.namespace, self.name = namespace, name
+        self._collection = f"/api/v1/namespaces/{namespace}/secrets"
+
+    def read(self) -> tuple[dict[str, bytes], str] | None:
+        """Its data and resourceVersion; None when it does not exist."""
+        try:
+            obj = self.rest.get(f"{self._collection}/{self.name}", timeout=SECRET_TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return self._parsed(obj)
+
+    def create(self, data: Mapping[str, bytes]) -> str:
+        """Create it; its resourceVersion. Raises :class:`Conflict` when it exists already."""
+        return self._send("POST", self._collection, self._body(data, resource_version=None))
+
+    def replace(self, data: Mapping[str, bytes], resource_version: str) -> str:
+        """Replace it as read at ``resource_version``; :class:`Conflict` when it was written since."""
+        body = self._body(data, resource_version=resource_version)
+        return self._send("PUT", f"{self._collection}/{self.name}", body)
+
+    def _send(self, method: str, path: str, body: dict[str, Any]) -> str:
+        try:
+            raw = self.rest.request(method, path, body, timeout=SECRET_TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 409:
+                raise Conflict(f"Secret {self.namespace}/{self.name}") from exc
+            raise
+        return self._parsed(loads(raw))[1]
+
+    def _body(self, data: Mapping[str, bytes], *, resource_version: str | None) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            "name": self.name,
+            "namespace": self.namespace,
+            "labels": {"app.kubernetes.io/managed-by": "volsched"},
+        }
+        if resource_version:
+            meta["resourceVersion"] = resource_version
+        return {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "kubernetes.io/tls",
+            "metadata": meta,
+            "data": {k: base64.b64encode(v).decode("ascii") for k, v in data.items()},
+        }
+
+    @staticmethod
+    def _parsed(obj: Any) -> tuple[dict[str, bytes], str]:
+        raw = (obj.get("data") or {}) if isinstance(obj, dict) else {}
+        data = {str(k): base64.b64decode(str(v)) for k, v in raw.items()}
+        return data, str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
