@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import time
+import urllib.error
+import urllib.request
+from typing import Any
 
 import pytest
 import yaml
@@ -235,3 +238,140 @@ def test_no_session_runs_and_the_replica_is_not_ready_until_the_scheduler_config
     )
     assert op.metric("volsched_ready") == 1
     assert k.bound(ns) == {}  # the user's config has no allocate
+
+
+def test_a_jobs_whole_life_under_exactly_the_manifests_rights(
+    k: Kube, cluster: LocalControlPlane, start_operator: Start
+) -> None:
+    """The operator as the manifests' service account (their ClusterRole and Role, nothing more) through
+    a job's whole life, each step needing its verb, so that a verb missing from manifests/10-rbac.yaml
+    fails here: the PodGroup it creates for a Job's pods (podgroups create), the one an earlier version
+    left behind (podgroups delete), binds (pods/binding), the Queue's finalizer (queues patch), statuses
+    (queues/status, podgroups/status), a preemption (pods/eviction, and pods/status for DisruptionTarget),
+    events (create, patch), /metrics behind a token (tokenreviews, subjectaccessreviews), completion, and
+    the Queue deleted once its jobs are done (the finalizer removed)."""
+    _apply_rbac(k)
+    k.set_config((ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text())
+    sched = client.SchedulingV1Api(k.api)
+    for name, value in (("low", 10), ("high", 1000)):
+        sched.create_priority_class({"metadata": {"name": name}, "value": value})
+    k.nodes(node("n1", cpu="4"))
+    k.queue({"apiVersion": f"{G}/v1beta1", "kind": "Queue", "metadata": {"name": "q"}, "spec": {"weight": 1}})
+    ns = k.namespace("team")
+    batch = client.BatchV1Api(k.api)
+    job = batch.create_namespaced_job(
+        ns,
+        {
+            "metadata": {"name": "train"},
+            "spec": {
+                "suspend": True,  # nothing here runs Jobs; it only owns the pods
+                "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "m", "image": "x"}]}},
+            },
+        },
+    )
+    ref = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": job.metadata.uid,
+           "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+    left = podgroup("job-train", 1, queue="q")  # what an earlier volsched named the Job's PodGroup
+    left["metadata"].update(ownerReferences=[ref], labels={"scheduling.volsched.io/created-by": "volsched"})
+    k.podgroup(ns, left)
+
+    def owned(name: str) -> dict[str, Any]:
+        obj = pod(name, cpu="1")
+        obj["metadata"]["ownerReferences"] = [ref]
+        obj["metadata"]["annotations"] = {
+            "scheduling.volsched.io/min-member": "2",
+            "scheduling.volsched.io/queue-name": "q",
+        }
+        obj["spec"]["priorityClassName"] = "low"
+        return obj
+
+    def grouped(name: str, group: str) -> dict[str, Any]:
+        obj = pod(name, cpu="1", group=group)
+        obj["spec"]["terminationGracePeriodSeconds"] = 30  # no kubelet: an evicted pod stays Terminating
+        return obj
+
+    filler = podgroup("filler", 1, queue="q")
+    filler["spec"]["priorityClassName"] = "low"
+    k.podgroup(ns, filler)
+    k.pods(
+        ns, owned("train-0"), owned("train-1"), grouped("filler-0", "filler"), grouped("filler-1", "filler")
+    )
+    token = cluster.service_account_token(NS, "volsched", create=False)
+    kubeconfig = cluster.write_kubeconfig(cluster.workdir / "sa.kubeconfig", token=token)
+    op = start_operator("--http-auth", "kubernetes", kubeconfig=kubeconfig)
+
+    created = f"podgroup-{job.metadata.uid}"
+    wait_for(lambda: len(k.bound(ns)) == 4, 40, what="the Job's pods and the filler bound", operator=op)
+    pg = k.get_podgroup(ns, created)
+    assert pg["metadata"]["ownerReferences"][0]["uid"] == job.metadata.uid
+    wait_for(lambda: _gone(k, ns, "job-train"), 40, what="the left-behind PodGroup deleted", operator=op)
+    finalizer = "scheduling.volsched.io/queue-in-use"
+    wait_for(lambda: finalizer in (k.get_queue("q")["metadata"].get("finalizers") or []), 30, what="guarded")
+    wait_for(lambda: _phase(k, ns, created) == "Running", 30, what="the PodGroup's status", operator=op)
+    wait_for(lambda: (k.get_queue("q").get("status") or {}).get("running") == 2, 30, what="queue status")
+
+    # A job of a higher priority: one filler pod is evicted for it (DisruptionTarget first), then bound.
+    urgent = podgroup("urgent", 1, queue="q")
+    urgent["spec"]["priorityClassName"] = "high"
+    k.podgroup(ns, urgent)
+    k.pods(ns, grouped("urgent-0", "urgent"))
+    victim = wait_for(
+        lambda: next(
+            (p for p in k.core.list_namespaced_pod(ns).items if p.metadata.deletion_timestamp is not None),
+            None,
+        ),
+        40,
+        what="a filler pod evicted",
+        operator=op,
+    )
+    assert victim.metadata.name.startswith("filler-")
+    conditions = {c.type: c for c in victim.status.conditions or []}
+    assert conditions["DisruptionTarget"].reason == "PreemptionByScheduler"
+    k.core.delete_namespaced_pod(victim.metadata.name, ns, grace_period_seconds=0)  # as its kubelet would
+    wait_for(lambda: f"{ns}/urgent-0" in k.bound(ns), 40, what="the urgent pod bound", operator=op)
+    reasons = {e.reason for e in k.core.list_namespaced_event(ns).items}
+    assert {"Preempted", "Scheduled"} <= reasons, reasons
+
+    # /metrics behind the apiserver's word: a TokenReview and a SubjectAccessReview by the operator.
+    request = urllib.request.Request(f"http://127.0.0.1:{op.port}/metrics")
+    request.add_header("Authorization", f"Bearer {cluster.admin_token}")
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        assert answer.status == 200 and b"volsched_ready" in answer.read()
+    with pytest.raises(urllib.error.HTTPError) as anonymous:
+        urllib.request.urlopen(f"http://127.0.0.1:{op.port}/metrics", timeout=30)
+    assert anonymous.value.code == 401
+
+    # Done: every pod Succeeded (as their kubelet would say); the groups complete, the Queue, deleted,
+    # goes once none holds it.
+    for p in k.core.list_namespaced_pod(ns).items:
+        k.core.patch_namespaced_pod_status(p.metadata.name, ns, {"status": {"phase": "Succeeded"}})
+    for name in (created, "urgent"):
+        wait_for(
+            lambda name=name: _phase(k, ns, name) == "Completed", 40, what=f"{name} completed", operator=op
+        )
+    k.custom.delete_namespaced_custom_object(G, "v1beta1", ns, "podgroups", "filler")
+    k.custom.delete_cluster_custom_object(G, "v1beta1", "queues", "q")
+    wait_for(lambda: _queue_gone(k, "q"), 60, what="the Queue deleted once its jobs are done", operator=op)
+
+    log = op.log()
+    assert "forbidden" not in log.lower() and " 403" not in log, op.log_tail()
+
+
+def _phase(k: Kube, ns: str, name: str) -> str | None:
+    return (k.get_podgroup(ns, name).get("status") or {}).get("phase")
+
+
+def _gone(k: Kube, ns: str, name: str) -> bool:
+    try:
+        k.get_podgroup(ns, name)
+    except client.ApiException as exc:
+        return exc.status == 404
+    return False
+
+
+def _queue_gone(k: Kube, name: str) -> bool:
+    try:
+        k.get_queue(name)
+    except client.ApiException as exc:
+        return exc.status == 404
+    return False
