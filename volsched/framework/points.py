@@ -9,7 +9,7 @@ answer combines: docs/design/modules.md#extension-points.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cmp_to_key
 from operator import attrgetter
@@ -76,6 +76,45 @@ class EventHandler:
     deallocate: Callable[[Task], None] | None = None
 
 
+class Ledger(Protocol):
+    """What the session's jobs hold, ask and still miss, per queue and per namespace, as the session
+    stands when asked: the framework keeps it current as Statements change tasks and phases (an answer
+    asked again after a change is summed again). Each sum adds the jobs one at a time in the session's
+    order from zero, as a loop over ``session.jobs`` would, to the last bit. The vectors handed out are
+    read-only: copy one to add to it. A plugin that follows its sums through the session keeps its own
+    copy current with an event handler (``add_event_handler``), as proportion and drf do."""
+
+    def held_by_queue(self) -> Mapping[str, Vector]:
+        """Per queue named by a job (known or not): what its jobs hold (allocated, bound, running)."""
+
+    def held_by_namespace(self) -> Mapping[str, Vector]:
+        """Per namespace of a job: what its jobs hold."""
+
+    def asked_by_queue(self) -> Mapping[str, Vector]:
+        """Per queue named by a job: what its jobs hold plus what their pending and pipelined tasks ask
+        (``Job.total_request``), the request a Queue's status shows."""
+
+    def unmet_by_queue(self) -> Mapping[str, Vector]:
+        """Per queue with an admitted job (phase Inqueue): what its admitted jobs may still claim toward
+        their minimum (``unmet_minimum``: minResources less what each holds)."""
+
+    def unmet(self) -> Vector:
+        """The same over every queue (one sum, in the jobs' order)."""
+
+    def asking_jobs(self) -> Sequence[Job]:
+        """The jobs, in the session's order, with a task pending or pipelined, or a PodGroup waiting for
+        admission with no pod yet (phase Pending)."""
+
+    def short_gangs(self) -> Sequence[Job]:
+        """The jobs short of minMember that hold members or are admitted (in no particular order)."""
+
+    def any_host_ports(self) -> bool:
+        """Whether a task of the jobs that is on a node may ask for host ports."""
+
+    def any_constrained(self) -> bool:
+        """Whether a task of the jobs has pod affinity, anti-affinity or topology spread."""
+
+
 class ExtensionPoints(Protocol):
     """What a plugin sees of a session: the extension points it registers callbacks on (in
     ``on_session_open``, nothing else), and the state its callbacks read. Not the mutations, the
@@ -98,6 +137,10 @@ class ExtensionPoints(Protocol):
     def total(self) -> Vector: ...
     @property
     def now(self) -> float: ...
+    @property
+    def ledger(self) -> Ledger:
+        """What the jobs hold, ask and still miss, per queue and per namespace."""
+
     @property
     def state(self) -> dict[str, Any]:
         """Per-session scratchpad (like the Kubernetes framework's CycleState)."""

@@ -25,14 +25,14 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from volsched.framework.decisions import Bind, Event, SessionResult, Status
+from volsched.framework.ledger import SessionLedger
 from volsched.framework.nodeviews import NodeViews
 from volsched.framework.points import Plugin
-from volsched.framework.settled import Settled, settle
-from volsched.model.cluster import ClusterSnapshot, Holdings, Job, holdings
+from volsched.framework.settled import Settled
+from volsched.model.cluster import ClusterSnapshot, Holdings, Job
 from volsched.model.devices import ClaimAllocation, DeviceCatalog, DeviceState
 from volsched.model.resources import Vector
 from volsched.model.vocabulary import (
@@ -94,20 +94,10 @@ class Session(NodeViews):
         #: What each queue's jobs hold, summed when first asked (``queue_allocated``), then kept current
         #: by every status change.
         self._queue_allocated: dict[str, Vector] | None = None
-        #: The jobs that hold something and what each holds, stacked when first asked (``holdings``),
-        #: dropped by every status change.
-        self._holdings: Holdings | None = None
         #: The jobs that may have a task pending (``pending_jobs``), gathered when first asked.
         self._maybe_pending: list[Job] | None = None
-        #: The leading run of jobs no session changes and what they hold (``settled``), found when
-        #: first asked, and the jobs after it (``unsettled``).
-        self._settled: Settled | None = None
-        self._unsettled: list[Job] = []
-        #: The keys of the run's gaps (jobs in its span that hold nothing and are not in it): a change
-        #: to one drops the run, found again when next asked.
-        self._gaps: frozenset[str] = frozenset()
-        #: Whether the run was found once already (the opens read it then).
-        self._found = False
+        #: What the jobs hold, ask and still miss, per queue and per namespace (what plugins ask).
+        self.ledger = SessionLedger(self.jobs, snapshot.kept, len(self.space))
         if snapshot.device_catalog is not None or snapshot.resource_claims:
             self.devices = DeviceState(
                 snapshot.device_catalog or DeviceCatalog((), nodes=snapshot.nodes.specs, classes={}),
@@ -132,14 +122,8 @@ class Session(NodeViews):
             )
         job = self.jobs.get(task.job_key)
         old = task.status
-        self._holdings = None
         if job is not None:
-            if job.origin is not None:  # a copy of a shared job, changed: no longer what it stands for
-                job.origin = None
-                self._settled = None  # the run may hold it: found again when next asked
-            elif self._gaps and job.key in self._gaps:  # a gap of the run, changed: no longer as it was
-                self._settled = None
-                self._gaps = frozenset()
+            self.ledger.status_changed(job)
             job.count_status(old, status)
             self.job_changed(job)
             was, now = old in ALLOCATED_STATUSES, status in ALLOCATED_STATUSES
@@ -154,16 +138,13 @@ class Session(NodeViews):
                     held[job.queue] += task.request
         task.status = status
 
-    def _changing(self, jobs: Iterable[Job]) -> None:
+    def _changing(self, jobs: Sequence[Job]) -> None:
         """``jobs`` are about to change (their phase): refused for a shared job, as :meth:`_set_status`
-        refuses a shared task; a copy of a shared job no longer stands for it (its origin is dropped, and
-        the settled run found again when next asked)."""
+        refuses a shared task; the ledger is told."""
         for job in jobs:
             if job.shared:
                 raise RuntimeError(f"session changing the phase of job {job.key} that other snapshots share")
-            if job.origin is not None:
-                job.origin = None
-                self._settled = None
+        self.ledger.phases_changing(jobs)
 
     def do_admit(self, jobs: Sequence[Job]) -> tuple[PodGroupPhase, ...]:
         """Admit ``jobs`` into their queues (phase Inqueue); their phases before, for :meth:`undo_admit`."""
@@ -361,43 +342,16 @@ class Session(NodeViews):
         return self.space.zeros() if total is None else total.copy()
 
     def settled(self) -> Settled:
-        """The leading run of the session's jobs that no session changes, with what the opens and the
-        close sum over them (see :mod:`volsched.framework.settled`): kept from the last session's
-        snapshot while the jobs begin with the same ones (or a session's unchanged copies of them). The
-        same from open to close, but for a copy of a shared job or a gap that the session changed: the
-        run is found again, up to it, when next asked."""
-        out = self._settled
-        if out is None:
-            jobs = list(self.jobs.values())
-            # (found again after the session changed a job: for the close, which adds no unmet minimum)
-            out = settle(jobs, self.snapshot.kept, len(self.space), again=self._found)
-            self._found = True
-            mine = self.jobs
-            if any(mine[j.key] is not j for j in out.committed):
-                # The run names shared jobs; those short of minMember are read (proportion) as the
-                # session changes them: the session's own copies, then.
-                out = replace(out, committed=[mine[j.key] for j in out.committed])
-            self._settled = out
-            gaps = out.gaps
-            self._unsettled = [jobs[g.at] for g in gaps] + jobs[out.span :] if gaps else jobs[out.span :]
-            self._gaps = frozenset(g.key for g in gaps)
-        return out
+        """The ledger's settled run (:meth:`SessionLedger.settled`)."""
+        return self.ledger.settled()
 
     def unsettled(self) -> list[Job]:
-        """The session's jobs not in its :meth:`settled` run, in order: the run's gaps (the jobs in its
-        span that are not in it), then the jobs after its span."""
-        self.settled()
-        return self._unsettled
+        """The jobs after the ledger's settled run (:meth:`SessionLedger.unsettled`)."""
+        return self.ledger.unsettled()
 
     def holdings(self) -> Holdings:
-        """The jobs after the :meth:`settled` run that hold something now (not all pending), in the
-        session's order, and what each holds, one row each: stacked once for every plugin that sums them
-        as it opens (proportion per queue, drf per namespace, on top of the run's sums), made again after
-        a task's status changed."""
-        out = self._holdings
-        if out is None:
-            out = self._holdings = holdings(self.unsettled(), len(self.space))
-        return out
+        """The jobs after the settled run that hold something (:meth:`SessionLedger.holdings`)."""
+        return self.ledger.holdings()
 
     def record_fit_error(self, task: Task, status: Status) -> None:
         """Why ``task`` was not placed (the latest answer wins)."""

@@ -1,0 +1,139 @@
+"""The session's ledger answers what a walk over every job, in the session's order, would: the same keys
+and the same floats to the last bit, when the session opens (with a run kept from the last session or
+not, with gaps or not, on a thawed snapshot or not) and after Statements placed pods, committed or
+discarded them (float dust a discarded placement leaves included)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.builders import node, pod, podgroup, queue
+from volsched.cache.state import ClusterState
+from volsched.framework import settled
+from volsched.framework.points import Ledger
+from volsched.framework.registry import load_config
+from volsched.framework.session import Session
+from volsched.framework.statement import Statement
+from volsched.model.cluster import ClusterSnapshot, Job, unmet_minimum
+from volsched.model.resources import Vector
+from volsched.model.vocabulary import PodGroupPhase, TaskStatus
+
+
+def _state(n: int) -> ClusterState:
+    """Gangs over two queues and three namespaces asking fractions of a cpu (sums whose bits depend on
+    the order they are added in): bound ones, pending ones (some admitted), a PodGroup with no pod."""
+    state = ClusterState()
+    for obj in [node("n1", cpu="512"), node("n2", cpu="512"), queue("a"), queue("b")]:
+        state.apply(obj)
+    for i in range(n):
+        q, ns = ("a" if i % 2 else "b"), f"ns{i % 3}"
+        if i % 5 == 3:  # all pending: a gap of the run, or its end
+            phase, on = ("Inqueue" if i % 2 else "Pending"), [None, None]
+        elif i % 7 == 6:  # one pod bound, one pending: ends the run
+            phase, on = "Inqueue", [f"n{1 + i % 2}", None]
+        else:  # bound: in the run (an admitted one whose phase was not updated yet, short of its minimum)
+            phase, on = ("Inqueue" if i % 4 == 1 else "Running"), [f"n{1 + i % 2}"] * 2
+        state.apply(
+            podgroup(f"g{i}", ns=ns, queue=q, min_member=2, min_resources={"cpu": "0.9"}, phase=phase)
+        )
+        for k in range(2):
+            state.apply(pod(f"p{i}-{k}", ns=ns, group=f"g{i}", cpu=f"0.{(i + k) % 9 + 1}", node=on[k]))
+    state.apply(podgroup("waiting", queue="a", min_resources={"cpu": "1.3"}, phase="Pending"))
+    # Alone in its queue and namespace: placed and undone, it holds float dust (0.1 + 0.7 - 0.7 - 0.1).
+    state.apply(queue("c"))
+    state.apply(podgroup("dust", ns="nsc", queue="c", min_member=2, phase="Inqueue"))
+    for k, cpu in enumerate(["0.1", "0.7"]):
+        state.apply(pod(f"dust-{k}", ns="nsc", group="dust", cpu=cpu))
+    return state
+
+
+def _walk(jobs: list[Job], width: int) -> dict[str, Any]:
+    """What a loop over every job, in order, adding each from zero, gives."""
+    held: dict[str, Vector] = {}
+    ns_held: dict[str, Vector] = {}
+    asked: dict[str, Vector] = {}
+    unmet: dict[str, Vector] = {}
+    total = np.zeros(width)
+    for job in jobs:
+        held[job.queue] = held.get(job.queue, np.zeros(width)) + job.allocated
+        asked[job.queue] = asked.get(job.queue, np.zeros(width)) + job.total_request()
+        ns_held[job.namespace] = ns_held.get(job.namespace, np.zeros(width)) + job.allocated
+        if job.phase is PodGroupPhase.INQUEUE:
+            unmet[job.queue] = unmet.get(job.queue, np.zeros(width)) + unmet_minimum(job)
+            total = total + unmet_minimum(job)
+    return {"held": held, "ns_held": ns_held, "asked": asked, "unmet": unmet, "total": total}
+
+
+def _bits(sums: Any) -> dict[str, bytes]:
+    return {k: np.asarray(v).tobytes() for k, v in dict(sums).items()}
+
+
+def _check(ledger: Ledger, jobs: list[Job], width: int) -> None:
+    want = _walk(jobs, width)
+    assert _bits(ledger.held_by_queue()) == _bits(want["held"])
+    assert _bits(ledger.held_by_namespace()) == _bits(want["ns_held"])
+    assert _bits(ledger.asked_by_queue()) == _bits(want["asked"])
+    pending = TaskStatus.PENDING
+    asking = [j for j in jobs if j.status_count.get(pending) or j.status_count.get(TaskStatus.PIPELINED)]
+    waiting = [j for j in jobs if j.phase is PodGroupPhase.PENDING and not j.tasks]
+    assert [j.key for j in ledger.asking_jobs()] == [j.key for j in jobs if j in asking or j in waiting]
+    short = {j.key for j in jobs if j.ready < j.min_member and (j.ready or j.phase is PodGroupPhase.INQUEUE)}
+    assert {j.key for j in ledger.short_gangs()} == short
+    assert all(j is jobs_by_key for j in ledger.short_gangs() for jobs_by_key in [_by_key(jobs)[j.key]])
+    assert not ledger.any_host_ports()
+    assert not ledger.any_constrained()
+
+
+def _check_unmet(ledger: Ledger, jobs: list[Job], width: int) -> None:
+    want = _walk(jobs, width)
+    assert _bits(ledger.unmet_by_queue()) == _bits(want["unmet"])
+    assert ledger.unmet().tobytes() == want["total"].tobytes()
+
+
+def _by_key(jobs: list[Job]) -> dict[str, Job]:
+    return {j.key: j for j in jobs}
+
+
+def _session(snapshot: ClusterSnapshot, *, thaw: bool) -> Session:
+    if thaw:
+        snapshot.thaw()
+    return Session(snapshot, load_config(None), [])
+
+
+@pytest.mark.parametrize("thaw", [False, True], ids=["shared", "thawed"])
+@pytest.mark.parametrize("gaps", [0, settled.MAX_GAPS], ids=["no-gaps", "gaps"])
+@pytest.mark.parametrize("kept", [False, True], ids=["first-session", "run-kept"])
+def test_the_ledger_answers_as_a_walk_over_every_job_at_open_and_after_statements(
+    thaw: bool, gaps: int, kept: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(settled, "MAX_GAPS", gaps)
+    state = _state(40)
+    if kept:  # a session before this one found the run and kept it
+        earlier = _session(state.snapshot(now=4.0), thaw=thaw)
+        assert earlier.ledger.held_by_queue()
+    snapshot = state.snapshot(now=5.0)
+    session = _session(snapshot, thaw=thaw)
+    jobs = list(session.jobs.values())
+    width = len(snapshot.space)
+    assert session.settled().jobs  # the run is not empty: the sums start from it
+    _check_unmet(session.ledger, jobs, width)
+    _check(session.ledger, jobs, width)
+    # Place pending pods of a gang and commit; of another and discard (the undone sums leave dust).
+    pending = [j for j in jobs if j.status_count.get(TaskStatus.PENDING) and j.tasks]
+    assert len(pending) >= 2
+    first, second = pending[0], session.jobs["nsc/dust"]
+    stmt = Statement(session)
+    for t in first.pending_tasks():
+        stmt.allocate(t, 0)
+    stmt.commit()
+    _check(session.ledger, jobs, width)
+    stmt = Statement(session)
+    for t in second.pending_tasks():
+        stmt.allocate(t, 1)
+    _check(session.ledger, jobs, width)  # asked while the Statement holds them
+    stmt.discard()
+    assert second.allocated.any()  # dust
+    _check(session.ledger, jobs, width)

@@ -1,0 +1,246 @@
+"""The session's ledger: what its jobs hold, ask and still miss, per queue and per namespace.
+
+:class:`SessionLedger` answers the questions of :class:`~volsched.framework.points.Ledger` (what plugins
+see) for one session, as the session stands when asked: the session tells it of every change a
+Statement makes (a task's status, a job's phase), and an answer is summed again, when next asked, after
+one. Every sum is the float a walk adding each job in the session's order from zero gives. It decides
+nothing and does no I/O.
+
+How it avoids that walk over the jobs nobody changes (the settled run kept from the last session, its
+gaps) is private to it and :mod:`volsched.framework.settled`: docs/design/steady-state.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from operator import attrgetter
+
+import numpy as np
+
+from volsched.framework.settled import Settled, fold, settle
+from volsched.model.cluster import (
+    Holdings,
+    Job,
+    any_constrained,
+    any_held_host_ports,
+    holdings,
+    unmet_minimum_rows,
+)
+from volsched.model.resources import Vector
+from volsched.model.vocabulary import PodGroupPhase, TaskStatus
+
+_QUEUE: attrgetter[str] = attrgetter("queue")
+_NAMESPACE: attrgetter[str] = attrgetter("namespace")
+
+
+class SessionLedger:
+    """The ledger of one session's jobs (``jobs``: the session's, in its order). ``kept``: where the
+    snapshot keeps what the last session's ledger found (``ClusterSnapshot.kept``)."""
+
+    def __init__(self, jobs: dict[str, Job], kept: dict[str, object], width: int) -> None:
+        self._jobs = jobs
+        self._kept = kept
+        self._width = width
+        #: The leading run of jobs no session changes (found when first needed) and the jobs after it
+        #: (its gaps first).
+        self._run: Settled | None = None
+        self._rest: list[Job] = []
+        #: The keys of the run's gaps: a change to one drops the run, found again when next needed.
+        self._gaps: frozenset[str] = frozenset()
+        #: Whether the run was found once already (the opens read it then).
+        self._found = False
+        #: The jobs after the run that hold something, and what each holds (dropped by every change).
+        self._holdings: Holdings | None = None
+        #: Answers given since the last change, by question.
+        self._answers: dict[str, object] = {}
+        #: Whether a task's status changed in this session: a job whose tasks are all pending then may
+        #: hold float dust (placements undone), so the sums walk it too.
+        self._moved = False
+
+    # --- what the session tells it ------------------------------------------------------------------
+
+    def status_changed(self, job: Job) -> None:
+        """A task of ``job`` changed status (the Statement did or undid something)."""
+        self._holdings = None
+        self._answers.clear()
+        self._moved = True
+        if job.origin is not None:  # a copy of a shared job, changed: no longer what it stands for
+            job.origin = None
+            self._run = None  # the run may hold it: found again when next needed
+        elif self._gaps and job.key in self._gaps:  # a gap of the run, changed: no longer as it was
+            self._run = None
+            self._gaps = frozenset()
+
+    def phases_changing(self, jobs: Sequence[Job]) -> None:
+        """``jobs`` are about to change phase (admitted, or an admission undone)."""
+        self._answers.clear()
+        for job in jobs:
+            if job.origin is not None:
+                job.origin = None
+                self._run = None
+
+    # --- the run (framework-private) ----------------------------------------------------------------
+
+    def settled(self) -> Settled:
+        """The leading run of the session's jobs that no session changes, with what it sums to (see
+        :mod:`volsched.framework.settled`): kept from the last session's snapshot while the jobs begin
+        with the same ones (or a session's unchanged copies of them). The same from open to close, but
+        for a copy of a shared job or a gap that the session changed: the run is found again, up to it,
+        when next asked."""
+        out = self._run
+        if out is None:
+            jobs = list(self._jobs.values())
+            # (found again after the session changed a job: for the close, which adds no unmet minimum)
+            out = settle(jobs, self._kept, self._width, again=self._found)
+            self._found = True
+            mine = self._jobs
+            if any(mine[j.key] is not j for j in out.committed):
+                # The run names shared jobs; those short of minMember are read (proportion) as the
+                # session changes them: the session's own copies, then.
+                out = replace(out, committed=[mine[j.key] for j in out.committed])
+            self._run = out
+            gaps = out.gaps
+            self._rest = [jobs[g.at] for g in gaps] + jobs[out.span :] if gaps else jobs[out.span :]
+            self._gaps = frozenset(g.key for g in gaps)
+        return out
+
+    def unsettled(self) -> list[Job]:
+        """The session's jobs not in its :meth:`settled` run, in order: the run's gaps (the jobs in its
+        span that are not in it), then the jobs after its span."""
+        self.settled()
+        return self._rest
+
+    def holdings(self) -> Holdings:
+        """The jobs after the :meth:`settled` run that hold something now (not all pending), in the
+        session's order, and what each holds, one row each (made again after a change)."""
+        out = self._holdings
+        if out is None:
+            out = self._holdings = holdings(self.unsettled(), self._width)
+        return out
+
+    def _after_gaps(self) -> Sequence[Job]:
+        """The jobs after the run's span (what the run's gaps ask is in its sums already)."""
+        run = self.settled()
+        rest = self._rest
+        return rest[len(run.gaps) :] if run.gaps else rest
+
+    # --- the questions (points.Ledger) --------------------------------------------------------------
+
+    def held_by_queue(self) -> Mapping[str, Vector]:
+        out = self._answers.get("held_by_queue")
+        if out is None:
+            out = self._answers["held_by_queue"] = self._held(_QUEUE)
+        return out  # type: ignore[return-value]
+
+    def held_by_namespace(self) -> Mapping[str, Vector]:
+        out = self._answers.get("held_by_namespace")
+        if out is None:
+            out = self._answers["held_by_namespace"] = self._held(_NAMESPACE)
+        return out  # type: ignore[return-value]
+
+    def _held(self, key: attrgetter[str]) -> dict[str, Vector]:
+        """Per ``key`` of a job (its queue or namespace): what the jobs hold."""
+        run = self.settled()
+        start = run.queue if key is _QUEUE else run.namespace
+        if self._moved:  # every job after the run (a job all pending again may hold float dust)
+            rest = self.unsettled()
+            return _frozen(fold(start, list(map(key, rest)), [j.allocated for j in rest], self._width))
+        held = self.holdings()  # (a job all pending holds zeros: only the keys are wanted of it)
+        out = fold(start, list(map(key, held.jobs)), held.matrix, self._width)
+        for k in set(map(key, self.unsettled())).difference(out):
+            out[k] = np.zeros(self._width)
+        return _frozen(out)
+
+    def asked_by_queue(self) -> Mapping[str, Vector]:
+        out = self._answers.get("asked_by_queue")
+        if out is None:
+            run = self.settled()
+            pending, pipelined = TaskStatus.PENDING, TaskStatus.PIPELINED
+            queues: list[str] = []
+            rows: list[Vector] = []
+            asks = False
+            gaps = len(run.gaps)  # the first of the jobs after the run: what they ask is in its sums
+            for k, job in enumerate(self.unsettled()):
+                queues.append(job.queue)
+                c = job.status_count
+                if k >= gaps and (c.get(pending) or c.get(pipelined)):
+                    asks = True
+                    rows.append(job.total_request())
+                else:
+                    rows.append(job.allocated)
+            if asks or run.request:
+                out = _frozen(fold({**run.queue, **run.request}, queues, rows, self._width))
+            else:
+                out = self.held_by_queue()
+            self._answers["asked_by_queue"] = out
+        return out  # type: ignore[return-value]
+
+    def unmet_by_queue(self) -> Mapping[str, Vector]:
+        out = self._answers.get("unmet_by_queue")
+        if out is None:
+            run = self.settled()
+            index = {q: i for i, q in enumerate(run.unmet_queue)}
+            inqueue = PodGroupPhase.INQUEUE
+            admitted = [j for j in self._after_gaps() if j.phase is inqueue]
+            rows = [index.setdefault(j.queue, len(index)) for j in admitted]
+            sums = np.zeros((len(index), self._width))
+            for i, v in enumerate(run.unmet_queue.values()):
+                sums[i] = v
+            unmet_minimum_rows(admitted, rows, sums)
+            out = _frozen({q: sums[i] for q, i in index.items()})
+            self._answers["unmet_by_queue"] = out
+        return out  # type: ignore[return-value]
+
+    def unmet(self) -> Vector:
+        out = self._answers.get("unmet")
+        if out is None:
+            inqueue = PodGroupPhase.INQUEUE
+            admitted = [j for j in self._after_gaps() if j.phase is inqueue]
+            total = self.settled().unmet_all.reshape(1, self._width).copy()
+            unmet_minimum_rows(admitted, [0] * len(admitted), total)
+            out = total[0]
+            out.setflags(write=False)
+            self._answers["unmet"] = out
+        return out  # type: ignore[return-value]
+
+    def asking_jobs(self) -> Sequence[Job]:
+        out = self._answers.get("asking_jobs")
+        if out is None:
+            pending, pipelined, waiting = TaskStatus.PENDING, TaskStatus.PIPELINED, PodGroupPhase.PENDING
+            out = [
+                j
+                for j in self.unsettled()
+                if j.status_count.get(pending)
+                or j.status_count.get(pipelined)
+                or (j.phase is waiting and not j.tasks and j.podgroup is not None)
+            ]
+            self._answers["asking_jobs"] = out
+        return out  # type: ignore[return-value]
+
+    def short_gangs(self) -> Sequence[Job]:
+        out = self._answers.get("short_gangs")
+        if out is None:
+            inqueue = PodGroupPhase.INQUEUE
+            out = [
+                *self.settled().committed,
+                # (``settled.committed``, written out: a call per job costs a backlog's first session more)
+                *(j for j in self.unsettled() if j.ready < j.min_member and (j.ready or j.phase is inqueue)),
+            ]
+            self._answers["short_gangs"] = out
+        return out  # type: ignore[return-value]
+
+    def any_host_ports(self) -> bool:
+        # (the jobs after the run that hold something: a job whose every task is pending holds no
+        # port on a node, and a shared one always holds something, or has no task)
+        return self.settled().host_ports or any_held_host_ports(self.holdings().jobs)
+
+    def any_constrained(self) -> bool:
+        return self.settled().constrained or any_constrained(self.unsettled())
+
+
+def _frozen(sums: dict[str, Vector]) -> dict[str, Vector]:
+    """``sums`` with its vectors read-only (a reader that adds to one copies it first)."""
+    for v in sums.values():
+        v.setflags(write=False)
+    return sums
