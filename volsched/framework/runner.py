@@ -26,9 +26,8 @@ from volsched.framework.decisions import (
 from volsched.framework.messages import amounts
 from volsched.framework.registry import make_actions, make_plugins, placement_gap
 from volsched.framework.session import Action, BindSink, Session
-from volsched.framework.settled import fold
 from volsched.model.cluster import ClusterSnapshot, Job
-from volsched.model.resources import EPS, Vector
+from volsched.model.resources import EPS
 from volsched.model.vocabulary import PodGroupPhase, QueueState, TaskStatus
 
 #: A Queue's status while it is closed and jobs still hold it (Volcano's name for it).
@@ -155,13 +154,12 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
     a pod standing alone has no phase to write nor to speak of), and appends to ``waiting_jobs`` the jobs
     with tasks pending, in the jobs' order.
 
-    The settled run (``Session.settled``: jobs no session changes, nothing pending) gives its sums per
-    queue and per namespace, kept from the last session, and its jobs with a PodGroup; one pass over the
-    other jobs gathers the rest: at 10,000 bound pods that stand alone, each its own job, a pass over
-    every job costs every session a few milliseconds."""
+    The sums per queue and per namespace are the ledger's. The PodGroups of the jobs no session changes
+    (the ledger's settled run: nothing pending there) keep their status from the last session; one pass
+    over the other jobs gathers the rest: at 10,000 bound pods that stand alone, each its own job, a
+    pass over every job costs every session a few milliseconds."""
     result = session.result
     space = session.space
-    width = len(space)
     phases: dict[str, PodGroupPhase] = {}
     errors = session.job_errors
     queue_names = sorted(session.queues)
@@ -202,24 +200,13 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
         result.podgroups[job.key] = status
         return pending
 
-    settled = session.settled()
-    for job in settled.podgroups:  # nothing pending in the run
+    ledger = session.ledger
+    for job in ledger.settled().podgroups:  # nothing pending in the run
         podgroup_status(job, queue_row.get(job.queue))
-    jobs = session.unsettled()
-    held_rows: list[Vector] = []
-    job_ns: list[str] = []
-    queued: list[str] = []  # the queue of each job of a known queue
-    queued_held: list[Vector] = []  # what it holds
-    queued_rows: list[Vector] = []  # and what it asks: what it holds, or for a job with tasks pending more
-    asks = False  # whether a job of a known queue has tasks pending (else the two lists are the same)
     pipelined_status = TaskStatus.PIPELINED
     pending_status = TaskStatus.PENDING
     waiting = 0
-    gaps = len(settled.gaps)  # the first of ``jobs``: what they ask is in the run's sums already
-    for k, job in enumerate(jobs):
-        held = job.allocated
-        held_rows.append(held)
-        job_ns.append(job.namespace)
+    for job in ledger.unsettled():
         q = queue_row.get(job.queue)
         if job.podgroup is None:  # a pod standing alone: no PodGroup status to write, no phase to speak of
             c = job.status_count
@@ -227,34 +214,18 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
             pending = c.get(pending_status, 0)
             if pending:
                 waiting_jobs.append(job)
-            asking = pending + pipelined
-            if asking:
+            if pending + pipelined:
                 waiting += 1
                 result.pipelined += pipelined
-        else:
-            asking = podgroup_status(job, q)
-            if asking:
-                if job.status_count.get(pending_status):
-                    waiting_jobs.append(job)
-                waiting += 1
-                result.pipelined += job.status_count.get(pipelined_status, 0)
-        if q is not None:
-            queued.append(job.queue)
-            queued_held.append(held)
-            if asking and k >= gaps:
-                asks = True
-                queued_rows.append(job.total_request())
-            else:
-                queued_rows.append(held)
+        elif podgroup_status(job, q):
+            if job.status_count.get(pending_status):
+                waiting_jobs.append(job)
+            waiting += 1
+            result.pipelined += job.status_count.get(pipelined_status, 0)
     result.waiting = waiting
-    # Sums over jobs per queue and per namespace, each in the jobs' order (the run's, then one row at a
-    # time, in order, as a loop would: see ``settled.fold``). A gap holds nothing (zeros, added anywhere,
-    # change no sum), and what it asks is added in its place in the run's requests.
-    known = {name: sums for name, sums in settled.queue.items() if name in queue_row}
-    allocated_of = fold(known, queued, queued_held, width)
-    asked = {name: sums for name, sums in settled.request.items() if name in queue_row}
-    request_of = fold({**known, **asked}, queued, queued_rows, width) if asks or asked else allocated_of
-    ns_allocated = fold(settled.namespace, job_ns, held_rows, width)
+    allocated_of = ledger.held_by_queue()
+    request_of = ledger.asked_by_queue()
+    ns_allocated = ledger.held_by_namespace()
     for q, name in enumerate(queue_names):
         spec = session.queues[name]
         allocated = allocated_of.get(name)
