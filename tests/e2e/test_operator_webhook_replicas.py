@@ -41,6 +41,7 @@ from tests.e2e.operator_fixtures import (
     queue,
     wait_for,
 )
+from tests.helmtool import CHART, helm
 from volsched.kube.rest import LeanRest
 from volsched.kube.secret import SecretStore
 from volsched.model.vocabulary import API_GROUP
@@ -266,3 +267,74 @@ def test_replicas_racing_to_create_or_renew_the_secret_end_up_with_one_and_the_s
         assert second.cert != cert and second.cas == first.cas and signed_by(second.cert, first.cas[0])
         stored = client.CoreV1Api(api).read_namespaced_secret(name, OPERATOR_NS).data
         assert base64.b64decode(stored["tls.crt"]) == got[0]["tls.crt"]
+
+
+@pytest.fixture
+def bare_aggregating() -> Iterator[LocalControlPlane]:
+    """A control plane that routes to a Service's endpoints, without the CRDs: the chart brings them."""
+    with running(LocalControlPlane(aggregation=True)) as cp:
+        yield cp
+
+
+@pytest.mark.helm
+def test_the_charts_webhooks_run_with_the_charts_rights_and_flags(
+    bare_aggregating: LocalControlPlane, tmp_path: Path
+) -> None:
+    """``helm install --set webhook.enabled=true``: the operator, with the chart's service account (its
+    RBAC: the shared Secret's create/get/update, the configurations') and the chart's webhook flags,
+    makes the Secret, fills in the configurations the chart owns, and answers through the chart's
+    Service; ``helm uninstall`` removes the configurations."""
+    kubeconfig = str(bare_aggregating.kubeconfig_path)
+    helm("install", "volsched", str(CHART), "-n", OPERATOR_NS, "--create-namespace", "--kubeconfig", kubeconfig,
+         "--set", "webhook.enabled=true")  # fmt: skip
+    with netns_host(209) as host, bare_aggregating.api_client() as api:
+        k = Kube(api)
+        deploy = client.AppsV1Api(api).read_namespaced_deployment("volsched", OPERATOR_NS)
+        args = deploy.spec.template.spec.containers[0].args
+        flags = [
+            a
+            for i, a in enumerate(args)
+            if a.startswith("--webhook-") or args[i - 1].startswith("--webhook-")
+        ]
+        assert flags[flags.index("--webhook-cert-secret") + 1] == SECRET
+        flags[flags.index("--webhook-host") + 1] = host.gateway  # the pod's address, here
+        _service_endpoints(k, [host.gateway])
+        k.queue(queue("team-a", namespaceSelector={"matchLabels": {"team": "a"}}))
+        k.core.create_namespace({"metadata": {"name": "team-b", "labels": {"team": "b"}}})
+        token = bare_aggregating.service_account_token(OPERATOR_NS, "volsched", create=False)
+        sa = bare_aggregating.write_kubeconfig(tmp_path / "sa.kubeconfig", token=token)
+        op = OperatorProcess(sa, tmp_path / "operator.log", *flags).start()
+        try:
+            said = wait_for(
+                lambda: _refusal(k, "probe"), 60, what="the chart's webhooks answering", operator=op
+            )
+            assert "queue team-a does not take jobs of namespace team-b" in said
+            assert k.core.read_namespaced_secret(SECRET, OPERATOR_NS).type == "kubernetes.io/tls"
+            admission = client.AdmissionregistrationV1Api(api)
+            config = admission.read_validating_webhook_configuration("volsched.io")
+            assert config.metadata.labels["app.kubernetes.io/managed-by"] == "Helm" and config.webhooks
+            log = op.log().lower()
+            assert "forbidden" not in log and " 403" not in log
+        finally:
+            op.stop()
+        helm("uninstall", "volsched", "-n", OPERATOR_NS, "--kubeconfig", kubeconfig)
+        for read in (
+            admission.read_validating_webhook_configuration,
+            admission.read_mutating_webhook_configuration,
+        ):
+            with pytest.raises(ApiException) as gone:
+                read("volsched.io")
+            assert gone.value.status == 404
+
+
+def _service_endpoints(k: Kube, addresses: list[str]) -> None:
+    """An EndpointSlice for the chart's Service (no endpoint controller runs here)."""
+    client.DiscoveryV1Api(k.api).create_namespaced_endpoint_slice(
+        OPERATOR_NS,
+        {
+            "metadata": {"name": f"{SERVICE}-1", "labels": {"kubernetes.io/service-name": SERVICE}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [a], "conditions": {"ready": True}} for a in addresses],
+            "ports": [{"name": "webhook", "port": PORT, "protocol": "TCP"}],
+        },
+    )
