@@ -2,21 +2,24 @@
 pods of 1 cpu, two queues, arrivals over time, each pod running a few seconds) goes through the operator
 on a real control plane (kube-controller-manager's Job controller, kwok nodes that run the pods) and
 through ``volsched simulate``'s replay, and each queue's wait (a Job's first pod bound minus its
-creation) is printed from both, with their p50 ratio. It also prints the real control plane's start-up
-time and memory (kube-apiserver, etcd, kube-controller-manager, kwok).
+creation) is printed from both, with the replay's error. It also prints the real control plane's
+start-up time and memory (kube-apiserver, etcd, kube-controller-manager, kwok).
 
-    python bench/sim_vs_real.py [--jobs 120] [--seed 7] [--rate 1.0]
+    python bench/sim_vs_real.py [--jobs 120] [--seed 7] [--rate 1.0] [--repeat 1]
 
-The real run takes about as long as the workload's arrivals plus its tail (a few minutes); the replay
-takes seconds. On a loaded 2-core machine the operator's cycles stretch and the real waits with them:
-the load is printed; compare ratios within one run. The replay's sessions run on the period's grid (a
-job arriving between two ticks waits for the next), the operator's soon after a pod arrives: at light
-load the simulator's waits are longer by about half a period."""
+The replay runs twice: as it runs by default (sessions when the operator's would, no latency), and with
+the latencies this real run showed (``--create-delay``, ``--start-delay``, ``--finish-delay``,
+``--session-time``: means of what the bench's own watch saw, and of the operator's session wall times),
+which are printed with where the real run's time went. The real run takes about as long as the
+workload's arrivals plus its tail (a few minutes); the replay takes seconds. On a loaded 2-core machine
+the operator's sessions and the control plane's latencies stretch with the load, and the real waits with
+them: the load is printed before and after each round; compare within one round."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import contextlib
 import os
 import random
@@ -33,6 +36,7 @@ from machine import describe
 
 from volsched.framework.registry import load_config
 from volsched.simulate import Document, Replay
+from volsched.simulate.timeport import Latencies
 from volsched_dev.devcluster import RUN_FOR, LocalControlPlane
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,8 +100,63 @@ def _rss_mib(pid: int) -> float:
     return 0.0
 
 
-def real(planned: list[Planned], config_text: str) -> tuple[dict[str, list[float]], str]:
-    """Each queue's waits on the real control plane, and a line on its start-up and memory."""
+def timeline(
+    planned: list[Planned],
+    created: dict[str, float],
+    life: dict[str, dict[str, Any]],
+    sessions: list[tuple[float, float, bool]],
+) -> Latencies:
+    """Where the real run's time went (as this process's watch saw it), printed; returns the means as the
+    replay's latencies."""
+    secs = {p.name: p.seconds for p in planned}
+    first: dict[str, float] = {}
+    for pod in life.values():
+        if pod.get("job") in created and "added" in pod:
+            first[pod["job"]] = min(first.get(pod["job"], 1e18), pod["added"])
+
+    def show(label: str, xs: list[float]) -> None:
+        xs = sorted(xs)
+        if xs:
+            print(f"  {label}: n {len(xs)} p10 {xs[len(xs) // 10]:.3f} p50 {statistics.median(xs):.3f} "
+                  f"p90 {xs[int(0.9 * (len(xs) - 1))]:.3f} mean {statistics.mean(xs):.3f}")  # fmt: skip
+
+    print("timeline of the real run (seconds):")
+    create = [first[j] - created[j] for j in first]
+    start = [p["running"] - p["bound"] for p in life.values() if "running" in p and "bound" in p]
+    finish = [p["succeeded"] - p["running"] - secs[p["job"]]
+              for p in life.values() if "succeeded" in p and p.get("job") in secs]  # fmt: skip
+    ran = [(a, b) for a, b, skipped in sessions if not skipped]
+    took = [b - a for a, b in ran]
+    show("job created -> first pod seen (create)", create)
+    show("pod seen -> bound", [p["bound"] - p["added"] for p in life.values() if "bound" in p])
+    show("bound -> Running (start)", start)
+    show("Running -> Succeeded, less the duration (finish)", finish)
+    show("session wall time (session)", took)
+    print(f"  sessions run {len(ran)}, skipped {sum(1 for s in sessions if s[2])}")
+    starts = [a for a, _ in ran]
+    after = []
+    for p in life.values():
+        if "succeeded" in p:
+            i = bisect.bisect_left(starts, p["succeeded"])
+            if i < len(starts):
+                after.append(starts[i] - p["succeeded"])
+    show("pod Succeeded seen -> next session", after)
+    arr = []
+    for t in first.values():
+        i = bisect.bisect_left(starts, t)
+        if i < len(starts):
+            arr.append(starts[i] - t)
+    show("first pod seen -> next session", arr)
+
+    def mean(xs: list[float]) -> float:
+        return max(0.0, statistics.mean(xs)) if xs else 0.0
+
+    return Latencies(start=mean(start), finish=mean(finish), create=mean(create), session=mean(took))
+
+
+def real(planned: list[Planned], config_text: str) -> tuple[dict[str, list[float]], str, Latencies]:
+    """Each queue's waits on the real control plane, a line on its start-up and memory, and the
+    latencies it showed."""
     from volsched.operator import Operator, Settings
 
     started = time.monotonic()
@@ -133,14 +192,34 @@ def real(planned: list[Planned], config_text: str) -> tuple[dict[str, list[float
             thread = threading.Thread(target=lambda: loop.run_until_complete(op.run(stop)), daemon=True)
             thread.start()
             bound: dict[str, float] = {}  # job -> when its first pod was seen bound
+            life: dict[str, dict[str, Any]] = {}  # pod -> when it was seen added, bound, running, done
             created: dict[str, float] = {}
             w = watch.Watch()
+            sessions: list[tuple[float, float, bool]] = []  # (start, end, skipped)
+            run_once = op.loop.run_once
+
+            def timed_once() -> Any:
+                t0 = time.monotonic()
+                out = run_once()
+                sessions.append((t0, time.monotonic(), out is not None and out[1].skipped))
+                return out
+
+            op.loop.run_once = timed_once  # type: ignore[method-assign]
 
             def follow() -> None:
                 with contextlib.suppress(Exception):  # the stream ends when the run does
                     for event in w.stream(core.list_namespaced_pod, NS, timeout_seconds=3600):
                         pod = event["object"]
+                        now = time.monotonic()
                         name = (pod.metadata.labels or {}).get("job-name")
+                        seen = life.setdefault(pod.metadata.name, {"job": name})
+                        seen.setdefault("added", now)
+                        if pod.spec.node_name:
+                            seen.setdefault("bound", now)
+                        if pod.status.phase in ("Running", "Succeeded"):
+                            seen.setdefault("running", now)
+                        if pod.status.phase == "Succeeded":
+                            seen.setdefault("succeeded", now)
                         if name and pod.spec.node_name and name not in bound:
                             bound[name] = time.monotonic()
 
@@ -161,16 +240,20 @@ def real(planned: list[Planned], config_text: str) -> tuple[dict[str, list[float
                 loop.call_soon_threadsafe(stop.set)
                 thread.join(timeout=30)
                 loop.close()
+    latencies = timeline(planned, created, life, sessions)
     waits: dict[str, list[float]] = {}
     for p in planned:
         waits.setdefault(p.queue, []).append(bound[p.name] - created[p.name])
     return (
         waits,
         f"start-up {up:.1f} s (etcd, kube-apiserver, kube-controller-manager ready); memory: {memory}",
+        latencies,
     )
 
 
-def simulated(planned: list[Planned], config_text: str) -> dict[str, list[float]]:
+def simulated(
+    planned: list[Planned], config_text: str, latencies: Latencies | None = None
+) -> dict[str, list[float]]:
     epoch = 1_800_000_000.0
     docs = [Document(f"node {i}", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"kwok-{i}"},
                                    "status": {"allocatable": {"cpu": str(NODE_CPU), "pods": "110"},
@@ -180,8 +263,12 @@ def simulated(planned: list[Planned], config_text: str) -> dict[str, list[float]
     for p in planned:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch + p.at)) + f".{int(p.at * 10) % 10}Z"
         docs.append(Document(p.name, job(p, created=stamp)))
-    result = Replay(docs, load_config(text=config_text), period=PERIOD).run()
+    result = Replay(docs, load_config(text=config_text), period=PERIOD, latencies=latencies).run()
     return result.report()["waits"]["queues"]
+
+
+def p50(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
 
 
 def main() -> None:
@@ -189,26 +276,42 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=120)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--rate", type=float, default=1.0, help="arrivals a second (mean)")
+    parser.add_argument("--repeat", type=int, default=1, help="real runs, each on a new control plane")
     args = parser.parse_args()
     print(describe("kubernetes"))
     config_text = (ROOT / "examples" / "reclaim-preempt-scheduler.yaml").read_text()
     planned = plan(args.jobs, args.seed, args.rate)
     t = time.monotonic()
-    sim = simulated(planned, config_text)
-    print(f"replay: {time.monotonic() - t:.1f} s")
-    t = time.monotonic()
-    got, control_plane = real(planned, config_text)
-    print(f"real run: {time.monotonic() - t:.1f} s; {control_plane}")
-    print(f"load after: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    print(
-        f"{'queue':6} {'jobs':>5} {'real p50':>9} {'sim p50':>8} {'sim/real':>9} {'real p90':>9} {'sim p90':>8}"
-    )
-    for q in QUEUES:
-        r, s = sorted(got.get(q, [])), sorted(sim.get(q, []))
-        rp, sp = statistics.median(r), statistics.median(s)
-        r90, s90 = r[int(0.9 * (len(r) - 1))], s[int(0.9 * (len(s) - 1))]
-        ratio = sp / rp if rp > 0 else float("nan")
-        print(f"{q:6} {len(r):5d} {rp:9.2f} {sp:8.2f} {ratio:9.2f} {r90:9.2f} {s90:8.2f}")
+    plain = simulated(planned, config_text)
+    print(f"replay: {time.monotonic() - t:.1f} s; {args.jobs} jobs at {args.rate:g}/s, seed {args.seed}")
+    rounds: list[tuple[dict[str, list[float]], dict[str, list[float]]]] = []
+    for n in range(1, args.repeat + 1):
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        t = time.monotonic()
+        got, control_plane, latencies = real(planned, config_text)
+        print(f"round {n}: real run {time.monotonic() - t:.1f} s; {control_plane}")
+        print(f"round {n}: load before {load}, after {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        lat = latencies
+        print(f"round {n}: the replay with this run's latencies: --create-delay {lat.create:.3f}s "
+              f"--start-delay {lat.start:.3f}s --finish-delay {lat.finish:.3f}s --session-time {lat.session:.3f}s")  # fmt: skip
+        fitted = simulated(planned, config_text, latencies)
+        rounds.append((got, fitted))
+        print(f"{'queue':6} {'jobs':>5} {'real p50':>9} {'replay p50':>11} {'error':>7} "
+              f"{'+latencies':>11} {'error':>7} {'real p90':>9} {'replay p90':>11}")  # fmt: skip
+        for q in QUEUES:
+            r, s, f = sorted(got.get(q, [])), sorted(plain.get(q, [])), sorted(fitted.get(q, []))
+            rp, sp, fp = p50(r), p50(s), p50(f)
+            r90, s90 = r[int(0.9 * (len(r) - 1))], f[int(0.9 * (len(f) - 1))]
+            print(f"{q:6} {len(r):5d} {rp:9.2f} {sp:11.2f} {sp / rp - 1:+7.0%} {fp:11.2f} {fp / rp - 1:+7.0%} "
+                  f"{r90:9.2f} {s90:11.2f}")  # fmt: skip
+    if len(rounds) > 1:
+        print("over the rounds, each queue's p50 (s): real | replay with that round's latencies")
+        for q in QUEUES:
+            reals = [p50(g.get(q, [])) for g, _ in rounds]
+            fits = [p50(f.get(q, [])) for _, f in rounds]
+            errors = ", ".join(f"{f / r - 1:+.0%}" for r, f in zip(reals, fits, strict=True))
+            print(f"{q:6} real {', '.join(f'{x:.2f}' for x in reals)} | replay {', '.join(f'{x:.2f}' for x in fits)}"
+                  f" | errors {errors}; plain replay {p50(plain.get(q, [])):.2f}")  # fmt: skip
 
 
 if __name__ == "__main__":

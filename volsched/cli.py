@@ -116,6 +116,7 @@ def _replay(args: argparse.Namespace, config: SchedulerConfig | None, names: Ite
     from volsched.render import render_replay
     from volsched.simulate import Replay, load_documents, replay_json
     from volsched.simulate.scenarios import SCENARIOS
+    from volsched.simulate.timeport import Latencies
     from volsched.simulate.trace import load_trace
 
     if args.then or args.usage:
@@ -137,6 +138,12 @@ def _replay(args: argparse.Namespace, config: SchedulerConfig | None, names: Ite
     period = parse_duration(args.period, where="--period")
     max_idle = parse_duration(args.max_idle, where="--max-idle", allow_zero=True)
     min_gap = parse_duration(args.min_gap, where="--min-gap", allow_zero=True)
+    latencies = Latencies(
+        start=parse_duration(args.start_delay, where="--start-delay", allow_zero=True),
+        finish=parse_duration(args.finish_delay, where="--finish-delay", allow_zero=True),
+        create=parse_duration(args.create_delay, where="--create-delay", allow_zero=True),
+        session=parse_duration(args.session_time, where="--session-time", allow_zero=True),
+    )
 
     def once(documents: list[Document], conf: SchedulerConfig | None) -> dict[str, Any]:
         replay = Replay(
@@ -146,6 +153,7 @@ def _replay(args: argparse.Namespace, config: SchedulerConfig | None, names: Ite
             period=period,
             max_idle=max_idle,
             min_gap=min_gap,
+            latencies=latencies,
             until=until,
             scheduler_names=names,
             record_pods=args.output != "html",  # the HTML report shows no pod
@@ -351,6 +359,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --replay: a session a pod's arrival (or room freed while pods wait) calls for runs at least"
         " this long after the last one (default 20ms, the operator's --min-gap)",
     )
+    for flag, what in (
+        (
+            "--start-delay",
+            "from a bind to the pod running (a kubelet's start-up); its duration counts from then",
+        ),
+        (
+            "--finish-delay",
+            "from a pod's end to the scheduler seeing its room free (the kubelet's status, the watch)",
+        ),
+        ("--create-delay", "from a Job's creation to its pods' (the Job controller)"),
+        (
+            "--session-time",
+            "how long each session takes: its binds land at its end, and it sets the next one's gap",
+        ),
+    ):
+        sim.add_argument(
+            flag,
+            default="0s",
+            metavar="DURATION",
+            help=f"with --replay: {what} (default 0s; docs/simulator-time.md)",
+        )
     sim.add_argument(
         "--max-idle",
         default="10s",

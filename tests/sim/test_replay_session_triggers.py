@@ -14,7 +14,7 @@ from tests.sim._eviction_helpers import EXAMPLES
 from volsched.framework.registry import load_config
 from volsched.simulate import Document, Replay, ReplayResult
 from volsched.simulate.documents import EPOCH, iso
-from volsched.simulate.timeport import DURATION_ANNOTATION
+from volsched.simulate.timeport import DURATION_ANNOTATION, Latencies
 
 Obj = dict[str, Any]
 
@@ -136,3 +136,16 @@ def test_a_node_added_while_pods_wait_calls_a_session_when_it_comes():
     objs = [node("n0", cpu="1"), late, queue("q"), group]
     objs += [timed_pod(f"g-{i}", created=0, duration="10s", group="g") for i in range(2)]
     assert started(replay(objs, period=5.0)) == {"default/g-0": 3.2, "default/g-1": 3.2}
+
+
+def test_a_session_that_takes_time_binds_at_its_end_and_keeps_the_next_one_as_far_from_it():
+    # Sessions take 0.1 s (--session-time). a arrives at 0: its session runs 0..0.1 and binds it at 0.1.
+    # b arrives at 0.05, while that session runs: the next runs once it ended and as long again after
+    # (the operator's gap follows the last session's time), 0.2..0.3, and binds b at 0.3.
+    objs = [node("n0", cpu="2"), queue("q")]
+    objs += [
+        timed_pod("a", created=0, duration="10s", queue="q"),
+        timed_pod("b", created=0.05, duration="10s", queue="q"),
+    ]
+    result = replay(objs, latencies=Latencies(session=0.1))
+    assert started(result) == {"default/a": 0.1, "default/b": 0.3}

@@ -37,7 +37,7 @@ from volsched.pacing import MIN_GAP, PERIOD, Pacer, pods_wait
 from volsched.simulate.documents import EPOCH, Document
 from volsched.simulate.loop import SimulationResult, Simulator
 from volsched.simulate.report import Series, build_report, waits_by
-from volsched.simulate.timeport import REMOVE_ANNOTATION, JobRun, PodRun, TimePort, pod_duration
+from volsched.simulate.timeport import REMOVE_ANNOTATION, JobRun, Latencies, PodRun, TimePort, pod_duration
 from volsched.simulate.trace import TraceJob, check_references, job_documents, priority_classes
 
 #: What arrives at one instant: (time, files before trace jobs, a batch of documents, or a trace's job).
@@ -134,9 +134,14 @@ class Replay:
         until: float | None = None,
         scheduler_names: Iterable[str] = DEFAULT_SCHEDULER_NAMES,
         record_pods: bool = True,
+        latencies: Latencies | None = None,
     ) -> None:
         """``record_pods``: keep every pod's times for the result's ``runs`` (``-o json``); without, a
-        finished job's pods leave no record (the report needs only the jobs')."""
+        finished job's pods leave no record (the report needs only the jobs'). ``latencies``: what
+        takes time beside the sessions' decisions (:class:`~volsched.simulate.timeport.Latencies`;
+        default none)."""
+        self.latencies = latencies or Latencies()
+        self.latencies.check()
         if not (period > 0 and math.isfinite(period)):
             raise InputError(f"--period must be a positive number of seconds, got {period}")
         self.period, self.max_idle, self.until = period, max_idle, until
@@ -156,6 +161,11 @@ class Replay:
             else:
                 timed.append((at, i, doc))
         self.start = min((t for t, _, _ in timed), default=EPOCH)
+        # A Job's pods come create latency after it (the Job controller); its wait counts from the Job.
+        if self.latencies.create > 0:
+            timed = [
+                (at + self.latencies.create if d.obj.get("kind") == "Job" else at, i, d) for at, i, d in timed
+            ]
         # Nodes made after the start arrive then (a node added); any may go (a node removed).
         self._removals: list[tuple[float, str]] = []
         for i, doc in enumerate(static):
@@ -192,6 +202,7 @@ class Replay:
         assert isinstance(port, TimePort)
         self.port: TimePort = port
         port.keep_pods = record_pods
+        port.latencies = self.latencies
         if trace:
             check_references(
                 trace,
@@ -221,6 +232,11 @@ class Replay:
                     except InputError as exc:
                         raise InputError(f"{job.where}: {exc.message}") from None
             else:
+                for doc in docs or []:
+                    if doc.obj.get("kind") == "Job" and self.latencies.create > 0:
+                        meta = meta_of(doc.obj)
+                        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+                        self.port.submitted[key] = at - self.latencies.create
                 self.sim.add(docs or [])
             count += 1
             self._next = next(self._arrivals, None)
@@ -307,7 +323,11 @@ class Replay:
             if port.budgets:  # budgets come with the cluster's files only (arrivals are workloads)
                 port.sync_budgets()
             sim.state.doorbell.take()  # what rings from now on calls for the next session
+            # The session decides on the cache as of now; what it writes lands when it ends.
+            sim.clock = now + self.latencies.session
             report = run_cycle(sim.feeder, sim.config, port, now=now, idle=idle)
+            ended = now if report.skipped else sim.clock
+            sim.clock = now
             sim.last_report = report
             if report.skipped:
                 skipped += 1
@@ -320,7 +340,7 @@ class Replay:
             outcomes += (o for o in report.evictions if o.result in (EVICTED, BLOCKED, FAILED))
             changed = bool(report.count(BOUND) or report.evicted() or report.phases_changed)
             nxt = self._next_session(
-                started=now, ended=now, dirty=changed, waiting=waiting, last_run=last_run
+                started=now, ended=ended, dirty=changed, waiting=waiting, last_run=last_run
             )
             if not math.isfinite(nxt) or (self.until is not None and nxt > self.start + self.until):
                 break

@@ -54,6 +54,29 @@ RESTART_JOB = "RestartJob"
 RESTART_POD = "RestartPod"
 
 
+@dataclass(frozen=True, slots=True)
+class Latencies:
+    """What takes time in a cluster beside the scheduler's decisions, in seconds (all 0 by default: the
+    replay's pods start when bound and their room frees when they end). See docs/simulator-time.md."""
+
+    #: From a bind to the pod running (the kubelet's start-up: image pull, containers); the pod's
+    #: duration counts from then, as a kubelet's (and kwok's) does. Its room is held from the bind.
+    start: float = 0.0
+    #: From a pod's end to the scheduler seeing its room free (the kubelet's status, the watch).
+    finish: float = 0.0
+    #: From a Job's creation to its pods' (the Job controller); its jobs' waits count from the Job's.
+    create: float = 0.0
+    #: How long a session that runs takes: its binds and evictions land at its end, and the next
+    #: session the doorbell calls for waits at least that long after it (the operator's pacing).
+    session: float = 0.0
+
+    def check(self) -> None:
+        for name in ("start", "finish", "create", "session"):
+            value = getattr(self, name)
+            if not (value >= 0 and value < float("inf")):
+                raise InputError(f"the {name} latency must be a number of seconds >= 0, got {value}")
+
+
 @dataclass(slots=True)
 class PodRun:
     """One pod's life in a replay (times: the simulated clock, Unix seconds)."""
@@ -168,6 +191,9 @@ class TimePort(MemoryPort):
         #: Every job that ever existed, by its key (a PodRun's ``job``).
         self.job_runs: dict[str, JobRun] = {}
         self.ledger = Ledger()
+        self.latencies = Latencies()
+        #: When each Job whose pods are still to come was created (its jobs' submission).
+        self.submitted: dict[str, float] = {}
 
     # --- the objects -----------------------------------------------------------------------------------
 
@@ -222,12 +248,18 @@ class TimePort(MemoryPort):
             )
             raw_min = annotations.get(MIN_MEMBER_ANNOTATION)
             minimum = int(raw_min) if isinstance(raw_min, str) and raw_min.isdigit() else 1
+        owner = next(
+            (r.get("name") for r in meta.get("ownerReferences") or [] if r.get("kind") == "Job"), None
+        )
+        submitted = now
+        if owner is not None:  # a Job's pods made create latency after the Job: its wait counts from it
+            submitted = self.submitted.pop(f"{meta.get('namespace') or 'default'}/{owner}", now)
         return JobRun(
             key=job,
             queue=queue,
             namespace=str(meta.get("namespace") or "default"),
             job_class=str(annotations.get(CLASS_ANNOTATION) or ""),
-            submitted=now,
+            submitted=submitted,
             min_member=minimum,
             request=run.requests,
             duration=run.duration,
@@ -265,7 +297,8 @@ class TimePort(MemoryPort):
         self.ledger.change(job.queue, run.requests, at, 1.0)
         if run.duration is not None:
             self._seq += 1
-            heapq.heappush(self._due, (at + run.duration, self._seq, run.key, at))
+            lat = self.latencies
+            heapq.heappush(self._due, (at + lat.start + run.duration + lat.finish, self._seq, run.key, at))
 
     def next_due(self) -> float | None:
         """When the next pod succeeds (None: none runs with a duration)."""
@@ -422,7 +455,7 @@ class TimePort(MemoryPort):
     def _lose(self, run: PodRun, now: float) -> None:
         run.evicted = now
         if run.started is not None:
-            run.lost = now - run.started
+            run.lost = max(0.0, now - run.started - self.latencies.start)  # it ran from then
             record = self.job_runs[run.job]
             for r, amount in run.requests.items():
                 record.lost[r] = record.lost.get(r, 0.0) + amount * run.lost

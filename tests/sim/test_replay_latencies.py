@@ -1,0 +1,56 @@
+"""The time mode's latencies (``--start-delay``, ``--finish-delay``, ``--create-delay``): what takes time in a
+real cluster beside the scheduler's sessions, each in a case worked out by hand. Without them a pod runs
+from its bind and its room frees when it ends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.builders import batch_job, node, queue
+from tests.sim.test_replay_session_triggers import at, replay, started, timed_pod
+from volsched.model.errors import InputError
+from volsched.simulate import ReplayResult
+from volsched.simulate.timeport import DURATION_ANNOTATION, Latencies
+
+Obj = dict[str, Any]
+
+
+def finished(result: ReplayResult) -> dict[str, float | None]:
+    return {
+        k: None if r.finished is None else round(r.finished - result.start, 6) for k, r in result.runs.items()
+    }
+
+
+def test_a_pod_runs_its_duration_from_its_start_and_its_room_frees_once_its_end_is_seen():
+    # One 1-cpu node. a is bound at 0, runs from 0.5 (start delay) for 10 s, and its end is seen 0.2 s
+    # later (finish delay): its room frees at 10.7, and b, waiting since 1, is bound then.
+    objs = [node("n0", cpu="1"), queue("q")]
+    objs += [
+        timed_pod("a", created=0, duration="10s", queue="q"),
+        timed_pod("b", created=1, duration="10s", queue="q"),
+    ]
+    result = replay(objs, latencies=Latencies(start=0.5, finish=0.2))
+    assert started(result) == {"default/a": 0, "default/b": 10.7}
+    assert finished(result) == {"default/a": 10.7, "default/b": 21.4}
+    plain = replay(objs)
+    assert started(plain) == {"default/a": 0, "default/b": 10}
+
+
+def test_a_jobs_pods_come_after_it_and_its_wait_counts_from_the_job():
+    # A Job made at 2 whose pods the Job controller makes 0.3 s later: they are bound at 2.3, and the
+    # job's wait is 0.3 (from the Job's creation), not 0.
+    job = batch_job("j", parallelism=2, annotations={DURATION_ANNOTATION: "5s"})
+    job["metadata"]["creationTimestamp"] = at(2)
+    objs = [node("n0", cpu="2"), queue("default"), timed_pod("first", created=0, duration="1s"), job]
+    result = replay(objs, latencies=Latencies(create=0.3))
+    assert started(result) == {"default/first": 0, "default/j-0": 2.3, "default/j-1": 2.3}
+    [record] = [j for j in result.jobs.values() if j.key != "default/first"]
+    assert record.admitted is not None and round(record.admitted - record.submitted, 6) == 0.3
+
+
+@pytest.mark.parametrize("field", ["start", "finish", "create", "session"])
+def test_a_negative_latency_is_refused(field: str):
+    with pytest.raises(InputError, match=field):
+        replay([node("n0", cpu="1")], latencies=Latencies(**{field: -1.0}))
