@@ -17,7 +17,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -223,12 +223,21 @@ def apply_crds(api: client.ApiClient) -> None:
     )
 
 
+#: kube-apiserver's flags that serve Kubernetes 1.37's Workload API (scheduling.k8s.io/v1beta1 Workloads and
+#: PodGroups, beta and off by default): ``real_cluster(apiserver_args=WORKLOAD_API)``.
+WORKLOAD_API = ("--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true")
+
+
 @contextlib.contextmanager
-def fresh_control_plane(*, real: bool = False) -> Iterator[LocalControlPlane]:
+def fresh_control_plane(
+    *, real: bool = False, apiserver_args: Sequence[str] = ()
+) -> Iterator[LocalControlPlane]:
     """A control plane with the CRDs and the operator's namespace; ``real``: with kube-controller-manager
     and kwok too (:meth:`LocalControlPlane.real`: controllers make and delete pods, kwok nodes run them).
-    A test module that needs the real one overrides the ``cluster`` fixture with ``real_cluster()``."""
-    with running(LocalControlPlane.real() if real else LocalControlPlane()) as cp:
+    A test module that needs the real one overrides the ``cluster`` fixture with ``real_cluster()``.
+    ``apiserver_args``: kube-apiserver's flags beyond the usual ones (e.g. :data:`WORKLOAD_API`)."""
+    args = {"extra_apiserver_args": tuple(apiserver_args)}
+    with running(LocalControlPlane.real(**args) if real else LocalControlPlane(**args)) as cp:
         with cp.api_client() as api:
             apply_crds(api)
             client.CoreV1Api(api).create_namespace({"metadata": {"name": OPERATOR_NS}})
@@ -242,14 +251,14 @@ def cluster() -> Iterator[LocalControlPlane]:
         yield cp
 
 
-def real_cluster() -> Iterator[LocalControlPlane]:
+def real_cluster(*, apiserver_args: Sequence[str] = ()) -> Iterator[LocalControlPlane]:
     """The body of a ``cluster`` fixture that a module overrides to run on a real cluster::
 
     @pytest.fixture
     def cluster() -> Iterator[LocalControlPlane]:
         yield from real_cluster()
     """
-    with fresh_control_plane(real=True) as cp:
+    with fresh_control_plane(real=True, apiserver_args=apiserver_args) as cp:
         yield cp
 
 

@@ -19,18 +19,23 @@ from tests.builders import podgroup, queue, volcano
 from tests.unit._cycle_harness import KUBECONFIG
 from tests.unit._scripted_server import ScriptedServer
 from volsched.cache.volcano import VOLCANO_PODGROUP, VOLCANO_QUEUE
+from volsched.cache.workload import WORKLOAD_GROUP, WORKLOAD_PODGROUP
 from volsched.kube.watch import ListWatch
 from volsched.operator import Operator, Settings
 
 
 class Discovery:
-    """What the fake API discovery answers next: the served plurals, or an error; and how often it was asked."""
+    """What the fake API discovery answers next for Volcano's group: the served plurals, or an error; and how
+    often it was asked. Kubernetes' own scheduling.k8s.io/v1beta1 serves ``workload`` (none unless set)."""
 
     def __init__(self) -> None:
         self.served: set[str] | Exception = set()
+        self.workload: set[str] = set()
         self.calls = 0
 
-    def __call__(self, *_: Any) -> set[str]:
+    def __call__(self, _rest: Any, group: str, _version: str) -> set[str]:
+        if group == WORKLOAD_GROUP:
+            return set(self.workload)
         self.calls += 1
         if isinstance(self.served, Exception):
             raise self.served
@@ -207,3 +212,25 @@ def test_a_removed_kinds_objects_a_stuck_watch_brings_late_never_return_to_the_c
         op.feed.stop()
         op.api.close()  # type: ignore[no-untyped-call]
         op.watch_api.close()  # type: ignore[no-untyped-call]
+
+
+def test_kubernetes_podgroups_are_watched_only_while_the_workload_api_is_served(
+    setup: tuple[Operator, Discovery, list[str]],
+) -> None:
+    op, discovery, started = setup
+    op.volcano.follow(force=True)
+    assert WORKLOAD_PODGROUP not in op.volcano.watches  # 1.37 without the feature gate: not served
+    discovery.workload = {"workloads", "podgroups"}
+    op.volcano.follow(force=True)
+    assert set(op.volcano.watches) == {WORKLOAD_PODGROUP} and started == ["podgroups"]
+    pg = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "train", "namespace": "ml", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 4}}},
+    }
+    handed_over(op.volcano.watches[WORKLOAD_PODGROUP], pg, rv="12")
+    assert op.state.podgroups["ml/train"].min_member == 4
+    discovery.workload = set()  # the apiserver restarted without the gate: the groups stop counting
+    op.volcano.follow(force=True)
+    assert op.volcano.watches == {} and "ml/train" not in op.state.podgroups

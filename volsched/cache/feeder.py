@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from volsched.cache.doorbell import ARRIVED
 from volsched.cache.state import ClusterState
 from volsched.cache.volcano import VOLCANO_PODGROUP, VOLCANO_QUEUE
+from volsched.cache.workload import WORKLOAD_PODGROUP
 from volsched.model.decode import named_group
 from volsched.model.errors import InputError
 from volsched.model.raw import Raw, meta_of, uid_of
@@ -42,7 +43,9 @@ from volsched.model.raw import Raw, meta_of, uid_of
 log = logging.getLogger("volsched.cache")
 
 #: Kinds a pod names (its queue, its group): one refused as invalid is said so on the pods naming it.
-_REFUSABLE = frozenset(("Queue", "PodGroup", VOLCANO_QUEUE, VOLCANO_PODGROUP))
+_REFUSABLE = frozenset(("Queue", "PodGroup", VOLCANO_QUEUE, VOLCANO_PODGROUP, WORKLOAD_PODGROUP))
+#: The API's kind of each kind the cache names otherwise (events name the object by its API kind).
+API_KIND = {VOLCANO_QUEUE: "Queue", VOLCANO_PODGROUP: "PodGroup", WORKLOAD_PODGROUP: "PodGroup"}
 
 
 def _rv(obj: Raw) -> int | None:
@@ -189,7 +192,7 @@ class Feeder:
             log.warning("%s", log_line)
         meta = meta_of(obj)
         self.rejected[ref] = Rejection(
-            kind=kind,
+            kind=API_KIND.get(kind, kind),
             api_version=str(obj.get("apiVersion") or ""),
             namespace=str(meta.get("namespace") or ""),
             name=str(meta.get("name") or ""),

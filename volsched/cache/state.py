@@ -31,6 +31,12 @@ from volsched.cache.volcano import (
     build_volcano_queue,
     conflict_message,
 )
+from volsched.cache.workload import (
+    WORKLOAD_GROUP,
+    WORKLOAD_PODGROUP,
+    build_workload_podgroup,
+    workload_conflict_message,
+)
 from volsched.framework.decisions import Bind
 from volsched.gcpause import pause_collector, resume_collector
 from volsched.model.cluster import ClusterSnapshot, absent_object, copy_task
@@ -92,6 +98,8 @@ KINDS = (
 )
 #: Volcano's PodGroup and Queue (scheduling.volcano.sh), read when their CRDs are installed.
 VOLCANO_KINDS = (VOLCANO_QUEUE, VOLCANO_PODGROUP)
+#: Kubernetes' own PodGroup (scheduling.k8s.io, the Workload API), read when the cluster serves it.
+WORKLOAD_KINDS = (WORKLOAD_PODGROUP,)
 
 #: How long the owner of a pod that shuffle moved off a node keeps off that node (seconds).
 AVOID_SECONDS = 600.0
@@ -122,9 +130,14 @@ class ClusterState:
         self.queues: dict[str, QueueSpec] = {}
         self._own: dict[tuple[str, str], PodGroupSpec | QueueSpec] = {}  # ("PodGroup", key) -> spec
         self._volcano: dict[tuple[str, str], PodGroupSpec | QueueSpec] = {}
-        #: Volcano objects shadowed by ours of the same name: ("PodGroup"|"Queue", key) -> why.
+        #: Kubernetes' own PodGroups (scheduling.k8s.io), by key: in force where neither ours nor
+        #: Volcano's has the name.
+        self._workload: dict[str, PodGroupSpec] = {}
+        #: Volcano objects shadowed by ours of the same name: ("PodGroup"|"Queue", key) -> why; and
+        #: Kubernetes' PodGroups shadowed by either: (WORKLOAD_PODGROUP, key) -> why.
         self.conflicts: dict[tuple[str, str], str] = {}
-        #: uids of Volcano objects (for events about them): ("PodGroup"|"Queue", key) -> uid.
+        #: uids of Volcano objects (for events about them): ("PodGroup"|"Queue", key) -> uid; and of
+        #: Kubernetes' PodGroups: (WORKLOAD_PODGROUP, key) -> uid.
         self.volcano_uids: dict[tuple[str, str], str] = {}
         self._own_queue_uids: dict[str, str] = {}
         #: Phases the sessions gave groups that stand for an owner's pods and have no object yet.
@@ -261,6 +274,14 @@ class ClusterState:
                 held = ("PodGroup", pg.key)
                 if changed := _put(self._volcano, held, pg) | _put(self.volcano_uids, held, pg.uid):
                     self._resolve("PodGroup", pg.key)
+            elif kind == WORKLOAD_PODGROUP:
+                pg = build_workload_podgroup(obj)
+                held = (WORKLOAD_PODGROUP, pg.key)
+                old_pg = self._workload.get(pg.key)
+                if old_pg is not None and old_pg.uid == pg.uid:  # its object has no phase: the sessions'
+                    pg = replace(pg, phase=old_pg.phase)
+                if changed := _put(self._workload, pg.key, pg) | _put(self.volcano_uids, held, pg.uid):
+                    self._resolve("PodGroup", pg.key)
             elif kind == VOLCANO_QUEUE:
                 q = build_volcano_queue(obj)
                 uid = uid_of(obj)
@@ -384,7 +405,8 @@ class ClusterState:
     def _resolve(self, kind: str, key: str) -> None:
         """Which object of this name is in force: ours wins over Volcano's (the loser is a conflict)."""
         own, volcano = self._own.get((kind, key)), self._volcano.get((kind, key))
-        winner = own or volcano
+        workload = self._workload.get(key) if kind == "PodGroup" else None
+        winner = own or volcano or workload
         table: dict[str, Any] = self.podgroups if kind == "PodGroup" else self.queues
         if winner is None:
             table.pop(key, None)
@@ -394,6 +416,10 @@ class ClusterState:
             self.conflicts[(kind, key)] = conflict_message(kind, key)
         else:
             self.conflicts.pop((kind, key), None)
+        if workload is not None and winner is not None and winner is not workload:
+            self.conflicts[(WORKLOAD_PODGROUP, key)] = workload_conflict_message(winner.api_group, key)
+        else:
+            self.conflicts.pop((WORKLOAD_PODGROUP, key), None)
 
     def delete(self, kind: str, namespace: str | None, name: str) -> None:
         """Drop one object. Deleting one the cache does not hold (never listed, or refused as invalid)
@@ -424,6 +450,9 @@ class ClusterState:
                 held_as = ("PodGroup", key) if kind == VOLCANO_PODGROUP else ("Queue", name)
                 held = _drop(self._volcano, held_as) | _drop(self.volcano_uids, held_as)
                 self._resolve(*held_as)
+            elif kind == WORKLOAD_PODGROUP:
+                held = _drop(self._workload, key) | _drop(self.volcano_uids, (WORKLOAD_PODGROUP, key))
+                self._resolve("PodGroup", key)
             elif kind == "ResourceQuota":
                 held = _drop(self.quota_weights, key)
             elif kind == "Namespace":
@@ -550,7 +579,9 @@ class ClusterState:
         """The last version of a Queue or PodGroup (``kind`` as the feeder names it, Volcano's too) was
         refused as invalid, and why (None: one was taken, or it is gone). A change: what pods naming it
         are told changes."""
-        kind = {VOLCANO_QUEUE: "Queue", VOLCANO_PODGROUP: "PodGroup"}.get(kind, kind)
+        kind = {VOLCANO_QUEUE: "Queue", VOLCANO_PODGROUP: "PodGroup", WORKLOAD_PODGROUP: "PodGroup"}.get(
+            kind, kind
+        )
         if kind not in ("Queue", "PodGroup"):
             return
         ref = f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
@@ -613,8 +644,12 @@ class ClusterState:
             elif changed := pg.phase is not phase:
                 pg = replace(pg, phase=phase)
                 self.podgroups[key] = pg
-                source = self._own if pg.api_group == API_GROUP else self._volcano
-                source[("PodGroup", key)] = pg
+                if pg.api_group == API_GROUP:
+                    self._own[("PodGroup", key)] = pg
+                elif pg.api_group == WORKLOAD_GROUP:
+                    self._workload[key] = pg
+                else:
+                    self._volcano[("PodGroup", key)] = pg
             self.changes += changed
             return changed
 

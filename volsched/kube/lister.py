@@ -23,6 +23,7 @@ from urllib.parse import quote
 from kubernetes.client.exceptions import ApiException
 
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE, VOLCANO_VERSION
+from volsched.cache.workload import WORKLOAD_GROUP, WORKLOAD_PODGROUP, WORKLOAD_VERSION
 from volsched.kube.rest import LeanRest, loads
 from volsched.model.raw import meta_of, version_of
 from volsched.model.vocabulary import API_GROUP
@@ -82,6 +83,12 @@ WATCHED: tuple[WatchedKind, ...] = (
 VOLCANO_WATCHED: tuple[WatchedKind, ...] = (
     WatchedKind(VOLCANO_QUEUE, VOLCANO_GROUP, VOLCANO_VERSION, "queues", False),
     WatchedKind(VOLCANO_PODGROUP, VOLCANO_GROUP, VOLCANO_VERSION, "podgroups", True),
+)
+
+#: Kubernetes' own PodGroup (the Workload API, Kubernetes 1.37 beta: served only with the GenericWorkload
+#: feature gate and its runtime config), watched when the cluster serves it.
+WORKLOAD_WATCHED: tuple[WatchedKind, ...] = (
+    WatchedKind(WORKLOAD_PODGROUP, WORKLOAD_GROUP, WORKLOAD_VERSION, "podgroups", True),
 )
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from volsched.cache.feeder import Feeder
 from volsched.cache.volcano import CONFLICT_REASON, VOLCANO_API_VERSION
+from volsched.cache.workload import WORKLOAD_API_VERSION, WORKLOAD_PODGROUP
 from volsched.kube import status as render
 from volsched.kube.writer import KubeWriter
 from volsched.model.raw import meta_of
@@ -180,7 +181,8 @@ class LeftBehind:
 
 
 class ConflictReporter:
-    """One Warning event on each Volcano object shadowed by volsched's object of the same name."""
+    """One Warning event on each Volcano object shadowed by volsched's object of the same name (and on
+    each Kubernetes PodGroup shadowed by either)."""
 
     def __init__(self, writer: KubeWriter) -> None:
         self.writer = writer
@@ -192,9 +194,11 @@ class ConflictReporter:
             if self._reported.get((kind, key)) == message:
                 continue
             ns, _, name = key.rpartition("/")
-            log.warning("Volcano %s %s: %s", kind, key, message)
+            api_version = WORKLOAD_API_VERSION if kind == WORKLOAD_PODGROUP else VOLCANO_API_VERSION
+            log.warning("%s %s %s: %s", api_version, kind, key, message)
             body = render.object_event(
-                kind=kind, api_version=VOLCANO_API_VERSION, namespace=ns, name=name,
+                kind="PodGroup" if kind == WORKLOAD_PODGROUP else kind, api_version=api_version,
+                namespace=ns, name=name,
                 uid=uids.get((kind, key), ""), reason=CONFLICT_REASON, message=message,
                 now=render.now_rfc3339(), event_name=f"{name}.volsched-shadowed",
             )  # fmt: skip

@@ -62,6 +62,7 @@ POD_SPEC_KEYS = (
     "hostNetwork",
     "runtimeClassName",
     "resourceClaims",
+    "schedulingGroup",
 )
 CONTAINER_KEYS = ("name", "image", "resources", "ports", "restartPolicy")
 POD_STATUS_KEYS = ("phase", "reason", "startTime", "nominatedNodeName", "resourceClaimStatuses", "qosClass")

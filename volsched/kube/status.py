@@ -67,6 +67,18 @@ def podgroup_condition(status: PodGroupStatus) -> dict[str, str]:
     }
 
 
+#: The condition kube-scheduler keeps on Kubernetes' own PodGroups (scheduling.k8s.io): True (terminal) once
+#: the gang was placed.
+INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
+
+
+def workload_podgroup_status(status: PodGroupStatus) -> dict[str, Any]:
+    """The ``status`` of a Kubernetes PodGroup (``scheduling.k8s.io``) without times, as kube-scheduler
+    writes it: only the ``PodGroupInitiallyScheduled`` condition (its object has no phase nor counts)."""
+    cond = podgroup_condition(status)
+    return {"conditions": [{**cond, "type": INITIALLY_SCHEDULED}]}
+
+
 #: The positions in line written to PodGroups: the first this many of each queue (each job that starts
 #: moves every one behind it up, and each move is a status write; ``volsched simulate`` and the
 #: dashboard show every position).

@@ -27,6 +27,7 @@ from urllib.parse import quote
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from volsched.cache.workload import WORKLOAD_GROUP
 from volsched.cycle import (
     BLOCKED,
     BOUND,
@@ -66,6 +67,8 @@ STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 #: A JSON patch replaces the whole status: a merge patch would keep map keys the new status no longer
 #: has (a queue whose guarantee was removed kept showing its old ``deserved``).
 JSON_PATCH = "application/json-patch+json"
+#: Kubernetes' own kinds' conditions merge by type (another writer's conditions stay).
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 
 T = TypeVar("T")
 
@@ -141,6 +144,14 @@ def event_name(target: EventTarget, reason: str) -> str:
 def claim_path(namespace: str, name: str) -> str:
     """A ResourceClaim's path (``resource.k8s.io/v1``)."""
     return custom_path("resource.k8s.io", "v1", "resourceclaims", name, namespace=namespace)
+
+
+def _initially_scheduled(status: Mapping[str, Any] | None) -> bool:
+    """Whether a Kubernetes PodGroup's status as written last says it was scheduled (terminal)."""
+    return any(
+        c.get("type") == render.INITIALLY_SCHEDULED and c.get("status") == "True"
+        for c in (status or {}).get("conditions") or ()
+    )
 
 
 def _split(key: str) -> tuple[str, str]:
@@ -616,11 +627,16 @@ class KubeWriter:
         for key, pg in result.podgroups.items():
             if key not in existing_pgs:
                 continue
-            rendered = render.podgroup_status(pg)
-            with self._lock:
-                if self._podgroups.get(key) == rendered:
-                    continue
             group = existing_pgs[key]
+            if group == WORKLOAD_GROUP:
+                rendered = render.workload_podgroup_status(pg)
+            else:
+                rendered = render.podgroup_status(pg)
+            with self._lock:
+                if self._podgroups.get(key) == rendered or (
+                    group == WORKLOAD_GROUP and _initially_scheduled(self._podgroups.get(key))
+                ):  # kube-scheduler's condition is terminal once True
+                    continue
             jobs.append(partial(self._write_podgroup, key, rendered, now, group))
         for name, q in result.queues.items():
             if name not in existing_queues:
@@ -714,8 +730,9 @@ class KubeWriter:
             replaced = [{"op": "add", "path": "/status", "value": body}]
             done, err = self._write(what, f"{path}/status", replaced, JSON_PATCH)
         else:
-            done, err = self._write(what, f"{path}/status", {"status": body}, MERGE_PATCH)
-        if not done and err is None and group != API_GROUP:
+            patch = STRATEGIC_PATCH if group == WORKLOAD_GROUP else MERGE_PATCH
+            done, err = self._write(what, f"{path}/status", {"status": body}, patch)
+        if not done and err is None and group not in (API_GROUP, WORKLOAD_GROUP):
             # A CRD without the status subresource (some Volcano releases): status is a field.
             done, err = self._write(what, path, {"status": body}, MERGE_PATCH)
         if not done:

@@ -530,13 +530,25 @@ def _shared(value: T, table: dict[Any, Any]) -> T:
     return value
 
 
+def scheduling_group(spec: Mapping[str, Any]) -> str:
+    """The PodGroup (Kubernetes' own, ``scheduling.k8s.io``) a pod's ``spec.schedulingGroup.podGroupName``
+    names; "" when none. A group annotation, when a pod has one too, wins."""
+    group = spec.get("schedulingGroup")
+    name = group.get("podGroupName") if isinstance(group, _MAP) else None
+    return name if isinstance(name, str) else ""
+
+
 def named_group(pod: Raw) -> str:
     """``ns/group`` of the PodGroup a pod's group annotation names, read leniently (of a pod the cache
     refused too); "" when it names none."""
     meta = pod.get("metadata")
-    if not isinstance(meta, _MAP) or not isinstance(annotations := meta.get("annotations"), _MAP):
+    if not isinstance(meta, _MAP):
         return ""
+    annotations = meta.get("annotations")
+    annotations = annotations if isinstance(annotations, _MAP) else {}
     group = annotations.get(GROUP_ANNOTATION) or annotations.get(VOLCANO_GROUP_ANNOTATION)
+    if not group and isinstance(spec := pod.get("spec"), _MAP):
+        group = scheduling_group(spec)
     ns = meta.get("namespace")
     return f"{ns}/{group}" if isinstance(group, str) and group and isinstance(ns, str) and ns else ""
 
@@ -569,7 +581,9 @@ class _SpecParse(NamedTuple):
 _SPECS: dict[bytes, _SpecParse] = {}
 #: The spec fields :func:`_parsed_spec` reads none of, or reads per pod (the node, the priority, the
 #: gates): left out of the key.
-_PER_POD = frozenset({"nodeName", "priority", "priorityClassName", "schedulingGates", "schedulerName"})
+_PER_POD = frozenset(
+    {"nodeName", "priority", "priorityClassName", "schedulingGates", "schedulerName", "schedulingGroup"}
+)
 
 
 def _spec_key(spec: Mapping[str, Any], *, ns: str, labels: Mapping[str, Any]) -> bytes | None:
@@ -763,7 +777,11 @@ def build_task(
         priority = priority_classes.get(pc, default_priority) if pc else default_priority
     if isinstance(priority, bool) or not isinstance(priority, int) or not INT32_MIN <= priority <= INT32_MAX:
         raise InputError(f"{where}: spec.priority must be a 32-bit integer, got {_short(priority)}")
-    group = annotations.get(GROUP_ANNOTATION) or annotations.get(VOLCANO_GROUP_ANNOTATION)
+    group = (
+        annotations.get(GROUP_ANNOTATION)
+        or annotations.get(VOLCANO_GROUP_ANNOTATION)
+        or scheduling_group(spec)
+    )
     preemptable = _preemptable(annotations, labels)
     owners = meta.get("ownerReferences") or []
     owner = None

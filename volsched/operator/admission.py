@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 from volsched.cache.state import ClusterState
 from volsched.cache.volcano import VOLCANO_GROUP
-from volsched.model.decode import build_queue
+from volsched.model.decode import build_queue, scheduling_group
 from volsched.model.errors import InputError
 from volsched.model.raw import meta_of
 from volsched.model.tenancy import queue_refusal
@@ -88,7 +88,11 @@ class Admission:
             return None
         annotations = meta_of(body).get("annotations") or {}
         queue = queue_annotation(annotations)
-        group = annotations.get(GROUP_ANNOTATION) or annotations.get(VOLCANO_GROUP_ANNOTATION)
+        group = (
+            annotations.get(GROUP_ANNOTATION)
+            or annotations.get(VOLCANO_GROUP_ANNOTATION)
+            or scheduling_group(spec)
+        )
         if queue is None and group:
             pg = self.state.podgroups.get(f"{namespace}/{group}")
             queue = pg.queue if pg is not None else None
@@ -150,7 +154,11 @@ class Admission:
         annotations = meta_of(body).get("annotations") or {}
         if str(spec.get("schedulerName") or "") not in self.scheduler_names:
             return None
-        if annotations.get(GROUP_ANNOTATION) or annotations.get(VOLCANO_GROUP_ANNOTATION):
+        if (
+            annotations.get(GROUP_ANNOTATION)
+            or annotations.get(VOLCANO_GROUP_ANNOTATION)
+            or scheduling_group(spec)
+        ):
             return None  # its PodGroup names the queue
         current = queue_annotation(annotations)
         return named if not current or current == DEFAULT_QUEUE else None

@@ -6,7 +6,11 @@ permission); a kind found is listed and watched on its own thread, a kind no lon
 watched and what the cache holds of it is dropped. It decides nothing and parses nothing: each watch hands
 its events to the operator's handler, the cache decodes them (``volsched.cache.volcano``).
 
-A kind found is also checked against the operator's rights (:func:`status_rights_problem`): its status
+Kubernetes' own ``scheduling.k8s.io/v1beta1`` PodGroups (the Workload API; served in 1.37 only with the
+GenericWorkload feature gate and its runtime config) are looked for and followed the same way
+(``volsched.cache.workload`` decodes them).
+
+A Volcano kind found is also checked against the operator's rights (:func:`status_rights_problem`): its status
 is written through the status subresource where its CRD has one, else as a field of the object, which
 needs ``patch`` on the object itself; a warning says so when the rights granted do not fit the CRD.
 """
@@ -20,7 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_VERSION
-from volsched.kube.lister import VOLCANO_WATCHED, WatchedKind, served_resources
+from volsched.cache.workload import WORKLOAD_GROUP, WORKLOAD_VERSION
+from volsched.kube.lister import VOLCANO_WATCHED, WORKLOAD_WATCHED, WatchedKind, served_resources
 from volsched.kube.rest import LeanRest
 from volsched.kube.reviews import self_may
 from volsched.kube.watch import ListWatch
@@ -32,6 +37,13 @@ log = logging.getLogger("volsched.operator")
 Handler = Callable[[str, str, dict[str, Any]], None]
 #: A new (not yet started) watch of a kind, handing its events to the callback.
 NewWatch = Callable[[WatchedKind, Callable[[str, dict[str, Any]], None]], ListWatch]
+#: The API groups looked for, each with the kinds read from it when served: (group, version, kinds, whose).
+SOURCES: tuple[tuple[str, str, tuple[WatchedKind, ...], str], ...] = (
+    (VOLCANO_GROUP, VOLCANO_VERSION, VOLCANO_WATCHED, "Volcano"),
+    (WORKLOAD_GROUP, WORKLOAD_VERSION, WORKLOAD_WATCHED, "Kubernetes' Workload API"),
+)
+#: Every kind the operator watches only while it is served.
+OPTIONAL_WATCHED: tuple[WatchedKind, ...] = tuple(k for _, _, kinds, _ in SOURCES for k in kinds)
 
 
 def status_rights_problem(
@@ -99,6 +111,14 @@ class VolcanoKinds:
                 VOLCANO_GROUP, VOLCANO_VERSION, " and ".join(missing),
                 self.session.volcano_check_every,
             )  # fmt: skip
+        if any(k.kind not in self.watches for k in WORKLOAD_WATCHED):
+            log.info(
+                "%s/%s podgroups not served: volsched reads Kubernetes' own PodGroups (the Workload API) "
+                "once the apiserver serves them (Kubernetes 1.37: --feature-gates=GenericWorkload=true "
+                "--runtime-config=%s/%s=true; looked for every %gs)",
+                WORKLOAD_GROUP, WORKLOAD_VERSION, WORKLOAD_GROUP, WORKLOAD_VERSION,
+                self.session.volcano_check_every,
+            )  # fmt: skip
 
     def follow(self, *, force: bool = False) -> None:
         """Every ``session.volcano_check_every`` seconds (leader and followers alike: a follower's cache
@@ -111,22 +131,24 @@ class VolcanoKinds:
         if not force and now - self._checked < self.session.volcano_check_every:
             return
         self._checked = now
-        try:
-            names = served_resources(self.reads, VOLCANO_GROUP, VOLCANO_VERSION)
-        except Exception as exc:
-            log.log(
-                logging.WARNING if force else logging.DEBUG,
-                "cannot tell whether %s is served (%s); looking again in %gs",
-                VOLCANO_GROUP, exc, self.session.volcano_check_every,
-            )  # fmt: skip
-            return
-        served = {n for n in names if "/" not in n}
-        for kind in VOLCANO_WATCHED:
-            if kind.plural in served and kind.kind not in self.watches:
-                self._watch(kind)
-                self._check_rights(kind, has_status=f"{kind.plural}/status" in names)
-            elif kind.plural not in served and kind.kind in self.watches:
-                self._unwatch(kind)
+        for group, version, kinds, _ in SOURCES:
+            try:
+                names = served_resources(self.reads, group, version)
+            except Exception as exc:
+                log.log(
+                    logging.WARNING if force else logging.DEBUG,
+                    "cannot tell whether %s is served (%s); looking again in %gs",
+                    group, exc, self.session.volcano_check_every,
+                )  # fmt: skip
+                continue
+            served = {n for n in names if "/" not in n}
+            for kind in kinds:
+                if kind.plural in served and kind.kind not in self.watches:
+                    self._watch(kind)
+                    if group == VOLCANO_GROUP:  # Kubernetes' PodGroups always have a status subresource
+                        self._check_rights(kind, has_status=f"{kind.plural}/status" in names)
+                elif kind.plural not in served and kind.kind in self.watches:
+                    self._unwatch(kind)
 
     def started(self) -> tuple[ListWatch, ...]:
         """The watches to start now; kinds found from now on are watched at once."""
@@ -142,8 +164,8 @@ class VolcanoKinds:
 
     def _watch(self, kind: WatchedKind) -> None:
         log.info(
-            "reading Volcano %s (%s/%s) as volsched's; volsched's own objects win on a name clash",
-            kind.plural, VOLCANO_GROUP, VOLCANO_VERSION,
+            "reading %s %s (%s/%s) as volsched's; volsched's own objects win on a name clash",
+            _whose(kind), kind.plural, kind.group, kind.version,
         )  # fmt: skip
 
         def on_event(type_: str, obj: dict[str, Any]) -> None:
@@ -179,7 +201,11 @@ class VolcanoKinds:
         # Their deletions came before the CRD's; any the watch missed go now, and nothing comes after.
         left = w.drop_known()
         log.warning(
-            "%s/%s %s no longer served (CRD deleted): no longer reading Volcano %s (%d left in the cache "
-            "dropped); they are read again once the CRD is back",
-            VOLCANO_GROUP, VOLCANO_VERSION, kind.plural, kind.plural, left,
+            "%s/%s %s no longer served: no longer reading %s %s (%d left in the cache dropped); they are "
+            "read again once they are served again",
+            kind.group, kind.version, kind.plural, _whose(kind), kind.plural, left,
         )  # fmt: skip
+
+
+def _whose(kind: WatchedKind) -> str:
+    return next(whose for group, _, _, whose in SOURCES if group == kind.group)

@@ -22,7 +22,8 @@ from typing import Any
 
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
-from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE
+from volsched.cache.volcano import VOLCANO_PODGROUP, VOLCANO_QUEUE
+from volsched.cache.workload import WORKLOAD_PODGROUP
 from volsched.gcpause import pause_collector, resume_collector
 from volsched.kube.health import ApiHealth
 from volsched.kube.latency import PodLatency
@@ -32,7 +33,7 @@ from volsched.kube.prune import PRUNERS
 from volsched.kube.watch import ApiError, ListWatch
 from volsched.kube.writer import KubeWriter
 from volsched.model.raw import meta_of, uid_of
-from volsched.operator.volcano import VolcanoKinds
+from volsched.operator.volcano import OPTIONAL_WATCHED, VolcanoKinds
 
 log = logging.getLogger("volsched.operator")
 
@@ -91,7 +92,10 @@ class WatchFeed:
             self.writer.forget(kind, uid_of(obj))  # conditions and events written to it
         else:
             self.feeder.apply(kind, obj)
-        if kind in ("PodGroup", "Queue", VOLCANO_PODGROUP, VOLCANO_QUEUE) and type_ in ("ADDED", "DELETED"):
+        if kind in ("PodGroup", "Queue", VOLCANO_PODGROUP, VOLCANO_QUEUE, WORKLOAD_PODGROUP) and type_ in (
+            "ADDED",
+            "DELETED",
+        ):
             ns = meta.get("namespace")
             key = f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
             self.writer.forget("Queue" if kind in ("Queue", VOLCANO_QUEUE) else "PodGroup", key)
@@ -180,8 +184,8 @@ class WatchFeed:
                 except Exception as exc:  # its watch lists again when started
                     if future not in lists:
                         raise
-                    if w.kind.group == VOLCANO_GROUP:
-                        log.warning("listing Volcano %s failed (%s); retrying", w.kind.plural, exc)
+                    if w.kind in OPTIONAL_WATCHED:
+                        log.warning("listing %s %s failed (%s); retrying", w.kind.group, w.kind.plural, exc)
                     elif isinstance(exc, ApiError) and exc.status == 404:  # a CRD not installed
                         log.warning(
                             "%s are not served by this cluster (is the CRD installed?)", w.kind.plural

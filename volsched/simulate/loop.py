@@ -13,6 +13,7 @@ from typing import Any
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import KINDS, ClusterState
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE
+from volsched.cache.workload import WORKLOAD_API_VERSION, WORKLOAD_PODGROUP
 from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, CycleReport, EvictOutcome, run_cycle
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Evict, SessionResult
@@ -151,6 +152,8 @@ class Simulator:
                 elif str(doc.obj.get("apiVersion") or "").startswith(f"{VOLCANO_GROUP}/"):
                     volcano_kind = VOLCANO_PODGROUP if kind == "PodGroup" else VOLCANO_QUEUE
                     self.port.put({**doc.obj, "kind": volcano_kind})
+                elif kind == "PodGroup" and doc.obj.get("apiVersion") == WORKLOAD_API_VERSION:
+                    self.port.put({**doc.obj, "kind": WORKLOAD_PODGROUP})
                 else:
                     self.port.put(doc.obj)
             except InputError as exc:

@@ -27,6 +27,7 @@ from typing import Any
 
 from volsched.cache.feeder import Feeder
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP
+from volsched.cache.workload import WORKLOAD_GROUP, WORKLOAD_PODGROUP
 from volsched.cycle import BOUND, EVICTED, BindOutcome, EvictOutcome
 from volsched.framework.decisions import Bind, Evict
 from volsched.model.errors import InputError
@@ -355,7 +356,8 @@ class TimePort(MemoryPort):
             self.jobs.pop(owner, None)
         group = self.state.podgroups.get(job)
         if group is not None and group.owner is None:
-            self.remove(VOLCANO_PODGROUP if group.api_group == VOLCANO_GROUP else "PodGroup", job)
+            kind = {VOLCANO_GROUP: VOLCANO_PODGROUP, WORKLOAD_GROUP: WORKLOAD_PODGROUP}.get(group.api_group)
+            self.remove(kind or "PodGroup", job)
         self.jobs_finished += 1
 
     def _forget(self, job: str) -> None:

@@ -1,0 +1,134 @@
+"""Kubernetes 1.37's own gang scheduling objects (the Workload API, scheduling.k8s.io/v1beta1) run under
+volsched unchanged: a Workload, a PodGroup made from its template, pods naming it in
+``spec.schedulingGroup.podGroupName``. The apiserver serves them only with the GenericWorkload feature gate
+and the group's runtime config (:data:`WORKLOAD_API`); kwok's nodes run the pods.
+
+Each wait is for the event that proves the outcome (a condition written, an event posted, a pod bound or
+finished), never for time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.operator_fixtures import WORKLOAD_API, Kube, Start, real_cluster, wait_for
+from volsched_dev.devcluster import RUN_FOR, LocalControlPlane
+
+pytestmark = pytest.mark.cluster
+G, V = "scheduling.k8s.io", "v1beta1"
+SLOW = 120
+
+
+@pytest.fixture
+def cluster() -> Iterator[LocalControlPlane]:
+    yield from real_cluster(apiserver_args=WORKLOAD_API)
+
+
+def _workload(name: str, template: str, min_count: int) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{G}/{V}",
+        "kind": "Workload",
+        "metadata": {"name": name},
+        "spec": {
+            "podGroupTemplates": [{"name": template, "schedulingPolicy": {"gang": {"minCount": min_count}}}]
+        },
+    }
+
+
+def _podgroup(workload: str, template: str, min_count: int, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{G}/{V}",
+        "kind": "PodGroup",
+        "metadata": {"name": f"{workload}-{template}"},
+        "spec": {
+            "workloadRef": {"workloadName": workload, "templateName": template},
+            "schedulingPolicy": {"gang": {"minCount": min_count}},
+            **spec,
+        },
+    }
+
+
+def _pod(name: str, group: str, *, cpu: str, run_for: str = "3s") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "annotations": {RUN_FOR: run_for}},
+        "spec": {
+            "schedulerName": "volsched",
+            "schedulingGroup": {"podGroupName": group},
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 0,
+            "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}],
+        },
+    }
+
+
+def test_a_workloads_pod_group_is_gang_scheduled_runs_and_a_field_volsched_does_not_honour_is_refused(
+    cluster: LocalControlPlane, k: Kube, start_operator: Start
+) -> None:
+    for n in ("kwok-1", "kwok-2"):
+        cluster.kwok_node(n, cpu="4")
+    ns = k.namespace("workload")
+    custom = k.custom
+    custom.create_namespaced_custom_object(G, V, ns, "workloads", _workload("train", "workers", 3))
+    custom.create_namespaced_custom_object(G, V, ns, "podgroups", _podgroup("train", "workers", 3))
+    # Three pods of 3 cpu on two nodes of 4: two would fit one by one, the gang of three does not.
+    workers = [f"worker-{i}" for i in range(3)]
+    k.pods(ns, *(_pod(w, "train-workers", cpu="3") for w in workers))
+    # All at once (disruptionMode all) is not what volsched does: that PodGroup is refused, saying why.
+    custom.create_namespaced_custom_object(G, V, ns, "workloads", _workload("eval", "all", 1))
+    custom.create_namespaced_custom_object(
+        G, V, ns, "podgroups", _podgroup("eval", "all", 1, disruptionMode={"all": {}})
+    )
+    k.pods(ns, _pod("eval-0", "eval-all", cpu="1"))
+    op = start_operator()
+
+    def condition(name: str) -> dict[str, Any] | None:
+        pg = custom.get_namespaced_custom_object(G, V, ns, "podgroups", name)
+        conds = (pg.get("status") or {}).get("conditions") or []
+        return next((c for c in conds if c["type"] == "PodGroupInitiallyScheduled"), None)
+
+    waiting = wait_for(
+        lambda: (c := condition("train-workers")) and c["status"] == "False" and c,
+        SLOW, what="the gang's PodGroupInitiallyScheduled=False", operator=op,
+    )  # fmt: skip
+    assert waiting["reason"] == "Unschedulable", waiting
+    assert not any(k.bound(ns).get(f"{ns}/{w}") for w in workers), "a gang of 3 was bound in part"
+
+    refused = wait_for(
+        lambda: [
+            e for e in k.core.list_namespaced_event(ns).items
+            if e.involved_object.name == "eval-all" and "disruptionMode" in (e.message or "")
+        ],
+        SLOW, what="the refused PodGroup's event", operator=op,
+    )  # fmt: skip
+    assert refused[0].involved_object.kind == "PodGroup"
+    assert refused[0].involved_object.api_version == f"{G}/{V}"
+    told = wait_for(
+        lambda: [
+            c for c in k.core.read_namespaced_pod("eval-0", ns).status.conditions or []
+            if c.type == "PodScheduled" and "rejected" in (c.message or "")
+        ],
+        SLOW, what="the refused group's pod told why", operator=op,
+    )  # fmt: skip
+    assert "disruptionMode" in told[0].message
+    assert not k.bound(ns).get(f"{ns}/eval-0")
+
+    cluster.kwok_node("kwok-3", cpu="4")  # room for the whole gang now
+    done = wait_for(
+        lambda: (c := condition("train-workers")) and c["status"] == "True" and c,
+        SLOW, what="the gang's PodGroupInitiallyScheduled=True", operator=op,
+    )  # fmt: skip
+    assert done["reason"] == "Scheduled"
+    bound = k.bound(ns)
+    assert sorted(bound[f"{ns}/{w}"] for w in workers) == ["kwok-1", "kwok-2", "kwok-3"]
+
+    def phases() -> set[str]:
+        return {k.core.read_namespaced_pod(w, ns).status.phase for w in workers}
+
+    wait_for(
+        lambda: phases() == {"Succeeded"}, SLOW, what="the gang's pods run and finish (kwok)", operator=op
+    )
+    assert "reading Kubernetes' Workload API podgroups" in op.log()
