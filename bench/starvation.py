@@ -13,7 +13,9 @@ Configs, each replayed in full:
 * ``after``: the default config (reservation on);
 * ``evicting``: reclaim and preempt on (and reservation; no overcommit, so a gang is admitted at once
   and reclaims what its queue deserves), no minimum run time;
-* ``evicting+min``: the same with ``minruntime`` (10 minutes);
+* ``min,unweighed``: the same with ``minruntime`` (10 minutes) but not ``weighWork``;
+* ``evicting+min``: the same with ``minruntime`` (10 minutes; its default ``weighWork``: a pod is no victim
+  if its work outweighs the wait it saves);
 * ``+delay``: and a pending pod evicts nothing before it has waited 10 minutes (``preemptionDelay``).
 
 Printed: the big gangs' wait (max and mean; goal: at most twice the longest small job's runtime), GPU
@@ -82,10 +84,12 @@ EVICTING_MIN = EVICTING.replace(
     "  - name: reservation\n  - name: minruntime\n    arguments: {minRuntime: 10m}\n",
 )
 EVICTING_MIN_DELAY = EVICTING_MIN.replace("{minRuntime: 10m}", "{minRuntime: 10m, preemptionDelay: 10m}")
+EVICTING_MIN_UNWEIGHED = EVICTING_MIN.replace("{minRuntime: 10m}", "{minRuntime: 10m, weighWork: false}")
 CONFIGS = {
     "before": BEFORE,
     "after": DEFAULT_CONFIG_YAML,
     "evicting": EVICTING,
+    "min,unweighed": EVICTING_MIN_UNWEIGHED,
     "evicting+min": EVICTING_MIN,
     "+delay": EVICTING_MIN_DELAY,
 }
@@ -188,6 +192,11 @@ class Figures:
     evictions: int
     fair_hours: float
     busy_hours: int
+    #: Busy hours, and those of them fair, in which a big gang waited; and the others.
+    fair_waiting: int = 0
+    busy_waiting: int = 0
+    fair_other: int = 0
+    busy_other: int = 0
 
 
 def _queue(key: str) -> str:
@@ -242,11 +251,19 @@ def measure(name: str, result: ReplayResult, *, horizon: float, wall: float) -> 
     # its deserved share (water-filled by weight over what the queues ask, capped by what each asks).
     hours = slots // 60
     busy = fair = 0
+    # Hours in which a big gang waited (created, not started): a reservation is held for it, or drains.
+    waiting = [False] * hours
+    for j, created in gang_created.items():
+        until = gang_start.get(j, start + horizon)
+        for h in range(max(0, int((created - start) // 3600)), min(hours, math.ceil((until - start) / 3600))):
+            waiting[h] = True
+    busy_waiting = fair_waiting = 0
     for h in range(hours):
         window = range(h * 60, (h + 1) * 60)
         if any(sum(asked[q][i] for q in WEIGHTS) < CAPACITY for i in window):
             continue
         busy += 1
+        busy_waiting += waiting[h]
         mean_held = {q: sum(held[q][i] for i in window) / 60 for q in WEIGHTS}
         mean_asked = {q: sum(asked[q][i] for i in window) / 60 for q in WEIGHTS}
         # what the small queues hold between them, shared as proportion would (by weight, capped by ask)
@@ -255,6 +272,7 @@ def measure(name: str, result: ReplayResult, *, horizon: float, wall: float) -> 
         )
         if all(abs(mean_held[q] - deserved[q]) <= 4.0 for q in SMALL_QUEUES):
             fair += 1
+            fair_waiting += waiting[h]
     return Figures(
         config=name,
         wall=wall,
@@ -269,6 +287,10 @@ def measure(name: str, result: ReplayResult, *, horizon: float, wall: float) -> 
         evictions=evictions,
         fair_hours=fair / busy if busy else 1.0,
         busy_hours=busy,
+        fair_waiting=fair_waiting,
+        busy_waiting=busy_waiting,
+        fair_other=fair - fair_waiting,
+        busy_other=busy - busy_waiting,
     )
 
 
@@ -299,6 +321,10 @@ def run(name: str, objs: list[Obj], *, days: float) -> Figures:
     return measure(name, result, horizon=days * 86_400.0, wall=time.perf_counter() - started)
 
 
+def _part(fair: int, busy: int) -> str:
+    return f"{fair / busy:.0%} of {busy}" if busy else "-"
+
+
 def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f}h"
 
@@ -312,6 +338,8 @@ ROWS: list[tuple[str, Callable[[Figures], str]]] = [
     ("evictions", lambda f: str(f.evictions)),
     ("GPU-hours thrown away", lambda f: f"{f.lost_gpu_hours:.1f}"),
     ("busy hours fair (small queues)", lambda f: f"{f.fair_hours:.0%} of {f.busy_hours}"),
+    ("  while a gang waits", lambda f: _part(f.fair_waiting, f.busy_waiting)),
+    ("  while none waits", lambda f: _part(f.fair_other, f.busy_other)),
     ("sessions", lambda f: str(f.sessions)),
     ("wall time", lambda f: f"{f.wall:.0f}s"),
 ]

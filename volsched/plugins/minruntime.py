@@ -6,7 +6,12 @@ per priority class; a pod's minimum is the largest that applies (see
 pod causes no eviction before it has waited that long since its creation (room that frees by itself
 meanwhile costs no work). ``protectFinishing`` (default true): a pod that has run more than it has
 left to run, by its expected run time, is no victim either: waiting for its end frees the room at less
-cost than the work its eviction would throw away. A pod counts as running from its
+cost than the work its eviction would throw away. ``weighWork`` (default true): a pod is a victim
+only if the work its eviction throws away (what it ran times its size; for a pod whose gang then falls
+below its minimum, what the whole gang ran) is no more than the wait it saves (how long the pending pod
+would wait for room by itself, by the expected ends of what runs on the nodes it may use, times its
+size; see :mod:`~volsched.plugins.shared.waits`). With no expected end known the wait is unbounded and
+the rule keeps no pod. A pod counts as running from its
 ``status.startTime``; one placed, bound or started without a known start time has run nothing yet,
 so it is protected too. Hence a pod placed by evicting others is itself never evicted before its own
 minimum: no eviction places a pod that would be thrown away in turn before it did its minimum of work.
@@ -25,6 +30,7 @@ from volsched.framework.points import ExtensionPoints
 from volsched.framework.registry import register_plugin
 from volsched.model.vocabulary import Task
 from volsched.plugins.shared.runtimes import MinRuntimes, expected_runtime, ran_for
+from volsched.plugins.shared.waits import Waits
 
 
 @register_plugin
@@ -38,13 +44,15 @@ class MinRuntime(BasePlugin):
         self.minimums = MinRuntimes.from_arguments(arguments)
         self.delay = arguments.duration("preemptionDelay", 0.0, allow_zero=True)
         self.finishing = arguments.boolean("protectFinishing", True)
+        self.weigh = arguments.boolean("weighWork", True)
 
     def on_session_open(self, session: ExtensionPoints) -> None:
-        minimums, delay, finishing = self.minimums, self.delay, self.finishing
-        if not minimums.any and delay <= 0 and not finishing:
+        minimums, delay, finishing, weigh = self.minimums, self.delay, self.finishing, self.weigh
+        if not minimums.any and delay <= 0 and not finishing and not weigh:
             return
         now = session.now
         jobs = session.jobs
+        waits = Waits(session)
 
         def past_minimum(task: Task) -> bool:
             job = jobs.get(task.job_key)
@@ -61,7 +69,11 @@ class MinRuntime(BasePlugin):
         def victims(actor: Task, candidates: list[Task]) -> list[Task]:
             if now - actor.creation < delay:
                 return []
-            return [t for t in candidates if past_minimum(t)]
+            out = [t for t in candidates if past_minimum(t)]
+            if weigh and out:
+                saved = waits.wait(actor) * waits.size(actor.request)
+                out = [t for t in out if waits.thrown_away(t, jobs.get(t.job_key)) <= saved]
+            return out
 
         session.add_preemptable_fn(self.name, victims)
         session.add_reclaimable_fn(self.name, victims)
