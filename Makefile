@@ -31,6 +31,7 @@ test: $(STAMP) lint test-deps
 test-deps:
 	bash hack/controlplane/build.sh >/dev/null
 	bash hack/kwok/build.sh >/dev/null
+	bash hack/kubeflow/build.sh >/dev/null
 	bash hack/helm/build.sh >/dev/null || test $$? -eq 3  # 3: no Go toolchain, the chart tests skip
 	bash hack/ui/install-chromium.sh
 	bash hack/metrics/install-prometheus.sh
@@ -62,6 +63,7 @@ bench-perf: $(STAMP)
 bench-sim-vs-real: $(STAMP)
 	bash hack/controlplane/build.sh >/dev/null
 	bash hack/kwok/build.sh >/dev/null
+	bash hack/kubeflow/build.sh >/dev/null
 	nice -n 10 $(BIN)/python bench/sim_vs_real.py $(BENCH_ARGS)
 
 ## Devices (DRA): a session placing 5,000 pods that each claim a GPU against the same without claims, on 1,000

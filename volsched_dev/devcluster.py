@@ -204,6 +204,21 @@ def ensure_kwok(*, verbose: bool = False) -> Path:
     return _build(script, ["kwok"], verbose=verbose) / "kwok"
 
 
+def ensure_kubeflow(*, verbose: bool = False) -> Path:
+    """The directory holding the Kubeflow training operator (``training-operator``, v1: PyTorchJob and
+    friends) and its kinds' CRDs (``crds/``), which ``hack/kubeflow/build.sh`` finds in its cache or builds
+    (several minutes cold); ``$VOLSCHED_KUBEFLOW_DIR`` when set (nothing is built)."""
+    override = os.environ.get("VOLSCHED_KUBEFLOW_DIR")
+    if override:
+        if not _has_binaries(Path(override), ["training-operator"]):
+            raise ControlPlaneError(f"VOLSCHED_KUBEFLOW_DIR={override} holds no executable training-operator")
+        return Path(override)
+    script = _HACK / "kubeflow" / "build.sh"
+    if not script.is_file():
+        raise ControlPlaneError("hack/kubeflow/build.sh not found; set VOLSCHED_KUBEFLOW_DIR")
+    return _build(script, ["training-operator"], verbose=verbose)
+
+
 def ensure_binaries(*, verbose: bool = False) -> Path:
     """Return a directory holding ``kube-apiserver`` and ``etcd`` (``build.sh`` also
     builds ``kube-scheduler``, which a ``VOLSCHED_CONTROLPLANE_BIN_DIR`` may lack).
