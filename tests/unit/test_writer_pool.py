@@ -145,12 +145,14 @@ WRITES: list[tuple[str, Callable[[KubeWriter], Any]]] = [
     ("podgroup status", lambda w: w._write_podgroup("ns/pg", {"phase": "Running"}, "t") == (1, 0, None)),
     ("pod condition", lambda w: w._write_condition("ns/p", "p", "no fit", "t") == (1, 0, None)),
     (
-        "event",  # a new message each time: the same one is never sent twice
+        # A new message each time, in other words (the same one is never sent twice, nor one that only
+        # moves the numbers of the last within event_every).
+        "event",
         lambda w: (
             w.post_object_event(
                 EventTarget("Pod", "v1", "ns", "p", "p"),
                 reason="FailedScheduling",
-                message=f"no fit {next(_n)}",
+                message=f"no fit on node {'abcdefgh'[next(_n) % 8]}",
             )
             == (1, None)
         ),

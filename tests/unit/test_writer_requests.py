@@ -12,7 +12,8 @@ from kubernetes import client
 
 from tests.unit._scripted_server import OK, ScriptedServer, loopback_config
 from volsched.cycle import EVICTED
-from volsched.framework.decisions import Evict, EvictionReason
+from volsched.framework.decisions import Code, Event, Evict, EvictionReason, SessionResult, Status
+from volsched.kube.ratelimit import EventFilter
 from volsched.kube.writer import EventTarget, KubeWriter, WriterSettings
 from volsched.model.vocabulary import SCHEDULER_NAME
 
@@ -102,3 +103,45 @@ def test_an_event_gone_meanwhile_is_created_again_and_one_never_sent_here_is_rea
     server.script["/api/v1/namespaces/ns/events"] = [CONFLICT]
     writer.post_object_event(other, reason="FailedScheduling", message="one")
     assert [r.method for r in server.received] == ["POST", "GET", "PATCH"]
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_waiting_pods_reason_is_written_again_when_its_words_change_and_its_numbers_settle(
+    server: ScriptedServer, writer: KubeWriter
+) -> None:
+    """A pod that can never fit is told why (condition and event) once; while the other pods' binds
+    move only the numbers of its reason ("most idle"), it is told again at most every event_every
+    seconds (the newest numbers, offered by a later session); a reason in other words goes at once."""
+    clock = _Clock()
+    writer.events = EventFilter(burst=5, every=10.0, clock=clock)
+    pod = _pod(30)
+
+    def session(why: str) -> list[str]:
+        server.received.clear()
+        result = SessionResult()
+        result.rejections["Pod ns/p"] = (Status(Code.UNSCHEDULABLE, "allocate", (why,)),)
+        message = result.unschedulable["ns/p"]
+        result.events.append(
+            Event(kind="Pod", namespace="ns", name="p", reason="FailedScheduling", message=message)
+        )
+        writer.write_status(result, queues=[], podgroups=[], pods={"ns/p": pod})
+        return sorted(f"{r.method} {r.path.split('/')[-2]}" for r in server.received)
+
+    idle = "0/200 nodes fit: 200 insufficient cpu (needs 9, most idle {})"
+    assert session(idle.format("4")) == ["PATCH p", "POST ns"]  # the condition, the event created
+    clock.now = 1.0
+    assert session(idle.format("3.9")) == []  # only the numbers moved: they settle
+    assert writer.events.limited == 2  # held back, so the port keeps a session coming for them
+    clock.now = 2.0
+    assert session("0/200 nodes fit: 200 node(s) had untolerated taint") == ["PATCH events", "PATCH p"]
+    clock.now = 11.0
+    assert session("0/200 nodes fit: 100 node(s) had untolerated taint") == []
+    clock.now = 12.0
+    assert session("0/200 nodes fit: 100 node(s) had untolerated taint") == ["PATCH events", "PATCH p"]

@@ -7,6 +7,8 @@ Pure: the clock is injectable, no I/O.
 from __future__ import annotations
 
 import json
+import math
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -14,6 +16,14 @@ from typing import Any
 
 #: The longest a write waits on one "try again later" before it is tried again.
 MAX_RETRY_AFTER = 10.0
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def words(message: str) -> str:
+    """``message`` with its numbers masked: two messages alike in it say the same thing in other numbers
+    (a pending pod's "most idle 3.9" becoming "3.8" as the cluster fills)."""
+    return _NUMBER.sub("#", message)
 
 
 def retry_after(
@@ -110,6 +120,9 @@ class EventFilter:
       (:meth:`admit` refuses it until another message was sent for that reason).
     * Rate limit: each object may receive ``burst`` events at once, then one per ``every`` seconds;
       an event refused for the rate is not remembered, so the next session offers its newest message.
+    * Numbers settle (when asked): a message that says what the last one sent said in other numbers
+      (:func:`words`) waits until that one is ``every`` seconds old (:meth:`settling`): a pod that can
+      never fit is not told each session the cluster's idle room that other pods' binds just changed.
 
     Keys are the caller's (an object's UID, or its reference when it has none). Thread-safe; pure.
     """
@@ -125,6 +138,7 @@ class EventFilter:
         self._lock = threading.Lock()
         self._tokens: dict[str, tuple[float, float]] = {}  # object -> (tokens, at)
         self._last: dict[tuple[str, str], tuple[str, int]] = {}  # (object, reason) -> (message, count)
+        self._sent_at: dict[tuple[str, str], float] = {}  # (object, reason) -> when the last was sent
         #: Events refused because the object was over its rate (for metrics and tests).
         self.limited = 0
 
@@ -133,13 +147,21 @@ class EventFilter:
         with self._lock:
             return self._last.get((obj, reason))
 
-    def admit(self, obj: str, reason: str, message: str) -> bool:
-        """Whether to send this event now (takes one of the object's tokens if so)."""
+    def admit(self, obj: str, reason: str, message: str, *, settle: bool = False) -> bool:
+        """Whether to send this event now (takes one of the object's tokens if so). ``settle``: the
+        numbers settle (see the class docstring), for an event offered again by every session while
+        its object waits (one offered once would be lost)."""
         with self._lock:
             last = self._last.get((obj, reason))
             if last is not None and last[0] == message:
                 return False
             now = self._clock()
+            if (
+                settle
+                and last is not None
+                and self._settling(last[0], self._sent_at.get((obj, reason)), message, now)
+            ):
+                return False
             tokens, at = self._tokens.get(obj, (float(self.burst), now))
             tokens = min(float(self.burst), tokens + max(0.0, now - at) / self.every)
             if tokens < 1.0:
@@ -155,7 +177,24 @@ class EventFilter:
             last = self._last.get((obj, reason))
             n = count if count is not None else (last[1] + 1 if last else 1)
             self._last[(obj, reason)] = (message, n)
+            self._sent_at[(obj, reason)] = self._clock()
             return n
+
+    def settling(self, last: str | None, at: float | None, message: str) -> bool:
+        """Whether ``message`` only moves the numbers of ``last``, written at ``at`` (this filter's
+        clock) less than ``every`` seconds ago: then it waits (counted as held back, so a later session
+        offers it again). For what is written like an event, a pod's condition."""
+        with self._lock:
+            return last is not None and self._settling(last, at, message, self._clock())
+
+    def _settling(self, last: str, at: float | None, message: str, now: float) -> bool:
+        if now - (-math.inf if at is None else at) >= self.every or words(last) != words(message):
+            return False
+        self.limited += 1
+        return True
+
+    def now(self) -> float:
+        return self._clock()
 
     def forget(self, obj: str) -> None:
         """Drop all memory of an object (it was deleted or recreated)."""
@@ -163,3 +202,4 @@ class EventFilter:
             self._tokens.pop(obj, None)
             for key in [k for k in self._last if k[0] == obj]:
                 del self._last[key]
+                self._sent_at.pop(key, None)

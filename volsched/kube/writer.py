@@ -72,6 +72,10 @@ STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 
 T = TypeVar("T")
 
+#: The reasons of events every session offers again while their object waits (a pending pod's, a
+#: PodGroup's below minMember): when only their numbers move, they settle (``EventFilter.admit``).
+WAITING_REASONS = frozenset({"FailedScheduling", "Unschedulable"})
+
 
 @dataclass
 class WriterSettings:
@@ -229,6 +233,9 @@ class KubeWriter:
         self._queues_full: dict[str, dict[str, Any]] = {}
         self._queue_uids: dict[str, str] = {}
         self._conditions: dict[str, str] = {}  # pod uid -> message
+        #: When each was written (the event filter's clock): a message that only moves the numbers of the
+        #: last waits as an event's does (``EventFilter.settling``).
+        self._condition_at: dict[str, float] = {}
         self.events = EventFilter(burst=self.settings.event_burst, every=self.settings.event_every)
 
     def close(self) -> None:
@@ -246,6 +253,7 @@ class KubeWriter:
                 self._queues_full.pop(key, None)
             elif kind == "Pod":
                 self._conditions.pop(key, None)
+                self._condition_at.pop(key, None)
         self.events.forget(key)
 
     # --- plumbing -----------------------------------------------------------------------------------------
@@ -653,8 +661,9 @@ class KubeWriter:
                 continue
             uid = uid_of(pod) or key  # type: ignore[arg-type]
             with self._lock:
-                need_condition = self._conditions.get(uid) != message
-            if need_condition:
+                last = self._conditions.get(uid)
+                at = self._condition_at.get(uid)
+            if last != message and not self.events.settling(last, at, message):
                 jobs.append(lambda key=key, uid=uid, m=message: self._write_condition(key, uid, m, now))  # type: ignore[misc]
         targeted = [
             *self._targets(result.events, existing_pgs, existing_queues, uids or {}, pods),
@@ -762,6 +771,7 @@ class KubeWriter:
             return 0, 0, err
         with self._lock:
             self._conditions[uid] = message
+            self._condition_at[uid] = self.events.now()
         return 1, 0, None
 
     def _targets(
@@ -814,7 +824,7 @@ class KubeWriter:
         for this reason, or the object is over its rate). One Event object per (object, reason), updated
         in place. Returns (events sent, error)."""
         message = redact(message)
-        if not self.events.admit(target.key, reason, message):
+        if not self.events.admit(target.key, reason, message, settle=reason in WAITING_REASONS):
             return 0, None
         now = now or render.now_rfc3339()
         last = self.events.last(target.key, reason)
