@@ -115,6 +115,17 @@ def _webhook_configurations(objs: list[dict[str, Any]]) -> dict[str, dict[str, s
     return out
 
 
+def _podgroup_verbs(objs: list[dict[str, Any]]) -> list[list[str]]:
+    """The ClusterRole's verbs on volsched's PodGroups beyond reading them."""
+    return [
+        r["verbs"]
+        for r in _one(objs, "ClusterRole")["rules"]
+        if r["apiGroups"] == ["scheduling.volsched.io"]
+        and r["resources"] == ["podgroups"]
+        and r["verbs"] != ["list", "watch"]
+    ]
+
+
 def _volcano_object_patch(objs: list[dict[str, Any]]) -> list[list[str]]:
     """The ClusterRole's rules granting patch on Volcano's objects themselves (not a subresource)."""
     return [
@@ -192,6 +203,13 @@ CASES: list[tuple[str, list[str], Any]] = [
      lambda o: _volcano_object_patch(o) == [["podgroups", "queues"]]),
     ("no Volcano object patched", ["--set-json", "rbac.volcanoPatchObjects=[]"],
      lambda o: _volcano_object_patch(o) == []),
+    ("PodGroups created and deleted by default", [],
+     lambda o: _podgroup_verbs(o) == [["create", "delete"]]),
+    ("PodGroups created, none deleted", ["--set", "rbac.deleteLeftBehindPodGroups=false"],
+     lambda o: _podgroup_verbs(o) == [["create"]]),
+    ("PodGroups neither created nor deleted",
+     ["--set", "rbac.deleteLeftBehindPodGroups=false", "--set", "rbac.createOwnerPodGroups=false"],
+     lambda o: _podgroup_verbs(o) == []),
     ("no NetworkPolicy", ["--set", "networkPolicy.enabled=false"],
      lambda o: not [x for x in o if x["kind"] == "NetworkPolicy"]),
     ("NetworkPolicy peers", ["--set-json", 'networkPolicy.from=[{"namespaceSelector": {"matchLabels": {"x": "y"}}}]'],

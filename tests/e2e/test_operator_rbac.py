@@ -375,3 +375,61 @@ def _queue_gone(k: Kube, name: str) -> bool:
     except client.ApiException as exc:
         return exc.status == 404
     return False
+
+
+def test_without_create_and_delete_on_podgroups_the_operator_schedules_the_same_and_says_what_is_off(
+    k: Kube, cluster: LocalControlPlane, start_operator: Start
+) -> None:
+    """The chart's rbac.createOwnerPodGroups and rbac.deleteLeftBehindPodGroups false (the rule gone): the
+    operator reads its rights at start, says what it will not do and why, schedules a Job's pods as one job
+    without making their PodGroup, leaves an earlier version's PodGroup alone, and is never refused."""
+    _apply_rbac(k)
+    rbac = client.RbacAuthorizationV1Api(k.api)
+    role = rbac.read_cluster_role("volsched")
+    narrowed = [
+        r
+        for r in role.rules
+        if not (r.api_groups == [G] and r.resources == ["podgroups"] and "create" in r.verbs)
+    ]
+    assert len(narrowed) == len(role.rules) - 1
+    role.rules = narrowed
+    rbac.replace_cluster_role("volsched", role)
+    k.nodes(node("n1", cpu="4"))
+    ns = k.namespace("team")
+    job = client.BatchV1Api(k.api).create_namespaced_job(
+        ns,
+        {
+            "metadata": {"name": "train"},
+            "spec": {
+                "suspend": True,
+                "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "m", "image": "x"}]}},
+            },
+        },
+    )
+    ref = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": job.metadata.uid,
+           "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+    left = podgroup("job-train", 1)
+    left["metadata"].update(ownerReferences=[ref], labels={"scheduling.volsched.io/created-by": "volsched"})
+    k.podgroup(ns, left)
+    for i in range(2):
+        p = pod(f"train-{i}", cpu="1")
+        p["metadata"]["ownerReferences"] = [ref]
+        p["metadata"]["annotations"] = {"scheduling.volsched.io/min-member": "2"}
+        k.pods(ns, p)
+    token = cluster.service_account_token(NS, "volsched", create=False)
+    kubeconfig = cluster.write_kubeconfig(cluster.workdir / "sa.kubeconfig", token=token)
+    op = start_operator(kubeconfig=kubeconfig)
+    wait_for(lambda: len(k.bound(ns)) == 2, 40, what="the Job's pods bound as one job", operator=op)
+    wait_for(lambda: op.cycles() >= 5, 30, what="sessions after the bind", operator=op)
+    log = op.log()
+    assert (
+        "may not create podgroups.scheduling.volsched.io (the chart's rbac.createOwnerPodGroups: false)"
+        in log
+    )
+    assert (
+        "may not delete podgroups.scheduling.volsched.io (the chart's rbac.deleteLeftBehindPodGroups: false)"
+        in log
+    )
+    assert not _gone(k, ns, "job-train")
+    assert _gone(k, ns, f"podgroup-{job.metadata.uid}")
+    assert "forbidden" not in log.lower() and " 403" not in log, op.log_tail()

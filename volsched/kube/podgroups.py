@@ -63,14 +63,18 @@ def owner_podgroup_body(spec: PodGroupSpec) -> dict[str, Any]:
 
 class PodGroupCreator:
     """Creates each owner's PodGroup once (again only if an attempt failed for a reason other than
-    "it exists")."""
+    "it exists"). Off (``enabled`` False) where the operator may not create PodGroups: the owner's pods
+    are scheduled as one job all the same, only the object that shows it is not made."""
 
     def __init__(self, writer: KubeWriter) -> None:
         self.writer = writer
+        self.enabled = True
         self._created: set[str] = set()
 
     def ensure(self, specs: list[PodGroupSpec]) -> list[str]:
         """Create the PodGroups of ``specs`` not created yet. Returns error messages."""
+        if not self.enabled:
+            return []
         todo = [s for s in specs if s.owner is not None and s.key not in self._created]
         errors: list[str] = []
         for spec in todo:
@@ -210,3 +214,27 @@ class ConflictReporter:
         for gone in [k for k in self._reported if k not in conflicts]:
             del self._reported[gone]
         return errors
+
+
+def fit_to_rights(
+    creator: PodGroupCreator, left_behind: LeftBehind, *, may_create: bool, may_delete: bool
+) -> list[str]:
+    """Turn off what the operator's rights do not allow (rather than fail at it every session), and say
+    what is off and why: the PodGroups of controller owners' pods without ``create``, the deletion of
+    those an earlier volsched left behind without ``delete``. Returns the lines to log."""
+    said = []
+    where = f"podgroups.{API_GROUP}"
+    if not may_create:
+        creator.enabled = False
+        said.append(
+            f"this operator may not create {where} (the chart's rbac.createOwnerPodGroups: false): the pods "
+            "of a controller owner (a Job, a ReplicaSet...) that name no PodGroup are scheduled as one job, "
+            "but no PodGroup object shows it"
+        )
+    if not may_delete:
+        left_behind.done = True
+        said.append(
+            f"this operator may not delete {where} (the chart's rbac.deleteLeftBehindPodGroups: false): "
+            "PodGroups an earlier volsched named <kind>-<name> are left as they are"
+        )
+    return said

@@ -92,4 +92,7 @@ def self_may(rest: LeanRest, *, verb: str, group: str, resource: str, subresourc
         "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body, timeout=REVIEW_TIMEOUT
     )
     out = orjson.loads(raw)
-    return bool(isinstance(out, dict) and (out.get("status") or {}).get("allowed"))
+    status = out.get("status") if isinstance(out, dict) else None
+    if not isinstance(status, dict):
+        raise ValueError("a SelfSubjectAccessReview answered without a status")
+    return bool(status.get("allowed"))

@@ -67,11 +67,13 @@ from volsched.kube.configsource import read_config_map
 from volsched.kube.health import ApiHealth, QuietRetries
 from volsched.kube.latency import PodLatency
 from volsched.kube.lease import LeaderLease
+from volsched.kube.podgroups import fit_to_rights
 from volsched.kube.port import KubePort
 from volsched.kube.rest import LeanRest
-from volsched.kube.reviews import AccessReviews
+from volsched.kube.reviews import AccessReviews, self_may
 from volsched.kube.watch import ListWatch
 from volsched.kube.writer import KubeWriter
+from volsched.model.vocabulary import API_GROUP
 from volsched.operator.admission import Admission, parse_service
 from volsched.operator.admission import register as register_webhooks
 from volsched.operator.health import health_problem, readiness_problem
@@ -316,6 +318,22 @@ class Operator:
                 return
         await asyncio.to_thread(self.lease.release)
 
+    def _fit_to_rights(self) -> None:
+        """What the operator may do with PodGroups (SelfSubjectAccessReviews): what it may not is turned off,
+        and said why, rather than tried and refused every session. Unknown (the review failed): kept on."""
+        try:
+            may = {
+                verb: self_may(self.reads, verb=verb, group=API_GROUP, resource="podgroups")
+                for verb in ("create", "delete")
+            }
+        except Exception as exc:
+            log.debug("cannot review the rights on PodGroups (%s)", exc)
+            return
+        for line in fit_to_rights(
+            self.port.podgroups, self.port.left_behind, may_create=may["create"], may_delete=may["delete"]
+        ):
+            log.info("%s", line)
+
     async def _shared_certs(self) -> SharedCerts:
         """The webhook certificates in the Secret every replica shares (made by the first one), in files."""
         from volsched.kube.secret import SecretStore
@@ -342,6 +360,7 @@ class Operator:
         signals: asyncio.Task[None] | None = None
         try:
             await asyncio.to_thread(self.lease.ensure)  # before the listing: it is fresh for the lease
+            await asyncio.to_thread(self._fit_to_rights)
             await asyncio.to_thread(self.reload_config, force=True)  # failed: retried before each session
             await asyncio.to_thread(self.volcano.discover)
             await asyncio.to_thread(self.prelist)
