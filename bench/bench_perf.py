@@ -18,6 +18,11 @@ The workloads follow ``test/integration/scheduler_perf/config/performance-config
 * GangsSmall / GangsLarge: many gangs of 4 / a few large gangs, each a volsched PodGroup (minMember the
   whole gang). The kube-scheduler built by hack/controlplane serves no gang API: it schedules the same
   pods one by one, so these two rows compare a gang scheduler with a pod scheduler, not like with like.
+* WorkloadGangsSmall / WorkloadGangsLarge: the same gangs written for Kubernetes 1.37's own gang
+  scheduling (the Workload API: a Workload, a scheduling.k8s.io PodGroup per gang with gang.minCount the
+  whole gang, pods naming it in spec.schedulingGroup), on an apiserver serving it (the GenericWorkload
+  feature gate and its runtime config) and kube-scheduler run with that gate (its GangScheduling plugin):
+  both schedulers gang-schedule the same objects, like with like.
 
 Deviations from scheduler_perf: all pods live in one namespace (``bench``; scheduler_perf puts the init
 and measured pods of the affinity workloads in two), so the anti-affinity sizes keep init + measured
@@ -193,6 +198,11 @@ def gang_pod(name: str, scheduler: str, group: str) -> Body:
     return pod(name, scheduler, annotations={"scheduling.k8s.io/group-name": group})
 
 
+def workload_gang_pod(name: str, scheduler: str, group: str) -> Body:
+    """A pod of a Workload API gang: it names its (scheduling.k8s.io) PodGroup in its spec."""
+    return pod(name, scheduler, schedulingGroup={"podGroupName": group})
+
+
 # --------------------------------------------------------------------------- workloads
 
 
@@ -218,6 +228,8 @@ class Workload:
     init_pending: bool = False
     churn: bool = False
     preempt: bool = False
+    #: Gangs as Kubernetes' Workload API writes them (served by the apiserver, kube-scheduler's own gangs).
+    workload_api: bool = False
 
 
 def _low(name: str, scheduler: str) -> Body:
@@ -261,7 +273,15 @@ WORKLOADS = (
     ),
     Workload("GangsSmall", Size(200, 0, 500, gang=4), Size(5000, 0, 2000, gang=4)),
     Workload("GangsLarge", Size(200, 0, 500, gang=250), Size(5000, 0, 3000, gang=1000)),
+    Workload("WorkloadGangsSmall", Size(200, 0, 500, gang=4), Size(5000, 0, 2000, gang=4), workload_api=True),
+    Workload(
+        "WorkloadGangsLarge", Size(200, 0, 500, gang=250), Size(5000, 0, 3000, gang=1000), workload_api=True
+    ),
 )  # fmt: skip
+#: kube-apiserver's flags that serve the Workload API (Kubernetes 1.37: beta, off by default), and
+#: kube-scheduler's gate that turns its gang scheduling on.
+WORKLOAD_API = ("--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true")
+WORKLOAD_GATE = "GenericWorkload=true"
 
 
 # --------------------------------------------------------------------------- one run
@@ -302,7 +322,29 @@ def _create_api_objects(api: Any, w: Workload, size: Size, scheduler: str) -> No
                 "data": {"volsched-scheduler.conf": PREEMPT_CONFIG},
             },
         )
-    if size.gang:
+    if size.gang and w.workload_api:
+        custom = client.CustomObjectsApi(api)
+        group, version = "scheduling.k8s.io", "v1beta1"
+        gang = {"gang": {"minCount": size.gang}}
+        workload = {
+            "apiVersion": f"{group}/{version}",
+            "kind": "Workload",
+            "metadata": {"name": "bench"},
+            "spec": {"podGroupTemplates": [{"name": "gang", "schedulingPolicy": gang}]},
+        }
+        custom.create_namespaced_custom_object(group, version, NAMESPACE, "workloads", workload)
+        for g in range(size.measure // size.gang):
+            body = {
+                "apiVersion": f"{group}/{version}",
+                "kind": "PodGroup",
+                "metadata": {"name": f"gang-{g:05d}"},
+                "spec": {
+                    "workloadRef": {"workloadName": "bench", "templateName": "gang"},
+                    "schedulingPolicy": gang,
+                },
+            }
+            custom.create_namespaced_custom_object(group, version, NAMESPACE, "podgroups", body)
+    elif size.gang:
         custom = client.CustomObjectsApi(api)
         for g in range(size.measure // size.gang):
             body = {
@@ -393,7 +435,8 @@ def run_workload(
     rundir = workdir / f"{w.name}-{scheduler}-{repeat}"
     rundir.mkdir(parents=True, exist_ok=True)
     sched_name = SCHEDULER_NAMES[scheduler]
-    with LocalControlPlane(base_dir=rundir, keep_dir=False) as cp:
+    served = WORKLOAD_API if w.workload_api else ()
+    with LocalControlPlane(base_dir=rundir, keep_dir=False, extra_apiserver_args=served) as cp:
         from kubernetes import client
 
         conn = Conn(cp.host, str(cp.ca_cert_path), cp.admin_token)
@@ -411,7 +454,8 @@ def run_workload(
             if scheduler == "volsched":
                 sched = start_volsched(cp, log, args.source, args.volsched_args.split())
             else:
-                sched = start_kube_scheduler(cp, log, rundir)
+                gates = WORKLOAD_GATE if w.workload_api else ""
+                sched = start_kube_scheduler(cp, log, rundir, feature_gates=gates)
             usage = TreeUsage(sched.proc.pid)
             #: The apiserver's and etcd's CPU over the measured window too: which side of the wire is busy.
             server = {name: TreeUsage(pid) for name, pid in cp.processes().items() if name in SERVER_SIDE}
@@ -433,8 +477,9 @@ def run_workload(
                     ):
                         raise RuntimeError(f"init pods not all bound ({sum(1 for _ in watch.bound)} bound)")
                 if size.gang:
+                    member = workload_gang_pod if w.workload_api else gang_pod
                     measured = [
-                        gang_pod(f"m-{i:06d}", sched_name, f"gang-{i // size.gang:05d}")
+                        member(f"m-{i:06d}", sched_name, f"gang-{i // size.gang:05d}")
                         for i in range(size.measure)
                     ]
                 else:

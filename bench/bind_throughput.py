@@ -611,7 +611,10 @@ def start_volsched(
     return Scheduler("volsched", proc, log, ready)
 
 
-def start_kube_scheduler(cp: LocalControlPlane, log: Path, workdir: Path) -> Scheduler:
+def start_kube_scheduler(
+    cp: LocalControlPlane, log: Path, workdir: Path, *, feature_gates: str = ""
+) -> Scheduler:
+    """kube-scheduler on ``cp`` (``feature_gates``: its ``--feature-gates``, e.g. ``GenericWorkload=true``)."""
     binary = cp.scheduler_binary
     if binary is None:
         raise RuntimeError("no kube-scheduler next to kube-apiserver (run hack/controlplane/build.sh)")
@@ -629,6 +632,8 @@ def start_kube_scheduler(cp: LocalControlPlane, log: Path, workdir: Path) -> Sch
     )
     port = _free_port()
     argv = [str(binary), f"--config={config}", "--bind-address=127.0.0.1", f"--secure-port={port}", "--v=1"]
+    if feature_gates:
+        argv.append(f"--feature-gates={feature_gates}")
     proc = spawn(argv, log)
     return Scheduler(
         "kube-scheduler", proc, log, lambda: _http_ok(f"https://127.0.0.1:{port}/readyz", insecure=True)

@@ -422,6 +422,8 @@ class LocalControlPlane:
     aggregation: bool = False
     #: kube-controller-manager's controllers to run (none: it is not started); see REAL_CONTROLLERS.
     controllers: Sequence[str] = ()
+    #: kube-controller-manager's flags beyond the usual ones (e.g. ``--feature-gates=...``).
+    extra_controller_manager_args: Sequence[str] = ()
     #: Run kwok: fake nodes (:meth:`kwok_node`) whose pods run and finish.
     kwok: bool = False
 
@@ -769,6 +771,7 @@ class LocalControlPlane:
             "--kube-api-qps=200",
             "--kube-api-burst=400",
             "--v=1",
+            *self.extra_controller_manager_args,
         ]
         proc = self._spawn("kube-controller-manager", argv, self.controller_manager_log_path)
         self._wait_for(proc, deadline, lambda: self._healthy(f"https://127.0.0.1:{port}/healthz"))

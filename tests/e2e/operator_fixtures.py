@@ -226,18 +226,32 @@ def apply_crds(api: client.ApiClient) -> None:
 #: kube-apiserver's flags that serve Kubernetes 1.37's Workload API (scheduling.k8s.io/v1beta1 Workloads and
 #: PodGroups, beta and off by default): ``real_cluster(apiserver_args=WORKLOAD_API)``.
 WORKLOAD_API = ("--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true")
+#: The same, and the Job controller making a Workload and a PodGroup for a Job with ``spec.scheduling``
+#: (alpha in 1.37: WorkloadWithJob, with the v1alpha3 types that field uses): the apiserver's flags, and
+#: kube-controller-manager's.
+JOBS_GATES = "--feature-gates=GenericWorkload=true,WorkloadWithJob=true"
+WORKLOAD_WITH_JOB = (
+    JOBS_GATES,
+    "--runtime-config=scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true",
+)
 
 
 @contextlib.contextmanager
 def fresh_control_plane(
-    *, real: bool = False, apiserver_args: Sequence[str] = ()
+    *, real: bool = False, apiserver_args: Sequence[str] = (), controller_manager_args: Sequence[str] = ()
 ) -> Iterator[LocalControlPlane]:
     """A control plane with the CRDs and the operator's namespace; ``real``: with kube-controller-manager
     and kwok too (:meth:`LocalControlPlane.real`: controllers make and delete pods, kwok nodes run them).
     A test module that needs the real one overrides the ``cluster`` fixture with ``real_cluster()``.
-    ``apiserver_args``: kube-apiserver's flags beyond the usual ones (e.g. :data:`WORKLOAD_API`)."""
+    ``apiserver_args``, ``controller_manager_args``: their flags beyond the usual ones (e.g.
+    :data:`WORKLOAD_API`)."""
     args = {"extra_apiserver_args": tuple(apiserver_args)}
-    with running(LocalControlPlane.real(**args) if real else LocalControlPlane(**args)) as cp:
+    plane = (
+        LocalControlPlane.real(extra_controller_manager_args=tuple(controller_manager_args), **args)
+        if real
+        else LocalControlPlane(**args)
+    )
+    with running(plane) as cp:
         with cp.api_client() as api:
             apply_crds(api)
             client.CoreV1Api(api).create_namespace({"metadata": {"name": OPERATOR_NS}})
@@ -251,14 +265,18 @@ def cluster() -> Iterator[LocalControlPlane]:
         yield cp
 
 
-def real_cluster(*, apiserver_args: Sequence[str] = ()) -> Iterator[LocalControlPlane]:
+def real_cluster(
+    *, apiserver_args: Sequence[str] = (), controller_manager_args: Sequence[str] = ()
+) -> Iterator[LocalControlPlane]:
     """The body of a ``cluster`` fixture that a module overrides to run on a real cluster::
 
     @pytest.fixture
     def cluster() -> Iterator[LocalControlPlane]:
         yield from real_cluster()
     """
-    with fresh_control_plane(real=True, apiserver_args=apiserver_args) as cp:
+    with fresh_control_plane(
+        real=True, apiserver_args=apiserver_args, controller_manager_args=controller_manager_args
+    ) as cp:
         yield cp
 
 

@@ -12,8 +12,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kubernetes import client
 
-from tests.e2e.operator_fixtures import WORKLOAD_API, Kube, Start, real_cluster, wait_for
+from tests.e2e.operator_fixtures import (
+    JOBS_GATES,
+    WORKLOAD_API,
+    WORKLOAD_WITH_JOB,
+    Kube,
+    Start,
+    real_cluster,
+    wait_for,
+)
 from volsched_dev.devcluster import RUN_FOR, LocalControlPlane
 
 pytestmark = pytest.mark.cluster
@@ -22,8 +31,12 @@ SLOW = 120
 
 
 @pytest.fixture
-def cluster() -> Iterator[LocalControlPlane]:
-    yield from real_cluster(apiserver_args=WORKLOAD_API)
+def cluster(request: pytest.FixtureRequest) -> Iterator[LocalControlPlane]:
+    """The Workload API served; with the ``jobs`` parameter, the Job controller making Workloads too."""
+    if getattr(request, "param", None) == "jobs":
+        yield from real_cluster(apiserver_args=WORKLOAD_WITH_JOB, controller_manager_args=(JOBS_GATES,))
+    else:
+        yield from real_cluster(apiserver_args=WORKLOAD_API)
 
 
 def _workload(name: str, template: str, min_count: int) -> dict[str, Any]:
@@ -132,3 +145,56 @@ def test_a_workloads_pod_group_is_gang_scheduled_runs_and_a_field_volsched_does_
         lambda: phases() == {"Succeeded"}, SLOW, what="the gang's pods run and finish (kwok)", operator=op
     )
     assert "reading Kubernetes' Workload API podgroups" in op.log()
+
+
+@pytest.mark.parametrize("cluster", ["jobs"], indirect=True)
+def test_a_batch_job_with_a_gang_policy_is_gang_scheduled_and_completes(
+    cluster: LocalControlPlane, k: Kube, start_operator: Start
+) -> None:
+    """A Job written for kube-scheduler's gangs (``spec.scheduling``, Kubernetes 1.37's WorkloadWithJob):
+    the Job controller makes its Workload and PodGroup and gives its pods ``spec.schedulingGroup``;
+    volsched binds the three together once they fit, and the Job completes."""
+    for n in ("kwok-1", "kwok-2"):
+        cluster.kwok_node(n, cpu="4")
+    ns = k.namespace("jobs")
+    pod = _pod("unused", "unused", cpu="3")
+    del pod["spec"]["schedulingGroup"]  # the Job controller sets it
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "train"},
+        "spec": {
+            "parallelism": 3,
+            "completions": 3,
+            "scheduling": {"schedulingPolicy": {"gang": {"minCount": 3}}},
+            "template": {"metadata": {"annotations": pod["metadata"]["annotations"]}, "spec": pod["spec"]},
+        },
+    }
+    batch = client.BatchV1Api(k.api)
+    batch.create_namespaced_job(ns, job)  # type: ignore[arg-type]  # (a dict goes as it is)
+    op = start_operator()
+
+    def group() -> dict[str, Any] | None:
+        items = k.custom.list_namespaced_custom_object(G, V, ns, "podgroups")["items"]
+        return items[0] if items else None
+
+    pg = wait_for(group, SLOW, what="the Job controller's PodGroup", operator=op)
+    assert pg["spec"]["schedulingPolicy"] == {"gang": {"minCount": 3}}
+
+    def condition() -> dict[str, Any] | None:
+        conds = ((group() or {}).get("status") or {}).get("conditions") or []
+        return next((c for c in conds if c["type"] == "PodGroupInitiallyScheduled"), None)
+
+    wait_for(
+        lambda: (c := condition()) and c["status"] == "False",
+        SLOW, what="the gang waiting (two nodes of 4 cpu, three pods of 3)", operator=op,
+    )  # fmt: skip
+    assert k.bound(ns) == {}, "a gang of 3 was bound in part"
+    cluster.kwok_node("kwok-3", cpu="4")
+    wait_for(lambda: len(k.bound(ns)) == 3, SLOW, what="the three pods bound together", operator=op)
+
+    def complete() -> bool:
+        conditions = batch.read_namespaced_job("train", ns).status.conditions or []
+        return any(c.type == "Complete" and c.status == "True" for c in conditions)
+
+    wait_for(complete, SLOW, what="the Job complete (kwok runs its pods)", operator=op)
