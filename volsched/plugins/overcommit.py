@@ -11,7 +11,6 @@ impossible guarantee admits no more into a full cluster than its cut part."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import islice
 from typing import ClassVar
 
 import numpy as np
@@ -25,7 +24,6 @@ from volsched.model.cluster import (
     running_sums,
     unmet_minimum,
     unmet_minimum_floats,
-    unmet_minimum_rows,
 )
 from volsched.model.resources import EPS, Vector
 from volsched.model.vocabulary import PodGroupPhase
@@ -48,21 +46,11 @@ class Overcommit(BasePlugin):
         used = nodes.used[nodes.ready].sum(axis=0) if len(nodes) else space.zeros()
         # The room is ``unused - admitted``: capacity - used - admitted, subtracted in that order.
         unused = capacity - used
-        # The admitted jobs' unmet minimums, in the jobs' order: the settled run's sum (kept from the
-        # last session; its gaps' in their place), then the other jobs' (after the run's gaps).
-        settled = session.settled()
-        # (islice: the jobs after the gaps without copying the list, 50,000 jobs at a large backlog)
-        inqueue_phase = PodGroupPhase.INQUEUE
-        admitted = [
-            job for job in islice(session.unsettled(), len(settled.gaps), None) if job.phase is inqueue_phase
-        ]
-        total = settled.unmet_all.reshape(1, len(space)).copy()
-        unmet_minimum_rows(admitted, [0] * len(admitted), total)
         # What admitted jobs may still claim, as plain floats: enqueue asks and adds to it for every
         # pending job (50,000 one-pod jobs at a large backlog) before the first bind, and a few float
         # operations over the dimensions cost less than the arrays' calls (the same IEEE arithmetic,
         # dimension by dimension: the same answers).
-        inqueue: list[float] = total[0].tolist()
+        inqueue: list[float] = session.ledger.unmet().tolist()
         unused_floats: list[float] = unused.tolist()
         # Per queue: the effective guarantee less what the queue holds and has admitted.
         queues = queue_config(session)
