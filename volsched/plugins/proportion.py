@@ -19,13 +19,11 @@ from volsched.framework.decisions import Event
 from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
-from volsched.framework.settled import fold
 from volsched.model.cluster import (
     Job,
     run_rows,
     running_sums,
     unmet_minimum_floats,
-    unmet_minimum_rows,
 )
 from volsched.model.fairshare import FairShare, Problem, fair_share
 from volsched.model.resources import EPS, ResourceSpace, Vector, stack_rows
@@ -100,44 +98,29 @@ def _pending_requests(
     r = len(space)
     request = np.zeros((n, r))
     inqueue = np.zeros((n, r))
-    # What the jobs in a queue hold, one row at a time in the jobs' order, as a loop would add them: the
-    # settled run's sums (kept from the last session), then the other jobs that hold something (stacked
-    # once by the session). A job whose queue is unknown counts toward none.
-    settled = session.settled()
-    held = session.holdings()
-    known = [k for k, j in enumerate(held.jobs) if j.queue in row]
+    # What the jobs in a queue hold, and what its admitted jobs may still claim toward their minimum
+    # (the ledger's sums, in the jobs' order); a job whose queue is unknown counts toward none.
+    ledger = session.ledger
     allocated = np.zeros((n, r))
-    sums = fold(
-        {q: v for q, v in settled.queue.items() if q in row},
-        [held.jobs[k].queue for k in known],
-        held.matrix[known],
-        r,
-    )
-    for q, v in sums.items():
-        allocated[row[q]] = v
-    # The admitted jobs' unmet minimums: the settled run's (its gaps' in their place), then one pass
-    # over the other jobs in a queue, in their order: the admitted ones, and the pending and pipelined
-    # tasks (none in the run; its gaps' among them).
-    for q, v in settled.unmet_queue.items():
+    for q, v in ledger.held_by_queue().items():
+        i = row.get(q)
+        if i is not None:
+            allocated[i] = v
+    for q, v in ledger.unmet_by_queue().items():
         i = row.get(q)
         if i is not None:
             inqueue[i] = v
-    admitted: list[Job] = []
-    admitted_rows: list[int] = []
+    # The pending and pipelined tasks, and the PodGroups waiting for admission, in the jobs' order.
     rows: list[int] = []
     tasks: list[Task] = []
     waiting: list[Job] = []  # PodGroups in phase Pending with no pod yet: they ask their minResources
-    inqueue_phase, pending, pipelined = PodGroupPhase.INQUEUE, TaskStatus.PENDING, TaskStatus.PIPELINED
+    pending, pipelined = TaskStatus.PENDING, TaskStatus.PIPELINED
     pending_phase = PodGroupPhase.PENDING
-    gaps = len(settled.gaps)  # the first of the jobs after the run: their unmet minimums are in its sums
-    for k, job in enumerate(session.unsettled()):
+    for job in ledger.asking_jobs():
         i = row.get(job.queue)
         if i is None:
             continue
-        if job.phase is inqueue_phase and k >= gaps:
-            admitted.append(job)
-            admitted_rows.append(i)
-        elif job.phase is pending_phase and not job.tasks and job.podgroup is not None:
+        if job.phase is pending_phase and not job.tasks and job.podgroup is not None:
             waiting.append(job)
         c = job.status_count  # get, not c[...]: a missing key is a Python-level call (TaskCounts.__missing__)
         if not (c.get(pending) or c.get(pipelined)):
@@ -147,7 +130,6 @@ def _pending_requests(
             if status is pending or status is pipelined:
                 rows.append(i)
                 tasks.append(t)
-    unmet_minimum_rows(admitted, admitted_rows, inqueue)
     request += allocated
     for job in waiting:  # (Volcano's job flow: the pods come once the group is admitted)
         request[row[job.queue]] += job.min_request
@@ -339,13 +321,8 @@ class Proportion(BasePlugin):
         # deserved share, never past realCapability. Otherwise a share that shrank after admission
         # strands them, and with them the capacity reserved for them.
         committed: dict[str, list[Job]] = {}
-        for j in session.settled().committed:
+        for j in session.ledger.short_gangs():
             committed.setdefault(j.queue, []).append(j)
-        for j in session.unsettled():
-            # settled.committed, written out: a call per job costs a backlog's first session more
-            # (docs/benchmarks/2026-11-29.md)
-            if j.ready < j.min_member and (j.ready or j.phase is PodGroupPhase.INQUEUE):
-                committed.setdefault(j.queue, []).append(j)
         committed_jobs = {j.key: j for jobs in committed.values() for j in jobs}
 
         def completes_gang(task: Task) -> bool:
