@@ -24,7 +24,6 @@ import numpy as np
 from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
-from volsched.framework.settled import fold
 from volsched.model.cluster import Job, dominant_share
 from volsched.model.resources import EPS, Vector, stack_rows
 from volsched.model.vocabulary import Task, TaskStatus
@@ -93,26 +92,15 @@ class Drf(BasePlugin):
         #: Per namespace, the request of its smallest next pod (by dominant share of the cluster).
         ns_next: dict[str, tuple[float, Vector]] = {}
         share = dominant_share(total, mask)
-        # Each namespace's holdings summed over its jobs that hold something, one row at a time in the
-        # jobs' order, as a loop would: the settled run's sums (kept from the last session), then the
-        # other jobs that hold something (stacked once by the session); a namespace that holds nothing
-        # has no entry (0 all the same); and each job's first pending task (none in the settled run).
-        settled = session.settled()
-        holding = session.holdings()
-        ns_alloc.update(
-            fold(
-                {ns: row for ns, row in settled.namespace.items() if ns in settled.holding_namespaces},
-                [j.namespace for j in holding.jobs],
-                holding.matrix,
-                len(session.space),
-            )
-        )
+        # What each namespace holds (the ledger's sums, copied: they follow the session's placements
+        # here), and each asking job's first pending task.
+        ns_alloc.update((ns, held.copy()) for ns, held in session.ledger.held_by_namespace().items())
         # (two lists, not a list of pairs: a backlog's first session has 50,000 jobs, and a pair each
         # is as many objects for the collector)
         next_ns: list[str] = []
         next_request: list[Vector] = []
         pending = TaskStatus.PENDING
-        for job in session.unsettled():
+        for job in session.ledger.asking_jobs():
             if job.status_count.get(pending):
                 for t in job.tasks.values():
                     if t.status is pending:
@@ -170,11 +158,8 @@ class Drf(BasePlugin):
             acc += task.request
 
         def on_deallocate(task: Task) -> None:
-            # The namespace has an entry: a task gives back only what it held, a placement of this
-            # session (on_allocate made the entry) or a node it held at open; such a task is in a job of
-            # the session (``held_on_node``: a pod of ours that holds a node is in a job; victims are
-            # ours), which is not all pending, so its namespace was summed above (``holdings`` or the
-            # run's ``holding_namespaces``).
+            # The namespace has an entry: the ledger has one for every namespace of a job, and
+            # on_allocate makes one for a placement of this session.
             ns_alloc[task.namespace] -= task.request
 
         def held(job: Job) -> Vector:
