@@ -26,7 +26,7 @@ import numpy as np
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
-from volsched.model.cluster import BoolArray, IndexArray, NodeTable, any_held_host_ports
+from volsched.model.cluster import BoolArray, IndexArray, NodeTable
 from volsched.model.nodeterms import UNSCHEDULABLE_TAINT, matches_affinity, tolerates
 from volsched.model.vocabulary import Task
 from volsched.plugins.shared.constraint_state import constraint_state
@@ -124,10 +124,7 @@ class Predicates(BasePlugin):
 
         ports = _HostPorts(
             nodes,
-            any_held=session.settled().host_ports
-            # (the jobs after the run that hold something: a job whose every task is pending holds no
-            # port on a node, and a shared one always holds something, or has no task)
-            or any_held_host_ports(session.holdings().jobs)
+            any_held=session.ledger.any_host_ports()
             or any(t.host_ports for t in session.snapshot.foreign_tasks),
         )
         session.add_event_handler(EventHandler(allocate=ports.add, deallocate=ports.remove))

@@ -10,7 +10,6 @@ When no pod in the snapshot has such constraints the state is None and every che
 from __future__ import annotations
 
 from volsched.framework.points import EventHandler, ExtensionPoints
-from volsched.model.cluster import any_constrained
 from volsched.model.constraints import ConstraintState
 from volsched.model.vocabulary import ALLOCATED_STATUSES, Task, TaskStatus
 
@@ -25,9 +24,7 @@ def constraint_state(session: ExtensionPoints) -> ConstraintState | None:
         return state
     snapshot = session.snapshot
     if not (
-        session.settled().constrained
-        or any_constrained(session.unsettled())
-        or any(t.constraints is not None for t in snapshot.foreign_tasks)
+        session.ledger.any_constrained() or any(t.constraints is not None for t in snapshot.foreign_tasks)
     ):
         session.state[_KEY] = None
         return None
