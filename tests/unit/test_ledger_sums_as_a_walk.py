@@ -118,7 +118,7 @@ def test_the_ledger_answers_as_a_walk_over_every_job_at_open_and_after_statement
     session = _session(snapshot, thaw=thaw)
     jobs = list(session.jobs.values())
     width = len(snapshot.space)
-    assert session.settled().jobs  # the run is not empty: the sums start from it
+    assert session.ledger.settled().jobs  # the run is not empty: the sums start from it
     _check_unmet(session.ledger, jobs, width)
     _check(session.ledger, jobs, width)
     # Place pending pods of a gang and commit; of another and discard (the undone sums leave dust).

@@ -105,7 +105,7 @@ def test_a_queue_at_its_share_is_not_overused_while_a_gang_of_the_settled_run_is
     """An admitted gang short of minMember keeps its queue open for it (it is completed past the
     queue's share), found among the settled run's jobs as among the others."""
     session = session_of(objects)
-    assert [j.key for j in session.settled().committed] == ["default/g"]
+    assert [j.key for j in session.ledger.settled().committed] == ["default/g"]
     status = session.overused(session.queues["q"])
     assert (status.render() if status else None) == reason
 

@@ -323,11 +323,11 @@ def test_an_evicting_session_reuses_the_settled_run_and_renders_what_one_from_sc
         for obj in _crowded():
             state.apply(obj)
     session = open_session(kept.snapshot(now=9.0), EVICTING_CONFIG)
-    run = session.settled()
+    run = session.ledger.settled()
     assert [j.key for j in run.jobs] == ["ns0/g0", "ns1/g1", "ns2/g2", "ns0/g3"]  # every gang of a
     assert all(session.jobs[j.key] is not j for j in run.jobs)  # though the session has copies
     again = open_session(kept.snapshot(now=9.5), EVICTING_CONFIG)
-    assert again.settled().jobs is run.jobs  # reused: a copy stands for its shared job
+    assert again.ledger.settled().jobs is run.jobs  # reused: a copy stands for its shared job
     scratch._builder.kept.clear()
     opened_kept, result_kept = _session(kept, 10.0, config=EVICTING_CONFIG)
     opened_scratch, result_scratch = _session(scratch, 10.0, config=EVICTING_CONFIG)
@@ -427,8 +427,10 @@ def test_host_ports_and_constraints_are_seen_in_the_run_and_after_it_session_aft
         state.apply(pod("z-x", cpu="0.1", node="n1" if on == "last" else None, **kwargs))
     for _ in range(3):
         session = open_session(state.snapshot(now=5.0), load_config(None))
-        assert len(session.settled().jobs) == 10 + (on == "first") + bool(gaps and on == "last")
-        assert (session.settled().host_ports or any_held_host_ports(session.unsettled())) is want_ports
+        assert len(session.ledger.settled().jobs) == 10 + (on == "first") + bool(gaps and on == "last")
+        assert (
+            session.ledger.settled().host_ports or any_held_host_ports(session.ledger.unsettled())
+        ) is want_ports
         assert (constraint_state(session) is not None) is want_constrained
 
 
@@ -481,7 +483,9 @@ def test_a_pod_is_not_placed_on_a_node_whose_pod_in_or_after_the_run_holds_its_h
     config = load_config(None)
     for _ in range(2):
         session = open_session(state.snapshot(now=5.0), config)
-        assert len(session.settled().jobs) == 10 + (holder == "first") + bool(gaps and holder == "last")
+        assert len(session.ledger.settled().jobs) == 10 + (holder == "first") + bool(
+            gaps and holder == "last"
+        )
         for action in make_actions(config):
             action.execute(session)
         binds = [(b.pod, b.node) for b in close_session(session).binds]
@@ -516,7 +520,7 @@ def test_overcommit_keeps_the_room_an_admitted_gang_in_the_run_still_claims(clai
     config = load_config(text=OVERCOMMIT_ONLY)
     for _ in range(2):
         session = open_session(state.snapshot(now=5.0), config)
-        assert [j.name for j in session.settled().jobs] == ["g"]
+        assert [j.name for j in session.ledger.settled().jobs] == ["g"]
         for action in make_actions(config):
             action.execute(session)
         assert close_session(session).podgroups["default/h"].phase == phase
@@ -560,8 +564,8 @@ def test_overcommit_counts_once_what_an_admitted_gang_pending_for_ever_before_th
     config = load_config(text=OVERCOMMIT_ONLY)
     for _ in range(2):
         session = open_session(state.snapshot(now=5.0), config)
-        assert [j.name for j in session.settled().jobs] == ["p"]
-        assert [g.key for g in session.settled().gaps] == ["default/g", "default/h"]
+        assert [j.name for j in session.ledger.settled().jobs] == ["p"]
+        assert [g.key for g in session.ledger.settled().gaps] == ["default/g", "default/h"]
         for action in make_actions(config):
             action.execute(session)
         assert close_session(session).podgroups["default/h"].phase == "Inqueue"

@@ -124,13 +124,13 @@ def test_a_job_whose_phase_a_statement_changes_leaves_the_settled_run(how: str) 
     a shared job that the statement changes no longer stands for it, and the run ends before it; a
     shared job is refused."""
     session = running_gangs_session("examples/reclaim-preempt-scheduler.yaml")
-    assert [j.key for j in session.settled().jobs] == ["ns/a", "ns/b"]
+    assert [j.key for j in session.ledger.settled().jobs] == ["ns/a", "ns/b"]
     job = session.jobs["ns/b"]
     assert job.origin is not None  # the session's copy, standing for the shared job
     statement = Statement(session)
     statement.admit(job) if how == "admit" else statement.admit_all([job])
     assert job.origin is None
-    assert [j.key for j in session.settled().jobs] == ["ns/a"]
+    assert [j.key for j in session.ledger.settled().jobs] == ["ns/a"]
     statement.discard()
     assert job.phase is PodGroupPhase.RUNNING and job.origin is None  # still the session's own now
 

@@ -153,19 +153,19 @@ def test_a_sessions_holdings_are_the_jobs_after_the_settled_run_that_hold_someth
     session = Session(snapshot, load_config(None), [])
     # g0 and g2 are bound and shared: the settled run, summed apart; g1 (pending) ends the run, or is a
     # gap of it (it holds nothing) when the run may go past it.
-    assert [j.name for j in session.settled().jobs] == (["g0", "g2"] if gaps else ["g0"])
-    held = session.holdings()
+    assert [j.name for j in session.ledger.settled().jobs] == (["g0", "g2"] if gaps else ["g0"])
+    held = session.ledger.holdings()
     assert [j.name for j in held.jobs] == ([] if gaps else ["g2"])
     assert (
         held.matrix.tobytes() == stack_rows([j.allocated for j in held.jobs], len(snapshot.space)).tobytes()
     )
-    assert session.holdings() is held  # stacked once
+    assert session.ledger.holdings() is held  # stacked once
     pending = snapshot.jobs["default/g1"]
     task = next(iter(pending.tasks.values()))
     Statement(session).allocate(task, 0)
-    assert [j.name for j in session.holdings().jobs] == ["g1", "g2"]
+    assert [j.name for j in session.ledger.holdings().jobs] == ["g1", "g2"]
     # the same from open to close, but for a gap the session changed: the run then ends before it
-    assert [j.name for j in session.settled().jobs] == ["g0"]
+    assert [j.name for j in session.ledger.settled().jobs] == ["g0"]
 
 
 @pytest.mark.parametrize(

@@ -18,13 +18,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 
 from volsched.framework.decisions import Code, Event, SessionResult, Status
-from volsched.model.cluster import BoolArray, ClusterSnapshot, Holdings, IndexArray, Job, NodeTable, key_of
+from volsched.model.cluster import BoolArray, ClusterSnapshot, IndexArray, Job, NodeTable, key_of
 from volsched.model.resources import ResourceSpace, Vector
 from volsched.model.vocabulary import QueueSpec, Task
 
 if TYPE_CHECKING:
     from volsched.framework.config import SchedulerConfig
-    from volsched.framework.settled import Settled
 
 
 class Vote(enum.IntEnum):
@@ -167,9 +166,6 @@ class ExtensionPoints(Protocol):
     def pending_jobs(self) -> list[Job]:
         """The jobs with a task pending now."""
 
-    def holdings(self) -> Holdings: ...
-    def settled(self) -> Settled: ...
-    def unsettled(self) -> list[Job]: ...
     def emit(self, event: Event) -> None: ...
 
     # --- registration ------------------------------------------------------------------------------

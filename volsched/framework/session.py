@@ -16,8 +16,9 @@ A session may be given a sink for its binds (``on_binds``): each commit that dec
 to it at once, a gang's together, while the session goes on (the cycle sends them to the cluster as
 Volcano's cache binds a Statement's allocations as it commits). The result lists every bind still.
 
-The steady-state bookkeeping (``settled``, ``unsettled``, ``holdings``; shared jobs, thawed copies and
-their origin) is explained once in docs/design/steady-state.md.
+What the jobs hold, ask and still miss per queue and per namespace is the session's ledger
+(:class:`~volsched.framework.ledger.SessionLedger`), which every mutation tells of the change. Shared
+jobs, thawed copies and their origin: docs/design/steady-state.md.
 """
 
 from __future__ import annotations
@@ -31,8 +32,7 @@ from volsched.framework.decisions import Bind, Event, SessionResult, Status
 from volsched.framework.ledger import SessionLedger
 from volsched.framework.nodeviews import NodeViews
 from volsched.framework.points import Plugin
-from volsched.framework.settled import Settled
-from volsched.model.cluster import ClusterSnapshot, Holdings, Job
+from volsched.model.cluster import ClusterSnapshot, Job
 from volsched.model.devices import ClaimAllocation, DeviceCatalog, DeviceState
 from volsched.model.resources import Vector
 from volsched.model.vocabulary import (
@@ -340,18 +340,6 @@ class Session(NodeViews):
                     total += job.allocated
         total = held.get(queue)
         return self.space.zeros() if total is None else total.copy()
-
-    def settled(self) -> Settled:
-        """The ledger's settled run (:meth:`SessionLedger.settled`)."""
-        return self.ledger.settled()
-
-    def unsettled(self) -> list[Job]:
-        """The jobs after the ledger's settled run (:meth:`SessionLedger.unsettled`)."""
-        return self.ledger.unsettled()
-
-    def holdings(self) -> Holdings:
-        """The jobs after the settled run that hold something (:meth:`SessionLedger.holdings`)."""
-        return self.ledger.holdings()
 
     def record_fit_error(self, task: Task, status: Status) -> None:
         """Why ``task`` was not placed (the latest answer wins)."""
