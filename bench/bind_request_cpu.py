@@ -1,9 +1,9 @@
-"""CPU per bind request: the writer's binds over the client's urllib3 pool vs per-thread http.client.
+"""CPU per bind request: the writer's binds over aiohttp's client vs per-thread http.client.
 
 Starts a local control plane (etcd + kube-apiserver from hack/controlplane), creates ``--pods`` pending
 pods whose schedulerName is volsched's, and binds them through :class:`~volsched.kube.writer.KubeWriter`
 (``bind_all``, its default workers) in alternating rounds of ``--round`` pods, one round with
-``LeanRest(direct=False)`` (urllib3) and one with the direct path, so both meet the same apiserver in the
+``LeanRest(direct=False)`` (aiohttp) and one with the direct path, so both meet the same apiserver in the
 same minutes. Prints this process's CPU seconds per 1,000 binds for each (``time.process_time``; the
 apiserver is another process), the wall time, and the machine. On a shared 2-core machine the figures
 are noisy; compare the two columns of one run.
@@ -62,7 +62,7 @@ def main() -> int:
                         names,
                     )
                 )
-            modes = {"urllib3": LeanRest(api, direct=False), "http.client": LeanRest(api, direct=True)}
+            modes = {"aiohttp": LeanRest(api, direct=False), "http.client": LeanRest(api, direct=True)}
             cpu = dict.fromkeys(modes, 0.0)
             wall = dict.fromkeys(modes, 0.0)
             count = dict.fromkeys(modes, 0)
@@ -87,9 +87,9 @@ def main() -> int:
                     + (f"  {modes[mode].connects} connections" if modes[mode].direct else "")
                 )
             ratio = (cpu["http.client"] / max(1, count["http.client"])) / (
-                cpu["urllib3"] / max(1, count["urllib3"])
+                cpu["aiohttp"] / max(1, count["aiohttp"])
             )
-            print(f"http.client / urllib3 CPU per bind: {ratio:.2f}")
+            print(f"http.client / aiohttp CPU per bind: {ratio:.2f}")
     finally:
         cp.stop()
     return 0

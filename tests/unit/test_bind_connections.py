@@ -166,8 +166,8 @@ def writer(server: BindServer) -> Iterator[KubeWriter]:
 
 @pytest.fixture(params=["direct", "proxy", "tls-server-name"])
 def any_writer(server: BindServer, request: pytest.FixtureRequest) -> Iterator[KubeWriter]:
-    """A writer over each request path: direct http.client, or the client's urllib3 pool (which a
-    proxy or a TLS server name needs)."""
+    """A writer over each request path: direct http.client, or aiohttp's client (which a proxy or a TLS
+    server name needs)."""
     yield from _writer(server, request.param)
 
 

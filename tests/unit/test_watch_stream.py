@@ -211,7 +211,7 @@ def recorder() -> tuple[list[str], Callable[[str, dict[str, Any]], None]]:
     )
 
 
-@pytest.mark.parametrize("direct", [True, False], ids=["lean", "urllib3 (a proxy configured)"])
+@pytest.mark.parametrize("direct", [True, False], ids=["lean", "aiohttp (a proxy configured)"])
 def test_a_watch_that_ends_leaves_its_connection_for_the_next_one_from_its_last_resource_version(
     serve: Callable[[list[bytes | None]], tuple[RawServer, client.ApiClient]], direct: bool
 ) -> None:

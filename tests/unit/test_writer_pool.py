@@ -3,10 +3,10 @@
 The server below answers every request with its headers first and its body a moment later, the way a
 loaded apiserver's response can arrive in two pieces. A client that returns the connection to the pool
 after the headers (without reading the body) sends its next request on that connection and reads the
-late body as the next status line (``BadStatusLine``). The Lease and ConfigMap reads share the client's
-pool; the writer's requests go over its worker's own kept-alive connection (``volsched.kube.rest``),
-which must be as clean: each write is followed here by reads on the pool's connection and by the next
-write on the writer's.
+late body as the next status line (``BadStatusLine``). The Lease and the ConfigMap reads keep one
+connection each (aiohttp's client); the writer's requests go over its worker's own kept-alive
+connection (``volsched.kube.rest``'s direct path), which must be as clean: each write is followed here
+by reads on the others' connections and by the next write on the writer's.
 """
 
 from __future__ import annotations
@@ -165,18 +165,21 @@ def test_a_write_leaves_its_pooled_connection_clean_for_the_next_call(
     server: SplitResponseServer, api: client.ApiClient, what: str, write: Callable[[KubeWriter], Any]
 ) -> None:
     writer = KubeWriter(api, WriterSettings(workers=1))
-    reads = LeanRest(api, direct=False)  # the operator's reads: on the client's pool, as the Lease's
+    reads = LeanRest(api, direct=False)  # the operator's reads: through aiohttp's client, as the Lease's
+    lease = LeaderLease(api, LeaseSettings(namespace="ns", name="lease"), "me")
     try:
         for _ in range(3):
             assert write(writer), f"{what} failed"
             cm = read_config_map(reads, "ns", "cfg", "key")  # the next call on the same connection
             assert cm is not None and cm.text == "text"
-            lease = LeaderLease(api, LeaseSettings(namespace="ns", name="lease"), "me")
             assert lease.ensure() is False  # read (held by someone else), no error
     finally:
         writer.close()
+        reads.close()
+        lease.rest.close()
     assert writer.rest.connects == 1, "the writer's connection was dropped instead of reused"
-    assert server.connections == 2, "a connection was dropped instead of reused"
+    assert reads._aio.connects == lease.rest._aio.connects == 1, "a reader's connection was dropped"
+    assert server.connections == 3, "a connection was dropped instead of reused"
 
 
 def test_zero_workers_still_send_through_one_of_each(

@@ -1,4 +1,5 @@
-"""Lean JSON requests for the writer's hot path.
+"""Lean JSON requests and watch streams to the apiserver: a hand-written HTTP/1.1 path for the writer's
+and the watches' hot path, aiohttp's client for everything else.
 
 A bind through ``CoreV1Api`` builds ``V1Binding``/``V1ObjectMeta`` models, serialises them through the
 client's generic sanitiser and walks its parameter machinery: most of the operator's CPU per bind.
@@ -7,21 +8,27 @@ a refreshed token is used), and reads every response to its end so a kept-alive 
 clean for the next call. An error status is raised as the client's :class:`ApiException`, so callers
 handle both the same way.
 
-Requests go over one persistent ``http.client`` connection per calling thread (the writer's workers),
-with the TLS settings the client's urllib3 pool uses (CA, client certificate and key, verification):
-a request through urllib3 costs about twice the CPU. A request goes out with its body in one write,
-and its answer is read straight from the socket by :func:`_receive` (http.client's rules for status,
-headers, length, chunking and keep-alive, without its file object, its response object or the email
-package's header parser; a connection that got more than the answer is not used again). A kept-alive
-connection the apiserver closed while it was idle is noticed before sending and reopened; a request that failed after it may have been sent
-raises :class:`ResponseLost` (never sent again here: whether that is safe is the caller's to know).
-Configurations this path does not cover (a proxy, a TLS server name or hostname check set apart)
-go through the client's urllib3 pool, under the same rules: urllib3's own retries are off, a read is
-asked once more, and a request that may have been sent without an answer is :class:`ResponseLost`.
+The direct path (the writer's binds, evictions and status writes; the watches): one persistent
+``http.client`` connection per calling thread, with the TLS settings of the client configuration (CA,
+client certificate and key, verification). A request goes out with its body in one write, and its answer
+is read straight from the socket by :func:`_receive` (http.client's rules for status, headers, length,
+chunking and keep-alive, every informational 1xx skipped, a folded header refused, each read bounded by
+the call's deadline; a connection that got more than the answer is not used again). aiohttp's client
+costs several times its CPU per request, which on the bind benchmark cost more than a tenth of bind
+throughput: docs/design/http-client.md. A kept-alive connection the apiserver closed while it was idle is
+noticed before sending and reopened; a request that failed after it may have been sent raises
+:class:`ResponseLost` (never sent again here: whether that is safe is the caller's to know).
+
+Everything else (``direct=False``: the reads at start, the listings, the Lease; and any configuration
+the direct path does not cover: a proxy, a TLS server name) goes through aiohttp's client (:class:`_Aio`),
+under the same rules: nothing sent again but a read, a whole call bounded by its timeout, an informational
+answer skipped, a malformed one never taken for an answer.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import http.client
 import json
@@ -31,14 +38,17 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
-from typing import Any
+import weakref
+from collections.abc import Callable, Coroutine, Generator, Iterator, Mapping
+from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
+import aiohttp
 import orjson
-import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from kubernetes.client.rest import is_socks_proxy_url, should_bypass_proxies
+from yarl import URL
 
 from volsched.kube.ratelimit import retry_after
 
@@ -59,7 +69,7 @@ class ResponseLost(ConnectionError):
 
 class StreamBroken(ConnectionError):
     """A streamed answer ended before its last chunk (the connection closed or was cut), or its chunked
-    framing is broken: as a connection that failed (urllib3 says ProtocolError)."""
+    framing is broken: as a connection that failed."""
 
 
 def _dumps(body: Any) -> bytes:
@@ -98,7 +108,7 @@ def _header_line(name: str, value: str) -> bytes:
 
 
 def _tls_context(cfg: client.Configuration) -> ssl.SSLContext:
-    """The TLS settings the client gives its urllib3 pool: CA file or data, client cert and key."""
+    """The TLS settings of the client configuration: CA file or data, client cert and key, verification."""
     ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
     if cfg.ca_cert_data:
         data = cfg.ca_cert_data
@@ -112,7 +122,7 @@ def _tls_context(cfg: client.Configuration) -> ssl.SSLContext:
 
 
 def _direct_ok(cfg: client.Configuration) -> bool:
-    """Whether http.client can do all the configuration asks (else the urllib3 pool is used)."""
+    """Whether http.client can do all the configuration asks (else aiohttp's client is used)."""
     return (
         urlsplit(str(cfg.host)).scheme in ("http", "https")
         and not cfg.proxy
@@ -120,25 +130,6 @@ def _direct_ok(cfg: client.Configuration) -> bool:
         and not cfg.tls_server_name
         and cfg.socket_options is None
     )
-
-
-def _original(exc: BaseException) -> BaseException:
-    """What a proxy error wraps (urllib3 wraps any failure on a proxied connection it thinks closed)."""
-    if isinstance(exc, urllib3.exceptions.ProxyError) and exc.original_error is not None:
-        return exc.original_error
-    return exc
-
-
-def _unsent(exc: BaseException) -> bool:
-    """A urllib3 failure to connect at all (to the apiserver or the proxy): nothing was sent."""
-    return isinstance(_original(exc), urllib3.exceptions.ConnectTimeoutError)  # NewConnectionError too
-
-
-def _cause(exc: BaseException) -> str:
-    inner = _original(exc)
-    if isinstance(inner, urllib3.exceptions.ProtocolError) and inner.args[1:]:
-        inner = inner.args[1]  # ("Connection aborted.", RemoteDisconnected(...))
-    return type(inner).__name__
 
 
 def _dropped(conn: http.client.HTTPConnection) -> bool:
@@ -566,6 +557,243 @@ class _TLSConnection(_Connection, http.client.HTTPSConnection):
     pass
 
 
+def _refuse_unsupported(cfg: client.Configuration) -> None:
+    """A client setting this path cannot honour is refused, never ignored."""
+    if cfg.host and urlsplit(str(cfg.host)).scheme not in ("http", "https"):
+        raise ValueError(f"the apiserver's address {cfg.host!r}: only http and https are supported")
+    if cfg.assert_hostname not in (None, True, False):
+        raise ValueError("assert_hostname naming another host is not supported (use tls-server-name)")
+    if cfg.socket_options is not None:
+        raise ValueError("socket_options are not supported by volsched's API client")
+    if cfg.proxy and is_socks_proxy_url(cfg.proxy):  # type: ignore[no-untyped-call]
+        raise ValueError(f"a SOCKS proxy ({cfg.proxy}) is not supported: use an HTTP proxy")
+    if cfg.proxy and cfg.proxy_ssl_context is not None:
+        raise ValueError("a TLS context of the proxy's own is not supported")
+
+
+class _Loop:
+    """The one event loop every LeanRest's requests run on, on a daemon thread of its own, started at
+    the first request."""
+
+    _lock = threading.Lock()
+    _loop: asyncio.AbstractEventLoop | None = None
+
+    @classmethod
+    def get(cls) -> asyncio.AbstractEventLoop:
+        with cls._lock:
+            if cls._loop is None:
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="volsched-http", daemon=True).start()
+                cls._loop = loop
+            return cls._loop
+
+
+def _aio_unsent(exc: BaseException) -> bool:
+    """A failure to connect at all (to the apiserver or a proxy): nothing was sent."""
+    return isinstance(exc, aiohttp.ClientConnectorError | aiohttp.ConnectionTimeoutError)
+
+
+def _close_sessions(loop: asyncio.AbstractEventLoop, sessions: list[aiohttp.ClientSession]) -> None:
+    """Close these sessions on the loop, waiting a moment for it (the loop may be gone at exit)."""
+    while sessions:
+        session = sessions.pop()
+        with contextlib.suppress(RuntimeError, TimeoutError, concurrent.futures.TimeoutError):
+            asyncio.run_coroutine_threadsafe(session.close(), loop).result(2)
+
+
+class _AioAnswer:
+    """An error answer as :class:`ApiException` reads it."""
+
+    __slots__ = ("data", "headers", "reason", "status")
+
+    def __init__(self, status: int, reason: str, headers: Mapping[str, str], data: bytes) -> None:
+        self.status = status
+        self.reason = reason
+        self.headers = headers
+        self.data = data
+
+    def getheaders(self) -> Mapping[str, str]:
+        return self.headers
+
+
+T = TypeVar("T")
+
+
+class _Aio:
+    """A LeanRest's requests through aiohttp's client: its own session (connection pool, sized by the
+    configuration's ``connection_pool_maxsize``) on the one loop of :class:`_Loop`, made at the first
+    request; the caller's thread waits for each. A whole request is bounded by its timeout (an answer
+    that trickles or never ends is cut off there); an informational 1xx is skipped; a framing two
+    readers could read apart is refused."""
+
+    def __init__(self, cfg: client.Configuration, host: str) -> None:
+        _refuse_unsupported(cfg)
+        self.host = host
+        https = urlsplit(host).scheme == "https"
+        self.tls = _tls_context(cfg) if https else None
+        if self.tls is not None and cfg.assert_hostname is False:
+            self.tls.check_hostname = False  # as urllib3 reads it: the certificate, not its name, checked
+        bypass = should_bypass_proxies(host, cfg.no_proxy or "") if cfg.proxy else True
+        self.options: dict[str, Any] = {"allow_redirects": False}
+        if cfg.proxy and not bypass:
+            self.options["proxy"] = cfg.proxy
+            if cfg.proxy_headers:
+                self.options["proxy_headers"] = cfg.proxy_headers
+        if cfg.tls_server_name and https:
+            self.options["server_hostname"] = cfg.tls_server_name
+        self.limit = max(1, int(cfg.connection_pool_maxsize or 4))
+        self.session: aiohttp.ClientSession | None = None  # made on the loop, at the first request
+        #: The session, for closing it when the LeanRest is dropped unclosed (or at exit).
+        self.made: list[aiohttp.ClientSession] = []
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        #: Connections opened (for tests and benchmarks).
+        self.connects = 0
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The loop every request runs on (started at the first one: a direct-path LeanRest never does)."""
+        return _Loop.get()
+
+    def run(self, coro: Coroutine[Any, Any, T], wait: float | None) -> T:
+        """Run ``coro`` on the loop and wait for it (``wait``: a bound of last resort past its own)."""
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result(wait)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise TimeoutError("no answer within the call's deadline") from None
+
+    def sessions(self) -> aiohttp.ClientSession:
+        if self.session is None:
+            trace = aiohttp.TraceConfig()
+            trace.on_connection_create_end.append(self._connected)
+            self.session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(
+                    ssl=self.tls if self.tls is not None else True, limit=self.limit
+                ),
+                trace_configs=[trace],
+                auto_decompress=False,
+                skip_auto_headers=("User-Agent",),
+            )
+            # aiohttp sends a GET, PUT or DELETE once more when a kept-alive connection fails under it;
+            # whether sending again is safe is the caller's to know (a Lease's PUT sent twice is a 409
+            # that reads as the Lease lost), so it never does here (as its own test client turns it off;
+            # tests/unit/test_http_faults.py pins it).
+            self.session._retry_connection = False
+            self.made.append(self.session)
+            if self._finalizer is None:
+                self._finalizer = weakref.finalize(self, _close_sessions, self.loop, self.made)
+        return self.session
+
+    async def _connected(self, *_: Any) -> None:
+        self.connects += 1
+
+    async def _send(
+        self, method: str, url: URL, data: bytes | None, headers: dict[str, str], timeout: float
+    ) -> tuple[int, str, Mapping[str, str], bytes]:
+        async with self.sessions().request(
+            method,
+            url,
+            data=data,
+            headers=headers,
+            timeout=aiohttp.ClientTimeout(total=timeout),
+            **self.options,
+        ) as resp:
+            body = await resp.read()
+            return resp.status, resp.reason or "", resp.headers, body
+
+    def request(
+        self, method: str, path: str, data: bytes | None, headers: dict[str, str], timeout: float
+    ) -> bytes:
+        """As :meth:`LeanRest.request`: a GET asked once more within what is left of ``timeout``."""
+        url = URL(self.host + path, encoded=True)  # sent as the caller quoted it
+        deadline = time.monotonic() + timeout
+        for attempt in (0, 1):
+            left = max(0.001, deadline - time.monotonic())
+            try:
+                status, reason, answered, out = self.run(
+                    self._send(method, url, data, headers, left), left + 5
+                )
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                if _aio_unsent(exc):
+                    raise
+                if method == "GET" and attempt == 0 and deadline > time.monotonic():
+                    continue  # a read changes nothing: asked once more
+                raise ResponseLost(f"{method} {path}: no answer ({type(exc).__name__})") from exc
+            if status >= 400:
+                raise ApiException(http_resp=_AioAnswer(status, reason, answered, out))
+            return out
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def stream(self, path: str, headers: dict[str, str], timeout: float, connect_timeout: float) -> AioStream:
+        url = URL(self.host + path, encoded=True)
+        limits = aiohttp.ClientTimeout(total=None, connect=connect_timeout, sock_read=timeout)
+
+        async def open_() -> aiohttp.ClientResponse:
+            return await self.sessions().get(url, headers=headers, timeout=limits, **self.options)
+
+        for attempt in (0, 1):
+            try:
+                return AioStream(self, self.run(open_(), connect_timeout + timeout + 5))
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                if attempt == 1:
+                    raise StreamBroken(f"GET {path}: no answer ({type(exc).__name__})") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def close(self) -> None:
+        self.session = None
+        if self.made:
+            _close_sessions(self.loop, self.made)
+
+
+class AioStream:
+    """:class:`Stream`'s counterpart on aiohttp's client: :meth:`lines` for a 2xx, :meth:`body` for an
+    error, then :meth:`close`; :meth:`shutdown`, from another thread, ends a read waiting for the body."""
+
+    def __init__(self, aio: _Aio, response: aiohttp.ClientResponse) -> None:
+        self.aio = aio
+        self.response = response
+        self.status = response.status
+        self.reason = response.reason or ""
+        self.headers = response.headers
+
+    def body(self) -> bytes:
+        try:
+            return self.aio.run(self.response.read(), None)
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise StreamBroken(f"the answer's body: {type(exc).__name__}") from exc
+
+    def lines(self) -> Iterator[bytes]:
+        """The body's non-blank lines, each as soon as it ended (:class:`StreamBroken` when it is cut
+        short or its framing is broken)."""
+        content = self.response.content
+        pending = b""
+        while True:
+            try:
+                data = self.aio.run(content.readany(), None)
+            except (aiohttp.ClientError, OSError) as exc:
+                raise StreamBroken(f"the answer's body: {type(exc).__name__}: {exc}") from exc
+            if not data:
+                break
+            *got, pending = (pending + data).split(b"\n")
+            yield from (line for line in got if line.strip())
+        if pending.strip():
+            yield pending
+
+    def shutdown(self) -> None:
+        self.aio.loop.call_soon_threadsafe(self.response.close)
+
+    def close(self) -> None:
+        async def done() -> None:
+            if self.response.content.at_eof():
+                self.response.release()
+            else:
+                self.response.close()
+
+        with contextlib.suppress(RuntimeError, TimeoutError):
+            self.aio.run(done(), 10)
+
+
 class LeanRest:
     def __init__(
         self,
@@ -576,13 +804,15 @@ class LeanRest:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         """``direct``: send over per-thread http.client connections (None: whenever the configuration
-        allows it; False: always through the client's urllib3 pool)."""
+        allows it; False: always through aiohttp's client, whose connections outlive the calling
+        threads: the reads, the listings' page fetchers, the Lease)."""
         cfg = api.configuration
         self.api = api
         self.host = str(cfg.host).rstrip("/")
-        self.pool: urllib3.PoolManager = api.rest_client.pool_manager
         self._base = {"Accept": JSON, **api.default_headers}
         self.direct = _direct_ok(cfg) if direct is None else direct and _direct_ok(cfg)
+        #: Everything but the direct path: aiohttp's client.
+        self._aio = _Aio(cfg, self.host)
         url = urlsplit(self.host)
         self._https = url.scheme == "https"
         self._netloc = (url.hostname or "localhost", url.port or (443 if self._https else 80))
@@ -648,12 +878,14 @@ class LeanRest:
     ) -> bytes:
         """Send one request; return the response body (read to its end). Raises ApiException for an
         error status, :class:`ResponseLost` when it may have been sent but no answer came back, another
-        urllib3/OSError for a failure to talk at all."""
+        OSError or TimeoutError for a failure to talk at all (nothing sent)."""
         data = None if body is None else _dumps(body)
         content_type = content_type if data is not None else None
         if self.direct:
             return self._direct(method, path, data, content_type, timeout)
-        return self._pooled(method, path, data, self._headers(content_type), timeout)
+        if _BAD_TARGET.search(self._prefix + path) or not method.isalpha():
+            raise http.client.InvalidURL(f"cannot send {method} {self._prefix + path!r}")
+        return self._aio.request(method, path, data, self._headers(content_type), timeout)
 
     def get(self, path: str, *, timeout: float, throttle_retries: int = 10) -> Any:
         """A read's JSON (see :meth:`read`)."""
@@ -662,7 +894,7 @@ class LeanRest:
     def read(self, path: str, *, timeout: float, throttle_retries: int = 10) -> bytes:
         """A read's body, not decoded yet. A 429 with ``Retry-After`` (API Priority and Fairness did not
         take it; a CRD's storage still starting) is waited out and asked again, up to
-        ``throttle_retries`` times, as the client's urllib3 retries did: a read changes nothing.
+        ``throttle_retries`` times: a read changes nothing.
         ``timeout`` bounds each try."""
         for attempt in range(throttle_retries + 1):
             try:
@@ -672,35 +904,6 @@ class LeanRest:
                 if wait is None or attempt == throttle_retries:
                     raise
                 self._sleep(wait)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _pooled(
-        self, method: str, path: str, data: bytes | None, headers: dict[str, str], timeout: float
-    ) -> bytes:
-        """Through the client's urllib3 pool, with the direct path's rules: no retries of urllib3's own
-        (through a forwarding proxy it would send a POST again whose answer was lost, unknown to the
-        caller), a read asked once more, any other request that may have been sent is ResponseLost."""
-        deadline = time.monotonic() + timeout
-        for attempt in (0, 1):
-            try:
-                resp = self.pool.request(
-                    method,
-                    self.host + path,
-                    body=data,
-                    headers=headers,
-                    timeout=urllib3.Timeout(total=max(0.001, deadline - time.monotonic())),
-                    retries=False,
-                    preload_content=True,  # the whole body is read and the connection handed back clean
-                )
-            except urllib3.exceptions.HTTPError as exc:
-                if _unsent(exc):
-                    raise
-                if method == "GET" and attempt == 0 and deadline > time.monotonic():
-                    continue  # a read changes nothing: asked once more (the pool dropped that connection)
-                raise ResponseLost(f"{method} {path}: no answer ({_cause(exc)})") from exc
-            if resp.status >= 400:
-                raise ApiException(http_resp=resp)
-            return bytes(resp.data)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _connection(self, timeout: float) -> http.client.HTTPConnection:
@@ -758,7 +961,7 @@ class LeanRest:
         """One request over this thread's connection: its head and body in one write, built from the
         lines that do not change (not through http.client's request machinery), its answer read by
         :func:`_receive` to its end."""
-        deadline = time.monotonic() + timeout  # the whole call, as urllib3's total timeout
+        deadline = time.monotonic() + timeout  # the whole call
         message = self._head(method, path, content_type, data) + (data or b"")
         for attempt in (0, 1):
             conn = self._connection(max(0.001, deadline - time.monotonic()))  # a second try: what is left
@@ -777,13 +980,13 @@ class LeanRest:
             return reply.data
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def stream(self, path: str, *, timeout: float, connect_timeout: float = 10.0) -> Stream:
+    def stream(self, path: str, *, timeout: float, connect_timeout: float = 10.0) -> Stream | AioStream:
         """Send a GET on this thread's connection and return its answer with the body unread (a watch):
         ``connect_timeout`` bounds the connect, ``timeout`` each read. A kept-alive connection that fails
-        before an answer came is replaced once (a read changes nothing). Only on the direct path."""
-        if not self.direct:
-            raise ValueError("streams go over the direct path only")
+        before an answer came is replaced once (a read changes nothing)."""
         headers = self._headers(None)
+        if not self.direct:
+            return self._aio.stream(path, headers, timeout, connect_timeout)
         for attempt in (0, 1):
             conn = self._connection(connect_timeout)
             try:
@@ -798,10 +1001,11 @@ class LeanRest:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
-        """Close this thread's connection (others close with their threads)."""
+        """Close this thread's connection (others close with their threads) and aiohttp's."""
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
+        self._aio.close()
 
 
 class Stream:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, Future, InvalidStateError
 from typing import Any, NoReturn, ParamSpec, TypeVar
 from urllib.parse import urlencode
@@ -207,6 +207,14 @@ class ListWatch:
 
     def run(self) -> None:
         """List, then watch from where the list ended; relist on 410; reconnect after failures."""
+        try:
+            self._run()
+        finally:
+            for rest in (self._rest, self._lists):
+                if rest is not None:
+                    rest.close()
+
+    def _run(self) -> None:
         while not self._stop.is_set():
             try:
                 if not self.resource_version:
@@ -263,27 +271,6 @@ class ListWatch:
 
     # --- requests --------------------------------------------------------------------------------------------
 
-    def _get(self, query: list[tuple[str, Any]], *, read_timeout: float) -> Any:
-        """A GET on the kind's path; the urllib3 response, not read yet (the caller releases it)."""
-        method, url, headers, _body, _post = self.api.param_serialize(
-            "GET",
-            self.kind.path,
-            query_params=query,
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-        )
-        resp = self.api.rest_client.request(  # type: ignore[no-untyped-call]
-            method, url, headers=headers, _request_timeout=(10, read_timeout)
-        )
-        raw = resp.response
-        if not 200 <= raw.status <= 299:
-            try:
-                body = raw.data
-            finally:
-                raw.release_conn()
-            self._refused(raw.status, str(raw.reason), raw.headers, body)
-        return raw
-
     def _refused(self, status: int, reason: str, headers: Any, body: bytes | str) -> NoReturn:
         """Raise what an answer other than success means: :class:`Expired` for 410, else :class:`ApiError`."""
         message = self._status_message(body) or reason
@@ -309,7 +296,7 @@ class ListWatch:
         query: list[tuple[str, Any]] = [("limit", self.page_size)]
         if token:
             query.append(("continue", token))
-        if self._lists is None:  # through the client's pool: the fetching thread is not kept
+        if self._lists is None:  # through aiohttp's pool: the fetching thread is not kept
             self._lists = LeanRest(self.api, direct=False)
         return self._lists.read(f"{self.kind.path}?{urlencode(query)}", timeout=60, throttle_retries=0)
 
@@ -458,19 +445,7 @@ class ListWatch:
         ]
         if resource_version:
             query.append(("resourceVersion", resource_version))
-        rest = self._direct()
-        if rest is not None:
-            return self._watch_direct(rest, query)
-        raw = self._get(query, read_timeout=self.timeout_seconds + 30)
-        with self._lock:
-            self._response = raw
-        try:
-            self._follow(self._lines(raw))
-        finally:
-            with self._lock:
-                self._response = None
-            raw.release_conn()
-        return self.resource_version
+        return self._watch_over(self._streams(), query)
 
     def _follow(self, lines: Iterable[bytes]) -> None:
         """An answered watch's events, each dispatched as it arrives, until the body ends or :meth:`stop`
@@ -483,15 +458,16 @@ class ListWatch:
             if self._stop.is_set():
                 break
 
-    def _direct(self) -> LeanRest | None:
-        """The lean connection the watch streams over (None: the configuration needs urllib3's)."""
+    def _streams(self) -> LeanRest:
+        """The watch's own connection: the direct path's when the configuration allows it."""
         if self._rest is None:
             self._rest = LeanRest(self.api)
-        return self._rest if self._rest.direct else None
+        return self._rest
 
-    def _watch_direct(self, rest: LeanRest, query: list[tuple[str, Any]]) -> str:
+    def _watch_over(self, rest: LeanRest, query: list[tuple[str, Any]]) -> str:
         """:meth:`watch_once` over this thread's own kept-alive connection, its chunked body decoded as it
-        arrives (:func:`~volsched.kube.rest.chunked_lines`), not through urllib3's machinery."""
+        arrives (:func:`~volsched.kube.rest.chunked_lines`; through aiohttp's client when the
+        configuration needs it: a proxy, a TLS server name)."""
         stream = rest.stream(f"{self.kind.path}?{urlencode(query)}", timeout=self.timeout_seconds + 30)
         with self._lock:
             self._response = stream
@@ -527,23 +503,6 @@ class ListWatch:
         self._hand(str(type_), obj, key, version)
         if rv:
             self.resource_version = rv
-
-    @staticmethod
-    def _lines(raw: Any) -> Iterator[bytes]:
-        """The newline-separated JSON events of a watch response, as they arrive."""
-        pending = b""
-        for chunk in raw.stream(amt=None, decode_content=False):
-            if not chunk:
-                continue
-            pending += chunk
-            if b"\n" not in pending:
-                continue
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                if line.strip():
-                    yield line
-        if pending.strip():
-            yield pending
 
 
 def wait_synced(watches: list[ListWatch], stop: threading.Event | None = None, poll: float = 0.2) -> bool:

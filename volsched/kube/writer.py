@@ -241,6 +241,7 @@ class KubeWriter:
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
         self.bind_pool.shutdown(wait=True, cancel_futures=True)
+        self.rest.close()
 
     def forget(self, kind: str, key: str) -> None:
         """Drop what we remember writing to an object (it was recreated or deleted)."""
