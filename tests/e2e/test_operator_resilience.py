@@ -89,6 +89,12 @@ def test_the_config_map_is_read_at_start_without_the_clients_models(
 
     k.set_config(DEFAULT_CONFIG_YAML)  # a new resourceVersion: read again and loaded
     wait_for(lambda: k.bound(ns).get(f"{ns}/waits"), 30, what="the pod bound under the new config")
+    # /metrics serves the text it made up to a second ago: the count is read once that text is newer.
+    wait_for(
+        lambda: op.metric("volsched_config_reloads_total", result="loaded") >= 2,
+        10,
+        what="the reload counted",
+    )
     assert op.metric("volsched_config_reloads_total", result="loaded") == 2
 
 
