@@ -55,16 +55,28 @@ def _walk(jobs: list[Job], width: int) -> dict[str, Any]:
     held: dict[str, Vector] = {}
     ns_held: dict[str, Vector] = {}
     asked: dict[str, Vector] = {}
+    ns_asked: dict[str, Vector] = {}
     unmet: dict[str, Vector] = {}
+    ns_unmet: dict[str, Vector] = {}
     total = np.zeros(width)
     for job in jobs:
         held[job.queue] = held.get(job.queue, np.zeros(width)) + job.allocated
         asked[job.queue] = asked.get(job.queue, np.zeros(width)) + job.total_request()
         ns_held[job.namespace] = ns_held.get(job.namespace, np.zeros(width)) + job.allocated
+        ns_asked[job.namespace] = ns_asked.get(job.namespace, np.zeros(width)) + job.total_request()
         if job.phase is PodGroupPhase.INQUEUE:
             unmet[job.queue] = unmet.get(job.queue, np.zeros(width)) + unmet_minimum(job)
+            ns_unmet[job.namespace] = ns_unmet.get(job.namespace, np.zeros(width)) + unmet_minimum(job)
             total = total + unmet_minimum(job)
-    return {"held": held, "ns_held": ns_held, "asked": asked, "unmet": unmet, "total": total}
+    return {
+        "held": held,
+        "ns_held": ns_held,
+        "asked": asked,
+        "ns_asked": ns_asked,
+        "unmet": unmet,
+        "ns_unmet": ns_unmet,
+        "total": total,
+    }
 
 
 def _bits(sums: Any) -> dict[str, bytes]:
@@ -76,6 +88,8 @@ def _check(ledger: Ledger, jobs: list[Job], width: int) -> None:
     assert _bits(ledger.held_by_queue()) == _bits(want["held"])
     assert _bits(ledger.held_by_namespace()) == _bits(want["ns_held"])
     assert _bits(ledger.asked_by_queue()) == _bits(want["asked"])
+    assert _bits(ledger.asked_by_namespace()) == _bits(want["ns_asked"])
+    assert _bits(ledger.unmet_by_namespace()) == _bits(want["ns_unmet"])
     pending = TaskStatus.PENDING
     asking = [j for j in jobs if j.status_count.get(pending) or j.status_count.get(TaskStatus.PIPELINED)]
     waiting = [j for j in jobs if j.phase is PodGroupPhase.PENDING and not j.tasks]

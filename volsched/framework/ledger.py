@@ -13,7 +13,7 @@ gaps) is private to it and :mod:`volsched.framework.settled`: docs/design/steady
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from operator import attrgetter
 
 import numpy as np
@@ -34,6 +34,21 @@ _QUEUE: attrgetter[str] = attrgetter("queue")
 _NAMESPACE: attrgetter[str] = attrgetter("namespace")
 
 
+@dataclass
+class _Answers:
+    """The ledger's answers since the last change (None: not asked since)."""
+
+    held_by_queue: Mapping[str, Vector] | None = None
+    held_by_namespace: Mapping[str, Vector] | None = None
+    asked_by_queue: Mapping[str, Vector] | None = None
+    asked_by_namespace: Mapping[str, Vector] | None = None
+    unmet_by_namespace: Mapping[str, Vector] | None = None
+    unmet_by_queue: Mapping[str, Vector] | None = None
+    unmet: Vector | None = None
+    asking_jobs: Sequence[Job] | None = None
+    short_gangs: Sequence[Job] | None = None
+
+
 class SessionLedger:
     """The ledger of one session's jobs (``jobs``: the session's, in its order). ``kept``: where the
     snapshot keeps what the last session's ledger found (``ClusterSnapshot.kept``)."""
@@ -52,8 +67,8 @@ class SessionLedger:
         self._found = False
         #: The jobs after the run that hold something, and what each holds (dropped by every change).
         self._holdings: Holdings | None = None
-        #: Answers given since the last change, by question.
-        self._answers: dict[str, object] = {}
+        #: Answers given since the last change.
+        self._answers = _Answers()
         #: Whether a task's status changed in this session: a job whose tasks are all pending then may
         #: hold float dust (placements undone), so the sums walk it too.
         self._moved = False
@@ -63,7 +78,7 @@ class SessionLedger:
     def status_changed(self, job: Job) -> None:
         """A task of ``job`` changed status (the Statement did or undid something)."""
         self._holdings = None
-        self._answers.clear()
+        self._answers = _Answers()
         self._moved = True
         if job.origin is not None:  # a copy of a shared job, changed: no longer what it stands for
             job.origin = None
@@ -74,7 +89,7 @@ class SessionLedger:
 
     def phases_changing(self, jobs: Sequence[Job]) -> None:
         """``jobs`` are about to change phase (admitted, or an admission undone)."""
-        self._answers.clear()
+        self._answers = _Answers()
         for job in jobs:
             if job.origin is not None:
                 job.origin = None
@@ -128,16 +143,16 @@ class SessionLedger:
     # --- the questions (points.Ledger) --------------------------------------------------------------
 
     def held_by_queue(self) -> Mapping[str, Vector]:
-        out = self._answers.get("held_by_queue")
+        out = self._answers.held_by_queue
         if out is None:
-            out = self._answers["held_by_queue"] = self._held(_QUEUE)
-        return out  # type: ignore[return-value]
+            out = self._answers.held_by_queue = self._held(_QUEUE)
+        return out
 
     def held_by_namespace(self) -> Mapping[str, Vector]:
-        out = self._answers.get("held_by_namespace")
+        out = self._answers.held_by_namespace
         if out is None:
-            out = self._answers["held_by_namespace"] = self._held(_NAMESPACE)
-        return out  # type: ignore[return-value]
+            out = self._answers.held_by_namespace = self._held(_NAMESPACE)
+        return out
 
     def _held(self, key: attrgetter[str]) -> dict[str, Vector]:
         """Per ``key`` of a job (its queue or namespace): what the jobs hold."""
@@ -153,7 +168,7 @@ class SessionLedger:
         return _frozen(out)
 
     def asked_by_queue(self) -> Mapping[str, Vector]:
-        out = self._answers.get("asked_by_queue")
+        out = self._answers.asked_by_queue
         if out is None:
             run = self.settled()
             pending, pipelined = TaskStatus.PENDING, TaskStatus.PIPELINED
@@ -173,11 +188,35 @@ class SessionLedger:
                 out = _frozen(fold({**run.queue, **run.request}, queues, rows, self._width))
             else:
                 out = self.held_by_queue()
-            self._answers["asked_by_queue"] = out
-        return out  # type: ignore[return-value]
+            self._answers.asked_by_queue = out
+        return out
+
+    def asked_by_namespace(self) -> Mapping[str, Vector]:
+        # (no consumer sums it every session: a walk over every job, the run kept no sum for it)
+        out = self._answers.asked_by_namespace
+        if out is None:
+            jobs = list(self._jobs.values())
+            rows = [j.total_request() for j in jobs]
+            out = self._answers.asked_by_namespace = _frozen(
+                fold({}, list(map(_NAMESPACE, jobs)), rows, self._width)
+            )
+        return out
+
+    def unmet_by_namespace(self) -> Mapping[str, Vector]:
+        # (a walk over every job, as ``asked_by_namespace``)
+        out = self._answers.unmet_by_namespace
+        if out is None:
+            inqueue = PodGroupPhase.INQUEUE
+            admitted = [j for j in self._jobs.values() if j.phase is inqueue]
+            index: dict[str, int] = {}
+            rows = [index.setdefault(j.namespace, len(index)) for j in admitted]
+            sums = np.zeros((len(index), self._width))
+            unmet_minimum_rows(admitted, rows, sums)
+            out = self._answers.unmet_by_namespace = _frozen({ns: sums[i] for ns, i in index.items()})
+        return out
 
     def unmet_by_queue(self) -> Mapping[str, Vector]:
-        out = self._answers.get("unmet_by_queue")
+        out = self._answers.unmet_by_queue
         if out is None:
             run = self.settled()
             index = {q: i for i, q in enumerate(run.unmet_queue)}
@@ -189,11 +228,11 @@ class SessionLedger:
                 sums[i] = v
             unmet_minimum_rows(admitted, rows, sums)
             out = _frozen({q: sums[i] for q, i in index.items()})
-            self._answers["unmet_by_queue"] = out
-        return out  # type: ignore[return-value]
+            self._answers.unmet_by_queue = out
+        return out
 
     def unmet(self) -> Vector:
-        out = self._answers.get("unmet")
+        out = self._answers.unmet
         if out is None:
             inqueue = PodGroupPhase.INQUEUE
             admitted = [j for j in self._after_gaps() if j.phase is inqueue]
@@ -201,11 +240,11 @@ class SessionLedger:
             unmet_minimum_rows(admitted, [0] * len(admitted), total)
             out = total[0]
             out.setflags(write=False)
-            self._answers["unmet"] = out
-        return out  # type: ignore[return-value]
+            self._answers.unmet = out
+        return out
 
     def asking_jobs(self) -> Sequence[Job]:
-        out = self._answers.get("asking_jobs")
+        out = self._answers.asking_jobs
         if out is None:
             pending, pipelined, waiting = TaskStatus.PENDING, TaskStatus.PIPELINED, PodGroupPhase.PENDING
             out = [
@@ -215,11 +254,11 @@ class SessionLedger:
                 or j.status_count.get(pipelined)
                 or (j.phase is waiting and not j.tasks and j.podgroup is not None)
             ]
-            self._answers["asking_jobs"] = out
-        return out  # type: ignore[return-value]
+            self._answers.asking_jobs = out
+        return out
 
     def short_gangs(self) -> Sequence[Job]:
-        out = self._answers.get("short_gangs")
+        out = self._answers.short_gangs
         if out is None:
             inqueue = PodGroupPhase.INQUEUE
             out = [
@@ -227,8 +266,8 @@ class SessionLedger:
                 # (``settled.committed``, written out: a call per job costs a backlog's first session more)
                 *(j for j in self.unsettled() if j.ready < j.min_member and (j.ready or j.phase is inqueue)),
             ]
-            self._answers["short_gangs"] = out
-        return out  # type: ignore[return-value]
+            self._answers.short_gangs = out
+        return out
 
     def any_host_ports(self) -> bool:
         # (the jobs after the run that hold something: a job whose every task is pending holds no

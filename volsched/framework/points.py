@@ -93,6 +93,12 @@ class Ledger(Protocol):
         """Per queue named by a job: what its jobs hold plus what their pending and pipelined tasks ask
         (``Job.total_request``), the request a Queue's status shows."""
 
+    def asked_by_namespace(self) -> Mapping[str, Vector]:
+        """Per namespace of a job: what its jobs hold plus what their pending and pipelined tasks ask."""
+
+    def unmet_by_namespace(self) -> Mapping[str, Vector]:
+        """Per namespace with an admitted job: what its admitted jobs may still claim toward their minimum."""
+
     def unmet_by_queue(self) -> Mapping[str, Vector]:
         """Per queue with an admitted job (phase Inqueue): what its admitted jobs may still claim toward
         their minimum (``unmet_minimum``: minResources less what each holds)."""
