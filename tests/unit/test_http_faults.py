@@ -27,7 +27,8 @@ from volsched.kube.rest import LeanRest, ResponseLost
 
 class RawPeer:
     """Answers every request with ``answer`` (or ``answers``, one per request, then the last again), as raw
-    bytes, ``piece`` bytes per send; ``then``: "keep" the connection open, "close" it, or "trickle"
+    bytes, ``piece`` bytes per send (an empty one: the connection closed unanswered); ``then``: "keep"
+    the connection open, "close" it, or "trickle"
     (send ``answer``'s bytes then one byte of ``tail`` every ``gap`` seconds until the peer goes)."""
 
     def __init__(
@@ -77,6 +78,8 @@ class RawPeer:
                 buf = buf[need:]
                 answer = self.answers[min(self.requests, len(self.answers) - 1)]
                 self.requests += 1
+                if not answer:  # no answer at all: the connection closed under the request
+                    return
                 try:
                     for i in range(0, len(answer), self.piece):
                         conn.sendall(answer[i : i + self.piece])
@@ -266,9 +269,35 @@ def test_a_write_whose_answer_was_lost_is_not_sent_again_here(peer: Any, method:
     """Not even a PUT or a DELETE, which HTTP calls idempotent: a Lease's renewal sent twice is a 409
     that reads as the Lease lost. Whether to send again is the caller's to know."""
     server, rest = peer(CREATED, b"", CREATED)  # the second request's answer is lost (the peer closes)
-    server.then = "keep"
     assert rest.request(method, "/x", {"a": 1}, timeout=PATIENT) == b"{}"
-    server.then = "close"
     with pytest.raises(ResponseLost):
         rest.request(method, "/x", {"a": 1}, timeout=PATIENT)
     assert server.requests == 2
+
+
+def test_a_proxy_that_no_proxy_names_the_apiserver_in_is_bypassed(peer: Any) -> None:
+    """As the Kubernetes client reads ``no_proxy``: the apiserver named there is reached directly."""
+    server, _ = peer(CREATED)
+    cfg = client.Configuration()
+    cfg.host = f"http://127.0.0.1:{server.port}"
+    cfg.proxy = "http://127.0.0.1:9"  # nothing listens there
+    cfg.no_proxy = "localhost,127.0.0.1"
+    rest = LeanRest(client.ApiClient(cfg))
+    try:
+        assert rest.request("POST", "/x", {"a": 1}, timeout=PATIENT) == b"{}"
+    finally:
+        rest.close()
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "named"),
+    [("assert_hostname", "other.example", "assert_hostname"), ("socket_options", [], "socket_options")],
+)
+def test_a_client_setting_that_cannot_be_honoured_is_refused_at_start(
+    setting: str, value: str, named: str
+) -> None:
+    cfg = client.Configuration()
+    cfg.host = "https://127.0.0.1:6443"
+    setattr(cfg, setting, value)
+    with pytest.raises(ValueError, match=named):
+        LeanRest(client.ApiClient(cfg))

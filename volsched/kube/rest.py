@@ -42,12 +42,12 @@ import weakref
 from collections.abc import Callable, Coroutine, Generator, Iterator, Mapping
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
+from urllib.request import proxy_bypass_environment  # type: ignore[attr-defined]
 
 import aiohttp
 import orjson
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from kubernetes.client.rest import is_socks_proxy_url, should_bypass_proxies
 from yarl import URL
 
 from volsched.kube.ratelimit import retry_after
@@ -565,9 +565,9 @@ def _refuse_unsupported(cfg: client.Configuration) -> None:
         raise ValueError("assert_hostname naming another host is not supported (use tls-server-name)")
     if cfg.socket_options is not None:
         raise ValueError("socket_options are not supported by volsched's API client")
-    if cfg.proxy and is_socks_proxy_url(cfg.proxy):  # type: ignore[no-untyped-call]
+    if cfg.proxy and urlsplit(str(cfg.proxy)).scheme.lower().startswith("socks"):
         raise ValueError(f"a SOCKS proxy ({cfg.proxy}) is not supported: use an HTTP proxy")
-    if cfg.proxy and cfg.proxy_ssl_context is not None:
+    if cfg.proxy and getattr(cfg, "proxy_ssl_context", None) is not None:
         raise ValueError("a TLS context of the proxy's own is not supported")
 
 
@@ -633,7 +633,10 @@ class _Aio:
         self.tls = _tls_context(cfg) if https else None
         if self.tls is not None and cfg.assert_hostname is False:
             self.tls.check_hostname = False  # as urllib3 reads it: the certificate, not its name, checked
-        bypass = should_bypass_proxies(host, cfg.no_proxy or "") if cfg.proxy else True
+        no_proxy = getattr(cfg, "no_proxy", None)
+        bypass = not cfg.proxy or bool(
+            no_proxy and proxy_bypass_environment(urlsplit(host).hostname or "", {"no": no_proxy})
+        )
         self.options: dict[str, Any] = {"allow_redirects": False}
         if cfg.proxy and not bypass:
             self.options["proxy"] = cfg.proxy
