@@ -231,6 +231,10 @@ class KubeWriter:
         self._podgroups_full: dict[str, dict[str, Any]] = {}
         self._queues: dict[str, dict[str, Any]] = {}
         self._queues_full: dict[str, dict[str, Any]] = {}
+        #: ``<plural>.<group>`` of the kinds whose CRD has no status subresource (Volcano's PodGroup, as
+        #: Volcano ships it; told from API discovery by :meth:`status_subresource`): their status is
+        #: written straight into the object, not asked of a /status the apiserver does not serve first.
+        self._status_as_field: frozenset[str] = frozenset()
         self._queue_uids: dict[str, str] = {}
         self._conditions: dict[str, str] = {}  # pod uid -> message
         #: When each was written (the event filter's clock): a message that only moves the numbers of the
@@ -702,6 +706,7 @@ class KubeWriter:
         return self._write_status(
             f"PodGroup {key}", key, path, rendered, now=now, group=group,
             sent=self._podgroups, full=self._podgroups_full, whole=False,
+            as_field=f"podgroups.{group}" in self._status_as_field,
         )  # fmt: skip
 
     def _write_queue(
@@ -711,6 +716,7 @@ class KubeWriter:
         return self._write_status(
             f"Queue {name}", name, path, rendered, now=now or render.now_rfc3339(), group=group,
             sent=self._queues, full=self._queues_full, whole=True,
+            as_field=f"queues.{group}" in self._status_as_field,
         )  # fmt: skip
 
     def _write_status(
@@ -725,24 +731,27 @@ class KubeWriter:
         sent: dict[str, dict[str, Any]],
         full: dict[str, dict[str, Any]],
         whole: bool,
+        as_field: bool = False,
     ) -> tuple[int, int, str | None]:
         """Write ``rendered`` as the status of the object at ``path`` (its conditions keep their
         transition times from ``full``, what was written last), through the status subresource, or as a
         field where a Volcano CRD has none. ``whole``: the status replaces the old one (a JSON patch: a
         merge patch keeps keys that are gone, such as a removed guarantee's deserved); else merged.
         Written: ``rendered`` goes to ``sent`` (to skip an unchanged status next time), the body to
-        ``full``."""
+        ``full``. ``as_field``: the CRD has no status subresource (discovery said so): the object itself
+        is patched at once."""
         with self._lock:
             previous = full.get(key)
         body = render.with_transition_times(rendered, previous, now)
         what = f"{what} status"
+        target = path if as_field else f"{path}/status"
         if whole:
             replaced = [{"op": "add", "path": "/status", "value": body}]
-            done, err = self._write(what, f"{path}/status", replaced, JSON_PATCH)
+            done, err = self._write(what, target, replaced, JSON_PATCH)
         else:
             patch = STRATEGIC_PATCH if group == WORKLOAD_GROUP else MERGE_PATCH
-            done, err = self._write(what, f"{path}/status", {"status": body}, patch)
-        if not done and err is None and group not in (API_GROUP, WORKLOAD_GROUP):
+            done, err = self._write(what, target, {"status": body}, patch)
+        if not done and err is None and not as_field and group not in (API_GROUP, WORKLOAD_GROUP):
             # A CRD without the status subresource (some Volcano releases): status is a field.
             done, err = self._write(what, path, {"status": body}, MERGE_PATCH)
         if not done:
@@ -751,6 +760,14 @@ class KubeWriter:
             sent[key] = rendered
             full[key] = body
         return 1, 0, None
+
+    def status_subresource(self, group: str, plural: str, *, served: bool) -> None:
+        """Whether the CRD of ``plural`` in ``group`` has a status subresource (API discovery says)."""
+        name = f"{plural}.{group}"
+        with self._lock:
+            self._status_as_field = (
+                self._status_as_field - {name} if served else self._status_as_field | {name}
+            )
 
     def queue_uid(self, name: str, uid: str | None) -> None:
         """Record a Queue's uid (from the watch), so its events show in ``kubectl describe queue``."""

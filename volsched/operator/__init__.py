@@ -59,6 +59,7 @@ import kopf
 from volsched.cache.doorbell import CONFIG, RETRY
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
+from volsched.cache.volcano import VOLCANO_GROUP
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.registry import placement_gap
 from volsched.gate import Gate
@@ -85,7 +86,7 @@ from volsched.operator.sessions import SessionLoop
 from volsched.operator.settings import Settings, build_parser, parse_log_levels, settings_from_args
 from volsched.operator.volcano import VolcanoKinds
 from volsched.operator.watches import WatchFeed
-from volsched.redaction import install_log_redaction
+from volsched.redaction import error_summary, install_log_redaction
 from volsched.ui import LiveState
 from volsched.usagefeed import UsageFeed
 
@@ -163,6 +164,9 @@ class Operator:
                 ),
                 session=settings.session,
                 on_event=on_event,
+                on_status_subresource=lambda plural, served: self.writer.status_subresource(
+                    VOLCANO_GROUP, plural, served=served
+                ),
             ),
         )
         self.volcano = self.feed.volcano
@@ -347,7 +351,16 @@ class Operator:
         else:
             hosts = [w.url_host or w.host]
         shared = SharedCerts(SecretStore(self.reads, self.settings.config.namespace, w.cert_secret), hosts)
-        data = await asyncio.to_thread(shared.sync)
+        try:
+            data = await asyncio.to_thread(shared.sync)
+        except Exception as exc:
+            where = f"Secret {self.settings.config.namespace}/{w.cert_secret}"
+            log.error(
+                "webhook certificates: cannot read or create %s (%s); the operator's service account needs "
+                "create on Secrets and get, update on that one in its namespace (the chart grants them)",
+                where, error_summary(exc),
+            )  # fmt: skip
+            raise
         if data is not None:
             shared.write(data)
         return shared

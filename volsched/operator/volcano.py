@@ -89,8 +89,12 @@ class VolcanoKinds:
         new_watch: NewWatch,
         session: SessionSettings,
         on_event: Handler,
+        on_status_subresource: Callable[[str, bool], None] | None = None,
     ) -> None:
+        """``on_status_subresource(plural, served)``: at each look, whether a Volcano kind served has a
+        status subresource (else its status is a field of the object)."""
         self.reads = reads
+        self.on_status_subresource = on_status_subresource
         self.new_watch = new_watch
         self.session = session  # read at each look: volcano_check_every may change
         self.on_event = on_event
@@ -143,6 +147,8 @@ class VolcanoKinds:
                 continue
             served = {n for n in names if "/" not in n}
             for kind in kinds:
+                if group == VOLCANO_GROUP and kind.plural in served and self.on_status_subresource:
+                    self.on_status_subresource(kind.plural, f"{kind.plural}/status" in names)
                 if kind.plural in served and kind.kind not in self.watches:
                     self._watch(kind)
                     if group == VOLCANO_GROUP:  # Kubernetes' PodGroups always have a status subresource
