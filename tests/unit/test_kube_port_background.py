@@ -474,3 +474,49 @@ def test_the_synchronous_port_sends_as_many_binds_at_once_as_bind_workers(
         writer.close()
         api.close()  # type: ignore[no-untyped-call]
     assert [o.result for o in outcomes] == [BOUND] * 3
+
+
+def test_a_sessions_status_waits_while_its_binds_are_in_flight(server: GatedServer, port: KubePort) -> None:
+    """Binds first: a session's status writes (here a pod that can never fit, told why) wait while its
+    binds are at the server, so the apiserver's time goes to starting pods; they go once the binds came
+    back."""
+    opened: list[bool] = []  # per status write: whether the binds had been let through when it came
+    hold = server.before_answer
+
+    def before_answer(path: str) -> None:
+        if path.endswith("/status"):
+            opened.append(server.gate.is_set())
+        hold(path)
+
+    server.before_answer = before_answer  # type: ignore[method-assign]
+    feeder = cache(node("n1", cpu="4"), pod("a"), pod("big", cpu="8"))
+    assert _cycle(feeder, port).result.unschedulable_pods == ("default/big",)
+    assert server.arrived.acquire(timeout=HOLD)  # a's bind is at the server, held there
+    waiting = threading.Event()
+    for _ in range(int(HOLD / 0.05)):  # the status written, or its thread waiting for the bind
+        if opened or port.status_held:
+            break
+        waiting.wait(0.05)
+    server.gate.set()
+    assert port.drain(HOLD)
+    assert opened == [True]
+
+
+def test_a_bind_that_hangs_holds_the_status_back_no_longer_than_status_after_binds(
+    server: GatedServer, fence: Fence
+) -> None:
+    with background_port(server, fence, workers=2) as port:
+        port.status_after_binds = 0.2
+        feeder = cache(node("n1", cpu="4"), pod("a"), pod("big", cpu="8"))
+        _cycle(feeder, port)
+        assert server.arrived.acquire(timeout=HOLD)
+        written = threading.Event()
+        deadline = threading.Timer(HOLD, written.set)
+        deadline.start()
+        while not server.sent("/pods/big/status") and not written.is_set():
+            written.wait(0.05)
+        deadline.cancel()
+        assert server.sent("/pods/big/status")  # while a's bind is still held at the server
+        assert port.binds_in_flight == 1
+        server.gate.set()
+        assert port.drain(HOLD)

@@ -16,10 +16,10 @@ With ``background`` (the operator's), a session never waits on the network for i
   sent under a later one) and returns the outcomes completed so far; ``settle`` returns those
   completed since, for the next cycle to finish or forget. A gang's binds go out together; one
   that fails is forgotten and the next session completes the half-bound gang.
-* ``write_status`` takes what it needs from the cache now and writes it on one status thread; when a
-  newer session's status arrives before the older was started, only the newer is written (it says
-  everything the older did, as the writer skips what is unchanged). What was written is reported by a
-  later ``write_status``.
+* ``write_status`` takes what it needs from the cache now and writes it on one status thread, once no
+  bind is in flight (or ``status_after_binds`` seconds have passed); when a newer session's status
+  arrives before the older was started, only the newer is written (it says everything the older did,
+  as the writer skips what is unchanged). What was written is reported by a later ``write_status``.
 * Evictions stay synchronous: a session that preempts plans its next evictions on the pods it evicted.
 * ``drain`` waits for everything in flight (hand-over: after the fence closed, before the Lease is let go).
 Without ``background`` every call returns all its outcomes and ``settle`` has nothing.
@@ -71,8 +71,15 @@ class KubePort:
         background: bool = False,
         on_failed: Callable[[], None] | None = None,
         latency: PodLatency | None = None,
+        status_after_binds: float = 1.0,
     ) -> None:
         self.writer = writer
+        #: In the background, a session's status writes wait while binds are in flight, at most this
+        #: many seconds: a backlog's binds do not share the apiserver with the status of every PodGroup
+        #: they place (its gangs' pods bound sooner), and the newest status is the one written.
+        self.status_after_binds = status_after_binds
+        #: Times a session's status writes waited for binds in flight (for tests).
+        self.status_held = 0
         #: Stamps each bind's way (debug only; see ``volsched.kube.latency``).
         self.latency = latency
         #: Called (on the thread that saw it, must not block) when a bind comes back FAILED or CONFLICT: the
@@ -262,6 +269,15 @@ class KubePort:
     def _run_status(self) -> None:
         while True:
             with self._lock:
+                # Binds first: the apiserver's time goes to what starts pods, and a newer session's
+                # status that comes meanwhile replaces this one (written once, not twice).
+                deadline = time.monotonic() + self.status_after_binds
+                self.status_held += bool(self._binds_in_flight and not self._closed)
+                while self._binds_in_flight and not self._closed:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._lock.wait(left)
                 job, self._status_next = self._status_next, None
                 if job is None:
                     self._status_running = False
