@@ -32,7 +32,7 @@ def _state(n: int) -> ClusterState:
         q, ns = ("a" if i % 2 else "b"), f"ns{i % 3}"
         if i % 5 == 3:  # all pending: a gap of the run, or its end
             phase, on = ("Inqueue" if i % 2 else "Pending"), [None, None]
-        elif i % 7 == 6:  # one pod bound, one pending: ends the run
+        elif i % 17 == 16:  # one pod bound, one pending: ends the run
             phase, on = "Inqueue", [f"n{1 + i % 2}", None]
         else:  # bound: in the run (an admitted one whose phase was not updated yet, short of its minimum)
             phase, on = ("Inqueue" if i % 4 == 1 else "Running"), [f"n{1 + i % 2}"] * 2
@@ -135,6 +135,12 @@ def test_the_ledger_answers_as_a_walk_over_every_job_at_open_and_after_statement
     assert session.ledger.settled().jobs  # the run is not empty: the sums start from it
     _check_unmet(session.ledger, jobs, width)
     _check(session.ledger, jobs, width)
+    # Admit the jobs waiting for it (the gaps among them too): what they still miss joins the sums.
+    stmt = Statement(session)
+    stmt.admit_all([j for j in jobs if j.phase is PodGroupPhase.PENDING])
+    stmt.commit()
+    _check_unmet(session.ledger, jobs, width)
+    _check(session.ledger, jobs, width)
     # Place pending pods of a gang and commit; of another and discard (the undone sums leave dust).
     pending = [j for j in jobs if j.status_count.get(TaskStatus.PENDING) and j.tasks]
     assert len(pending) >= 2
@@ -151,3 +157,6 @@ def test_the_ledger_answers_as_a_walk_over_every_job_at_open_and_after_statement
     stmt.discard()
     assert second.allocated.any()  # dust
     _check(session.ledger, jobs, width)
+    _check_unmet(session.ledger, jobs, width)
+    with pytest.raises(ValueError):  # read-only: a reader copies a sum to add to it
+        session.ledger.held_by_queue()["a"][0] += 1.0

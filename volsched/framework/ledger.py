@@ -72,6 +72,9 @@ class SessionLedger:
         #: Whether a task's status changed in this session: a job whose tasks are all pending then may
         #: hold float dust (placements undone), so the sums walk it too.
         self._moved = False
+        #: Whether a task's status or a job's phase changed in this session: the run's unmet minimums
+        #: are then no longer sure (a gap admitted, or holding dust), so the unmet sums walk every job.
+        self._changed = False
 
     # --- what the session tells it ------------------------------------------------------------------
 
@@ -79,7 +82,7 @@ class SessionLedger:
         """A task of ``job`` changed status (the Statement did or undid something)."""
         self._holdings = None
         self._answers = _Answers()
-        self._moved = True
+        self._moved = self._changed = True
         if job.origin is not None:  # a copy of a shared job, changed: no longer what it stands for
             job.origin = None
             self._run = None  # the run may hold it: found again when next needed
@@ -90,6 +93,7 @@ class SessionLedger:
     def phases_changing(self, jobs: Sequence[Job]) -> None:
         """``jobs`` are about to change phase (admitted, or an admission undone)."""
         self._answers = _Answers()
+        self._changed = True
         for job in jobs:
             if job.origin is not None:
                 job.origin = None
@@ -206,18 +210,15 @@ class SessionLedger:
         # (a walk over every job, as ``asked_by_namespace``)
         out = self._answers.unmet_by_namespace
         if out is None:
-            inqueue = PodGroupPhase.INQUEUE
-            admitted = [j for j in self._jobs.values() if j.phase is inqueue]
-            index: dict[str, int] = {}
-            rows = [index.setdefault(j.namespace, len(index)) for j in admitted]
-            sums = np.zeros((len(index), self._width))
-            unmet_minimum_rows(admitted, rows, sums)
-            out = self._answers.unmet_by_namespace = _frozen({ns: sums[i] for ns, i in index.items()})
+            out = self._answers.unmet_by_namespace = self._unmet_walk(_NAMESPACE)
         return out
 
     def unmet_by_queue(self) -> Mapping[str, Vector]:
         out = self._answers.unmet_by_queue
         if out is None:
+            if self._changed:
+                out = self._answers.unmet_by_queue = self._unmet_walk(_QUEUE)
+                return out
             run = self.settled()
             index = {q: i for i, q in enumerate(run.unmet_queue)}
             inqueue = PodGroupPhase.INQUEUE
@@ -227,21 +228,34 @@ class SessionLedger:
             for i, v in enumerate(run.unmet_queue.values()):
                 sums[i] = v
             unmet_minimum_rows(admitted, rows, sums)
-            out = _frozen({q: sums[i] for q, i in index.items()})
-            self._answers.unmet_by_queue = out
+            out = self._answers.unmet_by_queue = _frozen({q: sums[i] for q, i in index.items()})
         return out
 
     def unmet(self) -> Vector:
         out = self._answers.unmet
         if out is None:
             inqueue = PodGroupPhase.INQUEUE
-            admitted = [j for j in self._after_gaps() if j.phase is inqueue]
-            total = self.settled().unmet_all.reshape(1, self._width).copy()
+            if self._changed:
+                admitted = [j for j in self._jobs.values() if j.phase is inqueue]
+                total = np.zeros((1, self._width))
+            else:
+                admitted = [j for j in self._after_gaps() if j.phase is inqueue]
+                total = self.settled().unmet_all.reshape(1, self._width).copy()
             unmet_minimum_rows(admitted, [0] * len(admitted), total)
-            out = total[0]
+            out = self._answers.unmet = total[0]
             out.setflags(write=False)
-            self._answers.unmet = out
         return out
+
+    def _unmet_walk(self, key: attrgetter[str]) -> dict[str, Vector]:
+        """Per ``key`` of an admitted job (its queue or namespace): its unmet minimum, a walk over every
+        job (after a change in the session, or for a sum the run does not keep)."""
+        inqueue = PodGroupPhase.INQUEUE
+        admitted = [j for j in self._jobs.values() if j.phase is inqueue]
+        index: dict[str, int] = {}
+        rows = [index.setdefault(key(j), len(index)) for j in admitted]
+        sums = np.zeros((len(index), self._width))
+        unmet_minimum_rows(admitted, rows, sums)
+        return _frozen({k: sums[i] for k, i in index.items()})
 
     def asking_jobs(self) -> Sequence[Job]:
         out = self._answers.asking_jobs
