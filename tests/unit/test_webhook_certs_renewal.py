@@ -114,3 +114,18 @@ def test_the_bundle_holds_every_ca_as_pem() -> None:
     out = renewed(data, SVC, now=T0 + dt.timedelta(days=21))
     assert out is not None
     assert len(x509.load_pem_x509_certificates(out["ca.crt"])) == 2
+
+
+def test_the_files_kopf_reads_hold_the_secret_and_the_key_stays_private() -> None:
+    f = certs._private_files()
+    first = renewed(None, SVC, now=T0)
+    assert first is not None
+    certs.write_files(f, first)
+    second = renewed(None, SVC, now=T0)  # another Secret: replaced whole
+    assert second is not None
+    certs.write_files(f, second)
+    assert sorted(p.name for p in f.certfile.parent.iterdir()) == ["ca.crt", "tls.crt", "tls.key"]
+    assert (f.certfile.read_bytes(), f.pkeyfile.read_bytes(), f.cafile.read_bytes()) == (
+        second["tls.crt"], second["tls.key"], second["ca.crt"],
+    )  # fmt: skip
+    assert f.pkeyfile.stat().st_mode & 0o077 == 0 and f.certfile.parent.stat().st_mode & 0o077 == 0

@@ -241,7 +241,7 @@ def write_files(certs: WebhookCerts, data: Mapping[str, bytes]) -> None:
     or the new one). Called on the event loop kopf's server runs on, with no await in between, so it
     never reads a certificate of one pair and the key of another."""
     for path, key in ((certs.pkeyfile, "tls.key"), (certs.certfile, "tls.crt"), (certs.cafile, "ca.crt")):
-        part = path.with_suffix(".new")
+        part = path.with_name(f"{path.name}.new")
         fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(data[key])
