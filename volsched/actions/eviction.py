@@ -315,10 +315,11 @@ def place_by_evicting(
         return placed, tried + more, kept + held
 
     if not len(feasible):
+        unfit = choice.reason  # the nodes as they are now, before anything is tried on them
         placed, tried, kept_in_way = evict_in_the_way()
         if placed:
             return None
-        why = f"no node passes the filters: {choice.reason}"
+        why = f"no node passes the filters: {unfit}"
         if tried:
             why += (
                 f"; evicting the pods that may be evicted on the {tried} node(s) where other pods keep"

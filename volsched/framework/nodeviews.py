@@ -22,6 +22,7 @@ a Statement is discarded.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -52,13 +53,31 @@ class _NodeView:
     floor_list: list[float]
 
 
-@dataclass
 class NodeChoice:
-    """Where a task can go: ``node`` is the best index or None; ``pipelined`` if only future idle fits."""
+    """Where a task can go: ``node`` is the best index or None; ``pipelined`` if only future idle fits.
 
-    node: int | None
-    pipelined: bool = False
-    reason: str = ""
+    ``reason`` says why no node takes it; given as ``explain``, it is worked out when first read (most
+    refusals are never shown: reclaim and preempt read it only where no node passes the filters). A
+    caller reads it before it changes the session, or it describes the nodes as they are then."""
+
+    __slots__ = ("_explain", "_reason", "node", "pipelined")
+
+    def __init__(
+        self,
+        node: int | None,
+        pipelined: bool = False,
+        reason: str = "",
+        *,
+        explain: Callable[[], str] | None = None,
+    ) -> None:
+        self.node, self.pipelined = node, pipelined
+        self._reason, self._explain = reason, explain
+
+    @property
+    def reason(self) -> str:
+        if self._explain is not None:
+            self._reason, self._explain = self._explain(), None
+        return self._reason
 
 
 class NodeViews(PointTables):
@@ -242,7 +261,7 @@ class NodeViews(PointTables):
             ok = predicate & view.fits_future
             if ok.any():
                 return NodeChoice(int(np.argmax(np.where(ok, score, -np.inf))), pipelined=True)
-        return NodeChoice(None, reason=self.explain_unfit(task))
+        return NodeChoice(None, explain=lambda: self.explain_unfit(task))
 
     def _constraints(self, task: Task) -> list[tuple[str, BoolArray]]:
         """Each constraint filter's mask for ``task`` (those with nothing to say about it left out),
