@@ -35,7 +35,15 @@ from volsched.framework.statement import Statement
 from volsched.model.cluster import BoolArray, Job
 from volsched.model.resources import EPS, PODS, Vector, format_amount
 from volsched.model.selectors import AffinityTerm
-from volsched.model.vocabulary import PodGroupPhase, QueueSpec, QueueState, Task, TaskStatus
+from volsched.model.vocabulary import (
+    GROUP_ANNOTATION,
+    VOLCANO_GROUP_ANNOTATION,
+    PodGroupPhase,
+    QueueSpec,
+    QueueState,
+    Task,
+    TaskStatus,
+)
 
 #: Statuses of a task that may be evicted (running on, or bound to, its node).
 EVICTABLE = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
@@ -675,6 +683,105 @@ def wants_capacity(session: Session, job: Job, *, action: str) -> bool:
     return True
 
 
+class Refusals:
+    """What an action's jobs came to since it last committed, by :func:`job_shape`: which task failed
+    (its index in task order) and why, in words that name no task; None: the job failed with no reason
+    to give (nothing was evicted, or its gang was not pipelined). The action clears it whenever it
+    commits: every answer kept may have changed then."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._answers: dict[tuple[Any, ...], tuple[int, Status] | None] = {}
+        #: The jobs admitted this session: their phase when it opened was Pending.
+        self._admitted: set[str] = set()
+        self._seen = 0
+
+    def shape(self, job: Job, tasks: list[Task]) -> tuple[Any, ...] | None:
+        """:func:`job_shape`, with the phase the job had when the session opened (a plugin may read
+        that, e.g. which jobs were committed to their queue then)."""
+        shape = job_shape(job, tasks)
+        if shape is None:
+            return None
+        admitted = self._session.result.admitted
+        if len(admitted) > self._seen:
+            self._admitted.update(admitted[self._seen :])
+            self._seen = len(admitted)
+        return (*shape, job.key in self._admitted)
+
+    def __contains__(self, shape: tuple[Any, ...]) -> bool:
+        return shape in self._answers
+
+    def __getitem__(self, shape: tuple[Any, ...]) -> tuple[int, Status] | None:
+        return self._answers[shape]
+
+    def __setitem__(self, shape: tuple[Any, ...], answer: tuple[int, Status] | None) -> None:
+        self._answers[shape] = answer
+
+    def clear(self) -> None:
+        self._answers.clear()
+
+
+#: Annotations that name the pod's group: the job's name, which its key says already.
+_NAMING = frozenset({GROUP_ANNOTATION, VOLCANO_GROUP_ANNOTATION})
+
+
+def job_shape(job: Job, tasks: list[Task]) -> tuple[Any, ...] | None:
+    """What the attempt to place ``job``'s ``tasks`` (its pending tasks in task order) reads of the job,
+    when the job waits whole: its queue, namespace, priority, minMember and phase, its group's spec, and
+    each task's request, placement, constraints, labels, annotations (but those naming its group) and
+    priorities; not the names,
+    uids or creation times, which plugins that declare ``answers_by_shape`` never read. Two jobs of one
+    shape, asked in a row with no change to the cluster between them, get the same answer.
+
+    None when the job is not one whose answer may be reused: a pod of it is placed, running or done
+    (what it holds counts), claims devices (a claim is the pod's own), or never preempts."""
+    if len(tasks) != len(job.tasks):
+        return None
+    for t in tasks:
+        if t.status is not TaskStatus.PENDING or t.resource_claims or t.preemption_policy == NEVER:
+            return None
+    group = job.podgroup
+    spec = (
+        None
+        if group is None
+        else (
+            group.priority_class_name,
+            group.topology,
+            group.api_group,
+            group.owner is not None,
+            tuple(sorted((group.min_task_member or {}).items())),
+        )
+    )
+    wants = None if job.min_resources_map is None else tuple(sorted(job.min_resources_map.items()))
+    return (
+        job.queue,
+        job.namespace,
+        job.priority,
+        job.min_member,
+        job.phase,
+        spec,
+        wants,
+        tuple(
+            (
+                t.request.tobytes(),
+                t.placement_key,
+                t.score_extra,
+                t.constraints,
+                tuple(sorted(t.labels.items())),
+                tuple(sorted((k, v) for k, v in t.annotations.items() if k not in _NAMING)),
+                t.priority,
+                t.priority_class,
+                t.preemptable,
+                t.critical,
+                t.schedulable_by_us,
+                t.expected_runtime,
+                t.active_deadline,
+            )
+            for t in tasks
+        ),
+    )
+
+
 def evict_for_job(
     session: Session,
     job: Job,
@@ -687,6 +794,7 @@ def evict_for_job(
     describe: Describe,
     refuse: Callable[[Task], Status | None] | None = None,
     in_the_way: Choose | None = None,
+    refusals: Refusals | None = None,
 ) -> set[str]:
     """Place ``job``'s pending tasks through one Statement, evicting victims where needed. Returns the
     keys of the jobs that gave pods up (none unless committed): their order changed.
@@ -696,15 +804,26 @@ def evict_for_job(
     ``preemptionPolicy: Never`` are placed only where there is room already; ``refuse`` may veto a task
     before any eviction is considered for it. ``candidates`` says which of ``evictable`` the action may
     take for this job at all; ``point`` is the extension point ``choose`` asks.
+
+    ``refusals`` (see :data:`Refusals`): the answers of this action's earlier jobs since it last
+    committed; a job of the same shape as one that failed fails the same way, without being tried.
     """
+    queue = TaskQueue(session, pending_of(job))
+    tasks = [queue.pop() for _ in range(len(queue))]  # in task order
+    shape = refusals.shape(job, tasks) if refusals is not None and refuse is None else None
+    if shape is not None and refusals is not None and shape in refusals:
+        known = refusals[shape]
+        if known is not None:
+            index, said = known
+            session.reject(job, said.about(f"task {tasks[index].name}").about(action), add=True)
+        return set()
     mask = candidates(evictable)
     pools = _Pools(evictable, mask, *evictable.reach(mask))
     statement = Statement(session)
     log: list[tuple[Task, EvictionReason]] = []
     reason: Status | None = None
-    tasks = TaskQueue(session, pending_of(job))
-    while tasks:
-        task = tasks.pop()
+    failed: tuple[int, Status] | None = None
+    for at, task in enumerate(tasks):
         if task.preemption_policy == NEVER:
             limited = session.allocatable(session.queues[job.queue], task)
             choice = session.choose_node(task)
@@ -732,6 +851,7 @@ def evict_for_job(
         )
         if why:
             reason = why.about(f"task {task.name}")
+            failed = (at, why)
             break
     if log and session.job_pipelined(job):
         admitted = job.phase is PodGroupPhase.PENDING
@@ -740,8 +860,12 @@ def evict_for_job(
         statement.commit()
         if admitted:
             session.job_enqueued(job)
+        if refusals is not None:
+            refusals.clear()  # the cluster changed: every answer kept may have changed
         return {victim.job_key for victim, _ in log}
     statement.discard()
+    if shape is not None and refusals is not None:
+        refusals[shape] = failed
     if reason:
         session.reject(job, reason.about(action), add=True)
     return set()

@@ -12,6 +12,7 @@ from typing import ClassVar
 
 from volsched.actions.eviction import (
     Evictable,
+    Refusals,
     evict_for_job,
     eviction_reason,
     wants_capacity,
@@ -40,13 +41,19 @@ class Preempt:
         if not by_queue:
             return
         evictable = Evictable(session)
+        # A backlog of jobs alike (one queue's, one class's) fails the same way job after job while
+        # nothing is evicted: asked once, as long as every plugin answers by a job's shape.
+        by_shape = all(getattr(p, "answers_by_shape", False) for p in session.plugins)
+        refusals = Refusals(session) if by_shape else None
         for qname in in_queue_order(session, by_queue):
             jobs = JobQueue(session, by_queue[qname])
             while jobs:
-                gave = self._preempt(session, jobs.pop(), evictable)
+                gave = self._preempt(session, jobs.pop(), evictable, refusals)
                 jobs.requeue(session.jobs[key] for key in gave)
 
-    def _preempt(self, session: Session, job: Job, evictable: Evictable) -> set[str]:
+    def _preempt(
+        self, session: Session, job: Job, evictable: Evictable, refusals: Refusals | None
+    ) -> set[str]:
         def candidates(pods: Evictable) -> BoolArray:
             """Pods of the other jobs of the job's queue."""
             return pods.in_queues(lambda q: q == job.queue) & ~pods.of_job(job.key)
@@ -86,4 +93,5 @@ class Preempt:
             choose=session.preemptable,
             describe=describe,
             in_the_way=lower_priority,
+            refusals=refusals,
         )

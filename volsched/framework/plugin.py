@@ -116,6 +116,13 @@ class BasePlugin:
     #: so that a session on an unchanged cache may decide otherwise later (see ``volsched.cycle.IdleSkip``).
     #: True unless the plugin says it does not.
     reads_clock: ClassVar[bool] = True
+    #: Whether what it answers about a job (and its pods) depends only on the job's shape (queue,
+    #: namespace, priority, minMember, its phase now and when the session opened, its pods' requests,
+    #: placement, constraints, labels and annotations) and on the cluster, never on the job's or its
+    #: pods' names, uids or creation times:
+    #: then two jobs alike that wait side by side get the same answers, and an action may ask for one of
+    #: them only (see ``volsched.actions.eviction.job_shape``). False unless the plugin says so.
+    answers_by_shape: ClassVar[bool] = False
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments

@@ -25,6 +25,7 @@ from volsched.model.vocabulary import Task
 class Binpack(BasePlugin):
     name: ClassVar[str] = "binpack"
     reads_clock: ClassVar[bool] = False
+    answers_by_shape: ClassVar[bool] = True
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)

@@ -164,6 +164,7 @@ class NamespaceCounts:
 class Conformance(BasePlugin):
     name: ClassVar[str] = "conformance"
     reads_clock: ClassVar[bool] = False
+    answers_by_shape: ClassVar[bool] = True
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         queues = session.queues

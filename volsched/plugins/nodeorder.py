@@ -78,6 +78,7 @@ class _Plan(NamedTuple):
 class NodeOrder(BasePlugin):
     name: ClassVar[str] = "nodeorder"
     reads_clock: ClassVar[bool] = False
+    answers_by_shape: ClassVar[bool] = True
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)

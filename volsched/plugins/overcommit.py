@@ -34,6 +34,7 @@ from volsched.plugins.shared.queue_config import queue_config
 class Overcommit(BasePlugin):
     name: ClassVar[str] = "overcommit"
     reads_clock: ClassVar[bool] = False
+    answers_by_shape: ClassVar[bool] = True
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)

@@ -26,6 +26,7 @@ def _pods(n: int) -> str:
 class DisruptionBudgets(BasePlugin):
     name: ClassVar[str] = "pdb"
     reads_clock: ClassVar[bool] = False
+    answers_by_shape: ClassVar[bool] = True
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         if not session.snapshot.budgets:

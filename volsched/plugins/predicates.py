@@ -117,6 +117,7 @@ class _StaticChecks:
 class Predicates(BasePlugin):
     name: ClassVar[str] = "predicates"
     reads_clock: ClassVar[bool] = False
+    answers_by_shape: ClassVar[bool] = True
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         nodes = session.nodes

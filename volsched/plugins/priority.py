@@ -16,6 +16,7 @@ from volsched.model.vocabulary import Task
 class Priority(BasePlugin):
     name: ClassVar[str] = "priority"
     reads_clock: ClassVar[bool] = False
+    answers_by_shape: ClassVar[bool] = True
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         def job_key(job: Job) -> int:

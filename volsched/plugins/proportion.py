@@ -247,6 +247,7 @@ class Proportion(BasePlugin):
     #: With ``fairShare.halfLife`` its order reads the carryover too, but a session skipped on an unchanged
     #: cache loses nothing: the next one integrates the whole interval (``plugins.shared.decayed_usage``).
     reads_clock: ClassVar[bool] = False
+    answers_by_shape: ClassVar[bool] = True
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
