@@ -50,6 +50,7 @@ from volsched.model.decode import (
     disruption_budget,
     namespace_queue,
     object_ref,
+    parse_time,
     pod_status,
     priority_class_value,
     quota_weight_and_problem,
@@ -59,6 +60,7 @@ from volsched.model.decode import (
 )
 from volsched.model.devices import Allocated, Claim, DeviceClass, DeviceSlice
 from volsched.model.errors import InputError
+from volsched.model.history import RuntimeHistory
 from volsched.model.raw import meta_of, uid_of
 from volsched.model.usage import NodeUsage
 from volsched.model.vocabulary import (
@@ -133,6 +135,8 @@ class ClusterState:
         #: Kubernetes' own PodGroups (scheduling.k8s.io), by key: in force where neither ours nor
         #: Volcano's has the name.
         self._workload: dict[str, PodGroupSpec] = {}
+        #: How long the pods of each namespace and queue ran (learned from the pods seen to succeed).
+        self.runtimes = RuntimeHistory()
         #: Volcano objects shadowed by ours of the same name: ("PodGroup"|"Queue", key) -> why; and
         #: Kubernetes' PodGroups shadowed by either: (WORKLOAD_PODGROUP, key) -> why.
         self.conflicts: dict[tuple[str, str], str] = {}
@@ -254,6 +258,12 @@ class ClusterState:
                     # a readiness flip is no change (no session for it); the task takes it all the same.
                     changed = False
                 self.raw_pods[key] = obj
+                if (
+                    old is not None
+                    and task.status is TaskStatus.SUCCEEDED
+                    and old.status is TaskStatus.RUNNING
+                ):
+                    self._learn_runtime(old, _finished_at(obj))
                 self._put_task(key, task)
                 pod_spec = obj.get("spec") or {}
                 if pod_spec.get("priority") is None:
@@ -725,6 +735,24 @@ class ClusterState:
         queues.setdefault(DEFAULT_QUEUE, default_queue())
         return list(queues.values())
 
+    def pod_finished(self, key: str, at: float) -> None:
+        """The pod ``key`` succeeded at ``at`` (Unix seconds): its run time is learned (the simulator's
+        kubelet says so; the operator learns it from the pod's own status, see :meth:`apply`)."""
+        with self._lock:
+            task = self.tasks.get(key)
+            if task is not None:
+                self._learn_runtime(task, at)
+
+    def _learn_runtime(self, task: Task, finished: float | None) -> None:
+        """What ``task`` (as it ran) took, learned by its namespace and queue (the lock held)."""
+        if finished is None or task.start_time <= 0:
+            return
+        pg = self.podgroups.get(task.job_key)
+        queue = (pg.queue if pg is not None else queue_annotation(task.annotations)) or DEFAULT_QUEUE
+        if queue == DEFAULT_QUEUE:
+            queue = self.namespace_queues.get(task.namespace, DEFAULT_QUEUE)
+        self.runtimes.learn(task.namespace, queue, finished - task.start_time)
+
     def snapshot(self, *, now: float = 0.0) -> ClusterSnapshot:
         """The session's own snapshot of the cache (see ``volsched.cache.snapshots``): the lock the
         watch handlers need is held only while the cache's dicts are copied (the tasks and their order:
@@ -784,6 +812,7 @@ class ClusterState:
                     namespace_queues=self.namespace_queues.copy(),
                 )
                 misdirected = self.misdirected_problems(view.podgroups) if self._misdirected else []
+                learned = self.runtimes.estimates()
                 #: Seconds the last snapshot held the cache's lock.
                 self.lock_held = time.perf_counter() - started
             # The first snapshot of a large cache makes hundreds of thousands of objects and frees none
@@ -821,6 +850,8 @@ class ClusterState:
                     gc.collect()
                 gc.freeze()
             self._snapshot_taken = True
+            if learned:
+                snap.learned_runtimes = learned
             snap.problems.extend(self.derived_problems)
             if misdirected:
                 snap.problems.extend(misdirected)
@@ -940,6 +971,20 @@ def _same_but_confirmed(old: Task | None, new: Task) -> bool:
 
 def _holds_node(task: Task | None) -> bool:
     return task is not None and bool(task.node_name) and task.status in NODE_HOLDING_STATUSES
+
+
+def _finished_at(pod: Mapping[str, Any]) -> float | None:
+    """When the pod's last container terminated (``status.containerStatuses[].state.terminated
+    .finishedAt``), None when no container says (then no run time is learned from it)."""
+    ends = []
+    for status in (pod.get("status") or {}).get("containerStatuses") or ():
+        finished = ((status.get("state") or {}).get("terminated") or {}).get("finishedAt")
+        if finished:
+            try:
+                ends.append(parse_time(finished, where="status.containerStatuses[].state.terminated"))
+            except InputError:
+                return None
+    return max(ends) if ends else None
 
 
 def _pod_ring(

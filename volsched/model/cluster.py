@@ -520,6 +520,9 @@ class ClusterSnapshot:
     #: Queues and PodGroups the cache refused, with none of their valid versions held ("Queue q",
     #: "PodGroup ns/g" -> why): what names one is told it was rejected, not that it does not exist.
     refused: Mapping[str, str] = field(default_factory=dict)
+    #: (namespace, queue) -> how long its pods are expected to run, learned from those seen to succeed
+    #: (the cache's :class:`~volsched.model.history.RuntimeHistory`; read-only). None: none learned.
+    learned_runtimes: Mapping[tuple[str, str], float] | None = None
 
     def absent(self, kind: str, key: str) -> str:
         """How a refusal names a Queue (``key``: its name) or a PodGroup (``ns/name``) the snapshot does

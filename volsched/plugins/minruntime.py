@@ -29,7 +29,7 @@ from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import ExtensionPoints
 from volsched.framework.registry import register_plugin
 from volsched.model.vocabulary import Task
-from volsched.plugins.shared.runtimes import MinRuntimes, expected_runtime, ran_for
+from volsched.plugins.shared.runtimes import MinRuntimes, ran_for, runtimes_of
 from volsched.plugins.shared.waits import Waits
 
 
@@ -53,6 +53,7 @@ class MinRuntime(BasePlugin):
         now = session.now
         jobs = session.jobs
         waits = Waits(session)
+        expected_runtime = runtimes_of(session)
 
         def past_minimum(task: Task) -> bool:
             job = jobs.get(task.job_key)

@@ -22,7 +22,7 @@ from volsched.model.cluster import BoolArray, IndexArray, Job
 from volsched.model.resources import EPS, Vector
 from volsched.model.scalars import human_duration
 from volsched.model.vocabulary import NODE_HOLDING_STATUSES, PodGroupPhase, Task, TaskStatus
-from volsched.plugins.shared.runtimes import expected_runtime
+from volsched.plugins.shared.runtimes import runtimes_of
 
 #: The carryover key: the job to reserve for in the next session, and the reservation last announced.
 CARRY = "reservation"
@@ -144,6 +144,7 @@ def plan_for(session: ExtensionPoints, job: Job) -> Plan | None:
     usable = np.logical_or.reduce([a.feasible for a in asks])
     nodes = session.nodes
     now = session.now
+    expected_runtime = runtimes_of(session)
     releases: list[Release] = []
     for i in np.flatnonzero(usable):
         for task in nodes.tasks[i].values():
@@ -181,6 +182,7 @@ class _Reserving:
         self.planned = False
         self.planning = False
         self.plan: Plan | None = None
+        self.runtime = runtimes_of(session)
 
     def get(self) -> Plan | None:
         if not self.planned and not self.planning:
@@ -204,7 +206,7 @@ class _Reserving:
         if plan is None:
             return None
         session = self.session
-        runtime = expected_runtime(task)
+        runtime = self.runtime(task)
         if runtime is not None and session.now + runtime <= plan.start:
             return None  # ends before the reservation starts: backfill
         beside = (plan.spare >= task.request - EPS).all(axis=1)
@@ -236,7 +238,7 @@ class _Reserving:
         row = None if node is None else plan.row(node)
         if row is None:
             return
-        runtime = expected_runtime(task)
+        runtime = self.runtime(task)
         if runtime is not None and self.session.now + runtime <= plan.start:
             return
         plan.spare[row] -= task.request

@@ -320,6 +320,7 @@ class TimePort(MemoryPort):
             run = self.runs[key]
             run.finished = when
             self.ledger.change(self.job_runs[run.job].queue, run.requests, when, -1.0)
+            self.state.pod_finished(key, when)  # the engine learns how long its pods run
             done.append(run)
         jobs = {run.job: None for run in done}
         finished = {

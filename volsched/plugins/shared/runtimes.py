@@ -1,19 +1,22 @@
 """How long a task has run and is expected to run, as the ``reservation`` and ``minruntime`` plugins
 read it; and the minimum run time a configuration gives a queue or a priority class.
 
-Only what the task says: its ``scheduling.volsched.io/expected-runtime`` annotation, then its
-``activeDeadlineSeconds`` (the kubelet ends it by then). What a plugin does without either (how it
-stays conservative) is its own: see docs/starvation.md. Pure functions of the task and the clock.
+What the task says: its ``scheduling.volsched.io/expected-runtime`` annotation, then its
+``activeDeadlineSeconds`` (the kubelet ends it by then); then (:func:`runtimes_of`) what the pods of its
+namespace and queue took before (the snapshot's ``learned_runtimes``). What a plugin does without any
+(how it stays conservative) is its own: see docs/starvation.md. Pure functions of the task, the
+snapshot and the clock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from volsched.framework.plugin import Arguments
+from volsched.framework.points import ExtensionPoints
 from volsched.model.scalars import parse_duration
-from volsched.model.vocabulary import Task, TaskStatus
+from volsched.model.vocabulary import DEFAULT_QUEUE, Task, TaskStatus
 
 RUNNING = TaskStatus.RUNNING
 
@@ -24,6 +27,25 @@ def expected_runtime(task: Task) -> float | None:
     if task.expected_runtime is not None:
         return task.expected_runtime
     return task.active_deadline
+
+
+def runtimes_of(session: ExtensionPoints) -> Callable[[Task], float | None]:
+    """The session's expected run time of a task: what it says (:func:`expected_runtime`), else what
+    the pods of its namespace and queue took before (the longest of the last runs, see
+    :mod:`volsched.model.history`), else None."""
+    learned = session.snapshot.learned_runtimes
+    if not learned:
+        return expected_runtime
+    jobs = session.jobs
+
+    def of(task: Task) -> float | None:
+        own = expected_runtime(task)
+        if own is not None:
+            return own
+        job = jobs.get(task.job_key)
+        return learned.get((task.namespace, job.queue if job is not None else DEFAULT_QUEUE))
+
+    return of
 
 
 def ran_for(task: Task, now: float) -> float:

@@ -1,7 +1,7 @@
 """How long a pending pod would wait for room by itself, and how much work an eviction throws away: what
 ``minruntime`` weighs before it lets a pod be a victim.
 
-Only the expected ends of what runs (:func:`~volsched.plugins.shared.runtimes.expected_runtime` from each
+Only the expected ends of what runs (:func:`~volsched.plugins.shared.runtimes.runtimes_of` from each
 pod's start); a pod with no expected run time, or one past it (its estimate failed), is taken never to
 end. Not a plan: room that frees may go to another pod first (the wait is the least it could be), and
 nothing here is kept past the session. Sizes are dominant shares of the cluster (the largest fraction of
@@ -19,7 +19,7 @@ from volsched.framework.points import ExtensionPoints
 from volsched.model.cluster import Job
 from volsched.model.resources import EPS, Vector
 from volsched.model.vocabulary import Task, TaskStatus
-from volsched.plugins.shared.runtimes import expected_runtime, ran_for
+from volsched.plugins.shared.runtimes import ran_for, runtimes_of
 
 #: Statuses of a pod that holds its node's room until it ends (a releasing one is counted as free).
 _HOLDING = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.ALLOCATED, TaskStatus.PIPELINED})
@@ -48,6 +48,7 @@ class Waits:
         """The pods that hold room and are expected to end, by node then end, with what each node has
         released (cumulated) once each has ended."""
         session, now = self.session, self.session.now
+        expected_runtime = runtimes_of(session)
         nodes, ends, rows = [], [], []
         for i, held in enumerate(session.nodes.tasks):
             for task in held.values():
