@@ -47,3 +47,16 @@ def test_our_pods_are_read_by_scheduler_name_through_a_query_that_has_one_alread
     got = [o for page in pods_of(rest, scheduler, timeout=lambda: 30.0) for o in page]
     assert sorted(o["metadata"]["name"] for o in got) == NAMES
     assert {(o["kind"], o["apiVersion"]) for o in got} == {("Pod", "v1")}
+
+
+def test_a_listing_the_apiserver_would_compress_comes_back_readable(rest: LeanRest, namespace: str) -> None:
+    """kube-apiserver gzips a response over 128 KiB for a client that accepts gzip: a listing that large
+    (a few hundred nodes' worth) must still come back as objects."""
+    core = client.CoreV1Api(rest.api)
+    names = [f"big{i}" for i in range(24)]
+    for name in names:  # 24 pods of ~8 KiB each: a ~200 KiB listing
+        body = pod(name, scheduler="volsched")
+        body["metadata"]["annotations"] = {"example.com/padding": "x" * 8192}
+        core.create_namespaced_pod(namespace, body)
+    pages = list(list_pages(rest, f"/api/v1/namespaces/{namespace}/pods", timeout=lambda: 30.0, limit=500))
+    assert sorted(o["metadata"]["name"] for p in pages for o in p) == sorted(names)

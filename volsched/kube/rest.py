@@ -676,7 +676,9 @@ class _Aio:
                 ),
                 trace_configs=[trace],
                 auto_decompress=False,
-                skip_auto_headers=("User-Agent",),
+                # No Accept-Encoding: the apiserver gzips a response over 128 KiB for a client that
+                # accepts it, and the bodies here are read as they come (a listing of a few hundred nodes).
+                skip_auto_headers=("User-Agent", "Accept-Encoding"),
             )
             # aiohttp sends a GET, PUT or DELETE once more when a kept-alive connection fails under it;
             # whether sending again is safe is the caller's to know (a Lease's PUT sent twice is a 409
