@@ -26,7 +26,7 @@ import random
 import statistics
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,10 +109,15 @@ def timeline(
     """Where the real run's time went (as this process's watch saw it), printed; returns the means as the
     replay's latencies."""
     secs = {p.name: p.seconds for p in planned}
+    size = {p.name: p.size for p in planned}
     first: dict[str, float] = {}
+    added: dict[str, list[float]] = {}
     for pod in life.values():
         if pod.get("job") in created and "added" in pod:
             first[pod["job"]] = min(first.get(pod["job"], 1e18), pod["added"])
+            added.setdefault(pod["job"], []).append(pod["added"])
+    # A gang can start once its last pod is there: the Job controller makes them in batches (1, then 2).
+    whole = {j: sorted(ts)[size[j] - 1] for j, ts in added.items() if len(ts) >= size[j]}
 
     def show(label: str, xs: list[float]) -> None:
         xs = sorted(xs)
@@ -121,13 +126,14 @@ def timeline(
                   f"p90 {xs[int(0.9 * (len(xs) - 1))]:.3f} mean {statistics.mean(xs):.3f}")  # fmt: skip
 
     print("timeline of the real run (seconds):")
-    create = [first[j] - created[j] for j in first]
+    create = [whole[j] - created[j] for j in whole]
     start = [p["running"] - p["bound"] for p in life.values() if "running" in p and "bound" in p]
     finish = [p["succeeded"] - p["running"] - secs[p["job"]]
               for p in life.values() if "succeeded" in p and p.get("job") in secs]  # fmt: skip
     ran = [(a, b) for a, b, skipped in sessions if not skipped]
     took = [b - a for a, b in ran]
-    show("job created -> first pod seen (create)", create)
+    show("job created -> first pod seen", [first[j] - created[j] for j in first])
+    show("job created -> all its pods seen (create)", create)
     show("pod seen -> bound", [p["bound"] - p["added"] for p in life.values() if "bound" in p])
     show("bound -> Running (start)", start)
     show("Running -> Succeeded, less the duration (finish)", finish)
@@ -264,7 +270,8 @@ def simulated(
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch + p.at)) + f".{int(p.at * 10) % 10}Z"
         docs.append(Document(p.name, job(p, created=stamp)))
     result = Replay(docs, load_config(text=config_text), period=PERIOD, latencies=latencies).run()
-    return result.report()["waits"]["queues"]
+    waits: dict[str, list[float]] = result.report()["waits"]["queues"]
+    return waits
 
 
 def p50(xs: list[float]) -> float:
@@ -277,6 +284,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--rate", type=float, default=1.0, help="arrivals a second (mean)")
     parser.add_argument("--repeat", type=int, default=1, help="real runs, each on a new control plane")
+    parser.add_argument("--draws", type=int, default=5, help="replays with drawn latencies per round")
     args = parser.parse_args()
     print(describe("kubernetes"))
     config_text = (ROOT / "examples" / "reclaim-preempt-scheduler.yaml").read_text()
@@ -284,34 +292,44 @@ def main() -> None:
     t = time.monotonic()
     plain = simulated(planned, config_text)
     print(f"replay: {time.monotonic() - t:.1f} s; {args.jobs} jobs at {args.rate:g}/s, seed {args.seed}")
-    rounds: list[tuple[dict[str, list[float]], dict[str, list[float]]]] = []
+    rounds: list[tuple[dict[str, float], dict[str, float]]] = []  # (real p50, drawn replays' mean p50)
     for n in range(1, args.repeat + 1):
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         t = time.monotonic()
-        got, control_plane, latencies = real(planned, config_text)
+        got, control_plane, lat = real(planned, config_text)
         print(f"round {n}: real run {time.monotonic() - t:.1f} s; {control_plane}")
         print(f"round {n}: load before {load}, after {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
-        lat = latencies
-        print(f"round {n}: the replay with this run's latencies: --create-delay {lat.create:.3f}s "
-              f"--start-delay {lat.start:.3f}s --finish-delay {lat.finish:.3f}s --session-time {lat.session:.3f}s")  # fmt: skip
-        fitted = simulated(planned, config_text, latencies)
-        rounds.append((got, fitted))
-        print(f"{'queue':6} {'jobs':>5} {'real p50':>9} {'replay p50':>11} {'error':>7} "
-              f"{'+latencies':>11} {'error':>7} {'real p90':>9} {'replay p90':>11}")  # fmt: skip
+        print(f"round {n}: replays with this run's latencies: --create-delay {lat.create:.3f}s "
+              f"--start-delay {lat.start:.3f}s --finish-delay {lat.finish:.3f}s --session-time {lat.session:.3f}s, "
+              f"as they are (fixed) and drawn (--latency-seed 1..{args.draws})")  # fmt: skip
+        fixed = simulated(planned, config_text, lat)
+        drawn = [simulated(planned, config_text, replace(lat, seed=k)) for k in range(1, args.draws + 1)]
+        print(f"{'queue':6} {'jobs':>5} {'real p50':>9} {'no latency':>11} {'fixed':>13} {'drawn (mean)':>14} "
+              f"{'drawn min-max':>14} {'real p90':>9} {'drawn p90':>10}")  # fmt: skip
+        real_p50, drawn_p50 = {}, {}
         for q in QUEUES:
-            r, s, f = sorted(got.get(q, [])), sorted(plain.get(q, [])), sorted(fitted.get(q, []))
-            rp, sp, fp = p50(r), p50(s), p50(f)
-            r90, s90 = r[int(0.9 * (len(r) - 1))], f[int(0.9 * (len(f) - 1))]
-            print(f"{q:6} {len(r):5d} {rp:9.2f} {sp:11.2f} {sp / rp - 1:+7.0%} {fp:11.2f} {fp / rp - 1:+7.0%} "
-                  f"{r90:9.2f} {s90:11.2f}")  # fmt: skip
+            r = sorted(got.get(q, []))
+            rp, sp, fp = p50(r), p50(plain.get(q, [])), p50(fixed.get(q, []))
+            ds = [p50(d.get(q, [])) for d in drawn]
+            dp = statistics.mean(ds)
+            d90 = statistics.mean(p90(d.get(q, [])) for d in drawn)
+            real_p50[q], drawn_p50[q] = rp, dp
+            print(f"{q:6} {len(r):5d} {rp:9.2f} {sp:6.2f} {sp / rp - 1:+4.0%} {fp:7.2f} {fp / rp - 1:+5.0%} "
+                  f"{dp:8.2f} {dp / rp - 1:+5.0%} {min(ds):6.2f}-{max(ds):<7.2f} {p90(r):9.2f} {d90:10.2f}")  # fmt: skip
+        rounds.append((real_p50, drawn_p50))
     if len(rounds) > 1:
-        print("over the rounds, each queue's p50 (s): real | replay with that round's latencies")
+        print("over the rounds, each queue's p50 (s): real | replay with drawn latencies (each round's mean)")
         for q in QUEUES:
-            reals = [p50(g.get(q, [])) for g, _ in rounds]
-            fits = [p50(f.get(q, [])) for _, f in rounds]
-            errors = ", ".join(f"{f / r - 1:+.0%}" for r, f in zip(reals, fits, strict=True))
-            print(f"{q:6} real {', '.join(f'{x:.2f}' for x in reals)} | replay {', '.join(f'{x:.2f}' for x in fits)}"
-                  f" | errors {errors}; plain replay {p50(plain.get(q, [])):.2f}")  # fmt: skip
+            reals, fits = [r[q] for r, _ in rounds], [f[q] for _, f in rounds]
+            mr, mf = statistics.mean(reals), statistics.mean(fits)
+            print(f"{q:6} real {', '.join(f'{x:.2f}' for x in reals)} (mean {mr:.2f}) | replay "
+                  f"{', '.join(f'{x:.2f}' for x in fits)} (mean {mf:.2f}) | error of the means {mf / mr - 1:+.0%}; "
+                  f"rounds' errors {', '.join(f'{f / r - 1:+.0%}' for r, f in zip(reals, fits, strict=True))}")  # fmt: skip
+
+
+def p90(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[int(0.9 * (len(xs) - 1))] if xs else float("nan")
 
 
 if __name__ == "__main__":

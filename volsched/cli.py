@@ -143,6 +143,7 @@ def _replay(args: argparse.Namespace, config: SchedulerConfig | None, names: Ite
         finish=parse_duration(args.finish_delay, where="--finish-delay", allow_zero=True),
         create=parse_duration(args.create_delay, where="--create-delay", allow_zero=True),
         session=parse_duration(args.session_time, where="--session-time", allow_zero=True),
+        seed=args.latency_seed,
     )
 
     def once(documents: list[Document], conf: SchedulerConfig | None) -> dict[str, Any]:
@@ -380,6 +381,13 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="DURATION",
             help=f"with --replay: {what} (default 0s; docs/simulator-time.md)",
         )
+    sim.add_argument(
+        "--latency-seed",
+        type=int,
+        metavar="N",
+        help="with --replay: draw each pod's start and finish delays and each Job's create delay at random"
+        " (exponential, the options' figures their means), seeded with N: the same N, the same replay",
+    )
     sim.add_argument(
         "--max-idle",
         default="10s",

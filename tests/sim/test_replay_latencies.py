@@ -54,3 +54,21 @@ def test_a_jobs_pods_come_after_it_and_its_wait_counts_from_the_job():
 def test_a_negative_latency_is_refused(field: str):
     with pytest.raises(InputError, match=field):
         replay([node("n0", cpu="1")], latencies=Latencies(**{field: -1.0}))
+
+
+def test_drawn_latencies_vary_around_their_means_and_a_seed_replays_the_same():
+    # 300 one-cpu pods a second apart on a roomy node, each bound as it arrives: with a seed each draws
+    # its start delay (exponential, mean 0.2 s): they differ, average near 0.2, and the same seed gives
+    # the same replay, another seed another.
+    objs = [node("n0", cpu="400"), queue("q")]
+    objs += [timed_pod(f"p{i}", created=i, duration="10s", queue="q") for i in range(300)]
+
+    def delays(seed: int) -> list[float]:
+        result = replay(objs, latencies=Latencies(start=0.2, seed=seed))
+        return [round(r.delay, 9) for r in result.runs.values()]
+
+    first = delays(1)
+    assert len(set(first)) == 300
+    assert 0.17 < sum(first) / 300 < 0.23
+    assert delays(1) == first and delays(2) != first
+    assert {round(r.delay, 9) for r in replay(objs, latencies=Latencies(start=0.2)).runs.values()} == {0.2}

@@ -163,8 +163,10 @@ class Replay:
         self.start = min((t for t, _, _ in timed), default=EPOCH)
         # A Job's pods come create latency after it (the Job controller); its wait counts from the Job.
         if self.latencies.create > 0:
+            draw = self.latencies.drawer("create")
             timed = [
-                (at + self.latencies.create if d.obj.get("kind") == "Job" else at, i, d) for at, i, d in timed
+                (at + draw(self.latencies.create) if d.obj.get("kind") == "Job" else at, i, d)
+                for at, i, d in timed
             ]
         # Nodes made after the start arrive then (a node added); any may go (a node removed).
         self._removals: list[tuple[float, str]] = []
@@ -236,7 +238,7 @@ class Replay:
                     if doc.obj.get("kind") == "Job" and self.latencies.create > 0:
                         meta = meta_of(doc.obj)
                         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-                        self.port.submitted[key] = at - self.latencies.create
+                        self.port.submitted[key] = arrival(doc) or at
                 self.sim.add(docs or [])
             count += 1
             self._next = next(self._arrivals, None)

@@ -21,6 +21,7 @@ advances the clock is :mod:`volsched.simulate.replay`.
 from __future__ import annotations
 
 import heapq
+import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,12 +71,24 @@ class Latencies:
     #: How long a session that runs takes: its binds and evictions land at its end, and the next
     #: session the doorbell calls for waits at least that long after it (the operator's pacing).
     session: float = 0.0
+    #: None: every pod and Job takes the figures above. A number: each pod's start and finish and each
+    #: Job's create latency is drawn at random (exponentially, the figure its mean) from a generator
+    #: seeded with it, as a real cluster's vary: the same seed gives the same replay.
+    seed: int | None = None
 
     def check(self) -> None:
         for name in ("start", "finish", "create", "session"):
             value = getattr(self, name)
             if not (value >= 0 and value < float("inf")):
                 raise InputError(f"the {name} latency must be a number of seconds >= 0, got {value}")
+
+    def drawer(self, stream: str) -> Callable[[float], float]:
+        """Draws one latency of the given mean: the mean itself without a seed, else from the generator
+        of ``stream`` (one per kind of draw, so adding Jobs does not move the pods' draws)."""
+        if self.seed is None:
+            return lambda mean: mean
+        rng = random.Random(f"{self.seed}/{stream}")
+        return lambda mean: rng.expovariate(1.0 / mean) if mean > 0 else 0.0
 
 
 @dataclass(slots=True)
@@ -99,6 +112,8 @@ class PodRun:
     replaces: str | None = None
     #: Seconds of run lost to its eviction (the time it ran before it).
     lost: float = 0.0
+    #: Seconds from its bind to it running (the start latency it drew).
+    delay: float = 0.0
 
 
 @dataclass(slots=True)
@@ -192,9 +207,18 @@ class TimePort(MemoryPort):
         #: Every job that ever existed, by its key (a PodRun's ``job``).
         self.job_runs: dict[str, JobRun] = {}
         self.ledger = Ledger()
-        self.latencies = Latencies()
+        self._latencies = Latencies()
+        self._draw = self._latencies.drawer("pods")
         #: When each Job whose pods are still to come was created (its jobs' submission).
         self.submitted: dict[str, float] = {}
+
+    @property
+    def latencies(self) -> Latencies:
+        return self._latencies
+
+    @latencies.setter
+    def latencies(self, value: Latencies) -> None:
+        self._latencies, self._draw = value, value.drawer("pods")
 
     # --- the objects -----------------------------------------------------------------------------------
 
@@ -298,8 +322,10 @@ class TimePort(MemoryPort):
         self.ledger.change(job.queue, run.requests, at, 1.0)
         if run.duration is not None:
             self._seq += 1
-            lat = self.latencies
-            heapq.heappush(self._due, (at + lat.start + run.duration + lat.finish, self._seq, run.key, at))
+            lat, draw = self._latencies, self._draw
+            run.delay = draw(lat.start)  # from the bind to the pod running
+            due = at + run.delay + run.duration + draw(lat.finish)
+            heapq.heappush(self._due, (due, self._seq, run.key, at))
 
     def next_due(self) -> float | None:
         """When the next pod succeeds (None: none runs with a duration)."""
@@ -458,7 +484,7 @@ class TimePort(MemoryPort):
     def _lose(self, run: PodRun, now: float) -> None:
         run.evicted = now
         if run.started is not None:
-            run.lost = max(0.0, now - run.started - self.latencies.start)  # it ran from then
+            run.lost = max(0.0, now - run.started - run.delay)  # it ran from then
             record = self.job_runs[run.job]
             for r, amount in run.requests.items():
                 record.lost[r] = record.lost.get(r, 0.0) + amount * run.lost
