@@ -203,3 +203,22 @@ def test_while_the_start_is_unknown_pods_that_say_their_run_time_backfill() -> N
     result = session(objects, carry={"next": "ns/g"})
     assert result.podgroups["ns/g"].expected_start is None
     assert placed(result) == {"ns/s": "n3"}
+
+
+def test_a_topology_gang_is_not_planned_says_why_and_leaves_the_reservation_to_the_next() -> None:
+    """An older gang placed in one domain of a node label is no head: it says on its PodGroup why none
+    is held for it, and the gang behind it reserves (before, it took the head's place and nobody did)."""
+    from volsched.kube.status import podgroup_status
+
+    topo = created(podgroup("t", ns="ns", queue="small", min_member=2, phase="Inqueue", topology=("zone", "Required")),
+                   NOW - 7200)  # fmt: skip
+    objects = [
+        *cluster(topo, *(pod(f"t-{i}", ns="ns", cpu="1", gpu="8", group="t") for i in range(2))),
+        running("c", on="n3", gpu=8, ago=0, runtime="9h"),
+    ]
+    result = session(objects, carry=None)
+    assert result.carryover[CARRY] == {"next": "ns/g"}
+    reserved = [c for c in podgroup_status(result.podgroups["ns/t"])["conditions"] if c["type"] == "Reserved"]
+    assert [(c["status"], c["reason"]) for c in reserved] == [("False", "NotPlanned")]
+    assert "spec.topology" in reserved[0]["message"]
+    assert result.podgroups["ns/g"].no_reservation is None

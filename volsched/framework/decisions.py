@@ -175,6 +175,8 @@ class PodGroupStatus:
     expected_start: float | None = None
     #: The reservation held for the job, as users read it (which nodes, from when), None when none.
     reservation: str | None = None
+    #: Why no reservation can be held for the waiting job (a gang with ``spec.topology``), None otherwise.
+    no_reservation: str | None = None
 
     @property
     def unschedulable(self) -> str | None:

@@ -88,11 +88,15 @@ WRITTEN_POSITIONS = 50
 def podgroup_status(status: PodGroupStatus) -> dict[str, Any]:
     """The PodGroup ``status`` without times (see :func:`with_transition_times`): where a waiting group
     stands in its queue and when it is expected to start (null once not known: a merge patch drops
-    them), and a ``Reserved`` condition while nodes are reserved for it."""
+    them), and a ``Reserved`` condition while nodes are reserved for it (False, and why, while none can be)."""
     conditions = [podgroup_condition(status)]
     if status.reservation is not None:
         conditions.append(
             {"type": "Reserved", "status": "True", "reason": "Reserved", "message": status.reservation}
+        )
+    elif status.no_reservation is not None:
+        conditions.append(
+            {"type": "Reserved", "status": "False", "reason": "NotPlanned", "message": status.no_reservation}
         )
     return {
         "phase": status.phase,

@@ -9,6 +9,7 @@ promise. Users: docs/starvation.md; how it plans, session by session: docs/desig
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -251,6 +252,22 @@ class _Reserving:
             plan.spare[row] += task.request
 
 
+#: Why a gang with ``spec.topology`` gets no reservation (on its PodGroup's ``Reserved`` condition).
+UNPLANNED = (
+    "no reservation: a gang placed in one domain of a node label (spec.topology) is not planned by the"
+    " reservation; it starts when one domain has room, and other pods may take what frees meanwhile"
+)
+
+
+def _note_unplanned(session: ExtensionPoints) -> Callable[[Job], None]:
+    def note(job: Job) -> None:
+        status = session.result.podgroups.get(job.key)
+        if status is not None:
+            session.result.podgroups[job.key] = replace(status, no_reservation=UNPLANNED)
+
+    return note
+
+
 def _title(job: Job) -> str:
     return f"job {job.key}" if job.podgroup is None else f"PodGroup {job.key}"
 
@@ -294,7 +311,7 @@ class Reservation(BasePlugin):
             self._announce(session, reserving.job, plan, carried)
         else:
             carried.pop("announced", None)
-        head = self._head(session)
+        head = self._head(session, unplanned=_note_unplanned(session))
         if head is None:
             carried.pop("next", None)
         else:
@@ -304,9 +321,11 @@ class Reservation(BasePlugin):
         else:
             session.carryover.pop(CARRY, None)
 
-    def _head(self, session: ExtensionPoints) -> Job | None:
+    def _head(self, session: ExtensionPoints, *, unplanned: Callable[[Job], None]) -> Job | None:
         """The job to reserve for next: of the first waiting job of each queue (in the session's job
-        order), the one created longest ago, at least ``waitTime`` ago, in a queue not overused."""
+        order), the one created longest ago, at least ``waitTime`` ago, in a queue not overused. A gang
+        placed in one topology domain is never one (it is not planned: ``unplanned`` tells it why), so it
+        does not keep the reservation from the jobs behind it."""
         now = session.now
         by_queue: dict[str, list[Job]] = {}
         for job in session.pending_jobs():
@@ -317,6 +336,9 @@ class Reservation(BasePlugin):
                 and job.queue in session.queues
                 and any(t.status is PENDING and t.schedulable_by_us for t in job.tasks.values())
             ):
+                if job.podgroup is not None and job.podgroup.topology is not None:
+                    unplanned(job)
+                    continue
                 by_queue.setdefault(job.queue, []).append(job)
         keys = session.job_keys()
         heads = []

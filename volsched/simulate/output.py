@@ -69,6 +69,7 @@ def session_json(last: SessionResult) -> dict[str, Any]:
             **({"queuePosition": s.queue_position} if s.queue_position is not None else {}),
             **({"expectedStart": iso(s.expected_start)} if s.expected_start is not None else {}),
             **({"reservation": s.reservation} if s.reservation is not None else {}),
+            **({"noReservation": s.no_reservation} if s.no_reservation is not None else {}),
         }
         for key, s in sorted(last.podgroups.items())
     }
