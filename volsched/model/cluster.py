@@ -421,8 +421,8 @@ def running_sums(start: Sequence[float], rows: npt.NDArray[np.float64]) -> npt.N
 @dataclass(frozen=True)
 class Holdings:
     """The jobs that hold something (not all pending), in their order, and what each holds: row ``k``
-    of ``matrix`` is ``jobs[k].allocated``. What proportion (per queue) and drf (per namespace) both sum
-    as a session opens, stacked once (``Session.holdings``)."""
+    of ``matrix`` is ``jobs[k].allocated``. What the session's ledger sums per queue and per namespace,
+    stacked once (``SessionLedger.holdings``)."""
 
     jobs: list[Job]
     matrix: npt.NDArray[np.float64]
