@@ -6,7 +6,8 @@ conditions and container statuses...) is memory held for nothing; at 10,000 pods
 operator's resident set. Pruned here, as objects arrive from the API:
 
 * metadata: name, namespace, uid, resourceVersion, creation and deletion timestamps, labels, annotations
-  (without ``kubectl.kubernetes.io/last-applied-configuration``, a copy of the whole object), owners;
+  (without ``kubectl.kubernetes.io/last-applied-configuration``, a copy of the whole object), owners,
+  finalizers (with the grace period: whether an eviction deletes the pod at once, for the writer);
 * a pod's spec: what placement, requests, priority and ports are read from
   (:func:`volsched.model.decode.build_task`), its containers reduced to name, image, resources, ports
   and restartPolicy, its volumes to the PersistentVolumeClaims and the node-local ones (``emptyDir``,
@@ -42,6 +43,7 @@ META_KEYS = (
     "labels",
     "annotations",
     "ownerReferences",
+    "finalizers",
 )
 POD_SPEC_KEYS = (
     "containers",
@@ -63,6 +65,7 @@ POD_SPEC_KEYS = (
     "runtimeClassName",
     "resourceClaims",
     "schedulingGroup",
+    "terminationGracePeriodSeconds",
 )
 CONTAINER_KEYS = ("name", "image", "resources", "ports", "restartPolicy")
 POD_STATUS_KEYS = ("phase", "reason", "startTime", "nominatedNodeName", "resourceClaimStatuses", "qosClass")
