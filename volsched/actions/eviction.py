@@ -686,8 +686,8 @@ def wants_capacity(session: Session, job: Job, *, action: str) -> bool:
 class Refusals:
     """What an action's jobs came to since it last committed, by :func:`job_shape`: which task failed
     (its index in task order) and why, in words that name no task; None: the job failed with no reason
-    to give (nothing was evicted, or its gang was not pipelined). The action clears it whenever it
-    commits: every answer kept may have changed then."""
+    to give (nothing was evicted, or its gang was not pipelined); enqueue keeps 0 and the votes'
+    refusal. The action clears it whenever it commits: every answer kept may have changed then."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
@@ -707,6 +707,9 @@ class Refusals:
             self._admitted.update(admitted[self._seen :])
             self._seen = len(admitted)
         return (*shape, job.key in self._admitted)
+
+    def get(self, shape: tuple[Any, ...]) -> tuple[int, Status] | None:
+        return self._answers.get(shape)
 
     def __contains__(self, shape: tuple[Any, ...]) -> bool:
         return shape in self._answers
@@ -805,12 +808,13 @@ def evict_for_job(
     before any eviction is considered for it. ``candidates`` says which of ``evictable`` the action may
     take for this job at all; ``point`` is the extension point ``choose`` asks.
 
-    ``refusals`` (see :data:`Refusals`): the answers of this action's earlier jobs since it last
-    committed; a job of the same shape as one that failed fails the same way, without being tried.
+    ``refusals`` (see :class:`Refusals`): the answers of this action's earlier jobs since it last
+    committed; a job of the same shape as one that failed fails the same way, without being tried
+    (``refuse`` and ``candidates`` must then answer by the job's shape, as the plugins do).
     """
     queue = TaskQueue(session, pending_of(job))
     tasks = [queue.pop() for _ in range(len(queue))]  # in task order
-    shape = refusals.shape(job, tasks) if refusals is not None and refuse is None else None
+    shape = refusals.shape(job, tasks) if refusals is not None else None
     if shape is not None and refusals is not None and shape in refusals:
         known = refusals[shape]
         if known is not None:
@@ -836,6 +840,7 @@ def evict_for_job(
         refused = refuse(task) if refuse is not None else None
         if refused:
             reason = refused.about(f"task {task.name}")
+            failed = (at, refused)
             break
         why = place_by_evicting(
             session,

@@ -12,6 +12,7 @@ from typing import ClassVar
 
 from volsched.actions.eviction import (
     Evictable,
+    Refusals,
     amounts_of,
     evict_for_job,
     eviction_reason,
@@ -41,6 +42,9 @@ class Reclaim:
         if not by_queue:
             return
         evictable = Evictable(session)
+        # Jobs alike fail alike while nothing is evicted (see preempt): asked once a shape.
+        by_shape = all(getattr(p, "answers_by_shape", False) for p in session.plugins)
+        refusals = Refusals(session) if by_shape else None
         # The queues in queue order, the first last. Only a committed turn changes what queues hold
         # (a discarded one puts everything back), so only then are they sorted again, from the order
         # they had (nearly sorted still: about one comparison a queue).
@@ -56,13 +60,15 @@ class Reclaim:
             if not by_queue[qname]:
                 del by_queue[qname]
                 order.pop()
-            gave = [session.jobs[key] for key in self._reclaim(session, queue, job, evictable)]
+            gave = [session.jobs[key] for key in self._reclaim(session, queue, job, evictable, refusals)]
             if gave:
                 for name in {g.queue for g in gave} & by_queue.keys():  # a job waits in its queue's
                     by_queue[name].requeue(gave)
                 order = in_queue_order(session, order[::-1])[::-1]
 
-    def _reclaim(self, session: Session, queue: QueueSpec, job: Job, evictable: Evictable) -> set[str]:
+    def _reclaim(
+        self, session: Session, queue: QueueSpec, job: Job, evictable: Evictable, refusals: Refusals | None
+    ) -> set[str]:
         def other_reclaimable(name: str) -> bool:
             spec = session.queues.get(name)
             return name != queue.name and spec is not None and spec.reclaimable
@@ -96,4 +102,5 @@ class Reclaim:
             choose=session.reclaimable,
             describe=describe,
             refuse=lambda task: session.preemptive(queue, task),
+            refusals=refusals,
         )
