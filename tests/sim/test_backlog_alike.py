@@ -1,11 +1,12 @@
-"""A backlog of jobs alike (one queue's, one class's, as a trace makes them): preempt asks for one job of
-a shape while nothing is evicted and gives the others the same answer, in their own names. Every
+"""A backlog of jobs alike (one queue's, one class's, as a trace makes them): preempt and reclaim ask for
+one job of a shape while nothing is evicted, enqueue while nothing is admitted and gives the others the same answer, in their own names. Every
 session decides exactly what it decides when each job is asked (a plugin that does not declare
 ``answers_by_shape`` turns the reuse off), and each success is followed by a fresh look."""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ import volsched.actions.eviction as eviction
 import volsched.simulate.replay as replay_module
 from tests.builders import node, priority_class, queue
 from tests.sim._eviction_helpers import Staged, eviction_config, job
+from volsched.framework.points import PointTables
 from volsched.framework.registry import load_config
 from volsched.plugins.priority import Priority
 from volsched.simulate import Document, Replay
@@ -80,8 +82,11 @@ def _replay(queues: list[str], jobs_per_class: int) -> list[Any]:
     return sessions
 
 
-@pytest.mark.parametrize(("queues", "jobs"), [(["team-a"], 24), (["team-a", "team-b"], 12)])
-def test_jobs_alike_get_the_answer_each_would_get_asked_alone(monkeypatch, queues, jobs):
+@pytest.mark.parametrize(
+    ("queues", "jobs", "expect_fewer"),
+    [(["team-a"], 24, ["preempt"]), (["team-a", "team-b"], 12, ["preempt", "reclaim", "enqueue"])],
+)
+def test_jobs_alike_get_the_answer_each_would_get_asked_alone(monkeypatch, queues, jobs, expect_fewer):
     tried: list[str] = []
     place = eviction.place_by_evicting
 
@@ -90,15 +95,24 @@ def test_jobs_alike_get_the_answer_each_would_get_asked_alone(monkeypatch, queue
         return place(*args, **kwargs)
 
     monkeypatch.setattr(eviction, "place_by_evicting", counted)
+    vote = PointTables.job_enqueueable
+
+    def voted(self: PointTables, job: Any) -> Any:
+        tried.append("enqueue")
+        return vote(self, job)
+
+    monkeypatch.setattr(PointTables, "job_enqueueable", voted)
     reused = _replay(queues, jobs)
-    asked_reused = tried.count("preempt")
+    asked_reused = Counter(tried)
     tried.clear()
     monkeypatch.setattr(Priority, "answers_by_shape", False)  # one plugin that does not say so: each asked
     each = _replay(queues, jobs)
-    asked_each = tried.count("preempt")
-    assert any(evictions for _, evictions, *_ in each)  # preempt did evict, jobs after it were asked again
+    asked_each = Counter(tried)
+    assert any(evictions for _, evictions, *_ in each)  # evictions: jobs after them were asked again
     assert reused == each
-    assert asked_reused < asked_each / 2
+    for action in expect_fewer:
+        assert asked_reused[action] < asked_each[action]
+    assert asked_reused["preempt"] < asked_each["preempt"] / 2
 
 
 def test_jobs_alike_with_another_between_them_that_evicts(monkeypatch):

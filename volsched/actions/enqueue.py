@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from volsched.actions.eviction import Refusals
 from volsched.actions.util import JobQueue, NamespaceOrder, first_queue
 from volsched.framework.decisions import Code, Status
 from volsched.framework.registry import register_action
@@ -66,6 +67,10 @@ class Enqueue:
             order[q] = {ns: JobQueue(session, js) for ns, js in by_ns.items()}
             ns_order[q] = NamespaceOrder(session, by_ns)
         hold = session.namespace_keys_hold()
+        # A backlog of jobs alike is refused alike until something is admitted (the votes read what the
+        # queues took in): asked once a shape, as long as every plugin answers by a job's shape.
+        by_shape = all(getattr(p, "answers_by_shape", False) for p in session.plugins)
+        refusals = Refusals(session) if by_shape else None
         while order:
             name = first_queue(session, order)
             namespaces = order[name]
@@ -80,9 +85,9 @@ class Enqueue:
                 if not namespaces:
                     del order[name]
                     del ns_order[name]
-            self._admit(session, run)
+            self._admit(session, run, refusals)
 
-    def _admit(self, session: Session, run: list[Job]) -> None:
+    def _admit(self, session: Session, run: list[Job], refusals: Refusals | None) -> None:
         """Admit or refuse the jobs of ``run`` in turn, as one after another: stretches of valid jobs
         are voted on and admitted at once where the plugins answer for runs (``jobs_enqueueable``),
         a job they do not let in at once is asked alone. Stretches grow while runs are let in whole and
@@ -113,6 +118,8 @@ class Enqueue:
                     statement.admit_all(admitted)
                     statement.commit()
                     session.jobs_enqueued(admitted)
+                    if refusals is not None:
+                        refusals.clear()
                     if i + let_in == end:
                         stretch = min(stretch * 2, _MOST_STRETCH)
                     i += let_in
@@ -122,17 +129,26 @@ class Enqueue:
                 skip = alone
             else:
                 skip -= 1
-            self._admit_one(session, job)
+            self._admit_one(session, job, refusals)
             i += 1
 
-    def _admit_one(self, session: Session, job: Job) -> None:
+    def _admit_one(self, session: Session, job: Job, refusals: Refusals | None) -> None:
+        shape = refusals.shape(job, list(job.tasks.values())) if refusals is not None else None
+        known = refusals.get(shape) if refusals is not None and shape is not None else None
+        if known is not None:
+            session.reject(job, known[1].about(f"not admitted to queue {job.queue}"))
+            return
         refused = session.job_enqueueable(job)
         if refused is None:
             statement = Statement(session)
             statement.admit(job)
             statement.commit()
             session.job_enqueued(job)
+            if refusals is not None:
+                refusals.clear()
         else:
+            if refusals is not None and shape is not None:
+                refusals[shape] = (0, refused)
             session.reject(job, refused.about(f"not admitted to queue {job.queue}"))
 
 
