@@ -85,6 +85,31 @@ def test_the_cache_learns_from_pods_seen_to_succeed(kw: dict[str, Any], expected
     assert learned(**kw) == expected
 
 
+def test_a_restarted_operator_learns_from_the_pods_it_first_sees_succeeded_and_once_only() -> None:
+    state = ClusterState()
+    for obj in (node("n1", cpu="64"), queue("q")):
+        state.apply(obj)
+    for i, minutes in enumerate((10, 20, 30)):
+        done = succeeded(running(f"p{i}", started=NOW, queue="q"), finished=NOW + 60 * minutes)
+        state.apply(done)
+        state.apply({**done, "metadata": {**done["metadata"], "resourceVersion": "2"}})  # listed again
+    assert state.snapshot(now=NOW).learned_runtimes == {("ns", "q"): 1800.0}
+    assert list(state.runtimes._runs[("ns", "q")]) == [600.0, 1200.0, 1800.0]
+
+
+def test_what_the_watch_keeps_of_a_pod_is_enough_to_learn_from() -> None:
+    from volsched.kube.prune import prune_pod
+
+    state = ClusterState()
+    for obj in (node("n1", cpu="64"), queue("q")):
+        state.apply(obj)
+    for i in range(3):
+        obj = running(f"p{i}", started=NOW, queue="q")
+        state.apply(prune_pod(obj))
+        state.apply(prune_pod(succeeded(obj, finished=NOW + 600)))
+    assert state.snapshot(now=NOW).learned_runtimes == {("ns", "q"): 600.0}
+
+
 def test_the_simulator_tells_the_cache_when_its_kubelet_ends_a_pod() -> None:
     state = ClusterState()
     for obj in (node("n1"), queue("q")):

@@ -258,12 +258,12 @@ class ClusterState:
                     # a readiness flip is no change (no session for it); the task takes it all the same.
                     changed = False
                 self.raw_pods[key] = obj
-                if (
-                    old is not None
-                    and task.status is TaskStatus.SUCCEEDED
-                    and old.status is TaskStatus.RUNNING
+                if task.status is TaskStatus.SUCCEEDED and (
+                    old is None or old.status is not TaskStatus.SUCCEEDED
                 ):
-                    self._learn_runtime(old, _finished_at(obj))
+                    # Seen to succeed, or first seen succeeded (an operator that restarts learns again
+                    # from the pods still there); once only.
+                    self._learn_runtime(task, _finished_at(obj))
                 self._put_task(key, task)
                 pod_spec = obj.get("spec") or {}
                 if pod_spec.get("priority") is None:

@@ -13,7 +13,8 @@ operator's resident set. Pruned here, as objects arrive from the API:
   and restartPolicy, its volumes to the PersistentVolumeClaims and the node-local ones (``emptyDir``,
   ``hostPath``: which, not what they hold);
 * a pod's status: phase, reason, startTime, and per container (ephemeral ones too) its restartCount,
-  the reason it waits or terminated and its exit code (:func:`volsched.model.decode.pod_runtime`);
+  the reason it waits or terminated and its exit code (:func:`volsched.model.decode.pod_runtime`), and
+  when it terminated (what the cache learns run times from);
 * a node: labels, annotations, taints, unschedulable, allocatable/capacity, the Ready condition and the
   addresses (:func:`volsched.model.decode.build_node`).
 
@@ -106,7 +107,7 @@ def _container_statuses(value: Any) -> Any:
         state = cs.get("state")
         if isinstance(state, _MAP):
             kept["state"] = {
-                k: _pick(d, ("reason", "exitCode")) if isinstance(d, _MAP) else {}
+                k: _pick(d, _TERMINATED if k == "terminated" else _WAITING) if isinstance(d, _MAP) else {}
                 for k, d in state.items()
                 if k in ("waiting", "terminated")
             }
@@ -114,6 +115,12 @@ def _container_statuses(value: Any) -> Any:
             kept["state"] = state
         out.append(kept)
     return out
+
+
+#: What a container's state keeps: why it waits; why and when it terminated (a pod seen to succeed
+#: tells how long its namespace and queue's pods run, :mod:`volsched.model.history`).
+_WAITING = ("reason", "exitCode")
+_TERMINATED = ("reason", "exitCode", "finishedAt")
 
 
 #: The volumes kept: claims (placement reads them), node-local storage (rescheduling's evictor does).

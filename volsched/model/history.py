@@ -3,8 +3,9 @@ the expected run time it gives a pod that says none.
 
 Only pods that succeeded count (a failed or evicted pod says nothing of how long the work takes). The
 estimate is conservative: the longest of the last :data:`KEEP` runs, once :data:`LEAST` are known;
-fewer, and none is given. Kept in memory (an operator that restarts learns again). Thread-safe: the
-watch threads learn while a session reads :meth:`RuntimeHistory.estimates`.
+fewer, and none is given. Kept in memory (an operator that restarts learns again, from the succeeded
+pods still there). Thread-safe: the watch threads learn while a session reads
+:meth:`RuntimeHistory.estimates`.
 """
 
 from __future__ import annotations
