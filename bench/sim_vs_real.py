@@ -5,12 +5,13 @@ through ``volsched simulate``'s replay, and each queue's wait (a Job's first pod
 creation) is printed from both, with the replay's error. It also prints the real control plane's
 start-up time and memory (kube-apiserver, etcd, kube-controller-manager, kwok).
 
-    python bench/sim_vs_real.py [--jobs 120] [--seed 7] [--rate 1.0] [--repeat 1]
+    python bench/sim_vs_real.py [--jobs 120] [--seed 7] [--rate 1.0] [--repeat 1] [--draws 5]
 
-The replay runs twice: as it runs by default (sessions when the operator's would, no latency), and with
-the latencies this real run showed (``--create-delay``, ``--start-delay``, ``--finish-delay``,
-``--session-time``: means of what the bench's own watch saw, and of the operator's session wall times),
-which are printed with where the real run's time went. The real run takes about as long as the
+Each round replays the workload as the replay runs by default (sessions when the operator's would, no
+latency), with the latencies this real run showed (``--create-delay``, ``--start-delay``,
+``--finish-delay``, ``--session-time``: means of what the bench's own watch saw, and of the operator's
+session wall times; printed with where the real run's time went), and with them drawn at random over
+``--draws`` seeds (``--latency-seed``). The real run takes about as long as the
 workload's arrivals plus its tail (a few minutes); the replay takes seconds. On a loaded 2-core machine
 the operator's sessions and the control plane's latencies stretch with the load, and the real waits with
 them: the load is printed before and after each round; compare within one round."""
