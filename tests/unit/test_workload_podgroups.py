@@ -157,3 +157,31 @@ def test_the_status_written_is_kube_schedulers_condition(
     )
     (cond,) = render.workload_podgroup_status(st)["conditions"]
     assert (cond["type"], cond["status"], cond["reason"]) == ("PodGroupInitiallyScheduled", status, reason)
+
+
+class _Posts:
+    """A writer that keeps the events posted."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+
+    def post_event(self, body: dict[str, Any]) -> None:
+        self.bodies.append(body)
+
+
+def test_a_shadowed_kubernetes_podgroup_gets_its_event_as_a_scheduling_k8s_io_podgroup() -> None:
+    from volsched.kube.podgroups import ConflictReporter
+
+    state = ClusterState()
+    state.apply(k8s_podgroup())
+    state.apply(podgroup("pg", min_member=2))
+    posts = _Posts()
+    assert ConflictReporter(posts).report(dict(state.conflicts), dict(state.volcano_uids)) == []  # type: ignore[arg-type]
+    (body,) = posts.bodies
+    involved = body["involvedObject"]
+    assert (involved["kind"], involved["apiVersion"], involved["uid"]) == (
+        "PodGroup",
+        "scheduling.k8s.io/v1beta1",
+        "uid-pg",
+    )
+    assert "scheduling.volsched.io" in body["message"]
