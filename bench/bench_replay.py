@@ -1,10 +1,12 @@
-"""Benchmark: the simulator's time mode (``volsched simulate --replay``), three measurements.
+"""Benchmark: the simulator's time mode (``volsched simulate --replay``), four measurements.
 
 * ``kueue``: Kueue's scheduler performance baseline (``--scenario kueue-baseline``: 5 cohorts x 6 queues,
   15,000 workloads) replayed, its wall and CPU time, sessions, and what Kueue's range spec checks: the
   mean time to admission per workload class, the least ClusterQueue usage (a leaf queue's held cpu over
   its nominal quota, its guarantee, averaged over the run) and the makespan, next to Kueue's thresholds.
   ``--cohorts N`` keeps N of the 5 cohorts (the same shape, N/5 of the work).
+* ``reuse``: the baseline (``--reuse-cohorts``, one by default) replayed as is and with every job of a backlog asked on its
+  own (no plugin answers by shape), ``--rounds`` times alternated: the CPU of both and the ratio.
 * ``memory``: traces of the same steady arrival rate over ``hours`` and twice as many hours (twice the
   jobs, the same load at any moment), each replayed in a fresh process: the cache at its fullest and the peak
   RSS. The cache holds live objects only (finished jobs' pods and PodGroups are deleted), so its peak is
@@ -14,7 +16,7 @@
 Prints the machine and its load: on this shared 2-core machine absolute figures mean little, compare
 figures of one run.
 
-    python bench/bench_replay.py                       # all three
+    python bench/bench_replay.py                       # kueue, reuse (one cohort), memory, large
     python bench/bench_replay.py kueue --cohorts 1     # a fifth of the baseline
     python bench/bench_replay.py memory large --jobs 20000 --nodes 200
 """
@@ -23,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import statistics
 import sys
 import time
 from typing import Any
@@ -31,6 +35,7 @@ from typing import Any
 import numpy
 from machine import describe, in_fresh_process
 
+from volsched.plugins.priority import Priority
 from volsched.simulate import Document, Replay
 from volsched.simulate.generate import WorkloadParams, generate
 from volsched.simulate.scenarios import (
@@ -56,7 +61,8 @@ def kueue(cohorts: int, period: float) -> None:
     report = result.report()
     print(
         f"kueue-baseline ({cohorts} of 5 cohorts, {len(scenario.trace)} workloads, period {period:g} s): "
-        f"replayed in {wall:.1f} s wall, {cpu:.1f} s CPU; {result.sessions} sessions, {result.skipped} skipped"
+        f"replayed in {wall:.1f} s wall, {cpu:.1f} s CPU; {result.sessions} sessions, {result.skipped} skipped; "
+        f"peak RSS {_rss_mib():.0f} MiB; load {_load()}"
     )
     print(f"  {'class':8} {'mean time to admission':>24} {'Kueue max':>10}")
     for cls, limit in KUEUE_MAX_MEAN_ADMISSION.items():
@@ -74,6 +80,36 @@ def kueue(cohorts: int, period: float) -> None:
         f"  makespan {report['makespan']:.1f} s of cluster time (Kueue's wall time: at most {KUEUE_MAX_WALL:g} s)"
     )
     print(f"  cluster cpu utilisation {report['resources']['cpu']['meanUtilisation']:.1f}%")
+
+
+def _rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _load() -> str:
+    return ", ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def reuse(cohorts: int, period: float, rounds: int) -> None:
+    """The baseline's ``cohorts`` replayed as is and with every job asked on its own (a plugin of the
+    config no longer declares ``answers_by_shape``: enqueue, reclaim and preempt then ask each job of a
+    backlog of jobs alike), alternated ``rounds`` times: the CPU of both, and their ratio."""
+    scenario = kueue_baseline(cohorts=cohorts)
+    cpus: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(rounds):
+        for by_shape in (True, False):
+            Priority.answers_by_shape = by_shape
+            replay = Replay(
+                scenario.documents, scenario.config, trace=scenario.trace, period=period, record_pods=False
+            )
+            _, _, cpu = _timed(replay)
+            cpus[by_shape].append(cpu)
+    Priority.answers_by_shape = True
+    mine, each = statistics.median(cpus[True]), statistics.median(cpus[False])
+    print(
+        f"reuse ({cohorts} of 5 cohorts, median of {rounds}): jobs alike asked once a shape {mine:.1f} s CPU, "
+        f"each job asked {each:.1f} s CPU: x{each / mine:.2f}; load {_load()}"
+    )
 
 
 def _cluster(nodes: int, queues: list[str]) -> list[Document]:
@@ -159,7 +195,7 @@ def large(jobs: int, nodes: int) -> None:
     print(
         f"large: {r['jobs']} jobs on {r['nodes']} nodes over a day: replayed in {r['wall']:.1f} s wall "
         f"({r['cpu']:.1f} s CPU), {r['sessions']} sessions ({r['skipped']} skipped), {r['finished']} finished, "
-        f"pods cached at most {r['peak_pods_cached']}, peak RSS {r['max_rss_mib']:.0f} MiB"
+        f"pods cached at most {r['peak_pods_cached']}, peak RSS {r['max_rss_mib']:.0f} MiB; load {_load()}"
     )
 
 
@@ -175,19 +211,23 @@ def main() -> None:
         print(json.dumps(one_trace(jobs, nodes, hours, peak)))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("parts", nargs="*", choices=("kueue", "memory", "large", []), default=[])
+    parser.add_argument("parts", nargs="*", choices=("kueue", "reuse", "memory", "large", []), default=[])
     parser.add_argument("--cohorts", type=int, default=5, help="cohorts of the Kueue baseline kept (1-5)")
     parser.add_argument("--period", type=float, default=1.0, help="seconds between session ticks")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the reuse comparison")
+    parser.add_argument("--reuse-cohorts", type=int, default=1, help="cohorts of the reuse comparison")
     parser.add_argument("--jobs", type=int, default=100_000, help="jobs of the large trace")
     parser.add_argument("--nodes", type=int, default=1_000, help="nodes of the large trace")
     parser.add_argument(
         "--memory-jobs", type=int, default=2_000, help="jobs of the memory check's first trace"
     )
     args = parser.parse_args()
-    parts = args.parts or ["kueue", "memory", "large"]
+    parts = args.parts or ["kueue", "reuse", "memory", "large"]
     print("machine:", describe(f"numpy {numpy.__version__}"))
     if "kueue" in parts:
         kueue(args.cohorts, args.period)
+    if "reuse" in parts:
+        reuse(args.reuse_cohorts, args.period, args.rounds)
     if "memory" in parts:
         memory(args.memory_jobs, 50, 6.0)
     if "large" in parts:
