@@ -364,7 +364,8 @@ class ClusterState:
         Ends with the claim's next event, or :meth:`forget_claims`."""
         with self._lock:
             for a in bind.claims:
-                claim = self.resource_claims.get(a.key)
+                key = a.key
+                claim = self.resource_claims.get(key)
                 if claim is None or bind.uid in claim.reserved_for:
                     continue
                 allocation = (
@@ -373,9 +374,9 @@ class ClusterState:
                     else Allocated(results=a.results, node_name=a.node_name, node_terms=a.node_terms)
                 )
                 assumed = claim.assumed(allocation, (*claim.reserved_for, bind.uid))
-                before = self._claims_assumed.get(a.key, (claim, claim))[0]
-                self._claims_assumed[a.key] = (before, assumed)
-                self.resource_claims[a.key] = assumed
+                held = self._claims_assumed.get(key)
+                self._claims_assumed[key] = (claim if held is None else held[0], assumed)
+                self.resource_claims[key] = assumed
                 self.changes += 1
 
     def forget_claims(self, bind: Bind) -> None:

@@ -179,9 +179,11 @@ class NodeViews(PointTables):
         ok = bool(nodes.ready[i])
         devices_now = True
         if ok and task.resource_claims:
-            ok = bool(self._devices(task, idx, future=True)[0])
-            if ok and self.devices.releasing.any():  # placed now: on free devices only
-                devices_now = bool(self._devices(task, idx)[0])
+            devices = self.devices
+            plan = devices.plan(task.namespace, task.resource_claims, pod_uid=task.uid)
+            ok = devices.fits_one(plan, i, devices.available(future=True))
+            if ok and devices.releasing.any():  # placed now: on free devices only
+                devices_now = devices.fits_one(plan, i)
         for _, fn in self._flat("predicate"):
             ok = ok and bool(fn(task, idx)[0])
         floor = view.floor_list

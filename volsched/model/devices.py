@@ -458,6 +458,10 @@ class DeviceCatalog:
         self.starts: IntArray = np.searchsorted(self.pair_node, np.arange(n + 1)).astype(np.intp)
         self.supported: BoolArray = np.array([not d.unsupported for d in self.devices], dtype=bool)
         self._matches: dict[tuple[str, tuple[str, ...]], tuple[BoolArray, str]] = {}
+        self._hits: dict[tuple[str, tuple[str, ...]], list[bool]] = {}
+        self._node_devices: dict[int, list[int]] = {}
+        #: Whether some class has configuration to copy into allocations.
+        self.class_config = any(c.config for c in self.classes.values())
         self._contexts: list[Any] | None = None
         self._node_attributes: list[dict[str, str]] | None = None
 
@@ -467,6 +471,24 @@ class DeviceCatalog:
     def on_node(self, node: int) -> IntArray:
         """The devices node ``node`` reaches, in the catalog's order."""
         return self.pair_dev[self.starts[node] : self.starts[node + 1]]
+
+    def node_devices(self, node: int) -> list[int]:
+        """:meth:`on_node` as a list (kept): a node's few devices are looked at one by one faster in
+        plain Python than through numpy calls."""
+        found = self._node_devices.get(node)
+        if found is None:
+            found = self._node_devices[node] = self.on_node(node).tolist()
+        return found
+
+    def hits(self, request: DeviceRequest) -> list[bool]:
+        """:meth:`matches`' vector as a list (kept as long), to be read device by device."""
+        key = (request.device_class, request.selectors)
+        found = self._hits.get(key)
+        if found is None:
+            if len(self._hits) >= _KEPT:
+                self._hits.clear()
+            found = self._hits[key] = self.matches(request)[0].tolist()
+        return found
 
     def matches(self, request: DeviceRequest) -> tuple[BoolArray, str]:
         """Which devices the request's class and selectors match (supported devices only), and what went
@@ -556,6 +578,8 @@ class _Want:
     claim: int  # index into the pod's claims to allocate
     request: DeviceRequest
     match: BoolArray
+    #: ``match`` as a list (read device by device on one node).
+    hits: list[bool]
 
 
 @dataclass(slots=True)
@@ -598,7 +622,15 @@ class DeviceState:
         #: Claims this session allocated (claim key -> allocation), and what each task took.
         self.allocated: dict[str, ClaimAllocation] = {}
         self.by_task: dict[str, tuple[ClaimAllocation, ...]] = {}
-        self._plans: dict[tuple[Any, ...], _Plan] = {}
+        #: Plans by the identity of the pod's claims (a task's tuple, asked again and again in a session;
+        #: the tuple is held with its plan, so its id is not reused meanwhile).
+        self._plans: dict[int, tuple[Sequence[PodClaim], str, str, _Plan]] = {}
+        #: The wants and constraints of a pod's first claim to allocate, by its requests and constraints.
+        #: The results made for (request name, device), given again.
+        self._results: dict[tuple[str, int], DeviceResult] = {}
+        self._shapes: dict[
+            tuple[Any, ...], tuple[tuple[_Want, ...], tuple[tuple[tuple[int, ...], str], ...]]
+        ] = {}
         #: Devices being released (their pod evicted), not taken by a pipelined pod; what each evicted
         #: pod releases; and which devices each pod's allocation took from the released ones.
         self.releasing: BoolArray = np.zeros(len(catalog), dtype=bool)
@@ -651,12 +683,13 @@ class DeviceState:
     def plan(self, namespace: str, pod_claims: Sequence[PodClaim], *, pod_uid: str = "") -> _Plan:
         """What a pod's claims need (kept while none of its claims is allocated or given back in the
         session since)."""
-        key = (namespace, tuple(pod_claims), pod_uid)
-        found = self._plans.get(key)
-        if found is not None and self._still(found):
-            return found
+        held = self._plans.get(id(pod_claims))
+        if held is not None:
+            claims, ns, uid, found = held
+            if claims is pod_claims and ns == namespace and uid == pod_uid and self._still(found):
+                return found
         plan = self._plan(namespace, pod_claims, pod_uid=pod_uid)
-        self._plans[key] = plan
+        self._plans[id(pod_claims)] = (pod_claims, namespace, pod_uid, plan)
         return plan
 
     def _still(self, plan: _Plan) -> bool:
@@ -709,7 +742,14 @@ class DeviceState:
                 continue
             c = len(plan.fresh)
             plan.fresh.append(claim)
-            first = len(plan.wants)
+            if c == 0:  # the claims of one template ask alike: their wants are worked out once
+                shape = (claim.requests, claim.constraints)
+                known = self._shapes.get(shape)
+                if known is not None:
+                    plan.wants.extend(known[0])
+                    plan.constraints.extend(known[1])
+                    continue
+            first, asked = len(plan.wants), len(problems)
             for r in claim.requests:
                 if r.unsupported:
                     problems.append(f"resourceclaim {claim.name}: request {r.name}: {r.unsupported}")
@@ -717,11 +757,13 @@ class DeviceState:
                 match, problem = self.catalog.matches(r)
                 if problem and not match.any():
                     problems.append(f"resourceclaim {claim.name}: {problem}")
-                plan.wants.append(_Want(c, r, match))
+                plan.wants.append(_Want(c, r, match, self.catalog.hits(r)))
             names = {w.request.name: first + k for k, w in enumerate(plan.wants[first:])}
             for con in claim.constraints:
                 members = tuple(names[n] for n in (con.requests or tuple(names)) if n in names)
                 plan.constraints.append((members, con.attribute))
+            if c == 0 and len(problems) == asked:  # (a problem names the claim: not kept)
+                self._shapes[shape] = (tuple(plan.wants), tuple(plan.constraints))
         plan.problem = "; ".join(problems)
         return plan
 
@@ -762,44 +804,69 @@ class DeviceState:
         if len(idx) <= _FEW_NODES:  # a node or two that changed: their own devices, not every pair
             for k, i in enumerate(idx.tolist()):
                 if ok[k]:
-                    on_node = self.catalog.on_node(i)
-                    free = free_all[on_node]
-                    for w in plan.wants:
-                        hit = w.match[on_node]
-                        matching, usable = int(hit.sum()), int((hit & free).sum())
-                        if w.request.all:
-                            enough = usable == matching and matching >= 1
-                        else:
-                            enough = usable >= w.request.count
-                        if not enough:
-                            ok[k] = False
-                            break
-        else:
-            for w in plan.wants:
-                avail, total = self._counts(w, free_all)
-                a, t = avail[idx], total[idx]
-                ok &= ((a == t) & (t >= 1)) if w.request.all else (a >= w.request.count)
+                    ok[k] = self._fits_here(plan, i, free_all)
+            return ok
+        for w in plan.wants:
+            avail, total = self._counts(w, free_all)
+            a, t = avail[idx], total[idx]
+            ok &= ((a == t) & (t >= 1)) if w.request.all else (a >= w.request.count)
         if len(plan.wants) > 1 or plan.constraints:
             for j in np.flatnonzero(ok).tolist():
                 ok[j] = self.search(plan, int(idx[j]), free_all) is not None
         return ok
 
+    def fits_one(self, plan: _Plan, node: int, available: BoolArray | None = None) -> bool:
+        """:meth:`fits` for one node (the same answer, without arrays: this runs once per placed pod)."""
+        if plan.problem:
+            return False
+        if plan.pinned and not self._pinned_ok(plan, np.array([node], dtype=np.intp))[0]:
+            return False
+        if not plan.wants:
+            return True
+        if not len(self.catalog):
+            return False
+        return self._fits_here(plan, node, self.free if available is None else available)
+
+    def _fits_here(self, plan: _Plan, node: int, free: BoolArray) -> bool:
+        """Whether node ``node`` has enough free devices (of ``free``) for every want, and (several wants
+        or a constraint) a set that holds them all; its pinned claims already checked."""
+        on_node = self.catalog.node_devices(node)
+        for w in plan.wants:
+            hits = w.hits
+            matching = usable = 0
+            for d in on_node:
+                if hits[d]:
+                    matching += 1
+                    if free[d]:
+                        usable += 1
+            if w.request.all:
+                if usable != matching or matching < 1:
+                    return False
+            elif usable < w.request.count:
+                return False
+        if len(plan.wants) > 1 or plan.constraints:
+            return self.search(plan, node, free) is not None
+        return True
+
     def search(self, plan: _Plan, node: int, available: BoolArray | None = None) -> list[list[int]] | None:
         """The devices (catalog indices) node ``node`` gives each of the plan's requests, or None: the
         first set found trying the node's free devices (or those of ``available``) in the catalog's
         order, every constraint held."""
-        on_node = self.catalog.on_node(node)
+        on_node = self.catalog.node_devices(node)
         free = self.free if available is None else available
         if len(plan.wants) == 1 and not plan.constraints:  # one request: the first free matching devices
             w = plan.wants[0]
-            hit = on_node[w.match[on_node]]
+            hits = w.hits
+            hit = [d for d in on_node if hits[d]]
             if w.request.all:
-                return [hit.tolist()] if len(hit) and free[hit].all() else None
-            hit = hit[free[hit]]
-            return [hit[: w.request.count].tolist()] if len(hit) >= w.request.count else None
+                return [hit] if hit and all(free[d] for d in hit) else None
+            count = w.request.count
+            took = [d for d in hit if free[d]]
+            return [took[:count]] if len(took) >= count else None
         cands: list[list[int]] = []
         for w in plan.wants:
-            matching = [int(d) for d in on_node if w.match[d]]
+            hits = w.hits
+            matching = [d for d in on_node if hits[d]]
             if w.request.all and (not matching or not all(free[d] for d in matching)):
                 return None
             cands.append([d for d in matching if free[d]])
@@ -914,6 +981,7 @@ class DeviceState:
         node_name = self.nodes[node].name
         out: list[ClaimAllocation] = [a for _, a in plan.pinned]
         devices = self.catalog.devices
+        made = self._results
         for c, claim in enumerate(plan.fresh):
             results: list[DeviceResult] = []
             # Where the claim can be used: the node, if one of its devices is attached there; else the
@@ -923,28 +991,33 @@ class DeviceState:
             for w, want in enumerate(plan.wants):
                 if want.claim != c:
                     continue
+                request = want.request.name
                 for d in picks[w]:
                     dev = devices[d]
-                    results.append(DeviceResult(want.request.name, dev.driver, dev.pool, dev.name))
+                    result = made.get((request, d))
+                    if result is None:  # (values: one made per request name and device)
+                        result = made[(request, d)] = DeviceResult(request, dev.driver, dev.pool, dev.name)
+                    results.append(result)
                     local = local or bool(dev.node_name)
                     terms = terms or dev.node_terms
             config: list[tuple[str, tuple[str, ...], Any]] = []
-            for r in claim.requests:
+            for r in claim.requests if self.catalog.class_config else ():
                 cls = self.catalog.classes.get(r.device_class)
                 for entry in cls.config if cls is not None else ():
                     config.append(("FromClass", (r.name,), entry))
             for entry in claim.config:
                 config.append(("FromClaim", (), entry))
             alloc = ClaimAllocation(
-                namespace=claim.namespace,
-                claim=claim.name,
-                uid=claim.uid,
-                results=tuple(results),
-                node_name=node_name if local else "",
-                node_terms=() if local else terms,
-                config=tuple(config),
+                claim.namespace,
+                claim.name,
+                claim.uid,
+                tuple(results),
+                node_name if local else "",
+                () if local else terms,
+                False,
+                tuple(config) if config else (),
             )
-            self.allocated[claim.key] = alloc
+            self.allocated[f"{claim.namespace}/{claim.name}"] = alloc
             out.append(alloc)
         released: list[int] = []
         for d in itertools.chain.from_iterable(picks):
