@@ -369,9 +369,7 @@ class ClusterState:
                 if claim is None or bind.uid in claim.reserved_for:
                     continue
                 allocation = (
-                    claim.allocation
-                    if a.existing
-                    else Allocated(results=a.results, node_name=a.node_name, node_terms=a.node_terms)
+                    claim.allocation if a.existing else Allocated(a.results, a.node_name, a.node_terms)
                 )
                 assumed = claim.assumed(allocation, (*claim.reserved_for, bind.uid))
                 held = self._claims_assumed.get(key)

@@ -133,7 +133,7 @@ class NodeViews(PointTables):
         if task.resource_claims:
             devices_then = self._devices(task, idx, future=True)
             mask = mask & devices_then
-            if self.devices.releasing.any():  # placed now: on free devices only
+            if self.devices.releasing_any():  # placed now: on free devices only
                 devices_now = self._devices(task, idx)
         for _, fn in self._flat("predicate"):
             mask = mask & fn(task, idx)
@@ -182,7 +182,7 @@ class NodeViews(PointTables):
             devices = self.devices
             plan = devices.plan(task.namespace, task.resource_claims, pod_uid=task.uid)
             ok = devices.fits_one(plan, i, devices.available(future=True))
-            if ok and devices.releasing.any():  # placed now: on free devices only
+            if ok and devices.releasing_any():  # placed now: on free devices only
                 devices_now = devices.fits_one(plan, i)
         for _, fn in self._flat("predicate"):
             ok = ok and bool(fn(task, idx)[0])

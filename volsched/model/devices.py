@@ -359,14 +359,20 @@ class Claim:
         return f"{self.namespace}/{self.name}"
 
     def assumed(self, allocation: Allocated | None, reserved_for: tuple[str, ...]) -> Claim:
-        """The claim with this allocation and these reservations (slot by slot: a bind's claims are
-        assumed one a bind, and ``dataclasses.replace`` costs several times more)."""
-        out = object.__new__(Claim)
-        for name in Claim.__slots__:
-            object.__setattr__(out, name, getattr(self, name))
-        object.__setattr__(out, "allocation", allocation)
-        object.__setattr__(out, "reserved_for", reserved_for)
-        return out
+        """The claim with this allocation and these reservations (a bind's claims are assumed one a
+        bind, and ``dataclasses.replace`` costs several times more)."""
+        return Claim(
+            self.namespace,
+            self.name,
+            self.uid,
+            self.requests,
+            self.constraints,
+            self.config,
+            self.unsupported,
+            allocation,
+            reserved_for,
+            self.deleting,
+        )
 
     @property
     def signature(self) -> str:
@@ -586,15 +592,19 @@ class _Want:
 class _Plan:
     """What a pod's claims need on a node, worked out once per session per pod shape."""
 
-    claims: list[Claim]
+    claims: Sequence[Claim]
     #: Claims already allocated (before or in this session): only the nodes they can be used from.
-    pinned: list[tuple[Claim, ClaimAllocation]]
+    pinned: Sequence[tuple[Claim, ClaimAllocation]]
     #: Claims to allocate, their requests flattened, and constraints as (want indices, attribute).
-    fresh: list[Claim]
-    wants: list[_Want]
-    constraints: list[tuple[tuple[int, ...], str]]
+    fresh: Sequence[Claim]
+    wants: Sequence[_Want]
+    constraints: Sequence[tuple[tuple[int, ...], str]]
     #: Why no node can take the pod ("": some may).
     problem: str = ""
+    #: The pod's claims, namespace and uid it was made for (what :meth:`DeviceState.plan` keeps it by).
+    of: Sequence[PodClaim] = ()
+    namespace: str = ""
+    pod_uid: str = ""
 
 
 class DeviceState:
@@ -624,10 +634,8 @@ class DeviceState:
         self.by_task: dict[str, tuple[ClaimAllocation, ...]] = {}
         #: Plans by the identity of the pod's claims (a task's tuple, asked again and again in a session;
         #: the tuple is held with its plan, so its id is not reused meanwhile).
-        self._plans: dict[int, tuple[Sequence[PodClaim], str, str, _Plan]] = {}
+        self._plans: dict[int, _Plan] = {}
         #: The wants and constraints of a pod's first claim to allocate, by its requests and constraints.
-        #: The results made for (request name, device), given again.
-        self._results: dict[tuple[str, int], DeviceResult] = {}
         self._shapes: dict[
             tuple[Any, ...], tuple[tuple[_Want, ...], tuple[tuple[tuple[int, ...], str], ...]]
         ] = {}
@@ -636,6 +644,12 @@ class DeviceState:
         self.releasing: BoolArray = np.zeros(len(catalog), dtype=bool)
         self._released_by: dict[str, list[int]] = {}
         self._took_released: dict[str, list[int]] = {}
+        #: Whether a device was ever marked released in the session (none is until one is).
+        self._ever_released = False
+
+    def releasing_any(self) -> bool:
+        """Whether some device is being released (and not taken by a pipelined pod)."""
+        return self._ever_released and bool(self.releasing.any())
 
     def available(self, *, future: bool = False) -> BoolArray:
         """The devices a placement may take (``future``: a pipelined one, released devices too)."""
@@ -669,6 +683,7 @@ class DeviceState:
         if devices:
             self.releasing[devices] = True
             self._released_by[key] = devices
+            self._ever_released = True
         return devices
 
     def stop_releasing(self, key: str) -> list[int]:
@@ -683,13 +698,18 @@ class DeviceState:
     def plan(self, namespace: str, pod_claims: Sequence[PodClaim], *, pod_uid: str = "") -> _Plan:
         """What a pod's claims need (kept while none of its claims is allocated or given back in the
         session since)."""
-        held = self._plans.get(id(pod_claims))
-        if held is not None:
-            claims, ns, uid, found = held
-            if claims is pod_claims and ns == namespace and uid == pod_uid and self._still(found):
-                return found
+        found = self._plans.get(id(pod_claims))
+        if (
+            found is not None
+            and found.of is pod_claims
+            and found.namespace == namespace
+            and found.pod_uid == pod_uid
+            and self._still(found)
+        ):
+            return found
         plan = self._plan(namespace, pod_claims, pod_uid=pod_uid)
-        self._plans[id(pod_claims)] = (pod_claims, namespace, pod_uid, plan)
+        plan.of, plan.namespace, plan.pod_uid = pod_claims, namespace, pod_uid
+        self._plans[id(pod_claims)] = plan
         return plan
 
     def _still(self, plan: _Plan) -> bool:
@@ -698,11 +718,14 @@ class DeviceState:
         allocated = self.allocated
         if not allocated:
             return not any(not a.existing for _, a in plan.pinned)
-        return all(c.key not in allocated for c in plan.fresh) and all(
-            a.existing or allocated.get(c.key) is a for c, a in plan.pinned
-        )
+        for c in plan.fresh:
+            if f"{c.namespace}/{c.name}" in allocated:
+                return False
+        return not plan.pinned or all(a.existing or allocated.get(c.key) is a for c, a in plan.pinned)
 
     def _plan(self, namespace: str, pod_claims: Sequence[PodClaim], *, pod_uid: str = "") -> _Plan:
+        # Kept for the session: tuples (shared where they can be), not lists, so that a plan a pod adds
+        # few objects for the collector to go over.
         claims: list[Claim] = []
         problems: list[str] = []
         for pc in pod_claims:
@@ -721,7 +744,11 @@ class DeviceState:
                 problems.append(f"resourceclaim {pc.claim}: {claim.unsupported}")
             else:
                 claims.append(claim)
-        plan = _Plan(claims=claims, pinned=[], fresh=[], wants=[], constraints=[])
+        pinned: list[tuple[Claim, ClaimAllocation]] = []
+        fresh: list[Claim] = []
+        wants: list[_Want] = []
+        constraints: list[tuple[tuple[int, ...], str]] = []
+        known: tuple[tuple[_Want, ...], tuple[tuple[tuple[int, ...], str], ...]] | None = None
         for claim in claims:
             done = self.allocated.get(claim.key)
             if done is None and claim.allocation is not None:
@@ -738,18 +765,18 @@ class DeviceState:
                 if len(claim.reserved_for) >= 256 and pod_uid not in claim.reserved_for:
                     problems.append(f"resourceclaim {claim.name} is reserved for 256 pods already")
             if done is not None:
-                plan.pinned.append((claim, done))
+                pinned.append((claim, done))
                 continue
-            c = len(plan.fresh)
-            plan.fresh.append(claim)
+            c = len(fresh)
+            fresh.append(claim)
             if c == 0:  # the claims of one template ask alike: their wants are worked out once
                 shape = (claim.requests, claim.constraints)
                 known = self._shapes.get(shape)
                 if known is not None:
-                    plan.wants.extend(known[0])
-                    plan.constraints.extend(known[1])
+                    wants.extend(known[0])
+                    constraints.extend(known[1])
                     continue
-            first, asked = len(plan.wants), len(problems)
+            first, asked = len(wants), len(problems)
             for r in claim.requests:
                 if r.unsupported:
                     problems.append(f"resourceclaim {claim.name}: request {r.name}: {r.unsupported}")
@@ -757,15 +784,26 @@ class DeviceState:
                 match, problem = self.catalog.matches(r)
                 if problem and not match.any():
                     problems.append(f"resourceclaim {claim.name}: {problem}")
-                plan.wants.append(_Want(c, r, match, self.catalog.hits(r)))
-            names = {w.request.name: first + k for k, w in enumerate(plan.wants[first:])}
+                wants.append(_Want(c, r, match, self.catalog.hits(r)))
+            names = {w.request.name: first + k for k, w in enumerate(wants[first:])}
             for con in claim.constraints:
                 members = tuple(names[n] for n in (con.requests or tuple(names)) if n in names)
-                plan.constraints.append((members, con.attribute))
+                constraints.append((members, con.attribute))
             if c == 0 and len(problems) == asked:  # (a problem names the claim: not kept)
-                self._shapes[shape] = (tuple(plan.wants), tuple(plan.constraints))
-        plan.problem = "; ".join(problems)
-        return plan
+                self._shapes[shape] = (tuple(wants), tuple(constraints))
+        claimed = tuple(claims)
+        if known is not None and len(fresh) == 1:
+            wanted, constrained = known
+        else:
+            wanted, constrained = tuple(wants), tuple(constraints)
+        return _Plan(
+            claimed,
+            tuple(pinned),
+            claimed if len(fresh) == len(claimed) else tuple(fresh),
+            wanted,
+            constrained,
+            "; ".join(problems),
+        )
 
     # --- which nodes ------------------------------------------------------------------------------
 
@@ -981,7 +1019,6 @@ class DeviceState:
         node_name = self.nodes[node].name
         out: list[ClaimAllocation] = [a for _, a in plan.pinned]
         devices = self.catalog.devices
-        made = self._results
         for c, claim in enumerate(plan.fresh):
             results: list[DeviceResult] = []
             # Where the claim can be used: the node, if one of its devices is attached there; else the
@@ -994,10 +1031,7 @@ class DeviceState:
                 request = want.request.name
                 for d in picks[w]:
                     dev = devices[d]
-                    result = made.get((request, d))
-                    if result is None:  # (values: one made per request name and device)
-                        result = made[(request, d)] = DeviceResult(request, dev.driver, dev.pool, dev.name)
-                    results.append(result)
+                    results.append(DeviceResult(request, dev.driver, dev.pool, dev.name))
                     local = local or bool(dev.node_name)
                     terms = terms or dev.node_terms
             config: list[tuple[str, tuple[str, ...], Any]] = []
