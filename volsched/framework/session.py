@@ -185,6 +185,8 @@ class Session(NodeViews):
         pods name was allocated or given back: they go where it is)."""
         for i in self.devices.nodes_of(taken):
             self.touch(i)
+        if all(pc.template for pc in task.resource_claims):  # claims made for the pod alone
+            return
         named = {f"{task.namespace}/{pc.claim}" for pc in task.resource_claims if not pc.template}
         if named and any(not a.existing and a.key in named and self.claim_users()[a.key] > 1 for a in taken):
             for i in range(len(self.nodes)):
