@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from operator import attrgetter
 
 import numpy as np
+import numpy.typing as npt
 
 from volsched.framework.settled import Settled, fold, settle
 from volsched.model.cluster import (
@@ -27,7 +28,7 @@ from volsched.model.cluster import (
     holdings,
     unmet_minimum_rows,
 )
-from volsched.model.resources import Vector
+from volsched.model.resources import Vector, stack_rows
 from volsched.model.vocabulary import PodGroupPhase, TaskStatus
 
 _QUEUE: attrgetter[str] = attrgetter("queue")
@@ -46,6 +47,8 @@ class _Answers:
     unmet_by_queue: Mapping[str, Vector] | None = None
     unmet: Vector | None = None
     asking_jobs: Sequence[Job] | None = None
+    #: What each job after the run holds, one row each (the sums' rows once a status changed).
+    rest_rows: npt.NDArray[np.float64] | None = None
     short_gangs: Sequence[Job] | None = None
 
 
@@ -138,6 +141,13 @@ class SessionLedger:
             out = self._holdings = holdings(self.unsettled(), self._width)
         return out
 
+    def _rest_rows(self) -> npt.NDArray[np.float64]:
+        """What each job after the run holds now, one row each, stacked once until the next change."""
+        out = self._answers.rest_rows
+        if out is None:
+            out = self._answers.rest_rows = stack_rows([j.allocated for j in self.unsettled()], self._width)
+        return out
+
     def _after_gaps(self) -> Sequence[Job]:
         """The jobs after the run's span (what the run's gaps ask is in its sums already)."""
         run = self.settled()
@@ -163,8 +173,7 @@ class SessionLedger:
         run = self.settled()
         start = run.queue if key is _QUEUE else run.namespace
         if self._moved:  # every job after the run (a job all pending again may hold float dust)
-            rest = self.unsettled()
-            return _frozen(fold(start, list(map(key, rest)), [j.allocated for j in rest], self._width))
+            return _frozen(fold(start, list(map(key, self.unsettled())), self._rest_rows(), self._width))
         held = self.holdings()  # (a job all pending holds zeros: only the keys are wanted of it)
         out = fold(start, list(map(key, held.jobs)), held.matrix, self._width)
         for k in set(map(key, self.unsettled())).difference(out):
@@ -176,20 +185,20 @@ class SessionLedger:
         if out is None:
             run = self.settled()
             pending, pipelined = TaskStatus.PENDING, TaskStatus.PIPELINED
-            queues: list[str] = []
-            rows: list[Vector] = []
-            asks = False
+            rest = self.unsettled()
             gaps = len(run.gaps)  # the first of the jobs after the run: what they ask is in its sums
-            for k, job in enumerate(self.unsettled()):
-                queues.append(job.queue)
-                c = job.status_count
-                if k >= gaps and (c.get(pending) or c.get(pipelined)):
-                    asks = True
-                    rows.append(job.total_request())
-                else:
-                    rows.append(job.allocated)
-            if asks or run.request:
-                out = _frozen(fold({**run.queue, **run.request}, queues, rows, self._width))
+            asking = [
+                k
+                for k, job in enumerate(rest)
+                if k >= gaps and (job.status_count.get(pending) or job.status_count.get(pipelined))
+            ]
+            if asking or run.request:
+                # each job's row: what it holds, or for one that asks what it holds and asks
+                rows = self._rest_rows()
+                if asking:
+                    rows = rows.copy()
+                    rows[asking] = stack_rows([rest[k].total_request() for k in asking], self._width)
+                out = _frozen(fold({**run.queue, **run.request}, list(map(_QUEUE, rest)), rows, self._width))
             else:
                 out = self.held_by_queue()
             self._answers.asked_by_queue = out
