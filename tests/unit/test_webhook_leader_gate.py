@@ -24,7 +24,23 @@ def test_only_the_leader_hands_configs_over() -> None:
         queue: asyncio.Queue[str] = asyncio.Queue()
         leading = asyncio.Event()
         got: list[str] = []
-        it = gate(_configs(queue), leading.is_set, look_every=0.01, reassert_every=3600)
+        looks = 0
+
+        def is_leader() -> bool:
+            nonlocal looks
+            looks += 1
+            return leading.is_set()
+
+        async def looked_since_taken() -> None:
+            """Until the gate has taken the queued config and asked again whether it leads (so it
+            decided with that config in hand)."""
+            while not queue.empty():
+                await asyncio.sleep(0.001)
+            seen = looks
+            while looks < seen + 3:
+                await asyncio.sleep(0.001)
+
+        it = gate(_configs(queue), is_leader, look_every=0.01, reassert_every=3600)
 
         async def collect() -> None:
             async for c in it:
@@ -32,8 +48,7 @@ def test_only_the_leader_hands_configs_over() -> None:
 
         task = asyncio.create_task(collect())
         await queue.put("a")
-        for _ in range(20):  # following: handed nothing (many looks)
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(looked_since_taken(), timeout=5)  # following: it had "a" and handed nothing
         assert got == []
         leading.set()
         while got != ["a"]:
@@ -43,8 +58,7 @@ def test_only_the_leader_hands_configs_over() -> None:
             await asyncio.sleep(0.01)
         leading.clear()
         await queue.put("c")  # following again: kept, not handed
-        for _ in range(20):
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(looked_since_taken(), timeout=5)
         assert got == ["a", "b"]
         leading.set()  # leading again: the latest one
         while got != ["a", "b", "c"]:
