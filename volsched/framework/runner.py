@@ -403,7 +403,14 @@ def _render_events(session: Session, phases: dict[str, PodGroupPhase], waiting: 
         pending = [t for t in job.pending_tasks() if t.schedulable_by_us]
         job_statuses = session.job_errors.get(job.key, [])
         job_reason = render(job_statuses) or None
+        on_group = False
         if job.podgroup is not None and job_reason and phases[job.key] is not PodGroupPhase.RUNNING:
+            # A gang refused as invalid (too few of its pods exist yet, a queue it may not use) is
+            # refused whole, its pods never tried: said once on its PodGroup, not again on each pod (a
+            # 1,000-pod gang whose pods the watch delivers in pieces would get a condition and an
+            # event per pod a moment before it is whole), as Volcano says an invalid job's reason.
+            invalid = session.job_valid(job)
+            on_group = gap is None and invalid is not None and invalid in job_statuses
             result.rejections[f"PodGroup {job.key}"] = tuple(job_statuses)
             result.events.append(
                 Event(
@@ -416,6 +423,8 @@ def _render_events(session: Session, phases: dict[str, PodGroupPhase], waiting: 
             )
         for task in sorted(pending, key=lambda t: t.key):
             fit = session.fit_errors.get(task.key)
+            if fit is None and on_group:
+                continue
             statuses = (fit,) if fit is not None else tuple(job_statuses)
             if (
                 fit is not None
