@@ -526,9 +526,10 @@ class KubeWriter:
         before preempting) and a ``Preempted``/``Evicted`` event naming the action, the beneficiary and
         the numbers, then the Eviction API (which enforces PodDisruptionBudgets). The Eviction API
         replaces the condition with its own (``EvictionByEvictionAPI``), so it is written once more
-        after a successful eviction while the pod terminates (not for a pod the eviction deletes at once:
-        a zero grace period and no finalizer; the write would only be refused, one request of four). A
-        pod that cannot be told is not evicted (the next session tries again)."""
+        after a successful eviction while the pod terminates. A pod the eviction deletes at once (a zero
+        grace period and no finalizer) gets neither write: the eviction's own condition replaces the
+        first before anyone could read it and the pod is gone before the second (only refused); its
+        event says why. A pod that cannot be told is not evicted (the next session tries again)."""
         if not self._ours(pod):
             return EvictOutcome(eviction, SKIPPED, "not scheduled by volsched")
         ns, name = _split(eviction.pod)
@@ -536,7 +537,8 @@ class KubeWriter:
         message = redact(render_eviction(eviction))
         now = render.now_rfc3339()
         condition = render.disruption_target_condition(eviction.action, message, now)
-        told = self._disruption_target(eviction, ns, name, condition)
+        lingers = not _gone_when_evicted(pod)
+        told = self._disruption_target(eviction, ns, name, condition) if lingers else None
         if told is not None:
             return told
         target = EventTarget("Pod", "v1", ns, name, uid)
@@ -544,7 +546,7 @@ class KubeWriter:
             target, reason=eviction_event_reason(eviction), message=message, type_="Normal", now=now
         )
         outcome = self._evict(eviction, ns, name)
-        if outcome.result == EVICTED and not _gone_when_evicted(pod):
+        if outcome.result == EVICTED and lingers:
             self._disruption_target(eviction, ns, name, condition)
         if event_error:
             outcome.detail = f"{outcome.detail}; {event_error}" if outcome.detail else event_error
