@@ -46,7 +46,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/bench_allocate.py
 
-## Binds on a real kube-apiserver: volsched, kube-scheduler and a bare binder (the ceiling), backlog and
+## Binds on a real kube-apiserver: volsched and kube-scheduler (the bare binder only with BENCH_ARGS=--only ...,ceiling), backlog and
 ## arriving pods (1,000 nodes x 10,000 pods; BENCH_ARGS=--quick: 200 x 2,000; see bench/bind_throughput.py).
 bench-bind: $(STAMP)
 	bash hack/controlplane/build.sh >/dev/null

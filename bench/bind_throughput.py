@@ -1,4 +1,4 @@
-"""Bind throughput on a real kube-apiserver: volsched, kube-scheduler and a bare binder (the ceiling).
+"""Bind throughput on a real kube-apiserver: volsched, kube-scheduler and (when asked) a bare binder.
 
 For every mode and scheduler in turn, a fresh local control plane (etcd + kube-apiserver from
 hack/controlplane; a fresh one each, so that every scheduler meets the same empty apiserver and etcd) gets
@@ -82,8 +82,11 @@ from volsched_dev.devcluster import LocalControlPlane  # noqa: E402
 NAMESPACE = "bench"
 OPERATOR_NS = "volsched-system"
 SCHEDULERS = ("volsched", "kube-scheduler", "ceiling", "ceiling-python")
-#: Run unless --only says otherwise (ceiling-python is there to compare the two bare binders).
-DEFAULT_ONLY = ("volsched", "kube-scheduler", "ceiling")
+#: Run unless --only says otherwise. The bare binders are not among them: on a shared 2-core machine the
+#: Go binder's rate moved between 450 and 1,450 pods/s from run to run, the apiserver's share of the
+#: processors and not a bound on what a scheduler can do, so "x ceiling" was no measure; the ratio to
+#: kube-scheduler of the same invocation is. ``--only ...,ceiling`` still runs it (and its column).
+DEFAULT_ONLY = ("volsched", "kube-scheduler")
 SCHEDULER_NAMES = {
     "volsched": "volsched",
     "kube-scheduler": "bench-kube-scheduler",
