@@ -9,7 +9,10 @@ session started, its bind handed to the port, sent, answered (see ``volsched.kub
 bench's own watch (creation seen, bind seen) they make the stages:
 
 * ``watch``:    created (the bench's watch shows it) -> volsched's watch shows it (delivery, parse, cache);
-* ``wait``:     -> the session that placed it starts (the pacing wait, the loop's wake-up, lease/config);
+* ``wait``:     -> the session that placed it starts (the pacing wait, the loop's wake-up, lease/config),
+  split into ``loop`` (-> the session loop hands the session to its thread: the event loop's wake-up
+  and the pacing wait), ``thread`` (-> that thread begins it) and ``prep`` (-> the session starts:
+  the Lease, the config);
 * ``session``:  -> its bind handed to the port (snapshot, actions: a session's cost for that pod);
 * ``queue``:    -> a bind worker sends it;
 * ``bind``:     -> its answer (the apiserver's write);
@@ -44,15 +47,18 @@ from bindstats import percentile  # noqa: E402
 from machine import describe  # noqa: E402
 
 STAGES = ("watch", "wait", "session", "queue", "bind", "echo", "total")
+#: ``wait`` in parts (when the log has them).
+WAIT_PARTS = ("loop", "thread", "prep")
 _POD = re.compile(
     r"pod \S+/(\S+) seen (\S+) session (\S+) decided (\S+) sent (\S+) answered (\S+) result (\S+)"
+    r"(?: called (\S+) woke (\S+))?"
 )
 _SESSION = re.compile(r"session started \S+ ended \S+ cpu (\S+) binds (\d+) ms: (.*)$")
 
 
 def volsched_stages(result: Result) -> tuple[dict[str, list[float]], list[dict[str, float]]]:
     """Per stage, each pod's seconds; and each one-bind session's cpu and phases (ms)."""
-    stages: dict[str, list[float]] = {s: [] for s in STAGES}
+    stages: dict[str, list[float]] = {s: [] for s in (*STAGES, *WAIT_PARTS)}
     sessions: list[dict[str, float]] = []
     text = result.log.read_text(errors="replace") if result.log else ""
     for line in text.splitlines():
@@ -66,6 +72,12 @@ def volsched_stages(result: Result) -> tuple[dict[str, list[float]], list[dict[s
             for stage, (a, b) in zip(STAGES, itertools.pairwise(points), strict=False):
                 stages[stage].append(b - a)
             stages["total"].append(bound - created)
+            if m.group(8) is not None:
+                called, woke = float(m.group(8)), float(m.group(9))
+                for stage, (a, b) in zip(
+                    WAIT_PARTS, itertools.pairwise((seen, called, woke, started)), strict=True
+                ):
+                    stages[stage].append(b - a)
         elif (s := _SESSION.search(line)) is not None and int(s.group(2)) == 1:
             parts = {"cpu": 1000 * float(s.group(1))}
             for part in s.group(3).split():
@@ -119,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                             "scheduler": scheduler, "rate": rate, "repeat": rep, "load": r.load,
                             "bound": r.figures.bound, "arrived": r.arrived,
                             "ready": r.ready, "cpu_per_1000": r.cpu_per_1000,
+                            "api_bind_ms": 1000 * r.api_binds[1] / r.api_binds[0] if r.api_binds[0] else math.nan,
                         }  # fmt: skip
                         if scheduler == "volsched":
                             stages, sessions = volsched_stages(r)
@@ -138,27 +151,38 @@ def main(argv: list[str] | None = None) -> int:
         kill_all()
     print()
     print("ms p50/p99 per stage (volsched), creation-to-bind (both); load = 1-min load average at the end")
-    print(f"{'rate':>5} {'rep':>3} {'scheduler':<15} " + " ".join(f"{s:>11}" for s in STAGES) + "  load")
+    columns = (*STAGES, *WAIT_PARTS)
+    print(
+        f"{'rate':>5} {'rep':>3} {'scheduler':<15} "
+        + " ".join(f"{s:>11}" for s in columns)
+        + "  api bind  load"
+    )
     for row in rows:
-        cells = " ".join(f"{_ms(row['stages'].get(s, [])):>11}" for s in STAGES)
-        print(f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<15} {cells}  {row['load']:.1f}")
+        cells = " ".join(f"{_ms(row['stages'].get(s, [])):>11}" for s in columns)
+        print(
+            f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<15} {cells}"
+            f"  {row['api_bind_ms']:>8.2f}  {row['load']:.1f}"
+        )
+    print("  (api bind: the apiserver's own mean ms per bind, from its request-duration histogram)")
     for rate in rates:
-        ours = [
-            percentile(r["stages"]["total"], 50)
-            for r in rows
-            if r["rate"] == rate and r["scheduler"] == "volsched"
-        ]
-        theirs = [
-            percentile(r["stages"]["total"], 50)
-            for r in rows
-            if r["rate"] == rate and r["scheduler"] != "volsched"
-        ]
-        if ours and theirs:
-            ratios = [a / b for a, b in zip(ours, theirs, strict=False) if b > 0]
-            spread = f" (runs: {', '.join(f'{x:.2f}' for x in ratios)})" if len(ratios) > 1 else ""
-            print(
-                f"  {rate:g}/s: volsched p50 / kube-scheduler p50 = {statistics.median(ratios):.2f}{spread}"
-            )
+        for q in (50, 99):
+            ours = [
+                percentile(r["stages"]["total"], q)
+                for r in rows
+                if r["rate"] == rate and r["scheduler"] == "volsched"
+            ]
+            theirs = [
+                percentile(r["stages"]["total"], q)
+                for r in rows
+                if r["rate"] == rate and r["scheduler"] != "volsched"
+            ]
+            if ours and theirs:
+                ratios = [a / b for a, b in zip(ours, theirs, strict=False) if b > 0]
+                spread = f" (runs: {', '.join(f'{x:.2f}' for x in ratios)})" if len(ratios) > 1 else ""
+                print(
+                    f"  {rate:g}/s: volsched p{q} / kube-scheduler p{q} = "
+                    f"{statistics.median(ratios):.2f}{spread}"
+                )
     one = [s for r in rows for s in r.get("sessions", [])]
     if one:
         keys = sorted({k for s in one for k in s})

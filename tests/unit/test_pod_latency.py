@@ -10,6 +10,8 @@ import pytest
 from volsched.kube.latency import UNANSWERED, PodLatency
 
 LINE = re.compile(r"pod (\S+) seen (\S+) session (\S+) decided (\S+) sent (\S+) answered (\S+) result (\S+)")
+#: The way from the watch to the session, at the line's end: when the loop called it, when its thread began.
+HOPS = re.compile(r"result \S+ called (\S+) woke (\S+)$")
 
 
 def test_a_bind_answered_is_one_line_with_its_stamps_in_order(caplog: pytest.LogCaptureFixture) -> None:
@@ -17,6 +19,8 @@ def test_a_bind_answered_is_one_line_with_its_stamps_in_order(caplog: pytest.Log
     latency = PodLatency()
     latency.saw("ns/a")
     latency.saw("ns/b")
+    latency.calling()
+    latency.woke()
     latency.session()
     latency.decided(["ns/a"])
     latency.answered(
@@ -24,10 +28,32 @@ def test_a_bind_answered_is_one_line_with_its_stamps_in_order(caplog: pytest.Log
     )
     lines = [m.groups() for r in caplog.records if (m := LINE.search(r.getMessage()))]
     assert len(lines) == 1
-    key, *stamps, result = lines[0]
+    key, seen, *stamps, result = lines[0]
     assert (key, result) == ("ns/a", "bound")
-    times = [float(s) for s in stamps]
+    hops = [m.groups() for r in caplog.records if (m := HOPS.search(r.getMessage()))]
+    assert len(hops) == 1
+    times = [float(s) for s in (seen, *hops[0], *stamps)]  # seen, called, woke, session, decided, ...
     assert times == sorted(times)
+
+
+def test_a_session_started_before_a_later_one_was_called_keeps_its_own_hops(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A bind answered after the next session was already called reports the hops of the session that
+    decided it, not the next one's."""
+    caplog.set_level(logging.DEBUG, logger="volsched.latency")
+    now = [100.0]
+    latency = PodLatency(clock=lambda: now[0])
+    for step in ("calling", "woke", "session"):
+        now[0] += 1
+        getattr(latency, step)()
+    latency.decided(["ns/a"])
+    now[0] = 200.0
+    latency.calling()
+    latency.woke()
+    latency.answered("ns/a", sent=201.0, answered=202.0, result="bound")
+    (hops,) = [m.groups() for r in caplog.records if (m := HOPS.search(r.getMessage()))]
+    assert [float(h) for h in hops] == [101.0, 102.0]
 
 
 def test_nothing_is_kept_when_the_logger_is_not_at_debug(caplog: pytest.LogCaptureFixture) -> None:

@@ -40,6 +40,7 @@ from volsched.cache.volcano import VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.cycle import NullPort, run_cycle
 from volsched.framework.registry import load_config
 from volsched.kube.configsource import ConfigMapText
+from volsched.kube.latency import PodLatency
 from volsched.operator import Operator, Settings
 from volsched.operator.metrics import Metrics
 from volsched.operator.sessions import SessionLoop
@@ -556,6 +557,7 @@ class LoopWorld:
         self.ensured = 0
         self.health = SimpleNamespace(failed=lambda *_: None)
         self.metrics = Metrics()
+        self.latency = PodLatency()
         self.leaves_waiting = leaves_waiting
         self.waiting = False
         self.last_tick = 0.0

@@ -6,7 +6,11 @@ the same machine, e.g. the bench's watch) when the watch first shows it pending,
 placed it started, when that session handed its bind to the port, when a bind worker sent it and when
 its answer came back; one line per bind answered::
 
-    pod NS/NAME seen S session T decided D sent X answered A result R
+    pod NS/NAME seen S session T decided D sent X answered A result R called C woke W
+
+``called`` and ``woke`` split the way from the watch to the session: when the session loop handed the
+session to its thread, and when that thread began it (before the Lease and the config are looked at,
+which ``session`` follows).
 
 A bind never answered (the port closed, the Lease lost before it was sent) is forgotten once
 :data:`UNANSWERED` seconds old, so what is kept stays bounded by the binds of the last ten minutes.
@@ -34,11 +38,14 @@ class PodLatency:
         self.on = log.isEnabledFor(logging.DEBUG)
         self._clock = clock
         self._seen: dict[str, float] = {}
-        #: By pod: (session started, decided), in the order decided (the oldest first).
-        self._decided: dict[str, tuple[float, float]] = {}
+        #: By pod: (session started, decided, called, woke), in the order decided (the oldest first).
+        self._decided: dict[str, tuple[float, float, float, float]] = {}
         self._lock = threading.Lock()  # _decided: the session's thread, bind workers, the watch
         #: When the session running now (or the last one) started.
         self.session_started = 0.0
+        #: When the loop handed it to its thread, and when that thread began it (see :meth:`woke`).
+        self._called = self._woke = float("nan")
+        self.session_called = self.session_woke = float("nan")
         self._cpu = 0.0
 
     def saw(self, key: str) -> None:
@@ -52,21 +59,33 @@ class PodLatency:
             with self._lock:
                 self._decided.pop(key, None)
 
+    def calling(self) -> None:
+        """The session loop hands the next session to its thread (on the loop)."""
+        if self.on:
+            self._called = self._clock()
+
+    def woke(self) -> None:
+        """The thread that runs the next session began it (before the Lease and the config)."""
+        if self.on:
+            self._woke = self._clock()
+
     def session(self) -> None:
         """A session starts (on the thread that runs it to its end)."""
         if self.on:
             self.session_started, self._cpu = self._clock(), time.thread_time()
+            self.session_called, self.session_woke = self._called, self._woke
 
     def decided(self, keys: Iterable[str]) -> None:
         """The session handed these pods' binds to the port."""
         if not self.on:
             return
         now, started = self._clock(), self.session_started
+        called, woke = self.session_called, self.session_woke
         decided, forgotten = self._decided, 0
         with self._lock:
             for key in keys:
                 decided.pop(key, None)  # decided again: kept in the order decided
-                decided[key] = (started, now)
+                decided[key] = (started, now, called, woke)
             while decided:  # the oldest first: those never answered
                 oldest = next(iter(decided))
                 if now - decided[oldest][1] <= UNANSWERED:
@@ -92,8 +111,9 @@ class PodLatency:
             return
         seen = self._seen.pop(key, float("nan"))
         with self._lock:
-            started, decided = self._decided.pop(key, (float("nan"), float("nan")))
+            nan = float("nan")
+            started, decided, called, woke = self._decided.pop(key, (nan, nan, nan, nan))
         log.debug(
-            "pod %s seen %.4f session %.4f decided %.4f sent %.4f answered %.4f result %s",
-            key, seen, started, decided, sent, answered, result,
+            "pod %s seen %.4f session %.4f decided %.4f sent %.4f answered %.4f result %s called %.4f woke %.4f",
+            key, seen, started, decided, sent, answered, result, called, woke,
         )  # fmt: skip

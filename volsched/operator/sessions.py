@@ -141,6 +141,7 @@ class SessionLoop:
                 started = time.monotonic()
                 bell.take()  # what rings from now on calls for the next session
                 self.session_cpu = None  # unknown, should the cycle not get to measure it
+                self.latency.calling()
                 try:
                     await asyncio.to_thread(self.run_once)
                 except Exception as exc:
@@ -223,6 +224,7 @@ class SessionLoop:
         outcomes back into the cache; a session that would decide nothing new is skipped (see
         :class:`~volsched.cycle.IdleSkip`: ``report.skipped``, an empty result). Blocking: run it in a
         thread (its CPU time on that thread is ``session_cpu``, for the pacer)."""
+        self.latency.woke()
         cpu = time.thread_time()
         try:
             return self._run_once()
