@@ -22,17 +22,20 @@ import argparse
 import asyncio
 import bisect
 import contextlib
+import json
+import logging
 import os
 import random
 import statistics
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes import client, watch
+from kubernetes import client
+from kubernetes import watch as _untyped_watch
 from machine import describe
 
 from volsched.framework.registry import load_config
@@ -41,6 +44,7 @@ from volsched.simulate.timeport import Latencies
 from volsched_dev.devcluster import RUN_FOR, LocalControlPlane
 
 ROOT = Path(__file__).resolve().parents[1]
+_watch: Any = _untyped_watch  # untyped in the client
 NODES, NODE_CPU = 3, 4
 QUEUES = ("qa", "qb")
 NS = "bench"
@@ -101,14 +105,43 @@ def _rss_mib(pid: int) -> float:
     return 0.0
 
 
+class OperatorLog(logging.Handler):
+    """The operator's ``volsched.latency`` lines (DEBUG), kept while it runs: for each pod it bound, when
+    its watch first showed it pending and when the session that bound it started; each session's end."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.offset = time.time() - time.monotonic()  # its clock less ours
+        self.pods: dict[str, tuple[float, float]] = {}  # pod -> (seen, its session's start)
+        self.sessions: dict[float, float] = {}  # a session's start -> its end
+        self._logger = logging.getLogger("volsched.latency")
+        self._logger.setLevel(logging.DEBUG)  # read when the operator is made: before it
+        self._logger.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not isinstance(record.args, tuple):
+            return
+        args: tuple[Any, ...] = record.args
+        if str(record.msg).startswith("pod ") and len(args) >= 3:
+            self.pods[str(args[0])] = (float(args[1]), float(args[2]))
+        elif str(record.msg).startswith("session started") and len(args) >= 2:
+            self.sessions[float(args[0])] = float(args[1])
+
+    def close(self) -> None:
+        self._logger.removeHandler(self)
+        self._logger.setLevel(logging.NOTSET)
+        super().close()
+
+
 def timeline(
     planned: list[Planned],
     created: dict[str, float],
     life: dict[str, dict[str, Any]],
     sessions: list[tuple[float, float, bool]],
+    operator: OperatorLog,
 ) -> Latencies:
-    """Where the real run's time went (as this process's watch saw it), printed; returns the means as the
-    replay's latencies."""
+    """Where the real run's time went (as this process's watch saw it, and the operator's latency log),
+    printed; returns the means as the replay's latencies."""
     secs = {p.name: p.seconds for p in planned}
     size = {p.name: p.size for p in planned}
     first: dict[str, float] = {}
@@ -136,6 +169,20 @@ def timeline(
     show("job created -> first pod seen", [first[j] - created[j] for j in first])
     show("job created -> all its pods seen (create)", create)
     show("pod seen -> bound", [p["bound"] - p["added"] for p in life.values() if "bound" in p])
+    # The operator's own watch and binds, from its latency log (its clock is time.time(); ours monotonic).
+    seen_by_operator, bind = [], []
+    for name, p in life.items():
+        logged = operator.pods.get(f"{NS}/{name}")
+        if logged is None:
+            continue
+        seen, session_start = logged
+        if "added" in p and seen == seen:  # not NaN: seen pending by the operator's watch
+            seen_by_operator.append(seen - operator.offset - p["added"])
+        end = operator.sessions.get(session_start)
+        if "bound" in p and end is not None:
+            bind.append(p["bound"] - (end - operator.offset))
+    show("pod seen -> seen by the operator's watch", seen_by_operator)
+    show("end of the session that bound it -> bound (bind)", bind)
     show("bound -> Running (start)", start)
     show("Running -> Succeeded, less the duration (finish)", finish)
     show("session wall time (session)", took)
@@ -158,10 +205,14 @@ def timeline(
     def mean(xs: list[float]) -> float:
         return max(0.0, statistics.mean(xs)) if xs else 0.0
 
-    return Latencies(start=mean(start), finish=mean(finish), create=mean(create), session=mean(took))
+    return Latencies(
+        start=mean(start), bind=mean(bind), finish=mean(finish), create=mean(create), session=mean(took)
+    )
 
 
-def real(planned: list[Planned], config_text: str) -> tuple[dict[str, list[float]], str, Latencies]:
+def real(
+    planned: list[Planned], config_text: str, dump: dict[str, Any] | None = None
+) -> tuple[dict[str, list[float]], str, Latencies]:
     """Each queue's waits on the real control plane, a line on its start-up and memory, and the
     latencies it showed."""
     from volsched.operator import Operator, Settings
@@ -173,7 +224,10 @@ def real(planned: list[Planned], config_text: str) -> tuple[dict[str, list[float
             cp.kwok_node(f"kwok-{i}", cpu=str(NODE_CPU))
         memory = ", ".join(f"{name} {_rss_mib(pid):.0f} MiB" for name, pid in cp.processes().items())
         with cp.api_client() as api:
-            core, custom, batch = client.CoreV1Api(api), client.CustomObjectsApi(api), client.BatchV1Api(api)
+            # The client's stubs want its model classes; it takes plain dicts as well, as written here.
+            core: Any = client.CoreV1Api(api)
+            batch: Any = client.BatchV1Api(api)
+            custom = client.CustomObjectsApi(api)
             ext = client.ApiextensionsV1Api(api)
             for path in sorted((ROOT / "crds").glob("*.yaml")):
                 ext.create_custom_resource_definition(yaml.safe_load(path.read_text()))
@@ -194,6 +248,7 @@ def real(planned: list[Planned], config_text: str) -> tuple[dict[str, list[float
             settings = Settings(kubeconfig=str(cp.kubeconfig_path))
             settings.http.host, settings.http.port, settings.http.auth = "127.0.0.1", 0, "none"
             settings.session.period = PERIOD
+            operator_log = OperatorLog()
             op = Operator(settings)
             loop, stop = asyncio.new_event_loop(), asyncio.Event()
             thread = threading.Thread(target=lambda: loop.run_until_complete(op.run(stop)), daemon=True)
@@ -201,7 +256,7 @@ def real(planned: list[Planned], config_text: str) -> tuple[dict[str, list[float
             bound: dict[str, float] = {}  # job -> when its first pod was seen bound
             life: dict[str, dict[str, Any]] = {}  # pod -> when it was seen added, bound, running, done
             created: dict[str, float] = {}
-            w = watch.Watch()
+            w: Any = _watch.Watch()
             sessions: list[tuple[float, float, bool]] = []  # (start, end, skipped)
             run_once = op.loop.run_once
 
@@ -247,7 +302,16 @@ def real(planned: list[Planned], config_text: str) -> tuple[dict[str, list[float
                 loop.call_soon_threadsafe(stop.set)
                 thread.join(timeout=30)
                 loop.close()
-    latencies = timeline(planned, created, life, sessions)
+    operator_log.close()
+    latencies = timeline(planned, created, life, sessions, operator_log)
+    if dump is not None:  # every job's and pod's times, from the first Job's creation
+        t0 = min(created.values())
+        dump["real"] = {
+            "jobs": {j: {"created": c - t0, "bound": bound[j] - t0} for j, c in created.items()},
+            "pods": {k: {e: v - t0 for e, v in p.items() if e != "job"} | {"job": p.get("job")}
+                     for k, p in life.items()},
+            "sessions": [(a - t0, b - t0, s) for a, b, s in sessions],
+        }  # fmt: skip
     waits: dict[str, list[float]] = {}
     for p in planned:
         waits.setdefault(p.queue, []).append(bound[p.name] - created[p.name])
@@ -259,7 +323,10 @@ def real(planned: list[Planned], config_text: str) -> tuple[dict[str, list[float
 
 
 def simulated(
-    planned: list[Planned], config_text: str, latencies: Latencies | None = None
+    planned: list[Planned],
+    config_text: str,
+    latencies: Latencies | None = None,
+    dump: dict[str, Any] | None = None,
 ) -> dict[str, list[float]]:
     epoch = 1_800_000_000.0
     docs = [Document(f"node {i}", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"kwok-{i}"},
@@ -272,6 +339,11 @@ def simulated(
         docs.append(Document(p.name, job(p, created=stamp)))
     result = Replay(docs, load_config(text=config_text), period=PERIOD, latencies=latencies).run()
     waits: dict[str, list[float]] = result.report()["waits"]["queues"]
+    if dump is not None:  # every pod's times, from the replay's start (the first Job's creation)
+        dump["pods"] = {k: {"job": k.split("/")[1].rsplit("-", 1)[0], "created": r.created - result.start,
+                            "bound": r.started - result.start if r.started is not None else None,
+                            "finished": r.finished - result.start if r.finished is not None else None}
+                        for k, r in result.runs.items()}  # fmt: skip
     return waits
 
 
@@ -286,6 +358,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=1.0, help="arrivals a second (mean)")
     parser.add_argument("--repeat", type=int, default=1, help="real runs, each on a new control plane")
     parser.add_argument("--draws", type=int, default=5, help="replays with drawn latencies per round")
+    parser.add_argument("--dump", type=Path, help="a directory: each round's job and pod times as JSON")
     args = parser.parse_args()
     print(describe("kubernetes"))
     config_text = (ROOT / "examples" / "reclaim-preempt-scheduler.yaml").read_text()
@@ -293,39 +366,67 @@ def main() -> None:
     t = time.monotonic()
     plain = simulated(planned, config_text)
     print(f"replay: {time.monotonic() - t:.1f} s; {args.jobs} jobs at {args.rate:g}/s, seed {args.seed}")
-    rounds: list[tuple[dict[str, float], dict[str, float]]] = []  # (real p50, drawn replays' mean p50)
+    rounds: list[Round] = []
     for n in range(1, args.repeat + 1):
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         t = time.monotonic()
-        got, control_plane, lat = real(planned, config_text)
+        dump: dict[str, Any] = {}
+        got, control_plane, lat = real(planned, config_text, dump)
         print(f"round {n}: real run {time.monotonic() - t:.1f} s; {control_plane}")
-        print(f"round {n}: load before {load}, after {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        after = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        print(f"round {n}: load before {load}, after {after}")
         print(f"round {n}: replays with this run's latencies: --create-delay {lat.create:.3f}s "
-              f"--start-delay {lat.start:.3f}s --finish-delay {lat.finish:.3f}s --session-time {lat.session:.3f}s, "
-              f"as they are (fixed) and drawn (--latency-seed 1..{args.draws})")  # fmt: skip
-        fixed = simulated(planned, config_text, lat)
+              f"--bind-delay {lat.bind:.3f}s --start-delay {lat.start:.3f}s --finish-delay {lat.finish:.3f}s "
+              f"--session-time {lat.session:.3f}s, as they are (fixed) and drawn (--latency-seed 1..{args.draws})")  # fmt: skip
+        fixed = simulated(planned, config_text, lat, dump.setdefault("fixed", {}))
+        if args.dump:
+            simulated(planned, config_text, None, dump.setdefault("plain", {}))
+            args.dump.mkdir(parents=True, exist_ok=True)
+            (args.dump / f"round-{n}.json").write_text(json.dumps(dump))
         drawn = [simulated(planned, config_text, replace(lat, seed=k)) for k in range(1, args.draws + 1)]
         print(f"{'queue':6} {'jobs':>5} {'real p50':>9} {'no latency':>11} {'fixed':>13} {'drawn (mean)':>14} "
               f"{'drawn min-max':>14} {'real p90':>9} {'drawn p90':>10}")  # fmt: skip
-        real_p50, drawn_p50 = {}, {}
+        one = Round(load=f"{load} -> {after}")
         for q in QUEUES:
             r = sorted(got.get(q, []))
             rp, sp, fp = p50(r), p50(plain.get(q, [])), p50(fixed.get(q, []))
             ds = [p50(d.get(q, [])) for d in drawn]
             dp = statistics.mean(ds)
             d90 = statistics.mean(p90(d.get(q, [])) for d in drawn)
-            real_p50[q], drawn_p50[q] = rp, dp
+            one.real[q], one.fixed[q], one.drawn[q] = rp, fp, dp
             print(f"{q:6} {len(r):5d} {rp:9.2f} {sp:6.2f} {sp / rp - 1:+4.0%} {fp:7.2f} {fp / rp - 1:+5.0%} "
                   f"{dp:8.2f} {dp / rp - 1:+5.0%} {min(ds):6.2f}-{max(ds):<7.2f} {p90(r):9.2f} {d90:10.2f}")  # fmt: skip
-        rounds.append((real_p50, drawn_p50))
-    if len(rounds) > 1:
-        print("over the rounds, each queue's p50 (s): real | replay with drawn latencies (each round's mean)")
-        for q in QUEUES:
-            reals, fits = [r[q] for r, _ in rounds], [f[q] for _, f in rounds]
-            mr, mf = statistics.mean(reals), statistics.mean(fits)
-            print(f"{q:6} real {', '.join(f'{x:.2f}' for x in reals)} (mean {mr:.2f}) | replay "
-                  f"{', '.join(f'{x:.2f}' for x in fits)} (mean {mf:.2f}) | error of the means {mf / mr - 1:+.0%}; "
-                  f"rounds' errors {', '.join(f'{f / r - 1:+.0%}' for r, f in zip(reals, fits, strict=True))}")  # fmt: skip
+        rounds.append(one)
+    summary(rounds)
+
+
+@dataclass
+class Round:
+    """One round's per-queue p50 waits: real, and replayed with its latencies fixed and drawn (mean)."""
+
+    load: str
+    real: dict[str, float] = field(default_factory=dict)
+    fixed: dict[str, float] = field(default_factory=dict)
+    drawn: dict[str, float] = field(default_factory=dict)
+
+
+def summary(rounds: list[Round]) -> None:
+    """Each queue's p50 over the rounds: the real run's own spread, and each replay's ratio to the round's
+    real p50 (the goal: within 10%)."""
+    print("over the rounds, each queue's p50 wait (s), and the replays' ratio to the round's real p50:")
+    for n, r in enumerate(rounds, 1):
+        print(f"  round {n} (load {r.load}): " + "; ".join(
+            f"{q} real {r.real[q]:.2f}, fixed {r.fixed[q]:.2f} ({r.fixed[q] / r.real[q]:.2f}x), "
+            f"drawn {r.drawn[q]:.2f} ({r.drawn[q] / r.real[q]:.2f}x)" for q in QUEUES))  # fmt: skip
+    for q in QUEUES:
+        reals = [r.real[q] for r in rounds]
+        within = {
+            kind: sum(1 for r in rounds if abs(getattr(r, kind)[q] / r.real[q] - 1) <= 0.10)
+            for kind in ("fixed", "drawn")
+        }
+        print(f"  {q}: real p50 {min(reals):.2f}-{max(reals):.2f} s over {len(rounds)} rounds (max/min "
+              f"{max(reals) / min(reals):.2f}); within 10% of its round's real p50: fixed {within['fixed']}/"
+              f"{len(rounds)}, drawn {within['drawn']}/{len(rounds)}")  # fmt: skip
 
 
 def p90(xs: list[float]) -> float:

@@ -140,6 +140,7 @@ def _replay(args: argparse.Namespace, config: SchedulerConfig | None, names: Ite
     min_gap = parse_duration(args.min_gap, where="--min-gap", allow_zero=True)
     latencies = Latencies(
         start=parse_duration(args.start_delay, where="--start-delay", allow_zero=True),
+        bind=parse_duration(args.bind_delay, where="--bind-delay", allow_zero=True),
         finish=parse_duration(args.finish_delay, where="--finish-delay", allow_zero=True),
         create=parse_duration(args.create_delay, where="--create-delay", allow_zero=True),
         session=parse_duration(args.session_time, where="--session-time", allow_zero=True),
@@ -366,6 +367,10 @@ def build_parser() -> argparse.ArgumentParser:
             "from a bind to the pod running (a kubelet's start-up); its duration counts from then",
         ),
         (
+            "--bind-delay",
+            "from a session's end to its binds landing (the requests, the watch): a job's wait ends then",
+        ),
+        (
             "--finish-delay",
             "from a pod's end to the scheduler seeing its room free (the kubelet's status, the watch)",
         ),
@@ -385,7 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--latency-seed",
         type=int,
         metavar="N",
-        help="with --replay: draw each pod's start and finish delays and each Job's create delay at random"
+        help="with --replay: draw each pod's bind, start and finish delays and each Job's create delay at random"
         " (exponential, the options' figures their means), seeded with N: the same N, the same replay",
     )
     sim.add_argument(

@@ -1,6 +1,6 @@
-"""The time mode's latencies (``--start-delay``, ``--finish-delay``, ``--create-delay``): what takes time in a
-real cluster beside the scheduler's sessions, each in a case worked out by hand. Without them a pod runs
-from its bind and its room frees when it ends."""
+"""The time mode's latencies (``--start-delay``, ``--bind-delay``, ``--finish-delay``, ``--create-delay``):
+what takes time in a real cluster beside the scheduler's sessions, each in a case worked out by hand.
+Without them a pod runs from its bind and its room frees when it ends."""
 
 from __future__ import annotations
 
@@ -38,6 +38,31 @@ def test_a_pod_runs_its_duration_from_its_start_and_its_room_frees_once_its_end_
     assert started(plain) == {"default/a": 0, "default/b": 10}
 
 
+def waits(result: ReplayResult) -> dict[str, float]:
+    return {
+        k.split("/")[1]: round(j.admitted - j.submitted, 6)
+        for k, j in result.jobs.items()
+        if j.admitted is not None
+    }
+
+
+def test_a_bind_lands_after_its_session_ends_the_wait_then_and_holds_its_room_from_the_session():
+    # One 1-cpu node. The session at 0 binds a; its bind lands 0.3 s later (bind delay): a's wait is 0.3,
+    # and it runs from 0.8 (start delay 0.5 after the bind landed) for 10 s, its room freeing at 10.8.
+    # b, made at 1, is not bound before (a's room was held from the session at 0); the session at 10.8
+    # binds it, its bind lands at 11.1 (wait 10.1), and it ends at 11.1 + 0.5 + 10 = 21.6.
+    objs = [node("n0", cpu="1"), queue("q")]
+    objs += [
+        timed_pod("a", created=0, duration="10s", queue="q"),
+        timed_pod("b", created=1, duration="10s", queue="q"),
+    ]
+    result = replay(objs, latencies=Latencies(bind=0.3, start=0.5))
+    assert started(result) == {"default/a": 0, "default/b": 10.8}
+    assert finished(result) == {"default/a": 10.8, "default/b": 21.6}
+    assert waits(result) == {"a": 0.3, "b": 10.1}
+    assert waits(replay(objs)) == {"a": 0, "b": 9}
+
+
 def test_a_jobs_pods_come_after_it_and_its_wait_counts_from_the_job():
     # A Job made at 2 whose pods the Job controller makes 0.3 s later: they are bound at 2.3, and the
     # job's wait is 0.3 (from the Job's creation), not 0.
@@ -50,7 +75,7 @@ def test_a_jobs_pods_come_after_it_and_its_wait_counts_from_the_job():
     assert record.admitted is not None and round(record.admitted - record.submitted, 6) == 0.3
 
 
-@pytest.mark.parametrize("field", ["start", "finish", "create", "session"])
+@pytest.mark.parametrize("field", ["start", "bind", "finish", "create", "session"])
 def test_a_negative_latency_is_refused(field: str):
     with pytest.raises(InputError, match=field):
         replay([node("n0", cpu="1")], latencies=Latencies(**{field: -1.0}))

@@ -64,6 +64,10 @@ class Latencies:
     #: From a bind to the pod running (the kubelet's start-up: image pull, containers); the pod's
     #: duration counts from then, as a kubelet's (and kwok's) does. Its room is held from the bind.
     start: float = 0.0
+    #: From the end of the session that decided a bind to the bind landing (the bind request, the
+    #: watch that shows the pod bound): a job's wait ends then, and the pod's start delay counts from
+    #: then. Its room is held from the session's end, as the scheduler assumes its binds at once.
+    bind: float = 0.0
     #: From a pod's end to the scheduler seeing its room free (the kubelet's status, the watch).
     finish: float = 0.0
     #: From a Job's creation to its pods' (the Job controller); its jobs' waits count from the Job's.
@@ -71,13 +75,13 @@ class Latencies:
     #: How long a session that runs takes: its binds and evictions land at its end, and the next
     #: session the doorbell calls for waits at least that long after it (the operator's pacing).
     session: float = 0.0
-    #: None: every pod and Job takes the figures above. A number: each pod's start and finish and each
-    #: Job's create latency is drawn at random (exponentially, the figure its mean) from a generator
+    #: None: every pod and Job takes the figures above. A number: each pod's bind, start and finish and
+    #: each Job's create latency is drawn at random (exponentially, the figure its mean) from a generator
     #: seeded with it, as a real cluster's vary: the same seed gives the same replay.
     seed: int | None = None
 
     def check(self) -> None:
-        for name in ("start", "finish", "create", "session"):
+        for name in ("start", "bind", "finish", "create", "session"):
             value = getattr(self, name)
             if not (value >= 0 and value < float("inf")):
                 raise InputError(f"the {name} latency must be a number of seconds >= 0, got {value}")
@@ -112,7 +116,7 @@ class PodRun:
     replaces: str | None = None
     #: Seconds of run lost to its eviction (the time it ran before it).
     lost: float = 0.0
-    #: Seconds from its bind to it running (the start latency it drew).
+    #: Seconds from its bind to it running (the bind and start latencies it drew).
     delay: float = 0.0
 
 
@@ -133,7 +137,8 @@ class JobRun:
     duration: float | None
     #: Pods made for it (not counting those made again after an eviction).
     pods: int = 0
-    #: When its first pod started (admitted and placed), and when its last pod succeeded.
+    #: When its first pod's bind landed (admitted and placed; the bind latency after the session that
+    #: decided it), and when its last pod succeeded.
     admitted: float | None = None
     finished: float | None = None
     #: Its pods' evictions by the action that decided them, and its gang's restarts.
@@ -209,6 +214,7 @@ class TimePort(MemoryPort):
         self.ledger = Ledger()
         self._latencies = Latencies()
         self._draw = self._latencies.drawer("pods")
+        self._draw_bind = self._latencies.drawer("binds")
         #: When each Job whose pods are still to come was created (its jobs' submission).
         self.submitted: dict[str, float] = {}
 
@@ -219,6 +225,7 @@ class TimePort(MemoryPort):
     @latencies.setter
     def latencies(self, value: Latencies) -> None:
         self._latencies, self._draw = value, value.drawer("pods")
+        self._draw_bind = value.drawer("binds")
 
     # --- the objects -----------------------------------------------------------------------------------
 
@@ -311,19 +318,21 @@ class TimePort(MemoryPort):
         for o in out:
             run = self.runs.get(o.bind.pod)
             if o.result == BOUND and run is not None:
-                self._start(run, o.bind.node, now)
+                self._start(run, o.bind.node, now, landed=self._draw_bind(self._latencies.bind))
         return out
 
-    def _start(self, run: PodRun, node: str, at: float) -> None:
+    def _start(self, run: PodRun, node: str, at: float, *, landed: float = 0.0) -> None:
+        """``run`` is bound to ``node`` at ``at`` (its room held from then); its bind lands ``landed``
+        seconds later (the bind latency): its job's wait ends then, and its start delay counts from then."""
         run.started, run.node = at, node
         job = self.job_runs[run.job]
-        if job.admitted is None:
-            job.admitted = at
+        if job.admitted is None or at + landed < job.admitted:
+            job.admitted = at + landed
         self.ledger.change(job.queue, run.requests, at, 1.0)
         if run.duration is not None:
             self._seq += 1
             lat, draw = self._latencies, self._draw
-            run.delay = draw(lat.start)  # from the bind to the pod running
+            run.delay = landed + draw(lat.start)  # from the bind decided to the pod running
             due = at + run.delay + run.duration + draw(lat.finish)
             heapq.heappush(self._due, (due, self._seq, run.key, at))
 
