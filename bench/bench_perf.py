@@ -284,6 +284,9 @@ WORKLOADS = (
 #: kube-scheduler's gate that turns its gang scheduling on.
 WORKLOAD_API = ("--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true")
 WORKLOAD_GATE = "GenericWorkload=true"
+#: ``--before``: volsched from an earlier checkout, run in the same rounds as ``volsched``.
+BEFORE = "volsched-before"
+VOLSCHEDS = ("volsched", BEFORE)
 
 
 # --------------------------------------------------------------------------- one run
@@ -316,7 +319,7 @@ def _create_api_objects(api: Any, w: Workload, size: Size, scheduler: str) -> No
     sched = client.SchedulingV1Api(api)
     for name, value in (("bench-low", 1), ("bench-high", 10)):
         sched.create_priority_class({"metadata": {"name": name}, "value": value})
-    if w.preempt and scheduler == "volsched":
+    if w.preempt and scheduler in VOLSCHEDS:
         client.CoreV1Api(api).create_namespaced_config_map(
             OPERATOR_NS,
             {
@@ -436,7 +439,7 @@ def run_workload(
     )
     rundir = workdir / f"{w.name}-{scheduler}-{repeat}"
     rundir.mkdir(parents=True, exist_ok=True)
-    sched_name = SCHEDULER_NAMES[scheduler]
+    sched_name = SCHEDULER_NAMES["volsched" if scheduler in VOLSCHEDS else scheduler]
     served = WORKLOAD_API if w.workload_api else ()
     with LocalControlPlane(base_dir=rundir, keep_dir=False, extra_apiserver_args=served) as cp:
         from kubernetes import client
@@ -453,8 +456,9 @@ def run_workload(
             rv = client.CoreV1Api(api).list_namespaced_pod(NAMESPACE, limit=1).metadata.resource_version
             watch = start_watch(conn, rv, rundir, args.loadgen)
             log = rundir / f"{scheduler}.log"
-            if scheduler == "volsched":
-                sched = start_volsched(cp, log, args.source, args.volsched_args.split())
+            if scheduler in VOLSCHEDS:
+                source = args.before if scheduler == BEFORE else args.source
+                sched = start_volsched(cp, log, source, args.volsched_args.split())
             else:
                 gates = WORKLOAD_GATE if w.workload_api else ""
                 sched = start_kube_scheduler(cp, log, rundir, feature_gates=gates)
@@ -489,7 +493,7 @@ def run_workload(
                     measured = [w.measure_pod(f"m-{i:06d}", sched_name) for i in range(size.measure)]
                 names = [b["metadata"]["name"] for b in measured]
                 backlog = args.mode == "backlog"
-                spy = _start_py_spy(args, sched.proc.pid, rundir) if scheduler == "volsched" else None
+                spy = _start_py_spy(args, sched.proc.pid, rundir) if scheduler in VOLSCHEDS else None
                 if backlog:  # created while the scheduler is stopped: a backlog, as the apiserver holds it
                     os.killpg(sched.proc.pid, signal.SIGSTOP)
                     create(conn, "pod", measured, args=args, workdir=rundir)
@@ -631,13 +635,14 @@ class _nothing:
 # --------------------------------------------------------------------------- report
 
 
-def ratios(rows: list[Row]) -> dict[str, list[float]]:
-    """By workload, volsched's pods/s over kube-scheduler's of the same round, for each round both ran."""
+def ratios(rows: list[Row], scheduler: str = "volsched") -> dict[str, list[float]]:
+    """By workload, ``scheduler``'s pods/s over kube-scheduler's of the same round, for each round both
+    ran (``volsched``, or ``volsched-before`` with ``--before``)."""
     by = {(r.workload, r.scheduler, r.repeat): r for r in rows}
     out: dict[str, list[float]] = {}
     for r in rows:
         kube = by.get((r.workload, "kube-scheduler", r.repeat))
-        if r.scheduler != "volsched" or kube is None:
+        if r.scheduler != scheduler or kube is None:
             continue
         if r.pods_per_s > 0 and kube.pods_per_s > 0:  # NaN compares False: a failed run has no ratio
             out.setdefault(r.workload, []).append(r.pods_per_s / kube.pods_per_s)
@@ -654,7 +659,7 @@ def report(rows: list[Row]) -> str:
         kube = by.get((r.workload, "kube-scheduler", r.repeat))
         ratio = (
             f"{r.pods_per_s / kube.pods_per_s:.2f}x"
-            if r.scheduler == "volsched" and kube and kube.pods_per_s > 0 and r.pods_per_s > 0
+            if r.scheduler in VOLSCHEDS and kube and kube.pods_per_s > 0 and r.pods_per_s > 0
             else ""
         )
         lines.append(
@@ -667,15 +672,16 @@ def report(rows: list[Row]) -> str:
     lines.append("ratio: volsched's pods/s over kube-scheduler's on the same workload, same round")
     lines.append("1st s: from the window's start to the first measured pod bound (the scheduler's reaction)")
     lines.append("cpu s, api s: the scheduler's and the apiserver's CPU seconds over the measured window")
-    spread = ratios(rows)
-    if any(len(v) > 1 for v in spread.values()):
-        lines.append("")
-        lines.append(f"{'workload':<27} {'rounds':>6} {'median':>7} {'min':>6} {'max':>6}")
-        for name, values in spread.items():
-            lines.append(
-                f"{name:<27} {len(values):>6} {statistics.median(values):>6.2f}x {min(values):>5.2f}x "
-                f"{max(values):>5.2f}x"
-            )
+    for who in VOLSCHEDS:
+        spread = ratios(rows, who)
+        if any(len(v) > 1 for v in spread.values()):
+            lines.append("")
+            lines.append(f"{'workload (' + who + ')':<27} {'rounds':>6} {'median':>7} {'min':>6} {'max':>6}")
+            for name, values in spread.items():
+                lines.append(
+                    f"{name:<27} {len(values):>6} {statistics.median(values):>6.2f}x {min(values):>5.2f}x "
+                    f"{max(values):>5.2f}x"
+                )
     return "\n".join(lines)
 
 
@@ -698,6 +704,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stall", type=float, default=60.0, help="give up after this long without a bind (s)")
     p.add_argument("--json", type=Path, help="write the rows, the machine and the sizes here")
     p.add_argument("--source", type=Path, default=ROOT, help="run volsched from this checkout")
+    p.add_argument(
+        "--before",
+        type=Path,
+        help="also run volsched from this checkout (an earlier commit) as 'volsched-before', in the same "
+        "rounds: a change's before and after meet the same machine minutes apart, each with its ratio",
+    )
     p.add_argument("--volsched-args", default="")
     p.add_argument(
         "--mode",
@@ -729,9 +741,14 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         p.error(f"--only: unknown {', '.join(bad)} (known: {', '.join(known)})")
     schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
+    if args.before is not None:
+        args.before = args.before.resolve()
+        schedulers.insert(0, BEFORE)
     machine = describe()
     print("machine:", machine)
     print(f"volsched from {args.source} at {_commit(args.source)}; sizes: {'full' if args.full else 'quick'}")
+    if args.before is not None:
+        print(f"volsched-before from {args.before} at {_commit(args.before)}")
     rows: list[Row] = []
     import tempfile
 
@@ -774,6 +791,8 @@ def main(argv: list[str] | None = None) -> int:
                     "size": "full" if args.full else "quick",
                     "rows": [asdict(r) for r in rows],
                     "ratios": ratios(rows),
+                    **({"ratios_before": ratios(rows, BEFORE)} if args.before is not None else {}),
+                    **({"before": _commit(args.before)} if args.before is not None else {}),
                 },
                 indent=1,
             )
