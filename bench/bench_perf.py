@@ -457,8 +457,10 @@ def run_workload(
             watch = start_watch(conn, rv, rundir, args.loadgen)
             log = rundir / f"{scheduler}.log"
             if scheduler in VOLSCHEDS:
-                source = args.before if scheduler == BEFORE else args.source
-                sched = start_volsched(cp, log, source, args.volsched_args.split())
+                before = scheduler == BEFORE
+                source = args.before if before else args.source
+                extra = args.before_args if before and args.before_args is not None else args.volsched_args
+                sched = start_volsched(cp, log, source, extra.split())
             else:
                 gates = WORKLOAD_GATE if w.workload_api else ""
                 sched = start_kube_scheduler(cp, log, rundir, feature_gates=gates)
@@ -711,6 +713,11 @@ def main(argv: list[str] | None = None) -> int:
         "rounds: a change's before and after meet the same machine minutes apart, each with its ratio",
     )
     p.add_argument("--volsched-args", default="")
+    p.add_argument(
+        "--before-args",
+        help="volsched-before's arguments (default: --volsched-args'): with --before the same checkout, "
+        "two settings of one commit compared in the same rounds",
+    )
     p.add_argument(
         "--mode",
         choices=("backlog", "arriving"),
