@@ -10,7 +10,8 @@ checkouts are run in turn (A B A B ...), so a before/after comparison meets the 
     python bench/bench_startup.py [--nodes 5000 --pods 50000] [--runs 3] [--source DIR ...]
 
 Prints per run: seconds to ready, the CPU seconds of the process until then, its peak RSS until then,
-and the seconds from start to the log's "cache synced" line.
+the seconds from start to the log's first line (``serving /healthz``: Python started, the modules
+imported, the operator built) and to its "cache synced" line (the Lease, the config and the listing).
 """
 
 from __future__ import annotations
@@ -78,7 +79,16 @@ def hold_lease(api: object, stop: threading.Event) -> None:
         coord.patch_namespaced_lease(LEASE, OPERATOR_NS, {"spec": {"renewTime": _now()}})
 
 
-def one_run(kubeconfig: Path, source: Path, log: Path) -> tuple[float, float, int, float]:
+#: One run's figures: seconds to ready, CPU seconds, peak RSS (bytes), seconds to the log's "cache
+#: synced" line and to its first line (NaN for kube-scheduler).
+Figures = tuple[float, float, int, float, float]
+
+
+def _stamp(line: str, start: float) -> float:
+    return datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp() - start
+
+
+def one_run(kubeconfig: Path, source: Path, log: Path) -> Figures:
     argv = [
         sys.executable, "-m", "volsched", "run",
         "--kubeconfig", str(kubeconfig),
@@ -108,15 +118,16 @@ def one_run(kubeconfig: Path, source: Path, log: Path) -> tuple[float, float, in
             time.sleep(0.02)
     finally:
         kill_tree(proc)
-    synced = math.nan
+    synced = serving = math.nan
     for line in log.read_text(errors="replace").splitlines():
         if "cache synced" in line:
-            stamp = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
-            synced = stamp.timestamp() - start
-    return ready, usage.cpu_seconds, usage.peak_rss, synced
+            synced = _stamp(line, start)
+        elif "serving /healthz" in line and math.isnan(serving):
+            serving = _stamp(line, start)
+    return ready, usage.cpu_seconds, usage.peak_rss, synced, serving
 
 
-def kube_run(cp: LocalControlPlane, log: Path, workdir: Path) -> tuple[float, float, int, float]:
+def kube_run(cp: LocalControlPlane, log: Path, workdir: Path) -> Figures:
     """kube-scheduler (hack/controlplane's, bind_throughput's configuration) on the same cluster, timed
     from its start to ``/readyz`` answering 200 (its informers synced). It schedules only pods naming
     it: none here."""
@@ -133,7 +144,7 @@ def kube_run(cp: LocalControlPlane, log: Path, workdir: Path) -> tuple[float, fl
         usage.sample()
     finally:
         kill_tree(sched.proc)
-    return ready, usage.cpu_seconds, usage.peak_rss, math.nan
+    return ready, usage.cpu_seconds, usage.peak_rss, math.nan, math.nan
 
 
 def compare(
@@ -142,11 +153,11 @@ def compare(
     *,
     runs: int,
     workdir: Path,
-    kube: Callable[[Path], tuple[float, float, int, float]] | None = None,
+    kube: Callable[[Path], Figures] | None = None,
 ) -> None:
     """``runs`` runs of each source, in turn (A B A B ...), and of kube-scheduler after them with ``kube``."""
     workdir.mkdir(parents=True, exist_ok=True)
-    figures: dict[Path, list[tuple[float, float, int, float]]] = {s: [] for s in sources}
+    figures: dict[Path, list[Figures]] = {s: [] for s in sources}
     order: list[Path | None] = [*sources, *([None] if kube is not None else [])]
     if kube is not None:
         figures[Path("kube-scheduler")] = []
@@ -164,7 +175,7 @@ def compare(
             figures[source].append(f)
             print(
                 f"  {source} ({_commit(source)}): ready {f[0]:.2f}s, cpu {f[1]:.2f}s, "
-                f"peak rss {f[2] / 2**20:.0f} MiB, synced at {f[3]:.2f}s",
+                f"peak rss {f[2] / 2**20:.0f} MiB, first line at {f[4]:.2f}s, synced at {f[3]:.2f}s",
                 flush=True,
             )
     for source, results in figures.items():
@@ -173,6 +184,16 @@ def compare(
             f"(min {min(r[0] for r in results):.2f}), cpu median "
             f"{statistics.median(r[1] for r in results):.2f}s"
         )
+    kube_figures = figures.get(Path("kube-scheduler"))
+    for source in sources if kube_figures else ():
+        assert kube_figures is not None
+        for what, i in (("ready", 0), ("cpu", 1)):
+            ratios = [a[i] / b[i] for a, b in zip(figures[source], kube_figures, strict=False) if b[i] > 0]
+            if ratios:
+                print(
+                    f"{source}: {what} / kube-scheduler's, per round: median {statistics.median(ratios):.2f} "
+                    f"(rounds: {', '.join(f'{r:.2f}' for r in ratios)})"
+                )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -563,9 +563,12 @@ class LoopWorld:
         self.last_tick = 0.0
         self.sessions = 0
         self.ran = threading.Condition()
+        #: The thread each session ran on.
+        self.threads: list[int] = []
 
     def run_once(self) -> None:
         with self.ran:
+            self.threads.append(threading.get_ident())
             self.sessions += 1
             self.waiting = self.leaves_waiting
             self.ran.notify_all()
@@ -623,6 +626,23 @@ def test_a_pod_arriving_on_a_watch_thread_wakes_a_session_long_before_the_period
         await quiet_moment()
         assert world.sessions == 3  # one session for each ring, none more
         assert world.woken() == 2
+
+    asyncio.run(in_loop(world, body))
+
+
+def test_a_ring_wakes_the_session_thread_while_the_event_loop_is_busy() -> None:
+    """The watch thread's ring wakes the sessions' own thread directly: a session starts while the
+    event loop is held (kopf, the HTTP server), and all sessions run on that one thread (its connection
+    is the one a lone session's bind goes out on, kept warm)."""
+    world = LoopWorld(period=3600, min_gap=0.0)
+
+    async def body() -> None:
+        assert await asyncio.to_thread(world.wait_sessions, 1)
+        for expected in (2, 3):
+            threading.Thread(target=world.state.doorbell.ring, args=("arrived",)).start()
+            assert world.wait_sessions(expected)  # on the event loop's thread, holding it
+        assert len(set(world.threads)) == 1
+        assert world.threads[0] != threading.get_ident()
 
     asyncio.run(in_loop(world, body))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 
 from volsched.cache.doorbell import CONFIG
@@ -124,64 +125,49 @@ class SessionLoop:
         ``lease.renew_every`` (a period longer than that) renews the Lease meanwhile, without a session,
         so a quiet leader never lets it lapse between sessions (:meth:`keep_up`). A bind whose outcome
         is unknown keeps its pod assumed for ``session.assume_ttl``: when that ends between sessions,
-        the loop lets the assumption go then (the pod waits again, and the doorbell rings)."""
-        s = self.settings.session
-        pacer = Pacer(period=s.period, min_gap=s.min_gap)
-        loop = asyncio.get_running_loop()
-        nudge = asyncio.Event()  # a hint to look again: the doorbell itself says what rang
+        the loop lets the assumption go then (the pod waits again, and the doorbell rings).
 
-        def rang() -> None:  # on a watch thread
-            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
-                loop.call_soon_threadsafe(nudge.set)
+        The loop, its waits and its sessions run on one thread of their own (``volsched-sessions``),
+        which the doorbell wakes directly from the watch thread that rang it: a session used to be
+        called through the event loop and handed to a pooled thread, two wake-ups before an arriving
+        pod's session began, and its lone bind went out on whichever pooled thread's connection. This
+        coroutine only waits for ``stop`` (or the thread's end) and then for the thread."""
+        loop = asyncio.get_running_loop()
+        halt = threading.Event()  # stop, as the thread sees it
+        nudge = threading.Event()  # a hint to look again: the doorbell itself says what rang
+        ended: asyncio.Future[object] = loop.create_future()
+
+        def finish(exc: BaseException | None) -> None:  # on the loop
+            if not ended.done():
+                if exc is None:
+                    ended.set_result(None)
+                else:
+                    ended.set_exception(exc)
+
+        def sessions() -> None:
+            outcome: BaseException | None = None
+            try:
+                _session_loop(self, halt=halt, nudge=nudge)
+            except BaseException as exc:  # the loop's own failure ends run(), as it did on the loop
+                outcome = exc
+            with contextlib.suppress(RuntimeError):  # the event loop closed: nobody waits any more
+                loop.call_soon_threadsafe(finish, outcome)
 
         bell = self.state.doorbell
-        bell.listen(rang)
+        bell.listen(nudge.set)
+        thread = threading.Thread(target=sessions, name="volsched-sessions", daemon=True)
+        thread.start()
+        stopped: asyncio.Future[object] = asyncio.ensure_future(stop.wait())
         try:
-            while not stop.is_set():
-                started = time.monotonic()
-                bell.take()  # what rings from now on calls for the next session
-                self.session_cpu = None  # unknown, should the cycle not get to measure it
-                self.latency.calling()
-                try:
-                    await asyncio.to_thread(self.run_once)
-                except Exception as exc:
-                    if is_unreachable(exc):
-                        self.health.failed("session", exc)
-                    else:
-                        log.exception("session failed; the next one runs in %.1fs", s.period)
-                self.last_tick = ended = time.monotonic()
-                while not stop.is_set():
-                    nudge.clear()  # before peeking: a ring after the peek sets it again
-                    # An unknown bind's time to live over: its pod waits again, and the doorbell rings.
-                    if (expiry := self.feeder.unsure_expiry_in()) <= 0:
-                        self.feeder.expire()
-                        expiry = self.feeder.unsure_expiry_in()
-                    leader = self.lease.is_leader
-                    wait = pacer.next_wait(
-                        started=started,
-                        ended=ended,
-                        now=time.monotonic(),
-                        rings=bell.peek(),
-                        waiting=self.waiting,
-                        leader=leader,
-                        retry_every=self.settings.lease.retry_every,
-                        busy=self.session_cpu,
-                    )
-                    if wait <= 0:
-                        if leader and time.monotonic() < started + s.period:
-                            self.metrics.woken.inc()
-                        break
-                    wait = min(wait, max(expiry, 0.0))  # looked at again when the first one expires
-                    renew = self.settings.lease.renew_every
-                    if leader and wait > renew:  # a long wait: keep the Lease meanwhile, no session
-                        await _first_of(stop, nudge, timeout=renew)
-                        if not stop.is_set():
-                            await asyncio.to_thread(self.keep_up)
-                            self.last_tick = time.monotonic()  # alive between far-apart sessions
-                    else:
-                        await _first_of(stop, nudge, timeout=wait)
+            await asyncio.wait((stopped, ended), return_when=asyncio.FIRST_COMPLETED)
         finally:
+            stopped.cancel()
+            halt.set()
+            nudge.set()
             bell.listen(None)
+            await asyncio.to_thread(thread.join)  # a session running ends first (hand-over waits for it)
+        if ended.done() and ended.exception() is not None:
+            raise ended.exception()  # type: ignore[misc]
 
     def catch_up(self) -> bool:
         """After taking the Lease over: read our pods from the apiserver, so binds the previous leader made
@@ -348,11 +334,52 @@ class SessionLoop:
         self._problems = now
 
 
-async def _first_of(*events: asyncio.Event, timeout: float) -> None:
-    """Wait until one of ``events`` is set, or ``timeout`` seconds."""
-    waits = [asyncio.create_task(e.wait()) for e in events]
-    try:
-        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for w in waits:
-            w.cancel()
+def _session_loop(self: SessionLoop, *, halt: threading.Event, nudge: threading.Event) -> None:
+    """:meth:`SessionLoop.run`'s loop, on its own thread: a session, then the pacer's wait (cut short by
+    ``nudge``), until ``halt``."""
+    s = self.settings.session
+    pacer = Pacer(period=s.period, min_gap=s.min_gap)
+    bell = self.state.doorbell
+    while not halt.is_set():
+        started = time.monotonic()
+        bell.take()  # what rings from now on calls for the next session
+        self.session_cpu = None  # unknown, should the cycle not get to measure it
+        self.latency.calling()
+        try:
+            self.run_once()
+        except Exception as exc:
+            if is_unreachable(exc):
+                self.health.failed("session", exc)
+            else:
+                log.exception("session failed; the next one runs in %.1fs", s.period)
+        self.last_tick = ended = time.monotonic()
+        while not halt.is_set():
+            nudge.clear()  # before peeking: a ring after the peek sets it again
+            # An unknown bind's time to live over: its pod waits again, and the doorbell rings.
+            if (expiry := self.feeder.unsure_expiry_in()) <= 0:
+                self.feeder.expire()
+                expiry = self.feeder.unsure_expiry_in()
+            leader = self.lease.is_leader
+            wait = pacer.next_wait(
+                started=started,
+                ended=ended,
+                now=time.monotonic(),
+                rings=bell.peek(),
+                waiting=self.waiting,
+                leader=leader,
+                retry_every=self.settings.lease.retry_every,
+                busy=self.session_cpu,
+            )
+            if wait <= 0:
+                if leader and time.monotonic() < started + s.period:
+                    self.metrics.woken.inc()
+                break
+            wait = min(wait, max(expiry, 0.0))  # looked at again when the first one expires
+            renew = self.settings.lease.renew_every
+            if leader and wait > renew:  # a long wait: keep the Lease meanwhile, no session
+                nudge.wait(renew)
+                if not halt.is_set():
+                    self.keep_up()
+                    self.last_tick = time.monotonic()  # alive between far-apart sessions
+            else:
+                nudge.wait(wait)
