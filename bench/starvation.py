@@ -203,6 +203,40 @@ def _queue(key: str) -> str:
     return key.split("/", 1)[0].removeprefix("team-")
 
 
+def spread(series: list[float], a: float, b: float, amount: float, *, start: float, step: float) -> None:
+    """Add ``amount`` held over [a, b) (seconds) to ``series`` (one slot per ``step`` seconds from
+    ``start``): each slot gets the mean over it, a slot partly covered its covered part."""
+    lo, hi = max(0.0, (a - start) / step), min(float(len(series)), (b - start) / step)
+    i = int(lo)
+    while i < hi:
+        series[i] += amount * (min(hi, i + 1.0) - max(lo, float(i)))
+        i += 1
+
+
+def deserved_over(held: dict[str, list[float]], asked: dict[str, list[float]]) -> dict[str, float]:
+    """Each queue's mean deserved part over the minutes given: at each minute, what the queues hold
+    between them water-filled by weight, no queue past what it asks then (proportion's deserved of that
+    moment, as the scheduler computes it every session); the hour's is the mean of its minutes'. Not the
+    water-fill of the hour's mean asks: a queue that asked much in one half and little in the other would
+    be owed in the whole hour what it asked in its busy half."""
+    queues = list(held)
+    minutes = len(held[queues[0]])
+    out = dict.fromkeys(queues, 0.0)
+    for i in range(minutes):
+        fill = _water_fill(sum(held[q][i] for q in queues), {q: asked[q][i] for q in queues})
+        for q in queues:
+            out[q] += fill[q] / minutes
+    return out
+
+
+def fair_hour(held: dict[str, list[float]], asked: dict[str, list[float]], pod: dict[str, float]) -> bool:
+    """Whether, over one hour (per-minute means of GPUs held and asked, held plus pending), every queue
+    held on average within one pod (``pod``: the largest it asked that hour) of its mean deserved
+    part (:func:`deserved_over`)."""
+    deserved = deserved_over(held, asked)
+    return all(abs(sum(held[q]) / len(held[q]) - deserved[q]) <= pod[q] + 1e-9 for q in held)
+
+
 def measure(name: str, result: ReplayResult, *, horizon: float, wall: float) -> Figures:
     runs = result.runs
     start = result.start
@@ -223,17 +257,13 @@ def measure(name: str, result: ReplayResult, *, horizon: float, wall: float) -> 
     waits = [gang_start[j] - gang_created[j] for j in gang_created if j in gang_start]
     unstarted = [horizon + start - gang_created[j] for j in gang_created if j not in gang_start]
     all_waits = waits + unstarted  # a gang never started has waited at least until the end
-    # Per minute: GPUs held, and GPUs asked (held plus pending), per queue.
+    # Per minute: GPUs held, and GPUs asked (held plus pending), per queue (means over the minute).
     step = 60.0
     slots = int(horizon // step)
+    hours = slots // 60
     held = {q: [0.0] * slots for q in WEIGHTS}
     asked = {q: [0.0] * slots for q in WEIGHTS}
-
-    def add(series: list[float], a: float, b: float, amount: float) -> None:
-        i0, i1 = max(0, int((a - start) // step)), min(slots, math.ceil((b - start) / step))
-        for i in range(i0, i1):
-            series[i] += amount
-
+    largest = {q: [0.0] * hours for q in WEIGHTS}  # the largest pod each queue asked, per hour
     for run in runs.values():
         q = _queue(run.key)
         gpus = float(run.requests.get(GPU, 0.0))
@@ -243,13 +273,16 @@ def measure(name: str, result: ReplayResult, *, horizon: float, wall: float) -> 
             else (run.evicted if run.evicted is not None else start + horizon)
         )
         if run.started is not None:
-            add(held[q], run.started, stop, gpus)
-        add(asked[q], run.created, stop, gpus)
+            spread(held[q], run.started, stop, gpus, start=start, step=step)
+        spread(asked[q], run.created, stop, gpus, start=start, step=step)
+        for h in range(
+            max(0, int((run.created - start) // 3600)), min(hours, math.ceil((stop - start) / 3600))
+        ):
+            largest[q][h] = max(largest[q][h], gpus)
     used = sum(sum(s) for s in held.values()) / slots
     allows = sum(min(CAPACITY, sum(asked[q][i] for q in WEIGHTS)) for i in range(slots)) / slots
-    # Fairness: over each busy hour (asked >= capacity all hour), each small queue's mean hold against
-    # its deserved share (water-filled by weight over what the queues ask, capped by what each asks).
-    hours = slots // 60
+    # Fairness: over each busy hour (asked >= capacity every minute), each small queue's mean hold
+    # against its mean deserved part of what the small queues hold (fair_hour).
     busy = fair = 0
     # Hours in which a big gang waited (created, not started): a reservation is held for it, or drains.
     waiting = [False] * hours
@@ -259,18 +292,16 @@ def measure(name: str, result: ReplayResult, *, horizon: float, wall: float) -> 
             waiting[h] = True
     busy_waiting = fair_waiting = 0
     for h in range(hours):
-        window = range(h * 60, (h + 1) * 60)
-        if any(sum(asked[q][i] for q in WEIGHTS) < CAPACITY for i in window):
+        window = slice(h * 60, (h + 1) * 60)
+        if any(sum(asked[q][i] for q in WEIGHTS) < CAPACITY - 1e-9 for i in range(h * 60, (h + 1) * 60)):
             continue
         busy += 1
         busy_waiting += waiting[h]
-        mean_held = {q: sum(held[q][i] for i in window) / 60 for q in WEIGHTS}
-        mean_asked = {q: sum(asked[q][i] for i in window) / 60 for q in WEIGHTS}
-        # what the small queues hold between them, shared as proportion would (by weight, capped by ask)
-        deserved = _water_fill(
-            sum(mean_held[q] for q in SMALL_QUEUES), {q: mean_asked[q] for q in SMALL_QUEUES}
-        )
-        if all(abs(mean_held[q] - deserved[q]) <= 4.0 for q in SMALL_QUEUES):
+        if fair_hour(
+            {q: held[q][window] for q in SMALL_QUEUES},
+            {q: asked[q][window] for q in SMALL_QUEUES},
+            {q: largest[q][h] for q in SMALL_QUEUES},
+        ):
             fair += 1
             fair_waiting += waiting[h]
     return Figures(
