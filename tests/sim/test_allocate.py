@@ -124,7 +124,11 @@ def test_node_filters(pod_kwargs, expected_node, reason):
     if reason:
         objs.append(pod("q", **{"cpu": "1", **pod_kwargs}))
         data = run(objs)
-        msg = next(e["message"] for e in data["events"] if e["object"] == "Pod default/q")
+        msg = next(
+            e["message"]
+            for e in data["events"]
+            if e["object"] == "Pod default/q" and e["reason"] == "FailedScheduling"
+        )
         assert reason in msg
         assert "1 node(s) were unschedulable (cordoned)" in msg
         assert "1 node(s) not ready" in msg

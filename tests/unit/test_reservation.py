@@ -222,3 +222,74 @@ def test_a_topology_gang_is_not_planned_says_why_and_leaves_the_reservation_to_t
     assert [(c["status"], c["reason"]) for c in reserved] == [("False", "NotPlanned")]
     assert "spec.topology" in reserved[0]["message"]
     assert result.podgroups["ns/g"].no_reservation is None
+
+
+def pending_gang(name: str, *, at: float) -> list[Obj]:
+    """A gang of two 8-GPU pods in queue big, not admitted yet (phase Pending)."""
+    group = created(podgroup(name, ns="ns", queue="big", min_member=2, phase="Pending"), at)
+    return [group, *(pod(f"{name}-{i}", ns="ns", cpu="1", gpu="8", group=name) for i in range(2))]
+
+
+#: overcommit with no headroom: a job is admitted only while what runs and what is admitted leave it room.
+TIGHT = (
+    "{name: priority}, {name: gang}, {name: overcommit, arguments: {overcommit-factor: 1.0}},"
+    " {name: predicates}, {name: proportion}, {name: reservation}"
+)
+
+
+def test_a_gang_the_clusters_room_keeps_out_reserves_and_is_admitted_once_its_nodes_drain() -> None:
+    """g is not admitted (16 GPUs run of 24, it asks 16): smaller jobs would be admitted into every GPU
+    that frees, so it reserves while not admitted; a pod that would run past the start stays off the
+    reserved nodes, and once n1's pod ends g is admitted and placed on what was held for it."""
+    objects = cluster()
+    objects[3] = queue("big", weight=3)  # deserves 18 of the 24 GPUs: its share takes the gang
+    objects[7:10] = pending_gang("g", at=NOW - 3600)
+    result = session(objects, carry=None, plugins=TIGHT)
+    assert result.podgroups["ns/g"].phase == "Pending"
+    assert result.carryover[CARRY] == {"next": "ns/g"}
+    result = session([*objects, waiting("s", gpu=8, runtime="5h")], carry={"next": "ns/g"}, plugins=TIGHT)
+    assert placed(result) == {}
+    assert result.podgroups["ns/g"].reservation == "reserves 2 node(s) starting in 50m: n1, n3"
+    drained = [o for o in objects if o["metadata"]["name"] != "a"]
+    result = session([*drained, waiting("s", gpu=8, runtime="5h")], carry={"next": "ns/g"}, plugins=TIGHT)
+    assert placed(result) == {"ns/g-0": "n1", "ns/g-1": "n3"}
+
+
+def test_a_job_not_admitted_never_reserves_ahead_of_one_its_queue_admitted() -> None:
+    objects = [*cluster(), *pending_gang("p", at=NOW - 7200)]
+    objects[3] = queue("big", weight=3)
+    result = session(objects, carry=None, plugins=TIGHT)
+    assert result.podgroups["ns/p"].phase == "Pending"
+    assert result.carryover[CARRY] == {"next": "ns/g"}
+
+
+def test_a_job_its_queue_would_refuse_leaves_the_reservation_to_the_next() -> None:
+    """old (admitted before its queue's capability was cut) waited longer than g, but its queue may now
+    hold 4 GPUs and it asks 8: no room helps it, so g reserves (before, old was the head and nobody did)."""
+    old = created(podgroup("old", ns="ns", queue="capped", min_member=1, phase="Inqueue"), NOW - 7200)
+    capped = [old, pod("old-0", ns="ns", cpu="1", gpu="8", group="old")]
+    objects = [*cluster(*capped), queue("capped", capability={"nvidia.com/gpu": "4"})]
+    plugins = "{name: priority}, {name: gang}, {name: predicates}, {name: proportion}, {name: reservation}"
+    result = session(
+        [*objects, running("c", on="n3", gpu=8, ago=0, runtime="9h")], carry=None, plugins=plugins
+    )
+    assert result.carryover[CARRY] == {"next": "ns/g"}
+
+
+def test_a_pod_without_a_podgroup_reserves_too() -> None:
+    """one (8 GPUs, no PodGroup) fits on n1 once a (4 GPUs, ends in 50m) does: a 5h pod may not take
+    n1's 4 idle GPUs meanwhile. (Before, a job of one pod was phase Pending at every session's open, so
+    its reservation was never made: it could be the head and nobody reserved.)"""
+    objects = [
+        node("n1", cpu="32", gpu="8"),
+        node("n2", cpu="32", gpu="8"),
+        queue("small"),
+        running("a", on="n1", gpu=4, ago=600, runtime="1h"),
+        running("b", on="n2", gpu=8, ago=0, runtime="2h"),
+        waiting("one", gpu=8, created=NOW - 600),
+    ]
+    result = session(objects, carry=None)
+    assert result.carryover[CARRY] == {"next": "ns/one"}
+    result = session([*objects, waiting("long", gpu=4, runtime="5h")], carry={"next": "ns/one"})
+    assert placed(result) == {}
+    assert "1 node(s) reserved for job ns/one starting in 50m" in result.unschedulable["ns/long"]

@@ -121,8 +121,9 @@ class Plan:
         return int(where[0]) if len(where) else None
 
 
-def plan_for(session: ExtensionPoints, job: Job) -> Plan | None:
-    """Where and from when ``job``'s unmet minimum fits (see the module docstring), or None."""
+def _unmet(session: ExtensionPoints, job: Job) -> list[Task] | None:
+    """The pending pods that make ``job``'s unmet minimum (in task order), when its queue would take
+    them all (its share, its capability: else no room helps); None otherwise."""
     queue = session.queues.get(job.queue)
     pending = sorted(
         (t for t in job.tasks.values() if t.status is PENDING and t.schedulable_by_us), key=_task_key
@@ -132,12 +133,19 @@ def plan_for(session: ExtensionPoints, job: Job) -> Plan | None:
         return None
     if job.podgroup is not None and job.podgroup.topology is not None:
         return None  # placed in one domain of a node label: not planned here (yet)
-    # The queue must take the whole unmet minimum (its share, its capability): else no room helps.
     asked = replace(pending[0], request=sum((t.request for t in pending[:unmet]), session.space.zeros()))
     if session.overused(queue) or session.allocatable(queue, asked):
         return None
+    return pending[:unmet]
+
+
+def plan_for(session: ExtensionPoints, job: Job) -> Plan | None:
+    """Where and from when ``job``'s unmet minimum fits (see the module docstring), or None."""
+    unmet = _unmet(session, job)
+    if unmet is None:
+        return None
     groups: dict[tuple[bytes, str], tuple[Task, int]] = {}
-    for task in pending[:unmet]:
+    for task in unmet:
         key = (task.request.tobytes(), task.placement_key)
         first, count = groups.get(key, (task, 0))
         groups[key] = (first, count + 1)
@@ -296,7 +304,7 @@ class Reservation(BasePlugin):
     def on_session_open(self, session: ExtensionPoints) -> None:
         carried: dict[str, Any] = session.carryover.get(CARRY) or {}
         job = session.jobs.get(carried.get("next") or "")
-        if job is None or job.ready_count >= job.min_member or job.phase is PodGroupPhase.PENDING:
+        if job is None or job.ready_count >= job.min_member:
             return
         reserving = _Reserving(session, job)
         session.state[CARRY] = reserving
@@ -323,15 +331,17 @@ class Reservation(BasePlugin):
 
     def _head(self, session: ExtensionPoints, *, unplanned: Callable[[Job], None]) -> Job | None:
         """The job to reserve for next: of the first waiting job of each queue (in the session's job
-        order), the one created longest ago, at least ``waitTime`` ago, in a queue not overused. A gang
-        placed in one topology domain is never one (it is not planned: ``unplanned`` tells it why), so it
-        does not keep the reservation from the jobs behind it."""
+        order, those admitted before those not admitted yet), the one created longest ago, at least
+        ``waitTime`` ago, whose queue would take its unmet minimum whole. A job not admitted yet may be one:
+        what keeps it out of the queue may be the cluster's room (overcommit), which only a reservation
+        makes while smaller jobs are admitted into every bit that frees; once its nodes drain it is
+        admitted and placed. A gang placed in one topology domain is never one (it is not planned:
+        ``unplanned`` tells it why), so it does not keep the reservation from the jobs behind it."""
         now = session.now
         by_queue: dict[str, list[Job]] = {}
         for job in session.pending_jobs():
             if (
-                job.phase is not PodGroupPhase.PENDING
-                and job.ready_count < job.min_member
+                job.ready_count < job.min_member
                 and now - job.creation >= self.wait
                 and job.queue in session.queues
                 and any(t.status is PENDING and t.schedulable_by_us for t in job.tasks.values())
@@ -342,11 +352,13 @@ class Reservation(BasePlugin):
                 by_queue.setdefault(job.queue, []).append(job)
         keys = session.job_keys()
         heads = []
-        for name, jobs in by_queue.items():
-            if session.overused(session.queues[name]):
-                continue
+        for jobs in by_queue.values():
             order = keys(jobs)
-            heads.append(jobs[min(range(len(jobs)), key=order.__getitem__)])
+            first = jobs[
+                min(range(len(jobs)), key=lambda i: (jobs[i].phase is PodGroupPhase.PENDING, order[i]))
+            ]
+            if _unmet(session, first) is not None:  # else its queue would refuse it: no room helps
+                heads.append(first)
         return min(heads, key=lambda j: (j.creation, j.key), default=None)
 
     def _announce(self, session: ExtensionPoints, job: Job, plan: Plan, carried: dict[str, Any]) -> None:
