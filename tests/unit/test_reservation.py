@@ -168,10 +168,22 @@ def test_the_gang_is_named_for_the_next_session_and_dropped_once_placed() -> Non
     assert CARRY not in result.carryover
 
 
-def test_the_head_is_the_longest_waiting_first_of_its_queue() -> None:
+@pytest.mark.parametrize(
+    ("small_first", "head"), [(False, "ns/g"), (True, "ns/old")], ids=["big-first", "small-first"]
+)
+def test_the_head_is_the_first_waiting_job_of_the_queue_that_comes_first(
+    small_first: bool, head: str
+) -> None:
+    """old (queue small) has waited two hours, g (queue big) one: the queue that comes first in the
+    session's queue order reserves, whatever its job's age (before, the job created first did). No
+    plugin orders queues here, so the older queue comes first (with proportion: the queue furthest
+    below its deserved share)."""
     older = waiting("old", gpu=8, runtime="5h", created=NOW - 7200)
-    result = session([*cluster(older), running("c", on="n3", gpu=8, ago=0, runtime="9h")], carry=None)
-    assert result.carryover[CARRY] == {"next": "ns/old"}
+    objects = [*cluster(older), running("c", on="n3", gpu=8, ago=0, runtime="9h")]
+    objects[3] = created(queue("big"), NOW - (100 if small_first else 200))
+    objects[4] = created(queue("small"), NOW - (200 if small_first else 100))
+    result = session(objects, carry=None)
+    assert result.carryover[CARRY] == {"next": head}
 
 
 def test_wait_time_holds_off_a_young_job() -> None:

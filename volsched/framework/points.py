@@ -165,6 +165,10 @@ class ExtensionPoints(Protocol):
     def allocatable(self, queue: QueueSpec, task: Task) -> Status | None:
         """The combined answer of every plugin's ``allocatable`` (ask it once every plugin opened)."""
 
+    def queue_less(self, left: QueueSpec, right: QueueSpec) -> bool:
+        """Whether ``left`` comes before ``right`` in the session's queue order now (ask it once every
+        plugin opened)."""
+
     def jobs_by_queue(self, jobs: Iterable[Job] | None = None) -> dict[str, list[Job]]: ...
     def job_keys(self) -> Callable[[Sequence[Job]], list[Any]]:
         """The session's job order as sort keys of a list of jobs (ask it once every plugin opened)."""

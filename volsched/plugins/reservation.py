@@ -1,5 +1,5 @@
-"""reservation: the job that has waited longest for room, at the head of its queue, reserves the nodes
-where it will fit earliest; other pods use those nodes only when they are expected to end before the
+"""reservation: the job waiting for room at the head of the queue that comes first in the queue order
+(the queue furthest below its share) reserves the nodes where it will fit earliest; other pods use those nodes only when they are expected to end before the
 reservation starts, or fit beside it (EASY backfill).
 
 One reservation at a time, planned again every session; it is not conservative backfill and not a
@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cmp_to_key
 from typing import Any, ClassVar
 
 import numpy as np
@@ -330,9 +331,10 @@ class Reservation(BasePlugin):
             session.carryover.pop(CARRY, None)
 
     def _head(self, session: ExtensionPoints, *, unplanned: Callable[[Job], None]) -> Job | None:
-        """The job to reserve for next: of the first waiting job of each queue (in the session's job
-        order, those admitted before those not admitted yet), the one created longest ago, at least
-        ``waitTime`` ago, whose queue would take its unmet minimum whole. A job not admitted yet may be one:
+        """The job to reserve for next: the first waiting job (in the session's job order, those
+        admitted before those not admitted yet) of the queue that comes first in the session's queue
+        order (proportion's: the one furthest below its deserved share), among the queues whose first job
+        has waited ``waitTime`` and would be taken by its queue whole. A job not admitted yet may be one:
         what keeps it out of the queue may be the cluster's room (overcommit), which only a reservation
         makes while smaller jobs are admitted into every bit that frees; once its nodes drain it is
         admitted and placed. A gang placed in one topology domain is never one (it is not planned:
@@ -359,7 +361,12 @@ class Reservation(BasePlugin):
             ]
             if _unmet(session, first) is not None:  # else its queue would refuse it: no room helps
                 heads.append(first)
-        return min(heads, key=lambda j: (j.creation, j.key), default=None)
+        queues = session.queues
+
+        def before(a: Job, b: Job) -> int:
+            return -1 if session.queue_less(queues[a.queue], queues[b.queue]) else 1
+
+        return min(heads, key=cmp_to_key(before), default=None)
 
     def _announce(self, session: ExtensionPoints, job: Job, plan: Plan, carried: dict[str, Any]) -> None:
         """The reservation on the job's PodGroup status, and an event when nodes or start changed."""
