@@ -100,35 +100,48 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--nodes", type=int, default=200)
     p.add_argument("--repeat", type=int, default=1, help="runs of each scheduler at each rate, interleaved")
     p.add_argument("--volsched-args", default="", help="extra options for volsched run")
-    p.add_argument("--source", type=Path, default=ROOT, help="run volsched from this checkout")
+    p.add_argument(
+        "--source",
+        type=Path,
+        action="append",
+        help="run volsched from this checkout (default: this one); given twice or more, each in turn "
+        "(a before/after in one run: each compared with the kube-scheduler run of its round)",
+    )
     p.add_argument("--stall", type=float, default=60.0)
     p.add_argument("--json", type=Path, help="write the per-run figures here")
     args = p.parse_args(argv)
     rates = [float(r) for r in args.rates.split(",") if r.strip()]
     ns = argparse.Namespace(
         nodes=args.nodes, pods=args.pods, stall=args.stall, create_procs=1, create_conns=8,
-        binder_procs=1, binder_conns=8, creator=None, source=args.source.resolve(), keep_logs="kept",
+        binder_procs=1, binder_conns=8, creator=None, source=ROOT, keep_logs="kept",
         volsched_args=f"--log-level INFO,volsched.latency=DEBUG {args.volsched_args}".strip(),
     )  # fmt: skip
     ns.loadgen = build_loadgen()
     ns.creator = "go" if ns.loadgen else "python"
     print("machine:", describe())
-    print(f"volsched from {ns.source} at {_commit(ns.source)}; {args.nodes} nodes, {args.pods} pods per run")
+    sources = [s.resolve() for s in args.source or [ROOT]]
+    names = {src: "volsched" if len(sources) == 1 else f"volsched@{_commit(src)}" for src in sources}
+    for src in sources:
+        print(f"{names[src]} from {src} at {_commit(src)}")
+    print(f"{args.nodes} nodes, {args.pods} pods per run")
     rows: list[dict[str, Any]] = []
     try:
         with tempfile.TemporaryDirectory(prefix="volsched-bench-arriving-") as tmp:
             for rate in rates:
                 for rep in range(args.repeat):
-                    for scheduler in ("volsched", "kube-scheduler"):
+                    for source in (*sources, None):
+                        scheduler = "kube-scheduler" if source is None else "volsched"
+                        label = "kube-scheduler" if source is None else names[source]
                         ns.rate = rate
-                        workdir = Path(tmp) / f"{rate:g}-{rep}"
+                        ns.source = source or ROOT
+                        workdir = Path(tmp) / f"{rate:g}-{rep}-{label}"
                         try:
                             r = run_one(scheduler, "arriving", ns, workdir)
                         except Exception as exc:
                             print(f"  {scheduler} at {rate:g}/s FAILED: {exc}", flush=True)
                             continue
                         row: dict[str, Any] = {
-                            "scheduler": scheduler, "rate": rate, "repeat": rep, "load": r.load,
+                            "scheduler": label, "rate": rate, "repeat": rep, "load": r.load,
                             "bound": r.figures.bound, "arrived": r.arrived,
                             "ready": r.ready, "cpu_per_1000": r.cpu_per_1000,
                             "api_bind_ms": 1000 * r.api_binds[1] / r.api_binds[0] if r.api_binds[0] else math.nan,
@@ -143,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
                             }
                         rows.append(row)
                         print(
-                            f"  {time.strftime('%H:%M:%S')} {scheduler} {rate:g}/s: "
+                            f"  {time.strftime('%H:%M:%S')} {label} {rate:g}/s: "
                             f"p50/p99 {_ms(row['stages']['total'])} ms, load {r.load:.1f}",
                             flush=True,
                         )
@@ -153,42 +166,43 @@ def main(argv: list[str] | None = None) -> int:
     print("ms p50/p99 per stage (volsched), creation-to-bind (both); load = 1-min load average at the end")
     columns = (*STAGES, *WAIT_PARTS)
     print(
-        f"{'rate':>5} {'rep':>3} {'scheduler':<15} "
+        f"{'rate':>5} {'rep':>3} {'scheduler':<17} "
         + " ".join(f"{s:>11}" for s in columns)
         + "  api bind  load"
     )
     for row in rows:
         cells = " ".join(f"{_ms(row['stages'].get(s, [])):>11}" for s in columns)
         print(
-            f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<15} {cells}"
+            f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<17} {cells}"
             f"  {row['api_bind_ms']:>8.2f}  {row['load']:.1f}"
         )
     print("  (api bind: the apiserver's own mean ms per bind, from its request-duration histogram)")
     for rate in rates:
         for q in (50, 99):
-            ours = [
-                percentile(r["stages"]["total"], q)
+            theirs = {
+                r["repeat"]: percentile(r["stages"]["total"], q)
                 for r in rows
-                if r["rate"] == rate and r["scheduler"] == "volsched"
-            ]
-            theirs = [
-                percentile(r["stages"]["total"], q)
-                for r in rows
-                if r["rate"] == rate and r["scheduler"] != "volsched"
-            ]
-            if ours and theirs:
-                ratios = [a / b for a, b in zip(ours, theirs, strict=False) if b > 0]
-                spread = f" (runs: {', '.join(f'{x:.2f}' for x in ratios)})" if len(ratios) > 1 else ""
-                print(
-                    f"  {rate:g}/s: volsched p{q} / kube-scheduler p{q} = "
-                    f"{statistics.median(ratios):.2f}{spread}"
-                )
-    one = [s for r in rows for s in r.get("sessions", [])]
-    if one:
-        keys = sorted({k for s in one for k in s})
-        print("one-bind sessions (ms, median over " + str(len(one)) + "): " + ", ".join(
-            f"{k} {statistics.median(s.get(k, 0.0) for s in one):.2f}" for k in keys
-        ))  # fmt: skip
+                if r["rate"] == rate and r["scheduler"] == "kube-scheduler"
+            }
+            for src in sources:
+                ratios = [
+                    percentile(r["stages"]["total"], q) / theirs[r["repeat"]]
+                    for r in rows
+                    if r["rate"] == rate and r["scheduler"] == names[src] and theirs.get(r["repeat"], 0) > 0
+                ]
+                if ratios:
+                    spread = f" (runs: {', '.join(f'{x:.2f}' for x in ratios)})" if len(ratios) > 1 else ""
+                    print(
+                        f"  {rate:g}/s: {names[src]} p{q} / kube-scheduler p{q} = "
+                        f"{statistics.median(ratios):.2f}{spread}"
+                    )
+    for src in sources:
+        one = [s for r in rows if r["scheduler"] == names[src] for s in r.get("sessions", [])]
+        if one:
+            keys = sorted({k for s in one for k in s})
+            print(f"{names[src]}: one-bind sessions (ms, median over {len(one)}): " + ", ".join(
+                f"{k} {statistics.median(s.get(k, 0.0) for s in one):.2f}" for k in keys
+            ))  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps({"machine": describe(), "rows": rows}))
     return 0

@@ -112,6 +112,8 @@ class CycleReport:
     phases_changed: list[str] = field(default_factory=list)
     #: The session was skipped (see :class:`IdleSkip`): ``result`` is empty, only outcomes were settled.
     skipped: bool = False
+    #: The session found at most one job with anything to place (see ``Pacer.next_wait``'s ``sparse``).
+    sparse: bool = False
 
     def count(self, result: str) -> int:
         return sum(1 for b in self.binds if b.result == result)
@@ -225,6 +227,7 @@ def run_cycle(
     # One job with anything to place: its commit is the session's only one (or nearly), so the port may
     # send it on this thread at once; one hand-over to a bind worker cost an arriving pod a few ms.
     lone = snapshot.private is not None and len(snapshot.private) == 1
+    report.sparse = snapshot.private is not None and len(snapshot.private) <= 1
     stream = _BindStream(feeder, port, report, now=now, lone=lone)
     result = run_session(snapshot, config, on_binds=stream)
     result.timings["cycle:snapshot"] = snapshot_s

@@ -1,5 +1,7 @@
 """When the next session runs: every period, or sooner when the cache's doorbell rang (see
-``volsched.cache.doorbell``), but never sooner than a minimum gap after the last session ended.
+``volsched.cache.doorbell``), but never sooner than a minimum gap after the last session ended; a pod
+arriving after a session that found at most one job to place waits only as long as that session kept
+the processor (arrivals are sparse: nothing is gained by waiting for others to join it).
 
 Pure, and shared: the operator's session loop (:meth:`volsched.operator.sessions.SessionLoop.run`) asks
 :meth:`Pacer.next_wait` after each session and again whenever the doorbell rings, and waits what it
@@ -59,6 +61,7 @@ class Pacer:
         leader: bool,
         retry_every: float,
         busy: float | None = None,
+        sparse: bool = False,
     ) -> float:
         """Seconds from ``now`` until the next session should start (0: start it now).
 
@@ -67,14 +70,20 @@ class Pacer:
         config loaded between sessions is acted on at the gap, as a pod arriving);
         ``waiting``: the last session left pods of ours pending (then freed capacity is worth a session
         too); ``busy``: the seconds of processor the last session took (its thread's CPU time; None:
-        unknown, its wall time counts); a follower (not ``leader``) reads the Lease every ``retry_every`` (at most every period)
+        unknown, its wall time counts); ``sparse``: the last session found at most one job with anything to
+        place, so a pod arriving now is not one of many arriving together: it waits only as long as that
+        session kept the processor (the half of it the others keep), not ``min_gap``, which is there to
+        gather pods arriving faster than sessions run (a session that found several jobs says they do);
+        a follower (not ``leader``) reads the Lease every ``retry_every`` (at most every period)
         and is never called by the doorbell."""
         if not leader:
             return max(0.0, started + min(self.period, retry_every) - now)
         due = started + self.period
         took = ended - started if busy is None else min(busy, ended - started)
         gap = max(self.min_gap, took)
-        if rings.arrived or rings.config or (rings.freed and waiting):
+        if rings.arrived and sparse:
+            due = min(due, ended + took)
+        elif rings.arrived or rings.config or (rings.freed and waiting):
             due = min(due, ended + gap)
         elif rings.retry:
             due = min(due, ended + max(gap, self.retry_gap))

@@ -1,7 +1,8 @@
 """When the time mode runs a session: the operator's rule (``volsched.pacing.Pacer``, asked on the virtual
 clock), each trigger in a case whose session times are worked out by hand. Sessions take no time here
 (``session_time`` 0), so a session the doorbell calls for runs ``min_gap`` (0.02 s, the operator's) after
-the last one, or at once when that is past."""
+the last one, or at once when that is past (or when a pod arrives after a session that found at most one
+job to place)."""
 
 from __future__ import annotations
 
@@ -71,15 +72,31 @@ def test_an_arriving_pod_is_placed_at_once_not_at_the_next_period():
 
 
 def test_a_pod_arriving_just_after_a_session_waits_for_the_least_gap():
-    # a arrives at 0 (its session at 0), b 5 ms later: the next session runs min_gap after the last
-    # ended, at 0.02; with min_gap 0.5, at 0.5.
+    # a1 and a2 arrive at 0 (their session at 0 finds two jobs to place: pods arrive faster than
+    # sessions run), b 5 ms later: the next session runs min_gap after the last ended, at 0.02; with
+    # min_gap 0.5, at 0.5.
+    objs = [node("n0", cpu="3"), queue("q")]
+    objs += [
+        timed_pod("a1", created=0, duration="10s", queue="q"),
+        timed_pod("a2", created=0, duration="10s", queue="q"),
+        timed_pod("b", created=0.005, duration="10s", queue="q"),
+    ]
+    want = {"default/a1": 0, "default/a2": 0}
+    assert started(replay(objs)) == {**want, "default/b": 0.02}
+    assert started(replay(objs, min_gap=0.5)) == {**want, "default/b": 0.5}
+
+
+def test_a_pod_arriving_after_a_session_with_one_job_is_placed_at_once():
+    # a arrives at 0 alone (its session finds one job to place), b 5 ms later: arrivals are sparse, so b
+    # waits no minimum gap, only as long as the last session took (nothing: a replay's sessions are
+    # instant), whatever min_gap is (the operator's rule: volsched.pacing).
     objs = [node("n0", cpu="2"), queue("q")]
     objs += [
         timed_pod("a", created=0, duration="10s", queue="q"),
         timed_pod("b", created=0.005, duration="10s", queue="q"),
     ]
-    assert started(replay(objs)) == {"default/a": 0, "default/b": 0.02}
-    assert started(replay(objs, min_gap=0.5)) == {"default/a": 0, "default/b": 0.5}
+    assert started(replay(objs)) == {"default/a": 0, "default/b": 0.005}
+    assert started(replay(objs, min_gap=0.5)) == {"default/a": 0, "default/b": 0.005}
 
 
 def test_room_freed_while_pods_wait_calls_a_session_when_it_frees():
@@ -98,22 +115,24 @@ def test_room_freed_while_pods_wait_calls_a_session_when_it_frees():
 def test_an_eviction_frees_the_room_and_the_preemptor_is_bound_a_least_gap_later():
     # One 2-cpu node; low's two pods run from 0 (minMember 1); high (higher priority) arrives at 100 and
     # preempts one: the session
-    # at 100 evicts and pipelines high; the eviction frees the room while high waits, so the next session
-    # runs min_gap after, at 100.02, and binds it.
+    # at 100 evicts and pipelines high; the eviction frees the room while high waits, and the evicted pod
+    # is made again (it arrives): that session found one job to place (high), so the arrival calls the
+    # next session at once (a replay's session takes no time), not min_gap after, and it binds high.
     objs = [node("n0", cpu="2"), queue("q"), priority_class("low", 1), priority_class("high", 100)]
     objs += gang("low", created=0, duration="1h", pods=2)
     objs += gang("high", created=100, duration="10s")
     config = load_config(text=(EXAMPLES / "reclaim-preempt-scheduler.yaml").read_text())
     result = replay(objs, config=config)
     assert evicted(result) == 100
-    assert started(result)["default/high-0"] == pytest.approx(100.02)
+    assert started(result)["default/high-0"] == pytest.approx(100.0)
 
 
 def test_while_pods_wait_for_the_clock_a_session_runs_max_idle_after_the_last_on_its_period_grid():
     # The same, but minruntime protects low's pods for their first 30 s. high arrives at 10.5: its session (at 10.5) cannot
     # evict yet, and nothing rings after it. A plugin reads the clock and a pod waits, so a session runs
     # max_idle (10 s) after the last one, on the period's grid from that one (10.5 + k): at 20.5 (low has
-    # run 20.5 s: still protected) and 30.5, which evicts; the freed room binds high at 30.52.
+    # run 20.5 s: still protected) and 30.5, which evicts; the freed room (and the evicted pod made again,
+    # after a session with one job to place: at once) binds high at 30.5.
     text = (EXAMPLES / "reclaim-preempt-scheduler.yaml").read_text()
     text = text.replace(
         "  - name: gang\n", "  - name: gang\n  - name: minruntime\n    arguments: {minRuntime: 30s}\n"
@@ -123,7 +142,7 @@ def test_while_pods_wait_for_the_clock_a_session_runs_max_idle_after_the_last_on
     objs += gang("high", created=10.5, duration="10s")
     result = replay(objs, config=load_config(text=text))
     assert evicted(result) == 30.5
-    assert started(result)["default/high-0"] == pytest.approx(30.52)
+    assert started(result)["default/high-0"] == pytest.approx(30.5)
 
 
 def test_a_node_added_while_pods_wait_calls_a_session_when_it_comes():

@@ -151,6 +151,63 @@ def test_a_woken_session_waits_as_long_as_the_last_one_kept_the_processor(
     assert wait == pytest.approx(expected)
 
 
+#: (case, started, ended, now, busy, rings, waiting, sparse, expected wait), a period of 1 s and a gap of
+#: 0.1 s. ``sparse``: the last session found at most one job to place.
+SPARSE: list[tuple[str, float, float, float, float | None, Rings, bool, bool, float]] = [
+    ("a pod after a one-job session: as long as that session's CPU", 10.0, 10.005, 10.005, 0.002, ARRIVED, False, True, 0.002),
+    ("the same, 1 ms later: what is left of it", 10.0, 10.005, 10.006, 0.002, ARRIVED, False, True, 0.001),
+    ("a pod after a one-job session whose CPU is unknown: its wall time", 10.0, 10.005, 10.005, None, ARRIVED, False, True, 0.005),
+    ("a pod after a session with several jobs: the minimum gap", 10.0, 10.005, 10.005, 0.002, ARRIVED, False, False, 0.1),
+    ("a long one-job session: as long as it kept the processor", 10.0, 10.4, 10.4, 0.3, ARRIVED, False, True, 0.3),
+    ("capacity freed while pods wait: the gap still", 10.0, 10.005, 10.005, 0.002, FREED, True, True, 0.1),
+    ("a config loaded: the gap still", 10.0, 10.005, 10.005, 0.002, CONFIG, False, True, 0.1),
+    ("nothing rang: the period", 10.0, 10.005, 10.005, 0.002, NONE, False, True, 0.995),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "started", "ended", "now", "busy", "rings", "waiting", "sparse", "expected"),
+    SPARSE,
+    ids=[c[0] for c in SPARSE],
+)
+def test_a_pod_arriving_after_a_session_with_one_job_waits_only_as_long_as_that_session_took(
+    case: str,
+    started: float,
+    ended: float,
+    now: float,
+    busy: float | None,
+    rings: Rings,
+    waiting: bool,
+    sparse: bool,
+    expected: float,
+) -> None:
+    """The minimum gap gathers pods arriving faster than sessions run; after a session that found one
+    job to place (or none), a pod that arrives is alone: it waits only the half of the processor the
+    others keep."""
+    wait = PACER.next_wait(
+        started=started, ended=ended, now=now, rings=rings, waiting=waiting, leader=True,
+        retry_every=0.25, busy=busy, sparse=sparse,
+    )  # fmt: skip
+    assert wait == pytest.approx(expected)
+
+
+#: (what the session met, how many jobs it had to place: 0 and 1 are sparse)
+SPARSE_CYCLES: list[tuple[str, list[Obj], bool]] = [
+    ("nothing pending", [node("n1", cpu="4"), pod("a", node="n1")], True),
+    ("one pod pending", [node("n1", cpu="4"), pod("a")], True),
+    ("a gang of two pending: one job", [node("n1", cpu="4"), queue("q"), *gang("g", size=2, phase="Inqueue")], True),
+    ("two pods pending", [node("n1", cpu="4"), pod("a"), pod("b")], False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("what", "objects", "sparse"), SPARSE_CYCLES, ids=[c[0] for c in SPARSE_CYCLES])
+def test_a_cycle_says_whether_it_found_at_most_one_job_to_place(
+    what: str, objects: list[Obj], sparse: bool
+) -> None:
+    report = run_cycle(cache(*objects), load_config(None), NullPort(), now=5000.0)
+    assert report.sparse is sparse
+
+
 def test_a_gap_as_long_as_the_period_means_a_session_every_period_only() -> None:
     pacer = Pacer(period=1.0, min_gap=1.0)
     kw: dict[str, Any] = dict(ended=10.05, now=10.05, rings=BOTH, waiting=True, leader=True, retry_every=0.25)
@@ -560,6 +617,7 @@ class LoopWorld:
         self.latency = PodLatency()
         self.leaves_waiting = leaves_waiting
         self.waiting = False
+        self.sparse = False
         self.last_tick = 0.0
         self.sessions = 0
         self.ran = threading.Condition()

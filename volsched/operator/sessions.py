@@ -112,6 +112,8 @@ class SessionLoop:
         self.waiting = False
         #: The processor time (the session thread's CPU seconds) the last cycle took: the pacer's gap.
         self.session_cpu: float | None = None
+        #: The last session that ran found at most one job to place (the pacer's ``sparse``).
+        self.sparse = False
         #: Queue name -> when its finalizer is tried again after a failed write (monotonic).
         self._guard_failed: dict[str, float] = {}
         self._problems: dict[str, str] = {}
@@ -248,6 +250,7 @@ class SessionLoop:
             log.debug("session skipped: nothing changed since the last one, which decided nothing")
             return report.result, report
         result = report.result
+        self.sparse = report.sparse
         self.latency.session_done(result.timings, binds=len(result.binds))
         self.waiting = pods_wait(result)
         self._log_problems(result)
@@ -369,6 +372,7 @@ def _session_loop(self: SessionLoop, *, halt: threading.Event, nudge: threading.
                 leader=leader,
                 retry_every=self.settings.lease.retry_every,
                 busy=self.session_cpu,
+                sparse=self.sparse,
             )
             if wait <= 0:
                 if leader and time.monotonic() < started + s.period:

@@ -269,12 +269,20 @@ class Replay:
         self.sim.clock = now
 
     def _next_session(
-        self, *, started: float, ended: float, dirty: bool, waiting: bool, last_run: float
+        self,
+        *,
+        started: float,
+        ended: float,
+        dirty: bool,
+        waiting: bool,
+        last_run: float,
+        sparse: bool = False,
     ) -> float:
         """When the session after the one that ran (or was skipped) at ``started`` runs: what the
         operator's :class:`~volsched.pacing.Pacer` answers, asked again at every event until then (each
         event may ring the doorbell). ``dirty``: the next periodic session would run (the last one
-        decided something); ``waiting``: the last session that ran left pods of ours waiting.
+        decided something); ``waiting``: the last session that ran left pods of ours waiting; ``sparse``:
+        it found at most one job to place (a pod arriving next waits no minimum gap, as the operator's).
 
         A periodic session that :class:`~volsched.cycle.IdleSkip` would skip (nothing changed since a
         session that decided nothing) is not visited: its only effect, moving the period's grid on by
@@ -286,7 +294,7 @@ class Replay:
             event = self._next_event()
             wait = pacer.next_wait(
                 started=started, ended=ended, now=t, rings=bell.peek(), waiting=waiting,
-                leader=True, retry_every=period,
+                leader=True, retry_every=period, sparse=sparse,
             )  # fmt: skip
             due = t + wait
             if not dirty and due >= started + period:  # a periodic session, skipped: the grid moves on
@@ -316,7 +324,7 @@ class Replay:
         last = SessionResult()
         sessions = skipped = 0
         last_run = -math.inf
-        waiting = False
+        waiting = sparse = False
         now = self.start
         series = Series(step=self.period)
         deserved: dict[str, dict[str, float]] = {}
@@ -337,12 +345,13 @@ class Replay:
                 sessions += 1
                 last, last_run = report.result, now
                 waiting = pods_wait(last)
+                sparse = report.sparse
                 deserved = {q: v.deserved or {} for q, v in last.queues.items()}
             series.sample(now, port.ledger.held, deserved)
             outcomes += (o for o in report.evictions if o.result in (EVICTED, BLOCKED, FAILED))
             changed = bool(report.count(BOUND) or report.evicted() or report.phases_changed)
             nxt = self._next_session(
-                started=now, ended=ended, dirty=changed, waiting=waiting, last_run=last_run
+                started=now, ended=ended, dirty=changed, waiting=waiting, last_run=last_run, sparse=sparse
             )
             if not math.isfinite(nxt) or (self.until is not None and nxt > self.start + self.until):
                 break
