@@ -705,3 +705,95 @@ def test_a_gap_replaced_in_its_place_by_another_job_asking_the_same_is_not_taken
     state.apply(pod("g2-0", group="g2", cpu="0.3"))
     _, result = _session(state, 6.0)  # (``_session`` checks the close's requests against a walk)
     assert [b.pod for b in result.binds] == ["default/g2-0"]
+
+
+def _gangs(cpus: list[str]) -> list[dict[str, Any]]:
+    """Two nodes, queues a and b, 30 running gangs of two pods (a PodGroup each) across queues and
+    namespaces, the pods asking ``cpus`` in turn, and memory in bytes."""
+    objs: list[dict[str, Any]] = [
+        node("n1", cpu="512"),
+        node("n2", cpu="512"),
+        queue("a"),
+        queue("b", weight=2),
+    ]
+    for i in range(30):
+        ns, q = NAMESPACES[i % 3], "a" if i % 4 else "b"
+        objs.append(podgroup(f"g{i}", ns=ns, queue=q, min_member=2, phase="Running"))
+        for k in range(2):
+            cpu = cpus[(i + k) % len(cpus)]
+            objs.append(
+                pod(f"g{i}-{k}", ns=ns, group=f"g{i}", cpu=cpu, memory=f"{i + 1}Gi", node=f"n{k + 1}")
+            )
+    return objs
+
+
+#: Amounts whose sums are exact in any order (halves, quarters, whole cores), and the awkward ones.
+EXACT_CPUS = ["0.5", "1", "2", "250m", "1.5", "3", "0.75"]
+
+
+@pytest.mark.parametrize(("cpus", "exact"), [(EXACT_CPUS, True), (CPUS, False)], ids=["exact", "awkward"])
+@pytest.mark.parametrize("config", [None, EVICTING_CONFIG], ids=["default", "evicting"])
+def test_a_run_whose_jobs_finish_and_leave_keeps_the_rest_when_its_sums_are_exact(
+    cpus: list[str], exact: bool, config: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Gangs in the middle of the order finish and leave while others arrive and are bound: with amounts
+    # whose sums are exact, the next session keeps the run less what left (one subtraction a job), else
+    # it sums the run anew; either way every session opens, decides and renders (PodGroup statuses, kept
+    # from the last session too) what a session summing every job from scratch does, to the last bit.
+    kept, scratch = ClusterState(), ClusterState()
+    for state in (kept, scratch):
+        for obj in _gangs(cpus):
+            state.apply(obj)
+    trimmed: list[int] = []
+    without_gone = settled._without_gone
+
+    def counting(jobs: Any, base: Settled, present: Any) -> Settled:
+        out = without_gone(jobs, base, present)
+        trimmed.append(out.span)
+        return out
+
+    monkeypatch.setattr(settled, "_without_gone", counting)
+    cpu_of: dict[str, str] = {}
+    for cycle in range(6):
+        scratch._builder.kept.clear()  # every session sums and renders every job
+        opened_kept, result_kept = _session(kept, 10.0 + cycle, config=config)
+        opened_scratch, result_scratch = _session(scratch, 10.0 + cycle, config=config)
+        assert opened_kept == opened_scratch, cycle
+        assert _rendered(result_kept) == _rendered(result_scratch), cycle
+        run = kept._builder.kept[KEPT]
+        assert isinstance(run, Settled) and run.exact is exact
+        arrivals = [f"new{cycle}-{k}" for k in range(2)]
+        cpu_of.update({name: cpus[(cycle + k) % len(cpus)] for k, name in enumerate(arrivals)})
+        for state in (kept, scratch):
+            for b in result_kept.binds:  # the binds confirmed: the pods run
+                ns, _, name = b.pod.partition("/")
+                state.apply(pod(name, ns=ns, cpu=cpu_of[name], queue="b", node=b.node))
+            for i in (cycle * 4 + 1, cycle * 4 + 3):  # two gangs in the middle finish
+                for k in range(2):
+                    state.delete("Pod", NAMESPACES[i % 3], f"g{i}-{k}")
+                state.delete("PodGroup", NAMESPACES[i % 3], f"g{i}")
+            for name in arrivals:  # pods arrive
+                state.apply(pod(name, cpu=cpu_of[name], queue="b"))
+    if exact:
+        assert len(trimmed) >= 5 and min(trimmed) > 0  # kept less what left, session after session
+    else:
+        assert not trimmed  # sums that may round differently are never subtracted from
+
+
+@pytest.mark.parametrize(
+    ("rows", "exact"),
+    [
+        ([[0.5, 2.0**40], [0.25, 3.0]], True),  # fractions of a core, whole bytes
+        ([[0.1, 1.0]], False),  # a tenth has no exact float
+        ([[2.0**41 + 0.5, 0.0], [2.0**41, 0.0]], False),  # fractions summing past FRACTION_BOUND
+        ([[2.0**51, 0.0], [2.0**50, 0.0]], True),  # whole amounts under WHOLE_BOUND
+        ([[2.0**51, 0.0], [2.0**51, 0.0]], False),  # whole amounts reaching it
+        ([[-1.0, 0.0]], False),  # (none is negative; were one, the largest sum would not bound the rest)
+    ],
+)
+def test_a_runs_sums_are_exact_only_for_multiples_of_the_grain_well_under_the_floats_range(
+    rows: list[list[float]], exact: bool
+) -> None:
+    m = np.array(rows)
+    _, _, got = settled._exactness(settled.empty(2), [m], [m.sum(axis=0)])
+    assert got is exact

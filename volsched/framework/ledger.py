@@ -114,7 +114,7 @@ class SessionLedger:
         if out is None:
             jobs = list(self._jobs.values())
             # (found again after the session changed a job: for the close, which adds no unmet minimum)
-            out = settle(jobs, self._kept, self._width, again=self._found)
+            out = settle(jobs, self._kept, self._width, again=self._found, present=self._jobs)
             self._found = True
             mine = self._jobs
             if any(mine[j.key] is not j for j in out.committed):

@@ -8,8 +8,13 @@ recorded as data; the data goes along in ``SessionResult.rejections``.
 
 from __future__ import annotations
 
+import itertools
+import operator
 import time
+from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass, field
+from operator import attrgetter
 
 import numpy as np
 
@@ -170,39 +175,34 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
 
     def podgroup_status(job: Job, q: int | None) -> int:
         """The job's PodGroup status into the result; its pending (and pipelined) tasks."""
-        phase, phase_name, running, succeeded, failed, pending, scheduled = _status_counts(job)
+        counted = _status_counts(job)
+        phase, phase_name, pending = counted[0], counted[1], counted[5]
         phases[job.key] = phase
         if q is not None:
             tally = counts[q]
             tally[phase_name] = tally.get(phase_name, 0) + 1
         rejections = tuple(errors.get(job.key, ())) if phase is not PodGroupPhase.RUNNING else ()
         position = positions.get(job.key)
-        plain = not rejections and position is None
-        status: PodGroupStatus | None = job.memo.get("podgroup") if job.shared and plain else None
-        if status is None:
-            pg = job.podgroup
-            assert pg is not None
-            status = PodGroupStatus(
-                phase=phase_name,
-                queue=job.queue,
-                min_member=job.min_member,
-                running=running,
-                succeeded=succeeded,
-                failed=failed,
-                pending=pending,
-                scheduled=scheduled,
-                rejections=rejections,
-                owner=pg.owner.title if pg.owner is not None else "",
-                queue_position=position,
-            )
-            if job.shared and plain:  # the same for every session that shares the job
-                job.memo["podgroup"] = status
+        if not rejections and position is None:
+            status = _plain_status(job, counted)
+        else:
+            status = _new_status(job, counted, rejections=rejections, position=position)
         result.podgroups[job.key] = status
         return pending
 
     ledger = session.ledger
-    for job in ledger.settled().podgroups:  # nothing pending in the run
-        podgroup_status(job, queue_row.get(job.queue))
+    run = ledger.settled().podgroups  # nothing pending in the run: no place in line
+    statuses, run_phases, names = _settled_statuses(run, session.snapshot.kept)
+    result.podgroups.update(statuses)
+    phases.update(run_phases)
+    for (queue, name), n in Counter(zip(map(_QUEUE, run), names, strict=True)).items():
+        q = queue_row.get(queue)
+        if q is not None:
+            counts[q][name] = counts[q].get(name, 0) + n
+    for key in errors.keys() & statuses.keys():  # refusals said of a job of the run: not plain
+        job = session.jobs.get(key)
+        if job is not None and job.podgroup is not None:
+            podgroup_status(job, None)
     pipelined_status = TaskStatus.PIPELINED
     pending_status = TaskStatus.PENDING
     waiting = 0
@@ -253,6 +253,86 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
             "allocated": space.to_dict(space.zeros() if ns_held is None else ns_held),
         }
     return phases
+
+
+def _new_status(
+    job: Job, counted: StatusCounts, *, rejections: tuple[Status, ...], position: int | None
+) -> PodGroupStatus:
+    _, phase_name, running, succeeded, failed, pending, scheduled = counted
+    pg = job.podgroup
+    assert pg is not None
+    return PodGroupStatus(
+        phase=phase_name,
+        queue=job.queue,
+        min_member=job.min_member,
+        running=running,
+        succeeded=succeeded,
+        failed=failed,
+        pending=pending,
+        scheduled=scheduled,
+        rejections=rejections,
+        owner=pg.owner.title if pg.owner is not None else "",
+        queue_position=position,
+    )
+
+
+def _plain_status(job: Job, counted: StatusCounts) -> PodGroupStatus:
+    """The status of a job with no refusal and no place in line (kept on a shared job: the same for
+    every session that shares it)."""
+    status: PodGroupStatus | None = job.memo.get("podgroup") if job.shared else None
+    if status is None:
+        status = _new_status(job, counted, rejections=(), position=None)
+        if job.shared:
+            job.memo["podgroup"] = status
+    return status
+
+
+_QUEUE: attrgetter[str] = attrgetter("queue")
+_KEY: attrgetter[str] = attrgetter("key")
+#: Where the plain statuses of the settled run's PodGroups are kept (``ClusterSnapshot.kept``).
+RENDERED = "rendered"
+
+
+@dataclass
+class _Rendered:
+    """Plain statuses and phases by job key, with the job each was rendered from."""
+
+    jobs: dict[str, Job] = field(default_factory=dict)
+    statuses: dict[str, PodGroupStatus] = field(default_factory=dict)
+    phases: dict[str, PodGroupPhase] = field(default_factory=dict)
+
+
+def _settled_statuses(
+    run: list[Job], kept: dict[str, object]
+) -> tuple[dict[str, PodGroupStatus], dict[str, PodGroupPhase], list[str]]:
+    """The plain status (:func:`_plain_status`), the phase and the phase name of each PodGroup of the
+    settled run (``run``: shared jobs, in order), by key. Kept in ``kept`` with the job each was
+    rendered from for the next session (a shared job never changes: the object is the version), so a
+    session renders only the jobs new to the run; one pass in C over the run checks that what is kept
+    is of the very same jobs."""
+    memo = kept.get(RENDERED)
+    if not isinstance(memo, _Rendered):
+        memo = _Rendered()
+    keys = list(map(_KEY, run))
+    jobs, statuses, phases = memo.jobs, memo.statuses, memo.phases
+    cached = list(map(jobs.get, keys))
+    if cached != run:  # (by identity: a Job has no __eq__)
+        for job in itertools.compress(run, map(operator.is_not, cached, run)):  # new to the run
+            counted = _status_counts(job)
+            key = job.key
+            jobs[key], statuses[key], phases[key] = job, _plain_status(job, counted), counted[0]
+        if len(jobs) > 2 * len(run) + 64:  # the jobs that left the run, dropped now and then
+            memo = _Rendered(
+                {k: jobs[k] for k in keys}, {k: statuses[k] for k in keys}, {k: phases[k] for k in keys}
+            )
+            statuses, phases = memo.statuses, memo.phases
+    kept[RENDERED] = memo
+    phase_of = list(map(phases.__getitem__, keys))
+    return (
+        dict(zip(keys, map(statuses.__getitem__, keys), strict=True)),
+        dict(zip(keys, phase_of, strict=True)),
+        list(map(_PHASE_NAMES.__getitem__, phase_of)),
+    )
 
 
 def queue_positions(session: Session) -> dict[str, int]:

@@ -9,8 +9,9 @@ I/O. The run, gaps, thawed copies and their origin: docs/design/steady-state.md.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Container, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import TypeVar
 
 import numpy as np
@@ -29,11 +30,23 @@ from volsched.model.vocabulary import PodGroupPhase, TaskStatus
 
 K = TypeVar("K", bound=Hashable)
 
+_QUEUE: attrgetter[str] = attrgetter("queue")
+_NAMESPACE: attrgetter[str] = attrgetter("namespace")
+
 #: Where the run is kept in ``ClusterSnapshot.kept``.
 KEPT = "settled"
 #: At most this many gaps in a run (each is checked again by every session, and a backlog's first
 #: session would otherwise look at every pending job for a shared one after them).
 MAX_GAPS = 64
+#: At most this many jobs of a run may have left the session for the rest to be kept (each is looked
+#: for with a few list comparisons).
+MAX_GONE = 64
+#: A run's sums are exact (see :func:`_exactness`) while every row is a multiple of ``1 / GRAIN`` and a
+#: column's sum stays under ``FRACTION_BOUND``, or every row of the column is whole and its sum stays
+#: under ``WHOLE_BOUND``: each partial sum, in any order, is then a float with no rounding.
+GRAIN = 1024.0
+FRACTION_BOUND = 2.0**42
+WHOLE_BOUND = 2.0**52
 
 
 @dataclass(frozen=True)
@@ -90,6 +103,13 @@ class Settled:
     #: Per queue with a gap that asks something: what the run's jobs hold and the gaps ask, added in
     #: order from zero (the close's request; for another queue, what its jobs hold is what they ask).
     request: dict[str, Vector] = field(default_factory=dict)
+    #: Per resource column, whether every row the run's sums added (what its jobs hold, their unmet
+    #: minimums) is whole, and whether each is a multiple of ``1 / GRAIN`` (None: no row yet).
+    whole: npt.NDArray[np.bool_] | None = None
+    fraction: npt.NDArray[np.bool_] | None = None
+    #: Whether every sum of the run is exact, whatever the order its rows are added in (see
+    #: :func:`_exactness`): then the run of the jobs left when some leave is this run less their rows.
+    exact: bool = True
 
 
 def empty(width: int) -> Settled:
@@ -183,22 +203,27 @@ def _extend(base: Settled, jobs: Sequence[Job]) -> Settled:
     if not jobs:
         return base
     width = base.width
-    rows = [j.allocated for j in jobs]
+    rows = stack_rows([j.allocated for j in jobs], width)
     unmet = _unmet_rows(jobs)
     unmet_rows = [u for _, u in unmet]
     request = base.request
     if request:  # a queue with a gap that asks: what the jobs in it hold, in order
         asked = [(j.queue, j.allocated) for j in jobs if j.queue in request]
         request = fold(request, [q for q, _ in asked], [r for _, r in asked], width)
+    queue = fold(base.queue, [j.queue for j in jobs], rows, width)
+    unmet_all = fold({None: base.unmet_all}, [None] * len(unmet), unmet_rows, width)[None]
+    whole, fraction, exact = _exactness(
+        base, [rows, stack_rows(unmet_rows, width)], [_total(queue, width), unmet_all]
+    )
     return Settled(
         jobs=[*base.jobs, *jobs],
         width=width,
-        queue=fold(base.queue, [j.queue for j in jobs], rows, width),
+        queue=queue,
         namespace=fold(base.namespace, [j.namespace for j in jobs], rows, width),
         # (not all pending: a job of the run has no task pending, so one with a task)
         holding_namespaces=base.holding_namespaces | {j.namespace for j in jobs if j.tasks},
         unmet_queue=fold(base.unmet_queue, [j.queue for j, _ in unmet], unmet_rows, width),
-        unmet_all=fold({None: base.unmet_all}, [None] * len(unmet), unmet_rows, width)[None],
+        unmet_all=unmet_all,
         committed=[*base.committed, *(j for j in jobs if committed(j))],
         host_ports=base.host_ports or any_held_host_ports(jobs),
         constrained=base.constrained or any_constrained(jobs),
@@ -206,7 +231,47 @@ def _extend(base: Settled, jobs: Sequence[Job]) -> Settled:
         span=base.span + len(jobs),
         gaps=base.gaps,
         request=request,
+        whole=whole,
+        fraction=fraction,
+        exact=exact,
     )
+
+
+def _total(sums: dict[str, Vector], width: int) -> Vector:
+    """The sums' sum per column (about: only compared with a bound far from it)."""
+    return np.sum(stack_rows(list(sums.values()), width), axis=0) if sums else np.zeros(width)
+
+
+def _exactness(
+    base: Settled, matrices: Sequence[npt.NDArray[np.float64]], totals: Sequence[Vector]
+) -> tuple[npt.NDArray[np.bool_] | None, npt.NDArray[np.bool_] | None, bool]:
+    """``base``'s exactness with the rows of ``matrices`` added (their sums then ``totals``, per family
+    of sums): whether each column's rows are all whole, all multiples of ``1 / GRAIN``, and whether
+    the run's sums are exact in any order. They are when no row is negative and, per column, every row
+    is a multiple of ``1 / GRAIN`` and the largest sum (the whole family's: no partial sum of rows that
+    are not negative is larger) under ``FRACTION_BOUND``, or every row is whole and it is under
+    ``WHOLE_BOUND``: every partial sum is then a multiple of the grain below 2^53 of it, a float with no
+    rounding. Exact sums lose a job's rows by one subtraction each, giving the floats a walk over the
+    jobs left makes."""
+    whole, fraction = base.whole, base.fraction
+    exact = base.exact
+    for m in matrices:
+        if not len(m):
+            continue
+        if not exact or bool((m < 0).any()):
+            return whole, fraction, False
+        w = (m == np.floor(m)).all(axis=0)
+        scaled = m * GRAIN
+        f = (scaled == np.floor(scaled)).all(axis=0)
+        whole = w if whole is None else whole & w
+        fraction = f if fraction is None else fraction & f
+    if not exact or whole is None or fraction is None:
+        return whole, fraction, exact
+    for total in totals:
+        ok = (fraction & (total < FRACTION_BOUND)) | (whole & (total < WHOLE_BOUND))
+        if not bool(ok.all()):
+            return whole, fraction, False
+    return whole, fraction, True
 
 
 def _past(base: Settled, job: Job) -> Settled:
@@ -265,10 +330,19 @@ def extend(base: Settled, items: Sequence[Job], gaps: Sequence[int] = ()) -> Set
     return _frozen(_extend(_frozen(out), [_root(j) for j in items[prev:]]))
 
 
-def settle(jobs: list[Job], kept: dict[str, object], width: int, *, again: bool = False) -> Settled:
+def settle(
+    jobs: list[Job],
+    kept: dict[str, object],
+    width: int,
+    *,
+    again: bool = False,
+    present: Container[str] | None = None,
+) -> Settled:
     """The leading run of ``jobs`` that :func:`_settles` (going on past up to ``MAX_GAPS`` gaps), from
     what ``kept`` holds of the last session's as far as ``jobs`` begin with the same objects and the
-    same gaps (else from scratch); kept anew for the next session.
+    same gaps (else from scratch), or, for a run with no gap whose sums are exact, with the same objects
+    but for jobs that left the session (``present``: the keys of ``jobs``, or a mapping by them); kept
+    anew for the next session.
 
     ``again``: the run found again after the session changed a job, for the close, which adds no unmet
     minimum: a gap the session admitted is still the gap it was (the next session checks it again,
@@ -278,7 +352,7 @@ def settle(jobs: list[Job], kept: dict[str, object], width: int, *, again: bool 
     if not (isinstance(base, Settled) and base.width == width):
         base = empty(width)
     else:
-        base = _reusable(jobs, base, again=again)
+        base = _reusable(jobs, base, present if present is not None else {j.key for j in jobs}, again=again)
     start = end = i = base.span
     gaps: list[int] = []
     kept_gaps = 0  # the gaps before ``end`` (those after the run's last job are not part of it)
@@ -320,13 +394,15 @@ def _same_unmet(a: Vector | None, b: Vector | None) -> bool:
     return a is b or (a is not None and b is not None and a.tobytes() == b.tobytes())
 
 
-def _reusable(jobs: list[Job], base: Settled, *, again: bool) -> Settled:
+def _reusable(jobs: list[Job], base: Settled, present: Container[str], *, again: bool) -> Settled:
     """As much of ``base`` as ``jobs`` begin with: its jobs, in order, or unchanged copies of them, and
     at each gap's place a job that is still a gap as it was (the same key and queue, asking the very
     same floats); up to (before) the first gap that changed or that a changed job follows."""
     run = base.jobs
     if not base.gaps:
-        return base if _same(jobs[: len(run)], run) else empty(base.width)
+        if _same(jobs[: len(run)], run):
+            return base
+        return _without_gone(jobs, base, present) if base.exact and run else empty(base.width)
     r = prev = 0
     for k, gap in enumerate(base.gaps):
         head = jobs[prev : gap.at]
@@ -348,3 +424,88 @@ def _reusable(jobs: list[Job], base: Settled, *, again: bool) -> Settled:
     if _same(jobs[prev : base.span], run[r:]):
         return base
     return _before(base, base.gaps[-1])
+
+
+def _without_gone(jobs: list[Job], base: Settled, present: Container[str]) -> Settled:
+    """``base`` (no gaps, exact) less the jobs of it that left the session (``present``: the keys of the
+    session's jobs), as a job that finished leaves the cache: the run of the jobs ``jobs`` begin with
+    that are in ``base``, in its order, up to the first job of ``base`` still in the session that
+    ``jobs`` do not have there (changed); each sum less what the jobs dropped added (exact: the floats
+    a walk over the jobs left makes, see :func:`_exactness`)."""
+    run = base.jobs
+    roots = list(map(_root, jobs))
+    gone: list[Job] = []
+    i = k = 0  # where the run and the session's jobs stand (the jobs before match, but for ``gone``)
+    while i < len(run):
+        rest = run[i:]
+        if roots[k : k + len(rest)] == rest:  # (identity: a Job has no __eq__)
+            i, k = len(run), k + len(rest)
+            break
+        lo, hi = 0, min(len(rest), len(roots) - k)  # the longest prefix alike: rest[:lo] matches
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if roots[k : k + mid] == rest[:mid]:
+                lo = mid
+            else:
+                hi = mid - 1
+        i, k = i + lo, k + lo
+        if i < len(run) and run[i].key not in present and len(gone) < MAX_GONE:
+            gone.append(run[i])  # it left the session
+            i += 1
+        else:
+            break  # changed (or too many left): the run ends before it
+    if not k:
+        return empty(base.width)
+    left = roots[:k]
+    gone += run[i:]
+    dropped = set(map(id, gone))
+    width = base.width
+    rows = stack_rows([j.allocated for j in gone], width)
+    unmet = _unmet_rows(gone)
+    unmet_rows = stack_rows([u for _, u in unmet], width)
+    inqueue = PodGroupPhase.INQUEUE
+    return Settled(
+        jobs=left,
+        width=width,
+        queue=_less(base.queue, dict.fromkeys(map(_QUEUE, left)), list(map(_QUEUE, gone)), rows),
+        namespace=_less(
+            base.namespace, dict.fromkeys(map(_NAMESPACE, left)), list(map(_NAMESPACE, gone)), rows
+        ),
+        holding_namespaces=frozenset(j.namespace for j in left if j.tasks),
+        unmet_queue=_less(
+            base.unmet_queue,
+            # (the queues of the admitted jobs short of their minimum, in order: none in a steady state)
+            dict.fromkeys(j.queue for j in left if j.phase is inqueue and not minimum_met(j))
+            if base.unmet_queue
+            else {},
+            [j.queue for j, _ in unmet],
+            unmet_rows,
+        ),
+        unmet_all=_less({None: base.unmet_all}, {None: None}, [None] * len(unmet), unmet_rows)[None],
+        committed=[j for j in base.committed if id(j) not in dropped],
+        host_ports=base.host_ports and any_held_host_ports(left),
+        constrained=base.constrained and any_constrained(left),
+        podgroups=[j for j in base.podgroups if id(j) not in dropped],
+        span=k,
+        whole=base.whole,
+        fraction=base.fraction,
+        exact=True,
+    )
+
+
+def _less(
+    sums: dict[K, Vector], keys: dict[K, None], gone: Sequence[K], rows: npt.NDArray[np.float64]
+) -> dict[K, Vector]:
+    """Per key of ``keys`` (in its order: the order the jobs left first name them), ``sums[key]`` less
+    the ``rows`` of that key (``gone[i]`` is the key of ``rows[i]``): exact sums, so any order of
+    subtraction gives the same floats."""
+    width = rows.shape[1]
+    index = {key: i for i, key in enumerate(keys)}
+    out = np.zeros((len(index), width))
+    for key, i in index.items():
+        out[i] = sums[key]
+    for key, row in zip(gone, rows, strict=True):
+        at = index.get(key)
+        if at is not None:
+            out[at] -= row
+    return {key: out[i] for key, i in index.items()}
