@@ -217,6 +217,8 @@ class _Base:
 
 #: Past one node in this many changed since the last snapshot, what every node holds is summed again.
 _NODES_FULL = 4
+#: A PodGroup's (or a job's) key.
+_KEY: operator.attrgetter[str] = operator.attrgetter("key")
 
 #: At most this many request vectors are kept for reuse (pods' distinct requests; past it, they start over).
 _VECTORS_KEPT = 4096
@@ -508,7 +510,8 @@ class SnapshotBuilder:
             session_table.incoming = base.incoming.copy()
             session_table.incoming_tasks = int(base.releasing.sum())
             kept = base.jobs
-            jobs = {pg.key: kept[pg.key] for pg in pg_list}
+            keys = list(map(_KEY, pg_list))
+            jobs = dict(zip(keys, map(kept.__getitem__, keys), strict=True))
             _place(base, pos)
             jobs.update(base.standalone)
             # What a session changes (its pending tasks, an admission), but for the lent jobs, this
@@ -843,11 +846,13 @@ class SnapshotBuilder:
                 if t.node_name:
                     nodes.add(t.node_name)
         jobs.update(base.lent)  # the last session's own: never read again, assembled anew
-        pgs = {pg.key: pg for pg in pg_list}
+        keys = list(map(_KEY, pg_list))
+        pgs = dict(zip(keys, pg_list, strict=True))
         before = base.podgroups
-        for job_key in pgs.keys() | before.keys():
-            a, b = before.get(job_key), pgs.get(job_key)
-            if a is not b and a != b:
+        jobs.update(before.keys() - pgs.keys())  # (gone)
+        # (the groups that are not the very objects they were, found in C: most are)
+        for job_key in itertools.compress(keys, map(operator.is_not, map(before.get, keys), pg_list)):
+            if before.get(job_key) != pgs[job_key]:
                 jobs.add(job_key)
         base.podgroups = pgs
         where = base.where

@@ -80,6 +80,16 @@ class NodeChoice:
         return self._reason
 
 
+def no_devices(nodes: NodeTable) -> DeviceCatalog:
+    """A catalog of no device over the table's nodes, made once per set of node specs (kept in the
+    table's memo, which every session's copy of it shares: a catalog of 1,000 nodes cost every session
+    a pass over them)."""
+    catalog = nodes.memo.get("no devices")
+    if not isinstance(catalog, DeviceCatalog):
+        catalog = nodes.memo["no devices"] = DeviceCatalog((), nodes=nodes.specs, classes={})
+    return catalog
+
+
 class NodeViews(PointTables):
     """The session's cached per-task views of the nodes, and the node choice made from them."""
 
@@ -96,7 +106,7 @@ class NodeViews(PointTables):
         self.node_limit_reason = ""
         #: Which devices are free, and what this session allocated of the pods' ResourceClaims (the
         #: session sets it; until then none is published, and every pod that claims devices stays pending).
-        self.devices = DeviceState(DeviceCatalog((), nodes=nodes.specs, classes={}), {}, nodes=nodes.specs)
+        self.devices = DeviceState(no_devices(nodes), {}, nodes=nodes.specs)
         #: The dimensions that count devices of a DeviceClass (None: none), which capacity never checks.
         dims = np.array([is_device_resource(n) for n in space.names], dtype=bool)
         self._device_dims: BoolArray | None = dims if dims.any() else None

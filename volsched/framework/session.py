@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from volsched.framework.decisions import Bind, Event, SessionResult, Status
 from volsched.framework.ledger import SessionLedger
-from volsched.framework.nodeviews import NodeViews
+from volsched.framework.nodeviews import NodeViews, no_devices
 from volsched.framework.points import Plugin
 from volsched.model.cluster import ClusterSnapshot, Job
-from volsched.model.devices import ClaimAllocation, DeviceCatalog, DeviceState
+from volsched.model.devices import ClaimAllocation, DeviceState
 from volsched.model.resources import Vector
 from volsched.model.vocabulary import (
     ALLOCATED_STATUSES,
@@ -100,7 +100,7 @@ class Session(NodeViews):
         self.ledger = SessionLedger(self.jobs, snapshot.kept, len(self.space))
         if snapshot.device_catalog is not None or snapshot.resource_claims:
             self.devices = DeviceState(
-                snapshot.device_catalog or DeviceCatalog((), nodes=snapshot.nodes.specs, classes={}),
+                snapshot.device_catalog or no_devices(snapshot.nodes),
                 snapshot.resource_claims,
                 nodes=snapshot.nodes.specs,
             )

@@ -388,10 +388,11 @@ class PodGroupSpec:
     #: ``spec.minTaskMember`` (Volcano's): role -> the pods of that role the gang needs; a pod's role is
     #: its ``volcano.sh/task-spec`` annotation (:data:`TASK_ROLE_ANNOTATION`). None when unset.
     min_task_member: dict[str, int] | None = None
+    #: ``namespace/name``, made once (a snapshot reads every group's key, every session).
+    key: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
 
 
 @dataclass(slots=True, frozen=True)
