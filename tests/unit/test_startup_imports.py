@@ -9,8 +9,9 @@ import sys
 import pytest
 
 #: Imported only when used: CEL (DRA selectors; its package imports its command line: prompt_toolkit,
-#: typer, rich) and cryptography (the admission webhooks' certificates).
-LATER = ("cel", "prompt_toolkit", "typer", "cryptography")
+#: typer, rich) and cryptography (the admission webhooks' certificates); and kopf, imported once the
+#: cache is synced (the operator's start, login and webhooks come after ready).
+LATER = ("cel", "prompt_toolkit", "typer", "cryptography", "kopf")
 
 
 @pytest.mark.parametrize("module", ["volsched.operator", "volsched.cli"])

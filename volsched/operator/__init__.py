@@ -54,8 +54,6 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import kopf
-
 from volsched.cache.doorbell import CONFIG, RETRY
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
@@ -76,10 +74,8 @@ from volsched.kube.watch import ListWatch
 from volsched.kube.writer import KubeWriter
 from volsched.model.vocabulary import API_GROUP
 from volsched.operator.admission import Admission, parse_service
-from volsched.operator.admission import register as register_webhooks
 from volsched.operator.health import health_problem, readiness_problem
 from volsched.operator.http import HttpServer
-from volsched.operator.kopfrun import kopf_settings, new_registry, take_signals_back
 from volsched.operator.metrics import Metrics
 from volsched.operator.reload import ConfigReloader
 from volsched.operator.sessions import SessionLoop
@@ -91,6 +87,8 @@ from volsched.ui import LiveState
 from volsched.usagefeed import UsageFeed
 
 if TYPE_CHECKING:
+    import kopf
+
     from volsched.operator.certs import SharedCerts
 
 __all__ = ["Operator", "Settings", "main"]
@@ -220,13 +218,11 @@ class Operator:
         )
         self.metrics.ready.set_function(lambda: 0.0 if self._readiness() else 1.0)
         self.metrics.dashboard_builds.set_function(lambda: float(self.ui.builds))
-        self.registry = new_registry(on_started=self._kopf_started, credentials=self._login)
-        if settings.webhook.port:
-            register_webhooks(
-                self.registry,
-                Admission(self.state, scheduler_names=settings.scheduler_names),
-                fail_open=settings.webhook.fail_open,
-            )
+        #: The webhooks' decisions, when they are served (on kopf's registry, made once kopf is imported:
+        #: see :meth:`_kopf_registry`).
+        self.admission = (
+            Admission(self.state, scheduler_names=settings.scheduler_names) if settings.webhook.port else None
+        )
 
     # --- the first listing ------------------------------------------------------------------------------
 
@@ -281,8 +277,21 @@ class Operator:
 
     # --- lifecycle ---------------------------------------------------------------------------------------
 
+    def _kopf_registry(self) -> kopf.OperatorRegistry:
+        """kopf's registry: its start and login, and the webhooks when served. Imports kopf (on the thread
+        that calls it: the operator calls it once the cache is synced, kopf's import is not on the way to
+        ready)."""
+        from volsched.operator.kopfrun import new_registry, register_webhooks
+
+        registry = new_registry(on_started=self._kopf_started, credentials=self._login)
+        if self.admission is not None:
+            register_webhooks(registry, self.admission, fail_open=self.settings.webhook.fail_open)
+        return registry
+
     def _login(self) -> kopf.ConnectionInfo:
         """kopf's credentials: the client configuration's."""
+        import kopf
+
         cfg = self.kcfg
         return kopf.ConnectionInfo(
             server=cfg.host,
@@ -378,6 +387,16 @@ class Operator:
             await asyncio.to_thread(self.volcano.discover)
             await asyncio.to_thread(self.prelist)
             self.feed.start()
+            # Ready from here (synced): the sessions start before kopf is imported, on a thread (kopf's
+            # own modules, ~50 ms of CPU under load, on nobody's way), and before kopf's first step: kopf
+            # cancels the tasks created after it started, on its exit.
+            sessions = asyncio.create_task(self.loop.run(stop))
+            tasks.append(sessions)
+            registry = await asyncio.to_thread(self._kopf_registry)
+            import kopf
+
+            from volsched.operator.kopfrun import kopf_settings, take_signals_back
+
             certs = None
             if self.settings.webhook.port and self.settings.webhook.cert_secret:
                 shared = await self._shared_certs()
@@ -386,7 +405,7 @@ class Operator:
             tasks.append(
                 asyncio.create_task(
                     kopf.operator(
-                        registry=self.registry,
+                        registry=registry,
                         settings=kopf_settings(
                             self.settings.webhook, certs=certs, is_leader=lambda: self.lease.is_leader
                         ),
@@ -396,9 +415,6 @@ class Operator:
                     )
                 )
             )
-            # Created before kopf's first step: kopf cancels the tasks created after it started, on its exit.
-            sessions = asyncio.create_task(self.loop.run(stop))
-            tasks.append(sessions)
             signals = asyncio.create_task(take_signals_back(self._kopf_started, self._signal_stop))
             done_wait = asyncio.create_task(stop.wait())
             await asyncio.wait([done_wait, *tasks], return_when=asyncio.FIRST_COMPLETED)

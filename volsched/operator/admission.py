@@ -11,32 +11,25 @@ the scheduler's own checks (docs/tenancy.md):
   their namespace's default queue (``scheduling.volsched.io/default-queue``).
 
 The decisions (:class:`Admission`) read the operator's cache (queues, namespaces, priority classes,
-PodGroups) and are plain functions over raw objects; :func:`register` puts them on a kopf registry.
+PodGroups) and are plain functions over raw objects; ``volsched.operator.kopfrun.register_webhooks``
+puts them on a kopf registry (kopf is imported there only, after the cache is synced).
 Whether the apiserver lets a request through when the webhook cannot answer is its failure policy:
 ``fail_open`` (Ignore) or not (Fail).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any
-
-import kopf
-
-if TYPE_CHECKING:
-    from kopf._cogs.structs import reviews  # (kopf's own types of a webhook's client config)
+from collections.abc import Mapping
+from typing import Any
 
 from volsched.cache.state import ClusterState
-from volsched.cache.volcano import VOLCANO_GROUP
 from volsched.model.decode import build_queue, scheduling_group
 from volsched.model.errors import InputError
 from volsched.model.raw import meta_of
 from volsched.model.tenancy import queue_refusal
 from volsched.model.vocabulary import (
-    API_GROUP,
     DEFAULT_QUEUE,
     GROUP_ANNOTATION,
-    QUEUE_ANNOTATION,
     TERMINAL_STATUSES,
     VOLCANO_GROUP_ANNOTATION,
     PodGroupPhase,
@@ -171,71 +164,3 @@ def parse_service(text: str) -> tuple[str, str, int]:
     if not namespace or not name or (port and not port.isdigit()):
         raise ValueError(f"--webhook-service: expected namespace/name[:port], got {text!r}")
     return namespace, name, int(port or 443)
-
-
-class ServiceWebhookServer(kopf.WebhookServer):
-    """kopf's webhook server, whose webhook configurations reach it through a Service (``namespace``,
-    ``name``, ``port``) rather than a URL: the apiserver of a cluster resolves Services, seldom the
-    cluster's DNS names. :meth:`of` makes the class for one Service."""
-
-    service: tuple[str, str, int] = ("", "", 443)
-
-    @classmethod
-    def of(cls, service: tuple[str, str, int]) -> type[ServiceWebhookServer]:
-        return type("ServiceWebhookServer", (cls,), {"service": service})
-
-    async def __call__(self, fn: reviews.WebhookFn) -> AsyncIterator[reviews.WebhookClientConfig]:
-        namespace, name, port = self.service
-        async for config in super().__call__(fn):
-            yield {
-                "caBundle": config.get("caBundle"),
-                "service": {"namespace": namespace, "name": name, "port": port, "path": ""},
-            }
-
-
-def register(registry: kopf.OperatorRegistry, admission: Admission, *, fail_open: bool) -> None:
-    """The webhooks on ``registry`` (served by kopf's webhook server, configured by kopf as
-    ``settings.admission.managed`` says)."""
-    writes: list[Any] = ["CREATE", "UPDATE"]
-
-    def deny(message: str | None) -> None:
-        if message:
-            raise kopf.AdmissionError(message, code=403)
-
-    @kopf.on.validate(API_GROUP, "v1beta1", "queues", id="queue", operations=writes,
-                      ignore_failures=fail_open, registry=registry)  # fmt: skip
-    def queue(body: Any, **_: Any) -> None:
-        deny(admission.queue(dict(body)))
-
-    @kopf.on.validate(API_GROUP, "v1beta1", "queues", id="queue-in-use", operation="DELETE",
-                      ignore_failures=fail_open, registry=registry)  # fmt: skip
-    def queue_in_use(name: Any, **_: Any) -> None:
-        deny(admission.queue_deletion(str(name or "")))
-
-    for group in (API_GROUP, VOLCANO_GROUP):
-
-        @kopf.on.validate(group, "v1beta1", "podgroups", id=f"podgroup-{group}", operations=writes,
-                          ignore_failures=fail_open, registry=registry)  # fmt: skip
-        def podgroup(body: Any, namespace: Any, **_: Any) -> None:
-            deny(admission.podgroup(dict(body), str(namespace or "")))
-
-        @kopf.on.mutate(group, "v1beta1", "podgroups", id=f"podgroup-queue-{group}", operation="CREATE",
-                        ignore_failures=True, registry=registry)  # fmt: skip
-        def podgroup_queue(body: Any, namespace: Any, patch: Any, **_: Any) -> None:
-            named = admission.default_queue_patch(dict(body), str(namespace or ""), kind="PodGroup")
-            if named:
-                patch.spec["queue"] = named
-
-    # Pods fail open whatever the setting: a webhook that cannot answer must not stop every pod of the
-    # cluster (kube-system's too) from being created; the scheduler holds a pod that breaks a rule anyway.
-    @kopf.on.validate("", "v1", "pods", id="pod", operation="CREATE", ignore_failures=True, registry=registry)
-    def pod(body: Any, namespace: Any, **_: Any) -> None:
-        deny(admission.pod(dict(body), str(namespace or "")))
-
-    @kopf.on.mutate(
-        "", "v1", "pods", id="pod-queue", operation="CREATE", ignore_failures=True, registry=registry
-    )
-    def pod_queue(body: Any, namespace: Any, patch: Any, **_: Any) -> None:
-        named = admission.default_queue_patch(dict(body), str(namespace or ""), kind="Pod")
-        if named:
-            patch.metadata.setdefault("annotations", {})[QUEUE_ANNOTATION] = named

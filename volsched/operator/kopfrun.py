@@ -1,6 +1,10 @@
-"""What kopf does for the operator: its start and login (:func:`new_registry`), its settings and the
-admission webhooks' server (:func:`kopf_settings`), and, since kopf installs its own SIGTERM/SIGINT
-handlers as it starts, taking the operator's back (:func:`take_signals_back`).
+"""What kopf does for the operator: its start and login (:func:`new_registry`), the admission webhooks on
+its registry (:func:`register_webhooks`), its settings and the webhooks' server (:func:`kopf_settings`),
+and, since kopf installs its own SIGTERM/SIGINT handlers as it starts, taking the operator's back
+(:func:`take_signals_back`).
+
+The only module of the operator that imports kopf: the operator imports it once the cache is synced, on a
+thread of its own, so kopf's import (about 50 ms of CPU under load) is not on the way to ready.
 
 Every replica serves the webhooks; only the leader hands kopf the client config (URL or Service, and the
 CA bundle) that kopf writes into the webhook configurations (:func:`leader_gated`): replicas never write
@@ -24,7 +28,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import kopf
 
-from volsched.operator.admission import ServiceWebhookServer, parse_service
+from volsched.cache.volcano import VOLCANO_GROUP
+from volsched.model.vocabulary import API_GROUP, QUEUE_ANNOTATION
+from volsched.operator.admission import Admission, parse_service
 from volsched.operator.settings import WebhookSettings
 
 if TYPE_CHECKING:
@@ -33,6 +39,75 @@ if TYPE_CHECKING:
     from volsched.operator.certs import WebhookCerts
 
 T = TypeVar("T")
+
+
+class ServiceWebhookServer(kopf.WebhookServer):
+    """kopf's webhook server, whose webhook configurations reach it through a Service (``namespace``,
+    ``name``, ``port``) rather than a URL: the apiserver of a cluster resolves Services, seldom the
+    cluster's DNS names. :meth:`of` makes the class for one Service."""
+
+    service: tuple[str, str, int] = ("", "", 443)
+
+    @classmethod
+    def of(cls, service: tuple[str, str, int]) -> type[ServiceWebhookServer]:
+        return type("ServiceWebhookServer", (cls,), {"service": service})
+
+    async def __call__(self, fn: reviews.WebhookFn) -> AsyncIterator[reviews.WebhookClientConfig]:
+        namespace, name, port = self.service
+        async for config in super().__call__(fn):
+            yield {
+                "caBundle": config.get("caBundle"),
+                "service": {"namespace": namespace, "name": name, "port": port, "path": ""},
+            }
+
+
+def register_webhooks(registry: kopf.OperatorRegistry, admission: Admission, *, fail_open: bool) -> None:
+    """The webhooks on ``registry`` (served by kopf's webhook server, configured by kopf as
+    ``settings.admission.managed`` says)."""
+    writes: list[Any] = ["CREATE", "UPDATE"]
+
+    def deny(message: str | None) -> None:
+        if message:
+            raise kopf.AdmissionError(message, code=403)
+
+    @kopf.on.validate(API_GROUP, "v1beta1", "queues", id="queue", operations=writes,
+                      ignore_failures=fail_open, registry=registry)  # fmt: skip
+    def queue(body: Any, **_: Any) -> None:
+        deny(admission.queue(dict(body)))
+
+    @kopf.on.validate(API_GROUP, "v1beta1", "queues", id="queue-in-use", operation="DELETE",
+                      ignore_failures=fail_open, registry=registry)  # fmt: skip
+    def queue_in_use(name: Any, **_: Any) -> None:
+        deny(admission.queue_deletion(str(name or "")))
+
+    for group in (API_GROUP, VOLCANO_GROUP):
+
+        @kopf.on.validate(group, "v1beta1", "podgroups", id=f"podgroup-{group}", operations=writes,
+                          ignore_failures=fail_open, registry=registry)  # fmt: skip
+        def podgroup(body: Any, namespace: Any, **_: Any) -> None:
+            deny(admission.podgroup(dict(body), str(namespace or "")))
+
+        @kopf.on.mutate(group, "v1beta1", "podgroups", id=f"podgroup-queue-{group}", operation="CREATE",
+                        ignore_failures=True, registry=registry)  # fmt: skip
+        def podgroup_queue(body: Any, namespace: Any, patch: Any, **_: Any) -> None:
+            named = admission.default_queue_patch(dict(body), str(namespace or ""), kind="PodGroup")
+            if named:
+                patch.spec["queue"] = named
+
+    # Pods fail open whatever the setting: a webhook that cannot answer must not stop every pod of the
+    # cluster (kube-system's too) from being created; the scheduler holds a pod that breaks a rule anyway.
+    @kopf.on.validate("", "v1", "pods", id="pod", operation="CREATE", ignore_failures=True, registry=registry)
+    def pod(body: Any, namespace: Any, **_: Any) -> None:
+        deny(admission.pod(dict(body), str(namespace or "")))
+
+    @kopf.on.mutate(
+        "", "v1", "pods", id="pod-queue", operation="CREATE", ignore_failures=True, registry=registry
+    )
+    def pod_queue(body: Any, namespace: Any, patch: Any, **_: Any) -> None:
+        named = admission.default_queue_patch(dict(body), str(namespace or ""), kind="Pod")
+        if named:
+            patch.metadata.setdefault("annotations", {})[QUEUE_ANNOTATION] = named
+
 
 #: Seconds between the leader's client configs handed to kopf (each a patch of the configurations).
 REASSERT_EVERY = 30.0
