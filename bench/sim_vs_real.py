@@ -21,9 +21,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import bisect
-import contextlib
 import json
 import logging
+import multiprocessing
 import os
 import random
 import statistics
@@ -103,6 +103,34 @@ def _rss_mib(pid: int) -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+def watch_pods(kubeconfig: str, namespace: str, out: Any) -> None:
+    """In a process of its own: every event of the namespace's pods, stamped as it comes, onto ``out``
+    as (pod, its Job, bound, phase, monotonic time), after "ready" once it watches; the watch is resumed
+    where it ended (a string on ``out`` says so), and listed again if that is too old (the events missed
+    meanwhile are stamped when seen again: late)."""
+    from kubernetes import config
+
+    loader: Any = config.load_kube_config  # untyped in the client
+    loader(kubeconfig)
+    core: Any = client.CoreV1Api()
+    version = core.list_namespaced_pod(namespace).metadata.resource_version
+    out.put("ready")
+    while True:
+        try:
+            for event in _watch.Watch().stream(
+                core.list_namespaced_pod, namespace, resource_version=version, timeout_seconds=3600
+            ):
+                pod = event["object"]
+                now = time.monotonic()
+                version = pod.metadata.resource_version or version
+                job_name = (pod.metadata.labels or {}).get("job-name")
+                out.put((pod.metadata.name, job_name, bool(pod.spec.node_name), pod.status.phase, now))
+            out.put(f"ended at resourceVersion {version}")
+        except client.ApiException as exc:
+            out.put(f"{exc.status} {exc.reason}: listed again")
+            version = ""
 
 
 class OperatorLog(logging.Handler):
@@ -256,7 +284,6 @@ def real(
             bound: dict[str, float] = {}  # job -> when its first pod was seen bound
             life: dict[str, dict[str, Any]] = {}  # pod -> when it was seen added, bound, running, done
             created: dict[str, float] = {}
-            w: Any = _watch.Watch()
             sessions: list[tuple[float, float, bool]] = []  # (start, end, skipped)
             run_once = op.loop.run_once
 
@@ -268,24 +295,40 @@ def real(
 
             op.loop.run_once = timed_once  # type: ignore[method-assign]
 
-            def follow() -> None:
-                with contextlib.suppress(Exception):  # the stream ends when the run does
-                    for event in w.stream(core.list_namespaced_pod, NS, timeout_seconds=3600):
-                        pod = event["object"]
-                        now = time.monotonic()
-                        name = (pod.metadata.labels or {}).get("job-name")
-                        seen = life.setdefault(pod.metadata.name, {"job": name})
-                        seen.setdefault("added", now)
-                        if pod.spec.node_name:
-                            seen.setdefault("bound", now)
-                        if pod.status.phase in ("Running", "Succeeded"):
-                            seen.setdefault("running", now)
-                        if pod.status.phase == "Succeeded":
-                            seen.setdefault("succeeded", now)
-                        if name and pod.spec.node_name and name not in bound:
-                            bound[name] = time.monotonic()
+            # The pods are watched from a process of their own (its stamps: the machine's monotonic
+            # clock, as ours): a thread here shares the operator's interpreter, and lagging behind it
+            # made the apiserver close the watch as unresponsive and stamped events late.
+            events: Any = multiprocessing.get_context("spawn").Queue()
+            watcher = multiprocessing.get_context("spawn").Process(
+                target=watch_pods, args=(str(cp.kubeconfig_path), NS, events), daemon=True
+            )
+            watcher.start()
+            if events.get(timeout=120) != "ready":  # the workload starts once its watch is there
+                raise RuntimeError("the pods' watch did not start")
+            restarts: list[str] = []
 
-            threading.Thread(target=follow, daemon=True).start()
+            def follow() -> None:
+                while True:
+                    event = events.get()
+                    if event is None:
+                        return
+                    if isinstance(event, str):  # the watch ended and was started again
+                        restarts.append(event)
+                        continue
+                    pod_name, name, node, phase, now = event
+                    seen = life.setdefault(pod_name, {"job": name})
+                    seen.setdefault("added", now)
+                    if node:
+                        seen.setdefault("bound", now)
+                    if phase in ("Running", "Succeeded"):
+                        seen.setdefault("running", now)
+                    if phase == "Succeeded":
+                        seen.setdefault("succeeded", now)
+                    if name and node and name not in bound:
+                        bound[name] = now
+
+            follower = threading.Thread(target=follow, daemon=True)
+            follower.start()
             origin = time.monotonic()
             try:
                 for p in planned:
@@ -293,16 +336,25 @@ def real(
                     created[p.name] = time.monotonic()
                     batch.create_namespaced_job(NS, job(p))
                 while len(bound) < len(planned):
+                    if not watcher.is_alive():
+                        raise RuntimeError(f"the pods' watch stopped (exit code {watcher.exitcode})")
                     time.sleep(0.5)
                 memory += "; at the end: " + ", ".join(
                     f"{name} {_rss_mib(pid):.0f} MiB" for name, pid in cp.processes().items()
                 )
             finally:
-                w.stop()
+                watcher.terminate()
+                watcher.join(timeout=10)
+                events.put(None)
+                follower.join(timeout=10)
                 loop.call_soon_threadsafe(stop.set)
                 thread.join(timeout=30)
                 loop.close()
     operator_log.close()
+    if restarts:
+        print(
+            f"  the pods' watch ended and was started again {len(restarts)} times: {'; '.join(restarts[:3])}"
+        )
     latencies = timeline(planned, created, life, sessions, operator_log)
     if dump is not None:  # every job's and pod's times, from the first Job's creation
         t0 = min(created.values())
