@@ -11,9 +11,7 @@ request's answer. (How the direct path's reader agrees with http.client's: test_
 
 from __future__ import annotations
 
-import re
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -22,10 +20,12 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from tests.unit._raw_server import RawServer, requests_on
+from tests.unit._scripted_server import loopback_config
 from volsched.kube.rest import LeanRest, ResponseLost
 
 
-class RawPeer:
+class RawPeer(RawServer):
     """Answers every request with ``answer`` (or ``answers``, one per request, then the last again), as raw
     bytes, ``piece`` bytes per send (an empty one: the connection closed unanswered); ``then``: "keep"
     the connection open, "close" it, or "trickle"
@@ -45,60 +45,32 @@ class RawPeer:
         self.then = then
         self.tail = tail
         self.gap = gap
-        self.connections = 0
         self.requests = 0
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    def _accept(self) -> None:
-        while True:
+    def serve(self, conn: socket.socket, number: int) -> None:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for _ in requests_on(conn):
+            answer = self.answers[min(self.requests, len(self.answers) - 1)]
+            self.requests += 1
+            if not answer:  # no answer at all: the connection closed under the request
+                return
             try:
-                conn, _ = self.sock.accept()
+                for i in range(0, len(answer), self.piece):
+                    conn.sendall(answer[i : i + self.piece])
+                if self.then == "close":
+                    return
+                if self.then == "trickle":
+                    self._trickle(conn)
+                    return
             except OSError:
                 return
-            self.connections += 1
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        buf = b""
-        with conn:
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    data = conn.recv(65536)
-                    if not data:
-                        return
-                    buf += data
-                head, _, buf = buf.partition(b"\r\n\r\n")
-                length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
-                need = int(length.group(1)) if length else 0
-                while len(buf) < need:
-                    buf += conn.recv(65536)
-                buf = buf[need:]
-                answer = self.answers[min(self.requests, len(self.answers) - 1)]
-                self.requests += 1
-                if not answer:  # no answer at all: the connection closed under the request
-                    return
-                try:
-                    for i in range(0, len(answer), self.piece):
-                        conn.sendall(answer[i : i + self.piece])
-                    if self.then == "close":
-                        return
-                    if self.then == "trickle":
-                        self._trickle(conn)
-                        return
-                except OSError:
-                    return
 
     def _trickle(self, conn: socket.socket) -> None:
         """``tail`` byte by byte, round and round, until the caller hangs up (a write fails)."""
         for i in range(10**6):
             conn.sendall(self.tail[i % len(self.tail) : i % len(self.tail) + 1])
             time.sleep(self.gap)
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 #: The deadline of a call the peer never answers in full (the call must end there, not hang).
@@ -115,9 +87,7 @@ def peer(request: pytest.FixtureRequest) -> Iterator[Any]:
 
     def make(*answers: bytes, **kw: Any) -> tuple[RawPeer, LeanRest]:
         server = RawPeer(list(answers), **kw)
-        cfg = client.Configuration()
-        cfg.host = f"http://127.0.0.1:{server.port}"
-        made.append((server, LeanRest(client.ApiClient(cfg), direct=request.param)))
+        made.append((server, LeanRest(client.ApiClient(loopback_config(server.port)), direct=request.param)))
         return made[-1]
 
     yield make

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import http.client
 import socket
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 from kubernetes import client
 
+from tests.unit._raw_server import RawServer, requests_on
 from tests.unit._scripted_server import loopback_config
 from volsched.kube.rest import LeanRest
 
@@ -19,40 +19,17 @@ TIMEOUT = 5.0
 FIRST_TRY = 0.3  # the first connection is dropped, unanswered, after this long
 
 
-class _DropsTheFirst:
+class _DropsTheFirst(RawServer):
     """Loopback HTTP/1.1: the first connection's request is dropped unanswered after FIRST_TRY seconds;
     later ones get 200 {}."""
 
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.accepted = 0
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            threading.Thread(target=self._serve, args=(conn, self.accepted == 1), daemon=True).start()
-
-    def _serve(self, conn: socket.socket, drop: bool) -> None:
-        with conn:
-            buf = b""
-            while b"\r\n\r\n" not in buf:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return
-                buf += chunk
-            if drop:
-                time.sleep(FIRST_TRY)
-                return
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
-
-    def close(self) -> None:
-        self.sock.close()
+    def serve(self, conn: socket.socket, number: int) -> None:
+        if next(requests_on(conn), None) is None:
+            return
+        if number == 1:
+            time.sleep(FIRST_TRY)
+            return
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
 
 
 class _Recording(LeanRest):
@@ -80,6 +57,6 @@ def test_a_gets_second_try_gets_only_what_is_left_of_the_timeout(server: _DropsT
     finally:
         rest.close()
         api.close()  # type: ignore[no-untyped-call]
-    assert server.accepted == 2
+    assert server.connections == 2
     assert TIMEOUT - FIRST_TRY < rest.asked[0] <= TIMEOUT
     assert rest.asked[1] <= TIMEOUT - FIRST_TRY  # the first try's time is spent

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from tests.unit._raw_server import RawServer, requests_on
 from tests.unit._scripted_server import loopback_config
 from volsched.kube.health import is_unreachable
 from volsched.kube.lister import WATCHED
@@ -143,7 +144,7 @@ class Cut(bytes):
     """An answer after which the server closes the connection."""
 
 
-class RawServer:
+class ScriptedRawServer(RawServer):
     """Answers the n-th request with the n-th scripted answer, as raw bytes, on kept-alive connections
     (closed after a :class:`Cut` answer, or instead of a None one). Records each request's target and
     connection."""
@@ -151,50 +152,26 @@ class RawServer:
     def __init__(self, answers: list[bytes | None]) -> None:
         self.answers = answers
         self.requests: list[tuple[int, str]] = []  # (connection number, request target)
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.connections = 0
-        self._lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
+    def serve(self, conn: socket.socket, number: int) -> None:
+        for request in requests_on(conn):
             with self._lock:
-                self.connections += 1
-                number = self.connections
-            threading.Thread(target=self._serve, args=(conn, number), daemon=True).start()
-
-    def _serve(self, conn: socket.socket, number: int) -> None:
-        with conn, conn.makefile("rb") as rfile:
-            while True:
-                request = rfile.readline()
-                if not request:
-                    return
-                while rfile.readline() not in (b"\r\n", b""):
-                    pass  # headers
-                with self._lock:
-                    self.requests.append((number, request.split()[1].decode()))
-                    answer = self.answers.pop(0) if self.answers else None
-                if answer is None:
-                    return
-                conn.sendall(answer)
-                if isinstance(answer, Cut):
-                    return
-
-    def close(self) -> None:
-        self.sock.close()
+                self.requests.append((number, request.target))
+                answer = self.answers.pop(0) if self.answers else None
+            if answer is None:
+                return
+            conn.sendall(answer)
+            if isinstance(answer, Cut):
+                return
 
 
 @pytest.fixture
-def serve() -> Iterator[Callable[[list[bytes | None]], tuple[RawServer, client.ApiClient]]]:
-    made: list[tuple[RawServer, client.ApiClient]] = []
+def serve() -> Iterator[Callable[[list[bytes | None]], tuple[ScriptedRawServer, client.ApiClient]]]:
+    made: list[tuple[ScriptedRawServer, client.ApiClient]] = []
 
-    def make(answers: list[bytes | None]) -> tuple[RawServer, client.ApiClient]:
-        server = RawServer(answers)
+    def make(answers: list[bytes | None]) -> tuple[ScriptedRawServer, client.ApiClient]:
+        server = ScriptedRawServer(answers)
         made.append((server, client.ApiClient(loopback_config(server.port))))
         return made[-1]
 
@@ -213,7 +190,7 @@ def recorder() -> tuple[list[str], Callable[[str, dict[str, Any]], None]]:
 
 @pytest.mark.parametrize("direct", [True, False], ids=["lean", "aiohttp (a proxy configured)"])
 def test_a_watch_that_ends_leaves_its_connection_for_the_next_one_from_its_last_resource_version(
-    serve: Callable[[list[bytes | None]], tuple[RawServer, client.ApiClient]], direct: bool
+    serve: Callable[[list[bytes | None]], tuple[ScriptedRawServer, client.ApiClient]], direct: bool
 ) -> None:
     server, api = serve(
         [
@@ -234,7 +211,7 @@ def test_a_watch_that_ends_leaves_its_connection_for_the_next_one_from_its_last_
 
 
 def test_410_gone_on_the_watch_is_expired_and_its_connection_is_kept(
-    serve: Callable[[list[bytes | None]], tuple[RawServer, client.ApiClient]],
+    serve: Callable[[list[bytes | None]], tuple[ScriptedRawServer, client.ApiClient]],
 ) -> None:
     server, api = serve(
         [
@@ -251,7 +228,7 @@ def test_410_gone_on_the_watch_is_expired_and_its_connection_is_kept(
 
 
 def test_410_gone_inside_the_stream_is_expired(
-    serve: Callable[[list[bytes | None]], tuple[RawServer, client.ApiClient]],
+    serve: Callable[[list[bytes | None]], tuple[ScriptedRawServer, client.ApiClient]],
 ) -> None:
     gone = json.dumps({"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "gone"}})
     _, api = serve([watch_answer(event("ADDED", "a", "11"), gone.encode() + b"\n")])
@@ -263,7 +240,7 @@ def test_410_gone_inside_the_stream_is_expired(
 
 
 def test_a_stream_cut_mid_event_is_a_failure_and_the_next_watch_resumes_on_a_new_connection(
-    serve: Callable[[list[bytes | None]], tuple[RawServer, client.ApiClient]],
+    serve: Callable[[list[bytes | None]], tuple[ScriptedRawServer, client.ApiClient]],
 ) -> None:
     cut = watch_answer(event("ADDED", "a", "11"), end=False) + b"40\r\n" + event("ADDED", "b", "12")[:20]
     server, api = serve([Cut(cut), watch_answer(event("ADDED", "b", "12"))])
@@ -279,7 +256,7 @@ def test_a_stream_cut_mid_event_is_a_failure_and_the_next_watch_resumes_on_a_new
 
 
 def test_stop_ends_a_watch_waiting_for_its_next_event(
-    serve: Callable[[list[bytes | None]], tuple[RawServer, client.ApiClient]],
+    serve: Callable[[list[bytes | None]], tuple[ScriptedRawServer, client.ApiClient]],
 ) -> None:
     _, api = serve([watch_answer(event("ADDED", "a", "11"), end=False)])
     seen, sink = recorder()
@@ -294,7 +271,7 @@ def test_stop_ends_a_watch_waiting_for_its_next_event(
 
 
 def test_one_object_its_receiver_fails_on_stops_neither_the_watch_nor_the_objects_after_it(
-    serve: Callable[[list[bytes | None]], tuple[RawServer, client.ApiClient]],
+    serve: Callable[[list[bytes | None]], tuple[ScriptedRawServer, client.ApiClient]],
 ) -> None:
     """As a kopf handler's error was: the failing event is logged and passed over (the watch does not
     stall re-reading it), and its object stays due for the next relist (its last good version kept)."""
@@ -319,7 +296,7 @@ def test_one_object_its_receiver_fails_on_stops_neither_the_watch_nor_the_object
 
 
 def test_dropping_a_removed_kind_hands_every_object_over_as_deleted_though_one_fails(
-    serve: Callable[[list[bytes | None]], tuple[RawServer, client.ApiClient]],
+    serve: Callable[[list[bytes | None]], tuple[ScriptedRawServer, client.ApiClient]],
 ) -> None:
     _, api = serve([])
     seen, record = recorder()

@@ -14,7 +14,6 @@ from __future__ import annotations
 import itertools
 import json
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from tests.unit._raw_server import RawServer, requests_on
 from tests.unit._scripted_server import loopback_config
 from volsched.cycle import BOUND, EVICTED
 from volsched.framework.decisions import Bind, Evict, EvictionReason
@@ -34,54 +34,23 @@ from volsched.model.vocabulary import SCHEDULER_NAME
 BODY_DELAY = 0.05
 
 
-class SplitResponseServer:
+class SplitResponseServer(RawServer):
     """HTTP/1.1 keep-alive on loopback: headers, a pause, then the body. Counts connections."""
 
     def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.connections = 0
         self.requests: list[str] = []
-        self._stop = False
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    def _accept(self) -> None:
-        while not self._stop:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        buf = b""
-        with conn:
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return
-                    buf += chunk
-                head, _, buf = buf.partition(b"\r\n\r\n")
-                lines = head.decode("latin-1").split("\r\n")
-                headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in lines[1:])}
-                length = int(headers.get("content-length", "0"))
-                while len(buf) < length:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return
-                    buf += chunk
-                buf = buf[length:]
-                method, path = lines[0].split(" ")[:2]
-                self.requests.append(f"{method} {path}")
-                body = json.dumps(self._answer(method, path)).encode()
-                conn.sendall(
-                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                    + f"Content-Length: {len(body)}\r\n\r\n".encode()
-                )
-                time.sleep(BODY_DELAY)
-                conn.sendall(body)
+    def serve(self, conn: socket.socket, number: int) -> None:
+        for request in requests_on(conn):
+            self.requests.append(f"{request.method} {request.target}")
+            body = json.dumps(self._answer(request.method, request.target)).encode()
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            )
+            time.sleep(BODY_DELAY)
+            conn.sendall(body)
 
     @staticmethod
     def _answer(method: str, path: str) -> dict[str, Any]:
@@ -101,10 +70,6 @@ class SplitResponseServer:
                          "renewTime": "2099-01-01T00:00:00.000000Z"},
             }  # fmt: skip
         return {"apiVersion": "v1", "kind": "Status", "status": "Success"}
-
-    def close(self) -> None:
-        self._stop = True
-        self.sock.close()
 
 
 @pytest.fixture
