@@ -8,7 +8,7 @@ import json
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 from kubernetes import client
 
@@ -45,7 +45,7 @@ class Received:
 
 class ScriptedServer:
     """Answers each request to a path ending in a key of ``script`` with the next scripted answer
-    (the last one repeats); everything else gets 200 {}."""
+    (the last one repeats); everything else gets 200 {}. A context manager: leaving it stops the server."""
 
     def __init__(self) -> None:
         self.script: dict[str, list[Answer]] = {}
@@ -84,6 +84,16 @@ class ScriptedServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.httpd.server_address[1]
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def before_answer(self, path: str) -> None:
         """A hook for subclasses (hold a request)."""

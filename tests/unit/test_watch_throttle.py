@@ -44,9 +44,8 @@ class WatchServer(ScriptedServer):
 
 @pytest.fixture
 def server() -> Iterator[WatchServer]:
-    s = WatchServer()
-    yield s
-    s.httpd.shutdown()
+    with WatchServer() as s:
+        yield s
 
 
 @pytest.fixture

@@ -44,9 +44,8 @@ def claim(status: dict[str, Any] | None = None) -> dict[str, Any]:
 
 @pytest.fixture
 def server() -> Iterator[ScriptedServer]:
-    s = ScriptedServer()
-    yield s
-    s.httpd.shutdown()
+    with ScriptedServer() as s:
+        yield s
 
 
 @pytest.fixture

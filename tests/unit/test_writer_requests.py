@@ -24,9 +24,8 @@ CONFLICT = (409, {}, {"kind": "Status", "reason": "AlreadyExists", "code": 409})
 
 @pytest.fixture
 def server() -> Iterator[ScriptedServer]:
-    s = ScriptedServer()
-    yield s
-    s.httpd.shutdown()
+    with ScriptedServer() as s:
+        yield s
 
 
 @pytest.fixture

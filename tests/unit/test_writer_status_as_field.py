@@ -21,9 +21,8 @@ PG = f"/apis/{VOLCANO_GROUP}/v1beta1/namespaces/ns/podgroups/pg"
 
 @pytest.fixture
 def server() -> Iterator[ScriptedServer]:
-    s = ScriptedServer()
-    yield s
-    s.httpd.shutdown()
+    with ScriptedServer() as s:
+        yield s
 
 
 @pytest.fixture

@@ -40,9 +40,8 @@ PDB: Answer = (
 
 @pytest.fixture
 def server() -> Iterator[ScriptedServer]:
-    s = ScriptedServer()
-    yield s
-    s.httpd.shutdown()
+    with ScriptedServer() as s:
+        yield s
 
 
 @pytest.fixture
