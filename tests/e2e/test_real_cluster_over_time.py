@@ -156,18 +156,25 @@ class Watcher:
         self._thread.join(timeout=30)
 
 
-def test_over_a_minute_of_arrivals_no_node_is_overfull_no_gang_stays_half_bound_and_every_job_completes(
-    cluster: LocalControlPlane, k: Kube, start_operator: Start
-) -> None:
+def _two_queues_on_three_nodes(
+    cluster: LocalControlPlane, k: Kube, start_operator: Start, *, namespace: str
+) -> tuple[str, client.BatchV1Api, OperatorProcess, Cycles]:
+    """Both tests' cluster: three kwok nodes of 4 cpu, queues qa and qb under reclaim and preempt, the
+    operator started; the namespace made, the Jobs' client, the operator and its cycle count."""
     for i in range(3):
         cluster.kwok_node(f"kwok-{i}", cpu="4")
     k.set_config((ROOT / "examples" / "reclaim-preempt-scheduler.yaml").read_text())
     k.queue(queue("qa"))
     k.queue(queue("qb"))
-    ns = k.namespace("over-time")
-    batch = client.BatchV1Api(k.api)
+    ns = k.namespace(namespace)
     op = start_operator()
-    cycles = Cycles(op)
+    return ns, client.BatchV1Api(k.api), op, Cycles(op)
+
+
+def test_over_a_minute_of_arrivals_no_node_is_overfull_no_gang_stays_half_bound_and_every_job_completes(
+    cluster: LocalControlPlane, k: Kube, start_operator: Start
+) -> None:
+    ns, batch, op, cycles = _two_queues_on_three_nodes(cluster, k, start_operator, namespace="over-time")
     rng = random.Random(29)
     plan = [
         (
@@ -214,15 +221,7 @@ def _elastic(name: str, *, queue_name: str, pods: int) -> dict[str, Any]:
 def test_once_both_queues_are_busy_each_holds_its_share_within_one_pod_and_keeps_it(
     cluster: LocalControlPlane, k: Kube, start_operator: Start
 ) -> None:
-    for i in range(3):
-        cluster.kwok_node(f"kwok-{i}", cpu="4")
-    k.set_config((ROOT / "examples" / "reclaim-preempt-scheduler.yaml").read_text())
-    k.queue(queue("qa"))
-    k.queue(queue("qb"))
-    ns = k.namespace("fair")
-    batch = client.BatchV1Api(k.api)
-    op = start_operator()
-    cycles = Cycles(op)
+    ns, batch, op, cycles = _two_queues_on_three_nodes(cluster, k, start_operator, namespace="fair")
 
     def running() -> dict[str, int]:
         out = {"a": 0, "b": 0}
