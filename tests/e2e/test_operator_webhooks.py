@@ -76,6 +76,11 @@ def test_webhooks_refuse_what_the_rules_refuse_and_fill_in_the_namespaces_queue(
         what="the Queue closing a cycle refused",
     )
     assert "q2 -> q1 -> q2" in said
+    # A refusal is the webhook doing its job: one INFO line with the object and the reason, no ERROR.
+    log = op.log()
+    assert "INFO volsched.admission: create of Queue q2 refused: queue q2: parent" in log
+    assert "does not take jobs of namespace team-b" in log
+    assert "failed permanently" not in log, op.log_tail()
 
     # The namespace's queue filled in: a PodGroup naming none (the CRD defaults it to `default`), and
     # a pod standing alone.

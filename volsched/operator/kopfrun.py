@@ -13,22 +13,25 @@ when it becomes leader and every :data:`REASSERT_EVERY` seconds (a no-op write w
 so what a former leader withdrew as it stopped is put back.
 
 kopf watches nothing here: every kind comes through ``volsched.kube.watch``; what the webhooks decide is
-:mod:`~volsched.operator.admission`'s.
+:mod:`~volsched.operator.admission`'s. A refusal is the webhook doing its job, not an error: it is logged
+at INFO with the object and the reason (:class:`RefusalsAreNotErrors` drops the ERROR kopf logs for it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import kopf
 
 from volsched.cache.volcano import VOLCANO_GROUP
+from volsched.model.raw import meta_of
 from volsched.model.vocabulary import API_GROUP, QUEUE_ANNOTATION
 from volsched.operator.admission import Admission, parse_service
 from volsched.operator.settings import WebhookSettings
@@ -61,33 +64,63 @@ class ServiceWebhookServer(kopf.WebhookServer):
             }
 
 
+log = logging.getLogger("volsched.admission")
+
+#: The ids of the validating webhooks (:func:`register_webhooks`): the only ones that refuse.
+VALIDATING = frozenset(
+    {"queue", "queue-in-use", "pod", *(f"podgroup-{g}" for g in (API_GROUP, VOLCANO_GROUP))}
+)
+
+
+class RefusalsAreNotErrors(logging.Filter):
+    """On kopf's object logger: drops the ERROR kopf logs when one of our validating webhooks refuses
+    (``Webhook 'queue' failed permanently: <reason>``, the :class:`kopf.AdmissionError` it raised), which
+    :func:`register_webhooks`' handlers have logged at INFO already. A webhook that fails otherwise (an
+    exception of any other kind: a defect) is still logged by kopf as an ERROR, with its traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.ERROR:
+            return True
+        head, sep, _ = record.getMessage().partition(" failed permanently: ")
+        return not (sep and head.startswith("Webhook '") and head[len("Webhook '") : -1] in VALIDATING)
+
+
+REFUSALS_ARE_NOT_ERRORS = RefusalsAreNotErrors()
+
+
 def register_webhooks(registry: kopf.OperatorRegistry, admission: Admission, *, fail_open: bool) -> None:
     """The webhooks on ``registry`` (served by kopf's webhook server, configured by kopf as
     ``settings.admission.managed`` says)."""
     writes: list[Any] = ["CREATE", "UPDATE"]
+    logging.getLogger("kopf.objects").addFilter(REFUSALS_ARE_NOT_ERRORS)  # (added once)
 
-    def deny(message: str | None) -> None:
-        if message:
-            raise kopf.AdmissionError(message, code=403)
+    def deny(message: str | None, kind: str, review: Mapping[str, Any]) -> None:
+        """Refuse the request (``review``: kopf's keyword arguments) with ``message``; None admits it."""
+        if not message:
+            return
+        ns, name = review.get("namespace"), review.get("name") or meta_of(review["body"]).get("generateName")
+        operation = str(review.get("operation") or "request").lower()
+        log.info("%s of %s %s refused: %s", operation, kind, f"{ns}/{name}" if ns else name, message)
+        raise kopf.AdmissionError(message, code=403)
 
     @kopf.on.validate(API_GROUP, "v1beta1", "queues", id="queue", operations=writes,
                       ignore_failures=fail_open, registry=registry)  # fmt: skip
-    def queue(body: Any, **_: Any) -> None:
-        deny(admission.queue(dict(body)))
+    def queue(**kw: Any) -> None:
+        deny(admission.queue(dict(kw["body"])), "Queue", kw)
 
-    @kopf.on.validate(API_GROUP, "v1beta1", "queues", id="queue-in-use", operation="DELETE",
+    @kopf.on.validate(API_GROUP, "v1beta1", "queues", id="queue-in-use", operations=["DELETE"],
                       ignore_failures=fail_open, registry=registry)  # fmt: skip
-    def queue_in_use(name: Any, **_: Any) -> None:
-        deny(admission.queue_deletion(str(name or "")))
+    def queue_in_use(**kw: Any) -> None:
+        deny(admission.queue_deletion(str(kw.get("name") or "")), "Queue", kw)
 
     for group in (API_GROUP, VOLCANO_GROUP):
 
         @kopf.on.validate(group, "v1beta1", "podgroups", id=f"podgroup-{group}", operations=writes,
                           ignore_failures=fail_open, registry=registry)  # fmt: skip
-        def podgroup(body: Any, namespace: Any, **_: Any) -> None:
-            deny(admission.podgroup(dict(body), str(namespace or "")))
+        def podgroup(**kw: Any) -> None:
+            deny(admission.podgroup(dict(kw["body"]), str(kw.get("namespace") or "")), "PodGroup", kw)
 
-        @kopf.on.mutate(group, "v1beta1", "podgroups", id=f"podgroup-queue-{group}", operation="CREATE",
+        @kopf.on.mutate(group, "v1beta1", "podgroups", id=f"podgroup-queue-{group}", operations=["CREATE"],
                         ignore_failures=True, registry=registry)  # fmt: skip
         def podgroup_queue(body: Any, namespace: Any, patch: Any, **_: Any) -> None:
             named = admission.default_queue_patch(dict(body), str(namespace or ""), kind="PodGroup")
@@ -96,12 +129,14 @@ def register_webhooks(registry: kopf.OperatorRegistry, admission: Admission, *, 
 
     # Pods fail open whatever the setting: a webhook that cannot answer must not stop every pod of the
     # cluster (kube-system's too) from being created; the scheduler holds a pod that breaks a rule anyway.
-    @kopf.on.validate("", "v1", "pods", id="pod", operation="CREATE", ignore_failures=True, registry=registry)
-    def pod(body: Any, namespace: Any, **_: Any) -> None:
-        deny(admission.pod(dict(body), str(namespace or "")))
+    @kopf.on.validate(
+        "", "v1", "pods", id="pod", operations=["CREATE"], ignore_failures=True, registry=registry
+    )
+    def pod(**kw: Any) -> None:
+        deny(admission.pod(dict(kw["body"]), str(kw.get("namespace") or "")), "pod", kw)
 
     @kopf.on.mutate(
-        "", "v1", "pods", id="pod-queue", operation="CREATE", ignore_failures=True, registry=registry
+        "", "v1", "pods", id="pod-queue", operations=["CREATE"], ignore_failures=True, registry=registry
     )
     def pod_queue(body: Any, namespace: Any, patch: Any, **_: Any) -> None:
         named = admission.default_queue_patch(dict(body), str(namespace or ""), kind="Pod")
