@@ -4,14 +4,14 @@
 # Needs Java 17+ and Maven; installs Debian's openjdk-17-jre-headless/maven when they are missing.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=SCRIPTDIR/../lib/apt.sh
+source "$here/../lib/apt.sh"
 proj="$here/es-runner"
 stamp="$proj/target/classpath.txt"
 
 if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
-  SUDO=""; [ "$(id -u)" = "0" ] || SUDO="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get install -y --no-install-recommends openjdk-17-jdk-headless maven \
-    || { $SUDO apt-get update && $SUDO apt-get install -y --no-install-recommends openjdk-17-jdk-headless maven; }
+  apt_sudo || { echo "build-es.sh: need root (or sudo) to apt-get install Java 17 and Maven" >&2; exit 1; }
+  apt_install openjdk-17-jdk-headless maven
 fi
 
 if [ -f "$stamp" ] && [ -z "$(find "$proj/pom.xml" "$proj/src" -newer "$stamp" -print -quit)" ]; then

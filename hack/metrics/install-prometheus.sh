@@ -3,17 +3,14 @@
 # metrics tests. Idempotent: does nothing when both binaries are already on PATH. Never starts the
 # packaged system service (a policy-rc.d that denies service starts is in place during the install).
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/../lib/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/apt.sh"
 
 if command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; then
   exit 0
 fi
 
-SUDO=""
-if [ "$(id -u)" != "0" ]; then
-  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
-    echo "install-prometheus.sh: need root (or sudo) to apt-get install prometheus" >&2; exit 1
-  fi
-fi
+apt_sudo || { echo "install-prometheus.sh: need root (or sudo) to apt-get install prometheus" >&2; exit 1; }
 
 policy=/usr/sbin/policy-rc.d
 added_policy=0
@@ -25,11 +22,7 @@ fi
 cleanup() { if [ "$added_policy" = 1 ]; then $SUDO rm -f "$policy"; fi; }
 trap cleanup EXIT
 
-export DEBIAN_FRONTEND=noninteractive
-if ! $SUDO apt-get install -y --no-install-recommends prometheus; then
-  $SUDO apt-get update
-  $SUDO apt-get install -y --no-install-recommends prometheus
-fi
+apt_install prometheus
 # If an init system started the packaged service anyway, stop it: the tests run their own servers.
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet prometheus 2>/dev/null; then
   $SUDO systemctl disable --now prometheus || true
