@@ -518,22 +518,12 @@ def _evict_pods_in_the_way(
         if any(k not in named for k in still):
             kept.extend(v for v in whole if v.key in in_way and v.key not in named)
             continue  # a pod in the way may not go
-        victims.sort(key=key)
         tried += 1
-        chosen = _victims_on(session, task, node, victims, queue=queue)
-        if chosen is None:
-            continue
-        taken, blocking = chosen
-        node_name = nodes.names[node]
-        for v in taken:
-            reason = describe(task, v, node_name)
-            terms = blocking.get(v.key)
-            if terms:
-                reason = replace(reason, facts=(*reason.facts, *(("keeps it out by", t) for t in terms)))
-            statement.evict(v, reason=reason)
-            log.append((v, reason))
-        statement.pipeline(task, node)
-        return True, tried, []
+        if _evict_for(
+            session, statement, task, node, victims, queue=queue, key=key, describe=describe, log=log,
+            facts=lambda v, terms: tuple(("keeps it out by", t) for t in terms),
+        ):  # fmt: skip
+            return True, tried, []
     return False, tried, kept
 
 
@@ -604,22 +594,47 @@ def _evict_device_holders(
         if not any(v.key in holding for v in victims):
             kept.extend(v for v in pool if v.key in holding)
             continue
-        victims.sort(key=key)
         tried += 1
-        chosen = _victims_on(session, task, node, victims, queue=queue)
-        if chosen is None:
-            continue
-        taken, _ = chosen
-        node_name = nodes.names[node]
-        for v in taken:
-            reason = describe(task, v, node_name)
-            if v.key in holding:
-                reason = replace(reason, facts=(*reason.facts, ("frees", "the devices its claims hold")))
-            statement.evict(v, reason=reason)
-            log.append((v, reason))
-        statement.pipeline(task, node)
-        return True, tried, []
+        if _evict_for(
+            session, statement, task, node, victims, queue=queue, key=key, describe=describe, log=log,
+            facts=lambda v, _: (("frees", "the devices its claims hold"),) if v.key in holding else (),
+        ):  # fmt: skip
+            return True, tried, []
     return False, tried, kept
+
+
+def _evict_for(
+    session: Session,
+    statement: Statement,
+    task: Task,
+    node: int,
+    victims: list[Task],
+    *,
+    queue: QueueSpec | None,
+    key: Callable[[Task], Any],
+    describe: Describe,
+    log: list[tuple[Task, EvictionReason]],
+    facts: Callable[[Task, list[str]], tuple[tuple[str, str], ...]],
+) -> bool:
+    """Evict those of ``victims`` (put least important first) that must go for ``task`` to fit on
+    ``node``, and pipeline it there; False, doing nothing, when it would not fit with all of them gone.
+    ``facts``: what each eviction's reason says besides, from the victim and the terms by which it
+    keeps the task out (if any)."""
+    victims.sort(key=key)
+    chosen = _victims_on(session, task, node, victims, queue=queue)
+    if chosen is None:
+        return False
+    taken, blocking = chosen
+    node_name = session.nodes.names[node]
+    for v in taken:
+        reason = describe(task, v, node_name)
+        more = facts(v, blocking.get(v.key, []))
+        if more:
+            reason = replace(reason, facts=(*reason.facts, *more))
+        statement.evict(v, reason=reason)
+        log.append((v, reason))
+    statement.pipeline(task, node)
+    return True
 
 
 def _victims_on(
