@@ -38,6 +38,7 @@ creation-to-bind (as the bench's own watch sees both), the scheduler's (and the 
 its peak RSS. The table gives both schedulers and volsched's ratio; ``--json`` writes it all.
 
     python bench/bench_perf.py [--quick | --full] [--only SchedulingBasic,...] [--json FILE]
+        [--repeat N] [--before OLD_CHECKOUT [--before-args ...]] [--keep DIR]
 
 Absolute figures say little on a loaded machine: the report prints the load before and after each run.
 """
