@@ -32,6 +32,8 @@ K = TypeVar("K", bound=Hashable)
 
 _QUEUE: attrgetter[str] = attrgetter("queue")
 _NAMESPACE: attrgetter[str] = attrgetter("namespace")
+_ORIGIN: attrgetter[Job | None] = attrgetter("origin")
+_TASKS: attrgetter[dict[str, object]] = attrgetter("tasks")
 
 #: Where the run is kept in ``ClusterSnapshot.kept``.
 KEPT = "settled"
@@ -387,7 +389,12 @@ def _frozen(run: Settled) -> Settled:
 def _same(jobs: list[Job], run: list[Job]) -> bool:
     """Whether ``jobs`` are the run's shared jobs, in order, or unchanged copies of them (by identity:
     a Job has no ``__eq__``)."""
-    return jobs == run or list(map(_root, jobs)) == run
+    return jobs == run or (any(map(_ORIGIN, jobs)) and _roots(jobs) == run)
+
+
+def _roots(jobs: list[Job]) -> list[Job]:
+    """:func:`_root` of each job (``jobs`` itself when none is a copy: one pass in C)."""
+    return list(map(_root, jobs)) if any(map(_ORIGIN, jobs)) else jobs
 
 
 def _same_unmet(a: Vector | None, b: Vector | None) -> bool:
@@ -433,7 +440,7 @@ def _without_gone(jobs: list[Job], base: Settled, present: Container[str]) -> Se
     ``jobs`` do not have there (changed); each sum less what the jobs dropped added (exact: the floats
     a walk over the jobs left makes, see :func:`_exactness`)."""
     run = base.jobs
-    roots = list(map(_root, jobs))
+    roots = _roots(jobs)
     gone: list[Job] = []
     i = k = 0  # where the run and the session's jobs stand (the jobs before match, but for ``gone``)
     while i < len(run):
@@ -471,7 +478,7 @@ def _without_gone(jobs: list[Job], base: Settled, present: Container[str]) -> Se
         namespace=_less(
             base.namespace, dict.fromkeys(map(_NAMESPACE, left)), list(map(_NAMESPACE, gone)), rows
         ),
-        holding_namespaces=frozenset(j.namespace for j in left if j.tasks),
+        holding_namespaces=frozenset(map(_NAMESPACE, filter(_TASKS, left))),
         unmet_queue=_less(
             base.unmet_queue,
             # (the queues of the admitted jobs short of their minimum, in order: none in a steady state)

@@ -25,6 +25,7 @@ The session writes the phase back, so the belief becomes the PodGroup's status.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from operator import attrgetter
@@ -565,9 +566,11 @@ def resource_names(queues: Iterable[QueueSpec], podgroups: Iterable[PodGroupSpec
         names.update(q.guarantee)
         names.update(q.guarantee_percent)
         names.update(q.capability or {})
-    for pg in podgroups:
-        names.update(pg.min_resources or {})
+    names.update(itertools.chain.from_iterable(filter(None, map(_MIN_RESOURCES, podgroups))))  # (in C)
     return names
+
+
+_MIN_RESOURCES: attrgetter[dict[str, float] | None] = attrgetter("min_resources")
 
 
 def request_vector(space: ResourceSpace, task: Task) -> Vector:
