@@ -7,10 +7,12 @@
   ``--cohorts N`` keeps N of the 5 cohorts (the same shape, N/5 of the work).
 * ``reuse``: the baseline (``--reuse-cohorts``, one by default) replayed as is and with every job of a backlog asked on its
   own (no plugin answers by shape), ``--rounds`` times alternated: the CPU of both and the ratio.
-* ``memory``: traces of the same steady arrival rate over ``hours`` and twice as many hours (twice the
-  jobs, the same load at any moment), each replayed in a fresh process: the cache at its fullest and the peak
-  RSS. The cache holds live objects only (finished jobs' pods and PodGroups are deleted), so its peak is
-  about the same for both; the RSS grows only by the per-job records the report keeps.
+* ``memory``: traces of the same steady arrival rate over ``hours``, twice and four times as many hours
+  (the same jobs live at any moment, two and four times as many finished), each replayed in a fresh
+  process: the cache at its fullest and the peak RSS, and the RSS per job that finished. The cache holds
+  live objects only (finished jobs' pods and PodGroups are deleted), so its peak is about the same for
+  all; the RSS grows only by the per-job record the report keeps (its times, queue, class, one request
+  map shared by every job that asks the same).
 * ``large``: ``--jobs`` synthetic jobs (default 100,000) on ``--nodes`` nodes (default 1,000) over a day.
 
 Prints the machine and its load: on this shared 2-core machine absolute figures mean little, compare
@@ -173,20 +175,23 @@ def one_trace(jobs: int, nodes: int, hours: float, peak: float) -> dict[str, Any
 
 
 def memory(jobs: int, nodes: int, hours: float) -> None:
+    """Traces of the same steady rate over ``hours``, twice and four times as long (the same jobs live at
+    any moment, twice and four times as many finished), each in a fresh process."""
     rows = [
-        in_fresh_process(__file__, "--one", str(jobs * k), str(nodes), str(hours * k), "1") for k in (1, 2)
+        in_fresh_process(__file__, "--one", str(jobs * k), str(nodes), str(hours * k), "1") for k in (1, 2, 4)
     ]
     for r in rows:
         print(
             f"memory: {r['jobs']} jobs over {r['hours']:g} h on {r['nodes']} nodes: {r['finished']} finished; "
             f"pods cached at most {r['peak_pods_cached']}, at the end {r['pods_cached_at_end']}; "
-            f"peak RSS {r['max_rss_mib']:.0f} MiB; {r['wall']:.1f} s wall"
+            f"peak RSS {r['max_rss_mib']:.1f} MiB; {r['cpu']:.1f} s CPU; load {_load()}"
         )
-    a, b = rows
+    a, c = rows[0], rows[-1]
+    slope = (c["max_rss_mib"] - a["max_rss_mib"]) * 2**20 / max(c["finished"] - a["finished"], 1)
     print(
-        f"  twice the jobs at the same rate: cache peak x{b['peak_pods_cached'] / max(a['peak_pods_cached'], 1):.2f}, "
-        f"peak RSS x{b['max_rss_mib'] / a['max_rss_mib']:.2f} (the jobs' records), "
-        f"time x{b['wall'] / max(a['wall'], 1e-9):.2f}"
+        f"  four times the jobs at the same rate: cache peak x{c['peak_pods_cached'] / max(a['peak_pods_cached'], 1):.2f}, "
+        f"peak RSS x{c['max_rss_mib'] / a['max_rss_mib']:.2f}: {slope:.0f} bytes of RSS per job that finished "
+        f"(the report's record of it)"
     )
 
 
@@ -194,8 +199,9 @@ def large(jobs: int, nodes: int) -> None:
     r = in_fresh_process(__file__, "--one", str(jobs), str(nodes), "24", "3")
     print(
         f"large: {r['jobs']} jobs on {r['nodes']} nodes over a day: replayed in {r['wall']:.1f} s wall "
-        f"({r['cpu']:.1f} s CPU), {r['sessions']} sessions ({r['skipped']} skipped), {r['finished']} finished, "
-        f"pods cached at most {r['peak_pods_cached']}, peak RSS {r['max_rss_mib']:.0f} MiB; load {_load()}"
+        f"({r['cpu']:.1f} s CPU, {r['cpu'] / max(r['sessions'], 1) * 1e3:.2f} ms a session), {r['sessions']} "
+        f"sessions ({r['skipped']} skipped), {r['finished']} finished, pods cached at most "
+        f"{r['peak_pods_cached']}, peak RSS {r['max_rss_mib']:.0f} MiB; load {_load()}"
     )
 
 

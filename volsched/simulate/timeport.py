@@ -24,6 +24,7 @@ import heapq
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from volsched.cache.feeder import Feeder
@@ -120,6 +121,10 @@ class PodRun:
     delay: float = 0.0
 
 
+#: The empty map every job without evictions shares (replaced, never changed, at the first).
+NONE: Mapping[str, Any] = MappingProxyType({})
+
+
 @dataclass(slots=True)
 class JobRun:
     """One job's life in a replay (times: the simulated clock, Unix seconds): what the report counts."""
@@ -141,10 +146,11 @@ class JobRun:
     #: decided it), and when its last pod succeeded.
     admitted: float | None = None
     finished: float | None = None
-    #: Its pods' evictions by the action that decided them, and its gang's restarts.
-    evictions: dict[str, int] = field(default_factory=dict)
-    #: Resource-seconds its pods ran before an eviction threw the work away.
-    lost: dict[str, float] = field(default_factory=dict)
+    #: Its pods' evictions by the action that decided them, and its gang's restarts (one map shared by
+    #: every job with none: a finished job's record is all memory keeps of it, 100,000 in a day).
+    evictions: Mapping[str, int] = field(default_factory=lambda: NONE)
+    #: Resource-seconds its pods ran before an eviction threw the work away (likewise).
+    lost: Mapping[str, float] = field(default_factory=lambda: NONE)
 
 
 class Ledger:
@@ -209,6 +215,7 @@ class TimePort(MemoryPort):
         #: without, memory holds one small record per job that finished, none per pod.
         self.keep_pods = True
         self._pods_of: dict[str, list[str]] = {}
+        self._request_maps: dict[tuple[tuple[str, float], ...], Mapping[str, float]] = {}
         #: Every job that ever existed, by its key (a PodRun's ``job``).
         self.job_runs: dict[str, JobRun] = {}
         self.ledger = Ledger()
@@ -226,6 +233,15 @@ class TimePort(MemoryPort):
     def latencies(self, value: Latencies) -> None:
         self._latencies, self._draw = value, value.drawer("pods")
         self._draw_bind = value.drawer("binds")
+
+    def _requests(self, request: Mapping[str, float]) -> Mapping[str, float]:
+        """``request`` as a map shared by every pod that asks the same (never changed: a job's record
+        keeps its first pod's)."""
+        key = tuple(request.items())
+        out = self._request_maps.get(key)
+        if out is None:
+            out = self._request_maps[key] = MappingProxyType(dict(request))
+        return out
 
     # --- the objects -----------------------------------------------------------------------------------
 
@@ -250,7 +266,7 @@ class TimePort(MemoryPort):
             job=job,
             created=now,
             duration=pod_duration(raw, where=f"Pod {key}"),
-            requests=dict(task.request_map) if task is not None else {},
+            requests=self._requests(task.request_map) if task is not None else NONE,
             replaces=origin.key if origin is not None else None,
         )
         self.runs[key] = run
@@ -413,7 +429,7 @@ class TimePort(MemoryPort):
             if o.result != EVICTED or run is None:
                 continue
             record = self.job_runs[run.job]
-            record.evictions[o.eviction.action] = record.evictions.get(o.eviction.action, 0) + 1
+            record.evictions = _plus(record.evictions, o.eviction.action, 1)
             self._lose(run, now)
             if gangs.get(run.key):
                 restart.setdefault(run.job, run.key)
@@ -429,7 +445,7 @@ class TimePort(MemoryPort):
                 if raw is None or run.started is None or run.finished is not None:
                     continue
                 record = self.job_runs[run.job]
-                record.evictions["restart"] = record.evictions.get("restart", 0) + 1
+                record.evictions = _plus(record.evictions, "restart", 1)
                 self._lose(run, now)
                 self.remove("Pod", key)
                 self.release_claims(raw)
@@ -452,7 +468,7 @@ class TimePort(MemoryPort):
         for key in on_node:
             run, raw = self.runs[key], self.state.raw_pods[key]
             record = self.job_runs[run.job]
-            record.evictions["node-removed"] = record.evictions.get("node-removed", 0) + 1
+            record.evictions = _plus(record.evictions, "node-removed", 1)
             self._lose(run, now)
             self.remove("Pod", key)
             self.release_claims(raw)
@@ -496,7 +512,7 @@ class TimePort(MemoryPort):
             run.lost = max(0.0, now - run.started - run.delay)  # it ran from then
             record = self.job_runs[run.job]
             for r, amount in run.requests.items():
-                record.lost[r] = record.lost.get(r, 0.0) + amount * run.lost
+                record.lost = _plus(record.lost, r, amount * run.lost)
             self.ledger.change(record.queue, run.requests, now, -1.0)
 
     def _replace(self, raw: Raw) -> None:
@@ -535,3 +551,8 @@ class TimePort(MemoryPort):
             }
         )
         return True
+
+
+def _plus(counts: Mapping[str, Any], key: str, amount: float) -> dict[str, Any]:
+    """``counts`` with ``amount`` added to ``key``'s, a new map (a record's may be the shared ``NONE``)."""
+    return {**counts, key: counts.get(key, 0) + amount}
