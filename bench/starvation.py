@@ -21,9 +21,10 @@ Configs, each replayed in full:
 Printed: the big gangs' wait (max and mean; goal: at most twice the longest small job's runtime), GPU
 utilisation against what demand allows (goal >= 90%), GPU-hours thrown away by evictions (goal: down
 >= 5x with the minimum run time), and fairness among the small queues over the busy hours (the share
-of busy hours in which each holds within one pod, 4 GPUs, of its deserved part of what the three hold
-between them: water-filled by weight, capped by what each asks). Figures are ratios
-within one run: on a loaded machine only the wall time says anything about the machine.
+of busy hours in which each holds, on average over the hour, within one of its pods of its deserved
+part of what the three hold between them: at each minute water-filled by weight, capped by what each
+asks then, and averaged over the hour; see ``fair_hour``). Figures are ratios within one run: on a
+loaded machine only the wall time says anything about the machine.
 
     python bench/starvation.py [--days 7] [--seed 1] [--write FILE] [--configs before,after,...]
 """
