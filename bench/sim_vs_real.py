@@ -1,20 +1,23 @@
 """The simulator's time mode against the real thing: one seeded workload of batch/v1 Jobs (gangs of 1 to 3
-pods of 1 cpu, two queues, arrivals over time, each pod running a few seconds) goes through the operator
-on a real control plane (kube-controller-manager's Job controller, kwok nodes that run the pods) and
-through ``volsched simulate``'s replay, and each queue's wait (a Job's first pod bound minus its
-creation) is printed from both, with the replay's error. It also prints the real control plane's
-start-up time and memory (kube-apiserver, etcd, kube-controller-manager, kwok).
+pods of 1 cpu by default, ``--sizes``; two queues, arrivals over time, each pod running 3 to 10 s) goes
+through the operator on a real control plane (kube-controller-manager's Job controller, kwok nodes that
+run the pods) and through ``volsched simulate``'s replay, and each queue's wait (a Job's first pod seen
+bound minus its creation) is printed from both, with the replay's ratio. It also prints the real control
+plane's start-up time and memory (kube-apiserver, etcd, kube-controller-manager, kwok).
 
-    python bench/sim_vs_real.py [--jobs 120] [--seed 7] [--rate 1.0] [--repeat 1] [--draws 5]
+    python bench/sim_vs_real.py [--jobs 120] [--seed 7] [--rate 1.0] [--sizes 1,1,2,3] [--repeat 1]
+                                [--draws 5] [--dump DIR]
 
 Each round replays the workload as the replay runs by default (sessions when the operator's would, no
-latency), with the latencies this real run showed (``--create-delay``, ``--start-delay``,
-``--finish-delay``, ``--session-time``: means of what the bench's own watch saw, and of the operator's
-session wall times; printed with where the real run's time went), and with them drawn at random over
-``--draws`` seeds (``--latency-seed``). The real run takes about as long as the
-workload's arrivals plus its tail (a few minutes); the replay takes seconds. On a loaded 2-core machine
-the operator's sessions and the control plane's latencies stretch with the load, and the real waits with
-them: the load is printed before and after each round; compare within one round."""
+latency), with the latencies this real run showed (``--create-delay``, ``--bind-delay``,
+``--start-delay``, ``--finish-delay``, ``--session-time``: means of what the bench's own watch saw, in a
+process of its own, of the operator's session wall times and of its latency log; printed with where the
+real run's time went), and with them drawn at random over ``--draws`` seeds (``--latency-seed``). Over
+the rounds it prints each queue's real p50 spread and how many rounds each replay came within 10% of.
+The real run takes about as long as the workload's arrivals plus its tail (a few minutes); the replay
+seconds. On a loaded 2-core machine the operator's sessions and the control plane's latencies stretch
+with the load, and the real waits with them: the load is printed before and after each round; compare
+within one round. ``--dump DIR``: each round's job and pod times, real and replayed, as JSON."""
 
 from __future__ import annotations
 
@@ -60,15 +63,15 @@ class Planned:
     seconds: int
 
 
-def plan(jobs: int, seed: int, rate: float) -> list[Planned]:
+def plan(jobs: int, seed: int, rate: float, sizes: tuple[int, ...] = (1, 1, 2, 3)) -> list[Planned]:
+    """The seeded workload: Poisson arrivals at ``rate``, each job's size (its gang) drawn from ``sizes``,
+    its queue from the two, its pods' run time 3 to 10 s."""
     rng = random.Random(seed)
     out, at = [], 0.0
     for i in range(jobs):
         at += rng.expovariate(rate)
         out.append(
-            Planned(
-                f"j{i:03d}", round(at, 1), rng.choice((1, 1, 2, 3)), rng.choice(QUEUES), rng.randint(3, 10)
-            )
+            Planned(f"j{i:03d}", round(at, 1), rng.choice(sizes), rng.choice(QUEUES), rng.randint(3, 10))
         )
     return out
 
@@ -408,13 +411,15 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=120)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--rate", type=float, default=1.0, help="arrivals a second (mean)")
+    parser.add_argument("--sizes", default="1,1,2,3", help="the gang sizes a job's is drawn from")
     parser.add_argument("--repeat", type=int, default=1, help="real runs, each on a new control plane")
     parser.add_argument("--draws", type=int, default=5, help="replays with drawn latencies per round")
     parser.add_argument("--dump", type=Path, help="a directory: each round's job and pod times as JSON")
     args = parser.parse_args()
     print(describe("kubernetes"))
     config_text = (ROOT / "examples" / "reclaim-preempt-scheduler.yaml").read_text()
-    planned = plan(args.jobs, args.seed, args.rate)
+    sizes = tuple(int(x) for x in args.sizes.split(","))
+    planned = plan(args.jobs, args.seed, args.rate, sizes)
     t = time.monotonic()
     plain = simulated(planned, config_text)
     print(f"replay: {time.monotonic() - t:.1f} s; {args.jobs} jobs at {args.rate:g}/s, seed {args.seed}")
