@@ -9,7 +9,9 @@ How binds are assumed, settled and skipped when idle: docs/design/modules.md#cyc
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +27,16 @@ from volsched.model.vocabulary import PodGroupPhase, Task
 
 #: Each phase by its name (a dict lookup costs less than the enum's call, for every PodGroup a session).
 _PHASES = {phase.value: phase for phase in PodGroupPhase}
+_PHASE: operator.attrgetter[Any] = operator.attrgetter("phase")
+
+
+class _NoGroup:
+    """What the cache holds of a group with no object: no phase."""
+
+    phase = None
+
+
+_NO_GROUP = _NoGroup()
 
 #: Outcomes of one bind or eviction.
 BOUND = "bound"
@@ -244,14 +256,15 @@ def run_cycle(
     evictions = port.evict(result.evictions, feeder.pods(e.pod for e in result.evictions))
     _settle(feeder, report, [], evictions, moving, now=now)
     own = stream.assumed  # the cache's changes this session made: its binds assumed, its phases
-    phase_of, held_of = _PHASES.__getitem__, state.podgroups.get
-    for key, pg in result.podgroups.items():
-        phase = phase_of(pg.phase)
-        held = held_of(key)
-        if held is None or held.phase is not phase:  # a group with no object keeps its phase too
-            if held is not None:
-                report.phases_changed.append(key)
-            own += state.set_podgroup_phase(key, phase)
+    # The groups whose phase is not the cache's (or that have no object), found in C: most are.
+    keys = list(result.podgroups)
+    phases = list(map(_PHASES.__getitem__, map(_PHASE, result.podgroups.values())))
+    held_phases = map(_PHASE, map(state.podgroups.get, keys, itertools.repeat(_NO_GROUP)))
+    for k in itertools.compress(range(len(keys)), map(operator.is_not, held_phases, phases)):
+        key, phase = keys[k], phases[k]
+        if key in state.podgroups:  # a group with no object keeps its phase too
+            report.phases_changed.append(key)
+        own += state.set_podgroup_phase(key, phase)
     state.carryover = result.carryover
     if idle is not None:
         idle.ran(changes=changes, config=config, result=result, own=own)
