@@ -13,12 +13,12 @@ from volsched.operator.settings import build_parser, parse_log_levels, settings_
 @pytest.mark.parametrize(
     ("argv", "bind_workers", "workers", "pool"),
     [
-        ([], 32, 32, 68),  # the defaults: 32 binds in flight, 32 other writes, 4 for the reads
-        (["--bind-workers", "128"], 128, 32, 164),  # more binds in flight (an earlier default)
+        ([], 128, 32, 164),  # the defaults: 128 binds in flight, 32 other writes, 4 for the reads
+        (["--bind-workers", "32"], 32, 32, 68),  # the old default's connections
         (["--bind-workers", "1", "--workers", "1"], 1, 1, 6),
         (["--bind-workers", "0", "--workers", "0"], 0, 0, 6),  # at least one of each runs anyway
     ],
-    ids=["defaults", "more-binds", "one-each", "zero"],
+    ids=["defaults", "fewer-binds", "one-each", "zero"],
 )
 def test_bind_workers_and_writer_workers_are_set_apart_and_size_the_pool(
     argv: list[str], bind_workers: int, workers: int, pool: int
