@@ -192,10 +192,10 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
 
     ledger = session.ledger
     run = ledger.settled().podgroups  # nothing pending in the run: no place in line
-    statuses, run_phases, names = _settled_statuses(run, session.snapshot.kept)
+    statuses, run_phases, run_counts = _settled_statuses(run, session.snapshot.kept)
     result.podgroups.update(statuses)
     phases.update(run_phases)
-    for (queue, name), n in Counter(zip(map(_QUEUE, run), names, strict=True)).items():
+    for (queue, name), n in run_counts.items():
         q = queue_row.get(queue)
         if q is not None:
             counts[q][name] = counts[q].get(name, 0) + n
@@ -295,44 +295,74 @@ RENDERED = "rendered"
 
 @dataclass
 class _Rendered:
-    """Plain statuses and phases by job key, with the job each was rendered from."""
+    """Plain statuses and phases by job key, with the job each was rendered from; and what the last
+    session's run came to (``run``: its PodGroups' jobs, in order), for a run that is the same or longer."""
 
     jobs: dict[str, Job] = field(default_factory=dict)
     statuses: dict[str, PodGroupStatus] = field(default_factory=dict)
     phases: dict[str, PodGroupPhase] = field(default_factory=dict)
+    run: list[Job] | None = None
+    out: tuple[dict[str, PodGroupStatus], dict[str, PodGroupPhase], Counter[tuple[str, str]]] | None = None
 
 
 def _settled_statuses(
     run: list[Job], kept: dict[str, object]
-) -> tuple[dict[str, PodGroupStatus], dict[str, PodGroupPhase], list[str]]:
-    """The plain status (:func:`_plain_status`), the phase and the phase name of each PodGroup of the
-    settled run (``run``: shared jobs, in order), by key. Kept in ``kept`` with the job each was
-    rendered from for the next session (a shared job never changes: the object is the version), so a
-    session renders only the jobs new to the run; one pass in C over the run checks that what is kept
-    is of the very same jobs."""
+) -> tuple[dict[str, PodGroupStatus], dict[str, PodGroupPhase], Counter[tuple[str, str]]]:
+    """The plain status (:func:`_plain_status`) and the phase of each PodGroup of the settled run
+    (``run``: shared jobs, in order), by key, and how many of the run's PodGroups each (queue, phase
+    name) has. Kept in ``kept`` with the job each was rendered from for the next session (a shared job
+    never changes: the object is the version), so a session renders only the jobs new to the run; one
+    pass in C over the run checks that what is kept is of the very same jobs. A run that is the last
+    one, or the last one with jobs after it (the jobs bound since), adds only those to what the last
+    session's came to. The maps returned are read, never changed (the next session may add to them)."""
     memo = kept.get(RENDERED)
     if not isinstance(memo, _Rendered):
         memo = _Rendered()
-    keys = list(map(_KEY, run))
-    jobs, statuses, phases = memo.jobs, memo.statuses, memo.phases
-    cached = list(map(jobs.get, keys))
-    if cached != run:  # (by identity: a Job has no __eq__)
-        for job in itertools.compress(run, map(operator.is_not, cached, run)):  # new to the run
-            counted = _status_counts(job)
-            key = job.key
-            jobs[key], statuses[key], phases[key] = job, _plain_status(job, counted), counted[0]
-        if len(jobs) > 2 * len(run) + 64:  # the jobs that left the run, dropped now and then
-            memo = _Rendered(
-                {k: jobs[k] for k in keys}, {k: statuses[k] for k in keys}, {k: phases[k] for k in keys}
-            )
-            statuses, phases = memo.statuses, memo.phases
     kept[RENDERED] = memo
-    phase_of = list(map(phases.__getitem__, keys))
-    return (
-        dict(zip(keys, map(statuses.__getitem__, keys), strict=True)),
-        dict(zip(keys, phase_of, strict=True)),
-        list(map(_PHASE_NAMES.__getitem__, phase_of)),
+    last, out = memo.run, memo.out
+    if out is not None and last is not None:
+        if run is last:
+            return out
+        if len(run) > len(last) and run[: len(last)] == last:  # (by identity: a Job has no __eq__)
+            statuses, phases, counts = out
+            for job in run[len(last) :]:
+                status, phase = _kept_status(memo, job)
+                statuses[job.key], phases[job.key] = status, phase
+                counts[job.queue, _PHASE_NAMES[phase]] += 1
+            memo.run = run
+            return out
+    keys = list(map(_KEY, run))
+    jobs = memo.jobs
+    cached = list(map(jobs.get, keys))
+    if cached != run:
+        for job in itertools.compress(run, map(operator.is_not, cached, run)):  # new to the run
+            _kept_status(memo, job)
+        if len(jobs) > 2 * len(run) + 64:  # the jobs that left the run, dropped now and then
+            memo.jobs = {k: jobs[k] for k in keys}
+            memo.statuses = {k: memo.statuses[k] for k in keys}
+            memo.phases = {k: memo.phases[k] for k in keys}
+    phase_of = list(map(memo.phases.__getitem__, keys))
+    names = map(_PHASE_NAMES.__getitem__, phase_of)
+    memo.run, memo.out = (
+        run,
+        (
+            dict(zip(keys, map(memo.statuses.__getitem__, keys), strict=True)),
+            dict(zip(keys, phase_of, strict=True)),
+            Counter(zip(map(_QUEUE, run), names, strict=True)),
+        ),
     )
+    return memo.out
+
+
+def _kept_status(memo: _Rendered, job: Job) -> tuple[PodGroupStatus, PodGroupPhase]:
+    """The plain status and phase of ``job`` (shared), rendered once and kept in ``memo`` by its key."""
+    key = job.key
+    if memo.jobs.get(key) is job:
+        return memo.statuses[key], memo.phases[key]
+    counted = _status_counts(job)
+    status = _plain_status(job, counted)
+    memo.jobs[key], memo.statuses[key], memo.phases[key] = job, status, counted[0]
+    return status, counted[0]
 
 
 def queue_positions(session: Session) -> dict[str, int]:
