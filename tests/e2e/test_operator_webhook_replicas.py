@@ -121,8 +121,8 @@ def _refusal(k: Kube, name: str) -> str | None:
 
 
 def _answered(op: OperatorProcess) -> int:
-    """Admission reviews this replica answered (kopf's line for each refusal)."""
-    return op.log().count("Webhook 'podgroup-scheduling.volsched.io' failed permanently")
+    """Admission reviews this replica answered (the operator's line for each refusal)."""
+    return op.log().count("create of PodGroup team-b/steal-")
 
 
 def test_two_replicas_share_one_certificate_and_either_answers_the_apiserver(
