@@ -302,6 +302,8 @@ def test_a_jobs_whole_life_under_exactly_the_manifests_rights(
 
     created = f"podgroup-{job.metadata.uid}"
     wait_for(lambda: len(k.bound(ns)) == 4, 40, what="the Job's pods and the filler bound", operator=op)
+    # The PodGroup that shows the Job's gang is a status write, made after the binds in flight.
+    wait_for(lambda: not _gone(k, ns, created), 30, what="the Job's PodGroup created", operator=op)
     pg = k.get_podgroup(ns, created)
     assert pg["metadata"]["ownerReferences"][0]["uid"] == job.metadata.uid
     wait_for(lambda: _gone(k, ns, "job-train"), 40, what="the left-behind PodGroup deleted", operator=op)
