@@ -3,8 +3,8 @@
 The plugins choose who may be a victim (``session.reclaimable`` / ``session.preemptable``); this module
 only decides where to look first and how many of the named victims to take. Nodes are tried in order
 of how little must be freed on them (vectorised over nodes), victims in reverse order (the queue that
-comes last in queue order first, then the task that comes last in task order: lowest priority, then
-the one whose eviction throws away least work, then the youngest). Only as many victims are evicted as the task needs on that node, so a node where the named
+comes last in queue order first, then the task that comes last in task order: lowest priority,
+youngest). Only as many victims are evicted as the task needs on that node, so a node where the named
 victims cannot make room costs nothing. Evicting a subset of the named victims is always safe: every
 plugin's answer limits how many or how much may be taken, never how few.
 
@@ -197,24 +197,7 @@ class _Pools:
 
 
 def _victim_order(session: Session) -> Callable[[Task], Any]:
-    """Victims least important first: the queue that comes last in queue order, then the task that
-    comes last in task order (lowest priority); of tasks the plugins' task order does not tell apart,
-    the one whose eviction throws away least work (what it has run times its size, its largest
-    fraction of the cluster's total over the share dimensions), then the youngest."""
-    now = session.now
-    total = np.where(session.space.share_mask, session.total, 0.0)
-    scale = np.where(total > EPS, 1.0 / np.maximum(total, EPS), 0.0)
-    works: dict[str, float] = {}
-
-    def work(t: Task) -> float:
-        done = works.get(t.key)
-        if done is None:
-            ran = now - t.start_time if t.status is TaskStatus.RUNNING and t.start_time > 0 else 0.0
-            done = works[t.key] = max(ran, 0.0) * float(np.max(t.request * scale, initial=0.0))
-        return done
-
-    # The task order reversed below: the least work first, then the youngest (as the creation tie-break).
-    task_key = session.task_key_then(lambda t: (-work(t), t.creation, t.key))
+    task_key = session.task_key()
 
     def compare(a: Task, b: Task) -> int:
         ja, jb = session.jobs.get(a.job_key), session.jobs.get(b.job_key)

@@ -456,12 +456,8 @@ class PointTables:
         When every plugin gave a key, the tuple of their keys in tier order, then the tie-break (each
         plugin's key computed once per item); else the comparator chain wrapped as a key."""
         cached = self._key_cache.get(point)
-        if cached is None:
-            cached = self._key_cache[point] = self._make_key(point, tie)
-        return cached
-
-    def _make_key(self, point: str, tie: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        """:meth:`_order_key`, made (not kept)."""
+        if cached is not None:
+            return cached
         fns = self._flat(point)
         key: Callable[[Any], Any]
         if all(isinstance(fn, KeyOrder) for _, fn in fns):
@@ -497,6 +493,7 @@ class PointTables:
                 return -1 if a < b else (1 if b < a else 0)
 
             key = cmp_to_key(compare)
+        self._key_cache[point] = key
         return key
 
     def _order_keys(
@@ -536,11 +533,6 @@ class PointTables:
     def task_key(self) -> Callable[[Task], Any]:
         """The task order as a sort key (distinct tasks never have equal keys)."""
         return self._order_key("task_order", _creation_then_key)
-
-    def task_key_then(self, tie: Callable[[Task], Any]) -> Callable[[Task], Any]:
-        """The task order as a sort key, tasks the plugins do not tell apart ordered by ``tie`` (which
-        must tell distinct tasks apart) instead of by creation and key. Not kept: made each time."""
-        return self._make_key("task_order", tie)
 
     def namespace_key(self, ns: str) -> Any:
         """The namespace order's sort key of ``ns`` as it stands now: kept from the last time it was
