@@ -13,6 +13,7 @@ waiting, no threads) and decides nothing about what a session does.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 
 from volsched.cache.doorbell import Rings
 from volsched.framework.decisions import SessionResult
@@ -22,6 +23,9 @@ PERIOD = 1.0
 MIN_GAP = 0.02
 
 
+_PENDING: attrgetter[int] = attrgetter("pending")
+
+
 def pods_wait(result: SessionResult) -> bool:
     """Whether the session left pods of ours waiting, so that capacity freeing calls for a session: pods
     it could not place, and pods pipelined onto the room their victims free (pending, not unschedulable:
@@ -29,7 +33,7 @@ def pods_wait(result: SessionResult) -> bool:
     return (
         bool(result.unschedulable_pods)
         or result.pipelined > 0
-        or any(pg.pending for pg in result.podgroups.values())
+        or any(map(_PENDING, result.podgroups.values()))  # (one pass in C: 1,000+ statuses a session)
     )
 
 

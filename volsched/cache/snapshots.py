@@ -468,6 +468,7 @@ class SnapshotBuilder:
         """A session's snapshot of ``view`` (after :meth:`prepare` of the same view)."""
         with self._lock:
             pg_list = list(podgroups)
+            keys = list(map(_KEY, pg_list))  # (once: the update's and the jobs' below)
             catalog = self._devices(view) if view.slices or view.resource_claims else None
             node_specs = self._with_devices(view.nodes, catalog)
             same_nodes = _same_objects(node_specs, self._nodes)
@@ -499,7 +500,7 @@ class SnapshotBuilder:
             ):
                 base = self._base = self._full(view, pg_list, space)
             else:
-                self._update(base, view, pg_list, changed, old_table, pos)
+                self._update(base, view, pg_list, keys, changed, old_table, pos)
             total = table.memo.get("total")  # (the ready nodes' allocatable: the specs' alone)
             if total is None:
                 total = table.memo["total"] = table.total()
@@ -510,7 +511,6 @@ class SnapshotBuilder:
             session_table.incoming = base.incoming.copy()
             session_table.incoming_tasks = int(base.releasing.sum())
             kept = base.jobs
-            keys = list(map(_KEY, pg_list))
             jobs = dict(zip(keys, map(kept.__getitem__, keys), strict=True))
             _place(base, pos)
             jobs.update(base.standalone)
@@ -801,12 +801,14 @@ class SnapshotBuilder:
         base: _Base,
         view: View,
         pg_list: list[PodGroupSpec],
+        pg_keys: list[str],
         changed: set[str],
         old_table: NodeTable | None,
         pos: Callable[[str], int],
     ) -> None:
         """Bring the base to ``view``: the jobs and nodes of the tasks that changed (``changed``), the
-        jobs whose PodGroup changed, the nodes whose allocatable changed."""
+        jobs whose PodGroup changed, the nodes whose allocatable changed (``pg_keys``: the key of each of
+        ``pg_list``)."""
         jobs: set[str] = set()
         nodes: set[str] = set()
         foreign = False
@@ -846,12 +848,11 @@ class SnapshotBuilder:
                 if t.node_name:
                     nodes.add(t.node_name)
         jobs.update(base.lent)  # the last session's own: never read again, assembled anew
-        keys = list(map(_KEY, pg_list))
-        pgs = dict(zip(keys, pg_list, strict=True))
+        pgs = dict(zip(pg_keys, pg_list, strict=True))
         before = base.podgroups
         jobs.update(before.keys() - pgs.keys())  # (gone)
         # (the groups that are not the very objects they were, found in C: most are)
-        for job_key in itertools.compress(keys, map(operator.is_not, map(before.get, keys), pg_list)):
+        for job_key in itertools.compress(pg_keys, map(operator.is_not, map(before.get, pg_keys), pg_list)):
             if before.get(job_key) != pgs[job_key]:
                 jobs.add(job_key)
         base.podgroups = pgs
