@@ -9,6 +9,7 @@ I/O. The run, gaps, thawed copies and their origin: docs/design/steady-state.md.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Container, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
@@ -465,7 +466,7 @@ def _without_gone(jobs: list[Job], base: Settled, present: Container[str]) -> Se
         return empty(base.width)
     left = roots[:k]
     gone += run[i:]
-    dropped = set(map(id, gone))
+    dropped = set(gone).__contains__  # (by identity: a Job has no __eq__)
     width = base.width
     rows = stack_rows([j.allocated for j in gone], width)
     unmet = _unmet_rows(gone)
@@ -489,10 +490,10 @@ def _without_gone(jobs: list[Job], base: Settled, present: Container[str]) -> Se
             unmet_rows,
         ),
         unmet_all=_less({None: base.unmet_all}, {None: None}, [None] * len(unmet), unmet_rows)[None],
-        committed=[j for j in base.committed if id(j) not in dropped],
+        committed=list(itertools.filterfalse(dropped, base.committed)),
         host_ports=base.host_ports and any_held_host_ports(left),
         constrained=base.constrained and any_constrained(left),
-        podgroups=[j for j in base.podgroups if id(j) not in dropped],
+        podgroups=list(itertools.filterfalse(dropped, base.podgroups)),  # (in C: 1,000+ a session)
         span=k,
         whole=base.whole,
         fraction=base.fraction,

@@ -4,7 +4,9 @@ proportion (deserved shares) and overcommit (admission into a full cluster) must
 guarantee for a queue: a guarantee that cannot be met is cut to ``min(guarantee, weighted share among
 its siblings)`` (see :func:`volsched.model.fairshare.effective_guarantees`), and a queue is held only
 what is left of the cut guarantee, never the raw one. Both read it from here, made once per session
-(in ``session.state``): it depends on the queues and the cluster only, not on what jobs ask for.
+(in ``session.state``): it depends on the queues and the cluster only, not on what jobs ask for, so
+the last session's is kept (``ClusterSnapshot.kept``) and used again while the resource space is the
+same object and the queues and the cluster's total are equal (its arrays read-only: readers copy).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from volsched.model.resources import EPS, Vector
 from volsched.model.vocabulary import QueueSpec
 
 _KEY = "queue_config"
+#: Where the last session's configuration is kept, with what it was made of (``ClusterSnapshot.kept``).
+KEPT = "queue_config"
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,25 @@ def queue_config(session: ExtensionPoints) -> QueueConfig:
     cached: QueueConfig | None = session.state.get(_KEY)
     if cached is not None:
         return cached
+    kept = session.snapshot.kept
+    made_of = (session.space, dict(session.queues), session.total.tobytes())
+    last = kept.get(KEPT)
+    if (
+        last is not None
+        and last[0][0] is made_of[0]
+        and last[0][2] == made_of[2]
+        and last[0][1] == made_of[1]
+    ):
+        config: QueueConfig = last[1]
+    else:
+        config = _made(session)
+        kept[KEPT] = (made_of, config)
+    session.state[_KEY] = config
+    return config
+
+
+def _made(session: ExtensionPoints) -> QueueConfig:
+    """A :class:`QueueConfig` of the session's queues, space and total, its arrays read-only."""
     space = session.space
     mask = space.share_mask
     names = sorted(session.queues)
@@ -94,5 +117,6 @@ def queue_config(session: ExtensionPoints) -> QueueConfig:
         real_capability=real,
         problems=problems,
     )
-    session.state[_KEY] = config
+    for matrix in (total, weight, guarantee, capability, eg, real):
+        matrix.setflags(write=False)
     return config
