@@ -153,13 +153,7 @@ def parse_config(
         options = []
         for pi, entry in enumerate(tier["plugins"]):
             where = f"tiers[{ti}].plugins[{pi}]"
-            if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
-                raise InputError(f"{where} must be a map with a name", source=source)
-            name = entry["name"]
-            if name not in known_plugins:
-                raise InputError(
-                    f"{where}: unknown plugin {name!r}; known plugins: {_known(known_plugins)}", source=source
-                )
+            name = _entry_name(entry, where=where, kind="plugin", known=known_plugins, source=source)
             if name in seen:
                 raise InputError(f"{where}: plugin {name!r} is listed twice", source=source)
             seen.add(name)
@@ -178,10 +172,8 @@ def parse_config(
                     )
                 if not value:
                     disabled.add(_SWITCH_KEYS[key])
-            args = entry.get("arguments") or {}
-            if not isinstance(args, Mapping):
-                raise InputError(f"{where} ({name}): arguments must be a map", source=source)
-            options.append(PluginOption(name=name, arguments=dict(args), disabled=frozenset(disabled)))
+            args = _entry_arguments(entry, where=f"{where} ({name})", source=source)
+            options.append(PluginOption(name=name, arguments=args, disabled=frozenset(disabled)))
         tiers.append(Tier(plugins=tuple(options)))
     metrics = raw.get("metrics")
     if metrics is not None and not isinstance(metrics, Mapping):
@@ -196,6 +188,25 @@ def parse_config(
         source=source,
         configurations=configurations,
     )
+
+
+def _entry_name(entry: Any, *, where: str, kind: str, known: Mapping[str, Any], source: str) -> str:
+    """The name of a ``{name: ..., arguments: {...}}`` entry (a plugin's or an action's), which must be
+    one of ``known``; ``kind`` says which in the error."""
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+        raise InputError(f"{where} must be a map with a name", source=source)
+    name: str = entry["name"]
+    if name not in known:
+        raise InputError(f"{where}: unknown {kind} {name!r}; known {kind}s: {_known(known)}", source=source)
+    return name
+
+
+def _entry_arguments(entry: Mapping[str, Any], *, where: str, source: str) -> dict[str, Any]:
+    """An entry's ``arguments`` (a map; missing or null is none)."""
+    args = entry.get("arguments") or {}
+    if not isinstance(args, Mapping):
+        raise InputError(f"{where}: arguments must be a map", source=source)
+    return dict(args)
 
 
 def _reject_non_finite(raw: Mapping[str, Any], *, source: str) -> None:
@@ -223,13 +234,7 @@ def _parse_configurations(
     out: dict[str, Mapping[str, Any]] = {}
     for i, entry in enumerate(raw):
         where = f"configurations[{i}]"
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
-            raise InputError(f"{where} must be a map with a name", source=source)
-        name = entry["name"]
-        if name not in known_actions:
-            raise InputError(
-                f"{where}: unknown action {name!r}; known actions: {_known(known_actions)}", source=source
-            )
+        name = _entry_name(entry, where=where, kind="action", known=known_actions, source=source)
         if name in out:
             raise InputError(f"{where}: action {name!r} is configured twice", source=source)
         extra = set(entry) - {"name", "arguments"}
@@ -237,8 +242,5 @@ def _parse_configurations(
             raise InputError(
                 f"{where} ({name}): unknown field(s) {_known(extra)}; known: arguments, name", source=source
             )
-        args = entry.get("arguments") or {}
-        if not isinstance(args, Mapping):
-            raise InputError(f"{where} ({name}): arguments must be a map", source=source)
-        out[name] = dict(args)
+        out[name] = _entry_arguments(entry, where=f"{where} ({name})", source=source)
     return out
