@@ -15,7 +15,8 @@ one stays pending, and the reason says, per domain, why not.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from volsched.actions.util import TaskQueue
 from volsched.framework.decisions import Code, Status
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
-from volsched.model.cluster import Job, task_order_key
+from volsched.model.cluster import BoolArray, Job, task_order_key
 from volsched.model.constraints import Topology
 from volsched.model.resources import EPS
 from volsched.model.vocabulary import GangTopology, QueueSpec, Task, TaskStatus
@@ -54,6 +55,19 @@ def _need(session: Session, job: Job, pending: list[Task]) -> np.ndarray:
     for t in sorted(pending, key=task_order_key)[:missing]:
         need += t.request
     return need
+
+
+@contextmanager
+def _limited_to(session: Session, in_domain: BoolArray, *, domain: str) -> Iterator[None]:
+    """Placements in the block go only to the nodes ``in_domain`` (``domain`` names it, ``key=value``, in
+    the reason the others are refused); the limit is lifted when the block ends, even by an exception."""
+    session.node_limit = in_domain
+    session.node_limit_reason = f"node(s) outside the gang's {domain}"
+    try:
+        yield
+    finally:
+        session.node_limit = None
+        session.node_limit_reason = ""
 
 
 def place_in_domain(
@@ -88,25 +102,15 @@ def place_in_domain(
             again, reason = place(session, queue, job, tasks, statement)
             return again, reason, tasks
         (d,) = held
-        session.node_limit = dom == d
-        session.node_limit_reason = f"node(s) outside the gang's {label}={values[d]}"
-        try:
+        with _limited_to(session, dom == d, domain=f"{label}={values[d]}"):
             again, reason = place(session, queue, job, tasks, statement)
-        finally:
-            session.node_limit = None
-            session.node_limit_reason = ""
         return again, reason, tasks
     candidates, too_small = _rank(session, job, pending, dom, n_domains, values, label)
     failures: list[str] = []
     for d in candidates[:MAX_DOMAIN_TRIES]:
         tasks = TaskQueue(session, pending)
-        session.node_limit = dom == d
-        session.node_limit_reason = f"node(s) outside the gang's {label}={values[d]}"
-        try:
+        with _limited_to(session, dom == d, domain=f"{label}={values[d]}"):
             again, reason = place(session, queue, job, tasks, statement)
-        finally:
-            session.node_limit = None
-            session.node_limit_reason = ""
         if job.pipelined_count >= job.min_member:
             return again, reason, tasks
         placed = job.pipelined_count
