@@ -4,14 +4,12 @@ bound), and a bind that fails undoes what was written."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubernetes import client
 
 from tests.builders import pod
-from tests.unit._scripted_server import OK, ScriptedServer, loopback_config
+from tests.unit._scripted_server import OK, ScriptedServer
 from volsched.cycle import BOUND, CONFLICT, FAILED
 from volsched.framework.decisions import Bind
 from volsched.kube.writer import KubeWriter, WriterSettings
@@ -43,18 +41,9 @@ def claim(status: dict[str, Any] | None = None) -> dict[str, Any]:
 
 
 @pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    with ScriptedServer() as s:
-        yield s
-
-
-@pytest.fixture
-def writer(server: ScriptedServer) -> Iterator[KubeWriter]:
-    api = client.ApiClient(loopback_config(server.port, retries=False))
-    w = KubeWriter(api, WriterSettings(bind_workers=1, workers=1))
-    yield w
-    w.close()
-    api.close()  # type: ignore[no-untyped-call]
+def writer_settings() -> WriterSettings:
+    """One bind worker too: the claim's reads and writes and the bind reach the server in order."""
+    return WriterSettings(bind_workers=1, workers=1)
 
 
 def puts(server: ScriptedServer) -> list[dict[str, Any]]:

@@ -4,36 +4,20 @@ nobody anything is one too many."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubernetes import client
 
-from tests.unit._scripted_server import OK, ScriptedServer, loopback_config
+from tests.unit._scripted_server import OK, ScriptedServer
 from volsched.cycle import EVICTED
 from volsched.framework.decisions import Code, Event, Evict, EvictionReason, SessionResult, Status
 from volsched.kube.prune import prune_pod
 from volsched.kube.ratelimit import EventFilter
-from volsched.kube.writer import EventTarget, KubeWriter, WriterSettings
+from volsched.kube.writer import EventTarget, KubeWriter
 from volsched.model.vocabulary import SCHEDULER_NAME
 
 NOT_FOUND = (404, {}, {"kind": "Status", "reason": "NotFound", "code": 404})
 CONFLICT = (409, {}, {"kind": "Status", "reason": "AlreadyExists", "code": 409})
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    with ScriptedServer() as s:
-        yield s
-
-
-@pytest.fixture
-def writer(server: ScriptedServer) -> Iterator[KubeWriter]:
-    with client.ApiClient(loopback_config(server.port, retries=False)) as api:
-        w = KubeWriter(api, WriterSettings(workers=1))
-        yield w
-        w.close()
 
 
 def _pod(grace: int | None, finalizers: list[str] | None = None) -> dict[str, Any]:

@@ -5,32 +5,13 @@ discovery has said, /status first and the object when that answers 404."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-from kubernetes import client
-
-from tests.unit._scripted_server import ScriptedServer, loopback_config
+from tests.unit._scripted_server import ScriptedServer
 from volsched.cache.volcano import VOLCANO_GROUP
 from volsched.framework.decisions import PodGroupStatus, SessionResult
-from volsched.kube.writer import KubeWriter, WriterSettings
+from volsched.kube.writer import KubeWriter
 
 NOT_FOUND = (404, {}, {"kind": "Status", "reason": "NotFound", "code": 404})
 PG = f"/apis/{VOLCANO_GROUP}/v1beta1/namespaces/ns/podgroups/pg"
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    with ScriptedServer() as s:
-        yield s
-
-
-@pytest.fixture
-def writer(server: ScriptedServer) -> Iterator[KubeWriter]:
-    with client.ApiClient(loopback_config(server.port, retries=False)) as api:
-        w = KubeWriter(api, WriterSettings(workers=1))
-        yield w
-        w.close()
 
 
 def _write(writer: KubeWriter, server: ScriptedServer) -> list[str]:

@@ -39,12 +39,6 @@ PDB: Answer = (
 
 
 @pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    with ScriptedServer() as s:
-        yield s
-
-
-@pytest.fixture
 def api(server: ScriptedServer) -> Iterator[client.ApiClient]:
     with client.ApiClient(loopback_config(server.port, token=TOKEN, retries=False)) as api:
         yield api

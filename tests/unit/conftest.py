@@ -1,0 +1,37 @@
+"""Fixtures shared by the writer's fault-injection tests: a scripted loopback apiserver and a writer
+talking to it. A module with a server of its own defines its own ``server`` fixture, which overrides
+this one (for ``writer`` too)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client
+
+from tests.unit._scripted_server import ScriptedServer, loopback_config
+from volsched.kube.writer import KubeWriter, WriterSettings
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    """A loopback server answering scripted statuses per path (``server.script``) and recording what it
+    received (``server.received``)."""
+    with ScriptedServer() as s:
+        yield s
+
+
+@pytest.fixture
+def writer_settings() -> WriterSettings:
+    """The ``writer``'s settings: one worker, so requests reach the server in the order they are made. A
+    module overrides this fixture to change them."""
+    return WriterSettings(workers=1)
+
+
+@pytest.fixture
+def writer(server: ScriptedServer, writer_settings: WriterSettings) -> Iterator[KubeWriter]:
+    """A writer to ``server`` whose client retries nothing (the test sees every answer)."""
+    with client.ApiClient(loopback_config(server.port, retries=False)) as api:
+        w = KubeWriter(api, writer_settings)
+        yield w
+        w.close()
