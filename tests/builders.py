@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from volsched.cache.snapshots import SnapshotBuilder, View
 from volsched.cache.state import ClusterState
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.registry import load_config
 from volsched.model.cluster import ClusterSnapshot
+from volsched.model.errors import InputError
 from volsched.model.vocabulary import NodeSpec, PodGroupSpec, QueueSpec, Task
 from volsched.simulate import Document, SimulationResult, Simulator, to_json
 
@@ -435,6 +438,16 @@ def batch_job(
 
 def config(text: str) -> SchedulerConfig:
     return load_config(text=text)
+
+
+def rescheduling_refused(arguments: dict[str, Any], *, actions: str = "shuffle") -> str:
+    """The error a config is refused with whose one plugin is rescheduling with ``arguments``."""
+    text = json.dumps(
+        {"actions": actions, "tiers": [{"plugins": [{"name": "rescheduling", "arguments": arguments}]}]}
+    )
+    with pytest.raises(InputError) as err:
+        config(text)
+    return str(err.value)
 
 
 def run(objects: list[Obj], *, conf: SchedulerConfig | None = None, sessions: int = 50) -> dict[str, Any]:

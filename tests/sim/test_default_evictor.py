@@ -4,14 +4,21 @@ protect more, nodeFit and nodeSelector, and the per-node, per-namespace and tota
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from tests.builders import Obj, config, first_evictions, namespace, node, pdb, pod, resched_config
-from volsched.model.errors import InputError
+from tests.builders import (
+    Obj,
+    first_evictions,
+    namespace,
+    node,
+    pdb,
+    pod,
+    resched_config,
+    rescheduling_refused,
+)
 from volsched.simulate import EPOCH, iso
 
 #: Every pod in these tests is older than this: podLifeTime names them all.
@@ -350,14 +357,4 @@ def test_limits_span_the_strategies():
     ],
 )
 def test_bad_evictor_options_fail_at_load_naming_the_field(arguments: dict[str, Any], message: str):
-    text = json.dumps(
-        {
-            "actions": "shuffle",
-            "tiers": [
-                {"plugins": [{"name": "rescheduling", "arguments": {"strategies": [EVERY_POD], **arguments}}]}
-            ],
-        }
-    )
-    with pytest.raises(InputError) as err:
-        config(text)
-    assert message in str(err.value)
+    assert message in rescheduling_refused({"strategies": [EVERY_POD], **arguments})

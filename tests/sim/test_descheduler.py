@@ -11,7 +11,6 @@ import pytest
 
 from tests.builders import (
     Obj,
-    config,
     first_evictions,
     node,
     pod,
@@ -19,11 +18,11 @@ from tests.builders import (
     pod_term,
     podgroup,
     resched_config,
+    rescheduling_refused,
     simulate_objects,
     spread,
 )
 from volsched.framework.messages import render_eviction
-from volsched.model.errors import InputError
 from volsched.simulate import EPOCH, iso
 
 
@@ -424,15 +423,7 @@ def test_removing_a_failed_pod_frees_nothing_it_did_not_hold():
     ],
 )
 def test_bad_strategy_params_fail_at_load_naming_the_param(strategies: list[dict[str, Any]], message: str):
-    text = json.dumps(
-        {
-            "actions": "shuffle",
-            "tiers": [{"plugins": [{"name": "rescheduling", "arguments": {"strategies": strategies}}]}],
-        }
-    )
-    with pytest.raises(InputError) as err:
-        config(text)
-    assert message in str(err.value)
+    assert message in rescheduling_refused({"strategies": strategies})
 
 
 def test_the_descheduler_spelling_and_a_label_selector_are_accepted():
@@ -796,15 +787,7 @@ def test_required_during_execution_node_affinity_is_accepted_and_moves_nothing()
     ],
 )
 def test_bad_state_and_exit_code_params_fail_at_load(entry: dict[str, Any], message: str):
-    text = json.dumps(
-        {
-            "actions": "shuffle",
-            "tiers": [{"plugins": [{"name": "rescheduling", "arguments": {"strategies": [entry]}}]}],
-        }
-    )
-    with pytest.raises(InputError) as err:
-        config(text)
-    assert message in str(err.value)
+    assert message in rescheduling_refused({"strategies": [entry]})
 
 
 def test_the_pod_in_most_anti_affinity_violations_leaves_first_whatever_its_name():

@@ -19,6 +19,7 @@ from tests.builders import (
     podgroup,
     priority_class,
     resched_config,
+    rescheduling_refused,
     simulate_objects,
 )
 from volsched.model.errors import InputError
@@ -261,15 +262,7 @@ def test_the_avoided_node_is_free_again_after_the_expiry():
     ],
 )
 def test_bad_rescheduling_arguments_fail_at_load(arguments: dict[str, Any], message: str):
-    text = json.dumps(
-        {
-            "actions": "allocate, shuffle",
-            "tiers": [{"plugins": [{"name": "rescheduling", "arguments": arguments}]}],
-        }
-    )
-    with pytest.raises(InputError) as err:
-        config(text)
-    assert message in str(err.value)
+    assert message in rescheduling_refused(arguments, actions="allocate, shuffle")
 
 
 @pytest.mark.parametrize(
