@@ -7,46 +7,15 @@ from __future__ import annotations
 import logging
 
 import pytest
-from kubernetes.client.exceptions import ApiException
-from prometheus_client import CollectorRegistry, Counter
 
+from tests.unit._config_reloader import api_error, scripted_reloader
 from volsched.framework.config import DEFAULT_CONFIG_YAML
 from volsched.framework.registry import load_config
 from volsched.kube.configsource import ConfigMapText
-from volsched.kube.health import ApiHealth
-from volsched.operator.reload import UNREAD_RETRY, ConfigReloader
-from volsched.operator.settings import ConfigSettings
+from volsched.operator.reload import UNREAD_RETRY
 
-
-class _Answer:
-    def __init__(self, status: int) -> None:
-        self.status, self.reason, self.data, self.headers = status, "x", b'{"kind":"Status"}', {}
-
-
-class _Writer:
-    def post_event(self, body: object) -> str | None:
-        return None
-
-
-def _reloader(answers: list[ConfigMapText | Exception | None]) -> ConfigReloader:
-    def read(at_start: bool) -> ConfigMapText | None:
-        answer = answers.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
-
-    return ConfigReloader(
-        ConfigSettings(poll_every=30.0),
-        health=ApiHealth(),
-        writer=_Writer(),  # type: ignore[arg-type]
-        reloads=Counter("reloads", "x", ["result"], registry=CollectorRegistry()),
-        read=read,
-        on_load=lambda _: None,
-    )
-
-
-FORBIDDEN = ApiException(http_resp=_Answer(403))
-SERVER_ERROR = ApiException(http_resp=_Answer(500))
+FORBIDDEN = api_error(403)
+SERVER_ERROR = api_error(500)
 ABSENT = None
 INVALID = ConfigMapText(resource_version="7", uid="u", text="actions: enqueue, teleport\ntiers: []\n")
 NO_KEY = ConfigMapText(resource_version="7", uid="u", text=None)
@@ -65,7 +34,7 @@ NO_KEY = ConfigMapText(resource_version="7", uid="u", text=None)
     ids=["forbidden", "server-error", "unreachable", "absent", "no-key", "invalid"],
 )
 def test_only_a_read_config_map_makes_the_config_known(first: object, known: bool) -> None:
-    reloader = _reloader([first])  # type: ignore[list-item]
+    reloader = scripted_reloader([first])  # type: ignore[list-item]
     assert reloader.reload(force=True) is known  # known from now on: a session may run (rings the bell)
     assert reloader.known is known
     assert reloader.config.actions == load_config().actions  # the built-in default either way
@@ -73,7 +42,7 @@ def test_only_a_read_config_map_makes_the_config_known(first: object, known: boo
 
 def test_a_failed_first_read_is_retried_promptly_and_then_polled(monkeypatch: pytest.MonkeyPatch) -> None:
     text = DEFAULT_CONFIG_YAML.replace("enqueue, allocate, backfill", "enqueue")
-    reloader = _reloader([SERVER_ERROR, ConfigMapText(resource_version="1", uid="u", text=text)])
+    reloader = scripted_reloader([SERVER_ERROR, ConfigMapText(resource_version="1", uid="u", text=text)])
     clock = [100.0]
     monkeypatch.setattr("volsched.operator.reload.time.monotonic", lambda: clock[0])
     assert reloader.reload(force=True) is False and not reloader.known
@@ -87,7 +56,7 @@ def test_a_failed_first_read_is_retried_promptly_and_then_polled(monkeypatch: py
 def test_a_first_read_failing_again_and_again_is_said_once(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    reloader = _reloader([FORBIDDEN] * 4)
+    reloader = scripted_reloader([FORBIDDEN] * 4)
     clock = [100.0]
     monkeypatch.setattr("volsched.operator.reload.time.monotonic", lambda: clock[0])
     for _ in range(4):  # every half second while sessions wait: not a warning each time
@@ -99,19 +68,17 @@ def test_a_first_read_failing_again_and_again_is_said_once(
     assert not reloader.known
 
 
-class _Secret(_Answer):
-    def __init__(self, status: int) -> None:
-        super().__init__(status)
-        self.reason, self.data = (
-            "Forbidden",
-            b'{"kind":"Status","message":"token s3cr3t-t0ken is not allowed"}',
-        )
-
-
 @pytest.mark.parametrize(
     ("failure", "unread"),
     [
-        (ApiException(http_resp=_Secret(403)), "403 Forbidden"),
+        (
+            api_error(
+                403,
+                reason="Forbidden",
+                body=b'{"kind":"Status","message":"token s3cr3t-t0ken is not allowed"}',
+            ),
+            "403 Forbidden",
+        ),
         (ConnectionRefusedError("https://user:s3cr3t-t0ken@apiserver refused"), "ConnectionRefusedError"),
     ],
     ids=["answered", "unreachable"],
@@ -121,6 +88,6 @@ def test_why_the_config_is_unread_names_the_status_or_the_failure_never_its_text
 ) -> None:
     """What /readyz says while sessions wait for the config: the answer's status or the failure's type,
     never the answer's body nor the exception's text (a token echoed back, a URL with credentials)."""
-    reloader = _reloader([failure])
+    reloader = scripted_reloader([failure])
     assert reloader.reload(force=True) is False
     assert reloader.unread == unread and "s3cr3t" not in reloader.unread

@@ -9,45 +9,15 @@ import logging
 import threading
 
 import pytest
-from kubernetes.client.exceptions import ApiException
-from prometheus_client import CollectorRegistry, Counter
 
+from tests.unit._config_reloader import api_error, scripted_reloader
 from volsched.framework.config import DEFAULT_CONFIG_YAML
 from volsched.kube.configsource import ConfigMapText
 from volsched.kube.health import ApiHealth
-from volsched.operator.reload import ConfigReloader
-from volsched.operator.settings import ConfigSettings
 
 POLL = 30.0
 ENQUEUE = ConfigMapText("1", "u", DEFAULT_CONFIG_YAML.replace("enqueue, allocate, backfill", "enqueue"))
 BACKFILL = ConfigMapText("2", "u", DEFAULT_CONFIG_YAML.replace("enqueue, allocate, backfill", "backfill"))
-
-
-class _Answer:
-    def __init__(self, status: int) -> None:
-        self.status, self.reason, self.data, self.headers = status, "x", b'{"kind":"Status"}', {}
-
-
-class _Writer:
-    def post_event(self, body: object) -> str | None:
-        return None
-
-
-def _reloader(answers: list[ConfigMapText | Exception], health: ApiHealth) -> ConfigReloader:
-    def read(at_start: bool) -> ConfigMapText:
-        answer = answers.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
-
-    return ConfigReloader(
-        ConfigSettings(poll_every=POLL),
-        health=health,
-        writer=_Writer(),  # type: ignore[arg-type]
-        reloads=Counter("reloads", "x", ["result"], registry=CollectorRegistry()),
-        read=read,
-        on_load=lambda _: None,
-    )
 
 
 def _settle() -> None:
@@ -59,8 +29,8 @@ def _settle() -> None:
 
 #: (case, what the poll's read raises, the warning's words, whether the apiserver is told down)
 FAILURES: list[tuple[str, Exception, str, bool]] = [
-    ("forbidden", ApiException(http_resp=_Answer(403)), "cannot read ConfigMap", False),
-    ("server error", ApiException(http_resp=_Answer(500)), "kube-apiserver unreachable", True),
+    ("forbidden", api_error(403), "cannot read ConfigMap", False),
+    ("server error", api_error(500), "kube-apiserver unreachable", True),
     ("unreachable", ConnectionRefusedError("refused"), "kube-apiserver unreachable", True),
 ]
 
@@ -74,10 +44,10 @@ def test_a_poll_read_behind_that_fails_is_said_keeps_the_config_and_the_next_pol
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    answers: list[ConfigMapText | Exception] = [ENQUEUE, failure, BACKFILL]
+    answers: list[ConfigMapText | Exception | None] = [ENQUEUE, failure, BACKFILL]
     clock = [100.0]
     health = ApiHealth(clock=lambda: clock[0])  # the outage ends with an answer a poll later
-    reloader = _reloader(answers, health)
+    reloader = scripted_reloader(answers, health=health, poll_every=POLL)
     monkeypatch.setattr("volsched.operator.reload.time.monotonic", lambda: clock[0])
     assert reloader.reload(force=True) and list(reloader.config.actions) == ["enqueue"]
 
@@ -103,7 +73,7 @@ def test_an_answer_read_behind_before_an_outage_began_does_not_end_it_when_judge
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     health = ApiHealth()
-    reloader = _reloader([ENQUEUE, BACKFILL], health)
+    reloader = scripted_reloader([ENQUEUE, BACKFILL], health=health, poll_every=POLL)
     clock = [100.0]
     monkeypatch.setattr("volsched.operator.reload.time.monotonic", lambda: clock[0])
     assert reloader.reload(force=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 
 import pytest
-from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter
 
+from tests.unit._config_reloader import api_error
 from volsched.kube.configsource import ConfigMapText
 from volsched.kube.health import ApiHealth
 from volsched.operator.reload import ConfigReloader
@@ -21,12 +21,6 @@ from volsched.operator.settings import ConfigSettings
 HEADER_SECRET = "session=hunter2-cookie"
 
 
-class _Answer:
-    def __init__(self, status: int) -> None:
-        self.status, self.reason, self.data = status, "x", b'{"kind":"Status"}'
-        self.headers = {"Set-Cookie": HEADER_SECRET, "Audit-Id": "0f0e"}
-
-
 def _reloader(health: ApiHealth, status: int, *, statuses: list[int] | None = None) -> ConfigReloader:
     """Its reads answer ``status``, or each the next of ``statuses`` (200: the ConfigMap, unchanged)."""
 
@@ -34,7 +28,7 @@ def _reloader(health: ApiHealth, status: int, *, statuses: list[int] | None = No
         answer = statuses.pop(0) if statuses else status
         if answer == 200:
             return None  # not found, as at start: nothing new to load
-        raise ApiException(http_resp=_Answer(answer))
+        raise api_error(answer, headers={"Set-Cookie": HEADER_SECRET, "Audit-Id": "0f0e"})
 
     reloads = Counter("reloads", "x", ["result"], registry=CollectorRegistry())
     reloader = ConfigReloader(
