@@ -9,7 +9,8 @@ import logging
 
 import pytest
 
-from tests.unit.test_config_first_read import ABSENT, INVALID, _reloader
+from tests.unit._config_reloader import scripted_reloader
+from tests.unit.test_config_first_read import ABSENT, INVALID
 from volsched.framework.config import DEFAULT_CONFIG_YAML
 from volsched.kube.configsource import ConfigMapText
 from volsched.operator.health import readiness_problem
@@ -30,7 +31,7 @@ def _ready(reloader: object) -> str | None:
 def test_a_rejected_first_config_is_not_ready_until_one_of_the_users_loads(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    reloader = _reloader([INVALID, GOOD])
+    reloader = scripted_reloader([INVALID, GOOD])
     with caplog.at_level(logging.INFO, logger="volsched.operator"):
         reloader.reload(force=True)
     problem = _ready(reloader)
@@ -48,7 +49,7 @@ def test_a_rejected_first_config_is_not_ready_until_one_of_the_users_loads(
 
 
 def test_the_config_map_gone_makes_the_default_the_users_choice() -> None:
-    reloader = _reloader([INVALID, ABSENT])
+    reloader = scripted_reloader([INVALID, ABSENT])
     reloader.reload(force=True)
     assert reloader.standing_in is not None
     reloader.reload(force=True)
@@ -56,7 +57,7 @@ def test_the_config_map_gone_makes_the_default_the_users_choice() -> None:
 
 
 def test_a_rejection_after_a_good_config_keeps_it_and_stays_ready() -> None:
-    reloader = _reloader([GOOD, INVALID_LATER])
+    reloader = scripted_reloader([GOOD, INVALID_LATER])
     reloader.reload(force=True)
     reloader.reload(force=True)
     assert reloader.error is not None and "teleport" in reloader.error  # rejected, said on the ConfigMap

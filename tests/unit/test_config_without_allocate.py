@@ -12,7 +12,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from tests.builders import config, node, pod, podgroup, simulate_objects
-from tests.unit.test_config_first_read import _reloader
+from tests.unit._config_reloader import scripted_reloader
 from volsched.cli import main
 from volsched.framework.registry import placement_gap
 from volsched.kube.configsource import ConfigMapText
@@ -66,7 +66,7 @@ def test_with_allocate_no_pending_pod_names_it() -> None:
 
 def test_the_operator_warns_when_it_loads_such_a_config(caplog: pytest.LogCaptureFixture) -> None:
     text = f'actions: "enqueue, shuffle"\n{TIERS}'
-    reloader = _reloader([ConfigMapText(resource_version="8", uid="u", text=text)])
+    reloader = scripted_reloader([ConfigMapText(resource_version="8", uid="u", text=text)])
     with caplog.at_level(logging.WARNING, logger="volsched.operator"):
         assert reloader.reload(force=True) is True
     assert ALLOCATE.format("enqueue, shuffle") in caplog.text
