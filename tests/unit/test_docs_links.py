@@ -1,7 +1,8 @@
-"""Every internal link of the README and the docs leads somewhere: a relative link to a file or folder
-that exists, and an ``#anchor`` to a heading of its page, by GitHub's rules for heading anchors
-(lowercase; punctuation but ``-`` and ``_`` dropped; spaces to ``-``; a repeated heading gets ``-1``,
-``-2``...). Links are read as CommonMark reads them (markdown-it), so code blocks are never links."""
+"""Every internal link of the README, the docs and hack/'s build notes leads somewhere: a relative link
+to a file or folder that exists, and an ``#anchor`` to a heading of its page, by GitHub's rules for
+heading anchors (lowercase; punctuation but ``-`` and ``_`` dropped; spaces to ``-``; a repeated heading
+gets ``-1``, ``-2``...). Links are read as CommonMark reads them (markdown-it), so code blocks are never
+links."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from markdown_it.token import Token
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
+#: Pages whose links are checked too, though the README need not lead to them: the build notes in hack/.
+NOTES = sorted((ROOT / "hack").glob("*/README.md"))
 MD = MarkdownIt("commonmark").enable("table")
 
 
@@ -65,7 +68,7 @@ def broken(page: Path, target: str) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("page", PAGES + NOTES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_internal_links_lead_somewhere(page: Path) -> None:
     problems = [f"{target}: {why}" for target in links(page) if (why := broken(page, target))]
     assert not problems, f"{page.relative_to(ROOT)}: broken links:\n" + "\n".join(problems)
