@@ -22,6 +22,8 @@ bench's own watch (creation seen, bind seen) they make the stages:
 Also each session's CPU time and phases, for sessions that bound one pod. The absolute figures are
 worth little on a loaded machine; compare within one run, and look at the spread over the repeats.
 
+``--stuck N`` creates N pods that never fit before the scheduler starts (unschedulable pods in the way).
+
     python bench/arriving_latency.py [--rates 5,20,50] [--pods 100] [--nodes 200] [--repeat 1] [--json F]
 """
 
@@ -107,13 +109,19 @@ def main(argv: list[str] | None = None) -> int:
         help="run volsched from this checkout (default: this one); given twice or more, each in turn "
         "(a before/after in one run: each compared with the kube-scheduler run of its round)",
     )
+    p.add_argument(
+        "--stuck",
+        type=int,
+        default=0,
+        help="pods of the scheduler's that never fit (a nodeSelector no node has), created before it starts",
+    )
     p.add_argument("--stall", type=float, default=60.0)
     p.add_argument("--json", type=Path, help="write the per-run figures here")
     args = p.parse_args(argv)
     rates = [float(r) for r in args.rates.split(",") if r.strip()]
     ns = argparse.Namespace(
         nodes=args.nodes, pods=args.pods, stall=args.stall, create_procs=1, create_conns=8,
-        binder_procs=1, binder_conns=8, creator=None, source=ROOT, keep_logs="kept",
+        binder_procs=1, binder_conns=8, creator=None, source=ROOT, keep_logs="kept", stuck=args.stuck,
         volsched_args=f"--log-level INFO,volsched.latency=DEBUG {args.volsched_args}".strip(),
     )  # fmt: skip
     ns.loadgen = build_loadgen()
@@ -123,7 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     names = {src: "volsched" if len(sources) == 1 else f"volsched@{_commit(src)}" for src in sources}
     for src in sources:
         print(f"{names[src]} from {src} at {_commit(src)}")
-    print(f"{args.nodes} nodes, {args.pods} pods per run")
+    print(
+        f"{args.nodes} nodes, {args.pods} pods per run"
+        + (f", {args.stuck} that never fit" if args.stuck else "")
+    )
     rows: list[dict[str, Any]] = []
     try:
         with tempfile.TemporaryDirectory(prefix="volsched-bench-arriving-") as tmp:

@@ -72,6 +72,7 @@ def one(
     config_path: str | None = None,
     shape: str = "gangs",
     stuck: bool = False,
+    arriving: int = ARRIVING,
 ) -> dict[str, Any]:
     from volsched.cache.feeder import Feeder
     from volsched.cache.state import ClusterState
@@ -118,7 +119,7 @@ def one(
             pod["spec"] = {**pod["spec"], "nodeName": node}
             pod["status"] = {"phase": "Running", "startTime": "2026-01-01T00:00:05Z"}
             feeder.apply("Pod", pod)
-        for k in range(ARRIVING if lone else 0):
+        for k in range(arriving if lone else 0):
             rv += 1
             pod = steady_pod(f"new-{c}-{k}", namespace=LONE_NS, group=None, owner=None, node=None, rv=rv)
             arrived[f"{LONE_NS}/new-{c}-{k}"] = pod
@@ -171,6 +172,7 @@ def one(
         "cycles": cycles,
         "shape": shape,
         "stuck": stuck,
+        "arriving": arriving,
         "cached": len(state.tasks),
         "jobs": len({t.job_key for t in state.tasks.values()}),
         "median": med,
@@ -200,6 +202,12 @@ def main() -> None:
         action="store_true",
         help="one old pod, pending for good (no node matches its nodeSelector), first in the cache's order",
     )
+    parser.add_argument(
+        "--arriving",
+        type=int,
+        default=ARRIVING,
+        help=f"pods arriving a cycle with --shape lone (default {ARRIVING}; 1: an arriving pod's session)",
+    )
     parser.add_argument("--json", action="store_true", help="one grid point, as JSON (used by the grid)")
     args = parser.parse_args()
     if (args.json or args.profile) and not (args.nodes and args.pods):
@@ -215,6 +223,7 @@ def main() -> None:
                     args.config,
                     args.shape,
                     stuck=args.stuck,
+                    arriving=args.arriving,
                 )
             )
         )
@@ -228,11 +237,12 @@ def main() -> None:
             ["--cycles", str(args.cycles), "--shape", args.shape]
             + (["--config", args.config] if args.config else [])
             + (["--stuck"] if args.stuck else [])
+            + ["--arriving", str(args.arriving)]
         )
         r = in_fresh_process(__file__, "--nodes", str(nodes), "--pods", str(pods), *more)
         m = r["median"]
         print(
-            f"{nodes:>6} nodes x {pods:>6} bound pods, shape {r['shape']}{', one stuck pod first' if r['stuck'] else ''}, {r['jobs']} jobs (+{ARRIVING} "
+            f"{nodes:>6} nodes x {pods:>6} bound pods, shape {r['shape']}{', one stuck pod first' if r['stuck'] else ''}, {r['jobs']} jobs (+{r['arriving']} "
             f"arriving a cycle, median of {r['cycles']} cycles): cycle {1000 * m['cycle_cpu']:.1f} ms cpu, {1000 * m['cycle_wall']:.1f} ms wall; "
             f"{m['bound']:.0f} bound a cycle, "
             f"{m['settled']:.0f} jobs in the settled run"

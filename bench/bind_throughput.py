@@ -712,6 +712,10 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
             nodes = [node_body(f"node-{i:05d}", per_node) for i in range(args.nodes)]
             create(conn, "node", nodes, args=args, workdir=rundir)
             _say(f"{tag}: {args.nodes} nodes created in {time.monotonic() - t:.1f}s")
+            for i in range(getattr(args, "stuck", 0)):  # pods that never fit, there before the scheduler
+                body = pod_body(f"stuck-{i:03d}", SCHEDULER_NAMES[scheduler])
+                body["spec"]["nodeSelector"] = {"bench.volsched.io/nowhere": "true"}
+                core.create_namespaced_pod(NAMESPACE, body)
             rv = core.list_namespaced_pod(NAMESPACE, limit=1).metadata.resource_version
         watch = start_watch(conn, rv, rundir, args.loadgen)
         bodies = [pod_body(f"pod-{i:06d}", SCHEDULER_NAMES[scheduler]) for i in range(args.pods)]
