@@ -17,11 +17,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
+from volsched.cache.doorbell import FREED
 from volsched.cache.feeder import Feeder
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Bind, Evict, SessionResult
 from volsched.framework.registry import make_actions, make_plugins
 from volsched.framework.runner import run_session
+from volsched.model.cluster import ClusterSnapshot
 from volsched.model.raw import Raw
 from volsched.model.vocabulary import PodGroupPhase, Task
 
@@ -127,7 +129,8 @@ class CycleReport:
     phases_changed: list[str] = field(default_factory=list)
     #: The session was skipped (see :class:`IdleSkip`): ``result`` is empty, only outcomes were settled.
     skipped: bool = False
-    #: The session found at most one job with anything to place (see ``Pacer.next_wait``'s ``sparse``).
+    #: The session found at most one job with anything to place (see ``Pacer.next_wait``'s ``sparse``),
+    #: not counting the jobs held back (see :func:`to_place`).
     sparse: bool = False
 
     def count(self, result: str) -> int:
@@ -222,6 +225,35 @@ class IdleSkip:
             self._asked = ConfigTraits(config, pending_only=only, time_matters=clock or not only)
 
 
+def to_place(
+    snapshot: ClusterSnapshot,
+    config: SchedulerConfig,
+    *,
+    held_back: tuple[frozenset[str], int, object],
+    freed: int,
+) -> frozenset[str] | None:
+    """The keys of the jobs of ``snapshot`` with something to place that may place it now (None: not
+    known): its private jobs (``ClusterSnapshot.private``) less those held back, as kube-scheduler keeps
+    its unschedulable pods aside until an event may make them fit. ``held_back``: what the last session
+    that ran had to place and left unplaced, with the capacity-freeing rings counted then and its config
+    (``ClusterState.held_back``); ``freed``: those rings counted now. Such a job is held back while its
+    tasks and PodGroup are as they were (``ClusterSnapshot.touched``), nothing freed capacity since and
+    the config is the same object: the same session would leave it unplaced again.
+
+    It says only how many jobs a session may place (the pacer's ``sparse``, the port's ``lone``): the
+    session still tries every job. A job held back that a change the doorbell does not count lets in
+    (a node to avoid expiring, new usage figures) is placed all the same, its bind sent on the
+    session's thread when the session had one other job to place."""
+    private = snapshot.private
+    held, freed_then, config_then = held_back
+    if private is None or not held or freed != freed_then or config is not config_then:
+        return private
+    touched = snapshot.touched
+    if touched is None:
+        return private
+    return private - (held - touched)
+
+
 def run_cycle(
     feeder: Feeder, config: SchedulerConfig, port: Port, *, now: float, idle: IdleSkip | None = None
 ) -> CycleReport:
@@ -237,14 +269,18 @@ def run_cycle(
         return report
     started = time.perf_counter()
     changes = state.changes  # read before the snapshot: a change meanwhile makes the next session run
+    freed = state.doorbell.count[FREED]  # (likewise: capacity freed meanwhile counts for the next)
     snapshot = state.snapshot(now=now)
     snapshot_s = time.perf_counter() - started
+    placing = to_place(snapshot, config, held_back=state.held_back, freed=freed)
     # One job with anything to place: its commit is the session's only one (or nearly), so the port may
     # send it on this thread at once; one hand-over to a bind worker cost an arriving pod a few ms.
-    lone = snapshot.private is not None and len(snapshot.private) == 1
-    report.sparse = snapshot.private is not None and len(snapshot.private) <= 1
+    lone = placing is not None and len(placing) == 1
+    report.sparse = placing is not None and len(placing) <= 1
     stream = _BindStream(feeder, port, report, now=now, lone=lone)
     result = run_session(snapshot, config, on_binds=stream)
+    if snapshot.private is not None:
+        state.held_back = (snapshot.private - result.bound_jobs.keys(), freed, config)
     result.timings["cycle:snapshot"] = snapshot_s
     result.timings["cycle:bind"] = stream.seconds  # inside the session's figures too: binds stream
     report.result = result

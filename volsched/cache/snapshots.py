@@ -499,8 +499,9 @@ class SnapshotBuilder:
                 or base.namespace_queues != view.namespace_queues
             ):
                 base = self._base = self._full(view, pg_list, space)
+                touched: frozenset[str] | None = None
             else:
-                self._update(base, view, pg_list, keys, changed, old_table, pos)
+                touched = self._update(base, view, pg_list, keys, changed, old_table, pos)
             total = table.memo.get("total")  # (the ready nodes' allocatable: the specs' alone)
             if total is None:
                 total = table.memo["total"] = table.total()
@@ -538,6 +539,7 @@ class SnapshotBuilder:
             namespace_labels={ns: dict(labels) for ns, labels in view.namespace_labels.items()},
             budgets=tuple(view.budgets.values()),
             private=private,
+            touched=touched,
             kept=self.kept,
             device_catalog=catalog,
             resource_claims=view.resource_claims,
@@ -805,10 +807,10 @@ class SnapshotBuilder:
         changed: set[str],
         old_table: NodeTable | None,
         pos: Callable[[str], int],
-    ) -> None:
+    ) -> frozenset[str]:
         """Bring the base to ``view``: the jobs and nodes of the tasks that changed (``changed``), the
         jobs whose PodGroup changed, the nodes whose allocatable changed (``pg_keys``: the key of each of
-        ``pg_list``)."""
+        ``pg_list``). Returns the keys of the jobs whose tasks or PodGroup changed (``touched``)."""
         jobs: set[str] = set()
         nodes: set[str] = set()
         foreign = False
@@ -847,6 +849,7 @@ class SnapshotBuilder:
                     foreign = True
                 if t.node_name:
                     nodes.add(t.node_name)
+        touched = set(jobs)
         jobs.update(base.lent)  # the last session's own: never read again, assembled anew
         pgs = dict(zip(pg_keys, pg_list, strict=True))
         before = base.podgroups
@@ -855,6 +858,7 @@ class SnapshotBuilder:
         for job_key in itertools.compress(pg_keys, map(operator.is_not, map(before.get, pg_keys), pg_list)):
             if before.get(job_key) != pgs[job_key]:
                 jobs.add(job_key)
+                touched.add(job_key)
         base.podgroups = pgs
         where = base.where
         for job_key in jobs:
@@ -872,15 +876,16 @@ class SnapshotBuilder:
         if old_table is not None and old_table is not table:
             if old_table.names != table.names:
                 self._nodes_full(base, view)
-                return
+                return frozenset(touched)
             rows = np.flatnonzero((old_table.allocatable != table.allocatable).any(axis=1))
             nodes.update(table.names[i] for i in rows.tolist())
         if len(nodes) * _NODES_FULL > len(table):
             # Most nodes changed (a session bound a backlog): one pass over every task, one subtraction
             # for all nodes, costs less than a pass per node with one subtraction per task.
             self._nodes_full(base, view)
-            return
+            return frozenset(touched)
         for node in nodes:
             i = table.index.get(node)
             if i is not None:
                 self._node(base, i, sorted(base.on_node.get(node, ()), key=pos))
+        return frozenset(touched)

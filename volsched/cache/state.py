@@ -185,6 +185,10 @@ class ClusterState:
         self.avoid_until: dict[tuple[str, str], float] = {}
         #: Plugin state that outlives a session (handed to every snapshot by reference).
         self.carryover: dict[str, Any] = {}
+        #: The jobs the last session that ran had to place and left unplaced (none of their pods bound),
+        #: with what the doorbell had counted of capacity freed (``doorbell.count[FREED]``) and the config,
+        #: both as of its snapshot: ``volsched.cycle.to_place`` reads it.
+        self.held_back: tuple[frozenset[str], int, object] = (frozenset(), -1, None)
         #: Pods whose priority comes from a PriorityClass (no spec.priority): key -> the class name
         #: ("" for the default), so a PriorityClass event re-resolves them without parsing them again.
         self._by_class: dict[str, str] = {}

@@ -508,6 +508,11 @@ class ClusterSnapshot:
     #: other job is shared, read-only, with nothing to place or admit); None: not known, any job may.
     #: Actions that look only at pending jobs read it (``Session.pending_jobs``), not every job.
     private: frozenset[str] | None = None
+    #: The keys of the jobs whose tasks or PodGroup changed since the previous snapshot of the same cache
+    #: (a pod new, edited, gone or moved); None: not known (a snapshot built from scratch). The cycle
+    #: reads it to tell a pod that arrives from jobs the last session could not place and nothing
+    #: changed for since (``volsched.cycle``'s ``HeldBack``).
+    touched: frozenset[str] | None = None
     #: What sessions derived from the shared jobs (read-only, never changed by a session), kept for
     #: the next snapshot of the same cache: the builder hands every snapshot the same dict. Whatever is
     #: kept here must name the shared jobs it was derived from and be used only while the next
