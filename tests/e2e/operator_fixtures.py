@@ -374,6 +374,23 @@ class OperatorProcess:
         except urllib.error.HTTPError as exc:
             return int(exc.code), exc.read().decode()
 
+    def get(self, path: str, token: str | None = None) -> tuple[int, bytes]:
+        """One request to the operator's HTTP port, with ``token`` as a bearer token if given: its status
+        and body. A 429 (the port's rate limit per client address; a test's requests all come from one)
+        is asked again after its Retry-After, as a client should."""
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}")
+        if token is not None:
+            request.add_header("Authorization", f"Bearer {token}")
+        for _ in range(30):
+            try:
+                with urllib.request.urlopen(request, timeout=10) as resp:
+                    return int(resp.status), resp.read()
+            except urllib.error.HTTPError as exc:
+                if exc.code != 429:
+                    return int(exc.code), exc.read()
+                time.sleep(float(exc.headers.get("Retry-After") or 1))
+        raise AssertionError(f"{path}: 429 thirty times in a row")
+
     def metrics(self) -> str:
         """/metrics as a scraper reads it: a 429 (the endpoint's rate limit, 5 a second per client; the
         tests' wait loops ask faster) is asked again after its Retry-After, as Prometheus would."""

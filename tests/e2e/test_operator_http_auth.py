@@ -5,34 +5,15 @@ whose pods it may list; the health endpoints answer anyone; no token reaches the
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
-import urllib.request
 
 import pytest
 from kubernetes import client
 
-from tests.e2e.operator_fixtures import Kube, OperatorProcess, Start, node, pod, podgroup, queue, wait_for
+from tests.e2e.operator_fixtures import Kube, Start, node, pod, podgroup, queue, wait_for
 from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
-
-
-def _get(op: OperatorProcess, path: str, token: str | None = None) -> tuple[int, bytes]:
-    """One request's status and body; a 429 (this test's every request comes from one address) is
-    asked again after its Retry-After, as a client should."""
-    request = urllib.request.Request(f"http://127.0.0.1:{op.port}{path}")
-    if token is not None:
-        request.add_header("Authorization", f"Bearer {token}")
-    for _ in range(30):
-        try:
-            with urllib.request.urlopen(request, timeout=10) as resp:
-                return int(resp.status), resp.read()
-        except urllib.error.HTTPError as exc:
-            if exc.code != 429:
-                return int(exc.code), exc.read()
-            time.sleep(float(exc.headers.get("Retry-After") or 1))
-    raise AssertionError(f"{path}: 429 thirty times in a row")
 
 
 def _grant(k: Kube, name: str, *, sa: str, rules: list[dict[str, object]], ns: str | None = None) -> None:
@@ -87,18 +68,18 @@ def test_metrics_and_dashboard_data_need_a_token_the_apiserver_allows(
     wait_for(lambda: len(k.bound()) == 2, 30, what="both jobs bound")
 
     # Anyone: the health endpoints and the page (which holds no data).
-    assert _get(op, "/healthz")[0] == 200 and _get(op, "/readyz")[0] == 200
-    status, page = _get(op, "/ui")
+    assert op.get("/healthz")[0] == 200 and op.get("/readyz")[0] == 200
+    status, page = op.get("/ui")
     assert status == 200 and b"state.json" in page
     # No token, a token the apiserver does not take, a token with no rights.
     for path in ("/metrics", "/ui/state.json"):
-        assert _get(op, path)[0] == 401
-        assert _get(op, path, "not-a-token")[0] == 401
-        assert _get(op, path, tokens["nobody"])[0] == 403
-    assert _get(op, "/metrics", tokens["viewer-b"])[0] == 403
+        assert op.get(path)[0] == 401
+        assert op.get(path, "not-a-token")[0] == 401
+        assert op.get(path, tokens["nobody"])[0] == 403
+    assert op.get("/metrics", tokens["viewer-b"])[0] == 403
 
     def shown(token: str) -> dict[str, object]:
-        status, body = _get(op, "/ui/state.json", token)
+        status, body = op.get("/ui/state.json", token)
         assert status == 200, body
         return json.loads(body)  # type: ignore[no-any-return]
 
@@ -111,7 +92,7 @@ def test_metrics_and_dashboard_data_need_a_token_the_apiserver_allows(
     assert mine["namespacesShown"] == ["team-b"]
     assert mine["events"] and all("team-b/" in e["object"] for e in mine["events"])  # type: ignore[union-attr,index]
     assert set(mine["queues"]) == set(every["queues"])  # type: ignore[arg-type]
-    status, text = _get(op, "/metrics", tokens["viewer-all"])
+    status, text = op.get("/metrics", tokens["viewer-all"])
     assert status == 200 and b"volsched_" in text
 
     log = op.log()
@@ -123,7 +104,6 @@ def test_many_viewers_build_the_dashboard_once_per_session(k: Kube, start_operat
     """16 clients polling /ui/state.json while pods arrive and are bound: the document is built at most
     once per session (the sessions, not the viewers, set the work), and every viewer gets an answer."""
     import threading
-    import urllib.error
 
     k.nodes(node("n1", cpu="64"))
     k.queue(queue("default"))

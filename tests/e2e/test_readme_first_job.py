@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -158,29 +155,13 @@ def test_the_readme_first_job_runs_as_shown(
                 ],
             }
         )
-    assert _get(op.port, "/ui")[0] == 200  # the page, to anyone
-    assert _get(op.port, "/ui/state.json")[0] == 401  # its data, not without a token
+    assert op.get("/ui")[0] == 200  # the page, to anyone
+    assert op.get("/ui/state.json")[0] == 401  # its data, not without a token
 
     def on_the_dashboard() -> bool:
-        status, body = _get(op.port, "/ui/state.json", token)
+        status, body = op.get("/ui/state.json", token)
         return status == 200 and "default/first-job" in json.loads(body)["podgroups"]
 
     wait_for(
         on_the_dashboard, 30, what="the first job on the dashboard, for the README's account", operator=op
     )
-
-
-def _get(port: int, path: str, token: str | None = None) -> tuple[int, bytes]:
-    """One request to the operator's HTTP port: its status and body (a 429 is asked again after its wait)."""
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
-    if token is not None:
-        request.add_header("Authorization", f"Bearer {token}")
-    for _ in range(30):
-        try:
-            with urllib.request.urlopen(request, timeout=10) as resp:
-                return int(resp.status), resp.read()
-        except urllib.error.HTTPError as exc:
-            if exc.code != 429:
-                return int(exc.code), exc.read()
-            time.sleep(float(exc.headers.get("Retry-After") or 1))
-    raise AssertionError(f"{path}: 429 thirty times in a row")
