@@ -12,12 +12,10 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
-import pytest
-from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.locks import read_lock
+from tests.locks import read_lock, walk_pinned_closure
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,28 +81,7 @@ def test_every_pin_satisfies_pyproject_and_the_build_backend_is_pinned():
 
 def test_the_lock_covers_the_dependency_closure_of_the_metrics_extra():
     """Walks the installed distributions' metadata (the dev environment installs the metrics extra)."""
-    python, pins = _lock()
-    env = {**default_environment(), "python_full_version": python, "python_version": python.rsplit(".", 1)[0]}
-    todo = [(req, "") for req in _image_requirements()]
-    seen: set[tuple[str, str]] = set()  # (distribution, extra) walked
-    while todo:
-        req, extra = todo.pop()
-        if req.marker is not None and not req.marker.evaluate({**env, "extra": extra}):
-            continue
-        name = canonicalize_name(req.name)
-        assert name in pins, f"{name} (needed through {req}) is not pinned in constraints.txt"
-        for wanted in ("", *sorted(req.extras)):
-            if (name, wanted) in seen:
-                continue
-            seen.add((name, wanted))
-            try:
-                requires = metadata.requires(req.name) or []
-            except metadata.PackageNotFoundError:
-                pytest.fail(
-                    f"{req.name} is not installed here; `make .venv/.installed` installs the metrics extra"
-                )
-            todo.extend((Requirement(r), wanted) for r in requires)
-    assert seen
+    assert walk_pinned_closure(_image_requirements(), lock="constraints.txt")
 
 
 def test_every_third_party_import_of_the_image_is_pinned():
