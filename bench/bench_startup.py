@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import math
+import os
 import re
 import statistics
 import sys
@@ -26,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
@@ -127,12 +129,12 @@ def one_run(kubeconfig: Path, source: Path, log: Path) -> Figures:
     return ready, usage.cpu_seconds, usage.peak_rss, synced, serving
 
 
-def kube_run(cp: LocalControlPlane, log: Path, workdir: Path) -> Figures:
+def kube_run(cp: LocalControlPlane | SimpleNamespace, log: Path, workdir: Path) -> Figures:
     """kube-scheduler (hack/controlplane's, bind_throughput's configuration) on the same cluster, timed
     from its start to ``/readyz`` answering 200 (its informers synced). It schedules only pods naming
     it: none here."""
     start = time.time()
-    sched = start_kube_scheduler(cp, log, workdir)
+    sched = start_kube_scheduler(cp, log, workdir)  # type: ignore[arg-type]  # a held cluster's: its binary, kubeconfig
     usage = TreeUsage(sched.proc.pid)
     try:
         while not sched.ready():
@@ -162,6 +164,7 @@ def compare(
     if kube is not None:
         figures[Path("kube-scheduler")] = []
     for i in range(runs):
+        print(f"round {i + 1}: load {', '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
         for n, source in enumerate(order):
             if source is None:
                 assert kube is not None
@@ -178,6 +181,7 @@ def compare(
                 f"peak rss {f[2] / 2**20:.0f} MiB, first line at {f[4]:.2f}s, synced at {f[3]:.2f}s",
                 flush=True,
             )
+    print(f"after the rounds: load {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     for source, results in figures.items():
         print(
             f"{source}: ready median {statistics.median(r[0] for r in results):.2f}s "
@@ -210,7 +214,9 @@ def main(argv: list[str] | None = None) -> int:
         "--hold", action="store_true", help="create the cluster, then hold it (and the Lease) until killed"
     )
     p.add_argument(
-        "--kube-scheduler", action="store_true", help="time kube-scheduler to ready too, after each round"
+        "--kube-scheduler",
+        action="store_true",
+        help="time kube-scheduler to ready too, after each round (with --kubeconfig: the held cluster's)",
     )
     args = p.parse_args(argv)
     sources = [s.resolve() for s in args.source or [ROOT]]
@@ -221,7 +227,16 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir or Path(f"/tmp/bench-startup-{time.strftime('%H%M%S')}")
     workdir.mkdir(parents=True, exist_ok=True)
     if args.kubeconfig is not None:
-        compare(args.kubeconfig, sources, runs=args.runs, workdir=workdir)
+        kube = None
+        if args.kube_scheduler:  # on the held cluster: its binaries, its kubeconfig
+            from volsched_dev.devcluster import ensure_binaries
+
+            held = SimpleNamespace(
+                scheduler_binary=ensure_binaries() / "kube-scheduler", kubeconfig_path=args.kubeconfig
+            )
+            kube = lambda log: kube_run(held, log, workdir)  # noqa: E731
+        compare(args.kubeconfig, sources, runs=args.runs, workdir=workdir, kube=kube)
+        print("machine:", describe())
         return 0
     stop = threading.Event()
     try:

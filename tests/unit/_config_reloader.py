@@ -3,10 +3,10 @@ the error the kubernetes client raises for an apiserver's answer (status, reason
 
 from __future__ import annotations
 
-from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter
 
 from volsched.kube.configsource import ConfigMapText
+from volsched.kube.errors import ApiException
 from volsched.kube.health import ApiHealth
 from volsched.operator.reload import ConfigReloader
 from volsched.operator.settings import ConfigSettings

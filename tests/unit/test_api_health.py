@@ -5,9 +5,11 @@ from __future__ import annotations
 import logging
 
 import pytest
-from kubernetes.client.exceptions import ApiException
+import urllib3.exceptions
+from kubernetes.client import exceptions as client_errors
 
-from volsched.kube.health import ApiHealth, QuietRetries, is_unreachable
+from volsched.kube.errors import ApiException
+from volsched.kube.health import ApiHealth, QuietRetries, is_throttled, is_unreachable
 
 
 def test_an_outage_is_one_line_when_it_starts_and_one_when_it_ends(caplog: pytest.LogCaptureFixture) -> None:
@@ -108,10 +110,19 @@ def test_a_429_kopf_retries_is_an_answer_not_an_outage(caplog: pytest.LogCapture
         (ApiException(status=404), False),
         (ApiException(status=409), False),
         (ValueError("bad"), False),
+        # The Kubernetes client's own (raised by the edges that call it: the custom metrics source).
+        (client_errors.ApiException(status=503), True),
+        (client_errors.ApiException(status=404), False),
+        (urllib3.exceptions.MaxRetryError(None, "/"), True),
     ],
 )
 def test_only_failures_to_get_an_answer_count_as_unreachable(exc: Exception, unreachable: bool) -> None:
     assert is_unreachable(exc) is unreachable
+
+
+def test_a_throttled_answer_is_told_whichever_client_raised_it() -> None:
+    assert is_throttled(ApiException(status=429)) and is_throttled(client_errors.ApiException(status=429))
+    assert not is_throttled(ApiException(status=503)) and not is_throttled(TimeoutError())
 
 
 def test_an_outage_ends_once_answered_and_quiet_whoever_asks(caplog: pytest.LogCaptureFixture) -> None:

@@ -11,8 +11,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
+from volsched.kube.errors import ApiException
 from volsched.kube.rest import LeanRest
 from volsched.operator import Operator, Settings
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from tests.unit._raw_server import RawServer, requests_on
 from tests.unit._scripted_server import loopback_config
+from volsched.kube.errors import ApiException
 from volsched.kube.rest import LeanRest, ResponseLost
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from volsched.kube.configsource import ConfigMapText, config_map_path, parse_config_map, read_config_map
+from volsched.kube.errors import ApiException
 from volsched.kube.lease import _micro, _ts
 from volsched.kube.rest import LeanRest
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from kubernetes.client.exceptions import ApiException
 
+from volsched.kube.errors import ApiException
 from volsched.kube.lister import paginate
 
 

@@ -9,9 +9,16 @@ import sys
 import pytest
 
 #: Imported only when used: CEL (DRA selectors; its package imports its command line: prompt_toolkit,
-#: typer, rich) and cryptography (the admission webhooks' certificates); and kopf, imported once the
-#: cache is synced (the operator's start, login and webhooks come after ready).
-LATER = ("cel", "prompt_toolkit", "typer", "cryptography", "kopf")
+#: typer, rich) and cryptography (the admission webhooks' certificates); kopf, imported once the
+#: cache is synced (the operator's start, login and webhooks come after ready); and the Kubernetes client
+#: with what its package imports (its kubeconfig loader's oauthlib and requests, its models' pydantic,
+#: its HTTP pool's urllib3): volsched reads the kubeconfig itself and sends its own requests, and only
+#: a kubeconfig it leaves to the client's loader (an exec plugin, say) or the custom metrics source
+#: imports it.
+LATER = (
+    "cel", "prompt_toolkit", "typer", "cryptography", "kopf",
+    "kubernetes", "pydantic", "oauthlib", "requests", "urllib3",
+)  # fmt: skip
 
 
 @pytest.mark.parametrize("module", ["volsched.operator", "volsched.cli"])

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from tests.fences import ClosingFence
 from tests.unit._scripted_server import OK, Answer, ScriptedServer, loopback_config
 from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, FENCED
 from volsched.framework.decisions import Bind, Evict, EvictionReason
+from volsched.kube.errors import ApiException
 from volsched.kube.health import SETTLE, ApiHealth
 from volsched.kube.ratelimit import MAX_RETRY_AFTER, retry_after
 from volsched.kube.writer import KubeWriter, WriterSettings

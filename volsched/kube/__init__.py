@@ -12,7 +12,8 @@
   I/O, unit-tested on their own).
 * Around them: ``lease`` (one active scheduler; it fences every write), ``health`` (whether the
   apiserver answers, in a few log lines per outage), ``client`` (API clients from a kubeconfig or
-  in-cluster).
+  in-cluster; ``kubeconfig`` reads the common forms without importing the client, which only the
+  forms it declines and the custom metrics source import), ``errors`` (the error an answer raises).
 
 Nothing here decides what to schedule: decisions come from the engine through :mod:`volsched.cycle`.
 """

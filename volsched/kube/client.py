@@ -1,14 +1,57 @@
-"""Kubernetes client configuration: from a kubeconfig file, in-cluster, or the default kubeconfig."""
+"""API client settings: from a kubeconfig file, in-cluster, or the default kubeconfig.
+
+:func:`load_configuration` reads them with :mod:`volsched.kube.kubeconfig` (no import of the Kubernetes
+client) and falls back to the client's own loader for what that one declines (exec plugins, auth
+providers...: it says which, at INFO). Either kind of settings serves volsched's HTTP path, which reads
+the same attribute names of both; :func:`library_api_client` makes the client's own ``ApiClient`` for
+the few edges that call the client's API (the custom metrics source).
+"""
 
 from __future__ import annotations
 
+import logging
+import os
 from typing import Any
 
-from kubernetes import client, config
+from volsched.kube.kubeconfig import Api, ClientConfig, in_cluster, read_kubeconfig
+
+log = logging.getLogger("volsched.kube")
+
+#: Where the client's loader looks when no kubeconfig is named and no service account is found.
+DEFAULT_KUBECONFIG = "~/.kube/config"
 
 
-def load_configuration(kubeconfig: str | None = None, *, pool_size: int = 16) -> client.Configuration:
-    """A client Configuration: ``kubeconfig`` if given, else in-cluster, else ``$KUBECONFIG``/~/.kube/config."""
+def load_configuration(kubeconfig: str | None = None, *, pool_size: int = 16) -> Any:
+    """Client settings (a :class:`~volsched.kube.kubeconfig.ClientConfig`, or the client's
+    ``Configuration`` for a kubeconfig only the client reads): ``kubeconfig`` if given, else in-cluster,
+    else ``$KUBECONFIG``/~/.kube/config."""
+    cfg = _load(kubeconfig)
+    cfg.connection_pool_maxsize = max(pool_size, 4)
+    return cfg
+
+
+def _load(kubeconfig: str | None) -> Any:
+    if not kubeconfig:
+        cfg = in_cluster()
+        if cfg is not None:
+            return cfg
+        named = os.environ.get("KUBECONFIG", "")
+        if os.pathsep in named.strip(os.pathsep):  # several files, merged: the client's loader merges
+            return _client_loader(None, why="$KUBECONFIG names several files")
+        kubeconfig = os.path.expanduser(named.strip(os.pathsep) or DEFAULT_KUBECONFIG)
+        if not os.path.exists(kubeconfig):
+            return _client_loader(None, why=f"no service account and no {kubeconfig}")
+    loaded = read_kubeconfig(kubeconfig)
+    if isinstance(loaded, str):
+        return _client_loader(kubeconfig, why=loaded)
+    return loaded
+
+
+def _client_loader(kubeconfig: str | None, *, why: str) -> Any:
+    """The Kubernetes client's loader (it imports the client): what :func:`read_kubeconfig` declines."""
+    log.info("kubeconfig %s: %s; loaded by the Kubernetes client's loader", kubeconfig or "(default)", why)
+    from kubernetes import client, config
+
     cfg = client.Configuration()
     if kubeconfig:
         config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)  # type: ignore[no-untyped-call]
@@ -17,21 +60,53 @@ def load_configuration(kubeconfig: str | None = None, *, pool_size: int = 16) ->
             config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
         except config.ConfigException:
             config.load_kube_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-    cfg.connection_pool_maxsize = max(pool_size, 4)
     return cfg
 
 
-def new_api_client(cfg: client.Configuration) -> client.ApiClient:
-    """An ApiClient on ``cfg``: how code outside ``volsched.kube`` gets one without importing the client."""
+def new_api_client(cfg: Any) -> Any:
+    """An API client on ``cfg`` for volsched's HTTP path (:class:`~volsched.kube.rest.LeanRest`, the
+    Lease, the writer, the watches): no import of the Kubernetes client for settings read here."""
+    if isinstance(cfg, ClientConfig):
+        return Api(cfg)
+    from kubernetes import client
+
     return client.ApiClient(cfg)
 
 
-def bearer_token(cfg: client.Configuration) -> str | None:
-    """The bearer token a Configuration sends, wherever this client version keeps it."""
-    header = None
+def library_api_client(cfg: Any) -> Any:
+    """The Kubernetes client's own ``ApiClient`` on ``cfg`` (imports the client), for code that calls the
+    client's API: settings read here are copied into a client ``Configuration``, the token read through
+    them at each refresh (a rotated token file is followed)."""
+    from kubernetes import client
+
+    if not isinstance(cfg, ClientConfig):
+        return client.ApiClient(cfg)
+    theirs = client.Configuration()
+    theirs.host = cfg.host
+    theirs.ssl_ca_cert = cfg.ssl_ca_cert
+    theirs.cert_file = cfg.cert_file
+    theirs.key_file = cfg.key_file
+    theirs.verify_ssl = cfg.verify_ssl
+    theirs.tls_server_name = cfg.tls_server_name
+    theirs.proxy = cfg.proxy
+    theirs.connection_pool_maxsize = cfg.connection_pool_maxsize
+
+    def refresh(conf: Any) -> None:
+        header = cfg.get_api_key_with_prefix("BearerToken")
+        if header:
+            conf.api_key["BearerToken"] = header
+
+    refresh(theirs)
+    theirs.refresh_api_key_hook = refresh  # type: ignore[assignment]  # typed None, called when set
+    return client.ApiClient(theirs)
+
+
+def bearer_token(cfg: Any) -> str | None:
+    """The bearer token a configuration sends, wherever this client version keeps it."""
+    header: str | None = None
     for key in ("BearerToken", "authorization"):
         try:
-            header = cfg.get_api_key_with_prefix(key)
+            header = cfg.get_api_key_with_prefix(key) or None
         except Exception:  # pragma: no cover - older/newer clients
             header = None
         if header:

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from kubernetes.client.exceptions import ApiException
-
+from volsched.kube.errors import ApiException
 from volsched.kube.rest import LeanRest
 
 #: Seconds one read may take (the reloader reads again every poll; the session waits on it).

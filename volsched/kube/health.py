@@ -13,12 +13,12 @@ No I/O.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable
 
-from kubernetes.client.exceptions import ApiException
-
+from volsched.kube.errors import is_api_error
 from volsched.redaction import error_summary
 
 log = logging.getLogger("volsched.kube")
@@ -27,16 +27,19 @@ log = logging.getLogger("volsched.kube")
 def is_unreachable(exc: BaseException) -> bool:
     """A failure to talk to the apiserver at all (connection refused/reset, timeout, a 5xx while it
     starts), as opposed to an answer (404, 409, 422...)."""
-    if isinstance(exc, ApiException):
-        return exc.status == 0 or exc.status is None or exc.status >= 500
-    import urllib3.exceptions
-
-    return isinstance(exc, OSError | urllib3.exceptions.HTTPError | TimeoutError)
+    if is_api_error(exc):
+        status = getattr(exc, "status", None)
+        return status == 0 or status is None or status >= 500
+    # urllib3's errors come from the Kubernetes client (the custom metrics source), which imports it.
+    urllib3 = sys.modules.get("urllib3.exceptions")
+    return isinstance(exc, OSError | TimeoutError) or (
+        urllib3 is not None and isinstance(exc, urllib3.HTTPError)
+    )
 
 
 def is_throttled(exc: BaseException) -> bool:
     """An answer of 429 (Too Many Requests) from the apiserver."""
-    return isinstance(exc, ApiException) and exc.status == 429
+    return is_api_error(exc) and getattr(exc, "status", None) == 429
 
 
 def back_pressure(health: ApiHealth | None, *, throttled: bool) -> bool:

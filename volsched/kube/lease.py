@@ -31,10 +31,9 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-
+from volsched.kube.errors import ApiException
 from volsched.kube.health import ApiHealth, is_unreachable
+from volsched.kube.kubeconfig import AnyApi
 from volsched.kube.rest import LeanRest
 from volsched.redaction import error_summary
 
@@ -90,7 +89,7 @@ class LeaseSettings:
 class LeaderLease:
     def __init__(
         self,
-        api: client.ApiClient,
+        api: AnyApi,
         settings: LeaseSettings,
         identity: str,
         *,

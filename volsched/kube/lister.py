@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from kubernetes.client.exceptions import ApiException
-
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE, VOLCANO_VERSION
 from volsched.cache.workload import WORKLOAD_GROUP, WORKLOAD_PODGROUP, WORKLOAD_VERSION
+from volsched.kube.errors import ApiException
 from volsched.kube.rest import LeanRest, loads
 from volsched.model.raw import meta_of, version_of
 from volsched.model.vocabulary import API_GROUP
@@ -128,8 +127,8 @@ def paginate(
     restarts: int = RESTARTS,
 ) -> Iterator[Page]:
     """A listing's pages, each decoded here (on the caller's thread) as it is taken. ``fetch(token)``
-    reads the page after ``token`` ("" for the first), raising the client's ``ApiException`` for an
-    error answer. With ``ahead``, the next page is fetched there while the caller handles this one (the
+    reads the page after ``token`` ("" for the first), raising
+    :class:`~volsched.kube.errors.ApiException` for an error answer. With ``ahead``, the next page is fetched there while the caller handles this one (the
     apiserver reads and encodes it meanwhile). A 410 on a continue token starts the listing again from
     its first page (a :attr:`Page.fresh` one), up to ``restarts`` times; any other error is raised.
     ``what`` names the listing in the log."""

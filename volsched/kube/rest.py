@@ -3,10 +3,10 @@ and the watches' hot path, aiohttp's client for everything else.
 
 A bind through ``CoreV1Api`` builds ``V1Binding``/``V1ObjectMeta`` models, serialises them through the
 client's generic sanitiser and walks its parameter machinery: most of the operator's CPU per bind.
-:class:`LeanRest` sends the JSON body as it is, with the client's own credentials (read again every second, so
-a refreshed token is used), and reads every response to its end so a kept-alive connection is always
-clean for the next call. An error status is raised as the client's :class:`ApiException`, so callers
-handle both the same way.
+:class:`LeanRest` sends the JSON body as it is, with the configuration's credentials (read again every second,
+so a refreshed token is used), and reads every response to its end so a kept-alive connection is always
+clean for the next call. An error status is raised as :class:`~volsched.kube.errors.ApiException`, which
+has the client's exception's attributes.
 
 The direct path (the writer's binds, evictions and status writes; the watches): one persistent
 ``http.client`` connection per calling thread, with the TLS settings of the client configuration (CA,
@@ -46,10 +46,10 @@ from urllib.request import proxy_bypass_environment  # type: ignore[attr-defined
 
 import aiohttp
 import orjson
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 from yarl import URL
 
+from volsched.kube.errors import ApiException
+from volsched.kube.kubeconfig import AnyApi, AnySettings
 from volsched.kube.ratelimit import retry_after
 
 JSON = "application/json"
@@ -107,7 +107,7 @@ def _header_line(name: str, value: str) -> bytes:
     return raw_name + b": " + raw_value + b"\r\n"
 
 
-def _tls_context(cfg: client.Configuration) -> ssl.SSLContext:
+def _tls_context(cfg: AnySettings) -> ssl.SSLContext:
     """The TLS settings of the client configuration: CA file or data, client cert and key, verification."""
     ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
     if cfg.ca_cert_data:
@@ -121,7 +121,7 @@ def _tls_context(cfg: client.Configuration) -> ssl.SSLContext:
     return ctx
 
 
-def _direct_ok(cfg: client.Configuration) -> bool:
+def _direct_ok(cfg: AnySettings) -> bool:
     """Whether http.client can do all the configuration asks (else aiohttp's client is used)."""
     return (
         urlsplit(str(cfg.host)).scheme in ("http", "https")
@@ -557,7 +557,7 @@ class _TLSConnection(_Connection, http.client.HTTPSConnection):
     pass
 
 
-def _refuse_unsupported(cfg: client.Configuration) -> None:
+def _refuse_unsupported(cfg: AnySettings) -> None:
     """A client setting this path cannot honour is refused, never ignored."""
     if cfg.host and urlsplit(str(cfg.host)).scheme not in ("http", "https"):
         raise ValueError(f"the apiserver's address {cfg.host!r}: only http and https are supported")
@@ -626,7 +626,7 @@ class _Aio:
     that trickles or never ends is cut off there); an informational 1xx is skipped; a framing two
     readers could read apart is refused."""
 
-    def __init__(self, cfg: client.Configuration, host: str) -> None:
+    def __init__(self, cfg: AnySettings, host: str) -> None:
         _refuse_unsupported(cfg)
         self.host = host
         https = urlsplit(host).scheme == "https"
@@ -802,7 +802,7 @@ class AioStream:
 class LeanRest:
     def __init__(
         self,
-        api: client.ApiClient,
+        api: AnyApi,
         *,
         direct: bool | None = None,
         clock: Callable[[], float] = time.monotonic,

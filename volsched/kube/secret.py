@@ -9,8 +9,7 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
-
+from volsched.kube.errors import ApiException
 from volsched.kube.rest import LeanRest, loads
 
 

@@ -29,10 +29,9 @@ from concurrent.futures import Executor, Future, InvalidStateError
 from typing import Any, NoReturn, ParamSpec, TypeVar
 from urllib.parse import urlencode
 
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-
+from volsched.kube.errors import ApiException
 from volsched.kube.health import ApiHealth, back_pressure, is_unreachable
+from volsched.kube.kubeconfig import AnyApi
 from volsched.kube.lister import WatchedKind, paginate
 from volsched.kube.ratelimit import retry_after
 from volsched.kube.rest import LeanRest, loads
@@ -136,7 +135,7 @@ class ListWatch:
 
     def __init__(
         self,
-        api: client.ApiClient,
+        api: AnyApi,
         kind: WatchedKind,
         *,
         on_event: EventSink,

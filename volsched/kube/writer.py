@@ -24,9 +24,6 @@ from functools import partial
 from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
 
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-
 from volsched.cache.workload import WORKLOAD_GROUP
 from volsched.cycle import (
     BLOCKED,
@@ -44,7 +41,9 @@ from volsched.cycle import (
 from volsched.framework.decisions import Bind, Event, Evict, SessionResult
 from volsched.framework.messages import eviction_event_reason, render_eviction
 from volsched.kube import status as render
+from volsched.kube.errors import ApiException
 from volsched.kube.health import ApiHealth, is_unreachable
+from volsched.kube.kubeconfig import AnyApi
 from volsched.kube.ratelimit import EventFilter, TokenBucket, retry_after
 from volsched.kube.rest import (
     LeanRest,
@@ -197,7 +196,7 @@ def _bound_as_asked(pod: Raw | None, bind: Bind) -> bool:
 class KubeWriter:
     def __init__(
         self,
-        api: client.ApiClient,
+        api: AnyApi,
         settings: WriterSettings | None = None,
         *,
         bucket: TokenBucket | None = None,

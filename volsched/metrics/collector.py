@@ -317,12 +317,12 @@ def build_source(config: MetricsConfig, *, api_client: Any = None) -> UsageSourc
     from volsched.metrics.custom_metrics import CustomMetricsSource
 
     if api_client is None:
-        from volsched.kube.client import load_configuration, new_api_client
+        from volsched.kube.client import library_api_client, load_configuration
 
         configuration = load_configuration()
         if config.address:
             configuration.host = config.address
         if config.insecure_skip_verify:
             configuration.verify_ssl = False
-        api_client = new_api_client(configuration)
+        api_client = library_api_client(configuration)
     return CustomMetricsSource(api_client, timeout=config.timeout)

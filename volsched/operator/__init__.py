@@ -61,7 +61,7 @@ from volsched.cache.volcano import VOLCANO_GROUP
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.registry import placement_gap
 from volsched.gate import Gate
-from volsched.kube.client import bearer_token, load_configuration, new_api_client
+from volsched.kube.client import bearer_token, library_api_client, load_configuration, new_api_client
 from volsched.kube.configsource import read_config_map
 from volsched.kube.health import ApiHealth, QuietRetries
 from volsched.kube.latency import PodLatency
@@ -170,7 +170,9 @@ class Operator:
         self.volcano = self.feed.volcano
         self.metrics = Metrics()
         self.usage = UsageFeed(
-            self.state, registry=self.metrics.registry, api_client_factory=lambda: new_api_client(self.kcfg)
+            self.state,
+            registry=self.metrics.registry,
+            api_client_factory=lambda: library_api_client(self.kcfg),
         )
         config = settings.config
         self.reloader = ConfigReloader(
@@ -439,8 +441,8 @@ class Operator:
             await self.http.stop()
             self.port.close()
             self.writer.close()
-            self.api.close()  # type: ignore[no-untyped-call]
-            self.watch_api.close()  # type: ignore[no-untyped-call]
+            self.api.close()
+            self.watch_api.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
