@@ -83,9 +83,12 @@ def run_session(
     start = time.perf_counter()
     actions = make_actions(config)
     session = open_session(snapshot, config, may_evict=_may_evict(actions), on_binds=on_binds)
-    for action in actions:
-        session.timed(f"action:{action.name}", lambda a=action: a.execute(session))  # type: ignore[misc]
-    result = close_session(session)
+    try:
+        for action in actions:
+            session.timed(f"action:{action.name}", lambda a=action: a.execute(session))  # type: ignore[misc]
+        result = close_session(session)
+    finally:
+        session.release()  # (reference cycles: see Session.release)
     result.timings["session"] = time.perf_counter() - start
     return result
 

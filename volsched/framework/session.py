@@ -358,6 +358,14 @@ class Session(NodeViews):
     def emit(self, event: Event) -> None:
         self.result.events.append(event)
 
+    def release(self) -> None:
+        """Drop everything the session holds, once its result is taken (``run_session`` calls it last;
+        the session is of no use after). Plugins register callbacks that close over the session, which
+        holds them: reference cycles, so without this the session, its snapshot and its copies of the
+        jobs would live on until the cyclic collector found them, every young collection walking them
+        meanwhile. See docs/design/steady-state.md#the-session-leaves-no-garbage."""
+        self.__dict__.clear()
+
     def timed(self, label: str, fn: Callable[[], None]) -> None:
         start = time.perf_counter()
         try:
