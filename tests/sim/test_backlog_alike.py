@@ -102,6 +102,13 @@ def test_jobs_alike_get_the_answer_each_would_get_asked_alone(monkeypatch, queue
         return vote(self, job)
 
     monkeypatch.setattr(PointTables, "job_enqueueable", voted)
+    preemptive = PointTables.preemptive
+
+    def refused(self: PointTables, queue: Any, task: Any) -> Any:
+        tried.append("reclaim")  # a job reclaim asks about: refused here, or tried node by node after
+        return preemptive(self, queue, task)
+
+    monkeypatch.setattr(PointTables, "preemptive", refused)
     reused = _replay(queues, jobs)
     asked_reused = Counter(tried)
     tried.clear()

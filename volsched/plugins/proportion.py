@@ -218,6 +218,8 @@ def queue_attrs(session: ExtensionPoints) -> dict[str, QueueAttr]:
     return queue_tree(session)[0]
 
 
+#: Statuses of a pod placed in this session (its queue's allocated counts it already).
+_PLACED = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED})
 #: Pods a queue holds that reclaim could take.
 EVICTABLE_HELD = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
 
@@ -374,7 +376,24 @@ class Proportion(BasePlugin):
 
         def preemptive(queue: QueueSpec, task: Task) -> str | None:
             attr = attrs[queue.name]
-            return not_leaf(attr) if not attr.leaf else within_limit(attr, task)
+            if not attr.leaf:
+                return not_leaf(attr)
+            refused = within_limit(attr, task)
+            if refused:
+                return refused
+            # A job not admitted yet takes nothing back while its queue would not admit it (its share,
+            # counting what the jobs admitted before it still claim), as enqueue would not: a pod without
+            # a PodGroup, admitted by reclaim for that session only, was refused at the next one while
+            # the room it was given went back.
+            job = session.jobs.get(task.job_key)
+            if job is None or job.phase is not PodGroupPhase.PENDING:
+                return None
+            held = attr.allocated  # less what the job's own pods took in this session (not yet admitted)
+            for t in job.tasks.values():
+                if t.status in _PLACED:
+                    held = held - t.request
+            refused = refuse_admission(job, attr, held.tolist())
+            return f"not admitted to its queue: {refused}" if refused else None
 
         def overused(queue: QueueSpec) -> str | None:
             attr = attrs[queue.name]
@@ -418,14 +437,19 @@ class Proportion(BasePlugin):
                 return Vote.REJECT, session.snapshot.absent("Queue", job.queue)
             if not attr.leaf:
                 return Vote.REJECT, not_leaf(attr)
+            refused = refuse_admission(job, attr, attr.allocated.tolist())
+            return (Vote.REJECT, refused) if refused else (Vote.PERMIT, "")
+
+        def refuse_admission(job: Job, attr: QueueAttr, a: list[float]) -> str | None:
+            """Why ``job`` may not be admitted to its queue (``attr``) holding ``a``, or None."""
             need = job.min_request
             n = need.tolist()
             asked = [d for d in share_dims if n[d] > EPS]
             if not asked:
-                return Vote.PERMIT, ""
+                return None
             # need + allocated + admitted against each limit, over plain floats (the arrays' arithmetic
             # without their per-call cost: enqueue asks every pending job before the first bind).
-            a, q = attr.allocated.tolist(), attr.admitted
+            q = attr.admitted
             # realCapability is the hard limit. The limit (deserved) bounds admission too: allocate never
             # takes a queue past it, so admitting more would only park jobs whose minimums hold the
             # cluster's overcommit room away from queues that are owed it.
@@ -435,12 +459,12 @@ class Proportion(BasePlugin):
             ):
                 for d in asked:
                     if n[d] + a[d] + q[d] > cap[d] + EPS:
-                        return Vote.REJECT, (
+                        return (
                             f"queue {job.queue}: minResources {space.names[d]} {describe(d, need[d])} + "
-                            f"allocated {describe(d, attr.allocated[d])} + admitted {describe(d, attr.admitted[d])} "
+                            f"allocated {describe(d, a[d])} + admitted {describe(d, attr.admitted[d])} "
                             f"> {label} {describe(d, limit[d])}"
                         )
-            return Vote.PERMIT, ""
+            return None
 
         def enqueued(job: Job) -> None:
             attr = attrs.get(job.queue)
@@ -544,6 +568,19 @@ class Proportion(BasePlugin):
                     best = k
             return best
 
+        def served_first(mine: QueueAttr, theirs: QueueAttr, held: Vector) -> bool:
+            """Whether ``mine`` comes strictly before ``theirs`` in the queue order (``queue_order``, where
+            their paths part) with ``theirs`` holding ``held``: who the next allocate serves first."""
+            lp, rp = specs[mine.name].priority, specs[theirs.name].priority
+            if lp != rp:
+                return lp > rp
+            if decay.on:
+                ls = queue_share(decay.mixed(mine.allocated, averages.get(mine.name)), mine.deserved, mask)
+                rs = queue_share(decay.mixed(held, averages.get(theirs.name)), theirs.deserved, mask)
+            else:
+                ls, rs = mine.share, queue_share(held, theirs.deserved, mask)
+            return ls < rs - 1e-9
+
         def reclaimable(reclaimer: Task, candidates: list[Task]) -> list[Task]:
             job = session.jobs.get(reclaimer.job_key)
             mine = attrs.get(job.queue) if job is not None else None
@@ -566,9 +603,18 @@ class Proportion(BasePlugin):
                 side = theirs.path[k:]
                 dims = asked & (t.request > EPS)
                 after = {a.name: left.get(a.name, a.allocated) - t.request for a in side}
-                if all(np.any(after[a.name][dims] >= a.deserved[dims] - EPS) for a in side):
-                    left.update(after)
-                    chosen.append(t)
+                if not all(np.any(after[a.name][dims] >= a.deserved[dims] - EPS) for a in side):
+                    continue
+                # A taker that holds its deserved share already takes what the remainder lends it: only
+                # from a queue still served after it once the pod is gone, else the next allocate hands
+                # the room back to that queue (its pod made again) and the two trade it for ever.
+                top, giver = mine.path[k], theirs.path[k]
+                if np.any(top.allocated[asked] >= top.deserved[asked] - EPS) and not served_first(
+                    top, giver, after[giver.name]
+                ):
+                    continue
+                left.update(after)
+                chosen.append(t)
             return chosen
 
         session.add_preemptive_fn(self.name, preemptive)
