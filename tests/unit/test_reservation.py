@@ -71,6 +71,34 @@ def test_pack_takes_what_each_node_gives() -> None:
     assert taken is not None and {k: float(v[0]) for k, v in taken.items()} == {0: 8.0, 1: 4.0}
 
 
+@pytest.mark.parametrize(
+    ("idle", "nodes"),
+    [
+        pytest.param(None, {0: 8.0, 1: 8.0}, id="no-idle-given-node-order"),
+        pytest.param(gpus(8, 0, 0), {1: 8.0, 2: 8.0}, id="a-node-idle-now-is-left-free"),
+        pytest.param(gpus(0, 4, 0), {0: 8.0, 2: 8.0}, id="the-least-idle-first"),
+    ],
+)
+def test_pack_holds_the_nodes_busy_until_the_start_before_idle_ones(
+    idle: Any, nodes: dict[int, float]
+) -> None:
+    """Three nodes with room for one 8-GPU pod each at the start: the two held are those with the least
+    room idle now (held idle until the start for nothing, where a busy one is busy anyway)."""
+    taken = pack(gpus(8, 8, 8), [Ask(np.array([8.0]), ALL, 2)], idle=idle)
+    assert taken is not None and {k: float(v[0]) for k, v in taken.items()} == nodes
+
+
+def test_a_node_free_now_stays_free_when_the_gang_starts_as_early_without_it() -> None:
+    """n0 is free now, n1 and n2 free in 50m: the gang (two 8-GPU pods) starts in 50m either way, so it
+    reserves n1 and n2 and a 5h pod takes n0 (before, n0 and n1 were reserved and n0 held idle)."""
+    objects = [node("n0", cpu="32", gpu="8"), *cluster(waiting("s", gpu=8, runtime="5h"))]
+    objects[7] = running("b", on="n2", gpu=8, ago=600, runtime="1h")
+    objects.append(running("c", on="n3", gpu=8, ago=0, runtime="9h"))
+    result = session(objects, carry={"next": "ns/g"})
+    assert result.podgroups["ns/g"].reservation == "reserves 2 node(s) starting in 50m: n1, n2"
+    assert placed(result) == {"ns/s": "n0"}
+
+
 def running(name: str, *, on: str, gpu: int, ago: float, runtime: str | None) -> Obj:
     ann = {"scheduling.volsched.io/expected-runtime": runtime} if runtime else {}
     out = pod(name, ns="ns", cpu="1", gpu=str(gpu), node=on, queue="small", annotations=ann)

@@ -51,22 +51,25 @@ class Release:
     request: Vector
 
 
-def pack(free: Vector, asks: list[Ask]) -> dict[int, Vector] | None:
+def pack(free: Vector, asks: list[Ask], *, idle: Vector | None = None) -> dict[int, Vector] | None:
     """Where ``asks`` fit in ``free`` (node, resource), each group onto the nodes with room for most of
-    it first (the fewest nodes); what each node takes, or None when they do not all fit."""
+    it first (the fewest nodes), and among nodes with as much room, those with the least of it ``idle``
+    already (room free now, held idle until the start: a node busy until then is held for nothing);
+    what each node takes, or None when they do not all fit."""
     free = free.copy()
     taken: dict[int, Vector] = {}
     for ask in sorted(asks, key=lambda a: -float(a.request.sum())):
         dims = ask.request > EPS
-        if dims.any():
-            room = np.floor((free[:, dims] + EPS) / ask.request[dims]).min(axis=1)
-        else:
-            room = np.full(len(free), float(ask.count))
-        room = np.where(ask.feasible, np.maximum(room, 0.0), 0.0)
+        room = _fits(free, ask, dims)
         if room.sum() < ask.count:
             return None
+        early = (
+            (idle[:, dims] / ask.request[dims]).min(axis=1)
+            if idle is not None and dims.any()
+            else np.zeros(len(free))
+        )
         left = ask.count
-        for node in np.argsort(-room, kind="stable"):
+        for node in np.lexsort((early, -room)):
             take = int(min(room[node], left))
             if take <= 0:
                 break
@@ -78,6 +81,15 @@ def pack(free: Vector, asks: list[Ask]) -> dict[int, Vector] | None:
             if not left:
                 break
     return taken
+
+
+def _fits(free: Vector, ask: Ask, dims: BoolArray) -> Vector:
+    """How many of ``ask``'s pods each node's ``free`` room holds (0 where the ask may not go)."""
+    if dims.any():
+        room = np.floor((free[:, dims] + EPS) / ask.request[dims]).min(axis=1)
+    else:
+        room = np.full(len(free), float(ask.count))
+    return np.where(ask.feasible, np.maximum(room, 0.0), 0.0)
 
 
 def earliest_fit(
@@ -98,7 +110,7 @@ def earliest_fit(
             k += 1
         if (np.maximum(room, 0.0).sum(axis=0) + EPS < total).any():
             continue
-        taken = pack(np.maximum(room, 0.0), asks)
+        taken = pack(np.maximum(room, 0.0), asks, idle=np.maximum(free, 0.0))
         if taken is not None:
             return t, taken, room
     return None
