@@ -9,7 +9,7 @@ config on a :class:`NullPort`: every bind succeeds). Sessions are about to run f
 they place much, so what a cycle costs here is mostly what it costs to open, snapshot and close over
 everything cached.
 
-``--stuck`` puts one old pod first in the cache's order, pending for good (a nodeSelector no node has),
+``--stuck [N]`` puts one (or N) old pod(s) first in the cache's order, pending for good (a nodeSelector no node has),
 as an unschedulable pod left in a real cluster: it is in every session's jobs, before the bound ones.
 
 ``--shape lone`` holds the shape of the live benchmark (``bench/bind_throughput.py``): every pod, bound or
@@ -25,7 +25,7 @@ compare figures of one run.
     python bench/bench_steady.py --nodes 1000 --pods 10000 --cycles 10
     python bench/bench_steady.py --config examples/reclaim-preempt-scheduler.yaml   # actions that evict
     python bench/bench_steady.py --nodes 1000 --pods 10000 --shape lone   # single pods, no PodGroup
-    python bench/bench_steady.py --shape lone --stuck     # one old unschedulable pod, first in the order
+    python bench/bench_steady.py --shape lone --stuck     # one old unschedulable pod, first in the order (--stuck 20: twenty)
     python bench/bench_steady.py --nodes 1000 --pods 10000 --profile out.prof   # cProfile of the cycles
 """
 
@@ -71,7 +71,7 @@ def one(
     profile: str | None,
     config_path: str | None = None,
     shape: str = "gangs",
-    stuck: bool = False,
+    stuck: int = 0,
     arriving: int = ARRIVING,
 ) -> dict[str, Any]:
     from volsched.cache.feeder import Feeder
@@ -86,10 +86,9 @@ def one(
     for i in range(nodes):
         feeder.apply("Node", raw_node(i))
     lone = shape == "lone"
-    if stuck:  # an old pod no node can take, first in the cache's order
-        pod = steady_pod(
-            "old-stuck", namespace=LONE_NS if lone else "ns0", group=None, owner=None, node=None, rv=99
-        )
+    for k in range(stuck):  # old pods no node can take, first in the cache's order
+        name = "old-stuck" if k == 0 else f"old-stuck-{k}"
+        pod = steady_pod(name, namespace=LONE_NS if lone else "ns0", group=None, owner=None, node=None, rv=99)
         pod["spec"]["nodeSelector"] = {"bench.volsched.io/nowhere": "true"}
         feeder.apply("Pod", pod)
     for i in range(pods):
@@ -199,8 +198,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--stuck",
-        action="store_true",
-        help="one old pod, pending for good (no node matches its nodeSelector), first in the cache's order",
+        type=int,
+        nargs="?",
+        const=1,
+        default=0,
+        help="one (or N) old pod(s), pending for good (no node matches its nodeSelector), first in the cache's order",
     )
     parser.add_argument(
         "--arriving",
@@ -236,13 +238,14 @@ def main() -> None:
         more = (
             ["--cycles", str(args.cycles), "--shape", args.shape]
             + (["--config", args.config] if args.config else [])
-            + (["--stuck"] if args.stuck else [])
+            + (["--stuck", str(args.stuck)] if args.stuck else [])
             + ["--arriving", str(args.arriving)]
         )
         r = in_fresh_process(__file__, "--nodes", str(nodes), "--pods", str(pods), *more)
         m = r["median"]
+        stuck_note = f", {r['stuck']} stuck pod(s) first" if r["stuck"] else ""
         print(
-            f"{nodes:>6} nodes x {pods:>6} bound pods, shape {r['shape']}{', one stuck pod first' if r['stuck'] else ''}, {r['jobs']} jobs (+{r['arriving']} "
+            f"{nodes:>6} nodes x {pods:>6} bound pods, shape {r['shape']}{stuck_note}, {r['jobs']} jobs (+{r['arriving']} "
             f"arriving a cycle, median of {r['cycles']} cycles): cycle {1000 * m['cycle_cpu']:.1f} ms cpu, {1000 * m['cycle_wall']:.1f} ms wall; "
             f"{m['bound']:.0f} bound a cycle, "
             f"{m['settled']:.0f} jobs in the settled run"

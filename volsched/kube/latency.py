@@ -100,7 +100,7 @@ class PodLatency:
     def session_done(self, timings: Mapping[str, float], *, binds: int) -> None:
         """The session that started at ``session_started`` ended: its phases' seconds."""
         if self.on:
-            parts = " ".join(f"{k}={1000 * v:.1f}" for k, v in sorted(timings.items()))
+            parts = " ".join(f"{k}={1000 * v:.2f}" for k, v in sorted(timings.items()))
             log.debug(
                 "session started %.4f ended %.4f cpu %.4f binds %d ms: %s",
                 self.session_started, self._clock(), time.thread_time() - self._cpu, binds, parts,
