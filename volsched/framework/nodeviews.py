@@ -164,9 +164,18 @@ class NodeViews(PointTables):
         if devices_now is not None:  # devices being released are future room, as capacity is
             fits_future = fits_future.copy() if fits_future is fits_idle else fits_future
             fits_idle = fits_idle & devices_now
-        score = np.zeros(len(idx))
-        for _, fn in self._flat("node_order"):
-            score += fn(task, idx)
+        # A node's score is read only where it passes the filters and fits now or once room frees
+        # (``choose_node``; fits_idle is within fits_future): it is 0 elsewhere, and not computed at all
+        # where no node can use it (a pod that fits nowhere, tried again every session).
+        usable = mask & fits_future
+        if usable.any():
+            score = np.zeros(len(idx))
+            for _, fn in self._flat("node_order"):
+                score += fn(task, idx)
+            if not usable.all():
+                score = np.where(usable, score, 0.0)
+        else:
+            score = np.zeros(len(idx))
         ready_score = np.where(mask & fits_idle, score, -np.inf)
         if view is None:
             if fits_future is fits_idle:  # the view keeps them apart: incoming capacity may appear later
@@ -205,8 +214,9 @@ class NodeViews(PointTables):
             else fits_idle
         )
         score = 0.0
-        for _, fn in self._flat("node_order"):
-            score += float(fn(task, idx)[0])
+        if ok and fits_future:  # (read only then: see ``_evaluate``)
+            for _, fn in self._flat("node_order"):
+                score += float(fn(task, idx)[0])
         fits_idle = fits_idle and devices_now
         view.predicate[i] = ok
         view.fits_idle[i] = fits_idle
