@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import Obj, node, pod
+from tests.builders import Obj, node, pod, podgroup
 from tests.unit._cycle_harness import FakePort, cache
 from volsched.cache.feeder import Feeder
 from volsched.cycle import BOUND, BindOutcome, run_cycle, to_place
@@ -114,3 +114,27 @@ def test_what_may_be_placed_is_every_private_job_when_nothing_is_known() -> None
     held = (frozenset({"default/big"}), 0, CONFIG)
     assert snapshot.touched is None  # the first snapshot: built from scratch
     assert to_place(snapshot, CONFIG, held_back=held, freed=0) == snapshot.private
+
+
+#: (what changed between two snapshots, the jobs the second one says were touched)
+TOUCHED: list[tuple[str, Callable[[Feeder], object], set[str]]] = [
+    ("nothing", lambda f: None, set()),
+    ("a pod arrives", lambda f: _apply(f, pod("c"), 30), {"default/c"}),
+    ("a pending pod is edited", lambda f: _edited(f, "default/a", 30), {"default/a"}),
+    ("a bound pod is deleted", lambda f: f.delete("Pod", {"metadata": {"namespace": "default", "name": "b"}}), {"default/b"}),
+    ("a gang's PodGroup changes", lambda f: _apply(f, podgroup("g", min_member=3), 30), {"default/g"}),
+    ("a node joins", lambda f: _apply(f, node("n2"), 30), set()),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("what", "change", "touched"), TOUCHED, ids=[c[0] for c in TOUCHED])
+def test_a_snapshot_names_the_jobs_whose_pods_or_podgroup_changed_since_the_last(
+    what: str, change: Callable[[Feeder], object], touched: set[str]
+) -> None:
+    feeder = cache(
+        node("n1", cpu="8"), pod("a", cpu="16"), pod("b", node="n1"), podgroup("g", min_member=2),
+        *(pod(f"g-{i}", group="g") for i in range(2)),
+    )  # fmt: skip
+    assert feeder.state.snapshot(now=5000.0).touched is None  # built from scratch
+    change(feeder)
+    assert feeder.state.snapshot(now=5001.0).touched == touched
