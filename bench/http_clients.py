@@ -49,7 +49,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 import orjson  # noqa: E402
 from machine import describe  # noqa: E402
 
-from volsched.kube.rest import LeanRest, _tls_context, pod_path  # noqa: E402
+from volsched.kube.kubeconfig import tls_context  # noqa: E402
+from volsched.kube.rest import LeanRest, pod_path  # noqa: E402
 from volsched.model.vocabulary import SCHEDULER_NAME  # noqa: E402
 from volsched_dev.devcluster import LocalControlPlane  # noqa: E402
 
@@ -129,7 +130,7 @@ class _Auth:
         self.host = str(cfg.host).rstrip("/")
         auth = cfg.auth_settings().get("BearerToken")
         self.headers = {"Accept": JSON, str(auth["key"]): str(auth["value"])}
-        self.tls = _tls_context(cfg)
+        self.tls = tls_context(cfg)
 
 
 class Urllib3(Client, _Auth):

@@ -290,6 +290,9 @@ def _check_config(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from volsched.kube import early
+
+    early.start(args.operator_args)  # the Pods' and Nodes' first pages, asked for while the rest imports
     from volsched.operator import main as operator_main
 
     return int(operator_main(args.operator_args))

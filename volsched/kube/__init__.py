@@ -13,7 +13,8 @@
 * Around them: ``lease`` (one active scheduler; it fences every write), ``health`` (whether the
   apiserver answers, in a few log lines per outage), ``client`` (API clients from a kubeconfig or
   in-cluster; ``kubeconfig`` reads the common forms without importing the client, which only the
-  forms it declines and the custom metrics source import), ``errors`` (the error an answer raises).
+  forms it declines and the custom metrics source import), ``errors`` (the error an answer raises),
+  ``early`` (the Pods' and Nodes' first pages, asked for while the operator's modules import).
 
 Nothing here decides what to schedule: decisions come from the engine through :mod:`volsched.cycle`.
 """

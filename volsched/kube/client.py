@@ -31,19 +31,28 @@ def load_configuration(kubeconfig: str | None = None, *, pool_size: int = 16) ->
 
 
 def _load(kubeconfig: str | None) -> Any:
+    loaded = read_configuration(kubeconfig)
+    if isinstance(loaded, tuple):
+        return _client_loader(loaded[0], why=loaded[1])
+    return loaded
+
+
+def read_configuration(kubeconfig: str | None) -> ClientConfig | tuple[str | None, str]:
+    """The settings :mod:`~volsched.kube.kubeconfig` reads for ``kubeconfig`` (None: in-cluster, else the
+    default kubeconfig), or what to hand the client's loader instead: (the kubeconfig, why)."""
     if not kubeconfig:
         cfg = in_cluster()
         if cfg is not None:
             return cfg
         named = os.environ.get("KUBECONFIG", "")
         if os.pathsep in named.strip(os.pathsep):  # several files, merged: the client's loader merges
-            return _client_loader(None, why="$KUBECONFIG names several files")
+            return None, "$KUBECONFIG names several files"
         kubeconfig = os.path.expanduser(named.strip(os.pathsep) or DEFAULT_KUBECONFIG)
         if not os.path.exists(kubeconfig):
-            return _client_loader(None, why=f"no service account and no {kubeconfig}")
+            return None, f"no service account and no {kubeconfig}"
     loaded = read_kubeconfig(kubeconfig)
     if isinstance(loaded, str):
-        return _client_loader(kubeconfig, why=loaded)
+        return kubeconfig, loaded
     return loaded
 
 

@@ -27,6 +27,7 @@ import atexit
 import base64
 import os
 import shutil
+import ssl
 import tempfile
 import threading
 import time
@@ -161,6 +162,21 @@ class Api:
 
     def close(self) -> None:
         """Nothing to close: the connections are :class:`~volsched.kube.rest.LeanRest`'s."""
+
+
+def tls_context(cfg: AnySettings) -> ssl.SSLContext:
+    """The TLS settings of a configuration (either kind): CA file or data, client cert and key,
+    verification."""
+    ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
+    if cfg.ca_cert_data:
+        data = cfg.ca_cert_data
+        ctx.load_verify_locations(cadata=data.decode() if isinstance(data, bytes) else data)
+    if cfg.cert_file:
+        ctx.load_cert_chain(cfg.cert_file, cfg.key_file or None)
+    if not cfg.verify_ssl:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    return ctx
 
 
 def _read_token(path: str) -> str:

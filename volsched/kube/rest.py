@@ -35,7 +35,6 @@ import json
 import re
 import select
 import socket
-import ssl
 import threading
 import time
 import weakref
@@ -49,7 +48,7 @@ import orjson
 from yarl import URL
 
 from volsched.kube.errors import ApiException
-from volsched.kube.kubeconfig import AnyApi, AnySettings
+from volsched.kube.kubeconfig import AnyApi, AnySettings, tls_context
 from volsched.kube.ratelimit import retry_after
 
 JSON = "application/json"
@@ -105,20 +104,6 @@ def _header_line(name: str, value: str) -> bytes:
     if http.client._is_illegal_header_value(raw_value):  # type: ignore[attr-defined]
         raise ValueError(f"Invalid header value for {name}")
     return raw_name + b": " + raw_value + b"\r\n"
-
-
-def _tls_context(cfg: AnySettings) -> ssl.SSLContext:
-    """The TLS settings of the client configuration: CA file or data, client cert and key, verification."""
-    ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
-    if cfg.ca_cert_data:
-        data = cfg.ca_cert_data
-        ctx.load_verify_locations(cadata=data.decode() if isinstance(data, bytes) else data)
-    if cfg.cert_file:
-        ctx.load_cert_chain(cfg.cert_file, cfg.key_file or None)
-    if not cfg.verify_ssl:
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-    return ctx
 
 
 def _direct_ok(cfg: AnySettings) -> bool:
@@ -630,7 +615,7 @@ class _Aio:
         _refuse_unsupported(cfg)
         self.host = host
         https = urlsplit(host).scheme == "https"
-        self.tls = _tls_context(cfg) if https else None
+        self.tls = tls_context(cfg) if https else None
         if self.tls is not None and cfg.assert_hostname is False:
             self.tls.check_hostname = False  # as urllib3 reads it: the certificate, not its name, checked
         no_proxy = getattr(cfg, "no_proxy", None)
@@ -822,7 +807,7 @@ class LeanRest:
         self._https = url.scheme == "https"
         self._netloc = (url.hostname or "localhost", url.port or (443 if self._https else 80))
         self._prefix = url.path.rstrip("/")
-        self._tls = _tls_context(cfg) if self.direct and self._https else None
+        self._tls = tls_context(cfg) if self.direct and self._https else None
         self._local = threading.local()
         #: Connections opened by the direct path (for tests and benchmarks).
         self.connects = 0

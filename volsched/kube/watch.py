@@ -29,6 +29,7 @@ from concurrent.futures import Executor, Future, InvalidStateError
 from typing import Any, NoReturn, ParamSpec, TypeVar
 from urllib.parse import urlencode
 
+from volsched.kube.early import EarlyListing
 from volsched.kube.errors import ApiException
 from volsched.kube.health import ApiHealth, back_pressure, is_unreachable
 from volsched.kube.kubeconfig import AnyApi
@@ -146,7 +147,10 @@ class ListWatch:
         backoff: tuple[float, ...] = BACKOFF,
         refused_backoff: tuple[float, float] = REFUSED_BACKOFF,
         announce_recovery: bool = True,
+        early: EarlyListing | None = None,
     ) -> None:
+        """``early``: the first pages of this kind's first listing, asked for at the process's start
+        (:mod:`~volsched.kube.early`); its first listing takes what came, asks for the rest."""
         self.api = api
         self.kind = kind
         self.on_event = on_event
@@ -179,6 +183,7 @@ class ListWatch:
         #: by a thread :meth:`stop` could not end in time. Handing over holds ``_handing``.
         self._retired = False
         self._handing = threading.Lock()
+        self._early = early
 
     # --- lifecycle -------------------------------------------------------------------------------------------
 
@@ -292,6 +297,9 @@ class ListWatch:
     # --- list ------------------------------------------------------------------------------------------------
 
     def _page(self, token: str) -> bytes:
+        early = self._early
+        if early is not None and (data := early.page(token)) is not None:
+            return data
         query: list[tuple[str, Any]] = [("limit", self.page_size)]
         if token:
             query.append(("continue", token))
@@ -339,6 +347,9 @@ class ListWatch:
             with self._lock:
                 self._pages = None
             fetcher.abandon("the listing ended")  # a page fetched ahead and not taken: dropped
+            early, self._early = self._early, None
+            if early is not None:  # the first listing only; what it did not take is freed
+                early.drop()
         with self._handing:  # drop_known may be emptying it
             gone = [k for k in self.known if k not in seen]
         self._gone(gone, resource_version=rv)

@@ -61,6 +61,7 @@ from volsched.cache.volcano import VOLCANO_GROUP
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.registry import placement_gap
 from volsched.gate import Gate
+from volsched.kube import early
 from volsched.kube.client import bearer_token, library_api_client, load_configuration, new_api_client
 from volsched.kube.configsource import read_config_map
 from volsched.kube.health import ApiHealth, QuietRetries
@@ -115,7 +116,16 @@ class Operator:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         # Connections for the bind workers, the writer's own (status, evictions, events) and the reads.
-        self.kcfg = load_configuration(settings.kubeconfig, pool_size=settings.writer.pool_size())
+        #: The Pods' and Nodes' first pages, asked for at the process's start (``volsched run``), and the
+        #: configuration they were read with; else the configuration is read here.
+        claimed = early.claim(settings.kubeconfig)
+        self.early_listed_at: float | None = None
+        if claimed is not None:
+            self.kcfg, early_listings, self.early_listed_at = claimed
+            self.kcfg.connection_pool_maxsize = max(settings.writer.pool_size(), 4)
+        else:
+            self.kcfg = load_configuration(settings.kubeconfig, pool_size=settings.writer.pool_size())
+            early_listings = {}
         self.api = new_api_client(self.kcfg)
         #: Reads at start and between sessions (the ConfigMap, discovery, listings) as plain JSON on the
         #: client's pooled connections: the client's typed APIs would import their models first.
@@ -155,6 +165,7 @@ class Operator:
             health=self.health,
             latency=self.latency,
             scheduler_names=settings.scheduler_names,
+            early=early_listings,
             volcano=lambda on_event: VolcanoKinds(
                 reads=self.reads,
                 new_watch=lambda kind, handler: ListWatch(
@@ -232,7 +243,8 @@ class Operator:
         """The first listing of every watched kind (:meth:`WatchFeed.prelist`); then the cache is synced."""
         started = time.monotonic()
         self.feed.prelist()
-        self.loop.pods_read_at = started
+        # Pods listed early were read before the Lease was looked at: one taken at start catches up.
+        self.loop.pods_read_at = min(started, self.early_listed_at or started)
         self.synced.set()
         log.info(
             "cache synced: %d nodes, %d pods, %d podgroups, %d queues",

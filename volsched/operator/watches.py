@@ -16,7 +16,7 @@ from __future__ import annotations
 import gc
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
@@ -25,6 +25,7 @@ from volsched.cache.state import ClusterState
 from volsched.cache.volcano import VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.cache.workload import WORKLOAD_PODGROUP
 from volsched.gcpause import pause_collector, resume_collector
+from volsched.kube.early import EarlyListing
 from volsched.kube.health import ApiHealth
 from volsched.kube.latency import PodLatency
 from volsched.kube.lister import WATCHED
@@ -56,9 +57,12 @@ class WatchFeed:
         latency: PodLatency,
         scheduler_names: frozenset[str],
         volcano: Callable[[Callable[[str, str, dict[str, Any]], None]], VolcanoKinds],
+        early: Mapping[str, EarlyListing] | None = None,
     ) -> None:
         """``api``: the watches' own client (the writer's pool stays free for writes); ``volcano``: builds
-        the Volcano kinds handing their events to the handler it is given."""
+        the Volcano kinds handing their events to the handler it is given; ``early``: listings asked for
+        at the process's start, by kind (:mod:`~volsched.kube.early`), which those kinds' first listings
+        take."""
         self.state = state
         self.feeder = feeder
         self.writer = writer
@@ -73,6 +77,7 @@ class WatchFeed:
                 prune=PRUNERS.get(k.kind),
                 health=health,
                 announce_recovery=False,  # the Lease, read every second, says when it answers again
+                early=(early or {}).get(k.kind),
             )
             for k in WATCHED
         }
