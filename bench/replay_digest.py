@@ -94,6 +94,8 @@ def examples() -> None:
     runs["replay-trace"] = teams
     runs["replay-compare"] = [*teams, "--compare", str(EXAMPLES / "replay-teams-a-weight-2.yaml")]
     runs["default"] = []
+    evicting = ["--config", str(EXAMPLES / "reclaim-preempt-scheduler.yaml")]  # (a config, not objects)
+    runs.update({f"{name} (evicting config)": [*args, *evicting] for name, args in list(runs.items())})
     for name, args in runs.items():
         cmd = [sys.executable, "-m", "volsched", "simulate", *args, "-o", "json"]
         done = subprocess.run(cmd, check=False, capture_output=True)  # (one is refused: its words count)

@@ -292,15 +292,25 @@ def run_cycle(
     evictions = port.evict(result.evictions, feeder.pods(e.pod for e in result.evictions))
     _settle(feeder, report, [], evictions, moving, now=now)
     own = stream.assumed  # the cache's changes this session made: its binds assumed, its phases
-    # The groups whose phase is not the cache's (or that have no object), found in C: most are.
-    keys = list(result.podgroups)
-    phases = list(map(_PHASES.__getitem__, map(_PHASE, result.podgroups.values())))
+    # The groups whose phase is not the cache's (or that have no object), found in C: most are. Only
+    # those the result says may have another phase than the last one's, when that is the result whose
+    # phases were written last (the others are the settled run's: written then, unchanged since).
+    delta = result.podgroups_delta
+    statuses = result.podgroups
+    if delta is not None and delta.since is not None and delta.since is state.phases_written:
+        keys = list(dict.fromkeys(delta.keys))
+        listed = list(map(statuses.__getitem__, keys))
+    else:
+        keys, listed = list(statuses), list(statuses.values())
+    state.phases_written = None
+    phases = list(map(_PHASES.__getitem__, map(_PHASE, listed)))
     held_phases = map(_PHASE, map(state.podgroups.get, keys, itertools.repeat(_NO_GROUP)))
     for k in itertools.compress(range(len(keys)), map(operator.is_not, held_phases, phases)):
         key, phase = keys[k], phases[k]
         if key in state.podgroups:  # a group with no object keeps its phase too
             report.phases_changed.append(key)
         own += state.set_podgroup_phase(key, phase)
+    state.phases_written = delta.now if delta is not None else None
     state.carryover = result.carryover
     if idle is not None:
         idle.ran(changes=changes, config=config, result=result, own=own)

@@ -12,11 +12,12 @@ waiting, no threads) and decides nothing about what a session does.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from operator import attrgetter
 
 from volsched.cache.doorbell import Rings
-from volsched.framework.decisions import SessionResult
+from volsched.framework.decisions import PodGroupStatus, SessionResult
 
 #: The defaults of the operator's ``session.period`` and ``session.min_gap`` (the time mode's too).
 PERIOD = 1.0
@@ -31,10 +32,17 @@ def pods_wait(result: SessionResult) -> bool:
     it could not place, and pods pipelined onto the room their victims free (pending, not unschedulable:
     their victims going is what they wait for), in a gang or standalone (no PodGroup status)."""
     return (
-        bool(result.unschedulable_pods)
-        or result.pipelined > 0
-        or any(map(_PENDING, result.podgroups.values()))  # (one pass in C: 1,000+ statuses a session)
+        bool(result.unschedulable_pods) or result.pipelined > 0 or any(map(_PENDING, _maybe_pending(result)))
     )
+
+
+def _maybe_pending(result: SessionResult) -> Iterable[PodGroupStatus]:
+    """The PodGroup statuses of ``result`` that may say pods are pending: those its delta lists (the
+    others are of the settled run, nothing pending there), or all."""
+    delta = result.podgroups_delta
+    if delta is None:
+        return result.podgroups.values()
+    return map(result.podgroups.__getitem__, delta.keys)
 
 
 @dataclass(frozen=True)

@@ -129,6 +129,9 @@ class ClusterState:
         self.tasks: dict[str, Task] = {}
         #: The PodGroups and Queues in force: ours, and Volcano's where no object of ours has the name.
         self.podgroups: dict[str, PodGroupSpec] = {}
+        #: Whose PodGroup phases the cycle wrote back last, all of them (``StatusDelta.now`` of that
+        #: session's result; None: none, or not all).
+        self.phases_written: object | None = None
         self.queues: dict[str, QueueSpec] = {}
         self._own: dict[tuple[str, str], PodGroupSpec | QueueSpec] = {}  # ("PodGroup", key) -> spec
         self._volcano: dict[tuple[str, str], PodGroupSpec | QueueSpec] = {}

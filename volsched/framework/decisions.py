@@ -206,6 +206,20 @@ class QueueStatus:
     ignored: tuple[tuple[str, str], ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class StatusDelta:
+    """Which PodGroup statuses of a session's result may say another phase, or pods pending, than the
+    last session's result said: at most ``keys`` (each in ``podgroups``); every other PodGroup is of
+    the settled run (nothing pending) and has the phase it had in the result whose ``now`` is this
+    one's ``since``. A driver that wrote that result's phases back has only ``keys`` to look at; one
+    that did not (another result, or none, in between) looks at them all."""
+
+    #: What the result this one follows was, and what this one is (compared by identity).
+    since: object | None
+    now: object
+    keys: list[str]
+
+
 @dataclass
 class SessionResult:
     binds: list[Bind] = field(default_factory=list)
@@ -218,6 +232,9 @@ class SessionResult:
     #: is written from the session's jobs), and a backlog admits 50,000 jobs before its first bind.
     admitted: list[str] = field(default_factory=list)
     podgroups: dict[str, PodGroupStatus] = field(default_factory=dict)
+    #: Which of ``podgroups`` may say another phase, or pods pending, than the last session's (None:
+    #: any of them).
+    podgroups_delta: StatusDelta | None = None
     queues: dict[str, QueueStatus] = field(default_factory=dict)
     namespaces: dict[str, dict[str, Any]] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)

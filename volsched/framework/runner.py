@@ -26,6 +26,7 @@ from volsched.framework.decisions import (
     QueueStatus,
     SessionResult,
     Status,
+    StatusDelta,
     render,
 )
 from volsched.framework.messages import amounts
@@ -178,6 +179,7 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
 
     def podgroup_status(job: Job, q: int | None) -> int:
         """The job's PodGroup status into the result; its pending (and pipelined) tasks."""
+        fresh.append(job.key)
         counted = _status_counts(job)
         phase, phase_name, pending = counted[0], counted[1], counted[5]
         phases[job.key] = phase
@@ -195,7 +197,7 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
 
     ledger = session.ledger
     run = ledger.settled().podgroups  # nothing pending in the run: no place in line
-    statuses, run_phases, run_counts = _settled_statuses(run, session.snapshot.kept)
+    (statuses, run_phases, run_counts), fresh, since, now = _settled_statuses(run, session.snapshot.kept)
     result.podgroups.update(statuses)
     phases.update(run_phases)
     for (queue, name), n in run_counts.items():
@@ -226,6 +228,7 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
             waiting += 1
             result.pipelined += job.status_count.get(pipelined_status, 0)
     result.waiting = waiting
+    result.podgroups_delta = StatusDelta(since=since, now=now, keys=fresh)
     allocated_of = ledger.held_by_queue()
     request_of = ledger.asked_by_queue()
     ns_allocated = ledger.held_by_namespace()
@@ -298,48 +301,62 @@ RENDERED = "rendered"
 
 @dataclass
 class _Rendered:
-    """Plain statuses and phases by job key, with the job each was rendered from; and what the last
-    session's run came to (``run``: its PodGroups' jobs, in order), for a run that is the same or longer."""
+    """Plain statuses and phases by job key, with the job each was rendered from; what the last
+    session's run came to (``run``: its PodGroups' jobs, in order), for a run that is the same or longer;
+    and what the last result was (``token``: its ``StatusDelta.now``)."""
 
     jobs: dict[str, Job] = field(default_factory=dict)
     statuses: dict[str, PodGroupStatus] = field(default_factory=dict)
     phases: dict[str, PodGroupPhase] = field(default_factory=dict)
     run: list[Job] | None = None
-    out: tuple[dict[str, PodGroupStatus], dict[str, PodGroupPhase], Counter[tuple[str, str]]] | None = None
+    out: _RunStatuses | None = None
+    token: object | None = None
+
+
+_RunStatuses = tuple[dict[str, PodGroupStatus], dict[str, PodGroupPhase], Counter[tuple[str, str]]]
 
 
 def _settled_statuses(
     run: list[Job], kept: dict[str, object]
-) -> tuple[dict[str, PodGroupStatus], dict[str, PodGroupPhase], Counter[tuple[str, str]]]:
+) -> tuple[_RunStatuses, list[str], object, object]:
     """The plain status (:func:`_plain_status`) and the phase of each PodGroup of the settled run
     (``run``: shared jobs, in order), by key, and how many of the run's PodGroups each (queue, phase
     name) has. Kept in ``kept`` with the job each was rendered from for the next session (a shared job
     never changes: the object is the version), so a session renders only the jobs new to the run; one
     pass in C over the run checks that what is kept is of the very same jobs. A run that is the last
     one, or the last one with jobs after it (the jobs bound since), adds only those to what the last
-    session's came to. The maps returned are read, never changed (the next session may add to them)."""
+    session's came to. The maps returned are read, never changed (the next session may add to them).
+
+    Also the keys of the run's jobs rendered anew (new to what is kept: a job kept is the very object
+    the last result's status came from, so its phase there is its phase now), and the last result's
+    token and this one's (:class:`~volsched.framework.decisions.StatusDelta`)."""
     memo = kept.get(RENDERED)
     if not isinstance(memo, _Rendered):
         memo = _Rendered()
     kept[RENDERED] = memo
+    since, now = memo.token, object()
+    memo.token = now
     last, out = memo.run, memo.out
     if out is not None and last is not None:
         if run is last:
-            return out
+            return out, [], since, now
         if len(run) > len(last) and run[: len(last)] == last:  # (by identity: a Job has no __eq__)
             statuses, phases, counts = out
-            for job in run[len(last) :]:
+            added = run[len(last) :]
+            for job in added:
                 status, phase = _kept_status(memo, job)
                 statuses[job.key], phases[job.key] = status, phase
                 counts[job.queue, _PHASE_NAMES[phase]] += 1
             memo.run = run
-            return out
+            return out, list(map(_KEY, added)), since, now
     keys = list(map(_KEY, run))
     jobs = memo.jobs
     cached = list(map(jobs.get, keys))
+    fresh: list[str] = []
     if cached != run:
         for job in itertools.compress(run, map(operator.is_not, cached, run)):  # new to the run
             _kept_status(memo, job)
+            fresh.append(job.key)
         if len(jobs) > 2 * len(run) + 64:  # the jobs that left the run, dropped now and then
             memo.jobs = {k: jobs[k] for k in keys}
             memo.statuses = {k: memo.statuses[k] for k in keys}
@@ -354,7 +371,7 @@ def _settled_statuses(
             Counter(zip(map(_QUEUE, run), names, strict=True)),
         ),
     )
-    return memo.out
+    return memo.out, fresh, since, now
 
 
 def _kept_status(memo: _Rendered, job: Job) -> tuple[PodGroupStatus, PodGroupPhase]:
