@@ -57,7 +57,16 @@ def _trace(queues: list[str], jobs_per_class: int) -> list[TraceJob]:
     return sorted(out, key=lambda j: j.submit)
 
 
-def _replay(queues: list[str], jobs_per_class: int) -> list[Any]:
+#: With the reservation (its node filter exempts the job it holds nodes for) and minruntime (its delay
+#: reads a pod's age): both tell the jobs they answer apart to the shapes (``add_shape_fn``).
+STARVATION_CONFIG = RECLAIM_PREEMPT_CONFIG.replace(
+    "  - name: proportion\n",
+    "  - name: proportion\n  - name: reservation\n  - name: minruntime\n"
+    "    arguments: {minRuntime: 1s, preemptionDelay: 2s, weighWork: false}\n",
+)
+
+
+def _replay(queues: list[str], jobs_per_class: int, config: str = RECLAIM_PREEMPT_CONFIG) -> list[Any]:
     """Every session's decisions and refusals, in order."""
     objs = [node("n0", cpu="8"), node("n1", cpu="8")] + [queue(q) for q in queues]
     objs += [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": q}} for q in queues]
@@ -76,7 +85,7 @@ def _replay(queues: list[str], jobs_per_class: int) -> list[Any]:
     replay_module.run_cycle = recording
     try:
         docs = [Document(f"test: object {i}", o) for i, o in enumerate(objs)]
-        Replay(docs, load_config(text=RECLAIM_PREEMPT_CONFIG), trace=_trace(queues, jobs_per_class)).run()
+        Replay(docs, load_config(text=config), trace=_trace(queues, jobs_per_class)).run()
     finally:
         replay_module.run_cycle = run_cycle
     return sessions
@@ -120,6 +129,35 @@ def test_jobs_alike_get_the_answer_each_would_get_asked_alone(monkeypatch, queue
     for action in expect_fewer:
         assert asked_reused[action] < asked_each[action]
     assert asked_reused["preempt"] < asked_each["preempt"] / 2
+
+
+def test_the_reservation_and_minimum_run_time_answer_jobs_alike_alike(monkeypatch):
+    """With the reservation and minruntime in the config, jobs alike are asked once a shape too (before,
+    neither declared answers_by_shape, so every job was asked), and every session decides the same."""
+    asked: Counter[str] = Counter()
+    vote = PointTables.job_enqueueable
+
+    def voted(self: PointTables, job: Any) -> Any:
+        asked["enqueue"] += 1
+        return vote(self, job)
+
+    monkeypatch.setattr(PointTables, "job_enqueueable", voted)
+    place = eviction.place_by_evicting
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        asked[kwargs["action"]] += 1
+        return place(*args, **kwargs)
+
+    monkeypatch.setattr(eviction, "place_by_evicting", counted)
+    reused = _replay(["team-a", "team-b"], 12, STARVATION_CONFIG)
+    asked_reused = +asked
+    asked.clear()
+    monkeypatch.setattr(Priority, "answers_by_shape", False)
+    each = _replay(["team-a", "team-b"], 12, STARVATION_CONFIG)
+    assert any(evictions for _, evictions, *_ in each)
+    assert any(r.reservation for *_, podgroups in each for _, r in podgroups)
+    assert reused == each
+    assert asked_reused["preempt"] < asked["preempt"] and asked_reused["enqueue"] < asked["enqueue"]
 
 
 def test_jobs_alike_with_another_between_them_that_evicts(monkeypatch):

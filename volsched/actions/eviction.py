@@ -721,7 +721,7 @@ class Refusals:
         if len(admitted) > self._seen:
             self._admitted.update(admitted[self._seen :])
             self._seen = len(admitted)
-        return (*shape, job.key in self._admitted)
+        return (*shape, job.key in self._admitted, *self._session.shape_of(job, tasks))
 
     def get(self, shape: tuple[Any, ...]) -> tuple[int, Status] | None:
         return self._answers.get(shape)

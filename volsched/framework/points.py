@@ -9,7 +9,7 @@ answer combines: docs/design/modules.md#extension-points.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cmp_to_key
 from operator import attrgetter
@@ -245,6 +245,12 @@ class ExtensionPoints(Protocol):
         subset of what it passed). ``explain`` says why it keeps the pods of a list it would not pass
         alone (one clause each, as users read it)."""
 
+    def add_shape_fn(self, plugin: str, fn: Callable[[Job, list[Task]], Hashable]) -> None:
+        """For a plugin that declares ``answers_by_shape`` but answers two jobs of one shape apart by
+        something else it reads of them (the job a reservation is held for, a pod's age against a
+        delay): ``fn`` says that of a job and its tasks (``job_shape``'s), and jobs it tells apart are
+        never given each other's answers."""
+
     def add_event_handler(self, handler: EventHandler) -> None: ...
 
 
@@ -355,6 +361,14 @@ class PointTables:
     def add_preemptive_fn(self, plugin: str, fn: Callable[[QueueSpec, Task], str | None]) -> None:
         """``fn`` returns None when the queue may take capacity back for the task, else why not."""
         self._add("preemptive", plugin, fn)
+
+    def add_shape_fn(self, plugin: str, fn: Callable[[Job, list[Task]], Hashable]) -> None:
+        """``fn`` tells apart jobs of one shape the plugin answers apart (see the Protocol)."""
+        self._add("shape", plugin, fn)
+
+    def shape_of(self, job: Job, tasks: list[Task]) -> tuple[Hashable, ...]:
+        """What the plugins' shape functions say of ``job`` and its ``tasks`` (empty without any)."""
+        return tuple(fn(job, tasks) for _, fn in self._flat("shape"))
 
     def add_predicate_fn(self, plugin: str, fn: PredicateFn, *, explain: ExplainFn | None = None) -> None:
         self._add("predicate", plugin, fn)

@@ -38,6 +38,9 @@ class MinRuntime(BasePlugin):
     name: ClassVar[str] = "minruntime"
     #: What a pod has run grows with the clock: a victim refused now may be taken later.
     reads_clock: ClassVar[bool] = True
+    #: Its answers read the victims and, of the pod that would take their room, its request, its nodes
+    #: and (``preemptionDelay``) its age, which ``add_shape_fn`` tells apart.
+    answers_by_shape: ClassVar[bool] = True
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
@@ -78,3 +81,5 @@ class MinRuntime(BasePlugin):
 
         session.add_preemptable_fn(self.name, victims)
         session.add_reclaimable_fn(self.name, victims)
+        if delay > 0:
+            session.add_shape_fn(self.name, lambda _, tasks: tuple(now - t.creation < delay for t in tasks))

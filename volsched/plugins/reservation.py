@@ -309,6 +309,9 @@ class Reservation(BasePlugin):
     #: does, and that is a change of the cache, after which a session runs. So a session skipped on an
     #: unchanged cache loses no placement (a job past ``waitTime`` meanwhile reserves at the next one).
     reads_clock: ClassVar[bool] = False
+    #: Its node filter reads a pod's shape (its expected run time, its request) and whether its job is
+    #: the one the nodes are held for: that is told apart by ``add_shape_fn``.
+    answers_by_shape: ClassVar[bool] = True
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
@@ -322,6 +325,7 @@ class Reservation(BasePlugin):
         reserving = _Reserving(session, job)
         session.state[CARRY] = reserving
         session.add_constraint_fn(self.name, reserving.mask, explain=reserving.explain)
+        session.add_shape_fn(self.name, lambda job, _: job.key == reserving.job.key)
         session.add_event_handler(EventHandler(allocate=reserving.placed, deallocate=reserving.unplaced))
 
     def on_session_close(self, session: ExtensionPoints) -> None:
