@@ -225,6 +225,10 @@ class IdleSkip:
             self._asked = ConfigTraits(config, pending_only=only, time_matters=clock or not only)
 
 
+#: ``ClusterState.held_back`` when no session said what it left unplaced (see :func:`to_place`).
+NOTHING_HELD: tuple[frozenset[str], int, object] = (frozenset(), -1, None)
+
+
 def to_place(
     snapshot: ClusterSnapshot,
     config: SchedulerConfig,
@@ -273,6 +277,9 @@ def run_cycle(
     snapshot = state.snapshot(now=now)
     snapshot_s = time.perf_counter() - started
     placing = to_place(snapshot, config, held_back=state.held_back, freed=freed)
+    # What the next session holds back is this one's to say; one that fails says nothing (this
+    # snapshot took the changes the next would have read).
+    state.held_back = NOTHING_HELD
     # One job with anything to place: its commit is the session's only one (or nearly), so the port may
     # send it on this thread at once; one hand-over to a bind worker cost an arriving pod a few ms.
     lone = placing is not None and len(placing) == 1

@@ -14,7 +14,7 @@ import pytest
 from tests.builders import Obj, node, pod, podgroup
 from tests.unit._cycle_harness import FakePort, cache
 from volsched.cache.feeder import Feeder
-from volsched.cycle import BOUND, BindOutcome, run_cycle, to_place
+from volsched.cycle import BOUND, NOTHING_HELD, BindOutcome, run_cycle, to_place
 from volsched.framework.decisions import Bind
 from volsched.framework.registry import load_config
 
@@ -138,3 +138,22 @@ def test_a_snapshot_names_the_jobs_whose_pods_or_podgroup_changed_since_the_last
     assert feeder.state.snapshot(now=5000.0).touched is None  # built from scratch
     change(feeder)
     assert feeder.state.snapshot(now=5001.0).touched == touched
+
+
+class FailingPort(FakePort):
+    def bind(
+        self, binds: Sequence[Bind], pods: Mapping[str, Any], *, lone: bool = False
+    ) -> list[BindOutcome]:
+        raise OSError("the apiserver went away")
+
+
+def test_a_session_that_fails_holds_nothing_back() -> None:
+    """Its snapshot took the changes the next session would have read: what it held back, unsaid, is
+    nothing (the next session counts every job)."""
+    feeder = cache(node("n1", cpu="2"), pod("big", cpu="4"))
+    run_cycle(feeder, CONFIG, FakePort(), now=5000.0)
+    assert feeder.state.held_back[0] == {"default/big"}
+    _apply(feeder, pod("a"), 10)
+    with pytest.raises(OSError):
+        run_cycle(feeder, CONFIG, FailingPort(), now=5001.0)
+    assert feeder.state.held_back == NOTHING_HELD

@@ -191,7 +191,7 @@ class ClusterState:
         #: The jobs the last session that ran had to place and left unplaced (none of their pods bound),
         #: with what the doorbell had counted of capacity freed (``doorbell.count[FREED]``) and the config,
         #: both as of its snapshot: ``volsched.cycle.to_place`` reads it.
-        self.held_back: tuple[frozenset[str], int, object] = (frozenset(), -1, None)
+        self.held_back: tuple[frozenset[str], int, object] = (frozenset(), -1, None)  # (cycle.NOTHING_HELD)
         #: Pods whose priority comes from a PriorityClass (no spec.priority): key -> the class name
         #: ("" for the default), so a PriorityClass event re-resolves them without parsing them again.
         self._by_class: dict[str, str] = {}
