@@ -88,6 +88,38 @@ def test_pack_holds_the_nodes_busy_until_the_start_before_idle_ones(
     assert taken is not None and {k: float(v[0]) for k, v in taken.items()} == nodes
 
 
+def test_pack_drains_the_nodes_of_the_queues_furthest_past_their_share_first() -> None:
+    """Three nodes as good at the start and as busy now: the two whose pods' queues come last in the
+    queue order (``drain``: 1.0 the last, 0.0 the first) are held."""
+    taken = pack(
+        gpus(8, 8, 8), [Ask(np.array([8.0]), ALL, 2)], idle=gpus(0, 0, 0), drain=np.array([0.0, 1.0, 0.5])
+    )
+    assert taken is not None and sorted(taken) == [1, 2]
+
+
+def test_the_reservation_drains_the_nodes_of_the_queue_past_its_share() -> None:
+    """n1 runs b's pod, n2 and n3 a's; all end in 50m. Queue a holds 16 GPUs, b 8 (a comes after b in
+    proportion's order): the gang reserves n2 and n3, so what stops running while they drain is a's
+    (before: n1 and n2, by the nodes' order)."""
+    objects = [
+        node("n1", cpu="32", gpu="8"),
+        node("n2", cpu="32", gpu="8"),
+        node("n3", cpu="32", gpu="8"),
+        queue("big", weight=4),
+        queue("a"),
+        queue("b"),
+        created(podgroup("g", ns="ns", queue="big", min_member=2, phase="Inqueue"), NOW - 3600),
+        *(pod(f"g-{i}", ns="ns", cpu="1", gpu="8", group="g") for i in range(2)),
+    ]
+    for name, where, q in (("x", "n1", "b"), ("y", "n2", "a"), ("z", "n3", "a")):
+        obj = running(name, on=where, gpu=8, ago=600, runtime="1h")
+        obj["metadata"]["annotations"]["scheduling.volsched.io/queue-name"] = q
+        objects.append(obj)
+    plugins = "{name: priority}, {name: gang}, {name: predicates}, {name: proportion}, {name: reservation}"
+    result = session(objects, carry={"next": "ns/g"}, plugins=plugins)
+    assert result.podgroups["ns/g"].reservation == "reserves 2 node(s) starting in 50m: n2, n3"
+
+
 def test_a_node_free_now_stays_free_when_the_gang_starts_as_early_without_it() -> None:
     """n0 is free now, n1 and n2 free in 50m: the gang (two 8-GPU pods) starts in 50m either way, so it
     reserves n1 and n2 and a 5h pod takes n0 (before, n0 and n1 were reserved and n0 held idle)."""

@@ -51,10 +51,13 @@ class Release:
     request: Vector
 
 
-def pack(free: Vector, asks: list[Ask], *, idle: Vector | None = None) -> dict[int, Vector] | None:
+def pack(
+    free: Vector, asks: list[Ask], *, idle: Vector | None = None, drain: Vector | None = None
+) -> dict[int, Vector] | None:
     """Where ``asks`` fit in ``free`` (node, resource), each group onto the nodes with room for most of
     it first (the fewest nodes), and among nodes with as much room, those with the least of it ``idle``
-    already (room free now, held idle until the start: a node busy until then is held for nothing);
+    already (room free now, held idle until the start: a node busy until then is held for nothing),
+    then those with the most ``drain`` (per node: how far what runs there is past its queue's share);
     what each node takes, or None when they do not all fit."""
     free = free.copy()
     taken: dict[int, Vector] = {}
@@ -68,8 +71,9 @@ def pack(free: Vector, asks: list[Ask], *, idle: Vector | None = None) -> dict[i
             if idle is not None and dims.any()
             else np.zeros(len(free))
         )
+        over = drain if drain is not None else np.zeros(len(free))
         left = ask.count
-        for node in np.lexsort((early, -room)):
+        for node in np.lexsort((-over, early, -room)):
             take = int(min(room[node], left))
             if take <= 0:
                 break
@@ -93,7 +97,7 @@ def _fits(free: Vector, ask: Ask, dims: BoolArray) -> Vector:
 
 
 def earliest_fit(
-    free: Vector, releases: list[Release], asks: list[Ask], *, now: float
+    free: Vector, releases: list[Release], asks: list[Ask], *, now: float, drain: Vector | None = None
 ) -> tuple[float, dict[int, Vector], Vector] | None:
     """The first moment (``now`` or a release's end, inf when only pods with no expected end free
     enough) at which ``asks`` fit in ``free`` plus what has been released by then: that moment, what
@@ -110,7 +114,7 @@ def earliest_fit(
             k += 1
         if (np.maximum(room, 0.0).sum(axis=0) + EPS < total).any():
             continue
-        taken = pack(np.maximum(room, 0.0), asks, idle=np.maximum(free, 0.0))
+        taken = pack(np.maximum(room, 0.0), asks, idle=np.maximum(free, 0.0), drain=drain)
         if taken is not None:
             return t, taken, room
     return None
@@ -168,6 +172,10 @@ def plan_for(session: ExtensionPoints, job: Job) -> Plan | None:
     now = session.now
     expected_runtime = runtimes_of(session)
     releases: list[Release] = []
+    held: list[tuple[int, str, float]] = []  # (node, queue, size) of what runs there
+    total = np.where(session.space.share_mask, session.total, 0.0)
+    scale = np.where(total > EPS, 1.0 / np.maximum(total, EPS), 0.0)
+    jobs = session.jobs
     for i in np.flatnonzero(usable):
         for task in nodes.tasks[i].values():
             if task.job_key == job.key or task.status not in _HOLDING:
@@ -178,8 +186,11 @@ def plan_for(session: ExtensionPoints, job: Job) -> Plan | None:
             began = task.start_time if task.status is TaskStatus.RUNNING and task.start_time > 0 else now
             end = math.inf if runtime is None else max(now, began + runtime)
             releases.append(Release(end, int(i), task.request))
+            owner = jobs.get(task.job_key)
+            if owner is not None and owner.queue in session.queues:
+                held.append((int(i), owner.queue, float(np.max(task.request * scale, initial=0.0))))
     free = nodes.idle + nodes.incoming  # what is free once what is being released goes, less what is promised
-    found = earliest_fit(free, releases, asks, now=now)
+    found = earliest_fit(free, releases, asks, now=now, drain=_drain(session, held, len(nodes)))
     if found is None:
         return None
     start, taken, room = found
@@ -189,6 +200,29 @@ def plan_for(session: ExtensionPoints, job: Job) -> Plan | None:
 
 
 _HOLDING = NODE_HOLDING_STATUSES | {TaskStatus.PIPELINED}
+
+
+def _drain(session: ExtensionPoints, held: list[tuple[int, str, float]], nodes: int) -> Vector:
+    """Per node, where its pods' queues stand in the session's queue order (0: the first, the furthest
+    below its share; 1: the last), weighted by the pods' sizes: a reservation that may hold one node or
+    another drains the one whose pods' queues are furthest past their shares first, so that what ends
+    there (and is not given back while the nodes drain) is theirs."""
+    out = np.zeros(nodes)
+    names = sorted({q for _, q, _ in held})
+    if len(names) < 2:
+        return out
+    queues = session.queues
+
+    def before(a: str, b: str) -> int:
+        return -1 if session.queue_less(queues[a], queues[b]) else 1
+
+    order = sorted(names, key=cmp_to_key(before))
+    rank = {q: k / (len(order) - 1) for k, q in enumerate(order)}
+    weight = np.zeros(nodes)
+    for i, q, size in held:
+        out[i] += rank[q] * size
+        weight[i] += size
+    return np.where(weight > 0, out / np.maximum(weight, EPS), 0.0)
 
 
 def _task_key(task: Task) -> tuple[int, float, str]:
