@@ -520,3 +520,45 @@ def test_a_bind_that_hangs_holds_the_status_back_no_longer_than_status_after_bin
         assert port.binds_in_flight == 1
         server.gate.set()
         assert port.drain(HOLD)
+
+
+def test_a_sessions_status_waits_for_the_binds_before_it_not_for_those_handed_over_later(
+    server: GatedServer, fence: Fence
+) -> None:
+    """The status waits for the binds handed over when it began waiting (its session's); a later bind
+    still in flight does not hold it back, or a stream of arriving pods, always one bind in flight,
+    would keep every status waiting until ``status_after_binds``."""
+    let_a, let_c = threading.Event(), threading.Event()
+
+    def before_answer(path: str) -> None:
+        if path.endswith("/binding"):
+            server.arrived.release()
+            (let_a if "/pods/a/" in path else let_c).wait(HOLD)
+
+    server.before_answer = before_answer  # type: ignore[method-assign]
+    try:
+        with background_port(server, fence, workers=2) as port:
+            port.status_after_binds = 2 * HOLD  # longer than the test waits: only a's bind ends it
+            feeder = cache(node("n1", cpu="4"), pod("a"), pod("big", cpu="8"))
+            assert _cycle(feeder, port).result.unschedulable_pods == ("default/big",)
+            assert server.arrived.acquire(timeout=HOLD)  # a's bind held at the server
+            while not port.status_held:  # the status is waiting for it
+                let_c.wait(0.01)
+            later = cache(node("n1", cpu="4"), pod("c"))  # a later session's bind, held too
+            port.bind([Bind(pod="default/c", uid="uid-c", node="n1")], later.pods(["default/c"]))
+            assert server.arrived.acquire(timeout=HOLD)
+            assert not server.sent("/pods/big/status")
+            let_a.set()
+            written = threading.Event()
+            deadline = threading.Timer(HOLD, written.set)
+            deadline.start()
+            while not server.sent("/pods/big/status") and not written.is_set():
+                written.wait(0.05)
+            deadline.cancel()
+            assert server.sent("/pods/big/status")
+            assert port.binds_in_flight == 1  # c's, still held
+            let_c.set()
+            assert port.drain(HOLD)
+    finally:
+        let_a.set()
+        let_c.set()
