@@ -19,6 +19,7 @@ import hashlib
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,10 @@ def _session_lines(report: CycleReport) -> list[str]:
         repr(r.evictions),
         repr(r.admitted),
         repr(sorted(r.podgroups.items())),
-        repr(sorted(r.queues.items())),
+        # (a queue's PodGroups by phase, by phase name: the order they were counted in is no order)
+        repr(
+            sorted((n, replace(q, podgroups=dict(sorted(q.podgroups.items())))) for n, q in r.queues.items())
+        ),
         repr(sorted(r.namespaces.items())),
         repr(r.events),
         repr(sorted(r.rejections.items())),
