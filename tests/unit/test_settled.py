@@ -797,3 +797,34 @@ def test_a_runs_sums_are_exact_only_for_multiples_of_the_grain_well_under_the_fl
     m = np.array(rows)
     _, _, got = settled._exactness(settled.empty(2), [m], [m.sum(axis=0)])
     assert got is exact
+
+
+@pytest.mark.parametrize("names", [3, 12], ids=["few-names", "many-names"])
+def test_the_names_of_the_jobs_left_come_in_the_order_first_seen_as_a_walk_gives_them(names: int) -> None:
+    # What a run less the jobs that left sums per queue and per namespace is keyed in the order the
+    # jobs left first name them, and its namespaces holding something are those of its jobs with tasks:
+    # looked for name by name (few names) or walked (many), the same as a walk over every job.
+    rng = np.random.default_rng(names)
+
+    class _Job:
+        def __init__(self, queue: str, namespace: str, tasks: dict[str, object]) -> None:
+            self.queue, self.namespace, self.tasks = queue, namespace, tasks
+
+    queues = [f"q{i}" for i in range(names)]
+    spaces = [f"ns{i}" for i in range(names)]
+    for _ in range(300):
+        jobs: list[Any] = [
+            _Job(
+                str(rng.choice(queues)),
+                str(rng.choice(spaces)),
+                {"t": object()} if rng.random() < 0.8 else {},
+            )
+            for _ in range(int(rng.integers(0, 40)))
+        ]
+        assert list(settled._first_seen(jobs, settled._QUEUE, queues)) == list(
+            dict.fromkeys(j.queue for j in jobs)
+        )
+        assert list(settled._first_seen(jobs, settled._NAMESPACE, spaces)) == list(
+            dict.fromkeys(j.namespace for j in jobs)
+        )
+        assert settled._holding(jobs, frozenset(spaces)) == frozenset(j.namespace for j in jobs if j.tasks)

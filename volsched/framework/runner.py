@@ -158,9 +158,10 @@ def _phase_and_pending(job: Job) -> tuple[PodGroupPhase, int]:
 
 def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGroupPhase]:
     """PodGroup and Queue status into the result; returns the phase after this session of each job with
-    a PodGroup (computed, never written into the Job: the result carries it, the driver writes it back;
-    a pod standing alone has no phase to write nor to speak of), and appends to ``waiting_jobs`` the jobs
-    with tasks pending, in the jobs' order.
+    a PodGroup but those of the settled run without a refusal, which have nothing to say (computed,
+    never written into the Job: the result carries it, the driver writes it back; a pod standing alone
+    has no phase to write nor to speak of), and appends to ``waiting_jobs`` the jobs with tasks pending,
+    in the jobs' order.
 
     The sums per queue and per namespace are the ledger's. The PodGroups of the jobs no session changes
     (the ledger's settled run: nothing pending there) keep their status from the last session; one pass
@@ -196,9 +197,8 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
 
     ledger = session.ledger
     run = ledger.settled().podgroups  # nothing pending in the run: no place in line
-    (statuses, run_phases, run_counts), fresh, since, now = _settled_statuses(run, session.snapshot.kept)
+    (statuses, _, run_counts), fresh, since, now = _settled_statuses(run, session.snapshot.kept)
     result.podgroups.update(statuses)
-    phases.update(run_phases)
     for (queue, name), n in run_counts.items():
         q = queue_row.get(queue)
         if q is not None:

@@ -475,11 +475,11 @@ def _without_gone(jobs: list[Job], base: Settled, present: Container[str]) -> Se
     return Settled(
         jobs=left,
         width=width,
-        queue=_less(base.queue, dict.fromkeys(map(_QUEUE, left)), list(map(_QUEUE, gone)), rows),
+        queue=_less(base.queue, _first_seen(left, _QUEUE, base.queue), list(map(_QUEUE, gone)), rows),
         namespace=_less(
-            base.namespace, dict.fromkeys(map(_NAMESPACE, left)), list(map(_NAMESPACE, gone)), rows
+            base.namespace, _first_seen(left, _NAMESPACE, base.namespace), list(map(_NAMESPACE, gone)), rows
         ),
-        holding_namespaces=frozenset(map(_NAMESPACE, filter(_TASKS, left))),
+        holding_namespaces=_holding(left, base.holding_namespaces),
         unmet_queue=_less(
             base.unmet_queue,
             # (the queues of the admitted jobs short of their minimum, in order: none in a steady state)
@@ -498,6 +498,38 @@ def _without_gone(jobs: list[Job], base: Settled, present: Container[str]) -> Se
         whole=base.whole,
         fraction=base.fraction,
         exact=True,
+    )
+
+
+#: At most this many names (queues, namespaces) of a run are each looked for in the jobs left, one scan
+#: in C apiece that stops where it is first found; with more, one pass over the jobs finds them all.
+FEW_NAMES = 8
+
+
+def _first_seen(jobs: list[Job], name: attrgetter[str], among: Iterable[str]) -> dict[str, None]:
+    """The names (``name``: a job's queue or namespace) of ``jobs`` in the order first seen, as
+    ``dict.fromkeys(map(name, jobs))``; ``among``: every name they may have (the run's, a few). Each is
+    looked for from the start and found near it, not one lookup per job of 1,000+."""
+    names = list(among)
+    if len(names) > FEW_NAMES:
+        return dict.fromkeys(map(name, jobs))
+    first: dict[str, int] = {}
+    for n in names:
+        at = next(itertools.compress(itertools.count(), map(n.__eq__, map(name, jobs))), None)
+        if at is not None:
+            first[n] = at
+    return dict.fromkeys(sorted(first, key=first.__getitem__))
+
+
+def _holding(jobs: list[Job], among: frozenset[str]) -> frozenset[str]:
+    """The namespaces of ``jobs`` that have tasks, as ``frozenset(map(_NAMESPACE, filter(_TASKS, jobs)))``;
+    ``among``: every one they may be (the run's, a few), each looked for as :func:`_first_seen` does."""
+    if len(among) > FEW_NAMES:
+        return frozenset(map(_NAMESPACE, filter(_TASKS, jobs)))
+    return frozenset(
+        ns
+        for ns in among
+        if any(map(_TASKS, itertools.compress(jobs, map(ns.__eq__, map(_NAMESPACE, jobs)))))
     )
 
 
