@@ -311,6 +311,29 @@ def test_binds_still_waiting_when_the_port_closes_come_back_failed_unsent_each_o
         assert _sent(server) == ["a"]
 
 
+def test_past_the_first_bind_workers_more_start_only_while_a_backlog_waits(
+    server: GatedServer, fence: Fence
+) -> None:
+    """A burst of a few hundred binds went out sooner through 32 workers than through 128 (each more
+    in flight a thread and a connection); a backlog of a thousand sooner through 128. Two workers
+    start as binds wait; past them, more only while more than 10 binds wait: three binds held at the
+    server keep two workers, a burst of 40 more brings all 8."""
+    feeder = cache(node("n1", cpu="64"), *(pod(f"p{i}", cpu="100m") for i in range(43)))
+    binds = [Bind(pod=f"default/p{i}", uid=f"uid-p{i}", node="n1") for i in range(43)]
+    with background_port(server, fence, workers=8) as port:
+        port.writer.settings.bind_workers_first, port.writer.settings.bind_backlog = 2, 10
+        done = port.bind(binds[:3], feeder.pods(b.pod for b in binds[:3]))
+        for _ in range(2):
+            assert server.arrived.acquire(timeout=HOLD)  # two held at the server, one waiting
+        assert port.bind_workers == 2
+        done += port.bind(binds[3:], feeder.pods(b.pod for b in binds[3:]))
+        assert port.bind_workers == 8
+        server.gate.set()
+        assert port.drain(HOLD)
+        done += port.settle()[0]
+        assert sorted(o.bind.pod for o in done if o.result == BOUND) == sorted(b.pod for b in binds)
+
+
 def test_bind_workers_start_only_as_binds_outnumber_idle_ones(server: GatedServer, fence: Fence) -> None:
     """Each worker opens its own connection: started all at once, they made the first session's first
     binds wait behind as many TLS handshakes. One bind at a time needs one worker; three held on the

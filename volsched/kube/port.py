@@ -27,6 +27,7 @@ Without ``background`` every call returns all its outcomes and ``settle`` has no
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
@@ -43,6 +44,8 @@ from volsched.kube.podgroups import ConflictReporter, LeftBehind, PodGroupCreato
 from volsched.kube.writer import EventTarget, KubeWriter
 from volsched.model.raw import Raw
 from volsched.redaction import error_summary
+
+log = logging.getLogger("volsched.kube")
 
 #: The event reason on an object the cache refused (a negative quantity, a garbage namespace weight).
 REJECTED = "Rejected"
@@ -163,18 +166,37 @@ class KubePort:
 
     def _staff(self) -> None:
         """A bind was queued (under ``_lock``): an idle worker takes it, else a new worker is started,
-        up to ``bind_workers``. Workers start only as binds outnumber idle ones, as an executor's threads do:
-        started all at once, each would open its own connection (a TLS handshake, on the operator's
-        and the apiserver's CPU) for the first session's first few binds, and the first binds waited
-        behind them (the first bind after ready went from about 1.5 to 2.5 s at 1,000 x 10,000)."""
-        if self._idle > 0:
+        up to ``bind_workers_first``, and past them only while more than ``bind_backlog`` binds wait
+        (up to ``bind_workers``). Workers start only as binds outnumber idle
+        ones, as an executor's threads do: started all at once, each would open its own connection (a
+        TLS handshake, on the operator's and the apiserver's CPU) for the first session's first few
+        binds, and the first binds waited behind them (the first bind after ready went from about 1.5
+        to 2.5 s at 1,000 x 10,000). More binds in flight pay only where many wait: a burst of a few
+        hundred went out sooner through 32 workers than through 128, a backlog of thousands through
+        128 (docs/operating.md)."""
+        settings = self.writer.settings
+        running, most = len(self._workers), max(1, settings.bind_workers)
+        if running >= settings.bind_workers_first and running < most:
+            # Past the first, a backlog starts one whatever idle workers were counted: a worker that
+            # finished a bind took the next at once from a deep queue, and is not idle.
+            if self._queue.qsize() > settings.bind_backlog:
+                self._start_worker()
+            elif self._idle > 0:
+                self._idle -= 1
+        elif self._idle > 0:
             self._idle -= 1
-        elif len(self._workers) < max(1, self.writer.settings.bind_workers):
-            worker = threading.Thread(
-                target=self._work, name=f"volsched-bind_{len(self._workers)}", daemon=True
+        elif running < most:
+            self._start_worker()
+
+    def _start_worker(self) -> None:
+        """Start one more bind worker (under ``_lock``)."""
+        worker = threading.Thread(target=self._work, name=f"volsched-bind_{len(self._workers)}", daemon=True)
+        worker.start()
+        self._workers.append(worker)
+        if len(self._workers) == self.writer.settings.bind_workers:
+            log.debug(
+                "bind workers: all %d started, %d binds waiting", len(self._workers), self._queue.qsize()
             )
-            worker.start()
-            self._workers.append(worker)
 
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:

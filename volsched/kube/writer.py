@@ -84,6 +84,13 @@ class WriterSettings:
     #: Fairness' ``workload-low`` level, 245 of the 600 seats of a default apiserver (more when others
     #: idle), so 128 fit in its seats; each worker costs about 80-100 KiB (a thread and a TLS connection).
     bind_workers: int = 128
+    #: Bind workers started as soon as binds outnumber idle ones; past these, more (up to
+    #: ``bind_workers``) only while more than ``bind_backlog`` binds wait: about a second of binds
+    #: through 32 workers on the apiservers measured. A burst of a few hundred binds went out sooner
+    #: through 32 than through 128 (even with the 128 connections opened ahead), a backlog of a
+    #: thousand or more sooner through 128 (docs/operating.md).
+    bind_workers_first: int = 32
+    bind_backlog: int = 600
     #: The writer's other requests in flight at once (status, conditions, events, evictions).
     workers: int = 32
     #: A client-side limit on requests per second (0: none, the apiserver's flow control decides).

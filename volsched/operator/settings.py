@@ -188,7 +188,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--bind-workers",
         type=int,
         default=d.writer.bind_workers,
-        help="binds in flight at once (workers start only as binds wait)",
+        help="binds in flight at once at most (workers start only as binds wait)",
+    )
+    p.add_argument(
+        "--bind-workers-first",
+        type=int,
+        default=d.writer.bind_workers_first,
+        help="bind workers started as soon as binds wait; more (up to --bind-workers) only while more "
+        "than --bind-backlog binds wait",
+    )
+    p.add_argument(
+        "--bind-backlog",
+        type=int,
+        default=d.writer.bind_backlog,
+        help="binds waiting past which bind workers beyond --bind-workers-first start",
     )
     p.add_argument(
         "--workers",
@@ -239,6 +252,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     s.lease.enabled = not args.no_lease
     s.writer.workers, s.writer.qps, s.writer.burst = args.workers, args.qps, args.burst
     s.writer.bind_workers = args.bind_workers
+    s.writer.bind_workers_first = args.bind_workers_first
+    s.writer.bind_backlog = args.bind_backlog
     s.scheduler_names = parse_scheduler_names(args.scheduler_names)
     return s
 
