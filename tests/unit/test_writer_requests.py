@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.unit._scripted_server import OK, ScriptedServer
-from volsched.cycle import EVICTED
+from volsched.cycle import BLOCKED, EVICTED
 from volsched.framework.decisions import Code, Event, Evict, EvictionReason, SessionResult, Status
 from volsched.kube.prune import prune_pod
 from volsched.kube.ratelimit import EventFilter
@@ -48,12 +48,25 @@ def test_an_evicted_pod_gets_its_condition_only_if_it_lingers(
 ) -> None:
     """Told before and again after the eviction (which writes its own condition) while it terminates; a
     pod deleted at once only gets the event: a condition written before is replaced by the eviction's
-    before anyone reads it (kube-scheduler's Preemption asks a status write per victim)."""
+    before anyone reads it (kube-scheduler's Preemption asks a status write per victim). Its event
+    goes with the next status writes, so the session that preempts waits for one request per victim."""
     server.script["/eviction"] = [OK]
     assert writer.evict(EVICTION, prune_pod(pod)).result == EVICTED  # as the cache holds it
+    writer.write_status(SessionResult(), queues=[], podgroups=[], pods={})
     methods = [(r.method, r.path.rsplit("/", 1)[-1]) for r in server.received]
     said = [("POST", "events"), ("POST", "eviction")]
-    assert methods == ([("PATCH", "status"), *said, ("PATCH", "status")] if lingers else said)
+    told_after = [("POST", "eviction"), ("POST", "events")]
+    assert methods == ([("PATCH", "status"), *said, ("PATCH", "status")] if lingers else told_after)
+
+
+def test_a_pod_gone_at_once_whose_eviction_is_refused_gets_no_event(
+    server: ScriptedServer, writer: KubeWriter
+) -> None:
+    """A PodDisruptionBudget refused it: nothing was preempted, and no event says so."""
+    server.script["/eviction"] = [(429, {}, {"kind": "Status", "message": "Cannot evict pod"})]
+    assert writer.evict(EVICTION, prune_pod(_pod(0))).result == BLOCKED
+    writer.write_status(SessionResult(), queues=[], podgroups=[], pods={})
+    assert [(r.method, r.path.rsplit("/", 1)[-1]) for r in server.received] == [("POST", "eviction")]
 
 
 TARGET = EventTarget("Pod", "v1", "ns", "p", "u1")

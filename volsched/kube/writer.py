@@ -247,6 +247,9 @@ class KubeWriter:
         #: last waits as an event's does (``EventFilter.settling``).
         self._condition_at: dict[str, float] = {}
         self.events = EventFilter(burst=self.settings.event_burst, every=self.settings.event_every)
+        #: Events of pods evicted and gone at once (target, reason, message, time), for the next status
+        #: writes to send (see :meth:`evict`).
+        self._told_after: list[tuple[EventTarget, str, str, str]] = []
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
@@ -532,27 +535,35 @@ class KubeWriter:
         before preempting) and a ``Preempted``/``Evicted`` event naming the action, the beneficiary and
         the numbers, then the Eviction API (which enforces PodDisruptionBudgets). The Eviction API
         replaces the condition with its own (``EvictionByEvictionAPI``), so it is written once more
-        after a successful eviction while the pod terminates. A pod the eviction deletes at once (a zero
-        grace period and no finalizer) gets neither write: the eviction's own condition replaces the
-        first before anyone could read it and the pod is gone before the second (only refused); its
-        event says why. A pod that cannot be told is not evicted (the next session tries again)."""
+        after a successful eviction while the pod terminates. A pod that cannot be told is not evicted
+        (the next session tries again). A pod the eviction deletes at once (a zero grace period and no
+        finalizer) gets neither condition: the eviction's own replaces the first before anyone could
+        read it and the pod is gone before the second (only refused). It is evicted first, and its
+        event, unless the eviction was refused, is written with the next status writes (after the
+        binds handed over before them, as kube-scheduler records it after its delete): the session
+        that preempts waits for its evictions alone, one request each, not two."""
         if not self._ours(pod):
             return EvictOutcome(eviction, SKIPPED, "not scheduled by volsched")
         ns, name = _split(eviction.pod)
         uid = eviction.uid or uid_of(pod or {})
         message = redact(render_eviction(eviction))
         now = render.now_rfc3339()
+        target = EventTarget("Pod", "v1", ns, name, uid)
+        if _gone_when_evicted(pod):  # evicted first; its event waits for the session's status writes
+            outcome = self._evict(eviction, ns, name)
+            if outcome.result in (EVICTED, UNKNOWN):
+                with self._lock:
+                    self._told_after.append((target, eviction_event_reason(eviction), message, now))
+            return outcome
         condition = render.disruption_target_condition(eviction.action, message, now)
-        lingers = not _gone_when_evicted(pod)
-        told = self._disruption_target(eviction, ns, name, condition) if lingers else None
+        told = self._disruption_target(eviction, ns, name, condition)
         if told is not None:
             return told
-        target = EventTarget("Pod", "v1", ns, name, uid)
         _, event_error = self.post_object_event(
             target, reason=eviction_event_reason(eviction), message=message, type_="Normal", now=now
         )
         outcome = self._evict(eviction, ns, name)
-        if outcome.result == EVICTED and lingers:
+        if outcome.result == EVICTED:
             self._disruption_target(eviction, ns, name, condition)
         if event_error:
             outcome.detail = f"{outcome.detail}; {event_error}" if outcome.detail else event_error
@@ -684,6 +695,10 @@ class KubeWriter:
         ]
         for target, event in targeted:
             jobs.append(lambda t=target, e=event: self._event_job(t, e, now))  # type: ignore[misc]
+        with self._lock:
+            told_after, self._told_after = self._told_after, []
+        for target, reason, text, told_at in told_after:
+            jobs.append(partial(self._told_job, target, reason, text, told_at))
         writes = events = 0
         errors: list[str] = []
         for w, e, err in self._map(lambda job: job(), jobs):
@@ -692,6 +707,12 @@ class KubeWriter:
             if err:
                 errors.append(err)
         return writes, events, errors
+
+    def _told_job(
+        self, target: EventTarget, reason: str, message: str, at: str
+    ) -> tuple[int, int, str | None]:
+        sent, error = self.post_object_event(target, reason=reason, message=message, type_="Normal", now=at)
+        return 0, sent, error
 
     def _write(self, what: str, path: str, body: Any, content_type: str) -> tuple[bool, str | None]:
         """One status write (a PATCH). (True, None) when written; (False, None) when the object is gone
