@@ -16,8 +16,8 @@ With ``background`` (the operator's), a session never waits on the network for i
   sent under a later one) and returns the outcomes completed so far; ``settle`` returns those
   completed since, for the next cycle to finish or forget. A gang's binds go out together; one
   that fails is forgotten and the next session completes the half-bound gang.
-* ``write_status`` takes what it needs from the cache now and writes it on one status thread, once the
-  binds handed over before it came back (or ``status_after_binds`` seconds have passed); when a newer session's status
+* ``write_status`` takes what it needs from the cache now and writes it on one status thread, once no
+  bind is in flight (or ``status_after_binds`` seconds have passed); when a newer session's status
   arrives before the older was started, only the newer is written (it says everything the older did,
   as the writer skips what is unchanged). What was written is reported by a later ``write_status``.
 * Evictions stay synchronous: a session that preempts plans its next evictions on the pods it evicted.
@@ -77,11 +77,11 @@ class KubePort:
         status_after_binds: float = 10.0,
     ) -> None:
         self.writer = writer
-        #: In the background, a session's status writes wait until the binds handed over before them
-        #: have come back, at most this many seconds: a backlog's binds do not share the apiserver with
-        #: the status of every PodGroup they place (its gangs' pods bound sooner), and the newest status
-        #: is the one written. Binds handed over later do not hold it back (a stream of arriving pods
-        #: always has one in flight); the bound is for binds that hang or a burst longer than it.
+        #: In the background, a session's status writes wait while binds are in flight, at most this
+        #: many seconds: a backlog's binds, over however many sessions it takes, do not share the
+        #: apiserver with the status of every PodGroup they place (its gangs' pods bound sooner), and
+        #: the newest status is the one written. A stream of arriving pods leaves moments with no bind
+        #: in flight unless it is a backlog itself; the bound is for that, and for binds that hang.
         self.status_after_binds = status_after_binds
         #: Times a session's status writes waited for binds in flight (for tests).
         self.status_held = 0
@@ -99,8 +99,6 @@ class KubePort:
         self._lock = threading.Condition()
         self._binds_done: list[BindOutcome] = []
         self._binds_in_flight = 0
-        #: Binds handed over so far (those come back: this less ``_binds_in_flight``).
-        self._binds_handed = 0
         self._status_next: Callable[[], StatusReport] | None = None
         self._status_running = False
         self._status_done = StatusReport()
@@ -150,7 +148,6 @@ class KubePort:
             closed = self._closed
             here = lone and len(binds) == 1 and not closed and self._binds_in_flight == 0
             self._binds_in_flight += len(binds)
-            self._binds_handed += len(binds)
             if self.latency is not None:
                 self.latency.decided(b.pod for b in binds)
             if not closed and not here:
@@ -297,12 +294,10 @@ class KubePort:
         while True:
             with self._lock:
                 # Binds first: the apiserver's time goes to what starts pods, and a newer session's
-                # status that comes meanwhile replaces this one (written once, not twice). It waits
-                # for as many binds to come back as had been handed over when it began waiting.
+                # status that comes meanwhile replaces this one (written once, not twice).
                 deadline = time.monotonic() + self.status_after_binds
-                handed = self._binds_handed
                 self.status_held += bool(self._binds_in_flight and not self._closed)
-                while self._binds_handed - self._binds_in_flight < handed and not self._closed:
+                while self._binds_in_flight and not self._closed:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         break
