@@ -123,3 +123,32 @@ def test_stopping_tells_every_watch_before_waiting_for_any(
     assert all(timeout == 0 for _, timeout in calls[:n])  # all told ...
     assert all(timeout > 0 for _, timeout in calls[n:])  # ... then each waited for
     assert {k for k, _ in calls[:n]} == set(op.feed.lean)
+
+
+#: (when the Lease was acquired, how; whether the Pods' early pages are kept): they were asked for at 5.0.
+EARLY_KEPT = [
+    (0.0, "", True),  # a follower: a later take-over catches up
+    (6.0, "created", True),  # nobody held it: no binds of another holder to miss
+    (6.0, "released", False),  # taken over after the pages were asked for: listed again
+    (6.0, "expired", False),
+    (4.0, "expired", True),  # taken over before they were asked for
+]
+
+
+@pytest.mark.parametrize(("acquired_at", "how", "kept"), EARLY_KEPT)
+def test_a_replica_taking_the_lease_over_at_start_lists_the_pods_after_it(
+    op: Operator, monkeypatch: pytest.MonkeyPatch, acquired_at: float, how: str, kept: bool
+) -> None:
+    from volsched.kube.early import EarlyListing
+    from volsched.kube.kubeconfig import ClientConfig
+
+    _listings(op, monkeypatch, {})
+    pods = EarlyListing(ClientConfig("https://127.0.0.1:1"), "/api/v1/pods")  # never started
+    nodes = EarlyListing(ClientConfig("https://127.0.0.1:1"), "/api/v1/nodes")
+    op.feed.lean["Pod"]._early, op.feed.lean["Node"]._early = pods, nodes
+    op.early_listed_at = 5.0
+    op.lease.acquired_at, op.lease.acquired_how = acquired_at, how
+    op.prelist()
+    assert (op.feed.lean["Pod"]._early is pods) is kept
+    assert op.feed.lean["Node"]._early is nodes  # nodes carry no binds
+    assert op.loop.pods_read_at >= 5.0

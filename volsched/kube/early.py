@@ -20,9 +20,10 @@ Safe by construction:
   before.
 * A page that fails (an error status, a refused connection, a timeout) ends the early listing quietly:
   the operator's own listing asks for that page and everything after it, and reports what fails then.
-* The listing starts before the Lease is looked at: the operator counts its pods as read when the
-  early listing began, so a replica that takes the Lease over at start catches up (reads its pods
-  again) before its first session, as after any take-over (``SessionLoop.catch_up``).
+* The listing starts before the Lease is looked at: a replica that takes the Lease over from another
+  holder at start (not one that creates it) drops the Pods' early pages and lists them after the
+  take-over, as before (the last holder's last binds may be missing from them); a follower that takes
+  it over later catches up as after any take-over (``SessionLoop.catch_up``).
 
 Nothing is logged with a credential; nothing here decodes or caches an object.
 """

@@ -378,6 +378,12 @@ class ListWatch:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def forgo_early(self) -> None:
+        """The first listing asks for every page itself: the pages listed early are dropped."""
+        early, self._early = self._early, None
+        if early is not None:
+            early.drop()
+
     def drop_known(self) -> int:
         """Once stopped, for a kind no longer served (its CRD deleted): hand over everything still known as
         DELETED (the deletions the watch missed), and nothing ever after: a thread that :meth:`stop` could

@@ -242,9 +242,17 @@ class Operator:
     def prelist(self) -> None:
         """The first listing of every watched kind (:meth:`WatchFeed.prelist`); then the cache is synced."""
         started = time.monotonic()
+        lease = self.lease
+        if (
+            self.early_listed_at is not None
+            and lease.acquired_at > self.early_listed_at
+            and lease.acquired_how != "created"
+        ):
+            # The Lease taken over from another holder after the pods were asked for: its last binds may
+            # be missing from those pages. The pods are listed now, after the take-over, as without them.
+            self.feed.forgo_early("Pod")
         self.feed.prelist()
-        # Pods listed early were read before the Lease was looked at: one taken at start catches up.
-        self.loop.pods_read_at = min(started, self.early_listed_at or started)
+        self.loop.pods_read_at = started
         self.synced.set()
         log.info(
             "cache synced: %d nodes, %d pods, %d podgroups, %d queues",

@@ -133,6 +133,10 @@ class WatchFeed:
 
         return on_event
 
+    def forgo_early(self, kind: str) -> None:
+        """``kind``'s first listing asks for every page itself: what was listed early is dropped."""
+        self.lean[kind].forgo_early()
+
     def start(self) -> None:
         """Watch every kind (Volcano's too) from where :meth:`prelist` listed it, each on its own thread."""
         for w in (*self.lean.values(), *self.volcano.started()):
