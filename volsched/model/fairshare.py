@@ -27,6 +27,7 @@ Nothing here knows about sessions, pods or Kubernetes; it is numpy over nodes, p
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -387,11 +388,22 @@ def fair_share(
 
 
 def _per_unit(amount: Vector, unit: Vector) -> float:
-    """How many whole ``unit``s fit in ``amount`` (over the dimensions the unit asks for)."""
-    asks = unit > EPS
-    if not asks.any():
-        return float("inf")
-    return float(np.floor((amount[asks] + EPS) / unit[asks]).min())
+    """How many whole ``unit``s fit in ``amount`` (over the dimensions the unit asks for): the floor of
+    the smallest ``(amount + EPS) / unit``, NaN if one is. Plain floats: a vector has a handful of
+    dimensions, where each numpy call costs more than the arithmetic."""
+    k = math.inf
+    asks = False
+    for a, u in zip(amount.tolist(), unit.tolist(), strict=True):
+        if u > EPS:
+            asks = True
+            q: float = (a + EPS) / u
+            if q != q:
+                return q
+            if q < k:
+                k = q
+    if not asks or k == math.inf or k == -math.inf:
+        return k
+    return float(math.floor(k))
 
 
 def _remainder(
@@ -436,16 +448,15 @@ def _remainder(
     def grant(scope: list[int], pool: Vector) -> None:
         candidates = [i for i in scope if has_unit[i]]
         for _ in range(8 * len(candidates) + 64):
-            ranked = sorted(
-                (deserved_share(used[i], deserved[i]), tree.names[i], i)
-                for i in candidates
-                if room(i, pool) > 0
-            )
-            if not ranked:
+            rooms = {i: k for i in candidates if (k := room(i, pool)) > 0}
+            if not rooms:
                 return
-            _, _, best = ranked[0]
-            k = room(best, pool)
-            if len(ranked) > 1:
+            if len(rooms) == 1:
+                [(best, k)] = rooms.items()
+            else:
+                ranked = sorted((deserved_share(used[i], deserved[i]), tree.names[i], i) for i in rooms)
+                _, _, best = ranked[0]
+                k = rooms[best]
                 # Units until it would pass the next-lowest share (at least one).
                 nxt = ranked[1][0]
                 owed = deserved[best] > EPS

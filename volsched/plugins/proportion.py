@@ -7,6 +7,7 @@ the water-fill itself is :mod:`volsched.model.fairshare` (pure). Users: docs/con
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -135,29 +136,8 @@ def _pending_requests(
         request[row[job.queue]] += job.min_request
     unit = np.zeros((n, r))
     if tasks:
-        idx = np.asarray(rows, dtype=np.intp)
-        matrix = stack_rows([t.request for t in tasks], r)
-        np.add.at(request, idx, matrix)
-        mask = space.share_mask
-        total = np.where(mask & (session.total > EPS), session.total, np.inf)
-        dominant = (matrix / total).max(axis=1)
-        cand = np.flatnonzero(dominant > 0)
-        if len(cand):
-            # Per queue, in order of dominant share (then of the tasks' order), the first task that is
-            # pending and ours to place: asked of the few tasks that come first, not of every task.
-            order = cand[np.lexsort((dominant[cand], idx[cand]))]
-            queue_of = idx[order]
-            bounds = np.flatnonzero(np.r_[True, queue_of[1:] != queue_of[:-1], True]).tolist()
-            ordered = order.tolist()
-            pick: list[int] = []
-            for a, b in pairwise(bounds):
-                for k in ordered[a:b]:
-                    t = tasks[k]
-                    if t.status is pending and t.schedulable_by_us:
-                        pick.append(k)
-                        break
-            if pick:
-                unit[idx[pick]] = np.where(mask, matrix[pick], 0.0)
+        add = _add_few_pending if len(tasks) <= _FEW else _add_pending
+        add(request, unit, rows, tasks, total=session.total, mask=space.share_mask)
     # A queue whose smallest pending pod fits on no node right now cannot use more this session: what it
     # is owed beyond what it holds goes into the remainder for queues whose pods do fit (fragments).
     nodes = session.nodes
@@ -169,6 +149,74 @@ def _pending_requests(
             if not (idle >= floor).all(axis=1).any():
                 unit[i] = 0.0
     return allocated, request, inqueue, unit
+
+
+#: Up to this many pending tasks, :func:`_add_few_pending` (plain Python per task) costs less than
+#: :func:`_add_pending`'s fixed run of numpy calls; both give the same arrays.
+_FEW = 8
+
+
+def _add_pending(
+    request: Vector,
+    unit: Vector,
+    rows: Sequence[int],
+    tasks: Sequence[Task],
+    *,
+    total: Vector,
+    mask: np.ndarray[Any, np.dtype[np.bool_]],
+) -> None:
+    """Adds each task's request to its queue's row of ``request`` (``rows[k]`` is task ``k``'s), and sets
+    each queue's ``unit`` to the share dimensions of the smallest task (by dominant share of ``total``,
+    then the tasks' order) that is pending and ours to place. Vectorised over the tasks."""
+    r = request.shape[1]
+    idx = np.asarray(rows, dtype=np.intp)
+    matrix = stack_rows([t.request for t in tasks], r)
+    np.add.at(request, idx, matrix)
+    scale = np.where(mask & (total > EPS), total, np.inf)
+    dominant = (matrix / scale).max(axis=1)
+    cand = np.flatnonzero(dominant > 0)
+    if len(cand):
+        # Per queue, in order of dominant share (then of the tasks' order), the first task that is
+        # pending and ours to place: asked of the few tasks that come first, not of every task.
+        order = cand[np.lexsort((dominant[cand], idx[cand]))]
+        queue_of = idx[order]
+        bounds = np.flatnonzero(np.r_[True, queue_of[1:] != queue_of[:-1], True]).tolist()
+        ordered = order.tolist()
+        pick: list[int] = []
+        pending = TaskStatus.PENDING
+        for a, b in pairwise(bounds):
+            for k in ordered[a:b]:
+                t = tasks[k]
+                if t.status is pending and t.schedulable_by_us:
+                    pick.append(k)
+                    break
+        if pick:
+            unit[idx[pick]] = np.where(mask, matrix[pick], 0.0)
+
+
+def _add_few_pending(
+    request: Vector,
+    unit: Vector,
+    rows: Sequence[int],
+    tasks: Sequence[Task],
+    *,
+    total: Vector,
+    mask: np.ndarray[Any, np.dtype[np.bool_]],
+) -> None:
+    """:func:`_add_pending` for a handful of tasks, in plain Python: the same sums in the same order, and
+    per queue the first task with the least dominant share among those pending and ours."""
+    scale = [t if m and t > EPS else math.inf for t, m in zip(total.tolist(), mask.tolist(), strict=True)]
+    pending = TaskStatus.PENDING
+    best: dict[int, tuple[float, Vector]] = {}
+    for i, t in zip(rows, tasks, strict=True):
+        req = t.request
+        request[i] += req
+        if t.status is pending and t.schedulable_by_us:
+            dominant = max((q / s for q, s in zip(req.tolist(), scale, strict=True)), default=-math.inf)
+            if dominant > 0 and (i not in best or dominant < best[i][0]):
+                best[i] = (dominant, req)
+    for i, (_, req) in best.items():
+        unit[i] = np.where(mask, req, 0.0)
 
 
 def queue_tree(session: ExtensionPoints) -> tuple[dict[str, QueueAttr], FairShare]:

@@ -1,0 +1,197 @@
+"""The plain-Python paths for the small case (a handful of dimensions, a few pending pods) give exactly
+what the numpy formulas they stand in for give: whole units in an amount (fairshare's remainder), and
+each queue's pending request and unit (proportion)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import volsched.model.fairshare as fairshare
+from volsched.model.fairshare import build_tree, fair_share
+from volsched.model.resources import EPS
+from volsched.model.vocabulary import Task, TaskStatus
+from volsched.plugins.proportion import _add_few_pending, _add_pending
+
+INF = np.inf
+
+
+def numpy_per_unit(amount: np.ndarray, unit: np.ndarray) -> float:
+    """The formula ``_per_unit`` had, vectorised."""
+    asks = unit > EPS
+    if not asks.any():
+        return float("inf")
+    return float(np.floor((amount[asks] + EPS) / unit[asks]).min())
+
+
+def same(a: float, b: float) -> bool:
+    return (a != a and b != b) or (a == b and np.signbit(a) == np.signbit(b))
+
+
+@pytest.mark.parametrize(
+    "amount, unit",
+    [
+        ([4.0, 8.0], [1.0, 2.0]),  # a tie: 4 of each
+        ([4.0, 8.0], [0.0, 0.0]),  # asks for nothing: no limit
+        ([4.0, 8.0], [EPS / 2, 0.0]),  # below EPS counts as nothing
+        ([INF, 8.0], [1.0, 3.0]),  # no realCapability in one dimension
+        ([INF, INF], [1.0, 3.0]),  # none in any
+        ([-INF, 8.0], [1.0, 3.0]),
+        ([-3.5, 8.0], [1.0, 3.0]),  # already over
+        ([0.0, 0.0], [1.0, 1.0]),
+        ([-EPS, 1.0], [1.0, 1.0]),  # -EPS + EPS: +0, not -0
+        ([1.0 - EPS / 2, 5.0], [1.0, 1.0]),  # within EPS of a whole unit: it counts
+        ([0.3, 0.7], [0.1, 0.1]),  # not exact in binary
+        ([np.nan, 1.0], [1.0, 1.0]),
+        ([np.nan, 1.0], [0.0, 1.0]),  # NaN where the unit asks nothing: ignored
+        ([1e300, 1.0], [1e-300, 1.0]),  # overflows to inf
+        ([5.0], [2.0]),
+        ([], []),
+    ],
+)
+def test_whole_units_in_an_amount_match_the_numpy_formula(amount: list[float], unit: list[float]) -> None:
+    a, u = np.array(amount, dtype=np.float64), np.array(unit, dtype=np.float64)
+    assert same(fairshare._per_unit(a, u), numpy_per_unit(a, u))
+
+
+def test_whole_units_in_random_amounts_match_the_numpy_formula() -> None:
+    rng = random.Random(7)
+    picks = [0.0, EPS, 0.5, 1.0, 3.0, 0.1, 1 / 3, INF, -1.0]
+    for _ in range(3000):
+        r = rng.randint(1, 5)
+        a = np.array([rng.choice([*picks, rng.uniform(-5, 50)]) for _ in range(r)])
+        u = np.array([rng.choice([0.0, 0.25, 1.0, 2.0, 1 / 3, rng.uniform(0, 8)]) for _ in range(r)])
+        assert same(fairshare._per_unit(a, u), numpy_per_unit(a, u)), (a, u)
+
+
+def random_tree(rng: random.Random) -> tuple[list[str], list[str | None]]:
+    n = rng.randint(1, 6)
+    names = [f"q{i}" for i in range(n)]
+    parents: list[str | None] = [None]
+    for i in range(1, n):
+        parents.append(rng.choice([None, *names[:i]]))
+    return names, parents
+
+
+def outcome(tree: fairshare.Tree, kwargs: dict[str, object]) -> fairshare.FairShare | str:
+    try:
+        return fair_share(tree, **kwargs)  # type: ignore[arg-type]
+    except ValueError as e:
+        return repr(e)
+
+
+def test_fair_shares_of_random_trees_match_with_the_numpy_formula(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(11)
+    for case in range(300):
+        names, parents = random_tree(rng)
+        n, r = len(names), rng.randint(1, 3)
+        tree = build_tree(names, parents)
+
+        def column(choices: list[float], n: int = n, r: int = r) -> np.ndarray:
+            return np.array([[rng.choice(choices) for _ in range(r)] for _ in range(n)])
+
+        kwargs = dict(
+            total=np.array([rng.choice([0.0, 10.0, 64.0, rng.uniform(1, 100)]) for _ in range(r)]),
+            weight=np.array([float(rng.choice([0, 1, 1, 2, 5])) for _ in range(n)]),  # zero weights too
+            guarantee=column([0.0, 0.0, 2.0, 5.0]),
+            capability=column([INF, INF, 3.5, 8.0, 30.0]),  # caps
+            request=column([0.0, 4.0, 7.0, 9.0, 20.0]),
+            allocated=column([0.0, 0.0, 1.0, 3.0]),
+            unit=column([0.0, 0.5, 1.0, 1.0, 2.0, 1 / 3]),  # equal units: ties by name
+            dims=[f"d{d}" for d in range(r)],
+            describe=lambda d, v: str(v),
+        )
+        got, want = outcome(tree, kwargs), None
+        with monkeypatch.context() as m:
+            m.setattr(fairshare, "_per_unit", numpy_per_unit)
+            want = outcome(tree, kwargs)
+        if isinstance(want, str):  # zero weights all round give NaN deserved shares: the same error
+            assert got == want, case
+            continue
+        for field in ("deserved", "limit", "request", "allocated"):
+            np.testing.assert_array_equal(
+                getattr(got, field), getattr(want, field), err_msg=f"{case} {field}"
+            )
+
+
+def task(k: int, request: list[float], *, status: TaskStatus, ours: bool) -> Task:
+    return Task(
+        namespace="default",
+        name=f"t{k}",
+        uid=f"u{k}",
+        job_key=f"default/j{k}",
+        request_map={},
+        priority=0,
+        status=status,
+        node_name=None,
+        scheduler_name="volsched",
+        creation=0.0,
+        request=np.array(request, dtype=np.float64),
+        ours=ours,
+    )
+
+
+def pending_both_ways(
+    rows: list[int], tasks: list[Task], n: int, total: np.ndarray, mask: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    r = len(total)
+    out = []
+    for add in (_add_few_pending, _add_pending):
+        request, unit = np.full((n, r), 0.25), np.zeros((n, r))
+        add(request, unit, rows, tasks, total=total, mask=mask)
+        out += [request, unit]
+    return tuple(out)
+
+
+@pytest.mark.parametrize(
+    "requests, rows, statuses",
+    [
+        ([[1.0, 2.0, 1.0]], [0], "P"),  # one pending pod, one queue
+        ([[1.0, 2.0, 1.0], [1.0, 2.0, 1.0]], [0, 0], "PP"),  # a tie: the first one
+        ([[2.0, 1.0, 1.0], [1.0, 2.0, 1.0]], [0, 0], "PP"),  # a tie in dominant share, other dims
+        ([[0.5, 0.0, 1.0], [4.0, 1.0, 1.0]], [0, 0], "LP"),  # the smallest is pipelined
+        ([[0.0, 0.0, 1.0], [4.0, 1.0, 1.0]], [1, 1], "PP"),  # asks only pods: no dominant share
+        ([[1.0, 0.0, 1.0], [3.0, 0.0, 1.0], [2.0, 0.0, 1.0]], [0, 1, 0], "PPX"),  # X: not ours
+        ([[1.0, 5.0, 1.0]], [2], "L"),
+    ],
+)
+def test_each_queues_pending_request_and_unit_match_the_vectorised_path(
+    requests: list[list[float]], rows: list[int], statuses: str
+) -> None:
+    tasks = [
+        task(
+            k,
+            req,
+            status=TaskStatus.PIPELINED if s == "L" else TaskStatus.PENDING,
+            ours=s != "X",
+        )
+        for k, (req, s) in enumerate(zip(requests, statuses, strict=True))
+    ]
+    total, mask = np.array([10.0, 20.0, 110.0]), np.array([True, True, False])
+    few_request, few_unit, request, unit = pending_both_ways(rows, tasks, 3, total, mask)
+    np.testing.assert_array_equal(few_request, request)
+    np.testing.assert_array_equal(few_unit, unit)
+
+
+def test_random_pending_pods_give_the_same_requests_and_units_both_ways() -> None:
+    rng = random.Random(5)
+    statuses = [TaskStatus.PENDING, TaskStatus.PENDING, TaskStatus.PIPELINED]
+    for _ in range(500):
+        n, r = rng.randint(1, 4), rng.randint(1, 4)
+        total = np.array([rng.choice([0.0, 10.0, 64.0, rng.uniform(0, 100)]) for _ in range(r)])
+        mask = np.array([rng.random() < 0.8 for _ in range(r)])
+        tasks = [
+            task(
+                k,
+                [rng.choice([0.0, 0.5, 1.0, 2.0, 0.1, rng.uniform(0, 4)]) for _ in range(r)],
+                status=rng.choice(statuses),
+                ours=rng.random() < 0.9,
+            )
+            for k in range(rng.randint(1, 12))
+        ]
+        rows = [rng.randrange(n) for _ in tasks]
+        few_request, few_unit, request, unit = pending_both_ways(rows, tasks, n, total, mask)
+        np.testing.assert_array_equal(few_request, request)
+        np.testing.assert_array_equal(few_unit, unit)
