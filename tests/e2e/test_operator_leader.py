@@ -182,10 +182,10 @@ def test_a_bind_whose_answer_was_lost_and_whose_resend_was_fenced_keeps_its_room
 
 
 class _SlowForTheEviction:
-    """A fence always open that slows the network down for the second write (the eviction, after the
-    pod's event: a pod the eviction deletes at once is given no condition first) and makes it fast
-    again half a second later, before the writer's timeout: the pod is read back before the delayed
-    eviction lands."""
+    """A fence always open that slows the network down for the first write (the eviction: a pod the
+    eviction deletes at once gets no condition before it, and its event comes with the next status
+    writes) and makes it fast again half a second later, before the writer's timeout: the pod is read
+    back before the delayed eviction lands."""
 
     def __init__(self, proxy: SlowProxy) -> None:
         self.proxy = proxy
@@ -196,7 +196,7 @@ class _SlowForTheEviction:
 
     def time_left(self) -> float:
         self.checks += 1
-        if self.checks == 2:
+        if self.checks == 1:
             self.proxy.delay = 3.0
             threading.Timer(0.5, setattr, (self.proxy, "delay", 0.0)).start()
         return 1.0
