@@ -39,14 +39,15 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from volsched.kube.kubeconfig import ClientConfig, tls_context
+from volsched.kube.kubeconfig import USER_AGENT, ClientConfig, tls_context
 
 log = logging.getLogger("volsched.kube")
 
 #: The kinds listed early (the many: the rest are a few objects each) and their paths.
 PATHS = {"Node": "/api/v1/nodes", "Pod": "/api/v1/pods"}
-#: Objects a page (the operator's listings' page size: ``volsched.kube.lister.PAGE_SIZE``) and pages a
-#: kind at most.
+#: Objects a page (the operator's listings' page size too: :mod:`volsched.kube.lister` takes it from here,
+#: as an early page and a later one must be alike; client-go's reflector asks for 500) and pages a kind at
+#: most.
 PAGE_SIZE = 500
 PAGES = 20
 #: Seconds one early page may take.
@@ -107,7 +108,7 @@ class EarlyListing:
                 if token is None:
                     return  # dropped
                 query = [("limit", self.page_size), *([("continue", token)] if token else [])]
-                headers = {"Accept": "application/json", "User-Agent": "volsched"}
+                headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
                 auth = self.cfg.auth_settings().get("BearerToken")
                 if auth:
                     headers["Authorization"] = auth["value"]

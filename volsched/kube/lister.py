@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 from volsched.cache.volcano import VOLCANO_GROUP, VOLCANO_PODGROUP, VOLCANO_QUEUE, VOLCANO_VERSION
 from volsched.cache.workload import WORKLOAD_GROUP, WORKLOAD_PODGROUP, WORKLOAD_VERSION
+from volsched.kube.early import PAGE_SIZE  # objects a page: the early pages' and the listings' alike
 from volsched.kube.errors import ApiException
 from volsched.kube.rest import LeanRest, loads
 from volsched.model.raw import meta_of, version_of
@@ -33,8 +34,6 @@ log = logging.getLogger("volsched.kube")
 #: apiserver).
 READ_TIMEOUT = 10.0
 LIST_TIMEOUT = 300.0
-#: Objects per page of a listing (client-go's reflector asks for 500).
-PAGE_SIZE = 500
 #: How many times one read starts a listing again whose continue token expired (410) before it raises
 #: the 410: each try reads the whole kind again, and one that expires as often is slower than the
 #: apiserver's compaction (every 5 minutes by default); the caller's own retry takes it from there.
