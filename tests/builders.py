@@ -216,6 +216,31 @@ def gang(
     return [group, *members]
 
 
+def running_gangs(
+    count: int, *, node_cpu: str, cpus: list[str] | None = None, memory: bool = False
+) -> list[Obj]:
+    """Nodes n1 and n2 (``node_cpu`` each), queues a and b (weight 2), and ``count`` Running gangs of two
+    pods (PodGroup ``g<i>``, one pod on each node), in namespaces ns0-ns2 in turn, gang i in queue b when
+    i % 4 == 0; the pods ask ``cpus`` in turn (1 cpu without) and, with ``memory``, i + 1 Gi."""
+    cpus = cpus or ["1"]
+    objs: list[Obj] = [node("n1", cpu=node_cpu), node("n2", cpu=node_cpu), queue("a"), queue("b", weight=2)]
+    for i in range(count):
+        ns, q = f"ns{i % 3}", "a" if i % 4 else "b"
+        objs.append(podgroup(f"g{i}", ns=ns, queue=q, min_member=2, phase="Running"))
+        for k in range(2):
+            objs.append(
+                pod(
+                    f"g{i}-{k}",
+                    ns=ns,
+                    group=f"g{i}",
+                    cpu=cpus[(i + k) % len(cpus)],
+                    memory=f"{i + 1}Gi" if memory else None,
+                    node=f"n{k + 1}",
+                )
+            )
+    return objs
+
+
 def queue(
     name: str,
     *,

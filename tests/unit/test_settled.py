@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.builders import node, pod, podgroup, preempting_cluster, queue, quota, spread
+from tests.builders import node, pod, podgroup, preempting_cluster, queue, quota, running_gangs, spread
 from volsched.cache.state import ClusterState
 from volsched.framework import settled
 from volsched.framework.registry import load_config, make_actions
@@ -710,21 +710,7 @@ def test_a_gap_replaced_in_its_place_by_another_job_asking_the_same_is_not_taken
 def _gangs(cpus: list[str]) -> list[dict[str, Any]]:
     """Two nodes, queues a and b, 30 running gangs of two pods (a PodGroup each) across queues and
     namespaces, the pods asking ``cpus`` in turn, and memory in bytes."""
-    objs: list[dict[str, Any]] = [
-        node("n1", cpu="512"),
-        node("n2", cpu="512"),
-        queue("a"),
-        queue("b", weight=2),
-    ]
-    for i in range(30):
-        ns, q = NAMESPACES[i % 3], "a" if i % 4 else "b"
-        objs.append(podgroup(f"g{i}", ns=ns, queue=q, min_member=2, phase="Running"))
-        for k in range(2):
-            cpu = cpus[(i + k) % len(cpus)]
-            objs.append(
-                pod(f"g{i}-{k}", ns=ns, group=f"g{i}", cpu=cpu, memory=f"{i + 1}Gi", node=f"n{k + 1}")
-            )
-    return objs
+    return running_gangs(30, node_cpu="512", cpus=cpus, memory=True)
 
 
 #: Amounts whose sums are exact in any order (halves, quarters, whole cores), and the awkward ones.

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import node, pod, podgroup, queue
+from tests.builders import node, pod, podgroup, queue, running_gangs
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
 from volsched.cycle import CycleReport, EvictOutcome, NullPort, run_cycle
@@ -28,17 +28,7 @@ NAMESPACES = ["ns0", "ns1", "ns2"]
 
 def _cluster() -> list[dict[str, Any]]:
     """Two nodes, queues a and b, 20 running gangs of two (their PodGroups Running)."""
-    objs: list[dict[str, Any]] = [
-        node("n1", cpu="64"),
-        node("n2", cpu="64"),
-        queue("a"),
-        queue("b", weight=2),
-    ]
-    for i in range(20):
-        ns, q = NAMESPACES[i % 3], "a" if i % 4 else "b"
-        objs.append(podgroup(f"g{i}", ns=ns, queue=q, min_member=2, phase="Running"))
-        objs += [pod(f"g{i}-{k}", ns=ns, group=f"g{i}", cpu="1", node=f"n{k + 1}") for k in range(2)]
-    return objs
+    return running_gangs(20, node_cpu="64")
 
 
 def _cycle(state: ClusterState, config: SchedulerConfig, now: float, port: Any = None) -> CycleReport:
