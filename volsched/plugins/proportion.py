@@ -336,14 +336,21 @@ class Proportion(BasePlugin):
                 if k >= len(la.path) or k >= len(ra.path):
                     return 0
                 la, ra = la.path[k], ra.path[k]
+            return siblings_order(la, ra)
+
+        def order_share(attr: QueueAttr, held: Vector | None = None) -> float:
+            """``attr``'s share as the queue order weighs it, holding ``held`` (None: what it holds)."""
+            if decay.on:  # what it holds mixed with what it held over time
+                now = attr.allocated if held is None else held
+                return queue_share(decay.mixed(now, averages.get(attr.name)), attr.deserved, mask)
+            return attr.share if held is None else queue_share(held, attr.deserved, mask)
+
+        def siblings_order(la: QueueAttr, ra: QueueAttr, *, right_holds: Vector | None = None) -> int:
+            """The queue order of two siblings (``right_holds``: what ``ra`` holds, if not its own)."""
             lp, rp = specs[la.name].priority, specs[ra.name].priority
             if lp != rp:  # a higher priority first, whatever the shares (as Volcano's queue order)
                 return -1 if lp > rp else 1
-            if decay.on:  # what each holds now mixed with what it held over time
-                ls = queue_share(decay.mixed(la.allocated, averages.get(la.name)), la.deserved, mask)
-                rs = queue_share(decay.mixed(ra.allocated, averages.get(ra.name)), ra.deserved, mask)
-            else:
-                ls, rs = la.share, ra.share
+            ls, rs = order_share(la), order_share(ra, right_holds)
             if abs(ls - rs) <= 1e-9:
                 return 0
             return -1 if ls < rs else 1
@@ -619,15 +626,7 @@ class Proportion(BasePlugin):
         def served_first(mine: QueueAttr, theirs: QueueAttr, held: Vector) -> bool:
             """Whether ``mine`` comes strictly before ``theirs`` in the queue order (``queue_order``, where
             their paths part) with ``theirs`` holding ``held``: who the next allocate serves first."""
-            lp, rp = specs[mine.name].priority, specs[theirs.name].priority
-            if lp != rp:
-                return lp > rp
-            if decay.on:
-                ls = queue_share(decay.mixed(mine.allocated, averages.get(mine.name)), mine.deserved, mask)
-                rs = queue_share(decay.mixed(held, averages.get(theirs.name)), theirs.deserved, mask)
-            else:
-                ls, rs = mine.share, queue_share(held, theirs.deserved, mask)
-            return ls < rs - 1e-9
+            return siblings_order(mine, theirs, right_holds=held) < 0
 
         def reclaimable(reclaimer: Task, candidates: list[Task]) -> list[Task]:
             job = session.jobs.get(reclaimer.job_key)
