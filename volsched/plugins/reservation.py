@@ -213,8 +213,10 @@ def _drain(session: ExtensionPoints, held: list[tuple[int, str, float]], nodes: 
         return out
     queues = session.queues
 
-    def before(a: str, b: str) -> int:
-        return -1 if session.queue_less(queues[a], queues[b]) else 1
+    def before(a: str, b: str) -> int:  # (queues the order does not tell apart stay in name order)
+        if session.queue_less(queues[a], queues[b]):
+            return -1
+        return 1 if session.queue_less(queues[b], queues[a]) else 0
 
     order = sorted(names, key=cmp_to_key(before))
     rank = {q: k / (len(order) - 1) for k, q in enumerate(order)}
