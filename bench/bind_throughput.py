@@ -346,12 +346,14 @@ def _watch_proc(
     out: str,
     added: Any,
     bound: Any,
-    last_bind: Any,
     stop: multiprocessing.synchronize.Event,
     rv: str,
+    before: frozenset[str],
+    namespace: str,
 ) -> None:
-    """Watch the namespace's pods from ``rv``; count and time ADDED pods and first binds; on ``stop``
-    write ``{"added": {name: t}, "bound": {name: [t, node]}}`` to ``out``."""
+    """Watch the namespace's pods from ``rv``; count and time the pods first seen and their first binds,
+    but none of ``before`` (there before the watch: a scheduler's status write on one is no creation);
+    on ``stop`` write ``{"added": {name: t}, "bound": {name: [t, node]}}`` to ``out``."""
     import http.client
     import urllib.parse
 
@@ -370,7 +372,7 @@ def _watch_proc(
             try:
                 c.request(
                     "GET",
-                    f"/api/v1/namespaces/{NAMESPACE}/pods?{query}",
+                    f"/api/v1/namespaces/{namespace}/pods?{query}",
                     headers={"Authorization": f"Bearer {conn.token}"},
                 )
                 resp = c.getresponse()
@@ -392,6 +394,8 @@ def _watch_proc(
                     if rv_m is not None:
                         rv = rv_m.group(1).decode()
                     name = name_m.group(1).decode()
+                    if name in before:
+                        continue
                     with lock:
                         if name not in t_added:
                             t_added[name] = now
@@ -401,7 +405,6 @@ def _watch_proc(
                             t_bound[name] = (now, node_m.group(1).decode())
                             with bound.get_lock():
                                 bound.value += 1
-                            last_bind.value = now
             except (OSError, http.client.HTTPException):
                 time.sleep(0.2)
             finally:
@@ -437,10 +440,11 @@ class PythonWatch:
 
 
 class GoWatch:
-    """``loadgen watch`` appending to a file, which :meth:`counts` reads as it grows."""
+    """``loadgen watch`` appending to a file, which :meth:`counts` reads as it grows (none of ``before``,
+    the pods there before the watch: loadgen writes one seen first in a status update as seen)."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], out: Path) -> None:
-        self.proc, self.out = proc, out
+    def __init__(self, proc: subprocess.Popen[bytes], out: Path, before: frozenset[str]) -> None:
+        self.proc, self.out, self.before = proc, out, before
         self.added: dict[str, float] = {}
         self.bound: dict[str, tuple[float, str]] = {}
         self._offset = 0
@@ -455,7 +459,7 @@ class GoWatch:
         end = data.rfind(b"\n") + 1  # complete lines only
         self._offset += end
         for line in data[:end].decode().splitlines():
-            parse_watch_line(line, self.added, self.bound)
+            parse_watch_line(line, self.added, self.bound, skip=self.before)
 
     def counts(self) -> tuple[int, int]:
         self._read()
@@ -467,21 +471,33 @@ class GoWatch:
         return self.added, self.bound
 
 
-def start_watch(conn: Conn, rv: str, rundir: Path, loadgen: Path | None) -> PythonWatch | GoWatch:
-    """Watch the benchmark's pods from ``rv`` in a process of its own (loadgen, else Python)."""
+def start_watch(
+    conn: Conn,
+    rv: str,
+    rundir: Path,
+    loadgen: Path | None,
+    *,
+    before: frozenset[str] = frozenset(),
+    namespace: str = NAMESPACE,
+) -> PythonWatch | GoWatch:
+    """Watch the benchmark's pods from ``rv`` in a process of its own (loadgen, else Python); the pods
+    named in ``before`` (there at ``rv``: pods that never fit, say) are neither created nor bound by the
+    run, whatever events they get."""
     if loadgen is not None:
         out = rundir / "watch.txt"
         argv = [
             str(loadgen), "watch", "-server", conn.server, "-ca", conn.ca,
-            "-token-file", str(_token_file(conn, rundir)), "-namespace", NAMESPACE, "-rv", rv, "-out", str(out),
+            "-token-file", str(_token_file(conn, rundir)), "-namespace", namespace, "-rv", rv, "-out", str(out),
         ]  # fmt: skip
-        return GoWatch(spawn(argv, rundir / "watch.log"), out)
+        return GoWatch(spawn(argv, rundir / "watch.log"), out, before)
     ctx = multiprocessing.get_context("spawn")
-    added, bound, last_bind = ctx.Value("i", 0), ctx.Value("i", 0), ctx.Value("d", 0.0)
+    # Kept by the PythonWatch: a shared value the parent lets go of is unlinked, and a child still
+    # starting then cannot open it (FileNotFoundError).
+    added, bound = ctx.Value("i", 0), ctx.Value("i", 0)
     stop = ctx.Event()
     out = rundir / "binds.json"
     proc = ctx.Process(
-        target=_watch_proc, args=(conn, str(out), added, bound, last_bind, stop, rv), daemon=True
+        target=_watch_proc, args=(conn, str(out), added, bound, stop, rv, before, namespace), daemon=True
     )
     proc.start()
     return PythonWatch(proc, added, bound, stop, out)
@@ -716,8 +732,10 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
                 body = pod_body(f"stuck-{i:03d}", SCHEDULER_NAMES[scheduler])
                 body["spec"]["nodeSelector"] = {"bench.volsched.io/nowhere": "true"}
                 core.create_namespaced_pod(NAMESPACE, body)
-            rv = core.list_namespaced_pod(NAMESPACE, limit=1).metadata.resource_version
-        watch = start_watch(conn, rv, rundir, args.loadgen)
+            there = core.list_namespaced_pod(NAMESPACE)  # the pods that never fit, if any
+            rv = there.metadata.resource_version
+        before = frozenset(p.metadata.name for p in there.items)
+        watch = start_watch(conn, rv, rundir, args.loadgen, before=before)
         bodies = [pod_body(f"pod-{i:06d}", SCHEDULER_NAMES[scheduler]) for i in range(args.pods)]
         creation: Creation | None = None
         if mode == "backlog":

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -160,10 +160,18 @@ def run_figures(
     )
 
 
-def parse_watch_line(line: str, added: dict[str, float], bound: dict[str, tuple[float, str]]) -> None:
+def parse_watch_line(
+    line: str,
+    added: dict[str, float],
+    bound: dict[str, tuple[float, str]],
+    *,
+    skip: Container[str] = (),
+) -> None:
     """One line of ``loadgen watch``: ``A <pod> <unix ns>`` (first seen) or ``B <pod> <node> <unix ns>``
-    (first seen bound); the first time recorded for a pod is kept."""
+    (first seen bound); the first time recorded for a pod is kept; a pod in ``skip`` is not recorded."""
     parts = line.split()
+    if len(parts) >= 3 and parts[1] in skip:
+        return
     if len(parts) == 3 and parts[0] == "A":
         added.setdefault(parts[1], int(parts[2]) / 1e9)
     elif len(parts) == 4 and parts[0] == "B":

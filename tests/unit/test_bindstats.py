@@ -138,3 +138,13 @@ def test_watch_lines_keep_the_first_time_a_pod_was_seen_and_seen_bound() -> None
         parse_watch_line(line, added, bound)
     assert added == {"pod-1": pytest.approx(1700000000.5)}
     assert bound == {"pod-1": (pytest.approx(1700000001.25), "node-7")}
+
+
+def test_watch_lines_of_pods_there_before_the_run_are_not_recorded() -> None:
+    added: dict[str, float] = {}
+    bound: dict[str, tuple[float, str]] = {}
+    for line in ["A stuck-000 1700000000000000000", "B stuck-000 node-1 1700000001000000000"]:
+        parse_watch_line(line, added, bound, skip=frozenset({"stuck-000"}))
+    parse_watch_line("A pod-1 1700000002000000000", added, bound, skip=frozenset({"stuck-000"}))
+    assert added == {"pod-1": pytest.approx(1700000002.0)}
+    assert bound == {}
