@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from volsched.actions.eviction import Refusals
+from volsched.actions.eviction import Refusals, refusals_by_shape
 from volsched.actions.util import JobQueue, NamespaceOrder, first_queue
 from volsched.framework.decisions import Code, Status
 from volsched.framework.registry import register_action
@@ -69,8 +69,7 @@ class Enqueue:
         hold = session.namespace_keys_hold()
         # A backlog of jobs alike is refused alike until something is admitted (the votes read what the
         # queues took in): asked once a shape, as long as every plugin answers by a job's shape.
-        by_shape = all(getattr(p, "answers_by_shape", False) for p in session.plugins)
-        refusals = Refusals(session) if by_shape else None
+        refusals = refusals_by_shape(session)
         while order:
             name = first_queue(session, order)
             namespaces = order[name]

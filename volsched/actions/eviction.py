@@ -698,6 +698,25 @@ def wants_capacity(session: Session, job: Job, *, action: str) -> bool:
     return True
 
 
+def starving_by_queue(session: Session, *, action: str) -> dict[str, list[Job]]:
+    """The jobs that want capacity (:func:`wants_capacity`, which tells a closed queue's jobs why not),
+    by queue, in the session's order of jobs."""
+    by_queue: dict[str, list[Job]] = {}
+    for job in session.jobs.values():
+        if wants_capacity(session, job, action=action):
+            by_queue.setdefault(job.queue, []).append(job)
+    return by_queue
+
+
+def refusals_by_shape(session: Session) -> Refusals | None:
+    """A :class:`Refusals` when every plugin answers by a job's shape (``answers_by_shape``: a backlog
+    of jobs alike fails the same way job after job, so one is asked for them all), else None (each job
+    is asked)."""
+    if all(getattr(p, "answers_by_shape", False) for p in session.plugins):
+        return Refusals(session)
+    return None
+
+
 class Refusals:
     """What an action's jobs came to since it last committed, by :func:`job_shape`: which task failed
     (its index in task order) and why, in words that name no task; None: the job failed with no reason

@@ -15,7 +15,8 @@ from volsched.actions.eviction import (
     Refusals,
     evict_for_job,
     eviction_reason,
-    wants_capacity,
+    refusals_by_shape,
+    starving_by_queue,
 )
 from volsched.actions.util import JobQueue, in_queue_order
 from volsched.framework.decisions import EvictionReason
@@ -34,17 +35,13 @@ class Preempt:
     pending_only: ClassVar[bool] = True
 
     def execute(self, session: Session) -> None:
-        by_queue: dict[str, list[Job]] = {}
-        for job in session.jobs.values():
-            if wants_capacity(session, job, action=self.name):
-                by_queue.setdefault(job.queue, []).append(job)
+        by_queue = starving_by_queue(session, action=self.name)
         if not by_queue:
             return
         evictable = Evictable(session)
         # A backlog of jobs alike (one queue's, one class's) fails the same way job after job while
-        # nothing is evicted: asked once, as long as every plugin answers by a job's shape.
-        by_shape = all(getattr(p, "answers_by_shape", False) for p in session.plugins)
-        refusals = Refusals(session) if by_shape else None
+        # nothing is evicted: asked once a shape.
+        refusals = refusals_by_shape(session)
         for qname in in_queue_order(session, by_queue):
             jobs = JobQueue(session, by_queue[qname])
             while jobs:

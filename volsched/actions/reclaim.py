@@ -16,7 +16,8 @@ from volsched.actions.eviction import (
     amounts_of,
     evict_for_job,
     eviction_reason,
-    wants_capacity,
+    refusals_by_shape,
+    starving_by_queue,
 )
 from volsched.actions.util import JobQueue, in_queue_order
 from volsched.framework.decisions import EvictionReason
@@ -35,16 +36,14 @@ class Reclaim:
     pending_only: ClassVar[bool] = True
 
     def execute(self, session: Session) -> None:
-        by_queue: dict[str, JobQueue] = {}
-        for job in session.jobs.values():
-            if wants_capacity(session, job, action=self.name):
-                by_queue.setdefault(job.queue, JobQueue(session)).push(job)
+        by_queue = {
+            q: JobQueue(session, jobs) for q, jobs in starving_by_queue(session, action=self.name).items()
+        }
         if not by_queue:
             return
         evictable = Evictable(session)
         # Jobs alike fail alike while nothing is evicted (see preempt): asked once a shape.
-        by_shape = all(getattr(p, "answers_by_shape", False) for p in session.plugins)
-        refusals = Refusals(session) if by_shape else None
+        refusals = refusals_by_shape(session)
         # The queues in queue order, the first last. Only a committed turn changes what queues hold
         # (a discarded one puts everything back), so only then are they sorted again, from the order
         # they had (nearly sorted still: about one comparison a queue).
