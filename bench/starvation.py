@@ -26,7 +26,11 @@ part of what the three hold between them: at each minute water-filled by weight,
 asks then, and averaged over the hour; see ``fair_hour``). Figures are ratios within one run: on a
 loaded machine only the wall time says anything about the machine.
 
-    python bench/starvation.py [--days 7] [--seed 1] [--write FILE] [--configs before,after,...]
+With ``--diagnose``, every busy hour that is not fair is printed: each small queue's mean holding, of
+it what pods already running when the hour began held, its mean deserved part and the tolerance (its
+largest pod), and per five minutes what each held, deserved and asked.
+
+    python bench/starvation.py [--days 7] [--seed 1] [--write FILE] [--configs before,after,...] [--diagnose]
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import random
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import machine  # type: ignore[import-not-found]
@@ -198,6 +202,43 @@ class Figures:
     busy_waiting: int = 0
     fair_other: int = 0
     busy_other: int = 0
+    #: The busy hours that are not fair, each told in full (``--diagnose`` prints them).
+    unfair: list[UnfairHour] = field(default_factory=list)
+
+
+@dataclass
+class UnfairHour:
+    """One busy hour that is not fair: per small queue, its mean holding, its mean deserved part, the
+    largest pod it asked (the tolerance), and of its holding what pods already running when the hour
+    began held (``kept``: no placement within the hour made it), and per five minutes what each queue
+    held, asked and deserved (and the big queue held)."""
+
+    hour: int
+    gang_waiting: bool
+    held: dict[str, float]
+    deserved: dict[str, float]
+    pod: dict[str, float]
+    kept: dict[str, float]
+    trace: list[tuple[int, float, dict[str, tuple[float, float, float]]]]
+
+    def lines(self) -> list[str]:
+        day, hour = divmod(self.hour, 24)
+        waiting = ", a big gang waiting" if self.gang_waiting else ""
+        out = [f"hour {self.hour} (day {day + 1}, {hour:02d}:00-{hour + 1:02d}:00{waiting}):"]
+        for q in self.held:
+            gap = self.held[q] - self.deserved[q]
+            off = (
+                f"  OFF by {abs(gap) - self.pod[q]:.1f} past one pod" if abs(gap) > self.pod[q] + 1e-9 else ""
+            )
+            out.append(
+                f"  {q}: held {self.held[q]:5.1f} (from before the hour {self.kept[q]:5.1f})"
+                f"  deserved {self.deserved[q]:5.1f}  gap {gap:+5.1f}  pod {self.pod[q]:.0f}{off}"
+            )
+        for minute, big, cells in self.trace:
+            row = "  ".join(f"{q} {h:5.1f}/{d:5.1f}/{a:5.1f}" for q, (h, d, a) in cells.items())
+            out.append(f"    :{minute:02d}  big {big:5.1f}  {row}")
+        out.append("    (per queue: held / deserved / asked, GPUs, at the minute)")
+        return out
 
 
 def _queue(key: str) -> str:
@@ -265,6 +306,9 @@ def measure(name: str, result: ReplayResult, *, horizon: float, wall: float) -> 
     held = {q: [0.0] * slots for q in WEIGHTS}
     asked = {q: [0.0] * slots for q in WEIGHTS}
     largest = {q: [0.0] * hours for q in WEIGHTS}  # the largest pod each queue asked, per hour
+    # Per minute, what pods held that ran already when the minute's hour began (no placement in that
+    # hour made it): an hour's over-holding that is all of it came from before the hour.
+    kept = {q: [0.0] * slots for q in WEIGHTS}
     for run in runs.values():
         q = _queue(run.key)
         gpus = float(run.requests.get(GPU, 0.0))
@@ -275,6 +319,9 @@ def measure(name: str, result: ReplayResult, *, horizon: float, wall: float) -> 
         )
         if run.started is not None:
             spread(held[q], run.started, stop, gpus, start=start, step=step)
+            first = math.floor((run.started - start) / 3600) + 1  # the first hour that begins after it
+            if first * 3600 < stop - start:
+                spread(kept[q], start + first * 3600, stop, gpus, start=start, step=step)
         spread(asked[q], run.created, stop, gpus, start=start, step=step)
         for h in range(
             max(0, int((run.created - start) // 3600)), min(hours, math.ceil((stop - start) / 3600))
@@ -292,19 +339,36 @@ def measure(name: str, result: ReplayResult, *, horizon: float, wall: float) -> 
         for h in range(max(0, int((created - start) // 3600)), min(hours, math.ceil((until - start) / 3600))):
             waiting[h] = True
     busy_waiting = fair_waiting = 0
+    unfair: list[UnfairHour] = []
     for h in range(hours):
         window = slice(h * 60, (h + 1) * 60)
         if any(sum(asked[q][i] for q in WEIGHTS) < CAPACITY - 1e-9 for i in range(h * 60, (h + 1) * 60)):
             continue
         busy += 1
         busy_waiting += waiting[h]
-        if fair_hour(
-            {q: held[q][window] for q in SMALL_QUEUES},
-            {q: asked[q][window] for q in SMALL_QUEUES},
-            {q: largest[q][h] for q in SMALL_QUEUES},
-        ):
+        hour_held = {q: held[q][window] for q in SMALL_QUEUES}
+        hour_asked = {q: asked[q][window] for q in SMALL_QUEUES}
+        pod = {q: largest[q][h] for q in SMALL_QUEUES}
+        if fair_hour(hour_held, hour_asked, pod):
             fair += 1
             fair_waiting += waiting[h]
+            continue
+        trace = []
+        for m in range(0, 60, 5):
+            i = h * 60 + m
+            fill = _water_fill(sum(held[q][i] for q in SMALL_QUEUES), {q: asked[q][i] for q in SMALL_QUEUES})
+            trace.append((m, held["big"][i], {q: (held[q][i], fill[q], asked[q][i]) for q in SMALL_QUEUES}))
+        unfair.append(
+            UnfairHour(
+                hour=h,
+                gang_waiting=waiting[h],
+                held={q: sum(hour_held[q]) / 60 for q in SMALL_QUEUES},
+                deserved=deserved_over(hour_held, hour_asked),
+                pod=pod,
+                kept={q: sum(kept[q][window]) / 60 for q in SMALL_QUEUES},
+                trace=trace,
+            )
+        )
     return Figures(
         config=name,
         wall=wall,
@@ -323,6 +387,7 @@ def measure(name: str, result: ReplayResult, *, horizon: float, wall: float) -> 
         busy_waiting=busy_waiting,
         fair_other=fair - fair_waiting,
         busy_other=busy - busy_waiting,
+        unfair=unfair,
     )
 
 
@@ -384,6 +449,9 @@ def main() -> None:
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--write", help="write the scenario as YAML to this file and stop")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    parser.add_argument(
+        "--diagnose", action="store_true", help="print every busy hour that is not fair, queue by queue"
+    )
     args = parser.parse_args()
     objs = scenario(days=args.days, seed=args.seed)
     if args.write:
@@ -408,8 +476,13 @@ def main() -> None:
     print(f"{'':{width}}  " + "  ".join(f"{f.config:>13}" for f in figures))
     for label, cell in ROWS:
         print(f"{label:{width}}  " + "  ".join(f"{cell(f):>13}" for f in figures))
+    if args.diagnose:
+        for f in figures:
+            print(f"\n{f.config}: {len(f.unfair)} busy hour(s) not fair")
+            for hour in f.unfair:
+                print("\n".join(hour.lines()))
     if args.json:
-        print(json.dumps([f.__dict__ for f in figures]))
+        print(json.dumps([{k: v for k, v in f.__dict__.items() if k != "unfair"} for f in figures]))
 
 
 if __name__ == "__main__":

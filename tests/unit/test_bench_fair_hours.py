@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from starvation import deserved_over, fair_hour, spread
+from starvation import GPU, deserved_over, fair_hour, measure, spread
+
+from volsched.simulate.timeport import PodRun
 
 
 def _hour(
@@ -52,3 +55,37 @@ def test_a_minute_partly_held_counts_its_part() -> None:
     spread(series, 90.0, 150.0, 2.0, start=0.0, step=60.0)  # 2 GPUs from 1:30 to 2:30
     spread(series, 200.0, 1_000.0, 1.0, start=0.0, step=60.0)  # from 3:20, past the end: cut there
     assert series == pytest.approx([0.0, 1.0, 1.0, 40 / 60])
+
+
+def _run(key: str, gpus: int, *, created: float, started: float | None, finished: float | None) -> PodRun:
+    return PodRun(
+        key=key, job=key, created=created, duration=None, requests={GPU: float(gpus)},
+        started=started, finished=finished,
+    )  # fmt: skip
+
+
+def test_an_unfair_hour_is_told_queue_by_queue_with_what_ran_from_before_it() -> None:
+    # Two hours at full demand: the big queue's 64 GPUs pending all along; a holds 40 GPUs from the start,
+    # b 12 and c 12 (each asking 40): in each hour a deserves a third of the 64 they hold, 21.3, and holds
+    # 40. In the first hour nothing ran before it; in the second a's 40 all did. b's second 4 GPUs start
+    # at half past the second hour: 2 of b's mean there are new.
+    runs = [_run(f"team-big/g-{i}", 8, created=0.0, started=None, finished=None) for i in range(8)]
+    for q, held, asked in (("a", 10, 10), ("b", 3, 10), ("c", 3, 10)):
+        runs += [_run(f"team-{q}/p-{i}", 4, created=0.0, started=0.0, finished=None) for i in range(held)]
+        runs += [
+            _run(f"team-{q}/w-{i}", 4, created=0.0, started=None, finished=None) for i in range(held, asked)
+        ]
+    runs.append(_run("team-b/late", 4, created=0.0, started=5_400.0, finished=None))
+    result = SimpleNamespace(runs={r.key: r for r in runs}, start=0.0, sessions=1)
+    figures = measure("t", result, horizon=7_200.0, wall=0.0)  # type: ignore[arg-type]
+    assert (figures.busy_hours, figures.fair_hours) == (2, 0.0)
+    first, second = figures.unfair
+    assert (first.hour, second.hour) == (0, 1)
+    assert first.held == pytest.approx({"a": 40.0, "b": 12.0, "c": 12.0})
+    assert first.kept == pytest.approx({"a": 0.0, "b": 0.0, "c": 0.0})
+    assert second.held == pytest.approx({"a": 40.0, "b": 14.0, "c": 12.0})
+    assert second.kept == pytest.approx({"a": 40.0, "b": 12.0, "c": 12.0})
+    assert second.deserved["a"] == pytest.approx(66 / 3)
+    text = "\n".join(second.lines())
+    assert "a: held  40.0 (from before the hour  40.0)" in text
+    assert f"OFF by {40 - 22 - 4:.1f} past one pod" in text
