@@ -30,6 +30,7 @@ worth little on a loaded machine; compare within one run, and look at the spread
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import math
@@ -116,12 +117,21 @@ def main(argv: list[str] | None = None) -> int:
         help="pods of the scheduler's that never fit (a nodeSelector no node has), created before it starts",
     )
     p.add_argument("--stall", type=float, default=60.0)
+    p.add_argument(
+        "--py-spy",
+        type=Path,
+        help="this py-spy records volsched from ready to its last bind (collapsed stacks with threads, one "
+        "file per run in --py-spy-out; bench/stacks_top.py reads them)",
+    )
+    p.add_argument("--keep", type=Path, help="keep each run's directory (its logs) here")
+    p.add_argument("--py-spy-out", type=Path, default=Path("py-spy-arriving"), help="where --py-spy writes")
     p.add_argument("--json", type=Path, help="write the per-run figures here")
     args = p.parse_args(argv)
     rates = [float(r) for r in args.rates.split(",") if r.strip()]
     ns = argparse.Namespace(
         nodes=args.nodes, pods=args.pods, stall=args.stall, create_procs=1, create_conns=8,
         binder_procs=1, binder_conns=8, creator=None, source=ROOT, keep_logs="kept", stuck=args.stuck,
+        py_spy=args.py_spy, py_spy_out=args.py_spy_out.resolve(),
         volsched_args=f"--log-level INFO,volsched.latency=DEBUG {args.volsched_args}".strip(),
     )  # fmt: skip
     ns.loadgen = build_loadgen()
@@ -137,7 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     rows: list[dict[str, Any]] = []
     try:
-        with tempfile.TemporaryDirectory(prefix="volsched-bench-arriving-") as tmp:
+        with (
+            contextlib.nullcontext(str(args.keep.resolve()))
+            if args.keep
+            else tempfile.TemporaryDirectory(prefix="volsched-bench-arriving-")
+        ) as tmp:
             for rate in rates:
                 for rep in range(args.repeat):
                     for source in (*sources, None):

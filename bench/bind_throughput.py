@@ -760,6 +760,7 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
             sched = start_ceiling(cp, log, rundir, args=args, python=scheduler == "ceiling-python")
         usage = TreeUsage(sched.proc.pid)
         ready_at = math.nan
+        spy: tuple[subprocess.Popen[bytes], Path] | None = None
         try:
             stalled = False
             last_count, last_change, next_sample, next_say = 0, time.time(), 0.0, time.time() + 10
@@ -769,6 +770,8 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
                     raise RuntimeError(f"{scheduler} exited with {sched.proc.returncode}; log: {log}")
                 if math.isnan(ready_at) and sched.ready():
                     ready_at = time.time()
+                    if scheduler == "volsched" and getattr(args, "py_spy", None) is not None:
+                        spy = start_py_spy(args.py_spy, sched.proc.pid, args.py_spy_out or rundir)
                     if mode == "arriving":
                         creation = start_creation(
                             conn,
@@ -797,6 +800,8 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
                     next_say = now + 10
                 time.sleep(0.02)
         finally:
+            if spy is not None:
+                stop_py_spy(spy)
             kill_tree(sched.proc)
             if creation is not None:
                 creation.kill()
@@ -826,6 +831,27 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
             log=log,
             api_binds=api_binds,
         )
+
+
+def start_py_spy(py_spy: Path, pid: int, where: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    """``py-spy record`` on ``pid`` (collapsed stacks with their threads, ``bench/stacks_top.py`` reads
+    them) into a new file in ``where``, from now to :func:`stop_py_spy`; returns once it samples."""
+    where.mkdir(parents=True, exist_ok=True)
+    out = where / f"volsched-{pid}.pyspy.txt"
+    said = out.with_suffix(".log")
+    argv = [str(py_spy), "record", "--pid", str(pid), "--rate", "200", "--format", "raw", "--threads"]
+    with said.open("w") as log:
+        proc = subprocess.Popen([*argv, "--nonblocking", "-o", str(out)], stdout=log, stderr=log)
+    while "Sampling" not in said.read_text() and proc.poll() is None:  # attached
+        time.sleep(0.05)
+    return proc, out
+
+
+def stop_py_spy(spy: tuple[subprocess.Popen[bytes], Path]) -> None:
+    proc, out = spy
+    proc.send_signal(signal.SIGINT)
+    proc.wait(60)
+    _say(f"py-spy: {out}")
 
 
 def apiserver_binds(cp: LocalControlPlane) -> tuple[int, float]:
