@@ -315,6 +315,30 @@ def test_binds_keep_their_connection_alive(server: BindServer, writer: KubeWrite
     assert writer.rest.connects == 1
 
 
+def test_a_connection_opened_ahead_is_the_one_the_threads_next_bind_goes_out_on(
+    server: BindServer, writer: KubeWriter
+) -> None:
+    """The session thread opens its connection after its first session: the first arriving pod's bind,
+    sent on that thread, does not wait for a handshake. An answer that is an error status (here 404:
+    the server serves no /version) leaves it open all the same."""
+    server.pods = {"a": {"uid": "ua", "nodeName": ""}}
+    writer.connect_ahead()
+    assert writer.rest.connects == 1
+    assert writer.bind(Bind(pod="ns/a", uid="ua", node="n1"), _pod("a", "ua")).result == BOUND
+    assert writer.rest.connects == 1  # the same connection
+    assert server.binds_done == [("a", "n1")]
+    assert writer.health.failures == 0
+
+
+def test_connecting_ahead_to_an_apiserver_that_does_not_answer_raises_nothing(
+    server: BindServer, writer: KubeWriter
+) -> None:
+    server.unread = 2  # the read and its second try dropped unanswered
+    writer.connect_ahead()
+    server.pods = {"a": {"uid": "ua", "nodeName": ""}}
+    assert writer.bind(Bind(pod="ns/a", uid="ua", node="n1"), _pod("a", "ua")).result == BOUND
+
+
 class CountingSocket:
     """A connection's socket that counts its writes."""
 

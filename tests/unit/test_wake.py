@@ -623,6 +623,11 @@ class LoopWorld:
         self.ran = threading.Condition()
         #: The thread each session ran on.
         self.threads: list[int] = []
+        #: The thread each connection opened ahead was opened on, and the sessions run before it.
+        self.connected: list[tuple[int, int]] = []
+        self.writer = SimpleNamespace(
+            connect_ahead=lambda: self.connected.append((threading.get_ident(), self.sessions))
+        )
 
     def run_once(self) -> None:
         with self.ran:
@@ -701,6 +706,22 @@ def test_a_ring_wakes_the_session_thread_while_the_event_loop_is_busy() -> None:
             assert world.wait_sessions(expected)  # on the event loop's thread, holding it
         assert len(set(world.threads)) == 1
         assert world.threads[0] != threading.get_ident()
+
+    asyncio.run(in_loop(world, body))
+
+
+def test_the_session_thread_opens_its_connection_once_after_its_first_session() -> None:
+    """A lone session's bind goes out on the session thread's own connection (``KubePort.bind``): it is
+    opened after the first session, before any pod arrives, not by the first arriving pod's bind."""
+    world = LoopWorld(period=3600, min_gap=0.0)
+
+    async def body() -> None:
+        assert await asyncio.to_thread(world.wait_sessions, 1)
+        for expected in (2, 3):
+            threading.Thread(target=world.state.doorbell.ring, args=("arrived",)).start()
+            assert await asyncio.to_thread(world.wait_sessions, expected)
+        await quiet_moment()
+        assert world.connected == [(world.threads[0], 1)]  # once, on the sessions' thread, after the first
 
     asyncio.run(in_loop(world, body))
 

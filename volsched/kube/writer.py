@@ -270,6 +270,16 @@ class KubeWriter:
                 self._condition_at.pop(key, None)
         self.events.forget(key)
 
+    def connect_ahead(self) -> None:
+        """Open the calling thread's connection to the apiserver now, with a read of ``/version`` (its
+        answer read to the end), so that the first write sent from this thread does not wait for a TLS
+        handshake: the session thread's, which sends an arriving pod's bind itself. A failure is only
+        logged at DEBUG (that write opens a connection then)."""
+        try:
+            self.rest.request("GET", "/version", timeout=self.settings.request_timeout)
+        except Exception as exc:  # an error status is an answer: the connection stays open all the same
+            log.debug("connecting ahead: %s", error_summary(exc))
+
     # --- plumbing -----------------------------------------------------------------------------------------
 
     def holding(self) -> float | None:

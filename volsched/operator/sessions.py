@@ -343,6 +343,7 @@ def _session_loop(self: SessionLoop, *, halt: threading.Event, nudge: threading.
     s = self.settings.session
     pacer = Pacer(period=s.period, min_gap=s.min_gap)
     bell = self.state.doorbell
+    connected = False
     while not halt.is_set():
         started = time.monotonic()
         bell.take()  # what rings from now on calls for the next session
@@ -355,6 +356,11 @@ def _session_loop(self: SessionLoop, *, halt: threading.Event, nudge: threading.
                 self.health.failed("session", exc)
             else:
                 log.exception("session failed; the next one runs in %.1fs", s.period)
+        if not connected:
+            # This thread sends a lone bind itself (``KubePort.bind``): its connection is opened now,
+            # after the first session, not by the first arriving pod's bind (a TLS handshake).
+            self.writer.connect_ahead()
+            connected = True
         self.last_tick = ended = time.monotonic()
         while not halt.is_set():
             nudge.clear()  # before peeking: a ring after the peek sets it again
