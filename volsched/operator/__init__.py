@@ -51,7 +51,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from volsched.cache.doorbell import CONFIG, RETRY
@@ -414,7 +414,8 @@ class Operator:
             # cancels the tasks created after it started, on its exit.
             sessions = asyncio.create_task(self.loop.run(stop))
             tasks.append(sessions)
-            registry = await asyncio.to_thread(self._kopf_registry)
+            with _switching_often():  # kopf's import beside the first sessions: see its docstring
+                registry = await asyncio.to_thread(self._kopf_registry)
             import kopf
 
             from volsched.operator.kopfrun import kopf_settings, take_signals_back
@@ -510,3 +511,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     asyncio.run(amain())
     return 0
+
+
+#: The interpreter's switch interval (seconds) while kopf is imported beside the sessions.
+IMPORT_SWITCH_INTERVAL = 0.0005
+
+
+@contextlib.contextmanager
+def _switching_often() -> Iterator[None]:
+    """The interpreter hands the GIL over every :data:`IMPORT_SWITCH_INTERVAL` seconds meanwhile, not every
+    5 ms: kopf's import holds the GIL for long stretches (compiling and running its modules) on a thread
+    of its own while the first sessions run, and the session thread or a bind's answer waiting for the
+    GIL waited up to the default interval each time (the first arriving pods after ready bound several
+    times slower than the next ones). Restored after."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(min(before, IMPORT_SWITCH_INTERVAL))
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
