@@ -240,7 +240,8 @@ def main() -> int:
                     if "serving /healthz" in line:
                         port = int(line.split("127.0.0.1:")[1].split()[0].rstrip(","))
                 time.sleep(0.2)
-            while "cache synced" not in log.read_text(errors="replace"):
+            # /ui is served once the cache is synced and aiohttp's server took the port over
+            while "serving /healthz, /readyz, /metrics and /ui" not in log.read_text(errors="replace"):
                 if op.poll() is not None:
                     raise SystemExit(f"the operator exited: {log.read_text(errors='replace')[-2000:]}")
                 time.sleep(0.2)

@@ -312,6 +312,8 @@ def free_port() -> int:
 
 #: The operator's log line naming the port it bound (``--metrics-port 0``).
 SERVING = re.compile(rb"serving /healthz.* on 127\.0\.0\.1:(\d+)")
+#: Its line once aiohttp's server serves everything there (/metrics, /ui: once the cache is synced).
+SERVING_ALL = re.compile(rb"serving /healthz, /readyz, /metrics and /ui on")
 
 
 class OperatorProcess:
@@ -344,7 +346,16 @@ class OperatorProcess:
             lambda: self._bound_port(since), 60, what=f"operator serving (log: {self.log_path})"
         )
         wait_for(self.healthy, 60, what=f"operator /healthz (log: {self.log_path})")
+        wait_for(
+            lambda: self._serving_all(since), 60, what=f"operator /metrics and /ui (log: {self.log_path})"
+        )
         return self
+
+    def _serving_all(self, since: int) -> bool:
+        self.check_running()
+        with self.log_path.open("rb") as f:
+            f.seek(since)
+            return SERVING_ALL.search(f.read()) is not None
 
     def _bound_port(self, since: int) -> int | None:
         self.check_running()

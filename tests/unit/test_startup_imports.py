@@ -14,10 +14,12 @@ import pytest
 #: with what its package imports (its kubeconfig loader's oauthlib and requests, its models' pydantic,
 #: its HTTP pool's urllib3): volsched reads the kubeconfig itself and sends its own requests, and only
 #: a kubeconfig it leaves to the client's loader (an exec plugin, say) or the custom metrics source
-#: imports it.
+#: imports it; and aiohttp (its server and client, and their yarl and multidict), imported once the
+#: cache is synced: the health answers and the reads before that go through the standard library.
 LATER = (
     "cel", "prompt_toolkit", "typer", "cryptography", "kopf",
     "kubernetes", "pydantic", "oauthlib", "requests", "urllib3",
+    "aiohttp", "yarl", "multidict",
 )  # fmt: skip
 
 

@@ -94,10 +94,12 @@ class LeaderLease:
         identity: str,
         *,
         health: ApiHealth | None = None,
+        direct_until: threading.Event | None = None,
     ) -> None:
         #: Plain JSON on the client's pooled connections (the client's CoordinationV1Api would build
-        #: and parse its models on every renewal, and import them at start).
-        self.rest = LeanRest(api, direct=False)
+        #: and parse its models on every renewal, and import them at start); over the direct path until
+        #: ``direct_until`` is set (see :class:`~volsched.kube.rest.LeanRest`).
+        self.rest = LeanRest(api, direct=False, direct_until=direct_until)
         self.health = health or ApiHealth()
         self.settings = settings
         self.identity = identity

@@ -148,9 +148,12 @@ class ListWatch:
         refused_backoff: tuple[float, float] = REFUSED_BACKOFF,
         announce_recovery: bool = True,
         early: EarlyListing | None = None,
+        direct_until: threading.Event | None = None,
     ) -> None:
         """``early``: the first pages of this kind's first listing, asked for at the process's start
-        (:mod:`~volsched.kube.early`); its first listing takes what came, asks for the rest."""
+        (:mod:`~volsched.kube.early`); its first listing takes what came, asks for the rest.
+        ``direct_until``: the listings' pages over the direct path until it is set (aiohttp's client
+        after: :class:`~volsched.kube.rest.LeanRest`)."""
         self.api = api
         self.kind = kind
         self.on_event = on_event
@@ -184,6 +187,7 @@ class ListWatch:
         self._retired = False
         self._handing = threading.Lock()
         self._early = early
+        self._direct_until = direct_until
 
     # --- lifecycle -------------------------------------------------------------------------------------------
 
@@ -304,7 +308,7 @@ class ListWatch:
         if token:
             query.append(("continue", token))
         if self._lists is None:  # through aiohttp's pool: the fetching thread is not kept
-            self._lists = LeanRest(self.api, direct=False)
+            self._lists = LeanRest(self.api, direct=False, direct_until=self._direct_until)
         return self._lists.read(f"{self.kind.path}?{urlencode(query)}", timeout=60, throttle_retries=0)
 
     def relist(self) -> str:

@@ -127,14 +127,19 @@ class Operator:
             self.kcfg = load_configuration(settings.kubeconfig, pool_size=settings.writer.pool_size())
             early_listings = {}
         self.api = new_api_client(self.kcfg)
+        #: Set once the cache is synced and aiohttp imported (:meth:`run`): until then the reads, the
+        #: Lease and the listings go over the direct path (http.client), aiohttp's client from then on.
+        self.aio_ready = threading.Event()
         #: Reads at start and between sessions (the ConfigMap, discovery, listings) as plain JSON on the
         #: client's pooled connections: the client's typed APIs would import their models first.
-        self.reads = LeanRest(self.api, direct=False)
+        self.reads = LeanRest(self.api, direct=False, direct_until=self.aio_ready)
         self.state = ClusterState(scheduler_names=settings.scheduler_names)
         self.feeder = Feeder(self.state, assume_ttl=settings.session.assume_ttl)
         settings.lease.normalise()
         self.health = ApiHealth()
-        self.lease = LeaderLease(self.api, settings.lease, settings.identity, health=self.health)
+        self.lease = LeaderLease(
+            self.api, settings.lease, settings.identity, health=self.health, direct_until=self.aio_ready
+        )
         settings.writer.scheduler_names = settings.scheduler_names
         self.writer = KubeWriter(
             self.api,
@@ -166,10 +171,16 @@ class Operator:
             latency=self.latency,
             scheduler_names=settings.scheduler_names,
             early=early_listings,
+            direct_until=self.aio_ready,
             volcano=lambda on_event: VolcanoKinds(
                 reads=self.reads,
                 new_watch=lambda kind, handler: ListWatch(
-                    self.watch_api, kind, on_event=handler, health=self.health, announce_recovery=False
+                    self.watch_api,
+                    kind,
+                    on_event=handler,
+                    health=self.health,
+                    announce_recovery=False,
+                    direct_until=self.aio_ready,
                 ),
                 session=settings.session,
                 on_event=on_event,
@@ -397,7 +408,7 @@ class Operator:
         return shared
 
     async def run(self, stop: asyncio.Event) -> None:
-        await self.http.start()
+        self.http.serve_health()  # aiohttp's server, and its import, once the cache is synced
         kopf_stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         tasks: list[asyncio.Task[None]] = []
         sessions: asyncio.Task[None] | None = None
@@ -414,7 +425,12 @@ class Operator:
             # cancels the tasks created after it started, on its exit.
             sessions = asyncio.create_task(self.loop.run(stop))
             tasks.append(sessions)
-            with _switching_often():  # kopf's import beside the first sessions: see its docstring
+            # aiohttp (about a sixth of the CPU to ready) was not imported so far: its server takes the
+            # health server's sockets over, then its client carries the reads, as before ready. Its
+            # import and kopf's run on threads beside the first sessions: see _switching_often.
+            with _switching_often():
+                await self.http.start()
+                self.aio_ready.set()
                 registry = await asyncio.to_thread(self._kopf_registry)
             import kopf
 

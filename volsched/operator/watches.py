@@ -58,11 +58,13 @@ class WatchFeed:
         scheduler_names: frozenset[str],
         volcano: Callable[[Callable[[str, str, dict[str, Any]], None]], VolcanoKinds],
         early: Mapping[str, EarlyListing] | None = None,
+        direct_until: threading.Event | None = None,
     ) -> None:
         """``api``: the watches' own client (the writer's pool stays free for writes); ``volcano``: builds
         the Volcano kinds handing their events to the handler it is given; ``early``: listings asked for
         at the process's start, by kind (:mod:`~volsched.kube.early`), which those kinds' first listings
-        take."""
+        take; ``direct_until``: the listings over the direct path until it is set (aiohttp's client after:
+        :class:`~volsched.kube.rest.LeanRest`)."""
         self.state = state
         self.feeder = feeder
         self.writer = writer
@@ -78,6 +80,7 @@ class WatchFeed:
                 health=health,
                 announce_recovery=False,  # the Lease, read every second, says when it answers again
                 early=(early or {}).get(k.kind),
+                direct_until=direct_until,
             )
             for k in WATCHED
         }

@@ -1,0 +1,93 @@
+"""aiohttp imported once the cache is synced: until then the operator's reads, its Lease and its listings
+go over the direct path (http.client) and its health answers over the standard library's server; from
+then on they go through aiohttp's client, aiohttp's server serves everything on the same port, and the
+replica schedules, writes and watches as before (real apiserver; the operator in-process, to read its
+connections; that nothing imports aiohttp before: tests/unit/test_startup_imports.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.operator_fixtures import OPERATOR_NS, Kube, node, pod, wait_for
+from volsched.operator import Operator, Settings
+from volsched_dev.devcluster import LocalControlPlane
+
+pytestmark = pytest.mark.cluster
+
+
+def _status(port: int, path: str) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
+@pytest.fixture
+def operator(cluster: LocalControlPlane, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    """An operator (Lease on, any free port) run on a thread; what its connections were once synced."""
+    seen: dict[str, Any] = {}
+    listed = Operator.prelist
+
+    def prelist(op: Operator) -> None:
+        listed(op)
+        lists = [w._lists for w in op.feed.lean.values() if w._lists is not None]
+        seen["synced"] = {
+            "reads": (op.reads.connects, op.reads._aio.connects),
+            "lease": (op.lease.rest.connects, op.lease.rest._aio.connects),
+            "lists": (sum(r.connects for r in lists), sum(r._aio.connects for r in lists)),
+            "aio_ready": op.aio_ready.is_set(),
+            "metrics": _status(op.http_port or 0, "/metrics"),
+        }
+
+    monkeypatch.setattr(Operator, "prelist", prelist)
+    settings = Settings(kubeconfig=str(cluster.kubeconfig_path))
+    settings.http.host, settings.http.port, settings.http.auth = "127.0.0.1", 0, "none"
+    settings.lease.namespace = OPERATOR_NS
+    op = Operator(settings)
+    box: dict[str, Any] = {}
+    started = threading.Event()
+
+    async def main() -> None:
+        box["loop"], box["stop"] = asyncio.get_running_loop(), asyncio.Event()
+        started.set()
+        await op.run(box["stop"])
+
+    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
+    thread.start()
+    assert started.wait(30)
+    seen["op"] = op
+    yield seen
+    box["loop"].call_soon_threadsafe(box["stop"].set)
+    thread.join(60)
+
+
+def test_before_ready_the_direct_path_after_it_aiohttp_and_the_replica_binds_as_before(
+    k: Kube, operator: dict[str, Any]
+) -> None:
+    op: Operator = operator["op"]
+    wait_for(lambda: op.aio_ready.is_set(), 60, what="the cache synced and aiohttp's server up")
+    synced = operator["synced"]
+    assert synced["reads"][0] >= 1 and synced["reads"][1] == 0  # the ConfigMap, discovery, the rights
+    assert synced["lease"][0] >= 1 and synced["lease"][1] == 0
+    assert synced["lists"][0] >= 1 and synced["lists"][1] == 0  # the few kinds' listings
+    assert not synced["aio_ready"] and synced["metrics"] == 503  # the health server's "starting"
+
+    port = op.http_port or 0
+    assert _status(port, "/healthz") == 200 and _status(port, "/metrics") == 200  # aiohttp's, same port
+    # The Lease is renewed (every renew_every) through aiohttp's client from now on, and a pod that comes
+    # after is watched, bound and written as before.
+    wait_for(lambda: op.lease.rest._aio.connects >= 1, 30, what="a Lease renewal through aiohttp")
+    k.nodes(node("late-n1"))
+    ns = k.namespace("late")
+    k.pods(ns, pod("p1"))
+    wait_for(lambda: k.bound(ns) == {f"{ns}/p1": "late-n1"}, 60, what="the pod bound")
+    assert op.reads.get("/version", timeout=30)["major"]  # a read now: aiohttp's client
+    assert op.reads._aio.connects >= 1
