@@ -38,7 +38,7 @@ from volsched.cycle import (
     BindOutcome,
     EvictOutcome,
 )
-from volsched.framework.decisions import Bind, Event, Evict, SessionResult
+from volsched.framework.decisions import Bind, Event, Evict, PodGroupStatus, SessionResult
 from volsched.framework.messages import eviction_event_reason, render_eviction
 from volsched.kube import status as render
 from volsched.kube.errors import ApiException
@@ -235,6 +235,11 @@ class KubeWriter:
         #: What we last wrote, rendered without times: skip writes that would change nothing.
         self._podgroups: dict[str, dict[str, Any]] = {}
         self._podgroups_full: dict[str, dict[str, Any]] = {}
+        #: The session status each PodGroup's ``_podgroups`` entry was rendered from, and its API group:
+        #: a later session's result that holds the very same (read-only) status object, as the settled
+        #: run's PodGroups do session after session, has nothing new to render or compare. Set only
+        #: where ``_podgroups`` says that status is written, dropped with it.
+        self._podgroups_from: dict[str, tuple[PodGroupStatus, str]] = {}
         self._queues: dict[str, dict[str, Any]] = {}
         self._queues_full: dict[str, dict[str, Any]] = {}
         #: ``<plural>.<group>`` of the kinds whose CRD has no status subresource (Volcano's PodGroup, as
@@ -262,6 +267,7 @@ class KubeWriter:
             if kind == "PodGroup":
                 self._podgroups.pop(key, None)
                 self._podgroups_full.pop(key, None)
+                self._podgroups_from.pop(key, None)
             elif kind == "Queue":
                 self._queues.pop(key, None)
                 self._queues_full.pop(key, None)
@@ -666,20 +672,25 @@ class KubeWriter:
             dict(podgroups) if isinstance(podgroups, Mapping) else dict.fromkeys(podgroups, API_GROUP)
         )
         existing_queues = dict(queues) if isinstance(queues, Mapping) else dict.fromkeys(queues, API_GROUP)
+        written_from = self._podgroups_from
         for key, pg in result.podgroups.items():
-            if key not in existing_pgs:
+            group = existing_pgs.get(key)
+            if group is None:
                 continue
-            group = existing_pgs[key]
+            same = written_from.get(key)
+            if same is not None and same[0] is pg and same[1] == group:
+                continue
             if group == WORKLOAD_GROUP:
                 rendered = render.workload_podgroup_status(pg)
             else:
                 rendered = render.podgroup_status(pg)
             with self._lock:
-                if self._podgroups.get(key) == rendered or (
-                    group == WORKLOAD_GROUP and _initially_scheduled(self._podgroups.get(key))
-                ):  # kube-scheduler's condition is terminal once True
+                if self._podgroups.get(key) == rendered:
+                    written_from[key] = (pg, group)
                     continue
-            jobs.append(partial(self._write_podgroup, key, rendered, now, group))
+                if group == WORKLOAD_GROUP and _initially_scheduled(self._podgroups.get(key)):
+                    continue  # kube-scheduler's condition is terminal once True
+            jobs.append(partial(self._write_podgroup, key, rendered, now, group, status=pg))
         for name, q in result.queues.items():
             if name not in existing_queues:
                 continue
@@ -738,15 +749,27 @@ class KubeWriter:
         return True, None
 
     def _write_podgroup(
-        self, key: str, rendered: dict[str, Any], now: str, group: str = API_GROUP
+        self,
+        key: str,
+        rendered: dict[str, Any],
+        now: str,
+        group: str = API_GROUP,
+        *,
+        status: PodGroupStatus | None = None,
     ) -> tuple[int, int, str | None]:
         ns, name = _split(key)
         path = custom_path(group, VERSION, "podgroups", name, namespace=ns)
-        return self._write_status(
+        out = self._write_status(
             f"PodGroup {key}", key, path, rendered, now=now, group=group,
             sent=self._podgroups, full=self._podgroups_full, whole=False,
             as_field=f"podgroups.{group}" in self._status_as_field,
         )  # fmt: skip
+        with self._lock:
+            if status is not None and self._podgroups.get(key) is rendered:  # written, not forgotten since
+                self._podgroups_from[key] = (status, group)
+            else:
+                self._podgroups_from.pop(key, None)
+        return out
 
     def _write_queue(
         self, name: str, rendered: dict[str, Any], now: str | None = None, group: str = API_GROUP

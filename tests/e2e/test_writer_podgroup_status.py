@@ -1,0 +1,134 @@
+"""A PodGroup's status converges on a real apiserver through write after write: a status the apiserver
+refused (403) or the Lease fenced (not sent) is written by a later session's status writes, even when
+that session's result holds the very same status object (as the settled run's PodGroups do, session
+after session); a status written is never sent again while it stays the same."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.e2e.operator_fixtures import GROUP, VERSION, Kube, podgroup, wait_for
+from volsched.framework.decisions import PodGroupStatus, SessionResult
+from volsched.kube.writer import KubeWriter, WriterSettings
+from volsched_dev.devcluster import TEST_USER, LocalControlPlane
+
+pytestmark = pytest.mark.cluster
+
+RBAC = "rbac.authorization.k8s.io"
+
+
+class Fence:
+    """The writer's Lease fence, open or closed as the test says."""
+
+    def __init__(self) -> None:
+        self.open = True
+
+    def renew_if_due(self) -> bool:
+        return self.open
+
+    def time_left(self) -> float:
+        return 5.0 if self.open else 0.0
+
+    def call_timeout(self, wanted: float) -> float:
+        return wanted
+
+
+def _running(min_member: int = 2) -> PodGroupStatus:
+    return PodGroupStatus(
+        phase="Running", queue="default", min_member=min_member, running=min_member,
+        succeeded=0, failed=0, pending=0, scheduled=min_member,
+    )  # fmt: skip
+
+
+def _result(key: str, status: PodGroupStatus) -> SessionResult:
+    return SessionResult(podgroups={key: status})
+
+
+def _writes(writer: KubeWriter, key: str, result: SessionResult) -> tuple[int, list[str]]:
+    writes, _events, errors = writer.write_status(result, queues=[], podgroups=[key], pods={})
+    return writes, errors
+
+
+def _status(k: Kube, ns: str) -> dict[str, Any]:
+    return k.get_podgroup(ns, "pg").get("status") or {}
+
+
+def _fresh(k: Kube) -> tuple[str, str]:
+    ns = k.namespace(f"pg-status-{uuid.uuid4().hex[:6]}")
+    k.podgroup(ns, podgroup("pg", 2))
+    return ns, f"{ns}/pg"
+
+
+def test_a_status_the_apiserver_refused_is_written_once_allowed_from_the_same_status(
+    mk: Kube, module_cluster: LocalControlPlane
+) -> None:
+    ns, key = _fresh(mk)
+    result = _result(key, _running())
+    with module_cluster.api_client(TEST_USER) as api:
+        writer = KubeWriter(api, WriterSettings(workers=1))
+        try:
+            writes, errors = _writes(writer, key, result)
+            assert writes == 0 and errors and "403" in errors[0]
+            assert _status(mk, ns) == {}
+            rbac = client.RbacAuthorizationV1Api(mk.api)
+            rbac.create_namespaced_role(
+                ns,
+                client.V1Role(
+                    metadata=client.V1ObjectMeta(name="status-writer"),
+                    rules=[
+                        client.V1PolicyRule(
+                            api_groups=[GROUP], resources=["podgroups/status"], verbs=["patch"]
+                        )
+                    ],
+                ),
+            )
+            rbac.create_namespaced_role_binding(
+                ns,
+                client.V1RoleBinding(
+                    metadata=client.V1ObjectMeta(name="tester-writes-status"),
+                    role_ref=client.V1RoleRef(api_group=RBAC, kind="Role", name="status-writer"),
+                    subjects=[client.RbacV1Subject(kind="User", name=TEST_USER, api_group=RBAC)],
+                ),
+            )
+            # The next sessions' results hold the very same status (the settled run's): written once the
+            # apiserver's RBAC lets it through.
+            wait_for(lambda: _writes(writer, key, result)[0] == 1, 30, what="the status written")
+            assert _status(mk, ns)["phase"] == "Running"
+            assert _writes(writer, key, result) == (0, [])  # written: not sent again
+            assert _writes(writer, key, _result(key, _running())) == (0, [])  # an equal one neither
+            done = PodGroupStatus(
+                phase="Completed", queue="default", min_member=2, running=0, succeeded=2, failed=0,
+                pending=0, scheduled=2,
+            )  # fmt: skip
+            assert _writes(writer, key, _result(key, done)) == (1, [])
+            assert _status(mk, ns)["phase"] == "Completed"
+        finally:
+            writer.close()
+
+
+def test_a_status_the_lease_fenced_is_written_once_the_fence_opens_from_the_same_status(mk: Kube) -> None:
+    ns, key = _fresh(mk)
+    result = _result(key, _running())
+    fence = Fence()
+    writer = KubeWriter(mk.api, WriterSettings(workers=1), fence=fence)
+    try:
+        fence.open = False  # the Lease in doubt: nothing is sent
+        assert _writes(writer, key, result) == (0, [])
+        assert _status(mk, ns) == {}
+        fence.open = True
+        assert _writes(writer, key, result) == (1, [])
+        assert _status(mk, ns)["phase"] == "Running"
+        assert _writes(writer, key, result) == (0, [])
+        # The PodGroup made anew (the watch's ADDED has the writer forget what it wrote to the old one):
+        # the same status is written to the new object.
+        mk.custom.delete_namespaced_custom_object(GROUP, VERSION, ns, "podgroups", "pg")
+        mk.podgroup(ns, podgroup("pg", 2))
+        writer.forget("PodGroup", key)
+        assert _writes(writer, key, result) == (1, [])
+        assert _status(mk, ns)["phase"] == "Running"
+    finally:
+        writer.close()
