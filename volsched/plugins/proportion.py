@@ -56,12 +56,18 @@ class QueueAttr:
     #: Dimensions that count toward shares (all but ``pods``).
     mask: np.ndarray[Any, np.dtype[np.bool_]] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     _share: float | None = None
-    #: Root first, this queue last.
-    path: list[QueueAttr] = field(default_factory=list)
+    #: Its ancestors, the root first. Not the queue itself: a queue that held itself would be a reference
+    #: cycle, left after every session for the cyclic collector to find.
+    ancestors: tuple[QueueAttr, ...] = ()
 
     @property
     def leaf(self) -> bool:
         return not self.children
+
+    @property
+    def path(self) -> tuple[QueueAttr, ...]:
+        """Root first, this queue last."""
+        return (*self.ancestors, self)
 
     @property
     def share(self) -> float:
@@ -258,7 +264,7 @@ def queue_tree(session: ExtensionPoints) -> tuple[dict[str, QueueAttr], FairShar
     for name, i in row.items():
         p = int(tree.parent[i])
         attrs[name].parent = attrs[names[p]] if p >= 0 else None
-        attrs[name].path = [attrs[names[a]] for a in reversed(tree.ancestors(i))]
+        attrs[name].ancestors = tuple(attrs[names[a]] for a in reversed(tree.ancestors(i)[1:]))
     return attrs, fs
 
 
