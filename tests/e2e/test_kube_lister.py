@@ -9,9 +9,10 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
-from tests.e2e.operator_fixtures import pod
+from tests.e2e.operator_fixtures import node, pod
 from volsched.kube.lister import list_pages, pods_of
-from volsched.kube.rest import LeanRest
+from volsched.kube.prune import PRUNERS, decode_pruned
+from volsched.kube.rest import LeanRest, loads
 
 pytestmark = pytest.mark.cluster
 
@@ -60,3 +61,30 @@ def test_a_listing_the_apiserver_would_compress_comes_back_readable(rest: LeanRe
         core.create_namespaced_pod(namespace, body)
     pages = list(list_pages(rest, f"/api/v1/namespaces/{namespace}/pods", timeout=lambda: 30.0, limit=500))
     assert sorted(o["metadata"]["name"] for p in pages for o in p) == sorted(names)
+
+
+def test_pods_and_nodes_pruned_as_their_page_is_decoded_are_what_pruning_the_whole_gives(
+    rest: LeanRest, namespace: str
+) -> None:
+    """As the apiserver writes them (its defaults, managedFields, a volume of each kind, conditions)."""
+    core = client.CoreV1Api(rest.api)
+    full = pod("vols")
+    full["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": "{}", "a": "b"}
+    full["spec"]["volumes"] = [
+        {"name": "c", "persistentVolumeClaim": {"claimName": "c"}},
+        {"name": "e", "emptyDir": {}},
+        {"name": "h", "hostPath": {"path": "/tmp"}},
+        {"name": "m", "configMap": {"name": "m"}},
+    ]
+    core.create_namespaced_pod(namespace, full)
+    core.create_namespaced_pod(namespace, pod("plain"))
+    created = core.create_node(node(f"{namespace}-n"))
+    try:
+        for kind, path in (("Pod", f"/api/v1/namespaces/{namespace}/pods"), ("Node", "/api/v1/nodes")):
+            data = rest.read(path, timeout=30)
+            decoded = decode_pruned(kind, data)
+            assert decoded is not None
+            assert decoded["items"] == [PRUNERS[kind](o) for o in loads(data)["items"]]
+            assert decoded["metadata"] == loads(data)["metadata"]
+    finally:
+        core.delete_node(created.metadata.name)

@@ -116,6 +116,8 @@ class Page:
     items: list[dict[str, Any]]
     resource_version: str
     fresh: bool
+    #: Whether its items were pruned as the page was decoded (``paginate``'s ``decode``).
+    pruned: bool = False
 
 
 def paginate(
@@ -124,13 +126,16 @@ def paginate(
     what: str,
     ahead: Executor | None = None,
     restarts: int = RESTARTS,
+    decode: Callable[[bytes], dict[str, Any] | None] | None = None,
 ) -> Iterator[Page]:
     """A listing's pages, each decoded here (on the caller's thread) as it is taken. ``fetch(token)``
     reads the page after ``token`` ("" for the first), raising
     :class:`~volsched.kube.errors.ApiException` for an error answer. With ``ahead``, the next page is fetched there while the caller handles this one (the
     apiserver reads and encodes it meanwhile). A 410 on a continue token starts the listing again from
     its first page (a :attr:`Page.fresh` one), up to ``restarts`` times; any other error is raised.
-    ``what`` names the listing in the log."""
+    ``what`` names the listing in the log. ``decode``: decodes a page with its items pruned
+    (:func:`~volsched.kube.prune.decode_pruned`; a :attr:`Page.pruned` one), or returns None for one it
+    does not take, decoded whole then."""
 
     def ask(token: str) -> Callable[[], bytes]:
         if ahead is None:
@@ -154,13 +159,16 @@ def paginate(
             token, fresh = "", True
             pending = ask(token)
             continue
-        body = loads(data)
+        body = decode(data) if decode is not None else None
+        pruned = body is not None
+        if body is None:
+            body = loads(data)
         del data
         meta = meta_of(body)
         following = str(meta.get("continue") or "")
         if following:
             pending = ask(following)
-        page = Page(body.get("items") or [], str(meta.get("resourceVersion") or ""), fresh)
+        page = Page(body.get("items") or [], str(meta.get("resourceVersion") or ""), fresh, pruned)
         del body, meta  # the page's objects only: not two decoded pages alive while the next decodes
         yield page
         del page

@@ -19,12 +19,24 @@ operator's resident set. Pruned here, as objects arrive from the API:
   addresses (:func:`volsched.model.decode.build_node`).
 
 A field of an unexpected shape is kept as it is, so the model still reports it as malformed. No I/O.
+
+A listing's page is pruned as it is decoded (:func:`decode_pruned`): msgspec decodes it into the
+shapes above (``TypedDict`` types made from the same key lists), skipping every other field without
+building it, then the few rules no type says (the last-applied annotation, the volumes kept, the Ready
+condition) are applied: the same dicts as :func:`prune_pod` and :func:`prune_node` give, at about a
+third of the CPU of decoding the page whole and pruning it. A page with a field of an unexpected shape
+(a ``null`` or a string where a map is expected) is not decoded so: its caller decodes and prunes it
+whole, as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import functools
+import types
+from collections.abc import Callable, Mapping
+from typing import Any, TypedDict
+
+import msgspec
 
 from volsched.model.raw import RawDict
 
@@ -204,3 +216,115 @@ def prune_node(node: RawDict) -> RawDict:
 
 
 PRUNERS = {"Pod": prune_pod, "Node": prune_node}
+
+
+# --- pruned as decoded -------------------------------------------------------------------------------------
+
+
+def _shape(name: str, keys: tuple[str, ...], **typed: Any) -> Any:
+    """A ``TypedDict`` (every key optional) of ``keys``, each of any JSON value unless ``typed`` says."""
+    return TypedDict(name, {k: typed.get(k, Any) for k in keys}, total=False)  # type: ignore[operator]
+
+
+def _list_of(shape: Any) -> Any:
+    """``list[shape]`` of a shape made at run time."""
+    return types.GenericAlias(list, (shape,))
+
+
+_META = _shape("Meta", META_KEYS)
+_CONTAINER = _shape("Container", CONTAINER_KEYS)
+_VOLUME = _shape(
+    "Volume", ("name", "persistentVolumeClaim", *sorted(_KEPT_VOLUMES - {"persistentVolumeClaim"}))
+)
+_CONDITION = _shape("Condition", ("type", "status"))
+_STATE = _shape(
+    "ContainerState",
+    ("waiting", "terminated"),
+    waiting=_shape("Waiting", _WAITING),
+    terminated=_shape("Terminated", _TERMINATED),
+)
+_CONTAINER_STATUS = _shape("ContainerStatus", (*CONTAINER_STATUS_KEYS, "state"), state=_STATE)
+_STATUSES = ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
+_POD = _shape(
+    "Pod",
+    ("metadata", "spec", "status"),
+    metadata=_META,
+    spec=_shape(
+        "PodSpec",
+        POD_SPEC_KEYS,
+        containers=_list_of(_CONTAINER),
+        initContainers=_list_of(_CONTAINER),
+        volumes=_list_of(_VOLUME),
+    ),
+    status=_shape(
+        "PodStatus",
+        (*POD_STATUS_KEYS, *_STATUSES, "conditions"),
+        conditions=_list_of(_CONDITION),
+        **dict.fromkeys(_STATUSES, _list_of(_CONTAINER_STATUS)),
+    ),
+)
+_NODE = _shape(
+    "Node",
+    ("metadata", "spec", "status"),
+    metadata=_META,
+    spec=_shape("NodeSpec", NODE_SPEC_KEYS),
+    status=_shape("NodeStatus", (*NODE_STATUS_KEYS, "conditions"), conditions=_list_of(_CONDITION)),
+)
+
+
+def _finish_meta(obj: RawDict) -> None:
+    meta: Any = obj.get("metadata")
+    annotations = meta.get("annotations") if meta is not None else None
+    if isinstance(annotations, _MAP) and LAST_APPLIED in annotations:
+        meta["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
+
+
+def _finish_pod(pod: RawDict) -> None:
+    _finish_meta(pod)
+    spec: Any = pod.get("spec")
+    volumes = spec.get("volumes") if spec is not None else None
+    if volumes is not None:
+        kept = [_volume(v) for v in volumes if _KEPT_VOLUMES & v.keys()]
+        if kept:
+            spec["volumes"] = kept
+        else:
+            del spec["volumes"]
+    status: Any = pod.get("status")
+    if status is not None and "conditions" in status:
+        ready = _ready_condition(status.pop("conditions"))
+        if ready is not None:
+            status["conditions"] = [ready]
+
+
+def _finish_node(node: RawDict) -> None:
+    _finish_meta(node)
+    status: Any = node.get("status")
+    conditions = status.get("conditions") if status is not None else None
+    if conditions is not None:
+        status["conditions"] = [c for c in conditions if c.get("type") == "Ready"]
+
+
+_DECODERS: dict[str, tuple[msgspec.json.Decoder[Any], Callable[[RawDict], None]]] = {
+    kind: (msgspec.json.Decoder(_shape(f"{kind}List", ("metadata", "items"), items=_list_of(shape))), finish)
+    for kind, shape, finish in (("Pod", _POD, _finish_pod), ("Node", _NODE, _finish_node))
+}
+
+
+def decode_pruned(kind: str, data: bytes) -> dict[str, Any] | None:
+    """A listing's page of Pods or Nodes (``kind``) decoded with each item pruned as :data:`PRUNERS`
+    prunes it (its ``metadata`` and ``items``); None when a field has a shape the types do not take
+    (or ``kind`` has none): then the caller decodes and prunes it whole."""
+    decoder, finish = _DECODERS[kind]
+    try:
+        page: dict[str, Any] = decoder.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    for item in page.get("items") or ():
+        finish(item)
+    return page
+
+
+#: Kinds whose pages :func:`decode_pruned` decodes, and its function for each.
+PAGE_DECODERS: dict[str, Callable[[bytes], dict[str, Any] | None]] = {
+    kind: functools.partial(decode_pruned, kind) for kind in _DECODERS
+}

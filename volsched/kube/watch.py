@@ -149,11 +149,14 @@ class ListWatch:
         announce_recovery: bool = True,
         early: EarlyListing | None = None,
         direct_until: threading.Event | None = None,
+        decode_page: Callable[[bytes], RawDict | None] | None = None,
     ) -> None:
         """``early``: the first pages of this kind's first listing, asked for at the process's start
         (:mod:`~volsched.kube.early`); its first listing takes what came, asks for the rest.
         ``direct_until``: the listings' pages over the direct path until it is set (aiohttp's client
-        after: :class:`~volsched.kube.rest.LeanRest`)."""
+        after: :class:`~volsched.kube.rest.LeanRest`). ``decode_page``: decodes a listing's page with its
+        items pruned as ``prune`` would (:func:`~volsched.kube.prune.decode_pruned`), or None for a page
+        it does not take (decoded whole and pruned then)."""
         self.api = api
         self.kind = kind
         self.on_event = on_event
@@ -188,6 +191,7 @@ class ListWatch:
         self._handing = threading.Lock()
         self._early = early
         self._direct_until = direct_until
+        self.decode_page = decode_page
 
     # --- lifecycle -------------------------------------------------------------------------------------------
 
@@ -293,10 +297,10 @@ class ListWatch:
         except Exception:
             return (body if isinstance(body, str) else body.decode("utf-8", "replace"))[:200]
 
-    def _stamp(self, obj: RawDict) -> RawDict:
+    def _stamp(self, obj: RawDict, *, pruned: bool = False) -> RawDict:
         obj["kind"] = self.kind.kind
         obj["apiVersion"] = self.kind.api_version
-        return self.prune(obj) if self.prune is not None else obj
+        return self.prune(obj) if self.prune is not None and not pruned else obj
 
     # --- list ------------------------------------------------------------------------------------------------
 
@@ -328,7 +332,9 @@ class ListWatch:
             fetcher.abandon(f"listing {self.kind.plural} stopped")
         try:
             try:
-                for page in paginate(self._page, what=self.kind.plural, ahead=fetcher):
+                for page in paginate(
+                    self._page, what=self.kind.plural, ahead=fetcher, decode=self.decode_page
+                ):
                     if self._stop.is_set():  # not the rest of a long listing: the start may have failed
                         raise Stopped(f"listing {self.kind.plural} stopped")
                     self._succeeded()
@@ -336,7 +342,7 @@ class ListWatch:
                         seen.clear()
                     rv = page.resource_version or rv
                     for item in page.items:
-                        obj = self._stamp(item)
+                        obj = self._stamp(item, pruned=page.pruned)
                         key = _key(obj)
                         seen.add(key)
                         m = meta_of(obj)
