@@ -1,6 +1,6 @@
-"""The plain-Python paths for the small case (a handful of dimensions, a few pending pods) give exactly
-what the numpy formulas they stand in for give: whole units in an amount (fairshare's remainder), and
-each queue's pending request and unit (proportion)."""
+"""The plain-Python paths for the small case (a handful of dimensions, a few pending pods, a few rows) give
+exactly what the numpy formulas they stand in for give: whole units in an amount (fairshare's remainder),
+each queue's pending request and unit (proportion), and the ledger's sums of a few rows (``fold``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import random
 import numpy as np
 import pytest
 
+import volsched.framework.settled as settled
 import volsched.model.fairshare as fairshare
 from volsched.model.fairshare import build_tree, fair_share
 from volsched.model.resources import EPS
@@ -195,3 +196,59 @@ def test_random_pending_pods_give_the_same_requests_and_units_both_ways() -> Non
         few_request, few_unit, request, unit = pending_both_ways(rows, tasks, n, total, mask)
         np.testing.assert_array_equal(few_request, request)
         np.testing.assert_array_equal(few_unit, unit)
+
+
+def fold_both_ways(
+    start: dict[str, np.ndarray], keys: list[str], rows: list[np.ndarray] | np.ndarray, width: int
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """``fold`` by its few-rows path and by its vectorised one (``sum_rows``)."""
+    few = settled.fold(start, keys, rows, width)
+    assert len(keys) <= settled._FEW_ROWS
+    saved, settled._FEW_ROWS = settled._FEW_ROWS, 0
+    try:
+        wide = settled.fold(start, keys, rows, width)
+    finally:
+        settled._FEW_ROWS = saved
+    return few, wide
+
+
+def assert_same_sums(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
+    assert list(a) == list(b)  # the same keys in the same order
+    for key in a:
+        assert a[key].tobytes() == b[key].tobytes(), key  # to the bit, the sign of a zero too
+
+
+@pytest.mark.parametrize(
+    "start, keys, rows",
+    [
+        ({"q": [1.0, 2.0]}, ["q"], [[0.5, 0.25]]),  # one row into the one queue
+        ({"q": [1.0, 2.0]}, ["r"], [[0.5, 0.25]]),  # a new key comes after start's
+        ({}, ["r", "q", "r"], [[0.1, 0.2], [0.3, 0.4], [0.2, 0.1]]),  # new keys in the order first seen
+        ({"q": [-0.0, 0.0]}, ["r"], [[-0.0, 1.0]]),  # a zero's sign as adding from zero leaves it
+        ({"q": [0.1, 1e16]}, ["q", "q"], [[0.2, 1.0], [0.3, 1.0]]),  # rounding: one at a time, in order
+        ({"a": [1.0], "b": [2.0]}, ["b"] * 8, [[0.1]] * 8),  # as many rows as the few-rows path takes
+    ],
+)
+def test_a_few_rows_fold_into_the_same_sums_as_the_vectorised_path(
+    start: dict[str, list[float]], keys: list[str], rows: list[list[float]]
+) -> None:
+    width = len(rows[0])
+    first = {k: np.array(v) for k, v in start.items()}
+    vectors = [np.array(r) for r in rows]
+    assert_same_sums(*fold_both_ways(first, keys, vectors, width))
+    assert_same_sums(*fold_both_ways(first, keys, np.array(rows), width))  # rows as a matrix
+    assert all(first[k].tolist() == start[k] for k in start)  # start is not changed
+
+
+def test_random_rows_fold_into_the_same_sums_both_ways() -> None:
+    rng = random.Random(7)
+    values = [0.0, -0.0, 0.1, 0.2, 0.3, 1 / 3, 2.5, 7.0, 1e16, 1e-9, 123456.789]
+    for _ in range(2000):
+        width = rng.randint(1, 6)
+        start = {
+            k: np.array([rng.choice(values) for _ in range(width)])
+            for k in rng.sample("abcde", rng.randint(0, 4))
+        }
+        keys = [rng.choice("abcde") for _ in range(rng.randint(1, settled._FEW_ROWS))]
+        rows = [np.array([rng.choice(values) * rng.choice([1.0, 3.7]) for _ in range(width)]) for _ in keys]
+        assert_same_sums(*fold_both_ways(start, keys, rows, width))
