@@ -21,6 +21,7 @@ from volsched.cache.doorbell import FREED
 from volsched.cache.feeder import Feeder
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Bind, Evict, SessionResult
+from volsched.framework.points import Plugin
 from volsched.framework.registry import make_actions, make_plugins
 from volsched.framework.runner import run_session
 from volsched.model.cluster import ClusterSnapshot
@@ -259,10 +260,17 @@ def to_place(
 
 
 def run_cycle(
-    feeder: Feeder, config: SchedulerConfig, port: Port, *, now: float, idle: IdleSkip | None = None
+    feeder: Feeder,
+    config: SchedulerConfig,
+    port: Port,
+    *,
+    now: float,
+    idle: IdleSkip | None = None,
+    plugins: Sequence[Plugin] | None = None,
 ) -> CycleReport:
     """One cycle at ``now`` (Unix seconds, the snapshot's clock). Blocking for a synchronous port.
-    With ``idle``, a session that would decide nothing new is skipped (``report.skipped``)."""
+    With ``idle``, a session that would decide nothing new is skipped (``report.skipped``).
+    ``plugins``: ``config``'s plugins made ahead, for this cycle's session only (see ``run_session``)."""
     state = feeder.state
     report = CycleReport()
     early_binds, early_evictions = port.settle()
@@ -285,7 +293,7 @@ def run_cycle(
     lone = placing is not None and len(placing) == 1
     report.sparse = placing is not None and len(placing) <= 1
     stream = _BindStream(feeder, port, report, now=now, lone=lone)
-    result = run_session(snapshot, config, on_binds=stream)
+    result = run_session(snapshot, config, on_binds=stream, plugins=plugins)
     if snapshot.private is not None:
         state.held_back = (snapshot.private - result.bound_jobs.keys(), freed, config)
     result.timings["cycle:snapshot"] = snapshot_s

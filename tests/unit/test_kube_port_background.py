@@ -11,12 +11,14 @@ import math
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 
+import volsched.operator.sessions as sessions_module
 from tests.builders import node, pod
 from tests.unit._cycle_harness import CONFIG, cache, nodes_of
 from tests.unit._scripted_server import OK, ScriptedServer, loopback_config
@@ -268,6 +270,62 @@ def test_the_operator_plans_each_session_under_the_holding_its_leadership_was_se
         assert op.port.drain(HOLD)
         assert [o.result for o in [*ran[1].binds, *op.port.settle()[0]]] == [FENCED]
         assert server.sent("/binding") == []
+    finally:
+        op.port.close()
+        op.writer.close()
+        op.api.close()  # type: ignore[no-untyped-call]
+        op.watch_api.close()  # type: ignore[no-untyped-call]
+
+
+def test_the_next_session_opens_the_plugins_made_after_the_last_one_under_the_same_config(
+    server: GatedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After each session the session thread makes the config's plugins for the next one (warm, off the
+    next arriving pod's way): that session opens those very objects, fresh (never opened before); under
+    another config object it makes its own."""
+    server.gate.set()
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{server.port}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
+    )
+    op = Operator(Settings(kubeconfig=str(kubeconfig)))
+    lease = Fence()
+    for name in ("renew_if_due", "time_left", "call_timeout"):
+        monkeypatch.setattr(op.lease, name, getattr(lease, name))
+    monkeypatch.setattr(op.lease, "ensure", lease.renew_if_due)
+    monkeypatch.setattr(op.lease, "acquired_at", 1.0)
+    monkeypatch.setattr(op.reloader, "reload", lambda **_: None)
+    monkeypatch.setattr(op.reloader, "known", True)
+    monkeypatch.setattr(op.volcano, "follow", lambda **_: None)
+    op.loop.pods_read_at = math.inf
+    given: list[list[object] | None] = []
+    real = sessions_module.run_cycle
+
+    def spy(*args: Any, plugins: Any = None, **kwargs: Any) -> Any:
+        given.append(None if plugins is None else list(plugins))
+        return real(*args, plugins=plugins, **kwargs)
+
+    monkeypatch.setattr(sessions_module, "run_cycle", spy)
+    for obj in (node("n1", cpu="4"), pod("a")):
+        obj["metadata"].update(resourceVersion="1", uid=f"uid-{obj['metadata']['name']}")
+        op.feeder.apply(obj["kind"], obj)
+    try:
+        assert op.loop.run_once() is not None
+        ahead = op.loop._plugins_ahead
+        assert ahead is not None and ahead[0] is op.reloader.config
+        made = ahead[1]
+        proportion = next(p for p in made if p.name == "proportion")
+        assert not hasattr(proportion, "attrs")  # never opened
+        op.feeder.apply("Pod", {**pod("b"), "metadata": {**pod("b")["metadata"], "resourceVersion": "2"}})
+        assert op.loop.run_once() is not None
+        assert given[0] is None  # the first session made its own
+        assert given[1] is not None and all(a is b for a, b in zip(given[1], made, strict=True))
+        assert hasattr(proportion, "attrs")  # that session opened them
+        monkeypatch.setattr(op.reloader, "config", replace(op.reloader.config))  # another config object
+        assert op.loop.run_once() is not None
+        assert given[2] is None  # the plugins made for the last config are not used
     finally:
         op.port.close()
         op.writer.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 
@@ -29,6 +29,7 @@ from volsched.framework.decisions import (
     render,
 )
 from volsched.framework.messages import amounts
+from volsched.framework.points import Plugin
 from volsched.framework.registry import make_actions, make_plugins, placement_gap
 from volsched.framework.session import Action, BindSink, Session
 from volsched.model.cluster import ClusterSnapshot, Job
@@ -45,17 +46,20 @@ def open_session(
     *,
     may_evict: bool | None = None,
     on_binds: BindSink | None = None,
+    plugins: Sequence[Plugin] | None = None,
 ) -> Session:
     """A session on ``snapshot``. When it may evict (by default: when one of the config's actions
     declares ``evicts``, or does not say), it takes its own copies of the tasks the snapshot shares.
-    ``on_binds``: see :func:`run_session`."""
+    ``on_binds``, ``plugins``: see :func:`run_session`."""
     if may_evict is None:
         may_evict = _may_evict(make_actions(config))
     started = time.perf_counter()
     if may_evict:
         snapshot.thaw()
     thawed = time.perf_counter() - started
-    session = Session(snapshot, config, make_plugins(config), on_binds=on_binds)
+    if plugins is None or [p.name for p in plugins] != [opt.name for opt in config.plugin_options()]:
+        plugins = make_plugins(config)
+    session = Session(snapshot, config, list(plugins), on_binds=on_binds)
     if may_evict:
         session.result.timings["open:thaw"] = thawed
     for plugin in session.plugins:
@@ -75,14 +79,22 @@ def close_session(session: Session) -> SessionResult:
 
 
 def run_session(
-    snapshot: ClusterSnapshot, config: SchedulerConfig, *, on_binds: BindSink | None = None
+    snapshot: ClusterSnapshot,
+    config: SchedulerConfig,
+    *,
+    on_binds: BindSink | None = None,
+    plugins: Sequence[Plugin] | None = None,
 ) -> SessionResult:
     """Run a session on ``snapshot``. ``on_binds`` (optional) takes each commit's binds as it is made,
     while the session goes on (see :class:`~volsched.framework.session.Session`); the result lists
-    them all the same."""
+    them all the same. ``plugins`` (optional): the config's plugins made ahead (``make_plugins(config)``,
+    never opened), so that the session does not make them on its way to its first bind; they serve
+    this session only."""
     start = time.perf_counter()
     actions = make_actions(config)
-    session = open_session(snapshot, config, may_evict=_may_evict(actions), on_binds=on_binds)
+    session = open_session(
+        snapshot, config, may_evict=_may_evict(actions), on_binds=on_binds, plugins=plugins
+    )
     try:
         for action in actions:
             session.timed(f"action:{action.name}", lambda a=action: a.execute(session))  # type: ignore[misc]

@@ -31,7 +31,10 @@ from volsched.cycle import (
     IdleSkip,
     run_cycle,
 )
+from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import SessionResult
+from volsched.framework.points import Plugin
+from volsched.framework.registry import make_plugins
 from volsched.kube.health import ApiHealth, back_pressure, is_throttled, is_unreachable
 from volsched.kube.latency import PodLatency
 from volsched.kube.lease import LeaderLease
@@ -114,6 +117,10 @@ class SessionLoop:
         self.session_cpu: float | None = None
         #: The last session that ran found at most one job to place (the pacer's ``sparse``).
         self.sparse = False
+        #: The plugins of a config made after the last session, for the next one if its config is the
+        #: same object: made while this thread's caches are warm from the session it just ran, not on the
+        #: next arriving pod's way to its bind after the thread waited (fresh objects: the same decisions).
+        self._plugins_ahead: tuple[SchedulerConfig, list[Plugin]] | None = None
         #: Queue name -> when its finalizer is tried again after a failed write (monotonic).
         self._guard_failed: dict[str, float] = {}
         self._problems: dict[str, str] = {}
@@ -242,7 +249,13 @@ class SessionLoop:
         self.usage.refresh(now)  # the collector's fresh snapshot (no I/O on this path)
         self.port.plan_under(holding)  # its binds are never sent under a later holding
         self.latency.session()
-        report = run_cycle(self.feeder, self.reloader.config, self.port, now=now, idle=self.idle)
+        config = self.reloader.config
+        ahead, self._plugins_ahead = self._plugins_ahead, None
+        plugins = ahead[1] if ahead is not None and ahead[0] is config else None
+        try:
+            report = run_cycle(self.feeder, config, self.port, now=now, idle=self.idle, plugins=plugins)
+        finally:
+            self._plugins_ahead = (config, make_plugins(config))
         self._log_outcomes(report)
         if report.skipped:
             self.metrics.skipped.inc()
