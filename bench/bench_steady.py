@@ -16,6 +16,11 @@ as an unschedulable pod left in a real cluster: it is in every session's jobs, b
 arriving, stands alone in namespace ``bench`` with no PodGroup and no owner, each its own job (10,000
 bound pods are 10,000 jobs, where the default ``gangs`` shape makes 1,250).
 
+``--idle MS`` sleeps that long before each cycle, as the operator's session thread waits between
+arriving pods: a cycle after a wait of a few ms costs a multiple of what back-to-back cycles cost (its
+code and data are no longer in the processor's caches), as a live session does (see the dated benchmark
+note of 2026-11-29, the arriving pod's fifth pass).
+
 Prints, per grid point, the median over the measured cycles of the cycle's CPU and wall time and of
 every ``result.timings`` entry (snapshot, each plugin's open and close, each action, the apply step),
 in milliseconds, with the machine. Each grid point runs in a fresh process. The machine is shared:
@@ -27,6 +32,7 @@ compare figures of one run.
     python bench/bench_steady.py --nodes 1000 --pods 10000 --shape lone   # single pods, no PodGroup
     python bench/bench_steady.py --shape lone --stuck     # one old unschedulable pod, first in the order (--stuck 20: twenty)
     python bench/bench_steady.py --nodes 1000 --pods 10000 --profile out.prof   # cProfile of the cycles
+    python bench/bench_steady.py --nodes 100 --pods 60 --shape lone --arriving 1 --idle 20   # as live
 """
 
 from __future__ import annotations
@@ -73,6 +79,7 @@ def one(
     shape: str = "gangs",
     stuck: int = 0,
     arriving: int = ARRIVING,
+    idle: float = 0.0,
 ) -> dict[str, Any]:
     from volsched.cache.feeder import Feeder
     from volsched.cache.state import ClusterState
@@ -144,6 +151,8 @@ def one(
 
             profiler = cProfile.Profile()
             profiler.enable()
+        if idle > 0:
+            time.sleep(idle)  # the operator's session thread waits for the next pod
         wall, cpu = time.perf_counter(), time.process_time()
         report = run_cycle(feeder, config, port, now=1000.0 + c)
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
@@ -210,6 +219,13 @@ def main() -> None:
         default=ARRIVING,
         help=f"pods arriving a cycle with --shape lone (default {ARRIVING}; 1: an arriving pod's session)",
     )
+    parser.add_argument(
+        "--idle",
+        type=float,
+        default=0.0,
+        help="ms slept before each cycle, as the operator's session thread waits between arriving pods "
+        "(20: the live session's cost, which back-to-back cycles do not show)",
+    )
     parser.add_argument("--json", action="store_true", help="one grid point, as JSON (used by the grid)")
     args = parser.parse_args()
     if (args.json or args.profile) and not (args.nodes and args.pods):
@@ -226,6 +242,7 @@ def main() -> None:
                     args.shape,
                     stuck=args.stuck,
                     arriving=args.arriving,
+                    idle=args.idle / 1000,
                 )
             )
         )
@@ -239,7 +256,7 @@ def main() -> None:
             ["--cycles", str(args.cycles), "--shape", args.shape]
             + (["--config", args.config] if args.config else [])
             + (["--stuck", str(args.stuck)] if args.stuck else [])
-            + ["--arriving", str(args.arriving)]
+            + ["--arriving", str(args.arriving), "--idle", str(args.idle)]
         )
         r = in_fresh_process(__file__, "--nodes", str(nodes), "--pods", str(pods), *more)
         m = r["median"]
