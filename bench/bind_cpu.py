@@ -38,6 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from builders import pod_body  # noqa: E402
 from machine import describe  # noqa: E402
 
 from volsched.cache.feeder import Feeder  # noqa: E402
@@ -58,26 +59,6 @@ NS = "bench"
 NODE = "node-0"
 PODS = next(k for k in WATCHED if k.kind == "Pod")
 TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def pod_body(name: str) -> dict[str, Any]:
-    """As bench/bind_throughput.py's pods."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS, "labels": {"app": "bench"}},
-        "spec": {
-            "schedulerName": SCHEDULER_NAME,
-            "terminationGracePeriodSeconds": 0,
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "registry.k8s.io/pause:3.10",
-                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
-                }
-            ],
-        },
-    }
 
 
 def proc_cpu(pid: int) -> float:
@@ -244,7 +225,9 @@ def main() -> int:
             uids: dict[str, str] = {}
 
             def create(name: str) -> None:
-                out = setup.request("POST", f"/api/v1/namespaces/{NS}/pods", pod_body(name), timeout=30)
+                out = setup.request(
+                    "POST", f"/api/v1/namespaces/{NS}/pods", pod_body(name, SCHEDULER_NAME), timeout=30
+                )
                 import orjson
 
                 uids[f"{NS}/{name}"] = orjson.loads(out)["metadata"]["uid"]

@@ -75,6 +75,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from bindstats import RunFigures, TreeUsage, fmt_seconds, parse_watch_line, ratio, run_figures  # noqa: E402
+from builders import pod_body  # noqa: E402
 from machine import describe  # noqa: E402
 
 from volsched_dev.devcluster import LocalControlPlane  # noqa: E402
@@ -112,7 +113,8 @@ def prepare_cluster(api: Any) -> None:
 
 
 def node_body(name: str, pods_per_node: int) -> dict[str, Any]:
-    """A Ready node with room for ``pods_per_node`` pods of :func:`pod_body` (and twice as many to spare)."""
+    """A Ready node with room for ``pods_per_node`` pods of ``builders.pod_body`` (and twice as many to
+    spare)."""
     room = max(110, 2 * pods_per_node)
     res = {
         "cpu": str(max(64, math.ceil(room * 0.1))),
@@ -127,25 +129,6 @@ def node_body(name: str, pods_per_node: int) -> dict[str, Any]:
             "capacity": res,
             "allocatable": res,
             "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "bench"}],
-        },
-    }
-
-
-def pod_body(name: str, scheduler_name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": {"app": "bench"}},
-        "spec": {
-            "schedulerName": scheduler_name,
-            "terminationGracePeriodSeconds": 0,
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "registry.k8s.io/pause:3.10",
-                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
-                }
-            ],
         },
     }
 

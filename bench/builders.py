@@ -2,6 +2,7 @@
 
 * raw objects as the watches deliver them, parsed by the cache (``bench_cache``, ``bench_steady``):
   :func:`raw_node`, :func:`raw_pod`, :func:`raw_podgroup`;
+* pods to create on a real apiserver (``bind_throughput``, ``bind_cpu``, ``pod_path_cpu``): :func:`pod_body`;
 * parsed specs put straight into a cache, as the watches would leave it (``bench_allocate``,
   ``bench_evict``; parsing 50,000 raw pods is ``bench_parse``'s subject): :func:`node_specs`,
   :func:`gang_tasks`, :func:`parsed_cache`; and :func:`timed_cycle`, one cycle to a ``NullPort`` timed in wall and CPU time.
@@ -88,6 +89,28 @@ def raw_pod(
         spec["nodeName"] = node
         status = {"phase": "Running", "startTime": "2026-01-01T00:00:05Z"}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+
+
+def pod_body(name: str, scheduler_name: str) -> dict[str, Any]:
+    """A pod to create on a real apiserver (in the namespace the request names): 100m cpu and 64Mi, the
+    pause image, no grace period, label ``app=bench``; the live benchmarks' pods (``bind_throughput``,
+    ``bind_cpu``, ``pod_path_cpu``, ``bench_startup``)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "bench"}},
+        "spec": {
+            "schedulerName": scheduler_name,
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                }
+            ],
+        },
+    }
 
 
 def raw_podgroup(name: str, *, namespace: str, min_member: int, phase: str | None = None) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from builders import pod_body  # noqa: E402
 from kubernetes import client  # noqa: E402
 from machine import describe  # noqa: E402
 
@@ -65,26 +66,6 @@ from volsched_dev.devcluster import LocalControlPlane  # noqa: E402
 
 NS = "bench"
 PODS = next(k for k in WATCHED if k.kind == "Pod")
-
-
-def pod_body(name: str) -> dict[str, Any]:
-    """As bench/bind_throughput.py's pods."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS, "labels": {"app": "bench"}},
-        "spec": {
-            "schedulerName": SCHEDULER_NAME,
-            "terminationGracePeriodSeconds": 0,
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "registry.k8s.io/pause:3.10",
-                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
-                }
-            ],
-        },
-    }
 
 
 def node_body(name: str) -> dict[str, Any]:
@@ -323,7 +304,7 @@ def main() -> int:
                 list(
                     pool.map(
                         lambda n: rest.request(
-                            "POST", f"/api/v1/namespaces/{NS}/pods", pod_body(n), timeout=30
+                            "POST", f"/api/v1/namespaces/{NS}/pods", pod_body(n, SCHEDULER_NAME), timeout=30
                         ),
                         names[start : start + 100],
                     )
