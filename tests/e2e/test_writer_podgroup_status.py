@@ -12,6 +12,7 @@ import pytest
 from kubernetes import client
 
 from tests.e2e.operator_fixtures import GROUP, VERSION, Kube, podgroup, wait_for
+from tests.fences import Fence
 from volsched.framework.decisions import PodGroupStatus, SessionResult
 from volsched.kube.writer import KubeWriter, WriterSettings
 from volsched_dev.devcluster import TEST_USER, LocalControlPlane
@@ -19,22 +20,6 @@ from volsched_dev.devcluster import TEST_USER, LocalControlPlane
 pytestmark = pytest.mark.cluster
 
 RBAC = "rbac.authorization.k8s.io"
-
-
-class Fence:
-    """The writer's Lease fence, open or closed as the test says."""
-
-    def __init__(self) -> None:
-        self.open = True
-
-    def renew_if_due(self) -> bool:
-        return self.open
-
-    def time_left(self) -> float:
-        return 5.0 if self.open else 0.0
-
-    def call_timeout(self, wanted: float) -> float:
-        return wanted
 
 
 def _running(min_member: int = 2) -> PodGroupStatus:

@@ -20,6 +20,7 @@ from kubernetes import client
 
 import volsched.operator.sessions as sessions_module
 from tests.builders import node, pod
+from tests.fences import Fence
 from tests.unit._cycle_harness import CONFIG, cache, nodes_of
 from tests.unit._scripted_server import OK, ScriptedServer, loopback_config
 from volsched.cycle import (
@@ -63,23 +64,6 @@ def server() -> Iterator[GatedServer]:
     yield s
     s.gate.set()
     s.httpd.shutdown()
-
-
-class Fence:
-    """A Lease as the writer sees it: open while ``open``; ``acquired_at`` names the holding."""
-
-    def __init__(self) -> None:
-        self.open = True
-        self.acquired_at = 1.0
-
-    def renew_if_due(self) -> bool:
-        return self.open
-
-    def time_left(self) -> float:
-        return 5.0 if self.open else 0.0
-
-    def call_timeout(self, wanted: float) -> float:
-        return wanted
 
 
 @pytest.fixture
