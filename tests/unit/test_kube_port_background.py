@@ -100,6 +100,43 @@ def _cycle(feeder: Any, port: KubePort) -> CycleReport:
     return run_cycle(feeder, CONFIG, port, now=5000.0)
 
 
+@contextmanager
+def _operator(tmp_path: Path, port: int) -> Iterator[Operator]:
+    """An Operator whose kubeconfig names the server at 127.0.0.1:``port``; its port, writer and clients
+    closed afterwards."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
+    )
+    op = Operator(Settings(kubeconfig=str(kubeconfig)))
+    try:
+        yield op
+    finally:
+        op.port.close()
+        op.writer.close()
+        op.api.close()  # type: ignore[no-untyped-call]
+        op.watch_api.close()  # type: ignore[no-untyped-call]
+
+
+def _leading(op: Operator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``op`` holds its Lease (a fence held open, taken at 1.0), has read its ConfigMap and caught up, and
+    caches node n1 (4 cpu) and pod a, pending."""
+    lease = Fence()
+    for name in ("renew_if_due", "time_left", "call_timeout"):
+        monkeypatch.setattr(op.lease, name, getattr(lease, name))
+    monkeypatch.setattr(op.lease, "ensure", lease.renew_if_due)
+    monkeypatch.setattr(op.lease, "acquired_at", 1.0)
+    monkeypatch.setattr(op.reloader, "reload", lambda **_: None)
+    monkeypatch.setattr(op.reloader, "known", True)  # the ConfigMap was read
+    monkeypatch.setattr(op.volcano, "follow", lambda **_: None)
+    op.loop.pods_read_at = math.inf  # caught up already
+    for obj in (node("n1", cpu="4"), pod("a")):
+        obj["metadata"].update(resourceVersion="1", uid=f"uid-{obj['metadata']['name']}")
+        op.feeder.apply(obj["kind"], obj)
+
+
 def _sent(server: GatedServer) -> list[str]:
     return sorted(r.path.split("/")[-2] for r in server.sent("/binding"))
 
@@ -221,31 +258,15 @@ def test_the_operator_plans_each_session_under_the_holding_its_leadership_was_se
     """SessionLoop.run_once hands the port the holding read when it made sure of the Lease: a holding that
     changes afterwards (here while the session's inputs are gathered) fences the session's binds."""
     server.gate.set()
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{server.port}'}}}}]\n"
-        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
-    )
-    op = Operator(Settings(kubeconfig=str(kubeconfig)))
-    lease = Fence()
-    for name in ("renew_if_due", "time_left", "call_timeout"):
-        monkeypatch.setattr(op.lease, name, getattr(lease, name))
-    monkeypatch.setattr(op.lease, "ensure", lease.renew_if_due)
-    monkeypatch.setattr(op.lease, "acquired_at", 1.0)
-    monkeypatch.setattr(op.reloader, "reload", lambda **_: None)
-    monkeypatch.setattr(op.reloader, "known", True)  # the ConfigMap was read
-    monkeypatch.setattr(op.volcano, "follow", lambda **_: None)
-    op.loop.pods_read_at = math.inf  # caught up already
+    with _operator(tmp_path, server.port) as op:
+        _leading(op, monkeypatch)
 
-    def taken_again(now: float) -> None:  # lost and taken again after the session's leadership was settled
-        op.lease.acquired_at = 2.0
+        def taken_again(
+            now: float,
+        ) -> None:  # lost and taken again after the session's leadership was settled
+            op.lease.acquired_at = 2.0
 
-    monkeypatch.setattr(op.usage, "refresh", taken_again)
-    for obj in (node("n1", cpu="4"), pod("a")):
-        obj["metadata"].update(resourceVersion="1", uid=f"uid-{obj['metadata']['name']}")
-        op.feeder.apply(obj["kind"], obj)
-    try:
+        monkeypatch.setattr(op.usage, "refresh", taken_again)
         ran = op.loop.run_once()
         assert ran is not None and [b.pod for b in ran[0].binds] == ["default/a"]
         assert (
@@ -254,11 +275,6 @@ def test_the_operator_plans_each_session_under_the_holding_its_leadership_was_se
         assert op.port.drain(HOLD)
         assert [o.result for o in [*ran[1].binds, *op.port.settle()[0]]] == [FENCED]
         assert server.sent("/binding") == []
-    finally:
-        op.port.close()
-        op.writer.close()
-        op.api.close()  # type: ignore[no-untyped-call]
-        op.watch_api.close()  # type: ignore[no-untyped-call]
 
 
 def test_the_next_session_opens_the_plugins_made_after_the_last_one_under_the_same_config(
@@ -268,22 +284,6 @@ def test_the_next_session_opens_the_plugins_made_after_the_last_one_under_the_sa
     next arriving pod's way): that session opens those very objects, fresh (never opened before); under
     another config object it makes its own."""
     server.gate.set()
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{server.port}'}}}}]\n"
-        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
-    )
-    op = Operator(Settings(kubeconfig=str(kubeconfig)))
-    lease = Fence()
-    for name in ("renew_if_due", "time_left", "call_timeout"):
-        monkeypatch.setattr(op.lease, name, getattr(lease, name))
-    monkeypatch.setattr(op.lease, "ensure", lease.renew_if_due)
-    monkeypatch.setattr(op.lease, "acquired_at", 1.0)
-    monkeypatch.setattr(op.reloader, "reload", lambda **_: None)
-    monkeypatch.setattr(op.reloader, "known", True)
-    monkeypatch.setattr(op.volcano, "follow", lambda **_: None)
-    op.loop.pods_read_at = math.inf
     given: list[list[object] | None] = []
     real = sessions_module.run_cycle
 
@@ -292,10 +292,8 @@ def test_the_next_session_opens_the_plugins_made_after_the_last_one_under_the_sa
         return real(*args, plugins=plugins, **kwargs)
 
     monkeypatch.setattr(sessions_module, "run_cycle", spy)
-    for obj in (node("n1", cpu="4"), pod("a")):
-        obj["metadata"].update(resourceVersion="1", uid=f"uid-{obj['metadata']['name']}")
-        op.feeder.apply(obj["kind"], obj)
-    try:
+    with _operator(tmp_path, server.port) as op:
+        _leading(op, monkeypatch)
         assert op.loop.run_once() is not None
         ahead = op.loop._plugins_ahead
         assert ahead is not None and ahead[0] is op.reloader.config
@@ -310,11 +308,6 @@ def test_the_next_session_opens_the_plugins_made_after_the_last_one_under_the_sa
         monkeypatch.setattr(op.reloader, "config", replace(op.reloader.config))  # another config object
         assert op.loop.run_once() is not None
         assert given[2] is None  # the plugins made for the last config are not used
-    finally:
-        op.port.close()
-        op.writer.close()
-        op.api.close()  # type: ignore[no-untyped-call]
-        op.watch_api.close()  # type: ignore[no-untyped-call]
 
 
 def test_a_port_closed_under_a_cycle_reports_its_binds_failed_unsent_and_never_raises(
@@ -498,20 +491,8 @@ def test_the_port_owes_a_session_while_a_status_write_failed_and_no_longer_once_
 
 
 def test_the_operator_skips_idle_sessions_only_while_its_port_owes_no_status_write(tmp_path: Path) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
-        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
-    )
-    op = Operator(Settings(kubeconfig=str(kubeconfig)))
-    try:
+    with _operator(tmp_path, 9) as op:
         assert op.loop.idle is not None and op.loop.idle.owed == op.port.owes
-    finally:
-        op.port.close()
-        op.writer.close()
-        op.api.close()  # type: ignore[no-untyped-call]
-        op.watch_api.close()  # type: ignore[no-untyped-call]
 
 
 @pytest.mark.parametrize("fenced", [True, False], ids=["with-a-lease", "no-lease"])
