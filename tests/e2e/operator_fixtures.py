@@ -7,6 +7,7 @@ subprocess and stops it (SIGTERM) afterwards. Waits are bounded polls (:func:`wa
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
@@ -14,13 +15,14 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 import yaml
@@ -29,6 +31,9 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.e2e.controlplanes import running
 from volsched_dev.devcluster import LocalControlPlane
+
+if TYPE_CHECKING:
+    from volsched.operator import Operator
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP, VERSION = "scheduling.volsched.io", "v1beta1"
@@ -308,6 +313,28 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def operator_on_a_thread(op: Operator) -> Iterator[Operator]:
+    """``op.run`` on an event loop of a thread of its own (the operator in-process, for a test that reads
+    its state), from its start until the block ends; then stopped, its thread waited for."""
+    started = threading.Event()
+    box: dict[str, Any] = {}
+
+    async def main() -> None:
+        box["loop"], box["stop"] = asyncio.get_running_loop(), asyncio.Event()
+        started.set()
+        await op.run(box["stop"])
+
+    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
+    thread.start()
+    assert started.wait(30)
+    try:
+        yield op
+    finally:
+        box["loop"].call_soon_threadsafe(box["stop"].set)
+        thread.join(60)
 
 
 #: The operator's log line naming the port it bound (``--metrics-port 0``).

@@ -6,8 +6,6 @@ connections; that nothing imports aiohttp before: tests/unit/test_startup_import
 
 from __future__ import annotations
 
-import asyncio
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -15,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.operator_fixtures import OPERATOR_NS, Kube, node, pod, wait_for
+from tests.e2e.operator_fixtures import OPERATOR_NS, Kube, node, operator_on_a_thread, pod, wait_for
 from volsched.operator import Operator, Settings
 from volsched_dev.devcluster import LocalControlPlane
 
@@ -51,22 +49,9 @@ def operator(cluster: LocalControlPlane, monkeypatch: pytest.MonkeyPatch) -> Ite
     settings = Settings(kubeconfig=str(cluster.kubeconfig_path))
     settings.http.host, settings.http.port, settings.http.auth = "127.0.0.1", 0, "none"
     settings.lease.namespace = OPERATOR_NS
-    op = Operator(settings)
-    box: dict[str, Any] = {}
-    started = threading.Event()
-
-    async def main() -> None:
-        box["loop"], box["stop"] = asyncio.get_running_loop(), asyncio.Event()
-        started.set()
-        await op.run(box["stop"])
-
-    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
-    thread.start()
-    assert started.wait(30)
-    seen["op"] = op
-    yield seen
-    box["loop"].call_soon_threadsafe(box["stop"].set)
-    thread.join(60)
+    with operator_on_a_thread(Operator(settings)) as op:
+        seen["op"] = op
+        yield seen
 
 
 def test_before_ready_the_direct_path_after_it_aiohttp_and_the_replica_binds_as_before(

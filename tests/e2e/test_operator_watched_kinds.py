@@ -4,10 +4,9 @@ its watches were cut off (real apiserver; the operator in-process, to read its c
 
 from __future__ import annotations
 
-import asyncio
 import base64
+import contextlib
 import json
-import threading
 import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.e2e.operator_fixtures import Kube, queue, wait_for
+from tests.e2e.operator_fixtures import Kube, operator_on_a_thread, queue, wait_for
 from volsched.operator import Operator, Settings
 from volsched_dev.devcluster import LocalControlPlane
 
@@ -36,31 +35,15 @@ def budget(name: str) -> dict[str, Any]:
 @pytest.fixture
 def running(cluster: LocalControlPlane) -> Iterator[RunningOperator]:
     """Starts :meth:`Operator.run` on a thread of its own (lease off, any free port); stops it after."""
-    started: list[tuple[Operator, asyncio.AbstractEventLoop, asyncio.Event, threading.Thread]] = []
+    with contextlib.ExitStack() as stack:
 
-    def start() -> Operator:
-        settings = Settings(kubeconfig=str(cluster.kubeconfig_path))
-        settings.lease.enabled = False
-        settings.http.host, settings.http.port = "127.0.0.1", 0
-        op = Operator(settings)
-        ready = threading.Event()
-        box: dict[str, Any] = {}
+        def start() -> Operator:
+            settings = Settings(kubeconfig=str(cluster.kubeconfig_path))
+            settings.lease.enabled = False
+            settings.http.host, settings.http.port = "127.0.0.1", 0
+            return stack.enter_context(operator_on_a_thread(Operator(settings)))
 
-        async def main() -> None:
-            box["loop"], box["stop"] = asyncio.get_running_loop(), asyncio.Event()
-            ready.set()
-            await op.run(box["stop"])
-
-        thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
-        thread.start()
-        assert ready.wait(30)
-        started.append((op, box["loop"], box["stop"], thread))
-        return op
-
-    yield start
-    for _op, loop, stop, thread in started:
-        loop.call_soon_threadsafe(stop.set)
-        thread.join(60)
+        yield start
 
 
 def etcd_delete(cluster: LocalControlPlane, key: str) -> None:
