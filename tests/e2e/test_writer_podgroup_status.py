@@ -1,7 +1,8 @@
 """A PodGroup's status converges on a real apiserver through write after write: a status the apiserver
 refused (403) or the Lease fenced (not sent) is written by a later session's status writes, even when
 that session's result holds the very same status object (as the settled run's PodGroups do, session
-after session); a status written is never sent again while it stays the same."""
+after session); a status written is never sent again while it stays the same, unless this replica took the
+Lease back from another, which may have written over it."""
 
 from __future__ import annotations
 
@@ -115,5 +116,24 @@ def test_a_status_the_lease_fenced_is_written_once_the_fence_opens_from_the_same
         writer.forget("PodGroup", key)
         assert _writes(writer, key, result) == (1, [])
         assert _status(mk, ns)["phase"] == "Running"
+    finally:
+        writer.close()
+
+
+def test_a_replica_that_takes_the_lease_over_again_writes_over_what_another_wrote_meanwhile(mk: Kube) -> None:
+    ns, key = _fresh(mk)
+    result = _result(key, _running())
+    fence = Fence()
+    writer = KubeWriter(mk.api, WriterSettings(workers=1), fence=fence)
+    try:
+        assert _writes(writer, key, result) == (1, [])
+        # Another replica holds the Lease a while and writes its own view of the PodGroup.
+        mk.custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, ns, "podgroups", "pg", {"status": {"phase": "Pending", "running": 0}}
+        )
+        fence.acquired_at = 2.0  # this replica takes the Lease over again
+        assert _writes(writer, key, result) == (1, [])
+        assert _status(mk, ns)["phase"] == "Running" and _status(mk, ns)["running"] == 2
+        assert _writes(writer, key, result) == (0, [])  # and, written, not again
     finally:
         writer.close()

@@ -242,6 +242,9 @@ class KubeWriter:
         self._podgroups_from: dict[str, tuple[PodGroupStatus, str]] = {}
         self._queues: dict[str, dict[str, Any]] = {}
         self._queues_full: dict[str, dict[str, Any]] = {}
+        #: The holding of the Lease (:meth:`holding`) the statuses and conditions above were written
+        #: under: another replica may have written over them while another held it.
+        self._written_under: float | None = None
         #: ``<plural>.<group>`` of the kinds whose CRD has no status subresource (Volcano's PodGroup, as
         #: Volcano ships it; told from API discovery by :meth:`status_subresource`): their status is
         #: written straight into the object, not asked of a /status the apiserver does not serve first.
@@ -667,6 +670,7 @@ class KubeWriter:
         (volsched's or Volcano's; names alone are volsched's); ``uids`` maps PodGroups to their UIDs
         (for their events)."""
         now = now or render.now_rfc3339()
+        self._forget_written_before(self.holding())
         jobs: list[Callable[[], tuple[int, int, str | None]]] = []
         existing_pgs = (
             dict(podgroups) if isinstance(podgroups, Mapping) else dict.fromkeys(podgroups, API_GROUP)
@@ -728,6 +732,20 @@ class KubeWriter:
             if err:
                 errors.append(err)
         return writes, events, errors
+
+    def _forget_written_before(self, holding: float | None) -> None:
+        """Under a new holding of the Lease (this replica took it over from another, which wrote
+        statuses and conditions meanwhile), forget what was written under the earlier one: the
+        statuses are written as a replica that just started writes them, whatever was written last."""
+        with self._lock:
+            if holding == self._written_under:
+                return
+            self._written_under = holding
+            for written in (
+                self._podgroups, self._podgroups_full, self._podgroups_from, self._queues,
+                self._queues_full, self._conditions, self._condition_at,
+            ):  # fmt: skip
+                written.clear()
 
     def _told_job(
         self, target: EventTarget, reason: str, message: str, at: str
