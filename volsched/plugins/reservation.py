@@ -28,6 +28,11 @@ from volsched.plugins.shared.runtimes import runtimes_of
 
 #: The carryover key: the job to reserve for in the next session, and the reservation last announced.
 CARRY = "reservation"
+#: The carryover key of the claims: room evictions freed, held for the pods it was freed for (pod key ->
+#: [job key, node name]).
+CLAIMS = "reservation.claims"
+#: A claimant's score on its node, past any other plugin's: it goes back where its victims were.
+_CLAIM_SCORE = 1e9
 PENDING = TaskStatus.PENDING
 #: Statuses of a pod placed this session (what takes a reserved node's spare room).
 _PLACED = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED})
@@ -309,6 +314,101 @@ class _Reserving:
             plan.spare[row] += task.request
 
 
+class _Claims:
+    """Room that evictions freed, held for the pods it was freed for (kube-scheduler's nominated node).
+
+    A pod that reclaim or preempt pipelined onto a node whose victims it evicted waits until they are
+    gone; meanwhile, and in the session after, a pod of no higher priority may use that node only with
+    room beside the claim, and the claimant scores its node above any other. A claim ends when its pod is
+    placed, deleted or no longer pipelined there (its room free, it was not placed: its queue refused it,
+    its gang did not fit), or when the node goes: it holds room idle at most one session once free."""
+
+    def __init__(self, session: ExtensionPoints, carried: dict[str, list[str]]) -> None:
+        self.session = session
+        nodes = session.nodes
+        self.claims: list[tuple[Task, int]] = []
+        for key, (job_key, node_name) in sorted(carried.items()):
+            job = session.jobs.get(job_key)
+            task = job.tasks.get(key) if job is not None else None
+            node = nodes.index.get(node_name)
+            if task is not None and node is not None and task.status is PENDING:
+                self.claims.append((task, node))
+        self.keys = {t.key for t, _ in self.claims}
+        self.jobs = {t.job_key for t, _ in self.claims}
+
+    def mask(self, task: Task) -> BoolArray | None:
+        """The claimed nodes where ``task`` fits only in the room held for others: False there."""
+        held: dict[int, Vector] = {}
+        for claimant, node in self.claims:
+            if claimant is task or claimant.status is not PENDING or task.priority > claimant.priority:
+                continue
+            amount = held.get(node)
+            held[node] = claimant.request if amount is None else amount + claimant.request
+        if not held:
+            return None
+        nodes = self.session.nodes
+        where = np.fromiter(held, dtype=np.intp, count=len(held))
+        room = nodes.idle[where] + nodes.incoming[where] - np.array([held[int(i)] for i in where])
+        beside = ((room >= task.request - EPS) | (task.request <= EPS)).all(axis=1)
+        if beside.all():
+            return None
+        out = np.ones(len(nodes), dtype=bool)
+        out[where[~beside]] = False
+        return out
+
+    def score(self, task: Task, feasible: BoolArray) -> Vector | None:
+        """The claimant's own node first."""
+        if task.key not in self.keys or task.status is not PENDING:
+            return None
+        out = np.zeros(len(self.session.nodes))
+        for claimant, node in self.claims:
+            if claimant is task:
+                out[node] = _CLAIM_SCORE
+        return out
+
+    def explain(self, task: Task, idx: IndexArray) -> list[tuple[str, int]]:
+        mask = self.mask(task)
+        count = 0 if mask is None else int((~mask[idx]).sum())
+        return [("node(s) whose room an eviction freed for another pod", count)] if count else []
+
+
+def _claims_after(session: ExtensionPoints, claims: _Claims | None) -> dict[str, list[str]]:
+    """The claims to carry to the next session: each pod pipelined onto a node where this session
+    evicted, or still pipelined where it claimed room before (see :class:`_Claims`)."""
+    nodes = session.nodes
+    where = {nodes.index[e.node] for e in session.result.evictions if e.node in nodes.index}
+    if claims is not None:
+        where.update(node for t, node in claims.claims if t.status is TaskStatus.PIPELINED)
+    out: dict[str, list[str]] = {}
+    for node in sorted(where):
+        for task in nodes.tasks[node].values():
+            if task.status is TaskStatus.PIPELINED and task.schedulable_by_us:
+                out[task.key] = [task.job_key, nodes.names[node]]
+    return out
+
+
+def _note_claims(session: ExtensionPoints, carried: dict[str, list[str]], made: dict[str, list[str]]) -> None:
+    """A ``Nominated`` event on each pod given a claim this session (not on one that carries its claim on)."""
+    for key, (job_key, node) in made.items():
+        if carried.get(key) == [job_key, node]:
+            continue
+        job = session.jobs.get(job_key)
+        task = job.tasks.get(key) if job is not None else None
+        if task is None:
+            continue
+        session.emit(
+            Event(
+                kind="Pod",
+                namespace=task.namespace,
+                name=task.name,
+                reason="Nominated",
+                message=f"room on node {node} that evictions free is held for it until it is placed",
+                type="Normal",
+                podgroup=job_key if job is not None and job.podgroup is not None else "",
+            )
+        )
+
+
 #: Why a gang with ``spec.topology`` gets no reservation (on its PodGroup's ``Reserved`` condition).
 UNPLANNED = (
     "no reservation: a gang placed in one domain of a node label (spec.topology) is not planned by the"
@@ -354,17 +454,52 @@ class Reservation(BasePlugin):
         self.wait = arguments.duration("waitTime", 0.0, allow_zero=True)
 
     def on_session_open(self, session: ExtensionPoints) -> None:
+        held = session.carryover.get(CLAIMS)
+        claims = _Claims(session, held) if held else None
+        if claims is not None and not claims.claims:
+            claims = None
+        if claims is not None:
+            session.state[CLAIMS] = claims
         carried: dict[str, Any] = session.carryover.get(CARRY) or {}
         job = session.jobs.get(carried.get("next") or "")
         if job is None or job.ready_count >= job.min_member:
+            if claims is not None:
+                session.add_constraint_fn(self.name, claims.mask, explain=claims.explain)
+                session.add_constraint_score_fn(self.name, claims.score)
+                session.add_shape_fn(self.name, lambda job, _: job.key in claims.jobs)
             return
         reserving = _Reserving(session, job)
         session.state[CARRY] = reserving
-        session.add_constraint_fn(self.name, reserving.mask, explain=reserving.explain)
-        session.add_shape_fn(self.name, lambda job, _: job.key == reserving.job.key)
+        if claims is None:
+            session.add_constraint_fn(self.name, reserving.mask, explain=reserving.explain)
+            session.add_shape_fn(self.name, lambda job, _: job.key == reserving.job.key)
+        else:
+            both = claims
+
+            def mask(task: Task) -> BoolArray | None:
+                mine, theirs = reserving.mask(task), both.mask(task)
+                return theirs if mine is None else (mine if theirs is None else mine & theirs)
+
+            session.add_constraint_fn(
+                self.name,
+                mask,
+                explain=lambda task, idx: reserving.explain(task, idx) + both.explain(task, idx),
+            )
+            session.add_constraint_score_fn(self.name, both.score)
+            session.add_shape_fn(
+                self.name, lambda job, _: (job.key == reserving.job.key, job.key in both.jobs)
+            )
         session.add_event_handler(EventHandler(allocate=reserving.placed, deallocate=reserving.unplaced))
 
     def on_session_close(self, session: ExtensionPoints) -> None:
+        claims: _Claims | None = session.state.get(CLAIMS)
+        if CLAIMS in session.carryover or session.result.evictions:
+            made = _claims_after(session, claims)
+            _note_claims(session, session.carryover.get(CLAIMS) or {}, made)
+            if made:
+                session.carryover[CLAIMS] = made
+            else:
+                session.carryover.pop(CLAIMS, None)
         carried: dict[str, Any] = dict(session.carryover.get(CARRY) or {})
         reserving: _Reserving | None = session.state.get(CARRY)
         plan = reserving.active() if reserving is not None else None

@@ -1,0 +1,143 @@
+"""reservation's claims alone: room an eviction freed is held for the pod it was freed for (kube-scheduler's
+nominated node) into the next session. Another pod of no higher priority uses that node only with room
+beside the claim; the claimant goes back to its node; the claim ends once its pod is placed, or when the
+room is free and the pod was not placed, or when the pod or the node is gone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.builders import node, pod, priority_class, queue
+from volsched.cache.state import ClusterState
+from volsched.framework.decisions import SessionResult
+from volsched.framework.registry import load_config, make_actions
+from volsched.framework.runner import close_session, open_session
+from volsched.plugins.reservation import CLAIMS
+from volsched.simulate.documents import iso
+
+Obj = dict[str, Any]
+NOW = 1_000_000.0
+PLUGINS = "{name: priority}, {name: gang, enablePreemptable: false}, {name: predicates}, {name: reservation}"
+CONFIG = f'actions: "enqueue, allocate, preempt"\ntiers:\n- plugins: [{PLUGINS}]\n'
+
+
+def waiting(name: str, *, gpu: int, ago: float, priority: str = "low") -> Obj:
+    return pod(
+        name, ns="ns", cpu="1", gpu=str(gpu), queue="q", priority_class=priority, created=iso(NOW - ago)
+    )
+
+
+def running(name: str, *, on: str, gpu: int, priority: str = "low") -> Obj:
+    out = pod(name, ns="ns", cpu="1", gpu=str(gpu), queue="q", node=on, priority_class=priority)
+    out["status"]["startTime"] = iso(NOW - 3600)
+    return out
+
+
+def base(*objects: Obj) -> list[Obj]:
+    return [queue("q"), priority_class("low", 1), priority_class("high", 100), *objects]
+
+
+def run_session(state: ClusterState) -> SessionResult:
+    config = load_config(text=CONFIG)
+    s = open_session(state.snapshot(now=NOW), config)
+    for action in make_actions(config):
+        action.execute(s)
+    return close_session(s)
+
+
+def session(objects: list[Obj], *, claims: dict[str, list[str]] | None = None) -> SessionResult:
+    state = ClusterState()
+    for obj in objects:
+        state.apply(obj)
+    if claims:
+        state.carryover = {CLAIMS: claims}
+    return run_session(state)
+
+
+def placed(result: SessionResult) -> dict[str, str]:
+    return {b.pod: b.node for b in result.binds}
+
+
+#: The claimant ``c`` (4 GPUs) holds room on n1; ``o`` was created before it, so it would go first.
+CLAIM = {"ns/c": ["ns/c", "n1"]}
+
+
+@pytest.mark.parametrize(
+    ("objects", "claims", "expected"),
+    [
+        pytest.param([node("n1", gpu="4"), waiting("o", gpu=4, ago=60), waiting("c", gpu=4, ago=30)], None,
+                     {"ns/o": "n1"}, id="no-claim-first-come"),
+        pytest.param([node("n1", gpu="4"), waiting("o", gpu=4, ago=60), waiting("c", gpu=4, ago=30)], CLAIM,
+                     {"ns/c": "n1"}, id="the-claimed-room-is-the-claimants"),
+        pytest.param([node("n1", gpu="8"), waiting("o", gpu=4, ago=60), waiting("c", gpu=4, ago=30)], CLAIM,
+                     {"ns/o": "n1", "ns/c": "n1"}, id="room-beside-the-claim-is-free-to-use"),
+        pytest.param([node("n1", gpu="4"), waiting("o", gpu=4, ago=60, priority="high"),
+                      waiting("c", gpu=4, ago=30)], CLAIM,
+                     {"ns/o": "n1"}, id="a-higher-priority-pod-is-not-held-off"),
+        pytest.param([node("n0", gpu="4"), node("n1", gpu="4"), waiting("c", gpu=4, ago=30)], None,
+                     {"ns/c": "n0"}, id="no-claim-node-order"),
+        pytest.param([node("n0", gpu="4"), node("n1", gpu="4"), waiting("c", gpu=4, ago=30)], CLAIM,
+                     {"ns/c": "n1"}, id="the-claimant-goes-back-to-its-node"),
+        pytest.param([node("n0", gpu="4"), waiting("o", gpu=4, ago=60), waiting("c", gpu=4, ago=30)], CLAIM,
+                     {"ns/o": "n0"}, id="a-claim-on-a-node-gone-holds-nothing"),
+    ],
+)  # fmt: skip
+def test_the_claimed_room(
+    objects: list[Obj], claims: dict[str, list[str]] | None, expected: dict[str, str]
+) -> None:
+    assert placed(session(base(*objects), claims=claims)) == expected
+
+
+def test_a_pod_kept_off_its_node_by_a_claim_is_told_why() -> None:
+    result = session(
+        base(node("n1", gpu="4"), waiting("o", gpu=4, ago=60), waiting("c", gpu=4, ago=30)), claims=CLAIM
+    )
+    assert "1 node(s) whose room an eviction freed for another pod" in result.unschedulable["ns/o"]
+
+
+@pytest.mark.parametrize(
+    ("objects", "kept"),
+    [
+        pytest.param([node("n1", gpu="4"), waiting("c", gpu=4, ago=30)], False, id="placed-it-ends"),
+        pytest.param([node("n1", gpu="2"), waiting("c", gpu=4, ago=30)], False, id="room-free-not-placed-it-ends"),
+        pytest.param([node("n1", gpu="4"), waiting("o", gpu=4, ago=60)], False, id="the-pod-gone-it-ends"),
+        pytest.param([node("n1", gpu="4"), running("v", on="n1", gpu=4), waiting("c", gpu=4, ago=30)], False,
+                     id="nothing-being-freed-for-it-it-ends"),
+    ],
+)  # fmt: skip
+def test_the_claim_ends(objects: list[Obj], kept: bool) -> None:
+    result = session(base(*objects), claims=CLAIM)
+    assert (CLAIMS in result.carryover) is kept
+
+
+def test_an_eviction_claims_the_room_it_frees_for_its_pod_and_says_so() -> None:
+    result = session(
+        base(node("n1", gpu="4"), running("v", on="n1", gpu=4), waiting("c", gpu=4, ago=30, priority="high"))
+    )
+    assert [e.pod for e in result.evictions] == ["ns/v"]
+    assert result.carryover[CLAIMS] == {"ns/c": ["ns/c", "n1"]}
+    [event] = [e for e in result.events if e.reason == "Nominated"]
+    assert event.object == "Pod ns/c"
+    assert "room on node n1" in event.message
+
+
+def test_the_room_an_eviction_freed_goes_to_its_pod_at_the_next_session() -> None:
+    """The defect: the preemptor was pipelined onto its victim's room, and at the next session (the
+    victim gone) a pod created before it, of no higher priority, took that room first: the victim's
+    work was thrown away for a pod that kept waiting (and evicted again)."""
+    state = ClusterState()
+    for obj in base(
+        node("n1", gpu="4"), running("v", on="n1", gpu=4), waiting("c", gpu=4, ago=30, priority="high")
+    ):
+        state.apply(obj)
+    first = run_session(state)
+    assert [e.pod for e in first.evictions] == ["ns/v"]
+    state.delete("Pod", "ns", "v")
+    state.apply(waiting("o", gpu=4, ago=90, priority="high"))
+    state.carryover = first.carryover
+    second = run_session(state)
+    assert placed(second) == {"ns/c": "n1"}
+    assert not second.evictions
+    assert CLAIMS not in second.carryover
