@@ -7,6 +7,7 @@ Lease back from another, which may have written over it."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -96,44 +97,49 @@ def test_a_status_the_apiserver_refused_is_written_once_allowed_from_the_same_st
             writer.close()
 
 
-def test_a_status_the_lease_fenced_is_written_once_the_fence_opens_from_the_same_status(mk: Kube) -> None:
-    ns, key = _fresh(mk)
-    result = _result(key, _running())
+@pytest.fixture
+def fenced(mk: Kube) -> Iterator[tuple[KubeWriter, Fence]]:
+    """An admin's writer behind a Lease fence the test closes, opens and hands over."""
     fence = Fence()
     writer = KubeWriter(mk.api, WriterSettings(workers=1), fence=fence)
-    try:
-        fence.open = False  # the Lease in doubt: nothing is sent
-        assert _writes(writer, key, result) == (0, [])
-        assert _status(mk, ns) == {}
-        fence.open = True
-        assert _writes(writer, key, result) == (1, [])
-        assert _status(mk, ns)["phase"] == "Running"
-        assert _writes(writer, key, result) == (0, [])
-        # The PodGroup made anew (the watch's ADDED has the writer forget what it wrote to the old one):
-        # the same status is written to the new object.
-        mk.custom.delete_namespaced_custom_object(GROUP, VERSION, ns, "podgroups", "pg")
-        mk.podgroup(ns, podgroup("pg", 2))
-        writer.forget("PodGroup", key)
-        assert _writes(writer, key, result) == (1, [])
-        assert _status(mk, ns)["phase"] == "Running"
-    finally:
-        writer.close()
+    yield writer, fence
+    writer.close()
 
 
-def test_a_replica_that_takes_the_lease_over_again_writes_over_what_another_wrote_meanwhile(mk: Kube) -> None:
+def test_a_status_the_lease_fenced_is_written_once_the_fence_opens_from_the_same_status(
+    mk: Kube, fenced: tuple[KubeWriter, Fence]
+) -> None:
+    writer, fence = fenced
     ns, key = _fresh(mk)
     result = _result(key, _running())
-    fence = Fence()
-    writer = KubeWriter(mk.api, WriterSettings(workers=1), fence=fence)
-    try:
-        assert _writes(writer, key, result) == (1, [])
-        # Another replica holds the Lease a while and writes its own view of the PodGroup.
-        mk.custom.patch_namespaced_custom_object_status(
-            GROUP, VERSION, ns, "podgroups", "pg", {"status": {"phase": "Pending", "running": 0}}
-        )
-        fence.acquired_at = 2.0  # this replica takes the Lease over again
-        assert _writes(writer, key, result) == (1, [])
-        assert _status(mk, ns)["phase"] == "Running" and _status(mk, ns)["running"] == 2
-        assert _writes(writer, key, result) == (0, [])  # and, written, not again
-    finally:
-        writer.close()
+    fence.open = False  # the Lease in doubt: nothing is sent
+    assert _writes(writer, key, result) == (0, [])
+    assert _status(mk, ns) == {}
+    fence.open = True
+    assert _writes(writer, key, result) == (1, [])
+    assert _status(mk, ns)["phase"] == "Running"
+    assert _writes(writer, key, result) == (0, [])
+    # The PodGroup made anew (the watch's ADDED has the writer forget what it wrote to the old one):
+    # the same status is written to the new object.
+    mk.custom.delete_namespaced_custom_object(GROUP, VERSION, ns, "podgroups", "pg")
+    mk.podgroup(ns, podgroup("pg", 2))
+    writer.forget("PodGroup", key)
+    assert _writes(writer, key, result) == (1, [])
+    assert _status(mk, ns)["phase"] == "Running"
+
+
+def test_a_replica_that_takes_the_lease_over_again_writes_over_what_another_wrote_meanwhile(
+    mk: Kube, fenced: tuple[KubeWriter, Fence]
+) -> None:
+    writer, fence = fenced
+    ns, key = _fresh(mk)
+    result = _result(key, _running())
+    assert _writes(writer, key, result) == (1, [])
+    # Another replica holds the Lease a while and writes its own view of the PodGroup.
+    mk.custom.patch_namespaced_custom_object_status(
+        GROUP, VERSION, ns, "podgroups", "pg", {"status": {"phase": "Pending", "running": 0}}
+    )
+    fence.acquired_at = 2.0  # this replica takes the Lease over again
+    assert _writes(writer, key, result) == (1, [])
+    assert _status(mk, ns)["phase"] == "Running" and _status(mk, ns)["running"] == 2
+    assert _writes(writer, key, result) == (0, [])  # and, written, not again
