@@ -1,11 +1,13 @@
 """What the unit tests of the cycle, the idle sessions and the doorbell share: a small scheduler config,
 a settable clock, a fake port answering binds as scripted, a cache fed the way the watches feed it, and
-a kubeconfig naming an apiserver nobody listens on."""
+a kubeconfig naming an apiserver nobody listens on (and an operator made on one, closed after)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from tests.builders import Obj
 from volsched.cache.feeder import Feeder
@@ -13,6 +15,9 @@ from volsched.cache.state import ClusterState
 from volsched.cycle import BOUND, CONFLICT, EVICTED, BindOutcome, EvictOutcome, StatusReport
 from volsched.framework.decisions import Bind, Evict, SessionResult
 from volsched.framework.registry import load_config
+
+if TYPE_CHECKING:
+    from volsched.operator import Operator
 
 CONFIG = load_config(
     text='actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: priority}, {name: gang}]\n'
@@ -106,3 +111,21 @@ users: [{name: u, user: {token: t}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 """
+
+
+@contextmanager
+def operator_at(tmp_path: Path, port: int = 9) -> Iterator[Operator]:
+    """An Operator whose kubeconfig (in ``tmp_path``) names the apiserver at 127.0.0.1:``port`` (nobody,
+    unless the test serves it); its port, writer and clients closed afterwards."""
+    from volsched.operator import Operator, Settings
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG.replace("127.0.0.1:9", f"127.0.0.1:{port}"))
+    op = Operator(Settings(kubeconfig=str(kubeconfig)))
+    try:
+        yield op
+    finally:
+        op.port.close()
+        op.writer.close()
+        op.api.close()  # type: ignore[no-untyped-call]
+        op.watch_api.close()  # type: ignore[no-untyped-call]

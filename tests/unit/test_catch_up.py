@@ -12,9 +12,10 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from kubernetes import client
 
+from tests.unit._cycle_harness import operator_at
 from volsched.kube.errors import ApiException
 from volsched.kube.rest import LeanRest
-from volsched.operator import Operator, Settings
+from volsched.operator import Operator
 
 
 class _Answer:
@@ -70,20 +71,8 @@ class _Lease:
 
 @pytest.fixture
 def operator(tmp_path: Path) -> Iterator[Operator]:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:1'}}]\n"
-        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
-    )
-    op = Operator(Settings(kubeconfig=str(kubeconfig)))
-    try:
+    with operator_at(tmp_path, 1) as op:
         yield op
-    finally:
-        op.port.close()
-        op.writer.close()
-        op.api.close()  # type: ignore[no-untyped-call]
-        op.watch_api.close()  # type: ignore[no-untyped-call]
 
 
 def _take_over(op: Operator, monkeypatch: pytest.MonkeyPatch, reads: _Pages, lease: _Lease) -> None:

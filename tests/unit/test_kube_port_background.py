@@ -21,7 +21,7 @@ from kubernetes import client
 import volsched.operator.sessions as sessions_module
 from tests.builders import node, pod
 from tests.fences import Fence
-from tests.unit._cycle_harness import CONFIG, cache, nodes_of
+from tests.unit._cycle_harness import CONFIG, cache, nodes_of, operator_at
 from tests.unit._scripted_server import OK, ScriptedServer, loopback_config
 from volsched.cycle import (
     BOUND,
@@ -38,7 +38,7 @@ from volsched.cycle import (
 from volsched.framework.decisions import Bind
 from volsched.kube.port import KubePort
 from volsched.kube.writer import KubeWriter, WriterSettings
-from volsched.operator import Operator, Settings
+from volsched.operator import Operator
 
 #: How long the server holds a bind at most when the test never opens the gate (a blocking port would
 #: then return its outcomes late, and the test fails instead of hanging).
@@ -98,26 +98,6 @@ def port(server: GatedServer, fence: Fence) -> Iterator[KubePort]:
 
 def _cycle(feeder: Any, port: KubePort) -> CycleReport:
     return run_cycle(feeder, CONFIG, port, now=5000.0)
-
-
-@contextmanager
-def _operator(tmp_path: Path, port: int) -> Iterator[Operator]:
-    """An Operator whose kubeconfig names the server at 127.0.0.1:``port``; its port, writer and clients
-    closed afterwards."""
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\n"
-        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
-    )
-    op = Operator(Settings(kubeconfig=str(kubeconfig)))
-    try:
-        yield op
-    finally:
-        op.port.close()
-        op.writer.close()
-        op.api.close()  # type: ignore[no-untyped-call]
-        op.watch_api.close()  # type: ignore[no-untyped-call]
 
 
 def _leading(op: Operator, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -258,7 +238,7 @@ def test_the_operator_plans_each_session_under_the_holding_its_leadership_was_se
     """SessionLoop.run_once hands the port the holding read when it made sure of the Lease: a holding that
     changes afterwards (here while the session's inputs are gathered) fences the session's binds."""
     server.gate.set()
-    with _operator(tmp_path, server.port) as op:
+    with operator_at(tmp_path, server.port) as op:
         _leading(op, monkeypatch)
 
         def taken_again(
@@ -292,7 +272,7 @@ def test_the_next_session_opens_the_plugins_made_after_the_last_one_under_the_sa
         return real(*args, plugins=plugins, **kwargs)
 
     monkeypatch.setattr(sessions_module, "run_cycle", spy)
-    with _operator(tmp_path, server.port) as op:
+    with operator_at(tmp_path, server.port) as op:
         _leading(op, monkeypatch)
         assert op.loop.run_once() is not None
         ahead = op.loop._plugins_ahead
@@ -491,7 +471,7 @@ def test_the_port_owes_a_session_while_a_status_write_failed_and_no_longer_once_
 
 
 def test_the_operator_skips_idle_sessions_only_while_its_port_owes_no_status_write(tmp_path: Path) -> None:
-    with _operator(tmp_path, 9) as op:
+    with operator_at(tmp_path) as op:
         assert op.loop.idle is not None and op.loop.idle.owed == op.port.owes
 
 
