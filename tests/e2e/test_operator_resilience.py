@@ -60,6 +60,17 @@ def test_config_is_reloaded_and_a_bad_one_keeps_the_last_good(k: Kube, start_ope
     k.set_config(DEFAULT_CONFIG_YAML)  # fixed: pods are placed again
     wait_for(lambda: k.bound(ns).get(f"{ns}/second"), 30, what="second pod bound after the fix")
 
+    # A config naming actions and plugins the operator had not imported yet (each is imported as a config
+    # names it): it loads, and pods are placed under it.
+    more = DEFAULT_CONFIG_YAML.replace(
+        "enqueue, allocate, backfill", "enqueue, allocate, preempt, reclaim, backfill"
+    )
+    k.set_config(more + "  - name: usage\n  - name: minruntime\n")
+    wait_for(lambda: op.metric("volsched_config_reloads_total", result="loaded") >= 4, 20, what="reload")
+    k.pods(ns, pod("third"))
+    wait_for(lambda: k.bound(ns).get(f"{ns}/third"), 30, what="third pod bound under the new config")
+    assert op.metric("volsched_config_reloads_total", result="rejected") == 1
+
 
 def test_the_config_map_is_read_at_start_without_the_clients_models(
     k: Kube, start_operator: Start, monkeypatch: pytest.MonkeyPatch

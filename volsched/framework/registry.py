@@ -1,10 +1,15 @@
 """Registries of actions and plugins by name, filled by the built-in modules on first use, and
-:func:`load_config`, which checks a config's names and arguments against them."""
+:func:`load_config`, which checks a config's names and arguments against them.
+
+A built-in action or plugin is imported when a config names it (or something asks for it by name), not
+when this module is: the operator's start-up pays only for the engine its config uses. The names of
+the built-ins are known without importing them, so a config naming an unknown one is refused as before.
+"""
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -51,24 +56,58 @@ def register_plugin(cls: T) -> T:
     return cls
 
 
+def _import_builtin(package: str, name: str) -> None:
+    try:
+        importlib.import_module(f"volsched.{package}.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"volsched.{package}.{name}":
+            raise
+
+
 def load_builtins() -> None:
+    """Import every built-in action and plugin (each registers itself)."""
     for name in _BUILTIN_ACTIONS:
-        try:
-            importlib.import_module(f"volsched.actions.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"volsched.actions.{name}":
-                raise
+        _import_builtin("actions", name)
     for name in _BUILTIN_PLUGINS:
-        try:
-            importlib.import_module(f"volsched.plugins.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"volsched.plugins.{name}":
-                raise
+        _import_builtin("plugins", name)
+
+
+def action_class(name: str) -> Callable[[], Action]:
+    """The action registered as ``name``, its built-in module imported first if need be (KeyError if
+    there is none)."""
+    if name not in ACTIONS and name in _BUILTIN_ACTIONS:
+        _import_builtin("actions", name)
+    return ACTIONS[name]
+
+
+def plugin_class(name: str) -> Callable[[Arguments], Plugin]:
+    """The plugin registered as ``name``, its built-in module imported first if need be (KeyError if
+    there is none)."""
+    if name not in PLUGINS and name in _BUILTIN_PLUGINS:
+        _import_builtin("plugins", name)
+    return PLUGINS[name]
+
+
+class _Known(Mapping[str, object]):
+    """The names a config may use: those registered and the built-ins not imported yet (only their names
+    are read: ``in`` and the list of known names in an error)."""
+
+    def __init__(self, registered: Mapping[str, object], builtins: tuple[str, ...]) -> None:
+        self._names = dict.fromkeys([*builtins, *registered])
+
+    def __getitem__(self, name: str) -> object:
+        return self._names[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 def make_plugin(name: str, raw_arguments: dict[str, Any]) -> Plugin:
     args = Arguments(name, raw_arguments)
-    plugin = PLUGINS[name](args)
+    plugin = plugin_class(name)(args)
     unknown = args.unknown()
     if unknown:
         known = [k for k in args.known() if k not in unknown]
@@ -82,16 +121,19 @@ def make_plugins(config: SchedulerConfig) -> list[Plugin]:
 
 
 def make_actions(config: SchedulerConfig) -> list[Action]:
-    return [ACTIONS[name]() for name in config.actions]
+    return [action_class(name)() for name in config.actions]
 
 
 def placement_gap(config: SchedulerConfig) -> str | None:
     """Why a config that loads places no pod that requests resources (no action of it places every
     pod, as allocate does; a descheduler-only config may mean it), or None. The warning on load, on
     ``/readyz`` and on every pending pod says it in these words."""
-    placing = {name: getattr(ACTIONS[name], "places", "") for name in config.actions}
+    placing = {name: getattr(action_class(name), "places", "") for name in config.actions}
     if "every pod" in placing.values():
         return None
+    for name in _BUILTIN_ACTIONS:  # the message names every action that would place them
+        if name not in ACTIONS:
+            _import_builtin("actions", name)
     wanted = sorted(name for name, cls in ACTIONS.items() if getattr(cls, "places", "") == "every pod")
     some = [f"{name} places only {what}" for name, what in placing.items() if what]
     return (
@@ -106,7 +148,7 @@ def validate_plugin_arguments(config: SchedulerConfig) -> None:
     try:
         make_plugins(config)
         for name, raw in config.configurations.items():
-            check = getattr(ACTIONS[name], "check_arguments", None)
+            check = getattr(action_class(name), "check_arguments", None)
             if check is not None:
                 check(Arguments(name, raw))
     except InputError as exc:
@@ -126,13 +168,15 @@ def load_config(path: str | Path | None = None, *, text: str | None = None) -> S
         source = "<inline>" if text is not None else "<default>"
         data = DEFAULT_CONFIG_YAML if text is None else text
     try:
-        config = parse_config(data, source=source, known_actions=ACTIONS, known_plugins=PLUGINS)
+        config = parse_config(
+            data,
+            source=source,
+            known_actions=_Known(ACTIONS, _BUILTIN_ACTIONS),
+            known_plugins=_Known(PLUGINS, _BUILTIN_PLUGINS),
+        )
         validate_plugin_arguments(config)
     except InputError:
         raise
     except Exception as exc:  # a plugin's constructor tripping on a value: still the config's fault
         raise InputError(f"cannot load it ({type(exc).__name__}: {str(exc)[:200]})", source=source) from exc
     return config
-
-
-load_builtins()
