@@ -164,9 +164,60 @@ class Api:
         """Nothing to close: the connections are :class:`~volsched.kube.rest.LeanRest`'s."""
 
 
-def tls_context(cfg: AnySettings) -> ssl.SSLContext:
+#: The TLS contexts made, by what each was made of (:func:`_made_of`), shared by every connection made
+#: with the same settings: each connection made its own, reading the CA and the client's certificate
+#: and key again, where an SSLContext is made to be shared. Emptied at :data:`_CONTEXTS_MAX` entries.
+_CONTEXTS: dict[tuple[Any, ...], ssl.SSLContext] = {}
+_CONTEXTS_MAX = 16
+_contexts_lock = threading.Lock()
+
+
+def _file_state(path: str | None) -> tuple[Any, ...]:
+    """A file's path and what says it was rewritten (its size, times and inode), or the path alone if
+    it cannot be read: a certificate rotated on disk is read anew."""
+    if not path:
+        return (path,)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (path,)
+    return (path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def _made_of(cfg: AnySettings, check_hostname: bool) -> tuple[Any, ...]:
+    """Everything :func:`tls_context` reads of ``cfg``, the files' states included."""
+    data = cfg.ca_cert_data
+    return (
+        _file_state(cfg.ssl_ca_cert),
+        data,
+        _file_state(cfg.cert_file),
+        _file_state(cfg.key_file),
+        bool(cfg.verify_ssl),
+        check_hostname,
+    )
+
+
+def tls_context(cfg: AnySettings, *, check_hostname: bool = True) -> ssl.SSLContext:
     """The TLS settings of a configuration (either kind): CA file or data, client cert and key,
-    verification."""
+    verification; ``check_hostname`` False: the certificate is checked, not the name it is for (as
+    urllib3 reads ``assert_hostname: false``). One context for the same settings and files, shared by
+    every connection made with them: a caller must not change it. A file rewritten since (a rotated
+    certificate) makes a new one."""
+    key = _made_of(cfg, check_hostname)
+    with _contexts_lock:
+        found = _CONTEXTS.get(key)
+    if found is not None:
+        return found
+    ctx = _new_tls_context(cfg)
+    if not check_hostname and ctx.check_hostname:
+        ctx.check_hostname = False
+    with _contexts_lock:
+        if len(_CONTEXTS) >= _CONTEXTS_MAX:
+            _CONTEXTS.clear()
+        return _CONTEXTS.setdefault(key, ctx)
+
+
+def _new_tls_context(cfg: AnySettings) -> ssl.SSLContext:
     ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
     if cfg.ca_cert_data:
         data = cfg.ca_cert_data

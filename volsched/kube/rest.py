@@ -621,9 +621,8 @@ class _Aio:
         _refuse_unsupported(cfg)
         self.host = host
         https = urlsplit(host).scheme == "https"
-        self.tls = tls_context(cfg) if https else None
-        if self.tls is not None and cfg.assert_hostname is False:
-            self.tls.check_hostname = False  # as urllib3 reads it: the certificate, not its name, checked
+        # assert_hostname false, as urllib3 reads it: the certificate, not its name, checked
+        self.tls = tls_context(cfg, check_hostname=cfg.assert_hostname is not False) if https else None
         no_proxy = getattr(cfg, "no_proxy", None)
         bypass = not cfg.proxy or bool(
             no_proxy and proxy_bypass_environment(urlsplit(host).hostname or "", {"no": no_proxy})
