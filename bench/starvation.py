@@ -28,7 +28,9 @@ loaded machine only the wall time says anything about the machine.
 
 With ``--diagnose``, every busy hour that is not fair is printed: each small queue's mean holding, of
 it what pods already running when the hour began held, its mean deserved part and the tolerance (its
-largest pod), and per five minutes what each held, deserved and asked.
+largest pod), and per five minutes what each held, deserved and asked, and how many GPUs no pod held
+(the deserved parts share what the small queues hold: room they could not use, a fragment too small
+for a queue's pods or nodes held for a gang, is nobody's part).
 
     python bench/starvation.py [--days 7] [--seed 1] [--write FILE] [--configs before,after,...] [--diagnose]
 """
@@ -211,7 +213,7 @@ class UnfairHour:
     """One busy hour that is not fair: per small queue, its mean holding, its mean deserved part, the
     largest pod it asked (the tolerance), and of its holding what pods already running when the hour
     began held (``kept``: no placement within the hour made it), and per five minutes what each queue
-    held, asked and deserved (and the big queue held)."""
+    held, asked and deserved (and what the big queue held, and the GPUs no pod held)."""
 
     hour: int
     gang_waiting: bool
@@ -219,7 +221,7 @@ class UnfairHour:
     deserved: dict[str, float]
     pod: dict[str, float]
     kept: dict[str, float]
-    trace: list[tuple[int, float, dict[str, tuple[float, float, float]]]]
+    trace: list[tuple[int, float, float, dict[str, tuple[float, float, float]]]]
 
     def lines(self) -> list[str]:
         day, hour = divmod(self.hour, 24)
@@ -234,10 +236,10 @@ class UnfairHour:
                 f"  {q}: held {self.held[q]:5.1f} (from before the hour {self.kept[q]:5.1f})"
                 f"  deserved {self.deserved[q]:5.1f}  gap {gap:+5.1f}  pod {self.pod[q]:.0f}{off}"
             )
-        for minute, big, cells in self.trace:
+        for minute, big, idle, cells in self.trace:
             row = "  ".join(f"{q} {h:5.1f}/{d:5.1f}/{a:5.1f}" for q, (h, d, a) in cells.items())
-            out.append(f"    :{minute:02d}  big {big:5.1f}  {row}")
-        out.append("    (per queue: held / deserved / asked, GPUs, at the minute)")
+            out.append(f"    :{minute:02d}  big {big:5.1f}  idle {idle:5.1f}  {row}")
+        out.append("    (per queue: held / deserved / asked, GPUs, at the minute; idle: GPUs no pod holds)")
         return out
 
 
@@ -357,7 +359,10 @@ def measure(name: str, result: ReplayResult, *, horizon: float, wall: float) -> 
         for m in range(0, 60, 5):
             i = h * 60 + m
             fill = _water_fill(sum(held[q][i] for q in SMALL_QUEUES), {q: asked[q][i] for q in SMALL_QUEUES})
-            trace.append((m, held["big"][i], {q: (held[q][i], fill[q], asked[q][i]) for q in SMALL_QUEUES}))
+            idle = CAPACITY - sum(held[q][i] for q in WEIGHTS)
+            trace.append(
+                (m, held["big"][i], idle, {q: (held[q][i], fill[q], asked[q][i]) for q in SMALL_QUEUES})
+            )
         unfair.append(
             UnfairHour(
                 hour=h,

@@ -89,3 +89,5 @@ def test_an_unfair_hour_is_told_queue_by_queue_with_what_ran_from_before_it() ->
     text = "\n".join(second.lines())
     assert "a: held  40.0 (from before the hour  40.0)" in text
     assert f"OFF by {40 - 22 - 4:.1f} past one pod" in text
+    assert "    :00  big   0.0  idle  64.0  a  40.0/ 21.3/ 40.0" in text  # the pending gang's 64 GPUs idle
+    assert "    :30  big   0.0  idle  60.0" in text  # b's late pod holds 4 of them
