@@ -259,8 +259,9 @@ def spread(series: list[float], a: float, b: float, amount: float, *, start: flo
 
 def deserved_over(held: dict[str, list[float]], asked: dict[str, list[float]]) -> dict[str, float]:
     """Each queue's mean deserved part over the minutes given: at each minute, what the queues hold
-    between them water-filled by weight, no queue past what it asks then (proportion's deserved of that
-    moment, as the scheduler computes it every session); the hour's is the mean of its minutes'. Not the
+    between them water-filled by weight, no queue past what it asks then (proportion's water-fill, but of
+    what these queues hold, not of the cluster: the scheduler's own deserved share also counts the big
+    queue's share and the room no pod holds); the hour's is the mean of its minutes'. Not the
     water-fill of the hour's mean asks: a queue that asked much in one half and little in the other would
     be owed in the whole hour what it asked in its busy half."""
     queues = list(held)
