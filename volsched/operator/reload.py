@@ -239,8 +239,8 @@ class ConfigReloader:
                 log.debug("loading the scheduler config raised", exc_info=True)
                 message = f"cannot load it ({type(exc).__name__}: {str(exc)[:200]})"
             message = redact(message)  # a URL with credentials in the config is never echoed
+            self.reloads.labels("rejected").inc()  # counted before it shows, as a load is
             self.error = message
-            self.reloads.labels("rejected").inc()
             log.error(
                 "rejected scheduler config from %s: %s; keeping %s", source, message, self.config.source
             )
@@ -261,12 +261,12 @@ class ConfigReloader:
                     source,
                 )
             return first
+        self.reloads.labels("loaded").inc()  # counted before a session can run under it
         self.config = replace(config, source=source)
         self.error = None
         self._loaded_once = True
         self._user_config()
         self.on_load(config)
-        self.reloads.labels("loaded").inc()
         log.info("loaded scheduler config from %s: actions %s", source, ", ".join(config.actions))
         gap = placement_gap(config)
         if gap is not None:  # valid, and perhaps meant (a descheduler only), but never silent
