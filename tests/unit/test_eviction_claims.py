@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import node, pod, priority_class, queue
+from tests.builders import node, pod, podgroup, priority_class, queue
 from volsched.cache.state import ClusterState
 from volsched.framework.decisions import SessionResult
 from volsched.framework.registry import load_config, make_actions
@@ -141,3 +141,15 @@ def test_the_room_an_eviction_freed_goes_to_its_pod_at_the_next_session() -> Non
     assert placed(second) == {"ns/c": "n1"}
     assert not second.evictions
     assert CLAIMS not in second.carryover
+
+
+def test_a_claimants_podgroup_says_the_room_is_held() -> None:
+    group = podgroup("g", ns="ns", queue="q", min_member=1, phase="Inqueue", priority_class="high")
+    claimant = pod("g-0", ns="ns", cpu="1", gpu="4", group="g", priority_class="high", created=iso(NOW - 30))
+    result = session(base(node("n1", gpu="4"), running("v", on="n1", gpu=4), group, claimant))
+    assert result.carryover[CLAIMS] == {"ns/g-0": ["ns/g", "n1"]}
+    assert result.podgroups["ns/g"].reservation == (
+        "room on node(s) n1 that evictions free is held for 1 pod(s) until they are placed"
+    )
+    [event] = [e for e in result.events if e.reason == "Nominated"]
+    assert (event.object, event.podgroup) == ("Pod ns/g-0", "ns/g")

@@ -388,7 +388,21 @@ def _claims_after(session: ExtensionPoints, claims: _Claims | None) -> dict[str,
 
 
 def _note_claims(session: ExtensionPoints, carried: dict[str, list[str]], made: dict[str, list[str]]) -> None:
-    """A ``Nominated`` event on each pod given a claim this session (not on one that carries its claim on)."""
+    """A ``Nominated`` event on each pod given a claim this session (not on one that carries its claim on),
+    and on the PodGroup of each claimant that holds no reservation, its ``Reserved`` condition."""
+    held: dict[str, list[tuple[str, str]]] = {}
+    for key, (job_key, node) in made.items():
+        held.setdefault(job_key, []).append((key, node))
+    podgroups = session.result.podgroups
+    for job_key, claims in held.items():
+        status = podgroups.get(job_key)
+        if status is not None and status.reservation is None:
+            nodes = sorted({node for _, node in claims})
+            text = (
+                f"room on node(s) {', '.join(nodes)} that evictions free is held for {len(claims)} pod(s)"
+                " until they are placed"
+            )
+            podgroups[job_key] = replace(status, reservation=text)
     for key, (job_key, node) in made.items():
         if carried.get(key) == [job_key, node]:
             continue
