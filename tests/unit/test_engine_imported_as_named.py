@@ -9,6 +9,10 @@ import json
 import subprocess
 import sys
 import textwrap
+import threading
+from types import SimpleNamespace
+
+import pytest
 
 from volsched.framework import registry
 
@@ -150,3 +154,52 @@ def test_every_builtin_module_registers_the_name_it_is_listed_under() -> None:
         assert registry.ACTIONS[name].__module__ == f"volsched.actions.{name}"  # type: ignore[attr-defined]
     for name in registry._BUILTIN_PLUGINS:
         assert registry.PLUGINS[name].__module__ == f"volsched.plugins.{name}"  # type: ignore[attr-defined]
+
+
+def test_a_class_registered_while_its_module_still_imports_is_handed_out_once_the_import_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    log: list[str] = []
+    registered, release, either = threading.Event(), threading.Event(), threading.Event()
+
+    def importing(module: str) -> None:  # a built-in's module: its class registered as the body runs
+        registry.PLUGINS["slowpoke"] = object  # type: ignore[assignment]
+        registered.set()
+        release.wait()
+        log.append("import ended")
+
+    class Watched:
+        """The registry's import lock, telling when a second thread asks for it."""
+
+        def __init__(self) -> None:
+            self.lock, self.entered = threading.RLock(), 0
+
+        def __enter__(self) -> None:
+            self.entered += 1
+            if self.entered > 1:
+                either.set()
+            self.lock.acquire()
+
+        def __exit__(self, *exc: object) -> None:
+            self.lock.release()
+
+    monkeypatch.setattr(registry, "_BUILTIN_PLUGINS", (*registry._BUILTIN_PLUGINS, "slowpoke"))
+    monkeypatch.setattr(registry, "importlib", SimpleNamespace(import_module=importing))
+    monkeypatch.setattr(registry, "_import_lock", Watched())
+    monkeypatch.delitem(registry.PLUGINS, "slowpoke", raising=False)
+
+    def use() -> None:
+        registry.plugin_class("slowpoke")
+        log.append("handed out")
+        either.set()
+
+    importer = threading.Thread(target=registry.plugin_class, args=("slowpoke",))
+    importer.start()
+    registered.wait()
+    user = threading.Thread(target=use)
+    user.start()
+    either.wait()  # the user waits for the lock (or, wrongly, has the class already)
+    release.set()
+    importer.join()
+    user.join()
+    assert log == ["import ended", "handed out"]

@@ -9,6 +9,7 @@ the built-ins are known without importing them, so a config naming an unknown on
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -56,12 +57,24 @@ def register_plugin(cls: T) -> T:
     return cls
 
 
+#: Held while a built-in module is imported; the modules being imported. A module registers its class
+#: as its body runs, before the rest of the body has: a thread that finds the class registered while
+#: another imports it waits for that import to end before it uses the class.
+_import_lock = threading.RLock()
+_importing: set[str] = set()
+
+
 def _import_builtin(package: str, name: str) -> None:
-    try:
-        importlib.import_module(f"volsched.{package}.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"volsched.{package}.{name}":
-            raise
+    module = f"volsched.{package}.{name}"
+    with _import_lock:
+        _importing.add(module)
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+        finally:
+            _importing.discard(module)
 
 
 def load_builtins() -> None:
@@ -72,20 +85,27 @@ def load_builtins() -> None:
         _import_builtin("plugins", name)
 
 
+def _registered(table: dict[str, T], package: str, builtins: tuple[str, ...], name: str) -> T:
+    found = table.get(name)
+    if found is not None and not _importing:
+        return found
+    if name in builtins:
+        with _import_lock:  # an import under way on another thread ends first
+            if name not in table:
+                _import_builtin(package, name)
+    return table[name]
+
+
 def action_class(name: str) -> Callable[[], Action]:
     """The action registered as ``name``, its built-in module imported first if need be (KeyError if
     there is none)."""
-    if name not in ACTIONS and name in _BUILTIN_ACTIONS:
-        _import_builtin("actions", name)
-    return ACTIONS[name]
+    return _registered(ACTIONS, "actions", _BUILTIN_ACTIONS, name)
 
 
 def plugin_class(name: str) -> Callable[[Arguments], Plugin]:
     """The plugin registered as ``name``, its built-in module imported first if need be (KeyError if
     there is none)."""
-    if name not in PLUGINS and name in _BUILTIN_PLUGINS:
-        _import_builtin("plugins", name)
-    return PLUGINS[name]
+    return _registered(PLUGINS, "plugins", _BUILTIN_PLUGINS, name)
 
 
 class _Known(Mapping[str, object]):
