@@ -319,7 +319,8 @@ class _Claims:
 
     A pod that reclaim or preempt pipelined onto a node whose victims it evicted waits until they are
     gone; meanwhile, and in the session after, a pod of no higher priority may use that node only with
-    room beside the claim, and the claimant scores its node above any other. A claim ends when its pod is
+    room beside the claim (but for the job the reservation is held for), and the claimant scores its
+    node above any other. A claim ends when its pod is
     placed, deleted or no longer pipelined there (its room free, it was not placed: its queue refused it,
     its gang did not fit), or when the node goes: it holds room idle at most one session once free."""
 
@@ -335,9 +336,14 @@ class _Claims:
                 self.claims.append((task, node))
         self.keys = {t.key for t, _ in self.claims}
         self.jobs = {t.job_key for t, _ in self.claims}
+        #: The job the reservation is held for: claims do not hold room against it (the nodes drain for
+        #: it, and a claim on the last node it needs would send it back to wait for the next ones).
+        self.exempt = ""
 
     def mask(self, task: Task) -> BoolArray | None:
         """The claimed nodes where ``task`` fits only in the room held for others: False there."""
+        if task.job_key == self.exempt:
+            return None
         held: dict[int, Vector] = {}
         for claimant, node in self.claims:
             if claimant is task or claimant.status is not PENDING or task.priority > claimant.priority:
@@ -484,6 +490,8 @@ class Reservation(BasePlugin):
             return
         reserving = _Reserving(session, job)
         session.state[CARRY] = reserving
+        if claims is not None:
+            claims.exempt = job.key
         if claims is None:
             session.add_constraint_fn(self.name, reserving.mask, explain=reserving.explain)
             session.add_shape_fn(self.name, lambda job, _: job.key == reserving.job.key)
