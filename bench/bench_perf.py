@@ -79,6 +79,7 @@ from bind_throughput import (  # noqa: E402
     prepare_cluster,
     start_creation,
     start_kube_scheduler,
+    start_py_spy,
     start_volsched,
     start_watch,
 )
@@ -559,15 +560,7 @@ def _start_py_spy(args: argparse.Namespace, pid: int, rundir: Path) -> Any:
     one line per stack with its thread); None without ``--py-spy``."""
     if args.py_spy is None:
         return None
-    import subprocess
-
-    out, said = rundir / "volsched.pyspy.txt", rundir / "py-spy.log"
-    argv = [str(args.py_spy), "record", "--pid", str(pid), "--rate", "100", "--format", "raw", "--threads"]
-    with said.open("w") as log:
-        proc = subprocess.Popen([*argv, "--nonblocking", "-o", str(out)], stdout=log, stderr=log)
-    while "Sampling" not in said.read_text() and proc.poll() is None:  # attached
-        time.sleep(0.05)
-    return proc, out
+    return start_py_spy(args.py_spy, pid, rundir, rate=100, name="volsched.pyspy.txt")
 
 
 def _stop_py_spy(spy: Any, keep: Path | None) -> str:

@@ -816,13 +816,16 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
         )
 
 
-def start_py_spy(py_spy: Path, pid: int, where: Path) -> tuple[subprocess.Popen[bytes], Path]:
-    """``py-spy record`` on ``pid`` (collapsed stacks with their threads, ``bench/stacks_top.py`` reads
-    them) into a new file in ``where``, from now to :func:`stop_py_spy`; returns once it samples."""
+def start_py_spy(
+    py_spy: Path, pid: int, where: Path, *, rate: int = 200, name: str | None = None
+) -> tuple[subprocess.Popen[bytes], Path]:
+    """``py-spy record`` on ``pid`` at ``rate`` samples a second (collapsed stacks with their threads,
+    ``bench/stacks_top.py`` reads them) into ``name`` (else a new file) in ``where``, its own log beside
+    it, from now to :func:`stop_py_spy`; returns once it samples."""
     where.mkdir(parents=True, exist_ok=True)
-    out = where / f"volsched-{pid}.pyspy.txt"
+    out = where / (name or f"volsched-{pid}.pyspy.txt")
     said = out.with_suffix(".log")
-    argv = [str(py_spy), "record", "--pid", str(pid), "--rate", "200", "--format", "raw", "--threads"]
+    argv = [str(py_spy), "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--threads"]
     with said.open("w") as log:
         proc = subprocess.Popen([*argv, "--nonblocking", "-o", str(out)], stdout=log, stderr=log)
     while "Sampling" not in said.read_text() and proc.poll() is None:  # attached
