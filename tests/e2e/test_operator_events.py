@@ -93,6 +93,50 @@ def test_an_evicted_pod_is_told_why_and_who_took_its_place(k: Kube, start_operat
     assert sum(1 for p in others if p.metadata.deletion_timestamp) == 1  # one victim was enough
 
 
+def test_the_room_an_eviction_frees_is_claimed_for_its_pod_and_said_so(
+    k: Kube, start_operator: Start
+) -> None:
+    """The claim rides the operator's carryover from session to session while the victim terminates: the
+    preemptor is told once (a Nominated event) and its PodGroup's Reserved condition says the room."""
+    config = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
+    k.set_config(config.replace("  - name: binpack\n", "  - name: binpack\n  - name: reservation\n"))
+    sched = client.SchedulingV1Api(k.api)
+    for name, value in (("low", 10), ("high", 1000)):
+        sched.create_priority_class({"metadata": {"name": name}, "value": value})
+    k.nodes(node("n1", cpu="2"))
+    k.queue(queue("default"))
+    k.queue(queue("q"))
+    ns = k.namespace("claims")
+    k.podgroup(
+        ns,
+        {**podgroup("a", 1, queue="q"), "spec": {"minMember": 1, "queue": "q", "priorityClassName": "low"}},
+    )
+    k.pods(ns, *(_lingering(pod(f"a-{i}", cpu="1", group="a")) for i in range(2)))
+    op = start_operator()
+    wait_for(lambda: len(k.bound(ns)) == 2, 30, what="job a fills the node")
+
+    k.podgroup(
+        ns,
+        {**podgroup("b", 1, queue="q"), "spec": {"minMember": 1, "queue": "q", "priorityClassName": "high"}},
+    )
+    k.pods(ns, pod("b-0", cpu="1", group="b"))
+    [event] = wait_for(lambda: _events(k, ns, "b-0", "Nominated"), 40, what="a Nominated event on b-0")
+    assert event.message == "room on node n1 that evictions free is held for it until it is placed"
+
+    def reserved() -> Any:
+        conds = {c["type"]: c for c in (k.get_podgroup(ns, "b").get("status") or {}).get("conditions") or []}
+        return conds.get("Reserved")
+
+    cond = wait_for(reserved, 20, what="PodGroup b's Reserved condition")
+    assert cond["status"] == "True"
+    assert (
+        cond["message"] == "room on node(s) n1 that evictions free is held for 1 pod(s) until they are placed"
+    )
+    _more_sessions(op)  # the victim still terminates: the claim is carried, not made again
+    [again] = _events(k, ns, "b-0", "Nominated")
+    assert again.count == 1
+
+
 def test_an_unschedulable_gang_gets_one_event_on_its_podgroup(k: Kube, start_operator: Start) -> None:
     k.nodes(node("n1", cpu="2"), node("n2", cpu="2"))
     ns = k.namespace("gang-events")
