@@ -44,15 +44,16 @@ def _lingering(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-def test_an_evicted_pod_is_told_why_and_who_took_its_place(k: Kube, start_operator: Start) -> None:
-    k.set_config((ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text())
+def _a_full_node_then_b(k: Kube, start_operator: Start, namespace: str) -> tuple[str, OperatorProcess]:
+    """Node n1 (2 cpu) filled by job a's two pods (priority low, queue q; they linger once evicted), the
+    operator started, then job b's pod (priority high, 1 cpu) arrives: room only an eviction makes."""
     sched = client.SchedulingV1Api(k.api)
     for name, value in (("low", 10), ("high", 1000)):
         sched.create_priority_class({"metadata": {"name": name}, "value": value})
     k.nodes(node("n1", cpu="2"))
     k.queue(queue("default"))
     k.queue(queue("q"))
-    ns = k.namespace("preempt")
+    ns = k.namespace(namespace)
     k.podgroup(
         ns,
         {**podgroup("a", 1, queue="q"), "spec": {"minMember": 1, "queue": "q", "priorityClassName": "low"}},
@@ -60,12 +61,17 @@ def test_an_evicted_pod_is_told_why_and_who_took_its_place(k: Kube, start_operat
     k.pods(ns, *(_lingering(pod(f"a-{i}", cpu="1", group="a")) for i in range(2)))
     op = start_operator()
     wait_for(lambda: len(k.bound(ns)) == 2, 30, what="job a fills the node")
-
     k.podgroup(
         ns,
         {**podgroup("b", 1, queue="q"), "spec": {"minMember": 1, "queue": "q", "priorityClassName": "high"}},
     )
     k.pods(ns, pod("b-0", cpu="1", group="b"))
+    return ns, op
+
+
+def test_an_evicted_pod_is_told_why_and_who_took_its_place(k: Kube, start_operator: Start) -> None:
+    k.set_config((ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text())
+    ns, op = _a_full_node_then_b(k, start_operator, "preempt")
 
     def victim() -> Any:
         for p in k.core.list_namespaced_pod(ns).items:
@@ -100,26 +106,7 @@ def test_the_room_an_eviction_frees_is_claimed_for_its_pod_and_said_so(
     preemptor is told once (a Nominated event) and its PodGroup's Reserved condition says the room."""
     config = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
     k.set_config(config.replace("  - name: binpack\n", "  - name: binpack\n  - name: reservation\n"))
-    sched = client.SchedulingV1Api(k.api)
-    for name, value in (("low", 10), ("high", 1000)):
-        sched.create_priority_class({"metadata": {"name": name}, "value": value})
-    k.nodes(node("n1", cpu="2"))
-    k.queue(queue("default"))
-    k.queue(queue("q"))
-    ns = k.namespace("claims")
-    k.podgroup(
-        ns,
-        {**podgroup("a", 1, queue="q"), "spec": {"minMember": 1, "queue": "q", "priorityClassName": "low"}},
-    )
-    k.pods(ns, *(_lingering(pod(f"a-{i}", cpu="1", group="a")) for i in range(2)))
-    op = start_operator()
-    wait_for(lambda: len(k.bound(ns)) == 2, 30, what="job a fills the node")
-
-    k.podgroup(
-        ns,
-        {**podgroup("b", 1, queue="q"), "spec": {"minMember": 1, "queue": "q", "priorityClassName": "high"}},
-    )
-    k.pods(ns, pod("b-0", cpu="1", group="b"))
+    ns, op = _a_full_node_then_b(k, start_operator, "claims")
     [event] = wait_for(lambda: _events(k, ns, "b-0", "Nominated"), 40, what="a Nominated event on b-0")
     assert event.message == "room on node n1 that evictions free is held for it until it is placed"
 
