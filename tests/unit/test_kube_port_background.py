@@ -585,3 +585,21 @@ def test_a_sessions_status_waits_while_a_later_sessions_binds_are_in_flight(
     finally:
         let_a.set()
         let_c.set()
+
+
+@pytest.mark.parametrize("first", [0, -1])
+def test_binds_are_sent_when_no_bind_worker_is_asked_to_start_first(
+    server: GatedServer, fence: Fence, first: int
+) -> None:
+    """``--bind-workers-first 0`` (or less) starts one worker as binds wait, as ``--bind-workers 0``
+    does: with none started until more than ``bind_backlog`` binds waited, a few binds waited forever."""
+    feeder = cache(node("n1", cpu="8"), *(pod(f"p{i}") for i in range(3)))
+    binds = [Bind(pod=f"default/p{i}", uid=f"uid-p{i}", node="n1") for i in range(3)]
+    server.gate.set()
+    with background_port(server, fence, workers=8) as port:
+        port.writer.settings.bind_workers_first = first
+        done = port.bind(binds, feeder.pods(b.pod for b in binds))
+        assert port.drain(HOLD)
+        done += port.settle()[0]
+        assert sorted(o.bind.pod for o in done if o.result == BOUND) == sorted(b.pod for b in binds)
+        assert port.bind_workers >= 1

@@ -173,7 +173,8 @@ class KubePort:
         128 (docs/operating.md)."""
         settings = self.writer.settings
         running, most = len(self._workers), max(1, settings.bind_workers)
-        if running >= settings.bind_workers_first and running < most:
+        first = max(1, settings.bind_workers_first)  # as bind_workers: at least one runs anyway
+        if running >= first and running < most:
             # Past the first, a backlog starts one whatever idle workers were counted: a worker that
             # finished a bind took the next at once from a deep queue, and is not idle.
             if self._queue.qsize() > settings.bind_backlog:
