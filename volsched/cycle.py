@@ -21,8 +21,7 @@ from volsched.cache.doorbell import FREED
 from volsched.cache.feeder import Feeder
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Bind, Evict, SessionResult
-from volsched.framework.points import Plugin
-from volsched.framework.registry import make_actions, make_plugins
+from volsched.framework.registry import PluginsAhead, make_actions, make_plugins
 from volsched.framework.runner import run_session
 from volsched.model.cluster import ClusterSnapshot
 from volsched.model.raw import Raw
@@ -266,11 +265,11 @@ def run_cycle(
     *,
     now: float,
     idle: IdleSkip | None = None,
-    plugins: Sequence[Plugin] | None = None,
+    plugins: PluginsAhead | None = None,
 ) -> CycleReport:
     """One cycle at ``now`` (Unix seconds, the snapshot's clock). Blocking for a synchronous port.
     With ``idle``, a session that would decide nothing new is skipped (``report.skipped``).
-    ``plugins``: ``config``'s plugins made ahead, for this cycle's session only (see ``run_session``)."""
+    ``plugins``: plugins made ahead, for this cycle's session only (see ``run_session``)."""
     state = feeder.state
     report = CycleReport()
     early_binds, early_evictions = port.settle()

@@ -36,6 +36,7 @@ from volsched.cycle import (
     run_cycle,
 )
 from volsched.framework.decisions import Bind
+from volsched.framework.registry import PluginsAhead
 from volsched.kube.port import KubePort
 from volsched.kube.writer import KubeWriter, WriterSettings
 from volsched.operator import Operator
@@ -261,14 +262,15 @@ def test_the_next_session_opens_the_plugins_made_after_the_last_one_under_the_sa
     server: GatedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """After each session the session thread makes the config's plugins for the next one (warm, off the
-    next arriving pod's way): that session opens those very objects, fresh (never opened before); under
-    another config object it makes its own."""
+    next arriving pod's way) and hands them over with the config they were made from: that session opens
+    those very objects, fresh (never opened before); under another config object it makes its own (the
+    session's check, ``open_session``)."""
     server.gate.set()
-    given: list[list[object] | None] = []
+    given: list[PluginsAhead | None] = []
     real = sessions_module.run_cycle
 
-    def spy(*args: Any, plugins: Any = None, **kwargs: Any) -> Any:
-        given.append(None if plugins is None else list(plugins))
+    def spy(*args: Any, plugins: PluginsAhead | None = None, **kwargs: Any) -> Any:
+        given.append(plugins)
         return real(*args, plugins=plugins, **kwargs)
 
     monkeypatch.setattr(sessions_module, "run_cycle", spy)
@@ -276,18 +278,22 @@ def test_the_next_session_opens_the_plugins_made_after_the_last_one_under_the_sa
         _leading(op, monkeypatch)
         assert op.loop.run_once() is not None
         ahead = op.loop._plugins_ahead
-        assert ahead is not None and ahead[0] is op.reloader.config
-        made = ahead[1]
-        proportion = next(p for p in made if p.name == "proportion")
+        assert ahead is not None and ahead.config is op.reloader.config
+        proportion = next(p for p in ahead.plugins if p.name == "proportion")
         assert not hasattr(proportion, "attrs")  # never opened
         op.feeder.apply("Pod", {**pod("b"), "metadata": {**pod("b")["metadata"], "resourceVersion": "2"}})
         assert op.loop.run_once() is not None
         assert given[0] is None  # the first session made its own
-        assert given[1] is not None and all(a is b for a, b in zip(given[1], made, strict=True))
+        assert given[1] is ahead
         assert hasattr(proportion, "attrs")  # that session opened them
+        last = op.loop._plugins_ahead
+        assert last is not None and last is not ahead
         monkeypatch.setattr(op.reloader, "config", replace(op.reloader.config))  # another config object
-        assert op.loop.run_once() is not None
-        assert given[2] is None  # the plugins made for the last config are not used
+        third = op.loop.run_once()
+        assert third is not None and not third[1].skipped  # (a session ran, and opened its plugins)
+        assert given[2] is last  # handed over: the session checks whose they are
+        # the plugins made for the last config are not used
+        assert not any(hasattr(p, "attrs") for p in last.plugins if p.name == "proportion")
 
 
 def test_a_port_closed_under_a_cycle_reports_its_binds_failed_unsent_and_never_raises(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -138,6 +139,20 @@ def make_plugin(name: str, raw_arguments: dict[str, Any]) -> Plugin:
 
 def make_plugins(config: SchedulerConfig) -> list[Plugin]:
     return [make_plugin(opt.name, dict(opt.arguments)) for opt in config.plugin_options()]
+
+
+@dataclass(frozen=True, slots=True)
+class PluginsAhead:
+    """A config's plugins made ahead of its session (never opened), with the very config object they were
+    made from: a session opens them only under that object (``open_session``), never under another
+    config, not even one with the same plugin names and other arguments."""
+
+    config: SchedulerConfig
+    plugins: tuple[Plugin, ...]
+
+
+def make_plugins_ahead(config: SchedulerConfig) -> PluginsAhead:
+    return PluginsAhead(config, tuple(make_plugins(config)))
 
 
 def make_actions(config: SchedulerConfig) -> list[Action]:

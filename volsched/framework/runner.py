@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter
 
@@ -29,8 +29,7 @@ from volsched.framework.decisions import (
     render,
 )
 from volsched.framework.messages import amounts
-from volsched.framework.points import Plugin
-from volsched.framework.registry import make_actions, make_plugins, placement_gap
+from volsched.framework.registry import PluginsAhead, make_actions, make_plugins, placement_gap
 from volsched.framework.session import Action, BindSink, Session
 from volsched.model.cluster import ClusterSnapshot, Job
 from volsched.model.resources import EPS
@@ -46,7 +45,7 @@ def open_session(
     *,
     may_evict: bool | None = None,
     on_binds: BindSink | None = None,
-    plugins: Sequence[Plugin] | None = None,
+    plugins: PluginsAhead | None = None,
 ) -> Session:
     """A session on ``snapshot``. When it may evict (by default: when one of the config's actions
     declares ``evicts``, or does not say), it takes its own copies of the tasks the snapshot shares.
@@ -57,9 +56,8 @@ def open_session(
     if may_evict:
         snapshot.thaw()
     thawed = time.perf_counter() - started
-    if plugins is None or [p.name for p in plugins] != [opt.name for opt in config.plugin_options()]:
-        plugins = make_plugins(config)
-    session = Session(snapshot, config, list(plugins), on_binds=on_binds)
+    made = plugins.plugins if plugins is not None and plugins.config is config else make_plugins(config)
+    session = Session(snapshot, config, list(made), on_binds=on_binds)
     if may_evict:
         session.result.timings["open:thaw"] = thawed
     for plugin in session.plugins:
@@ -83,13 +81,13 @@ def run_session(
     config: SchedulerConfig,
     *,
     on_binds: BindSink | None = None,
-    plugins: Sequence[Plugin] | None = None,
+    plugins: PluginsAhead | None = None,
 ) -> SessionResult:
     """Run a session on ``snapshot``. ``on_binds`` (optional) takes each commit's binds as it is made,
     while the session goes on (see :class:`~volsched.framework.session.Session`); the result lists
-    them all the same. ``plugins`` (optional): the config's plugins made ahead (``make_plugins(config)``,
-    never opened), so that the session does not make them on its way to its first bind; they serve
-    this session only."""
+    them all the same. ``plugins`` (optional): plugins made ahead (``make_plugins_ahead(config)``, never
+    opened), so that the session does not make them on its way to its first bind; they serve this
+    session only, and only if made from this very ``config`` object (else it makes its own)."""
     start = time.perf_counter()
     actions = make_actions(config)
     session = open_session(

@@ -31,10 +31,8 @@ from volsched.cycle import (
     IdleSkip,
     run_cycle,
 )
-from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import SessionResult
-from volsched.framework.points import Plugin
-from volsched.framework.registry import make_plugins
+from volsched.framework.registry import PluginsAhead, make_plugins_ahead
 from volsched.kube.health import ApiHealth, back_pressure, is_throttled, is_unreachable
 from volsched.kube.latency import PodLatency
 from volsched.kube.lease import LeaderLease
@@ -120,7 +118,7 @@ class SessionLoop:
         #: The plugins of a config made after the last session, for the next one if its config is the
         #: same object: made while this thread's caches are warm from the session it just ran, not on the
         #: next arriving pod's way to its bind after the thread waited (fresh objects: the same decisions).
-        self._plugins_ahead: tuple[SchedulerConfig, list[Plugin]] | None = None
+        self._plugins_ahead: PluginsAhead | None = None
         #: Queue name -> when its finalizer is tried again after a failed write (monotonic).
         self._guard_failed: dict[str, float] = {}
         self._problems: dict[str, str] = {}
@@ -250,12 +248,11 @@ class SessionLoop:
         self.port.plan_under(holding)  # its binds are never sent under a later holding
         self.latency.session()
         config = self.reloader.config
-        ahead, self._plugins_ahead = self._plugins_ahead, None
-        plugins = ahead[1] if ahead is not None and ahead[0] is config else None
+        plugins, self._plugins_ahead = self._plugins_ahead, None  # (the session checks their config)
         try:
             report = run_cycle(self.feeder, config, self.port, now=now, idle=self.idle, plugins=plugins)
         finally:
-            self._plugins_ahead = (config, make_plugins(config))
+            self._plugins_ahead = make_plugins_ahead(config)
         self._log_outcomes(report)
         if report.skipped:
             self.metrics.skipped.inc()
