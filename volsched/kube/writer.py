@@ -242,6 +242,11 @@ class KubeWriter:
         self._podgroups_from: dict[str, tuple[PodGroupStatus, str]] = {}
         self._queues: dict[str, dict[str, Any]] = {}
         self._queues_full: dict[str, dict[str, Any]] = {}
+        #: The status writes in flight, by (kind, key), each with a token of its own: :meth:`forget` (the
+        #: object deleted or made again under its name meanwhile) drops it, and a write whose token is
+        #: gone when it returns is not recorded as written: it may have reached the old object only, and
+        #: the new one's status, were it the same, would be skipped as unchanged.
+        self._in_flight: dict[tuple[str, str], object] = {}
         #: The holding of the Lease (:meth:`holding`) the statuses and conditions above were written
         #: under: another replica may have written over them while another held it.
         self._written_under: float | None = None
@@ -271,9 +276,11 @@ class KubeWriter:
                 self._podgroups.pop(key, None)
                 self._podgroups_full.pop(key, None)
                 self._podgroups_from.pop(key, None)
+                self._in_flight.pop((kind, key), None)
             elif kind == "Queue":
                 self._queues.pop(key, None)
                 self._queues_full.pop(key, None)
+                self._in_flight.pop((kind, key), None)
             elif kind == "Pod":
                 self._conditions.pop(key, None)
                 self._condition_at.pop(key, None)
@@ -743,7 +750,7 @@ class KubeWriter:
             self._written_under = holding
             for written in (
                 self._podgroups, self._podgroups_full, self._podgroups_from, self._queues,
-                self._queues_full, self._conditions, self._condition_at,
+                self._queues_full, self._conditions, self._condition_at, self._in_flight,
             ):  # fmt: skip
                 written.clear()
 
@@ -778,7 +785,7 @@ class KubeWriter:
         ns, name = _split(key)
         path = custom_path(group, VERSION, "podgroups", name, namespace=ns)
         out = self._write_status(
-            f"PodGroup {key}", key, path, rendered, now=now, group=group,
+            "PodGroup", key, path, rendered, now=now, group=group,
             sent=self._podgroups, full=self._podgroups_full, whole=False,
             as_field=f"podgroups.{group}" in self._status_as_field,
         )  # fmt: skip
@@ -794,14 +801,14 @@ class KubeWriter:
     ) -> tuple[int, int, str | None]:
         path = custom_path(group, VERSION, "queues", name)
         return self._write_status(
-            f"Queue {name}", name, path, rendered, now=now or render.now_rfc3339(), group=group,
+            "Queue", name, path, rendered, now=now or render.now_rfc3339(), group=group,
             sent=self._queues, full=self._queues_full, whole=True,
             as_field=f"queues.{group}" in self._status_as_field,
         )  # fmt: skip
 
     def _write_status(
         self,
-        what: str,
+        kind: str,
         key: str,
         path: str,
         rendered: dict[str, Any],
@@ -818,12 +825,15 @@ class KubeWriter:
         field where a Volcano CRD has none. ``whole``: the status replaces the old one (a JSON patch: a
         merge patch keeps keys that are gone, such as a removed guarantee's deserved); else merged.
         Written: ``rendered`` goes to ``sent`` (to skip an unchanged status next time), the body to
-        ``full``. ``as_field``: the CRD has no status subresource (discovery said so): the object itself
-        is patched at once."""
+        ``full``, unless the object was forgotten while the write was in flight (see ``_in_flight``).
+        ``as_field``: the CRD has no status subresource (discovery said so): the object itself is
+        patched at once."""
+        token = object()
         with self._lock:
             previous = full.get(key)
+            self._in_flight[kind, key] = token
         body = render.with_transition_times(rendered, previous, now)
-        what = f"{what} status"
+        what = f"{kind} {key} status"
         target = path if as_field else f"{path}/status"
         if whole:
             replaced = [{"op": "add", "path": "/status", "value": body}]
@@ -834,12 +844,13 @@ class KubeWriter:
         if not done and err is None and not as_field and group not in (API_GROUP, WORKLOAD_GROUP):
             # A CRD without the status subresource (some Volcano releases): status is a field.
             done, err = self._write(what, path, {"status": body}, MERGE_PATCH)
-        if not done:
-            return 0, 0, err
         with self._lock:
-            sent[key] = rendered
-            full[key] = body
-        return 1, 0, None
+            if self._in_flight.get((kind, key)) is token:
+                del self._in_flight[kind, key]
+                if done:  # (forgotten meanwhile: written, but maybe to the object that went)
+                    sent[key] = rendered
+                    full[key] = body
+        return (1, 0, None) if done else (0, 0, err)
 
     def status_subresource(self, group: str, plural: str, *, served: bool) -> None:
         """Whether the CRD of ``plural`` in ``group`` has a status subresource (API discovery says)."""
