@@ -39,3 +39,62 @@ def test_bind_workers_and_writer_workers_are_set_apart_and_size_the_pool(
 )
 def test_log_level_sets_the_root_then_named_loggers(text: str, levels: dict[str, int]) -> None:
     assert parse_log_levels(text) == levels
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--bind-backlog", "-1"], "argument --bind-backlog: must be an integer >= 0, got -1"),
+        (["--bind-workers-first", "-3"], "argument --bind-workers-first: must be an integer >= 0, got -3"),
+        (["--bind-workers", "-1"], "argument --bind-workers: must be an integer >= 0, got -1"),
+        (["--workers", "1.5"], "argument --workers: must be an integer >= 0, got '1.5'"),
+        (["--burst", "-2"], "argument --burst: must be an integer >= 0, got -2"),
+        (
+            ["--metrics-port", "65536"],
+            "argument --metrics-port: must be an integer from 0 to 65535, got 65536",
+        ),
+        (["--webhook-port", "-1"], "argument --webhook-port: must be an integer from 0 to 65535, got -1"),
+        (["--period", "0"], "argument --period: must be a number > 0, got 0"),
+        (["--period", "nan"], "argument --period: must be a number > 0, got nan"),
+        (["--min-gap", "-0.1"], "argument --min-gap: must be a number >= 0, got -0.1"),
+        (["--max-idle", "inf"], "argument --max-idle: must be a number >= 0, got inf"),
+        (["--volcano-check-every", "0"], "argument --volcano-check-every: must be a number > 0, got 0"),
+        (["--lease-duration", "-15"], "argument --lease-duration: must be a number > 0, got -15"),
+        (["--qps", "ten"], "argument --qps: must be a number >= 0, got 'ten'"),
+    ],
+)
+def test_nonsense_numbers_are_refused_at_parse_naming_the_flag(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A negative backlog would start every bind worker at once, a negative gap or period spin: each is
+    refused before anything starts, with exit 2 and the flag named."""
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(argv)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().endswith(f"error: {message}")
+
+
+@pytest.mark.parametrize(
+    ("argv", "field", "value"),
+    [
+        (["--bind-backlog", "0"], "bind_backlog", 0),
+        (["--bind-workers-first", "0"], "bind_workers_first", 0),  # one starts as binds wait
+        (["--metrics-port", "0"], "metrics_port", 0),  # any free port
+        (["--webhook-port", "65535"], "webhook_port", 65535),
+        (["--min-gap", "0"], "min_gap", 0.0),
+        (["--max-idle", "0"], "max_idle", 0.0),  # never skip
+        (["--period", "0.2"], "period", 0.2),
+        (["--qps", "0"], "qps", 0.0),
+    ],
+)
+def test_the_ends_of_each_range_are_taken(argv: list[str], field: str, value: float) -> None:
+    assert getattr(build_parser().parse_args(argv), field) == value
+
+
+def test_the_help_says_each_numeric_flags_range() -> None:
+    numeric = [a for a in build_parser()._actions if a.type is not None and a.option_strings]
+    assert len(numeric) == 13
+    for action in numeric:
+        assert action.help is not None and (">" in action.help or " to " in action.help), (
+            action.option_strings
+        )

@@ -487,12 +487,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["--"]:
         argv = argv[1:]
     args = build_parser().parse_args(argv)
-    if args.period <= 0:
-        print("volsched run: --period must be > 0", flush=True)
-        return 2
-    if args.min_gap < 0:
-        print("volsched run: --min-gap must be >= 0", flush=True)
-        return 2
     if args.webhook_cert_dir and args.webhook_cert_secret:
         print("volsched run: --webhook-cert-dir and --webhook-cert-secret exclude each other", flush=True)
         return 2

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from volsched.kube.lease import LeaseSettings
@@ -99,6 +101,42 @@ class Settings:
     )
 
 
+def integer(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``low`` (to ``high``); anything else is refused at parse
+    (exit 2, the flag named), never left to what it would start."""
+    bounds = f">= {low}" if high is None else f"from {low} to {high}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer {bounds}, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be an integer {bounds}, got {value}")
+        return value
+
+    return parse
+
+
+def number(*, positive: bool) -> Callable[[str], float]:
+    """An argparse type: a finite number (seconds, or a rate), > 0 (``positive``) or >= 0."""
+    bounds = "> 0" if positive else ">= 0"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number {bounds}, got {text!r}") from None
+        if not math.isfinite(value) or value < 0 or (positive and value == 0):
+            raise argparse.ArgumentTypeError(f"must be a number {bounds}, got {text}")
+        return value
+
+    return parse
+
+
+PORT = integer(0, 65535)
+
+
 def build_parser() -> argparse.ArgumentParser:
     d = Settings()
     p = argparse.ArgumentParser(prog="volsched run", description="Run the volsched scheduler operator.")
@@ -110,33 +148,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config-key", default=d.config.key, help="key in the ConfigMap holding the config")
     p.add_argument(
         "--period",
-        type=float,
+        type=number(positive=True),
         default=d.session.period,
-        help="seconds between sessions when nothing calls for one sooner",
+        help="seconds between sessions when nothing calls for one sooner (> 0)",
     )
     p.add_argument(
         "--min-gap",
-        type=float,
+        type=number(positive=False),
         default=d.session.min_gap,
         help="a session runs soon after a pod arrives (or capacity frees while pods wait), but at least "
-        "this many seconds after the last one ended, and as long as it took (>= --period: a session every "
-        "period only)",
+        "this many seconds after the last one ended, and as long as it took (>= 0; >= --period: a session "
+        "every period only)",
     )
     p.add_argument(
         "--max-idle",
-        type=float,
+        type=number(positive=False),
         default=d.session.max_idle,
         help="skip sessions that would decide nothing new, but run one at least every this many seconds "
-        "(0: never skip)",
+        "(>= 0; 0: never skip)",
     )
     p.add_argument(
         "--volcano-check-every",
-        type=float,
+        type=number(positive=True),
         default=d.session.volcano_check_every,
-        help="seconds between looks whether Volcano's CRDs were installed or removed (followed, no restart)",
+        help="seconds between looks whether Volcano's CRDs were installed or removed (followed, no restart; "
+        "> 0)",
     )
     p.add_argument(
-        "--metrics-port", type=int, default=d.http.port, help="port for /healthz, /metrics and /ui (0: any)"
+        "--metrics-port",
+        type=PORT,
+        default=d.http.port,
+        help="port for /healthz, /metrics and /ui (0 to 65535; 0: any free port)",
     )
     p.add_argument(
         "--metrics-host",
@@ -144,7 +186,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="address(es) to serve /healthz, /metrics and /ui on, comma-separated (e.g. the pod's IP and 127.0.0.1)",
     )
     p.add_argument(
-        "--webhook-port", type=int, default=0, help="serve admission webhooks on this port (0: off)"
+        "--webhook-port",
+        type=PORT,
+        default=0,
+        help="serve admission webhooks on this port (0 to 65535; 0: off)",
     )
     p.add_argument("--webhook-host", default="127.0.0.1", help="address the webhooks listen on")
     p.add_argument(
@@ -180,43 +225,52 @@ def build_parser() -> argparse.ArgumentParser:
         "(TokenReview, SubjectAccessReview), or anyone who reaches the port (none)",
     )
     p.add_argument("--lease-name", default=d.lease.name)
-    p.add_argument("--lease-duration", type=float, default=d.lease.duration)
+    p.add_argument(
+        "--lease-duration",
+        type=number(positive=True),
+        default=d.lease.duration,
+        help="seconds a replica that stops renewing keeps the Lease (> 0)",
+    )
     p.add_argument(
         "--no-lease", action="store_true", help="do not guard binds with a Lease (one replica only!)"
     )
     p.add_argument(
         "--bind-workers",
-        type=int,
+        type=integer(0),
         default=d.writer.bind_workers,
-        help="binds in flight at once at most (workers start only as binds wait)",
+        help="binds in flight at once at most (workers start only as binds wait; >= 0, 0: one)",
     )
     p.add_argument(
         "--bind-workers-first",
-        type=int,
+        type=integer(0),
         default=d.writer.bind_workers_first,
         help="bind workers started as soon as binds wait; more (up to --bind-workers) only while more "
-        "than --bind-backlog binds wait",
+        "than --bind-backlog binds wait (>= 0, 0: one)",
     )
     p.add_argument(
         "--bind-backlog",
-        type=int,
+        type=integer(0),
         default=d.writer.bind_backlog,
-        help="binds waiting past which bind workers beyond --bind-workers-first start",
+        help="binds waiting past which bind workers beyond --bind-workers-first start (>= 0)",
     )
     p.add_argument(
         "--workers",
-        type=int,
+        type=integer(0),
         default=d.writer.workers,
-        help="other API writes in flight at once (status, conditions, events, evictions)",
+        help="other API writes in flight at once (status, conditions, events, evictions; >= 0, 0: one)",
     )
     p.add_argument(
         "--qps",
-        type=float,
+        type=number(positive=False),
         default=d.writer.qps,
-        help="client-side limit on API requests per second (0: none; the apiserver's flow control decides)",
+        help="client-side limit on API requests per second (>= 0; 0: none, the apiserver's flow control "
+        "decides)",
     )
     p.add_argument(
-        "--burst", type=int, default=d.writer.burst, help="with --qps: requests saved up (0: 2 x qps)"
+        "--burst",
+        type=integer(0),
+        default=d.writer.burst,
+        help="with --qps: requests saved up (>= 0; 0: 2 x qps)",
     )
     p.add_argument(
         "--scheduler-names",
