@@ -8,7 +8,9 @@ thread per kind with only the standard library (``http.client``, ``ssl``), so th
 them while Python imports; the pages are kept as they came (bytes, not decoded) until the operator's
 first listing of the kind takes them (:meth:`EarlyListing.page`). Up to :data:`PAGES` pages a kind
 (the memory of a few MB a thousand objects, held a moment); the listing's later pages are asked for as
-before, from the last early page's continue token: one consistent listing either way.
+before, from the last early page's continue token: one consistent listing either way. The other kinds
+the operator lists (a few objects each) are asked for too, one after the other over one more connection
+(:data:`FEW_PATHS`): the first listing made a connection, and its TLS handshake, for each.
 
 Safe by construction:
 
@@ -39,12 +41,29 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+from volsched.kube import parked
 from volsched.kube.kubeconfig import USER_AGENT, ClientConfig, tls_context
 
 log = logging.getLogger("volsched.kube")
 
-#: The kinds listed early (the many: the rest are a few objects each) and their paths.
+#: The kinds listed early each over a connection of its own (the many) and their paths.
 PATHS = {"Node": "/api/v1/nodes", "Pod": "/api/v1/pods"}
+#: The other kinds the operator lists (:data:`volsched.kube.lister.WATCHED`'s, a few objects each: a
+#: request each), listed early one after the other over one connection, in the order the cache wants
+#: them. Written out here: this module imports nothing of the operator's.
+FEW_PATHS = {
+    "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
+    "Namespace": "/api/v1/namespaces",
+    "ResourceQuota": "/api/v1/resourcequotas",
+    "Queue": "/apis/scheduling.volsched.io/v1beta1/queues",
+    "PersistentVolume": "/api/v1/persistentvolumes",
+    "PersistentVolumeClaim": "/api/v1/persistentvolumeclaims",
+    "PodGroup": "/apis/scheduling.volsched.io/v1beta1/podgroups",
+    "PodDisruptionBudget": "/apis/policy/v1/poddisruptionbudgets",
+    "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
+    "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
+    "ResourceClaim": "/apis/resource.k8s.io/v1/resourceclaims",
+}
 #: Objects a page (the operator's listings' page size too: :mod:`volsched.kube.lister` takes it from here,
 #: as an early page and a later one must be alike; client-go's reflector asks for 500) and pages a kind at
 #: most.
@@ -71,10 +90,10 @@ class EarlyListing:
         #: The token of the page being fetched next ("" for the first), None once no more will come.
         self._next: str | None = ""
         self._done = threading.Condition()
-        self._thread = threading.Thread(target=self._run, name=f"volsched-early-{path}", daemon=True)
 
     def start(self) -> EarlyListing:
-        self._thread.start()
+        """Fetch this kind's pages on a thread and a connection of its own."""
+        in_turn([self], name=f"volsched-early-{self.path}")
         return self
 
     def page(self, token: str) -> bytes | None:
@@ -92,16 +111,11 @@ class EarlyListing:
             self._next = None
             self._done.notify_all()
 
-    def _run(self) -> None:
-        conn: http.client.HTTPConnection | None = None
+    def _fetch(self, conn: http.client.HTTPConnection, prefix: str) -> None:
+        """This kind's pages over ``conn``, until the last one, one answered with an error (read to its
+        end: ``conn`` may carry the next kind's), :data:`pages` of them, or :meth:`drop`. Raises what
+        fails to talk (then ``conn`` is not used again)."""
         try:
-            url = urlsplit(self.cfg.host)
-            host, port = url.hostname or "localhost", url.port
-            if url.scheme == "https":
-                conn = http.client.HTTPSConnection(host, port, timeout=TIMEOUT, context=tls_context(self.cfg))
-            else:
-                conn = http.client.HTTPConnection(host, port, timeout=TIMEOUT)
-            prefix = url.path.rstrip("/")
             for _ in range(self.pages):
                 with self._done:
                     token = self._next
@@ -129,14 +143,56 @@ class EarlyListing:
                     self._done.notify_all()
                 if not following:
                     return
-        except Exception as exc:  # the operator's own listing asks again and reports it
-            log.debug("early listing of %s failed (%s); the operator lists it", self.path, type(exc).__name__)
         finally:
-            with self._done:
-                self._next = None
-                self._done.notify_all()
-            if conn is not None:
-                conn.close()
+            self._end()
+
+    def _end(self) -> None:
+        """No more pages will come (those fetched stay until taken or dropped)."""
+        with self._done:
+            self._next = None
+            self._done.notify_all()
+
+
+def in_turn(listings: Sequence[EarlyListing], *, name: str) -> None:
+    """Fetch ``listings`` (of one configuration) one after the other over one connection, on a daemon
+    thread ``name``: a kind of few objects costs a request, not a connection and its TLS handshake."""
+    threading.Thread(target=_fetch_in_turn, args=(list(listings),), name=name, daemon=True).start()
+
+
+def _fetch_in_turn(listings: list[EarlyListing]) -> None:
+    conn: http.client.HTTPConnection | None = None
+    left = list(listings)
+    clean = False  # every answer on ``conn`` read to its end: it may be used again
+    try:
+        cfg = left[0].cfg
+        url = urlsplit(cfg.host)
+        host, port = url.hostname or "localhost", url.port or (443 if url.scheme == "https" else 80)
+        context = tls_context(cfg) if url.scheme == "https" else None
+        if context is not None:
+            conn = http.client.HTTPSConnection(host, port, timeout=TIMEOUT, context=context)
+        else:
+            conn = http.client.HTTPConnection(host, port, timeout=TIMEOUT)
+        prefix = url.path.rstrip("/")
+        while left:
+            listing = left.pop(0)
+            try:
+                listing._fetch(conn, prefix)
+            except Exception as exc:  # the operator's own listing asks again and reports it
+                log.debug(
+                    "early listing of %s failed (%s); the operator lists it", listing.path, type(exc).__name__
+                )
+                return
+        clean = True
+    except Exception as exc:  # no connection: the operator lists them all
+        log.debug("no early listing (%s); the operator lists it", type(exc).__name__)
+    finally:
+        for listing in left:  # not begun: they will not come early
+            listing._end()
+        if conn is not None:
+            sock, conn.sock = (conn.sock, None) if clean else (None, conn.sock)
+            conn.close()
+            if sock is not None:  # kept alive: the next connection the operator needs
+                parked.park(host, port, context, sock)
 
 
 def _continue(data: bytes) -> str:
@@ -196,6 +252,9 @@ def start(argv: Sequence[str]) -> None:
         if urlsplit(cfg.host).scheme not in ("http", "https"):
             return
         listings = {kind: EarlyListing(cfg, path).start() for kind, path in PATHS.items()}
+        few = {kind: EarlyListing(cfg, path) for kind, path in FEW_PATHS.items()}
+        in_turn(list(few.values()), name="volsched-early-few")
+        listings.update(few)
         _early = _Early(kubeconfig, cfg, listings)
     except Exception as exc:  # the operator loads its configuration again and says what is wrong
         log.debug("no early listing (%s)", type(exc).__name__)

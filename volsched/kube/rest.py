@@ -47,6 +47,7 @@ from urllib.request import proxy_bypass_environment  # type: ignore[attr-defined
 
 import orjson
 
+from volsched.kube import parked
 from volsched.kube.errors import ApiException
 from volsched.kube.kubeconfig import AnyApi, AnySettings, tls_context
 from volsched.kube.ratelimit import retry_after
@@ -834,8 +835,10 @@ class LeanRest:
         direct_ever = self.direct or self._direct_until is not None
         self._tls = tls_context(cfg) if direct_ever and self._https else None
         self._local = threading.local()
-        #: Connections opened by the direct path (for tests and benchmarks).
+        #: Connections opened by the direct path, and parked ones it took (:mod:`~volsched.kube.parked`),
+        #: for tests and benchmarks.
         self.connects = 0
+        self.adopted = 0
         self._count = threading.Lock()
         self._clock = clock
         self._sleep = sleep
@@ -949,6 +952,13 @@ class LeanRest:
             self._local.conn = conn
         conn.timeout = timeout
         if conn.sock is None:
+            conn.sock = parked.take(*self._netloc, self._tls if self._https else None)
+            if conn.sock is not None and _dropped(conn):
+                conn.close()  # closed by the apiserver while parked
+            if conn.sock is not None:
+                with self._count:
+                    self.adopted += 1
+        if conn.sock is None:
             conn.connect()  # a failure here sent nothing
             with self._count:
                 self.connects += 1
@@ -1029,6 +1039,18 @@ class LeanRest:
                 if attempt == 1:
                     raise StreamBroken(f"GET {path}: no answer ({type(exc).__name__})") from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def park(self) -> None:
+        """This thread is done with its direct connection (a page fetcher's thread, which ends): kept open
+        for the next thread that opens one (:mod:`~volsched.kube.parked`), where it is idle and clean."""
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is None:
+            return
+        sock, conn.sock = conn.sock, None
+        conn.close()
+        if sock is not None:  # a connection whose answer was not read to its end was closed already
+            parked.park(*self._netloc, self._tls if self._https else None, sock)
 
     def close(self) -> None:
         """Close this thread's connection (others close with their threads) and aiohttp's."""

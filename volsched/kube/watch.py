@@ -313,7 +313,10 @@ class ListWatch:
             query.append(("continue", token))
         if self._lists is None:  # through aiohttp's pool: the fetching thread is not kept
             self._lists = LeanRest(self.api, direct=False, direct_until=self._direct_until)
-        return self._lists.read(f"{self.kind.path}?{urlencode(query)}", timeout=60, throttle_retries=0)
+        try:
+            return self._lists.read(f"{self.kind.path}?{urlencode(query)}", timeout=60, throttle_retries=0)
+        finally:  # the thread ends here: a direct connection is kept for the next page's, or the watch's
+            self._lists.park()
 
     def relist(self) -> str:
         """A full paginated list (:func:`~volsched.kube.lister.paginate`), handed over page by page;
