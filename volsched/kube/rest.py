@@ -41,6 +41,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Coroutine, Generator, Iterator, Mapping
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, urlsplit
 from urllib.request import proxy_bypass_environment  # type: ignore[attr-defined]
@@ -578,10 +579,25 @@ class _Loop:
             return cls._loop
 
 
-def _aio_unsent(exc: BaseException) -> bool:
-    """A failure to connect at all (to the apiserver or a proxy): nothing was sent."""
+def _aiohttp() -> ModuleType:
+    """aiohttp, imported here at its client's first use and never at this module's import: the
+    operator's reads go direct until its cache has synced (``LeanRest(direct_until=...)``), so that
+    aiohttp's import is not on its way to ready (tests/unit/test_startup_imports.py)."""
     import aiohttp
 
+    return aiohttp
+
+
+def _url(text: str) -> URL:
+    """``text`` as aiohttp's URL, sent as the caller quoted it (yarl comes with aiohttp's import)."""
+    from yarl import URL
+
+    return URL(text, encoded=True)
+
+
+def _aio_unsent(exc: BaseException) -> bool:
+    """A failure to connect at all (to the apiserver or a proxy): nothing was sent."""
+    aiohttp = _aiohttp()
     return isinstance(exc, aiohttp.ClientConnectorError | aiohttp.ConnectionTimeoutError)
 
 
@@ -658,9 +674,8 @@ class _Aio:
             raise TimeoutError("no answer within the call's deadline") from None
 
     def sessions(self) -> aiohttp.ClientSession:
-        import aiohttp
-
         if self.session is None:
+            aiohttp = _aiohttp()
             trace = aiohttp.TraceConfig()
             trace.on_connection_create_end.append(self._connected)
             self.session = aiohttp.ClientSession(
@@ -689,14 +704,12 @@ class _Aio:
     async def _send(
         self, method: str, url: URL, data: bytes | None, headers: dict[str, str], timeout: float
     ) -> tuple[int, str, Mapping[str, str], bytes]:
-        import aiohttp
-
         async with self.sessions().request(
             method,
             url,
             data=data,
             headers=headers,
-            timeout=aiohttp.ClientTimeout(total=timeout),
+            timeout=_aiohttp().ClientTimeout(total=timeout),
             **self.options,
         ) as resp:
             body = await resp.read()
@@ -706,10 +719,7 @@ class _Aio:
         self, method: str, path: str, data: bytes | None, headers: dict[str, str], timeout: float
     ) -> bytes:
         """As :meth:`LeanRest.request`: a GET asked once more within what is left of ``timeout``."""
-        import aiohttp
-        from yarl import URL
-
-        url = URL(self.host + path, encoded=True)  # sent as the caller quoted it
+        url = _url(self.host + path)
         deadline = time.monotonic() + timeout
         for attempt in (0, 1):
             left = max(0.001, deadline - time.monotonic())
@@ -717,7 +727,7 @@ class _Aio:
                 status, reason, answered, out = self.run(
                     self._send(method, url, data, headers, left), left + 5
                 )
-            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            except (_aiohttp().ClientError, OSError, TimeoutError) as exc:
                 if _aio_unsent(exc):
                     raise
                 if method == "GET" and attempt == 0 and deadline > time.monotonic():
@@ -729,11 +739,8 @@ class _Aio:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def stream(self, path: str, headers: dict[str, str], timeout: float, connect_timeout: float) -> AioStream:
-        import aiohttp
-        from yarl import URL
-
-        url = URL(self.host + path, encoded=True)
-        limits = aiohttp.ClientTimeout(total=None, connect=connect_timeout, sock_read=timeout)
+        url = _url(self.host + path)
+        limits = _aiohttp().ClientTimeout(total=None, connect=connect_timeout, sock_read=timeout)
 
         async def open_() -> aiohttp.ClientResponse:
             return await self.sessions().get(url, headers=headers, timeout=limits, **self.options)
@@ -741,7 +748,7 @@ class _Aio:
         for attempt in (0, 1):
             try:
                 return AioStream(self, self.run(open_(), connect_timeout + timeout + 5))
-            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            except (_aiohttp().ClientError, OSError, TimeoutError) as exc:
                 if attempt == 1:
                     raise StreamBroken(f"GET {path}: no answer ({type(exc).__name__})") from exc
         raise AssertionError("unreachable")  # pragma: no cover
@@ -764,24 +771,20 @@ class AioStream:
         self.headers = response.headers
 
     def body(self) -> bytes:
-        import aiohttp
-
         try:
             return self.aio.run(self.response.read(), None)
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        except (_aiohttp().ClientError, OSError, TimeoutError) as exc:
             raise StreamBroken(f"the answer's body: {type(exc).__name__}") from exc
 
     def lines(self) -> Iterator[bytes]:
         """The body's non-blank lines, each as soon as it ended (:class:`StreamBroken` when it is cut
         short or its framing is broken)."""
-        import aiohttp
-
         content = self.response.content
         pending = b""
         while True:
             try:
                 data = self.aio.run(content.readany(), None)
-            except (aiohttp.ClientError, OSError) as exc:
+            except (_aiohttp().ClientError, OSError) as exc:
                 raise StreamBroken(f"the answer's body: {type(exc).__name__}: {exc}") from exc
             if not data:
                 break
