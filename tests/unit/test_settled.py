@@ -781,8 +781,11 @@ def test_a_runs_sums_are_exact_only_for_multiples_of_the_grain_well_under_the_fl
     rows: list[list[float]], exact: bool
 ) -> None:
     m = np.array(rows)
-    _, _, got = settled._exactness(settled.empty(2), [m], [m.sum(axis=0)])
+    sums = {"q": m.sum(axis=0)}
+    _, _, got = settled._exactness(settled.empty(2), [m], [sums], 2)
     assert got is exact
+    _, _, few = settled._exactness_few(settled.empty(2), [list(m)], [sums], 2)
+    assert few is exact
 
 
 @pytest.mark.parametrize("names", [3, 12], ids=["few-names", "many-names"])

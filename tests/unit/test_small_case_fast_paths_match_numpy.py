@@ -11,6 +11,10 @@ import pytest
 
 import volsched.framework.settled as settled
 import volsched.model.fairshare as fairshare
+from tests.builders import node, pod, podgroup, queue
+from volsched.cache.feeder import Feeder
+from volsched.cache.state import ClusterState
+from volsched.model.cluster import Job
 from volsched.model.fairshare import build_tree, fair_share
 from volsched.model.resources import EPS
 from volsched.model.vocabulary import Task, TaskStatus
@@ -252,3 +256,92 @@ def test_random_rows_fold_into_the_same_sums_both_ways() -> None:
         keys = [rng.choice("abcde") for _ in range(rng.randint(1, settled._FEW_ROWS))]
         rows = [np.array([rng.choice(values) * rng.choice([1.0, 3.7]) for _ in range(width)]) for _ in keys]
         assert_same_sums(*fold_both_ways(start, keys, rows, width))
+
+
+def exactness_both_ways(
+    base: settled.Settled, families: list[list[np.ndarray]], sums: list[dict[str, np.ndarray]], width: int
+) -> None:
+    """``_exactness_few`` gives what ``_exactness`` gives: the same flag and the same columns."""
+    few = settled._exactness_few(base, families, sums, width)
+    wide = settled._exactness(base, [settled.stack_rows(f, width) for f in families], sums, width)
+    assert few[2] is wide[2]
+    for a, b in zip(few[:2], wide[:2], strict=True):
+        assert (a is None) == (b is None)
+        if a is not None and b is not None:
+            assert a.dtype == b.dtype == np.bool_
+            assert a.tolist() == b.tolist()
+
+
+EXACTNESS_VALUES = [
+    0.0, -0.0, 1.0, 0.5, 0.25, 1 / 1024, 3 / 2048, 0.1, 1 / 3, 2.0**40, 2.0**41 + 0.5, 2.0**51, 2.0**53 + 2,
+    1e300, np.inf, np.nan, -1.0, -np.inf, 123456789.0, 2.0**42, 2.0**52,
+]  # fmt: skip
+
+
+def settling_jobs(rng: random.Random, n: int) -> tuple[list[Job], int]:
+    """``n`` bound pods (a few of them members of admitted gangs short of their minimum) across queues and
+    namespaces, asking amounts with and without an exact float, as a snapshot's shared jobs."""
+    state = ClusterState()
+    feeder = Feeder(state)
+    for obj in [node("n1", cpu="512", memory="4Ti"), queue("a"), queue("b")]:
+        feeder.apply(obj["kind"], obj)
+    cpus = ["1", "250m", "0.1", "333m", "2", "1.5"]
+    for i in range(n):
+        q = rng.choice("ab")
+        group = None
+        if rng.random() < 0.3:
+            group = f"g{i}"
+            pg = podgroup(group, queue=q, min_member=3, min_resources={"cpu": "4"}, phase="Inqueue")
+            feeder.apply("PodGroup", pg)
+        obj = pod(
+            f"p{i}", ns=rng.choice(["ns0", "ns1"]), cpu=rng.choice(cpus), memory=rng.choice([None, "1Gi", "100M"]),
+            queue=q, group=group, node="n1",
+        )  # fmt: skip
+        feeder.apply("Pod", obj)
+    snapshot = state.snapshot(now=1.0)
+    jobs = [j for j in snapshot.jobs.values() if settled._settles(j)]
+    return jobs, len(snapshot.space)
+
+
+def test_a_few_rows_are_exact_as_the_vectorised_path_says_whatever_their_values() -> None:
+    rng = random.Random(11)
+    for _ in range(3000):
+        width = rng.randint(1, 5)
+
+        def row(width: int = width) -> np.ndarray:
+            # mostly plain amounts (the run stays exact), now and then an odd one
+            pool = EXACTNESS_VALUES if rng.random() < 0.3 else EXACTNESS_VALUES[:7]
+            return np.array([rng.choice(pool) for _ in range(width)])
+
+        flags = [None, np.array([rng.random() < 0.8 for _ in range(width)])]
+        base = settled.Settled(
+            jobs=[], width=width, queue={}, namespace={}, holding_namespaces=frozenset(), unmet_queue={},
+            unmet_all=np.zeros(width), committed=[], host_ports=False, constrained=False, podgroups=[],
+            whole=rng.choice(flags), fraction=rng.choice(flags), exact=rng.random() < 0.9,
+        )  # fmt: skip
+        families = [[row() for _ in range(rng.randint(0, 3))] for _ in range(2)]
+        sums = [{q: row() for q in rng.sample("abc", rng.randint(0, 3))}, {"_": row()}]
+        exactness_both_ways(base, families, sums, width)
+
+
+def test_a_run_extended_by_a_few_jobs_is_the_run_the_vectorised_path_makes() -> None:
+    rng = random.Random(5)
+    for _ in range(150):
+        jobs, width = settling_jobs(rng, rng.randint(1, 12))
+        base = settled.empty(width)
+        cut = rng.randint(0, len(jobs))
+        base = settled.extend(base, jobs[:cut])
+        few = settled._extend(base, jobs[cut:])
+        saved, settled._FEW_ROWS = settled._FEW_ROWS, 0
+        try:
+            wide = settled._extend(base, jobs[cut:])
+        finally:
+            settled._FEW_ROWS = saved
+        for name in ("queue", "namespace", "unmet_queue", "request"):
+            assert_same_sums(getattr(few, name), getattr(wide, name))
+        assert few.unmet_all.tobytes() == wide.unmet_all.tobytes()
+        assert few.exact is wide.exact
+        for name in ("whole", "fraction"):
+            a, b = getattr(few, name), getattr(wide, name)
+            assert (a is None) == (b is None) and (a is None or a.tolist() == b.tolist())
+        assert few.jobs == wide.jobs and few.committed == wide.committed and few.span == wide.span

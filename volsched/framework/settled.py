@@ -10,10 +10,10 @@ I/O. The run, gaps, thawed copies and their origin: docs/design/steady-state.md.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Container, Hashable, Iterable, Sequence
+from collections.abc import Container, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +30,8 @@ from volsched.model.resources import Vector, stack_rows
 from volsched.model.vocabulary import PodGroupPhase, TaskStatus
 
 K = TypeVar("K", bound=Hashable)
+#: Rows of sums: a matrix, or a list of vectors.
+Rows = Sequence[Vector] | npt.NDArray[np.float64]
 
 _QUEUE: attrgetter[str] = attrgetter("queue")
 _NAMESPACE: attrgetter[str] = attrgetter("namespace")
@@ -231,18 +233,18 @@ def _extend(base: Settled, jobs: Sequence[Job]) -> Settled:
     if not jobs:
         return base
     width = base.width
-    rows = stack_rows([j.allocated for j in jobs], width)
     unmet = _unmet_rows(jobs)
     unmet_rows = [u for _, u in unmet]
+    few = len(jobs) <= _FEW_ROWS  # (a session after one pod arrived and another was bound: one or two)
+    rows: Rows = [j.allocated for j in jobs] if few else stack_rows([j.allocated for j in jobs], width)
     request = base.request
     if request:  # a queue with a gap that asks: what the jobs in it hold, in order
         asked = [(j.queue, j.allocated) for j in jobs if j.queue in request]
         request = fold(request, [q for q, _ in asked], [r for _, r in asked], width)
     queue = fold(base.queue, [j.queue for j in jobs], rows, width)
     unmet_all = fold({None: base.unmet_all}, [None] * len(unmet), unmet_rows, width)[None]
-    whole, fraction, exact = _exactness(
-        base, [rows, stack_rows(unmet_rows, width)], [_total(queue, width), unmet_all]
-    )
+    exactness = _exactness_few if few else _exactness
+    whole, fraction, exact = exactness(base, [rows, unmet_rows], [queue, {None: unmet_all}], width)
     return Settled(
         jobs=[*base.jobs, *jobs],
         width=width,
@@ -265,13 +267,13 @@ def _extend(base: Settled, jobs: Sequence[Job]) -> Settled:
     )
 
 
-def _total(sums: dict[str, Vector], width: int) -> Vector:
+def _total(sums: Mapping[Any, Vector], width: int) -> Vector:
     """The sums' sum per column (about: only compared with a bound far from it)."""
     return np.sum(stack_rows(list(sums.values()), width), axis=0) if sums else np.zeros(width)
 
 
 def _exactness(
-    base: Settled, matrices: Sequence[npt.NDArray[np.float64]], totals: Sequence[Vector]
+    base: Settled, families: Sequence[Rows], sums: Sequence[Mapping[Any, Vector]], width: int
 ) -> tuple[npt.NDArray[np.bool_] | None, npt.NDArray[np.bool_] | None, bool]:
     """``base``'s exactness with the rows of ``matrices`` added (their sums then ``totals``, per family
     of sums): whether each column's rows are all whole, all multiples of ``1 / GRAIN``, and whether
@@ -280,12 +282,14 @@ def _exactness(
     are not negative is larger) under ``FRACTION_BOUND``, or every row is whole and it is under
     ``WHOLE_BOUND``: every partial sum is then a multiple of the grain below 2^53 of it, a float with no
     rounding. Exact sums lose a job's rows by one subtraction each, giving the floats a walk over the
-    jobs left makes."""
+    jobs left makes. ``families``: the rows each family of sums added (a matrix or a list of rows);
+    ``sums``: each family's sums, whose sum per column is the family's total."""
     whole, fraction = base.whole, base.fraction
     exact = base.exact
-    for m in matrices:
-        if not len(m):
+    for rows in families:
+        if not len(rows):
             continue
+        m = rows if isinstance(rows, np.ndarray) else stack_rows(list(rows), width)
         if not exact or bool((m < 0).any()):
             return whole, fraction, False
         w = (m == np.floor(m)).all(axis=0)
@@ -295,11 +299,68 @@ def _exactness(
         fraction = f if fraction is None else fraction & f
     if not exact or whole is None or fraction is None:
         return whole, fraction, exact
-    for total in totals:
+    for family in sums:
+        total = _total(family, width)
         ok = (fraction & (total < FRACTION_BOUND)) | (whole & (total < WHOLE_BOUND))
         if not bool(ok.all()):
             return whole, fraction, False
     return whole, fraction, True
+
+
+def _exactness_few(
+    base: Settled, families: Sequence[Rows], sums: Sequence[Mapping[Any, Vector]], width: int
+) -> tuple[npt.NDArray[np.bool_] | None, npt.NDArray[np.bool_] | None, bool]:
+    """:func:`_exactness` for a few rows, in plain floats: the same tests on the same IEEE values (a row
+    whole where ``floor`` leaves it as it is, infinity too; a multiple of the grain likewise once
+    scaled), and a column's total added row after row as numpy's sum along the rows adds it; the
+    arrays kept as they were where every row passes."""
+    whole, fraction = base.whole, base.fraction
+    exact = base.exact
+    inf = _INF
+    for rows in families:
+        if not len(rows):
+            continue
+        if not exact:
+            return whole, fraction, False
+        values = [row.tolist() for row in rows]
+        flat = list(itertools.chain.from_iterable(values))
+        if any(x < 0 for x in flat):
+            return whole, fraction, False
+        if not all(x.is_integer() or x == inf for x in flat):
+            w = np.array([all(v[d].is_integer() or v[d] == inf for v in values) for d in range(width)])
+            whole = w if whole is None else whole & w
+        elif whole is None:
+            whole = np.ones(width, dtype=bool)
+        scaled = [x * GRAIN for x in flat]
+        if not all(s.is_integer() or s == inf for s in scaled):
+            f = np.array(
+                [
+                    all((v[d] * GRAIN).is_integer() or v[d] * GRAIN == inf for v in values)
+                    for d in range(width)
+                ]
+            )
+            fraction = f if fraction is None else fraction & f
+        elif fraction is None:
+            fraction = np.ones(width, dtype=bool)
+    if not exact or whole is None or fraction is None:
+        return whole, fraction, exact
+    wholes, fractions = whole.tolist(), fraction.tolist()
+    for family in sums:
+        if not family:
+            total = [0.0] * width
+        else:
+            columns = iter(family.values())
+            total = next(columns).tolist()
+            for v in columns:
+                total = [a + b for a, b in zip(total, v.tolist(), strict=True)]
+        for d in range(width):
+            t = total[d]
+            if not ((fractions[d] and t < FRACTION_BOUND) or (wholes[d] and t < WHOLE_BOUND)):
+                return whole, fraction, False
+    return whole, fraction, True
+
+
+_INF = float("inf")
 
 
 def _past(base: Settled, job: Job) -> Settled:
