@@ -305,6 +305,8 @@ class SnapshotBuilder:
             {},
         )
         self._space: ResourceSpace | None = None
+        #: The resource names the last space was asked for (``build``).
+        self._space_from: set[str] = set()
         self._nodes: Mapping[str, NodeSpec] = {}
         self._node_names: set[str] = set()  # the resource names ``_nodes``' allocatable mentions
         self._table: NodeTable | None = None
@@ -481,7 +483,11 @@ class SnapshotBuilder:
             names = set(self._names)
             names |= self._node_names
             names.update(resource_names(view.queues, pg_list))
-            space = ResourceSpace(names)
+            # (the space is a function of the names alone: the last one while they are the same)
+            space = (
+                self._space if names == self._space_from and self._space is not None else ResourceSpace(names)
+            )
+            self._space_from = names
             if self._space is None or space.names != self._space.names:
                 self._space, self._table, self._base = space, None, None
                 for entry in self._entries.values():

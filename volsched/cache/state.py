@@ -133,6 +133,9 @@ class ClusterState:
         #: session's result; None: none, or not all).
         self.phases_written: object | None = None
         self.queues: dict[str, QueueSpec] = {}
+        #: The default queue a snapshot adds while no Queue object names it: one object from one snapshot
+        #: to the next, as every cached queue is (what readers keep by it is compared by identity first).
+        self._default_queue = default_queue()
         self._own: dict[tuple[str, str], PodGroupSpec | QueueSpec] = {}  # ("PodGroup", key) -> spec
         self._volcano: dict[tuple[str, str], PodGroupSpec | QueueSpec] = {}
         #: Kubernetes' own PodGroups (scheduling.k8s.io), by key: in force where neither ours nor
@@ -738,7 +741,8 @@ class ClusterState:
 
     def queue_specs(self) -> list[QueueSpec]:
         queues = dict(self.queues)
-        queues.setdefault(DEFAULT_QUEUE, default_queue())
+        if DEFAULT_QUEUE not in queues:
+            queues[DEFAULT_QUEUE] = self._default_queue
         return list(queues.values())
 
     def pod_finished(self, key: str, at: float) -> None:
