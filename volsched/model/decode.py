@@ -282,7 +282,11 @@ def _placement(spec: Mapping[str, Any], where: str) -> tuple[dict[str, str], lis
                     )
     tolerations = _list_field(spec.get("tolerations"), where=f"{where}: spec.tolerations")
     # The pod's own containers when they are plain dicts and lists (nothing changes a pod in place).
-    return _shared_map(selector), _shared_list(terms), _shared_list(tolerations)
+    return (
+        _shared_map(selector, where=f"{where}: spec.nodeSelector"),
+        _shared_list(terms),
+        _shared_list(tolerations),
+    )
 
 
 def _preferred_node_terms(spec: Mapping[str, Any], where: str) -> list[tuple[int, Any]]:
@@ -502,14 +506,25 @@ def pod_status(pod: Raw) -> tuple[TaskStatus, str | None]:
     return TaskStatus.PENDING, None
 
 
-def _shared_map(value: Any) -> dict[str, Any]:
+def _map_value(value: Any, *, where: str) -> Mapping[str, Any]:
+    """An optional map (``where``: the object and field, for the error): {} when absent; anything but a
+    map (a string, a list) is refused, never read as one."""
+    if value is None:
+        return {}
+    if not isinstance(value, _MAP):
+        raise InputError(f"{where} must be a map, got {type(value).__name__}")
+    return value
+
+
+def _shared_map(value: Any, *, where: str) -> dict[str, Any]:
     """A pod's map as a task keeps it: the pod's own dict (the cache never changes a pod or a task in
-    place), a copy of any other mapping."""
-    return value if type(value) is dict else dict(value or {})
+    place), a copy of any other mapping; not a map: refused (see :func:`_map_value`)."""
+    return value if type(value) is dict else dict(_map_value(value, where=where))
 
 
-def _shared_list(value: Any) -> list[Any]:
-    return value if type(value) is list else list(value or [])
+def _shared_list(value: list[Any]) -> list[Any]:
+    """A pod's list (checked by :func:`_list_field`) as a task keeps it: as for :func:`_shared_map`."""
+    return value if type(value) is list else list(value)
 
 
 #: Values many pods have equal, kept once: the request maps and the runtimes of the pods parsed lately
@@ -766,8 +781,8 @@ def build_task(
         raise InputError(f"{where}: missing field spec")
     if not spec.get("containers"):
         raise InputError(f"{where}: missing field spec.containers")
-    annotations = _shared_map(meta.get("annotations"))
-    labels = _shared_map(meta.get("labels"))
+    annotations = _shared_map(meta.get("annotations"), where=f"{where}: metadata.annotations")
+    labels = _shared_map(meta.get("labels"), where=f"{where}: metadata.labels")
     parsed = _parsed_spec(pod, spec, ns=ns, labels=labels, where=where)
     status, node = pod_status(pod)
     priority = spec.get("priority")
@@ -891,7 +906,10 @@ def build_node(node: Raw) -> NodeSpec:
         # The kubelet always sets kubernetes.io/hostname; input written by hand may leave it out.
         labels={
             "kubernetes.io/hostname": name,
-            **{str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+            **{
+                str(k): str(v)
+                for k, v in _map_value(meta.get("labels"), where=f"{where}: metadata.labels").items()
+            },
         },
         taints=tuple(taints),
         unschedulable=_bool_field(
@@ -899,7 +917,10 @@ def build_node(node: Raw) -> NodeSpec:
         ),
         ready=ready,
         addresses=addresses,
-        annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
+        annotations={
+            str(k): str(v)
+            for k, v in _map_value(meta.get("annotations"), where=f"{where}: metadata.annotations").items()
+        },
     )
 
 
