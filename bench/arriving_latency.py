@@ -90,6 +90,13 @@ def volsched_stages(result: Result) -> tuple[dict[str, list[float]], list[dict[s
     return stages, sessions
 
 
+def first_pods(result: Result, n: int) -> list[float | None]:
+    """The first ``n`` pods created (the bench watch's order): each one's seconds to its bind (None:
+    never bound)."""
+    first = sorted(result.added, key=lambda name: (result.added[name], name))[:n]
+    return [result.binds[name] - result.added[name] if name in result.binds else None for name in first]
+
+
 def _ms(values: list[float]) -> str:
     if not values:
         return "-"
@@ -126,6 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", type=Path, help="keep each run's directory (its logs) here")
     p.add_argument("--py-spy-out", type=Path, default=Path("py-spy-arriving"), help="where --py-spy writes")
     p.add_argument("--json", type=Path, help="write the per-run figures here")
+    p.add_argument(
+        "--first",
+        type=int,
+        default=0,
+        help="print each run's first N pods (in order of creation): creation-to-bind, ms",
+    )
     args = p.parse_args(argv)
     rates = [float(r) for r in args.rates.split(",") if r.strip()]
     ns = argparse.Namespace(
@@ -179,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
                             row["stages"] = {
                                 "total": [r.binds[n] - r.added[n] for n in r.binds if n in r.added]
                             }
+                        row["first"] = first_pods(r, args.first)
                         rows.append(row)
                         print(
                             f"  {time.strftime('%H:%M:%S')} {label} {rate:g}/s: "
@@ -202,6 +216,11 @@ def main(argv: list[str] | None = None) -> int:
             f"  {row['api_bind_ms']:>8.2f}  {row['load']:.1f}"
         )
     print("  (api bind: the apiserver's own mean ms per bind, from its request-duration histogram)")
+    if args.first:
+        print(f"the first {args.first} pods of each run, creation-to-bind ms, in order of creation:")
+        for row in rows:
+            cells = " ".join(f"{1000 * t:5.1f}" if t is not None else "    -" for t in row["first"])
+            print(f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<17} {cells}")
     for rate in rates:
         for q in (50, 99):
             theirs = {
