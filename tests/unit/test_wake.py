@@ -42,6 +42,7 @@ from volsched.framework.registry import load_config
 from volsched.kube.configsource import ConfigMapText
 from volsched.kube.latency import PodLatency
 from volsched.operator import Operator, Settings
+from volsched.operator.aside import Activity
 from volsched.operator.metrics import Metrics
 from volsched.operator.sessions import SessionLoop
 from volsched.operator.settings import SessionSettings, build_parser, settings_from_args
@@ -628,9 +629,13 @@ class LoopWorld:
         self.writer = SimpleNamespace(
             connect_ahead=lambda: self.connected.append((threading.get_ident(), self.sessions))
         )
+        self.activity = Activity()
+        #: Whether the imports after ready saw the sessions quiet, in each session.
+        self.quiet_in_session: list[bool] = []
 
     def run_once(self) -> None:
         with self.ran:
+            self.quiet_in_session.append(self.activity.quiet())
             self.threads.append(threading.get_ident())
             self.sessions += 1
             self.waiting = self.leaves_waiting
@@ -689,6 +694,24 @@ def test_a_pod_arriving_on_a_watch_thread_wakes_a_session_long_before_the_period
         await quiet_moment()
         assert world.sessions == 3  # one session for each ring, none more
         assert world.woken() == 2
+
+    asyncio.run(in_loop(world, body))
+
+
+def test_the_sessions_are_busy_for_the_imports_after_ready_from_a_pods_arrival_to_its_sessions_end() -> None:
+    """What the imports after ready step aside for (``volsched.operator.aside``): a pod of ours arrived
+    (the doorbell, on the watch thread that rang), a session that runs; quiet once it ended."""
+    world = LoopWorld(period=3600, min_gap=3600)  # a ring calls for a session only an hour after the last
+
+    async def body() -> None:
+        assert await asyncio.to_thread(world.wait_sessions, 1)
+        assert await asyncio.to_thread(world.activity.wait_quiet, 30)  # the session ended
+        assert world.quiet_in_session == [False]
+        ring = threading.Thread(target=world.state.doorbell.ring, args=("arrived",))
+        ring.start()
+        ring.join()
+        assert not world.activity.quiet()  # arrived: its session is to come
+        assert world.sessions == 1
 
     asyncio.run(in_loop(world, body))
 

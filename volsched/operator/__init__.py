@@ -10,8 +10,9 @@
   come through a ``ListWatch`` each too, while the cluster serves them: looked for at start and every
   ``session.volcano_check_every`` seconds, so CRDs installed (or removed) later are followed without a
   restart. All feed a :class:`~volsched.cache.feeder.Feeder`, after one full listing, so the first
-  session sees the whole cluster. kopf runs the operator's life-cycle (start, login, stop); it watches
-  nothing: a kopf watch that lists again after an error hands over no deletion for what vanished.
+  session sees the whole cluster. kopf serves the admission webhooks when they are on (neither imported
+  nor run without them); it watches nothing: a kopf watch that lists again after an error hands over no
+  deletion for what vanished.
 * Every ``session.period`` seconds, and ``session.min_gap`` after the last one when the cache's doorbell
   rings (a pod of ours arrived; capacity freed while pods wait: :mod:`~volsched.pacing`),
   the leader (a coordination.k8s.io Lease) runs one cycle
@@ -26,10 +27,12 @@
 * With a ``metrics:`` section, a :class:`~volsched.usagefeed.UsageFeed` polls node usage on its own
   thread and its fresh snapshot goes into the cache right before each session. Pods that shuffle
   evicted keep their owner off the node they left (``ClusterState.moved_off``).
-* ``/healthz``, ``/readyz``, ``/metrics`` and the ``/ui`` dashboard (:mod:`volsched.ui`) are served by aiohttp.
+* ``/healthz``, ``/readyz``, ``/metrics`` and the ``/ui`` dashboard (:mod:`volsched.ui`) are served by aiohttp,
+  imported after ready beside the first sessions, stepping aside while they work
+  (:mod:`~volsched.operator.aside`); until then the standard library's server answers the health checks.
 
 This module is the wiring and the replica's lifecycle (:class:`Operator`: builds the collaborators,
-kopf's start and stop, shutdown) and :func:`main`. Its parts live beside it, one job each:
+the imports after ready, kopf's start and stop with the webhooks, shutdown) and :func:`main`. Its parts live beside it, one job each:
 :mod:`~volsched.operator.settings` (the settings dataclasses and ``volsched run``'s command line),
 :mod:`~volsched.operator.watches` (the watch feed: every kind's watch into the cache, the first
 listing), :mod:`~volsched.operator.sessions` (the session loop: pacing, the
@@ -38,8 +41,9 @@ runs), :mod:`~volsched.operator.volcano` (which of Volcano's kinds the cluster s
 watches), :mod:`~volsched.operator.reload` (the ConfigMap reload), :mod:`~volsched.operator.health`
 (what healthy and ready mean), :mod:`~volsched.operator.http` (the HTTP server),
 :mod:`~volsched.operator.metrics` (the Prometheus series), :mod:`~volsched.operator.admission` (the
-webhooks) and :mod:`~volsched.operator.kopfrun` (kopf's start, login and settings; the signal handlers
-taken back from it). It decides nothing itself: the engine schedules, ``volsched.kube`` writes.
+webhooks), :mod:`~volsched.operator.kopfrun` (kopf's start, login and settings; the signal handlers
+taken back from it) and :mod:`~volsched.operator.aside` (the imports after ready). It decides nothing
+itself: the engine schedules, ``volsched.kube`` writes.
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ from volsched.kube.watch import ListWatch
 from volsched.kube.writer import KubeWriter
 from volsched.model.vocabulary import API_GROUP
 from volsched.operator.admission import Admission, parse_service
+from volsched.operator.aside import import_aside
 from volsched.operator.health import health_problem, readiness_problem
 from volsched.operator.http import HttpServer
 from volsched.operator.metrics import Metrics
@@ -247,6 +252,13 @@ class Operator:
         self.admission = (
             Admission(self.state, scheduler_names=settings.scheduler_names) if settings.webhook.port else None
         )
+        #: Imported once the cache is synced, beside the first sessions, stepping aside while they work
+        #: (:func:`~volsched.operator.aside.import_aside`): aiohttp (``/metrics``, ``/ui``, the reads'
+        #: client) and, with the webhooks on, kopf (which serves them; without them kopf has nothing to
+        #: do, and neither is imported nor run).
+        self.after_ready: list[str] = ["aiohttp.web"]
+        if self.admission is not None:
+            self.after_ready.append("volsched.operator.kopfrun")
 
     # --- the first listing ------------------------------------------------------------------------------
 
@@ -311,9 +323,8 @@ class Operator:
     # --- lifecycle ---------------------------------------------------------------------------------------
 
     def _kopf_registry(self) -> kopf.OperatorRegistry:
-        """kopf's registry: its start and login, and the webhooks when served. Imports kopf (on the thread
-        that calls it: the operator calls it once the cache is synced, kopf's import is not on the way to
-        ready)."""
+        """kopf's registry: its start and login, and the webhooks. Imports kopf (on the thread that calls
+        it: the operator calls it, with the webhooks on, once :attr:`after_ready` imported kopf)."""
         from volsched.operator.kopfrun import new_registry, register_webhooks
 
         registry = new_registry(on_started=self._kopf_started, credentials=self._login)
@@ -407,6 +418,17 @@ class Operator:
             shared.write(data)
         return shared
 
+    async def _import_after_ready(self) -> None:
+        """:attr:`after_ready` imported on a thread that steps aside while the sessions work."""
+        activity = self.loop.activity
+        pauses, paused, started = activity.pauses, activity.paused, time.monotonic()
+        await asyncio.to_thread(import_aside, self.after_ready, activity)
+        log.info(
+            "imported %s after ready in %.0f ms, %d pauses for the sessions (%.0f ms)",
+            ", ".join(self.after_ready), 1000 * (time.monotonic() - started),
+            activity.pauses - pauses, 1000 * (activity.paused - paused),
+        )  # fmt: skip
+
     async def run(self, stop: asyncio.Event) -> None:
         self.http.serve_health()  # aiohttp's server, and its import, once the cache is synced
         kopf_stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -420,41 +442,43 @@ class Operator:
             await asyncio.to_thread(self.volcano.discover)
             await asyncio.to_thread(self.prelist)
             self.feed.start()
-            # Ready from here (synced): the sessions start before kopf is imported, on a thread (kopf's
-            # own modules, ~50 ms of CPU under load, on nobody's way), and before kopf's first step: kopf
-            # cancels the tasks created after it started, on its exit.
+            # Ready from here (synced): the sessions start before aiohttp and kopf are imported, and
+            # before kopf's first step: kopf cancels the tasks created after it started, on its exit.
             sessions = asyncio.create_task(self.loop.run(stop))
             tasks.append(sessions)
-            # aiohttp (about a sixth of the CPU to ready) was not imported so far: its server takes the
-            # health server's sockets over, then its client carries the reads, as before ready. Its
-            # import and kopf's run on threads beside the first sessions: see _switching_often.
+            # aiohttp (about a sixth of the CPU to ready) and kopf were not imported so far: they are now,
+            # on a thread that steps aside while the sessions work (see volsched.operator.aside and
+            # _switching_often). Then aiohttp's server takes the health server's sockets over, and its
+            # client carries the reads, as before ready.
             with _switching_often():
+                await self._import_after_ready()
                 await self.http.start()
                 self.aio_ready.set()
-                registry = await asyncio.to_thread(self._kopf_registry)
-            import kopf
+                registry = await asyncio.to_thread(self._kopf_registry) if self.admission else None
+            if registry is not None:  # kopf serves the webhooks (and keeps their configurations)
+                import kopf
 
-            from volsched.operator.kopfrun import kopf_settings, take_signals_back
+                from volsched.operator.kopfrun import kopf_settings, take_signals_back
 
-            certs = None
-            if self.settings.webhook.port and self.settings.webhook.cert_secret:
-                shared = await self._shared_certs()
-                certs = shared.files
-                tasks.append(asyncio.create_task(shared.keep(stop, every=CERTS_CHECK_EVERY)))
-            tasks.append(
-                asyncio.create_task(
-                    kopf.operator(
-                        registry=registry,
-                        settings=kopf_settings(
-                            self.settings.webhook, certs=certs, is_leader=lambda: self.lease.is_leader
-                        ),
-                        standalone=True,
-                        clusterwide=True,
-                        stop_flag=kopf_stop,
+                certs = None
+                if self.settings.webhook.cert_secret:
+                    shared = await self._shared_certs()
+                    certs = shared.files
+                    tasks.append(asyncio.create_task(shared.keep(stop, every=CERTS_CHECK_EVERY)))
+                tasks.append(
+                    asyncio.create_task(
+                        kopf.operator(
+                            registry=registry,
+                            settings=kopf_settings(
+                                self.settings.webhook, certs=certs, is_leader=lambda: self.lease.is_leader
+                            ),
+                            standalone=True,
+                            clusterwide=True,
+                            stop_flag=kopf_stop,
+                        )
                     )
                 )
-            )
-            signals = asyncio.create_task(take_signals_back(self._kopf_started, self._signal_stop))
+                signals = asyncio.create_task(take_signals_back(self._kopf_started, self._signal_stop))
             done_wait = asyncio.create_task(stop.wait())
             await asyncio.wait([done_wait, *tasks], return_when=asyncio.FIRST_COMPLETED)
             done_wait.cancel()

@@ -42,6 +42,7 @@ from volsched.kube.prune import prune_pod
 from volsched.kube.rest import LeanRest
 from volsched.kube.writer import KubeWriter
 from volsched.model.vocabulary import API_GROUP, QUEUE_FINALIZER
+from volsched.operator.aside import Activity
 from volsched.operator.metrics import Metrics
 from volsched.operator.reload import ConfigReloader
 from volsched.operator.settings import Settings
@@ -122,6 +123,9 @@ class SessionLoop:
         #: Queue name -> when its finalizer is tried again after a failed write (monotonic).
         self._guard_failed: dict[str, float] = {}
         self._problems: dict[str, str] = {}
+        #: Busy from a pod's arrival (the doorbell) or a session's start to the session's end: what the
+        #: imports after ready step aside for (:mod:`~volsched.operator.aside`).
+        self.activity = Activity()
 
     async def run(self, stop: asyncio.Event) -> None:
         """A session every period while leading, and sooner when the cache's doorbell rings (a pod of
@@ -161,7 +165,13 @@ class SessionLoop:
                 loop.call_soon_threadsafe(finish, outcome)
 
         bell = self.state.doorbell
-        bell.listen(nudge.set)
+        activity = self.activity
+
+        def rang() -> None:  # on the watch thread that rang
+            activity.begin()
+            nudge.set()
+
+        bell.listen(rang)
         thread = threading.Thread(target=sessions, name="volsched-sessions", daemon=True)
         thread.start()
         stopped: asyncio.Future[object] = asyncio.ensure_future(stop.wait())
@@ -359,6 +369,7 @@ def _session_loop(self: SessionLoop, *, halt: threading.Event, nudge: threading.
         bell.take()  # what rings from now on calls for the next session
         self.session_cpu = None  # unknown, should the cycle not get to measure it
         self.latency.calling()
+        self.activity.begin()
         try:
             self.run_once()
         except Exception as exc:
@@ -366,6 +377,8 @@ def _session_loop(self: SessionLoop, *, halt: threading.Event, nudge: threading.
                 self.health.failed("session", exc)
             else:
                 log.exception("session failed; the next one runs in %.1fs", s.period)
+        finally:
+            self.activity.end()
         if not connected:
             # This thread sends a lone bind itself (``KubePort.bind``): its connection is opened now,
             # after the first session, not by the first arriving pod's bind (a TLS handshake).

@@ -1,0 +1,96 @@
+"""What the operator imports after ready (aiohttp; kopf only with the webhooks on) is imported beside the
+first sessions, stepping aside while they work (``volsched.operator.aside``): nothing waits for it. A pod
+that arrives while that import is under way is bound; ``/metrics`` and ``/ui`` answer once it ended (the
+health server's "starting" before). Real apiserver; the operator in-process, its import held open by a
+module of the test's put first in its list (the unit tests: tests/unit/test_imports_step_aside.py)."""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import sys
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from importlib.machinery import ModuleSpec
+from types import ModuleType
+
+import pytest
+
+from tests.e2e.operator_fixtures import OPERATOR_NS, Kube, node, operator_on_a_thread, pod, wait_for
+from volsched.operator import Operator, Settings
+from volsched_dev.devcluster import LocalControlPlane
+
+pytestmark = pytest.mark.cluster
+
+HELD = "volsched_test_held_after_ready"
+
+
+class HeldImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """The module :data:`HELD`, whose import begins (``entered``) and ends once ``release`` is set."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def find_spec(self, fullname: str, path: object, target: object = None) -> ModuleSpec | None:
+        return importlib.util.spec_from_loader(fullname, self) if fullname == HELD else None
+
+    def create_module(self, spec: ModuleSpec) -> None:
+        return None
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.entered.set()
+        assert self.release.wait(300)
+
+
+def _get(port: int, path: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as resp:
+            return int(resp.status), resp.read()
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), exc.read()
+
+
+@pytest.fixture
+def held() -> Iterator[HeldImport]:
+    finder = HeldImport()
+    sys.meta_path.insert(0, finder)
+    try:
+        yield finder
+    finally:
+        finder.release.set()
+        sys.meta_path.remove(finder)
+        sys.modules.pop(HELD, None)
+
+
+def test_a_pod_arriving_while_the_imports_after_ready_run_is_bound_and_metrics_and_ui_come_up_after(
+    cluster: LocalControlPlane, k: Kube, held: HeldImport
+) -> None:
+    k.nodes(node("n1"))
+    settings = Settings(kubeconfig=str(cluster.kubeconfig_path))
+    settings.http.host, settings.http.port, settings.http.auth = "127.0.0.1", 0, "none"
+    settings.lease.namespace = OPERATOR_NS
+    op = Operator(settings)
+    assert op.after_ready == ["aiohttp.web"]  # no webhooks: kopf has nothing to do, and is not imported
+    op.after_ready.insert(0, HELD)
+    with operator_on_a_thread(op):
+        assert held.entered.wait(120)  # synced (ready), the sessions running, the import under way
+        port = op.http_port or 0
+        assert _get(port, "/healthz")[0] == 200 and _get(port, "/readyz")[0] == 200
+        ns = k.namespace("meanwhile")
+        k.pods(ns, pod("p1"))
+        wait_for(lambda: k.bound(ns) == {f"{ns}/p1": "n1"}, 60, what="the pod bound during the import")
+        assert not held.release.is_set() and not op.aio_ready.is_set()  # the import still held open
+        assert _get(port, "/metrics")[0] == 503 and _get(port, "/ui")[0] == 503  # "starting"
+
+        held.release.set()
+        wait_for(op.aio_ready.is_set, 120, what="the imports after ready ended, aiohttp's server up")
+        status, body = _get(port, "/metrics")
+        assert status == 200 and b"volsched_sessions_total" in body
+        status, body = _get(port, "/ui")
+        assert status == 200 and b"<html" in body.lower()
+        assert _get(port, "/healthz")[0] == 200
+        k.pods(ns, pod("p2"))  # and the replica goes on as before
+        wait_for(lambda: len(k.bound(ns)) == 2, 60, what="a pod after the imports bound")

@@ -1,0 +1,108 @@
+"""Imports made after ready, beside the sessions, that step aside while the sessions work.
+
+The operator imports aiohttp (its HTTP server for ``/metrics`` and ``/ui``, its client for the reads) and,
+with the admission webhooks on, kopf only once its cache is synced, so that their import is not on the
+way to ready. They are imported beside the first sessions, on a thread of their own: a pod arriving
+then shared the interpreter's lock with that import, and the first pods after ready bound several times
+slower than the next ones. :func:`import_aside` pauses that import whenever the sessions work
+(:class:`Activity`: a pod of ours arrived, a session runs) and goes on once they are quiet again: the
+pause points are the module-level statements of every module imported (a definition, a decorator's call,
+a nested import) and of its classes' bodies, found by a trace function on the importing thread alone.
+
+A pause waits at most :data:`LONGEST_PAUSE` at a time and :data:`PAUSE_BUDGET` in all: sessions busy
+without a break (a backlog) never keep ``/metrics`` away for long, and a session that waits for a module
+the paused import holds half-imported waits no longer than one pause. Nothing is skipped: every module is
+imported whole, only later. It decides nothing and imports nothing itself but what it is handed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from inspect import CO_OPTIMIZED
+from types import FrameType
+from typing import Any
+
+__all__ = ["LONGEST_PAUSE", "PAUSE_BUDGET", "Activity", "import_aside"]
+
+#: Seconds one pause of the import waits at most for the sessions to be quiet.
+LONGEST_PAUSE = 0.1
+#: Seconds the import waits in all, over all its pauses; after that it goes on without pausing.
+PAUSE_BUDGET = 2.0
+
+
+class Activity:
+    """Whether the sessions work: :meth:`begin` when a pod of ours arrives or a session starts, :meth:`end`
+    when the session ends. Thread-safe; :attr:`quiet` is cheap (it is looked at at every call an import
+    aside makes)."""
+
+    def __init__(self) -> None:
+        self._quiet = threading.Event()
+        self._quiet.set()
+        #: Whether the sessions are quiet (the event's own ``is_set``: no call of ours in between).
+        self.quiet = self._quiet.is_set
+        #: Pauses made so far by imports aside (for tests and the log).
+        self.pauses = 0
+        #: Seconds waited in them.
+        self.paused = 0.0
+        #: Called (no arguments) when an import aside starts a pause (tests wait for it).
+        self.on_pause: Callable[[], None] | None = None
+
+    def begin(self) -> None:
+        self._quiet.clear()
+
+    def end(self) -> None:
+        self._quiet.set()
+
+    def wait_quiet(self, timeout: float) -> bool:
+        """Wait until the sessions are quiet, ``timeout`` seconds at most; whether they are."""
+        return self._quiet.wait(timeout)
+
+
+def import_aside(
+    modules: Sequence[str],
+    activity: Activity,
+    *,
+    longest: float = LONGEST_PAUSE,
+    budget: float = PAUSE_BUDGET,
+) -> None:
+    """Import ``modules`` in turn on the calling thread, pausing before each module-level statement while
+    ``activity`` is busy (at most ``longest`` seconds a pause, ``budget`` in all). An import error is
+    raised as ``import`` raises it."""
+    left = [budget]
+    clock = time.monotonic
+    quiet = activity.quiet
+
+    def pause() -> None:
+        if left[0] <= 0:
+            return
+        activity.pauses += 1
+        if activity.on_pause is not None:
+            activity.on_pause()
+        started = clock()
+        activity.wait_quiet(min(longest, left[0]))
+        waited = clock() - started
+        activity.paused += waited
+        left[0] -= waited
+
+    def trace(frame: FrameType, event: str, _arg: Any) -> None:
+        # A call made by a module's or a class's own body (code that is no function's: a statement
+        # begins, a decorator, a nested import, a method of a dataclass made): no lock but the import's
+        # own is held there. No local tracing: only calls are seen.
+        if quiet():
+            return None
+        back = frame.f_back
+        if event == "call" and back is not None and not back.f_code.co_flags & CO_OPTIMIZED:
+            pause()
+        return None
+
+    before = sys.gettrace()
+    sys.settrace(trace)  # this thread only
+    try:
+        for name in modules:
+            importlib.import_module(name)
+    finally:
+        sys.settrace(before)
