@@ -166,3 +166,46 @@ def test_a_claim_does_not_hold_room_against_the_job_the_reservation_is_held_for(
         state.apply(obj)
     state.carryover = {CARRY: {"next": "ns/g"}, CLAIMS: {"ns/c": ["ns/c", "n2"]}}
     assert sorted(placed(run_session(state))) == ["ns/g-0", "ns/g-1"]
+
+
+def test_the_nominated_node_is_the_claim_from_when_it_is_made_until_its_pod_is_placed() -> None:
+    """``SessionResult.nominated`` (what the operator writes to the pod's status.nominatedNodeName) is
+    the claims standing after each session: made with the eviction, carried while the victim terminates,
+    gone once the pod is placed."""
+    state = ClusterState()
+    victim = running("v", on="n1", gpu=4)
+    for obj in base(node("n1", gpu="4"), victim, waiting("c", gpu=4, ago=30, priority="high")):
+        state.apply(obj)
+    first = run_session(state)
+    assert [e.pod for e in first.evictions] == ["ns/v"]
+    assert first.nominated == {"ns/c": "n1"}
+    terminating = {**victim, "metadata": {**victim["metadata"], "deletionTimestamp": iso(NOW)}}
+    state.apply(terminating)  # its room is not free yet
+    state.carryover = first.carryover
+    second = run_session(state)
+    assert (placed(second), second.evictions) == ({}, [])
+    assert second.nominated == {"ns/c": "n1"}
+    state.delete("Pod", "ns", "v")
+    state.carryover = second.carryover
+    third = run_session(state)
+    assert placed(third) == {"ns/c": "n1"}
+    assert third.nominated == {}
+
+
+@pytest.mark.parametrize(
+    "objects",
+    [
+        pytest.param([node("n1", gpu="2"), waiting("c", gpu=4, ago=30)], id="room-free-not-placed"),
+        pytest.param([node("n1", gpu="4"), waiting("o", gpu=4, ago=60)], id="the-pod-gone"),
+        pytest.param([node("n0", gpu="4"), waiting("c", gpu=4, ago=30)], id="the-node-gone"),
+    ],
+)
+def test_a_claim_that_ends_unplaced_leaves_no_nominated_node(objects: list[Obj]) -> None:
+    result = session(base(*objects), claims=CLAIM)
+    assert CLAIMS not in result.carryover
+    assert result.nominated == {}
+
+
+def test_without_claims_nothing_is_nominated() -> None:
+    result = session(base(node("n1", gpu="4"), waiting("c", gpu=4, ago=30)))
+    assert (placed(result), result.nominated) == ({"ns/c": "n1"}, {})

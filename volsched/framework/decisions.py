@@ -241,6 +241,11 @@ class SessionResult:
     #: Pods of ours pipelined onto the room their victims free: pending (neither bound nor unschedulable)
     #: until the victims go, with or without a PodGroup.
     pipelined: int = 0
+    #: The pods that hold a claim on a node after this session (room an eviction frees, held for them:
+    #: kube-scheduler's nominated node), pod key -> node name, in pod key order. It is the whole set, not
+    #: what changed: the edges write it to each pod's ``status.nominatedNodeName`` and clear it on a pod
+    #: they wrote it to that is no longer here.
+    nominated: dict[str, str] = field(default_factory=dict)
     #: Jobs this session left with pods of ours pending (pipelined ones included). 0: every pod of ours
     #: is placed or bound, so a session whose actions decide only for pending pods has nothing to decide
     #: until the cache changes (see ``volsched.cycle.IdleSkip``).

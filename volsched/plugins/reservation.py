@@ -322,7 +322,8 @@ class _Claims:
     room beside the claim (but for the job the reservation is held for), and the claimant scores its
     node above any other. A claim ends when its pod is
     placed, deleted or no longer pipelined there (its room free, it was not placed: its queue refused it,
-    its gang did not fit), or when the node goes: it holds room idle at most one session once free."""
+    its gang did not fit), or when the node goes: it holds room idle at most one session once free.
+    The claims standing at the close are the result's ``nominated`` (the pods' nominatedNodeName)."""
 
     def __init__(self, session: ExtensionPoints, carried: dict[str, list[str]]) -> None:
         self.session = session
@@ -518,6 +519,7 @@ class Reservation(BasePlugin):
         if CLAIMS in session.carryover or session.result.evictions:
             made = _claims_after(session, claims)
             _note_claims(session, session.carryover.get(CLAIMS) or {}, made)
+            session.result.nominated = {key: node for key, (_, node) in sorted(made.items())}
             if made:
                 session.carryover[CLAIMS] = made
             else:
