@@ -99,13 +99,18 @@ def test_an_evicted_pod_is_told_why_and_who_took_its_place(k: Kube, start_operat
     assert sum(1 for p in others if p.metadata.deletion_timestamp) == 1  # one victim was enough
 
 
+def _with_claims(k: Kube) -> None:
+    """The reclaim and preempt example's config with the reservation plugin (whose claims they are)."""
+    config = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
+    k.set_config(config.replace("  - name: binpack\n", "  - name: binpack\n  - name: reservation\n"))
+
+
 def test_the_room_an_eviction_frees_is_claimed_for_its_pod_and_said_so(
     k: Kube, start_operator: Start
 ) -> None:
     """The claim rides the operator's carryover from session to session while the victim terminates: the
     preemptor is told once (a Nominated event) and its PodGroup's Reserved condition says the room."""
-    config = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
-    k.set_config(config.replace("  - name: binpack\n", "  - name: binpack\n  - name: reservation\n"))
+    _with_claims(k)
     ns, op = _a_full_node_then_b(k, start_operator, "claims")
     [event] = wait_for(lambda: _events(k, ns, "b-0", "Nominated"), 40, what="a Nominated event on b-0")
     assert event.message == "room on node n1 that evictions free is held for it until it is placed"
@@ -122,6 +127,53 @@ def test_the_room_an_eviction_frees_is_claimed_for_its_pod_and_said_so(
     _more_sessions(op)  # the victim still terminates: the claim is carried, not made again
     [again] = _events(k, ns, "b-0", "Nominated")
     assert again.count == 1
+
+
+def _claiming(k: Kube, start_operator: Start, namespace: str) -> tuple[str, OperatorProcess, str]:
+    """The claim test's start (job b's pod preempts one of job a's on n1 and claims its room), and
+    b-0's ``status.nominatedNodeName`` read while the victim terminates: the claim's node. Returns the
+    namespace, the operator and the victim's name."""
+    _with_claims(k)
+    ns, op = _a_full_node_then_b(k, start_operator, namespace)
+
+    def nominated() -> str | None:
+        return k.core.read_namespaced_pod_status("b-0", ns).status.nominated_node_name  # type: ignore[no-any-return]
+
+    assert wait_for(nominated, 40, what="b-0's status.nominatedNodeName", operator=op) == "n1"
+    [victim] = [
+        p
+        for p in k.core.list_namespaced_pod(ns).items
+        if p.metadata.name.startswith("a-") and p.metadata.deletion_timestamp
+    ]
+    _more_sessions(op)  # the victim still terminates: b-0 keeps its nominated node and waits
+    b0 = k.core.read_namespaced_pod("b-0", ns)
+    assert (b0.spec.node_name, b0.status.nominated_node_name) == (None, "n1")
+    return ns, op, victim.metadata.name
+
+
+def test_the_claim_is_the_pods_nominated_node_until_it_is_bound(k: Kube, start_operator: Start) -> None:
+    """kube-scheduler's nominated node, written where tools read it (kubectl get pod -o wide, the cluster
+    autoscaler): set while the victim terminates, gone once the pod is bound there (the apiserver clears
+    it as it binds)."""
+    ns, op, victim = _claiming(k, start_operator, "nominated-bound")
+    k.core.delete_namespaced_pod(victim, ns, grace_period_seconds=0)
+    wait_for(lambda: k.bound(ns).get(f"{ns}/b-0"), 40, what="b-0 bound", operator=op)
+    b0 = k.core.read_namespaced_pod("b-0", ns)
+    assert (b0.spec.node_name, b0.status.nominated_node_name) == ("n1", None)
+
+
+def test_a_claim_that_ends_unplaced_clears_the_nominated_node(k: Kube, start_operator: Start) -> None:
+    """The node cordoned while the victim terminates: once its room is free and b-0 was not placed there,
+    the claim ends and b-0's nominated node is cleared (no stale one is left for the tools that read it)."""
+    ns, op, victim = _claiming(k, start_operator, "nominated-cleared")
+    k.core.patch_node("n1", {"spec": {"unschedulable": True}})
+    k.core.delete_namespaced_pod(victim, ns, grace_period_seconds=0)
+
+    def cleared() -> bool:
+        return k.core.read_namespaced_pod_status("b-0", ns).status.nominated_node_name is None
+
+    wait_for(cleared, 40, what="b-0's nominated node cleared", operator=op)
+    assert k.core.read_namespaced_pod("b-0", ns).spec.node_name is None
 
 
 def test_an_unschedulable_gang_gets_one_event_on_its_podgroup(k: Kube, start_operator: Start) -> None:

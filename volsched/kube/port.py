@@ -31,7 +31,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
@@ -274,6 +274,7 @@ class KubePort:
             podgroups={key: pg.api_group for key, pg in list(state.podgroups.items())},
             uids={key: pg.uid for key, pg in list(state.podgroups.items())},
             pods=feeder.pods(_pods_written_about(result)),  # not a copy of every cached pod
+            pods_now=feeder.pods,  # (the nominated nodes' pods, read as they are written)
             extra_events=rejection_events(feeder),
             # Asked by the sweep on the status thread, of the cache as it is then: built only if asked.
             referred=groups_referred_to(feeder) if self.left_behind.due() else None,
@@ -346,6 +347,7 @@ class KubePort:
         podgroups: dict[str, str],
         uids: dict[str, str],
         pods: Mapping[str, Raw],
+        pods_now: Callable[[Iterable[str] | None], Mapping[str, Raw]] | None = None,
         extra_events: list[tuple[EventTarget, Event]],
         referred: Callable[[str], bool] | None = None,
     ) -> StatusReport:
@@ -359,6 +361,7 @@ class KubePort:
             podgroups=podgroups,
             uids=uids,
             pods=pods,
+            pods_now=pods_now,
             extra_events=extra_events,
         )
         return StatusReport(writes=writes, events=events, errors=errors + status_errors)

@@ -164,6 +164,11 @@ def _initially_scheduled(status: Mapping[str, Any] | None) -> bool:
     )
 
 
+def _nominated_node(pod: Raw) -> str:
+    """The node a pod's status says it is nominated to ("" for none)."""
+    return str((pod.get("status") or {}).get("nominatedNodeName") or "")
+
+
 def _split(key: str) -> tuple[str, str]:
     ns, _, name = key.partition("/")
     return ns, name
@@ -256,6 +261,12 @@ class KubeWriter:
         self._status_as_field: frozenset[str] = frozenset()
         self._queue_uids: dict[str, str] = {}
         self._conditions: dict[str, str] = {}  # pod uid -> message
+        #: The nominated nodes the pods' ``status.nominatedNodeName`` says, as far as this writer knows:
+        #: pod key -> (its uid, the node), what it wrote, or found on our pods when it began writing
+        #: under this holding of the Lease (``_nominations_read``: left by an earlier leader, or by this
+        #: process before it restarted, whose claims are gone with it).
+        self._nominated: dict[str, tuple[str, str]] = {}
+        self._nominations_read = False
         #: When each was written (the event filter's clock): a message that only moves the numbers of the
         #: last waits as an event's does (``EventFilter.settling``).
         self._condition_at: dict[str, float] = {}
@@ -284,6 +295,9 @@ class KubeWriter:
             elif kind == "Pod":
                 self._conditions.pop(key, None)
                 self._condition_at.pop(key, None)
+                for pod, (uid, _) in list(self._nominated.items()):
+                    if uid == key:
+                        del self._nominated[pod]
         self.events.forget(key)
 
     def connect_ahead(self) -> None:
@@ -667,15 +681,18 @@ class KubeWriter:
         podgroups: Iterable[str] | Mapping[str, str],
         uids: Mapping[str, str] | None = None,
         pods: Mapping[str, Raw],
+        pods_now: Callable[[Iterable[str] | None], Mapping[str, Raw]] | None = None,
         extra_events: Iterable[tuple[EventTarget, Event]] = (),
         now: str | None = None,
     ) -> tuple[int, int, list[str]]:
-        """Write changed PodGroup/Queue status, pod conditions and the session's events (plus
-        ``extra_events``, e.g. about objects the cache rejected). Returns (writes, events, errors).
+        """Write changed PodGroup/Queue status, pod conditions, nominated nodes and the session's
+        events (plus ``extra_events``, e.g. about objects the cache rejected). Returns (writes, events,
+        errors).
 
         ``queues`` and ``podgroups`` are the objects that exist: names, or names -> their API group
         (volsched's or Volcano's; names alone are volsched's); ``uids`` maps PodGroups to their UIDs
-        (for their events)."""
+        (for their events). ``pods_now`` (the cache's pods by key, or all of them for None) is where
+        the nominated nodes' pods are read, as they are when written (else from ``pods``)."""
         now = now or render.now_rfc3339()
         self._forget_written_before(self.holding())
         jobs: list[Callable[[], tuple[int, int, str | None]]] = []
@@ -721,6 +738,7 @@ class KubeWriter:
                 at = self._condition_at.get(uid)
             if last != message and not self.events.settling(last, at, message):
                 jobs.append(lambda key=key, uid=uid, m=message: self._write_condition(key, uid, m, now))  # type: ignore[misc]
+        jobs.extend(self._nomination_jobs(result, pods, pods_now))
         targeted = [
             *self._targets(result.events, existing_pgs, existing_queues, uids or {}, pods),
             *extra_events,
@@ -751,8 +769,10 @@ class KubeWriter:
             for written in (
                 self._podgroups, self._podgroups_full, self._podgroups_from, self._queues,
                 self._queues_full, self._conditions, self._condition_at, self._in_flight,
+                self._nominated,
             ):  # fmt: skip
                 written.clear()
+            self._nominations_read = False
 
     def _told_job(
         self, target: EventTarget, reason: str, message: str, at: str
@@ -881,6 +901,95 @@ class KubeWriter:
         with self._lock:
             self._conditions[uid] = message
             self._condition_at[uid] = self.events.now()
+        return 1, 0, None
+
+    # --- nominated nodes ----------------------------------------------------------------------------------
+
+    def _nomination_jobs(
+        self,
+        result: SessionResult,
+        pods: Mapping[str, Raw],
+        pods_now: Callable[[Iterable[str] | None], Mapping[str, Raw]] | None,
+    ) -> list[Callable[[], tuple[int, int, str | None]]]:
+        """The writes that make our pods' ``status.nominatedNodeName`` say ``result.nominated``: set
+        where it names another node (or none), cleared where this writer knows it says one the
+        session no longer nominates. The first time under a holding of the Lease, every pod of ours
+        that says one is read from the cache (a claim of an earlier leader, gone with it): cleared
+        unless nominated again. A pod bound is never nominated; the apiserver clears its nominated
+        node as it binds it (``ClearingNominatedNodeNameAfterBinding``, on by default since 1.35);
+        where it still says one once the cache shows it bound (an older apiserver), it is cleared."""
+        desired = result.nominated
+        with self._lock:
+            read = self._nominations_read
+            if not desired and not self._nominated and (read or pods_now is None):
+                return []
+        if not read and pods_now is not None:
+            found = {
+                key: (uid_of(pod), shown)
+                for key, pod in pods_now(None).items()
+                if (shown := _nominated_node(pod)) and self._ours(pod)
+            }
+            with self._lock:
+                self._nominated = {**found, **self._nominated}
+                self._nominations_read = True
+        with self._lock:
+            written = dict(self._nominated)
+        keys = sorted({*desired, *written})
+        looked = pods_now(keys) if pods_now is not None else pods
+        binding = {b.pod for b in result.binds}
+        jobs: list[Callable[[], tuple[int, int, str | None]]] = []
+        gone: list[str] = []
+        for key in keys:
+            pod = looked.get(key)
+            had = written.get(key)
+            if pod is None or not self._ours(pod):
+                gone.append(key)
+                continue
+            uid = uid_of(pod)
+            if had is not None and had[0] != uid:  # made again under its name: this one says nothing
+                gone.append(key)
+                had = None
+            spec = pod.get("spec") or {}
+            bound = bool(spec.get("nodeName"))
+            node = desired.get(key)
+            if node is not None and not bound and not meta_of(pod).get("deletionTimestamp"):
+                if had != (uid, node):
+                    jobs.append(partial(self._write_nominated, key, uid, node))
+            elif had is not None and key not in binding:  # (a bind this session clears it)
+                if bound and not _nominated_node(pod):
+                    gone.append(key)  # cleared as it was bound
+                else:
+                    jobs.append(partial(self._write_nominated, key, uid, None))
+        if gone:
+            with self._lock:
+                for key in gone:
+                    if self._nominated.get(key) == written.get(key):
+                        self._nominated.pop(key, None)
+        return jobs
+
+    def _write_nominated(self, key: str, uid: str, node: str | None) -> tuple[int, int, str | None]:
+        """Set (``node``) or clear the pod's ``status.nominatedNodeName``, as kube-scheduler does, only
+        on the pod of ``uid`` (made again under its name, the apiserver refuses the patch)."""
+        ns, name = _split(key)
+        body = {"metadata": {"uid": uid}, "status": {"nominatedNodeName": node}}
+        try:
+            self._send("PATCH", pod_path(ns, name, "status"), body, content_type=STRATEGIC_PATCH)
+        except Fenced:
+            return 0, 0, None  # not written: the next leader clears what it finds
+        except ApiException as exc:
+            if exc.status not in (404, 409, 422):  # gone, or another pod by its name
+                return 0, 0, f"Pod {key} nominatedNodeName: {exc.status} {_reason(exc)}"
+            with self._lock:
+                if self._nominated.get(key, (uid,))[0] == uid:
+                    self._nominated.pop(key, None)
+            return 0, 0, None
+        except Exception as exc:
+            return 0, 0, f"Pod {key} nominatedNodeName: {error_summary(exc)}"
+        with self._lock:
+            if node is None:
+                self._nominated.pop(key, None)
+            else:
+                self._nominated[key] = (uid, node)
         return 1, 0, None
 
     def _targets(

@@ -1,0 +1,78 @@
+"""The writer's patch of a pod's ``status.nominatedNodeName`` on a real apiserver: set and cleared on the
+pod it was meant for; a pod made again under the name refuses the patch (the uid in it is immutable), so
+neither a nominated node nor its clearing lands on a pod it was not decided for; and the apiserver clears
+it as it binds the pod (ClearingNominatedNodeNameAfterBinding, on by default since 1.35)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.e2e.operator_fixtures import Kube, pod
+from volsched.framework.decisions import SessionResult
+from volsched.kube.writer import KubeWriter, WriterSettings
+from volsched.model.raw import Raw
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture
+def writer(mk: Kube) -> Iterator[KubeWriter]:
+    w = KubeWriter(mk.api, WriterSettings(workers=1))
+    yield w
+    w.close()
+
+
+def _fresh(k: Kube) -> tuple[str, dict[str, Any]]:
+    ns = k.namespace(f"nominated-{uuid.uuid4().hex[:6]}")
+    made = k.core.create_namespaced_pod(ns, pod("c"))
+    return ns, k.api.sanitize_for_serialization(made)
+
+
+def _write(writer: KubeWriter, ns: str, nominated: dict[str, str], pods: dict[str, Raw]) -> None:
+    def pods_now(keys: Iterable[str] | None) -> Mapping[str, Raw]:
+        return pods if keys is None else {key: pods[key] for key in keys if key in pods}
+
+    _, _, errors = writer.write_status(
+        SessionResult(nominated=nominated), queues=[], podgroups=[], pods={}, pods_now=pods_now
+    )
+    assert errors == []
+
+
+def _says(k: Kube, ns: str) -> str | None:
+    return k.core.read_namespaced_pod_status("c", ns).status.nominated_node_name  # type: ignore[no-any-return]
+
+
+def test_set_and_cleared_on_the_pod_it_was_meant_for(mk: Kube, writer: KubeWriter) -> None:
+    ns, raw = _fresh(mk)
+    key = f"{ns}/c"
+    _write(writer, ns, {key: "n1"}, {key: raw})
+    assert _says(mk, ns) == "n1"
+    _write(writer, ns, {}, {key: raw})
+    assert _says(mk, ns) is None
+
+
+def test_a_pod_made_again_under_its_name_refuses_the_patch(mk: Kube, writer: KubeWriter) -> None:
+    ns, raw = _fresh(mk)
+    key = f"{ns}/c"
+    mk.core.delete_namespaced_pod("c", ns, grace_period_seconds=0)
+    mk.core.create_namespaced_pod(ns, pod("c"))  # another uid: the cache (raw) still has the old pod
+    _write(writer, ns, {key: "n1"}, {key: raw})
+    assert _says(mk, ns) is None
+
+
+def test_the_apiserver_clears_it_as_it_binds_the_pod(mk: Kube, writer: KubeWriter) -> None:
+    ns, raw = _fresh(mk)
+    key = f"{ns}/c"
+    _write(writer, ns, {key: "n1"}, {key: raw})
+    assert _says(mk, ns) == "n1"
+    binding = client.V1Binding(
+        metadata=client.V1ObjectMeta(name="c"), target=client.V1ObjectReference(kind="Node", name="n2")
+    )
+    mk.core.create_namespaced_binding(ns, binding, _preload_content=False)
+    bound = mk.core.read_namespaced_pod("c", ns)
+    assert (bound.spec.node_name, bound.status.nominated_node_name) == ("n2", None)
