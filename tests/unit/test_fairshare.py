@@ -115,6 +115,41 @@ def test_water_fill_is_exact_for_extreme_weights_and_caps():
     assert out[:, 0].tolist() == pytest.approx([97 / 6, 3.0, 97 * 5 / 6])
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize(
+    ("queues", "expected"),
+    [
+        pytest.param(
+            [Q("a", weight=0, request=30), Q("b", weight=0, request=30)], {"a": 0, "b": 0}, id="all-zero"
+        ),
+        pytest.param(
+            [Q("a", weight=0, request=30, guarantee=4), Q("b", weight=0, request=30)],
+            {"a": 4, "b": 0},
+            id="all-zero-guarantee-kept",
+        ),
+        pytest.param(
+            [Q("a", weight=0, request=30), Q("b", request=30)], {"a": 0, "b": 16}, id="zero-beside-one"
+        ),
+        pytest.param(
+            [Q("a", weight=0, request=30, guarantee=4), Q("b", request=30)],
+            {"a": 4, "b": 12},
+            id="zero-with-guarantee-beside-one",
+        ),
+        pytest.param(
+            [Q("p", weight=0), Q("a", parent="p", request=30), Q("b", weight=2, request=30)],
+            {"p": 0, "a": 0, "b": 16},
+            id="zero-weight-parent",
+        ),
+    ],
+)
+def test_a_queue_of_weight_zero_deserves_its_guarantee_only(queues, expected):
+    """As Volcano's proportion: weight 0 takes no part of the weighted fill (all of them 0 gave NaN
+    shares and RuntimeWarnings); the queues of positive weight share the rest as before."""
+    fs, row = share(16, *queues)
+    assert cpu(fs, row) == expected
+    assert np.isfinite(fs.limit).all()
+
+
 def test_three_equal_queues_on_ten_cpu_place_all_ten():
     """Issue 13: each deserves 3.33 but 1-cpu pods fill only 3; the tenth cpu goes to one queue."""
     fs, row = share(10, *(Q(n, request=7, unit=1) for n in ("a", "b", "c")))

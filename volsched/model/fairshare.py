@@ -143,12 +143,21 @@ def water_fill(amount: Vector, weights: Vector, lo: Matrix, hi: Matrix) -> Matri
     """Share ``amount`` (per dimension) among children: ``x = max(lo, min(hi, weight * level))`` with
     the level chosen so the shares sum to ``amount``, or everyone at ``max(lo, hi)`` when that is
     less. Solved exactly from the sorted breakpoints of the piecewise-linear sum, so it converges for
-    any weights (1 to 2**31 and beyond) in one pass."""
+    any weights (1 to 2**31 and beyond) in one pass. A child of weight 0 (or less) keeps ``lo`` and
+    takes no part of the weighted fill, as Volcano's proportion gives a queue of weight 0 its guarantee
+    only; the others share what is left of ``amount``."""
     c, r = lo.shape
     out = np.zeros((c, r))
     if c == 0:
         return out
     w = weights.astype(np.float64)
+    weighted = w > 0
+    if not weighted.all():
+        out[:] = lo
+        if weighted.any():
+            rest = amount - lo[~weighted].sum(axis=0)
+            out[weighted] = water_fill(rest, w[weighted], lo[weighted], hi[weighted])
+        return out
     for d in range(r):
         a = float(amount[d])
         low = lo[:, d]
