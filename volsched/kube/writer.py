@@ -1,4 +1,5 @@
-"""Carry a SessionResult out against the API: binds, evictions, status, conditions and events.
+"""Carry a SessionResult out against the API: binds, evictions, status, conditions, nominated nodes and
+events.
 
 Calls run on bounded threads (``bind_workers`` binds and ``workers`` other requests in flight), so a
 session with thousands of binds never serialises on round trips. How fast they go is the apiserver's to say, as API Priority and
@@ -261,15 +262,15 @@ class KubeWriter:
         self._status_as_field: frozenset[str] = frozenset()
         self._queue_uids: dict[str, str] = {}
         self._conditions: dict[str, str] = {}  # pod uid -> message
+        #: When each was written (the event filter's clock): a message that only moves the numbers of the
+        #: last waits as an event's does (``EventFilter.settling``).
+        self._condition_at: dict[str, float] = {}
         #: The nominated nodes the pods' ``status.nominatedNodeName`` says, as far as this writer knows:
         #: pod key -> (its uid, the node), what it wrote, or found on our pods when it began writing
         #: under this holding of the Lease (``_nominations_read``: left by an earlier leader, or by this
         #: process before it restarted, whose claims are gone with it).
         self._nominated: dict[str, tuple[str, str]] = {}
         self._nominations_read = False
-        #: When each was written (the event filter's clock): a message that only moves the numbers of the
-        #: last waits as an event's does (``EventFilter.settling``).
-        self._condition_at: dict[str, float] = {}
         self.events = EventFilter(burst=self.settings.event_burst, every=self.settings.event_every)
         #: Events of pods evicted and gone at once (target, reason, message, time), for the next status
         #: writes to send (see :meth:`evict`).
