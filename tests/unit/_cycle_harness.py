@@ -4,7 +4,7 @@ a kubeconfig naming an apiserver nobody listens on (and an operator made on one,
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +17,7 @@ from volsched.framework.decisions import Bind, Evict, SessionResult
 from volsched.framework.registry import load_config
 
 if TYPE_CHECKING:
-    from volsched.operator import Operator
+    from volsched.operator import Operator, Settings
 
 CONFIG = load_config(
     text='actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: priority}, {name: gang}]\n'
@@ -114,14 +114,20 @@ current-context: c
 
 
 @contextmanager
-def operator_at(tmp_path: Path, port: int = 9) -> Iterator[Operator]:
+def operator_at(
+    tmp_path: Path, port: int = 9, *, configure: Callable[[Settings], object] | None = None
+) -> Iterator[Operator]:
     """An Operator whose kubeconfig (in ``tmp_path``) names the apiserver at 127.0.0.1:``port`` (nobody,
-    unless the test serves it); its port, writer and clients closed afterwards."""
+    unless the test serves it), made on its settings as ``configure`` leaves them; its port, writer and
+    clients closed afterwards."""
     from volsched.operator import Operator, Settings
 
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG.replace("127.0.0.1:9", f"127.0.0.1:{port}"))
-    op = Operator(Settings(kubeconfig=str(kubeconfig)))
+    settings = Settings(kubeconfig=str(kubeconfig))
+    if configure is not None:
+        configure(settings)
+    op = Operator(settings)
     try:
         yield op
     finally:

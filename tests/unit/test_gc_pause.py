@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit._cycle_harness import KUBECONFIG
+from tests.unit._cycle_harness import operator_at
 from volsched.gcpause import pause_collector, resume_collector
-from volsched.operator import Operator, Settings
 
 
 @pytest.fixture(autouse=True)
@@ -41,18 +40,13 @@ def test_the_operators_prelist_leaves_the_collector_off_while_another_section_is
 ) -> None:
     """The prelist pauses the collector through the same counted section as a snapshot taken meanwhile
     on another thread: ending first, it must not turn the collector back on under that snapshot."""
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(KUBECONFIG)
-    op = Operator(Settings(kubeconfig=str(kubeconfig)))
-    monkeypatch.setattr(op.feed, "_prelist", lambda: None)  # listed nothing
-    try:
-        pause_collector()  # a snapshot on another thread
-        op.prelist()
-        assert not gc.isenabled()
-        resume_collector()
-        assert gc.isenabled()
-    finally:
-        gc.unfreeze()
-        op.port.close()
-        op.api.close()  # type: ignore[no-untyped-call]
-        op.watch_api.close()  # type: ignore[no-untyped-call]
+    with operator_at(tmp_path) as op:
+        monkeypatch.setattr(op.feed, "_prelist", lambda: None)  # listed nothing
+        try:
+            pause_collector()  # a snapshot on another thread
+            op.prelist()
+            assert not gc.isenabled()
+            resume_collector()
+            assert gc.isenabled()
+        finally:
+            gc.unfreeze()

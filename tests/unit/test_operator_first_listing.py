@@ -11,20 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit._cycle_harness import KUBECONFIG
+from tests.unit._cycle_harness import operator_at
 from volsched.kube.watch import ApiError, ListWatch, Stopped
-from volsched.operator import Operator, Settings
+from volsched.operator import Operator
 
 
 @pytest.fixture
 def op(tmp_path: Path) -> Iterator[Operator]:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(KUBECONFIG)
-    made = Operator(Settings(kubeconfig=str(kubeconfig)))
-    yield made
-    made.port.close()
-    made.api.close()  # type: ignore[no-untyped-call]
-    made.watch_api.close()  # type: ignore[no-untyped-call]
+    with operator_at(tmp_path) as made:
+        yield made
 
 
 def _listings(op: Operator, monkeypatch: pytest.MonkeyPatch, failing: dict[str, int]) -> list[str]:

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit._cycle_harness import KUBECONFIG
+from tests.unit._cycle_harness import operator_at
 from volsched.operator import Operator
-from volsched.operator.settings import Settings
 
 #: Seconds the session still runs once shutdown begins (the stuck one runs on past the deadline).
 SESSION = 0.3
@@ -22,14 +21,9 @@ DURATION = 1.0  # the lease duration: the deadline is 2 s after shutdown began
 
 @pytest.fixture
 def op(tmp_path: Path) -> Iterator[Operator]:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(KUBECONFIG)
-    made = Operator(Settings(kubeconfig=str(kubeconfig)))
-    made.settings.lease.duration = DURATION
-    yield made
-    made.port.close()
-    made.api.close()  # type: ignore[no-untyped-call]
-    made.watch_api.close()  # type: ignore[no-untyped-call]
+    with operator_at(tmp_path) as made:
+        made.settings.lease.duration = DURATION
+        yield made
 
 
 #: (case, the session stuck past the deadline, the writes in flight end in time, released)

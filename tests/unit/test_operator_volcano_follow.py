@@ -16,12 +16,12 @@ import pytest
 
 import volsched.operator.volcano as volcano_module
 from tests.builders import podgroup, queue, volcano
-from tests.unit._cycle_harness import KUBECONFIG
+from tests.unit._cycle_harness import operator_at
 from tests.unit._scripted_server import ScriptedServer
 from volsched.cache.volcano import VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.cache.workload import WORKLOAD_GROUP, WORKLOAD_PODGROUP
 from volsched.kube.watch import ListWatch
-from volsched.operator import Operator, Settings
+from volsched.operator import Operator
 
 
 class Discovery:
@@ -44,18 +44,14 @@ class Discovery:
 
 @pytest.fixture
 def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Operator, Discovery, list[str]]]:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(KUBECONFIG)
     discovery = Discovery()
     started: list[str] = []
     monkeypatch.setattr(volcano_module, "served_resources", discovery)
     monkeypatch.setattr(ListWatch, "start", lambda self: started.append(self.kind.plural))
-    op = Operator(Settings(kubeconfig=str(kubeconfig)))
-    op.feed.start()  # the operator is running: kinds found from now on are watched at once
-    started.clear()  # Pods and Nodes
-    yield op, discovery, started
-    op.api.close()  # type: ignore[no-untyped-call]
-    op.watch_api.close()  # type: ignore[no-untyped-call]
+    with operator_at(tmp_path) as op:
+        op.feed.start()  # the operator is running: kinds found from now on are watched at once
+        started.clear()  # Pods and Nodes
+        yield op, discovery, started
 
 
 def handed_over(w: ListWatch, obj: dict[str, Any], *, rv: str) -> None:
@@ -181,37 +177,33 @@ def test_a_removed_kinds_objects_a_stuck_watch_brings_late_never_return_to_the_c
     late = copy.deepcopy(pg)
     late["metadata"].update(resourceVersion="6", name="late", uid="uid-late")
     server.script["resourceVersion=5"] = [(200, {}, {"type": "ADDED", "object": late})]
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(KUBECONFIG.replace("127.0.0.1:9", f"127.0.0.1:{server.port}"))
     discovery = Discovery()
     monkeypatch.setattr(volcano_module, "served_resources", discovery)
     monkeypatch.setattr(ListWatch, "stop", partialmethod(ListWatch.stop, timeout=0.2))  # gives up sooner
-    op = Operator(Settings(kubeconfig=str(kubeconfig)))
-    try:
-        for w in op.feed.lean.values():
-            monkeypatch.setattr(w, "start", lambda: None)  # Pods and Nodes are not the point here
-        op.feed.start()
-        discovery.served = {"podgroups"}
-        op.volcano.follow(force=True)
-        stuck = op.volcano.watches[VOLCANO_PODGROUP]
-        assert server.arrived.acquire(timeout=HOLD)  # on its way, held by the server
-        discovery.served = set()  # the CRD deleted
-        op.volcano.follow(force=True)
-        assert op.volcano.watches == {}
-        assert stuck._thread is not None and stuck._thread.is_alive() is not ends  # stop gave up on it
-        server.gate.set()  # the answer arrives after all
-        stuck._thread.join(HOLD)
-        assert not stuck._thread.is_alive()
-        for t in threading.enumerate():
-            if t.name == "volsched-list-podgroups":  # a page given up: its answer is dropped
-                t.join(HOLD)
-        assert op.state.volcano_uids == {} and op.state.podgroups == {}
-    finally:
-        server.gate.set()
-        server.httpd.shutdown()
-        op.feed.stop()
-        op.api.close()  # type: ignore[no-untyped-call]
-        op.watch_api.close()  # type: ignore[no-untyped-call]
+    with operator_at(tmp_path, server.port) as op:
+        try:
+            for w in op.feed.lean.values():
+                monkeypatch.setattr(w, "start", lambda: None)  # Pods and Nodes are not the point here
+            op.feed.start()
+            discovery.served = {"podgroups"}
+            op.volcano.follow(force=True)
+            stuck = op.volcano.watches[VOLCANO_PODGROUP]
+            assert server.arrived.acquire(timeout=HOLD)  # on its way, held by the server
+            discovery.served = set()  # the CRD deleted
+            op.volcano.follow(force=True)
+            assert op.volcano.watches == {}
+            assert stuck._thread is not None and stuck._thread.is_alive() is not ends  # stop gave up on it
+            server.gate.set()  # the answer arrives after all
+            stuck._thread.join(HOLD)
+            assert not stuck._thread.is_alive()
+            for t in threading.enumerate():
+                if t.name == "volsched-list-podgroups":  # a page given up: its answer is dropped
+                    t.join(HOLD)
+            assert op.state.volcano_uids == {} and op.state.podgroups == {}
+        finally:
+            server.gate.set()
+            server.httpd.shutdown()
+            op.feed.stop()
 
 
 def test_kubernetes_podgroups_are_watched_only_while_the_workload_api_is_served(

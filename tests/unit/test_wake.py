@@ -32,7 +32,7 @@ from tests.builders import (
     quota,
     volcano,
 )
-from tests.unit._cycle_harness import KUBECONFIG, bound_event, cache
+from tests.unit._cycle_harness import bound_event, cache, operator_at
 from volsched.cache.doorbell import Doorbell, Rings
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
@@ -41,7 +41,7 @@ from volsched.cycle import NullPort, run_cycle
 from volsched.framework.registry import load_config
 from volsched.kube.configsource import ConfigMapText
 from volsched.kube.latency import PodLatency
-from volsched.operator import Operator, Settings
+from volsched.operator import Settings
 from volsched.operator.aside import Activity
 from volsched.operator.metrics import Metrics
 from volsched.operator.sessions import SessionLoop
@@ -828,18 +828,11 @@ def test_min_gap_is_a_flag_and_a_setting() -> None:
 
 def test_the_operators_bind_failing_after_its_session_rings_the_doorbell(tmp_path: Path) -> None:
     """The failed bind is settled, and the pod placed again, by a cycle: the port's call rings for one."""
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(KUBECONFIG)
-    op = Operator(Settings(kubeconfig=str(kubeconfig)))
-    try:
+    with operator_at(tmp_path) as op:
         op.state.doorbell.take()
         assert op.port.on_failed is not None
         op.port.on_failed()  # what a bind worker calls
         assert op.state.doorbell.take() == RETRY  # a retry: not at once (see the pacing table)
-    finally:
-        op.port.close()
-        op.api.close()  # type: ignore[no-untyped-call]
-        op.watch_api.close()  # type: ignore[no-untyped-call]
 
 
 def test_a_quiet_leader_with_a_long_period_ticks_the_liveness_clock_as_it_renews() -> None:
@@ -859,21 +852,16 @@ def test_a_quiet_leader_with_a_long_period_ticks_the_liveness_clock_as_it_renews
 def test_a_stalled_session_loop_shows_within_the_liveness_floor_whatever_the_period(tmp_path: Path) -> None:
     """The loop ticks at least every ``lease.renew_every`` (a session or a renewal): a loop silent for
     100 s is stalled with a one-hour period too, not only after ten periods (ten hours)."""
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(KUBECONFIG)
-    settings = Settings(kubeconfig=str(kubeconfig))
-    settings.session.period = 3600.0
-    op = Operator(settings)
-    try:
+
+    def hourly(settings: Settings) -> None:
+        settings.session.period = 3600.0
+
+    with operator_at(tmp_path, configure=hourly) as op:
         op.synced.set()
         op.loop.last_tick = time.monotonic() - 100.0
         assert op._liveness() == "session loop stalled"
         op.loop.last_tick = time.monotonic() - 5.0
         assert op._liveness() is None
-    finally:
-        op.port.close()
-        op.api.close()  # type: ignore[no-untyped-call]
-        op.watch_api.close()  # type: ignore[no-untyped-call]
 
 
 @pytest.mark.parametrize("holds", [False, True], ids=["the Lease lost", "the Lease kept"])
@@ -882,20 +870,13 @@ def test_renewing_the_lease_between_far_apart_sessions_updates_the_leader_gauge(
 ) -> None:
     """With a long period, keep_up is the only read of the Lease for a while: volsched_leader must say
     what it found, as a session's read does, not what the last session found."""
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(KUBECONFIG)
-    op = Operator(Settings(kubeconfig=str(kubeconfig)))
-    try:
+    with operator_at(tmp_path) as op:
         op.metrics.leader.set(0 if holds else 1)  # what the last session found
         op.lease.ensure = lambda: holds  # type: ignore[method-assign]
         op.reloader.reload = lambda **_: False  # type: ignore[method-assign]
         op.volcano.follow = lambda **_: None  # type: ignore[method-assign]
         op.loop.keep_up()
         assert op.metrics.registry.get_sample_value("volsched_leader") == (1.0 if holds else 0.0)
-    finally:
-        op.port.close()
-        op.api.close()  # type: ignore[no-untyped-call]
-        op.watch_api.close()  # type: ignore[no-untyped-call]
 
 
 def test_a_gated_pod_is_not_placed_until_its_last_gate_is_removed() -> None:
@@ -939,28 +920,27 @@ def test_the_operator_rings_when_a_poll_read_behind_the_sessions_finds_a_new_con
     """The first read is made at once (no session runs before it); a poll's read is made on a thread of
     its own, and when it shows another resourceVersion the doorbell rings: the session it calls for (here
     keep_up, between far-apart sessions) loads that config and acts on it."""
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(KUBECONFIG)
-    op = Operator(Settings(kubeconfig=str(kubeconfig)))
-    text = (Path(__file__).resolve().parents[2] / "examples" / "reclaim-preempt-scheduler.yaml").read_text()
-    version = ["1"]
-    reads: list[str] = []
+    with operator_at(tmp_path) as op:
+        text = (
+            Path(__file__).resolve().parents[2] / "examples" / "reclaim-preempt-scheduler.yaml"
+        ).read_text()
+        version = ["1"]
+        reads: list[str] = []
 
-    def read(at_start: bool) -> ConfigMapText:
-        reads.append(threading.current_thread().name)
-        return ConfigMapText(resource_version=version[0], uid="u", text=text)
+        def read(at_start: bool) -> ConfigMapText:
+            reads.append(threading.current_thread().name)
+            return ConfigMapText(resource_version=version[0], uid="u", text=text)
 
-    def poll() -> Rings:
-        """A poll falls due; keep_up starts its read behind; what rang once that read is made."""
-        op.reloader._checked = -math.inf
-        n = len(reads)
-        op.loop.keep_up()
-        deadline = time.monotonic() + 10
-        while (len(reads) == n or op.reloader._fetching) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        return op.state.doorbell.take()
+        def poll() -> Rings:
+            """A poll falls due; keep_up starts its read behind; what rang once that read is made."""
+            op.reloader._checked = -math.inf
+            n = len(reads)
+            op.loop.keep_up()
+            deadline = time.monotonic() + 10
+            while (len(reads) == n or op.reloader._fetching) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            return op.state.doorbell.take()
 
-    try:
         op.lease.ensure = lambda: True  # type: ignore[method-assign]
         op.volcano.follow = lambda **_: None  # type: ignore[method-assign]
         op.reloader.read = read  # type: ignore[method-assign]
@@ -976,7 +956,3 @@ def test_the_operator_rings_when_a_poll_read_behind_the_sessions_finds_a_new_con
         op.loop.keep_up()  # what the rung session does first
         assert op.config.source.endswith("(resourceVersion 2)")
         assert reads[0] != "volsched-config-read" and set(reads[1:]) == {"volsched-config-read"}
-    finally:
-        op.port.close()
-        op.api.close()  # type: ignore[no-untyped-call]
-        op.watch_api.close()  # type: ignore[no-untyped-call]
