@@ -14,7 +14,7 @@ import math
 import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, NamedTuple, Protocol
 
 from volsched.cache.doorbell import FREED
@@ -26,6 +26,7 @@ from volsched.framework.runner import run_session
 from volsched.model.cluster import ClusterSnapshot
 from volsched.model.raw import Raw
 from volsched.model.vocabulary import PodGroupPhase, Task
+from volsched.records import dataclass
 
 #: Each phase by its name (a dict lookup costs less than the enum's call, for every PodGroup a session).
 _PHASES = {phase.value: phase for phase in PodGroupPhase}

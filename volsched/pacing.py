@@ -13,11 +13,11 @@ waiting, no threads) and decides nothing about what a session does.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from operator import attrgetter
 
 from volsched.cache.doorbell import Rings
 from volsched.framework.decisions import PodGroupStatus, SessionResult
+from volsched.records import dataclass
 
 #: The defaults of the operator's ``session.period`` and ``session.min_gap`` (the time mode's too).
 PERIOD = 1.0

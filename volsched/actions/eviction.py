@@ -22,7 +22,7 @@ kube-scheduler's default preemption (see ``_evict_pods_in_the_way``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cmp_to_key
 from typing import Any
 
@@ -44,6 +44,7 @@ from volsched.model.vocabulary import (
     Task,
     TaskStatus,
 )
+from volsched.records import dataclass
 
 #: Statuses of a task that may be evicted (running on, or bound to, its node).
 EVICTABLE = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from volsched.records import dataclass
 
 ARRIVED = "arrived"
 FREED = "freed"

@@ -29,7 +29,6 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from volsched.cache.doorbell import ARRIVED
@@ -39,6 +38,7 @@ from volsched.cache.workload import WORKLOAD_PODGROUP
 from volsched.model.decode import named_group
 from volsched.model.errors import InputError
 from volsched.model.raw import Raw, meta_of, uid_of
+from volsched.records import dataclass
 
 log = logging.getLogger("volsched.cache")
 

@@ -17,7 +17,7 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 import numpy as np
@@ -57,6 +57,7 @@ from volsched.model.vocabulary import (
     TaskStatus,
     placement_key,
 )
+from volsched.records import dataclass
 
 
 @dataclass(frozen=True, slots=True)

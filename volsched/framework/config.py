@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from volsched.model.errors import InputError
 from volsched.model.yamlload import load_one
+from volsched.records import dataclass
 
 #: Extension points a plugin entry can switch off, with the config keys that name them. The first key
 #: is ours; the others are accepted for configs written for Volcano.

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from volsched.model.devices import ClaimAllocation
 from volsched.model.vocabulary import PodGroupPhase
+from volsched.records import dataclass
 
 
 class Code(enum.Enum):

@@ -13,7 +13,7 @@ gaps) is private to it and :mod:`volsched.framework.settled`: docs/design/steady
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from operator import attrgetter
 
 import numpy as np
@@ -30,6 +30,7 @@ from volsched.model.cluster import (
 )
 from volsched.model.resources import Vector, stack_rows
 from volsched.model.vocabulary import PodGroupPhase, TaskStatus
+from volsched.records import dataclass
 
 _QUEUE: attrgetter[str] = attrgetter("queue")
 _NAMESPACE: attrgetter[str] = attrgetter("namespace")

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,6 +32,7 @@ from volsched.model.cluster import BoolArray, IndexArray, NodeTable
 from volsched.model.devices import DeviceCatalog, DeviceState, is_device_resource
 from volsched.model.resources import EPS, ResourceSpace, Vector
 from volsched.model.vocabulary import Task
+from volsched.records import dataclass
 
 if TYPE_CHECKING:
     from volsched.framework.config import SchedulerConfig

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cmp_to_key
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -21,6 +20,7 @@ from volsched.framework.decisions import Code, Event, SessionResult, Status
 from volsched.model.cluster import BoolArray, ClusterSnapshot, IndexArray, Job, NodeTable, key_of
 from volsched.model.resources import ResourceSpace, Vector
 from volsched.model.vocabulary import QueueSpec, Task
+from volsched.records import dataclass
 
 if TYPE_CHECKING:
     from volsched.framework.config import SchedulerConfig

@@ -11,13 +11,13 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from volsched.framework.config import DEFAULT_CONFIG_YAML, SchedulerConfig, parse_config
 from volsched.framework.plugin import Arguments
 from volsched.model.errors import InputError
+from volsched.records import dataclass
 
 if TYPE_CHECKING:
     from volsched.framework.points import Plugin

@@ -12,7 +12,7 @@ import itertools
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from operator import attrgetter
 
 import numpy as np
@@ -34,6 +34,7 @@ from volsched.framework.session import Action, BindSink, Session
 from volsched.model.cluster import ClusterSnapshot, Job
 from volsched.model.resources import EPS
 from volsched.model.vocabulary import PodGroupPhase, QueueState, TaskStatus
+from volsched.records import dataclass
 
 #: A Queue's status while it is closed and jobs still hold it (Volcano's name for it).
 CLOSING = "Closing"

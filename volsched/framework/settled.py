@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Container, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from operator import attrgetter
 from typing import Any, TypeVar
 
@@ -28,6 +28,7 @@ from volsched.model.cluster import (
 )
 from volsched.model.resources import Vector, stack_rows
 from volsched.model.vocabulary import PodGroupPhase, TaskStatus
+from volsched.records import dataclass
 
 K = TypeVar("K", bound=Hashable)
 #: Rows of sums: a matrix, or a list of vectors.

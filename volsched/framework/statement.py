@@ -12,12 +12,12 @@ Actions change session state only through a Statement (and record refusals with 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from volsched.framework.decisions import Bind, Evict, EvictionReason
 from volsched.framework.session import Session
 from volsched.model.cluster import Job, key_of
 from volsched.model.vocabulary import PodGroupPhase, Task, TaskStatus
+from volsched.records import dataclass
 
 
 @dataclass(frozen=True, slots=True)

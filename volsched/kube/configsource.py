@@ -8,12 +8,12 @@ ConfigMap. Errors are the client's: a 404 is no ConfigMap, any other status an :
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 from volsched.kube.errors import ApiException
 from volsched.kube.rest import LeanRest
+from volsched.records import dataclass
 
 #: Seconds one read may take (the reloader reads again every poll; the session waits on it).
 READ_TIMEOUT = 10.0

@@ -26,7 +26,6 @@ import json
 import logging
 import threading
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -35,6 +34,7 @@ from volsched.kube.errors import ApiException
 from volsched.kube.health import ApiHealth, is_unreachable
 from volsched.kube.kubeconfig import AnyApi
 from volsched.kube.rest import LeanRest
+from volsched.records import dataclass
 from volsched.redaction import error_summary
 
 log = logging.getLogger("volsched.lease")

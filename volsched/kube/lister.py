@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -27,6 +26,7 @@ from volsched.kube.errors import ApiException
 from volsched.kube.rest import LeanRest, loads
 from volsched.model.raw import meta_of, version_of
 from volsched.model.vocabulary import API_GROUP
+from volsched.records import dataclass
 
 log = logging.getLogger("volsched.kube")
 

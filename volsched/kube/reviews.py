@@ -8,12 +8,12 @@ metric. Blocking calls: the HTTP server runs them on a thread.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from volsched.kube.rest import LeanRest
+from volsched.records import dataclass
 
 #: Seconds one review may take.
 REVIEW_TIMEOUT = 5.0

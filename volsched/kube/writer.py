@@ -20,7 +20,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
@@ -57,6 +56,7 @@ from volsched.kube.rest import (
 from volsched.model.devices import ClaimAllocation, allocation_status
 from volsched.model.raw import Raw, meta_of, uid_of
 from volsched.model.vocabulary import API_GROUP, DEFAULT_SCHEDULER_NAMES, MISDIRECTED, QUEUE_FINALIZER
+from volsched.records import dataclass
 from volsched.redaction import error_summary, redact
 
 log = logging.getLogger("volsched.kube")

@@ -27,7 +27,6 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
@@ -35,6 +34,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histo
 from volsched.metrics.config import MetricsConfig, SourceType
 from volsched.metrics.source import NodeTargets, UsageSource
 from volsched.model.usage import NodeUsage
+from volsched.records import dataclass
 from volsched.redaction import error_summary, redact, register_secrets
 
 __all__ = ["CollectorMetrics", "UsageCollector", "build_source"]

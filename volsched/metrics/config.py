@@ -33,11 +33,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import Any
 
 from volsched.model.scalars import boolean_value, duration_seconds
+from volsched.records import dataclass
 from volsched.redaction import basic_credential, url_secrets
 
 __all__ = [

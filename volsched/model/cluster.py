@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from operator import attrgetter
 from typing import Any, TypeVar
 
@@ -51,6 +51,7 @@ from volsched.model.vocabulary import (
     TaskStatus,
     queue_annotation,
 )
+from volsched.records import dataclass
 
 BoolArray = npt.NDArray[np.bool_]
 #: Statuses that count toward a gang's minMember.

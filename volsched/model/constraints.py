@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,7 @@ import numpy.typing as npt
 from volsched.model.nodeterms import UNSCHEDULABLE_TAINT, matches_affinity, tolerates
 from volsched.model.selectors import AffinityTerm, SpreadConstraint
 from volsched.model.vocabulary import NodeSpec, Task
+from volsched.records import dataclass
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.intp]

@@ -33,7 +33,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 import numpy as np
@@ -42,6 +42,7 @@ import numpy.typing as npt
 from volsched.model.errors import InputError
 from volsched.model.nodeterms import Labelled, matches_affinity
 from volsched.model.resources import parse_amount
+from volsched.records import dataclass
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.intp]

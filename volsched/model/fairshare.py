@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from volsched.model.resources import EPS, format_amount
+from volsched.records import dataclass
 
 Vector = npt.NDArray[np.float64]
 Matrix = npt.NDArray[np.float64]

@@ -9,7 +9,8 @@ Plain data below the vocabulary (a Task carries its PodConstraints). Reading the
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+
+from volsched.records import dataclass
 
 # --- label selectors --------------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ and the cache hands it to plugins (usage, rescheduling) through the snapshot.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from volsched.records import dataclass
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
@@ -20,6 +20,7 @@ import numpy as np
 from volsched.model.devices import PodClaim
 from volsched.model.resources import PODS, Vector
 from volsched.model.selectors import LabelSelector, PodConstraints
+from volsched.records import dataclass
 
 API_GROUP = "scheduling.volsched.io"
 SCHEDULER_NAME = "volsched"

@@ -29,7 +29,6 @@ import logging
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
@@ -39,6 +38,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from volsched.kube.secret import Conflict, SecretStore
+from volsched.records import dataclass
 
 log = logging.getLogger("volsched.operator")
 

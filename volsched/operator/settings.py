@@ -14,12 +14,13 @@ import os
 import socket
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from volsched.kube.lease import LeaseSettings
 from volsched.kube.writer import WriterSettings
 from volsched.model.vocabulary import DEFAULT_SCHEDULER_NAMES
 from volsched.pacing import MIN_GAP, PERIOD
+from volsched.records import dataclass
 
 DEFAULT_NAMESPACE = "volsched-system"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from itertools import pairwise
 from operator import attrgetter
 from typing import Any, ClassVar
@@ -31,6 +31,7 @@ from volsched.model.resources import EPS, ResourceSpace, Vector, stack_rows
 from volsched.model.vocabulary import PodGroupPhase, QueueSpec, Task, TaskStatus
 from volsched.plugins.shared.decayed_usage import Decay
 from volsched.plugins.shared.queue_config import queue_config
+from volsched.records import dataclass
 
 #: A job's queue (read by C over a list of jobs).
 _QUEUE = attrgetter("queue")

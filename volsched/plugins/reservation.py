@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import cmp_to_key
 from typing import Any, ClassVar
 
@@ -25,6 +25,7 @@ from volsched.model.resources import EPS, Vector
 from volsched.model.scalars import human_duration
 from volsched.model.vocabulary import NODE_HOLDING_STATUSES, PodGroupPhase, Task, TaskStatus
 from volsched.plugins.shared.runtimes import runtimes_of
+from volsched.records import dataclass
 
 #: The carryover key: the job to reserve for in the next session, and the reservation last announced.
 CARRY = "reservation"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from volsched.cycle import BLOCKED, FAILED
@@ -18,6 +17,7 @@ from volsched.model.decode import disruption_budget, pod_ready
 from volsched.model.errors import InputError
 from volsched.model.raw import meta_of
 from volsched.model.vocabulary import DisruptionBudget
+from volsched.records import dataclass
 
 #: What the apiserver answers (429) when a budget does not allow the eviction.
 VIOLATES = "Cannot evict pod as it would violate the pod's disruption budget."

@@ -7,13 +7,13 @@ gives one :class:`Document` per object, each remembering where it came from for 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from volsched.model import yamlload
 from volsched.model.errors import InputError
+from volsched.records import dataclass
 
 #: Simulated clock start for objects without a creationTimestamp (input order decides ties).
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC).timestamp()

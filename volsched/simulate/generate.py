@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from volsched.model.errors import InputError
+from volsched.records import dataclass
 from volsched.simulate.trace import TraceJob
 
 DAY = 86_400.0

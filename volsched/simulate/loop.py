@@ -6,7 +6,7 @@ Bad input raises :class:`InputError` naming the file, the document and the field
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from volsched.model.vocabulary import (
     QUEUE_ANNOTATION,
     VOLCANO_GROUP_ANNOTATION,
 )
+from volsched.records import dataclass
 from volsched.simulate.documents import EPOCH, Document, iso, load_documents
 from volsched.simulate.port import MemoryPort
 from volsched.usage_input import load_usage_file, usage_from_annotations

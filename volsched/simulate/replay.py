@@ -22,7 +22,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, EvictOutcome, IdleSkip, run_cycle
@@ -34,6 +34,7 @@ from volsched.model.raw import meta_of
 from volsched.model.scalars import duration_seconds
 from volsched.model.vocabulary import DEFAULT_SCHEDULER_NAMES
 from volsched.pacing import MIN_GAP, PERIOD, Pacer, pods_wait
+from volsched.records import dataclass
 from volsched.simulate.documents import EPOCH, Document
 from volsched.simulate.loop import SimulationResult, Simulator
 from volsched.simulate.report import Series, build_report, waits_by

@@ -18,12 +18,13 @@ Definitions (every time in seconds):
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
 
 from volsched.framework.decisions import SessionResult
+from volsched.records import dataclass
 from volsched.simulate.timeport import JobRun
 
 #: The bounded slowdown's floor on a job's run (seconds).

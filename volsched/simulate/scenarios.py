@@ -24,11 +24,11 @@ nodes of 60 cpu (the 600 cpu of the quotas). Pure: no I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.registry import load_config
+from volsched.records import dataclass
 from volsched.simulate.documents import Document
 from volsched.simulate.trace import TraceJob
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Any
 
@@ -42,6 +42,7 @@ from volsched.model.vocabulary import (
     VOLCANO_QUEUE_ANNOTATION,
     TaskStatus,
 )
+from volsched.records import dataclass
 from volsched.simulate.documents import iso
 from volsched.simulate.port import MemoryPort
 

@@ -16,7 +16,7 @@ import csv
 import io
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -30,6 +30,7 @@ from volsched.model.errors import InputError
 from volsched.model.resources import parse_amount
 from volsched.model.scalars import duration_seconds
 from volsched.model.vocabulary import API_GROUP, GROUP_ANNOTATION
+from volsched.records import dataclass
 from volsched.simulate.documents import Document, iso
 from volsched.simulate.timeport import CLASS_ANNOTATION, DURATION_ANNOTATION, EVICTION_POLICY_ANNOTATION
 

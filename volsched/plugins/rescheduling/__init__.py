@@ -9,7 +9,6 @@ evictor (``evictor.py``); it evicts nothing itself (``shuffle`` does) and answer
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from itertools import chain
 from typing import Any, ClassVar
 
@@ -23,6 +22,7 @@ from volsched.model.errors import InputError
 from volsched.model.vocabulary import Task, TaskStatus
 from volsched.plugins.rescheduling.evictor import NO_EVICTION_ANNOTATION, Cluster, Evictor
 from volsched.plugins.rescheduling.strategies import SELECTORS, Context, Params, Selector
+from volsched.records import dataclass
 
 DEFAULT_INTERVAL = 300.0
 DEFAULT_METRICS_PERIOD = 300.0

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from volsched.framework.plugin import Arguments
@@ -25,6 +24,7 @@ from volsched.model.constraintdecode import parse_selector
 from volsched.model.errors import InputError
 from volsched.model.selectors import LabelSelector, Requirement
 from volsched.model.vocabulary import Task, TaskStatus
+from volsched.records import dataclass
 
 #: kube-scheduler's system-critical priority: a pod at or above it is system-critical, whatever its class.
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -39,6 +39,7 @@ from volsched.model.selectors import SpreadConstraint
 from volsched.model.vocabulary import ALLOCATED_STATUSES, Task, TaskStatus
 from volsched.plugins.rescheduling.evictor import Evictor
 from volsched.plugins.shared.usage_estimate import UsageEstimate, build_estimate
+from volsched.records import dataclass
 
 #: A resource name as Kubernetes writes one (``cpu``, ``nvidia.com/gpu``, ``hugepages-2Mi``).
 _RESOURCE_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")

@@ -16,11 +16,11 @@ their order. Pure arithmetic on numpy vectors over the session's resource space.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from volsched.framework.plugin import Arguments
 from volsched.model.resources import ResourceSpace, Vector
+from volsched.records import dataclass
 
 
 @dataclass(frozen=True)

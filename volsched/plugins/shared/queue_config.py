@@ -11,14 +11,13 @@ same object and the queues and the cluster's total are equal (its arrays read-on
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from volsched.framework.points import ExtensionPoints
 from volsched.model.fairshare import Matrix, Problem, Tree, build_tree, effective_guarantees
 from volsched.model.resources import EPS, Vector
 from volsched.model.vocabulary import QueueSpec
+from volsched.records import dataclass
 
 _KEY = "queue_config"
 #: Where the last session's configuration is kept, with what it was made of (``ClusterSnapshot.kept``).

@@ -11,12 +11,13 @@ snapshot and the clock.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from volsched.framework.plugin import Arguments
 from volsched.framework.points import ExtensionPoints
 from volsched.model.scalars import parse_duration
 from volsched.model.vocabulary import DEFAULT_QUEUE, Task, TaskStatus
+from volsched.records import dataclass
 
 RUNNING = TaskStatus.RUNNING
 

@@ -4,7 +4,6 @@ score, victims) and by the rescheduling plugin's utilization strategies. No I/O 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -14,6 +13,7 @@ from volsched.model.cluster import BoolArray, IndexArray, NodeTable
 from volsched.model.resources import CPU, MEMORY, Vector
 from volsched.model.usage import NodeUsage
 from volsched.model.vocabulary import Task, TaskStatus
+from volsched.records import dataclass
 
 
 def counts_since(task: Task, measured_at: float) -> bool:

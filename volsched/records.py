@@ -1,0 +1,113 @@
+"""volsched's ``@dataclass``: the standard library's, with ``__repr__``, ``__eq__`` and ``__hash__`` made when a
+class first uses them rather than when it is defined.
+
+The standard library writes each dataclass's methods as source and compiles it when the class is made: on
+the operator's way to ready 87 classes, 429 compiles, about 40 ms of CPU, most of them for methods the
+first session never calls (a settings class's ``__eq__``, a decision's ``__repr__``). Here ``__init__``
+(and a frozen class's ``__setattr__``/``__delattr__``) are made as before; ``__repr__``, ``__eq__`` and
+``__hash__`` start as a stand-in that, at its first call, has the standard library make the very method
+it would have made (on a class of the same fields: their code reads only ``self``, never the class it was
+made on), puts it on the class, and calls it. From then on the class has the standard library's own
+methods: the same answers, the same speed.
+
+What is not the same: ``__dataclass_params__`` records ``repr`` and ``eq`` as False (nothing reads it);
+``order=True`` or ``unsafe_hash=True`` are handed to the standard library whole. Which methods a class
+gets, and when ``__hash__`` is None, follow the standard library's rules (the class's own methods kept).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, TypeVar, dataclass_transform, overload
+
+_T = TypeVar("_T")
+
+
+@overload
+def dataclass(cls: type[_T], /) -> type[_T]: ...
+
+
+@overload
+def dataclass(
+    *,
+    init: bool = True,
+    repr: bool = True,
+    eq: bool = True,
+    order: bool = False,
+    unsafe_hash: bool = False,
+    frozen: bool = False,
+    match_args: bool = True,
+    kw_only: bool = False,
+    slots: bool = False,
+    weakref_slot: bool = False,
+) -> Callable[[type[_T]], type[_T]]: ...
+
+
+@dataclass_transform(field_specifiers=(dataclasses.field, dataclasses.Field))
+def dataclass(cls: Any = None, /, **options: Any) -> Any:
+    """:func:`dataclasses.dataclass`, its ``__repr__``, ``__eq__`` and ``__hash__`` made at first use."""
+
+    def wrap(c: type[_T]) -> type[_T]:
+        return _lazy_dataclass(c, **options)
+
+    return wrap if cls is None else wrap(cls)
+
+
+def _lazy_dataclass(
+    cls: type[_T],
+    *,
+    repr: bool = True,  # the standard library's name
+    eq: bool = True,
+    order: bool = False,
+    unsafe_hash: bool = False,
+    frozen: bool = False,
+    **options: Any,
+) -> type[_T]:
+    if order or unsafe_hash:
+        return dataclasses.dataclass(
+            cls, repr=repr, eq=eq, order=order, unsafe_hash=unsafe_hash, frozen=frozen, **options
+        )
+    own_repr, own_eq = "__repr__" in cls.__dict__, "__eq__" in cls.__dict__
+    own_hash = cls.__dict__.get("__hash__", dataclasses.MISSING)
+    # The standard library's rule: a __hash__ of None set by Python for a class defining __eq__ is not its own.
+    explicit_hash = not (own_hash is dataclasses.MISSING or (own_hash is None and own_eq))
+    made: type[_T] = dataclasses.dataclass(cls, repr=False, eq=False, frozen=frozen, **options)
+    fields = dataclasses.fields(made)  # type: ignore[arg-type]
+    if repr and not own_repr:
+        _stand_in(made, "__repr__", [f.name for f in fields if f.repr], repr=True)
+    if eq:
+        if not own_eq:
+            _stand_in(made, "__eq__", [f.name for f in fields if f.compare], eq=True)
+        if not explicit_hash:
+            if frozen:
+                hashed = [f.name for f in fields if (f.compare if f.hash is None else f.hash)]
+                _stand_in(made, "__hash__", hashed, eq=False, unsafe_hash=True)
+            else:
+                made.__hash__ = None  # type: ignore[assignment]
+    return made
+
+
+def _stand_in(cls: type, name: str, names: list[str], **options: bool) -> None:
+    """Put on ``cls`` a stand-in for its method ``name``: at its first call, the standard library makes the
+    method (``options``) on a class of the fields ``names``, which replaces the stand-in on ``cls``."""
+
+    def make() -> Callable[..., Any]:
+        shadow = type(cls.__name__, (), {"__annotations__": dict.fromkeys(names, "object")})
+        shadow.__qualname__ = cls.__qualname__
+        made: type = dataclasses.dataclass(
+            shadow, **{"init": False, "repr": False, "eq": False, "match_args": False, **options}
+        )
+        method: Callable[..., Any] = made.__dict__[name]
+        setattr(cls, name, method)
+        return method
+
+    def stand_in(self: Any, *args: Any) -> Any:
+        method = cls.__dict__[name]
+        if method is stand_in:  # another thread may have made it meanwhile: the same method
+            method = make()
+        return method(self, *args)
+
+    stand_in.__name__ = name
+    stand_in.__qualname__ = f"{cls.__qualname__}.{name}"
+    setattr(cls, name, stand_in)
