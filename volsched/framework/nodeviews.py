@@ -21,6 +21,8 @@ a Statement is discarded.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -51,6 +53,33 @@ class _NodeView:
     floor: Vector
     #: ``floor`` as plain floats (one node is compared without numpy's per-call cost)
     floor_list: list[float]
+
+
+#: Where a closed session leaves its node views for the next one (``ClusterSnapshot.kept``).
+KEPT_VIEWS = "node_views"
+#: At most this many views are carried (each is a few arrays over every node).
+MAX_CARRIED = 64
+
+
+@dataclass
+class CarriedViews:
+    """A closed session's node views, for the next session on the same nodes to bring up to date (see
+    docs/design/steady-state.md#node-views-carried-from-session-to-session)."""
+
+    config: SchedulerConfig
+    #: The node table's memo: one per set of node specs (and resource space), shared by every session's
+    #: copy of that table.
+    memo: dict[str, Any]
+    space: ResourceSpace
+    #: The plugins whose filters and scores the views hold, in tier order.
+    plugins: tuple[tuple[str, ...], tuple[str, ...]]
+    #: Per node, the dict of tasks the session's snapshot lent it (the snapshot builder makes a node's
+    #: anew whenever what the node holds changes), or None: not lent (its state is not known again).
+    versions: list[dict[str, Task] | None]
+    usage: dict[str, Any]
+    #: The nodes the session changed (its views may hold their state before, or after, a change).
+    touched: set[int]
+    views: dict[tuple[bytes, str, tuple[float, float] | None], _NodeView]
 
 
 class NodeChoice:
@@ -93,12 +122,34 @@ def no_devices(nodes: NodeTable) -> DeviceCatalog:
 class NodeViews(PointTables):
     """The session's cached per-task views of the nodes, and the node choice made from them."""
 
-    def __init__(self, config: SchedulerConfig, nodes: NodeTable, space: ResourceSpace) -> None:
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        nodes: NodeTable,
+        space: ResourceSpace,
+        *,
+        carried: CarriedViews | None = None,
+    ) -> None:
         super().__init__(config)
+        self.config = config
         self.space = space
         self.nodes = nodes
         self._changes: list[int] = []
         self._views: dict[tuple[bytes, str, tuple[float, float] | None], _NodeView] = {}
+        #: The last session's views, taken over when a view is first asked for (``_take_carried``).
+        self._carried = carried
+        #: How many of the first entries of ``_changes`` are the nodes that changed before this session
+        #: (the taken views are brought up to date on them), not nodes this session changed.
+        self._inherited = 0
+        lent = nodes.lent
+        #: Per node, the dict of tasks the snapshot lent (None: the table's own, its state not known).
+        self._versions: list[dict[str, Task] | None] | None = (
+            None
+            if lent is None
+            else list(nodes.tasks)
+            if lent.find(0) < 0
+            else [t if k else None for t, k in zip(nodes.tasks, lent, strict=True)]
+        )
         self._all_nodes: IndexArray = np.arange(len(self.nodes), dtype=np.intp)
         #: Nodes placements are limited to for now (an action placing a gang in one topology domain),
         #: and how to say so in a pending reason; None: every node.
@@ -240,7 +291,69 @@ class NodeViews(PointTables):
         devices = self.devices
         return devices.explain(devices.plan(task.namespace, task.resource_claims, pod_uid=task.uid), idx)
 
+    def _fn_plugins(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The plugins whose filters and scores a view holds, in tier order."""
+        return tuple(n for n, _ in self._flat("predicate")), tuple(n for n, _ in self._flat("node_order"))
+
+    def _take_carried(self) -> None:
+        """Take over the last session's views, if they were made on the same nodes with the same
+        filters and scores: each is brought up to date, when next asked for, on the nodes that
+        changed since (what they hold, their usage) or that the last session changed."""
+        carried, self._carried = self._carried, None
+        versions = self._versions
+        if (
+            carried is None
+            or versions is None
+            or carried.config is not self.config
+            or carried.memo is not self.nodes.memo
+            or carried.space is not self.space
+            or carried.plugins != self._fn_plugins()
+        ):
+            return
+        dirty = set(carried.touched)
+        then = carried.versions
+        if None in versions or None in then:
+            dirty.update(
+                i for i, (a, b) in enumerate(zip(then, versions, strict=True)) if a is None or a is not b
+            )
+        else:
+            dirty.update(itertools.compress(range(len(versions)), map(operator.is_not, then, versions)))
+        usage, before = self.nodes.usage, carried.usage
+        if usage or before:
+            index = self.nodes.index
+            for name in usage.keys() | before.keys():
+                if usage.get(name) is not before.get(name) and name in index:
+                    dirty.add(index[name])
+        # (before any change this session made: each taken view is then brought up to date on both)
+        self._changes[:0] = sorted(dirty)
+        self._inherited = len(dirty)
+        for view in carried.views.values():
+            view.log_pos = 0
+        self._views.update(carried.views)
+
+    def carry_views(self, *, reads_clock: Callable[[str], bool]) -> CarriedViews | None:
+        """This session's views for the next session (it asks none after this), or None when they may
+        not serve another session: a filter or score of a plugin that may answer otherwise with time
+        alone (``reads_clock(plugin)``), a table whose nodes' state is not known by what they hold."""
+        if self._versions is None or not self._views or len(self._views) > MAX_CARRIED:
+            return None
+        plugins = self._fn_plugins()
+        if any(map(reads_clock, itertools.chain.from_iterable(plugins))):
+            return None
+        return CarriedViews(
+            config=self.config,
+            memo=self.nodes.memo,
+            space=self.space,
+            plugins=plugins,
+            versions=self._versions,
+            usage=self.nodes.usage,
+            touched=set(self._changes[self._inherited :]),
+            views=self._views,
+        )
+
     def _view(self, task: Task) -> _NodeView:
+        if self._carried is not None:
+            self._take_carried()
         key = (task.request.tobytes(), task.placement_key, task.score_extra)
         view = self._views.get(key)
         if view is None:

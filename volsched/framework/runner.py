@@ -74,6 +74,7 @@ def close_session(session: Session) -> SessionResult:
     for plugin in session.plugins:
         session.timed(f"plugin:{plugin.name}:close", lambda p=plugin: p.on_session_close(session))  # type: ignore[misc]
     session.timed("close:events", lambda: _render_events(session, phases, waiting))
+    session.keep_views()
     return session.result
 
 

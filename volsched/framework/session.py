@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from volsched.framework.decisions import Bind, Event, SessionResult, Status
 from volsched.framework.ledger import SessionLedger
-from volsched.framework.nodeviews import NodeViews, no_devices
+from volsched.framework.nodeviews import KEPT_VIEWS, CarriedViews, NodeViews, no_devices
 from volsched.framework.points import Plugin
 from volsched.model.cluster import ClusterSnapshot, Job
 from volsched.model.devices import ClaimAllocation, DeviceState
@@ -69,7 +69,16 @@ class Session(NodeViews):
         *,
         on_binds: BindSink | None = None,
     ) -> None:
-        super().__init__(config, snapshot.nodes, snapshot.space)
+        # The last session's node views (taken from what sessions keep: no two sessions share them),
+        # when no device filter is in them (the devices' state is the session's own).
+        carried = snapshot.kept.pop(KEPT_VIEWS, None)
+        self._devices_known = snapshot.device_catalog is None and not snapshot.resource_claims
+        super().__init__(
+            config,
+            snapshot.nodes,
+            snapshot.space,
+            carried=carried if isinstance(carried, CarriedViews) and self._devices_known else None,
+        )
         self.snapshot = snapshot
         self.config = config
         self.jobs: dict[str, Job] = snapshot.jobs
@@ -357,6 +366,16 @@ class Session(NodeViews):
 
     def emit(self, event: Event) -> None:
         self.result.events.append(event)
+
+    def keep_views(self) -> None:
+        """Leave this session's node views for the next session (see ``NodeViews.carry_views``); the
+        session asks none after this."""
+        if not self._devices_known:
+            return
+        plugins = {p.name: p for p in self.plugins}
+        carried = self.carry_views(reads_clock=lambda name: getattr(plugins.get(name), "reads_clock", True))
+        if carried is not None:
+            self.snapshot.kept[KEPT_VIEWS] = carried
 
     def release(self) -> None:
         """Drop everything the session holds, once its result is taken (``run_session`` calls it last;
