@@ -130,9 +130,10 @@ class WatchFeed:
             return handle
 
         def on_event(type_: str, obj: dict[str, Any]) -> None:
-            while not self._prelisted.wait(0.5):
-                if self.lean[kind].stopped:
-                    return
+            if not self._prelisted.is_set():  # (once the few are listed, every event goes straight in)
+                while not self._prelisted.wait(0.5):
+                    if self.lean[kind].stopped:
+                        return
             self.handle_event(kind, type_, obj)
 
         return on_event
