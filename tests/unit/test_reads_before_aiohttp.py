@@ -1,6 +1,7 @@
 """The operator's reads, Lease and listings before its cache is synced: over the direct path while the
 event they are given is not set (aiohttp not imported yet), through aiohttp's client once it is, the
-calling thread's connection of before closed; a configuration the direct path cannot carry (a proxy)
+calling thread's connection of before parked for the next thread that opens one on the direct path (not
+left idle); a configuration the direct path cannot carry (a proxy)
 goes through aiohttp's client from the first request."""
 
 from __future__ import annotations
@@ -51,13 +52,18 @@ def test_reads_go_direct_until_the_event_is_set_then_through_aiohttp(peer: Peer)
         assert rest.get("/c", timeout=30) == {}
         assert rest.get("/d", timeout=30) == {}
         assert (rest.connects, rest._aio.connects) == (1, 1)
-        assert direct.sock is None  # the thread's direct connection is closed, not left idle
+        assert direct.sock is None and rest._local.conn is None  # not left idle on this thread...
         assert sorted(peer.by_connection.values()) == [2, 2]  # two on each path
+        writer = LeanRest(client.ApiClient(loopback_config(peer.port)))  # ...but taken by the next
+        assert writer.get("/e", timeout=30) == {}
+        assert (writer.connects, writer.adopted) == (0, 1)
+        assert sorted(peer.by_connection.values()) == [2, 3]
+        writer.close()
     finally:
         rest.close()
 
 
-def test_each_thread_closes_its_direct_connection_at_its_first_request_after(peer: Peer) -> None:
+def test_each_thread_parks_its_direct_connection_at_its_first_request_after(peer: Peer) -> None:
     until = threading.Event()
     rest = LeanRest(client.ApiClient(loopback_config(peer.port)), direct=False, direct_until=until)
     conns: list[object] = []

@@ -822,7 +822,8 @@ class LeanRest:
         reads, the listings' page fetchers, the Lease). ``direct_until`` (with ``direct=False``): the
         direct path until this event is set, where the configuration allows it, aiohttp's client from
         then on: the operator's reads before its cache is synced, while aiohttp is not imported yet
-        (a thread's connection of before is closed at its first request after)."""
+        (a thread's connection of before is parked at its first request after, for the next thread that
+        opens one: :mod:`~volsched.kube.parked`)."""
         cfg = api.configuration
         self.api = api
         self.host = str(cfg.host).rstrip("/")
@@ -917,10 +918,9 @@ class LeanRest:
             return False
         if not until.is_set():
             return True
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:  # this thread's connection of before: not used again
-            self._local.conn = None
-            conn.close()
+        # This thread's connection of before: not used again here, parked for the next thread that opens
+        # one on the direct path (a bind worker, a watch).
+        self.park()
         return False
 
     def get(self, path: str, *, timeout: float, throttle_retries: int = 10) -> Any:
