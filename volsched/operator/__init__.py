@@ -79,7 +79,7 @@ from volsched.kube.watch import ListWatch
 from volsched.kube.writer import KubeWriter
 from volsched.model.vocabulary import API_GROUP
 from volsched.operator.admission import Admission, parse_service
-from volsched.operator.aside import import_aside
+from volsched.operator.aside import LONGEST_PAUSE, import_aside
 from volsched.operator.health import health_problem, readiness_problem
 from volsched.operator.http import HttpServer
 from volsched.operator.metrics import Metrics
@@ -424,10 +424,23 @@ class Operator:
         pauses, paused, started = activity.pauses, activity.paused, time.monotonic()
         await asyncio.to_thread(import_aside, self.after_ready, activity)
         log.info(
-            "imported %s after ready in %.0f ms, %d pauses for the sessions (%.0f ms)",
-            ", ".join(self.after_ready), 1000 * (time.monotonic() - started),
-            activity.pauses - pauses, 1000 * (activity.paused - paused),
+            "imported %s after ready in %.0f ms, %d pauses for the sessions (%.0f ms; the longest it went "
+            "on once they were busy: %.1f ms)",
+            ", ".join(self.after_ready), 1000 * (time.monotonic() - started), activity.pauses - pauses,
+            1000 * (activity.paused - paused), 1000 * activity.longest_lag,
         )  # fmt: skip
+
+    def _first_aio_requests(self) -> None:
+        """The reads' and the Lease's first requests through aiohttp's client (its loop, session,
+        connection and TLS handshake: a few ms of CPU each), each once the sessions are quiet (at most
+        :data:`~volsched.operator.aside.LONGEST_PAUSE` later), rather than at the next renewal or read,
+        beside whatever session runs then. Blocking: run it in a thread."""
+        for rest in (self.reads, self.lease.rest):
+            self.loop.activity.wait_quiet(LONGEST_PAUSE)
+            try:
+                rest.get("/version", timeout=10.0)
+            except Exception as exc:  # the first real request opens it then
+                log.debug("a first request through aiohttp's client failed: %s", error_summary(exc))
 
     async def run(self, stop: asyncio.Event) -> None:
         self.http.serve_health()  # aiohttp's server, and its import, once the cache is synced
@@ -452,10 +465,13 @@ class Operator:
             # client carries the reads, as before ready.
             with _switching_often():
                 await self._import_after_ready()
+                await asyncio.to_thread(self.loop.activity.wait_quiet, LONGEST_PAUSE)
                 await self.http.start()
                 self.aio_ready.set()
+                await asyncio.to_thread(self._first_aio_requests)
                 registry = await asyncio.to_thread(self._kopf_registry) if self.admission else None
             if registry is not None:  # kopf serves the webhooks (and keeps their configurations)
+                await asyncio.to_thread(self.loop.activity.wait_quiet, LONGEST_PAUSE)
                 import kopf
 
                 from volsched.operator.kopfrun import kopf_settings, take_signals_back

@@ -50,9 +50,15 @@ class Activity:
         self.paused = 0.0
         #: Called (no arguments) when an import aside starts a pause (tests wait for it).
         self.on_pause: Callable[[], None] | None = None
+        #: When the sessions last became busy (monotonic), and the longest an import aside went on after
+        #: that before it paused (seconds: a statement that had begun runs to its end).
+        self.busy_since = 0.0
+        self.longest_lag = 0.0
 
     def begin(self) -> None:
-        self._quiet.clear()
+        if self._quiet.is_set():
+            self.busy_since = time.monotonic()
+            self._quiet.clear()
 
     def end(self) -> None:
         self._quiet.set()
@@ -83,6 +89,7 @@ def import_aside(
         if activity.on_pause is not None:
             activity.on_pause()
         started = clock()
+        activity.longest_lag = max(activity.longest_lag, started - activity.busy_since)
         activity.wait_quiet(min(longest, left[0]))
         waited = clock() - started
         activity.paused += waited
