@@ -131,19 +131,24 @@ EARLY_KEPT = [
 
 
 @pytest.mark.parametrize(("acquired_at", "how", "kept"), EARLY_KEPT)
-def test_a_replica_taking_the_lease_over_at_start_lists_the_pods_after_it(
+def test_a_replica_taking_the_lease_over_at_start_lists_what_a_leader_writes_after_it(
     op: Operator, monkeypatch: pytest.MonkeyPatch, acquired_at: float, how: str, kept: bool
 ) -> None:
     from volsched.kube.early import EarlyListing
     from volsched.kube.kubeconfig import ClientConfig
 
     _listings(op, monkeypatch, {})
-    pods = EarlyListing(ClientConfig("https://127.0.0.1:1"), "/api/v1/pods")  # never started
-    nodes = EarlyListing(ClientConfig("https://127.0.0.1:1"), "/api/v1/nodes")
-    op.feed.lean["Pod"]._early, op.feed.lean["Node"]._early = pods, nodes
+    early = {
+        kind: EarlyListing(ClientConfig("https://127.0.0.1:1"), f"/{kind}")  # never started
+        for kind in ("Pod", "Node", "PodGroup", "Queue", "ResourceClaim", "PriorityClass", "Namespace")
+    }
+    for kind, listing in early.items():
+        op.feed.lean[kind]._early = listing
     op.early_listed_at = 5.0
     op.lease.acquired_at, op.lease.acquired_how = acquired_at, how
     op.prelist()
-    assert (op.feed.lean["Pod"]._early is pods) is kept
-    assert op.feed.lean["Node"]._early is nodes  # nodes carry no binds
+    for kind in ("Pod", "PodGroup", "Queue", "ResourceClaim"):  # what the last holder may have written
+        assert (op.feed.lean[kind]._early is early[kind]) is kept, kind
+    for kind in ("Node", "PriorityClass", "Namespace"):  # written by no scheduler
+        assert op.feed.lean[kind]._early is early[kind], kind
     assert op.loop.pods_read_at >= 5.0

@@ -87,7 +87,7 @@ from volsched.operator.reload import ConfigReloader
 from volsched.operator.sessions import SessionLoop
 from volsched.operator.settings import Settings, build_parser, parse_log_levels, settings_from_args
 from volsched.operator.volcano import VolcanoKinds
-from volsched.operator.watches import WatchFeed
+from volsched.operator.watches import WRITTEN_KINDS, WatchFeed
 from volsched.redaction import error_summary, install_log_redaction
 from volsched.ui import LiveState
 from volsched.usagefeed import UsageFeed
@@ -271,9 +271,11 @@ class Operator:
             and lease.acquired_at > self.early_listed_at
             and lease.acquired_how != "created"
         ):
-            # The Lease taken over from another holder after the pods were asked for: its last binds may
-            # be missing from those pages. The pods are listed now, after the take-over, as without them.
-            self.feed.forgo_early("Pod")
+            # The Lease taken over from another holder after the pages were asked for: its last writes (binds,
+            # PodGroups made, claims allocated) may be missing from them. The kinds it writes are listed
+            # now, after the take-over, as without them.
+            for kind in WRITTEN_KINDS:
+                self.feed.forgo_early(kind)
         self.feed.prelist()
         self.loop.pods_read_at = started
         self.synced.set()

@@ -40,6 +40,9 @@ log = logging.getLogger("volsched.operator")
 
 #: The many (pruned as they arrive): their events wait until the few other kinds are in the cache.
 LEAN_KINDS = ("Node", "Pod")
+#: The kinds a leader writes (binds and pod status, PodGroups made and their status, Queues' status,
+#: claims' allocations): a replica that takes the Lease over at start lists them after the take-over.
+WRITTEN_KINDS = ("Pod", "PodGroup", "Queue", "ResourceClaim")
 
 
 class WatchFeed:
