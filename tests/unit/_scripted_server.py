@@ -34,6 +34,23 @@ def loopback_config(
 
 OK: Answer = (201, {}, {"kind": "Status", "status": "Success"})
 
+#: The apiserver's answer to a patch that names another uid than the pod's (the pod was made again).
+UID_REFUSED: Answer = (
+    422,
+    {},
+    {
+        "kind": "Status",
+        "reason": "Invalid",
+        "code": 422,
+        "message": 'Pod "p" is invalid: metadata.uid: Invalid value: "u1": field is immutable',
+        "details": {
+            "name": "p",
+            "kind": "Pod",
+            "causes": [{"reason": "FieldValueInvalid", "field": "metadata.uid"}],
+        },
+    },
+)
+
 
 @dataclass
 class Received:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.fences import Fence
-from tests.unit._scripted_server import ScriptedServer
+from tests.unit._scripted_server import UID_REFUSED, ScriptedServer
 from volsched.framework.decisions import Bind, SessionResult
 from volsched.kube.writer import KubeWriter
 from volsched.model.raw import Raw
@@ -136,7 +136,7 @@ def test_a_patch_refused_as_the_pod_was_made_again_is_forgotten(
     """The uid in the patch: the apiserver refuses it (422, the uid is immutable) on another pod."""
     cache = Cache(c=_pod())
     assert _write(writer, server, cache, {"ns/c": "n1"}) == [_says("n1")]
-    server.script[STATUS] = [(422, {}, {"kind": "Status", "reason": "Invalid", "code": 422})]
+    server.script[STATUS] = [UID_REFUSED]
     assert _write(writer, server, cache, {}) == [_says(None)]
     assert _write(writer, server, cache, {}) == []  # (not an error, not sent again)
 

@@ -170,6 +170,26 @@ def _nominated_node(pod: Raw) -> str:
     return str((pod.get("status") or {}).get("nominatedNodeName") or "")
 
 
+def _made_again(exc: ApiException) -> bool:
+    """Whether the apiserver refused a write that names the object's uid because the object by that
+    name is another (deleted and made again): a uid is immutable (422 on ``metadata.uid``), or a
+    precondition failed (409)."""
+    if exc.status == 409:
+        return True
+    if exc.status != 422:
+        return False
+    try:
+        causes = (json.loads(exc.body or "{}").get("details") or {}).get("causes") or []
+    except (ValueError, TypeError, AttributeError):
+        return False
+    return any(isinstance(c, dict) and c.get("field") == "metadata.uid" for c in causes)
+
+
+def _for_uid(body: dict[str, Any], uid: str) -> dict[str, Any]:
+    """A pod status patch that only the pod of ``uid`` takes (none: any pod by its name)."""
+    return {**body, "metadata": {"uid": uid}} if uid else body
+
+
 def _split(key: str) -> tuple[str, str]:
     ns, _, name = key.partition("/")
     return ns, name
@@ -596,7 +616,8 @@ class KubeWriter:
                 with self._lock:
                     self._told_after.append((target, eviction_event_reason(eviction), message, now))
             return outcome
-        condition = render.disruption_target_condition(eviction.action, message, now)
+        # Only on the pod decided for: another made since under its name refuses it (and is not evicted).
+        condition = _for_uid(render.disruption_target_condition(eviction.action, message, now), uid)
         told = self._disruption_target(eviction, ns, name, condition)
         if told is not None:
             return told
@@ -621,6 +642,8 @@ class KubeWriter:
         except ApiException as exc:
             if exc.status == 404:
                 return EvictOutcome(eviction, GONE, _reason(exc))
+            if _made_again(exc):
+                return EvictOutcome(eviction, CONFLICT, f"another pod by that name: {_reason(exc)}")
             return EvictOutcome(eviction, FAILED, f"DisruptionTarget: {exc.status} {_reason(exc)}")
         except Exception as exc:
             return EvictOutcome(eviction, FAILED, f"DisruptionTarget: {error_summary(exc)}")
@@ -733,12 +756,13 @@ class KubeWriter:
             pod = pods.get(key)
             if not self._ours(pod) or (pod.get("spec") or {}).get("nodeName"):  # type: ignore[union-attr]
                 continue
-            uid = uid_of(pod) or key  # type: ignore[arg-type]
+            known = uid_of(pod)  # type: ignore[arg-type]
+            uid = known or key
             with self._lock:
                 last = self._conditions.get(uid)
                 at = self._condition_at.get(uid)
             if last != message and not self.events.settling(last, at, message):
-                jobs.append(lambda key=key, uid=uid, m=message: self._write_condition(key, uid, m, now))  # type: ignore[misc]
+                jobs.append(partial(self._write_condition, key, uid, message, now, only=known))
         jobs.extend(self._nomination_jobs(result, pods, pods_now))
         targeted = [
             *self._targets(result.events, existing_pgs, existing_queues, uids or {}, pods),
@@ -783,13 +807,15 @@ class KubeWriter:
 
     def _write(self, what: str, path: str, body: Any, content_type: str) -> tuple[bool, str | None]:
         """One status write (a PATCH). (True, None) when written; (False, None) when the object is gone
-        (404: the watch will drop it); (False, "what: why") on any other failure."""
+        (404: the watch will drop it) or, for a body that names its uid, made again under its name;
+        (False, "what: why") on any other failure."""
         try:
             self._send("PATCH", path, body, content_type=content_type)
         except Fenced:
             return False, None  # not written: the next leader writes it
         except ApiException as exc:
-            return False, None if exc.status == 404 else f"{what}: {exc.status} {_reason(exc)}"
+            gone = exc.status == 404 or (isinstance(body, dict) and "metadata" in body and _made_again(exc))
+            return False, None if gone else f"{what}: {exc.status} {_reason(exc)}"
         except Exception as exc:
             return False, f"{what}: {exc}"
         return True, None
@@ -889,12 +915,15 @@ class KubeWriter:
             else:
                 self._queue_uids.pop(name, None)
 
-    def _write_condition(self, key: str, uid: str, message: str, now: str) -> tuple[int, int, str | None]:
+    def _write_condition(
+        self, key: str, uid: str, message: str, now: str, *, only: str = ""
+    ) -> tuple[int, int, str | None]:
+        """The pod's PodScheduled=False condition (``only``: on the pod of that uid alone)."""
         ns, name = _split(key)
         done, err = self._write(
             f"Pod {key} condition",
             pod_path(ns, name, "status"),
-            render.pod_unschedulable_condition(message, now),
+            _for_uid(render.pod_unschedulable_condition(message, now), only),
             STRATEGIC_PATCH,
         )
         if not done:
@@ -972,13 +1001,13 @@ class KubeWriter:
         """Set (``node``) or clear the pod's ``status.nominatedNodeName``, as kube-scheduler does, only
         on the pod of ``uid`` (made again under its name, the apiserver refuses the patch)."""
         ns, name = _split(key)
-        body = {"metadata": {"uid": uid}, "status": {"nominatedNodeName": node}}
+        body = _for_uid({"status": {"nominatedNodeName": node}}, uid)
         try:
             self._send("PATCH", pod_path(ns, name, "status"), body, content_type=STRATEGIC_PATCH)
         except Fenced:
             return 0, 0, None  # not written: the next leader clears what it finds
         except ApiException as exc:
-            if exc.status not in (404, 409, 422):  # gone, or another pod by its name
+            if exc.status != 404 and not _made_again(exc):  # (gone, or another pod by its name)
                 return 0, 0, f"Pod {key} nominatedNodeName: {exc.status} {_reason(exc)}"
             with self._lock:
                 if self._nominated.get(key, (uid,))[0] == uid:

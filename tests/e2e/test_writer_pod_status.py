@@ -1,7 +1,8 @@
-"""The writer's patch of a pod's ``status.nominatedNodeName`` on a real apiserver: set and cleared on the
-pod it was meant for; a pod made again under the name refuses the patch (the uid in it is immutable), so
-neither a nominated node nor its clearing lands on a pod it was not decided for; and the apiserver clears
-it as it binds the pod (ClearingNominatedNodeNameAfterBinding, on by default since 1.35)."""
+"""The writer's patches of a pod's status on a real apiserver name the pod's uid: a pod made again under
+its name refuses them (the uid is immutable), so neither a nominated node, nor its clearing, nor a
+victim's DisruptionTarget condition lands on a pod it was not decided for (and that pod is not evicted).
+``status.nominatedNodeName`` is set and cleared on the pod it was meant for, and the apiserver clears it
+as it binds the pod (ClearingNominatedNodeNameAfterBinding, on by default since 1.35)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 from kubernetes import client
 
 from tests.e2e.operator_fixtures import Kube, pod
-from volsched.framework.decisions import SessionResult
+from volsched.cycle import CONFLICT
+from volsched.framework.decisions import Evict, EvictionReason, SessionResult
 from volsched.kube.writer import KubeWriter, WriterSettings
 from volsched.model.raw import Raw
 
@@ -27,9 +29,16 @@ def writer(mk: Kube) -> Iterator[KubeWriter]:
     w.close()
 
 
-def _fresh(k: Kube) -> tuple[str, dict[str, Any]]:
-    ns = k.namespace(f"nominated-{uuid.uuid4().hex[:6]}")
-    made = k.core.create_namespaced_pod(ns, pod("c"))
+def _lingering() -> dict[str, Any]:
+    """Pod c, which terminates for a while once evicted."""
+    obj = pod("c")
+    obj["spec"]["terminationGracePeriodSeconds"] = 30
+    return obj
+
+
+def _fresh(k: Kube, *, lingering: bool = False) -> tuple[str, dict[str, Any]]:
+    ns = k.namespace(f"pod-status-{uuid.uuid4().hex[:6]}")
+    made = k.core.create_namespaced_pod(ns, _lingering() if lingering else pod("c"))
     return ns, k.api.sanitize_for_serialization(made)
 
 
@@ -76,3 +85,16 @@ def test_the_apiserver_clears_it_as_it_binds_the_pod(mk: Kube, writer: KubeWrite
     mk.core.create_namespaced_binding(ns, binding, _preload_content=False)
     bound = mk.core.read_namespaced_pod("c", ns)
     assert (bound.spec.node_name, bound.status.nominated_node_name) == ("n2", None)
+
+
+def test_a_victim_made_again_under_its_name_is_not_marked_nor_evicted(mk: Kube, writer: KubeWriter) -> None:
+    ns, raw = _fresh(mk, lingering=True)  # (one the eviction deletes at once gets no condition)
+    mk.core.delete_namespaced_pod("c", ns, grace_period_seconds=0)
+    mk.core.create_namespaced_pod(ns, _lingering())  # a StatefulSet's way: the cache has the old pod
+    eviction = Evict(
+        pod=f"{ns}/c", uid=raw["metadata"]["uid"], node="n1", reason=EvictionReason(action="preempt")
+    )
+    assert writer.evict(eviction, raw).result == CONFLICT
+    again = mk.core.read_namespaced_pod("c", ns)
+    assert again.metadata.deletion_timestamp is None
+    assert not [c for c in again.status.conditions or [] if c.type == "DisruptionTarget"]
