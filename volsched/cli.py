@@ -467,7 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["run"]:  # the operator parses its own options (``volsched run --help``)
+    if argv[:1] == ["run"] and argv[1:2] != ["--"]:  # the operator parses its own options (``--help``)
         argv = ["run", "--", *argv[1:]]
     args = build_parser().parse_args(argv)
     try:

@@ -98,3 +98,19 @@ def test_the_help_says_each_numeric_flags_range() -> None:
         assert action.help is not None and (">" in action.help or " to " in action.help), (
             action.option_strings
         )
+
+
+@pytest.mark.parametrize(
+    "argv", [["run", "--period", "2"], ["run", "--", "--period", "2"]], ids=["plain", "after --"]
+)
+def test_volsched_run_hands_the_operator_its_options_with_or_without_a_double_dash(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``volsched run -- --period 2`` was refused: the operator's main, which takes one leading ``--``
+    off, was handed two."""
+    import volsched.cli as cli
+
+    given: list[list[str]] = []
+    monkeypatch.setattr(cli, "_run", lambda args: given.append(list(args.operator_args)) or 0)
+    assert cli.main(argv) == 0
+    assert given == [["--", "--period", "2"]]
