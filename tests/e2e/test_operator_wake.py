@@ -114,4 +114,10 @@ def test_a_config_loaded_between_far_apart_sessions_is_acted_on_soon(k: Kube, st
         what="the pod bound under the new config",
         operator=op,
     )
-    assert op.metric("volsched_config_reloads_total", result="loaded") == 2
+    # /metrics is made at most once a second: the document read just after the bind may be older
+    wait_for(
+        lambda: op.metric("volsched_config_reloads_total", result="loaded") == 2,
+        30,
+        what="both configs counted as loaded",
+        operator=op,
+    )
