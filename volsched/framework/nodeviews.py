@@ -119,6 +119,28 @@ def no_devices(nodes: NodeTable) -> DeviceCatalog:
     return catalog
 
 
+def _all_nodes(nodes: NodeTable) -> IndexArray:
+    """Every node's index, read-only: made once per table (its memo, shared by every session's copy)."""
+    out: IndexArray | None = nodes.memo.get("all nodes")
+    if out is None or len(out) != len(nodes):
+        out = np.arange(len(nodes), dtype=np.intp)
+        out.setflags(write=False)
+        nodes.memo["all nodes"] = out
+    return out
+
+
+def _device_dims(nodes: NodeTable, space: ResourceSpace) -> BoolArray | None:
+    """The dimensions of ``space`` that count devices of a DeviceClass (None: none), kept in the table's
+    memo with the space they are of."""
+    memo: tuple[ResourceSpace, BoolArray | None] | None = nodes.memo.get("device dims")
+    if memo is None or memo[0] is not space:
+        dims = np.array([is_device_resource(n) for n in space.names], dtype=bool)
+        if dims.any():
+            dims.setflags(write=False)
+        memo = nodes.memo["device dims"] = (space, dims if dims.any() else None)
+    return memo[1]
+
+
 class NodeViews(PointTables):
     """The session's cached per-task views of the nodes, and the node choice made from them."""
 
@@ -150,17 +172,15 @@ class NodeViews(PointTables):
             if lent.find(0) < 0
             else [t if k else None for t, k in zip(nodes.tasks, lent, strict=True)]
         )
-        self._all_nodes: IndexArray = np.arange(len(self.nodes), dtype=np.intp)
+        self._all_nodes: IndexArray = _all_nodes(nodes)
         #: Nodes placements are limited to for now (an action placing a gang in one topology domain),
         #: and how to say so in a pending reason; None: every node.
         self.node_limit: BoolArray | None = None
         self.node_limit_reason = ""
-        #: Which devices are free, and what this session allocated of the pods' ResourceClaims (the
-        #: session sets it; until then none is published, and every pod that claims devices stays pending).
-        self.devices = DeviceState(no_devices(nodes), {}, nodes=nodes.specs)
+        #: ``devices`` once set or first asked for.
+        self._device_state: DeviceState | None = None
         #: The dimensions that count devices of a DeviceClass (None: none), which capacity never checks.
-        dims = np.array([is_device_resource(n) for n in space.names], dtype=bool)
-        self._device_dims: BoolArray | None = dims if dims.any() else None
+        self._device_dims: BoolArray | None = _device_dims(nodes, space)
         #: The constraint filters' answers for the last task asked about: (task, the change log's length
         #: then, (plugin, mask) of each filter that has one). Actions ask choose_node, feasible_nodes and
         #: blocked_by_pods about one task in a row; every placement, eviction or undo touches its node
@@ -170,6 +190,20 @@ class NodeViews(PointTables):
         #: one explained before (the same request and placement spec, no constraint filter, device claim
         #: or placement limit) while no node changed is unfit for the same reasons.
         self._unfit: dict[tuple[bytes, str], tuple[int, str]] = {}
+
+    @property
+    def devices(self) -> DeviceState:
+        """Which devices are free, and what this session allocated of the pods' ResourceClaims (the
+        session sets it; until then none is published, and every pod that claims devices stays
+        pending). Made when first asked for: most sessions place no pod that claims devices."""
+        out = self._device_state
+        if out is None:
+            out = self._device_state = DeviceState(no_devices(self.nodes), {}, nodes=self.nodes.specs)
+        return out
+
+    @devices.setter
+    def devices(self, value: DeviceState) -> None:
+        self._device_state = value
 
     def capacity_asked(self, task: Task) -> BoolArray:
         """The dimensions of ``task``'s request that node capacity checks: what it asks for, but the
