@@ -83,3 +83,31 @@ def test_an_answer_read_behind_before_an_outage_began_does_not_end_it_when_judge
     health.failed("the Lease", ConnectionRefusedError("refused"))
     assert reloader.reload() is True and list(reloader.config.actions) == ["backfill"]
     assert health.down  # the outage goes on: that answer came before it
+
+
+def test_a_poll_read_behind_waits_for_the_sessions_to_be_quiet_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operator's sessions (``wait_quiet``): the session that found the poll due has only begun, and
+    the read's work shared the interpreter with its pod. The session never waits for that."""
+    from volsched.operator.reload import QUIET_WAIT
+
+    answers: list[ConfigMapText | Exception | None] = [ENQUEUE, BACKFILL]
+    clock = [100.0]
+    reloader = scripted_reloader(answers, poll_every=POLL)
+    monkeypatch.setattr("volsched.operator.reload.time.monotonic", lambda: clock[0])
+    assert reloader.reload(force=True)
+    asked: list[float] = []
+    entered, quiet = threading.Event(), threading.Event()
+
+    def wait_quiet(most: float) -> bool:
+        asked.append(most)
+        entered.set()
+        return quiet.wait(10)
+
+    reloader.wait_quiet = wait_quiet
+    clock[0] += POLL
+    assert reloader.reload() is False  # at once: the poll's read goes behind
+    assert entered.wait(10) and answers == [BACKFILL]  # waiting for the sessions, not read yet
+    quiet.set()
+    _settle()
+    assert answers == [] and asked == [QUIET_WAIT]
+    assert reloader.reload() is True and list(reloader.config.actions) == ["backfill"]

@@ -120,3 +120,36 @@ def test_release_waits_for_a_renewal_in_flight_and_none_starts_after_it() -> Non
     assert lease.order == ["renewed", "read to release", "released"]
     assert lease.time_left() <= 0 and not lease.renew_if_due() and not lease.ensure()
     assert lease._behind is behind and lease.renewed_on == [BEHIND]  # none started after the release
+
+
+def test_a_renewal_behind_waits_for_the_sessions_to_be_quiet_first_and_no_longer_than_the_lease_allows() -> (
+    None
+):
+    """The operator's sessions (``wait_quiet``): the session that found the renewal due has only begun, and
+    the renewal's work shared the interpreter with its pod. The caller never waits for that."""
+    from volsched.kube.lease import QUIET_WAIT
+
+    lease = SlowLease(age=3.0)
+    asked: list[float] = []
+    entered, quiet = threading.Event(), threading.Event()
+
+    def wait_quiet(most: float) -> bool:
+        asked.append(most)
+        entered.set()
+        return quiet.wait(10)
+
+    lease.wait_quiet = wait_quiet
+    lease.answer.set()
+    assert lease.ensure() is True  # at once: the renewal goes behind
+    assert entered.wait(10)  # the renewal's thread waits for the sessions, and has not begun renewing
+    assert not lease.began.is_set()
+    quiet.set()  # the session ended
+    assert lease.done.wait(5) and lease.renewed_on == [BEHIND]
+    # ours for about 7 s more than renew_every: the wait is QUIET_WAIT at most, never half of that time
+    assert 0 < asked[0] <= QUIET_WAIT
+
+    near = SlowLease(age=7.9)  # ours for 2.1 s: 0.1 s past renew_every, so at most 0.05 s of waiting
+    near.wait_quiet = lambda most: asked.append(most)
+    near.answer.set()
+    assert near.ensure() is True and near.done.wait(5)
+    assert asked[-1] <= 0.05

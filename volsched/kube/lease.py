@@ -26,6 +26,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -39,6 +40,8 @@ from volsched.redaction import error_summary
 
 log = logging.getLogger("volsched.lease")
 
+#: Seconds a renewal behind waits at most for :attr:`LeaderLease.wait_quiet` (the sessions quiet).
+QUIET_WAIT = 0.1
 #: Seconds a release (shutdown) takes at most: a renewal in flight is waited for up to half of it (its
 #: read alone may take half the lease duration), then the Lease is read and given up in what is left.
 #: Shutdown must end well inside the pod's grace period (30 s unless set).
@@ -106,6 +109,10 @@ class LeaderLease:
         self._lock = threading.Lock()
         #: The renewal running on a thread of its own, if any (see :meth:`_renew_behind`).
         self._behind: threading.Thread | None = None
+        #: Called on the renewal's own thread before it renews behind, with the most it may wait (seconds):
+        #: the operator waits there for its sessions to be quiet (the session that found the renewal due
+        #: has only begun), so that the renewal's work does not share the interpreter with it.
+        self.wait_quiet: Callable[[float], object] | None = None
         self._behind_lock = threading.Lock()
         self._expires = 0.0  # local monotonic time our Lease can expire (renewal sent + duration)
         self._last_renew = 0.0  # monotonic time the last successful renewal was sent
@@ -181,9 +188,17 @@ class LeaderLease:
             if time.monotonic() - self._last_try < self.settings.retry_every:
                 return  # the last try failed just now: not one per write
             self._behind = threading.Thread(
-                target=self._renew, kwargs={"acquire": False}, name="volsched-lease-renew", daemon=True
+                target=self._renew_later, name="volsched-lease-renew", daemon=True
             )
             self._behind.start()
+
+    def _renew_later(self) -> None:
+        """:meth:`_renew_behind`'s thread: once :attr:`wait_quiet` returned (at most :data:`QUIET_WAIT`
+        seconds, and never past half the time the Lease is ours beyond ``renew_every``), the renewal."""
+        wait = self.wait_quiet
+        if wait is not None:
+            wait(max(0.0, min(QUIET_WAIT, (self.time_left() - self.settings.renew_every) / 2)))
+        self._renew(acquire=False)
 
     def _renew(self, *, acquire: bool) -> bool:
         if self._stopped:

@@ -245,6 +245,9 @@ class Operator:
             ui=self.ui,
             gate=Gate(AccessReviews(self.reads) if settings.http.auth == "kubernetes" else None),
         )
+        # The Lease's renewal and the ConfigMap's poll, read behind every two seconds as a session starts,
+        # wait for the sessions to be quiet first: they shared the interpreter with that session's pod.
+        self.lease.wait_quiet = self.reloader.wait_quiet = self.loop.activity.wait_quiet
         self.metrics.ready.set_function(lambda: 0.0 if self._readiness() else 1.0)
         self.metrics.dashboard_builds.set_function(lambda: float(self.ui.builds))
         #: The webhooks' decisions, when they are served (on kopf's registry, made once kopf is imported:

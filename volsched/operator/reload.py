@@ -47,6 +47,8 @@ log = logging.getLogger("volsched.operator")
 
 #: Seconds between reads while the ConfigMap has never been read (sessions wait for it).
 UNREAD_RETRY = 0.5
+#: Seconds a poll's read behind waits at most for :attr:`ConfigReloader.wait_quiet` (the sessions quiet).
+QUIET_WAIT = 0.1
 #: Seconds of reads all throttled (429) after which a warning says the config in force is kept.
 THROTTLED_WARNING = 30.0
 
@@ -92,6 +94,10 @@ class ConfigReloader:
         self.on_fetched: Callable[[], None] | None = None
         self._fetch_lock = threading.Lock()
         self._fetching = False
+        #: Called on the poll's own thread before it reads behind, with the most it may wait (seconds): the
+        #: operator waits there for its sessions to be quiet (the session that found the poll due has
+        #: only begun), so that the read's work does not share the interpreter with it.
+        self.wait_quiet: Callable[[float], object] | None = None
         #: A read made behind and not judged yet: its answer.
         self._fetched: tuple[ConfigMapText | None] | None = None
         #: When the reads began to be throttled (429), while none has been answered since; and whether
@@ -196,6 +202,8 @@ class ConfigReloader:
 
         def read() -> None:
             try:
+                if self.wait_quiet is not None:
+                    self.wait_quiet(QUIET_WAIT)
                 answer = self.read(False)
             except Exception as exc:
                 with self._fetch_lock:
