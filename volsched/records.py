@@ -1,18 +1,8 @@
-"""volsched's ``@dataclass``: the standard library's, with ``__repr__``, ``__eq__`` and ``__hash__`` made when a
-class first uses them rather than when it is defined.
-
-The standard library writes each dataclass's methods as source and compiles it when the class is made: on
-the operator's way to ready 87 classes, 429 compiles, about 40 ms of CPU, most of them for methods the
-first session never calls (a settings class's ``__eq__``, a decision's ``__repr__``). Here ``__init__``
-(and a frozen class's ``__setattr__``/``__delattr__``) are made as before; ``__repr__``, ``__eq__`` and
-``__hash__`` start as a stand-in that, at its first call, has the standard library make the very method
-it would have made (on a class of the same fields: their code reads only ``self``, never the class it was
-made on), puts it on the class, and calls it. From then on the class has the standard library's own
-methods: the same answers, the same speed.
-
-What is not the same: ``__dataclass_params__`` records ``repr`` and ``eq`` as False (nothing reads it);
-``order=True`` or ``unsafe_hash=True`` are handed to the standard library whole. Which methods a class
-gets, and when ``__hash__`` is None, follow the standard library's rules (the class's own methods kept).
+"""volsched's ``@dataclass``: the standard library's, with ``__repr__``, ``__eq__`` and ``__hash__`` made at their
+first call (by the standard library, on a class of the same fields) rather than when the class is made;
+``__init__`` (and a frozen class's ``__setattr__``/``__delattr__``) as before. The same answers and, once
+called, the same methods; ``order=True`` or ``unsafe_hash=True`` go to the standard library whole. Not a
+new kind of class: why, and what differs (``__dataclass_params__``), in docs/design/modules.md#records.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Open connections to the apiserver that their thread is done with, kept for the next thread that needs one.
 
-A connection (and its TLS handshake: about a millisecond of CPU on each side) is made per thread on the
-direct path (:class:`~volsched.kube.rest.LeanRest`). Threads that are done with theirs (the early
-listings', :mod:`~volsched.kube.early`) park it here, and a thread about to open one takes a parked one
+A connection (and its TLS handshake, CPU on both sides) is made per thread on the direct path (:class:`~volsched.kube.rest.LeanRest`). Threads that are done with theirs (the early listings',
+:mod:`~volsched.kube.early`) park it here, and a thread about to open one takes a parked one
 instead (the reads at start, then the watches): the operator's start makes fewer connections.
 
 A connection is parked with what it was made with (the host, the port and the TLS context: one context for
