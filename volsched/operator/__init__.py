@@ -435,18 +435,6 @@ class Operator:
             1000 * (activity.paused - paused), 1000 * activity.longest_lag,
         )  # fmt: skip
 
-    def _first_aio_requests(self) -> None:
-        """The reads' and the Lease's first requests through aiohttp's client (its loop, session,
-        connection and TLS handshake: a few ms of CPU each), each once the sessions are quiet (at most
-        :data:`~volsched.operator.aside.LONGEST_PAUSE` later), rather than at the next renewal or read,
-        beside whatever session runs then. Blocking: run it in a thread."""
-        for rest in (self.reads, self.lease.rest):
-            self.loop.activity.wait_quiet(LONGEST_PAUSE)
-            try:
-                rest.get("/version", timeout=10.0)
-            except Exception as exc:  # the first real request opens it then
-                log.debug("a first request through aiohttp's client failed: %s", error_summary(exc))
-
     async def run(self, stop: asyncio.Event) -> None:
         self.http.serve_health()  # aiohttp's server, and its import, once the cache is synced
         kopf_stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -473,7 +461,6 @@ class Operator:
                 await asyncio.to_thread(self.loop.activity.wait_quiet, LONGEST_PAUSE)
                 await self.http.start()
                 self.aio_ready.set()
-                await asyncio.to_thread(self._first_aio_requests)
                 registry = await asyncio.to_thread(self._kopf_registry) if self.admission else None
             if registry is not None:  # kopf serves the webhooks (and keeps their configurations)
                 await asyncio.to_thread(self.loop.activity.wait_quiet, LONGEST_PAUSE)
