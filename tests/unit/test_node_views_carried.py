@@ -5,6 +5,8 @@ queues, volumes, avoided nodes; the config reloaded), or a pod would be placed b
 
 from __future__ import annotations
 
+import copy
+import json
 import random
 from collections.abc import Iterator
 from typing import Any
@@ -22,6 +24,7 @@ from volsched.framework.nodeviews import KEPT_VIEWS, NodeViews
 from volsched.framework.registry import load_config
 from volsched.model.usage import NodeUsage
 from volsched.model.vocabulary import Task
+from volsched.plugins import nodeorder, predicates
 
 MOST_REQUESTED = """
 actions: "enqueue, allocate, backfill"
@@ -151,3 +154,44 @@ def test_views_are_not_carried_for_a_plugin_that_reads_the_clock(served: Served)
         _cycle(feeder, config, f"p{k}", 2.0 + k)
     assert KEPT_VIEWS not in state._builder.kept
     assert served.taken == 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_masks_and_inverses_kept_with_the_node_table_equal_fresh_ones(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # predicates' per-placement-spec masks and nodeorder's 1/allocatable live in the node table's memo,
+    # shared by every session on the same nodes: each must be what a table with nothing kept computes.
+    checked = {"masks": 0, "inverse": 0}
+    combined = predicates._StaticChecks.combined
+
+    def compared(self: Any, task: Task) -> Any:
+        got = combined(self, task)
+        blank = copy.copy(self.nodes)
+        blank.memo = {}
+        assert np.array_equal(got, combined(predicates._StaticChecks(blank), task)), task.key
+        assert not got.flags.writeable
+        checked["masks"] += 1
+        return got
+
+    opened = nodeorder.NodeOrder.on_session_open
+
+    def opening(self: Any, session: Any) -> None:
+        opened(self, session)
+        for key, inv in session.nodes.memo.items():
+            if key.startswith("nodeorder.inverse "):
+                alloc = session.nodes.allocatable[:, json.loads(key.split(" ", 1)[1])]
+                fresh = np.divide(1.0, alloc, out=np.zeros_like(alloc), where=alloc > 0)
+                assert inv.tobytes() == fresh.tobytes() and not inv.flags.writeable
+                checked["inverse"] += 1
+
+    monkeypatch.setattr(predicates._StaticChecks, "combined", compared)
+    monkeypatch.setattr(nodeorder.NodeOrder, "on_session_open", opening)
+    walk = Walk(seed)
+    rng = random.Random(seed)
+    for i in range(300):
+        walk.step()
+        if i % 2 == 0:
+            walk.now += 1
+            run_cycle(walk.feeder, load_config(), RandomPort(rng), now=walk.now)
+    assert checked["masks"] > 20 and checked["inverse"] > 20

@@ -125,9 +125,15 @@ class NodeOrder(BasePlugin):
         always = [n in (CPU, MEMORY) for n in names]
         weights = [self.resource_weights[n] for n in names]
         extra_col = [0 if n == CPU else 1 for n in names[:base]]  # (cpu, memory): the extras' order
-        alloc = nodes.allocatable[:, dims]
-        # 1/allocatable, and 0 where a node has none of a resource: it then counts as full (frac 1).
-        inv = np.divide(1.0, alloc, out=np.zeros_like(alloc), where=alloc > 0)
+        # 1/allocatable, and 0 where a node has none of a resource: it then counts as full (frac 1). It
+        # follows from the nodes' allocatable alone: kept for every session on these nodes (read-only).
+        memo_key = f"nodeorder.inverse {dims}"
+        inv: FloatArray | None = nodes.memo.get(memo_key)
+        if inv is None:
+            alloc = nodes.allocatable[:, dims]
+            inv = np.divide(1.0, alloc, out=np.zeros_like(alloc), where=alloc > 0)
+            inv.setflags(write=False)
+            nodes.memo[memo_key] = inv
         idle = nodes.idle
         node_extra = nodes.score_extra
         least, most, balanced = self.least, self.most, self.balanced

@@ -44,6 +44,12 @@ def _taint_reason(t: tuple[str, str, str]) -> str:
     )
 
 
+#: A placement spec's masks: node selector, node affinity, taints tolerated, not avoided, volumes reachable.
+Masks = tuple[BoolArray, BoolArray, BoolArray, BoolArray, BoolArray]
+#: At most this many placement specs' masks are kept with a node table (then they are made again).
+_KEPT_SPECS = 256
+
+
 class _StaticChecks:
     """Per-placement-spec masks over all nodes, computed once and reused by every task that shares them."""
 
@@ -64,8 +70,12 @@ class _StaticChecks:
             taint_group.flags.writeable = False
             memo = nodes.memo["taint_groups"] = (taint_group, list(groups))
         self.taint_group, self.groups = memo
-        self._cache: dict[str, tuple[BoolArray, BoolArray, BoolArray, BoolArray, BoolArray]] = {}
-        self._combined: dict[str, BoolArray] = {}
+        # Each placement spec's masks follow from the spec and the nodes' specs alone: kept for every
+        # session on these nodes too (read-only), up to ``_KEPT_SPECS`` specs.
+        kept: tuple[dict[str, Masks], dict[str, BoolArray]] | None = nodes.memo.get("static_masks")
+        if kept is None or len(kept[0]) > _KEPT_SPECS:
+            kept = nodes.memo["static_masks"] = ({}, {})
+        self._cache, self._combined = kept
 
     def combined(self, task: Task) -> BoolArray:
         """All of :meth:`masks` at once."""
@@ -73,6 +83,7 @@ class _StaticChecks:
         if hit is None:
             selector, affinity, taints, avoided, volumes = self.masks(task)
             hit = selector & affinity & taints & avoided & volumes
+            hit.setflags(write=False)
             self._combined[task.placement_key] = hit
         return hit
 
@@ -109,6 +120,8 @@ class _StaticChecks:
         for _, terms in task.volume_terms:
             volumes &= np.fromiter((matches_affinity(s, terms) for s in specs), dtype=bool, count=n)
         out = (selector, affinity, taints, avoided, volumes)
+        for mask in out:
+            mask.setflags(write=False)
         self._cache[task.placement_key] = out
         return out
 
