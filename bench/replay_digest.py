@@ -9,6 +9,9 @@ and ``--compare``, too). Run it on main and on a branch and compare the lines it
                                                # cohort, the examples
     python bench/replay_digest.py slice --jobs 500
 
+A refused example's message names its file: the checkout's root is written as ``<checkout>`` before hashing,
+so two checkouts of one commit print the same lines.
+
 Not a benchmark (it times nothing) and not a test (the figures are compared by a person across commits).
 """
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -88,22 +92,34 @@ def synthetic(jobs: int, nodes: int, hours: float, peak: float) -> Replay:
     )
 
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def example_runs(examples: Path) -> dict[str, list[str]]:
+    """Each example's ``volsched simulate`` arguments, and the worked replay's (``--trace``, ``--compare``)."""
+    runs = {f.name: ["-f", str(f)] for f in sorted(examples.glob("*.yaml")) if "replay-teams" not in f.name}
+    teams = ["-f", str(examples / "replay-teams.yaml"), "--trace", str(examples / "replay-teams-day.jsonl")]
+    runs["replay-trace"] = teams
+    runs["replay-compare"] = [*teams, "--compare", str(examples / "replay-teams-a-weight-2.yaml")]
+    runs["default"] = []
+    evicting = ["--config", str(examples / "reclaim-preempt-scheduler.yaml")]  # (a config, not objects)
+    runs.update({f"{name} (evicting config)": [*args, *evicting] for name, args in list(runs.items())})
+    return runs
+
+
+def example_digest(args: list[str], *, root: Path) -> tuple[int, str]:
+    """``volsched simulate ARGS -o json``'s exit code and the sha256 of what it printed, with the checkout's
+    root ``root`` written as ``<checkout>`` (a refusal names its file): the same for every checkout."""
+    cmd = [sys.executable, "-m", "volsched", "simulate", *args, "-o", "json"]
+    done = subprocess.run(cmd, check=False, capture_output=True)  # (one is refused: its words count)
+    words = (done.stdout + done.stderr).replace(f"{root}{os.sep}".encode(), b"<checkout>/")
+    return done.returncode, hashlib.sha256(words).hexdigest()
 
 
 def examples() -> None:
     """Every example's ``volsched simulate -o json``, and the worked replay's (``--trace``, ``--compare``)."""
-    runs = {f.name: ["-f", str(f)] for f in sorted(EXAMPLES.glob("*.yaml")) if "replay-teams" not in f.name}
-    teams = ["-f", str(EXAMPLES / "replay-teams.yaml"), "--trace", str(EXAMPLES / "replay-teams-day.jsonl")]
-    runs["replay-trace"] = teams
-    runs["replay-compare"] = [*teams, "--compare", str(EXAMPLES / "replay-teams-a-weight-2.yaml")]
-    runs["default"] = []
-    evicting = ["--config", str(EXAMPLES / "reclaim-preempt-scheduler.yaml")]  # (a config, not objects)
-    runs.update({f"{name} (evicting config)": [*args, *evicting] for name, args in list(runs.items())})
-    for name, args in runs.items():
-        cmd = [sys.executable, "-m", "volsched", "simulate", *args, "-o", "json"]
-        done = subprocess.run(cmd, check=False, capture_output=True)  # (one is refused: its words count)
-        print("example", name, done.returncode, hashlib.sha256(done.stdout + done.stderr).hexdigest())
+    for name, args in example_runs(CHECKOUT / "examples").items():
+        print("example", name, *example_digest(args, root=CHECKOUT))
 
 
 def main() -> None:
