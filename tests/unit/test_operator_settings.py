@@ -114,3 +114,47 @@ def test_volsched_run_hands_the_operator_its_options_with_or_without_a_double_da
     monkeypatch.setattr(cli, "_run", lambda args: given.append(list(args.operator_args)) or 0)
     assert cli.main(argv) == 0
     assert given == [["--", "--period", "2"]]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--bind-workers", "8", "--bind-workers-first", "16"],
+            "--bind-workers-first 16 is more than --bind-workers 8",
+        ),
+        (["--bind-workers-first", "200"], "--bind-workers-first 200 is more than --bind-workers 128"),
+        (
+            ["--bind-workers", "0", "--bind-workers-first", "2"],
+            "--bind-workers-first 2 is more than --bind-workers 0",
+        ),
+    ],
+)
+def test_more_first_bind_workers_than_bind_workers_is_refused_at_parse_naming_both(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The port never starts more than --bind-workers: a larger --bind-workers-first was silently capped."""
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(argv)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().endswith(f"error: {message}")
+
+
+@pytest.mark.parametrize(
+    ("argv", "first"),
+    [
+        ([], 32),
+        (["--bind-workers", "8"], 8),  # left out, it fits the fewer bind workers
+        (["--bind-workers", "0"], 1),
+        (["--bind-workers", "8", "--bind-workers-first", "8"], 8),
+        (["--bind-workers", "0", "--bind-workers-first", "1"], 1),  # 0 is one, for both
+        (["--bind-workers", "1", "--bind-workers-first", "0"], 0),
+    ],
+)
+def test_first_bind_workers_up_to_bind_workers_are_taken(argv: list[str], first: int) -> None:
+    assert settings_from_args(build_parser().parse_args(argv)).writer.bind_workers_first == first
+
+
+def test_every_flag_says_what_it_is_in_help() -> None:
+    for action in build_parser()._actions:
+        assert action.help, action.option_strings

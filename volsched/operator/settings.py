@@ -13,7 +13,7 @@ import math
 import os
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import field
 
 from volsched.kube.lease import LeaseSettings
@@ -138,9 +138,25 @@ def number(*, positive: bool) -> Callable[[str], float]:
 PORT = integer(0, 65535)
 
 
+class _RunParser(argparse.ArgumentParser):
+    """``volsched run``'s parser: the checks that span two flags refuse as a flag's own type does (exit 2,
+    both flags named), and a flag left out takes a default that fits the others."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, rest = super().parse_known_args(args, namespace)
+        first, most = parsed.bind_workers_first, parsed.bind_workers
+        if first is None:  # left out: the default, or every bind worker where there are fewer
+            parsed.bind_workers_first = min(WriterSettings().bind_workers_first, max(1, most))
+        elif max(1, first) > max(1, most):  # (0 is one, for both)
+            self.error(f"--bind-workers-first {first} is more than --bind-workers {most}")
+        return parsed, rest
+
+
 def build_parser() -> argparse.ArgumentParser:
     d = Settings()
-    p = argparse.ArgumentParser(prog="volsched run", description="Run the volsched scheduler operator.")
+    p = _RunParser(prog="volsched run", description="Run the volsched scheduler operator.")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG)")
     p.add_argument(
         "--namespace", default=d.config.namespace, help="namespace of the config ConfigMap and the Lease"
@@ -225,7 +241,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="who may read /metrics and the dashboard's data: a bearer token the apiserver reviews "
         "(TokenReview, SubjectAccessReview), or anyone who reaches the port (none)",
     )
-    p.add_argument("--lease-name", default=d.lease.name)
+    p.add_argument(
+        "--lease-name",
+        default=d.lease.name,
+        help="name of the Lease in --namespace that replicas share: only its holder binds, evicts or "
+        "writes status",
+    )
     p.add_argument(
         "--lease-duration",
         type=number(positive=True),
@@ -244,9 +265,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--bind-workers-first",
         type=integer(0),
-        default=d.writer.bind_workers_first,
+        default=None,
         help="bind workers started as soon as binds wait; more (up to --bind-workers) only while more "
-        "than --bind-backlog binds wait (>= 0, 0: one)",
+        f"than --bind-backlog binds wait (>= 0, 0: one; at most --bind-workers; default "
+        f"{d.writer.bind_workers_first}, or --bind-workers where that is fewer)",
     )
     p.add_argument(
         "--bind-backlog",
