@@ -12,7 +12,6 @@ import difflib
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +24,8 @@ if TYPE_CHECKING:
 
 
 def _bundled_example() -> Path:
+    from importlib import resources  # (it imports tempfile and shutil: not before run's first pages)
+
     return Path(str(resources.files("volsched") / "examples" / "cluster.yaml"))
 
 

@@ -30,6 +30,31 @@ def test_starting_the_operator_imports_no_library_only_some_clusters_need(module
     assert out.split() == []
 
 
+#: Not imported before ``volsched run`` asks for the first pages (:mod:`volsched.kube.early`), on top of
+#: those above: numpy and the operator itself, and tempfile, shutil (with bz2 and lzma) and
+#: importlib.resources, which only a kubeconfig's ``-data`` fields and the bundled example need; the
+#: operator's own import brings the first two later (http.server, prometheus_client), off that path.
+BEFORE_FIRST_PAGES = (
+    *LATER,
+    "numpy",
+    "volsched.operator",
+    "tempfile",
+    "shutil",
+    "bz2",
+    "lzma",
+    "importlib.resources",
+)
+
+
+def test_volsched_run_asks_for_the_first_pages_before_importing_what_it_does_not_need_for_them() -> None:
+    probe = (
+        "import sys, volsched.cli; from volsched.kube import early; "
+        f"print(' '.join(m for m in {BEFORE_FIRST_PAGES!r} if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.split() == []
+
+
 def test_a_cel_selector_still_compiles_and_matches_once_used() -> None:
     from volsched.model.devices import compile_selector
 

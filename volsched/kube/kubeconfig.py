@@ -26,9 +26,7 @@ from __future__ import annotations
 import atexit
 import base64
 import os
-import shutil
 import ssl
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -263,6 +261,9 @@ class _DataFiles:
 
     @classmethod
     def write(cls, content: bytes) -> str:
+        import shutil  # (a ``-data`` field's only: they, with bz2 and lzma, are kept off
+        import tempfile  # the way to the first pages, kube/early.py)
+
         with cls._lock:
             if cls._dir is None:
                 cls._dir = tempfile.mkdtemp(prefix="volsched-kubeconfig-")  # mode 0700
