@@ -9,9 +9,11 @@ slower than the next ones. :func:`import_aside` pauses that import whenever the 
 pause points are the module-level statements of every module imported (a definition, a decorator's call,
 a nested import) and of its classes' bodies, found by a trace function on the importing thread alone.
 
-A pause waits at most :data:`LONGEST_PAUSE` at a time and :data:`PAUSE_BUDGET` in all: sessions busy
-without a break (a backlog) never keep ``/metrics`` away for long, and a session that waits for a module
-the paused import holds half-imported waits no longer than one pause. Nothing is skipped: every module is
+A pause waits at most :data:`LONGEST_PAUSE` at a time and :data:`PAUSE_BUDGET` in all, and after a pause
+that ended with the sessions still busy the import goes on without pausing until it has seen them quiet
+once: sessions busy without a break (a backlog, a long session) never keep ``/metrics`` away for long,
+and a session that waits for a module the paused import holds half-imported (its lock) waits one pause
+at most. Nothing is skipped: every module is
 imported whole, only later. It decides nothing and imports nothing itself but what it is handed.
 """
 
@@ -81,6 +83,8 @@ def import_aside(
     left = [budget]
     clock = time.monotonic
     quiet = activity.quiet
+    #: The last pause ended with the sessions still busy: none more until they have been quiet once.
+    outwaited = [False]
 
     def pause() -> None:
         if left[0] <= 0:
@@ -90,7 +94,7 @@ def import_aside(
             activity.on_pause()
         started = clock()
         activity.longest_lag = max(activity.longest_lag, started - activity.busy_since)
-        activity.wait_quiet(min(longest, left[0]))
+        outwaited[0] = not activity.wait_quiet(min(longest, left[0]))
         waited = clock() - started
         activity.paused += waited
         left[0] -= waited
@@ -100,6 +104,9 @@ def import_aside(
         # begins, a decorator, a nested import, a method of a dataclass made): no lock but the import's
         # own is held there. No local tracing: only calls are seen.
         if quiet():
+            outwaited[0] = False
+            return None
+        if outwaited[0]:
             return None
         back = frame.f_back
         if event == "call" and back is not None and not back.f_code.co_flags & CO_OPTIMIZED:
