@@ -5,6 +5,7 @@ rejects gets an event, and no object gets the same message twice in a row (not e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -44,9 +45,12 @@ def _lingering(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-def _a_full_node_then_b(k: Kube, start_operator: Start, namespace: str) -> tuple[str, OperatorProcess]:
+def _a_full_node_then_b(
+    k: Kube, start_operator: Start, namespace: str, *, first: Callable[[str], None] | None = None
+) -> tuple[str, OperatorProcess]:
     """Node n1 (2 cpu) filled by job a's two pods (priority low, queue q; they linger once evicted), the
-    operator started, then job b's pod (priority high, 1 cpu) arrives: room only an eviction makes."""
+    operator started, then job b's pod (priority high, 1 cpu) arrives: room only an eviction makes.
+    ``first`` (given the namespace) makes what must be created before the operator starts."""
     sched = client.SchedulingV1Api(k.api)
     for name, value in (("low", 10), ("high", 1000)):
         sched.create_priority_class({"metadata": {"name": name}, "value": value})
@@ -59,6 +63,8 @@ def _a_full_node_then_b(k: Kube, start_operator: Start, namespace: str) -> tuple
         {**podgroup("a", 1, queue="q"), "spec": {"minMember": 1, "queue": "q", "priorityClassName": "low"}},
     )
     k.pods(ns, *(_lingering(pod(f"a-{i}", cpu="1", group="a")) for i in range(2)))
+    if first is not None:
+        first(ns)
     op = start_operator()
     wait_for(lambda: len(k.bound(ns)) == 2, 30, what="job a fills the node")
     k.podgroup(
@@ -129,12 +135,14 @@ def test_the_room_an_eviction_frees_is_claimed_for_its_pod_and_said_so(
     assert again.count == 1
 
 
-def _claiming(k: Kube, start_operator: Start, namespace: str) -> tuple[str, OperatorProcess, str]:
+def _claiming(
+    k: Kube, start_operator: Start, namespace: str, *, first: Callable[[str], None] | None = None
+) -> tuple[str, OperatorProcess, str]:
     """The claim test's start (job b's pod preempts one of job a's on n1 and claims its room), and
     b-0's ``status.nominatedNodeName`` read while the victim terminates: the claim's node. Returns the
     namespace, the operator and the victim's name."""
     _with_claims(k)
-    ns, op = _a_full_node_then_b(k, start_operator, namespace)
+    ns, op = _a_full_node_then_b(k, start_operator, namespace, first=first)
 
     def nominated() -> str | None:
         return k.core.read_namespaced_pod_status("b-0", ns).status.nominated_node_name  # type: ignore[no-any-return]
@@ -212,6 +220,36 @@ def test_a_pod_whose_podgroup_is_missing_is_told_so(k: Kube, start_operator: Sta
 
     k.podgroup(ns, podgroup("ghost", 1))
     wait_for(lambda: k.bound(ns).get(f"{ns}/lost"), 30, what="bound once its PodGroup exists")
+
+
+def test_a_nomination_survives_a_failover(k: Kube, start_operator: Start) -> None:
+    """The operator restarted while the victim terminates: the new leader reads b-0's nominated node
+    back and holds the room for it (kube-scheduler keeps honouring a nominated node it finds). Job o,
+    of b's priority and made before it (gated until the restart), would otherwise take that room first,
+    and b-0 would lose what was evicted for it."""
+
+    def competitor(ns: str) -> None:
+        k.podgroup(
+            ns,
+            {
+                **podgroup("o", 1, queue="q"),
+                "spec": {"minMember": 1, "queue": "q", "priorityClassName": "high"},
+            },
+        )
+        gated = pod("o-0", cpu="1", group="o")
+        gated["spec"]["schedulingGates"] = [{"name": "example.com/later"}]
+        k.pods(ns, gated)
+
+    ns, op, victim = _claiming(k, start_operator, "nominated-failover", first=competitor)
+    op.stop()
+    k.core.patch_namespaced_pod("o-0", ns, {"spec": {"schedulingGates": None}})
+    op = start_operator()
+    _more_sessions(op)  # the new leader's first sessions: the nomination is its claim, not cleared
+    assert k.core.read_namespaced_pod_status("b-0", ns).status.nominated_node_name == "n1"
+    k.core.delete_namespaced_pod(victim, ns, grace_period_seconds=0)
+    wait_for(lambda: k.bound(ns).get(f"{ns}/b-0"), 40, what="b-0 bound", operator=op)
+    assert k.core.read_namespaced_pod("b-0", ns).spec.node_name == "n1"
+    assert k.core.read_namespaced_pod("o-0", ns).spec.node_name is None  # (it waits for a-1, its victim)
 
 
 def test_objects_the_cache_rejects_get_an_event_once_even_across_restarts(

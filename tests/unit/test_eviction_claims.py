@@ -14,7 +14,8 @@ from volsched.cache.state import ClusterState
 from volsched.framework.decisions import SessionResult
 from volsched.framework.registry import load_config, make_actions
 from volsched.framework.runner import close_session, open_session
-from volsched.plugins.reservation import CARRY, CLAIMS
+from volsched.model.errors import InputError
+from volsched.plugins.reservation import CARRY, CLAIMS, NOMINATIONS_READ
 from volsched.simulate.documents import iso
 
 Obj = dict[str, Any]
@@ -209,3 +210,98 @@ def test_a_claim_that_ends_unplaced_leaves_no_nominated_node(objects: list[Obj])
 def test_without_claims_nothing_is_nominated() -> None:
     result = session(base(node("n1", gpu="4"), waiting("c", gpu=4, ago=30)))
     assert (placed(result), result.nominated) == ({"ns/c": "n1"}, {})
+
+
+# --- a nomination an earlier leader wrote, taken over ----------------------------------------------------
+
+
+def nominated(obj: Obj, node_name: str) -> Obj:
+    """``obj`` with ``status.nominatedNodeName`` (written by the leader before this one)."""
+    return {**obj, "status": {**(obj.get("status") or {}), "nominatedNodeName": node_name}}
+
+
+def terminating(obj: Obj) -> Obj:
+    return {**obj, "metadata": {**obj["metadata"], "deletionTimestamp": iso(NOW)}}
+
+
+#: n1's victim terminates (its room is not free yet); ``o`` was created before ``c``, so it would go first.
+FAILOVER = [node("n1", gpu="4"), terminating(running("v", on="n1", gpu=4)), waiting("o", gpu=4, ago=60)]
+
+
+@pytest.mark.parametrize(
+    ("pod", "expected"),
+    [
+        pytest.param(nominated(waiting("c", gpu=4, ago=30), "n1"), "n1", id="pending-ours"),
+        pytest.param(waiting("c", gpu=4, ago=30), "", id="none"),
+        pytest.param(nominated(running("c", on="n1", gpu=4), "n1"), "", id="bound"),
+        pytest.param(nominated({**waiting("c", gpu=4, ago=30), "spec": {
+            **waiting("c", gpu=4, ago=30)["spec"], "schedulerName": "default-scheduler"}}, "n1"), "",
+            id="another-schedulers"),
+    ],
+)  # fmt: skip
+def test_a_pods_nominated_node_is_decoded_only_while_it_is_ours_and_pending(pod: Obj, expected: str) -> None:
+    state = ClusterState()
+    state.apply(pod)
+    assert state.tasks["ns/c"].nominated_node == expected
+
+
+def test_a_nomination_found_is_a_claim_in_the_first_session() -> None:
+    """The defect: a new leader (after a failover while the victim terminated) had no claims, so the room
+    evicted for ``c`` went to ``o``, created before it, and ``c`` lost what was evicted for it."""
+    result = session(base(*FAILOVER, nominated(waiting("c", gpu=4, ago=30), "n1")))
+    assert result.carryover[CLAIMS] == {"ns/c": ["ns/c", "n1"]}
+    assert result.nominated == {"ns/c": "n1"}  # (what the writer finds there: kept, not cleared)
+    assert "1 node(s) whose room an eviction freed for another pod" in result.unschedulable["ns/o"]
+    assert not [e for e in result.events if e.reason == "Nominated"]  # told once, by the leader that made it
+
+
+def test_without_the_nomination_the_room_goes_to_whichever_pod_comes_first() -> None:
+    result = session(base(*FAILOVER, waiting("c", gpu=4, ago=30)))
+    assert (CLAIMS in result.carryover, result.nominated) == (False, {})
+    assert "ns/o" not in result.unschedulable
+
+
+@pytest.mark.parametrize(
+    ("objects", "on", "expected"),
+    [
+        pytest.param([node("n1", gpu="4"), waiting("o", gpu=4, ago=60)], "gone", {"ns/o": "n1"},
+                     id="its-node-gone-dropped"),
+        pytest.param([node("n0", gpu="4"), node("n1", gpu="4")], "n1", {"ns/c": "n1"},
+                     id="placed-on-its-node-it-ends"),
+        pytest.param([node("n1", gpu="2")], "n1", {}, id="room-free-not-placed-it-ends"),
+        pytest.param([node("n1", gpu="4"), running("v", on="n1", gpu=4)], "n1", {},
+                     id="nothing-being-freed-for-it-it-ends"),
+    ],
+)  # fmt: skip
+def test_a_nomination_taken_over_ends_as_a_claim_made_here(
+    objects: list[Obj], on: str, expected: dict[str, str]
+) -> None:
+    result = session(base(*objects, nominated(waiting("c", gpu=4, ago=30), on)))
+    assert (placed(result), result.nominated) == (expected, {})
+    assert CLAIMS not in result.carryover
+
+
+def test_a_nomination_is_taken_over_in_the_first_session_only() -> None:
+    """Later, a nominated node the pod still shows is one this leader ended (the writer clears it; the
+    watch has not shown that yet): it is not a claim again."""
+    state = ClusterState()
+    for obj in base(*FAILOVER, nominated(waiting("c", gpu=4, ago=30), "n1")):
+        state.apply(obj)
+    state.carryover = {NOMINATIONS_READ: True}
+    result = run_session(state)
+    assert (CLAIMS in result.carryover, result.nominated) == (False, {})
+
+
+def test_a_claim_held_wins_over_what_the_pod_says() -> None:
+    state = ClusterState()
+    for obj in base(node("n2", gpu="4"), terminating(running("w", on="n2", gpu=4)), *FAILOVER,
+                    nominated(waiting("c", gpu=4, ago=30), "n1")):  # fmt: skip
+        state.apply(obj)
+    state.carryover = {CLAIMS: {"ns/c": ["ns/c", "n2"]}}
+    result = run_session(state)
+    assert result.nominated == {"ns/c": "n2"}
+
+
+def test_a_nominated_node_not_a_string_is_refused_with_its_field() -> None:
+    with pytest.raises(InputError, match=r"Pod ns/c: status.nominatedNodeName must be a string"):
+        ClusterState().apply(nominated(waiting("c", gpu=4, ago=30), ["n1"]))  # type: ignore[arg-type]

@@ -944,8 +944,9 @@ class KubeWriter:
         """The writes that make our pods' ``status.nominatedNodeName`` say ``result.nominated``: set
         where it names another node (or none), cleared where this writer knows it says one the
         session no longer nominates. The first time under a holding of the Lease, every pod of ours
-        that says one is read from the cache (a claim of an earlier leader, gone with it): cleared
-        unless nominated again. A pod bound is never nominated; the apiserver clears its nominated
+        that says one is read from the cache (a claim of an earlier leader): kept where the session
+        nominates it again (the engine's first session takes such claims over, see
+        ``plugins/reservation.py``), cleared where it does not (its node or its pod's wait is gone). A pod bound is never nominated; the apiserver clears its nominated
         node as it binds it (``ClearingNominatedNodeNameAfterBinding``, on by default since 1.35);
         where it still says one once the cache shows it bound (an older apiserver), it is cleared."""
         desired = result.nominated

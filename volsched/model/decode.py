@@ -857,6 +857,15 @@ def build_task(
         ours=scheduler_name in scheduler_names and not spec.get("schedulingGates"),
         owner_ref=owner_ref,
     )
+    if task.status is TaskStatus.PENDING and task.ours:
+        # The room an earlier leader claimed for it (its nominated node): the reservation takes it over.
+        nominated = (pod.get("status") or {}).get("nominatedNodeName")
+        if nominated:
+            if not isinstance(nominated, str):
+                raise InputError(
+                    f"{where}: status.nominatedNodeName must be a string, got {_short(nominated)}"
+                )
+            task.nominated_node = intern(nominated)
     if parsed.placement_key is None or task.resource_claims:  # not shared: computed from the task
         task.placement_key = intern(placement_key(task))
     else:

@@ -163,6 +163,9 @@ class Task:
     owner: str | None = None
     #: ``status.startTime`` (Unix seconds; 0: not started, or not known).
     start_time: float = 0.0
+    #: ``status.nominatedNodeName`` of a pending pod of ours ("" for none, and for any other pod): the
+    #: room a leader before this one claimed for it, which the ``reservation`` plugin takes over.
+    nominated_node: str = ""
     #: ``spec.priorityClassName`` ("" when none): what a queue's ``priorityClasses`` allows.
     priority_class: str = ""
     #: ``spec.activeDeadlineSeconds``: the kubelet ends the pod that long after it started (None: no limit).

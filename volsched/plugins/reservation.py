@@ -32,6 +32,9 @@ CARRY = "reservation"
 #: The carryover key of the claims: room evictions freed, held for the pods it was freed for (pod key ->
 #: [job key, node name]).
 CLAIMS = "reservation.claims"
+#: The carryover key that says the pods' nominated nodes were read (a leader's first session takes over
+#: each pending pod's ``status.nominatedNodeName`` it holds no claim for: an earlier leader's claim).
+NOMINATIONS_READ = "reservation.nominations-read"
 #: A claimant's score on its node, past any other plugin's: it goes back where its victims were.
 _CLAIM_SCORE = 1e9
 PENDING = TaskStatus.PENDING
@@ -380,6 +383,27 @@ class _Claims:
         return [("node(s) whose room an eviction freed for another pod", count)] if count else []
 
 
+def _take_nominations(session: ExtensionPoints) -> None:
+    """The first session (of a leader, or of a simulation) takes each pending pod's nominated node
+    (``Task.nominated_node``: an earlier leader's claim, written to its status) as a claim carried into
+    it, where it holds none for the pod; :class:`_Claims` drops one whose node is gone. Later sessions
+    do not: a nominated node they see is one this leader wrote, or one it ended and clears."""
+    session.carryover[NOMINATIONS_READ] = True
+    held: dict[str, list[str]] | None = session.carryover.get(CLAIMS)
+    found: dict[str, list[str]] = {}
+    for job in session.jobs.values():
+        for task in job.tasks.values():
+            if (
+                task.nominated_node
+                and task.status is PENDING
+                and task.schedulable_by_us
+                and (held is None or task.key not in held)
+            ):
+                found[task.key] = [task.job_key, task.nominated_node]
+    if found:
+        session.carryover[CLAIMS] = {**(held or {}), **found}
+
+
 def _claims_after(session: ExtensionPoints, claims: _Claims | None) -> dict[str, list[str]]:
     """The claims to carry to the next session: each pod pipelined onto a node where this session
     evicted, or still pipelined where it claimed room before (see :class:`_Claims`)."""
@@ -476,6 +500,8 @@ class Reservation(BasePlugin):
         self.wait = arguments.duration("waitTime", 0.0, allow_zero=True)
 
     def on_session_open(self, session: ExtensionPoints) -> None:
+        if NOMINATIONS_READ not in session.carryover:
+            _take_nominations(session)
         held = session.carryover.get(CLAIMS)
         claims = _Claims(session, held) if held else None
         if claims is not None and not claims.claims:
