@@ -122,3 +122,18 @@ def test_a_lease_lost_while_catching_up_stops_the_listing_and_the_session(
     assert operator.loop.run_once() is None
     assert len(reads.asked) == 2  # the third page is never asked for
     assert operator.loop.pods_read_at == 0.0  # the next holding catches up again
+
+
+def test_what_an_earlier_holding_carried_is_dropped_once_caught_up(
+    operator: Operator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replica that takes the Lease back starts as a fresh one does: its claims and markers from before
+    may be stale, and the nominations another leader wrote meanwhile are read again by the first session."""
+    reads = _Pages([429, [_pod("a", 5)]])
+    _take_over(operator, monkeypatch, reads, _Lease([]))
+    carried = {"reservation.nominations-read": True, "reservation.claims": {"ns/b": "n1"}}
+    operator.state.carryover = carried
+    assert operator.loop.run_once() is None  # throttled: not caught up, nothing dropped yet
+    assert operator.state.carryover is carried
+    assert operator.loop.catch_up()
+    assert operator.state.carryover == {}

@@ -192,7 +192,10 @@ class SessionLoop:
         read them all: it runs on the session thread, and never holds it past what the Lease allows.
         The listing comes in pages, the Lease renewed between them when due; a page's request never
         outlasts the fenced window; a 429 is not waited out (raised: the next session, after renewing,
-        reads again). False when the Lease was lost meanwhile (the next holder catches up)."""
+        reads again). False when the Lease was lost meanwhile (the next holder catches up).
+        Read them all, the plugins' carryover from an earlier holding is dropped: the first session
+        starts from what the cluster says, as a freshly started replica's does (another leader may have
+        nominated pods, reserved or evicted meanwhile)."""
         started = time.monotonic()
         read = 0
         for name in sorted(self.settings.scheduler_names):
@@ -204,6 +207,7 @@ class SessionLoop:
                     log.info("lost the lease while catching up (%d pods read); not scheduling", read)
                     return False
         self.pods_read_at = started
+        self.state.carryover = {}
         log.info("caught up after taking the lease over: %d pods read", read)
         return True
 
