@@ -1,5 +1,6 @@
 """``volsched run``'s webhook certificate flags that cannot work together are refused at once (exit 2,
-saying why on stderr, as the parser's own refusals do), before anything talks to a cluster."""
+saying why on stderr) by the parser, as every other flag that does not fit, before anything talks to a
+cluster."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ CASES = [
 
 @pytest.mark.parametrize(("args", "said"), CASES)
 def test_refused(args: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--webhook-port", "9443", *args]) == 2
+    with pytest.raises(SystemExit) as refused:
+        main(["--webhook-port", "9443", *args])
+    assert refused.value.code == 2
     out, err = capsys.readouterr()
     assert said in err and said not in out

@@ -519,19 +519,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["--"]:
         argv = argv[1:]
     args = build_parser().parse_args(argv)
-    if args.webhook_cert_dir and args.webhook_cert_secret:
-        print(
-            "volsched run: --webhook-cert-dir and --webhook-cert-secret exclude each other", file=sys.stderr
-        )
-        return 2
-    if args.webhook_cert_secret and not (args.webhook_service or args.webhook_url_host):
-        # Each replica's own address in one shared certificate would make it grow with every new pod.
-        print(
-            "volsched run: --webhook-cert-secret needs a name every replica answers to: --webhook-service "
-            "(or --webhook-url-host)",
-            file=sys.stderr,
-        )
-        return 2
     levels = parse_log_levels(str(args.log_level))
     logging.basicConfig(level=levels.pop(""), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kopf").setLevel(logging.WARNING)

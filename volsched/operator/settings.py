@@ -151,6 +151,14 @@ class _RunParser(argparse.ArgumentParser):
             parsed.bind_workers_first = min(WriterSettings().bind_workers_first, max(1, most))
         elif max(1, first) > max(1, most):  # (0 is one, for both)
             self.error(f"--bind-workers-first {first} is more than --bind-workers {most}")
+        if parsed.webhook_cert_dir and parsed.webhook_cert_secret:
+            self.error("--webhook-cert-dir and --webhook-cert-secret exclude each other")
+        if parsed.webhook_cert_secret and not (parsed.webhook_service or parsed.webhook_url_host):
+            # Each replica's own address in one shared certificate would make it grow with every new pod.
+            self.error(
+                "--webhook-cert-secret needs a name every replica answers to: --webhook-service "
+                "(or --webhook-url-host)"
+            )
         return parsed, rest
 
 
