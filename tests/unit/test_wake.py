@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from queue import SimpleQueue
 from types import SimpleNamespace
 from typing import Any
 
@@ -926,19 +927,23 @@ def test_the_operator_rings_when_a_poll_read_behind_the_sessions_finds_a_new_con
         ).read_text()
         version = ["1"]
         reads: list[str] = []
+        readers: SimpleQueue[threading.Thread] = SimpleQueue()  # each read's thread, as it reads
 
         def read(at_start: bool) -> ConfigMapText:
             reads.append(threading.current_thread().name)
+            readers.put(threading.current_thread())
             return ConfigMapText(resource_version=version[0], uid="u", text=text)
 
         def poll() -> Rings:
-            """A poll falls due; keep_up starts its read behind; what rang once that read is made."""
+            """A poll falls due; keep_up starts its read behind; what rang once that read's thread ended
+            (it rings after it is no longer fetching: waiting for the flag alone could look too soon)."""
             op.reloader._checked = -math.inf
             n = len(reads)
             op.loop.keep_up()
-            deadline = time.monotonic() + 10
-            while (len(reads) == n or op.reloader._fetching) and time.monotonic() < deadline:
-                time.sleep(0.01)
+            reader = readers.get(timeout=10)  # the read, made on its own thread
+            assert len(reads) == n + 1 and reader is not threading.current_thread()
+            reader.join(10)  # that thread ended: it rang, or never will
+            assert not reader.is_alive()
             return op.state.doorbell.take()
 
         op.lease.ensure = lambda: True  # type: ignore[method-assign]
@@ -946,6 +951,7 @@ def test_the_operator_rings_when_a_poll_read_behind_the_sessions_finds_a_new_con
         op.reloader.read = read  # type: ignore[method-assign]
         op.state.doorbell.take()
         op.loop.keep_up()  # the first read, at once
+        assert readers.get_nowait() is threading.current_thread()
         assert op.state.doorbell.take() == CONFIG and op.config.source.endswith("(resourceVersion 1)")
         assert poll() == NONE  # the same version: nothing to act on
         op.loop.keep_up()  # judges that read: nothing new
