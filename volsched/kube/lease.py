@@ -2,9 +2,10 @@
 
 The holder renews the Lease every ``renew_every`` seconds -- before each session and before each batch of
 writes inside a session; on a thread of its own, nobody waiting, while the Lease is its own for longer than
-``renew_every`` yet -- and writes only while it is *sure* it still holds it: its local deadline is
-the (monotonic) time it sent its last successful renewal, plus the lease duration, minus a safety margin
-(:meth:`LeaderLease.time_left`). Each write checks that deadline before it is sent, and its client timeout
+``renew_every`` yet; one write of the Lease as its last write was answered, read first only when that
+write failed or another wrote since (409) -- and writes only while it is *sure* it still holds it: its
+local deadline is the (monotonic) time it sent its last successful renewal, plus the lease duration,
+minus a safety margin (:meth:`LeaderLease.time_left`). Each write checks that deadline before it is sent, and its client timeout
 never reaches past the lease's expiry (:meth:`LeaderLease.call_timeout`), so a replica that is slow, cut
 off or paused stops writing before another one can take the Lease over.
 
@@ -22,7 +23,6 @@ wall clock) with its own wall clock, so clock skew between replicas must stay be
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -34,7 +34,7 @@ from urllib.parse import quote
 from volsched.kube.errors import ApiException
 from volsched.kube.health import ApiHealth, is_unreachable
 from volsched.kube.kubeconfig import AnyApi
-from volsched.kube.rest import LeanRest
+from volsched.kube.rest import LeanRest, loads
 from volsched.records import dataclass
 from volsched.redaction import error_summary
 
@@ -99,10 +99,12 @@ class LeaderLease:
         health: ApiHealth | None = None,
         direct_until: threading.Event | None = None,
     ) -> None:
-        #: Plain JSON on the client's pooled connections (the client's CoordinationV1Api would build
-        #: and parse its models on every renewal, and import them at start); over the direct path until
-        #: ``direct_until`` is set (see :class:`~volsched.kube.rest.LeanRest`).
-        self.rest = LeanRest(api, direct=False, direct_until=direct_until)
+        #: Plain JSON (the client's CoordinationV1Api would build and parse its models on every renewal,
+        #: and import them at start), over the direct path wherever the configuration allows it: a
+        #: renewal behind parks its thread's connection for the next one (:meth:`_renew_later`), and the
+        #: session thread keeps its own. aiohttp's client where the direct path cannot go (a proxy, a TLS
+        #: server name), and before ``direct_until`` is set (as before: unused since).
+        self.rest = LeanRest(api, direct=None, direct_until=direct_until)
         self.health = health or ApiHealth()
         self.settings = settings
         self.identity = identity
@@ -118,6 +120,10 @@ class LeaderLease:
         self._last_renew = 0.0  # monotonic time the last successful renewal was sent
         self._last_try = -1e9
         self._stopped = False
+        #: The Lease as our last write of it was answered (its resourceVersion the apiserver's then): the
+        #: next renewal writes it again at once, without reading it first (:meth:`_renew_as_written`).
+        #: None when unknown (never written, or a write of ours failed since).
+        self._written: dict[str, Any] | None = None
         #: Monotonic time the request that last made us the holder was sent (not a renewal).
         self.acquired_at = 0.0
         #: How we last became the holder: "created", "released" (the holder gave it up) or "expired".
@@ -194,11 +200,15 @@ class LeaderLease:
 
     def _renew_later(self) -> None:
         """:meth:`_renew_behind`'s thread: once :attr:`wait_quiet` returned (at most :data:`QUIET_WAIT`
-        seconds, and never past half the time the Lease is ours beyond ``renew_every``), the renewal."""
+        seconds, and never past half the time the Lease is ours beyond ``renew_every``), the renewal. Its
+        direct connection is parked as the thread ends, for the next renewal's thread."""
         wait = self.wait_quiet
-        if wait is not None:
-            wait(max(0.0, min(QUIET_WAIT, (self.time_left() - self.settings.renew_every) / 2)))
-        self._renew(acquire=False)
+        try:
+            if wait is not None:
+                wait(max(0.0, min(QUIET_WAIT, (self.time_left() - self.settings.renew_every) / 2)))
+            self._renew(acquire=False)
+        finally:
+            self.rest.park()
 
     def _renew(self, *, acquire: bool) -> bool:
         if self._stopped:
@@ -242,7 +252,7 @@ class LeaderLease:
 
     def _read(self, timeout: float) -> dict[str, Any]:
         s = self.settings
-        lease: dict[str, Any] = json.loads(
+        lease: dict[str, Any] = loads(
             self.rest.request("GET", lease_path(s.namespace, s.name), timeout=timeout)
         )
         return lease
@@ -250,7 +260,44 @@ class LeaderLease:
     def _replace(self, lease: dict[str, Any], timeout: float) -> None:
         """A PUT of the Lease as read (its resourceVersion: it fails with 409 when another wrote since)."""
         s = self.settings
-        self.rest.request("PUT", lease_path(s.namespace, s.name), lease, timeout=timeout)
+        self._written = None  # unknown until answered
+        answer = self.rest.request("PUT", lease_path(s.namespace, s.name), lease, timeout=timeout)
+        self._keep(answer)
+
+    def _keep(self, answer: bytes) -> None:
+        """Keep the Lease as a write of ours was answered, for the next renewal (:attr:`_written`)."""
+        try:
+            lease = loads(answer)
+        except ValueError:
+            return
+        if (
+            isinstance(lease, dict)
+            and isinstance(lease.get("metadata"), dict)
+            and lease["metadata"].get("resourceVersion")
+        ):
+            self._written = lease
+
+    def _renew_as_written(self, written: dict[str, Any]) -> bool:
+        """A renewal while the Lease is ours: the Lease as our last write was answered, written again with
+        a new renewTime, without reading it first (as client-go's leader election renews). Its
+        resourceVersion is the one that write made: should anyone have written the Lease since, the PUT
+        fails with 409 and the Lease is read as before (returns False); a renewal is one request instead
+        of two. Any other failure is raised (the next renewal reads the Lease first)."""
+        s = self.settings
+        spec = written.get("spec")
+        if not isinstance(spec, dict) or spec.get("holderIdentity") != self.identity:
+            return False
+        transitions = int(spec.get("leaseTransitions") or 0)
+        lease = {**written, "spec": self._spec(_ts(spec.get("acquireTime")) or time.time(), transitions)}
+        sent = time.monotonic()
+        try:
+            self._replace(lease, self.call_timeout(s.duration / 2))
+        except ApiException as exc:
+            if exc.status == 409:
+                return False
+            raise
+        self._won(sent)
+        return True
 
     def _won(self, sent: float, *, how: str = "") -> None:
         if self._stopped:
@@ -262,6 +309,9 @@ class LeaderLease:
 
     def _try_acquire(self, *, acquire: bool = True) -> None:
         s = self.settings
+        written, self._written = self._written, None
+        if written is not None and self.is_leader and not self._stopped and self._renew_as_written(written):
+            return
         try:
             lease = self._read(s.duration / 2)
         except ApiException as exc:
@@ -276,7 +326,7 @@ class LeaderLease:
             if self._stopped:  # shut down while reading: nothing more is written
                 return
             sent = time.monotonic()
-            self.rest.request("POST", lease_path(s.namespace), body, timeout=s.duration / 2)
+            self._keep(self.rest.request("POST", lease_path(s.namespace), body, timeout=s.duration / 2))
             log.info("lease %s/%s: acquired (created) by %s", s.namespace, s.name, self.identity)
             self._won(sent, how="created")
             return
