@@ -19,7 +19,7 @@ from volsched.cycle import BOUND
 from volsched.framework.decisions import Bind
 from volsched.kube.health import ApiHealth
 from volsched.kube.lister import WATCHED, WatchedKind
-from volsched.kube.prune import prune_node, prune_pod
+from volsched.kube.prune import EVENT_DECODERS, prune_node, prune_pod
 from volsched.kube.watch import ListWatch, Stopped
 from volsched.kube.writer import KubeWriter
 from volsched_dev.devcluster import LocalControlPlane
@@ -77,13 +77,25 @@ def create_pods(api: client.ApiClient, ns: str, *names: str) -> None:
         core.create_namespaced_pod(ns, body)
 
 
+@pytest.mark.parametrize(
+    "pruned_events", [False, True], ids=["events decoded whole", "events pruned as decoded"]
+)
 def test_the_list_comes_in_pages_pruned_then_the_watch_follows_in_order(
-    kube: client.ApiClient, namespace: str, watcher: Callable[..., ListWatch]
+    kube: client.ApiClient, namespace: str, watcher: Callable[..., ListWatch], pruned_events: bool
 ) -> None:
     names = [f"p{i}" for i in range(7)]
     create_pods(kube, namespace, *names)
     rec = Recorder(namespace)
-    w = watcher(PODS, rec, page_size=3)  # several pages even on a shared apiserver
+    taken: list[str] = []  # the events the pruned decode took (the operator's way), by type
+
+    def decode(data: bytes) -> dict[str, Any] | None:
+        event = EVENT_DECODERS["Pod"](data)
+        if event is not None:
+            taken.append(event["type"])
+        return event
+
+    extra = {"decode_event": decode} if pruned_events else {}
+    w = watcher(PODS, rec, page_size=3, **extra)  # several pages even on a shared apiserver
     w.start()
     assert w.synced.wait(30)
     assert rec.names("ADDED") == set(names)
@@ -104,6 +116,8 @@ def test_the_list_comes_in_pages_pruned_then_the_watch_follows_in_order(
     versions = [int(rv) for _, _, rv, _ in rec.events[len(names) :]]
     assert versions == sorted(versions)
     assert w.lists == 1
+    if pruned_events:  # the apiserver's events of every type were taken (the shared namespace's too)
+        assert {"ADDED", "MODIFIED", "DELETED"} <= set(taken)
 
 
 def test_a_listing_stopped_midway_ends_at_its_next_page(kube: client.ApiClient, namespace: str) -> None:

@@ -26,7 +26,8 @@ building it, then the few rules no type says (the last-applied annotation, the v
 condition) are applied: the same dicts as :func:`prune_pod` and :func:`prune_node` give, at about a
 third of the CPU of decoding the page whole and pruning it. A page with a field of an unexpected shape
 (a ``null`` or a string where a map is expected) is not decoded so: its caller decodes and prunes it
-whole, as before.
+whole, as before. A watch event of a Pod or Node is decoded the same way (:func:`decode_event_pruned`):
+an arriving pod's event, with its ``managedFields``, is on the pod's way to its session.
 """
 
 from __future__ import annotations
@@ -327,4 +328,35 @@ def decode_pruned(kind: str, data: bytes) -> dict[str, Any] | None:
 #: Kinds whose pages :func:`decode_pruned` decodes, and its function for each.
 PAGE_DECODERS: dict[str, Callable[[bytes], dict[str, Any] | None]] = {
     kind: functools.partial(decode_pruned, kind) for kind in _DECODERS
+}
+
+#: A watch event's types whose object is a Pod or Node (an ERROR's is a Status, a BOOKMARK's a stub).
+_OBJECT_EVENTS = frozenset(("ADDED", "MODIFIED", "DELETED"))
+_EVENT_DECODERS: dict[str, tuple[msgspec.json.Decoder[Any], Callable[[RawDict], None]]] = {
+    kind: (msgspec.json.Decoder(_shape(f"{kind}Event", ("type", "object"), type=str, object=shape)), finish)
+    for kind, shape, finish in (("Pod", _POD, _finish_pod), ("Node", _NODE, _finish_node))
+}
+
+
+def decode_event_pruned(kind: str, data: bytes) -> dict[str, Any] | None:
+    """A watch event of a Pod or Node (``kind``: ADDED, MODIFIED or DELETED) decoded with its object
+    pruned as :data:`PRUNERS` prunes it, as :func:`decode_pruned` decodes a listing's page (what a pod's
+    event carries besides, its ``managedFields`` the most, is skipped, not built); None for another
+    type (an ERROR's object is a Status, a BOOKMARK's a stub) or a field of a shape the types do not
+    take: then the caller decodes and prunes it whole."""
+    decoder, finish = _EVENT_DECODERS[kind]
+    try:
+        event: dict[str, Any] = decoder.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    obj = event.get("object")
+    if event.get("type") not in _OBJECT_EVENTS or obj is None:
+        return None
+    finish(obj)
+    return event
+
+
+#: Kinds whose watch events :func:`decode_event_pruned` decodes, and its function for each.
+EVENT_DECODERS: dict[str, Callable[[bytes], dict[str, Any] | None]] = {
+    kind: functools.partial(decode_event_pruned, kind) for kind in _EVENT_DECODERS
 }

@@ -150,13 +150,15 @@ class ListWatch:
         early: EarlyListing | None = None,
         direct_until: threading.Event | None = None,
         decode_page: Callable[[bytes], RawDict | None] | None = None,
+        decode_event: Callable[[bytes], RawDict | None] | None = None,
     ) -> None:
         """``early``: the first pages of this kind's first listing, asked for at the process's start
         (:mod:`~volsched.kube.early`); its first listing takes what came, asks for the rest.
         ``direct_until``: the listings' pages over the direct path until it is set (aiohttp's client
         after: :class:`~volsched.kube.rest.LeanRest`). ``decode_page``: decodes a listing's page with its
         items pruned as ``prune`` would (:func:`~volsched.kube.prune.decode_pruned`), or None for a page
-        it does not take (decoded whole and pruned then)."""
+        it does not take (decoded whole and pruned then). ``decode_event``: the same for a watch event
+        (:func:`~volsched.kube.prune.decode_event_pruned`)."""
         self.api = api
         self.kind = kind
         self.on_event = on_event
@@ -192,6 +194,7 @@ class ListWatch:
         self._early = early
         self._direct_until = direct_until
         self.decode_page = decode_page
+        self.decode_event = decode_event
 
     # --- lifecycle -------------------------------------------------------------------------------------------
 
@@ -482,8 +485,13 @@ class ListWatch:
         if self._stop.is_set():
             return
         self._succeeded()
+        decode = self.decode_event
         for line in lines:
-            self._dispatch(loads(line))
+            event = decode(line) if decode is not None else None
+            if event is None:  # no pruned decoder, or an event it does not take: decoded whole
+                self._dispatch(loads(line))
+            else:
+                self._dispatch(event, pruned=True)
             if self._stop.is_set():
                 break
 
@@ -510,7 +518,8 @@ class ListWatch:
             stream.close()
         return self.resource_version
 
-    def _dispatch(self, event: RawDict) -> None:
+    def _dispatch(self, event: RawDict, *, pruned: bool = False) -> None:
+        """One event handed over (``pruned``: its object decoded pruned already)."""
         type_ = event.get("type")
         obj = event.get("object") or {}
         if type_ == "ERROR":
@@ -526,7 +535,7 @@ class ListWatch:
             return
         if type_ not in ("ADDED", "MODIFIED", "DELETED"):
             return
-        obj = self._stamp(obj)
+        obj = self._stamp(obj, pruned=pruned)
         key = _key(obj)
         version = None if type_ == "DELETED" else (rv, uid_of(obj))
         self._hand(str(type_), obj, key, version)

@@ -30,7 +30,7 @@ from volsched.kube.health import ApiHealth
 from volsched.kube.latency import PodLatency
 from volsched.kube.lister import WATCHED
 from volsched.kube.podgroups import PodGroupCreator
-from volsched.kube.prune import PAGE_DECODERS, PRUNERS
+from volsched.kube.prune import EVENT_DECODERS, PAGE_DECODERS, PRUNERS
 from volsched.kube.watch import ApiError, ListWatch
 from volsched.kube.writer import KubeWriter
 from volsched.model.raw import meta_of, uid_of
@@ -81,6 +81,7 @@ class WatchFeed:
                 on_event=self._lean_handler(k.kind),
                 prune=PRUNERS.get(k.kind),
                 decode_page=PAGE_DECODERS.get(k.kind),
+                decode_event=EVENT_DECODERS.get(k.kind),
                 health=health,
                 announce_recovery=False,  # the Lease, read every second, says when it answers again
                 early=(early or {}).get(k.kind),
