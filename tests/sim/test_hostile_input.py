@@ -219,6 +219,16 @@ HOSTILE: list[tuple[str, str | bytes, str]] = [
         r"document 2: line 5: kind: must be a non-empty string, got \{'List': 1\}",
     ),
     (
+        "pod-status-a-string",
+        NODE + _pod() + "status: Running\n",
+        r"document 2: Pod default/p: status must be a map, got str",
+    ),
+    (
+        "pod-node-name-a-number",
+        NODE + _pod(extra="  nodeName: 5\n"),
+        r"document 2: Pod default/p: spec.nodeName must be a string, got 5",
+    ),
+    (
         "integer-of-5000-digits",
         NODE + _pod(extra="  priority: " + "9" * 5000 + "\n"),
         r"document 2: cannot load: Exceeds the limit",

@@ -784,6 +784,9 @@ def build_task(
     annotations = _shared_map(meta.get("annotations"), where=f"{where}: metadata.annotations")
     labels = _shared_map(meta.get("labels"), where=f"{where}: metadata.labels")
     parsed = _parsed_spec(pod, spec, ns=ns, labels=labels, where=where)
+    _map_value(pod.get("status"), where=f"{where}: status")
+    if not isinstance(spec.get("nodeName") or "", str):
+        raise InputError(f"{where}: spec.nodeName must be a string, got {_short(spec['nodeName'])}")
     status, node = pod_status(pod)
     priority = spec.get("priority")
     if priority is None:
