@@ -229,6 +229,11 @@ HOSTILE: list[tuple[str, str | bytes, str]] = [
         r"document 2: Pod default/p: spec.nodeName must be a string, got 5",
     ),
     (
+        "quota-spec-a-string",
+        NODE + "---\nkind: ResourceQuota\nmetadata: {name: weight}\nspec: hard\n",
+        r"document 2: ResourceQuota default/weight: spec must be a map, got str",
+    ),
+    (
         "integer-of-5000-digits",
         NODE + _pod(extra="  priority: " + "9" * 5000 + "\n"),
         r"document 2: cannot load: Exceeds the limit",

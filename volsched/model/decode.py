@@ -1131,8 +1131,9 @@ def quota_weight(quota: Raw) -> int:
 
 def quota_weight_and_problem(quota: Raw) -> tuple[int, str | None]:
     """The namespace weight one ResourceQuota declares (1 when missing or invalid), and why a weight
-    it declares is ignored (not a whole number >= 1), if one is."""
-    hard = (quota.get("spec") or {}).get("hard") or {}
+    it declares is ignored (not a whole number >= 1), if one is. A spec that is not a map is an
+    InputError naming it."""
+    hard = _map_value(quota.get("spec"), where=f"{object_ref(quota)}: spec").get("hard") or {}
     best = 1
     problems: list[str] = []
     if not isinstance(hard, _MAP):
