@@ -234,6 +234,13 @@ HOSTILE: list[tuple[str, str | bytes, str]] = [
         r"document 2: ResourceQuota default/weight: spec must be a map, got str",
     ),
     (
+        "device-class-cel-a-string",
+        NODE
+        + "---\nkind: DeviceClass\napiVersion: resource.k8s.io/v1\nmetadata: {name: gpu}\n"
+        + "spec: {selectors: [{cel: 'device.driver == \"x\"'}]}\n",
+        r"document 2: DeviceClass gpu: spec.selectors\[0\]: missing field cel.expression",
+    ),
+    (
         "integer-of-5000-digits",
         NODE + _pod(extra="  priority: " + "9" * 5000 + "\n"),
         r"document 2: cannot load: Exceeds the limit",

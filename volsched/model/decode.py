@@ -1245,7 +1245,8 @@ _REQUEST_UNSUPPORTED = {
 def _selectors(raw: Any, where: str) -> tuple[str, ...]:
     out: list[str] = []
     for i, s in enumerate(_list_field(raw, where=where)):
-        expr = (s.get("cel") or {}).get("expression") if isinstance(s, _MAP) else None
+        cel = s.get("cel") if isinstance(s, _MAP) else None
+        expr = cel.get("expression") if isinstance(cel, _MAP) else None
         if not isinstance(expr, str) or not expr:
             raise InputError(f"{where}[{i}]: missing field cel.expression")
         out.append(expr)
