@@ -62,7 +62,7 @@ def placed(result: SessionResult) -> dict[str, str]:
 
 
 #: The claimant ``c`` (4 GPUs) holds room on n1; ``o`` was created before it, so it would go first.
-CLAIM = {"ns/c": ["ns/c", "n1"]}
+CLAIM = {"ns/c": ["ns/c", "n1", "ns/c"]}  # (a pod with no uid: its key stands for it)
 
 
 @pytest.mark.parametrize(
@@ -118,7 +118,7 @@ def test_an_eviction_claims_the_room_it_frees_for_its_pod_and_says_so() -> None:
         base(node("n1", gpu="4"), running("v", on="n1", gpu=4), waiting("c", gpu=4, ago=30, priority="high"))
     )
     assert [e.pod for e in result.evictions] == ["ns/v"]
-    assert result.carryover[CLAIMS] == {"ns/c": ["ns/c", "n1"]}
+    assert result.carryover[CLAIMS] == {"ns/c": ["ns/c", "n1", "ns/c"]}
     [event] = [e for e in result.events if e.reason == "Nominated"]
     assert event.object == "Pod ns/c"
     assert "room on node n1" in event.message
@@ -144,11 +144,34 @@ def test_the_room_an_eviction_freed_goes_to_its_pod_at_the_next_session() -> Non
     assert CLAIMS not in second.carryover
 
 
+def test_a_pod_made_again_under_the_claimants_name_does_not_take_its_claim() -> None:
+    """The defect: the claims were carried by the pod's name alone, so a pod deleted and made again under
+    it (a StatefulSet's) took the room evicted for the one that went, over a pod that came before it, and
+    was given its nominated node."""
+    state = ClusterState()
+    claimant = waiting("c", gpu=4, ago=30, priority="high")
+    claimant["metadata"]["uid"] = "uid-old"
+    for obj in base(node("n1", gpu="4"), running("v", on="n1", gpu=4), claimant):
+        state.apply(obj)
+    first = run_session(state)
+    assert first.nominated == {"ns/c": "n1"}
+    state.delete("Pod", "ns", "v")
+    state.delete("Pod", "ns", "c")
+    state.apply(waiting("o", gpu=4, ago=90, priority="high"))
+    again = waiting("c", gpu=4, ago=1, priority="high")
+    again["metadata"]["uid"] = "uid-new"
+    state.apply(again)
+    state.carryover = first.carryover
+    second = run_session(state)
+    assert placed(second) == {"ns/o": "n1"}
+    assert second.nominated == {}
+
+
 def test_a_claimants_podgroup_says_the_room_is_held() -> None:
     group = podgroup("g", ns="ns", queue="q", min_member=1, phase="Inqueue", priority_class="high")
     claimant = pod("g-0", ns="ns", cpu="1", gpu="4", group="g", priority_class="high", created=iso(NOW - 30))
     result = session(base(node("n1", gpu="4"), running("v", on="n1", gpu=4), group, claimant))
-    assert result.carryover[CLAIMS] == {"ns/g-0": ["ns/g", "n1"]}
+    assert result.carryover[CLAIMS] == {"ns/g-0": ["ns/g", "n1", "ns/g-0"]}
     assert result.podgroups["ns/g"].reservation == (
         "room on node(s) n1 that evictions free is held for 1 pod(s) until they are placed"
     )
@@ -165,7 +188,7 @@ def test_a_claim_does_not_hold_room_against_the_job_the_reservation_is_held_for(
     state = ClusterState()
     for obj in base(node("n1", gpu="8"), node("n2", gpu="8"), group, *gang, waiting("c", gpu=4, ago=30)):
         state.apply(obj)
-    state.carryover = {CARRY: {"next": "ns/g"}, CLAIMS: {"ns/c": ["ns/c", "n2"]}}
+    state.carryover = {CARRY: {"next": "ns/g"}, CLAIMS: {"ns/c": ["ns/c", "n2", "ns/c"]}}
     assert sorted(placed(run_session(state))) == ["ns/g-0", "ns/g-1"]
 
 
@@ -249,7 +272,7 @@ def test_a_nomination_found_is_a_claim_in_the_first_session() -> None:
     """The defect: a new leader (after a failover while the victim terminated) had no claims, so the room
     evicted for ``c`` went to ``o``, created before it, and ``c`` lost what was evicted for it."""
     result = session(base(*FAILOVER, nominated(waiting("c", gpu=4, ago=30), "n1")))
-    assert result.carryover[CLAIMS] == {"ns/c": ["ns/c", "n1"]}
+    assert result.carryover[CLAIMS] == {"ns/c": ["ns/c", "n1", "ns/c"]}
     assert result.nominated == {"ns/c": "n1"}  # (what the writer finds there: kept, not cleared)
     assert "1 node(s) whose room an eviction freed for another pod" in result.unschedulable["ns/o"]
     assert not [e for e in result.events if e.reason == "Nominated"]  # told once, by the leader that made it
@@ -297,7 +320,7 @@ def test_a_claim_held_wins_over_what_the_pod_says() -> None:
     for obj in base(node("n2", gpu="4"), terminating(running("w", on="n2", gpu=4)), *FAILOVER,
                     nominated(waiting("c", gpu=4, ago=30), "n1")):  # fmt: skip
         state.apply(obj)
-    state.carryover = {CLAIMS: {"ns/c": ["ns/c", "n2"]}}
+    state.carryover = {CLAIMS: {"ns/c": ["ns/c", "n2", "ns/c"]}}
     result = run_session(state)
     assert result.nominated == {"ns/c": "n2"}
 

@@ -30,7 +30,7 @@ from volsched.records import dataclass
 #: The carryover key: the job to reserve for in the next session, and the reservation last announced.
 CARRY = "reservation"
 #: The carryover key of the claims: room evictions freed, held for the pods it was freed for (pod key ->
-#: [job key, node name]).
+#: [job key, node name, pod uid]: a pod made again under the name is not the one it was freed for).
 CLAIMS = "reservation.claims"
 #: The carryover key that says the pods' nominated nodes were read (a leader's first session takes over
 #: each pending pod's ``status.nominatedNodeName`` it holds no claim for: an earlier leader's claim).
@@ -324,20 +324,21 @@ class _Claims:
     A pod that reclaim or preempt pipelined onto a node whose victims it evicted waits until they are
     gone; meanwhile, and in the session after, a pod of no higher priority may use that node only with
     room beside the claim (but for the job the reservation is held for), and the claimant scores its
-    node above any other. A claim ends when its pod is
-    placed, deleted or no longer pipelined there (its room free, it was not placed: its queue refused it,
-    its gang did not fit), or when the node goes: it holds room idle at most one session once free.
+    node above any other. A claim ends when its pod is placed, deleted (a pod made again under its name is
+    another pod: the claim names the uid) or no longer pipelined there (its room free, it was not placed:
+    its queue refused it, its gang did not fit), or when the node goes: it holds room idle at most one
+    session once free.
     The claims standing at the close are the result's ``nominated`` (the pods' nominatedNodeName)."""
 
     def __init__(self, session: ExtensionPoints, carried: dict[str, list[str]]) -> None:
         self.session = session
         nodes = session.nodes
         self.claims: list[tuple[Task, int]] = []
-        for key, (job_key, node_name) in sorted(carried.items()):
+        for key, (job_key, node_name, uid) in sorted(carried.items()):
             job = session.jobs.get(job_key)
             task = job.tasks.get(key) if job is not None else None
             node = nodes.index.get(node_name)
-            if task is not None and node is not None and task.status is PENDING:
+            if task is not None and node is not None and task.status is PENDING and task.uid == uid:
                 self.claims.append((task, node))
         self.keys = {t.key for t, _ in self.claims}
         self.jobs = {t.job_key for t, _ in self.claims}
@@ -399,7 +400,7 @@ def _take_nominations(session: ExtensionPoints) -> None:
                 and task.schedulable_by_us
                 and (held is None or task.key not in held)
             ):
-                found[task.key] = [task.job_key, task.nominated_node]
+                found[task.key] = [task.job_key, task.nominated_node, task.uid]
     if found:
         session.carryover[CLAIMS] = {**(held or {}), **found}
 
@@ -415,7 +416,7 @@ def _claims_after(session: ExtensionPoints, claims: _Claims | None) -> dict[str,
     for node in sorted(where):
         for task in nodes.tasks[node].values():
             if task.status is TaskStatus.PIPELINED and task.schedulable_by_us:
-                out[task.key] = [task.job_key, nodes.names[node]]
+                out[task.key] = [task.job_key, nodes.names[node], task.uid]
     return out
 
 
@@ -423,7 +424,7 @@ def _note_claims(session: ExtensionPoints, carried: dict[str, list[str]], made: 
     """A ``Nominated`` event on each pod given a claim this session (not on one that carries its claim on),
     and on the PodGroup of each claimant that holds no reservation, its ``Reserved`` condition."""
     held: dict[str, list[tuple[str, str]]] = {}
-    for key, (job_key, node) in made.items():
+    for key, (job_key, node, _) in made.items():
         held.setdefault(job_key, []).append((key, node))
     podgroups = session.result.podgroups
     for job_key, claims in held.items():
@@ -435,8 +436,8 @@ def _note_claims(session: ExtensionPoints, carried: dict[str, list[str]], made: 
                 " until they are placed"
             )
             podgroups[job_key] = replace(status, reservation=text)
-    for key, (job_key, node) in made.items():
-        if carried.get(key) == [job_key, node]:
+    for key, (job_key, node, uid) in made.items():
+        if carried.get(key) == [job_key, node, uid]:
             continue
         job = session.jobs.get(job_key)
         task = job.tasks.get(key) if job is not None else None
@@ -546,7 +547,7 @@ class Reservation(BasePlugin):
         if CLAIMS in session.carryover or session.result.evictions:
             made = _claims_after(session, claims)
             _note_claims(session, session.carryover.get(CLAIMS) or {}, made)
-            session.result.nominated = {key: node for key, (_, node) in sorted(made.items())}
+            session.result.nominated = {key: node for key, (_, node, _) in sorted(made.items())}
             if made:
                 session.carryover[CLAIMS] = made
             else:
