@@ -139,6 +139,18 @@ GOOD = '{"submit": 0, "queue": "a", "requests": {"cpu": "1"}, "duration": 60}'
             "line 1: pods: 0 is less than the minimum of 1",
             id="no-pods",
         ),
+        pytest.param(
+            "t.jsonl",
+            GOOD.replace('"submit": 0', '"submit": 1e12') + "\n",
+            "line 1: submit: 1000000000000.0 is greater than the maximum of 3153600000",
+            id="submit-past-a-century",
+        ),
+        pytest.param(
+            "t.jsonl",
+            GOOD.replace('"submit": 0', '"submit": "900000000h"') + "\n",
+            "line 1: submit: '900000000h' is past 3153600000 seconds (100 years) from the replay's start",
+            id="submit-past-a-century-as-a-duration",
+        ),
         pytest.param("t.jsonl", GOOD + "\n{nope\n", "line 2: not JSON", id="not-json"),
         pytest.param(
             "t.jsonl",
@@ -180,6 +192,15 @@ def test_a_bad_record_exits_2_naming_the_file_line_and_field(tmp_path, capsys, n
     assert main(["trace", "check", path]) == 2
     err = capsys.readouterr().err
     assert path in err and expected in err, err
+
+
+def test_a_job_submitted_past_a_century_is_refused_before_the_replay(tmp_path, capsys):
+    """The defect: the replay made the job's objects with a creation time past the year 9999 and ended in
+    a traceback (ValueError, OverflowError) instead of exiting 2 naming the line and the field."""
+    cluster = _write(tmp_path, "c.yaml", yaml.safe_dump_all([node("n0", cpu="4"), queue("a")]))
+    trace = _write(tmp_path, "t.jsonl", GOOD + "\n" + GOOD.replace('"submit": 0', '"submit": 1e308') + "\n")
+    assert main(["simulate", "-f", cluster, "--trace", trace]) == 2
+    assert f"{trace}: line 2: submit: 1e+308 is greater than the maximum" in capsys.readouterr().err
 
 
 def test_a_job_in_a_queue_the_cluster_lacks_is_refused_before_the_replay(tmp_path, capsys):

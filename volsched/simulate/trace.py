@@ -37,6 +37,9 @@ from volsched.simulate.timeport import CLASS_ANNOTATION, DURATION_ANNOTATION, EV
 #: File suffixes of each format.
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".yaml": "yaml", ".yml": "yaml"}
 _TOLERATION_KEYS = frozenset({"key", "operator", "value", "effect", "tolerationSeconds"})
+#: The latest ``submit`` (seconds from the replay's start): 100 years, the schema's maximum. A job's objects
+#: are stamped with its submit time, and a time past the year 9999 is none.
+MAX_SUBMIT = 3_153_600_000
 
 
 @cache
@@ -265,6 +268,12 @@ def _job(record: Any, *, number: int, where: str) -> TraceJob:
             )
         raise _fail(where, path or "(record)", error.message)
     submit = _seconds(record["submit"], where=where, field_name="submit")
+    if submit > MAX_SUBMIT:  # (a duration; a number past it the schema refused)
+        raise _fail(
+            where,
+            "submit",
+            f"{record['submit']!r} is past {MAX_SUBMIT} seconds (100 years) from the replay's start",
+        )
     duration = _seconds(record["duration"], where=where, field_name="duration")
     for resource, amount in record["requests"].items():
         parse_amount(amount, where=f"{where}: requests.{resource}")
