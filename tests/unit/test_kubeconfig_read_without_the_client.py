@@ -263,3 +263,45 @@ def test_the_clients_own_api_client_is_made_from_settings_read_here(tmp_path: Pa
     assert (theirs.host, theirs.ssl_ca_cert, theirs.verify_ssl) == ("https://h:6443", "/ca", False)
     assert theirs.get_api_key_with_prefix("BearerToken") == "Bearer one-token-1234"
     assert json.loads(json.dumps(theirs.auth_settings()["BearerToken"]["value"])) == "Bearer one-token-1234"
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (None, "No such file or directory"),
+        ("garbage: [\n", "not valid YAML at line 2, column 1: did not find expected node content"),
+        (b"\xff\xfe", "not valid YAML or UTF-8 (UnicodeDecodeError)"),
+    ],
+    ids=["missing", "not-yaml", "not-utf8"],
+)
+def test_a_kubeconfig_that_cannot_be_read_is_refused_naming_the_file(
+    tmp_path: Path, content: str | bytes | None, why: str
+) -> None:
+    from volsched.kube.client import read_configuration
+    from volsched.model.errors import InputError
+
+    path = tmp_path / "config"
+    if isinstance(content, str):
+        path.write_text(content)
+    elif content is not None:
+        path.write_bytes(content)
+    with pytest.raises(InputError) as error:
+        read_configuration(str(path))
+    assert str(error.value) == f"kubeconfig {path}: cannot be read: {why}"
+
+
+def test_volsched_run_with_a_kubeconfig_that_cannot_be_read_exits_2_naming_it(tmp_path: Path) -> None:
+    """The defect: ``volsched run --kubeconfig`` a file missing or not YAML ended in a traceback (exit 1)."""
+    import subprocess
+
+    missing = tmp_path / "nope"
+    done = subprocess.run(
+        [sys.executable, "-m", "volsched", "run", "--kubeconfig", str(missing)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"volsched run: kubeconfig {missing}: cannot be read: No such file or directory\n",
+    )

@@ -13,7 +13,10 @@ import logging
 import os
 from typing import Any
 
+import yaml
+
 from volsched.kube.kubeconfig import Api, ClientConfig, in_cluster, read_kubeconfig
+from volsched.model.errors import InputError
 
 log = logging.getLogger("volsched.kube")
 
@@ -50,10 +53,23 @@ def read_configuration(kubeconfig: str | None) -> ClientConfig | tuple[str | Non
         kubeconfig = os.path.expanduser(named.strip(os.pathsep) or DEFAULT_KUBECONFIG)
         if not os.path.exists(kubeconfig):
             return None, f"no service account and no {kubeconfig}"
-    loaded = read_kubeconfig(kubeconfig)
+    try:
+        loaded = read_kubeconfig(kubeconfig)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise InputError(f"kubeconfig {kubeconfig}: cannot be read: {_why(exc)}") from None
     if isinstance(loaded, str):
         return kubeconfig, loaded
     return loaded
+
+
+def _why(exc: Exception) -> str:
+    """What went wrong reading a kubeconfig, in a line: the system's reason, or where the YAML breaks."""
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        return f"not valid YAML at line {mark.line + 1}, column {mark.column + 1}: {exc.problem}"
+    return f"not valid YAML or UTF-8 ({type(exc).__name__})"
 
 
 def _client_loader(kubeconfig: str | None, *, why: str) -> Any:
