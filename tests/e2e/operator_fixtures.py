@@ -102,7 +102,12 @@ def pod(
     scheduler: str = "volsched",
     node_selector: dict[str, str] | None = None,
     memory: str = "128Mi",
+    preemption_policy: str | None = None,
+    gates: Sequence[str] = (),
 ) -> dict[str, Any]:
+    """A pod of one container asking for ``cpu`` and ``memory``; ``gates``: the names of its
+    ``schedulingGates`` (held back until they are removed); ``preemption_policy``: its
+    ``preemptionPolicy`` (``Never``: it evicts nobody)."""
     meta: dict[str, Any] = {"name": name}
     if group:
         meta["annotations"] = {"scheduling.k8s.io/group-name": group}
@@ -115,6 +120,10 @@ def pod(
     }
     if node_selector:
         spec["nodeSelector"] = node_selector
+    if preemption_policy:
+        spec["preemptionPolicy"] = preemption_policy
+    if gates:
+        spec["schedulingGates"] = [{"name": g} for g in gates]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 

@@ -236,9 +236,7 @@ def test_a_nomination_survives_a_failover(k: Kube, start_operator: Start) -> Non
                 "spec": {"minMember": 1, "queue": "q", "priorityClassName": "high"},
             },
         )
-        gated = pod("o-0", cpu="1", group="o")
-        gated["spec"]["schedulingGates"] = [{"name": "example.com/later"}]
-        k.pods(ns, gated)
+        k.pods(ns, pod("o-0", cpu="1", group="o", gates=["example.com/later"]))
 
     ns, op, victim = _claiming(k, start_operator, "nominated-failover", first=competitor)
     op.stop()

@@ -68,9 +68,7 @@ def test_a_gated_pod_is_bound_soon_after_its_last_gate_is_removed(k: Kube, start
     op = start_operator("--period", "3600")
     wait_for(lambda: op.metric("volsched_sessions_total") >= 1, 30, what="the first session", operator=op)
 
-    gated = pod("gated")
-    gated["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
-    k.pods(ns, gated, pod("free"))
+    k.pods(ns, pod("gated", gates=["example.com/quota"]), pod("free"))
     wait_for(lambda: f"{ns}/free" in k.bound(ns), 30, what="the ungated pod bound", operator=op)
     assert k.bound(ns) == {f"{ns}/free": "n1"}
 
