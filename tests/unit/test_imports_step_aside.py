@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import pytest
 
@@ -38,10 +40,13 @@ def modules(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[st
     (tmp_path / f"{stem}.py").write_text(BODY.format(progress=progress))
     (tmp_path / f"{stem}_broken.py").write_text("import no_such_module_anywhere_volsched\n")
     sys.path.insert(0, str(tmp_path))
+    traced = sys.gettrace()
+    sys.settrace(None)  # (under coverage or a debugger, the import aside would not pause)
     try:
         __import__(progress)
         yield stem, sys.modules[progress].done
     finally:
+        sys.settrace(traced)
         sys.path.remove(str(tmp_path))
         for name in (stem, progress, f"{stem}_broken"):
             sys.modules.pop(name, None)
@@ -57,7 +62,11 @@ def test_an_import_pauses_while_the_sessions_work_and_goes_on_once_they_are_quie
     activity.begin()  # a pod arrived: the sessions work
     ended = threading.Event()
     thread = threading.Thread(
-        target=lambda: (import_aside([name], activity, longest=3600, budget=3600), ended.set())
+        target=lambda: (
+            sys.settrace(None),  # as the fixture: a thread started under coverage is traced
+            import_aside([name], activity, longest=3600, budget=3600),
+            ended.set(),
+        )
     )
     thread.start()
     assert paused.wait(60)
@@ -129,3 +138,36 @@ def test_an_import_that_fails_raises_and_the_thread_is_traced_as_before(
     with pytest.raises(ModuleNotFoundError, match="no_such_module_anywhere_volsched"):
         import_aside([f"{name}_broken"], activity, longest=0.001, budget=0.01)
     assert sys.gettrace() is before
+
+
+def test_a_trace_function_already_on_the_thread_is_kept_and_sees_the_modules_lines(
+    modules: tuple[str, list[int]],
+) -> None:
+    """A debugger's or coverage's trace function on the importing thread: the import aside steps back
+    (imports without pausing) rather than replace it, so the top-level lines of the modules it imports are
+    traced as any other's."""
+    name, done = modules
+    activity = Activity()
+    activity.begin()  # busy: an import aside of its own would pause
+    lines: list[int] = []
+
+    def tracer(frame: FrameType, event: str, _arg: Any) -> Callable[..., Any] | None:
+        if frame.f_code.co_filename.endswith(f"{name}.py") and frame.f_code.co_name == "<module>":
+            return local
+        return None
+
+    def local(frame: FrameType, event: str, _arg: Any) -> Callable[..., Any]:
+        if event == "line":
+            lines.append(frame.f_lineno)
+        return local
+
+    before = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        import_aside([name], activity, longest=0.01, budget=0.05)
+        kept = sys.gettrace()
+    finally:
+        sys.settrace(before)
+    assert kept is tracer
+    assert lines == [2, 3, 4, 5, 6, 7]  # each of the module's statements, seen by the tracer
+    assert done == [1, 2, 3, 4, 5] and activity.pauses == 0  # stepped back: no pause

@@ -7,7 +7,9 @@ then shared the interpreter's lock with that import, and the first pods after re
 slower than the next ones. :func:`import_aside` pauses that import whenever the sessions work
 (:class:`Activity`: a pod of ours arrived, a session runs) and goes on once they are quiet again: the
 pause points are the module-level statements of every module imported (a definition, a decorator's call,
-a nested import) and of its classes' bodies, found by a trace function on the importing thread alone.
+a nested import) and of its classes' bodies, found by a trace function on the importing thread alone
+(none where that thread is traced already, by a debugger or coverage: their trace function is kept, and
+the import does not pause).
 
 A pause waits at most :data:`LONGEST_PAUSE` at a time and :data:`PAUSE_BUDGET` in all, and after a pause
 that ended with the sessions still busy the import goes on without pausing until it has seen them quiet
@@ -79,7 +81,8 @@ def import_aside(
 ) -> None:
     """Import ``modules`` in turn on the calling thread, pausing before each module-level statement while
     ``activity`` is busy (at most ``longest`` seconds a pause, ``budget`` in all). An import error is
-    raised as ``import`` raises it."""
+    raised as ``import`` raises it. A thread already traced (a debugger, coverage) keeps its trace
+    function, which sees every line of the modules imported: the import then does not pause."""
     left = [budget]
     clock = time.monotonic
     quiet = activity.quiet
@@ -113,10 +116,14 @@ def import_aside(
             pause()
         return None
 
-    before = sys.gettrace()
-    sys.settrace(trace)  # this thread only
+    # A debugger's or coverage's trace function is kept (not even set again: a C tracer would come back
+    # as a Python one), and the import does not pause.
+    traced = sys.gettrace() is not None
+    if not traced:
+        sys.settrace(trace)  # this thread only
     try:
         for name in modules:
             importlib.import_module(name)
     finally:
-        sys.settrace(before)
+        if not traced:
+            sys.settrace(None)
