@@ -51,7 +51,7 @@ from volsched.pacing import Pacer, pods_wait
 from volsched.ui import LiveState
 from volsched.usagefeed import UsageFeed
 
-__all__ = ["SessionLoop"]
+__all__ = ["Nudge", "SessionLoop"]
 
 log = logging.getLogger("volsched.operator")
 
@@ -60,6 +60,44 @@ ROUTINE_EVENTS = frozenset({"FailedScheduling", "Unschedulable", "Scheduled"})
 
 #: Seconds before a Queue's finalizer is written again after a write failed.
 GUARD_RETRY = 60.0
+
+
+class Nudge:
+    """A flag the session thread waits on and the watch threads set (``set``, ``clear``, ``wait``, as
+    :class:`threading.Event`), made of one bare lock held while the flag is clear: setting it is one
+    release, and the thread waiting for it returns from one acquire. An Event goes through a Condition:
+    a dozen Python calls on each side and a second lock the woken thread takes again, on an arriving
+    pod's way to its session, where each costs many times its warm cost after a wait. For one waiting
+    thread at a time."""
+
+    __slots__ = ("_clear",)
+
+    def __init__(self) -> None:
+        self._clear = threading.Lock()
+        self._clear.acquire()
+
+    def set(self) -> None:
+        try:  # noqa: SIM105 (not contextlib.suppress: a context manager's calls on the pod's way)
+            self._clear.release()
+        except RuntimeError:  # set already
+            pass
+
+    def clear(self) -> None:
+        self._clear.acquire(blocking=False)
+
+    def is_set(self) -> bool:
+        return not self._clear.locked()
+
+    def wait(self, timeout: float) -> bool:
+        """Until it is set, at most ``timeout`` seconds (not at all when 0 or less); whether it is. It
+        stays set."""
+        if timeout > 0:
+            taken = self._clear.acquire(timeout=min(timeout, threading.TIMEOUT_MAX))
+        else:
+            taken = self._clear.acquire(blocking=False)
+        if taken:  # taken to see that it was set: set again (a set() meanwhile did already)
+            self.set()
+        return taken
 
 
 class SessionLoop:
@@ -145,7 +183,7 @@ class SessionLoop:
         coroutine only waits for ``stop`` (or the thread's end) and then for the thread."""
         loop = asyncio.get_running_loop()
         halt = threading.Event()  # stop, as the thread sees it
-        nudge = threading.Event()  # a hint to look again: the doorbell itself says what rang
+        nudge = Nudge()  # a hint to look again: the doorbell itself says what rang
         ended: asyncio.Future[object] = loop.create_future()
 
         def finish(exc: BaseException | None) -> None:  # on the loop
@@ -361,7 +399,7 @@ class SessionLoop:
         self._problems = now
 
 
-def _session_loop(self: SessionLoop, *, halt: threading.Event, nudge: threading.Event) -> None:
+def _session_loop(self: SessionLoop, *, halt: threading.Event, nudge: Nudge) -> None:
     """:meth:`SessionLoop.run`'s loop, on its own thread: a session, then the pacer's wait (cut short by
     ``nudge``), until ``halt``."""
     s = self.settings.session
