@@ -119,7 +119,8 @@ class Port(Protocol):
 class CycleReport:
     """What one cycle decided and what came of it."""
 
-    result: SessionResult = field(default_factory=SessionResult)
+    #: The session's result (``result``); None until the session ran.
+    _result: SessionResult | None = None
     #: Outcomes handled in this cycle: of its own decisions and of earlier ones that completed since.
     binds: list[BindOutcome] = field(default_factory=list)
     evictions: list[EvictOutcome] = field(default_factory=list)
@@ -133,6 +134,18 @@ class CycleReport:
     #: The session found at most one job with anything to place (see ``Pacer.next_wait``'s ``sparse``),
     #: not counting the jobs held back (see :func:`to_place`).
     sparse: bool = False
+
+    @property
+    def result(self) -> SessionResult:
+        """The session's result; a skipped cycle's is empty, made when first asked for (a cycle whose
+        session runs makes no empty one only to replace it)."""
+        if self._result is None:
+            self._result = SessionResult()
+        return self._result
+
+    @result.setter
+    def result(self, result: SessionResult) -> None:
+        self._result = result
 
     def count(self, result: str) -> int:
         return sum(1 for b in self.binds if b.result == result)

@@ -12,7 +12,7 @@ import pytest
 from tests.builders import Obj, gang, node, pdb, pod, queue, resched_config
 from tests.unit._cycle_harness import CONFIG, Clock, FakePort, bound_event, cache
 from volsched.cycle import BOUND, FAILED, BindOutcome, CycleReport, IdleSkip, run_cycle
-from volsched.framework.decisions import Bind
+from volsched.framework.decisions import Bind, SessionResult
 from volsched.framework.registry import load_config
 from volsched.model.usage import NodeUsage
 
@@ -182,7 +182,9 @@ def test_a_session_that_placed_every_pending_pod_is_not_followed_by_another_whil
     assert first.result.waiting == 0
     # No pod of ours is pending: allocate and enqueue have nothing to decide, and the bind the session
     # assumed is its own change.
-    assert w.cycle().skipped and w.idle.skipped == 1
+    skipped = w.cycle()
+    assert skipped.skipped and w.idle.skipped == 1
+    assert skipped.result == SessionResult()  # (what the operator reads of a skipped cycle: nothing)
     # The API confirms the bind: still nothing new.
     w.feeder.apply("Pod", bound_event(w.feeder, "default/a", "n1", rv=50))
     assert w.cycle().skipped
