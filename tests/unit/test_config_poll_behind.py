@@ -11,6 +11,7 @@ import threading
 import pytest
 
 from tests.unit._config_reloader import api_error, scripted_reloader
+from tests.unit._held_quiet import HeldQuiet
 from volsched.framework.config import DEFAULT_CONFIG_YAML
 from volsched.kube.configsource import ConfigMapText
 from volsched.kube.health import ApiHealth
@@ -95,19 +96,11 @@ def test_a_poll_read_behind_waits_for_the_sessions_to_be_quiet_first(monkeypatch
     reloader = scripted_reloader(answers, poll_every=POLL)
     monkeypatch.setattr("volsched.operator.reload.time.monotonic", lambda: clock[0])
     assert reloader.reload(force=True)
-    asked: list[float] = []
-    entered, quiet = threading.Event(), threading.Event()
-
-    def wait_quiet(most: float) -> bool:
-        asked.append(most)
-        entered.set()
-        return quiet.wait(10)
-
-    reloader.wait_quiet = wait_quiet
+    sessions = reloader.wait_quiet = HeldQuiet()
     clock[0] += POLL
     assert reloader.reload() is False  # at once: the poll's read goes behind
-    assert entered.wait(10) and answers == [BACKFILL]  # waiting for the sessions, not read yet
-    quiet.set()
+    assert sessions.entered.wait(10) and answers == [BACKFILL]  # waiting for the sessions, not read yet
+    sessions.quiet.set()
     _settle()
-    assert answers == [] and asked == [QUIET_WAIT]
+    assert answers == [] and sessions.asked == [QUIET_WAIT]
     assert reloader.reload() is True and list(reloader.config.actions) == ["backfill"]

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from tests.unit._held_quiet import HeldQuiet
 from volsched.kube.lease import LeaderLease, LeaseSettings
 
 #: With these settings the fence closes 10 s after a renewal (duration 15 - margin 5); renew_every 2.
@@ -130,26 +131,19 @@ def test_a_renewal_behind_waits_for_the_sessions_to_be_quiet_first_and_no_longer
     from volsched.kube.lease import QUIET_WAIT
 
     lease = SlowLease(age=3.0)
-    asked: list[float] = []
-    entered, quiet = threading.Event(), threading.Event()
-
-    def wait_quiet(most: float) -> bool:
-        asked.append(most)
-        entered.set()
-        return quiet.wait(10)
-
-    lease.wait_quiet = wait_quiet
+    sessions = lease.wait_quiet = HeldQuiet()
     lease.answer.set()
     assert lease.ensure() is True  # at once: the renewal goes behind
-    assert entered.wait(10)  # the renewal's thread waits for the sessions, and has not begun renewing
+    assert sessions.entered.wait(10)  # the renewal's thread waits for the sessions, not renewing yet
     assert not lease.began.is_set()
-    quiet.set()  # the session ended
+    sessions.quiet.set()  # the session ended
     assert lease.done.wait(5) and lease.renewed_on == [BEHIND]
     # ours for about 7 s more than renew_every: the wait is QUIET_WAIT at most, never half of that time
-    assert 0 < asked[0] <= QUIET_WAIT
+    assert 0 < sessions.asked[0] <= QUIET_WAIT
 
     near = SlowLease(age=7.9)  # ours for 2.1 s: 0.1 s past renew_every, so at most 0.05 s of waiting
-    near.wait_quiet = lambda most: asked.append(most)
+    sessions = near.wait_quiet = HeldQuiet()
+    sessions.quiet.set()
     near.answer.set()
     assert near.ensure() is True and near.done.wait(5)
-    assert asked[-1] <= 0.05
+    assert sessions.asked[-1] <= 0.05
