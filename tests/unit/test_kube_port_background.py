@@ -355,6 +355,27 @@ def test_past_the_first_bind_workers_more_start_only_while_a_backlog_waits(
         assert sorted(o.bind.pod for o in done if o.result == BOUND) == sorted(b.pod for b in binds)
 
 
+def test_fewer_bind_workers_than_the_first_ones_made_in_code_are_the_most_that_start(
+    server: GatedServer, fence: Fence
+) -> None:
+    """The parser refuses more first bind workers than bind workers, but settings made in code with fewer
+    bind workers keep the default first ones (32): they start no more than ``bind_workers``, and the binds
+    past them wait for one of them."""
+    feeder = cache(node("n1", cpu="8"), *(pod(f"p{i}") for i in range(5)))
+    binds = [Bind(pod=f"default/p{i}", uid=f"uid-p{i}", node="n1") for i in range(5)]
+    with background_port(server, fence, workers=2) as port:
+        assert port.writer.settings.bind_workers_first > port.writer.settings.bind_workers
+        done = port.bind(binds, feeder.pods(b.pod for b in binds))
+        for _ in range(2):
+            assert server.arrived.acquire(timeout=HOLD)  # two held at the server, three waiting
+        assert port.bind_workers == 2
+        server.gate.set()
+        assert port.drain(HOLD)
+        done += port.settle()[0]
+        assert sorted(o.bind.pod for o in done if o.result == BOUND) == sorted(b.pod for b in binds)
+        assert port.bind_workers == 2
+
+
 def test_bind_workers_start_only_as_binds_outnumber_idle_ones(server: GatedServer, fence: Fence) -> None:
     """Each worker opens its own connection: started all at once, they made the first session's first
     binds wait behind as many TLS handshakes. One bind at a time needs one worker; three held on the

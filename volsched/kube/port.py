@@ -173,7 +173,9 @@ class KubePort:
         128 (docs/operating.md)."""
         settings = self.writer.settings
         running, most = len(self._workers), max(1, settings.bind_workers)
-        first = max(1, settings.bind_workers_first)  # as bind_workers: at least one runs anyway
+        # As bind_workers, at least one; and at most bind_workers: the parser refuses more, but settings
+        # made in code with fewer bind workers keep the default first ones.
+        first = min(max(1, settings.bind_workers_first), most)
         if running >= first and running < most:
             # Past the first, a backlog starts one whatever idle workers were counted: a worker that
             # finished a bind took the next at once from a deep queue, and is not idle.
