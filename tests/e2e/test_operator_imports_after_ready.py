@@ -92,8 +92,7 @@ def test_a_pod_arriving_while_the_imports_after_ready_run_is_bound_and_metrics_a
         status, body = _get(port, "/ui")
         assert status == 200 and b"<html" in body.lower()
         assert _get(port, "/healthz")[0] == 200
-        wait_for(  # the poll's reads through aiohttp's client from now on (the Lease stays direct)
-            lambda: op.reads._aio.connects >= 1, 60, what="connections"
-        )
+        assert op.reads.get("/version", timeout=30)["major"]  # the reads through aiohttp's client now
+        assert op.reads._aio.connects >= 1
         k.pods(ns, pod("p2"))  # and the replica goes on as before
         wait_for(lambda: len(k.bound(ns)) == 2, 60, what="a pod after the imports bound")

@@ -63,6 +63,8 @@ USED = [
     ("create", "", "events", "", "team", ""), ("patch", "", "events", "", "team", "e"),
     ("get", "", "events", "", "team", "e"),
     ("get", "", "configmaps", "", NS, "volsched-scheduler-config"),
+    ("list", "", "configmaps", "", NS, "volsched-scheduler-config"),  # by name: its watch
+    ("watch", "", "configmaps", "", NS, "volsched-scheduler-config"),
     ("create", "coordination.k8s.io", "leases", "", NS, ""),
     ("get", "coordination.k8s.io", "leases", "", NS, "volsched-scheduler"),
     ("update", "coordination.k8s.io", "leases", "", NS, "volsched-scheduler"),

@@ -1,4 +1,6 @@
-"""Reads the scheduler config from its ConfigMap (one GET of one named object, no list or watch).
+"""Reads the scheduler config from its ConfigMap (one GET of one named object); what its watch lists and
+watches (:data:`CONFIG_MAP`, :func:`name_selector`: that one object, through
+:class:`~volsched.kube.watch.ListWatch`).
 
 The GET is plain JSON through :class:`~volsched.kube.rest.LeanRest` on the client's pooled connections:
 the client's ``CoreV1Api`` would import every core model (about a second of CPU at start) to read one
@@ -12,8 +14,19 @@ from typing import Any
 from urllib.parse import quote
 
 from volsched.kube.errors import ApiException
+from volsched.kube.lister import WatchedKind
 from volsched.kube.rest import LeanRest
 from volsched.records import dataclass
+
+#: The kind the scheduler config's watch lists and watches, in its namespace, by its name alone.
+CONFIG_MAP = WatchedKind("ConfigMap", "", "v1", "configmaps", True)
+
+
+def name_selector(name: str) -> str:
+    """The field selector of the one object named ``name`` (RBAC grants a list or watch with it by the
+    object's name, as a get)."""
+    return f"metadata.name={name}"
+
 
 #: Seconds one read may take (the reloader reads again every poll; the session waits on it).
 READ_TIMEOUT = 10.0

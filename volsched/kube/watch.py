@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, Future, InvalidStateError
 from typing import Any, NoReturn, ParamSpec, TypeVar
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from volsched.kube.early import EarlyListing
 from volsched.kube.errors import ApiException
@@ -151,8 +151,12 @@ class ListWatch:
         direct_until: threading.Event | None = None,
         decode_page: Callable[[bytes], RawDict | None] | None = None,
         decode_event: Callable[[bytes], RawDict | None] | None = None,
+        namespace: str = "",
+        field_selector: str = "",
     ) -> None:
-        """``early``: the first pages of this kind's first listing, asked for at the process's start
+        """``namespace``: that namespace's objects only (else every namespace's); ``field_selector``: the
+        objects it selects only, listed and watched (``metadata.name=...``: one object). ``early``: the first
+        pages of this kind's first listing, asked for at the process's start
         (:mod:`~volsched.kube.early`); its first listing takes what came, asks for the rest.
         ``direct_until``: the listings' pages over the direct path until it is set (aiohttp's client
         after: :class:`~volsched.kube.rest.LeanRest`). ``decode_page``: decodes a listing's page with its
@@ -195,6 +199,12 @@ class ListWatch:
         self._direct_until = direct_until
         self.decode_page = decode_page
         self.decode_event = decode_event
+        base = f"/api/{kind.version}" if not kind.group else f"/apis/{kind.group}/{kind.version}"
+        #: Where the kind is listed and watched, and the query every request of it carries.
+        self.path = f"{base}/namespaces/{quote(namespace, safe='')}/{kind.plural}" if namespace else kind.path
+        self._selector: list[tuple[str, Any]] = [("fieldSelector", field_selector)] if field_selector else []
+        #: Whether the last attempt to list or watch was answered (False from a failure until one is).
+        self.answering = False
 
     # --- lifecycle -------------------------------------------------------------------------------------------
 
@@ -249,6 +259,7 @@ class ListWatch:
         """Tell ``health`` (an outage) or the log (an answer worth a line) of a failed attempt; returns
         the seconds to wait before the next one. A 429 that is :func:`~volsched.kube.health.back_pressure`
         is waited out (its Retry-After, at least the backoff) quietly."""
+        self.answering = False
         self._failures += 1
         delay = self.backoff[min(self._failures, len(self.backoff)) - 1]
         status = exc.status if isinstance(exc, ApiError) else None
@@ -279,6 +290,7 @@ class ListWatch:
         return delay
 
     def _succeeded(self) -> None:
+        self.answering = True
         self._failures = 0
         self._last_error = ""
         if self.health is not None and self.announce_recovery:
@@ -311,13 +323,13 @@ class ListWatch:
         early = self._early
         if early is not None and (data := early.page(token)) is not None:
             return data
-        query: list[tuple[str, Any]] = [("limit", self.page_size)]
+        query: list[tuple[str, Any]] = [*self._selector, ("limit", self.page_size)]
         if token:
             query.append(("continue", token))
         if self._lists is None:  # through aiohttp's pool: the fetching thread is not kept
             self._lists = LeanRest(self.api, direct=False, direct_until=self._direct_until)
         try:
-            return self._lists.read(f"{self.kind.path}?{urlencode(query)}", timeout=60, throttle_retries=0)
+            return self._lists.read(f"{self.path}?{urlencode(query)}", timeout=60, throttle_retries=0)
         finally:  # the thread ends here: a direct connection is kept for the next page's, or the watch's
             self._lists.park()
 
@@ -471,6 +483,7 @@ class ListWatch:
         """One watch connection from ``resource_version`` until the apiserver ends it (its timeout) or
         :meth:`stop`. Returns the last resourceVersion seen; raises :class:`Expired` on 410."""
         query: list[tuple[str, Any]] = [
+            *self._selector,
             ("watch", "true"),
             ("allowWatchBookmarks", "true"),
             ("timeoutSeconds", self.timeout_seconds),
@@ -505,7 +518,7 @@ class ListWatch:
         """:meth:`watch_once` over this thread's own kept-alive connection, its chunked body decoded as it
         arrives (:func:`~volsched.kube.rest.chunked_lines`; through aiohttp's client when the
         configuration needs it: a proxy, a TLS server name)."""
-        stream = rest.stream(f"{self.kind.path}?{urlencode(query)}", timeout=self.timeout_seconds + 30)
+        stream = rest.stream(f"{self.path}?{urlencode(query)}", timeout=self.timeout_seconds + 30)
         with self._lock:
             self._response = stream
         try:

@@ -67,7 +67,7 @@ from volsched.framework.registry import placement_gap
 from volsched.gate import Gate
 from volsched.kube import early
 from volsched.kube.client import bearer_token, library_api_client, load_configuration, new_api_client
-from volsched.kube.configsource import read_config_map
+from volsched.kube.configsource import CONFIG_MAP, name_selector, read_config_map
 from volsched.kube.health import ApiHealth, QuietRetries
 from volsched.kube.latency import PodLatency
 from volsched.kube.lease import LeaderLease
@@ -212,8 +212,22 @@ class Operator:
             ),
             on_load=lambda loaded: self.usage.configure(loaded.metrics),
         )
-        # A poll read behind the sessions found another version: a session loads it and acts on it.
+        # A poll read behind the sessions, or the watch, found another version: a session loads it and
+        # acts on it.
         self.reloader.on_fetched = lambda: self.state.doorbell.ring(CONFIG)
+        #: The ConfigMap watched (started once read at start): the reloader polls only while the watch is
+        #: not answered (not started, refused, or the apiserver away), not every poll_every throughout.
+        self.config_watch = ListWatch(
+            self.watch_api,
+            CONFIG_MAP,
+            on_event=self.reloader.watched,
+            health=self.health,
+            announce_recovery=False,
+            direct_until=self.aio_ready,
+            namespace=config.namespace,
+            field_selector=name_selector(config.name),
+        )
+        self.reloader.watching = lambda: self.config_watch.answering
         self.synced = threading.Event()
         #: Set by :func:`main`: the event SIGTERM/SIGINT set (re-installed over kopf's handlers).
         self._signal_stop: asyncio.Event | None = None
@@ -445,6 +459,7 @@ class Operator:
             await asyncio.to_thread(self.lease.ensure)  # before the listing: it is fresh for the lease
             await asyncio.to_thread(self._fit_to_rights)
             await asyncio.to_thread(self.reload_config, force=True)  # failed: retried before each session
+            self.config_watch.start()  # listed and watched while the cache is listed, not beside a session
             await asyncio.to_thread(self.volcano.discover)
             await asyncio.to_thread(self.prelist)
             self.feed.start()
@@ -505,7 +520,9 @@ class Operator:
             for t in tasks:
                 with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
                     await asyncio.wait_for(t, timeout=10)
+            self.config_watch.stop(timeout=0)  # told with the others, waited for after them
             await asyncio.to_thread(self.feed.stop)
+            await asyncio.to_thread(self.config_watch.stop)
             await asyncio.to_thread(self.usage.close)
             await self.http.stop()
             self.port.close()

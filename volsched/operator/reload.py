@@ -1,5 +1,6 @@
 """The scheduler config from its ConfigMap (:class:`ConfigReloader`): read at start and whenever its
-resourceVersion changes (polled every ``config.poll_every`` seconds); a config that does not load is
+resourceVersion changes (the operator watches it; polled every ``config.poll_every`` seconds while that
+watch is not answered: not started yet, refused, or the apiserver away); a config that does not load is
 rejected with an event on the ConfigMap and a log line, and the last good one stays in force (when
 none of the user's has loaded yet, the built-in default runs and ``standing_in`` says why: the operator
 is not ready until a config of theirs loads, or the ConfigMap goes). Until the
@@ -16,7 +17,8 @@ throttled for :data:`THROTTLED_WARNING` seconds in a row: then one warning says 
 kept, and one line when a read is answered again (``volsched_config_reloads_total{result="throttled"}``
 counts every throttled read). A failure is logged by its status and reason only. When
 that read shows another resourceVersion, ``on_fetched`` is called, so the operator can call for a
-session (its ``reload`` loads it) rather than wait for the next poll.
+session (its ``reload`` loads it) rather than wait for the next poll. The watch's events (:meth:`watched`)
+are kept and told in the same way, and judged at the next ``reload`` alike.
 
 Reading and judging the ConfigMap only: what a config means is :mod:`volsched.framework.registry`
 (``load_config``) and :mod:`volsched.metrics.config`; the session that uses it is the operator's.
@@ -29,13 +31,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from prometheus_client import Counter
 
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.registry import load_config, placement_gap
 from volsched.kube import status as render
-from volsched.kube.configsource import ConfigMapText
+from volsched.kube.configsource import ConfigMapText, parse_config_map
 from volsched.kube.health import ApiHealth, back_pressure, is_throttled, is_unreachable
 from volsched.kube.writer import KubeWriter
 from volsched.metrics.config import MetricsConfigError, parse_metrics_config
@@ -100,6 +103,11 @@ class ConfigReloader:
         self.wait_quiet: Callable[[float], object] | None = None
         #: A read made behind and not judged yet: its answer.
         self._fetched: tuple[ConfigMapText | None] | None = None
+        #: Whether a watch of the ConfigMap keeps ``_fetched`` current (its events: :meth:`watched`): no poll
+        #: is read meanwhile. None: no watch.
+        self.watching: Callable[[], bool] | None = None
+        #: The watch's events so far: a poll's read begun before the last of them is dropped (older).
+        self._events = 0
         #: When the reads began to be throttled (429), while none has been answered since; and whether
         #: that was warned of (once per such run).
         self._throttled_since: float | None = None
@@ -120,7 +128,8 @@ class ConfigReloader:
             return False
         self._checked = now
         if self.known and not force:  # a poll: read behind, judged at the next call
-            self._read_behind()
+            if self.watching is None or not self.watching():  # a watch tells of every change itself
+                self._read_behind()
             return False
         try:
             cm = self.read(force)  # forced: the read at start, which waits out throttling
@@ -199,6 +208,7 @@ class ConfigReloader:
             if self._fetching:
                 return
             self._fetching = True
+            events = self._events
 
         def read() -> None:
             try:
@@ -212,11 +222,27 @@ class ConfigReloader:
                 return
             self._answered()
             with self._fetch_lock:
-                self._fetched, self._fetching = (answer,), False
-            if (None if answer is None else answer.resource_version) != self.version and self.on_fetched:
-                self.on_fetched()
+                self._fetching = False
+                if self._events != events:  # the watch told of the ConfigMap since: this read is older
+                    return
+                self._fetched = (answer,)
+            self._tell(answer)
 
         threading.Thread(target=read, name="volsched-config-read", daemon=True).start()
+
+    def watched(self, type_: str, obj: dict[str, Any]) -> None:
+        """An event of the ConfigMap's watch (on the watch's thread; must not block): the ConfigMap as
+        it is now (None once deleted), kept for the next :meth:`reload` as a poll's answer is."""
+        answer = None if type_ == "DELETED" else parse_config_map(obj, self.settings.key)
+        with self._fetch_lock:
+            self._events += 1
+            self._fetched = (answer,)
+        self._tell(answer)
+
+    def _tell(self, answer: ConfigMapText | None) -> None:
+        """``on_fetched`` when ``answer`` is another version than the one in force."""
+        if (None if answer is None else answer.resource_version) != self.version and self.on_fetched:
+            self.on_fetched()
 
     def _judge(self, cm: ConfigMapText | None) -> bool:
         """A read's answer: load it when its resourceVersion is new (see :meth:`reload`)."""
