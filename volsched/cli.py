@@ -300,9 +300,37 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """``volsched``'s parser: one sub-command a command (``run`` hands its arguments to the operator's)."""
     parser = argparse.ArgumentParser(prog="volsched", description="A batch scheduler for Kubernetes.")
     sub = parser.add_subparsers(dest="command", required=True)
-    sim = sub.add_parser("simulate", help="run the scheduler on Kubernetes YAML in memory")
+    _add_simulate(sub.add_parser("simulate", help="run the scheduler on Kubernetes YAML in memory"))
+    _add_trace(sub.add_parser("trace", help="workload traces for `volsched simulate --trace`"))
+    demo = sub.add_parser(
+        "demo", help="what volsched is for, phase by phase, on a local kube-apiserver with the operator"
+    )
+    demo.add_argument(
+        "--keep",
+        action="store_true",
+        help="leave the cluster running at the end (prints a kubeconfig for kubectl)",
+    )
+    demo.set_defaults(func=_demo)
+    check = sub.add_parser(
+        "check-config",
+        help="check a scheduler config as the operator loads it (exit 2 naming file, line and field)",
+        description="Check scheduler configs as the operator loads them: a config file, a ConfigMap "
+        "with key volsched-scheduler.conf (e.g. helm template ... | volsched check-config -), or the chart's "
+        "values (schedulerConfig and metrics.source). Exit 0 when they load, 2 with one line per problem.",
+    )
+    check.add_argument("files", nargs="+", metavar="FILE", help="a YAML file, or - for standard input")
+    check.set_defaults(func=_check_config)
+    run = sub.add_parser("run", help="run the operator against the cluster in the current kubeconfig")
+    run.add_argument("operator_args", nargs=argparse.REMAINDER)
+    run.set_defaults(func=_run)
+    return parser
+
+
+def _add_simulate(sim: argparse.ArgumentParser) -> None:
+    """``volsched simulate``'s options."""
     sim.add_argument(
         "-f",
         "--file",
@@ -417,7 +445,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="table (default), json (the contract in docs/simulator.md) or html (the dashboard page, self-contained)",
     )
     sim.set_defaults(func=_simulate)
-    trace = sub.add_parser("trace", help="workload traces for `volsched simulate --trace`")
+
+
+def _add_trace(trace: argparse.ArgumentParser) -> None:
+    """``volsched trace``'s commands: ``schema``, ``check`` and ``generate``."""
     tsub = trace.add_subparsers(dest="trace_command", required=True)
     tsub.add_parser("schema", help="print the JSON Schema of a trace record")
     check = tsub.add_parser("check", help="check trace files (exit 2 naming the file, line and field)")
@@ -442,28 +473,6 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--seed", type=int, default=0, help="random seed (default 0): same seed, same trace")
     gen.add_argument("--format", choices=("jsonl", "csv", "yaml"), default="jsonl", help="output format")
     trace.set_defaults(func=_trace)
-    demo = sub.add_parser(
-        "demo", help="what volsched is for, phase by phase, on a local kube-apiserver with the operator"
-    )
-    demo.add_argument(
-        "--keep",
-        action="store_true",
-        help="leave the cluster running at the end (prints a kubeconfig for kubectl)",
-    )
-    demo.set_defaults(func=_demo)
-    check = sub.add_parser(
-        "check-config",
-        help="check a scheduler config as the operator loads it (exit 2 naming file, line and field)",
-        description="Check scheduler configs as the operator loads them: a config file, a ConfigMap "
-        "with key volsched-scheduler.conf (e.g. helm template ... | volsched check-config -), or the chart's "
-        "values (schedulerConfig and metrics.source). Exit 0 when they load, 2 with one line per problem.",
-    )
-    check.add_argument("files", nargs="+", metavar="FILE", help="a YAML file, or - for standard input")
-    check.set_defaults(func=_check_config)
-    run = sub.add_parser("run", help="run the operator against the cluster in the current kubeconfig")
-    run.add_argument("operator_args", nargs=argparse.REMAINDER)
-    run.set_defaults(func=_run)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
