@@ -171,3 +171,22 @@ def test_a_trace_function_already_on_the_thread_is_kept_and_sees_the_modules_lin
     assert kept is tracer
     assert lines == [2, 3, 4, 5, 6, 7]  # each of the module's statements, seen by the tracer
     assert done == [1, 2, 3, 4, 5] and activity.pauses == 0  # stepped back: no pause
+
+
+def test_a_trace_function_set_during_the_import_is_kept_after_it(modules: tuple[str, list[int]]) -> None:
+    """A debugger that attaches while the import aside runs (it sets its trace function on every thread)
+    keeps tracing that thread once the import ends: only the aside's own trace function is taken off."""
+    name, done = modules
+    progress = sys.modules[f"{name}_progress"]
+
+    def debugger(frame: FrameType, event: str, _arg: Any) -> None:
+        return None
+
+    progress.hook = lambda step: sys.settrace(debugger) if step == 3 else None
+    try:
+        import_aside([name], Activity())
+        after = sys.gettrace()
+    finally:
+        sys.settrace(None)
+    assert done == [1, 2, 3, 4, 5]
+    assert after is debugger

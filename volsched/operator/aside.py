@@ -117,7 +117,8 @@ def import_aside(
         return None
 
     # A debugger's or coverage's trace function is kept (not even set again: a C tracer would come back
-    # as a Python one), and the import does not pause.
+    # as a Python one), and the import does not pause; one set meanwhile (a debugger that attached to
+    # every thread) is left on.
     traced = sys.gettrace() is not None
     if not traced:
         sys.settrace(trace)  # this thread only
@@ -125,5 +126,5 @@ def import_aside(
         for name in modules:
             importlib.import_module(name)
     finally:
-        if not traced:
+        if not traced and sys.gettrace() is trace:
             sys.settrace(None)
