@@ -277,6 +277,25 @@ def test_while_the_start_is_unknown_pods_that_say_their_run_time_backfill() -> N
     assert placed(result) == {"ns/s": "n3"}
 
 
+def test_a_start_past_a_century_is_said_so_and_written_as_no_expected_start() -> None:
+    """The defect: a running pod's expected run time of 10^12 s (any tenant's annotation may say it) put the
+    reservation's start past the year 9999, and its PodGroup status could not be written as a date
+    (ValueError): every status write of the session failed with it, session after session, and the
+    dashboard's document with them."""
+    from volsched.kube.status import podgroup_status
+    from volsched.simulate import session_json
+
+    objects = cluster(waiting("s", gpu=8, runtime="5h"))
+    objects[5] = running("a", on="n1", gpu=8, ago=600, runtime="1000000000000")
+    objects[6] = running("b", on="n2", gpu=8, ago=0, runtime="1000000000000")
+    result = session(objects, carry={"next": "ns/g"})
+    status = result.podgroups["ns/g"]
+    assert status.reservation == "reserves 2 node(s) starting in more than 100 years: n1, n3"
+    assert status.expected_start is None
+    assert podgroup_status(status)["expectedStart"] is None  # (none to write: a merge patch drops it)
+    assert "expectedStart" not in session_json(result)["podgroups"]["ns/g"]
+
+
 def test_a_topology_gang_is_not_planned_says_why_and_leaves_the_reservation_to_the_next() -> None:
     """An older gang placed in one domain of a node label is no head: it says on its PodGroup why none
     is held for it, and the gang behind it reserves (before, it took the head's place and nobody did)."""

@@ -37,6 +37,10 @@ CLAIMS = "reservation.claims"
 NOMINATIONS_READ = "reservation.nominations-read"
 #: A claimant's score on its node, past any other plugin's: it goes back where its victims were.
 _CLAIM_SCORE = 1e9
+#: Seconds (100 years) past which a reservation's start is said as "more than 100 years" and written as no
+#: expected start: pods' expected run times are the users' (an annotation may say 10^12 s), and a start
+#: past the year 9999 is no date a status can hold.
+_HORIZON = 100 * 365 * 86400.0
 PENDING = TaskStatus.PENDING
 #: Statuses of a pod placed this session (what takes a reserved node's spare room).
 _PLACED = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED})
@@ -481,6 +485,8 @@ def _when(start: float, now: float) -> str:
         return "until the pods on them end (no expected run time known)"
     if start <= now:
         return "from now"
+    if start - now > _HORIZON:
+        return "starting in more than 100 years"
     return f"starting in {human_duration(start - now)}"
 
 
@@ -611,7 +617,8 @@ class Reservation(BasePlugin):
         """The reservation on the job's PodGroup status, and an event when nodes or start changed."""
         names = [session.nodes.names[int(i)] for i in plan.nodes]
         # to the minute: a start that drifts by seconds (an overdue pod's "now") is no new status
-        start = None if math.isinf(plan.start) else math.ceil(plan.start / 60) * 60
+        far = math.isinf(plan.start) or plan.start - session.now > _HORIZON
+        start = None if far else math.ceil(plan.start / 60) * 60
         text = f"reserves {len(names)} node(s) {_when(plan.start, session.now)}: {', '.join(names)}"
         status = session.result.podgroups.get(job.key)
         if status is not None:
