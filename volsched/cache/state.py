@@ -41,6 +41,7 @@ from volsched.framework.decisions import Bind
 from volsched.gcpause import pause_collector, resume_collector
 from volsched.model.cluster import ClusterSnapshot, absent_object, copy_task
 from volsched.model.decode import (
+    INT32_MAX,
     build_node,
     build_podgroup,
     build_queue,
@@ -703,7 +704,7 @@ class ClusterState:
                 problem = (
                     f"Pod {first.key}",
                     "InvalidMinMember",
-                    f"annotation {MIN_MEMBER_ANNOTATION} {raw!r} is not a whole number >= 1; "
+                    f"annotation {MIN_MEMBER_ANNOTATION} {raw!r} is not a whole number from 1 to {INT32_MAX}; "
                     f"PodGroup {first.owner_ref.group_name} ({first.owner_ref.title}) takes minMember 1",
                 )
                 problems.append(problem)
@@ -1029,7 +1030,8 @@ def _placement_edited(before: Mapping[str, Any] | None, after: Mapping[str, Any]
 
 
 def _min_member(task: Task) -> int:
-    """:data:`MIN_MEMBER_ANNOTATION` of a pod: a whole number >= 1; anything else counts as 1."""
+    """:data:`MIN_MEMBER_ANNOTATION` of a pod: a whole number from 1 to 2^31 - 1 (what a PodGroup's
+    ``minMember`` holds); anything else counts as 1."""
     raw = task.annotations.get(MIN_MEMBER_ANNOTATION)
     if raw is None:
         return 1
@@ -1037,7 +1039,7 @@ def _min_member(task: Task) -> int:
         value = int(str(raw).strip())
     except ValueError:
         return 1
-    return value if value >= 1 else 1
+    return value if 1 <= value <= INT32_MAX else 1
 
 
 def _class_name(state: ClusterState, task: Task) -> str:
