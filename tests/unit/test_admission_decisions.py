@@ -151,7 +151,7 @@ def test_a_queue_in_use_may_not_be_deleted() -> None:
     ],
 )
 def test_the_webhook_service_reference(text: str, parsed: tuple[str, str, int] | None) -> None:
-    from volsched.operator.admission import parse_service
+    from volsched.operator.settings import parse_service
 
     if parsed is None:
         with pytest.raises(ValueError, match="expected namespace/name"):

@@ -78,14 +78,20 @@ from volsched.kube.reviews import AccessReviews, self_may
 from volsched.kube.watch import ListWatch
 from volsched.kube.writer import KubeWriter
 from volsched.model.vocabulary import API_GROUP
-from volsched.operator.admission import Admission, parse_service
+from volsched.operator.admission import Admission
 from volsched.operator.aside import LONGEST_PAUSE, import_aside
 from volsched.operator.health import health_problem, readiness_problem
 from volsched.operator.http import HttpServer
 from volsched.operator.metrics import Metrics
 from volsched.operator.reload import ConfigReloader
 from volsched.operator.sessions import SessionLoop
-from volsched.operator.settings import Settings, build_parser, parse_log_levels, settings_from_args
+from volsched.operator.settings import (
+    Settings,
+    build_parser,
+    parse_log_levels,
+    parse_service,
+    settings_from_args,
+)
 from volsched.operator.volcano import VolcanoKinds
 from volsched.operator.watches import WRITTEN_KINDS, WatchFeed
 from volsched.redaction import error_summary, install_log_redaction

@@ -155,12 +155,3 @@ class Admission:
             return None  # its PodGroup names the queue
         current = queue_annotation(annotations)
         return named if not current or current == DEFAULT_QUEUE else None
-
-
-def parse_service(text: str) -> tuple[str, str, int]:
-    """``namespace/name[:port]`` (port 443 when not given)."""
-    ref, _, port = text.partition(":")
-    namespace, _, name = ref.partition("/")
-    if not namespace or not name or (port and not port.isdigit()):
-        raise ValueError(f"--webhook-service: expected namespace/name[:port], got {text!r}")
-    return namespace, name, int(port or 443)

@@ -33,8 +33,8 @@ import kopf
 from volsched.cache.volcano import VOLCANO_GROUP
 from volsched.model.raw import meta_of
 from volsched.model.vocabulary import API_GROUP, QUEUE_ANNOTATION
-from volsched.operator.admission import Admission, parse_service
-from volsched.operator.settings import WebhookSettings
+from volsched.operator.admission import Admission
+from volsched.operator.settings import WebhookSettings, parse_service
 
 if TYPE_CHECKING:
     from kopf._cogs.structs import reviews  # (kopf's own types of a webhook's client config)

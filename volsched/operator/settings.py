@@ -138,6 +138,27 @@ def number(*, positive: bool) -> Callable[[str], float]:
 PORT = integer(0, 65535)
 
 
+def parse_service(text: str) -> tuple[str, str, int]:
+    """``--webhook-service``: ``namespace/name[:port]`` (port 443 when not given); ValueError otherwise."""
+    ref, colon, port = text.partition(":")
+    namespace, _, name = ref.partition("/")
+    valid = (
+        namespace and name and "/" not in name and (not colon or (port.isdigit() and 1 <= int(port) <= 65535))
+    )
+    if not valid:
+        raise ValueError(f"expected namespace/name[:port] (a port from 1 to 65535), got {text!r}")
+    return namespace, name, int(port or 443)
+
+
+def _service(text: str) -> str:
+    """``--webhook-service``'s type: refused at parse, as a number out of range is."""
+    try:
+        parse_service(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 class _RunParser(argparse.ArgumentParser):
     """``volsched run``'s parser: the checks that span two flags refuse as a flag's own type does (exit 2,
     both flags named), and a flag left out takes a default that fits the others."""
@@ -233,6 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--webhook-service",
+        type=_service,
         default=None,
         help="namespace/name[:port] of the Service in front of the webhooks (default: a URL to --webhook-url-host)",
     )
