@@ -75,6 +75,29 @@ def test_nonsense_numbers_are_refused_at_parse_naming_the_flag(
 
 
 @pytest.mark.parametrize(
+    ("flag", "value", "rule"),
+    [
+        ("--namespace", "Volsched_System", "a DNS label"),
+        ("--namespace", "", "a DNS label"),
+        ("--config-map", "scheduler config", "a DNS subdomain"),
+        ("--lease-name", "Volsched", "a DNS subdomain"),
+        ("--webhook-cert-secret", "ns/certs", "a DNS subdomain"),
+    ],
+)
+def test_a_name_the_apiserver_would_refuse_is_refused_at_parse(
+    flag: str, value: str, rule: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The defect: such a name was taken, and every request naming it failed or found nothing while the
+    operator ran on (a ConfigMap or Lease by a name no object can have: the built-in config in force, no
+    replica ever the leader), with nothing refused at start."""
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args([flag, value])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert f"error: argument {flag}: {value!r} is not valid: {rule}" in err, err
+
+
+@pytest.mark.parametrize(
     "service", ["svc", "ns/svc:https", "ns/", "/svc", "ns/svc:0", "ns/svc:65536", "ns/a/b", "ns/svc:"]
 )
 def test_a_webhook_service_not_namespace_name_port_is_refused_at_parse(
@@ -116,7 +139,7 @@ def test_the_help_says_each_numeric_flags_range() -> None:
     numeric = [
         a
         for a in build_parser()._actions
-        if a.type is not None and a.option_strings and a.dest != "webhook_service"
+        if a.option_strings and getattr(a.type, "__qualname__", "").partition(".")[0] in ("integer", "number")
     ]
     assert len(numeric) == 13
     for action in numeric:

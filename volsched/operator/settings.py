@@ -18,6 +18,8 @@ from dataclasses import field
 
 from volsched.kube.lease import LeaseSettings
 from volsched.kube.writer import WriterSettings
+from volsched.model import validation
+from volsched.model.errors import InputError
 from volsched.model.vocabulary import DEFAULT_SCHEDULER_NAMES
 from volsched.pacing import MIN_GAP, PERIOD
 from volsched.records import dataclass
@@ -150,6 +152,21 @@ def parse_service(text: str) -> tuple[str, str, int]:
     return namespace, name, int(port or 443)
 
 
+def kube_name(*, label: bool = False) -> Callable[[str], str]:
+    """An argparse type: a name the apiserver takes (a DNS subdomain; with ``label``, a DNS label, as a
+    namespace's name is), refused at parse as a number out of range is."""
+    check = validation.dns_label if label else validation.dns_subdomain
+
+    def parse(text: str) -> str:
+        try:
+            check(text, field="name")
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(exc.message.removeprefix("name: ")) from None
+        return text
+
+    return parse
+
+
 def _service(text: str) -> str:
     """``--webhook-service``'s type: refused at parse, as a number out of range is."""
     try:
@@ -188,9 +205,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = _RunParser(prog="volsched run", description="Run the volsched scheduler operator.")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG)")
     p.add_argument(
-        "--namespace", default=d.config.namespace, help="namespace of the config ConfigMap and the Lease"
+        "--namespace",
+        type=kube_name(label=True),
+        default=d.config.namespace,
+        help="namespace of the config ConfigMap and the Lease",
     )
-    p.add_argument("--config-map", default=d.config.name, help="name of the scheduler config ConfigMap")
+    p.add_argument(
+        "--config-map", type=kube_name(), default=d.config.name, help="name of the scheduler config ConfigMap"
+    )
     p.add_argument("--config-key", default=d.config.key, help="key in the ConfigMap holding the config")
     p.add_argument(
         "--period",
@@ -248,6 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--webhook-cert-secret",
+        type=kube_name(),
         default=None,
         help="a Secret in --namespace holding the self-signed CA and certificate every replica serves "
         "(created by the first, renewed before expiry); default: a CA made at every start (one replica only)",
@@ -273,6 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--lease-name",
+        type=kube_name(),
         default=d.lease.name,
         help="name of the Lease in --namespace that replicas share: only its holder binds, evicts or "
         "writes status",
