@@ -167,6 +167,28 @@ def test_a_pod_made_again_under_the_claimants_name_does_not_take_its_claim() -> 
     assert second.nominated == {}
 
 
+def test_a_pod_of_lower_priority_does_not_reserve_the_room_evicted_for_one_of_its_queue() -> None:
+    """The defect: while the preemptor waited, pipelined onto its victim's room, it was not "waiting" to the
+    reservation, so the next pod of its queue (``o``, of lower priority) became the job the nodes are held
+    for; claims do not hold room against that job, and its reservation kept the preemptor off the room
+    evicted for it: once the victim was gone, ``o`` took it."""
+    state = ClusterState()
+    victim = running("v", on="n1", gpu=4)
+    for obj in base(node("n1", gpu="4"), victim, waiting("c", gpu=4, ago=30, priority="high")):
+        state.apply(obj)
+    first = run_session(state)
+    assert [e.pod for e in first.evictions] == ["ns/v"]
+    state.apply(terminating(victim))
+    state.apply(waiting("o", gpu=4, ago=90))
+    state.carryover = first.carryover
+    second = run_session(state)
+    assert (placed(second), second.nominated) == ({}, {"ns/c": "n1"})
+    assert CARRY not in second.carryover  # the first job of queue q waits for its room: no head
+    state.delete("Pod", "ns", "v")
+    state.carryover = second.carryover
+    assert placed(run_session(state)) == {"ns/c": "n1"}
+
+
 def test_a_claimants_podgroup_says_the_room_is_held() -> None:
     group = podgroup("g", ns="ns", queue="q", min_member=1, phase="Inqueue", priority_class="high")
     claimant = pod("g-0", ns="ns", cpu="1", gpu="4", group="g", priority_class="high", created=iso(NOW - 30))

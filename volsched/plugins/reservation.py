@@ -44,6 +44,10 @@ _HORIZON = 100 * 365 * 86400.0
 PENDING = TaskStatus.PENDING
 #: Statuses of a pod placed this session (what takes a reserved node's spare room).
 _PLACED = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED})
+#: Statuses of a pod still waiting at a session's close: pending, or pipelined onto room being freed.
+_WAITING = frozenset({PENDING, TaskStatus.PIPELINED})
+#: The session state key of the jobs with a pod pending at the session's open.
+_PENDING_AT_OPEN = "reservation.pending-at-open"
 
 
 @dataclass(frozen=True)
@@ -507,6 +511,7 @@ class Reservation(BasePlugin):
         self.wait = arguments.duration("waitTime", 0.0, allow_zero=True)
 
     def on_session_open(self, session: ExtensionPoints) -> None:
+        session.state[_PENDING_AT_OPEN] = session.pending_jobs()  # (at the close, some wait pipelined)
         if NOMINATIONS_READ not in session.carryover:
             _take_nominations(session)
         held = session.carryover.get(CLAIMS)
@@ -583,15 +588,19 @@ class Reservation(BasePlugin):
         what keeps it out of the queue may be the cluster's room (overcommit), which only a reservation
         makes while smaller jobs are admitted into every bit that frees; once its nodes drain it is
         admitted and placed. A gang placed in one topology domain is never one (it is not planned:
-        ``unplanned`` tells it why), so it does not keep the reservation from the jobs behind it."""
+        ``unplanned`` tells it why), so it does not keep the reservation from the jobs behind it. A job
+        pipelined onto room being freed for it (its victims terminating) waits too: first of its queue,
+        it is no head (it needs no reservation) and no job behind it is one, whose reservation would keep
+        it off that room (claims do not hold room against the reservation's job)."""
         now = session.now
         by_queue: dict[str, list[Job]] = {}
-        for job in session.pending_jobs():
+        jobs = session.state.get(_PENDING_AT_OPEN)
+        for job in session.pending_jobs() if jobs is None else jobs:
             if (
                 job.ready_count < job.min_member
                 and now - job.creation >= self.wait
                 and job.queue in session.queues
-                and any(t.status is PENDING and t.schedulable_by_us for t in job.tasks.values())
+                and any(t.status in _WAITING and t.schedulable_by_us for t in job.tasks.values())
             ):
                 if job.podgroup is not None and job.podgroup.topology is not None:
                     unplanned(job)
