@@ -347,3 +347,116 @@ def test_a_run_extended_by_a_few_jobs_is_the_run_the_vectorised_path_makes() -> 
             a, b = getattr(few, name), getattr(wide, name)
             assert (a is None) == (b is None) and (a is None or a.tolist() == b.tolist())
         assert few.jobs == wide.jobs and few.committed == wide.committed and few.span == wide.span
+
+
+def numpy_held(used: np.ndarray, guarantee: np.ndarray, rows: list[int]) -> np.ndarray:
+    """The formula ``_held`` had: every list of rows indexed and summed by numpy."""
+    out: np.ndarray = np.maximum(used[rows], guarantee[rows]).sum(axis=0)
+    return out
+
+
+def bits(a: np.ndarray) -> bytes:
+    return np.ascontiguousarray(a).tobytes()
+
+
+def test_fair_shares_of_random_trees_are_the_same_floats_without_the_few_paths(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``water_fill``'s plain path for a few children and ``_held``'s for one row against numpy alone, to
+    the bit, over random trees (one queue to six, in levels)."""
+    rng = random.Random(13)
+    for case in range(400):
+        names, parents = random_tree(rng)
+        n, r = len(names), rng.randint(1, 3)
+        tree = build_tree(names, parents)
+
+        def column(choices: list[float], n: int = n, r: int = r) -> np.ndarray:
+            return np.array([[rng.choice(choices) for _ in range(r)] for _ in range(n)])
+
+        kwargs = dict(
+            total=np.array([rng.choice([0.0, 10.0, 64.0, 1e16, rng.uniform(1, 100)]) for _ in range(r)]),
+            weight=np.array([float(rng.choice([0, 1, 1, 2, 5])) for _ in range(n)]),
+            guarantee=column([0.0, 0.0, 2.0, 5.0, 0.1]),
+            capability=column([INF, INF, 3.5, 8.0, 30.0]),
+            request=column([0.0, 4.0, 7.0, 9.0, 20.0, 0.1, 0.7, 1e16]),
+            allocated=column([0.0, 0.0, 1.0, 3.0, 0.1]),
+            unit=column([0.0, 0.5, 1.0, 1.0, 2.0, 1 / 3]),
+            dims=[f"d{d}" for d in range(r)],
+            describe=lambda d, v: str(v),
+        )
+        got = outcome(tree, kwargs)
+        with monkeypatch.context() as m:
+            m.setattr(fairshare, "_FEW", 0)
+            m.setattr(fairshare, "_held", numpy_held)
+            want = outcome(tree, kwargs)
+        assert not isinstance(want, str) and not isinstance(got, str), (case, want, got)
+        for field in ("deserved", "limit", "request", "allocated", "guarantee", "real_capability"):
+            assert bits(getattr(got, field)) == bits(getattr(want, field)), (case, field)
+
+
+@pytest.mark.parametrize(
+    "amount, weights, lo, hi",
+    [
+        ([10.0], [1.0], [[0.0]], [[4.0]]),  # enough for all
+        ([10.0], [1.0, 2.0], [[0.0], [0.0]], [[4.0], [9.0]]),  # to share by weight: numpy's own path
+        ([1.0], [1.0, 1.0], [[3.0], [2.0]], [[5.0], [5.0]]),  # not even the floors
+        ([1e16 + 2], [1.0, 1.0, 1.0], [[0.0]] * 3, [[1e16], [1.0], [1.0]]),  # order of the additions
+        ([2.0], [1.0, 1.0, 1.0], [[0.0]] * 3, [[1.0], [1e16], [-1e16]]),
+        ([1e16], [1.0, 1.0, 1.0], [[0.0]] * 3, [[1.0], [1.0], [1e16]]),  # 1 + 1 + 1e16 > 1e16 + 1 + 1
+        ([INF], [1.0], [[0.0]], [[INF]]),
+        ([-3.0], [1.0], [[0.0]], [[4.0]]),  # nothing to share
+        ([5.0], [1.0], [[-0.0]], [[-0.0]]),  # negative zeros: numpy's own path
+        ([5.0], [1.0], [[0.0]], [[np.nan]]),
+        ([np.nan], [1.0], [[0.0]], [[1.0]]),
+        ([5.0, 7.0], [0.0, 1.0], [[1.0, 1.0], [0.0, 0.0]], [[2.0, 2.0], [3.0, 3.0]]),  # weight 0
+        ([5.0, 3.0], [1.0, 1.0], [[1.0, 1.0], [0.0, 0.0]], [[2.0, 2.0], [3.0, 3.0]]),  # one dim short
+        ([EPS / 2], [1.0], [[0.0]], [[EPS]]),  # within EPS
+    ],
+)
+def test_a_few_childrens_fill_is_numpys_to_the_bit(
+    amount: list[float], weights: list[float], lo: list[list[float]], hi: list[list[float]]
+) -> None:
+    args = [np.array(x, dtype=np.float64) for x in (amount, weights, lo, hi)]
+    got = fairshare.water_fill(*args)
+    saved, fairshare._FEW = fairshare._FEW, 0
+    try:
+        with np.errstate(invalid="ignore"):
+            want = fairshare.water_fill(*args)
+    finally:
+        fairshare._FEW = saved
+    assert got.shape == want.shape and bits(got) == bits(want)
+
+
+def test_random_fills_of_a_few_children_are_numpys_to_the_bit() -> None:
+    rng = random.Random(17)
+    picks = [0.0, 1.0, 2.5, 0.1, 1 / 3, 1e16, 7.0, INF]
+    for _ in range(3000):
+        c, r = rng.randint(1, 9), rng.randint(1, 4)
+        amount = np.array([rng.choice([*picks, rng.uniform(-1, 40), 1e16 + 2]) for _ in range(r)])
+        weights = np.array([rng.choice([1.0, 2.0, 3.0, 0.5]) for _ in range(c)])
+        lo = np.array([[rng.choice([0.0, 0.0, 1.0, 0.1, 2.0]) for _ in range(r)] for _ in range(c)])
+        hi = lo + np.array([[rng.choice(picks) for _ in range(r)] for _ in range(c)])
+        got = fairshare.water_fill(amount, weights, lo, hi)
+        saved, fairshare._FEW = fairshare._FEW, 0
+        try:
+            with np.errstate(invalid="ignore"):
+                want = fairshare.water_fill(amount, weights, lo, hi)
+        finally:
+            fairshare._FEW = saved
+        assert bits(got) == bits(want), (amount, weights, lo, hi)
+
+
+@pytest.mark.parametrize(
+    "used, guarantee, rows",
+    [
+        ([[-0.0, 1.0]], [[-0.0, 0.5]], [0]),  # numpy's sum of one row turns -0 into +0
+        ([[1.0, 2.0], [3.0, -0.0]], [[0.0, 0.0], [4.0, -0.0]], [1]),
+        ([[1.0, 2.0], [3.0, 0.0]], [[0.0, 5.0], [4.0, 0.0]], [0, 1]),
+        ([[1e16, 1.0], [1.0, 1.0], [1.0, 1.0]], [[0.0, 0.0]] * 3, [1, 2, 0]),
+    ],
+)
+def test_what_the_queues_hold_is_numpys_sum_to_the_bit(
+    used: list[list[float]], guarantee: list[list[float]], rows: list[int]
+) -> None:
+    u, g = np.array(used), np.array(guarantee)
+    assert bits(fairshare._held(u, g, rows)) == bits(numpy_held(u, g, rows))

@@ -241,9 +241,16 @@ def _extend(base: Settled, jobs: Sequence[Job]) -> Settled:
     request = base.request
     if request:  # a queue with a gap that asks: what the jobs in it hold, in order
         asked = [(j.queue, j.allocated) for j in jobs if j.queue in request]
-        request = fold(request, [q for q, _ in asked], [r for _, r in asked], width)
+        if asked:
+            request = fold(request, [q for q, _ in asked], [r for _, r in asked], width)
     queue = fold(base.queue, [j.queue for j in jobs], rows, width)
-    unmet_all = fold({None: base.unmet_all}, [None] * len(unmet), unmet_rows, width)[None]
+    # (sums no row is added to are the run's own, read-only: kept as they are, where ``fold`` would copy
+    # them; a steady state's jobs hold their minimum, and their queue has no gap)
+    if unmet:
+        unmet_all = fold({None: base.unmet_all}, [None] * len(unmet), unmet_rows, width)[None]
+        unmet_queue = fold(base.unmet_queue, [j.queue for j, _ in unmet], unmet_rows, width)
+    else:
+        unmet_all, unmet_queue = base.unmet_all, base.unmet_queue
     exactness = _exactness_few if few else _exactness
     whole, fraction, exact = exactness(base, [rows, unmet_rows], [queue, {None: unmet_all}], width)
     return Settled(
@@ -253,7 +260,7 @@ def _extend(base: Settled, jobs: Sequence[Job]) -> Settled:
         namespace=fold(base.namespace, [j.namespace for j in jobs], rows, width),
         # (not all pending: a job of the run has no task pending, so one with a task)
         holding_namespaces=base.holding_namespaces | {j.namespace for j in jobs if j.tasks},
-        unmet_queue=fold(base.unmet_queue, [j.queue for j, _ in unmet], unmet_rows, width),
+        unmet_queue=unmet_queue,
         unmet_all=unmet_all,
         committed=[*base.committed, *(j for j in jobs if committed(j))],
         host_ports=base.host_ports or any_held_host_ports(jobs),

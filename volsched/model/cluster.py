@@ -144,10 +144,17 @@ class NodeTable:
         return self.allocatable - self.idle
 
     def total(self) -> Vector:
-        """Capacity of the nodes that can run pods (ready ones)."""
-        if not len(self):
-            return np.zeros(len(self.space))
-        return np.asarray(self.allocatable[self.ready].sum(axis=0), dtype=np.float64)
+        """Capacity of the nodes that can run pods (ready ones), read-only: it follows from the nodes'
+        specs alone, so it is summed once per table and kept in its memo (shared by every copy)."""
+        out: Vector | None = self.memo.get("total")
+        if out is None:
+            if not len(self):
+                out = np.zeros(len(self.space))
+            else:
+                out = np.asarray(self.allocatable[self.ready].sum(axis=0), dtype=np.float64)
+            out.setflags(write=False)
+            self.memo["total"] = out
+        return out
 
     # Mutations; the session calls these through its Statement, never plugins.
     def hold(self, i: int, task: Task) -> None:
@@ -456,7 +463,8 @@ def minimum_met(job: Job) -> bool:
         hit: bool | None = job.memo.get("minimum_met")
         if hit is not None:
             return hit
-    out = bool((job.min_request <= job.allocated).all())
+    # (plain floats: a vector of a few dimensions, where two numpy calls cost more; NaN compares alike)
+    out = all(m <= a for m, a in zip(job.min_request.tolist(), job.allocated.tolist(), strict=True))
     if job.shared:
         job.memo["minimum_met"] = out
     return out

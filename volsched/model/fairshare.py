@@ -65,10 +65,21 @@ class Tree:
     #: Nodes in top-down order (every parent before its children).
     order: list[int]
     problems: list[Problem] = field(default_factory=list)
+    #: What :func:`fair_share` reads of the tree's shape alone, made at its first use (a tree is not
+    #: changed once built, and ``queue_config`` keeps it from session to session while the queues are
+    #: the same: each session's fair share then reads it, not the tree node by node).
+    _shape: Shape | None = field(default=None, compare=False, repr=False)
 
     @property
     def top(self) -> list[int]:
         return [i for i in range(len(self.names)) if self.parent[i] < 0]
+
+    @property
+    def shape(self) -> Shape:
+        out = self._shape
+        if out is None:
+            out = self._shape = Shape.of(self)
+        return out
 
     def is_leaf(self, i: int) -> bool:
         return not self.children[i]
@@ -83,6 +94,45 @@ class Tree:
 
     def depth(self, i: int) -> int:
         return len(self.ancestors(i)) - 1
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A :class:`Tree`'s shape as :func:`fair_share` reads it (read-only; the same for every session)."""
+
+    #: Each node but the top ones with its parent, bottom-up (children before their parent).
+    up: list[tuple[int, int]]
+    #: The top nodes (``Tree.top``), and the parents in top-down order (the nodes with children).
+    top: list[int]
+    parents: list[int]
+    #: Whether each node is a leaf.
+    leaf: npt.NDArray[np.bool_]
+    #: Per node, the leaves of its subtree (bottom-up order), and the node with its ancestors, nearest first.
+    leaves_under: list[list[int]]
+    ancestors: list[list[int]]
+
+    @classmethod
+    def of(cls, tree: Tree) -> Shape:
+        n = len(tree.names)
+        leaf = np.array([tree.is_leaf(i) for i in range(n)], dtype=bool)
+        leaf.setflags(write=False)
+        leaves_under: list[list[int]] = [[] for _ in range(n)]
+        up: list[tuple[int, int]] = []
+        for i in reversed(tree.order):
+            if leaf[i]:
+                leaves_under[i].append(i)
+            p = int(tree.parent[i])
+            if p >= 0:
+                up.append((i, p))
+                leaves_under[p].extend(leaves_under[i])
+        return cls(
+            up=up,
+            top=tree.top,
+            parents=[i for i in tree.order if tree.children[i]],
+            leaf=leaf,
+            leaves_under=leaves_under,
+            ancestors=[tree.ancestors(i) for i in range(n)],
+        )
 
 
 def build_tree(names: Sequence[str], parents: Sequence[str | None]) -> Tree:
@@ -148,6 +198,10 @@ def water_fill(amount: Vector, weights: Vector, lo: Matrix, hi: Matrix) -> Matri
     takes no part of the weighted fill, as Volcano's proportion gives a queue of weight 0 its guarantee
     only; the others share what is left of ``amount``."""
     c, r = lo.shape
+    if 0 < c < _FEW:
+        few = _water_fill_few(amount, weights, lo, hi)
+        if few is not None:
+            return few
     out = np.zeros((c, r))
     if c == 0:
         return out
@@ -182,6 +236,53 @@ def water_fill(amount: Vector, weights: Vector, lo: Matrix, hi: Matrix) -> Matri
         level = points[k - 1] + ((a - values[k - 1]) / step if step > 0 else 0.0)
         out[:, d] = np.clip(w * level, low, high)
     return out
+
+
+#: Up to this many children less one, :func:`water_fill` first tries :func:`_water_fill_few`: numpy sums
+#: so few values one after another from zero (pairwise summation starts at eight), which plain floats
+#: repeat exactly, and a fair share's fill for a queue or two (a session after one arrival) is then a
+#: few float operations, not a dozen numpy calls per dimension.
+_FEW = 8
+
+
+def _plain(values: list[float]) -> bool:
+    """Whether ``values`` hold no NaN and no negative zero: the values on which numpy's ``minimum`` and
+    ``maximum`` and Python's comparisons give the same floats."""
+    return all(x == x and (x != 0.0 or math.copysign(1.0, x) > 0) for x in values)
+
+
+def _water_fill_few(amount: Vector, weights: Vector, lo: Matrix, hi: Matrix) -> Matrix | None:
+    """:func:`water_fill` of fewer than ``_FEW`` children, in plain floats, where every dimension is
+    filled to ``max(lo, min(hi, amount))`` (there is enough for all) or to ``lo`` (not even that):
+    the same floats. None where it cannot say (a dimension to share by weight, a weight that is not
+    positive, a NaN or a negative zero): :func:`water_fill` then shares as always."""
+    amounts, w = amount.tolist(), weights.tolist()
+    low_rows, high_rows = lo.tolist(), hi.tolist()
+    if not all(x > 0 for x in w) or not _plain(amounts):
+        return None
+    out: list[list[float]] = [[] for _ in low_rows]
+    for d, a in enumerate(amounts):
+        cap = max(a, 0.0)
+        low = [row[d] for row in low_rows]
+        top = [row[d] for row in high_rows]
+        if not (_plain(low) and _plain(top)):
+            return None
+        high = [max(x if x < cap else cap, lo_) for x, lo_ in zip(top, low, strict=True)]
+        total = 0.0
+        for x in high:
+            total += x
+        if total <= a + EPS:
+            column = high
+        else:
+            total = 0.0
+            for x in low:
+                total += x
+            if not total >= a - EPS:
+                return None
+            column = low
+        for row, x in zip(out, column, strict=True):
+            row.append(x)
+    return np.array(out, dtype=np.float64).reshape(lo.shape)
 
 
 @dataclass
@@ -341,14 +442,12 @@ def fair_share(
     caller already has it."""
     n, r = guarantee.shape
     unit = np.zeros((n, r)) if unit is None else unit
-    bottom_up = list(reversed(tree.order))
-    sub_request = request.astype(np.float64).copy()
-    sub_alloc = allocated.astype(np.float64).copy()
-    for i in bottom_up:
-        p = int(tree.parent[i])
-        if p >= 0:
-            sub_request[p] += sub_request[i]
-            sub_alloc[p] += sub_alloc[i]
+    shape = tree.shape
+    sub_request = request.astype(np.float64)  # (a copy)
+    sub_alloc = allocated.astype(np.float64)
+    for i, p in shape.up:  # bottom-up
+        sub_request[p] += sub_request[i]
+        sub_alloc[p] += sub_alloc[i]
 
     if effective is None:
         effective = effective_guarantees(
@@ -371,8 +470,8 @@ def fair_share(
         if kids:
             deserved[kids] = water_fill(amount, weight[kids], eg[kids], hi_all[kids])
 
-    fill(tree.top, total.astype(np.float64))
-    for i in tree.order:
+    fill(shape.top, total.astype(np.float64))
+    for i in shape.parents:
         fill(tree.children[i], deserved[i])
 
     limit = _remainder(
@@ -416,6 +515,16 @@ def _per_unit(amount: Vector, unit: Vector) -> float:
     return float(math.floor(k))
 
 
+def _held(used: Matrix, guarantee: Matrix, rows: list[int]) -> Vector:
+    """The sum over ``rows`` of ``max(used, guarantee)``, as numpy sums them (one row: the row added to
+    zero, without indexing by a list)."""
+    if len(rows) == 1:
+        one: Vector = 0.0 + np.maximum(used[rows[0]], guarantee[rows[0]])
+        return one
+    out: Vector = np.maximum(used[rows], guarantee[rows]).sum(axis=0)
+    return out
+
+
 def _remainder(
     tree: Tree,
     *,
@@ -428,24 +537,19 @@ def _remainder(
     unit: Matrix,
 ) -> Matrix:
     """Leaves' limits: deserved, plus the work-conserving remainder handed out in whole units."""
-    n = len(tree.names)
-    leaf = np.array([tree.is_leaf(i) for i in range(n)], dtype=bool)
+    shape = tree.shape
+    leaf = shape.leaf
     has_unit = (unit > EPS).any(axis=1) & leaf
     # What each leaf can really fill within its deserved: what it holds plus whole units, up to its request.
     usable = np.where(leaf[:, None], allocated, 0.0)
-    for j in np.flatnonzero(has_unit).tolist():
+    for j in [i for i, h in enumerate(has_unit.tolist()) if h]:
         k = _per_unit(np.maximum(deserved[j] - allocated[j], 0.0), unit[j])
         usable[j] = np.maximum(allocated[j], np.minimum(allocated[j] + k * unit[j], request[j]))
     used = usable.copy()
-    leaves_under: list[list[int]] = [[] for _ in range(n)]
-    for i in reversed(tree.order):
-        if leaf[i]:
-            leaves_under[i].append(i)
-        p = int(tree.parent[i])
-        if p >= 0:
-            used[p] += used[i]
-            leaves_under[p].extend(leaves_under[i])
-    anc = [tree.ancestors(i) for i in range(n)]
+    for i, p in shape.up:  # bottom-up
+        used[p] += used[i]
+    leaves_under = shape.leaves_under
+    anc = shape.ancestors
 
     def room(i: int, pool: Vector) -> int:
         """Whole units leaf ``i`` may still take: within the pool, its request, every realCapability."""
@@ -485,14 +589,12 @@ def _remainder(
 
     def held(kids: list[int]) -> Vector:
         # A guarantee is held for its queue even while the queue does not use it.
-        out: Vector = np.maximum(used[kids], guarantee[kids]).sum(axis=0)
-        return out
+        return _held(used, guarantee, kids)
 
     # Siblings first: each subtree hands out its own leftover before it passes up.
-    for i in reversed(tree.order):
-        if not leaf[i]:
-            grant(leaves_under[i], np.maximum(deserved[i] - held(tree.children[i]), 0.0))
-    top = tree.top
+    for i in reversed(shape.parents):
+        grant(leaves_under[i], np.maximum(deserved[i] - held(tree.children[i]), 0.0))
+    top = shape.top
     if top:
         grant([i for t in top for i in leaves_under[t]], np.maximum(total - held(top), 0.0))
     return np.where(leaf[:, None], np.maximum(deserved, usable), deserved)

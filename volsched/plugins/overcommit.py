@@ -53,18 +53,11 @@ class Overcommit(BasePlugin):
         # dimension by dimension: the same answers).
         inqueue: list[float] = session.ledger.unmet().tolist()
         unused_floats: list[float] = unused.tolist()
-        # Per queue: the effective guarantee less what the queue holds and has admitted.
+        # Per queue: the effective guarantee less what the queue holds and has admitted (the queue
+        # configuration's, found once for it: most sessions' queues guarantee nothing).
         queues = queue_config(session)
-        guarantee_left: dict[str, Vector] = {}
-        for name in session.queues:
-            held = queues.held_guarantee(name)
-            if held is not None:
-                guarantee_left[name] = held
-        cut = {
-            name: i
-            for name, i in queues.row.items()
-            if (queues.effective_guarantee[i] < queues.guarantee[i] - EPS).any()
-        }
+        guarantee_left: dict[str, Vector] = {name: held.copy() for name, held in queues.guaranteed.items()}
+        cut = queues.cut
         for job in session.jobs.values() if guarantee_left else ():
             left = guarantee_left.get(job.queue)
             if left is not None:

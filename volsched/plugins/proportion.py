@@ -148,10 +148,11 @@ def _pending_requests(
     # A queue whose smallest pending pod fits on no node right now cannot use more this session: what it
     # is owed beyond what it holds goes into the remainder for queues whose pods do fit (fragments).
     nodes = session.nodes
-    asking = np.flatnonzero((unit > EPS).any(axis=1))
-    if len(asking) and len(nodes):
+    asks: list[bool] = np.any(unit > EPS, axis=1).tolist()
+    asking = [i for i, a in enumerate(asks) if a]
+    if asking and len(nodes):
         idle = nodes.idle[nodes.ready]
-        for i in asking.tolist():
+        for i in asking:
             floor = np.where(unit[i] > EPS, unit[i] - EPS, -np.inf)
             if not (idle >= floor).all(axis=1).any():
                 unit[i] = 0.0

@@ -43,6 +43,10 @@ class QueueConfig:
     effective_guarantee: Matrix
     real_capability: Matrix
     problems: list[Problem]
+    #: :meth:`held_guarantee` of every queue that guarantees something, in name order (read-only: a
+    #: reader that subtracts from one copies it), and the row of each queue whose guarantee is cut.
+    guaranteed: dict[str, Vector]
+    cut: dict[str, int]
 
     def held_guarantee(self, queue: str) -> Vector | None:
         """The effective guarantee of ``queue``, or None when it guarantees nothing (or does not exist)."""
@@ -115,7 +119,14 @@ def _made(session: ExtensionPoints) -> QueueConfig:
         effective_guarantee=eg,
         real_capability=real,
         problems=problems,
+        guaranteed={},
+        cut={name: i for i, name in enumerate(names) if (eg[i] < guarantee[i] - EPS).any()},
     )
+    for name in names:
+        held = config.held_guarantee(name)
+        if held is not None:
+            held.setflags(write=False)
+            config.guaranteed[name] = held
     for matrix in (total, weight, guarantee, capability, eg, real):
         matrix.setflags(write=False)
     return config
