@@ -1,0 +1,146 @@
+"""What the fair-share opens keep from one session to the next must be what a fresh computation gives, whatever
+changed in between (queues added, removed, reparented, given guarantees the cluster cannot meet; nodes added,
+removed, not ready; pods arriving, bound, finishing): the queue configuration's held guarantees and cut queues
+(overcommit), the tree's shape (proportion's fair share) and the ready nodes' total (every session's
+``total``), each kept where what it follows from is kept (docs/design/steady-state.md)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.builders import node, queue
+from tests.unit.test_cache_snapshot import NODES, RandomPort, Walk
+from volsched.cycle import run_cycle
+from volsched.framework.points import ExtensionPoints
+from volsched.framework.registry import load_config
+from volsched.model.fairshare import Shape, build_tree
+from volsched.model.resources import EPS
+from volsched.plugins import overcommit
+from volsched.plugins.shared.queue_config import _made, queue_config
+
+QUEUES = ["q1", "q2", "q3"]
+
+
+def queue_event(walk: Walk) -> None:
+    """A queue of a small tree put or dropped: a parent (or none, or one that makes a cycle), a weight, a
+    guarantee now and then larger than the cluster."""
+    r = walk.rng
+    name = r.choice(QUEUES)
+    if r.random() < 0.2:
+        walk.drop("Queue", None, name)
+        return
+    guarantee = r.choice(
+        [None, None, {"cpu": "2"}, {"cpu": "6"}, {"cpu": "100"}, {"cpu": "1", "memory": "1Gi"}]
+    )
+    walk.put(
+        queue(
+            name,
+            weight=r.randrange(1, 4),
+            parent=r.choice([None, None, "q0", *QUEUES]),
+            guarantee=guarantee,
+            capability={"cpu": "3"} if r.random() < 0.2 else None,
+        )
+    )
+
+
+class Checked:
+    def __init__(self) -> None:
+        self.sessions = 0
+        self.guaranteed = 0  # sessions with a queue that guarantees something
+        self.cut = 0  # sessions with a guarantee cut
+        self.trees = 0  # sessions with a queue under another
+
+
+def check(session: ExtensionPoints, seen: Checked) -> None:
+    kept = queue_config(session)
+    fresh = _made(session)  # from the session's queues, space and total, nothing kept
+    want = {name: fresh.held_guarantee(name) for name in session.queues}
+    want_guaranteed = {k: v for k, v in want.items() if v is not None}
+    assert kept.guaranteed.keys() == want_guaranteed.keys()
+    for name, v in want_guaranteed.items():
+        assert kept.guaranteed[name].tobytes() == v.tobytes() and not kept.guaranteed[name].flags.writeable
+    want_cut = {
+        name: i
+        for name, i in fresh.row.items()
+        if (fresh.effective_guarantee[i] < fresh.guarantee[i] - EPS).any()
+    }
+    assert kept.cut == want_cut
+    shape = Shape.of(build_tree(fresh.names, [s.parent for s in fresh.specs]))
+    got = kept.tree.shape
+    assert (got.up, got.top, got.parents, got.leaves_under, got.ancestors) == (
+        shape.up,
+        shape.top,
+        shape.parents,
+        shape.leaves_under,
+        shape.ancestors,
+    )
+    assert got.leaf.tolist() == shape.leaf.tolist()
+    nodes = session.nodes
+    total = np.asarray(nodes.allocatable[nodes.ready].sum(axis=0), dtype=np.float64)
+    assert session.total.tobytes() == total.tobytes() and not session.total.flags.writeable
+    seen.sessions += 1
+    seen.guaranteed += bool(want_guaranteed)
+    seen.cut += bool(want_cut)
+    seen.trees += any(s.parent for s in fresh.specs)
+
+
+@pytest.fixture
+def checked(monkeypatch: pytest.MonkeyPatch) -> Checked:
+    seen = Checked()
+    opened = overcommit.Overcommit.on_session_open
+
+    def opening(self: Any, session: ExtensionPoints) -> None:
+        opened(self, session)
+        check(session, seen)
+
+    monkeypatch.setattr(overcommit.Overcommit, "on_session_open", opening)
+    return seen
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_what_the_opens_keep_equals_a_fresh_computation_through_random_changes(
+    seed: int, checked: Checked
+) -> None:
+    walk = Walk(seed)
+    rng = random.Random(seed)
+    config = load_config()  # (overcommit, drf and proportion among its plugins)
+    for i in range(500):
+        if rng.random() < 0.15:
+            queue_event(walk)
+        else:
+            walk.step()
+        if i % 2 == 0:
+            walk.now += 1
+            run_cycle(walk.feeder, config, RandomPort(rng), now=walk.now)
+    assert checked.sessions > 100
+    assert checked.guaranteed > 10 and checked.cut > 3 and checked.trees > 10
+
+
+def test_each_change_between_two_sessions_is_seen_by_the_next(checked: Checked) -> None:
+    """Each change one at a time, between two sessions (a configuration kept past a change fails the check)."""
+    walk = Walk(99)
+    for name in NODES:
+        walk.put(node(name, cpu="8"))
+    config = load_config()
+    changes = [
+        lambda: None,
+        lambda: walk.put(queue("q1", guarantee={"cpu": "2"})),
+        lambda: walk.put(queue("q1", guarantee={"cpu": "3"})),
+        lambda: walk.put(queue("q2", parent="q1")),
+        lambda: walk.put(queue("q1", guarantee={"cpu": "1000"})),  # more than the cluster: cut
+        lambda: walk.put(queue("q2", parent=None, weight=2)),
+        lambda: walk.drop("Queue", None, "q2"),
+        lambda: walk.put(node(NODES[0], cpu="8", ready=False)),
+        lambda: walk.put(node(NODES[0], cpu="16")),
+        lambda: walk.drop("Node", None, NODES[1]),
+        lambda: None,
+    ]
+    for change in changes:
+        change()
+        walk.now += 1
+        run_cycle(walk.feeder, config, RandomPort(walk.rng), now=walk.now)
+    assert checked.sessions == len(changes) and checked.cut >= 1 and checked.trees >= 1
