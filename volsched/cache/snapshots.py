@@ -157,6 +157,10 @@ def prepare(t: Task, view: View) -> Task:
     return t
 
 
+#: Up to this many entries made anew, :meth:`SnapshotBuilder._refresh` counts their resource names one by one.
+_FEW_MADE = 8
+
+
 class _Entry:
     __slots__ = ("prepared", "shared", "source", "vector")
 
@@ -388,10 +392,14 @@ class SnapshotBuilder:
                     self._owner_of[key] = t.job_key
                     self._owners_changed.add(t.job_key)
                 made.append(entry.prepared)
-        if made:  # counted in C (a first snapshot: 50,000 tasks of a few names each)
-            names = self._names
+        names = self._names
+        if len(made) > _FEW_MADE:  # counted in C (a first snapshot: 50,000 tasks of a few names each)
             for name, n in Counter(itertools.chain.from_iterable(t.request_map for t in made)).items():
                 names[name] = names.get(name, 0) + n
+        else:  # (a pod or two since the last snapshot: the same counts, without a Counter's making)
+            for t in made:
+                for name in t.request_map:
+                    names[name] = names.get(name, 0) + 1
         return len(made)
 
     def _forget(self, key: str) -> None:
@@ -513,15 +521,19 @@ class SnapshotBuilder:
                 touched: frozenset[str] | None = None
             else:
                 touched = self._update(base, view, pg_list, keys, changed, old_table, pos)
-            total = table.memo.get("total")  # (the ready nodes' allocatable: the specs' alone)
-            if total is None:
-                total = table.memo["total"] = table.total()
-                total.setflags(write=False)
-            session_table = table.fresh(list(base.held), lent=True)  # (each copied as a session changes it)
-            session_table.idle = base.idle.copy()
-            session_table.score_extra = base.score_extra.copy()
-            session_table.incoming = base.incoming.copy()
-            session_table.incoming_tasks = int(base.releasing.sum())
+            total = table.total()  # (the ready nodes' allocatable: the specs' alone, kept in the memo)
+            session_table = table.fresh(
+                list(base.held),  # (lent: each copied as a session changes it)
+                lent=True,
+                # (an integer array's sum is a numpy path no other step of a session takes: summed by
+                # Python, the same count)
+                held=(
+                    base.idle.copy(),
+                    base.score_extra.copy(),
+                    base.incoming.copy(),
+                    sum(base.releasing.tolist()),
+                ),
+            )
             grouped = base.grouped
             if grouped is None or list(grouped) != keys:  # (a PodGroup deleted and made again: last)
                 kept = base.jobs
@@ -757,7 +769,7 @@ class SnapshotBuilder:
         index = table.index
         base.idle = table.allocatable.copy()
         base.score_extra = np.zeros((len(table), 2))
-        base.incoming = np.zeros_like(table.allocatable)
+        base.incoming = np.zeros(table.allocatable.shape)
         base.releasing = np.zeros(len(table), dtype=np.intp)
         base.held = [{} for _ in range(len(table))]
         held_at: list[int] = []
@@ -794,7 +806,7 @@ class SnapshotBuilder:
         held: dict[str, Task] = {}
         idle = table.allocatable[i].copy()
         extra = np.zeros(2)
-        incoming = np.zeros_like(idle)
+        incoming = np.zeros(idle.shape)
         releasing = 0
         for key in keys:
             t = self._task(key)

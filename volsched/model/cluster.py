@@ -107,20 +107,31 @@ class NodeTable:
         self.memo: dict[str, Any] = {}
         self.allocatable.flags.writeable = False
 
-    def fresh(self, tasks: list[dict[str, Task]] | None = None, *, lent: bool = False) -> NodeTable:
+    def fresh(
+        self,
+        tasks: list[dict[str, Task]] | None = None,
+        *,
+        lent: bool = False,
+        held: tuple[Vector, Vector, Vector, int] | None = None,
+    ) -> NodeTable:
         """A table over the same nodes and space with nothing held (``tasks``: the new table's dicts of
         tasks per node, to fill in): what every session starts from. The nodes' specs, names,
         allocatable and memo are shared (read-only); idle, incoming, readiness and the tasks per node
         are the new table's own. ``lent``: the dicts of ``tasks`` are lent, shared with others that
         never change them, and the table copies each before it first changes it (a session changes a
-        few nodes' tasks, not every node's: 5,000 dicts are not copied every session for that)."""
+        few nodes' tasks, not every node's: 5,000 dicts are not copied every session for that).
+        ``held``: what ``tasks`` hold (idle, score extras, incoming, incoming tasks), the table's own
+        arrays, in place of nothing held."""
         out = object.__new__(NodeTable)
         out.specs, out.names, out.index, out.space = self.specs, self.names, self.index, self.space
         out.allocatable, out.memo = self.allocatable, self.memo
-        out.idle = self.allocatable.copy()
-        out.score_extra = np.zeros((len(self.names), 2))
-        out.incoming = np.zeros_like(self.allocatable)
-        out.incoming_tasks = 0
+        if held is None:
+            out.idle = self.allocatable.copy()
+            out.score_extra = np.zeros((len(self.names), 2))
+            out.incoming = np.zeros(self.allocatable.shape)
+            out.incoming_tasks = 0
+        else:
+            out.idle, out.score_extra, out.incoming, out.incoming_tasks = held
         out.ready = self.ready.copy()
         out.tasks = [{} for _ in self.names] if tasks is None else tasks
         out.lent = bytearray(b"\x01") * len(out.tasks) if lent and tasks is not None else None
