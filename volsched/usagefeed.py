@@ -21,21 +21,23 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
-
-from prometheus_client import CollectorRegistry
+from typing import TYPE_CHECKING, Any
 
 from volsched.cache.state import ClusterState
-from volsched.metrics.collector import UsageCollector
 from volsched.metrics.config import MetricsConfig, SourceType, parse_metrics_config
 from volsched.redaction import error_summary, redact
+
+if TYPE_CHECKING:  # imported when a collector is built: prometheus_client with it
+    from prometheus_client import CollectorRegistry
+
+    from volsched.metrics.collector import UsageCollector
 
 __all__ = ["CollectorFactory", "UsageFeed"]
 
 log = logging.getLogger("volsched.usagefeed")
 
 #: Builds a (not yet started) collector for a parsed ``metrics:`` section.
-CollectorFactory = Callable[[MetricsConfig], UsageCollector]
+CollectorFactory = Callable[[MetricsConfig], "UsageCollector"]
 
 
 def _describe(config: MetricsConfig) -> str:
@@ -44,13 +46,14 @@ def _describe(config: MetricsConfig) -> str:
 
 
 class UsageFeed:
-    """Owns at most one running collector, matching the current scheduler config."""
+    """Owns at most one running collector, matching the current scheduler config. ``registry``: where its
+    series go (or what makes it, called when a collector is built)."""
 
     def __init__(
         self,
         state: ClusterState,
         *,
-        registry: CollectorRegistry | None = None,
+        registry: CollectorRegistry | Callable[[], CollectorRegistry] | None = None,
         api_client_factory: Callable[[], Any] | None = None,
         factory: CollectorFactory | None = None,
     ) -> None:
@@ -65,12 +68,15 @@ class UsageFeed:
         self.builds = 0
 
     def _build(self, config: MetricsConfig) -> UsageCollector:
+        from volsched.metrics.collector import UsageCollector
+
+        registry = self._registry() if callable(self._registry) else self._registry
         api_client = None
         if config.type is SourceType.PROMETHEUS_ADAPTOR and self._api_client_factory is not None:
             # Its own ApiClient from the operator's configuration: closing the source closes it.
             api_client = self._api_client_factory()
         return UsageCollector.from_config(
-            config, nodes=self.state.node_targets, registry=self._registry, api_client=api_client
+            config, nodes=self.state.node_targets, registry=registry, api_client=api_client
         )
 
     def configure(self, raw: Mapping[str, Any] | None) -> bool:

@@ -1,13 +1,14 @@
-"""What the operator imports after ready (aiohttp; kopf only with the webhooks on) is imported beside the
-first sessions, stepping aside while they work (``volsched.operator.aside``): nothing waits for it. A pod
-that arrives while that import is under way is bound; ``/metrics`` and ``/ui`` answer once it ended (the
-health server's "starting" before). Real apiserver; the operator in-process, its import held open by a
+"""What the operator imports after ready (aiohttp, prometheus_client; kopf only with the webhooks on) is
+imported beside the first sessions, stepping aside while they work (``volsched.operator.aside``): nothing
+waits for it. A pod that arrives while that import is under way is bound; ``/metrics`` and ``/ui`` answer
+once it ended (the health server's "starting" before), ``/metrics`` with what was counted before. Real apiserver; the operator in-process, its import held open by a
 module of the test's put first in its list (the unit tests: tests/unit/test_imports_step_aside.py)."""
 
 from __future__ import annotations
 
 import importlib.abc
 import importlib.util
+import re
 import sys
 import threading
 import urllib.error
@@ -73,7 +74,8 @@ def test_a_pod_arriving_while_the_imports_after_ready_run_is_bound_and_metrics_a
     settings.http.host, settings.http.port, settings.http.auth = "127.0.0.1", 0, "none"
     settings.lease.namespace = OPERATOR_NS
     op = Operator(settings)
-    assert op.after_ready == ["aiohttp.web"]  # no webhooks: kopf has nothing to do, and is not imported
+    # No webhooks: kopf has nothing to do, and is not imported.
+    assert op.after_ready == ["aiohttp.web", "prometheus_client"]
     op.after_ready.insert(0, HELD)
     with operator_on_a_thread(op):
         assert held.entered.wait(120)  # synced (ready), the sessions running, the import under way
@@ -83,12 +85,19 @@ def test_a_pod_arriving_while_the_imports_after_ready_run_is_bound_and_metrics_a
         k.pods(ns, pod("p1"))
         wait_for(lambda: k.bound(ns) == {f"{ns}/p1": "n1"}, 60, what="the pod bound during the import")
         assert not held.release.is_set() and not op.aio_ready.is_set()  # the import still held open
+        assert not op.metrics.made  # what the sessions counted so far is kept for the series
         assert _get(port, "/metrics")[0] == 503 and _get(port, "/ui")[0] == 503  # "starting"
 
         held.release.set()
         wait_for(op.aio_ready.is_set, 120, what="the imports after ready ended, aiohttp's server up")
         status, body = _get(port, "/metrics")
         assert status == 200 and b"volsched_sessions_total" in body
+        # Its first answer counts what came before the series were made: the session that bound p1, the
+        # Lease it held, the pod it placed.
+        text = body.decode()
+        assert re.search(r"^volsched_sessions_total [1-9]", text, re.M), text
+        assert re.search(r"^volsched_leader 1\.0$", text, re.M), text
+        assert re.search(r'^volsched_schedule_attempts_total\{result="scheduled"\} [1-9]', text, re.M), text
         status, body = _get(port, "/ui")
         assert status == 200 and b"<html" in body.lower()
         assert _get(port, "/healthz")[0] == 200

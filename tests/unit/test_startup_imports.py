@@ -15,11 +15,15 @@ import pytest
 #: its HTTP pool's urllib3): volsched reads the kubeconfig itself and sends its own requests, and only
 #: a kubeconfig it leaves to the client's loader (an exec plugin, say) or the custom metrics source
 #: imports it; and aiohttp (its server and client, and their yarl and multidict), imported once the
-#: cache is synced: the health answers and the reads before that go through the standard library.
+#: cache is synced: the health answers and the reads before that go through the standard library; and
+#: prometheus_client (with the usage collector, its only other user), imported once the cache is
+#: synced: the operator's series are made then (volsched.operator.metrics), and urllib.request, which
+#: only a proxy's ``no_proxy`` needs.
 LATER = (
     "cel", "prompt_toolkit", "typer", "cryptography", "kopf",
     "kubernetes", "pydantic", "oauthlib", "requests", "urllib3",
     "aiohttp", "yarl", "multidict",
+    "prometheus_client", "volsched.metrics.collector", "urllib.request",
 )  # fmt: skip
 
 
@@ -33,7 +37,7 @@ def test_starting_the_operator_imports_no_library_only_some_clusters_need(module
 #: Not imported before ``volsched run`` asks for the first pages (:mod:`volsched.kube.early`), on top of
 #: those above: numpy and the operator itself, and tempfile, shutil (with bz2 and lzma) and
 #: importlib.resources, which only a kubeconfig's ``-data`` fields and the bundled example need; the
-#: operator's own import brings the first two later (http.server, prometheus_client), off that path.
+#: operator's own import brings the first two later (http.server), off that path.
 BEFORE_FIRST_PAGES = (
     *LATER,
     "numpy",

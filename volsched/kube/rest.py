@@ -44,7 +44,6 @@ from collections.abc import Callable, Coroutine, Generator, Iterator, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, urlsplit
-from urllib.request import proxy_bypass_environment  # type: ignore[attr-defined]
 
 import orjson
 
@@ -627,6 +626,14 @@ class _AioAnswer:
 T = TypeVar("T")
 
 
+def _bypassed(hostname: str, no_proxy: str) -> bool:
+    """Whether ``no_proxy`` names ``hostname`` (read as urllib reads ``NO_PROXY``; imported here, only
+    with a proxy: ``urllib.request`` imports ``tempfile`` and the like)."""
+    from urllib.request import proxy_bypass_environment  # type: ignore[attr-defined]
+
+    return bool(proxy_bypass_environment(hostname, {"no": no_proxy}))
+
+
 class _Aio:
     """A LeanRest's requests through aiohttp's client: its own session (connection pool, sized by the
     configuration's ``connection_pool_maxsize``) on the one loop of :class:`_Loop`, made at the first
@@ -641,9 +648,7 @@ class _Aio:
         # assert_hostname false, as urllib3 reads it: the certificate, not its name, checked
         self.tls = tls_context(cfg, check_hostname=cfg.assert_hostname is not False) if https else None
         no_proxy = getattr(cfg, "no_proxy", None)
-        bypass = not cfg.proxy or bool(
-            no_proxy and proxy_bypass_environment(urlsplit(host).hostname or "", {"no": no_proxy})
-        )
+        bypass = not cfg.proxy or bool(no_proxy and _bypassed(urlsplit(host).hostname or "", no_proxy))
         self.options: dict[str, Any] = {"allow_redirects": False}
         if cfg.proxy and not bypass:
             self.options["proxy"] = cfg.proxy

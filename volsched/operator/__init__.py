@@ -201,10 +201,13 @@ class Operator:
             ),
         )
         self.volcano = self.feed.volcano
-        self.metrics = Metrics()
+        #: The series are made after ready (:meth:`run`), or at their first use before then.
+        self.metrics = Metrics(
+            ready=lambda: 0.0 if self._readiness() else 1.0, dashboard_builds=lambda: float(self.ui.builds)
+        )
         self.usage = UsageFeed(
             self.state,
-            registry=self.metrics.registry,
+            registry=lambda: self.metrics.registry,
             api_client_factory=lambda: library_api_client(self.kcfg),
         )
         config = settings.config
@@ -261,15 +264,13 @@ class Operator:
             liveness=self._liveness,
             readiness=self._readiness,
             notice=lambda: placement_gap(self.reloader.config),
-            registry=self.metrics.registry,
+            registry=lambda: self.metrics.registry,
             ui=self.ui,
             gate=Gate(AccessReviews(self.reads) if settings.http.auth == "kubernetes" else None),
         )
         # The Lease's renewal and the ConfigMap's poll, read behind every two seconds as a session starts,
         # wait for the sessions to be quiet first: they shared the interpreter with that session's pod.
         self.lease.wait_quiet = self.reloader.wait_quiet = self.loop.activity.wait_quiet
-        self.metrics.ready.set_function(lambda: 0.0 if self._readiness() else 1.0)
-        self.metrics.dashboard_builds.set_function(lambda: float(self.ui.builds))
         #: The webhooks' decisions, when they are served (on kopf's registry, made once kopf is imported:
         #: see :meth:`_kopf_registry`).
         self.admission = (
@@ -277,9 +278,10 @@ class Operator:
         )
         #: Imported once the cache is synced, beside the first sessions, stepping aside while they work
         #: (:func:`~volsched.operator.aside.import_aside`): aiohttp (``/metrics``, ``/ui``, the reads'
-        #: client) and, with the webhooks on, kopf (which serves them; without them kopf has nothing to
-        #: do, and neither is imported nor run).
-        self.after_ready: list[str] = ["aiohttp.web"]
+        #: client), prometheus_client (the series, made then: :attr:`metrics`) and, with the webhooks
+        #: on, kopf (which serves them; without them kopf has nothing to do, and neither is imported
+        #: nor run).
+        self.after_ready: list[str] = ["aiohttp.web", "prometheus_client"]
         if self.admission is not None:
             self.after_ready.append("volsched.operator.kopfrun")
 
@@ -473,13 +475,15 @@ class Operator:
             # before kopf's first step: kopf cancels the tasks created after it started, on its exit.
             sessions = asyncio.create_task(self.loop.run(stop))
             tasks.append(sessions)
-            # aiohttp (about a sixth of the CPU to ready) and kopf were not imported so far: they are now,
-            # on a thread that steps aside while the sessions work (see volsched.operator.aside and
-            # _switching_often). Then aiohttp's server takes the health server's sockets over, and its
-            # client carries the reads, as before ready.
+            # aiohttp (about a sixth of the CPU to ready), prometheus_client and kopf were not imported
+            # so far: they are now, on a thread that steps aside while the sessions work (see
+            # volsched.operator.aside and _switching_often). Then the series are made (what was counted
+            # into them so far counted in), aiohttp's server takes the health server's sockets over, and
+            # its client carries the reads, as before ready.
             with _switching_often():
                 await self._import_after_ready()
                 await asyncio.to_thread(self.loop.activity.wait_quiet, LONGEST_PAUSE)
+                await asyncio.to_thread(self.metrics.make)
                 await self.http.start()
                 self.aio_ready.set()
                 registry = await asyncio.to_thread(self._kopf_registry) if self.admission else None

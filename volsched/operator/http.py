@@ -28,15 +28,13 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
-
 from volsched.gate import Gate, RateLimit, Refused
 from volsched.operator.settings import HttpSettings
 from volsched.ui import LiveState, add_routes, refused_response
 
 if TYPE_CHECKING:
     from aiohttp import web
+    from prometheus_client import CollectorRegistry
 
 log = logging.getLogger("volsched.operator")
 
@@ -93,7 +91,7 @@ class HttpServer:
         liveness: Callable[[], str | None],
         readiness: Callable[[], str | None] | None = None,
         notice: Callable[[], str | None] | None = None,
-        registry: CollectorRegistry,
+        registry: CollectorRegistry | Callable[[], CollectorRegistry],
         ui: LiveState,
         gate: Gate | None = None,
         limit: RateLimit | None = None,
@@ -134,6 +132,8 @@ class HttpServer:
 
     async def _metrics(self, request: web.Request) -> web.Response:
         from aiohttp import web
+        from prometheus_client import generate_latest
+        from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
         if not self.limit.take(request.remote or ""):
             return web.Response(status=429, text="too many requests\n", headers={"Retry-After": "1"})
@@ -144,7 +144,8 @@ class HttpServer:
         now = time.monotonic()
         kept = self._metrics_text
         if kept is None or now - kept[0] >= METRICS_TTL:
-            kept = self._metrics_text = (now, await asyncio.to_thread(generate_latest, self.registry))
+            registry = self.registry() if callable(self.registry) else self.registry
+            kept = self._metrics_text = (now, await asyncio.to_thread(generate_latest, registry))
         return web.Response(body=kept[1], headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     def _health_answer(self, path: str) -> tuple[int, bytes]:

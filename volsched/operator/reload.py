@@ -31,9 +31,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
-
-from prometheus_client import Counter
+from typing import TYPE_CHECKING, Any
 
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.registry import load_config, placement_gap
@@ -45,6 +43,9 @@ from volsched.metrics.config import MetricsConfigError, parse_metrics_config
 from volsched.model.errors import InputError
 from volsched.operator.settings import ConfigSettings
 from volsched.redaction import error_summary, redact
+
+if TYPE_CHECKING:  # a type only: the operator's series are made after ready (volsched.operator.metrics)
+    from prometheus_client import Counter
 
 log = logging.getLogger("volsched.operator")
 
