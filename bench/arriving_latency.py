@@ -8,11 +8,13 @@ logger at DEBUG, whose lines stamp each pod (wall clock, the same machine's): se
 session started, its bind handed to the port, sent, answered (see ``volsched.kube.latency``). With the
 bench's own watch (creation seen, bind seen) they make the stages:
 
-* ``watch``:    created (the bench's watch shows it) -> volsched's watch shows it (delivery, parse, cache);
+* ``watch``:    created (the bench's watch shows it) -> volsched's watch shows it (delivery, decode), of
+  which ``decode`` (the event's line read -> decoded and pruned);
 * ``wait``:     -> the session that placed it starts (the pacing wait, the loop's wake-up, lease/config),
   split into ``loop`` (-> the session loop hands the session to its thread: the event loop's wake-up
   and the pacing wait), ``thread`` (-> that thread begins it) and ``prep`` (-> the session starts:
-  the Lease, the config);
+  the Lease, the config); and also split as ``apply`` (-> the doorbell woke the session thread: the
+  cache took the pod) and ``wake`` (-> the session loop hands the session to its thread);
 * ``session``:  -> its bind handed to the port (snapshot, actions: a session's cost for that pod);
 * ``queue``:    -> a bind worker sends it;
 * ``bind``:     -> its answer (the apiserver's write);
@@ -52,16 +54,18 @@ from machine import describe  # noqa: E402
 STAGES = ("watch", "wait", "session", "queue", "bind", "echo", "total")
 #: ``wait`` in parts (when the log has them).
 WAIT_PARTS = ("loop", "thread", "prep")
+#: ``watch``'s decode, and ``wait`` split otherwise: the cache's apply, the session thread's wake.
+FINE_PARTS = ("decode", "apply", "wake")
 _POD = re.compile(
     r"pod \S+/(\S+) seen (\S+) session (\S+) decided (\S+) sent (\S+) answered (\S+) result (\S+)"
-    r"(?: called (\S+) woke (\S+))?"
+    r"(?: called (\S+) woke (\S+))?(?: read (\S+) rang (\S+))?"
 )
 _SESSION = re.compile(r"session started \S+ ended \S+ cpu (\S+) binds (\d+) ms: (.*)$")
 
 
 def volsched_stages(result: Result) -> tuple[dict[str, list[float]], list[dict[str, float]]]:
     """Per stage, each pod's seconds; and each one-bind session's cpu and phases (ms)."""
-    stages: dict[str, list[float]] = {s: [] for s in (*STAGES, *WAIT_PARTS)}
+    stages: dict[str, list[float]] = {s: [] for s in (*STAGES, *WAIT_PARTS, *FINE_PARTS)}
     sessions: list[dict[str, float]] = []
     text = result.log.read_text(errors="replace") if result.log else ""
     for line in text.splitlines():
@@ -81,6 +85,13 @@ def volsched_stages(result: Result) -> tuple[dict[str, list[float]], list[dict[s
                     WAIT_PARTS, itertools.pairwise((seen, called, woke, started)), strict=True
                 ):
                     stages[stage].append(b - a)
+                if m.group(10) is not None:
+                    read, rang = float(m.group(10)), float(m.group(11))
+                    for stage, (a, b) in zip(
+                        FINE_PARTS, ((read, seen), (seen, rang), (rang, called)), strict=True
+                    ):
+                        if not math.isnan(a) and not math.isnan(b):
+                            stages[stage].append(b - a)
         elif (s := _SESSION.search(line)) is not None and int(s.group(2)) == 1:
             parts = {"cpu": 1000 * float(s.group(1))}
             for part in s.group(3).split():
@@ -203,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         kill_all()
     print()
     print("ms p50/p99 per stage (volsched), creation-to-bind (both); load = 1-min load average at the end")
-    columns = (*STAGES, *WAIT_PARTS)
+    columns = (*STAGES, *WAIT_PARTS, *FINE_PARTS)
     print(
         f"{'rate':>5} {'rep':>3} {'scheduler':<17} "
         + " ".join(f"{s:>11}" for s in columns)

@@ -10,30 +10,39 @@ import pytest
 from volsched.kube.latency import UNANSWERED, PodLatency
 
 LINE = re.compile(r"pod (\S+) seen (\S+) session (\S+) decided (\S+) sent (\S+) answered (\S+) result (\S+)")
-#: The way from the watch to the session, at the line's end: when the loop called it, when its thread began.
-HOPS = re.compile(r"result \S+ called (\S+) woke (\S+)$")
+#: The way from the watch to the session, at the line's end: when the loop called it, when its thread began,
+#: when the pod's watch event was read and when the doorbell woke the session thread.
+HOPS = re.compile(r"result \S+ called (\S+) woke (\S+) read (\S+) rang (\S+)$")
 
 
 def test_a_bind_answered_is_one_line_with_its_stamps_in_order(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="volsched.latency")
-    latency = PodLatency()
+    now = [100.0]
+
+    def clock() -> float:
+        now[0] += 1.0
+        return now[0]
+
+    latency = PodLatency(clock=clock)
+    latency.line_read()
     latency.saw("ns/a")
+    latency.line_read()
     latency.saw("ns/b")
+    latency.rang()
     latency.calling()
     latency.woke()
     latency.session()
     latency.decided(["ns/a"])
-    latency.answered(
-        "ns/a", sent=latency.session_started + 1, answered=latency.session_started + 2, result="bound"
-    )
+    latency.answered("ns/a", sent=clock(), answered=clock(), result="bound")
     lines = [m.groups() for r in caplog.records if (m := LINE.search(r.getMessage()))]
     assert len(lines) == 1
     key, seen, *stamps, result = lines[0]
     assert (key, result) == ("ns/a", "bound")
     hops = [m.groups() for r in caplog.records if (m := HOPS.search(r.getMessage()))]
     assert len(hops) == 1
-    times = [float(s) for s in (seen, *hops[0], *stamps)]  # seen, called, woke, session, decided, ...
-    assert times == sorted(times)
+    called, woke, read, rang = (float(h) for h in hops[0])
+    times = [read, float(seen), rang, called, woke, *(float(s) for s in stamps)]  # session, decided, ...
+    assert times == [101.0, 102.0, 105.0, 106.0, 107.0, 108.0, 109.0, 110.0, 111.0]
 
 
 def test_a_session_started_before_a_later_one_was_called_keeps_its_own_hops(
@@ -44,16 +53,17 @@ def test_a_session_started_before_a_later_one_was_called_keeps_its_own_hops(
     caplog.set_level(logging.DEBUG, logger="volsched.latency")
     now = [100.0]
     latency = PodLatency(clock=lambda: now[0])
-    for step in ("calling", "woke", "session"):
+    for step in ("rang", "calling", "woke", "session"):
         now[0] += 1
         getattr(latency, step)()
     latency.decided(["ns/a"])
     now[0] = 200.0
+    latency.rang()
     latency.calling()
     latency.woke()
     latency.answered("ns/a", sent=201.0, answered=202.0, result="bound")
     (hops,) = [m.groups() for r in caplog.records if (m := HOPS.search(r.getMessage()))]
-    assert [float(h) for h in hops] == [101.0, 102.0]
+    assert [float(h) for h in hops[:2]] == [102.0, 103.0] and float(hops[3]) == 101.0
 
 
 def test_nothing_is_kept_when_the_logger_is_not_at_debug(caplog: pytest.LogCaptureFixture) -> None:

@@ -104,3 +104,25 @@ def test_a_stream_of_events_is_handed_over_alike_and_in_order() -> None:
     new, _ = watched("Node", [line("MODIFIED", n) for n in nodes], pruned=True)
     old, _ = watched("Node", [line("MODIFIED", n) for n in nodes], pruned=False)
     assert new == old and len(new) == 2
+
+
+def test_the_line_hook_is_called_as_each_line_arrives_before_it_is_decoded() -> None:
+    """``on_line`` (the latency log's stamp of when a pod's event was read) comes before each line's
+    decode and hand-over, once a line, whichever way the line is decoded."""
+    order: list[str] = []
+
+    def decode(data: bytes) -> dict[str, Any] | None:
+        order.append("decoded")
+        return EVENT_DECODERS["Pod"](data)
+
+    watch = ListWatch(
+        api=None,
+        kind=next(k for k in WATCHED if k.kind == "Pod"),
+        on_event=lambda type_, obj: order.append(f"{type_} {obj['metadata']['name']}"),
+        prune=PRUNERS["Pod"],
+        decode_event=decode,
+        on_line=lambda: order.append("line"),
+    )
+    watch._follow([line("ADDED", full_pod()), line("MODIFIED", ODD["spec null"][1])])
+    name = full_pod()["metadata"]["name"]
+    assert order == ["line", "decoded", f"ADDED {name}", "line", "decoded", f"MODIFIED {name}"]

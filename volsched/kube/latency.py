@@ -6,11 +6,13 @@ the same machine, e.g. the bench's watch) when the watch first shows it pending,
 placed it started, when that session handed its bind to the port, when a bind worker sent it and when
 its answer came back; one line per bind answered::
 
-    pod NS/NAME seen S session T decided D sent X answered A result R called C woke W
+    pod NS/NAME seen S session T decided D sent X answered A result R called C woke W read E rang G
 
 ``called`` and ``woke`` split the way from the watch to the session: when the session loop handed the
 session to its thread, and when that thread began it (before the Lease and the config are looked at,
-which ``session`` follows).
+which ``session`` follows). ``read`` is when the pod's watch event arrived (before it was decoded:
+``seen`` follows it), ``rang`` when the doorbell woke the session thread (the cache had taken the pod),
+so the way splits into decode (read -> seen), apply (seen -> rang) and wake (rang -> called).
 
 A bind never answered (the port closed, the Lease lost before it was sent) is forgotten once
 :data:`UNANSWERED` seconds old, so what is kept stays bounded by the binds of the last ten minutes.
@@ -37,27 +39,40 @@ class PodLatency:
         #: Whether the lines are wanted (read once: the level is set at start-up).
         self.on = log.isEnabledFor(logging.DEBUG)
         self._clock = clock
-        self._seen: dict[str, float] = {}
-        #: By pod: (session started, decided, called, woke), in the order decided (the oldest first).
-        self._decided: dict[str, tuple[float, float, float, float]] = {}
+        #: By pod: (its watch event read, its sighting).
+        self._seen: dict[str, tuple[float, float]] = {}
+        self._read = float("nan")
+        #: By pod: (session started, decided, called, woke, rang), in the order decided (the oldest first).
+        self._decided: dict[str, tuple[float, float, float, float, float]] = {}
         self._lock = threading.Lock()  # _decided: the session's thread, bind workers, the watch
         #: When the session running now (or the last one) started.
         self.session_started = 0.0
-        #: When the loop handed it to its thread, and when that thread began it (see :meth:`woke`).
-        self._called = self._woke = float("nan")
-        self.session_called = self.session_woke = float("nan")
+        #: When the loop handed it to its thread, and when that thread began it (see :meth:`woke`); when
+        #: the doorbell last woke the session thread (see :meth:`rang`).
+        self._called = self._woke = self._rang = float("nan")
+        self.session_called = self.session_woke = self.session_rang = float("nan")
         self._cpu = 0.0
+
+    def line_read(self) -> None:
+        """A line of the pods' watch arrived, before it is decoded (on the watch's thread): the next
+        sighting's event was read then."""
+        self._read = self._clock()
 
     def saw(self, key: str) -> None:
         """The watch showed the pod pending (only its first sighting counts)."""
         if self.on and key not in self._seen:
-            self._seen[key] = self._clock()
+            self._seen[key] = (self._read, self._clock())
 
     def gone(self, key: str) -> None:
         if self.on:
             self._seen.pop(key, None)
             with self._lock:
                 self._decided.pop(key, None)
+
+    def rang(self) -> None:
+        """The doorbell woke the session thread (on the thread that rang it)."""
+        if self.on:
+            self._rang = self._clock()
 
     def calling(self) -> None:
         """The session loop hands the next session to its thread (on the loop)."""
@@ -74,18 +89,19 @@ class PodLatency:
         if self.on:
             self.session_started, self._cpu = self._clock(), time.thread_time()
             self.session_called, self.session_woke = self._called, self._woke
+            self.session_rang = self._rang
 
     def decided(self, keys: Iterable[str]) -> None:
         """The session handed these pods' binds to the port."""
         if not self.on:
             return
         now, started = self._clock(), self.session_started
-        called, woke = self.session_called, self.session_woke
+        called, woke, rang = self.session_called, self.session_woke, self.session_rang
         decided, forgotten = self._decided, 0
         with self._lock:
             for key in keys:
                 decided.pop(key, None)  # decided again: kept in the order decided
-                decided[key] = (started, now, called, woke)
+                decided[key] = (started, now, called, woke, rang)
             while decided:  # the oldest first: those never answered
                 oldest = next(iter(decided))
                 if now - decided[oldest][1] <= UNANSWERED:
@@ -109,11 +125,12 @@ class PodLatency:
     def answered(self, key: str, *, sent: float, answered: float, result: str) -> None:
         if not self.on:
             return
-        seen = self._seen.pop(key, float("nan"))
+        nan = float("nan")
+        read, seen = self._seen.pop(key, (nan, nan))
         with self._lock:
-            nan = float("nan")
-            started, decided, called, woke = self._decided.pop(key, (nan, nan, nan, nan))
+            started, decided, called, woke, rang = self._decided.pop(key, (nan, nan, nan, nan, nan))
         log.debug(
-            "pod %s seen %.4f session %.4f decided %.4f sent %.4f answered %.4f result %s called %.4f woke %.4f",
-            key, seen, started, decided, sent, answered, result, called, woke,
+            "pod %s seen %.6f session %.6f decided %.6f sent %.6f answered %.6f result %s called %.6f "
+            "woke %.6f read %.6f rang %.6f",
+            key, seen, started, decided, sent, answered, result, called, woke, read, rang,
         )  # fmt: skip

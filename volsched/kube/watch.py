@@ -153,6 +153,7 @@ class ListWatch:
         decode_event: Callable[[bytes], RawDict | None] | None = None,
         namespace: str = "",
         field_selector: str = "",
+        on_line: Callable[[], None] | None = None,
     ) -> None:
         """``namespace``: that namespace's objects only (else every namespace's); ``field_selector``: the
         objects it selects only, listed and watched (``metadata.name=...``: one object). ``early``: the first
@@ -162,7 +163,8 @@ class ListWatch:
         after: :class:`~volsched.kube.rest.LeanRest`). ``decode_page``: decodes a listing's page with its
         items pruned as ``prune`` would (:func:`~volsched.kube.prune.decode_pruned`), or None for a page
         it does not take (decoded whole and pruned then). ``decode_event``: the same for a watch event
-        (:func:`~volsched.kube.prune.decode_event_pruned`)."""
+        (:func:`~volsched.kube.prune.decode_event_pruned`). ``on_line``: called as each line of the watch
+        arrives, before it is decoded (the latency stamps: :mod:`~volsched.kube.latency`)."""
         self.api = api
         self.kind = kind
         self.on_event = on_event
@@ -205,6 +207,7 @@ class ListWatch:
         self._selector: list[tuple[str, Any]] = [("fieldSelector", field_selector)] if field_selector else []
         #: Whether the last attempt to list or watch was answered (False from a failure until one is).
         self.answering = False
+        self.on_line = on_line
 
     # --- lifecycle -------------------------------------------------------------------------------------------
 
@@ -498,8 +501,10 @@ class ListWatch:
         if self._stop.is_set():
             return
         self._succeeded()
-        decode = self.decode_event
+        decode, on_line = self.decode_event, self.on_line
         for line in lines:
+            if on_line is not None:
+                on_line()
             event = decode(line) if decode is not None else None
             if event is None:  # no pruned decoder, or an event it does not take: decoded whole
                 self._dispatch(loads(line))

@@ -204,8 +204,11 @@ class SessionLoop:
 
         bell = self.state.doorbell
         activity = self.activity
+        stamp = self.latency.rang if self.latency.on else None
 
         def rang() -> None:  # on the watch thread that rang
+            if stamp is not None:
+                stamp()
             activity.begin()
             nudge.set()
 

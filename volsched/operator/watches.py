@@ -82,6 +82,7 @@ class WatchFeed:
                 prune=PRUNERS.get(k.kind),
                 decode_page=PAGE_DECODERS.get(k.kind),
                 decode_event=EVENT_DECODERS.get(k.kind),
+                on_line=latency.line_read if k.kind == "Pod" and latency.on else None,
                 health=health,
                 announce_recovery=False,  # the Lease, read every second, says when it answers again
                 early=(early or {}).get(k.kind),
