@@ -418,6 +418,14 @@ class Operator:
         ):
             log.info("%s", line)
 
+    def _read_at_start(self) -> None:
+        """What the first session needs besides the cache, read while the cache is listed: the rights on
+        PodGroups, the scheduler config (a failed read is retried before each session), then the
+        ConfigMap's watch started (listed and watched while the cache is listed, not beside a session)."""
+        self._fit_to_rights()
+        self.reload_config(force=True)
+        self.config_watch.start()
+
     async def _shared_certs(self) -> SharedCerts:
         """The webhook certificates in the Secret every replica shares (made by the first one), in files."""
         from volsched.kube.secret import SecretStore
@@ -465,11 +473,16 @@ class Operator:
         signals: asyncio.Task[None] | None = None
         try:
             await asyncio.to_thread(self.lease.ensure)  # before the listing: it is fresh for the lease
-            await asyncio.to_thread(self._fit_to_rights)
-            await asyncio.to_thread(self.reload_config, force=True)  # failed: retried before each session
-            self.config_watch.start()  # listed and watched while the cache is listed, not beside a session
-            await asyncio.to_thread(self.volcano.discover)
-            await asyncio.to_thread(self.prelist)
+            # The rights and the config are read while the cache is listed (their round trips under the
+            # listing's work, not before it), and both before the first session.
+            reads = asyncio.ensure_future(asyncio.to_thread(self._read_at_start))
+            try:
+                await asyncio.to_thread(self.volcano.discover)
+                await asyncio.to_thread(self.prelist)
+            finally:
+                await asyncio.wait([reads])  # never left running (each read has its timeout)
+                reads.exception()  # retrieved: the listing's failure, if any, is the one raised
+            reads.result()
             self.feed.start()
             # Ready from here (synced): the sessions start before aiohttp and kopf are imported, and
             # before kopf's first step: kopf cancels the tasks created after it started, on its exit.
