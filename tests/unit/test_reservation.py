@@ -367,6 +367,46 @@ def test_a_job_its_queue_would_refuse_leaves_the_reservation_to_the_next() -> No
     assert result.carryover[CARRY] == {"next": "ns/g"}
 
 
+@pytest.mark.parametrize(
+    ("limit", "p1"),
+    [
+        pytest.param(
+            {"maxRunningJobs": 1}, [pod("p1", ns="ns", cpu="1", gpu="8", queue="limited")], id="jobs"
+        ),
+        pytest.param(
+            {"maxRunningPods": 2},
+            [
+                podgroup("p1", ns="ns", queue="limited", min_member=2),
+                *(pod(f"p1-{i}", ns="ns", cpu="1", gpu="4", group="p1") for i in range(2)),
+            ],
+            id="pods",
+        ),
+    ],
+)
+def test_a_job_its_namespaces_limit_keeps_out_reserves_nothing(limit: dict[str, int], p1: list[Obj]) -> None:
+    """The defect: p1, kept out of its queue by its namespace's perNamespace limit (p0 runs), was the head
+    and held n2 free for itself, though no room lets it in before p0 ends: y, another team's pod that fits
+    there now, was kept off it for as long as p0 ran (a tenant could hold nodes idle so)."""
+    limited = queue("limited")
+    limited["spec"]["perNamespace"] = limit
+    p0 = pod("p0", ns="ns", cpu="1", gpu="8", node="n1", queue="limited")
+    y = pod("y", ns="team-b", cpu="1", gpu="8", queue="other", created=iso(NOW - 60))
+    waiting = [created(obj, NOW - 3600) for obj in p1]
+    objects = [
+        node("n1", cpu="32", gpu="8"),
+        node("n2", cpu="32", gpu="8"),
+        limited,
+        queue("other"),
+        p0,
+        *waiting,
+        y,
+    ]
+    plugins = "{name: priority}, {name: gang}, {name: conformance}, {name: predicates}, {name: reservation}"
+    result = session(objects, carry={"next": "ns/p1"}, plugins=plugins)
+    assert placed(result) == {"team-b/y": "n2"}
+    assert "ns/p1" not in str(result.carryover.get(CARRY))
+
+
 def test_a_pod_without_a_podgroup_reserves_too() -> None:
     """one (8 GPUs, no PodGroup) fits on n1 once a (4 GPUs, ends in 50m) does: a 5h pod may not take
     n1's 4 idle GPUs meanwhile. (Before, a job of one pod was phase Pending at every session's open, so

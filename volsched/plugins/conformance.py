@@ -6,8 +6,9 @@
   queue lists it), and no priority of it may pass the queue's ``maxPriority``. A job that breaks a
   rule stays pending, its event naming the rule.
 * Per namespace inside a queue (``perNamespace``): at most ``maxRunningJobs`` admitted jobs (voted at
-  enqueue) and ``maxRunningPods`` pods holding a node (voted at enqueue for the job's minimum, and at
-  every placement). Registered only while some queue sets a limit.
+  enqueue) and ``maxRunningPods`` pods holding a node (voted at enqueue for the job's minimum, and at every
+  placement); a job these votes keep out is not allocatable either (no reservation, no eviction for
+  it). Registered only while some queue sets a limit.
 * Never a victim: anything in kube-system; a system-critical pod whose queue allows its class; a pod
   annotated ``scheduling.volsched.io/preemptable: "false"`` whose queue has ``allowNotPreemptable``.
 
@@ -138,6 +139,13 @@ class NamespaceCounts:
             self.promised[key] = self.promised.get(key, 0) + max(job.min_member - _holding(job), 0)
 
     def allocatable(self, queue: QueueSpec, task: Task) -> str | None:
+        job = self.jobs.get(task.job_key)
+        if job is not None and job.phase is PodGroupPhase.PENDING:
+            # Not admitted: as enqueue would vote (what a reservation or an eviction for it asks; neither
+            # lets it in before the namespace's jobs or pods in the queue end).
+            vote, why = self.enqueueable(job)
+            if vote is Vote.REJECT:
+                return why
         most = queue.access.max_running_pods
         if most is None:
             return None
