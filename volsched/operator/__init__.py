@@ -92,6 +92,7 @@ from volsched.operator.settings import (
     parse_service,
     settings_from_args,
 )
+from volsched.operator.tlsahead import DefaultContexts
 from volsched.operator.volcano import VolcanoKinds
 from volsched.operator.watches import WRITTEN_KINDS, WatchFeed
 from volsched.redaction import error_summary, install_log_redaction
@@ -282,6 +283,9 @@ class Operator:
         #: on, kopf (which serves them; without them kopf has nothing to do, and neither is imported
         #: nor run).
         self.after_ready: list[str] = ["aiohttp.web", "prometheus_client"]
+        #: aiohttp's two default TLS contexts (unused by volsched, made by its import), made while the
+        #: cache is listed and handed to that import (:mod:`~volsched.operator.tlsahead`).
+        self.tls_ahead = DefaultContexts()
         if self.admission is not None:
             self.after_ready.append("volsched.operator.kopfrun")
 
@@ -301,6 +305,7 @@ class Operator:
             # now, after the take-over, as without them.
             for kind in WRITTEN_KINDS:
                 self.feed.forgo_early(kind)
+        self.tls_ahead.start()  # on a thread of its own, while the listing waits on the network
         self.feed.prelist()
         self.loop.pods_read_at = started
         self.synced.set()
@@ -457,12 +462,18 @@ class Operator:
         """:attr:`after_ready` imported on a thread that steps aside while the sessions work."""
         activity = self.loop.activity
         pauses, paused, started = activity.pauses, activity.paused, time.monotonic()
-        await asyncio.to_thread(import_aside, self.after_ready, activity)
+
+        def importing() -> None:
+            with self.tls_ahead.handed(wait=TLS_AHEAD_WAIT):
+                import_aside(self.after_ready, activity)
+
+        await asyncio.to_thread(importing)
         log.info(
             "imported %s after ready in %.0f ms, %d pauses for the sessions (%.0f ms; the longest it went "
-            "on once they were busy: %.1f ms)",
+            "on once they were busy: %.1f ms)%s",
             ", ".join(self.after_ready), 1000 * (time.monotonic() - started), activity.pauses - pauses,
             1000 * (activity.paused - paused), 1000 * activity.longest_lag,
+            "; its TLS contexts made ahead" if self.tls_ahead.handed_over == 3 else "",
         )  # fmt: skip
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -584,6 +595,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+#: Seconds aiohttp's import after ready waits at most for its TLS contexts made ahead (else it makes them).
+TLS_AHEAD_WAIT = 2.0
 #: The interpreter's switch interval (seconds) while kopf is imported beside the sessions.
 IMPORT_SWITCH_INTERVAL = 0.0005
 
