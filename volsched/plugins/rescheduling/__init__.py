@@ -1,9 +1,10 @@
 """rescheduling: pick pods to move (the shuffle action evicts them): by measured load, by the
 descheduler's strategies, or both.
 
-This module parses the arguments and combines the strategies (``strategies.py``) with the default
-evictor (``evictor.py``); it evicts nothing itself (``shuffle`` does) and answers at most once per
-``interval``. The user's guide: docs/rescheduling.md; notes: docs/design/modules.md#rescheduling.
+This module parses the arguments and combines the strategies (``strategies.py``; what they see of the
+session in ``context.py``, their params read by ``params.py``) with the default evictor (``evictor.py``);
+it evicts nothing itself (``shuffle`` does) and answers at most once per ``interval``. The user's guide:
+docs/rescheduling.md; notes: docs/design/modules.md#rescheduling.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from volsched.framework.registry import register_plugin
 from volsched.model.cluster import dominant_share
 from volsched.model.errors import InputError
 from volsched.model.vocabulary import Task, TaskStatus
+from volsched.plugins.rescheduling.context import Context, Selector
 from volsched.plugins.rescheduling.evictor import NO_EVICTION_ANNOTATION, Cluster, Evictor
-from volsched.plugins.rescheduling.strategies import SELECTORS, Context, Params, Selector
+from volsched.plugins.rescheduling.params import Params
+from volsched.plugins.rescheduling.strategies import SELECTORS
 from volsched.records import dataclass
 
 DEFAULT_INTERVAL = 300.0

@@ -22,27 +22,28 @@ No I/O happens here.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 import numpy as np
 
-from volsched.framework.plugin import NUMBER_LIMIT
-from volsched.framework.points import ExtensionPoints
 from volsched.model.constraints import BoolArray, ConstraintState
 from volsched.model.errors import InputError
 from volsched.model.nodeterms import matches_affinity, matches_node_term, tolerates
 from volsched.model.resources import CPU, EPS, MEMORY
 from volsched.model.selectors import SpreadConstraint
-from volsched.model.vocabulary import ALLOCATED_STATUSES, Task, TaskStatus
-from volsched.plugins.rescheduling.evictor import Evictor
-from volsched.plugins.shared.usage_estimate import UsageEstimate, build_estimate
+from volsched.model.vocabulary import Task, TaskStatus
+from volsched.plugins.rescheduling.context import (
+    FAILED,
+    LIVE_OR_STARTING,
+    Context,
+    Selector,
+    feasible_elsewhere,
+    placed_state,
+)
+from volsched.plugins.rescheduling.params import Params, PodFilter, owner_kinds_excluded
 from volsched.records import dataclass
 
-#: A resource name as Kubernetes writes one (``cpu``, ``nvidia.com/gpu``, ``hugepages-2Mi``).
-_RESOURCE_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 REQUIRED_NODE_AFFINITY = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED_NODE_AFFINITY = "preferredDuringSchedulingIgnoredDuringExecution"
 #: Accepted as the descheduler accepts it, and moves nothing: Kubernetes has no such node affinity yet.
@@ -75,290 +76,6 @@ LIFETIME_STATES = (
     "StartError",
 )
 RESTART_STATES = ("Running", "CrashLoopBackOff")
-LIVE = frozenset({TaskStatus.RUNNING})
-LIVE_OR_STARTING = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND})
-FAILED = frozenset({TaskStatus.FAILED})
-
-
-@dataclass
-class Context:
-    """What a selector may read: the session, the plugin's candidate filter and order, the metrics
-    period (for estimates of real usage); and :meth:`pick`, which a selector asks before it counts a
-    pod as moved (the evictor's checks of a picked pod and the limits of one answer)."""
-
-    session: ExtensionPoints
-    candidate: Callable[[Task, frozenset[TaskStatus]], bool]
-    key: Callable[[Task], tuple[Any, ...]]
-    metrics_period: float
-    evictor: Evictor = field(default_factory=Evictor)
-    _estimate: UsageEstimate | None = field(default=None, repr=False)
-    #: The pods picked so far in this answer (by every strategy), and their count per node, namespace.
-    picked: set[str] = field(default_factory=set)
-    _per_node: dict[str, int] = field(default_factory=dict)
-    _per_namespace: dict[str, int] = field(default_factory=dict)
-    _selected: np.ndarray[Any, np.dtype[np.bool_]] | None = field(default=None, repr=False)
-
-    def pick(self, task: Task) -> bool:
-        """Whether ``task`` may move, counting it as moved if so: not picked before in this answer,
-        within ``maxNoOfPodsToEvictPerNode``, ``...PerNamespace`` and ``...Total``, and with ``nodeFit``
-        some other ready node the pod fits now (its filters, ``nodeSelector`` and free capacity)."""
-        ev = self.evictor
-        node = task.node_name or ""
-        if task.key in self.picked:
-            return False
-        if ev.max_total is not None and len(self.picked) >= ev.max_total:
-            return False
-        if ev.max_per_node is not None and self._per_node.get(node, 0) >= ev.max_per_node:
-            return False
-        if (
-            ev.max_per_namespace is not None
-            and self._per_namespace.get(task.namespace, 0) >= ev.max_per_namespace
-        ):
-            return False
-        if ev.node_fit and not self.fits_elsewhere(task).any():
-            return False
-        self.picked.add(task.key)
-        self._per_node[node] = self._per_node.get(node, 0) + 1
-        self._per_namespace[task.namespace] = self._per_namespace.get(task.namespace, 0) + 1
-        return True
-
-    def fits_elsewhere(
-        self, task: Task, idle: np.ndarray[Any, np.dtype[np.float64]] | None = None
-    ) -> np.ndarray[Any, np.dtype[np.bool_]]:
-        """The ready, schedulable nodes other than its own that pass every filter of the session for
-        ``task`` and ``nodeSelector``, and have the idle capacity for its request now (in ``idle``, the
-        nodes' idle capacity less what a strategy already sent there, when given)."""
-        nodes = self.session.nodes
-        need = task.request > EPS
-        ok = self.session.feasible_nodes(task) & nodes.ready & self.selected_nodes()
-        free = nodes.idle if idle is None else idle
-        ok &= np.all(free[:, need] >= task.request[need] - EPS, axis=1)
-        i = self.node_of(task)
-        if i is not None:
-            ok[i] = False
-        return ok
-
-    def selected_nodes(self) -> np.ndarray[Any, np.dtype[np.bool_]]:
-        """The schedulable nodes ``nodeSelector`` selects (every schedulable node without one)."""
-        if self._selected is None:
-            sel = self.evictor.node_selector
-            self._selected = np.array(
-                [
-                    not s.unschedulable and (sel is None or sel.matches(s.labels))
-                    for s in self.session.nodes.specs
-                ],
-                dtype=bool,
-            )
-        return self._selected
-
-    def candidates(self, statuses: frozenset[TaskStatus] = LIVE) -> list[Task]:
-        """Every candidate pod in one of ``statuses``, in eviction order."""
-        out = [
-            t
-            for job in self.session.jobs.values()
-            for t in job.tasks.values()
-            if t.status in statuses and self.candidate(t, statuses)
-        ]
-        out.sort(key=self.key)
-        return out
-
-    def estimate(self) -> UsageEstimate:
-        if self._estimate is None:
-            self._estimate = build_estimate(self.session, self.metrics_period)
-        return self._estimate
-
-    def node_of(self, task: Task) -> int | None:
-        return self.session.nodes.index.get(task.node_name or "")
-
-    def age(self, task: Task) -> float:
-        return self.session.now - task.creation
-
-
-class Selector(Protocol):
-    name: ClassVar[str]
-
-    def select(self, ctx: Context) -> list[tuple[Task, str]]: ...
-
-
-# --- parameters ------------------------------------------------------------------------------------------
-
-
-class Params:
-    """A strategy's ``params`` map, read key by key; unknown keys are an error naming the known ones."""
-
-    def __init__(self, raw: Mapping[str, Any], where: str) -> None:
-        self.raw = raw
-        self.where = where
-        self.read: set[str] = set()
-
-    def error(self, key: str, message: str) -> InputError:
-        return InputError(f"{self.where}.params.{key}: {message}")
-
-    def get(self, key: str) -> Any:
-        self.read.add(key)
-        return self.raw.get(key)
-
-    def number(self, key: str, default: float | None, *, minimum: float = 0, integer: bool = False) -> float:
-        value = self.get(key)
-        if value is None:
-            if default is None:
-                raise InputError(f"{self.where}: params.{key} is required")
-            return default
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not minimum <= value <= NUMBER_LIMIT
-        ):
-            raise self.error(key, f"expected a number >= {minimum:g} and <= {NUMBER_LIMIT:g}, got {value!r}")
-        if integer and value != int(value):
-            raise self.error(key, f"expected an integer, got {value!r}")
-        return float(value)
-
-    def boolean(self, key: str, default: bool) -> bool:
-        value = self.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise self.error(key, f"expected true or false, got {value!r}")
-        return value
-
-    def strings(self, key: str) -> tuple[str, ...]:
-        value = self.get(key)
-        if value is None:
-            return ()
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise self.error(key, f"expected a list of strings, got {value!r}")
-        return tuple(value)
-
-    def states(self, key: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
-        """A list of strings, each one of ``allowed``."""
-        out = self.strings(key)
-        unknown = [v for v in out if v not in allowed]
-        if unknown:
-            raise self.error(key, f"unknown {', '.join(unknown)}; known: {', '.join(allowed)}")
-        return out
-
-    def integers(self, key: str) -> tuple[int, ...]:
-        value = self.get(key)
-        if value is None:
-            return ()
-        if not isinstance(value, list) or not all(
-            isinstance(v, int) and not isinstance(v, bool) and abs(v) <= 2**31 for v in value
-        ):
-            raise self.error(key, f"expected a list of integers, got {value!r}")
-        return tuple(value)
-
-    def thresholds(self, key: str) -> dict[str, float]:
-        """A required map of resource names (cpu, memory or mem, pods, an extended resource such as
-        ``nvidia.com/gpu``) to percentages; only the resources it names are looked at."""
-        raw = self.get(key)
-        at = f"{self.where}.params.{key}"
-        if not isinstance(raw, Mapping) or not raw:
-            raise InputError(f"{at}: expected a map of resources (cpu, memory, pods, ...) to percentages")
-        out: dict[str, float] = {}
-        for name, value in raw.items():
-            resource = "memory" if name == "mem" else str(name)
-            if not _RESOURCE_NAME.fullmatch(resource):
-                raise InputError(f"{at}: {name!r} is not a resource name")
-            if resource in out:
-                raise InputError(f"{at}: {resource} is given twice")
-            if isinstance(value, str):
-                try:
-                    value = float(value.rstrip("%"))
-                except ValueError:
-                    raise InputError(f"{at}.{name}: expected a percentage 0..100, got {value!r}") from None
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
-                raise InputError(f"{at}.{name}: expected a percentage 0..100, got {value!r}")
-            out[resource] = float(value)
-        return dict(sorted(out.items()))
-
-    def done(self) -> None:
-        unknown = sorted(set(map(str, self.raw)) - self.read)
-        if unknown:
-            raise InputError(
-                f"{self.where}: unknown param(s) {', '.join(unknown)}; known: {', '.join(sorted(self.read))}"
-            )
-
-
-@dataclass(frozen=True)
-class PodFilter:
-    """The descheduler's per-strategy ``namespaces`` ({include: [...]} or {exclude: [...]}) and
-    ``labelSelector`` (matchLabels, matchExpressions with In, NotIn, Exists, DoesNotExist)."""
-
-    include: frozenset[str] | None = None
-    exclude: frozenset[str] = frozenset()
-    match_labels: tuple[tuple[str, str], ...] = ()
-    expressions: tuple[tuple[str, str, frozenset[str]], ...] = ()
-
-    @classmethod
-    def parse(cls, params: Params, *, labels: bool = True) -> PodFilter:
-        ns = params.get("namespaces")
-        include: frozenset[str] | None = None
-        exclude: frozenset[str] = frozenset()
-        if ns is not None:
-            if not isinstance(ns, Mapping) or set(ns) - {"include", "exclude"}:
-                raise params.error("namespaces", "expected a map with include or exclude (a list of names)")
-            if ns.get("include") and ns.get("exclude"):
-                raise params.error("namespaces", "give include or exclude, not both")
-            for part in ("include", "exclude"):
-                names = ns.get(part)
-                if names is not None and (
-                    not isinstance(names, list) or not all(isinstance(n, str) for n in names)
-                ):
-                    raise params.error(f"namespaces.{part}", f"expected a list of namespaces, got {names!r}")
-            include = frozenset(ns["include"]) if ns.get("include") else None
-            exclude = frozenset(ns.get("exclude") or ())
-        if not labels:
-            return cls(include, exclude)
-        selector = params.get("labelSelector")
-        if selector is None:
-            return cls(include, exclude)
-        if not isinstance(selector, Mapping) or set(selector) - {"matchLabels", "matchExpressions"}:
-            raise params.error("labelSelector", "expected a map with matchLabels and/or matchExpressions")
-        match = selector.get("matchLabels") or {}
-        if not isinstance(match, Mapping):
-            raise params.error("labelSelector.matchLabels", "expected a map of labels")
-        exprs = []
-        for i, e in enumerate(selector.get("matchExpressions") or []):
-            op = e.get("operator") if isinstance(e, Mapping) else None
-            if op not in ("In", "NotIn", "Exists", "DoesNotExist") or not isinstance(e.get("key"), str):
-                raise params.error(
-                    f"labelSelector.matchExpressions[{i}]",
-                    "needs a key and an operator In, NotIn, Exists or DoesNotExist",
-                )
-            values = e.get("values") or []
-            if op in ("In", "NotIn") and not values:
-                raise params.error(f"labelSelector.matchExpressions[{i}]", f"operator {op} needs values")
-            exprs.append((str(e["key"]), str(op), frozenset(str(v) for v in values)))
-        return cls(
-            include,
-            exclude,
-            tuple(sorted((str(k), str(v)) for k, v in match.items())),
-            tuple(exprs),
-        )
-
-    def admits(self, task: Task) -> bool:
-        if self.include is not None and task.namespace not in self.include:
-            return False
-        if task.namespace in self.exclude:
-            return False
-        if any(task.labels.get(k) != v for k, v in self.match_labels):
-            return False
-        for key, op, values in self.expressions:
-            present = key in task.labels
-            if op == "In" and not (present and task.labels[key] in values):
-                return False
-            if op == "NotIn" and present and task.labels[key] in values:
-                return False
-            if op == "Exists" and not present:
-                return False
-            if op == "DoesNotExist" and present:
-                return False
-        return True
-
-
-def _owner_kinds_excluded(task: Task, kinds: tuple[str, ...]) -> bool:
-    return bool(kinds) and any(k in kinds for k in task.runtime.owner_kinds)
 
 
 # --- node utilization ------------------------------------------------------------------------------------
@@ -641,12 +358,6 @@ class HighNodeUtilization:
 # --- constraints ----------------------------------------------------------------------------------------
 
 
-def _elsewhere(ctx: Context, task: Task, node: int) -> int:
-    """How many other nodes pass every filter of the session for ``task`` (capacity aside)."""
-    mask = ctx.session.feasible_nodes(task)
-    return int(mask.sum()) - int(mask[node])
-
-
 @dataclass(frozen=True)
 class RemoveDuplicates:
     """Replicas of one owner (same namespace, controller and images) bunched on a node: a node with
@@ -682,7 +393,7 @@ class RemoveDuplicates:
         for t in ctx.candidates():
             if ctx.node_of(t) is None or not self.pods.admits(t):
                 continue
-            if _owner_kinds_excluded(t, self.exclude_owner_kinds):
+            if owner_kinds_excluded(t, self.exclude_owner_kinds):
                 continue
             groups.setdefault((t.namespace, t.owner or "", t.runtime.images), []).append(t)
         out: list[tuple[Task, str]] = []
@@ -702,7 +413,7 @@ class RemoveDuplicates:
                     if excess <= 0:
                         break
                     i = ctx.node_of(t)
-                    if i is None or not _elsewhere(ctx, t, i) or not ctx.pick(t):
+                    if i is None or not feasible_elsewhere(ctx, t, i) or not ctx.pick(t):
                         continue  # (a pod that can run nowhere else would come straight back)
                     excess -= 1
                     out.append(
@@ -748,7 +459,7 @@ class RemovePodsViolatingNodeAffinity:
             if self.required:
                 selector_ok = all(spec.labels.get(k) == v for k, v in t.node_selector.items())
                 if not (selector_ok and matches_affinity(spec, t.affinity_terms)):
-                    if _elsewhere(ctx, t, i) and ctx.pick(t):
+                    if feasible_elsewhere(ctx, t, i) and ctx.pick(t):
                         what = "node selector" if not selector_ok else "required node affinity"
                         out.append((t, f"{head}: node {spec.name} no longer matches the pod's {what}"))
                     continue
@@ -839,19 +550,6 @@ class RemovePodsViolatingNodeTaints:
                 )
             )
         return out
-
-
-def placed_state(session: ExtensionPoints) -> ConstraintState:
-    """A fresh :class:`ConstraintState` holding every pod placed on a node (this scheduler's and
-    others'), counted as placement counts them; the strategy may remove pods from it as it picks them."""
-    nodes = session.nodes
-    state = ConstraintState(nodes.specs, session.snapshot.namespace_labels)
-    counted = ALLOCATED_STATUSES | {TaskStatus.PIPELINED}
-    for i, on_node in enumerate(nodes.tasks):
-        for t in on_node.values():
-            if t.status in counted:
-                state.add(t, i)
-    return state
 
 
 def _anti_violations(state: ConstraintState, task: Task, node: int) -> tuple[list[str], float]:
@@ -1200,7 +898,7 @@ class RemoveFailedPods:
         for t in ctx.candidates(FAILED):
             if ctx.node_of(t) is None or not self.pods.admits(t):
                 continue
-            if _owner_kinds_excluded(t, self.exclude_owner_kinds) or ctx.age(t) < self.min_seconds:
+            if owner_kinds_excluded(t, self.exclude_owner_kinds) or ctx.age(t) < self.min_seconds:
                 continue
             reason = self._reason(t)
             if reason is None:
