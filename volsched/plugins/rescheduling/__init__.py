@@ -1,10 +1,10 @@
 """rescheduling: pick pods to move (the shuffle action evicts them): by measured load, by the
 descheduler's strategies, or both.
 
-This module parses the arguments and combines the strategies (``strategies.py``; what they see of the
-session in ``context.py``, their params read by ``params.py``) with the default evictor (``evictor.py``);
-it evicts nothing itself (``shuffle`` does) and answers at most once per ``interval``. The user's guide:
-docs/rescheduling.md; notes: docs/design/modules.md#rescheduling.
+This module parses the arguments and combines the strategies (``strategies/``, one module each; what
+they see of the session in ``context.py``, their params read by ``params.py``) with the default evictor
+(``evictor.py``); it evicts nothing itself (``shuffle`` does) and answers at most once per
+``interval``. The user's guide: docs/rescheduling.md; notes: docs/design/modules.md#rescheduling.
 """
 
 from __future__ import annotations
