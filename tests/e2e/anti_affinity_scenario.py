@@ -34,12 +34,6 @@ def _pod(
     return obj
 
 
-def _group(name: str, priority: str) -> dict[str, Any]:
-    out = podgroup(name, 1, queue="q")
-    out["spec"]["priorityClassName"] = priority
-    return out
-
-
 #: The scheduler config of these tests: the example that preempts and reclaims.
 CONFIG = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
 
@@ -75,7 +69,7 @@ def cluster(
     ns = k.namespace("anti")
     for node_name in budgets:
         budget(k, ns, node_name)
-    k.podgroup(ns, _group("a", "low"))
+    k.podgroup(ns, podgroup("a", 1, queue="q", priority_class="low"))
     # web-2 is made first, so web-1 is never the older: with one pod in the way on each node, preempt
     # tries the node of the youngest first, then the node's name, so n1 comes first whether the two were
     # made in the same second of creationTimestamp or not (made in this order, a second could end between
@@ -94,7 +88,7 @@ def cluster(
 
 
 def preemptor(k: Kube, ns: str) -> None:
-    k.podgroup(ns, _group("b", "high"))
+    k.podgroup(ns, podgroup("b", 1, queue="q", priority_class="high"))
     new = _pod("new", group="b")
     term = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": WEB}}
     new["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}

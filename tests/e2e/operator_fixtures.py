@@ -104,10 +104,11 @@ def pod(
     memory: str = "128Mi",
     preemption_policy: str | None = None,
     gates: Sequence[str] = (),
+    priority_class: str | None = None,
 ) -> dict[str, Any]:
     """A pod of one container asking for ``cpu`` and ``memory``; ``gates``: the names of its
     ``schedulingGates`` (held back until they are removed); ``preemption_policy``: its
-    ``preemptionPolicy`` (``Never``: it evicts nobody)."""
+    ``preemptionPolicy`` (``Never``: it evicts nobody); ``priority_class``: its ``priorityClassName``."""
     meta: dict[str, Any] = {"name": name}
     if group:
         meta["annotations"] = {"scheduling.k8s.io/group-name": group}
@@ -124,16 +125,19 @@ def pod(
         spec["preemptionPolicy"] = preemption_policy
     if gates:
         spec["schedulingGates"] = [{"name": g} for g in gates]
+    if priority_class:
+        spec["priorityClassName"] = priority_class
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
-def podgroup(name: str, min_member: int, queue: str = "default") -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "PodGroup",
-        "metadata": {"name": name},
-        "spec": {"minMember": min_member, "queue": queue},
-    }
+def podgroup(
+    name: str, min_member: int, queue: str = "default", *, priority_class: str | None = None
+) -> dict[str, Any]:
+    """A PodGroup of ``min_member`` in ``queue``; ``priority_class``: its ``priorityClassName``."""
+    spec: dict[str, Any] = {"minMember": min_member, "queue": queue}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup", "metadata": {"name": name}, "spec": spec}
 
 
 def queue(name: str, weight: int = 1, **spec: Any) -> dict[str, Any]:

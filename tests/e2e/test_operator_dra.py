@@ -161,17 +161,13 @@ def test_a_higher_priority_pod_preempts_a_gpu_holder(k: Kube, start_operator: St
     publish(k, "n1", 2)
     k.queue(queue("q"))
     ns = k.namespace("pre")
-    low = podgroup("low", 1, queue="q")
-    low["spec"]["priorityClassName"] = "low"
-    k.podgroup(ns, low)
+    k.podgroup(ns, podgroup("low", 1, queue="q", priority_class="low"))
     for i in range(2):
         claim(k, ns, f"low-{i}")
     k.pods(ns, *(claiming(f"low-{i}", f"low-{i}", group="low") for i in range(2)))
     start_operator()
     wait_for(lambda: len(k.bound(ns)) == 2, 30, what="both low pods bound")
-    high = podgroup("high", 1, queue="q")
-    high["spec"]["priorityClassName"] = "high"
-    k.podgroup(ns, high)
+    k.podgroup(ns, podgroup("high", 1, queue="q", priority_class="high"))
     claim(k, ns, "high")
     k.pods(ns, claiming("high", "high", group="high"))
 

@@ -58,19 +58,13 @@ def _a_full_node_then_b(
     k.queue(queue("default"))
     k.queue(queue("q"))
     ns = k.namespace(namespace)
-    k.podgroup(
-        ns,
-        {**podgroup("a", 1, queue="q"), "spec": {"minMember": 1, "queue": "q", "priorityClassName": "low"}},
-    )
+    k.podgroup(ns, podgroup("a", 1, queue="q", priority_class="low"))
     k.pods(ns, *(_lingering(pod(f"a-{i}", cpu="1", group="a")) for i in range(2)))
     if first is not None:
         first(ns)
     op = start_operator()
     wait_for(lambda: len(k.bound(ns)) == 2, 30, what="job a fills the node")
-    k.podgroup(
-        ns,
-        {**podgroup("b", 1, queue="q"), "spec": {"minMember": 1, "queue": "q", "priorityClassName": "high"}},
-    )
+    k.podgroup(ns, podgroup("b", 1, queue="q", priority_class="high"))
     k.pods(ns, pod("b-0", cpu="1", group="b"))
     return ns, op
 
@@ -229,13 +223,7 @@ def test_a_nomination_survives_a_failover(k: Kube, start_operator: Start) -> Non
     and b-0 would lose what was evicted for it."""
 
     def competitor(ns: str) -> None:
-        k.podgroup(
-            ns,
-            {
-                **podgroup("o", 1, queue="q"),
-                "spec": {"minMember": 1, "queue": "q", "priorityClassName": "high"},
-            },
-        )
+        k.podgroup(ns, podgroup("o", 1, queue="q", priority_class="high"))
         k.pods(ns, pod("o-0", cpu="1", group="o", gates=["example.com/later"]))
 
     ns, op, victim = _claiming(k, start_operator, "nominated-failover", first=competitor)

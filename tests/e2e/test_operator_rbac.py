@@ -278,13 +278,12 @@ def test_a_jobs_whole_life_under_exactly_the_manifests_rights(
     k.podgroup(ns, left)
 
     def owned(name: str) -> dict[str, Any]:
-        obj = pod(name, cpu="1")
+        obj = pod(name, cpu="1", priority_class="low")
         obj["metadata"]["ownerReferences"] = [ref]
         obj["metadata"]["annotations"] = {
             "scheduling.volsched.io/min-member": "2",
             "scheduling.volsched.io/queue-name": "q",
         }
-        obj["spec"]["priorityClassName"] = "low"
         return obj
 
     def grouped(name: str, group: str) -> dict[str, Any]:
@@ -292,9 +291,7 @@ def test_a_jobs_whole_life_under_exactly_the_manifests_rights(
         obj["spec"]["terminationGracePeriodSeconds"] = 30  # no kubelet: an evicted pod stays Terminating
         return obj
 
-    filler = podgroup("filler", 1, queue="q")
-    filler["spec"]["priorityClassName"] = "low"
-    k.podgroup(ns, filler)
+    k.podgroup(ns, podgroup("filler", 1, queue="q", priority_class="low"))
     k.pods(
         ns, owned("train-0"), owned("train-1"), grouped("filler-0", "filler"), grouped("filler-1", "filler")
     )
@@ -315,9 +312,7 @@ def test_a_jobs_whole_life_under_exactly_the_manifests_rights(
     wait_for(lambda: (k.get_queue("q").get("status") or {}).get("running") == 2, 30, what="queue status")
 
     # A job of a higher priority: one filler pod is evicted for it (DisruptionTarget first), then bound.
-    urgent = podgroup("urgent", 1, queue="q")
-    urgent["spec"]["priorityClassName"] = "high"
-    k.podgroup(ns, urgent)
+    k.podgroup(ns, podgroup("urgent", 1, queue="q", priority_class="high"))
     k.pods(ns, grouped("urgent-0", "urgent"))
     victim = wait_for(
         lambda: next(

@@ -86,11 +86,8 @@ def _allocated(k: Kube, name: str) -> str:
     return str(((k.get_queue(name).get("status") or {}).get("allocated") or {}).get("cpu") or "")
 
 
-def _with(obj: dict[str, Any], *, pclass: str | None = None, queue_name: str | None = None) -> dict[str, Any]:
-    if pclass:
-        obj["spec"]["priorityClassName"] = pclass
-    if queue_name:
-        obj["metadata"].setdefault("annotations", {})["scheduling.volsched.io/queue-name"] = queue_name
+def _in_queue(queue_name: str, obj: dict[str, Any]) -> dict[str, Any]:
+    obj["metadata"].setdefault("annotations", {})["scheduling.volsched.io/queue-name"] = queue_name
     return obj
 
 
@@ -118,13 +115,13 @@ def test_a_tenant_cannot_walk_around_its_queues_rules(k: Kube, tenant: Kube, sta
     )
 
     # A class above the queue's ceiling.
-    tenant.pods(NS, _with(pod("loud"), pclass="high", queue_name="capped"))
+    tenant.pods(NS, _in_queue("capped", pod("loud", priority_class="high")))
     _told(tenant, "loud", "priority 1000 is above queue capped's maxPriority 100")
 
     # System-critical priority outside kube-system: refused by the apiserver (a cluster that limits
     # the class by quota), or admitted at 2e9 and then held by the scheduler.
     try:
-        tenant.pods(NS, _with(pod("crit"), pclass="system-cluster-critical", queue_name="default"))
+        tenant.pods(NS, _in_queue("default", pod("crit", priority_class="system-cluster-critical")))
     except ApiException as exc:
         assert exc.status == 403
     else:
@@ -153,21 +150,15 @@ def test_a_tenants_not_preemptable_pods_are_protected_only_where_the_queue_allow
     start_operator()
     # the tenant fills the node with a gang that may lose one pod (minMember 1), each pod saying it may
     # not be preempted
-    tenant.podgroup(
-        NS,
-        {
-            **podgroup("mine", 1, queue="shared"),
-            "spec": {"minMember": 1, "queue": "shared", "priorityClassName": "low"},
-        },
-    )
+    tenant.podgroup(NS, podgroup("mine", 1, queue="shared", priority_class="low"))
     for i in range(2):
-        obj = _with(pod(f"mine-{i}", group="mine"), pclass="low")
+        obj = pod(f"mine-{i}", group="mine", priority_class="low")
         obj["metadata"]["annotations"]["scheduling.volsched.io/preemptable"] = "false"
         obj["spec"]["terminationGracePeriodSeconds"] = 30  # stays Terminating once evicted: readable
         tenant.pods(NS, obj)
     wait_for(lambda: len(tenant.bound(NS)) == 2, 30, what="the tenant's pods bound")
     ops = k.namespace("ops")
-    k.pods(ops, _with(pod("urgent"), pclass="high", queue_name="shared"))
+    k.pods(ops, _in_queue("shared", pod("urgent", priority_class="high")))
 
     def evicted() -> list[str]:
         return [
