@@ -8,11 +8,13 @@ from __future__ import annotations
 import datetime
 import os
 import ssl
+import threading
 from pathlib import Path
 
 import pytest
 
-from volsched.kube.kubeconfig import ClientConfig, tls_context
+from volsched.kube import kubeconfig
+from volsched.kube.kubeconfig import AnySettings, ClientConfig, tls_context
 from volsched.kube.rest import _Aio
 from volsched.operator import certs
 
@@ -85,3 +87,38 @@ def test_assert_hostname_false_checks_the_certificate_but_not_the_name_and_leave
     assert not aio.tls.check_hostname and aio.tls.verify_mode is ssl.CERT_REQUIRED
     shared = tls_context(ClientConfig("https://127.0.0.1:6443", ssl_ca_cert=str(ca)))
     assert shared.check_hostname and shared is not aio.tls
+
+
+def test_threads_asking_at_once_share_the_context_being_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The early listings' threads start together: one context is made for them all (each made its own,
+    a few ms of CPU each, while the operator imports)."""
+    ca = tmp_path / "ca.crt"
+    write_ca(ca)
+    cfg = ClientConfig("https://127.0.0.1:6443", ssl_ca_cert=str(ca))
+    making, go = threading.Event(), threading.Event()
+    made: list[ssl.SSLContext] = []
+    new = kubeconfig._new_tls_context
+
+    def held(c: AnySettings) -> ssl.SSLContext:
+        making.set()
+        assert go.wait(60)
+        made.append(new(c))
+        return made[-1]
+
+    monkeypatch.setattr(kubeconfig, "_new_tls_context", held)
+    got: list[ssl.SSLContext] = []
+    first = threading.Thread(target=lambda: got.append(tls_context(cfg)))
+    first.start()
+    try:
+        assert making.wait(60)
+        # While one is made, a thread asking for it waits for it (the lock is held through the making).
+        assert kubeconfig._contexts_lock.locked()
+        second = threading.Thread(target=lambda: got.append(tls_context(cfg)))
+        second.start()
+    finally:
+        go.set()
+    first.join(60)
+    second.join(60)
+    assert len(made) == 1 and len(got) == 2 and got[0] is got[1] is made[0]

@@ -200,19 +200,20 @@ def tls_context(cfg: AnySettings, *, check_hostname: bool = True) -> ssl.SSLCont
     verification; ``check_hostname`` False: the certificate is checked, not the name it is for (as
     urllib3 reads ``assert_hostname: false``). One context for the same settings and files, shared by
     every connection made with them: a caller must not change it. A file rewritten since (a rotated
-    certificate) makes a new one."""
+    certificate) makes a new one. Made under the lock: threads that ask at once (the early listings'
+    at start) wait for the one being made rather than each making its own (a few ms of CPU each)."""
     key = _made_of(cfg, check_hostname)
     with _contexts_lock:
         found = _CONTEXTS.get(key)
-    if found is not None:
-        return found
-    ctx = _new_tls_context(cfg)
-    if not check_hostname and ctx.check_hostname:
-        ctx.check_hostname = False
-    with _contexts_lock:
+        if found is not None:
+            return found
+        ctx = _new_tls_context(cfg)
+        if not check_hostname and ctx.check_hostname:
+            ctx.check_hostname = False
         if len(_CONTEXTS) >= _CONTEXTS_MAX:
             _CONTEXTS.clear()
-        return _CONTEXTS.setdefault(key, ctx)
+        _CONTEXTS[key] = ctx
+        return ctx
 
 
 def _new_tls_context(cfg: AnySettings) -> ssl.SSLContext:
