@@ -407,6 +407,29 @@ def test_a_job_its_namespaces_limit_keeps_out_reserves_nothing(limit: dict[str, 
     assert "ns/p1" not in str(result.carryover.get(CARRY))
 
 
+def test_a_job_a_closed_queue_has_not_admitted_reserves_nothing() -> None:
+    """The defect: p1 waited in a Closed queue, which admits no new job, and was the head all the same: it
+    held n2 free for itself, and y, another queue's pod that fits there now, was kept off it for as long as
+    the queue stayed closed."""
+    closed = queue("closed")
+    closed["spec"]["state"] = "Closed"
+    p0 = pod("p0", ns="ns", cpu="1", gpu="8", node="n1", queue="other")
+    p1 = pod("p1", ns="ns", cpu="1", gpu="8", queue="closed", created=iso(NOW - 3600))
+    y = pod("y", ns="team-b", cpu="1", gpu="8", queue="other", created=iso(NOW - 60))
+    objects = [
+        node("n1", cpu="32", gpu="8"),
+        node("n2", cpu="32", gpu="8"),
+        closed,
+        queue("other"),
+        p0,
+        p1,
+        y,
+    ]
+    result = session(objects, carry={"next": "ns/p1"})
+    assert placed(result) == {"team-b/y": "n2"}
+    assert "ns/p1" not in str(result.carryover.get(CARRY))
+
+
 def test_a_pod_without_a_podgroup_reserves_too() -> None:
     """one (8 GPUs, no PodGroup) fits on n1 once a (4 GPUs, ends in 50m) does: a 5h pod may not take
     n1's 4 idle GPUs meanwhile. (Before, a job of one pod was phase Pending at every session's open, so

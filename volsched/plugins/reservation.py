@@ -23,7 +23,7 @@ from volsched.framework.registry import register_plugin
 from volsched.model.cluster import BoolArray, IndexArray, Job
 from volsched.model.resources import EPS, Vector
 from volsched.model.scalars import human_duration
-from volsched.model.vocabulary import NODE_HOLDING_STATUSES, PodGroupPhase, Task, TaskStatus
+from volsched.model.vocabulary import NODE_HOLDING_STATUSES, PodGroupPhase, QueueState, Task, TaskStatus
 from volsched.plugins.shared.runtimes import runtimes_of
 from volsched.records import dataclass
 
@@ -157,13 +157,16 @@ class Plan:
 
 def _unmet(session: ExtensionPoints, job: Job) -> list[Task] | None:
     """The pending pods that make ``job``'s unmet minimum (in task order), when its queue would take
-    them all (its share, its capability: else no room helps); None otherwise."""
+    them all (its share, its capability; a Closed queue admits no new job: else no room helps); None
+    otherwise."""
     queue = session.queues.get(job.queue)
     pending = sorted(
         (t for t in job.tasks.values() if t.status is PENDING and t.schedulable_by_us), key=_task_key
     )
     unmet = job.min_member - job.ready_count
     if queue is None or unmet <= 0 or len(pending) < unmet:
+        return None
+    if queue.state is QueueState.CLOSED and job.phase is PodGroupPhase.PENDING:
         return None
     if job.podgroup is not None and job.podgroup.topology is not None:
         return None  # placed in one domain of a node label: not planned here (yet)
