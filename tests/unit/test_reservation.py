@@ -430,6 +430,31 @@ def test_a_job_a_closed_queue_has_not_admitted_reserves_nothing() -> None:
     assert "ns/p1" not in str(result.carryover.get(CARRY))
 
 
+def test_a_job_its_queues_rules_refuse_reserves_nothing_nor_holds_the_jobs_behind_it() -> None:
+    """The defect: p1, of namespace evil, named queue team-a, whose namespaceSelector refuses it: it waited
+    for ever and was the head all the same, holding n2 free for itself, so y, another queue's pod that fits
+    there now, was kept off it (any tenant could hold nodes idle so, naming a queue not theirs)."""
+    guarded = queue("team-a")
+    guarded["spec"]["namespaceSelector"] = {"matchLabels": {"team": "a"}}
+    p0 = pod("p0", ns="ns", cpu="1", gpu="8", node="n1", queue="other")
+    p1 = pod("p1", ns="evil", cpu="1", gpu="8", queue="team-a", created=iso(NOW - 3600))
+    y = pod("y", ns="team-b", cpu="1", gpu="8", queue="other", created=iso(NOW - 60))
+    objects = [
+        node("n1", cpu="32", gpu="8"),
+        node("n2", cpu="32", gpu="8"),
+        guarded,
+        queue("other"),
+        p0,
+        p1,
+        y,
+    ]
+    plugins = "{name: priority}, {name: gang}, {name: conformance}, {name: predicates}, {name: reservation}"
+    result = session(objects, carry={"next": "evil/p1"}, plugins=plugins)
+    assert placed(result) == {"team-b/y": "n2"}
+    alone = session([o for o in objects if o is not y], carry=None, plugins=plugins)
+    assert CARRY not in alone.carryover  # nor is it the next head
+
+
 def test_a_pod_without_a_podgroup_reserves_too() -> None:
     """one (8 GPUs, no PodGroup) fits on n1 once a (4 GPUs, ends in 50m) does: a 5h pod may not take
     n1's 4 idle GPUs meanwhile. (Before, a job of one pod was phase Pending at every session's open, so

@@ -165,6 +165,13 @@ class ExtensionPoints(Protocol):
     def allocatable(self, queue: QueueSpec, task: Task) -> Status | None:
         """The combined answer of every plugin's ``allocatable`` (ask it once every plugin opened)."""
 
+    def job_valid(self, job: Job) -> Status | None:
+        """None when every plugin takes the job as valid, else the first refusal (ask it once every plugin
+        opened)."""
+
+    def jobs_valid(self, jobs: Sequence[Job]) -> list[Status | None]:
+        """``job_valid`` of each of ``jobs``."""
+
     def queue_less(self, left: QueueSpec, right: QueueSpec) -> bool:
         """Whether ``left`` comes before ``right`` in the session's queue order now (ask it once every
         plugin opened)."""

@@ -168,6 +168,8 @@ def _unmet(session: ExtensionPoints, job: Job) -> list[Task] | None:
         return None
     if queue.state is QueueState.CLOSED and job.phase is PodGroupPhase.PENDING:
         return None
+    if session.job_valid(job) is not None:  # its queue's rules refuse it
+        return None
     if job.podgroup is not None and job.podgroup.topology is not None:
         return None  # placed in one domain of a node label: not planned here (yet)
     asked = replace(pending[0], request=sum((t.request for t in pending[:unmet]), session.space.zeros()))
@@ -590,7 +592,9 @@ class Reservation(BasePlugin):
         has waited ``waitTime`` and would be taken by its queue whole. A job not admitted yet may be one:
         what keeps it out of the queue may be the cluster's room (overcommit), which only a reservation
         makes while smaller jobs are admitted into every bit that frees; once its nodes drain it is
-        admitted and placed. A gang placed in one topology domain is never one (it is not planned:
+        admitted and placed. A job its queue's rules refuse (``job_valid``: another team's queue, a
+        priority class it may not name) is never one, nor a job of a Closed queue it was not admitted to.
+        A gang placed in one topology domain is never one (it is not planned:
         ``unplanned`` tells it why), so it does not keep the reservation from the jobs behind it. A job
         pipelined onto room being freed for it (its victims terminating) waits too: first of its queue,
         it is no head (it needs no reservation) and no job behind it is one, whose reservation would keep
@@ -598,17 +602,21 @@ class Reservation(BasePlugin):
         now = session.now
         by_queue: dict[str, list[Job]] = {}
         jobs = session.state.get(_PENDING_AT_OPEN)
-        for job in session.pending_jobs() if jobs is None else jobs:
-            if (
-                job.ready_count < job.min_member
-                and now - job.creation >= self.wait
-                and job.queue in session.queues
-                and any(t.status in _WAITING and t.schedulable_by_us for t in job.tasks.values())
-            ):
-                if job.podgroup is not None and job.podgroup.topology is not None:
-                    unplanned(job)
-                    continue
-                by_queue.setdefault(job.queue, []).append(job)
+        waiting = [
+            job
+            for job in (session.pending_jobs() if jobs is None else jobs)
+            if job.ready_count < job.min_member
+            and now - job.creation >= self.wait
+            and job.queue in session.queues
+            and any(t.status in _WAITING and t.schedulable_by_us for t in job.tasks.values())
+        ]
+        for job, refused in zip(waiting, session.jobs_valid(waiting), strict=True):
+            if refused is not None:
+                continue  # its queue's rules refuse it: no room helps, nor does it hold the jobs behind it
+            if job.podgroup is not None and job.podgroup.topology is not None:
+                unplanned(job)
+                continue
+            by_queue.setdefault(job.queue, []).append(job)
         keys = session.job_keys()
         heads = []
         for jobs in by_queue.values():
