@@ -52,6 +52,9 @@ def _queue(order: _Order, jobs: list[int]) -> JobQueue:
             [10, 20, 30], ["pop", 15, "pop", 25, 5, "pop", "pop", "pop"], id="pushed-between-the-start"
         ),
         pytest.param([4, 8], [1, 2, 3, "pop", "pop", "pop", "pop", "pop"], id="pushed-ahead-of-the-start"),
+        pytest.param([7], [3, "pop", 9, "pop", "pop"], id="one-start-pushed-ahead"),
+        pytest.param([7], [9, "pop", 8, "pop", "pop"], id="one-start-pushed-behind"),
+        pytest.param([7], ["pop", 2, "pop"], id="one-start-alone"),
     ],
 )
 def test_pops_come_in_order_as_from_one_heap(start: list[int], steps: list[int | str]) -> None:
@@ -154,3 +157,14 @@ def test_pop_all_hands_out_what_pops_one_by_one_would(start: list[int], steps: l
     want = [twin.pop() for _ in range(len(twin))]
     assert q.pop_all() == want
     assert len(q) == 0
+
+
+def test_a_queue_of_one_job_hands_it_out_without_asking_its_key() -> None:
+    order = _Order()
+    q = _queue(order, [7])
+    assert q.pop_all() == [7] and order.keyed == 0
+    q = _queue(order, [7])
+    assert q.pop() == 7 and order.keyed == 0
+    q = _queue(order, [7])
+    q.push(3)  # another to compare with: both keyed
+    assert [q.pop(), q.pop()] == [3, 7] and order.keyed == 2

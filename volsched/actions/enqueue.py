@@ -68,8 +68,9 @@ class Enqueue:
             ns_order[q] = NamespaceOrder(session, by_ns)
         hold = session.namespace_keys_hold()
         # A backlog of jobs alike is refused alike until something is admitted (the votes read what the
-        # queues took in): asked once a shape, as long as every plugin answers by a job's shape.
-        refusals = refusals_by_shape(session)
+        # queues took in): asked once a shape, as long as every plugin answers by a job's shape (a job
+        # alone is asked, an answer kept for no other job).
+        refusals = refusals_by_shape(session) if sum(map(len, pending.values())) > 1 else None
         while order:
             name = first_queue(session, order)
             namespaces = order[name]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from operator import itemgetter
 from typing import Any
 
@@ -50,17 +50,32 @@ class JobQueue:
 
     def __init__(self, session: Session, jobs: Iterable[Job] = ()) -> None:
         self._session = session
-        self._key = session.job_key()
+        self._made_key: Callable[[Job], Any] | None = None
         #: The jobs it started with, until the first is taken (then keyed and sorted into ``_sorted``).
         self._start = list(jobs)
         self._sorted: list[tuple[Any, Job]] = []
         self._heap: list[tuple[Any, Job]] = []
 
+    def _key(self, job: Job) -> Any:
+        key = self._made_key
+        if key is None:
+            key = self._made_key = self._session.job_key()
+        return key(job)
+
     def _sort(self) -> None:
         listed, self._start = self._start, []
+        if len(listed) == 1:  # alone, it is first whatever its key: keyed only if another job comes
+            self._sorted = [(_UNKEYED, listed[0])]
+            return
         # the least last (keys computed over the list at once, as ``self._key`` makes them one by one)
         keys = self._session.job_keys()(listed)
         self._sorted = sorted(zip(keys, listed, strict=True), key=_FIRST, reverse=True)
+
+    def _keyed(self) -> None:
+        """The one job the queue started with keyed, now that it is compared with another."""
+        if self._sorted and self._sorted[-1][0] is _UNKEYED:
+            job = self._sorted[-1][1]
+            self._sorted[-1] = (self._key(job), job)
 
     def __len__(self) -> int:
         return len(self._start) + len(self._sorted) + len(self._heap)
@@ -87,6 +102,8 @@ class JobQueue:
     def pop(self) -> Job:
         if self._start:
             self._sort()
+        if self._heap:
+            self._keyed()
         if self._heap and (not self._sorted or self._heap[0][0] < self._sorted[-1][0]):
             return heapq.heappop(self._heap)[1]
         return self._sorted.pop()[1]
@@ -134,7 +151,8 @@ class NamespaceOrder:
         self.session = session
         self._hold = session.namespace_keys_hold()
         _, self._seen = session.namespaces_changed()
-        #: The key each namespace in the order has now (a heap entry with another key is stale).
+        #: The key each namespace in the order has now (a heap entry with another key is stale), or
+        #: ``_UNKEYED``: not asked yet (one namespace alone is first whatever its key).
         self._keys: dict[str, Any] = {}
         self._heap: list[tuple[Any, str]] = []
         for ns in names:
@@ -145,8 +163,7 @@ class NamespaceOrder:
 
     def add(self, ns: str) -> None:
         if ns not in self._keys:
-            key = self._keys[ns] = self.session.namespace_key(ns)
-            heapq.heappush(self._heap, (key, ns))
+            self._keys[ns] = _UNKEYED
 
     def discard(self, ns: str) -> None:
         """``ns`` leaves the order (its heap entries are dropped when they come up)."""
@@ -154,8 +171,12 @@ class NamespaceOrder:
 
     def first(self) -> str:
         keys = self._keys
-        if not self._hold:
+        if not self._hold or len(keys) == 1:
             return first_namespace(self.session, keys)
+        for ns, key in keys.items():
+            if key is _UNKEYED:
+                key = keys[ns] = self.session.namespace_key(ns)
+                heapq.heappush(self._heap, (key, ns))
         changed, self._seen = self.session.namespaces_changed(self._seen)
         for ns in changed:
             held = keys.get(ns, _GONE)
@@ -172,6 +193,8 @@ class NamespaceOrder:
 
 #: Not a key.
 _GONE = object()
+#: A key not asked for yet (the queue's only job, or the order's only namespace: first whatever it is).
+_UNKEYED = object()
 
 
 #: The first of a pair (a sort key called by C, not a Python function per item).
