@@ -13,12 +13,12 @@ import sys
 import textwrap
 import threading
 
-from volsched.operator.tlsahead import DefaultContexts
+from volsched.kube.tlsahead import DefaultContexts
 
 IMPORTED_AHEAD = textwrap.dedent(
     """
     import json, ssl, sys
-    from volsched.operator.tlsahead import DefaultContexts
+    from volsched.kube.tlsahead import DefaultContexts
 
     ahead = DefaultContexts()
     ahead.start()

@@ -14,7 +14,8 @@
   apiserver answers, in a few log lines per outage), ``client`` (API clients from a kubeconfig or
   in-cluster; ``kubeconfig`` reads the common forms without importing the client, which only the
   forms it declines and the custom metrics source import), ``errors`` (the error an answer raises),
-  ``early`` (the Pods' and Nodes' first pages, asked for while the operator's modules import).
+  ``early`` (the Pods' and Nodes' first pages, asked for while the operator's modules import),
+  ``tlsahead`` (aiohttp's default TLS contexts, made meanwhile for its import after ready).
 
 Nothing here decides what to schedule: decisions come from the engine through :mod:`volsched.cycle`.
 """

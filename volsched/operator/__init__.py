@@ -65,7 +65,7 @@ from volsched.cache.volcano import VOLCANO_GROUP
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.registry import placement_gap
 from volsched.gate import Gate
-from volsched.kube import early
+from volsched.kube import early, tlsahead
 from volsched.kube.client import bearer_token, library_api_client, load_configuration, new_api_client
 from volsched.kube.configsource import CONFIG_MAP, name_selector, read_config_map
 from volsched.kube.health import ApiHealth, QuietRetries
@@ -75,6 +75,7 @@ from volsched.kube.podgroups import fit_to_rights
 from volsched.kube.port import KubePort
 from volsched.kube.rest import LeanRest
 from volsched.kube.reviews import AccessReviews, self_may
+from volsched.kube.tlsahead import DefaultContexts
 from volsched.kube.watch import ListWatch
 from volsched.kube.writer import KubeWriter
 from volsched.model.vocabulary import API_GROUP
@@ -92,7 +93,6 @@ from volsched.operator.settings import (
     parse_service,
     settings_from_args,
 )
-from volsched.operator.tlsahead import DefaultContexts
 from volsched.operator.volcano import VolcanoKinds
 from volsched.operator.watches import WRITTEN_KINDS, WatchFeed
 from volsched.redaction import error_summary, install_log_redaction
@@ -283,9 +283,10 @@ class Operator:
         #: on, kopf (which serves them; without them kopf has nothing to do, and neither is imported
         #: nor run).
         self.after_ready: list[str] = ["aiohttp.web", "prometheus_client"]
-        #: aiohttp's two default TLS contexts (unused by volsched, made by its import), made while the
-        #: cache is listed and handed to that import (:mod:`~volsched.operator.tlsahead`).
-        self.tls_ahead = DefaultContexts()
+        #: aiohttp's two default TLS contexts (unused by volsched, made by its import), made before ready
+        #: (from ``volsched run``'s start, else while the cache is listed) and handed to that import
+        #: (:mod:`~volsched.kube.tlsahead`).
+        self.tls_ahead: DefaultContexts = tlsahead.AHEAD
         if self.admission is not None:
             self.after_ready.append("volsched.operator.kopfrun")
 
@@ -305,7 +306,7 @@ class Operator:
             # now, after the take-over, as without them.
             for kind in WRITTEN_KINDS:
                 self.feed.forgo_early(kind)
-        self.tls_ahead.start()  # on a thread of its own, while the listing waits on the network
+        self.tls_ahead.start()  # (started at volsched run's start already, if run so)
         self.feed.prelist()
         self.loop.pods_read_at = started
         self.synced.set()

@@ -6,8 +6,9 @@ statement each that the import after ready (:mod:`~volsched.operator.aside`) can
 first arriving pods. volsched never uses them (its requests carry the kubeconfig's own context), but
 aiohttp's client and server cannot be imported without them.
 
-:class:`DefaultContexts` makes the same two on a thread of its own while the cache is listed (OpenSSL
-reads the bundle without the interpreter's lock), and :meth:`DefaultContexts.handed` lets aiohttp's import
+:class:`DefaultContexts` makes the same two on a thread of its own before ready (``volsched run`` starts
+it with the early listings, beside the imports; OpenSSL reads the bundle without the interpreter's
+lock), and :meth:`DefaultContexts.handed` lets aiohttp's import
 take them: for that import only, on the importing thread only, and for calls made by aiohttp's connector
 module only, ``ssl.create_default_context()`` returns the verifying context made ahead,
 ``ssl.SSLContext(PROTOCOL_TLS_CLIENT)`` the other one, and that one's ``set_default_verify_paths()``
@@ -27,7 +28,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["DefaultContexts"]
+__all__ = ["AHEAD", "DefaultContexts"]
 
 log = logging.getLogger("volsched.operator")
 
@@ -129,3 +130,8 @@ class DefaultContexts:
                 del cls.set_default_verify_paths
             else:
                 cls.set_default_verify_paths = own_paths  # type: ignore[method-assign]
+
+
+#: The process's: started by ``volsched run`` as it starts (beside the imports and the early listings),
+#: else by the operator as it lists the cache.
+AHEAD = DefaultContexts()
