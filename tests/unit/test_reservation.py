@@ -455,6 +455,18 @@ def test_a_job_its_queues_rules_refuse_reserves_nothing_nor_holds_the_jobs_behin
     assert CARRY not in alone.carryover  # nor is it the next head
 
 
+def test_a_job_that_fits_nowhere_leaves_the_reservation_to_the_next() -> None:
+    """The defect: huge (12 GPUs, no node has more than 8) could never run, yet it was the head session
+    after session (its queue comes first and would take it): it planned nothing, so nobody reserved, and
+    g waited while pods that run for hours took every GPU that freed."""
+    first = queue("aaa")
+    first["spec"]["weight"] = 10
+    huge = created(pod("huge", ns="ns2", cpu="1", gpu="12", queue="aaa"), NOW - 7200)
+    plugins = "{name: priority}, {name: gang}, {name: predicates}, {name: proportion}, {name: reservation}"
+    objects = [*cluster(waiting("s", gpu=8, runtime="5h")), first, huge]
+    assert session(objects, carry=None, plugins=plugins).carryover[CARRY] == {"next": "ns/g"}
+
+
 def test_a_pod_without_a_podgroup_reserves_too() -> None:
     """one (8 GPUs, no PodGroup) fits on n1 once a (4 GPUs, ends in 50m) does: a 5h pod may not take
     n1's 4 idle GPUs meanwhile. (Before, a job of one pod was phase Pending at every session's open, so

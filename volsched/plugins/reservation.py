@@ -178,17 +178,28 @@ def _unmet(session: ExtensionPoints, job: Job) -> list[Task] | None:
     return pending[:unmet]
 
 
-def plan_for(session: ExtensionPoints, job: Job) -> Plan | None:
-    """Where and from when ``job``'s unmet minimum fits (see the module docstring), or None."""
-    unmet = _unmet(session, job)
-    if unmet is None:
-        return None
+def _asks(session: ExtensionPoints, unmet: list[Task]) -> list[Ask]:
+    """``unmet`` as asks: the pods alike in request and placement together, with the nodes they may use."""
     groups: dict[tuple[bytes, str], tuple[Task, int]] = {}
     for task in unmet:
         key = (task.request.tobytes(), task.placement_key)
         first, count = groups.get(key, (task, 0))
         groups[key] = (first, count + 1)
-    asks = [Ask(t.request, session.feasible_nodes(t), n) for t, n in groups.values()]
+    return [Ask(t.request, session.feasible_nodes(t), n) for t, n in groups.values()]
+
+
+def _fits_at_all(session: ExtensionPoints, unmet: list[Task]) -> bool:
+    """Whether ``unmet`` fits on the nodes it may use were they empty (else no reservation is planned
+    for it, whatever ends: a pod larger than every node, a selector no node matches)."""
+    return pack(session.nodes.allocatable, _asks(session, unmet)) is not None
+
+
+def plan_for(session: ExtensionPoints, job: Job) -> Plan | None:
+    """Where and from when ``job``'s unmet minimum fits (see the module docstring), or None."""
+    unmet = _unmet(session, job)
+    if unmet is None:
+        return None
+    asks = _asks(session, unmet)
     usable = np.logical_or.reduce([a.feasible for a in asks])
     nodes = session.nodes
     now = session.now
@@ -594,7 +605,8 @@ class Reservation(BasePlugin):
         makes while smaller jobs are admitted into every bit that frees; once its nodes drain it is
         admitted and placed. A job its queue's rules refuse (``job_valid``: another team's queue, a
         priority class it may not name) is never one, nor a job of a Closed queue it was not admitted to.
-        A gang placed in one topology domain is never one (it is not planned:
+        A job that fits nowhere even on empty nodes (it plans nothing) is never one either, and leaves
+        its place to the next job of its queue. A gang placed in one topology domain is never one (it is not planned:
         ``unplanned`` tells it why), so it does not keep the reservation from the jobs behind it. A job
         pipelined onto room being freed for it (its victims terminating) waits too: first of its queue,
         it is no head (it needs no reservation) and no job behind it is one, whose reservation would keep
@@ -621,11 +633,15 @@ class Reservation(BasePlugin):
         heads = []
         for jobs in by_queue.values():
             order = keys(jobs)
-            first = jobs[
-                min(range(len(jobs)), key=lambda i: (jobs[i].phase is PodGroupPhase.PENDING, order[i]))
-            ]
-            if _unmet(session, first) is not None:  # else its queue would refuse it: no room helps
-                heads.append(first)
+            for i in sorted(
+                range(len(jobs)), key=lambda i: (jobs[i].phase is PodGroupPhase.PENDING, order[i])
+            ):
+                unmet = _unmet(session, jobs[i])
+                if unmet is None:  # its queue would refuse it: no room helps (nor the jobs behind it)
+                    break
+                if _fits_at_all(session, unmet):  # else it plans nothing: the next job of its queue
+                    heads.append(jobs[i])
+                    break
         queues = session.queues
 
         def before(a: Job, b: Job) -> int:
