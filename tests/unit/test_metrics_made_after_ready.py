@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from prometheus_client import generate_latest
@@ -123,3 +124,24 @@ def test_a_name_that_is_no_series_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError):
         m.nonsense  # noqa: B018
     assert not m.made
+
+
+def test_a_session_counted_while_the_series_are_made_leaves_no_stale_queue_series() -> None:
+    """The series made after ready on a thread of their own, beside a session being counted: the queue
+    series it replaces are still removed, and the ones it leaves are removed by the next."""
+    m = Metrics()
+
+    class MadeOnRead(dict[str, QueueStatus]):
+        def items(self) -> Any:
+            m.make()  # the session's counting has begun: its gauges were taken as stand-ins
+            return super().items()
+
+    m.observe(_session("area-a"), None)
+    during = _session("area-b")
+    during.queues = MadeOnRead(during.queues)
+    m.observe(during, None)
+    assert m.made
+    assert 'parent="area-a"' not in _text(m)
+    m.observe(_session("area-c"), None)
+    text = _text(m)
+    assert 'parent="area-b"' not in text and 'queue="q"' in text and 'parent="area-c"' in text

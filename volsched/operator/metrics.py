@@ -65,7 +65,7 @@ class Metrics:
         #: Until the series are made: each one's stand-in, and what was done with them, in order.
         self._kept: dict[str, _Kept] = {name: _Kept(self, ((name, (), {}),)) for name in SERIES}
         self._uses: list[tuple[tuple[_Call, ...], _Call]] = []
-        self._queue_series: dict[Gauge, set[tuple[str, ...]]] = {}
+        self._queue_series: dict[str, set[tuple[str, ...]]] = {}
 
     def __getattr__(self, name: str) -> Any:
         # Only for a name not found: the registry or a series before they are made.
@@ -96,8 +96,6 @@ class Metrics:
                 series["dashboard_builds"].set_function(builds)
             for path, call in self._uses:
                 _apply(series, path, call)
-            made: dict[object, Gauge] = {self._kept[name]: series[name] for name in SERIES}
-            self._queue_series = {made.get(k, k): v for k, v in self._queue_series.items()}
             self.__dict__.update(series)
             self._uses = []
             self._made = True
@@ -135,24 +133,26 @@ class Metrics:
         unschedulable = result.unschedulable_pods
         if unschedulable:
             self.attempts.labels("unschedulable").inc(len(unschedulable))
-        seen: dict[Gauge, set[tuple[str, ...]]] = {
-            self.deserved: set(),
-            self.allocated: set(),
-            self.share: set(),
+        # By name, not by object: the series made between two sessions (or during one) are the same ones.
+        gauges: dict[str, Gauge] = {
+            "deserved": self.deserved,
+            "allocated": self.allocated,
+            "share": self.share,
         }
+        seen: dict[str, set[tuple[str, ...]]] = {name: set() for name in gauges}
         for name, q in result.queues.items():
             parent = q.parent or ROOT_QUEUE
-            for gauge, amounts in ((self.deserved, q.deserved or {}), (self.allocated, q.allocated)):
+            for which, amounts in (("deserved", q.deserved or {}), ("allocated", q.allocated)):
                 for res, amount in amounts.items():
-                    gauge.labels(name, parent, res).set(amount)
-                    seen[gauge].add((name, parent, res))
+                    gauges[which].labels(name, parent, res).set(amount)
+                    seen[which].add((name, parent, res))
             if q.share is not None:
-                self.share.labels(name, parent).set(q.share)
-                seen[self.share].add((name, parent))
+                gauges["share"].labels(name, parent).set(q.share)
+                seen["share"].add((name, parent))
         # A queue that moved to another parent, or is gone, leaves no stale series behind.
-        for gauge, current in seen.items():
-            for labels in self._queue_series.get(gauge, set()) - current:
-                gauge.remove(*labels)
+        for which, current in seen.items():
+            for labels in self._queue_series.get(which, set()) - current:
+                gauges[which].remove(*labels)
         self._queue_series = seen
 
 
