@@ -92,6 +92,10 @@ CASES = [
     ("{minRuntime: 1m}", 1700.0, {"expected": "1h"}, True, "a-pod-short-of-half-its-expected-run-goes"),
     ("{minRuntime: 1m, protectFinishing: false}", 1800.0, {"expected": "1h"}, True,
      "protect-finishing-off-takes-it"),
+    # The defect: a pod past its expected end was "finishing" for ever (ran >= expected - ran), so a tenant
+    # writing expected-runtime: 1s on its pods made them no victim of preempt or reclaim.
+    ("{minRuntime: 1m}", 3600.0, {"expected": "1m"}, True, "a-pod-past-its-expected-end-is-not-finishing"),
+    ("{minRuntime: 0s}", 3600.0, {"expected": "1s"}, True, "a-one-second-expected-run-shields-nothing"),
     ("{preemptionDelay: 10m}", 60.0, {"waited": 601.0}, True, "a-pod-that-waited-the-delay-evicts"),
 ]  # fmt: skip
 

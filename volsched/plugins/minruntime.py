@@ -6,7 +6,8 @@ per priority class; a pod's minimum is the largest that applies (see
 pod causes no eviction before it has waited that long since its creation (room that frees by itself
 meanwhile costs no work). ``protectFinishing`` (default true): a pod that has run more than it has
 left to run, by its expected run time, is no victim either: waiting for its end frees the room at less
-cost than the work its eviction would throw away. ``weighWork`` (default true): a pod is a victim
+cost than the work its eviction would throw away (not a pod past its expected end: its estimate
+failed, when it ends is not known). ``weighWork`` (default true): a pod is a victim
 only if the work its eviction throws away (what it ran times its size; for a pod whose gang then falls
 below its minimum, what the whole gang ran) is no more than the wait it saves (how long the pending pod
 would wait for room by itself, by the expected ends of what runs on the nodes it may use, times its
@@ -66,8 +67,11 @@ class MinRuntime(BasePlugin):
                 return False
             if finishing:
                 expected = expected_runtime(task)
-                if expected is not None and ran >= expected - ran:
-                    return False  # more run than left: its end frees the room at less cost than its work
+                if expected is not None and 0 < expected - ran <= ran:
+                    # more run than left: its end frees the room at less cost than its work. A pod past its
+                    # expected end is not finishing: its estimate failed (what it says is its own: a
+                    # tenant's 1s would make its pods no victim)
+                    return False
             return True
 
         def victims(actor: Task, candidates: list[Task]) -> list[Task]:
