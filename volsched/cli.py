@@ -10,6 +10,7 @@ import argparse
 import copy
 import difflib
 import json
+import math
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -232,9 +233,15 @@ def _trace(args: argparse.Namespace) -> int:
     params = WorkloadParams(
         jobs=args.jobs,
         hours=args.hours,
-        queues={k: float(v) for k, v in _pairs(args.queues, "--queues").items()},
+        queues={
+            k: _positive(v, "--queues", f"the weight of {k}")
+            for k, v in _pairs(args.queues, "--queues").items()
+        },
         peak=args.peak,
-        sizes={_whole(k, "--sizes"): float(v) for k, v in _pairs(args.sizes, "--sizes").items()},
+        sizes={
+            _whole(k, "--sizes"): _positive(v, "--sizes", f"the probability of {k}")
+            for k, v in _pairs(args.sizes, "--sizes").items()
+        },
         median=parse_duration(args.median, where="--median"),
         sigma=args.sigma,
         min_duration=parse_duration(args.min_duration, where="--min-duration", allow_zero=True),
@@ -255,6 +262,17 @@ def _pairs(text: str, flag: str) -> dict[str, str]:
             raise InputError(f"{flag}: expected name=value pairs separated by commas, got {part.strip()!r}")
         out[key.strip()] = value.strip()
     return out
+
+
+def _positive(text: str, flag: str, what: str) -> float:
+    """A finite number > 0 of a ``name=value`` flag, or an InputError naming the flag and the name."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise InputError(f"{flag}: {what} must be a finite number > 0, got {text!r}")
+    return value
 
 
 def _whole(text: str, flag: str) -> int:

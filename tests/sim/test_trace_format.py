@@ -250,6 +250,34 @@ def test_generate_writes_a_trace_that_checks(tmp_path, capsys):
     assert "25 job(s)" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--queues", "a=nan"], "--queues: the weight of a must be a finite number > 0, got 'nan'"),
+        (["--queues", "a=lots"], "--queues: the weight of a must be a finite number > 0, got 'lots'"),
+        (["--sizes", "4=inf"], "--sizes: the probability of 4 must be a finite number > 0, got 'inf'"),
+        (["--peak", "nan"], "--peak must be a finite number >= 1, got nan"),
+        (["--sigma", "nan"], "--sigma must be a finite number from 0 to 10, got nan"),
+        (["--sigma", "1e308"], "--sigma must be a finite number from 0 to 10, got 1e+308"),
+        (["--hours", "1e308"], "--hours must be a number > 0 and at most 876000 (100 years), got 1e+308"),
+        (["--jobs", "99999999999"], "--jobs must be from 0 to 1000000, got 99999999999"),
+        (["--requests", "cpu=-1"], "--requests: requests.cpu: a quantity must be finite, from 0 to 2^63-1"),
+        (["--requests", "cpu=abc"], "--requests: requests.cpu: malformed quantity"),
+        (["--namespace", "Bad_NS"], "--namespace: 'Bad_NS' is not valid: a DNS label"),
+        (["--seed", "-1"], "--seed must be a whole number >= 0, got -1"),
+        (["--median", "1e308", "--sigma", "10"], "--median and --sigma make durations too long to write"),
+    ],
+)
+def test_generate_refuses_what_would_make_no_trace(capsys, flags, message):
+    """The defect: each of these ended in a traceback (numpy refusing NaN probabilities, a seed < 0, an
+    array too large for memory...) or wrote a trace that does not check (a negative request, a namespace
+    that is no DNS label, NaN arrival times), instead of exiting 2 naming the flag."""
+    assert main(["trace", "generate", "--jobs", "5", *flags]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "Traceback" not in err
+    assert message in err, err
+
+
 def test_the_kueue_baseline_has_its_cohorts_queues_and_classes():
     scenario = kueue_baseline()
     kinds = Counter(d.obj["kind"] for d in scenario.documents)

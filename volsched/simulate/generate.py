@@ -20,11 +20,19 @@ from dataclasses import field
 
 import numpy as np
 
+from volsched.model import validation
 from volsched.model.errors import InputError
+from volsched.model.resources import parse_amount
 from volsched.records import dataclass
-from volsched.simulate.trace import TraceJob
+from volsched.simulate.trace import MAX_SUBMIT, TraceJob
 
 DAY = 86_400.0
+#: The most jobs, hours, pods per job and log-normal spread a workload is made with (a trace's pods per job
+#: are at most 10,000 and its submit times at most 100 years).
+MAX_JOBS = 1_000_000
+MAX_HOURS = MAX_SUBMIT / 3600.0
+MAX_PODS = 10_000
+MAX_SIGMA = 10.0
 
 
 @dataclass(frozen=True)
@@ -42,14 +50,31 @@ class WorkloadParams:
     seed: int = 0
 
     def check(self) -> None:
-        if self.jobs < 0 or self.hours <= 0 or not math.isfinite(self.hours):
-            raise InputError(f"jobs must be >= 0 and hours > 0, got jobs={self.jobs} hours={self.hours}")
-        if not self.queues or any(w <= 0 for w in self.queues.values()):
+        """Every parameter in its range (:class:`InputError` naming the flag): a trace is made of them
+        that checks (finite times, requests that are quantities, a namespace that is a DNS label)."""
+        if not 0 <= self.jobs <= MAX_JOBS:
+            raise InputError(f"--jobs must be from 0 to {MAX_JOBS}, got {self.jobs}")
+        if not 0 < self.hours <= MAX_HOURS:  # (False for NaN)
+            raise InputError(
+                f"--hours must be a number > 0 and at most {MAX_HOURS:g} (100 years), got {self.hours:g}"
+            )
+        if not self.queues or not all(0 < w < math.inf for w in self.queues.values()):
             raise InputError("queues: give at least one queue, each with a weight > 0")
-        if not self.sizes or any(s < 1 or p <= 0 for s, p in self.sizes.items()):
-            raise InputError("sizes: give pod counts >= 1, each with a probability > 0")
-        if self.peak < 1 or self.median <= 0 or self.sigma < 0 or self.min_duration < 0:
-            raise InputError("peak must be >= 1, median > 0, sigma >= 0 and min-duration >= 0")
+        if not self.sizes or any(
+            not 1 <= s <= MAX_PODS or not 0 < p < math.inf for s, p in self.sizes.items()
+        ):
+            raise InputError(f"sizes: give pod counts from 1 to {MAX_PODS}, each with a probability > 0")
+        if not 1 <= self.peak < math.inf:
+            raise InputError(f"--peak must be a finite number >= 1, got {self.peak:g}")
+        if not 0 <= self.sigma <= MAX_SIGMA:
+            raise InputError(f"--sigma must be a finite number from 0 to {MAX_SIGMA:g}, got {self.sigma:g}")
+        if not 0 < self.median < math.inf or not 0 <= self.min_duration < math.inf:
+            raise InputError("--median must be > 0 and --min-duration >= 0, both finite")
+        for name, amount in self.requests.items():
+            parse_amount(amount, where=f"--requests: requests.{name}")
+        validation.dns_label(self.namespace, field="--namespace")
+        if self.seed < 0:
+            raise InputError(f"--seed must be a whole number >= 0, got {self.seed}")
 
 
 def job_class(pods: int) -> str:
@@ -79,9 +104,12 @@ def generate(params: WorkloadParams) -> list[TraceJob]:
     sizes = sorted(params.sizes)
     probs = np.array([params.sizes[s] for s in sizes], dtype=float)
     size_of = rng.choice(len(sizes), size=count, p=probs / probs.sum())
-    durations = np.maximum(
-        params.min_duration, params.median * np.exp(params.sigma * rng.standard_normal(count))
-    )
+    with np.errstate(over="ignore"):
+        durations = np.maximum(
+            params.min_duration, params.median * np.exp(params.sigma * rng.standard_normal(count))
+        )
+    if not np.isfinite(durations).all():
+        raise InputError("--median and --sigma make durations too long to write (past any number)")
     jobs = []
     for i in range(count):
         pods = sizes[size_of[i]]
