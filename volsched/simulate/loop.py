@@ -19,7 +19,7 @@ from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Evict, SessionResult
 from volsched.framework.registry import load_config
 from volsched.model import validation
-from volsched.model.decode import object_ref
+from volsched.model.decode import object_ref, scheduling_group
 from volsched.model.errors import InputError
 from volsched.model.raw import meta_of
 from volsched.model.vocabulary import (
@@ -28,6 +28,7 @@ from volsched.model.vocabulary import (
     GROUP_ANNOTATION,
     QUEUE_ANNOTATION,
     VOLCANO_GROUP_ANNOTATION,
+    queue_annotation,
 )
 from volsched.records import dataclass
 from volsched.simulate.documents import EPOCH, Document, iso, load_documents
@@ -195,10 +196,15 @@ class Simulator:
         for doc in docs:
             kind = doc.obj.get("kind")
             if kind == "PodGroup":
-                queue = (doc.obj.get("spec") or {}).get("queue") or DEFAULT_QUEUE
-                if queue not in queues:
+                if doc.obj.get("apiVersion") == WORKLOAD_API_VERSION:  # Kubernetes': its annotation names it
+                    notes = meta_of(doc.obj).get("annotations") or {}
+                    field = f"annotation {QUEUE_ANNOTATION}"
+                    queue = queue_annotation(notes) if isinstance(notes, dict) else None
+                else:
+                    field, queue = "spec.queue", (doc.obj.get("spec") or {}).get("queue")
+                if queue and queue != DEFAULT_QUEUE and queue not in queues:
                     raise InputError(
-                        f"{object_ref(doc.obj)}: spec.queue names queue {queue!r}, which is not in the input "
+                        f"{object_ref(doc.obj)}: {field} names queue {queue!r}, which is not in the input "
                         f"(queues: {', '.join(sorted(queues))})",
                         source=doc.source,
                     )
@@ -207,11 +213,17 @@ class Simulator:
                 if kind == "Job":
                     meta = meta_of((doc.obj.get("spec") or {}).get("template") or {})
                 queue = (meta.get("annotations") or {}).get(QUEUE_ANNOTATION)
+                spec = (
+                    ((doc.obj.get("spec") or {}).get("template") or {}).get("spec")
+                    if kind == "Job"
+                    else doc.obj.get("spec")
+                )
                 if (
                     queue
                     and queue not in queues
                     and not (meta.get("annotations") or {}).get(GROUP_ANNOTATION)
                     and not (meta.get("annotations") or {}).get(VOLCANO_GROUP_ANNOTATION)
+                    and not (isinstance(spec, dict) and scheduling_group(spec))  # its group's queue counts
                 ):
                     raise InputError(
                         f"{object_ref(doc.obj)}: annotation {QUEUE_ANNOTATION} names queue {queue!r}, which is not "
