@@ -97,6 +97,19 @@ def test_a_name_the_apiserver_would_refuse_is_refused_at_parse(
     assert f"error: argument {flag}: {value!r} is not valid: {rule}" in err, err
 
 
+@pytest.mark.parametrize("key", ["", "scheduler config", "a/b", "x" * 254])
+def test_a_config_key_no_configmap_can_hold_is_refused_at_parse(
+    key: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The defect: it was taken, and the ConfigMap was said to have no such key (at INFO) while the
+    built-in config ran in place of the one the user wrote, with nothing refused at start."""
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["--config-key", key])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert f"error: argument --config-key: {key!r} is not valid: a ConfigMap key" in err, err
+
+
 @pytest.mark.parametrize(
     "service", ["svc", "ns/svc:https", "ns/", "/svc", "ns/svc:0", "ns/svc:65536", "ns/a/b", "ns/svc:"]
 )

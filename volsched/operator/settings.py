@@ -11,6 +11,7 @@ import argparse
 import logging
 import math
 import os
+import re
 import socket
 import uuid
 from collections.abc import Callable, Sequence
@@ -167,6 +168,19 @@ def kube_name(*, label: bool = False) -> Callable[[str], str]:
     return parse
 
 
+#: What a ConfigMap's data key may be (the apiserver's rule).
+_CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]{1,253}")
+
+
+def _config_key(text: str) -> str:
+    """``--config-key``'s type: a key a ConfigMap can hold, refused at parse otherwise."""
+    if not _CONFIG_KEY.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not valid: a ConfigMap key is 1 to 253 letters, digits, '-', '_' and '.'"
+        )
+    return text
+
+
 def _service(text: str) -> str:
     """``--webhook-service``'s type: refused at parse, as a number out of range is."""
     try:
@@ -213,7 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--config-map", type=kube_name(), default=d.config.name, help="name of the scheduler config ConfigMap"
     )
-    p.add_argument("--config-key", default=d.config.key, help="key in the ConfigMap holding the config")
+    p.add_argument(
+        "--config-key", type=_config_key, default=d.config.key, help="key in the ConfigMap holding the config"
+    )
     p.add_argument(
         "--period",
         type=number(positive=True),
