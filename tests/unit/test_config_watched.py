@@ -6,6 +6,7 @@ the watch told of a change never undoes it."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
@@ -93,12 +94,18 @@ def test_the_configmap_deleted_is_told_and_the_config_in_force_kept(monkeypatch:
     assert h.reloader.version is None and h.actions == ["enqueue"]  # as a poll finding it gone (404)
 
 
-def test_while_the_watch_is_not_answered_the_poll_reads_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
-    h = Harness(monkeypatch, [ConfigMapText("2", "u", BACKFILL)])
+def test_while_the_watch_is_not_answered_the_poll_reads_as_before_and_says_so_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = Harness(monkeypatch, [ConfigMapText("2", "u", BACKFILL), ConfigMapText("2", "u", BACKFILL)])
     h.answering = False
-    assert h.poll() is False  # read behind
-    assert h.answers == [] and h.rang == 1
-    assert h.reloader.reload() is True and h.actions == ["backfill"]
+    with caplog.at_level(logging.INFO, logger="volsched.operator"):
+        assert h.poll() is False  # read behind
+        assert h.answers == [ConfigMapText("2", "u", BACKFILL)] and h.rang == 1
+        assert h.reloader.reload() is True and h.actions == ["backfill"]
+        assert h.poll() is False and h.answers == []  # read again: said once only
+    said = [r.getMessage() for r in caplog.records if "watch is not answered" in r.getMessage()]
+    assert len(said) == 1 and "read every 30.0s until it is" in said[0]
 
 
 def test_a_poll_read_begun_before_the_watch_told_of_a_change_does_not_undo_it(

@@ -109,6 +109,8 @@ class ConfigReloader:
         self.watching: Callable[[], bool] | None = None
         #: The watch's events so far: a poll's read begun before the last of them is dropped (older).
         self._events = 0
+        #: Said that the ConfigMap is polled while its watch is not answered (once each time).
+        self._said_polled = False
         #: When the reads began to be throttled (429), while none has been answered since; and whether
         #: that was warned of (once per such run).
         self._throttled_since: float | None = None
@@ -129,7 +131,12 @@ class ConfigReloader:
             return False
         self._checked = now
         if self.known and not force:  # a poll: read behind, judged at the next call
-            if self.watching is None or not self.watching():  # a watch tells of every change itself
+            if self.watching is None:
+                self._read_behind()
+            elif self.watching():  # a watch tells of every change itself
+                self._said_polled = False
+            else:
+                self._polled_meanwhile()
                 self._read_behind()
             return False
         try:
@@ -139,6 +146,18 @@ class ConfigReloader:
             return False
         self._answered()
         return self._judge(cm)
+
+    def _polled_meanwhile(self) -> None:
+        """Said once each time the ConfigMap's watch is found not answered at a poll (refused under an
+        older RBAC, say): the config is still reloaded, polled instead."""
+        if self._said_polled:
+            return
+        self._said_polled = True
+        s = self.settings
+        log.info(
+            "ConfigMap %s/%s: its watch is not answered (see the watch's own line); read every %.1fs "
+            "until it is", s.namespace, s.name, s.poll_every,
+        )  # fmt: skip
 
     def _answered(self) -> None:
         """A read was answered: the apiserver is up, and a run of throttled reads is over."""
