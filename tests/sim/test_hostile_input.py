@@ -241,6 +241,14 @@ HOSTILE: list[tuple[str, str | bytes, str]] = [
         r"document 2: DeviceClass gpu: spec.selectors\[0\]: missing field cel.expression",
     ),
     (
+        # The defect: ours was checked, Volcano's (read the same way) was not: the pod loaded and waited.
+        "volcano-queue-annotation-names-no-queue",
+        NODE
+        + _pod().replace("labels: {}}", "labels: {}, annotations: {scheduling.volcano.sh/queue-name: nope}}"),
+        r"document 2: Pod default/p: annotation scheduling.volcano.sh/queue-name names queue 'nope', which is "
+        r"not in the input",
+    ),
+    (
         "integer-of-5000-digits",
         NODE + _pod(extra="  priority: " + "9" * 5000 + "\n"),
         r"document 2: cannot load: Exceeds the limit",

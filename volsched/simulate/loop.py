@@ -28,6 +28,7 @@ from volsched.model.vocabulary import (
     GROUP_ANNOTATION,
     QUEUE_ANNOTATION,
     VOLCANO_GROUP_ANNOTATION,
+    VOLCANO_QUEUE_ANNOTATION,
     queue_annotation,
 )
 from volsched.records import dataclass
@@ -212,7 +213,9 @@ class Simulator:
                 meta = meta_of(doc.obj)
                 if kind == "Job":
                     meta = meta_of((doc.obj.get("spec") or {}).get("template") or {})
-                queue = (meta.get("annotations") or {}).get(QUEUE_ANNOTATION)
+                notes = meta.get("annotations") or {}
+                queue = queue_annotation(notes)  # (ours, else Volcano's: the one the cache reads)
+                named = QUEUE_ANNOTATION if notes.get(QUEUE_ANNOTATION) else VOLCANO_QUEUE_ANNOTATION
                 spec = (
                     ((doc.obj.get("spec") or {}).get("template") or {}).get("spec")
                     if kind == "Job"
@@ -226,7 +229,7 @@ class Simulator:
                     and not (isinstance(spec, dict) and scheduling_group(spec))  # its group's queue counts
                 ):
                     raise InputError(
-                        f"{object_ref(doc.obj)}: annotation {QUEUE_ANNOTATION} names queue {queue!r}, which is not "
+                        f"{object_ref(doc.obj)}: annotation {named} names queue {queue!r}, which is not "
                         f"in the input (queues: {', '.join(sorted(queues))})",
                         source=doc.source,
                     )
