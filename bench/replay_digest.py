@@ -6,8 +6,16 @@ replay's report. And every example's ``volsched simulate -o json`` (the worked r
 and ``--compare``, too). Run it on main and on a branch and compare the lines it prints (one sha256 each):
 
     python bench/replay_digest.py              # all: the 2,000-job slice, the busy slice, one Kueue
-                                               # cohort, the examples
+                                               # cohort, the examples, the moves
     python bench/replay_digest.py slice --jobs 500
+    python bench/replay_digest.py moves
+
+The parts: ``slice`` (2,000 synthetic jobs on 1,000 nodes over a day's average rate, the default
+config), ``busy`` (3,000 jobs in 29 minutes: the busiest hour's rate), ``kueue`` (Kueue's baseline, one
+cohort), ``examples`` (each example in a fresh process, with the default config and with reclaim and
+preempt on), ``moves`` (what the default config leaves off, made to decide: reclaim, preempt, shuffle
+with the rescheduling plugin's strategies, minruntime, fair share with memory, a budget, a node
+leaving; see ``moves_replay``). ``moves`` and ``kueue`` are the quick ones; the slices the slow ones.
 
 A refused example's message names its file: the checkout's root is written as ``<checkout>`` before hashing,
 so two checkouts of one commit print the same lines.
@@ -31,9 +39,13 @@ from bench_replay import QUEUES, _cluster
 
 import volsched.simulate.replay as replay_module
 from volsched.cycle import CycleReport
+from volsched.framework.registry import load_config
 from volsched.simulate import Replay
+from volsched.simulate.documents import EPOCH, Document, iso
 from volsched.simulate.generate import WorkloadParams, generate
 from volsched.simulate.scenarios import kueue_baseline
+from volsched.simulate.timeport import REMOVE_ANNOTATION
+from volsched.simulate.trace import job_documents, priority_classes
 
 
 def _session_lines(report: CycleReport) -> list[str]:
@@ -92,6 +104,124 @@ def synthetic(jobs: int, nodes: int, hours: float, peak: float) -> Replay:
     )
 
 
+#: What the default config leaves off, on: reclaim, preempt and shuffle (the rescheduling plugin's
+#: strategies), minruntime (a minimum run time, a preemption delay), fair share with memory, a budget.
+MOVES_CONFIG = """\
+actions: "enqueue, allocate, reclaim, preempt, backfill, shuffle"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+  - name: pdb
+  - name: minruntime
+    arguments: {minRuntime: 5m, preemptionDelay: 2m, weighWork: false}
+  - name: rescheduling
+    arguments:
+      interval: 10m
+      strategies:
+      - name: lowPriorityFirst
+      - name: lowNodeUtilization
+        params: {utilization: requests, thresholds: {cpu: 20}, targetThresholds: {cpu: 50}}
+      - name: highNodeUtilization
+        params: {utilization: requests, thresholds: {cpu: 20}}
+      - name: removeDuplicates
+      - name: podLifeTime
+        params: {maxPodLifeTimeSeconds: 7200}
+- plugins:
+  - name: drf
+    arguments: {fairShare: {halfLife: 1h}}
+  - name: predicates
+  - name: proportion
+    arguments: {fairShare: {halfLife: 1h}}
+  - name: reservation
+  - name: nodeorder
+  - name: binpack
+configurations:
+- name: shuffle
+  arguments: {maxEvictionsPerSession: 3}
+"""
+MOVES_QUEUES = {"team-a": 2, "team-b": 1, "team-c": 1}
+
+
+def moves_replay(*, jobs: int = 150, nodes: int = 12, hours: float = 3.0) -> Replay:
+    """A replay whose sessions evict by every action that evicts, under ``MOVES_CONFIG``.
+
+    ``nodes`` nodes of 16 cpu (two more join halfway, one leaves after 2h: its pods are evicted), three
+    reclaimable queues, ``jobs`` synthetic jobs of 4-cpu pods over ``hours``: team-c's all come in a
+    burst halfway (it reclaims), one job in seven has priority 1000 (it preempts), one in three a gang
+    of half its pods (shuffle may take the rest); every pod has a controller (the rescheduling plugin's
+    evictor moves no bare pod), and team-b a PodDisruptionBudget. Run to an hour after the last arrival
+    (podLifeTime would evict a pod that runs longer than 2h for ever). Sessions evict by preempt,
+    reclaim, shuffle (podLifeTime, removeDuplicates) and the node's removal; the node utilization
+    strategies are asked but find no node under their threshold beside one over it, so move nothing.
+    """
+    start = EPOCH + 86_400.0
+    objs: list[dict[str, Any]] = []
+    for i in range(nodes + 2):
+        name = f"node-{i:02d}"
+        meta: dict[str, Any] = {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": f"zone-{i % 3}"},
+        }
+        if i >= nodes:
+            meta["creationTimestamp"] = iso(start + hours * 1800)
+        if i == 0:
+            meta["annotations"] = {REMOVE_ANNOTATION: "2h"}
+        status = {
+            "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        }
+        objs.append({"apiVersion": "v1", "kind": "Node", "metadata": meta, "status": status})
+    objs += [
+        {"apiVersion": "scheduling.volsched.io/v1beta1", "kind": "Queue", "metadata": {"name": q},
+         "spec": {"weight": w, "reclaimable": True}}
+        for q, w in MOVES_QUEUES.items()
+    ]  # fmt: skip
+    objs.append(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "keep-some", "namespace": "team-b"},
+            "spec": {"minAvailable": 6, "selector": {"matchLabels": {"tier": "batch"}}},
+        }
+    )
+    params = WorkloadParams(
+        jobs=jobs,
+        hours=hours,
+        queues={q: float(w) for q, w in MOVES_QUEUES.items()},
+        peak=2.0,
+        sizes={1: 0.7, 4: 0.2, 8: 0.1},
+        median=1800,
+        requests={"cpu": "4", "memory": "4Gi"},
+        seed=2,
+    )
+    burst = [
+        replace(j, submit=hours * 1800 + j.submit / 8) if j.queue == "team-c" else j for j in generate(params)
+    ]
+    burst.sort(key=lambda j: (j.submit, j.name))
+    trace = [
+        replace(
+            j,
+            namespace=j.queue,
+            priority=1000 if i % 7 == 3 else None,
+            min_member=max(1, j.pods // 2) if i % 3 == 1 else j.min_member,
+        )
+        for i, j in enumerate(burst)
+    ]
+    objs += priority_classes(trace)
+    docs = [Document(f"moves: object {i}", o) for i, o in enumerate(objs)]
+    for job in trace:
+        for doc in job_documents(job, at=start + job.submit):
+            if doc.obj["kind"] == "Pod":
+                owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": job.name, "controller": True}
+                meta = {**doc.obj["metadata"], "labels": {"tier": "batch"}, "ownerReferences": [owner]}
+                doc = Document(doc.source, {**doc.obj, "metadata": meta})
+            docs.append(doc)
+    config = load_config(text=MOVES_CONFIG)
+    return Replay(docs, config, max_idle=60.0, record_pods=False, until=(hours + 1) * 3600)
+
+
 CHECKOUT = Path(__file__).resolve().parents[1]
 
 
@@ -123,11 +253,19 @@ def examples() -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("parts", nargs="*", choices=("slice", "busy", "kueue", "examples", []), default=[])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "parts",
+        nargs="*",
+        choices=("slice", "busy", "kueue", "examples", "moves", []),
+        default=[],
+        help="the parts to run (default: all); each is described above",
+    )
     parser.add_argument("--jobs", type=int, default=2_000, help="jobs of the slice")
     args = parser.parse_args()
-    parts = args.parts or ["slice", "busy", "kueue", "examples"]
+    parts = args.parts or ["slice", "busy", "kueue", "examples", "moves"]
     if "slice" in parts:  # the large trace's average rate
         print("slice", *digest(synthetic(args.jobs, 1000, 0.48 * args.jobs / 2000, 3)))
     if "busy" in parts:  # its busiest hour's rate, steady
@@ -138,6 +276,8 @@ def main() -> None:
         print("kueue", *digest(replay))
     if "examples" in parts:
         examples()
+    if "moves" in parts:  # what the default config leaves off, evicting
+        print("moves", *digest(moves_replay()))
 
 
 if __name__ == "__main__":
