@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import pytest
 
-from volsched.actions.util import JobQueue
+from volsched.actions.util import JobQueue, TaskQueue
 from volsched.framework.session import Session
 from volsched.model.cluster import Job
 
@@ -168,3 +168,37 @@ def test_a_queue_of_one_job_hands_it_out_without_asking_its_key() -> None:
     q = _queue(order, [7])
     q.push(3)  # another to compare with: both keyed
     assert [q.pop(), q.pop()] == [3, 7] and order.keyed == 2
+
+
+class _TaskOrder:
+    """A session stand-in for tasks: the task order is the number's order; counts the keys computed."""
+
+    def __init__(self) -> None:
+        self.keyed = 0
+
+    def task_key(self) -> Callable[[int], int]:
+        def key(task: int) -> int:
+            self.keyed += 1
+            return task
+
+        return key
+
+
+@pytest.mark.parametrize(
+    ("start", "pushed", "want", "keyed"),
+    [
+        ([7], [], [7], 0),
+        ([7], [3], [3, 7], 2),
+        ([7], [9, 1], [1, 7, 9], 3),
+        ([5, 2], [4], [2, 4, 5], 3),
+        ([], [6, 2], [2, 6], 2),
+    ],
+)
+def test_a_task_queue_of_one_task_hands_it_out_without_asking_its_key(
+    start: list[int], pushed: list[int], want: list[int], keyed: int
+) -> None:
+    order = _TaskOrder()
+    q = TaskQueue(cast(Session, order), cast(Any, start))
+    for t in pushed:
+        q.push(cast(Any, t))
+    assert [q.pop() for _ in range(len(q))] == want and order.keyed == keyed

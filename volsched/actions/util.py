@@ -123,16 +123,30 @@ class TaskQueue:
     """Tasks in the session's task order, each task's key computed once."""
 
     def __init__(self, session: Session, tasks: Iterable[Task] = ()) -> None:
-        self._key = session.task_key()
+        self._session = session
+        self._made_key: Callable[[Task], Any] | None = None
+        listed = list(tasks)
+        if len(listed) == 1:  # alone, it is first whatever its key: keyed only if another task comes
+            self._heap: list[tuple[Any, Task]] = [(_UNKEYED, listed[0])]
+            return
         key = self._key
-        self._heap = [(key(t), t) for t in tasks]
+        self._heap = [(key(t), t) for t in listed]
         heapq.heapify(self._heap)
+
+    def _key(self, task: Task) -> Any:
+        key = self._made_key
+        if key is None:
+            key = self._made_key = self._session.task_key()
+        return key(task)
 
     def __len__(self) -> int:
         return len(self._heap)
 
     def push(self, task: Task) -> None:
-        heapq.heappush(self._heap, (self._key(task), task))
+        heap = self._heap
+        if heap and heap[0][0] is _UNKEYED:  # (the one task it started with, alone until now)
+            heap[0] = (self._key(heap[0][1]), heap[0][1])
+        heapq.heappush(heap, (self._key(task), task))
 
     def pop(self) -> Task:
         return heapq.heappop(self._heap)[1]
