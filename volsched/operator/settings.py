@@ -215,9 +215,32 @@ class _RunParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """``volsched run``'s parser; its options by what they set, in the order ``--help`` lists them."""
     d = Settings()
     p = _RunParser(prog="volsched run", description="Run the volsched scheduler operator.")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG)")
+    _add_config(p, d)
+    _add_sessions(p, d)
+    _add_serving(p, d)
+    _add_lease(p, d)
+    _add_writes(p, d)
+    p.add_argument(
+        "--scheduler-names",
+        default=os.environ.get("VOLSCHED_SCHEDULER_NAMES") or ",".join(sorted(d.scheduler_names)),
+        help="comma-separated spec.schedulerName values whose pods volsched schedules "
+        "(default: $VOLSCHED_SCHEDULER_NAMES, else volsched)",
+    )
+    p.add_argument(
+        "--log-level",
+        default=os.environ.get("VOLSCHED_LOG_LEVEL", "INFO"),
+        help="the root logger's level, then optional LOGGER=LEVEL pairs, comma-separated (e.g. "
+        "INFO,volsched.latency=DEBUG: where each pod's time goes; default: $VOLSCHED_LOG_LEVEL, else INFO)",
+    )
+    return p
+
+
+def _add_config(p: argparse.ArgumentParser, d: Settings) -> None:
+    """Where the scheduler config is read: its namespace (the Lease's too), ConfigMap and key."""
     p.add_argument(
         "--namespace",
         type=kube_name(label=True),
@@ -230,6 +253,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--config-key", type=_config_key, default=d.config.key, help="key in the ConfigMap holding the config"
     )
+
+
+def _add_sessions(p: argparse.ArgumentParser, d: Settings) -> None:
+    """When sessions run: their period, the gap after one, idle skips, Volcano's CRDs looked for."""
     p.add_argument(
         "--period",
         type=number(positive=True),
@@ -258,6 +285,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds between looks whether Volcano's CRDs were installed or removed (followed, no restart; "
         "> 0)",
     )
+
+
+def _add_serving(p: argparse.ArgumentParser, d: Settings) -> None:
+    """What the operator serves: /healthz, /metrics and /ui, the admission webhooks, who may read."""
     p.add_argument(
         "--metrics-port",
         type=PORT,
@@ -310,6 +341,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="who may read /metrics and the dashboard's data: a bearer token the apiserver reviews "
         "(TokenReview, SubjectAccessReview), or anyone who reaches the port (none)",
     )
+
+
+def _add_lease(p: argparse.ArgumentParser, d: Settings) -> None:
+    """The Lease the replicas share."""
     p.add_argument(
         "--lease-name",
         type=kube_name(),
@@ -326,6 +361,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-lease", action="store_true", help="do not guard binds with a Lease (one replica only!)"
     )
+
+
+def _add_writes(p: argparse.ArgumentParser, d: Settings) -> None:
+    """The API writes: bind workers, other writers, the client-side rate limit."""
     p.add_argument(
         "--bind-workers",
         type=integer(0),
@@ -365,19 +404,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=d.writer.burst,
         help="with --qps: requests saved up (>= 0; 0: 2 x qps)",
     )
-    p.add_argument(
-        "--scheduler-names",
-        default=os.environ.get("VOLSCHED_SCHEDULER_NAMES") or ",".join(sorted(d.scheduler_names)),
-        help="comma-separated spec.schedulerName values whose pods volsched schedules "
-        "(default: $VOLSCHED_SCHEDULER_NAMES, else volsched)",
-    )
-    p.add_argument(
-        "--log-level",
-        default=os.environ.get("VOLSCHED_LOG_LEVEL", "INFO"),
-        help="the root logger's level, then optional LOGGER=LEVEL pairs, comma-separated (e.g. "
-        "INFO,volsched.latency=DEBUG: where each pod's time goes; default: $VOLSCHED_LOG_LEVEL, else INFO)",
-    )
-    return p
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
