@@ -61,11 +61,29 @@ def _fresh(obj: Obj) -> Any:
         [pod("a", cpu="1"), pod("b", cpu="2"), pod("c", node_selector={"z": "1"}), pod("d", host_ports=[80])],
         [pod("a", tolerations=[{"key": "k", "operator": "Exists"}]), pod("b", claims=["data"])],
         [pod("a", gates=["wait"]), pod("b"), pod("c", scheduler="other")],
+        # a pending pod's spec is keyed whole (its priority, scheduler and gates in its key), a bound
+        # pod's without them: pending and bound pods of one template, in either order, one field apart
+        [
+            pod("a"),
+            pod("b", node="n1"),
+            pod("c", priority_class="high"),
+            pod("d", node="n2", priority_class="high"),
+            pod("e", gates=["wait"]),
+            pod("f", node="n1", cpu="2"),
+            pod("g", cpu="2"),
+            pod("h"),
+        ],
         # JSON has no NaN nor infinity (a YAML .nan, .inf): a key that wrote them as null would give
         # these pods the first one's tolerations (value "" where theirs read "nan", "inf")
         [
             pod(n, tolerations=[{"key": "k", "value": v}])
             for n, v in zip("abcd", (None, math.nan, math.inf, -math.inf), strict=True)
+        ],
+        # the key is searched for null only at its parse: a NaN first (not kept), then the null's kept
+        # parse asked again, by a NaN after it and by a null after that
+        [
+            pod(n, tolerations=[{"key": "k", "value": v}])
+            for n, v in zip("abcdef", (math.nan, None, None, math.inf, None, math.nan), strict=True)
         ],
     ],
     ids=[
@@ -75,7 +93,9 @@ def _fresh(obj: Obj) -> Any:
         "requests-and-placement",
         "tolerations-claims",
         "gates",
+        "pending-and-bound",
         "non-finite-floats",
+        "non-finite-floats-around-a-kept-null",
     ],
 )
 def test_a_task_parsed_after_others_of_its_template_is_the_task_of_its_own_pod(pods: list[Obj]) -> None:
@@ -101,3 +121,22 @@ def test_a_spec_refused_alone_is_refused_after_one_whose_json_reads_the_same() -
     build_task(good, priority_classes={})
     with pytest.raises(InputError, match=r"Pod default/b: spec\.nodeSelector"):
         build_task(dated, priority_classes={})
+
+
+def test_the_pods_of_one_template_share_its_parse_pending_or_bound() -> None:
+    decode._SPECS.clear()
+    pending = [
+        build_task(pod(n, tolerations=[{"key": "k", "operator": "Exists"}]), priority_classes={})
+        for n in "ab"
+    ]
+    bound = [
+        build_task(
+            pod(n, node=f"n{n}", tolerations=[{"key": "k", "operator": "Exists"}]), priority_classes={}
+        )
+        for n in "cd"
+    ]
+    other = build_task(pod("e", tolerations=[{"key": "k", "operator": "Equal"}]), priority_classes={})
+    assert pending[0].tolerations is pending[1].tolerations
+    assert bound[0].tolerations is bound[1].tolerations
+    assert bound[0].tolerations == pending[0].tolerations
+    assert other.tolerations != pending[0].tolerations

@@ -549,6 +549,8 @@ def scheduling_group(spec: Mapping[str, Any]) -> str:
     """The PodGroup (Kubernetes' own, ``scheduling.k8s.io``) a pod's ``spec.schedulingGroup.podGroupName``
     names; "" when none. A group annotation, when a pod has one too, wins."""
     group = spec.get("schedulingGroup")
+    if group is None:  # (most pods: asked before isinstance, whose Mapping check is slow for None)
+        return ""
     name = group.get("podGroupName") if isinstance(group, _MAP) else None
     return name if isinstance(name, str) else ""
 
@@ -587,6 +589,8 @@ class _SpecParse(NamedTuple):
     runtime: PodRuntime
     #: :func:`scoring_extra` of the spec.
     score_extra: tuple[float, float] | None = None
+    #: Its key has a null in it (see :func:`_parsed_spec`).
+    nullable: bool = False
 
 
 #: The parses of the pod specs seen last, by the spec's JSON (keys sorted; ``nodeName`` left out, as it
@@ -601,18 +605,23 @@ _PER_POD = frozenset(
 )
 
 
-def _spec_key(spec: Mapping[str, Any], *, ns: str, labels: Mapping[str, Any]) -> bytes | None:
-    """The key of a spec's parse (None: it has no JSON key, as a YAML date or NaN has not; parsed each
-    time)."""
+def _spec_key(spec: Mapping[str, Any], *, ns: str, labels: Mapping[str, Any]) -> tuple[bytes, Any] | None:
+    """The key of a spec's parse, with what it was written from (None: it has no JSON key, as a YAML
+    date has not; parsed each time). A NaN or an infinity (a YAML .nan, .inf) is written as null, as
+    None is: see :func:`_parsed_spec`."""
     # Pod affinity and spread read the pod's namespace and labels (their default selectors).
     aff = spec.get("affinity")
     context = (
         (ns, labels)
         if spec.get("topologySpreadConstraints")
-        or (isinstance(aff, _MAP) and ("podAffinity" in aff or "podAntiAffinity" in aff))
+        or (aff is not None and isinstance(aff, _MAP) and ("podAffinity" in aff or "podAntiAffinity" in aff))
         else None
     )
-    own = {k: v for k, v in spec.items() if k not in _PER_POD}
+    # The parse reads none of the fields in _PER_POD: a key may leave them out or not. A spec without a
+    # node (a pending pod's: those listed at start, those arriving) is written whole, without a copy
+    # (the pods of one template have the same priority, scheduler and gates); a bound pod's is written
+    # without them (its node is its own, and other pods of its template are on other nodes).
+    own = spec if "nodeName" not in spec else {k: v for k, v in spec.items() if k not in _PER_POD}
     keyed = own if context is None else [context, own]  # (a map, a list: never the same JSON)
     try:
         # Dates passed through (so refused): written as strings, a YAML date would share the parse of
@@ -620,12 +629,7 @@ def _spec_key(spec: Mapping[str, Any], *, ns: str, labels: Mapping[str, Any]) ->
         key = orjson.dumps(keyed, option=orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME)
     except TypeError:  # orjson.JSONEncodeError: a value of no JSON type, a key not a string
         return None
-    # A NaN or an infinity (a YAML .nan, .inf) is written as null, as None is: such a spec has no key.
-    # Only a key with a null in it is walked for them (the apiserver leaves empty fields out, and its
-    # JSON has neither).
-    if b"null" in key and not _finite(keyed):
-        return None
-    return key
+    return key, keyed
 
 
 def _finite(value: Any) -> bool:
@@ -642,10 +646,23 @@ def _finite(value: Any) -> bool:
 def _parsed_spec(
     pod: Raw, spec: Mapping[str, Any], *, ns: str, labels: Mapping[str, Any], where: str
 ) -> _SpecParse:
-    key = _spec_key(spec, ns=ns, labels=labels)
-    found = _SPECS.get(key) if key is not None else None
-    if found is not None:
-        return found
+    keyed = _spec_key(spec, ns=ns, labels=labels)
+    key = None
+    nullable = False
+    if keyed is not None:
+        key, written = keyed
+        found = _SPECS.get(key)
+        if found is not None:
+            # A key with a null in it may be a NaN's or an infinity's (written as null): only the specs
+            # of such a key are walked for them, so a key is searched for null once, at its parse (the
+            # apiserver leaves empty fields out: its pods' keys have none).
+            if not found.nullable or _finite(written):
+                return found
+            key = None  # parsed alone, not kept
+        else:
+            nullable = b"null" in key
+            if nullable and not _finite(written):
+                key = None
     request = _shared(pod_request(pod, where=where), _REQUESTS)
     selector, terms, tolerations = _placement(spec, where)
     parsed = _SpecParse(
@@ -660,6 +677,7 @@ def _parsed_spec(
         placement_key=None,
         runtime=_shared(pod_runtime({"spec": spec}), _RUNTIMES),
         score_extra=scoring_extra(pod, request, where=where),
+        nullable=nullable,
     )
     if key is not None:
         if len(_SPECS) >= _SHARED_MAX:
@@ -687,12 +705,14 @@ def _parsed_spec(
 
 
 #: Status fields :func:`pod_runtime` reads besides the phase.
-_RUNTIME_STATUS = (
-    "containerStatuses",
-    "initContainerStatuses",
-    "ephemeralContainerStatuses",
-    "reason",
-    "conditions",
+_RUNTIME_STATUS = frozenset(
+    {
+        "containerStatuses",
+        "initContainerStatuses",
+        "ephemeralContainerStatuses",
+        "reason",
+        "conditions",
+    }
 )
 #: The runtimes of owned pods with a plain status, by (their spec's runtime, owner kinds); emptied like
 #: the tables above.
@@ -727,7 +747,7 @@ def _runtime(pod: Raw, meta: Mapping[str, Any], parsed: _SpecParse) -> PodRuntim
         and (
             type(status) is not dict
             or status.get("phase") in ("Running", "Unknown")
-            or any(key in status for key in _RUNTIME_STATUS)
+            or not _RUNTIME_STATUS.isdisjoint(status)
         )
     ):
         return _shared(pod_runtime(pod), _RUNTIMES)
