@@ -8,8 +8,9 @@ A connection is parked with what it was made with (the host, the port and the TL
 the same settings, :func:`~volsched.kube.kubeconfig.tls_context`) and taken only for the same: the
 credentials go with each request, not with the connection. A connection parked with an answer unread
 never is (the caller parks only one read to its end); one the apiserver closed meanwhile (it closes one
-idle for 90 s) is found so by the taker, which opens another. At most :data:`MOST` are kept. Standard
-library only: imported before the rest of the operator.
+idle for 90 s) is found so by the taker, which opens another. At most :data:`MOST` are kept: parking one
+more closes the one parked longest ago (the likeliest to have been closed by the apiserver, or to be for a
+server no thread asks for any more). Standard library only: imported before the rest of the operator.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import socket
 import ssl
 import threading
 
-#: Connections kept at most (more are closed).
+#: Connections kept at most (parking one more closes the oldest).
 MOST = 8
 
 _lock = threading.Lock()
@@ -28,13 +29,13 @@ _parked: list[tuple[tuple[str, int, ssl.SSLContext | None], socket.socket]] = []
 
 def park(host: str, port: int, context: ssl.SSLContext | None, sock: socket.socket) -> None:
     """Keep ``sock`` (connected to ``host:port`` with ``context``, None for plain http; nothing unread on
-    it) for :func:`take`; closed when :data:`MOST` are kept already."""
+    it) for :func:`take`; the oldest kept is closed when :data:`MOST` are kept already."""
     with _lock:
-        if len(_parked) < MOST:
-            _parked.append(((host, port, context), sock))
-            return
-    with contextlib.suppress(OSError):
-        sock.close()
+        _parked.append(((host, port, context), sock))
+        oldest = _parked.pop(0)[1] if len(_parked) > MOST else None
+    if oldest is not None:
+        with contextlib.suppress(OSError):
+            oldest.close()
 
 
 def take(host: str, port: int, context: ssl.SSLContext | None) -> socket.socket | None:
