@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from volsched.operator import aside
 from volsched.operator.aside import Activity, import_aside
 
 #: A module of five statements, each one a call of a Python function made by the module's own body (a
@@ -116,16 +117,35 @@ def test_once_quiet_again_the_import_pauses_again_when_the_sessions_are_busy(
     assert activity.pauses == 2  # before step 1 (outwaited), and before step 4 after quiet was seen
 
 
-def test_the_pauses_end_with_their_budget(modules: tuple[str, list[int]]) -> None:
+class _Outwaited(Activity):
+    """Sessions that stay busy through every pause, each pause lasting exactly what it may (a clock of
+    its own, moved by the pauses alone: the budget's arithmetic, not the machine's timing)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = 0.0
+
+    def clock(self) -> float:
+        return self.now
+
+    def wait_quiet(self, timeout: float) -> bool:
+        self.now += timeout
+        return self.quiet()
+
+
+def test_the_pauses_end_with_their_budget(
+    modules: tuple[str, list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     name, done = modules
-    activity = Activity()
+    activity = _Outwaited()
+    monkeypatch.setattr(aside.time, "monotonic", activity.clock)
     progress = sys.modules[f"{name}_progress"]
     progress.hook = lambda step: (activity.end(), activity.begin())  # quiet a moment after each step
     activity.begin()
     import_aside([name], activity, longest=0.01, budget=0.015)
     assert done == [1, 2, 3, 4, 5]
-    assert 2 <= activity.pauses <= 5  # a pause before each step, while the budget lasted
-    assert activity.paused >= 0.01
+    assert activity.pauses == 2  # 0.01 s, then the 0.005 s left of the budget: none after
+    assert activity.paused == pytest.approx(0.015)
 
 
 def test_an_import_that_fails_raises_and_the_thread_is_traced_as_before(
