@@ -122,9 +122,9 @@ tiers:
       strategies:
       - name: lowPriorityFirst
       - name: lowNodeUtilization
-        params: {utilization: requests, thresholds: {cpu: 20}, targetThresholds: {cpu: 50}}
+        params: {utilization: requests, useDeviationThresholds: true, thresholds: {cpu: 10}, targetThresholds: {cpu: 10}}
       - name: highNodeUtilization
-        params: {utilization: requests, thresholds: {cpu: 20}}
+        params: {utilization: requests, thresholds: {cpu: 40}}
       - name: removeDuplicates
       - name: podLifeTime
         params: {maxPodLifeTimeSeconds: 7200}
@@ -149,12 +149,12 @@ def moves_replay(*, jobs: int = 150, nodes: int = 12, hours: float = 3.0) -> Rep
 
     ``nodes`` nodes of 16 cpu (two more join halfway, one leaves after 2h: its pods are evicted), three
     reclaimable queues, ``jobs`` synthetic jobs of 4-cpu pods over ``hours``: team-c's all come in a
-    burst halfway (it reclaims), one job in seven has priority 1000 (it preempts), one in three a gang
-    of half its pods (shuffle may take the rest); every pod has a controller (the rescheduling plugin's
+    burst halfway (it reclaims), one job in seven has priority 1000 (it preempts), one in three a
+    minMember of half its pods (shuffle may take the others); every pod has a controller (the rescheduling plugin's
     evictor moves no bare pod), and team-b a PodDisruptionBudget. Run to an hour after the last arrival
     (podLifeTime would evict a pod that runs longer than 2h for ever). Sessions evict by preempt,
-    reclaim, shuffle (podLifeTime, removeDuplicates) and the node's removal; the node utilization
-    strategies are asked but find no node under their threshold beside one over it, so move nothing.
+    reclaim, shuffle (every strategy listed: lowNodeUtilization by deviation from the mean, as a full
+    cluster seldom has a node under a fixed threshold beside one over it) and the node's removal.
     """
     start = EPOCH + 86_400.0
     objs: list[dict[str, Any]] = []

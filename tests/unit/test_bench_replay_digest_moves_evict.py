@@ -37,4 +37,6 @@ def test_the_moves_replay_evicts_by_preempt_reclaim_and_the_rescheduling_strateg
     assert seen["reclaim"] > 0
     assert seen["shuffle rescheduling (podLifeTime)"] > 0
     assert seen["shuffle rescheduling (removeDuplicates)"] > 0
+    assert seen["shuffle rescheduling (lowNodeUtilization)"] > 0
+    assert seen["shuffle rescheduling (highNodeUtilization)"] > 0
     assert result.report()
