@@ -1,6 +1,8 @@
 """A listing stopped mid-way ends at once: stop() gives up the page on its way (its read may take a
 minute), rather than waiting for it, and nothing of that page or after it is handed over. Fault
 injection: a loopback server whose answer to one page's request is held back until the test lets it go.
+The test stops the listing once the pages before it are handed over: a page is asked for while the one
+before it is still being handed over, and a listing stopped then rightly hands that one over no more.
 
 Whether the listing waited is told by what was still held when its thread had ended, never by a clock."""
 
@@ -95,9 +97,21 @@ def test_a_listing_stopped_while_a_page_is_on_its_way_ends_without_waiting_for_i
 ) -> None:
     server, kube = serve(held)
     seen: list[str] = []
-    w = ListWatch(kube, PODS, on_event=lambda t, obj: seen.append(obj["metadata"]["name"]), page_size=1)
+    before = threading.Event()  # the pages before the held one handed over
+    if held == 0:
+        before.set()
+
+    def on_event(_type: str, obj: dict[str, Any]) -> None:
+        seen.append(obj["metadata"]["name"])
+        if len(seen) == held:
+            before.set()
+
+    w = ListWatch(kube, PODS, on_event=on_event, page_size=1)
     w.start()
     assert server.asked[held].wait(JOIN)  # the page is on its way, its answer held back
+    # It is asked for while the page before it is handed over (fetched ahead): stopped before that page
+    # is handed over, the listing rightly hands it over no more.
+    assert before.wait(JOIN)
     w.stop(timeout=JOIN)
     assert w._thread is not None
     assert not w._thread.is_alive(), "the listing waited for the page on its way"
