@@ -233,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--log-level",
         default=os.environ.get("VOLSCHED_LOG_LEVEL", "INFO"),
+        type=_log_levels,
         help="the root logger's level, then optional LOGGER=LEVEL pairs, comma-separated (e.g. "
         "INFO,volsched.latency=DEBUG: where each pod's time goes; default: $VOLSCHED_LOG_LEVEL, else INFO)",
     )
@@ -437,14 +438,33 @@ def parse_scheduler_names(text: str) -> frozenset[str]:
     return names or DEFAULT_SCHEDULER_NAMES
 
 
+#: The level names ``--log-level`` takes, as the refusal lists them.
+_LEVELS = "CRITICAL, ERROR, WARNING, INFO, DEBUG, NOTSET"
+
+
 def parse_log_levels(text: str) -> dict[str, int]:
-    """``--log-level``: the root's level, then ``LOGGER=LEVEL`` pairs; a name logging does not know is
-    INFO (the root) or ignored (a pair). The root is keyed ``""``."""
+    """``--log-level``: the root's level, then ``LOGGER=LEVEL`` pairs (an empty part is passed over). The
+    root is keyed ``""`` (INFO when not given). A level name logging does not know raises ValueError,
+    naming it: it was ignored, and the logger named kept a level the user had not asked for."""
     levels: dict[str, int] = {}
     for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
         name, _, level = part.rpartition("=")
         value = logging.getLevelName(level.strip().upper())
-        if isinstance(value, int):
-            levels[name.strip()] = value
+        if not isinstance(value, int):
+            whose = f" for logger {name.strip()!r}" if name.strip() else ""
+            raise ValueError(f"unknown level {level.strip()!r}{whose}: a level is one of {_LEVELS}")
+        levels[name.strip()] = value
     levels.setdefault("", logging.INFO)
     return levels
+
+
+def _log_levels(text: str) -> str:
+    """``--log-level``'s type: refused at parse (its default from the environment too) as a number out of
+    range is."""
+    try:
+        parse_log_levels(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
