@@ -88,13 +88,29 @@ ACCESS_CASES = [
 
 
 @pytest.mark.parametrize(("rules", "ns", "pclass", "broken"), ACCESS_CASES)
-@pytest.mark.parametrize("kind", ["podgroup", "lone-pod"])
+@pytest.mark.parametrize("kind", ["podgroup", "lone-pod", "kubernetes-podgroup"])
 def test_a_job_that_breaks_its_queues_rules_stays_pending_naming_the_rule(rules, ns, pclass, broken, kind):
-    objs = [node("n1", cpu="8"), *PRIORITIES, *CRITICAL, queue("qa", **rules)]
+    """A Kubernetes PodGroup (no webhook of ours in front of it) whose pod names an open queue of its own is
+    held to its group's queue, the one its job runs in: the scheduler's own check, whatever was admitted."""
+    objs = [node("n1", cpu="8"), *PRIORITIES, *CRITICAL, queue("qa", **rules), queue("open")]
     objs += [_ns("ns-a", team="a"), _ns("ns-b", team="b"), _ns("kube-system")]
     if kind == "podgroup":
         objs += [podgroup("j", ns=ns, queue="qa", priority_class=pclass)]
         objs += [pod("j-0", ns=ns, group="j", priority_class=pclass)]
+    elif kind == "kubernetes-podgroup":
+        group = {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {
+                "name": "j",
+                "namespace": ns,
+                "annotations": {"scheduling.volsched.io/queue-name": "qa"},
+            },
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}},
+        }
+        member = pod("j-0", ns=ns, queue="open", priority_class=pclass)
+        member["spec"]["schedulingGroup"] = {"podGroupName": "j"}
+        objs += [group, member]
     else:
         objs += [pod("j-0", ns=ns, queue="qa", priority_class=pclass)]
     data = run(objs)

@@ -9,7 +9,28 @@ import pytest
 
 from tests.builders import namespace, pod, podgroup, priority_class, queue
 from volsched.cache.state import ClusterState
+from volsched.cache.workload import WORKLOAD_API_VERSION, WORKLOAD_PODGROUP
+from volsched.model.vocabulary import QUEUE_ANNOTATION
 from volsched.operator.admission import Admission
+
+#: Groups of ns-b the pods of test_pod join: one in an open queue, one of Kubernetes' own (the Workload
+#: API: no webhook of ours in front of it) in team-a, which does not take ns-b.
+GROUPS = [
+    podgroup("open", ns="ns-b", queue="shared"),
+    {
+        "apiVersion": WORKLOAD_API_VERSION,
+        "kind": WORKLOAD_PODGROUP,  # as the watch hands it to the cache
+        "metadata": {"name": "wl", "namespace": "ns-b", "annotations": {QUEUE_ANNOTATION: "team-a"}},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}},
+    },
+]
+
+
+def _member(name: str, group: str, **kw: Any) -> dict[str, Any]:
+    """A pod of a Kubernetes PodGroup (``spec.schedulingGroup``)."""
+    obj = pod(name, **kw)
+    obj["spec"]["schedulingGroup"] = {"podGroupName": group}
+    return obj
 
 
 def _admission() -> Admission:
@@ -69,13 +90,23 @@ def test_podgroup(obj: dict[str, Any], ns: str, refusal: str | None) -> None:
             "ns-b",
             "does not take jobs of namespace ns-b",
         ),  # its group's queue
+        # A grouped pod is held to its group's queue (the job's), whatever its own annotation names:
+        (pod("p", ns="ns-b", group="pg", queue="shared"), "ns-b", "does not take jobs of namespace ns-b"),
+        (pod("p", ns="ns-b", group="open", queue="team-a"), "ns-b", None),
+        (_member("p", "wl", ns="ns-b", queue="shared"), "ns-b", "does not take jobs of namespace ns-b"),
+        (pod("p", ns="ns-b", group="absent", queue="team-a"), "ns-b", "does not take jobs"),  # not known yet
         (pod("p", ns="ns-b", queue="team-a", scheduler="default-scheduler"), "ns-b", None),  # not ours
         (pod("p", ns="ns-a", queue="shared", priority_class="low"), "ns-a", None),
         (pod("p", ns="ns-b", priority_class="system-node-critical"), "ns-b", "is for kube-system"),
     ],
 )
 def test_pod(obj: dict[str, Any], ns: str, refusal: str | None) -> None:
-    out = _admission().pod(obj, ns)
+    """The defect: a grouped pod was held to its own queue annotation, not its group's (the queue its job
+    runs in): refused for a queue its group overrides, let in for one its group's queue refuses."""
+    admission = _admission()
+    for group in GROUPS:
+        admission.state.apply(group)
+    out = admission.pod(obj, ns)
     assert out is None if refusal is None else refusal in (out or "")
 
 

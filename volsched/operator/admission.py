@@ -5,7 +5,8 @@ the scheduler's own checks (docs/tenancy.md):
   would give), when its parent would close a cycle, or when a guarantee exceeds the capability; a
   Queue's deletion is refused while jobs still name it.
 * PodGroups (ours and Volcano's) and pods with one of our scheduler names: refused when their queue's
-  rules refuse them (:func:`~volsched.model.tenancy.queue_refusal`: the namespace selector, the
+  rules refuse them (a grouped pod's queue is its group's, once the group is cached; Kubernetes'
+  own PodGroups have no webhook, so their pods' is the check in front of them) (:func:`~volsched.model.tenancy.queue_refusal`: the namespace selector, the
   priority classes, the ceiling, the system-critical classes outside kube-system).
 * Mutating: a PodGroup in queue ``default`` (or none) and a pod standing alone that names no queue get
   their namespace's default queue (``scheduling.volsched.io/default-queue``).
@@ -86,9 +87,10 @@ class Admission:
             or annotations.get(VOLCANO_GROUP_ANNOTATION)
             or scheduling_group(spec)
         )
-        if queue is None and group:
+        if group:  # its job runs in its group's queue (its own annotation then counts for nothing)
             pg = self.state.podgroups.get(f"{namespace}/{group}")
-            queue = pg.queue if pg is not None else None
+            if pg is not None:
+                queue = pg.queue
         cls = str(spec.get("priorityClassName") or "")
         return self._refusal(
             namespace, self._placed(namespace, queue), [cls], self._priority(cls, spec.get("priority"))
