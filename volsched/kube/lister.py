@@ -130,8 +130,8 @@ def paginate(
 ) -> Iterator[Page]:
     """A listing's pages, each decoded here (on the caller's thread) as it is taken. ``fetch(token)``
     reads the page after ``token`` ("" for the first), raising
-    :class:`~volsched.kube.errors.ApiException` for an error answer. With ``ahead``, the next page is fetched there while the caller handles this one (the
-    apiserver reads and encodes it meanwhile). A 410 on a continue token starts the listing again from
+    :class:`~volsched.kube.errors.ApiException` for an error answer. With ``ahead``, the next page is
+    fetched there while the caller handles this one (the apiserver reads and encodes it meanwhile). A 410 on a continue token starts the listing again from
     its first page (a :attr:`Page.fresh` one), up to ``restarts`` times; any other error is raised.
     ``what`` names the listing in the log. ``decode``: decodes a page with its items pruned
     (:func:`~volsched.kube.prune.decode_pruned`; a :attr:`Page.pruned` one), or returns None for one it

@@ -5,9 +5,10 @@ the scheduler's own checks (docs/tenancy.md):
   would give), when its parent would close a cycle, or when a guarantee exceeds the capability; a
   Queue's deletion is refused while jobs still name it.
 * PodGroups (ours and Volcano's) and pods with one of our scheduler names: refused when their queue's
-  rules refuse them (a grouped pod's queue is its group's, once the group is cached; Kubernetes'
-  own PodGroups have no webhook, so their pods' is the check in front of them) (:func:`~volsched.model.tenancy.queue_refusal`: the namespace selector, the
-  priority classes, the ceiling, the system-critical classes outside kube-system).
+  rules refuse them (:func:`~volsched.model.tenancy.queue_refusal`: the namespace selector, the
+  priority classes, the ceiling, the system-critical classes outside kube-system). A grouped pod's queue
+  is its group's, once the group is cached; Kubernetes' own PodGroups have no webhook, so their pods'
+  check is the one in front of them.
 * Mutating: a PodGroup in queue ``default`` (or none) and a pod standing alone that names no queue get
   their namespace's default queue (``scheduling.volsched.io/default-queue``).
 
