@@ -13,6 +13,9 @@ from typing import Any, TypeVar, dataclass_transform, overload
 
 _T = TypeVar("_T")
 
+#: Each stand-in not yet replaced, and what makes its method (see :func:`make_now`).
+_MAKERS: dict[Callable[..., Any], Callable[[], Callable[..., Any]]] = {}
+
 
 @overload
 def dataclass(cls: type[_T], /) -> type[_T]: ...
@@ -90,6 +93,7 @@ def _stand_in(cls: type, name: str, names: list[str], **options: bool) -> None:
         )
         method: Callable[..., Any] = made.__dict__[name]
         setattr(cls, name, method)
+        _MAKERS.pop(stand_in, None)
         return method
 
     def stand_in(self: Any, *args: Any) -> Any:
@@ -101,3 +105,16 @@ def _stand_in(cls: type, name: str, names: list[str], **options: bool) -> None:
     stand_in.__name__ = name
     stand_in.__qualname__ = f"{cls.__qualname__}.{name}"
     setattr(cls, name, stand_in)
+    _MAKERS[stand_in] = make
+
+
+def make_now(*classes: type) -> None:
+    """Make now the methods of ``classes`` put off to their first call (a class not of this module's, or
+    whose methods are made, is left as it is): where that first call would be on a path that waits, made
+    ahead on a thread where it is in nobody's way."""
+    for cls in classes:
+        for name in ("__repr__", "__eq__", "__hash__"):
+            method = cls.__dict__.get(name)
+            make = _MAKERS.get(method) if callable(method) else None
+            if make is not None:
+                make()

@@ -152,6 +152,27 @@ def test_the_standard_librarys_method_takes_the_stand_ins_place_at_the_first_cal
         assert wrapped.__code__.co_code == getattr(theirs, "__wrapped__", theirs).__code__.co_code, name
 
 
+@pytest.mark.parametrize("shape", list(_shapes(dataclasses.dataclass)))
+def test_make_now_puts_the_standard_librarys_methods_in_place_before_any_call(shape: str) -> None:
+    ours_cls, arguments = _shapes(records.dataclass)[shape]
+    theirs_cls, _ = _shapes(dataclasses.dataclass)[shape]
+    names = ("__repr__", "__eq__", "__hash__")
+    records.make_now(ours_cls)
+    for name in names:  # the standard library's method in place, none called yet (a stand-in's code differs)
+        method, theirs = ours_cls.__dict__.get(name), theirs_cls.__dict__.get(name)
+        if theirs is None or not callable(theirs):  # none made (eq=False), or __hash__ = None
+            assert method is theirs, name
+            continue
+        wrapped = getattr(method, "__wrapped__", method)
+        assert wrapped.__code__.co_code == getattr(theirs, "__wrapped__", theirs).__code__.co_code, name
+    made = {name: ours_cls.__dict__.get(name) for name in names}
+    records.make_now(ours_cls, theirs_cls, int)  # made already, or not ours: left as they are
+    assert {name: ours_cls.__dict__.get(name) for name in names} == made
+    ours = [_make(ours_cls, a) for a in (arguments if shape != "kw only" else [(1,), (1,), (2,)])]
+    theirs_all = [_make(theirs_cls, a) for a in (arguments if shape != "kw only" else [(1,), (1,), (2,)])]
+    assert [_hash(o) for o in ours] == [_hash(t) for t in theirs_all]
+
+
 def test_a_recursive_structure_is_shown_as_the_standard_library_shows_it() -> None:
     ours_cls, _ = _shapes(records.dataclass)["nested"]
     theirs_cls, _ = _shapes(dataclasses.dataclass)["nested"]
