@@ -312,3 +312,27 @@ def test_until_ends_the_replay_with_what_still_runs_and_waits():
         and report["queues"]["q"]["running"] == 1
         and report["queues"]["q"]["waiting"] == 1
     )
+
+
+def test_a_pod_that_runs_past_the_year_9999_ends_the_replay_not_in_a_traceback(tmp_path, capsys):
+    """The defect: the pod waiting for the long one's room was bound once it ended, at a time past the
+    year 9999, whose startTime could not be written (OverflowError, ValueError): a traceback. The replay
+    now ends before its clock passes what an object's time can say; the waiting pod is still waiting."""
+    objs = [node("n0", cpu="1"), queue("q")]
+    objs += [
+        timed_pod("long", created=0, duration="1e17", queue="q"),
+        timed_pod("next", created=1, duration="10s", queue="q"),
+    ]
+    assert main(["simulate", "--replay", "-f", _write(tmp_path, objs), "-o", "json"]) == 0
+    pods = json.loads(capsys.readouterr().out)["replay"]["pods"]
+    assert {k: (p["started"], p["finished"]) for k, p in pods.items()} == {
+        "default/long": (0, None),
+        "default/next": (None, None),
+    }
+
+
+def test_a_replay_that_would_start_in_the_year_9999_is_refused(tmp_path, capsys):
+    objs = [node("n0", cpu="1"), queue("q")]
+    objs += [pod(f"p{i}", created="9999-12-31T23:00:00Z", cpu="1", queue="q") for i in range(2)]
+    assert main(["simulate", "--replay", "-f", _write(tmp_path, objs)]) == 2
+    assert "the replay would start at 9999-12-31T23:00:00Z" in capsys.readouterr().err

@@ -75,10 +75,12 @@ def test_a_jobs_pods_come_after_it_and_its_wait_counts_from_the_job():
     assert record.admitted is not None and round(record.admitted - record.submitted, 6) == 0.3
 
 
+@pytest.mark.parametrize("value", [-1.0, 1e17], ids=["negative", "past-a-day"])
 @pytest.mark.parametrize("field", ["start", "bind", "finish", "create", "session"])
-def test_a_negative_latency_is_refused(field: str):
+def test_a_latency_out_of_its_range_is_refused(field: str, value: float):
+    """Past a day: a session taking 10^17 s bound its pods at a time past the year 9999 (a traceback)."""
     with pytest.raises(InputError, match=field):
-        replay([node("n0", cpu="1")], latencies=Latencies(**{field: -1.0}))
+        replay([node("n0", cpu="1")], latencies=Latencies(**{field: value}))
 
 
 def test_drawn_latencies_vary_around_their_means_and_a_seed_replays_the_same():

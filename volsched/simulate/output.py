@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from volsched.framework.decisions import Event, SessionResult
 from volsched.framework.messages import render_eviction
-from volsched.simulate.documents import iso
+from volsched.simulate.documents import LATEST, iso
 
 if TYPE_CHECKING:
     from volsched.simulate.loop import SimulationResult
@@ -67,7 +67,11 @@ def session_json(last: SessionResult) -> dict[str, Any]:
             "reason": s.unschedulable,
             "owner": s.owner or None,
             **({"queuePosition": s.queue_position} if s.queue_position is not None else {}),
-            **({"expectedStart": iso(s.expected_start)} if s.expected_start is not None else {}),
+            **(
+                {"expectedStart": iso(s.expected_start)}
+                if s.expected_start is not None and s.expected_start <= LATEST
+                else {}
+            ),
             **({"reservation": s.reservation} if s.reservation is not None else {}),
             **({"noReservation": s.no_reservation} if s.no_reservation is not None else {}),
         }

@@ -14,7 +14,10 @@ The session's ``now`` is the virtual clock, and a bound pod's ``status.startTime
 it, so a plugin sees ``session.now`` and each running task's ``start_time`` as it would in the operator.
 See ``docs/simulator-time.md``.
 
-The replay ends when nothing is left to arrive or finish and a cycle changes nothing, or at ``until``.
+The replay ends when nothing is left to arrive or finish and a cycle changes nothing, or at ``until``, and
+in any case a year before the last instant an object's time can say (:data:`ENDS_BY`, the year 9999): a pod
+that runs for 10^17 s, or a replay that starts in the year 9999, would otherwise bind pods at a time no
+``startTime`` can hold.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from volsched.model.scalars import duration_seconds
 from volsched.model.vocabulary import DEFAULT_SCHEDULER_NAMES
 from volsched.pacing import MIN_GAP, PERIOD, Pacer, pods_wait
 from volsched.records import dataclass
-from volsched.simulate.documents import EPOCH, Document
+from volsched.simulate.documents import EPOCH, LATEST, Document, iso
 from volsched.simulate.loop import SimulationResult, Simulator
 from volsched.simulate.report import Series, build_report, waits_by
 from volsched.simulate.timeport import REMOVE_ANNOTATION, JobRun, Latencies, PodRun, TimePort, pod_duration
@@ -52,6 +55,9 @@ ARRIVING_KINDS = frozenset({"Pod", "PodGroup", "Job"})
 DEFAULT_PERIOD = PERIOD
 DEFAULT_MIN_GAP = MIN_GAP
 DEFAULT_MAX_IDLE = 10.0
+#: No replay runs past this instant (a year before :data:`~volsched.simulate.documents.LATEST`, room for
+#: the latencies, each at most :data:`~volsched.simulate.timeport.MAX_LATENCY` on average).
+ENDS_BY = LATEST - 366 * 86400.0
 
 
 @dataclass
@@ -162,6 +168,12 @@ class Replay:
             else:
                 timed.append((at, i, doc))
         self.start = min((t for t, _, _ in timed), default=EPOCH)
+        if self.start > ENDS_BY:
+            raise InputError(
+                f"the replay would start at {iso(self.start)} (its earliest creationTimestamp), past "
+                f"{iso(ENDS_BY)}, the last instant a replay runs to (an object's time stops at the year 9999)"
+            )
+        self.ends_by = ENDS_BY if until is None else min(ENDS_BY, self.start + until)
         # A Job's pods come create latency after it (the Job controller); its wait counts from the Job.
         if self.latencies.create > 0:
             draw = self.latencies.drawer("create")
@@ -307,7 +319,7 @@ class Replay:
                     due = started + math.ceil((wake - started) / period - 1e-9) * period
             if event > due or not math.isfinite(event):
                 return due
-            if self.until is not None and event > self.start + self.until:
+            if event > self.ends_by:
                 return math.inf  # the replay ends first
             if not dirty:  # the skipped sessions before the event: the last one is the grid's start now
                 k = math.ceil((event - started) / period - 1e-9) - 1
@@ -354,7 +366,7 @@ class Replay:
             nxt = self._next_session(
                 started=now, ended=ended, dirty=changed, waiting=waiting, last_run=last_run, sparse=sparse
             )
-            if not math.isfinite(nxt) or (self.until is not None and nxt > self.start + self.until):
+            if not math.isfinite(nxt) or nxt > self.ends_by:
                 break
             now = nxt
             self._events(now)

@@ -58,6 +58,10 @@ RESTART_JOB = "RestartJob"
 RESTART_POD = "RestartPod"
 
 
+#: The longest latency (a mean, in seconds) a replay takes: a day.
+MAX_LATENCY = 86400.0
+
+
 @dataclass(frozen=True, slots=True)
 class Latencies:
     """What takes time in a cluster beside the scheduler's decisions, in seconds (all 0 by default: the
@@ -85,8 +89,10 @@ class Latencies:
     def check(self) -> None:
         for name in ("start", "bind", "finish", "create", "session"):
             value = getattr(self, name)
-            if not (value >= 0 and value < float("inf")):
-                raise InputError(f"the {name} latency must be a number of seconds >= 0, got {value}")
+            if not (value >= 0 and value <= MAX_LATENCY):
+                raise InputError(
+                    f"the {name} latency must be a number of seconds from 0 to {MAX_LATENCY:g} (a day), got {value}"
+                )
 
     def drawer(self, stream: str) -> Callable[[float], float]:
         """Draws one latency of the given mean: the mean itself without a seed, else from the generator
