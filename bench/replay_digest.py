@@ -6,7 +6,7 @@ replay's report. And every example's ``volsched simulate -o json`` (the worked r
 and ``--compare``, too). Run it on main and on a branch and compare the lines it prints (one sha256 each):
 
     python bench/replay_digest.py              # all: the 2,000-job slice, the busy slice, one Kueue
-                                               # cohort, the examples, the moves
+                                               # cohort, the examples, the moves, the spec
     python bench/replay_digest.py slice --jobs 500
     python bench/replay_digest.py moves
 
@@ -15,7 +15,10 @@ config), ``busy`` (3,000 jobs in 29 minutes: the busiest hour's rate), ``kueue``
 cohort), ``examples`` (each example in a fresh process, with the default config and with reclaim and
 preempt on), ``moves`` (what the default config leaves off, made to decide: reclaim, preempt, shuffle
 with the rescheduling plugin's strategies, minruntime, fair share with memory, a budget, a node
-leaving; see ``moves_replay``). ``moves`` and ``kueue`` are the quick ones; the slices the slow ones.
+leaving; see ``moves_replay``), ``spec`` (what a pod's spec and status say, made to decide: the
+rescheduling strategies that read failed pods, restarts, taints, node affinity, topology spread and
+anti-affinity, and preempt for a pod's device claims; see ``spec_replay``). ``moves``, ``spec`` and
+``kueue`` are the quick ones; the slices the slow ones.
 
 A refused example's message names its file: the checkout's root is written as ``<checkout>`` before hashing,
 so two checkouts of one commit print the same lines.
@@ -222,6 +225,195 @@ def moves_replay(*, jobs: int = 150, nodes: int = 12, hours: float = 3.0) -> Rep
     return Replay(docs, config, max_idle=60.0, record_pods=False, until=(hours + 1) * 3600)
 
 
+#: The rescheduling strategies that read what a pod's spec and status say (no trace's pod says any of
+#: it), and preempt for pods that claim devices.
+SPEC_CONFIG = """\
+actions: "enqueue, allocate, preempt, backfill, shuffle"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+  - name: rescheduling
+    arguments:
+      interval: 5m
+      strategies:
+      - name: removeFailedPods
+        params: {exitCodes: [1, 137]}
+      - name: removePodsHavingTooManyRestarts
+        params: {podRestartThreshold: 10}
+      - name: removePodsViolatingNodeTaints
+      - name: removePodsViolatingNodeAffinity
+      - name: removePodsViolatingTopologySpreadConstraint
+      - name: removePodsViolatingInterPodAntiAffinity
+- plugins:
+  - name: drf
+  - name: overcommit
+    arguments: {overcommit-factor: 2.0}
+  - name: predicates
+  - name: nodeorder
+  - name: binpack
+configurations:
+- name: shuffle
+  arguments: {maxEvictionsPerSession: 4}
+"""
+#: The device class of the ``spec`` part's GPUs.
+GPU_CLASS = "gpu.example.com"
+
+
+def _spec_pod(
+    name: str,
+    *,
+    at: float,
+    node: str | None = None,
+    labels: dict[str, str] | None = None,
+    duration: str | None = None,
+    spec: dict[str, Any] | None = None,
+    status: dict[str, Any] | None = None,
+    cpu: str = "2",
+) -> dict[str, Any]:
+    """A pod of the ``spec`` part: its own ReplicaSet's (or ``labels["app"]``'s), created at ``at``,
+    running on ``node`` since then when given, pending when not."""
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": (labels or {}).get("app", name),
+             "controller": True}  # fmt: skip
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": "default",
+        "creationTimestamp": iso(at),
+        "labels": labels or {},
+        "ownerReferences": [owner],
+    }
+    if duration is not None:
+        meta["annotations"] = {"simulate.volsched.io/duration": duration}
+    container = {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": "2Gi"}}}
+    body: dict[str, Any] = {"schedulerName": "volsched", "containers": [container], **(spec or {})}
+    phase: dict[str, Any] = {"phase": "Pending"}
+    if node is not None:
+        body["nodeName"] = node
+        phase = {"phase": "Running", "startTime": iso(at)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": body,
+        "status": {**phase, **(status or {})},
+    }
+
+
+def spec_replay(*, hours: float = 2.0) -> Replay:
+    """A replay whose sessions move pods by what their spec and status say, under ``SPEC_CONFIG``.
+
+    Ten nodes of 16 cpu in two zones (``disk: ssd`` on two, a ``dedicated=infra:NoSchedule`` taint on
+    one, two with two GPUs each published as ResourceSlices); a third zone's node joins after an hour.
+    Running at the start: a failed pod (exit code 1), one that restarted 12 times, one on the tainted node
+    that does not tolerate it, one whose node selector its node no longer matches, four pods of one
+    ReplicaSet spread over zones (maxSkew 1) all in one zone, and two with anti-affinity on one node.
+    Over ``hours`` more of each kind arrive (the spread pods again, pods that tolerate the taint or ask
+    for ssd), four low-priority pods take the four GPUs at the start and two high-priority ones claim a
+    GPU each after half an hour. Sessions evict by every strategy of ``SPEC_CONFIG`` (the spread again
+    when the third zone joins) and preempt the GPUs' holders for the high-priority pods' claims.
+    """
+    start = EPOCH + 86_400.0
+    objs: list[dict[str, Any]] = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "spec-low"},
+         "value": 10},
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "spec-high"},
+         "value": 1000},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": GPU_CLASS},
+         "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{GPU_CLASS}"'}}]}},
+    ]  # fmt: skip
+    names = [*(f"node-{i:02d}" for i in range(8)), "gpu-0", "gpu-1", "node-08"]
+    for i, name in enumerate(names):
+        zone = "zone-2" if name == "node-08" else f"zone-{i % 2}"
+        labels = {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone,
+                  "disk": "ssd" if name in ("node-01", "node-04") else "hdd"}  # fmt: skip
+        meta: dict[str, Any] = {"name": name, "labels": labels}
+        if name == "node-08":
+            meta["creationTimestamp"] = iso(start + 3600)
+        node: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": meta,
+            "status": {
+                "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+        if name == "node-06":
+            node["spec"] = {"taints": [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]}
+        objs.append(node)
+    for name in ("gpu-0", "gpu-1"):
+        gpus = [{"name": f"gpu-{k}", "attributes": {"model": {"string": "a100"}},
+                 "capacity": {"memory": {"value": "80Gi"}}} for k in range(2)]  # fmt: skip
+        objs.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{name}-gpus"},
+                "spec": {"driver": GPU_CLASS, "nodeName": name, "devices": gpus,
+                         "pool": {"name": name, "generation": 1, "resourceSliceCount": 1}},
+            }
+        )  # fmt: skip
+    zone_spread = {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                   "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}}  # fmt: skip
+    apart = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "db"}}}]}}  # fmt: skip
+    ssd = {"nodeSelector": {"disk": "ssd"}}
+    infra = {
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "infra", "effect": "NoSchedule"}]
+    }
+    exited = {"name": "main", "state": {"terminated": {"reason": "Error", "exitCode": 1}}}
+    looping = {"name": "main", "restartCount": 12, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}
+    pods = [
+        _spec_pod("failed", at=start, node="node-00", status={"phase": "Failed", "containerStatuses": [exited]}),
+        _spec_pod("looping", at=start, node="node-02", status={"containerStatuses": [looping]}),
+        _spec_pod("untolerated", at=start, node="node-06"),
+        _spec_pod("misplaced", at=start, node="node-00", spec=ssd),
+        *(
+            _spec_pod(f"web-{i}", at=start, node="node-03", labels={"app": "web"},
+                      spec={"topologySpreadConstraints": [zone_spread]})
+            for i in range(4)
+        ),
+        *(_spec_pod(f"db-{i}", at=start, node="node-05", labels={"app": "db"}, spec={"affinity": apart})
+          for i in range(2)),
+    ]  # fmt: skip
+    # Four low-priority pods take the four GPUs; two high-priority ones claim one each half an hour on.
+    gpu_pods = [(f"train-{i}", start + 60, "3h", "spec-low") for i in range(4)]
+    gpu_pods += [(f"serve-{i}", start + 1800 + 60 * i, "40m", "spec-high") for i in range(2)]
+    request = {"name": "gpu", "exactly": {"deviceClassName": GPU_CLASS}}
+    for name, at, duration, priority in gpu_pods:
+        claim = f"{name}-gpu"
+        objs.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": claim, "namespace": "default"},
+                "spec": {"devices": {"requests": [request]}},
+            }
+        )
+        spec = {
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": claim}],
+            "priorityClassName": priority,
+        }
+        app = {"app": name.split("-", 1)[0]}
+        pods.append(_spec_pod(name, at=at, labels=app, duration=duration, spec=spec))
+    arriving = int(hours * 6)  # one every 10 minutes
+    for i in range(arriving):
+        at, kind = start + 600 * (i + 1), i % 3
+        if kind == 0:
+            pods.append(
+                _spec_pod(f"web-{4 + i // 3}", at=at, labels={"app": "web"}, duration="50m",
+                          spec={"topologySpreadConstraints": [zone_spread]})
+            )  # fmt: skip
+        elif kind == 1:
+            pods.append(_spec_pod(f"infra-{i // 3}", at=at, duration="30m", spec=infra, cpu="6"))
+        else:
+            pods.append(_spec_pod(f"ssd-{i // 3}", at=at, duration="40m", spec=ssd, cpu="4"))
+    docs = [Document(f"spec: object {i}", o) for i, o in enumerate([*objs, *pods])]
+    config = load_config(text=SPEC_CONFIG)
+    return Replay(docs, config, max_idle=60.0, record_pods=False, until=(hours + 1) * 3600)
+
+
 CHECKOUT = Path(__file__).resolve().parents[1]
 
 
@@ -259,13 +451,13 @@ def main() -> None:
     parser.add_argument(
         "parts",
         nargs="*",
-        choices=("slice", "busy", "kueue", "examples", "moves", []),
+        choices=("slice", "busy", "kueue", "examples", "moves", "spec", []),
         default=[],
         help="the parts to run (default: all); each is described above",
     )
     parser.add_argument("--jobs", type=int, default=2_000, help="jobs of the slice")
     args = parser.parse_args()
-    parts = args.parts or ["slice", "busy", "kueue", "examples", "moves"]
+    parts = args.parts or ["slice", "busy", "kueue", "examples", "moves", "spec"]
     if "slice" in parts:  # the large trace's average rate
         print("slice", *digest(synthetic(args.jobs, 1000, 0.48 * args.jobs / 2000, 3)))
     if "busy" in parts:  # its busiest hour's rate, steady
@@ -278,6 +470,8 @@ def main() -> None:
         examples()
     if "moves" in parts:  # what the default config leaves off, evicting
         print("moves", *digest(moves_replay()))
+    if "spec" in parts:  # what a pod's spec and status say, evicting
+        print("spec", *digest(spec_replay()))
 
 
 if __name__ == "__main__":
