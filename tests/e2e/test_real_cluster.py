@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.e2e.operator_fixtures import Kube, Start, queue, real_cluster, wait_for
+from tests.e2e.operator_fixtures import Kube, Start, pod, queue, real_cluster, wait_for
 from volsched_dev.devcluster import RUN_FOR, LocalControlPlane
 
 pytestmark = pytest.mark.cluster
@@ -42,13 +42,7 @@ def _template(*, cpu: str, run_for: str | None, gang: int | None = None, priorit
         annotations[GANG] = str(gang)
     if queue_name:
         annotations["scheduling.volsched.io/queue-name"] = queue_name
-    spec: dict[str, Any] = {
-        "schedulerName": "volsched",
-        "terminationGracePeriodSeconds": 0,
-        "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}],
-    }
-    if priority:
-        spec["priorityClassName"] = priority
+    spec = pod("template", cpu, priority_class=priority)["spec"]  # (a template's pods get their own names)
     return {"metadata": {"annotations": annotations, "labels": labels or {}}, "spec": spec}
 
 
