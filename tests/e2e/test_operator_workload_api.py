@@ -8,11 +8,13 @@ finished), never for time."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kubernetes import client
+from kubernetes.client import ApiException
 
 from tests.e2e.operator_fixtures import (
     JOBS_GATES,
@@ -20,6 +22,8 @@ from tests.e2e.operator_fixtures import (
     WORKLOAD_WITH_JOB,
     Kube,
     Start,
+    free_port,
+    queue,
     real_cluster,
     wait_for,
 )
@@ -198,3 +202,89 @@ def test_a_batch_job_with_a_gang_policy_is_gang_scheduled_and_completes(
         return any(c.type == "Complete" and c.status == "True" for c in conditions)
 
     wait_for(complete, SLOW, what="the Job complete (kwok runs its pods)", operator=op)
+
+
+def test_a_tenant_cannot_run_a_workload_gang_in_a_queue_not_its_own_nor_move_one_there(
+    cluster: LocalControlPlane, k: Kube, start_operator: Start
+) -> None:
+    """A pod let in before its Kubernetes PodGroup was known (here: before the webhooks were up) runs only
+    where its group's queue allows, whatever its own annotation names: the scheduler holds it pending,
+    told why. With the webhooks up, the group's next pod is refused, and so is a group (Kubernetes' own
+    too) naming that queue, or one moved there while its gang runs, which would hold that queue's share."""
+    cluster.kwok_node("kwok-1", cpu="4")
+    k.queue(queue("default"))
+    k.queue(queue("team-a", namespaceSelector={"matchLabels": {"team": "a"}}))
+    k.queue(queue("shared"))
+    ns = "team-b"
+    k.core.create_namespace({"metadata": {"name": ns, "labels": {"team": "b"}}})
+
+    def in_queue(obj: dict[str, Any], name: str) -> dict[str, Any]:
+        obj["metadata"].setdefault("annotations", {})["scheduling.volsched.io/queue-name"] = name
+        return obj
+
+    def create(plural: str, obj: dict[str, Any]) -> str | None:
+        """Create ``obj``: None when let in, else the refusal's message."""
+        try:
+            if plural == "pods":
+                k.core.create_namespaced_pod(ns, obj)
+            else:
+                k.custom.create_namespaced_custom_object(G, V, ns, plural, obj)
+        except ApiException as exc:
+            return str(json.loads(exc.body or "{}").get("message") or exc.reason)
+        return None
+
+    def refused(plural: str, obj: dict[str, Any]) -> str | None:
+        """The refusal; let in (the webhook not in place yet, the cache behind): deleted, and None."""
+        said = create(plural, obj)
+        if said is not None and "already exists" in said:
+            return None  # (the one let in a moment ago, still going)
+        if said is None:
+            name = obj["metadata"]["name"]
+            if plural == "pods":
+                k.core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
+            else:
+                k.custom.delete_namespaced_custom_object(G, V, ns, plural, name)
+        return said
+
+    # Before any webhook: the pod names the open queue, its group the queue that refuses the namespace.
+    assert create("pods", in_queue(_pod("steal-0", "steal-workers", cpu="1"), "shared")) is None
+    assert create("podgroups", in_queue(_podgroup("steal", "workers", 1), "team-a")) is None
+    op = start_operator("--webhook-port", str(free_port()))
+    rule = "queue team-a does not take jobs of namespace team-b (its namespaceSelector: team=a)"
+    wait_for(
+        lambda: [
+            e for e in k.core.list_namespaced_event(ns).items
+            if e.involved_object.name == "steal-workers" and rule in (e.message or "")
+        ],
+        SLOW, what="the group held pending, told the rule", operator=op,
+    )  # fmt: skip
+
+    # With the webhooks up, the group's next pod is checked against the group's queue, not its own.
+    said = wait_for(
+        lambda: refused("pods", in_queue(_pod("steal-1", "steal-workers", cpu="1"), "shared")),
+        SLOW,
+        what="the group's next pod refused at admission",
+        operator=op,
+    )
+    assert rule in said
+    said = wait_for(
+        lambda: refused("podgroups", in_queue(_podgroup("other", "workers", 1), "team-a")),
+        SLOW,
+        what="a Kubernetes PodGroup naming team-a refused at admission",
+        operator=op,
+    )
+    assert rule in said
+
+    # A gang running in the open queue, then moved to team-a: refused, it stays where it runs.
+    assert create("podgroups", in_queue(_podgroup("mine", "workers", 1), "shared")) is None
+    assert create("pods", _pod("mine-0", "mine-workers", cpu="1", run_for="1h")) is None
+    wait_for(
+        lambda: k.bound(ns).get(f"{ns}/mine-0"), SLOW, what="the gang in the open queue bound", operator=op
+    )
+    with pytest.raises(ApiException) as moved:
+        k.custom.patch_namespaced_custom_object(
+            G, V, ns, "podgroups", "mine-workers",
+            {"metadata": {"annotations": {"scheduling.volsched.io/queue-name": "team-a"}}},
+        )  # fmt: skip
+    assert rule in json.loads(moved.value.body)["message"]
+    assert set(k.bound(ns)) == {f"{ns}/mine-0"}  # the pod let in before the webhooks never ran

@@ -34,9 +34,15 @@ def _registry(admission: Admission) -> kopf.OperatorRegistry:
 
 
 def _review(
-    registry: kopf.OperatorRegistry, resource: references.Resource, obj: dict[str, Any], webhook: str
+    registry: kopf.OperatorRegistry,
+    resource: references.Resource,
+    obj: dict[str, Any],
+    webhook: str,
+    *,
+    old: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """kopf's answer to an AdmissionReview of ``obj`` for ``webhook`` (one id, as the apiserver asks)."""
+    """kopf's answer to an AdmissionReview of ``obj`` for ``webhook`` (one id, as the apiserver asks):
+    its creation, or with ``old`` its update from ``old``."""
     request: Any = {
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
@@ -44,9 +50,10 @@ def _review(
             "uid": "u1",
             "kind": {"group": resource.group, "version": resource.version, "kind": resource.kind},
             "resource": {"group": resource.group, "version": resource.version, "resource": resource.plural},
-            "operation": "CREATE",
+            "operation": "CREATE" if old is None else "UPDATE",
             "userInfo": {"username": "someone"},
             "object": obj,
+            **({"oldObject": old} if old is not None else {}),
             "dryRun": False,
         },
     }

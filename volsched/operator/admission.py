@@ -4,11 +4,12 @@ the scheduler's own checks (docs/tenancy.md):
 * Queues (``scheduling.volsched.io``): refused when the spec does not decode (the message the cache
   would give), when its parent would close a cycle, or when a guarantee exceeds the capability; a
   Queue's deletion is refused while jobs still name it.
-* PodGroups (ours and Volcano's) and pods with one of our scheduler names: refused when their queue's
-  rules refuse them (:func:`~volsched.model.tenancy.queue_refusal`: the namespace selector, the
-  priority classes, the ceiling, the system-critical classes outside kube-system). A grouped pod's queue
-  is its group's, once the group is cached; Kubernetes' own PodGroups have no webhook, so their pods'
-  check is the one in front of them.
+* PodGroups (ours, Volcano's and Kubernetes' own, the Workload API's) and pods with one of our scheduler
+  names: refused when their queue's rules refuse them (:func:`~volsched.model.tenancy.queue_refusal`:
+  the namespace selector, the priority classes, the ceiling, the system-critical classes outside
+  kube-system), at creation and at every update of a PodGroup (a running job moved to a queue that
+  refuses it would hold that queue's share). A grouped pod's queue is its group's, once the group is
+  cached.
 * Mutating: a PodGroup in queue ``default`` (or none) and a pod standing alone that names no queue get
   their namespace's default queue (``scheduling.volsched.io/default-queue``).
 
@@ -76,6 +77,16 @@ class Admission:
         cls = str(spec.get("priorityClassName") or "")
         queue = self._placed(namespace, spec.get("queue"))
         return self._refusal(namespace, queue, [cls], self._priority(cls))
+
+    def workload_podgroup(self, body: Mapping[str, Any], namespace: str) -> str | None:
+        """A Kubernetes PodGroup (``scheduling.k8s.io``): its queue is its queue-name annotation, else the
+        namespace's (as the cache reads it, ``volsched.cache.workload``)."""
+        spec = body.get("spec") or {}
+        cls = str(spec.get("priorityClassName") or "")
+        queue = queue_annotation(meta_of(body).get("annotations") or {})
+        return self._refusal(
+            namespace, self._placed(namespace, queue), [cls], self._priority(cls, spec.get("priority"))
+        )
 
     def pod(self, body: Mapping[str, Any], namespace: str) -> str | None:
         spec = body.get("spec") or {}

@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import kopf
 
 from volsched.cache.volcano import VOLCANO_GROUP
+from volsched.cache.workload import WORKLOAD_GROUP, WORKLOAD_VERSION
 from volsched.model.raw import meta_of
-from volsched.model.vocabulary import API_GROUP, QUEUE_ANNOTATION
+from volsched.model.vocabulary import API_GROUP, QUEUE_ANNOTATION, VOLCANO_QUEUE_ANNOTATION
 from volsched.operator.admission import Admission
 from volsched.operator.settings import WebhookSettings, parse_service
 
@@ -68,7 +69,7 @@ log = logging.getLogger("volsched.admission")
 
 #: The ids of the validating webhooks (:func:`register_webhooks`): the only ones that refuse.
 VALIDATING = frozenset(
-    {"queue", "queue-in-use", "pod", *(f"podgroup-{g}" for g in (API_GROUP, VOLCANO_GROUP))}
+    {"queue", "queue-in-use", "pod", *(f"podgroup-{g}" for g in (API_GROUP, VOLCANO_GROUP, WORKLOAD_GROUP))}
 )
 
 
@@ -86,6 +87,21 @@ class RefusalsAreNotErrors(logging.Filter):
 
 
 REFUSALS_ARE_NOT_ERRORS = RefusalsAreNotErrors()
+
+
+def unchanged_access(review: Mapping[str, Any], *, spec_fields: tuple[str, ...]) -> bool:
+    """Whether ``review`` (kopf's keyword arguments) is an update that changes nothing its queue's rules
+    read (the queue annotations and ``spec_fields``): such an update is let through, so that an object
+    whose queue's rules changed under it can still be written (a finalizer taken off, a label added)."""
+    old = review.get("old")
+    if str(review.get("operation") or "") != "UPDATE" or not isinstance(old, Mapping):
+        return False
+    body = review["body"]
+    before, after = old.get("spec") or {}, body.get("spec") or {}
+    if any(before.get(f) != after.get(f) for f in spec_fields):
+        return False
+    a, b = meta_of(old).get("annotations") or {}, meta_of(body).get("annotations") or {}
+    return all(a.get(key) == b.get(key) for key in (QUEUE_ANNOTATION, VOLCANO_QUEUE_ANNOTATION))
 
 
 def register_webhooks(registry: kopf.OperatorRegistry, admission: Admission, *, fail_open: bool) -> None:
@@ -118,6 +134,8 @@ def register_webhooks(registry: kopf.OperatorRegistry, admission: Admission, *, 
         @kopf.on.validate(group, "v1beta1", "podgroups", id=f"podgroup-{group}", operations=writes,
                           ignore_failures=fail_open, registry=registry)  # fmt: skip
         def podgroup(**kw: Any) -> None:
+            if unchanged_access(kw, spec_fields=("queue", "priorityClassName")):
+                return
             deny(admission.podgroup(dict(kw["body"]), str(kw.get("namespace") or "")), "PodGroup", kw)
 
         @kopf.on.mutate(group, "v1beta1", "podgroups", id=f"podgroup-queue-{group}", operations=["CREATE"],
@@ -126,6 +144,16 @@ def register_webhooks(registry: kopf.OperatorRegistry, admission: Admission, *, 
             named = admission.default_queue_patch(dict(body), str(namespace or ""), kind="PodGroup")
             if named:
                 patch.spec["queue"] = named
+
+    # Kubernetes' own PodGroups (the Workload API, when the apiserver serves it): checked as ours are, so
+    # that a running gang's queue annotation cannot be moved to a queue that refuses it. Nothing filled in:
+    # a group naming no queue goes to its namespace's anyway.
+    @kopf.on.validate(WORKLOAD_GROUP, WORKLOAD_VERSION, "podgroups", id=f"podgroup-{WORKLOAD_GROUP}",
+                      operations=writes, ignore_failures=fail_open, registry=registry)  # fmt: skip
+    def workload_podgroup(**kw: Any) -> None:
+        if unchanged_access(kw, spec_fields=("priorityClassName", "priority")):
+            return
+        deny(admission.workload_podgroup(dict(kw["body"]), str(kw.get("namespace") or "")), "PodGroup", kw)
 
     # Pods fail open whatever the setting: a webhook that cannot answer must not stop every pod of the
     # cluster (kube-system's too) from being created; the scheduler holds a pod that breaks a rule anyway.
