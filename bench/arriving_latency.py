@@ -21,12 +21,18 @@ bench's own watch (creation seen, bind seen) they make the stages:
 * ``echo``:     answered -> the bench's watch shows it bound;
 * ``total``:    created -> bind seen (what kube-scheduler's column is).
 
-Also each session's CPU time and phases, for sessions that bound one pod. The absolute figures are
+Also each session's CPU time and phases, for sessions that bound one pod; and each scheduler's CPU
+split: to ready (its start-up), from ready to the last bind per 1,000 pods bound (``run/1k``: what the
+pods cost, the imports after ready included), ``cpu/1k`` (both, as ``bind_throughput`` reports it: a
+run of 60 pods spreads the start-up's 0.1-0.3 s over them) and, with ``--idle S``, its CPU per second
+over S seconds after the last bind with nothing arriving; volsched's by thread (named when ``--py-spy``
+profiled the run: ``--py-spy-gil`` samples only the thread holding the GIL, where Python's CPU goes). The absolute figures are
 worth little on a loaded machine; compare within one run, and look at the spread over the repeats.
 
 ``--stuck N`` creates N pods that never fit before the scheduler starts (unschedulable pods in the way).
 
-    python bench/arriving_latency.py [--rates 5,20,50] [--pods 100] [--nodes 200] [--repeat 1] [--json F]
+    python bench/arriving_latency.py [--rates 5,20,50] [--pods 100] [--nodes 200] [--repeat 1] [--idle 10]
+        [--json F]
 """
 
 from __future__ import annotations
@@ -101,6 +107,21 @@ def volsched_stages(result: Result) -> tuple[dict[str, list[float]], list[dict[s
     return stages, sessions
 
 
+def thread_rows(result: Result) -> dict[str, tuple[float, float]]:
+    """Each thread (by name where a profile named it, else its id; threads of one name summed): its
+    CPU seconds from ready to the last bind per 1,000 pods bound, and per second of the idle window."""
+    at_ready, at_done, idle = result.threads
+    per_k = max(result.figures.bound, 1) / 1000
+    out: dict[str, tuple[float, float]] = {}
+    for tid in sorted(set(at_done) | set(idle)):
+        name = re.sub(r"_\d+$", "_*", result.thread_names.get(tid, f"tid {tid}"))
+        run = (at_done.get(tid, 0.0) - at_ready.get(tid, 0.0)) / per_k
+        waiting = idle.get(tid, 0.0) / result.idle_seconds if result.idle_seconds > 0 else math.nan
+        a, b = out.get(name, (0.0, 0.0))
+        out[name] = (a + run, b + waiting)
+    return out
+
+
 def first_pods(result: Result, n: int) -> list[float | None]:
     """The first ``n`` pods created (the bench watch's order): each one's seconds to its bind (None:
     never bound)."""
@@ -141,6 +162,18 @@ def main(argv: list[str] | None = None) -> int:
         help="this py-spy records volsched from ready to its last bind (collapsed stacks with threads, one "
         "file per run in --py-spy-out; bench/stacks_top.py reads them)",
     )
+    p.add_argument(
+        "--idle",
+        type=float,
+        default=0.0,
+        help="after the last bind, keep each scheduler running this many seconds with nothing arriving and "
+        "print its CPU per second meanwhile (with --py-spy, volsched's idle in a profile of its own)",
+    )
+    p.add_argument("--py-spy-gil", action="store_true", help="py-spy samples only the thread holding the GIL")
+    p.add_argument("--py-spy-rate", type=int, default=200, help="py-spy's samples per second")
+    p.add_argument(
+        "--without-kube-scheduler", action="store_true", help="volsched only (a profile; no ratios)"
+    )
     p.add_argument("--keep", type=Path, help="keep each run's directory (its logs) here")
     p.add_argument("--py-spy-out", type=Path, default=Path("py-spy-arriving"), help="where --py-spy writes")
     p.add_argument("--json", type=Path, help="write the per-run figures here")
@@ -155,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     ns = argparse.Namespace(
         nodes=args.nodes, pods=args.pods, stall=args.stall, create_procs=1, create_conns=8,
         binder_procs=1, binder_conns=8, creator=None, source=ROOT, keep_logs="kept", stuck=args.stuck,
-        py_spy=args.py_spy, py_spy_out=args.py_spy_out.resolve(),
+        py_spy=args.py_spy, py_spy_out=args.py_spy_out.resolve(), idle=args.idle,
+        py_spy_gil=args.py_spy_gil, py_spy_rate=args.py_spy_rate,
         volsched_args=f"--log-level INFO,volsched.latency=DEBUG {args.volsched_args}".strip(),
     )  # fmt: skip
     ns.loadgen = build_loadgen()
@@ -178,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         ) as tmp:
             for rate in rates:
                 for rep in range(args.repeat):
-                    for source in (*sources, None):
+                    for source in (*sources, *(() if args.without_kube_scheduler else (None,))):
                         scheduler = "kube-scheduler" if source is None else "volsched"
                         label = "kube-scheduler" if source is None else names[source]
                         ns.rate = rate
@@ -193,9 +227,13 @@ def main(argv: list[str] | None = None) -> int:
                             "scheduler": label, "rate": rate, "repeat": rep, "load": r.load,
                             "bound": r.figures.bound, "arrived": r.arrived,
                             "ready": r.ready, "cpu_per_1000": r.cpu_per_1000,
+                            "cpu_ready": r.cpu_ready, "cpu_after_ready": r.cpu_after_ready,
+                            "cpu_idle": r.cpu_idle,
+                            "cpu_run_per_1000": r.cpu_after_ready / (max(r.figures.bound, 1) / 1000),
                             "api_bind_ms": 1000 * r.api_binds[1] / r.api_binds[0] if r.api_binds[0] else math.nan,
                         }  # fmt: skip
                         if scheduler == "volsched":
+                            row["threads"] = thread_rows(r)
                             stages, sessions = volsched_stages(r)
                             row["stages"] = stages
                             row["sessions"] = sessions
@@ -232,6 +270,45 @@ def main(argv: list[str] | None = None) -> int:
         for row in rows:
             cells = " ".join(f"{1000 * t:5.1f}" if t is not None else "    -" for t in row["first"])
             print(f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<17} {cells}")
+    print(
+        "CPU (s): to ready; from ready to the last bind per 1,000 pods bound (cpu/1k less start-up); "
+        "cpu/1k as a whole; per second idle after the last bind"
+    )
+    for row in rows:
+        per_k = row["cpu_run_per_1000"]
+        print(
+            f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<17} ready {row['cpu_ready']:6.3f}  "
+            f"run/1k {per_k:6.2f}  cpu/1k {row['cpu_per_1000']:6.2f}  idle/s {row['cpu_idle']:6.4f}"
+        )
+    for row in rows:
+        if row.get("threads"):
+            print(
+                f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']}: CPU by thread, s per 1,000 pods / idle s per s"
+            )
+            for name, (run, waiting) in sorted(row["threads"].items(), key=lambda kv: -kv[1][0]):
+                if run > 0 or waiting > 0:
+                    print(f"      {name:<32} {run:6.2f}  {waiting:7.4f}")
+    for rate in rates:
+        for src in sources:
+            mine = {r["repeat"]: r for r in rows if r["rate"] == rate and r["scheduler"] == names[src]}
+            theirs_cpu = {
+                r["repeat"]: r for r in rows if r["rate"] == rate and r["scheduler"] == "kube-scheduler"
+            }
+            for key, label in (
+                ("cpu_per_1000", "cpu/1k"),
+                ("cpu_run_per_1000", "run/1k"),
+                ("cpu_idle", "idle/s"),
+            ):
+                ratios = [
+                    mine[k][key] / theirs_cpu[k][key]
+                    for k in mine
+                    if k in theirs_cpu and theirs_cpu[k][key] > 0 and not math.isnan(mine[k][key])
+                ]
+                if ratios:
+                    print(
+                        f"  {rate:g}/s: {names[src]} {label} / kube-scheduler's = {statistics.median(ratios):.2f}"
+                        f" (runs: {', '.join(f'{x:.2f}' for x in ratios)})"
+                    )
     for rate in rates:
         for q in (50, 99):
             theirs = {

@@ -74,7 +74,15 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from bindstats import RunFigures, TreeUsage, fmt_seconds, parse_watch_line, ratio, run_figures  # noqa: E402
+from bindstats import (  # noqa: E402
+    RunFigures,
+    TreeUsage,
+    fmt_seconds,
+    parse_watch_line,
+    ratio,
+    run_figures,
+    thread_cpu,
+)
 from builders import pod_body  # noqa: E402
 from machine import describe  # noqa: E402
 
@@ -689,6 +697,20 @@ class Result:
     #: The apiserver's own time on the binds (``apiserver_request_duration_seconds`` of POST
     #: pods/binding, from the request read to the answer written): how many, and their seconds summed.
     api_binds: tuple[int, float] = (0, 0.0)
+    #: CPU seconds of the scheduler's process tree when it became ready (its start-up), and from then
+    #: to the last bind (``cpu_per_1000`` is their sum over the pods bound, in thousands).
+    cpu_ready: float = math.nan
+    cpu_after_ready: float = math.nan
+    #: CPU seconds per second of the scheduler's tree over ``args.idle`` seconds after its last bind,
+    #: nothing arriving (NaN: not measured).
+    cpu_idle: float = math.nan
+    #: The idle window's seconds (0: none).
+    idle_seconds: float = 0.0
+    #: Each thread's CPU seconds (native id -> seconds) of the scheduler's main process: at ready, at
+    #: the last bind, at the idle window's end.
+    threads: tuple[dict[int, float], dict[int, float], dict[int, float]] = ({}, {}, {})
+    #: Native thread id -> its Python name, as the run's profiles (``--py-spy``) named them.
+    thread_names: dict[int, str] = field(default_factory=dict)
 
 
 def _say(msg: str) -> None:
@@ -743,6 +765,10 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
             sched = start_ceiling(cp, log, rundir, args=args, python=scheduler == "ceiling-python")
         usage = TreeUsage(sched.proc.pid)
         ready_at = math.nan
+        cpu_ready = cpu_done = cpu_idle = math.nan
+        idle_seconds = 0.0
+        threads: tuple[dict[int, float], dict[int, float], dict[int, float]] = ({}, {}, {})
+        names: dict[int, str] = {}
         spy: tuple[subprocess.Popen[bytes], Path] | None = None
         try:
             stalled = False
@@ -753,8 +779,17 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
                     raise RuntimeError(f"{scheduler} exited with {sched.proc.returncode}; log: {log}")
                 if math.isnan(ready_at) and sched.ready():
                     ready_at = time.time()
+                    usage.sample()
+                    cpu_ready = usage.cpu_seconds
+                    threads[0].update(thread_cpu(sched.proc.pid))
                     if scheduler == "volsched" and getattr(args, "py_spy", None) is not None:
-                        spy = start_py_spy(args.py_spy, sched.proc.pid, args.py_spy_out or rundir)
+                        spy = start_py_spy(
+                            args.py_spy,
+                            sched.proc.pid,
+                            args.py_spy_out or rundir,
+                            gil=getattr(args, "py_spy_gil", False),
+                            rate=getattr(args, "py_spy_rate", 200),
+                        )
                     if mode == "arriving":
                         creation = start_creation(
                             conn,
@@ -782,9 +817,32 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
                     _say(f"{tag}: {count}/{args.pods} bound, {created} created")
                     next_say = now + 10
                 time.sleep(0.02)
+            cpu_done = usage.cpu_seconds
+            threads[1].update(thread_cpu(sched.proc.pid))
+            if getattr(args, "idle", 0) > 0 and not stalled:  # nothing arriving: what waiting costs
+                if spy is not None:  # the idle window in a profile of its own
+                    stop_py_spy(spy, names)
+                    where = args.py_spy_out or rundir
+                    spy = start_py_spy(
+                        args.py_spy,
+                        sched.proc.pid,
+                        where,
+                        name=f"volsched-{sched.proc.pid}-idle.pyspy.txt",
+                        gil=getattr(args, "py_spy_gil", False),
+                    )
+                usage.sample()
+                idle_from, t0 = usage.cpu_seconds, time.monotonic()
+                idle_threads = thread_cpu(sched.proc.pid)
+                time.sleep(args.idle)
+                usage.sample()
+                idle_seconds = time.monotonic() - t0
+                cpu_idle = (usage.cpu_seconds - idle_from) / idle_seconds
+                threads[2].update(  # the idle window's own (not from ready)
+                    {t: s - idle_threads.get(t, 0.0) for t, s in thread_cpu(sched.proc.pid).items()}
+                )
         finally:
             if spy is not None:
-                stop_py_spy(spy)
+                stop_py_spy(spy, names)
             kill_tree(sched.proc)
             if creation is not None:
                 creation.kill()
@@ -813,11 +871,17 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
             binds=binds,
             log=log,
             api_binds=api_binds,
+            cpu_ready=cpu_ready,
+            cpu_after_ready=cpu_done - cpu_ready,
+            cpu_idle=cpu_idle,
+            threads=threads,
+            thread_names=names,
+            idle_seconds=idle_seconds,
         )
 
 
 def start_py_spy(
-    py_spy: Path, pid: int, where: Path, *, rate: int = 200, name: str | None = None
+    py_spy: Path, pid: int, where: Path, *, rate: int = 200, name: str | None = None, gil: bool = False
 ) -> tuple[subprocess.Popen[bytes], Path]:
     """``py-spy record`` on ``pid`` at ``rate`` samples a second (collapsed stacks with their threads,
     ``bench/stacks_top.py`` reads them) into ``name`` (else a new file) in ``where``, its own log beside
@@ -826,6 +890,8 @@ def start_py_spy(
     out = where / (name or f"volsched-{pid}.pyspy.txt")
     said = out.with_suffix(".log")
     argv = [str(py_spy), "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--threads"]
+    if gil:  # only the thread holding the GIL: where Python's CPU goes, not who waits for what
+        argv.append("--gil")
     with said.open("w") as log:
         proc = subprocess.Popen([*argv, "--nonblocking", "-o", str(out)], stdout=log, stderr=log)
     while "Sampling" not in said.read_text() and proc.poll() is None:  # attached
@@ -833,11 +899,15 @@ def start_py_spy(
     return proc, out
 
 
-def stop_py_spy(spy: tuple[subprocess.Popen[bytes], Path]) -> None:
+def stop_py_spy(spy: tuple[subprocess.Popen[bytes], Path], names: dict[int, str] | None = None) -> None:
+    """Stop it; into ``names`` each native thread id -> its name, as the profile has them."""
     proc, out = spy
     proc.send_signal(signal.SIGINT)
     proc.wait(60)
     _say(f"py-spy: {out}")
+    if names is not None and out.exists():
+        for m in re.finditer(r"^thread \((?:0x)?(\d+)\): ?([^;]*);", out.read_text(), re.MULTILINE):
+            names[int(m.group(1))] = m.group(2)
 
 
 def apiserver_binds(cp: LocalControlPlane) -> tuple[int, float]:

@@ -49,6 +49,22 @@ def parse_stat(text: str, *, ticks: int = CLOCK_TICKS) -> ProcStat:
     return ProcStat(pid=pid, ppid=ppid, cpu_seconds=(utime + stime + cutime + cstime) / ticks)
 
 
+def thread_cpu(pid: int, *, proc: Path = Path("/proc")) -> dict[int, float]:
+    """Each thread of ``pid``: its native id -> its CPU seconds so far (utime + stime of
+    ``/proc/<pid>/task/<tid>/stat``); empty once the process is gone."""
+    out: dict[int, float] = {}
+    try:
+        tasks = list((proc / str(pid) / "task").iterdir())
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            out[int(task.name)] = parse_stat((task / "stat").read_text()).cpu_seconds
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+    return out
+
+
 _HWM = re.compile(r"^VmHWM:\s+(\d+)\s+kB", re.MULTILINE)
 
 

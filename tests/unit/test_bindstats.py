@@ -21,6 +21,7 @@ from bindstats import (
     percentile,
     ratio,
     run_figures,
+    thread_cpu,
 )
 
 
@@ -97,6 +98,21 @@ def test_tree_usage_sums_the_tree_and_keeps_what_an_exited_child_used(tmp_path: 
     usage.sample()
     assert usage.cpu_seconds == pytest.approx(170 / CLOCK_TICKS)
     assert usage.peak_rss == 1500 * 1024
+
+
+def test_thread_cpu_reads_each_thread_of_the_process(tmp_path: Path) -> None:
+    for tid, ticks in ((10, 100), (12, 30)):
+        task = tmp_path / "10" / "task" / str(tid)
+        task.mkdir(parents=True)
+        (task / "stat").write_text(
+            f"{tid} (python (x)) S 1 {tid} {tid} 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 2 0\n"
+        )
+    (tmp_path / "10" / "task" / "13").mkdir()  # gone meanwhile: skipped
+    assert thread_cpu(10, proc=tmp_path) == {
+        10: pytest.approx(100 / CLOCK_TICKS),
+        12: pytest.approx(30 / CLOCK_TICKS),
+    }
+    assert thread_cpu(99, proc=tmp_path) == {}
 
 
 def test_backlog_latency_counts_from_the_scheduler_start() -> None:
