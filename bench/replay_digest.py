@@ -44,10 +44,10 @@ import volsched.simulate.replay as replay_module
 from volsched.cycle import CycleReport
 from volsched.framework.registry import load_config
 from volsched.simulate import Replay
+from volsched.simulate.annotations import REMOVE_ANNOTATION
 from volsched.simulate.documents import EPOCH, Document, iso
 from volsched.simulate.generate import WorkloadParams, generate
 from volsched.simulate.scenarios import kueue_baseline
-from volsched.simulate.timeport import REMOVE_ANNOTATION
 from volsched.simulate.trace import job_documents, priority_classes
 
 

@@ -49,7 +49,7 @@ from machine import describe
 
 from volsched.framework.registry import load_config
 from volsched.simulate import Document, Replay
-from volsched.simulate.timeport import Latencies
+from volsched.simulate.latencies import Latencies
 from volsched_dev.devcluster import RUN_FOR, LocalControlPlane
 
 ROOT = Path(__file__).resolve().parents[1]

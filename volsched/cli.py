@@ -117,8 +117,8 @@ def _replay(args: argparse.Namespace, config: SchedulerConfig | None, names: Ite
     from volsched.model.scalars import parse_duration
     from volsched.render import render_replay
     from volsched.simulate import Replay, load_documents, replay_json
+    from volsched.simulate.latencies import Latencies
     from volsched.simulate.scenarios import SCENARIOS
-    from volsched.simulate.timeport import Latencies
     from volsched.simulate.trace import load_trace
 
     if args.then or args.usage:

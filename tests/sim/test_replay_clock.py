@@ -14,8 +14,8 @@ from tests.builders import batch_job, node, pod, podgroup, priority_class, queue
 from tests.sim._eviction_helpers import eviction_config
 from volsched.cli import main
 from volsched.simulate import Document, Replay, ReplayResult, replay_json
+from volsched.simulate.annotations import DURATION_ANNOTATION, EVICTION_POLICY_ANNOTATION
 from volsched.simulate.documents import EPOCH, iso
-from volsched.simulate.timeport import DURATION_ANNOTATION, EVICTION_POLICY_ANNOTATION
 
 Obj = dict[str, Any]
 

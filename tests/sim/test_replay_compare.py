@@ -12,8 +12,8 @@ from tests.builders import node, pod, queue
 from tests.sim.test_replay_clock import at
 from volsched.cli import main
 from volsched.simulate import Document
+from volsched.simulate.annotations import DURATION_ANNOTATION
 from volsched.simulate.compare import override
-from volsched.simulate.timeport import DURATION_ANNOTATION
 
 ROOT = Path(__file__).resolve().parents[2]
 

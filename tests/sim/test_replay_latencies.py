@@ -12,7 +12,8 @@ from tests.builders import batch_job, node, queue
 from tests.sim.test_replay_session_triggers import at, replay, started, timed_pod
 from volsched.model.errors import InputError
 from volsched.simulate import ReplayResult
-from volsched.simulate.timeport import DURATION_ANNOTATION, Latencies
+from volsched.simulate.annotations import DURATION_ANNOTATION
+from volsched.simulate.latencies import Latencies
 
 Obj = dict[str, Any]
 

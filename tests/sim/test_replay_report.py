@@ -15,8 +15,8 @@ from tests.sim.test_replay_clock import at as at_
 from tests.sim.test_replay_clock import created, run, timed_pod
 from volsched.cli import main
 from volsched.simulate import replay_json
+from volsched.simulate.annotations import CLASS_ANNOTATION, DURATION_ANNOTATION
 from volsched.simulate.report import distribution
-from volsched.simulate.timeport import CLASS_ANNOTATION, DURATION_ANNOTATION
 
 
 def _report(objs, **kwargs):

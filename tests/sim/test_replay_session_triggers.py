@@ -14,8 +14,9 @@ from tests.builders import node, pod, podgroup, priority_class, queue
 from tests.sim._eviction_helpers import EXAMPLES
 from volsched.framework.registry import load_config
 from volsched.simulate import Document, Replay, ReplayResult
+from volsched.simulate.annotations import DURATION_ANNOTATION
 from volsched.simulate.documents import EPOCH, iso
-from volsched.simulate.timeport import DURATION_ANNOTATION, Latencies
+from volsched.simulate.latencies import Latencies
 
 Obj = dict[str, Any]
 

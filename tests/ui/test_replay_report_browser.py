@@ -19,7 +19,7 @@ from tests.browser import open_browser
 from tests.builders import node, pod, queue
 from tests.sim.test_replay_clock import at
 from volsched.cli import main as cli_main
-from volsched.simulate.timeport import CLASS_ANNOTATION, DURATION_ANNOTATION
+from volsched.simulate.annotations import CLASS_ANNOTATION, DURATION_ANNOTATION
 
 pytestmark = pytest.mark.browser
 

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from starvation import GPU, deserved_over, fair_hour, measure, spread
 
-from volsched.simulate.timeport import PodRun
+from volsched.simulate.runs import PodRun
 
 
 def _hour(

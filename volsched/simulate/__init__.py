@@ -16,7 +16,9 @@ replacement for an evicted pod of a Job).
 * ``budgets``: the Eviction API's PodDisruptionBudget check;
 * ``output``: the ``-o json`` document;
 * ``replay`` and ``timeport``: the time mode (``volsched simulate --replay``): a virtual clock around
-  the same cycle, pods that run for their duration, arrivals at their creationTimestamp.
+  the same cycle, arrivals at their creationTimestamp, owners that make an evicted pod again; its parts
+  ``kubelet`` (pods that run for their duration), ``runs`` (each pod's and job's record, what the
+  queues held), ``latencies`` and ``annotations`` (what it reads beside the objects).
 
 Bad input raises :class:`InputError` naming the file, the document and the field.
 """

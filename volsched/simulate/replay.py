@@ -3,7 +3,7 @@
 
 A discrete-event loop; nothing sleeps. The clock jumps from one instant to the next at which something
 may happen: an arrival (a workload object whose ``metadata.creationTimestamp`` has come), a pod
-succeeding (:class:`~volsched.simulate.timeport.TimePort`), or a session tick. Sessions run on the grid
+succeeding (:class:`~volsched.simulate.kubelet.Kubelet`), or a session tick. Sessions run on the grid
 ``start + k * period``, as the operator's loop runs one every period: at the first tick at or after an
 arrival or a completion, on the next tick after a session that decided something, and, while the last
 session left work it may decide on later, every ``max_idle`` seconds (the operator's
@@ -38,10 +38,13 @@ from volsched.model.scalars import duration_seconds
 from volsched.model.vocabulary import DEFAULT_SCHEDULER_NAMES
 from volsched.pacing import MIN_GAP, PERIOD, Pacer, pods_wait
 from volsched.records import dataclass
+from volsched.simulate.annotations import REMOVE_ANNOTATION, pod_duration
 from volsched.simulate.documents import EPOCH, LATEST, Document, iso
+from volsched.simulate.latencies import Latencies
 from volsched.simulate.loop import SimulationResult, Simulator
 from volsched.simulate.report import Series, build_report, waits_by
-from volsched.simulate.timeport import REMOVE_ANNOTATION, JobRun, Latencies, PodRun, TimePort, pod_duration
+from volsched.simulate.runs import JobRun, PodRun
+from volsched.simulate.timeport import TimePort
 from volsched.simulate.trace import TraceJob, check_references, job_documents, priority_classes
 
 #: What arrives at one instant: (time, files before trace jobs, a batch of documents, or a trace's job).
@@ -56,7 +59,7 @@ DEFAULT_PERIOD = PERIOD
 DEFAULT_MIN_GAP = MIN_GAP
 DEFAULT_MAX_IDLE = 10.0
 #: No replay runs past this instant (a year before :data:`~volsched.simulate.documents.LATEST`, room for
-#: the latencies, each at most :data:`~volsched.simulate.timeport.MAX_LATENCY` on average).
+#: the latencies, each at most :data:`~volsched.simulate.latencies.MAX_LATENCY` on average).
 ENDS_BY = LATEST - 366 * 86400.0
 
 
@@ -145,7 +148,7 @@ class Replay:
     ) -> None:
         """``record_pods``: keep every pod's times for the result's ``runs`` (``-o json``); without, a
         finished job's pods leave no record (the report needs only the jobs'). ``latencies``: what
-        takes time beside the sessions' decisions (:class:`~volsched.simulate.timeport.Latencies`;
+        takes time beside the sessions' decisions (:class:`~volsched.simulate.latencies.Latencies`;
         default none)."""
         self.latencies = latencies or Latencies()
         self.latencies.check()
@@ -216,8 +219,8 @@ class Replay:
         port = self.sim.port
         assert isinstance(port, TimePort)
         self.port: TimePort = port
-        port.keep_pods = record_pods
-        port.latencies = self.latencies
+        port.lives.keep_pods = record_pods
+        port.kubelet.latencies = self.latencies
         if trace:
             check_references(
                 trace,
@@ -251,7 +254,7 @@ class Replay:
                     if doc.obj.get("kind") == "Job" and self.latencies.create > 0:
                         meta = meta_of(doc.obj)
                         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-                        self.port.submitted[key] = arrival(doc) or at
+                        self.port.lives.submitted[key] = arrival(doc) or at
                 self.sim.add(docs or [])
             count += 1
             self._next = next(self._arrivals, None)
@@ -260,7 +263,7 @@ class Replay:
 
     def _next_event(self) -> float:
         nxt = self._next[0] if self._next is not None else math.inf
-        due = self.port.next_due()
+        due = self.port.kubelet.next_due()
         gone = self._removals[0][0] if self._removals else math.inf
         return min(nxt, gone, due if due is not None else math.inf)
 
@@ -360,7 +363,7 @@ class Replay:
                 waiting = pods_wait(last)
                 sparse = report.sparse
                 deserved = {q: v.deserved or {} for q, v in last.queues.items()}
-            series.sample(now, port.ledger.held, deserved)
+            series.sample(now, port.lives.ledger.held, deserved)
             outcomes += (o for o in report.evictions if o.result in (EVICTED, BLOCKED, FAILED))
             changed = bool(report.count(BOUND) or report.evicted() or report.phases_changed)
             nxt = self._next_session(
@@ -373,8 +376,8 @@ class Replay:
         result = SimulationResult(
             sessions=sessions, state=sim.state, last=last, history=[last], eviction_outcomes=outcomes
         )
-        end = max([now, *(r.finished for r in port.job_runs.values() if r.finished is not None)])
-        port.ledger.settle(end)
+        end = max([now, *(r.finished for r in port.lives.job_runs.values() if r.finished is not None)])
+        port.lives.ledger.settle(end)
         capacity: dict[str, float] = {}
         for spec in sim.state.nodes.values():
             for r, amount in spec.allocatable.items():
@@ -383,13 +386,13 @@ class Replay:
             simulation=result,
             start=self.start,
             end=end,
-            runs=port.runs,
+            runs=port.lives.runs,
             sessions=sessions,
             skipped=skipped,
-            jobs_finished=port.jobs_finished,
-            restarted=port.restarted,
-            jobs=port.job_runs,
+            jobs_finished=port.lives.jobs_finished,
+            restarted=port.lives.restarted,
+            jobs=port.lives.job_runs,
             capacity=capacity,
-            area=port.ledger.area,
+            area=port.lives.ledger.area,
             series=series,
         )

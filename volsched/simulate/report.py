@@ -25,7 +25,7 @@ import numpy as np
 
 from volsched.framework.decisions import SessionResult
 from volsched.records import dataclass
-from volsched.simulate.timeport import JobRun
+from volsched.simulate.runs import JobRun
 
 #: The bounded slowdown's floor on a job's run (seconds).
 SLOWDOWN_FLOOR = 10.0

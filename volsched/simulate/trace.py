@@ -31,8 +31,8 @@ from volsched.model.resources import parse_amount
 from volsched.model.scalars import duration_seconds
 from volsched.model.vocabulary import API_GROUP, GROUP_ANNOTATION
 from volsched.records import dataclass
+from volsched.simulate.annotations import CLASS_ANNOTATION, DURATION_ANNOTATION, EVICTION_POLICY_ANNOTATION
 from volsched.simulate.documents import Document, iso
-from volsched.simulate.timeport import CLASS_ANNOTATION, DURATION_ANNOTATION, EVICTION_POLICY_ANNOTATION
 
 #: File suffixes of each format.
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".yaml": "yaml", ".yml": "yaml"}
