@@ -1,11 +1,14 @@
 """What the operator imports after ready (aiohttp, prometheus_client; kopf only with the webhooks on) is
 imported beside the first sessions, stepping aside while they work (``volsched.operator.aside``): nothing
 waits for it. A pod that arrives while that import is under way is bound; ``/metrics`` and ``/ui`` answer
-once it ended (the health server's "starting" before), ``/metrics`` with what was counted before. Real apiserver; the operator in-process, its import held open by a
+once it ended (the health server's "starting" before), ``/metrics`` with what was counted before. The
+cyclic collector is paused meanwhile, and what the imports made is frozen after (collected once first).
+Real apiserver; the operator in-process, its import held open by a
 module of the test's put first in its list (the unit tests: tests/unit/test_imports_step_aside.py)."""
 
 from __future__ import annotations
 
+import gc
 import importlib.abc
 import importlib.util
 import re
@@ -86,10 +89,16 @@ def test_a_pod_arriving_while_the_imports_after_ready_run_is_bound_and_metrics_a
         wait_for(lambda: k.bound(ns) == {f"{ns}/p1": "n1"}, 60, what="the pod bound during the import")
         assert not held.release.is_set() and not op.aio_ready.is_set()  # the import still held open
         assert not op.metrics.made  # what the sessions counted so far is kept for the series
+        assert gc.isenabled() is False  # the collector paused while the imports after ready run
         assert _get(port, "/metrics")[0] == 503 and _get(port, "/ui")[0] == 503  # "starting"
 
         held.release.set()
         wait_for(op.aio_ready.is_set, 120, what="the imports after ready ended, aiohttp's server up")
+        wait_for(gc.isenabled, 60, what="the collector back on after the imports after ready")
+        import aiohttp.web
+
+        # What they made is frozen: no later collection walks it (collected once first: not kept for good).
+        assert not any(o is aiohttp.web.Application for o in gc.get_objects())
         status, body = _get(port, "/metrics")
         assert status == 200 and b"volsched_sessions_total" in body
         # Its first answer counts what came before the series were made: the session that bound p1, the
