@@ -3,6 +3,8 @@ first call (by the standard library, on a class of the same fields) rather than 
 ``__init__`` (and a frozen class's ``__setattr__``/``__delattr__``) as before. The same answers and, once
 called, the same methods; ``order=True`` or ``unsafe_hash=True`` go to the standard library whole. Not a
 new kind of class: why, and what differs (``__dataclass_params__``), in docs/design/modules.md#records.
+:func:`made_ahead` marks a class whose ``__eq__`` and ``__hash__`` an arriving object's way calls, and
+:func:`make_ahead` makes those before one arrives.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ _T = TypeVar("_T")
 
 #: Each stand-in not yet replaced, and what makes its method (see :func:`make_now`).
 _MAKERS: dict[Callable[..., Any], Callable[[], Callable[..., Any]]] = {}
+#: The classes :func:`make_ahead` makes the methods of (see :func:`made_ahead`).
+_AHEAD: list[type] = []
 
 
 @overload
@@ -108,13 +112,27 @@ def _stand_in(cls: type, name: str, names: list[str], **options: bool) -> None:
     _MAKERS[stand_in] = make
 
 
-def make_now(*classes: type) -> None:
-    """Make now the methods of ``classes`` put off to their first call (a class not of this module's, or
-    whose methods are made, is left as it is): where that first call would be on a path that waits, made
-    ahead on a thread where it is in nobody's way."""
+def make_now(*classes: type, names: tuple[str, ...] = ("__repr__", "__eq__", "__hash__")) -> None:
+    """Make now the methods ``names`` of ``classes`` put off to their first call (a class not of this
+    module's, or whose methods are made, is left as it is): where that first call would be on a path that
+    waits, made ahead on a thread where it is in nobody's way."""
     for cls in classes:
-        for name in ("__repr__", "__eq__", "__hash__"):
+        for name in names:
             method = cls.__dict__.get(name)
             make = _MAKERS.get(method) if callable(method) else None
             if make is not None:
                 make()
+
+
+def made_ahead(cls: type[_T]) -> type[_T]:
+    """Mark a class (made by :func:`dataclass`) whose objects are compared or hashed on an arriving object's
+    way: its watch event decoded and applied to the cache, its first session. :func:`make_ahead` makes
+    those methods before such an object arrives."""
+    _AHEAD.append(cls)
+    return cls
+
+
+def make_ahead() -> None:
+    """Make now the ``__eq__`` and ``__hash__`` of every class marked :func:`made_ahead` (of the modules
+    imported so far); their ``__repr__`` is left to its first call (a log line's)."""
+    make_now(*_AHEAD, names=("__eq__", "__hash__"))

@@ -42,7 +42,7 @@ import numpy.typing as npt
 from volsched.model.errors import InputError
 from volsched.model.nodeterms import Labelled, matches_affinity
 from volsched.model.resources import parse_amount
-from volsched.records import dataclass
+from volsched.records import dataclass, made_ahead
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.intp]
@@ -287,6 +287,7 @@ class DeviceClass:
 # --- what pods ask for ------------------------------------------------------------------------------------
 
 
+@made_ahead
 @dataclass(frozen=True, slots=True)
 class DeviceRequest:
     """One request of a claim: ``count`` devices (or all, ``all``) of a class that every selector
@@ -317,6 +318,7 @@ class MatchAttribute:
     requests: tuple[str, ...] = ()
 
 
+@made_ahead
 @dataclass(frozen=True, slots=True)
 class DeviceResult:
     """One allocated device (``status.allocation.devices.results[]``)."""
@@ -327,6 +329,7 @@ class DeviceResult:
     device: str
 
 
+@made_ahead
 @dataclass(frozen=True, slots=True)
 class Allocated:
     """A claim's allocation: its devices, and the nodes it can be used from (one node by name, or the
@@ -337,6 +340,7 @@ class Allocated:
     node_terms: tuple[Any, ...] = ()
 
 
+@made_ahead
 @dataclass(frozen=True, slots=True)
 class Claim:
     """A ResourceClaim as the allocator reads it."""

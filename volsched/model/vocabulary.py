@@ -20,7 +20,7 @@ import numpy as np
 from volsched.model.devices import PodClaim
 from volsched.model.resources import PODS, Vector
 from volsched.model.selectors import LabelSelector, PodConstraints
-from volsched.records import dataclass
+from volsched.records import dataclass, made_ahead
 
 API_GROUP = "scheduling.volsched.io"
 SCHEDULER_NAME = "volsched"
@@ -91,6 +91,7 @@ class QueueState(enum.StrEnum):
     CLOSED = "Closed"
 
 
+@made_ahead
 @dataclass(slots=True, frozen=True)
 class PodRuntime:
     """What the kubelet reports about a pod beyond its phase: restarts, why it failed or waits, and the
@@ -370,6 +371,7 @@ def default_queue() -> QueueSpec:
     )
 
 
+@made_ahead
 @dataclass(slots=True, frozen=True)
 class PodGroupSpec:
     namespace: str

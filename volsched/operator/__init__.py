@@ -79,7 +79,7 @@ from volsched.kube.reviews import AccessReviews, self_may
 from volsched.kube.tlsahead import DefaultContexts
 from volsched.kube.watch import ListWatch
 from volsched.kube.writer import KubeWriter
-from volsched.model.vocabulary import API_GROUP, PodRuntime
+from volsched.model.vocabulary import API_GROUP
 from volsched.operator.admission import Admission
 from volsched.operator.aside import LONGEST_PAUSE, import_aside
 from volsched.operator.health import health_problem, readiness_problem
@@ -96,7 +96,7 @@ from volsched.operator.settings import (
 )
 from volsched.operator.volcano import VolcanoKinds
 from volsched.operator.watches import WRITTEN_KINDS, WatchFeed
-from volsched.records import make_now
+from volsched.records import make_ahead
 from volsched.redaction import error_summary, install_log_redaction
 from volsched.ui import LiveState
 from volsched.usagefeed import UsageFeed
@@ -467,9 +467,10 @@ class Operator:
         pauses, paused, started = activity.pauses, activity.paused, time.monotonic()
 
         def importing() -> None:
-            # A pod's runtime record is hashed when its pod is decoded: made before the first pod of ours
-            # arrives, not in its watch event's way (a listing with pods made them before ready already).
-            make_now(PodRuntime)
+            # The records an arriving object's way compares or hashes (a pod's runtime as its pod is
+            # decoded, a PodGroup's spec, a claim's devices): their methods made before the first one
+            # arrives, not in its watch event's or its session's way (volsched.records.made_ahead).
+            make_ahead()
             with self.tls_ahead.handed(wait=TLS_AHEAD_WAIT):
                 import_aside(self.after_ready, activity)
 
