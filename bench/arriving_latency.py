@@ -69,10 +69,14 @@ _POD = re.compile(
 _SESSION = re.compile(r"session started \S+ ended \S+ cpu (\S+) binds (\d+) ms: (.*)$")
 
 
-def volsched_stages(result: Result) -> tuple[dict[str, list[float]], list[dict[str, float]]]:
-    """Per stage, each pod's seconds; and each one-bind session's cpu and phases (ms)."""
+def volsched_stages(
+    result: Result, pods: dict[str, dict[str, float]] | None = None
+) -> tuple[dict[str, list[float]], list[dict[str, float]]]:
+    """Per stage, each pod's seconds; and each one-bind session's cpu and phases (ms). ``pods``: filled
+    with each pod's stages by name (seconds)."""
     stages: dict[str, list[float]] = {s: [] for s in (*STAGES, *WAIT_PARTS, *FINE_PARTS)}
     sessions: list[dict[str, float]] = []
+    mine: dict[str, float] = {}
     text = result.log.read_text(errors="replace") if result.log else ""
     for line in text.splitlines():
         if (m := _POD.search(line)) is not None:
@@ -82,15 +86,21 @@ def volsched_stages(result: Result) -> tuple[dict[str, list[float]], list[dict[s
             if created is None or bound is None or m.group(7) != "bound" or math.isnan(seen):
                 continue
             points = (created, seen, started, decided, sent, answered, bound)
+            mine = {}
+            if pods is not None:
+                pods[name] = mine
             for stage, (a, b) in zip(STAGES, itertools.pairwise(points), strict=False):
                 stages[stage].append(b - a)
+                mine[stage] = b - a
             stages["total"].append(bound - created)
+            mine["total"] = bound - created
             if m.group(8) is not None:
                 called, woke = float(m.group(8)), float(m.group(9))
                 for stage, (a, b) in zip(
                     WAIT_PARTS, itertools.pairwise((seen, called, woke, started)), strict=True
                 ):
                     stages[stage].append(b - a)
+                    mine[stage] = b - a
                 if m.group(10) is not None:
                     read, rang = float(m.group(10)), float(m.group(11))
                     for stage, (a, b) in zip(
@@ -98,12 +108,14 @@ def volsched_stages(result: Result) -> tuple[dict[str, list[float]], list[dict[s
                     ):
                         if not math.isnan(a) and not math.isnan(b):
                             stages[stage].append(b - a)
+                            mine[stage] = b - a
         elif (s := _SESSION.search(line)) is not None and int(s.group(2)) == 1:
             parts = {"cpu": 1000 * float(s.group(1))}
             for part in s.group(3).split():
                 key, _, value = part.partition("=")
                 parts[key] = float(value)
             sessions.append(parts)
+            mine["cpu"] = parts["cpu"] / 1000  # logged after its pod's line: that pod's session
     return stages, sessions
 
 
@@ -127,6 +139,10 @@ def first_pods(result: Result, n: int) -> list[float | None]:
     never bound)."""
     first = sorted(result.added, key=lambda name: (result.added[name], name))[:n]
     return [result.binds[name] - result.added[name] if name in result.binds else None for name in first]
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
 
 
 def _ms(values: list[float]) -> str:
@@ -234,9 +250,12 @@ def main(argv: list[str] | None = None) -> int:
                         }  # fmt: skip
                         if scheduler == "volsched":
                             row["threads"] = thread_rows(r)
-                            stages, sessions = volsched_stages(r)
+                            pods: dict[str, dict[str, float]] = {}
+                            stages, sessions = volsched_stages(r, pods)
                             row["stages"] = stages
                             row["sessions"] = sessions
+                            order = sorted(r.added, key=lambda name: (r.added[name], name))
+                            row["pods"] = [pods[n] for n in order if n in pods]
                         else:
                             row["stages"] = {
                                 "total": [r.binds[n] - r.added[n] for n in r.binds if n in r.added]
@@ -270,6 +289,34 @@ def main(argv: list[str] | None = None) -> int:
         for row in rows:
             cells = " ".join(f"{1000 * t:5.1f}" if t is not None else "    -" for t in row["first"])
             print(f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<17} {cells}")
+        parts = (
+            "watch",
+            "decode",
+            "apply",
+            "wake",
+            "thread",
+            "prep",
+            "session",
+            "cpu",
+            "bind",
+            "echo",
+            "total",
+        )
+        print("the first pod of each run, by stage (ms; the session's CPU), and the median of the others:")
+        print(f"{'rate':>5} {'rep':>3} {'scheduler':<17} {'pod':<6} " + " ".join(f"{p:>7}" for p in parts))
+        for row in rows:
+            if not row.get("pods"):
+                continue
+            first, rest = row["pods"][0], row["pods"][1:]
+            for label, values in (("first", first), ("others", None)):
+                cells = " ".join(
+                    f"{1000 * v:7.2f}" if v is not None else "      -"
+                    for v in (
+                        values.get(p) if values is not None else _median([o[p] for o in rest if p in o])
+                        for p in parts
+                    )
+                )
+                print(f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<17} {label:<6} {cells}")
     print(
         "CPU (s): to ready; from ready to the last bind per 1,000 pods bound (cpu/1k less start-up); "
         "cpu/1k as a whole; per second idle after the last bind"
