@@ -7,6 +7,7 @@ removed, not ready; pods arriving, bound, finishing): the queue configuration's 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,11 +16,13 @@ import pytest
 from tests.builders import node, queue
 from tests.unit.test_cache_snapshot import NODES, RandomPort, Walk
 from volsched.cycle import run_cycle
-from volsched.framework.points import ExtensionPoints
+from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import load_config
+from volsched.model.cluster import dominant_share
 from volsched.model.fairshare import Shape, build_tree
-from volsched.model.resources import EPS
-from volsched.plugins import overcommit
+from volsched.model.resources import EPS, Vector
+from volsched.model.vocabulary import Task, TaskStatus
+from volsched.plugins import drf, overcommit
 from volsched.plugins.shared.queue_config import _made, queue_config
 
 QUEUES = ["q1", "q2", "q3"]
@@ -144,3 +147,117 @@ def test_each_change_between_two_sessions_is_seen_by_the_next(checked: Checked) 
         walk.now += 1
         run_cycle(walk.feeder, config, RandomPort(walk.rng), now=walk.now)
     assert checked.sessions == len(changes) and checked.cut >= 1 and checked.trees >= 1
+
+
+# --- drf's namespaces, made when first asked -------------------------------------------------------------
+
+EVICTING = Path(__file__).resolve().parents[2] / "examples" / "reclaim-preempt-scheduler.yaml"
+
+
+class FractionWalk(Walk):
+    """The walk, its pods asking fractions of a cpu: sums whose last bits depend on the order of the
+    additions, so that a namespace's holding summed again later differs from the one followed from the
+    open."""
+
+    def random_pod(self) -> dict[str, Any]:
+        obj = super().random_pod()
+        for c in obj["spec"]["containers"]:
+            c.setdefault("resources", {}).setdefault("requests", {})["cpu"] = self.rng.choice(
+                ["100m", "300m", "700m", "1100m"]
+            )
+        return obj
+
+
+class Followed:
+    """drf's state made eagerly at the open and followed by an event handler (what its open did before
+    it made them on demand), and what the walk went through."""
+
+    def __init__(self) -> None:
+        self.sessions = 0
+        self.asked = 0  # sessions in which a callback made the state
+        self.unasked = 0  # sessions that never asked (made here, at the close, to compare)
+        self.replayed = 0  # sessions whose state was made after placements or releases were noted
+
+
+def _eager(session: ExtensionPoints) -> tuple[dict[str, Vector], dict[str, tuple[float, Vector]]]:
+    """What each namespace holds (a walk over every job from zero, as the ledger sums) and its smallest
+    pending pod, from the session as it stands (its open)."""
+    width = len(session.space)
+    held: dict[str, Vector] = {}
+    nxt: dict[str, tuple[float, Vector]] = {}
+    share = dominant_share(session.total, session.space.share_mask)
+    for job in session.jobs.values():
+        acc = held.setdefault(job.namespace, np.zeros(width))
+        acc += job.allocated
+        for t in job.tasks.values():
+            if t.status is TaskStatus.PENDING:
+                size = share(t.request)
+                best = nxt.get(job.namespace)
+                if size > 0 and (best is None or size < best[0]):
+                    nxt[job.namespace] = (size, t.request)
+                break
+    return held, nxt
+
+
+@pytest.fixture
+def followed(monkeypatch: pytest.MonkeyPatch) -> Followed:
+    seen = Followed()
+    opened, closed = drf.Drf.on_session_open, drf.Drf.on_session_close
+
+    def opening(self: Any, session: ExtensionPoints) -> None:
+        held, nxt = _eager(session)  # (asks nothing of the ledger: the plugin's open is the first to)
+
+        def allocate(task: Task) -> None:
+            acc = held.get(task.namespace)
+            if acc is None:
+                acc = held[task.namespace] = session.space.zeros()
+            acc += task.request
+
+        def deallocate(task: Task) -> None:
+            held[task.namespace] -= task.request
+
+        opened(self, session)
+        session.add_event_handler(EventHandler(allocate=allocate, deallocate=deallocate))
+        session.state["test.followed"] = (held, nxt)
+
+    def closing(self: Any, session: ExtensionPoints) -> None:
+        held, nxt = session.state["test.followed"]
+        made = session.state["drf.namespaces"]
+        seen.sessions += 1
+        if made.made:
+            seen.asked += 1
+        else:
+            seen.unasked += 1
+        got = made.alloc()
+        seen.replayed += made.replayed > 0
+        assert got.keys() == held.keys()
+        for ns, v in held.items():
+            assert got[ns].tobytes() == v.tobytes(), ns
+        assert made.next().keys() == nxt.keys()
+        for ns, (size, request) in nxt.items():
+            assert made.next()[ns][0] == size and made.next()[ns][1].tobytes() == request.tobytes()
+        closed(self, session)
+
+    monkeypatch.setattr(drf.Drf, "on_session_open", opening)
+    monkeypatch.setattr(drf.Drf, "on_session_close", closing)
+    return seen
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_drf_namespaces_made_on_demand_equal_those_made_at_the_open(seed: int, followed: Followed) -> None:
+    """drf's namespace holdings and smallest next pods, made when the namespace order or preemptable first
+    asks (or here at the close), equal those made at the open and followed through every placement,
+    release and eviction of the session, to the bit."""
+    walk = FractionWalk(seed)
+    rng = random.Random(seed)
+    config = load_config(str(EVICTING))
+    for i in range(400):
+        if rng.random() < 0.1:
+            queue_event(walk)
+        else:
+            walk.step()
+        if i % 2 == 0:
+            walk.now += 1
+            run_cycle(walk.feeder, config, RandomPort(rng), now=walk.now)
+    assert followed.sessions > 100
+    assert followed.asked >= 3 and followed.replayed >= 4 and followed.unasked >= 50
