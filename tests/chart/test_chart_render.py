@@ -286,6 +286,7 @@ BAD_VALUES = [
     (["--set", "image.pullPolicy=Sometimes"], "/image/pullPolicy"),
     (["--set", "defaultQueue.weight=0"], "/defaultQueue/weight"),
     (["--set", "replicas=two"], "/replicas"),
+    (["--set", "schedulerNames[0]=Volsched_Scheduler"], "/schedulerNames/0"),  # no pod can name it
 ]
 
 

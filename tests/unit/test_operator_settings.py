@@ -7,7 +7,12 @@ import logging
 
 import pytest
 
-from volsched.operator.settings import build_parser, parse_log_levels, settings_from_args
+from volsched.operator.settings import (
+    build_parser,
+    parse_log_levels,
+    parse_scheduler_names,
+    settings_from_args,
+)
 
 
 @pytest.mark.parametrize(
@@ -117,6 +122,29 @@ def test_a_name_the_apiserver_would_refuse_is_refused_at_parse(
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip()
     assert f"error: argument {flag}: {value!r} is not valid: {rule}" in err, err
+
+
+@pytest.mark.parametrize("names", ["volsched,Volsched_Scheduler", "my scheduler", "x" * 254])
+@pytest.mark.parametrize("where", ["flag", "environment"])
+def test_a_scheduler_name_no_pod_can_give_is_refused_at_parse(
+    names: str, where: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The defect: it was taken (from the chart's schedulerNames too, through the environment), and the
+    operator scheduled nothing for it, saying nothing: the apiserver holds a pod's spec.schedulerName to a
+    DNS subdomain, so no pod could ever name it."""
+    if where == "environment":
+        monkeypatch.setenv("VOLSCHED_SCHEDULER_NAMES", names)
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["--scheduler-names", names] if where == "flag" else [])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "error: argument --scheduler-names: scheduler name: " in err, err
+    assert "is not valid: a DNS subdomain" in err and "no pod can name it in spec.schedulerName" in err
+
+
+def test_good_scheduler_names_are_taken() -> None:
+    args = build_parser().parse_args(["--scheduler-names", "volsched, volcano,sched.example.com"])
+    assert parse_scheduler_names(args.scheduler_names) == {"volsched", "volcano", "sched.example.com"}
 
 
 @pytest.mark.parametrize("key", ["", "scheduler config", "a/b", "x" * 254])

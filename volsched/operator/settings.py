@@ -226,6 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_writes(p, d)
     p.add_argument(
         "--scheduler-names",
+        type=_scheduler_names,
         default=os.environ.get("VOLSCHED_SCHEDULER_NAMES") or ",".join(sorted(d.scheduler_names)),
         help="comma-separated spec.schedulerName values whose pods volsched schedules "
         "(default: $VOLSCHED_SCHEDULER_NAMES, else volsched)",
@@ -433,9 +434,22 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 
 def parse_scheduler_names(text: str) -> frozenset[str]:
-    """``"volsched, volcano"`` -> {"volsched", "volcano"}; empty -> the default."""
+    """``"volsched, volcano"`` -> {"volsched", "volcano"}; empty -> the default. A name no pod can give
+    (the apiserver holds ``spec.schedulerName`` to a DNS subdomain) raises :class:`InputError` naming it."""
     names = frozenset(n.strip() for n in text.split(",") if n.strip())
+    for name in sorted(names):
+        validation.dns_subdomain(name, field="scheduler name")
     return names or DEFAULT_SCHEDULER_NAMES
+
+
+def _scheduler_names(text: str) -> str:
+    """``--scheduler-names``' type (its default from the environment too): a name no pod can give is
+    refused at parse; it was taken, and the operator scheduled nothing for it, saying nothing."""
+    try:
+        parse_scheduler_names(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(f"{exc.message}: no pod can name it in spec.schedulerName") from None
+    return text
 
 
 #: The level names ``--log-level`` takes, as the refusal lists them.
