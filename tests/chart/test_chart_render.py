@@ -287,6 +287,11 @@ BAD_VALUES = [
     (["--set", "defaultQueue.weight=0"], "/defaultQueue/weight"),
     (["--set", "replicas=two"], "/replicas"),
     (["--set", "schedulerNames[0]=Volsched_Scheduler"], "/schedulerNames/0"),  # no pod can name it
+    (["--set", "webhook.enabled=true,webhook.port=8080"], "webhook.port 8080 is httpPort's too"),
+    (
+        ["--set", "webhook.enabled=true,webhook.port=9000,httpPort=9000"],
+        "webhook.port 9000 is httpPort's too",
+    ),
 ]
 
 

@@ -124,6 +124,31 @@ def test_a_name_the_apiserver_would_refuse_is_refused_at_parse(
     assert f"error: argument {flag}: {value!r} is not valid: {rule}" in err, err
 
 
+@pytest.mark.parametrize(
+    ("argv", "refused"),
+    [
+        (["--webhook-port", "8080"], True),  # the HTTP server's default port, the webhooks' default address
+        (["--webhook-port", "9000", "--metrics-port", "9000", "--webhook-host", "0.0.0.0"], True),
+        (["--webhook-port", "9000", "--metrics-port", "9000", "--metrics-host", "10.0.0.5,127.0.0.1"], True),
+        (["--webhook-port", "9000", "--metrics-port", "9000", "--metrics-host", "10.0.0.5"], False),
+        (["--webhook-port", "9443"], False),
+        (["--metrics-port", "0"], False),  # no webhooks, any free port
+    ],
+)
+def test_the_webhooks_and_the_http_server_on_one_port_of_one_address_are_refused(
+    argv: list[str], refused: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The defect: both were taken, and the webhooks' server failed to listen once the operator ran (the
+    apiserver then refused every PodGroup and Queue, with the failure policy Fail)."""
+    if not refused:
+        build_parser().parse_args(argv)
+        return
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(argv)
+    assert exit_.value.code == 2
+    assert "is --metrics-port's too, on the same address" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("names", ["volsched,Volsched_Scheduler", "my scheduler", "x" * 254])
 @pytest.mark.parametrize("where", ["flag", "environment"])
 def test_a_scheduler_name_no_pod_can_give_is_refused_at_parse(

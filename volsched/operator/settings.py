@@ -203,6 +203,12 @@ class _RunParser(argparse.ArgumentParser):
             parsed.bind_workers_first = min(WriterSettings().bind_workers_first, max(1, most))
         elif max(1, first) > max(1, most):  # (0 is one, for both)
             self.error(f"--bind-workers-first {first} is more than --bind-workers {most}")
+        if _same_listener(parsed):
+            self.error(
+                f"--webhook-port {parsed.webhook_port} is --metrics-port's too, on the same address: the "
+                "webhooks' server would fail to listen (the apiserver then refuses or lets through, by the "
+                "failure policy, what it cannot ask about); give them different ports"
+            )
         if parsed.webhook_cert_dir and parsed.webhook_cert_secret:
             self.error("--webhook-cert-dir and --webhook-cert-secret exclude each other")
         if parsed.webhook_cert_secret and not (parsed.webhook_service or parsed.webhook_url_host):
@@ -287,6 +293,20 @@ def _add_sessions(p: argparse.ArgumentParser, d: Settings) -> None:
         help="seconds between looks whether Volcano's CRDs were installed or removed (followed, no restart; "
         "> 0)",
     )
+
+
+#: Addresses that listen on every interface (and so on any address another server names).
+_EVERY_ADDRESS = frozenset({"", "0.0.0.0", "::", "*"})
+
+
+def _same_listener(parsed: argparse.Namespace) -> bool:
+    """Whether the webhooks and /healthz, /metrics would listen on the same port of the same address."""
+    port = parsed.webhook_port
+    if not port or port != parsed.metrics_port:
+        return False
+    http = {h.strip() for h in str(parsed.metrics_host or "").split(",")} or {""}
+    hook = {str(parsed.webhook_host or "").strip()}
+    return bool(http & hook or (http | hook) & _EVERY_ADDRESS)
 
 
 def _add_serving(p: argparse.ArgumentParser, d: Settings) -> None:
