@@ -485,11 +485,11 @@ def test_a_budget_made_later_sees_the_scale_observed_before_it() -> None:
 
     rs = [pod(f"web-{i}", node="n1", labels={"app": "web"}, owner="ReplicaSet/web") for i in range(4)]
     port = MemoryPort(cache(node("n1", cpu="8"), *rs), clock=lambda: 0.0)
-    port.sync_budgets()  # a cycle with no budget: 4 pods of the ReplicaSet seen
+    port.disruption_controller.sync(port.state.raw_pods.values())  # no budget: 4 pods of the ReplicaSet seen
     for i in (2, 3):
         port.remove("Pod", f"default/web-{i}")  # evicted (no budget refused it), not yet replaced
-    port.add_budget(pdb("web", {"matchLabels": {"app": "web"}}, maxUnavailable=1))
-    port.sync_budgets()
-    told = port._budget_told["default/web"]  # the status the cache was given
+    port.disruption_controller.add(pdb("web", {"matchLabels": {"app": "web"}}, maxUnavailable=1))
+    port.disruption_controller.sync(port.state.raw_pods.values())
+    told = port.disruption_controller.told["default/web"]  # the status the cache was given
     assert told["expectedPods"] == 4
     assert told["disruptionsAllowed"] == 0  # 2 healthy of 4 expected, 3 desired

@@ -11,9 +11,10 @@ replacement for an evicted pod of a Job).
 
 * ``documents``: the YAML input and the simulated clock;
 * ``loop``: the :class:`Simulator` (loading, checking references, the cycles);
-* ``port``: :class:`~volsched.simulate.port.MemoryPort`, the cycle's port in memory (kubelet, job
-  controller, owners' replacements, the Eviction API);
-* ``budgets``: the Eviction API's PodDisruptionBudget check;
+* ``port``: :class:`~volsched.simulate.port.MemoryPort`, the cycle's port in memory (apiserver, kubelet,
+  owners' replacements, the Eviction API), with the controllers that write through it: ``jobs`` (the
+  job controller), ``budgets`` (the disruption controller and the Eviction API's PodDisruptionBudget
+  check) and ``claims`` (the resource claim controller);
 * ``output``: the ``-o json`` document;
 * ``replay`` and ``timeport``: the time mode (``volsched simulate --replay``): a virtual clock around
   the same cycle, arrivals at their creationTimestamp, owners that make an evicted pod again; its parts

@@ -1,15 +1,15 @@
 """PodDisruptionBudgets in the simulator: the Eviction API's check, played on the simulated pods.
 
-The simulator's port plays the disruption controller (each budget's status, which the ``pdb`` plugin
-reads) and the eviction subresource's refusal, with the apiserver's rule (policy/v1), so a simulation
-ends as the cluster would. It is not the engine's victim filter (that is ``plugins/pdb.py``). Users:
+:class:`DisruptionController` plays the disruption controller (each budget's status, which the ``pdb``
+plugin reads) and the eviction subresource's refusal, with the apiserver's rule (policy/v1), for the
+simulator's port, so a simulation ends as the cluster would. It is not the engine's victim filter (that is ``plugins/pdb.py``). Users:
 docs/simulator.md; the rule case by case: docs/design/modules.md#budgets.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from volsched.cycle import BLOCKED, FAILED
@@ -232,3 +232,55 @@ def refusal(
         f"{VIOLATES} The disruption budget {budget.name} needs {status.desired} healthy pods"
         f" and has {status.healthy} currently",
     )
+
+
+class DisruptionController:
+    """The budgets the Eviction API enforces, and the disruption controller's part: each budget's status
+    from the pods, put (through the simulated apiserver's ``put``) where it changed."""
+
+    def __init__(self, put: Callable[[Mapping[str, Any]], None]) -> None:
+        self._put = put
+        #: The budgets ("ns/name" -> budget), as loaded.
+        self.budgets: dict[str, Budget] = {}
+        self._objects: dict[str, Mapping[str, Any]] = {}
+        #: The status the cache was last told for each budget (see :meth:`sync`).
+        self.told: dict[str, Mapping[str, Any]] = {}
+        #: The replicas of the pods' controllers, as the disruption controller reads their scale.
+        self._scales: dict[Owner, int] = {}
+
+    def add(self, obj: Mapping[str, Any]) -> None:
+        """A PodDisruptionBudget (raises :class:`InputError` naming a bad field): the Eviction API
+        enforces it; the cache gets it with its status at the next :meth:`sync`."""
+        budget = parse_budget(obj)
+        key = budget.key
+        self.budgets[key] = budget
+        self._objects[key] = obj
+        self.told.pop(key, None)
+
+    def sync(self, pods: Collection[Mapping[str, Any]]) -> None:
+        """Every budget's status (``disruptionsAllowed``, ``currentHealthy``, ``desiredHealthy``,
+        ``expectedPods``) from ``pods`` (every pod now), put where it changed (as the watch would deliver
+        the status update)."""
+        observe_scales(pods, self._scales)  # with no budget too: one made later reads what was seen
+        if not self.budgets:
+            return
+        for key, budget in self.budgets.items():
+            h = health(budget, pods, self._scales)
+            status: dict[str, Any] = {
+                "disruptionsAllowed": h.allowed,
+                "currentHealthy": h.healthy,
+                "desiredHealthy": h.desired,
+                "expectedPods": h.expected,
+                "observedGeneration": 1,
+            }
+            if self.told.get(key) == status:
+                continue
+            self.told[key] = status
+            obj = self._objects[key]
+            meta = {**meta_of(obj), "generation": 1}
+            self._put({**obj, "metadata": meta, "status": status})
+
+    def refusal(self, pod: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> tuple[str, str] | None:
+        """How and why the Eviction API would refuse to evict ``pod`` now (:func:`refusal`; None: no
+        budget, or it would evict it)."""
+        return refusal(pod, self.budgets.values(), pods, self._scales) if self.budgets else None

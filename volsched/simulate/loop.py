@@ -95,7 +95,7 @@ class Simulator:
         make_port = port or (lambda feeder, clock: MemoryPort(feeder, clock=clock))
         self.port = make_port(self.feeder, lambda: self.clock)
         #: The Jobs the job controller runs (the port's; a test may end one by deleting it here).
-        self.jobs = self.port.jobs
+        self.jobs = self.port.job_controller.jobs
         self._job_pods = 0  # pods the Jobs started with, in all
         self.last_report = CycleReport()
         docs = list(documents)
@@ -149,9 +149,9 @@ class Simulator:
                 if kind == "Job":
                     self._add_job(doc.obj)
                 elif kind == "PodDisruptionBudget":
-                    self.port.add_budget(doc.obj)
+                    self.port.disruption_controller.add(doc.obj)
                 elif kind == "ResourceClaimTemplate":
-                    self.port.add_claim_template(doc.obj)
+                    self.port.claim_controller.add_template(doc.obj)
                 elif str(doc.obj.get("apiVersion") or "").startswith(f"{VOLCANO_GROUP}/"):
                     volcano_kind = VOLCANO_PODGROUP if kind == "PodGroup" else VOLCANO_QUEUE
                     self.port.put({**doc.obj, "kind": volcano_kind})
@@ -265,7 +265,7 @@ class Simulator:
             tmeta.get("annotations"), field=f"Job {ns}/{name}: spec.template.metadata.annotations"
         )
         self._job_pods += parallelism  # within MAX_JOB_PODS: _check_job_pods saw every Job first
-        self.port.start_job(f"{ns}/{name}", job, parallelism)
+        self.port.job_controller.start(f"{ns}/{name}", job, parallelism)
 
     # --- running ----------------------------------------------------------------------------------------
 
@@ -273,7 +273,7 @@ class Simulator:
         """Run one cycle. Returns the session's result and whether anything changed (``last_report``
         keeps the cycle's outcomes)."""
         self.clock += 1.0
-        self.port.sync_budgets()
+        self.port.disruption_controller.sync(self.state.raw_pods.values())
         report = run_cycle(self.feeder, self.config, self.port, now=self.clock)
         self.last_report = report
         changed = bool(report.count(BOUND) or report.evicted() or report.phases_changed)

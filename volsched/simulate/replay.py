@@ -346,8 +346,8 @@ class Replay:
         deserved: dict[str, dict[str, float]] = {}
         self._events(now)
         while True:
-            if port.budgets:  # budgets come with the cluster's files only (arrivals are workloads)
-                port.sync_budgets()
+            if port.disruption_controller.budgets:  # they come with the cluster's files only (not arrivals)
+                port.disruption_controller.sync(sim.state.raw_pods.values())
             sim.state.doorbell.take()  # what rings from now on calls for the next session
             # The session decides on the cache as of now; what it writes lands when it ends.
             sim.clock = now + self.latencies.session

@@ -112,7 +112,7 @@ class TimePort(MemoryPort):
             if raw is not None and run.job not in finished:  # its job runs on: it shows Succeeded
                 self.put({**raw, "status": {**(raw.get("status") or {}), "phase": "Succeeded"}})
             if raw is not None:
-                self.release_claims(raw)  # a pod that finished holds no device
+                self.claim_controller.release(raw)  # a pod that finished holds no device
         for job in jobs:
             if job in finished:
                 self._done(job)
@@ -132,7 +132,7 @@ class TimePort(MemoryPort):
         if not self.lives.keep_pods:
             self.lives.forget(job)
         for owner in owners:
-            self.jobs.pop(owner, None)
+            self.job_controller.jobs.pop(owner, None)
         group = self.state.podgroups.get(job)
         if group is not None and group.owner is None:
             kind = {VOLCANO_GROUP: VOLCANO_PODGROUP, WORKLOAD_GROUP: WORKLOAD_PODGROUP}.get(group.api_group)
@@ -166,7 +166,7 @@ class TimePort(MemoryPort):
                     continue
                 self.lives.lost(run, now, because="restart")
                 self.remove("Pod", key)
-                self.release_claims(raw)
+                self.claim_controller.release(raw)
                 self._replace(raw)
                 self.lives.restarted += 1
 
@@ -186,7 +186,7 @@ class TimePort(MemoryPort):
             run, raw = runs[key], self.state.raw_pods[key]
             self.lives.lost(run, now, because="node-removed")
             self.remove("Pod", key)
-            self.release_claims(raw)
+            self.claim_controller.release(raw)
             self._replace(raw)
             if gangs[key]:
                 restart[run.job] = None
@@ -222,9 +222,9 @@ class TimePort(MemoryPort):
         ns = str(meta_of(raw).get("namespace") or "default")
         for ref in meta_of(raw).get("ownerReferences") or []:
             job_key = f"{ns}/{ref.get('name')}"
-            if ref.get("kind") == "Job" and job_key in self.jobs:
+            if ref.get("kind") == "Job" and job_key in self.job_controller.jobs:
                 self._replacing = self.lives.runs.get(f"{ns}/{meta_of(raw).get('name')}")
-                self.spawn(job_key, iso(self.clock()))
+                self.job_controller.spawn(job_key, iso(self.clock()))
                 return
         self.remake(raw)
 
