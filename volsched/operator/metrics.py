@@ -13,7 +13,7 @@ kept and counted into it when it is made: the first scrape shows everything.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from volsched.cycle import BOUND, CycleReport
@@ -30,13 +30,14 @@ SERIES = (
 )  # fmt: skip
 #: Uses kept at most before the series are made: past it they are made at once.
 KEPT_AT_MOST = 10_000
+#: Sessions whose timings :meth:`Metrics.observe` keeps before counting them in, all together.
+FOLD_AT = 16
 
 
 class Metrics:
     """The operator's series, on a registry of their own. ``ready`` and ``dashboard_builds``: the values of
     ``volsched_ready`` and ``volsched_dashboard_builds``, asked for when scraped. Thread-safe."""
 
-    registry: CollectorRegistry
     session: Histogram
     action: Histogram
     plugin: Histogram
@@ -66,16 +67,29 @@ class Metrics:
         self._kept: dict[str, _Kept] = {name: _Kept(self, ((name, (), {}),)) for name in SERIES}
         self._uses: list[tuple[tuple[_Call, ...], _Call]] = []
         self._queue_series: dict[str, set[tuple[str, ...]]] = {}
+        #: Once the series are made: each labelled series (a child) by its series' name and labels,
+        #: asked of prometheus_client once (its ``labels`` checks and locks at every call), and each
+        #: queue gauge's value as last set (a session that leaves it as it was sets nothing).
+        self._children: dict[tuple[str, tuple[str, ...]], Any] = {}
+        self._gauge_values: dict[tuple[str, tuple[str, ...]], float] = {}
+        #: Sessions' timings not counted into their histograms yet (see :meth:`observe`).
+        self._timings: list[Mapping[str, float]] = []
 
     def __getattr__(self, name: str) -> Any:
-        # Only for a name not found: the registry or a series before they are made.
-        if name == "registry":
-            self.make()
-            return self.__dict__[name]
+        # Only for a name not found: a series before they are made.
         if name.startswith("_") or name not in self._kept:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         with self._lock:
             return self.__dict__[name] if self._made else self._kept[name]
+
+    @property
+    def registry(self) -> CollectorRegistry:
+        """The series' registry (what ``/metrics`` serves), made if not yet, with every session observed
+        so far counted in (see :meth:`observe`)."""
+        self.make()
+        self.fold()
+        registry: CollectorRegistry = self.__dict__["registry"]
+        return registry
 
     @property
     def made(self) -> bool:
@@ -111,49 +125,101 @@ class Metrics:
                 return
         _apply(self.__dict__, path, call)
 
+    def _child(self, name: str, labels: tuple[str, ...]) -> Any:
+        """The series ``name`` with ``labels``: once made, the child kept (see ``_children``); before,
+        a stand-in's."""
+        if not self._made:
+            return getattr(self, name).labels(*labels)
+        child = self._children.get((name, labels))
+        if child is None:
+            child = self._children[name, labels] = self.__dict__[name].labels(*labels)
+        return child
+
+    def fold(self) -> None:
+        """Count the sessions' timings observed so far into their histograms."""
+        with self._lock:
+            pending, self._timings = self._timings, []
+            for timings in pending:
+                for label, seconds in timings.items():
+                    series = _timing_series(label)
+                    if series is None:
+                        continue
+                    if series[1]:
+                        self._child(*series).observe(seconds)
+                    else:  # (the session's histogram has no labels)
+                        self.session.observe(seconds)
+
     def observe_outcomes(self, report: CycleReport) -> None:
         """The bind and eviction outcomes a cycle settled (a skipped one's too)."""
         for outcome in report.binds:
-            self.attempts.labels("scheduled" if outcome.result == BOUND else f"bind_{outcome.result}").inc()
+            result = "scheduled" if outcome.result == BOUND else f"bind_{outcome.result}"
+            self._child("attempts", (result,)).inc()
         for ev in report.evictions:
-            self.evictions.labels(ev.result).inc()
+            self._child("evictions", (ev.result,)).inc()
 
     def observe(self, result: SessionResult, report: CycleReport | None) -> None:
+        """Count a session in. Its timings (three dozen histograms, each with its locks) are counted in
+        :data:`FOLD_AT` sessions at a time, or when the registry is read (a scrape sees every session
+        observed before it): one session's alone, after the wait for an arriving pod, cost several
+        times as much, the histograms' code and data gone from the processor's caches meanwhile."""
         self.sessions.inc()
-        for label, seconds in result.timings.items():
-            if label == "session":
-                self.session.observe(seconds)
-            elif label.startswith("action:"):
-                self.action.labels(label.split(":", 1)[1]).observe(seconds)
-            elif label.startswith("plugin:"):
-                _, name, point = ([*label.split(":"), "", ""])[:3]
-                self.plugin.labels(name, point).observe(seconds)
+        with self._lock:
+            self._timings.append(result.timings)
+            full = len(self._timings) >= FOLD_AT
+        if full:
+            self.fold()
         if report is not None:
             self.observe_outcomes(report)
         unschedulable = result.unschedulable_pods
         if unschedulable:
-            self.attempts.labels("unschedulable").inc(len(unschedulable))
+            self._child("attempts", ("unschedulable",)).inc(len(unschedulable))
         # By name, not by object: the series made between two sessions (or during one) are the same ones.
-        gauges: dict[str, Gauge] = {
-            "deserved": self.deserved,
-            "allocated": self.allocated,
-            "share": self.share,
-        }
-        seen: dict[str, set[tuple[str, ...]]] = {name: set() for name in gauges}
+        seen: dict[str, set[tuple[str, ...]]] = {"deserved": set(), "allocated": set(), "share": set()}
+        values = self._gauge_values
         for name, q in result.queues.items():
             parent = q.parent or ROOT_QUEUE
             for which, amounts in (("deserved", q.deserved or {}), ("allocated", q.allocated)):
                 for res, amount in amounts.items():
-                    gauges[which].labels(name, parent, res).set(amount)
-                    seen[which].add((name, parent, res))
+                    labels = (name, parent, res)
+                    seen[which].add(labels)
+                    if values.get((which, labels)) != amount:  # (NaN is never equal: set again)
+                        self._child(which, labels).set(amount)
+                        values[which, labels] = amount
             if q.share is not None:
-                gauges["share"].labels(name, parent).set(q.share)
-                seen["share"].add((name, parent))
+                pair = (name, parent)
+                seen["share"].add(pair)
+                if values.get(("share", pair)) != q.share:
+                    self._child("share", pair).set(q.share)
+                    values["share", pair] = q.share
         # A queue that moved to another parent, or is gone, leaves no stale series behind.
         for which, current in seen.items():
-            for labels in self._queue_series.get(which, set()) - current:
-                gauges[which].remove(*labels)
+            for gone in self._queue_series.get(which, set()) - current:
+                getattr(self, which).remove(*gone)
+                self._children.pop((which, gone), None)
+                values.pop((which, gone), None)
         self._queue_series = seen
+
+
+#: A session's timing's series and labels (None: not exported), by the timing's name.
+_TIMING_SERIES: dict[str, tuple[str, tuple[str, ...]] | None] = {}
+
+
+def _timing_series(label: str) -> tuple[str, tuple[str, ...]] | None:
+    """``session`` -> the session's histogram (no labels); ``action:NAME`` and ``plugin:NAME:POINT`` ->
+    theirs with their labels; anything else (``cycle:``, ``close:``) is not exported."""
+    if label in _TIMING_SERIES:
+        return _TIMING_SERIES[label]
+    series: tuple[str, tuple[str, ...]] | None = None
+    if label == "session":
+        series = ("session", ())
+    elif label.startswith("action:"):
+        series = ("action", (label.split(":", 1)[1],))
+    elif label.startswith("plugin:"):
+        _, name, point = ([*label.split(":"), "", ""])[:3]
+        series = ("plugin", (name, point))
+    if len(_TIMING_SERIES) < 4096:  # (names come from the plugins and actions: a few dozen)
+        _TIMING_SERIES[label] = series
+    return series
 
 
 _Call = tuple[str, tuple[Any, ...], dict[str, Any]]
