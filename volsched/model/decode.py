@@ -48,6 +48,7 @@ from volsched.model.vocabulary import (
     NAMESPACE_QUEUE_KEY,
     NAMESPACE_WEIGHT_KEYS,
     PREEMPTABLE_ANNOTATION,
+    ROOT_QUEUE,
     VOLCANO_GROUP_ANNOTATION,
     VOLCANO_PREEMPTABLE,
     DisruptionBudget,
@@ -983,6 +984,11 @@ def parse_guarantee(raw: Any, *, where: str) -> tuple[dict[str, float], dict[str
 def build_queue(obj: Raw) -> QueueSpec:
     _, name = _meta(obj, "Queue")
     where = f"Queue {name}"
+    if name == ROOT_QUEUE:
+        raise InputError(
+            f"{where}: the name {ROOT_QUEUE} is the top of the queue tree, the whole cluster (a queue whose "
+            f"spec.parent is {ROOT_QUEUE} has no parent), not a queue: name it otherwise"
+        )
     spec = _map_field(obj, "spec", where)
     weight = _int_field(spec.get("weight"), where=f"{where}: spec.weight", default=1, minimum=1)
     if weight > MAX_WEIGHT:

@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from volsched.model.resources import EPS, format_amount
+from volsched.model.vocabulary import ROOT_QUEUE
 from volsched.records import dataclass
 
 Vector = npt.NDArray[np.float64]
@@ -43,7 +44,7 @@ Matrix = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
 
 #: The parent name that means "the top of the tree" (an unset ``spec.parent`` means the same).
-ROOT = "root"
+ROOT = ROOT_QUEUE
 
 
 @dataclass(frozen=True, slots=True)

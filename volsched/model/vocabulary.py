@@ -47,6 +47,9 @@ VOLCANO_PREEMPTABLE = "volcano.sh/preemptable"
 TASK_ROLE_ANNOTATION = "volcano.sh/task-spec"
 NAMESPACE_WEIGHT_KEYS = ("volsched.io/namespace.weight", "volcano.sh/namespace.weight")
 DEFAULT_QUEUE = "default"
+#: The top of the queue tree (the whole cluster): a ``spec.parent`` of ``root`` means no parent, so no
+#: Queue may take the name (one that did was read as an ordinary leaf beside the top queues).
+ROOT_QUEUE = "root"
 #: On a Namespace (annotation, or label): the queue its jobs go to when they name none (or ``default``).
 NAMESPACE_QUEUE_KEY = "scheduling.volsched.io/default-queue"
 #: On our Queues (the operator adds it): a Queue that jobs still name stays, Closing, until they are done.

@@ -33,6 +33,7 @@ from volsched.model.tenancy import queue_refusal
 from volsched.model.vocabulary import (
     DEFAULT_QUEUE,
     GROUP_ANNOTATION,
+    ROOT_QUEUE,
     TERMINAL_STATUSES,
     VOLCANO_GROUP_ANNOTATION,
     PodGroupPhase,
@@ -115,7 +116,7 @@ class Admission:
             return str(exc)
         seen = [spec.name]
         parent = spec.parent
-        while parent and parent != "root":
+        while parent and parent != ROOT_QUEUE:
             if parent in seen:
                 return f"queue {spec.name}: parent {spec.parent} would form a cycle ({' -> '.join([*seen, parent])})"
             seen.append(parent)
