@@ -17,9 +17,10 @@ replacement for an evicted pod of a Job).
   check) and ``claims`` (the resource claim controller);
 * ``output``: the ``-o json`` document;
 * ``replay`` and ``timeport``: the time mode (``volsched simulate --replay``): a virtual clock around
-  the same cycle, arrivals at their creationTimestamp, owners that make an evicted pod again; its parts
-  ``kubelet`` (pods that run for their duration), ``runs`` (each pod's and job's record, what the
-  queues held), ``latencies`` and ``annotations`` (what it reads beside the objects).
+  the same cycle, owners that make an evicted pod again; its parts ``feed`` (the input sorted by when
+  it comes: arrivals at their creationTimestamp, nodes joining and leaving), ``kubelet`` (pods that run
+  for their duration), ``runs`` (each pod's and job's record, what the queues held), ``latencies`` and
+  ``annotations`` (what it reads beside the objects).
 
 Bad input raises :class:`InputError` naming the file, the document and the field.
 """

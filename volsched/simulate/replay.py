@@ -2,8 +2,9 @@
 :func:`~volsched.cycle.run_cycle` on the in-memory port.
 
 A discrete-event loop; nothing sleeps. The clock jumps from one instant to the next at which something
-may happen: an arrival (a workload object whose ``metadata.creationTimestamp`` has come), a pod
-succeeding (:class:`~volsched.simulate.kubelet.Kubelet`), or a session tick. Sessions run on the grid
+may happen: an arrival (a workload object whose ``metadata.creationTimestamp`` has come) or a node's
+removal (both the :class:`~volsched.simulate.feed.Feed`'s), a pod succeeding
+(:class:`~volsched.simulate.kubelet.Kubelet`), or a session tick. Sessions run on the grid
 ``start + k * period``, as the operator's loop runs one every period: at the first tick at or after an
 arrival or a completion, on the next tick after a session that decided something, and, while the last
 session left work it may decide on later, every ``max_idle`` seconds (the operator's
@@ -22,37 +23,28 @@ that runs for 10^17 s, or a replay that starts in the year 9999, would otherwise
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import field
 from typing import Any
 
 from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, EvictOutcome, IdleSkip, run_cycle
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import SessionResult
-from volsched.model.decode import object_ref, parse_time
 from volsched.model.errors import InputError
 from volsched.model.raw import meta_of
-from volsched.model.scalars import duration_seconds
 from volsched.model.vocabulary import DEFAULT_SCHEDULER_NAMES
 from volsched.pacing import MIN_GAP, PERIOD, Pacer, pods_wait
 from volsched.records import dataclass
-from volsched.simulate.annotations import REMOVE_ANNOTATION, pod_duration
-from volsched.simulate.documents import EPOCH, LATEST, Document, iso
+from volsched.simulate.documents import LATEST, Document
+from volsched.simulate.feed import Feed, arrival
 from volsched.simulate.latencies import Latencies
 from volsched.simulate.loop import SimulationResult, Simulator
 from volsched.simulate.report import Series, build_report, waits_by
 from volsched.simulate.runs import JobRun, PodRun
 from volsched.simulate.timeport import TimePort
-from volsched.simulate.trace import TraceJob, check_references, job_documents, priority_classes
+from volsched.simulate.trace import TraceJob, check_references, job_documents
 
-#: What arrives at one instant: (time, files before trace jobs, a batch of documents, or a trace's job).
-_Arrival = tuple[float, int, list[Document] | None, TraceJob | None]
-
-#: Kinds that arrive at their creationTimestamp; every other kind is there from the start, but for a
-#: Node made after the replay's start (the earliest arrival of these), which is added then.
-ARRIVING_KINDS = frozenset({"Pod", "PodGroup", "Job"})
 #: The operator's defaults: a session every second (sooner, ``min_gap`` after the last, when the doorbell
 #: calls for one), and at least every 10 s while one may decide later.
 DEFAULT_PERIOD = PERIOD
@@ -106,28 +98,6 @@ class ReplayResult:
         return out
 
 
-def arrival(doc: Document) -> float | None:
-    """When a workload object arrives (its creationTimestamp), None when it has none."""
-    meta = doc.obj.get("metadata")
-    if not isinstance(meta, dict) or meta.get("creationTimestamp") in (None, ""):
-        return None
-    return parse_time(meta["creationTimestamp"], where=f"{doc.source}: metadata.creationTimestamp")
-
-
-def _check_duration(doc: Document) -> None:
-    """A Pod's or a Job's pod template's duration annotation, checked (:class:`InputError` naming it)."""
-    obj = doc.obj
-    template = obj
-    if obj.get("kind") == "Job":
-        spec = obj.get("spec")
-        template = (spec.get("template") if isinstance(spec, dict) else None) or {}
-    if isinstance(template, dict) and isinstance(template.get("metadata") or {}, dict):
-        try:
-            pod_duration(template, where=object_ref(obj))
-        except InputError as exc:
-            raise InputError(exc.message, source=doc.source) from None
-
-
 class Replay:
     """One replay of ``documents`` (and of a ``trace``'s jobs) under ``config`` (see the module's
     docstring)."""
@@ -158,59 +128,11 @@ class Replay:
         self.pacer = Pacer(period=period, min_gap=min_gap)
         names = sorted(scheduler_names)
         self._scheduler_name = "volsched" if "volsched" in names else names[0]
-        static: list[Document] = []
-        timed: list[tuple[float, int, Document]] = []
-        untimed: list[Document] = []
-        for i, doc in enumerate(documents):
-            if doc.obj.get("kind") not in ARRIVING_KINDS:
-                static.append(doc)
-                continue
-            _check_duration(doc)  # now, not when it arrives hours into the replay
-            if (at := arrival(doc)) is None:
-                untimed.append(doc)
-            else:
-                timed.append((at, i, doc))
-        self.start = min((t for t, _, _ in timed), default=EPOCH)
-        if self.start > ENDS_BY:
-            raise InputError(
-                f"the replay would start at {iso(self.start)} (its earliest creationTimestamp), past "
-                f"{iso(ENDS_BY)}, the last instant a replay runs to (an object's time stops at the year 9999)"
-            )
+        self.feed = Feed(documents, trace, latencies=self.latencies, latest=ENDS_BY)
+        self.start = self.feed.start
         self.ends_by = ENDS_BY if until is None else min(ENDS_BY, self.start + until)
-        # A Job's pods come create latency after it (the Job controller); its wait counts from the Job.
-        if self.latencies.create > 0:
-            draw = self.latencies.drawer("create")
-            timed = [
-                (at + draw(self.latencies.create) if d.obj.get("kind") == "Job" else at, i, d)
-                for at, i, d in timed
-            ]
-        # Nodes made after the start arrive then (a node added); any may go (a node removed).
-        self._removals: list[tuple[float, str]] = []
-        for i, doc in enumerate(static):
-            if doc.obj.get("kind") != "Node":
-                continue
-            meta = doc.obj.get("metadata") if isinstance(doc.obj.get("metadata"), dict) else {}
-            after = ((meta or {}).get("annotations") or {}).get(REMOVE_ANNOTATION)
-            if after is not None:
-                seconds = duration_seconds(after)
-                if seconds is None or seconds < 0:
-                    raise InputError(
-                        f"Node {(meta or {}).get('name')}: annotation {REMOVE_ANNOTATION}: expected a duration "
-                        f"from the replay's start like 90m or 6h, got {after!r}",
-                        source=doc.source,
-                    )
-                heapq.heappush(self._removals, (self.start + seconds, str((meta or {}).get("name"))))
-            if (at := arrival(doc)) is not None and at > self.start:
-                timed.append((at, i - len(static), doc))  # before the workloads of its instant
-        static = [d for d in static if not (d.obj.get("kind") == "Node" and (arrival(d) or 0.0) > self.start)]
-        have = {meta_of(d.obj).get("name") for d in static if d.obj.get("kind") == "PriorityClass"}
-        static += [
-            Document("trace: priority", pc)
-            for pc in priority_classes(trace)
-            if pc["metadata"]["name"] not in have
-        ]
         self.sim = Simulator(
-            static,
+            self.feed.static,
             config,
             scheduler_names=scheduler_names,
             start=self.start,
@@ -227,21 +149,10 @@ class Replay:
                 queues=(q.name for q in self.sim.state.queue_specs()),
                 priority_classes=self.sim.state.priority_classes,
             )
-        # Arrivals in time order (input order breaks ties); those without a time come at the start.
-        batches: dict[float, list[Document]] = {}
-        for at, _, doc in sorted(timed, key=lambda x: (x[0], x[1])):
-            batches.setdefault(at, []).append(doc)
-        if untimed:
-            batches.setdefault(self.start, [])[:0] = untimed
-        files = ((at, 0, docs, None) for at, docs in sorted(batches.items()))
-        jobs = ((self.start + job.submit, 1, None, job) for job in trace)
-        self._arrivals: Iterator[_Arrival] = heapq.merge(files, jobs, key=lambda a: (a[0], a[1]))
-        self._next: _Arrival | None = next(self._arrivals, None)
 
     def _arrive(self, now: float) -> int:
         count = 0
-        while self._next is not None and self._next[0] <= now:
-            at, _, docs, job = self._next
+        for at, _, docs, job in self.feed.arrivals(now):
             self.sim.clock = at
             if job is not None:  # checked when read: straight in, as the watch delivers it
                 for doc in job_documents(job, at=at, scheduler_name=self._scheduler_name):
@@ -257,19 +168,15 @@ class Replay:
                         self.port.lives.submitted[key] = arrival(doc) or at
                 self.sim.add(docs or [])
             count += 1
-            self._next = next(self._arrivals, None)
         self.sim.clock = now
         return count
 
     def _next_event(self) -> float:
-        nxt = self._next[0] if self._next is not None else math.inf
         due = self.port.kubelet.next_due()
-        gone = self._removals[0][0] if self._removals else math.inf
-        return min(nxt, gone, due if due is not None else math.inf)
+        return min(self.feed.next_event(), due if due is not None else math.inf)
 
     def _remove_nodes(self, now: float) -> None:
-        while self._removals and self._removals[0][0] <= now:
-            at, name = heapq.heappop(self._removals)
+        for at, name in self.feed.removals(now):
             self.port.finish_due(at)  # what ended before the node went
             self.sim.clock = at
             if name in self.sim.state.nodes:
@@ -373,11 +280,28 @@ class Replay:
                 break
             now = nxt
             self._events(now)
+        return self._result(
+            now, sessions=sessions, skipped=skipped, last=last, outcomes=outcomes, series=series
+        )
+
+    def _result(
+        self,
+        now: float,
+        *,
+        sessions: int,
+        skipped: int,
+        last: SessionResult,
+        outcomes: list[EvictOutcome],
+        series: Series,
+    ) -> ReplayResult:
+        """What the replay came to, its clock at ``now`` after the last session: the records settled up to
+        the last event, the nodes' capacity at the end."""
+        sim, lives = self.sim, self.port.lives
         result = SimulationResult(
             sessions=sessions, state=sim.state, last=last, history=[last], eviction_outcomes=outcomes
         )
-        end = max([now, *(r.finished for r in port.lives.job_runs.values() if r.finished is not None)])
-        port.lives.ledger.settle(end)
+        end = max([now, *(r.finished for r in lives.job_runs.values() if r.finished is not None)])
+        lives.ledger.settle(end)
         capacity: dict[str, float] = {}
         for spec in sim.state.nodes.values():
             for r, amount in spec.allocatable.items():
@@ -386,13 +310,13 @@ class Replay:
             simulation=result,
             start=self.start,
             end=end,
-            runs=port.lives.runs,
+            runs=lives.runs,
             sessions=sessions,
             skipped=skipped,
-            jobs_finished=port.lives.jobs_finished,
-            restarted=port.lives.restarted,
-            jobs=port.lives.job_runs,
+            jobs_finished=lives.jobs_finished,
+            restarted=lives.restarted,
+            jobs=lives.job_runs,
             capacity=capacity,
-            area=port.lives.ledger.area,
+            area=lives.ledger.area,
             series=series,
         )
