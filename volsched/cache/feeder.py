@@ -153,6 +153,8 @@ class Feeder:
                 # Laid over and stored under one hold of the lock: a forget (or assume) that runs in
                 # between would be undone by an overlay computed before it.
                 # The API shows the bind the cache assumed: nothing new for a session.
+                if not self._assumed and not self._evicting:  # (a listing at start: nothing to lay over)
+                    return self._store(kind, key, obj, strict=strict)
                 pod_key = f"{key[1]}/{key[2]}"
                 a = self._assumed.get(pod_key)
                 e = self._evicting.get(pod_key)
@@ -167,12 +169,12 @@ class Feeder:
     def _store(
         self, kind: str, key: tuple[str, str | None, str], obj: Raw, *, strict: bool, confirming: bool = False
     ) -> bool:
-        ref = f"{kind} {key[1]}/{key[2]}" if key[1] else f"{kind} {key[2]}"
         try:
             warning = self.state.apply(obj, confirming=confirming)
         except InputError as exc:
             if strict:
                 raise
+            ref = f"{kind} {key[1]}/{key[2]}" if key[1] else f"{kind} {key[2]}"
             why = f"volsched ignores this {kind} (keeping its last valid version, if any): {exc}"
             self._reject(kind, obj, ref, why, log_line=f"ignoring {ref}: {exc}")
             if kind in _REFUSABLE:
@@ -180,10 +182,12 @@ class Feeder:
             return False
         if kind in _REFUSABLE:
             self.state.refuse(kind, key[1], key[2], None)
-        if warning:
-            self._reject(kind, obj, ref, warning, log_line=warning)
-        else:
-            self.rejected.pop(ref, None)
+        if warning or self.rejected:  # (none refused, none to forget: the usual case)
+            ref = f"{kind} {key[1]}/{key[2]}" if key[1] else f"{kind} {key[2]}"
+            if warning:
+                self._reject(kind, obj, ref, warning, log_line=warning)
+            else:
+                self.rejected.pop(ref, None)
         return True
 
     def _reject(self, kind: str, obj: Raw, ref: str, message: str, *, log_line: str) -> None:
