@@ -71,6 +71,10 @@ class PodGroupCreator:
         self.enabled = True
         self._created: set[str] = set()
 
+    def would_create(self, specs: list[PodGroupSpec]) -> bool:
+        """Whether :meth:`ensure` would try to create one of ``specs`` (or say why it does not)."""
+        return self.enabled and any(s.owner is not None and s.key not in self._created for s in specs)
+
     def ensure(self, specs: list[PodGroupSpec]) -> list[str]:
         """Create the PodGroups of ``specs`` not created yet. Returns error messages."""
         if not self.enabled:
@@ -191,6 +195,10 @@ class ConflictReporter:
     def __init__(self, writer: KubeWriter) -> None:
         self.writer = writer
         self._reported: dict[tuple[str, str], str] = {}
+
+    def would_report(self, conflicts: dict[tuple[str, str], str]) -> bool:
+        """Whether :meth:`report` would post an event or forget a conflict it reported (one now gone)."""
+        return conflicts != self._reported
 
     def report(self, conflicts: dict[tuple[str, str], str], uids: dict[tuple[str, str], str]) -> list[str]:
         errors: list[str] = []

@@ -85,6 +85,8 @@ class KubePort:
         self.status_after_binds = status_after_binds
         #: Times a session's status writes waited for binds in flight (for tests).
         self.status_held = 0
+        #: Sessions whose status writes were made (or handed over), not skipped as having nothing to do.
+        self.status_jobs = 0
         #: Stamps each bind's way (debug only; see ``volsched.kube.latency``).
         self.latency = latency
         #: Called (on the thread that saw it, must not block) when a bind comes back FAILED or CONFLICT: the
@@ -266,6 +268,15 @@ class KubePort:
 
     def write_status(self, result: SessionResult, feeder: Feeder) -> StatusReport:
         state = feeder.state
+        if not self._status_due(result, feeder):
+            # Nothing to write (an arriving pod's session, bound, in a cluster without Queue or PodGroup
+            # objects): no job copied out of the cache, handed over and run to find nothing.
+            if self._status is None:
+                return StatusReport()
+            with self._lock:
+                done, self._status_done = self._status_done, StatusReport()
+            return done
+        self.status_jobs += 1
         job = partial(
             self._write_status,
             result,
@@ -293,6 +304,28 @@ class KubePort:
                     self._status_next = None
             done, self._status_done = self._status_done, StatusReport()
         return done
+
+    def _status_due(self, result: SessionResult, feeder: Feeder) -> bool:
+        """Whether this session's status writes may write anything: False only when none is running,
+        waiting or owed, and nothing the writes do has anything to do (see
+        :meth:`KubeWriter.may_write_status`: the status of an object that exists, a pod's condition, a
+        nominated node, an event), nor the PodGroups made for owners, the conflicts reported or the
+        pass over PodGroups left behind."""
+        with self._lock:
+            if self._status_owed or self._status_running or self._status_next is not None:
+                return True
+        state = feeder.state
+        return (
+            self.left_behind.due()
+            or self.podgroups.would_create(state.last_derived)
+            or self.conflicts.would_report(state.conflicts)
+            or self.writer.may_write_status(
+                result,
+                queues=state.queues.keys(),
+                podgroups=state.podgroups.keys(),
+                extra=bool(feeder.rejected),
+            )
+        )
 
     def _run_status(self) -> None:
         while True:

@@ -19,6 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, Protocol, TypeVar
@@ -782,6 +783,29 @@ class KubeWriter:
             if err:
                 errors.append(err)
         return writes, events, errors
+
+    def may_write_status(
+        self, result: SessionResult, *, queues: AbstractSet[str], podgroups: AbstractSet[str], extra: bool
+    ) -> bool:
+        """Whether :meth:`write_status` might write anything for ``result`` (``queues`` and ``podgroups``:
+        the objects that exist; ``extra``: extra events are given): False only when it certainly writes
+        nothing: no status of an object that exists, no pod told why it waits, no nominated node to set
+        or clear (nor any to read first), no event, no eviction's event owed, the same holding of the
+        Lease as the last writes'. (A status unchanged is not looked for: rendering it is most of the
+        cost this spares.)"""
+        with self._lock:
+            if (
+                extra
+                or result.events
+                or result.unschedulable
+                or result.nominated
+                or self._nominated
+                or not self._nominations_read
+                or self._told_after
+                or self.holding() != self._written_under
+            ):
+                return True
+        return not queues.isdisjoint(result.queues) or not podgroups.isdisjoint(result.podgroups)
 
     def _forget_written_before(self, holding: float | None) -> None:
         """Under a new holding of the Lease (this replica took it over from another, which wrote
