@@ -1,8 +1,9 @@
 """What the fair-share opens keep from one session to the next must be what a fresh computation gives, whatever
 changed in between (queues added, removed, reparented, given guarantees the cluster cannot meet; nodes added,
 removed, not ready; pods arriving, bound, finishing): the queue configuration's held guarantees and cut queues
-(overcommit), the tree's shape (proportion's fair share) and the ready nodes' total (every session's
-``total``), each kept where what it follows from is kept (docs/design/steady-state.md)."""
+(overcommit), the tree's shape (proportion's fair share), the ready nodes' total (every session's
+``total``) and binpack's columns (1/allocatable), each kept where what it follows from is kept
+(docs/design/steady-state.md); and what drf makes when first asked rather than in its open."""
 
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ class Checked:
         self.guaranteed = 0  # sessions with a queue that guarantees something
         self.cut = 0  # sessions with a guarantee cut
         self.trees = 0  # sessions with a queue under another
+        self.binpack = 0  # sessions with binpack's columns kept from an earlier one
 
 
 def check(session: ExtensionPoints, seen: Checked) -> None:
@@ -85,6 +87,16 @@ def check(session: ExtensionPoints, seen: Checked) -> None:
     nodes = session.nodes
     total = np.asarray(nodes.allocatable[nodes.ready].sum(axis=0), dtype=np.float64)
     assert session.total.tobytes() == total.tobytes() and not session.total.flags.writeable
+    for dims, weights, inv, has, _ in [v for k, v in nodes.memo.items() if k.startswith("binpack ")]:
+        # binpack's columns, kept with the node table: what its allocatable gives now
+        alloc = nodes.allocatable[:, dims]
+        assert inv.tobytes() == np.divide(1.0, alloc, out=np.zeros_like(alloc), where=alloc > 0).tobytes()
+        assert has.tobytes() == (alloc > 0).astype(np.float64).tobytes()
+        assert [session.space.names[d] for d in dims] == [
+            n for n in ("cpu", "memory") if n in session.space.names
+        ]
+        assert weights.tolist() == [1.0] * len(dims) and not inv.flags.writeable
+        seen.binpack += 1
     seen.sessions += 1
     seen.guaranteed += bool(want_guaranteed)
     seen.cut += bool(want_cut)
@@ -120,7 +132,7 @@ def test_what_the_opens_keep_equals_a_fresh_computation_through_random_changes(
             walk.now += 1
             run_cycle(walk.feeder, config, RandomPort(rng), now=walk.now)
     assert checked.sessions > 100
-    assert checked.guaranteed > 10 and checked.cut > 3 and checked.trees > 10
+    assert checked.guaranteed > 10 and checked.cut > 3 and checked.trees > 10 and checked.binpack > 50
 
 
 def test_each_change_between_two_sessions_is_seen_by_the_next(checked: Checked) -> None:
@@ -146,7 +158,9 @@ def test_each_change_between_two_sessions_is_seen_by_the_next(checked: Checked) 
         change()
         walk.now += 1
         run_cycle(walk.feeder, config, RandomPort(walk.rng), now=walk.now)
-    assert checked.sessions == len(changes) and checked.cut >= 1 and checked.trees >= 1
+    assert (
+        checked.sessions == len(changes) and checked.cut >= 1 and checked.trees >= 1 and checked.binpack >= 5
+    )
 
 
 # --- drf's namespaces, made when first asked -------------------------------------------------------------

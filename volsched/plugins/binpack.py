@@ -15,10 +15,22 @@ import numpy as np
 from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import ExtensionPoints
 from volsched.framework.registry import register_plugin
-from volsched.model.cluster import IndexArray
+from volsched.model.cluster import IndexArray, NodeTable
 from volsched.model.errors import InputError
 from volsched.model.resources import CPU, EPS, MEMORY
 from volsched.model.vocabulary import Task
+
+#: Per distinct request: which columns count and their normalised weights (or None: no score).
+_Plans = dict[bytes, tuple[np.ndarray[Any, np.dtype[np.intp]], np.ndarray[Any, np.dtype[np.float64]]] | None]
+_Columns = tuple[
+    np.ndarray[Any, np.dtype[np.intp]],
+    np.ndarray[Any, np.dtype[np.float64]],
+    np.ndarray[Any, np.dtype[np.float64]],
+    np.ndarray[Any, np.dtype[np.float64]],
+    _Plans,
+]
+#: At most this many requests' plans kept with a node table.
+_MOST_PLANS = 4096
 
 
 @register_plugin
@@ -48,21 +60,34 @@ class Binpack(BasePlugin):
                     f"plugin binpack: argument binpack.resources.{key} names a resource missing from binpack.resources"
                 )
 
+    def _columns(self, nodes: NodeTable) -> _Columns:
+        """The resources scored (their columns), their weights, 1/allocatable (0 where a node has none of
+        a resource: it then adds nothing to the score), whether a node has any, and the plan per
+        distinct request (filled as tasks ask). They follow from the nodes' allocatable and this
+        plugin's arguments alone: kept in the node table's memo for every session on these nodes
+        (read-only; each session made them anew before)."""
+        key = f"binpack {self.weight} {list(self.resource_weights.items())}"
+        kept: _Columns | None = nodes.memo.get(key)
+        if kept is None:
+            space = nodes.space
+            names = space.names
+            dims = np.array([space.index(n) for n in self.resource_weights if n in names], dtype=np.intp)
+            weights = np.array([self.resource_weights[names[d]] for d in dims])
+            alloc = nodes.allocatable[:, dims]
+            inv = np.divide(1.0, alloc, out=np.zeros_like(alloc), where=alloc > 0)
+            has = (alloc > 0).astype(np.float64)
+            for a in (dims, weights, inv, has):
+                a.setflags(write=False)
+            kept = nodes.memo[key] = (dims, weights, inv, has, {})
+        elif len(kept[4]) > _MOST_PLANS:  # (a long-lived table asked by ever new requests)
+            kept[4].clear()
+        return kept
+
     def on_session_open(self, session: ExtensionPoints) -> None:
         if not self.weight:
             return
         nodes = session.nodes
-        space = session.space
-        dims = np.array([space.index(n) for n in self.resource_weights if n in space.names], dtype=np.intp)
-        weights = np.array([self.resource_weights[space.names[d]] for d in dims])
-        alloc = nodes.allocatable[:, dims]
-        # 1/allocatable, 0 where a node has none of a resource (it then adds nothing to the score).
-        inv = np.divide(1.0, alloc, out=np.zeros_like(alloc), where=alloc > 0)
-        has = (alloc > 0).astype(np.float64)
-        # Per distinct request: which columns count and their normalised weights (or None: no score).
-        per_request: dict[
-            bytes, tuple[np.ndarray[Any, np.dtype[np.intp]], np.ndarray[Any, np.dtype[np.float64]]] | None
-        ] = {}
+        dims, weights, inv, has, per_request = self._columns(nodes)
 
         def score(task: Task, idx: IndexArray) -> np.ndarray[Any, np.dtype[np.float64]]:
             key = task.request.tobytes()
