@@ -22,6 +22,7 @@ from volsched.framework.points import EventHandler, ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
 from volsched.model.cluster import (
     Job,
+    RunRows,
     run_rows,
     running_sums,
     unmet_minimum_floats,
@@ -312,377 +313,43 @@ class Proportion(BasePlugin):
         self.decay = Decay.from_arguments(arguments)
 
     def on_session_open(self, session: ExtensionPoints) -> None:
-        space = session.space
-        mask = space.share_mask
         attrs, fs = queue_tree(session)
         self.attrs = attrs
-        decay = self.decay
-        #: Each queue's decayed average holding (leaves as carried, parents as their leaves' sum).
-        self.averages: dict[str, Vector] = {}
-        if decay.on:
-            carried = decay.averages(session.carryover.get(USAGE_CARRY), now=session.now, space=space)
-            for attr in attrs.values():
-                if attr.leaf:
-                    avg = carried.get(attr.name)
-                    if avg is not None:
-                        for up in attr.path:
-                            held = self.averages.get(up.name)
-                            self.averages[up.name] = avg.copy() if held is None else held + avg
-        averages = self.averages
         self.problems: list[Problem] = fs.problems
         session.state["proportion.attrs"] = attrs
-
-        def describe(d: int | np.integer[Any], amount: float) -> str:
-            return space.describe(d, amount)
-
-        specs = session.queues
-
-        def queue_order(left: QueueSpec, right: QueueSpec) -> int:
-            la, ra = attrs[left.name], attrs[right.name]
-            if la.parent is not ra.parent:  # compare where their paths part
-                k = _lowest_common(la, ra)
-                if k >= len(la.path) or k >= len(ra.path):
-                    return 0
-                la, ra = la.path[k], ra.path[k]
-            return siblings_order(la, ra)
-
-        def order_share(attr: QueueAttr, held: Vector | None = None) -> float:
-            """``attr``'s share as the queue order weighs it, holding ``held`` (None: what it holds)."""
-            if decay.on:  # what it holds mixed with what it held over time
-                now = attr.allocated if held is None else held
-                return queue_share(decay.mixed(now, averages.get(attr.name)), attr.deserved, mask)
-            return attr.share if held is None else queue_share(held, attr.deserved, mask)
-
-        def siblings_order(la: QueueAttr, ra: QueueAttr, *, right_holds: Vector | None = None) -> int:
-            """The queue order of two siblings (``right_holds``: what ``ra`` holds, if not its own)."""
-            lp, rp = specs[la.name].priority, specs[ra.name].priority
-            if lp != rp:  # a higher priority first, whatever the shares (as Volcano's queue order)
-                return -1 if lp > rp else 1
-            ls, rs = order_share(la), order_share(ra, right_holds)
-            if abs(ls - rs) <= 1e-9:
-                return 0
-            return -1 if ls < rs else 1
-
-        def not_leaf(attr: QueueAttr) -> str:
-            return f"queue {attr.name} has child queues ({', '.join(attr.children)}); jobs go only to leaf queues"
-
-        def within_limit(attr: QueueAttr, task: Task) -> str | None:
-            future = attr.allocated + task.request
-            for d in np.flatnonzero((task.request > EPS) & mask):
-                if future[d] > attr.limit[d] + EPS:
-                    extra = attr.limit[d] - attr.deserved[d]
-                    limit = f"deserved {space.names[d]} {describe(d, attr.deserved[d])}" + (
-                        f" + remainder {describe(d, extra)}" if extra > EPS else ""
-                    )
-                    return (
-                        f"queue {attr.name} would exceed {limit}"
-                        f" (allocated {describe(d, attr.allocated[d])} + request {describe(d, task.request[d])})"
-                    )
-            return None
-
-        # Admitted gangs short of minMember (admitted in an earlier session, or holding members from
-        # before this one: left half-bound by a crash, or short of one they lost). Admission reserved
-        # their minimum (it counts as admitted, so it holds others back), and what they hold is idle
-        # until they are complete: they are completed up to minMember even past their queue's
-        # deserved share, never past realCapability. Otherwise a share that shrank after admission
-        # strands them, and with them the capacity reserved for them.
-        committed: dict[str, list[Job]] = {}
-        for j in session.ledger.short_gangs():
-            committed.setdefault(j.queue, []).append(j)
-        committed_jobs = {j.key: j for jobs in committed.values() for j in jobs}
-
-        def completes_gang(task: Task) -> bool:
-            job = committed_jobs.get(task.job_key)
-            return job is not None and job.pipelined_count < job.min_member
-
-        def completes_in(queue: QueueSpec) -> bool:
-            return any(j.pipelined_count < j.min_member for j in committed.get(queue.name, ()))
-
-        # Hot path: one comparison per queue on the task's path against precomputed bounds (the leaf's
-        # limit and realCapability, its ancestors' realCapability); the wording only when refused.
-        # Bounds, limits and realCapability as plain floats: allocate asks allocatable for every task and
-        # overused for every job turn, and a few float comparisons over the share dimensions cost less
-        # than the numpy calls over the arrays (the same IEEE arithmetic: the same answers).
-        share_dims = space.share_dims
-        bounds = {
-            a.name: np.where(
-                mask, (np.minimum(a.limit, a.real_capability) if a.leaf else a.real_capability) + EPS, np.inf
-            ).tolist()
-            for a in attrs.values()
-        }
-        limits = {a.name: a.limit.tolist() for a in attrs.values()}
-        real_capabilities = {a.name: a.real_capability.tolist() for a in attrs.values()}
-
-        def allocatable(queue: QueueSpec, task: Task) -> str | None:
-            attr = attrs[queue.name]
-            if not attr.leaf:
-                return not_leaf(attr)
-            r = task.request.tolist()
-            asked = [d for d in share_dims if r[d] > EPS]  # bounds are +inf outside the share dimensions
-            if not any(_exceeds(a.allocated.tolist(), r, bounds[a.name], asked) for a in attr.path):
-                return None
-            refused = within_limit(attr, task)
-            if refused and not completes_gang(task):
-                return refused
-            dims = np.flatnonzero((task.request > EPS) & mask)
-            for a in attr.path:
-                future = a.allocated + task.request
-                for d in dims:
-                    if future[d] > a.real_capability[d] + EPS:
-                        whose = f"queue {a.name}" if a is attr else f"parent queue {a.name}"
-                        return (
-                            f"{whose} would exceed realCapability {space.names[d]} "
-                            f"{describe(d, a.real_capability[d])} (allocated {describe(d, a.allocated[d])} "
-                            f"+ request {describe(d, task.request[d])})"
-                        )
-            return None
-
-        def preemptive(queue: QueueSpec, task: Task) -> str | None:
-            attr = attrs[queue.name]
-            if not attr.leaf:
-                return not_leaf(attr)
-            refused = within_limit(attr, task)
-            if refused:
-                return refused
-            # A job not admitted yet takes nothing back while its queue would not admit it (its share,
-            # counting what the jobs admitted before it still claim), as enqueue would not: a pod without
-            # a PodGroup, admitted by reclaim for that session only, was refused at the next one while
-            # the room it was given went back.
-            job = session.jobs.get(task.job_key)
-            if job is None or job.phase is not PodGroupPhase.PENDING:
-                return None
-            held = attr.allocated  # less what the job's own pods took in this session (not yet admitted)
-            for t in job.tasks.values():
-                if t.status in _PLACED:
-                    held = held - t.request
-            refused = refuse_admission(job, attr, held.tolist())
-            return f"not admitted to its queue: {refused}" if refused else None
-
-        def overused(queue: QueueSpec) -> str | None:
-            attr = attrs[queue.name]
-            # Overused: at its limit in every share dimension where it has a limit or holds something.
-            limit, held = limits[queue.name], attr.allocated.tolist()
-            first = -1
-            for d in share_dims:
-                if limit[d] > EPS or held[d] > EPS:
-                    if not limit[d] <= held[d] + EPS:
-                        return None
-                    if first < 0:
-                        first = d
-            if first >= 0:
-                if completes_in(queue):
-                    return None  # an admitted gang short of minMember is still completed
-                d = first
-                return (
-                    f"queue {queue.name} holds its deserved share "
-                    f"({space.names[d]} allocated {describe(d, attr.allocated[d])} >= deserved "
-                    f"{describe(d, attr.limit[d])})"
-                )
-            return None
-
-        def job_valid(job: Job) -> str | None:
-            attr = attrs.get(job.queue)
-            if attr is not None and not attr.leaf:
-                return not_leaf(attr)
-            return None
-
-        def jobs_valid(jobs: Sequence[Job]) -> list[str | None]:
-            """``job_valid`` of each job: its queue's answer, asked once a queue."""
-            one_each = dict(zip(map(_QUEUE, jobs), jobs, strict=True))  # a job of each queue
-            answers = {q: job_valid(job) for q, job in one_each.items()}
-            if not any(answers.values()):
-                return [None] * len(jobs)
-            return [answers[job.queue] for job in jobs]
-
-        def enqueueable(job: Job) -> tuple[Vote, str]:
-            attr = attrs.get(job.queue)
-            if attr is None:
-                return Vote.REJECT, session.snapshot.absent("Queue", job.queue)
-            if not attr.leaf:
-                return Vote.REJECT, not_leaf(attr)
-            refused = refuse_admission(job, attr, attr.allocated.tolist())
-            return (Vote.REJECT, refused) if refused else (Vote.PERMIT, "")
-
-        def refuse_admission(job: Job, attr: QueueAttr, a: list[float]) -> str | None:
-            """Why ``job`` may not be admitted to its queue (``attr``) holding ``a``, or None."""
-            need = job.min_request
-            n = need.tolist()
-            asked = [d for d in share_dims if n[d] > EPS]
-            if not asked:
-                return None
-            # need + allocated + admitted against each limit, over plain floats (the arrays' arithmetic
-            # without their per-call cost: enqueue asks every pending job before the first bind).
-            q = attr.admitted
-            # realCapability is the hard limit. The limit (deserved) bounds admission too: allocate never
-            # takes a queue past it, so admitting more would only park jobs whose minimums hold the
-            # cluster's overcommit room away from queues that are owed it.
-            for label, limit, cap in (
-                ("realCapability", attr.real_capability, real_capabilities[attr.name]),
-                ("deserved", attr.limit, limits[attr.name]),
-            ):
-                for d in asked:
-                    if n[d] + a[d] + q[d] > cap[d] + EPS:
-                        return (
-                            f"queue {job.queue}: minResources {space.names[d]} {describe(d, need[d])} + "
-                            f"allocated {describe(d, a[d])} + admitted {describe(d, attr.admitted[d])} "
-                            f"> {label} {describe(d, limit[d])}"
-                        )
-            return None
-
-        def enqueued(job: Job) -> None:
-            attr = attrs.get(job.queue)
-            if attr is not None:
-                attr.admitted = [q + u for q, u in zip(attr.admitted, unmet_minimum_floats(job), strict=True)]
-
-        share_rows = np.zeros(len(space), dtype=bool)
-        share_rows[list(share_dims)] = True
-        rows = run_rows(session.state)
-        # The run answers (enqueue's runs of jobs of one queue): the per-job vote and sums above over a
-        # run at once, the admitted sums as running sums row after row (the same floats in the same order).
-
-        def one_queue(jobs: Sequence[Job]) -> Sequence[Job]:
-            queue = jobs[0].queue
-            for k, job in enumerate(jobs):
-                if job.queue != queue:
-                    return jobs[:k]
-            return jobs
-
-        def enqueueable_run(jobs: Sequence[Job]) -> int:
-            attr = attrs.get(jobs[0].queue) if jobs else None
-            if attr is None or not attr.leaf:
-                return 0
-            jobs = one_queue(jobs)
-            need, unmet = rows.ask(jobs)
-            before = running_sums(attr.admitted, unmet)[:-1]
-            total = need + attr.allocated + before  # n + a + q, left to right
-            over = (total > np.asarray(real_capabilities[attr.name]) + EPS) | (
-                total > np.asarray(limits[attr.name]) + EPS
-            )
-            refused = np.flatnonzero(((need > EPS) & share_rows & over).any(axis=1))
-            return int(refused[0]) if len(refused) else len(jobs)
-
-        def enqueued_run(jobs: Sequence[Job]) -> None:
-            attr = attrs.get(jobs[0].queue)
-            if attr is None or len(one_queue(jobs)) < len(jobs):
-                for job in jobs:
-                    enqueued(job)
-                return
-            attr.admitted = running_sums(attr.admitted, rows.take(jobs)[1])[-1].tolist()
+        # The session's parts, each making what it needs of the queues when a callback first asks:
+        # the order, the bounds as plain floats (per queue), the admission sums, the reclaim answers
+        # (which a session without reclaim never asks).
+        order = self.order = _Order(session, attrs, self.decay)
+        bounds = _Bounds(session, attrs)
+        admission = _Admission(session, attrs, bounds)
+        placing = _Placing(session, attrs, bounds, admission)
+        reclaim = _Reclaim(session, attrs, order)
+        session.add_preemptive_fn(self.name, placing.preemptive)
+        session.add_reclaimable_fn(self.name, reclaim.reclaimable)
+        session.add_queue_order_fn(self.name, order.queue_order)
+        session.add_allocatable_fn(self.name, placing.allocatable)
+        session.add_overused_fn(self.name, placing.overused)
+        session.add_job_valid_fn(self.name, admission.job_valid)
+        session.add_jobs_valid_fn(self.name, admission.jobs_valid)
+        session.add_job_enqueueable_fn(self.name, admission.enqueueable)
+        session.add_job_enqueued_fn(self.name, admission.enqueued)
+        session.add_jobs_enqueueable_fn(self.name, admission.enqueueable_run)
+        session.add_jobs_enqueued_fn(self.name, admission.enqueued_run)
+        jobs = session.jobs
 
         def on_allocate(task: Task) -> None:
-            job = session.jobs.get(task.job_key)
+            job = jobs.get(task.job_key)
             attr = attrs.get(job.queue) if job is not None else None
             if attr is not None:
                 attr.add(task.request)
 
         def on_deallocate(task: Task) -> None:
-            job = session.jobs.get(task.job_key)
+            job = jobs.get(task.job_key)
             attr = attrs.get(job.queue) if job is not None else None
             if attr is not None:
                 attr.add(-task.request)
 
-        smallest_held: dict[str, Vector] = {}
-
-        def smallest_pod_held(queue: str) -> Vector:
-            """The request of the smallest pod a leaf holds (looked up once, when reclaim first asks)."""
-            if not smallest_held:
-                by_queue = session.jobs_by_queue()
-                for name in attrs:
-                    best: Vector | None = None
-                    best_size = np.inf
-                    for owner in by_queue.get(name, []):
-                        for t in owner.tasks.values():
-                            if t.status in EVICTABLE_HELD:
-                                size = float(np.max(np.where(mask, t.request, 0.0)))
-                                if 0 < size < best_size:
-                                    best, best_size = t.request, size
-                    smallest_held[name] = best if best is not None else np.full(len(space), np.inf)
-            return smallest_held[queue]
-
-        def side_gives(
-            mine: QueueAttr, theirs: QueueAttr, k: int, *, need: Vector, give: Vector, asked: np.ndarray
-        ) -> bool:
-            """Whether a pod of ``theirs`` (request ``give``) may go to a task of ``mine`` (request
-            ``need``), their paths parting below the first ``k`` queues: the taking side stays within its
-            share, the giving side is reclaimable and keeps its deserved share."""
-            if any(np.any((a.allocated + need)[asked] > a.limit[asked] + EPS) for a in mine.path[k:]):
-                return False
-            side = theirs.path[k:]
-            if not all(session.queues[a.name].reclaimable for a in side):
-                return False
-            dims = asked & (give > EPS)
-            return all(np.any((a.allocated - give)[dims] >= a.deserved[dims] - EPS) for a in side)
-
-        def nearest_giver(mine: QueueAttr, need: Vector, asked: np.ndarray) -> int:
-            """How deep (queues shared from the root) the nearest subtree is in which some leaf holds a
-            pod beyond its deserved share that may go to ``mine``: reclaim takes from there first, so
-            siblings give before cousins, whatever node their pods are on."""
-            best = -1
-            for theirs in attrs.values():
-                if theirs is mine or not theirs.leaf:
-                    continue
-                if not np.any(theirs.allocated[asked] > theirs.deserved[asked] + EPS):
-                    continue
-                k = _lowest_common(mine, theirs)
-                if k <= best:
-                    continue
-                pod = smallest_pod_held(theirs.name)
-                if np.isfinite(pod).all() and side_gives(mine, theirs, k, need=need, give=pod, asked=asked):
-                    best = k
-            return best
-
-        def served_first(mine: QueueAttr, theirs: QueueAttr, held: Vector) -> bool:
-            """Whether ``mine`` comes strictly before ``theirs`` in the queue order (``queue_order``, where
-            their paths part) with ``theirs`` holding ``held``: who the next allocate serves first."""
-            return siblings_order(mine, theirs, right_holds=held) < 0
-
-        def reclaimable(reclaimer: Task, candidates: list[Task]) -> list[Task]:
-            job = session.jobs.get(reclaimer.job_key)
-            mine = attrs.get(job.queue) if job is not None else None
-            if mine is None:
-                return []
-            asked = (reclaimer.request > EPS) & mask
-            nearest = nearest_giver(mine, reclaimer.request, asked)
-            left: dict[str, Vector] = {}
-            chosen: list[Task] = []
-            for t in candidates:
-                owner = session.jobs.get(t.job_key)
-                theirs = attrs.get(owner.queue) if owner is not None else None
-                if theirs is None or theirs is mine:
-                    continue
-                k = _lowest_common(mine, theirs)
-                if k != nearest or not side_gives(
-                    mine, theirs, k, need=reclaimer.request, give=t.request, asked=asked
-                ):
-                    continue
-                side = theirs.path[k:]
-                dims = asked & (t.request > EPS)
-                after = {a.name: left.get(a.name, a.allocated) - t.request for a in side}
-                if not all(np.any(after[a.name][dims] >= a.deserved[dims] - EPS) for a in side):
-                    continue
-                # A taker that holds its deserved share already takes what the remainder lends it: only
-                # from a queue still served after it once the pod is gone, else the next allocate hands
-                # the room back to that queue (its pod made again) and the two trade it for ever.
-                top, giver = mine.path[k], theirs.path[k]
-                if np.any(top.allocated[asked] >= top.deserved[asked] - EPS) and not served_first(
-                    top, giver, after[giver.name]
-                ):
-                    continue
-                left.update(after)
-                chosen.append(t)
-            return chosen
-
-        session.add_preemptive_fn(self.name, preemptive)
-        session.add_reclaimable_fn(self.name, reclaimable)
-        session.add_queue_order_fn(self.name, queue_order)
-        session.add_allocatable_fn(self.name, allocatable)
-        session.add_overused_fn(self.name, overused)
-        session.add_job_valid_fn(self.name, job_valid)
-        session.add_jobs_valid_fn(self.name, jobs_valid)
-        session.add_job_enqueueable_fn(self.name, enqueueable)
-        session.add_job_enqueued_fn(self.name, enqueued)
-        session.add_jobs_enqueueable_fn(self.name, enqueueable_run)
-        session.add_jobs_enqueued_fn(self.name, enqueued_run)
         session.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
 
     def on_session_close(self, session: ExtensionPoints) -> None:
@@ -693,7 +360,7 @@ class Proportion(BasePlugin):
             held = {name: a for name, a in self.attrs.items() if a.leaf}
             session.carryover[USAGE_CARRY] = Decay.carry(
                 now=session.now,
-                averages={n: self.averages.get(n, space.zeros()) for n in held},
+                averages={n: self.order.averages().get(n, space.zeros()) for n in held},
                 held={n: a.allocated for n, a in held.items()},
                 space=space,
             )
@@ -732,3 +399,447 @@ class Proportion(BasePlugin):
                     message=problem.message,
                 )
             )
+
+
+def _not_leaf(attr: QueueAttr) -> str:
+    return f"queue {attr.name} has child queues ({', '.join(attr.children)}); jobs go only to leaf queues"
+
+
+class _Order:
+    """The queue order: queues compared where their paths part, siblings by priority, then by share
+    (with ``fairShare.halfLife``, what they hold mixed with what they held over time: the decayed
+    averages, made when the order first weighs a share)."""
+
+    def __init__(self, session: ExtensionPoints, attrs: dict[str, QueueAttr], decay: Decay) -> None:
+        self._session = session
+        self._attrs = attrs
+        self._decay = decay
+        self._mask = session.space.share_mask
+        self._specs = session.queues
+        self._averages: dict[str, Vector] | None = None
+
+    def averages(self) -> dict[str, Vector]:
+        """Each queue's decayed average holding (leaves as carried, parents as their leaves' sum)."""
+        out = self._averages
+        if out is None:
+            out = self._averages = {}
+            decay, session = self._decay, self._session
+            if decay.on:
+                carried = decay.averages(
+                    session.carryover.get(USAGE_CARRY), now=session.now, space=session.space
+                )
+                for attr in self._attrs.values():
+                    if attr.leaf:
+                        avg = carried.get(attr.name)
+                        if avg is not None:
+                            for up in attr.path:
+                                held = out.get(up.name)
+                                out[up.name] = avg.copy() if held is None else held + avg
+        return out
+
+    def queue_order(self, left: QueueSpec, right: QueueSpec) -> int:
+        attrs = self._attrs
+        la, ra = attrs[left.name], attrs[right.name]
+        if la.parent is not ra.parent:  # compare where their paths part
+            k = _lowest_common(la, ra)
+            if k >= len(la.path) or k >= len(ra.path):
+                return 0
+            la, ra = la.path[k], ra.path[k]
+        return self.siblings(la, ra)
+
+    def share(self, attr: QueueAttr, held: Vector | None = None) -> float:
+        """``attr``'s share as the queue order weighs it, holding ``held`` (None: what it holds)."""
+        if self._decay.on:  # what it holds mixed with what it held over time
+            now = attr.allocated if held is None else held
+            mixed = self._decay.mixed(now, self.averages().get(attr.name))
+            return queue_share(mixed, attr.deserved, self._mask)
+        return attr.share if held is None else queue_share(held, attr.deserved, self._mask)
+
+    def siblings(self, la: QueueAttr, ra: QueueAttr, *, right_holds: Vector | None = None) -> int:
+        """The queue order of two siblings (``right_holds``: what ``ra`` holds, if not its own)."""
+        specs = self._specs
+        lp, rp = specs[la.name].priority, specs[ra.name].priority
+        if lp != rp:  # a higher priority first, whatever the shares (as Volcano's queue order)
+            return -1 if lp > rp else 1
+        ls, rs = self.share(la), self.share(ra, right_holds)
+        if abs(ls - rs) <= 1e-9:
+            return 0
+        return -1 if ls < rs else 1
+
+
+class _Bounds:
+    """Per queue, as plain floats over the dimensions, made when the queue is first asked about: the
+    bound allocate holds a task's path to (a leaf's limit and realCapability, a parent's realCapability,
+    +EPS; +inf outside the share dimensions), its limit and its realCapability. Allocate asks
+    allocatable for every task and overused for every job turn: a few float comparisons over the share
+    dimensions cost less than the numpy calls over the arrays (the same IEEE arithmetic: the same
+    answers)."""
+
+    def __init__(self, session: ExtensionPoints, attrs: dict[str, QueueAttr]) -> None:
+        self._attrs = attrs
+        self._mask = session.space.share_mask
+        self._bound: dict[str, list[float]] = {}
+        self._limit: dict[str, list[float]] = {}
+        self._real: dict[str, list[float]] = {}
+
+    def bound(self, name: str) -> list[float]:
+        out = self._bound.get(name)
+        if out is None:
+            a = self._attrs[name]
+            out = self._bound[name] = np.where(
+                self._mask,
+                (np.minimum(a.limit, a.real_capability) if a.leaf else a.real_capability) + EPS,
+                np.inf,
+            ).tolist()
+        return out
+
+    def limit(self, name: str) -> list[float]:
+        out = self._limit.get(name)
+        if out is None:
+            out = self._limit[name] = self._attrs[name].limit.tolist()
+        return out
+
+    def real(self, name: str) -> list[float]:
+        out = self._real.get(name)
+        if out is None:
+            out = self._real[name] = self._attrs[name].real_capability.tolist()
+        return out
+
+
+class _Admission:
+    """What enqueue asks: whether a job may be admitted to its queue (its share, counting what the jobs
+    admitted before it still claim), job by job or over a run of jobs of one queue, and the admitted
+    sums it adds to."""
+
+    def __init__(self, session: ExtensionPoints, attrs: dict[str, QueueAttr], bounds: _Bounds) -> None:
+        self._session = session
+        self._attrs = attrs
+        self._bounds = bounds
+        self._space = session.space
+        self._share_dims = session.space.share_dims
+        self._rows: RunRows | None = None
+        self._share_rows: np.ndarray[Any, np.dtype[np.bool_]] | None = None
+
+    def job_valid(self, job: Job) -> str | None:
+        attr = self._attrs.get(job.queue)
+        if attr is not None and not attr.leaf:
+            return _not_leaf(attr)
+        return None
+
+    def jobs_valid(self, jobs: Sequence[Job]) -> list[str | None]:
+        """``job_valid`` of each job: its queue's answer, asked once a queue."""
+        one_each = dict(zip(map(_QUEUE, jobs), jobs, strict=True))  # a job of each queue
+        answers = {q: self.job_valid(job) for q, job in one_each.items()}
+        if not any(answers.values()):
+            return [None] * len(jobs)
+        return [answers[job.queue] for job in jobs]
+
+    def enqueueable(self, job: Job) -> tuple[Vote, str]:
+        attr = self._attrs.get(job.queue)
+        if attr is None:
+            return Vote.REJECT, self._session.snapshot.absent("Queue", job.queue)
+        if not attr.leaf:
+            return Vote.REJECT, _not_leaf(attr)
+        refused = self.refuse(job, attr, attr.allocated.tolist())
+        return (Vote.REJECT, refused) if refused else (Vote.PERMIT, "")
+
+    def refuse(self, job: Job, attr: QueueAttr, a: list[float]) -> str | None:
+        """Why ``job`` may not be admitted to its queue (``attr``) holding ``a``, or None."""
+        need = job.min_request
+        n = need.tolist()
+        asked = [d for d in self._share_dims if n[d] > EPS]
+        if not asked:
+            return None
+        # need + allocated + admitted against each limit, over plain floats (the arrays' arithmetic
+        # without their per-call cost: enqueue asks every pending job before the first bind).
+        q = attr.admitted
+        space, bounds = self._space, self._bounds
+        # realCapability is the hard limit. The limit (deserved) bounds admission too: allocate never
+        # takes a queue past it, so admitting more would only park jobs whose minimums hold the
+        # cluster's overcommit room away from queues that are owed it.
+        for label, limit, cap in (
+            ("realCapability", attr.real_capability, bounds.real(attr.name)),
+            ("deserved", attr.limit, bounds.limit(attr.name)),
+        ):
+            for d in asked:
+                if n[d] + a[d] + q[d] > cap[d] + EPS:
+                    return (
+                        f"queue {job.queue}: minResources {space.names[d]} {space.describe(d, need[d])} + "
+                        f"allocated {space.describe(d, a[d])} + admitted {space.describe(d, attr.admitted[d])} "
+                        f"> {label} {space.describe(d, limit[d])}"
+                    )
+        return None
+
+    def enqueued(self, job: Job) -> None:
+        attr = self._attrs.get(job.queue)
+        if attr is not None:
+            attr.admitted = [q + u for q, u in zip(attr.admitted, unmet_minimum_floats(job), strict=True)]
+
+    # The run answers (enqueue's runs of jobs of one queue): the per-job vote and sums above over a
+    # run at once, the admitted sums as running sums row after row (the same floats in the same order).
+
+    def _run_rows(self) -> RunRows:
+        out = self._rows
+        if out is None:
+            out = self._rows = run_rows(self._session.state)
+        return out
+
+    def enqueueable_run(self, jobs: Sequence[Job]) -> int:
+        attr = self._attrs.get(jobs[0].queue) if jobs else None
+        if attr is None or not attr.leaf:
+            return 0
+        jobs = _one_queue(jobs)
+        share_rows = self._share_rows
+        if share_rows is None:
+            share_rows = self._share_rows = np.zeros(len(self._space), dtype=bool)
+            share_rows[list(self._share_dims)] = True
+        need, unmet = self._run_rows().ask(jobs)
+        before = running_sums(attr.admitted, unmet)[:-1]
+        total = need + attr.allocated + before  # n + a + q, left to right
+        bounds = self._bounds
+        over = (total > np.asarray(bounds.real(attr.name)) + EPS) | (
+            total > np.asarray(bounds.limit(attr.name)) + EPS
+        )
+        refused = np.flatnonzero(((need > EPS) & share_rows & over).any(axis=1))
+        return int(refused[0]) if len(refused) else len(jobs)
+
+    def enqueued_run(self, jobs: Sequence[Job]) -> None:
+        attr = self._attrs.get(jobs[0].queue)
+        if attr is None or len(_one_queue(jobs)) < len(jobs):
+            for job in jobs:
+                self.enqueued(job)
+            return
+        attr.admitted = running_sums(attr.admitted, self._run_rows().take(jobs)[1])[-1].tolist()
+
+
+def _one_queue(jobs: Sequence[Job]) -> Sequence[Job]:
+    """The jobs up to the first of another queue than the first job's."""
+    queue = jobs[0].queue
+    for k, job in enumerate(jobs):
+        if job.queue != queue:
+            return jobs[:k]
+    return jobs
+
+
+class _Placing:
+    """What allocate and preempt ask of a queue: whether a task may take more of it (allocatable,
+    preemptive) and whether it holds its share (overused). Admitted gangs short of minMember (admitted
+    in an earlier session, or holding members from before this one: left half-bound by a crash, or short
+    of one they lost) are completed up to minMember even past their queue's deserved share, never past
+    realCapability: admission reserved their minimum (it counts as admitted, so it holds others back),
+    and what they hold is idle until they are complete; otherwise a share that shrank after admission
+    strands them, and with them the capacity reserved for them."""
+
+    def __init__(
+        self, session: ExtensionPoints, attrs: dict[str, QueueAttr], bounds: _Bounds, admission: _Admission
+    ) -> None:
+        self._session = session
+        self._attrs = attrs
+        self._bounds = bounds
+        self._admission = admission
+        self._space = session.space
+        self._mask = session.space.share_mask
+        self._share_dims = session.space.share_dims
+        # (as the session opened: the jobs short of minMember then; enqueue's admissions change them)
+        self._committed: dict[str, list[Job]] = {}
+        for j in session.ledger.short_gangs():
+            self._committed.setdefault(j.queue, []).append(j)
+        self._committed_jobs = {j.key: j for jobs in self._committed.values() for j in jobs}
+
+    def _completes_gang(self, task: Task) -> bool:
+        job = self._committed_jobs.get(task.job_key)
+        return job is not None and job.pipelined_count < job.min_member
+
+    def _completes_in(self, queue: QueueSpec) -> bool:
+        return any(j.pipelined_count < j.min_member for j in self._committed.get(queue.name, ()))
+
+    def _within_limit(self, attr: QueueAttr, task: Task) -> str | None:
+        future = attr.allocated + task.request
+        space = self._space
+        for d in np.flatnonzero((task.request > EPS) & self._mask):
+            if future[d] > attr.limit[d] + EPS:
+                extra = attr.limit[d] - attr.deserved[d]
+                limit = f"deserved {space.names[d]} {space.describe(d, attr.deserved[d])}" + (
+                    f" + remainder {space.describe(d, extra)}" if extra > EPS else ""
+                )
+                return (
+                    f"queue {attr.name} would exceed {limit}"
+                    f" (allocated {space.describe(d, attr.allocated[d])} + request "
+                    f"{space.describe(d, task.request[d])})"
+                )
+        return None
+
+    def allocatable(self, queue: QueueSpec, task: Task) -> str | None:
+        # Hot path: one comparison per queue on the task's path against its bound (the leaf's limit
+        # and realCapability, its ancestors' realCapability); the wording only when refused.
+        attr = self._attrs[queue.name]
+        if not attr.leaf:
+            return _not_leaf(attr)
+        r = task.request.tolist()
+        asked = [d for d in self._share_dims if r[d] > EPS]  # bounds are +inf outside the share dimensions
+        bound = self._bounds.bound
+        if not any(_exceeds(a.allocated.tolist(), r, bound(a.name), asked) for a in attr.path):
+            return None
+        refused = self._within_limit(attr, task)
+        if refused and not self._completes_gang(task):
+            return refused
+        dims = np.flatnonzero((task.request > EPS) & self._mask)
+        space = self._space
+        for a in attr.path:
+            future = a.allocated + task.request
+            for d in dims:
+                if future[d] > a.real_capability[d] + EPS:
+                    whose = f"queue {a.name}" if a is attr else f"parent queue {a.name}"
+                    return (
+                        f"{whose} would exceed realCapability {space.names[d]} "
+                        f"{space.describe(d, a.real_capability[d])} (allocated "
+                        f"{space.describe(d, a.allocated[d])} + request {space.describe(d, task.request[d])})"
+                    )
+        return None
+
+    def preemptive(self, queue: QueueSpec, task: Task) -> str | None:
+        attr = self._attrs[queue.name]
+        if not attr.leaf:
+            return _not_leaf(attr)
+        refused = self._within_limit(attr, task)
+        if refused:
+            return refused
+        # A job not admitted yet takes nothing back while its queue would not admit it (its share,
+        # counting what the jobs admitted before it still claim), as enqueue would not: a pod without
+        # a PodGroup, admitted by reclaim for that session only, was refused at the next one while
+        # the room it was given went back.
+        job = self._session.jobs.get(task.job_key)
+        if job is None or job.phase is not PodGroupPhase.PENDING:
+            return None
+        held = attr.allocated  # less what the job's own pods took in this session (not yet admitted)
+        for t in job.tasks.values():
+            if t.status in _PLACED:
+                held = held - t.request
+        refused = self._admission.refuse(job, attr, held.tolist())
+        return f"not admitted to its queue: {refused}" if refused else None
+
+    def overused(self, queue: QueueSpec) -> str | None:
+        attr = self._attrs[queue.name]
+        # Overused: at its limit in every share dimension where it has a limit or holds something.
+        limit, held = self._bounds.limit(queue.name), attr.allocated.tolist()
+        first = -1
+        for d in self._share_dims:
+            if limit[d] > EPS or held[d] > EPS:
+                if not limit[d] <= held[d] + EPS:
+                    return None
+                if first < 0:
+                    first = d
+        if first >= 0:
+            if self._completes_in(queue):
+                return None  # an admitted gang short of minMember is still completed
+            d = first
+            space = self._space
+            return (
+                f"queue {queue.name} holds its deserved share "
+                f"({space.names[d]} allocated {space.describe(d, attr.allocated[d])} >= deserved "
+                f"{space.describe(d, attr.limit[d])})"
+            )
+        return None
+
+
+class _Reclaim:
+    """What reclaim asks: which of the candidates a task of another queue may take back (from the
+    nearest subtree that holds more than its share, while the giving side keeps its deserved share and
+    the taking side stays within its own). Nothing of it is made unless reclaim asks."""
+
+    def __init__(self, session: ExtensionPoints, attrs: dict[str, QueueAttr], order: _Order) -> None:
+        self._session = session
+        self._attrs = attrs
+        self._order = order
+        self._smallest_held: dict[str, Vector] = {}
+
+    def _smallest_pod_held(self, queue: str) -> Vector:
+        """The request of the smallest pod a leaf holds (looked up once, when reclaim first asks)."""
+        smallest_held = self._smallest_held
+        if not smallest_held:
+            session = self._session
+            mask, space = session.space.share_mask, session.space
+            by_queue = session.jobs_by_queue()
+            for name in self._attrs:
+                best: Vector | None = None
+                best_size = np.inf
+                for owner in by_queue.get(name, []):
+                    for t in owner.tasks.values():
+                        if t.status in EVICTABLE_HELD:
+                            size = float(np.max(np.where(mask, t.request, 0.0)))
+                            if 0 < size < best_size:
+                                best, best_size = t.request, size
+                smallest_held[name] = best if best is not None else np.full(len(space), np.inf)
+        return smallest_held[queue]
+
+    def _side_gives(
+        self, mine: QueueAttr, theirs: QueueAttr, k: int, *, need: Vector, give: Vector, asked: np.ndarray
+    ) -> bool:
+        """Whether a pod of ``theirs`` (request ``give``) may go to a task of ``mine`` (request
+        ``need``), their paths parting below the first ``k`` queues: the taking side stays within its
+        share, the giving side is reclaimable and keeps its deserved share."""
+        if any(np.any((a.allocated + need)[asked] > a.limit[asked] + EPS) for a in mine.path[k:]):
+            return False
+        side = theirs.path[k:]
+        queues = self._session.queues
+        if not all(queues[a.name].reclaimable for a in side):
+            return False
+        dims = asked & (give > EPS)
+        return all(np.any((a.allocated - give)[dims] >= a.deserved[dims] - EPS) for a in side)
+
+    def _nearest_giver(self, mine: QueueAttr, need: Vector, asked: np.ndarray) -> int:
+        """How deep (queues shared from the root) the nearest subtree is in which some leaf holds a
+        pod beyond its deserved share that may go to ``mine``: reclaim takes from there first, so
+        siblings give before cousins, whatever node their pods are on."""
+        best = -1
+        for theirs in self._attrs.values():
+            if theirs is mine or not theirs.leaf:
+                continue
+            if not np.any(theirs.allocated[asked] > theirs.deserved[asked] + EPS):
+                continue
+            k = _lowest_common(mine, theirs)
+            if k <= best:
+                continue
+            pod = self._smallest_pod_held(theirs.name)
+            if np.isfinite(pod).all() and self._side_gives(mine, theirs, k, need=need, give=pod, asked=asked):
+                best = k
+        return best
+
+    def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task]:
+        session, attrs = self._session, self._attrs
+        job = session.jobs.get(reclaimer.job_key)
+        mine = attrs.get(job.queue) if job is not None else None
+        if mine is None:
+            return []
+        asked = (reclaimer.request > EPS) & session.space.share_mask
+        nearest = self._nearest_giver(mine, reclaimer.request, asked)
+        left: dict[str, Vector] = {}
+        chosen: list[Task] = []
+        for t in candidates:
+            owner = session.jobs.get(t.job_key)
+            theirs = attrs.get(owner.queue) if owner is not None else None
+            if theirs is None or theirs is mine:
+                continue
+            k = _lowest_common(mine, theirs)
+            if k != nearest or not self._side_gives(
+                mine, theirs, k, need=reclaimer.request, give=t.request, asked=asked
+            ):
+                continue
+            side = theirs.path[k:]
+            dims = asked & (t.request > EPS)
+            after = {a.name: left.get(a.name, a.allocated) - t.request for a in side}
+            if not all(np.any(after[a.name][dims] >= a.deserved[dims] - EPS) for a in side):
+                continue
+            # A taker that holds its deserved share already takes what the remainder lends it: only
+            # from a queue still served after it once the pod is gone, else the next allocate hands
+            # the room back to that queue (its pod made again) and the two trade it for ever. (Who the
+            # next allocate serves first: the queue order where their paths part, the giver holding
+            # what it would hold after.)
+            top, giver = mine.path[k], theirs.path[k]
+            if np.any(top.allocated[asked] >= top.deserved[asked] - EPS) and not (
+                self._order.siblings(top, giver, right_holds=after[giver.name]) < 0
+            ):
+                continue
+            left.update(after)
+            chosen.append(t)
+        return chosen
