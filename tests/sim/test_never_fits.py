@@ -51,3 +51,30 @@ def test_a_gang_that_can_never_run_says_so_first(objs: list[Obj], first: str | N
     assert said.startswith(first), said
     assert len(said) > len(first)  # the numbers of why it waits follow
     assert pods and all(m.startswith(first) for m in pods)
+
+
+@pytest.mark.parametrize(
+    "min_resources",
+    [{"nvidia.com/gpu": "1"}, {"cpu": "100"}],
+    ids=["a-resource-no-node-has", "past-the-cluster"],
+)
+def test_a_gang_that_can_never_run_holds_no_node_for_itself(min_resources: dict[str, str]) -> None:
+    """The defect: such a gang (a typo in its minResources, say) was the job the reservation held nodes
+    for, and the pod of its queue arriving after it waited for ever on an empty node ("1 node(s)
+    reserved for PodGroup default/g from now"). It is never the head now: the pod runs."""
+    from volsched.simulate import Document, Replay
+    from volsched.simulate.documents import EPOCH, iso
+    from volsched.simulate.annotations import DURATION_ANNOTATION
+
+    objs = [
+        node("n1", cpu="4"),
+        queue("q"),
+        *_gang("g", size=2, cpu="2", q="q", min_resources=min_resources),
+        pod("later", queue="q", cpu="3", created=iso(EPOCH + 60), annotations={DURATION_ANNOTATION: "10m"}),
+    ]
+    for obj in objs[2:5]:
+        obj["metadata"]["creationTimestamp"] = iso(EPOCH)
+    result = Replay([Document(f"test: document {i}", o) for i, o in enumerate(objs)], until=7200.0).run()
+    later = result.runs["default/later"]
+    assert later.started is not None and later.finished is not None
+    assert later.started - result.start == 60

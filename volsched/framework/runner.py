@@ -15,8 +15,6 @@ from collections.abc import Iterable
 from dataclasses import field
 from operator import attrgetter
 
-import numpy as np
-
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import (
     Code,
@@ -28,11 +26,10 @@ from volsched.framework.decisions import (
     StatusDelta,
     render,
 )
-from volsched.framework.messages import amounts
+from volsched.framework.never import NEVER, never_fits
 from volsched.framework.registry import PluginsAhead, make_actions, make_plugins, placement_gap
 from volsched.framework.session import Action, BindSink, Session
 from volsched.model.cluster import ClusterSnapshot, Job
-from volsched.model.resources import EPS
 from volsched.model.vocabulary import PodGroupPhase, QueueState, TaskStatus
 from volsched.records import dataclass
 
@@ -418,10 +415,6 @@ def queue_positions(session: Session) -> dict[str, int]:
     return out
 
 
-#: The first words of a refusal that no waiting can end (see :func:`never_fits`).
-NEVER = "can never run as it stands"
-
-
 def _tell_never(session: Session) -> None:
     """Put first among the refusals of each gang short of minMember the reason it can never run as it
     stands, when there is one: its condition, its event and its pods' then say so before the numbers."""
@@ -434,70 +427,6 @@ def _tell_never(session: Session) -> None:
         verdict = never_fits(session, job, memo)
         if verdict is not None:
             statuses.insert(0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "gang", (f"{NEVER}: {verdict}",)))
-
-
-def never_fits(
-    session: Session, job: Job, memo: dict[tuple[bytes, bytes, int, str], str | None]
-) -> str | None:
-    """Why a gang can never run as it stands, whatever else leaves the cluster (in one plain sentence),
-    or None when it may run once room is made: its minimum (minResources, or its minMember smallest pods)
-    asks more than its queue (or a parent) may ever hold, or than all the ready nodes have; or fewer than
-    minMember of its pods fit on all the ready nodes even were they empty (each pod counted at the least
-    any of its pods asks, so this never says "never" of a gang that could fit). ``memo``: answers by the
-    gang's shape, for one session."""
-    space = session.space
-    need = job.min_request
-    tasks = list(job.tasks.values())
-    first = tasks[0].request if tasks else space.zeros()
-    if all(t.request is first for t in tasks):  # one template's pods share one request vector
-        smallest = first
-    else:
-        smallest = np.min(np.stack([t.request for t in tasks]), axis=0)
-    key = (need.tobytes(), smallest.tobytes(), job.min_member, job.queue)
-    if key in memo:
-        return memo[key]
-    what = "its minResources ask" if job.min_resources_map is not None else "its minMember pods ask"
-    verdict: str | None = None
-    seen: set[str] = set()
-    name: str | None = job.queue
-    while name is not None and name not in seen and verdict is None:  # the queue and its parents
-        seen.add(name)
-        queue = session.queues.get(name)
-        if queue is None:
-            break
-        over = {
-            r: (float(need[space.index(r)]), cap)
-            for r, cap in (queue.capability or {}).items()
-            if r in space.names and need[space.index(r)] > cap + EPS
-        }
-        if over:
-            verdict = (
-                f"{what} {amounts({r: a for r, (a, _) in over.items()})}, more than queue {name} may ever "
-                f"hold (capability {amounts({r: c for r, (_, c) in over.items()})})"
-            )
-        name = queue.parent
-    total = session.total
-    if verdict is None and bool((need > total + EPS).any()):
-        rows = np.flatnonzero(need > total + EPS)
-        verdict = (
-            f"{what} {amounts({space.names[i]: float(need[i]) for i in rows})}, more than all the ready "
-            f"nodes have ({amounts({space.names[i]: float(total[i]) for i in rows})})"
-        )
-    if verdict is None:
-        nodes = session.nodes
-        alloc = nodes.allocatable[nodes.ready]
-        asked = smallest > EPS
-        if asked.any() and len(alloc):
-            per_node = np.floor((alloc[:, asked] + EPS) / smallest[asked]).min(axis=1)
-            fit = int(per_node.sum())
-            if fit < job.min_member:
-                verdict = (
-                    f"at most {fit} of its pods fit on the {len(alloc)} ready node(s), even were they empty "
-                    f"(minMember {job.min_member}; each pod asks at least "
-                    f"{amounts({space.names[i]: float(smallest[i]) for i in np.flatnonzero(asked)})})"
-                )
-    memo[key] = verdict
-    return verdict
 
 
 def _render_events(session: Session, phases: dict[str, PodGroupPhase], waiting: list[Job]) -> None:

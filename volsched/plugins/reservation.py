@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from volsched.framework.decisions import Event
+from volsched.framework.never import never_fits
 from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
@@ -605,12 +606,14 @@ class Reservation(BasePlugin):
         makes while smaller jobs are admitted into every bit that frees; once its nodes drain it is
         admitted and placed. A job its queue's rules refuse (``job_valid``: another team's queue, a
         priority class it may not name) is never one, nor a job of a Closed queue it was not admitted to.
-        A job that fits nowhere even on empty nodes (it plans nothing) is never one either, and leaves
-        its place to the next job of its queue. A gang placed in one topology domain is never one (it is not planned:
-        ``unplanned`` tells it why), so it does not keep the reservation from the jobs behind it. A job
-        pipelined onto room being freed for it (its victims terminating) waits too: first of its queue,
-        it is no head (it needs no reservation) and no job behind it is one, whose reservation would keep
-        it off that room (claims do not hold room against the reservation's job)."""
+        A job that fits nowhere even on empty nodes (it plans nothing) is never one either, nor one that
+        can never run as it stands (``never_fits``: its minResources ask more than the ready nodes have, or
+        its queue may ever hold): each leaves its place to the next job of its queue. A gang placed in one
+        topology domain is never one (it is not planned: ``unplanned`` tells it why), so it does not keep
+        the reservation from the jobs behind it. A job pipelined onto room being freed for it (its victims
+        terminating) waits too: first of its queue, it is no head (it needs no reservation) and no job
+        behind it is one, whose reservation would keep it off that room (claims do not hold room against
+        the reservation's job)."""
         now = session.now
         by_queue: dict[str, list[Job]] = {}
         jobs = session.state.get(_PENDING_AT_OPEN)
@@ -630,12 +633,15 @@ class Reservation(BasePlugin):
                 continue
             by_queue.setdefault(job.queue, []).append(job)
         keys = session.job_keys()
+        never: dict[tuple[bytes, bytes, int, str], str | None] = {}
         heads = []
         for jobs in by_queue.values():
             order = keys(jobs)
             for i in sorted(
                 range(len(jobs)), key=lambda i: (jobs[i].phase is PodGroupPhase.PENDING, order[i])
             ):
+                if never_fits(session, jobs[i], never) is not None:
+                    continue  # no room it could be given would ever admit it: the next job of its queue
                 unmet = _unmet(session, jobs[i])
                 if unmet is None:  # its queue would refuse it: no room helps (nor the jobs behind it)
                     break
