@@ -10,7 +10,8 @@ evictions a budget allows delete them, and playing the job controller it creates
 replacement for an evicted pod of a Job).
 
 * ``documents``: the YAML input and the simulated clock;
-* ``loop``: the :class:`Simulator` (loading, checking references, the cycles);
+* ``loop``: the :class:`Simulator` (loading, the cycles), with ``checks`` (the Jobs' pods, what the
+  objects name);
 * ``port``: :class:`~volsched.simulate.port.MemoryPort`, the cycle's port in memory (apiserver, kubelet,
   owners' replacements, the Eviction API), with the controllers that write through it: ``jobs`` (the
   job controller), ``budgets`` (the disruption controller and the Eviction API's PodDisruptionBudget
@@ -25,10 +26,9 @@ replacement for an evicted pod of a Job).
 Bad input raises :class:`InputError` naming the file, the document and the field.
 """
 
+from volsched.simulate.checks import MAX_JOB_PODS, MAX_PARALLELISM
 from volsched.simulate.documents import EPOCH, Document, iso, load_documents
 from volsched.simulate.loop import (
-    MAX_JOB_PODS,
-    MAX_PARALLELISM,
     SimulationResult,
     Simulator,
     simulate,

@@ -1,6 +1,7 @@
 """The simulator's loop: load the documents into the cache, then run cycles until one changes nothing.
 
-Bad input raises :class:`InputError` naming the file, the document and the field.
+Bad input raises :class:`InputError` naming the file, the document and the field; what the cache does not
+check of it (the Jobs' pods, what an object names) :mod:`volsched.simulate.checks` does.
 """
 
 from __future__ import annotations
@@ -19,29 +20,18 @@ from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import Evict, SessionResult
 from volsched.framework.registry import load_config
 from volsched.model import validation
-from volsched.model.decode import object_ref, scheduling_group
+from volsched.model.decode import object_ref
 from volsched.model.errors import InputError
 from volsched.model.raw import meta_of
 from volsched.model.vocabulary import (
-    DEFAULT_QUEUE,
     DEFAULT_SCHEDULER_NAMES,
-    GROUP_ANNOTATION,
-    QUEUE_ANNOTATION,
-    VOLCANO_GROUP_ANNOTATION,
-    VOLCANO_QUEUE_ANNOTATION,
-    queue_annotation,
 )
 from volsched.records import dataclass
+from volsched.simulate.checks import check_job_pods, check_references, checked_job
 from volsched.simulate.documents import EPOCH, Document, iso, load_documents
 from volsched.simulate.port import MemoryPort
 from volsched.usage_input import load_usage_file, usage_from_annotations
 
-#: The most pods the simulator's job controller creates for one Job (``spec.parallelism``). Kubernetes
-#: caps Indexed Jobs at 100,000; a simulation of one session over that many pods takes minutes, so the
-#: simulator plays at most this many per Job and refuses a larger parallelism.
-MAX_PARALLELISM = 10_000
-#: The most pods all Jobs of a simulation start with (the largest scale ``make bench`` measures).
-MAX_JOB_PODS = 50_000
 #: Kinds the simulator plays itself (the job controller), beside the cache's.
 OWN_KINDS = ("Job", "ResourceClaimTemplate")
 #: Kinds whose objects live in a namespace.
@@ -132,7 +122,7 @@ class Simulator:
             meta.setdefault("creationTimestamp", iso(EPOCH + i))
             if doc.obj.get("kind") in NAMESPACED:
                 meta.setdefault("namespace", "default")
-        self._check_job_pods(docs)
+        check_job_pods(docs, started=self._job_pods)
         ranked = sorted(
             docs, key=lambda d: order.index(d.obj["kind"]) if d.obj.get("kind") in order else len(order)
         )
@@ -163,23 +153,7 @@ class Simulator:
                 raise InputError(
                     f"{ref}: {exc.message}" if ref not in exc.message else exc.message, source=doc.source
                 ) from None
-        self._check_references(docs)
-
-    def _check_job_pods(self, docs: list[Document]) -> None:
-        """Refuse, before creating any, Jobs whose pods would take the simulation past MAX_JOB_PODS
-        (each Job's own parallelism is checked with its other fields)."""
-        total = self._job_pods
-        for doc in docs:
-            spec = doc.obj.get("spec") if doc.obj.get("kind") == "Job" else None
-            parallelism = spec.get("parallelism", 1) if isinstance(spec, dict) else None
-            if isinstance(parallelism, int) and not isinstance(parallelism, bool) and parallelism > 0:
-                total += min(parallelism, MAX_PARALLELISM)
-                if total > MAX_JOB_PODS:
-                    raise InputError(
-                        f"{object_ref(doc.obj)}: spec.parallelism {parallelism} takes the Jobs' pods past "
-                        f"{MAX_JOB_PODS}, the most the simulator plays",
-                        source=doc.source,
-                    )
+        check_references(docs, queues={q.name for q in self.state.queue_specs()}, nodes=self.state.nodes)
 
     def _load_usage_annotations(self, docs: list[Document]) -> None:
         """Node usage from the ``volsched.io/usage`` annotation, measured now (the simulator clock)."""
@@ -192,80 +166,10 @@ class Simulator:
         usage = load_usage_file(path, nodes=self.state.nodes, now=self.clock)
         self.state.set_usage({**self.state.usage, **usage})
 
-    def _check_references(self, docs: list[Document]) -> None:
-        queues = {q.name for q in self.state.queue_specs()}
-        for doc in docs:
-            kind = doc.obj.get("kind")
-            if kind == "PodGroup":
-                if doc.obj.get("apiVersion") == WORKLOAD_API_VERSION:  # Kubernetes': its annotation names it
-                    notes = meta_of(doc.obj).get("annotations") or {}
-                    field = f"annotation {QUEUE_ANNOTATION}"
-                    queue = queue_annotation(notes) if isinstance(notes, dict) else None
-                else:
-                    field, queue = "spec.queue", (doc.obj.get("spec") or {}).get("queue")
-                if queue and queue != DEFAULT_QUEUE and queue not in queues:
-                    raise InputError(
-                        f"{object_ref(doc.obj)}: {field} names queue {queue!r}, which is not in the input "
-                        f"(queues: {', '.join(sorted(queues))})",
-                        source=doc.source,
-                    )
-            if kind in ("Pod", "Job"):
-                meta = meta_of(doc.obj)
-                if kind == "Job":
-                    meta = meta_of((doc.obj.get("spec") or {}).get("template") or {})
-                notes = meta.get("annotations") or {}
-                queue = queue_annotation(notes)  # (ours, else Volcano's: the one the cache reads)
-                named = QUEUE_ANNOTATION if notes.get(QUEUE_ANNOTATION) else VOLCANO_QUEUE_ANNOTATION
-                spec = (
-                    ((doc.obj.get("spec") or {}).get("template") or {}).get("spec")
-                    if kind == "Job"
-                    else doc.obj.get("spec")
-                )
-                if (
-                    queue
-                    and queue not in queues
-                    and not (meta.get("annotations") or {}).get(GROUP_ANNOTATION)
-                    and not (meta.get("annotations") or {}).get(VOLCANO_GROUP_ANNOTATION)
-                    and not (isinstance(spec, dict) and scheduling_group(spec))  # its group's queue counts
-                ):
-                    raise InputError(
-                        f"{object_ref(doc.obj)}: annotation {named} names queue {queue!r}, which is not "
-                        f"in the input (queues: {', '.join(sorted(queues))})",
-                        source=doc.source,
-                    )
-            if kind == "Pod":
-                node = (doc.obj.get("spec") or {}).get("nodeName")
-                if node and node not in self.state.nodes:
-                    raise InputError(
-                        f"{object_ref(doc.obj)}: spec.nodeName names node {node!r}, which is not in the input",
-                        source=doc.source,
-                    )
-
     def _add_job(self, job: dict[str, Any]) -> None:
-        meta = job["metadata"]
-        ns, name = meta.get("namespace") or "default", meta.get("name")
-        if not name:
-            raise InputError("Job: missing field metadata.name")
-        spec = job.get("spec")
-        if not isinstance(spec, dict) or not isinstance(spec.get("template"), dict):
-            raise InputError(f"Job {ns}/{name}: missing field spec.template")
-        parallelism = validation.bounded_int(
-            spec.get("parallelism", 1),
-            field=f"Job {ns}/{name}: spec.parallelism (the simulator plays at most {MAX_PARALLELISM} pods per Job)",
-            minimum=0,
-            maximum=MAX_PARALLELISM,
-        )
-        if not isinstance(spec["template"].get("spec"), dict):
-            raise InputError(f"Job {ns}/{name}: missing field spec.template.spec")
-        tmeta = meta_of(spec["template"])
-        if not isinstance(tmeta, dict):
-            raise InputError(f"Job {ns}/{name}: spec.template.metadata must be a map")
-        validation.label_map(tmeta.get("labels"), field=f"Job {ns}/{name}: spec.template.metadata.labels")
-        validation.annotation_map(
-            tmeta.get("annotations"), field=f"Job {ns}/{name}: spec.template.metadata.annotations"
-        )
-        self._job_pods += parallelism  # within MAX_JOB_PODS: _check_job_pods saw every Job first
-        self.port.job_controller.start(f"{ns}/{name}", job, parallelism)
+        key, parallelism = checked_job(job)
+        self._job_pods += parallelism  # within MAX_JOB_PODS: check_job_pods saw every Job first
+        self.port.job_controller.start(key, job, parallelism)
 
     # --- running ----------------------------------------------------------------------------------------
 
