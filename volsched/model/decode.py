@@ -897,6 +897,32 @@ def build_task(
     return task
 
 
+#: The nodes' resources parsed lately, by their map's items when every value is a string (what the API
+#: sends): the nodes of one shape (a pool's, listed at start) share one parse, a map no one changes.
+#: Emptied at _SHARED_MAX entries, as the tables above.
+_NODE_RESOURCES: dict[tuple[tuple[str, str], ...], dict[str, float]] = {}
+
+
+def _node_resources(raw: Any, *, where: str) -> dict[str, float]:
+    """``status.allocatable`` (or ``capacity``) parsed, shared with the nodes whose map has the same
+    strings. Only strings are keyed: an int and a bool compare equal (``True == 1``), and a bool is
+    refused where the int is taken."""
+    key: tuple[tuple[str, str], ...] | None = None
+    if type(raw) is dict:
+        items = tuple(raw.items())
+        if all(type(v) is str for _, v in items):
+            key = items
+            found = _NODE_RESOURCES.get(key)
+            if found is not None:
+                return found
+    parsed = parse_resource_map(raw, where=f"{where}: status.allocatable")
+    if key is not None:
+        if len(_NODE_RESOURCES) >= _SHARED_MAX:
+            _NODE_RESOURCES.clear()
+        _NODE_RESOURCES[key] = parsed
+    return parsed
+
+
 def build_node(node: Raw) -> NodeSpec:
     _, name = _meta(node, "Node")
     where = f"Node {name}"
@@ -904,10 +930,14 @@ def build_node(node: Raw) -> NodeSpec:
     alloc_raw = status.get("allocatable") or status.get("capacity")
     if alloc_raw is None:
         raise InputError(f"{where}: missing field status.allocatable")
-    allocatable = parse_resource_map(alloc_raw, where=f"{where}: status.allocatable")
+    allocatable = _node_resources(alloc_raw, where=where)
     spec = _map_field(node, "spec", where)
     taints = []
-    for i, t in enumerate(_list_field(spec.get("taints"), where=f"{where}: spec.taints")):
+    raw_taints = spec.get("taints")
+    # (Each field's name for a message is made only when it is read: a node listed at start has few.)
+    for i, t in enumerate(
+        () if raw_taints is None else _list_field(raw_taints, where=f"{where}: spec.taints")
+    ):
         if (
             not isinstance(t, _MAP)
             or not t.get("key")
@@ -922,17 +952,30 @@ def build_node(node: Raw) -> NodeSpec:
                 f"{where}: spec.taints[{i}] needs a key and an effect NoSchedule|PreferNoSchedule|NoExecute"
             )
         taints.append((str(t["key"]), str(t.get("value") or ""), str(t["effect"])))
-    conditions = _list_field(status.get("conditions"), where=f"{where}: status.conditions")
+    raw_conditions = status.get("conditions")
+    conditions = (
+        raw_conditions
+        if type(raw_conditions) is list
+        else _list_field(raw_conditions, where=f"{where}: status.conditions")
+    )
     ready = True
     for cond in conditions:
         if isinstance(cond, _MAP) and cond.get("type") == "Ready":
             ready = str(cond.get("status")) == "True"
-    addresses = tuple(
-        str(a.get("address"))
-        for a in _list_field(status.get("addresses"), where=f"{where}: status.addresses")
-        if isinstance(a, _MAP) and a.get("address")
+    raw_addresses = status.get("addresses")
+    addresses = (
+        ()
+        if raw_addresses is None
+        else tuple(
+            str(a.get("address"))
+            for a in _list_field(raw_addresses, where=f"{where}: status.addresses")
+            if isinstance(a, _MAP) and a.get("address")
+        )
     )
     meta = node["metadata"]
+    raw_labels = meta.get("labels")
+    raw_annotations = meta.get("annotations")
+    unschedulable = spec.get("unschedulable")
     return NodeSpec(
         name=name,
         allocatable=allocatable,
@@ -941,18 +984,24 @@ def build_node(node: Raw) -> NodeSpec:
             "kubernetes.io/hostname": name,
             **{
                 str(k): str(v)
-                for k, v in _map_value(meta.get("labels"), where=f"{where}: metadata.labels").items()
+                for k, v in (
+                    raw_labels
+                    if type(raw_labels) is dict
+                    else _map_value(raw_labels, where=f"{where}: metadata.labels")
+                ).items()
             },
         },
         taints=tuple(taints),
-        unschedulable=_bool_field(
-            spec.get("unschedulable"), where=f"{where}: spec.unschedulable", default=False
-        ),
+        unschedulable=False
+        if unschedulable is None
+        else _bool_field(unschedulable, where=f"{where}: spec.unschedulable", default=False),
         ready=ready,
         addresses=addresses,
-        annotations={
+        annotations={}
+        if raw_annotations is None
+        else {
             str(k): str(v)
-            for k, v in _map_value(meta.get("annotations"), where=f"{where}: metadata.annotations").items()
+            for k, v in _map_value(raw_annotations, where=f"{where}: metadata.annotations").items()
         },
     )
 
