@@ -10,7 +10,7 @@ import pytest
 
 from tests.builders import node
 from volsched.model.decode import build_node
-from volsched.model.nodeterms import matches_affinity, matches_node_term
+from volsched.model.nodeterms import matches_affinity, matches_node_selector, matches_node_term
 
 NODE = build_node(node("n1", labels={"zone": "a", "gen": "5"}))
 
@@ -62,3 +62,18 @@ def test_a_readable_term_still_matches_beside_one_that_is_not() -> None:
     good = {"matchExpressions": [_expr("zone", "In", ["a"])]}
     assert matches_affinity(NODE, [bad]) is False
     assert matches_affinity(NODE, [bad, good]) is True
+
+
+@pytest.mark.parametrize(
+    ("selector", "matches"),
+    [
+        ({}, True),
+        ({"zone": "a"}, True),
+        ({"zone": "a", "gen": "5"}, True),
+        ({"zone": "b"}, False),
+        ({"zone": "a", "gpu": "yes"}, False),  # a label the node lacks
+        ({"Zone": "a"}, False),  # keys are exact
+    ],
+)
+def test_a_node_selector_needs_every_label_with_its_value(selector: dict[str, str], matches: bool) -> None:
+    assert matches_node_selector(NODE, selector) is matches

@@ -28,7 +28,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from volsched.model.nodeterms import UNSCHEDULABLE_TAINT, matches_affinity, tolerates
+from volsched.model.nodeterms import (
+    HARD_EFFECTS,
+    UNSCHEDULABLE_TAINT,
+    matches_affinity,
+    matches_node_selector,
+    tolerates,
+)
 from volsched.model.selectors import AffinityTerm, SpreadConstraint
 from volsched.model.vocabulary import NodeSpec, Task
 from volsched.records import dataclass
@@ -46,10 +52,7 @@ def node_placement_masks(specs: Sequence[NodeSpec], task: Task) -> tuple[BoolArr
     if task.node_selector or task.affinity_terms:
         sel = task.node_selector
         affinity = np.fromiter(
-            (
-                all(s.labels.get(k) == v for k, v in sel.items()) and matches_affinity(s, task.affinity_terms)
-                for s in specs
-            ),
+            (matches_node_selector(s, sel) and matches_affinity(s, task.affinity_terms) for s in specs),
             dtype=bool,
             count=n,
         )
@@ -57,7 +60,7 @@ def node_placement_masks(specs: Sequence[NodeSpec], task: Task) -> tuple[BoolArr
         affinity = np.ones(n, dtype=bool)
     taints = np.fromiter(
         (
-            all(tolerates(task.tolerations, t) for t in s.taints if t[2] in ("NoSchedule", "NoExecute"))
+            all(tolerates(task.tolerations, t) for t in s.taints if t[2] in HARD_EFFECTS)
             and (not s.unschedulable or tolerates(task.tolerations, UNSCHEDULABLE_TAINT))
             for s in specs
         ),

@@ -1,5 +1,6 @@
-"""Node-level matching: a pod's tolerations against a node's taints, and node selector terms (required
-node affinity, a device's node terms) against a node's name and labels, as kube-scheduler reads them.
+"""Node-level matching: a pod's tolerations against a node's taints, its node selector, and node selector
+terms (required node affinity, a device's node terms) against a node's name and labels, as kube-scheduler
+reads them.
 
 Pure functions over raw terms and anything with a ``name`` and ``labels`` (a :class:`NodeSpec`); below the
 vocabulary so that devices and the scheduler's predicates share them. Masks over all nodes for a task are
@@ -15,6 +16,8 @@ from typing import Any, Protocol
 from volsched.model.validation import label_key_problem, label_value_ok
 
 UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
+#: The taint effects that keep a pod that does not tolerate them off a node (PreferNoSchedule only scores).
+HARD_EFFECTS = ("NoSchedule", "NoExecute")
 
 
 class Labelled(Protocol):
@@ -110,6 +113,12 @@ def node_term_parses(term: Mapping[str, Any]) -> bool:
     return all(_requirement_parses(e, field=False) for e in term.get("matchExpressions") or []) and all(
         _requirement_parses(e, field=True) for e in term.get("matchFields") or []
     )
+
+
+def matches_node_selector(spec: Labelled, selector: Mapping[str, str]) -> bool:
+    """A pod's ``nodeSelector``: the node has every label with the value given (an empty one matches)."""
+    labels = spec.labels
+    return all(labels.get(k) == v for k, v in selector.items())
 
 
 def matches_node_term(spec: Labelled, term: Mapping[str, Any]) -> bool:

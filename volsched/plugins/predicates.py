@@ -27,7 +27,13 @@ from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
-from volsched.model.nodeterms import UNSCHEDULABLE_TAINT, matches_affinity, tolerates
+from volsched.model.nodeterms import (
+    HARD_EFFECTS,
+    UNSCHEDULABLE_TAINT,
+    matches_affinity,
+    matches_node_selector,
+    tolerates,
+)
 from volsched.model.vocabulary import Task
 from volsched.plugins.shared.constraint_state import constraint_state
 
@@ -63,7 +69,7 @@ class _StaticChecks:
             groups: dict[tuple[tuple[str, str, str], ...], int] = {}
             taint_group = np.zeros(len(nodes), dtype=np.intp)
             for i, spec in enumerate(nodes.specs):
-                taints = tuple(t for t in spec.taints if t[2] in ("NoSchedule", "NoExecute"))
+                taints = tuple(t for t in spec.taints if t[2] in HARD_EFFECTS)
                 if spec.unschedulable:
                     taints = (*taints, UNSCHEDULABLE_TAINT)
                 taint_group[i] = groups.setdefault(taints, len(groups))
@@ -95,9 +101,7 @@ class _StaticChecks:
         n = len(self.nodes)
         specs = self.nodes.specs
         if task.node_selector:
-            selector = np.array(
-                [all(s.labels.get(k) == v for k, v in task.node_selector.items()) for s in specs], dtype=bool
-            )
+            selector = np.array([matches_node_selector(s, task.node_selector) for s in specs], dtype=bool)
         else:
             selector = np.ones(n, dtype=bool)
         if task.affinity_terms:

@@ -21,7 +21,7 @@ from volsched.framework.never import never_fits
 from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
-from volsched.model.cluster import BoolArray, IndexArray, Job
+from volsched.model.cluster import BoolArray, IndexArray, Job, task_order_key
 from volsched.model.resources import EPS, Vector
 from volsched.model.scalars import human_duration
 from volsched.model.vocabulary import NODE_HOLDING_STATUSES, PodGroupPhase, QueueState, Task, TaskStatus
@@ -162,7 +162,7 @@ def _unmet(session: ExtensionPoints, job: Job) -> list[Task] | None:
     otherwise."""
     queue = session.queues.get(job.queue)
     pending = sorted(
-        (t for t in job.tasks.values() if t.status is PENDING and t.schedulable_by_us), key=_task_key
+        (t for t in job.tasks.values() if t.status is PENDING and t.schedulable_by_us), key=task_order_key
     )
     unmet = job.min_member - job.ready_count
     if queue is None or unmet <= 0 or len(pending) < unmet:
@@ -259,10 +259,6 @@ def _drain(session: ExtensionPoints, held: list[tuple[int, str, float]], nodes: 
         out[i] += rank[q] * size
         weight[i] += size
     return np.where(weight > 0, out / np.maximum(weight, EPS), 0.0)
-
-
-def _task_key(task: Task) -> tuple[int, float, str]:
-    return (-task.priority, task.creation, task.key)
 
 
 class _Reserving:

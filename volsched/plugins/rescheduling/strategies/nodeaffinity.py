@@ -10,7 +10,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from volsched.model.nodeterms import matches_affinity, matches_node_term
+from volsched.model.nodeterms import matches_affinity, matches_node_selector, matches_node_term
 from volsched.model.resources import EPS
 from volsched.model.vocabulary import Task
 from volsched.plugins.rescheduling.context import Context, feasible_elsewhere
@@ -54,7 +54,7 @@ class RemovePodsViolatingNodeAffinity:
                 continue
             spec = nodes.specs[i]
             if self.required:
-                selector_ok = all(spec.labels.get(k) == v for k, v in t.node_selector.items())
+                selector_ok = matches_node_selector(spec, t.node_selector)
                 if not (selector_ok and matches_affinity(spec, t.affinity_terms)):
                     if feasible_elsewhere(ctx, t, i) and ctx.pick(t):
                         what = "node selector" if not selector_ok else "required node affinity"
