@@ -18,11 +18,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from volsched.framework.messages import render_eviction
+from volsched.model.scalars import rfc3339
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -92,7 +92,7 @@ class LiveState:
             e = ev.eviction
             done.append(
                 {"pod": e.pod, "node": e.node, "action": e.action, "reason": render_eviction(e),
-                 "result": ev.result, "time": _iso(now)}
+                 "result": ev.result, "time": rfc3339(now)}
             )  # fmt: skip
         with self._lock:
             self._last, self._at = result, now
@@ -112,7 +112,7 @@ class LiveState:
         return {
             "source": "operator",
             "sessions": sessions,
-            "generatedAt": _iso(at) if at is not None else None,
+            "generatedAt": rfc3339(at) if at is not None else None,
             **body,
             "evictions": evictions,
         }
@@ -223,7 +223,3 @@ def refused_response(refused: Refused) -> web.Response:
 
     headers = {"WWW-Authenticate": 'Bearer realm="volsched"'} if refused.status == 401 else {}
     return web.Response(status=refused.status, text=f"{refused.reason}\n", headers=headers)
-
-
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,10 +1,11 @@
-"""The one boolean parser and the one duration parser every config and object field goes through."""
+"""The one boolean parser and the one duration parser every config and object field goes through, and the
+one writer of an object's timestamp."""
 
 from __future__ import annotations
 
 import pytest
 
-from volsched.model.scalars import boolean_value, duration_seconds
+from volsched.model.scalars import boolean_value, duration_seconds, rfc3339
 
 
 @pytest.mark.parametrize(
@@ -44,3 +45,16 @@ def test_a_boolean_is_true_or_false_in_any_case_and_nothing_else(raw: object, ex
 )
 def test_a_duration_is_seconds_or_go_style_units(raw: object, expected: float | None) -> None:
     assert duration_seconds(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("ts", "expected"),
+    [
+        (0, "1970-01-01T00:00:00Z"),
+        (1_767_225_600.0, "2026-01-01T00:00:00Z"),
+        (1_767_225_600.999, "2026-01-01T00:00:00Z"),  # to the second, cut, as the apiserver writes it
+        (253_402_300_799, "9999-12-31T23:59:59Z"),
+    ],
+)
+def test_a_timestamp_is_utc_to_the_second(ts: float, expected: str) -> None:
+    assert rfc3339(ts) == expected

@@ -8,19 +8,20 @@ compare renderings without times to decide whether anything needs writing.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from volsched.framework.decisions import PodGroupStatus, QueueStatus
 from volsched.model.resources import CPU, MEMORY, PODS, format_amount
+from volsched.model.scalars import rfc3339
 
 SCHEDULER_COMPONENT = "volsched"
 
 
 def now_rfc3339(ts: float | None = None) -> str:
-    moment = datetime.now(tz=UTC) if ts is None else datetime.fromtimestamp(ts, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    """``ts`` (now when None) as an object's timestamp."""
+    return rfc3339(time.time() if ts is None else ts)
 
 
 def quantity(name: str, amount: float) -> str:

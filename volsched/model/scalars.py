@@ -1,11 +1,13 @@
 """Scalars written by users in config and object fields: Go-style durations (``30s``, ``5m``, ``1h30m``,
-``500ms``) as seconds, and booleans. The one parser of each for the whole tree; callers word their own
-errors. Pure parsing, no I/O."""
+``500ms``) as seconds, and booleans; and a time as an object's timestamps say it (RFC 3339, to the second).
+The one parser (and writer) of each for the whole tree; callers word their own errors. Pure, no I/O.
+Not the reading of an object's times (:func:`volsched.model.decode.parse_time`)."""
 
 from __future__ import annotations
 
 import math
 import re
+from datetime import UTC, datetime
 
 from volsched.model.errors import InputError
 
@@ -60,6 +62,11 @@ def human_duration(seconds: float) -> str:
             if count:
                 parts.append(f"{count}{unit}")
     return "".join(parts[:2]) or "0s"
+
+
+def rfc3339(ts: float) -> str:
+    """Unix seconds as an object's timestamp (``creationTimestamp``, ``startTime``): UTC, to the second."""
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def boolean_value(value: object) -> bool | None:

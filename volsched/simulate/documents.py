@@ -13,6 +13,7 @@ from typing import Any
 
 from volsched.model import yamlload
 from volsched.model.errors import InputError
+from volsched.model.scalars import rfc3339
 from volsched.records import dataclass
 
 #: Simulated clock start for objects without a creationTimestamp (input order decides ties).
@@ -80,5 +81,5 @@ def _check_type_fields(obj: dict[str, Any], node: Any, path: list[str | int], *,
         raise InputError(f"{at}{name}: must be a non-empty string, got {repr(value)[:80]}", source=source)
 
 
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+#: Unix seconds as the simulator stamps its objects' times.
+iso = rfc3339
