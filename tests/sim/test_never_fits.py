@@ -63,8 +63,8 @@ def test_a_gang_that_can_never_run_holds_no_node_for_itself(min_resources: dict[
     for, and the pod of its queue arriving after it waited for ever on an empty node ("1 node(s)
     reserved for PodGroup default/g from now"). It is never the head now: the pod runs."""
     from volsched.simulate import Document, Replay
-    from volsched.simulate.documents import EPOCH, iso
     from volsched.simulate.annotations import DURATION_ANNOTATION
+    from volsched.simulate.documents import EPOCH, iso
 
     objs = [
         node("n1", cpu="4"),
