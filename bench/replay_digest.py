@@ -48,7 +48,7 @@ from volsched.simulate.annotations import REMOVE_ANNOTATION
 from volsched.simulate.documents import EPOCH, Document, iso
 from volsched.simulate.generate import WorkloadParams, generate
 from volsched.simulate.scenarios import kueue_baseline
-from volsched.simulate.trace import job_documents, priority_classes
+from volsched.simulate.traceobjects import job_documents, priority_classes
 
 
 def _session_lines(report: CycleReport) -> list[str]:

@@ -119,7 +119,7 @@ def _replay(args: argparse.Namespace, config: SchedulerConfig | None, names: Ite
     from volsched.simulate import Replay, load_documents, replay_json
     from volsched.simulate.latencies import Latencies
     from volsched.simulate.scenarios import SCENARIOS
-    from volsched.simulate.trace import load_trace
+    from volsched.simulate.tracefiles import load_trace
 
     if args.then or args.usage:
         raise InputError(
@@ -215,6 +215,7 @@ def _compare(
 def _trace(args: argparse.Namespace) -> int:
     """``volsched trace``: the trace format's schema, checking files, generating workloads."""
     from volsched.simulate import trace as tr
+    from volsched.simulate import tracefiles
 
     if args.trace_command == "schema":
         json.dump(tr.schema(), sys.stdout, indent=2)
@@ -222,7 +223,7 @@ def _trace(args: argparse.Namespace) -> int:
         return 0
     if args.trace_command == "check":
         for path in args.files:
-            jobs = tr.load_trace(path)
+            jobs = tracefiles.load_trace(path)
             pods = sum(j.pods for j in jobs)
             span = f", submitted from {jobs[0].submit:g} s to {jobs[-1].submit:g} s" if jobs else ""
             print(f"{path}: {len(jobs)} job(s), {pods} pod(s){span}")
@@ -249,7 +250,7 @@ def _trace(args: argparse.Namespace) -> int:
         namespace=args.namespace,
         seed=args.seed,
     )
-    sys.stdout.write(tr.DUMPERS[args.format](generate(params)))
+    sys.stdout.write(tracefiles.DUMPERS[args.format](generate(params)))
     return 0
 
 

@@ -16,7 +16,8 @@ from volsched.cli import main
 from volsched.simulate import Document, Replay
 from volsched.simulate.generate import WorkloadParams, generate
 from volsched.simulate.scenarios import KUEUE_CLASSES, kueue_baseline
-from volsched.simulate.trace import TraceJob, dump_csv, dump_jsonl, dump_yaml, load_trace, schema
+from volsched.simulate.trace import TraceJob, schema
+from volsched.simulate.tracefiles import dump_csv, dump_jsonl, dump_yaml, load_trace
 
 JSONL = """\
 {"name": "train", "submit": 0, "queue": "a", "pods": 2, "minMember": 2, "requests": {"cpu": "2", "memory": "1Gi"}, "duration": "10m", "class": "big", "priority": 10}

@@ -21,7 +21,13 @@ replacement for an evicted pod of a Job).
   the same cycle, owners that make an evicted pod again; its parts ``feed`` (the input sorted by when
   it comes: arrivals at their creationTimestamp, nodes joining and leaving), ``kubelet`` (pods that run
   for their duration), ``runs`` (each pod's and job's record, what the queues held), ``latencies`` and
-  ``annotations`` (what it reads beside the objects).
+  ``annotations`` (what it reads beside the objects), ``report`` (the replay's report);
+* the time mode's workloads: ``trace`` (what a trace's record is, its schema and rules), ``tracefiles``
+  (CSV, JSON Lines and YAML, read and written), ``traceobjects`` (the PodGroup and pods a job becomes),
+  ``generate`` (synthetic traces) and ``scenarios`` (the named ones);
+* ``compare`` and ``plots``: several replays side by side, as JSON and as an HTML page.
+
+The parts import in one direction (``pyproject.toml``'s simulator contract places every one).
 
 Bad input raises :class:`InputError` naming the file, the document and the field.
 """

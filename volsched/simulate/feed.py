@@ -20,7 +20,8 @@ from volsched.model.scalars import duration_seconds
 from volsched.simulate.annotations import REMOVE_ANNOTATION, pod_duration
 from volsched.simulate.documents import EPOCH, Document, iso
 from volsched.simulate.latencies import Latencies
-from volsched.simulate.trace import TraceJob, priority_classes
+from volsched.simulate.trace import TraceJob
+from volsched.simulate.traceobjects import priority_classes
 
 #: What arrives at one instant: (time, files before trace jobs, a batch of documents, or a trace's job).
 Arrival = tuple[float, int, list[Document] | None, TraceJob | None]

@@ -43,7 +43,8 @@ from volsched.simulate.loop import SimulationResult, Simulator
 from volsched.simulate.report import Series, build_report, waits_by
 from volsched.simulate.runs import JobRun, PodRun
 from volsched.simulate.timeport import TimePort
-from volsched.simulate.trace import TraceJob, check_references, job_documents
+from volsched.simulate.trace import TraceJob
+from volsched.simulate.traceobjects import check_references, job_documents
 
 #: The operator's defaults: a session every second (sooner, ``min_gap`` after the last, when the doorbell
 #: calls for one), and at least every 10 s while one may decide later.

@@ -1,41 +1,31 @@
-"""Workload traces for the time mode: one record per job, read from CSV, JSON Lines or YAML, checked
-against ``trace.schema.json`` and volsched's own rules, and turned into a PodGroup and its pods when
-the job arrives.
+"""Workload traces for the time mode: what a trace's record is, checked against ``trace.schema.json``
+and volsched's own rules.
 
 A record: ``submit`` (seconds from the replay's start, or a duration like ``1h30m``), ``queue``,
 ``namespace``, ``priority`` (or ``priorityClass``), ``pods``, ``minMember``, ``requests`` (per pod),
 ``duration`` (per pod), ``nodeSelector``, ``tolerations``, ``class`` (for the report) and
-``onEviction``. In CSV, a column ``requests.<resource>`` or ``nodeSelector.<label>`` gives one entry of
-the map, and ``tolerations`` is JSON. A bad record raises :class:`InputError` naming the file, the
-line and the field. Parsing and building only: no clock, no cache.
+``onEviction``. A bad record raises :class:`InputError` naming the file, the line and the field.
+Checking only: the files a trace is read from and written to are :mod:`volsched.simulate.tracefiles`,
+the objects its jobs become :mod:`volsched.simulate.traceobjects`; no clock, no cache.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import field
 from functools import cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
-from volsched.model import validation, yamlload
+from volsched.model import validation
 from volsched.model.errors import InputError
 from volsched.model.resources import parse_amount
 from volsched.model.scalars import duration_seconds
-from volsched.model.vocabulary import API_GROUP, GROUP_ANNOTATION
 from volsched.records import dataclass
-from volsched.simulate.annotations import CLASS_ANNOTATION, DURATION_ANNOTATION, EVICTION_POLICY_ANNOTATION
-from volsched.simulate.documents import Document, iso
 
-#: File suffixes of each format.
-FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".yaml": "yaml", ".yml": "yaml"}
 _TOLERATION_KEYS = frozenset({"key", "operator", "value", "effect", "tolerationSeconds"})
 #: The latest ``submit`` (seconds from the replay's start): 100 years, the schema's maximum. A job's objects
 #: are stamped with its submit time, and a time past the year 9999 is none.
@@ -111,47 +101,14 @@ class TraceJob:
 
 
 def priority_class_for(value: int) -> str:
+    """The name of the PriorityClass made for a record's ``priority``."""
     return f"trace-priority-{value}" if value >= 0 else f"trace-priority-minus-{-value}"
 
 
-def priority_classes(jobs: Iterable[TraceJob]) -> list[dict[str, Any]]:
-    """The PriorityClasses the jobs' ``priority`` values stand for."""
-    values = sorted({j.priority for j in jobs if j.priority is not None})
-    return [
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": priority_class_for(v)},
-            "value": v,
-        }
-        for v in values
-    ]
-
-
-# --- reading ------------------------------------------------------------------------------------------
-
-
-def load_trace(path: str | Path) -> list[TraceJob]:
-    """The jobs of a trace file, by submit time (file order breaks ties); :class:`InputError` names the
-    file, the line and the field of the first bad record."""
-    path = Path(path)
-    kind = FORMATS.get(path.suffix.lower())
-    if kind is None:
-        raise InputError(
-            f"unknown trace format {path.suffix or '(no suffix)'!r}: use .csv, .jsonl or .yaml",
-            source=str(path),
-        )
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from None
-    text = yamlload.decode_utf8(data, source=str(path))
-    records = {"csv": _csv_records, "jsonl": _jsonl_records, "yaml": _yaml_records}[kind](text, str(path))
-    return parse_records(records, source=str(path))
-
-
 def parse_records(records: Iterable[tuple[int, Any]], *, source: str) -> list[TraceJob]:
-    """Check and read ``(line, record)`` pairs (see :func:`load_trace`)."""
+    """Check and read ``(line, record)`` pairs (a file's, from :func:`volsched.simulate.tracefiles.load_trace`):
+    the jobs by submit time (file order breaks ties); :class:`InputError` names the line and the field of
+    the first bad record."""
     jobs: list[TraceJob] = []
     names: dict[str, int] = {}
     for number, (line, record) in enumerate(records, start=1):
@@ -166,86 +123,8 @@ def parse_records(records: Iterable[tuple[int, Any]], *, source: str) -> list[Tr
     return jobs
 
 
-def _csv_records(text: str, source: str) -> Iterator[tuple[int, Any]]:
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    if not reader.fieldnames:
-        return
-    for row in reader:
-        line = reader.line_num
-        if None in row:
-            raise InputError(f"{source}: line {line}: more cells than the header has columns")
-        record: dict[str, Any] = {}
-        for column, cell in row.items():
-            if cell is None or cell.strip() == "":
-                continue
-            cell = cell.strip()
-            head, dot, rest = column.partition(".")
-            if dot and head in ("requests", "nodeSelector"):
-                record.setdefault(head, {})[rest] = cell
-            elif column in ("pods", "minMember", "priority"):
-                record[column] = _int_cell(cell)
-            elif column in ("submit", "duration"):
-                record[column] = _number_cell(cell)
-            elif column == "tolerations":
-                try:
-                    record[column] = json.loads(cell)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{source}: line {line}: tolerations: not JSON ({exc.msg})") from None
-            else:
-                record[column] = cell
-        yield line, record
-
-
-def _int_cell(cell: str) -> int | str:
-    try:
-        return int(cell)
-    except ValueError:
-        return cell  # the schema says what is wrong with it
-
-
-def _number_cell(cell: str) -> float | str:
-    try:
-        return float(cell)
-    except ValueError:
-        return cell  # a duration like 10m
-
-
-def _jsonl_records(text: str, source: str) -> Iterator[tuple[int, Any]]:
-    for line, content in enumerate(text.splitlines(), start=1):
-        if not content.strip():
-            continue
-        try:
-            yield line, json.loads(content)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{source}: line {line}: not JSON ({exc.msg}, column {exc.colno})") from None
-
-
-def _yaml_records(text: str, source: str) -> Iterator[tuple[int, Any]]:
-    data = yamlload.load_one(text, source=source)
-    if data is None:
-        return
-    if isinstance(data, dict) and isinstance(data.get("jobs"), list):
-        data = data["jobs"]
-    if not isinstance(data, list):
-        raise InputError("a YAML trace is a list of job records (or a map with a list jobs)", source=source)
-    lines = _yaml_lines(text, len(data))
-    for i, record in enumerate(data):
-        yield lines[i] if i < len(lines) else 0, record
-
-
-def _yaml_lines(text: str, count: int) -> list[int]:
-    """The line each item of the trace's list starts on (composed only: the bounded load passed)."""
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            if isinstance(key, yaml.ScalarNode) and key.value == "jobs":
-                node = value
-    if not isinstance(node, yaml.SequenceNode):
-        return [0] * count
-    return [item.start_mark.line + 1 for item in node.value]
-
-
-def _fail(where: str, field_name: str, message: str) -> InputError:
+def field_error(where: str, field_name: str, message: str) -> InputError:
+    """The error for one field of the record read at ``where``."""
     return InputError(f"{where}: {field_name}: {message}")
 
 
@@ -257,19 +136,19 @@ def _job(record: Any, *, number: int, where: str) -> TraceJob:
         path = ".".join(str(p) for p in error.absolute_path)
         if error.validator == "required":
             missing = error.message.split("'")[1] if "'" in error.message else "(record)"
-            raise _fail(where, missing, "missing (a record needs submit, queue, requests and duration)")
+            raise field_error(where, missing, "missing (a record needs submit, queue, requests and duration)")
         if error.validator == "additionalProperties" and not path:
             known = schema()["properties"]
             unknown = sorted(k for k in record if k not in known)
-            raise _fail(
+            raise field_error(
                 where,
                 unknown[0] if unknown else "(record)",
                 f"unknown field (known fields: {', '.join(sorted(known))})",
             )
-        raise _fail(where, path or "(record)", error.message)
+        raise field_error(where, path or "(record)", error.message)
     submit = _seconds(record["submit"], where=where, field_name="submit")
     if submit > MAX_SUBMIT:  # (a duration; a number past it the schema refused)
-        raise _fail(
+        raise field_error(
             where,
             "submit",
             f"{record['submit']!r} is past {MAX_SUBMIT} seconds (100 years) from the replay's start",
@@ -280,16 +159,16 @@ def _job(record: Any, *, number: int, where: str) -> TraceJob:
     pods = int(record.get("pods", 1))
     min_member = int(record.get("minMember", pods))
     if min_member > pods:
-        raise _fail(where, "minMember", f"{min_member} is more than its {pods} pod(s)")
+        raise field_error(where, "minMember", f"{min_member} is more than its {pods} pod(s)")
     if "priority" in record and "priorityClass" in record:
-        raise _fail(where, "priorityClass", "give priority or priorityClass, not both")
+        raise field_error(where, "priorityClass", "give priority or priorityClass, not both")
     selector = record.get("nodeSelector") or {}
     validation.label_map(selector, field=f"{where}: nodeSelector")
     tolerations = record.get("tolerations") or []
     for i, toleration in enumerate(tolerations):
         extra = set(toleration) - _TOLERATION_KEYS
         if extra:
-            raise _fail(
+            raise field_error(
                 where,
                 f"tolerations[{i}]",
                 f"unknown field(s) {', '.join(sorted(extra))}; known: {', '.join(sorted(_TOLERATION_KEYS))}",
@@ -316,111 +195,7 @@ def _job(record: Any, *, number: int, where: str) -> TraceJob:
 def _seconds(value: Any, *, where: str, field_name: str) -> float:
     seconds = duration_seconds(value)
     if seconds is None or seconds < 0:
-        raise _fail(
+        raise field_error(
             where, field_name, f"expected seconds or a duration like 90s, 10m or 1h30m, got {value!r}"
         )
     return seconds
-
-
-# --- writing and building ---------------------------------------------------------------------------------
-
-
-def dump_jsonl(jobs: Sequence[TraceJob]) -> str:
-    return "".join(json.dumps(j.record(), separators=(",", ":")) + "\n" for j in jobs)
-
-
-def job_documents(job: TraceJob, *, at: float, scheduler_name: str = "volsched") -> list[Document]:
-    """The PodGroup and pods of ``job``, created at ``at`` (Unix seconds)."""
-    created = iso(at)
-    meta = {"namespace": job.namespace, "creationTimestamp": created}
-    priority_class = job.priority_class_name()
-    group_spec: dict[str, Any] = {"minMember": job.min_member, "queue": job.queue}
-    if priority_class:
-        group_spec["priorityClassName"] = priority_class
-    docs = [
-        Document(
-            job.where,
-            {
-                "apiVersion": f"{API_GROUP}/v1beta1",
-                "kind": "PodGroup",
-                "metadata": {"name": job.name, **meta},
-                "spec": group_spec,
-            },
-        )
-    ]
-    annotations = {GROUP_ANNOTATION: job.name, DURATION_ANNOTATION: repr(float(job.duration))}
-    if job.job_class:
-        annotations[CLASS_ANNOTATION] = job.job_class
-    if job.on_eviction:
-        annotations[EVICTION_POLICY_ANNOTATION] = job.on_eviction
-    spec: dict[str, Any] = {
-        "schedulerName": scheduler_name,
-        "containers": [{"name": "main", "image": "trace", "resources": {"requests": dict(job.requests)}}],
-    }
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    if job.node_selector:
-        spec["nodeSelector"] = dict(job.node_selector)
-    if job.tolerations:
-        spec["tolerations"] = [dict(t) for t in job.tolerations]
-    for i in range(job.pods):
-        pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": f"{job.name}-{i}", **meta, "annotations": annotations},
-            "spec": spec,
-            "status": {"phase": "Pending"},
-        }
-        docs.append(Document(job.where, pod))
-    return docs
-
-
-def check_references(
-    jobs: Sequence[TraceJob], *, queues: Iterable[str], priority_classes: Iterable[str]
-) -> None:
-    """Every job's queue and PriorityClass is in the cluster's files (checked before the replay runs,
-    not when the job arrives)."""
-    known_queues, known_classes = set(queues), set(priority_classes)
-    for job in jobs:
-        if job.queue not in known_queues:
-            raise _fail(
-                job.where,
-                "queue",
-                f"queue {job.queue!r} is not in the input (queues: {', '.join(sorted(known_queues))})",
-            )
-        if job.priority_class is not None and job.priority_class not in known_classes:
-            raise _fail(
-                job.where, "priorityClass", f"PriorityClass {job.priority_class!r} is not in the input"
-            )
-
-
-def dump_csv(jobs: Sequence[TraceJob]) -> str:
-    """The jobs as CSV: maps flattened to ``requests.<resource>`` and ``nodeSelector.<label>`` columns,
-    tolerations as JSON."""
-    records = [j.record() for j in jobs]
-    columns: dict[str, None] = {}
-    rows = []
-    for record in records:
-        row: dict[str, Any] = {}
-        for key, value in record.items():
-            if key in ("requests", "nodeSelector"):
-                for inner, amount in value.items():
-                    row[f"{key}.{inner}"] = amount
-            elif key == "tolerations":
-                row[key] = json.dumps(value, separators=(",", ":"))
-            else:
-                row[key] = value
-        columns.update(dict.fromkeys(row))
-        rows.append(row)
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(columns), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return out.getvalue()
-
-
-def dump_yaml(jobs: Sequence[TraceJob]) -> str:
-    return yaml.safe_dump([j.record() for j in jobs], sort_keys=False, default_flow_style=None)
-
-
-DUMPERS = {"jsonl": dump_jsonl, "csv": dump_csv, "yaml": dump_yaml}
