@@ -117,6 +117,15 @@ def parse_time(value: Any, *, where: str) -> float:
     return parsed
 
 
+def _time(value: Any, where: str, field: str) -> float:
+    """:func:`parse_time` of a pod's ``field``, its name for a message made only when the time is not one
+    parsed lately (nor absent)."""
+    if value is None:
+        return 0.0
+    found = _TIMES.get(value) if type(value) is str else None
+    return found if found is not None else parse_time(value, where=f"{where}: {field}")
+
+
 #: The times parsed lately, by their text: pods created in the same second (a Job's, a backlog listed at
 #: start) share one parse. Emptied at _SHARED_MAX entries (see below).
 _TIMES: dict[str, float] = {}
@@ -802,10 +811,20 @@ def build_task(
         raise InputError(f"{where}: missing field spec")
     if not spec.get("containers"):
         raise InputError(f"{where}: missing field spec.containers")
-    annotations = _shared_map(meta.get("annotations"), where=f"{where}: metadata.annotations")
-    labels = _shared_map(meta.get("labels"), where=f"{where}: metadata.labels")
+    # (A field's name for a message is made only where the field is no plain map or known time: a pod
+    # listed at start made five of them for nothing.)
+    annotations = meta.get("annotations")
+    if type(annotations) is not dict:
+        annotations = (
+            {} if annotations is None else _shared_map(annotations, where=f"{where}: metadata.annotations")
+        )
+    labels = meta.get("labels")
+    if type(labels) is not dict:
+        labels = {} if labels is None else _shared_map(labels, where=f"{where}: metadata.labels")
     parsed = _parsed_spec(pod, spec, ns=ns, labels=labels, where=where)
-    _map_value(pod.get("status"), where=f"{where}: status")
+    pod_status_map = pod.get("status")
+    if pod_status_map is not None and type(pod_status_map) is not dict:
+        _map_value(pod_status_map, where=f"{where}: status")
     if not isinstance(spec.get("nodeName") or "", str):
         raise InputError(f"{where}: spec.nodeName must be a string, got {_short(spec['nodeName'])}")
     status, node = pod_status(pod)
@@ -855,7 +874,7 @@ def build_task(
         status=status,
         node_name=None if node is None else intern(node),
         scheduler_name=scheduler_name,
-        creation=parse_time(meta.get("creationTimestamp"), where=f"{where}: metadata.creationTimestamp"),
+        creation=_time(meta.get("creationTimestamp"), where, "metadata.creationTimestamp"),
         node_selector=parsed.selector,
         affinity_terms=parsed.terms,
         tolerations=parsed.tolerations,
@@ -865,7 +884,7 @@ def build_task(
         labels=labels,
         annotations=annotations,
         owner=None if owner is None else intern(owner),
-        start_time=parse_time((pod.get("status") or {}).get("startTime"), where=f"{where}: status.startTime"),
+        start_time=_time((pod_status_map or {}).get("startTime"), where, "status.startTime"),
         priority_class=intern(str(pcn)),
         active_deadline=_active_deadline(spec.get("activeDeadlineSeconds"), where=where),
         expected_runtime=_expected_runtime(annotations, where=where),
