@@ -100,7 +100,7 @@ class LiveState:
             self._evictions.extend(done)
 
     def state(self) -> dict[str, Any]:
-        from volsched.simulate import session_json
+        from volsched.sessiondoc import session_json
 
         with self._lock:
             last, at, sessions, evictions = self._last, self._at, self._sessions, list(self._evictions)

@@ -283,7 +283,7 @@ def test_a_start_past_a_century_is_said_so_and_written_as_no_expected_start() ->
     (ValueError): every status write of the session failed with it, session after session, and the
     dashboard's document with them."""
     from volsched.kube.status import podgroup_status
-    from volsched.simulate import session_json
+    from volsched.sessiondoc import session_json
 
     objects = cluster(waiting("s", gpu=8, runtime="5h"))
     objects[5] = running("a", on="n1", gpu=8, ago=600, runtime="1000000000000")

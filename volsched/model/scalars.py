@@ -64,6 +64,10 @@ def human_duration(seconds: float) -> str:
     return "".join(parts[:2]) or "0s"
 
 
+#: The latest instant :func:`rfc3339` can write (the year 9999's last second).
+LATEST_RFC3339 = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
+
+
 def rfc3339(ts: float) -> str:
     """Unix seconds as an object's timestamp (``creationTimestamp``, ``startTime``): UTC, to the second."""
     return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -16,7 +16,8 @@ replacement for an evicted pod of a Job).
   owners' replacements, the Eviction API), with the controllers that write through it: ``jobs`` (the
   job controller), ``budgets`` (the disruption controller and the Eviction API's PodDisruptionBudget
   check) and ``claims`` (the resource claim controller);
-* ``output``: the ``-o json`` document;
+* ``output``: the ``-o json`` document (around one session's, :mod:`volsched.sessiondoc`, which the
+  operator's dashboard serves too);
 * ``replay`` and ``timeport``: the time mode (``volsched simulate --replay``): a virtual clock around
   the same cycle, owners that make an evicted pod again; its parts ``feed`` (the input sorted by when
   it comes: arrivals at their creationTimestamp, nodes joining and leaving), ``kubelet`` (pods that run
@@ -40,7 +41,7 @@ from volsched.simulate.loop import (
     simulate,
     simulate_stages,
 )
-from volsched.simulate.output import replay_json, session_json, to_json
+from volsched.simulate.output import replay_json, to_json
 from volsched.simulate.replay import Replay, ReplayResult
 
 __all__ = [
@@ -55,7 +56,6 @@ __all__ = [
     "iso",
     "load_documents",
     "replay_json",
-    "session_json",
     "simulate",
     "simulate_stages",
     "to_json",

@@ -13,14 +13,14 @@ from typing import Any
 
 from volsched.model import yamlload
 from volsched.model.errors import InputError
-from volsched.model.scalars import rfc3339
+from volsched.model.scalars import LATEST_RFC3339, rfc3339
 from volsched.records import dataclass
 
 #: Simulated clock start for objects without a creationTimestamp (input order decides ties).
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
 #: The latest instant an object's time (a creationTimestamp, a startTime: RFC 3339, years up to 9999) can
 #: say: the simulated clock never passes it (see ``volsched.simulate.replay``).
-LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
+LATEST = LATEST_RFC3339
 
 
 @dataclass
