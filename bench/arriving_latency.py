@@ -188,6 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--py-spy-gil", action="store_true", help="py-spy samples only the thread holding the GIL")
     p.add_argument("--py-spy-rate", type=int, default=200, help="py-spy's samples per second")
     p.add_argument(
+        "--untraced",
+        action="store_true",
+        help="volsched without its latency lines (volsched.latency at DEBUG: a line per pod and per "
+        "session, their CPU counted in volsched's): no stages, only creation-to-bind and the CPU",
+    )
+    p.add_argument(
         "--without-kube-scheduler", action="store_true", help="volsched only (a profile; no ratios)"
     )
     p.add_argument("--keep", type=Path, help="keep each run's directory (its logs) here")
@@ -206,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         binder_procs=1, binder_conns=8, creator=None, source=ROOT, keep_logs="kept", stuck=args.stuck,
         py_spy=args.py_spy, py_spy_out=args.py_spy_out.resolve(), idle=args.idle,
         py_spy_gil=args.py_spy_gil, py_spy_rate=args.py_spy_rate,
-        volsched_args=f"--log-level INFO,volsched.latency=DEBUG {args.volsched_args}".strip(),
+        volsched_args=f"--log-level {'INFO' if args.untraced else 'INFO,volsched.latency=DEBUG'} "
+        f"{args.volsched_args}".strip(),
     )  # fmt: skip
     ns.loadgen = build_loadgen()
     ns.creator = "go" if ns.loadgen else "python"
