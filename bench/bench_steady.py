@@ -126,11 +126,13 @@ def one(
             pod["status"] = {"phase": "Running", "startTime": "2026-01-01T00:00:05Z"}
             feeder.apply("Pod", pod)
         for k in range(arriving if lone else 0):
-            # (named in the order they arrive, as the live benchmark's pods: every pod has the same
-            # creation time, so the name orders the jobs, and the arriving one comes last)
+            # (named in the order they arrive and after the bound pods, as the live benchmark's pods:
+            # every pod has the same creation time, so the name orders the jobs, and the arriving one
+            # comes last)
             rv += 1
-            pod = steady_pod(f"new-{c:06d}-{k}", namespace=LONE_NS, group=None, owner=None, node=None, rv=rv)
-            arrived[f"{LONE_NS}/new-{c:06d}-{k}"] = pod
+            name = f"p-new-{c:06d}-{k}"
+            pod = steady_pod(name, namespace=LONE_NS, group=None, owner=None, node=None, rv=rv)
+            arrived[f"{LONE_NS}/{name}"] = pod
             feeder.apply("Pod", pod)
         for g in range(0 if lone else GANGS):
             ns, gang = f"ns{g}", f"new-{c}-{g}"

@@ -324,13 +324,24 @@ class PointTables:
     # --- registration (plugins call these in on_session_open) ---------------------------------------
 
     def _add(self, point: str, plugin: str, fn: Any) -> None:
-        self._fns.setdefault(point, {})[plugin] = fn
-        self._tier_cache.pop(point, None)
-        self._flat_cache.pop(point, None)
-        self._key_cache.pop(point, None)
-        self._keys_cache.pop(point, None)
-        self._ns_keys.clear()
-        self._valid.clear()
+        fns = self._fns.get(point)
+        if fns is None:
+            fns = self._fns[point] = {}
+        fns[plugin] = fn
+        # What was combined or answered before goes (nothing, in the opens: a session registers some
+        # forty callbacks before it asks any, and each asked nothing to drop)
+        if self._tier_cache:
+            self._tier_cache.pop(point, None)
+        if self._flat_cache:
+            self._flat_cache.pop(point, None)
+        if self._key_cache:
+            self._key_cache.pop(point, None)
+        if self._keys_cache:
+            self._keys_cache.pop(point, None)
+        if self._ns_keys:
+            self._ns_keys.clear()
+        if self._valid:
+            self._valid.clear()
 
     def add_queue_order_fn(self, plugin: str, fn: CompareFn) -> None:
         self._add("queue_order", plugin, fn)
