@@ -32,7 +32,7 @@ from volsched.actions.util import TaskQueue
 from volsched.framework.decisions import Code, EvictionReason, Status
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
-from volsched.model.cluster import BoolArray, Job
+from volsched.model.cluster import BoolArray, IndexArray, Job
 from volsched.model.resources import EPS, PODS, Vector, format_amount
 from volsched.model.selectors import AffinityTerm
 from volsched.model.vocabulary import (
@@ -289,7 +289,6 @@ def place_by_evicting(
     if choice.node is not None and not limited:
         statement.pipeline(task, choice.node)
         return None
-    nodes = session.nodes
     feasible = np.flatnonzero(session.feasible_nodes(task))
     key = _victim_order(session)
 
@@ -328,18 +327,81 @@ def place_by_evicting(
         placed, tried, kept_in_way = evict_in_the_way()
         if placed:
             return None
-        why = f"no node passes the filters: {unfit}"
-        if tried:
-            why += (
-                f"; evicting the pods that may be evicted on the {tried} node(s) where other pods keep"
-                " it out would not let it in"
-            )
-        # The pods in the way that a victim filter (a PodDisruptionBudget) keeps, in its own words.
-        protected = session.victim_protections(kept_in_way, point=point) if kept_in_way else None
-        if protected is not None:
-            return Status(protected.code, protected.plugin, (why, *protected.reasons))
-        return Status(Code.UNSCHEDULABLE, action, (why,))
+        return _no_node_passes(session, unfit, tried=tried, kept=kept_in_way, action=action, point=point)
     need = session.capacity_asked(task)
+    walk = _walk_nodes(
+        session,
+        statement,
+        task,
+        feasible=feasible,
+        need=need,
+        queue=queue,
+        pools=pools,
+        choose=choose,
+        key=key,
+        describe=describe,
+        log=log,
+    )
+    if walk is None:
+        return None
+    placed, _, _ = evict_in_the_way()
+    if placed:
+        return None
+    return _not_placed(
+        session, task, walk, feasible=len(feasible), need=need, limited=limited, action=action, point=point
+    )
+
+
+def _no_node_passes(
+    session: Session, unfit: str, *, tried: int, kept: list[Task], action: str, point: str
+) -> Status:
+    """Why a task no node passes the filters for stays pending, once evicting the pods in its way did
+    not let it in (on ``tried`` nodes; ``kept``: the pods in the way its victim filters kept)."""
+    why = f"no node passes the filters: {unfit}"
+    if tried:
+        why += (
+            f"; evicting the pods that may be evicted on the {tried} node(s) where other pods keep"
+            " it out would not let it in"
+        )
+    # The pods in the way that a victim filter (a PodDisruptionBudget) keeps, in its own words.
+    protected = session.victim_protections(kept, point=point) if kept else None
+    if protected is not None:
+        return Status(protected.code, protected.plugin, (why, *protected.reasons))
+    return Status(Code.UNSCHEDULABLE, action, (why,))
+
+
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    """What the walk over the feasible nodes (by how short of room they are) found when none took the
+    task, over those nodes in that order: whether the action may take pods there, whether evicting them
+    all could make room (and the room it would make, over the dimensions asked); and the victims the
+    plugins named on the nodes walked, the pods of the nodes walked where they named none."""
+
+    holding: BoolArray
+    could: BoolArray
+    reach: Vector
+    named: int
+    unnamed: list[Task]
+
+
+def _walk_nodes(
+    session: Session,
+    statement: Statement,
+    task: Task,
+    *,
+    feasible: IndexArray,
+    need: BoolArray,
+    queue: QueueSpec | None,
+    pools: _Pools,
+    choose: Choose,
+    key: Callable[[Task], Any],
+    describe: Describe,
+    log: list[tuple[Task, EvictionReason]],
+) -> _Walk | None:
+    """Walk the feasible nodes, least short of room first, and on the first where the victims the plugins
+    name make room (and let the task's queue take it), evict them and pipeline the task: None. Else what
+    the walk found."""
+    nodes = session.nodes
     future = nodes.idle[feasible] + nodes.incoming[feasible]
     short = np.maximum(task.request[None, :] - future, 0.0)[:, need]
     scale = np.maximum(task.request[need], EPS)
@@ -363,43 +425,77 @@ def place_by_evicting(
         if not victims:
             unnamed += pool
             continue
-        room = nodes.idle[node] + nodes.incoming[node]
-        taken = 0
-        for v in victims:
-            if np.all(room[need] >= task.request[need] - EPS):
-                break
-            taken += 1
-            room += v.request
-        if not np.all(room[need] >= task.request[need] - EPS):
-            continue
-        mark, logged = len(statement), len(log)
-        node_name = nodes.names[node]
-        for n, v in enumerate(victims):
-            if n >= taken and (queue is None or not session.allocatable(queue, task)):
-                break
-            reason = describe(task, v, node_name)
-            statement.evict(v, reason=reason)
-            log.append((v, reason))
-        else:
-            if queue is not None and session.allocatable(queue, task):
-                statement.rollback(mark)  # the queue would still be over its limit: leave this node be
-                del log[logged:]
-                continue
-        statement.pipeline(task, node)
-        return None
-    placed, _, _ = evict_in_the_way()
-    if placed:
-        return None
-    # The task fails (and with it the job's turn). Said from what is known already: the victims the
-    # plugins named on the nodes that were walked, and the numbers that ruled the others out (the
-    # plugins are not asked about those: that was a walk over nodes for every failing task).
-    walked = int(np.count_nonzero(could & pools.any[ranked]))
-    ruled = ~could & pools.any[ranked]
+        if _evict_on(
+            session, statement, task, node, victims, need=need, queue=queue, describe=describe, log=log
+        ):
+            return None
+    return _Walk(pools.any[ranked], could, reach, named, unnamed)
+
+
+def _evict_on(
+    session: Session,
+    statement: Statement,
+    task: Task,
+    node: int,
+    victims: list[Task],
+    *,
+    need: BoolArray,
+    queue: QueueSpec | None,
+    describe: Describe,
+    log: list[tuple[Task, EvictionReason]],
+) -> bool:
+    """Evict ``victims`` on ``node`` in their order until it has room for ``task`` and its queue may take
+    it, and pipeline the task there: True. False, with nothing evicted, where they do not make room or
+    the queue would still be over its limit."""
+    nodes = session.nodes
+    room = nodes.idle[node] + nodes.incoming[node]
+    taken = 0
+    for v in victims:
+        if np.all(room[need] >= task.request[need] - EPS):
+            break
+        taken += 1
+        room += v.request
+    if not np.all(room[need] >= task.request[need] - EPS):
+        return False
+    mark, logged = len(statement), len(log)
+    node_name = nodes.names[node]
+    for n, v in enumerate(victims):
+        if n >= taken and (queue is None or not session.allocatable(queue, task)):
+            break
+        reason = describe(task, v, node_name)
+        statement.evict(v, reason=reason)
+        log.append((v, reason))
+    else:
+        if queue is not None and session.allocatable(queue, task):
+            statement.rollback(mark)  # the queue would still be over its limit: leave this node be
+            del log[logged:]
+            return False
+    statement.pipeline(task, node)
+    return True
+
+
+def _not_placed(
+    session: Session,
+    task: Task,
+    walk: _Walk,
+    *,
+    feasible: int,
+    need: BoolArray,
+    limited: Status | None,
+    action: str,
+    point: str,
+) -> Status:
+    """Why the task fails (and with it the job's turn), said from what is known already: the victims the
+    plugins named on the nodes that were walked, and the numbers that ruled the others out (the plugins
+    are not asked about those: that was a walk over nodes for every failing task)."""
+    could, reach, named = walk.could, walk.reach, walk.named
+    walked = int(np.count_nonzero(could & walk.holding))
+    ruled = ~could & walk.holding
     # Where nothing was named, what a victim filter (a PodDisruptionBudget) kept, in its own words
     # (of the pods the walk offered: the nodes are not walked again).
-    kept = session.victim_protections(unnamed, point=point) if not named and unnamed else None
+    kept = session.victim_protections(walk.unnamed, point=point) if not named and walk.unnamed else None
     if not named and not ruled.any():
-        why = f"{action}: no pod may be evicted for it on the {len(feasible)} node(s) it could use"
+        why = f"{action}: no pod may be evicted for it on the {feasible} node(s) it could use"
         if kept is not None:
             return Status(kept.code, kept.plugin, (why, *kept.reasons))
         return Status(Code.UNSCHEDULABLE, action, (why,))
