@@ -408,11 +408,9 @@ def _walk_nodes(
     order = np.lexsort((feasible, (short / scale).sum(axis=1)))
     ranked = feasible[order]
     # Where evicting every pod the action may take would still leave too little room, no choice of
-    # the plugins' does better: those nodes are not walked (the slack only lets in a node that rounding
-    # of the sums might have kept out).
+    # the plugins' does better: those nodes are not walked.
     reach = (future + pools.reach[feasible])[order][:, need]
-    slack = 1e-9 * np.maximum(np.abs(reach), 1.0)
-    could = pools.any[ranked] & np.all(reach + slack >= task.request[need] - EPS, axis=1)
+    could = pools.any[ranked] & _holds(reach, task.request[need])
     named = 0
     unnamed: list[Task] = []  # the pods of the nodes walked where the plugins named none
     for i in ranked[could]:
@@ -522,6 +520,15 @@ def _not_placed(
     return Status(Code.UNSCHEDULABLE, action, (f"{action}: " + "; ".join(parts),))
 
 
+def _holds(reach: Vector, request: Vector) -> BoolArray:
+    """Whether each node's room with every pod the action may take gone (the rows of ``reach``, over the
+    dimensions asked) holds ``request``. The slack only lets in a node that rounding of the sums might
+    have kept out: a node it admits is tried, and the trial says whether the task fits."""
+    slack = 1e-9 * np.maximum(np.abs(reach), 1.0)
+    holds: BoolArray = np.all(reach + slack >= request - EPS, axis=1)
+    return holds
+
+
 def _most_freed(session: Session, task: Task, reach: Vector, need: BoolArray) -> str:
     """The most any one of the nodes (the rows of ``reach``, over the dimensions in ``need``) could have
     free, against what ``task`` needs: the resources that fall short on every node, or, when each is
@@ -580,10 +587,9 @@ def _evict_pods_in_the_way(
     where = session.blocked_by_pods(task)
     if not where.any():
         return False, 0, []
-    # Room: with every pod the action may take gone (the same slack as for room alone).
+    # Room: with every pod the action may take gone.
     reach = (nodes.idle + nodes.incoming + pools.reach)[:, need]
-    slack = 1e-9 * np.maximum(np.abs(reach), 1.0)
-    where &= pools.any & np.all(reach + slack >= task.request[need] - EPS, axis=1)
+    where &= pools.any & _holds(reach, task.request[need])
     index = pools.index
     pods = np.flatnonzero(pools.mask & where[index.node] & index.repelling(task))
     if not len(pods):
@@ -667,8 +673,7 @@ def _evict_device_holders(
     where = devices.fits(plan, every, held)
     need = session.capacity_asked(task)
     reach = (nodes.idle + nodes.incoming + pools.reach)[:, need]
-    slack = 1e-9 * np.maximum(np.abs(reach), 1.0)
-    where &= pools.any & np.all(reach + slack >= task.request[need] - EPS, axis=1)
+    where &= pools.any & _holds(reach, task.request[need])
     pods = np.array([p for p in holders if where[index.node[p]]], dtype=np.intp)
     if not len(pods):
         return False, 0, []
