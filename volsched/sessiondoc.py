@@ -1,5 +1,5 @@
 """One session's decisions as a JSON document: its PodGroups, queues, namespaces and events, in a stable
-order. ``volsched simulate -o json`` prints it (with the pods, the evictions and a replay's times:
+order, and an eviction's entry. ``volsched simulate -o json`` prints it (with the pods, the evictions and a replay's times:
 :mod:`volsched.simulate.output`) and the operator's dashboard serves it (:mod:`volsched.ui`): the page
 reads one document from both. Pure: no I/O, no driver; what the page shows is in ``docs/operating.md`` (the
 dashboard).
@@ -8,10 +8,14 @@ dashboard).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from volsched.framework.decisions import Event, SessionResult
+from volsched.framework.messages import render_eviction
 from volsched.model.scalars import LATEST_RFC3339, rfc3339
+
+if TYPE_CHECKING:
+    from volsched.cycle import EvictOutcome
 
 
 def json_number(value: float) -> float | int:
@@ -80,3 +84,16 @@ def _event(e: Event) -> dict[str, str]:
     if e.podgroup:  # a pod of a PodGroup: which one (the dashboard groups why pods wait by it)
         out["podgroup"] = e.podgroup
     return out
+
+
+def eviction_json(outcome: EvictOutcome) -> dict[str, Any]:
+    """One eviction a session decided and what came of it: the pod, its node, the action, the reason in
+    words, and the result (evicted; blocked: a PodDisruptionBudget, the Eviction API's 429; failed)."""
+    e = outcome.eviction
+    return {
+        "pod": e.pod,
+        "node": e.node,
+        "action": e.action,
+        "reason": render_eviction(e),
+        "result": outcome.result,
+    }

@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from volsched.framework.messages import render_eviction
 from volsched.model.scalars import rfc3339
+from volsched.sessiondoc import eviction_json, session_json
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -89,19 +89,13 @@ class LiveState:
         for ev in report.evictions if report is not None else []:
             if ev.result in NOT_NEWS:
                 continue
-            e = ev.eviction
-            done.append(
-                {"pod": e.pod, "node": e.node, "action": e.action, "reason": render_eviction(e),
-                 "result": ev.result, "time": rfc3339(now)}
-            )  # fmt: skip
+            done.append({**eviction_json(ev), "time": rfc3339(now)})
         with self._lock:
             self._last, self._at = result, now
             self._sessions += 1
             self._evictions.extend(done)
 
     def state(self) -> dict[str, Any]:
-        from volsched.sessiondoc import session_json
-
         with self._lock:
             last, at, sessions, evictions = self._last, self._at, self._sessions, list(self._evictions)
         body = (

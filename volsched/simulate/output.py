@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from volsched.framework.messages import render_eviction
-from volsched.sessiondoc import json_number, session_json
+from volsched.sessiondoc import eviction_json, json_number, session_json
 from volsched.simulate.documents import iso
 
 if TYPE_CHECKING:
@@ -30,15 +29,8 @@ def to_json(result: SimulationResult) -> dict[str, Any]:
         "pods": pods,
         **session_json(result.last),
         "evictions": [
-            {
-                "pod": o.eviction.pod,
-                "node": o.eviction.node,
-                "action": o.eviction.action,
-                "reason": render_eviction(o.eviction),
-                # evicted; or blocked (a PodDisruptionBudget: the Eviction API's 429), failed (its 500)
-                "result": o.result,
-                "detail": o.detail or None,  # the Eviction API's refusal, in its words
-            }
+            # detail: the Eviction API's refusal, in its words
+            {**eviction_json(o), "detail": o.detail or None}
             for o in result.eviction_outcomes
         ],
     }
