@@ -336,3 +336,16 @@ def test_a_replay_that_would_start_in_the_year_9999_is_refused(tmp_path, capsys)
     objs += [pod(f"p{i}", created="9999-12-31T23:00:00Z", cpu="1", queue="q") for i in range(2)]
     assert main(["simulate", "--replay", "-f", _write(tmp_path, objs)]) == 2
     assert "the replay would start at 9999-12-31T23:00:00Z" in capsys.readouterr().err
+
+
+def test_a_period_far_longer_than_max_idle_still_moves_the_clock_on():
+    """The defect: with --period 1e300 the session that max_idle calls for after a session that left a pod
+    waiting was due zero periods on, at the same instant, again and again: the replay never ended."""
+    objs = [node("n0", cpu="1"), queue("q"), pod("big", created=at(0), cpu="2", queue="q")]
+    replay = Replay([Document("test: document", o) for o in objs], period=1e300, until=3600.0)
+    replay._events(replay.start)  # the pod arrived; a session ran at the start and left it waiting
+    replay.sim.state.doorbell.take()
+    nxt = replay._next_session(
+        started=replay.start, ended=replay.start, dirty=False, waiting=True, last_run=replay.start
+    )
+    assert nxt > replay.start

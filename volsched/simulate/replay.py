@@ -227,7 +227,9 @@ class Replay:
                 # IdleSkip runs a session max_idle after the last that ran while that one may decide
                 # later; with nothing left to arrive or finish, only up to ``until``.
                 if self.max_idle > 0 and wake > started and (math.isfinite(event) or self.until is not None):
-                    due = started + math.ceil((wake - started) / period - 1e-9) * period
+                    # (at least one period on: a period a billion times max_idle made it 0, and the
+                    # replay ran its sessions at one instant for ever)
+                    due = started + max(1, math.ceil((wake - started) / period - 1e-9)) * period
             if event > due or not math.isfinite(event):
                 return due
             if event > self.ends_by:
