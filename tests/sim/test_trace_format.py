@@ -186,6 +186,34 @@ GOOD = '{"submit": 0, "queue": "a", "requests": {"cpu": "1"}, "duration": 60}'
             id="yaml-line-of-the-record",
         ),
         pytest.param("t.txt", GOOD, "unknown trace format '.txt'", id="unknown-format"),
+        # Each below was taken (the last cell of a column named twice kept), or ended in a traceback.
+        pytest.param(
+            "t.csv",
+            "submit,queue,queue,requests.cpu,duration\n0,a,b,1,60\n",
+            "line 1: column queue appears more than once in the header",
+            id="csv-column-twice",
+        ),
+        pytest.param(
+            "t.jsonl", "[" * 100_000 + "]" * 100_000 + "\n", "line 1: not JSON (nested", id="deep-json"
+        ),
+        pytest.param(
+            "t.csv",
+            "submit,queue,requests.cpu,duration,tolerations\n0,a,1,60," + "[" * 60_000 + "]" * 60_000 + "\n",
+            "line 2: tolerations: not JSON (nested",
+            id="csv-deep-json-cell",
+        ),
+        pytest.param(
+            "t.csv",
+            "submit,queue,requests.cpu,duration,name\n0,a,1,60," + "x" * 200_000 + "\n",
+            "line 2: not CSV (field larger than field limit",
+            id="csv-cell-past-the-field-limit",
+        ),
+        pytest.param(
+            "t.jsonl",
+            GOOD[:-1] + ', "tolerations": [{"key": "k", "operator": "Exists", "effect": "Bogus"}]}\n',
+            "line 1: tolerations.0.effect: 'Bogus' is not one of",
+            id="toleration-effect",
+        ),
     ],
 )
 def test_a_bad_record_exits_2_naming_the_file_line_and_field(tmp_path, capsys, name, text, expected):
@@ -304,3 +332,10 @@ def test_the_kueue_baselines_first_workloads_replay():
     assert result.jobs_finished == len(first)
     assert all(r.finished is not None for r in result.runs.values())
     assert isinstance(scenario.documents[0], Document)
+
+
+def test_a_csv_saved_with_a_byte_order_mark_reads_as_without(tmp_path, capsys):
+    """The defect: a spreadsheet's CSV (a UTF-8 byte-order mark before its header) was refused, its first
+    column read as an unknown field named '\\ufeffsubmit'."""
+    path = _write(tmp_path, "t.csv", "\ufeffsubmit,queue,requests.cpu,duration\n0,a,1,60\n")
+    assert main(["trace", "check", path]) == 0, capsys.readouterr().err

@@ -38,7 +38,8 @@ def load_trace(path: str | Path) -> list[TraceJob]:
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from None
-    text = yamlload.decode_utf8(data, source=str(path))
+    # (a byte-order mark, as a spreadsheet writes one before a CSV's header, is not part of the text)
+    text = yamlload.decode_utf8(data, source=str(path)).removeprefix("\ufeff")
     records = {"csv": _csv_records, "jsonl": _jsonl_records, "yaml": _yaml_records}[kind](text, str(path))
     return parse_records(records, source=str(path))
 
@@ -48,8 +49,18 @@ def load_trace(path: str | Path) -> list[TraceJob]:
 
 def _csv_records(text: str, source: str) -> Iterator[tuple[int, Any]]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        yield from _csv_rows(reader, source)
+    except csv.Error as exc:  # (a cell past the module's field limit, a NUL byte...)
+        raise InputError(f"{source}: line {reader.line_num + 1}: not CSV ({exc})") from None
+
+
+def _csv_rows(reader: csv.DictReader[str], source: str) -> Iterator[tuple[int, Any]]:
     if not reader.fieldnames:
         return
+    twice = sorted({c for c in reader.fieldnames if reader.fieldnames.count(c) > 1})
+    if twice:  # (the row's map would keep the last cell only)
+        raise InputError(f"{source}: line 1: column {twice[0]} appears more than once in the header")
     for row in reader:
         line = reader.line_num
         if None in row:
@@ -71,6 +82,8 @@ def _csv_records(text: str, source: str) -> Iterator[tuple[int, Any]]:
                     record[column] = json.loads(cell)
                 except json.JSONDecodeError as exc:
                     raise InputError(f"{source}: line {line}: tolerations: not JSON ({exc.msg})") from None
+                except RecursionError:
+                    raise InputError(f"{source}: line {line}: tolerations: not JSON ({_TOO_DEEP})") from None
             else:
                 record[column] = cell
         yield line, record
@@ -90,14 +103,21 @@ def _number_cell(cell: str) -> float | str:
         return cell  # a duration like 10m
 
 
+#: Why a JSON value nested past what the parser recurses into is refused (it ended in a traceback).
+_TOO_DEEP = "nested too deeply"
+
+
 def _jsonl_records(text: str, source: str) -> Iterator[tuple[int, Any]]:
     for line, content in enumerate(text.splitlines(), start=1):
         if not content.strip():
             continue
         try:
-            yield line, json.loads(content)
+            record = json.loads(content)
         except json.JSONDecodeError as exc:
             raise InputError(f"{source}: line {line}: not JSON ({exc.msg}, column {exc.colno})") from None
+        except RecursionError:
+            raise InputError(f"{source}: line {line}: not JSON ({_TOO_DEEP})") from None
+        yield line, record
 
 
 def _yaml_records(text: str, source: str) -> Iterator[tuple[int, Any]]:
