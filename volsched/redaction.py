@@ -29,6 +29,7 @@ __all__ = [
     "MASK",
     "RedactingFilter",
     "error_summary",
+    "hide_userinfo",
     "install_log_redaction",
     "redact",
     "register_secrets",
@@ -92,6 +93,21 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
 def basic_credential(username: str, password: str) -> str:
     """The base64 part of ``Authorization: Basic ...`` for these credentials."""
     return base64.b64encode(f"{username}:{password}".encode()).decode("ascii")
+
+
+#: A scheme and the slashes after it (``http://``, ``ftp:/``): ``user:`` alone is no scheme.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/+")
+
+
+def hide_userinfo(address: str) -> str:
+    """``address``, that may not parse as a URL, with all it holds before its last ``@`` (past a scheme)
+    masked: ``admin:pw@prom:9090`` -> ``***@prom:9090``, ``http:/u:pw@h`` -> ``http:/***@h``, where
+    :func:`redact` finds no ``scheme://`` to know the user-info by. For quoting a bad address back."""
+    if "@" not in address:
+        return address
+    scheme = _SCHEME.match(address)
+    head = scheme.group(0) if scheme else ""
+    return f"{head}{MASK}@{address.rpartition('@')[2]}"
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:

@@ -108,3 +108,22 @@ def test_log_filter_redacts_message_arguments_and_tracebacks() -> None:
     assert RedactingFilter().filter(record)
     text = logging.Formatter().format(record)
     assert "pw99" not in text and "http://***@h" in text
+
+
+@pytest.mark.parametrize(
+    ("address", "shown"),
+    [
+        ("admin:s3cret-pw@prom:9090", "'***@prom:9090'"),  # the scheme left out
+        ("http:/admin:s3cret-pw@prom:9090", "'http:/***@prom:9090'"),  # one slash
+        ("ftp://admin:s3cret-pw@prom", "'ftp://***@prom'"),
+    ],
+)
+def test_a_bad_metrics_address_is_quoted_without_its_credentials(address: str, shown: str) -> None:
+    """The defect: an address that is no http(s) URL was quoted whole in the error, which reaches the
+    operator's log and the ConfigMap's event; with no 'scheme://' in front, redact could not tell its
+    user-info, and the password went out as written."""
+    with pytest.raises(ValueError) as refused:
+        parse_metrics_config({"address": address})
+    message = str(refused.value)
+    assert "s3cret-pw" not in message and "admin" not in message
+    assert f"not an http(s) URL: {shown}" in message

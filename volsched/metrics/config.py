@@ -39,7 +39,7 @@ from typing import Any
 
 from volsched.model.scalars import boolean_value, duration_seconds
 from volsched.records import dataclass
-from volsched.redaction import basic_credential, url_secrets
+from volsched.redaction import basic_credential, hide_userinfo, url_secrets
 
 __all__ = [
     "ENV_PASSWORD",
@@ -215,7 +215,7 @@ def parse_metrics_config(
     address = _opt_str(section.get("address"), "metrics.address")
     if address is not None and not re.match(r"^https?://[^/\s]+", address):
         raise MetricsConfigError(
-            "metrics.address", f"not an http(s) URL: {address!r}", ("http://…", "https://…")
+            "metrics.address", f"not an http(s) URL: {hide_userinfo(address)!r}", ("http://…", "https://…")
         )
     if address is None and source_type in (SourceType.PROMETHEUS, SourceType.ELASTICSEARCH):
         raise MetricsConfigError("metrics.address", f"required for type {source_type.value}")
