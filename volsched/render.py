@@ -52,8 +52,24 @@ def render_simulation(data: Mapping[str, Any], console: Console, *, header: bool
     """Render the ``-o json`` document as tables (``header``: the line saying how many sessions ran)."""
     if header:
         console.print(f"[bold]volsched simulate[/bold]: settled after {data['sessions']} session(s)")
+    console.print(_queues_table(data["queues"]))
+    console.print(_namespaces_table(data["namespaces"]))
+    if data["podgroups"]:
+        console.print(_podgroups_table(data["podgroups"]))
+    console.print(_placement_table(data["pods"]))
+    evictions = data.get("evictions") or []
+    done = [e for e in evictions if e.get("result", "evicted") == "evicted"]
+    refused = [e for e in evictions if e.get("result", "evicted") != "evicted"]
+    if done:
+        console.print(_evictions_table(done, title="Evictions", last="reason"))
+    if refused:
+        console.print(_evictions_table(refused, title="Evictions refused (PodDisruptionBudget)", last="why"))
+    if data["events"]:
+        console.print(_events_table(data["events"]))
 
-    queues = Table(title="Queues", title_justify="left")
+
+def _queues_table(queues: Mapping[str, Any]) -> Table:
+    table = Table(title="Queues", title_justify="left")
     for col in (
         "queue",
         "weight",
@@ -65,11 +81,11 @@ def render_simulation(data: Mapping[str, Any], console: Console, *, header: bool
         "realCapability",
         "share",
     ):
-        queues.add_column(col, justify="right" if col in ("weight", "share") else "left")
-    for name, depth in queue_tree_order(data["queues"]):
-        q = data["queues"][name]
+        table.add_column(col, justify="right" if col in ("weight", "share") else "left")
+    for name, depth in queue_tree_order(queues):
+        q = queues[name]
         share = "-" if q["share"] is None else f"{q['share']:.2f}"
-        queues.add_row(
+        table.add_row(
             "  " * depth + ("└ " if depth else "") + name,
             str(q["weight"]),
             q.get("state", ""),
@@ -80,75 +96,78 @@ def render_simulation(data: Mapping[str, Any], console: Console, *, header: bool
             _fmt(q["realCapability"]),
             share,
         )
-    console.print(queues)
+    return table
 
-    namespaces = Table(title="Namespaces", title_justify="left")
-    namespaces.add_column("namespace")
-    namespaces.add_column("weight", justify="right")
-    namespaces.add_column("allocated")
-    for ns, v in data["namespaces"].items():
-        namespaces.add_row(ns, str(v["weight"]), _fmt(v["allocated"]))
-    console.print(namespaces)
 
-    if data["podgroups"]:
-        groups = Table(title="PodGroups", title_justify="left")
-        for col in ("podgroup", "owner", "queue", "phase", "minMember", "scheduled"):
-            groups.add_column(col)
-        for key, g in data["podgroups"].items():
-            groups.add_row(
-                key, g.get("owner") or "", g["queue"], g["phase"], str(g["minMember"]), str(g["scheduled"])
-            )
-        console.print(groups)
+def _namespaces_table(namespaces: Mapping[str, Any]) -> Table:
+    table = Table(title="Namespaces", title_justify="left")
+    table.add_column("namespace")
+    table.add_column("weight", justify="right")
+    table.add_column("allocated")
+    for ns, v in namespaces.items():
+        table.add_row(ns, str(v["weight"]), _fmt(v["allocated"]))
+    return table
 
+
+def _podgroups_table(podgroups: Mapping[str, Any]) -> Table:
+    table = Table(title="PodGroups", title_justify="left")
+    for col in ("podgroup", "owner", "queue", "phase", "minMember", "scheduled"):
+        table.add_column(col)
+    for key, g in podgroups.items():
+        table.add_row(
+            key, g.get("owner") or "", g["queue"], g["phase"], str(g["minMember"]), str(g["scheduled"])
+        )
+    return table
+
+
+def _placement_table(pods: Mapping[str, Any]) -> Table:
+    """The pods by node (the first six named), and the pending ones."""
     by_node: dict[str, list[str]] = {}
     pending: list[str] = []
-    for key, p in data["pods"].items():
+    for key, p in pods.items():
         if p["node"]:
             by_node.setdefault(p["node"], []).append(key)
         elif p["phase"] == "Pending":
             pending.append(key)
-    placement = Table(title="Placement", title_justify="left")
-    placement.add_column("node")
-    placement.add_column("pods", justify="right")
-    placement.add_column("which")
+    table = Table(title="Placement", title_justify="left")
+    table.add_column("node")
+    table.add_column("pods", justify="right")
+    table.add_column("which")
     for node in sorted(by_node):
-        pods = by_node[node]
-        shown = ", ".join(pods[:6]) + (f", ... (+{len(pods) - 6})" if len(pods) > 6 else "")
-        placement.add_row(node, str(len(pods)), shown)
+        on = by_node[node]
+        shown = ", ".join(on[:6]) + (f", ... (+{len(on) - 6})" if len(on) > 6 else "")
+        table.add_row(node, str(len(on)), shown)
     if pending:
-        placement.add_row(
+        table.add_row(
             "[yellow](pending)[/yellow]",
             str(len(pending)),
             ", ".join(pending[:6]) + (" ..." if len(pending) > 6 else ""),
         )
-    console.print(placement)
+    return table
 
-    done = [e for e in data.get("evictions") or [] if e.get("result", "evicted") == "evicted"]
-    refused = [e for e in data.get("evictions") or [] if e.get("result", "evicted") != "evicted"]
-    if done:
-        ev = Table(title="Evictions", title_justify="left")
-        for col in ("pod", "node", "action", "reason"):
-            ev.add_column(col)
-        for e in done:
-            ev.add_row(e["pod"], e["node"], e["action"], e["reason"])
-        console.print(ev)
-    if refused:
-        table = Table(title="Evictions refused (PodDisruptionBudget)", title_justify="left")
-        for col in ("pod", "node", "action", "why"):
-            table.add_column(col)
-        for e in refused:
-            table.add_row(e["pod"], e["node"], e["action"], e["detail"] or "")
-        console.print(table)
 
-    if data["events"]:
-        events = Table(title="Why pods wait", title_justify="left")
-        for col in ("object", "reason", "message"):
-            events.add_column(col)
-        for e in data["events"][:40]:
-            events.add_row(e["object"], e["reason"], e["message"])
-        if len(data["events"]) > 40:
-            events.add_row("...", "", f"{len(data['events']) - 40} more (use -o json)")
-        console.print(events)
+def _evictions_table(evictions: list[Mapping[str, Any]], *, title: str, last: str) -> Table:
+    """Evictions carried out (``last`` is their reason) or refused (``last``: why, the API's detail)."""
+    table = Table(title=title, title_justify="left")
+    for col in ("pod", "node", "action", last):
+        table.add_column(col)
+    for e in evictions:
+        table.add_row(
+            e["pod"], e["node"], e["action"], e["reason"] if last == "reason" else e["detail"] or ""
+        )
+    return table
+
+
+def _events_table(events: list[Mapping[str, Any]]) -> Table:
+    """Why pods wait: the first 40 events."""
+    table = Table(title="Why pods wait", title_justify="left")
+    for col in ("object", "reason", "message"):
+        table.add_column(col)
+    for e in events[:40]:
+        table.add_row(e["object"], e["reason"], e["message"])
+    if len(events) > 40:
+        table.add_row("...", "", f"{len(events) - 40} more (use -o json)")
+    return table
 
 
 #: The most pods the replay's table lists (``-o json`` has every one), and the most waiting jobs.
