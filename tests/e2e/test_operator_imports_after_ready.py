@@ -2,7 +2,8 @@
 imported beside the first sessions, stepping aside while they work (``volsched.operator.aside``): nothing
 waits for it. A pod that arrives while that import is under way is bound; ``/metrics`` and ``/ui`` answer
 once it ended (the health server's "starting" before), ``/metrics`` with what was counted before. The
-cyclic collector is paused meanwhile, and what the imports made is frozen after (collected once first).
+cyclic collector is paused meanwhile, and what the imports made is frozen after (collected once first; with
+the webhooks on, kopf's registry too).
 Real apiserver; the operator in-process, its import held open by a
 module of the test's put first in its list (the unit tests: tests/unit/test_imports_step_aside.py)."""
 
@@ -22,7 +23,15 @@ from types import ModuleType
 
 import pytest
 
-from tests.e2e.operator_fixtures import OPERATOR_NS, Kube, node, operator_on_a_thread, pod, wait_for
+from tests.e2e.operator_fixtures import (
+    OPERATOR_NS,
+    Kube,
+    free_port,
+    node,
+    operator_on_a_thread,
+    pod,
+    wait_for,
+)
 from volsched.operator import Operator, Settings
 from volsched_dev.devcluster import LocalControlPlane
 
@@ -114,3 +123,42 @@ def test_a_pod_arriving_while_the_imports_after_ready_run_is_bound_and_metrics_a
         assert op.reads._aio.connects >= 1
         k.pods(ns, pod("p2"))  # and the replica goes on as before
         wait_for(lambda: len(k.bound(ns)) == 2, 60, what="a pod after the imports bound")
+
+
+def test_with_the_webhooks_on_kopf_its_certificates_and_its_registry_come_under_the_pause_and_are_frozen(
+    cluster: LocalControlPlane, k: Kube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kopf (and cryptography, which its settings' certificates import) imported after ready with the
+    others, the collector paused; kopf's registry made before the freeze: none of it walked again."""
+    k.nodes(node("n1"))
+    settings = Settings(kubeconfig=str(cluster.kubeconfig_path))
+    settings.http.host, settings.http.port, settings.http.auth = "127.0.0.1", 0, "none"
+    settings.lease.namespace = OPERATOR_NS
+    settings.webhook.port = free_port()
+    op = Operator(settings)
+    assert op.after_ready == [
+        "aiohttp.web",
+        "prometheus_client",
+        "volsched.operator.kopfrun",
+        "volsched.operator.certs",
+    ]
+    made: list[object] = []
+    registry = op._kopf_registry
+
+    def recorded() -> object:
+        made.append(registry())
+        return made[-1]
+
+    monkeypatch.setattr(op, "_kopf_registry", recorded)
+    with operator_on_a_thread(op):
+        wait_for(op._kopf_started.is_set, 120, what="kopf started (its registry made, its settings read)")
+        wait_for(gc.isenabled, 60, what="the collector back on after the imports after ready")
+        import volsched.operator.certs
+
+        assert len(made) == 1
+        walked = gc.get_objects()
+        assert not any(o is made[0] for o in walked)  # made under the pause, before the freeze
+        assert not any(o is volsched.operator.certs.SharedCerts for o in walked)
+        ns = k.namespace("after")
+        k.pods(ns, pod("p1"))
+        wait_for(lambda: k.bound(ns) == {f"{ns}/p1": "n1"}, 60, what="a pod bound with the webhooks on")

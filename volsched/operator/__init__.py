@@ -283,14 +283,15 @@ class Operator:
         #: (:func:`~volsched.operator.aside.import_aside`): aiohttp (``/metrics``, ``/ui``, the reads'
         #: client), prometheus_client (the series, made then: :attr:`metrics`) and, with the webhooks
         #: on, kopf (which serves them; without them kopf has nothing to do, and neither is imported
-        #: nor run).
+        #: nor run) and cryptography (the webhooks' certificates).
         self.after_ready: list[str] = ["aiohttp.web", "prometheus_client"]
         #: aiohttp's two default TLS contexts (unused by volsched, made by its import), made before ready
         #: (from ``volsched run``'s start, else while the cache is listed) and handed to that import
         #: (:mod:`~volsched.kube.tlsahead`).
         self.tls_ahead: DefaultContexts = tlsahead.AHEAD
         if self.admission is not None:
-            self.after_ready.append("volsched.operator.kopfrun")
+            # kopf, and the certificates' module (cryptography) its settings import
+            self.after_ready += ["volsched.operator.kopfrun", "volsched.operator.certs"]
 
     # --- the first listing ------------------------------------------------------------------------------
 
@@ -484,9 +485,9 @@ class Operator:
         )  # fmt: skip
 
     def _settle_after_ready(self) -> None:
-        """What the imports after ready, the series and aiohttp's server made, out of the cyclic
-        collector's way, once the sessions are quiet: one full collection, then every object left frozen,
-        as the cache is at sync. The collector is paused from the imports' start to here. Left to it, those
+        """What the imports after ready, the series, aiohttp's server and kopf's registry made, out of the
+        cyclic collector's way, once the sessions are quiet: one full collection, then every object left
+        frozen, as the cache is at sync. The collector is paused from the imports' start to here. Left to it, those
         objects (the modules' classes and functions: tens of thousands) were walked by every collection
         of the middle generation until they reached the old one, 1-2 ms each, and then by the first full
         collection, 5-20 ms, on whichever thread allocated then: a session, the watch with an arriving pod,
@@ -532,7 +533,8 @@ class Operator:
             # volsched.operator.aside and _switching_often). Then the series are made (what was counted
             # into them so far counted in), aiohttp's server takes the health server's sockets over, and
             # its client carries the reads, as before ready.
-            # The cyclic collector is paused meanwhile and then settled (_settle_after_ready).
+            # With the webhooks on, kopf's registry is made then too. The cyclic collector is paused
+            # meanwhile and then settled (_settle_after_ready).
             with _switching_often():
                 pause_collector()
                 try:
@@ -541,10 +543,10 @@ class Operator:
                     await asyncio.to_thread(self.metrics.make)
                     await self.http.start()
                     self.aio_ready.set()
+                    registry = await asyncio.to_thread(self._kopf_registry) if self.admission else None
                     await asyncio.to_thread(self._settle_after_ready)
                 finally:
                     resume_collector()
-                registry = await asyncio.to_thread(self._kopf_registry) if self.admission else None
             if registry is not None:  # kopf serves the webhooks (and keeps their configurations)
                 await asyncio.to_thread(self.loop.activity.wait_quiet, LONGEST_PAUSE)
                 import kopf
