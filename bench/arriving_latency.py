@@ -259,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
                             row["threads"] = thread_rows(r)
                             pods: dict[str, dict[str, float]] = {}
                             stages, sessions = volsched_stages(r, pods)
+                            if not stages["total"]:  # untraced: creation-to-bind from the bench's watch
+                                stages["total"] = [r.binds[n] - r.added[n] for n in r.binds if n in r.added]
                             row["stages"] = stages
                             row["sessions"] = sessions
                             order = sorted(r.added, key=lambda name: (r.added[name], name))
