@@ -1,10 +1,9 @@
 """binpack: prefer nodes that the task fills up, to keep whole nodes free for big jobs.
 
-Arguments (Volcano's names): ``binpack.weight`` (default 1), ``binpack.cpu`` and ``binpack.memory``
-(default 1), ``binpack.resources`` (comma-separated extra resources) with ``binpack.resources.<name>``
-weights (default 1). Score: weighted mean of ``used after placing / allocatable`` over the resources the
-task asks for, times 100 and the plugin weight.
-"""
+Arguments (Volcano's names): ``binpack.weight`` (default 1); the resource weights ``binpack.cpu``,
+``binpack.memory``, ``binpack.resources`` and ``binpack.resources.<name>``, read (and refused) as
+:mod:`volsched.plugins.shared.resource_weights` says. Score: weighted mean of ``used after placing /
+allocatable`` over the resources the task asks for, times 100 and the plugin weight."""
 
 from __future__ import annotations
 
@@ -16,9 +15,9 @@ from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import ExtensionPoints
 from volsched.framework.registry import register_plugin
 from volsched.model.cluster import IndexArray, NodeTable
-from volsched.model.errors import InputError
-from volsched.model.resources import CPU, EPS, MEMORY
+from volsched.model.resources import EPS
 from volsched.model.vocabulary import Task
+from volsched.plugins.shared.resource_weights import resource_weights
 
 #: Per distinct request: which columns count and their normalised weights (or None: no score).
 _Plans = dict[bytes, tuple[np.ndarray[Any, np.dtype[np.intp]], np.ndarray[Any, np.dtype[np.float64]]] | None]
@@ -42,23 +41,7 @@ class Binpack(BasePlugin):
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
         self.weight = arguments.number("binpack.weight", 1, minimum=0)
-        self.resource_weights: dict[str, float] = {
-            CPU: arguments.number("binpack.cpu", 1, minimum=0),
-            MEMORY: arguments.number("binpack.memory", 1, minimum=0),
-        }
-        extra = arguments.raw("binpack.resources", "")
-        if not isinstance(extra, str):
-            raise InputError(
-                f"plugin binpack: argument binpack.resources: expected a comma-separated string, got {extra!r}"
-            )
-        for name in (n.strip() for n in extra.split(",")):
-            if name:
-                self.resource_weights[name] = arguments.number(f"binpack.resources.{name}", 1, minimum=0)
-        for key, _ in list(arguments.with_prefix("binpack.resources.")):
-            if key not in self.resource_weights:
-                raise InputError(
-                    f"plugin binpack: argument binpack.resources.{key} names a resource missing from binpack.resources"
-                )
+        self.resource_weights = resource_weights(arguments, "binpack", cpu_memory_listed=True)
 
     def _columns(self, nodes: NodeTable) -> _Columns:
         """The resources scored (their columns), their weights, 1/allocatable (0 where a node has none of

@@ -16,50 +16,13 @@ from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import ExtensionPoints
 from volsched.framework.registry import register_plugin
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
-from volsched.model.errors import InputError
 from volsched.model.nodeterms import matches_node_term, tolerates
-from volsched.model.resources import BASE_RESOURCES, CPU, EPS, MEMORY
-from volsched.model.validation import label_key_problem
+from volsched.model.resources import CPU, EPS, MEMORY
 from volsched.model.vocabulary import Task
 from volsched.plugins.shared.constraint_state import constraint_state
+from volsched.plugins.shared.resource_weights import resource_weights
 
 FloatArray = np.ndarray[Any, np.dtype[np.float64]]
-
-
-def _resource_weights(arguments: Arguments) -> dict[str, float]:
-    """``nodeorder.cpu``, ``nodeorder.memory`` and the extended resources' weights, checked."""
-    weights = {
-        CPU: arguments.number("nodeorder.cpu", 1, minimum=0),
-        MEMORY: arguments.number("nodeorder.memory", 1, minimum=0),
-    }
-    extra = arguments.raw("nodeorder.resources", "")
-    if not isinstance(extra, str):
-        raise InputError(
-            f"plugin nodeorder: argument nodeorder.resources: expected a comma-separated string, got {extra!r}"
-        )
-    for name in (n.strip() for n in extra.split(",")):
-        if not name:
-            continue
-        if name in BASE_RESOURCES:
-            raise InputError(
-                f"plugin nodeorder: argument nodeorder.resources: {name} is not an extended resource"
-                + ("" if name == "pods" else f" (its weight is nodeorder.{name})")
-            )
-        problem = label_key_problem(name)
-        if problem is not None:
-            raise InputError(
-                f"plugin nodeorder: argument nodeorder.resources: {name!r} is no resource name: {problem}"
-            )
-        if name in weights:
-            raise InputError(f"plugin nodeorder: argument nodeorder.resources: {name} is named twice")
-        weights[name] = arguments.number(f"nodeorder.resources.{name}", 1, minimum=0)
-    for key, _ in list(arguments.with_prefix("nodeorder.resources.")):
-        if key not in weights:
-            raise InputError(
-                f"plugin nodeorder: argument nodeorder.resources.{key} names a resource missing from "
-                "nodeorder.resources"
-            )
-    return weights
 
 
 class _Plan(NamedTuple):
@@ -89,7 +52,7 @@ class NodeOrder(BasePlugin):
         self.taints = arguments.number("tainttoleration.weight", 3, minimum=0)
         self.pod_affinity = arguments.number("podaffinity.weight", 2, minimum=0)
         self.spread = arguments.number("podtopologyspread.weight", 2, minimum=0)
-        self.resource_weights = _resource_weights(arguments)
+        self.resource_weights = resource_weights(arguments, "nodeorder")
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         nodes = session.nodes
