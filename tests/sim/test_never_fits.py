@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import Obj, node, pod, podgroup, queue, run
+from tests.builders import Obj, node, placed, pod, podgroup, queue, run
 
 
 def _gang(
@@ -78,3 +78,30 @@ def test_a_gang_that_can_never_run_holds_no_node_for_itself(min_resources: dict[
     later = result.runs["default/later"]
     assert later.started is not None and later.finished is not None
     assert later.started - result.start == 60
+
+
+@pytest.mark.parametrize(
+    ("min_resources", "pods"),
+    [({"nvidia.com/gpu": "1"}, 1), ({"cpu": "100"}, 1), (None, 2), ({"cpu": "1"}, 3)],
+    ids=["a-resource-no-node-has", "past-the-cluster", "past-the-queue-capability", "more-pods-than-fit"],
+)
+def test_a_gang_that_can_never_run_asks_no_share_of_the_cluster(
+    min_resources: dict[str, str] | None, pods: int
+) -> None:
+    """The defect: such a gang counted toward its queue's demand, so proportion gave its queue a share it
+    could never use, and another queue's pod waited for ever on an empty cluster ("minResources cpu 2 +
+    allocated 2 + admitted 0 > deserved 3"). It asks for nothing now (its PodGroup still says why): the
+    other queue's pods take the whole node."""
+    gang_cpu = "3" if min_resources is None else ("5" if pods == 3 else "1")
+    objs = [
+        node("n1", cpu="4"),
+        queue("a", capability={"cpu": "2"}),
+        queue("b"),
+        *_gang("g", size=pods, cpu=gang_cpu, q="a", min_resources=min_resources),
+        pod("b1", queue="b", cpu="2"),
+        pod("b2", queue="b", cpu="2"),
+    ]
+    data = run(objs)
+    assert placed(data) == {"default/b1": "n1", "default/b2": "n1"}
+    said = {e["object"]: e["message"] for e in data["events"]}["PodGroup default/g"]
+    assert said.startswith("can never run as it stands: "), said

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from volsched.framework.decisions import Event
+from volsched.framework.never import never_fits
 from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
@@ -125,14 +126,26 @@ def _pending_requests(
     waiting: list[Job] = []  # PodGroups in phase Pending with no pod yet: they ask their minResources
     pending, pipelined = TaskStatus.PENDING, TaskStatus.PIPELINED
     pending_phase = PodGroupPhase.PENDING
+    never: dict[tuple[bytes, bytes, int, str], str | None] = {}
     for job in ledger.asking_jobs():
         i = row.get(job.queue)
         if i is None:
             continue
-        if job.phase is pending_phase and not job.tasks and job.podgroup is not None:
-            waiting.append(job)
         c = job.status_count  # get, not c[...]: a missing key is a Python-level call (TaskCounts.__missing__)
-        if not (c.get(pending) or c.get(pipelined)):
+        pends = bool(c.get(pending) or c.get(pipelined))
+        group = job.podgroup
+        # A gang that can never run as it stands (its PodGroup says why) could never use what it would be
+        # given: it asks for nothing, or the other queues' jobs would wait on it for ever.
+        if (
+            group is not None
+            and (pends or not job.tasks)
+            and job.ready_count < job.min_member
+            and never_fits(session, job, never) is not None
+        ):
+            continue
+        if job.phase is pending_phase and not job.tasks and group is not None:
+            waiting.append(job)
+        if not pends:
             continue
         for t in job.tasks.values():
             status = t.status
