@@ -217,6 +217,13 @@ CASES: list[tuple[str, list[str], Any]] = [
      == [{"namespaceSelector": {"matchLabels": {"x": "y"}}}]),
     ("scheduler names", [],
      lambda o: _container(o)["env"][0] == {"name": "VOLSCHED_SCHEDULER_NAMES", "value": "volsched"}),
+    ("pods' queue annotations fixed for every scheduler name",
+     ["--set-json", 'schedulerNames=["volsched","volcano"]'],
+     lambda o: _one(o, "ValidatingAdmissionPolicy")["spec"]["matchConditions"][0]["expression"]
+     == "object.spec.schedulerName in ['volsched', 'volcano']"
+     and _one(o, "ValidatingAdmissionPolicyBinding")["spec"]["policyName"] == "volsched-pod-queue-fixed"),
+    ("pods' queue annotations left unchecked", ["--set", "podQueueFixed=false"],
+     lambda o: not [x for x in o if x["kind"].startswith("ValidatingAdmissionPolicy")]),
     ("no default queue", ["--set", "defaultQueue.create=false"], lambda o: not [x for x in o if x["kind"] == "Queue"]),
     ("default queue weight", ["--set", "defaultQueue.weight=4"],
      lambda o: _one(o, "Queue")["spec"] == {"weight": 4, "reclaimable": True}),

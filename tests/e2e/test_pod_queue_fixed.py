@@ -1,0 +1,95 @@
+"""manifests/60-pod-queue-fixed.yaml on the real apiserver: an update of a volsched pod that changes its
+queue or PodGroup annotation is refused with a message naming it (a pod moved into another queue would
+hold that queue's share: the pod webhook checks at creation only); an update that touches neither, or a
+pod of another scheduler, passes. In-apiserver CEL: no operator and no webhook runs here."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client import ApiException
+
+from tests.e2e.operator_fixtures import ROOT, wait_for
+
+pytestmark = pytest.mark.cluster
+
+POLICY = ROOT / "manifests" / "60-pod-queue-fixed.yaml"
+QUEUE = "scheduling.volsched.io/queue-name"
+
+
+@pytest.fixture
+def policy(kube: client.ApiClient) -> Iterator[str]:
+    """The manifest's policy and binding, removed afterwards (the control plane is the session's)."""
+    api = client.AdmissionregistrationV1Api(kube)
+    vap, binding = [d for d in yaml.safe_load_all(POLICY.read_text()) if d]
+    api.create_validating_admission_policy(vap)
+    api.create_validating_admission_policy_binding(binding)
+    name: str = vap["metadata"]["name"]
+    yield name
+    api.delete_validating_admission_policy_binding(binding["metadata"]["name"])
+    api.delete_validating_admission_policy(name)
+
+
+def _pod(core: client.CoreV1Api, ns: str, name: str, annotations: dict[str, str], scheduler: str) -> None:
+    spec = {"schedulerName": scheduler, "containers": [{"name": "c", "image": "pause"}]}
+    core.create_namespaced_pod(ns, {"metadata": {"name": name, "annotations": annotations}, "spec": spec})
+
+
+def _annotate(core: client.CoreV1Api, ns: str, name: str, annotations: dict[str, Any]) -> ApiException | None:
+    try:
+        core.patch_namespaced_pod(name, ns, {"metadata": {"annotations": annotations}})
+    except ApiException as exc:
+        return exc
+    return None
+
+
+def _in_force(api: client.ApiClient, core: client.CoreV1Api, ns: str, name: str) -> None:
+    """Wait until the apiserver enforces the policy (it loads a new binding asynchronously): a probe pod's
+    queue annotation is changed, each time anew, until a change is refused. Its type check found nothing."""
+    _pod(core, ns, "probe", {QUEUE: "q0"}, "volsched")
+    tries = iter(range(1, 1_000_000))
+    wait_for(
+        lambda: _annotate(core, ns, "probe", {QUEUE: f"q{next(tries)}"}) is not None,
+        60,
+        what="policy in force",
+    )
+    status = client.AdmissionregistrationV1Api(api).read_validating_admission_policy(name).status
+    assert status is None or status.type_checking is None or not status.type_checking.expression_warnings
+
+
+def test_a_pods_queue_and_group_annotations_cannot_change(
+    kube: client.ApiClient, namespace: str, policy: str
+) -> None:
+    core = client.CoreV1Api(kube)
+    _in_force(kube, core, namespace, policy)
+    _pod(core, namespace, "p", {QUEUE: "team-a", "note": "x"}, "volsched")
+    _pod(core, namespace, "theirs", {QUEUE: "team-a"}, "default-scheduler")
+
+    refused = _annotate(core, namespace, "p", {QUEUE: "team-b"})
+    assert refused is not None and refused.status == 403, refused
+    assert (
+        "a pod's queue and PodGroup are fixed at its creation: scheduling.volsched.io/queue-name cannot be "
+        "changed, added or removed on an existing pod" in str(refused.body)
+    ), refused.body
+    for change in (
+        {QUEUE: None},  # removed
+        {"scheduling.volcano.sh/queue-name": "team-b"},  # added
+        {"scheduling.k8s.io/group-name": "g"},
+        {"scheduling.volcano.sh/group-name": "g"},
+    ):
+        refused = _annotate(core, namespace, "p", change)
+        assert refused is not None and refused.status == 403, (change, refused)
+        assert next(iter(change)) in str(refused.body), refused.body
+    assert core.read_namespaced_pod("p", namespace).metadata.annotations[QUEUE] == "team-a"
+
+    # Not touching them: passes (another annotation, a label, the same queue written again).
+    assert _annotate(core, namespace, "p", {"note": "y", QUEUE: "team-a"}) is None
+    core.patch_namespaced_pod("p", namespace, {"metadata": {"labels": {"l": uuid.uuid4().hex[:8]}}})
+    # Another scheduler's pod: not ours to hold.
+    assert _annotate(core, namespace, "theirs", {QUEUE: "team-b"}) is None
+    assert core.read_namespaced_pod("p", namespace).metadata.annotations["note"] == "y"
