@@ -6,8 +6,8 @@ good; or one turns it back on under the other). Sections paused here share one c
 first to enter turns the collector off if it was on, the last to leave turns it back on.
 
 Plain calls, not a context manager: making one allocates, and could start the very collection the
-section is meant to skip. :func:`collect_and_freeze` ends such a section whose objects live long: one
-full collection, then what is left out of every later collection's way.
+section is meant to skip. :func:`freeze_all` ends such a section whose objects live long: all of them out
+of every later collection's way at once, with no collection first.
 """
 
 from __future__ import annotations
@@ -20,13 +20,14 @@ _inside = 0
 _was_enabled = False
 
 
-def collect_and_freeze() -> int:
-    """One full collection (the cyclic garbage made so far freed, not kept for good), then every object
-    left frozen (``gc.freeze``): no later collection walks them again. How many objects were frozen."""
-    gc.collect()
-    before = gc.get_freeze_count()
+def freeze_all() -> int:
+    """Every object the collector tracks left out of every later collection's way (``gc.freeze``), at once
+    (it moves the generations' lists whole): no collection first, which cannot pause and walks every young
+    object, so the cyclic garbage made since the last collection is kept for good. About how many objects
+    were young (the youngest generation's count, paused: the objects made since its last collection)."""
+    young = gc.get_count()[0]
     gc.freeze()
-    return gc.get_freeze_count() - before
+    return young
 
 
 def pause_collector() -> None:

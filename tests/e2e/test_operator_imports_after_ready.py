@@ -2,8 +2,8 @@
 imported beside the first sessions, stepping aside while they work (``volsched.operator.aside``): nothing
 waits for it. A pod that arrives while that import is under way is bound; ``/metrics`` and ``/ui`` answer
 once it ended (the health server's "starting" before), ``/metrics`` with what was counted before. The
-cyclic collector is paused meanwhile, and what the imports made is frozen after (collected once first; with
-the webhooks on, kopf's registry too).
+cyclic collector is paused meanwhile, and what the imports made is frozen after (with the webhooks on, kopf's
+registry too).
 Real apiserver; the operator in-process, its import held open by a
 module of the test's put first in its list (the unit tests: tests/unit/test_imports_step_aside.py)."""
 
@@ -106,7 +106,7 @@ def test_a_pod_arriving_while_the_imports_after_ready_run_is_bound_and_metrics_a
         wait_for(gc.isenabled, 60, what="the collector back on after the imports after ready")
         import aiohttp.web
 
-        # What they made is frozen: no later collection walks it (collected once first: not kept for good).
+        # What they made is frozen: no later collection walks it.
         assert not any(o is aiohttp.web.Application for o in gc.get_objects())
         status, body = _get(port, "/metrics")
         assert status == 200 and b"volsched_sessions_total" in body

@@ -1,5 +1,5 @@
 """Sections that pause the cyclic collector from different threads, overlapping in any order; and what such
-a section made collected once and frozen."""
+a section made frozen at once."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit._cycle_harness import operator_at
-from volsched.gcpause import collect_and_freeze, pause_collector, resume_collector
+from volsched.gcpause import freeze_all, pause_collector, resume_collector
 
 
 @pytest.fixture(autouse=True)
@@ -59,9 +59,9 @@ class _Node:
         self.other: _Node | None = None
 
 
-def test_collect_and_freeze_frees_the_cyclic_garbage_and_freezes_what_lives() -> None:
-    """What a paused section left: its cyclic garbage freed (not frozen for good), what lives frozen (no
-    later collection walks it: it is in none of the collector's generations)."""
+def test_freeze_all_freezes_what_a_paused_section_made_with_no_collection() -> None:
+    """What a paused section made, out of every later collection's way (in none of the collector's
+    generations), at once: no collection first, so its cyclic garbage is kept (frozen) too."""
     pause_collector()
     try:
         a, b = _Node(), _Node()
@@ -69,13 +69,16 @@ def test_collect_and_freeze_frees_the_cyclic_garbage_and_freezes_what_lives() ->
         freed = weakref.finalize(a, lambda: None)
         del a, b  # garbage only the cyclic collector frees
         kept = [[i] for i in range(1_000)]
-        frozen = collect_and_freeze()
+        frozen = freeze_all()
     finally:
         resume_collector()
     try:
-        assert not freed.alive
+        assert freed.alive  # no collection: the cycle is kept, frozen
         assert frozen >= len(kept)
         walked = {id(o) for o in gc.get_objects()}
         assert not any(id(o) in walked for o in kept)
+        gc.collect()
+        assert freed.alive  # no later collection walks it
     finally:
         gc.unfreeze()
+        gc.collect()

@@ -210,33 +210,3 @@ def test_a_trace_function_set_during_the_import_is_kept_after_it(modules: tuple[
         sys.settrace(None)
     assert done == [1, 2, 3, 4, 5]
     assert after is debugger
-
-
-def test_a_lull_begins_when_the_next_session_ends_not_at_once() -> None:
-    """What waits for a lull (the collection after ready) goes on when the session running now ends, not
-    while the sessions are merely quiet before a pod arrives, nor at an end that came before it waited."""
-    activity = Activity()
-    activity.begin()
-    activity.end()  # a session that ended before the wait: not the lull waited for
-    activity.begin()  # a pod of ours arrived
-    waiting = threading.Event()
-    got: list[bool] = []
-
-    def lull() -> None:
-        waiting.set()
-        got.append(activity.wait_lull(60))
-
-    thread = threading.Thread(target=lull)
-    thread.start()
-    assert waiting.wait(10)
-    assert not got  # its session has not ended
-    activity.end()
-    thread.join(60)
-    assert got == [True]
-
-
-def test_without_a_session_ending_the_lull_is_the_quiet_after_the_timeout() -> None:
-    activity = Activity()
-    assert activity.wait_lull(0.01) is True  # nothing arrives: quiet
-    activity.begin()
-    assert activity.wait_lull(0.01) is False  # a pod's session still to end

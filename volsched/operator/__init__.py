@@ -65,7 +65,7 @@ from volsched.cache.volcano import VOLCANO_GROUP
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.registry import placement_gap
 from volsched.gate import Gate
-from volsched.gcpause import collect_and_freeze, pause_collector, resume_collector
+from volsched.gcpause import freeze_all, pause_collector, resume_collector
 from volsched.kube import early, tlsahead
 from volsched.kube.client import bearer_token, library_api_client, load_configuration, new_api_client
 from volsched.kube.configsource import CONFIG_MAP, name_selector, read_config_map
@@ -484,26 +484,16 @@ class Operator:
             "; its TLS contexts made ahead" if self.tls_ahead.handed_over == 3 else "",
         )  # fmt: skip
 
-    def _settle_after_ready(self) -> None:
-        """What the imports after ready, the series, aiohttp's server and kopf's registry made, out of the
-        cyclic collector's way, once the sessions are quiet: one full collection, then every object left
-        frozen, as the cache is at sync. The collector is paused from the imports' start to here. Left to it, those
-        objects (the modules' classes and functions: tens of thousands) were walked by every collection
-        of the middle generation until they reached the old one, 1-2 ms each, and then by the first full
-        collection, 5-20 ms, on whichever thread allocated then: a session, the watch with an arriving pod,
-        the event loop. Collected first, the cyclic garbage made meanwhile (the imports', the sessions')
-        is freed, not frozen for good. The collection cannot pause (10-25 ms of CPU under load): it waits
-        for a lull, right after a session ended (the next pod of a steady stream a whole gap away) or a
-        while without one, three times at most."""
-        for _ in range(3):
-            if self.loop.activity.wait_lull(SETTLE_LULL):
-                break
-        started = time.thread_time()
-        frozen = collect_and_freeze()
-        log.info(
-            "after ready: %d objects frozen for the cyclic collector (a full collection first, %.1f ms of CPU)",
-            frozen, 1000 * (time.thread_time() - started),
-        )  # fmt: skip
+    def _freeze_after_ready(self) -> None:
+        """What the imports after ready, the series, aiohttp's server and kopf's registry made (the
+        collector paused since the imports' start), out of the cyclic collector's way for good, as the
+        cache is at sync: ``gc.freeze`` at once, with no collection first. Left to the collector, those
+        objects (the modules' classes and functions: tens of thousands) were walked by every collection of
+        the middle generation until they reached the old one, 1-2 ms each, and then by the first full
+        collection, 5-20 ms, on whichever thread allocated then: a session, the watch with an arriving
+        pod, the event loop. A collection first would walk them all once more, and cannot pause; what it
+        would free (the cyclic garbage of the imports and of the sessions meanwhile) is small, and kept."""
+        log.info("after ready: about %d objects frozen for the cyclic collector", freeze_all())
 
     async def run(self, stop: asyncio.Event) -> None:
         self.http.serve_health()  # aiohttp's server, and its import, once the cache is synced
@@ -534,7 +524,7 @@ class Operator:
             # into them so far counted in), aiohttp's server takes the health server's sockets over, and
             # its client carries the reads, as before ready.
             # With the webhooks on, kopf's registry is made then too. The cyclic collector is paused
-            # meanwhile and then settled (_settle_after_ready).
+            # from the imports' start, and what they made is frozen at the end (see _freeze_after_ready).
             with _switching_often():
                 pause_collector()
                 try:
@@ -544,7 +534,7 @@ class Operator:
                     await self.http.start()
                     self.aio_ready.set()
                     registry = await asyncio.to_thread(self._kopf_registry) if self.admission else None
-                    await asyncio.to_thread(self._settle_after_ready)
+                    self._freeze_after_ready()
                 finally:
                     resume_collector()
             if registry is not None:  # kopf serves the webhooks (and keeps their configurations)
@@ -633,8 +623,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 #: Seconds aiohttp's import after ready waits at most for its TLS contexts made ahead (else it makes them).
 TLS_AHEAD_WAIT = 2.0
-#: Seconds without a session's end after which the collection after ready takes the lull as it is.
-SETTLE_LULL = 0.5
 #: The interpreter's switch interval (seconds) while kopf is imported beside the sessions.
 IMPORT_SWITCH_INTERVAL = 0.0005
 

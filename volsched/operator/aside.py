@@ -46,7 +46,6 @@ class Activity:
     def __init__(self) -> None:
         self._quiet = threading.Event()
         self._quiet.set()
-        self._ended = threading.Event()  # a session ended (see wait_lull)
         #: Whether the sessions are quiet (the event's own ``is_set``: no call of ours in between).
         self.quiet = self._quiet.is_set
         #: Pauses made so far by imports aside (for tests and the log).
@@ -67,15 +66,6 @@ class Activity:
 
     def end(self) -> None:
         self._quiet.set()
-        self._ended.set()
-
-    def wait_lull(self, timeout: float) -> bool:
-        """Wait for the sessions' next end, or ``timeout`` seconds in which none ended: where pods arrive
-        at a steady rate, the start of the longest quiet stretch to expect (the next pod a whole gap
-        away); whether the sessions are quiet then."""
-        self._ended.clear()
-        self._ended.wait(timeout)
-        return self._quiet.is_set()
 
     def wait_quiet(self, timeout: float) -> bool:
         """Wait until the sessions are quiet, ``timeout`` seconds at most; whether they are."""
