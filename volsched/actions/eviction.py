@@ -197,6 +197,24 @@ class _Pools:
     any: BoolArray
 
 
+@dataclass(frozen=True, slots=True)
+class _Placing:
+    """One task's placement by evicting (``place_by_evicting``): what each of its steps works with. The
+    session, the statement the evictions and the placement go into, the task and its queue (None: no
+    queue's limit applies), what the action may take, the plugins' choice of victims on a node, the
+    victims' order, each eviction's reason and the log it is appended to."""
+
+    session: Session
+    statement: Statement
+    task: Task
+    queue: QueueSpec | None
+    pools: _Pools
+    choose: Choose
+    key: Callable[[Task], Any]
+    describe: Describe
+    log: list[tuple[Task, EvictionReason]]
+
+
 def _victim_order(session: Session) -> Callable[[Task], Any]:
     task_key = session.task_key()
 
@@ -290,36 +308,25 @@ def place_by_evicting(
         statement.pipeline(task, choice.node)
         return None
     feasible = np.flatnonzero(session.feasible_nodes(task))
-    key = _victim_order(session)
+    placing = _Placing(
+        session,
+        statement,
+        task,
+        queue=queue,
+        pools=pools,
+        choose=choose,
+        key=_victim_order(session),
+        describe=describe,
+        log=log,
+    )
 
     def evict_in_the_way() -> tuple[bool, int, list[Task]]:
         """The last resort: evict the pods that keep the task out (see ``_evict_pods_in_the_way``), or
         that hold the devices it claims (``_evict_device_holders``)."""
-        placed, tried, kept = _evict_pods_in_the_way(
-            session,
-            statement,
-            task,
-            queue=queue,
-            pools=pools,
-            choose=choose,
-            narrow=in_the_way,
-            key=key,
-            describe=describe,
-            log=log,
-        )
+        placed, tried, kept = _evict_pods_in_the_way(placing, narrow=in_the_way)
         if placed or not task.resource_claims:
             return placed, tried, kept
-        placed, more, held = _evict_device_holders(
-            session,
-            statement,
-            task,
-            queue=queue,
-            pools=pools,
-            choose=choose,
-            key=key,
-            describe=describe,
-            log=log,
-        )
+        placed, more, held = _evict_device_holders(placing)
         return placed, tried + more, kept + held
 
     if not len(feasible):
@@ -329,19 +336,7 @@ def place_by_evicting(
             return None
         return _no_node_passes(session, unfit, tried=tried, kept=kept_in_way, action=action, point=point)
     need = session.capacity_asked(task)
-    walk = _walk_nodes(
-        session,
-        statement,
-        task,
-        feasible=feasible,
-        need=need,
-        queue=queue,
-        pools=pools,
-        choose=choose,
-        key=key,
-        describe=describe,
-        log=log,
-    )
+    walk = _walk_nodes(placing, feasible=feasible, need=need)
     if walk is None:
         return None
     placed, _, _ = evict_in_the_way()
@@ -384,23 +379,17 @@ class _Walk:
     unnamed: list[Task]
 
 
-def _walk_nodes(
-    session: Session,
-    statement: Statement,
-    task: Task,
-    *,
-    feasible: IndexArray,
-    need: BoolArray,
-    queue: QueueSpec | None,
-    pools: _Pools,
-    choose: Choose,
-    key: Callable[[Task], Any],
-    describe: Describe,
-    log: list[tuple[Task, EvictionReason]],
-) -> _Walk | None:
+def _walk_nodes(placing: _Placing, *, feasible: IndexArray, need: BoolArray) -> _Walk | None:
     """Walk the feasible nodes, least short of room first, and on the first where the victims the plugins
     name make room (and let the task's queue take it), evict them and pipeline the task: None. Else what
     the walk found."""
+    session, task, pools, choose, key = (
+        placing.session,
+        placing.task,
+        placing.pools,
+        placing.choose,
+        placing.key,
+    )
     nodes = session.nodes
     future = nodes.idle[feasible] + nodes.incoming[feasible]
     short = np.maximum(task.request[None, :] - future, 0.0)[:, need]
@@ -423,28 +412,23 @@ def _walk_nodes(
         if not victims:
             unnamed += pool
             continue
-        if _evict_on(
-            session, statement, task, node, victims, need=need, queue=queue, describe=describe, log=log
-        ):
+        if _evict_on(placing, node, victims, need=need):
             return None
     return _Walk(pools.any[ranked], could, reach, named, unnamed)
 
 
-def _evict_on(
-    session: Session,
-    statement: Statement,
-    task: Task,
-    node: int,
-    victims: list[Task],
-    *,
-    need: BoolArray,
-    queue: QueueSpec | None,
-    describe: Describe,
-    log: list[tuple[Task, EvictionReason]],
-) -> bool:
-    """Evict ``victims`` on ``node`` in their order until it has room for ``task`` and its queue may take
+def _evict_on(placing: _Placing, node: int, victims: list[Task], *, need: BoolArray) -> bool:
+    """Evict ``victims`` on ``node`` in their order until it has room for the task and its queue may take
     it, and pipeline the task there: True. False, with nothing evicted, where they do not make room or
     the queue would still be over its limit."""
+    session, statement, task, queue, describe, log = (
+        placing.session,
+        placing.statement,
+        placing.task,
+        placing.queue,
+        placing.describe,
+        placing.log,
+    )
     nodes = session.nodes
     room = nodes.idle[node] + nodes.incoming[node]
     taken = 0
@@ -555,20 +539,8 @@ def _most_freed(session: Session, task: Task, reach: Vector, need: BoolArray) ->
     return f"{needs} are never free together on one node (the most on any node: {best})"
 
 
-def _evict_pods_in_the_way(
-    session: Session,
-    statement: Statement,
-    task: Task,
-    *,
-    queue: QueueSpec | None,
-    pools: _Pools,
-    choose: Choose,
-    narrow: Choose | None,
-    key: Callable[[Task], Any],
-    describe: Describe,
-    log: list[tuple[Task, EvictionReason]],
-) -> tuple[bool, int, list[Task]]:
-    """Place ``task`` on a node whose filters that depend on other pods (its required anti-affinity, or
+def _evict_pods_in_the_way(placing: _Placing, *, narrow: Choose | None) -> tuple[bool, int, list[Task]]:
+    """Place the task on a node whose filters that depend on other pods (its required anti-affinity, or
     a running pod's against it) keep it out, by evicting the pods in the way, as kube-scheduler's
     default preemption does: on a node, every pod the plugins name (narrowed by ``narrow``) is taken
     away, and if the task then fits (every filter, room, its queue's limit) the pods are given back most
@@ -582,6 +554,13 @@ def _evict_pods_in_the_way(
     pod in the way (its job's priority, lowest first), then fewer pods in the way, then the youngest, then
     the node's name; the first where the task fits wins. A node where the plugins keep a pod in the way is
     passed over without a trial."""
+    session, task, pools, choose, key = (
+        placing.session,
+        placing.task,
+        placing.pools,
+        placing.choose,
+        placing.key,
+    )
     nodes = session.nodes
     need = session.capacity_asked(task)
     where = session.blocked_by_pods(task)
@@ -623,26 +602,14 @@ def _evict_pods_in_the_way(
             continue  # a pod in the way may not go
         tried += 1
         if _evict_for(
-            session, statement, task, node, victims, queue=queue, key=key, describe=describe, log=log,
-            facts=lambda v, terms: tuple(("keeps it out by", t) for t in terms),
-        ):  # fmt: skip
+            placing, node, victims, facts=lambda v, terms: tuple(("keeps it out by", t) for t in terms)
+        ):
             return True, tried, []
     return False, tried, kept
 
 
-def _evict_device_holders(
-    session: Session,
-    statement: Statement,
-    task: Task,
-    *,
-    queue: QueueSpec | None,
-    pools: _Pools,
-    choose: Choose,
-    key: Callable[[Task], Any],
-    describe: Describe,
-    log: list[tuple[Task, EvictionReason]],
-) -> tuple[bool, int, list[Task]]:
-    """Place ``task``, whose claims no node can give their devices now, on a node where evicting pods
+def _evict_device_holders(placing: _Placing) -> tuple[bool, int, list[Task]]:
+    """Place the task, whose claims no node can give their devices now, on a node where evicting pods
     that hold devices there would: as for the pods in the way (``_evict_pods_in_the_way``), every pod
     the plugins name on the node is taken away, and if the task then fits (its devices among those
     being released, every filter, room, its queue's limit) they are given back most important first as
@@ -652,6 +619,13 @@ def _evict_device_holders(
     (by those pods alone) would do and the room would, in order of the most important holder there
     (lowest first), then fewer holders, then the node's name. Returns (placed, nodes tried, the holders
     the plugins would not name on the nodes passed over)."""
+    session, task, pools, choose, key = (
+        placing.session,
+        placing.task,
+        placing.pools,
+        placing.choose,
+        placing.key,
+    )
     devices = session.devices
     plan = devices.plan(task.namespace, task.resource_claims, pod_uid=task.uid)
     if plan.problem or not plan.wants:
@@ -698,32 +672,35 @@ def _evict_device_holders(
             continue
         tried += 1
         if _evict_for(
-            session, statement, task, node, victims, queue=queue, key=key, describe=describe, log=log,
+            placing,
+            node,
+            victims,
             facts=lambda v, _: (("frees", "the devices its claims hold"),) if v.key in holding else (),
-        ):  # fmt: skip
+        ):
             return True, tried, []
     return False, tried, kept
 
 
 def _evict_for(
-    session: Session,
-    statement: Statement,
-    task: Task,
+    placing: _Placing,
     node: int,
     victims: list[Task],
     *,
-    queue: QueueSpec | None,
-    key: Callable[[Task], Any],
-    describe: Describe,
-    log: list[tuple[Task, EvictionReason]],
     facts: Callable[[Task, list[str]], tuple[tuple[str, str], ...]],
 ) -> bool:
-    """Evict those of ``victims`` (put least important first) that must go for ``task`` to fit on
+    """Evict those of ``victims`` (put least important first) that must go for the task to fit on
     ``node``, and pipeline it there; False, doing nothing, when it would not fit with all of them gone.
     ``facts``: what each eviction's reason says besides, from the victim and the terms by which it
     keeps the task out (if any)."""
-    victims.sort(key=key)
-    chosen = _victims_on(session, task, node, victims, queue=queue)
+    session, statement, task, describe, log = (
+        placing.session,
+        placing.statement,
+        placing.task,
+        placing.describe,
+        placing.log,
+    )
+    victims.sort(key=placing.key)
+    chosen = _victims_on(session, task, node, victims, queue=placing.queue)
     if chosen is None:
         return False
     taken, blocking = chosen
