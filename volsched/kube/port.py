@@ -20,6 +20,10 @@ With ``background`` (the operator's), a session never waits on the network for i
   bind is in flight (or ``status_after_binds`` seconds have passed); when a newer session's status
   arrives before the older was started, only the newer is written (it says everything the older did,
   as the writer skips what is unchanged). What was written is reported by a later ``write_status``.
+  A Queue's status that changes only its figures (every arriving pod changes its ``allocated``) is
+  written at most once per ``queue_status_every`` seconds; the status thread writes the last one held
+  when its time is up, with or without a later session. A Queue's state or conditions, and every
+  PodGroup's status, are written at once.
 * Evictions stay synchronous: a session that preempts plans its next evictions on the pods it evicted.
 * ``drain`` waits for everything in flight (hand-over: after the fence closed, before the Lease is let go).
 Without ``background`` every call returns all its outcomes and ``settle`` has nothing.
@@ -75,8 +79,11 @@ class KubePort:
         on_failed: Callable[[], None] | None = None,
         latency: PodLatency | None = None,
         status_after_binds: float = 10.0,
+        queue_status_every: float = 1.0,
     ) -> None:
         self.writer = writer
+        if background:  # (its status thread writes what is held back when its time is up)
+            writer.queue_status_every = queue_status_every
         #: In the background, a session's status writes wait while binds are in flight, at most this
         #: many seconds: a backlog's binds, over however many sessions it takes, do not share the
         #: apiserver with the status of every PodGroup they place (its gangs' pods bound sooner), and
@@ -104,6 +111,9 @@ class KubePort:
         self._status_next: Callable[[], StatusReport] | None = None
         self._status_running = False
         self._status_done = StatusReport()
+        #: The status thread waits only for Queue figures held back (not a write in flight: ``drain``
+        #: does not wait for it; after the fence closed they would be refused unsent anyway).
+        self._waiting_held = False
         #: The last status writes failed somewhere or held an event back (its object over its rate):
         #: only a later session's status writes retry them.
         self._status_owed = False
@@ -296,6 +306,7 @@ class KubePort:
             return self._status_job(job)
         with self._lock:
             self._status_next = job  # a newer session's status replaces one not started yet
+            self._lock.notify_all()  # (a status thread waiting for held Queue figures takes it)
             if not self._status_running:
                 try:
                     self._status.submit(self._run_status)
@@ -340,6 +351,8 @@ class KubePort:
                         break
                     self._lock.wait(left)
                 job, self._status_next = self._status_next, None
+                if job is None and not self._closed:
+                    job = self._held_job()
                 if job is None:
                     self._status_running = False
                     self._lock.notify_all()
@@ -349,6 +362,32 @@ class KubePort:
                 self._status_done.writes += report.writes
                 self._status_done.events += report.events
                 self._status_done.errors.extend(report.errors)
+
+    def _held_job(self) -> Callable[[], StatusReport] | None:
+        """(Under ``_lock``, no session's status waiting.) The Queue statuses the writer held back
+        (their figures only, see ``KubeWriter.queue_status_every``): once their time is up, a job that
+        writes them; until then this thread waits, and a session's status that comes meanwhile is
+        written first (its Queues' figures with it, or held again). None: nothing held, or closed."""
+        while (due := self.writer.held_due()) is not None:
+            if self._closed:
+                return None
+            if self._status_next is not None:
+                job, self._status_next = self._status_next, None
+                return job
+            left = due - self.writer.clock()
+            if left <= 0:
+                return self._write_held
+            self._waiting_held = True
+            self._lock.notify_all()  # (``drain`` does not wait for it)
+            try:
+                self._lock.wait(left)
+            finally:
+                self._waiting_held = False
+        return None
+
+    def _write_held(self) -> StatusReport:
+        writes, events, errors = self.writer.write_held()
+        return StatusReport(writes=writes, events=events, errors=errors)
 
     def _status_job(self, job: Callable[[], StatusReport]) -> StatusReport:
         """Run one session's status writes; note whether they left something for a later one to retry."""
@@ -367,7 +406,8 @@ class KubePort:
         pass over the PodGroups an earlier version left behind that is due. (Skipped sessions write
         nothing: see ``volsched.cycle.IdleSkip.owed``.)"""
         with self._lock:
-            if self._status_owed or self._status_running or self._status_next is not None:
+            running = self._status_running and not self._waiting_held  # (held figures go out alone)
+            if self._status_owed or running or self._status_next is not None:
                 return True
         return self.left_behind.due()
 
@@ -408,7 +448,12 @@ class KubePort:
         Call it after the fence closed: what has not started then is refused unsent, FENCED."""
         deadline = time.monotonic() + timeout
         with self._lock:
-            while self._binds_in_flight or self._status_running:
+            # (the status thread waiting only for held Queue figures is not waited for)
+            while (
+                self._binds_in_flight
+                or self._status_next is not None
+                or (self._status_running and not self._waiting_held)
+            ):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -420,6 +465,7 @@ class KubePort:
         over gets its one outcome); a status write not started is dropped."""
         with self._lock:
             self._closed = True
+            self._lock.notify_all()  # (the status thread waiting for held Queue figures stops)
             workers = list(self._workers)
         for _ in workers:
             self._queue.put(None)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -72,6 +73,10 @@ JSON_PATCH = "application/json-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 
 T = TypeVar("T")
+
+#: What a user acts on in a Queue's status: a change to any of these is written at once (the rest,
+#: its figures, may be held back: see ``KubeWriter.queue_status_every``).
+_QUEUE_AT_ONCE = ("state", "parent", "weight", "conditions")
 
 #: The reasons of events every session offers again while their object waits (a pending pod's, a
 #: PodGroup's below minMember): when only their numbers move, they settle (``EventFilter.admit``).
@@ -237,6 +242,7 @@ class KubeWriter:
         fence: Fence | None = None,
         health: ApiHealth | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings or WriterSettings()
         self.fence = fence
@@ -269,6 +275,17 @@ class KubeWriter:
         self._podgroups_from: dict[str, tuple[PodGroupStatus, str]] = {}
         self._queues: dict[str, dict[str, Any]] = {}
         self._queues_full: dict[str, dict[str, Any]] = {}
+        #: A Queue's status writes that change only its figures (allocated, the PodGroups' counts, the
+        #: deserved share) go out at most once per this many seconds per Queue (0: each at once): every
+        #: arriving pod changes its queue's ``allocated``. What a user acts on (its state, parent, weight,
+        #: conditions) is written at once. The background port sets it, and writes what is held when its
+        #: time is up (:meth:`held_due`, :meth:`write_held`).
+        self.queue_status_every = 0.0
+        self.clock = clock
+        #: When each Queue's status was last written (``_clock``), and the figures held back since: name
+        #: -> (rendered, API group), the latest only.
+        self._queue_written_at: dict[str, float] = {}
+        self._queues_held: dict[str, tuple[dict[str, Any], str]] = {}
         #: The status writes in flight, by (kind, key), each with a token of its own: :meth:`forget` (the
         #: object deleted or made again under its name meanwhile) drops it, and a write whose token is
         #: gone when it returns is not recorded as written: it may have reached the old object only, and
@@ -313,6 +330,8 @@ class KubeWriter:
             elif kind == "Queue":
                 self._queues.pop(key, None)
                 self._queues_full.pop(key, None)
+                self._queue_written_at.pop(key, None)
+                self._queues_held.pop(key, None)
                 self._in_flight.pop((kind, key), None)
             elif kind == "Pod":
                 self._conditions.pop(key, None)
@@ -748,10 +767,16 @@ class KubeWriter:
             if name not in existing_queues:
                 continue
             rendered = render.queue_status(q)
-            with self._lock:
-                if self._queues.get(name) == rendered:
-                    continue
             group = existing_queues[name]
+            with self._lock:
+                written = self._queues.get(name)
+                if written == rendered:
+                    self._queues_held.pop(name, None)  # back to what was written: nothing owed
+                    continue
+                if self._figures_only(name, written, rendered):
+                    self._queues_held[name] = (rendered, group)
+                    continue
+                self._queues_held.pop(name, None)
             jobs.append(partial(self._write_queue, name, rendered, now, group))
         for key, message in result.unschedulable.items():
             pod = pods.get(key)
@@ -783,6 +808,42 @@ class KubeWriter:
             if err:
                 errors.append(err)
         return writes, events, errors
+
+    def _figures_only(self, name: str, last: dict[str, Any] | None, rendered: dict[str, Any]) -> bool:
+        """Whether a Queue's new status is held back (under ``_lock``): coalescing is on, the last one
+        was written less than ``queue_status_every`` seconds ago, and only its figures changed."""
+        if self.queue_status_every <= 0 or last is None:
+            return False
+        at = self._queue_written_at.get(name)
+        if at is None or self.clock() - at >= self.queue_status_every:
+            return False
+        return all(last.get(k) == rendered.get(k) for k in _QUEUE_AT_ONCE)
+
+    def held_due(self) -> float | None:
+        """When the earliest Queue status held back is due (``_clock``'s time), None when none is."""
+        with self._lock:
+            if not self._queues_held:
+                return None
+            at = self._queue_written_at
+            return self.queue_status_every + min(at.get(name, -math.inf) for name in self._queues_held)
+
+    def write_held(self) -> tuple[int, int, list[str]]:
+        """Write the Queue statuses held back whose time is up (the latest of each); returns (writes,
+        events, errors) as :meth:`write_status`. Under another holding of the Lease than the one they
+        were decided under, they are dropped: the new holding's sessions write every status again."""
+        self._forget_written_before(self.holding())
+        now, due = self.clock(), []
+        with self._lock:
+            for name, (rendered, group) in list(self._queues_held.items()):
+                if now - self._queue_written_at.get(name, -math.inf) >= self.queue_status_every:
+                    del self._queues_held[name]
+                    due.append(partial(self._write_queue, name, rendered, None, group))
+        writes, errors = 0, []
+        for w, _, err in self._map(lambda job: job(), due):
+            writes += w
+            if err:
+                errors.append(err)
+        return writes, 0, errors
 
     def may_write_status(
         self, result: SessionResult, *, queues: AbstractSet[str], podgroups: AbstractSet[str], extra: bool
@@ -818,7 +879,7 @@ class KubeWriter:
             for written in (
                 self._podgroups, self._podgroups_full, self._podgroups_from, self._queues,
                 self._queues_full, self._conditions, self._condition_at, self._in_flight,
-                self._nominated,
+                self._nominated, self._queue_written_at, self._queues_held,
             ):  # fmt: skip
                 written.clear()
             self._nominations_read = False
@@ -871,11 +932,15 @@ class KubeWriter:
         self, name: str, rendered: dict[str, Any], now: str | None = None, group: str = API_GROUP
     ) -> tuple[int, int, str | None]:
         path = custom_path(group, VERSION, "queues", name)
-        return self._write_status(
+        out = self._write_status(
             "Queue", name, path, rendered, now=now or render.now_rfc3339(), group=group,
             sent=self._queues, full=self._queues_full, whole=True,
             as_field=f"queues.{group}" in self._status_as_field,
         )  # fmt: skip
+        if out[0]:
+            with self._lock:
+                self._queue_written_at[name] = self.clock()
+        return out
 
     def _write_status(
         self,

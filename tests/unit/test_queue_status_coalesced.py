@@ -1,0 +1,184 @@
+"""A Queue's status that changes only its figures is written at most once per second (fault injection).
+
+Every arriving pod changes its queue's ``allocated``; written at once, that was one Queue status PATCH
+per pod. The background port holds such writes back to one per ``queue_status_every`` seconds per
+Queue, and its status thread writes the last one held when its time is up, with or without a later
+session; what a user acts on (the Queue's state, its conditions) is written at once. The writer's
+clock is the test's, so what falls within the second does not depend on the machine's load.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.builders import queue
+from tests.fences import Fence
+from tests.unit._cycle_harness import cache
+from tests.unit._scripted_server import ScriptedServer, loopback_config
+from volsched.cache.feeder import Feeder
+from volsched.framework.decisions import QueueStatus, SessionResult
+from volsched.kube.port import KubePort
+from volsched.kube.writer import KubeWriter, WriterSettings
+
+HOLD = 20.0
+STATUS = "/queues/q/status"
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    s = ScriptedServer()
+    yield s
+    s.httpd.shutdown()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def fence() -> Fence:
+    return Fence()
+
+
+@pytest.fixture
+def port(server: ScriptedServer, clock: FakeClock, fence: Fence) -> Iterator[KubePort]:
+    api = client.ApiClient(loopback_config(server.port, retries=False, pool_size=4))
+    writer = KubeWriter(api, WriterSettings(), fence=fence, clock=clock)
+    p = KubePort(writer, background=True, queue_status_every=1.0)
+    p.left_behind.done = True  # (no pass over PodGroups left behind: not what is tested)
+    try:
+        yield p
+    finally:
+        p.close()
+        writer.close()
+        api.close()  # type: ignore[no-untyped-call]
+
+
+@pytest.fixture
+def feeder() -> Feeder:
+    return cache(queue("q"))
+
+
+def _session(cpu: int, *, state: str = "Open") -> SessionResult:
+    status = QueueStatus(
+        name="q",
+        state=state,
+        weight=1,
+        allocated={"cpu": float(cpu)},
+        request={},
+        guarantee={},
+        capability=None,
+    )
+    return SessionResult(queues={"q": status})
+
+
+def _written(server: ScriptedServer) -> list[dict[str, Any]]:
+    """The statuses written to Queue q, in order (each a JSON patch replacing the whole status)."""
+    return [r.body[0]["value"] for r in server.sent(STATUS)]  # type: ignore[index]
+
+
+def _wait_for_writes(server: ScriptedServer, n: int) -> None:
+    tick = threading.Event()
+    for _ in range(int(HOLD / 0.02)):
+        if len(server.sent(STATUS)) >= n:
+            return
+        tick.wait(0.02)
+
+
+def test_sessions_within_a_second_write_the_queue_once_with_the_last_figures_without_another_session(
+    server: ScriptedServer, port: KubePort, clock: FakeClock, feeder: Feeder
+) -> None:
+    port.write_status(_session(1), feeder)
+    assert port.drain(HOLD)
+    assert [s["allocated"] for s in _written(server)] == [{"cpu": "1"}]  # the first is written at once
+    for cpu in range(2, 7):  # five sessions within the second
+        clock.t += 0.1
+        port.write_status(_session(cpu), feeder)
+        assert port.drain(HOLD)  # (drain does not wait for the held figures)
+    assert len(_written(server)) == 1
+    assert not port.owes()  # no session is called for: the status thread writes them itself
+    clock.t = 101.0  # the second is up; no session runs
+    _wait_for_writes(server, 2)
+    assert [s["allocated"] for s in _written(server)] == [{"cpu": "1"}, {"cpu": "6"}]
+    assert port.writer.held_due() is None
+
+
+def test_a_queues_state_is_written_at_once_with_its_figures_and_nothing_stays_held(
+    server: ScriptedServer, port: KubePort, clock: FakeClock, feeder: Feeder
+) -> None:
+    for cpu, state in ((1, "Open"), (2, "Open"), (3, "Closed")):
+        port.write_status(_session(cpu, state=state), feeder)
+        assert port.drain(HOLD)  # (each session's status written or held before the next's)
+        clock.t += 0.1
+    written = _written(server)
+    assert [(s["state"], s["allocated"]) for s in written] == [
+        ("Open", {"cpu": "1"}),
+        ("Closed", {"cpu": "3"}),
+    ]
+    assert port.writer.held_due() is None
+
+
+def test_figures_back_to_what_was_written_owe_nothing(
+    server: ScriptedServer, port: KubePort, clock: FakeClock, feeder: Feeder
+) -> None:
+    for cpu in (1, 2, 1):
+        port.write_status(_session(cpu), feeder)
+        assert port.drain(HOLD)
+        clock.t += 0.1
+    assert port.writer.held_due() is None
+    assert len(_written(server)) == 1
+
+
+def test_held_figures_are_not_written_once_the_lease_may_be_lost(
+    server: ScriptedServer, port: KubePort, clock: FakeClock, fence: Fence, feeder: Feeder
+) -> None:
+    for cpu in (1, 2):
+        port.write_status(_session(cpu), feeder)
+        assert port.drain(HOLD)
+        clock.t += 0.1
+    assert port.writer.held_due() is not None
+    fence.open = False
+    done = threading.Event()
+    original = port.writer.write_held
+
+    def write_held() -> tuple[int, int, list[str]]:
+        try:
+            return original()
+        finally:
+            done.set()
+
+    port.writer.write_held = write_held  # type: ignore[method-assign]
+    clock.t = 101.0
+    assert done.wait(HOLD)  # the held write's time came, and it was refused unsent
+    assert len(_written(server)) == 1
+    assert port.writer.held_due() is None
+
+
+def test_the_synchronous_port_writes_each_queue_status_at_once(
+    server: ScriptedServer, clock: FakeClock, feeder: Feeder
+) -> None:
+    api = client.ApiClient(loopback_config(server.port, retries=False, pool_size=4))
+    writer = KubeWriter(api, WriterSettings(), clock=clock)
+    try:
+        sync = KubePort(writer)  # no status thread to write what is held: nothing is
+        for cpu in (1, 2, 3):
+            clock.t += 0.1
+            sync.write_status(_session(cpu), feeder)
+        assert [s["allocated"] for s in _written(server)] == [{"cpu": str(c)} for c in (1, 2, 3)]
+    finally:
+        writer.close()
+        api.close()  # type: ignore[no-untyped-call]
