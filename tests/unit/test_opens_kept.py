@@ -23,7 +23,7 @@ from volsched.model.cluster import dominant_share
 from volsched.model.fairshare import Shape, build_tree
 from volsched.model.resources import EPS, Vector
 from volsched.model.vocabulary import Task, TaskStatus
-from volsched.plugins import drf, overcommit, proportion
+from volsched.plugins import drf, overcommit
 from volsched.plugins.shared.queue_config import _made, queue_config
 
 QUEUES = ["q1", "q2", "q3"]
@@ -275,68 +275,3 @@ def test_drf_namespaces_made_on_demand_equal_those_made_at_the_open(seed: int, f
             run_cycle(walk.feeder, config, RandomPort(rng), now=walk.now)
     assert followed.sessions > 100
     assert followed.asked >= 3 and followed.replayed >= 4 and followed.unasked >= 50
-
-
-# --- proportion's queue figures at the close, rendered again only for a queue that changed ---------------
-
-
-class Rendered:
-    def __init__(self) -> None:
-        self.sessions = 0
-        self.reused = 0  # leaves whose figures the last session's rendering served
-        self.made = 0  # leaves rendered anew
-
-
-@pytest.fixture
-def rendered(monkeypatch: pytest.MonkeyPatch) -> Rendered:
-    seen = Rendered()
-    closed = proportion.Proportion.on_session_close
-
-    def closing(self: Any, session: ExtensionPoints) -> None:
-        last = session.snapshot.kept.get(proportion.RENDERED)
-        before = last[1] if last is not None and last[0] is session.space else {}
-        closed(self, session)
-        seen.sessions += 1
-        for name, attr in self.attrs.items():
-            status = session.result.queues.get(name)
-            if status is None:
-                continue
-            deserved, real, inqueue, share = proportion._render(attr, session.space)  # (fresh)
-            assert (status.deserved, status.real_capability, status.inqueue, status.share) == (
-                deserved,
-                real,
-                inqueue,
-                share,
-            ), name
-            if attr.leaf:
-                kept = session.snapshot.kept[proportion.RENDERED][1][name]
-                old = before.get(name)
-                if old is not None and old[0] == kept[0]:
-                    seen.reused += 1
-                    assert status.deserved is not old[1][0]  # (a copy: no two results share a dict)
-                else:
-                    seen.made += 1
-
-    monkeypatch.setattr(proportion.Proportion, "on_session_close", closing)
-    return seen
-
-
-@pytest.mark.parametrize("seed", range(3))
-def test_queue_figures_rendered_again_only_for_a_changed_queue_equal_fresh_ones(
-    seed: int, rendered: Rendered
-) -> None:
-    """A leaf queue's deserved share, realCapability, admitted sums and share in its status are those a
-    fresh rendering gives, whether the last session's rendering served (nothing of the queue changed)
-    or not, through random walks with queue trees, guarantees and fractions of a cpu."""
-    walk = FractionWalk(seed)
-    rng = random.Random(seed)
-    config = load_config()
-    for i in range(400):
-        if rng.random() < 0.15:
-            queue_event(walk)
-        else:
-            walk.step()
-        if i % 2 == 0:
-            walk.now += 1
-            run_cycle(walk.feeder, config, RandomPort(rng), now=walk.now)
-    assert rendered.sessions > 100 and rendered.reused > 50 and rendered.made > 50

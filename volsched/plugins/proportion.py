@@ -367,6 +367,7 @@ class Proportion(BasePlugin):
 
     def on_session_close(self, session: ExtensionPoints) -> None:
         space = session.space
+        mask = space.share_mask
         statuses = session.result.queues
         if self.decay.on:
             held = {name: a for name, a in self.attrs.items() if a.leaf}
@@ -376,49 +377,28 @@ class Proportion(BasePlugin):
                 held={n: a.allocated for n, a in held.items()},
                 space=space,
             )
-        # A leaf's figures as rendered by the last session, by what they were rendered from: a queue
-        # nothing changed (what it holds, is owed, has admitted) is not rendered again.
-        kept = session.snapshot.kept
-        last = kept.get(RENDERED)
-        before: dict[str, tuple[tuple[bytes, bytes, bytes, tuple[float, ...]], _Rendered]] = (
-            last[1] if last is not None and last[0] is space else {}
-        )
-        rendered: dict[str, tuple[tuple[bytes, bytes, bytes, tuple[float, ...]], _Rendered]] = {}
-        kept[RENDERED] = (space, rendered)
         for name, attr in self.attrs.items():
             status = statuses.get(name)
             if status is None:
                 continue
             status.parent = attr.parent.name if attr.parent is not None else None
-            if attr.leaf:
-                key = (
-                    attr.allocated.tobytes(),
-                    attr.deserved.tobytes(),
-                    attr.real_capability.tobytes(),
-                    tuple(attr.admitted),
-                )
-                hit = before.get(name)
-                figures = hit[1] if hit is not None and hit[0] == key else _render(attr, space)
-                rendered[name] = (key, figures)
-                deserved, real, inqueue, share = figures
-                status.deserved, status.real_capability, status.inqueue = (
-                    dict(deserved),
-                    dict(real),
-                    dict(inqueue),
-                )
-                status.share = share
-                continue
-            # A parent shows its whole subtree: what its leaves hold and ask for.
-            status.deserved, status.real_capability, status.inqueue, status.share = _render(attr, space)
-            leaves = [a for a in self.attrs.values() if a.leaf and attr in a.path]
-            allocated, request = space.zeros(), space.zeros()
-            for leaf in leaves:
-                child = statuses.get(leaf.name)
-                if child is not None:
-                    allocated += space.vector(child.allocated)
-                    request += space.vector(child.request)
-            status.allocated = space.to_dict(allocated)
-            status.request = space.to_dict(request)
+            status.deserved = space.to_dict(np.where(mask, attr.deserved, 0.0))
+            status.real_capability = space.to_dict(
+                np.where(np.isfinite(attr.real_capability) & mask, attr.real_capability, 0.0)
+            )
+            status.inqueue = space.to_dict(np.asarray(attr.admitted))
+            if not attr.leaf:
+                # A parent shows its whole subtree: what its leaves hold and ask for.
+                leaves = [a for a in self.attrs.values() if a.leaf and attr in a.path]
+                allocated, request = space.zeros(), space.zeros()
+                for leaf in leaves:
+                    child = statuses.get(leaf.name)
+                    if child is not None:
+                        allocated += space.vector(child.allocated)
+                        request += space.vector(child.request)
+                status.allocated = space.to_dict(allocated)
+                status.request = space.to_dict(request)
+            status.share = round(queue_share(attr.allocated, attr.deserved, mask), 6)
         for problem in self.problems:
             status = statuses.get(problem.queue)
             if status is not None:
@@ -432,22 +412,6 @@ class Proportion(BasePlugin):
                     message=problem.message,
                 )
             )
-
-
-#: Where the leaves' figures rendered by the last session are kept (``ClusterSnapshot.kept``).
-RENDERED = "proportion.rendered"
-#: A queue's deserved share, realCapability and admitted sums as its status shows them, and its share.
-_Rendered = tuple[dict[str, float], dict[str, float], dict[str, float], float]
-
-
-def _render(attr: QueueAttr, space: ResourceSpace) -> _Rendered:
-    mask = space.share_mask
-    return (
-        space.to_dict(np.where(mask, attr.deserved, 0.0)),
-        space.to_dict(np.where(np.isfinite(attr.real_capability) & mask, attr.real_capability, 0.0)),
-        space.to_dict(np.asarray(attr.admitted)),
-        round(queue_share(attr.allocated, attr.deserved, mask), 6),
-    )
 
 
 def _not_leaf(attr: QueueAttr) -> str:
