@@ -62,7 +62,6 @@ def test_a_session_like_the_last_asks_for_no_series_and_sets_no_gauge(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     m = Metrics()
-    m.make()
     for _ in range(FOLD_AT):  # every series used once (and the timings counted in)
         m.observe(_session(), None)
     calls = _Calls(monkeypatch)
@@ -79,7 +78,6 @@ def test_a_session_like_the_last_asks_for_no_series_and_sets_no_gauge(
 
 def test_timings_are_counted_in_a_few_sessions_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     m = Metrics()
-    m.make()
     calls = _Calls(monkeypatch)
     for _ in range(FOLD_AT - 1):
         m.observe(_session(), None)
@@ -89,11 +87,8 @@ def test_timings_are_counted_in_a_few_sessions_at_a_time(monkeypatch: pytest.Mon
 
 
 @pytest.mark.parametrize("sessions", [1, FOLD_AT - 1, FOLD_AT, FOLD_AT + 3, 3 * FOLD_AT])
-@pytest.mark.parametrize("made_first", [True, False], ids=["made-first", "made-at-read"])
-def test_the_registry_read_shows_every_session_observed_before_it(sessions: int, made_first: bool) -> None:
+def test_the_registry_read_shows_every_session_observed_before_it(sessions: int) -> None:
     m = Metrics()
-    if made_first:
-        m.make()
     seconds = [0.0005 * (i % 7 + 1) for i in range(sessions)]
     for i, s in enumerate(seconds):
         m.observe(_session(seconds=s, allocated=float(i), queue="q" if i % 5 else "r"), None)
@@ -118,7 +113,6 @@ def test_the_registry_read_shows_every_session_observed_before_it(sessions: int,
 
 def test_a_gauge_set_to_nan_is_set_again() -> None:
     m = Metrics()
-    m.make()
     m.observe(_session(share=math.nan), None)
     m.observe(_session(share=0.25), None)
     assert m.registry.get_sample_value("volsched_queue_share", {"queue": "q", "parent": "root"}) == 0.25

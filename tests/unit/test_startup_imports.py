@@ -16,14 +16,12 @@ import pytest
 #: a kubeconfig it leaves to the client's loader (an exec plugin, say) or the custom metrics source
 #: imports it; and aiohttp (its server and client, and their yarl and multidict), imported once the
 #: cache is synced: the health answers and the reads before that go through the standard library; and
-#: prometheus_client (with the usage collector, its only other user), imported once the cache is
-#: synced: the operator's series are made then (volsched.operator.metrics), and urllib.request, which
-#: only a proxy's ``no_proxy`` needs.
+#: the usage collector.
 LATER = (
     "cel", "prompt_toolkit", "typer", "cryptography", "kopf",
     "kubernetes", "pydantic", "oauthlib", "requests", "urllib3",
     "aiohttp", "yarl", "multidict",
-    "prometheus_client", "volsched.metrics.collector", "urllib.request",
+    "volsched.metrics.collector",
 )  # fmt: skip
 
 
@@ -37,9 +35,12 @@ def test_starting_the_operator_imports_no_library_only_some_clusters_need(module
 #: Not imported before ``volsched run`` asks for the first pages (:mod:`volsched.kube.early`), on top of
 #: those above: numpy and the operator itself, and tempfile, shutil (with bz2 and lzma) and
 #: importlib.resources, which only a kubeconfig's ``-data`` fields and the bundled example need; the
-#: operator's own import brings the first two later (http.server), off that path.
+#: operator's own import brings the first two later (http.server; prometheus_client, with its
+#: urllib.request), off that path.
 BEFORE_FIRST_PAGES = (
     *LATER,
+    "prometheus_client",
+    "urllib.request",
     "numpy",
     "volsched.operator",
     "tempfile",

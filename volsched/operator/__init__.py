@@ -204,7 +204,6 @@ class Operator:
             ),
         )
         self.volcano = self.feed.volcano
-        #: The series are made after ready (:meth:`run`), or at their first use before then.
         self.metrics = Metrics(
             ready=lambda: 0.0 if self._readiness() else 1.0, dashboard_builds=lambda: float(self.ui.builds)
         )
@@ -281,10 +280,9 @@ class Operator:
         )
         #: Imported once the cache is synced, beside the first sessions, stepping aside while they work
         #: (:func:`~volsched.operator.aside.import_aside`): aiohttp (``/metrics``, ``/ui``, the reads'
-        #: client), prometheus_client (the series, made then: :attr:`metrics`) and, with the webhooks
-        #: on, kopf (which serves them; without them kopf has nothing to do, and neither is imported
-        #: nor run) and cryptography (the webhooks' certificates).
-        self.after_ready: list[str] = ["aiohttp.web", "prometheus_client"]
+        #: client) and, with the webhooks on, kopf (which serves them; without them kopf has nothing to
+        #: do, and neither is imported nor run) and cryptography (the webhooks' certificates).
+        self.after_ready: list[str] = ["aiohttp.web"]
         #: aiohttp's two default TLS contexts (unused by volsched, made by its import), made before ready
         #: (from ``volsched run``'s start, else while the cache is listed) and handed to that import
         #: (:mod:`~volsched.kube.tlsahead`).
@@ -485,8 +483,8 @@ class Operator:
         )  # fmt: skip
 
     def _freeze_after_ready(self) -> None:
-        """What the imports after ready, the series, aiohttp's server and kopf's registry made (the
-        collector paused since the imports' start), out of the cyclic collector's way for good, as the
+        """What the imports after ready, aiohttp's server and kopf's registry made (the collector
+        paused since the imports' start), out of the cyclic collector's way for good, as the
         cache is at sync: ``gc.freeze`` at once, with no collection first. Left to the collector, those
         objects (the modules' classes and functions: tens of thousands) were walked by every collection of
         the middle generation until they reached the old one, 1-2 ms each, and then by the first full
@@ -518,11 +516,10 @@ class Operator:
             # before kopf's first step: kopf cancels the tasks created after it started, on its exit.
             sessions = asyncio.create_task(self.loop.run(stop))
             tasks.append(sessions)
-            # aiohttp (about a sixth of the CPU to ready), prometheus_client and kopf were not imported
-            # so far: they are now, on a thread that steps aside while the sessions work (see
-            # volsched.operator.aside and _switching_often). Then the series are made (what was counted
-            # into them so far counted in), aiohttp's server takes the health server's sockets over, and
-            # its client carries the reads, as before ready.
+            # aiohttp (about a sixth of the CPU to ready) and kopf were not imported so far: they are
+            # now, on a thread that steps aside while the sessions work (see volsched.operator.aside and
+            # _switching_often). Then aiohttp's server takes the health server's sockets over, and its
+            # client carries the reads, as before ready.
             # With the webhooks on, kopf's registry is made then too. The cyclic collector is paused
             # from the imports' start, and what they made is frozen at the end (see _freeze_after_ready).
             with _switching_often():
@@ -530,7 +527,6 @@ class Operator:
                 try:
                     await self._import_after_ready()
                     await asyncio.to_thread(self.loop.activity.wait_quiet, LONGEST_PAUSE)
-                    await asyncio.to_thread(self.metrics.make)
                     await self.http.start()
                     self.aio_ready.set()
                     registry = await asyncio.to_thread(self._kopf_registry) if self.admission else None

@@ -3,33 +3,20 @@ attempts and evictions by result, each queue's deserved/allocated/share, leaders
 
 Only the series and how a session's result and writes are counted into them; serving ``/metrics`` is
 :mod:`volsched.operator.http`, node usage metrics are :mod:`volsched.usagefeed`'s.
-
-The series are made, and ``prometheus_client`` imported, by :meth:`Metrics.make` (or at the first read
-of :attr:`Metrics.registry`): nothing on the operator's way to ready needs them, so it makes them after
-ready. What is counted into a series before then (the config's read at start, the first sessions) is
-kept and counted into it when it is made: the first scrape shows everything.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from volsched.cycle import BOUND, CycleReport
 from volsched.framework.decisions import SessionResult
 from volsched.model.fairshare import ROOT as ROOT_QUEUE
 
-if TYPE_CHECKING:
-    from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-
-#: The series :meth:`Metrics.make` makes (before then, each is a :class:`_Kept`).
-SERIES = (
-    "session", "action", "plugin", "attempts", "evictions", "deserved", "allocated", "share", "leader",
-    "ready", "reloads", "sessions", "dashboard_builds", "skipped", "woken",
-)  # fmt: skip
-#: Uses kept at most before the series are made: past it they are made at once.
-KEPT_AT_MOST = 10_000
 #: Sessions whose timings :meth:`Metrics.observe` keeps before counting them in, all together.
 FOLD_AT = 16
 
@@ -60,79 +47,35 @@ class Metrics:
         ready: Callable[[], float] | None = None,
         dashboard_builds: Callable[[], float] | None = None,
     ) -> None:
-        self._functions = (ready, dashboard_builds)
         self._lock = threading.RLock()
-        self._made = False
-        #: Until the series are made: each one's stand-in, and what was done with them, in order.
-        self._kept: dict[str, _Kept] = {name: _Kept(self, ((name, (), {}),)) for name in SERIES}
-        self._uses: list[tuple[tuple[_Call, ...], _Call]] = []
+        series = _series()
+        if ready is not None:
+            series["ready"].set_function(ready)
+        if dashboard_builds is not None:
+            series["dashboard_builds"].set_function(dashboard_builds)
+        self._registry: CollectorRegistry = series.pop("registry")
+        self.__dict__.update(series)
         self._queue_series: dict[str, set[tuple[str, ...]]] = {}
-        #: Once the series are made: each labelled series (a child) by its series' name and labels,
-        #: asked of prometheus_client once (its ``labels`` checks and locks at every call), and each
-        #: queue gauge's value as last set (a session that leaves it as it was sets nothing).
+        #: Each labelled series (a child) by its series' name and labels, asked of prometheus_client once
+        #: (its ``labels`` checks and locks at every call), and each queue gauge's value as last set (a
+        #: session that leaves it as it was sets nothing).
         self._children: dict[tuple[str, tuple[str, ...]], Any] = {}
         self._gauge_values: dict[tuple[str, tuple[str, ...]], float] = {}
         #: Sessions' timings not counted into their histograms yet (see :meth:`observe`).
         self._timings: list[Mapping[str, float]] = []
 
-    def __getattr__(self, name: str) -> Any:
-        # Only for a name not found: a series before they are made.
-        if name.startswith("_") or name not in self._kept:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        with self._lock:
-            return self.__dict__[name] if self._made else self._kept[name]
-
     @property
     def registry(self) -> CollectorRegistry:
-        """The series' registry (what ``/metrics`` serves), made if not yet, with every session observed
-        so far counted in (see :meth:`observe`)."""
-        self.make()
+        """The series' registry (what ``/metrics`` serves), with every session observed so far counted
+        in (see :meth:`observe`)."""
         self.fold()
-        registry: CollectorRegistry = self.__dict__["registry"]
-        return registry
-
-    @property
-    def made(self) -> bool:
-        """Whether the series are made."""
-        return self._made
-
-    def make(self) -> None:
-        """Import ``prometheus_client`` and make the series, once; what was done with their stand-ins
-        so far is done again on them, in order."""
-        with self._lock:
-            if self._made:
-                return
-            series = _series()
-            ready, builds = self._functions
-            if ready is not None:
-                series["ready"].set_function(ready)
-            if builds is not None:
-                series["dashboard_builds"].set_function(builds)
-            for path, call in self._uses:
-                _apply(series, path, call)
-            self.__dict__.update(series)
-            self._uses = []
-            self._made = True
-
-    def _use(self, path: tuple[_Call, ...], call: _Call) -> None:
-        """``call`` on what ``path`` leads to (a series, then its ``labels``): kept, or done now."""
-        with self._lock:
-            if not self._made:
-                self._uses.append((path, call))
-                if len(self._uses) < KEPT_AT_MOST:
-                    return
-                self.make()
-                return
-        _apply(self.__dict__, path, call)
+        return self._registry
 
     def _child(self, name: str, labels: tuple[str, ...]) -> Any:
-        """The series ``name`` with ``labels``: once made, the child kept (see ``_children``); before,
-        a stand-in's."""
-        if not self._made:
-            return getattr(self, name).labels(*labels)
+        """The series ``name`` with ``labels``, the child kept (see ``_children``)."""
         child = self._children.get((name, labels))
         if child is None:
-            child = self._children[name, labels] = self.__dict__[name].labels(*labels)
+            child = self._children[name, labels] = getattr(self, name).labels(*labels)
         return child
 
     def fold(self) -> None:
@@ -173,7 +116,6 @@ class Metrics:
         unschedulable = result.unschedulable_pods
         if unschedulable:
             self._child("attempts", ("unschedulable",)).inc(len(unschedulable))
-        # By name, not by object: the series made between two sessions (or during one) are the same ones.
         seen: dict[str, set[tuple[str, ...]]] = {"deserved": set(), "allocated": set(), "share": set()}
         values = self._gauge_values
         for name, q in result.queues.items():
@@ -222,45 +164,8 @@ def _timing_series(label: str) -> tuple[str, tuple[str, ...]] | None:
     return series
 
 
-_Call = tuple[str, tuple[Any, ...], dict[str, Any]]
-
-
-class _Kept:
-    """A series not made yet (or one of its ``labels``): what is done with it is kept by its
-    :class:`Metrics` and done on the series once made; once made, it is done on it at once."""
-
-    __slots__ = ("_metrics", "_path")
-
-    def __init__(self, metrics: Metrics, path: tuple[_Call, ...]) -> None:
-        self._metrics = metrics
-        self._path = path
-
-    def labels(self, *values: Any, **named: Any) -> _Kept:
-        return _Kept(self._metrics, (*self._path, ("labels", values, named)))
-
-    def __getattr__(self, method: str) -> Callable[..., None]:
-        if method.startswith("_"):
-            raise AttributeError(method)
-
-        def use(*args: Any, **named: Any) -> None:
-            self._metrics._use(self._path, (method, args, named))
-
-        return use
-
-
-def _apply(series: dict[str, Any], path: tuple[_Call, ...], call: _Call) -> None:
-    (name, _, _), *steps = path
-    target = series[name]
-    for method, args, named in steps:
-        target = getattr(target, method)(*args, **named)
-    method, args, named = call
-    getattr(target, method)(*args, **named)
-
-
 def _series() -> dict[str, Any]:
-    """The registry and every series on it (imports ``prometheus_client``)."""
-    from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-
+    """The registry and every series on it."""
     r = CollectorRegistry()
     buckets = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
     return {

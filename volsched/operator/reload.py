@@ -44,7 +44,7 @@ from volsched.model.errors import InputError
 from volsched.operator.settings import ConfigSettings
 from volsched.redaction import error_summary, redact
 
-if TYPE_CHECKING:  # a type only: the operator's series are made after ready (volsched.operator.metrics)
+if TYPE_CHECKING:  # a type only
     from prometheus_client import Counter
 
 log = logging.getLogger("volsched.operator")
