@@ -196,6 +196,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--without-kube-scheduler", action="store_true", help="volsched only (a profile; no ratios)"
     )
+    p.add_argument(
+        "--queue",
+        action="store_true",
+        help="a Queue object named default (volsched's, where the pods go): each session's status writes its figures",
+    )
     p.add_argument("--keep", type=Path, help="keep each run's directory (its logs) here")
     p.add_argument("--py-spy-out", type=Path, default=Path("py-spy-arriving"), help="where --py-spy writes")
     p.add_argument("--json", type=Path, help="write the per-run figures here")
@@ -209,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     rates = [float(r) for r in args.rates.split(",") if r.strip()]
     ns = argparse.Namespace(
         nodes=args.nodes, pods=args.pods, stall=args.stall, create_procs=1, create_conns=8,
-        binder_procs=1, binder_conns=8, creator=None, source=ROOT, keep_logs="kept", stuck=args.stuck,
+        binder_procs=1, binder_conns=8, creator=None, source=ROOT, keep_logs="kept", stuck=args.stuck, queue=args.queue,
         py_spy=args.py_spy, py_spy_out=args.py_spy_out.resolve(), idle=args.idle,
         py_spy_gil=args.py_spy_gil, py_spy_rate=args.py_spy_rate,
         volsched_args=f"--log-level {'INFO' if args.untraced else 'INFO,volsched.latency=DEBUG'} "
@@ -225,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{args.nodes} nodes, {args.pods} pods per run"
         + (f", {args.stuck} that never fit" if args.stuck else "")
+        + (", a Queue object for volsched's pods" if args.queue else "")
     )
     rows: list[dict[str, Any]] = []
     try:

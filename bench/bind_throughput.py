@@ -733,6 +733,12 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
             nodes = [node_body(f"node-{i:05d}", per_node) for i in range(args.nodes)]
             create(conn, "node", nodes, args=args, workdir=rundir)
             _say(f"{tag}: {args.nodes} nodes created in {time.monotonic() - t:.1f}s")
+            if getattr(args, "queue", False):  # the pods' queue as an object: its status is written
+                client.CustomObjectsApi(api).create_cluster_custom_object(
+                    "scheduling.volsched.io", "v1beta1", "queues",
+                    {"apiVersion": "scheduling.volsched.io/v1beta1", "kind": "Queue",
+                     "metadata": {"name": "default"}, "spec": {"weight": 1}},
+                )  # fmt: skip
             for i in range(getattr(args, "stuck", 0)):  # pods that never fit, there before the scheduler
                 body = pod_body(f"stuck-{i:03d}", SCHEDULER_NAMES[scheduler])
                 body["spec"]["nodeSelector"] = {"bench.volsched.io/nowhere": "true"}
