@@ -214,6 +214,32 @@ class _Placing:
     describe: Describe
     log: list[tuple[Task, EvictionReason]]
 
+    def pool(self, node: int) -> list[Task]:
+        """The pods on ``node`` the action may take."""
+        return self.pools.index.pool(node, self.pools.mask)
+
+    def ordered(self, pool: list[Task], *, first: set[str]) -> list[Task]:
+        """``pool`` in the victims' order, the pods whose keys are in ``first`` before the others (so
+        that a plugin's budget, a gang's spare pods, goes to them)."""
+        return sorted(sorted(pool, key=self.key), key=lambda v: v.key not in first)
+
+    def could_hold(self, need: BoolArray) -> BoolArray:
+        """Per node, whether its room with every pod the action may take gone (over the dimensions in
+        ``need``) holds the task, where the action may take a pod at all."""
+        nodes, pools = self.session.nodes, self.pools
+        reach = (nodes.idle + nodes.incoming + pools.reach)[:, need]
+        could: BoolArray = pools.any & _holds(reach, self.task.request[need])
+        return could
+
+    def evict(self, victim: Task, node_name: str, *, facts: tuple[tuple[str, str], ...] = ()) -> None:
+        """Evict ``victim`` for the task on ``node_name`` with its reason (``facts`` added to what the
+        reason says), into the statement and the log."""
+        reason = self.describe(self.task, victim, node_name)
+        if facts:
+            reason = replace(reason, facts=(*reason.facts, *facts))
+        self.statement.evict(victim, reason=reason)
+        self.log.append((victim, reason))
+
 
 def _victim_order(session: Session) -> Callable[[Task], Any]:
     task_key = session.task_key()
@@ -383,14 +409,8 @@ def _walk_nodes(placing: _Placing, *, feasible: IndexArray, need: BoolArray) -> 
     """Walk the feasible nodes, least short of room first, and on the first where the victims the plugins
     name make room (and let the task's queue take it), evict them and pipeline the task: None. Else what
     the walk found."""
-    session, task, pools, choose, key = (
-        placing.session,
-        placing.task,
-        placing.pools,
-        placing.choose,
-        placing.key,
-    )
-    nodes = session.nodes
+    task, pools = placing.task, placing.pools
+    nodes = placing.session.nodes
     future = nodes.idle[feasible] + nodes.incoming[feasible]
     short = np.maximum(task.request[None, :] - future, 0.0)[:, need]
     scale = np.maximum(task.request[need], EPS)
@@ -404,10 +424,10 @@ def _walk_nodes(placing: _Placing, *, feasible: IndexArray, need: BoolArray) -> 
     unnamed: list[Task] = []  # the pods of the nodes walked where the plugins named none
     for i in ranked[could]:
         node = int(i)
-        pool = sorted(pools.index.pool(node, pools.mask), key=key)
+        pool = sorted(placing.pool(node), key=placing.key)
         if not pool:
             continue
-        victims = choose(task, pool)
+        victims = placing.choose(task, pool)
         named += len(victims)
         if not victims:
             unnamed += pool
@@ -421,14 +441,7 @@ def _evict_on(placing: _Placing, node: int, victims: list[Task], *, need: BoolAr
     """Evict ``victims`` on ``node`` in their order until it has room for the task and its queue may take
     it, and pipeline the task there: True. False, with nothing evicted, where they do not make room or
     the queue would still be over its limit."""
-    session, statement, task, queue, describe, log = (
-        placing.session,
-        placing.statement,
-        placing.task,
-        placing.queue,
-        placing.describe,
-        placing.log,
-    )
+    session, statement, task, queue = placing.session, placing.statement, placing.task, placing.queue
     nodes = session.nodes
     room = nodes.idle[node] + nodes.incoming[node]
     taken = 0
@@ -439,18 +452,16 @@ def _evict_on(placing: _Placing, node: int, victims: list[Task], *, need: BoolAr
         room += v.request
     if not np.all(room[need] >= task.request[need] - EPS):
         return False
-    mark, logged = len(statement), len(log)
+    mark, logged = len(statement), len(placing.log)
     node_name = nodes.names[node]
     for n, v in enumerate(victims):
         if n >= taken and (queue is None or not session.allocatable(queue, task)):
             break
-        reason = describe(task, v, node_name)
-        statement.evict(v, reason=reason)
-        log.append((v, reason))
+        placing.evict(v, node_name)
     else:
         if queue is not None and session.allocatable(queue, task):
             statement.rollback(mark)  # the queue would still be over its limit: leave this node be
-            del log[logged:]
+            del placing.log[logged:]
             return False
     statement.pipeline(task, node)
     return True
@@ -554,26 +565,16 @@ def _evict_pods_in_the_way(placing: _Placing, *, narrow: Choose | None) -> tuple
     pod in the way (its job's priority, lowest first), then fewer pods in the way, then the youngest, then
     the node's name; the first where the task fits wins. A node where the plugins keep a pod in the way is
     passed over without a trial."""
-    session, task, pools, choose, key = (
-        placing.session,
-        placing.task,
-        placing.pools,
-        placing.choose,
-        placing.key,
-    )
-    nodes = session.nodes
-    need = session.capacity_asked(task)
+    session, task = placing.session, placing.task
     where = session.blocked_by_pods(task)
     if not where.any():
         return False, 0, []
-    # Room: with every pod the action may take gone.
-    reach = (nodes.idle + nodes.incoming + pools.reach)[:, need]
-    where &= pools.any & _holds(reach, task.request[need])
-    index = pools.index
-    pods = np.flatnonzero(pools.mask & where[index.node] & index.repelling(task))
+    where &= placing.could_hold(session.capacity_asked(task))
+    index = placing.pools.index
+    pods = np.flatnonzero(placing.pools.mask & where[index.node] & index.repelling(task))
     if not len(pods):
         return False, 0, []
-    n = len(nodes)
+    n = len(session.nodes)
     on = index.node[pods]
     count = np.bincount(on, minlength=n)
     top = np.full(n, -np.inf)
@@ -587,15 +588,14 @@ def _evict_pods_in_the_way(placing: _Placing, *, narrow: Choose | None) -> tuple
     kept: list[Task] = []
     for i in candidates[order]:
         node = int(i)
-        whole = pool = index.pool(node, pools.mask)  # the pods in the way are among them (in the mask)
+        whole = pool = placing.pool(node)  # the pods in the way are among them (in the mask)
         still = [v.key for v in pool if v.key in in_way]
         if not still:
             continue  # the pods in the way are gone already (evicted for another task)
         if narrow is not None:
             pool = narrow(task, pool)
-        # The pods in the way first, so that a plugin's budget (a gang's spare pods) goes to them.
-        pool = sorted(sorted(pool, key=key), key=lambda v: v.key not in in_way)
-        victims = choose(task, pool) if pool else []
+        pool = placing.ordered(pool, first=in_way)  # the pods in the way first
+        victims = placing.choose(task, pool) if pool else []
         named = {v.key for v in victims}
         if any(k not in named for k in still):
             kept.extend(v for v in whole if v.key in in_way and v.key not in named)
@@ -619,13 +619,7 @@ def _evict_device_holders(placing: _Placing) -> tuple[bool, int, list[Task]]:
     (by those pods alone) would do and the room would, in order of the most important holder there
     (lowest first), then fewer holders, then the node's name. Returns (placed, nodes tried, the holders
     the plugins would not name on the nodes passed over)."""
-    session, task, pools, choose, key = (
-        placing.session,
-        placing.task,
-        placing.pools,
-        placing.choose,
-        placing.key,
-    )
+    session, task, pools = placing.session, placing.task, placing.pools
     devices = session.devices
     plan = devices.plan(task.namespace, task.resource_claims, pod_uid=task.uid)
     if plan.problem or not plan.wants:
@@ -645,9 +639,7 @@ def _evict_device_holders(placing: _Placing) -> tuple[bool, int, list[Task]]:
     nodes = session.nodes
     every = np.arange(len(nodes), dtype=np.intp)
     where = devices.fits(plan, every, held)
-    need = session.capacity_asked(task)
-    reach = (nodes.idle + nodes.incoming + pools.reach)[:, need]
-    where &= pools.any & _holds(reach, task.request[need])
+    where &= placing.could_hold(session.capacity_asked(task))
     pods = np.array([p for p in holders if where[index.node[p]]], dtype=np.intp)
     if not len(pods):
         return False, 0, []
@@ -663,10 +655,8 @@ def _evict_device_holders(placing: _Placing) -> tuple[bool, int, list[Task]]:
     kept: list[Task] = []
     for i in candidates[order]:
         node = int(i)
-        pool = index.pool(node, pools.mask)
-        # The holders first, so that a plugin's budget (a gang's spare pods) goes to them.
-        pool = sorted(sorted(pool, key=key), key=lambda v: v.key not in holding)
-        victims = choose(task, pool) if pool else []
+        pool = placing.ordered(placing.pool(node), first=holding)  # the holders first
+        victims = placing.choose(task, pool) if pool else []
         if not any(v.key in holding for v in victims):
             kept.extend(v for v in pool if v.key in holding)
             continue
@@ -692,27 +682,15 @@ def _evict_for(
     ``node``, and pipeline it there; False, doing nothing, when it would not fit with all of them gone.
     ``facts``: what each eviction's reason says besides, from the victim and the terms by which it
     keeps the task out (if any)."""
-    session, statement, task, describe, log = (
-        placing.session,
-        placing.statement,
-        placing.task,
-        placing.describe,
-        placing.log,
-    )
     victims.sort(key=placing.key)
-    chosen = _victims_on(session, task, node, victims, queue=placing.queue)
+    chosen = _victims_on(placing.session, placing.task, node, victims, queue=placing.queue)
     if chosen is None:
         return False
     taken, blocking = chosen
-    node_name = session.nodes.names[node]
+    node_name = placing.session.nodes.names[node]
     for v in taken:
-        reason = describe(task, v, node_name)
-        more = facts(v, blocking.get(v.key, []))
-        if more:
-            reason = replace(reason, facts=(*reason.facts, *more))
-        statement.evict(v, reason=reason)
-        log.append((v, reason))
-    statement.pipeline(task, node)
+        placing.evict(v, node_name, facts=facts(v, blocking.get(v.key, [])))
+    placing.statement.pipeline(placing.task, node)
     return True
 
 
