@@ -55,6 +55,7 @@ from volsched.model.vocabulary import (
     QueueSpec,
     Task,
     TaskStatus,
+    by_age,
     placement_key,
 )
 from volsched.records import dataclass
@@ -238,11 +239,6 @@ def _placed(base: _Base, job: Job) -> None:
     queue, when the namespace names one (see docs/tenancy.md)."""
     if job.queue == DEFAULT_QUEUE:
         job.queue = base.namespace_queues.get(job.namespace, DEFAULT_QUEUE)
-
-
-def task_age(t: Task) -> tuple[float, str]:
-    """Older first (then by name): which of an owner's pods its derived PodGroup is made from."""
-    return (t.creation, t.name)
 
 
 def _same_objects(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -431,7 +427,8 @@ class SnapshotBuilder:
                     self._owner_first.pop(job_key, None)
                     continue
                 members = [self._entries[k].prepared for k in keys]
-                oldest = min(members, key=task_age) if len(members) > 1 else members[0]
+                # The oldest (in one namespace, by key is by name): what its derived PodGroup is made from.
+                oldest = min(members, key=by_age) if len(members) > 1 else members[0]
                 self._owner_first[job_key] = (min(view.seq[k] for k in keys), oldest)
             self._owners_changed.clear()
             ordered = sorted(self._owner_first.items(), key=lambda kv: kv[1][0])

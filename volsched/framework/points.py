@@ -19,7 +19,7 @@ import numpy as np
 from volsched.framework.decisions import Code, Event, SessionResult, Status
 from volsched.model.cluster import BoolArray, ClusterSnapshot, IndexArray, Job, NodeTable, key_of
 from volsched.model.resources import ResourceSpace, Vector
-from volsched.model.vocabulary import QueueSpec, Task, TaskStatus
+from volsched.model.vocabulary import QueueSpec, Task, TaskStatus, by_age
 from volsched.records import dataclass
 
 if TYPE_CHECKING:
@@ -495,7 +495,7 @@ class PointTables:
         c = self._compare("queue_order", left, right)
         if c:
             return c < 0
-        return (left.creation, left.name) < (right.creation, right.name)
+        return by_age(left) < by_age(right)
 
     def job_less(self, left: Job, right: Job) -> bool:
         """The job order, one pair at a time: the comparator chain with :meth:`job_key`'s tie-break
@@ -503,7 +503,7 @@ class PointTables:
         c = self._compare("job_order", left, right)
         if c:
             return c < 0
-        return _creation_then_key(left) < _creation_then_key(right)
+        return by_age(left) < by_age(right)
 
     def _order_key(self, point: str, tie: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """The sort key of ``point``'s order: what sorting by it gives is the order ``_compare`` then
@@ -579,15 +579,15 @@ class PointTables:
 
     def job_key(self) -> Callable[[Job], Any]:
         """The job order as a sort key (distinct jobs never have equal keys)."""
-        return self._order_key("job_order", _creation_then_key)
+        return self._order_key("job_order", by_age)
 
     def job_keys(self) -> Callable[[Sequence[Job]], list[Any]]:
         """:meth:`job_key` of each job of a list, as a list (computed plugin by plugin over the list)."""
-        return self._order_keys("job_order", _creation_then_key, _creations_then_keys)
+        return self._order_keys("job_order", by_age, _creations_then_keys)
 
     def task_key(self) -> Callable[[Task], Any]:
         """The task order as a sort key (distinct tasks never have equal keys)."""
-        return self._order_key("task_order", _creation_then_key)
+        return self._order_key("task_order", by_age)
 
     def namespace_key(self, ns: str) -> Any:
         """The namespace order's sort key of ``ns`` as it stands now: kept from the last time it was
@@ -856,15 +856,11 @@ class PointTables:
 _MISSING = object()
 
 
-def _creation_then_key(item: Job | Task) -> tuple[float, str]:
-    return (item.creation, item.key)
-
-
 _CREATION = attrgetter("creation")
 
 
 def _creations_then_keys(items: Sequence[Job | Task]) -> Iterator[tuple[float, str]]:
-    """:func:`_creation_then_key` of each of ``items`` (the tuples made by ``zip``, not by a call each)."""
+    """:func:`~volsched.model.vocabulary.by_age` of each of ``items`` (the tuples made by ``zip``, not by a call each)."""
     return zip(map(_CREATION, items), map(key_of, items), strict=True)
 
 

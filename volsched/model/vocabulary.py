@@ -13,7 +13,7 @@ import enum
 import json
 from collections.abc import Mapping
 from dataclasses import field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -362,6 +362,27 @@ class QueueSpec:
     #: Fields of the object volsched reads and deliberately does not honour: (field, why), shown on the
     #: object as a condition (a Volcano Queue's ``spec.deserved``).
     ignored: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def key(self) -> str:
+        """A queue is cluster-scoped: its key is its name (what :func:`by_age` breaks ties by)."""
+        return self.name
+
+
+class Aged(Protocol):
+    """What is ordered by age: a queue, a job, a task."""
+
+    @property
+    def creation(self) -> float: ...
+
+    @property
+    def key(self) -> str: ...
+
+
+def by_age(item: Aged) -> tuple[float, str]:
+    """The last tie-break of every order (after priority and the plugins' orders): the older first, then
+    by key (a namespaced object's ``namespace/name``, a queue's name)."""
+    return (item.creation, item.key)
 
 
 #: Queue weights are int32 in the CRD (``maximum`` enforces it there).
