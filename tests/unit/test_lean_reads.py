@@ -12,8 +12,9 @@ from kubernetes import client
 
 from volsched.kube.configsource import ConfigMapText, config_map_path, parse_config_map, read_config_map
 from volsched.kube.errors import ApiException
-from volsched.kube.lease import _micro, _ts
+from volsched.kube.lease import _ts
 from volsched.kube.rest import LeanRest
+from volsched.model.scalars import rfc3339
 
 
 def _cm(data: Any = None, **meta: Any) -> dict[str, Any]:
@@ -137,7 +138,7 @@ def test_only_the_read_at_start_waits_out_a_throttled_config_map(at_start: bool,
 
 @pytest.mark.parametrize("ts", [0.0, 1_700_000_000.123456, 1_800_000_000.5])
 def test_a_lease_time_is_written_as_the_apiservers_micro_time_and_read_back(ts: float) -> None:
-    text = _micro(ts)
+    text = rfc3339(ts, micro=True)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", text)
     assert _ts(text) == pytest.approx(ts, abs=1e-6)
     assert _ts(None) == _ts("") == 0.0

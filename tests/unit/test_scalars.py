@@ -58,3 +58,15 @@ def test_a_duration_is_seconds_or_go_style_units(raw: object, expected: float | 
 )
 def test_a_timestamp_is_utc_to_the_second(ts: float, expected: str) -> None:
     assert rfc3339(ts) == expected
+
+
+@pytest.mark.parametrize(
+    ("ts", "expected"),
+    [
+        (0, "1970-01-01T00:00:00.000000Z"),
+        (1_767_225_600.25, "2026-01-01T00:00:00.250000Z"),
+        (253_402_300_799, "9999-12-31T23:59:59.000000Z"),
+    ],
+)
+def test_a_micro_time_is_utc_to_the_microsecond(ts: float, expected: str) -> None:
+    assert rfc3339(ts, micro=True) == expected

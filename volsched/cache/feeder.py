@@ -29,7 +29,6 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 
 from volsched.cache.doorbell import ARRIVED
 from volsched.cache.state import ClusterState
@@ -38,6 +37,7 @@ from volsched.cache.workload import WORKLOAD_PODGROUP
 from volsched.model.decode import named_group
 from volsched.model.errors import InputError
 from volsched.model.raw import Raw, meta_of, uid_of
+from volsched.model.scalars import rfc3339
 from volsched.records import dataclass
 
 log = logging.getLogger("volsched.cache")
@@ -98,10 +98,6 @@ class EvictionAssumption:
     #: The eviction may not have happened (its outcome is UNKNOWN): when the time to live ends before the
     #: watch showed the pod being deleted, the pod is the API's running pod again.
     unsure: bool = False
-
-
-def _stamp(at: float) -> str:
-    return datetime.fromtimestamp(at, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _unassumed(raw: Raw, a: Assumption | None) -> Raw:
@@ -307,7 +303,7 @@ class Feeder:
             held = str(meta.get("uid") or "")
             if raw is None or meta.get("deletionTimestamp") or (uid and held != uid):
                 return False
-            stamp = _stamp(at)
+            stamp = rfc3339(at, micro=True)
             self._evicting[pod_key] = EvictionAssumption(
                 uid=held, stamp=stamp, expires=self._clock() + self.assume_ttl, unsure=unsure
             )

@@ -27,7 +27,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -35,6 +35,7 @@ from volsched.kube.errors import ApiException
 from volsched.kube.health import ApiHealth, is_unreachable
 from volsched.kube.kubeconfig import AnyApi
 from volsched.kube.rest import LeanRest, loads
+from volsched.model.scalars import rfc3339
 from volsched.records import dataclass
 from volsched.redaction import error_summary
 
@@ -46,11 +47,6 @@ QUIET_WAIT = 0.1
 #: read alone may take half the lease duration), then the Lease is read and given up in what is left.
 #: Shutdown must end well inside the pod's grace period (30 s unless set).
 RELEASE_WITHIN = 5.0
-
-
-def _micro(ts: float) -> str:
-    """A MicroTime as the apiserver writes it (RFC 3339, microseconds, UTC)."""
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _ts(value: str | None) -> float:
@@ -245,8 +241,8 @@ class LeaderLease:
         return {
             "holderIdentity": self.identity,
             "leaseDurationSeconds": max(1, round(self.settings.duration)),
-            "acquireTime": _micro(acquire_time),
-            "renewTime": _micro(time.time()),
+            "acquireTime": rfc3339(acquire_time, micro=True),
+            "renewTime": rfc3339(time.time(), micro=True),
             "leaseTransitions": transitions,
         }
 

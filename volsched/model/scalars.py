@@ -1,5 +1,6 @@
 """Scalars written by users in config and object fields: Go-style durations (``30s``, ``5m``, ``1h30m``,
-``500ms``) as seconds, and booleans; and a time as an object's timestamps say it (RFC 3339, to the second).
+``500ms``) as seconds, and booleans; and a time as an object's timestamps say it (RFC 3339, to the second,
+or to the microsecond as a MicroTime).
 The one parser (and writer) of each for the whole tree; callers word their own errors. Pure, no I/O.
 Not the reading of an object's times (:func:`volsched.model.decode.parse_time`)."""
 
@@ -68,9 +69,12 @@ def human_duration(seconds: float) -> str:
 LATEST_RFC3339 = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
 
-def rfc3339(ts: float) -> str:
-    """Unix seconds as an object's timestamp (``creationTimestamp``, ``startTime``): UTC, to the second."""
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def rfc3339(ts: float, *, micro: bool = False) -> str:
+    """Unix seconds as an object's timestamp (``creationTimestamp``, ``startTime``): UTC, to the second;
+    with ``micro``, as a MicroTime (a Lease's ``renewTime``), to the microsecond, as the apiserver writes it."""
+    return datetime.fromtimestamp(ts, tz=UTC).strftime(
+        "%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ"
+    )
 
 
 def boolean_value(value: object) -> bool | None:
