@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import threading
 import time
+from collections.abc import Callable
 
 from volsched.cache.doorbell import CONFIG
 from volsched.cache.feeder import Feeder
@@ -51,7 +53,7 @@ from volsched.pacing import Pacer, pods_wait
 from volsched.ui import LiveState
 from volsched.usagefeed import UsageFeed
 
-__all__ = ["Nudge", "SessionLoop"]
+__all__ = ["Nudge", "SessionLines", "SessionLoop"]
 
 log = logging.getLogger("volsched.operator")
 
@@ -98,6 +100,87 @@ class Nudge:
         if taken:  # taken to see that it was set: set again (a set() meanwhile did already)
             self.set()
         return taken
+
+
+#: Seconds at least between two INFO lines that tell routine sessions (see :class:`SessionLines`).
+ROUTINE_LINE_EVERY = 10.0
+
+_SESSION_LINE = "session %d: %d to bind, %d bound, %d evicted, %d unschedulable (%.1f ms)"
+
+
+class SessionLines:
+    """The INFO line of each session that bound or evicted, written so that a steady stream of arriving
+    pods does not cost a line each: a *routine* session (every bind outcome it settled was bound, nothing
+    evicted) has its own line only when no line was written for
+    ``every`` seconds (the first pod after a quiet spell); the routine sessions after it are counted,
+    their own lines at DEBUG, and told in one INFO line (``sessions A-B: ...``, their sums and their
+    fastest and slowest session) once ``every`` seconds have passed since the last line, at the next
+    session or :meth:`tick`. Any other session (an eviction, a bind that failed or is unknown) has its
+    own line at once, after the count of the routine sessions before it.
+
+    A line costs a tenth of a millisecond or more of the session thread's CPU after the wait for a pod
+    (the record, the redaction, the format, the write): a line per arriving pod was a few percent of
+    what the pod costs."""
+
+    def __init__(
+        self,
+        logger: logging.Logger,
+        *,
+        every: float = ROUTINE_LINE_EVERY,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.log, self.every, self.clock = logger, every, clock
+        self._last = -math.inf  # when the last INFO line was written
+        self._first = self._latest = 0
+        self._sessions = self._to_bind = self._bound = self._unschedulable = 0
+        self._fastest, self._slowest = math.inf, 0.0
+
+    def session(
+        self,
+        number: int,
+        *,
+        to_bind: int,
+        bound: int,
+        evicted: int,
+        unschedulable: int,
+        ms: float,
+        routine: bool,
+    ) -> None:
+        """Session ``number`` bound or evicted something (its figures)."""
+        now = self.clock()
+        if routine and (self._sessions or now - self._last < self.every):
+            if not self._sessions:
+                self._first = number
+            self._latest = number
+            self._sessions += 1
+            self._to_bind += to_bind
+            self._bound += bound
+            self._unschedulable += unschedulable
+            self._fastest, self._slowest = min(self._fastest, ms), max(self._slowest, ms)
+            self.log.debug(_SESSION_LINE, number, to_bind, bound, evicted, unschedulable, ms)
+            if now - self._last >= self.every:
+                self._tell(now)
+            return
+        if self._sessions:
+            self._tell(now)
+        self.log.info(_SESSION_LINE, number, to_bind, bound, evicted, unschedulable, ms)
+        self._last = now
+
+    def tick(self) -> None:
+        """The routine sessions counted, told if their line is due."""
+        if self._sessions and self.clock() - self._last >= self.every:
+            self._tell(self.clock())
+
+    def _tell(self, now: float) -> None:
+        first, latest = self._first, self._latest
+        self.log.info(
+            "sessions %s: %d to bind, %d bound, 0 evicted, %d unschedulable (%d sessions, %.1f-%.1f ms)",
+            f"{first}-{latest}" if latest != first else first,
+            self._to_bind, self._bound, self._unschedulable, self._sessions, self._fastest, self._slowest,
+        )  # fmt: skip
+        self._last = now
+        self._sessions = self._to_bind = self._bound = self._unschedulable = 0
+        self._fastest, self._slowest = math.inf, 0.0
 
 
 class SessionLoop:
@@ -164,6 +247,8 @@ class SessionLoop:
         #: Busy from a pod's arrival (the doorbell) or a session's start to the session's end: what the
         #: imports after ready step aside for (:mod:`~volsched.operator.aside`).
         self.activity = Activity()
+        #: The sessions' INFO lines (routine ones counted between lines).
+        self.lines = SessionLines(log)
 
     async def run(self, stop: asyncio.Event) -> None:
         """A session every period while leading, and sooner when the cache's doorbell rings (a pod of
@@ -280,6 +365,7 @@ class SessionLoop:
             self.session_cpu = time.thread_time() - cpu
 
     def _run_once(self) -> tuple[SessionResult, CycleReport] | None:
+        self.lines.tick()  # the routine sessions counted, told when their line is due
         leader = self.lease.ensure()
         holding = self.writer.holding()  # the holding of the Lease this session is planned under
         self.metrics.leader.set(1 if leader else 0)
@@ -333,11 +419,16 @@ class SessionLoop:
         self.sessions += 1
         self.last_result = result
         if result.binds or report.binds or report.evictions:
-            log.info(
-                "session %d: %d to bind, %d bound, %d evicted, %d unschedulable (%.1f ms)",
-                self.sessions, len(result.binds), report.count(BOUND), report.evicted(),
-                len(result.unschedulable_pods), 1000 * result.timings.get("session", 0.0),
-            )  # fmt: skip
+            to_bind, bound = len(result.binds), report.count(BOUND)
+            self.lines.session(
+                self.sessions,
+                to_bind=to_bind,
+                bound=bound,
+                evicted=report.evicted(),
+                unschedulable=len(result.unschedulable_pods),
+                ms=1000 * result.timings.get("session", 0.0),
+                routine=bound == len(report.binds) and not report.evictions,
+            )
         return result, report
 
     def _guard_queues(self, result: SessionResult) -> None:
