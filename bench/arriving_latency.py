@@ -151,7 +151,23 @@ def _ms(values: list[float]) -> str:
     return f"{1000 * percentile(values, 50):.2f}/{1000 * percentile(values, 99):.0f}"  # stages of 0.01-0.1 ms
 
 
-def main(argv: list[str] | None = None) -> int:
+def creation_to_bind(result: Result) -> list[float]:
+    """Each pod's seconds from created to bound, as the bench's own watch saw them."""
+    return [result.binds[n] - result.added[n] for n in result.binds if n in result.added]
+
+
+def volsched_figures(
+    result: Result, pods: dict[str, dict[str, float]]
+) -> tuple[dict[str, list[float]], list[dict[str, float]]]:
+    """:func:`volsched_stages`, with creation-to-bind from the bench's watch when the log has no latency
+    lines (``--untraced``)."""
+    stages, sessions = volsched_stages(result, pods)
+    if not stages["total"]:
+        stages["total"] = creation_to_bind(result)
+    return stages, sessions
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rates", default="5,20,50", help="pods created per second, comma-separated")
     p.add_argument("--pods", type=int, default=100, help="pods per run")
@@ -210,9 +226,13 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="print each run's first N pods (in order of creation): creation-to-bind, ms",
     )
-    args = p.parse_args(argv)
-    rates = [float(r) for r in args.rates.split(",") if r.strip()]
-    ns = argparse.Namespace(
+    return p.parse_args(argv)
+
+
+def run_options(args: argparse.Namespace) -> argparse.Namespace:
+    """What each run (``bind_throughput.run_one``) is given, from the bench's options (all but the rate, the
+    source and the pod creator, set per run or once a machine)."""
+    return argparse.Namespace(
         nodes=args.nodes, pods=args.pods, stall=args.stall, create_procs=1, create_conns=8,
         binder_procs=1, binder_conns=8, creator=None, source=ROOT, keep_logs="kept", stuck=args.stuck, queue=args.queue,
         py_spy=args.py_spy, py_spy_out=args.py_spy_out.resolve(), idle=args.idle,
@@ -220,6 +240,12 @@ def main(argv: list[str] | None = None) -> int:
         volsched_args=f"--log-level {'INFO' if args.untraced else 'INFO,volsched.latency=DEBUG'} "
         f"{args.volsched_args}".strip(),
     )  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    rates = [float(r) for r in args.rates.split(",") if r.strip()]
+    ns = run_options(args)
     ns.loadgen = build_loadgen()
     ns.creator = "go" if ns.loadgen else "python"
     print("machine:", describe())
@@ -264,17 +290,13 @@ def main(argv: list[str] | None = None) -> int:
                         if scheduler == "volsched":
                             row["threads"] = thread_rows(r)
                             pods: dict[str, dict[str, float]] = {}
-                            stages, sessions = volsched_stages(r, pods)
-                            if not stages["total"]:  # untraced: creation-to-bind from the bench's watch
-                                stages["total"] = [r.binds[n] - r.added[n] for n in r.binds if n in r.added]
+                            stages, sessions = volsched_figures(r, pods)
                             row["stages"] = stages
                             row["sessions"] = sessions
                             order = sorted(r.added, key=lambda name: (r.added[name], name))
                             row["pods"] = [pods[n] for n in order if n in pods]
                         else:
-                            row["stages"] = {
-                                "total": [r.binds[n] - r.added[n] for n in r.binds if n in r.added]
-                            }
+                            row["stages"] = {"total": creation_to_bind(r)}
                         row["first"] = first_pods(r, args.first)
                         rows.append(row)
                         print(

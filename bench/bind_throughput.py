@@ -717,6 +717,15 @@ def _say(msg: str) -> None:
     print(f"  {time.strftime('%H:%M:%S')} {msg}", flush=True)
 
 
+#: The Queue object ``args.queue`` makes: the one the bench's pods go to (they name none: ``default``).
+PODS_QUEUE = {
+    "apiVersion": "scheduling.volsched.io/v1beta1",
+    "kind": "Queue",
+    "metadata": {"name": "default"},
+    "spec": {"weight": 1},
+}
+
+
 def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) -> Result:
     tag = f"{scheduler}-{mode}"
     rundir = workdir / tag
@@ -735,10 +744,8 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
             _say(f"{tag}: {args.nodes} nodes created in {time.monotonic() - t:.1f}s")
             if getattr(args, "queue", False):  # the pods' queue as an object: its status is written
                 client.CustomObjectsApi(api).create_cluster_custom_object(
-                    "scheduling.volsched.io", "v1beta1", "queues",
-                    {"apiVersion": "scheduling.volsched.io/v1beta1", "kind": "Queue",
-                     "metadata": {"name": "default"}, "spec": {"weight": 1}},
-                )  # fmt: skip
+                    "scheduling.volsched.io", "v1beta1", "queues", PODS_QUEUE
+                )
             for i in range(getattr(args, "stuck", 0)):  # pods that never fit, there before the scheduler
                 body = pod_body(f"stuck-{i:03d}", SCHEDULER_NAMES[scheduler])
                 body["spec"]["nodeSelector"] = {"bench.volsched.io/nowhere": "true"}

@@ -1,0 +1,107 @@
+"""bench/arriving_latency.py's ``--untraced`` and ``--queue``, without a cluster: what each changes in what
+every run is given, and what the bench reads back. Untraced, volsched's ``--log-level`` leaves the
+``volsched.latency`` logger at INFO, so its lines are not written and creation-to-bind comes from the
+bench's own watch; with ``--queue`` each run makes the Queue the bench's pods go to."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from arriving_latency import creation_to_bind, parse_args, run_options, volsched_figures
+from bind_throughput import NAMESPACE, PODS_QUEUE, Result
+from bindstats import RunFigures
+from builders import pod_body
+
+from volsched.kube.latency import PodLatency
+from volsched.kube.latency import log as latency_log
+from volsched.model.decode import build_queue
+from volsched.model.vocabulary import DEFAULT_QUEUE, queue_annotation
+from volsched.operator.settings import build_parser, parse_log_levels
+
+
+def _latency_level(volsched_args: str) -> int:
+    """The ``volsched.latency`` logger's level under these ``volsched run`` options (which it takes)."""
+    levels = parse_log_levels(str(build_parser().parse_args(volsched_args.split()).log_level))
+    return levels.get("volsched.latency", levels[""])
+
+
+@pytest.mark.parametrize(("untraced", "level"), [(False, logging.DEBUG), (True, logging.INFO)])
+def test_untraced_runs_volsched_with_its_latency_logger_at_info(untraced: bool, level: int) -> None:
+    argv = ["--volsched-args", "--metrics-port 0", *(["--untraced"] if untraced else [])]
+    options = run_options(parse_args(argv))
+    assert _latency_level(options.volsched_args) == level
+    assert options.volsched_args.endswith("--metrics-port 0")  # the extra options still given
+
+
+@pytest.fixture
+def latency_to(tmp_path: Path) -> Iterator[Path]:
+    """The ``volsched.latency`` logger written to a file, as volsched's log has it (restored after)."""
+    path = tmp_path / "volsched.log"
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    before = latency_log.level
+    latency_log.addHandler(handler)
+    try:
+        yield path
+    finally:
+        latency_log.removeHandler(handler)
+        handler.close()
+        latency_log.setLevel(before)
+
+
+@pytest.mark.parametrize("untraced", [False, True])
+def test_creation_to_bind_comes_from_the_latency_lines_or_else_the_bench_watch(
+    latency_to: Path, untraced: bool
+) -> None:
+    latency_log.setLevel(
+        _latency_level(run_options(parse_args(["--untraced"] if untraced else [])).volsched_args)
+    )
+    ticks = itertools.count(1000.0, 0.001)
+    lat = PodLatency(clock=lambda: next(ticks))
+    key = f"{NAMESPACE}/pod-000000"
+    created = 999.990
+    lat.line_read()
+    lat.saw(key)
+    lat.rang()
+    lat.calling()
+    lat.woke()
+    lat.session()
+    lat.decided([key])
+    lat.session_done({"allocate": 0.0001}, binds=1)
+    lat.answered(key, sent=1000.010, answered=1000.012, result="bound")
+    result = Result(
+        "volsched", "arriving", RunFigures(1, 1, 1.0, 0.0, 0.0, 0.0, 0.0), ready=0.0, cpu_per_1000=0.0,
+        peak_rss=0, stalled=False, added={"pod-000000": created}, binds={"pod-000000": 1000.020},
+        log=latency_to,
+    )  # fmt: skip
+    pods: dict[str, dict[str, float]] = {}
+    stages, sessions = volsched_figures(result, pods)
+    assert creation_to_bind(result) == pytest.approx([0.030])  # the bench watch's
+    assert stages["total"] == pytest.approx([0.030])
+    if untraced:
+        assert latency_to.read_text() == ""
+        assert not pods and not sessions
+        assert all(not values for stage, values in stages.items() if stage != "total")
+    else:
+        assert stages["watch"] == pytest.approx([0.011])  # created -> volsched's watch saw it
+        assert stages["session"] == pytest.approx([0.001])  # its session started -> decided
+        assert pods["pod-000000"]["total"] == pytest.approx(0.030)
+        (session,) = sessions
+        assert session["allocate"] == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("queue", [False, True])
+def test_queue_makes_the_queue_the_bench_pods_go_to(queue: bool) -> None:
+    assert run_options(parse_args(["--queue"] if queue else [])).queue is queue
+    made = build_queue(PODS_QUEUE)  # as volsched reads it
+    assert (made.name, made.weight) == (DEFAULT_QUEUE, 1)
+    pod = pod_body("pod-000000", "volsched")
+    assert queue_annotation(pod["metadata"].get("annotations", {})) is None  # its pods: queue default
