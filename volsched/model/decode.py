@@ -146,10 +146,12 @@ def _int_field(value: Any, *, where: str, default: int, minimum: int) -> int:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
+        hint = ""
         if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value) < 20:
-            value = int(value)
-        else:
-            raise InputError(f"{where}: expected an integer >= {minimum}, got {_short(value)}")
+            # Every such field is an integer in its object's schema: the apiserver refuses digits in a
+            # string, so a file the simulator took would not apply.
+            hint = f" (a string: the apiserver refuses it; write the number without quotes: {int(value)})"
+        raise InputError(f"{where}: expected an integer >= {minimum}, got {_short(value)}{hint}")
     if value < minimum:
         raise InputError(f"{where}: expected an integer >= {minimum}, got {value}")
     if value > INT32_MAX:
