@@ -390,14 +390,17 @@ class KubePort:
         return StatusReport(writes=writes, events=events, errors=errors)
 
     def _status_job(self, job: Callable[[], StatusReport]) -> StatusReport:
-        """Run one session's status writes; note whether they left something for a later one to retry."""
-        limited = self.writer.events.limited
+        """Run one session's status writes (or the held Queue figures); note whether they left something
+        for a later session to retry: an error, an event held back, a write the fence refused. The held
+        figures alone retry nothing a session owes, so they never clear what one left owed."""
+        limited, fenced = self.writer.events.limited, self.writer.fenced
         try:
             report = job()
         except Exception as exc:
             report = StatusReport(errors=[f"status writes: {error_summary(exc)}"])
+        owed = bool(report.errors) or self.writer.events.limited != limited or self.writer.fenced != fenced
         with self._lock:
-            self._status_owed = bool(report.errors) or self.writer.events.limited != limited
+            self._status_owed = owed or (job == self._write_held and self._status_owed)
         return report
 
     def owes(self) -> bool:

@@ -309,6 +309,10 @@ class KubeWriter:
         #: process before it restarted, whose claims are gone with it).
         self._nominated: dict[str, tuple[str, str]] = {}
         self._nominations_read = False
+        #: Status writes (a status, a pod's condition or nominated node) the fence refused unsent, so
+        #: far: each is owed, and a later session writes it once the Lease is held again (under the same
+        #: holding nothing else would: a quiet cluster runs no session).
+        self.fenced = 0
         self.events = EventFilter(burst=self.settings.event_burst, every=self.settings.event_every)
         #: Events of pods evicted and gone at once (target, reason, message, time), for the next status
         #: writes to send (see :meth:`evict`).
@@ -897,7 +901,9 @@ class KubeWriter:
         try:
             self._send("PATCH", path, body, content_type=content_type)
         except Fenced:
-            return False, None  # not written: the next leader writes it
+            with self._lock:
+                self.fenced += 1
+            return False, None  # not written: a later session (this holding's, or the next) writes it
         except ApiException as exc:
             gone = exc.status == 404 or (isinstance(body, dict) and "metadata" in body and _made_again(exc))
             return False, None if gone else f"{what}: {exc.status} {_reason(exc)}"
@@ -1095,7 +1101,9 @@ class KubeWriter:
         try:
             self._send("PATCH", pod_path(ns, name, "status"), body, content_type=STRATEGIC_PATCH)
         except Fenced:
-            return 0, 0, None  # not written: the next leader clears what it finds
+            with self._lock:
+                self.fenced += 1
+            return 0, 0, None  # not written: a later session (or the next leader) sets or clears it
         except ApiException as exc:
             if exc.status != 404 and not _made_again(exc):  # (gone, or another pod by its name)
                 return 0, 0, f"Pod {key} nominatedNodeName: {exc.status} {_reason(exc)}"
