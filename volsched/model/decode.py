@@ -1176,9 +1176,7 @@ def build_podgroup(obj: Raw) -> PodGroupSpec:
     spec = _map_field(obj, "spec", where)
     min_member = _int_field(spec.get("minMember"), where=f"{where}: spec.minMember", default=1, minimum=1)
     mr_raw = spec.get("minResources")
-    min_resources = (
-        None if mr_raw is None else parse_resource_map(mr_raw, where=f"{where}: spec.minResources")
-    )
+    min_resources = None if mr_raw is None else _min_resources(mr_raw, where=f"{where}: spec.minResources")
     queue = spec.get("queue") or DEFAULT_QUEUE
     if not isinstance(queue, str):
         raise InputError(f"{where}: spec.queue must be a string")
@@ -1203,6 +1201,33 @@ def build_podgroup(obj: Raw) -> PodGroupSpec:
         topology=_gang_topology(spec, where),
         min_task_member=_min_task_member(spec, where),
     )
+
+
+#: ResourceQuota's spelling of a request (``requests.cpu``) and its names that are no request: limits
+#: (``limits.cpu``) and object counts (``count/pods``).
+_QUOTA_REQUEST, _QUOTA_ONLY = "requests.", ("limits.", "count/")
+
+
+def _min_resources(raw: Any, *, where: str) -> dict[str, float]:
+    """``spec.minResources`` as Volcano's controllers write it, from the ResourceQuota evaluator's usage
+    of the pods: ``requests.<name>`` is the request of ``<name>`` (two spellings of one request that
+    differ are refused); ``limits.<name>`` and ``count/<kind>`` are not what a gang needs to start, so
+    they are not counted (no scheduler places pods by them); ``pods`` is the pods its minimum holds."""
+    out: dict[str, float] = {}
+    spelled: dict[str, str] = {}
+    for name, amount in parse_resource_map(raw, where=where).items():
+        if name.startswith(_QUOTA_ONLY):
+            continue
+        request = name.removeprefix(_QUOTA_REQUEST)
+        if request in out and out[request] != amount:
+            given = raw[spelled[request]], raw[name]
+            raise InputError(
+                f"{where}: {spelled[request]} {given[0]} and {name} {given[1]} are one request given twice, "
+                "with different amounts: give one"
+            )
+        out[request] = amount
+        spelled[request] = name
+    return out
 
 
 def _min_task_member(spec: Mapping[str, Any], where: str) -> dict[str, int] | None:
