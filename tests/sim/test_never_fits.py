@@ -30,6 +30,9 @@ CASES: list[tuple[str, list[Obj], str | None]] = [
      "can never run as it stands: its minMember pods ask cpu 3, more than queue org may ever hold (capability cpu 2); "),
     ("over_the_cluster", [*TWO_NODES, *_gang("g", size=2, cpu="1", min_resources={"cpu": "20"})],
      "can never run as it stands: its minResources ask cpu 20, more than all the ready nodes have (cpu 8); "),
+    # minResources pods (Volcano's controllers write it): it said "ask nothing, ... (nothing)".
+    ("pods_over_the_cluster", [*TWO_NODES, *_gang("g", size=2, cpu="1", min_resources={"cpu": "2", "pods": "300"})],
+     "can never run as it stands: its minResources ask pods 300, more than all the ready nodes have (pods 220); "),
     ("more_pods_than_the_nodes_hold", [*TWO_NODES, *_gang("g", size=3, cpu="2500m")],
      "can never run as it stands: at most 2 of its pods fit on the 2 ready node(s), even were they empty (minMember 3; each pod asks at least cpu 2.5); "),
     ("a_pod_bigger_than_any_node", [*TWO_NODES, *_gang("g", size=1, cpu="6")],

@@ -51,16 +51,16 @@ def never_fits(
         }
         if over:
             verdict = (
-                f"{what} {amounts({r: a for r, (a, _) in over.items()})}, more than queue {name} may ever "
-                f"hold (capability {amounts({r: c for r, (_, c) in over.items()})})"
+                f"{what} {amounts({r: a for r, (a, _) in over.items()}, pods=True)}, more than queue {name} "
+                f"may ever hold (capability {amounts({r: c for r, (_, c) in over.items()}, pods=True)})"
             )
         name = queue.parent
     total = session.total
     if verdict is None and bool((need > total + EPS).any()):
         rows = np.flatnonzero(need > total + EPS)
         verdict = (
-            f"{what} {amounts({space.names[i]: float(need[i]) for i in rows})}, more than all the ready "
-            f"nodes have ({amounts({space.names[i]: float(total[i]) for i in rows})})"
+            f"{what} {amounts({space.names[i]: float(need[i]) for i in rows}, pods=True)}, more than all "
+            f"the ready nodes have ({amounts({space.names[i]: float(total[i]) for i in rows}, pods=True)})"
         )
     if verdict is None:
         nodes = session.nodes
