@@ -200,11 +200,14 @@ def pod_request(pod: Raw, *, where: str, missing: Mapping[str, float] | None = N
     """The Kubernetes effective request of a pod.
 
     Sum of the app containers (and restartable init "sidecar" containers), at least as large as each
-    ordinary init container plus the sidecars started before it, plus ``spec.overhead``. A limit stands in
-    for a missing request. Every pod also counts one ``pods``. ``missing``: what a container that asks
-    none of a resource counts (kube-scheduler's ``NonMissingContainerRequests``; 0 set explicitly stays 0).
+    ordinary init container plus the sidecars started before it; the pod-level request of cpu, memory or
+    hugepages (``spec.resources``) instead, where given; plus ``spec.overhead``. A limit stands in for a
+    missing request (at pod level, of a resource no container asks: the apiserver's defaulting). Every
+    pod also counts one ``pods``. ``missing``: what a container that asks none of a resource counts
+    (kube-scheduler's ``NonMissingContainerRequests``; 0 set explicitly stays 0).
     """
     spec = _map_field(pod, "spec", where)
+    asked: set[str] = set()
 
     def container_request(c: Any, path: str) -> dict[str, float]:
         if not isinstance(c, _MAP):
@@ -214,6 +217,7 @@ def pod_request(pod: Raw, *, where: str, missing: Mapping[str, float] | None = N
             raise InputError(f"{where}: {path}.resources must be a map")
         limits = parse_resource_map(res.get("limits"), where=f"{where}: {path}.resources.limits")
         requests = parse_resource_map(res.get("requests"), where=f"{where}: {path}.resources.requests")
+        asked.update(limits, requests)
         if missing:
             return {**missing, **limits, **requests}
         return {**limits, **requests}
@@ -236,10 +240,37 @@ def pod_request(pod: Raw, *, where: str, missing: Mapping[str, float] | None = N
         total[k] = total.get(k, 0.0) + v
     for k, v in init_peak.items():
         total[k] = max(total.get(k, 0.0), v)
+    if spec.get("resources") is not None:
+        total.update(_pod_level_requests(spec["resources"], asked, where=where))
     for k, v in parse_resource_map(spec.get("overhead"), where=f"{where}: spec.overhead").items():
         total[k] = total.get(k, 0.0) + v
     total[PODS] = 1.0
     return total
+
+
+def _pod_level(name: str) -> bool:
+    """Whether Kubernetes takes ``name`` in a pod's ``spec.resources`` (its IsSupportedPodLevelResource)."""
+    return name in (CPU, MEMORY) or name.startswith("hugepages-")
+
+
+def _pod_level_requests(raw: Any, asked: set[str], *, where: str) -> dict[str, float]:
+    """``spec.resources``: what the pod asks as a whole, which stands for its containers' sum of each
+    resource named (Kubernetes' PodRequests); a limit is the request of a resource no container asks
+    (``asked``), as the apiserver defaults it. A resource Kubernetes does not take there is refused."""
+    if not isinstance(raw, _MAP):
+        raise InputError(f"{where}: spec.resources must be a map, got {_short(raw)}")
+    out: dict[str, float] = {}
+    for part in ("limits", "requests"):
+        amounts = parse_resource_map(raw.get(part), where=f"{where}: spec.resources.{part}")
+        for name, amount in amounts.items():
+            if not _pod_level(name):
+                raise InputError(
+                    f"{where}: spec.resources.{part}: {name} is not a pod-level resource (cpu, memory and "
+                    "hugepages-* are; ask it in a container)"
+                )
+            if part == "requests" or name not in asked:
+                out[name] = amount
+    return out
 
 
 def _asks_cpu_and_memory(container: Any) -> bool:
@@ -418,9 +449,16 @@ QOS_CLASSES = ("BestEffort", "Burstable", "Guaranteed")
 def pod_qos(spec: Any) -> str:
     """The QoS class Kubernetes gives a pod of this spec: ``BestEffort`` without a cpu or memory request
     or limit in any container, ``Guaranteed`` when every container has cpu and memory limits and its
-    requests (where given) equal them, else ``Burstable``. A malformed amount counts as none."""
+    requests (where given) equal them, else ``Burstable``; with pod-level cpu or memory
+    (``spec.resources``), the same of the pod's as of one container. A malformed amount counts as none."""
     containers: list[Any] = []
-    for key in ("containers", "initContainers"):
+    level = spec.get("resources") if isinstance(spec, _MAP) else None
+    if isinstance(level, _MAP) and any(
+        isinstance(level.get(part), _MAP) and ({CPU, MEMORY} & level[part].keys())
+        for part in ("requests", "limits")
+    ):
+        containers = [{"resources": level}]  # (Kubernetes' ComputePodQOS reads the pod's alone then)
+    for key in ("containers", "initContainers") if not containers else ():
         value = spec.get(key) if isinstance(spec, _MAP) else None
         containers += value if isinstance(value, list) else []
     guaranteed, seen = True, False
