@@ -35,7 +35,7 @@ from volsched.model.devices import (
 )
 from volsched.model.errors import InputError
 from volsched.model.raw import Raw
-from volsched.model.resources import CPU, MEMORY, PODS, parse_amount, parse_resource_map
+from volsched.model.resources import CPU, MEMORY, PODS, as_counted, parse_amount, parse_resource_map
 from volsched.model.scalars import boolean_value, parse_duration
 from volsched.model.vocabulary import (
     CRITICAL_PRIORITY_CLASSES,
@@ -244,6 +244,8 @@ def pod_request(pod: Raw, *, where: str, missing: Mapping[str, float] | None = N
         total.update(_pod_level_requests(spec["resources"], asked, where=where))
     for k, v in parse_resource_map(spec.get("overhead"), where=f"{where}: spec.overhead").items():
         total[k] = total.get(k, 0.0) + v
+    for k, v in total.items():  # (kube-scheduler rounds the pod's total up: 2 containers of 0.5m are 1m)
+        total[k] = as_counted(k, v)
     total[PODS] = 1.0
     return total
 
@@ -974,7 +976,9 @@ def _node_resources(raw: Any, *, where: str) -> dict[str, float]:
             found = _NODE_RESOURCES.get(key)
             if found is not None:
                 return found
-    parsed = parse_resource_map(raw, where=f"{where}: status.allocatable")
+    parsed = {
+        k: as_counted(k, v) for k, v in parse_resource_map(raw, where=f"{where}: status.allocatable").items()
+    }
     if key is not None:
         if len(_NODE_RESOURCES) >= _SHARED_MAX:
             _NODE_RESOURCES.clear()
