@@ -101,21 +101,18 @@ class View:
 
 
 def with_volumes(t: Task, claims: Mapping[str, str], volumes: Mapping[str, list[Any]]) -> Task:
-    """``t`` with its claims' bound volumes' node affinity (and missing and unbound claims) filled in."""
+    """``t`` with its claims' bound volumes' node affinity (and missing claims) filled in."""
     terms: list[tuple[str, Any]] = []
     missing: list[str] = []
-    unbound: list[str] = []
     for claim in t.claims:
         volume = claims.get(f"{t.namespace}/{claim}")
         if volume is None:
             missing.append(claim)
-        elif not volume:
-            unbound.append(claim)
-        elif volumes.get(volume):
+        elif volume and volumes.get(volume):
             terms.append((volume, volumes[volume]))
-    if not terms and not missing and not unbound:
+    if not terms and not missing:
         return t
-    t = replace(t, volume_terms=tuple(terms), missing_claims=tuple(missing), unbound_claims=tuple(unbound))
+    t = replace(t, volume_terms=tuple(terms), missing_claims=tuple(missing))
     t.placement_key = placement_key(t)
     return t
 
