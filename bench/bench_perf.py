@@ -596,6 +596,34 @@ def apiserver_requests(cp: LocalControlPlane) -> dict[str, int]:
 #: Writes that are not the scheduler's answer to what came before the measured pods (a Lease renewal).
 _NOT_OWED = ("leases",)
 
+_WRITES = ("POST", "PUT", "PATCH", "DELETE", "create", "update", "patch", "delete")
+
+
+def window_writes(requests: dict[str, int]) -> dict[str, int]:
+    """The writes of a window's requests (``Row.extra["requests"]``), Lease renewals left out, by
+    kind: ``binds`` (pods' binding), ``evictions``, ``pod status`` (conditions, nominated nodes),
+    ``events``, ``podgroup status``, ``other`` (kube-scheduler's pod deletes among them)."""
+    out: dict[str, int] = {}
+    for key, n in requests.items():
+        verb, resource, *sub = key.split()
+        if verb not in _WRITES or resource in _NOT_OWED:
+            continue
+        subresource = sub[0] if sub else ""
+        if resource == "pods" and subresource == "binding":
+            kind = "binds"
+        elif resource == "pods" and subresource == "eviction":
+            kind = "evictions"
+        elif resource == "pods" and subresource == "status":
+            kind = "pod status"
+        elif resource == "events":
+            kind = "events"
+        elif resource == "podgroups" and subresource == "status":
+            kind = "podgroup status"
+        else:
+            kind = "other"
+        out[kind] = out.get(kind, 0) + n
+    return out
+
 
 def _quiet(cp: LocalControlPlane, *, settle: float = 1.0, limit: float = 30.0) -> None:
     """Until the apiserver has taken no write (but Lease renewals) for ``settle`` seconds, at most
@@ -665,6 +693,10 @@ def report(rows: list[Row]) -> str:
             f"{r.peak_rss_mib:>6.0f} {r.load_before:>4.1f}-{r.load_after:<4.1f}"
             + (f" {r.note}" if r.note else "")
         )
+        writes = window_writes(r.extra.get("requests") or {})
+        if writes:
+            said = ", ".join(f"{n} {kind}" for kind, n in sorted(writes.items(), key=lambda kv: -kv[1]))
+            lines.append(f"{'':<27} {'':>3} {'':<15} writes in the window: {said}")
     lines.append("ratio: volsched's pods/s over kube-scheduler's on the same workload, same round")
     lines.append("1st s: from the window's start to the first measured pod bound (the scheduler's reaction)")
     lines.append("cpu s, api s: the scheduler's and the apiserver's CPU seconds over the measured window")

@@ -188,6 +188,18 @@ HOSTILE: list[tuple[str, str | bytes, str]] = [
         r"document 2: PodGroup default/g: spec.minMember must be at most 2147483647, got an integer of 40 digits",
     ),
     (
+        # The defect: digits in a string were read as the number; the apiserver refuses them (an int32).
+        "min-member-a-string",
+        NODE + "---\nkind: PodGroup\nmetadata: {name: g}\nspec: {minMember: '2'}\n",
+        r"document 2: PodGroup default/g: spec.minMember: expected an integer >= 1, got '2' \(a string: the "
+        r"apiserver refuses it; write the number without quotes: 2\)",
+    ),
+    (
+        "queue-weight-a-string",
+        NODE + "---\nkind: Queue\nmetadata: {name: q}\nspec: {weight: '3'}\n",
+        r"document 2: Queue q: spec.weight: expected an integer >= 1, got '3' \(a string",
+    ),
+    (
         "kind-a-list",
         NODE + _pod().replace("kind: Pod", "kind: [Pod]"),
         r"document 2: line 5: kind: must be a non-empty string, got \['Pod'\]",

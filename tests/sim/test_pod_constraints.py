@@ -352,10 +352,13 @@ CASES: list[tuple[str, list[Obj], dict[str, str | None]]] = [
         ],
         {"db": "n2"},
     ),
+    # An unbound claim keeps it pending too, as in kube-scheduler (volsched binds no volume): it was placed
+    # at once, and on a cluster its volume then never came (a WaitForFirstConsumer class waits for the
+    # scheduler to pick its node) or came where the pod's node could not reach it.
     (
-        "unbound_claim_does_not_constrain",
+        "unbound_claim_waits_until_bound",
         [node("n1"), pvc("data"), pod("db", claims=["data"])],
-        {"db": "n1"},
+        {"db": None},
     ),
     ("missing_claim_is_unschedulable", [node("n1"), pod("db", claims=["nope"])], {"db": None}),
 ]
@@ -450,4 +453,14 @@ def test_a_node_rejected_both_ways_is_counted_once() -> None:
     assert (
         reason(data, "default/new")
         == "0/2 nodes fit: 2 pod anti-affinity (app=worker, kubernetes.io/hostname)"
+    )
+
+
+def test_a_pod_on_an_unbound_claim_is_told_it_waits_for_the_claim() -> None:
+    data = run(
+        [node("n1"), node("n2"), pvc("data"), pvc("logs", volume="pv-2"), pod("db", claims=["data", "logs"])]
+    )
+    assert reason(data, "default/db") == (
+        "0/2 nodes fit: 2 persistentvolumeclaim(s) data not bound yet (volsched binds no volume: it places "
+        "a pod once its claims are bound)"
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from bench_perf import Row, ratios, report
+from bench_perf import Row, ratios, report, window_writes
 
 
 def _row(workload: str, scheduler: str, repeat: int, pods_per_s: float) -> Row:
@@ -35,3 +35,31 @@ def test_each_round_is_compared_with_kube_scheduler_of_that_round_and_failed_run
 def test_one_round_prints_no_spread() -> None:
     rows = [_row("Basic", "volsched", 0, 300.0), _row("Basic", "kube-scheduler", 0, 100.0)]
     assert "median" not in report(rows)
+
+
+def test_the_writes_in_a_window_are_told_by_kind_without_lease_renewals_or_reads() -> None:
+    requests = {
+        "POST pods binding": 500,
+        "POST pods eviction": 150,
+        "PATCH pods status": 3,
+        "PATCH podgroups status": 20,
+        "POST events": 40,
+        "PATCH events": 2,
+        "DELETE pods": 150,
+        "PUT leases": 4,
+        "GET pods": 7,
+        "WATCH pods": 1,
+    }
+    assert window_writes(requests) == {
+        "binds": 500,
+        "evictions": 150,
+        "pod status": 3,
+        "podgroup status": 20,
+        "events": 42,
+        "other": 150,
+    }
+    row = Row("Gangs", "volsched", 200, 0, 500, pods_per_s=100.0, extra={"requests": requests})
+    assert (
+        "writes in the window: 500 binds, 150 evictions, 150 other, 42 events, 20 podgroup status"
+        in report([row])
+    )

@@ -207,3 +207,17 @@ def test_the_qos_class_is_the_apiservers_or_worked_out_as_kubernetes_does(
     if status_qos:
         raw["status"]["qosClass"] = status_qos
     assert pod_runtime(raw).qos == expected
+
+
+@pytest.mark.parametrize(
+    ("level", "expected"),
+    [
+        ({"limits": {"cpu": "2", "memory": "1Gi"}}, "Guaranteed"),  # the pod's alone, its containers aside
+        ({"requests": {"cpu": "1"}}, "Burstable"),
+        ({"requests": {"hugepages-2Mi": "2Mi"}}, "Burstable"),  # no pod-level cpu or memory: the containers'
+    ],
+)
+def test_with_pod_level_cpu_or_memory_the_qos_class_is_the_pods(level: dict[str, Any], expected: str) -> None:
+    raw = pod("p", node="n1", cpu="1")
+    raw["spec"]["resources"] = level
+    assert pod_runtime(raw).qos == expected

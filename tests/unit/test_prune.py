@@ -64,6 +64,7 @@ def full_pod(*, node: str | None = "n1") -> dict[str, Any]:
             "nodeName": node,
             "nodeSelector": {"disk": "ssd"},
             "overhead": {"cpu": "100m"},
+            "resources": {"requests": {"cpu": "3"}, "limits": {"memory": "1Gi"}},  # pod-level
             "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
             "affinity": {
                 "nodeAffinity": {

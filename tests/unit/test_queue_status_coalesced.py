@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.builders import queue
+from tests.builders import podgroup, queue
 from tests.fences import Fence
 from tests.unit._cycle_harness import cache
 from tests.unit._scripted_server import ScriptedServer, loopback_config
 from volsched.cache.feeder import Feeder
-from volsched.framework.decisions import QueueStatus, SessionResult
+from volsched.framework.decisions import PodGroupStatus, QueueStatus, SessionResult
 from volsched.kube.port import KubePort
 from volsched.kube.writer import KubeWriter, WriterSettings
 
@@ -84,6 +84,12 @@ def _session(cpu: int, *, state: str = "Open") -> SessionResult:
         capability=None,
     )
     return SessionResult(queues={"q": status})
+
+
+def _inqueue() -> PodGroupStatus:
+    return PodGroupStatus(
+        phase="Inqueue", queue="q", min_member=1, running=0, succeeded=0, failed=0, pending=1, scheduled=0
+    )
 
 
 def _written(server: ScriptedServer) -> list[dict[str, Any]]:
@@ -166,6 +172,77 @@ def test_held_figures_are_not_written_once_the_lease_may_be_lost(
     assert done.wait(HOLD)  # the held write's time came, and it was refused unsent
     assert len(_written(server)) == 1
     assert port.writer.held_due() is None
+
+
+def test_held_figures_the_fence_refused_are_written_once_the_lease_is_held_again(
+    server: ScriptedServer, port: KubePort, clock: FakeClock, fence: Fence, feeder: Feeder
+) -> None:
+    # The defect: refused unsent (the Lease not renewed in time) under a holding that then renewed, the
+    # held figures were dropped and nothing was owed: in a quiet cluster no session ran again and the
+    # Queue kept saying cpu 1 while 2 were allocated, until the queue next changed.
+    for cpu in (1, 2):
+        port.write_status(_session(cpu), feeder)
+        assert port.drain(HOLD)
+        clock.t += 0.1
+    fence.open = False
+    done = threading.Event()
+    original = port.writer.write_held
+
+    def write_held() -> tuple[int, int, list[str]]:
+        try:
+            return original()
+        finally:
+            done.set()
+
+    port.writer.write_held = write_held  # type: ignore[method-assign]
+    clock.t = 101.0
+    assert done.wait(HOLD)  # refused unsent
+    assert port.drain(HOLD)
+    assert len(_written(server)) == 1
+    assert port.owes()  # a session is called for (IdleSkip runs one), not skipped as nothing changed
+    fence.open = True  # renewed: the same holding
+    port.write_status(_session(2), feeder)  # that session: nothing else changed
+    assert port.drain(HOLD)
+    _wait_for_writes(server, 2)
+    assert [s["allocated"] for s in _written(server)] == [{"cpu": "1"}, {"cpu": "2"}]
+    assert not port.owes()
+
+
+def test_a_podgroup_status_the_fence_refused_is_owed(
+    server: ScriptedServer, port: KubePort, clock: FakeClock, fence: Fence
+) -> None:
+    feeder = cache(queue("q"), podgroup("g", queue="q"))
+    result = SessionResult(podgroups={"default/g": _inqueue()})
+    fence.open = False
+    port.write_status(result, feeder)
+    assert port.drain(HOLD)
+    assert server.sent("/podgroups/g/status") == []
+    assert port.owes()
+    fence.open = True
+    port.write_status(result, feeder)
+    assert port.drain(HOLD)
+    assert len(server.sent("/podgroups/g/status")) == 1
+    assert not port.owes()
+
+
+def test_held_figures_written_do_not_clear_what_a_sessions_writes_left_owed(
+    server: ScriptedServer, port: KubePort, clock: FakeClock, feeder: Feeder
+) -> None:
+    port.write_status(_session(1), feeder)
+    assert port.drain(HOLD)
+    clock.t += 0.1
+    server.script["/podgroups/g/status"] = [(500, {}, {"kind": "Status", "code": 500})]
+    result = SessionResult(
+        queues=_session(2).queues,  # held
+        podgroups={"default/g": _inqueue()},
+    )
+    port.write_status(result, cache(queue("q"), podgroup("g", queue="q")))
+    assert port.drain(HOLD)
+    assert port.owes()  # the PodGroup's status failed
+    clock.t = 101.0  # the held figures go out alone, and are written
+    _wait_for_writes(server, 2)
+    assert port.drain(HOLD)
+    assert port.owes()  # still: only a session's writes retry the PodGroup's
 
 
 def test_the_synchronous_port_writes_each_queue_status_at_once(

@@ -101,18 +101,21 @@ class View:
 
 
 def with_volumes(t: Task, claims: Mapping[str, str], volumes: Mapping[str, list[Any]]) -> Task:
-    """``t`` with its claims' bound volumes' node affinity (and missing claims) filled in."""
+    """``t`` with its claims' bound volumes' node affinity (and missing and unbound claims) filled in."""
     terms: list[tuple[str, Any]] = []
     missing: list[str] = []
+    unbound: list[str] = []
     for claim in t.claims:
         volume = claims.get(f"{t.namespace}/{claim}")
         if volume is None:
             missing.append(claim)
-        elif volume and volumes.get(volume):
+        elif not volume:
+            unbound.append(claim)
+        elif volumes.get(volume):
             terms.append((volume, volumes[volume]))
-    if not terms and not missing:
+    if not terms and not missing and not unbound:
         return t
-    t = replace(t, volume_terms=tuple(terms), missing_claims=tuple(missing))
+    t = replace(t, volume_terms=tuple(terms), missing_claims=tuple(missing), unbound_claims=tuple(unbound))
     t.placement_key = placement_key(t)
     return t
 

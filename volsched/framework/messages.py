@@ -17,12 +17,12 @@ from volsched.model.scalars import human_duration
 EVENT_REASONS = {"preempt": "Preempted", "shuffle": "Rescheduled"}
 
 
-def amounts(values: Mapping[str, float]) -> str:
-    """``cpu 2, memory 4Gi`` (pods and zero amounts left out; ``nothing`` when empty)."""
+def amounts(values: Mapping[str, float], *, pods: bool = False) -> str:
+    """``cpu 2, memory 4Gi`` (zero amounts left out, and pods unless ``pods``; ``nothing`` when empty)."""
     parts = [
         f"{name} {format_amount(name, float(v))}"
         for name, v in sorted(values.items(), key=lambda kv: (kv[0] != "cpu", kv[0] != "memory", kv[0]))
-        if name != PODS and abs(float(v)) > EPS
+        if (pods or name != PODS) and abs(float(v)) > EPS
     ]
     return ", ".join(parts) or "nothing"
 

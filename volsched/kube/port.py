@@ -16,10 +16,13 @@ With ``background`` (the operator's), a session never waits on the network for i
   sent under a later one) and returns the outcomes completed so far; ``settle`` returns those
   completed since, for the next cycle to finish or forget. A gang's binds go out together; one
   that fails is forgotten and the next session completes the half-bound gang.
-* ``write_status`` takes what it needs from the cache now and writes it on one status thread, once no
-  bind is in flight (or ``status_after_binds`` seconds have passed); when a newer session's status
-  arrives before the older was started, only the newer is written (it says everything the older did,
-  as the writer skips what is unchanged). What was written is reported by a later ``write_status``.
+* ``write_status`` takes what it needs from the cache now and writes it on one status thread, each
+  write once no bind is in flight (or ``status_after_binds`` seconds after the session handed it
+  over); when a newer session's status arrives before the older was started, only the newer is
+  written (it says every status the older did, as the writer skips what is unchanged; the older's
+  events it does not say again are carried into it), and a write of the older's still waiting for
+  binds that the newer makes again (a status, a condition) is left to it. What was written is
+  reported by a later ``write_status``.
   A Queue's status that changes only its figures (every arriving pod changes its ``allocated``) is
   written at most once per ``queue_status_every`` seconds; the status thread writes the last one held
   when its time is up, with or without a later session. A Queue's state or conditions, and every
@@ -31,6 +34,7 @@ Without ``background`` every call returns all its outcomes and ``settle`` has no
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import threading
@@ -45,7 +49,7 @@ from volsched.cycle import CONFLICT, FAILED, BindOutcome, EvictOutcome, StatusRe
 from volsched.framework.decisions import Bind, Event, Evict, SessionResult
 from volsched.kube.latency import PodLatency
 from volsched.kube.podgroups import ConflictReporter, LeftBehind, PodGroupCreator, groups_referred_to
-from volsched.kube.writer import EventTarget, KubeWriter
+from volsched.kube.writer import WAITING_REASONS, EventTarget, KubeWriter
 from volsched.model.raw import Raw
 from volsched.redaction import error_summary
 
@@ -63,6 +67,25 @@ def _pods_written_about(result: SessionResult) -> set[str]:
     }
 
 
+def _carried_over(older: SessionResult, newer: SessionResult) -> SessionResult:
+    """``newer`` with the events of ``older`` (a session's status not written yet, which ``newer``'s
+    replaces) that ``newer`` does not say again: a PodGroup's ``Scheduled`` is said only by the session
+    that placed it, and was lost with the status it came with. Not the reasons a waiting object is told
+    by every session while it waits (``newer`` says them if it still waits), nor one ``newer`` says
+    itself (same object and reason: the newer message is the one written)."""
+    said = {(e.kind, e.namespace, e.name, e.reason) for e in newer.events}
+    carried = [
+        e
+        for e in older.events
+        if e.reason not in WAITING_REASONS and (e.kind, e.namespace, e.name, e.reason) not in said
+    ]
+    return dataclasses.replace(newer, events=[*carried, *newer.events]) if carried else newer
+
+
+#: The longest one wait of the status thread for binds in flight (seconds): the deadline is read again
+#: after it, on the writer's clock (a test's clock moves without waking the thread).
+_HOLD_SLICE = 0.25
+
 #: Bind outcomes after which the pod is pending again in the cache (see cycle._settle): worth a cycle.
 _RETRY = frozenset((FAILED, CONFLICT))
 
@@ -79,19 +102,31 @@ class KubePort:
         on_failed: Callable[[], None] | None = None,
         latency: PodLatency | None = None,
         status_after_binds: float = 10.0,
+        status_for_pipelined: float = 2.0,
         queue_status_every: float = 1.0,
     ) -> None:
         self.writer = writer
         if background:  # (its status thread writes what is held back when its time is up)
             writer.queue_status_every = queue_status_every
         #: In the background, a session's status writes wait while binds are in flight, at most this
-        #: many seconds: a backlog's binds, over however many sessions it takes, do not share the
-        #: apiserver with the status of every PodGroup they place (its gangs' pods bound sooner), and
-        #: the newest status is the one written. A stream of arriving pods leaves moments with no bind
-        #: in flight unless it is a backlog itself; the bound is for that, and for binds that hang.
+        #: many seconds after the session handed them over (the writer's clock): a backlog's binds,
+        #: over however many sessions it takes, do not share the apiserver with the status of every
+        #: PodGroup they place (its gangs' pods bound sooner), and the newest status is the one
+        #: written. Each write waits, not only the first: binds handed over while the writes go (the
+        #: next session's, in a moment with none in flight) go first. A stream of arriving pods leaves
+        #: moments with no bind in flight unless it is a backlog itself; the bound is for that, and for
+        #: binds that hang.
         self.status_after_binds = status_after_binds
-        #: Times a session's status writes waited for binds in flight (for tests).
+        #: ... and while the last session left pods pipelined onto room its evictions free, at most this
+        #: many seconds (within ``status_after_binds``): their binds come once the victims are gone, at
+        #: once for a victim deleted at once, and the session's events about its victims go after the
+        #: binds that start its preemptors; a victim that takes its grace period holds them no longer.
+        self.status_for_pipelined = status_for_pipelined
+        #: Times a session's status job, or one of its writes, waited for binds in flight (for tests).
         self.status_held = 0
+        #: Status writes (a PodGroup's or Queue's status, a pod's condition or nominated node) not sent
+        #: because a newer session's status, waiting, writes them as they are now (for tests).
+        self.status_dropped = 0
         #: Sessions whose status writes were made (or handed over), not skipped as having nothing to do.
         self.status_jobs = 0
         #: Stamps each bind's way (debug only; see ``volsched.kube.latency``).
@@ -109,6 +144,18 @@ class KubePort:
         self._binds_done: list[BindOutcome] = []
         self._binds_in_flight = 0
         self._status_next: Callable[[], StatusReport] | None = None
+        #: The session result ``_status_next`` writes (its events are carried into a newer one's), and
+        #: when the first status not started yet was handed over (``writer.clock``): the one the
+        #: newer ones replaced, so that replacing never puts a write off past ``status_after_binds``.
+        self._status_next_result: SessionResult | None = None
+        self._next_since: float | None = None
+        #: When the status job being written stops waiting for binds in flight, and for binds to come
+        #: (``writer.clock``).
+        self._writes_until = self._expected_until = 0.0
+        #: The last session left pods pipelined (see ``status_for_pipelined``). Not waited for while
+        #: draining.
+        self._binds_expected = False
+        self._draining = False
         self._status_running = False
         self._status_done = StatusReport()
         #: The status thread waits only for Queue figures held back (not a write in flight: ``drain``
@@ -278,6 +325,10 @@ class KubePort:
 
     def write_status(self, result: SessionResult, feeder: Feeder) -> StatusReport:
         state = feeder.state
+        if self._status is not None and (expected := result.pipelined > 0) != self._binds_expected:
+            with self._lock:  # (the newest session says whether binds are to come)
+                self._binds_expected = expected
+                self._lock.notify_all()
         if not self._status_due(result, feeder):
             # Nothing to write (an arriving pod's session, bound, in a cluster without Queue or PodGroup
             # objects): no job copied out of the cache, handed over and run to find nothing.
@@ -287,6 +338,11 @@ class KubePort:
                 done, self._status_done = self._status_done, StatusReport()
             return done
         self.status_jobs += 1
+        if self._status is not None:
+            with self._lock:
+                older = self._status_next_result
+            if older is not None:  # (taken meanwhile: its events are written twice, the second refused)
+                result = _carried_over(older, result)
         job = partial(
             self._write_status,
             result,
@@ -305,14 +361,17 @@ class KubePort:
         if self._status is None:
             return self._status_job(job)
         with self._lock:
-            self._status_next = job  # a newer session's status replaces one not started yet
+            if self._status_next is None:
+                self._next_since = self.writer.clock()
+            # A newer session's status replaces one not started yet (its events carried over).
+            self._status_next, self._status_next_result = job, result
             self._lock.notify_all()  # (a status thread waiting for held Queue figures takes it)
             if not self._status_running:
                 try:
                     self._status.submit(self._run_status)
                     self._status_running = True
                 except RuntimeError:  # shut down: nothing more is written
-                    self._status_next = None
+                    self._status_next = self._status_next_result = None
             done, self._status_done = self._status_done, StatusReport()
         return done
 
@@ -343,14 +402,11 @@ class KubePort:
             with self._lock:
                 # Binds first: the apiserver's time goes to what starts pods, and a newer session's
                 # status that comes meanwhile replaces this one (written once, not twice).
-                deadline = time.monotonic() + self.status_after_binds
-                self.status_held += bool(self._binds_in_flight and not self._closed)
-                while self._binds_in_flight and not self._closed:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        break
-                    self._lock.wait(left)
-                job, self._status_next = self._status_next, None
+                since = self._next_since if self._next_since is not None else self.writer.clock()
+                self._writes_until = since + self.status_after_binds
+                self._expected_until = since + min(self.status_after_binds, self.status_for_pipelined)
+                self._wait_for_binds()
+                job = self._take_next()
                 if job is None and not self._closed:
                     job = self._held_job()
                 if job is None:
@@ -372,8 +428,7 @@ class KubePort:
             if self._closed:
                 return None
             if self._status_next is not None:
-                job, self._status_next = self._status_next, None
-                return job
+                return self._take_next()
             left = due - self.writer.clock()
             if left <= 0:
                 return self._write_held
@@ -385,19 +440,62 @@ class KubePort:
                 self._waiting_held = False
         return None
 
+    def _take_next(self) -> Callable[[], StatusReport] | None:
+        """(Under ``_lock``.) The session's status to write next, if any, no longer waiting."""
+        job, self._status_next, self._status_next_result = self._status_next, None, None
+        self._next_since = None
+        return job
+
+    def _wait_for_binds(self) -> None:
+        """(Under ``_lock``.) Wait while binds are in flight or to come (pods pipelined), until the
+        status job's time is up."""
+        if self._binds_due() is not None:
+            self.status_held += 1
+        while (until := self._binds_due()) is not None:
+            self._lock.wait(min(until - self.writer.clock(), _HOLD_SLICE))
+
+    def _binds_due(self) -> float | None:
+        """(Under ``_lock``.) Until when the status writes wait for binds (some in flight, or to come),
+        None when they do not (any more)."""
+        if self._closed:
+            return None
+        now = self.writer.clock()
+        if self._binds_in_flight and now < self._writes_until:
+            return self._writes_until
+        if self._binds_expected and not self._draining and now < self._expected_until:
+            return self._expected_until
+        return None
+
+    def _hold_write(self, droppable: bool) -> bool:
+        """Called by the writer before each write of a session's status job (the status thread): waits
+        while binds are in flight (until the job's time is up), then says whether to send it. Not once
+        the port is closed; nor, for a ``droppable`` one (a status, a pod's condition or nominated
+        node: not an event), when a newer session's status waits, which writes it as it is then."""
+        with self._lock:
+            self._wait_for_binds()
+            if self._closed:
+                return False
+            if droppable and self._status_next is not None:
+                self.status_dropped += 1
+                return False
+            return True
+
     def _write_held(self) -> StatusReport:
         writes, events, errors = self.writer.write_held()
         return StatusReport(writes=writes, events=events, errors=errors)
 
     def _status_job(self, job: Callable[[], StatusReport]) -> StatusReport:
-        """Run one session's status writes; note whether they left something for a later one to retry."""
-        limited = self.writer.events.limited
+        """Run one session's status writes (or the held Queue figures); note whether they left something
+        for a later session to retry: an error, an event held back, a write the fence refused. The held
+        figures alone retry nothing a session owes, so they never clear what one left owed."""
+        limited, fenced = self.writer.events.limited, self.writer.fenced
         try:
             report = job()
         except Exception as exc:
             report = StatusReport(errors=[f"status writes: {error_summary(exc)}"])
+        owed = bool(report.errors) or self.writer.events.limited != limited or self.writer.fenced != fenced
         with self._lock:
-            self._status_owed = bool(report.errors) or self.writer.events.limited != limited
+            self._status_owed = owed or (job == self._write_held and self._status_owed)
         return report
 
     def owes(self) -> bool:
@@ -438,6 +536,7 @@ class KubePort:
             pods=pods,
             pods_now=pods_now,
             extra_events=extra_events,
+            hold=self._hold_write if self.background else None,
         )
         return StatusReport(writes=writes, events=events, errors=errors + status_errors)
 
@@ -448,6 +547,8 @@ class KubePort:
         Call it after the fence closed: what has not started then is refused unsent, FENCED."""
         deadline = time.monotonic() + timeout
         with self._lock:
+            self._draining = True  # (status writes no longer wait for binds to come: none will)
+            self._lock.notify_all()
             # (the status thread waiting only for held Queue figures is not waited for)
             while (
                 self._binds_in_flight
@@ -456,8 +557,10 @@ class KubePort:
             ):
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    self._draining = False
                     return False
                 self._lock.wait(left)
+            self._draining = False
         return True
 
     def close(self) -> None:

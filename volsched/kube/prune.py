@@ -8,10 +8,10 @@ operator's resident set. Pruned here, as objects arrive from the API:
 * metadata: name, namespace, uid, resourceVersion, creation and deletion timestamps, labels, annotations
   (without ``kubectl.kubernetes.io/last-applied-configuration``, a copy of the whole object), owners,
   finalizers (with the grace period: whether an eviction deletes the pod at once, for the writer);
-* a pod's spec: what placement, requests, priority and ports are read from
-  (:func:`volsched.model.decode.build_task`), its containers reduced to name, image, resources, ports
-  and restartPolicy, its volumes to the PersistentVolumeClaims and the node-local ones (``emptyDir``,
-  ``hostPath``: which, not what they hold);
+* a pod's spec: what placement, requests (its pod-level ``resources`` too), priority and ports are
+  read from (:func:`volsched.model.decode.build_task`), its containers reduced to name, image,
+  resources, ports and restartPolicy, its volumes to the PersistentVolumeClaims and the node-local
+  ones (``emptyDir``, ``hostPath``: which, not what they hold);
 * a pod's status: phase, reason, startTime, and per container (ephemeral ones too) its restartCount,
   the reason it waits or terminated and its exit code (:func:`volsched.model.decode.pod_runtime`), and
   when it terminated (what the cache learns run times from);
@@ -63,6 +63,7 @@ POD_SPEC_KEYS = (
     "containers",
     "initContainers",
     "overhead",
+    "resources",
     "nodeSelector",
     "affinity",
     "tolerations",

@@ -82,6 +82,11 @@ _QUEUE_AT_ONCE = ("state", "parent", "weight", "conditions")
 #: PodGroup's below minMember): when only their numbers move, they settle (``EventFilter.admit``).
 WAITING_REASONS = frozenset({"FailedScheduling", "Unschedulable"})
 
+#: The reasons of a pod's events that say something of it only while it is pending: why it waits, the
+#: room an eviction frees held for it (the ``reservation`` plugin's claim, ``Nominated``). Once the pod is
+#: bound (its status writes went behind binds), they are not written.
+WHILE_PENDING = frozenset({"FailedScheduling", "Nominated"})
+
 
 @dataclass
 class WriterSettings:
@@ -309,6 +314,10 @@ class KubeWriter:
         #: process before it restarted, whose claims are gone with it).
         self._nominated: dict[str, tuple[str, str]] = {}
         self._nominations_read = False
+        #: Status writes (a status, a pod's condition or nominated node) the fence refused unsent, so
+        #: far: each is owed, and a later session writes it once the Lease is held again (under the same
+        #: holding nothing else would: a quiet cluster runs no session).
+        self.fenced = 0
         self.events = EventFilter(burst=self.settings.event_burst, every=self.settings.event_every)
         #: Events of pods evicted and gone at once (target, reason, message, time), for the next status
         #: writes to send (see :meth:`evict`).
@@ -728,6 +737,7 @@ class KubeWriter:
         pods_now: Callable[[Iterable[str] | None], Mapping[str, Raw]] | None = None,
         extra_events: Iterable[tuple[EventTarget, Event]] = (),
         now: str | None = None,
+        hold: Callable[[bool], bool] | None = None,
     ) -> tuple[int, int, list[str]]:
         """Write changed PodGroup/Queue status, pod conditions, nominated nodes and the session's
         events (plus ``extra_events``, e.g. about objects the cache rejected). Returns (writes, events,
@@ -736,9 +746,14 @@ class KubeWriter:
         ``queues`` and ``podgroups`` are the objects that exist: names, or names -> their API group
         (volsched's or Volcano's; names alone are volsched's); ``uids`` maps PodGroups to their UIDs
         (for their events). ``pods_now`` (the cache's pods by key, or all of them for None) is where
-        the nominated nodes' pods are read, as they are when written (else from ``pods``)."""
+        the nominated nodes' pods are read, as they are when written (else from ``pods``).
+        ``hold`` (the background port's) is called on this thread before each write is sent, and may
+        wait: with True for a write a later session's status would make again (a status, a condition,
+        a nominated node), False for an event; a write it refuses is not sent, nor one whose turn
+        comes under another holding of the Lease than the one it was decided under."""
         now = now or render.now_rfc3339()
-        self._forget_written_before(self.holding())
+        holding = self.holding()
+        self._forget_written_before(holding)
         jobs: list[Callable[[], tuple[int, int, str | None]]] = []
         existing_pgs = (
             dict(podgroups) if isinstance(podgroups, Mapping) else dict.fromkeys(podgroups, API_GROUP)
@@ -790,6 +805,7 @@ class KubeWriter:
             if last != message and not self.events.settling(last, at, message):
                 jobs.append(partial(self._write_condition, key, uid, message, now, only=known))
         jobs.extend(self._nomination_jobs(result, pods, pods_now))
+        made_again = len(jobs)  # (the writes before the events: a later session's status makes them again)
         targeted = [
             *self._targets(result.events, existing_pgs, existing_queues, uids or {}, pods),
             *extra_events,
@@ -802,12 +818,41 @@ class KubeWriter:
             jobs.append(partial(self._told_job, target, reason, text, told_at))
         writes = events = 0
         errors: list[str] = []
-        for w, e, err in self._map(lambda job: job(), jobs):
+        if hold is None:
+            outcomes = self._map(lambda job: job(), jobs)
+        else:
+            outcomes = self._held(jobs, made_again, hold, holding)
+        for w, e, err in outcomes:
             writes += w
             events += e
             if err:
                 errors.append(err)
         return writes, events, errors
+
+    def _held(
+        self,
+        jobs: list[Callable[[], tuple[int, int, str | None]]],
+        made_again: int,
+        hold: Callable[[bool], bool],
+        holding: float | None,
+    ) -> list[tuple[int, int, str | None]]:
+        """Run the status writes ``jobs`` on the pool, ``workers`` at once, each handed over only once
+        ``hold`` lets it go (the first ``made_again`` are those a later session's status makes again)
+        and under the holding of the Lease they were decided under. A write ``hold`` refuses, or under
+        another holding, is not sent (the Lease renewed when due between them, as ``_map`` does)."""
+        slots = threading.Semaphore(max(1, self.settings.workers))
+        futures = []
+        for i, job in enumerate(jobs):
+            slots.acquire()
+            if not hold(i < made_again) or self.holding() != holding:
+                slots.release()
+                continue
+            if self.fence is not None:
+                self.fence.renew_if_due()
+            future = self.pool.submit(job)
+            future.add_done_callback(lambda _f: slots.release())
+            futures.append(future)
+        return [f.result() for f in futures]
 
     def _figures_only(self, name: str, last: dict[str, Any] | None, rendered: dict[str, Any]) -> bool:
         """Whether a Queue's new status is held back (under ``_lock``): coalescing is on, the last one
@@ -897,7 +942,9 @@ class KubeWriter:
         try:
             self._send("PATCH", path, body, content_type=content_type)
         except Fenced:
-            return False, None  # not written: the next leader writes it
+            with self._lock:
+                self.fenced += 1
+            return False, None  # not written: a later session (this holding's, or the next) writes it
         except ApiException as exc:
             gone = exc.status == 404 or (isinstance(body, dict) and "metadata" in body and _made_again(exc))
             return False, None if gone else f"{what}: {exc.status} {_reason(exc)}"
@@ -1095,7 +1142,9 @@ class KubeWriter:
         try:
             self._send("PATCH", pod_path(ns, name, "status"), body, content_type=STRATEGIC_PATCH)
         except Fenced:
-            return 0, 0, None  # not written: the next leader clears what it finds
+            with self._lock:
+                self.fenced += 1
+            return 0, 0, None  # not written: a later session (or the next leader) sets or clears it
         except ApiException as exc:
             if exc.status != 404 and not _made_again(exc):  # (gone, or another pod by its name)
                 return 0, 0, f"Pod {key} nominatedNodeName: {exc.status} {_reason(exc)}"
@@ -1120,8 +1169,8 @@ class KubeWriter:
         uids: Mapping[str, str],
         pods: Mapping[str, Raw],
     ) -> list[tuple[EventTarget, Event]]:
-        """The objects the session's events are about: our pods (a FailedScheduling one only while it
-        is unbound), PodGroups and Queues that exist (``podgroups``/``queues``: name -> API group).
+        """The objects the session's events are about: our pods (a FailedScheduling or Nominated one
+        only while it is unbound), PodGroups and Queues that exist (``podgroups``/``queues``: name -> API group).
         Events about anything else are dropped."""
         out = []
         for e in events:
@@ -1130,7 +1179,7 @@ class KubeWriter:
                 pod = pods.get(key)
                 if pod is None or (not self._ours(pod) and e.reason != MISDIRECTED):
                     continue
-                if e.reason == "FailedScheduling" and (pod.get("spec") or {}).get("nodeName"):
+                if e.reason in WHILE_PENDING and (pod.get("spec") or {}).get("nodeName"):
                     continue
                 uid = uid_of(pod)
                 out.append((EventTarget("Pod", "v1", e.namespace, e.name, uid), e))

@@ -35,7 +35,7 @@ from volsched.model.devices import (
 )
 from volsched.model.errors import InputError
 from volsched.model.raw import Raw
-from volsched.model.resources import CPU, MEMORY, PODS, parse_amount, parse_resource_map
+from volsched.model.resources import CPU, MEMORY, PODS, as_counted, parse_amount, parse_resource_map
 from volsched.model.scalars import boolean_value, parse_duration
 from volsched.model.vocabulary import (
     CRITICAL_PRIORITY_CLASSES,
@@ -146,10 +146,12 @@ def _int_field(value: Any, *, where: str, default: int, minimum: int) -> int:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
+        hint = ""
         if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value) < 20:
-            value = int(value)
-        else:
-            raise InputError(f"{where}: expected an integer >= {minimum}, got {_short(value)}")
+            # Every such field is an integer in its object's schema: the apiserver refuses digits in a
+            # string, so a file the simulator took would not apply.
+            hint = f" (a string: the apiserver refuses it; write the number without quotes: {int(value)})"
+        raise InputError(f"{where}: expected an integer >= {minimum}, got {_short(value)}{hint}")
     if value < minimum:
         raise InputError(f"{where}: expected an integer >= {minimum}, got {value}")
     if value > INT32_MAX:
@@ -198,11 +200,14 @@ def pod_request(pod: Raw, *, where: str, missing: Mapping[str, float] | None = N
     """The Kubernetes effective request of a pod.
 
     Sum of the app containers (and restartable init "sidecar" containers), at least as large as each
-    ordinary init container plus the sidecars started before it, plus ``spec.overhead``. A limit stands in
-    for a missing request. Every pod also counts one ``pods``. ``missing``: what a container that asks
-    none of a resource counts (kube-scheduler's ``NonMissingContainerRequests``; 0 set explicitly stays 0).
+    ordinary init container plus the sidecars started before it; the pod-level request of cpu, memory or
+    hugepages (``spec.resources``) instead, where given; plus ``spec.overhead``. A limit stands in for a
+    missing request (at pod level, of a resource no container asks: the apiserver's defaulting). Every
+    pod also counts one ``pods``. ``missing``: what a container that asks none of a resource counts
+    (kube-scheduler's ``NonMissingContainerRequests``; 0 set explicitly stays 0).
     """
     spec = _map_field(pod, "spec", where)
+    asked: set[str] = set()
 
     def container_request(c: Any, path: str) -> dict[str, float]:
         if not isinstance(c, _MAP):
@@ -212,6 +217,7 @@ def pod_request(pod: Raw, *, where: str, missing: Mapping[str, float] | None = N
             raise InputError(f"{where}: {path}.resources must be a map")
         limits = parse_resource_map(res.get("limits"), where=f"{where}: {path}.resources.limits")
         requests = parse_resource_map(res.get("requests"), where=f"{where}: {path}.resources.requests")
+        asked.update(limits, requests)
         if missing:
             return {**missing, **limits, **requests}
         return {**limits, **requests}
@@ -234,10 +240,39 @@ def pod_request(pod: Raw, *, where: str, missing: Mapping[str, float] | None = N
         total[k] = total.get(k, 0.0) + v
     for k, v in init_peak.items():
         total[k] = max(total.get(k, 0.0), v)
+    if spec.get("resources") is not None:
+        total.update(_pod_level_requests(spec["resources"], asked, where=where))
     for k, v in parse_resource_map(spec.get("overhead"), where=f"{where}: spec.overhead").items():
         total[k] = total.get(k, 0.0) + v
+    for k, v in total.items():  # (kube-scheduler rounds the pod's total up: 2 containers of 0.5m are 1m)
+        total[k] = as_counted(k, v)
     total[PODS] = 1.0
     return total
+
+
+def _pod_level(name: str) -> bool:
+    """Whether Kubernetes takes ``name`` in a pod's ``spec.resources`` (its IsSupportedPodLevelResource)."""
+    return name in (CPU, MEMORY) or name.startswith("hugepages-")
+
+
+def _pod_level_requests(raw: Any, asked: set[str], *, where: str) -> dict[str, float]:
+    """``spec.resources``: what the pod asks as a whole, which stands for its containers' sum of each
+    resource named (Kubernetes' PodRequests); a limit is the request of a resource no container asks
+    (``asked``), as the apiserver defaults it. A resource Kubernetes does not take there is refused."""
+    if not isinstance(raw, _MAP):
+        raise InputError(f"{where}: spec.resources must be a map, got {_short(raw)}")
+    out: dict[str, float] = {}
+    for part in ("limits", "requests"):
+        amounts = parse_resource_map(raw.get(part), where=f"{where}: spec.resources.{part}")
+        for name, amount in amounts.items():
+            if not _pod_level(name):
+                raise InputError(
+                    f"{where}: spec.resources.{part}: {name} is not a pod-level resource (cpu, memory and "
+                    "hugepages-* are; ask it in a container)"
+                )
+            if part == "requests" or name not in asked:
+                out[name] = amount
+    return out
 
 
 def _asks_cpu_and_memory(container: Any) -> bool:
@@ -416,9 +451,16 @@ QOS_CLASSES = ("BestEffort", "Burstable", "Guaranteed")
 def pod_qos(spec: Any) -> str:
     """The QoS class Kubernetes gives a pod of this spec: ``BestEffort`` without a cpu or memory request
     or limit in any container, ``Guaranteed`` when every container has cpu and memory limits and its
-    requests (where given) equal them, else ``Burstable``. A malformed amount counts as none."""
+    requests (where given) equal them, else ``Burstable``; with pod-level cpu or memory
+    (``spec.resources``), the same of the pod's as of one container. A malformed amount counts as none."""
     containers: list[Any] = []
-    for key in ("containers", "initContainers"):
+    level = spec.get("resources") if isinstance(spec, _MAP) else None
+    if isinstance(level, _MAP) and any(
+        isinstance(level.get(part), _MAP) and ({CPU, MEMORY} & level[part].keys())
+        for part in ("requests", "limits")
+    ):
+        containers = [{"resources": level}]  # (Kubernetes' ComputePodQOS reads the pod's alone then)
+    for key in ("containers", "initContainers") if not containers else ():
         value = spec.get(key) if isinstance(spec, _MAP) else None
         containers += value if isinstance(value, list) else []
     guaranteed, seen = True, False
@@ -934,7 +976,9 @@ def _node_resources(raw: Any, *, where: str) -> dict[str, float]:
             found = _NODE_RESOURCES.get(key)
             if found is not None:
                 return found
-    parsed = parse_resource_map(raw, where=f"{where}: status.allocatable")
+    parsed = {
+        k: as_counted(k, v) for k, v in parse_resource_map(raw, where=f"{where}: status.allocatable").items()
+    }
     if key is not None:
         if len(_NODE_RESOURCES) >= _SHARED_MAX:
             _NODE_RESOURCES.clear()
@@ -1174,9 +1218,7 @@ def build_podgroup(obj: Raw) -> PodGroupSpec:
     spec = _map_field(obj, "spec", where)
     min_member = _int_field(spec.get("minMember"), where=f"{where}: spec.minMember", default=1, minimum=1)
     mr_raw = spec.get("minResources")
-    min_resources = (
-        None if mr_raw is None else parse_resource_map(mr_raw, where=f"{where}: spec.minResources")
-    )
+    min_resources = None if mr_raw is None else _min_resources(mr_raw, where=f"{where}: spec.minResources")
     queue = spec.get("queue") or DEFAULT_QUEUE
     if not isinstance(queue, str):
         raise InputError(f"{where}: spec.queue must be a string")
@@ -1201,6 +1243,33 @@ def build_podgroup(obj: Raw) -> PodGroupSpec:
         topology=_gang_topology(spec, where),
         min_task_member=_min_task_member(spec, where),
     )
+
+
+#: ResourceQuota's spelling of a request (``requests.cpu``) and its names that are no request: limits
+#: (``limits.cpu``) and object counts (``count/pods``).
+_QUOTA_REQUEST, _QUOTA_ONLY = "requests.", ("limits.", "count/")
+
+
+def _min_resources(raw: Any, *, where: str) -> dict[str, float]:
+    """``spec.minResources`` as Volcano's controllers write it, from the ResourceQuota evaluator's usage
+    of the pods: ``requests.<name>`` is the request of ``<name>`` (two spellings of one request that
+    differ are refused); ``limits.<name>`` and ``count/<kind>`` are not what a gang needs to start, so
+    they are not counted (no scheduler places pods by them); ``pods`` is the pods its minimum holds."""
+    out: dict[str, float] = {}
+    spelled: dict[str, str] = {}
+    for name, amount in parse_resource_map(raw, where=where).items():
+        if name.startswith(_QUOTA_ONLY):
+            continue
+        request = name.removeprefix(_QUOTA_REQUEST)
+        if request in out and out[request] != amount:
+            given = raw[spelled[request]], raw[name]
+            raise InputError(
+                f"{where}: {spelled[request]} {given[0]} and {name} {given[1]} are one request given twice, "
+                "with different amounts: give one"
+            )
+        out[request] = amount
+        spelled[request] = name
+    return out
 
 
 def _min_task_member(spec: Mapping[str, Any], where: str) -> dict[str, int] | None:

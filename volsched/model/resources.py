@@ -100,6 +100,18 @@ def parse_amount(value: Any, *, where: str) -> float:
         raise InputError(f"{where}: malformed quantity {value[:64]!r} ({exc})") from None
 
 
+def as_counted(name: str, amount: float) -> float:
+    """``amount`` of ``name`` as Kubernetes' scheduler and kubelet count it: cpu in whole millicores,
+    anything else in whole units, rounded up (resource.Quantity's MilliValue and Value). What a float
+    sum made a hair over whole (0.1 + 0.2) is whole; past 2^52 every float is."""
+    unit = 1000.0 if name == CPU else 1.0
+    scaled = amount * unit
+    whole = math.floor(scaled)
+    if scaled - whole <= scaled * 1e-13:
+        return amount if whole == scaled else whole / unit
+    return (whole + 1) / unit
+
+
 def parse_resource_map(raw: Any, *, where: str) -> dict[str, float]:
     """Parse a Kubernetes resource map into ``{name: amount}``; ``None`` is an empty map."""
     if raw is None:

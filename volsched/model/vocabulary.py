@@ -190,9 +190,10 @@ class Task:
     #: PersistentVolumeClaims the pod mounts (names in its namespace).
     claims: tuple[str, ...] = ()
     #: Required node affinity of the bound PersistentVolumes (one nodeSelectorTerms list per volume; the
-    #: snapshot fills it from the claims), and claims that do not exist.
+    #: snapshot fills it from the claims), claims that do not exist, and claims not bound to a volume yet.
     volume_terms: tuple[tuple[str, Any], ...] = ()
     missing_claims: tuple[str, ...] = ()
+    unbound_claims: tuple[str, ...] = ()
     #: ``spec.resourceClaims``: the devices the pod claims through Dynamic Resource Allocation.
     resource_claims: tuple[PodClaim, ...] = ()
     #: What node filters read of those claims (the snapshot sets it; see ``with_device_key``).
@@ -272,6 +273,7 @@ def placement_key(task: Task) -> str:
         or task.host_ports
         or task.volume_terms
         or task.missing_claims
+        or task.unbound_claims
         or task.resource_claims
     ):
         return ""
@@ -285,6 +287,7 @@ def placement_key(task: Task) -> str:
             task.host_ports,
             task.volume_terms,
             task.missing_claims,
+            task.unbound_claims,
             task.device_key or [(c.name, c.claim, c.template) for c in task.resource_claims],
         ],
         sort_keys=True,

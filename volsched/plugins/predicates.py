@@ -2,8 +2,9 @@
 
 Checks spec.nodeSelector, required node affinity, taints against tolerations, cordoned (unschedulable)
 nodes, nodes a rescheduled pod was moved off and the required node affinity of the PersistentVolumes the
-pod mounts (a claim that does not exist rejects every node). All of that depends only on the task's
-placement spec, so it is computed once per distinct spec as a boolean mask over all nodes.
+pod mounts (a claim that does not exist, or is bound to no volume yet, rejects every node: volsched binds
+no volume). All of that depends only on the task's placement spec, so it is computed once per distinct
+spec as a boolean mask over all nodes.
 
 Host ports depend on the pods on a node (node state): a port (protocol, port) is taken on a node when a
 pod there uses it on the same host IP or on 0.0.0.0 (and 0.0.0.0 conflicts with any IP), as in Kubernetes.
@@ -119,7 +120,7 @@ class _StaticChecks:
             if i is not None:
                 avoided[i] = False
         volumes = np.ones(n, dtype=bool)
-        if task.missing_claims:
+        if task.missing_claims or task.unbound_claims:
             volumes[:] = False
         for _, terms in task.volume_terms:
             volumes &= np.fromiter((matches_affinity(s, terms) for s in specs), dtype=bool, count=n)
@@ -156,12 +157,18 @@ class Predicates(BasePlugin):
         def explain(task: Task, idx: IndexArray) -> list[tuple[str, int]]:
             selector, affinity, taints, avoided, volumes = static.masks(task)
             out: list[tuple[str, int]] = []
-            volume_reason = (
-                f"persistentvolumeclaim(s) {', '.join(task.missing_claims)} not found"
-                if task.missing_claims
-                else "node(s) didn't match the node affinity of the pod's persistent volumes "
-                f"({', '.join(v for v, _ in task.volume_terms)})"
-            )
+            if task.missing_claims:
+                volume_reason = f"persistentvolumeclaim(s) {', '.join(task.missing_claims)} not found"
+            elif task.unbound_claims:
+                volume_reason = (
+                    f"persistentvolumeclaim(s) {', '.join(task.unbound_claims)} not bound yet (volsched binds "
+                    "no volume: it places a pod once its claims are bound)"
+                )
+            else:
+                volume_reason = (
+                    "node(s) didn't match the node affinity of the pod's persistent volumes "
+                    f"({', '.join(v for v, _ in task.volume_terms)})"
+                )
             for ok, reason in (
                 (selector, "node(s) didn't match the pod's node selector"),
                 (affinity, "node(s) didn't match the pod's node affinity"),
