@@ -86,6 +86,7 @@ from bind_throughput import (  # noqa: E402
 from bindstats import TreeUsage, percentile  # noqa: E402
 from machine import describe  # noqa: E402
 
+from volsched.framework.config import default_config_with  # noqa: E402
 from volsched_dev.devcluster import LocalControlPlane  # noqa: E402
 
 ZONE = "topology.kubernetes.io/zone"
@@ -97,24 +98,10 @@ Body = dict[str, Any]
 #: volsched's default config with preempt, and gang's vote on victims off (as Volcano's configs for
 #: priority preemption have it): with it, gang keeps every pod alone (a gang of one at its minimum) from
 #: being a victim, and kube-scheduler's workload has nothing but such pods.
-PREEMPT_CONFIG = """\
-actions: "enqueue, allocate, preempt, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-    enablePreemptable: false
-  - name: conformance
-  - name: pdb
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: reservation
-  - name: nodeorder
-  - name: binpack
-"""
+PREEMPT_CONFIG = default_config_with(
+    actions="enqueue, allocate, preempt, backfill",
+    lines={"  - name: gang": "  - name: gang\n    enablePreemptable: false"},
+)
 
 
 # --------------------------------------------------------------------------- templates

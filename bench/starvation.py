@@ -49,7 +49,7 @@ from typing import Any
 
 import machine  # type: ignore[import-not-found]
 
-from volsched.framework.config import DEFAULT_CONFIG_YAML
+from volsched.framework.config import DEFAULT_CONFIG_YAML, default_config_with
 from volsched.framework.registry import load_config
 from volsched.simulate.documents import EPOCH, Document, iso
 from volsched.simulate.replay import Replay, ReplayResult
@@ -68,24 +68,14 @@ SMALL_RATE = 12.0
 START = EPOCH + 86_400.0
 
 BEFORE = DEFAULT_CONFIG_YAML.replace("  - name: reservation\n", "")
-EVICTING = """\
-actions: "enqueue, allocate, reclaim, preempt, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-    enableReclaimable: false   # a pod alone (minMember 1) may be reclaimed
-    enablePreemptable: false
-  - name: conformance
-  - name: pdb
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: reservation
-  - name: nodeorder
-  - name: binpack
-"""
+EVICTING = default_config_with(
+    actions="enqueue, allocate, reclaim, preempt, backfill",
+    lines={
+        # a pod alone (minMember 1) may be reclaimed
+        "  - name: gang": "  - name: gang\n    enableReclaimable: false\n    enablePreemptable: false",
+        "  - name: overcommit": "",
+    },
+)
 EVICTING_MIN = EVICTING.replace(
     "  - name: reservation\n",
     "  - name: reservation\n  - name: minruntime\n    arguments: {minRuntime: 10m}\n",

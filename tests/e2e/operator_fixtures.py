@@ -30,6 +30,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.e2e.controlplanes import running
+from volsched.framework.config import default_config_with
 from volsched_dev.devcluster import LocalControlPlane
 
 if TYPE_CHECKING:
@@ -40,6 +41,23 @@ GROUP, VERSION = "scheduling.volsched.io", "v1beta1"
 OPERATOR_NS = "volsched-system"
 #: The operator's scheduler-config ConfigMap (manifests/) and its key.
 CONFIG_MAP, CONFIG_KEY = "volsched-scheduler-config", "volsched-scheduler.conf"
+#: The default config with the descheduler every session (shuffle): failed pods (those the kubelet
+#: evicted) and crash-looping ones (more than 10 restarts) are evicted.
+DESCHEDULE_CONFIG = default_config_with(
+    actions="enqueue, allocate, backfill, shuffle",
+    lines={
+        "  - name: pdb": """\
+  - name: pdb
+  - name: rescheduling
+    arguments:
+      interval: 0s
+      strategies:
+      - name: removeFailedPods
+        params: {reasons: [Evicted]}
+      - name: removePodsHavingTooManyRestarts
+        params: {podRestartThreshold: 10}"""
+    },
+)
 T = TypeVar("T")
 
 

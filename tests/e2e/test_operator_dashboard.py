@@ -13,6 +13,7 @@ import pytest
 
 from tests.browser import open_browser
 from tests.e2e.operator_fixtures import (
+    DESCHEDULE_CONFIG,
     OPERATOR_NS,
     Kube,
     Start,
@@ -74,21 +75,6 @@ def test_the_dashboard_follows_the_cluster_live(k: Kube, start_operator: Start, 
     assert (tmp_path / "operator-dashboard.png").stat().st_size > 10_000
 
 
-RESCHEDULE_FAILED = """\
-actions: "enqueue, allocate, backfill, shuffle"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-  - name: rescheduling
-    arguments:
-      interval: 0s
-      strategies:
-      - name: removeFailedPods
-        params: {reasons: [Evicted]}
-- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
-"""
 EVICTIONS = "JSON.stringify([...document.querySelectorAll('#evictions tbody tr[data-pod]')].map(tr => [...tr.querySelectorAll('td')].map(td => td.textContent)))"
 
 
@@ -100,7 +86,7 @@ def test_the_dashboard_lists_the_evictions_the_operator_carried_out_with_their_r
         OPERATOR_NS,
         {
             "metadata": {"name": "volsched-scheduler-config"},
-            "data": {"volsched-scheduler.conf": RESCHEDULE_FAILED},
+            "data": {"volsched-scheduler.conf": DESCHEDULE_CONFIG},
         },
     )
     ns = k.namespace("deschedule")

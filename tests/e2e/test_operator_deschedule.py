@@ -9,27 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.operator_fixtures import Kube, Start, node, pod, wait_for
+from tests.e2e.operator_fixtures import DESCHEDULE_CONFIG, Kube, Start, node, pod, wait_for
 
 pytestmark = pytest.mark.cluster
-
-CONFIG = """\
-actions: "enqueue, allocate, backfill, shuffle"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-  - name: rescheduling
-    arguments:
-      interval: 0s
-      strategies:
-      - name: removeFailedPods
-        params: {reasons: [Evicted]}
-      - name: removePodsHavingTooManyRestarts
-        params: {podRestartThreshold: 10}
-- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
-"""
 
 
 def owned_pod(name: str, node_name: str, *, kind: str = "ReplicaSet") -> dict[str, Any]:
@@ -49,7 +31,7 @@ def owned_pod(name: str, node_name: str, *, kind: str = "ReplicaSet") -> dict[st
 
 def test_failed_and_crash_looping_pods_are_evicted_with_a_reason(k: Kube, start_operator: Start) -> None:
     k.nodes(node("n1", cpu="8"), node("n2", cpu="8"))
-    k.set_config(CONFIG)
+    k.set_config(DESCHEDULE_CONFIG)
     ns = k.namespace("deschedule")
     scratch = owned_pod("scratch", "n1")
     scratch["spec"]["volumes"] = [{"name": "tmp", "emptyDir": {}}]

@@ -13,6 +13,7 @@ import pytest
 
 from tests.builders import batch_job, node, pod, podgroup, queue
 from tests.sim._eviction_helpers import Staged
+from volsched.framework.config import default_config_with
 from volsched.framework.registry import load_config
 from volsched.simulate import Document
 
@@ -20,21 +21,15 @@ Obj = dict[str, Any]
 
 #: Reclaim with no minimum run time and no overcommit (the starvation bench's evicting config, less the
 #: reservation): every victim rule that could stop the churn is off, so only the queue order may.
-CONFIG = """
-actions: "enqueue, allocate, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-    enableReclaimable: false
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
+CONFIG = default_config_with(
+    actions="enqueue, allocate, reclaim, backfill",
+    lines={
+        "  - name: gang": "  - name: gang\n    enableReclaimable: false",
+        "  - name: pdb": "",
+        "  - name: overcommit": "",
+        "  - name: reservation": "",
+    },
+)
 
 
 def _job(name: str, *, queue_name: str, size: int, cpu: str = "1", pool: str = "small") -> list[Obj]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from volsched.framework.config import DEFAULT_CONFIG_YAML, default_config_with
 from volsched.framework.registry import load_config
 from volsched.model.errors import InputError
 
@@ -149,3 +150,18 @@ def test_an_unexpected_error_building_a_plugin_is_a_rejection_not_a_crash(monkey
     monkeypatch.setitem(registry.PLUGINS, "gang", boom)
     with pytest.raises(InputError, match=r"<inline>: cannot load it \(OverflowError: cannot convert"):
         load_config(text=_plugin("gang", "{}"))
+
+
+def test_a_variant_of_the_default_config_follows_it_and_names_only_lines_it_has() -> None:
+    assert default_config_with() == DEFAULT_CONFIG_YAML
+    text = default_config_with(
+        actions="enqueue, allocate, preempt, backfill",
+        lines={"  - name: gang": "  - name: gang\n    enablePreemptable: false", "  - name: overcommit": ""},
+    )
+    c, default = load_config(text=text), load_config()
+    assert c.actions == ("enqueue", "allocate", "preempt", "backfill")
+    assert [p.name for p in c.tiers[1].plugins] == [p.name for p in default.tiers[1].plugins][1:]
+    (gang,) = (p for p in c.tiers[0].plugins if p.name == "gang")
+    assert not gang.enabled("preemptable")
+    with pytest.raises(ValueError, match="no line '  - name: usage'"):
+        default_config_with(lines={"  - name: usage": ""})

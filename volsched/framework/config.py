@@ -72,6 +72,22 @@ tiers:
 """
 
 
+def default_config_with(*, actions: str | None = None, lines: Mapping[str, str] | None = None) -> str:
+    """:data:`DEFAULT_CONFIG_YAML` with ``actions`` in place of its actions and each of its lines named in
+    ``lines`` (the whole line, as the default writes it) replaced by the text given ("" drops it): the
+    default's variants that benches and tests run, so that they follow it. A line the default does not
+    have is refused (``ValueError``): a variant never silently becomes the default itself."""
+    edits = dict(lines or {})
+    have = DEFAULT_CONFIG_YAML.splitlines()
+    if actions is not None:
+        edits[next(line for line in have if line.startswith("actions:"))] = f'actions: "{actions}"'
+    missing = [line for line in edits if line not in have]
+    if missing:
+        raise ValueError(f"the default config has no line {missing[0]!r}")
+    out = [edits.get(line, line) for line in have]
+    return "".join(f"{line}\n" for line in out if line)
+
+
 @dataclass(frozen=True)
 class PluginOption:
     name: str
