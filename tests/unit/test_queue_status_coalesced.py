@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ from tests.unit._cycle_harness import cache
 from tests.unit._scripted_server import ScriptedServer, loopback_config
 from volsched.cache.feeder import Feeder
 from volsched.framework.decisions import PodGroupStatus, QueueStatus, SessionResult
-from volsched.kube.port import KubePort
+from volsched.kube.port import HELD_HERE_QUEUES, KubePort
 from volsched.kube.writer import KubeWriter, WriterSettings
 
 HOLD = 20.0
@@ -257,5 +258,79 @@ def test_the_synchronous_port_writes_each_queue_status_at_once(
             sync.write_status(_session(cpu), feeder)
         assert [s["allocated"] for s in _written(server)] == [{"cpu": str(c)} for c in (1, 2, 3)]
     finally:
+        writer.close()
+        api.close()  # type: ignore[no-untyped-call]
+
+
+def test_figures_held_within_the_second_hand_no_job_to_the_status_thread(
+    server: ScriptedServer, port: KubePort, clock: FakeClock, feeder: Feeder
+) -> None:
+    """A session whose only write would be its Queue's figures, held back within their second, holds
+    them on its own thread: no job is copied out of the cache and run on the status thread for it (one
+    per arriving pod where the pods' Queue is an object); the status thread, started for what is held,
+    writes the last figures when the second is up."""
+    port.write_status(_session(1), feeder)
+    assert port.drain(HOLD)
+    jobs = port.status_jobs
+    for cpu in range(2, 7):
+        clock.t += 0.1
+        port.write_status(_session(cpu), feeder)
+        assert port.drain(HOLD)
+    assert port.status_jobs == jobs  # each held here
+    assert len(_written(server)) == 1
+    clock.t = 101.0
+    _wait_for_writes(server, 2)
+    assert [s["allocated"] for s in _written(server)] == [{"cpu": "1"}, {"cpu": "6"}]
+    assert port.writer.held_due() is None
+    assert port.drain(HOLD)  # (the status thread done with that write)
+    clock.t += 0.1  # within the second of that write: held here again, the status thread started anew
+    port.write_status(_session(7), feeder)
+    assert port.status_jobs == jobs
+    clock.t = 102.5
+    _wait_for_writes(server, 3)
+    assert [s["allocated"] for s in _written(server)][-1] == {"cpu": "7"}
+
+
+def test_under_another_holding_of_the_lease_the_figures_are_written_at_once(
+    server: ScriptedServer, port: KubePort, clock: FakeClock, fence: Fence, feeder: Feeder
+) -> None:
+    """Another replica may have written the Queue's status while another holding was in force: the
+    first session under a new holding writes its figures at once (through the status thread's job, as
+    every status), not held against what this replica wrote before."""
+    port.write_status(_session(1), feeder)
+    assert port.drain(HOLD)
+    fence.acquired_at = 2.0  # lost and taken again
+    clock.t += 0.1
+    port.write_status(_session(2), feeder)
+    assert port.drain(HOLD)
+    assert [s["allocated"] for s in _written(server)] == [{"cpu": "1"}, {"cpu": "2"}]
+
+
+def test_a_session_with_many_queues_leaves_their_statuses_to_the_status_thread(
+    server: ScriptedServer, clock: FakeClock, fence: Fence
+) -> None:
+    """Beyond ``HELD_HERE_QUEUES`` Queues the statuses are rendered on the status thread, not on the
+    session's (held there all the same)."""
+    names = [f"q{i}" for i in range(HELD_HERE_QUEUES + 1)]
+    feeder = cache(*(queue(n) for n in names))
+    api = client.ApiClient(loopback_config(server.port, retries=False, pool_size=4))
+    writer = KubeWriter(api, WriterSettings(), fence=fence, clock=clock)
+    p = KubePort(writer, background=True, queue_status_every=1.0)
+    p.left_behind.done = True
+
+    def session(cpu: int) -> SessionResult:
+        return SessionResult(queues={n: replace(_session(cpu).queues["q"], name=n) for n in names})
+
+    try:
+        p.write_status(session(1), feeder)
+        assert p.drain(HOLD)
+        clock.t += 0.1
+        p.write_status(session(2), feeder)
+        assert p.drain(HOLD)
+        assert p.status_jobs == 2
+        assert len(server.sent("/status")) == len(names)  # the second session's held
+        assert writer.held_due() is not None
+    finally:
+        p.close()
         writer.close()
         api.close()  # type: ignore[no-untyped-call]

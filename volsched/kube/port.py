@@ -25,7 +25,8 @@ With ``background`` (the operator's), a session never waits on the network for i
   reported by a later ``write_status``.
   A Queue's status that changes only its figures (every arriving pod changes its ``allocated``) is
   written at most once per ``queue_status_every`` seconds; the status thread writes the last one held
-  when its time is up, with or without a later session. A Queue's state or conditions, and every
+  when its time is up, with or without a later session (a session whose only writes are such figures
+  holds them on its own thread: no job for the status thread). A Queue's state or conditions, and every
   PodGroup's status, are written at once.
 * Evictions stay synchronous: a session that preempts plans its next evictions on the pods it evicted.
 * ``drain`` waits for everything in flight (hand-over: after the fence closed, before the Lease is let go).
@@ -45,6 +46,7 @@ from functools import partial
 from typing import Any
 
 from volsched.cache.feeder import Feeder
+from volsched.cache.state import ClusterState
 from volsched.cycle import CONFLICT, FAILED, BindOutcome, EvictOutcome, StatusReport
 from volsched.framework.decisions import Bind, Event, Evict, SessionResult
 from volsched.kube.latency import PodLatency
@@ -91,6 +93,11 @@ _RETRY = frozenset((FAILED, CONFLICT))
 
 #: A bind handed to the workers: the bind, its raw pod and the Lease holding it was decided under.
 _Queued = tuple[Bind, Raw | None, float | None]
+
+
+#: A session's Queue statuses are held back on its own thread (``KubePort._held_here``) only when it
+#: has at most this many Queues; more are rendered on the status thread, as every other status.
+HELD_HERE_QUEUES = 8
 
 
 class KubePort:
@@ -382,20 +389,47 @@ class KubePort:
         nominated node, an event), nor the PodGroups made for owners, the conflicts reported or the
         pass over PodGroups left behind."""
         with self._lock:
-            if self._status_owed or self._status_running or self._status_next is not None:
+            # (the status thread only waiting to write Queue figures held back writes nothing else)
+            running = self._status_running and not self._waiting_held
+            if self._status_owed or running or self._status_next is not None:
                 return True
         state = feeder.state
-        return (
+        if (
             self.left_behind.due()
             or self.podgroups.would_create(state.last_derived)
             or self.conflicts.would_report(state.conflicts)
             or self.writer.may_write_status(
-                result,
-                queues=state.queues.keys(),
-                podgroups=state.podgroups.keys(),
-                extra=bool(feeder.rejected),
+                result, queues=frozenset(), podgroups=state.podgroups.keys(), extra=bool(feeder.rejected)
             )
-        )
+        ):
+            return True
+        if state.queues.keys().isdisjoint(result.queues):
+            return False
+        return not self._held_here(result, state)
+
+    def _held_here(self, result: SessionResult, state: ClusterState) -> bool:
+        """Whether this session's only writes, Queue statuses that change only their figures within
+        their second (every arriving pod changes its queue's ``allocated``), were held back on this
+        thread, as the status thread's writes would have held them: then no job is copied out of the
+        cache, handed over and run for them. The status thread writes what is held when its time is
+        up (started for it, or told of a Queue held anew). Only for a few Queues (their statuses are
+        rendered here, on the session's thread) and with a status thread (else nothing is held)."""
+        if self._status is None or len(result.queues) > HELD_HERE_QUEUES:
+            return False
+        queues = {name: q.api_group for name, q in list(state.queues.items())}
+        new = self.writer.hold_queue_figures(result, queues=queues)
+        if new is None:
+            return False
+        with self._lock:
+            if not self._status_running:
+                try:
+                    self._status.submit(self._run_status)
+                    self._status_running = True
+                except RuntimeError:  # shut down: nothing more is written
+                    pass
+            elif new:
+                self._lock.notify_all()  # (its time may come first: the status thread looks again)
+        return True
 
     def _run_status(self) -> None:
         while True:

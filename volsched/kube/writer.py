@@ -864,6 +864,40 @@ class KubeWriter:
             return False
         return all(last.get(k) == rendered.get(k) for k in _QUEUE_AT_ONCE)
 
+    def hold_queue_figures(self, result: SessionResult, *, queues: Mapping[str, str]) -> bool | None:
+        """What :meth:`write_status` does with ``result``'s Queue statuses (``queues``: the Queues that
+        exist, by name, with their API group) when each is unchanged or changed only in its figures
+        within its ``queue_status_every`` (held back, the latest replacing the one held), done at once on
+        the caller's thread, with no write: None, and nothing held, when one of them is to be written
+        now (what a user acts on changed, its time is up, or this writer's last writes were made under
+        another holding of the Lease); else whether a Queue is held that was not before (its time may
+        come before that of those held already)."""
+        rendered = [
+            (name, render.queue_status(q), queues[name])
+            for name, q in result.queues.items()
+            if name in queues
+        ]
+        with self._lock:
+            if self.holding() != self._written_under:
+                return None
+            plan: list[tuple[str, tuple[dict[str, Any], str] | None]] = []
+            for name, status, group in rendered:
+                written = self._queues.get(name)
+                if written == status:
+                    plan.append((name, None))  # back to what was written: nothing owed
+                elif self._figures_only(name, written, status):
+                    plan.append((name, (status, group)))
+                else:
+                    return None
+            new = False
+            for name, held in plan:
+                if held is None:
+                    self._queues_held.pop(name, None)
+                else:
+                    new = new or name not in self._queues_held
+                    self._queues_held[name] = held
+            return new
+
     def held_due(self) -> float | None:
         """When the earliest Queue status held back is due (``_clock``'s time), None when none is."""
         with self._lock:
