@@ -238,6 +238,9 @@ def test_max_running_pods_per_namespace_is_enforced_at_enqueue_and_placement():
             {"perNamespace": {"maxRunningPods": -1}},
             "spec.perNamespace.maxRunningPods: expected an integer >= 0",
         ),
+        # A queue capped at 2 pods held 3, its status saying capability pods 2 beside allocated pods 3.
+        ({"capability": {"pods": "2"}}, "spec.capability.pods: a queue's capability and guarantee"),
+        ({"guarantee": {"pods": "2"}}, "spec.guarantee.resource.pods: a queue's capability and guarantee"),
     ],
 )
 def test_a_queue_with_a_bad_tenancy_field_is_refused_naming_it(spec, message):

@@ -12,7 +12,7 @@ import pytest
 
 from tests.builders import PRIORITIES, node, pod, podgroup, priority_class, queue, volcano
 from volsched.cache.state import ClusterState
-from volsched.cache.volcano import DESERVED_IGNORED, VOLCANO_PODGROUP, VOLCANO_QUEUE
+from volsched.cache.volcano import DESERVED_IGNORED, QUEUE_PODS_IGNORED, VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.framework.decisions import SessionResult
 from volsched.framework.registry import load_config
 from volsched.framework.runner import run_session
@@ -202,6 +202,20 @@ def test_a_volcano_queue_that_sets_deserved_says_on_itself_that_it_is_ignored_an
     assert ignored["status"] == "True"
     assert ignored["message"] == f"spec.deserved is ignored: {DESERVED_IGNORED}"
     assert "FieldsIgnored" not in {c["type"] for c in queue_status(result.queues["qb"])["conditions"]}
+
+
+@pytest.mark.parametrize("field", ["capability", "guarantee"])
+def test_a_volcano_queue_that_caps_its_pods_says_on_itself_that_it_is_ignored_and_why(field: str) -> None:
+    # The defect: a queue capped at 2 pods held 3, and its status said capability pods 2 beside
+    # allocated pods 3. Volcano checks no pods in a queue's capability or guarantee either.
+    capped = vc(queue("qa", **{field: {"cpu": "2", "pods": "2"}}))  # type: ignore[arg-type]
+    result = _session(
+        [node("n1", cpu="4"), capped, *(pod(f"p{i}", queue="qa", cpu="100m") for i in range(3))]
+    )
+    assert len(result.binds) == 3
+    conditions = {c["type"]: c for c in queue_status(result.queues["qa"])["conditions"]}
+    path = "spec.capability.pods" if field == "capability" else "spec.guarantee.resource.pods"
+    assert conditions["FieldsIgnored"]["message"] == f"{path} is ignored: {QUEUE_PODS_IGNORED}"
 
 
 # --- volcano.sh/preemptable ---------------------------------------------------------------------------

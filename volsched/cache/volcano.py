@@ -12,7 +12,9 @@ operators, KubeRay, Flink -- write):
   lives in ``status.state`` (Volcano's controller sets it from ``vcctl queue operate``): ``Closed`` and
   ``Closing`` close the queue, anything else leaves it open. ``spec.deserved`` (Volcano's capacity
   plugin) is not honoured, deliberately: volsched shares by weight, as Volcano's proportion plugin does;
-  a condition on the queue says so (:data:`DESERVED_IGNORED`).
+  a condition on the queue says so (:data:`DESERVED_IGNORED`), as it does of ``pods`` in its
+  ``capability`` or ``guarantee.resource``, which Volcano checks no more than volsched does
+  (:data:`QUEUE_PODS_IGNORED`; volsched's own Queue is refused for it).
 
 When both API groups define an object of the same name (a PodGroup in the same namespace, or a
 Queue), **volsched's own object wins**; the Volcano one is ignored and gets an event saying so
@@ -50,6 +52,14 @@ DESERVED_IGNORED = (
 )
 
 
+#: Why a Volcano Queue's ``pods`` in its capability or guarantee is not honoured (a condition on it).
+QUEUE_PODS_IGNORED = (
+    "a queue's capability and guarantee are shares of the cluster's resources, which leave the pods count "
+    "out, as Volcano's proportion plugin does (it checks no pods there either): no queue is held to a "
+    "number of pods"
+)
+
+
 def _as(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
     out = copy.deepcopy(dict(obj))
     out["kind"] = kind
@@ -78,9 +88,18 @@ def build_volcano_queue(obj: Mapping[str, Any]) -> QueueSpec:
     status = raw.get("status")
     state = status.get("state") if isinstance(status, Mapping) else None
     spec["state"] = "Closed" if state in _CLOSED_STATES else "Open"
+    ignored = [("spec.deserved", DESERVED_IGNORED)] if spec.get("deserved") is not None else []
+    cap = spec.get("capability")
+    if isinstance(cap, Mapping) and "pods" in cap:
+        spec["capability"] = {k: v for k, v in cap.items() if k != "pods"}
+        ignored.append(("spec.capability.pods", QUEUE_PODS_IGNORED))
+    guarantee = spec.get("guarantee")
+    held = guarantee.get("resource") if isinstance(guarantee, Mapping) else None
+    if isinstance(held, Mapping) and "pods" in held:
+        spec["guarantee"] = {**guarantee, "resource": {k: v for k, v in held.items() if k != "pods"}}  # type: ignore[dict-item]
+        ignored.append(("spec.guarantee.resource.pods", QUEUE_PODS_IGNORED))
     raw["spec"] = spec
-    ignored = (("spec.deserved", DESERVED_IGNORED),) if spec.get("deserved") is not None else ()
-    return replace(build_queue(raw), api_group=VOLCANO_GROUP, ignored=ignored)
+    return replace(build_queue(raw), api_group=VOLCANO_GROUP, ignored=tuple(ignored))
 
 
 def conflict_message(kind: str, key: str) -> str:

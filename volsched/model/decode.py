@@ -1093,6 +1093,14 @@ def parse_guarantee(raw: Any, *, where: str) -> tuple[dict[str, float], dict[str
     return parse_resource_map(amounts, where=where), percent
 
 
+#: Why a Queue's capability or guarantee may not name ``pods``.
+QUEUE_PODS = (
+    "a queue's capability and guarantee are shares of the cluster's resources, which leave the pods count "
+    "out (as Volcano's do): no queue is held to a number of pods; spec.perNamespace.maxRunningPods bounds "
+    "the pods of each namespace in the queue"
+)
+
+
 def build_queue(obj: Raw) -> QueueSpec:
     _, name = _meta(obj, "Queue")
     where = f"Queue {name}"
@@ -1113,6 +1121,12 @@ def build_queue(obj: Raw) -> QueueSpec:
     guarantee, guarantee_percent = parse_guarantee(
         _map_field(obj, "spec.guarantee", where).get("resource"), where=f"{where}: spec.guarantee.resource"
     )
+    for path, named in (
+        ("spec.capability", capability or {}),
+        ("spec.guarantee.resource", {**guarantee, **guarantee_percent}),
+    ):
+        if PODS in named:
+            raise InputError(f"{where}: {path}.pods: {QUEUE_PODS}")
     priority = _int_field(spec.get("priority"), where=f"{where}: spec.priority", default=0, minimum=INT32_MIN)
     state_raw = spec.get("state") or (obj.get("status") or {}).get("state") or "Open"
     if state_raw == "Closing":  # (a status: closed, jobs still in it)
