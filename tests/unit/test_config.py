@@ -165,3 +165,18 @@ def test_a_variant_of_the_default_config_follows_it_and_names_only_lines_it_has(
     assert not gang.enabled("preemptable")
     with pytest.raises(ValueError, match="no line '  - name: usage'"):
         default_config_with(lines={"  - name: usage": ""})
+
+
+@pytest.mark.parametrize("action", ["allocate", "preempt", "enqueue"])
+def test_arguments_given_to_an_action_that_reads_none_are_refused_naming_them(action):
+    # The defect: Volcano's own action arguments (allocate's predicateErrorCacheEnable, preempt's
+    # enableTopologyAwarePreemption...) loaded and were read by nothing.
+    text = (
+        'actions: "enqueue, allocate, preempt"\ntiers: [{plugins: [{name: gang}]}]\n'
+        f"configurations: [{{name: {action}, arguments: {{enableTopologyAwarePreemption: true}}}}]\n"
+    )
+    with pytest.raises(
+        InputError,
+        match=rf"configurations: action {action} reads no arguments; got enableTopologyAwarePreemption",
+    ):
+        load_config(text=text)

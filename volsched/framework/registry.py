@@ -179,13 +179,18 @@ def placement_gap(config: SchedulerConfig) -> str | None:
 
 def validate_plugin_arguments(config: SchedulerConfig) -> None:
     """Build every plugin once, and check every action's arguments (an action class may have a
-    ``check_arguments(Arguments)`` static method), so a malformed argument fails at load time."""
+    ``check_arguments(Arguments)`` static method; one without reads none, so any given is refused), so a
+    malformed or unread argument fails at load time."""
     try:
         make_plugins(config)
         for name, raw in config.configurations.items():
             check = getattr(action_class(name), "check_arguments", None)
             if check is not None:
                 check(Arguments(name, raw))
+            elif raw:
+                raise InputError(
+                    f"configurations: action {name} reads no arguments; got {', '.join(sorted(map(str, raw)))}"
+                )
     except InputError as exc:
         raise exc.located(config.source) from None
 
