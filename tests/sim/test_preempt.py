@@ -91,6 +91,20 @@ def test_protected_pods_and_never_policy_cause_no_preemption(victim_kwargs, pree
     assert (s.running("ns/a-"), s.running("ns/b-")) == (8, 0)
 
 
+def test_a_preemptor_whose_priority_class_says_never_preempts_nobody():
+    # The defect (the simulator): the apiserver's Priority admission gives a pod its class's
+    # preemptionPolicy; the simulator read the pod's own only, and evicted four pods for one whose
+    # class said Never.
+    never = {**priority_class("urgent-no-preempt", 100), "preemptionPolicy": "Never"}
+    before = [node("n1", cpu="8"), queue("q"), *PRIORITIES, never]
+    before += job("a", ns="ns", queue="q", size=8, priority_class="low")
+    after = job("b", ns="ns", queue="q", size=4, priority_class="urgent-no-preempt")
+    after[1]["spec"]["template"]["spec"]["priorityClassName"] = "urgent-no-preempt"  # the pods' own class
+    s = Staged(before, after, eviction_config())
+    assert s.evicted() == []
+    assert (s.running("ns/a-"), s.running("ns/b-")) == (8, 0)
+
+
 def test_preempt_never_takes_from_another_queue():
     conf = load_config(
         text=(

@@ -53,6 +53,7 @@ from volsched.model.decode import (
     object_ref,
     parse_time,
     pod_status,
+    priority_class_policy,
     priority_class_value,
     quota_weight_and_problem,
     resource_claim,
@@ -181,6 +182,8 @@ class ClusterState:
         #: "ns/name" -> (the claim as the API had it, as assumed). The next event of the claim ends it.
         self._claims_assumed: dict[str, tuple[Claim, Claim]] = {}
         self.priority_classes: dict[str, int] = {}
+        #: The classes' ``preemptionPolicy`` where set (what admission gives a pod of the class).
+        self.class_policies: dict[str, str] = {}
         #: "ns/name" -> the PodDisruptionBudget (which pods it selects, disruptions it allows now).
         self.budgets: dict[str, DisruptionBudget] = {}
         self.default_priority = 0
@@ -353,9 +356,16 @@ class ClusterState:
                 ring = FREED if _loosens(old_budget, budget) else None
             elif kind == "PriorityClass":
                 name, value, is_default = priority_class_value(obj)
+                policy = priority_class_policy(obj)
                 defaults = self._global_default
-                changed = _put(self.priority_classes, name, value) | (
-                    _put(defaults, name, value) if is_default else _drop(defaults, name)
+                changed = (
+                    _put(self.priority_classes, name, value)
+                    | (_put(defaults, name, value) if is_default else _drop(defaults, name))
+                    | (
+                        _put(self.class_policies, name, policy)
+                        if policy
+                        else _drop(self.class_policies, name)
+                    )
                 )
                 if changed:
                     self._refresh_priorities()
@@ -420,6 +430,7 @@ class ClusterState:
             priority_classes=self.priority_classes,
             default_priority=self.default_priority,
             scheduler_names=self.scheduler_names,
+            class_policies=self.class_policies,
         )
 
     def _resolve(self, kind: str, key: str) -> None:
@@ -492,7 +503,11 @@ class ClusterState:
                 self._claims_assumed.pop(key, None)
                 held = _drop(self.resource_claims, key)
             elif kind == "PriorityClass":
-                held = _drop(self.priority_classes, name) | _drop(self._global_default, name)
+                held = (
+                    _drop(self.priority_classes, name)
+                    | _drop(self._global_default, name)
+                    | _drop(self.class_policies, name)
+                )
                 if held:
                     self._refresh_priorities()
             else:
@@ -508,13 +523,16 @@ class ClusterState:
         default), resolved again as :func:`build_task` does; only the tasks whose priority changes are
         replaced (a pod with spec.priority keeps it, as Kubernetes' admission fixed it)."""
         self.default_priority = default = max(self._global_default.values(), default=0)
-        classes = self.priority_classes
+        classes, policies = self.priority_classes, self.class_policies
         for key, name in self._by_class.items():
             task = self.tasks[key]
             priority = classes.get(name, default) if name else default
-            if task.priority != priority:
+            own = (self.raw_pods[key].get("spec") or {}).get("preemptionPolicy")
+            policy = str(own or policies.get(name) or "PreemptLowerPriority")
+            if task.priority != priority or task.preemption_policy != policy:
                 task = copy_task(task)
                 task.priority = priority
+                task.preemption_policy = policy
                 self._put_task(key, task)
 
     def _note_misdirected(self, key: str, task: Task) -> None:

@@ -842,9 +842,12 @@ def build_task(
     priority_classes: Mapping[str, int],
     default_priority: int = 0,
     scheduler_names: frozenset[str] = DEFAULT_SCHEDULER_NAMES,
+    class_policies: Mapping[str, str] | None = None,
 ) -> Task:
     """A pod as a :class:`Task`. Its job: the PodGroup its group annotation names; else, with a
-    controller owner, the PodGroup that stands for the owner (:attr:`OwnerRef.group_name`); else itself."""
+    controller owner, the PodGroup that stands for the owner (:attr:`OwnerRef.group_name`); else itself.
+    A pod not admitted by an apiserver (no ``spec.priority``: the simulator's) takes its priority, and
+    its preemption policy if it sets none, from its class (``class_policies``), as admission gives them."""
     ns, name = _meta(pod, "Pod")
     where = f"Pod {ns}/{name}"
     meta = pod["metadata"]
@@ -920,7 +923,11 @@ def build_task(
         node_selector=parsed.selector,
         affinity_terms=parsed.terms,
         tolerations=parsed.tolerations,
-        preemption_policy=str(spec.get("preemptionPolicy") or "PreemptLowerPriority"),
+        preemption_policy=str(
+            spec.get("preemptionPolicy")
+            or (class_policies.get(pcn) if class_policies and spec.get("priority") is None else None)
+            or "PreemptLowerPriority"
+        ),
         preemptable=preemptable,
         critical=pcn in CRITICAL_PRIORITY_CLASSES,
         labels=labels,
@@ -1341,6 +1348,22 @@ def priority_class_value(obj: Raw) -> tuple[str, int, bool]:
     if isinstance(value, bool) or not isinstance(value, int) or not INT32_MIN <= value <= INT32_MAX:
         raise InputError(f"PriorityClass {name}: field value must be a 32-bit integer, got {_short(value)}")
     return name, value, bool(obj.get("globalDefault"))
+
+
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+
+
+def priority_class_policy(obj: Raw) -> str | None:
+    """A PriorityClass's ``preemptionPolicy`` (None when unset), which the apiserver's Priority admission
+    gives the pods of the class that set none of their own."""
+    _, name = _meta(obj, "PriorityClass")
+    policy = obj.get("preemptionPolicy")
+    if policy is not None and policy not in PREEMPTION_POLICIES:
+        raise InputError(
+            f"PriorityClass {name}: preemptionPolicy must be one of "
+            f"{', '.join(PREEMPTION_POLICIES)}, got {_short(policy)}"
+        )
+    return policy
 
 
 def claim_volume(obj: Raw) -> tuple[str, str]:
