@@ -10,7 +10,7 @@ import pytest
 
 from tests.builders import node
 from volsched.model.decode import build_node
-from volsched.model.nodeterms import matches_affinity, matches_node_selector, matches_node_term
+from volsched.model.nodeterms import matches_affinity, matches_node_selector, matches_node_term, tolerates
 
 NODE = build_node(node("n1", labels={"zone": "a", "gen": "5"}))
 
@@ -77,3 +77,35 @@ def test_a_readable_term_still_matches_beside_one_that_is_not() -> None:
 )
 def test_a_node_selector_needs_every_label_with_its_value(selector: dict[str, str], matches: bool) -> None:
     assert matches_node_selector(NODE, selector) is matches
+
+
+TAINT = ("example.com/sla", "950", "NoSchedule")
+
+
+@pytest.mark.parametrize(
+    ("toleration", "tolerated"),
+    [
+        ({"key": "example.com/sla", "operator": "Equal", "value": "950"}, True),
+        ({"key": "example.com/sla", "value": "950"}, True),  # Equal is the default
+        ({"key": "example.com/sla", "operator": "Exists"}, True),
+        # Kubernetes 1.35's numeric operators (TaintTolerationComparisonOperators): the toleration's
+        # value against the taint's, as integers. They were read as Equal: Gt 950 tolerated 950.
+        ({"key": "example.com/sla", "operator": "Gt", "value": "950"}, False),
+        ({"key": "example.com/sla", "operator": "Gt", "value": "990"}, True),
+        ({"key": "example.com/sla", "operator": "Lt", "value": "900"}, True),
+        ({"key": "example.com/sla", "operator": "Lt", "value": "950"}, False),
+        ({"key": "example.com/sla", "operator": "Gt", "value": "high"}, False),  # not an integer: no match
+        ({"key": "example.com/sla", "operator": "Like", "value": "950"}, False),  # unknown: no match
+    ],
+)
+def test_a_toleration_matches_a_taint_as_kubernetes_matches_it(
+    toleration: dict[str, Any], tolerated: bool
+) -> None:
+    assert tolerates([toleration], TAINT) is tolerated
+
+
+def test_numeric_operators_match_no_taint_whose_value_is_not_an_integer() -> None:
+    assert not tolerates(
+        [{"key": "example.com/sla", "operator": "Lt", "value": "1"}],
+        ("example.com/sla", "high", "NoSchedule"),
+    )

@@ -30,6 +30,10 @@ class Labelled(Protocol):
     def labels(self) -> Mapping[str, str]: ...
 
 
+#: What Go's strconv.ParseInt takes in base 10: an optional sign and digits.
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
 def tolerates(tolerations: Sequence[Any], taint: tuple[str, str, str]) -> bool:
     key, value, effect = taint
     for tol in tolerations:
@@ -46,9 +50,31 @@ def tolerates(tolerations: Sequence[Any], taint: tuple[str, str, str]) -> bool:
             continue
         if t_key != key:
             continue
-        if op == "Exists" or str(tol.get("value") or "") == value:
+        if op == "Exists" or (op == "Equal" and str(tol.get("value") or "") == value):
+            return True
+        if op in ("Lt", "Gt") and _compares(str(tol.get("value") or ""), value, less=op == "Lt"):
             return True
     return False
+
+
+def _compares(mine: str, theirs: str, *, less: bool) -> bool:
+    """Kubernetes' numeric toleration operators (1.35, ``TaintTolerationComparisonOperators``): the
+    toleration's value below (``Lt``) or above (``Gt``) the taint's, both 64-bit integers; a value that
+    is not one matches nothing (as does an operator Kubernetes does not know)."""
+    try:
+        a, b = _int64(mine), _int64(theirs)
+    except ValueError:
+        return False
+    return a < b if less else a > b
+
+
+def _int64(text: str) -> int:
+    if not _INTEGER.fullmatch(text):
+        raise ValueError(text)
+    value = int(text)
+    if not -(2**63) <= value < 2**63:
+        raise ValueError(text)
+    return value
 
 
 def _match_expression(spec: Labelled, expr: Mapping[str, Any], *, field: bool) -> bool:
