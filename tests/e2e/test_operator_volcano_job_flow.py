@@ -38,10 +38,13 @@ class VolcanoLikeController:
     def submit(self, name: str, *, pods: int, cpu: str) -> None:
         total = f"{float(cpu) * pods:g}"
         self.jobs[name] = (pods, cpu)
+        # minResources as Volcano's job controller writes it: the minMember pods' quota usage
+        # (GetPodQuotaUsage), each request under two names, and the pod counts.
+        usage = {"cpu": total, "requests.cpu": total, "pods": str(pods), "count/pods": str(pods)}
         self.custom.create_namespaced_custom_object(
             V, VV, self.namespace, "podgroups",
             {"apiVersion": f"{V}/{VV}", "kind": "PodGroup", "metadata": {"name": name},
-             "spec": {"minMember": pods, "queue": "default", "minResources": {"cpu": total}}},
+             "spec": {"minMember": pods, "queue": "default", "minResources": usage}},
         )  # fmt: skip
 
     def _run(self) -> None:
