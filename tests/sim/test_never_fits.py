@@ -108,3 +108,70 @@ def test_a_gang_that_can_never_run_asks_no_share_of_the_cluster(
     assert placed(data) == {"default/b1": "n1", "default/b2": "n1"}
     said = {e["object"]: e["message"] for e in data["events"]}["PodGroup default/g"]
     assert said.startswith("can never run as it stands: "), said
+
+
+def test_a_gang_whose_pods_select_a_label_no_node_has_can_never_run() -> None:
+    """The defect: ``never_fits`` read no node selector, so a gang whose pods select a label no node has
+    (a typo in ``nodeSelector``) was told only the numbers of why it waits, never that it cannot run, and
+    its queue asked a share for it. Now it says so first, and the other queue's pods take the node."""
+    objs = [
+        node("n1", cpu="4", labels={"zone": "a"}),
+        queue("a"),
+        queue("b"),
+        podgroup("g", queue="a", min_member=2),
+        *(pod(f"g-{i}", group="g", cpu="2", node_selector={"zone": "nowhere"}) for i in range(2)),
+        pod("b1", queue="b", cpu="2"),
+        pod("b2", queue="b", cpu="2"),
+    ]
+    data = run(objs)
+    said = {e["object"]: e["message"] for e in data["events"]}["PodGroup default/g"]
+    assert said.startswith(
+        "can never run as it stands: none of the 1 ready node(s) has the labels its pods' node selector or "
+        "required node affinity ask for (minMember 2); "
+    ), said
+    assert placed(data) == {"default/b1": "n1", "default/b2": "n1"}
+
+
+def test_a_gang_counts_only_the_nodes_its_selector_admits() -> None:
+    """Two nodes, one of them labelled as the gang's pods select: at most two of its three pods fit on
+    the one node they may go to, so it can never run (the other node does not count)."""
+    objs = [
+        node("n1", cpu="4", labels={"zone": "a"}),
+        node("n2", cpu="4", labels={"zone": "b"}),
+        podgroup("g", min_member=3),
+        *(pod(f"g-{i}", group="g", cpu="2", node_selector={"zone": "a"}) for i in range(3)),
+    ]
+    said = {e["object"]: e["message"] for e in run(objs)["events"]}["PodGroup default/g"]
+    assert said.startswith(
+        "can never run as it stands: at most 2 of its pods fit on the 1 of 2 ready node(s) its pods' node "
+        "selector or required node affinity admit, even were they empty (minMember 3; each pod asks at "
+        "least cpu 2); "
+    ), said
+
+
+def test_a_gang_that_may_go_to_some_node_is_not_told_never() -> None:
+    objs = [
+        node("n1", cpu="4", labels={"zone": "a"}),
+        node("n2", cpu="4", labels={"zone": "b"}),
+        pod("busy", cpu="4", node="n1"),
+        podgroup("g", min_member=2),
+        *(pod(f"g-{i}", group="g", cpu="2", node_selector={"zone": "a"}) for i in range(2)),
+    ]
+    said = {e["object"]: e["message"] for e in run(objs)["events"]}["PodGroup default/g"]
+    assert "never" not in said, said
+
+
+def test_a_queue_status_asks_nothing_for_a_gang_that_can_never_run() -> None:
+    """The defect: the Queue's status ``request`` still counted a gang that can never run as it stands,
+    which proportion gives no share (so the queue looked as if it asked more than it was given, for ever).
+    Now it shows what the queue's other jobs hold and ask."""
+    objs = [
+        node("n1", cpu="4"),
+        queue("a"),
+        *_gang("g", size=2, cpu="3", q="a"),  # two pods of 3 cpu on one 4-cpu node: never
+        pod("a1", queue="a", cpu="1"),
+        pod("a2", queue="a", cpu="4"),  # waits for room: asks, and is counted
+    ]
+    data = run(objs)
+    assert placed(data) == {"default/a1": "n1"}
+    assert data["queues"]["a"]["request"]["cpu"] == 5

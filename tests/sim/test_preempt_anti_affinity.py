@@ -306,11 +306,11 @@ def test_reclaim_evicts_the_pods_in_the_way_in_another_queue() -> None:
     for on, web in (("n1", "web-1"), ("n2", "web-2")):
         lender += running(web, on, labels=WEB, q="lender", prio="high", group="lender-job")
         lender += [p for i in range(2) for p in running(f"fill-{on}-{i}", on, q="lender", group="lender-job")]
-    nowhere = pod("nowhere", group="nowhere", cpu="2", node_selector={"pool": "none"})
+    # (a pod standing alone: a gang whose pods select a label no node has can never run, and asks no share)
+    nowhere = pod("nowhere", queue="taker", cpu="2", node_selector={"pool": "none"})
     before = [*nodes("n1", "n2"), queue("lender", reclaimable=True), queue("taker"), *PRIORITIES, *lender]
     after = [
         *preemptor(anti=WEB, q="taker", cpu="2"),
-        podgroup("nowhere", queue="taker", min_member=1),
         nowhere,
     ]
     s = Staged(before, after, eviction_config())

@@ -43,8 +43,9 @@ def _job(name: str, *, queue_name: str, size: int, cpu: str = "1", pool: str = "
     ("a_held", "b_held", "evicted"),
     [
         # qa and qb hold 2 each (deserved 1 each: qc's weight 6 takes the rest); qc's two 3-cpu pods fit
-        # no node now (their selector matches none, and another scheduler's pod leaves n2 2 cpu; not one
-        # 6-cpu pod, which could never run and would ask for no share), so its share is the remainder lent out, and qb may take one more. Taking it from qa
+        # no node now (their selector admits n2 alone, where another scheduler's pod leaves 2 cpu; not a
+        # selector no node matches, nor one 6-cpu pod: either could never run and would ask for no
+        # share), so its share is the remainder lent out, and qb may take one more. Taking it from qa
         # would leave qa at 1 (share 1) behind qb's 2: qa's pod made again takes the room back first.
         pytest.param(2, 2, 0, id="equal-shares-nothing-moves"),
         # qa holds 3, qb 1 (below its deserved: the rule does not apply): qb takes one back.
@@ -62,7 +63,7 @@ def test_reclaim_never_takes_room_the_victims_queue_gets_back(a_held: int, b_hel
         *_job("a", queue_name="qa", size=a_held),
         *_job("b", queue_name="qb", size=b_held),
     ]
-    after = [*_job("c", queue_name="qc", size=2, cpu="3", pool="any"), *_job("b2", queue_name="qb", size=1)]
+    after = [*_job("c", queue_name="qc", size=2, cpu="3", pool="other"), *_job("b2", queue_name="qb", size=1)]
     s = Staged(before, after, load_config(text=CONFIG))
     assert (s.running("ns-qa/", before=True), s.running("ns-qb/", before=True)) == (a_held, b_held)
     assert len(s.evicted()) == evicted

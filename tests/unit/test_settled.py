@@ -14,6 +14,7 @@ import pytest
 from tests.builders import node, pod, podgroup, preempting_cluster, queue, quota, running_gangs, spread
 from volsched.cache.state import ClusterState
 from volsched.framework import settled
+from volsched.framework.never import never_fits
 from volsched.framework.registry import load_config, make_actions
 from volsched.framework.runner import close_session, open_session
 from volsched.framework.session import Session
@@ -97,7 +98,8 @@ def _session(state: ClusterState, now: float, *, config: Any = None) -> tuple[di
 
 
 def _walked(session: Session) -> dict[str, dict[str, Vector]]:
-    """What the jobs hold per queue (known) and per namespace (the ones that hold something), and what
+    """What the jobs hold per queue (known) and per namespace (the ones that hold something), what they
+    hold and ask per queue (a gang that can never run as it stands asks nothing), and what
     the admitted ones still claim per queue: one job at a time, in order, from zero, as the opens summed
     before there was a settled run."""
     out: dict[str, dict[str, Vector]] = {
@@ -114,6 +116,8 @@ def _walked(session: Session) -> dict[str, dict[str, Vector]]:
         if j.queue in session.queues:
             out["queues"][j.queue] = out["queues"].get(j.queue, zeros) + j.allocated
             asks = j.total_request() if any(j.status_count.get(s) for s in pending) else j.allocated
+            if j.podgroup is not None and j.ready_count < j.min_member and never_fits(session, j):
+                asks = j.allocated  # (no share is its: a Queue's status does not show it asked)
             out["requests"][j.queue] = out["requests"].get(j.queue, zeros) + asks
             if j.phase is PodGroupPhase.INQUEUE:
                 out["inqueue"][j.queue] = out["inqueue"].get(j.queue, zeros) + unmet_minimum(j)

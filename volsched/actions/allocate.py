@@ -20,6 +20,7 @@ from typing import ClassVar
 from volsched.actions.topology import place_in_domain
 from volsched.actions.util import JobQueue, NamespaceOrder, TaskQueue, first_queue
 from volsched.framework.decisions import Code, Status
+from volsched.framework.never import Refused, leave_aside, take_aside, tell_aside
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
@@ -74,10 +75,13 @@ def _has_pending(job: Job, *, best_effort: bool) -> bool:
     return False
 
 
-def _admitted_by_queue(session: Session) -> dict[str, dict[str, list[Job]]]:
+def _admitted_by_queue(
+    session: Session, aside: dict[str, Refused], told: dict[str, Refused]
+) -> dict[str, dict[str, list[Job]]]:
     """The admitted jobs with a task pending, by queue and namespace (each in the order first seen),
-    for allocate: those of a queue that does not exist are refused here, and whether a job has a
-    pending task allocate places (not a best-effort one) and is valid is asked when its turn comes
+    for allocate: those of a queue that does not exist are refused here, those set aside (``aside``, see
+    ``volsched.framework.never``) are told what their last try found and not tried (into ``told``), and whether a job
+    has a pending task allocate places (not a best-effort one) and is valid is asked when its turn comes
     (``Allocate._eligible``). A backlog's first bind then waits for one pass that only groups its
     jobs, not for every job's tasks and validity to be read."""
     admitted_only = PodGroupPhase.PENDING
@@ -86,6 +90,12 @@ def _admitted_by_queue(session: Session) -> dict[str, dict[str, list[Job]]]:
     for job in session.pending_jobs():
         if job.phase is admitted_only:
             continue
+        if aside:
+            refused = aside.get(job.key)
+            if refused is not None:
+                tell_aside(session, refused, job)
+                told[job.key] = refused
+                continue
         if job.queue not in queues:
             if _has_pending(job, best_effort=False):
                 missing = session.snapshot.absent("Queue", job.queue)
@@ -115,10 +125,15 @@ class Allocate:
         # Jobs of no use to allocate (only best-effort tasks pending, or invalid) wait in the queues
         # too until their turn (``_eligible``): a turn that passes one over changes nothing, so the
         # others come in the order they would without it, and each job is asked once.
+        # Gangs that fit on no node as the nodes stand, tried by an earlier session, are not tried again
+        # until a node or the gang changes (``take_aside``): told what their last try found instead.
+        aside = take_aside(session)
+        told: dict[str, Refused] = {}
         queues: dict[str, dict[str, JobQueue]] = {
             q: {ns: JobQueue(session, jobs) for ns, jobs in by_ns.items()}
-            for q, by_ns in _admitted_by_queue(session).items()
+            for q, by_ns in _admitted_by_queue(session, aside, told).items()
         }
+        tried: list[Job] = []  # the jobs whose turn came and that were not placed
         #: Each queue's namespaces in namespace order (kept beside ``queues``).
         orders = {q: NamespaceOrder(session, by_ns) for q, by_ns in queues.items()}
         tasks: dict[str, TaskQueue] = {}
@@ -172,6 +187,7 @@ class Allocate:
                 message = gang_message(job, reason, action=self.name)
                 statement.discard()
                 session.reject(job, message)
+                tried.append(job)
                 continue
             if again:
                 queues.setdefault(qname, {}).setdefault(job.namespace, JobQueue(session)).push(job)
@@ -181,6 +197,7 @@ class Allocate:
                 order.add(job.namespace)
             elif reason:
                 session.reject(job, reason)
+        leave_aside(session, tried, told)
 
     @staticmethod
     def _eligible(session: Session, job: Job, eligible: set[str]) -> bool:

@@ -1,45 +1,95 @@
-"""Whether a gang can never run as it stands (:func:`never_fits`), whatever else leaves the cluster: what the
-session's close tells the gang first (the runner), and what keeps it from being the job the reservation
-plugin holds nodes for (no room it could plan would ever admit it). Reads the session's state only."""
+"""Pods that cannot fit, now or ever.
+
+Whether a gang can never run as it stands (:func:`never_fits`), whatever else leaves the cluster: what the
+session's close tells the gang first (the runner), what keeps it from asking its queue a share (the
+proportion plugin, and the Queue's status) and from being the job the reservation plugin holds nodes for
+(no room it could plan would ever admit it). Asked once per gang shape per session: the answers are kept
+in the session's scratchpad.
+
+The set-aside (:func:`take_aside`, :func:`leave_aside`): a gang that allocate tried and could not place,
+and that fits on no node as the nodes stand (:func:`fits_nowhere`: their allocatable, labels and
+readiness, not what runs on them), is not tried again by later sessions until a node changes or joins, the
+gang itself changes, its queue changes, the config is reloaded, or ``ASIDE_FOR`` passes; it is told what
+its last try found instead (kube-scheduler's unschedulable queue, with the node and pod events that may
+make a pod fit as its queueing hints). It stays a job of every session: its queue's demand counts it as
+before. Design: docs/design/steady-state.md#gangs-set-aside. Reads and writes the session's state only.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
+from volsched.framework.decisions import Status
 from volsched.framework.messages import amounts
 from volsched.framework.points import ExtensionPoints
-from volsched.model.cluster import Job
-from volsched.model.resources import EPS
+from volsched.model.cluster import BoolArray, Job, NodeTable
+from volsched.model.nodeterms import matches_affinity, matches_node_selector
+from volsched.model.resources import EPS, Vector
+from volsched.model.vocabulary import QueueSpec, Task, TaskStatus
+from volsched.records import dataclass
+
+if TYPE_CHECKING:
+    from volsched.framework.session import Session
 
 #: The first words of a refusal that no waiting can end (see :func:`never_fits`).
 NEVER = "can never run as it stands"
+#: Where :func:`never_fits` keeps its answers for the session (``ExtensionPoints.state``).
+_MEMO = "never_fits"
+#: Where the nodes each placement's node selector and required node affinity admit are kept with a node
+#: table (its memo: they follow from the nodes' specs alone), by the placement spec (``Task.placement_key``).
+_ADMITTED = "never: admitted nodes"
+#: At most this many placements' masks are kept with a node table (then they are made again).
+_KEPT_PLACEMENTS = 256
+
+#: A gang's shape, as far as :func:`never_fits` reads it: its minimum ask, the least each of its pods
+#: asks, minMember, its queue, and the placements of its pods with a node selector or required node
+#: affinity ("" for a pod with neither).
+Shape = tuple[bytes, bytes, int, str, frozenset[str]]
 
 
-def never_fits(
-    session: ExtensionPoints, job: Job, memo: dict[tuple[bytes, bytes, int, str], str | None]
-) -> str | None:
+def never_fits(session: ExtensionPoints, job: Job) -> str | None:
     """Why a gang can never run as it stands, whatever else leaves the cluster (in one plain sentence),
     or None when it may run once room is made: its minimum (minResources, or its minMember smallest pods)
     asks more than its queue (or a parent) may ever hold, or than all the ready nodes have; or fewer than
-    minMember of its pods fit on all the ready nodes even were they empty (each pod counted at the least
-    any of its pods asks, so this never says "never" of a gang that could fit). ``memo``: answers by the
-    gang's shape, for one session."""
-    space = session.space
-    need = job.min_request
+    minMember of its pods fit on the ready nodes their node selector and required node affinity admit,
+    even were they empty (each pod counted at the least any of its pods asks, on any node one of its pods
+    may go to, so this never says "never" of a gang that could fit). Kept for the session by the gang's
+    shape: asked again of a gang like one asked before, the answer is not worked out again."""
+    memo: dict[Shape, str | None] | None = session.state.get(_MEMO)
+    if memo is None:
+        memo = session.state[_MEMO] = {}
     tasks = list(job.tasks.values())
-    first = tasks[0].request if tasks else space.zeros()
-    if all(t.request is first for t in tasks):  # one template's pods share one request vector
-        smallest = first
-    else:
-        smallest = np.min(np.stack([t.request for t in tasks]), axis=0)
-    key = (need.tobytes(), smallest.tobytes(), job.min_member, job.queue)
+    smallest = _smallest(session, tasks)
+    placements = frozenset(t.placement_key if t.node_selector or t.affinity_terms else "" for t in tasks)
+    key = (job.min_request.tobytes(), smallest.tobytes(), job.min_member, job.queue, placements)
     if key in memo:
         return memo[key]
-    what = "its minResources ask" if job.min_resources_map is not None else "its minMember pods ask"
-    verdict: str | None = None
+    verdict = _queue_verdict(session, job) or _nodes_verdict(session, job, smallest, tasks, placements)
+    memo[key] = verdict
+    return verdict
+
+
+def _smallest(session: ExtensionPoints, tasks: list[Task]) -> Any:
+    """The least any of ``tasks`` asks, per resource."""
+    first = tasks[0].request if tasks else session.space.zeros()
+    if all(t.request is first for t in tasks):  # one template's pods share one request vector
+        return first
+    return np.min(np.stack([t.request for t in tasks]), axis=0)
+
+
+def _what(job: Job) -> str:
+    return "its minResources ask" if job.min_resources_map is not None else "its minMember pods ask"
+
+
+def _queue_verdict(session: ExtensionPoints, job: Job) -> str | None:
+    """Its minimum past its queue's capability or a parent's."""
+    space = session.space
+    need = job.min_request
     seen: set[str] = set()
     name: str | None = job.queue
-    while name is not None and name not in seen and verdict is None:  # the queue and its parents
+    while name is not None and name not in seen:  # the queue and its parents
         seen.add(name)
         queue = session.queues.get(name)
         if queue is None:
@@ -50,30 +100,211 @@ def never_fits(
             if r in space.names and need[space.index(r)] > cap + EPS
         }
         if over:
-            verdict = (
-                f"{what} {amounts({r: a for r, (a, _) in over.items()}, pods=True)}, more than queue {name} "
-                f"may ever hold (capability {amounts({r: c for r, (_, c) in over.items()}, pods=True)})"
+            return (
+                f"{_what(job)} {amounts({r: a for r, (a, _) in over.items()}, pods=True)}, more than queue "
+                f"{name} may ever hold (capability {amounts({r: c for r, (_, c) in over.items()}, pods=True)})"
             )
         name = queue.parent
+    return None
+
+
+def _nodes_verdict(
+    session: ExtensionPoints, job: Job, smallest: Any, tasks: list[Task], placements: frozenset[str]
+) -> str | None:
+    """Its minimum past all the ready nodes, or fewer than minMember of its pods on the ready nodes its
+    pods may go to, even were they empty."""
+    space = session.space
+    need = job.min_request
     total = session.total
-    if verdict is None and bool((need > total + EPS).any()):
+    if bool((need > total + EPS).any()):
         rows = np.flatnonzero(need > total + EPS)
-        verdict = (
-            f"{what} {amounts({space.names[i]: float(need[i]) for i in rows}, pods=True)}, more than all "
-            f"the ready nodes have ({amounts({space.names[i]: float(total[i]) for i in rows}, pods=True)})"
+        return (
+            f"{_what(job)} {amounts({space.names[i]: float(need[i]) for i in rows}, pods=True)}, more than "
+            f"all the ready nodes have ({amounts({space.names[i]: float(total[i]) for i in rows}, pods=True)})"
         )
-    if verdict is None:
-        nodes = session.nodes
-        alloc = nodes.allocatable[nodes.ready]
-        asked = smallest > EPS
-        if asked.any() and len(alloc):
-            per_node = np.floor((alloc[:, asked] + EPS) / smallest[asked]).min(axis=1)
-            fit = int(per_node.sum())
-            if fit < job.min_member:
-                verdict = (
-                    f"at most {fit} of its pods fit on the {len(alloc)} ready node(s), even were they empty "
-                    f"(minMember {job.min_member}; each pod asks at least "
-                    f"{amounts({space.names[i]: float(smallest[i]) for i in np.flatnonzero(asked)})})"
-                )
-    memo[key] = verdict
-    return verdict
+    nodes = session.nodes
+    ready = nodes.ready
+    where = ready & admitted_nodes(nodes, tasks) if placements and "" not in placements else ready
+    alloc = nodes.allocatable[where]
+    n_ready = int(ready.sum())
+    if n_ready and not len(alloc):
+        return (
+            f"none of the {n_ready} ready node(s) has the labels its pods' node selector or required node "
+            f"affinity ask for (minMember {job.min_member})"
+        )
+    asked = smallest > EPS
+    if asked.any() and len(alloc):
+        per_node = np.floor((alloc[:, asked] + EPS) / smallest[asked]).min(axis=1)
+        fit = int(per_node.sum())
+        if fit < job.min_member:
+            on = (
+                f"the {len(alloc)} ready node(s)"
+                if len(alloc) == n_ready
+                else f"the {len(alloc)} of {n_ready} ready node(s) its pods' node selector or required node "
+                "affinity admit"
+            )
+            return (
+                f"at most {fit} of its pods fit on {on}, even were they empty (minMember {job.min_member}; "
+                f"each pod asks at least "
+                f"{amounts({space.names[i]: float(smallest[i]) for i in np.flatnonzero(asked)})})"
+            )
+    return None
+
+
+def admitted_nodes(nodes: NodeTable, tasks: list[Task]) -> BoolArray:
+    """The nodes of ``nodes`` (ready or not) that the node selector and required node affinity of at
+    least one of ``tasks`` admit (each placement's mask kept with the table: it follows from the nodes'
+    specs alone)."""
+    kept: dict[str, BoolArray] | None = nodes.memo.get(_ADMITTED)
+    if kept is None or len(kept) > _KEPT_PLACEMENTS:
+        kept = nodes.memo[_ADMITTED] = {}
+    out: BoolArray | None = None
+    seen: set[str] = set()
+    for t in tasks:
+        key = t.placement_key
+        if key in seen:
+            continue
+        seen.add(key)
+        if not (t.node_selector or t.affinity_terms):
+            return np.ones(len(nodes), dtype=bool)  # a pod that may go anywhere
+        mask = kept.get(key)
+        if mask is None:
+            mask = np.fromiter(
+                (
+                    matches_node_selector(s, t.node_selector) and matches_affinity(s, t.affinity_terms)
+                    for s in nodes.specs
+                ),
+                dtype=bool,
+                count=len(nodes),
+            )
+            mask.setflags(write=False)
+            kept[key] = mask
+        out = mask if out is None else out | mask
+    return np.zeros(len(nodes), dtype=bool) if out is None else out
+
+
+def never_asks(session: ExtensionPoints) -> dict[str, Vector]:
+    """Per queue, what its gangs that can never run as it stands (:func:`never_fits`) ask beyond what
+    they hold: their pending and pipelined pods' requests. No share is theirs (the proportion plugin
+    counts none of it in its queue's demand), so a Queue's status does not show it asked either."""
+    out: dict[str, Vector] = {}
+    pending, pipelined = TaskStatus.PENDING, TaskStatus.PIPELINED
+    for job in session.ledger.asking_jobs():
+        if job.podgroup is None or job.ready_count >= job.min_member:
+            continue
+        c = job.status_count
+        if not (c.get(pending) or c.get(pipelined)) or never_fits(session, job) is None:
+            continue
+        ask = job.total_request() - job.allocated
+        held = out.get(job.queue)
+        out[job.queue] = ask if held is None else held + ask
+    return out
+
+
+# --- the set-aside: gangs that fit on no node as the nodes stand, not tried again until a node changes ---
+
+#: Where a session leaves the gangs it set aside for the next (``ClusterSnapshot.kept``).
+KEPT_ASIDE = "set aside"
+#: A gang set aside is tried again once this long (seconds of the sessions' clock) has passed since it was
+#: last tried, whatever changed: a safety net, as kube-scheduler moves a pod out of its unschedulable queue
+#: after five minutes.
+ASIDE_FOR = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """What the last try of a gang set aside came to: when (the session's clock), the refusals the gang
+    was told, and those each of its pods was told (by pod key)."""
+
+    since: float
+    job: tuple[Status, ...]
+    tasks: tuple[tuple[str, Status], ...]
+
+
+@dataclass
+class Aside:
+    """What a session set aside, for the next session on the same nodes, config and queues (see
+    :func:`take_aside`)."""
+
+    config: object
+    #: The node table's memo: one per set of node specs (and resource space), so one per set of nodes
+    #: with the same allocatable, labels, taints and readiness.
+    memo: dict[str, Any]
+    queues: dict[str, QueueSpec]
+    jobs: dict[str, Refused]
+
+
+def fits_nowhere(session: ExtensionPoints, job: Job) -> bool:
+    """Whether fewer than minMember of the gang's pods (a pod alone: the pod) fit on the ready nodes their
+    node selector and required node affinity admit, even were those nodes empty: what the nodes are (their
+    allocatable, labels and readiness) keeps it off every node, not what runs on them nor what its queue
+    may hold, so no placement, eviction, bind or departure can change that. Only a node that changes (or
+    joins) or the gang itself may. Pods that claim devices are never judged so (the device check places
+    them, node capacity does not count them)."""
+    tasks = list(job.tasks.values())
+    if not tasks or any(t.resource_claims for t in tasks):
+        return False
+    nodes = session.nodes
+    ready = nodes.ready
+    placements = frozenset(t.placement_key if t.node_selector or t.affinity_terms else "" for t in tasks)
+    where = ready & admitted_nodes(nodes, tasks) if "" not in placements else ready
+    if not where.any():
+        return True
+    smallest = _smallest(session, tasks)
+    asked = smallest > EPS
+    if not asked.any():
+        return False
+    alloc = nodes.allocatable[where][:, asked]
+    return int(np.floor((alloc + EPS) / smallest[asked]).min(axis=1).sum()) < job.min_member
+
+
+def take_aside(session: Session) -> dict[str, Refused]:
+    """The gangs the last session set aside (:func:`leave_aside`) that are still to be: the session's
+    config, nodes (their specs: allocatable, labels, taints, readiness) and queues are those of the last
+    session, and the gang is as it was (its pods and PodGroup: ``ClusterSnapshot.touched``, which names
+    what changed since the last snapshot), still in the snapshot, and was last tried less than
+    ``ASIDE_FOR`` ago. Taken (popped): a session that fails before it leaves its own sets nothing aside
+    for the next, whose snapshot is then not the one after the set-aside's."""
+    kept = session.snapshot.kept.pop(KEPT_ASIDE, None)
+    touched = session.snapshot.touched
+    if (
+        not isinstance(kept, Aside)
+        or touched is None
+        or kept.config is not session.config
+        or kept.memo is not session.nodes.memo
+        or kept.queues != session.queues
+    ):
+        return {}
+    jobs, now = session.jobs, session.now
+    return {
+        key: refused
+        for key, refused in kept.jobs.items()
+        if key not in touched and key in jobs and now - refused.since < ASIDE_FOR
+    }
+
+
+def leave_aside(session: Session, tried: list[Job], aside: dict[str, Refused]) -> None:
+    """Set aside for the next session the gangs this one tried and could not place that fit nowhere as the
+    nodes stand (:func:`fits_nowhere`), with what they were told, and keep those told this session what
+    their last try found (``aside``: :func:`take_aside`'s, :func:`tell_aside` told them)."""
+    fits = session.job_errors
+    kept = dict(aside)
+    now = session.now
+    for job in tried:
+        statuses = fits.get(job.key)
+        if not statuses or not fits_nowhere(session, job):
+            continue
+        tasks = tuple(
+            (t.key, s) for t in job.tasks.values() if (s := session.fit_errors.get(t.key)) is not None
+        )
+        kept[job.key] = Refused(since=now, job=tuple(statuses), tasks=tasks)
+    if kept:
+        session.snapshot.kept[KEPT_ASIDE] = Aside(
+            config=session.config, memo=session.nodes.memo, queues=dict(session.queues), jobs=kept
+        )
+
+
+def tell_aside(session: Session, refused: Refused, job: Job) -> None:
+    """Tell ``job``, set aside, what its last try found (its refusals and its pods')."""
+    session.job_errors[job.key] = list(refused.job)
+    session.fit_errors.update(refused.tasks)

@@ -26,7 +26,7 @@ from volsched.framework.decisions import (
     StatusDelta,
     render,
 )
-from volsched.framework.never import NEVER, never_fits
+from volsched.framework.never import NEVER, never_asks, never_fits
 from volsched.framework.registry import PluginsAhead, make_actions, make_plugins, placement_gap
 from volsched.framework.session import Action, BindSink, Session
 from volsched.model.cluster import ClusterSnapshot, Job
@@ -239,6 +239,9 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
     result.podgroups_delta = StatusDelta(since=since, now=now, keys=fresh)
     allocated_of = ledger.held_by_queue()
     request_of = ledger.asked_by_queue()
+    never = never_asks(session)  # (no share is theirs: not shown asked)
+    if never:
+        request_of = {q: v - never[q] if q in never else v for q, v in request_of.items()}
     ns_allocated = ledger.held_by_namespace()
     for q, name in enumerate(queue_names):
         spec = session.queues[name]
@@ -418,13 +421,12 @@ def queue_positions(session: Session) -> dict[str, int]:
 def _tell_never(session: Session) -> None:
     """Put first among the refusals of each gang short of minMember the reason it can never run as it
     stands, when there is one: its condition, its event and its pods' then say so before the numbers."""
-    memo: dict[tuple[bytes, bytes, int, str], str | None] = {}
     jobs = session.jobs
     for key, statuses in session.job_errors.items():
         job = jobs.get(key)
         if job is None or job.podgroup is None or job.ready_count >= job.min_member or not statuses:
             continue
-        verdict = never_fits(session, job, memo)
+        verdict = never_fits(session, job)
         if verdict is not None:
             statuses.insert(0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "gang", (f"{NEVER}: {verdict}",)))
 

@@ -126,7 +126,6 @@ def _pending_requests(
     waiting: list[Job] = []  # PodGroups in phase Pending with no pod yet: they ask their minResources
     pending, pipelined = TaskStatus.PENDING, TaskStatus.PIPELINED
     pending_phase = PodGroupPhase.PENDING
-    never: dict[tuple[bytes, bytes, int, str], str | None] = {}
     for job in ledger.asking_jobs():
         i = row.get(job.queue)
         if i is None:
@@ -140,7 +139,7 @@ def _pending_requests(
             group is not None
             and (pends or not job.tasks)
             and job.ready_count < job.min_member
-            and never_fits(session, job, never) is not None
+            and never_fits(session, job) is not None
         ):
             continue
         if job.phase is pending_phase and not job.tasks and group is not None:

@@ -629,14 +629,13 @@ class Reservation(BasePlugin):
                 continue
             by_queue.setdefault(job.queue, []).append(job)
         keys = session.job_keys()
-        never: dict[tuple[bytes, bytes, int, str], str | None] = {}
         heads = []
         for jobs in by_queue.values():
             order = keys(jobs)
             for i in sorted(
                 range(len(jobs)), key=lambda i: (jobs[i].phase is PodGroupPhase.PENDING, order[i])
             ):
-                if never_fits(session, jobs[i], never) is not None:
+                if never_fits(session, jobs[i]) is not None:
                     continue  # no room it could be given would ever admit it: the next job of its queue
                 unmet = _unmet(session, jobs[i])
                 if unmet is None:  # its queue would refuse it: no room helps (nor the jobs behind it)

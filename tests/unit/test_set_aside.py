@@ -1,0 +1,165 @@
+"""Pods that fit on no node as the nodes stand (a nodeSelector no node has, a request past every node's
+allocatable, a gang whose minMember pods the nodes could not hold even empty) are set aside once a session
+tried them: later sessions do not try them again (kube-scheduler's unschedulable queue) until something
+that could make them fit happens — a node joins or changes (its allocatable, labels, readiness), the gang
+itself changes (a pod, its PodGroup), its queue changes, the config is reloaded — or five minutes pass.
+Set aside, they are still told why they wait (what their last try found) and still counted in their
+queue's demand, and every session decides what it did when it tried them (``bench/replay_digest.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.builders import Obj, node, pod, podgroup, queue
+from tests.unit._cycle_harness import CONFIG, FakePort, cache
+from volsched.actions.allocate import Allocate
+from volsched.cache.feeder import Feeder
+from volsched.cycle import BOUND, CycleReport, run_cycle
+from volsched.framework.never import ASIDE_FOR
+from volsched.framework.registry import load_config
+from volsched.model.cluster import Job
+
+#: The stuck ones: a pod that selects a label no node has, a pod bigger than any node, a gang of three
+#: pods that select the one node that could hold only one of them even empty.
+STUCK = {"default/sel", "default/big", "default/g-0", "default/g-1", "default/g-2"}
+
+
+def _objects() -> list[Obj]:
+    return [
+        node("n1", cpu="4", labels={"zone": "y"}),
+        *(node(f"n{i}", cpu="4") for i in range(2, 6)),
+        queue("q"),
+        queue("r"),
+        pod("busy", cpu="2", node="n2", queue="q"),
+        pod("sel", cpu="1", queue="q", node_selector={"disk": "x"}),
+        pod("big", cpu="6", queue="q"),
+        podgroup("g", queue="r", min_member=3, phase="Inqueue"),  # admitted before the nodes changed
+        *(pod(f"g-{i}", group="g", cpu="3", queue="r", node_selector={"zone": "y"}) for i in range(3)),
+    ]
+
+
+class Tried:
+    """The pods whose job allocate took a turn for (``Allocate._place``), cycle by cycle."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.pods: set[str] = set()
+        place = Allocate._place
+
+        def spy(session: Any, queue: Any, job: Job, *args: Any) -> Any:
+            self.pods.update(job.tasks)
+            return place(session, queue, job, *args)
+
+        monkeypatch.setattr(Allocate, "_place", staticmethod(spy))
+
+    def cycle(self, feeder: Feeder, now: float, config: Any = CONFIG) -> tuple[CycleReport, set[str]]:
+        self.pods = set()
+        report = run_cycle(feeder, config, FakePort(), now=now)
+        return report, self.pods
+
+
+_rv = iter(range(100, 10_000))
+
+
+def _apply(feeder: Feeder, obj: Obj) -> None:
+    obj["metadata"].update(resourceVersion=str(next(_rv)), uid=f"uid-{obj['metadata']['name']}")
+    assert feeder.apply(obj["kind"], obj)
+
+
+def _said(report: CycleReport) -> dict[str, Any]:
+    r = report.result
+    return {
+        "rejections": r.rejections,
+        "events": sorted((e.kind, e.name, e.message) for e in r.events),
+        "request": r.queues["q"].request,
+    }
+
+
+def _bound(report: CycleReport) -> set[str]:
+    return {b.bind.pod for b in report.binds if b.result == BOUND}
+
+
+def test_what_fits_on_no_node_is_set_aside_and_still_says_why_and_still_asks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    feeder = cache(*_objects())
+    tried = Tried(monkeypatch)
+    first, asked = tried.cycle(feeder, 5000.0)
+    assert asked == STUCK  # every pod tried once
+    assert not _bound(first)
+    for i in range(3):  # a pod arrives and is bound, session after session: the stuck ones are not tried
+        _apply(feeder, pod(f"a{i}", cpu="100m", queue="q"))
+        report, asked = tried.cycle(feeder, 5001.0 + i)
+        assert _bound(report) == {f"default/a{i}"}
+        assert asked == {f"default/a{i}"}, asked
+        # told what their last try found, as before; counted in the queue's demand
+        said, then = _said(report), _said(first)
+        assert said["rejections"] == then["rejections"]
+        assert said["events"] == then["events"]
+        assert report.result.queues["q"].request["cpu"] == first.result.queues["q"].request["cpu"] + 0.1 * (
+            i + 1
+        )
+
+
+def _relabel(feeder: Feeder) -> None:
+    _apply(feeder, node("n2", cpu="4", labels={"disk": "x"}))
+
+
+#: (a change after the stuck pods were set aside; the pods the next session tries of them; those it binds)
+WAKES: list[tuple[str, Callable[[Feeder], object], set[str], set[str]]] = [
+    ("nothing", lambda f: None, set(), set()),
+    ("a pod arrives", lambda f: _apply(f, pod("a", cpu="100m", queue="q")), set(), {"default/a"}),
+    ("a bound pod leaves", lambda f: f.delete("Pod", {"metadata": {"namespace": "default", "name": "busy"}}),
+     set(), set()),
+    ("a node joins that fits them", lambda f: _apply(f, node("n6", cpu="20", labels={"disk": "x", "zone": "y"})),
+     STUCK, STUCK),
+    ("a node is labelled as the pod selects", _relabel, STUCK, {"default/sel"}),
+    ("a node's allocatable grows", lambda f: _apply(f, node("n3", cpu="8")), STUCK, {"default/big"}),
+    ("a node not ready", lambda f: _apply(f, node("n3", cpu="4", ready=False)), STUCK, set()),
+    ("the pod is edited", lambda f: _apply(f, pod("big", cpu="3", queue="q")), {"default/big"},
+     {"default/big"}),
+    ("the PodGroup changes", lambda f: _apply(f, podgroup("g", queue="r", min_member=1, phase="Inqueue")),
+     {"default/g-0", "default/g-1", "default/g-2"}, {"default/g-0"}),
+    ("its queue changes", lambda f: _apply(f, queue("q", weight=2)), STUCK, set()),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("what", "change", "tried", "bound"), WAKES, ids=[w[0] for w in WAKES])
+def test_a_pod_set_aside_is_tried_again_in_the_session_after_what_may_make_it_fit(
+    what: str,
+    change: Callable[[Feeder], object],
+    tried: set[str],
+    bound: set[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    feeder = cache(*_objects())
+    spy = Tried(monkeypatch)
+    spy.cycle(feeder, 5000.0)
+    _, asked = spy.cycle(feeder, 5001.0)  # set aside: not tried
+    assert not asked & STUCK
+    change(feeder)
+    report, asked = spy.cycle(feeder, 5002.0)
+    assert asked & STUCK == tried
+    assert _bound(report) == bound
+
+
+def test_another_config_tries_them_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    feeder = cache(*_objects())
+    spy = Tried(monkeypatch)
+    spy.cycle(feeder, 5000.0)
+    _, asked = spy.cycle(feeder, 5001.0, load_config(None))
+    assert asked & STUCK == STUCK
+
+
+def test_five_minutes_after_their_last_try_they_are_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    feeder = cache(*_objects())
+    spy = Tried(monkeypatch)
+    spy.cycle(feeder, 5000.0)
+    _, asked = spy.cycle(feeder, 5000.0 + ASIDE_FOR - 1)
+    assert not asked & STUCK
+    _, asked = spy.cycle(feeder, 5000.0 + ASIDE_FOR)
+    assert asked & STUCK == STUCK
+    _, asked = spy.cycle(feeder, 5000.0 + ASIDE_FOR + 1)  # and set aside again
+    assert not asked & STUCK
