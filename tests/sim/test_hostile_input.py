@@ -199,6 +199,37 @@ HOSTILE: list[tuple[str, str | bytes, str]] = [
         NODE + "---\nkind: Queue\nmetadata: {name: q}\nspec: {weight: '3'}\n",
         r"document 2: Queue q: spec.weight: expected an integer >= 1, got '3' \(a string",
     ),
+    # Tolerations the apiserver refuses, which were read as none (a string) or as Equal (Bogus).
+    (
+        "toleration-a-string",
+        NODE + _pod(extra="  tolerations: [gpu]\n"),
+        r"document 2: Pod default/p: spec\.tolerations\[0\] must be a map, got 'gpu'",
+    ),
+    (
+        "toleration-operator-unknown",
+        NODE + _pod(extra="  tolerations: [{key: gpu, operator: Bogus, value: x}]\n"),
+        r"spec\.tolerations\[0\]\.operator: 'Bogus' is not one of Equal, Exists, Lt, Gt",
+    ),
+    (
+        "toleration-effect-unknown",
+        NODE + _pod(extra="  tolerations: [{key: gpu, operator: Exists, effect: Sometimes}]\n"),
+        r"spec\.tolerations\[0\]\.effect: 'Sometimes' is not one of NoSchedule, PreferNoSchedule, NoExecute",
+    ),
+    (
+        "toleration-exists-with-a-value",
+        NODE + _pod(extra="  tolerations: [{key: gpu, operator: Exists, value: x}]\n"),
+        r"spec\.tolerations\[0\]\.value: must be empty when operator is Exists",
+    ),
+    (
+        "toleration-no-key-not-exists",
+        NODE + _pod(extra="  tolerations: [{operator: Equal, value: x}]\n"),
+        r"spec\.tolerations\[0\]\.operator: must be Exists when key is empty",
+    ),
+    (
+        "toleration-gt-not-an-integer",
+        NODE + _pod(extra="  tolerations: [{key: sla, operator: Gt, value: high}]\n"),
+        r"spec\.tolerations\[0\]\.value: must be an integer for operator Gt, got 'high'",
+    ),
     (
         "kind-a-list",
         NODE + _pod().replace("kind: Pod", "kind: [Pod]"),

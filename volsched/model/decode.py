@@ -297,6 +297,31 @@ def scoring_extra(pod: Raw, request: Mapping[str, float], *, where: str) -> tupl
     return extra if extra[0] > 0 or extra[1] > 0 else None
 
 
+_TOLERATION_OPERATORS = ("Equal", "Exists", "Lt", "Gt")
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def _check_toleration(tol: Any, *, where: str) -> None:
+    """A toleration as the apiserver validates it (its operators, Kubernetes 1.35's numeric ones
+    included, and effects; what ``Exists`` and an empty key allow): one it refuses is refused here, never
+    read as something else."""
+    if not isinstance(tol, _MAP):
+        raise InputError(f"{where} must be a map, got {_short(tol)}")
+    op = tol.get("operator") or "Equal"
+    if op not in _TOLERATION_OPERATORS:
+        raise InputError(f"{where}.operator: {_short(op)} is not one of {', '.join(_TOLERATION_OPERATORS)}")
+    effect = tol.get("effect") or ""
+    if effect and effect not in _TAINT_EFFECTS:
+        raise InputError(f"{where}.effect: {_short(effect)} is not one of {', '.join(_TAINT_EFFECTS)}")
+    value = tol.get("value") or ""
+    if not tol.get("key") and op != "Exists":
+        raise InputError(f"{where}.operator: must be Exists when key is empty")
+    if op == "Exists" and value:
+        raise InputError(f"{where}.value: must be empty when operator is Exists")
+    if op in ("Lt", "Gt") and not (isinstance(value, str) and value.lstrip("+-").isdigit()):
+        raise InputError(f"{where}.value: must be an integer for operator {op}, got {_short(value)}")
+
+
 def _placement(spec: Mapping[str, Any], where: str) -> tuple[dict[str, str], list[Any], list[Any]]:
     selector = spec.get("nodeSelector") or {}
     if not isinstance(selector, _MAP) or not all(
@@ -326,6 +351,8 @@ def _placement(spec: Mapping[str, Any], where: str) -> tuple[dict[str, str], lis
                         "of In, NotIn, Exists, DoesNotExist, Gt, Lt"
                     )
     tolerations = _list_field(spec.get("tolerations"), where=f"{where}: spec.tolerations")
+    for i, toleration in enumerate(tolerations):
+        _check_toleration(toleration, where=f"{where}: spec.tolerations[{i}]")
     # The pod's own containers when they are plain dicts and lists (nothing changes a pod in place).
     return (
         _shared_map(selector, where=f"{where}: spec.nodeSelector"),
