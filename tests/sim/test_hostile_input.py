@@ -231,6 +231,16 @@ HOSTILE: list[tuple[str, str | bytes, str]] = [
         r"spec\.tolerations\[0\]\.value: must be an integer for operator Gt, got 'high'",
     ),
     (
+        "host-network-a-string",
+        NODE + _pod(extra='  hostNetwork: "yes"\n'),
+        r"document 2: Pod default/p: spec\.hostNetwork: expected true or false, got 'yes'",
+    ),
+    (
+        "priority-class-name-a-number",
+        NODE + _pod(extra="  priorityClassName: 5\n"),
+        r"document 2: Pod default/p: spec\.priorityClassName must be a string, got 5",
+    ),
+    (
         "kind-a-list",
         NODE + _pod().replace("kind: Pod", "kind: [Pod]"),
         r"document 2: line 5: kind: must be a non-empty string, got \['Pod'\]",

@@ -464,3 +464,16 @@ def test_a_pod_on_an_unbound_claim_is_told_it_waits_for_the_claim() -> None:
         "0/2 nodes fit: 2 persistentvolumeclaim(s) data not bound yet (volsched binds no volume: it places "
         "a pod once its claims are bound)"
     )
+
+
+def test_host_network_pods_take_their_container_ports_on_the_host() -> None:
+    # The apiserver defaults a hostNetwork pod's hostPort to its containerPort; the simulator read the
+    # ports without one as none, and put two such pods on one node, where they clash.
+    objs: list[Obj] = [node("n1")]
+    for name in ("a", "b"):
+        p = pod(name)
+        p["spec"]["hostNetwork"] = True
+        p["spec"]["containers"][0]["ports"] = [{"containerPort": 8080}]
+        objs.append(p)
+    data = run(objs)
+    assert sorted(v["node"] or "" for v in data["pods"].values()) == ["", "n1"]

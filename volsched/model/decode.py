@@ -378,14 +378,20 @@ def _preferred_node_terms(spec: Mapping[str, Any], where: str) -> list[tuple[int
     return out
 
 
-def _host_ports(spec: Mapping[str, Any]) -> tuple[tuple[str, int, str], ...]:
+def _host_ports(spec: Mapping[str, Any], *, where: str) -> tuple[tuple[str, int, str], ...]:
+    """The (protocol, port, host IP) a pod's containers take on its node. A ``hostNetwork`` pod's port
+    without a ``hostPort`` takes its ``containerPort`` there, as the apiserver's defaulting writes it."""
+    host = _bool_field(spec.get("hostNetwork"), where=f"{where}: spec.hostNetwork", default=False)
     out: set[tuple[str, int, str]] = set()
     for kind in ("initContainers", "containers"):
         for c in spec.get(kind) or []:
             for p in (c.get("ports") or []) if isinstance(c, _MAP) else []:
-                if isinstance(p, _MAP) and isinstance(p.get("hostPort"), int) and p["hostPort"] > 0:
+                if not isinstance(p, _MAP):
+                    continue
+                port = p.get("hostPort") or (p.get("containerPort") if host else None)
+                if isinstance(port, int) and not isinstance(port, bool) and port > 0:
                     ip = str(p.get("hostIP") or "0.0.0.0")
-                    out.add((str(p.get("protocol") or "TCP"), int(p["hostPort"]), ip))
+                    out.add((str(p.get("protocol") or "TCP"), port, ip))
     return tuple(sorted(out))
 
 
@@ -751,7 +757,7 @@ def _parsed_spec(
         tolerations=tolerations,
         constraints=parse_pod_constraints(spec, namespace=ns, labels=labels, where=where),
         preferred=_preferred_node_terms(spec, where),
-        host_ports=_host_ports(spec),
+        host_ports=_host_ports(spec, where=where),
         claims=_claims(spec),
         placement_key=None,
         runtime=_shared(pod_runtime({"spec": spec}), _RUNTIMES),
@@ -936,6 +942,8 @@ def build_task(
     intern = sys.intern
     scheduler_name = intern(str(spec.get("schedulerName") or "default-scheduler"))
     pcn = spec.get("priorityClassName") or ""
+    if not isinstance(pcn, str):
+        raise InputError(f"{where}: spec.priorityClassName must be a string, got {_short(pcn)}")
     task = Task(
         namespace=intern(ns),
         name=name,
