@@ -363,9 +363,9 @@ class SessionLoop:
             return self._run_once()
         finally:
             self.session_cpu = time.thread_time() - cpu
+            self.lines.tick()  # the routine sessions counted, told when due: after the session's bind
 
     def _run_once(self) -> tuple[SessionResult, CycleReport] | None:
-        self.lines.tick()  # the routine sessions counted, told when their line is due
         leader = self.lease.ensure()
         holding = self.writer.holding()  # the holding of the Lease this session is planned under
         self.metrics.leader.set(1 if leader else 0)
