@@ -28,6 +28,12 @@ third of the CPU of decoding the page whole and pruning it. A page with a field 
 (a ``null`` or a string where a map is expected) is not decoded so: its caller decodes and prunes it
 whole, as before. A watch event of a Pod or Node is decoded the same way (:func:`decode_event_pruned`):
 an arriving pod's event, with its ``managedFields``, is on the pod's way to its session.
+
+The pods of one template listed at start (a Job's, a ReplicaSet's: thousands of pods, one spec) share their
+spec: a listed pod's spec is kept as its JSON while the page decodes, and a spec the same to the byte as
+one listed before is one read-only :class:`~volsched.model.raw.FrozenMap`, decoded once, whose parse the
+model keeps with it. Where the pods' specs differ (a token volume named at random in each pod), the pages
+go back to the one-pass decode (:class:`_SpecSharing`).
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from typing import Any, TypedDict
 
 import msgspec
 
-from volsched.model.raw import RawDict
+from volsched.model.raw import FrozenMap, RawDict, freeze
 
 #: What a mapping is: a dict first (what JSON decodes to: a cheap check), then any Mapping (the ABC's
 #: check costs about ten times a dict's, and a pod takes a dozen of them).
@@ -247,23 +253,23 @@ _STATE = _shape(
 )
 _CONTAINER_STATUS = _shape("ContainerStatus", (*CONTAINER_STATUS_KEYS, "state"), state=_STATE)
 _STATUSES = ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
-_POD = _shape(
-    "Pod",
-    ("metadata", "spec", "status"),
-    metadata=_META,
-    spec=_shape(
-        "PodSpec",
-        POD_SPEC_KEYS,
-        containers=_list_of(_CONTAINER),
-        initContainers=_list_of(_CONTAINER),
-        volumes=_list_of(_VOLUME),
-    ),
-    status=_shape(
-        "PodStatus",
-        (*POD_STATUS_KEYS, *_STATUSES, "conditions"),
-        conditions=_list_of(_CONDITION),
-        **dict.fromkeys(_STATUSES, _list_of(_CONTAINER_STATUS)),
-    ),
+_POD_SPEC = _shape(
+    "PodSpec",
+    POD_SPEC_KEYS,
+    containers=_list_of(_CONTAINER),
+    initContainers=_list_of(_CONTAINER),
+    volumes=_list_of(_VOLUME),
+)
+_POD_STATUS = _shape(
+    "PodStatus",
+    (*POD_STATUS_KEYS, *_STATUSES, "conditions"),
+    conditions=_list_of(_CONDITION),
+    **dict.fromkeys(_STATUSES, _list_of(_CONTAINER_STATUS)),
+)
+_POD = _shape("Pod", ("metadata", "spec", "status"), metadata=_META, spec=_POD_SPEC, status=_POD_STATUS)
+#: A listed pod: its spec kept as its JSON, decoded by :func:`_listed_spec` (once for a template's pods).
+_LISTED_POD = _shape(
+    "ListedPod", ("metadata", "spec", "status"), metadata=_META, spec=msgspec.Raw, status=_POD_STATUS
 )
 _NODE = _shape(
     "Node",
@@ -281,9 +287,7 @@ def _finish_meta(obj: RawDict) -> None:
         meta["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
 
 
-def _finish_pod(pod: RawDict) -> None:
-    _finish_meta(pod)
-    spec: Any = pod.get("spec")
+def _finish_spec(spec: Any) -> None:
     volumes = spec.get("volumes") if spec is not None else None
     if volumes is not None:
         kept = [_volume(v) for v in volumes if _KEPT_VOLUMES & v.keys()]
@@ -291,6 +295,15 @@ def _finish_pod(pod: RawDict) -> None:
             spec["volumes"] = kept
         else:
             del spec["volumes"]
+
+
+def _finish_pod(pod: RawDict) -> None:
+    _finish_meta(pod)
+    _finish_spec(pod.get("spec"))
+    _finish_status(pod)
+
+
+def _finish_status(pod: RawDict) -> None:
     status: Any = pod.get("status")
     if status is not None and "conditions" in status:
         ready = _ready_condition(status.pop("conditions"))
@@ -306,24 +319,107 @@ def _finish_node(node: RawDict) -> None:
         status["conditions"] = [c for c in conditions if c.get("type") == "Ready"]
 
 
-_DECODERS: dict[str, tuple[msgspec.json.Decoder[Any], Callable[[RawDict], None]]] = {
-    kind: (msgspec.json.Decoder(_shape(f"{kind}List", ("metadata", "items"), items=_list_of(shape))), finish)
-    for kind, shape, finish in (("Pod", _POD, _finish_pod), ("Node", _NODE, _finish_node))
-}
+#: A pod spec's decoder (a listed pod's, :func:`_listed_spec`).
+_SPEC_DECODER = msgspec.json.Decoder(_POD_SPEC)
+#: The specs of the pods listed lately, by their JSON: a :class:`FrozenMap` that the pods of one template
+#: (a Job's, a ReplicaSet's, listed at start by the thousand) share, decoded and pruned once; None for a
+#: spec seen once (its pod has a dict of its own: a spec seen once costs its key, not a frozen copy).
+#: Emptied when it reaches :data:`SHARED_SPECS_MAX` entries, so it never grows with the cluster.
+_SHARED_SPECS: dict[bytes, FrozenMap | None] = {}
+SHARED_SPECS_MAX = 4096
+_UNSEEN: Any = object()
+
+
+def _listed_spec(raw: msgspec.Raw) -> tuple[Any, bool]:
+    """A listed pod's spec (its JSON, as the page has it) decoded and pruned: the :class:`FrozenMap` shared
+    with the pods whose spec's JSON is the same to the byte (the same JSON is the same value: ``true`` and
+    ``1``, ``1`` and ``1.0``, or two key orders never meet under one key), else a dict of its own; and
+    whether a pod listed before had the same. Raises msgspec's errors for a field of a shape the types do
+    not take (the page is then decoded whole)."""
+    key = bytes(raw)
+    shared = _SHARED_SPECS.get(key, _UNSEEN)
+    if shared is not None and shared is not _UNSEEN:
+        return shared, True
+    spec = _SPEC_DECODER.decode(key)
+    _finish_spec(spec)
+    if len(_SHARED_SPECS) >= SHARED_SPECS_MAX:
+        _SHARED_SPECS.clear()
+    if shared is None:  # its second pod: shared from now on
+        spec = _SHARED_SPECS[key] = freeze(spec)
+        return spec, True
+    _SHARED_SPECS[key] = None
+    return spec, False
+
+
+class _SpecSharing:
+    """Whether a listing's next page of Pods is read for shared specs. Where the pods' specs differ to the
+    byte (a service account's token volume, named at random in each pod; a node each), keying and
+    decoding each spec apart costs more than decoding the page in one pass: after a page where fewer than
+    :attr:`SHARE_AT_LEAST` of the pods found their spec listed before, the next pages are decoded in one
+    pass, :attr:`UNSHARED_PAGES` of them and twice as many after each such page in a row (at most
+    :attr:`UNSHARED_MOST`), then one is tried again."""
+
+    SHARE_AT_LEAST = 0.25
+    UNSHARED_PAGES = 7
+    UNSHARED_MOST = 64
+
+    def __init__(self) -> None:
+        self.unshared_left = 0
+        self.unshared_next = self.UNSHARED_PAGES
+
+    def page(self, data: bytes) -> dict[str, Any]:
+        """A page of Pods decoded, each pod pruned (its spec shared or not, as above); raises msgspec's
+        errors for a field of a shape the types do not take."""
+        if self.unshared_left > 0:
+            self.unshared_left -= 1
+            page: dict[str, Any] = _POD_PAGE.decode(data)
+            for item in page.get("items") or ():
+                _finish_pod(item)
+            return page
+        page = _LISTED_POD_PAGE.decode(data)
+        items = page.get("items") or ()
+        found = 0
+        for item in items:
+            _finish_meta(item)
+            if "spec" in item:
+                item["spec"], before = _listed_spec(item["spec"])
+                found += before
+            _finish_status(item)
+        if found < self.SHARE_AT_LEAST * len(items):
+            self.unshared_left = self.unshared_next
+            self.unshared_next = min(2 * self.unshared_next, self.UNSHARED_MOST)
+        else:
+            self.unshared_next = self.UNSHARED_PAGES
+        return page
+
+
+def _page_decoder(shape: Any) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(_shape("List", ("metadata", "items"), items=_list_of(shape)))
+
+
+_POD_PAGE, _LISTED_POD_PAGE, _NODE_PAGE = map(_page_decoder, (_POD, _LISTED_POD, _NODE))
+#: The Pods' listings' (one at a time: the Pods' watch's).
+_SHARING = _SpecSharing()
+
+
+def _node_page(data: bytes) -> dict[str, Any]:
+    page: dict[str, Any] = _NODE_PAGE.decode(data)
+    for item in page.get("items") or ():
+        _finish_node(item)
+    return page
+
+
+_DECODERS: dict[str, Callable[[bytes], dict[str, Any]]] = {"Pod": _SHARING.page, "Node": _node_page}
 
 
 def decode_pruned(kind: str, data: bytes) -> dict[str, Any] | None:
     """A listing's page of Pods or Nodes (``kind``) decoded with each item pruned as :data:`PRUNERS`
-    prunes it (its ``metadata`` and ``items``); None when a field has a shape the types do not take
-    (or ``kind`` has none): then the caller decodes and prunes it whole."""
-    decoder, finish = _DECODERS[kind]
+    prunes it (its ``metadata`` and ``items``; the pods of one template sharing their spec, read-only);
+    None when a field has a shape the types do not take: then the caller decodes and prunes it whole."""
     try:
-        page: dict[str, Any] = decoder.decode(data)
+        return _DECODERS[kind](data)
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None
-    for item in page.get("items") or ():
-        finish(item)
-    return page
 
 
 #: Kinds whose pages :func:`decode_pruned` decodes, and its function for each.

@@ -34,7 +34,7 @@ from volsched.model.devices import (
     semver_value,
 )
 from volsched.model.errors import InputError
-from volsched.model.raw import Raw
+from volsched.model.raw import FrozenMap, Raw
 from volsched.model.resources import CPU, MEMORY, PODS, as_counted, parse_amount, parse_resource_map
 from volsched.model.scalars import boolean_value, parse_duration
 from volsched.model.vocabulary import (
@@ -690,18 +690,20 @@ _PER_POD = frozenset(
 )
 
 
+def _reads_pod(spec: Mapping[str, Any]) -> bool:
+    """Whether a spec's parse reads its pod's namespace and labels besides (pod affinity and spread's
+    default selectors)."""
+    aff = spec.get("affinity")
+    return bool(spec.get("topologySpreadConstraints")) or (
+        aff is not None and isinstance(aff, _MAP) and ("podAffinity" in aff or "podAntiAffinity" in aff)
+    )
+
+
 def _spec_key(spec: Mapping[str, Any], *, ns: str, labels: Mapping[str, Any]) -> tuple[bytes, Any] | None:
     """The key of a spec's parse, with what it was written from (None: it has no JSON key, as a YAML
     date has not; parsed each time). A NaN or an infinity (a YAML .nan, .inf) is written as null, as
     None is: see :func:`_parsed_spec`."""
-    # Pod affinity and spread read the pod's namespace and labels (their default selectors).
-    aff = spec.get("affinity")
-    context = (
-        (ns, labels)
-        if spec.get("topologySpreadConstraints")
-        or (aff is not None and isinstance(aff, _MAP) and ("podAffinity" in aff or "podAntiAffinity" in aff))
-        else None
-    )
+    context = (ns, labels) if _reads_pod(spec) else None
     # The parse reads none of the fields in _PER_POD: a key may leave them out or not. A spec without a
     # node (a pending pod's: those listed at start, those arriving) is written whole, without a copy
     # (the pods of one template have the same priority, scheduler and gates); a bound pod's is written
@@ -731,6 +733,22 @@ def _finite(value: Any) -> bool:
 def _parsed_spec(
     pod: Raw, spec: Mapping[str, Any], *, ns: str, labels: Mapping[str, Any], where: str
 ) -> _SpecParse:
+    # A spec the pods of one template share (read-only: a listing's, kube/prune.py) keeps its parse, when
+    # that reads nothing but the spec: no key to write, no table to look in.
+    if type(spec) is not FrozenMap:
+        return _keyed_parse(pod, spec, ns=ns, labels=labels, where=where)
+    if spec.memo is not None:
+        return cast(_SpecParse, spec.memo)
+    parsed = _keyed_parse(pod, spec, ns=ns, labels=labels, where=where)
+    if not _reads_pod(spec):
+        spec.memo = parsed
+    return parsed
+
+
+def _keyed_parse(
+    pod: Raw, spec: Mapping[str, Any], *, ns: str, labels: Mapping[str, Any], where: str
+) -> _SpecParse:
+    """A spec's parse, shared with the specs of the same key (see :data:`_SPECS`)."""
     keyed = _spec_key(spec, ns=ns, labels=labels)
     key = None
     nullable = False

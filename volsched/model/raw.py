@@ -6,6 +6,7 @@ Not decoding: building the scheduler's specs out of a raw object is :mod:`volsch
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,3 +29,63 @@ def uid_of(obj: Raw) -> str:
 def version_of(obj: Raw) -> str:
     """``metadata.resourceVersion`` as a string ("" when unset)."""
     return str(meta_of(obj).get("resourceVersion") or "")
+
+
+# --- shared read-only parts ---------------------------------------------------------------------------------
+
+
+def _refused(self: object, *args: object, **kwargs: object) -> None:
+    raise TypeError(f"a {type(self).__name__} is shared by many objects and read-only: copy it to change it")
+
+
+class FrozenMap(dict[str, Any]):
+    """A map many raw objects share (the spec of the pods of one template, :mod:`volsched.kube.prune`):
+    read as a dict is (a dict subclass: ``isinstance(m, dict)``, JSON encoders take it), refusing every
+    change in place with a ``TypeError``, so that one object's change cannot reach the others; a copy
+    (``dict(m)``, ``{**m}``, :mod:`copy`, pickle) is a plain dict that may be changed. ``memo``: what a
+    reader made of it once (the model's parse of a pod's spec), kept with it for the others."""
+
+    __slots__ = ("memo",)
+    memo: Any
+
+    __setitem__ = __delitem__ = __ior__ = _refused  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = _refused  # type: ignore[assignment]
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return {k: copy.deepcopy(v, memo) for k, v in self.items()}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self),))
+
+
+class FrozenList(list[Any]):
+    """A list many raw objects share, read-only as :class:`FrozenMap` is (a copy is a plain list)."""
+
+    __slots__ = ()
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refused  # type: ignore[assignment]
+    append = extend = insert = pop = remove = clear = sort = reverse = _refused
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        return [copy.deepcopy(v, memo) for v in self]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (list(self),))
+
+
+def freeze(value: Any) -> Any:
+    """``value`` (decoded JSON: maps, lists, scalars) with every map a :class:`FrozenMap` and every list a
+    :class:`FrozenList`, nested (new objects; ``value`` is left as it is); a ``memo`` of None."""
+    if isinstance(value, dict):
+        out = FrozenMap({k: freeze(v) for k, v in value.items()})
+        out.memo = None
+        return out
+    if isinstance(value, list):
+        return FrozenList([freeze(v) for v in value])
+    return value

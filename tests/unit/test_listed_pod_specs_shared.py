@@ -1,0 +1,303 @@
+"""The pods of one template listed at start share their decoded spec (:func:`volsched.kube.prune.decode_pruned`):
+a spec whose JSON is the same to the byte as one listed before is one read-only object (a
+:class:`~volsched.model.raw.FrozenMap`) for all of them, and its parse (:func:`build_task`) is kept with it.
+Pods that differ in any field, or whose JSON differs where the values compare equal (``true`` and ``1``,
+``1`` and ``1.0``, two key orders), do not share; every task is what a fresh build of its own pod gives; a
+change in place of a shared spec, at any depth, is refused, and a copy of it is a plain dict that may be
+changed without touching the others."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+from typing import Any
+
+import pytest
+
+from tests.unit.test_spec_parse_shared import ANTI, SPREAD, _fields
+from volsched.kube import prune
+from volsched.kube.prune import decode_pruned
+from volsched.model import decode
+from volsched.model.decode import build_task
+from volsched.model.errors import InputError
+from volsched.model.raw import FrozenList, FrozenMap
+
+Obj = dict[str, Any]
+
+
+def listed_pod(name: str, **spec: Any) -> Obj:
+    """A pending pod as the apiserver lists it (its spec's defaults, fields volsched does not read)."""
+    body: Obj = {
+        "containers": [
+            {
+                "name": "main",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                "terminationMessagePath": "/dev/termination-log",
+                "imagePullPolicy": "IfNotPresent",
+            }
+        ],
+        "restartPolicy": "Always",
+        "schedulerName": "volsched",
+        "tolerations": [
+            {
+                "key": "node.kubernetes.io/not-ready",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            }
+        ],
+        "priority": 0,
+    }
+    body.update(spec)
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"u-{name}",
+            "resourceVersion": "7",
+            "labels": {"app": "a", "run": name},
+            "managedFields": [{"manager": "x", "fieldsV1": {"f:spec": {}}}],
+        },
+        "spec": {k: v for k, v in body.items() if v is not None},
+        "status": {"phase": "Pending", "qosClass": "Burstable"},
+    }
+
+
+def listing(*pods: Obj) -> list[Obj]:
+    """``pods`` listed on one page, decoded as the listing decodes them (their kind set, as the watch sets it)."""
+    data = json.dumps({"metadata": {"resourceVersion": "9"}, "items": list(pods)}).encode()
+    page = decode_pruned("Pod", data)
+    assert page is not None
+    for item in page["items"]:
+        item["kind"], item["apiVersion"] = "Pod", "v1"
+    return list(page["items"])
+
+
+@pytest.fixture(autouse=True)
+def _fresh_tables() -> None:
+    prune._SHARED_SPECS.clear()
+    prune._SHARING.unshared_left = 0
+    prune._SHARING.unshared_next = prune._SpecSharing.UNSHARED_PAGES
+    decode._SPECS.clear()
+
+
+def fresh_task(pod: Obj) -> list[Any]:
+    """The fields of the task a build of a plain copy of ``pod`` gives, with no parse kept from before."""
+    decode._SPECS.clear()
+    return _fields(build_task(copy.deepcopy(pod), priority_classes={}))
+
+
+def test_the_pods_of_one_template_share_one_read_only_spec_and_its_parse(monkeypatch: Any) -> None:
+    a, b, c, d = listing(*(listed_pod(n) for n in "abcd"))
+    # The first pod of a spec has a dict of its own (a spec seen once costs no frozen copy); the others
+    # share one.
+    assert type(a["spec"]) is dict and type(b["spec"]) is FrozenMap
+    assert b["spec"] is c["spec"] is d["spec"] and a["spec"] == b["spec"]
+    assert type(b["spec"]["containers"]) is FrozenList and type(b["spec"]["containers"][0]) is FrozenMap
+    # what the pruning keeps, as before
+    assert b["spec"]["containers"] == [
+        {
+            "name": "main",
+            "image": "registry.k8s.io/pause:3.10",
+            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+        }
+    ]
+    # a later page's pods share it too
+    (e,) = listing(listed_pod("e"))
+    assert e["spec"] is b["spec"]
+
+    parses: list[str] = []
+    real = decode.pod_request
+
+    def counted(pod: Any, **kwargs: Any) -> Any:
+        parses.append(pod["metadata"]["name"])
+        return real(pod, **kwargs)
+
+    monkeypatch.setattr(decode, "pod_request", counted)
+    tasks = [build_task(p, priority_classes={}) for p in (a, b, c, d, e)]
+    assert parses == [
+        "a"
+    ]  # a's spec parsed, kept by its key; the shared spec's parse found once, kept with it
+    assert b["spec"].memo is not None
+    assert tasks[2].request_map is tasks[1].request_map and tasks[2].tolerations is tasks[1].tolerations
+    monkeypatch.setattr(decode, "pod_request", real)
+    assert [_fields(t) for t in tasks] == [fresh_task(p) for p in (a, b, c, d, e)]
+
+
+#: A field each (a spec field the scheduler reads, at any depth), set to a value other than the template's.
+DIFFERENT: dict[str, dict[str, Any]] = {
+    "a container's request": {
+        "containers": [
+            {
+                "name": "main",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": "200m"}},
+            }
+        ]
+    },
+    "a container's image": {"containers": [{"name": "main", "image": "other", "resources": {}}]},
+    "a host port": {
+        "containers": [{"name": "main", "image": "i", "ports": [{"containerPort": 80, "hostPort": 8080}]}]
+    },
+    "an init container": {
+        "initContainers": [{"name": "i", "image": "i", "resources": {"requests": {"cpu": "2"}}}]
+    },
+    "a toleration": {"tolerations": [{"key": "gpu", "operator": "Exists"}]},
+    "a node selector": {"nodeSelector": {"zone": "a"}},
+    "node affinity": {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
+                    ]
+                }
+            }
+        }
+    },
+    "pod anti-affinity": {"affinity": ANTI},
+    "spread": {"topologySpreadConstraints": SPREAD},
+    "a priority": {"priority": 5},
+    "a priority class": {"priorityClassName": "high", "priority": None},
+    "a scheduler": {"schedulerName": "other"},
+    "a node": {"nodeName": "n1"},
+    "an overhead": {"overhead": {"cpu": "250m"}},
+    "a claim": {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]},
+    "local storage": {"volumes": [{"name": "s", "emptyDir": {}}]},
+    "gates": {"schedulingGates": [{"name": "wait"}]},
+    "a preemption policy": {"preemptionPolicy": "Never"},
+    "a deadline": {"activeDeadlineSeconds": 30},
+    "host network true": {"hostNetwork": True},
+    # the same values to Python's ==, not the same JSON: never one key
+    "host network 1 (True == 1)": {"hostNetwork": 1},
+    "a priority of 0.0 (0 == 0.0)": {"priority": 0.0},
+    "the same fields in another order": {
+        "priority": 0,
+        "schedulerName": "volsched",
+        "restartPolicy": "Always",
+    },
+}
+
+
+@pytest.mark.parametrize("change", list(DIFFERENT.values()), ids=list(DIFFERENT))
+def test_pods_whose_spec_differs_do_not_share_and_each_task_is_its_own(change: dict[str, Any]) -> None:
+    other = listed_pod("x", **change)
+    if list(change) == ["priority", "schedulerName", "restartPolicy"]:  # the same spec, reordered
+        spec = listed_pod("t")["spec"]
+        other["spec"] = {k: spec[k] for k in reversed(list(spec))}
+    pods = listing(
+        listed_pod("t1"), listed_pod("t2"), other, other | {"metadata": {**other["metadata"], "name": "y"}}
+    )
+    _, t2, x, y = pods
+    assert x["spec"] is not t2["spec"] and y["spec"] is not t2["spec"]
+    assert (
+        y["spec"] is not x["spec"] or type(y["spec"]) is FrozenMap
+    )  # x's seen once: y shares from its second
+    tasks: list[Any] = []
+    for p in pods:
+        try:
+            tasks.append(_fields(build_task(p, priority_classes={"high": 100})))
+        except InputError as exc:
+            tasks.append(str(exc))
+    fresh: list[Any] = []
+    for p in pods:
+        try:
+            decode._SPECS.clear()
+            fresh.append(_fields(build_task(copy.deepcopy(p), priority_classes={"high": 100})))
+        except InputError as exc:
+            fresh.append(str(exc))
+    assert tasks == fresh
+
+
+def test_spread_and_pod_affinity_read_the_pods_own_labels_through_a_shared_spec() -> None:
+    # one spec, two pods of other labels: matchLabelKeys reads "run", so their constraints differ
+    _, b, c = listing(*(listed_pod(n, topologySpreadConstraints=SPREAD) for n in "abc"))
+    assert b["spec"] is c["spec"]
+    tb, tc = (build_task(p, priority_classes={}) for p in (b, c))
+    assert tb.constraints != tc.constraints
+    assert b["spec"].memo is None  # nothing kept with the spec: its parse reads more than the spec
+    assert [_fields(t) for t in (tb, tc)] == [fresh_task(p) for p in (b, c)]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda s: s.__setitem__("nodeName", "n1"),
+        lambda s: s.pop("tolerations"),
+        lambda s: s.update(priority=3),
+        lambda s: s.setdefault("nodeSelector", {}),
+        lambda s: s.clear(),
+        lambda s: s.__delitem__("containers"),
+        lambda s: s["containers"].append({"name": "x"}),
+        lambda s: s["containers"].__setitem__(0, {}),
+        lambda s: s["containers"][0]["resources"]["requests"].__setitem__("cpu", "64"),
+        lambda s: s["tolerations"][0].update(key="other"),
+        lambda s: s["tolerations"].sort(key=str),
+    ],
+)
+def test_a_shared_spec_refuses_a_change_in_place_at_any_depth(change: Any) -> None:
+    _, b, c = listing(*(listed_pod(n) for n in "abc"))
+    before = copy.deepcopy(c["spec"])
+    with pytest.raises(TypeError, match="read-only"):
+        change(b["spec"])
+    assert c["spec"] == before and c["spec"] is b["spec"]
+
+
+def test_a_copy_of_a_shared_spec_is_plain_and_changes_alone() -> None:
+    _, b, c = listing(*(listed_pod(n) for n in "abc"))
+    for made in (copy.deepcopy(b["spec"]), pickle.loads(pickle.dumps(b["spec"]))):
+        assert type(made) is dict and type(made["containers"]) is list and type(made["containers"][0]) is dict
+        made["containers"][0]["resources"]["requests"]["cpu"] = "64"
+        made["nodeName"] = "n1"
+    shallow = {**b["spec"], "nodeName": "n1"}  # the feeder's and the simulator's way to change a pod
+    assert type(copy.copy(b["spec"])) is dict and shallow["nodeName"] == "n1"
+    assert (
+        "nodeName" not in c["spec"] and c["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "100m"
+    )
+    assert json.loads(json.dumps(b["spec"])) == b["spec"]
+
+
+def test_the_table_of_specs_never_grows_with_the_cluster(monkeypatch: Any) -> None:
+    monkeypatch.setattr(prune, "SHARED_SPECS_MAX", 8)
+    listing(*(listed_pod(f"p{i}", priority=i) for i in range(20)))
+    assert len(prune._SHARED_SPECS) <= 8
+    # emptied: a template seen before it is decoded again, and shared again from its second pod
+    a, b = listing(listed_pod("a", priority=1), listed_pod("b", priority=1))
+    assert b["spec"] == a["spec"]
+
+
+def test_after_a_page_of_specs_that_differ_the_next_pages_are_decoded_in_one_pass() -> None:
+    """A service account's token volume is named at random in each pod: keying each spec apart would cost
+    more than it saves. A page where fewer than a quarter of the pods found their spec listed before sends
+    the next pages to the one-pass decode (the same pods), twice as many after each such page in a row,
+    then one is tried again."""
+
+    def with_token(name: str) -> Obj:
+        pod = listed_pod(name)
+        volume = f"kube-api-access-{name}"
+        pod["spec"]["containers"][0]["volumeMounts"] = [{"name": volume, "mountPath": "/var/run/secrets"}]
+        pod["spec"]["volumes"] = [{"name": volume, "projected": {"sources": []}}]
+        return pod
+
+    def one_pass_pages(count: int) -> None:
+        """The next ``count`` pages are decoded in one pass: the same pods pruned alike (a template's too:
+        not shared meanwhile)."""
+        for k in range(count):
+            later = listing(*(with_token(f"q{k}-{i}") for i in range(4)), listed_pod("t1"), listed_pod("t2"))
+            assert [type(p["spec"]) for p in later] == [dict] * 6
+            assert "volumes" not in later[0]["spec"] and later[0]["spec"] == later[4]["spec"]
+
+    first = listing(*(with_token(f"p{i}") for i in range(8)))
+    assert all(type(p["spec"]) is dict for p in first)
+    assert prune._SHARING.unshared_left == prune._SpecSharing.UNSHARED_PAGES
+    one_pass_pages(prune._SpecSharing.UNSHARED_PAGES)
+    listing(*(with_token(f"r{i}") for i in range(8)))  # tried again: a second such page in a row
+    assert prune._SHARING.unshared_left == 2 * prune._SpecSharing.UNSHARED_PAGES
+    one_pass_pages(2 * prune._SpecSharing.UNSHARED_PAGES)
+    # tried again: the template's pods share from their second, and the count starts again
+    again = listing(*(listed_pod(f"t{i}") for i in range(8)))
+    assert [type(p["spec"]) for p in again] == [dict] + [FrozenMap] * 7
+    assert prune._SHARING.unshared_left == 0
+    assert prune._SHARING.unshared_next == prune._SpecSharing.UNSHARED_PAGES
