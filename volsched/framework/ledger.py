@@ -29,7 +29,7 @@ from volsched.model.cluster import (
     unmet_minimum_rows,
 )
 from volsched.model.resources import Vector, stack_rows
-from volsched.model.vocabulary import PodGroupPhase, Task, TaskStatus
+from volsched.model.vocabulary import PodGroupPhase, TaskStatus
 from volsched.records import dataclass
 
 _QUEUE: attrgetter[str] = attrgetter("queue")
@@ -79,15 +79,11 @@ class SessionLedger:
         #: Whether a task's status or a job's phase changed in this session: the run's unmet minimums
         #: are then no longer sure (a gap admitted, or holding dust), so the unmet sums walk every job.
         self._changed = False
-        #: The ledger as it stood at the open, once a plugin asked for it (``at_open``).
-        self._opening: _Opening | None = None
 
     # --- what the session tells it ------------------------------------------------------------------
 
-    def status_changed(self, job: Job, task: Task) -> None:
-        """``task`` of ``job`` is about to change status (the Statement does or undoes something)."""
-        if self._opening is not None:
-            self._opening.changing(job, task)
+    def status_changed(self, job: Job) -> None:
+        """A task of ``job`` changed status (the Statement did or undid something)."""
         self._holdings = None
         self._answers = _Answers()
         self._moved = self._changed = True
@@ -100,8 +96,6 @@ class SessionLedger:
 
     def phases_changing(self, jobs: Sequence[Job]) -> None:
         """``jobs`` are about to change phase (admitted, or an admission undone)."""
-        if self._opening is not None:
-            self._opening.freeze()
         self._answers = _Answers()
         self._changed = True
         for job in jobs:
@@ -178,10 +172,14 @@ class SessionLedger:
     def _held(self, key: attrgetter[str]) -> dict[str, Vector]:
         """Per ``key`` of a job (its queue or namespace): what the jobs hold."""
         run = self.settled()
+        start = run.queue if key is _QUEUE else run.namespace
         if self._moved:  # every job after the run (a job all pending again may hold float dust)
-            start = run.queue if key is _QUEUE else run.namespace
             return _frozen(fold(start, list(map(key, self.unsettled())), self._rest_rows(), self._width))
-        return _held_unmoved(run, self.unsettled(), self.holdings(), key, self._width)
+        held = self.holdings()  # (a job all pending holds zeros: only the keys are wanted of it)
+        out = fold(start, list(map(key, held.jobs)), held.matrix, self._width)
+        for k in set(map(key, self.unsettled())).difference(out):
+            out[k] = np.zeros(self._width)
+        return _frozen(out)
 
     def asked_by_queue(self) -> Mapping[str, Vector]:
         out = self._answers.asked_by_queue
@@ -302,82 +300,6 @@ class SessionLedger:
 
     def any_constrained(self) -> bool:
         return self.settled().constrained or any_constrained(self.unsettled())
-
-    def at_open(self) -> _Opening:
-        if self._opening is None:
-            if self._changed:
-                raise RuntimeError(
-                    "the ledger at the open is asked for in on_session_open, before any change"
-                )
-            self._opening = _Opening(self)
-        return self._opening
-
-
-class _Opening:
-    """The ledger as the session stood at its open (``points.Opening``): the live ledger's answers until
-    the first change, then what was kept of it just before (its run, the jobs after it and what they
-    held, the jobs asking), and each task's status before the session first changed it."""
-
-    def __init__(self, ledger: SessionLedger) -> None:
-        self._ledger: SessionLedger | None = ledger  # (None once frozen)
-        self._width = ledger._width
-        self._run: Settled | None = None
-        self._rest: list[Job] = []
-        self._holdings: Holdings | None = None
-        self._asking: Sequence[Job] = ()
-        self._held_by_namespace: Mapping[str, Vector] | None = None
-        self._was: dict[Task, TaskStatus] = {}
-        self._changed: set[str] = set()
-
-    def freeze(self) -> None:
-        """The ledger is about to change: keep what the answers at the open are made of."""
-        ledger = self._ledger
-        if ledger is None:
-            return
-        self._run = ledger.settled()
-        self._rest = ledger.unsettled()
-        self._holdings = ledger.holdings()  # (made at the open already when a plugin asked what queues hold)
-        self._asking = ledger.asking_jobs()
-        self._held_by_namespace = ledger._answers.held_by_namespace
-        self._ledger = None
-
-    def changing(self, job: Job, task: Task) -> None:
-        self.freeze()
-        self._was.setdefault(task, task.status)
-        self._changed.add(job.key)
-
-    def held_by_namespace(self) -> Mapping[str, Vector]:
-        if self._ledger is not None:
-            return self._ledger.held_by_namespace()
-        out = self._held_by_namespace
-        if out is None:
-            assert self._run is not None and self._holdings is not None
-            out = self._held_by_namespace = _held_unmoved(
-                self._run, self._rest, self._holdings, _NAMESPACE, self._width
-            )
-        return out
-
-    def asking_jobs(self) -> Sequence[Job]:
-        return self._ledger.asking_jobs() if self._ledger is not None else self._asking
-
-    def status(self, task: Task) -> TaskStatus:
-        return self._was.get(task, task.status)
-
-    def changed(self, job: Job) -> bool:
-        return job.key in self._changed
-
-
-def _held_unmoved(
-    run: Settled, rest: Sequence[Job], held: Holdings, key: attrgetter[str], width: int
-) -> dict[str, Vector]:
-    """Per ``key`` of a job: what the jobs hold, while no task changed status in the session: the run's
-    sums and the rows of the jobs after it that hold something (a job all pending holds zeros: only the
-    keys are wanted of it)."""
-    start = run.queue if key is _QUEUE else run.namespace
-    out = fold(start, list(map(key, held.jobs)), held.matrix, width)
-    for k in set(map(key, rest)).difference(out):
-        out[k] = np.zeros(width)
-    return _frozen(out)
 
 
 def _frozen(sums: dict[str, Vector]) -> dict[str, Vector]:

@@ -19,7 +19,7 @@ import numpy as np
 from volsched.framework.decisions import Code, Event, SessionResult, Status
 from volsched.model.cluster import BoolArray, ClusterSnapshot, IndexArray, Job, NodeTable, key_of
 from volsched.model.resources import ResourceSpace, Vector
-from volsched.model.vocabulary import QueueSpec, Task, TaskStatus, by_age
+from volsched.model.vocabulary import QueueSpec, Task, by_age
 from volsched.records import dataclass
 
 if TYPE_CHECKING:
@@ -118,29 +118,6 @@ class Ledger(Protocol):
 
     def any_constrained(self) -> bool:
         """Whether a task of the jobs has pod affinity, anti-affinity or topology spread."""
-
-    def at_open(self) -> Opening:
-        """The ledger as the session stood at its open, for a plugin that builds its state when a
-        callback first needs it rather than in its open (asked for in ``on_session_open``)."""
-
-
-class Opening(Protocol):
-    """The answers a plugin's open would have read of the ledger, asked later in the session: the same
-    floats and jobs whatever the Statements changed since (what the ledger held just before its first
-    change is kept for it). With the tasks' statuses at the open, and an event handler that notes the
-    changes until then, a state made late is the state made at the open and kept current."""
-
-    def held_by_namespace(self) -> Mapping[str, Vector]:
-        """``Ledger.held_by_namespace`` at the open."""
-
-    def asking_jobs(self) -> Sequence[Job]:
-        """``Ledger.asking_jobs`` at the open."""
-
-    def status(self, task: Task) -> TaskStatus:
-        """The task's status at the open."""
-
-    def changed(self, job: Job) -> bool:
-        """Whether a task of the job changed status since the open."""
 
 
 class ExtensionPoints(Protocol):

@@ -132,7 +132,7 @@ class Session(NodeViews):
         job = self.jobs.get(task.job_key)
         old = task.status
         if job is not None:
-            self.ledger.status_changed(job, task)
+            self.ledger.status_changed(job)
             job.count_status(old, status)
             self.job_changed(job)
             was, now = old in ALLOCATED_STATUSES, status in ALLOCATED_STATUSES

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from volsched.framework.plugin import Arguments, BasePlugin
-from volsched.framework.points import EventHandler, ExtensionPoints, Opening
+from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
 from volsched.model.cluster import Job, dominant_share
 from volsched.model.resources import EPS, Vector, stack_rows
@@ -70,28 +70,52 @@ class Drf(BasePlugin):
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
         self.decay = Decay.from_arguments(arguments)
-        self._namespaces = _Namespaces(None, self.decay)
+        self._ns_alloc: dict[str, Vector] = {}
+        self._averages: dict[str, Vector] = {}
 
     def on_session_close(self, session: ExtensionPoints) -> None:
         if self.decay.on:
-            ns = self._namespaces
             session.carryover[USAGE_CARRY] = Decay.carry(
-                now=session.now, averages=ns.averages(), held=ns.alloc(), space=session.space
+                now=session.now, averages=self._averages, held=self._ns_alloc, space=session.space
             )
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         total = session.total
         mask = session.space.share_mask
+        ns_alloc: dict[str, Vector] = {}
         decay = self.decay
+        averages = (
+            decay.averages(session.carryover.get(USAGE_CARRY), now=session.now, space=session.space)
+            if decay.on
+            else {}
+        )
+        self._ns_alloc, self._averages = ns_alloc, averages
+        #: Per namespace, the request of its smallest next pod (by dominant share of the cluster).
+        ns_next: dict[str, tuple[float, Vector]] = {}
         share = dominant_share(total, mask)
-        # What each namespace holds and its smallest next pod, made when the namespace order or
-        # preemptable first asks (a lone pod's session asks neither): see _Namespaces.
-        namespaces = self._namespaces = _Namespaces(session, decay)
-        session.state["drf.namespaces"] = namespaces
-        ns_alloc, ns_next = namespaces.alloc, namespaces.next
+        # What each namespace holds (the ledger's sums, copied: they follow the session's placements
+        # here), and each asking job's first pending task.
+        ns_alloc.update((ns, held.copy()) for ns, held in session.ledger.held_by_namespace().items())
+        # (two lists, not a list of pairs: a backlog's first session has 50,000 jobs, and a pair each
+        # is as many objects for the collector)
+        next_ns: list[str] = []
+        next_request: list[Vector] = []
+        pending = TaskStatus.PENDING
+        for job in session.ledger.asking_jobs():
+            if job.status_count.get(pending):
+                for t in job.tasks.values():
+                    if t.status is pending:
+                        next_ns.append(job.namespace)
+                        next_request.append(t.request)
+                        break
+        sizes = share_rows(total, mask, next_request)
+        for ns, request, size in zip(next_ns, next_request, sizes, strict=True):
+            best = ns_next.get(ns)
+            if size > 0 and (best is None or size < best[0]):
+                ns_next[ns] = (size, request)
 
         def ns_share(ns: str) -> float:
-            alloc = ns_alloc().get(ns)
+            alloc = ns_alloc.get(ns)
             if alloc is None:
                 return 0.0
             return share(alloc) / session.snapshot.namespace_weight(ns)
@@ -112,23 +136,32 @@ class Drf(BasePlugin):
             whoever is then least served (Sainte-Lague apportionment, which keeps every namespace closest
             to its fluid share), so a namespace with a large weight is not left out of a small share by
             name order, nor does it take the small namespaces' last pods."""
-            nxt = ns_next().get(ns)
+            nxt = ns_next.get(ns)
             if decay.on:  # what it holds now mixed with what it held over time
-                alloc = ns_alloc().get(ns)
-                mixed = decay.mixed(
-                    session.space.zeros() if alloc is None else alloc, namespaces.averages().get(ns)
-                )
+                alloc = ns_alloc.get(ns)
+                mixed = decay.mixed(session.space.zeros() if alloc is None else alloc, averages.get(ns))
                 held = mixed if nxt is None else mixed + nxt[1] / 2
                 return share(held) / session.snapshot.namespace_weight(ns)
             if nxt is None:
                 return ns_share(ns)
-            alloc = ns_alloc().get(ns)
+            alloc = ns_alloc.get(ns)
             held = nxt[1] / 2 if alloc is None else alloc + nxt[1] / 2
             return share(held) / session.snapshot.namespace_weight(ns)
 
         def namespace_key(ns: str) -> tuple[float, float]:
             # a tie goes to the larger weight
             return share_key(ns_share_after_next(ns)), share_key(-session.snapshot.namespace_weight(ns))
+
+        def on_allocate(task: Task) -> None:
+            acc = ns_alloc.get(task.namespace)
+            if acc is None:
+                acc = ns_alloc[task.namespace] = session.space.zeros()
+            acc += task.request
+
+        def on_deallocate(task: Task) -> None:
+            # The namespace has an entry: the ledger has one for every namespace of a job, and
+            # on_allocate makes one for a placement of this session.
+            ns_alloc[task.namespace] -= task.request
 
         def held(job: Job) -> Vector:
             """What the job holds, counting tasks pipelined onto capacity being released."""
@@ -144,8 +177,7 @@ class Drf(BasePlugin):
                 return []
             weight = session.snapshot.namespace_weight
             p_job_alloc = held(pjob) + preemptor.request
-            held_by_ns = ns_alloc()
-            p_ns_alloc = held_by_ns.get(pjob.namespace, session.space.zeros()) + preemptor.request
+            p_ns_alloc = ns_alloc.get(pjob.namespace, session.space.zeros()) + preemptor.request
             taken_job: dict[str, Vector] = {}
             taken_ns: dict[str, Vector] = {}
             victims = []
@@ -158,7 +190,7 @@ class Drf(BasePlugin):
                     continue
                 if vjob.namespace != pjob.namespace:
                     ns = vjob.namespace
-                    before = held_by_ns.get(ns, session.space.zeros()) - taken_ns.get(ns, 0.0)
+                    before = ns_alloc.get(ns, session.space.zeros()) - taken_ns.get(ns, 0.0)
                     mine = share(p_ns_alloc) / weight(pjob.namespace)
                     theirs = share(before - t.request) / weight(ns)
                     if mine <= theirs + _TOL and mine < share(before) / weight(ns) - _TOL:
@@ -175,122 +207,7 @@ class Drf(BasePlugin):
         session.add_preemptable_fn(self.name, preemptable)
         session.add_job_key_fn(self.name, job_key)
         session.add_namespace_key_fn(self.name, namespace_key)
-        session.add_event_handler(
-            EventHandler(allocate=namespaces.allocated, deallocate=namespaces.deallocated)
-        )
+        session.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
         session.state["drf.namespace_share"] = ns_share
         session.state["drf.job_share"] = job_share
         session.state["drf.namespace_share_after_next"] = ns_share_after_next
-
-
-class _Namespaces:
-    """What each namespace holds (``alloc``), kept current through the session, and the request of each
-    namespace's smallest next pod at the open (``next``, by dominant share of the cluster): made when
-    first asked, from the ledger as it stood at the open and the placements noted until then, so the
-    same floats as made in the open and followed by the event handler. A session that asks neither
-    (one namespace pending, nothing preempted) makes neither."""
-
-    def __init__(self, session: ExtensionPoints | None, decay: Decay) -> None:
-        self._session = session
-        self._decay = decay
-        self._opening = session.ledger.at_open() if session is not None else None
-        self._alloc: dict[str, Vector] | None = None if session is not None else {}
-        self._next: dict[str, tuple[float, Vector]] | None = None if session is not None else {}
-        self._averages: dict[str, Vector] | None = None if session is not None else {}
-        #: The placements (+1) and releases (-1) before ``alloc`` was made, in order.
-        self._noted: list[tuple[int, Task]] = []
-        #: How many of them ``alloc`` went through when made.
-        self.replayed = 0
-
-    @property
-    def made(self) -> bool:
-        """Whether ``alloc`` was made (the tests ask)."""
-        return self._alloc is not None
-
-    def allocated(self, task: Task) -> None:
-        alloc = self._alloc
-        if alloc is None:
-            self._noted.append((1, task))
-            return
-        acc = alloc.get(task.namespace)
-        if acc is None:
-            acc = alloc[task.namespace] = np.zeros(len(task.request))
-        acc += task.request
-
-    def deallocated(self, task: Task) -> None:
-        alloc = self._alloc
-        if alloc is None:
-            self._noted.append((-1, task))
-            return
-        # The namespace has an entry: the ledger has one for every namespace of a job, and
-        # allocated makes one for a placement of this session.
-        alloc[task.namespace] -= task.request
-
-    def alloc(self) -> dict[str, Vector]:
-        """What each namespace holds now (the ledger's sums at the open, copied, then every placement
-        and release of the session in turn)."""
-        alloc = self._alloc
-        if alloc is None:
-            assert self._opening is not None
-            alloc = {ns: held.copy() for ns, held in self._opening.held_by_namespace().items()}
-            self._alloc = alloc
-            noted, self._noted = self._noted, []
-            self.replayed = len(noted)
-            for sign, task in noted:
-                if sign > 0:
-                    self.allocated(task)
-                else:
-                    self.deallocated(task)
-        return alloc
-
-    def next(self) -> dict[str, tuple[float, Vector]]:
-        """Per namespace, the dominant share and request of its smallest pending pod at the open."""
-        out = self._next
-        if out is None:
-            assert self._session is not None and self._opening is not None
-            out = self._next = _smallest_next(self._session, self._opening)
-        return out
-
-    def averages(self) -> dict[str, Vector]:
-        """Each namespace's decayed average holding (``fairShare.halfLife``; empty when off)."""
-        out = self._averages
-        if out is None:
-            session = self._session
-            assert session is not None
-            out = self._averages = (
-                self._decay.averages(session.carryover.get(USAGE_CARRY), now=session.now, space=session.space)
-                if self._decay.on
-                else {}
-            )
-        return out
-
-
-def _smallest_next(session: ExtensionPoints, opening: Opening) -> dict[str, tuple[float, Vector]]:
-    """Per namespace, the dominant share and request of the smallest first pending task of its jobs
-    asking at the open (statuses as at the open)."""
-    # (two lists, not a list of pairs: a backlog's first session has 50,000 jobs, and a pair each
-    # is as many objects for the collector)
-    next_ns: list[str] = []
-    next_request: list[Vector] = []
-    pending = TaskStatus.PENDING
-    status = opening.status
-    for job in opening.asking_jobs():
-        if opening.changed(job):  # (a placement of the session since: its tasks' statuses at the open)
-            for t in job.tasks.values():
-                if status(t) is pending:
-                    next_ns.append(job.namespace)
-                    next_request.append(t.request)
-                    break
-        elif job.status_count.get(pending):
-            for t in job.tasks.values():
-                if t.status is pending:
-                    next_ns.append(job.namespace)
-                    next_request.append(t.request)
-                    break
-    out: dict[str, tuple[float, Vector]] = {}
-    sizes = share_rows(session.total, session.space.share_mask, next_request)
-    for ns, request, size in zip(next_ns, next_request, sizes, strict=True):
-        best = out.get(ns)
-        if size > 0 and (best is None or size < best[0]):
-            out[ns] = (size, request)
-    return out
