@@ -8,7 +8,7 @@ the water-fill itself is :mod:`volsched.model.fairshare` (pure). Users: docs/con
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import field
 from itertools import pairwise
 from operator import attrgetter
@@ -665,21 +665,31 @@ class _Placing:
     def _completes_in(self, queue: QueueSpec) -> bool:
         return any(j.pipelined_count < j.min_member for j in self._committed.get(queue.name, ()))
 
-    def _within_limit(self, attr: QueueAttr, task: Task) -> str | None:
-        future = attr.allocated + task.request
+    def _beyond(
+        self, a: QueueAttr, task: Task, limit: Vector, *, whose: str, said: Callable[[int, QueueAttr], str]
+    ) -> str | None:
+        """Why ``task`` would take queue ``a`` past ``limit`` in a share dimension it asks for, said of
+        ``whose`` (``said``: the limit in a dimension, in words, of ``a``); None if it would not."""
+        future = a.allocated + task.request
         space = self._space
         for d in np.flatnonzero((task.request > EPS) & self._mask):
-            if future[d] > attr.limit[d] + EPS:
-                extra = attr.limit[d] - attr.deserved[d]
-                limit = f"deserved {space.names[d]} {space.describe(d, attr.deserved[d])}" + (
-                    f" + remainder {space.describe(d, extra)}" if extra > EPS else ""
-                )
+            if future[d] > limit[d] + EPS:
                 return (
-                    f"queue {attr.name} would exceed {limit}"
-                    f" (allocated {space.describe(d, attr.allocated[d])} + request "
-                    f"{space.describe(d, task.request[d])})"
+                    f"{whose} would exceed {said(int(d), a)} (allocated {space.describe(d, a.allocated[d])}"
+                    f" + request {space.describe(d, task.request[d])})"
                 )
         return None
+
+    def _within_limit(self, attr: QueueAttr, task: Task) -> str | None:
+        space = self._space
+
+        def deserved(d: int, a: QueueAttr) -> str:
+            extra = a.limit[d] - a.deserved[d]
+            return f"deserved {space.names[d]} {space.describe(d, a.deserved[d])}" + (
+                f" + remainder {space.describe(d, extra)}" if extra > EPS else ""
+            )
+
+        return self._beyond(attr, task, attr.limit, whose=f"queue {attr.name}", said=deserved)
 
     def allocatable(self, queue: QueueSpec, task: Task) -> str | None:
         # Hot path: one comparison per queue on the task's path against its bound (the leaf's limit
@@ -695,18 +705,19 @@ class _Placing:
         refused = self._within_limit(attr, task)
         if refused and not self._completes_gang(task):
             return refused
-        dims = np.flatnonzero((task.request > EPS) & self._mask)
         space = self._space
         for a in attr.path:
-            future = a.allocated + task.request
-            for d in dims:
-                if future[d] > a.real_capability[d] + EPS:
-                    whose = f"queue {a.name}" if a is attr else f"parent queue {a.name}"
-                    return (
-                        f"{whose} would exceed realCapability {space.names[d]} "
-                        f"{space.describe(d, a.real_capability[d])} (allocated "
-                        f"{space.describe(d, a.allocated[d])} + request {space.describe(d, task.request[d])})"
-                    )
+            refused = self._beyond(
+                a,
+                task,
+                a.real_capability,
+                whose=f"queue {a.name}" if a is attr else f"parent queue {a.name}",
+                said=lambda d, q: (
+                    f"realCapability {space.names[d]} {space.describe(d, q.real_capability[d])}"
+                ),
+            )
+            if refused:
+                return refused
         return None
 
     def preemptive(self, queue: QueueSpec, task: Task) -> str | None:
