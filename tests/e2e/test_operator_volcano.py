@@ -14,6 +14,8 @@ import pytest
 from kubernetes import client
 
 from tests.e2e.operator_fixtures import (
+    GROUP,
+    VERSION,
     VV,
     Kube,
     Start,
@@ -155,6 +157,61 @@ def test_a_jobs_pods_without_a_podgroup_get_one_owned_by_the_job(k: Kube, start_
     assert wide["spec"]["minMember"] == 3
     assert len(k.bound(ns)) == 3  # the wide gang waits whole
     assert "not served (yet)" in op.log()
+
+
+def test_a_jobs_pods_with_a_bad_min_member_wait_each_told_why_until_it_is_mended(
+    k: Kube, start_operator: Start
+) -> None:
+    """A gang is whole or not at all: with min-member "two" no PodGroup is made and no pod starts alone
+    (the defect: both started, one at a time, in a PodGroup of minMember 1); each pod is told why, and
+    once the annotation is mended the two start together."""
+    k.nodes(node("n1", cpu="4"))
+    ns = k.namespace("bad-min-member")
+    job = client.BatchV1Api(k.api).create_namespaced_job(ns, _job("mpi"))
+    ref = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": "mpi",
+        "uid": job.metadata.uid,
+        "controller": True,
+    }
+    names = ["mpi-0", "mpi-1"]
+    for name in names:
+        p = pod(name, "1")
+        p["metadata"]["ownerReferences"] = [ref]
+        p["metadata"]["annotations"] = {"scheduling.volsched.io/min-member": "two"}
+        k.pods(ns, p)
+    op = start_operator()
+
+    def told() -> list[Any]:
+        events = [e for e in k.core.list_namespaced_event(ns).items if e.reason == "InvalidMinMember"]
+        return events if sorted(e.involved_object.name for e in events) == names else []
+
+    for event in wait_for(told, 30, what="InvalidMinMember on each pod"):
+        assert "'two'" in event.message and "wait" in event.message
+    for name in names:
+        cond = wait_for(
+            lambda n=name: next(
+                (
+                    c
+                    for c in k.core.read_namespaced_pod(n, ns).status.conditions or []
+                    if c.type == "PodScheduled"
+                ),
+                None,
+            ),
+            20,
+            what="PodScheduled condition",
+        )
+        assert cond.reason == "Unschedulable" and "'two'" in cond.message
+    assert not k.bound(ns)  # (told above: the sessions that held them ran)
+    assert not k.custom.list_namespaced_custom_object(GROUP, VERSION, ns, "podgroups")["items"]
+    for name in names:
+        k.core.patch_namespaced_pod(
+            name, ns, {"metadata": {"annotations": {"scheduling.volsched.io/min-member": "2"}}}
+        )
+    wait_for(lambda: len(k.bound(ns)) == 2, 30, what="both bound once mended", operator=op)
+    pg = wait_for(lambda: k.get_podgroup(ns, f"podgroup-{job.metadata.uid}"), 20, what="the Job's PodGroup")
+    assert pg["spec"]["minMember"] == 2
 
 
 def test_podgroups_an_earlier_version_named_after_their_owner_are_deleted_when_no_pod_is_in_them(

@@ -25,7 +25,6 @@ def test_a_jobs_pods_are_one_podgroup_named_after_the_jobs_uid() -> None:
     [
         ("4", 0, "Pending"),  # 4 cpus asked as a whole, 3 free: the gang waits whole
         ("3", 3, "Running"),
-        ("not-a-number", 3, "Running"),  # counts as 1
     ],
 )
 def test_the_min_member_annotation_makes_the_owners_pods_a_gang(
@@ -100,10 +99,22 @@ def test_pods_of_another_scheduler_get_no_podgroup() -> None:
 
 
 @pytest.mark.parametrize("value", ["not-a-number", "0", "-2", "2147483648", "9" * 20])
-def test_a_bad_min_member_annotation_is_reported_on_the_pod_and_counts_as_1(value: str) -> None:
-    """Past 2^31 - 1 too (the defect: taken as it was, a minMember the PodGroup the operator creates for
-    the owner cannot hold, and the decoder refuses on a PodGroup it reads)."""
+def test_a_bad_min_member_annotation_holds_the_owners_pods_each_told_why(value: str) -> None:
+    """A gang is whole or not at all: a bad annotation is no gang of 1, its pods never start one at a
+    time (the defect: they did) but wait, each told why, and no PodGroup is made for them. Past 2^31 - 1
+    too (a minMember a PodGroup cannot hold)."""
     data = run([node("n1", cpu="3"), batch_job("mpi", parallelism=2, annotations={MIN: value})])
-    assert owner_group(data, "Job mpi")["minMember"] == 1
+    assert count_placed(data, "default/mpi") == 0
+    assert not [g for g in data["podgroups"].values() if g["owner"] == "Job mpi"]
     events = [e for e in data["events"] if e["reason"] == "InvalidMinMember"]
-    assert len(events) == 1 and repr(value) in events[0]["message"]
+    assert sorted(e["object"] for e in events) == ["Pod default/mpi-0", "Pod default/mpi-1"]
+    assert all(repr(value) in e["message"] and "wait" in e["message"] for e in events)
+    assert not [e for e in data["events"] if e["reason"] == "PodGroupNotFound"]
+
+
+def test_the_held_pods_start_as_a_gang_once_the_annotation_is_mended() -> None:
+    bad = batch_job("mpi", parallelism=2, annotations={MIN: "two"})
+    good = batch_job("mpi", parallelism=2, annotations={MIN: "2"})
+    assert count_placed(run([node("n1", cpu="3"), bad]), "default/mpi") == 0
+    data = run([node("n1", cpu="3"), good])
+    assert count_placed(data, "default/mpi") == 2 and owner_group(data, "Job mpi")["minMember"] == 2

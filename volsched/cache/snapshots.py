@@ -437,6 +437,12 @@ class SnapshotBuilder:
             ordered = sorted(self._owner_first.items(), key=lambda kv: kv[1][0])
             return [(key, first) for key, (_, first) in ordered if key not in view.podgroups]
 
+    def owner_holds_node(self, job_key: str) -> bool:
+        """Whether a pod of the owner's group ``job_key`` (see :meth:`owner_groups`) has a node."""
+        with self._lock:
+            entries = self._entries
+            return any(entries[k].prepared.node_name for k in self._owners.get(job_key, ()))
+
     def _task(self, key: str) -> Task:
         """The shared task of entry ``key``, with its request over the current space."""
         entry = self._entries[key]

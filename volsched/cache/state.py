@@ -156,6 +156,9 @@ class ClusterState:
         self._derived_phase: dict[str, PodGroupPhase] = {}
         #: What was wrong with the annotations of those groups' pods, as snapshot problems.
         self.derived_problems: list[tuple[str, str, str]] = []
+        #: Those groups held whole for their pods' bad min-member annotation (no PodGroup is made, so
+        #: none of them starts alone): job key -> what each of their pods is told (InvalidMinMember).
+        self.derived_held: dict[str, str] = {}
         #: Queues and PodGroups (ours or Volcano's) refused as invalid: "Queue q" / "PodGroup ns/g" -> why
         #: (see ``refuse``); a pod naming one that is not held is told so (``ClusterSnapshot.refused``).
         self.refused: dict[str, str] = {}
@@ -696,7 +699,10 @@ class ClusterState:
         group and that no object stands for yet (job key, oldest task), in that order: minMember from
         the pods' :data:`MIN_MEMBER_ANNOTATION` (default 1), the queue from their queue annotation,
         priority from the oldest pod. The one made for a group last time is kept while its oldest task
-        (the very object) and phase are the same."""
+        (the very object) and phase are the same. A group whose annotation is not a whole number from
+        1 to 2^31 - 1 gets none: a gang is whole or not at all, so its pods wait, each told why
+        (:attr:`derived_held`), until it is mended; unless one of them holds a node already (started
+        before this rule), when it counts as 1 and the oldest pod is told so."""
         with self._lock:
             keys = {key for key, _ in groups}
             for key in [k for k in self._derived_phase if k not in keys]:
@@ -704,26 +710,31 @@ class ClusterState:
             phases = self._derived_phase.copy()
         out = []
         problems = []
+        held: dict[str, str] = {}
         made: dict[str, tuple[Task, PodGroupPhase, PodGroupSpec, tuple[str, str, str] | None]] = {}
         for key, first in groups:
             phase = phases.get(key, PodGroupPhase.PENDING)
             hit = self._derived_made.get(key)
-            if hit is not None and hit[0] is first and hit[1] is phase:
+            if hit is not None and hit[0] is first and hit[1] is phase and hit[3] is None:
                 made[key] = hit
                 out.append(hit[2])
-                if hit[3] is not None:
-                    problems.append(hit[3])
                 continue
             problem: tuple[str, str, str] | None = None
             assert first.owner_ref is not None
             raw = first.annotations.get(MIN_MEMBER_ANNOTATION)
             min_member = _min_member(first)
             if raw is not None and min_member == 1 and str(raw).strip() != "1":
+                bad = (
+                    f"annotation {MIN_MEMBER_ANNOTATION} {raw!r} is not a whole number from 1 to {INT32_MAX}"
+                )
+                title = f"{first.owner_ref.group_name} ({first.owner_ref.title})"
+                if not self._builder.owner_holds_node(key):
+                    held[key] = f"{bad}; the pods of {title} wait, none starts alone, until it is mended"
+                    continue
                 problem = (
                     f"Pod {first.key}",
                     "InvalidMinMember",
-                    f"annotation {MIN_MEMBER_ANNOTATION} {raw!r} is not a whole number from 1 to {INT32_MAX}; "
-                    f"PodGroup {first.owner_ref.group_name} ({first.owner_ref.title}) takes minMember 1",
+                    f"{bad}; PodGroup {title} takes minMember 1",
                 )
                 problems.append(problem)
             spec = PodGroupSpec(
@@ -742,6 +753,7 @@ class ClusterState:
             out.append(spec)
         self._derived_made = made
         self.derived_problems = problems
+        self.derived_held = held
         return out
 
     # --- reading --------------------------------------------------------------------------------------
@@ -884,10 +896,22 @@ class ClusterState:
             snap.problems.extend(self.derived_problems)
             if misdirected:
                 snap.problems.extend(misdirected)
+            if self.derived_held:
+                snap.problems = [self._told_held(p, self.derived_held) for p in snap.problems]
             if self.refused:
                 refused = snap.refused = dict(self.refused)
                 snap.problems = [self._told_refused(p, refused) for p in snap.problems]
             return snap
+
+    def _told_held(self, problem: tuple[str, str, str], held: Mapping[str, str]) -> tuple[str, str, str]:
+        """A pod's problem that its PodGroup does not exist, said of a group held for its bad
+        min-member annotation (:attr:`derived_held`): that annotation, and that its pods wait."""
+        obj, reason, _ = problem
+        if reason != "PodGroupNotFound":
+            return problem
+        task = self.tasks.get(obj.partition(" ")[2])
+        why = None if task is None else held.get(task.job_key)
+        return problem if why is None else (obj, "InvalidMinMember", why)
 
     def _told_refused(
         self, problem: tuple[str, str, str], refused: Mapping[str, str]
