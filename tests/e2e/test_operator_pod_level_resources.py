@@ -6,6 +6,7 @@ field was dropped as the pod arrived and both were bound to the node."""
 from __future__ import annotations
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from tests.e2e.operator_fixtures import Kube, Start, node, pod, wait_for
 
@@ -37,3 +38,15 @@ def test_pods_asking_at_pod_level_do_not_share_a_node_they_do_not_fit(k: Kube, s
     message = wait_for(told, 30, what="why the second pod waits, on its events")
     assert "cpu 3" in message or "needs 3" in message, message  # (held at admission, or at placement)
     assert len(k.bound(ns)) == 1
+
+
+def test_claims_at_pod_level_never_reach_the_operator(k: Kube) -> None:
+    """The apiserver refuses ``spec.resources.claims`` (a claim is named in the container that uses it): only
+    hand-written input to the simulator can carry them, and the decoder refuses them there, naming them."""
+    ns = k.namespace("pod-level-claims")
+    p = _pod_level("c")
+    p["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu"}]
+    p["spec"]["resources"]["claims"] = [{"name": "gpu"}]
+    with pytest.raises(ApiException) as refused:
+        k.core.create_namespaced_pod(ns, p)
+    assert refused.value.status == 422 and "claims" in str(refused.value.body)

@@ -55,3 +55,11 @@ def test_a_resource_not_taken_at_pod_level_is_refused_naming_it() -> None:
     obj = _pod("p", {"requests": {"cpu": "1", "nvidia.com/gpu": "1"}})
     with pytest.raises(InputError, match=r"spec\.resources\.requests: nvidia\.com/gpu is not a pod-level"):
         pod_request(obj, where="Pod default/p")
+
+
+def test_claims_at_pod_level_are_refused_naming_them() -> None:
+    """The apiserver refuses ``spec.resources.claims`` (claims are named per container); hand-written input
+    to the simulator had them dropped silently (the defect), as if the pod asked no device."""
+    obj = _pod("p", {"requests": {"cpu": "1"}, "claims": [{"name": "gpu"}]})
+    with pytest.raises(InputError, match=r"spec\.resources\.claims: .*container"):
+        pod_request(obj, where="Pod default/p")

@@ -258,9 +258,15 @@ def _pod_level(name: str) -> bool:
 def _pod_level_requests(raw: Any, asked: set[str], *, where: str) -> dict[str, float]:
     """``spec.resources``: what the pod asks as a whole, which stands for its containers' sum of each
     resource named (Kubernetes' PodRequests); a limit is the request of a resource no container asks
-    (``asked``), as the apiserver defaults it. A resource Kubernetes does not take there is refused."""
+    (``asked``), as the apiserver defaults it. A resource Kubernetes does not take there is refused, and
+    so are ``claims`` there (the apiserver's validation forbids them at pod level)."""
     if not isinstance(raw, _MAP):
         raise InputError(f"{where}: spec.resources must be a map, got {_short(raw)}")
+    if raw.get("claims"):
+        raise InputError(
+            f"{where}: spec.resources.claims: claims are not taken at pod level (the apiserver refuses them "
+            "there; name each in the resources.claims of the container that uses it)"
+        )
     out: dict[str, float] = {}
     for part in ("limits", "requests"):
         amounts = parse_resource_map(raw.get(part), where=f"{where}: spec.resources.{part}")
