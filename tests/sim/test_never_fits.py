@@ -175,3 +175,30 @@ def test_a_queue_status_asks_nothing_for_a_gang_that_can_never_run() -> None:
     data = run(objs)
     assert placed(data) == {"default/a1": "n1"}
     assert data["queues"]["a"]["request"]["cpu"] == 5
+
+
+@pytest.mark.parametrize("config", [None, "proportion"], ids=["default", "proportion-alone"])
+def test_an_admitted_gang_that_can_never_run_keeps_no_room_from_the_others(config: str | None) -> None:
+    """The defect: a gang admitted before the nodes changed (phase Inqueue), that can never run now, kept
+    what it may still claim toward its minimum out of the room admission hands out: overcommit's "room
+    0 (cluster 4 x 1.2 - used 0 - admitted 9)" kept every other pod of the cluster out for ever, and
+    proportion's admitted sum its queue's. No room is held for it now: the pod arriving after it runs."""
+    from tests.builders import config as make_config
+
+    conf = None
+    if config == "proportion":
+        conf = make_config(
+            'actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: priority}, {name: gang}]\n'
+            "- plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}]\n"
+        )
+    objs = [
+        node("n1", cpu="4"),
+        queue("q"),
+        podgroup("g", queue="q", min_member=3, phase="Inqueue"),
+        *(pod(f"g-{i}", group="g", cpu="3", queue="q") for i in range(3)),
+        pod("p", queue="q", cpu="1"),
+    ]
+    data = run(objs, conf=conf)
+    assert placed(data) == {"default/p": "n1"}
+    said = {e["object"]: e["message"] for e in data["events"]}["PodGroup default/g"]
+    assert said.startswith("can never run as it stands: "), said

@@ -100,7 +100,7 @@ def _session(state: ClusterState, now: float, *, config: Any = None) -> tuple[di
 def _walked(session: Session) -> dict[str, dict[str, Vector]]:
     """What the jobs hold per queue (known) and per namespace (the ones that hold something), what they
     hold and ask per queue (a gang that can never run as it stands asks nothing), and what
-    the admitted ones still claim per queue: one job at a time, in order, from zero, as the opens summed
+    the admitted ones still claim per queue (but those that can never run as they stand): one job at a time, in order, from zero, as the opens summed
     before there was a settled run."""
     out: dict[str, dict[str, Vector]] = {
         "queues": {},
@@ -119,7 +119,7 @@ def _walked(session: Session) -> dict[str, dict[str, Vector]]:
             if j.podgroup is not None and j.ready_count < j.min_member and never_fits(session, j):
                 asks = j.allocated  # (no share is its: a Queue's status does not show it asked)
             out["requests"][j.queue] = out["requests"].get(j.queue, zeros) + asks
-            if j.phase is PodGroupPhase.INQUEUE:
+            if j.phase is PodGroupPhase.INQUEUE and not (j.podgroup is not None and never_fits(session, j)):
                 out["inqueue"][j.queue] = out["inqueue"].get(j.queue, zeros) + unmet_minimum(j)
         if not j.all_pending:
             out["namespaces"][j.namespace] = out["namespaces"].get(j.namespace, zeros) + j.allocated

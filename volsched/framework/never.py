@@ -24,10 +24,10 @@ import numpy as np
 from volsched.framework.decisions import Status
 from volsched.framework.messages import amounts
 from volsched.framework.points import ExtensionPoints
-from volsched.model.cluster import BoolArray, Job, NodeTable
+from volsched.model.cluster import BoolArray, Job, NodeTable, unmet_minimum_rows
 from volsched.model.nodeterms import matches_affinity, matches_node_selector
 from volsched.model.resources import EPS, Vector
-from volsched.model.vocabulary import QueueSpec, Task, TaskStatus
+from volsched.model.vocabulary import PodGroupPhase, QueueSpec, Task, TaskStatus
 from volsched.records import dataclass
 
 if TYPE_CHECKING:
@@ -308,3 +308,30 @@ def tell_aside(session: Session, refused: Refused, job: Job) -> None:
     """Tell ``job``, set aside, what its last try found (its refusals and its pods')."""
     session.job_errors[job.key] = list(refused.job)
     session.fit_errors.update(refused.tasks)
+
+
+def never_admitted(session: ExtensionPoints) -> tuple[Vector, dict[str, Vector]] | None:
+    """What the admitted jobs (phase Inqueue) may still claim toward their minimum, over all and per queue
+    (the ledger's ``unmet`` and ``unmet_by_queue``), without the admitted gangs that can never run as it
+    stands (:func:`never_fits`); None when there is none such (then the ledger's sums are the answer).
+    No room would ever let such a gang run, so what admission hands out (the room overcommit counts, the
+    share proportion admits into) is not held for it: else one such gang, admitted before the nodes
+    changed, kept every other job of its queue (or of the cluster) out for ever. The sums are the walk the
+    ledger's are, over the other admitted jobs in the session's order from zero: the same floats."""
+    inqueue = PodGroupPhase.INQUEUE
+    never = {
+        job.key
+        for job in session.ledger.short_gangs()
+        if job.phase is inqueue and job.podgroup is not None and never_fits(session, job) is not None
+    }
+    if not never:
+        return None
+    admitted = [j for j in session.jobs.values() if j.phase is inqueue and j.key not in never]
+    width = len(session.space)
+    index: dict[str, int] = {}
+    rows = [index.setdefault(j.queue, len(index)) for j in admitted]
+    sums = np.zeros((len(index), width))
+    unmet_minimum_rows(admitted, rows, sums)
+    total = np.zeros((1, width))
+    unmet_minimum_rows(admitted, [0] * len(admitted), total)
+    return total[0], {q: sums[i] for q, i in index.items()}

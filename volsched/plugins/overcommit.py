@@ -15,6 +15,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from volsched.framework.never import never_admitted, never_fits
 from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
@@ -51,7 +52,9 @@ class Overcommit(BasePlugin):
         # pending job (50,000 one-pod jobs at a large backlog) before the first bind, and a few float
         # operations over the dimensions cost less than the arrays' calls (the same IEEE arithmetic,
         # dimension by dimension: the same answers).
-        inqueue: list[float] = session.ledger.unmet().tolist()
+        # (but what admitted gangs that can never run as it stands claim: no room is held for them)
+        never = never_admitted(session)
+        inqueue: list[float] = (session.ledger.unmet() if never is None else never[0]).tolist()
         unused_floats: list[float] = unused.tolist()
         # Per queue: the effective guarantee less what the queue holds and has admitted (the queue
         # configuration's, found once for it: most sessions' queues guarantee nothing).
@@ -62,7 +65,7 @@ class Overcommit(BasePlugin):
             left = guarantee_left.get(job.queue)
             if left is not None:
                 left -= job.allocated
-                if job.phase is PodGroupPhase.INQUEUE:
+                if job.phase is PodGroupPhase.INQUEUE and (never is None or never_fits(session, job) is None):
                     left -= unmet_minimum(job)
 
         share_dims = space.share_dims

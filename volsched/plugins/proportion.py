@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from volsched.framework.decisions import Event
-from volsched.framework.never import never_fits
+from volsched.framework.never import never_admitted, never_fits
 from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
@@ -116,7 +116,8 @@ def _pending_requests(
         i = row.get(q)
         if i is not None:
             allocated[i] = v
-    for q, v in ledger.unmet_by_queue().items():
+    never = never_admitted(session)  # (no share is held for what those that can never run claim)
+    for q, v in (ledger.unmet_by_queue() if never is None else never[1]).items():
         i = row.get(q)
         if i is not None:
             inqueue[i] = v
