@@ -62,7 +62,7 @@ def never_fits(session: ExtensionPoints, job: Job) -> str | None:
         memo = session.state[_MEMO] = {}
     tasks = list(job.tasks.values())
     smallest = _smallest(session, tasks)
-    placements = frozenset(t.placement_key if t.node_selector or t.affinity_terms else "" for t in tasks)
+    placements = _placements(tasks)
     key = (job.min_request.tobytes(), smallest.tobytes(), job.min_member, job.queue, placements)
     if key in memo:
         return memo[key]
@@ -77,6 +77,27 @@ def _smallest(session: ExtensionPoints, tasks: list[Task]) -> Any:
     if all(t.request is first for t in tasks):  # one template's pods share one request vector
         return first
     return np.min(np.stack([t.request for t in tasks]), axis=0)
+
+
+def _placements(tasks: list[Task]) -> frozenset[str]:
+    """The placements of ``tasks`` with a node selector or required node affinity ("" for a pod with
+    neither)."""
+    return frozenset(t.placement_key if t.node_selector or t.affinity_terms else "" for t in tasks)
+
+
+def _where(nodes: NodeTable, tasks: list[Task], placements: frozenset[str]) -> BoolArray:
+    """The ready nodes one of ``tasks`` may go to (``placements``: :func:`_placements` of them)."""
+    ready = nodes.ready
+    return ready & admitted_nodes(nodes, tasks) if placements and "" not in placements else ready
+
+
+def _fit(alloc: Any, smallest: Any) -> int | None:
+    """How many pods asking ``smallest`` fit on empty nodes of allocatable ``alloc`` (rows), each node
+    counted alone; None when ``smallest`` asks nothing."""
+    asked = smallest > EPS
+    if not asked.any():
+        return None
+    return int(np.floor((alloc[:, asked] + EPS) / smallest[asked]).min(axis=1).sum())
 
 
 def _what(job: Job) -> str:
@@ -123,31 +144,26 @@ def _nodes_verdict(
             f"all the ready nodes have ({amounts({space.names[i]: float(total[i]) for i in rows}, pods=True)})"
         )
     nodes = session.nodes
-    ready = nodes.ready
-    where = ready & admitted_nodes(nodes, tasks) if placements and "" not in placements else ready
-    alloc = nodes.allocatable[where]
-    n_ready = int(ready.sum())
+    alloc = nodes.allocatable[_where(nodes, tasks, placements)]
+    n_ready = int(nodes.ready.sum())
     if n_ready and not len(alloc):
         return (
             f"none of the {n_ready} ready node(s) has the labels its pods' node selector or required node "
             f"affinity ask for (minMember {job.min_member})"
         )
-    asked = smallest > EPS
-    if asked.any() and len(alloc):
-        per_node = np.floor((alloc[:, asked] + EPS) / smallest[asked]).min(axis=1)
-        fit = int(per_node.sum())
-        if fit < job.min_member:
-            on = (
-                f"the {len(alloc)} ready node(s)"
-                if len(alloc) == n_ready
-                else f"the {len(alloc)} of {n_ready} ready node(s) its pods' node selector or required node "
-                "affinity admit"
-            )
-            return (
-                f"at most {fit} of its pods fit on {on}, even were they empty (minMember {job.min_member}; "
-                f"each pod asks at least "
-                f"{amounts({space.names[i]: float(smallest[i]) for i in np.flatnonzero(asked)})})"
-            )
+    fit = _fit(alloc, smallest) if len(alloc) else None
+    if fit is not None and fit < job.min_member:
+        on = (
+            f"the {len(alloc)} ready node(s)"
+            if len(alloc) == n_ready
+            else f"the {len(alloc)} of {n_ready} ready node(s) its pods' node selector or required node "
+            "affinity admit"
+        )
+        return (
+            f"at most {fit} of its pods fit on {on}, even were they empty (minMember {job.min_member}; "
+            f"each pod asks at least "
+            f"{amounts({space.names[i]: float(smallest[i]) for i in np.flatnonzero(smallest > EPS)})})"
+        )
     return None
 
 
@@ -245,17 +261,11 @@ def fits_nowhere(session: ExtensionPoints, job: Job) -> bool:
     if not tasks or any(t.resource_claims for t in tasks):
         return False
     nodes = session.nodes
-    ready = nodes.ready
-    placements = frozenset(t.placement_key if t.node_selector or t.affinity_terms else "" for t in tasks)
-    where = ready & admitted_nodes(nodes, tasks) if "" not in placements else ready
+    where = _where(nodes, tasks, _placements(tasks))
     if not where.any():
         return True
-    smallest = _smallest(session, tasks)
-    asked = smallest > EPS
-    if not asked.any():
-        return False
-    alloc = nodes.allocatable[where][:, asked]
-    return int(np.floor((alloc + EPS) / smallest[asked]).min(axis=1).sum()) < job.min_member
+    fit = _fit(nodes.allocatable[where], _smallest(session, tasks))
+    return fit is not None and fit < job.min_member
 
 
 def take_aside(session: Session) -> dict[str, Refused]:
