@@ -1,13 +1,15 @@
 """Pods that fit on no node as the nodes stand, on a real apiserver: set aside after their first try (later
-sessions do not try them until something may make them fit), they still say why they wait, pods arriving
-meanwhile are bound, and each is bound soon after what makes it fit happens: a node relabelled as its
-nodeSelector asks, a node joining with room for its request."""
+sessions do not try them until something may make them fit), they still say why they wait and that they are
+set aside (their figures those of their last try), pods arriving meanwhile are bound, and each is bound soon
+after what makes it fit happens (within seconds, not the five minutes after which a pod set aside is tried
+whatever happened): a node relabelled as its nodeSelector asks, a node joining with room for its request, a
+node becoming Ready, a node's allocatable growing, its PodGroup's minMember lowered."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.e2e.operator_fixtures import Kube, Start, node, pod, wait_for
+from tests.e2e.operator_fixtures import GROUP, VERSION, Kube, Start, node, pod, podgroup, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -30,6 +32,10 @@ def test_pods_set_aside_say_why_and_are_bound_once_a_node_changes_or_joins_for_t
     said = {"sel": why("sel"), "big": why("big")}
     assert "node selector" in said["sel"], said
     assert "insufficient cpu" in said["big"], said
+    assert all(
+        "; set aside, " in m and m.endswith("the figures here are those of its last try")
+        for m in said.values()
+    ), said
 
     for i in range(3):  # sessions go on, the two set aside: pods arriving are bound, they still say why
         k.pods(ns, pod(f"a{i}", cpu="100m"))
@@ -45,3 +51,55 @@ def test_pods_set_aside_say_why_and_are_bound_once_a_node_changes_or_joins_for_t
 
     k.nodes(node("n2", cpu="8"))
     wait_for(lambda: k.bound(ns).get(f"{ns}/big") == "n2", 30, what="big bound once n2 joins", operator=op)
+
+
+def _why(k: Kube, ns: str, name: str) -> str:
+    p = k.core.read_namespaced_pod(name, ns)
+    conds = {c.type: c for c in p.status.conditions or []}
+    cond = conds.get("PodScheduled")
+    return cond.message if cond is not None and cond.status == "False" and cond.message else ""
+
+
+def test_pods_set_aside_are_bound_once_a_node_is_ready_grows_or_their_gang_asks_less(
+    k: Kube, start_operator: Start
+) -> None:
+    not_ready = node("nr", cpu="2", labels={"disk": "ssd"})
+    not_ready["status"]["conditions"] = [
+        {"type": "Ready", "status": "False", "reason": "KubeletNotReady", "message": "down"}
+    ]
+    k.nodes(node("n0", cpu="2"), node("za", cpu="2", labels={"zone": "a"}), not_ready)
+    ns = k.namespace("aside-wakes")
+    k.podgroup(ns, podgroup("g", 3))
+    op = start_operator()
+    k.pods(
+        ns,
+        pod("sel", cpu="100m", node_selector={"disk": "ssd"}),  # only the node not ready has the label
+        pod("big", cpu="3"),  # more than any node's allocatable
+        *(pod(f"g-{i}", cpu="1", group="g", node_selector={"zone": "a"}) for i in range(3)),  # za holds 2
+    )
+    names = ("sel", "big", "g-0", "g-1", "g-2")
+    wait_for(
+        lambda: all("; set aside, " in _why(k, ns, n) for n in names),
+        30,
+        what="all five set aside",
+        operator=op,
+    )
+    k.pods(ns, pod("a0", cpu="100m"))  # sessions go on: a pod arriving is bound, the five are not
+    wait_for(lambda: f"{ns}/a0" in k.bound(ns), 30, what="a0 bound", operator=op)
+    assert not {f"{ns}/{n}" for n in names} & k.bound(ns).keys()
+
+    ready = [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}]
+    k.core.patch_node_status("nr", {"status": {"conditions": ready}})
+    wait_for(lambda: k.bound(ns).get(f"{ns}/sel") == "nr", 30, what="sel bound once nr is Ready", operator=op)
+
+    grown = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    k.core.patch_node_status("n0", {"status": {"capacity": grown, "allocatable": grown}})
+    wait_for(lambda: k.bound(ns).get(f"{ns}/big") == "n0", 30, what="big bound once n0 grows", operator=op)
+
+    k.custom.patch_namespaced_custom_object(GROUP, VERSION, ns, "podgroups", "g", {"spec": {"minMember": 2}})
+    wait_for(
+        lambda: sum(k.bound(ns).get(f"{ns}/g-{i}") == "za" for i in range(3)) == 2,
+        30,
+        what="two of g bound once its minMember is 2",
+        operator=op,
+    )

@@ -72,7 +72,11 @@ def test_pending_reason_is_in_numbers():
     objs = [node(f"n{i}", cpu="1") for i in range(4)] + [pod("big", cpu="2")]
     data = run(objs)
     msg = next(e["message"] for e in data["events"] if e["object"] == "Pod default/big")
-    assert msg == "0/4 nodes fit: 4 insufficient cpu (needs 2, most idle 1)"
+    assert msg == (
+        "0/4 nodes fit: 4 insufficient cpu (needs 2, most idle 1); set aside, as the nodes could not hold it"
+        " even empty: tried again once a node joins, leaves or changes, the pod or its queue changes, or in"
+        " 5m; the figures here are those of its last try"
+    )
 
 
 @pytest.mark.parametrize(

@@ -174,10 +174,13 @@ REJECTIONS = [
     pytest.param(
         "allocate",
         [node("n1", cpu="4"), queue("q"), *gang("g", size=3, cpu="2", phase="Inqueue")],
-        [(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "gang"), (Code.UNSCHEDULABLE, "proportion")],
+        [(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "gang"), (Code.UNSCHEDULABLE, "proportion"),
+         (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "allocate")],
         "can never run as it stands: its minMember pods ask cpu 6, more than all the ready nodes have (cpu 4); "
         "gang g: 2/3 tasks could be placed (minMember 3): task g-2: proportion: queue q would exceed"
-        " realCapability cpu 4 (allocated 4 + request 2)",
+        " realCapability cpu 4 (allocated 4 + request 2); set aside, as the nodes could not hold it even"
+        " empty: tried again once a node joins, leaves or changes, the gang or its queue changes, or in 5m;"
+        " the figures here are those of its last try",
         id="allocate-names-the-plugin-that-refused-the-gangs-last-task",
     ),
     pytest.param(

@@ -18,6 +18,7 @@ from tests.unit._cycle_harness import CONFIG, FakePort, cache
 from volsched.actions.allocate import Allocate
 from volsched.cache.feeder import Feeder
 from volsched.cycle import BOUND, CycleReport, run_cycle
+from volsched.framework.decisions import render
 from volsched.framework.never import ASIDE_FOR
 from volsched.framework.registry import load_config
 from volsched.model.cluster import Job
@@ -163,3 +164,48 @@ def test_five_minutes_after_their_last_try_they_are_tried_again(monkeypatch: pyt
     assert asked & STUCK == STUCK
     _, asked = spy.cycle(feeder, 5000.0 + ASIDE_FOR + 1)  # and set aside again
     assert not asked & STUCK
+
+
+def _why(report: CycleReport, pod_key: str) -> str:
+    return render(report.result.rejections[f"Pod {pod_key}"])
+
+
+def test_a_pod_set_aside_says_its_figures_are_those_of_its_last_try_from_that_try_on() -> None:
+    """Its figures ("most idle") are not worked out again while it is set aside: it says so, and when it
+    is tried again, the same words from the session that set it aside on (no second condition written
+    for the note alone); a pod that waits for room (tried every session) says nothing of the kind."""
+    feeder = cache(*_objects())
+    first = run_cycle(feeder, CONFIG, FakePort(), now=5000.0)
+    big = _why(first, "default/big")
+    assert big.startswith("0/5 nodes fit: 5 insufficient cpu (needs 6, most idle 4); set aside, "), big
+    assert big.endswith(
+        "tried again once a node joins, leaves or changes, the pod or its queue changes, or in 5m; "
+        "the figures here are those of its last try"
+    ), big
+    gang = render(first.result.rejections["PodGroup default/g"])
+    assert "the gang or its queue changes" in gang, gang
+    assert "the figures here are those of its last try" in _why(first, "default/g-1")
+    # every node's idle cpu falls below 4: a try now would say "most idle 2"; set aside, it keeps its words
+    for i in range(1, 6):
+        _apply(feeder, pod(f"fill{i}", cpu="2", queue="q", node=f"n{i}"))
+    later = run_cycle(feeder, CONFIG, FakePort(), now=5001.0)
+    assert _why(later, "default/big") == big
+    # a node grows, still too small for it: tried again, its figures are now's
+    _apply(feeder, node("n4", cpu="5"))
+    woken = run_cycle(feeder, CONFIG, FakePort(), now=5002.0)
+    assert _why(woken, "default/big").startswith(
+        "0/5 nodes fit: 5 insufficient cpu (needs 6, most idle 3); set aside"
+    )
+
+
+def test_a_pod_waiting_for_room_is_not_said_to_be_set_aside() -> None:
+    feeder = cache(
+        *(node(f"n{i}", cpu="4") for i in (1, 2)),
+        queue("q"),
+        *(pod(f"busy{i}", cpu="3", node=f"n{i}", queue="q") for i in (1, 2)),
+        pod("w", cpu="2", queue="q"),
+    )
+    for now in (5000.0, 5001.0):
+        report = run_cycle(feeder, CONFIG, FakePort(), now=now)
+        why = _why(report, "default/w")
+        assert why == "0/2 nodes fit: 2 insufficient cpu (needs 2, most idle 1)", why

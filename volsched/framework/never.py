@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from volsched.framework.decisions import Status
+from volsched.framework.decisions import Code, Status
 from volsched.framework.messages import amounts
 from volsched.framework.points import ExtensionPoints
 from volsched.model.cluster import BoolArray, Job, NodeTable, unmet_minimum_rows
 from volsched.model.nodeterms import matches_affinity, matches_node_selector
 from volsched.model.resources import EPS, Vector
+from volsched.model.scalars import human_duration
 from volsched.model.vocabulary import PodGroupPhase, QueueSpec, Task, TaskStatus
 from volsched.records import dataclass
 
@@ -297,21 +298,38 @@ def leave_aside(session: Session, tried: list[Job], aside: dict[str, Refused]) -
     """Set aside for the next session the gangs this one tried and could not place that fit nowhere as the
     nodes stand (:func:`fits_nowhere`), with what they were told, and keep those told this session what
     their last try found (``aside``: :func:`take_aside`'s, :func:`tell_aside` told them)."""
-    fits = session.job_errors
+    fits, fit_errors = session.job_errors, session.fit_errors
     kept = dict(aside)
     now = session.now
     for job in tried:
         statuses = fits.get(job.key)
         if not statuses or not fits_nowhere(session, job):
             continue
+        said = set_aside_note(job)
+        statuses.append(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "allocate", (said,)))
         tasks = tuple(
-            (t.key, s) for t in job.tasks.values() if (s := session.fit_errors.get(t.key)) is not None
+            (t.key, fit_errors[t.key].also(said)) for t in job.tasks.values() if t.key in fit_errors
         )
+        fit_errors.update(tasks)
         kept[job.key] = Refused(since=now, job=tuple(statuses), tasks=tasks)
     if kept:
         session.snapshot.kept[KEPT_ASIDE] = Aside(
             config=session.config, memo=session.nodes.memo, queues=dict(session.queues), jobs=kept
         )
+
+
+def set_aside_note(job: Job) -> str:
+    """What a gang set aside is told after its refusals (its own and each of its pods'), from the try
+    that set it aside on: that it is not tried again until what may make it fit happens, so the figures
+    its refusals give (the idle capacity in "most idle", a queue's share) are those of its last try, not
+    of now. Said by the session that sets it aside too, so its words do not change (nor are written
+    again) from one session to the next; the condition's time is when they were first written."""
+    who = "the pod" if job.podgroup is None else "the gang"
+    return (
+        f"set aside, as the nodes could not hold it even empty: tried again once a node joins, leaves or "
+        f"changes, {who} or its queue changes, or in {human_duration(ASIDE_FOR)}; the figures here are those "
+        "of its last try"
+    )
 
 
 def tell_aside(session: Session, refused: Refused, job: Job) -> None:
