@@ -11,6 +11,7 @@ import copy
 import difflib
 import json
 import math
+import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -497,7 +498,15 @@ def _add_trace(trace: argparse.ArgumentParser) -> None:
     trace.set_defaults(func=_trace)
 
 
+#: The environment volsched's commands set when it is unset: what numpy's OpenBLAS reads when numpy is
+#: imported. volsched asks numpy for no matrix product and no linear algebra, so OpenBLAS's threads (one a
+#: core, made and spinning at numpy's import) are work for nothing at every start.
+QUIET_ENVIRONMENT = {"OPENBLAS_NUM_THREADS": "1"}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    for name, value in QUIET_ENVIRONMENT.items():  # before anything imports numpy (a value set is kept)
+        os.environ.setdefault(name, value)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["run"] and argv[1:2] != ["--"]:  # the operator parses its own options (``--help``)
         argv = ["run", "--", *argv[1:]]

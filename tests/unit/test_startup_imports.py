@@ -3,6 +3,7 @@ session (each costs a few hundred ms of import under load, at every start)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -66,3 +67,17 @@ def test_a_cel_selector_still_compiles_and_matches_once_used() -> None:
     program = compile_selector('device.driver == "gpu.example.com"')
     assert not isinstance(program, str)
     assert isinstance(compile_selector("device.driver =="), str)  # the compile error's text
+
+
+def test_volsched_commands_start_numpy_without_openblas_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """volsched asks numpy for no linear algebra: its commands set OpenBLAS to one thread (no threads
+    made and spinning at numpy's import) before anything imports numpy, and keep a value already set."""
+    from volsched import cli
+
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "")  # undone after the test: unset again if it was
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS")
+    cli.main(["check-config", "/nonexistent/volsched.conf"])
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    cli.main(["check-config", "/nonexistent/volsched.conf"])
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "4"
