@@ -496,7 +496,10 @@ def run_workload(
                 for u in server.values():
                     u.sample()
                 server0 = {name: u.cpu_seconds for name, u in server.items()}
-                asked0 = apiserver_requests(cp)
+                #: Seconds each side's threads waited for a CPU over the window (runnable, not running).
+                waiting = {"scheduler": sched.proc.pid, **{n: cp.processes()[n] for n in server}}
+                waited0 = {n: runqueue_wait(pid) for n, pid in waiting.items()}
+                asked0, spent0 = apiserver_metrics(cp)
                 went_on = math.nan
                 with Churn(api, sched_name) if w.churn else _nothing():
                     if backlog:
@@ -508,12 +511,18 @@ def run_workload(
                     if not backlog:
                         creation.wait()
                 row.cpu_s = usage.cpu_seconds - cpu0
+                row.extra["waited_for_cpu_s"] = {
+                    n: round(runqueue_wait(pid) - waited0[n], 3) for n, pid in waiting.items()
+                }
                 for name, u in server.items():
                     u.sample()
                     row.extra[f"{name}_cpu_s"] = round(u.cpu_seconds - server0[name], 3)
-                asked = apiserver_requests(cp)
+                asked, spent = apiserver_metrics(cp)
                 row.extra["requests"] = {
                     k: n - asked0.get(k, 0) for k, n in sorted(asked.items()) if n > asked0.get(k, 0)
+                }
+                row.extra["served_s"] = {
+                    k: round(spent.get(k, 0.0) - spent0.get(k, 0.0), 4) for k in row.extra["requests"]
                 }
                 if spy is not None:
                     row.extra["py_spy"] = _stop_py_spy(spy, args.keep)
@@ -542,6 +551,20 @@ def run_workload(
     return row
 
 
+def runqueue_wait(pid: int, proc: Path = Path("/proc")) -> float:
+    """Seconds the threads of ``pid`` (alive now) have waited on a run queue, runnable but not running
+    (the second figure of each ``/proc/PID/task/TID/schedstat``): over a window, what the machine's load
+    took from a process, which its CPU seconds do not show. A thread that exited meanwhile is not
+    counted; 0.0 where the kernel keeps no schedstat."""
+    total = 0
+    for task in (proc / str(pid) / "task").glob("*"):
+        try:
+            total += int((task / "schedstat").read_text().split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1e9
+
+
 def _start_py_spy(args: argparse.Namespace, pid: int, rundir: Path) -> Any:
     """``py-spy record`` on the scheduler from before the measured pods to the last bind (collapsed stacks,
     one line per stack with its thread); None without ``--py-spy``."""
@@ -560,6 +583,14 @@ def _stop_py_spy(spy: Any, keep: Path | None) -> str:
 def apiserver_requests(cp: LocalControlPlane) -> dict[str, int]:
     """The apiserver's requests so far by verb, resource and subresource (its ``apiserver_request_total``,
     every client and code summed): the difference over a window says what the schedulers asked of it."""
+    return apiserver_metrics(cp)[0]
+
+
+def apiserver_metrics(cp: LocalControlPlane) -> tuple[dict[str, int], dict[str, float]]:
+    """:func:`apiserver_requests`, and the seconds the apiserver spent serving them by the same key (its
+    ``apiserver_request_duration_seconds_sum``: from the request read to the answer written, every client
+    summed). Over a window, seconds over requests is the apiserver's own time per request: what of a
+    client's round trip was the server's."""
     import re
     import ssl
     import urllib.request
@@ -568,18 +599,26 @@ def apiserver_requests(cp: LocalControlPlane) -> dict[str, int]:
     req = urllib.request.Request(f"{cp.host}/metrics", headers={"Authorization": f"Bearer {cp.admin_token}"})
     with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
         text = resp.read().decode()
-    out: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    seconds: dict[str, float] = {}
     for line in text.splitlines():
-        if not line.startswith("apiserver_request_total{"):
+        total = line.startswith("apiserver_request_total{")
+        if not total and not line.startswith("apiserver_request_duration_seconds_sum{"):
             continue
         labels = dict(re.findall(r'(\w+)="([^"]*)"', line))
         key = " ".join(
             x for x in (labels.get("verb"), labels.get("resource"), labels.get("subresource")) if x
         )
-        out[key] = out.get(key, 0) + int(float(line.rsplit(" ", 1)[1]))
-    return out
+        value = float(line.rsplit(" ", 1)[1])
+        if total:
+            counts[key] = counts.get(key, 0) + int(value)
+        else:
+            seconds[key] = seconds.get(key, 0.0) + value
+    return counts, seconds
 
 
+#: A bind's key in :func:`apiserver_metrics`.
+BIND_KEY = "POST pods binding"
 #: Writes that are not the scheduler's answer to what came before the measured pods (a Lease renewal).
 _NOT_OWED = ("leases",)
 
@@ -683,7 +722,14 @@ def report(rows: list[Row]) -> str:
         writes = window_writes(r.extra.get("requests") or {})
         if writes:
             said = ", ".join(f"{n} {kind}" for kind, n in sorted(writes.items(), key=lambda kv: -kv[1]))
+            binds = (r.extra.get("requests") or {}).get(BIND_KEY, 0)
+            if binds and BIND_KEY in (r.extra.get("served_s") or {}):
+                said += f" (the apiserver's own {1000 * r.extra['served_s'][BIND_KEY] / binds:.1f} ms a bind)"
             lines.append(f"{'':<27} {'':>3} {'':<15} writes in the window: {said}")
+        waited = r.extra.get("waited_for_cpu_s") or {}
+        if waited:
+            said = ", ".join(f"{name} {s:.2f} s" for name, s in waited.items())
+            lines.append(f"{'':<27} {'':>3} {'':<15} waited for a CPU in the window: {said}")
     lines.append("ratio: volsched's pods/s over kube-scheduler's on the same workload, same round")
     lines.append("1st s: from the window's start to the first measured pod bound (the scheduler's reaction)")
     lines.append("cpu s, api s: the scheduler's and the apiserver's CPU seconds over the measured window")

@@ -63,3 +63,21 @@ def test_the_writes_in_a_window_are_told_by_kind_without_lease_renewals_or_reads
         "writes in the window: 500 binds, 150 evictions, 150 other, 42 events, 20 podgroup status"
         in report([row])
     )
+
+
+def test_a_window_tells_the_apiservers_own_time_a_bind() -> None:
+    extra = {"requests": {"POST pods binding": 500}, "served_s": {"POST pods binding": 2.5}}
+    row = Row("Basic", "volsched", 200, 0, 500, pods_per_s=100.0, extra=extra)
+    assert "500 binds (the apiserver's own 5.0 ms a bind)" in report([row])
+
+
+def test_the_wait_for_a_cpu_is_the_runqueue_figure_of_each_thread(tmp_path: Path) -> None:
+    from bench_perf import runqueue_wait
+
+    for tid, stat in (("7", "1000 2500000000 4\n"), ("8", "5 500000000 1\n"), ("9", "garbled\n")):
+        (tmp_path / "7" / "task" / tid).mkdir(parents=True)
+        (tmp_path / "7" / "task" / tid / "schedstat").write_text(stat)
+    assert runqueue_wait(7, tmp_path) == 3.0
+    assert runqueue_wait(99, tmp_path) == 0.0
+    row = Row("Basic", "volsched", 200, 0, 500, extra={"waited_for_cpu_s": {"scheduler": 0.4, "etcd": 0.1}})
+    assert "waited for a CPU in the window: scheduler 0.40 s, etcd 0.10 s" in report([row])
