@@ -42,7 +42,7 @@ from volsched.framework.registry import load_config
 from volsched.framework.runner import open_session, run_session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import ClusterSnapshot, Job, _join, assemble_job, copy_task, lone_job, lone_jobs
-from volsched.model.vocabulary import PodGroupPhase, Task, TaskStatus
+from volsched.model.vocabulary import NODE_HOLDING_STATUSES, PodGroupPhase, Task, TaskStatus
 
 Obj = dict[str, Any]
 NODES = [f"n{i}" for i in range(5)]
@@ -122,13 +122,30 @@ class RandomPort:
 class Walk:
     """One cache fed random events, with the objects it was given (to feed a fresh cache the same)."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, *, strays: bool = False) -> None:
         self.rng = random.Random(seed)
         self.clock = Clock()
         self.feeder = Feeder(ClusterState(), assume_ttl=5, clock=self.clock)
         self.objects: dict[tuple[str, str], Obj] = {}  # everything but pods (the cache holds those raw)
         self.avoided: list[tuple[str, str, float]] = []
         self.now = 1000.0
+        #: With ``strays``, draws of their own for groups no PodGroup answers and bound pods still
+        #: Pending (the walk's other draws stay as they were; without, the walk is as it always was).
+        self.strays = random.Random(-1 - seed) if strays else None
+
+    def group(self, name: str) -> str:
+        """The group a pod names: PodGroups g0-g2 come and go under their pods (bound ones too); with
+        strays, also "gone", never made, "p3", the name of a pod standing alone, and "g0/x", which no
+        PodGroup can have. A pod of ours on a node whose group does not exist is foreign until (if
+        ever) its group appears."""
+        if self.strays is None:
+            return name
+        return self.strays.choice([name, name, name, name, "gone", "p3", "g0/x"])
+
+    def unfinished(self) -> str | None:
+        """The phase of a pod not finished: left out (Running when bound), or with strays, now and
+        then Pending (bound, not running yet)."""
+        return None if self.strays is None else self.strays.choice([None, "Pending"])
 
     def put(self, obj: Obj) -> None:
         meta = obj["metadata"]
@@ -151,10 +168,10 @@ class Walk:
             ns=r.choice(["a", "b"]),
             cpu=r.choice(["1", "2", "500m"]),
             gpu="1" if r.random() < 0.1 else None,
-            group=r.choice(["g0", "g1", "g2"]) if how < 0.4 else None,
+            group=self.group(r.choice(["g0", "g1", "g2"])) if how < 0.4 else None,
             owner=f"Job/{r.choice(OWNERS)}" if 0.4 <= how < 0.8 else None,
             node=r.choice(NODES) if r.random() < 0.4 else None,
-            phase=r.choice(["Succeeded", "Failed"]) if r.random() < 0.1 else None,
+            phase=r.choice(["Succeeded", "Failed"]) if r.random() < 0.1 else self.unfinished(),
             priority_class=r.choice([None, "low", "high", "gone"]),
             scheduler=r.choice(["volsched", "volsched", "default-scheduler"]),
             claims=["c0"] if r.random() < 0.2 else None,
@@ -296,7 +313,7 @@ DEFAULT = load_config()
 
 @pytest.mark.parametrize("seed", range(12))
 def test_the_incremental_snapshot_equals_one_built_from_scratch(seed: int) -> None:
-    walk = Walk(seed)
+    walk = Walk(seed, strays=True)
     for i in range(300):
         walk.step()
         if i % 3 == 0:
@@ -315,6 +332,9 @@ def test_the_incremental_snapshot_equals_one_built_from_scratch(seed: int) -> No
                     (t.request for t in held.values()), np.zeros(len(nodes.space))
                 )
                 assert np.allclose(nodes.idle[n], expect)
+            for key, t in state.tasks.items():  # every pod on a node holds its room, whoever's it is
+                if t.node_name in nodes.index and t.status in NODE_HOLDING_STATUSES:
+                    assert key in nodes.tasks[nodes.index[t.node_name]], f"seed {seed}, step {i}: {key}"
             assert walk.feeder.state.last_derived == fresh.last_derived
             # A session on it (evicting or not) changes nothing the next incremental snapshot reuses.
             run_session(incremental, PREEMPT if i % 2 else DEFAULT)
@@ -332,7 +352,7 @@ def test_a_snapshot_whose_build_raised_loses_no_change_to_the_next(
     """A build that raises (a defect in one object's handling, say) took the keys touched since the last
     snapshot with it: a pod whose change kept the count of tasks stayed as it was in every later
     snapshot. The next snapshot after a failed one reads the whole cache again."""
-    walk = Walk(seed)
+    walk = Walk(seed, strays=True)
     builder = walk.feeder.state._builder
     real = getattr(builder, where)
     fail = [False]

@@ -166,7 +166,7 @@ _FEW_MADE = 8
 
 
 class _Entry:
-    __slots__ = ("prepared", "shared", "source", "vector")
+    __slots__ = ("foreign", "prepared", "shared", "source", "vector")
 
     def __init__(self, source: Task, prepared: Task) -> None:
         self.source = source
@@ -174,6 +174,9 @@ class _Entry:
         self.vector: Vector | None = None
         #: The task with its request vector, shared by every snapshot while it is not pending.
         self.shared: Task | None = None
+        #: For a pod of ours taken as foreign (a stray: see ``_Base.stray``), the shared task as not
+        #: ours (``Task.ours`` False), made when first asked for.
+        self.foreign: Task | None = None
 
 
 class _Base:
@@ -217,6 +220,11 @@ class _Base:
         self.lent: set[str] = set()
         self.foreign: dict[str, None] = {}
         self.foreign_list: list[Task] = []
+        #: Strays: task key -> its job key, for each pod of ours on a node whose job key names no
+        #: PodGroup (deleted while it ran, never made, or a group annotation no PodGroup can answer) and
+        #: is not its own. Each is taken as foreign (see :func:`_stray`), indexed again when its group
+        #: appears, as a group's members with a node are when it goes.
+        self.stray: dict[str, str] = {}
         #: Node name -> the keys of the tasks on it (whatever their status).
         self.on_node: dict[str, dict[str, None]] = {}
         #: Task key -> (its job's key, None for a foreign task; its node).
@@ -242,6 +250,17 @@ def _placed(base: _Base, job: Job) -> None:
     queue, when the namespace names one (see docs/tenancy.md)."""
     if job.queue == DEFAULT_QUEUE:
         job.queue = base.namespace_queues.get(job.namespace, DEFAULT_QUEUE)
+
+
+def _stray(t: Task, key: str, podgroups: Mapping[str, PodGroupSpec]) -> bool:
+    """Whether pod ``t`` of ours (``key``: its key) is a stray: on a node (bound, running, finished)
+    while its job key names no PodGroup and is not its own. It is in no job, and it is taken as a
+    foreign task: it holds its room on its node and its place among the pods others' constraints see,
+    and no action takes it for a gang's (none evicts it, none counts it in a queue), as Volcano's cache
+    counts such a pod on its node and its actions skip a pod whose job the session lacks. A pod of a
+    missing group still without a node stays a member of that job key: a problem, told why
+    (PodGroupNotFound). docs/design/steady-state.md."""
+    return bool(t.node_name) and t.job_key != key and t.job_key not in podgroups
 
 
 def _same_objects(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -457,6 +476,19 @@ class SnapshotBuilder:
             entry.shared = t
         return t
 
+    def _foreign(self, key: str) -> Task:
+        """The shared task of entry ``key`` as a foreign task: :meth:`_task`, or for a stray of ours, a
+        copy of it that is not ours (``Task.ours`` False: no action schedules, evicts or counts it)."""
+        t = self._task(key)
+        if not t.schedulable_by_us:
+            return t
+        entry = self._entries[key]
+        out = entry.foreign
+        if out is None:
+            out = entry.foreign = copy_task(t)
+            out.ours = False
+        return out
+
     def _own(self, key: str) -> Task:
         """A copy of entry ``key``'s task for one session (its own, not shared), with its request."""
         entry = self._entries[key]
@@ -506,7 +538,7 @@ class SnapshotBuilder:
             if self._space is None or space.names != self._space.names:
                 self._space, self._table, self._base = space, None, None
                 for entry in self._entries.values():
-                    entry.vector = entry.shared = None
+                    entry.vector = entry.shared = entry.foreign = None
                 self._vectors.clear()
             space = self._space
             old_table = self._table
@@ -617,11 +649,15 @@ class SnapshotBuilder:
         self._devices_on_nodes = (nodes, catalog, out)
         return out
 
-    def _index(self, base: _Base, key: str) -> Task:
-        """Put task ``key`` in the base's indexes (its job's members or the foreign tasks, its node);
-        its prepared task."""
+    def _index(self, base: _Base, key: str) -> tuple[Task, str | None]:
+        """Put task ``key`` in the base's indexes (its job's members or the foreign tasks, a stray
+        among them, its node; after ``base.podgroups`` is brought up to date); its prepared task and
+        its job key (None: foreign)."""
         t = self._entries[key].prepared
         job_key = t.job_key if t.schedulable_by_us else None
+        if job_key is not None and _stray(t, key, base.podgroups):
+            base.stray[key] = job_key
+            job_key = None
         if job_key is None:
             base.foreign[key] = None
         else:
@@ -629,7 +665,7 @@ class SnapshotBuilder:
         if t.node_name:
             base.on_node.setdefault(t.node_name, {})[key] = None
         base.where[key] = (job_key, t.node_name)
-        return t
+        return t, job_key
 
     def _full(self, view: View, pg_list: list[PodGroupSpec], space: ResourceSpace) -> _Base:
         """The base built from scratch (every task indexed as :meth:`_index` does, written out, and a
@@ -641,22 +677,24 @@ class SnapshotBuilder:
         members, on_node, where, foreign = base.members, base.on_node, base.where, base.foreign
         pending = TaskStatus.PENDING
         lone: list[str] = []  # pending pods whose job key is their own (standing alone, unless joined)
+        podgroups, stray = base.podgroups, base.stray
         for key in view.tasks:
             t = entries[key].prepared
             node = t.node_name
-            if t.schedulable_by_us:
-                job_key: str | None = t.job_key
+            job_key: str | None = t.job_key
+            if t.schedulable_by_us and not (node and job_key != key and job_key not in podgroups):
                 members.setdefault(t.job_key, {})[key] = None
                 if job_key == key and t.status is pending:
                     lone.append(key)
-            else:
+            else:  # (another scheduler's, or a stray of ours: ``_stray`` written out)
+                if t.schedulable_by_us:
+                    stray[key] = t.job_key
                 job_key = None
                 foreign[key] = None
-                base.foreign_list.append(self._task(key))
+                base.foreign_list.append(self._foreign(key))
             if node:
                 on_node.setdefault(node, {})[key] = None
             where[key] = (job_key, node)
-        podgroups = base.podgroups
         for job_key in podgroups:
             self._job(base, job_key, list(members.get(job_key, ())))
         self._lend_all_alone(base, [k for k in lone if len(members[k]) == 1 and k not in podgroups])
@@ -788,10 +826,11 @@ class SnapshotBuilder:
                 (index.get(node) if (node := entries[key].prepared.node_name) else None, key)
                 for key in view.tasks
             )
+        stray = base.stray
         for i, key in placed:
             if i is None:
                 continue
-            t = self._task(key)
+            t = self._foreign(key) if stray and key in stray else self._task(key)
             if not held_on_node(t, base.jobs, key):
                 continue
             base.held[i][key] = t
@@ -814,8 +853,9 @@ class SnapshotBuilder:
         extra = np.zeros(2)
         incoming = np.zeros(idle.shape)
         releasing = 0
+        stray = base.stray
         for key in keys:
-            t = self._task(key)
+            t = self._foreign(key) if stray and key in stray else self._task(key)
             if held_on_node(t, base.jobs, key):
                 held[key] = t
                 idle -= t.request
@@ -851,7 +891,18 @@ class SnapshotBuilder:
         if self._read_all:  # the cache's order may be numbered anew: every job takes its place again
             base.unplaced = dict.fromkeys([*standalone, *base.unplaced])
             standalone.clear()
-        for key in changed:
+        pgs = dict(zip(pg_keys, pg_list, strict=True))
+        before = base.podgroups
+        base.podgroups = pgs  # (before the tasks are indexed: whether a pod is a stray depends on it)
+        gone = before.keys() - pgs.keys()
+        # A PodGroup that appears takes its strays as members; one that goes leaves its members on a
+        # node strays: their tasks are indexed again, as if they changed. (None came if none went and
+        # the count is the same: no second pass over the PodGroups, the usual case.)
+        came = pgs.keys() - before.keys() if gone or len(pgs) != len(before) else ()
+        moved = [k for k, group in base.stray.items() if group in came] if came and base.stray else []
+        for group in gone:
+            moved.extend(k for k in base.members.get(group, ()) if base.where[k][1])
+        for key in itertools.chain(changed, (k for k in moved if k not in changed)):
             if key in standalone and (renumbered is None or key in renumbered or key not in seq):
                 del standalone[key]  # its pod left the cache (and may have come back, last)
                 base.unplaced[key] = None
@@ -860,6 +911,7 @@ class SnapshotBuilder:
                 job_key, node = old
                 if job_key is None:
                     del base.foreign[key]
+                    base.stray.pop(key, None)
                     foreign = True
                 else:
                     members = base.members[job_key]
@@ -874,24 +926,21 @@ class SnapshotBuilder:
                         del base.on_node[node]
                     nodes.add(node)
             if key in self._entries:
-                t = self._index(base, key)
-                if t.schedulable_by_us:
-                    jobs.add(t.job_key)
+                t, joined = self._index(base, key)
+                if joined is not None:
+                    jobs.add(joined)
                 else:
                     foreign = True
                 if t.node_name:
                     nodes.add(t.node_name)
         touched = set(jobs)
         jobs.update(base.lent)  # the last session's own: never read again, assembled anew
-        pgs = dict(zip(pg_keys, pg_list, strict=True))
-        before = base.podgroups
-        jobs.update(before.keys() - pgs.keys())  # (gone)
+        jobs.update(gone)
         # (the groups that are not the very objects they were, found in C: most are)
         for job_key in itertools.compress(pg_keys, map(operator.is_not, map(before.get, pg_keys), pg_list)):
             if before.get(job_key) != pgs[job_key]:
                 jobs.add(job_key)
                 touched.add(job_key)
-        base.podgroups = pgs
         where = base.where
         for job_key in jobs:
             members = base.members.get(job_key) or {}
@@ -910,7 +959,7 @@ class SnapshotBuilder:
                 else:
                     grouped.pop(job_key, None)
         if foreign:
-            base.foreign_list = [self._task(k) for k in sorted(base.foreign, key=pos)]
+            base.foreign_list = [self._foreign(k) for k in sorted(base.foreign, key=pos)]
         table = self._table
         assert table is not None
         if old_table is not None and old_table is not table:

@@ -761,9 +761,10 @@ def _podgroup_job(space: ResourceSpace, pg: PodGroupSpec, priority_classes: Mapp
 
 
 def held_on_node(t: Task, jobs: Mapping[str, Job], key: str | None = None) -> bool:
-    """Whether ``t`` occupies capacity on its node in a snapshot with ``jobs``: a pod of another
-    scheduler, or one of a job's tasks, in a status that holds a node (a pod whose group does not exist
-    is in no job and holds nothing). ``key``: ``t.key``, when the caller has it already."""
+    """Whether ``t`` occupies capacity on its node in a snapshot with ``jobs``: a foreign task (a pod of
+    another scheduler, or a pod of ours on a node whose group does not exist, which the snapshot takes
+    as foreign: ``volsched.cache.snapshots``), or one of a job's tasks, in a status that holds a node.
+    ``key``: ``t.key``, when the caller has it already."""
     if t.status not in NODE_HOLDING_STATUSES:
         return False
     if not t.schedulable_by_us:

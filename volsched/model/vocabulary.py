@@ -203,7 +203,8 @@ class Task:
     #: the same nodes the same way.
     placement_key: str = ""
     #: spec.schedulerName is one of the names this scheduler answers to and the pod has no scheduling
-    #: gate left (``build_task`` sets it; None: the name is "volsched").
+    #: gate left (``build_task`` sets it; None: the name is "volsched"). False also on a snapshot's copy
+    #: of a pod of ours it takes as foreign (on a node, its group missing: ``volsched.cache.snapshots``).
     ours: bool | None = None
     #: The controller owner a group-less pod's job is named after (see ``owner_group``), else None.
     owner_ref: OwnerRef | None = None
