@@ -45,6 +45,16 @@ def failed(obj: Obj) -> Obj:
     return obj
 
 
+STATIC = {"kubernetes.io/config.source": "file"}
+MIRRORED = {"kubernetes.io/config.mirror": "abc", **STATIC}
+
+
+def mirror(*, node_owner: str = "n1", api_version: str = "v1") -> Obj:
+    """The mirror of a static pod on n1 as its kubelet writes it (or with its owner changed)."""
+    ref = {"apiVersion": api_version, "kind": "Node", "name": node_owner, "uid": "u", "controller": True}
+    return with_meta(pod("p", node="n1", annotations=MIRRORED), ownerReferences=[ref])
+
+
 def daemonset_pod() -> Obj:
     return owned(owner="DaemonSet/agent")
 
@@ -72,13 +82,12 @@ PROTECTED: list[tuple[str, Callable[[], Obj], dict[str, Any], bool]] = [
     ("a plain ReplicaSet pod moves", owned, {}, True),
     ("a DaemonSet pod comes back on its node", daemonset_pod, {}, False),
     ("unless allowed", daemonset_pod, {"evictDaemonSetPods": True}, True),
-    (
-        "a mirror pod",
-        lambda: owned(annotations={"kubernetes.io/config.mirror": "abc"}),
-        {},
-        False,
-    ),
-    ("a static pod", lambda: owned(annotations={"kubernetes.io/config.source": "file"}), {}, False),
+    ("a static pod's mirror", mirror, {}, False),
+    # A tenant may write the kubelet's annotations on its own pods: they exempt nothing.
+    ("a tenant's pod calling itself static", lambda: owned(annotations=STATIC), {}, True),
+    ("a mirror annotation without its Node", lambda: owned(annotations=MIRRORED), {}, True),
+    ("a mirror naming another node", lambda: mirror(node_owner="n2"), {}, True),
+    ("a mirror whose Node is no core Node", lambda: mirror(api_version="example.io/v1"), {}, True),
     ("a pod the apiserver made", lambda: owned(annotations={"kubernetes.io/config.source": "api"}), {}, True),
     ("an emptyDir is lost", local({"emptyDir": {}}), {}, False),
     ("a hostPath too", local({"hostPath": {"path": "/data"}}), {}, False),

@@ -45,6 +45,7 @@ from volsched.model.vocabulary import (
     EXPECTED_RUNTIME_ANNOTATION,
     GROUP_ANNOTATION,
     MAX_WEIGHT,
+    MIRROR_ANNOTATION,
     NAMESPACE_QUEUE_KEY,
     NAMESPACE_WEIGHT_KEYS,
     PREEMPTABLE_ANNOTATION,
@@ -893,6 +894,19 @@ def _preemptable(annotations: Mapping[str, Any], labels: Mapping[str, Any]) -> b
     return None if raw is None else raw in _GO_TRUE
 
 
+def _node_owned(owners: Any, node: str | None) -> bool:
+    """A controller owner reference to the Node ``node`` (core ``v1``), as the kubelet gives the mirror
+    of its static pod (the garbage collector deletes a pod whose reference names a Node's uid wrongly)."""
+    return node is not None and any(
+        isinstance(ref, _MAP)
+        and ref.get("controller") is True
+        and ref.get("apiVersion") == "v1"
+        and ref.get("kind") == "Node"
+        and ref.get("name") == node
+        for ref in (owners if isinstance(owners, list) else ())
+    )
+
+
 def build_task(
     pod: Raw,
     *,
@@ -1007,6 +1021,7 @@ def build_task(
         # and the apiserver refuses its binding) until they are all removed.
         ours=scheduler_name in scheduler_names and not spec.get("schedulingGates"),
         owner_ref=owner_ref,
+        kubelet_mirror=MIRROR_ANNOTATION in annotations and _node_owned(owners, node),
     )
     if task.status is TaskStatus.PENDING and task.ours:
         # The room an earlier leader claimed for it (its nominated node): the reservation takes it over.

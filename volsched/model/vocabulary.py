@@ -40,6 +40,8 @@ MIN_MEMBER_ANNOTATION = "scheduling.volsched.io/min-member"
 #: On a pod (from its template): how long it is expected to run once started, a duration (``90m``).
 EXPECTED_RUNTIME_ANNOTATION = "scheduling.volsched.io/expected-runtime"
 PREEMPTABLE_ANNOTATION = "scheduling.volsched.io/preemptable"
+#: The kubelet's mark on the mirror of a static pod (the apiserver requires ``spec.nodeName`` with it).
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 #: Volcano's: an annotation (or, without one, a label) of the pod; read when volsched's is not set.
 VOLCANO_PREEMPTABLE = "volcano.sh/preemptable"
 #: A pod's role in its gang (Volcano's job controller writes the job's task name there): what a
@@ -208,6 +210,9 @@ class Task:
     ours: bool | None = None
     #: The controller owner a group-less pod's job is named after (see ``owner_group``), else None.
     owner_ref: OwnerRef | None = None
+    #: The mirror of a static pod, as its kubelet writes it: the mirror annotation and, as controller, its
+    #: own Node (``v1``, the pod's ``spec.nodeName``). An annotation alone is anyone's to write.
+    kubelet_mirror: bool = False
     #: How much more (cpu, memory) kube-scheduler's least- and most-requested scores count for the pod
     #: than it requests: 100m and 200Mi for each container that asks none (scores only, never fit);
     #: None when every container asks both.

@@ -30,8 +30,6 @@ from volsched.records import dataclass
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 #: A pod with this annotation may be evicted whatever the evictor's checks say.
 EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-SOURCE_ANNOTATION = "kubernetes.io/config.source"
 
 #: A pod with this annotation is moved last among its equals (``noEvictionPolicy: Preferred``, the
 #: default) or never (``Mandatory``).
@@ -276,11 +274,10 @@ class Evictor:
         if EVICT_ANNOTATION in task.annotations:
             return None
         rt = task.runtime
-        if MIRROR_ANNOTATION in task.annotations:
-            return "a mirror pod"
-        source = task.annotations.get(SOURCE_ANNOTATION)
-        if source is not None and source != "api":
-            return "a static pod"
+        # Only the kubelet's own mirror: a tenant may write the annotations (``kubernetes.io/config.mirror``,
+        # ``kubernetes.io/config.source: file``) on its pods, not the controller reference to their Node.
+        if task.kubelet_mirror:
+            return "a mirror pod (its node's kubelet runs it as a static pod)"
         if self.no_eviction_mandatory and NO_EVICTION_ANNOTATION in task.annotations:
             return "annotated prefer-no-eviction, and noEvictionPolicy is Mandatory"
         if rt.deleting or task.status is TaskStatus.RELEASING:
