@@ -89,6 +89,31 @@ PODS: dict[str, dict[str, Any]] = {
             {"name": "c", "ready": True},
         ],
     ),
+    "being resized": edit(
+        full_pod(),
+        ("status", "containerStatuses"),
+        [
+            {
+                "name": "main",
+                "allocatedResources": {"cpu": "2", "memory": "256Mi"},
+                "resources": {"requests": {"cpu": "500m", "memory": "256Mi"}, "limits": {"cpu": "3"}},
+            }
+        ],
+    ),
+    "resized as the spec asks": edit(
+        full_pod(),
+        ("status", "containerStatuses"),
+        [{"name": "main", "allocatedResources": {"cpu": "500m", "memory": "256Mi"}, "resources": {}}],
+    ),
+    "a resize infeasible": edit(
+        edit(
+            full_pod(),
+            ("status", "conditions"),
+            [{"type": "PodResizePending", "status": "True", "reason": "Infeasible", "message": "no"}],
+        ),
+        ("status", "containerStatuses"),
+        [{"name": "main", "allocatedResources": {"cpu": "500m", "memory": "256Mi"}}],
+    ),
     "fields volsched does not read": edit(full_pod(), ("spec", "dnsPolicy"), "ClusterFirst"),
     "numbers of every size": edit(full_pod(), ("spec", "overhead"), {"a": 2**62, "b": 2**70, "c": -0.5e-300}),
     "unicode and escapes": edit(full_pod(), ("metadata", "labels"), {"é": '\u2028"\\', "k": ""}),

@@ -302,3 +302,31 @@ def test_a_malformed_node_is_still_refused_after_pruning() -> None:
     with pytest.raises(InputError) as pruned:
         build_node(prune_node(raw))
     assert str(pruned.value) == str(whole.value)
+
+
+@pytest.mark.parametrize("pending", [None, "Deferred", "Infeasible"])
+def test_a_pruned_pod_being_resized_holds_what_the_whole_pod_holds(pending: str | None) -> None:
+    """What the kubelet allocated and actuated is kept where it differs from the spec (all of it while the
+    resize is Infeasible, and the condition saying so): the pod reads as the whole pod."""
+    whole = full_pod()
+    main = whole["status"]["containerStatuses"][0]
+    main["allocatedResources"] = {"cpu": "500m", "memory": "512Mi", "nvidia.com/gpu": "1"}
+    main["resources"] = {"requests": {"cpu": "500m", "memory": "256Mi"}, "limits": {"nvidia.com/gpu": "1"}}
+    if pending:
+        whole["status"]["conditions"].append(
+            {"type": "PodResizePending", "status": "True", "reason": pending, "message": "m"}
+        )
+    pruned = prune_pod(whole)
+    task = build_task(pruned, priority_classes=PCS)
+    assert task.request_map == build_task(whole, priority_classes=PCS).request_map
+    # The sidecar's 64Mi and the main container's 512Mi the kubelet allocated (its spec now asks 256Mi);
+    # once Infeasible the specs count no more, and the sidecar reports nothing (as in Kubernetes).
+    assert task.request_map["memory"] == (512 if pending == "Infeasible" else 576) * 2**20
+    kept = pruned["status"]["containerStatuses"][0]
+    assert kept["allocatedResources"] == main["allocatedResources"]
+    if pending == "Infeasible":
+        assert kept["resources"] == {"requests": main["resources"]["requests"]}  # no limits
+    else:
+        assert "resources" not in kept  # as the spec asks: nothing to keep
+    conditions = pruned["status"]["conditions"]
+    assert conditions[1:] == ([{"type": "PodResizePending", "reason": pending}] if pending else [])

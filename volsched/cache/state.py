@@ -994,20 +994,31 @@ def _shows_nothing_new(cached: Mapping[str, Any] | None, obj: Mapping[str, Any])
 
 
 def _readiness_only(cached: Mapping[str, Any] | None, obj: Mapping[str, Any]) -> bool:
-    """``obj`` is the pod ``cached`` again with at most another ``status.conditions`` (the pruner keeps
-    only Ready) and ``metadata.resourceVersion``."""
+    """``obj`` is the pod ``cached`` again with at most another Ready condition (the pruner keeps it and
+    the kubelet's ``PodResizePending``, which is no readiness) and ``metadata.resourceVersion``."""
     if cached is None:
         return False
     before, after = cached.get("status"), obj.get("status")
     if not (isinstance(before, Mapping) and isinstance(after, Mapping)):
         return False
-    if before.get("conditions") == after.get("conditions"):
+    was, now = before.get("conditions"), after.get("conditions")
+    if was == now:
         return False  # another difference (or none: _shows_nothing_new took it)
+    if _resize_condition(was) != _resize_condition(now):
+        return False
     if {k: v for k, v in before.items() if k != "conditions"} != {
         k: v for k, v in after.items() if k != "conditions"
     }:
         return False
     return _shows_nothing_new({**cached, "status": None}, {**obj, "status": None})
+
+
+def _resize_condition(conditions: Any) -> Any:
+    """The ``PodResizePending`` condition among a pruned pod's ``conditions`` (None: none)."""
+    for c in conditions if isinstance(conditions, list) else ():
+        if isinstance(c, Mapping) and c.get("type") == "PodResizePending":
+            return c
+    return None
 
 
 def _same_but_confirmed(old: Task | None, new: Task) -> bool:
@@ -1059,7 +1070,13 @@ def _pod_ring(
         ):
             return ARRIVED
         return None
-    return FREED if _holds_node(old) and not _holds_node(new) else None
+    if old is None or not _holds_node(old):
+        return None
+    if not _holds_node(new):
+        return FREED
+    # A pod resized down in place, once the kubelet gave it less, holds less of its node.
+    was, now = old.request_map, new.request_map
+    return FREED if was is not now and any(now.get(k, 0.0) < v for k, v in was.items()) else None
 
 
 def _placement_edited(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> bool:

@@ -14,7 +14,9 @@ operator's resident set. Pruned here, as objects arrive from the API:
   ones (``emptyDir``, ``hostPath``: which, not what they hold);
 * a pod's status: phase, reason, startTime, and per container (ephemeral ones too) its restartCount,
   the reason it waits or terminated and its exit code (:func:`volsched.model.decode.pod_runtime`), and
-  when it terminated (what the cache learns run times from);
+  when it terminated (what the cache learns run times from); while it is resized in place, what the
+  kubelet allocated each container and the requests it runs with where they differ from its spec's,
+  and the ``PodResizePending`` condition (:func:`volsched.model.decode.resized_request`);
 * a node: labels, annotations, taints, unschedulable, allocatable/capacity, the Ready condition and the
   addresses (:func:`volsched.model.decode.build_node`).
 
@@ -90,7 +92,7 @@ POD_SPEC_KEYS = (
 )
 CONTAINER_KEYS = ("name", "image", "resources", "ports", "restartPolicy")
 POD_STATUS_KEYS = ("phase", "reason", "startTime", "nominatedNodeName", "resourceClaimStatuses", "qosClass")
-CONTAINER_STATUS_KEYS = ("name", "restartCount")
+CONTAINER_STATUS_KEYS = ("name", "restartCount", "allocatedResources", "resources")
 NODE_SPEC_KEYS = ("taints", "unschedulable")
 NODE_STATUS_KEYS = ("allocatable", "capacity", "addresses")
 
@@ -124,6 +126,9 @@ def _container_statuses(value: Any) -> Any:
             out.append(cs)
             continue
         kept = _pick(cs, CONTAINER_STATUS_KEYS)
+        resources = kept.get("resources")
+        if isinstance(resources, _MAP):
+            kept["resources"] = _pick(resources, ("requests",))
         state = cs.get("state")
         if isinstance(state, _MAP):
             kept["state"] = {
@@ -162,6 +167,49 @@ def _ready_condition(conditions: Any) -> RawDict | None:
     return None
 
 
+def _kept_conditions(conditions: Any) -> list[Any] | None:
+    """The conditions kept: Ready (whether a Running pod is healthy, as PodDisruptionBudgets count it)
+    and the kubelet's ``PodResizePending`` (its reason: a resize ``Infeasible`` counts no more)."""
+    kept: list[Any] = []
+    ready = _ready_condition(conditions)
+    if ready is not None:
+        kept.append(ready)
+    for c in conditions if isinstance(conditions, list) else ():
+        if isinstance(c, _MAP) and c.get("type") == "PodResizePending":
+            kept.append(_pick(c, ("type", "reason")))
+            break
+    return kept or None
+
+
+def _unresized(status: Any, spec: Any) -> None:
+    """Drops from ``status`` each container's ``allocatedResources`` and ``resources.requests`` that are
+    its spec's requests (the apiserver writes both in one canonical form), as they are but while a pod is
+    resized in place; all are kept while the resize is ``Infeasible`` (then a container's spec no longer
+    counts). A status or spec of an unexpected shape is left as it is."""
+    if type(status) is not dict or not isinstance(spec, _MAP):
+        return
+    for c in status.get("conditions") or ():
+        if isinstance(c, _MAP) and c.get("type") == "PodResizePending" and c.get("reason") == "Infeasible":
+            return
+    for key, spec_key in (("containerStatuses", "containers"), ("initContainerStatuses", "initContainers")):
+        statuses, containers = status.get(key), spec.get(spec_key)
+        if not isinstance(statuses, list) or not isinstance(containers, list):
+            continue
+        for i, cs in enumerate(statuses):
+            if type(cs) is not dict or ("allocatedResources" not in cs and "resources" not in cs):
+                continue
+            c = containers[i] if i < len(containers) else None
+            if not isinstance(c, _MAP) or c.get("name") != cs.get("name"):
+                continue
+            res = c.get("resources")
+            want = res.get("requests") if isinstance(res, _MAP) else None
+            if cs.get("allocatedResources") == want:
+                cs.pop("allocatedResources", None)
+            actual = cs.get("resources")
+            if isinstance(actual, _MAP) and actual.get("requests") == want:
+                del cs["resources"]
+
+
 def prune_pod(pod: RawDict) -> RawDict:
     """``pod`` with only what the scheduler reads (a new dict; ``pod`` is left as it is)."""
     out: RawDict = {k: pod[k] for k in ("kind", "apiVersion") if k in pod}
@@ -187,9 +235,10 @@ def prune_pod(pod: RawDict) -> RawDict:
         for key in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
             if key in status:
                 st[key] = _container_statuses(status[key])
-        ready = _ready_condition(status.get("conditions"))
-        if ready is not None:  # whether a Running pod is healthy, as PodDisruptionBudgets count it
-            st["conditions"] = [ready]
+        conditions = _kept_conditions(status.get("conditions"))
+        if conditions is not None:
+            st["conditions"] = conditions
+        _unresized(st, out.get("spec"))
         out["status"] = st
     elif status is not None:
         out["status"] = status
@@ -245,13 +294,20 @@ _VOLUME = _shape(
     "Volume", ("name", "persistentVolumeClaim", *sorted(_KEPT_VOLUMES - {"persistentVolumeClaim"}))
 )
 _CONDITION = _shape("Condition", ("type", "status"))
+#: A pod's: the kubelet's PodResizePending says why in its reason.
+_POD_CONDITION = _shape("PodCondition", ("type", "status", "reason"))
 _STATE = _shape(
     "ContainerState",
     ("waiting", "terminated"),
     waiting=_shape("Waiting", _WAITING),
     terminated=_shape("Terminated", _TERMINATED),
 )
-_CONTAINER_STATUS = _shape("ContainerStatus", (*CONTAINER_STATUS_KEYS, "state"), state=_STATE)
+_CONTAINER_STATUS = _shape(
+    "ContainerStatus",
+    (*CONTAINER_STATUS_KEYS, "state"),
+    state=_STATE,
+    resources=_shape("ContainerResources", ("requests",)),
+)
 _STATUSES = ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
 _POD_SPEC = _shape(
     "PodSpec",
@@ -263,7 +319,7 @@ _POD_SPEC = _shape(
 _POD_STATUS = _shape(
     "PodStatus",
     (*POD_STATUS_KEYS, *_STATUSES, "conditions"),
-    conditions=_list_of(_CONDITION),
+    conditions=_list_of(_POD_CONDITION),
     **dict.fromkeys(_STATUSES, _list_of(_CONTAINER_STATUS)),
 )
 _POD = _shape("Pod", ("metadata", "spec", "status"), metadata=_META, spec=_POD_SPEC, status=_POD_STATUS)
@@ -306,9 +362,10 @@ def _finish_pod(pod: RawDict) -> None:
 def _finish_status(pod: RawDict) -> None:
     status: Any = pod.get("status")
     if status is not None and "conditions" in status:
-        ready = _ready_condition(status.pop("conditions"))
-        if ready is not None:
-            status["conditions"] = [ready]
+        conditions = _kept_conditions(status.pop("conditions"))
+        if conditions is not None:
+            status["conditions"] = conditions
+    _unresized(status, pod.get("spec"))
 
 
 def _finish_node(node: RawDict) -> None:

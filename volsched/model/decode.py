@@ -198,17 +198,27 @@ SCORING_DEFAULTS: Mapping[str, float] = {CPU: 0.1, MEMORY: 200.0 * 1024 * 1024}
 
 
 def pod_request(pod: Raw, *, where: str, missing: Mapping[str, float] | None = None) -> dict[str, float]:
-    """The Kubernetes effective request of a pod.
+    """The Kubernetes effective request of a pod, by its spec.
 
     Sum of the app containers (and restartable init "sidecar" containers), at least as large as each
     ordinary init container plus the sidecars started before it; the pod-level request of cpu, memory or
     hugepages (``spec.resources``) instead, where given; plus ``spec.overhead``. A limit stands in for a
     missing request (at pod level, of a resource no container asks: the apiserver's defaulting). Every
     pod also counts one ``pods``. ``missing``: what a container that asks none of a resource counts
-    (kube-scheduler's ``NonMissingContainerRequests``; 0 set explicitly stays 0).
+    (kube-scheduler's ``NonMissingContainerRequests``; 0 set explicitly stays 0). What a pod being
+    resized in place holds is :func:`resized_request`'s.
     """
     spec = _map_field(pod, "spec", where)
     asked: set[str] = set()
+    apps, inits = _container_requests(spec, asked, missing=missing, where=where)
+    return _pod_total(spec, _aggregate(apps, inits), asked, where=where)
+
+
+def _container_requests(
+    spec: Mapping[str, Any], asked: set[str], *, missing: Mapping[str, float] | None, where: str
+) -> tuple[list[tuple[Any, dict[str, float]]], list[tuple[Any, dict[str, float], bool]]]:
+    """Each app container's (name, request), and each init container's (name, request, is a sidecar);
+    ``asked`` gathers the resources any of them names."""
 
     def container_request(c: Any, path: str) -> dict[str, float]:
         if not isinstance(c, _MAP):
@@ -223,15 +233,34 @@ def pod_request(pod: Raw, *, where: str, missing: Mapping[str, float] | None = N
             return {**missing, **limits, **requests}
         return {**limits, **requests}
 
+    apps = [
+        (c.get("name") if isinstance(c, _MAP) else None, container_request(c, f"spec.containers[{i}]"))
+        for i, c in enumerate(_list_field(spec.get("containers"), where=f"{where}: spec.containers"))
+    ]
+    inits = [
+        (
+            c.get("name") if isinstance(c, _MAP) else None,
+            container_request(c, f"spec.initContainers[{i}]"),
+            isinstance(c, _MAP) and c.get("restartPolicy") == "Always",
+        )
+        for i, c in enumerate(_list_field(spec.get("initContainers"), where=f"{where}: spec.initContainers"))
+    ]
+    return apps, inits
+
+
+def _aggregate(
+    apps: list[tuple[Any, dict[str, float]]], inits: list[tuple[Any, dict[str, float], bool]]
+) -> dict[str, float]:
+    """What the containers ask together: the app containers' and sidecars' sum, at least each ordinary
+    init container plus the sidecars started before it (KEP 753's formula)."""
     total: dict[str, float] = {}
-    for i, c in enumerate(_list_field(spec.get("containers"), where=f"{where}: spec.containers")):
-        for k, v in container_request(c, f"spec.containers[{i}]").items():
+    for _, req in apps:
+        for k, v in req.items():
             total[k] = total.get(k, 0.0) + v
     sidecars: dict[str, float] = {}
     init_peak: dict[str, float] = {}
-    for i, c in enumerate(_list_field(spec.get("initContainers"), where=f"{where}: spec.initContainers")):
-        req = container_request(c, f"spec.initContainers[{i}]")
-        if isinstance(c, _MAP) and c.get("restartPolicy") == "Always":
+    for _, req, sidecar in inits:
+        if sidecar:
             for k, v in req.items():
                 sidecars[k] = sidecars.get(k, 0.0) + v
             continue
@@ -241,6 +270,13 @@ def pod_request(pod: Raw, *, where: str, missing: Mapping[str, float] | None = N
         total[k] = total.get(k, 0.0) + v
     for k, v in init_peak.items():
         total[k] = max(total.get(k, 0.0), v)
+    return total
+
+
+def _pod_total(
+    spec: Mapping[str, Any], total: dict[str, float], asked: set[str], *, where: str
+) -> dict[str, float]:
+    """``total`` (the containers' aggregate) with the pod-level request, the overhead and one ``pods``."""
     if spec.get("resources") is not None:
         total.update(_pod_level_requests(spec["resources"], asked, where=where))
     for k, v in parse_resource_map(spec.get("overhead"), where=f"{where}: spec.overhead").items():
@@ -249,6 +285,104 @@ def pod_request(pod: Raw, *, where: str, missing: Mapping[str, float] | None = N
         total[k] = as_counted(k, v)
     total[PODS] = 1.0
     return total
+
+
+#: The pod condition the kubelet sets while a resize waits, and its reason when the node can never give it.
+RESIZE_PENDING = "PodResizePending"
+RESIZE_INFEASIBLE = "Infeasible"
+
+
+def _resize_infeasible(conditions: Any) -> bool:
+    """The kubelet marked the pod's resize ``Infeasible`` (its first ``PodResizePending`` condition)."""
+    for c in conditions if type(conditions) is list else ():
+        if isinstance(c, _MAP) and c.get("type") == RESIZE_PENDING:
+            return c.get("reason") == RESIZE_INFEASIBLE
+    return False
+
+
+def _status_map(value: Any) -> Mapping[str, Any] | None:
+    return value if isinstance(value, _MAP) else None
+
+
+def resized_request(pod: Raw, spec_request: dict[str, float], *, where: str) -> dict[str, float]:
+    """What a pod holds on its node while it is resized in place, as kube-scheduler counts it (the
+    component helpers' PodRequests with the pod's status): per resource, the largest of what its spec
+    asks, what the kubelet allocated (``status.containerStatuses[].allocatedResources``) and what the
+    containers run with (``...resources.requests``); without the spec when the kubelet marked the resize
+    ``Infeasible`` (it never gives it). Each is the containers' aggregate, a container with no status
+    counting its spec (nothing once ``Infeasible``); pod-level requests, overhead and ``pods`` as the
+    spec's. ``spec_request`` (the spec's :func:`pod_request`) when the status says nothing else, the common
+    case: malformed status entries are skipped (the kubelet writes them, not the user)."""
+    status = pod.get("status")
+    if type(status) is not dict or not ("containerStatuses" in status or "initContainerStatuses" in status):
+        return spec_request
+    spec = pod["spec"]
+    infeasible = _resize_infeasible(status.get("conditions"))
+    by_name: dict[Any, Mapping[str, Any]] = {}
+    differs = infeasible
+    for key, spec_key in (("containerStatuses", "containers"), ("initContainerStatuses", "initContainers")):
+        statuses = status.get(key)
+        if type(statuses) is not list:
+            continue
+        containers = spec.get(spec_key)
+        containers = containers if type(containers) is list else ()
+        for i, cs in enumerate(statuses):
+            if type(cs) is not dict:
+                continue
+            allocated = cs.get("allocatedResources")
+            resources = _status_map(cs.get("resources"))
+            actual = None if resources is None else resources.get("requests")
+            if allocated is None and actual is None:
+                continue
+            by_name[cs.get("name")] = cs
+            if differs:
+                continue
+            # The apiserver writes quantities in one canonical form: the same request reads the same.
+            c = containers[i] if i < len(containers) else None
+            if not isinstance(c, _MAP) or c.get("name") != cs.get("name"):
+                differs = True
+                continue
+            res = _status_map(c.get("resources"))
+            want = None if res is None else res.get("requests")
+            if (allocated is not None and allocated != want) or (actual is not None and actual != want):
+                differs = True
+    if not differs:
+        return spec_request
+    asked: set[str] = set()
+    apps, inits = _container_requests(spec, asked, missing=None, where=where)
+
+    def amounts(value: Any) -> dict[str, float] | None:
+        if not isinstance(value, _MAP):
+            return None
+        try:
+            return parse_resource_map(value, where=where)
+        except InputError:
+            return None
+
+    def allocated_of(name: Any, req: dict[str, float]) -> dict[str, float]:
+        cs = by_name.get(name)
+        got = None if cs is None else amounts(cs.get("allocatedResources"))
+        return got if got is not None else ({} if infeasible else req)
+
+    def actual_of(name: Any, req: dict[str, float]) -> dict[str, float]:
+        cs = by_name.get(name)
+        res = None if cs is None else _status_map(cs.get("resources"))
+        got = None if res is None else amounts(res.get("requests"))
+        return got if got is not None else allocated_of(name, req)
+
+    allocated = _aggregate(
+        [(n, allocated_of(n, r)) for n, r in apps], [(n, allocated_of(n, r), s) for n, r, s in inits]
+    )
+    actual = _aggregate(
+        [(n, actual_of(n, r)) for n, r in apps], [(n, actual_of(n, r), s) for n, r, s in inits]
+    )
+    total = {} if infeasible else _aggregate(apps, inits)
+    for part in (allocated, actual):
+        for k, v in part.items():
+            if v > total.get(k, 0.0):
+                total[k] = v
+    out = _pod_total(spec, total, asked, where=where)
+    return spec_request if out == spec_request else _shared(out, _REQUESTS)
 
 
 def _pod_level(name: str) -> bool:
@@ -987,7 +1121,7 @@ def build_task(
         name=name,
         uid=str(meta.get("uid") or f"{ns}/{name}"),
         job_key=intern(job_key),
-        request_map=parsed.request,
+        request_map=resized_request(pod, parsed.request, where=where),
         priority=int(priority),
         status=status,
         node_name=None if node is None else intern(node),
