@@ -171,7 +171,11 @@ class Feeder:
             if strict:
                 raise
             ref = f"{kind} {key[1]}/{key[2]}" if key[1] else f"{kind} {key[2]}"
-            why = f"volsched ignores this {kind} (keeping its last valid version, if any): {exc}"
+            if kind == "Pod" and self.state.hold_refused(obj):
+                # Its node runs it all the same: what it holds there counts, nothing else of it.
+                why = f"volsched ignores this {kind} but for the room it holds on its node: {exc}"
+            else:
+                why = f"volsched ignores this {kind} (keeping its last valid version, if any): {exc}"
             self._reject(kind, obj, ref, why, log_line=f"ignoring {ref}: {exc}")
             if kind in _REFUSABLE:
                 self.state.refuse(kind, key[1], key[2], exc.message)

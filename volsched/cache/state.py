@@ -113,6 +113,12 @@ AVOID_SECONDS = 600.0
 FREEZE_REBUILT = 5_000
 
 
+#: What a refused pod keeps to hold its room on its node (:meth:`ClusterState.hold_refused`).
+_HELD_META = ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "resourceVersion")
+_HELD_SPEC = ("nodeName", "containers", "initContainers", "overhead", "resources")
+_ENDED = ("Succeeded", "Failed")
+
+
 def _key(obj: Mapping[str, Any]) -> str:
     meta = meta_of(obj)
     ns = meta.get("namespace") or ""
@@ -165,6 +171,8 @@ class ClusterState:
         #: Pending pods that are not ours by their schedulerName but name a PodGroup (our annotation)
         #: or carry our queue annotation: told at each snapshot, when the group is volsched's.
         self._misdirected: dict[str, Task] = {}
+        #: Pods refused as invalid whose task holds only their room on their node (``hold_refused``).
+        self._held_refused: set[str] = set()
         #: The groups standing for owners' pods in the last snapshot (the operator creates their objects).
         self.last_derived: list[PodGroupSpec] = []
         self.quota_weights: dict[str, int] = {}  # "ns/quota" -> weight
@@ -264,6 +272,7 @@ class ClusterState:
                 changed = False
             elif kind == "Pod":
                 task = self._build_task(obj)
+                self._held_refused.discard(task.key)
                 key = task.key  # one string for every table (Task.key makes a new one each time)
                 old = self.tasks.get(key)
                 if confirming and not _same_but_confirmed(old, task):
@@ -467,6 +476,7 @@ class ClusterState:
                 self.usage.pop(name, None)
             elif kind == "Pod":
                 self.raw_pods.pop(key, None)
+                self._held_refused.discard(key)
                 self._misdirected.pop(key, None)
                 old = self.tasks.pop(key, None)
                 if held := old is not None:
@@ -630,6 +640,39 @@ class ClusterState:
         with self._lock:
             changed = _put(self.refused, ref, why) if why else self.refused.pop(ref, None) is not None
             self.changes += changed
+
+    def hold_refused(self, obj: Mapping[str, Any]) -> bool:
+        """A pod refused as invalid (``obj``, say a malformed annotation of volsched's on a pod another
+        scheduler bound) whose node runs it still holds its room there: the cache takes what its node
+        counts of it (node, phase, containers' requests, overhead; as a pod of no scheduler of ours,
+        which volsched never places, moves nor counts in a queue), unless it holds a valid version of
+        the pod (that one stands). Nothing when even that much cannot be read. Returns whether it holds
+        its room so."""
+        spec, meta, status = obj.get("spec"), obj.get("metadata"), obj.get("status")
+        if not isinstance(spec, Mapping) or not isinstance(meta, Mapping):
+            return False
+        key = _key(obj)
+        phase = status.get("phase") if isinstance(status, Mapping) else None
+        with self._lock:
+            if key in self.tasks and key not in self._held_refused:
+                return False  # its last valid version stands
+            if key not in self._held_refused and not (spec.get("nodeName") and phase not in _ENDED):
+                return False  # it holds nothing
+            bare = {
+                "metadata": {k: meta[k] for k in _HELD_META if k in meta},
+                "spec": {k: spec[k] for k in _HELD_SPEC if k in spec},
+                "status": {"phase": phase} if isinstance(phase, str) else {},
+            }
+            try:
+                task = self._build_task(bare)
+            except InputError:
+                return False
+            self.changes += 1
+            self._held_refused.add(key)
+            self.raw_pods[key] = bare
+            self._by_class.pop(key, None)
+            self._put_task(key, task)
+            return True
 
     def touch(self) -> None:
         """Count a change the tables do not show (an assumed bind expired: see ``Feeder.expire``)."""
