@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.builders import PRIORITIES, node, pod, podgroup, priority_class, queue, volcano
+from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
 from volsched.cache.volcano import DESERVED_IGNORED, QUEUE_PODS_IGNORED, VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.framework.decisions import SessionResult
@@ -284,3 +285,40 @@ def test_the_task_reads_volcanos_preemptable_as_volcano_does() -> None:
     assert task({"volcano.sh/preemptable": "1"}) is True
     assert task({"volcano.sh/preemptable": "F"}) is False
     assert task({}, {"volcano.sh/preemptable": "True"}) is True
+
+
+# --- networkTopology ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "topology",
+    [{"mode": "hard", "highestTierAllowed": 1}, {"highestTierAllowed": 2}],
+    ids=["hard", "mode-left-to-volcanos-default"],
+)
+def test_a_volcano_gang_that_requires_a_network_tier_is_refused_saying_why(topology: Obj) -> None:
+    """Volcano keeps such a gang within a tier of its HyperNodes, which volsched does not read: before,
+    volsched placed the gang as if the field were not there, across any nodes. Now the PodGroup is
+    refused, saying why, and its pods wait, told so."""
+    group = vc(podgroup("mpi", ns="ns", queue="q", min_member=2, phase="Inqueue"))
+    group["spec"]["networkTopology"] = topology
+    members = [pod(f"w-{i}", ns="ns", group="mpi") for i in range(2)]
+    state = ClusterState()
+    feeder = Feeder(state)
+    for obj in [node("n1", cpu="8"), queue("q"), *members]:
+        assert feeder.apply(obj["kind"], obj, strict=True)
+    assert not feeder.apply(VOLCANO_PODGROUP, group)
+    assert "ns/mpi" not in state.podgroups
+    assert "HyperNodes" in state.refused["PodGroup ns/mpi"]
+    result = run_session(state.snapshot(now=1.0), _config("enqueue, allocate"))
+    assert not result.binds
+    told = " ".join(str(v) for v in result.unschedulable.values()) if result.unschedulable else ""
+    assert "pod group mpi was rejected by volsched" in told and "networkTopology" in told, told
+
+
+def test_a_volcano_gang_that_prefers_a_network_tier_is_placed() -> None:
+    group = vc(podgroup("mpi", ns="ns", queue="q", min_member=2, phase="Inqueue"))
+    group["spec"]["networkTopology"] = {"mode": "soft", "highestTierAllowed": 1}
+    result = _session(
+        [node("n1", cpu="8"), queue("q"), group, *(pod(f"w-{i}", ns="ns", group="mpi") for i in range(2))]
+    )
+    assert {b.pod for b in result.binds} == {"ns/w-0", "ns/w-1"}

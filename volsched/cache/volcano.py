@@ -6,7 +6,8 @@ operators, KubeRay, Flink -- write):
 * PodGroup ``spec.minMember``, ``spec.minResources``, ``spec.queue``, ``spec.priorityClassName`` are
   ours, field for field; ``status.phase`` has the same values. ``spec.minTaskMember`` (per-role
   minimums; a pod's role is its ``volcano.sh/task-spec`` annotation) is honoured as Volcano's gang
-  plugin does (see ``volsched.plugins.gang``). ``spec.networkTopology`` is not read.
+  plugin does (see ``volsched.plugins.gang``). ``spec.networkTopology`` is refused in mode ``hard`` (a
+  requirement volsched cannot keep: it reads no HyperNodes) and not read in mode ``soft``.
 * Queue ``spec.weight``, ``spec.capability``, ``spec.reclaimable``, ``spec.guarantee.resource``,
   ``spec.parent`` and ``spec.priority`` (higher first in queue order) are ours. A Volcano Queue's state
   lives in ``status.state`` (Volcano's controller sets it from ``vcctl queue operate``): ``Closed`` and
@@ -31,6 +32,7 @@ from dataclasses import replace
 from typing import Any
 
 from volsched.model.decode import build_podgroup, build_queue
+from volsched.model.errors import InputError
 from volsched.model.vocabulary import PodGroupSpec, QueueSpec
 
 VOLCANO_GROUP = "scheduling.volcano.sh"
@@ -66,11 +68,27 @@ def _as(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
     return out
 
 
+#: Why a Volcano PodGroup whose ``spec.networkTopology`` is a requirement (mode ``hard``, Volcano's
+#: default) is refused: volsched cannot keep to it, and placing the gang anyway would break it unsaid.
+NETWORK_TOPOLOGY_REFUSED = (
+    "spec.networkTopology (mode hard) keeps the gang within a tier of Volcano's HyperNodes, which volsched "
+    "does not read, so it cannot keep to it: remove the field (or make it mode: soft), or use a volsched "
+    "PodGroup's spec.topology (a node label key, e.g. a rack's: the gang in one domain of it)"
+)
+
+
 def build_volcano_podgroup(obj: Mapping[str, Any]) -> PodGroupSpec:
     """A Volcano PodGroup as a :class:`PodGroupSpec` (raises InputError naming the field). Volcano accepts
-    ``minMember: 0`` (no gang: any pod may start alone), which is what minMember 1 means here."""
+    ``minMember: 0`` (no gang: any pod may start alone), which is what minMember 1 means here. A
+    ``spec.networkTopology`` in mode ``hard`` (a requirement: Volcano's default mode) is refused, saying
+    why; in mode ``soft`` (a preference) it is not read."""
     raw = _as(obj, "PodGroup")
     spec = raw.get("spec")
+    topology = spec.get("networkTopology") if isinstance(spec, Mapping) else None
+    if topology is not None and not (isinstance(topology, Mapping) and topology.get("mode") == "soft"):
+        meta = raw.get("metadata")
+        meta = meta if isinstance(meta, Mapping) else {}
+        raise InputError(f"PodGroup {meta.get('namespace')}/{meta.get('name')}: {NETWORK_TOPOLOGY_REFUSED}")
     if (
         isinstance(spec, Mapping)
         and spec.get("minMember") == 0
