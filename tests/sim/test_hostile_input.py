@@ -301,6 +301,22 @@ HOSTILE: list[tuple[str, str | bytes, str]] = [
         r"document 2: Pod default/p: annotation scheduling.volcano.sh/queue-name names queue 'nope', which is "
         r"not in the input",
     ),
+    # A typo in a field of volsched's own Queue or PodGroup (the apiserver prunes what its CRD does not
+    # name, and kubectl refuses it): the run ignored it, a gang of 3 placed one pod alone.
+    (
+        "queue-field-typo",
+        NODE + "---\napiVersion: scheduling.volsched.io/v1beta1\nkind: Queue\nmetadata: {name: a}\n"
+        "spec: {weigth: 3}\n",
+        r"document 2: Queue a: spec\.weigth is not a field of volsched's Queue \(did you mean weight\?\); "
+        r"known: weight, parent",
+    ),
+    (
+        "podgroup-field-typo",
+        NODE + "---\napiVersion: scheduling.volsched.io/v1beta1\nkind: PodGroup\n"
+        "metadata: {name: g, namespace: default}\nspec: {minMembers: 3}\n",
+        r"document 2: PodGroup default/g: spec\.minMembers is not a field of volsched's PodGroup \(did you "
+        r"mean minMember\?\)",
+    ),
     (
         "integer-of-5000-digits",
         NODE + _pod(extra="  priority: " + "9" * 5000 + "\n"),

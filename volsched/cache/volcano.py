@@ -65,6 +65,7 @@ QUEUE_PODS_IGNORED = (
 def _as(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
     out = copy.deepcopy(dict(obj))
     out["kind"] = kind
+    out["apiVersion"] = VOLCANO_API_VERSION  # (read as Volcano's: not held to the fields of ours)
     return out
 
 

@@ -12,6 +12,7 @@ nothing here knows about sessions or plugins.
 
 from __future__ import annotations
 
+import difflib
 import math
 import sys
 from collections.abc import Mapping
@@ -38,6 +39,7 @@ from volsched.model.raw import FrozenMap, Raw
 from volsched.model.resources import CPU, MEMORY, PODS, as_counted, parse_amount, parse_resource_map
 from volsched.model.scalars import boolean_value, parse_duration
 from volsched.model.vocabulary import (
+    API_GROUP,
     CRITICAL_PRIORITY_CLASSES,
     DEFAULT_QUEUE,
     DEFAULT_SCHEDULER_NAMES,
@@ -84,6 +86,41 @@ def _meta(obj: Raw, kind: str) -> tuple[str, str]:
     if not isinstance(ns, str):
         raise InputError(f"{kind} {name}: metadata.namespace must be a string")
     return ns, name
+
+
+#: The spec fields of volsched's own Queue and PodGroup (their CRDs, ``crds/``): the apiserver prunes any
+#: other, so only hand-written input (``volsched simulate``) can carry one, as a typo the run would ignore.
+QUEUE_SPEC_FIELDS = (
+    "weight",
+    "parent",
+    "capability",
+    "guarantee",
+    "reclaimable",
+    "state",
+    "priority",
+    "namespaceSelector",
+    "priorityClasses",
+    "maxPriority",
+    "allowNotPreemptable",
+    "perNamespace",
+)
+PODGROUP_SPEC_FIELDS = ("minMember", "minResources", "queue", "priorityClassName", "topology")
+
+
+def _own_spec_fields(obj: Raw, spec: Mapping[str, Any], known: tuple[str, ...], *, where: str) -> None:
+    """Refuses a spec field that volsched's own kind (``scheduling.volsched.io``, or no apiVersion)
+    does not have, naming it and the known ones (Volcano's kinds, read through ours, are not checked)."""
+    version = obj.get("apiVersion")
+    if isinstance(version, str) and version and not version.startswith(f"{API_GROUP}/"):
+        return
+    unknown = [k for k in spec if k not in known]
+    if unknown:
+        close = difflib.get_close_matches(str(unknown[0]), known, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise InputError(
+            f"{where}: spec.{unknown[0]} is not a field of volsched's {where.split()[0]}{hint}; "
+            f"known: {', '.join(known)}"
+        )
 
 
 def object_ref(obj: Raw) -> str:
@@ -1325,6 +1362,7 @@ def build_queue(obj: Raw) -> QueueSpec:
             f"spec.parent is {ROOT_QUEUE} has no parent), not a queue: name it otherwise"
         )
     spec = _map_field(obj, "spec", where)
+    _own_spec_fields(obj, spec, QUEUE_SPEC_FIELDS, where=where)
     weight = _int_field(spec.get("weight"), where=f"{where}: spec.weight", default=1, minimum=1)
     if weight > MAX_WEIGHT:
         raise InputError(f"{where}: spec.weight must be at most {MAX_WEIGHT}, got {weight}")
@@ -1445,6 +1483,7 @@ def build_podgroup(obj: Raw) -> PodGroupSpec:
     if not ns:
         raise InputError(f"{where}: missing field metadata.namespace")
     spec = _map_field(obj, "spec", where)
+    _own_spec_fields(obj, spec, PODGROUP_SPEC_FIELDS, where=where)
     min_member = _int_field(spec.get("minMember"), where=f"{where}: spec.minMember", default=1, minimum=1)
     mr_raw = spec.get("minResources")
     min_resources = None if mr_raw is None else _min_resources(mr_raw, where=f"{where}: spec.minResources")
