@@ -322,3 +322,51 @@ def test_a_volcano_gang_that_prefers_a_network_tier_is_placed() -> None:
         [node("n1", cpu="8"), queue("q"), group, *(pod(f"w-{i}", ns="ns", group="mpi") for i in range(2))]
     )
     assert {b.pod for b in result.binds} == {"ns/w-0", "ns/w-1"}
+
+
+def test_a_volcano_gang_of_subgroups_is_refused_saying_why() -> None:
+    """Volcano starts such a gang only with minSubGroups subgroups of subGroupSize pods each (in one
+    network tier): before, volsched placed the pods as one gang of minMember, unsaid."""
+    group = vc(podgroup("mpi", ns="ns", queue="q", min_member=2, phase="Inqueue"))
+    group["spec"]["subGroupPolicy"] = [{"name": "w", "subGroupSize": 2, "minSubGroups": 2}]
+    state = ClusterState()
+    feeder = Feeder(state)
+    assert not feeder.apply(VOLCANO_PODGROUP, group)
+    assert "spec.subGroupPolicy" in state.refused["PodGroup ns/mpi"]
+
+
+# --- Queue affinity and the fields not read ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("part", ["nodeGroupAffinity", "nodeGroupAntiAffinity"])
+def test_a_volcano_queue_that_requires_or_forbids_node_groups_is_refused_and_its_jobs_wait(part: str) -> None:
+    """Before, the queue's jobs went to any node, the node groups its owner required or forbade unsaid."""
+    ruled = vc(queue("qa"))
+    ruled["spec"]["affinity"] = {part: {"requiredDuringSchedulingIgnoredDuringExecution": ["gpu-pool"]}}
+    state = ClusterState()
+    feeder = Feeder(state)
+    for obj in [node("n1", cpu="4"), pod("p", queue="qa")]:
+        assert feeder.apply(obj["kind"], obj, strict=True)
+    assert not feeder.apply(VOLCANO_QUEUE, ruled)
+    assert "requires or forbids node groups" in state.refused["Queue qa"]
+    result = run_session(state.snapshot(now=1.0), _config("enqueue, allocate"))
+    assert not result.binds
+    assert "queue qa was rejected by volsched" in " ".join(result.unschedulable.values())
+
+
+def test_a_volcano_queue_says_on_itself_which_of_its_fields_volsched_does_not_read() -> None:
+    q = vc(queue("qa"))
+    q["spec"]["affinity"] = {"nodeGroupAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": ["a"]}}
+    q["spec"]["extendClusters"] = [{"name": "other", "weight": 1}]
+    q["spec"]["somethingNew"] = 1
+    q["spec"]["type"] = ""  # empty: says nothing
+    result = _session([node("n1", cpu="2"), q, pod("p", queue="qa")])
+    assert len(result.binds) == 1  # a preference not read keeps nothing from running
+    message = {c["type"]: c for c in queue_status(result.queues["qa"])["conditions"]}["FieldsIgnored"][
+        "message"
+    ]
+    assert message.startswith("spec.affinity is ignored: preferred node groups"), message
+    assert (
+        "spec.extendClusters is ignored" in message and "spec.somethingNew is ignored: not a field" in message
+    )
+    assert "spec.type" not in message

@@ -78,6 +78,49 @@ NETWORK_TOPOLOGY_REFUSED = (
 )
 
 
+#: Why a Volcano PodGroup with a ``spec.subGroupPolicy`` is refused: gangs of its subgroups (and their
+#: network tiers) are requirements volsched does not keep.
+SUBGROUP_POLICY_REFUSED = (
+    "spec.subGroupPolicy asks for gangs within the gang (subGroupSize, minSubGroups) and their network "
+    "tiers, which volsched does not keep: remove it (spec.minTaskMember gives per-role minimums), or "
+    "make each subgroup a PodGroup of its own"
+)
+#: Why a Volcano Queue whose ``spec.affinity`` requires or forbids node groups is refused.
+QUEUE_AFFINITY_REFUSED = (
+    "spec.affinity requires or forbids node groups (requiredDuringSchedulingIgnoredDuringExecution, "
+    "Volcano's nodegroup plugin), which volsched does not keep: placing the queue's jobs anyway would put "
+    "them where the queue's owner said no; give its pods a node affinity instead, or drop the requirement"
+)
+#: The Volcano Queue fields volsched reads, or says on the queue that it does not.
+_QUEUE_FIELDS = frozenset(
+    {"weight", "capability", "reclaimable", "guarantee", "parent", "priority", "state", "deserved"}
+)
+#: Why the other Volcano Queue fields volsched knows of are not read (a ``FieldsIgnored`` condition).
+QUEUE_FIELDS_IGNORED = {
+    "affinity": "preferred node groups (Volcano's nodegroup plugin) are a preference volsched does not read",
+    "extendClusters": "jobs are dispatched to other clusters by Volcano's multi-cluster scheduling, not here",
+    "type": "a label of the queue's kind that volsched does not read",
+    "dequeueStrategy": "volsched orders a queue's jobs by priority, then age (as fifo)",
+}
+
+
+def _required_node_groups(affinity: Any) -> bool:
+    """Whether a Volcano Queue's ``spec.affinity`` requires or forbids a node group."""
+    if not isinstance(affinity, Mapping):
+        return affinity is not None
+    return any(
+        isinstance(part, Mapping) and part.get("requiredDuringSchedulingIgnoredDuringExecution")
+        for part in (affinity.get("nodeGroupAffinity"), affinity.get("nodeGroupAntiAffinity"))
+    )
+
+
+def _name_of(raw: Mapping[str, Any]) -> str:
+    meta = raw.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    ns = meta.get("namespace")
+    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+
 def build_volcano_podgroup(obj: Mapping[str, Any]) -> PodGroupSpec:
     """A Volcano PodGroup as a :class:`PodGroupSpec` (raises InputError naming the field). Volcano accepts
     ``minMember: 0`` (no gang: any pod may start alone), which is what minMember 1 means here. A
@@ -87,9 +130,9 @@ def build_volcano_podgroup(obj: Mapping[str, Any]) -> PodGroupSpec:
     spec = raw.get("spec")
     topology = spec.get("networkTopology") if isinstance(spec, Mapping) else None
     if topology is not None and not (isinstance(topology, Mapping) and topology.get("mode") == "soft"):
-        meta = raw.get("metadata")
-        meta = meta if isinstance(meta, Mapping) else {}
-        raise InputError(f"PodGroup {meta.get('namespace')}/{meta.get('name')}: {NETWORK_TOPOLOGY_REFUSED}")
+        raise InputError(f"PodGroup {_name_of(raw)}: {NETWORK_TOPOLOGY_REFUSED}")
+    if isinstance(spec, Mapping) and spec.get("subGroupPolicy"):
+        raise InputError(f"PodGroup {_name_of(raw)}: {SUBGROUP_POLICY_REFUSED}")
     if (
         isinstance(spec, Mapping)
         and spec.get("minMember") == 0
@@ -100,7 +143,9 @@ def build_volcano_podgroup(obj: Mapping[str, Any]) -> PodGroupSpec:
 
 
 def build_volcano_queue(obj: Mapping[str, Any]) -> QueueSpec:
-    """A Volcano Queue as a :class:`QueueSpec` (its state from ``status.state``)."""
+    """A Volcano Queue as a :class:`QueueSpec` (its state from ``status.state``). A ``spec.affinity`` that
+    requires or forbids node groups is refused, saying why; the fields it does not read are named on the
+    queue (a ``FieldsIgnored`` condition, :data:`QUEUE_FIELDS_IGNORED`)."""
     raw = _as(obj, "Queue")
     spec = raw.get("spec")
     spec = dict(spec) if isinstance(spec, Mapping) else {}
@@ -108,6 +153,11 @@ def build_volcano_queue(obj: Mapping[str, Any]) -> QueueSpec:
     state = status.get("state") if isinstance(status, Mapping) else None
     spec["state"] = "Closed" if state in _CLOSED_STATES else "Open"
     ignored = [("spec.deserved", DESERVED_IGNORED)] if spec.get("deserved") is not None else []
+    if _required_node_groups(spec.get("affinity")):
+        raise InputError(f"Queue {_name_of(raw)}: {QUEUE_AFFINITY_REFUSED}")
+    for field in sorted(k for k in spec if k not in _QUEUE_FIELDS and spec[k] not in (None, "", [], {})):
+        why = QUEUE_FIELDS_IGNORED.get(field, "not a field of a Volcano Queue that volsched knows")
+        ignored.append((f"spec.{field}", why))
     cap = spec.get("capability")
     if isinstance(cap, Mapping) and "pods" in cap:
         spec["capability"] = {k: v for k, v in cap.items() if k != "pods"}
