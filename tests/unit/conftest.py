@@ -1,6 +1,7 @@
 """Fixtures shared by the writer's fault-injection tests: a scripted loopback apiserver and a writer
-talking to it. A module with a server of its own defines its own ``server`` fixture, which overrides
-this one (for ``writer`` too)."""
+talking to it, a Lease fence and the test's clock (a port in the background on them:
+``tests.unit._background_port``). A module with a server of its own defines its own ``server``
+fixture, which overrides this one (for ``writer`` too)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
+from tests.fences import Fence
+from tests.unit._background_port import Clock
 from tests.unit._scripted_server import ScriptedServer, loopback_config
 from volsched.kube.writer import KubeWriter, WriterSettings
 
@@ -35,3 +38,15 @@ def writer(server: ScriptedServer, writer_settings: WriterSettings) -> Iterator[
         w = KubeWriter(api, writer_settings)
         yield w
         w.close()
+
+
+@pytest.fixture
+def fence() -> Fence:
+    """The writer's Lease, held (the test sets ``fence.open = False`` to lose it)."""
+    return Fence()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    """The test's clock, at 100 s: it moves only when the test moves it."""
+    return Clock()

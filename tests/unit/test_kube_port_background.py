@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from kubernetes import client
 import volsched.operator.sessions as sessions_module
 from tests.builders import node, pod
 from tests.fences import Fence
+from tests.unit._background_port import background_port
 from tests.unit._cycle_harness import CONFIG, cache, nodes_of, operator_at
 from tests.unit._scripted_server import OK, ScriptedServer, loopback_config
 from volsched.cycle import (
@@ -65,28 +65,6 @@ def server() -> Iterator[GatedServer]:
     yield s
     s.gate.set()
     s.httpd.shutdown()
-
-
-@pytest.fixture
-def fence() -> Fence:
-    return Fence()
-
-
-@contextmanager
-def background_port(
-    server: GatedServer, fence: Fence, *, workers: int, on_failed: Callable[[], None] | None = None
-) -> Iterator[KubePort]:
-    """A background KubePort whose writer (``workers`` bind workers) talks to ``server``; closed with
-    its writer and client."""
-    api = client.ApiClient(loopback_config(server.port, retries=False, pool_size=8))
-    writer = KubeWriter(api, WriterSettings(bind_workers=workers), fence=fence)
-    port = KubePort(writer, background=True, on_failed=on_failed)
-    try:
-        yield port
-    finally:
-        port.close()
-        writer.close()
-        api.close()  # type: ignore[no-untyped-call]
 
 
 @pytest.fixture

@@ -12,19 +12,12 @@ from pathlib import Path
 import pytest
 
 from tests.builders import pod
+from tests.unit._background_port import Clock
 from tests.unit._cycle_harness import operator_at
 from tests.unit.test_kube_port_background import GatedServer, _leading
 from volsched.operator.sessions import ROUTINE_LINE_EVERY, SessionLines
 
 LOGGER = "volsched.test.sessionlines"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _lines(caplog: pytest.LogCaptureFixture, level: int = logging.INFO) -> list[str]:
@@ -36,9 +29,8 @@ def _routine(lines: SessionLines, number: int, *, ms: float = 1.0, unschedulable
 
 
 @pytest.fixture
-def lines(caplog: pytest.LogCaptureFixture) -> tuple[SessionLines, Clock]:
+def lines(caplog: pytest.LogCaptureFixture, clock: Clock) -> tuple[SessionLines, Clock]:
     caplog.set_level(logging.DEBUG, logger=LOGGER)
-    clock = Clock()
     return SessionLines(logging.getLogger(LOGGER), every=10.0, clock=clock), clock
 
 

@@ -18,26 +18,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubernetes import client
 
 from tests.builders import node, pod, podgroup
 from tests.fences import Fence
+from tests.unit._background_port import Clock, background_port
 from tests.unit._cycle_harness import cache
-from tests.unit._scripted_server import ScriptedServer, loopback_config
+from tests.unit._scripted_server import ScriptedServer
 from volsched.cache.feeder import Feeder
 from volsched.framework.decisions import Bind, Event, PodGroupStatus, SessionResult
 from volsched.kube.port import KubePort
-from volsched.kube.writer import KubeWriter, WriterSettings
+from volsched.kube.writer import WriterSettings
 
 HOLD = 20.0
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = 100.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 class HoldingServer(ScriptedServer):
@@ -74,30 +66,15 @@ def server() -> Iterator[HoldingServer]:
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def fence() -> Fence:
-    return Fence()
-
-
-@pytest.fixture
-def port(server: HoldingServer, clock: FakeClock, fence: Fence) -> Iterator[KubePort]:
-    api = client.ApiClient(loopback_config(server.port, retries=False, pool_size=8))
+def port(server: HoldingServer, clock: Clock, fence: Fence) -> Iterator[KubePort]:
     # One status write at a time: which ones went before a bind is then the test's to say.
-    writer = KubeWriter(api, WriterSettings(bind_workers=2, workers=1), fence=fence, clock=clock)
-    p = KubePort(writer, background=True)
-    p.left_behind.done = True  # (no pass over PodGroups left behind: not what is tested)
-    try:
-        yield p
-    finally:
-        server.release_all()
-        p.drain(HOLD)
-        p.close()
-        writer.close()
-        api.close()  # type: ignore[no-untyped-call]
+    settings = WriterSettings(bind_workers=2, workers=1)
+    with background_port(server, fence, settings=settings, clock=clock, left_behind=False) as p:
+        try:
+            yield p
+        finally:
+            server.release_all()
+            p.drain(HOLD)
 
 
 @pytest.fixture
@@ -214,7 +191,7 @@ def test_a_held_write_a_newer_status_makes_again_is_left_to_it_and_an_event_is_n
 
 
 def test_a_status_waits_for_binds_no_longer_than_status_after_binds_from_its_hand_over(
-    server: HoldingServer, port: KubePort, clock: FakeClock, feeder: Feeder
+    server: HoldingServer, port: KubePort, clock: Clock, feeder: Feeder
 ) -> None:
     """A bind that hangs: the status handed over at 100 is written once the clock passes 110, though
     a newer session's status replaced it at 105 (replacing never puts it off)."""
@@ -223,9 +200,9 @@ def test_a_status_waits_for_binds_no_longer_than_status_after_binds_from_its_han
     assert server.arrived["/pods/a/binding"].acquire(timeout=HOLD)
     port.write_status(_session(4, 0, placed=("g1",)), feeder)
     _until(lambda: port.status_held)
-    clock.t = 105.0
+    clock.now = 105.0
     port.write_status(_session(4, 4, placed=("g2",)), feeder)
-    clock.t = 110.5
+    clock.now = 110.5
     _until(lambda: len(server.sent("/events")) == 2)
     assert port.binds_in_flight == 1  # a's bind is still at the server
     assert _scheduled(server, "g1") == [4]
@@ -301,14 +278,14 @@ def test_a_preempting_sessions_status_waits_for_the_binds_of_its_pipelined_pods(
 
 
 def test_a_status_waiting_for_pipelined_pods_binds_goes_when_its_time_is_up(
-    server: HoldingServer, port: KubePort, clock: FakeClock, feeder: Feeder
+    server: HoldingServer, port: KubePort, clock: Clock, feeder: Feeder
 ) -> None:
     preempting = _session(4, 0, placed=("g1",))
     preempting.pipelined = 1  # whose victims never go
     port.write_status(preempting, feeder)
     _until(lambda: port.status_held)
-    clock.t = 101.0
+    clock.now = 101.0
     port.write_status(_session(4, 0), feeder)  # a newer session: still pipelined, no bind
-    clock.t = 102.5  # (status_for_pipelined: 2 s after the first was handed over)
+    clock.now = 102.5  # (status_for_pipelined: 2 s after the first was handed over)
     _until(lambda: len(server.sent("/events")) == 1)
     assert _scheduled(server, "g1") == [4]

@@ -12,8 +12,9 @@ import pytest
 
 from tests.builders import node, pod, podgroup, queue
 from tests.fences import Fence
+from tests.unit._background_port import background_port
 from tests.unit._cycle_harness import CONFIG, cache
-from tests.unit.test_kube_port_background import HOLD, GatedServer, background_port
+from tests.unit.test_kube_port_background import HOLD, GatedServer
 from volsched.cache.feeder import Feeder
 from volsched.cycle import BOUND, run_cycle
 from volsched.kube.port import KubePort
@@ -25,11 +26,6 @@ def server() -> Iterator[GatedServer]:
     s.gate.set()  # binds answered at once
     yield s
     s.httpd.shutdown()
-
-
-@pytest.fixture
-def fence() -> Fence:
-    return Fence()
 
 
 @pytest.fixture
