@@ -170,15 +170,25 @@ def _ready_condition(conditions: Any) -> RawDict | None:
 def _kept_conditions(conditions: Any) -> list[Any] | None:
     """The conditions kept: Ready (whether a Running pod is healthy, as PodDisruptionBudgets count it)
     and the kubelet's ``PodResizePending`` (its reason: a resize ``Infeasible`` counts no more)."""
-    kept: list[Any] = []
-    ready = _ready_condition(conditions)
-    if ready is not None:
-        kept.append(ready)
+    ready = resize = None
     for c in conditions if isinstance(conditions, list) else ():
-        if isinstance(c, _MAP) and c.get("type") == "PodResizePending":
-            kept.append(_pick(c, ("type", "reason")))
-            break
-    return kept or None
+        if isinstance(c, _MAP):
+            kind = c.get("type")
+            if kind == "Ready" and ready is None:
+                ready = _pick(c, ("type", "status"))
+            elif kind == "PodResizePending" and resize is None:
+                resize = _pick(c, ("type", "reason"))
+    if resize is None:
+        return None if ready is None else [ready]
+    return [resize] if ready is None else [ready, resize]
+
+
+def _reports_resources(statuses: Any) -> bool:
+    """Whether any of a pod's container ``statuses`` says what the kubelet allocated or runs it with."""
+    for cs in statuses if type(statuses) is list else ():
+        if type(cs) is dict and ("allocatedResources" in cs or "resources" in cs):
+            return True
+    return False
 
 
 def _unresized(status: Any, spec: Any) -> None:
@@ -186,7 +196,12 @@ def _unresized(status: Any, spec: Any) -> None:
     its spec's requests (the apiserver writes both in one canonical form), as they are but while a pod is
     resized in place; all are kept while the resize is ``Infeasible`` (then a container's spec no longer
     counts). A status or spec of an unexpected shape is left as it is."""
-    if type(status) is not dict or not isinstance(spec, _MAP):
+    if type(status) is not dict or not (
+        _reports_resources(status.get("containerStatuses"))
+        or _reports_resources(status.get("initContainerStatuses"))
+    ):
+        return  # (a kubelet reports them for every running pod: pruned here, they cost nothing after)
+    if not isinstance(spec, _MAP):
         return
     for c in status.get("conditions") or ():
         if isinstance(c, _MAP) and c.get("type") == "PodResizePending" and c.get("reason") == "Infeasible":

@@ -337,6 +337,14 @@ def _resize_infeasible(conditions: Any) -> bool:
     return False
 
 
+def _reports_resources(statuses: Any) -> bool:
+    """Whether any of a pod's container ``statuses`` says what the kubelet allocated or runs it with."""
+    for cs in statuses if type(statuses) is list else ():
+        if type(cs) is dict and ("allocatedResources" in cs or "resources" in cs):
+            return True
+    return False
+
+
 def _status_map(value: Any) -> Mapping[str, Any] | None:
     return value if isinstance(value, _MAP) else None
 
@@ -351,10 +359,16 @@ def resized_request(pod: Raw, spec_request: dict[str, float], *, where: str) -> 
     spec's. ``spec_request`` (the spec's :func:`pod_request`) when the status says nothing else, the common
     case: malformed status entries are skipped (the kubelet writes them, not the user)."""
     status = pod.get("status")
-    if type(status) is not dict or not ("containerStatuses" in status or "initContainerStatuses" in status):
+    if type(status) is not dict:
         return spec_request
+    infeasible = "conditions" in status and _resize_infeasible(status["conditions"])
+    if not (
+        infeasible
+        or _reports_resources(status.get("containerStatuses"))
+        or _reports_resources(status.get("initContainerStatuses"))
+    ):
+        return spec_request  # (what the pruner leaves of a pod not being resized)
     spec = pod["spec"]
-    infeasible = _resize_infeasible(status.get("conditions"))
     by_name: dict[Any, Mapping[str, Any]] = {}
     differs = infeasible
     for key, spec_key in (("containerStatuses", "containers"), ("initContainerStatuses", "initContainers")):
@@ -362,7 +376,7 @@ def resized_request(pod: Raw, spec_request: dict[str, float], *, where: str) -> 
         if type(statuses) is not list:
             continue
         containers = spec.get(spec_key)
-        containers = containers if type(containers) is list else ()
+        containers = containers if isinstance(containers, list) else ()
         for i, cs in enumerate(statuses):
             if type(cs) is not dict:
                 continue
