@@ -68,6 +68,7 @@ from volsched.model.vocabulary import (
     TaskStatus,
     placement_key,
 )
+from volsched.model.volumes import SELECTED_NODE, PersistentVolumeSpec, StorageClassSpec, VolumeClaim
 
 T = TypeVar("T")
 #: What a mapping is: a dict first (what JSON and YAML decode to: a cheap check), then any Mapping (the
@@ -1651,6 +1652,140 @@ def volume_node_terms(obj: Raw) -> tuple[str, list[Any]]:
         if not isinstance(term, _MAP):
             raise InputError(f"{where}: spec.nodeAffinity.required.nodeSelectorTerms[{i}] must be a map")
     return name, [dict(t) for t in terms]
+
+
+def _volume_meta(obj: Raw, kind: str) -> tuple[Mapping[str, Any], str]:
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        raise InputError(f"{kind}: missing field metadata.name")
+    return meta, meta["name"]
+
+
+def _volume_section(obj: Mapping[str, Any], name: str, where: str) -> Mapping[str, Any]:
+    value = obj.get(name) or {}
+    if not isinstance(value, Mapping):
+        raise InputError(f"{where}: {name} must be a map")
+    return value
+
+
+def _access_modes(raw: Any, where: str) -> frozenset[str]:
+    if raw is None:
+        return frozenset()
+    if not isinstance(raw, list) or not all(isinstance(m, str) for m in raw):
+        raise InputError(f"{where}: accessModes must be a list of strings")
+    return frozenset(raw)
+
+
+def _meta_annotation(meta: Mapping[str, Any], name: str) -> str:
+    annotations = meta.get("annotations") or {}
+    value = annotations.get(name, "") if isinstance(annotations, Mapping) else ""
+    return value if isinstance(value, str) else ""
+
+
+def storage_class(obj: Raw) -> StorageClassSpec:
+    """A ``storage.k8s.io/v1`` StorageClass (a claim names its class: the apiserver's admission wrote the
+    default class's name into one that named none when it was made)."""
+    _, name = _volume_meta(obj, "StorageClass")
+    where = f"StorageClass {name}"
+    provisioner = obj.get("provisioner") or ""
+    mode = obj.get("volumeBindingMode") or "Immediate"
+    if not isinstance(provisioner, str) or mode not in ("Immediate", "WaitForFirstConsumer"):
+        raise InputError(
+            f"{where}: provisioner must be a string, volumeBindingMode Immediate or WaitForFirstConsumer"
+        )
+    terms: list[Any] = []
+    raw_terms = obj.get("allowedTopologies") or []
+    if not isinstance(raw_terms, list):
+        raise InputError(f"{where}: allowedTopologies must be a list")
+    for i, term in enumerate(raw_terms):
+        exprs = term.get("matchLabelExpressions") if isinstance(term, Mapping) else None
+        if not isinstance(exprs, list) or not all(
+            isinstance(e, Mapping) and isinstance(e.get("key"), str) and isinstance(e.get("values"), list)
+            for e in exprs
+        ):
+            raise InputError(
+                f"{where}: allowedTopologies[{i}].matchLabelExpressions must list keys with values"
+            )
+        terms.append(
+            {
+                "matchExpressions": [
+                    {"key": e["key"], "operator": "In", "values": list(e["values"])} for e in exprs
+                ]
+            }
+        )
+    return StorageClassSpec(
+        name=name,
+        provisioner=provisioner,
+        wait_for_consumer=mode == "WaitForFirstConsumer",
+        topologies=tuple(terms),
+    )
+
+
+def volume_claim(obj: Raw) -> VolumeClaim:
+    """A PersistentVolumeClaim as the scheduler reads it."""
+    meta, name = _volume_meta(obj, "PersistentVolumeClaim")
+    ns = meta.get("namespace")
+    where = f"PersistentVolumeClaim {ns}/{name}"
+    if not isinstance(ns, str) or not ns:
+        raise InputError(f"{where}: missing field metadata.namespace")
+    spec = _volume_section(obj, "spec", where)
+    cls, volume, mode = (
+        spec.get("storageClassName") or "",
+        spec.get("volumeName") or "",
+        spec.get("volumeMode"),
+    )
+    if not isinstance(cls, str) or not isinstance(volume, str):
+        raise InputError(f"{where}: spec.storageClassName and spec.volumeName must be strings")
+    requests = _volume_section(_volume_section(spec, "resources", where), "requests", where)
+    storage = requests.get("storage")
+    return VolumeClaim(
+        namespace=ns,
+        name=name,
+        uid=str(meta.get("uid") or ""),
+        storage_class=cls,
+        volume=volume,
+        request=0.0
+        if storage is None
+        else parse_amount(storage, where=f"{where}: spec.resources.requests.storage"),
+        access_modes=_access_modes(spec.get("accessModes"), f"{where}: spec"),
+        volume_mode=mode if isinstance(mode, str) and mode else "Filesystem",
+        selector=parse_selector(spec["selector"], where=f"{where}: spec.selector")
+        if spec.get("selector")
+        else None,
+        selected_node=_meta_annotation(meta, SELECTED_NODE),
+        deleting=bool(meta.get("deletionTimestamp")),
+    )
+
+
+def persistent_volume(obj: Raw) -> PersistentVolumeSpec:
+    """A PersistentVolume as the scheduler reads it."""
+    meta, name = _volume_meta(obj, "PersistentVolume")
+    where = f"PersistentVolume {name}"
+    spec = _volume_section(obj, "spec", where)
+    status = _volume_section(obj, "status", where)
+    required = _volume_section(_volume_section(spec, "nodeAffinity", where), "required", where)
+    terms = required.get("nodeSelectorTerms") or []
+    if not isinstance(terms, list) or not all(isinstance(t, Mapping) for t in terms):
+        raise InputError(f"{where}: spec.nodeAffinity.required.nodeSelectorTerms must be a list of maps")
+    capacity = _volume_section(spec, "capacity", where).get("storage")
+    ref = spec.get("claimRef")
+    claim_ref = None
+    if isinstance(ref, Mapping) and ref.get("name"):
+        claim_ref = (f"{ref.get('namespace') or ''}/{ref['name']}", str(ref.get("uid") or ""))
+    labels = meta.get("labels") or {}
+    cls, mode = spec.get("storageClassName") or "", spec.get("volumeMode")
+    return PersistentVolumeSpec(
+        name=name,
+        storage_class=cls if isinstance(cls, str) else "",
+        capacity=0.0 if capacity is None else parse_amount(capacity, where=f"{where}: spec.capacity.storage"),
+        access_modes=_access_modes(spec.get("accessModes"), f"{where}: spec"),
+        volume_mode=mode if isinstance(mode, str) and mode else "Filesystem",
+        labels={str(k): str(v) for k, v in labels.items()} if isinstance(labels, Mapping) else {},
+        claim_ref=claim_ref,
+        node_terms=tuple(dict(t) for t in terms),
+        phase=str(status.get("phase") or ""),
+        deleting=bool(meta.get("deletionTimestamp")),
+    )
 
 
 def _count(raw: Any) -> int:
