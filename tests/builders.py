@@ -392,10 +392,14 @@ def pdb(name: str, selector: Obj | None, *, ns: str = "default", **spec: Any) ->
     }
 
 
-def pvc(name: str, *, ns: str = "default", volume: str | None = None) -> Obj:
+def pvc(
+    name: str, *, ns: str = "default", volume: str | None = None, storage_class: str | None = None
+) -> Obj:
     spec: Obj = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
     if volume:
         spec["volumeName"] = volume
+    if storage_class:
+        spec["storageClassName"] = storage_class
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
@@ -404,9 +408,13 @@ def pvc(name: str, *, ns: str = "default", volume: str | None = None) -> Obj:
     }
 
 
-def pv(name: str, *, nodes: list[str] | None = None, zone: str | None = None) -> Obj:
+def pv(
+    name: str, *, nodes: list[str] | None = None, zone: str | None = None, storage_class: str | None = None
+) -> Obj:
     """A local PersistentVolume reachable from the named nodes (by hostname) or one zone."""
     spec: Obj = {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "local": {"path": "/mnt"}}
+    if storage_class:
+        spec["storageClassName"] = storage_class
     exprs = []
     if nodes:
         exprs.append({"key": "kubernetes.io/hostname", "operator": "In", "values": nodes})
@@ -415,6 +423,22 @@ def pv(name: str, *, nodes: list[str] | None = None, zone: str | None = None) ->
     if exprs:
         spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": exprs}]}}
     return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name}, "spec": spec}
+
+
+def storage_class(
+    name: str, *, provisioner: str = "kubernetes.io/no-provisioner", zones: list[str] | None = None
+) -> Obj:
+    """A StorageClass whose claims wait for their first consumer (``zones``: its allowedTopologies)."""
+    obj: Obj = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": provisioner,
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }
+    if zones:
+        obj["allowedTopologies"] = [{"matchLabelExpressions": [{"key": "zone", "values": zones}]}]
+    return obj
 
 
 def priority_class(name: str, value: int, *, default: bool = False) -> Obj:

@@ -371,12 +371,16 @@ class _BindStream:
                     self.assumed += 1
                 if b.claims:
                     feeder.state.assume_claims(b)
+                if b.volumes:
+                    feeder.state.assume_volumes(b)
             outcomes = self.port.bind(binds, pods, lone=self.lone)
         except BaseException:  # none of these sent, as far as the cycle can tell: forget them all
             for b in binds:
                 feeder.forget(b.pod)
                 if b.claims:
                     feeder.state.forget_claims(b)
+                if b.volumes:
+                    feeder.state.forget_volumes(b)
             raise
         _settle(feeder, self.report, outcomes, [], {}, now=self.now)
         self.seconds += time.perf_counter() - started
@@ -401,10 +405,14 @@ def _settle(
             _delete_pod(feeder, b.pod)
             if b.claims:
                 state.forget_claims(b)
+            if b.volumes:
+                state.forget_volumes(b)
         else:
             feeder.forget(b.pod)
             if b.claims:
                 state.forget_claims(b)
+            if b.volumes:
+                state.forget_volumes(b)
             if outcome.result == CONFLICT and outcome.pod is not None:
                 feeder.apply("Pod", outcome.pod)
     for ev in evictions:

@@ -352,9 +352,9 @@ CASES: list[tuple[str, list[Obj], dict[str, str | None]]] = [
         ],
         {"db": "n2"},
     ),
-    # An unbound claim keeps it pending too, as in kube-scheduler (volsched binds no volume): it was placed
-    # at once, and on a cluster its volume then never came (a WaitForFirstConsumer class waits for the
-    # scheduler to pick its node) or came where the pod's node could not reach it.
+    # An unbound claim of no WaitForFirstConsumer class keeps it pending too, as in kube-scheduler: its
+    # volume comes from the PersistentVolume controller, where the pod's node may not reach it (claims of
+    # a WaitForFirstConsumer class: tests/sim/test_volume_binding.py).
     (
         "unbound_claim_waits_until_bound",
         [node("n1"), pvc("data"), pod("db", claims=["data"])],
@@ -461,8 +461,8 @@ def test_a_pod_on_an_unbound_claim_is_told_it_waits_for_the_claim() -> None:
         [node("n1"), node("n2"), pvc("data"), pvc("logs", volume="pv-2"), pod("db", claims=["data", "logs"])]
     )
     assert reason(data, "default/db") == (
-        "0/2 nodes fit: 2 persistentvolumeclaim(s) data not bound yet (volsched binds no volume: it places "
-        "a pod once its claims are bound)"
+        "0/2 nodes fit: 2 persistentvolumeclaim(s) data not bound yet (not of a WaitForFirstConsumer "
+        "StorageClass: the PersistentVolume controller binds it)"
     )
 
 

@@ -87,6 +87,7 @@ def test_a_log_level_logging_does_not_know_is_refused_at_parse_naming_it(
         (["--max-idle", "inf"], "argument --max-idle: must be a number >= 0, got inf"),
         (["--volcano-check-every", "0"], "argument --volcano-check-every: must be a number > 0, got 0"),
         (["--lease-duration", "-15"], "argument --lease-duration: must be a number > 0, got -15"),
+        (["--volume-bind-timeout", "0"], "argument --volume-bind-timeout: must be a number > 0, got 0"),
         (["--qps", "ten"], "argument --qps: must be a number >= 0, got 'ten'"),
     ],
 )
@@ -229,7 +230,7 @@ def test_the_help_says_each_numeric_flags_range() -> None:
         for a in build_parser()._actions
         if a.option_strings and getattr(a.type, "__qualname__", "").partition(".")[0] in ("integer", "number")
     ]
-    assert len(numeric) == 13
+    assert len(numeric) == 14
     for action in numeric:
         assert action.help is not None and (">" in action.help or " to " in action.help), (
             action.option_strings

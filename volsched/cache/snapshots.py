@@ -58,6 +58,7 @@ from volsched.model.vocabulary import (
     by_age,
     placement_key,
 )
+from volsched.model.volumes import PersistentVolumeSpec, StorageClassSpec, VolumeCatalog, VolumeClaim
 from volsched.records import dataclass
 
 
@@ -98,24 +99,50 @@ class View:
     renumbered: set[str] | None = None
     #: Namespace -> the queue its jobs go to when they name none, or ``default``.
     namespace_queues: Mapping[str, str] = field(default_factory=dict)
+    #: What volume binding reads: claims by "ns/name", volumes and StorageClasses by name (immutable:
+    #: shared with the cache).
+    volume_claims: Mapping[str, VolumeClaim] = field(default_factory=dict)
+    pv_specs: Mapping[str, PersistentVolumeSpec] = field(default_factory=dict)
+    storage_classes: Mapping[str, StorageClassSpec] = field(default_factory=dict)
 
 
-def with_volumes(t: Task, claims: Mapping[str, str], volumes: Mapping[str, list[Any]]) -> Task:
-    """``t`` with its claims' bound volumes' node affinity (and missing and unbound claims) filled in."""
+def with_volumes(
+    t: Task,
+    claims: Mapping[str, str],
+    volumes: Mapping[str, list[Any]],
+    classes: Mapping[str, StorageClassSpec] | None = None,
+    volume_claims: Mapping[str, VolumeClaim] | None = None,
+) -> Task:
+    """``t`` with its claims' bound volumes' node affinity (and missing and unbound claims) filled in:
+    an unbound claim of a WaitForFirstConsumer class is the session's to bind (``bind_claims``), any other
+    waits for the PersistentVolume controller."""
     terms: list[tuple[str, Any]] = []
     missing: list[str] = []
     unbound: list[str] = []
+    to_bind: list[str] = []
     for claim in t.claims:
-        volume = claims.get(f"{t.namespace}/{claim}")
+        key = f"{t.namespace}/{claim}"
+        volume = claims.get(key)
         if volume is None:
             missing.append(claim)
         elif not volume:
-            unbound.append(claim)
+            pvc = volume_claims.get(key) if volume_claims else None
+            cls = classes.get(pvc.storage_class) if classes and pvc is not None else None
+            if cls is not None and cls.wait_for_consumer and pvc is not None and not pvc.deleting:
+                to_bind.append(claim)
+            else:
+                unbound.append(claim)
         elif volumes.get(volume):
             terms.append((volume, volumes[volume]))
-    if not terms and not missing and not unbound:
+    if not terms and not missing and not unbound and not to_bind:
         return t
-    t = replace(t, volume_terms=tuple(terms), missing_claims=tuple(missing), unbound_claims=tuple(unbound))
+    t = replace(
+        t,
+        volume_terms=tuple(terms),
+        missing_claims=tuple(missing),
+        unbound_claims=tuple(unbound),
+        bind_claims=tuple(dict.fromkeys(to_bind)),
+    )
     t.placement_key = placement_key(t)
     return t
 
@@ -150,7 +177,7 @@ def prepare(t: Task, view: View) -> Task:
     """The task as sessions see it: volumes, device claims and avoided nodes filled in (a new object
     when they change anything; ``t`` itself otherwise)."""
     if t.claims:
-        t = with_volumes(t, view.claims, view.volumes)
+        t = with_volumes(t, view.claims, view.volumes, view.storage_classes, view.volume_claims)
     if t.resource_claims:
         t = with_device_key(t, view.resource_claims)
     if view.avoid and t.owner and t.node_name is None:
@@ -308,6 +335,7 @@ class SnapshotBuilder:
         self._vectors: dict[tuple[tuple[str, float], ...], Vector] = {}
         self._claims: dict[str, str] = {}
         self._volumes: dict[str, list[Any]] = {}
+        self._classes: Mapping[str, StorageClassSpec] = {}
         self._avoid: dict[str, tuple[str, ...]] = {}
         self._resource_claims: Mapping[str, Claim] = {}
         #: The device catalog and what it was made from (slices, classes, the node table).
@@ -355,9 +383,14 @@ class SnapshotBuilder:
         with self._lock:
             entries = self._entries
             stale: set[str] = set()
-            if view.claims != self._claims or view.volumes != self._volumes:
+            if (
+                view.claims != self._claims
+                or view.volumes != self._volumes
+                or view.storage_classes != self._classes
+            ):
                 stale.update(k for k, e in entries.items() if e.source.claims)
                 self._claims, self._volumes = view.claims, view.volumes
+                self._classes = view.storage_classes
             if view.avoid != self._avoid:
                 owners = {o for o in {*view.avoid, *self._avoid} if view.avoid.get(o) != self._avoid.get(o)}
                 stale.update(k for k, e in entries.items() if e.source.owner in owners)
@@ -607,6 +640,11 @@ class SnapshotBuilder:
             kept=self.kept,
             device_catalog=catalog,
             resource_claims=view.resource_claims,
+            volume_catalog=(
+                VolumeCatalog(view.volume_claims, view.pv_specs, view.storage_classes)
+                if any(c.wait_for_consumer for c in view.storage_classes.values())
+                else None
+            ),
         )
 
     def _devices(self, view: View) -> DeviceCatalog:

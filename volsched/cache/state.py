@@ -52,12 +52,15 @@ from volsched.model.decode import (
     namespace_queue,
     object_ref,
     parse_time,
+    persistent_volume,
     pod_status,
     priority_class_policy,
     priority_class_value,
     quota_weight_and_problem,
     resource_claim,
     resource_slice,
+    storage_class,
+    volume_claim,
     volume_node_terms,
 )
 from volsched.model.devices import Allocated, Claim, DeviceClass, DeviceSlice
@@ -84,6 +87,7 @@ from volsched.model.vocabulary import (
     default_queue,
     queue_annotation,
 )
+from volsched.model.volumes import PersistentVolumeSpec, StorageClassSpec, VolumeClaim
 
 KINDS = (
     "Node",
@@ -95,6 +99,7 @@ KINDS = (
     "Queue",
     "PersistentVolumeClaim",
     "PersistentVolume",
+    "StorageClass",
     "PodDisruptionBudget",
     "DeviceClass",
     "ResourceSlice",
@@ -184,6 +189,19 @@ class ClusterState:
         self.claims: dict[str, str] = {}
         #: PersistentVolume name -> its required node affinity (nodeSelectorTerms; [] when none).
         self.volumes: dict[str, list[Any]] = {}
+        #: What volume binding reads (``volsched.model.volumes``): every claim by "ns/name", every
+        #: volume and StorageClass by name.
+        self.volume_claims: dict[str, VolumeClaim] = {}
+        self.pv_specs: dict[str, PersistentVolumeSpec] = {}
+        self.storage_classes: dict[str, StorageClassSpec] = {}
+        #: Claims and volumes a decided bind binds, before the API shows it (as a bind is assumed):
+        #: ("PersistentVolumeClaim", key) or ("PersistentVolume", name) -> (as the API had it, as
+        #: assumed). The next event of the object ends it.
+        self._volumes_assumed: dict[tuple[str, str], tuple[Any, Any]] = {}
+        #: Counts every change of those three tables; a snapshot copies them only when it moved (most
+        #: snapshots of a busy cluster see no claim, volume or class change).
+        self._volumes_moved = 0
+        self._volumes_copied: tuple[int, Any] = (-1, None)
         #: Dynamic Resource Allocation: DeviceClasses by name, ResourceSlices by name, ResourceClaims by
         #: "ns/name" (see ``volsched.model.devices``).
         self.device_classes: dict[str, DeviceClass] = {}
@@ -346,10 +364,20 @@ class ClusterState:
                     changed |= _put(self.namespace_queues, str(name), queue)
             elif kind == "PersistentVolumeClaim":
                 claim, volume = claim_volume(obj)
-                changed = _put(self.claims, claim, volume)
+                pvc = volume_claim(obj)
+                self._volumes_assumed.pop((kind, claim), None)  # the API's word from now on
+                changed = _put(self.claims, claim, volume) | _put(self.volume_claims, claim, pvc)
+                self._volumes_moved += 1
             elif kind == "PersistentVolume":
                 name, terms = volume_node_terms(obj)
-                changed = _put(self.volumes, name, terms)
+                pv = persistent_volume(obj)
+                self._volumes_assumed.pop((kind, name), None)
+                changed = _put(self.volumes, name, terms) | _put(self.pv_specs, name, pv)
+                self._volumes_moved += 1
+            elif kind == "StorageClass":
+                sc = storage_class(obj)
+                changed = _put(self.storage_classes, sc.name, sc)
+                self._volumes_moved += 1
             elif kind == "DeviceClass":
                 cls = device_class(obj)
                 changed = _put(self.device_classes, cls.name, cls)
@@ -420,6 +448,47 @@ class ClusterState:
                     self.resource_claims[a.key] = held[0]
                     self.changes += 1
         if bind.claims:
+            self.doorbell.ring(FREED)
+
+    def assume_volumes(self, bind: Bind) -> None:
+        """The claims of a decided bind are being bound (a volume's ``claimRef``, a claim's selected node)
+        before the API shows it (the writer writes them before it binds): the next session must not give
+        those volumes again. Ends with the object's next event, or :meth:`forget_volumes`."""
+        with self._lock:
+            for b in bind.volumes:
+                if b.volume:
+                    at: tuple[str, str] = ("PersistentVolume", b.volume)
+                    pv = self.pv_specs.get(b.volume)
+                    if pv is None:
+                        continue
+                    orig: Any = pv
+                    assumed: Any = replace(pv, claim_ref=(b.key, b.claim_uid))
+                    self.pv_specs[b.volume] = assumed
+                else:
+                    at = ("PersistentVolumeClaim", b.key)
+                    pvc = self.volume_claims.get(b.key)
+                    if pvc is None:
+                        continue
+                    orig, assumed = pvc, replace(pvc, selected_node=bind.node)
+                    self.volume_claims[b.key] = assumed
+                held = self._volumes_assumed.get(at)
+                self._volumes_assumed[at] = (orig if held is None else held[0], assumed)
+                self.changes += 1
+                self._volumes_moved += 1
+
+    def forget_volumes(self, bind: Bind) -> None:
+        """The bind failed: its claims and volumes are as the API had them (unless an event of the object
+        came since, which ended the assumption)."""
+        with self._lock:
+            for b in bind.volumes:
+                at = ("PersistentVolume", b.volume) if b.volume else ("PersistentVolumeClaim", b.key)
+                held = self._volumes_assumed.pop(at, None)
+                table: dict[str, Any] = self.pv_specs if b.volume else self.volume_claims
+                if held is not None and table.get(at[1]) is held[1]:
+                    table[at[1]] = held[0]
+                    self.changes += 1
+                    self._volumes_moved += 1
+        if bind.volumes:
             self.doorbell.ring(FREED)
 
     def _budgeted(self, namespace: str) -> bool:
@@ -503,9 +572,16 @@ class ClusterState:
                 held = _discard(self.namespaces, name) | _drop(self.namespace_labels, name)
                 held |= _drop(self.namespace_queues, name)
             elif kind == "PersistentVolumeClaim":
-                held = _drop(self.claims, key)
+                self._volumes_assumed.pop((kind, key), None)
+                held = _drop(self.claims, key) | _drop(self.volume_claims, key)
+                self._volumes_moved += 1
             elif kind == "PersistentVolume":
-                held = _drop(self.volumes, name)
+                self._volumes_assumed.pop((kind, name), None)
+                held = _drop(self.volumes, name) | _drop(self.pv_specs, name)
+                self._volumes_moved += 1
+            elif kind == "StorageClass":
+                held = _drop(self.storage_classes, name)
+                self._volumes_moved += 1
             elif kind == "PodDisruptionBudget":  # what it protected may go now
                 held = _drop(self.budgets, key)
             elif kind == "DeviceClass":
@@ -874,6 +950,14 @@ class ClusterState:
                     self._view_seq = self._seq.copy()
                     self._view_tasks = self.tasks.copy()
                 self._touched, self._renumbered = set(), set()
+                moved, volume_tables = self._volumes_copied
+                if moved != self._volumes_moved:
+                    volume_tables = (
+                        self.volume_claims.copy(),
+                        self.pv_specs.copy(),
+                        self.storage_classes.copy(),
+                    )
+                    self._volumes_copied = (self._volumes_moved, volume_tables)
                 view = View(
                     tasks=self._view_tasks,
                     touched=touched,
@@ -887,6 +971,9 @@ class ClusterState:
                     usage=self.usage.copy(),
                     claims=self.claims.copy(),
                     volumes=self.volumes.copy(),
+                    volume_claims=volume_tables[0],
+                    pv_specs=volume_tables[1],
+                    storage_classes=volume_tables[2],
                     device_classes=self.device_classes.copy(),
                     slices=self.slices.copy(),
                     resource_claims=self.resource_claims.copy(),

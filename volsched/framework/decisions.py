@@ -16,6 +16,7 @@ from typing import Any
 
 from volsched.model.devices import ClaimAllocation
 from volsched.model.vocabulary import PodGroupPhase
+from volsched.model.volumes import VolumeBinding
 from volsched.records import dataclass
 
 
@@ -68,6 +69,9 @@ class Bind:
     #: The pod's ResourceClaims as allocated for it: what the edge writes into each claim's status
     #: (allocation, and the pod in ``reservedFor``) before it binds the pod.
     claims: tuple[ClaimAllocation, ...] = ()
+    #: The pod's unbound claims of a WaitForFirstConsumer class as bound for it (a volume, or one to
+    #: provision on ``node``): what the edge writes and waits for before it binds the pod.
+    volumes: tuple[VolumeBinding, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ from volsched.model.cluster import BoolArray, IndexArray, NodeTable
 from volsched.model.devices import DeviceCatalog, DeviceState, is_device_resource
 from volsched.model.resources import EPS, ResourceSpace, Vector
 from volsched.model.vocabulary import Task
+from volsched.model.volumes import VolumeState
 from volsched.records import dataclass
 
 if TYPE_CHECKING:
@@ -179,6 +180,11 @@ class NodeViews(PointTables):
         self.node_limit_reason = ""
         #: ``devices`` once set or first asked for.
         self._device_state: DeviceState | None = None
+        #: Volume binding of the pods' WaitForFirstConsumer claims (the session sets it when the snapshot
+        #: has a class that waits; None: no pod has such a claim), and the keys of the views it is in
+        #: (never carried to the next session: the volumes free then are not these).
+        self.volume_binding: VolumeState | None = None
+        self._volume_views: set[tuple[bytes, str, tuple[float, float] | None]] = set()
         #: The dimensions that count devices of a DeviceClass (None: none), which capacity never checks.
         self._device_dims: BoolArray | None = _device_dims(nodes, space)
         #: The constraint filters' answers for the last task asked about: (task, the change log's length
@@ -230,6 +236,8 @@ class NodeViews(PointTables):
             mask = mask & devices_then
             if self.devices.releasing_any():  # placed now: on free devices only
                 devices_now = self._devices(task, idx)
+        if task.bind_claims:
+            mask = mask & self._volumes(task, idx)
         for _, fn in self._flat("predicate"):
             mask = mask & fn(task, idx)
         # Dimensions the task does not ask for never fail (a node may be over-committed in those).
@@ -288,6 +296,8 @@ class NodeViews(PointTables):
             ok = devices.fits_one(plan, i, devices.available(future=True))
             if ok and devices.releasing_any():  # placed now: on free devices only
                 devices_now = devices.fits_one(plan, i)
+        if ok and task.bind_claims:
+            ok = bool(self._volumes(task, idx)[0])
         for _, fn in self._flat("predicate"):
             ok = ok and bool(fn(task, idx)[0])
         floor = view.floor_list
@@ -319,6 +329,15 @@ class NodeViews(PointTables):
         devices = self.devices
         plan = devices.plan(task.namespace, task.resource_claims, pod_uid=task.uid)
         return devices.fits(plan, idx, devices.available(future=future))
+
+    def _volumes(self, task: Task, idx: IndexArray) -> BoolArray:
+        """Which of nodes ``idx`` can give ``task``'s WaitForFirstConsumer claims a volume (a free one
+        that reaches the node, or one the class provisions there): the session's own check, whatever the
+        plugins, so a pod is never bound where its claims cannot be (see ``volsched.model.volumes``)."""
+        binding = self.volume_binding
+        if binding is None:
+            return np.zeros(len(idx), dtype=bool)
+        return binding.fits(task.namespace, task.bind_claims, idx)
 
     def _explain_devices(self, task: Task, idx: IndexArray) -> list[tuple[str, int]]:
         """Why nodes ``idx`` (all failing :meth:`_devices`) cannot give ``task`` its devices."""
@@ -382,7 +401,11 @@ class NodeViews(PointTables):
             versions=self._versions,
             usage=self.nodes.usage,
             touched=set(self._changes[self._inherited :]),
-            views=self._views,
+            views=(
+                {k: v for k, v in self._views.items() if k not in self._volume_views}
+                if self._volume_views
+                else self._views
+            ),
         )
 
     def _view(self, task: Task) -> _NodeView:
@@ -393,6 +416,8 @@ class NodeViews(PointTables):
         if view is None:
             view = self._evaluate(task, self._all_nodes, None)
             self._views[key] = view
+            if task.bind_claims:
+                self._volume_views.add(key)
             return view
         if view.log_pos < len(self._changes):
             new = self._changes[view.log_pos :]
@@ -508,7 +533,12 @@ class NodeViews(PointTables):
         among the nodes every filter accepts, so its numbers say what is missing where the pod could go.
         Kept for the tasks alike until a node changes (see ``_unfit``)."""
         memo: tuple[bytes, str] | None = None
-        if not task.resource_claims and self.node_limit is None and not self._constraints(task):
+        if (
+            not task.resource_claims
+            and not task.bind_claims
+            and self.node_limit is None
+            and not self._constraints(task)
+        ):
             memo = (task.request.tobytes(), task.placement_key)
             hit = self._unfit.get(memo)
             if hit is not None and hit[0] == len(self._changes):
@@ -530,6 +560,17 @@ class NodeViews(PointTables):
             eligible &= self._devices(task, ready, future=True)
             for reason, count in self._explain_devices(task, ready[~eligible]):
                 counts[reason] += count
+        if task.bind_claims and len(ready):
+            ok = self._volumes(task, ready)
+            failing = ready[eligible & ~ok]
+            eligible &= ok
+            if len(failing):
+                binding = self.volume_binding
+                if binding is None:
+                    counts["persistentvolumeclaim(s) not bound yet"] += len(failing)
+                else:
+                    for reason, count in binding.explain(task.namespace, task.bind_claims, failing):
+                        counts[reason] += count
         for name, fn in self._flat("predicate"):
             if not len(ready):
                 break

@@ -43,6 +43,7 @@ from volsched.model.vocabulary import (
     Task,
     TaskStatus,
 )
+from volsched.model.volumes import VolumeState
 
 if TYPE_CHECKING:
     from volsched.framework.config import SchedulerConfig
@@ -118,8 +119,13 @@ class Session(NodeViews):
                     for t in held.values():
                         if t.resource_claims and t.status is TaskStatus.RELEASING:
                             self.devices.start_releasing(t.key, t.namespace, t.resource_claims, t.uid)
+        if snapshot.volume_catalog is not None:
+            self.volume_binding = VolumeState(
+                snapshot.volume_catalog, nodes=snapshot.nodes.specs, memo=snapshot.nodes.memo
+            )
         #: How many pending pods name each ResourceClaim by name (counted when first asked).
         self._claim_users: Counter[str] | None = None
+        self._bind_users: Counter[str] | None = None
 
     # --- mutations (only Statement calls these) -------------------------------------------------------
 
@@ -211,6 +217,43 @@ class Session(NodeViews):
         for i in self.devices.catalog.shared_nodes.get(device, ()):
             self.touch(int(i))
 
+    def _take_volumes(self, task: Task, node: int) -> None:
+        """Bind ``task``'s WaitForFirstConsumer claims on ``node`` (before anything else changes: a node
+        that cannot bind them raises, and nothing is half done); the nodes its volumes reach are looked
+        at again."""
+        binding = self.volume_binding
+        if binding is None:
+            raise ValueError(f"task {task.key}: no volume binding in this session")
+        for i in binding.nodes_of(binding.take(task.key, task.namespace, task.bind_claims, node)):
+            self.touch(int(i))
+        self._volumes_moved(task)
+
+    def _give_volumes(self, task: Task) -> None:
+        binding = self.volume_binding
+        if binding is not None:
+            for i in binding.nodes_of(binding.release(task.key)):
+                self.touch(int(i))
+            self._volumes_moved(task)
+
+    def _volumes_moved(self, task: Task) -> None:
+        """A claim other pending pods may name was given a volume or given back: every node is looked at
+        again for them (they wait for it, or may take it now)."""
+        if len(task.bind_claims) and self._bind_claim_users()[task.namespace] > 1:
+            for i in range(len(self.nodes)):
+                self.touch(i)
+
+    def _bind_claim_users(self) -> Counter[str]:
+        """How many pods with a task pending have claims to bind, per namespace (counted when first asked)."""
+        if self._bind_users is None:
+            self._bind_users = Counter(
+                t.namespace
+                for job in self.pending_jobs()
+                for t in job.tasks.values()
+                if t.bind_claims
+                and t.status in (TaskStatus.PENDING, TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
+            )
+        return self._bind_users
+
     def claim_users(self) -> Counter[str]:
         """How many pods with a task pending name each ResourceClaim (by name, not from a template)."""
         if self._claim_users is None:
@@ -226,8 +269,15 @@ class Session(NodeViews):
         return self._claim_users
 
     def do_allocate(self, task: Task, node: int) -> None:
+        if task.bind_claims:
+            self._take_volumes(task, node)
         if task.resource_claims:
-            self._take_devices(task, node)
+            try:
+                self._take_devices(task, node)
+            except BaseException:
+                if task.bind_claims:
+                    self._give_volumes(task)
+                raise
         self._set_status(task, TaskStatus.ALLOCATED)
         task.node_name = self.nodes.names[node]
         self.nodes.hold(node, task)
@@ -241,11 +291,20 @@ class Session(NodeViews):
         self.touch(node)
         if task.resource_claims:
             self._give_devices(task)
+        if task.bind_claims:
+            self._give_volumes(task)
         self._fire(task, allocate=False)
 
     def do_pipeline(self, task: Task, node: int) -> None:
+        if task.bind_claims:
+            self._take_volumes(task, node)
         if task.resource_claims:
-            self._take_devices(task, node, future=True)
+            try:
+                self._take_devices(task, node, future=True)
+            except BaseException:
+                if task.bind_claims:
+                    self._give_volumes(task)
+                raise
         self._set_status(task, TaskStatus.PIPELINED)
         task.node_name = self.nodes.names[node]
         self.nodes.pipeline(node, task)
@@ -259,6 +318,8 @@ class Session(NodeViews):
         self.touch(node)
         if task.resource_claims:
             self._give_devices(task)
+        if task.bind_claims:
+            self._give_volumes(task)
         self._fire(task, allocate=False)
 
     def do_evict(self, task: Task) -> TaskStatus:

@@ -107,9 +107,11 @@ class Statement:
                 task = op.task
                 node = self.session.nodes.names[op.node]
                 result.bound_jobs.setdefault(task.job_key, []).append(node)
-                if task.resource_claims:
-                    claims = self.session.devices.by_task.get(task.key, ())
-                    binds.append(Bind(pod=task.key, uid=task.uid, node=node, claims=claims))
+                if task.resource_claims or task.bind_claims:
+                    claims = self.session.devices.by_task.get(task.key, ()) if task.resource_claims else ()
+                    binding = self.session.volume_binding
+                    volumes = binding.by_task.get(task.key, ()) if binding is not None else ()
+                    binds.append(Bind(pod=task.key, uid=task.uid, node=node, claims=claims, volumes=volumes))
                 else:
                     binds.append(Bind(pod=task.key, uid=task.uid, node=node))
         self._ops.clear()

@@ -58,6 +58,7 @@ FEW_PATHS = {
     "Queue": "/apis/scheduling.volsched.io/v1beta1/queues",
     "PersistentVolume": "/api/v1/persistentvolumes",
     "PersistentVolumeClaim": "/api/v1/persistentvolumeclaims",
+    "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
     "PodGroup": "/apis/scheduling.volsched.io/v1beta1/podgroups",
     "PodDisruptionBudget": "/apis/policy/v1/poddisruptionbudgets",
     "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",

@@ -67,6 +67,7 @@ WATCHED: tuple[WatchedKind, ...] = (
     WatchedKind("Node", "", "v1", "nodes", False),
     WatchedKind("PersistentVolume", "", "v1", "persistentvolumes", False),
     WatchedKind("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", True),
+    WatchedKind("StorageClass", "storage.k8s.io", "v1", "storageclasses", False),
     WatchedKind("PodGroup", API_GROUP, "v1beta1", "podgroups", True),
     WatchedKind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True),
     # Dynamic Resource Allocation (served since Kubernetes 1.34; not served: a warning, looked for again).

@@ -28,6 +28,9 @@ With ``background`` (the operator's), a session never waits on the network for i
   when its time is up, with or without a later session (a session whose only writes are such figures
   holds them on its own thread: no job for the status thread). A Queue's state or conditions, and every
   PodGroup's status, are written at once.
+* A commit whose pods have claims of a WaitForFirstConsumer class to bind goes to a thread of its own
+  (:mod:`volsched.kube.volumebind`: every claim bound first, then the pods), as long as the provisioner
+  takes; status writes do not wait for it.
 * Evictions stay synchronous: a session that preempts plans its next evictions on the pods it evicted.
 * ``drain`` waits for everything in flight (hand-over: after the fence closed, before the Lease is let go).
 Without ``background`` every call returns all its outcomes and ``settle`` has nothing.
@@ -51,6 +54,7 @@ from volsched.cycle import CONFLICT, FAILED, BindOutcome, EvictOutcome, StatusRe
 from volsched.framework.decisions import Bind, Event, Evict, SessionResult
 from volsched.kube.latency import PodLatency
 from volsched.kube.podgroups import ConflictReporter, LeftBehind, PodGroupCreator, groups_referred_to
+from volsched.kube.volumebind import VolumeBinder
 from volsched.kube.writer import WAITING_REASONS, EventTarget, KubeWriter
 from volsched.model.raw import Raw
 from volsched.redaction import error_summary
@@ -150,6 +154,10 @@ class KubePort:
         self._lock = threading.Condition()
         self._binds_done: list[BindOutcome] = []
         self._binds_in_flight = 0
+        #: Of those, binds whose claims are being bound (``volumebind``): each commit on a thread of its
+        #: own, as long as its provisioner takes; status writes do not wait for them.
+        self._volume_binds = 0
+        self.volume_binder = VolumeBinder(writer, timeout=writer.settings.volume_bind_timeout)
         self._status_next: Callable[[], StatusReport] | None = None
         #: The session result ``_status_next`` writes (its events are carried into a newer one's), and
         #: when the first status not started yet was handed over (``writer.clock``): the one the
@@ -205,8 +213,13 @@ class KubePort:
         waited for that thread to wake and take the GIL from the session still running (a few ms of an
         arriving pod's 5-15; the session has nothing left to place, so it loses nothing waiting for
         the answer). Everything else goes to the workers, the session going on meanwhile."""
+        volumes = any(b.volumes for b in binds)
         if not self.background:
+            if volumes:
+                return self.volume_binder.bind_all(binds, pods)
             return self.writer.bind_all(binds, pods)
+        if volumes:
+            return self._bind_volumes(binds, pods)
         here = False
         with self._lock:
             # The session decided these under this holding of the Lease.
@@ -226,6 +239,43 @@ class KubePort:
             for b in binds:
                 self._bound(BindOutcome(b, FAILED, "not sent: the port is closed"))
         return self._take_binds()
+
+    def _bind_volumes(self, binds: Sequence[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
+        """A commit whose claims are bound first: on a thread of its own (it waits for provisioners, up
+        to ``volume_bind_timeout``), its pods bound together once every claim is (see ``volumebind``)."""
+        with self._lock:
+            holding = self._planned_under if self._planned else self.writer.holding()
+            closed = self._closed
+            self._binds_in_flight += len(binds)
+            if not closed:
+                self._volume_binds += len(binds)
+            if self.latency is not None:
+                self.latency.decided(b.pod for b in binds)
+        if closed:
+            for b in binds:
+                self._bound(BindOutcome(b, FAILED, "not sent: the port is closed"))
+        else:
+            mine = {b.pod: pods.get(b.pod) for b in binds}
+            threading.Thread(
+                target=self._volumes_work,
+                args=(list(binds), mine, holding),
+                name="volsched-volume-bind",
+                daemon=True,
+            ).start()
+        return self._take_binds()
+
+    def _volumes_work(self, binds: list[Bind], pods: dict[str, Raw | None], holding: float | None) -> None:
+        try:
+            if self.writer.fence is not None:
+                self.writer.fence.renew_if_due()
+            raws = {k: v for k, v in pods.items() if v is not None}
+            outcomes = self.volume_binder.bind_all(binds, raws, holding=holding)
+        except Exception as exc:  # the binder returns API errors as outcomes; anything else is a failure
+            outcomes = [BindOutcome(b, FAILED, error_summary(exc)) for b in binds]
+        with self._lock:
+            self._volume_binds -= len(binds)
+        for outcome in outcomes:
+            self._bound(outcome)
 
     def _staff(self) -> None:
         """A bind was queued (under ``_lock``): an idle worker takes it, else a new worker is started,
@@ -494,7 +544,7 @@ class KubePort:
         if self._closed:
             return None
         now = self.writer.clock()
-        if self._binds_in_flight and now < self._writes_until:
+        if self._binds_in_flight > self._volume_binds and now < self._writes_until:
             return self._writes_until
         if self._binds_expected and not self._draining and now < self._expected_until:
             return self._expected_until

@@ -116,6 +116,11 @@ class WriterSettings:
     #: Events per object: this many at once, then one per ``event_every`` seconds (never a repeat).
     event_burst: int = 5
     event_every: float = 10.0
+    #: Seconds a commit's claims of a WaitForFirstConsumer class may take to be bound (by the
+    #: PersistentVolume controller and, for a volume to provision, its provisioner) before its pods are
+    #: bound; past it, the binding is undone and the pods are placed again (kube-scheduler's
+    #: ``bindTimeoutSeconds``, 600 by default).
+    volume_bind_timeout: float = 600.0
 
     def pool_size(self) -> int:
         """Connections the client's urllib3 pool needs: one for each bind worker and writer thread (their

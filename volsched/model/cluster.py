@@ -51,6 +51,7 @@ from volsched.model.vocabulary import (
     TaskStatus,
     queue_annotation,
 )
+from volsched.model.volumes import VolumeCatalog
 from volsched.records import dataclass
 
 BoolArray = npt.NDArray[np.bool_]
@@ -543,6 +544,9 @@ class ClusterSnapshot:
     #: "ns/name" (read-only: shared with the cache).
     device_catalog: DeviceCatalog | None = None
     resource_claims: Mapping[str, Claim] = field(default_factory=dict)
+    #: Claims, volumes and StorageClasses for volume binding (None: no class waits for its first
+    #: consumer, so no pod has a claim to bind).
+    volume_catalog: VolumeCatalog | None = None
     #: Queues and PodGroups the cache refused, with none of their valid versions held ("Queue q",
     #: "PodGroup ns/g" -> why): what names one is told it was rejected, not that it does not exist.
     refused: Mapping[str, str] = field(default_factory=dict)

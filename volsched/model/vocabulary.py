@@ -196,6 +196,9 @@ class Task:
     volume_terms: tuple[tuple[str, Any], ...] = ()
     missing_claims: tuple[str, ...] = ()
     unbound_claims: tuple[str, ...] = ()
+    #: Unbound claims of a WaitForFirstConsumer StorageClass: the session binds them where it places the
+    #: pod (``volsched.model.volumes``).
+    bind_claims: tuple[str, ...] = ()
     #: ``spec.resourceClaims``: the devices the pod claims through Dynamic Resource Allocation.
     resource_claims: tuple[PodClaim, ...] = ()
     #: What node filters read of those claims (the snapshot sets it; see ``with_device_key``).
@@ -280,6 +283,7 @@ def placement_key(task: Task) -> str:
         or task.volume_terms
         or task.missing_claims
         or task.unbound_claims
+        or task.bind_claims
         or task.resource_claims
     ):
         return ""
@@ -294,6 +298,7 @@ def placement_key(task: Task) -> str:
             task.volume_terms,
             task.missing_claims,
             task.unbound_claims,
+            task.bind_claims,
             task.device_key or [(c.name, c.claim, c.template) for c in task.resource_claims],
         ],
         sort_keys=True,

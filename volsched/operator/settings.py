@@ -408,6 +408,14 @@ def _add_writes(p: argparse.ArgumentParser, d: Settings) -> None:
         help="binds waiting past which bind workers beyond --bind-workers-first start (>= 0)",
     )
     p.add_argument(
+        "--volume-bind-timeout",
+        type=number(positive=True),
+        default=d.writer.volume_bind_timeout,
+        help="seconds a pod's claims of a WaitForFirstConsumer StorageClass may take to be bound (by the "
+        "PersistentVolume controller and the provisioner) before its bind is given up and the pod placed "
+        "again (> 0; kube-scheduler's bindTimeoutSeconds)",
+    )
+    p.add_argument(
         "--workers",
         type=integer(0),
         default=d.writer.workers,
@@ -449,6 +457,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     s.writer.bind_workers = args.bind_workers
     s.writer.bind_workers_first = args.bind_workers_first
     s.writer.bind_backlog = args.bind_backlog
+    s.writer.volume_bind_timeout = args.volume_bind_timeout
     s.scheduler_names = parse_scheduler_names(args.scheduler_names)
     return s
 

@@ -2,8 +2,8 @@
 
 Checks spec.nodeSelector, required node affinity, taints against tolerations, cordoned (unschedulable)
 nodes, nodes a rescheduled pod was moved off and the required node affinity of the PersistentVolumes the
-pod mounts (a claim that does not exist, or is bound to no volume yet, rejects every node: volsched binds
-no volume). All of that depends only on the task's placement spec, so it is computed once per distinct
+pod mounts (a claim that does not exist, or is bound to no volume yet, rejects every node; an unbound claim
+of a WaitForFirstConsumer StorageClass is the session's own volume binding's, not this filter's). All of that depends only on the task's placement spec, so it is computed once per distinct
 spec as a boolean mask over all nodes.
 
 Host ports depend on the pods on a node (node state): a port (protocol, port) is taken on a node when a
@@ -161,8 +161,8 @@ class Predicates(BasePlugin):
                 volume_reason = f"persistentvolumeclaim(s) {', '.join(task.missing_claims)} not found"
             elif task.unbound_claims:
                 volume_reason = (
-                    f"persistentvolumeclaim(s) {', '.join(task.unbound_claims)} not bound yet (volsched binds "
-                    "no volume: it places a pod once its claims are bound)"
+                    f"persistentvolumeclaim(s) {', '.join(task.unbound_claims)} not bound yet (not of a "
+                    "WaitForFirstConsumer StorageClass: the PersistentVolume controller binds it)"
                 )
             else:
                 volume_reason = (

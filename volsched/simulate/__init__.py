@@ -1,7 +1,8 @@
 """The in-memory driver behind ``volsched simulate``: the same engine and cycle on YAML, no cluster.
 
 It reads Nodes, Namespaces, ResourceQuotas, PriorityClasses, Pods, PodGroups, Queues, batch/v1 Jobs,
-PersistentVolumeClaims and PersistentVolumes (for the node affinity of the volumes pods mount),
+PersistentVolumeClaims, PersistentVolumes and StorageClasses (the node affinity of the volumes pods
+mount; a claim of a WaitForFirstConsumer class is bound as its pod is bound, see ``volumes``),
 policy/v1 PodDisruptionBudgets and DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates
 (devices claimed through Dynamic Resource Allocation: a bind writes its claims' allocation, and the claims
 of templates are made as the resource claim controller makes them; see ``docs/dra.md``), then runs :func:`volsched.cycle.run_cycle` until a cycle changes
@@ -15,7 +16,8 @@ replacement for an evicted pod of a Job).
 * ``port``: :class:`~volsched.simulate.port.MemoryPort`, the cycle's port in memory (apiserver, kubelet,
   owners' replacements, the Eviction API), with the controllers that write through it: ``jobs`` (the
   job controller), ``budgets`` (the disruption controller and the Eviction API's PodDisruptionBudget
-  check) and ``claims`` (the resource claim controller);
+  check), ``claims`` (the resource claim controller) and ``volumes`` (volume binding, the
+  PersistentVolume controller and a provisioner);
 * ``output``: the ``-o json`` document (around one session's, :mod:`volsched.sessiondoc`, which the
   operator's dashboard serves too);
 * ``replay`` and ``timeport``: the time mode (``volsched simulate --replay``): a virtual clock around

@@ -16,7 +16,8 @@ once:
 The controllers that write through its apiserver are parts of their own: the job controller
 (:mod:`volsched.simulate.jobs`), the disruption controller, which puts each PodDisruptionBudget's status
 in the cache before every cycle (:mod:`volsched.simulate.budgets`), and the resource claim controller
-(:mod:`volsched.simulate.claims`).
+(:mod:`volsched.simulate.claims`), and the volume binding of claims of a WaitForFirstConsumer class
+(:mod:`volsched.simulate.volumes`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from volsched.simulate.budgets import DisruptionController
 from volsched.simulate.claims import ClaimController
 from volsched.simulate.documents import iso
 from volsched.simulate.jobs import JobController
+from volsched.simulate.volumes import VolumeController
 
 
 class MemoryPort:
@@ -52,6 +54,7 @@ class MemoryPort:
         self.job_controller = JobController(self.put)
         self.disruption_controller = DisruptionController(self.put)
         self.claim_controller = ClaimController(self.put, self.remove)
+        self.volume_controller = VolumeController(self.put)
 
     # --- the objects (the apiserver) ----------------------------------------------------------------------
 
@@ -71,6 +74,8 @@ class MemoryPort:
         self.feeder.apply(str(obj.get("kind")), obj, strict=True)
         if obj.get("kind") == "ResourceClaim":
             self.claim_controller.claims[f"{meta.get('namespace') or 'default'}/{meta.get('name')}"] = obj
+        elif obj.get("kind") in ("PersistentVolumeClaim", "PersistentVolume"):
+            self.volume_controller.seen(obj)
 
     def remove(self, kind: str, key: str) -> None:
         """Delete an object (a deletion event with the next resourceVersion)."""
@@ -91,6 +96,8 @@ class MemoryPort:
                 out.append(BindOutcome(bind, GONE, "no such pod"))
                 continue
             self.claim_controller.allocate(bind)  # written before the bind, as kube-scheduler does
+            if bind.volumes:  # bound (or provisioned) before the bind, as volume binding's pre-bind waits for
+                self.volume_controller.bind(bind)
             # A shallow copy is enough: no cached pod is changed in place (see volsched.cache.state).
             status = {**(raw.get("status") or {}), "phase": "Running", "startTime": iso(self.clock())}
             self.put({**raw, "spec": {**(raw.get("spec") or {}), "nodeName": bind.node}, "status": status})

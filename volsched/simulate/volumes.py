@@ -1,0 +1,111 @@
+"""The simulator's volume binding on a bind: what kube-scheduler's pre-bind, the PersistentVolume controller
+and an external provisioner write for a pod's claims of a WaitForFirstConsumer StorageClass, done at once
+as the pod is bound.
+
+A claim given a volume that exists is bound to it (the volume's ``claimRef``, the claim's ``volumeName``,
+both ``Bound``); a claim to provision gets a volume made for it, ``pvc-<claim uid>``, of its class, size
+and access modes, reachable from the node it was provisioned for alone (as local-path, the commonest such
+provisioner, makes them; a zonal provisioner's volume would reach its zone). Which volume or node is the
+session's (``volsched.model.volumes``); this module only writes it down. See docs/placement.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from volsched.framework.decisions import Bind
+from volsched.model.raw import Raw, meta_of
+from volsched.model.volumes import BIND_COMPLETED, BOUND_BY_CONTROLLER, SELECTED_NODE
+
+
+class VolumeController:
+    """The claims and volumes as last put ("ns/name" and name -> object); ``put`` is the simulated
+    apiserver's."""
+
+    def __init__(self, put: Callable[[Mapping[str, Any]], None]) -> None:
+        self._put = put
+        self.claims: dict[str, Raw] = {}
+        self.volumes: dict[str, Raw] = {}
+
+    def seen(self, obj: Raw) -> None:
+        """An object put: kept when it is a claim or a volume."""
+        kind, meta = obj.get("kind"), meta_of(obj)
+        if kind == "PersistentVolumeClaim":
+            self.claims[f"{meta.get('namespace') or 'default'}/{meta.get('name')}"] = obj
+        elif kind == "PersistentVolume":
+            self.volumes[str(meta.get("name"))] = obj
+
+    def bind(self, bind: Bind) -> None:
+        """Bind ``bind``'s claims as decided, before the pod is bound."""
+        for b in bind.volumes:
+            claim = self.claims.get(b.key)
+            if claim is None or (claim.get("spec") or {}).get("volumeName"):
+                continue  # (bound already: for another pod of the session that shares it)
+            spec = claim.get("spec") or {}
+            name = b.volume
+            ref = {
+                "kind": "PersistentVolumeClaim",
+                "apiVersion": "v1",
+                "namespace": b.namespace,
+                "name": b.claim,
+                "uid": b.claim_uid,
+            }
+            if name:
+                volume = self.volumes.get(name)
+                if volume is None:
+                    continue
+                meta = meta_of(volume)
+                annotations = {**(meta.get("annotations") or {}), BOUND_BY_CONTROLLER: "yes"}
+                self._put(
+                    {
+                        **volume,
+                        "metadata": {**meta, "annotations": annotations},
+                        "spec": {**(volume.get("spec") or {}), "claimRef": ref},
+                        "status": {"phase": "Bound"},
+                    }
+                )
+            else:
+                name = f"pvc-{b.claim_uid or b.namespace + '-' + b.claim}"
+                requests = (spec.get("resources") or {}).get("requests") or {}
+                self._put(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "PersistentVolume",
+                        "metadata": {"name": name},
+                        "spec": {
+                            "storageClassName": spec.get("storageClassName") or "",
+                            "capacity": {"storage": requests.get("storage", "0")},
+                            "accessModes": list(spec.get("accessModes") or []),
+                            "claimRef": ref,
+                            "nodeAffinity": {
+                                "required": {
+                                    "nodeSelectorTerms": [
+                                        {
+                                            "matchExpressions": [
+                                                {
+                                                    "key": "kubernetes.io/hostname",
+                                                    "operator": "In",
+                                                    "values": [bind.node],
+                                                }
+                                            ]
+                                        }
+                                    ]
+                                }
+                            },
+                        },
+                        "status": {"phase": "Bound"},
+                    }
+                )
+            meta = meta_of(claim)
+            annotations = {**(meta.get("annotations") or {}), BIND_COMPLETED: "yes"}
+            if not b.volume:
+                annotations[SELECTED_NODE] = bind.node
+            self._put(
+                {
+                    **claim,
+                    "metadata": {**meta, "annotations": annotations},
+                    "spec": {**spec, "volumeName": name},
+                    "status": {**(claim.get("status") or {}), "phase": "Bound"},
+                }
+            )
