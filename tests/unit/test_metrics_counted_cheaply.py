@@ -9,11 +9,11 @@ import math
 from typing import Any
 
 import pytest
-from prometheus_client import Gauge, Histogram
+from prometheus_client import CollectorRegistry, Gauge, Histogram
 from prometheus_client.metrics import MetricWrapperBase
 
 from volsched.framework.decisions import QueueStatus, SessionResult
-from volsched.operator.metrics import FOLD_AT, Metrics
+from volsched.operator.metrics import BUCKETS, FOLD_AT, Metrics, Timings
 
 
 def _session(
@@ -39,7 +39,7 @@ def _session(
 class _Calls:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.labels = self.sets = self.observes = 0
-        labels, set_, observe = MetricWrapperBase.labels, Gauge.set, Histogram.observe
+        labels, set_, observe = MetricWrapperBase.labels, Gauge.set, Timings.add
 
         def counted_labels(series: Any, *args: Any, **kwargs: Any) -> Any:
             self.labels += 1
@@ -49,13 +49,13 @@ class _Calls:
             self.sets += 1
             set_(gauge, value)
 
-        def counted_observe(histogram: Any, amount: float, *args: Any, **kwargs: Any) -> None:
+        def counted_observe(timings: Any, series: tuple[str, tuple[str, ...]], amount: float) -> None:
             self.observes += 1
-            observe(histogram, amount, *args, **kwargs)
+            observe(timings, series, amount)
 
         monkeypatch.setattr(MetricWrapperBase, "labels", counted_labels)
         monkeypatch.setattr(Gauge, "set", counted_set)
-        monkeypatch.setattr(Histogram, "observe", counted_observe)
+        monkeypatch.setattr(Timings, "add", counted_observe)
 
 
 def test_a_session_like_the_last_asks_for_no_series_and_sets_no_gauge(
@@ -116,3 +116,43 @@ def test_a_gauge_set_to_nan_is_set_again() -> None:
     m.observe(_session(share=math.nan), None)
     m.observe(_session(share=0.25), None)
     assert m.registry.get_sample_value("volsched_queue_share", {"queue": "q", "parent": "root"}) == 0.25
+
+
+def test_the_timings_show_as_prometheus_clients_histograms_would() -> None:
+    """The same names, labels, buckets, counts and sums as a ``Histogram`` of the same buckets shows."""
+    m = Metrics()
+    reference = CollectorRegistry()
+    session = Histogram("volsched_session_duration_seconds", "", registry=reference, buckets=BUCKETS)
+    action = Histogram(
+        "volsched_action_duration_seconds", "", ["action"], registry=reference, buckets=BUCKETS
+    )
+    plugin = Histogram(
+        "volsched_plugin_duration_seconds", "", ["plugin", "point"], registry=reference, buckets=BUCKETS
+    )
+    for k, seconds in enumerate([0.0, 0.001, 0.0010001, 0.003, 0.05, 0.2, 1.0, 2.5, 7.0, 11.0, 300.0]):
+        r = _session(seconds=seconds)
+        r.timings["action:backfill" if k % 2 else "action:enqueue"] = seconds
+        m.observe(r, None)
+        session.observe(seconds)
+        action.labels("allocate").observe(seconds / 2)
+        action.labels("backfill" if k % 2 else "enqueue").observe(seconds)
+        plugin.labels("gang", "open").observe(seconds / 4)
+        plugin.labels("gang", "close").observe(seconds / 8)
+
+    def samples(registry: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        return {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in registry.collect()
+            if family.name.endswith("_duration_seconds")
+            for s in family.samples
+            if not s.name.endswith("_created")
+        }
+
+    ours, theirs = samples(m.registry), samples(reference)
+    assert ours.keys() == theirs.keys()
+    for key, value in theirs.items():
+        assert ours[key] == pytest.approx(value), key
+
+
+def test_the_sessions_histogram_shows_before_any_session() -> None:
+    assert Metrics().registry.get_sample_value("volsched_session_duration_seconds_count") == 0

@@ -8,10 +8,14 @@ Only the series and how a session's result and writes are counted into them; ser
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client.core import HistogramMetricFamily
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from volsched.cycle import BOUND, CycleReport
 from volsched.framework.decisions import SessionResult
@@ -25,9 +29,6 @@ class Metrics:
     """The operator's series, on a registry of their own. ``ready`` and ``dashboard_builds``: the values of
     ``volsched_ready`` and ``volsched_dashboard_builds``, asked for when scraped. Thread-safe."""
 
-    session: Histogram
-    action: Histogram
-    plugin: Histogram
     attempts: Counter
     evictions: Counter
     deserved: Gauge
@@ -55,6 +56,9 @@ class Metrics:
             series["dashboard_builds"].set_function(dashboard_builds)
         self._registry: CollectorRegistry = series.pop("registry")
         self.__dict__.update(series)
+        #: The session, action and plugin latencies (``volsched_*_duration_seconds``).
+        self.timings = Timings(self._lock)
+        self._registry.register(self.timings)
         self._queue_series: dict[str, set[tuple[str, ...]]] = {}
         #: Each labelled series (a child) by its series' name and labels, asked of prometheus_client once
         #: (its ``labels`` checks and locks at every call), and each queue gauge's value as last set (a
@@ -82,15 +86,12 @@ class Metrics:
         """Count the sessions' timings observed so far into their histograms."""
         with self._lock:
             pending, self._timings = self._timings, []
+            add = self.timings.add
             for timings in pending:
                 for label, seconds in timings.items():
                     series = _timing_series(label)
-                    if series is None:
-                        continue
-                    if series[1]:
-                        self._child(*series).observe(seconds)
-                    else:  # (the session's histogram has no labels)
-                        self.session.observe(seconds)
+                    if series is not None:
+                        add(series, seconds)
 
     def observe_outcomes(self, report: CycleReport) -> None:
         """The bind and eviction outcomes a cycle settled (a skipped one's too)."""
@@ -142,6 +143,62 @@ class Metrics:
         self._queue_series = seen
 
 
+#: The timing histograms' upper bounds (seconds; ``+Inf`` after them).
+BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+
+#: Each timing histogram: its name, help and label names.
+_TIMING_FAMILIES = {
+    "session": ("volsched_session_duration_seconds", "Scheduling session latency", ()),
+    "action": ("volsched_action_duration_seconds", "Latency per action", ("action",)),
+    "plugin": ("volsched_plugin_duration_seconds", "Latency per plugin callback group", ("plugin", "point")),
+}
+
+
+class Timings(Collector):
+    """The sessions' latencies as three histograms (``session``, ``action`` by action, ``plugin`` by plugin
+    and point), counted here and shown as prometheus_client shows a ``Histogram`` (the same names,
+    labels, buckets, counts and sums; no ``_created``). A session's two or three dozen timings each went
+    through a ``Histogram``'s observe (a lock, a walk of the buckets, a lock per counter), on every
+    arriving pod's session; here each is a bisection and two additions, under the caller's lock."""
+
+    def __init__(self, lock: threading.RLock) -> None:
+        self._lock = lock
+        #: Per (series, labels): the observations in each bucket (not cumulative; ``+Inf`` last), then
+        #: their sum.
+        self._rows: dict[tuple[str, tuple[str, ...]], list[float]] = {}
+        self._upper = [float(b) for b in BUCKETS]
+        self._les = [*map(floatToGoString, self._upper), "+Inf"]
+
+    def add(self, series: tuple[str, tuple[str, ...]], seconds: float) -> None:
+        """One observation (under the caller's lock)."""
+        row = self._rows.get(series)
+        if row is None:
+            row = self._rows[series] = [0.0] * (len(self._upper) + 2)
+        row[bisect_left(self._upper, seconds)] += 1  # (the first bucket whose bound is at least it)
+        row[-1] += seconds
+
+    def collect(self) -> Iterator[HistogramMetricFamily]:
+        with self._lock:
+            rows = [(series, row.copy()) for series, row in self._rows.items()]
+        families = {
+            name: HistogramMetricFamily(metric, text, labels=labels)
+            for name, (metric, text, labels) in _TIMING_FAMILIES.items()
+        }
+        if not any(name == "session" for (name, _), _ in rows):  # (unlabelled: shown from the start)
+            rows.append((("session", ()), [0.0] * (len(self._upper) + 2)))
+        for (name, labels), row in sorted(rows):
+            cumulative, buckets = 0.0, []
+            for le, n in zip(self._les, row[:-1], strict=True):
+                cumulative += n
+                buckets.append((le, cumulative))
+            families[name].add_metric(list(labels), buckets, sum_value=row[-1])
+        yield from families.values()
+
+    def describe(self) -> Iterator[HistogramMetricFamily]:
+        for metric, text, labels in _TIMING_FAMILIES.values():
+            yield HistogramMetricFamily(metric, text, labels=labels)
+
+
 #: A session's timing's series and labels (None: not exported), by the timing's name.
 _TIMING_SERIES: dict[str, tuple[str, tuple[str, ...]] | None] = {}
 
@@ -167,22 +224,8 @@ def _timing_series(label: str) -> tuple[str, tuple[str, ...]] | None:
 def _series() -> dict[str, Any]:
     """The registry and every series on it."""
     r = CollectorRegistry()
-    buckets = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
     return {
         "registry": r,
-        "session": Histogram(
-            "volsched_session_duration_seconds", "Scheduling session latency", registry=r, buckets=buckets
-        ),
-        "action": Histogram(
-            "volsched_action_duration_seconds", "Latency per action", ["action"], registry=r, buckets=buckets
-        ),
-        "plugin": Histogram(
-            "volsched_plugin_duration_seconds",
-            "Latency per plugin callback group",
-            ["plugin", "point"],
-            registry=r,
-            buckets=buckets,
-        ),
         "attempts": Counter(
             "volsched_schedule_attempts_total", "Schedule attempts by result", ["result"], registry=r
         ),

@@ -88,14 +88,20 @@ class QueueAttr:
 
 def queue_share(allocated: Vector, deserved: Vector, mask: np.ndarray) -> float:
     """Largest ``allocated / deserved`` over the share dimensions (1 where nothing is deserved but
-    something is held)."""
-    share = 0.0
-    for d in np.flatnonzero(mask):
-        if deserved[d] > EPS:
-            share = max(share, allocated[d] / deserved[d])
-        elif allocated[d] > EPS:
-            share = max(share, 1.0)
-    return share
+    something is held). Over plain floats (the same divisions): a numpy scalar per dimension cost
+    several times as much, once per queue at each session's close and at each order asked anew. A
+    ratio comes back as numpy's float, as it did: ``round`` of one rounds as numpy does (a status
+    shows it), not as Python's ``round`` of a float."""
+    share, ratio = 0.0, False
+    for held, due, shared in zip(allocated.tolist(), deserved.tolist(), mask.tolist(), strict=True):
+        if not shared:
+            continue
+        if due > EPS:
+            if held / due > share:
+                share, ratio = held / due, True
+        elif held > EPS and share < 1.0:
+            share, ratio = 1.0, False
+    return np.float64(share) if ratio else share
 
 
 def _pending_requests(
