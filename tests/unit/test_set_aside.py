@@ -209,3 +209,35 @@ def test_a_pod_waiting_for_room_is_not_said_to_be_set_aside() -> None:
         report = run_cycle(feeder, CONFIG, FakePort(), now=now)
         why = _why(report, "default/w")
         assert why == "0/2 nodes fit: 2 insufficient cpu (needs 2, most idle 1)", why
+
+
+def test_what_the_close_says_of_pods_set_aside_is_what_it_would_say_from_scratch() -> None:
+    """The close takes again what it said of a pod standing alone set aside (its refusal and event, from
+    the same refusal objects): the result is the one a close that kept nothing renders (the same cache
+    fed the same objects, what was said dropped before each session), session after session, as pods
+    arrive and are bound, and once they are tried again."""
+    from volsched.framework.runner import SAID
+
+    stuck = [pod(f"sel{i}", cpu="1", queue="q", node_selector={"disk": "x"}) for i in range(3)]
+    kept_said, scratch = cache(*_objects(), *stuck), cache(*_objects(), *stuck)
+    changes: list[Callable[[Feeder], object]] = [
+        lambda f: None,
+        lambda f: None,
+        lambda f: _apply(f, pod("a0", cpu="100m", queue="q")),
+        lambda f: None,
+        _relabel,  # tried again: the selector's pods are bound, big is told anew
+        lambda f: None,
+        lambda f: _apply(f, pod("a1", cpu="100m", queue="q")),
+    ]
+    taken = 0
+    for i, change in enumerate(changes):
+        change(kept_said)
+        change(scratch)
+        scratch.state._builder.kept.pop(SAID, None)
+        taken += len(kept_said.state._builder.kept.get(SAID) or {})
+        said = run_cycle(kept_said, CONFIG, FakePort(), now=5000.0 + i).result
+        fresh = run_cycle(scratch, CONFIG, FakePort(), now=5000.0 + i).result
+        assert said.rejections == fresh.rejections
+        assert said.events == fresh.events
+        assert list(said.rejections) == list(fresh.rejections)
+    assert taken  # there was something said to take again

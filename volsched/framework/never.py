@@ -222,6 +222,8 @@ def never_asks(session: ExtensionPoints) -> dict[str, Vector]:
 
 #: Where a session leaves the gangs it set aside for the next (``ClusterSnapshot.kept``).
 KEPT_ASIDE = "set aside"
+#: Where a session keeps the gangs it told what their last try found (``Session.state``), for its close.
+TOLD = "never: told"
 #: A gang set aside is tried again once this long (seconds of the sessions' clock) has passed since it was
 #: last tried, whatever changed: a safety net, as kube-scheduler moves a pod out of its unschedulable queue
 #: after five minutes.
@@ -298,6 +300,7 @@ def leave_aside(session: Session, tried: list[Job], aside: dict[str, Refused]) -
     """Set aside for the next session the gangs this one tried and could not place that fit nowhere as the
     nodes stand (:func:`fits_nowhere`), with what they were told, and keep those told this session what
     their last try found (``aside``: :func:`take_aside`'s, :func:`tell_aside` told them)."""
+    session.state[TOLD] = aside
     fits, fit_errors = session.job_errors, session.fit_errors
     kept = dict(aside)
     now = session.now

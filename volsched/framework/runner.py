@@ -26,7 +26,7 @@ from volsched.framework.decisions import (
     StatusDelta,
     render,
 )
-from volsched.framework.never import NEVER, never_asks, never_fits
+from volsched.framework.never import NEVER, TOLD, Refused, never_asks, never_fits
 from volsched.framework.registry import PluginsAhead, make_actions, make_plugins, placement_gap
 from volsched.framework.session import Action, BindSink, Session
 from volsched.model.cluster import ClusterSnapshot, Job
@@ -469,53 +469,117 @@ def _render_events(session: Session, phases: dict[str, PodGroupPhase], waiting: 
     for key in errors:
         if key not in speaking and key in jobs:
             speaking[key] = jobs[key]
+    # Pods standing alone that were set aside say what the last session said of them, from the same
+    # refusals: what it rendered is taken again while those are the very objects it rendered from.
+    told: dict[str, Refused] = session.state.get(TOLD) or {}
+    kept = session.snapshot.kept
+    said_before = kept.pop(SAID, None)
+    said: dict[str, _Said] = {}
     for job in sorted(speaking.values(), key=lambda j: j.key):
-        pending = [t for t in job.pending_tasks() if t.schedulable_by_us]
-        job_statuses = session.job_errors.get(job.key, [])
-        job_reason = render(job_statuses) or None
-        on_group = False
-        if job.podgroup is not None and job_reason and phases[job.key] is not PodGroupPhase.RUNNING:
-            # A gang refused as invalid (too few of its pods exist yet, a queue it may not use) is
-            # refused whole, its pods never tried: said once on its PodGroup, not again on each pod (a
-            # 1,000-pod gang whose pods the watch delivers in pieces would get a condition and an
-            # event per pod a moment before it is whole), as Volcano says an invalid job's reason.
-            invalid = session.job_valid(job)
-            on_group = gap is None and invalid is not None and invalid in job_statuses
-            result.rejections[f"PodGroup {job.key}"] = tuple(job_statuses)
-            result.events.append(
-                Event(
-                    kind="PodGroup",
-                    namespace=job.namespace,
-                    name=job.name,
-                    reason="Unschedulable",
-                    message=job_reason,
-                )
-            )
-        for task in sorted(pending, key=lambda t: t.key):
+        refused = told.get(job.key)
+        if refused is not None and job.podgroup is None and len(job.tasks) == 1:
+            task = next(iter(job.tasks.values()))
             fit = session.fit_errors.get(task.key)
-            if fit is None and on_group:
-                continue
-            statuses = (fit,) if fit is not None else tuple(job_statuses)
-            if (
-                fit is not None
-                and job_statuses
-                and job_statuses[0].reasons[:1]
-                and (job_statuses[0].reasons[0].startswith(NEVER))
-            ):
-                statuses = (job_statuses[0], fit)  # the pod's own numbers, after the gang's "never"
-            if gap is not None:
-                statuses = (gap, *statuses)
-            why = render(statuses)
-            if not why:
-                continue
-            result.rejections[f"Pod {task.key}"] = statuses
-            result.events.append(
-                Event(
-                    kind="Pod",
-                    namespace=task.namespace,
-                    name=task.name,
-                    reason="FailedScheduling",
-                    message=why,
-                    podgroup=job.key if job.podgroup is not None else "",
+            job_statuses = errors.get(job.key)
+            first = job_statuses[0] if job_statuses else None
+            memo = said_before.get(job.key) if isinstance(said_before, dict) else None
+            if fit is not None and task.status is TaskStatus.PENDING and task.schedulable_by_us:
+                if (
+                    memo is not None
+                    and memo.refused is refused
+                    and memo.fit is fit
+                    and memo.first is first
+                    and memo.gap == gap
+                ):
+                    if memo.event is not None:
+                        result.rejections[f"Pod {task.key}"] = memo.statuses
+                        result.events.append(memo.event)
+                    said[job.key] = memo
+                    continue
+                events = len(result.events)
+                _job_events(session, job, phases, gap)
+                made = result.events[events:]
+                said[job.key] = _Said(
+                    refused,
+                    fit,
+                    first,
+                    gap,
+                    result.rejections.get(f"Pod {task.key}", ()),
+                    made[0] if made else None,
                 )
+                continue
+        _job_events(session, job, phases, gap)
+    if said:
+        kept[SAID] = said
+
+
+#: Where the close keeps what it said of the pods standing alone that were set aside (``ClusterSnapshot.kept``).
+SAID = "set aside: said"
+
+
+@dataclass(frozen=True, slots=True)
+class _Said:
+    """What the close said of a pod standing alone, set aside (its refusal and event: ``statuses`` and
+    ``event``, None when it said nothing), and the objects it said it from: the gang's last try
+    (``refused``), the pod's refusal, the first of its job's, and the config's gap."""
+
+    refused: Refused
+    fit: Status
+    first: Status | None
+    gap: Status | None
+    statuses: tuple[Status, ...]
+    event: Event | None
+
+
+def _job_events(session: Session, job: Job, phases: dict[str, PodGroupPhase], gap: Status | None) -> None:
+    """The refusals and events of ``job`` (see :func:`_render_events`)."""
+    result = session.result
+    pending = [t for t in job.pending_tasks() if t.schedulable_by_us]
+    job_statuses = session.job_errors.get(job.key, [])
+    job_reason = render(job_statuses) or None
+    on_group = False
+    if job.podgroup is not None and job_reason and phases[job.key] is not PodGroupPhase.RUNNING:
+        # A gang refused as invalid (too few of its pods exist yet, a queue it may not use) is
+        # refused whole, its pods never tried: said once on its PodGroup, not again on each pod (a
+        # 1,000-pod gang whose pods the watch delivers in pieces would get a condition and an
+        # event per pod a moment before it is whole), as Volcano says an invalid job's reason.
+        invalid = session.job_valid(job)
+        on_group = gap is None and invalid is not None and invalid in job_statuses
+        result.rejections[f"PodGroup {job.key}"] = tuple(job_statuses)
+        result.events.append(
+            Event(
+                kind="PodGroup",
+                namespace=job.namespace,
+                name=job.name,
+                reason="Unschedulable",
+                message=job_reason,
             )
+        )
+    for task in sorted(pending, key=lambda t: t.key):
+        fit = session.fit_errors.get(task.key)
+        if fit is None and on_group:
+            continue
+        statuses = (fit,) if fit is not None else tuple(job_statuses)
+        if (
+            fit is not None
+            and job_statuses
+            and job_statuses[0].reasons[:1]
+            and (job_statuses[0].reasons[0].startswith(NEVER))
+        ):
+            statuses = (job_statuses[0], fit)  # the pod's own numbers, after the gang's "never"
+        if gap is not None:
+            statuses = (gap, *statuses)
+        why = render(statuses)
+        if not why:
+            continue
+        result.rejections[f"Pod {task.key}"] = statuses
+        result.events.append(
+            Event(
+                kind="Pod",
+                namespace=task.namespace,
+                name=task.name,
+                reason="FailedScheduling",
+                message=why,
+                podgroup=job.key if job.podgroup is not None else "",
+            )
+        )
