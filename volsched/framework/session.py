@@ -236,21 +236,23 @@ class Session(NodeViews):
             self._volumes_moved(task)
 
     def _volumes_moved(self, task: Task) -> None:
-        """A claim other pending pods may name was given a volume or given back: every node is looked at
-        again for them (they wait for it, or may take it now)."""
-        if len(task.bind_claims) and self._bind_claim_users()[task.namespace] > 1:
+        """A claim other pending pods name was given a volume (or a node) or given back: every node is
+        looked at again for them (they follow it, or may go anywhere again)."""
+        users = self._bind_claim_users()
+        if any(users[f"{task.namespace}/{c}"] > 1 for c in task.bind_claims):
             for i in range(len(self.nodes)):
                 self.touch(i)
 
     def _bind_claim_users(self) -> Counter[str]:
-        """How many pods with a task pending have claims to bind, per namespace (counted when first asked)."""
+        """How many pods with a task pending name each claim to bind (counted when first asked)."""
         if self._bind_users is None:
             self._bind_users = Counter(
-                t.namespace
+                f"{t.namespace}/{c}"
                 for job in self.pending_jobs()
                 for t in job.tasks.values()
                 if t.bind_claims
                 and t.status in (TaskStatus.PENDING, TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
+                for c in t.bind_claims
             )
         return self._bind_users
 
