@@ -35,8 +35,13 @@ BASE_RESOURCES = (CPU, MEMORY, PODS)
 #: Slack for float comparisons of resource amounts (a millicore is 1e-3; a byte is 1).
 EPS = 1e-6
 
-#: Resource names Kubernetes reports in allocatable that a scheduler does not place by.
-_IGNORED = frozenset({"ephemeral-storage", "hugepages-1Gi", "hugepages-2Mi", "attachable-volumes-aws-ebs"})
+#: What an old kubelet reports in allocatable and no pod asks for (in-tree volume limits, which
+#: kube-scheduler no longer reads): not placed by.
+_IGNORED_PREFIX = "attachable-volumes-"
+#: Node-local storage and huge pages: where a pod fits, as kube-scheduler's NodeResourcesFit reads them
+#: (a pod past a node's allocatable of them is refused by its kubelet, OutOf<resource>), but no part of
+#: a queue's fair share (as the ``pods`` count; Volcano's shares leave ephemeral-storage out too).
+EPHEMERAL_STORAGE = "ephemeral-storage"
 
 
 #: Kubernetes' quantity grammar (apimachinery ``resource.Quantity``; the CRDs' pattern is the same).
@@ -127,7 +132,13 @@ def parse_resource_map(raw: Any, *, where: str) -> dict[str, float]:
 
 
 def is_schedulable_resource(name: str) -> bool:
-    return name not in _IGNORED and not name.startswith("hugepages-")
+    return not name.startswith(_IGNORED_PREFIX)
+
+
+def is_shared_resource(name: str) -> bool:
+    """Whether ``name`` counts toward fair shares: all but the ``pods`` count, node-local storage and
+    huge pages (they decide where a pod fits only)."""
+    return name != PODS and name != EPHEMERAL_STORAGE and not name.startswith("hugepages-")
 
 
 class ResourceSpace:
@@ -142,10 +153,10 @@ class ResourceSpace:
                 names.append(name)
         self.names: tuple[str, ...] = tuple(names)
         self._index = {n: i for i, n in enumerate(self.names)}
-        #: The dimensions that count toward fair shares (everything but the ``pods`` count).
-        self.share_mask = np.array([n != PODS for n in self.names], dtype=bool)
+        #: The dimensions that count toward fair shares (:func:`is_shared_resource`).
+        self.share_mask = np.array([is_shared_resource(n) for n in self.names], dtype=bool)
         #: The same as indices, for loops over plain floats (``Vector.tolist()``) that skip the arrays.
-        self.share_dims: tuple[int, ...] = tuple(d for d, n in enumerate(self.names) if n != PODS)
+        self.share_dims: tuple[int, ...] = tuple(d for d, n in enumerate(self.names) if is_shared_resource(n))
 
     def __len__(self) -> int:
         return len(self.names)
