@@ -93,3 +93,20 @@ def test_a_pods_queue_and_group_annotations_cannot_change(
     # Another scheduler's pod: not ours to hold.
     assert _annotate(core, namespace, "theirs", {QUEUE: "team-b"}) is None
     assert core.read_namespaced_pod("p", namespace).metadata.annotations["note"] == "y"
+
+
+def test_a_pods_expected_run_time_cannot_change(kube: client.ApiClient, namespace: str, policy: str) -> None:
+    """minruntime's protectFinishing keeps a pod that has run more than it has left by its expected run
+    time: a tenant who may patch its pods could say anew, as each runs, that it is about to end (1.5 times
+    what it has run), and its pods would never be taken back. The annotation is fixed at creation."""
+    core = client.CoreV1Api(kube)
+    _in_force(kube, core, namespace, policy)
+    runtime = "scheduling.volsched.io/expected-runtime"
+    _pod(core, namespace, "p", {runtime: "1h"}, "volsched")
+    _pod(core, namespace, "bare", {}, "volsched")
+    for name, change in (("p", {runtime: "2h"}), ("p", {runtime: None}), ("bare", {runtime: "10m"})):
+        refused = _annotate(core, namespace, name, change)
+        assert refused is not None and refused.status == 403, (change, refused)
+        assert "a pod's expected run time is fixed at its creation" in str(refused.body), refused.body
+    assert core.read_namespaced_pod("p", namespace).metadata.annotations[runtime] == "1h"
+    assert _annotate(core, namespace, "p", {runtime: "1h", "note": "x"}) is None  # the same, written again
