@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.builders import Obj, owned, pod, podgroup
+from tests.builders import Obj, node, owned, owned_by, pod, podgroup
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
+from volsched.framework.registry import load_config
+from volsched.framework.runner import run_session
+from volsched.pacing import pods_wait
 
 CASES = [
     pytest.param(
@@ -68,3 +71,28 @@ def test_pods_of_one_owner_share_its_job() -> None:
     [group] = feeder.state.last_derived
     assert group.key == "default/podgroup-u-1"
     assert {t.job_key for t in feeder.state.tasks.values()} == {group.key}
+
+
+@pytest.mark.parametrize(("cpu", "unschedulable"), [("1", ()), ("4", ("default/mpi-1",))])
+def test_a_bound_pod_told_its_owners_min_member_is_bad_is_not_counted_unschedulable(
+    cpu: str, unschedulable: tuple[str, ...]
+) -> None:
+    """The owner's oldest pod runs, so its group takes minMember 1 and that pod is told why: an event,
+    not a refusal. It was counted among the pods the session could not place (the session line, the
+    metrics, pacing's "pods wait") though it has its node. The pending pod fits (1 cpu) or not (4)."""
+    bad = {"scheduling.volsched.io/min-member": "two"}
+    state = ClusterState()
+    for name, where, asks, at in [("mpi-0", "n1", "1", "05:00"), ("mpi-1", None, cpu, "05:01")]:
+        made = pod(name, cpu=asks, node=where, annotations=bad, created=f"2026-11-30T{at}:00Z")
+        state.apply(owned_by(made, kind="Job", owner="mpi", uid="u-1"))
+    state.apply(node("n1", cpu="3"))
+    snap = state.snapshot(now=1.0)
+    [(obj, reason, message)] = snap.problems
+    assert (obj, reason) == ("Pod default/mpi-0", "InvalidMinMember") and "takes minMember 1" in message
+    result = run_session(snap, load_config())
+    assert [(e.name, e.reason) for e in result.events if e.kind == "Pod"] == [
+        ("mpi-0", "InvalidMinMember"),
+        *[("mpi-1", "FailedScheduling") for _ in unschedulable],
+    ]
+    assert result.unschedulable_pods == unschedulable and list(result.unschedulable) == list(unschedulable)
+    assert pods_wait(result) is bool(unschedulable)

@@ -1031,6 +1031,8 @@ class ClusterState:
             if self.refused:
                 refused = snap.refused = dict(self.refused)
                 snap.problems = [self._told_refused(p, refused) for p in snap.problems]
+            if snap.problems:
+                snap.problems_on_node = _on_node(snap.problems, view.tasks)
             return snap
 
     def _told_held(self, problem: tuple[str, str, str], held: Mapping[str, str]) -> tuple[str, str, str]:
@@ -1052,6 +1054,18 @@ class ClusterState:
             return problem
         task = self.tasks.get(obj.partition(" ")[2])
         return problem if task is None else (obj, reason, absent_object("PodGroup", task.job_key, refused))
+
+
+def _on_node(problems: list[tuple[str, str, str]], tasks: Mapping[str, Task]) -> frozenset[str]:
+    """The pods among ``problems`` whose task (in ``tasks``) is on a node, e.g. the oldest pod of an
+    owner whose min-member annotation is bad, told its group takes minMember 1 because it runs."""
+    out: set[str] = set()
+    for obj, _, _ in problems:
+        kind, _, key = obj.partition(" ")
+        task = tasks.get(key) if kind == "Pod" else None
+        if task is not None and task.node_name is not None:
+            out.add(obj)
+    return frozenset(out)
 
 
 def _put(table: dict[Any, Any], key: Any, value: Any) -> bool:

@@ -457,7 +457,9 @@ def _render_events(session: Session, phases: dict[str, PodGroupPhase], waiting: 
         kind, _, ref = obj.partition(" ")
         ns, _, name = ref.rpartition("/")
         result.events.append(Event(kind=kind, namespace=ns, name=name, reason=reason, message=message))
-        if kind == "Pod":  # it cannot be scheduled either: its PodScheduled condition says why
+        # A pending pod cannot be scheduled either: its PodScheduled condition says why. One on a node is
+        # told, and no more: not one this session could not place.
+        if kind == "Pod" and obj not in session.snapshot.problems_on_node:
             result.rejections[obj] = (Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "snapshot", (message,)),)
     errors = session.job_errors
     # A config that places nothing (no allocate) says so on every pod it leaves pending.

@@ -517,6 +517,9 @@ class ClusterSnapshot:
     now: float = 0.0
     #: Objects that could not become part of the snapshot, with the reason (rendered as events).
     problems: list[tuple[str, str, str]] = field(default_factory=list)
+    #: The pods among ``problems`` (``Pod ns/name``) that are on a node: told (an event), not refused (a
+    #: bound pod is not one the session could not place).
+    problems_on_node: frozenset[str] = frozenset()
     #: What plugins carry from one session to the next (e.g. when rescheduling last ran). The cache
     #: hands every snapshot the same dict, so a write here is seen by the next session; only the
     #: session loop (one thread) touches it.
