@@ -28,7 +28,7 @@ Nothing here knows about sessions, pods or Kubernetes; it is numpy over nodes, p
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import field
 from typing import Any
 
@@ -313,10 +313,6 @@ def deserved_share(allocated: Vector, deserved: Vector) -> float:
     return float(ratio.max())
 
 
-def _describe(amounts: Vector, dims: Sequence[str], describe: Any) -> str:
-    return ", ".join(f"{dims[d]} {describe(d, float(amounts[d]))}" for d in range(len(dims)))
-
-
 def effective_guarantees(
     tree: Tree,
     *,
@@ -338,6 +334,10 @@ def effective_guarantees(
         def describe(d: int, amount: float) -> str:
             return format_amount(dims[d], amount)
 
+    def listed(amounts: Vector, picked: Iterable[int]) -> str:
+        """``amounts`` on the dimensions ``picked``, for a problem's message: ``cpu 4, memory 8Gi``."""
+        return ", ".join(f"{dims[k]} {describe(k, amounts[k])}" for k in picked)
+
     problems = list(tree.problems)
     bottom_up = list(reversed(tree.order))
     # Bottom-up: a node without a guarantee guarantees its children's; capped by its capability.
@@ -354,11 +354,8 @@ def effective_guarantees(
                     Problem(
                         tree.names[i],
                         "ChildGuaranteesExceed",
-                        f"the guarantees of the children of queue {tree.names[i]} sum to "
-                        + ", ".join(f"{dims[k]} {describe(k, inner[k])}" for k in d)
-                        + ", more than its guarantee "
-                        + ", ".join(f"{dims[k]} {describe(k, guarantee[i][k])}" for k in d)
-                        + "; the children share it by weight",
+                        f"the guarantees of the children of queue {tree.names[i]} sum to {listed(inner, d)}, "
+                        f"more than its guarantee {listed(guarantee[i], d)}; the children share it by weight",
                     )
                 )
             eg[i] = np.where(own, guarantee[i], inner)
@@ -369,11 +366,8 @@ def effective_guarantees(
                 Problem(
                     tree.names[i],
                     "GuaranteeAboveCapability",
-                    f"queue {tree.names[i]} guarantees "
-                    + ", ".join(f"{dims[k]} {describe(k, eg[i][k])}" for k in d)
-                    + ", more than its capability "
-                    + ", ".join(f"{dims[k]} {describe(k, capability[i][k])}" for k in d)
-                    + "; the guarantee is cut to the capability",
+                    f"queue {tree.names[i]} guarantees {listed(eg[i], d)}, more than its capability "
+                    f"{listed(capability[i], d)}; the guarantee is cut to the capability",
                 )
             )
             eg[i] = np.minimum(eg[i], capability[i])
@@ -399,14 +393,8 @@ def effective_guarantees(
                         tree.names[i],
                         "GuaranteeNotMet",
                         f"guarantee of queue {tree.names[i]} cannot be met: the guarantees under {where} sum to "
-                        + ", ".join(f"{dims[k]} {describe(k, asked[k])}" for k in d)
-                        + f" but {where} has "
-                        + ", ".join(f"{dims[k]} {describe(k, amount[k])}" for k in d)
-                        + "; holding "
-                        + ", ".join(f"{dims[k]} {describe(k, fitted[row][k])}" for k in d)
-                        + " (missing "
-                        + ", ".join(f"{dims[k]} {describe(k, short[row][k])}" for k in d)
-                        + ")",
+                        f"{listed(asked, d)} but {where} has {listed(amount, d)}; holding "
+                        f"{listed(fitted[row], d)} (missing {listed(short[row], d)})",
                     )
                 )
             eg[kids] = np.minimum(wanted, fitted)
