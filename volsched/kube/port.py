@@ -423,12 +423,8 @@ class KubePort:
             # A newer session's status replaces one not started yet (its events carried over).
             self._status_next, self._status_next_result = job, result
             self._lock.notify_all()  # (a status thread waiting for held Queue figures takes it)
-            if not self._status_running:
-                try:
-                    self._status.submit(self._run_status)
-                    self._status_running = True
-                except RuntimeError:  # shut down: nothing more is written
-                    self._status_next = self._status_next_result = None
+            if not self._status_running and not self._start_status():
+                self._status_next = self._status_next_result = None
             done, self._status_done = self._status_done, StatusReport()
         return done
 
@@ -472,13 +468,20 @@ class KubePort:
             return False
         with self._lock:
             if not self._status_running:
-                try:
-                    self._status.submit(self._run_status)
-                    self._status_running = True
-                except RuntimeError:  # shut down: nothing more is written
-                    pass
+                self._start_status()
             elif new:
                 self._lock.notify_all()  # (its time may come first: the status thread looks again)
+        return True
+
+    def _start_status(self) -> bool:
+        """(Under ``_lock``, none running.) Start the status thread; False when the port is shut down
+        (nothing more is written)."""
+        assert self._status is not None
+        try:
+            self._status.submit(self._run_status)
+        except RuntimeError:
+            return False
+        self._status_running = True
         return True
 
     def _run_status(self) -> None:
