@@ -22,7 +22,11 @@ SELECTED_NODE = "volume.kubernetes.io/selected-node"
 
 @pytest.fixture
 def cluster() -> Iterator[LocalControlPlane]:
-    yield from real_cluster(controller_manager_args=("--controllers=persistentvolume-binder-controller",))
+    yield from real_cluster(
+        controller_manager_args=(
+            "--controllers=persistentvolume-binder-controller,ephemeral-volume-controller",
+        )
+    )
 
 
 def storage_class(k: Kube, name: str, provisioner: str) -> None:
@@ -107,6 +111,29 @@ def test_a_local_volume_takes_its_pod_to_its_node_and_the_claim_is_bound(
     assert (pvc.spec.volume_name, pvc.status.phase) == ("local-n2", "Bound")
     pv = k.core.read_persistent_volume("local-n2")
     assert (pv.spec.claim_ref.namespace, pv.spec.claim_ref.name, pv.status.phase) == (ns, "db-data", "Bound")
+
+
+def test_a_generic_ephemeral_volume_is_bound_where_its_pod_goes(k: Kube, start_operator: Start) -> None:
+    k.nodes(node("n1", cpu="16"), node("n2", cpu="4"))
+    ns = k.namespace("volumes")
+    storage_class(k, "local", "kubernetes.io/no-provisioner")
+    k.core.create_persistent_volume(volume("local-n2", "local", on="n2"))
+    db = pod("db", "100m")
+    template = {
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "local",
+            "resources": {"requests": {"storage": "1Gi"}},
+        }
+    }
+    db["spec"]["volumes"] = [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": template}}]
+    k.pods(ns, db)
+    op = start_operator()
+
+    # kube-controller-manager's ephemeral volume controller makes the claim db-scratch for the pod.
+    bound = wait_for(lambda: k.bound(ns), 60, what="db bound", operator=op)
+    assert bound == {f"{ns}/db": "n2"}
+    assert k.core.read_namespaced_persistent_volume_claim("db-scratch", ns).spec.volume_name == "local-n2"
 
 
 def test_a_claim_to_provision_gets_its_pods_node_and_the_pod_waits_for_the_volume(

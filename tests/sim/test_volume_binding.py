@@ -102,3 +102,31 @@ def test_a_gang_sharing_one_claim_goes_where_it_is_bound() -> None:
     objs += [pod(f"w{i}", claims=["shared"], group="g") for i in range(2)]
     placed = where(run(objs))
     assert placed["w0"] is not None and placed["w0"] == placed["w1"], placed
+
+
+def test_a_generic_ephemeral_volume_is_claimed_for_the_pod_and_bound_where_it_goes() -> None:
+    db = pod("db")
+    db["spec"]["volumes"] = [
+        {
+            "name": "scratch",
+            "ephemeral": {
+                "volumeClaimTemplate": {
+                    "spec": {
+                        "storageClassName": "local",
+                        "accessModes": ["ReadWriteOnce"],
+                        "resources": {"requests": {"storage": "1Gi"}},
+                    }
+                }
+            },
+        }
+    ]
+    data = run(
+        [
+            node("n1", cpu="16"),
+            node("n2"),
+            storage_class("local"),
+            pv("pv-1", nodes=["n2"], storage_class="local"),
+            db,
+        ]
+    )
+    assert where(data) == {"db": "n2"}

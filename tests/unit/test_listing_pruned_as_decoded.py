@@ -63,6 +63,7 @@ PODS: dict[str, dict[str, Any]] = {
             {"name": "c", "hostPath": {"path": "/x", "type": ""}},
             {"name": "d", "emptyDir": {"medium": "Memory"}, "hostPath": {"path": "/y"}},
             {"name": "e", "projected": {"sources": []}},
+            {"name": "f", "ephemeral": {"volumeClaimTemplate": {"spec": {"storageClassName": "local"}}}},
             {"persistentVolumeClaim": {"claimName": "unnamed"}},
         ],
     ),

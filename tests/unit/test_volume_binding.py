@@ -208,3 +208,20 @@ def test_bad_objects_are_refused_naming_the_field() -> None:
         volume_claim(pvc("data", size="lots"))
     cls = storage_class({"metadata": {"name": "x"}})
     assert not cls.wait_for_consumer and not cls.provisions
+
+
+def test_a_generic_ephemeral_volume_is_the_pods_own_claim_named_after_it() -> None:
+    from tests.builders import pod
+    from volsched.model.decode import build_task
+
+    def with_scratch(name: str) -> dict[str, Any]:
+        p = pod(name, claims=["shared"])
+        p["spec"]["volumes"].append({"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}})
+        return p
+
+    # Two pods of one template share their parse, not their claims.
+    a, b = (build_task(with_scratch(n), priority_classes={}) for n in ("a", "b"))
+    assert [(t.claims, t.ephemeral_claims) for t in (a, b)] == [
+        (("shared",), ("a-scratch",)),
+        (("shared",), ("b-scratch",)),
+    ]

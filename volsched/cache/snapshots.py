@@ -120,7 +120,7 @@ def with_volumes(
     missing: list[str] = []
     unbound: list[str] = []
     to_bind: list[str] = []
-    for claim in t.claims:
+    for claim in (*t.claims, *t.ephemeral_claims) if t.ephemeral_claims else t.claims:
         key = f"{t.namespace}/{claim}"
         volume = claims.get(key)
         if volume is None:
@@ -176,7 +176,7 @@ def with_device_key(t: Task, claims: Mapping[str, Claim]) -> Task:
 def prepare(t: Task, view: View) -> Task:
     """The task as sessions see it: volumes, device claims and avoided nodes filled in (a new object
     when they change anything; ``t`` itself otherwise)."""
-    if t.claims:
+    if t.claims or t.ephemeral_claims:
         t = with_volumes(t, view.claims, view.volumes, view.storage_classes, view.volume_claims)
     if t.resource_claims:
         t = with_device_key(t, view.resource_claims)
@@ -388,7 +388,7 @@ class SnapshotBuilder:
                 or view.volumes != self._volumes
                 or view.storage_classes != self._classes
             ):
-                stale.update(k for k, e in entries.items() if e.source.claims)
+                stale.update(k for k, e in entries.items() if e.source.claims or e.source.ephemeral_claims)
                 self._claims, self._volumes = view.claims, view.volumes
                 self._classes = view.storage_classes
             if view.avoid != self._avoid:

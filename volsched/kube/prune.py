@@ -148,13 +148,14 @@ _WAITING = ("reason", "exitCode")
 _TERMINATED = ("reason", "exitCode", "finishedAt")
 
 
-#: The volumes kept: claims (placement reads them), node-local storage (rescheduling's evictor does).
-_KEPT_VOLUMES = frozenset({"persistentVolumeClaim", "emptyDir", "hostPath"})
+#: The volumes kept: claims (placement reads them; a generic ephemeral volume's claim is named after the
+#: pod and the volume), node-local storage (rescheduling's evictor does).
+_KEPT_VOLUMES = frozenset({"persistentVolumeClaim", "ephemeral", "emptyDir", "hostPath"})
 
 
 def _volume(v: Mapping[str, Any]) -> RawDict:
     out = _pick(v, ("name", "persistentVolumeClaim"))
-    for local in ("emptyDir", "hostPath"):
+    for local in ("ephemeral", "emptyDir", "hostPath"):
         if v.get(local) is not None:
             out[local] = {}
     return out

@@ -588,6 +588,18 @@ def _host_ports(spec: Mapping[str, Any], *, where: str) -> tuple[tuple[str, int,
     return tuple(sorted(out))
 
 
+def _ephemeral_volumes(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The names of the pod's generic ephemeral volumes (``spec.volumes[].ephemeral``): the ephemeral
+    volume controller makes a claim for each, ``<pod>-<volume>``, which the pod mounts as its own."""
+    return tuple(
+        sorted(
+            str(v["name"])
+            for v in spec.get("volumes") or []
+            if isinstance(v, _MAP) and v.get("ephemeral") is not None and isinstance(v.get("name"), str)
+        )
+    )
+
+
 def _claims(spec: Mapping[str, Any]) -> tuple[str, ...]:
     out = []
     for v in spec.get("volumes") or []:
@@ -869,6 +881,8 @@ class _SpecParse(NamedTuple):
     score_extra: tuple[float, float] | None = None
     #: Its key has a null in it (see :func:`_parsed_spec`).
     nullable: bool = False
+    #: Its generic ephemeral volumes' names (the claims are named after the pod: see ``build_task``).
+    ephemeral: tuple[str, ...] = ()
 
 
 #: The parses of the pod specs seen last, by the spec's JSON (keys sorted; ``nodeName`` left out, as it
@@ -974,6 +988,7 @@ def _keyed_parse(
         runtime=_shared(pod_runtime({"spec": spec}), _RUNTIMES),
         score_extra=scoring_extra(pod, request, where=where),
         nullable=nullable,
+        ephemeral=_ephemeral_volumes(spec),
     )
     if key is not None:
         if len(_SPECS) >= _SHARED_MAX:
@@ -1201,6 +1216,7 @@ def build_task(
         preferred_node_terms=parsed.preferred,
         host_ports=parsed.host_ports,
         claims=parsed.claims,
+        ephemeral_claims=tuple(f"{name}-{v}" for v in parsed.ephemeral) if parsed.ephemeral else (),
         resource_claims=_resource_claims(spec, pod.get("status"), where) if "resourceClaims" in spec else (),
         score_extra=parsed.score_extra,
         # A pod with scheduling gates is not ready to be placed (kube-scheduler keeps it out of its queue,

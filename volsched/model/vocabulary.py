@@ -191,6 +191,10 @@ class Task:
     host_ports: tuple[tuple[str, int, str], ...] = ()
     #: PersistentVolumeClaims the pod mounts (names in its namespace).
     claims: tuple[str, ...] = ()
+    #: The claims of its generic ephemeral volumes (``<pod>-<volume>``, made for it by the ephemeral
+    #: volume controller): placed as ``claims`` are, but not a PVC volume of its spec (rescheduling's
+    #: ``ignorePvcPods`` reads ``claims`` alone, as the descheduler does).
+    ephemeral_claims: tuple[str, ...] = ()
     #: Required node affinity of the bound PersistentVolumes (one nodeSelectorTerms list per volume; the
     #: snapshot fills it from the claims), claims that do not exist, and claims not bound to a volume yet.
     volume_terms: tuple[tuple[str, Any], ...] = ()

@@ -6,7 +6,9 @@ A claim given a volume that exists is bound to it (the volume's ``claimRef``, th
 both ``Bound``); a claim to provision gets a volume made for it, ``pvc-<claim uid>``, of its class, size
 and access modes, reachable from the node it was provisioned for alone (as local-path, the commonest such
 provisioner, makes them; a zonal provisioner's volume would reach its zone). Which volume or node is the
-session's (``volsched.model.volumes``); this module only writes it down. See docs/placement.md.
+session's (``volsched.model.volumes``); this module only writes it down. Playing the ephemeral volume
+controller, it also makes the claim of each generic ephemeral volume of a pod (``<pod>-<volume>``) as the
+pod arrives. See docs/placement.md.
 """
 
 from __future__ import annotations
@@ -35,6 +37,41 @@ class VolumeController:
             self.claims[f"{meta.get('namespace') or 'default'}/{meta.get('name')}"] = obj
         elif kind == "PersistentVolume":
             self.volumes[str(meta.get("name"))] = obj
+
+    def ephemeral(self, pod: Raw) -> None:
+        """Play the ephemeral volume controller: a claim ``<pod>-<volume>`` for each of the pod's generic
+        ephemeral volumes that has none yet, from its ``volumeClaimTemplate``, owned by the pod."""
+        meta = meta_of(pod)
+        ns, name = str(meta.get("namespace") or "default"), str(meta.get("name"))
+        for v in (pod.get("spec") or {}).get("volumes") or []:
+            if not isinstance(v, Mapping) or not isinstance(v.get("ephemeral"), Mapping):
+                continue
+            key = f"{ns}/{name}-{v.get('name')}"
+            if key in self.claims:
+                continue
+            template = v["ephemeral"].get("volumeClaimTemplate") or {}
+            tmeta = template.get("metadata") or {}
+            owner = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": name,
+                "uid": meta.get("uid") or f"{ns}/{name}",
+            }
+            self._put(
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "metadata": {
+                        "name": f"{name}-{v.get('name')}",
+                        "namespace": ns,
+                        "uid": key,
+                        "labels": dict(tmeta.get("labels") or {}),
+                        "annotations": dict(tmeta.get("annotations") or {}),
+                        "ownerReferences": [{**owner, "controller": True, "blockOwnerDeletion": True}],
+                    },
+                    "spec": dict(template.get("spec") or {}),
+                }
+            )
 
     def bind(self, bind: Bind) -> None:
         """Bind ``bind``'s claims as decided, before the pod is bound."""
