@@ -265,6 +265,7 @@ class KubePort:
         return self._take_binds()
 
     def _volumes_work(self, binds: list[Bind], pods: dict[str, Raw | None], holding: float | None) -> None:
+        sent = time.time()
         try:
             if self.writer.fence is not None:
                 self.writer.fence.renew_if_due()
@@ -275,6 +276,10 @@ class KubePort:
         with self._lock:
             self._volume_binds -= len(binds)
         for outcome in outcomes:
+            if self.latency is not None:  # (its stages: from the pre-bind's start, the wait included)
+                self.latency.answered(
+                    outcome.bind.pod, sent=sent, answered=time.time(), result=outcome.result
+                )
             self._bound(outcome)
 
     def _staff(self) -> None:
