@@ -78,6 +78,7 @@ def listing(*pods: Obj) -> list[Obj]:
 @pytest.fixture(autouse=True)
 def _fresh_tables() -> None:
     prune._SHARED_SPECS.clear()
+    prune._PRUNED_SPECS.clear()
     prune._SHARING.unshared_left = 0
     prune._SHARING.unshared_next = prune._SpecSharing.UNSHARED_PAGES
     decode._SPECS.clear()
@@ -124,6 +125,81 @@ def test_the_pods_of_one_template_share_one_read_only_spec_and_its_parse(monkeyp
     assert tasks[2].request_map is tasks[1].request_map and tasks[2].tolerations is tasks[1].tolerations
     monkeypatch.setattr(decode, "pod_request", real)
     assert [_fields(t) for t in tasks] == [fresh_task(p) for p in (a, b, c, d, e)]
+
+
+def test_pods_whose_specs_differ_only_where_the_scheduler_does_not_read_share_it_as_pruned(
+    monkeypatch: Any,
+) -> None:
+    """A service account's token volume, named at random in each pod: no two specs are the same JSON, and
+    as pruned (the projected volume and the mounts dropped) they are one, which the pods share with its
+    parse."""
+    a, b, c, d = listing(*(with_token(listed_pod(n)) for n in "abcd"))
+    assert type(a["spec"]) is dict and type(b["spec"]) is FrozenMap
+    assert b["spec"] is c["spec"] is d["spec"] and a["spec"] == b["spec"]
+    assert "volumes" not in b["spec"] and "volumeMounts" not in b["spec"]["containers"][0]
+    parses: list[str] = []
+    real = decode.pod_request
+
+    def counted(pod: Any, **kwargs: Any) -> Any:
+        parses.append(pod["metadata"]["name"])
+        return real(pod, **kwargs)
+
+    monkeypatch.setattr(decode, "pod_request", counted)
+    tasks = [build_task(p, priority_classes={}) for p in (a, b, c, d)]
+    assert parses == ["a"] and b["spec"].memo is not None
+    monkeypatch.setattr(decode, "pod_request", real)
+    assert [_fields(t) for t in tasks] == [fresh_task(p) for p in (a, b, c, d)]
+
+
+def test_bound_pods_of_one_template_share_all_of_their_spec_but_the_node(monkeypatch: Any) -> None:
+    """Pods of one template bound to different nodes (each its node in its spec, so no two are the same
+    JSON): each spec is read-only, its node its own, every other field the same objects as the others',
+    and the spec's parse is found once for all of them."""
+    pods = listing(*(with_token(listed_pod(n, nodeName=f"node-{n}")) for n in "abcd"))
+    a, b, c, d = pods
+    assert type(a["spec"]) is dict and all(type(p["spec"]) is FrozenMap for p in (b, c, d))
+    assert [p["spec"]["nodeName"] for p in pods] == ["node-a", "node-b", "node-c", "node-d"]
+    shared = b["spec"].of
+    assert shared is not None and c["spec"].of is shared and d["spec"].of is shared
+    assert (
+        "nodeName" not in shared
+        and b["spec"]["containers"] is c["spec"]["containers"] is shared["containers"]
+    )
+    assert {k: v for k, v in a["spec"].items() if k != "nodeName"} == shared
+    parses: list[str] = []
+    real = decode.pod_request
+
+    def counted(pod: Any, **kwargs: Any) -> Any:
+        parses.append(pod["metadata"]["name"])
+        return real(pod, **kwargs)
+
+    monkeypatch.setattr(decode, "pod_request", counted)
+    tasks = [build_task(p, priority_classes={}) for p in pods]
+    assert parses == ["a"] and shared.memo is not None  # kept with the shared map, for every pod over it
+    monkeypatch.setattr(decode, "pod_request", real)
+    assert [t.node_name for t in tasks] == ["node-a", "node-b", "node-c", "node-d"]
+    assert [_fields(t) for t in tasks] == [fresh_task(p) for p in pods]
+    # read-only, the node too; the others' specs as they were
+    for change in (
+        lambda s: s.__setitem__("nodeName", "n9"),
+        lambda s: s.pop("nodeName"),
+        lambda s: s["containers"][0]["resources"]["requests"].__setitem__("cpu", "64"),
+    ):
+        with pytest.raises(TypeError, match="read-only"):
+            change(b["spec"])
+    assert (
+        c["spec"]["nodeName"] == "node-c"
+        and c["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "100m"
+    )
+    made = copy.deepcopy(b["spec"])
+    assert type(made) is dict and made == b["spec"]
+
+
+def test_a_node_of_no_string_is_not_shared_and_is_refused_by_the_model() -> None:
+    pods = listing(*(with_token(listed_pod(n, nodeName=7)) for n in "ab"))
+    assert all(type(p["spec"]) is dict and p["spec"]["nodeName"] == 7 for p in pods)
+    with pytest.raises(InputError, match="nodeName must be a string"):
+        build_task(pods[1], priority_classes={})
 
 
 #: A field each (a spec field the scheduler reads, at any depth), set to a value other than the template's.
@@ -181,15 +257,34 @@ DIFFERENT: dict[str, dict[str, Any]] = {
 }
 
 
+def with_token(pod: Obj) -> Obj:
+    """``pod`` with a service account's token volume, named after the pod (as the apiserver names it at
+    random): in ``volumes`` and its containers' ``volumeMounts``, fields the scheduler does not read. No
+    two such pods' specs are the same JSON; as pruned, they are the same as without it."""
+    spec = copy.deepcopy(pod["spec"])
+    volume = f"kube-api-access-{pod['metadata']['name']}"
+    for c in spec["containers"]:
+        c["volumeMounts"] = [{"name": volume, "readOnly": True, "mountPath": "/var/run/secrets"}]
+    spec["volumes"] = [
+        *spec.get("volumes", []),
+        {"name": volume, "projected": {"sources": [], "defaultMode": 420}},
+    ]
+    return {**pod, "spec": spec}
+
+
+@pytest.mark.parametrize("token", [False, True], ids=["same JSON", "token volumes"])
 @pytest.mark.parametrize("change", list(DIFFERENT.values()), ids=list(DIFFERENT))
-def test_pods_whose_spec_differs_do_not_share_and_each_task_is_its_own(change: dict[str, Any]) -> None:
+def test_pods_whose_spec_differs_do_not_share_and_each_task_is_its_own(
+    change: dict[str, Any], token: bool
+) -> None:
     other = listed_pod("x", **change)
     if list(change) == ["priority", "schedulerName", "restartPolicy"]:  # the same spec, reordered
         spec = listed_pod("t")["spec"]
         other["spec"] = {k: spec[k] for k in reversed(list(spec))}
-    pods = listing(
+    pods = [
         listed_pod("t1"), listed_pod("t2"), other, other | {"metadata": {**other["metadata"], "name": "y"}}
-    )
+    ]  # fmt: skip
+    pods = listing(*(with_token(p) if token else p for p in pods))
     _, t2, x, y = pods
     assert x["spec"] is not t2["spec"] and y["spec"] is not t2["spec"]
     assert (
@@ -274,30 +369,28 @@ def test_after_a_page_of_specs_that_differ_the_next_pages_are_decoded_in_one_pas
     the next pages to the one-pass decode (the same pods), twice as many after each such page in a row,
     then one is tried again."""
 
-    def with_token(name: str) -> Obj:
-        pod = listed_pod(name)
-        volume = f"kube-api-access-{name}"
-        pod["spec"]["containers"][0]["volumeMounts"] = [{"name": volume, "mountPath": "/var/run/secrets"}]
-        pod["spec"]["volumes"] = [{"name": volume, "projected": {"sources": []}}]
-        return pod
-
     def one_pass_pages(count: int) -> None:
-        """The next ``count`` pages are decoded in one pass: the same pods pruned alike (a template's too:
-        not shared meanwhile)."""
+        """The next ``count`` pages are decoded in one pass: the same pods pruned alike, sharing the spec
+        they have as pruned (a template's pods and those with a token volume, pruned away, alike)."""
         for k in range(count):
-            later = listing(*(with_token(f"q{k}-{i}") for i in range(4)), listed_pod("t1"), listed_pod("t2"))
-            assert [type(p["spec"]) for p in later] == [dict] * 6
-            assert "volumes" not in later[0]["spec"] and later[0]["spec"] == later[4]["spec"]
+            later = listing(
+                *(with_token(listed_pod(f"q{k}-{i}")) for i in range(4)), listed_pod("t1"), listed_pod("t2")
+            )
+            assert type(later[0]["spec"]) is FrozenMap and all(p["spec"] is later[0]["spec"] for p in later)
+            assert "volumes" not in later[0]["spec"]
 
-    first = listing(*(with_token(f"p{i}") for i in range(8)))
-    assert all(type(p["spec"]) is dict for p in first)
+    first = listing(*(with_token(listed_pod(f"p{i}")) for i in range(8)))
+    # no two the same JSON: the first pod's spec its own, the others' the one they have as pruned
+    assert type(first[0]["spec"]) is dict and type(first[1]["spec"]) is FrozenMap
+    assert all(p["spec"] is first[1]["spec"] for p in first[1:]) and first[0]["spec"] == first[1]["spec"]
     assert prune._SHARING.unshared_left == prune._SpecSharing.UNSHARED_PAGES
     one_pass_pages(prune._SpecSharing.UNSHARED_PAGES)
-    listing(*(with_token(f"r{i}") for i in range(8)))  # tried again: a second such page in a row
+    listing(*(with_token(listed_pod(f"r{i}")) for i in range(8)))  # tried again: a second such page in a row
     assert prune._SHARING.unshared_left == 2 * prune._SpecSharing.UNSHARED_PAGES
     one_pass_pages(2 * prune._SpecSharing.UNSHARED_PAGES)
-    # tried again: the template's pods share from their second, and the count starts again
+    # tried again: the template's first pod finds the spec it has as pruned, the others share their JSON's
+    # from the second, and the count starts again
     again = listing(*(listed_pod(f"t{i}") for i in range(8)))
-    assert [type(p["spec"]) for p in again] == [dict] + [FrozenMap] * 7
+    assert [type(p["spec"]) for p in again] == [FrozenMap] * 8
     assert prune._SHARING.unshared_left == 0
     assert prune._SHARING.unshared_next == prune._SpecSharing.UNSHARED_PAGES

@@ -221,3 +221,56 @@ def test_with_pod_level_cpu_or_memory_the_qos_class_is_the_pods(level: dict[str,
     raw = pod("p", node="n1", cpu="1")
     raw["spec"]["resources"] = level
     assert pod_runtime(raw).qos == expected
+
+
+def _running(status: dict[str, Any], *, owner: str | None = None, image: str | None = None) -> dict[str, Any]:
+    out = _with_status(status, **({"owner": owner} if owner else {}))
+    if image:
+        out["spec"]["containers"][0]["image"] = image
+    return out
+
+
+#: Running pods of one spec (and one of other images) whose statuses differ in one thing the runtime reads
+#: each, or in what it does not read (the start time, the IPs).
+RUNNING = [
+    lambda: _running({"conditions": [{"type": "Ready", "status": "True"}]}),
+    lambda: _running(
+        {
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "startTime": "2026-11-30T01:00:00Z",
+            "podIP": "1",
+        }
+    ),
+    lambda: _running({"conditions": [{"type": "Ready", "status": "False"}]}),
+    lambda: _running({}),
+    lambda: _running({"conditions": [{"type": "Ready", "status": "True"}], "qosClass": "Guaranteed"}),
+    lambda: _running({"conditions": [{"type": "Ready", "status": "True"}], "qosClass": "Odd"}),
+    lambda: _running({"conditions": [{"type": "Ready", "status": "True"}], "reason": "Evicted"}),
+    lambda: _running(
+        {"conditions": [{"type": "Ready", "status": "True"}], "containerStatuses": [{"restartCount": 2}]}
+    ),
+    lambda: _running({"containerStatuses": [{"restartCount": 0, "state": {}}]}),
+    lambda: _running({"containerStatuses": None}),
+    lambda: _running({"containerStatuses": [{"state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}),
+    lambda: _running({"containerStatuses": [{"state": {"terminated": {"reason": "Error", "exitCode": 1}}}]}),
+    lambda: _running({"initContainerStatuses": [{"restartCount": 1}]}),
+    lambda: _running({"ephemeralContainerStatuses": [{"state": {"waiting": {"reason": "Debug"}}}]}),
+    lambda: _running({"phase": "Unknown"}),
+    lambda: _running({"reason": {"not": "a string"}}),
+    lambda: _running({"conditions": [{"type": "Ready", "status": "True"}]}, owner="ReplicaSet/web"),
+    lambda: _running({"conditions": [{"type": "Ready", "status": "True"}]}, owner="Job/train"),
+    lambda: _running({"conditions": [{"type": "Ready", "status": "True"}]}, image="alpine"),
+    lambda: {
+        **_running({}),
+        "metadata": {**_running({})["metadata"], "deletionTimestamp": "2026-11-30T01:00:00Z"},
+    },
+]
+
+
+def test_running_pods_reported_alike_share_one_runtime_and_each_is_its_pods_own() -> None:
+    """The pods of one spec running alike share one runtime, made once; a pod whose status or owners read
+    otherwise in anything the runtime reads has its own, whichever pods were built before it."""
+    tasks = [build_task(make(), priority_classes={}) for make in RUNNING * 2]
+    for make, task in zip(RUNNING * 2, tasks, strict=True):
+        assert task.runtime == pod_runtime(make())
+    assert tasks[0].runtime is tasks[1].runtime is tasks[len(RUNNING)].runtime  # start time and IPs not read

@@ -47,7 +47,7 @@ from typing import Any, TypedDict
 
 import msgspec
 
-from volsched.model.raw import FrozenMap, RawDict, freeze
+from volsched.model.raw import FrozenMap, RawDict, freeze, over
 
 #: What a mapping is: a dict first (what JSON decodes to: a cheap check), then any Mapping (the ABC's
 #: check costs about ten times a dict's, and a pod takes a dozen of them).
@@ -421,7 +421,45 @@ def _listed_spec(raw: msgspec.Raw) -> tuple[Any, bool]:
         spec = _SHARED_SPECS[key] = freeze(spec)
         return spec, True
     _SHARED_SPECS[key] = None
-    return spec, False
+    return _pruned_spec(spec), False
+
+
+#: A pruned spec's encoder (:func:`_pruned_spec`'s key).
+_SPEC_ENCODER = msgspec.json.Encoder()
+#: The pruned specs of the pods listed lately, by their JSON as pruned, without the node: what the pods
+#: whose specs differ only in fields the scheduler does not read (a token volume's name, in ``volumes``
+#: and the containers' ``volumeMounts``), or in their node, share (as :data:`_SHARED_SPECS`).
+_PRUNED_SPECS: dict[bytes, FrozenMap | None] = {}
+
+
+def _pruned_spec(spec: RawDict) -> Any:
+    """A listed pod's spec as pruned (a dict of its own), shared with the pods listed before whose pruned
+    spec is the same but for the node: the :class:`FrozenMap` of those without one, or for a bound pod one
+    of its own :func:`over` it (its node set, every other field the shared map's); else ``spec``. The key
+    is the pruned spec written as JSON, in its order: only the same values of the same types meet
+    (``true`` and ``1``, ``1`` and ``1.0``, two key orders do not)."""
+    node = spec.pop("nodeName", _UNSEEN)
+    if node is _UNSEEN:
+        node = None
+    elif type(node) is not str:  # a null, or a value the model refuses: not shared
+        spec["nodeName"] = node
+        return spec
+    try:
+        key = _SPEC_ENCODER.encode(spec)
+    except (msgspec.EncodeError, OverflowError):  # (an integer past 64 bits: not shared)
+        key = None
+    shared = _UNSEEN if key is None else _PRUNED_SPECS.get(key, _UNSEEN)
+    if shared is None:  # its second pod: shared from now on
+        shared = _PRUNED_SPECS[key] = freeze(spec)  # type: ignore[index]  # (key is bytes here)
+    elif shared is _UNSEEN:  # seen once: its pod's own dict
+        if key is not None:
+            if len(_PRUNED_SPECS) >= SHARED_SPECS_MAX:
+                _PRUNED_SPECS.clear()
+            _PRUNED_SPECS[key] = None
+        if node is not None:
+            spec["nodeName"] = node
+        return spec
+    return shared if node is None else over(shared, nodeName=node)
 
 
 class _SpecSharing:
@@ -448,6 +486,9 @@ class _SpecSharing:
             page: dict[str, Any] = _POD_PAGE.decode(data)
             for item in page.get("items") or ():
                 _finish_pod(item)
+                spec = item.get("spec")
+                if spec is not None:
+                    item["spec"] = _pruned_spec(spec)
             return page
         page = _LISTED_POD_PAGE.decode(data)
         items = page.get("items") or ()

@@ -941,14 +941,16 @@ def _parsed_spec(
     pod: Raw, spec: Mapping[str, Any], *, ns: str, labels: Mapping[str, Any], where: str
 ) -> _SpecParse:
     # A spec the pods of one template share (read-only: a listing's, kube/prune.py) keeps its parse, when
-    # that reads nothing but the spec: no key to write, no table to look in.
+    # that reads nothing but the spec: no key to write, no table to look in. A bound pod's spec over a
+    # shared one (its node its own: the parse reads no field of _PER_POD) finds it with the shared one.
     if type(spec) is not FrozenMap:
         return _keyed_parse(pod, spec, ns=ns, labels=labels, where=where)
-    if spec.memo is not None:
-        return cast(_SpecParse, spec.memo)
+    holder = spec if spec.of is None else spec.of
+    if holder.memo is not None:
+        return cast(_SpecParse, holder.memo)
     parsed = _keyed_parse(pod, spec, ns=ns, labels=labels, where=where)
     if not _reads_pod(spec):
-        spec.memo = parsed
+        holder.memo = parsed
     return parsed
 
 
@@ -1061,7 +1063,9 @@ def _runtime(pod: Raw, meta: Mapping[str, Any], parsed: _SpecParse) -> PodRuntim
             or not _RUNTIME_STATUS.isdisjoint(status)
         )
     ):
-        return _shared(pod_runtime(pod), _RUNTIMES)
+        if meta.get("deletionTimestamp") or type(status) is not dict:
+            return _shared(pod_runtime(pod), _RUNTIMES)
+        return _reported_runtime(pod, meta, status, parsed)
     owners = meta.get("ownerReferences")
     if not owners:
         return parsed.runtime
@@ -1076,6 +1080,52 @@ def _runtime(pod: Raw, meta: Mapping[str, Any], parsed: _SpecParse) -> PodRuntim
             _OWNED_RUNTIMES.clear()
         _OWNED_RUNTIMES[key] = found
     return found
+
+
+#: The runtimes of pods the kubelet has reported on (a running pod's), by their spec's runtime, owner
+#: kinds and what :func:`pod_runtime` reads of the status (:func:`_reported_runtime`); emptied like the
+#: tables above.
+_REPORTED_RUNTIMES: dict[tuple[Any, ...], tuple[PodRuntime, PodRuntime]] = {}
+
+
+def _reported_runtime(
+    pod: Raw, meta: Mapping[str, Any], status: dict[str, Any], parsed: _SpecParse
+) -> PodRuntime:
+    """:func:`pod_runtime` of a pod not being deleted whose status the kubelet wrote, found with the pods
+    whose spec has the same parse (its images, QoS class and local storage: ``parsed.runtime``) and
+    whose owners' kinds and status read the same; the pods of one Deployment running alike (each its
+    own start time and IPs, none of them read) share one, made once."""
+    phase, reason, qos = status.get("phase"), status.get("reason"), status.get("qosClass")
+    owners = meta.get("ownerReferences")
+    if not (
+        _hashable(phase) and _hashable(reason) and _hashable(qos) and (owners is None or type(owners) is list)
+    ):
+        return _shared(pod_runtime(pod), _RUNTIMES)
+    kinds = tuple(str(r.get("kind")) for r in owners or () if isinstance(r, _MAP) and r.get("kind"))
+    key = (
+        id(parsed.runtime),
+        kinds,
+        phase,
+        reason,
+        qos,
+        tuple(ready_conditions(status.get("conditions"))),
+        *(
+            _container_statuses(status.get(field)) if field in status else None
+            for field in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
+        ),
+    )
+    found = _REPORTED_RUNTIMES.get(key)
+    if found is not None and found[0] is parsed.runtime:  # (its id: not a runtime gone since)
+        return found[1]
+    runtime = _shared(pod_runtime(pod), _RUNTIMES)
+    if len(_REPORTED_RUNTIMES) >= _SHARED_MAX:
+        _REPORTED_RUNTIMES.clear()
+    _REPORTED_RUNTIMES[key] = (parsed.runtime, runtime)
+    return runtime
+
+
+def _hashable(value: Any) -> bool:
+    return value is None or type(value) is str
 
 
 #: What Go's strconv.ParseBool reads (Volcano parses its preemptable annotation and label with it).

@@ -43,10 +43,12 @@ class FrozenMap(dict[str, Any]):
     read as a dict is (a dict subclass: ``isinstance(m, dict)``, JSON encoders take it), refusing every
     change in place with a ``TypeError``, so that one object's change cannot reach the others; a copy
     (``dict(m)``, ``{**m}``, :mod:`copy`, pickle) is a plain dict that may be changed. ``memo``: what a
-    reader made of it once (the model's parse of a pod's spec), kept with it for the others."""
+    reader made of it once (the model's parse of a pod's spec), kept with it for the others. ``of``: the
+    shared map this one is, but for fields its object has of its own (:func:`over`), else None."""
 
-    __slots__ = ("memo",)
+    __slots__ = ("memo", "of")
     memo: Any
+    of: FrozenMap | None
 
     __setitem__ = __delitem__ = __ior__ = _refused  # type: ignore[assignment]
     clear = pop = popitem = setdefault = update = _refused  # type: ignore[assignment]
@@ -84,8 +86,18 @@ def freeze(value: Any) -> Any:
     :class:`FrozenList`, nested (new objects; ``value`` is left as it is); a ``memo`` of None."""
     if isinstance(value, dict):
         out = FrozenMap({k: freeze(v) for k, v in value.items()})
-        out.memo = None
+        out.memo = out.of = None
         return out
     if isinstance(value, list):
         return FrozenList([freeze(v) for v in value])
     return value
+
+
+def over(shared: FrozenMap, **own: Any) -> FrozenMap:
+    """``shared`` with the fields ``own`` of one object's own (a bound pod's node) set, read-only as it
+    is: its other fields are ``shared``'s (the same objects), and it is ``of`` ``shared``, whose ``memo``
+    keeps what a reader makes of the fields they share."""
+    out = FrozenMap({**shared, **own})
+    out.memo = None
+    out.of = shared
+    return out
