@@ -25,6 +25,7 @@ import argparse
 import datetime
 import math
 import os
+import random
 import re
 import statistics
 import sys
@@ -33,6 +34,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
@@ -240,11 +242,67 @@ def compare(
                 )
 
 
+#: ``--pods-shape``: the pods of one template alike to the byte (as ``pod_body`` makes them); with a service
+#: account's token volume each, as the ServiceAccount admission adds it (named at random in each pod: no two
+#: specs the same JSON, the usual shape on a real cluster); and those bound to a node each (``nodeName`` at
+#: creation; no kubelet, so Pending), as the pods already on nodes when a scheduler starts.
+SHAPES = ("template", "token", "token-bound")
+
+
+def shaped(body: dict[str, Any], i: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Pod ``i``'s body in the shape ``args.pods_shape`` says (see :data:`SHAPES`)."""
+    if args.pods_shape == "template":
+        return body
+    spec = body["spec"]
+    spec["serviceAccountName"] = "default"  # (the apiserver refuses a token volume without one)
+    volume = f"kube-api-access-{random.Random(i).randrange(16**5):05x}"
+    spec["volumes"] = [
+        {
+            "name": volume,
+            "projected": {
+                "defaultMode": 420,
+                "sources": [
+                    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                    {
+                        "configMap": {
+                            "name": "kube-root-ca.crt",
+                            "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                        }
+                    },
+                    {
+                        "downwardAPI": {
+                            "items": [
+                                {
+                                    "path": "namespace",
+                                    "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+                                }
+                            ]
+                        }
+                    },
+                ],
+            },
+        }
+    ]
+    for c in spec["containers"]:
+        c["volumeMounts"] = [
+            {"name": volume, "readOnly": True, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}
+        ]
+    if args.pods_shape == "token-bound":
+        spec["nodeName"] = f"node-{i % args.nodes:05d}"
+    return body
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--nodes", type=int, default=5000)
     p.add_argument("--pods", type=int, default=50000)
     p.add_argument("--runs", type=int, default=3, help="runs of each source")
+    p.add_argument(
+        "--pods-shape",
+        choices=SHAPES,
+        default=SHAPES[0],
+        help="the pods alike to the byte (default); with a token volume each, named at random; and bound",
+    )
     p.add_argument("--source", type=Path, action="append", help="a checkout to run (default: this one)")
     p.add_argument("--workdir", type=Path, default=None, help="where the control plane and logs go")
     p.add_argument(
@@ -294,8 +352,8 @@ def main(argv: list[str] | None = None) -> int:
                 t = time.monotonic()
                 create(conn, "node", [node_body(f"node-{i:05d}", per_node) for i in range(args.nodes)],
                        args=args, workdir=workdir)  # fmt: skip
-                create(conn, "pod", [pod_body(f"pod-{i:06d}", "volsched") for i in range(args.pods)],
-                       args=args, workdir=workdir)  # fmt: skip
+                pods = [shaped(pod_body(f"pod-{i:06d}", "volsched"), i, args) for i in range(args.pods)]
+                create(conn, "pod", pods, args=args, workdir=workdir)
                 print(f"{args.nodes} nodes x {args.pods} pods created in {time.monotonic() - t:.1f}s")
                 holder = threading.Thread(target=hold_lease, args=(api, stop), daemon=True)
                 holder.start()
