@@ -899,9 +899,9 @@ class LocalControlPlane:
     def _apiserver_ready(self) -> bool:
         if not self.ca_cert_path.is_file():
             return False
-        ctx = ssl.create_default_context(cafile=str(self.ca_cert_path))
         headers = {"Authorization": f"Bearer {self.admin_token}"}
-        try:
+        try:  # the apiserver may be writing its certificate still: a cut-short one is "not yet"
+            ctx = ssl.create_default_context(cafile=str(self.ca_cert_path))
             for path in ("/readyz", "/api/v1/namespaces/default"):
                 req = urllib.request.Request(self.host + path, headers=headers)
                 with urllib.request.urlopen(req, timeout=5, context=ctx) as resp:
