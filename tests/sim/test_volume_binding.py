@@ -130,3 +130,14 @@ def test_a_generic_ephemeral_volume_is_claimed_for_the_pod_and_bound_where_it_go
         ]
     )
     assert where(data) == {"db": "n2"}
+
+
+def test_an_ephemeral_volumes_claim_another_owner_made_is_not_used() -> None:
+    db = pod("db")
+    db["spec"]["volumes"] = [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]
+    data = run([node("n1"), storage_class("local"), pvc("db-scratch", storage_class="local"), db])
+    assert where(data) == {"db": None}
+    assert reason(data, "default/db") == (
+        "0/1 nodes fit: 1 persistentvolumeclaim(s) db-scratch not made for this pod (an ephemeral volume's "
+        "claim must be the pod's own)"
+    )

@@ -120,11 +120,20 @@ def with_volumes(
     missing: list[str] = []
     unbound: list[str] = []
     to_bind: list[str] = []
+    foreign: list[str] = []
     for claim in (*t.claims, *t.ephemeral_claims) if t.ephemeral_claims else t.claims:
         key = f"{t.namespace}/{claim}"
         volume = claims.get(key)
         if volume is None:
             missing.append(claim)
+        elif (
+            t.ephemeral_claims
+            and claim in t.ephemeral_claims
+            and volume_claims
+            and key in volume_claims
+            and volume_claims[key].controller_uid != t.uid
+        ):
+            foreign.append(claim)  # an ephemeral volume's claim is the pod's own, or none (as kube-scheduler)
         elif not volume:
             pvc = volume_claims.get(key) if volume_claims else None
             cls = classes.get(pvc.storage_class) if classes and pvc is not None else None
@@ -134,7 +143,7 @@ def with_volumes(
                 unbound.append(claim)
         elif volumes.get(volume):
             terms.append((volume, volumes[volume]))
-    if not terms and not missing and not unbound and not to_bind:
+    if not terms and not missing and not unbound and not to_bind and not foreign:
         return t
     t = replace(
         t,
@@ -142,6 +151,7 @@ def with_volumes(
         missing_claims=tuple(missing),
         unbound_claims=tuple(unbound),
         bind_claims=tuple(dict.fromkeys(to_bind)),
+        foreign_claims=tuple(foreign),
     )
     t.placement_key = placement_key(t)
     return t

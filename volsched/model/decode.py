@@ -1820,6 +1820,14 @@ def volume_claim(obj: Raw) -> VolumeClaim:
         else None,
         selected_node=_meta_annotation(meta, SELECTED_NODE),
         deleting=bool(meta.get("deletionTimestamp")),
+        controller_uid=next(
+            (
+                str(o.get("uid") or "")
+                for o in meta.get("ownerReferences") or []
+                if isinstance(o, Mapping) and o.get("controller") is True
+            ),
+            "",
+        ),
     )
 
 

@@ -199,6 +199,8 @@ class Task:
     #: snapshot fills it from the claims), claims that do not exist, and claims not bound to a volume yet.
     volume_terms: tuple[tuple[str, Any], ...] = ()
     missing_claims: tuple[str, ...] = ()
+    #: Claims of its ephemeral volumes that another owner made (not the pod's own: never used for it).
+    foreign_claims: tuple[str, ...] = ()
     unbound_claims: tuple[str, ...] = ()
     #: Unbound claims of a WaitForFirstConsumer StorageClass: the session binds them where it places the
     #: pod (``volsched.model.volumes``).
@@ -286,6 +288,7 @@ def placement_key(task: Task) -> str:
         or task.host_ports
         or task.volume_terms
         or task.missing_claims
+        or task.foreign_claims
         or task.unbound_claims
         or task.bind_claims
         or task.resource_claims
@@ -301,6 +304,7 @@ def placement_key(task: Task) -> str:
             task.host_ports,
             task.volume_terms,
             task.missing_claims,
+            task.foreign_claims,
             task.unbound_claims,
             task.bind_claims,
             task.device_key or [(c.name, c.claim, c.template) for c in task.resource_claims],

@@ -79,6 +79,8 @@ class VolumeClaim:
     #: The node a provisioner was asked for (``volume.kubernetes.io/selected-node``), "" when none.
     selected_node: str = ""
     deleting: bool = False
+    #: The uid of its controller (``ownerReferences`` with ``controller: true``), "" when none.
+    controller_uid: str = ""
 
     @property
     def key(self) -> str:

@@ -120,7 +120,7 @@ class _StaticChecks:
             if i is not None:
                 avoided[i] = False
         volumes = np.ones(n, dtype=bool)
-        if task.missing_claims or task.unbound_claims:
+        if task.missing_claims or task.unbound_claims or task.foreign_claims:
             volumes[:] = False
         for _, terms in task.volume_terms:
             volumes &= np.fromiter((matches_affinity(s, terms) for s in specs), dtype=bool, count=n)
@@ -159,6 +159,11 @@ class Predicates(BasePlugin):
             out: list[tuple[str, int]] = []
             if task.missing_claims:
                 volume_reason = f"persistentvolumeclaim(s) {', '.join(task.missing_claims)} not found"
+            elif task.foreign_claims:
+                volume_reason = (
+                    f"persistentvolumeclaim(s) {', '.join(task.foreign_claims)} not made for this pod (an "
+                    "ephemeral volume's claim must be the pod's own)"
+                )
             elif task.unbound_claims:
                 volume_reason = (
                     f"persistentvolumeclaim(s) {', '.join(task.unbound_claims)} not bound yet (not of a "
