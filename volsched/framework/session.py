@@ -246,40 +246,43 @@ class Session(NodeViews):
     def _bind_claim_users(self) -> Counter[str]:
         """How many pods with a task pending name each claim to bind (counted when first asked)."""
         if self._bind_users is None:
-            self._bind_users = Counter(
-                f"{t.namespace}/{c}"
-                for job in self.pending_jobs()
-                for t in job.tasks.values()
-                if t.bind_claims
-                and t.status in (TaskStatus.PENDING, TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
-                for c in t.bind_claims
-            )
+            self._bind_users = self._pending_users(lambda t: t.bind_claims)
         return self._bind_users
 
     def claim_users(self) -> Counter[str]:
         """How many pods with a task pending name each ResourceClaim (by name, not from a template)."""
         if self._claim_users is None:
-            self._claim_users = Counter(
-                f"{t.namespace}/{pc.claim}"
-                for job in self.pending_jobs()
-                for t in job.tasks.values()
-                if t.resource_claims
-                and t.status in (TaskStatus.PENDING, TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
-                for pc in t.resource_claims
-                if not pc.template
+            self._claim_users = self._pending_users(
+                lambda t: [pc.claim for pc in t.resource_claims if not pc.template]
             )
         return self._claim_users
 
-    def do_allocate(self, task: Task, node: int) -> None:
+    def _pending_users(self, names: Callable[[Task], Iterable[str]]) -> Counter[str]:
+        """How many pods with a task pending (allocated or pipelined in this session included) name each
+        of ``names(task)``, by ``namespace/name``."""
+        return Counter(
+            f"{t.namespace}/{name}"
+            for job in self.pending_jobs()
+            for t in job.tasks.values()
+            if t.status in (TaskStatus.PENDING, TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
+            for name in names(t)
+        )
+
+    def _take_claims(self, task: Task, node: int, *, future: bool) -> None:
+        """Take ``task``'s volumes to bind and its devices on ``node``: both or neither (a device that
+        cannot be taken gives the volumes back)."""
         if task.bind_claims:
             self._take_volumes(task, node)
         if task.resource_claims:
             try:
-                self._take_devices(task, node)
+                self._take_devices(task, node, future=future)
             except BaseException:
                 if task.bind_claims:
                     self._give_volumes(task)
                 raise
+
+    def do_allocate(self, task: Task, node: int) -> None:
+        self._take_claims(task, node, future=False)
         self._set_status(task, TaskStatus.ALLOCATED)
         task.node_name = self.nodes.names[node]
         self.nodes.hold(node, task)
@@ -298,15 +301,7 @@ class Session(NodeViews):
         self._fire(task, allocate=False)
 
     def do_pipeline(self, task: Task, node: int) -> None:
-        if task.bind_claims:
-            self._take_volumes(task, node)
-        if task.resource_claims:
-            try:
-                self._take_devices(task, node, future=True)
-            except BaseException:
-                if task.bind_claims:
-                    self._give_volumes(task)
-                raise
+        self._take_claims(task, node, future=True)
         self._set_status(task, TaskStatus.PIPELINED)
         task.node_name = self.nodes.names[node]
         self.nodes.pipeline(node, task)
