@@ -545,8 +545,6 @@ def snapshot_of(
         namespace_weights={},
         priority_classes={},
         usage={},
-        claims={},
-        volumes={},
         avoid={},
         namespace_labels={},
     )

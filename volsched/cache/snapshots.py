@@ -75,9 +75,7 @@ class View:
     namespace_weights: dict[str, int]
     priority_classes: dict[str, int]
     usage: dict[str, NodeUsage]
-    #: "ns/claim" -> bound volume name; volume name -> its nodeSelectorTerms; owner -> avoided nodes.
-    claims: dict[str, str]
-    volumes: dict[str, list[Any]]
+    #: Owner -> avoided nodes.
     avoid: dict[str, tuple[str, ...]]
     namespace_labels: dict[str, dict[str, str]]
     #: Task key -> its place in ``tasks``' order (ascending, not necessarily consecutive). It may be
@@ -108,10 +106,9 @@ class View:
 
 def with_volumes(
     t: Task,
-    claims: Mapping[str, str],
-    volumes: Mapping[str, list[Any]],
-    classes: Mapping[str, StorageClassSpec] | None = None,
-    volume_claims: Mapping[str, VolumeClaim] | None = None,
+    volume_claims: Mapping[str, VolumeClaim],
+    volumes: Mapping[str, PersistentVolumeSpec],
+    classes: Mapping[str, StorageClassSpec],
 ) -> Task:
     """``t`` with its claims' bound volumes' node affinity (and missing and unbound claims) filled in:
     an unbound claim of a WaitForFirstConsumer class is the session's to bind (``bind_claims``), any other
@@ -123,26 +120,19 @@ def with_volumes(
     foreign: list[str] = []
     for claim in (*t.claims, *t.ephemeral_claims) if t.ephemeral_claims else t.claims:
         key = f"{t.namespace}/{claim}"
-        volume = claims.get(key)
-        if volume is None:
+        pvc = volume_claims.get(key)
+        if pvc is None:
             missing.append(claim)
-        elif (
-            t.ephemeral_claims
-            and claim in t.ephemeral_claims
-            and volume_claims
-            and key in volume_claims
-            and volume_claims[key].controller_uid != t.uid
-        ):
+        elif t.ephemeral_claims and claim in t.ephemeral_claims and pvc.controller_uid != t.uid:
             foreign.append(claim)  # an ephemeral volume's claim is the pod's own, or none (as kube-scheduler)
-        elif not volume:
-            pvc = volume_claims.get(key) if volume_claims else None
-            cls = classes.get(pvc.storage_class) if classes and pvc is not None else None
-            if cls is not None and cls.wait_for_consumer and pvc is not None and not pvc.deleting:
+        elif not pvc.volume:
+            cls = classes.get(pvc.storage_class)
+            if cls is not None and cls.wait_for_consumer and not pvc.deleting:
                 to_bind.append(claim)
             else:
                 unbound.append(claim)
-        elif volumes.get(volume):
-            terms.append((volume, volumes[volume]))
+        elif (pv := volumes.get(pvc.volume)) is not None and pv.node_terms:
+            terms.append((pvc.volume, list(pv.node_terms)))
     if not terms and not missing and not unbound and not to_bind and not foreign:
         return t
     t = replace(
@@ -187,7 +177,7 @@ def prepare(t: Task, view: View) -> Task:
     """The task as sessions see it: volumes, device claims and avoided nodes filled in (a new object
     when they change anything; ``t`` itself otherwise)."""
     if t.claims or t.ephemeral_claims:
-        t = with_volumes(t, view.claims, view.volumes, view.storage_classes, view.volume_claims)
+        t = with_volumes(t, view.volume_claims, view.pv_specs, view.storage_classes)
     if t.resource_claims:
         t = with_device_key(t, view.resource_claims)
     if view.avoid and t.owner and t.node_name is None:
@@ -343,8 +333,8 @@ class SnapshotBuilder:
         #: Request map (as items) -> its read-only vector over the current space: most pods share a
         #: handful of requests, so a snapshot of a backlog makes a handful of vectors, not one per pod.
         self._vectors: dict[tuple[tuple[str, float], ...], Vector] = {}
-        self._claims: dict[str, str] = {}
-        self._volumes: dict[str, list[Any]] = {}
+        self._volume_claims: Mapping[str, VolumeClaim] = {}
+        self._volumes: Mapping[str, PersistentVolumeSpec] = {}
         self._classes: Mapping[str, StorageClassSpec] = {}
         self._avoid: dict[str, tuple[str, ...]] = {}
         self._resource_claims: Mapping[str, Claim] = {}
@@ -388,18 +378,47 @@ class SnapshotBuilder:
         #: Handed to every snapshot as ``ClusterSnapshot.kept`` (what sessions derive from shared jobs).
         self.kept: dict[str, Any] = {}
 
+    def _stale_by_volumes(self, view: View) -> list[str]:
+        """The entries whose claims' view changed since the last view: a claim of theirs (anything of
+        it: bound, deleting, its class), the node affinity of a volume one of them is bound to (before
+        or now), or any StorageClass."""
+        claim_tasks = [
+            (k, e.source) for k, e in self._entries.items() if e.source.claims or e.source.ephemeral_claims
+        ]
+        if not claim_tasks:
+            return []
+        if view.storage_classes != self._classes:
+            return [k for k, _ in claim_tasks]
+        old, new = self._volume_claims, view.volume_claims
+        moved = {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+        old_pv, new_pv = self._volumes, view.pv_specs
+        terms_moved = {
+            n
+            for n in old_pv.keys() | new_pv.keys()
+            if getattr(old_pv.get(n), "node_terms", None) != getattr(new_pv.get(n), "node_terms", None)
+        }
+        if terms_moved:  # the claims bound to those volumes, before or now
+            moved.update(k for table in (old, new) for k, c in table.items() if c.volume in terms_moved)
+        if not moved:
+            return []
+        return [
+            k
+            for k, t in claim_tasks
+            if any(f"{t.namespace}/{c}" in moved for c in (*t.claims, *t.ephemeral_claims))
+        ]
+
     def prepare(self, view: View) -> None:
         """Bring the entries to the view's tasks (as sessions see them)."""
         with self._lock:
             entries = self._entries
             stale: set[str] = set()
             if (
-                view.claims != self._claims
-                or view.volumes != self._volumes
-                or view.storage_classes != self._classes
+                view.volume_claims is not self._volume_claims
+                or view.pv_specs is not self._volumes
+                or view.storage_classes is not self._classes
             ):
-                stale.update(k for k, e in entries.items() if e.source.claims or e.source.ephemeral_claims)
-                self._claims, self._volumes = view.claims, view.volumes
+                stale.update(self._stale_by_volumes(view))
+                self._volume_claims, self._volumes = view.volume_claims, view.pv_specs
                 self._classes = view.storage_classes
             if view.avoid != self._avoid:
                 owners = {o for o in {*view.avoid, *self._avoid} if view.avoid.get(o) != self._avoid.get(o)}

@@ -18,7 +18,7 @@ import gc
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -46,7 +46,6 @@ from volsched.model.decode import (
     build_podgroup,
     build_queue,
     build_task,
-    claim_volume,
     device_class,
     disruption_budget,
     namespace_queue,
@@ -61,7 +60,6 @@ from volsched.model.decode import (
     resource_slice,
     storage_class,
     volume_claim,
-    volume_node_terms,
 )
 from volsched.model.devices import Allocated, Claim, DeviceClass, DeviceSlice
 from volsched.model.errors import InputError
@@ -185,19 +183,22 @@ class ClusterState:
         self.namespace_labels: dict[str, dict[str, str]] = {}
         #: Namespace -> the queue it names for its jobs that name none (``namespace_queue``).
         self.namespace_queues: dict[str, str] = {}
-        #: "ns/claim" -> the bound PersistentVolume's name ("" while unbound).
-        self.claims: dict[str, str] = {}
-        #: PersistentVolume name -> its required node affinity (nodeSelectorTerms; [] when none).
-        self.volumes: dict[str, list[Any]] = {}
-        #: What volume binding reads (``volsched.model.volumes``): every claim by "ns/name", every
-        #: volume and StorageClass by name.
+        #: What volume binding reads (``volsched.model.volumes``): every claim by "ns/name" (its bound
+        #: volume, "" while unbound), every volume (its node affinity) and StorageClass by name.
         self.volume_claims: dict[str, VolumeClaim] = {}
         self.pv_specs: dict[str, PersistentVolumeSpec] = {}
         self.storage_classes: dict[str, StorageClassSpec] = {}
         #: Claims and volumes a decided bind binds, before the API shows it (as a bind is assumed):
-        #: ("PersistentVolumeClaim", key) or ("PersistentVolume", name) -> (as the API had it, as
-        #: assumed). The next event of the object ends it.
-        self._volumes_assumed: dict[tuple[str, str], tuple[Any, Any]] = {}
+        #: ("PersistentVolumeClaim", key) or ("PersistentVolume", name) -> (as the API shows it, as
+        #: assumed, the version from which the API's word holds or None). An event of the object that
+        #: shows the write (a claim's selected node, a volume's ``claimRef`` naming the claim), or is at
+        #: or past the version the binder wrote or read (:meth:`volume_written`), ends it; an earlier
+        #: event (in flight as the write went) is taken with the assumption laid over it.
+        self._volumes_assumed: dict[tuple[str, str], tuple[Any, Any, int | None]] = {}
+        #: Called after each PersistentVolumeClaim or PersistentVolume event and each pod deleted, on the
+        #: feeding thread, outside the lock (each must be quick and never block): the volume binder's
+        #: wait wakes on them (:meth:`watch_volumes`).
+        self._volume_watchers: list[Callable[[], None]] = []
         #: Counts every change of those three tables; a snapshot copies them only when it moved (most
         #: snapshots of a busy cluster see no claim, volume or class change).
         self._volumes_moved = 0
@@ -275,6 +276,7 @@ class ClusterState:
         warning: str | None = None
         ring: str | None = FREED  # the few kinds below that say otherwise
         changed = True  # False: sent again as the cache holds it (a heartbeat, a status echoed)
+        watched = False  # a claim or volume: the volume binder's wait is told
         with self._lock:
             if not confirming:
                 self.changes += 1
@@ -363,17 +365,13 @@ class ClusterState:
                 else:
                     changed |= _put(self.namespace_queues, str(name), queue)
             elif kind == "PersistentVolumeClaim":
-                claim, volume = claim_volume(obj)
                 pvc = volume_claim(obj)
-                self._volumes_assumed.pop((kind, claim), None)  # the API's word from now on
-                changed = _put(self.claims, claim, volume) | _put(self.volume_claims, claim, pvc)
-                self._volumes_moved += 1
+                changed = self._volume_event(kind, pvc.key, pvc)
+                watched = True
             elif kind == "PersistentVolume":
-                name, terms = volume_node_terms(obj)
                 pv = persistent_volume(obj)
-                self._volumes_assumed.pop((kind, name), None)
-                changed = _put(self.volumes, name, terms) | _put(self.pv_specs, name, pv)
-                self._volumes_moved += 1
+                changed = self._volume_event(kind, pv.name, pv)
+                watched = True
             elif kind == "StorageClass":
                 sc = storage_class(obj)
                 changed = _put(self.storage_classes, sc.name, sc)
@@ -417,7 +415,65 @@ class ClusterState:
                 ring = None
         if ring is not None:
             self.doorbell.ring(ring)
+        if watched:
+            self._tell_volume_watchers()
         return warning
+
+    def _volume_event(self, kind: str, key: str, new: Any) -> bool:
+        """(Under the lock.) A claim's or volume's event: held as the API shows it, with a decided bind's
+        assumption laid over it until the API shows the write (see ``_volumes_assumed``). Whether what
+        sessions read changed."""
+        at = (kind, key)
+        held = self._volumes_assumed.get(at)
+        if held is not None:
+            _, assumed, until = held
+            if _shows(assumed, new) or (until is not None and new.version >= until):
+                del self._volumes_assumed[at]  # the API's word from now on
+            else:
+                overlaid = _overlaid(new, assumed)
+                self._volumes_assumed[at] = (new, overlaid, until)
+                new = overlaid
+        table: dict[str, Any] = self.volume_claims if kind == "PersistentVolumeClaim" else self.pv_specs
+        old = table.get(key)
+        table[key] = new  # (always: its version is what the binder's wait reads)
+        self._volumes_moved += 1
+        return bool(old != new)
+
+    def watch_volumes(self, watcher: Callable[[], None]) -> None:
+        """Call ``watcher`` after each claim or volume event and each pod deleted (see
+        ``_volume_watchers``)."""
+        with self._lock:
+            self._volume_watchers.append(watcher)
+
+    def _tell_volume_watchers(self) -> None:
+        for watcher in self._volume_watchers:
+            watcher()
+
+    def claim_as_seen(self, key: str) -> VolumeClaim | None:
+        """The claim ``key`` as the API last showed it (not as a decided bind assumed it), None when the
+        cache holds none."""
+        with self._lock:
+            held = self._volumes_assumed.get(("PersistentVolumeClaim", key))
+            return held[0] if held is not None else self.volume_claims.get(key)
+
+    def volume_as_seen(self, name: str) -> PersistentVolumeSpec | None:
+        """The volume ``name`` as the API last showed it, None when the cache holds none."""
+        with self._lock:
+            held = self._volumes_assumed.get(("PersistentVolume", name))
+            return held[0] if held is not None else self.pv_specs.get(name)
+
+    def pod_uid(self, key: str) -> str | None:
+        """The uid of the pod ``key`` the cache holds, None when none."""
+        task = self.tasks.get(key)
+        return None if task is None else task.uid
+
+    def volume_written(self, kind: str, key: str, version: int) -> None:
+        """The binder wrote (or read, finding nothing to write) the claim's or volume's pre-bind at
+        ``version``: an event at or past it ends the assumption whatever it shows."""
+        with self._lock:
+            held = self._volumes_assumed.get((kind, key))
+            if held is not None and version > 0:
+                self._volumes_assumed[(kind, key)] = (held[0], held[1], version)
 
     def assume_claims(self, bind: Bind) -> None:
         """The claims of a decided bind are allocated and reserved for its pod now, before the API shows
@@ -472,7 +528,7 @@ class ClusterState:
                     orig, assumed = pvc, replace(pvc, selected_node=bind.node)
                     self.volume_claims[b.key] = assumed
                 held = self._volumes_assumed.get(at)
-                self._volumes_assumed[at] = (orig if held is None else held[0], assumed)
+                self._volumes_assumed[at] = (orig if held is None else held[0], assumed, None)
                 self.changes += 1
                 self._volumes_moved += 1
 
@@ -538,6 +594,7 @@ class ClusterState:
         changes nothing: not counted in ``changes``, and no ring."""
         key = f"{namespace}/{name}" if namespace else name
         ring: str | None = FREED  # the few kinds below that say otherwise
+        watched = False  # a claim, a volume or a pod: the volume binder's wait is told
         with self._lock:
             if kind == "Node":
                 ring = None  # capacity lost: nothing new fits
@@ -553,6 +610,7 @@ class ClusterState:
                     self._touched.add(key)
                 ring = FREED if _holds_node(old) else None
                 self._by_class.pop(key, None)
+                watched = held and bool(self._volume_watchers)
             elif kind in ("PodGroup", "Queue"):
                 at = key if kind == "PodGroup" else name
                 held = _drop(self._own, (kind, at))
@@ -573,11 +631,11 @@ class ClusterState:
                 held |= _drop(self.namespace_queues, name)
             elif kind == "PersistentVolumeClaim":
                 self._volumes_assumed.pop((kind, key), None)
-                held = _drop(self.claims, key) | _drop(self.volume_claims, key)
+                held = watched = _drop(self.volume_claims, key)
                 self._volumes_moved += 1
             elif kind == "PersistentVolume":
                 self._volumes_assumed.pop((kind, name), None)
-                held = _drop(self.volumes, name) | _drop(self.pv_specs, name)
+                held = watched = _drop(self.pv_specs, name)
                 self._volumes_moved += 1
             elif kind == "StorageClass":
                 held = _drop(self.storage_classes, name)
@@ -606,6 +664,8 @@ class ClusterState:
             self.changes += 1
         if ring is not None:
             self.doorbell.ring(ring)
+        if watched:
+            self._tell_volume_watchers()
 
     def _refresh_priorities(self) -> None:
         """After a PriorityClass event: the priority of every pod that takes it from a class (or the
@@ -969,8 +1029,6 @@ class ClusterState:
                     namespace_weights=self.namespace_weights(),
                     priority_classes=self.priority_classes.copy(),
                     usage=self.usage.copy(),
-                    claims=self.claims.copy(),
-                    volumes=self.volumes.copy(),
                     volume_claims=volume_tables[0],
                     pv_specs=volume_tables[1],
                     storage_classes=volume_tables[2],
@@ -1066,6 +1124,21 @@ def _on_node(problems: list[tuple[str, str, str]], tasks: Mapping[str, Task]) ->
         if task is not None and task.node_name is not None:
             out.add(obj)
     return frozenset(out)
+
+
+def _shows(assumed: Any, new: Any) -> bool:
+    """Whether a claim's or volume's event shows the pre-bind ``assumed`` (the claim bound, or its node
+    selected; the volume's ``claimRef`` naming the claim)."""
+    if isinstance(assumed, VolumeClaim):
+        return bool(new.volume) or new.selected_node == assumed.selected_node
+    return new.claim_ref is not None and new.claim_ref[0] == assumed.claim_ref[0]
+
+
+def _overlaid(new: Any, assumed: Any) -> Any:
+    """``new`` (an event from before the pre-bind showed) with the pre-bind ``assumed`` laid over it."""
+    if isinstance(assumed, VolumeClaim):
+        return replace(new, selected_node=assumed.selected_node)
+    return replace(new, claim_ref=assumed.claim_ref)
 
 
 def _put(table: dict[Any, Any], key: Any, value: Any) -> bool:

@@ -29,10 +29,9 @@ from typing import Any
 
 from volsched.cycle import FAILED, FENCED, GONE, SKIPPED, BindOutcome
 from volsched.framework.decisions import Bind
-from volsched.kube import status as render
 from volsched.kube.errors import ApiException
 from volsched.kube.rest import pod_path
-from volsched.kube.writer import EventTarget, Fenced, KubeWriter
+from volsched.kube.writer import Fenced, KubeWriter
 from volsched.model.raw import Raw, meta_of
 from volsched.model.volumes import BIND_COMPLETED, BOUND_BY_CONTROLLER, SELECTED_NODE, VolumeBinding
 from volsched.redaction import error_summary
@@ -75,7 +74,7 @@ class VolumeBinder:
     ) -> list[BindOutcome]:
         """Bind ``binds`` (one commit: a gang's together), their claims first; one outcome each."""
         writer = self.writer
-        ours = [b for b in binds if writer._ours(pods.get(b.pod))]
+        ours = [b for b in binds if writer.schedules(pods.get(b.pod))]
         skipped = [BindOutcome(b, SKIPPED, "not scheduled by volsched") for b in binds if b not in ours]
         if not ours:
             return skipped
@@ -100,7 +99,7 @@ class VolumeBinder:
 
     def _read(self, path: str, what: str) -> dict[str, Any]:
         try:
-            return self.writer._get(path)
+            return self.writer.read(path)
         except ApiException as exc:
             if exc.status == 404:
                 raise _Failed(f"{what} does not exist any more") from exc
@@ -112,7 +111,7 @@ class VolumeBinder:
 
     def _write(self, path: str, body: Any, what: str, holding: float | None) -> None:
         try:
-            self.writer._send("PUT", path, body, holding=holding)
+            self.writer.replace(path, body, holding=holding)
         except ApiException as exc:
             why = "changed meanwhile" if exc.status == 409 else f"{exc.status} writing it"
             raise _Failed(f"{what}: {why}") from exc
@@ -181,7 +180,7 @@ class VolumeBinder:
             for pod in {b.pod for b, _ in waiting.values()}:
                 ns, name = pod.split("/", 1)
                 try:
-                    self.writer._get(pod_path(ns, name))
+                    self.writer.read(pod_path(ns, name))
                 except ApiException as exc:
                     if exc.status == 404:
                         raise _Failed(f"pod {pod}: pod does not exist any more") from exc
@@ -232,7 +231,7 @@ class VolumeBinder:
         for bind, v in reversed(written):
             for _attempt in range(3):
                 try:
-                    claim = self.writer._get(claim_path(v.namespace, v.claim))
+                    claim = self.writer.read(claim_path(v.namespace, v.claim))
                     meta, spec = meta_of(claim), claim.get("spec") or {}
                     if spec.get("volumeName"):
                         break  # bound after all: the claim keeps its volume
@@ -241,9 +240,9 @@ class VolumeBinder:
                         if annotations.pop(SELECTED_NODE, None) != bind.node:
                             break
                         body = {**claim, "metadata": {**meta, "annotations": annotations}}
-                        self.writer._send("PUT", claim_path(v.namespace, v.claim), body, holding=holding)
+                        self.writer.replace(claim_path(v.namespace, v.claim), body, holding=holding)
                         break
-                    volume = self.writer._get(volume_path(v.volume))
+                    volume = self.writer.read(volume_path(v.volume))
                     vmeta, vspec = meta_of(volume), dict(volume.get("spec") or {})
                     ref = vspec.get("claimRef") or {}
                     if (ref.get("namespace"), ref.get("name")) != (v.namespace, v.claim):
@@ -252,7 +251,7 @@ class VolumeBinder:
                     annotations = dict(vmeta.get("annotations") or {})
                     annotations.pop(BOUND_BY_CONTROLLER, None)
                     body = {**volume, "metadata": {**vmeta, "annotations": annotations}, "spec": vspec}
-                    self.writer._send("PUT", volume_path(v.volume), body, holding=holding)
+                    self.writer.replace(volume_path(v.volume), body, holding=holding)
                     break
                 except ApiException as exc:
                     if exc.status == 409:
@@ -266,15 +265,10 @@ class VolumeBinder:
 
     def _tell(self, binds: Sequence[Bind], why: str) -> None:
         """Say ``why`` on each pod: its PodScheduled condition and a FailedScheduling event."""
-        now = render.now_rfc3339()
         for b in binds:
-            ns, name = b.pod.split("/", 1)
             try:
-                self.writer._write_condition(b.pod, b.uid, why, now, only=b.uid)
-                self.writer.post_object_event(
-                    EventTarget("Pod", "v1", ns, name, b.uid), reason=FAILED_SCHEDULING, message=why, now=now
-                )
+                errors = self.writer.tell_unschedulable(b.pod, b.uid, why, reason=FAILED_SCHEDULING)
             except Exception as exc:
-                log.warning(
-                    "could not tell pod %s why its volumes were not bound: %s", b.pod, error_summary(exc)
-                )
+                errors = [error_summary(exc)]
+            for err in errors:
+                log.warning("could not tell pod %s why its volumes were not bound: %s", b.pod, err)

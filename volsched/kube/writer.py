@@ -433,6 +433,34 @@ class KubeWriter:
             (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
         ) in self.settings.scheduler_names
 
+    # --- what other writers of the API (the volume binder) use -------------------------------------------
+
+    def read(self, path: str) -> dict[str, Any]:
+        """The object at ``path`` (a read is never fenced; a 429 is waited out). Raises what the API
+        raised (:class:`ApiException`, a 404 for an object gone)."""
+        return self._get(path)
+
+    def replace(self, path: str, body: Any, *, holding: float | None = None) -> dict[str, Any]:
+        """PUT ``body`` at ``path`` (fenced as every write, under ``holding`` of the Lease when given;
+        :class:`Fenced` when not sent); the object as written (its new resourceVersion)."""
+        written: dict[str, Any] = json.loads(self._send("PUT", path, body, holding=holding))
+        return written
+
+    def schedules(self, pod: Raw | None) -> bool:
+        """Whether ``pod`` is volsched's to schedule (its schedulerName is one of ours)."""
+        return self._ours(pod)
+
+    def tell_unschedulable(self, key: str, uid: str, message: str, *, reason: str) -> list[str]:
+        """Say ``message`` on the pod ``key`` of ``uid`` (and on no pod made again under its name): its
+        PodScheduled=False condition and an event of ``reason``. Returns what could not be written."""
+        now = render.now_rfc3339()
+        ns, name = _split(key)
+        _, _, err = self._write_condition(key, uid, message, now, only=uid)
+        _, event_err = self.post_object_event(
+            EventTarget("Pod", "v1", ns, name, uid), reason=reason, message=message, now=now
+        )
+        return [e for e in (err, event_err) if e]
+
     def _map(self, fn: Callable[[Any], T], items: Iterable[Any], *, binds: bool = False) -> list[T]:
         """Run ``fn`` over ``items`` on the pool (``binds``: on the bind pool, ``bind_workers`` at once).
         With a fence, the Lease is renewed when due between the writes (so a batch is whatever is sent

@@ -68,7 +68,13 @@ from volsched.model.vocabulary import (
     TaskStatus,
     placement_key,
 )
-from volsched.model.volumes import SELECTED_NODE, PersistentVolumeSpec, StorageClassSpec, VolumeClaim
+from volsched.model.volumes import (
+    BIND_COMPLETED,
+    SELECTED_NODE,
+    PersistentVolumeSpec,
+    StorageClassSpec,
+    VolumeClaim,
+)
 
 T = TypeVar("T")
 #: What a mapping is: a dict first (what JSON and YAML decode to: a cheap check), then any Mapping (the
@@ -1694,32 +1700,6 @@ def priority_class_policy(obj: Raw) -> str | None:
     return policy
 
 
-def claim_volume(obj: Raw) -> tuple[str, str]:
-    """("ns/claim", bound PersistentVolume name or "" while unbound) of a PersistentVolumeClaim."""
-    ns, name = _meta(obj, "PersistentVolumeClaim")
-    where = f"PersistentVolumeClaim {ns}/{name}"
-    if not ns:
-        raise InputError(f"{where}: missing field metadata.namespace")
-    volume = _map_field(obj, "spec", where).get("volumeName") or ""
-    if not isinstance(volume, str):
-        raise InputError(f"{where}: spec.volumeName must be a string")
-    return f"{ns}/{name}", volume
-
-
-def volume_node_terms(obj: Raw) -> tuple[str, list[Any]]:
-    """(name, spec.nodeAffinity.required.nodeSelectorTerms) of a PersistentVolume ([] when none)."""
-    _, name = _meta(obj, "PersistentVolume")
-    where = f"PersistentVolume {name}"
-    required = _map_field(obj, "spec.nodeAffinity.required", where)
-    terms = _list_field(
-        required.get("nodeSelectorTerms"), where=f"{where}: spec.nodeAffinity.required.nodeSelectorTerms"
-    )
-    for i, term in enumerate(terms):
-        if not isinstance(term, _MAP):
-            raise InputError(f"{where}: spec.nodeAffinity.required.nodeSelectorTerms[{i}] must be a map")
-    return name, [dict(t) for t in terms]
-
-
 def _volume_meta(obj: Raw, kind: str) -> tuple[Mapping[str, Any], str]:
     meta = obj.get("metadata")
     if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str) or not meta["name"]:
@@ -1740,6 +1720,14 @@ def _access_modes(raw: Any, where: str) -> frozenset[str]:
     if not isinstance(raw, list) or not all(isinstance(m, str) for m in raw):
         raise InputError(f"{where}: accessModes must be a list of strings")
     return frozenset(raw)
+
+
+def _version(meta: Mapping[str, Any]) -> int:
+    """``metadata.resourceVersion`` as a number (etcd's revision), 0 when it is not one."""
+    try:
+        return int(meta.get("resourceVersion") or 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 def _meta_annotation(meta: Mapping[str, Any], name: str) -> str:
@@ -1820,6 +1808,8 @@ def volume_claim(obj: Raw) -> VolumeClaim:
         else None,
         selected_node=_meta_annotation(meta, SELECTED_NODE),
         deleting=bool(meta.get("deletionTimestamp")),
+        bind_completed=bool(_meta_annotation(meta, BIND_COMPLETED)),
+        version=_version(meta),
         controller_uid=next(
             (
                 str(o.get("uid") or "")
@@ -1859,6 +1849,7 @@ def persistent_volume(obj: Raw) -> PersistentVolumeSpec:
         node_terms=tuple(dict(t) for t in terms),
         phase=str(status.get("phase") or ""),
         deleting=bool(meta.get("deletionTimestamp")),
+        version=_version(meta),
     )
 
 

@@ -81,6 +81,11 @@ class VolumeClaim:
     deleting: bool = False
     #: The uid of its controller (``ownerReferences`` with ``controller: true``), "" when none.
     controller_uid: str = ""
+    #: The PersistentVolume controller has bound it (``pv.kubernetes.io/bind-completed``).
+    bind_completed: bool = False
+    #: ``metadata.resourceVersion`` as a number (0 when not one), which object of two the API wrote
+    #: later; not compared (an event that changes nothing read is no change).
+    version: int = field(default=0, compare=False)
 
     @property
     def key(self) -> str:
@@ -103,6 +108,8 @@ class PersistentVolumeSpec:
     node_terms: tuple[Any, ...] = ()
     phase: str = ""
     deleting: bool = False
+    #: As :attr:`VolumeClaim.version`.
+    version: int = field(default=0, compare=False)
 
     def bound_to(self, claim: VolumeClaim) -> bool:
         """Whether ``claimRef`` names ``claim`` (a uid, when given, must be the claim's)."""
