@@ -89,6 +89,15 @@ def test_a_log_level_logging_does_not_know_is_refused_at_parse_naming_it(
         (["--lease-duration", "-15"], "argument --lease-duration: must be a number > 0, got -15"),
         (["--volume-bind-timeout", "0"], "argument --volume-bind-timeout: must be a number > 0, got 0"),
         (["--qps", "ten"], "argument --qps: must be a number >= 0, got 'ten'"),
+        (
+            ["--thread-slice", "0.05"],
+            "argument --thread-slice: must be 0 or from 0.1 to 100 (milliseconds), got 0.05",
+        ),
+        (
+            ["--thread-slice", "101"],
+            "argument --thread-slice: must be 0 or from 0.1 to 100 (milliseconds), got 101",
+        ),
+        (["--thread-slice", "-1"], "argument --thread-slice: must be a number >= 0, got -1"),
     ],
 )
 def test_nonsense_numbers_are_refused_at_parse_naming_the_flag(
@@ -218,6 +227,9 @@ def test_a_webhook_service_not_namespace_name_port_is_refused_at_parse(
         (["--max-idle", "0"], "max_idle", 0.0),  # never skip
         (["--period", "0.2"], "period", 0.2),
         (["--qps", "0"], "qps", 0.0),
+        (["--thread-slice", "0"], "thread_slice", 0.0),  # the kernel's own
+        (["--thread-slice", "0.1"], "thread_slice", 0.1),
+        (["--thread-slice", "100"], "thread_slice", 100.0),
     ],
 )
 def test_the_ends_of_each_range_are_taken(argv: list[str], field: str, value: float) -> None:

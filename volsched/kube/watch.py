@@ -154,6 +154,7 @@ class ListWatch:
         namespace: str = "",
         field_selector: str = "",
         on_line: Callable[[], None] | None = None,
+        on_thread: Callable[[], object] | None = None,
     ) -> None:
         """``namespace``: that namespace's objects only (else every namespace's); ``field_selector``: the
         objects it selects only, listed and watched (``metadata.name=...``: one object). ``early``: the first
@@ -164,7 +165,8 @@ class ListWatch:
         items pruned as ``prune`` would (:func:`~volsched.kube.prune.decode_pruned`), or None for a page
         it does not take (decoded whole and pruned then). ``decode_event``: the same for a watch event
         (:func:`~volsched.kube.prune.decode_event_pruned`). ``on_line``: called as each line of the watch
-        arrives, before it is decoded (the latency stamps: :mod:`~volsched.kube.latency`)."""
+        arrives, before it is decoded (the latency stamps: :mod:`~volsched.kube.latency`). ``on_thread``:
+        called first on the thread :meth:`start` starts (a short slice asked: :mod:`volsched.threadslice`)."""
         self.api = api
         self.kind = kind
         self.on_event = on_event
@@ -208,6 +210,7 @@ class ListWatch:
         #: Whether the last attempt to list or watch was answered (False from a failure until one is).
         self.answering = False
         self.on_line = on_line
+        self.on_thread = on_thread
 
     # --- lifecycle -------------------------------------------------------------------------------------------
 
@@ -235,6 +238,8 @@ class ListWatch:
 
     def run(self) -> None:
         """List, then watch from where the list ended; relist on 410; reconnect after failures."""
+        if self.on_thread is not None:
+            self.on_thread()
         try:
             self._run()
         finally:

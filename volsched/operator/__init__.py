@@ -98,6 +98,7 @@ from volsched.operator.volcano import VolcanoKinds
 from volsched.operator.watches import WRITTEN_KINDS, WatchFeed
 from volsched.records import make_ahead
 from volsched.redaction import error_summary, install_log_redaction
+from volsched.threadslice import ask_short_slice
 from volsched.ui import LiveState
 from volsched.usagefeed import UsageFeed
 
@@ -186,6 +187,11 @@ class Operator:
             scheduler_names=settings.scheduler_names,
             early=early_listings,
             direct_until=self.aio_ready,
+            on_pod_thread=(
+                (lambda: ask_short_slice(settings.session.thread_slice))
+                if settings.session.thread_slice
+                else None
+            ),
             volcano=lambda on_event: VolcanoKinds(
                 reads=self.reads,
                 new_watch=lambda kind, handler: ListWatch(

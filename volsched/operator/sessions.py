@@ -50,6 +50,7 @@ from volsched.operator.reload import ConfigReloader
 from volsched.operator.settings import Settings
 from volsched.operator.volcano import VolcanoKinds
 from volsched.pacing import Pacer, pods_wait
+from volsched.threadslice import ask_short_slice
 from volsched.ui import LiveState
 from volsched.usagefeed import UsageFeed
 
@@ -280,6 +281,8 @@ class SessionLoop:
 
         def sessions() -> None:
             outcome: BaseException | None = None
+            if self.settings.session.thread_slice:  # an arriving pod's session runs here
+                ask_short_slice(self.settings.session.thread_slice)
             try:
                 _session_loop(self, halt=halt, nudge=nudge)
             except BaseException as exc:  # the loop's own failure ends run(), as it did on the loop

@@ -62,12 +62,14 @@ class WatchFeed:
         volcano: Callable[[Callable[[str, str, dict[str, Any]], None]], VolcanoKinds],
         early: Mapping[str, EarlyListing] | None = None,
         direct_until: threading.Event | None = None,
+        on_pod_thread: Callable[[], object] | None = None,
     ) -> None:
         """``api``: the watches' own client (the writer's pool stays free for writes); ``volcano``: builds
         the Volcano kinds handing their events to the handler it is given; ``early``: listings asked for
         at the process's start, by kind (:mod:`~volsched.kube.early`), which those kinds' first listings
         take; ``direct_until``: the listings over the direct path until it is set (aiohttp's client after:
-        :class:`~volsched.kube.rest.LeanRest`)."""
+        :class:`~volsched.kube.rest.LeanRest`); ``on_pod_thread``: called first on the pod watch's thread
+        (an arriving pod's way: a short slice asked, :mod:`volsched.threadslice`)."""
         self.state = state
         self.feeder = feeder
         self.writer = writer
@@ -87,6 +89,7 @@ class WatchFeed:
                 announce_recovery=False,  # the Lease, read every second, says when it answers again
                 early=(early or {}).get(k.kind),
                 direct_until=direct_until,
+                on_thread=on_pod_thread if k.kind == "Pod" else None,
             )
             for k in WATCHED
         }
