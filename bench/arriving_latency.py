@@ -213,6 +213,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--without-kube-scheduler", action="store_true", help="volsched only (a profile; no ratios)"
     )
     p.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="also the bare Go binder (bench/loadgen bind: watches, binds round-robin, schedules nothing) "
+        "each round: the floor of creation-to-bind on this apiserver, what a pod's watch and bind cost "
+        "any client",
+    )
+    p.add_argument(
         "--queue",
         action="store_true",
         help="a Queue object named default (volsched's, where the pods go): each session's status writes its figures",
@@ -267,11 +274,15 @@ def main(argv: list[str] | None = None) -> int:
         ) as tmp:
             for rate in rates:
                 for rep in range(args.repeat):
-                    for source in (*sources, *(() if args.without_kube_scheduler else (None,))):
-                        scheduler = "kube-scheduler" if source is None else "volsched"
-                        label = "kube-scheduler" if source is None else names[source]
+                    others: tuple[str, ...] = (
+                        *(() if args.without_kube_scheduler else ("kube-scheduler",)),
+                        *(("ceiling",) if args.ceiling else ()),
+                    )
+                    for source in (*sources, *others):
+                        scheduler = source if isinstance(source, str) else "volsched"
+                        label = source if isinstance(source, str) else names[source]
                         ns.rate = rate
-                        ns.source = source or ROOT
+                        ns.source = ROOT if isinstance(source, str) else source
                         workdir = Path(tmp) / f"{rate:g}-{rep}-{label}"
                         try:
                             r = run_one(scheduler, "arriving", ns, workdir)
