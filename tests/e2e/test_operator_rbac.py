@@ -55,6 +55,7 @@ USED = [
     ("list", G, "queues", "", "", ""), ("watch", G, "queues", "", "", ""),
     ("list", G, "podgroups", "", "", ""), ("watch", G, "podgroups", "", "", ""),
     ("create", "", "pods", "binding", "team", "p"), ("create", "", "pods", "eviction", "team", "p"),
+    ("delete", "", "pods", "", "team", "p"),  # a victim past its PodDisruptionBudget
     ("patch", "", "pods", "status", "team", "p"),
     ("patch", G, "queues", "status", "", "q"), ("patch", G, "podgroups", "status", "team", "pg"),
     ("patch", G, "queues", "", "", "q"),
@@ -78,7 +79,7 @@ USED = [
 ]  # fmt: skip
 
 NOT_GRANTED = [
-    ("delete", "", "pods", "", "team", "p"), ("update", "", "pods", "", "team", "p"),
+    ("update", "", "pods", "", "team", "p"),
     ("patch", "", "pods", "", "team", "p"), ("create", "", "pods", "", "team", ""),
     ("update", "", "nodes", "", "", "n"), ("patch", "", "nodes", "status", "", "n"),
     ("get", "", "secrets", "", NS, "x"), ("list", "", "secrets", "", "", ""),

@@ -9,6 +9,7 @@ from typing import Any
 from tests.builders import batch_job, podgroup
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import SessionResult
+from volsched.framework.messages import DELETED
 from volsched.framework.registry import load_config
 from volsched.simulate import Document, SimulationResult, Simulator, to_json
 
@@ -102,11 +103,20 @@ class Staged:
         return float((self.data["queues"][queue]["deserved"] or {}).get(resource, 0))
 
     def evicted(self, prefix: str = "") -> list[str]:
-        """The pods evicted (not those the Eviction API refused to evict)."""
+        """The pods evicted through the Eviction API (not those it refused to evict, nor those deleted
+        past their disruption budget: :meth:`deleted`)."""
         return [
             e["pod"]
             for e in self.data["evictions"]
-            if e["pod"].startswith(prefix) and e["result"] == "evicted"
+            if e["pod"].startswith(prefix) and e["result"] == "evicted" and e["detail"] != DELETED
+        ]
+
+    def deleted(self, prefix: str = "") -> list[str]:
+        """The victims reclaim or preempt took past their disruption budget (deleted, not evicted)."""
+        return [
+            e["pod"]
+            for e in self.data["evictions"]
+            if e["pod"].startswith(prefix) and e["result"] == "evicted" and e["detail"] == DELETED
         ]
 
     def refused(self) -> list[dict[str, Any]]:

@@ -96,7 +96,7 @@ class ScriptedServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-            do_POST = do_PATCH = do_GET = do_PUT = _answer
+            do_POST = do_PATCH = do_GET = do_PUT = do_DELETE = _answer
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.httpd.server_address[1]

@@ -364,3 +364,45 @@ def test_an_unready_pod_evicted_spends_what_it_spent_when_named(
     db0 = next(t for job in s.jobs.values() for t in job.tasks.values() if t.name == "db-0")
     Statement(s).evict(db0, reason=EvictionReason(action="preempt"))
     assert named(s, "db-1") == after_one
+
+
+def past(s: Session, *names: str, point: str = "preemptable") -> list[str]:
+    tasks = {t.name: t for job in s.jobs.values() for t in job.tasks.values()}
+    ask = s.preemptable if point == "preemptable" else s.reclaimable
+    return [t.name for t in ask(tasks["new"], [tasks[n] for n in names], past_budgets=True)]
+
+
+@pytest.mark.parametrize("point", ["preemptable", "reclaimable"])
+@pytest.mark.parametrize(
+    ("budgets", "expected"),
+    [
+        pytest.param([], list(ALL), id="no-budget-as-before"),
+        pytest.param([budget("db", DB, 0)], ["web-0", "bound-0", "db-0", "db-1"], id="protected-last"),
+        pytest.param([budget("db", DB, 1)], ["db-0", "web-0", "bound-0", "db-1"], id="the-allowance-first"),
+        pytest.param(
+            [budget("db", DB, 5), budget("all", EVERY, 5)],
+            ["web-0", "bound-0", "db-0", "db-1"],
+            id="two-budgets-last",
+        ),
+    ],
+)
+def test_past_budgets_the_filter_keeps_nobody_and_what_it_passes_comes_first(
+    budgets: list[Obj], expected: list[str], point: str
+) -> None:
+    """Reclaim's and preempt's last resort: every candidate the other plugins name, those within every
+    budget first, each part in the candidates' order."""
+    s = session(*budgets)
+    assert past(s, *ALL, point=point) == expected
+    assert named(s, *ALL, point=point) == [n for n in expected if n in named(s, *ALL, point=point)]
+
+
+def test_what_a_victim_goes_past_is_the_filters_words_counted_with_this_sessions_victims() -> None:
+    s = session(budget("db", DB, 1))
+    tasks = {t.name: t for job in s.jobs.values() for t in job.tasks.values()}
+    assert s.past_budget(tasks["db-0"], point="preemptable") == ()
+    assert s.past_budget(tasks["web-0"], point="preemptable") == ()
+    Statement(s).evict(tasks["db-0"], reason=EvictionReason(action="preempt"))
+    assert s.past_budget(tasks["db-1"], point="preemptable") == (
+        "1 pod protected by PodDisruptionBudget ns/db (1 disruption allowed, 1 spent this session)",
+    )
+    assert s.past_budget(tasks["db-1"], point="victim") == s.past_budget(tasks["db-1"], point="preemptable")

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from tests.unit._scripted_server import OK, ScriptedServer
-from volsched.cycle import BLOCKED, EVICTED
+from volsched.cycle import BLOCKED, EVICTED, GONE
 from volsched.framework.decisions import Code, Event, Evict, EvictionReason, SessionResult, Status
+from volsched.framework.messages import DELETED
 from volsched.kube.prune import prune_pod
 from volsched.kube.ratelimit import EventFilter
 from volsched.kube.writer import EventTarget, KubeWriter
@@ -67,6 +68,54 @@ def test_a_pod_gone_at_once_whose_eviction_is_refused_gets_no_event(
     assert writer.evict(EVICTION, prune_pod(_pod(0))).result == BLOCKED
     writer.write_status(SessionResult(), queues=[], podgroups=[], pods={})
     assert [(r.method, r.path.rsplit("/", 1)[-1]) for r in server.received] == [("POST", "eviction")]
+
+
+PAST = Evict(
+    pod="ns/p",
+    uid="u1",
+    node="n1",
+    reason=EvictionReason(action="reclaim", past_budget=("1 pod protected by PodDisruptionBudget ns/keep",)),
+)
+
+
+@pytest.mark.parametrize("lingers", [True, False], ids=["grace-30", "gone-at-once"])
+def test_a_victim_past_its_budget_is_told_then_deleted_never_evicted(
+    server: ScriptedServer, writer: KubeWriter, lingers: bool
+) -> None:
+    """Its condition and event first (naming the budget), then a DELETE of that pod only (its uid a
+    precondition): the Eviction API would refuse it. The delete keeps the condition: not written again."""
+    outcome = writer.evict(PAST, prune_pod(_pod(30 if lingers else 0)))
+    assert (outcome.result, outcome.detail) == (EVICTED, DELETED)
+    writer.write_status(SessionResult(), queues=[], podgroups=[], pods={})
+    methods = [(r.method, r.path.rsplit("/", 1)[-1]) for r in server.received]
+    told = [("PATCH", "status"), ("POST", "events"), ("DELETE", "p")]
+    assert methods == (told if lingers else [("DELETE", "p"), ("POST", "events")])
+    [delete] = [r for r in server.received if r.method == "DELETE"]
+    assert delete.path == "/api/v1/namespaces/ns/pods/p"
+    assert delete.body["preconditions"] == {"uid": "u1"}
+    said = [r.body for r in server.received if r.path.endswith("/events")]
+    assert "deleted past its disruption budget" in said[0]["message"]
+    assert "past 1 pod protected by PodDisruptionBudget ns/keep" in said[0]["message"]
+    if lingers:
+        [condition] = server.sent("/status")[0].body["status"]["conditions"]
+        assert (condition["reason"], condition["message"]) == ("ReclaimByScheduler", said[0]["message"])
+
+
+@pytest.mark.parametrize(
+    ("answer", "result"),
+    [
+        pytest.param(NOT_FOUND, GONE, id="gone"),
+        pytest.param(
+            (409, {}, {"kind": "Status", "reason": "Conflict", "code": 409}), "conflict", id="another-uid"
+        ),
+    ],
+)
+def test_a_victim_past_its_budget_that_is_gone_or_another_pod_is_not_deleted(
+    server: ScriptedServer, writer: KubeWriter, answer: Any, result: str
+) -> None:
+    server.script["/pods/p"] = [answer]
+    assert writer.evict(PAST, prune_pod(_pod(30))).result == result
+    assert not server.sent("/eviction")
 
 
 TARGET = EventTarget("Pod", "v1", "ns", "p", "u1")

@@ -17,6 +17,13 @@ Where no node passes the filters, or none can be freed, the nodes that pods keep
 required anti-affinity come next (``session.blocked_by_pods``, over all nodes at once: only those
 where every pod the term counts runs on the node itself): there the pods in the way go, as in
 kube-scheduler's default preemption (see ``_evict_pods_in_the_way``).
+
+Victim filters (a PodDisruptionBudget) bound the victims first. Only where that leaves a task without
+a place are they gone past, as kube-scheduler's preemption goes past PodDisruptionBudgets: the same
+walk again with every victim the other plugins name, those the filters would let go first on each
+node, and the node where the fewest go past a budget first (then the walk's order); each pod so taken
+carries what it went past (``EvictionReason.past_budget``), and is deleted, not evicted
+(docs/tenancy.md#a-tenants-poddisruptionbudget).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import cmp_to_key
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -53,7 +60,20 @@ NEVER = "Never"
 #: The pods an action may take for a job at all (before the plugins are asked), as a mask over
 #: ``Evictable.tasks``: a matter of whose pods they are, never of their status.
 Candidates = Callable[["Evictable"], BoolArray]
-Choose = Callable[[Task, list[Task]], list[Task]]
+#: Narrows a pool of candidates for a task (in their order).
+Narrow = Callable[[Task, list[Task]], list[Task]]
+
+
+class Choose(Protocol):
+    """The plugins' victims for a task among candidates (``session.preemptable``/``reclaimable``);
+    ``past_budgets``: the last resort, where the victim filters keep nobody and what they would let
+    through comes first (see ``PointTables.past_budget``)."""
+
+    def __call__(
+        self, task: Task, candidates: list[Task], /, *, past_budgets: bool = False
+    ) -> list[Task]: ...
+
+
 #: (beneficiary task, victim, node name) -> why, as data.
 Describe = Callable[[Task, Task, str], EvictionReason]
 
@@ -209,10 +229,14 @@ class _Placing:
     task: Task
     queue: QueueSpec | None
     pools: _Pools
-    choose: Choose
+    choose: Narrow
     key: Callable[[Task], Any]
     describe: Describe
     log: list[tuple[Task, EvictionReason]]
+    #: The extension point ``choose`` asks; whether this is the last resort past the victim filters
+    #: (then each victim's reason says what it goes past).
+    point: str = ""
+    past_budgets: bool = False
 
     def pool(self, node: int) -> list[Task]:
         """The pods on ``node`` the action may take."""
@@ -237,6 +261,10 @@ class _Placing:
         reason = self.describe(self.task, victim, node_name)
         if facts:
             reason = replace(reason, facts=(*reason.facts, *facts))
+        if self.past_budgets:
+            past = self.session.past_budget(victim, point=self.point)
+            if past:
+                reason = replace(reason, past_budget=past)
         self.statement.evict(victim, reason=reason)
         self.log.append((victim, reason))
 
@@ -314,12 +342,13 @@ def place_by_evicting(
     choose: Choose,
     describe: Describe,
     log: list[tuple[Task, EvictionReason]],
-    in_the_way: Choose | None = None,
+    in_the_way: Narrow | None = None,
 ) -> Status | None:
     """Pipeline ``task`` onto capacity that is free, being released, or freed here by evicting victims
     (each appended to ``log`` with its reason). Returns None on success, else why not (in numbers; said
     by ``action``, or by the plugin that limits the task's queue). ``point`` is the extension point
-    ``choose`` asks (``preemptable`` or ``reclaimable``): its victim filters say what they kept.
+    ``choose`` asks (``preemptable`` or ``reclaimable``): its victim filters say what they kept, and
+    where they keep the task out, the last resort goes past them (see the module's notes).
 
     While the task's queue may not take it (``session.allocatable``: the queue is at its deserved share
     or capability), capacity that is merely free is no option: on the node tried, victims are evicted
@@ -334,6 +363,7 @@ def place_by_evicting(
         statement.pipeline(task, choice.node)
         return None
     feasible = np.flatnonzero(session.feasible_nodes(task))
+    key = _victim_order(session)
     placing = _Placing(
         session,
         statement,
@@ -341,12 +371,26 @@ def place_by_evicting(
         queue=queue,
         pools=pools,
         choose=choose,
-        key=_victim_order(session),
+        key=key,
         describe=describe,
         log=log,
+        point=point,
     )
+    # The last resort past the victim filters: only where some filter applies (a session with budgets).
+    past: _Placing | None = None
+    if session.has_victim_filters(point):
 
-    def evict_in_the_way() -> tuple[bool, int, list[Task]]:
+        def within_first(v: Task) -> tuple[bool, Any]:
+            return (not session.filter_victims([v], point=point), key(v))
+
+        past = replace(
+            placing,
+            choose=lambda t, pool: choose(t, pool, past_budgets=True),
+            key=within_first,
+            past_budgets=True,
+        )
+
+    def evict_in_the_way(placing: _Placing) -> tuple[bool, int, list[Task]]:
         """The last resort: evict the pods that keep the task out (see ``_evict_pods_in_the_way``), or
         that hold the devices it claims (``_evict_device_holders``)."""
         placed, tried, kept = _evict_pods_in_the_way(placing, narrow=in_the_way)
@@ -357,17 +401,26 @@ def place_by_evicting(
 
     if not len(feasible):
         unfit = choice.reason  # the nodes as they are now, before anything is tried on them
-        placed, tried, kept_in_way = evict_in_the_way()
+        placed, tried, kept_in_way = evict_in_the_way(placing)
         if placed:
             return None
+        if past is not None:
+            placed, tried, _ = evict_in_the_way(past)
+            if placed:
+                return None
+            kept_in_way = []  # gone past, the budgets kept nothing: they are not why
         return _no_node_passes(session, unfit, tried=tried, kept=kept_in_way, action=action, point=point)
     need = session.capacity_asked(task)
     walk = _walk_nodes(placing, feasible=feasible, need=need)
     if walk is None:
         return None
-    placed, _, _ = evict_in_the_way()
+    placed, _, _ = evict_in_the_way(placing)
     if placed:
         return None
+    if past is not None:
+        if _walk_past_budgets(past, feasible=feasible, need=need) or evict_in_the_way(past)[0]:
+            return None
+        walk = replace(walk, unnamed=[])  # gone past, the budgets kept nothing: they are not why
     return _not_placed(
         session, task, walk, feasible=len(feasible), need=need, limited=limited, action=action, point=point
     )
@@ -405,10 +458,11 @@ class _Walk:
     unnamed: list[Task]
 
 
-def _walk_nodes(placing: _Placing, *, feasible: IndexArray, need: BoolArray) -> _Walk | None:
-    """Walk the feasible nodes, least short of room first, and on the first where the victims the plugins
-    name make room (and let the task's queue take it), evict them and pipeline the task: None. Else what
-    the walk found."""
+def _ranked(
+    placing: _Placing, *, feasible: IndexArray, need: BoolArray
+) -> tuple[IndexArray, Vector, BoolArray]:
+    """The feasible nodes, least short of room first (then by index); per node in that order, the room
+    with every pod the action may take gone (over ``need``), and whether that could hold the task."""
     task, pools = placing.task, placing.pools
     nodes = placing.session.nodes
     future = nodes.idle[feasible] + nodes.incoming[feasible]
@@ -420,6 +474,15 @@ def _walk_nodes(placing: _Placing, *, feasible: IndexArray, need: BoolArray) -> 
     # the plugins' does better: those nodes are not walked.
     reach = (future + pools.reach[feasible])[order][:, need]
     could = pools.any[ranked] & _holds(reach, task.request[need])
+    return ranked, reach, could
+
+
+def _walk_nodes(placing: _Placing, *, feasible: IndexArray, need: BoolArray) -> _Walk | None:
+    """Walk the feasible nodes, least short of room first, and on the first where the victims the plugins
+    name make room (and let the task's queue take it), evict them and pipeline the task: None. Else what
+    the walk found."""
+    task, pools = placing.task, placing.pools
+    ranked, reach, could = _ranked(placing, feasible=feasible, need=need)
     named = 0
     unnamed: list[Task] = []  # the pods of the nodes walked where the plugins named none
     for i in ranked[could]:
@@ -435,6 +498,38 @@ def _walk_nodes(placing: _Placing, *, feasible: IndexArray, need: BoolArray) -> 
         if _evict_on(placing, node, victims, need=need):
             return None
     return _Walk(pools.any[ranked], could, reach, named, unnamed)
+
+
+def _walk_past_budgets(placing: _Placing, *, feasible: IndexArray, need: BoolArray) -> bool:
+    """The walk again past the victim filters (``placing.past_budgets``): on each node that could hold
+    the task, the victims the plugins name, those the filters let go first; how many of those that make
+    room would go past a filter; the nodes tried fewest first (then in the walk's order), and on the
+    first where they make room (and let the task's queue take it), evicted and the task pipelined: True.
+    As kube-scheduler prefers the node whose victims violate the fewest PodDisruptionBudgets."""
+    session, task = placing.session, placing.task
+    nodes = session.nodes
+    ranked, _, could = _ranked(placing, feasible=feasible, need=need)
+    options: list[tuple[int, int, int, list[Task]]] = []
+    for rank, i in enumerate(ranked[could].tolist()):
+        pool = sorted(placing.pool(i), key=placing.key)
+        victims = placing.choose(task, pool) if pool else []
+        if not victims:
+            continue
+        room = nodes.idle[i] + nodes.incoming[i]
+        taken = 0
+        for v in victims:
+            if np.all(room[need] >= task.request[need] - EPS):
+                break
+            taken += 1
+            room += v.request
+        if not np.all(room[need] >= task.request[need] - EPS):
+            continue
+        going = victims[:taken]
+        options.append(
+            (len(going) - len(session.filter_victims(going, point=placing.point)), rank, i, victims)
+        )
+    options.sort(key=lambda o: (o[0], o[1]))
+    return any(_evict_on(placing, node, victims, need=need) for _, _, node, victims in options)
 
 
 def _evict_on(placing: _Placing, node: int, victims: list[Task], *, need: BoolArray) -> bool:
@@ -550,7 +645,7 @@ def _most_freed(session: Session, task: Task, reach: Vector, need: BoolArray) ->
     return f"{needs} are never free together on one node (the most on any node: {best})"
 
 
-def _evict_pods_in_the_way(placing: _Placing, *, narrow: Choose | None) -> tuple[bool, int, list[Task]]:
+def _evict_pods_in_the_way(placing: _Placing, *, narrow: Narrow | None) -> tuple[bool, int, list[Task]]:
     """Place the task on a node whose filters that depend on other pods (its required anti-affinity, or
     a running pod's against it) keep it out, by evicting the pods in the way, as kube-scheduler's
     default preemption does: on a node, every pod the plugins name (narrowed by ``narrow``) is taken
@@ -887,7 +982,7 @@ def evict_for_job(
     choose: Choose,
     describe: Describe,
     refuse: Callable[[Task], Status | None] | None = None,
-    in_the_way: Choose | None = None,
+    in_the_way: Narrow | None = None,
     refusals: Refusals | None = None,
 ) -> set[str]:
     """Place ``job``'s pending tasks through one Statement, evicting victims where needed. Returns the

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from dataclasses import field
+from dataclasses import field, fields
 from typing import Any
 
 from volsched.model.devices import ClaimAllocation
@@ -106,6 +106,19 @@ class EvictionReason:
     #: Seconds the victim had run (since ``status.startTime``): the work its eviction throws away (0:
     #: none, or not started).
     ran: float = 0.0
+    #: What the eviction goes past, in the victim filters' words (a PodDisruptionBudget that allows no
+    #: further disruption): reclaim's and preempt's last resort, where the pods within every budget
+    #: could not make room. Such a pod is deleted, not evicted (the Eviction API would refuse it). Left
+    #: out of the repr while empty: what recorded evictions before it was added reads the same.
+    past_budget: tuple[str, ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)
+            if f.repr or (f.name == "past_budget" and self.past_budget)
+        )
+        return f"{type(self).__name__}({shown})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +137,11 @@ class Evict:
     def action(self) -> str:
         """The action that evicts (preempt, reclaim, shuffle): the reason's."""
         return self.reason.action
+
+    @property
+    def deletes(self) -> bool:
+        """Whether the pod is deleted rather than evicted: taken past a disruption budget."""
+        return bool(self.reason.past_budget)
 
 
 #: The phase an admission gives a job.

@@ -35,12 +35,18 @@ def _who(job: str, priority: int | None, *more: str) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
+#: What became of a victim taken past its disruption budget (``Evict.deletes``): the outcome's detail,
+#: and the verb of its reason.
+DELETED = "deleted past its disruption budget"
+
+
 def render_eviction(eviction: Evict) -> str:
     """One line naming the action, the victim, the beneficiary and the numbers, e.g. ``preempt: ns/a-0
     (job ns/a, priority 10) evicted on n1 for ns/b-0 (job ns/b, priority 1000, queue q, needs cpu 1);
     frees cpu 1; job ns/a holds cpu 8 -> cpu 7``."""
     r = eviction.reason
-    text = f"{r.action}: {eviction.pod}{_who(r.victim_job, r.priority)} evicted"
+    done = DELETED if r.past_budget else "evicted"
+    text = f"{r.action}: {eviction.pod}{_who(r.victim_job, r.priority)} {done}"
     if eviction.node:
         text += f" on {eviction.node}"
     if r.beneficiary:
@@ -60,6 +66,8 @@ def render_eviction(eviction: Evict) -> str:
         clauses.append(f"throws away {human_duration(r.ran)} of work{on}")
     if r.detail:
         clauses.append(r.detail)
+    if r.past_budget:
+        clauses.append(f"past {'; '.join(r.past_budget)}: the pods within every budget could not make room")
     return "; ".join([text, *clauses])
 
 

@@ -250,7 +250,9 @@ class ExtensionPoints(Protocol):
         far as the plugin's switches for preemptable, reclaimable and victim are on); the
         victim contract holds (it passes a pod in a list only if it would pass it alone, and passes any
         subset of what it passed). ``explain`` says why it keeps the pods of a list it would not pass
-        alone (one clause each, as users read it)."""
+        alone (one clause each, as users read it). A budget, not a wall, for preempt and reclaim: where
+        what it keeps is all that could make room, they take it past the filter (deleted, the reason
+        saying what was gone past, in ``explain``'s words); shuffle never does."""
 
     def add_shape_fn(self, plugin: str, fn: Callable[[Job, list[Task]], Hashable]) -> None:
         """For a plugin that declares ``answers_by_shape`` but answers two jobs of one shape apart by
@@ -748,7 +750,9 @@ class PointTables:
                 return None
         return None
 
-    def _victims(self, point: str, actor: Task, candidates: list[Task]) -> list[Task]:
+    def _victims(
+        self, point: str, actor: Task, candidates: list[Task], *, past_budgets: bool = False
+    ) -> list[Task]:
         """Victims among ``candidates`` (in their order): the pods every plugin that answers accepts,
         in every tier, then what the victim filters let through. Tiers give the order in which plugins
         narrow, never the right to override another plugin's protection or budget (a queue's share
@@ -760,12 +764,22 @@ class PointTables:
         last. So a budget (a queue's share beyond deserved, a gang's members beyond minMember, a
         PodDisruptionBudget's allowance) is never spent on a protected pod, and a filter's on none that
         another plugin then drops. Relies on the victim contract: a plugin names a candidate in a list
-        only if it would name it alone, and names any subset of what it named."""
+        only if it would name it alone, and names any subset of what it named.
+
+        ``past_budgets`` (reclaim's and preempt's last resort, see :meth:`past_budget`): the filters
+        keep nobody; what they would let through comes first (the plugins' budgets spent on those
+        first), then the pods they would keep, each part in the candidates' order."""
         fns = [fn for tier in self._tiered(point) for _, fn in tier if fn(actor, candidates) is not None]
         filters = [fn for _, fn in self._victim_filters(point)]
+        if past_budgets:
+            if filters:
+                candidates = self.budgets_first(candidates, point=point)
+            filters = []
         if not fns:
             # No plugin answers: a filter then answers alone, as Volcano's pdb (a preemptable and
             # reclaimable plugin there) does in a config where it is the only one.
+            if past_budgets:
+                return candidates
             return self.filter_victims(candidates, point=point) if filters else []
         pool = [t for t in candidates if all(fn(actor, [t]) for fn in fns) and all(f([t]) for f in filters)]
         for fn in fns:
@@ -773,7 +787,37 @@ class PointTables:
                 break
             keys = {t.key for t in fn(actor, pool) or ()}
             pool = [t for t in pool if t.key in keys]
+        if past_budgets:
+            return self.budgets_first(pool, point=point) if self._victim_filters(point) else pool
         return self.filter_victims(pool, point=point)
+
+    def has_victim_filters(self, point: str) -> bool:
+        """Whether any victim filter applies to ``point``'s victims (none: nothing to go past)."""
+        return bool(self._victim_filters(point))
+
+    def budgets_first(self, victims: list[Task], *, point: str) -> list[Task]:
+        """``victims`` with what the victim filters of ``point`` let through (as a list, in order) first,
+        then the rest, each part in their order: the pods whose eviction spends no budget past what it
+        allows before those it would."""
+        passed = self.filter_victims(victims, point=point)
+        if len(passed) == len(victims):
+            return victims
+        keys = {t.key for t in passed}
+        return passed + [t for t in victims if t.key not in keys]
+
+    def past_budget(self, victim: Task, *, point: str) -> tuple[str, ...]:
+        """What taking ``victim`` now goes past (empty: nothing): the victim filters of ``point`` that
+        would keep it, in their words (a PodDisruptionBudget that allows no further disruption). Asked
+        just before it is evicted, with what this session evicted before counted.
+
+        Reclaim and preempt go past a budget only as a last resort, where the pods that spend none could
+        not make room, as kube-scheduler's preemption does: the pod is then deleted, not evicted
+        (the Eviction API would refuse it), and its reason says which budget and why. Shuffle (the
+        ``victim`` point) never does: its moves are voluntary and no one's share is at stake."""
+        if self.filter_victims([victim], point=point):
+            return ()
+        kept = self.victim_protections([victim], point=point)
+        return kept.reasons if kept is not None else ("a victim filter keeps it",)
 
     def _victim_filters(self, point: str) -> list[tuple[str, VictimFilterFn]]:
         """The victim filters that apply to ``point``'s victims (``preemptable``, ``reclaimable`` or
@@ -812,11 +856,15 @@ class PointTables:
             return None
         return Status(Code.UNSCHEDULABLE, said[0][0], tuple(r for _, r in said))
 
-    def reclaimable(self, reclaimer: Task, candidates: list[Task]) -> list[Task]:
-        return self._victims("reclaimable", reclaimer, candidates)
+    def reclaimable(
+        self, reclaimer: Task, candidates: list[Task], *, past_budgets: bool = False
+    ) -> list[Task]:
+        return self._victims("reclaimable", reclaimer, candidates, past_budgets=past_budgets)
 
-    def preemptable(self, preemptor: Task, candidates: list[Task]) -> list[Task]:
-        return self._victims("preemptable", preemptor, candidates)
+    def preemptable(
+        self, preemptor: Task, candidates: list[Task], *, past_budgets: bool = False
+    ) -> list[Task]:
+        return self._victims("preemptable", preemptor, candidates, past_budgets=past_budgets)
 
     def victim_tasks(self) -> list[Task]:
         """The union of what the victim_tasks plugins name (in their order), less what a victim filter

@@ -41,7 +41,7 @@ from volsched.cycle import (
     EvictOutcome,
 )
 from volsched.framework.decisions import Bind, Event, Evict, PodGroupStatus, SessionResult
-from volsched.framework.messages import eviction_event_reason, render_eviction
+from volsched.framework.messages import DELETED, eviction_event_reason, render_eviction
 from volsched.kube import status as render
 from volsched.kube.errors import ApiException
 from volsched.kube.health import ApiHealth, is_unreachable
@@ -664,7 +664,13 @@ class KubeWriter:
         read it and the pod is gone before the second (only refused). It is evicted first, and its
         event, unless the eviction was refused, is written with the next status writes (after the
         binds handed over before them, as kube-scheduler records it after its delete): the session
-        that preempts waits for its evictions alone, one request each, not two."""
+        that preempts waits for its evictions alone, one request each, not two.
+
+        A victim taken past its disruption budget (``eviction.deletes``: reclaim's and preempt's last
+        resort) is deleted instead, as kube-scheduler's preemption deletes its victims: the Eviction API
+        would refuse it. Told the same way first (its condition and event name the budget gone past),
+        then deleted, only the pod decided for (its uid a precondition); the delete keeps the condition,
+        so it is not written again. Its outcome says it was deleted (``DELETED``)."""
         if not self._ours(pod):
             return EvictOutcome(eviction, SKIPPED, "not scheduled by volsched")
         ns, name = _split(eviction.pod)
@@ -673,7 +679,9 @@ class KubeWriter:
         now = render.now_rfc3339()
         target = EventTarget("Pod", "v1", ns, name, uid)
         if _gone_when_evicted(pod):  # evicted first; its event waits for the session's status writes
-            outcome = self._evict(eviction, ns, name)
+            outcome = (
+                self._delete(eviction, ns, name) if eviction.deletes else self._evict(eviction, ns, name)
+            )
             if outcome.result in (EVICTED, UNKNOWN):
                 with self._lock:
                     self._told_after.append((target, eviction_event_reason(eviction), message, now))
@@ -686,9 +694,12 @@ class KubeWriter:
         _, event_error = self.post_object_event(
             target, reason=eviction_event_reason(eviction), message=message, type_="Normal", now=now
         )
-        outcome = self._evict(eviction, ns, name)
-        if outcome.result == EVICTED:
-            self._disruption_target(eviction, ns, name, condition)
+        if eviction.deletes:
+            outcome = self._delete(eviction, ns, name)
+        else:
+            outcome = self._evict(eviction, ns, name)
+            if outcome.result == EVICTED:
+                self._disruption_target(eviction, ns, name, condition)
         if event_error:
             outcome.detail = f"{outcome.detail}; {event_error}" if outcome.detail else event_error
         return outcome
@@ -737,6 +748,32 @@ class KubeWriter:
             return self._evict_read_back(eviction, ns, name, str(exc))
         except Exception as exc:
             return EvictOutcome(eviction, FAILED, str(exc))
+
+    def _delete(self, eviction: Evict, ns: str, name: str) -> EvictOutcome:
+        """Delete the pod (a victim past its disruption budget), only the one decided for: EVICTED with
+        ``DELETED`` as its detail; gone, GONE; another pod by that name (the uid precondition), CONFLICT."""
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if eviction.uid:  # never delete another pod that took the name meanwhile
+            body["preconditions"] = {"uid": eviction.uid}
+        try:
+            self._send("DELETE", pod_path(ns, name), body)
+            return EvictOutcome(eviction, EVICTED, DELETED)
+        except Fenced as exc:
+            return EvictOutcome(eviction, FENCED, str(exc))
+        except ApiException as exc:
+            detail = _reason(exc)
+            if exc.status == 404:
+                return EvictOutcome(eviction, GONE, detail)
+            if exc.status == 409:
+                return EvictOutcome(eviction, CONFLICT, detail)
+            return EvictOutcome(eviction, FAILED, f"delete: {exc.status}: {detail}")
+        except ResponseLost as exc:  # it may have deleted the pod
+            outcome = self._evict_read_back(eviction, ns, name, str(exc))
+            if outcome.result == EVICTED:
+                outcome.detail = f"{DELETED}; {outcome.detail}"
+            return outcome
+        except Exception as exc:
+            return EvictOutcome(eviction, FAILED, f"delete: {error_summary(exc)}")
 
     def _evict_read_back(self, eviction: Evict, ns: str, name: str, why: str) -> EvictOutcome:
         """What came of an eviction whose answer was lost, as the pod read back shows (not sent again: the

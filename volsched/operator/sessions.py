@@ -34,6 +34,7 @@ from volsched.cycle import (
     run_cycle,
 )
 from volsched.framework.decisions import SessionResult
+from volsched.framework.messages import render_eviction
 from volsched.framework.registry import PluginsAhead, make_plugins_ahead
 from volsched.kube.health import ApiHealth, back_pressure, is_throttled, is_unreachable
 from volsched.kube.latency import PodLatency
@@ -50,6 +51,7 @@ from volsched.operator.reload import ConfigReloader
 from volsched.operator.settings import Settings
 from volsched.operator.volcano import VolcanoKinds
 from volsched.pacing import Pacer, pods_wait
+from volsched.redaction import redact
 from volsched.threadslice import ask_short_slice
 from volsched.ui import LiveState
 from volsched.usagefeed import UsageFeed
@@ -479,7 +481,10 @@ class SessionLoop:
             elif outcome.result not in (BOUND, SKIPPED, FENCED) and not self.health.down:
                 log.warning("bind %s -> %s failed: %s", b.pod, b.node, outcome.detail)
         for ev in report.evictions:
-            if ev.result == BLOCKED:
+            if ev.eviction.deletes and ev.result == EVICTED:
+                # Past a disruption budget: which one, and why, in the decision's words.
+                log.info("evict %s: %s", ev.eviction.pod, redact(render_eviction(ev.eviction)))
+            elif ev.result == BLOCKED:
                 log.info("evict %s: blocked by a PodDisruptionBudget (%s)", ev.eviction.pod, ev.detail)
             elif ev.result == UNKNOWN:
                 log.info("evict %s: the watch will tell (%s)", ev.eviction.pod, ev.detail)

@@ -1,8 +1,10 @@
-"""pdb: let no victim go that a PodDisruptionBudget protects (as Volcano's ``pdb`` plugin).
+"""pdb: victims within their PodDisruptionBudgets first (as Volcano's ``pdb`` plugin, for shuffle).
 
 A victim filter (``add_victim_filter_fn``) the framework applies last to every action's victims; it
-reads the budgets on the snapshot and evicts nothing itself (the Eviction API still has the last
-word). Users: docs/configuration.md#scheduler-config; the rule pod by pod: docs/design/modules.md#pdb.
+reads the budgets on the snapshot and evicts nothing itself. Shuffle takes nothing it keeps; reclaim and
+preempt go past it only as a last resort, deleting the pod (docs/tenancy.md#a-tenants-poddisruptionbudget),
+its ``explain`` saying which budget. Users: docs/configuration.md#scheduler-config; the rule pod by pod:
+docs/design/modules.md#pdb.
 """
 
 from __future__ import annotations

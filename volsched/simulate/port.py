@@ -7,7 +7,8 @@ once:
 
 * the kubelet: a bound pod starts ``Running`` on its node at the simulated clock;
 * the Eviction API: an eviction a PodDisruptionBudget does not allow is refused (``BLOCKED``, as the
-  apiserver's 429), any other deletes the pod; the job controller then creates a pending replacement
+  apiserver's 429), any other deletes the pod, as does a deletion (a victim reclaim or preempt took
+  past its budget: ``Evict.deletes``, no budget asked); the job controller then creates a pending replacement
   for a Job's pod, and a pod moved off its node (``shuffle``) is replaced by its owner, while the
   node's measured usage loses the pod's share (if the measurement included it);
 * nothing is written for status: the session's result is the output. The events the operator posts on
@@ -30,7 +31,7 @@ from typing import Any
 from volsched.cache.feeder import Feeder
 from volsched.cycle import BOUND, EVICTED, GONE, BindOutcome, EvictOutcome, StatusReport
 from volsched.framework.decisions import Bind, Evict, SessionResult
-from volsched.framework.messages import eviction_events
+from volsched.framework.messages import DELETED, eviction_events
 from volsched.model.raw import Raw, meta_of
 from volsched.model.vocabulary import Task, TaskStatus
 from volsched.simulate.budgets import DisruptionController
@@ -113,7 +114,11 @@ class MemoryPort:
             if raw is None:
                 out.append(EvictOutcome(ev, GONE, "no such pod"))
                 continue
-            refused = self.disruption_controller.refusal(raw, self.state.raw_pods.values())
+            # A pod taken past its budget is deleted, not evicted: no budget is asked (as the apiserver's
+            # delete asks none).
+            refused = (
+                None if ev.deletes else self.disruption_controller.refusal(raw, self.state.raw_pods.values())
+            )
             if refused is not None:  # the apiserver's 429 (500 for a pod that more than one budget selects)
                 out.append(EvictOutcome(ev, *refused))
                 continue
@@ -133,7 +138,7 @@ class MemoryPort:
                 # A failed pod's controller replaced it when it failed; it used nothing measurable.
                 failed = task.status is TaskStatus.FAILED
                 self._moved_off(ev.node, task, raw, respawn=not respawned and not failed, measured=not failed)
-            out.append(EvictOutcome(ev, EVICTED))
+            out.append(EvictOutcome(ev, EVICTED, DELETED if ev.deletes else ""))
         return out
 
     def remake(self, raw: Raw) -> bool:
