@@ -15,14 +15,16 @@ The workloads follow ``test/integration/scheduler_perf/config/performance-config
 * Unschedulable: init pods asking 9 cpu (never fit) wait in the way of the measured plain ones;
 * Preemption: low-priority pods of 900m fill the nodes, the measured high-priority ones ask 3 cpu and
   preempt three each (victims have a zero grace period: with no kubelet they go at once, as KWOK's do);
-* GangsSmall / GangsLarge: many gangs of 4 / a few large gangs, each a volsched PodGroup (minMember the
-  whole gang). The kube-scheduler built by hack/controlplane serves no gang API: it schedules the same
-  pods one by one, so these two rows compare a gang scheduler with a pod scheduler, not like with like.
-* WorkloadGangsSmall / WorkloadGangsLarge: the same gangs written for Kubernetes 1.37's own gang
-  scheduling (the Workload API: a Workload, a scheduling.k8s.io PodGroup per gang with gang.minCount the
-  whole gang, pods naming it in spec.schedulingGroup), on an apiserver serving it (the GenericWorkload
-  feature gate and its runtime config) and kube-scheduler run with that gate (its GangScheduling plugin):
-  both schedulers gang-schedule the same objects, like with like.
+* GangsSmall / GangsLarge: many gangs of 4 / a few large gangs (250 quick, 1,000 full), written for
+  Kubernetes 1.37's own gang scheduling (the Workload API: a Workload, a scheduling.k8s.io PodGroup per
+  gang with gang.minCount the whole gang, pods naming it in spec.schedulingGroup), on an apiserver
+  serving it (the GenericWorkload feature gate and its runtime config), kube-scheduler run with that gate
+  (its GangScheduling plugin): both schedulers gang-schedule the same objects, like with like. (Before
+  2026-11-30 these two were called WorkloadGangsSmall / WorkloadGangsLarge; the names are still taken.)
+* GangsSmallPodByPod / GangsLargePodByPod, an extra, not like with like: the same gangs as volsched's own
+  PodGroups (minMember the whole gang) on an apiserver without the Workload API, so kube-scheduler
+  places the same pods one by one, with no gang to wait for. (Before 2026-11-30 these were the rows
+  called GangsSmall / GangsLarge.)
 
 Deviations from scheduler_perf: all pods live in one namespace (``bench``; scheduler_perf puts the init
 and measured pods of the affinity workloads in two), so the anti-affinity sizes keep init + measured
@@ -221,6 +223,9 @@ class Workload:
     preempt: bool = False
     #: Gangs as Kubernetes' Workload API writes them (served by the apiserver, kube-scheduler's own gangs).
     workload_api: bool = False
+    #: What the row compares, where it is not the same pods scheduled the same way by both (the report
+    #: prints it under the table).
+    compares: str = ""
 
 
 def _low(name: str, scheduler: str) -> Body:
@@ -234,6 +239,12 @@ def _high(name: str, scheduler: str) -> Body:
 def _large(name: str, scheduler: str) -> Body:
     return pod(name, scheduler, cpu="9")
 
+
+_GANGS = "both schedulers gang-schedule the same Workload API gangs (kube-scheduler's GangScheduling)"
+_POD_BY_POD = (
+    "an extra, not like with like: volsched gang-schedules its own PodGroups, kube-scheduler places the "
+    "same pods one by one"
+)
 
 WORKLOADS = (
     Workload("SchedulingBasic", Size(200, 100, 500), Size(5000, 1000, 1000)),
@@ -262,13 +273,24 @@ WORKLOADS = (
     Workload(
         "Preemption", Size(50, 200, 50), Size(500, 2000, 500), init_pod=_low, measure_pod=_high, preempt=True
     ),
-    Workload("GangsSmall", Size(200, 0, 500, gang=4), Size(5000, 0, 2000, gang=4)),
-    Workload("GangsLarge", Size(200, 0, 500, gang=250), Size(5000, 0, 3000, gang=1000)),
-    Workload("WorkloadGangsSmall", Size(200, 0, 500, gang=4), Size(5000, 0, 2000, gang=4), workload_api=True),
     Workload(
-        "WorkloadGangsLarge", Size(200, 0, 500, gang=250), Size(5000, 0, 3000, gang=1000), workload_api=True
+        "GangsSmall", Size(200, 0, 500, gang=4), Size(5000, 0, 2000, gang=4), workload_api=True,
+        compares=_GANGS,
+    ),
+    Workload(
+        "GangsLarge", Size(200, 0, 500, gang=250), Size(5000, 0, 3000, gang=1000), workload_api=True,
+        compares=_GANGS,
+    ),
+    Workload(
+        "GangsSmallPodByPod", Size(200, 0, 500, gang=4), Size(5000, 0, 2000, gang=4), compares=_POD_BY_POD
+    ),
+    Workload(
+        "GangsLargePodByPod", Size(200, 0, 500, gang=250), Size(5000, 0, 3000, gang=1000),
+        compares=_POD_BY_POD,
     ),
 )  # fmt: skip
+#: ``--only``'s earlier names of the gang rows (the Workload API's rows are GangsSmall/GangsLarge now).
+RENAMED = {"WorkloadGangsSmall": "GangsSmall", "WorkloadGangsLarge": "GangsLarge"}
 #: kube-apiserver's flags that serve the Workload API (Kubernetes 1.37: beta, off by default), and
 #: kube-scheduler's gate that turns its gang scheduling on.
 WORKLOAD_API = ("--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true")
@@ -430,6 +452,9 @@ def run_workload(
     rundir.mkdir(parents=True, exist_ok=True)
     sched_name = SCHEDULER_NAMES["volsched" if scheduler in VOLSCHEDS else scheduler]
     served = WORKLOAD_API if w.workload_api else ()
+    audit = rundir / "audit.jsonl" if args.audit else None
+    if audit is not None:
+        served = (*served, *audit_args(rundir, audit))
     with LocalControlPlane(base_dir=rundir, keep_dir=False, extra_apiserver_args=served) as cp:
         from kubernetes import client
 
@@ -546,9 +571,65 @@ def run_workload(
         # The window in two: until the first measured pod is bound (the scheduler's reaction: reading
         # what arrived, its first decisions) and from there to the last (binding at its rate).
         row.extra["first_bind_s"] = round(min(binds) - min(firsts), 3)
+        if audit is not None:
+            row.extra["audit"] = audited_writes(audit, start=min(firsts), end=max(binds))
     row.p50, row.p99 = percentile(lat, 50), percentile(lat, 99)
     row.load_after = os.getloadavg()[0]
     return row
+
+
+#: ``--audit``: the apiserver records every write (but Leases') at the Metadata level, when it answered.
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [
+        {"level": "None", "resources": [{"group": "coordination.k8s.io", "resources": ["leases"]}]},
+        {"level": "Metadata", "verbs": ["create", "update", "patch", "delete"]},
+    ],
+}
+
+
+def audit_args(rundir: Path, log: Path) -> tuple[str, ...]:
+    """kube-apiserver's flags for ``--audit``: its policy written under ``rundir``, the log to ``log``."""
+    policy = rundir / "audit-policy.json"
+    policy.write_text(json.dumps(AUDIT_POLICY))
+    return (f"--audit-policy-file={policy}", f"--audit-log-path={log}", "--audit-log-format=json")
+
+
+def audited_writes(log: Path, *, start: float, end: float) -> dict[str, Any]:
+    """From the apiserver's audit log, the writes (by kind, as :func:`window_writes` names them) it
+    answered between ``start`` and ``end`` (the measured window: from the first measured pod to the last
+    bind), those answered after ``end`` (until the control plane stopped), and each kind's first and last answer
+    within the window in seconds from ``start``: whether what a scheduler wrote beside its binds went
+    ahead of them or after, which a count of requests read once the window is over cannot tell."""
+    inside: dict[str, list[float]] = {}
+    after: dict[str, int] = {}
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if entry.get("stage") != "ResponseComplete":
+            continue
+        ref = entry.get("objectRef") or {}
+        key = " ".join(x for x in (entry.get("verb", ""), ref.get("resource"), ref.get("subresource")) if x)
+        kinds = window_writes({key: 1})
+        if not kinds:
+            continue
+        kind = next(iter(kinds))
+        at = datetime.datetime.fromisoformat(entry["stageTimestamp"].replace("Z", "+00:00")).timestamp()
+        if at < start:
+            continue
+        if at <= end:
+            inside.setdefault(kind, []).append(at - start)
+        else:
+            after[kind] = after.get(kind, 0) + 1
+    return {
+        "in_window": {k: len(v) for k, v in inside.items()},
+        "after": after,
+        "span_s": {k: [round(min(v), 3), round(max(v), 3)] for k, v in inside.items()},
+    }
 
 
 def runqueue_wait(pid: int, proc: Path = Path("/proc")) -> float:
@@ -726,6 +807,18 @@ def report(rows: list[Row]) -> str:
             if binds and BIND_KEY in (r.extra.get("served_s") or {}):
                 said += f" (the apiserver's own {1000 * r.extra['served_s'][BIND_KEY] / binds:.1f} ms a bind)"
             lines.append(f"{'':<27} {'':>3} {'':<15} writes in the window: {said}")
+        audited = r.extra.get("audit")
+        if audited:
+            spans = audited.get("span_s", {})
+            said = ", ".join(
+                f"{n} {kind} (+{spans[kind][0]:.2f} to +{spans[kind][1]:.2f} s)"
+                for kind, n in sorted(audited["in_window"].items(), key=lambda kv: -kv[1])
+            )
+            later = ", ".join(f"{n} {kind}" for kind, n in audited.get("after", {}).items())
+            lines.append(
+                f"{'':<27} {'':>3} {'':<15} audit: answered in the window {said or 'none'}; "
+                f"after the last bind {later or 'none'}"
+            )
         waited = r.extra.get("waited_for_cpu_s") or {}
         if waited:
             said = ", ".join(f"{name} {s:.2f} s" for name, s in waited.items())
@@ -733,6 +826,14 @@ def report(rows: list[Row]) -> str:
     lines.append("ratio: volsched's pods/s over kube-scheduler's on the same workload, same round")
     lines.append("1st s: from the window's start to the first measured pod bound (the scheduler's reaction)")
     lines.append("cpu s, api s: the scheduler's and the apiserver's CPU seconds over the measured window")
+    lines.append(
+        "writes in the window: the apiserver's counts from the window's start until they were read, just "
+        "after it (what came right after the last bind is in them: --audit tells the two apart)"
+    )
+    known = {w.name: w for w in WORKLOADS}
+    for name in dict.fromkeys(r.workload for r in rows):
+        if name in known and known[name].compares:
+            lines.append(f"{name}: {known[name].compares}")
     for who in VOLSCHEDS:
         spread = ratios(rows, who)
         if any(len(v) > 1 for v in spread.values()):
@@ -787,6 +888,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--keep", type=Path, help="keep the runs' logs under this directory")
     p.add_argument(
+        "--audit",
+        action="store_true",
+        help="the apiserver keeps an audit log of writes: each row then says which writes it answered "
+        "inside the window and which after the last bind (the request counts cannot tell; costs the "
+        "apiserver some CPU per request, so not for the figures)",
+    )
+    p.add_argument(
         "--py-spy",
         type=Path,
         help="this py-spy records volsched from before the measured pods to the last bind: collapsed stacks "
@@ -802,7 +910,7 @@ def main(argv: list[str] | None = None) -> int:
     args.creator = "go"
     args.create_procs, args.create_conns = 2, 32
     known = {w.name: w for w in WORKLOADS}
-    only = [n.strip() for n in args.only.split(",") if n.strip()] or list(known)
+    only = [RENAMED.get(n.strip(), n.strip()) for n in args.only.split(",") if n.strip()] or list(known)
     bad = [n for n in only if n not in known]
     if bad:
         p.error(f"--only: unknown {', '.join(bad)} (known: {', '.join(known)})")

@@ -81,3 +81,54 @@ def test_the_wait_for_a_cpu_is_the_runqueue_figure_of_each_thread(tmp_path: Path
     assert runqueue_wait(99, tmp_path) == 0.0
     row = Row("Basic", "volsched", 200, 0, 500, extra={"waited_for_cpu_s": {"scheduler": 0.4, "etcd": 0.1}})
     assert "waited for a CPU in the window: scheduler 0.40 s, etcd 0.10 s" in report([row])
+
+
+def test_the_gang_rows_compare_gang_scheduling_with_gang_scheduling_and_the_pod_by_pod_rows_say_so() -> None:
+    from bench_perf import RENAMED, WORKLOADS
+
+    known = {w.name: w for w in WORKLOADS}
+    assert known["GangsSmall"].workload_api and known["GangsLarge"].workload_api
+    assert not known["GangsSmallPodByPod"].workload_api and not known["GangsLargePodByPod"].workload_api
+    assert RENAMED == {"WorkloadGangsSmall": "GangsSmall", "WorkloadGangsLarge": "GangsLarge"}
+    rows = [_row("GangsSmall", "volsched", 0, 300.0), _row("GangsSmallPodByPod", "volsched", 0, 300.0)]
+    text = report(rows)
+    assert "GangsSmall: both schedulers gang-schedule the same Workload API gangs" in text
+    assert "GangsSmallPodByPod: an extra, not like with like" in text
+
+
+def test_the_audit_log_tells_writes_in_the_window_from_those_after_the_last_bind(tmp_path: Path) -> None:
+    import json
+
+    from bench_perf import audited_writes
+
+    def entry(verb: str, resource: str, sub: str | None, at: str, stage: str = "ResponseComplete") -> str:
+        ref = {"resource": resource, **({"subresource": sub} if sub else {})}
+        return json.dumps({"stage": stage, "verb": verb, "objectRef": ref, "stageTimestamp": at})
+
+    # 2026-11-30T00:00:10Z is 1795996810 seconds after the epoch.
+    log = tmp_path / "audit.jsonl"
+    log.write_text(
+        "\n".join(
+            [
+                entry("create", "pods", "binding", "2026-11-30T00:00:09.000000Z"),  # before: not counted
+                entry("create", "pods", "binding", "2026-11-30T00:00:10.500000Z"),
+                entry("create", "pods", "binding", "2026-11-30T00:00:11.000000Z"),
+                entry("patch", "podgroups", "status", "2026-11-30T00:00:10.750000Z"),
+                entry("patch", "podgroups", "status", "2026-11-30T00:00:11.250000Z"),
+                entry("create", "events", None, "2026-11-30T00:00:11.500000Z"),
+                entry("get", "pods", None, "2026-11-30T00:00:10.600000Z"),  # a read: not a write
+                entry("create", "pods", "binding", "2026-11-30T00:00:10.600000Z", stage="ResponseStarted"),
+                "not json",
+            ]
+        )
+    )
+    start = 1795996810.0
+    out = audited_writes(log, start=start, end=start + 1.0)
+    assert out["in_window"] == {"binds": 2, "podgroup status": 1}
+    assert out["after"] == {"podgroup status": 1, "events": 1}
+    assert out["span_s"] == {"binds": [0.5, 1.0], "podgroup status": [0.75, 0.75]}
+    row = Row("GangsSmall", "volsched", 200, 0, 500, pods_per_s=100.0, extra={"audit": out})
+    assert (
+        "audit: answered in the window 2 binds (+0.50 to +1.00 s), 1 podgroup status (+0.75 to +0.75 s); "
+        "after the last bind 1 podgroup status, 1 events" in report([row])
+    )
