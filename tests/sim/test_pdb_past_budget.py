@@ -48,6 +48,11 @@ def test_a_budget_allowing_no_disruption_does_not_keep_what_the_queue_borrowed()
         assert "queue qa holds cpu 4 -> cpu 3" in said or "queue qa holds cpu 3 -> cpu 2" in said
         assert "; past 1 pod protected by PodDisruptionBudget ns-a/keep-all (0 disruptions allowed" in said
         assert said.endswith("): the pods within every budget could not make room"), said
+    first, second = reasons(s, "ns-a/")
+    assert (
+        "keep-all (0 disruptions allowed): " in first
+        and "(0 disruptions allowed, 1 taken past it this session)" in second
+    )
     assert s.held("qb") <= s.deserved("qb")
     assert s.settled() and s.stays_settled()
 
@@ -83,6 +88,11 @@ def test_only_as_many_go_past_the_budget_as_the_room_needs() -> None:
     assert (s.running("ns-a/"), s.running("ns-b/")) == (2, 2)
     assert (len(s.evicted("ns-a/")), len(s.deleted("ns-a/"))) == (1, 1)
     assert s.refused() == []
+    [said] = [e["reason"] for e in s.data["evictions"] if e["pod"] in s.deleted()]
+    assert (
+        "; past 1 pod protected by PodDisruptionBudget ns-a/keep-3 (1 disruption allowed, 4 healthy of 3"
+        " desired, 1 spent this session): the pods within every budget could not make room"
+    ) in said, said
 
 
 def test_a_gang_is_never_taken_below_min_member_whatever_the_budget() -> None:

@@ -45,6 +45,10 @@ class DisruptionBudgets(BasePlugin):
         #: budget; and how many per budget.
         chosen: dict[str, str] = {}
         taken: dict[str, int] = {}
+        #: Of those, the ones taken past the budget (reclaim's and preempt's last resort: deleted), by
+        #: task key, and how many per budget.
+        beyond: set[str] = set()
+        past: dict[str, int] = {}
 
         def budget_of(t: Task) -> str | None:
             held = seen.get(t.key)
@@ -112,10 +116,18 @@ class DisruptionBudgets(BasePlugin):
                         f"{_pods(n)} selected by more than one PodDisruptionBudget (the Eviction API refuses them)"
                     )
                     continue
-                allowed = budgets[key].disruptions_allowed
-                spent = taken.get(key, 0)
-                more = f", {spent} spent this session" if spent else ""
+                budget = budgets[key]
+                allowed = budget.disruptions_allowed
                 word = "disruption" if allowed == 1 else "disruptions"
+                more = ""
+                if budget.desired_healthy > 0:  # 0: none counted (a controller without a scale)
+                    more += f", {budget.current_healthy} healthy of {budget.desired_healthy} desired"
+                gone_past = past.get(key, 0)
+                spent = taken.get(key, 0) - gone_past
+                if spent:
+                    more += f", {spent} spent this session"
+                if gone_past:
+                    more += f", {gone_past} taken past it this session"
                 out.append(
                     f"{_pods(n)} protected by PodDisruptionBudget {key} ({allowed} {word} allowed{more})"
                 )
@@ -132,6 +144,9 @@ class DisruptionBudgets(BasePlugin):
                 and seen[t.key][1]
                 and not unready_free(t, budgets[key], taken.get(key, 0))
             ):
+                if budgets[key].disruptions_allowed - taken.get(key, 0) <= 0:  # none left: taken past it
+                    beyond.add(t.key)
+                    past[key] = past.get(key, 0) + 1
                 chosen[t.key] = key
                 taken[key] = taken.get(key, 0) + 1
 
@@ -139,6 +154,9 @@ class DisruptionBudgets(BasePlugin):
             key = chosen.pop(t.key, None)
             if key is not None:
                 taken[key] -= 1
+                if t.key in beyond:
+                    beyond.discard(t.key)
+                    past[key] -= 1
 
         session.add_victim_filter_fn(self.name, victims, explain=protections)
         session.add_event_handler(EventHandler(allocate=given_back, deallocate=evicted))
