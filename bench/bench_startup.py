@@ -50,13 +50,13 @@ from bind_throughput import (  # noqa: E402
     kill_all,
     kill_tree,
     node_body,
-    pod_body,
     prepare_cluster,
     spawn,
     start_kube_scheduler,
     volsched_env,
 )
 from bindstats import TreeUsage  # noqa: E402
+from builders import pod_body  # noqa: E402
 from machine import describe  # noqa: E402
 
 from volsched_dev.devcluster import LocalControlPlane  # noqa: E402
@@ -78,12 +78,12 @@ def hold_lease(api: object, stop: threading.Event) -> None:
     from kubernetes import client
 
     coord = client.CoordinationV1Api(api)
-    body = {
+    body: dict[str, Any] = {
         "metadata": {"name": LEASE, "namespace": OPERATOR_NS},
         "spec": {"holderIdentity": HOLDER, "leaseDurationSeconds": 3600, "renewTime": _now()},
     }
     try:
-        coord.create_namespaced_lease(OPERATOR_NS, body)
+        coord.create_namespaced_lease(OPERATOR_NS, body)  # type: ignore[arg-type]  # (a dict: the client serialises it)
     except client.ApiException as exc:
         if exc.status != 409:
             raise

@@ -113,11 +113,11 @@ def prepare_cluster(api: Any) -> None:
     operator's namespaces, and volsched's CRDs."""
     from kubernetes import client, utils
 
-    core = client.CoreV1Api(api)
+    core: Any = client.CoreV1Api(api)  # (given dicts: the client serialises them)
     for ns in (NAMESPACE, OPERATOR_NS):
         core.create_namespace({"metadata": {"name": ns}})
     for path in sorted((ROOT / "crds").glob("*.yaml")):
-        utils.create_from_yaml(api, str(path))
+        utils.create_from_yaml(api, str(path))  # type: ignore[no-untyped-call]
 
 
 def node_body(name: str, pods_per_node: int) -> dict[str, Any]:
@@ -735,7 +735,7 @@ def run_one(scheduler: str, mode: str, args: argparse.Namespace, workdir: Path) 
 
         conn = Conn(cp.host, str(cp.ca_cert_path), cp.admin_token)
         with cp.api_client() as api:
-            core = client.CoreV1Api(api)
+            core: Any = client.CoreV1Api(api)  # (given dicts: the client serialises them)
             prepare_cluster(api)
             t = time.monotonic()
             per_node = math.ceil(args.pods / args.nodes)
