@@ -1,15 +1,22 @@
 """The pre-bind of claims of a WaitForFirstConsumer class (fault injection): a volume's claimRef is written
-before the pod is bound, and the pod is bound only once the claim is; a volume another claim took meanwhile
-is never taken from it, and then no pod of the commit is bound and each is told why; a claim whose
-provisioner gave up has its selected node taken off again, with no pod bound."""
+before the pod is bound, and the pod is bound only once the cache (the watch) shows the claim bound, with no
+read of the apiserver while it waits; a volume another claim took meanwhile is never taken from it, and then
+no pod of the commit is bound and each is told why; a claim whose provisioner gave up has its selected node
+taken off again, with no pod bound; an event from before the pre-bind says nothing of it; a claim that
+failed backs off before its next pre-bind."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
+
+import pytest
 
 from tests.builders import pod
 from tests.unit._scripted_server import OK, ScriptedServer
-from volsched.cycle import BOUND, FAILED
+from volsched.cache.state import ClusterState
+from volsched.cycle import BOUND, FAILED, GONE, BindOutcome
 from volsched.framework.decisions import Bind
 from volsched.kube.volumebind import VolumeBinder
 from volsched.kube.writer import KubeWriter
@@ -19,7 +26,7 @@ PVC = "/api/v1/namespaces/default/persistentvolumeclaims/data"
 PV = "/api/v1/persistentvolumes/pv-1"
 
 
-def claim(*, volume: str = "", annotations: dict[str, str] | None = None) -> dict[str, Any]:
+def claim(*, version: int = 3, volume: str = "", annotations: dict[str, str] | None = None) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
@@ -27,38 +34,126 @@ def claim(*, volume: str = "", annotations: dict[str, str] | None = None) -> dic
             "name": "data",
             "namespace": "default",
             "uid": "claim-uid",
-            "resourceVersion": "3",
+            "resourceVersion": str(version),
             "annotations": annotations or {},
         },
         "spec": {"storageClassName": "local", "volumeName": volume},
     }
 
 
-def volume(claim_ref: dict[str, Any] | None = None) -> dict[str, Any]:
+def bound(version: int, volume: str = "pv-1") -> dict[str, Any]:
+    return claim(version=version, volume=volume, annotations={BIND_COMPLETED: "yes"})
+
+
+def volume(claim_ref: dict[str, Any] | None = None, *, version: int = 5) -> dict[str, Any]:
     spec: dict[str, Any] = {"storageClassName": "local", "capacity": {"storage": "1Gi"}}
     if claim_ref:
         spec["claimRef"] = claim_ref
-    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-1"}, "spec": spec}
+    meta = {"name": "pv-1", "resourceVersion": str(version)}
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": meta, "spec": spec}
 
 
-def binder(writer: KubeWriter) -> VolumeBinder:
-    return VolumeBinder(writer, timeout=5, sleep=lambda _s: None)
+def cached_pod(name: str) -> dict[str, Any]:
+    p = pod(name)
+    p["metadata"]["uid"] = f"{name}-uid"
+    return p
 
 
-def test_the_volume_is_prebound_and_the_pod_bound_once_the_claim_is(
-    server: ScriptedServer, writer: KubeWriter
-) -> None:
-    bind = Bind(
-        "default/p", "pod-uid", "n1", volumes=(VolumeBinding("default", "data", "claim-uid", "pv-1"),)
+@pytest.fixture
+def cache() -> ClusterState:
+    """The operator's cache as the watches fed it: the pods, the claim and the volume."""
+    state = ClusterState()
+    for obj in (cached_pod("p"), cached_pod("a"), cached_pod("b"), claim(), volume()):
+        state.apply(obj)
+    return state
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def binder(writer: KubeWriter, cache: ClusterState, clock: Clock) -> Iterator[VolumeBinder]:
+    b = VolumeBinder(writer, cache, timeout=5, clock=clock)
+    yield b
+    b.close()
+
+
+def static(name: str = "p") -> Bind:
+    return Bind(
+        f"default/{name}",
+        f"{name}-uid",
+        "n1",
+        volumes=(VolumeBinding("default", "data", "claim-uid", "pv-1"),),
     )
-    server.script[PVC] = [
-        (200, {}, claim()),  # read before the pre-bind
-        (200, {}, claim()),  # not bound yet
-        (200, {}, claim(volume="pv-1", annotations={BIND_COMPLETED: "yes"})),
-    ]
-    server.script[PV] = [(200, {}, volume()), (200, {}, volume({"namespace": "default", "name": "data"}))]
+
+
+def dynamic(name: str = "p") -> Bind:
+    return Bind(
+        f"default/{name}", f"{name}-uid", "n1", volumes=(VolumeBinding("default", "data", "claim-uid"),)
+    )
+
+
+class Pending:
+    """A commit handed to the binder, its outcomes to come."""
+
+    def __init__(self, binder: VolumeBinder, binds: list[Bind]) -> None:
+        self.outcomes: list[BindOutcome] = []
+        self.finished = threading.Event()
+        pods = {b.pod: pod(b.pod.split("/")[1]) for b in binds}
+        binder.submit(binds, pods, done=self._done)
+
+    def _done(self, outcomes: list[BindOutcome]) -> None:
+        self.outcomes = outcomes
+        self.finished.set()
+
+    def result(self) -> list[BindOutcome]:
+        assert self.finished.wait(60), "the binder never answered"
+        return self.outcomes
+
+
+def until(what: Callable[[], bool]) -> None:
+    """Wait for something that happens (the binder's threads doing what the test waits for)."""
+    done = threading.Event()
+    for _ in range(6000):
+        if what():
+            return
+        done.wait(0.01)
+    raise AssertionError("never happened")
+
+
+def gets(server: ScriptedServer, path: str) -> int:
+    return sum(1 for r in server.received if r.method == "GET" and r.path == path)
+
+
+def test_the_volume_is_prebound_and_the_pod_bound_once_the_watch_shows_the_claim_bound(
+    server: ScriptedServer, writer: KubeWriter, cache: ClusterState, binder: VolumeBinder, clock: Clock
+) -> None:
+    ref = {"namespace": "default", "name": "data", "uid": "claim-uid"}
+    server.script[PVC] = [(200, {}, claim())]  # read before the pre-bind
+    server.script[PV] = [(200, {}, volume()), (200, {}, volume(ref, version=6))]  # read, then written
     server.script["/binding"] = [OK]
-    [outcome] = binder(writer).bind_all([bind], {"default/p": pod("p")})
+    pending = Pending(binder, [static()])
+    until(lambda: binder.waiting == 1)
+    # The wait reads the cache, woken by its events and its deadline: never the apiserver.
+    looked = binder.looks
+    for version in (7, 8, 9):  # the claim's events before the PersistentVolume controller bound it
+        cache.apply(claim(version=version, annotations={"seen": str(version)}))
+    clock.now += 3
+    until(lambda: binder.looks >= looked + 2)
+    assert (gets(server, PVC), gets(server, PV)) == (1, 1)
+    assert not server.sent("/binding") and not pending.finished.is_set()
+    cache.apply(bound(10))
+    [outcome] = pending.result()
     assert outcome.result == BOUND
     [put] = [r for r in server.received if r.method == "PUT"]
     assert put.path == PV
@@ -71,20 +166,20 @@ def test_the_volume_is_prebound_and_the_pod_bound_once_the_claim_is(
         "resourceVersion": "3",
     }
     order = [r.method for r in server.received if r.path.endswith(("pv-1", "binding"))]
-    assert order[:2] == ["GET", "PUT"] and order[-1] == "POST"
+    assert order == ["GET", "PUT", "POST"]
 
 
 def test_a_volume_taken_meanwhile_is_never_taken_and_no_pod_of_the_gang_is_bound(
-    server: ScriptedServer, writer: KubeWriter
+    server: ScriptedServer, writer: KubeWriter, binder: VolumeBinder
 ) -> None:
-    binds = [
-        Bind("default/a", "a-uid", "n1", volumes=(VolumeBinding("default", "data", "claim-uid", "pv-1"),)),
-        Bind("default/b", "b-uid", "n1"),
-    ]
+    binds = [static("a"), Bind("default/b", "b-uid", "n1")]
     server.script[PVC] = [(200, {}, claim())]
     server.script[PV] = [(200, {}, volume({"namespace": "default", "name": "other"}))]
-    outcomes = binder(writer).bind_all(binds, {"default/a": pod("a"), "default/b": pod("b")})
-    why = "binding volumes: persistentvolume pv-1 was bound to claim default/other meanwhile; not bound"
+    outcomes = Pending(binder, binds).result()
+    why = (
+        "binding volumes: persistentvolume pv-1 was bound to claim default/other meanwhile; not bound; "
+        "backing off 1 s (failed 1 time)"
+    )
     assert [(o.bind.pod, o.result, o.detail) for o in outcomes] == [
         ("default/a", FAILED, why),
         ("default/b", FAILED, why),
@@ -98,15 +193,18 @@ def test_a_volume_taken_meanwhile_is_never_taken_and_no_pod_of_the_gang_is_bound
 
 
 def test_a_provisioning_given_up_takes_the_selected_node_off_and_binds_nothing(
-    server: ScriptedServer, writer: KubeWriter
+    server: ScriptedServer, writer: KubeWriter, cache: ClusterState, binder: VolumeBinder
 ) -> None:
-    bind = Bind("default/p", "pod-uid", "n1", volumes=(VolumeBinding("default", "data", "claim-uid"),))
     server.script[PVC] = [
         (200, {}, claim()),  # read before the pre-bind
-        (200, {}, claim()),  # the provisioner took the selected node off
-        (200, {}, claim()),  # read again to undo: nothing of ours left to take off
+        (200, {}, claim(version=4, annotations={SELECTED_NODE: "n1"})),  # written
+        (200, {}, claim(version=5)),  # read again to undo: nothing of ours left to take off
     ]
-    [outcome] = binder(writer).bind_all([bind], {"default/p": pod("p")})
+    pending = Pending(binder, [dynamic()])
+    until(lambda: binder.waiting == 1)
+    cache.apply(claim(version=4, annotations={SELECTED_NODE: "n1"}))
+    cache.apply(claim(version=5))  # the provisioner took the selected node off
+    [outcome] = pending.result()
     assert outcome.result == FAILED
     assert "provisioning failed for persistentvolumeclaim default/data" in outcome.detail
     puts = [r for r in server.received if r.method == "PUT"]
@@ -114,15 +212,82 @@ def test_a_provisioning_given_up_takes_the_selected_node_off_and_binds_nothing(
     assert not server.sent("/binding")
 
 
-def test_a_claim_not_bound_in_time_has_its_selected_node_taken_off(
-    server: ScriptedServer, writer: KubeWriter
+def test_an_event_from_before_the_prebind_says_nothing_of_it(
+    server: ScriptedServer, writer: KubeWriter, cache: ClusterState, binder: VolumeBinder
 ) -> None:
-    bind = Bind("default/p", "pod-uid", "n1", volumes=(VolumeBinding("default", "data", "claim-uid"),))
-    server.script[PVC] = [(200, {}, claim()), (200, {}, claim(annotations={SELECTED_NODE: "n1"}))]
-    clock = iter(range(0, 1000, 1))
-    b = VolumeBinder(writer, timeout=3, sleep=lambda _s: None, clock=lambda: float(next(clock)))
-    [outcome] = b.bind_all([bind], {"default/p": pod("p")})
-    assert outcome.result == FAILED and "not bound within 3 s" in outcome.detail
+    """The cache still holds the claim as it was before the selected node was written (no annotation):
+    that is not the provisioner taking it off."""
+    server.script[PVC] = [(200, {}, claim()), (200, {}, claim(version=6, annotations={SELECTED_NODE: "n1"}))]
+    server.script["/binding"] = [OK]
+    pending = Pending(binder, [dynamic()])
+    until(lambda: binder.waiting == 1)
+    looked = binder.looks
+    cache.apply(claim(version=5, annotations={"labelled": "before the write"}))
+    until(lambda: binder.looks > looked)
+    assert not pending.finished.is_set()
+    cache.apply(claim(version=6, annotations={SELECTED_NODE: "n1"}))
+    cache.apply(claim(version=7, volume="pvc-1", annotations={SELECTED_NODE: "n1", BIND_COMPLETED: "yes"}))
+    [outcome] = pending.result()
+    assert outcome.result == BOUND
+
+
+def test_a_claim_not_bound_in_time_has_its_selected_node_taken_off_and_backs_off(
+    server: ScriptedServer, writer: KubeWriter, cache: ClusterState, binder: VolumeBinder, clock: Clock
+) -> None:
+    written = claim(version=4, annotations={SELECTED_NODE: "n1"})
+    server.script[PVC] = [
+        (200, {}, claim()),
+        (200, {}, written),
+        (200, {}, written),
+        (200, {}, claim(version=5)),
+    ]
+    pending = Pending(binder, [dynamic()])
+    until(lambda: binder.waiting == 1)
+    clock.now += 5
+    [outcome] = pending.result()
+    assert outcome.result == FAILED
+    assert outcome.detail == (
+        "binding volumes: persistentvolumeclaim(s) default/data not bound within 5 s (waiting for the "
+        "volume's provisioner and the PersistentVolume controller); not bound; backing off 1 s (failed 1 time)"
+    )
     puts = [r for r in server.received if r.method == "PUT"]
     assert [p.body["metadata"]["annotations"] for p in puts] == [{SELECTED_NODE: "n1"}, {}]
     assert not server.sent("/binding")
+
+    # Placed again at once: held back until its backoff is over, nothing written meanwhile.
+    sent = len(server.received)
+    looked = binder.looks
+    again = Pending(binder, [dynamic()])
+    until(lambda: binder.looks > looked)
+    assert len(server.received) == sent and not again.finished.is_set()
+    server.script[PVC] = [
+        (200, {}, claim(version=5)),
+        (200, {}, claim(version=6, annotations={SELECTED_NODE: "n1"})),
+    ]
+    clock.now += 1
+    until(lambda: len([r for r in server.received if r.method == "PUT"]) == 3 and binder.waiting == 1)
+    clock.now += 5
+    [outcome] = again.result()
+    assert outcome.detail.endswith("; not bound; backing off 2 s (failed 2 times)")
+
+
+def test_a_pod_deleted_while_its_claims_wait_is_gone_and_backs_nothing_off(
+    server: ScriptedServer, writer: KubeWriter, cache: ClusterState, binder: VolumeBinder
+) -> None:
+    written = claim(version=4, annotations={SELECTED_NODE: "n1"})
+    server.script[PVC] = [
+        (200, {}, claim()),
+        (200, {}, written),
+        (200, {}, written),
+        (200, {}, claim(version=5)),
+    ]
+    pending = Pending(binder, [dynamic()])
+    until(lambda: binder.waiting == 1)
+    cache.delete("Pod", "default", "p")
+    [outcome] = pending.result()
+    assert (outcome.result, outcome.detail) == (
+        GONE,
+        "binding volumes: pod default/p: pod does not exist any more; not bound",
+    )
+    puts = [r for r in server.received if r.method == "PUT"]
+    assert [p.body["metadata"]["annotations"] for p in puts] == [{SELECTED_NODE: "n1"}, {}]

@@ -28,9 +28,9 @@ With ``background`` (the operator's), a session never waits on the network for i
   when its time is up, with or without a later session (a session whose only writes are such figures
   holds them on its own thread: no job for the status thread). A Queue's state or conditions, and every
   PodGroup's status, are written at once.
-* A commit whose pods have claims of a WaitForFirstConsumer class to bind goes to a thread of its own
-  (:mod:`volsched.kube.volumebind`: every claim bound first, then the pods), as long as the provisioner
-  takes; status writes do not wait for it.
+* A commit whose pods have claims of a WaitForFirstConsumer class to bind goes to the volume binder
+  (:mod:`volsched.kube.volumebind`: every claim bound first, then the pods; its one waiting thread reads
+  the ``cache`` the watches feed), as long as the provisioner takes; status writes do not wait for it.
 * Evictions stay synchronous: a session that preempts plans its next evictions on the pods it evicted.
 * ``drain`` waits for everything in flight (hand-over: after the fence closed, before the Lease is let go).
 Without ``background`` every call returns all its outcomes and ``settle`` has nothing.
@@ -115,6 +115,7 @@ class KubePort:
         status_after_binds: float = 10.0,
         status_for_pipelined: float = 2.0,
         queue_status_every: float = 1.0,
+        cache: ClusterState | None = None,
     ) -> None:
         self.writer = writer
         if background:  # (its status thread writes what is held back when its time is up)
@@ -154,10 +155,15 @@ class KubePort:
         self._lock = threading.Condition()
         self._binds_done: list[BindOutcome] = []
         self._binds_in_flight = 0
-        #: Of those, binds whose claims are being bound (``volumebind``): each commit on a thread of its
-        #: own, as long as its provisioner takes; status writes do not wait for them.
+        #: Of those, binds whose claims are being bound (``volumebind``), as long as their provisioner
+        #: takes; status writes do not wait for them.
         self._volume_binds = 0
-        self.volume_binder = VolumeBinder(writer, timeout=writer.settings.volume_bind_timeout)
+        #: Waits on ``cache`` (the operator's, fed by the watches); without one, no claim is bound.
+        self.volume_binder = (
+            VolumeBinder(writer, cache, timeout=writer.settings.volume_bind_timeout)
+            if cache is not None
+            else None
+        )
         self._status_next: Callable[[], StatusReport] | None = None
         #: The session result ``_status_next`` writes (its events are carried into a newer one's), and
         #: when the first status not started yet was handed over (``writer.clock``): the one the
@@ -214,8 +220,11 @@ class KubePort:
         arriving pod's 5-15; the session has nothing left to place, so it loses nothing waiting for
         the answer). Everything else goes to the workers, the session going on meanwhile."""
         volumes = any(b.volumes for b in binds)
+        if volumes and self.volume_binder is None:
+            why = "claims to bind, and no cache to wait on for them"
+            return [BindOutcome(b, FAILED, why) for b in binds]
         if not self.background:
-            if volumes:
+            if self.volume_binder is not None and volumes:
                 return self.volume_binder.bind_all(binds, pods)
             return self.writer.bind_all(binds, pods)
         if volumes:
@@ -241,8 +250,10 @@ class KubePort:
         return self._take_binds()
 
     def _bind_volumes(self, binds: Sequence[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
-        """A commit whose claims are bound first: on a thread of its own (it waits for provisioners, up
-        to ``volume_bind_timeout``), its pods bound together once every claim is (see ``volumebind``)."""
+        """A commit whose claims are bound first, handed to the volume binder (it waits for provisioners,
+        up to ``volume_bind_timeout``), its pods bound together once every claim is (see ``volumebind``)."""
+        binder = self.volume_binder
+        assert binder is not None
         with self._lock:
             holding = self._planned_under if self._planned else self.writer.holding()
             closed = self._closed
@@ -255,26 +266,22 @@ class KubePort:
             for b in binds:
                 self._bound(BindOutcome(b, FAILED, "not sent: the port is closed"))
         else:
-            mine = {b.pod: pods.get(b.pod) for b in binds}
-            threading.Thread(
-                target=self._volumes_work,
-                args=(list(binds), mine, holding),
-                name="volsched-volume-bind",
-                daemon=True,
-            ).start()
+            mine = {b.pod: pod for b in binds if (pod := pods.get(b.pod)) is not None}
+            sent = time.time()
+            try:
+                binder.submit(
+                    binds, mine, holding=holding, done=partial(self._volumes_done, len(binds), sent)
+                )
+            except Exception as exc:  # not taken: failed, each once
+                self._volumes_done(
+                    len(binds), sent, [BindOutcome(b, FAILED, error_summary(exc)) for b in binds]
+                )
         return self._take_binds()
 
-    def _volumes_work(self, binds: list[Bind], pods: dict[str, Raw | None], holding: float | None) -> None:
-        sent = time.time()
-        try:
-            if self.writer.fence is not None:
-                self.writer.fence.renew_if_due()
-            raws = {k: v for k, v in pods.items() if v is not None}
-            outcomes = self.volume_binder.bind_all(binds, raws, holding=holding)
-        except Exception as exc:  # the binder returns API errors as outcomes; anything else is a failure
-            outcomes = [BindOutcome(b, FAILED, error_summary(exc)) for b in binds]
+    def _volumes_done(self, count: int, sent: float, outcomes: list[BindOutcome]) -> None:
+        """The volume binder's outcomes of a commit of ``count`` binds handed over at ``sent``."""
         with self._lock:
-            self._volume_binds -= len(binds)
+            self._volume_binds -= count
         for outcome in outcomes:
             if self.latency is not None:  # (its stages: from the pre-bind's start, the wait included)
                 self.latency.answered(
@@ -666,6 +673,8 @@ class KubePort:
             self._queue.put(None)
         for worker in workers:
             worker.join()
+        if self.volume_binder is not None:
+            self.volume_binder.close()
         if self._status is not None:
             self._status.shutdown(wait=True, cancel_futures=True)
 

@@ -172,6 +172,7 @@ class Operator:
             background=True,
             on_failed=lambda: self.state.doorbell.ring(RETRY),
             latency=self.latency if self.latency.on else None,
+            cache=self.state,
         )
         #: Every watch (each kind of ``WATCHED``, Volcano's), listed and watched on its own thread, with
         #: its own connection (the writer's pool stays free for writes), feeding the cache.
