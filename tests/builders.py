@@ -409,10 +409,19 @@ def pvc(
 
 
 def pv(
-    name: str, *, nodes: list[str] | None = None, zone: str | None = None, storage_class: str | None = None
+    name: str,
+    *,
+    nodes: list[str] | None = None,
+    zone: str | None = None,
+    storage_class: str | None = None,
+    csi: str | None = None,
 ) -> Obj:
-    """A local PersistentVolume reachable from the named nodes (by hostname) or one zone."""
+    """A local PersistentVolume reachable from the named nodes (by hostname) or one zone; ``csi``: a volume
+    of that CSI driver instead (its handle the volume's name)."""
     spec: Obj = {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "local": {"path": "/mnt"}}
+    if csi:
+        del spec["local"]
+        spec["csi"] = {"driver": csi, "volumeHandle": f"handle-{name}"}
     if storage_class:
         spec["storageClassName"] = storage_class
     exprs = []
@@ -423,6 +432,23 @@ def pv(
     if exprs:
         spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": exprs}]}}
     return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name}, "spec": spec}
+
+
+def csi_node(name: str, **counts: int | None) -> Obj:
+    """A CSINode of node ``name``: its drivers (``_`` for ``.`` in their names) with their attach limits
+    (None: a driver without a count)."""
+    drivers = []
+    for driver, count in counts.items():
+        d: Obj = {"name": driver.replace("_", "."), "nodeID": name}
+        if count is not None:
+            d["allocatable"] = {"count": count}
+        drivers.append(d)
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": name},
+        "spec": {"drivers": drivers},
+    }
 
 
 def storage_class(

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from volsched.model.attach import AttachCatalog
 from volsched.model.cluster import (
     ClusterSnapshot,
     Job,
@@ -102,6 +103,8 @@ class View:
     volume_claims: Mapping[str, VolumeClaim] = field(default_factory=dict)
     pv_specs: Mapping[str, PersistentVolumeSpec] = field(default_factory=dict)
     storage_classes: Mapping[str, StorageClassSpec] = field(default_factory=dict)
+    #: CSINode (its node's name) -> driver -> how many of its volumes the node may have attached.
+    attach_limits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
 def with_volumes(
@@ -672,6 +675,11 @@ class SnapshotBuilder:
             volume_catalog=(
                 VolumeCatalog(view.volume_claims, view.pv_specs, view.storage_classes)
                 if any(c.wait_for_consumer for c in view.storage_classes.values())
+                else None
+            ),
+            attach=(
+                AttachCatalog(view.attach_limits, view.volume_claims, view.pv_specs, view.storage_classes)
+                if view.attach_limits
                 else None
             ),
         )

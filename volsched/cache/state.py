@@ -46,6 +46,7 @@ from volsched.model.decode import (
     build_podgroup,
     build_queue,
     build_task,
+    csi_node_limits,
     device_class,
     disruption_budget,
     namespace_queue,
@@ -98,6 +99,7 @@ KINDS = (
     "PersistentVolumeClaim",
     "PersistentVolume",
     "StorageClass",
+    "CSINode",
     "PodDisruptionBudget",
     "DeviceClass",
     "ResourceSlice",
@@ -188,6 +190,8 @@ class ClusterState:
         self.volume_claims: dict[str, VolumeClaim] = {}
         self.pv_specs: dict[str, PersistentVolumeSpec] = {}
         self.storage_classes: dict[str, StorageClassSpec] = {}
+        #: CSINode (its node's name) -> driver -> how many of its volumes the node may have attached.
+        self.attach_limits: dict[str, dict[str, int]] = {}
         #: Claims and volumes a decided bind binds, before the API shows it (as a bind is assumed):
         #: ("PersistentVolumeClaim", key) or ("PersistentVolume", name) -> (as the API shows it, as
         #: assumed, the version from which the API's word holds or None). An event of the object that
@@ -376,6 +380,13 @@ class ClusterState:
                 sc = storage_class(obj)
                 changed = _put(self.storage_classes, sc.name, sc)
                 self._volumes_moved += 1
+            elif kind == "CSINode":
+                node_name, limits = csi_node_limits(obj)
+                changed = (
+                    _put(self.attach_limits, node_name, limits)
+                    if limits
+                    else _drop(self.attach_limits, node_name)
+                )
             elif kind == "DeviceClass":
                 cls = device_class(obj)
                 changed = _put(self.device_classes, cls.name, cls)
@@ -640,6 +651,8 @@ class ClusterState:
             elif kind == "StorageClass":
                 held = _drop(self.storage_classes, name)
                 self._volumes_moved += 1
+            elif kind == "CSINode":
+                held = _drop(self.attach_limits, name)
             elif kind == "PodDisruptionBudget":  # what it protected may go now
                 held = _drop(self.budgets, key)
             elif kind == "DeviceClass":
@@ -1032,6 +1045,7 @@ class ClusterState:
                     volume_claims=volume_tables[0],
                     pv_specs=volume_tables[1],
                     storage_classes=volume_tables[2],
+                    attach_limits=self.attach_limits.copy(),
                     device_classes=self.device_classes.copy(),
                     slices=self.slices.copy(),
                     resource_claims=self.resource_claims.copy(),

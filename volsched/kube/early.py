@@ -59,6 +59,7 @@ FEW_PATHS = {
     "PersistentVolume": "/api/v1/persistentvolumes",
     "PersistentVolumeClaim": "/api/v1/persistentvolumeclaims",
     "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
+    "CSINode": "/apis/storage.k8s.io/v1/csinodes",
     "PodGroup": "/apis/scheduling.volsched.io/v1beta1/podgroups",
     "PodDisruptionBudget": "/apis/policy/v1/poddisruptionbudgets",
     "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",

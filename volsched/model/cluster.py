@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from volsched.model.attach import AttachCatalog
 from volsched.model.devices import Claim, DeviceCatalog
 from volsched.model.resources import EPS, PODS, ResourceSpace, Vector, stack_rows
 from volsched.model.usage import NodeUsage
@@ -550,6 +551,9 @@ class ClusterSnapshot:
     #: Claims, volumes and StorageClasses for volume binding (None: no class waits for its first
     #: consumer, so no pod has a claim to bind).
     volume_catalog: VolumeCatalog | None = None
+    #: CSI volume attach limits (CSINodes) and what resolves a pod's claims to volumes (None: no CSINode
+    #: reports a count, so no node has a limit).
+    attach: AttachCatalog | None = None
     #: Queues and PodGroups the cache refused, with none of their valid versions held ("Queue q",
     #: "PodGroup ns/g" -> why): what names one is told it was rejected, not that it does not exist.
     refused: Mapping[str, str] = field(default_factory=dict)

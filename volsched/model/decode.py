@@ -1838,6 +1838,10 @@ def persistent_volume(obj: Raw) -> PersistentVolumeSpec:
         claim_ref = (f"{ref.get('namespace') or ''}/{ref['name']}", str(ref.get("uid") or ""))
     labels = meta.get("labels") or {}
     cls, mode = spec.get("storageClassName") or "", spec.get("volumeMode")
+    csi = _volume_section(spec, "csi", where)
+    driver, handle = csi.get("driver"), csi.get("volumeHandle")
+    if csi and not (isinstance(driver, str) and driver and isinstance(handle, str) and handle):
+        raise InputError(f"{where}: spec.csi.driver and spec.csi.volumeHandle must be non-empty strings")
     return PersistentVolumeSpec(
         name=name,
         storage_class=cls if isinstance(cls, str) else "",
@@ -1850,7 +1854,32 @@ def persistent_volume(obj: Raw) -> PersistentVolumeSpec:
         phase=str(status.get("phase") or ""),
         deleting=bool(meta.get("deletionTimestamp")),
         version=_version(meta),
+        csi=(str(driver), str(handle)) if csi else None,
     )
+
+
+def csi_node_limits(obj: Raw) -> tuple[str, dict[str, int]]:
+    """A ``storage.k8s.io/v1`` CSINode's attach limits: (its node's name, driver -> how many of its volumes
+    the node may have attached), for each driver with an ``allocatable.count`` (one without has none)."""
+    _, name = _volume_meta(obj, "CSINode")
+    where = f"CSINode {name}"
+    drivers = _volume_section(obj, "spec", where).get("drivers") or []
+    if not isinstance(drivers, list):
+        raise InputError(f"{where}: spec.drivers must be a list")
+    limits: dict[str, int] = {}
+    for i, d in enumerate(drivers):
+        driver = d.get("name") if isinstance(d, Mapping) else None
+        if not isinstance(driver, str) or not driver:
+            raise InputError(f"{where}: spec.drivers[{i}].name must be a non-empty string")
+        count = _volume_section(d, "allocatable", f"{where}: spec.drivers[{i}]").get("count")
+        if count is None:
+            continue
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise InputError(
+                f"{where}: spec.drivers[{i}].allocatable.count must be a whole number, 0 or more"
+            )
+        limits[driver] = count
+    return name, limits
 
 
 def _count(raw: Any) -> int:

@@ -110,6 +110,8 @@ class PersistentVolumeSpec:
     deleting: bool = False
     #: As :attr:`VolumeClaim.version`.
     version: int = field(default=0, compare=False)
+    #: ``spec.csi`` as (driver, volumeHandle), or None: what attach limits count (``volsched.model.attach``).
+    csi: tuple[str, str] | None = None
 
     def bound_to(self, claim: VolumeClaim) -> bool:
         """Whether ``claimRef`` names ``claim`` (a uid, when given, must be the claim's)."""

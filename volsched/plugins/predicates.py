@@ -14,6 +14,10 @@ topology spread constraints with whenUnsatisfiable DoNotSchedule depend on the o
 constraint filters (see ``volsched.framework.session``) over the session's per-domain counts
 (``volsched.model.constraints``; node terms and taints: ``volsched.model.nodeterms``).
 
+CSI volume attach limits (a node's CSINode ``allocatable.count`` per driver) depend on the pods on a node
+too: a constraint filter over the session's counts of volumes attached per node and driver
+(``volsched.model.attach``).
+
 Free capacity (including the ``pods`` count, i.e. max pods) is the session's own check, done for every
 task whatever the plugins, and explained in numbers by the session.
 """
@@ -27,6 +31,7 @@ import numpy as np
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
+from volsched.model.attach import AttachState
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
 from volsched.model.nodeterms import (
     HARD_EFFECTS,
@@ -202,18 +207,45 @@ class Predicates(BasePlugin):
         session.add_predicate_fn(self.name, predicate, explain=explain)
 
         state = constraint_state(session)
-        if state is None:
+        attach = _attach_state(session)
+        if state is None and attach is None:
             return
 
         def constraint(task: Task) -> BoolArray | None:
-            result = state.check(task)
-            return None if result is None else result.mask
+            result = state.check(task) if state is not None else None
+            mask = None if result is None else result.mask
+            if attach is not None:
+                within = attach.check(task)
+                if within is not None:
+                    mask = within if mask is None else mask & within
+            return mask
 
         def explain_constraint(task: Task, idx: IndexArray) -> list[tuple[str, int]]:
-            result = state.check(task)
-            return [] if result is None else result.explain(idx)
+            result = state.check(task) if state is not None else None
+            out = [] if result is None else result.explain(idx)
+            if attach is not None:
+                out.extend(attach.explain(task, idx))
+            return out
 
-        session.add_constraint_fn(self.name, constraint, explain=explain_constraint, relief=state.relievable)
+        def relief(task: Task) -> BoolArray | None:
+            # (evicting pods never makes room for volumes here: an evicted pod's stay attached until it
+            # is gone)
+            eased = state.relievable(task) if state is not None else None
+            within = attach.check(task) if attach is not None and eased is not None else None
+            return eased if within is None or eased is None else eased & within
+
+        session.add_constraint_fn(self.name, constraint, explain=explain_constraint, relief=relief)
+
+
+def _attach_state(session: ExtensionPoints) -> AttachState | None:
+    """The session's CSI volume attach counts (None: no node has a limit)."""
+    catalog = session.snapshot.attach
+    if catalog is None:
+        return None
+    nodes = session.nodes
+    state = AttachState(catalog, names=nodes.names, tasks=lambda: nodes.tasks)
+    session.add_event_handler(EventHandler(allocate=state.add, deallocate=state.remove))
+    return state
 
 
 class _HostPorts:

@@ -77,7 +77,7 @@ class MemoryPort:
         self.feeder.apply(str(obj.get("kind")), obj, strict=True)
         if obj.get("kind") == "ResourceClaim":
             self.claim_controller.claims[f"{meta.get('namespace') or 'default'}/{meta.get('name')}"] = obj
-        elif obj.get("kind") in ("PersistentVolumeClaim", "PersistentVolume"):
+        elif obj.get("kind") in ("PersistentVolumeClaim", "PersistentVolume", "StorageClass"):
             self.volume_controller.seen(obj)
 
     def remove(self, kind: str, key: str) -> None:

@@ -4,7 +4,8 @@ as the pod is bound.
 
 A claim given a volume that exists is bound to it (the volume's ``claimRef``, the claim's ``volumeName``,
 both ``Bound``); a claim to provision gets a volume made for it, ``pvc-<claim uid>``, of its class, size
-and access modes, reachable from the node it was provisioned for alone (as local-path, the commonest such
+and access modes, a volume of the class's provisioner as a CSI driver (``spec.csi``: attach limits count it), reachable from
+the node it was provisioned for alone (as local-path, the commonest such
 provisioner, makes them; a zonal provisioner's volume would reach its zone). Which volume or node is the
 session's (``volsched.model.volumes``); this module only writes it down. Playing the ephemeral volume
 controller, it also makes the claim of each generic ephemeral volume of a pod (``<pod>-<volume>``) as the
@@ -29,6 +30,8 @@ class VolumeController:
         self._put = put
         self.claims: dict[str, Raw] = {}
         self.volumes: dict[str, Raw] = {}
+        #: StorageClass -> its provisioner.
+        self.provisioners: dict[str, str] = {}
 
     def seen(self, obj: Raw) -> None:
         """An object put: kept when it is a claim or a volume."""
@@ -37,6 +40,8 @@ class VolumeController:
             self.claims[f"{meta.get('namespace') or 'default'}/{meta.get('name')}"] = obj
         elif kind == "PersistentVolume":
             self.volumes[str(meta.get("name"))] = obj
+        elif kind == "StorageClass":
+            self.provisioners[str(meta.get("name"))] = str(obj.get("provisioner") or "")
 
     def ephemeral(self, pod: Raw) -> None:
         """Play the ephemeral volume controller: a claim ``<pod>-<volume>`` for each of the pod's generic
@@ -105,6 +110,10 @@ class VolumeController:
             else:
                 name = f"pvc-{b.claim_uid or b.namespace + '-' + b.claim}"
                 requests = (spec.get("resources") or {}).get("requests") or {}
+                # A volume of the class's provisioner, as a CSI driver provisions it (its attach limits
+                # count it; the driver's name is the provisioner's).
+                provisioner = self.provisioners.get(str(spec.get("storageClassName") or ""), "")
+                source = {"csi": {"driver": provisioner, "volumeHandle": name}} if provisioner else {}
                 self._put(
                     {
                         "apiVersion": "v1",
@@ -115,6 +124,7 @@ class VolumeController:
                             "capacity": {"storage": requests.get("storage", "0")},
                             "accessModes": list(spec.get("accessModes") or []),
                             "claimRef": ref,
+                            **source,
                             "nodeAffinity": {
                                 "required": {
                                     "nodeSelectorTerms": [

@@ -1,0 +1,102 @@
+"""volsched.model.attach and its decoding: CSINodes' attach limits and what a pod's claims attach."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.builders import csi_node, pv, pvc, storage_class
+from volsched.model.attach import AttachCatalog, AttachState
+from volsched.model.decode import csi_node_limits, persistent_volume, volume_claim
+from volsched.model.decode import storage_class as decode_class
+from volsched.model.errors import InputError
+from volsched.model.vocabulary import Task, TaskStatus
+
+
+def test_a_csinodes_counts_are_read_per_driver() -> None:
+    obj = csi_node("n1", ebs_csi_aws_com=25, efs_csi_aws_com=None, zero_example_com=0)
+    assert csi_node_limits(obj) == ("n1", {"ebs.csi.aws.com": 25, "zero.example.com": 0})
+
+
+@pytest.mark.parametrize(
+    ("drivers", "why"),
+    [
+        ({"name": "d"}, "spec.drivers must be a list"),
+        ([{"nodeID": "n1"}], "spec.drivers[0].name must be a non-empty string"),
+        ([{"name": "d", "allocatable": {"count": -1}}], "allocatable.count must be a whole number"),
+        ([{"name": "d", "allocatable": {"count": "3"}}], "allocatable.count must be a whole number"),
+        ([{"name": "d", "allocatable": {"count": True}}], "allocatable.count must be a whole number"),
+        ([{"name": "d", "allocatable": 3}], "allocatable must be a map"),
+    ],
+)
+def test_a_bad_csinode_is_refused_with_the_field(drivers: Any, why: str) -> None:
+    obj = {"kind": "CSINode", "metadata": {"name": "n1"}, "spec": {"drivers": drivers}}
+    with pytest.raises(InputError, match="CSINode n1") as err:
+        csi_node_limits(obj)
+    assert why in str(err.value)
+
+
+def test_a_volumes_csi_source_is_read_and_a_bad_one_refused() -> None:
+    assert persistent_volume(pv("v", csi="d.example.com")).csi == ("d.example.com", "handle-v")
+    assert persistent_volume(pv("v")).csi is None
+    bad = pv("v", csi="d.example.com")
+    bad["spec"]["csi"] = {"driver": "d.example.com"}
+    with pytest.raises(InputError, match=r"spec\.csi\.driver and spec\.csi\.volumeHandle"):
+        persistent_volume(bad)
+
+
+def catalog(limits: dict[str, dict[str, int]]) -> AttachCatalog:
+    claims = [
+        pvc("a", volume="va"),
+        pvc("b", volume="vb"),
+        pvc("dyn", storage_class="fast"),
+        pvc("local", volume="vl"),
+    ]
+    volumes = [pv("va", csi="d"), pv("vb", csi="d"), pv("vl")]
+    return AttachCatalog(
+        limits=limits,
+        claims={c.key: c for c in map(volume_claim, claims)},
+        volumes={v.name: v for v in map(persistent_volume, volumes)},
+        classes={"fast": decode_class(storage_class("fast", provisioner="d"))},
+    )
+
+
+def task(name: str, *claims: str, node: str | None = None) -> Task:
+    status = TaskStatus.RUNNING if node else TaskStatus.PENDING
+    return Task(
+        namespace="default", name=name, uid=name, job_key="", request_map={}, priority=0, status=status,
+        node_name=node, scheduler_name="volsched", creation=0.0, request=np.zeros(1), claims=claims,
+    )  # fmt: skip
+
+
+def test_what_a_pods_claims_attach() -> None:
+    c = catalog({})
+    assert c.attachments("default", ["a", "a", "dyn", "local", "missing"]) == (
+        ("d", "handle-va"),
+        ("d", "claim default/dyn"),
+    )
+
+
+def test_a_volume_counts_once_per_node_and_the_reason_is_in_numbers() -> None:
+    on_n1 = {"x": task("x", "a", node="n1"), "y": task("y", "a", node="n1")}
+    state = AttachState(
+        catalog({"n1": {"d": 2}, "n2": {"d": 1}}), names=["n1", "n2"], tasks=lambda: [on_n1, {}]
+    )
+    assert state.check(task("p", "local")) is None  # no volume of a limited driver
+    assert state.check(task("p", "a")).tolist() == [True, True]
+    assert state.check(task("p", "b")).tolist() == [True, True]
+    assert state.check(task("p", "b", "dyn")).tolist() == [False, False]
+    assert state.explain(task("p", "b", "dyn"), np.arange(2)) == [
+        ("node(s) exceed max volume count of d (needs 2, most free 1)", 2)
+    ]
+    placed = task("p", "b", node="n1")
+    state.add(placed)
+    assert state.check(task("q", "dyn")).tolist() == [False, True]
+    placed.status = TaskStatus.RELEASING  # evicted: attached until it is gone
+    state.remove(placed)
+    assert state.check(task("q", "dyn")).tolist() == [False, True]
+    placed.status = TaskStatus.PENDING  # a placement undone
+    state.remove(placed)
+    assert state.check(task("q", "dyn")).tolist() == [True, True]

@@ -1,0 +1,213 @@
+"""CSI volume attach limits, as kube-scheduler's NodeVolumeLimits reads them: how many volumes of one CSI
+driver a node may have attached (its CSINode's ``spec.drivers[].allocatable.count``), and which nodes can
+take a pod's volumes within them.
+
+A pod's volumes of a driver are its PersistentVolumeClaims (generic ephemeral volumes' claims too): a
+bound claim's volume counts by its driver and ``volumeHandle`` (``spec.csi``), an unbound claim by its
+class's provisioner, once per claim. A volume counts once per node, however many pods there mount it.
+A node passes when, for every driver of the pod's volumes it has a limit for, the volumes of that driver
+attached there (those of the pods on it, placed or being evicted) and the pod's volumes not among them are
+no more than the limit. A node without a CSINode, or a driver without a count, has no limit. Volumes of
+in-tree plugins (not migrated here) and inline CSI volumes are not counted, as kube-scheduler counts no
+inline CSI volume.
+
+Pure: :class:`AttachCatalog` is what a snapshot holds (None when no CSINode reports a count), and
+:class:`AttachState` the session's counts, vectorised over nodes (a loop over the pod's volumes only).
+Design: docs/placement.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from volsched.model.vocabulary import NODE_HOLDING_STATUSES, Task, TaskStatus
+from volsched.model.volumes import PersistentVolumeSpec, StorageClassSpec, VolumeClaim
+from volsched.records import dataclass
+
+BoolArray = npt.NDArray[np.bool_]
+IndexArray = npt.NDArray[np.intp]
+#: (driver, the volume's id within the driver) of one volume a pod mounts.
+Attachment = tuple[str, str]
+
+#: The statuses whose pods' volumes are attached on their node (a pod being evicted keeps them until it is
+#: gone), or about to be.
+_ATTACHED = NODE_HOLDING_STATUSES | {TaskStatus.PIPELINED}
+
+
+@dataclass(frozen=True, slots=True)
+class AttachCatalog:
+    """The nodes' attach limits (node -> driver -> count) and what resolves a pod's claims to volumes."""
+
+    limits: Mapping[str, Mapping[str, int]]
+    claims: Mapping[str, VolumeClaim]
+    volumes: Mapping[str, PersistentVolumeSpec]
+    classes: Mapping[str, StorageClassSpec]
+
+    def attachments(self, namespace: str, claims: Iterable[str]) -> tuple[Attachment, ...]:
+        """The CSI volumes the claims ``claims`` of a pod in ``namespace`` attach, each once."""
+        out: dict[Attachment, None] = {}
+        for name in claims:
+            claim = self.claims.get(f"{namespace}/{name}")
+            if claim is None:
+                continue  # (a claim not found keeps the pod pending: predicates says so)
+            if claim.volume:
+                pv = self.volumes.get(claim.volume)
+                if pv is not None and pv.csi is not None:
+                    out[pv.csi] = None
+                continue
+            cls = self.classes.get(claim.storage_class)
+            if cls is not None and cls.provisions:  # the volume its provisioner will make
+                out[(cls.provisioner, f"claim {claim.key}")] = None
+        return tuple(out)
+
+
+def task_claims(task: Task) -> tuple[str, ...]:
+    """The claims ``task`` mounts: its PersistentVolumeClaim volumes and its generic ephemeral volumes'."""
+    return (*task.claims, *task.ephemeral_claims) if task.ephemeral_claims else task.claims
+
+
+class AttachState:
+    """The volumes attached per node and driver, as the session places and evicts pods.
+
+    ``attached[d][n]`` is how many distinct volumes of driver ``d`` are attached on node ``n``; ``users``
+    how many pods on each node mount one volume. Built from the pods on the nodes when first asked about a
+    pod (most sessions place none with a volume of a limited driver); event handlers keep it current."""
+
+    def __init__(
+        self,
+        catalog: AttachCatalog,
+        *,
+        names: Sequence[str],
+        tasks: Callable[[], Sequence[Mapping[str, Task]]],
+    ) -> None:
+        """``tasks``: the pods on each node, as they stand when first asked about a pod."""
+        self.catalog = catalog
+        self._tasks = tasks
+        self.index = {name: i for i, name in enumerate(names)}
+        n = len(names)
+        drivers = sorted({d for limits in catalog.limits.values() for d in limits})
+        #: Per driver with a limit somewhere: each node's limit (-1: none).
+        self.limits: dict[str, npt.NDArray[np.int64]] = {d: np.full(n, -1, dtype=np.int64) for d in drivers}
+        for node, limits in catalog.limits.items():
+            i = self.index.get(node)
+            if i is not None:
+                for d, count in limits.items():
+                    self.limits[d][i] = count
+        self.attached: dict[str, npt.NDArray[np.int64]] = {d: np.zeros(n, dtype=np.int64) for d in drivers}
+        self.users: dict[Attachment, npt.NDArray[np.int64]] = {}
+        #: Task key -> (its node, the attachments it counts there).
+        self._where: dict[str, tuple[int, tuple[Attachment, ...]]] = {}
+        self._of: dict[tuple[str, tuple[str, ...]], tuple[Attachment, ...]] = {}
+        self._built = False
+
+    def of(self, task: Task) -> tuple[Attachment, ...]:
+        """``task``'s volumes of the drivers that have a limit somewhere."""
+        claims = task_claims(task)
+        if not claims:
+            return ()
+        key = (task.namespace, claims)
+        out = self._of.get(key)
+        if out is None:
+            out = self._of[key] = tuple(
+                a for a in self.catalog.attachments(task.namespace, claims) if a[0] in self.limits
+            )
+        return out
+
+    def _build(self) -> None:
+        self._built = True
+        for i, on_node in enumerate(self._tasks()):
+            for t in on_node.values():
+                if t.status in _ATTACHED and (t.claims or t.ephemeral_claims):
+                    self._add(t, i)
+
+    def _add(self, task: Task, node: int) -> None:
+        if task.key in self._where:
+            return
+        got = self.of(task)
+        if not got:
+            return
+        self._where[task.key] = (node, got)
+        for a in got:
+            users = self.users.get(a)
+            if users is None:
+                users = self.users[a] = np.zeros(len(self.index), dtype=np.int64)
+            users[node] += 1
+            if users[node] == 1:
+                self.attached[a[0]][node] += 1
+
+    def add(self, task: Task) -> None:
+        """An event handler's: ``task`` was placed (or its eviction undone)."""
+        if self._built and (task.claims or task.ephemeral_claims):
+            node = self.index.get(task.node_name or "")
+            if node is not None:
+                self._add(task, node)
+
+    def remove(self, task: Task) -> None:
+        """An event handler's: ``task`` gave its node back. A pod being evicted keeps its volumes attached
+        until it is gone (they are detached then): only a placement undone gives them back."""
+        if task.status is TaskStatus.RELEASING:
+            return
+        held = self._where.pop(task.key, None)
+        if held is None:
+            return
+        node, got = held
+        for a in got:
+            users = self.users[a]
+            users[node] -= 1
+            if users[node] == 0:
+                self.attached[a[0]][node] -= 1
+
+    def _over(
+        self, got: Sequence[Attachment]
+    ) -> list[tuple[str, npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+        """Per driver of ``got``: each node's limit and the volumes attached there with the pod's."""
+        if not self._built:
+            self._build()
+        by_driver: dict[str, list[Attachment]] = {}
+        for a in got:
+            by_driver.setdefault(a[0], []).append(a)
+        out = []
+        for d, mine in by_driver.items():
+            total = self.attached[d].copy()
+            for a in mine:
+                users = self.users.get(a)
+                total += 1 if users is None else (users == 0)
+            out.append((d, self.limits[d], total))
+        return out
+
+    def check(self, task: Task) -> BoolArray | None:
+        """The nodes where ``task``'s volumes stay within every limit (None: it has none of a limited
+        driver)."""
+        got = self.of(task)
+        if not got:
+            return None
+        ok = np.ones(len(self.index), dtype=bool)
+        for _, limit, total in self._over(got):
+            ok &= (limit < 0) | (total <= limit)
+        return ok
+
+    def explain(self, task: Task, idx: IndexArray) -> list[tuple[str, int]]:
+        """Why nodes ``idx`` exceed a limit, in numbers: per driver, the volumes the pod adds and the most
+        attachments left on those nodes."""
+        got = self.of(task)
+        if not got:
+            return []
+        out = []
+        for d, limit, total in self._over(got):
+            lim, tot = limit[idx], total[idx]
+            bad = (lim >= 0) & (tot > lim)
+            if not bad.any():
+                continue
+            adds = tot[bad] - self.attached[d][idx][bad]
+            left = np.maximum(lim[bad] - self.attached[d][idx][bad], 0)
+            out.append(
+                (
+                    f"node(s) exceed max volume count of {d} (needs {int(adds.min())}, "
+                    f"most free {int(left.max())})",
+                    int(bad.sum()),
+                )
+            )
+        return out
