@@ -144,6 +144,57 @@ def test_a_replaced_sessions_scheduled_event_is_still_written(
     assert _scheduled(server, "g2") == [4]
 
 
+def test_a_status_waits_for_a_later_session_running_and_is_replaced_by_its_status(
+    server: HoldingServer, port: KubePort, feeder: Feeder
+) -> None:
+    """A burst's first sessions chase the watch's delivery of the backlog: a session's status (a gang
+    whose members were not all read yet, told it waits) waited for its binds, and once they were
+    answered went out while the next session, which placed that gang, was still deciding: written
+    stale, beside the next session's binds. It now waits for the session running, whose status
+    replaces it (the waiting gang's Unschedulable event is not carried: the newer says why if it still
+    waits)."""
+    bind = server.hold("/pods/a/binding")
+    port.plan_under(None)  # session 1
+    _bind(port, feeder, "a")
+    assert server.arrived["/pods/a/binding"].acquire(timeout=HOLD)
+    waiting = _session(4, 2, placed=("g1",))
+    waiting.events.append(
+        Event(kind="PodGroup", namespace="default", name="g2", reason="Unschedulable", message="2 of 4")
+    )
+    port.write_status(waiting, feeder)  # session 1 hands its status over: it waits for a's bind
+    _until(lambda: port.status_held)
+    port.plan_under(None)  # session 2 begins, deciding g2
+    bind.set()
+    _until(lambda: port.binds_in_flight == 0)
+    # Session 1's status sent (before), or the status thread waiting for session 2 (now).
+    _until(lambda: server.sent("/podgroups/g1/status") or getattr(port, "status_held_for_session", 0))
+    port.write_status(_session(4, 4, placed=("g2",)), feeder)  # session 2's status
+    assert port.drain(HOLD)
+    assert _scheduled(server, "g2") == [4]  # once, as session 2 said it
+    assert _scheduled(server, "g1") == [4]
+    assert _events(server) == ["g1", "g2"]  # g1's Scheduled carried over; g2's Scheduled, not its wait
+    assert [r.body["reason"] for r in server.sent("/events")].count("Unschedulable") == 0
+
+
+def test_a_session_skipped_or_failed_holds_no_status(
+    server: HoldingServer, port: KubePort, feeder: Feeder
+) -> None:
+    """A session that hands no status over (skipped, or raised) says it ended: the status waiting for
+    it goes then."""
+    bind = server.hold("/pods/a/binding")
+    _bind(port, feeder, "a")
+    assert server.arrived["/pods/a/binding"].acquire(timeout=HOLD)
+    port.write_status(_session(4, 4, placed=("g1",)), feeder)
+    _until(lambda: port.status_held)
+    port.plan_under(None)
+    bind.set()
+    _until(lambda: port.binds_in_flight == 0 and port.status_held_for_session)
+    assert not server.sent("/podgroups/g1/status")
+    port.session_ended()
+    _until(lambda: len(server.sent("/events")) == 1)
+    assert _scheduled(server, "g1") == [4]
+
+
 def test_a_status_write_waits_for_binds_handed_over_after_its_job_began(
     server: HoldingServer, port: KubePort, feeder: Feeder
 ) -> None:

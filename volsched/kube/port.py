@@ -17,8 +17,9 @@ With ``background`` (the operator's), a session never waits on the network for i
   completed since, for the next cycle to finish or forget. A gang's binds go out together; one
   that fails is forgotten and the next session completes the half-bound gang.
 * ``write_status`` takes what it needs from the cache now and writes it on one status thread, each
-  write once no bind is in flight (or ``status_after_binds`` seconds after the session handed it
-  over); when a newer session's status arrives before the older was started, only the newer is
+  write once no bind is in flight and no later session is running (whose binds would come as the
+  statuses went, and whose status says each again as it is then), or ``status_after_binds`` seconds
+  after the session handed it over; when a newer session's status arrives before the older was started, only the newer is
   written (it says every status the older did, as the writer skips what is unchanged; the older's
   events it does not say again are carried into it), and a write of the older's still waiting for
   binds that the newer makes again (a status, a condition) is left to it. What was written is
@@ -136,6 +137,15 @@ class KubePort:
         self.status_for_pipelined = status_for_pipelined
         #: Times a session's status job, or one of its writes, waited for binds in flight (for tests).
         self.status_held = 0
+        #: Times the status thread found a later session running and waited for it (for tests).
+        self.status_held_for_session = 0
+        #: A session is running (from :meth:`plan_under` to its ``write_status`` or
+        #: :meth:`session_ended`): the status writes handed over before it wait for it, as for binds in
+        #: flight (within ``status_after_binds``). In a burst's first sessions, chasing the watch's
+        #: delivery of the backlog, a session's statuses and events (gangs whose members had not all
+        #: been read yet told they wait) went out in the moment between two sessions, beside the next
+        #: session's first binds, to be made stale by it.
+        self._session_running = False
         #: Status writes (a PodGroup's or Queue's status, a pod's condition or nominated node) not sent
         #: because a newer session's status, waiting, writes them as they are now (for tests).
         self.status_dropped = 0
@@ -210,6 +220,15 @@ class KubePort:
         is called, a commit's binds take the holding current when they are handed over."""
         with self._lock:
             self._planned_under, self._planned = holding, True
+            self._session_running = True
+
+    def session_ended(self) -> None:
+        """The session begun at :meth:`plan_under` is over (the operator calls it after each, skipped or
+        failed too; ``write_status`` says it for a session that hands its status over)."""
+        with self._lock:
+            if self._session_running:
+                self._session_running = False
+                self._lock.notify_all()
 
     def bind(
         self, binds: Sequence[Bind], pods: Mapping[str, Raw], *, lone: bool = False
@@ -394,6 +413,7 @@ class KubePort:
 
     def write_status(self, result: SessionResult, feeder: Feeder) -> StatusReport:
         state = feeder.state
+        self.session_ended()  # (its status is the last thing a session hands over)
         if self._status is not None and (expected := result.pipelined > 0) != self._binds_expected:
             with self._lock:  # (the newest session says whether binds are to come)
                 self._binds_expected = expected
@@ -546,20 +566,23 @@ class KubePort:
         return job
 
     def _wait_for_binds(self) -> None:
-        """(Under ``_lock``.) Wait while binds are in flight or to come (pods pipelined), until the
-        status job's time is up."""
+        """(Under ``_lock``.) Wait while binds are in flight or to come (pods pipelined), or a later
+        session runs, until the status job's time is up."""
         if self._binds_due() is not None:
             self.status_held += 1
         while (until := self._binds_due()) is not None:
             self._lock.wait(min(until - self.writer.clock(), _HOLD_SLICE))
 
     def _binds_due(self) -> float | None:
-        """(Under ``_lock``.) Until when the status writes wait for binds (some in flight, or to come),
-        None when they do not (any more)."""
+        """(Under ``_lock``.) Until when the status writes wait for binds (some in flight, or to come, or
+        a later session's, running), None when they do not (any more)."""
         if self._closed:
             return None
         now = self.writer.clock()
         if self._binds_in_flight > self._volume_binds and now < self._writes_until:
+            return self._writes_until
+        if self._session_running and not self._draining and now < self._writes_until:
+            self.status_held_for_session += 1
             return self._writes_until
         if self._binds_expected and not self._draining and now < self._expected_until:
             return self._expected_until

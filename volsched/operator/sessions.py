@@ -398,6 +398,7 @@ class SessionLoop:
         try:
             report = run_cycle(self.feeder, config, self.port, now=now, idle=self.idle, plugins=plugins)
         finally:
+            self.port.session_ended()  # (status writes held for it go on: skipped or failed too)
             self._plugins_ahead = make_plugins_ahead(config)
         self._log_outcomes(report)
         if report.skipped:
