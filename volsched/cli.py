@@ -311,6 +311,9 @@ def _check_config(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from volsched.gcpause import pause_from_start
+
+    pause_from_start()  # the collector off through the imports, until the first listing is frozen
     from volsched.kube import early
 
     early.start(args.operator_args)  # the Pods' and Nodes' first pages, asked for while the rest imports

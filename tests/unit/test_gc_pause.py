@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from tests.unit._cycle_harness import operator_at
-from volsched.gcpause import freeze_all, pause_collector, resume_collector
+from volsched import gcpause
+from volsched.gcpause import (
+    freeze_all,
+    pause_collector,
+    pause_from_start,
+    resume_after_start,
+    resume_collector,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -51,6 +58,41 @@ def test_the_operators_prelist_leaves_the_collector_off_while_another_section_is
             resume_collector()
             assert gc.isenabled()
         finally:
+            gc.unfreeze()
+
+
+def test_the_section_from_the_start_is_opened_once_and_closed_once() -> None:
+    pause_from_start()  # volsched run, before its imports
+    pause_from_start()  # (a second call opens nothing more)
+    assert not gc.isenabled()
+    pause_collector()  # the first listing's own section
+    resume_collector()
+    assert not gc.isenabled()  # still the start's
+    resume_after_start()
+    assert gc.isenabled()
+    resume_after_start()  # (closed already: nothing)
+    assert gc.isenabled()
+    pause_collector()
+    assert not gc.isenabled()  # the count was not taken below zero
+    resume_collector()
+
+
+def test_the_operators_prelist_freezes_what_the_start_made_then_turns_the_collector_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``volsched run`` pauses the collector before its imports; the first listing's freeze takes what
+    they made out of the collector's way with the cache, and only then is the collector on again."""
+    with operator_at(tmp_path) as op:
+        monkeypatch.setattr(op.feed, "_prelist", lambda: None)  # listed nothing
+        try:
+            pause_from_start()
+            made = [[i] for i in range(1_000)]  # the imports' objects, say
+            op.prelist()
+            assert gc.isenabled() and not gcpause._from_start
+            walked = {id(o) for o in gc.get_objects()}
+            assert not any(id(o) in walked for o in made)  # frozen
+        finally:
+            resume_after_start()
             gc.unfreeze()
 
 

@@ -24,7 +24,7 @@ from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
 from volsched.cache.volcano import VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.cache.workload import WORKLOAD_PODGROUP
-from volsched.gcpause import pause_collector, resume_collector
+from volsched.gcpause import pause_collector, resume_after_start, resume_collector
 from volsched.kube.early import EarlyListing
 from volsched.kube.health import ApiHealth
 from volsched.kube.latency import PodLatency
@@ -180,6 +180,7 @@ class WatchFeed:
         finally:
             resume_collector()
         gc.freeze()
+        resume_after_start()  # (paused from volsched run's start: its imports' objects are frozen too)
 
     def _prelist(self) -> None:
         """Every kind's first listing at once. The few kinds go into the cache as they stream in, Pods
