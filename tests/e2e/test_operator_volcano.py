@@ -50,7 +50,9 @@ def test_a_volcano_gang_is_gang_scheduled_and_its_status_written(k: Kube, start_
     )  # fmt: skip
     k.nodes(node("n1", cpu="2"), node("n2", cpu="2"))
     ns = k.namespace("spark")
-    custom.create_namespaced_custom_object(V, VV, ns, "podgroups", volcano_podgroup("etl", 3, "spark"))
+    etl = volcano_podgroup("etl", 3, "spark")
+    etl["spec"]["networkTopology"] = {"mode": "soft", "highestTierAllowed": 1}  # not read: said on it
+    custom.create_namespaced_custom_object(V, VV, ns, "podgroups", etl)
     custom.create_namespaced_custom_object(V, VV, ns, "podgroups", volcano_podgroup("big", 3, "spark", "3"))
     k.pods(ns, *(spark_pod(f"etl-{i}", "etl", "1") for i in range(3)))
     k.pods(ns, *(spark_pod(f"big-{i}", "big", "3") for i in range(3)))  # never fits: 9 cpu of 4
@@ -66,6 +68,14 @@ def test_a_volcano_gang_is_gang_scheduled_and_its_status_written(k: Kube, start_
         return custom.get_namespaced_custom_object(V, VV, ns, "podgroups", name).get("status") or {}  # type: ignore[no-any-return]
 
     wait_for(lambda: pg_status("etl").get("phase") in ("Inqueue", "Running"), 20, what="etl status written")
+    ignored = wait_for(
+        lambda: [c for c in pg_status("etl").get("conditions") or [] if c.get("type") == "FieldsIgnored"],
+        20,
+        what="etl's FieldsIgnored condition",
+    )
+    assert ignored[0]["status"] == "True" and ignored[0]["message"].startswith(
+        "spec.networkTopology is ignored"
+    )
     wait_for(
         lambda: any(c.get("status") == "False" for c in pg_status("big").get("conditions") or []),
         20,

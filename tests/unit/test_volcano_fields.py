@@ -13,11 +13,17 @@ import pytest
 from tests.builders import PRIORITIES, node, pod, podgroup, priority_class, queue, volcano
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
-from volsched.cache.volcano import DESERVED_IGNORED, QUEUE_PODS_IGNORED, VOLCANO_PODGROUP, VOLCANO_QUEUE
+from volsched.cache.volcano import (
+    DESERVED_IGNORED,
+    NETWORK_TOPOLOGY_IGNORED,
+    QUEUE_PODS_IGNORED,
+    VOLCANO_PODGROUP,
+    VOLCANO_QUEUE,
+)
 from volsched.framework.decisions import SessionResult
 from volsched.framework.registry import load_config
 from volsched.framework.runner import run_session
-from volsched.kube.status import queue_status
+from volsched.kube.status import podgroup_status, queue_status
 from volsched.model.decode import build_podgroup, build_task
 from volsched.model.errors import InputError
 
@@ -322,6 +328,23 @@ def test_a_volcano_gang_that_prefers_a_network_tier_is_placed() -> None:
         [node("n1", cpu="8"), queue("q"), group, *(pod(f"w-{i}", ns="ns", group="mpi") for i in range(2))]
     )
     assert {b.pod for b in result.binds} == {"ns/w-0", "ns/w-1"}
+    # The preference is not read, and the PodGroup says so (before, nothing did).
+    conditions = {c["type"]: c for c in podgroup_status(result.podgroups["ns/mpi"])["conditions"]}
+    assert conditions["FieldsIgnored"]["status"] == "True"
+    assert (
+        conditions["FieldsIgnored"]["message"]
+        == f"spec.networkTopology is ignored: {NETWORK_TOPOLOGY_IGNORED}"
+    )
+
+
+def test_a_volcano_gang_without_a_network_tier_has_no_fields_ignored() -> None:
+    group = vc(podgroup("mpi", ns="ns", queue="q", min_member=2, phase="Inqueue"))
+    result = _session(
+        [node("n1", cpu="8"), queue("q"), group, *(pod(f"w-{i}", ns="ns", group="mpi") for i in range(2))]
+    )
+    assert "FieldsIgnored" not in {
+        c["type"] for c in podgroup_status(result.podgroups["ns/mpi"])["conditions"]
+    }
 
 
 def test_a_volcano_gang_of_subgroups_is_refused_saying_why() -> None:

@@ -7,7 +7,8 @@ operators, KubeRay, Flink -- write):
   ours, field for field; ``status.phase`` has the same values. ``spec.minTaskMember`` (per-role
   minimums; a pod's role is its ``volcano.sh/task-spec`` annotation) is honoured as Volcano's gang
   plugin does (see ``volsched.plugins.gang``). ``spec.networkTopology`` is refused in mode ``hard`` (a
-  requirement volsched cannot keep: it reads no HyperNodes) and not read in mode ``soft``.
+  requirement volsched cannot keep: it reads no HyperNodes) and not read in mode ``soft`` (named in the
+  PodGroup's ``FieldsIgnored`` condition).
 * Queue ``spec.weight``, ``spec.capability``, ``spec.reclaimable``, ``spec.guarantee.resource``,
   ``spec.parent`` and ``spec.priority`` (higher first in queue order) are ours. A Volcano Queue's state
   lives in ``status.state`` (Volcano's controller sets it from ``vcctl queue operate``): ``Closed`` and
@@ -77,6 +78,14 @@ NETWORK_TOPOLOGY_REFUSED = (
     "PodGroup's spec.topology (a node label key, e.g. a rack's: the gang in one domain of it)"
 )
 
+#: Why a Volcano PodGroup's ``spec.networkTopology`` in mode ``soft`` (a preference) is not read (its
+#: ``FieldsIgnored`` condition).
+NETWORK_TOPOLOGY_IGNORED = (
+    "mode soft prefers a tier of Volcano's HyperNodes, which volsched does not read: the gang is placed "
+    "as if the field were not there (a volsched PodGroup's spec.topology with mode Preferred keeps a gang "
+    "in one domain of a node label where one fits)"
+)
+
 
 #: Why a Volcano PodGroup with a ``spec.subGroupPolicy`` is refused: gangs of its subgroups (and their
 #: network tiers) are requirements volsched does not keep.
@@ -125,7 +134,7 @@ def build_volcano_podgroup(obj: Mapping[str, Any]) -> PodGroupSpec:
     """A Volcano PodGroup as a :class:`PodGroupSpec` (raises InputError naming the field). Volcano accepts
     ``minMember: 0`` (no gang: any pod may start alone), which is what minMember 1 means here. A
     ``spec.networkTopology`` in mode ``hard`` (a requirement: Volcano's default mode) is refused, saying
-    why; in mode ``soft`` (a preference) it is not read."""
+    why; in mode ``soft`` (a preference) it is not read, and named on the PodGroup (``FieldsIgnored``)."""
     raw = _as(obj, "PodGroup")
     spec = raw.get("spec")
     topology = spec.get("networkTopology") if isinstance(spec, Mapping) else None
@@ -133,13 +142,14 @@ def build_volcano_podgroup(obj: Mapping[str, Any]) -> PodGroupSpec:
         raise InputError(f"PodGroup {_name_of(raw)}: {NETWORK_TOPOLOGY_REFUSED}")
     if isinstance(spec, Mapping) and spec.get("subGroupPolicy"):
         raise InputError(f"PodGroup {_name_of(raw)}: {SUBGROUP_POLICY_REFUSED}")
+    ignored = (("spec.networkTopology", NETWORK_TOPOLOGY_IGNORED),) if topology is not None else ()
     if (
         isinstance(spec, Mapping)
         and spec.get("minMember") == 0
         and not isinstance(spec.get("minMember"), bool)
     ):
         raw["spec"] = {**spec, "minMember": 1}
-    return replace(build_podgroup(raw), api_group=VOLCANO_GROUP)
+    return replace(build_podgroup(raw), api_group=VOLCANO_GROUP, ignored=ignored)
 
 
 def build_volcano_queue(obj: Mapping[str, Any]) -> QueueSpec:

@@ -200,6 +200,10 @@ class PodGroupStatus:
     reservation: str | None = None
     #: Why no reservation can be held for the waiting job (a gang with ``spec.topology``), None otherwise.
     no_reservation: str | None = None
+    #: Fields of the PodGroup volsched deliberately does not honour: (field, why), its ``FieldsIgnored``.
+    #: (Left out of the repr, which the replay digests read: none of their objects sets one, and the
+    #: digests of decisions stay comparable across the field's arrival.)
+    ignored: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     @property
     def unschedulable(self) -> str | None:

@@ -290,6 +290,7 @@ def _new_status(
         rejections=rejections,
         owner=pg.owner.title if pg.owner is not None else "",
         queue_position=position,
+        ignored=pg.ignored,
     )
 
 

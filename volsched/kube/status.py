@@ -89,7 +89,8 @@ WRITTEN_POSITIONS = 50
 def podgroup_status(status: PodGroupStatus) -> dict[str, Any]:
     """The PodGroup ``status`` without times (see :func:`with_transition_times`): where a waiting group
     stands in its queue and when it is expected to start (null once not known: a merge patch drops
-    them), and a ``Reserved`` condition while nodes are reserved for it (False, and why, while none can be)."""
+    them), a ``Reserved`` condition while nodes are reserved for it (False, and why, while none can be), and
+    ``FieldsIgnored`` naming the fields it sets that volsched does not honour."""
     conditions = [podgroup_condition(status)]
     if status.reservation is not None:
         conditions.append(
@@ -112,7 +113,7 @@ def podgroup_status(status: PodGroupStatus) -> dict[str, Any]:
             else None
         ),
         "expectedStart": None if status.expected_start is None else now_rfc3339(status.expected_start),
-        "conditions": conditions,
+        "conditions": [*conditions, *ignored_conditions(status.ignored)],
     }
 
 

@@ -440,6 +440,9 @@ class PodGroupSpec:
     #: ``spec.minTaskMember`` (Volcano's): role -> the pods of that role the gang needs; a pod's role is
     #: its ``volcano.sh/task-spec`` annotation (:data:`TASK_ROLE_ANNOTATION`). None when unset.
     min_task_member: dict[str, int] | None = None
+    #: Fields of the object volsched reads and deliberately does not honour: (field, why), shown on the
+    #: object as a condition (a Volcano PodGroup's soft ``spec.networkTopology``).
+    ignored: tuple[tuple[str, str], ...] = ()
     #: ``namespace/name``, made once (a snapshot reads every group's key, every session).
     key: str = field(init=False, repr=False, compare=False)
 
