@@ -9,6 +9,10 @@
 //	    The bare binder (the ceiling): watches the pending pods of scheduler S in NS (the existing ones,
 //	    then new ones) and posts pods/binding for each, nodes taken round-robin, nothing checked.
 //	    Prints "ready" once the watch is open; runs until killed.
+//	loadgen rtt -server URL -ca CA -token-file F -namespace NS -node N [-gap MS] [-h1]
+//	    Binds the pods named on stdin (one a line) to node N one at a time, GAP ms apart (an arriving pod's
+//	    bind), and prints each request's wall time in us with the protocol; -h1: HTTP/1.1 only (else
+//	    HTTP/2, as client-go). bench/bind_rtt.py compares it with volsched's own client.
 //	loadgen watch -server URL -ca CA -token-file F -namespace NS -rv RV -out FILE
 //	    Watches the pods of NS from resourceVersion RV and appends to FILE, as they are received,
 //	    "A <name> <unix ns>" for a pod seen for the first time and "B <name> <node> <unix ns>" for a pod
@@ -379,9 +383,56 @@ func (c *client) listPods(namespace, selector string) ([]podObject, string) {
 	return list.Items, list.Metadata.ResourceVersion
 }
 
+func rtt(args []string) int {
+	fs := flag.NewFlagSet("rtt", flag.ExitOnError)
+	server, ca, tokenFile, _ := common(fs)
+	namespace := fs.String("namespace", "default", "the pods' namespace")
+	node := fs.String("node", "", "the node every pod is bound to")
+	gap := fs.Int("gap", 50, "ms between two binds")
+	h1 := fs.Bool("h1", false, "HTTP/1.1 only")
+	_ = fs.Parse(args)
+	c, err := newClient(*server, *ca, *tokenFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if *h1 {
+		tr := c.http.Transport.(*http.Transport)
+		tr.ForceAttemptHTTP2 = false
+		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	}
+	lines := bufio.NewScanner(os.Stdin)
+	for lines.Scan() {
+		name := strings.TrimSpace(lines.Text())
+		if name == "" {
+			continue
+		}
+		body, _ := json.Marshal(map[string]any{
+			"apiVersion": "v1", "kind": "Binding",
+			"metadata": map[string]string{"name": name, "namespace": *namespace},
+			"target":   map[string]string{"apiVersion": "v1", "kind": "Node", "name": *node},
+		})
+		time.Sleep(time.Duration(*gap) * time.Millisecond)
+		req, _ := http.NewRequest("POST", c.server+"/api/v1/namespaces/"+url.PathEscape(*namespace)+"/pods/"+url.PathEscape(name)+"/binding", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json")
+		start := time.Now()
+		resp, err := c.http.Do(req)
+		if err != nil {
+			fmt.Println("error", err)
+			continue
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		fmt.Printf("%d %s %d\n", time.Since(start).Microseconds(), resp.Proto, resp.StatusCode)
+	}
+	return 0
+}
+
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen create|bind|watch [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen create|bind|watch|rtt [flags]")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -391,8 +442,10 @@ func main() {
 		os.Exit(bind(os.Args[2:]))
 	case "watch":
 		os.Exit(watch(os.Args[2:]))
+	case "rtt":
+		os.Exit(rtt(os.Args[2:]))
 	default:
-		fmt.Fprintln(os.Stderr, "usage: loadgen create|bind|watch [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen create|bind|watch|rtt [flags]")
 		os.Exit(2)
 	}
 }
