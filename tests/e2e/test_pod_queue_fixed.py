@@ -110,3 +110,22 @@ def test_a_pods_expected_run_time_cannot_change(kube: client.ApiClient, namespac
         assert "a pod's expected run time is fixed at its creation" in str(refused.body), refused.body
     assert core.read_namespaced_pod("p", namespace).metadata.annotations[runtime] == "1h"
     assert _annotate(core, namespace, "p", {runtime: "1h", "note": "x"}) is None  # the same, written again
+
+
+def test_a_pods_gang_size_cannot_change(kube: client.ApiClient, namespace: str, policy: str) -> None:
+    """The group of an owner's pods takes its minMember from the oldest pod's min-member annotation, and a
+    gang is never evicted below its minMember: a tenant who may patch its pods could raise it to the pods
+    running and keep every one of them from reclaim and preempt. The annotation is fixed at creation."""
+    core = client.CoreV1Api(kube)
+    _in_force(kube, core, namespace, policy)
+    size = "scheduling.volsched.io/min-member"
+    _pod(core, namespace, "p", {size: "2"}, "volsched")
+    _pod(core, namespace, "bare", {}, "volsched")
+    for name, change in (("p", {size: "10"}), ("p", {size: None}), ("bare", {size: "10"})):
+        refused = _annotate(core, namespace, name, change)
+        assert refused is not None and refused.status == 403, (change, refused)
+        assert "a pod's gang size is fixed at its creation" in str(refused.body), refused.body
+    assert core.read_namespaced_pod("p", namespace).metadata.annotations[size] == "2"
+    assert _annotate(core, namespace, "p", {size: "2", "note": "x"}) is None  # the same, written again
+    _pod(core, namespace, "theirs", {size: "2"}, "default-scheduler")
+    assert _annotate(core, namespace, "theirs", {size: "10"}) is None  # another scheduler's pod
