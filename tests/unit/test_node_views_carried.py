@@ -195,3 +195,28 @@ def test_masks_and_inverses_kept_with_the_node_table_equal_fresh_ones(
             walk.now += 1
             run_cycle(walk.feeder, load_config(), RandomPort(rng), now=walk.now)
     assert checked["masks"] > 20 and checked["inverse"] > 20
+
+
+def test_a_view_not_asked_for_in_a_session_is_brought_up_to_date_on_what_changed_before_it(
+    served: Served,
+) -> None:
+    """The defect: a view taken over and not asked for in a session was carried to the next with only
+    the nodes that session changed to bring up to date, not the ones it was taken over with: pods bound
+    elsewhere between the first and second sessions were never seen by the view of a shape asked for in
+    the first and third only (``served`` compares each view served with a fresh one)."""
+    feeder, _ = _cluster()
+    config = load_config()
+
+    def cycle(name: str, now: float, cpu: str) -> Any:
+        feeder.apply("Pod", pod(name, cpu=cpu))
+        report = run_cycle(feeder, config, NullPort(), now=now)
+        for b in report.result.binds:  # the binds confirmed: the pod runs, no longer asked for
+            feeder.apply("Pod", pod(b.pod.partition("/")[2], cpu=cpu, node=b.node))
+        return report
+
+    cycle("x0", 1.0, "5")  # shape x: 5 cpu, asked for here
+    for i in range(7):  # pods bound elsewhere on every node but n7, between the sessions
+        feeder.apply("Pod", pod(f"late{i}", cpu="2", node=f"n{i}"))
+    cycle("y0", 2.0, "1")  # another shape: x's view is taken over, not asked for
+    cycle("x1", 3.0, "5")  # x again: its view must know what n0-n6 hold now
+    assert served.taken >= 2 and served.checked >= 1

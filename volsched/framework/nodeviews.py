@@ -393,6 +393,10 @@ class NodeViews(PointTables):
         plugins = self._fn_plugins()
         if any(map(reads_clock, itertools.chain.from_iterable(plugins))):
             return None
+        # The nodes changed since the least up-to-date view was: a view taken over and not asked for this
+        # session is still to be brought up to date on the nodes it was taken over with (the log's first
+        # ``_inherited``), not only on those this session changed.
+        since = min(self._inherited, min(v.log_pos for v in self._views.values()))
         return CarriedViews(
             config=self.config,
             memo=self.nodes.memo,
@@ -400,7 +404,7 @@ class NodeViews(PointTables):
             plugins=plugins,
             versions=self._versions,
             usage=self.nodes.usage,
-            touched=set(self._changes[self._inherited :]),
+            touched=set(self._changes[since:]),
             views=(
                 {k: v for k, v in self._views.items() if k not in self._volume_views}
                 if self._volume_views
