@@ -7,9 +7,11 @@ node becoming Ready, a node's allocatable growing, its PodGroup's minMember lowe
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from tests.e2e.operator_fixtures import GROUP, VERSION, Kube, Start, node, pod, podgroup, wait_for
+from tests.e2e.operator_fixtures import GROUP, VERSION, Kube, Start, node, pod, podgroup, queue, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -103,3 +105,46 @@ def test_pods_set_aside_are_bound_once_a_node_is_ready_grows_or_their_gang_asks_
         what="two of g bound once its minMember is 2",
         operator=op,
     )
+
+
+def _in_queue(obj: dict[str, Any], name: str) -> dict[str, Any]:
+    obj["metadata"].setdefault("annotations", {})["scheduling.volsched.io/queue-name"] = name
+    return obj
+
+
+def test_pods_standing_alone_that_no_node_could_hold_ask_their_queue_no_share(
+    k: Kube, start_operator: Start
+) -> None:
+    """The defect, on a real apiserver: a pod with no PodGroup that no node could ever hold (a label no
+    node has) still counted in its queue's demand, so queue a was given half the cluster it could never
+    use: four of b's eight pods were bound and four refused "... > deserved 4" for ever, 4 cpu idle. Now
+    they ask a nothing (b deserves the whole cluster), b's eight are bound, and a's pods say why."""
+    k.nodes(node("n1", cpu="4"), node("n2", cpu="4"))
+    k.queue(queue("a"))
+    k.queue(queue("b"))
+    ns = k.namespace("never-alone")
+    op = start_operator()
+    k.pods(
+        ns,
+        *(
+            _in_queue(pod(f"a{i}", cpu="1", memory="1Mi", node_selector={"disk": "nowhere"}), "a")
+            for i in range(6)
+        ),
+        *(_in_queue(pod(f"b{i}", cpu="1", memory="1Mi"), "b") for i in range(8)),
+    )
+    wait_for(lambda: len(k.bound(ns)) == 8, 30, what="b's eight pods bound", operator=op)
+    assert set(k.bound(ns)) == {f"{ns}/b{i}" for i in range(8)}
+    wait_for(
+        lambda: all(_why(k, ns, f"a{i}").startswith("can never run as it stands: ") for i in range(6)),
+        30,
+        what="a's pods told they can never run",
+        operator=op,
+    )
+    assert "node selector" in _why(k, ns, "a0"), _why(k, ns, "a0")
+
+    def deserved(name: str) -> Any:
+        return ((k.get_queue(name).get("status") or {}).get("deserved") or {}).get("cpu")
+
+    # (the Queue's status shows what it deserves: all 8 cpu b's, none a's)
+    wait_for(lambda: str(deserved("b")) == "8", 30, what="b's status deserves 8 cpu", operator=op)
+    assert deserved("a") in (None, 0, "0"), k.get_queue("a").get("status")

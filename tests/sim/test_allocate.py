@@ -73,7 +73,8 @@ def test_pending_reason_is_in_numbers():
     data = run(objs)
     msg = next(e["message"] for e in data["events"] if e["object"] == "Pod default/big")
     assert msg == (
-        "0/4 nodes fit: 4 insufficient cpu (needs 2, most idle 1); set aside, as the nodes could not hold it"
+        "can never run as it stands: none of the 4 ready node(s) could hold it, even were they empty (it asks"
+        " cpu 2); 0/4 nodes fit: 4 insufficient cpu (needs 2, most idle 1); set aside, as the nodes could not hold it"
         " even empty: tried again once a node joins, leaves or changes, the pod or its queue changes, or in"
         " 5m; the figures here are those of its last try"
     )

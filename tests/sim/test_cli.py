@@ -60,7 +60,8 @@ def test_json_output_follows_the_contract(tmp_path, capsys):
     assert {
         "object": "Pod default/b",
         "reason": "FailedScheduling",
-        "message": "0/2 nodes fit: 2 insufficient cpu (needs 3, most idle 2); set aside, as the nodes could"
+        "message": "can never run as it stands: none of the 2 ready node(s) could hold it, even were they"
+        " empty (it asks cpu 3); 0/2 nodes fit: 2 insufficient cpu (needs 3, most idle 2); set aside, as the nodes could"
         " not hold it even empty: tried again once a node joins, leaves or changes, the pod or its queue"
         " changes, or in 5m; the figures here are those of its last try",
     } in data["events"]

@@ -202,3 +202,58 @@ def test_an_admitted_gang_that_can_never_run_keeps_no_room_from_the_others(confi
     assert placed(data) == {"default/p": "n1"}
     said = {e["object"]: e["message"] for e in data["events"]}["PodGroup default/g"]
     assert said.startswith("can never run as it stands: "), said
+
+
+def _lone_never_objects(**kw: Any) -> list[Obj]:
+    """Two queues of weight 1 on two 4-cpu nodes; queue a's six 1-cpu pods (no PodGroup) fit on no node
+    (``kw``: what keeps them off), queue b's eight 1-cpu pods fit anywhere."""
+    return [
+        *TWO_NODES,
+        queue("a"),
+        queue("b"),
+        *(pod(f"a{i}", queue="a", **({"cpu": "1"} | kw)) for i in range(6)),
+        *(pod(f"b{i}", queue="b", cpu="1") for i in range(8)),
+    ]
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"node_selector": {"zone": "nowhere"}},
+        {"cpu": "6"},
+    ],
+    ids=["a-label-no-node-has", "bigger-than-any-node"],
+)
+def test_a_lone_pod_that_can_never_run_asks_no_share_of_the_cluster(kw: dict[str, Any]) -> None:
+    """The defect: a pod standing alone (no PodGroup) that fits on no node still counted toward its
+    queue's demand, so proportion gave queue a a share it could never use: b was bound 4 pods and its
+    other 4 were refused "... > deserved 4" session after session, with 4 cpu idle for ever. Such a pod
+    asks for nothing now, as a gang that can never run (it is still told why it waits): b takes both
+    nodes, and the Queue's status shows a asking nothing."""
+    data = run(_lone_never_objects(**kw))
+    assert len(placed(data, "default/b")) == 8, placed(data)
+    assert not placed(data, "default/a")
+    said = {e["object"]: e["message"] for e in data["events"]}
+    assert all(said[f"Pod default/a{i}"] for i in range(6))
+    assert data["queues"]["a"]["request"].get("cpu", 0) == 0, data["queues"]["a"]
+
+
+def test_pods_standing_alone_that_can_never_run_keep_no_place_from_the_pods_behind_them() -> None:
+    """Older pods of a queue that no node could hold come first in its order; asking no share, they
+    are not voted into it either (voted on, each took a place in the queue's share from the pods behind
+    it, which then waited on an empty node): the pod made after them is bound."""
+    from volsched.simulate.documents import EPOCH, iso
+
+    objs = [
+        node("n1", cpu="4"),
+        queue("q"),
+        *(
+            pod(f"old{i}", queue="q", cpu="1", node_selector={"zone": "nowhere"}, created=iso(EPOCH))
+            for i in range(3)
+        ),
+        pod("new", queue="q", cpu="1", created=iso(EPOCH + 60)),
+    ]
+    data = run(objs)
+    assert placed(data) == {"default/new": "n1"}
+    said = {e["object"]: e["message"] for e in data["events"]}
+    assert all(said[f"Pod default/old{i}"].startswith("can never run as it stands: ") for i in range(3))

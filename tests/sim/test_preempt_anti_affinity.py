@@ -299,15 +299,16 @@ def test_a_pod_that_cannot_be_helped_says_why() -> None:
 
 
 def test_reclaim_evicts_the_pods_in_the_way_in_another_queue() -> None:
-    # "lender" holds 6 of the 8 cpus; "taker" asks 4 (2 for a pod no node takes), so 4 is each queue's
+    # "lender" holds 6 of the 8 cpus; "taker" asks 6 (4 for a pod no node takes), so 4 is each queue's
     # deserved share and lender's 2 beyond it may be reclaimed. There is a free cpu on each node, but
     # lender's web pods keep taker's pod (2 cpus) off both: reclaim evicts one, and that makes room too.
     lender = [podgroup("lender-job", queue="lender", priority_class="high", min_member=1)]
     for on, web in (("n1", "web-1"), ("n2", "web-2")):
         lender += running(web, on, labels=WEB, q="lender", prio="high", group="lender-job")
         lender += [p for i in range(2) for p in running(f"fill-{on}-{i}", on, q="lender", group="lender-job")]
-    # (a pod standing alone: a gang whose pods select a label no node has can never run, and asks no share)
-    nowhere = pod("nowhere", queue="taker", cpu="2", node_selector={"pool": "none"})
+    # (a pod standing alone that an empty node could hold, so it asks a share, but that no node has room
+    # for, nor could reclaim make it any: one no node could ever hold asks no share, gang or not)
+    nowhere = pod("nowhere", queue="taker", cpu="4")
     before = [*nodes("n1", "n2"), queue("lender", reclaimable=True), queue("taker"), *PRIORITIES, *lender]
     after = [
         *preemptor(anti=WEB, q="taker", cpu="2"),

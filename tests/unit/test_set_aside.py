@@ -3,8 +3,9 @@ allocatable, a gang whose minMember pods the nodes could not hold even empty) ar
 tried them: later sessions do not try them again (kube-scheduler's unschedulable queue) until something
 that could make them fit happens — a node joins or changes (its allocatable, labels, readiness), the gang
 itself changes (a pod, its PodGroup), its queue changes, the config is reloaded — or five minutes pass.
-Set aside, they are still told why they wait (what their last try found) and still counted in their
-queue's demand, and every session decides what it did when it tried them (``bench/replay_digest.py``)."""
+Set aside, they are still told why they wait (what their last try found); as they can never run as the
+nodes stand, they ask their queue no share (a gang's or a pod's standing alone, as the proportion plugin
+and the Queue's status count), and every session decides what it did when it tried them (``bench/replay_digest.py``)."""
 
 from __future__ import annotations
 
@@ -28,11 +29,16 @@ from volsched.model.cluster import Job
 STUCK = {"default/sel", "default/big", "default/g-0", "default/g-1", "default/g-2"}
 
 
+Q_GUARANTEE = {"cpu": "14"}
+
+
 def _objects() -> list[Obj]:
     return [
         node("n1", cpu="4", labels={"zone": "y"}),
         *(node(f"n{i}", cpu="4") for i in range(2, 6)),
-        queue("q"),
+        # (a guarantee: the stuck pods standing alone ask q no share, and a queue holding its deserved
+        # share would refuse them before any node is tried; with room under it, they are tried on the nodes)
+        queue("q", guarantee=Q_GUARANTEE),
         queue("r"),
         pod("busy", cpu="2", node="n2", queue="q"),
         pod("sel", cpu="1", queue="q", node_selector={"disk": "x"}),
@@ -123,7 +129,7 @@ WAKES: list[tuple[str, Callable[[Feeder], object], set[str], set[str]]] = [
      {"default/big"}),
     ("the PodGroup changes", lambda f: _apply(f, podgroup("g", queue="r", min_member=1, phase="Inqueue")),
      {"default/g-0", "default/g-1", "default/g-2"}, {"default/g-0"}),
-    ("its queue changes", lambda f: _apply(f, queue("q", weight=2)), STUCK, set()),
+    ("its queue changes", lambda f: _apply(f, queue("q", weight=2, guarantee=Q_GUARANTEE)), STUCK, set()),
 ]  # fmt: skip
 
 
@@ -177,7 +183,10 @@ def test_a_pod_set_aside_says_its_figures_are_those_of_its_last_try_from_that_tr
     feeder = cache(*_objects())
     first = run_cycle(feeder, CONFIG, FakePort(), now=5000.0)
     big = _why(first, "default/big")
-    assert big.startswith("0/5 nodes fit: 5 insufficient cpu (needs 6, most idle 4); set aside, "), big
+    never = "can never run as it stands: none of the 5 ready node(s) could hold it, even were they empty (it asks cpu 6); "
+    assert big.startswith(f"{never}0/5 nodes fit: 5 insufficient cpu (needs 6, most idle 4); set aside, "), (
+        big
+    )
     assert big.endswith(
         "tried again once a node joins, leaves or changes, the pod or its queue changes, or in 5m; "
         "the figures here are those of its last try"
@@ -187,14 +196,14 @@ def test_a_pod_set_aside_says_its_figures_are_those_of_its_last_try_from_that_tr
     assert "the figures here are those of its last try" in _why(first, "default/g-1")
     # every node's idle cpu falls below 4: a try now would say "most idle 2"; set aside, it keeps its words
     for i in range(1, 6):
-        _apply(feeder, pod(f"fill{i}", cpu="2", queue="q", node=f"n{i}"))
+        _apply(feeder, pod(f"fill{i}", cpu="2", queue="r", node=f"n{i}"))
     later = run_cycle(feeder, CONFIG, FakePort(), now=5001.0)
     assert _why(later, "default/big") == big
     # a node grows, still too small for it: tried again, its figures are now's
     _apply(feeder, node("n4", cpu="5"))
     woken = run_cycle(feeder, CONFIG, FakePort(), now=5002.0)
     assert _why(woken, "default/big").startswith(
-        "0/5 nodes fit: 5 insufficient cpu (needs 6, most idle 3); set aside"
+        f"{never}0/5 nodes fit: 5 insufficient cpu (needs 6, most idle 3); set aside"
     )
 
 

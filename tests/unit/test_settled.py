@@ -14,7 +14,7 @@ import pytest
 from tests.builders import node, pod, podgroup, preempting_cluster, queue, quota, running_gangs, spread
 from volsched.cache.state import ClusterState
 from volsched.framework import settled
-from volsched.framework.never import never_fits
+from volsched.framework.never import job_never, never_fits
 from volsched.framework.registry import load_config, make_actions
 from volsched.framework.runner import close_session, open_session
 from volsched.framework.session import Session
@@ -99,7 +99,7 @@ def _session(state: ClusterState, now: float, *, config: Any = None) -> tuple[di
 
 def _walked(session: Session) -> dict[str, dict[str, Vector]]:
     """What the jobs hold per queue (known) and per namespace (the ones that hold something), what they
-    hold and ask per queue (a gang that can never run as it stands asks nothing), and what
+    hold and ask per queue (a gang or a pod standing alone that can never run as it stands asks nothing), and what
     the admitted ones still claim per queue (but those that can never run as they stand): one job at a time, in order, from zero, as the opens summed
     before there was a settled run."""
     out: dict[str, dict[str, Vector]] = {
@@ -116,7 +116,7 @@ def _walked(session: Session) -> dict[str, dict[str, Vector]]:
         if j.queue in session.queues:
             out["queues"][j.queue] = out["queues"].get(j.queue, zeros) + j.allocated
             asks = j.total_request() if any(j.status_count.get(s) for s in pending) else j.allocated
-            if j.podgroup is not None and j.ready_count < j.min_member and never_fits(session, j):
+            if job_never(session, j):  # a gang short of minMember or a pod standing alone, pending
                 asks = j.allocated  # (no share is its: a Queue's status does not show it asked)
             out["requests"][j.queue] = out["requests"].get(j.queue, zeros) + asks
             if j.phase is PodGroupPhase.INQUEUE and not (j.podgroup is not None and never_fits(session, j)):
@@ -676,14 +676,16 @@ def test_a_gap_that_moves_to_another_queue_is_asked_of_that_queue_in_the_next_se
         state.apply(obj)
     for i in range(6):
         state.apply(pod(f"p{i}", cpu=CPUS[i], queue="a" if i % 2 else "b", node="n1"))
-    state.apply(pod("w", cpu="100", queue="a"))  # pending for ever (no node has room): a gap
+    # pending for ever (the node has no room while the others run; it could hold it empty: it asks a
+    # share, unlike a pod no node could ever hold): a gap
+    state.apply(pod("w", cpu="60", queue="a"))
     for i in range(6, 12):
         state.apply(pod(f"p{i}", cpu=CPUS[i % len(CPUS)], queue="a" if i % 2 else "b", node="n1"))
     _session(state, 5.0)
     assert [(g.key, g.queue) for g in state._builder.kept[KEPT].gaps] == [("default/w", "a")]
-    state.apply(pod("w", cpu="100", queue="b"))
+    state.apply(pod("w", cpu="60", queue="b"))
     _, result = _session(state, 6.0)
-    assert result.queues["b"].request["cpu"] > 100 > result.queues["a"].request["cpu"]
+    assert result.queues["b"].request["cpu"] > 60 > result.queues["a"].request["cpu"]
     assert [(g.key, g.queue) for g in state._builder.kept[KEPT].gaps] == [("default/w", "b")]
 
 

@@ -20,7 +20,7 @@ from typing import ClassVar
 from volsched.actions.topology import place_in_domain
 from volsched.actions.util import JobQueue, NamespaceOrder, TaskQueue, first_queue
 from volsched.framework.decisions import Code, Status
-from volsched.framework.never import Refused, leave_aside, take_aside, tell_aside
+from volsched.framework.never import Refused, leave_aside, lone_never, take_aside, tell_aside
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
@@ -65,6 +65,22 @@ def admitted_jobs(session: Session, *, best_effort: bool) -> list[Job]:
         else:
             out.append(job)
     return out
+
+
+def _nodes_refuse(session: Session, job: Job) -> bool:
+    """For a pod standing alone that can never run as it stands (``lone_never``), refused by its queue's
+    share before any node was asked (it asks its queue no share, so its queue may have none for it):
+    record why the nodes refuse it instead, asked of the nodes as a try would (placing nothing), so it
+    is told what keeps it off every node, not of a share it could never use. True when they refuse it;
+    False (the share's refusal stands) for any other job, or should a node take it after all."""
+    if job.podgroup is not None or lone_never(session, job) is None:
+        return False
+    for task in job.tasks.values():
+        choice = session.choose_node(task)
+        if choice.node is not None:
+            return False
+        session.record_fit_error(task, Status(Code.UNSCHEDULABLE, Allocate.name, (choice.reason,)))
+    return True
 
 
 def _has_pending(job: Job, *, best_effort: bool) -> bool:
@@ -152,6 +168,8 @@ class Allocate:
                         if job.key not in session.job_errors:
                             why = f"queue {qname} is overused ({overused.render()})"
                             session.reject(job, Status(overused.code, overused.plugin, (why,)))
+                        if _nodes_refuse(session, job):
+                            tried.append(job)  # no share is its, nor would one help: set aside (told why)
                 continue
             namespaces = queues[qname]
             ns = orders[qname].first()
@@ -232,6 +250,7 @@ class Allocate:
             if refused:
                 reason = refused.about(f"task {task.name}")
                 session.record_fit_error(task, refused)
+                _nodes_refuse(session, job)
             else:
                 why = unfit.get(_fit_key(task)) if unfit else None
                 if why is None:

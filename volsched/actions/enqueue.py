@@ -22,6 +22,7 @@ from typing import ClassVar
 from volsched.actions.eviction import Refusals, refusals_by_shape
 from volsched.actions.util import JobQueue, NamespaceOrder, first_queue
 from volsched.framework.decisions import Code, Status
+from volsched.framework.never import lone_never
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
@@ -57,6 +58,18 @@ class Enqueue:
                     closed = f"queue {queue} is closed and admits no new jobs"
                     session.reject(job, Status(UNRESOLVABLE, self.name, (closed,)))
                 continue
+            # A pod standing alone that can never run as it stands asks its queue nothing (no share is
+            # its): admitted without the votes and counted in no admitted sum, allocate tries it once and
+            # sets it aside, told why. Voted on, it took a place in its queue's share from the pods behind.
+            never = [j for j in waiting if j.podgroup is None and lone_never(session, j) is not None]
+            if never:
+                statement = Statement(session)
+                statement.admit_all(never)
+                statement.commit()
+                if len(never) == len(waiting):
+                    continue
+                apart = set(map(id, never))
+                waiting = [j for j in waiting if id(j) not in apart]
             pending[queue] = waiting
         order: dict[str, dict[str, JobQueue]] = {}
         ns_order: dict[str, NamespaceOrder] = {}

@@ -11,8 +11,12 @@ and that fits on no node as the nodes stand (:func:`fits_nowhere`: their allocat
 readiness, not what runs on them), is not tried again by later sessions until a node changes or joins, the
 gang itself changes, its queue changes, the config is reloaded, or ``ASIDE_FOR`` passes; it is told what
 its last try found instead (kube-scheduler's unschedulable queue, with the node and pod events that may
-make a pod fit as its queueing hints). It stays a job of every session: its queue's demand counts it as
-before. Design: docs/design/steady-state.md#gangs-set-aside. Reads and writes the session's state only.
+make a pod fit as its queueing hints). It stays a job of every session.
+
+Pods standing alone (:func:`lone_never`): the same verdict for a pending pod with no PodGroup, kept per
+shape (request, placement spec, queue), so that a pod no node could ever hold asks its queue no share, as
+such a gang does (:func:`job_never` answers for both). Design: docs/design/steady-state.md#gangs-set-aside.
+Reads and writes the session's state only.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ _MEMO = "never_fits"
 #: Where the nodes each placement's node selector and required node affinity admit are kept with a node
 #: table (its memo: they follow from the nodes' specs alone), by the placement spec (``Task.placement_key``).
 _ADMITTED = "never: admitted nodes"
+#: Where :func:`lone_never` keeps its answers for the session (``ExtensionPoints.state``).
+_LONE = "never: alone"
 #: At most this many placements' masks are kept with a node table (then they are made again).
 _KEPT_PLACEMENTS = 256
 
@@ -102,6 +108,8 @@ def _fit(alloc: Any, smallest: Any) -> int | None:
 
 
 def _what(job: Job) -> str:
+    if job.podgroup is None:
+        return "it asks"
     return "its minResources ask" if job.min_resources_map is not None else "its minMember pods ask"
 
 
@@ -147,6 +155,8 @@ def _nodes_verdict(
     nodes = session.nodes
     alloc = nodes.allocatable[_where(nodes, tasks, placements)]
     n_ready = int(nodes.ready.sum())
+    if job.podgroup is None:
+        return _lone_verdict(session, alloc, n_ready, smallest)
     if n_ready and not len(alloc):
         return (
             f"none of the {n_ready} ready node(s) has the labels its pods' node selector or required node "
@@ -166,6 +176,64 @@ def _nodes_verdict(
             f"{amounts({space.names[i]: float(smallest[i]) for i in np.flatnonzero(smallest > EPS)})})"
         )
     return None
+
+
+def _lone_verdict(session: ExtensionPoints, alloc: Any, n_ready: int, request: Any) -> str | None:
+    """:func:`_nodes_verdict` of a pod standing alone asking ``request``: no ready node its node selector
+    and required node affinity admit (``alloc``: their allocatable) could hold it even empty."""
+    if n_ready and not len(alloc):
+        return (
+            f"none of the {n_ready} ready node(s) has the labels its node selector or required node affinity "
+            "ask for"
+        )
+    fit = _fit(alloc, request) if len(alloc) else None
+    if fit is None or fit >= 1:
+        return None
+    on = (
+        f"the {len(alloc)} ready node(s)"
+        if len(alloc) == n_ready
+        else f"the {len(alloc)} of {n_ready} ready node(s) its node selector or required node affinity admit"
+    )
+    names = session.space.names
+    return (
+        f"none of {on} could hold it, even were they empty (it asks "
+        f"{amounts({names[i]: float(request[i]) for i in np.flatnonzero(request > EPS)})})"
+    )
+
+
+def lone_never(session: ExtensionPoints, job: Job) -> str | None:
+    """:func:`never_fits` of a pod standing alone (``job``: its one-pod job, no PodGroup) while it is
+    pending, or None (a pod placed, pipelined or claiming devices is not judged: the device check places
+    it, node capacity does not count it). Kept for the session by the pod's shape (its request, its
+    placement spec, its queue): a backlog's many such pods share a few shapes, each worked out once, over
+    all the nodes at once."""
+    memo: dict[tuple[int, str, str], tuple[Vector, str | None]] | None = session.state.get(_LONE)
+    if memo is None:
+        memo = session.state[_LONE] = {}
+    for task in job.tasks.values():
+        if task.status is not TaskStatus.PENDING or task.resource_claims:
+            return None
+        request = task.request
+        # (by the request's identity, checked: the pods of one template share one request vector, and
+        # the one kept here stays alive, so its id is no other's while the entry stands)
+        key = (id(request), task.placement_key, job.queue)
+        hit = memo.get(key)
+        if hit is not None and hit[0] is request:
+            return hit[1]
+        verdict = never_fits(session, job)
+        memo[key] = (request, verdict)
+        return verdict
+    return None
+
+
+def job_never(session: ExtensionPoints, job: Job) -> str | None:
+    """Why ``job`` can never run as it stands: :func:`never_fits` of a gang short of minMember,
+    :func:`lone_never` of a pod standing alone; None for a job that may run (or runs)."""
+    if job.podgroup is None:
+        return lone_never(session, job)
+    if job.ready_count >= job.min_member:
+        return None
+    return never_fits(session, job)
 
 
 def admitted_nodes(nodes: NodeTable, tasks: list[Task]) -> BoolArray:
@@ -201,16 +269,15 @@ def admitted_nodes(nodes: NodeTable, tasks: list[Task]) -> BoolArray:
 
 
 def never_asks(session: ExtensionPoints) -> dict[str, Vector]:
-    """Per queue, what its gangs that can never run as it stands (:func:`never_fits`) ask beyond what
-    they hold: their pending and pipelined pods' requests. No share is theirs (the proportion plugin
-    counts none of it in its queue's demand), so a Queue's status does not show it asked either."""
+    """Per queue, what its gangs and pods standing alone that can never run as it stands
+    (:func:`job_never`) ask beyond what they hold: their pending and pipelined pods' requests. No share
+    is theirs (the proportion plugin counts none of it in its queue's demand), so a Queue's status does
+    not show it asked either."""
     out: dict[str, Vector] = {}
     pending, pipelined = TaskStatus.PENDING, TaskStatus.PIPELINED
     for job in session.ledger.asking_jobs():
-        if job.podgroup is None or job.ready_count >= job.min_member:
-            continue
         c = job.status_count
-        if not (c.get(pending) or c.get(pipelined)) or never_fits(session, job) is None:
+        if not (c.get(pending) or c.get(pipelined)) or job_never(session, job) is None:
             continue
         ask = job.total_request() - job.allocated
         held = out.get(job.queue)

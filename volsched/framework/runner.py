@@ -26,7 +26,7 @@ from volsched.framework.decisions import (
     StatusDelta,
     render,
 )
-from volsched.framework.never import NEVER, TOLD, Refused, never_asks, never_fits
+from volsched.framework.never import NEVER, TOLD, Refused, job_never, never_asks
 from volsched.framework.registry import PluginsAhead, make_actions, make_plugins, placement_gap
 from volsched.framework.session import Action, BindSink, Session
 from volsched.model.cluster import ClusterSnapshot, Job
@@ -420,16 +420,32 @@ def queue_positions(session: Session) -> dict[str, int]:
 
 
 def _tell_never(session: Session) -> None:
-    """Put first among the refusals of each gang short of minMember the reason it can never run as it
-    stands, when there is one: its condition, its event and its pods' then say so before the numbers."""
+    """Put first among the refusals of each gang short of minMember, and of each pending pod standing
+    alone, the reason it can never run as it stands, when there is one: its condition, its event and its
+    pods' then say so before the numbers (of a pod standing alone, the same refusal object from one
+    session to the next while the nodes are the same, which the close's kept words of a pod set aside
+    compare by identity)."""
     jobs = session.jobs
+    said: dict[str, Status] | None = None
     for key, statuses in session.job_errors.items():
         job = jobs.get(key)
-        if job is None or job.podgroup is None or job.ready_count >= job.min_member or not statuses:
+        if job is None or not statuses:
             continue
-        verdict = never_fits(session, job)
-        if verdict is not None:
-            statuses.insert(0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "gang", (f"{NEVER}: {verdict}",)))
+        verdict = job_never(session, job)
+        if verdict is None:
+            continue
+        if said is None:
+            said = session.nodes.memo.setdefault(_NEVER_SAID, {})
+        status = said.get(verdict)
+        if status is None:
+            status = said[verdict] = Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "gang", (f"{NEVER}: {verdict}",)
+            )
+        statuses.insert(0, status)
+
+
+#: Where :func:`_tell_never` keeps its refusals by their words, with a node table (its memo).
+_NEVER_SAID = "never: said"
 
 
 def _render_events(session: Session, phases: dict[str, PodGroupPhase], waiting: list[Job]) -> None:

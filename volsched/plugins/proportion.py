@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from volsched.framework.decisions import Event
-from volsched.framework.never import never_admitted, never_fits
+from volsched.framework.never import job_never, never_admitted
 from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
@@ -140,14 +140,9 @@ def _pending_requests(
         c = job.status_count  # get, not c[...]: a missing key is a Python-level call (TaskCounts.__missing__)
         pends = bool(c.get(pending) or c.get(pipelined))
         group = job.podgroup
-        # A gang that can never run as it stands (its PodGroup says why) could never use what it would be
-        # given: it asks for nothing, or the other queues' jobs would wait on it for ever.
-        if (
-            group is not None
-            and (pends or not job.tasks)
-            and job.ready_count < job.min_member
-            and never_fits(session, job) is not None
-        ):
+        # A gang or a pod standing alone that can never run as it stands (told why) could never use what
+        # it would be given: it asks for nothing, or the other queues' jobs would wait on it for ever.
+        if (pends or (not job.tasks and group is not None)) and job_never(session, job) is not None:
             continue
         if job.phase is pending_phase and not job.tasks and group is not None:
             waiting.append(job)
