@@ -337,6 +337,20 @@ def test_a_volcano_gang_that_prefers_a_network_tier_is_placed() -> None:
     )
 
 
+def test_a_volcano_podgroup_field_volsched_does_not_know_is_named_on_it() -> None:
+    group = vc(podgroup("mpi", ns="ns", queue="q", min_member=2, phase="Inqueue"))
+    group["spec"]["elasticMembers"] = 4  # a field of a later Volcano, say
+    group["spec"]["other"] = {}  # empty: says nothing
+    result = _session(
+        [node("n1", cpu="8"), queue("q"), group, *(pod(f"w-{i}", ns="ns", group="mpi") for i in range(2))]
+    )
+    assert len(result.binds) == 2
+    conditions = {c["type"]: c for c in podgroup_status(result.podgroups["ns/mpi"])["conditions"]}
+    assert conditions["FieldsIgnored"]["message"] == (
+        "spec.elasticMembers is ignored: not a field of a Volcano PodGroup that volsched knows"
+    )
+
+
 def test_a_volcano_gang_without_a_network_tier_has_no_fields_ignored() -> None:
     group = vc(podgroup("mpi", ns="ns", queue="q", min_member=2, phase="Inqueue"))
     result = _session(

@@ -104,6 +104,12 @@ QUEUE_AFFINITY_REFUSED = (
 _QUEUE_FIELDS = frozenset(
     {"weight", "capability", "reclaimable", "guarantee", "parent", "priority", "state", "deserved"}
 )
+#: The Volcano PodGroup fields volsched reads, refuses, or says on the group that it does not read (any
+#: other is named in its ``FieldsIgnored`` condition).
+_PODGROUP_FIELDS = frozenset(
+    {"minMember", "minTaskMember", "queue", "priorityClassName", "minResources", "networkTopology",
+     "subGroupPolicy"}
+)  # fmt: skip
 #: Why the other Volcano Queue fields volsched knows of are not read (a ``FieldsIgnored`` condition).
 QUEUE_FIELDS_IGNORED = {
     "affinity": "preferred node groups (Volcano's nodegroup plugin) are a preference volsched does not read",
@@ -134,7 +140,8 @@ def build_volcano_podgroup(obj: Mapping[str, Any]) -> PodGroupSpec:
     """A Volcano PodGroup as a :class:`PodGroupSpec` (raises InputError naming the field). Volcano accepts
     ``minMember: 0`` (no gang: any pod may start alone), which is what minMember 1 means here. A
     ``spec.networkTopology`` in mode ``hard`` (a requirement: Volcano's default mode) is refused, saying
-    why; in mode ``soft`` (a preference) it is not read, and named on the PodGroup (``FieldsIgnored``)."""
+    why; in mode ``soft`` (a preference) it is not read, and named on the PodGroup (``FieldsIgnored``), as
+    is a spec field volsched does not know."""
     raw = _as(obj, "PodGroup")
     spec = raw.get("spec")
     topology = spec.get("networkTopology") if isinstance(spec, Mapping) else None
@@ -142,14 +149,21 @@ def build_volcano_podgroup(obj: Mapping[str, Any]) -> PodGroupSpec:
         raise InputError(f"PodGroup {_name_of(raw)}: {NETWORK_TOPOLOGY_REFUSED}")
     if isinstance(spec, Mapping) and spec.get("subGroupPolicy"):
         raise InputError(f"PodGroup {_name_of(raw)}: {SUBGROUP_POLICY_REFUSED}")
-    ignored = (("spec.networkTopology", NETWORK_TOPOLOGY_IGNORED),) if topology is not None else ()
+    ignored = [("spec.networkTopology", NETWORK_TOPOLOGY_IGNORED)] if topology is not None else []
+    if isinstance(spec, Mapping):
+        ignored.extend(
+            (f"spec.{k}", "not a field of a Volcano PodGroup that volsched knows")
+            for k in sorted(
+                k for k in spec if k not in _PODGROUP_FIELDS and spec[k] not in (None, "", [], {})
+            )
+        )
     if (
         isinstance(spec, Mapping)
         and spec.get("minMember") == 0
         and not isinstance(spec.get("minMember"), bool)
     ):
         raw["spec"] = {**spec, "minMember": 1}
-    return replace(build_podgroup(raw), api_group=VOLCANO_GROUP, ignored=ignored)
+    return replace(build_podgroup(raw), api_group=VOLCANO_GROUP, ignored=tuple(ignored))
 
 
 def build_volcano_queue(obj: Mapping[str, Any]) -> QueueSpec:
