@@ -7,7 +7,8 @@ why they wait; evictions with their reasons; the events that say why pods wait.
 * ``volsched simulate -o html`` writes it with the document embedded (:func:`page`).
 * The operator serves it on its metrics port at ``/ui``; with nothing embedded, the page polls
   ``/ui/state.json``, which :class:`LiveState` builds from the last session and the recent evictions
-  (:func:`add_routes`). Read-only: no route changes anything.
+  (:func:`add_routes`). Read-only: no route changes anything. Its messages are redacted
+  (:func:`volsched.redaction.redact`), as the events the writer sends are.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from volsched.model.scalars import rfc3339
+from volsched.redaction import redact
 from volsched.sessiondoc import eviction_json, session_json
 
 if TYPE_CHECKING:
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
     from volsched.gate import Gate, RateLimit, Refused
 
 PLACEHOLDER = "/*DATA*/"
+#: A PodGroup's texts on the page (the rest are names and figures).
+_PODGROUP_TEXTS = ("reason", "reservation", "noReservation")
 #: How many evictions the operator's page lists (the latest).
 RECENT_EVICTIONS = 100
 #: Eviction outcomes (volsched.kube.writer's) that are no news: not our pod, already gone (a later
@@ -103,6 +107,15 @@ class LiveState:
             if last is not None
             else {"podgroups": {}, "queues": {}, "namespaces": {}, "events": []}
         )
+        # The messages as users read them, without credentials (as the writer sends events): a rejected
+        # object's value, a URL's user-info, a registered secret.
+        for e in body["events"]:
+            e["message"] = redact(e["message"])
+        for pg in body["podgroups"].values():
+            for field in _PODGROUP_TEXTS:
+                if pg.get(field):
+                    pg[field] = redact(pg[field])
+        evictions = [{**e, "reason": redact(e["reason"])} for e in evictions]
         return {
             "source": "operator",
             "sessions": sessions,

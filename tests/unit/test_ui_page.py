@@ -97,3 +97,32 @@ def test_the_evictions_left_out_are_the_writers_outcomes_that_did_nothing() -> N
     from volsched.ui import NOT_NEWS
 
     assert frozenset({writer.SKIPPED, writer.GONE, writer.FENCED}) == NOT_NEWS
+
+
+def test_the_live_state_shows_no_credential_a_message_carries() -> None:
+    """Events are redacted where the writer sends them (volsched.kube.writer); the dashboard showed the same
+    messages as the session made them: a rejected object's value, a URL with its user-info, a registered
+    secret, in an event, a PodGroup's reason or an eviction's, reached anyone reading /ui/state.json."""
+    from volsched.framework.decisions import Event, PodGroupStatus
+    from volsched.redaction import register_secrets
+
+    register_secrets("s3cr3t-t0ken")
+    leak = "got 'password=hunter2' from https://user:pa55@metrics.example, s3cr3t-t0ken"
+    result = SessionResult()
+    result.events.append(Event("Pod", "t", "p", "InvalidAnnotation", f"bad annotation: {leak}"))
+    result.podgroups["t/g"] = PodGroupStatus(
+        phase="Pending", queue="q", min_member=1, running=0, succeeded=0, failed=0, pending=1, scheduled=0,
+        rejections=(), owner="",
+    )  # fmt: skip
+    bad = EvictOutcome(
+        Evict(
+            pod="t/a", uid="u", node="n1", reason=EvictionReason(action="reclaim", detail=f"owed ({leak})")
+        ),
+        "evicted",
+    )
+    live = LiveState()
+    live.record(result, CycleReport(evictions=[bad]))
+    text = json.dumps(live.state())
+    for secret in ("hunter2", "pa55", "s3cr3t-t0ken"):
+        assert secret not in text, text
+    assert "bad annotation: got 'password=***'" in text
