@@ -194,3 +194,38 @@ def test_a_waiting_pods_reason_is_written_again_when_its_words_change_and_its_nu
     assert session("0/200 nodes fit: 100 node(s) had untolerated taint") == []
     clock.now = 12.0
     assert session("0/200 nodes fit: 100 node(s) had untolerated taint") == ["PATCH events", "PATCH p"]
+
+
+def test_a_waiting_pods_condition_carries_no_credential_its_reason_does(
+    server: ScriptedServer, writer: KubeWriter
+) -> None:
+    """The event is redacted where every event passes (``_upsert_event``); the PodScheduled condition
+    beside it, which ``kubectl describe pod`` shows with it, carried the same words unredacted. It is
+    written redacted, and the same reason in the next session is still no new write."""
+    pod = _pod(30)
+    why = "0/1 nodes fit: 1 node(s) didn't match the pod's node selector (password=hunter2)"
+
+    def session() -> list[Any]:
+        server.received.clear()
+        result = SessionResult()
+        result.rejections["Pod ns/p"] = (Status(Code.UNSCHEDULABLE, "allocate", (why,)),)
+        writer.write_status(result, queues=[], podgroups=[], pods={"ns/p": pod})
+        return [r for r in server.received if r.path.endswith("/pods/p/status")]
+
+    [patch] = session()
+    assert "hunter2" not in str(patch.body) and "password=***" in str(patch.body), patch.body
+    assert session() == []
+
+
+def test_a_waiting_gangs_condition_carries_no_credential_its_reason_does() -> None:
+    from volsched.framework.decisions import PodGroupStatus
+    from volsched.kube.status import podgroup_status
+
+    why = "0/1 nodes fit: 1 node(s) didn't match the pod's node selector (password=hunter2)"
+    status = PodGroupStatus(
+        phase="Inqueue", queue="q", min_member=2, running=0, succeeded=0, failed=0, pending=2, scheduled=0,
+        rejections=(Status(Code.UNSCHEDULABLE, "allocate", (why,)),),
+    )  # fmt: skip
+    [scheduled] = podgroup_status(status)["conditions"]
+    assert scheduled["status"] == "False" and "password=***" in scheduled["message"]
+    assert "hunter2" not in scheduled["message"]

@@ -15,6 +15,7 @@ from typing import Any
 from volsched.framework.decisions import PodGroupStatus, QueueStatus
 from volsched.model.resources import CPU, MEMORY, PODS, format_amount
 from volsched.model.scalars import rfc3339
+from volsched.redaction import redact
 
 SCHEDULER_COMPONENT = "volsched"
 
@@ -63,8 +64,10 @@ def podgroup_condition(status: PodGroupStatus) -> dict[str, str]:
         "type": "Scheduled",
         "status": "False",
         "reason": "Unschedulable",
-        "message": status.unschedulable
-        or f"{status.scheduled} of {status.min_member} minimum member(s) placed",
+        # (redacted as events are: the reason quotes what the gang's pods and objects say)
+        "message": redact(status.unschedulable)
+        if status.unschedulable
+        else f"{status.scheduled} of {status.min_member} minimum member(s) placed",
     }
 
 

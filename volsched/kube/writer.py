@@ -1158,12 +1158,13 @@ class KubeWriter:
     def _write_condition(
         self, key: str, uid: str, message: str, now: str, *, only: str = ""
     ) -> tuple[int, int, str | None]:
-        """The pod's PodScheduled=False condition (``only``: on the pod of that uid alone)."""
+        """The pod's PodScheduled=False condition (``only``: on the pod of that uid alone), redacted as its
+        event is (the message as the session made it is kept: what the next session's is compared to)."""
         ns, name = _split(key)
         done, err = self._write(
             f"Pod {key} condition",
             pod_path(ns, name, "status"),
-            _for_uid(render.pod_unschedulable_condition(message, now), only),
+            _for_uid(render.pod_unschedulable_condition(redact(message), now), only),
             STRATEGIC_PATCH,
         )
         if not done:
