@@ -48,6 +48,7 @@ from volsched.model.decode import (
     build_task,
     csi_node_limits,
     device_class,
+    device_class_ignored,
     disruption_budget,
     namespace_queue,
     object_ref,
@@ -390,6 +391,7 @@ class ClusterState:
             elif kind == "DeviceClass":
                 cls = device_class(obj)
                 changed = _put(self.device_classes, cls.name, cls)
+                warning = device_class_ignored(obj)
             elif kind == "ResourceSlice":
                 changed = _put(self.slices, _key(obj), resource_slice(obj))
             elif kind == "ResourceClaim":

@@ -1980,6 +1980,23 @@ def device_class(obj: Raw) -> DeviceClass:
     )
 
 
+def device_class_ignored(obj: Raw) -> str | None:
+    """Why part of a DeviceClass is not honoured (taken all the same), or None: ``spec.extendedResourceName``
+    (Kubernetes' DRAExtendedResource: a pod asking that extended resource gets a device of the class),
+    which volsched does not allocate by."""
+    _, name = _meta(obj, "DeviceClass")
+    spec = obj.get("spec")
+    ext = spec.get("extendedResourceName") if isinstance(spec, _MAP) else None
+    if not ext:
+        return None
+    return (
+        f"DeviceClass {name}: spec.extendedResourceName {_short(ext)} is ignored: volsched does not give a "
+        f"pod that requests {_short(ext)} as an extended resource a device of this class; such a pod waits "
+        "unless a node reports the resource in its allocatable (claim the device in the pod's "
+        "spec.resourceClaims instead)"
+    )
+
+
 def _attribute_value(raw: Any, where: str) -> Any:
     if not isinstance(raw, _MAP) or len(raw) != 1:
         raise InputError(f"{where}: expected one of int, bool, string, version")
