@@ -406,3 +406,13 @@ def test_what_a_victim_goes_past_is_the_filters_words_counted_with_this_sessions
         "1 pod protected by PodDisruptionBudget ns/db (1 disruption allowed, 1 spent this session)",
     )
     assert s.past_budget(tasks["db-1"], point="victim") == s.past_budget(tasks["db-1"], point="preemptable")
+
+
+def test_the_session_counts_when_a_filter_keeps_a_pod_the_plugins_named() -> None:
+    """What tells reclaim and preempt that going past the budgets could change anything."""
+    s = session(budget("db", DB, 0))
+    before = s.victim_filters_kept
+    named(s, "web-0", "bound-0")
+    assert s.victim_filters_kept == before  # nothing protected among them
+    named(s, "db-0", "web-0")
+    assert s.victim_filters_kept > before

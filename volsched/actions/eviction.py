@@ -376,14 +376,19 @@ def place_by_evicting(
         log=log,
         point=point,
     )
-    # The last resort past the victim filters: only where some filter applies (a session with budgets).
-    past: _Placing | None = None
-    if session.has_victim_filters(point):
+    # The last resort past the victim filters: only where some filter applies (a session with budgets),
+    # and worth trying only once one kept a pod the plugins named while this task was tried (else it
+    # would find what was found); where one applies, it is never why the task is not placed.
+    filtered = session.has_victim_filters(point)
+    kept_before = session.victim_filters_kept
 
-        def within_first(v: Task) -> tuple[bool, Any]:
-            return (not session.filter_victims([v], point=point), key(v))
+    def within_first(v: Task) -> tuple[bool, Any]:
+        return (not session.filter_victims([v], point=point), key(v))
 
-        past = replace(
+    def past() -> _Placing | None:
+        if not filtered or session.victim_filters_kept == kept_before:
+            return None
+        return replace(
             placing,
             choose=lambda t, pool: choose(t, pool, past_budgets=True),
             key=within_first,
@@ -404,11 +409,13 @@ def place_by_evicting(
         placed, tried, kept_in_way = evict_in_the_way(placing)
         if placed:
             return None
-        if past is not None:
-            placed, tried, _ = evict_in_the_way(past)
+        last = past()
+        if last is not None:
+            placed, tried, _ = evict_in_the_way(last)
             if placed:
                 return None
-            kept_in_way = []  # gone past, the budgets kept nothing: they are not why
+        if filtered:
+            kept_in_way = []  # gone past (or nothing to go past), the budgets are not why
         return _no_node_passes(session, unfit, tried=tried, kept=kept_in_way, action=action, point=point)
     need = session.capacity_asked(task)
     walk = _walk_nodes(placing, feasible=feasible, need=need)
@@ -417,10 +424,13 @@ def place_by_evicting(
     placed, _, _ = evict_in_the_way(placing)
     if placed:
         return None
-    if past is not None:
-        if _walk_past_budgets(past, feasible=feasible, need=need) or evict_in_the_way(past)[0]:
-            return None
-        walk = replace(walk, unnamed=[])  # gone past, the budgets kept nothing: they are not why
+    last = past()
+    if last is not None and (
+        _walk_past_budgets(last, feasible=feasible, need=need) or evict_in_the_way(last)[0]
+    ):
+        return None
+    if filtered:
+        walk = replace(walk, unnamed=[])  # gone past (or nothing to go past), the budgets are not why
     return _not_placed(
         session, task, walk, feasible=len(feasible), need=need, limited=limited, action=action, point=point
     )

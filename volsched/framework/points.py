@@ -287,6 +287,9 @@ class PointTables:
         self._keys_cache: dict[str, Callable[[Sequence[Any]], list[Any]]] = {}
         self._explain: dict[str, ExplainFn] = {}
         self._victim_explain: dict[str, Callable[[list[Task]], list[str]]] = {}
+        #: How many times the victim filters kept a pod the plugins named (``_victims``): an action's
+        #: last resort past them changes nothing unless this moved while it tried.
+        self.victim_filters_kept = 0
         self.event_handlers: list[EventHandler] = []
         #: Each job's validity as last asked (``job_valid``), kept until one of its tasks changes status
         #: (``job_changed``): enqueue and allocate both ask it of every pending job.
@@ -780,8 +783,12 @@ class PointTables:
             # reclaimable plugin there) does in a config where it is the only one.
             if past_budgets:
                 return candidates
-            return self.filter_victims(candidates, point=point) if filters else []
-        pool = [t for t in candidates if all(fn(actor, [t]) for fn in fns) and all(f([t]) for f in filters)]
+            return self._filtered(candidates, point=point) if filters else []
+        pool = [t for t in candidates if all(fn(actor, [t]) for fn in fns)]
+        if filters:
+            named = len(pool)
+            pool = [t for t in pool if all(f([t]) for f in filters)]
+            self.victim_filters_kept += len(pool) < named
         for fn in fns:
             if not pool:
                 break
@@ -789,7 +796,13 @@ class PointTables:
             pool = [t for t in pool if t.key in keys]
         if past_budgets:
             return self.budgets_first(pool, point=point) if self._victim_filters(point) else pool
-        return self.filter_victims(pool, point=point)
+        return self._filtered(pool, point=point)
+
+    def _filtered(self, victims: list[Task], *, point: str) -> list[Task]:
+        """:meth:`filter_victims`, counting in ``victim_filters_kept`` whether the filters kept any."""
+        out = self.filter_victims(victims, point=point)
+        self.victim_filters_kept += len(out) < len(victims)
+        return out
 
     def has_victim_filters(self, point: str) -> bool:
         """Whether any victim filter applies to ``point``'s victims (none: nothing to go past)."""
