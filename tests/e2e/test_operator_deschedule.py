@@ -1,17 +1,22 @@
 """The descheduler's strategies through the operator on a real apiserver: the pods they name are evicted
 through the Eviction API (a failed pod is deleted at once), each with a Rescheduled event saying why,
 and the healthy ones are left alone, as are the pods the default evictor protects (a DaemonSet's, one
-with an emptyDir), read from what the operator keeps of them."""
+with an emptyDir), read from what the operator keeps of them. A PodDisruptionBudget keeps the pod it
+covers from the moves (voluntary) until its status allows a disruption, and that watch event alone wakes a
+session."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from tests.e2e.operator_fixtures import DESCHEDULE_CONFIG, Kube, Start, node, pod, wait_for
 
 pytestmark = pytest.mark.cluster
+
+WEB = {"app": "web"}
 
 
 def owned_pod(name: str, node_name: str, *, kind: str = "ReplicaSet") -> dict[str, Any]:
@@ -109,3 +114,50 @@ def test_a_tenants_pod_calling_itself_static_moves_and_a_kubelets_mirror_does_no
         lambda: "static/posing" not in k.placements(ns), 30, what=f"the posing pod evicted ({op.log_path})"
     )
     assert set(k.placements(ns)) == {"static/mirror"}
+
+
+def test_a_budget_that_comes_to_allow_a_disruption_wakes_a_session_and_the_move_goes(
+    k: Kube, start_operator: Start
+) -> None:
+    """With an hour between periodic sessions, a budget allowing no disruption keeps a crash-looping pod
+    from shuffle's moves (reclaim and preempt may go past a budget, never shuffle: d68466f); once the
+    disruption controller's status lets one go (none runs here: the test writes it), the budget's watch
+    event alone must wake a session, and the pod is evicted. A pod of ours waits meanwhile (1 cpu short on
+    n1, though n1 empty would hold it), so freed room is worth a session."""
+    k.nodes(node("n1", cpu="2"))
+    k.set_config(DESCHEDULE_CONFIG)
+    ns = k.namespace("budgetwake")
+    policy = client.PolicyV1Api(k.api)
+    body = {"metadata": {"name": "keep"}, "spec": {"maxUnavailable": 0, "selector": {"matchLabels": WEB}}}
+    policy.create_namespaced_pod_disruption_budget(ns, body)
+    crashing = owned_pod("crashing", "n1")
+    crashing["metadata"]["labels"] = WEB
+    k.pods(ns, crashing, owned_pod("healthy", "n1"), pod("big", cpu="2"))
+    statuses = [{"name": "main", "image": "busybox", "imageID": "", "ready": False, "restartCount": 12}]
+    statuses[0]["state"] = {"running": {}}
+    k.core.patch_namespaced_pod_status(
+        "crashing", ns, {"status": {"phase": "Running", "containerStatuses": statuses}}
+    )
+    op = start_operator("--period", "3600")
+    # A session ran with the budget (made before the start: in the first listing) and told big why it waits.
+    wait_for(lambda: _unschedulable(k, ns, "big"), 40, what="big told it waits", operator=op)
+    assert f"{ns}/crashing" in k.placements(ns)
+    generation = policy.read_namespaced_pod_disruption_budget("keep", ns).metadata.generation
+    status = {"disruptionsAllowed": 1, "currentHealthy": 1, "desiredHealthy": 0, "expectedPods": 1}
+    policy.patch_namespaced_pod_disruption_budget_status(
+        "keep", ns, {"status": {**status, "observedGeneration": generation}}
+    )
+    wait_for(
+        lambda: f"{ns}/crashing" not in k.placements(ns),
+        40,
+        what="crashing evicted once its budget allows it",
+        operator=op,
+    )
+    assert set(k.placements(ns)) == {f"{ns}/healthy", f"{ns}/big"}
+    assert "blocked by a PodDisruptionBudget" not in op.log()
+    op.check_running()
+
+
+def _unschedulable(k: Kube, ns: str, name: str) -> bool:
+    conditions = k.core.read_namespaced_pod(name, ns).status.conditions or []
+    return any(c.type == "PodScheduled" and c.status == "False" for c in conditions)
