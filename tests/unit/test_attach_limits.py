@@ -82,7 +82,7 @@ def test_what_a_pods_claims_attach() -> None:
 def test_a_volume_counts_once_per_node_and_the_reason_is_in_numbers() -> None:
     on_n1 = {"x": task("x", "a", node="n1"), "y": task("y", "a", node="n1")}
     state = AttachState(
-        catalog({"n1": {"d": 2}, "n2": {"d": 1}}), names=["n1", "n2"], tasks=lambda: [on_n1, {}]
+        catalog({"n1": {"d": 2}, "n2": {"d": 1}}), index={"n1": 0, "n2": 1}, tasks=lambda: [on_n1, {}]
     )
     assert state.check(task("p", "local")) is None  # no volume of a limited driver
     assert state.check(task("p", "a")).tolist() == [True, True]

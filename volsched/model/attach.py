@@ -80,28 +80,31 @@ class AttachState:
         self,
         catalog: AttachCatalog,
         *,
-        names: Sequence[str],
+        index: Mapping[str, int],
         tasks: Callable[[], Sequence[Mapping[str, Task]]],
     ) -> None:
-        """``tasks``: the pods on each node, as they stand when first asked about a pod."""
+        """``index``: the nodes' positions by name; ``tasks``: the pods on each node, as they stand when
+        first asked about a pod with a volume of a limited driver (nothing is made before: most sessions
+        place none)."""
         self.catalog = catalog
         self._tasks = tasks
-        self.index = {name: i for i, name in enumerate(names)}
-        n = len(names)
-        drivers = sorted({d for limits in catalog.limits.values() for d in limits})
+        self.index = index
+        self._drivers: frozenset[str] | None = None
         #: Per driver with a limit somewhere: each node's limit (-1: none).
-        self.limits: dict[str, npt.NDArray[np.int64]] = {d: np.full(n, -1, dtype=np.int64) for d in drivers}
-        for node, limits in catalog.limits.items():
-            i = self.index.get(node)
-            if i is not None:
-                for d, count in limits.items():
-                    self.limits[d][i] = count
-        self.attached: dict[str, npt.NDArray[np.int64]] = {d: np.zeros(n, dtype=np.int64) for d in drivers}
+        self.limits: dict[str, npt.NDArray[np.int64]] = {}
+        self.attached: dict[str, npt.NDArray[np.int64]] = {}
         self.users: dict[Attachment, npt.NDArray[np.int64]] = {}
         #: Task key -> (its node, the attachments it counts there).
         self._where: dict[str, tuple[int, tuple[Attachment, ...]]] = {}
         self._of: dict[tuple[str, tuple[str, ...]], tuple[Attachment, ...]] = {}
         self._built = False
+
+    @property
+    def drivers(self) -> frozenset[str]:
+        """The drivers some node has a limit for."""
+        if self._drivers is None:
+            self._drivers = frozenset(d for limits in self.catalog.limits.values() for d in limits)
+        return self._drivers
 
     def of(self, task: Task) -> tuple[Attachment, ...]:
         """``task``'s volumes of the drivers that have a limit somewhere."""
@@ -112,12 +115,20 @@ class AttachState:
         out = self._of.get(key)
         if out is None:
             out = self._of[key] = tuple(
-                a for a in self.catalog.attachments(task.namespace, claims) if a[0] in self.limits
+                a for a in self.catalog.attachments(task.namespace, claims) if a[0] in self.drivers
             )
         return out
 
     def _build(self) -> None:
         self._built = True
+        n = len(self.index)
+        self.limits = {d: np.full(n, -1, dtype=np.int64) for d in sorted(self.drivers)}
+        self.attached = {d: np.zeros(n, dtype=np.int64) for d in self.limits}
+        for node, limits in self.catalog.limits.items():
+            i = self.index.get(node)
+            if i is not None:
+                for d, count in limits.items():
+                    self.limits[d][i] = count
         for i, on_node in enumerate(self._tasks()):
             for t in on_node.values():
                 if t.status in _ATTACHED and (t.claims or t.ephemeral_claims):

@@ -243,7 +243,7 @@ def _attach_state(session: ExtensionPoints) -> AttachState | None:
     if catalog is None:
         return None
     nodes = session.nodes
-    state = AttachState(catalog, names=nodes.names, tasks=lambda: nodes.tasks)
+    state = AttachState(catalog, index=nodes.index, tasks=lambda: nodes.tasks)
     session.add_event_handler(EventHandler(allocate=state.add, deallocate=state.remove))
     return state
 
