@@ -45,8 +45,10 @@ _MEMO = "never_fits"
 #: Where the nodes each placement's node selector and required node affinity admit are kept with a node
 #: table (its memo: they follow from the nodes' specs alone), by the placement spec (``Task.placement_key``).
 _ADMITTED = "never: admitted nodes"
-#: Where :func:`lone_never` keeps its answers for the session (``ExtensionPoints.state``).
+#: Where :func:`lone_never` keeps its answers for the session (``ExtensionPoints.state``): by job key,
+#: and by shape.
 _LONE = "never: alone"
+_LoneMemo = tuple[dict[str, str | None], dict[tuple[int, str, str], tuple[Vector, str | None]]]
 #: At most this many placements' masks are kept with a node table (then they are made again).
 _KEPT_PLACEMENTS = 256
 
@@ -207,23 +209,33 @@ def lone_never(session: ExtensionPoints, job: Job) -> str | None:
     it, node capacity does not count it). Kept for the session by the pod's shape (its request, its
     placement spec, its queue): a backlog's many such pods share a few shapes, each worked out once, over
     all the nodes at once."""
-    memo: dict[tuple[int, str, str], tuple[Vector, str | None]] | None = session.state.get(_LONE)
-    if memo is None:
-        memo = session.state[_LONE] = {}
+    kept: _LoneMemo | None = session.state.get(_LONE)
+    if kept is None:
+        kept = session.state[_LONE] = ({}, {})
+    by_job, memo = kept
+    # (each such pod is asked of by enqueue, proportion, allocate and the close: answered once a session
+    # by its key. A pending pod's answer holds all session: nothing in it changes the nodes' specs, and
+    # a pod that can never fit is never placed; one asked of before it is pending is not one the session
+    # makes pending again)
+    if job.key in by_job:
+        return by_job[job.key]
+    verdict: str | None = None
     for task in job.tasks.values():
         if task.status is not TaskStatus.PENDING or task.resource_claims:
-            return None
+            break
         request = task.request
         # (by the request's identity, checked: the pods of one template share one request vector, and
         # the one kept here stays alive, so its id is no other's while the entry stands)
         key = (id(request), task.placement_key, job.queue)
         hit = memo.get(key)
         if hit is not None and hit[0] is request:
-            return hit[1]
-        verdict = never_fits(session, job)
-        memo[key] = (request, verdict)
-        return verdict
-    return None
+            verdict = hit[1]
+        else:
+            verdict = never_fits(session, job)
+            memo[key] = (request, verdict)
+        break
+    by_job[job.key] = verdict
+    return verdict
 
 
 def job_never(session: ExtensionPoints, job: Job) -> str | None:
@@ -279,7 +291,11 @@ def never_asks(session: ExtensionPoints) -> dict[str, Vector]:
         c = job.status_count
         if not (c.get(pending) or c.get(pipelined)) or job_never(session, job) is None:
             continue
-        ask = job.total_request() - job.allocated
+        if job.podgroup is None:  # its one pod, pending (total_request less the zeros it holds: the same)
+            (task,) = job.tasks.values()
+            ask = task.request
+        else:
+            ask = job.total_request() - job.allocated
         held = out.get(job.queue)
         out[job.queue] = ask if held is None else held + ask
     return out
