@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.builders import node, pdb, pod, podgroup, priority_class, queue
-from tests.sim._eviction_helpers import Staged, eviction_config, job
+from tests.sim._eviction_helpers import EXAMPLES, Staged, eviction_config, job
+from volsched.framework.config import SchedulerConfig
+from volsched.framework.registry import load_config
 
 Obj = dict[str, Any]
 
@@ -141,3 +145,40 @@ def test_kube_systems_pods_stay_exempt_past_any_budget() -> None:
     assert s.running("kube-system/", before=True) == 4
     assert s.evicted() == s.deleted() == s.refused() == []
     assert s.running("ns-b/") == 0
+
+
+def _preempt_named_by_no_plugin(*, with_pdb: bool) -> SchedulerConfig:
+    """Preempt where no plugin names victims (priority, gang, conformance and drf switched off for it), with
+    or without pdb."""
+    text = (EXAMPLES / "reclaim-preempt-scheduler.yaml").read_text()
+    text = text.replace(
+        'actions: "enqueue, allocate, reclaim, preempt, backfill"',
+        'actions: "enqueue, allocate, preempt, backfill"',
+    )
+    for name in ("gang", "conformance", "drf"):
+        text = text.replace(f"  - name: {name}\n", f"  - name: {name}\n    enablePreemptable: false\n")
+    if not with_pdb:
+        text = text.replace("  - name: pdb\n", "")
+    return load_config(text=text)
+
+
+@pytest.mark.parametrize("with_pdb", [False, True], ids=["without-pdb", "with-pdb"])
+def test_a_budget_never_lets_preempt_take_what_no_plugin_names(with_pdb: bool) -> None:
+    """Where no plugin answers for preempt's victims, it takes none; pdb, which can only protect, must not
+    change that. Its last resort past the budgets returned every candidate when no other plugin answered:
+    with pdb, a pod of the low-priority gang a (minMember 2) was deleted past its budget, the gang below
+    minMember, where without pdb nothing went."""
+    before = [
+        node("n1", cpu="2"), queue("q"), priority_class("high", 1000), priority_class("low", 10),
+        podgroup("a", ns="ns", queue="q", priority_class="low", min_member=2),
+        pod("a-1", ns="ns", cpu="1", group="a", node="n1", labels={"keep": "yes"}),
+        pod("a-2", ns="ns", cpu="1", group="a", node="n1", labels={"keep": "yes"}),
+        pdb("keep", {"matchLabels": {"keep": "yes"}}, maxUnavailable=0, ns="ns"),
+    ]  # fmt: skip
+    after = [
+        podgroup("b", ns="ns", queue="q", priority_class="high"),
+        pod("new", ns="ns", cpu="1", group="b"),
+    ]
+    s = Staged(before, after, _preempt_named_by_no_plugin(with_pdb=with_pdb))
+    assert (s.evicted(), s.deleted()) == ([], [])
+    assert s.data["pods"]["ns/new"].get("node") is None

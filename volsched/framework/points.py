@@ -780,9 +780,10 @@ class PointTables:
             filters = []
         if not fns:
             # No plugin answers: a filter then answers alone, as Volcano's pdb (a preemptable and
-            # reclaimable plugin there) does in a config where it is the only one.
+            # reclaimable plugin there) does in a config where it is the only one. Past it, nobody:
+            # no plugin names a pod it would keep, and a budget must never let go more than no budget.
             if past_budgets:
-                return candidates
+                return []
             return self._filtered(candidates, point=point) if filters else []
         pool = [t for t in candidates if all(fn(actor, [t]) for fn in fns)]
         if filters:
