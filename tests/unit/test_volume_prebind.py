@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from tests.builders import pod
+from tests.fences import Fence
 from tests.unit._scripted_server import OK, ScriptedServer
 from volsched.cache.state import ClusterState
-from volsched.cycle import BOUND, FAILED, GONE, BindOutcome
+from volsched.cycle import BOUND, FAILED, FENCED, GONE, BindOutcome
 from volsched.framework.decisions import Bind
 from volsched.kube.volumebind import VolumeBinder
 from volsched.kube.writer import KubeWriter
@@ -291,3 +292,40 @@ def test_a_pod_deleted_while_its_claims_wait_is_gone_and_backs_nothing_off(
     )
     puts = [r for r in server.received if r.method == "PUT"]
     assert [p.body["metadata"]["annotations"] for p in puts] == [{SELECTED_NODE: "n1"}, {}]
+
+
+def test_a_claim_deleted_while_it_waits_fails_the_commit_and_binds_no_pod(
+    server: ScriptedServer, writer: KubeWriter, cache: ClusterState, binder: VolumeBinder
+) -> None:
+    written = claim(version=4, annotations={SELECTED_NODE: "n1"})
+    gone = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}
+    server.script[PVC] = [(200, {}, claim()), (200, {}, written), (404, {}, gone)]
+    pending = Pending(binder, [dynamic()])
+    until(lambda: binder.waiting == 1)
+    cache.delete("PersistentVolumeClaim", "default", "data")
+    [outcome] = pending.result()
+    assert (outcome.result, outcome.detail) == (
+        FAILED,
+        "binding volumes: persistentvolumeclaim default/data does not exist any more; not bound; "
+        "backing off 1 s (failed 1 time)",
+    )
+    assert len([r for r in server.received if r.method == "PUT"]) == 1  # the pre-bind; nothing to undo
+    assert not server.sent("/binding")
+
+
+def test_a_lease_lost_while_claims_wait_ends_the_wait_and_nothing_more_is_written(
+    server: ScriptedServer, writer: KubeWriter, cache: ClusterState, binder: VolumeBinder
+) -> None:
+    """A writer that may have lost its Lease stops writing at once: the claim shown bound after it, the
+    pod is not bound, nor is the pre-bind undone or the pod told (the next leader sees what was written)."""
+    fence = writer.fence = Fence()
+    written = claim(version=4, annotations={SELECTED_NODE: "n1"})
+    server.script[PVC] = [(200, {}, claim()), (200, {}, written)]
+    pending = Pending(binder, [dynamic()])
+    until(lambda: binder.waiting == 1)
+    sent = len(server.received)
+    fence.open = False
+    cache.apply(claim(version=6, volume="pv-9", annotations={SELECTED_NODE: "n1", BIND_COMPLETED: "yes"}))
+    [outcome] = pending.result()
+    assert outcome.result == FENCED, outcome
+    assert server.received[sent:] == []
