@@ -525,14 +525,8 @@ def _walk_past_budgets(placing: _Placing, *, feasible: IndexArray, need: BoolArr
         victims = placing.choose(task, pool) if pool else []
         if not victims:
             continue
-        room = nodes.idle[i] + nodes.incoming[i]
-        taken = 0
-        for v in victims:
-            if np.all(room[need] >= task.request[need] - EPS):
-                break
-            taken += 1
-            room += v.request
-        if not np.all(room[need] >= task.request[need] - EPS):
+        taken = _taken(nodes.idle[i] + nodes.incoming[i], victims, task=task, need=need)
+        if taken is None:
             continue
         going = victims[:taken]
         options.append(
@@ -542,20 +536,26 @@ def _walk_past_budgets(placing: _Placing, *, feasible: IndexArray, need: BoolArr
     return any(_evict_on(placing, node, victims, need=need) for _, _, node, victims in options)
 
 
+def _taken(room: Vector, victims: list[Task], *, task: Task, need: BoolArray) -> int | None:
+    """How many of ``victims``, in their order, must go before ``room`` (a node's idle and incoming,
+    a fresh array: it is added to) holds the task; None where all of them do not make room."""
+    taken = 0
+    for v in victims:
+        if np.all(room[need] >= task.request[need] - EPS):
+            return taken
+        taken += 1
+        room += v.request
+    return taken if np.all(room[need] >= task.request[need] - EPS) else None
+
+
 def _evict_on(placing: _Placing, node: int, victims: list[Task], *, need: BoolArray) -> bool:
     """Evict ``victims`` on ``node`` in their order until it has room for the task and its queue may take
     it, and pipeline the task there: True. False, with nothing evicted, where they do not make room or
     the queue would still be over its limit."""
     session, statement, task, queue = placing.session, placing.statement, placing.task, placing.queue
     nodes = session.nodes
-    room = nodes.idle[node] + nodes.incoming[node]
-    taken = 0
-    for v in victims:
-        if np.all(room[need] >= task.request[need] - EPS):
-            break
-        taken += 1
-        room += v.request
-    if not np.all(room[need] >= task.request[need] - EPS):
+    taken = _taken(nodes.idle[node] + nodes.incoming[node], victims, task=task, need=need)
+    if taken is None:
         return False
     mark, logged = len(statement), len(placing.log)
     node_name = nodes.names[node]
