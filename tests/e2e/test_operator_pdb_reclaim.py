@@ -1,8 +1,9 @@
 """reclaim against the real apiserver when a tenant's PodDisruptionBudget allows no disruption
 (``maxUnavailable: 0``) over every pod of a queue that borrowed: the budget does not keep what the
 queue borrowed. The victims are deleted past it (the Eviction API would refuse them), each told first by
-its DisruptionTarget condition and event which budget was gone past and why, the operator's log says so,
-and the other queue's pods are bound once the victims are gone (docs/tenancy.md)."""
+its DisruptionTarget condition and event which budget was gone past and why, the operator's log says so
+and /metrics counts them apart, and the other queue's pods are bound once the victims are gone
+(docs/tenancy.md)."""
 
 from __future__ import annotations
 
@@ -89,6 +90,14 @@ def test_a_budget_allowing_no_disruption_does_not_keep_what_the_queue_borrowed(
         assert event.message == cond.message
         assert f"evict {ns_a}/{victim}: reclaim: " in op.log()
     assert "blocked by a PodDisruptionBudget" not in op.log()
+    # /metrics counts them apart (and among the evictions, as before): budgets gone past show.
+    wait_for(
+        lambda: op.metric("volsched_evictions_past_budget_total", result="evicted") == 2 or None,
+        20,
+        what="the past-budget counter",
+        operator=op,
+    )
+    assert op.metric("volsched_evictions_total", result="evicted") == 2
     # No kubelet ends them: once they are gone, qb's pods are bound.
     for victim in gone:
         k.core.delete_namespaced_pod(victim, ns_a, grace_period_seconds=0)

@@ -1,5 +1,6 @@
 """The operator's Prometheus metrics (:class:`Metrics`): session, action and plugin latencies, schedule
-attempts and evictions by result, each queue's deserved/allocated/share, leadership and config reloads.
+attempts and evictions by result (those deleted past a disruption budget also apart), each queue's
+deserved/allocated/share, leadership and config reloads.
 
 Only the series and how a session's result and writes are counted into them; serving ``/metrics`` is
 :mod:`volsched.operator.http`, node usage metrics are :mod:`volsched.usagefeed`'s.
@@ -31,6 +32,7 @@ class Metrics:
 
     attempts: Counter
     evictions: Counter
+    past_budget: Counter
     deserved: Gauge
     allocated: Gauge
     share: Gauge
@@ -100,6 +102,8 @@ class Metrics:
             self._child("attempts", (result,)).inc()
         for ev in report.evictions:
             self._child("evictions", (ev.result,)).inc()
+            if ev.eviction.deletes:  # taken past its disruption budget: deleted, not evicted
+                self._child("past_budget", (ev.result,)).inc()
 
     def observe(self, result: SessionResult, report: CycleReport | None) -> None:
         """Count a session in. Its timings (three dozen histograms, each with its locks) are counted in
@@ -230,6 +234,15 @@ def _series() -> dict[str, Any]:
             "volsched_schedule_attempts_total", "Schedule attempts by result", ["result"], registry=r
         ),
         "evictions": Counter("volsched_evictions_total", "Evictions by result", ["result"], registry=r),
+        # Of those, the victims reclaim and preempt took past their PodDisruptionBudget as a last resort
+        # (deleted, not evicted), by the same result: how often budgets were gone past.
+        "past_budget": Counter(
+            "volsched_evictions_past_budget_total",
+            "Evictions by result of pods taken past their PodDisruptionBudget (deleted, not evicted); "
+            "also counted in volsched_evictions_total",
+            ["result"],
+            registry=r,
+        ),
         # "parent" is the queue's parent in the queue tree ("root" at the top); a parent's figures are its
         # whole subtree's.
         "deserved": Gauge(
