@@ -329,3 +329,38 @@ def test_a_lease_lost_while_claims_wait_ends_the_wait_and_nothing_more_is_writte
     [outcome] = pending.result()
     assert outcome.result == FENCED, outcome
     assert server.received[sent:] == []
+
+
+def test_a_claim_being_deleted_while_it_waits_fails_the_commit_at_once_and_backs_off(
+    server: ScriptedServer, writer: KubeWriter, cache: ClusterState, binder: VolumeBinder
+) -> None:
+    """A claim deleted while a pending pod refers to it is kept by its ``kubernetes.io/pvc-protection``
+    finalizer, shown with a deletionTimestamp, and never bound: the commit fails as soon as the cache shows
+    it (not at the timeout), its selected node taken off, no pod bound, and the claim backs off as one
+    gone entirely does."""
+    written = claim(version=4, annotations={SELECTED_NODE: "n1"})
+    deleting = claim(version=5, annotations={SELECTED_NODE: "n1"})
+    deleting["metadata"] |= {
+        "deletionTimestamp": "2026-11-30T10:00:00Z",
+        "finalizers": ["kubernetes.io/pvc-protection"],
+    }
+    server.script[PVC] = [
+        (200, {}, claim()),  # read before the pre-bind
+        (200, {}, written),  # written
+        (200, {}, deleting),  # read again to undo
+        (200, {}, deleting),  # the selected node taken off
+    ]
+    pending = Pending(binder, [dynamic()])
+    until(lambda: binder.waiting == 1)
+    cache.apply(deleting)
+    [outcome] = pending.result()  # the fake clock stands still: the timeout never comes
+    assert (outcome.result, outcome.detail) == (
+        FAILED,
+        "binding volumes: persistentvolumeclaim default/data is being deleted; not bound; "
+        "backing off 1 s (failed 1 time)",
+    )
+    puts = [r for r in server.received if r.method == "PUT"]
+    assert [p.body["metadata"]["annotations"] for p in puts] == [{SELECTED_NODE: "n1"}, {}]
+    assert not server.sent("/binding")
+    told = [r for r in server.received if r.method == "PATCH" and r.path.endswith("/status")]
+    assert [r.path for r in told] == ["/api/v1/namespaces/default/pods/p/status"]

@@ -15,8 +15,9 @@ read of the apiserver while it waits. It judges a claim only from an event at or
 wrote (or read): an event in flight from before it says nothing. A claim bound (``spec.volumeName`` and
 ``pv.kubernetes.io/bind-completed``) is done; a claim bound to another volume, a volume whose ``claimRef``
 was taken off, a provisioner that took the annotation off (it could not provision there), a claim or pod
-deleted, or no claim bound within ``timeout`` is a failure. A failure undoes what was written that did not
-bind (the annotation taken off, a ``claimRef`` taken off a volume the claim is not bound to), binds none of
+deleted (a claim being deleted too: its finalizer keeps it, never bound, while a pod refers to it), or no
+claim bound within ``timeout`` is a failure. A failure undoes what was written that did not bind (the
+annotation taken off, a ``claimRef`` taken off a volume the claim is not bound to), binds none of
 the commit's pods (a gang is bound whole or not at all), and says why on each pod (its PodScheduled
 condition and a FailedScheduling event); the cycle then forgets their placement and a later session places
 them again. The claims of a failed commit back off (as kube-scheduler backs a pod off): the next commit
@@ -421,6 +422,8 @@ class VolumeBinder:
             return False
         if v.claim_uid and claim.uid != v.claim_uid:
             raise _Failed(f"{what} was deleted and made again")
+        if claim.deleting:  # kept by its pvc-protection finalizer while a pod refers to it: never bound
+            raise _Failed(f"{what} is being deleted")
         if v.volume:
             if claim.volume and claim.volume != v.volume:
                 raise _Failed(f"{what} was bound to persistentvolume {claim.volume} instead")
