@@ -364,3 +364,24 @@ def test_a_claim_being_deleted_while_it_waits_fails_the_commit_at_once_and_backs
     assert not server.sent("/binding")
     told = [r for r in server.received if r.method == "PATCH" and r.path.endswith("/status")]
     assert [r.path for r in told] == ["/api/v1/namespaces/default/pods/p/status"]
+
+
+def test_a_claim_already_being_deleted_at_the_prebind_is_not_written_to(
+    server: ScriptedServer, writer: KubeWriter, cache: ClusterState, binder: VolumeBinder
+) -> None:
+    """A claim the pre-bind reads with a deletionTimestamp will never be bound: it is refused there, with
+    nothing written (no selected node to put on and take off again), no pod bound, and the pod told."""
+    deleting = claim()
+    deleting["metadata"] |= {
+        "deletionTimestamp": "2026-11-30T10:00:00Z",
+        "finalizers": ["kubernetes.io/pvc-protection"],
+    }
+    server.script[PVC] = [(200, {}, deleting), (200, {}, deleting)]
+    [outcome] = Pending(binder, [dynamic()]).result()
+    assert (outcome.result, outcome.detail) == (
+        FAILED,
+        "binding volumes: persistentvolumeclaim default/data is being deleted; not bound; "
+        "backing off 1 s (failed 1 time)",
+    )
+    assert [r for r in server.received if r.method == "PUT"] == []
+    assert not server.sent("/binding")

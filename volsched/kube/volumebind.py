@@ -76,11 +76,11 @@ def volume_path(name: str) -> str:
 
 class _Failed(Exception):
     """Why the commit's claims could not be bound (said on its pods). ``claims``: their doing (they back
-    off), not the pod's deletion or the scheduler stopping."""
+    off), not the pod's deletion or the scheduler stopping; ``gone``: a pod of the commit was deleted."""
 
-    def __init__(self, why: str, *, claims: bool = True) -> None:
+    def __init__(self, why: str, *, claims: bool = True, gone: bool = False) -> None:
         super().__init__(why)
-        self.claims = claims
+        self.claims, self.gone = claims, gone
 
 
 def _version(obj: Mapping[str, Any]) -> int:
@@ -223,10 +223,7 @@ class VolumeBinder:
             for b in commit.binds:
                 for v in b.volumes:
                     self._prebind(commit, b, v)
-        except Fenced as exc:
-            self._finish(commit, exc)
-            return
-        except _Failed as exc:
+        except (Fenced, _Failed) as exc:
             self._finish(commit, exc)
             return
         commit.holding_back, commit.deadline = False, self.clock() + self.timeout
@@ -263,6 +260,8 @@ class VolumeBinder:
         claim = self._read(path, what)
         if v.claim_uid and meta_of(claim).get("uid") != v.claim_uid:
             raise _Failed(f"{what} was deleted and made again")
+        if meta_of(claim).get("deletionTimestamp"):
+            raise _Failed(f"{what} is being deleted")
         bound_to = (claim.get("spec") or {}).get("volumeName") or ""
         if bound_to:
             if v.volume and bound_to != v.volume:
@@ -393,7 +392,7 @@ class VolumeBinder:
             return Fenced("this replica may have lost the scheduler Lease while volumes were being bound")
         for b in commit.binds:
             if self.cache.pod_uid(b.pod) != b.uid:
-                return _Failed(f"pod {b.pod}: pod does not exist any more", claims=False)
+                return _Failed(f"pod {b.pod}: pod does not exist any more", claims=False, gone=True)
         now = self.clock()
         if commit.holding_back:
             return None if now >= commit.deadline else _WAITS
@@ -486,7 +485,7 @@ class VolumeBinder:
             outcomes = [BindOutcome(b, FENCED, str(verdict)) for b in binds]
         else:
             why = f"binding volumes: {verdict}; not bound"
-            gone = "pod does not exist any more" in str(verdict)
+            gone = isinstance(verdict, _Failed) and verdict.gone
             if not isinstance(verdict, _Failed) or verdict.claims:
                 failures, delay = self._backoff_after(commit, failed=True)
                 times = "time" if failures == 1 else "times"
