@@ -93,7 +93,9 @@ class AttachState:
         #: Per driver with a limit somewhere: each node's limit (-1: none).
         self.limits: dict[str, npt.NDArray[np.int64]] = {}
         self.attached: dict[str, npt.NDArray[np.int64]] = {}
-        self.users: dict[Attachment, npt.NDArray[np.int64]] = {}
+        #: Per attachment: the nodes it is attached on, and how many pods there mount it (sparse: a
+        #: volume is attached on a node or a few, and a row per volume over every node grows as their product).
+        self.users: dict[Attachment, dict[int, int]] = {}
         #: Task key -> (its node, the attachments it counts there).
         self._where: dict[str, tuple[int, tuple[Attachment, ...]]] = {}
         self._of: dict[tuple[str, tuple[str, ...]], tuple[Attachment, ...]] = {}
@@ -142,10 +144,8 @@ class AttachState:
             return
         self._where[task.key] = (node, got)
         for a in got:
-            users = self.users.get(a)
-            if users is None:
-                users = self.users[a] = np.zeros(len(self.index), dtype=np.int64)
-            users[node] += 1
+            users = self.users.setdefault(a, {})
+            users[node] = users.get(node, 0) + 1
             if users[node] == 1:
                 self.attached[a[0]][node] += 1
 
@@ -169,7 +169,10 @@ class AttachState:
             users = self.users[a]
             users[node] -= 1
             if users[node] == 0:
+                del users[node]
                 self.attached[a[0]][node] -= 1
+                if not users:
+                    del self.users[a]
 
     def _over(
         self, got: Sequence[Attachment]
@@ -182,10 +185,11 @@ class AttachState:
             by_driver.setdefault(a[0], []).append(a)
         out = []
         for d, mine in by_driver.items():
-            total = self.attached[d].copy()
+            total = self.attached[d] + len(mine)
             for a in mine:
-                users = self.users.get(a)
-                total += 1 if users is None else (users == 0)
+                on = self.users.get(a)
+                if on:  # attached there already: it adds nothing on those nodes
+                    total[list(on)] -= 1
             out.append((d, self.limits[d], total))
         return out
 
