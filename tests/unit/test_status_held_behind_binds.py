@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ import pytest
 from tests.builders import node, pod, podgroup
 from tests.fences import Fence
 from tests.unit._background_port import Clock, background_port
-from tests.unit._cycle_harness import cache
+from tests.unit._cycle_harness import cache, operator_at
 from tests.unit._scripted_server import ScriptedServer
 from volsched.cache.feeder import Feeder
 from volsched.framework.decisions import Bind, Event, PodGroupStatus, SessionResult
@@ -340,3 +341,35 @@ def test_a_status_waiting_for_pipelined_pods_binds_goes_when_its_time_is_up(
     clock.now = 102.5  # (status_for_pipelined: 2 s after the first was handed over)
     _until(lambda: len(server.sent("/events")) == 1)
     assert _scheduled(server, "g1") == [4]
+
+
+def test_a_session_that_raises_before_its_cycle_holds_no_status(
+    server: HoldingServer, port: KubePort, feeder: Feeder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operator's session says it began (``plan_under``) before its cycle: something raising
+    after that and before the cycle's own ``try`` (here the latency stamp) left the port believing a
+    session ran, and a status handed over earlier waited ``status_after_binds`` for it (on this clock,
+    which never moves: for ever). The status goes once the binds before it are answered."""
+    with operator_at(tmp_path) as op:
+        loop = op.loop
+        loop.port, loop.writer = port, port.writer  # the session's port: this test's server and clock
+        monkeypatch.setattr(op.lease, "ensure", lambda: True)
+        monkeypatch.setattr(op.reloader, "reload", lambda **_: None)
+        monkeypatch.setattr(op.reloader, "known", True)
+        monkeypatch.setattr(op.volcano, "follow", lambda **_: None)
+        loop.pods_read_at = op.lease.acquired_at  # caught up: no listing
+
+        def stamp() -> None:
+            raise RuntimeError("stamp failed")
+
+        monkeypatch.setattr(loop.latency, "session", stamp)
+        bind = server.hold("/pods/a/binding")
+        _bind(port, feeder, "a")
+        assert server.arrived["/pods/a/binding"].acquire(timeout=HOLD)
+        port.write_status(_session(4, 4, placed=("g1",)), feeder)  # an earlier session's status
+        _until(lambda: port.status_held)
+        with pytest.raises(RuntimeError, match="stamp failed"):
+            loop.run_once()
+        bind.set()
+        _until(lambda: len(server.sent("/events")) == 1)
+        assert _scheduled(server, "g1") == [4]

@@ -391,11 +391,13 @@ class SessionLoop:
                 return None
         now = time.time()
         self.usage.refresh(now)  # the collector's fresh snapshot (no I/O on this path)
-        self.port.plan_under(holding)  # its binds are never sent under a later holding
-        self.latency.session()
         config = self.reloader.config
-        plugins, self._plugins_ahead = self._plugins_ahead, None  # (the session checks their config)
+        # Its binds are never sent under a later holding. From here on the port holds the status writes
+        # handed over before for this session: whatever ends it, raising too, says it ended.
+        self.port.plan_under(holding)
         try:
+            self.latency.session()
+            plugins, self._plugins_ahead = self._plugins_ahead, None  # (the session checks their config)
             report = run_cycle(self.feeder, config, self.port, now=now, idle=self.idle, plugins=plugins)
         finally:
             self.port.session_ended()  # (status writes held for it go on: skipped or failed too)
