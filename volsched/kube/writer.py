@@ -723,6 +723,8 @@ class KubeWriter:
         return None
 
     def _evict(self, eviction: Evict, ns: str, name: str) -> EvictOutcome:
+        """Evict the pod through the Eviction API, only the one decided for: EVICTED; gone, GONE; refused
+        by a disruption budget (429), BLOCKED; another pod by that name (the uid precondition), CONFLICT."""
         body: dict[str, Any] = {
             "apiVersion": "policy/v1",
             "kind": "Eviction",
@@ -730,50 +732,45 @@ class KubeWriter:
         }
         if eviction.uid:  # never evict another pod that took the name meanwhile
             body["deleteOptions"] = {"preconditions": {"uid": eviction.uid}}
-        try:
-            self._send("POST", pod_path(ns, name, "eviction"), body)
-            return EvictOutcome(eviction, EVICTED)
-        except Fenced as exc:
-            return EvictOutcome(eviction, FENCED, str(exc))
-        except ApiException as exc:
-            detail = _reason(exc)
-            if exc.status == 404:
-                return EvictOutcome(eviction, GONE, detail)
-            if exc.status == 429:
-                return EvictOutcome(eviction, BLOCKED, detail)
-            if exc.status == 409:
-                return EvictOutcome(eviction, CONFLICT, detail)
-            return EvictOutcome(eviction, FAILED, f"{exc.status}: {detail}")
-        except ResponseLost as exc:  # it may have evicted the pod
-            return self._evict_read_back(eviction, ns, name, str(exc))
-        except Exception as exc:
-            return EvictOutcome(eviction, FAILED, str(exc))
+        return self._remove(eviction, ns, name, method="POST", path=pod_path(ns, name, "eviction"), body=body)
 
     def _delete(self, eviction: Evict, ns: str, name: str) -> EvictOutcome:
         """Delete the pod (a victim past its disruption budget), only the one decided for: EVICTED with
-        ``DELETED`` as its detail; gone, GONE; another pod by that name (the uid precondition), CONFLICT."""
+        ``DELETED`` as its detail; gone, GONE; another pod by that name (the uid precondition), CONFLICT.
+        A 429 here is the apiserver's throttling, not a budget's refusal: FAILED."""
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if eviction.uid:  # never delete another pod that took the name meanwhile
             body["preconditions"] = {"uid": eviction.uid}
+        return self._remove(eviction, ns, name, method="DELETE", path=pod_path(ns, name), body=body)
+
+    def _remove(
+        self, eviction: Evict, ns: str, name: str, *, method: str, path: str, body: dict[str, Any]
+    ) -> EvictOutcome:
+        """Send an eviction (POST) or a delete (DELETE) and say what came of it; a delete's outcome and
+        failures say it was one."""
+        deletes = method == "DELETE"
+        said = "delete: " if deletes else ""
         try:
-            self._send("DELETE", pod_path(ns, name), body)
-            return EvictOutcome(eviction, EVICTED, DELETED)
+            self._send(method, path, body)
+            return EvictOutcome(eviction, EVICTED, DELETED if deletes else "")
         except Fenced as exc:
             return EvictOutcome(eviction, FENCED, str(exc))
         except ApiException as exc:
             detail = _reason(exc)
             if exc.status == 404:
                 return EvictOutcome(eviction, GONE, detail)
+            if exc.status == 429 and not deletes:
+                return EvictOutcome(eviction, BLOCKED, detail)
             if exc.status == 409:
                 return EvictOutcome(eviction, CONFLICT, detail)
-            return EvictOutcome(eviction, FAILED, f"delete: {exc.status}: {detail}")
-        except ResponseLost as exc:  # it may have deleted the pod
+            return EvictOutcome(eviction, FAILED, f"{said}{exc.status}: {detail}")
+        except ResponseLost as exc:  # it may have evicted (deleted) the pod
             outcome = self._evict_read_back(eviction, ns, name, str(exc))
-            if outcome.result == EVICTED:
+            if deletes and outcome.result == EVICTED:
                 outcome.detail = f"{DELETED}; {outcome.detail}"
             return outcome
         except Exception as exc:
-            return EvictOutcome(eviction, FAILED, f"delete: {error_summary(exc)}")
+            return EvictOutcome(eviction, FAILED, f"{said}{error_summary(exc)}")
 
     def _evict_read_back(self, eviction: Evict, ns: str, name: str, why: str) -> EvictOutcome:
         """What came of an eviction whose answer was lost, as the pod read back shows (not sent again: the

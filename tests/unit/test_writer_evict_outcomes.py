@@ -1,0 +1,97 @@
+"""What each answer to an eviction or to a delete past a budget comes to (result, detail): the two
+requests share one mapping of errors to outcomes, apart from where they differ on purpose. A 429 is a
+disruption budget's refusal only from the Eviction API (a delete's 429 is throttling: it failed); a
+delete's success, and its failures, say it was a delete."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.unit._scripted_server import ScriptedServer
+from volsched.cycle import BLOCKED, CONFLICT, EVICTED, FAILED, FENCED, GONE, UNKNOWN
+from volsched.framework.decisions import Evict, EvictionReason
+from volsched.framework.messages import DELETED
+from volsched.kube.errors import ApiException
+from volsched.kube.prune import prune_pod
+from volsched.kube.rest import ResponseLost
+from volsched.kube.writer import Fenced, KubeWriter
+from volsched.model.vocabulary import SCHEDULER_NAME
+
+EVICT = Evict(pod="ns/p", uid="u1", node="n1", reason=EvictionReason(action="preempt", detail="r"))
+DELETE = Evict(
+    pod="ns/p",
+    uid="u1",
+    node="n1",
+    reason=EvictionReason(action="reclaim", past_budget=("1 pod protected by PodDisruptionBudget ns/keep",)),
+)
+#: Deleted at once when evicted: the eviction (or delete) is the writer's first request.
+POD = {
+    "metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
+    "spec": {"schedulerName": SCHEDULER_NAME, "terminationGracePeriodSeconds": 0},
+}
+
+
+def _api(status: int) -> ApiException:
+    return ApiException(status=status, reason="Why", body='{"kind":"Status","message":"said so"}')
+
+
+class _Boom(Exception):
+    def __str__(self) -> str:
+        return "boom\nsecond line"
+
+
+@pytest.mark.parametrize(
+    ("raised", "read_back", "evicted", "deleted"),
+    [
+        (None, None, (EVICTED, ""), (EVICTED, DELETED)),
+        (Fenced("not sure"), None, (FENCED, "not sure"), (FENCED, "not sure")),
+        (_api(404), None, (GONE, "said so"), (GONE, "said so")),
+        (_api(409), None, (CONFLICT, "said so"), (CONFLICT, "said so")),
+        (_api(429), None, (BLOCKED, "said so"), (FAILED, "delete: 429: said so")),
+        (_api(500), None, (FAILED, "500: said so"), (FAILED, "delete: 500: said so")),
+        (
+            ResponseLost("lost"),
+            {"metadata": {"uid": "u1", "deletionTimestamp": "t"}},
+            (EVICTED, "lost; read back: terminating"),
+            (EVICTED, f"{DELETED}; lost; read back: terminating"),
+        ),
+        (
+            ResponseLost("lost"),
+            {"metadata": {"uid": "u1"}},
+            (UNKNOWN, "lost; read back: not evicted yet"),
+            (UNKNOWN, "lost; read back: not evicted yet"),
+        ),
+        (ResponseLost("lost"), "gone", (GONE, "lost; read back: gone"), (GONE, "lost; read back: gone")),
+        (_Boom(), None, (FAILED, "boom second line"), (FAILED, "delete: boom second line")),
+    ],
+    ids=["ok", "fenced", "404", "409", "429", "500", "lost-terminating", "lost-there", "lost-gone", "other"],
+)
+def test_each_answer_to_an_eviction_or_a_delete_comes_to_its_outcome(
+    server: ScriptedServer,
+    writer: KubeWriter,
+    monkeypatch: pytest.MonkeyPatch,
+    raised: Exception | None,
+    read_back: Any,
+    evicted: tuple[str, str],
+    deleted: tuple[str, str],
+) -> None:
+    sent: list[tuple[str, str]] = []
+
+    def send(method: str, path: str, body: Any, **_: Any) -> bytes:
+        sent.append((method, path))
+        if raised is not None:
+            raise raised
+        return b"{}"
+
+    monkeypatch.setattr(writer, "_send", send)
+    monkeypatch.setattr(writer, "read_pod", lambda ns, name: None if read_back == "gone" else read_back)
+    for eviction, expected, request in (
+        (EVICT, evicted, ("POST", "/api/v1/namespaces/ns/pods/p/eviction")),
+        (DELETE, deleted, ("DELETE", "/api/v1/namespaces/ns/pods/p")),
+    ):
+        sent.clear()
+        outcome = writer.evict(eviction, prune_pod(POD))
+        assert (outcome.result, outcome.detail) == expected
+        assert sent == [request]
