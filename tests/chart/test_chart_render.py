@@ -59,6 +59,11 @@ def _by_key(objs: list[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
     return {_key(o): o for o in objs}
 
 
+def _named(objs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    [found] = [o for o in objs if o["kind"] == kind and o["metadata"]["name"] == name]
+    return found
+
+
 def _one(objs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     found = [o for o in objs if o["kind"] == kind]
     assert len(found) == 1, f"{len(found)} {kind} objects"
@@ -219,11 +224,20 @@ CASES: list[tuple[str, list[str], Any]] = [
      lambda o: _container(o)["env"][0] == {"name": "VOLSCHED_SCHEDULER_NAMES", "value": "volsched"}),
     ("pods' queue annotations fixed for every scheduler name",
      ["--set-json", 'schedulerNames=["volsched","volcano"]'],
-     lambda o: _one(o, "ValidatingAdmissionPolicy")["spec"]["matchConditions"][0]["expression"]
-     == "object.spec.schedulerName in ['volsched', 'volcano']"
-     and _one(o, "ValidatingAdmissionPolicyBinding")["spec"]["policyName"] == "volsched-pod-queue-fixed"),
+     lambda o: _named(o, "ValidatingAdmissionPolicy", "volsched-pod-queue-fixed")["spec"]["matchConditions"][0]
+     ["expression"] == "object.spec.schedulerName in ['volsched', 'volcano']"
+     and _named(o, "ValidatingAdmissionPolicyBinding", "volsched-pod-queue-fixed")["spec"]["policyName"]
+     == "volsched-pod-queue-fixed"),
     ("pods' queue annotations left unchecked", ["--set", "podQueueFixed=false"],
-     lambda o: not [x for x in o if x["kind"].startswith("ValidatingAdmissionPolicy")]),
+     lambda o: [x["metadata"]["name"] for x in o if x["kind"].startswith("ValidatingAdmissionPolicy")]
+     == ["volsched-podgroup-phase-fixed"] * 2),
+    ("a PodGroup's phase left to whoever writes it", ["--set", "podGroupPhaseFixed=false"],
+     lambda o: [x["metadata"]["name"] for x in o if x["kind"].startswith("ValidatingAdmissionPolicy")]
+     == ["volsched-pod-queue-fixed"] * 2),
+    ("a PodGroup's phase is the release's service account's", [],
+     lambda o: "'system:serviceaccount:volsched-system:volsched'"
+     in _named(o, "ValidatingAdmissionPolicy", "volsched-podgroup-phase-fixed")["spec"]["matchConditions"][0]
+     ["expression"]),
     ("no default queue", ["--set", "defaultQueue.create=false"], lambda o: not [x for x in o if x["kind"] == "Queue"]),
     ("default queue weight", ["--set", "defaultQueue.weight=4"],
      lambda o: _one(o, "Queue")["spec"] == {"weight": 4, "reclaimable": True}),
@@ -258,6 +272,8 @@ def test_another_release_name_and_namespace_keep_the_names_consistent() -> None:
         {"kind": "ServiceAccount", "name": "batch-volsched", "namespace": "sched"}
     ]
     assert by_kind["Deployment"]["spec"]["template"]["spec"]["serviceAccountName"] == "batch-volsched"
+    phase = _named(objs, "ValidatingAdmissionPolicy", "batch-volsched-podgroup-phase-fixed")
+    assert "'system:serviceaccount:sched:batch-volsched'" in phase["spec"]["matchConditions"][0]["expression"]
 
 
 def test_the_scheduler_names_reach_the_operator_comma_separated() -> None:

@@ -1,0 +1,147 @@
+"""manifests/61-podgroup-phase-fixed.yaml on the real apiserver: a PodGroup's ``status.phase`` is the
+scheduler's. Volcano's PodGroup CRD has no status subresource, so a tenant who may create or update its
+PodGroups could write their status as well: created ``Inqueue`` (or ``Running``), a gang skipped enqueue
+(its queue's ``perNamespace.maxRunningJobs``, overcommit's room: volsched reads the phase back as its own
+decision); marked ``Completed`` while it ran, it no longer counted in ``maxRunningJobs``. The policy
+refuses a create that sets a phase other than Pending and an update that changes it, by anyone but the
+operator's service account and cluster admins; a spec update, or one that writes the same phase again,
+passes. In-apiserver CEL: no operator runs here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client import ApiException
+
+from tests.e2e.operator_fixtures import ROOT, VV, V, install_volcano_crds, wait_for
+from volsched_dev.devcluster import LocalControlPlane
+
+pytestmark = pytest.mark.cluster
+
+POLICY = ROOT / "manifests" / "61-podgroup-phase-fixed.yaml"
+TENANT = "tenant"
+SCHEDULER = "system:serviceaccount:volsched-system:volsched"
+NS = "team"
+
+
+@pytest.fixture
+def admin(cluster: LocalControlPlane) -> Iterator[client.ApiClient]:
+    """The admin's client, with Volcano's CRDs, the policy, a namespace and a tenant who may write
+    Volcano's PodGroups in it (as a team's role grants), as the operator's service account may."""
+    with cluster.api_client() as api:
+        install_volcano_crds(api)
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": NS}})
+        rbac = client.RbacAuthorizationV1Api(api)
+        rbac.create_namespaced_role(
+            NS,
+            {
+                "metadata": {"name": "podgroups"},
+                "rules": [
+                    {
+                        "apiGroups": [V],
+                        "resources": ["podgroups"],
+                        "verbs": ["create", "get", "update", "patch"],
+                    }
+                ],
+            },
+        )
+        rbac.create_namespaced_role_binding(
+            NS,
+            {
+                "metadata": {"name": "tenant"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "podgroups"},
+                "subjects": [
+                    {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": TENANT},
+                    {"kind": "ServiceAccount", "name": "volsched", "namespace": "volsched-system"},
+                ],
+            },
+        )
+        adm = client.AdmissionregistrationV1Api(api)
+        vap, binding = [d for d in yaml.safe_load_all(POLICY.read_text()) if d]
+        adm.create_validating_admission_policy(vap)
+        adm.create_validating_admission_policy_binding(binding)
+        yield api
+
+
+@pytest.fixture
+def as_user(cluster: LocalControlPlane) -> Iterator[Any]:
+    """``as_user(name)``: a CustomObjectsApi that acts as ``name`` (the admin impersonating it)."""
+    opened: list[client.ApiClient] = []
+
+    def make(name: str) -> client.CustomObjectsApi:
+        api = cluster.api_client()
+        api.set_default_header("Impersonate-User", name)
+        opened.append(api)
+        return client.CustomObjectsApi(api)
+
+    yield make
+    for api in opened:
+        api.close()  # type: ignore[no-untyped-call]
+
+
+def _group(name: str, phase: str | None = None) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": f"{V}/{VV}",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"minMember": 1, "queue": "default"},
+    }
+    if phase is not None:
+        obj["status"] = {"phase": phase}
+    return obj
+
+
+def _refused(call: Any, *args: Any) -> ApiException | None:
+    try:
+        call(*args)
+    except ApiException as exc:
+        return exc
+    return None
+
+
+def test_only_the_scheduler_sets_a_podgroups_phase(admin: client.ApiClient, as_user: Any) -> None:
+    tenant, scheduler = as_user(TENANT), as_user(SCHEDULER)
+    create, patch = tenant.create_namespaced_custom_object, tenant.patch_namespaced_custom_object
+    tries = iter(range(1_000_000))
+    wait_for(  # (the apiserver loads a new binding asynchronously)
+        lambda: (
+            _refused(create, V, VV, NS, "podgroups", _group(f"probe-{next(tries)}", "Inqueue")) is not None
+        ),
+        60,
+        what="policy in force",
+    )
+    status = (
+        client.AdmissionregistrationV1Api(admin)
+        .read_validating_admission_policy("volsched-podgroup-phase-fixed")
+        .status
+    )
+    assert status is None or status.type_checking is None or not status.type_checking.expression_warnings
+    refused = _refused(create, V, VV, NS, "podgroups", _group("early", "Inqueue"))
+    assert refused is not None and refused.status == 403, refused
+    assert "a PodGroup's status.phase is the scheduler's to write" in str(refused.body), refused.body
+    assert "cannot be set to Inqueue by tenant" in str(refused.body), refused.body
+
+    assert _refused(create, V, VV, NS, "podgroups", _group("job")) is None
+    assert _refused(create, V, VV, NS, "podgroups", _group("pending", "Pending")) is None
+    for phase in ("Inqueue", "Running", "Completed"):
+        refused = _refused(patch, V, VV, NS, "podgroups", "job", {"status": {"phase": phase}})
+        assert refused is not None and refused.status == 403, (phase, refused)
+
+    # The scheduler admits it; the tenant may then update its spec, writing the same phase back.
+    scheduler.patch_namespaced_custom_object(V, VV, NS, "podgroups", "job", {"status": {"phase": "Inqueue"}})
+    assert _refused(patch, V, VV, NS, "podgroups", "job", {"spec": {"minMember": 2}}) is None
+    current = tenant.get_namespaced_custom_object(V, VV, NS, "podgroups", "job")
+    current["spec"]["minMember"] = 3
+    assert _refused(tenant.replace_namespaced_custom_object, V, VV, NS, "podgroups", "job", current) is None
+    for change in ({"status": {"phase": "Completed"}}, {"status": None}):
+        refused = _refused(patch, V, VV, NS, "podgroups", "job", change)
+        assert refused is not None and refused.status == 403, (change, refused)
+    assert tenant.get_namespaced_custom_object(V, VV, NS, "podgroups", "job")["status"]["phase"] == "Inqueue"
+    # A cluster admin may (mending a status by hand).
+    client.CustomObjectsApi(admin).patch_namespaced_custom_object(
+        V, VV, NS, "podgroups", "job", {"status": {"phase": "Pending"}}
+    )
