@@ -148,3 +148,57 @@ def test_pods_standing_alone_that_no_node_could_hold_ask_their_queue_no_share(
     # (the Queue's status shows what it deserves: all 8 cpu b's, none a's)
     wait_for(lambda: str(deserved("b")) == "8", 30, what="b's status deserves 8 cpu", operator=op)
     assert deserved("a") in (None, 0, "0"), k.get_queue("a").get("status")
+
+
+def test_a_gang_that_no_node_could_hold_stays_pending_says_why_and_runs_once_a_node_is_labelled(
+    k: Kube, start_operator: Start
+) -> None:
+    """The defect, on a real apiserver: a PodGroup in phase Pending whose pods select a label no node has
+    was voted into its queue (phase Inqueue), its minimum taking a place in its queue's share for that
+    session. Not voted on now: it stays Pending and its Scheduled condition says why in numbers, a pod
+    of its queue is bound meanwhile, and once a node is labelled as its pods select, it is admitted and
+    bound whole."""
+    k.nodes(node("n1", cpu="4"), node("n2", cpu="4"))
+    k.queue(queue("a"))
+    ns = k.namespace("never-gang")
+    k.podgroup(ns, podgroup("g", 2, "a"))
+    # (its pods there before the first session: a PodGroup with no pod yet is admitted on its minResources,
+    # Volcano's job flow, and then set aside once its pods are tried)
+    k.pods(
+        ns,
+        *(pod(f"g-{i}", cpu="1", memory="1Mi", group="g", node_selector={"disk": "ssd"}) for i in range(2)),
+        _in_queue(pod("p", cpu="4", memory="1Mi"), "a"),
+    )
+    op = start_operator()
+
+    def scheduled() -> dict[str, Any]:
+        status = k.get_podgroup(ns, "g").get("status") or {}
+        conds = {c["type"]: c for c in status.get("conditions") or []}
+        return {"phase": status.get("phase"), **conds.get("Scheduled", {})}
+
+    said = wait_for(
+        lambda: (
+            (s := scheduled()).get("status") == "False"
+            and (s.get("message") or "").startswith("can never")
+            and s
+        ),
+        30,
+        what="g told it can never run",
+        operator=op,
+    )
+    assert said["message"].startswith(
+        "can never run as it stands: none of the 2 ready node(s) has the labels its pods' node selector or "
+        "required node affinity ask for (minMember 2); not admitted to queue a while it can never run"
+    ), said
+    assert said["phase"] == "Pending", said
+    wait_for(lambda: f"{ns}/p" in k.bound(ns), 30, what="p bound", operator=op)
+    assert scheduled()["phase"] == "Pending"
+
+    k.core.patch_node("n2", {"metadata": {"labels": {"disk": "ssd"}}})
+    wait_for(
+        lambda: k.bound(ns).get(f"{ns}/g-0") == "n2" and k.bound(ns).get(f"{ns}/g-1") == "n2",
+        30,
+        what="g bound once n2 is labelled",
+        operator=op,
+    )
+    wait_for(lambda: scheduled()["phase"] == "Running", 30, what="g Running", operator=op)

@@ -257,3 +257,39 @@ def test_pods_standing_alone_that_can_never_run_keep_no_place_from_the_pods_behi
     assert placed(data) == {"default/new": "n1"}
     said = {e["object"]: e["message"] for e in data["events"]}
     assert all(said[f"Pod default/old{i}"].startswith("can never run as it stands: ") for i in range(3))
+
+
+@pytest.mark.parametrize(
+    ("kw", "size"),
+    [({"node_selector": {"zone": "nowhere"}}, 2), ({"cpu": "2500m"}, 4)],
+    ids=["a-label-no-node-has", "more-pods-than-the-nodes-hold"],
+)
+def test_a_pending_gang_that_can_never_run_keeps_no_place_from_the_pods_behind_it(
+    kw: dict[str, Any], size: int
+) -> None:
+    """The defect: a gang in phase Pending that can never run (on three 4-cpu nodes: its pods select a
+    label no node has, or four pods of 2.5 cpu, one a node) was voted into its queue in the session it
+    came, its minimum taking a place in its queue's share, and a pod of its queue arriving with it waited
+    for the session after ("minResources cpu 4 + allocated 0 + admitted 12 > deserved 12"). Not voted on
+    now, it stays Pending, told why, and the three pods start as they arrive."""
+    from volsched.simulate import Document, Replay
+    from volsched.simulate.annotations import DURATION_ANNOTATION
+    from volsched.simulate.documents import EPOCH, iso
+
+    made = iso(EPOCH + 60)
+    objs = [
+        *(node(f"n{i}", cpu="4") for i in range(3)),
+        queue("q"),
+        podgroup("g", queue="q", min_member=size),
+        *(pod(f"g-{i}", group="g", queue="q", created=made, **({"cpu": "2"} | kw)) for i in range(size)),
+        *(
+            pod(f"later{i}", queue="q", cpu="4", created=made, annotations={DURATION_ANNOTATION: "10m"})
+            for i in range(3)
+        ),
+    ]
+    objs[4]["metadata"]["creationTimestamp"] = made
+    result = Replay([Document(f"test: document {i}", o) for i, o in enumerate(objs)], until=7200.0).run()
+    for i in range(3):
+        later = result.runs[f"default/later{i}"]
+        assert later.started == later.created, later
+    assert result.runs["default/g-0"].started is None

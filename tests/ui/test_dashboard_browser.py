@@ -146,7 +146,8 @@ spec:
     )
     data = json.loads(simulate("-f", str(cluster), "-o", "json"))
     reason = data["podgroups"]["team/wide"]["reason"]
-    assert "minResources cpu 6 > room 4.8" in reason  # three pods of 2 cpu on one 4-cpu node
+    # three pods of 2 cpu on one 4-cpu node: it can never run, and says so in numbers
+    assert "its minMember pods ask cpu 6, more than all the ready nodes have (cpu 4)" in reason
     groups = render(tmp_path, page(data), ROWS % "podgroups")
     # in line: the first (and only) job waiting in its queue
     assert groups == [

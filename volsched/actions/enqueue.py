@@ -9,6 +9,11 @@ The jobs decided for are those with a pod pending and the PodGroups in phase Pen
 yet (``Session.admission_jobs``): Volcano's job controller makes a job's pods only once the scheduler
 moved its PodGroup to Inqueue, so such a group is admitted on its minResources (none: it asks nothing).
 
+A job that can never run as it stands (``volsched.framework.never``) is not voted on: no share is its,
+and admitted it took a place in its queue's share and the cluster's room from the jobs behind it. A pod
+standing alone is admitted without the votes, counted in no admitted sum; a gang whose pods bear the
+verdict out stays Pending, told why, until a session after a node, the gang or its queue changed.
+
 Once one queue is left, its namespace that comes first stays first until its jobs are all decided (an
 admission takes no resources, so no namespace key moves): its jobs are decided as one run, in job
 order, and stretches of it are voted on and admitted at once where the plugins answer for runs
@@ -22,7 +27,7 @@ from typing import ClassVar
 from volsched.actions.eviction import Refusals, refusals_by_shape
 from volsched.actions.util import JobQueue, NamespaceOrder, first_queue
 from volsched.framework.decisions import Code, Status
-from volsched.framework.never import lone_never
+from volsched.framework.never import unvoted_never
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
@@ -58,18 +63,16 @@ class Enqueue:
                     closed = f"queue {queue} is closed and admits no new jobs"
                     session.reject(job, Status(UNRESOLVABLE, self.name, (closed,)))
                 continue
-            # A pod standing alone that can never run as it stands asks its queue nothing (no share is
-            # its): admitted without the votes and counted in no admitted sum, allocate tries it once and
-            # sets it aside, told why. Voted on, it took a place in its queue's share from the pods behind.
-            never = [j for j in waiting if j.podgroup is None and lone_never(session, j) is not None]
+            # A job that can never run as it stands asks its queue nothing (no share is its), so it is
+            # not voted on: voted on and admitted, it took a place in its queue's share (and the
+            # cluster's room) from the jobs behind it.
+            never = [j for j in waiting if unvoted_never(session, j) is not None]
             if never:
-                statement = Statement(session)
-                statement.admit_all(never)
-                statement.commit()
-                if len(never) == len(waiting):
+                apart = self._set_apart(session, queue, never)
+                if len(apart) == len(waiting):
                     continue
-                apart = set(map(id, never))
-                waiting = [j for j in waiting if id(j) not in apart]
+                if apart:
+                    waiting = [j for j in waiting if id(j) not in apart]
             pending[queue] = waiting
         order: dict[str, dict[str, JobQueue]] = {}
         ns_order: dict[str, NamespaceOrder] = {}
@@ -99,6 +102,27 @@ class Enqueue:
                     del order[name]
                     del ns_order[name]
             self._admit(session, run, refusals)
+
+    def _set_apart(self, session: Session, queue: str, never: list[Job]) -> set[int]:
+        """Decide for the jobs of ``queue`` that can never run as it stands (``never``) without the votes,
+        and return them (by ``id``): a pod standing alone is admitted and counted in no admitted sum
+        (allocate tries it once and sets it aside, told why); a valid gang stays Pending, told why, and
+        is asked again in a session after a node, the gang or its queue changed (a gang not valid is
+        left to the votes' path, which refuses it as such)."""
+        lone = [j for j in never if j.podgroup is None]
+        if lone:
+            statement = Statement(session)
+            statement.admit_all(lone)
+            statement.commit()
+        apart = set(map(id, lone))
+        gangs = [j for j in never if j.podgroup is not None]
+        if gangs:
+            kept_out = Status(UNRESOLVABLE, self.name, (f"not admitted to queue {queue} {_WHILE_NEVER}",))
+            for job, invalid in zip(gangs, session.jobs_valid(gangs), strict=True):
+                if not invalid:
+                    session.reject(job, kept_out)
+                    apart.add(id(job))
+        return apart
 
     def _admit(self, session: Session, run: list[Job], refusals: Refusals | None) -> None:
         """Admit or refuse the jobs of ``run`` in turn, as one after another: stretches of valid jobs
@@ -165,6 +189,8 @@ class Enqueue:
             session.reject(job, refused.about(f"not admitted to queue {job.queue}"))
 
 
+#: What a gang that can never run as it stands is told after why (``volsched.framework.never``).
+_WHILE_NEVER = "while it can never run: asked again once a node joins, leaves or changes, or the gang or its queue changes"
 #: Jobs a run answer is first asked for, and at most (doubling while runs are let in whole).
 _FIRST_STRETCH = 64
 _MOST_STRETCH = 8192

@@ -3,8 +3,9 @@
 Whether a gang can never run as it stands (:func:`never_fits`), whatever else leaves the cluster: what the
 session's close tells the gang first (the runner), what keeps it from asking its queue a share (the
 proportion plugin, and the Queue's status) and from being the job the reservation plugin holds nodes for
-(no room it could plan would ever admit it). Asked once per gang shape per session: the answers are kept
-in the session's scratchpad.
+(no room it could plan would ever admit it), and, where its pods bear the verdict out (:func:`pods_never`),
+from being voted into its queue at all (enqueue keeps it Pending). Asked once per gang shape per session:
+the answers are kept in the session's scratchpad.
 
 The set-aside (:func:`take_aside`, :func:`leave_aside`): a gang that allocate tried and could not place,
 and that fits on no node as the nodes stand (:func:`fits_nowhere`: their allocatable, labels and
@@ -48,14 +49,17 @@ _ADMITTED = "never: admitted nodes"
 #: Where :func:`lone_never` keeps its answers for the session (``ExtensionPoints.state``): by job key,
 #: and by shape.
 _LONE = "never: alone"
+#: Where :func:`job_never` keeps its answers for gangs for the session (``ExtensionPoints.state``), by
+#: job key.
+_GANGS = "never: gangs"
 _LoneMemo = tuple[dict[str, str | None], dict[tuple[int, str, str], tuple[Vector, str | None]]]
 #: At most this many placements' masks are kept with a node table (then they are made again).
 _KEPT_PLACEMENTS = 256
 
-#: A gang's shape, as far as :func:`never_fits` reads it: its minimum ask, the least each of its pods
-#: asks, minMember, its queue, and the placements of its pods with a node selector or required node
-#: affinity ("" for a pod with neither).
-Shape = tuple[bytes, bytes, int, str, frozenset[str]]
+#: A gang's shape, as far as :func:`never_fits` reads it: its minimum ask, whether that is its
+#: minResources, the least each of its pods asks, minMember, its queue, and the placements of its pods
+#: with a node selector or required node affinity ("" for a pod with neither).
+Shape = tuple[bytes, bool, bytes, int, str, frozenset[str]]
 
 
 def never_fits(session: ExtensionPoints, job: Job) -> str | None:
@@ -66,18 +70,37 @@ def never_fits(session: ExtensionPoints, job: Job) -> str | None:
     even were they empty (each pod counted at the least any of its pods asks, on any node one of its pods
     may go to, so this never says "never" of a gang that could fit). Kept for the session by the gang's
     shape: asked again of a gang like one asked before, the answer is not worked out again."""
-    memo: dict[Shape, str | None] | None = session.state.get(_MEMO)
+    return _judged(session, job)[0]
+
+
+def pods_never(session: ExtensionPoints, job: Job) -> str | None:
+    """:func:`never_fits` of a gang where its pods bear it out (their requests and placements against the
+    ready nodes and its queue's capability), not its minResources alone, which only admission reads (the
+    overcommit plugin admits minResources past the cluster by its factor, and pods that ask less then
+    run): what keeps such a gang from being voted on at all (enqueue). Kept as :func:`never_fits`."""
+    return _judged(session, job)[1]
+
+
+def _judged(session: ExtensionPoints, job: Job) -> tuple[str | None, str | None]:
+    """:func:`never_fits` and :func:`pods_never` of ``job``, kept for the session by its shape."""
+    memo: dict[Shape, tuple[str | None, str | None]] | None = session.state.get(_MEMO)
     if memo is None:
         memo = session.state[_MEMO] = {}
     tasks = list(job.tasks.values())
     smallest = _smallest(session, tasks)
     placements = _placements(tasks)
-    key = (job.min_request.tobytes(), smallest.tobytes(), job.min_member, job.queue, placements)
-    if key in memo:
-        return memo[key]
-    verdict = _queue_verdict(session, job) or _nodes_verdict(session, job, smallest, tasks, placements)
-    memo[key] = verdict
-    return verdict
+    by_pods = job.min_resources_map is None
+    key = (job.min_request.tobytes(), by_pods, smallest.tobytes(), job.min_member, job.queue, placements)
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    verdict = _queue_verdict(session, job) or _total_verdict(session, job)
+    pods = (
+        None if verdict is not None and by_pods else _pods_verdict(session, job, smallest, tasks, placements)
+    )
+    verdict = verdict or pods
+    hit = memo[key] = (verdict, verdict if by_pods else pods)
+    return hit
 
 
 def _smallest(session: ExtensionPoints, tasks: list[Task]) -> Any:
@@ -140,20 +163,26 @@ def _queue_verdict(session: ExtensionPoints, job: Job) -> str | None:
     return None
 
 
-def _nodes_verdict(
-    session: ExtensionPoints, job: Job, smallest: Any, tasks: list[Task], placements: frozenset[str]
-) -> str | None:
-    """Its minimum past all the ready nodes, or fewer than minMember of its pods on the ready nodes its
-    pods may go to, even were they empty."""
+def _total_verdict(session: ExtensionPoints, job: Job) -> str | None:
+    """Its minimum past all the ready nodes."""
     space = session.space
     need = job.min_request
     total = session.total
-    if bool((need > total + EPS).any()):
-        rows = np.flatnonzero(need > total + EPS)
-        return (
-            f"{_what(job)} {amounts({space.names[i]: float(need[i]) for i in rows}, pods=True)}, more than "
-            f"all the ready nodes have ({amounts({space.names[i]: float(total[i]) for i in rows}, pods=True)})"
-        )
+    if not bool((need > total + EPS).any()):
+        return None
+    rows = np.flatnonzero(need > total + EPS)
+    return (
+        f"{_what(job)} {amounts({space.names[i]: float(need[i]) for i in rows}, pods=True)}, more than "
+        f"all the ready nodes have ({amounts({space.names[i]: float(total[i]) for i in rows}, pods=True)})"
+    )
+
+
+def _pods_verdict(
+    session: ExtensionPoints, job: Job, smallest: Any, tasks: list[Task], placements: frozenset[str]
+) -> str | None:
+    """Fewer than minMember of its pods (a pod standing alone: it) on the ready nodes its pods may go to,
+    even were they empty."""
+    space = session.space
     nodes = session.nodes
     alloc = nodes.allocatable[_where(nodes, tasks, placements)]
     n_ready = int(nodes.ready.sum())
@@ -181,7 +210,7 @@ def _nodes_verdict(
 
 
 def _lone_verdict(session: ExtensionPoints, alloc: Any, n_ready: int, request: Any) -> str | None:
-    """:func:`_nodes_verdict` of a pod standing alone asking ``request``: no ready node its node selector
+    """:func:`_pods_verdict` of a pod standing alone asking ``request``: no ready node its node selector
     and required node affinity admit (``alloc``: their allocatable) could hold it even empty."""
     if n_ready and not len(alloc):
         return (
@@ -245,7 +274,31 @@ def job_never(session: ExtensionPoints, job: Job) -> str | None:
         return lone_never(session, job)
     if job.ready_count >= job.min_member:
         return None
-    return never_fits(session, job)
+    return _gang_judged(session, job)[0]
+
+
+def unvoted_never(session: ExtensionPoints, job: Job) -> str | None:
+    """Why ``job``, waiting for admission, is decided for without the votes (enqueue): :func:`lone_never`
+    of a pod standing alone, :func:`pods_never` of a gang short of minMember; None for a job the votes
+    decide."""
+    if job.podgroup is None:
+        return lone_never(session, job)
+    if job.ready_count >= job.min_member:
+        return None
+    return _gang_judged(session, job)[1]
+
+
+def _gang_judged(session: ExtensionPoints, job: Job) -> tuple[str | None, str | None]:
+    """:func:`_judged` of a gang, kept for the session by its key as well: asked of each gang by enqueue,
+    proportion and the close, it is answered once a session by its key. It holds all session: the
+    gang's pods, minMember and queue and the nodes' specs do not change in one."""
+    by_job: dict[str, tuple[str | None, str | None]] | None = session.state.get(_GANGS)
+    if by_job is None:
+        by_job = session.state[_GANGS] = {}
+    hit = by_job.get(job.key)
+    if hit is None:
+        hit = by_job[job.key] = _judged(session, job)
+    return hit
 
 
 def admitted_nodes(nodes: NodeTable, tasks: list[Task]) -> BoolArray:
