@@ -14,9 +14,11 @@ thread of it, whatever nice the command that made it ran at: a cluster held by a
 ``nice -n 10`` served both schedulers' listings at a lower priority than they ran at, and both were
 slower to ready than on the same cluster at the runs' nice (the benchmarks doc's ninth pass on start-up).
 
-Prints per run: seconds to ready, the CPU seconds of the process until then, its peak RSS until then,
-the seconds from start to the log's first line (``serving /healthz``: Python started, the modules
-imported, the operator built) and to its "cache synced" line (the Lease, the config and the listing).
+Prints per run: seconds to ready, the CPU seconds of the process until then (with the processes it
+forked; the process's own alone beside it), its peak RSS until then (with what it forked: their
+pages shared with it counted again), the seconds from start to the log's first line (``serving
+/healthz``: Python started, the modules imported, the operator built) and to its "cache synced" line
+(the Lease, the config and the listing).
 """
 
 from __future__ import annotations
@@ -122,9 +124,10 @@ def nice_control_plane(processes: dict[str, int], nice: int) -> None:
         print(f"{name}: nice {before} -> {nice} ({threads} threads)")
 
 
-#: One run's figures: seconds to ready, CPU seconds, peak RSS (bytes), seconds to the log's "cache
-#: synced" line and to its first line (NaN for kube-scheduler).
-Figures = tuple[float, float, int, float, float]
+#: One run's figures: seconds to ready, CPU seconds (the process and what it forked), peak RSS (bytes),
+#: seconds to the log's "cache synced" line and to its first line (NaN for kube-scheduler), and the CPU
+#: seconds of the process alone (its threads, one interpreter's).
+Figures = tuple[float, float, int, float, float, float]
 
 
 def _stamp(line: str, start: float) -> float:
@@ -167,7 +170,7 @@ def one_run(kubeconfig: Path, source: Path, log: Path) -> Figures:
             synced = _stamp(line, start)
         elif "serving /healthz" in line and math.isnan(serving):
             serving = _stamp(line, start)
-    return ready, usage.cpu_seconds, usage.peak_rss, synced, serving
+    return ready, usage.cpu_seconds, usage.peak_rss, synced, serving, usage.cpu.get(proc.pid, math.nan)
 
 
 def kube_run(cp: LocalControlPlane | SimpleNamespace, log: Path, workdir: Path) -> Figures:
@@ -187,7 +190,14 @@ def kube_run(cp: LocalControlPlane | SimpleNamespace, log: Path, workdir: Path) 
         usage.sample()
     finally:
         kill_tree(sched.proc)
-    return ready, usage.cpu_seconds, usage.peak_rss, math.nan, math.nan
+    return (
+        ready,
+        usage.cpu_seconds,
+        usage.peak_rss,
+        math.nan,
+        math.nan,
+        usage.cpu.get(sched.proc.pid, math.nan),
+    )
 
 
 def compare(
@@ -219,7 +229,7 @@ def compare(
             f = one_run(kubeconfig, source, workdir / f"volsched-{time.strftime('%H%M%S')}-{n}-{i}.log")
             figures[source].append(f)
             print(
-                f"  {source} ({_commit(source)}): ready {f[0]:.2f}s, cpu {f[1]:.2f}s, "
+                f"  {source} ({_commit(source)}): ready {f[0]:.2f}s, cpu {f[1]:.2f}s (its own {f[5]:.2f}s), "
                 f"peak rss {f[2] / 2**20:.0f} MiB, first line at {f[4]:.2f}s, synced at {f[3]:.2f}s",
                 flush=True,
             )
@@ -228,7 +238,7 @@ def compare(
         print(
             f"{source}: ready median {statistics.median(r[0] for r in results):.2f}s "
             f"(min {min(r[0] for r in results):.2f}), cpu median "
-            f"{statistics.median(r[1] for r in results):.2f}s"
+            f"{statistics.median(r[1] for r in results):.2f}s (its own {statistics.median(r[5] for r in results):.2f}s)"
         )
     kube_figures = figures.get(Path("kube-scheduler"))
     for source in sources if kube_figures else ():

@@ -36,6 +36,8 @@ class ProcStat:
     ppid: int
     #: utime + stime + cutime + cstime, in seconds: this process and its children it has waited for.
     cpu_seconds: float
+    #: cutime + cstime, in seconds: its children it has waited for alone.
+    waited_seconds: float = 0.0
 
 
 def parse_stat(text: str, *, ticks: int = CLOCK_TICKS) -> ProcStat:
@@ -46,7 +48,12 @@ def parse_stat(text: str, *, ticks: int = CLOCK_TICKS) -> ProcStat:
     # rest[0] is field 3 (state): field k is rest[k - 3].
     ppid = int(rest[1])
     utime, stime, cutime, cstime = (int(x) for x in rest[11:15])
-    return ProcStat(pid=pid, ppid=ppid, cpu_seconds=(utime + stime + cutime + cstime) / ticks)
+    return ProcStat(
+        pid=pid,
+        ppid=ppid,
+        cpu_seconds=(utime + stime + cutime + cstime) / ticks,
+        waited_seconds=(cutime + cstime) / ticks,
+    )
 
 
 def thread_cpu(pid: int, *, proc: Path = Path("/proc")) -> dict[int, float]:
@@ -91,12 +98,20 @@ def descendants(root: int, parents: Mapping[int, int]) -> set[int]:
 @dataclass
 class TreeUsage:
     """CPU seconds and peak RSS of a process tree, sampled now and then (:meth:`sample`). Per process the
-    largest value seen is kept (both only grow), so a child that exits keeps what it had used."""
+    largest value seen is kept (both only grow), so a child that exits keeps what it had used. A child
+    its parent waited for is in the parent's cutime and cstime too: counted once (what the parent's
+    waited-for time holds beyond the children of it seen is what they used after their last sample)."""
 
     root: int
     proc: Path = Path("/proc")
+    #: Each process's own CPU seconds (utime + stime), the most seen.
     cpu: dict[int, float] = field(default_factory=dict)
     hwm: dict[int, int] = field(default_factory=dict)
+    #: Each process's children's it waited for (cutime + cstime), the most seen, and its parent.
+    waited: dict[int, float] = field(default_factory=dict)
+    parent: dict[int, int] = field(default_factory=dict)
+    #: The tree's processes at the last sample.
+    alive: set[int] = field(default_factory=set)
 
     def sample(self) -> None:
         stats: dict[int, ProcStat] = {}
@@ -107,11 +122,14 @@ class TreeUsage:
                 stats[int(entry.name)] = parse_stat((entry / "stat").read_text())
             except (OSError, ValueError, IndexError):
                 continue  # gone meanwhile
-        for pid in descendants(self.root, {p: s.ppid for p, s in stats.items()}):
+        self.alive = descendants(self.root, {p: s.ppid for p, s in stats.items()}) & stats.keys()
+        for pid in self.alive:
             st = stats.get(pid)
             if st is None:
                 continue
-            self.cpu[pid] = max(self.cpu.get(pid, 0.0), st.cpu_seconds)
+            self.cpu[pid] = max(self.cpu.get(pid, 0.0), st.cpu_seconds - st.waited_seconds)
+            self.waited[pid] = max(self.waited.get(pid, 0.0), st.waited_seconds)
+            self.parent[pid] = st.ppid
             try:
                 hwm = parse_vm_hwm((self.proc / str(pid) / "status").read_text())
             except OSError:
@@ -120,7 +138,12 @@ class TreeUsage:
 
     @property
     def cpu_seconds(self) -> float:
-        return sum(self.cpu.values())
+        seen: dict[int, float] = {}  # each process's children seen and gone since: their own CPU
+        for pid, cpu in self.cpu.items():
+            if pid not in self.alive:
+                seen[self.parent[pid]] = seen.get(self.parent[pid], 0.0) + cpu
+        beyond = sum(max(0.0, waited - seen.get(pid, 0.0)) for pid, waited in self.waited.items())
+        return sum(self.cpu.values()) + beyond
 
     @property
     def peak_rss(self) -> int:

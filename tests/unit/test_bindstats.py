@@ -74,10 +74,10 @@ def test_descendants_follow_parents_and_leave_others_out() -> None:
     assert descendants(99, parents) == {99}
 
 
-def _proc_entry(root: Path, pid: int, ppid: int, ticks: int, hwm_kb: int) -> None:
+def _proc_entry(root: Path, pid: int, ppid: int, ticks: int, hwm_kb: int, waited: int = 0) -> None:
     d = root / str(pid)
     d.mkdir(exist_ok=True)
-    fields = ["S", str(ppid), *["0"] * 9, str(ticks), "0", "0", "0"]
+    fields = ["S", str(ppid), *["0"] * 9, str(ticks), "0", str(waited), "0"]
     (d / "stat").write_text(f"{pid} (p) {' '.join(fields)} 0 0\n")
     (d / "status").write_text(f"Name:\tp\nVmHWM:\t{hwm_kb} kB\n")
 
@@ -98,6 +98,21 @@ def test_tree_usage_sums_the_tree_and_keeps_what_an_exited_child_used(tmp_path: 
     usage.sample()
     assert usage.cpu_seconds == pytest.approx(170 / CLOCK_TICKS)
     assert usage.peak_rss == 1500 * 1024
+
+
+def test_a_child_its_parent_waited_for_is_counted_once(tmp_path: Path) -> None:
+    _proc_entry(tmp_path, 10, 1, ticks=100, hwm_kb=1000, waited=7)  # a child before the first sample
+    _proc_entry(tmp_path, 11, 10, ticks=50, hwm_kb=500)
+    usage = TreeUsage(10, proc=tmp_path)
+    usage.sample()
+    assert usage.cpu_seconds == pytest.approx(157 / CLOCK_TICKS)
+    for f in (tmp_path / "11").iterdir():
+        f.unlink()
+    (tmp_path / "11").rmdir()
+    # Waited for: its 50 ticks seen, and 10 more after its last sample, now in the parent's cutime.
+    _proc_entry(tmp_path, 10, 1, ticks=120, hwm_kb=1000, waited=7 + 60)
+    usage.sample()
+    assert usage.cpu_seconds == pytest.approx((120 + 50 + 7 + 10) / CLOCK_TICKS)
 
 
 def test_thread_cpu_reads_each_thread_of_the_process(tmp_path: Path) -> None:
