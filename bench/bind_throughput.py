@@ -290,10 +290,20 @@ def create(
 
 
 def _token_file(conn: Conn, workdir: Path) -> Path:
+    """The token in ``workdir``'s file, which each Go process spawned reads once at its start. Written
+    whole beside it and renamed over it: written in place (truncated, then written), a process spawned
+    just before (the bench's watch, with the bare binder spawned next) could read it empty, and then
+    asked with no token, refused every time, for the whole run."""
     path = workdir / "admin.token"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(conn.token)
+    fd, new = tempfile.mkstemp(dir=workdir, prefix=".admin.token.")  # (mode 0600)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(conn.token)
+        os.replace(new, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(new)
+        raise
     return path
 
 

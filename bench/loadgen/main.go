@@ -268,6 +268,7 @@ func bind(args []string) int {
 // existing pods in the order of their names, not of their versions: resumed after a close, it would
 // miss some.)
 func (c *client) watchPods(namespace, selector, rv string, relist func() string, opened func(), fn func(ev *watchEvent)) {
+	refused := 0 // the last status a watch was refused with, said once on stderr (a 401: no token)
 	for {
 		if rv == "" {
 			rv = relist()
@@ -291,6 +292,10 @@ func (c *client) watchPods(namespace, selector, rv string, relist func() string,
 			continue
 		}
 		if resp.StatusCode != 200 {
+			if resp.StatusCode != refused {
+				refused = resp.StatusCode
+				fmt.Fprintf(os.Stderr, "watch refused: %s; asking again every 0.2s\n", resp.Status)
+			}
 			if resp.StatusCode == 410 { // too old: take the whole state again
 				rv = ""
 			}
