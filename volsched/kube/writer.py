@@ -1064,6 +1064,10 @@ class KubeWriter:
     ) -> tuple[int, int, str | None]:
         ns, name = _split(key)
         path = custom_path(group, VERSION, "podgroups", name, namespace=ns)
+        if group == WORKLOAD_GROUP and not _initially_scheduled(rendered):
+            settled = self._scheduled_before(key, path)
+            if settled is not None:
+                return settled
         out = self._write_status(
             "PodGroup", key, path, rendered, now=now, group=group,
             sent=self._podgroups, full=self._podgroups_full, whole=False,
@@ -1075,6 +1079,36 @@ class KubeWriter:
             else:
                 self._podgroups_from.pop(key, None)
         return out
+
+    def _scheduled_before(self, key: str, path: str) -> tuple[int, int, str | None] | None:
+        """For a Kubernetes PodGroup about to be told it is not scheduled, of which this writer has
+        written nothing under this holding of the Lease (a replica that restarted, or took the Lease
+        over): its status as the apiserver holds it. Its ``PodGroupInitiallyScheduled`` is terminal
+        once True (another replica, or this one before it restarted, wrote it): then that status is
+        remembered as written and nothing is sent; nor when it could not be read (a later session tries
+        again), or is gone. None: write it."""
+        with self._lock:
+            if key in self._podgroups_full:
+                return None  # what it says now is this writer's (checked before the job was made)
+            token = object()
+            self._in_flight["PodGroup", key] = token
+        try:
+            current = self._get(path).get("status") or {}
+        except ApiException as exc:
+            error = None if exc.status == 404 else f"PodGroup {key} status: read: {exc.status} {_reason(exc)}"
+            current, outcome = None, (0, 0, error)
+        except Exception as exc:
+            current, outcome = None, (0, 0, f"PodGroup {key} status: read: {error_summary(exc)}")
+        with self._lock:
+            if self._in_flight.get(("PodGroup", key)) is not token:
+                return 0, 0, None  # forgotten meanwhile (deleted, made again): the next session's
+            del self._in_flight["PodGroup", key]
+            if current is None:
+                return outcome
+            if not _initially_scheduled(current):
+                return None
+            self._podgroups[key] = self._podgroups_full[key] = current
+        return 0, 0, None
 
     def _write_queue(
         self, name: str, rendered: dict[str, Any], now: str | None = None, group: str = API_GROUP
