@@ -26,6 +26,7 @@ from functools import partial
 from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
 
+from volsched.cache.volcano import VOLCANO_GROUP
 from volsched.cache.workload import WORKLOAD_GROUP
 from volsched.cycle import (
     BLOCKED,
@@ -171,6 +172,15 @@ def event_name(target: EventTarget, reason: str) -> str:
 def claim_path(namespace: str, name: str) -> str:
     """A ResourceClaim's path (``resource.k8s.io/v1``)."""
     return custom_path("resource.k8s.io", "v1", "resourceclaims", name, namespace=namespace)
+
+
+#: A Volcano Queue's status keys its owner writes, never the scheduler: its state is where Volcano keeps
+#: whether it is open (its controller sets it from ``vcctl queue operate``; an admin may), which volsched
+#: reads. Written from a session's view, a Queue closed since was opened again.
+_VOLCANO_QUEUE_OWN = ("state",)
+#: The Queue status keys :func:`~volsched.kube.status.queue_status` writes only sometimes: removed from a
+#: merged status when not rendered.
+_QUEUE_MAY_GO = ("deserved", "deservedSummary", "realCapability", "share")
 
 
 def _initially_scheduled(status: Mapping[str, Any] | None) -> bool:
@@ -1118,6 +1128,7 @@ class KubeWriter:
             "Queue", name, path, rendered, now=now or render.now_rfc3339(), group=group,
             sent=self._queues, full=self._queues_full, whole=True,
             as_field=f"queues.{group}" in self._status_as_field,
+            theirs=_VOLCANO_QUEUE_OWN if group == VOLCANO_GROUP else (),
         )  # fmt: skip
         if out[0]:
             with self._lock:
@@ -1137,6 +1148,7 @@ class KubeWriter:
         full: dict[str, dict[str, Any]],
         whole: bool,
         as_field: bool = False,
+        theirs: tuple[str, ...] = (),
     ) -> tuple[int, int, str | None]:
         """Write ``rendered`` as the status of the object at ``path`` (its conditions keep their
         transition times from ``full``, what was written last), through the status subresource, or as a
@@ -1145,7 +1157,8 @@ class KubeWriter:
         Written: ``rendered`` goes to ``sent`` (to skip an unchanged status next time), the body to
         ``full``, unless the object was forgotten while the write was in flight (see ``_in_flight``).
         ``as_field``: the CRD has no status subresource (discovery said so): the object itself is
-        patched at once."""
+        patched at once. ``theirs``: status keys the object's owner writes (a Volcano Queue's state),
+        never sent: the status is then merged, what it no longer says of its own removed, the rest left."""
         token = object()
         with self._lock:
             previous = full.get(key)
@@ -1153,7 +1166,12 @@ class KubeWriter:
         body = render.with_transition_times(rendered, previous, now)
         what = f"{kind} {key} status"
         target = path if as_field else f"{path}/status"
-        if whole:
+        merged: dict[str, Any] = body
+        if theirs:  # (a JSON patch replacing the whole status would write over theirs)
+            gone = (set(previous or ()) | set(_QUEUE_MAY_GO)) - set(body)
+            merged = {k: v for k, v in body.items() if k not in theirs} | dict.fromkeys(gone - set(theirs))
+            done, err = self._write(what, target, {"status": merged}, MERGE_PATCH)
+        elif whole:
             replaced = [{"op": "add", "path": "/status", "value": body}]
             done, err = self._write(what, target, replaced, JSON_PATCH)
         else:
@@ -1161,7 +1179,7 @@ class KubeWriter:
             done, err = self._write(what, target, {"status": body}, patch)
         if not done and err is None and not as_field and group not in (API_GROUP, WORKLOAD_GROUP):
             # A CRD without the status subresource (some Volcano releases): status is a field.
-            done, err = self._write(what, path, {"status": body}, MERGE_PATCH)
+            done, err = self._write(what, path, {"status": merged}, MERGE_PATCH)
         with self._lock:
             if self._in_flight.get((kind, key)) is token:
                 del self._in_flight[kind, key]
