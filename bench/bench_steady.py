@@ -21,10 +21,12 @@ arriving pods: a cycle after a wait of a few ms costs a multiple of what back-to
 code and data are no longer in the processor's caches), as a live session does (see the dated benchmark
 note of 2026-11-29, the arriving pod's fifth pass).
 
-Prints, per grid point, the median over the measured cycles of the cycle's CPU and wall time and of
-every ``result.timings`` entry (snapshot, each plugin's open and close, each action, the apply step),
-in milliseconds, with the machine. Each grid point runs in a fresh process. The machine is shared:
-compare figures of one run.
+Prints, per grid point, the median over the measured cycles of the cycle's CPU and wall time, of the
+time from the cycle's start to its first bind handed to the port (an arriving pod's session up to its
+bind: what its latency waits for), and of every ``result.timings`` entry (snapshot, each plugin's open
+and close, each action, the apply step), in milliseconds, with the machine. The plugins are made ahead of
+each cycle, off its way, as the operator makes them after each session. Each grid point runs in a fresh
+process. The machine is shared: compare figures of one run.
 
     python bench/bench_steady.py                          # 1,000 x 10,000 and 5,000 x 50,000
     python bench/bench_steady.py --nodes 1000 --pods 10000 --cycles 10
@@ -84,8 +86,18 @@ def one(
     from volsched.cache.feeder import Feeder
     from volsched.cache.state import ClusterState
     from volsched.cycle import BOUND, NullPort, run_cycle
-    from volsched.framework.registry import load_config
+    from volsched.framework.registry import load_config, make_plugins_ahead
     from volsched.framework.settled import KEPT, Settled
+
+    class FirstBindPort(NullPort):
+        """NullPort that notes when a cycle's first bind is handed to it."""
+
+        first_bind: tuple[float, float] | None = None  # (wall, CPU)
+
+        def bind(self, binds: Any, pods: Any, *, lone: bool = False) -> Any:
+            if self.first_bind is None:
+                self.first_bind = (time.perf_counter(), time.process_time())
+            return super().bind(binds, pods, lone=lone)
 
     config = load_config(config_path)  # the default: enqueue, allocate, backfill
     state = ClusterState()
@@ -110,7 +122,7 @@ def one(
         else:
             pod = steady_pod(f"p-{i:06d}", namespace=ns, group=None, owner=gang, node=node, rv=100 + i)
         feeder.apply("Pod", pod)
-    port = NullPort()
+    port = FirstBindPort()
     rv = 10_000_000
     arrived: dict[str, dict[str, Any]] = {}
     confirm: dict[str, str] = {}
@@ -155,10 +167,15 @@ def one(
 
             profiler = cProfile.Profile()
             profiler.enable()
+        # (the plugins are made ahead, off the session's way, as the operator makes them after each session)
+        ahead = make_plugins_ahead(config)
         if idle > 0:
             time.sleep(idle)  # the operator's session thread waits for the next pod
+        port.first_bind = None
         wall, cpu = time.perf_counter(), time.process_time()
-        report = run_cycle(feeder, config, port, now=1000.0 + c)
+        report = run_cycle(feeder, config, port, now=1000.0 + c, plugins=ahead)
+        first = port.first_bind
+        to_bind, to_bind_cpu = (first[0] - wall, first[1] - cpu) if first is not None else (0.0, 0.0)
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         confirm = {b.bind.pod: b.bind.node for b in report.binds if b.result == BOUND}
         if c < 2:
@@ -168,6 +185,8 @@ def one(
         row = {
             "cycle_cpu": cpu,
             "cycle_wall": wall,
+            "to_bind": to_bind,  # from the cycle's start to its first bind handed to the port
+            "to_bind_cpu": to_bind_cpu,  # the CPU time of that
             **report.result.timings,
             "bound": len(confirm),
             "settled": settled,
@@ -267,20 +286,21 @@ def main() -> None:
         stuck_note = f", {r['stuck']} stuck pod(s) first" if r["stuck"] else ""
         print(
             f"{nodes:>6} nodes x {pods:>6} bound pods, shape {r['shape']}{stuck_note}, {r['jobs']} jobs (+{r['arriving']} "
-            f"arriving a cycle, median of {r['cycles']} cycles): cycle {1000 * m['cycle_cpu']:.1f} ms cpu, {1000 * m['cycle_wall']:.1f} ms wall; "
+            f"arriving a cycle, median of {r['cycles']} cycles): cycle {1000 * m['cycle_cpu']:.2f} ms cpu, {1000 * m['cycle_wall']:.2f} ms wall, "
+            f"{1000 * m['to_bind']:.2f} ms ({1000 * m['to_bind_cpu']:.2f} ms cpu) to the first bind; "
             f"{m['bound']:.0f} bound a cycle, "
             f"{m['settled']:.0f} jobs in the settled run"
         )
         parts = [
             (k, v)
             for k, v in m.items()
-            if k not in ("cycle_cpu", "cycle_wall", "bound", "settled", "session")
+            if k not in ("cycle_cpu", "cycle_wall", "to_bind", "to_bind_cpu", "bound", "settled", "session")
         ]
         parts.sort(key=lambda kv: -kv[1])
         print(
             "    session "
-            + f"{1000 * m.get('session', 0.0):.1f} ms; "
-            + ", ".join(f"{k} {1000 * v:.1f}" for k, v in parts if v >= 0.0005),
+            + f"{1000 * m.get('session', 0.0):.2f} ms; "
+            + ", ".join(f"{k} {1000 * v:.3f}" for k, v in parts if v >= 0.000005),
             flush=True,
         )
 

@@ -460,3 +460,64 @@ def test_what_the_queues_hold_is_numpys_sum_to_the_bit(
 ) -> None:
     u, g = np.array(used), np.array(guarantee)
     assert bits(fairshare._held(u, g, rows)) == bits(numpy_held(u, g, rows))
+
+
+def test_fair_shares_of_a_few_queues_in_plain_floats_are_numpys_to_the_bit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``fair_share``'s plain path for fewer than eight queues (deserved and the remainder's grants, row by
+    row) against numpy's alone, to the bit, over random trees with sums out of order (1e16), fractions
+    not exact in binary, unset capabilities (inf), negative zeros and NaN; the plain path answers most
+    cases (it leaves to numpy a fill to share by weight and two leaves with room at once)."""
+    rng = random.Random(19)
+    answered = [0, 0]
+    plain = fairshare._fair_share_few
+
+    def counted(*args: object, **kwargs: object) -> fairshare.FairShare | None:
+        out = plain(*args, **kwargs)  # type: ignore[arg-type]
+        answered[out is None] += 1
+        return out
+
+    monkeypatch.setattr(fairshare, "_fair_share_few", counted)
+    for case in range(1500):
+        names, parents = random_tree(rng)
+        n, r = len(names), rng.randint(1, 3)
+        tree = build_tree(names, parents)
+        odd = case % 5 == 0  # (a case in five draws negative zeros and NaN too)
+
+        def column(choices: list[float], n: int = n, r: int = r) -> np.ndarray:
+            return np.array([[rng.choice(choices) for _ in range(r)] for _ in range(n)])
+
+        total = np.array([rng.choice([0.0, 10.0, 64.0, 1e16, INF, rng.uniform(1, 100)]) for _ in range(r)])
+        weight = np.array([float(rng.choice([1, 1, 2, 5, 0.5])) for _ in range(n)])
+        guarantee = column([0.0, 0.0, 0.0, 2.0, 5.0, 0.1])
+        capability = column([INF, INF, INF, 3.5, 8.0, 30.0])
+        kwargs = dict(
+            total=total,
+            weight=weight,
+            guarantee=guarantee,
+            capability=capability,
+            request=column(
+                [0.0, 4.0, 7.0, 9.0, 20.0, 0.1, 0.7, 1e16, 1 / 3, INF] + ([-0.0, np.nan] if odd else [])
+            ),
+            allocated=column([0.0, 0.0, 1.0, 3.0, 0.1, 1 / 3] + ([-0.0] if odd else [])),
+            unit=column([0.0, 0.5, 1.0, 1.0, 2.0, 1 / 3, 0.1] + ([-0.0, INF] if odd else [])),
+            dims=[f"d{d}" for d in range(r)],
+            describe=lambda d, v: str(v),
+            effective=fairshare.effective_guarantees(
+                tree, total=total, weight=weight, guarantee=guarantee, capability=capability
+            ),
+        )
+        with np.errstate(all="ignore"):
+            got = outcome(tree, kwargs)
+            with monkeypatch.context() as m:
+                m.setattr(fairshare, "_FEW", 0)
+                want = outcome(tree, kwargs)
+        if isinstance(want, str):
+            assert got == want, case
+            continue
+        assert not isinstance(got, str), (case, got)
+        for field in ("deserved", "limit", "request", "allocated", "guarantee", "real_capability"):
+            assert bits(getattr(got, field)) == bits(getattr(want, field)), (case, field)
+        assert got.problems == want.problems, case
+    assert answered[0] > 700, answered  # the plain path said most

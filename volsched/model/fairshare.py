@@ -431,6 +431,18 @@ def fair_share(
     caller already has it."""
     n, r = guarantee.shape
     unit = np.zeros((n, r)) if unit is None else unit
+    if effective is not None and n < _FEW:
+        few = _fair_share_few(
+            tree,
+            total=total,
+            weight=weight,
+            request=request,
+            allocated=allocated,
+            unit=unit,
+            effective=effective,
+        )
+        if few is not None:
+            return few
     shape = tree.shape
     sub_request = request.astype(np.float64)  # (a copy)
     sub_alloc = allocated.astype(np.float64)
@@ -489,19 +501,7 @@ def _per_unit(amount: Vector, unit: Vector) -> float:
     """How many whole ``unit``s fit in ``amount`` (over the dimensions the unit asks for): the floor of
     the smallest ``(amount + EPS) / unit``, NaN if one is. Plain floats: a vector has a handful of
     dimensions, where each numpy call costs more than the arithmetic."""
-    k = math.inf
-    asks = False
-    for a, u in zip(amount.tolist(), unit.tolist(), strict=True):
-        if u > EPS:
-            asks = True
-            q: float = (a + EPS) / u
-            if q != q:
-                return q
-            if q < k:
-                k = q
-    if not asks or k == math.inf or k == -math.inf:
-        return k
-    return float(math.floor(k))
+    return _per_unit_floats(amount.tolist(), unit.tolist())
 
 
 def _held(used: Matrix, guarantee: Matrix, rows: list[int]) -> Vector:
@@ -587,3 +587,186 @@ def _remainder(
     if top:
         grant([i for t in top for i in leaves_under[t]], np.maximum(total - held(top), 0.0))
     return np.where(leaf[:, None], np.maximum(deserved, usable), deserved)
+
+
+def _fair_share_few(
+    tree: Tree,
+    *,
+    total: Vector,
+    weight: Vector,
+    request: Matrix,
+    allocated: Matrix,
+    unit: Matrix,
+    effective: tuple[Matrix, Matrix, list[Problem]],
+) -> FairShare | None:
+    """:func:`fair_share` of fewer than ``_FEW`` queues in plain floats, row by row: the same operations
+    in the same order as the numpy path (every fill one where each dimension has enough for all, or not
+    even the floors, as :func:`_water_fill_few`; the remainder's grants to one leaf with room at a time),
+    hence the same floats. None where it cannot say (a weight that is not positive, a NaN or a negative
+    zero among the inputs or the amounts met on the way, a fill to share by weight, two leaves with
+    room at once): :func:`fair_share`'s numpy path then answers. A session after one arrival asks this
+    of a queue or two, where numpy's per-call cost was most of the work."""
+    eg_m, real_m, problems = effective
+    weights = weight.tolist()
+    if not all(w > 0 for w in weights):
+        return None
+    req, alloc, units = request.tolist(), allocated.tolist(), unit.tolist()
+    eg, real, amounts = eg_m.tolist(), real_m.tolist(), total.tolist()
+    if not (_plain(amounts) and all(_plain(row) for rows in (req, alloc, units, eg, real) for row in rows)):
+        return None
+    shape = tree.shape
+    for i, p in shape.up:  # bottom-up
+        req[p] = [a + b for a, b in zip(req[p], req[i], strict=True)]
+        alloc[p] = [a + b for a, b in zip(alloc[p], alloc[i], strict=True)]
+    hi_all = [[x if x <= y else y for x, y in zip(a, b, strict=True)] for a, b in zip(req, real, strict=True)]
+    deserved: list[list[float]] = [[0.0] * len(amounts) for _ in req]
+
+    def fill(kids: list[int], amount: list[float]) -> bool:
+        for d, a in enumerate(amount):
+            cap = max(a, 0.0)
+            high = [max(h if h < cap else cap, lo) for h, lo in ((hi_all[i][d], eg[i][d]) for i in kids)]
+            sum_ = 0.0
+            for x in high:
+                sum_ += x
+            if sum_ <= a + EPS:
+                column = high
+            else:
+                sum_ = 0.0
+                for i in kids:
+                    sum_ += eg[i][d]
+                if not sum_ >= a - EPS:
+                    return False
+                column = [eg[i][d] for i in kids]
+            if not _plain(column):
+                return False
+            for i, x in zip(kids, column, strict=True):
+                deserved[i][d] = x
+        return True
+
+    if shape.top and not fill(shape.top, amounts):
+        return None
+    for i in shape.parents:
+        if not fill(tree.children[i], deserved[i]):
+            return None
+    limit = _remainder_few(
+        tree, amounts, deserved=deserved, guarantee=eg, real=real, request=req, allocated=alloc, unit=units
+    )
+    if limit is None:
+        return None
+    return FairShare(
+        tree=tree,
+        guarantee=eg_m.copy(),
+        real_capability=real_m.copy(),
+        request=np.array(req, dtype=np.float64).reshape(request.shape),
+        allocated=np.array(alloc, dtype=np.float64).reshape(allocated.shape),
+        deserved=np.array(deserved, dtype=np.float64).reshape(request.shape),
+        limit=np.array(limit, dtype=np.float64).reshape(request.shape),
+        problems=list(problems),
+    )
+
+
+def _per_unit_floats(amount: list[float], unit: list[float]) -> float:
+    """:func:`_per_unit` of plain floats (lists)."""
+    k = math.inf
+    asks = False
+    for a, u in zip(amount, unit, strict=True):
+        if u > EPS:
+            asks = True
+            q: float = (a + EPS) / u
+            if q != q:
+                return q
+            if q < k:
+                k = q
+    if not asks or k == math.inf or k == -math.inf:
+        return k
+    return float(math.floor(k))
+
+
+def _remainder_few(
+    tree: Tree,
+    total: list[float],
+    *,
+    deserved: list[list[float]],
+    guarantee: list[list[float]],
+    real: list[list[float]],
+    request: list[list[float]],
+    allocated: list[list[float]],
+    unit: list[list[float]],
+) -> list[list[float]] | None:
+    """:func:`_remainder` in plain floats (see :func:`_fair_share_few`), or None where it cannot say."""
+    shape = tree.shape
+    leaf: list[bool] = shape.leaf.tolist()
+    zero = [0.0] * len(total)
+    has_unit = [lf and any(u > EPS for u in row) for lf, row in zip(leaf, unit, strict=True)]
+    usable = [list(a) if lf else list(zero) for lf, a in zip(leaf, allocated, strict=True)]
+    for j, h in enumerate(has_unit):
+        if not h:
+            continue
+        a, u = allocated[j], unit[j]
+        k = _per_unit_floats([max(d - x, 0.0) for d, x in zip(deserved[j], a, strict=True)], u)
+        if k != k or k in (math.inf, -math.inf):
+            return None
+        more = [x + k * v for x, v in zip(a, u, strict=True)]
+        if not _plain(more):
+            return None
+        usable[j] = [max(x, y if y <= q else q) for x, y, q in zip(a, more, request[j], strict=True)]
+    used = [list(row) for row in usable]
+    for i, p in shape.up:  # bottom-up
+        used[p] = [a + b for a, b in zip(used[p], used[i], strict=True)]
+    anc = shape.ancestors
+
+    def room(i: int, pool: list[float]) -> int | None:
+        u = unit[i]
+        k = min(
+            _per_unit_floats(pool, u),
+            _per_unit_floats([q - x for q, x in zip(request[i], used[i], strict=True)], u),
+        )
+        for a in anc[i]:
+            k = min(k, _per_unit_floats([c - x for c, x in zip(real[a], used[a], strict=True)], u))
+        if k != k:
+            return None
+        return max(int(min(k, 1 << 40)), 0)
+
+    def grant(scope: list[int], pool: list[float]) -> bool:
+        candidates = [i for i in scope if has_unit[i]]
+        for _ in range(8 * len(candidates) + 64):
+            best, k = -1, 0
+            for i in candidates:
+                got = room(i, pool)
+                if got is None:
+                    return False
+                if got > 0:
+                    if best >= 0:
+                        return False  # two with room: ranked by share (numpy's path)
+                    best, k = i, got
+            if best < 0:
+                return True
+            step = [k * v for v in unit[best]]
+            for a in anc[best]:
+                used[a] = [x + s for x, s in zip(used[a], step, strict=True)]
+            usable[best] = [x + s for x, s in zip(usable[best], step, strict=True)]
+            pool[:] = [x - s for x, s in zip(pool, step, strict=True)]
+            if not (_plain(pool) and _plain(usable[best])):
+                return False
+        return True
+
+    def held(kids: list[int]) -> list[float]:
+        rows = [[x if x >= g else g for x, g in zip(used[i], guarantee[i], strict=True)] for i in kids]
+        out = [0.0 + x for x in rows[0]]
+        for row in rows[1:]:
+            out = [a + b for a, b in zip(out, row, strict=True)]
+        return out
+
+    for i in reversed(shape.parents):
+        pool = [max(d - h, 0.0) for d, h in zip(deserved[i], held(tree.children[i]), strict=True)]
+        if not (_plain(pool) and grant(shape.leaves_under[i], pool)):
+            return None
+    top = shape.top
+    if top:
+        pool = [max(t - h, 0.0) for t, h in zip(total, held(top), strict=True)]
+        if not (_plain(pool) and grant([i for t in top for i in shape.leaves_under[t]], pool)):
+            return None
+    return [
+        [d if d >= x else x for d, x in zip(dr, ur, strict=True)] if lf else list(dr)
+        for lf, dr, ur in zip(leaf, deserved, usable, strict=True)
+    ]
