@@ -1,6 +1,8 @@
 """CSI volume attach limits on a real apiserver: a node's CSINode (``spec.drivers[].allocatable.count``)
 caps the volumes of one driver pods there may mount, as kube-scheduler's NodeVolumeLimits reads it; the
-pod past it waits, told why in numbers, and goes once the CSINode is gone (watched)."""
+pod past it waits, told why in numbers, and goes once the CSINode is gone (watched). A higher-priority
+pod kept out only by the limit preempts the pod whose volume holds the attachment, as kube-scheduler's
+preemption does, and nothing else."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.e2e.operator_fixtures import ROOT, Kube, Start, apply_file, node, pod, wait_for
+from tests.e2e.operator_fixtures import ROOT, Kube, Start, apply_file, node, pod, podgroup, queue, wait_for
 from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
@@ -52,10 +54,72 @@ def csi_volume(k: Kube, ns: str, name: str) -> None:
     )
 
 
-def on_claim(name: str, claim: str) -> dict[str, Any]:
-    p = pod(name, "100m")
+def on_claim(name: str, claim: str, **more: Any) -> dict[str, Any]:
+    p = pod(name, "100m", **more)
     p["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
     return p
+
+
+def csi_node(k: Kube, name: str, count: int) -> None:
+    client.StorageV1Api(k.api).create_csi_node(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSINode",
+            "metadata": {"name": name},
+            "spec": {"drivers": [{"name": DRIVER, "nodeID": name, "allocatable": {"count": count}}]},
+        }
+    )
+
+
+def test_a_pod_kept_out_by_the_limit_preempts_the_pod_holding_the_attachment(
+    k: Kube, start_operator: Start
+) -> None:
+    k.set_config((ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text())
+    sched = client.SchedulingV1Api(k.api)
+    for name, value in (("low", 10), ("high", 1000)):
+        sched.create_priority_class({"metadata": {"name": name}, "value": value})
+    k.nodes(node("n1", cpu="8"))
+    csi_node(k, "n1", 1)
+    k.queue(queue("q"))
+    ns = k.namespace("attach")
+    for name in ("a", "b"):
+        csi_volume(k, ns, name)
+    k.podgroup(ns, podgroup("low", 1, queue="q", priority_class="low"))
+    k.podgroup(ns, podgroup("high", 1, queue="q", priority_class="high"))
+    # "other" is the youngest and holds no volume: a walk for room alone would take it first.
+    holder = on_claim("holder", "a", group="low")
+    holder["spec"]["terminationGracePeriodSeconds"] = 30  # no kubelet: it stays Terminating
+    k.pods(ns, holder)
+    op = start_operator()
+    wait_for(lambda: k.bound(ns) == {f"{ns}/holder": "n1"}, 60, what="holder bound", operator=op)
+    k.pods(ns, pod("other", "100m", group="low"))
+    wait_for(lambda: len(k.bound(ns)) == 2, 30, what="other bound", operator=op)
+    k.pods(ns, on_claim("new", "b", group="high"))
+
+    def leaving() -> list[str]:
+        return sorted(
+            p.metadata.name for p in k.core.list_namespaced_pod(ns).items if p.metadata.deletion_timestamp
+        )
+
+    wait_for(lambda: leaving() == ["holder"], 40, what="holder evicted", operator=op)
+    [event] = wait_for(
+        lambda: [
+            e
+            for e in k.core.list_namespaced_event(ns).items
+            if e.involved_object.name == "holder" and e.reason == "Preempted"
+        ],
+        20,
+        what="Preempted event",
+    )
+    assert event.message.endswith(f"; frees an attachment of {DRIVER}"), event.message
+    assert f"for {ns}/new" in event.message, event.message
+    assert f"{ns}/new" not in k.bound(ns)  # (holder is Terminating, its volume still attached)
+    # No kubelet ends holder: once it is gone, the new pod goes to n1, and "other" stayed.
+    k.core.delete_namespaced_pod("holder", ns, grace_period_seconds=0)
+    wait_for(lambda: k.bound(ns).get(f"{ns}/new") == "n1", 40, what="new bound to n1", operator=op)
+    assert leaving() == []
+    assert k.bound(ns) == {f"{ns}/other": "n1", f"{ns}/new": "n1"}
+    op.check_running()
 
 
 def test_no_more_volumes_of_a_driver_than_the_csinode_allows(k: Kube, start_operator: Start) -> None:

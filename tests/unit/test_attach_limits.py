@@ -94,9 +94,41 @@ def test_a_volume_counts_once_per_node_and_the_reason_is_in_numbers() -> None:
     placed = task("p", "b", node="n1")
     state.add(placed)
     assert state.check(task("q", "dyn")).tolist() == [False, True]
-    placed.status = TaskStatus.RELEASING  # evicted: attached until it is gone
+    assert state.now(task("q", "dyn")) is None  # nothing being evicted: now is as check says
+    placed.status = TaskStatus.RELEASING  # evicted: attached until it is gone, free once it is
     state.remove(placed)
+    assert state.check(task("q", "dyn")).tolist() == [True, True]  # may be pipelined onto it
+    assert state.now(task("q", "dyn")).tolist() == [False, True]  # not placed there now
+    placed.status = TaskStatus.RUNNING  # the eviction undone
+    state.add(placed)
     assert state.check(task("q", "dyn")).tolist() == [False, True]
+    assert state.now(task("q", "dyn")) is None
     placed.status = TaskStatus.PENDING  # a placement undone
     state.remove(placed)
     assert state.check(task("q", "dyn")).tolist() == [True, True]
+
+
+def test_the_pods_whose_going_frees_an_attachment() -> None:
+    """The pods that preempt and reclaim may take to free an attachment: those mounting a volume of the
+    pod's driver on a node with a limit (not one the pod mounts too); a volume frees its attachment only
+    once every pod there mounting it is evicted; a pod being evicted at the start frees its own."""
+    on_n1 = {"x": task("x", "a", node="n1"), "y": task("y", "a", node="n1")}
+    gone = task("z", "b", node="n2")
+    gone.status = TaskStatus.RELEASING
+    state = AttachState(
+        catalog({"n1": {"d": 1}, "n2": {"d": 1}}),
+        index={"n1": 0, "n2": 1},
+        tasks=lambda: [on_n1, {"z": gone}],
+    )
+    new = task("p", "dyn")
+    assert state.holders(new) == {"default/x": "an attachment of d", "default/y": "an attachment of d"}
+    assert state.holders(task("p", "a", "dyn")) == {}  # its own volume frees nothing for it
+    assert state.holders(task("p", "local")) == {}
+    assert state.relievable(new).tolist() == [True, True]
+    assert state.relievable(task("p", "b", "dyn")).tolist() == [False, False]  # two where one may be
+    assert state.check(new).tolist() == [False, True]  # pipelined onto z's attachment
+    assert state.now(new).tolist() == [False, False]
+    for t in on_n1.values():
+        t.status = TaskStatus.RELEASING
+        state.remove(t)
+        assert state.check(new).tolist() == [t.name == "y", True]  # free once both are gone

@@ -16,7 +16,9 @@ plugins say, so they are never walked pod by pod.
 Where no node passes the filters, or none can be freed, the nodes that pods keep the task off through
 required anti-affinity come next (``session.blocked_by_pods``, over all nodes at once: only those
 where every pod the term counts runs on the node itself): there the pods in the way go, as in
-kube-scheduler's default preemption (see ``_evict_pods_in_the_way``).
+kube-scheduler's default preemption (see ``_evict_pods_in_the_way``); then the nodes where pods keep it
+out by what they hold (``session.pods_holding``: volumes attached at a CSI attach limit), whose holders go
+(``_evict_filter_holders``).
 
 Victim filters (a PodDisruptionBudget) bound the victims first. Only where that leaves a task without
 a place are they gone past, as kube-scheduler's preemption goes past PodDisruptionBudgets: the same
@@ -116,6 +118,7 @@ class Evictable:
         self.creation = np.array([t.creation for t in tasks], dtype=np.float64)
         self._repel: dict[tuple[Any, ...], BoolArray] = {}
         self._shapes: _Shapes | None = None
+        self._at: dict[str, int] | None = None
 
     def repelling(self, task: Task) -> BoolArray:
         """The pods that ``task``'s required anti-affinity selects or whose own selects ``task`` (asked
@@ -160,6 +163,14 @@ class Evictable:
         for d in range(out.shape[1]):
             out[:, d] = np.bincount(where, weights=held[:, d], minlength=n)
         return out, np.bincount(where, minlength=n) > 0
+
+    def positions(self, keys: Iterable[str]) -> IndexArray:
+        """The positions in ``tasks`` of the pods named by ``keys`` (those not among them left out), in
+        order."""
+        at = self._at
+        if at is None:
+            at = self._at = {t.key: p for p, t in enumerate(self.tasks)}
+        return np.array(sorted(at[k] for k in keys if k in at), dtype=np.intp)
 
     def pool(self, node: int, mask: BoolArray) -> list[Task]:
         """The pods in ``mask`` on ``node`` that may still be evicted now."""
@@ -399,6 +410,10 @@ def place_by_evicting(
         """The last resort: evict the pods that keep the task out (see ``_evict_pods_in_the_way``), or
         that hold the devices it claims (``_evict_device_holders``)."""
         placed, tried, kept = _evict_pods_in_the_way(placing, narrow=in_the_way)
+        if placed:
+            return placed, tried, kept
+        placed, more, held = _evict_filter_holders(placing, narrow=in_the_way)
+        tried, kept = tried + more, kept + held
         if placed or not task.resource_claims:
             return placed, tried, kept
         placed, more, held = _evict_device_holders(placing)
@@ -708,6 +723,63 @@ def _evict_pods_in_the_way(placing: _Placing, *, narrow: Narrow | None) -> tuple
         tried += 1
         if _evict_for(
             placing, node, victims, facts=lambda v, terms: tuple(("keeps it out by", t) for t in terms)
+        ):
+            return True, tried, []
+    return False, tried, kept
+
+
+def _evict_filter_holders(placing: _Placing, *, narrow: Narrow | None) -> tuple[bool, int, list[Task]]:
+    """Place the task on a node whose filters that depend on other pods keep it out for what pods there
+    hold (``session.pods_holding``: the volumes attached at the node's limit) by evicting those pods: as
+    for the pods in the way (``_evict_pods_in_the_way``), every pod the plugins name on the node is taken
+    away (narrowed by ``narrow``, as the pods in the way are), and if the task then fits (every filter,
+    room, its queue's limit) they are given back most important first as long as it still fits; the rest
+    are the victims, each told what its going frees.
+
+    The nodes, over all nodes at once: those that pass every other filter and might pass these once pods
+    there go (``session.blocked_by_pods``), could hold the task if all the pods the action may take went,
+    and have a holder the action may take; in order of the most important holder there (lowest first),
+    then fewer holders, then the node's index. Returns (placed, nodes tried, the holders the plugins would
+    not name on the nodes passed over)."""
+    session, task, pools = placing.session, placing.task, placing.pools
+    holding = session.pods_holding(task)
+    if not holding:
+        return False, 0, []
+    where = session.blocked_by_pods(task)
+    if not where.any():
+        return False, 0, []
+    where &= placing.could_hold(session.capacity_asked(task))
+    index = pools.index
+    pods = index.positions(holding)
+    pods = pods[pools.mask[pods] & where[index.node[pods]]]
+    if not len(pods):
+        return False, 0, []
+    n = len(session.nodes)
+    on = index.node[pods]
+    count = np.bincount(on, minlength=n)
+    top = np.full(n, -np.inf)
+    np.maximum.at(top, on, index.priority[pods])
+    candidates = np.flatnonzero(count > 0)
+    order = np.lexsort((candidates, count[candidates], top[candidates]))
+    held = set(holding)
+    tried = 0
+    kept: list[Task] = []
+    for i in candidates[order]:
+        node = int(i)
+        pool = placing.pool(node)
+        if narrow is not None:
+            pool = narrow(task, pool)
+        pool = placing.ordered(pool, first=held)  # the holders first
+        victims = placing.choose(task, pool) if pool else []
+        if not any(v.key in holding for v in victims):
+            kept.extend(v for v in pool if v.key in holding)
+            continue
+        tried += 1
+        if _evict_for(
+            placing,
+            node,
+            victims,
+            facts=lambda v, _: (("frees", holding[v.key]),) if v.key in holding else (),
         ):
             return True, tried, []
     return False, tried, kept

@@ -452,6 +452,10 @@ class NodeViews(PointTables):
             ready_score = np.where(view.fits_idle & predicate, score, -np.inf)
         elif mask is not None:
             ready_score = np.where(mask, ready_score, -np.inf)
+        for _, fn in self._flat("constraint_now"):  # placed now: with what pods being evicted hold
+            held = fn(task)
+            if held is not None:
+                ready_score = np.where(held, ready_score, -np.inf)
         best = int(np.argmax(ready_score))
         if ready_score[best] > -np.inf:
             return NodeChoice(best)
@@ -519,6 +523,16 @@ class NodeViews(PointTables):
             return none
         out: BoolArray = self._view(task).predicate & could & ~passing
         return out if self.node_limit is None else out & self.node_limit
+
+    def pods_holding(self, task: Task) -> dict[str, str]:
+        """The placed pods (by key) whose eviction may let ``task`` pass a filter that depends on other
+        pods on their node, besides those that repel it (a volume attached at the node's limit), each
+        with what its going frees, in words (empty: none)."""
+        out: dict[str, str] = {}
+        for _, fn in self._flat("constraint_holders"):
+            for key, frees in fn(task).items():
+                out[key] = f"{out[key]}, {frees}" if key in out else frees
+        return out
 
     def pod_filter_reasons(self, task: Task, node: int) -> list[str]:
         """Why the filters that depend on other pods reject ``task`` on ``node`` now (empty: they pass),

@@ -42,6 +42,9 @@ ScoreFn = Callable[[Task, IndexArray], "np.ndarray[Any, np.dtype[np.float64]]"]
 #: Over all nodes; None when nothing applies to the task.
 ConstraintFn = Callable[[Task], "BoolArray | None"]
 ConstraintExplainFn = Callable[[Task, IndexArray], list[tuple[str, int]]]
+#: The placed pods (by key) whose going may let the task pass a constraint filter on their node, each with
+#: what its going frees, in words.
+HoldersFn = Callable[[Task], Mapping[str, str]]
 #: (task, nodes passing every filter) -> scores over all nodes, or None when nothing applies.
 ConstraintScoreFn = Callable[[Task, BoolArray], "np.ndarray[Any, np.dtype[np.float64]] | None"]
 VictimFn = Callable[[Task, list[Task]], "list[Task] | None"]
@@ -50,7 +53,13 @@ VictimFilterFn = Callable[[list[Task]], list[Task]]
 
 
 #: Extension points switched on and off with another one.
-_SWITCH = {"constraint": "predicate", "constraint_relief": "predicate", "constraint_score": "node_order"}
+_SWITCH = {
+    "constraint": "predicate",
+    "constraint_relief": "predicate",
+    "constraint_now": "predicate",
+    "constraint_holders": "predicate",
+    "constraint_score": "node_order",
+}
 
 
 class KeyOrder:
@@ -238,6 +247,8 @@ class ExtensionPoints(Protocol):
         *,
         explain: ConstraintExplainFn,
         relief: ConstraintFn | None = None,
+        now: ConstraintFn | None = None,
+        holders: HoldersFn | None = None,
     ) -> None: ...
     def add_constraint_score_fn(self, plugin: str, fn: ConstraintScoreFn) -> None: ...
     def add_reclaimable_fn(self, plugin: str, fn: VictimFn) -> None: ...
@@ -408,14 +419,24 @@ class PointTables:
         *,
         explain: ConstraintExplainFn,
         relief: ConstraintFn | None = None,
+        now: ConstraintFn | None = None,
+        holders: HoldersFn | None = None,
     ) -> None:
         """A filter that depends on the other pods placed (see the module docstring); switched with
         the plugin's predicates. ``relief`` names the nodes where the filter might pass once pods of
-        that node are evicted (None: nothing that eviction could change applies to the task)."""
+        that node are evicted (None: nothing that eviction could change applies to the task). ``now``:
+        where ``fn`` counts what pods being evicted release as released (it says where a task may be
+        pipelined), the nodes where it passes with what they hold still held (where the task may be
+        placed now; None: as ``fn``). ``holders``: the pods whose eviction may let the task pass on
+        their node, beyond those that repel it (reclaim and preempt take them first there)."""
         self._add("constraint", plugin, fn)
         self._explain[f"constraint:{plugin}"] = explain
         if relief is not None:
             self._add("constraint_relief", plugin, relief)
+        if now is not None:
+            self._add("constraint_now", plugin, now)
+        if holders is not None:
+            self._add("constraint_holders", plugin, holders)
 
     def add_constraint_score_fn(self, plugin: str, fn: ConstraintScoreFn) -> None:
         """A score that depends on the other pods placed; switched with the plugin's node order."""

@@ -6,8 +6,9 @@ A pod's volumes of a driver are its PersistentVolumeClaims (generic ephemeral vo
 bound claim's volume counts by its driver and ``volumeHandle`` (``spec.csi``), an unbound claim by its
 class's provisioner, once per claim. A volume counts once per node, however many pods there mount it.
 A node passes when, for every driver of the pod's volumes it has a limit for, the volumes of that driver
-attached there (those of the pods on it, placed or being evicted) and the pod's volumes not among them are
-no more than the limit. A node without a CSINode, or a driver without a count, has no limit. Volumes of
+attached there and the pod's volumes not among them are no more than the limit: counting the volumes of
+pods being evicted (attached until they are gone) where the pod is placed now, not where it is pipelined
+onto what they release. The pods whose going detaches a volume are what reclaim and preempt may take. A node without a CSINode, or a driver without a count, has no limit. Volumes of
 in-tree plugins (not migrated here) and inline CSI volumes are not counted, as kube-scheduler counts no
 inline CSI volume.
 
@@ -72,9 +73,13 @@ def task_claims(task: Task) -> tuple[str, ...]:
 class AttachState:
     """The volumes attached per node and driver, as the session places and evicts pods.
 
-    ``attached[d][n]`` is how many distinct volumes of driver ``d`` are attached on node ``n``; ``users``
-    how many pods on each node mount one volume. Built from the pods on the nodes when first asked about a
-    pod (most sessions place none with a volume of a limited driver); event handlers keep it current."""
+    ``attached[d][n]`` is how many distinct volumes of driver ``d`` are attached on node ``n`` now (pods
+    being evicted keep theirs until they are gone), ``kept[d][n]`` how many stay once the pods being
+    evicted are gone: what a pod pipelined there (onto room being released) counts against, as it counts
+    against the capacity they release. ``users`` and ``staying`` say how many pods on each node mount one
+    volume, all of them and those not being evicted. Built from the pods on the nodes when first asked
+    about a pod (most sessions place none with a volume of a limited driver); event handlers keep it
+    current."""
 
     def __init__(
         self,
@@ -93,11 +98,16 @@ class AttachState:
         #: Per driver with a limit somewhere: each node's limit (-1: none).
         self.limits: dict[str, npt.NDArray[np.int64]] = {}
         self.attached: dict[str, npt.NDArray[np.int64]] = {}
+        self.kept: dict[str, npt.NDArray[np.int64]] = {}
         #: Per attachment: the nodes it is attached on, and how many pods there mount it (sparse: a
-        #: volume is attached on a node or a few, and a row per volume over every node grows as their product).
+        #: volume is attached on a node or a few, and a row per volume over every node grows as their
+        #: product); ``staying``: those of them not being evicted.
         self.users: dict[Attachment, dict[int, int]] = {}
+        self.staying: dict[Attachment, dict[int, int]] = {}
         #: Task key -> (its node, the attachments it counts there).
         self._where: dict[str, tuple[int, tuple[Attachment, ...]]] = {}
+        #: The keys of ``_where``'s pods being evicted (counted in ``users``, not in ``staying``).
+        self._leaving: set[str] = set()
         self._of: dict[tuple[str, tuple[str, ...]], tuple[Attachment, ...]] = {}
         self._built = False
 
@@ -126,83 +136,172 @@ class AttachState:
         n = len(self.index)
         self.limits = {d: np.full(n, -1, dtype=np.int64) for d in sorted(self.drivers)}
         self.attached = {d: np.zeros(n, dtype=np.int64) for d in self.limits}
+        self.kept = {d: np.zeros(n, dtype=np.int64) for d in self.limits}
         for node, limits in self.catalog.limits.items():
             i = self.index.get(node)
             if i is not None:
                 for d, count in limits.items():
                     self.limits[d][i] = count
+        releasing = TaskStatus.RELEASING
         for i, on_node in enumerate(self._tasks()):
             for t in on_node.values():
                 if t.status in _ATTACHED and (t.claims or t.ephemeral_claims):
-                    self._add(t, i)
+                    self._add(t, i, leaving=t.status is releasing)
 
-    def _add(self, task: Task, node: int) -> None:
+    @staticmethod
+    def _count(
+        on: dict[Attachment, dict[int, int]],
+        counts: dict[str, npt.NDArray[np.int64]],
+        got: Iterable[Attachment],
+        node: int,
+        delta: int,
+    ) -> None:
+        """Count ``got`` on ``node`` ``delta`` more times in ``on``, and a volume newly there (or no
+        longer) in ``counts``."""
+        for a in got:
+            users = on.setdefault(a, {})
+            was = users.get(node, 0)
+            now = was + delta
+            if now:
+                users[node] = now
+            else:
+                del users[node]
+                if not users:
+                    del on[a]
+            if not was or not now:
+                counts[a[0]][node] += delta
+
+    def _add(self, task: Task, node: int, *, leaving: bool = False) -> None:
         if task.key in self._where:
             return
         got = self.of(task)
         if not got:
             return
         self._where[task.key] = (node, got)
-        for a in got:
-            users = self.users.setdefault(a, {})
-            users[node] = users.get(node, 0) + 1
-            if users[node] == 1:
-                self.attached[a[0]][node] += 1
+        self._count(self.users, self.attached, got, node, 1)
+        if leaving:
+            self._leaving.add(task.key)
+        else:
+            self._count(self.staying, self.kept, got, node, 1)
 
     def add(self, task: Task) -> None:
-        """An event handler's: ``task`` was placed (or its eviction undone)."""
-        if self._built and (task.claims or task.ephemeral_claims):
-            node = self.index.get(task.node_name or "")
-            if node is not None:
-                self._add(task, node)
+        """An event handler's: ``task`` was placed, or its eviction undone."""
+        if not self._built or not (task.claims or task.ephemeral_claims):
+            return
+        if task.key in self._leaving:
+            if task.status is not TaskStatus.RELEASING:  # its eviction undone: it stays after all
+                self._leaving.discard(task.key)
+                at, got = self._where[task.key]
+                self._count(self.staying, self.kept, got, at, 1)
+            return
+        node = self.index.get(task.node_name or "")
+        if node is not None:
+            self._add(task, node)
 
     def remove(self, task: Task) -> None:
         """An event handler's: ``task`` gave its node back. A pod being evicted keeps its volumes attached
-        until it is gone (they are detached then): only a placement undone gives them back."""
-        if task.status is TaskStatus.RELEASING:
-            return
-        held = self._where.pop(task.key, None)
+        until it is gone (they are detached then): only its node's future count (``kept``) goes down; a
+        placement undone gives them back."""
+        held = self._where.get(task.key)
         if held is None:
             return
         node, got = held
-        for a in got:
-            users = self.users[a]
-            users[node] -= 1
-            if users[node] == 0:
-                del users[node]
-                self.attached[a[0]][node] -= 1
-                if not users:
-                    del self.users[a]
+        leaving = task.key in self._leaving
+        if task.status is TaskStatus.RELEASING:
+            if not leaving:
+                self._leaving.add(task.key)
+                self._count(self.staying, self.kept, got, node, -1)
+            return
+        del self._where[task.key]
+        if leaving:
+            self._leaving.discard(task.key)
+        else:
+            self._count(self.staying, self.kept, got, node, -1)
+        self._count(self.users, self.attached, got, node, -1)
 
     def _over(
-        self, got: Sequence[Attachment]
-    ) -> list[tuple[str, npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
-        """Per driver of ``got``: each node's limit and the volumes attached there with the pod's."""
+        self, got: Sequence[Attachment], *, now: bool = False
+    ) -> list[tuple[str, npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+        """Per driver of ``got``: each node's limit, the volumes attached there with the pod's, and
+        without it; once the pods being evicted are gone (``now``: as they are now)."""
         if not self._built:
             self._build()
+        counts, on_node = (self.attached, self.users) if now else (self.kept, self.staying)
         by_driver: dict[str, list[Attachment]] = {}
         for a in got:
             by_driver.setdefault(a[0], []).append(a)
         out = []
         for d, mine in by_driver.items():
-            total = self.attached[d] + len(mine)
+            total = counts[d] + len(mine)
             for a in mine:
-                on = self.users.get(a)
+                on = on_node.get(a)
                 if on:  # attached there already: it adds nothing on those nodes
                     total[list(on)] -= 1
-            out.append((d, self.limits[d], total))
+            out.append((d, self.limits[d], total, counts[d]))
         return out
 
     def check(self, task: Task) -> BoolArray | None:
-        """The nodes where ``task``'s volumes stay within every limit (None: it has none of a limited
-        driver)."""
+        """The nodes where ``task``'s volumes stay within every limit once the pods being evicted are gone
+        (None: it has none of a limited driver)."""
         got = self.of(task)
         if not got:
             return None
         ok = np.ones(len(self.index), dtype=bool)
-        for _, limit, total in self._over(got):
+        for _, limit, total, _ in self._over(got):
             ok &= (limit < 0) | (total <= limit)
         return ok
+
+    def now(self, task: Task) -> BoolArray | None:
+        """The nodes where ``task``'s volumes stay within every limit now, with the volumes of the pods
+        being evicted still attached: where it may be placed now rather than pipelined (None: as
+        :meth:`check` says, no pod with a volume of a limited driver being evicted)."""
+        if not self._leaving:
+            return None
+        got = self.of(task)
+        if not got:
+            return None
+        ok = np.ones(len(self.index), dtype=bool)
+        for _, limit, total, _ in self._over(got, now=True):
+            ok &= (limit < 0) | (total <= limit)
+        return ok
+
+    def relievable(self, task: Task) -> BoolArray | None:
+        """The nodes where ``task``'s volumes could stay within every limit were the volumes there
+        detached (evicting pods may let it in: reclaim and preempt try them); None when it has no volume
+        of a limited driver."""
+        got = self.of(task)
+        if not got:
+            return None
+        if not self._built:
+            self._build()
+        ok = np.ones(len(self.index), dtype=bool)
+        for d in {a[0] for a in got}:
+            limit = self.limits[d]
+            ok &= (limit < 0) | (sum(1 for a in got if a[0] == d) <= limit)
+        return ok
+
+    def holders(self, task: Task) -> dict[str, str]:
+        """The pods (by key) whose going would detach a volume of a driver of ``task``'s, on a node with a
+        limit for it (not one ``task`` mounts too), each with what that frees: those reclaim and preempt
+        evict to make an attachment free (a volume is detached only once every pod there mounting it
+        goes; the action's trial says whether the task then fits)."""
+        got = self.of(task)
+        if not got:
+            return {}
+        if not self._built:
+            self._build()
+        drivers = {a[0] for a in got}
+        mine = set(got)
+        out: dict[str, str] = {}
+        for key, (node, held) in self._where.items():
+            if key in self._leaving:
+                continue
+            frees = sorted(
+                {a[0] for a in held if a[0] in drivers and a not in mine and self.limits[a[0]][node] >= 0}
+            )
+            if frees:
+                out[key] = f"an attachment of {', '.join(frees)}"
+        return out
 
     def explain(self, task: Task, idx: IndexArray) -> list[tuple[str, int]]:
         """Why nodes ``idx`` exceed a limit, in numbers: per driver, the volumes the pod adds and the most
@@ -211,13 +310,13 @@ class AttachState:
         if not got:
             return []
         out = []
-        for d, limit, total in self._over(got):
+        for d, limit, total, counts in self._over(got):
             lim, tot = limit[idx], total[idx]
             bad = (lim >= 0) & (tot > lim)
             if not bad.any():
                 continue
-            adds = tot[bad] - self.attached[d][idx][bad]
-            left = np.maximum(lim[bad] - self.attached[d][idx][bad], 0)
+            adds = tot[bad] - counts[idx][bad]
+            left = np.maximum(lim[bad] - counts[idx][bad], 0)
             out.append(
                 (
                     f"node(s) exceed max volume count of {d} (needs {int(adds.min())}, "

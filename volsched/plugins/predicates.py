@@ -16,7 +16,10 @@ constraint filters (see ``volsched.framework.session``) over the session's per-d
 
 CSI volume attach limits (a node's CSINode ``allocatable.count`` per driver) depend on the pods on a node
 too: a constraint filter over the session's counts of volumes attached per node and driver
-(``volsched.model.attach``).
+(``volsched.model.attach``). A pod being evicted keeps its volumes attached until it is gone: a pod may be
+pipelined onto the attachments it frees, as onto the capacity it frees, and placed now only within what
+is attached now; the pods whose going detaches a volume are the ones reclaim and preempt may take to
+make an attachment free.
 
 Free capacity (including the ``pods`` count, i.e. max pods) is the session's own check, done for every
 task whatever the plugins, and explained in numbers by the session.
@@ -228,13 +231,36 @@ class Predicates(BasePlugin):
             return out
 
         def relief(task: Task) -> BoolArray | None:
-            # (evicting pods never makes room for volumes here: an evicted pod's stay attached until it
-            # is gone)
+            # Where the filter could pass once pods of the node go: anti-affinity's relief (or where it
+            # passes), and the attach limits' (or where they pass: a volume is detached once its pods
+            # are gone).
             eased = state.relievable(task) if state is not None else None
-            within = attach.check(task) if attach is not None and eased is not None else None
-            return eased if within is None or eased is None else eased & within
+            freed = attach.relievable(task) if attach is not None else None
+            if eased is None and freed is None:
+                return None
+            if eased is None:
+                result = state.check(task) if state is not None else None
+                eased = None if result is None else result.mask
+            elif state is not None and (result := state.check(task)) is not None:
+                eased = eased | result.mask
+            if freed is not None and attach is not None:
+                within = attach.check(task)
+                freed = freed if within is None else freed | within
+            if eased is None or freed is None:
+                return eased if freed is None else freed
+            return eased & freed
 
-        session.add_constraint_fn(self.name, constraint, explain=explain_constraint, relief=relief)
+        if attach is None:
+            session.add_constraint_fn(self.name, constraint, explain=explain_constraint, relief=relief)
+            return
+        session.add_constraint_fn(
+            self.name,
+            constraint,
+            explain=explain_constraint,
+            relief=relief,
+            now=attach.now,
+            holders=attach.holders,
+        )
 
 
 def _attach_state(session: ExtensionPoints) -> AttachState | None:
