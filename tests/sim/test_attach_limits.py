@@ -105,3 +105,31 @@ def test_a_driver_without_a_count_and_a_node_without_a_csinode_have_no_limit() -
         ]
     )
     assert where(data) == {"p0": "n1", "p1": "n1", "q0": "n2", "q1": "n2"}
+
+
+def test_volumes_of_an_in_tree_plugin_migrated_to_csi_count_as_its_drivers() -> None:
+    """kube-scheduler counts an in-tree volume (``awsElasticBlockStore``...) as its CSI driver's once its
+    plugin is migrated, as the four block plugins are for good; so does a claim of a class that names the
+    in-tree provisioner."""
+    ebs = []
+    for i in range(2):
+        v = pv(f"ebs{i}")
+        del v["spec"]["local"]
+        v["spec"]["awsElasticBlockStore"] = {"volumeID": f"aws://eu-west-1a/vol-{i}"}
+        ebs += [v, pvc(f"e{i}", volume=f"ebs{i}")]
+    data = run(
+        [
+            node("n1", cpu="16"),
+            csi_node("n1", ebs_csi_aws_com=2),
+            *ebs,
+            storage_class("gp2", provisioner="kubernetes.io/aws-ebs"),
+            pvc("dyn", storage_class="gp2"),
+            pod("a", claims=["e0"]),
+            pod("b", claims=["e1"]),
+            pod("c", claims=["dyn"], created="2026-01-02T00:00:00Z"),
+        ]
+    )
+    assert where(data) == {"a": "n1", "b": "n1", "c": None}
+    assert reason(data, "default/c") == (
+        "0/1 nodes fit: 1 node(s) exceed max volume count of ebs.csi.aws.com (needs 1, most free 0)"
+    )

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.builders import csi_node, pv, pvc, storage_class
+from tests.builders import csi_node, node, pv, pvc, storage_class
+from volsched.cache.state import ClusterState
 from volsched.model.attach import AttachCatalog, AttachState
 from volsched.model.decode import csi_node_limits, persistent_volume, volume_claim
 from volsched.model.decode import storage_class as decode_class
@@ -132,3 +133,57 @@ def test_the_pods_whose_going_frees_an_attachment() -> None:
         t.status = TaskStatus.RELEASING
         state.remove(t)
         assert state.check(new).tolist() == [t.name == "y", True]  # free once both are gone
+
+
+def test_a_snapshot_copies_the_csinode_table_only_once_it_changed() -> None:
+    """The snapshot takes the cache's CSINode table by a change counter, as it takes the volume tables:
+    a snapshot with no CSINode event since the last shares its table (no copy per session); one after an
+    event (a count changed, a CSINode gone) has its own, and the last snapshot's is left as it was."""
+    state = ClusterState()
+    for obj in (node("n1"), node("n2"), csi_node("n1", d=1), csi_node("n2", d=1)):
+        state.apply(obj)
+    first = state.snapshot(now=0.0).attach
+    state.apply(node("n3"))  # (no CSINode event)
+    second = state.snapshot(now=0.0).attach
+    assert first is not None and second is not None
+    assert second.limits is first.limits
+    state.apply(csi_node("n1", d=2))
+    third = state.snapshot(now=0.0).attach
+    assert third is not None and third.limits is not first.limits
+    assert third.limits == {"n1": {"d": 2}, "n2": {"d": 1}}
+    assert first.limits == {"n1": {"d": 1}, "n2": {"d": 1}}
+    state.delete("CSINode", None, "n2")
+    fourth = state.snapshot(now=0.0).attach
+    assert fourth is not None and fourth.limits == {"n1": {"d": 2}}
+    assert third.limits == {"n1": {"d": 2}, "n2": {"d": 1}}
+
+
+@pytest.mark.parametrize(
+    ("source", "attachment"),
+    [
+        ({"awsElasticBlockStore": {"volumeID": "aws://eu-west-1a/vol-1"}}, ("ebs.csi.aws.com", "vol-1")),
+        ({"awsElasticBlockStore": {"volumeID": "vol-2"}}, ("ebs.csi.aws.com", "vol-2")),
+        ({"gcePersistentDisk": {"pdName": "disk-1"}}, ("pd.csi.storage.gke.io", "disk-1")),
+        ({"azureDisk": {"diskName": "d", "diskURI": "/subs/x/d"}}, ("disk.csi.azure.com", "/subs/x/d")),
+        ({"cinder": {"volumeID": "c-1"}}, ("cinder.csi.openstack.org", "c-1")),
+        ({"nfs": {"server": "s", "path": "/"}}, None),
+    ],
+)
+def test_a_volume_of_an_in_tree_plugin_migrated_to_csi_counts_as_its_drivers(
+    source: dict[str, Any], attachment: tuple[str, str] | None
+) -> None:
+    """As kube-scheduler's NodeVolumeLimits counts them: their migration to CSI is on for good."""
+    obj = pv("v")
+    del obj["spec"]["local"]
+    obj["spec"].update(source)
+    assert persistent_volume(obj).csi == attachment
+
+
+def test_a_claim_of_an_in_tree_provisioners_class_counts_as_its_csi_drivers() -> None:
+    c = AttachCatalog(
+        limits={},
+        claims={c.key: c for c in map(volume_claim, [pvc("gp2", storage_class="gp2")])},
+        volumes={},
+        classes={"gp2": decode_class(storage_class("gp2", provisioner="kubernetes.io/aws-ebs"))},
+    )
+    assert c.attachments("default", ["gp2"]) == (("ebs.csi.aws.com", "claim default/gp2"),)

@@ -208,6 +208,10 @@ class ClusterState:
         #: snapshots of a busy cluster see no claim, volume or class change).
         self._volumes_moved = 0
         self._volumes_copied: tuple[int, Any] = (-1, None)
+        #: CSINode events so far, and the count and table the last snapshot copied (a snapshot shares
+        #: the last one's table until a CSINode changes: most sessions see none change).
+        self._attach_moved = 0
+        self._attach_copied: tuple[int, dict[str, dict[str, int]]] = (-1, {})
         #: Dynamic Resource Allocation: DeviceClasses by name, ResourceSlices by name, ResourceClaims by
         #: "ns/name" (see ``volsched.model.devices``).
         self.device_classes: dict[str, DeviceClass] = {}
@@ -388,6 +392,7 @@ class ClusterState:
                     if limits
                     else _drop(self.attach_limits, node_name)
                 )
+                self._attach_moved += changed
             elif kind == "DeviceClass":
                 cls = device_class(obj)
                 changed = _put(self.device_classes, cls.name, cls)
@@ -655,6 +660,7 @@ class ClusterState:
                 self._volumes_moved += 1
             elif kind == "CSINode":
                 held = _drop(self.attach_limits, name)
+                self._attach_moved += held
             elif kind == "PodDisruptionBudget":  # what it protected may go now
                 held = _drop(self.budgets, key)
             elif kind == "DeviceClass":
@@ -1033,6 +1039,10 @@ class ClusterState:
                         self.storage_classes.copy(),
                     )
                     self._volumes_copied = (self._volumes_moved, volume_tables)
+                moved, attach_limits = self._attach_copied
+                if moved != self._attach_moved:
+                    attach_limits = self.attach_limits.copy()
+                    self._attach_copied = (self._attach_moved, attach_limits)
                 view = View(
                     tasks=self._view_tasks,
                     touched=touched,
@@ -1047,7 +1057,7 @@ class ClusterState:
                     volume_claims=volume_tables[0],
                     pv_specs=volume_tables[1],
                     storage_classes=volume_tables[2],
-                    attach_limits=self.attach_limits.copy(),
+                    attach_limits=attach_limits,
                     device_classes=self.device_classes.copy(),
                     slices=self.slices.copy(),
                     resource_claims=self.resource_claims.copy(),

@@ -3,14 +3,17 @@ driver a node may have attached (its CSINode's ``spec.drivers[].allocatable.coun
 take a pod's volumes within them.
 
 A pod's volumes of a driver are its PersistentVolumeClaims (generic ephemeral volumes' claims too): a
-bound claim's volume counts by its driver and ``volumeHandle`` (``spec.csi``), an unbound claim by its
-class's provisioner, once per claim. A volume counts once per node, however many pods there mount it.
-A node passes when, for every driver of the pod's volumes it has a limit for, the volumes of that driver
-attached there and the pod's volumes not among them are no more than the limit: counting the volumes of
-pods being evicted (attached until they are gone) where the pod is placed now, not where it is pipelined
-onto what they release. The pods whose going detaches a volume are what reclaim and preempt may take. A node without a CSINode, or a driver without a count, has no limit. Volumes of
-in-tree plugins (not migrated here) and inline CSI volumes are not counted, as kube-scheduler counts no
-inline CSI volume.
+bound claim's volume counts by its driver and ``volumeHandle`` (``spec.csi``; a volume of an in-tree
+plugin migrated to CSI, ``awsElasticBlockStore``..., as its CSI driver's), an unbound claim by its class's
+provisioner (an in-tree one's as its CSI driver's), once per claim. A volume counts once per node, however
+many pods there mount it. A node passes when, for every driver of the pod's volumes it has a limit for,
+the volumes of that driver attached there and the pod's volumes not among them are no more than the
+limit: counting the volumes of pods being evicted (attached until they are gone) where the pod is placed
+now, not where it is pipelined onto what they release. The pods whose going detaches a volume are what
+reclaim and preempt may take. A node without a CSINode, or a driver without a count, has no limit. Not
+counted: inline CSI volumes (as kube-scheduler counts none), inline in-tree volumes of a pod
+(``spec.volumes[].awsElasticBlockStore``, which kube-scheduler counts once migrated), volumes attached
+without a pod (VolumeAttachments, which it counts).
 
 Pure: :class:`AttachCatalog` is what a snapshot holds (None when no CSINode reports a count), and
 :class:`AttachState` the session's counts, vectorised over nodes (a loop over the pod's volumes only).
@@ -25,7 +28,12 @@ import numpy as np
 import numpy.typing as npt
 
 from volsched.model.vocabulary import NODE_HOLDING_STATUSES, Task, TaskStatus
-from volsched.model.volumes import PersistentVolumeSpec, StorageClassSpec, VolumeClaim
+from volsched.model.volumes import (
+    MIGRATED_PROVISIONERS,
+    PersistentVolumeSpec,
+    StorageClassSpec,
+    VolumeClaim,
+)
 from volsched.records import dataclass
 
 BoolArray = npt.NDArray[np.bool_]
@@ -61,7 +69,8 @@ class AttachCatalog:
                 continue
             cls = self.classes.get(claim.storage_class)
             if cls is not None and cls.provisions:  # the volume its provisioner will make
-                out[(cls.provisioner, f"claim {claim.key}")] = None
+                driver = MIGRATED_PROVISIONERS.get(cls.provisioner, cls.provisioner)
+                out[(driver, f"claim {claim.key}")] = None
         return tuple(out)
 
 

@@ -74,6 +74,7 @@ from volsched.model.volumes import (
     PersistentVolumeSpec,
     StorageClassSpec,
     VolumeClaim,
+    migrated_csi,
 )
 from volsched.records import copier
 
@@ -1879,7 +1880,7 @@ def persistent_volume(obj: Raw) -> PersistentVolumeSpec:
         phase=str(status.get("phase") or ""),
         deleting=bool(meta.get("deletionTimestamp")),
         version=_version(meta),
-        csi=(str(driver), str(handle)) if csi else None,
+        csi=(str(driver), str(handle)) if csi else migrated_csi(spec),
     )
 
 
