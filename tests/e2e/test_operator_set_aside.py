@@ -202,3 +202,57 @@ def test_a_gang_that_no_node_could_hold_stays_pending_says_why_and_runs_once_a_n
         operator=op,
     )
     wait_for(lambda: scheduled()["phase"] == "Running", 30, what="g Running", operator=op)
+
+
+def test_pods_standing_alone_that_tolerate_no_node_ask_no_share_and_run_once_the_taint_goes(
+    k: Kube, start_operator: Start
+) -> None:
+    """The defect, on a real apiserver: ``never_fits`` read no taints, so queue a's pods, which tolerate
+    none of the taint both nodes carry, counted in a's demand: a was given half the cluster it could never
+    use, and four of b's eight pods (which tolerate it) were refused "... > deserved 4" for ever. Now a's
+    pods say which taint keeps them off, b's eight are bound, and once one node's taint is removed a's
+    pods are bound there."""
+    taint = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+    tainted = [node("n1", cpu="4"), node("n2", cpu="4")]
+    for n in tainted:
+        n["spec"] = {"taints": [taint]}
+    k.nodes(*tainted)
+    k.queue(queue("a"))
+    k.queue(queue("b"))
+    ns = k.namespace("never-taint")
+
+    def tolerating(obj: dict[str, Any]) -> dict[str, Any]:
+        obj["spec"]["tolerations"] = [
+            {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+        ]
+        return obj
+
+    op = start_operator()
+    k.pods(
+        ns,
+        *(_in_queue(pod(f"a{i}", cpu="1", memory="1Mi"), "a") for i in range(2)),
+        *(_in_queue(tolerating(pod(f"b{i}", cpu="1", memory="1Mi")), "b") for i in range(8)),
+    )
+    wait_for(lambda: len(k.bound(ns)) == 8, 30, what="b's eight pods bound", operator=op)
+    assert set(k.bound(ns)) == {f"{ns}/b{i}" for i in range(8)}
+    wait_for(
+        lambda: all(_why(k, ns, f"a{i}").startswith("can never run as it stands: ") for i in range(2)),
+        30,
+        what="a's pods told they can never run",
+        operator=op,
+    )
+    assert _why(k, ns, "a0").startswith(
+        "can never run as it stands: each of the 2 ready node(s) has a taint it does not tolerate "
+        "(untolerated taint {dedicated: gpu} on 2)"
+    ), _why(k, ns, "a0")
+
+    for key, on in k.bound(ns).items():  # room on n2 for a's pods once its taint goes
+        if on == "n2":
+            k.core.delete_namespaced_pod(key.split("/")[1], ns, grace_period_seconds=0)
+    k.core.patch_node("n2", {"spec": {"taints": None}})
+    wait_for(
+        lambda: k.bound(ns).get(f"{ns}/a0") == "n2" and k.bound(ns).get(f"{ns}/a1") == "n2",
+        30,
+        what="a's pods bound once n2's taint is removed",
+        operator=op,
+    )

@@ -293,3 +293,87 @@ def test_a_pending_gang_that_can_never_run_keeps_no_place_from_the_pods_behind_i
         later = result.runs[f"default/later{i}"]
         assert later.started == later.created, later
     assert result.runs["default/g-0"].started is None
+
+
+GPU_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+TOLERATES_GPU = [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]
+
+
+@pytest.mark.parametrize("effect", ["NoSchedule", "NoExecute"])
+def test_a_lone_pod_that_tolerates_no_node_asks_no_share_of_the_cluster(effect: str) -> None:
+    """The defect: ``never_fits`` read no taints, so queue a's six pods, which tolerate none of the taint
+    both nodes carry, counted in a's demand: b (whose pods tolerate it) was bound 4 pods and its other 4
+    refused "... > deserved 4" session after session, 4 cpu idle for ever. Now a's pods say which taint
+    keeps them off, ask nothing, and b takes both nodes."""
+    taint = GPU_TAINT | {"effect": effect}
+    tolerations = [TOLERATES_GPU[0] | {"effect": effect}]
+    objs = [
+        node("n1", cpu="4", taints=[taint]),
+        node("n2", cpu="4", taints=[taint]),
+        queue("a"),
+        queue("b"),
+        *(pod(f"a{i}", queue="a", cpu="1") for i in range(6)),
+        *(pod(f"b{i}", queue="b", cpu="1", tolerations=tolerations) for i in range(8)),
+    ]
+    data = run(objs)
+    assert len(placed(data, "default/b")) == 8, placed(data)
+    assert not placed(data, "default/a")
+    said = {e["object"]: e["message"] for e in data["events"]}
+    assert said["Pod default/a0"].startswith(
+        "can never run as it stands: each of the 2 ready node(s) has a taint it does not tolerate "
+        "(untolerated taint {dedicated: gpu} on 2); "
+    ), said["Pod default/a0"]
+    assert data["queues"]["a"]["request"].get("cpu", 0) == 0, data["queues"]["a"]
+
+
+def test_a_gang_whose_pods_tolerate_no_node_stays_pending_and_asks_no_share() -> None:
+    """The gang's two pods tolerate neither node's taint: it can never run, says so with the taint and how
+    many nodes carry it, is not voted into its queue, and queue b's pods take both nodes."""
+    objs = [
+        node("n1", cpu="4", taints=[GPU_TAINT]),
+        node("n2", cpu="4", taints=[GPU_TAINT]),
+        queue("a"),
+        queue("b"),
+        podgroup("g", queue="a", min_member=2),
+        *(pod(f"g-{i}", group="g", cpu="2") for i in range(2)),
+        *(pod(f"b{i}", queue="b", cpu="2", tolerations=TOLERATES_GPU) for i in range(4)),
+    ]
+    data = run(objs)
+    assert len(placed(data, "default/b")) == 4, placed(data)
+    said = data["podgroups"]["default/g"]
+    assert said["phase"] == "Pending", said
+    assert said["reason"].startswith(
+        "can never run as it stands: each of the 2 ready node(s) has a taint its pods do not tolerate "
+        "(untolerated taint {dedicated: gpu} on 2; minMember 2); not admitted to queue a while it can never run"
+    ), said
+
+
+def test_a_gang_counts_only_the_nodes_whose_taints_its_pods_tolerate() -> None:
+    """Three 4-cpu nodes, two tainted: at most one of its three 3-cpu pods fits on the node left, so it
+    can never run; the nodes' taints are named in the count."""
+    objs = [
+        node("n1", cpu="4"),
+        node("n2", cpu="4", taints=[GPU_TAINT]),
+        node("n3", cpu="4", taints=[GPU_TAINT | {"effect": "NoExecute"}]),
+        podgroup("g", min_member=3),
+        *(pod(f"g-{i}", group="g", cpu="3") for i in range(3)),
+    ]
+    said = {e["object"]: e["message"] for e in run(objs)["events"]}["PodGroup default/g"]
+    assert said.startswith(
+        "can never run as it stands: at most 1 of its pods fit on the 1 of 3 ready node(s) whose taints its "
+        "pods tolerate (untolerated taint {dedicated: gpu} on 2), even were they empty (minMember 3; each pod "
+        "asks at least cpu 3); "
+    ), said
+
+
+def test_a_pod_that_tolerates_the_taint_is_not_told_never() -> None:
+    objs = [
+        node("n1", cpu="4", taints=[GPU_TAINT]),
+        pod("busy", cpu="4", node="n1", tolerations=TOLERATES_GPU),
+        pod("w", cpu="2", tolerations=TOLERATES_GPU),
+        podgroup("g", min_member=2),
+        *(pod(f"g-{i}", group="g", cpu="2", tolerations=[{"operator": "Exists"}]) for i in range(2)),
+    ]
+    said = {e["object"]: e["message"] for e in run(objs)["events"]}
+    assert "never" not in said["Pod default/w"], said
+    assert "never" not in said["PodGroup default/g"], said

@@ -122,3 +122,28 @@ def test_a_gang_that_may_run_once_room_is_made_is_still_voted_on() -> None:
     assert render(result.rejections["PodGroup default/g"]) == (
         "not admitted to queue a: overcommit: minResources cpu 4 > room 0.8 (cluster 4 x 1.2 - used 4 - admitted 0)"
     )
+
+
+def test_a_gang_kept_off_by_a_taint_is_admitted_once_the_taint_goes_or_a_node_joins_it_tolerates() -> None:
+    """Both nodes' taint is tolerated by none of its pods: Pending, told the taint; the session after a
+    node's taint is removed (or a node without it joins) admits and binds it."""
+    taint = {"key": "dedicated", "value": "gpu", "effect": "NoExecute"}
+    for change in (node("n1", cpu="4"), node("n3", cpu="4")):
+        state = ClusterState()
+        for obj in (
+            node("n1", cpu="4", taints=[taint]),
+            node("n2", cpu="4", taints=[taint]),
+            queue("a"),
+            *_never("a"),
+        ):
+            state.apply(obj)
+        first = run_session(state.snapshot(now=1.0), DEFAULT)
+        assert first.podgroups["default/g"].phase == "Pending"
+        assert render(first.rejections["PodGroup default/g"]).startswith(
+            "can never run as it stands: each of the 2 ready node(s) has a taint its pods do not tolerate "
+            "(untolerated taint {dedicated: gpu} on 2; minMember 2); not admitted to queue a"
+        )
+        state.apply(change)
+        second = run_session(state.snapshot(now=2.0), DEFAULT)
+        assert second.admitted == ["default/g"]
+        assert sorted(b.pod for b in second.binds) == ["default/g-0", "default/g-1"]

@@ -29,8 +29,15 @@ import numpy as np
 from volsched.framework.decisions import Code, Status
 from volsched.framework.messages import amounts
 from volsched.framework.points import ExtensionPoints
-from volsched.model.cluster import BoolArray, Job, NodeTable, unmet_minimum_rows
-from volsched.model.nodeterms import matches_affinity, matches_node_selector
+from volsched.model.cluster import (
+    BoolArray,
+    Job,
+    NodeTable,
+    hard_taint_groups,
+    tolerated_nodes,
+    unmet_minimum_rows,
+)
+from volsched.model.nodeterms import matches_affinity, matches_node_selector, tolerates
 from volsched.model.resources import EPS, Vector
 from volsched.model.scalars import human_duration
 from volsched.model.vocabulary import PodGroupPhase, QueueSpec, Task, TaskStatus
@@ -95,9 +102,7 @@ def _judged(session: ExtensionPoints, job: Job) -> tuple[str | None, str | None]
     if hit is not None:
         return hit
     verdict = _queue_verdict(session, job) or _total_verdict(session, job)
-    pods = (
-        None if verdict is not None and by_pods else _pods_verdict(session, job, smallest, tasks, placements)
-    )
+    pods = None if verdict is not None and by_pods else _pods_verdict(session, job, smallest, tasks)
     verdict = verdict or pods
     hit = memo[key] = (verdict, verdict if by_pods else pods)
     return hit
@@ -112,15 +117,19 @@ def _smallest(session: ExtensionPoints, tasks: list[Task]) -> Any:
 
 
 def _placements(tasks: list[Task]) -> frozenset[str]:
-    """The placements of ``tasks`` with a node selector or required node affinity ("" for a pod with
-    neither)."""
-    return frozenset(t.placement_key if t.node_selector or t.affinity_terms else "" for t in tasks)
+    """The placements of ``tasks`` with a node selector, required node affinity or tolerations ("" for a
+    pod with none)."""
+    return frozenset(_placement(t) for t in tasks)
 
 
-def _where(nodes: NodeTable, tasks: list[Task], placements: frozenset[str]) -> BoolArray:
-    """The ready nodes one of ``tasks`` may go to (``placements``: :func:`_placements` of them)."""
-    ready = nodes.ready
-    return ready & admitted_nodes(nodes, tasks) if placements and "" not in placements else ready
+def _placement(task: Task) -> str:
+    return task.placement_key if task.node_selector or task.affinity_terms or task.tolerations else ""
+
+
+def _where(nodes: NodeTable, tasks: list[Task]) -> BoolArray:
+    """The ready nodes one of ``tasks`` may go to: its node selector, required node affinity and
+    tolerations admit them."""
+    return nodes.ready & _admitting(nodes, tasks)[1]
 
 
 def _fit(alloc: Any, smallest: Any) -> int | None:
@@ -177,57 +186,110 @@ def _total_verdict(session: ExtensionPoints, job: Job) -> str | None:
     )
 
 
-def _pods_verdict(
-    session: ExtensionPoints, job: Job, smallest: Any, tasks: list[Task], placements: frozenset[str]
-) -> str | None:
+def _pods_verdict(session: ExtensionPoints, job: Job, smallest: Any, tasks: list[Task]) -> str | None:
     """Fewer than minMember of its pods (a pod standing alone: it) on the ready nodes its pods may go to,
     even were they empty."""
     space = session.space
     nodes = session.nodes
-    alloc = nodes.allocatable[_where(nodes, tasks, placements)]
-    n_ready = int(nodes.ready.sum())
+    labels, where = _admitting(nodes, tasks)
+    ready = nodes.ready
+    where = ready & where
+    alloc = nodes.allocatable[where]
+    n_ready = int(ready.sum())
+    on = _On(nodes, tasks, ready & labels, where, n_ready)
     if job.podgroup is None:
-        return _lone_verdict(session, alloc, n_ready, smallest)
+        return _lone_verdict(session, alloc, on, smallest)
     if n_ready and not len(alloc):
-        return (
-            f"none of the {n_ready} ready node(s) has the labels its pods' node selector or required node "
-            f"affinity ask for (minMember {job.min_member})"
-        )
+        if not on.labelled:
+            return (
+                f"none of the {n_ready} ready node(s) has the labels its pods' node selector or required node "
+                f"affinity ask for (minMember {job.min_member})"
+            )
+        return f"each of {on.labelled_text(gang=True)} has a taint its pods do not tolerate ({on.taints}; minMember {job.min_member})"
     fit = _fit(alloc, smallest) if len(alloc) else None
     if fit is not None and fit < job.min_member:
-        on = (
-            f"the {len(alloc)} ready node(s)"
-            if len(alloc) == n_ready
-            else f"the {len(alloc)} of {n_ready} ready node(s) its pods' node selector or required node "
-            "affinity admit"
-        )
         return (
-            f"at most {fit} of its pods fit on {on}, even were they empty (minMember {job.min_member}; "
-            f"each pod asks at least "
+            f"at most {fit} of its pods fit on {on.where_text(gang=True)}, even were they empty (minMember "
+            f"{job.min_member}; each pod asks at least "
             f"{amounts({space.names[i]: float(smallest[i]) for i in np.flatnonzero(smallest > EPS)})})"
         )
     return None
 
 
-def _lone_verdict(session: ExtensionPoints, alloc: Any, n_ready: int, request: Any) -> str | None:
-    """:func:`_pods_verdict` of a pod standing alone asking ``request``: no ready node its node selector
-    and required node affinity admit (``alloc``: their allocatable) could hold it even empty."""
-    if n_ready and not len(alloc):
+class _On:
+    """The ready nodes a job's pods may go to, as its verdict says them: how many there are, how many
+    their node selector and required node affinity admit (``labelled``), and which taints keep them off
+    those (``taints``, "" when none does)."""
+
+    def __init__(
+        self, nodes: NodeTable, tasks: list[Task], labelled: BoolArray, where: BoolArray, n_ready: int
+    ) -> None:
+        self.n_ready = n_ready
+        self.labelled = int(labelled.sum())
+        self.where = int(where.sum())
+        kept_off = labelled & ~where
+        self.taints = _untolerated(nodes, tasks, kept_off) if kept_off.any() else ""
+
+    def labelled_text(self, *, gang: bool) -> str:
+        """The ready nodes the pods' node selector and required node affinity admit."""
+        if self.labelled == self.n_ready:
+            return f"the {self.n_ready} ready node(s)"
+        whose = "its pods'" if gang else "its"
         return (
-            f"none of the {n_ready} ready node(s) has the labels its node selector or required node affinity "
-            "ask for"
+            f"the {self.labelled} of {self.n_ready} ready node(s) {whose} node selector or required node "
+            "affinity admit"
         )
+
+    def where_text(self, *, gang: bool) -> str:
+        """The ready nodes the pods may go to, saying what keeps them off the others."""
+        if not self.taints:
+            return self.labelled_text(gang=gang)
+        tolerate = "its pods tolerate" if gang else "it tolerates"
+        if self.labelled == self.n_ready:
+            return f"the {self.where} of {self.n_ready} ready node(s) whose taints {tolerate} ({self.taints})"
+        whose = "its pods'" if gang else "its"
+        they = "they tolerate" if gang else "it tolerates"
+        return (
+            f"the {self.where} of {self.n_ready} ready node(s) {whose} node selector or required node affinity "
+            f"admit and whose taints {they} ({self.taints})"
+        )
+
+
+def _untolerated(nodes: NodeTable, tasks: list[Task], kept_off: BoolArray) -> str:
+    """The taints that keep ``tasks`` off the nodes of ``kept_off``, with how many of them carry each
+    (``untolerated taint {dedicated: gpu} on 2``): those none of the tasks tolerates (every taint of a
+    node where the tasks tolerate each but none all)."""
+    group, groups = hard_taint_groups(nodes)
+    tolerations = list({_placement(t): t.tolerations for t in tasks}.values())
+    counts: dict[str, int] = {}
+    ids, sizes = np.unique(group[kept_off], return_counts=True)
+    for g, size in zip(ids.tolist(), sizes.tolist(), strict=True):
+        taints = groups[g]
+        untolerated = [t for t in taints if not any(tolerates(tols, t) for tols in tolerations)] or list(
+            taints
+        )
+        for t in untolerated:
+            text = f"{{{t[0]}: {t[1]}}}" if t[1] else f"{{{t[0]}}}"
+            counts[text] = counts.get(text, 0) + size
+    return "untolerated taint " + ", ".join(f"{text} on {n}" for text, n in counts.items())
+
+
+def _lone_verdict(session: ExtensionPoints, alloc: Any, on: _On, request: Any) -> str | None:
+    """:func:`_pods_verdict` of a pod standing alone asking ``request``: no ready node its node selector,
+    required node affinity and tolerations admit (``alloc``: their allocatable) could hold it even empty."""
+    if on.n_ready and not len(alloc):
+        if not on.labelled:
+            return (
+                f"none of the {on.n_ready} ready node(s) has the labels its node selector or required node "
+                "affinity ask for"
+            )
+        return f"each of {on.labelled_text(gang=False)} has a taint it does not tolerate ({on.taints})"
     fit = _fit(alloc, request) if len(alloc) else None
     if fit is None or fit >= 1:
         return None
-    on = (
-        f"the {len(alloc)} ready node(s)"
-        if len(alloc) == n_ready
-        else f"the {len(alloc)} of {n_ready} ready node(s) its node selector or required node affinity admit"
-    )
     names = session.space.names
     return (
-        f"none of {on} could hold it, even were they empty (it asks "
+        f"none of {on.where_text(gang=False)} could hold it, even were they empty (it asks "
         f"{amounts({names[i]: float(request[i]) for i in np.flatnonzero(request > EPS)})})"
     )
 
@@ -301,36 +363,44 @@ def _gang_judged(session: ExtensionPoints, job: Job) -> tuple[str | None, str | 
     return hit
 
 
-def admitted_nodes(nodes: NodeTable, tasks: list[Task]) -> BoolArray:
+def _admitting(nodes: NodeTable, tasks: list[Task]) -> tuple[BoolArray, BoolArray]:
     """The nodes of ``nodes`` (ready or not) that the node selector and required node affinity of at
-    least one of ``tasks`` admit (each placement's mask kept with the table: it follows from the nodes'
-    specs alone)."""
-    kept: dict[str, BoolArray] | None = nodes.memo.get(_ADMITTED)
+    least one of ``tasks`` admit, and those of them whose hard taints it tolerates as well (each
+    placement's masks kept with the table: they follow from the nodes' specs alone)."""
+    kept: dict[str, tuple[BoolArray, BoolArray]] | None = nodes.memo.get(_ADMITTED)
     if kept is None or len(kept) > _KEPT_PLACEMENTS:
         kept = nodes.memo[_ADMITTED] = {}
-    out: BoolArray | None = None
+    labels: BoolArray | None = None
+    where: BoolArray | None = None
     seen: set[str] = set()
     for t in tasks:
-        key = t.placement_key
+        key = _placement(t)
         if key in seen:
             continue
         seen.add(key)
-        if not (t.node_selector or t.affinity_terms):
-            return np.ones(len(nodes), dtype=bool)  # a pod that may go anywhere
-        mask = kept.get(key)
-        if mask is None:
-            mask = np.fromiter(
-                (
-                    matches_node_selector(s, t.node_selector) and matches_affinity(s, t.affinity_terms)
-                    for s in nodes.specs
-                ),
-                dtype=bool,
-                count=len(nodes),
-            )
-            mask.setflags(write=False)
-            kept[key] = mask
-        out = mask if out is None else out | mask
-    return np.zeros(len(nodes), dtype=bool) if out is None else out
+        masks = kept.get(key)
+        if masks is None:
+            if t.node_selector or t.affinity_terms:
+                admitted = np.fromiter(
+                    (
+                        matches_node_selector(s, t.node_selector) and matches_affinity(s, t.affinity_terms)
+                        for s in nodes.specs
+                    ),
+                    dtype=bool,
+                    count=len(nodes),
+                )
+            else:
+                admitted = np.ones(len(nodes), dtype=bool)
+            tolerated = admitted & tolerated_nodes(nodes, t.tolerations)
+            admitted.setflags(write=False)
+            tolerated.setflags(write=False)
+            masks = kept[key] = (admitted, tolerated)
+        labels = masks[0] if labels is None else labels | masks[0]
+        where = masks[1] if where is None else where | masks[1]
+    if labels is None or where is None:  # no task: any node
+        everywhere = np.ones(len(nodes), dtype=bool)
+        return everywhere, everywhere
+    return labels, where
 
 
 def never_asks(session: ExtensionPoints) -> dict[str, Vector]:
@@ -400,7 +470,7 @@ def fits_nowhere(session: ExtensionPoints, job: Job) -> bool:
     if not tasks or any(t.resource_claims for t in tasks):
         return False
     nodes = session.nodes
-    where = _where(nodes, tasks, _placements(tasks))
+    where = _where(nodes, tasks)
     if not where.any():
         return True
     fit = _fit(nodes.allocatable[where], _smallest(session, tasks))

@@ -36,6 +36,7 @@ import numpy.typing as npt
 
 from volsched.model.attach import AttachCatalog
 from volsched.model.devices import Claim, DeviceCatalog
+from volsched.model.nodeterms import HARD_EFFECTS, UNSCHEDULABLE_TAINT, tolerates
 from volsched.model.resources import EPS, PODS, ResourceSpace, Vector, stack_rows
 from volsched.model.usage import NodeUsage
 from volsched.model.vocabulary import (
@@ -204,6 +205,41 @@ class NodeTable:
         self.incoming[i] += task.request
         self.incoming_tasks -= 1
         self.held(i).pop(task.key, None)
+
+
+#: A group of nodes' hard taints: (key, value, effect) each.
+Taints = tuple[tuple[str, str, str], ...]
+
+
+def hard_taint_groups(nodes: NodeTable) -> tuple[IndexArray, list[Taints]]:
+    """Per node, the index of its group, and the groups in the order first seen: the taints that keep off
+    a pod that does not tolerate them (NoSchedule and NoExecute; a cordoned node's as kube-scheduler's
+    ``node.kubernetes.io/unschedulable`` taint). Kept with the table (its memo): they follow from the
+    nodes' specs alone."""
+    memo: tuple[IndexArray, list[Taints]] | None = nodes.memo.get(_TAINT_GROUPS)
+    if memo is None:
+        groups: dict[Taints, int] = {}
+        group = np.zeros(len(nodes), dtype=np.intp)
+        for i, spec in enumerate(nodes.specs):
+            taints = tuple(t for t in spec.taints if t[2] in HARD_EFFECTS)
+            if spec.unschedulable:
+                taints = (*taints, UNSCHEDULABLE_TAINT)
+            group[i] = groups.setdefault(taints, len(groups))
+        group.flags.writeable = False
+        memo = nodes.memo[_TAINT_GROUPS] = (group, list(groups))
+    return memo
+
+
+def tolerated_nodes(nodes: NodeTable, tolerations: Sequence[Any]) -> BoolArray:
+    """The nodes (ready or not) whose hard taints (:func:`hard_taint_groups`) ``tolerations`` all
+    tolerate: asked once per group, gathered over the nodes."""
+    group, groups = hard_taint_groups(nodes)
+    ok = np.array([all(tolerates(tolerations, t) for t in g) for g in groups] or [True], dtype=bool)
+    return ok[group] if len(nodes) else np.ones(0, dtype=bool)
+
+
+#: Where :func:`hard_taint_groups` keeps its answer (``NodeTable.memo``).
+_TAINT_GROUPS = "taint_groups"
 
 
 @dataclass(eq=False, slots=True)

@@ -35,9 +35,8 @@ from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
 from volsched.model.attach import AttachState
-from volsched.model.cluster import BoolArray, IndexArray, NodeTable
+from volsched.model.cluster import BoolArray, IndexArray, NodeTable, hard_taint_groups
 from volsched.model.nodeterms import (
-    HARD_EFFECTS,
     UNSCHEDULABLE_TAINT,
     matches_affinity,
     matches_node_selector,
@@ -71,20 +70,7 @@ class _StaticChecks:
     def __init__(self, nodes: NodeTable) -> None:
         self.nodes = nodes
         # The nodes' taint groups follow from their specs alone: kept for every session on these nodes.
-        memo: tuple[IndexArray, list[tuple[tuple[str, str, str], ...]]] | None = nodes.memo.get(
-            "taint_groups"
-        )
-        if memo is None:
-            groups: dict[tuple[tuple[str, str, str], ...], int] = {}
-            taint_group = np.zeros(len(nodes), dtype=np.intp)
-            for i, spec in enumerate(nodes.specs):
-                taints = tuple(t for t in spec.taints if t[2] in HARD_EFFECTS)
-                if spec.unschedulable:
-                    taints = (*taints, UNSCHEDULABLE_TAINT)
-                taint_group[i] = groups.setdefault(taints, len(groups))
-            taint_group.flags.writeable = False
-            memo = nodes.memo["taint_groups"] = (taint_group, list(groups))
-        self.taint_group, self.groups = memo
+        self.taint_group, self.groups = hard_taint_groups(nodes)
         # Each placement spec's masks follow from the spec and the nodes' specs alone: kept for every
         # session on these nodes too (read-only), up to ``_KEPT_SPECS`` specs.
         kept: tuple[dict[str, Masks], dict[str, BoolArray]] | None = nodes.memo.get("static_masks")
