@@ -14,7 +14,9 @@ bench's own watch (creation seen, bind seen) they make the stages:
   split into ``loop`` (-> the session loop hands the session to its thread: the event loop's wake-up
   and the pacing wait), ``thread`` (-> that thread begins it) and ``prep`` (-> the session starts:
   the Lease, the config); and also split as ``apply`` (-> the doorbell woke the session thread: the
-  cache took the pod) and ``wake`` (-> the session loop hands the session to its thread);
+  cache took the pod) and ``wake`` (-> the session loop hands the session to its thread; or the pod
+  watch's own thread begins it, having taken the pod: then the run's line says how many pods' sessions
+  ran there);
 * ``session``:  -> its bind handed to the port (snapshot, actions: a session's cost for that pod);
 * ``queue``:    -> a bind worker sends it;
 * ``bind``:     -> its answer (the apiserver's write);
@@ -64,7 +66,7 @@ WAIT_PARTS = ("loop", "thread", "prep")
 FINE_PARTS = ("decode", "apply", "wake")
 _POD = re.compile(
     r"pod \S+/(\S+) seen (\S+) session (\S+) decided (\S+) sent (\S+) answered (\S+) result (\S+)"
-    r"(?: called (\S+) woke (\S+))?(?: read (\S+) rang (\S+))?"
+    r"(?: called (\S+) woke (\S+))?(?: read (\S+) rang (\S+))?(?: here ([01]))?"
 )
 _SESSION = re.compile(r"session started \S+ ended \S+ cpu (\S+) binds (\d+) ms: (.*)$")
 
@@ -74,7 +76,7 @@ def volsched_stages(
 ) -> tuple[dict[str, list[float]], list[dict[str, float]]]:
     """Per stage, each pod's seconds; and each one-bind session's cpu and phases (ms). ``pods``: filled
     with each pod's stages by name (seconds)."""
-    stages: dict[str, list[float]] = {s: [] for s in (*STAGES, *WAIT_PARTS, *FINE_PARTS)}
+    stages: dict[str, list[float]] = {s: [] for s in (*STAGES, *WAIT_PARTS, *FINE_PARTS, "here")}
     sessions: list[dict[str, float]] = []
     mine: dict[str, float] = {}
     text = result.log.read_text(errors="replace") if result.log else ""
@@ -109,6 +111,8 @@ def volsched_stages(
                         if not math.isnan(a) and not math.isnan(b):
                             stages[stage].append(b - a)
                             mine[stage] = b - a
+            if m.group(12) is not None:  # its session ran on the thread that read its event (1) or not
+                stages["here"].append(float(m.group(12)))
         elif (s := _SESSION.search(line)) is not None and int(s.group(2)) == 1:
             parts = {"cpu": 1000 * float(s.group(1))}
             for part in s.group(3).split():
@@ -332,6 +336,12 @@ def main(argv: list[str] | None = None) -> int:
             f"  {row['api_bind_ms']:>8.2f}  {row['load']:.1f}"
         )
     print("  (api bind: the apiserver's own mean ms per bind, from its request-duration histogram)")
+    for row in rows:
+        if here := row["stages"].get("here"):
+            print(
+                f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<17} sessions on the thread that read "
+                f"the pod's event (the pod watch's): {sum(here):.0f} of {len(here)} pods"
+            )
     if args.first:
         print(f"the first {args.first} pods of each run, creation-to-bind ms, in order of creation:")
         for row in rows:

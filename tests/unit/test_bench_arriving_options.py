@@ -93,6 +93,7 @@ def test_creation_to_bind_comes_from_the_latency_lines_or_else_the_bench_watch(
     else:
         assert stages["watch"] == pytest.approx([0.011])  # created -> volsched's watch saw it
         assert stages["session"] == pytest.approx([0.001])  # its session started -> decided
+        assert stages["here"] == [1.0]  # its session ran on the thread that read its event
         assert pods["pod-000000"]["total"] == pytest.approx(0.030)
         (session,) = sessions
         assert session["allocate"] == pytest.approx(0.1)

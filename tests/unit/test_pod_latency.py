@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 
 import pytest
 
@@ -11,8 +12,10 @@ from volsched.kube.latency import UNANSWERED, PodLatency
 
 LINE = re.compile(r"pod (\S+) seen (\S+) session (\S+) decided (\S+) sent (\S+) answered (\S+) result (\S+)")
 #: The way from the watch to the session, at the line's end: when the loop called it, when its thread began,
-#: when the pod's watch event was read and when the doorbell woke the session thread.
-HOPS = re.compile(r"result \S+ called (\S+) woke (\S+) read (\S+) rang (\S+)$")
+#: when the pod's watch event was read and when the doorbell woke the session thread; then whether the session
+#: ran on the thread that read the pod watch's last event.
+HOPS = re.compile(r"result \S+ called (\S+) woke (\S+) read (\S+) rang (\S+) here [01]$")
+HERE = re.compile(r"pod (\S+) .* here ([01])$")
 
 
 def test_a_bind_answered_is_one_line_with_its_stamps_in_order(caplog: pytest.LogCaptureFixture) -> None:
@@ -93,3 +96,30 @@ def test_binds_never_answered_are_forgotten_once_ten_minutes_old(caplog: pytest.
     assert any("1000 binds decided" in r.getMessage() for r in caplog.records)
     latency.answered("ns/again", sent=now[0], answered=now[0], result="bound")
     assert list(latency._decided) == ["ns/late", "ns/new"]
+
+
+def test_the_line_says_whether_the_session_ran_on_the_thread_that_read_the_pods_event(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An arriving pod's session on the pod watch's own thread (``volsched.operator.sessions``) is told
+    from one on the session thread."""
+    caplog.set_level(logging.DEBUG, logger="volsched.latency")
+    latency = PodLatency()
+
+    def watch(pod: str, *, session_here: bool) -> None:
+        latency.line_read()
+        latency.saw(pod)
+        if session_here:
+            latency.session()
+            latency.decided([pod])
+
+    watch("ns/a", session_here=True)
+    thread = threading.Thread(target=watch, args=("ns/b",), kwargs={"session_here": False})
+    thread.start()
+    thread.join()
+    latency.session()  # here, not on the thread that read ns/b's event
+    latency.decided(["ns/b"])
+    for pod in ("ns/a", "ns/b"):
+        latency.answered(pod, sent=1.0, answered=2.0, result="bound")
+    here = dict(m.groups() for r in caplog.records if (m := HERE.search(r.getMessage())))
+    assert here == {"ns/a": "1", "ns/b": "0"}

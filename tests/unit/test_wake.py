@@ -631,6 +631,8 @@ class LoopWorld:
             connect_ahead=lambda: self.connected.append((threading.get_ident(), self.sessions))
         )
         self.activity = Activity()
+        #: The pod watch's thread (``SessionLoop.pod_thread_started``): none here but where a test says.
+        self.inline_thread: int | None = None
         #: Whether the imports after ready saw the sessions quiet, in each session.
         self.quiet_in_session: list[bool] = []
 
@@ -818,6 +820,172 @@ def test_a_quiet_leader_with_a_long_period_renews_the_lease_without_running_sess
         assert world.sessions == 1 and world.woken() == 0
 
     asyncio.run(in_loop(world, body))
+
+
+# --- an arriving pod's session on the pod watch's thread ------------------------------------------------
+
+
+def pod_watch(world: LoopWorld, body: Callable[[], object]) -> object:
+    """``body`` run on a thread of its own taken as the pod watch's (``SessionLoop.pod_thread_started``):
+    what it returns, once it has."""
+    out: list[object] = []
+
+    def watch() -> None:
+        world.inline_thread = threading.get_ident()
+        out.append(body())
+
+    thread = threading.Thread(target=watch)
+    thread.start()
+    thread.join(30)
+    assert out, "the pod watch's thread did not end"
+    return out[0]
+
+
+def arrive(world: LoopWorld) -> int:
+    """What the pod watch's thread does with an arriving pod's event: the doorbell rung as the cache
+    takes the pod, then the offer made once the event is in (``SessionLoop.after_pod_event``); returns
+    the sessions run by the time the offer came back."""
+    world.state.doorbell.ring("arrived")
+    SessionLoop.after_pod_event(world)  # type: ignore[arg-type]
+    return world.sessions
+
+
+def test_a_pod_arriving_after_a_sparse_session_has_its_session_on_the_pod_watchs_thread() -> None:
+    """No wake-up of the session thread and no hand-over of the interpreter on the pod's way: the thread
+    that took the pod into the cache runs its session at once, before it reads the next event."""
+    world = LoopWorld(period=3600, min_gap=0.0)
+    world.sparse = True  # the last session found at most one job to place
+
+    async def body() -> None:
+        assert await asyncio.to_thread(world.wait_sessions, 1)
+        watch_thread: list[int] = []
+
+        def one() -> object:
+            watch_thread.append(threading.get_ident())
+            return arrive(world)
+
+        assert await asyncio.to_thread(pod_watch, world, one) == 2  # run by the time the offer returned
+        assert world.threads[1] == watch_thread[0] != world.threads[0]
+        await quiet_moment()
+        assert world.sessions == 2 and world.woken() == 1  # not run again by the session thread
+
+    asyncio.run(in_loop(world, body))
+
+
+@pytest.mark.parametrize("why", ["not sparse", "freed, nothing waits", "a follower"])
+def test_the_pod_watchs_thread_runs_no_session_the_pacer_would_not_run_now(why: str) -> None:
+    """The pod watch's thread runs a session only for a pod arriving alone when the pacer calls for a
+    session at once: after a session with several jobs (pods arriving together are gathered by the gap)
+    the session thread runs it, woken, as before; capacity freed while nothing waits, or a pod arriving
+    at a follower (never woken by pods), call for none."""
+    world = LoopWorld(period=3600, min_gap=0.0, leader=why != "a follower")
+    world.sparse = why != "not sparse"
+    world.settings.lease.retry_every = 3600
+    kind = "freed" if why.startswith("freed") else "arrived"
+
+    def one() -> object:
+        world.state.doorbell.ring(kind)
+        SessionLoop.after_pod_event(world)  # type: ignore[arg-type]
+        return world.sessions
+
+    async def body() -> None:
+        assert await asyncio.to_thread(world.wait_sessions, 1)
+        assert await asyncio.to_thread(pod_watch, world, one) == 1
+        if why == "not sparse":
+            assert await asyncio.to_thread(world.wait_sessions, 2)
+            assert len(set(world.threads)) == 1
+        else:
+            await quiet_moment()
+            assert world.sessions == 1
+
+    asyncio.run(in_loop(world, body))
+
+
+def test_an_arriving_pod_while_a_session_runs_is_placed_by_the_next_one_on_the_session_thread() -> None:
+    """The offer finds a session under way (on the session thread): no second session beside it, and the
+    ring not lost: the session thread runs the next one once its own has ended."""
+    world = LoopWorld(period=3600, min_gap=0.0)
+    world.sparse = True
+    in_session, release = threading.Event(), threading.Event()
+    count = world.run_once
+
+    def slow_session() -> None:
+        count()
+        if world.sessions == 2:  # the second session holds on until the pod has arrived
+            in_session.set()
+            assert release.wait(30)
+
+    world.run_once = slow_session  # type: ignore[method-assign]
+
+    async def body() -> None:
+        assert await asyncio.to_thread(world.wait_sessions, 1)
+        world.waiting = True  # freed capacity calls for a session: the second, on the session thread
+        world.leaves_waiting = True
+        threading.Thread(target=world.state.doorbell.ring, args=("freed",)).start()
+        assert await asyncio.to_thread(in_session.wait, 30)
+        assert await asyncio.to_thread(pod_watch, world, lambda: arrive(world)) == 2
+        release.set()
+        assert await asyncio.to_thread(world.wait_sessions, 3)
+        assert len(set(world.threads)) == 1  # all three on the session thread
+
+    asyncio.run(in_loop(world, body))
+
+
+def test_a_ring_from_a_session_on_the_pod_watchs_thread_wakes_the_session_thread() -> None:
+    """What a session run on the pod watch's thread rings itself (a failed bind's retry, claims given
+    back) is not left for that thread's next event: the session thread hears it."""
+    world = LoopWorld(period=3600, min_gap=0.0)
+    world.sparse = True
+    count = world.run_once
+
+    def ringing_session() -> None:
+        count()
+        if world.sessions == 2:
+            world.state.doorbell.ring("arrived")  # (a pod of ours back to pending)
+
+    world.run_once = ringing_session  # type: ignore[method-assign]
+
+    async def body() -> None:
+        assert await asyncio.to_thread(world.wait_sessions, 1)
+        assert await asyncio.to_thread(pod_watch, world, lambda: arrive(world)) == 2
+        assert await asyncio.to_thread(world.wait_sessions, 3)
+        assert world.threads[2] == world.threads[0] != world.threads[1]
+
+    asyncio.run(in_loop(world, body))
+
+
+def test_stopping_waits_for_a_session_on_the_pod_watchs_thread_and_none_starts_after() -> None:
+    world = LoopWorld(period=3600, min_gap=0.0)
+    world.sparse = True
+    in_session, release = threading.Event(), threading.Event()
+    count = world.run_once
+
+    def slow_session() -> None:
+        count()
+        if world.sessions == 2:
+            in_session.set()
+            assert release.wait(30)
+
+    world.run_once = slow_session  # type: ignore[method-assign]
+    watch_result: list[object] = []
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        task = asyncio.create_task(SessionLoop.run(world, stop))  # type: ignore[arg-type]
+        assert await asyncio.to_thread(world.wait_sessions, 1)
+        watch = threading.Thread(target=lambda: watch_result.append(pod_watch(world, lambda: arrive(world))))
+        watch.start()
+        assert await asyncio.to_thread(in_session.wait, 30)
+        stop.set()
+        await quiet_moment()
+        assert not task.done()  # the session on the pod watch's thread ends first
+        release.set()
+        await asyncio.wait_for(task, timeout=30)
+        await asyncio.to_thread(watch.join, 30)
+        assert watch_result == [2]
+        assert pod_watch(world, lambda: arrive(world)) == 2  # stopped: no session any more
+
+    asyncio.run(main())
 
 
 def test_min_gap_is_a_flag_and_a_setting() -> None:

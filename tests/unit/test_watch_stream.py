@@ -310,3 +310,18 @@ def test_dropping_a_removed_kind_hands_every_object_over_as_deleted_though_one_f
     w.known = {"ns/a": ("11", "u-a"), "ns/b": ("12", "u-b")}
     assert w.drop_known() == 2
     assert seen == ["DELETED b 12"] and w.known == {}
+
+
+def test_after_each_event_handed_over_the_watch_calls_after_event_on_its_thread(
+    serve: Callable[[list[bytes | None]], tuple[ScriptedRawServer, client.ApiClient]],
+) -> None:
+    """Where the operator runs an arriving pod's session on the pod watch's thread: after each event is
+    in the receiver's hands (none held back for the next), outside the watch's lock (a session there may
+    take as long as it needs without holding up ``drop_known``)."""
+    _, api = serve([watch_answer(event("ADDED", "a", "11"), event("MODIFIED", "a", "12"), bookmark("15"))])
+    seen, sink = recorder()
+    calls: list[tuple[int, bool]] = []
+    w = ListWatch(api, PODS, on_event=sink)
+    w.after_event = lambda: calls.append((len(seen), w._handing.locked()))
+    assert w.watch_once("10") == "15"
+    assert calls == [(1, False), (2, False), (2, False)]  # the bookmark's too: a call costs nothing then

@@ -6,13 +6,15 @@ the same machine, e.g. the bench's watch) when the watch first shows it pending,
 placed it started, when that session handed its bind to the port, when a bind worker sent it and when
 its answer came back; one line per bind answered::
 
-    pod NS/NAME seen S session T decided D sent X answered A result R called C woke W read E rang G
+    pod NS/NAME seen S session T decided D sent X answered A result R called C woke W read E rang G here H
 
 ``called`` and ``woke`` split the way from the watch to the session: when the session loop handed the
 session to its thread, and when that thread began it (before the Lease and the config are looked at,
 which ``session`` follows). ``read`` is when the pod's watch event arrived (before it was decoded:
 ``seen`` follows it), ``rang`` when the doorbell woke the session thread (the cache had taken the pod),
-so the way splits into decode (read -> seen), apply (seen -> rang) and wake (rang -> called).
+so the way splits into decode (read -> seen), apply (seen -> rang) and wake (rang -> called). ``here`` is
+1 when the session ran on the thread that read the pod watch's last event (an arriving pod's session on
+the pod watch's own thread: :mod:`volsched.operator.sessions`), else 0.
 
 A bind never answered (the port closed, the Lease lost before it was sent) is forgotten once
 :data:`UNANSWERED` seconds old, so what is kept stays bounded by the binds of the last ten minutes.
@@ -42,8 +44,11 @@ class PodLatency:
         #: By pod: (its watch event read, its sighting).
         self._seen: dict[str, tuple[float, float]] = {}
         self._read = float("nan")
-        #: By pod: (session started, decided, called, woke, rang), in the order decided (the oldest first).
-        self._decided: dict[str, tuple[float, float, float, float, float]] = {}
+        #: The thread that read the pod watch's last event.
+        self._reader = 0
+        #: By pod: (session started, decided, called, woke, rang, here), in the order decided (the oldest
+        #: first).
+        self._decided: dict[str, tuple[float, float, float, float, float, bool]] = {}
         self._lock = threading.Lock()  # _decided: the session's thread, bind workers, the watch
         #: When the session running now (or the last one) started.
         self.session_started = 0.0
@@ -51,12 +56,15 @@ class PodLatency:
         #: the doorbell last woke the session thread (see :meth:`rang`).
         self._called = self._woke = self._rang = float("nan")
         self.session_called = self.session_woke = self.session_rang = float("nan")
+        #: Whether the session running now runs on the thread that read the pod watch's last event.
+        self.session_here = False
         self._cpu = 0.0
 
     def line_read(self) -> None:
         """A line of the pods' watch arrived, before it is decoded (on the watch's thread): the next
         sighting's event was read then."""
         self._read = self._clock()
+        self._reader = threading.get_ident()
 
     def saw(self, key: str) -> None:
         """The watch showed the pod pending (only its first sighting counts)."""
@@ -90,18 +98,24 @@ class PodLatency:
             self.session_started, self._cpu = self._clock(), time.thread_time()
             self.session_called, self.session_woke = self._called, self._woke
             self.session_rang = self._rang
+            self.session_here = threading.get_ident() == self._reader
 
     def decided(self, keys: Iterable[str]) -> None:
         """The session handed these pods' binds to the port."""
         if not self.on:
             return
         now, started = self._clock(), self.session_started
-        called, woke, rang = self.session_called, self.session_woke, self.session_rang
+        called, woke, rang, here = (
+            self.session_called,
+            self.session_woke,
+            self.session_rang,
+            self.session_here,
+        )
         decided, forgotten = self._decided, 0
         with self._lock:
             for key in keys:
                 decided.pop(key, None)  # decided again: kept in the order decided
-                decided[key] = (started, now, called, woke, rang)
+                decided[key] = (started, now, called, woke, rang, here)
             while decided:  # the oldest first: those never answered
                 oldest = next(iter(decided))
                 if now - decided[oldest][1] <= UNANSWERED:
@@ -128,9 +142,11 @@ class PodLatency:
         nan = float("nan")
         read, seen = self._seen.pop(key, (nan, nan))
         with self._lock:
-            started, decided, called, woke, rang = self._decided.pop(key, (nan, nan, nan, nan, nan))
+            started, decided, called, woke, rang, here = self._decided.pop(
+                key, (nan, nan, nan, nan, nan, False)
+            )
         log.debug(
             "pod %s seen %.6f session %.6f decided %.6f sent %.6f answered %.6f result %s called %.6f "
-            "woke %.6f read %.6f rang %.6f",
-            key, seen, started, decided, sent, answered, result, called, woke, read, rang,
+            "woke %.6f read %.6f rang %.6f here %d",
+            key, seen, started, decided, sent, answered, result, called, woke, read, rang, here,
         )  # fmt: skip

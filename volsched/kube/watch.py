@@ -155,6 +155,7 @@ class ListWatch:
         field_selector: str = "",
         on_line: Callable[[], None] | None = None,
         on_thread: Callable[[], object] | None = None,
+        after_event: Callable[[], None] | None = None,
     ) -> None:
         """``namespace``: that namespace's objects only (else every namespace's); ``field_selector``: the
         objects it selects only, listed and watched (``metadata.name=...``: one object). ``early``: the first
@@ -166,7 +167,10 @@ class ListWatch:
         it does not take (decoded whole and pruned then). ``decode_event``: the same for a watch event
         (:func:`~volsched.kube.prune.decode_event_pruned`). ``on_line``: called as each line of the watch
         arrives, before it is decoded (the latency stamps: :mod:`~volsched.kube.latency`). ``on_thread``:
-        called first on the thread :meth:`start` starts (a short slice asked: :mod:`volsched.threadslice`)."""
+        called first on the thread :meth:`start` starts (a short slice asked: :mod:`volsched.threadslice`).
+        ``after_event``: called on the watch's thread after each watch event, and each listing's page and
+        its deletions, were handed over, outside every lock (where the operator runs an arriving pod's
+        session on this thread: :class:`~volsched.operator.sessions.SessionLoop`)."""
         self.api = api
         self.kind = kind
         self.on_event = on_event
@@ -211,6 +215,7 @@ class ListWatch:
         self.answering = False
         self.on_line = on_line
         self.on_thread = on_thread
+        self.after_event = after_event
 
     # --- lifecycle -------------------------------------------------------------------------------------------
 
@@ -369,6 +374,7 @@ class ListWatch:
                     rv = page.resource_version or rv
                     self._hand_page(page, seen)
                     del page
+                    self._handed()
             except ApiException as exc:
                 self._refused(int(exc.status or 0), str(exc.reason), exc.headers, exc.body or b"")
         finally:
@@ -381,6 +387,7 @@ class ListWatch:
         with self._handing:  # drop_known may be emptying it
             gone = [k for k in self.known if k not in seen]
         self._gone(gone, resource_version=rv)
+        self._handed()
         self.resource_version = rv
         self.lists += 1
         self.synced.set()
@@ -452,6 +459,11 @@ class ListWatch:
             keys = sorted(self.known)
             self._gone(keys, resource_version=None, retired=True)
         return len(keys)
+
+    def _handed(self) -> None:
+        """``after_event``, if any (on the watch's thread, outside every lock)."""
+        if self.after_event is not None:
+            self.after_event()
 
     def _hand(self, type_: str, obj: RawDict, key: str, version: tuple[str, str] | None) -> None:
         """Hand one object over and remember it (``version`` None: forget it), unless retired.
@@ -528,7 +540,7 @@ class ListWatch:
         if self._stop.is_set():
             return
         self._succeeded()
-        decode, on_line = self.decode_event, self.on_line
+        decode, on_line, after = self.decode_event, self.on_line, self.after_event
         for line in lines:
             if on_line is not None:
                 on_line()
@@ -537,6 +549,8 @@ class ListWatch:
                 self._dispatch(loads(line))
             else:
                 self._dispatch(event, pruned=True)
+            if after is not None:
+                after()
             if self._stop.is_set():
                 break
 

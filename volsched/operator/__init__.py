@@ -188,11 +188,7 @@ class Operator:
             scheduler_names=settings.scheduler_names,
             early=early_listings,
             direct_until=self.aio_ready,
-            on_pod_thread=(
-                (lambda: ask_short_slice(settings.session.thread_slice))
-                if settings.session.thread_slice
-                else None
-            ),
+            on_pod_thread=self._pod_thread_started,
             volcano=lambda on_event: VolcanoKinds(
                 reads=self.reads,
                 new_watch=lambda kind, handler: ListWatch(
@@ -268,6 +264,8 @@ class Operator:
             metrics=self.metrics,
             ui=self.ui,
         )
+        # An arriving pod's session may run on the pod watch's thread, once its event is in the cache.
+        self.feed.lean["Pod"].after_event = self.loop.after_pod_event
         self.http = HttpServer(
             settings.http,
             liveness=self._liveness,
@@ -341,6 +339,13 @@ class Operator:
     def http_port(self) -> int | None:
         """The port /healthz, /metrics and /ui are served on (known once ``run`` started serving)."""
         return self.http.port
+
+    def _pod_thread_started(self) -> None:
+        """First on the pod watch's thread: a short slice asked (``--thread-slice``), and the thread made
+        ready to run an arriving pod's session (:meth:`SessionLoop.pod_thread_started`)."""
+        if self.settings.session.thread_slice:
+            ask_short_slice(self.settings.session.thread_slice)
+        self.loop.pod_thread_started()
 
     def _liveness(self) -> str | None:
         # The loop ticks after each session and, while a leader waits for a session further off than

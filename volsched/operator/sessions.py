@@ -186,6 +186,115 @@ class SessionLines:
         self._fastest, self._slowest = math.inf, 0.0
 
 
+class _Turns:
+    """What the session thread and the pod watch's thread share to run sessions one at a time: the lock a
+    session (or a renewal between sessions) holds, on whichever of the two runs it; when the last session
+    started and ended; and whether the pod watch's thread rang the doorbell and owes the decision of who
+    runs the session it called for (:meth:`offer`, once its event is in the cache).
+
+    An arriving pod's session runs on the pod watch's thread itself when that thread rang for it, the
+    pacer calls for a session at once, the last session found at most one job to place (``sparse``), this
+    replica leads (a follower's reads of the Lease, and the catching up after it takes the Lease over,
+    stay the session thread's) and none is running: the session thread, woken, would have taken the processor and the interpreter from
+    that thread for the same session, a wake-up and a hand-over of the GIL later. Anything else wakes the
+    session thread as before. An arriving pod's session is the first since a pod arrived (the doorbell
+    calls its listener only as a kind goes from quiet to rung): it places that pod and what waited
+    already, so the pod watch is not held for long, and the bind it sends alone goes out on that
+    thread's own connection (opened as the watch starts: :meth:`SessionLoop.pod_thread_started`)."""
+
+    def __init__(self, loop: SessionLoop, *, halt: threading.Event, nudge: Nudge) -> None:
+        self.loop = loop
+        self.halt = halt
+        self.nudge = nudge
+        s = loop.settings.session
+        self.pacer = Pacer(period=s.period, min_gap=s.min_gap)
+        #: Held while a session runs (or the Lease is renewed between sessions), on either thread.
+        self.running = threading.Lock()
+        self.started = self.ended = 0.0
+        #: Whether the pod watch's thread is running a session now (a ring of that session's own wakes
+        #: the session thread, as any other thread's does).
+        self.inline_now = False
+        #: That thread rang and has not offered yet (see :meth:`offer`).
+        self.owed = False
+        #: The first session has run (the session thread's connection is opened after it).
+        self.connected = False
+
+    def wait(self, now: float) -> float:
+        """(Holding ``running``) Seconds until the next session, as the pacer answers: 0 to run it now."""
+        loop = self.loop
+        return self.pacer.next_wait(
+            started=self.started,
+            ended=self.ended,
+            now=now,
+            rings=loop.state.doorbell.peek(),
+            waiting=loop.waiting,
+            leader=loop.lease.is_leader,
+            retry_every=loop.settings.lease.retry_every,
+            busy=loop.session_cpu,
+            sparse=loop.sparse,
+        )
+
+    def session(self, *, woken: bool) -> None:
+        """(Holding ``running``) One session: what rang so far is its to act on. ``woken``: called for by
+        the doorbell (counted when before the period)."""
+        loop = self.loop
+        started = time.monotonic()
+        if woken and loop.lease.is_leader and started < self.started + loop.settings.session.period:
+            loop.metrics.woken.inc()
+        self.started = started
+        loop.state.doorbell.take()  # what rings from now on calls for the next session
+        loop.session_cpu = None  # unknown, should the cycle not get to measure it
+        loop.latency.calling()
+        loop.activity.begin()
+        try:
+            loop.run_once()
+        except Exception as exc:
+            if is_unreachable(exc):
+                loop.health.failed("session", exc)
+            else:
+                log.exception("session failed; the next one runs in %.1fs", loop.settings.session.period)
+        finally:
+            loop.activity.end()
+            loop.last_tick = self.ended = time.monotonic()
+
+    def rang(self) -> None:
+        """The doorbell went from quiet to rung (on the thread that rang it): the session thread is woken,
+        unless the pod watch's thread rang while handing an event over (it offers first: :meth:`offer`)."""
+        if threading.get_ident() == self.loop.inline_thread and not self.inline_now:
+            self.owed = True
+        else:
+            self.nudge.set()
+
+    def offer(self) -> None:
+        """On the pod watch's thread once an event is in the cache: when that event rang, the session it
+        called for runs here now if it may (see the class), else the session thread is woken for it."""
+        if not self.owed or threading.get_ident() != self.loop.inline_thread:
+            return
+        self.owed = False
+        if not self.running.acquire(blocking=False):
+            self.nudge.set()  # a session (or its pacing) under way: that thread looks again after it
+            return
+        ran = False
+        try:
+            loop = self.loop
+            if (
+                not self.halt.is_set()
+                and loop.sparse
+                and loop.lease.is_leader
+                and self.wait(time.monotonic()) <= 0
+            ):
+                self.inline_now = True
+                try:
+                    self.session(woken=True)
+                finally:
+                    self.inline_now = False
+                ran = True
+        finally:
+            self.running.release()
+        if not ran:
+            self.nudge.set()
+
+
 class SessionLoop:
     """``await run(stop)``: a session every period while leading, sooner when the doorbell rings."""
 
@@ -252,6 +361,10 @@ class SessionLoop:
         self.activity = Activity()
         #: The sessions' INFO lines (routine ones counted between lines).
         self.lines = SessionLines(log)
+        #: The pod watch's thread (:meth:`pod_thread_started`): an arriving pod's session may run there.
+        self.inline_thread: int | None = None
+        #: Who runs the next session, while :meth:`run` runs.
+        self._turns: _Turns | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
         """A session every period while leading, and sooner when the cache's doorbell rings (a pod of
@@ -267,11 +380,14 @@ class SessionLoop:
         The loop, its waits and its sessions run on one thread of their own (``volsched-sessions``),
         which the doorbell wakes directly from the watch thread that rang it: a session used to be
         called through the event loop and handed to a pooled thread, two wake-ups before an arriving
-        pod's session began, and its lone bind went out on whichever pooled thread's connection. This
-        coroutine only waits for ``stop`` (or the thread's end) and then for the thread."""
+        pod's session began, and its lone bind went out on whichever pooled thread's connection. An
+        arriving pod's session may run on the pod watch's thread itself, still one session at a time
+        (:class:`_Turns`). This coroutine only waits for ``stop`` (or the thread's end) and then for the
+        thread, and for a session on the pod watch's thread."""
         loop = asyncio.get_running_loop()
         halt = threading.Event()  # stop, as the thread sees it
         nudge = Nudge()  # a hint to look again: the doorbell itself says what rang
+        turns = _Turns(self, halt=halt, nudge=nudge)
         ended: asyncio.Future[object] = loop.create_future()
 
         def finish(exc: BaseException | None) -> None:  # on the loop
@@ -286,22 +402,28 @@ class SessionLoop:
             if self.settings.session.thread_slice:  # an arriving pod's session runs here
                 ask_short_slice(self.settings.session.thread_slice)
             try:
-                _session_loop(self, halt=halt, nudge=nudge)
+                _session_loop(self, turns=turns)
             except BaseException as exc:  # the loop's own failure ends run(), as it did on the loop
                 outcome = exc
             with contextlib.suppress(RuntimeError):  # the event loop closed: nobody waits any more
                 loop.call_soon_threadsafe(finish, outcome)
 
+        def turn_taken() -> None:  # a session running on the pod watch's thread ends first
+            with turns.running:
+                pass
+
         bell = self.state.doorbell
         activity = self.activity
         stamp = self.latency.rang if self.latency.on else None
+        wake = turns.rang
 
         def rang() -> None:  # on the watch thread that rang
             if stamp is not None:
                 stamp()
             activity.begin()
-            nudge.set()
+            wake()
 
+        self._turns = turns
         bell.listen(rang)
         thread = threading.Thread(target=sessions, name="volsched-sessions", daemon=True)
         thread.start()
@@ -313,9 +435,27 @@ class SessionLoop:
             halt.set()
             nudge.set()
             bell.listen(None)
+            self._turns = None
             await asyncio.to_thread(thread.join)  # a session running ends first (hand-over waits for it)
+            await asyncio.to_thread(turn_taken)
         if ended.done() and ended.exception() is not None:
             raise ended.exception()  # type: ignore[misc]
+
+    def pod_thread_started(self) -> None:
+        """Called first on the pod watch's thread: an arriving pod's session may run there (see
+        :class:`_Turns`), its lone bind sent on that thread's own connection, opened now (before the
+        watch's first event, not by the first arriving pod's bind). Only a direct connection is the
+        thread's own (aiohttp's client, when the configuration needs it, is no thread's)."""
+        self.inline_thread = threading.get_ident()
+        if getattr(self.writer.rest, "direct", False):
+            self.writer.connect_ahead()
+
+    def after_pod_event(self) -> None:
+        """Called on the pod watch's thread after each event (or listing's page) it handed over, outside
+        every lock: the session that event called for runs here if it may (:meth:`_Turns.offer`)."""
+        turns = self._turns
+        if turns is not None:
+            turns.offer()
 
     def catch_up(self) -> bool:
         """After taking the Lease over: read our pods from the apiserver, so binds the previous leader made
@@ -504,62 +644,40 @@ class SessionLoop:
         self._problems = now
 
 
-def _session_loop(self: SessionLoop, *, halt: threading.Event, nudge: Nudge) -> None:
-    """:meth:`SessionLoop.run`'s loop, on its own thread: a session, then the pacer's wait (cut short by
-    ``nudge``), until ``halt``."""
-    s = self.settings.session
-    pacer = Pacer(period=s.period, min_gap=s.min_gap)
-    bell = self.state.doorbell
-    connected = False
+def _session_loop(self: SessionLoop, *, turns: _Turns) -> None:
+    """:meth:`SessionLoop.run`'s loop, on its own thread: a session at once, then each one when the pacer
+    calls for it (its wait cut short by the nudge), until ``halt``; an arriving pod's session may run on
+    the pod watch's thread meanwhile (:class:`_Turns`): each wait's answer is asked again after it."""
+    halt, nudge = turns.halt, turns.nudge
+    first = True
     while not halt.is_set():
-        started = time.monotonic()
-        bell.take()  # what rings from now on calls for the next session
-        self.session_cpu = None  # unknown, should the cycle not get to measure it
-        self.latency.calling()
-        self.activity.begin()
-        try:
-            self.run_once()
-        except Exception as exc:
-            if is_unreachable(exc):
-                self.health.failed("session", exc)
-            else:
-                log.exception("session failed; the next one runs in %.1fs", s.period)
-        finally:
-            self.activity.end()
-        if not connected:
-            # This thread sends a lone bind itself (``KubePort.bind``): its connection is opened now,
-            # after the first session, not by the first arriving pod's bind (a TLS handshake).
-            self.writer.connect_ahead()
-            connected = True
-        self.last_tick = ended = time.monotonic()
-        while not halt.is_set():
+        renew = 0.0  # > 0: a long wait, the Lease renewed after it
+        with turns.running:  # a session on the pod watch's thread ends first
+            if halt.is_set():
+                break
             nudge.clear()  # before peeking: a ring after the peek sets it again
             # An unknown bind's time to live over: its pod waits again, and the doorbell rings.
             if (expiry := self.feeder.unsure_expiry_in()) <= 0:
                 self.feeder.expire()
                 expiry = self.feeder.unsure_expiry_in()
-            leader = self.lease.is_leader
-            wait = pacer.next_wait(
-                started=started,
-                ended=ended,
-                now=time.monotonic(),
-                rings=bell.peek(),
-                waiting=self.waiting,
-                leader=leader,
-                retry_every=self.settings.lease.retry_every,
-                busy=self.session_cpu,
-                sparse=self.sparse,
-            )
+            wait = 0.0 if first else turns.wait(time.monotonic())
             if wait <= 0:
-                if leader and time.monotonic() < started + s.period:
-                    self.metrics.woken.inc()
-                break
+                turns.session(woken=not first)
+                first = False
+                if not turns.connected:
+                    # This thread sends a lone bind itself (``KubePort.bind``): its connection is opened
+                    # now, after the first session, not by the first arriving pod's bind (a TLS handshake).
+                    self.writer.connect_ahead()
+                    turns.connected = True
+                continue
             wait = min(wait, max(expiry, 0.0))  # looked at again when the first one expires
-            renew = self.settings.lease.renew_every
-            if leader and wait > renew:  # a long wait: keep the Lease meanwhile, no session
-                nudge.wait(renew)
-                if not halt.is_set():
+            if self.lease.is_leader and wait > self.settings.lease.renew_every:
+                renew = self.settings.lease.renew_every  # keep the Lease meanwhile, no session
+        if renew:
+            nudge.wait(renew)
+            if not halt.is_set():
+                with turns.running:
                     self.keep_up()
                     self.last_tick = time.monotonic()  # alive between far-apart sessions
-            else:
-                nudge.wait(wait)
+        else:
+            nudge.wait(wait)
