@@ -9,7 +9,9 @@
   (URL-quoted, and ``user:password`` base64-encoded as a Basic credential).
 
 :class:`RedactingFilter` applies it to every log record a handler emits (message, arguments and
-traceback), so a library that logs a URL or an error body cannot leak either. :func:`error_summary`
+traceback), so a library that logs a URL or an error body cannot leak either; it also escapes the
+message's line breaks and other control characters (one record, one line): a message quotes what tenants
+write (an annotation may hold any text), which could otherwise forge log lines of its own. :func:`error_summary`
 turns an exception from a remote service into one short, redacted line: a response body is never
 printed in full.
 
@@ -31,6 +33,7 @@ __all__ = [
     "error_summary",
     "hide_userinfo",
     "install_log_redaction",
+    "one_line",
     "redact",
     "register_secrets",
     "url_secrets",
@@ -97,6 +100,20 @@ def basic_credential(username: str, password: str) -> str:
 
 #: A scheme and the slashes after it (``http://``, ``ftp:/``): ``user:`` alone is no scheme.
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/+")
+#: Control characters a log message must not carry as they are (a tab may: it breaks no line).
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+_ESCAPES = {"\n": "\\n", "\r": "\\r"}
+
+
+def one_line(text: str) -> str:
+    """``text`` with its line breaks and other control characters escaped (``\\n``, ``\\r``,
+    ``\\x1b``, ``\\u2028``): what quotes a tenant's text cannot start a line, or move the cursor, of its own."""
+    if _CONTROL.search(text) is None:
+        return text
+    return _CONTROL.sub(
+        lambda m: _ESCAPES.get(c := m.group(), f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"),
+        text,
+    )
 
 
 def hide_userinfo(address: str) -> str:
@@ -149,7 +166,7 @@ class RedactingFilter(logging.Filter):
             message = record.getMessage()
         except Exception:  # a bad format string: leave it to logging's own error handling
             return True
-        clean = redact(message)
+        clean = one_line(redact(message))
         if clean != message:
             record.msg, record.args = clean, None
         if record.exc_info and not record.exc_text:

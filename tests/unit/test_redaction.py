@@ -110,6 +110,28 @@ def test_log_filter_redacts_message_arguments_and_tracebacks() -> None:
     assert "pw99" not in text and "http://***@h" in text
 
 
+def test_log_filter_keeps_a_record_on_one_line_whatever_its_arguments_say() -> None:
+    """A message quoting what a tenant wrote (a pod's annotation may hold any text) cannot forge a log
+    line: its line breaks and other control characters are escaped; a tab, and a traceback, are kept."""
+    forged = "2026-11-30 12:00:00,000 ERROR volsched.operator: forged"
+    record = logging.LogRecord(
+        "t",
+        logging.WARNING,
+        __file__,
+        1,
+        "Pod %s: %s",
+        ("ns/p", f"group g\n{forged}\r\x1b[2K\u2028\tok"),
+        None,
+    )
+    assert RedactingFilter().filter(record)
+    text = logging.Formatter("%(levelname)s %(message)s").format(record)
+    assert text == f"WARNING Pod ns/p: group g\\n{forged}\\r\\x1b[2K\\u2028\tok"
+    assert len(text.splitlines()) == 1
+    plain = logging.LogRecord("t", logging.INFO, __file__, 1, "session %d: %s", (3, "bound"), None)
+    assert RedactingFilter().filter(plain)
+    assert (plain.msg, plain.args) == ("session %d: %s", (3, "bound"))  # nothing to escape: left as it was
+
+
 @pytest.mark.parametrize(
     ("address", "shown"),
     [
