@@ -31,12 +31,14 @@ from volsched.records import dataclass
 #: Each phase by its name (a dict lookup costs less than the enum's call, for every PodGroup a session).
 _PHASES = {phase.value: phase for phase in PodGroupPhase}
 _PHASE: operator.attrgetter[Any] = operator.attrgetter("phase")
+_ADMITTED: operator.attrgetter[Any] = operator.attrgetter("admitted_min_member")
 
 
 class _NoGroup:
-    """What the cache holds of a group with no object: no phase."""
+    """What the cache holds of a group with no object: no phase, no minMember admitted with."""
 
     phase = None
+    admitted_min_member = None
 
 
 _NO_GROUP = _NoGroup()
@@ -338,6 +340,12 @@ def run_cycle(
         if key in state.podgroups:  # a group with no object keeps its phase too
             report.phases_changed.append(key)
         own += state.set_podgroup_phase(key, phase)
+    # The minMember each gang started with, which eviction keeps no more than (model.admitted): made as
+    # it starts (or is first seen started), forgotten once it is back to Pending holding nothing.
+    admitted = list(map(_ADMITTED, listed))
+    held_admitted = map(_ADMITTED, map(state.podgroups.get, keys, itertools.repeat(_NO_GROUP)))
+    for k in itertools.compress(range(len(keys)), map(operator.ne, held_admitted, admitted)):
+        own += state.set_podgroup_admitted(keys[k], admitted[k])
     state.phases_written = delta.now if delta is not None else None
     state.carryover = result.carryover
     if idle is not None:

@@ -299,6 +299,7 @@ class Walk:
             fresh.avoid_node(owner, at, until=until)
         for key, pg in state.podgroups.items():  # phases the sessions gave, as the cache holds them
             fresh.set_podgroup_phase(key, pg.phase)
+            fresh.set_podgroup_admitted(key, pg.admitted_min_member)  # and the minMember admitted with
         for key, phase in state._derived_phase.items():
             fresh.set_podgroup_phase(key, phase)
         fresh.usage = dict(state.usage)

@@ -164,6 +164,11 @@ class ClusterState:
         #: Kubernetes' PodGroups: (WORKLOAD_PODGROUP, key) -> uid.
         self.volcano_uids: dict[tuple[str, str], str] = {}
         self._own_queue_uids: dict[str, str] = {}
+        #: The minMember each PodGroup was admitted with as the sessions said it (``model.admitted``), by
+        #: (API group, key), with the object's uid: an event of that object (a tenant's raise, or our
+        #: status's echo that the sessions may have moved past) does not take it back; after a restart,
+        #: the object's status says it.
+        self._admitted: dict[tuple[str, str], tuple[str, int | None]] = {}
         #: Phases the sessions gave groups that stand for an owner's pods and have no object yet.
         self._derived_phase: dict[str, PodGroupPhase] = {}
         #: What was wrong with the annotations of those groups' pods, as snapshot problems.
@@ -326,7 +331,7 @@ class ClusterState:
                 else:
                     self._by_class.pop(key, None)
             elif kind == "PodGroup":
-                pg = build_podgroup(obj)
+                pg = self._admitted_kept(build_podgroup(obj))
                 if changed := _put(self._own, ("PodGroup", pg.key), pg):  # not the echo of our status
                     self._resolve("PodGroup", pg.key)
             elif kind == "Queue":
@@ -335,12 +340,12 @@ class ClusterState:
                 if changed := _put(self._own, ("Queue", q.name), q) | _put(self._own_queue_uids, q.name, uid):
                     self._resolve("Queue", q.name)
             elif kind == VOLCANO_PODGROUP:
-                pg = build_volcano_podgroup(obj)
+                pg = self._admitted_kept(build_volcano_podgroup(obj))
                 held = ("PodGroup", pg.key)
                 if changed := _put(self._volcano, held, pg) | _put(self.volcano_uids, held, pg.uid):
                     self._resolve("PodGroup", pg.key)
             elif kind == WORKLOAD_PODGROUP:
-                pg = build_workload_podgroup(obj)
+                pg = self._admitted_kept(build_workload_podgroup(obj))
                 held = (WORKLOAD_PODGROUP, pg.key)
                 old_pg = self._workload.get(pg.key)
                 if old_pg is not None and old_pg.uid == pg.uid:  # its object has no phase: the sessions'
@@ -607,6 +612,10 @@ class ClusterState:
         else:
             self.conflicts.pop((WORKLOAD_PODGROUP, key), None)
 
+    def _forget_admitted(self, held: PodGroupSpec | QueueSpec | None) -> None:
+        if isinstance(held, PodGroupSpec):
+            self._admitted.pop((held.api_group, held.key), None)
+
     def delete(self, kind: str, namespace: str | None, name: str) -> None:
         """Drop one object. Deleting one the cache does not hold (never listed, or refused as invalid)
         changes nothing: not counted in ``changes``, and no ring."""
@@ -631,15 +640,18 @@ class ClusterState:
                 watched = held and bool(self._volume_watchers)
             elif kind in ("PodGroup", "Queue"):
                 at = key if kind == "PodGroup" else name
+                self._forget_admitted(self._own.get((kind, at)))
                 held = _drop(self._own, (kind, at))
                 if kind == "Queue":
                     held |= _drop(self._own_queue_uids, name)
                 self._resolve(kind, at)
             elif kind in (VOLCANO_PODGROUP, VOLCANO_QUEUE):
                 held_as = ("PodGroup", key) if kind == VOLCANO_PODGROUP else ("Queue", name)
+                self._forget_admitted(self._volcano.get(held_as))
                 held = _drop(self._volcano, held_as) | _drop(self.volcano_uids, held_as)
                 self._resolve(*held_as)
             elif kind == WORKLOAD_PODGROUP:
+                self._forget_admitted(self._workload.get(key))
                 held = _drop(self._workload, key) | _drop(self.volcano_uids, (WORKLOAD_PODGROUP, key))
                 self._resolve("PodGroup", key)
             elif kind == "ResourceQuota":
@@ -883,16 +895,39 @@ class ClusterState:
                 changed = self._derived_phase.get(key) is not phase
                 self._derived_phase[key] = phase
             elif changed := pg.phase is not phase:
-                pg = replace(pg, phase=phase)
-                self.podgroups[key] = pg
-                if pg.api_group == API_GROUP:
-                    self._own[("PodGroup", key)] = pg
-                elif pg.api_group == WORKLOAD_GROUP:
-                    self._workload[key] = pg
-                else:
-                    self._volcano[("PodGroup", key)] = pg
+                self._hold_podgroup(key, replace(pg, phase=phase))
             self.changes += changed
             return changed
+
+    def set_podgroup_admitted(self, key: str, admitted: int | None) -> bool:
+        """The minMember a session said PodGroup ``key`` was admitted with (``volsched.model.admitted``),
+        kept against the object's events from now on; returns whether that was a change (counted)."""
+        with self._lock:
+            pg = self.podgroups.get(key)
+            if pg is None:
+                return False
+            self._admitted[(pg.api_group, key)] = (pg.uid, admitted)
+            if changed := pg.admitted_min_member != admitted:
+                self._hold_podgroup(key, replace(pg, admitted_min_member=admitted))
+            self.changes += changed
+            return changed
+
+    def _hold_podgroup(self, key: str, pg: PodGroupSpec) -> None:
+        """``pg`` in force for ``key``, and in the table of its API group (caller holds the lock)."""
+        self.podgroups[key] = pg
+        if pg.api_group == API_GROUP:
+            self._own[("PodGroup", key)] = pg
+        elif pg.api_group == WORKLOAD_GROUP:
+            self._workload[key] = pg
+        else:
+            self._volcano[("PodGroup", key)] = pg
+
+    def _admitted_kept(self, pg: PodGroupSpec) -> PodGroupSpec:
+        """``pg`` as an event brings it, with the minMember admitted with that the sessions said of it."""
+        said = self._admitted.get((pg.api_group, pg.key))
+        if said is not None and said[0] == pg.uid and pg.admitted_min_member != said[1]:
+            return replace(pg, admitted_min_member=said[1])
+        return pg
 
     def _derived(self, groups: list[tuple[str, Task]]) -> list[PodGroupSpec]:
         """One PodGroup for each group of a controller owner's pods (ours to schedule) that name no

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from volsched.model import admitted
 from volsched.model.decode import build_podgroup
 from volsched.model.errors import InputError
 from volsched.model.raw import Raw, meta_of
@@ -107,7 +108,10 @@ def build_workload_podgroup(obj: Raw) -> PodGroupSpec:
         ours["queue"] = queue
     # Kubernetes' PodGroup has no phase: the one the sessions give it is kept by the cache.
     pg = build_podgroup({"kind": "PodGroup", "metadata": obj.get("metadata"), "spec": ours})
-    return replace(pg, api_group=WORKLOAD_GROUP, priority=priority)
+    # The minMember it was admitted with: in the condition volsched writes on its status (not its phase).
+    return replace(
+        pg, api_group=WORKLOAD_GROUP, priority=priority, admitted_min_member=admitted.read(obj.get("status"))
+    )
 
 
 def workload_conflict_message(winner_group: str, key: str) -> str:

@@ -204,6 +204,9 @@ class PodGroupStatus:
     #: (Left out of the repr, which the replay digests read: none of their objects sets one, and the
     #: digests of decisions stay comparable across the field's arrival.)
     ignored: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    #: The minMember the gang started with, after this session (``volsched.model.admitted``), None
+    #: when not known. (Left out of the repr, as ``ignored``: decisions, not this record, make the digests.)
+    admitted_min_member: int | None = field(default=None, repr=False)
 
     @property
     def unschedulable(self) -> str | None:

@@ -29,6 +29,7 @@ from volsched.framework.decisions import (
 from volsched.framework.never import NEVER, TOLD, Refused, job_never, never_asks
 from volsched.framework.registry import PluginsAhead, make_actions, make_plugins, placement_gap
 from volsched.framework.session import Action, BindSink, Session
+from volsched.model import admitted
 from volsched.model.cluster import ClusterSnapshot, Job
 from volsched.model.vocabulary import PodGroupPhase, QueueState, TaskStatus
 from volsched.records import dataclass
@@ -275,9 +276,18 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
 def _new_status(
     job: Job, counted: StatusCounts, *, rejections: tuple[Status, ...], position: int | None
 ) -> PodGroupStatus:
-    _, phase_name, running, succeeded, failed, pending, scheduled = counted
+    phase, phase_name, running, succeeded, failed, pending, scheduled = counted
     pg = job.podgroup
     assert pg is not None
+    # The minMember it started with, which a raise does not move (a group standing for an owner's pods
+    # has no object to keep it on: its pods' min-member is fixed at their creation).
+    kept = (
+        None
+        if pg.owner is not None
+        else admitted.after_session(
+            pg.admitted_min_member, min_member=job.min_member, phase=phase, ready=job.ready
+        )
+    )
     return PodGroupStatus(
         phase=phase_name,
         queue=job.queue,
@@ -291,6 +301,7 @@ def _new_status(
         owner=pg.owner.title if pg.owner is not None else "",
         queue_position=position,
         ignored=pg.ignored,
+        admitted_min_member=kept,
     )
 
 

@@ -1,7 +1,7 @@
 """What volsched writes into objects, rendered from session results as plain dicts. Pure: no I/O.
 
-PodGroup ``status`` (phase, counts, a ``Scheduled`` condition), Queue ``status`` (state, deserved,
-allocated as quantities, podgroup counts by phase), the pod conditions ``PodScheduled=False`` and
+PodGroup ``status`` (phase, counts, a ``Scheduled`` condition, ``MinMemberProtected``), Queue
+``status`` (state, deserved, allocated as quantities, podgroup counts by phase), the pod conditions ``PodScheduled=False`` and
 ``DisruptionTarget=True``, and events about any object. Times are passed in, so the same input renders the same output; callers
 compare renderings without times to decide whether anything needs writing.
 """
@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from volsched.framework.decisions import PodGroupStatus, QueueStatus
+from volsched.model import admitted
 from volsched.model.resources import CPU, MEMORY, PODS, format_amount
 from volsched.model.scalars import rfc3339
 from volsched.redaction import redact
@@ -76,11 +77,19 @@ def podgroup_condition(status: PodGroupStatus) -> dict[str, str]:
 INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
 
 
-def workload_podgroup_status(status: PodGroupStatus) -> dict[str, Any]:
+def workload_podgroup_status(
+    status: PodGroupStatus, *, scheduled: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The ``status`` of a Kubernetes PodGroup (``scheduling.k8s.io``) without times, as kube-scheduler
-    writes it: only the ``PodGroupInitiallyScheduled`` condition (its object has no phase nor counts)."""
-    cond = podgroup_condition(status)
-    return {"conditions": [{**cond, "type": INITIALLY_SCHEDULED}]}
+    writes it: the ``PodGroupInitiallyScheduled`` condition (its object has no phase nor counts; terminal:
+    ``scheduled``, the one written True, stays), and volsched's ``MinMemberProtected``."""
+    cond = (
+        dict(scheduled)
+        if scheduled is not None
+        else {**podgroup_condition(status), "type": INITIALLY_SCHEDULED}
+    )
+    protection = admitted.condition(status.min_member, status.admitted_min_member)
+    return {"conditions": [cond, *([protection] if protection else [])]}
 
 
 #: The positions in line written to PodGroups: the first this many of each queue (each job that starts
@@ -103,6 +112,9 @@ def podgroup_status(status: PodGroupStatus) -> dict[str, Any]:
         conditions.append(
             {"type": "Reserved", "status": "False", "reason": "NotPlanned", "message": status.no_reservation}
         )
+    protection = admitted.condition(status.min_member, status.admitted_min_member)
+    if protection is not None:
+        conditions.append(protection)
     return {
         "phase": status.phase,
         "running": status.running,

@@ -183,12 +183,13 @@ _VOLCANO_QUEUE_OWN = ("state",)
 _QUEUE_MAY_GO = ("deserved", "deservedSummary", "realCapability", "share")
 
 
-def _initially_scheduled(status: Mapping[str, Any] | None) -> bool:
-    """Whether a Kubernetes PodGroup's status as written last says it was scheduled (terminal)."""
-    return any(
-        c.get("type") == render.INITIALLY_SCHEDULED and c.get("status") == "True"
-        for c in (status or {}).get("conditions") or ()
-    )
+def _initially_scheduled(status: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The condition of a Kubernetes PodGroup's status as written last that says it was scheduled
+    (terminal), or None."""
+    for c in (status or {}).get("conditions") or ():
+        if c.get("type") == render.INITIALLY_SCHEDULED and c.get("status") == "True":
+            return c  # type: ignore[no-any-return]
+    return None
 
 
 def _nominated_node(pod: Raw) -> str:
@@ -845,15 +846,16 @@ class KubeWriter:
             if same is not None and same[0] is pg and same[1] == group:
                 continue
             if group == WORKLOAD_GROUP:
-                rendered = render.workload_podgroup_status(pg)
+                with self._lock:
+                    # kube-scheduler's condition is terminal once True: kept as written
+                    scheduled = _initially_scheduled(self._podgroups.get(key))
+                rendered = render.workload_podgroup_status(pg, scheduled=scheduled)
             else:
                 rendered = render.podgroup_status(pg)
             with self._lock:
                 if self._podgroups.get(key) == rendered:
                     written_from[key] = (pg, group)
                     continue
-                if group == WORKLOAD_GROUP and _initially_scheduled(self._podgroups.get(key)):
-                    continue  # kube-scheduler's condition is terminal once True
             jobs.append(partial(self._write_podgroup, key, rendered, now, group, status=pg))
         for name, q in result.queues.items():
             if name not in existing_queues:

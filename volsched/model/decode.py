@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, TypeVar, cast
 
 import orjson
 
+from volsched.model import admitted
 from volsched.model.constraintdecode import parse_pod_constraints, parse_selector
 from volsched.model.devices import (
     Allocated,
@@ -1623,6 +1624,7 @@ def build_podgroup(obj: Raw) -> PodGroupSpec:
         uid=str(meta.get("uid") or ""),
         topology=_gang_topology(spec, where),
         min_task_member=_min_task_member(spec, where),
+        admitted_min_member=admitted.read(obj.get("status")),
     )
 
 

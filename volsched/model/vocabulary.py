@@ -443,6 +443,9 @@ class PodGroupSpec:
     #: Fields of the object volsched reads and deliberately does not honour: (field, why), shown on the
     #: object as a condition (a Volcano PodGroup's soft ``spec.networkTopology``).
     ignored: tuple[tuple[str, str], ...] = ()
+    #: The minMember the gang started with (``volsched.model.admitted``): eviction keeps no more of its
+    #: pods than this; None when not known (not started yet, or no object to keep it on).
+    admitted_min_member: int | None = None
     #: ``namespace/name``, made once (a snapshot reads every group's key, every session).
     key: str = field(init=False, repr=False, compare=False)
 

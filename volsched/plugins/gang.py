@@ -9,7 +9,7 @@ Registers: job validity (enough pods to ever form the gang; a PodGroup with no p
 pods come once it is admitted), readiness and pipelining (minMember tasks
 placed), not-ready-first job order (and among those, gangs that already hold some members first, so a
 half-bound gang is completed before others take the room), and victim filters that never take a running
-gang below minMember.
+gang below minMember (no more than the minMember it was admitted with: ``volsched.model.admitted``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import ClassVar
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
+from volsched.model.admitted import protected
 from volsched.model.cluster import READY_STATUSES, Job
 from volsched.model.vocabulary import TASK_ROLE_ANNOTATION, Task, TaskStatus
 
@@ -30,13 +31,14 @@ _GONE = frozenset({TaskStatus.FAILED, TaskStatus.RELEASING})
 _PIPELINED = READY_STATUSES | {TaskStatus.PIPELINED}
 
 
-def role_minimums(job: Job) -> dict[str, int] | None:
+def role_minimums(job: Job, min_member: int | None = None) -> dict[str, int] | None:
     """The per-role minimums that bind the job (Volcano's ``minTaskMember``, roles with a minimum of 0
     left out), or None. As Volcano's gang plugin: they bind only when they fit in minMember (a
-    minMember below their sum is the gang's own choice, and the per-role check is skipped)."""
+    minMember below their sum is the gang's own choice, and the per-role check is skipped); ``min_member``
+    (the job's when None) is the one they must fit in."""
     pg = job.podgroup
     roles = pg.min_task_member if pg is not None else None
-    if not roles or sum(roles.values()) > job.min_member:
+    if not roles or sum(roles.values()) > (job.min_member if min_member is None else min_member):
         return None
     return {role: n for role, n in roles.items() if n > 0} or None
 
@@ -121,7 +123,8 @@ class Gang(BasePlugin):
 
         def victims(actor: Task, candidates: list[Task]) -> list[Task]:
             """Take from a job only what it holds beyond minMember, and from a role only what it holds
-            beyond its minimum (``minTaskMember``)."""
+            beyond its minimum (``minTaskMember``); minMember no more than the gang was admitted with (a
+            raise while it runs keeps no more of its pods: ``volsched.model.admitted``)."""
             spare: dict[str, int] = {}
             role_spare: dict[tuple[str, str], int] = {}
             out = []
@@ -129,10 +132,12 @@ class Gang(BasePlugin):
                 job = session.jobs.get(t.job_key)
                 if job is None:
                     continue
-                left = spare.setdefault(job.key, job.ready_count - job.min_member)
+                pg = job.podgroup
+                floor = job.min_member if pg is None else protected(job.min_member, pg.admitted_min_member)
+                left = spare.setdefault(job.key, job.ready_count - floor)
                 if left <= 0:
                     continue
-                roles = role_minimums(job)
+                roles = role_minimums(job, floor)
                 role = role_of(t)
                 if roles and role in roles:
                     key = (job.key, role)

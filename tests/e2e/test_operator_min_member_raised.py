@@ -1,0 +1,168 @@
+"""A tenant who raises minMember on a running gang no longer keeps what its queue borrowed from reclaim
+(docs/tenancy.md "Raising minMember on a running gang"), against the real apiserver.
+
+The defect: a gang is never evicted below its minMember, read from its PodGroup as it is now, so raising
+``spec.minMember`` to the pods running kept every one of them from reclaim for good. Now reclaim keeps
+no more than the minMember the gang was admitted with: the record is in the PodGroup's
+``MinMemberProtected`` condition, which names the count kept and why, and which a new operator reads
+back (the raise made while none runs counts no more).
+
+Each wait is for the event that proves the outcome (a condition written, pods bound), never for time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.operator_fixtures import (
+    GROUP,
+    ROOT,
+    VERSION,
+    WORKLOAD_API,
+    Kube,
+    Start,
+    fresh_control_plane,
+    node,
+    pod,
+    podgroup,
+    queue,
+    wait_for,
+)
+from volsched_dev.devcluster import LocalControlPlane
+
+pytestmark = pytest.mark.cluster
+
+CONFIG = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
+PROTECTED = "MinMemberProtected"
+K8S, K8S_VERSION = "scheduling.k8s.io", "v1beta1"
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest) -> Iterator[LocalControlPlane]:
+    """A fresh control plane; with the ``workload`` parameter, serving the Workload API."""
+    args = WORKLOAD_API if getattr(request, "param", None) == "workload" else ()
+    with fresh_control_plane(apiserver_args=args) as cp:
+        yield cp
+
+
+def _condition(k: Kube, ns: str, name: str, kind: str) -> dict[str, Any] | None:
+    conds = (k.get_podgroup(ns, name).get("status") or {}).get("conditions") or []
+    return {c["type"]: c for c in conds}.get(kind)
+
+
+def _raise(k: Kube, ns: str, name: str, min_member: int) -> None:
+    """The tenant's update of its PodGroup's spec (a merge patch, as ``kubectl patch`` sends)."""
+    k.custom.patch_namespaced_custom_object(
+        GROUP, VERSION, ns, "podgroups", name, {"spec": {"minMember": min_member}}
+    )
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["while-running", "while-no-operator-runs"])
+def test_a_min_member_raised_on_a_running_gang_does_not_keep_borrowed_pods_from_reclaim(
+    k: Kube, start_operator: Start, restart: bool
+) -> None:
+    k.set_config(CONFIG)
+    k.nodes(node("n1", cpu="4"))
+    k.queue(queue("default"))
+    k.queue(queue("qa"))
+    k.queue(queue("qb"))
+    ns_a, ns_b = k.namespace("tenant-a"), k.namespace("tenant-b")
+    k.podgroup(ns_a, podgroup("a", 1, queue="qa"))
+    k.pods(ns_a, *(pod(f"a-{i}", cpu="1", group="a") for i in range(4)))
+    op = start_operator()
+    wait_for(lambda: len(k.bound(ns_a)) == 4, 30, what="qa borrows the whole node", operator=op)
+    if restart:
+        # The record the first operator wrote is what the next one reads back.
+        cond = wait_for(lambda: _condition(k, ns_a, "a", PROTECTED), 30, what="the record", operator=op)
+        assert cond["message"] == "reclaim and preempt keep 1 of its pods (started with minMember 1)"
+        op.stop()
+        _raise(k, ns_a, "a", 4)
+        op = start_operator()
+    else:
+        _raise(k, ns_a, "a", 4)
+        # The operator has seen the raise once the gang's status says minimum 4.
+        wait_for(
+            lambda: "of 4 minimum" in ((_condition(k, ns_a, "a", "Scheduled") or {}).get("message") or ""),
+            30,
+            what="the raise seen",
+            operator=op,
+        )
+    k.podgroup(ns_b, podgroup("b", 1, queue="qb"))
+    k.pods(ns_b, pod("b-0", cpu="1", group="b"), pod("b-1", cpu="1", group="b"))
+    # qb deserves half the node: reclaim takes two of a's four back (before the fix: none, for good).
+    wait_for(lambda: len(k.bound(ns_b)) == 2, 60, what="qb's pods bound after reclaim", operator=op)
+    assert len(k.bound(ns_a)) == 2
+    cond = wait_for(
+        lambda: (c := _condition(k, ns_a, "a", PROTECTED)) and c["reason"] == "RaisedAfterStart" and c,
+        30,
+        what="the condition saying why",
+        operator=op,
+    )
+    assert cond["status"] == "True"
+    assert cond["message"].startswith(
+        "reclaim and preempt keep 1 of its pods, not 4: minMember was raised to 4 "
+    )
+    assert cond["message"].endswith("(started with minMember 1)")
+    op.check_running()
+
+
+def _k8s_condition(k: Kube, ns: str, name: str, kind: str) -> dict[str, Any] | None:
+    group = k.custom.get_namespaced_custom_object(K8S, K8S_VERSION, ns, "podgroups", name)
+    return {c["type"]: c for c in (group.get("status") or {}).get("conditions") or []}.get(kind)
+
+
+@pytest.mark.parametrize("cluster", ["workload"], indirect=True)
+def test_a_workload_api_min_count_raised_while_no_operator_runs_does_not_keep_borrowed_pods(
+    k: Kube, start_operator: Start
+) -> None:
+    """The same through the Workload API's ``minCount``: its PodGroup's status holds only conditions
+    (kube-scheduler's PodGroupInitiallyScheduled, and volsched's record beside it)."""
+    k.set_config(CONFIG)
+    k.nodes(node("n1", cpu="4"))
+    k.queue(queue("default"))
+    k.queue(queue("qa"))
+    k.queue(queue("qb"))
+    ns_a, ns_b = k.namespace("tenant-a"), k.namespace("tenant-b")
+    k.custom.create_namespaced_custom_object(K8S, K8S_VERSION, ns_a, "workloads", {
+        "apiVersion": f"{K8S}/{K8S_VERSION}", "kind": "Workload", "metadata": {"name": "a"},
+        "spec": {"podGroupTemplates": [{"name": "w", "schedulingPolicy": {"gang": {"minCount": 1}}}]},
+    })  # fmt: skip
+    k.custom.create_namespaced_custom_object(K8S, K8S_VERSION, ns_a, "podgroups", {
+        "apiVersion": f"{K8S}/{K8S_VERSION}", "kind": "PodGroup",
+        "metadata": {"name": "a-w", "annotations": {"scheduling.volsched.io/queue-name": "qa"}},
+        "spec": {"workloadRef": {"workloadName": "a", "templateName": "w"},
+                 "schedulingPolicy": {"gang": {"minCount": 1}}},
+    })  # fmt: skip
+    members = []
+    for i in range(4):
+        member = pod(f"a-{i}", cpu="1")
+        member["spec"]["schedulingGroup"] = {"podGroupName": "a-w"}
+        members.append(member)
+    k.pods(ns_a, *members)
+    op = start_operator()
+    wait_for(lambda: len(k.bound(ns_a)) == 4, 30, what="qa borrows the whole node", operator=op)
+    wait_for(
+        lambda: (c := _k8s_condition(k, ns_a, "a-w", "PodGroupInitiallyScheduled")) and c["status"] == "True",
+        30,
+        what="the gang scheduled",
+        operator=op,
+    )
+    op.stop()
+    k.custom.patch_namespaced_custom_object(
+        K8S, K8S_VERSION, ns_a, "podgroups", "a-w", {"spec": {"schedulingPolicy": {"gang": {"minCount": 4}}}}
+    )
+    op = start_operator()
+    k.podgroup(ns_b, podgroup("b", 1, queue="qb"))
+    k.pods(ns_b, pod("b-0", cpu="1", group="b"), pod("b-1", cpu="1", group="b"))
+    wait_for(lambda: len(k.bound(ns_b)) == 2, 60, what="qb's pods bound after reclaim", operator=op)
+    assert len(k.bound(ns_a)) == 2
+    cond = wait_for(
+        lambda: (c := _k8s_condition(k, ns_a, "a-w", PROTECTED)) and c["reason"] == "RaisedAfterStart" and c,
+        30,
+        what="the condition saying why",
+        operator=op,
+    )
+    assert cond["message"].startswith("reclaim and preempt keep 1 of its pods, not 4: ")
+    op.check_running()
