@@ -230,13 +230,13 @@ CASES: list[tuple[str, list[str], Any]] = [
      == "volsched-pod-queue-fixed"),
     ("pods' queue annotations left unchecked", ["--set", "podQueueFixed=false"],
      lambda o: [x["metadata"]["name"] for x in o if x["kind"].startswith("ValidatingAdmissionPolicy")]
-     == ["volsched-podgroup-phase-fixed"] * 2),
-    ("a PodGroup's phase left to whoever writes it", ["--set", "podGroupPhaseFixed=false"],
+     == ["volsched-podgroup-fixed"] * 2),
+    ("a PodGroup's phase and queue left to whoever writes them", ["--set", "podGroupFixed=false"],
      lambda o: [x["metadata"]["name"] for x in o if x["kind"].startswith("ValidatingAdmissionPolicy")]
      == ["volsched-pod-queue-fixed"] * 2),
     ("a PodGroup's phase is the release's service account's", [],
      lambda o: "'system:serviceaccount:volsched-system:volsched'"
-     in _named(o, "ValidatingAdmissionPolicy", "volsched-podgroup-phase-fixed")["spec"]["matchConditions"][0]
+     in _named(o, "ValidatingAdmissionPolicy", "volsched-podgroup-fixed")["spec"]["matchConditions"][0]
      ["expression"]),
     ("no default queue", ["--set", "defaultQueue.create=false"], lambda o: not [x for x in o if x["kind"] == "Queue"]),
     ("default queue weight", ["--set", "defaultQueue.weight=4"],
@@ -272,7 +272,7 @@ def test_another_release_name_and_namespace_keep_the_names_consistent() -> None:
         {"kind": "ServiceAccount", "name": "batch-volsched", "namespace": "sched"}
     ]
     assert by_kind["Deployment"]["spec"]["template"]["spec"]["serviceAccountName"] == "batch-volsched"
-    phase = _named(objs, "ValidatingAdmissionPolicy", "batch-volsched-podgroup-phase-fixed")
+    phase = _named(objs, "ValidatingAdmissionPolicy", "batch-volsched-podgroup-fixed")
     assert "'system:serviceaccount:sched:batch-volsched'" in phase["spec"]["matchConditions"][0]["expression"]
 
 

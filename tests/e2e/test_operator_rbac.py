@@ -259,10 +259,10 @@ def test_a_jobs_whole_life_under_exactly_the_manifests_rights(
     left behind (podgroups delete), binds (pods/binding), the Queue's finalizer (queues patch), statuses
     (queues/status, podgroups/status), a preemption (pods/eviction, and pods/status for DisruptionTarget),
     events (create, patch), /metrics behind a token (tokenreviews, subjectaccessreviews), completion, and
-    the Queue deleted once its jobs are done (the finalizer removed). The PodGroup phase policy
-    (manifests/61-podgroup-phase-fixed.yaml) is in place: the service account writes the phases."""
+    the Queue deleted once its jobs are done (the finalizer removed). The PodGroup policy
+    (manifests/61-podgroup-fixed.yaml) is in place: the service account writes the phases."""
     _apply_rbac(k)
-    apply_file(k.api, ROOT / "manifests" / "61-podgroup-phase-fixed.yaml")
+    apply_file(k.api, ROOT / "manifests" / "61-podgroup-fixed.yaml")
     k.set_config((ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text())
     sched = client.SchedulingV1Api(k.api)
     for name, value in (("low", 10), ("high", 1000)):

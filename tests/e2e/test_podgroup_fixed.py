@@ -1,11 +1,15 @@
-"""manifests/61-podgroup-phase-fixed.yaml on the real apiserver: a PodGroup's ``status.phase`` is the
-scheduler's. Volcano's PodGroup CRD has no status subresource, so a tenant who may create or update its
+"""manifests/61-podgroup-fixed.yaml on the real apiserver: a PodGroup's ``status.phase`` is the
+scheduler's, and its queue and priority class are fixed once it is admitted. Volcano's PodGroup CRD has no status subresource, so a tenant who may create or update its
 PodGroups could write their status as well: created ``Inqueue`` (or ``Running``), a gang skipped enqueue
 (its queue's ``perNamespace.maxRunningJobs``, overcommit's room: volsched reads the phase back as its own
 decision); marked ``Completed`` while it ran, it no longer counted in ``maxRunningJobs``. The policy
 refuses a create that sets a phase other than Pending and an update that changes it, by anyone but the
 operator's service account and cluster admins; a spec update, or one that writes the same phase again,
-passes. In-apiserver CEL: no operator runs here."""
+passes. Once admitted (Inqueue, Running), a running job moved into another team's queue held that queue's
+share, and one raised to a class its queue does not allow could no longer be preempted by the jobs its
+queue does (the scheduler does not evict a running job whose queue's rules it breaks; the PodGroup
+webhooks, off by default, refuse only what the queue's rules refuse): ``spec.queue`` and
+``spec.priorityClassName`` are then fixed. In-apiserver CEL: no operator runs here."""
 
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
 
-POLICY = ROOT / "manifests" / "61-podgroup-phase-fixed.yaml"
+POLICY = ROOT / "manifests" / "61-podgroup-fixed.yaml"
 TENANT = "tenant"
 SCHEDULER = "system:serviceaccount:volsched-system:volsched"
 NS = "team"
@@ -116,7 +120,7 @@ def test_only_the_scheduler_sets_a_podgroups_phase(admin: client.ApiClient, as_u
     )
     status = (
         client.AdmissionregistrationV1Api(admin)
-        .read_validating_admission_policy("volsched-podgroup-phase-fixed")
+        .read_validating_admission_policy("volsched-podgroup-fixed")
         .status
     )
     assert status is None or status.type_checking is None or not status.type_checking.expression_warnings
@@ -141,6 +145,21 @@ def test_only_the_scheduler_sets_a_podgroups_phase(admin: client.ApiClient, as_u
         refused = _refused(patch, V, VV, NS, "podgroups", "job", change)
         assert refused is not None and refused.status == 403, (change, refused)
     assert tenant.get_namespaced_custom_object(V, VV, NS, "podgroups", "job")["status"]["phase"] == "Inqueue"
+    # Admitted: its queue and class are fixed (alone or together); its size is not.
+    for change in (
+        {"spec": {"queue": "team-b"}},
+        {"spec": {"priorityClassName": "top"}},
+        {"spec": {"queue": "team-b", "priorityClassName": "top"}},
+    ):
+        refused = _refused(patch, V, VV, NS, "podgroups", "job", change)
+        assert refused is not None and refused.status == 403, (change, refused)
+        assert "a PodGroup's queue and priority class are fixed once it is admitted (it is Inqueue)" in str(
+            refused.body
+        ), refused.body
+        assert ", ".join(f"spec.{f}" for f in change["spec"]) + " cannot be changed" in str(refused.body)
+    assert _refused(patch, V, VV, NS, "podgroups", "job", {"spec": {"minMember": 4}}) is None
+    # Not admitted yet: the scheduler judges the queue it names before admitting it.
+    assert _refused(patch, V, VV, NS, "podgroups", "pending", {"spec": {"queue": "team-b"}}) is None
     # A cluster admin may (mending a status by hand).
     client.CustomObjectsApi(admin).patch_namespaced_custom_object(
         V, VV, NS, "podgroups", "job", {"status": {"phase": "Pending"}}
