@@ -59,7 +59,13 @@ from volsched.model.vocabulary import (
     by_age,
     placement_key,
 )
-from volsched.model.volumes import PersistentVolumeSpec, StorageClassSpec, VolumeCatalog, VolumeClaim
+from volsched.model.volumes import (
+    PersistentVolumeSpec,
+    StorageCapacity,
+    StorageClassSpec,
+    VolumeCatalog,
+    VolumeClaim,
+)
 from volsched.records import dataclass
 
 
@@ -105,6 +111,9 @@ class View:
     storage_classes: Mapping[str, StorageClassSpec] = field(default_factory=dict)
     #: CSINode (its node's name) -> driver -> how many of its volumes the node may have attached.
     attach_limits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    #: CSIStorageCapacities by "ns/name", and the drivers whose CSIDriver says ``storageCapacity: true``.
+    storage_capacities: Mapping[str, StorageCapacity] = field(default_factory=dict)
+    capacity_drivers: frozenset[str] = frozenset()
 
 
 def with_volumes(
@@ -673,7 +682,13 @@ class SnapshotBuilder:
             device_catalog=catalog,
             resource_claims=view.resource_claims,
             volume_catalog=(
-                VolumeCatalog(view.volume_claims, view.pv_specs, view.storage_classes)
+                VolumeCatalog(
+                    view.volume_claims,
+                    view.pv_specs,
+                    view.storage_classes,
+                    capacities=view.storage_capacities,
+                    tracked=view.capacity_drivers,
+                )
                 if any(c.wait_for_consumer for c in view.storage_classes.values())
                 else None
             ),

@@ -46,6 +46,7 @@ from volsched.model.decode import (
     build_podgroup,
     build_queue,
     build_task,
+    csi_driver_tracks_capacity,
     csi_node_limits,
     device_class,
     device_class_ignored,
@@ -60,6 +61,7 @@ from volsched.model.decode import (
     quota_weight_and_problem,
     resource_claim,
     resource_slice,
+    storage_capacity,
     storage_class,
     volume_claim,
 )
@@ -87,7 +89,7 @@ from volsched.model.vocabulary import (
     default_queue,
     queue_annotation,
 )
-from volsched.model.volumes import PersistentVolumeSpec, StorageClassSpec, VolumeClaim
+from volsched.model.volumes import PersistentVolumeSpec, StorageCapacity, StorageClassSpec, VolumeClaim
 
 KINDS = (
     "Node",
@@ -101,6 +103,8 @@ KINDS = (
     "PersistentVolume",
     "StorageClass",
     "CSINode",
+    "CSIDriver",
+    "CSIStorageCapacity",
     "PodDisruptionBudget",
     "DeviceClass",
     "ResourceSlice",
@@ -217,6 +221,12 @@ class ClusterState:
         #: the last one's table until a CSINode changes: most sessions see none change).
         self._attach_moved = 0
         self._attach_copied: tuple[int, dict[str, dict[str, int]]] = (-1, {})
+        #: Storage capacity tracking: CSIStorageCapacities by "ns/name", the CSI drivers whose CSIDriver
+        #: says ``storageCapacity: true``; their change counter, and what the last snapshot copied.
+        self.storage_capacities: dict[str, StorageCapacity] = {}
+        self.capacity_drivers: set[str] = set()
+        self._capacity_moved = 0
+        self._capacity_copied: tuple[int, dict[str, StorageCapacity], frozenset[str]] = (-1, {}, frozenset())
         #: Dynamic Resource Allocation: DeviceClasses by name, ResourceSlices by name, ResourceClaims by
         #: "ns/name" (see ``volsched.model.devices``).
         self.device_classes: dict[str, DeviceClass] = {}
@@ -398,6 +408,15 @@ class ClusterState:
                     else _drop(self.attach_limits, node_name)
                 )
                 self._attach_moved += changed
+            elif kind == "CSIStorageCapacity":
+                capacity = storage_capacity(obj)
+                changed = _put(self.storage_capacities, capacity.key, capacity)
+                self._capacity_moved += changed
+            elif kind == "CSIDriver":
+                driver, tracks = csi_driver_tracks_capacity(obj)
+                changed = tracks != (driver in self.capacity_drivers)
+                (self.capacity_drivers.add if tracks else self.capacity_drivers.discard)(driver)
+                self._capacity_moved += changed
             elif kind == "DeviceClass":
                 cls = device_class(obj)
                 changed = _put(self.device_classes, cls.name, cls)
@@ -673,6 +692,13 @@ class ClusterState:
             elif kind == "CSINode":
                 held = _drop(self.attach_limits, name)
                 self._attach_moved += held
+            elif kind == "CSIStorageCapacity":
+                held = _drop(self.storage_capacities, key)
+                self._capacity_moved += held
+            elif kind == "CSIDriver":
+                held = name in self.capacity_drivers
+                self.capacity_drivers.discard(name)
+                self._capacity_moved += held
             elif kind == "PodDisruptionBudget":  # what it protected may go now
                 held = _drop(self.budgets, key)
             elif kind == "DeviceClass":
@@ -1078,6 +1104,10 @@ class ClusterState:
                 if moved != self._attach_moved:
                     attach_limits = self.attach_limits.copy()
                     self._attach_copied = (self._attach_moved, attach_limits)
+                moved, capacities, tracked = self._capacity_copied
+                if moved != self._capacity_moved:
+                    capacities, tracked = self.storage_capacities.copy(), frozenset(self.capacity_drivers)
+                    self._capacity_copied = (self._capacity_moved, capacities, tracked)
                 view = View(
                     tasks=self._view_tasks,
                     touched=touched,
@@ -1093,6 +1123,8 @@ class ClusterState:
                     pv_specs=volume_tables[1],
                     storage_classes=volume_tables[2],
                     attach_limits=attach_limits,
+                    storage_capacities=capacities,
+                    capacity_drivers=tracked,
                     device_classes=self.device_classes.copy(),
                     slices=self.slices.copy(),
                     resource_claims=self.resource_claims.copy(),

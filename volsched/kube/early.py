@@ -70,6 +70,8 @@ FEW_PATHS = {
     "PersistentVolumeClaim": "/api/v1/persistentvolumeclaims",
     "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
     "CSINode": "/apis/storage.k8s.io/v1/csinodes",
+    "CSIDriver": "/apis/storage.k8s.io/v1/csidrivers",
+    "CSIStorageCapacity": "/apis/storage.k8s.io/v1/csistoragecapacities",
     "PodGroup": "/apis/scheduling.volsched.io/v1beta1/podgroups",
     "PodDisruptionBudget": "/apis/policy/v1/poddisruptionbudgets",
     "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",

@@ -73,6 +73,7 @@ from volsched.model.volumes import (
     BIND_COMPLETED,
     SELECTED_NODE,
     PersistentVolumeSpec,
+    StorageCapacity,
     StorageClassSpec,
     VolumeClaim,
     migrated_csi,
@@ -1908,6 +1909,43 @@ def csi_node_limits(obj: Raw) -> tuple[str, dict[str, int]]:
             )
         limits[driver] = count
     return name, limits
+
+
+def storage_capacity(obj: Raw) -> StorageCapacity:
+    """A ``storage.k8s.io/v1`` CSIStorageCapacity as volume binding reads it: its class, the largest volume
+    it says its driver can make (``maximumVolumeSize``, else ``capacity``), the nodes it is for
+    (``nodeTopology``: none when it is not set, as kube-scheduler reads it)."""
+    meta, name = _volume_meta(obj, "CSIStorageCapacity")
+    ns = meta.get("namespace")
+    where = f"CSIStorageCapacity {ns}/{name}"
+    if not isinstance(ns, str) or not ns:
+        raise InputError(f"{where}: missing field metadata.namespace")
+    cls = obj.get("storageClassName")
+    if not isinstance(cls, str) or not cls:
+        raise InputError(f"{where}: storageClassName must be a non-empty string")
+    limit = None
+    for field_name in ("maximumVolumeSize", "capacity"):
+        raw = obj.get(field_name)
+        if raw is not None:
+            limit = parse_amount(raw, where=f"{where}: {field_name}")
+            break
+    topology = obj.get("nodeTopology")
+    return StorageCapacity(
+        key=f"{ns}/{name}",
+        storage_class=cls,
+        limit=limit,
+        topology=None if topology is None else parse_selector(topology, where=f"{where}: nodeTopology"),
+    )
+
+
+def csi_driver_tracks_capacity(obj: Raw) -> tuple[str, bool]:
+    """A ``storage.k8s.io/v1`` CSIDriver's name, and whether it says ``spec.storageCapacity: true`` (volume
+    binding then checks its CSIStorageCapacities)."""
+    _, name = _volume_meta(obj, "CSIDriver")
+    tracks = _volume_section(obj, "spec", f"CSIDriver {name}").get("storageCapacity")
+    if tracks is not None and not isinstance(tracks, bool):
+        raise InputError(f"CSIDriver {name}: spec.storageCapacity must be true or false")
+    return name, bool(tracks)
 
 
 def _count(raw: Any) -> int:

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from volsched.model.nodeterms import matches_affinity
+from volsched.model.resources import format_amount
 from volsched.model.selectors import LabelSelector
 from volsched.records import dataclass
 
@@ -164,6 +165,18 @@ class PersistentVolumeSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class StorageCapacity:
+    """What the scheduler reads of a ``storage.k8s.io/v1`` CSIStorageCapacity: the StorageClass it is for,
+    the largest volume its driver can make there (``maximumVolumeSize``, else ``capacity``; None: neither,
+    no room), and the nodes it is for (``nodeTopology``; None: no node)."""
+
+    key: str
+    storage_class: str
+    limit: float | None
+    topology: LabelSelector | None
+
+
+@dataclass(frozen=True, slots=True)
 class VolumeBinding:
     """One claim of a bind: the volume it is bound to (static), or "" for a volume provisioned on the
     pod's node (dynamic: the claim's ``selected-node`` annotation)."""
@@ -186,6 +199,10 @@ class VolumeCatalog:
     claims: Mapping[str, VolumeClaim]
     volumes: Mapping[str, PersistentVolumeSpec]
     classes: Mapping[str, StorageClassSpec]
+    #: CSIStorageCapacities by "ns/name", and the CSI drivers whose CSIDriver says ``storageCapacity:
+    #: true``: a claim to provision of a class of such a driver needs one with room for it on the node.
+    capacities: Mapping[str, StorageCapacity] = field(default_factory=dict)
+    tracked: frozenset[str] = frozenset()
 
 
 class VolumeState:
@@ -216,6 +233,13 @@ class VolumeState:
         self.claimed: dict[str, tuple[VolumeBinding, int, set[str]]] = {}
         self._reach: dict[str, BoolArray] = {}
         self._topology: dict[str, BoolArray] = {}
+        #: Storage capacity tracking (made when first asked: most sessions provision nothing of a
+        #: driver that tracks it): the nodes a CSIStorageCapacity's topology covers, by selector; each
+        #: class's capacities; the nodes with room for (class, request); the nodes by label pair.
+        self._covers: dict[LabelSelector, IndexArray] = {}
+        self._by_class: dict[str, list[tuple[float, IndexArray]]] = {}
+        self._rooms: dict[tuple[str, float], BoolArray] = {}
+        self._pairs: dict[tuple[str, str], list[int]] | None = None
         self._candidates: dict[str, tuple[str, ...]] = {}
         self._matrix: dict[str, BoolArray] = {}
 
@@ -255,8 +279,10 @@ class VolumeState:
             self._matrix[claim.key] = out
         return out
 
-    def _provisionable(self, claim: VolumeClaim) -> BoolArray:
-        """The nodes the claim's class can provision a volume on (none: no provisioner)."""
+    def _provisionable(self, claim: VolumeClaim, *, room: bool = True) -> BoolArray:
+        """The nodes the claim's class can provision a volume on (none: no provisioner); ``room``: where
+        its driver tracks storage capacity, only those where some CSIStorageCapacity of the class with
+        room for the claim is (as kube-scheduler's VolumeBinding checks it)."""
         out = self._topology.get(claim.storage_class)
         if out is None:
             cls = self.catalog.classes.get(claim.storage_class)
@@ -265,7 +291,78 @@ class VolumeState:
             else:
                 out = self._admitted(cls.topologies)
             self._topology[claim.storage_class] = out
+        if room and self._tracked(claim):
+            out = out & self._room(claim.storage_class, claim.request)
         return out
+
+    def _tracked(self, claim: VolumeClaim) -> bool:
+        """Whether the claim asks for storage of a class whose driver tracks its capacity."""
+        if claim.request <= 0 or not self.catalog.tracked:
+            return False
+        cls = self.catalog.classes.get(claim.storage_class)
+        return cls is not None and cls.provisioner in self.catalog.tracked
+
+    def _capacities(self, storage_class: str) -> list[tuple[float, IndexArray]]:
+        """The class's CSIStorageCapacities with room at all: (the largest volume, the nodes it is for),
+        largest first."""
+        out = self._by_class.get(storage_class)
+        if out is None:
+            out = []
+            for cap in self.catalog.capacities.values():
+                if cap.storage_class == storage_class and cap.limit is not None and cap.topology is not None:
+                    out.append((cap.limit, self._covered(cap.topology)))
+            out.sort(key=lambda c: -c[0])
+            self._by_class[storage_class] = out
+        return out
+
+    def _covered(self, selector: LabelSelector) -> IndexArray:
+        """The nodes whose labels ``selector`` matches (those carrying a label pair it requires are asked,
+        when it requires one: a capacity per node or zone asks a node or a zone's)."""
+        out = self._covers.get(selector)
+        if out is None:
+            pairs = selector.index_pairs()
+            if pairs is None:
+                asked: Sequence[int] = range(len(self.specs))
+            else:
+                by_pair = self._label_index()
+                asked = sorted({i for pair in pairs for i in by_pair.get(pair, ())})
+            out = np.array(
+                [i for i in asked if selector.matches(getattr(self.specs[i], "labels", {}))], dtype=np.intp
+            )
+            self._covers[selector] = out
+        return out
+
+    def _label_index(self) -> dict[tuple[str, str], list[int]]:
+        """The nodes by each label pair they carry (made when first asked for)."""
+        if self._pairs is None:
+            self._pairs = {}
+            for i, spec in enumerate(self.specs):
+                for pair in getattr(spec, "labels", {}).items():
+                    self._pairs.setdefault(pair, []).append(i)
+        return self._pairs
+
+    def _room(self, storage_class: str, request: float) -> BoolArray:
+        """The nodes some CSIStorageCapacity of the class with room for ``request`` is for."""
+        key = (storage_class, request)
+        out = self._rooms.get(key)
+        if out is None:
+            out = np.zeros(len(self.specs), dtype=bool)
+            for limit, nodes in self._capacities(storage_class):
+                if limit < request:
+                    break
+                out[nodes] = True
+            self._rooms[key] = out
+        return out
+
+    def most_room(self, storage_class: str, idx: IndexArray) -> float | None:
+        """The largest volume any CSIStorageCapacity of the class can make on one of nodes ``idx`` (None:
+        none is for them)."""
+        mask = np.zeros(len(self.specs), dtype=bool)
+        mask[idx] = True
+        for limit, nodes in self._capacities(storage_class):
+            if mask[nodes].any():
+                return limit
+        return None
 
     def candidates(self, claim: VolumeClaim) -> tuple[str, ...]:
         """The volumes that fit ``claim`` on some node, smallest first (a volume pre-bound to it first)."""
@@ -284,10 +381,11 @@ class VolumeState:
     # --- per task ----------------------------------------------------------------------------------
 
     def _assign(
-        self, namespace: str, names: Sequence[str], idx: IndexArray
+        self, namespace: str, names: Sequence[str], idx: IndexArray, *, ignore_room: bool = False
     ) -> tuple[BoolArray, list[tuple[VolumeClaim, np.ndarray[Any, Any], VolumeBinding | None]]]:
         """Which of nodes ``idx`` pass, and per claim the volume chosen per node (an index into its free
-        candidates, -1: provisioned), or what another pod of the session was given for it."""
+        candidates, -1: provisioned), or what another pod of the session was given for it;
+        ``ignore_room``: as if no driver tracked storage capacity."""
         ok = np.ones(len(idx), dtype=bool)
         picks: list[tuple[VolumeClaim, np.ndarray[Any, Any], VolumeBinding | None]] = []
         chosen: list[tuple[tuple[str, ...], np.ndarray[Any, Any]]] = []
@@ -319,7 +417,7 @@ class VolumeState:
             else:
                 has = np.zeros(len(idx), dtype=bool)
                 pick = none
-            provision = ~has & self._provisionable(claim)[idx]
+            provision = ~has & self._provisionable(claim, room=not ignore_room)[idx]
             if selected is not None:
                 provision &= selected
             ok &= has | provision
@@ -394,4 +492,27 @@ class VolumeState:
         busy = [c.name for c in claims if c.key in self.claimed]
         if busy:
             return [(f"persistentvolumeclaim(s) {', '.join(busy)} bound for another pod elsewhere", len(idx))]
-        return [("node(s) didn't find available persistent volumes to bind", len(idx))]
+        tracked = [c for c in claims if self._tracked(c) and c.key not in self.claimed]
+        if not tracked:
+            return [("node(s) didn't find available persistent volumes to bind", len(idx))]
+        # The nodes that would pass but for storage capacity: told so in numbers, per claim short of it.
+        short = self._assign(namespace, names, idx, ignore_room=True)[0]
+        said: list[str] = []
+        for claim in tracked:
+            if short.any() and not self._room(claim.storage_class, claim.request)[idx[short]].all():
+                most = self.most_room(claim.storage_class, idx[short])
+                said.append(
+                    f"{claim.name} asks {_bytes(claim.request)} of class {claim.storage_class}, the most"
+                    f" any can make there {'none' if most is None else _bytes(most)}"
+                )
+        out = []
+        if said:
+            out.append((f"node(s) did not have enough free storage ({'; '.join(said)})", int(short.sum())))
+        if (~short).any() or not said:
+            out.append(("node(s) didn't find available persistent volumes to bind", int((~short).sum())))
+        return out
+
+
+def _bytes(amount: float) -> str:
+    """An amount of storage as Kubernetes writes it (``10Gi``)."""
+    return format_amount("ephemeral-storage", amount)

@@ -1,0 +1,176 @@
+"""Storage capacity tracking in volume binding, as kube-scheduler's VolumeBinding checks it: an unbound claim
+to provision, of a class whose CSI driver says ``storageCapacity: true``, needs a CSIStorageCapacity of the
+class for the node (``nodeTopology``) whose ``maximumVolumeSize`` (else ``capacity``) holds its request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.unit.test_volume_binding import node, pv, pvc, sc
+from volsched.model.decode import (
+    csi_driver_tracks_capacity,
+    persistent_volume,
+    storage_capacity,
+    storage_class,
+    volume_claim,
+)
+from volsched.model.errors import InputError
+from volsched.model.vocabulary import NodeSpec
+from volsched.model.volumes import VolumeCatalog, VolumeState
+
+DRIVER = "csi.example.com"
+NODES = [node("n1", zone="a"), node("n2", zone="a"), node("n3", zone="b")]
+ALL = np.arange(3, dtype=np.intp)
+
+
+def capacity(
+    name: str,
+    *,
+    cls: str = "dyn",
+    capacity: str | None = None,
+    maximum: str | None = None,
+    topology: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSIStorageCapacity",
+        "metadata": {"name": name, "namespace": "kube-system"},
+        "storageClassName": cls,
+    }
+    if capacity is not None:
+        obj["capacity"] = capacity
+    if maximum is not None:
+        obj["maximumVolumeSize"] = maximum
+    if topology is not None:
+        obj["nodeTopology"] = topology
+    return obj
+
+
+def zone(z: str) -> dict[str, Any]:
+    return {"matchLabels": {"zone": z}}
+
+
+def state(
+    claims: list[Any],
+    capacities: list[Any],
+    *,
+    tracked: bool = True,
+    volumes: list[Any] = (),  # type: ignore[assignment]
+    nodes: list[NodeSpec] = NODES,
+) -> VolumeState:
+    catalog = VolumeCatalog(
+        claims={c.key: c for c in map(volume_claim, claims)},
+        volumes={v.name: v for v in map(persistent_volume, volumes)},
+        classes={"dyn": storage_class(sc("dyn", provisioner=DRIVER))},
+        capacities={c.key: c for c in map(storage_capacity, capacities)},
+        tracked=frozenset({DRIVER}) if tracked else frozenset(),
+    )
+    return VolumeState(catalog, nodes=nodes)
+
+
+def test_a_claim_goes_where_a_capacity_of_its_class_holds_its_request() -> None:
+    caps = [
+        capacity("a", capacity="5Gi", topology=zone("a")),
+        capacity("b", capacity="20Gi", topology=zone("b")),
+    ]
+    s = state([pvc("data", "10Gi", cls="dyn")], caps)
+    assert s.fits("default", ["data"], ALL).tolist() == [False, False, True]
+    assert s.explain("default", ["data"], ALL[:2]) == [
+        (
+            "node(s) did not have enough free storage (data asks 10Gi of class dyn, the most any can make"
+            " there 5Gi)",
+            2,
+        )
+    ]
+    s = state([pvc("small", "5Gi", cls="dyn")], caps)  # exactly the capacity: it fits
+    assert s.fits("default", ["small"], ALL).tolist() == [True, True, True]
+
+
+def test_the_maximum_volume_size_counts_before_the_capacity() -> None:
+    caps = [capacity("a", capacity="100Gi", maximum="4Gi", topology=zone("a"))]
+    s = state([pvc("data", "10Gi", cls="dyn")], caps)
+    assert s.fits("default", ["data"], ALL).tolist() == [False, False, False]
+    caps = [capacity("a", maximum="40Gi", topology=zone("a"))]  # (no capacity: the maximum says it)
+    assert state([pvc("data", "10Gi", cls="dyn")], caps).fits("default", ["data"], ALL).tolist() == [
+        True,
+        True,
+        False,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("cap", "fits"),
+    [
+        (capacity("x", capacity="50Gi"), [False, False, False]),  # no nodeTopology: no node
+        (capacity("x", capacity="50Gi", topology={}), [True, True, True]),  # an empty one: every node
+        (capacity("x", topology=zone("a")), [False, False, False]),  # no size: no room
+        (capacity("x", cls="other", capacity="50Gi", topology={}), [False, False, False]),  # another class
+        (
+            capacity("x", capacity="50Gi", topology={"matchLabels": {"kubernetes.io/hostname": "n2"}}),
+            [False, True, False],
+        ),
+        (
+            capacity(
+                "x",
+                capacity="50Gi",
+                topology={"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]},
+            ),
+            [False, False, True],
+        ),
+    ],
+)
+def test_which_nodes_a_capacity_is_for(cap: dict[str, Any], fits: list[bool]) -> None:
+    assert state([pvc("data", "10Gi", cls="dyn")], [cap]).fits("default", ["data"], ALL).tolist() == fits
+
+
+def test_no_capacity_check_without_the_drivers_say_so_or_a_request_or_for_a_volume_that_exists() -> None:
+    claim = pvc("data", "10Gi", cls="dyn")
+    assert state([claim], [], tracked=False).fits("default", ["data"], ALL).all()
+    no_size = pvc("data", cls="dyn")
+    del no_size["spec"]["resources"]
+    assert state([no_size], []).fits("default", ["data"], ALL).all()
+    existing = pv("pv-1", "10Gi", cls="dyn", on="n1")
+    assert state([claim], [], volumes=[existing]).fits("default", ["data"], ALL).tolist() == [
+        True,
+        False,
+        False,
+    ]
+
+
+def test_two_claims_each_need_their_own_room_and_the_reason_names_the_short_one() -> None:
+    caps = [
+        capacity("a", capacity="8Gi", topology=zone("a")),
+        capacity("b", capacity="3Gi", topology=zone("b")),
+    ]
+    s = state([pvc("big", "6Gi", cls="dyn"), pvc("small", "2Gi", cls="dyn")], caps)
+    assert s.fits("default", ["big", "small"], ALL).tolist() == [True, True, False]
+    assert s.explain("default", ["big", "small"], ALL[2:]) == [
+        (
+            "node(s) did not have enough free storage (big asks 6Gi of class dyn, the most any can make"
+            " there 3Gi)",
+            1,
+        )
+    ]
+
+
+def test_objects_are_read_and_bad_ones_refused_naming_the_field() -> None:
+    got = storage_capacity(capacity("x", capacity="1Gi", maximum="512Mi", topology=zone("a")))
+    assert (got.key, got.storage_class, got.limit) == ("kube-system/x", "dyn", 512 * 2**20)
+    assert got.topology is not None and got.topology.matches({"zone": "a"})
+    assert storage_capacity(capacity("x")).limit is None
+    assert csi_driver_tracks_capacity({"metadata": {"name": "d"}, "spec": {"storageCapacity": True}}) == (
+        "d",
+        True,
+    )
+    assert csi_driver_tracks_capacity({"metadata": {"name": "d"}, "spec": {}}) == ("d", False)
+    with pytest.raises(InputError, match="storageClassName"):
+        storage_capacity({"metadata": {"name": "x", "namespace": "n"}})
+    with pytest.raises(InputError, match="CSIStorageCapacity n/x: capacity"):
+        storage_capacity(
+            {"metadata": {"name": "x", "namespace": "n"}, "storageClassName": "c", "capacity": "lots"}
+        )
+    with pytest.raises(InputError, match=r"spec\.storageCapacity"):
+        csi_driver_tracks_capacity({"metadata": {"name": "d"}, "spec": {"storageCapacity": "yes"}})
