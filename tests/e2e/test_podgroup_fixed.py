@@ -164,3 +164,48 @@ def test_only_the_scheduler_sets_a_podgroups_phase(admin: client.ApiClient, as_u
     client.CustomObjectsApi(admin).patch_namespaced_custom_object(
         V, VV, NS, "podgroups", "job", {"status": {"phase": "Pending"}}
     )
+
+
+RECORD = {
+    "type": "MinMemberProtected",
+    "status": "True",
+    "reason": "MinMemberAtStart",
+    "message": "reclaim and preempt keep 1 of its pods (started with minMember 1)",
+}
+
+
+def test_only_the_scheduler_writes_a_podgroups_min_member_record(
+    admin: client.ApiClient, as_user: Any
+) -> None:
+    """The record of the minMember a gang started with (volsched.model.admitted), which a new operator
+    reads back: forged on a Volcano PodGroup (no status subresource), with a raised minMember it would keep
+    every pod from reclaim after the operator's next restart."""
+    tenant, scheduler = as_user(TENANT), as_user(SCHEDULER)
+    create, patch = tenant.create_namespaced_custom_object, tenant.patch_namespaced_custom_object
+    forged = {**_group("forged"), "status": {"phase": "Pending", "conditions": [{**RECORD, "message": "x"}]}}
+    tries = iter(range(1_000_000))
+    wait_for(  # (the apiserver loads a new binding asynchronously)
+        lambda: (
+            _refused(create, V, VV, NS, "podgroups", {**forged, "metadata": {"name": f"p-{next(tries)}"}})
+            is not None
+        ),
+        60,
+        what="policy in force",
+    )
+    refused = _refused(create, V, VV, NS, "podgroups", forged)
+    assert refused is not None and refused.status == 403, refused
+    assert "MinMemberProtected condition is the scheduler's to write" in str(refused.body), refused.body
+    assert _refused(create, V, VV, NS, "podgroups", _group("job")) is None
+    scheduler.patch_namespaced_custom_object(
+        V, VV, NS, "podgroups", "job", {"status": {"phase": "Running", "conditions": [RECORD]}}
+    )
+    # The tenant raises minMember (its spec: passes), but cannot raise the record with it, nor drop it.
+    assert _refused(patch, V, VV, NS, "podgroups", "job", {"spec": {"minMember": 4}}) is None
+    raised = {**RECORD, "message": "reclaim and preempt keep 4 of its pods (started with minMember 4)"}
+    for change in ({"status": {"conditions": [raised]}}, {"status": {"conditions": []}}):
+        refused = _refused(patch, V, VV, NS, "podgroups", "job", change)
+        assert refused is not None and refused.status == 403, (change, refused)
+    current = tenant.get_namespaced_custom_object(V, VV, NS, "podgroups", "job")
+    assert current["status"]["conditions"] == [RECORD]
+    current["spec"]["minMember"] = 5  # a whole update that writes the status back as read passes
+    assert _refused(tenant.replace_namespaced_custom_object, V, VV, NS, "podgroups", "job", current) is None
