@@ -20,14 +20,18 @@ from tests.e2e.operator_fixtures import (
     GROUP,
     ROOT,
     VERSION,
+    VV,
     WORKLOAD_API,
     Kube,
     Start,
+    V,
     fresh_control_plane,
+    install_volcano_crds,
     node,
     pod,
     podgroup,
     queue,
+    volcano_podgroup,
     wait_for,
 )
 from volsched_dev.devcluster import LocalControlPlane
@@ -160,6 +164,48 @@ def test_a_workload_api_min_count_raised_while_no_operator_runs_does_not_keep_bo
     assert len(k.bound(ns_a)) == 2
     cond = wait_for(
         lambda: (c := _k8s_condition(k, ns_a, "a-w", PROTECTED)) and c["reason"] == "RaisedAfterStart" and c,
+        30,
+        what="the condition saying why",
+        operator=op,
+    )
+    assert cond["message"].startswith("reclaim and preempt keep 1 of its pods, not 4: ")
+    op.check_running()
+
+
+def test_a_volcano_min_member_raised_while_no_operator_runs_does_not_keep_borrowed_pods(
+    k: Kube, start_operator: Start
+) -> None:
+    """The same through a Volcano PodGroup, whose CRD (as some Volcano releases ship it) has no status
+    subresource: the record is written into the object itself."""
+    install_volcano_crds(k.api)
+    k.set_config(CONFIG)
+    k.nodes(node("n1", cpu="4"))
+    k.queue(queue("default"))
+    k.queue(queue("qa"))
+    k.queue(queue("qb"))
+    ns_a, ns_b = k.namespace("tenant-a"), k.namespace("tenant-b")
+    k.custom.create_namespaced_custom_object(V, VV, ns_a, "podgroups", volcano_podgroup("a", 1, "qa"))
+    k.pods(ns_a, *(pod(f"a-{i}", cpu="1", group="a") for i in range(4)))
+
+    def status() -> dict[str, Any]:
+        return k.custom.get_namespaced_custom_object(V, VV, ns_a, "podgroups", "a").get("status") or {}  # type: ignore[no-any-return]
+
+    op = start_operator()
+    wait_for(lambda: len(k.bound(ns_a)) == 4, 30, what="qa borrows the whole node", operator=op)
+    wait_for(lambda: status().get("phase") == "Running", 30, what="the gang's phase written", operator=op)
+    op.stop()
+    k.custom.patch_namespaced_custom_object(V, VV, ns_a, "podgroups", "a", {"spec": {"minMember": 4}})
+    op = start_operator()
+    k.podgroup(ns_b, podgroup("b", 1, queue="qb"))
+    k.pods(ns_b, pod("b-0", cpu="1", group="b"), pod("b-1", cpu="1", group="b"))
+    wait_for(lambda: len(k.bound(ns_b)) == 2, 60, what="qb's pods bound after reclaim", operator=op)
+    assert len(k.bound(ns_a)) == 2
+    cond = wait_for(
+        lambda: (
+            (c := {c["type"]: c for c in status().get("conditions") or []}.get(PROTECTED))
+            and c["reason"] == "RaisedAfterStart"
+            and c
+        ),
         30,
         what="the condition saying why",
         operator=op,
