@@ -229,15 +229,17 @@ CASES: list[tuple[str, list[str], Any]] = [
      and _named(o, "ValidatingAdmissionPolicyBinding", "volsched-pod-queue-fixed")["spec"]["policyName"]
      == "volsched-pod-queue-fixed"),
     ("pods' queue annotations left unchecked", ["--set", "podQueueFixed=false"],
-     lambda o: [x["metadata"]["name"] for x in o if x["kind"].startswith("ValidatingAdmissionPolicy")]
-     == ["volsched-podgroup-fixed"] * 2),
+     lambda o: sorted(x["metadata"]["name"] for x in o if x["kind"].startswith("ValidatingAdmissionPolicy"))
+     == ["volsched-podgroup-fixed"] * 2 + ["volsched-workload-podgroup-fixed"] * 2),
     ("a PodGroup's phase and queue left to whoever writes them", ["--set", "podGroupFixed=false"],
      lambda o: [x["metadata"]["name"] for x in o if x["kind"].startswith("ValidatingAdmissionPolicy")]
      == ["volsched-pod-queue-fixed"] * 2),
     ("a PodGroup's phase is the release's service account's", [],
-     lambda o: "'system:serviceaccount:volsched-system:volsched'"
-     in _named(o, "ValidatingAdmissionPolicy", "volsched-podgroup-fixed")["spec"]["matchConditions"][0]
-     ["expression"]),
+     lambda o: all(
+         "'system:serviceaccount:volsched-system:volsched'"
+         in _named(o, "ValidatingAdmissionPolicy", name)["spec"]["matchConditions"][0]["expression"]
+         for name in ("volsched-podgroup-fixed", "volsched-workload-podgroup-fixed")
+     )),
     ("no default queue", ["--set", "defaultQueue.create=false"], lambda o: not [x for x in o if x["kind"] == "Queue"]),
     ("default queue weight", ["--set", "defaultQueue.weight=4"],
      lambda o: _one(o, "Queue")["spec"] == {"weight": 4, "reclaimable": True}),
@@ -272,8 +274,12 @@ def test_another_release_name_and_namespace_keep_the_names_consistent() -> None:
         {"kind": "ServiceAccount", "name": "batch-volsched", "namespace": "sched"}
     ]
     assert by_kind["Deployment"]["spec"]["template"]["spec"]["serviceAccountName"] == "batch-volsched"
-    phase = _named(objs, "ValidatingAdmissionPolicy", "batch-volsched-podgroup-fixed")
-    assert "'system:serviceaccount:sched:batch-volsched'" in phase["spec"]["matchConditions"][0]["expression"]
+    for name in ("batch-volsched-podgroup-fixed", "batch-volsched-workload-podgroup-fixed"):
+        policy = _named(objs, "ValidatingAdmissionPolicy", name)
+        assert (
+            "'system:serviceaccount:sched:batch-volsched'"
+            in policy["spec"]["matchConditions"][0]["expression"]
+        )
 
 
 def test_the_scheduler_names_reach_the_operator_comma_separated() -> None:

@@ -21,7 +21,15 @@ import yaml
 from kubernetes import client
 from kubernetes.client import ApiException
 
-from tests.e2e.operator_fixtures import ROOT, VV, V, install_volcano_crds, wait_for
+from tests.e2e.operator_fixtures import (
+    ROOT,
+    VV,
+    WORKLOAD_API,
+    V,
+    fresh_control_plane,
+    install_volcano_crds,
+    wait_for,
+)
 from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
@@ -30,6 +38,17 @@ POLICY = ROOT / "manifests" / "61-podgroup-fixed.yaml"
 TENANT = "tenant"
 SCHEDULER = "system:serviceaccount:volsched-system:volsched"
 NS = "team"
+WG, WV = "scheduling.k8s.io", "v1beta1"
+WQ = "scheduling.volsched.io/queue-name"
+
+
+def _apply_policies(adm: client.AdmissionregistrationV1Api) -> None:
+    """The manifest's policies and their bindings."""
+    for doc in [d for d in yaml.safe_load_all(POLICY.read_text()) if d]:
+        if doc["kind"] == "ValidatingAdmissionPolicy":
+            adm.create_validating_admission_policy(doc)
+        else:
+            adm.create_validating_admission_policy_binding(doc)
 
 
 @pytest.fixture
@@ -65,9 +84,7 @@ def admin(cluster: LocalControlPlane) -> Iterator[client.ApiClient]:
             },
         )
         adm = client.AdmissionregistrationV1Api(api)
-        vap, binding = [d for d in yaml.safe_load_all(POLICY.read_text()) if d]
-        adm.create_validating_admission_policy(vap)
-        adm.create_validating_admission_policy_binding(binding)
+        _apply_policies(adm)
         yield api
 
 
@@ -209,3 +226,66 @@ def test_only_the_scheduler_writes_a_podgroups_min_member_record(
     assert current["status"]["conditions"] == [RECORD]
     current["spec"]["minMember"] = 5  # a whole update that writes the status back as read passes
     assert _refused(tenant.replace_namespaced_custom_object, V, VV, NS, "podgroups", "job", current) is None
+
+
+@pytest.fixture
+def workload_admin() -> Iterator[client.ApiClient]:
+    """The admin's client of a control plane serving the Workload API, with the policy, a namespace and a
+    tenant who may write its Kubernetes PodGroups."""
+    with fresh_control_plane(apiserver_args=WORKLOAD_API) as cp, cp.api_client() as api:
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": NS}})
+        rbac = client.RbacAuthorizationV1Api(api)
+        rule = {"apiGroups": [WG], "resources": ["podgroups"], "verbs": ["create", "get", "update", "patch"]}
+        rbac.create_namespaced_role(NS, {"metadata": {"name": "podgroups"}, "rules": [rule]})
+        rbac.create_namespaced_role_binding(
+            NS,
+            {
+                "metadata": {"name": "tenant"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "podgroups"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": TENANT}],
+            },
+        )
+        _apply_policies(client.AdmissionregistrationV1Api(api))
+        api.set_default_header("Impersonate-User", TENANT)
+        yield api
+
+
+def test_a_kubernetes_podgroups_queue_is_fixed_at_its_creation(workload_admin: client.ApiClient) -> None:
+    """Its priority class and priority are immutable already; its queue-name annotation is not: a running
+    gang moved into another team's queue held that queue's share."""
+    tenant = client.CustomObjectsApi(workload_admin)
+    patch = tenant.patch_namespaced_custom_object
+
+    def group(name: str) -> dict[str, Any]:
+        return {
+            "apiVersion": f"{WG}/{WV}",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "annotations": {WQ: "team-a"}},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+        }
+
+    tenant.create_namespaced_custom_object(WG, WV, NS, "podgroups", group("train"))
+    tries = iter(range(1_000_000))
+    wait_for(  # (the apiserver loads a new binding asynchronously)
+        lambda: (
+            _refused(
+                patch,
+                WG,
+                WV,
+                NS,
+                "podgroups",
+                "train",
+                {"metadata": {"annotations": {WQ: f"q{next(tries)}"}}},
+            )
+            is not None
+        ),
+        60,
+        what="policy in force",
+    )
+    tenant.create_namespaced_custom_object(WG, WV, NS, "podgroups", group("eval"))  # (the probe moved train)
+    for change in ({WQ: "team-b"}, {WQ: None}, {"scheduling.volcano.sh/queue-name": "team-b"}):
+        refused = _refused(patch, WG, WV, NS, "podgroups", "eval", {"metadata": {"annotations": change}})
+        assert refused is not None and refused.status == 403, (change, refused)
+        assert "a PodGroup's queue is fixed at its creation: " + next(iter(change)) in str(refused.body)
+    labelled = {"metadata": {"labels": {"team": "a"}, "annotations": {"note": "x", WQ: "team-a"}}}
+    assert _refused(patch, WG, WV, NS, "podgroups", "eval", labelled) is None  # anything else passes
