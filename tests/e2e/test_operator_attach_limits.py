@@ -158,18 +158,52 @@ def test_no_more_volumes_of_a_driver_than_the_csinode_allows(k: Kube, start_oper
     wait_for(lambda: k.bound(ns).get(f"{ns}/second") == "n1", 30, what="second bound", operator=op)
 
 
-def test_an_operator_without_the_right_to_read_csinodes_does_not_start(
-    k: Kube, cluster: LocalControlPlane, tmp_path: Path
+def test_a_volume_attached_without_a_pod_holds_its_attachment_until_it_is_detached(
+    k: Kube, start_operator: Start
 ) -> None:
-    """An operator updated without its new ClusterRole (no list on csinodes) ends its start, saying which
-    listing was refused, rather than run blind to the nodes' attach limits."""
+    """A VolumeAttachment whose pod is gone (the detach not done) counts on its node, as kube-scheduler
+    counts it: a pod needing another attachment there waits, told why, and goes once it is deleted."""
+    k.nodes(node("n1", cpu="8"))
+    csi_node(k, "n1", 1)
+    ns = k.namespace("attached")
+    for name in ("a", "b"):
+        csi_volume(k, ns, name)
+    storage = client.StorageV1Api(k.api)
+    storage.create_volume_attachment(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "VolumeAttachment",
+            "metadata": {"name": "csi-a"},
+            "spec": {"attacher": DRIVER, "nodeName": "n1", "source": {"persistentVolumeName": f"{ns}-a"}},
+        }
+    )
+    k.pods(ns, on_claim("second", "b"))
+    op = start_operator()
+
+    def why() -> str | None:
+        events = [e for e in k.core.list_namespaced_event(ns).items if e.involved_object.name == "second"]
+        return events[0].message if events else None
+
+    assert wait_for(why, 60, what="a FailedScheduling event for the second", operator=op) == (
+        "0/1 nodes fit: 1 node(s) exceed max volume count of csi.example.com (needs 1, most free 0)"
+    )
+    storage.delete_volume_attachment("csi-a")
+    wait_for(lambda: k.bound(ns).get(f"{ns}/second") == "n1", 30, what="second bound", operator=op)
+
+
+@pytest.mark.parametrize("resource", ["csinodes", "volumeattachments"])
+def test_an_operator_without_the_right_to_read_csinodes_does_not_start(
+    k: Kube, cluster: LocalControlPlane, tmp_path: Path, resource: str
+) -> None:
+    """An operator updated without its new ClusterRole (no list on csinodes or volumeattachments) ends its
+    start, saying which listing was refused, rather than run blind to the nodes' attach limits."""
     for name in ("00-namespace.yaml", "10-rbac.yaml", "20-config.yaml"):
         apply_file(k.api, ROOT / "manifests" / name)
     rbac = client.RbacAuthorizationV1Api(k.api)
     role = rbac.read_cluster_role("volsched")
     for rule in role.rules:
-        if rule.resources and "csinodes" in rule.resources:
-            rule.resources = [r for r in rule.resources if r != "csinodes"]
+        if rule.resources and resource in rule.resources:
+            rule.resources = [r for r in rule.resources if r != resource]
     rbac.replace_cluster_role("volsched", role)
     token = cluster.service_account_token("volsched-system", "volsched", create=False)
     kubeconfig = cluster.write_kubeconfig(cluster.workdir / "sa.kubeconfig", token=token)
@@ -192,4 +226,4 @@ def test_an_operator_without_the_right_to_read_csinodes_does_not_start(
             proc.wait()
     text = log.read_text()
     assert code != 0, text
-    assert "csinodes" in text and "403" in text, text
+    assert resource in text and "403" in text, text

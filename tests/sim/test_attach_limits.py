@@ -133,3 +133,25 @@ def test_volumes_of_an_in_tree_plugin_migrated_to_csi_count_as_its_drivers() -> 
     assert reason(data, "default/c") == (
         "0/1 nodes fit: 1 node(s) exceed max volume count of ebs.csi.aws.com (needs 1, most free 0)"
     )
+
+
+def test_a_volume_attached_without_a_pod_counts_until_it_is_detached() -> None:
+    """A VolumeAttachment whose pod is gone (the detach not done) holds its attachment: a pod mounting
+    that volume goes there, one mounting another waits."""
+    attachment = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "VolumeAttachment",
+        "metadata": {"name": "csi-1"},
+        "spec": {"attacher": DRIVER, "nodeName": "n1", "source": {"persistentVolumeName": "v0"}},
+    }
+    data = run(
+        [
+            node("n1", cpu="16"),
+            csi_node("n1", csi_example_com=1),
+            *volumes(2),
+            attachment,
+            pod("same", claims=["c0"]),
+            pod("other", claims=["c1"]),
+        ]
+    )
+    assert where(data) == {"same": "n1", "other": None}

@@ -187,3 +187,29 @@ def test_a_claim_of_an_in_tree_provisioners_class_counts_as_its_csi_drivers() ->
         classes={"gp2": decode_class(storage_class("gp2", provisioner="kubernetes.io/aws-ebs"))},
     )
     assert c.attachments("default", ["gp2"]) == (("ebs.csi.aws.com", "claim default/gp2"),)
+
+
+def test_a_volume_attached_without_a_pod_counts_until_it_is_detached() -> None:
+    """A VolumeAttachment of a CSI volume counts on its node when no pod there mounts the volume (its
+    pod gone, the detach not done), as kube-scheduler counts it; one a pod mounts counts once, and goes
+    with the pod; one of a volume that is no CSI volume, or of a node unknown, counts nothing."""
+    base = catalog({"n1": {"d": 1}, "n2": {"d": 1}})
+    attached = {
+        "va-a": ("n1", "d", "va"),  # a pod mounts it below
+        "va-b": ("n2", "d", "vb"),  # no pod: its pod is gone
+        "va-l": ("n1", "d", "vl"),  # no CSI volume
+        "va-x": ("n9", "d", "va"),
+    }
+    c = AttachCatalog(base.limits, base.claims, base.volumes, base.classes, attached=attached)
+    on_n1 = {"x": task("x", "a", node="n1")}
+    state = AttachState(c, index={"n1": 0, "n2": 1}, tasks=lambda: [on_n1, {}])
+    new = task("p", "dyn")
+    assert state.check(new).tolist() == [False, False]
+    assert state.holders(new) == {"default/x": "an attachment of d"}  # n2's has no pod to evict
+    on_n1["x"].status = TaskStatus.RELEASING
+    state.remove(on_n1["x"])
+    assert state.check(new).tolist() == [True, False]
+    assert state.check(task("q", "b")).tolist() == [True, True]  # the volume attached already
+    assert state.explain(new, np.arange(2)) == [
+        ("node(s) exceed max volume count of d (needs 1, most free 0)", 1)
+    ]

@@ -111,6 +111,8 @@ class View:
     storage_classes: Mapping[str, StorageClassSpec] = field(default_factory=dict)
     #: CSINode (its node's name) -> driver -> how many of its volumes the node may have attached.
     attach_limits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    #: VolumeAttachments by name: (node, attacher, PersistentVolume).
+    volume_attachments: Mapping[str, tuple[str, str, str]] = field(default_factory=dict)
     #: CSIStorageCapacities by "ns/name", and the drivers whose CSIDriver says ``storageCapacity: true``.
     storage_capacities: Mapping[str, StorageCapacity] = field(default_factory=dict)
     capacity_drivers: frozenset[str] = frozenset()
@@ -693,7 +695,13 @@ class SnapshotBuilder:
                 else None
             ),
             attach=(
-                AttachCatalog(view.attach_limits, view.volume_claims, view.pv_specs, view.storage_classes)
+                AttachCatalog(
+                    view.attach_limits,
+                    view.volume_claims,
+                    view.pv_specs,
+                    view.storage_classes,
+                    attached=view.volume_attachments,
+                )
                 if view.attach_limits
                 else None
             ),

@@ -63,6 +63,7 @@ from volsched.model.decode import (
     resource_slice,
     storage_capacity,
     storage_class,
+    volume_attachment,
     volume_claim,
 )
 from volsched.model.devices import Allocated, Claim, DeviceClass, DeviceSlice
@@ -105,6 +106,7 @@ KINDS = (
     "CSINode",
     "CSIDriver",
     "CSIStorageCapacity",
+    "VolumeAttachment",
     "PodDisruptionBudget",
     "DeviceClass",
     "ResourceSlice",
@@ -220,7 +222,10 @@ class ClusterState:
         #: CSINode events so far, and the count and table the last snapshot copied (a snapshot shares
         #: the last one's table until a CSINode changes: most sessions see none change).
         self._attach_moved = 0
-        self._attach_copied: tuple[int, dict[str, dict[str, int]]] = (-1, {})
+        self._attach_copied: tuple[int, Any] = (-1, None)
+        #: VolumeAttachments (by name) as (node, attacher, PersistentVolume): attach limits count the
+        #: volumes they attach that no pod on the node mounts (counted with the CSINodes).
+        self.volume_attachments: dict[str, tuple[str, str, str]] = {}
         #: Storage capacity tracking: CSIStorageCapacities by "ns/name", the CSI drivers whose CSIDriver
         #: says ``storageCapacity: true``; their change counter, and what the last snapshot copied.
         self.storage_capacities: dict[str, StorageCapacity] = {}
@@ -408,6 +413,15 @@ class ClusterState:
                     else _drop(self.attach_limits, node_name)
                 )
                 self._attach_moved += changed
+            elif kind == "VolumeAttachment":
+                va_name, attached = volume_attachment(obj)
+                changed = (
+                    _put(self.volume_attachments, va_name, attached)
+                    if attached is not None
+                    else _drop(self.volume_attachments, va_name)
+                )
+                self._attach_moved += changed
+                ring = None  # a volume attached: nothing new fits (one detached rings, as a delete)
             elif kind == "CSIStorageCapacity":
                 capacity = storage_capacity(obj)
                 changed = _put(self.storage_capacities, capacity.key, capacity)
@@ -691,6 +705,9 @@ class ClusterState:
                 self._volumes_moved += 1
             elif kind == "CSINode":
                 held = _drop(self.attach_limits, name)
+                self._attach_moved += held
+            elif kind == "VolumeAttachment":
+                held = _drop(self.volume_attachments, name)
                 self._attach_moved += held
             elif kind == "CSIStorageCapacity":
                 held = _drop(self.storage_capacities, key)
@@ -1100,10 +1117,10 @@ class ClusterState:
                         self.storage_classes.copy(),
                     )
                     self._volumes_copied = (self._volumes_moved, volume_tables)
-                moved, attach_limits = self._attach_copied
+                moved, attach_tables = self._attach_copied
                 if moved != self._attach_moved:
-                    attach_limits = self.attach_limits.copy()
-                    self._attach_copied = (self._attach_moved, attach_limits)
+                    attach_tables = (self.attach_limits.copy(), self.volume_attachments.copy())
+                    self._attach_copied = (self._attach_moved, attach_tables)
                 moved, capacities, tracked = self._capacity_copied
                 if moved != self._capacity_moved:
                     capacities, tracked = self.storage_capacities.copy(), frozenset(self.capacity_drivers)
@@ -1122,7 +1139,8 @@ class ClusterState:
                     volume_claims=volume_tables[0],
                     pv_specs=volume_tables[1],
                     storage_classes=volume_tables[2],
-                    attach_limits=attach_limits,
+                    attach_limits=attach_tables[0],
+                    volume_attachments=attach_tables[1],
                     storage_capacities=capacities,
                     capacity_drivers=tracked,
                     device_classes=self.device_classes.copy(),

@@ -72,6 +72,7 @@ FEW_PATHS = {
     "CSINode": "/apis/storage.k8s.io/v1/csinodes",
     "CSIDriver": "/apis/storage.k8s.io/v1/csidrivers",
     "CSIStorageCapacity": "/apis/storage.k8s.io/v1/csistoragecapacities",
+    "VolumeAttachment": "/apis/storage.k8s.io/v1/volumeattachments",
     "PodGroup": "/apis/scheduling.volsched.io/v1beta1/podgroups",
     "PodDisruptionBudget": "/apis/policy/v1/poddisruptionbudgets",
     "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",

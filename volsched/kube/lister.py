@@ -71,6 +71,7 @@ WATCHED: tuple[WatchedKind, ...] = (
     WatchedKind("CSINode", "storage.k8s.io", "v1", "csinodes", False),
     WatchedKind("CSIDriver", "storage.k8s.io", "v1", "csidrivers", False),
     WatchedKind("CSIStorageCapacity", "storage.k8s.io", "v1", "csistoragecapacities", True),
+    WatchedKind("VolumeAttachment", "storage.k8s.io", "v1", "volumeattachments", False),
     WatchedKind("PodGroup", API_GROUP, "v1beta1", "podgroups", True),
     WatchedKind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True),
     # Dynamic Resource Allocation (served since Kubernetes 1.34; not served: a warning, looked for again).

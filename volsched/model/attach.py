@@ -10,10 +10,11 @@ many pods there mount it. A node passes when, for every driver of the pod's volu
 the volumes of that driver attached there and the pod's volumes not among them are no more than the
 limit: counting the volumes of pods being evicted (attached until they are gone) where the pod is placed
 now, not where it is pipelined onto what they release. The pods whose going detaches a volume are what
-reclaim and preempt may take. A node without a CSINode, or a driver without a count, has no limit. Not
-counted: inline CSI volumes (as kube-scheduler counts none), inline in-tree volumes of a pod
-(``spec.volumes[].awsElasticBlockStore``, which kube-scheduler counts once migrated), volumes attached
-without a pod (VolumeAttachments, which it counts).
+reclaim and preempt may take. A volume attached on a node (a VolumeAttachment of a CSI PersistentVolume)
+that no pod there mounts counts too, as kube-scheduler counts it, until it is detached. A node without a
+CSINode, or a driver without a count, has no limit. Not counted: inline CSI volumes (as kube-scheduler
+counts none), inline in-tree volumes of a pod (``spec.volumes[].awsElasticBlockStore``, which
+kube-scheduler counts once migrated).
 
 Pure: :class:`AttachCatalog` is what a snapshot holds (None when no CSINode reports a count), and
 :class:`AttachState` the session's counts, vectorised over nodes (a loop over the pod's volumes only).
@@ -23,6 +24,7 @@ Design: docs/placement.md.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import field
 
 import numpy as np
 import numpy.typing as npt
@@ -48,12 +50,25 @@ _ATTACHED = NODE_HOLDING_STATUSES | {TaskStatus.PIPELINED}
 
 @dataclass(frozen=True, slots=True)
 class AttachCatalog:
-    """The nodes' attach limits (node -> driver -> count) and what resolves a pod's claims to volumes."""
+    """The nodes' attach limits (node -> driver -> count) and what resolves a pod's claims to volumes;
+    ``attached``: the VolumeAttachments, by name, as (node, attacher, PersistentVolume)."""
 
     limits: Mapping[str, Mapping[str, int]]
     claims: Mapping[str, VolumeClaim]
     volumes: Mapping[str, PersistentVolumeSpec]
     classes: Mapping[str, StorageClassSpec]
+    attached: Mapping[str, tuple[str, str, str]] = field(default_factory=dict)
+
+    def attached_without_pods(self) -> list[tuple[str, Attachment]]:
+        """(node, volume) of each VolumeAttachment of a CSI PersistentVolume, by its attacher and the
+        volume's handle (as kube-scheduler counts them), in name order."""
+        out = []
+        for name in sorted(self.attached):
+            node, attacher, volume = self.attached[name]
+            pv = self.volumes.get(volume)
+            if pv is not None and pv.csi is not None:
+                out.append((node, (attacher, pv.csi[1])))
+        return out
 
     def attachments(self, namespace: str, claims: Iterable[str]) -> tuple[Attachment, ...]:
         """The CSI volumes the claims ``claims`` of a pod in ``namespace`` attach, each once."""
@@ -156,6 +171,13 @@ class AttachState:
             for t in on_node.values():
                 if t.status in _ATTACHED and (t.claims or t.ephemeral_claims):
                     self._add(t, i, leaving=t.status is releasing)
+        # A volume attached (a VolumeAttachment) that no pod on the node mounts (its pod gone, the detach
+        # not done) counts until it is detached: no eviction frees it.
+        for node, a in self.catalog.attached_without_pods():
+            i = self.index.get(node)
+            if i is not None and a[0] in self.limits and not self.users.get(a, {}).get(i):
+                self._count(self.users, self.attached, (a,), i, 1)
+                self._count(self.staying, self.kept, (a,), i, 1)
 
     @staticmethod
     def _count(

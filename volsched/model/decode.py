@@ -1911,6 +1911,19 @@ def csi_node_limits(obj: Raw) -> tuple[str, dict[str, int]]:
     return name, limits
 
 
+def volume_attachment(obj: Raw) -> tuple[str, tuple[str, str, str] | None]:
+    """A ``storage.k8s.io/v1`` VolumeAttachment's name, and (its node, its attacher: the CSI driver, the
+    PersistentVolume it attaches), or None for one that names no node, attacher or volume (an inline
+    volume's), which attach limits do not count, as kube-scheduler's do not."""
+    _, name = _volume_meta(obj, "VolumeAttachment")
+    spec = _volume_section(obj, "spec", f"VolumeAttachment {name}")
+    source = _volume_section(spec, "source", f"VolumeAttachment {name}: spec")
+    node, attacher, volume = spec.get("nodeName"), spec.get("attacher"), source.get("persistentVolumeName")
+    if not all(isinstance(v, str) and v for v in (node, attacher, volume)):
+        return name, None
+    return name, (str(node), str(attacher), str(volume))
+
+
 def storage_capacity(obj: Raw) -> StorageCapacity:
     """A ``storage.k8s.io/v1`` CSIStorageCapacity as volume binding reads it: its class, the largest volume
     it says its driver can make (``maximumVolumeSize``, else ``capacity``), the nodes it is for

@@ -2,8 +2,8 @@
 
 It reads Nodes, Namespaces, ResourceQuotas, PriorityClasses, Pods, PodGroups, Queues, batch/v1 Jobs,
 PersistentVolumeClaims, PersistentVolumes and StorageClasses (the node affinity of the volumes pods
-mount; a claim of a WaitForFirstConsumer class is bound as its pod is bound, see ``volumes``), CSINodes
-(each node's CSI volume attach limits), CSIDrivers and CSIStorageCapacities (storage capacity, as written:
+mount; a claim of a WaitForFirstConsumer class is bound as its pod is bound, see ``volumes``), CSINodes and VolumeAttachments
+(each node's CSI volume attach limits, and the volumes attached there), CSIDrivers and CSIStorageCapacities (storage capacity, as written:
 nothing lowers it as volumes are made),
 policy/v1 PodDisruptionBudgets and DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates
 (devices claimed through Dynamic Resource Allocation: a bind writes its claims' allocation, and the claims
