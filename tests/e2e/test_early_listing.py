@@ -4,10 +4,6 @@ from the last one's continue token; an early listing that fails leaves the whole
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,8 +18,6 @@ from volsched.kube.watch import ListWatch
 from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
-
-ROOT = Path(__file__).resolve().parents[2]
 
 PODS = 7  # four pages of two
 
@@ -76,64 +70,3 @@ def test_an_early_listing_that_fails_leaves_the_listing_to_the_watch(
     names, watch = _listed(cfg, pods, early)
     assert sorted(names) == [f"p{i}" for i in range(PODS)]
     assert watch._lists is not None
-
-
-#: Run in a process of its own (one thread, as ``volsched run`` at its start): the kind's pages fetched by
-#: a forked process (:func:`volsched.kube.early.apart`), then listed as the watch lists them; prints the
-#: names handed over, whether the fork was begun, and whether that process is gone (waited for).
-_APART = """
-import json, os, sys, threading
-from volsched.kube.early import EarlyListing, apart
-from volsched.kube.kubeconfig import read_kubeconfig
-cfg = read_kubeconfig(sys.argv[1])
-early = EarlyListing(cfg, sys.argv[2], page_size=2, pages=int(sys.argv[3]))
-left = apart([early])
-pid = early._pid
-if sys.argv[4] == "drop":  # the listing over before its pages are taken: the process is ended
-    early.drop()
-    names = []
-else:
-    from tests.e2e.test_early_listing import _listed, _kind
-    names, _ = _listed(cfg, _kind(sys.argv[2]), early)
-for t in threading.enumerate():
-    if t.name.startswith("volsched-early-"):
-        t.join()
-try:
-    os.waitpid(pid, os.WNOHANG)
-    gone = False
-except ChildProcessError:
-    gone = True
-print(json.dumps({"names": names, "begun": not left, "gone": gone}))
-"""
-
-
-def _kind(path: str) -> WatchedKind:
-    return WatchedKind("Pod", "", "v1", path.removeprefix("/api/v1/"), True)
-
-
-def _apart(control_plane: LocalControlPlane, pods: WatchedKind, pages: int, mode: str) -> dict[str, Any]:
-    argv = [sys.executable, "-c", _APART, str(control_plane.kubeconfig_path), f"/api/v1/{pods.plural}"]
-    done = subprocess.run([*argv, str(pages), mode], capture_output=True, text=True, cwd=ROOT, check=True)
-    out: dict[str, Any] = json.loads(done.stdout)
-    return out
-
-
-@pytest.mark.parametrize("early_pages", [1, 4, 20])
-def test_pages_fetched_by_a_process_of_their_own_make_the_same_listing(
-    control_plane: LocalControlPlane, pods: WatchedKind, early_pages: int
-) -> None:
-    cfg = read_kubeconfig(str(control_plane.kubeconfig_path))
-    assert isinstance(cfg, ClientConfig)
-    plain, _ = _listed(cfg, pods, None)
-    out = _apart(control_plane, pods, early_pages, "list")
-    assert out["begun"]  # forked: the process had one thread
-    assert out["names"] == plain  # every pod once, in the apiserver's order
-    assert out["gone"]  # the process that fetched them waited for
-
-
-def test_a_listing_dropped_ends_the_process_fetching_its_pages(
-    control_plane: LocalControlPlane, pods: WatchedKind
-) -> None:
-    out = _apart(control_plane, pods, 20, "drop")
-    assert out["begun"]
-    assert out["gone"]

@@ -3,18 +3,14 @@ Python imports the rest of it.
 
 ``volsched run`` spends its first few hundred ms of CPU importing (aiohttp, numpy, the cache and the
 engine), and the apiserver then spends about as long encoding the listings of Pods and Nodes, one page
-after the other, while volsched waits. :func:`start` asks for those pages before the imports, with only
-the standard library (``http.client``, ``ssl``), so the apiserver encodes them while Python imports;
-the pages are kept as they came (bytes, not decoded) until the operator's first listing of the kind
-takes them (:meth:`EarlyListing.page`). Pods and Nodes are each fetched by a process of its own, forked
-before any thread is started (:func:`apart`; a thread each where it cannot be): reading a few MB over
-TLS, a few hundred reads and chunks a page, is CPU that would otherwise take the interpreter's lock
-from the imports beside it; a page comes back over a pipe in a read or two. Up to :data:`PAGES` pages
-a kind (the memory of a few MB a thousand objects, held a moment); the listing's later pages are asked
-for as before, from the last early page's continue token: one consistent listing either way. The other
-kinds the operator lists (a few objects each) are asked for too, one after the other over one more
-connection on a thread (:data:`FEW_PATHS`): the first listing made a connection, and its TLS handshake,
-for each.
+after the other, while volsched waits. :func:`start` asks for those pages before the imports, on a
+thread per kind with only the standard library (``http.client``, ``ssl``), so the apiserver encodes
+them while Python imports; the pages are kept as they came (bytes, not decoded) until the operator's
+first listing of the kind takes them (:meth:`EarlyListing.page`). Up to :data:`PAGES` pages a kind
+(the memory of a few MB a thousand objects, held a moment); the listing's later pages are asked for as
+before, from the last early page's continue token: one consistent listing either way. The other kinds
+the operator lists (a few objects each) are asked for too, one after the other over one more connection
+(:data:`FEW_PATHS`): the first listing made a connection, and its TLS handshake, for each.
 
 Safe by construction:
 
@@ -26,9 +22,6 @@ Safe by construction:
   before.
 * A page that fails (an error status, a refused connection, a timeout) ends the early listing quietly:
   the operator's own listing asks for that page and everything after it, and reports what fails then.
-  So does a fetching process that ends early (it sends nothing else: a page whole or not at all).
-* A fetching process writes nothing but its pages to its pipe, and ends with its last page (or its
-  first failure); it is waited for, and ended at once when the listing is dropped before it is done.
 * The listing starts before the Lease is looked at: a replica that takes the Lease over from another
   holder at start (not one that creates it) drops the Pods' early pages and lists them after the
   take-over, as before (the last holder's last binds may be missing from them); a follower that takes
@@ -39,16 +32,13 @@ Nothing is logged with a credential; nothing here decodes or caches an object.
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import logging
-import os
 import re
-import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from volsched.kube import parked
@@ -86,10 +76,6 @@ PAGE_SIZE = 500
 PAGES = 20
 #: Seconds one early page may take.
 TIMEOUT = 60.0
-#: Bytes the pipe from a kind's own process holds (Linux's ``F_SETPIPE_SZ``; 64 KiB when refused): a
-#: page of 500 pods (about 0.75 MB) read in a call or two.
-PIPE_SIZE = 1 << 20
-_F_SETPIPE_SZ = 1031
 #: A listing's metadata, which the apiserver writes before its items.
 _LIST_META = re.compile(rb'"metadata":(\{[^{}]*\})')
 
@@ -109,8 +95,6 @@ class EarlyListing:
         #: The token of the page being fetched next ("" for the first), None once no more will come.
         self._next: str | None = ""
         self._done = threading.Condition()
-        #: The process fetching the pages (:func:`apart`) until it is waited for, else None.
-        self._pid: int | None = None
 
     def start(self) -> EarlyListing:
         """Fetch this kind's pages on a thread and a connection of its own."""
@@ -131,56 +115,17 @@ class EarlyListing:
             self._fetched.clear()
             self._next = None
             self._done.notify_all()
-            if self._pid is not None:  # (not waited for yet: the process, or its zombie)
-                os.kill(self._pid, signal.SIGKILL)
 
-    def _receive(self, fd: int) -> None:
-        """The pages this kind's own process (:func:`apart`) sends over the pipe ``fd``, each kept as
-        :meth:`_fetch` keeps them; then that process is waited for (ended first if still fetching: the
-        listing was dropped)."""
-        token = ""
-        try:
-            while True:
-                size = _read(fd, 8)
-                data = _read(fd, int.from_bytes(size, "big")) if size is not None else None
-                if data is None:
-                    return  # the last page sent, or the process ended early: the operator asks for the rest
-                following = _continue(data)
-                if not self._keep(token, data, following) or not following:
-                    return
-                token = following
-        except Exception as exc:  # the operator's own listing asks again and reports it
-            log.debug("early listing of %s failed (%s); the operator lists it", self.path, type(exc).__name__)
-        finally:
-            os.close(fd)
-            self._end()
-            with self._done:
-                pid, self._pid = self._pid, None
-            if pid is not None:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)  # (a process done already: its zombie, unaffected)
-                    os.waitpid(pid, 0)
-
-    def _fetch(
-        self,
-        conn: http.client.HTTPConnection,
-        prefix: str,
-        keep: Callable[[str, bytes, str], bool] | None = None,
-    ) -> None:
+    def _fetch(self, conn: http.client.HTTPConnection, prefix: str) -> None:
         """This kind's pages over ``conn``, until the last one, one answered with an error (read to its
         end: ``conn`` may carry the next kind's), :data:`pages` of them, or :meth:`drop`. Raises what
-        fails to talk (then ``conn`` is not used again). ``keep(token, page, following)`` takes each
-        page (False: no more); by default :meth:`_keep`."""
-        keep = keep or self._keep
-        with self._done:
-            token: str | None = self._next
+        fails to talk (then ``conn`` is not used again)."""
         try:
             for _ in range(self.pages):
                 with self._done:
-                    if self._next is None:
-                        return  # dropped
+                    token = self._next
                 if token is None:
-                    return
+                    return  # dropped
                 query = [("limit", self.page_size), *([("continue", token)] if token else [])]
                 headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
                 auth = self.cfg.auth_settings().get("BearerToken")
@@ -195,21 +140,16 @@ class EarlyListing:
                     )
                     return
                 following = _continue(data)
-                if not keep(token, data, following) or not following:
+                with self._done:
+                    if self._next is None:
+                        return  # dropped meanwhile
+                    self._fetched[token] = data
+                    self._next = following or None
+                    self._done.notify_all()
+                if not following:
                     return
-                token = following
         finally:
             self._end()
-
-    def _keep(self, token: str, data: bytes, following: str) -> bool:
-        """The page after ``token`` fetched: kept for :meth:`page` (False: dropped meanwhile)."""
-        with self._done:
-            if self._next is None:
-                return False  # dropped meanwhile
-            self._fetched[token] = data
-            self._next = following or None
-            self._done.notify_all()
-        return True
 
     def _end(self) -> None:
         """No more pages will come (those fetched stay until taken or dropped)."""
@@ -218,90 +158,13 @@ class EarlyListing:
             self._done.notify_all()
 
 
-def apart(listings: Sequence[EarlyListing]) -> list[EarlyListing]:
-    """Fetch each of ``listings`` in a process of its own, forked now, its pages sent back over a pipe
-    and kept by a thread here (:meth:`EarlyListing._receive`): reading and parsing a few MB over TLS
-    is CPU that would otherwise take the interpreter's lock from the imports beside it. Only while this
-    process has no other thread (a fork copies none, nor the locks they hold): else, or where a fork
-    fails, nothing is begun. Returns the listings not begun (the caller fetches them on threads)."""
-    if threading.active_count() != 1 or not hasattr(os, "fork"):
-        return list(listings)
-    begun: list[tuple[EarlyListing, int]] = []
-    left: list[EarlyListing] = []
-    for listing in listings:
-        try:
-            r, w = os.pipe()
-        except OSError:
-            left.append(listing)
-            continue
-        with contextlib.suppress(OSError):
-            import fcntl
-
-            fcntl.fcntl(w, _F_SETPIPE_SZ, PIPE_SIZE)
-        try:
-            pid = os.fork()
-        except OSError:
-            os.close(r)
-            os.close(w)
-            left.append(listing)
-            continue
-        if pid == 0:
-            os.close(r)
-            for _, other in begun:  # the other kinds' pipes are not this process's
-                os.close(other)
-            _sender(listing, w)
-        os.close(w)
-        listing._pid = pid
-        begun.append((listing, r))
-    for listing, r in begun:
-        threading.Thread(
-            target=listing._receive, args=(r,), name=f"volsched-early-{listing.path}", daemon=True
-        ).start()
-    return left
-
-
-def _sender(listing: EarlyListing, fd: int) -> NoReturn:
-    """A forked process's whole life: ``listing``'s pages fetched and written to the pipe ``fd``, each
-    as its size (8 bytes, big-endian) and its bytes; then it ends (no handler of the parent's run)."""
-
-    def send(_token: str, data: bytes, _following: str) -> bool:
-        _write(fd, len(data).to_bytes(8, "big"))
-        _write(fd, data)
-        return True
-
-    try:
-        _fetch_in_turn([listing], keep=send)
-    finally:
-        os._exit(0)
-
-
-def _write(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _read(fd: int, size: int) -> bytes | None:
-    """``size`` bytes from ``fd``; None when it ends before them."""
-    parts: list[bytes] = []
-    while size:
-        part = os.read(fd, min(size, PIPE_SIZE))
-        if not part:
-            return None
-        parts.append(part)
-        size -= len(part)
-    return b"".join(parts)
-
-
 def in_turn(listings: Sequence[EarlyListing], *, name: str) -> None:
     """Fetch ``listings`` (of one configuration) one after the other over one connection, on a daemon
     thread ``name``: a kind of few objects costs a request, not a connection and its TLS handshake."""
     threading.Thread(target=_fetch_in_turn, args=(list(listings),), name=name, daemon=True).start()
 
 
-def _fetch_in_turn(
-    listings: list[EarlyListing], keep: Callable[[str, bytes, str], bool] | None = None
-) -> None:
+def _fetch_in_turn(listings: list[EarlyListing]) -> None:
     conn: http.client.HTTPConnection | None = None
     left = list(listings)
     clean = False  # every answer on ``conn`` read to its end: it may be used again
@@ -318,7 +181,7 @@ def _fetch_in_turn(
         while left:
             listing = left.pop(0)
             try:
-                listing._fetch(conn, prefix, keep)
+                listing._fetch(conn, prefix)
             except Exception as exc:  # the operator's own listing asks again and reports it
                 log.debug(
                     "early listing of %s failed (%s); the operator lists it", listing.path, type(exc).__name__
@@ -393,9 +256,7 @@ def start(argv: Sequence[str]) -> None:
             return
         if urlsplit(cfg.host).scheme not in ("http", "https"):
             return
-        listings = {kind: EarlyListing(cfg, path) for kind, path in PATHS.items()}
-        for listing in apart(list(listings.values())):
-            listing.start()
+        listings = {kind: EarlyListing(cfg, path).start() for kind, path in PATHS.items()}
         few = {kind: EarlyListing(cfg, path) for kind, path in FEW_PATHS.items()}
         in_turn(list(few.values()), name="volsched-early-few")
         listings.update(few)
