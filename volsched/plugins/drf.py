@@ -90,8 +90,6 @@ class Drf(BasePlugin):
             else {}
         )
         self._ns_alloc, self._averages = ns_alloc, averages
-        #: Per namespace, the request of its smallest next pod (by dominant share of the cluster).
-        ns_next: dict[str, tuple[float, Vector]] = {}
         share = dominant_share(total, mask)
         # What each namespace holds (the ledger's sums, copied: they follow the session's placements
         # here), and each asking job's first pending task.
@@ -108,11 +106,23 @@ class Drf(BasePlugin):
                         next_ns.append(job.namespace)
                         next_request.append(t.request)
                         break
-        sizes = share_rows(total, mask, next_request)
-        for ns, request, size in zip(next_ns, next_request, sizes, strict=True):
-            best = ns_next.get(ns)
-            if size > 0 and (best is None or size < best[0]):
-                ns_next[ns] = (size, request)
+        #: Per namespace, the request of its smallest next pod (by dominant share of the cluster), made
+        #: when the namespace order first asks (of the pods pending as the session opened: their requests
+        #: are read-only): a session whose asking jobs are all of one namespace, as an arriving pod's,
+        #: places them without it.
+        made: list[dict[str, tuple[float, Vector]]] = []
+
+        def next_pods() -> dict[str, tuple[float, Vector]]:
+            if made:
+                return made[0]
+            ns_next: dict[str, tuple[float, Vector]] = {}
+            sizes = share_rows(total, mask, next_request)
+            for ns, request, size in zip(next_ns, next_request, sizes, strict=True):
+                best = ns_next.get(ns)
+                if size > 0 and (best is None or size < best[0]):
+                    ns_next[ns] = (size, request)
+            made.append(ns_next)
+            return ns_next
 
         def ns_share(ns: str) -> float:
             alloc = ns_alloc.get(ns)
@@ -136,7 +146,7 @@ class Drf(BasePlugin):
             whoever is then least served (Sainte-Lague apportionment, which keeps every namespace closest
             to its fluid share), so a namespace with a large weight is not left out of a small share by
             name order, nor does it take the small namespaces' last pods."""
-            nxt = ns_next.get(ns)
+            nxt = next_pods().get(ns)
             if decay.on:  # what it holds now mixed with what it held over time
                 alloc = ns_alloc.get(ns)
                 mixed = decay.mixed(session.space.zeros() if alloc is None else alloc, averages.get(ns))

@@ -119,8 +119,7 @@ class Overcommit(BasePlugin):
             if left is not None:
                 left -= np.asarray(unmet)
 
-        share_rows = np.zeros(len(space), dtype=bool)
-        share_rows[list(share_dims)] = True
+        share_rows = space.share_mask  # (True at share_dims)
         rows = run_rows(session.state)
         # The run answers (enqueue's runs of jobs): the room vote and the admitted sums above over a run
         # at once, the sums as running sums row after row (the same floats in the same order). A job of
