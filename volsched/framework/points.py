@@ -284,13 +284,55 @@ class Plugin(Protocol):
     def on_session_close(self, session: ExtensionPoints) -> None: ...
 
 
+class _Layouts:
+    """What a config's tiers make of each point, by the names of the plugins that registered there: the
+    rows of names, tier by tier, of those the config switches on at that point. A function of the config
+    and the names alone, the same in every session that config runs (each session's callbacks are its
+    own: only the names are kept)."""
+
+    def __init__(self, config: SchedulerConfig) -> None:
+        self.config = config
+        self.enabled = {opt.name: opt for opt in config.plugin_options()}
+        self.tiers: list[list[str]] = [[p.name for p in t.plugins] for t in config.tiers]
+        self._rows: dict[tuple[str, tuple[str, ...]], list[list[str]]] = {}
+
+    def rows(self, point: str, names: tuple[str, ...]) -> list[list[str]]:
+        key = (point, names)
+        out = self._rows.get(key)
+        if out is None:
+            switch = _SWITCH.get(point, point)
+            registered = set(names)
+            out = []
+            for tier in self.tiers:
+                row = [name for name in tier if name in registered and self.enabled[name].enabled(switch)]
+                if row:
+                    out.append(row)
+            if len(self._rows) >= _LAYOUT_ROWS_KEPT:
+                self._rows.clear()
+            self._rows[key] = out
+        return out
+
+
+#: The layouts of the last few configs, by identity (the config is held with them, so its id is no other's
+#: while kept); and how many points' rows each keeps (a bound, never reached by a config's own plugins).
+_LAYOUTS: dict[int, _Layouts] = {}
+_LAYOUTS_KEPT = 8
+_LAYOUT_ROWS_KEPT = 256
+
+
 class PointTables:
     """The extension-point tables of one session, and their tier-wise combination (the implementation
     behind :class:`ExtensionPoints`; Session extends it)."""
 
     def __init__(self, config: SchedulerConfig) -> None:
-        self._enabled = {opt.name: opt for opt in config.plugin_options()}
-        self._tiers: list[list[str]] = [[p.name for p in t.plugins] for t in config.tiers]
+        layouts = _LAYOUTS.get(id(config))
+        if layouts is None or layouts.config is not config:
+            if len(_LAYOUTS) >= _LAYOUTS_KEPT:
+                _LAYOUTS.clear()
+            layouts = _LAYOUTS[id(config)] = _Layouts(config)
+        self._layouts = layouts
+        self._enabled = layouts.enabled
+        self._tiers = layouts.tiers
         self._fns: dict[str, dict[str, Any]] = {}
         self._tier_cache: dict[str, list[list[tuple[str, Any]]]] = {}
         self._flat_cache: dict[str, list[tuple[str, Any]]] = {}
@@ -470,12 +512,7 @@ class PointTables:
         if cached is not None:
             return cached
         fns = self._fns.get(point, {})
-        out = []
-        for tier in self._tiers:
-            switch = _SWITCH.get(point, point)
-            row = [(name, fns[name]) for name in tier if name in fns and self._enabled[name].enabled(switch)]
-            if row:
-                out.append(row)
+        out = [[(name, fns[name]) for name in row] for row in self._layouts.rows(point, tuple(fns))]
         self._tier_cache[point] = out
         return out
 
