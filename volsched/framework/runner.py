@@ -59,9 +59,29 @@ def open_session(
     session = Session(snapshot, config, list(made), on_binds=on_binds)
     if may_evict:
         session.result.timings["open:thaw"] = thawed
+    timings = session.result.timings
+    clock = time.perf_counter
     for plugin in session.plugins:
-        session.timed(f"plugin:{plugin.name}:open", lambda p=plugin: p.on_session_open(session))  # type: ignore[misc]
+        # (timed inline, as Session.timed times: a closure and a label made per plugin and session were
+        # a fixed cost of every session, an arriving pod's on its way to its bind)
+        label = _label(plugin.name, ":open")
+        start = clock()
+        try:
+            plugin.on_session_open(session)
+        finally:
+            timings[label] = timings.get(label, 0.0) + clock() - start
     return session
+
+
+#: ``plugin:<name><what>`` per plugin name and what is timed (a few dozen labels, made once).
+_LABELS: dict[tuple[str, str], str] = {}
+
+
+def _label(name: str, what: str) -> str:
+    out = _LABELS.get((name, what))
+    if out is None:
+        out = _LABELS[(name, what)] = f"plugin:{name}{what}"
+    return out
 
 
 def close_session(session: Session) -> SessionResult:
@@ -69,8 +89,15 @@ def close_session(session: Session) -> SessionResult:
     waiting: list[Job] = []
     session.timed("close:never", lambda: _tell_never(session))
     session.timed("close:status", lambda: phases.update(_render_status(session, waiting)))
+    timings = session.result.timings
+    clock = time.perf_counter
     for plugin in session.plugins:
-        session.timed(f"plugin:{plugin.name}:close", lambda p=plugin: p.on_session_close(session))  # type: ignore[misc]
+        label = _label(plugin.name, ":close")
+        start = clock()
+        try:
+            plugin.on_session_close(session)
+        finally:
+            timings[label] = timings.get(label, 0.0) + clock() - start
     session.timed("close:events", lambda: _render_events(session, phases, waiting))
     session.keep_views()
     return session.result
