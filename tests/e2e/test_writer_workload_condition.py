@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from tests.e2e.operator_fixtures import WORKLOAD_API, Kube, fresh_control_plane
 from tests.fences import Fence
@@ -59,7 +60,9 @@ def _condition(wk: Kube, name: str) -> dict[str, Any]:
     return cond  # type: ignore[no-any-return]
 
 
-def test_initially_scheduled_stays_true_whichever_replica_writes_next(wk: Kube) -> None:
+def test_initially_scheduled_stays_true_whichever_replica_writes_next(
+    wk: Kube, workload_cluster: LocalControlPlane
+) -> None:
     wk.namespace(NS)
     for name in ("train", "fresh"):
         wk.custom.create_namespaced_custom_object(
@@ -78,7 +81,25 @@ def test_initially_scheduled_stays_true_whichever_replica_writes_next(wk: Kube) 
     finally:
         first.close()
     fence = Fence()
-    second = KubeWriter(wk.api, WriterSettings(workers=1), fence=fence)  # restarted: remembers nothing
+    # Restarted, it remembers nothing; and it has the operator's rights on these PodGroups (manifests/
+    # 10-rbac.yaml): list and watch them, patch their status, no get.
+    rbac = client.RbacAuthorizationV1Api(wk.api)
+    rules = [
+        {"apiGroups": [G], "resources": ["podgroups"], "verbs": ["list", "watch"]},
+        {"apiGroups": [G], "resources": ["podgroups/status"], "verbs": ["patch"]},
+    ]
+    rbac.create_namespaced_role(NS, {"metadata": {"name": "operator"}, "rules": rules})
+    rbac.create_namespaced_role_binding(
+        NS,
+        {
+            "metadata": {"name": "operator"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "operator"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "operator"}],
+        },
+    )
+    as_operator = workload_cluster.api_client()
+    as_operator.set_default_header("Impersonate-User", "operator")
+    second = KubeWriter(as_operator, WriterSettings(workers=1), fence=fence)
     try:
         assert _write(second, key, _status(0, phase="Inqueue")) == (0, [])
         assert _condition(wk, "train")["status"] == "True"
@@ -92,3 +113,4 @@ def test_initially_scheduled_stays_true_whichever_replica_writes_next(wk: Kube) 
         assert _condition(wk, "fresh")["status"] == "True"
     finally:
         second.close()
+        as_operator.close()  # type: ignore[no-untyped-call]

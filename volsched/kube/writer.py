@@ -24,7 +24,7 @@ from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, Protocol, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from volsched.cache.volcano import VOLCANO_GROUP
 from volsched.cache.workload import WORKLOAD_GROUP
@@ -436,6 +436,14 @@ class KubeWriter:
         but never fenced: it changes nothing."""
         data: dict[str, Any] = json.loads(self._send("GET", path, None))
         return data
+
+    def _read_listed(self, path: str) -> dict[str, Any] | None:
+        """The object at ``path`` read through its collection's list, a field selector on its name: the
+        operator may list and watch what it reads (its ClusterRole), not get it. None when there is none."""
+        collection, _, name = path.rpartition("/")
+        selector = quote(f"metadata.name={unquote(name)}", safe="")
+        items = self._get(f"{collection}?fieldSelector={selector}").get("items") or []
+        return dict(items[0]) if items else None
 
     def _ours(self, pod: Raw | None) -> bool:
         if pod is None:
@@ -1104,8 +1112,10 @@ class KubeWriter:
                 return None  # what it says now is this writer's (checked before the job was made)
             token = object()
             self._in_flight["PodGroup", key] = token
+        outcome: tuple[int, int, str | None] = (0, 0, None)  # (gone: the watch drops it)
         try:
-            current = self._get(path).get("status") or {}
+            found = self._read_listed(path)
+            current = None if found is None else found.get("status") or {}
         except ApiException as exc:
             error = None if exc.status == 404 else f"PodGroup {key} status: read: {exc.status} {_reason(exc)}"
             current, outcome = None, (0, 0, error)
@@ -1431,14 +1441,36 @@ class KubeWriter:
     def guard_queue(self, name: str, finalizers: tuple[str, ...], *, keep: bool) -> str | None:
         """Add (``keep``) or remove :data:`QUEUE_FINALIZER` on our Queue ``name``, whose finalizers were
         read as ``finalizers``: a JSON patch that adds at the end, or tests the entry before it removes
-        it (another controller's finalizers are left as they are). Returns an error message, or None."""
+        it (another controller's finalizers are left as they are). A Queue read with none is read again
+        first: another controller may have added one since, which setting the list would drop; the list
+        is then made only under the resourceVersion read. Returns an error message, or None."""
         path = custom_path(API_GROUP, VERSION, "queues", name)
         if keep:
-            ops: list[dict[str, Any]] = (
-                [{"op": "add", "path": "/metadata/finalizers/-", "value": QUEUE_FINALIZER}]
-                if finalizers
-                else [{"op": "add", "path": "/metadata/finalizers", "value": [QUEUE_FINALIZER]}]
-            )
+            ops: list[dict[str, Any]] = [
+                {"op": "add", "path": "/metadata/finalizers/-", "value": QUEUE_FINALIZER}
+            ]
+            if not finalizers:
+                try:
+                    found = self._read_listed(path)
+                except ApiException as exc:
+                    return f"Queue {name}: finalizer: {exc.status} {_reason(exc)}"
+                except Exception as exc:
+                    return f"Queue {name}: finalizer: {error_summary(exc)}"
+                if found is None:
+                    return None  # gone: the watch tells
+                meta = found.get("metadata") or {}
+                now = meta.get("finalizers") or []
+                if QUEUE_FINALIZER in now:
+                    return None
+                if not now:
+                    ops = [
+                        {
+                            "op": "test",
+                            "path": "/metadata/resourceVersion",
+                            "value": meta.get("resourceVersion"),
+                        },
+                        {"op": "add", "path": "/metadata/finalizers", "value": [QUEUE_FINALIZER]},
+                    ]
         else:
             at = finalizers.index(QUEUE_FINALIZER)
             ops = [
