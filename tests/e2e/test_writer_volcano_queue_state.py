@@ -77,3 +77,46 @@ def test_a_volcano_queues_state_is_left_as_volcano_or_its_admin_set_it(
             assert [c["type"] for c in written["conditions"]] == ["Valid"]
         finally:
             writer.close()
+
+
+def _gpus(cpu: float, gpu: float) -> QueueStatus:
+    amounts = {"cpu": cpu, **({"nvidia.com/gpu": gpu} if gpu else {})}  # (zeros are not rendered)
+    return QueueStatus(
+        name="q", state="Open", weight=1, allocated=amounts, request=amounts, guarantee={},
+        capability=None, deserved=dict(amounts), podgroups={"Running": 1},
+    )  # fmt: skip
+
+
+def test_a_resource_a_volcano_queue_no_longer_holds_goes_from_its_status(
+    cluster: LocalControlPlane, custom: client.CustomObjectsApi
+) -> None:
+    """The status is merged (its state left as it is): a merge patch merges maps too, so a resource the
+    queue held and holds no more (its GPU pods done: zeros are not rendered) stayed in ``allocated`` and
+    ``deserved`` with its old figure, under this writer and after a restart (a new writer)."""
+    custom.create_cluster_custom_object(
+        V,
+        VV,
+        "queues",
+        {"apiVersion": f"{V}/{VV}", "kind": "Queue", "metadata": {"name": "q"}, "spec": {"weight": 1}},
+    )
+    with cluster.api_client() as api:
+        for gpus_before in (2.0, 4.0):  # this writer; then a restarted one, which wrote nothing yet
+            writer = KubeWriter(api, WriterSettings(workers=1), fence=Fence())
+            try:
+                if gpus_before == 2.0:  # the first status of a queue that has none
+                    assert _write(writer, _gpus(1.0, gpus_before)) == (1, [])
+                    custom.patch_cluster_custom_object_status(
+                        V, VV, "queues", "q", {"status": {"state": "Closed"}}
+                    )
+                else:  # (what the replica before the restart wrote)
+                    custom.patch_cluster_custom_object_status(
+                        V, VV, "queues", "q", {"status": {"allocated": {"nvidia.com/gpu": "4"}}}
+                    )
+                assert _read(custom)["allocated"]["nvidia.com/gpu"] == str(int(gpus_before))
+                assert _write(writer, _gpus(3.0, 0.0)) == (1, [])
+                written = _read(custom)
+                assert written["allocated"] == {"cpu": "3"}, written
+                assert written["deserved"] == {"cpu": "3"}, written
+                assert written["state"] == "Closed"
+            finally:
+                writer.close()

@@ -1180,9 +1180,10 @@ class KubeWriter:
         target = path if as_field else f"{path}/status"
         merged: dict[str, Any] = body
         if theirs:  # (a JSON patch replacing the whole status would write over theirs)
-            gone = (set(previous or ()) | set(_QUEUE_MAY_GO)) - set(body)
-            merged = {k: v for k, v in body.items() if k not in theirs} | dict.fromkeys(gone - set(theirs))
-            done, err = self._write(what, target, {"status": merged}, MERGE_PATCH)
+            gone = (set(previous or ()) | set(_QUEUE_MAY_GO)) - set(body) - set(theirs)
+            own = {k: v for k, v in body.items() if k not in theirs}
+            merged = own | dict.fromkeys(gone)
+            done, err = self._write_keys(what, target, own, gone, merged)
         elif whole:
             replaced = [{"op": "add", "path": "/status", "value": body}]
             done, err = self._write(what, target, replaced, JSON_PATCH)
@@ -1191,7 +1192,10 @@ class KubeWriter:
             done, err = self._write(what, target, {"status": body}, patch)
         if not done and err is None and not as_field and group not in (API_GROUP, WORKLOAD_GROUP):
             # A CRD without the status subresource (some Volcano releases): status is a field.
-            done, err = self._write(what, path, {"status": merged}, MERGE_PATCH)
+            if theirs:
+                done, err = self._write_keys(what, path, own, gone, merged)
+            else:
+                done, err = self._write(what, path, {"status": merged}, MERGE_PATCH)
         with self._lock:
             if self._in_flight.get((kind, key)) is token:
                 del self._in_flight[kind, key]
@@ -1199,6 +1203,26 @@ class KubeWriter:
                     sent[key] = rendered
                     full[key] = body
         return (1, 0, None) if done else (0, 0, err)
+
+    def _write_keys(
+        self, what: str, path: str, own: dict[str, Any], gone: set[str], merged: dict[str, Any]
+    ) -> tuple[bool, str | None]:
+        """Write the status keys ``own`` whole and remove ``gone``, every other key (the owner's) left
+        as it is: a JSON patch, as a merge patch merges maps too (a resource the queue no longer holds,
+        not rendered, stayed in ``allocated`` with its old figure). A key gone is added, then removed,
+        whether the status has it or not (written by a replica before a restart). Where the object has
+        no status yet (the patch's paths missing), ``merged`` is merged in instead."""
+
+        def at(k: str) -> str:
+            return "/status/" + k.replace("~", "~0").replace("/", "~1")
+
+        ops: list[dict[str, Any]] = [{"op": "add", "path": at(k), "value": v} for k, v in own.items()]
+        for k in sorted(gone):
+            ops += [{"op": "add", "path": at(k), "value": None}, {"op": "remove", "path": at(k)}]
+        done, err = self._write(what, path, ops, JSON_PATCH)
+        if err is not None:  # (no status: nothing in it to replace)
+            done, err = self._write(what, path, {"status": merged}, MERGE_PATCH)
+        return done, err
 
     def status_subresource(self, group: str, plural: str, *, served: bool) -> None:
         """Whether the CRD of ``plural`` in ``group`` has a status subresource (API discovery says)."""
