@@ -174,3 +174,19 @@ def test_objects_are_read_and_bad_ones_refused_naming_the_field() -> None:
         )
     with pytest.raises(InputError, match=r"spec\.storageCapacity"):
         csi_driver_tracks_capacity({"metadata": {"name": "d"}, "spec": {"storageCapacity": "yes"}})
+
+
+def test_the_nodes_a_capacity_is_for_are_kept_with_the_node_table_from_session_to_session() -> None:
+    """Which nodes each capacity's topology covers follows from the nodes' labels alone: worked out once
+    for the node table (its memo), not once a session, and the answers stay right."""
+    memo: dict[str, Any] = {}
+    caps = [
+        capacity("a", capacity="5Gi", topology=zone("a")),
+        capacity("b", capacity="20Gi", topology=zone("b")),
+    ]
+    for size, fits in (("10Gi", [False, False, True]), ("4Gi", [True, True, True])):
+        s = state([pvc("data", size, cls="dyn")], caps)
+        s = VolumeState(s.catalog, nodes=NODES, memo=memo)
+        assert s.fits("default", ["data"], ALL).tolist() == fits
+    kept = [v for k, v in memo.items() if "capacity" in k]
+    assert kept and len(kept[0]) == 2  # one entry per topology, kept

@@ -43,6 +43,11 @@ NO_PROVISIONER = "kubernetes.io/no-provisioner"
 #: Where node masks of selector terms are kept in a node table's memo, and how many at most.
 _ADMITS = "volumes: admitted nodes"
 _KEPT_ADMITS = 4096
+#: The node table's memo keys of the nodes each CSIStorageCapacity topology covers (by selector, at most
+#: ``_KEPT_COVERS``: a capacity per node is as many as the nodes) and of the nodes by label pair.
+_COVERS = "volumes: nodes a capacity topology covers"
+_KEPT_COVERS = 65536
+_PAIRS = "volumes: nodes by label pair"
 
 BoolArray = npt.NDArray[np.bool_]
 IndexArray = npt.NDArray[np.intp]
@@ -234,12 +239,16 @@ class VolumeState:
         self._reach: dict[str, BoolArray] = {}
         self._topology: dict[str, BoolArray] = {}
         #: Storage capacity tracking (made when first asked: most sessions provision nothing of a
-        #: driver that tracks it): the nodes a CSIStorageCapacity's topology covers, by selector; each
-        #: class's capacities; the nodes with room for (class, request); the nodes by label pair.
-        self._covers: dict[LabelSelector, IndexArray] = {}
+        #: driver that tracks it): the nodes a CSIStorageCapacity's topology covers, by selector, and the
+        #: nodes by label pair (both kept in ``memo`` from session to session, as the nodes' specs alone
+        #: say them); each class's capacities; the nodes with room for (class, request).
+        self._memo = memo
+        self._covers: dict[LabelSelector, IndexArray] = {} if memo is None else memo.setdefault(_COVERS, {})
+        if len(self._covers) > _KEPT_COVERS:
+            self._covers.clear()
         self._by_class: dict[str, list[tuple[float, IndexArray]]] = {}
         self._rooms: dict[tuple[str, float], BoolArray] = {}
-        self._pairs: dict[tuple[str, str], list[int]] | None = None
+        self._pairs: dict[tuple[str, str], list[int]] | None = None if memo is None else memo.get(_PAIRS)
         self._candidates: dict[str, tuple[str, ...]] = {}
         self._matrix: dict[str, BoolArray] = {}
 
@@ -329,6 +338,7 @@ class VolumeState:
             out = np.array(
                 [i for i in asked if selector.matches(getattr(self.specs[i], "labels", {}))], dtype=np.intp
             )
+            out.setflags(write=False)
             self._covers[selector] = out
         return out
 
@@ -339,6 +349,8 @@ class VolumeState:
             for i, spec in enumerate(self.specs):
                 for pair in getattr(spec, "labels", {}).items():
                     self._pairs.setdefault(pair, []).append(i)
+            if self._memo is not None:
+                self._memo[_PAIRS] = self._pairs
         return self._pairs
 
     def _room(self, storage_class: str, request: float) -> BoolArray:
