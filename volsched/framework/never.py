@@ -29,6 +29,7 @@ import numpy as np
 from volsched.framework.decisions import Code, Status
 from volsched.framework.messages import amounts
 from volsched.framework.points import ExtensionPoints
+from volsched.framework.settled import STUCK
 from volsched.model.cluster import (
     BoolArray,
     Job,
@@ -525,6 +526,10 @@ def leave_aside(session: Session, tried: list[Job], aside: dict[str, Refused]) -
         session.snapshot.kept[KEPT_ASIDE] = Aside(
             config=session.config, memo=session.nodes.memo, queues=dict(session.queues), jobs=kept
         )
+        # (the settled run goes on past as many of them as there are: every session has them)
+        session.snapshot.kept[STUCK] = frozenset(kept)
+    else:
+        session.snapshot.kept.pop(STUCK, None)
 
 
 def set_aside_note(job: Job) -> str:

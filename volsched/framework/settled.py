@@ -38,12 +38,18 @@ _QUEUE: attrgetter[str] = attrgetter("queue")
 _NAMESPACE: attrgetter[str] = attrgetter("namespace")
 _ORIGIN: attrgetter[Job | None] = attrgetter("origin")
 _TASKS: attrgetter[dict[str, object]] = attrgetter("tasks")
+_KEY: attrgetter[str] = attrgetter("key")
 
 #: Where the run is kept in ``ClusterSnapshot.kept``.
 KEPT = "settled"
 #: At most this many gaps in a run (each is checked again by every session, and a backlog's first
-#: session would otherwise look at every pending job for a shared one after them).
+#: session would otherwise look at every pending job for a shared one after them), but for the jobs set
+#: aside (``STUCK``): those every session has, and a run that stopped at the first one past the limit left
+#: every job after them (a cluster's every bound job) to be walked by every session.
 MAX_GAPS = 64
+#: Where the keys of the jobs set aside by the last session are kept (``ClusterSnapshot.kept``: a
+#: frozenset, written by ``volsched.framework.never``): gaps the limit does not count.
+STUCK = "settled: stuck"
 #: At most this many jobs of a run may have left the session for the rest to be kept (each is looked
 #: for with a few list comparisons).
 MAX_GONE = 64
@@ -371,37 +377,54 @@ def _exactness_few(
 _INF = float("inf")
 
 
-def _past(base: Settled, job: Job) -> Settled:
-    """``base`` with the gap ``job`` after its span: what it asks added to its queue's request, and its
-    unmet minimum (admitted) to the unmet sums, in its place."""
-    ask = job.total_request()  # what it asks of its queue, as the close adds it (a copy)
-    ask.setflags(write=False)
-    unmet = _unmet(job)
+def _past(base: Settled, jobs: Sequence[Job]) -> Settled:
+    """``base`` with the gaps ``jobs`` (one after another) after its span: what each asks added to its
+    queue's request, and its unmet minimum (admitted) to the unmet sums, in its place. Each gap keeps
+    the run just before the first of them (a session that finds one of them changed goes on from there:
+    the gaps before it in the block are found again, as they were)."""
+    width = base.width
+    asks = [job.total_request() for job in jobs]  # what each asks of its queue, as the close adds it
+    unmets = [_unmet(job) for job in jobs]
     light = replace(base, jobs=[], podgroups=[], committed=[])
-    gap = Gap(
-        at=base.span,
-        key=job.key,
-        queue=job.queue,
-        ask=ask,
-        unmet=unmet,
-        before=light,
-        jobs=len(base.jobs),
-        podgroups=len(base.podgroups),
-        committed=len(base.committed),
-    )
+    n_jobs, n_groups, n_committed = len(base.jobs), len(base.podgroups), len(base.committed)
+    gaps = []
+    for i, (job, ask, unmet) in enumerate(zip(jobs, asks, unmets, strict=True)):
+        ask.setflags(write=False)
+        if unmet is not None:
+            unmet.setflags(write=False)
+        gaps.append(
+            Gap(
+                at=base.span + i,
+                key=job.key,
+                queue=job.queue,
+                ask=ask,
+                unmet=unmet,
+                before=light,
+                jobs=n_jobs,
+                podgroups=n_groups,
+                committed=n_committed,
+            )
+        )
     request = base.request
-    if ask.any():  # a queue's first gap starts from what its jobs hold (none asked more)
-        q = job.queue
-        start = request.get(q, base.queue.get(q))
-        request = {**request, **fold({} if start is None else {q: start}, [q], [ask], base.width)}
-    out = replace(base, span=base.span + 1, gaps=(*base.gaps, gap), request=request)
-    if unmet is None:
+    asking = [(job.queue, ask) for job, ask in zip(jobs, asks, strict=True) if ask.any()]
+    if asking:
+        # a queue's first gap starts from what its jobs hold (none asked more); each queue in the order
+        # a walk first names it: the request's, then the new ones as the gaps first name them
+        start = dict(request)
+        for q, _ in asking:
+            if q not in start:
+                held = base.queue.get(q)
+                start[q] = np.zeros(width) if held is None else held
+        request = fold(start, [q for q, _ in asking], [a for _, a in asking], width)
+    out = replace(base, span=base.span + len(jobs), gaps=(*base.gaps, *gaps), request=request)
+    admitted = [(job.queue, unmet) for job, unmet in zip(jobs, unmets, strict=True) if unmet is not None]
+    if not admitted:
         return out
-    unmet.setflags(write=False)
+    rows = [u for _, u in admitted]
     return replace(
         out,
-        unmet_queue=fold(base.unmet_queue, [job.queue], [unmet], base.width),
-        unmet_all=fold({None: base.unmet_all}, [None], [unmet], base.width)[None],
+        unmet_queue=fold(base.unmet_queue, [q for q, _ in admitted], rows, width),
+        unmet_all=fold({None: base.unmet_all}, [None] * len(rows), rows, width)[None],
     )
 
 
@@ -421,10 +444,21 @@ def extend(base: Settled, items: Sequence[Job], gaps: Sequence[int] = ()) -> Set
     (places in ``items``, in order), each a :func:`_gap`."""
     out = base
     prev = 0
-    for k in gaps:
-        out = _past(_frozen(_extend(out, [_root(j) for j in items[prev:k]])), items[k])
-        prev = k + 1
+    for first, last in _blocks(gaps):
+        out = _past(_frozen(_extend(out, [_root(j) for j in items[prev:first]])), items[first : last + 1])
+        prev = last + 1
     return _frozen(_extend(_frozen(out), [_root(j) for j in items[prev:]]))
+
+
+def _blocks(places: Sequence[int]) -> list[tuple[int, int]]:
+    """``places`` (in order) as runs of consecutive ones: (first, last) each."""
+    out: list[tuple[int, int]] = []
+    for k in places:
+        if out and out[-1][1] == k - 1:
+            out[-1] = (out[-1][0], k)
+        else:
+            out.append((k, k))
+    return out
 
 
 def settle(
@@ -453,7 +487,11 @@ def settle(
     start = end = i = base.span
     gaps: list[int] = []
     kept_gaps = 0  # the gaps before ``end`` (those after the run's last job are not part of it)
-    room = 0 if again else MAX_GAPS - len(base.gaps)
+    stuck = kept.get(STUCK)
+    if not isinstance(stuck, frozenset):
+        stuck = frozenset()
+    # (the gaps the limit counts: all but those set aside)
+    room = 0 if again else MAX_GAPS - sum(1 for g in base.gaps if g.key not in stuck)
     n = len(jobs)
     while i < n:
         job = jobs[i]
@@ -461,7 +499,9 @@ def settle(
             i += 1
             end = i
             kept_gaps = len(gaps)
-        elif len(gaps) < room and _gap(job):
+        elif not again and (room > 0 or job.key in stuck) and _gap(job):
+            if job.key not in stuck:
+                room -= 1
             gaps.append(i - start)
             i += 1
         else:
@@ -506,26 +546,68 @@ def _reusable(jobs: list[Job], base: Settled, present: Container[str], *, again:
             return base
         return _without_gone(jobs, base, present) if base.exact and run else empty(base.width)
     r = prev = 0
-    for k, gap in enumerate(base.gaps):
+    gaps = base.gaps
+    for first, last in _gap_blocks(gaps):
+        gap = gaps[first]
         head = jobs[prev : gap.at]
         if len(head) != gap.at - prev or not _same(head, run[r : r + len(head)]):  # (or the jobs end first)
-            return _before(base, base.gaps[k - 1]) if k else empty(base.width)
+            return _before(base, gaps[first - 1]) if first else empty(base.width)
         r += len(head)
-        job = jobs[gap.at] if gap.at < len(jobs) else None
-        if not (
-            job is not None
-            and job.key == gap.key
-            and job.queue == gap.queue
-            and not _settles(job)
-            and _gap(job)
-            and job.total_request().tobytes() == gap.ask.tobytes()
-            and (again or _same_unmet(_unmet(job), gap.unmet))
-        ):
-            return _before(base, gap)
-        prev = gap.at + 1
+        end = gap.at + last - first + 1
+        if not _same_gaps(jobs[gap.at : end], gaps[first : last + 1], base.width, again=again):
+            for k in range(first, last + 1):
+                if not _same_gap(jobs[gaps[k].at] if gaps[k].at < len(jobs) else None, gaps[k], again=again):
+                    return _before(base, gaps[k])
+        prev = end
     if _same(jobs[prev : base.span], run[r:]):
         return base
-    return _before(base, base.gaps[-1])
+    return _before(base, gaps[-1])
+
+
+def _gap_blocks(gaps: Sequence[Gap]) -> list[tuple[int, int]]:
+    """The runs of consecutive gaps (each at the place after the one before), as (first, last) indices
+    of ``gaps``."""
+    out: list[tuple[int, int]] = []
+    for k, gap in enumerate(gaps):
+        if out and gaps[out[-1][1]].at == gap.at - 1:
+            out[-1] = (out[-1][0], k)
+        else:
+            out.append((k, k))
+    return out
+
+
+def _same_gap(job: Job | None, gap: Gap, *, again: bool) -> bool:
+    """Whether ``job`` is still the gap ``gap`` as it was: the same key and queue, asking the very same
+    floats (and, but for the close, with the same unmet minimum)."""
+    return (
+        job is not None
+        and job.key == gap.key
+        and job.queue == gap.queue
+        and not _settles(job)
+        and _gap(job)
+        and job.total_request().tobytes() == gap.ask.tobytes()
+        and (again or _same_unmet(_unmet(job), gap.unmet))
+    )
+
+
+def _same_gaps(jobs: list[Job], gaps: Sequence[Gap], width: int, *, again: bool) -> bool:
+    """:func:`_same_gap` of each of ``jobs`` and ``gaps`` in turn, at once where every job has one task
+    (a pod standing alone, a stuck backlog's every job): what each asks, what it holds plus its pending
+    request (``total_request``'s one addition), compared with the gaps' asks as one block of bytes. False
+    when any is not (or where it cannot tell at once: then ask each)."""
+    if len(jobs) != len(gaps):
+        return False
+    if list(map(_KEY, jobs)) != [g.key for g in gaps] or list(map(_QUEUE, jobs)) != [g.queue for g in gaps]:
+        return False
+    if not all(len(j.tasks) == 1 and _gap(j) and not _settles(j) for j in jobs):
+        return False
+    if not again:
+        inqueue = PodGroupPhase.INQUEUE
+        if any(g.unmet is not None for g in gaps) or any(j.phase is inqueue for j in jobs):
+            return False
+    held = stack_rows([j.allocated for j in jobs], width)
+    asked = stack_rows([t.request for j in jobs for t in j.tasks.values()], width)
+    return (held + asked).tobytes() == stack_rows([g.ask for g in gaps], width).tobytes()
 
 
 def _without_gone(jobs: list[Job], base: Settled, present: Container[str]) -> Settled:
