@@ -1130,3 +1130,18 @@ def test_the_operator_rings_when_a_poll_read_behind_the_sessions_finds_a_new_con
         op.loop.keep_up()  # what the rung session does first
         assert op.config.source.endswith("(resourceVersion 2)")
         assert reads[0] != "volsched-config-read" and set(reads[1:]) == {"volsched-config-read"}
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "aiohttp's client (a proxy configured)"])
+def test_the_pod_watchs_thread_opens_its_write_connection_as_it_starts_when_it_has_one_of_its_own(
+    direct: bool,
+) -> None:
+    """The lone bind of a session on the pod watch's thread goes out on that thread's own connection,
+    opened as the thread starts (before its first event), not by the first arriving pod's bind. Through
+    aiohttp's client no connection is any thread's own: nothing is opened then (nor aiohttp imported on the
+    way to the first session)."""
+    world = LoopWorld(period=3600, min_gap=0.0)
+    world.writer.rest = SimpleNamespace(direct=direct)
+    ident = pod_watch(world, lambda: (SessionLoop.pod_thread_started(world), threading.get_ident())[1])  # type: ignore[arg-type]
+    assert world.inline_thread == ident
+    assert world.connected == ([(ident, 0)] if direct else [])
