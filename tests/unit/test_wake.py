@@ -633,6 +633,7 @@ class LoopWorld:
         self.activity = Activity()
         #: The pod watch's thread (``SessionLoop.pod_thread_started``): none here but where a test says.
         self.inline_thread: int | None = None
+        self._turns: Any = None  # SessionLoop.run's, while it runs
         #: Whether the imports after ready saw the sessions quiet, in each session.
         self.quiet_in_session: list[bool] = []
 
@@ -841,6 +842,15 @@ def pod_watch(world: LoopWorld, body: Callable[[], object]) -> object:
     return out[0]
 
 
+def turn_let_go(world: LoopWorld) -> None:
+    """Wait for the session thread to let its turn go after its first session (the connection it opens
+    then, the pacing): until then a pod's offer finds the turn taken and wakes that thread instead,
+    which under load came first."""
+    turns = world._turns
+    assert turns is not None and turns.running.acquire(timeout=30)
+    turns.running.release()
+
+
 def arrive(world: LoopWorld) -> int:
     """What the pod watch's thread does with an arriving pod's event: the doorbell rung as the cache
     takes the pod, then the offer made once the event is in (``SessionLoop.after_pod_event``); returns
@@ -858,6 +868,7 @@ def test_a_pod_arriving_after_a_sparse_session_has_its_session_on_the_pod_watchs
 
     async def body() -> None:
         assert await asyncio.to_thread(world.wait_sessions, 1)
+        await asyncio.to_thread(turn_let_go, world)
         watch_thread: list[int] = []
 
         def one() -> object:
@@ -947,6 +958,7 @@ def test_a_ring_from_a_session_on_the_pod_watchs_thread_wakes_the_session_thread
 
     async def body() -> None:
         assert await asyncio.to_thread(world.wait_sessions, 1)
+        await asyncio.to_thread(turn_let_go, world)
         assert await asyncio.to_thread(pod_watch, world, lambda: arrive(world)) == 2
         assert await asyncio.to_thread(world.wait_sessions, 3)
         assert world.threads[2] == world.threads[0] != world.threads[1]
@@ -973,6 +985,7 @@ def test_stopping_waits_for_a_session_on_the_pod_watchs_thread_and_none_starts_a
         stop = asyncio.Event()
         task = asyncio.create_task(SessionLoop.run(world, stop))  # type: ignore[arg-type]
         assert await asyncio.to_thread(world.wait_sessions, 1)
+        await asyncio.to_thread(turn_let_go, world)
         watch = threading.Thread(target=lambda: watch_result.append(pod_watch(world, lambda: arrive(world))))
         watch.start()
         assert await asyncio.to_thread(in_session.wait, 30)
