@@ -30,7 +30,7 @@ carries what it went past (``EvictionReason.past_budget``), and is deleted, not 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import replace
 from functools import cmp_to_key
 from typing import Any, Protocol
@@ -754,35 +754,7 @@ def _evict_filter_holders(placing: _Placing, *, narrow: Narrow | None) -> tuple[
     pods = pods[pools.mask[pods] & where[index.node[pods]]]
     if not len(pods):
         return False, 0, []
-    n = len(session.nodes)
-    on = index.node[pods]
-    count = np.bincount(on, minlength=n)
-    top = np.full(n, -np.inf)
-    np.maximum.at(top, on, index.priority[pods])
-    candidates = np.flatnonzero(count > 0)
-    order = np.lexsort((candidates, count[candidates], top[candidates]))
-    held = set(holding)
-    tried = 0
-    kept: list[Task] = []
-    for i in candidates[order]:
-        node = int(i)
-        pool = placing.pool(node)
-        if narrow is not None:
-            pool = narrow(task, pool)
-        pool = placing.ordered(pool, first=held)  # the holders first
-        victims = placing.choose(task, pool) if pool else []
-        if not any(v.key in holding for v in victims):
-            kept.extend(v for v in pool if v.key in holding)
-            continue
-        tried += 1
-        if _evict_for(
-            placing,
-            node,
-            victims,
-            facts=lambda v, _: (("frees", holding[v.key]),) if v.key in holding else (),
-        ):
-            return True, tried, []
-    return False, tried, kept
+    return _evict_holders(placing, pods, holding=holding, frees=holding.__getitem__, narrow=narrow)
 
 
 def _evict_device_holders(placing: _Placing) -> tuple[bool, int, list[Task]]:
@@ -820,29 +792,53 @@ def _evict_device_holders(placing: _Placing) -> tuple[bool, int, list[Task]]:
     pods = np.array([p for p in holders if where[index.node[p]]], dtype=np.intp)
     if not len(pods):
         return False, 0, []
-    n = len(nodes)
+    holding = {index.tasks[p].key for p in pods}
+    return _evict_holders(
+        placing, pods, holding=holding, frees=lambda _: "the devices its claims hold", narrow=None
+    )
+
+
+def _evict_holders(
+    placing: _Placing,
+    pods: IndexArray,
+    *,
+    holding: Collection[str],
+    frees: Callable[[str], str],
+    narrow: Narrow | None,
+) -> tuple[bool, int, list[Task]]:
+    """The node walk of ``_evict_filter_holders`` and ``_evict_device_holders``: over the nodes the
+    holders ``pods`` (positions in the pools' index; keys ``holding``) are on, in order of the most
+    important holder there (lowest first), then fewer holders, then the node's index, the pool there
+    (narrowed by ``narrow``), holders first, as the plugins name it; the first node where evicting them
+    places the task wins, each holder told what its going ``frees`` (by its key). Returns (placed, nodes
+    tried, the holders the plugins would not name on the nodes passed over)."""
+    task, index = placing.task, placing.pools.index
+    n = len(placing.session.nodes)
     on = index.node[pods]
     count = np.bincount(on, minlength=n)
     top = np.full(n, -np.inf)
     np.maximum.at(top, on, index.priority[pods])
     candidates = np.flatnonzero(count > 0)
     order = np.lexsort((candidates, count[candidates], top[candidates]))
-    holding = {index.tasks[p].key for p in pods}
+    held = set(holding)
     tried = 0
     kept: list[Task] = []
     for i in candidates[order]:
         node = int(i)
-        pool = placing.ordered(placing.pool(node), first=holding)  # the holders first
+        pool = placing.pool(node)
+        if narrow is not None:
+            pool = narrow(task, pool)
+        pool = placing.ordered(pool, first=held)  # the holders first
         victims = placing.choose(task, pool) if pool else []
-        if not any(v.key in holding for v in victims):
-            kept.extend(v for v in pool if v.key in holding)
+        if not any(v.key in held for v in victims):
+            kept.extend(v for v in pool if v.key in held)
             continue
         tried += 1
         if _evict_for(
             placing,
             node,
             victims,
-            facts=lambda v, _: (("frees", "the devices its claims hold"),) if v.key in holding else (),
+            facts=lambda v, _: (("frees", frees(v.key)),) if v.key in held else (),
         ):
             return True, tried, []
     return False, tried, kept
