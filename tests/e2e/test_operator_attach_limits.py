@@ -191,12 +191,13 @@ def test_a_volume_attached_without_a_pod_holds_its_attachment_until_it_is_detach
     wait_for(lambda: k.bound(ns).get(f"{ns}/second") == "n1", 30, what="second bound", operator=op)
 
 
-@pytest.mark.parametrize("resource", ["csinodes", "volumeattachments"])
-def test_an_operator_without_the_right_to_read_csinodes_does_not_start(
+@pytest.mark.parametrize("resource", ["csinodes", "volumeattachments", "csistoragecapacities", "csidrivers"])
+def test_an_operator_without_the_right_to_read_a_storage_listing_does_not_start(
     k: Kube, cluster: LocalControlPlane, tmp_path: Path, resource: str
 ) -> None:
-    """An operator updated without its new ClusterRole (no list on csinodes or volumeattachments) ends its
-    start, saying which listing was refused, rather than run blind to the nodes' attach limits."""
+    """An operator updated without its new ClusterRole (no list on csinodes, volumeattachments,
+    csistoragecapacities or csidrivers) ends its start, saying which listing was refused, rather than run
+    blind to the nodes' attach limits or the drivers' storage capacity."""
     for name in ("00-namespace.yaml", "10-rbac.yaml", "20-config.yaml"):
         apply_file(k.api, ROOT / "manifests" / name)
     rbac = client.RbacAuthorizationV1Api(k.api)

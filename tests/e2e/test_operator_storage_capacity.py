@@ -6,16 +6,12 @@ CSIDrivers does not start, naming them, rather than run blind to them."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 
-from tests.e2e.operator_fixtures import ROOT, Kube, Start, apply_file, node, pod, wait_for
-from volsched_dev.devcluster import LocalControlPlane
+from tests.e2e.operator_fixtures import Kube, Start, node, pod, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -109,40 +105,3 @@ def test_a_claim_goes_where_a_capacity_holds_it_and_one_too_big_waits_told_why(
     # The driver's capacity in zone a grows: the watch brings it, and huge goes there.
     storage.patch_namespaced_csi_storage_capacity("zone-a", ns, {"capacity": "40Gi"})
     assert wait_for(lambda: selected("huge"), 30, what="huge's selected node", operator=op) == "n1"
-
-
-@pytest.mark.parametrize("resource", ["csistoragecapacities", "csidrivers"])
-def test_an_operator_without_the_right_to_read_them_does_not_start(
-    k: Kube, cluster: LocalControlPlane, tmp_path: Path, resource: str
-) -> None:
-    """An operator updated without its new ClusterRole ends its start, saying which listing was refused."""
-    for name in ("00-namespace.yaml", "10-rbac.yaml", "20-config.yaml"):
-        apply_file(k.api, ROOT / "manifests" / name)
-    rbac = client.RbacAuthorizationV1Api(k.api)
-    role = rbac.read_cluster_role("volsched")
-    for rule in role.rules:
-        if rule.resources and resource in rule.resources:
-            rule.resources = [r for r in rule.resources if r != resource]
-    rbac.replace_cluster_role("volsched", role)
-    token = cluster.service_account_token("volsched-system", "volsched", create=False)
-    kubeconfig = cluster.write_kubeconfig(cluster.workdir / "sa.kubeconfig", token=token)
-    log = tmp_path / "operator.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "volsched", "run", "--kubeconfig", str(kubeconfig)),
-                *("--namespace", "volsched-system", "--metrics-host", "127.0.0.1", "--metrics-port", "0"),
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-        )
-    try:
-        code = proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    text = log.read_text()
-    assert code != 0, text
-    assert resource in text and "403" in text, text
