@@ -2,7 +2,7 @@
 provision of a class whose CSIDriver says ``storageCapacity: true`` gets only a node for which some
 CSIStorageCapacity of its class has room for it; a pod too big for every one is told why in numbers, and
 goes once a capacity grows (watched). An operator without the right to read CSIStorageCapacities or
-CSIDrivers does not start, naming them, rather than run blind to them."""
+CSIDrivers does not start: test_operator_attach_limits.py tests it with the other storage listings."""
 
 from __future__ import annotations
 
