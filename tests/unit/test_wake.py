@@ -636,6 +636,11 @@ class LoopWorld:
         self._turns: Any = None  # SessionLoop.run's, while it runs
         #: Whether the imports after ready saw the sessions quiet, in each session.
         self.quiet_in_session: list[bool] = []
+        #: Whether the ConfigMap or Volcano's kinds are due a look (``SessionLoop.chores_due``).
+        self.chores = False
+
+    def chores_due(self, now: float) -> bool:
+        return self.chores
 
     def run_once(self) -> None:
         with self.ran:

@@ -116,6 +116,14 @@ class ConfigReloader:
         self._throttled_since: float | None = None
         self._throttle_warned = False
 
+    def due(self, now: float) -> bool:
+        """Whether :meth:`reload` would do more now than look at the clock: judge an answer read behind (a
+        config to load, an event to post), read the ConfigMap itself (never read yet) or start a poll.
+        An arriving pod's session on the pod watch's thread leaves that to the session thread."""
+        if self._fetched is not None or not self.known:
+            return True
+        return now - self._checked >= self.settings.poll_every
+
     def reload(self, *, force: bool = False) -> bool:
         """Load the ConfigMap when its resourceVersion changed; keep the last good config on errors.
         Returns whether a new config is in force (the first read counts: the config is known from then on)."""

@@ -195,7 +195,9 @@ class _Turns:
     An arriving pod's session runs on the pod watch's thread itself when that thread rang for it, the
     pacer calls for a session at once, the last session found at most one job to place (``sparse``), this
     replica leads (a follower's reads of the Lease, and the catching up after it takes the Lease over,
-    stay the session thread's) and none is running: the session thread, woken, would have taken the processor and the interpreter from
+    stay the session thread's), the ConfigMap and Volcano's kinds are not due a look
+    (:meth:`SessionLoop.chores_due`: a config loaded, API discovery, a watch stopped, which held the pod
+    watch up to seconds, stay the session thread's too) and none is running: the session thread, woken, would have taken the processor and the interpreter from
     that thread for the same session, a wake-up and a hand-over of the GIL later. Anything else wakes the
     session thread as before. An arriving pod's session is the first since a pod arrived (the doorbell
     calls its listener only as a kind goes from quiet to rung): it places that pod and what waited
@@ -277,11 +279,13 @@ class _Turns:
         ran = False
         try:
             loop = self.loop
+            now = time.monotonic()
             if (
                 not self.halt.is_set()
                 and loop.sparse
                 and loop.lease.is_leader
-                and self.wait(time.monotonic()) <= 0
+                and not loop.chores_due(now)
+                and self.wait(now) <= 0
             ):
                 self.inline_now = True
                 try:
@@ -497,6 +501,12 @@ class SessionLoop:
             self.state.doorbell.ring(CONFIG)
         self.volcano.follow()
 
+    def chores_due(self, now: float) -> bool:
+        """Whether the next session would do more before it runs than look at the clock: judge or read
+        the ConfigMap (:meth:`ConfigReloader.due`), look for Volcano's kinds (:meth:`VolcanoKinds.due`).
+        Such a session runs on the session thread, never on the pod watch's (:class:`_Turns`)."""
+        return self.reloader.due(now) or self.volcano.due(now)
+
     def run_once(self) -> tuple[SessionResult, CycleReport] | None:
         """One cycle (only while holding the lease): the session, its writes through the port, the
         outcomes back into the cache; a session that would decide nothing new is skipped (see
@@ -514,8 +524,10 @@ class SessionLoop:
         leader = self.lease.ensure()
         holding = self.writer.holding()  # the holding of the Lease this session is planned under
         self.metrics.leader.set(1 if leader else 0)
-        self.reloader.reload()
-        self.volcano.follow()
+        turns = self._turns
+        if turns is None or not turns.inline_now:  # (not on the pod watch's thread: see chores_due)
+            self.reloader.reload()
+            self.volcano.follow()
         if not leader or not self.reloader.known:  # never a session under a config not the user's
             return None
         if self.lease.acquired_at > self.pods_read_at:

@@ -124,6 +124,12 @@ class VolcanoKinds:
                 self.session.volcano_check_every,
             )  # fmt: skip
 
+    def due(self, now: float) -> bool:
+        """Whether :meth:`follow` would look now (API discovery, and a kind's watch started or stopped,
+        its rights checked): an arriving pod's session on the pod watch's thread leaves that to the
+        session thread."""
+        return now - self._checked >= self.session.volcano_check_every
+
     def follow(self, *, force: bool = False) -> None:
         """Every ``session.volcano_check_every`` seconds (leader and followers alike: a follower's cache
         stays warm), read which of Volcano's kinds the cluster serves (API discovery: no CRD read, no

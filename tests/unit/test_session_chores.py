@@ -1,0 +1,76 @@
+"""What a session does before it runs (the ConfigMap judged or read, Volcano's kinds looked for through
+API discovery, a watch started or stopped) is never done on the pod watch's thread: an arriving pod's
+session whose turn comes with such a chore due runs on the session thread, woken, and the pod watch reads
+its next event meanwhile (a Volcano watch stopped there held it up to 5 s)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import pytest
+
+import volsched.operator.volcano as volcano_module
+from tests.unit._config_reloader import scripted_reloader
+from tests.unit._cycle_harness import operator_at
+from tests.unit.test_wake import LoopWorld, arrive, in_loop, pod_watch, turn_let_go
+from volsched.kube.configsource import ConfigMapText
+from volsched.operator.sessions import SessionLoop
+
+
+def test_an_arriving_pods_session_with_a_chore_due_runs_on_the_session_thread() -> None:
+    world = LoopWorld(period=3600, min_gap=0.0)
+    world.sparse = True  # the last session found at most one job to place: the pod's may run inline
+
+    async def body() -> None:
+        assert await asyncio.to_thread(world.wait_sessions, 1)
+        await asyncio.to_thread(turn_let_go, world)
+        world.chores = True
+        # The offer came back without a session: the pod watch's thread was not held by it.
+        assert await asyncio.to_thread(pod_watch, world, lambda: arrive(world)) == 1
+        assert await asyncio.to_thread(world.wait_sessions, 2)  # the session thread ran it, woken
+        assert world.threads[1] == world.threads[0]
+        assert world.woken() == 1
+        world.chores = False  # looked at: the next pod's session runs on the pod watch's thread again
+        watch: list[int] = []
+
+        def one() -> object:
+            watch.append(threading.get_ident())
+            return arrive(world)
+
+        await asyncio.to_thread(turn_let_go, world)
+        assert await asyncio.to_thread(pod_watch, world, one) == 3
+        assert world.threads[2] == watch[0] != world.threads[0]
+
+    asyncio.run(in_loop(world, body))
+
+
+def text(version: str) -> ConfigMapText:
+    return ConfigMapText(text="actions: [enqueue, allocate]\n", resource_version=version, uid="u")
+
+
+def test_the_config_is_due_a_look_until_read_when_a_poll_is_due_and_while_an_answer_waits() -> None:
+    reloader = scripted_reloader([text("1")], poll_every=30.0)
+    assert reloader.due(0.0)  # never read: the next session would read it itself
+    assert reloader.reload()
+    now = reloader._checked
+    assert not reloader.due(now) and not reloader.due(now + 29.9)
+    assert reloader.due(now + 30.0)  # a poll to start
+    reloader.watched("MODIFIED", {"metadata": {"resourceVersion": "2", "uid": "u"}, "data": {}})
+    assert reloader.due(now)  # an answer to judge (a config to load)
+    reloader.reload()
+    assert not reloader.due(now + 1.0)
+
+
+def test_volcanos_kinds_are_due_a_look_every_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(volcano_module, "served_resources", lambda *_: set())
+    with operator_at(tmp_path) as op:
+        every = op.settings.session.volcano_check_every
+        op.volcano.follow(force=True)
+        now = op.volcano._checked
+        assert not op.volcano.due(now + every / 2)
+        assert op.volcano.due(now + every)
+        op.reloader.known, op.reloader._checked = True, now + every  # its poll not due meanwhile
+        assert not SessionLoop.chores_due(op.loop, now + every / 2)
+        assert SessionLoop.chores_due(op.loop, now + every)
