@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -234,9 +233,13 @@ def test_no_session_runs_and_the_replica_is_not_ready_until_the_scheduler_config
     k.nodes(node("n1", cpu="2"))
     ns = k.namespace("team")
     k.pods(ns, pod("solo"))
-    op = start_operator("--period", "0.2", kubeconfig=kubeconfig)
+    op = start_operator("--period", "0.2", "--log-level", "DEBUG", kubeconfig=kubeconfig)
     wait_for(op.healthy, 30, what="the cache synced")
-    time.sleep(2.0)  # ten periods: under the default config the pod would be bound by now
+    # The read is asked again at each session's turn (each refusal a line, at DEBUG after the first), and a
+    # turn whose read is refused runs no session: three more refusals are three turns at which the default
+    # config would have bound the pod.
+    refused = op.log().count("cannot read ConfigMap")
+    wait_for(lambda: op.log().count("cannot read ConfigMap") >= refused + 3, 30, what="three turns refused")
     assert k.bound(ns) == {}
     assert op.cycles() == 0
     assert "no session runs until the scheduler config" in op.log()

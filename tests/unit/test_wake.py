@@ -6,14 +6,16 @@ operator's session loop, woken from a watch thread, runs one session at a time a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from queue import SimpleQueue
 from types import SimpleNamespace
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -42,10 +44,10 @@ from volsched.cycle import NullPort, run_cycle
 from volsched.framework.registry import load_config
 from volsched.kube.configsource import ConfigMapText
 from volsched.kube.latency import PodLatency
-from volsched.operator import Settings
+from volsched.operator import Settings, sessions
 from volsched.operator.aside import Activity
 from volsched.operator.metrics import Metrics
-from volsched.operator.sessions import SessionLoop
+from volsched.operator.sessions import Nudge, SessionLoop
 from volsched.operator.settings import SessionSettings, build_parser, settings_from_args
 from volsched.pacing import Pacer, pods_wait
 
@@ -638,6 +640,8 @@ class LoopWorld:
         self.quiet_in_session: list[bool] = []
         #: Whether the ConfigMap or Volcano's kinds are due a look (``SessionLoop.chores_due``).
         self.chores = False
+        #: The session thread's nudge (see :func:`watched`).
+        self.nudge = WatchedNudge()
 
     def chores_due(self, now: float) -> bool:
         return self.chores
@@ -677,19 +681,122 @@ async def in_loop(world: LoopWorld, body: Callable[[], Any]) -> None:
     """Run the session loop while ``body`` runs; then stop it, which must end its wait at once (the
     period is an hour: a loop that waited it out would fail the wait below)."""
     stop = asyncio.Event()
-    task = asyncio.create_task(SessionLoop.run(world, stop))  # type: ignore[arg-type]
-    try:
-        await body()
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, timeout=30)
+    with watched(world):
+        task = asyncio.create_task(SessionLoop.run(world, stop))  # type: ignore[arg-type]
+        try:
+            await body()
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, timeout=30)
 
 
-async def quiet_moment() -> None:
-    """Turns of the event loop and a moment for a session thread to start, were one wrongly called for."""
-    for _ in range(20):
-        await asyncio.sleep(0)
-    await asyncio.sleep(0.2)
+class WatchedNudge(Nudge):
+    """The session thread's nudge, as an Event under one Condition, telling when that thread *parks*:
+    waits with the flag clear. The flag is cleared just before the thread looks at the doorbell, and any
+    ring after that sets it; so while the thread is parked it has looked at everything rung before and
+    found no session to run before the wait it parked for. What a test waits for to know that nothing
+    more happens, instead of a moment."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._changed = threading.Condition()
+        self._flag = False
+        #: The timeout of the wait the thread is parked in; None when it is not parked.
+        self._parked_for: float | None = None
+
+    def set(self) -> None:
+        with self._changed:
+            self._flag = True
+            self._changed.notify_all()
+
+    def clear(self) -> None:
+        with self._changed:
+            self._flag = False
+
+    def is_set(self) -> bool:
+        with self._changed:
+            return self._flag
+
+    def wait(self, timeout: float) -> bool:
+        with self._changed:
+            if not self._flag and timeout > 0:
+                self._parked_for = timeout
+                self._changed.notify_all()
+            self._changed.wait_for(lambda: self._flag, timeout=max(timeout, 0.0))
+            self._parked_for = None
+            return self._flag
+
+    def parked(self) -> float:
+        """Blocks until the session thread is parked; the seconds it parked for."""
+        with self._changed:
+            assert self._changed.wait_for(
+                lambda: self._parked_for is not None and not self._flag, timeout=30
+            ), "the session thread did not park"
+            assert self._parked_for is not None
+            return self._parked_for
+
+
+class WaitedLock:
+    """``threading.Lock``'s interface, telling who waits to acquire it (by thread name)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._changed = threading.Condition()
+        self.waiting: list[str] = []
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if self._lock.acquire(blocking=False):
+            return True
+        if not blocking:
+            return False
+        with self._changed:
+            self.waiting.append(threading.current_thread().name)
+            self._changed.notify_all()
+        try:
+            return self._lock.acquire(timeout=timeout)
+        finally:
+            with self._changed:
+                self.waiting.remove(threading.current_thread().name)
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
+
+    def wait_for_waiter(self, who: Callable[[str], bool]) -> None:
+        """Blocks until a thread ``who`` accepts (by name) waits to acquire the lock."""
+        with self._changed:
+            assert self._changed.wait_for(lambda: any(who(n) for n in self.waiting), timeout=30)
+
+
+@contextlib.contextmanager
+def watched(world: LoopWorld) -> Iterator[None]:
+    """While it lasts, ``SessionLoop.run`` parks its session thread on ``world.nudge`` and takes turns on
+    a :class:`WaitedLock`."""
+
+    class Turns(sessions._Turns):
+        def __init__(self, loop: SessionLoop, *, halt: threading.Event, nudge: Nudge) -> None:
+            super().__init__(loop, halt=halt, nudge=nudge)
+            self.running = WaitedLock()  # type: ignore[assignment]
+
+    with (
+        mock.patch.object(sessions, "Nudge", lambda: world.nudge),
+        mock.patch.object(sessions, "_Turns", Turns),
+    ):
+        yield
+
+
+async def parked(world: LoopWorld) -> float:
+    """Once the session thread has parked: it has looked at everything rung so far and runs no session
+    before the seconds returned (or a ring)."""
+    return await asyncio.to_thread(world.nudge.parked)
 
 
 def test_a_pod_arriving_on_a_watch_thread_wakes_a_session_long_before_the_period() -> None:
@@ -700,7 +807,7 @@ def test_a_pod_arriving_on_a_watch_thread_wakes_a_session_long_before_the_period
         for expected in (2, 3):
             threading.Thread(target=world.state.doorbell.ring, args=("arrived",)).start()
             assert await asyncio.to_thread(world.wait_sessions, expected)
-        await quiet_moment()
+        assert await parked(world) > 60
         assert world.sessions == 3  # one session for each ring, none more
         assert world.woken() == 2
 
@@ -752,7 +859,7 @@ def test_the_session_thread_opens_its_connection_once_after_its_first_session() 
         for expected in (2, 3):
             threading.Thread(target=world.state.doorbell.ring, args=("arrived",)).start()
             assert await asyncio.to_thread(world.wait_sessions, expected)
-        await quiet_moment()
+        await parked(world)
         assert world.connected == [(world.threads[0], 1)]  # once, on the sessions' thread, after the first
 
     asyncio.run(in_loop(world, body))
@@ -771,7 +878,7 @@ def test_an_unknown_bind_whose_time_to_live_ends_between_sessions_wakes_one() ->
     async def body() -> None:
         assert await asyncio.to_thread(world.wait_sessions, 2)  # the first at once, the next at expiry
         assert world.state.tasks["default/a"].node_name is None  # the pod waits again
-        await quiet_moment()
+        assert await parked(world) > 60  # nothing left to expire
         assert world.sessions == 2 and world.woken() == 1
 
     asyncio.run(in_loop(world, body))
@@ -783,11 +890,11 @@ def test_freed_capacity_wakes_a_session_only_while_pods_wait(leaves_waiting: boo
 
     async def body() -> None:
         assert await asyncio.to_thread(world.wait_sessions, 1)
-        threading.Thread(target=world.state.doorbell.ring, args=("freed",)).start()
+        await asyncio.to_thread(ring_on_a_thread, world, "freed")
         if leaves_waiting:
             assert await asyncio.to_thread(world.wait_sessions, 2)
         else:
-            await quiet_moment()
+            assert await parked(world) > 60
             assert world.sessions == 1
 
     asyncio.run(in_loop(world, body))
@@ -799,8 +906,8 @@ def test_a_follower_is_not_woken_by_pods() -> None:
 
     async def body() -> None:
         assert await asyncio.to_thread(world.wait_sessions, 1)
-        threading.Thread(target=world.state.doorbell.ring, args=("arrived",)).start()
-        await quiet_moment()
+        await asyncio.to_thread(ring_on_a_thread, world, "arrived")
+        assert await parked(world) > 60
         assert world.sessions == 1 and world.woken() == 0
 
     asyncio.run(in_loop(world, body))
@@ -829,6 +936,14 @@ def test_a_quiet_leader_with_a_long_period_renews_the_lease_without_running_sess
 
 
 # --- an arriving pod's session on the pod watch's thread ------------------------------------------------
+
+
+def ring_on_a_thread(world: LoopWorld, kind: str) -> None:
+    """The doorbell rung on a watch thread of its own, once that thread has ended."""
+    thread = threading.Thread(target=world.state.doorbell.ring, args=(kind,))
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive()
 
 
 def pod_watch(world: LoopWorld, body: Callable[[], object]) -> object:
@@ -882,7 +997,7 @@ def test_a_pod_arriving_after_a_sparse_session_has_its_session_on_the_pod_watchs
 
         assert await asyncio.to_thread(pod_watch, world, one) == 2  # run by the time the offer returned
         assert world.threads[1] == watch_thread[0] != world.threads[0]
-        await quiet_moment()
+        assert await parked(world) > 60  # never nudged: the offer ran the session itself
         assert world.sessions == 2 and world.woken() == 1  # not run again by the session thread
 
     asyncio.run(in_loop(world, body))
@@ -911,7 +1026,7 @@ def test_the_pod_watchs_thread_runs_no_session_the_pacer_would_not_run_now(why: 
             assert await asyncio.to_thread(world.wait_sessions, 2)
             assert len(set(world.threads)) == 1
         else:
-            await quiet_moment()
+            assert await parked(world) > 60  # nudged by the offer, it looked and runs none
             assert world.sessions == 1
 
     asyncio.run(in_loop(world, body))
@@ -991,11 +1106,14 @@ def test_stopping_waits_for_a_session_on_the_pod_watchs_thread_and_none_starts_a
         task = asyncio.create_task(SessionLoop.run(world, stop))  # type: ignore[arg-type]
         assert await asyncio.to_thread(world.wait_sessions, 1)
         await asyncio.to_thread(turn_let_go, world)
+        turns = world._turns
         watch = threading.Thread(target=lambda: watch_result.append(pod_watch(world, lambda: arrive(world))))
         watch.start()
         assert await asyncio.to_thread(in_session.wait, 30)
         stop.set()
-        await quiet_moment()
+        # Stopping has come to wait for the turn the session on the pod watch's thread holds (on a thread
+        # of the event loop's pool: not the session thread, which ends at the stop without a turn).
+        await asyncio.to_thread(turns.running.wait_for_waiter, lambda name: name != "volsched-sessions")
         assert not task.done()  # the session on the pod watch's thread ends first
         release.set()
         await asyncio.wait_for(task, timeout=30)
@@ -1003,7 +1121,8 @@ def test_stopping_waits_for_a_session_on_the_pod_watchs_thread_and_none_starts_a
         assert watch_result == [2]
         assert pod_watch(world, lambda: arrive(world)) == 2  # stopped: no session any more
 
-    asyncio.run(main())
+    with watched(world):
+        asyncio.run(main())
 
 
 def test_min_gap_is_a_flag_and_a_setting() -> None:
@@ -1028,9 +1147,9 @@ def test_a_quiet_leader_with_a_long_period_ticks_the_liveness_clock_as_it_renews
 
     async def body() -> None:
         assert await asyncio.to_thread(world.wait_sessions, 1)
-        after_session = world.last_tick
-        assert await asyncio.to_thread(world.wait_ensured, 2)
-        await quiet_moment()
+        await parked(world)  # the session (or a renewal after it) ended: its tick is in
+        after_session, ensured = world.last_tick, world.ensured
+        assert await asyncio.to_thread(world.wait_ensured, ensured + 2)  # the first one has ticked
         assert world.sessions == 1 and world.last_tick > after_session  # alive, not a session
 
     asyncio.run(in_loop(world, body))
