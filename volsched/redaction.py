@@ -11,7 +11,9 @@
 :class:`RedactingFilter` applies it to every log record a handler emits (message, arguments and
 traceback), so a library that logs a URL or an error body cannot leak either; it also escapes the
 message's line breaks and other control characters (one record, one line): a message quotes what tenants
-write (an annotation may hold any text), which could otherwise forge log lines of its own. :func:`error_summary`
+write (an annotation may hold any text), which could otherwise forge log lines of its own. A traceback
+keeps its lines, but the messages of its exceptions (the ``Type: message`` lines, which may quote the same
+text) are escaped alike. :func:`error_summary`
 turns an exception from a remote service into one short, redacted line: a response body is never
 printed in full.
 
@@ -24,13 +26,17 @@ import base64
 import logging
 import re
 import threading
-from collections.abc import Iterable
+import traceback
+from collections.abc import Generator, Iterable
+from types import TracebackType
+from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 __all__ = [
     "MASK",
     "RedactingFilter",
     "error_summary",
+    "format_exception",
     "hide_userinfo",
     "install_log_redaction",
     "one_line",
@@ -158,6 +164,39 @@ def error_summary(exc: BaseException, *, limit: int = 200, secrets: Iterable[str
     return redact(text, secrets)
 
 
+class _OneLineMessages(traceback.TracebackException):
+    """A traceback whose exceptions' messages are escaped with :func:`one_line` (each ``Type: message``
+    line stays one line); its frames are formatted as the standard library does."""
+
+    def format_exception_only(self, **kwargs: Any) -> Generator[str, None, None]:
+        for text in super().format_exception_only(**kwargs):
+            body, end = (text[:-1], "\n") if text.endswith("\n") else (text, "")
+            yield one_line(body) + end
+
+
+def format_exception(
+    exc_info: tuple[type[BaseException], BaseException, TracebackType | None] | tuple[None, None, None],
+) -> str:
+    """What :meth:`logging.Formatter.formatException` writes for ``exc_info``, with the message of each
+    exception in it (chained, grouped) kept to one line: an exception's message may quote a tenant's text,
+    and a line break in it would start a log line of its own."""
+    kind, value, tb = exc_info
+    if kind is None or value is None:
+        return logging.Formatter().formatException(exc_info)
+    top = traceback.TracebackException(kind, value, tb, compact=True)
+    seen: set[int] = set()
+    todo = [top]
+    while todo:  # every exception the traceback tells of: causes, contexts and a group's members
+        te = todo.pop()
+        if id(te) in seen:
+            continue
+        seen.add(id(te))
+        te.__class__ = _OneLineMessages
+        todo.extend(t for t in (te.__cause__, te.__context__) if t is not None)
+        todo.extend(te.exceptions or ())
+    return "".join(top.format()).removesuffix("\n")
+
+
 class RedactingFilter(logging.Filter):
     """Redacts each record's final message and traceback before a handler formats it."""
 
@@ -170,7 +209,7 @@ class RedactingFilter(logging.Filter):
         if clean != message:
             record.msg, record.args = clean, None
         if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
+            record.exc_text = format_exception(record.exc_info)
         if record.exc_text:
             record.exc_text = redact(record.exc_text)
         if record.stack_info:

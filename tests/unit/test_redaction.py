@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 
 import pytest
 
@@ -11,6 +12,7 @@ from volsched.redaction import (
     RedactingFilter,
     basic_credential,
     error_summary,
+    format_exception,
     redact,
     register_secrets,
     url_secrets,
@@ -130,6 +132,44 @@ def test_log_filter_keeps_a_record_on_one_line_whatever_its_arguments_say() -> N
     plain = logging.LogRecord("t", logging.INFO, __file__, 1, "session %d: %s", (3, "bound"), None)
     assert RedactingFilter().filter(plain)
     assert (plain.msg, plain.args) == ("session %d: %s", (3, "bound"))  # nothing to escape: left as it was
+
+
+def _raised(exc: BaseException) -> tuple[type[BaseException], BaseException, object]:
+    try:
+        raise exc
+    except BaseException:
+        kind, value, tb = sys.exc_info()
+        assert kind is not None and value is not None
+        return kind, value, tb
+
+
+def test_a_traceback_keeps_each_exceptions_message_on_one_line() -> None:
+    """An exception's message may quote a tenant's text too (a name, an annotation, an error body): in a
+    logged traceback its line breaks are escaped as the message's are, in chained exceptions and a group's
+    members alike; the traceback's own lines are kept as the standard library writes them."""
+    forged = "2026-11-30 12:00:00,000 ERROR volsched.operator: forged"
+
+    def failing() -> None:
+        try:
+            raise ValueError(f"group g\n{forged}")
+        except ValueError as exc:
+            raise ExceptionGroup("session", [RuntimeError(f"bind\r\n{forged}"), exc]) from exc
+
+    try:
+        failing()
+    except ExceptionGroup:
+        exc_info = sys.exc_info()
+    record = logging.LogRecord("t", logging.ERROR, __file__, 1, "session failed", (), exc_info)
+    assert RedactingFilter().filter(record)
+    text = logging.Formatter("%(levelname)s %(message)s").format(record)
+    lines = text.splitlines()
+    assert not [line for line in lines if line.lstrip(" |+-").startswith("2026-")], text
+    assert f"ValueError: group g\\n{forged}" in lines
+    assert any(line.endswith(f"RuntimeError: bind\\r\\n{forged}") for line in lines), text
+    assert lines[:3] == ["ERROR session failed", "Traceback (most recent call last):", lines[2]]
+    assert "The above exception was the direct cause of the following exception:" in lines
+    plain = _raised(KeyError("a\tb"))  # nothing to escape: exactly what logging writes
+    assert format_exception(plain) == logging.Formatter().formatException(plain)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
