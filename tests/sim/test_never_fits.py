@@ -377,3 +377,24 @@ def test_a_pod_that_tolerates_the_taint_is_not_told_never() -> None:
     said = {e["object"]: e["message"] for e in run(objs)["events"]}
     assert "never" not in said["Pod default/w"], said
     assert "never" not in said["PodGroup default/g"], said
+
+
+@pytest.mark.parametrize("lone_first", [True, False], ids=["lone-first", "gang-first"])
+def test_a_lone_pod_and_a_gang_of_one_of_the_same_shape_are_each_told_in_their_own_words(
+    lone_first: bool,
+) -> None:
+    """The defect: the verdicts were kept by a shape that did not say whether the job was a pod standing
+    alone, so a pod alone asking what a one-pod gang asks (no minResources) was told the gang's words
+    ("at most 0 of its pods fit ... (minMember 1; ...)"), whichever of the two was asked first."""
+    lone = [pod("lone", cpu="6")]
+    gang = _gang("g", size=1, cpu="6")
+    data = run([*TWO_NODES, *(lone + gang if lone_first else gang + lone)])
+    said = {e["object"]: e["message"] for e in data["events"]}
+    assert said["Pod default/lone"].startswith(
+        "can never run as it stands: none of the 2 ready node(s) could hold it, even were they empty "
+        "(it asks cpu 6); "
+    ), said["Pod default/lone"]
+    assert said["PodGroup default/g"].startswith(
+        "can never run as it stands: at most 0 of its pods fit on the 2 ready node(s), even were they "
+        "empty (minMember 1; each pod asks at least cpu 6); "
+    ), said["PodGroup default/g"]

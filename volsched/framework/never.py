@@ -64,10 +64,16 @@ _LoneMemo = tuple[dict[str, str | None], dict[tuple[int, str, str], tuple[Vector
 #: At most this many placements' masks are kept with a node table (then they are made again).
 _KEPT_PLACEMENTS = 256
 
-#: A gang's shape, as far as :func:`never_fits` reads it: its minimum ask, whether that is its
-#: minResources, the least each of its pods asks, minMember, its queue, and the placements of its pods
-#: with a node selector or required node affinity ("" for a pod with neither).
-Shape = tuple[bytes, bool, bytes, int, str, frozenset[str]]
+#: A gang's shape, as far as :func:`never_fits` reads it: whether it is a pod standing alone (no
+#: PodGroup: its verdict is worded for one pod), its minimum ask, whether that is its minResources, the
+#: least each of its pods asks, minMember, its queue, and the placements of its pods with a node selector
+#: or required node affinity ("" for a pod with neither).
+Shape = tuple[bool, bytes, bool, bytes, int, str, frozenset[str]]
+#: Where :func:`_judged` keeps its answers from session to session, with a node table (its memo): the
+#: queues they were worked out against, and the answers by shape.
+_KEPT = "never: judged"
+#: At most this many shapes' answers are kept with a node table (then they are worked out again).
+_KEPT_SHAPES = 4096
 
 
 def never_fits(session: ExtensionPoints, job: Job) -> str | None:
@@ -90,15 +96,24 @@ def pods_never(session: ExtensionPoints, job: Job) -> str | None:
 
 
 def _judged(session: ExtensionPoints, job: Job) -> tuple[str | None, str | None]:
-    """:func:`never_fits` and :func:`pods_never` of ``job``, kept for the session by its shape."""
+    """:func:`never_fits` and :func:`pods_never` of ``job``, kept by its shape for the session and, while
+    the queues are the same, for the next sessions on the same node table (:func:`_kept_judged`)."""
     memo: dict[Shape, tuple[str | None, str | None]] | None = session.state.get(_MEMO)
     if memo is None:
-        memo = session.state[_MEMO] = {}
+        memo = session.state[_MEMO] = _kept_judged(session)
     tasks = list(job.tasks.values())
     smallest = _smallest(session, tasks)
     placements = _placements(tasks)
     by_pods = job.min_resources_map is None
-    key = (job.min_request.tobytes(), by_pods, smallest.tobytes(), job.min_member, job.queue, placements)
+    key = (
+        job.podgroup is None,
+        job.min_request.tobytes(),
+        by_pods,
+        smallest.tobytes(),
+        job.min_member,
+        job.queue,
+        placements,
+    )
     hit = memo.get(key)
     if hit is not None:
         return hit
@@ -107,6 +122,24 @@ def _judged(session: ExtensionPoints, job: Job) -> tuple[str | None, str | None]
     verdict = verdict or pods
     hit = memo[key] = (verdict, verdict if by_pods else pods)
     return hit
+
+
+def _kept_judged(session: ExtensionPoints) -> dict[Shape, tuple[str | None, str | None]]:
+    """The answers by shape that the last sessions on this node table worked out, to add to: a verdict
+    follows from the shape (the pods' requests and placements, minMember, minResources, the queue's
+    name), the queues (their capabilities and parents) and the nodes' specs (allocatable, labels, taints,
+    readiness: one node table, and its memo, per set of them) alone. Kept with the table while the
+    queues are equal to those they were worked out against (else a new, empty memo): an arriving pod
+    shaped like the last one is looked up, not worked out, each session."""
+    nodes = session.nodes
+    queues = session.queues
+    kept = nodes.memo.get(_KEPT)
+    if isinstance(kept, tuple) and len(kept[1]) <= _KEPT_SHAPES and kept[0] == queues:
+        memo: dict[Shape, tuple[str | None, str | None]] = kept[1]
+        return memo
+    memo = {}
+    nodes.memo[_KEPT] = (dict(queues), memo)
+    return memo
 
 
 def _smallest(session: ExtensionPoints, tasks: list[Task]) -> Any:

@@ -1,0 +1,103 @@
+"""What a session carries from the last one (the plugins' and the framework's state kept with the node
+table or in ``ClusterSnapshot.kept``, to be moved by what changed rather than worked out again) must
+change no decision and no float: a random walk of sessions run with everything carried must give, session
+by session, the very results (binds, evictions, refusals, events, PodGroup and Queue statuses) that the
+same walk gives with nothing carried, whatever changed between two sessions (pods arriving, bound,
+failing, finishing; nodes added, removed, resized or not ready; queues and their capabilities; PodGroups;
+the config reloaded)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.builders import queue
+from tests.unit.test_cache_snapshot import RandomPort, Walk
+from volsched.cycle import run_cycle
+from volsched.framework import never
+from volsched.framework.decisions import SessionResult
+from volsched.framework.registry import load_config
+
+MOST_REQUESTED = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: predicates}, {name: proportion},
+            {name: nodeorder, arguments: {mostrequested.weight: 2, balancedresource.weight: 0}},
+            {name: binpack}]
+"""
+
+
+def _said(result: SessionResult) -> str:
+    """Everything a session decided and said, floats written exactly (``repr``)."""
+    return repr(
+        (
+            result.binds,
+            result.evictions,
+            result.admitted,
+            sorted(result.podgroups.items()),
+            sorted(result.queues.items()),
+            sorted(result.namespaces.items()),
+            result.events,
+            sorted(result.rejections.items()),
+            result.nominated,
+            result.pipelined,
+            result.waiting,
+        )
+    )
+
+
+def _walk(seed: int, steps: int) -> list[str]:
+    """What each session of a random walk said (``Walk``: the cache fed random events; a session every
+    other step, now and then on a config reloaded)."""
+    walk = Walk(seed)
+    rng = random.Random(seed)
+    config = load_config()
+    out: list[str] = []
+    for i in range(steps):
+        walk.step()
+        if rng.random() < 0.05:  # the default queue's capability: below some pods' requests, or not
+            capability = rng.choice([None, {"cpu": "1"}, {"cpu": "8"}, {"nvidia.com/gpu": "0"}])
+            walk.put(queue("default", capability=capability))
+        if rng.random() < 0.05:  # a config reloaded (a new object, equal or not)
+            config = load_config(text=MOST_REQUESTED) if rng.random() < 0.5 else load_config()
+        if i % 2 == 0:
+            walk.now += 1
+            report = run_cycle(walk.feeder, config, RandomPort(rng), now=walk.now)
+            out.append(_said(report.result))
+    return out
+
+
+#: Each piece of carried state, and how to turn it off (the monkeypatch that makes every session work it
+#: out anew), with how to count the sessions that did take it over.
+def _carried_verdicts(monkeypatch: pytest.MonkeyPatch, taken: list[int]) -> Callable[[], None]:
+    kept = never._kept_judged
+
+    def counting(session: Any) -> Any:
+        memo = kept(session)
+        taken[0] += bool(memo)
+        return memo
+
+    monkeypatch.setattr(never, "_kept_judged", counting)
+    return lambda: monkeypatch.setattr(never, "_kept_judged", lambda session: {})
+
+
+CARRIED = {"never-fits verdicts": _carried_verdicts}
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("what", sorted(CARRIED))
+def test_sessions_with_and_without_carried_state_decide_and_say_the_same(
+    what: str, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    taken = [0]
+    turn_off = CARRIED[what](monkeypatch, taken)
+    carried = _walk(seed, 400)
+    assert taken[0] >= 20  # the walk's sessions did take the state over
+    turn_off()
+    fresh = _walk(seed, 400)
+    assert len(carried) == len(fresh)
+    for k, (a, b) in enumerate(zip(carried, fresh, strict=True)):
+        assert a == b, f"session {k} differs"
