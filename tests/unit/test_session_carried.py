@@ -73,15 +73,21 @@ def _walk(seed: int, steps: int) -> list[str]:
 #: Each piece of carried state, and how to turn it off (the monkeypatch that makes every session work it
 #: out anew), with how to count the sessions that did take it over.
 def _carried_verdicts(monkeypatch: pytest.MonkeyPatch, taken: list[int]) -> Callable[[], None]:
-    kept = never._kept_judged
+    kept = never._kept
 
     def counting(session: Any) -> Any:
-        memo = kept(session)
-        taken[0] += bool(memo)
-        return memo
+        out = kept(session)
+        taken[0] += bool(out[1] or out[2])
+        return out
 
-    monkeypatch.setattr(never, "_kept_judged", counting)
-    return lambda: monkeypatch.setattr(never, "_kept_judged", lambda session: {})
+    def fresh(session: Any) -> Any:
+        out = session.state.get(never._KEPT)
+        if out is None:
+            out = session.state[never._KEPT] = (dict(session.queues), {}, {})
+        return out
+
+    monkeypatch.setattr(never, "_kept", counting)
+    return lambda: monkeypatch.setattr(never, "_kept", fresh)
 
 
 CARRIED = {"never-fits verdicts": _carried_verdicts}

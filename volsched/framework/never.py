@@ -131,15 +131,40 @@ def _kept_judged(session: ExtensionPoints) -> dict[Shape, tuple[str | None, str 
     readiness: one node table, and its memo, per set of them) alone. Kept with the table while the
     queues are equal to those they were worked out against (else a new, empty memo): an arriving pod
     shaped like the last one is looked up, not worked out, each session."""
+    return _kept(session)[1]
+
+
+def _kept_lone(session: ExtensionPoints) -> dict[tuple[int, str, str], tuple[Vector, str | None]]:
+    """:func:`lone_never`'s answers by shape, kept as :func:`_kept_judged`'s are."""
+    return _kept(session)[2]
+
+
+_Kept = tuple[
+    dict[str, QueueSpec],
+    dict[Shape, tuple[str | None, str | None]],
+    dict[tuple[int, str, str], tuple[Vector, str | None]],
+]
+
+
+def _kept(session: ExtensionPoints) -> _Kept:
+    """What :func:`_kept_judged` and :func:`_kept_lone` take (the queues compared once a session)."""
+    out: _Kept | None = session.state.get(_KEPT)
+    if out is not None:
+        return out
     nodes = session.nodes
     queues = session.queues
     kept = nodes.memo.get(_KEPT)
-    if isinstance(kept, tuple) and len(kept[1]) <= _KEPT_SHAPES and kept[0] == queues:
-        memo: dict[Shape, tuple[str | None, str | None]] = kept[1]
-        return memo
-    memo = {}
-    nodes.memo[_KEPT] = (dict(queues), memo)
-    return memo
+    if (
+        isinstance(kept, tuple)
+        and len(kept[1]) <= _KEPT_SHAPES
+        and len(kept[2]) <= _KEPT_SHAPES
+        and kept[0] == queues
+    ):
+        out = kept
+    else:
+        out = nodes.memo[_KEPT] = (dict(queues), {}, {})
+    session.state[_KEPT] = out
+    return out
 
 
 def _smallest(session: ExtensionPoints, tasks: list[Task]) -> Any:
@@ -331,12 +356,13 @@ def _lone_verdict(session: ExtensionPoints, alloc: Any, on: _On, request: Any) -
 def lone_never(session: ExtensionPoints, job: Job) -> str | None:
     """:func:`never_fits` of a pod standing alone (``job``: its one-pod job, no PodGroup) while it is
     pending, or None (a pod placed, pipelined or claiming devices is not judged: the device check places
-    it, node capacity does not count it). Kept for the session by the pod's shape (its request, its
-    placement spec, its queue): a backlog's many such pods share a few shapes, each worked out once, over
-    all the nodes at once."""
+    it, node capacity does not count it). Kept by the pod's shape (its request, its placement spec, its
+    queue) for the session and, as :func:`_kept_judged`'s, for the next ones on the same node table: a
+    backlog's many such pods share a few shapes, each worked out once, over all the nodes at once, and an
+    arriving pod shaped like the last one is a lookup."""
     kept: _LoneMemo | None = session.state.get(_LONE)
     if kept is None:
-        kept = session.state[_LONE] = ({}, {})
+        kept = session.state[_LONE] = ({}, _kept_lone(session))
     by_job, memo = kept
     # (each such pod is asked of by enqueue, proportion, allocate and the close: answered once a session
     # by its key. A pending pod's answer holds all session: nothing in it changes the nodes' specs, and

@@ -157,14 +157,14 @@ def _pending_requests(
     for job in waiting:  # (Volcano's job flow: the pods come once the group is admitted)
         request[row[job.queue]] += job.min_request
     unit = np.zeros((n, r))
+    asking: list[int] = []  # (no task pending: no unit, nothing asked)
     if tasks:
         add = _add_few_pending if len(tasks) <= _FEW else _add_pending
         add(request, unit, rows, tasks, total=session.total, mask=space.share_mask)
+        asking = np.flatnonzero((unit > EPS).any(axis=1)).tolist()
     # A queue whose smallest pending pod fits on no node right now cannot use more this session: what it
     # is owed beyond what it holds goes into the remainder for queues whose pods do fit (fragments).
     nodes = session.nodes
-    asks: list[bool] = np.any(unit > EPS, axis=1).tolist()
-    asking = [i for i, a in enumerate(asks) if a]
     if asking and len(nodes):
         idle = nodes.idle[nodes.ready]
         for i in asking:
