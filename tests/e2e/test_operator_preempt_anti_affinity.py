@@ -129,6 +129,15 @@ def test_without_the_pdb_plugin_the_eviction_api_refuses_what_a_budget_protects(
     wait_for(
         lambda: "blocked by a PodDisruptionBudget" in op.log(), 30, what="the refusal logged", operator=op
     )
+    # Told again that it was not evicted, and why it had been chosen (each later session may try again).
+    cond = wait_for(
+        lambda: (c := _condition(k, ns, "web-1")) is not None and c.status == "False" and c,
+        30,
+        what="web-1 told it was not evicted",
+        operator=op,
+    )
+    assert cond.reason == "NotEvicted"
+    assert cond.message.startswith("not evicted (") and f"keeps it out by {TERM}" in cond.message
     start = op.cycles()
     wait_for(lambda: op.cycles() >= start + 3, 30, what="more cycles", operator=op)
     assert leaving(k, ns) == []

@@ -2,7 +2,9 @@
 its name refuses them (the uid is immutable), so neither a nominated node, nor its clearing, nor a
 victim's DisruptionTarget condition lands on a pod it was not decided for (and that pod is not evicted).
 ``status.nominatedNodeName`` is set and cleared on the pod it was meant for, and the apiserver clears it
-as it binds the pod (ClearingNominatedNodeNameAfterBinding, on by default since 1.35)."""
+as it binds the pod (ClearingNominatedNodeNameAfterBinding, on by default since 1.35). A victim whose
+eviction a disruption budget refused keeps running, and neither its condition nor an event says
+otherwise."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import pytest
 from kubernetes import client
 
 from tests.e2e.operator_fixtures import Kube, pod
-from volsched.cycle import CONFLICT
+from volsched.cycle import BLOCKED, CONFLICT
 from volsched.framework.decisions import Evict, EvictionReason, SessionResult
 from volsched.kube.writer import KubeWriter, WriterSettings
 from volsched.model.raw import Raw
@@ -98,3 +100,34 @@ def test_a_victim_made_again_under_its_name_is_not_marked_nor_evicted(mk: Kube, 
     again = mk.core.read_namespaced_pod("c", ns)
     assert again.metadata.deletion_timestamp is None
     assert not [c for c in again.status.conditions or [] if c.type == "DisruptionTarget"]
+
+
+def test_a_victim_whose_eviction_a_budget_refused_is_not_left_marked_nor_said_preempted(
+    mk: Kube, writer: KubeWriter
+) -> None:
+    ns, raw = _fresh(mk, lingering=True)
+    binding = client.V1Binding(
+        metadata=client.V1ObjectMeta(name="c"), target=client.V1ObjectReference(kind="Node", name="n1")
+    )
+    mk.core.create_namespaced_binding(ns, binding, _preload_content=False)
+    mk.core.patch_namespaced_pod_status(
+        "c", ns, {"status": {"phase": "Running"}}
+    )  # (a pending one has no budget)
+    budget = client.V1PodDisruptionBudget(
+        metadata=client.V1ObjectMeta(name="keep"),
+        spec=client.V1PodDisruptionBudgetSpec(max_unavailable=0, selector=client.V1LabelSelector()),
+    )
+    client.PolicyV1Api(mk.api).create_namespaced_pod_disruption_budget(ns, budget)
+    eviction = Evict(
+        pod=f"{ns}/c", uid=raw["metadata"]["uid"], node="n1", reason=EvictionReason(action="preempt")
+    )
+    outcome = writer.evict(eviction, raw)
+    assert outcome.result == BLOCKED, outcome.detail
+    still = mk.core.read_namespaced_pod("c", ns)
+    assert still.metadata.deletion_timestamp is None
+    [target] = [c for c in still.status.conditions or [] if c.type == "DisruptionTarget"]
+    assert (target.status, target.reason) == ("False", "NotEvicted")
+    assert target.message.startswith("not evicted (Cannot evict pod as it would violate"), target.message
+    assert f"preempt: {ns}/c " in target.message  # what it was told before
+    events = mk.core.list_namespaced_event(ns).items
+    assert [e.reason for e in events if e.involved_object.name == "c"] == []

@@ -95,3 +95,48 @@ def test_each_answer_to_an_eviction_or_a_delete_comes_to_its_outcome(
         outcome = writer.evict(eviction, prune_pod(POD))
         assert (outcome.result, outcome.detail) == expected
         assert sent == [request]
+
+
+#: Terminates for a while once evicted: told by its DisruptionTarget condition first.
+LINGERING = {
+    "metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
+    "spec": {"schedulerName": SCHEDULER_NAME, "terminationGracePeriodSeconds": 30},
+}
+STATUS, EVICTION, EVENTS = (
+    "/api/v1/namespaces/ns/pods/p/status",
+    "/api/v1/namespaces/ns/pods/p/eviction",
+    "/api/v1/namespaces/ns/events",
+)
+
+
+@pytest.mark.parametrize(
+    ("raised", "result", "after"),
+    [
+        (None, EVICTED, [("PATCH", STATUS, "True"), ("POST", EVENTS, None)]),
+        (_api(429), BLOCKED, [("PATCH", STATUS, "False")]),
+        (_api(500), FAILED, [("PATCH", STATUS, "False")]),
+        (_api(404), GONE, []),
+        (_api(409), CONFLICT, []),
+    ],
+    ids=["evicted", "refused by a budget", "failed", "gone", "another pod by that name"],
+)
+def test_a_pod_told_it_is_a_disruption_target_is_told_otherwise_when_its_eviction_did_not_happen(
+    writer: KubeWriter, monkeypatch: pytest.MonkeyPatch, raised: Exception | None, result: str, after: Any
+) -> None:
+    """Its condition is written first (DisruptionTarget=True, as kube-scheduler writes it before its
+    delete); the event that it was preempted only once it was (as kube-scheduler records it after the
+    delete). Refused by a budget, or failed, the pod keeps running: its condition is set back to False,
+    saying why, and no event says it was preempted."""
+    sent: list[tuple[str, str, str | None]] = []
+
+    def send(method: str, path: str, body: Any, **_: Any) -> bytes:
+        conditions = (body.get("status") or {}).get("conditions") or [{}]
+        sent.append((method, path, conditions[0].get("status")))
+        if path == EVICTION and raised is not None:
+            raise raised
+        return b"{}"
+
+    monkeypatch.setattr(writer, "_send", send)
+    outcome = writer.evict(EVICT, prune_pod(LINGERING))
+    assert outcome.result == result
+    assert sent == [("PATCH", STATUS, "True"), ("POST", EVICTION, None), *after]

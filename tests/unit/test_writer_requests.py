@@ -49,15 +49,16 @@ def test_an_evicted_pod_gets_its_condition_only_if_it_lingers(
 ) -> None:
     """Told before and again after the eviction (which writes its own condition) while it terminates; a
     pod deleted at once only gets the event: a condition written before is replaced by the eviction's
-    before anyone reads it (kube-scheduler's Preemption asks a status write per victim). Its event
-    goes with the next status writes, so the session that preempts waits for one request per victim."""
+    before anyone reads it (kube-scheduler's Preemption asks a status write per victim), and its event
+    goes with the next status writes, so the session that preempts waits for one request per victim.
+    The event comes after the eviction went through, as kube-scheduler records it after its delete."""
     server.script["/eviction"] = [OK]
     assert writer.evict(EVICTION, prune_pod(pod)).result == EVICTED  # as the cache holds it
     writer.write_status(SessionResult(), queues=[], podgroups=[], pods={})
     methods = [(r.method, r.path.rsplit("/", 1)[-1]) for r in server.received]
-    said = [("POST", "events"), ("POST", "eviction")]
     told_after = [("POST", "eviction"), ("POST", "events")]
-    assert methods == ([("PATCH", "status"), *said, ("PATCH", "status")] if lingers else told_after)
+    lingering = [("PATCH", "status"), ("POST", "eviction"), ("PATCH", "status"), ("POST", "events")]
+    assert methods == (lingering if lingers else told_after)
 
 
 def test_a_pod_gone_at_once_whose_eviction_is_refused_gets_no_event(
@@ -82,13 +83,14 @@ PAST = Evict(
 def test_a_victim_past_its_budget_is_told_then_deleted_never_evicted(
     server: ScriptedServer, writer: KubeWriter, lingers: bool
 ) -> None:
-    """Its condition and event first (naming the budget), then a DELETE of that pod only (its uid a
-    precondition): the Eviction API would refuse it. The delete keeps the condition: not written again."""
+    """Its condition first (naming the budget), then a DELETE of that pod only (its uid a precondition):
+    the Eviction API would refuse it; then its event. The delete keeps the condition: not written
+    again."""
     outcome = writer.evict(PAST, prune_pod(_pod(30 if lingers else 0)))
     assert (outcome.result, outcome.detail) == (EVICTED, DELETED)
     writer.write_status(SessionResult(), queues=[], podgroups=[], pods={})
     methods = [(r.method, r.path.rsplit("/", 1)[-1]) for r in server.received]
-    told = [("PATCH", "status"), ("POST", "events"), ("DELETE", "p")]
+    told = [("PATCH", "status"), ("DELETE", "p"), ("POST", "events")]
     assert methods == (told if lingers else [("DELETE", "p"), ("POST", "events")])
     [delete] = [r for r in server.received if r.method == "DELETE"]
     assert delete.path == "/api/v1/namespaces/ns/pods/p"

@@ -2,7 +2,7 @@
 
 PodGroup ``status`` (phase, counts, a ``Scheduled`` condition, ``MinMemberProtected``), Queue
 ``status`` (state, deserved, allocated as quantities, podgroup counts by phase), the pod conditions ``PodScheduled=False`` and
-``DisruptionTarget=True``, and events about any object. Times are passed in, so the same input renders the same output; callers
+``DisruptionTarget`` (True, and False again when the eviction did not happen), and events about any object. Times are passed in, so the same input renders the same output; callers
 compare renderings without times to decide whether anything needs writing.
 """
 
@@ -238,6 +238,25 @@ def disruption_target_condition(action: str, message: str, now: str) -> dict[str
                     "status": "True",
                     "reason": DISRUPTION_REASONS.get(action, "EvictionByScheduler"),
                     "message": message,
+                    "lastTransitionTime": now,
+                }
+            ]
+        }
+    }
+
+
+def disruption_target_withdrawn(message: str, why: str, now: str) -> dict[str, Any]:
+    """A strategic-merge patch body for the pod's ``status``: ``DisruptionTarget=False``, the eviction
+    the True one told of (its ``message``) not having happened (``why``: the apiserver's answer). The pod
+    keeps running."""
+    return {
+        "status": {
+            "conditions": [
+                {
+                    "type": "DisruptionTarget",
+                    "status": "False",
+                    "reason": "NotEvicted",
+                    "message": f"not evicted ({why}): {message}" if why else f"not evicted: {message}",
                     "lastTransitionTime": now,
                 }
             ]

@@ -674,21 +674,24 @@ class KubeWriter:
 
     def evict(self, eviction: Evict, pod: Raw | None) -> EvictOutcome:
         """Tell the pod why, then evict it: the ``DisruptionTarget`` condition (as kube-scheduler does
-        before preempting) and a ``Preempted``/``Evicted`` event naming the action, the beneficiary and
-        the numbers, then the Eviction API (which enforces PodDisruptionBudgets). The Eviction API
-        replaces the condition with its own (``EvictionByEvictionAPI``), so it is written once more
-        after a successful eviction while the pod terminates. A pod that cannot be told is not evicted
-        (the next session tries again). A pod the eviction deletes at once (a zero grace period and no
-        finalizer) gets neither condition: the eviction's own replaces the first before anyone could
-        read it and the pod is gone before the second (only refused). It is evicted first, and its
-        event, unless the eviction was refused, is written with the next status writes (after the
-        binds handed over before them, as kube-scheduler records it after its delete): the session
-        that preempts waits for its evictions alone, one request each, not two.
+        before preempting) naming the action, the beneficiary and the numbers, then the Eviction API
+        (which enforces PodDisruptionBudgets); a ``Preempted``/``Evicted`` event says the same once the
+        pod was evicted (as kube-scheduler records its event once its delete went through). The Eviction
+        API replaces the condition with its own
+        (``EvictionByEvictionAPI``), so it is written once more after a successful eviction while the pod
+        terminates. A pod that cannot be told is not evicted (the next session tries again). An eviction
+        refused (a budget) or failed leaves the pod running: its condition is set back to False saying
+        why (what the disruption controller does to a stale one, minutes later), and no event tells of
+        an eviction that did not happen. A pod the eviction deletes at once (a zero grace period and no
+        finalizer) gets no condition: the eviction's own replaces the first before anyone could read it
+        and the pod is gone before the second (only refused). It is evicted first, and its event, unless
+        the eviction was refused, is written with the next status writes (after the binds handed over
+        before them): the session that preempts waits for its evictions alone, one request each.
 
         A victim taken past its disruption budget (``eviction.deletes``: reclaim's and preempt's last
         resort) is deleted instead, as kube-scheduler's preemption deletes its victims: the Eviction API
-        would refuse it. Told the same way first (its condition and event name the budget gone past),
-        then deleted, only the pod decided for (its uid a precondition); the delete keeps the condition,
+        would refuse it. Told the same way (its condition and event name the budget gone past), deleted
+        after its condition, only the pod decided for (its uid a precondition); the delete keeps the condition,
         so it is not written again. Its outcome says it was deleted (``DELETED``)."""
         if not self._ours(pod):
             return EvictOutcome(eviction, SKIPPED, "not scheduled by volsched")
@@ -710,17 +713,22 @@ class KubeWriter:
         told = self._disruption_target(eviction, ns, name, condition)
         if told is not None:
             return told
-        _, event_error = self.post_object_event(
-            target, reason=eviction_event_reason(eviction), message=message, type_="Normal", now=now
-        )
         if eviction.deletes:
             outcome = self._delete(eviction, ns, name)
         else:
             outcome = self._evict(eviction, ns, name)
             if outcome.result == EVICTED:
                 self._disruption_target(eviction, ns, name, condition)
-        if event_error:
-            outcome.detail = f"{outcome.detail}; {event_error}" if outcome.detail else event_error
+        if outcome.result in (BLOCKED, FAILED):  # the pod stays: no longer a disruption target
+            why = redact(outcome.detail)
+            withdrawn = render.disruption_target_withdrawn(message, why, render.now_rfc3339())
+            self._disruption_target(eviction, ns, name, _for_uid(withdrawn, uid))
+        elif outcome.result in (EVICTED, UNKNOWN):  # told once evicted (or perhaps: no answer)
+            _, event_error = self.post_object_event(
+                target, reason=eviction_event_reason(eviction), message=message, type_="Normal", now=now
+            )
+            if event_error:
+                outcome.detail = f"{outcome.detail}; {event_error}" if outcome.detail else event_error
         return outcome
 
     def _disruption_target(
