@@ -49,13 +49,14 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from bind_throughput import ROOT, Result, _commit, build_loadgen, kill_all, run_one  # noqa: E402
+from bind_throughput import ROOT, Result, _commit, build_loadgen, exit_on_sigterm, kill_all, run_one  # noqa: E402
 from bindstats import percentile  # noqa: E402
 from machine import describe  # noqa: E402
 
@@ -171,6 +172,24 @@ def volsched_figures(
     return stages, sessions
 
 
+def source_labels(sources: list[Path], commit: Callable[[Path], str] = _commit) -> dict[Path, str]:
+    """Each ``--source`` checkout's label, which also names its runs' directories: ``volsched`` alone,
+    else ``volsched@<commit>``, with the directory's name after it where two share a commit (two copies
+    that are not git checkouts are both an "unknown commit"), and a number after that where they still
+    share one: two sources never share a label, nor a run's directory."""
+    if len(sources) == 1:
+        return {sources[0]: "volsched"}
+    commits = {src: f"volsched@{commit(src)}" for src in sources}
+    shared = {c for c in commits.values() if list(commits.values()).count(c) > 1}
+    labels = {src: f"{c}:{src.name}" if c in shared else c for src, c in commits.items()}
+    seen: dict[str, int] = {}
+    for src in sources:
+        n = seen[labels[src]] = seen.get(labels[src], 0) + 1
+        if n > 1:
+            labels[src] = f"{labels[src]}#{n}"
+    return labels
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rates", default="5,20,50", help="pods created per second, comma-separated")
@@ -260,8 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     ns.loadgen = build_loadgen()
     ns.creator = "go" if ns.loadgen else "python"
     print("machine:", describe())
-    sources = [s.resolve() for s in args.source or [ROOT]]
-    names = {src: "volsched" if len(sources) == 1 else f"volsched@{_commit(src)}" for src in sources}
+    exit_on_sigterm()
+    sources = list(dict.fromkeys(s.resolve() for s in args.source or [ROOT]))
+    names = source_labels(sources)
     for src in sources:
         print(f"{names[src]} from {src} at {_commit(src)}")
     print(

@@ -550,6 +550,19 @@ def kill_tree(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
         _CHILDREN.remove(proc)
 
 
+def exit_on_sigterm() -> None:
+    """A SIGTERM ends the bench as an exception would (SystemExit, status 128 + 15, raised in the main
+    thread): every ``finally`` and context on the way out runs, so the children are killed (``kill_all``)
+    and the round's control plane stopped; by default it ended the process where it stood. A SIGTERM
+    while that cleanup runs is ignored (SIGKILL still ends it)."""
+
+    def on_signal(signum: int, _frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_signal)
+
+
 def kill_all() -> None:
     for proc in list(_CHILDREN):
         kill_tree(proc, grace=3.0)
@@ -1058,11 +1071,7 @@ def main(argv: list[str] | None = None) -> int:
         if bad:
             p.error(f"{what}: unknown {', '.join(bad)} (known: {', '.join(known)})")
     order = [s for s in SCHEDULERS if s in only]
-
-    def on_signal(signum: int, _frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, on_signal)
+    exit_on_sigterm()
     print("machine:", describe())
     print(
         f"volsched from {args.source} at {_commit(args.source)}"
