@@ -166,6 +166,7 @@ def test_a_snapshot_copies_the_csinode_table_only_once_it_changed() -> None:
         ({"gcePersistentDisk": {"pdName": "disk-1"}}, ("pd.csi.storage.gke.io", "disk-1")),
         ({"azureDisk": {"diskName": "d", "diskURI": "/subs/x/d"}}, ("disk.csi.azure.com", "/subs/x/d")),
         ({"cinder": {"volumeID": "c-1"}}, ("cinder.csi.openstack.org", "c-1")),
+        ({"portworxVolume": {"volumeID": "px-1"}}, ("pxd.portworx.com", "px-1")),
         ({"nfs": {"server": "s", "path": "/"}}, None),
     ],
 )
@@ -187,6 +188,18 @@ def test_a_claim_of_an_in_tree_provisioners_class_counts_as_its_csi_drivers() ->
         classes={"gp2": decode_class(storage_class("gp2", provisioner="kubernetes.io/aws-ebs"))},
     )
     assert c.attachments("default", ["gp2"]) == (("ebs.csi.aws.com", "claim default/gp2"),)
+
+
+def test_portworx_counts_as_its_csi_drivers_as_in_kube_scheduler_1_37() -> None:
+    """Portworx's migration to CSI is on for good since Kubernetes 1.33 (no CSINode annotation asked):
+    its PersistentVolumes and its provisioner's claims count as ``pxd.portworx.com``'s."""
+    c = AttachCatalog(
+        limits={},
+        claims={c.key: c for c in map(volume_claim, [pvc("px", storage_class="px")])},
+        volumes={},
+        classes={"px": decode_class(storage_class("px", provisioner="kubernetes.io/portworx-volume"))},
+    )
+    assert c.attachments("default", ["px"]) == (("pxd.portworx.com", "claim default/px"),)
 
 
 def test_a_volume_attached_without_a_pod_counts_until_it_is_detached() -> None:

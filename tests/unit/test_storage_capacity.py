@@ -140,6 +140,25 @@ def test_no_capacity_check_without_the_drivers_say_so_or_a_request_or_for_a_volu
     ]
 
 
+def test_a_claim_asking_explicitly_for_nothing_still_needs_a_capacity_for_its_node() -> None:
+    """As kube-scheduler checks it: a claim with no storage request is not checked, but one asking ``0``
+    is, and any capacity of its class with a size (even 0) for the node holds it; none: it waits."""
+    zero = pvc("data", "0", cls="dyn")
+    assert state([zero], []).fits("default", ["data"], ALL).tolist() == [False, False, False]
+    caps = [capacity("a", capacity="0", topology=zone("a")), capacity("b", topology=zone("b"))]
+    assert state([zero], caps).fits("default", ["data"], ALL).tolist() == [True, True, False]
+    assert state([zero], caps).explain("default", ["data"], ALL[2:]) == [
+        (
+            "node(s) did not have enough free storage (data asks 0 of class dyn, the most any can make"
+            " there none)",
+            1,
+        )
+    ]
+    no_size = pvc("data", cls="dyn")
+    del no_size["spec"]["resources"]["requests"]
+    assert state([no_size], []).fits("default", ["data"], ALL).all()
+
+
 def test_two_claims_each_need_their_own_room_and_the_reason_names_the_short_one() -> None:
     caps = [
         capacity("a", capacity="8Gi", topology=zone("a")),

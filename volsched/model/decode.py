@@ -1830,6 +1830,7 @@ def volume_claim(obj: Raw) -> VolumeClaim:
         request=0.0
         if storage is None
         else parse_amount(storage, where=f"{where}: spec.resources.requests.storage"),
+        sized=storage is not None,
         access_modes=_access_modes(spec.get("accessModes"), f"{where}: spec"),
         volume_mode=mode if isinstance(mode, str) and mode else "Filesystem",
         selector=parse_selector(spec["selector"], where=f"{where}: spec.selector")

@@ -53,15 +53,17 @@ BoolArray = npt.NDArray[np.bool_]
 IndexArray = npt.NDArray[np.intp]
 
 
-#: The in-tree volume plugins whose volumes kube-scheduler's NodeVolumeLimits counts as those of the CSI
-#: driver they are migrated to (their migration is on for good on every node with a CSINode, where a limit
-#: can be): PersistentVolume source -> (the plugin's name, the driver's, the field naming the volume).
-#: Portworx's is left out (it counts only where the CSINode's migrated-plugins annotation names it).
+#: The in-tree volume plugins whose volumes kube-scheduler 1.37's NodeVolumeLimits counts as those of the
+#: CSI driver they are migrated to (the five whose migration is on for good, Portworx's since 1.33, on
+#: every node with a CSINode, where a limit can be; Azure File's, vSphere's and RBD's are not counted):
+#: volume source (of a PersistentVolume or inline in a pod) -> (the plugin's name, the driver's, the field
+#: naming the volume).
 IN_TREE_MIGRATED = {
     "awsElasticBlockStore": ("kubernetes.io/aws-ebs", "ebs.csi.aws.com", "volumeID"),
     "gcePersistentDisk": ("kubernetes.io/gce-pd", "pd.csi.storage.gke.io", "pdName"),
     "azureDisk": ("kubernetes.io/azure-disk", "disk.csi.azure.com", "diskURI"),
     "cinder": ("kubernetes.io/cinder", "cinder.csi.openstack.org", "volumeID"),
+    "portworxVolume": ("kubernetes.io/portworx-volume", "pxd.portworx.com", "volumeID"),
 }
 #: A StorageClass provisioner of those plugins -> the CSI driver its volumes count as.
 MIGRATED_PROVISIONERS = {plugin: driver for plugin, driver, _ in IN_TREE_MIGRATED.values()}
@@ -107,6 +109,9 @@ class VolumeClaim:
     #: ``spec.volumeName`` ("" while unbound).
     volume: str = ""
     request: float = 0.0
+    #: ``spec.resources.requests.storage`` is set (0 or more): only then is storage capacity checked, as
+    #: kube-scheduler checks it (a claim asking 0 still needs a capacity of its class for the node).
+    sized: bool = False
     access_modes: frozenset[str] = frozenset()
     volume_mode: str = "Filesystem"
     selector: LabelSelector | None = None
@@ -306,7 +311,7 @@ class VolumeState:
 
     def _tracked(self, claim: VolumeClaim) -> bool:
         """Whether the claim asks for storage of a class whose driver tracks its capacity."""
-        if claim.request <= 0 or not self.catalog.tracked:
+        if not claim.sized or not self.catalog.tracked:
             return False
         cls = self.catalog.classes.get(claim.storage_class)
         return cls is not None and cls.provisioner in self.catalog.tracked
