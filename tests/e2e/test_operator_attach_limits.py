@@ -2,7 +2,7 @@
 caps the volumes of one driver pods there may mount, as kube-scheduler's NodeVolumeLimits reads it; the
 pod past it waits, told why in numbers, and goes once the CSINode is gone (watched). A higher-priority
 pod kept out only by the limit preempts the pod whose volume holds the attachment, as kube-scheduler's
-preemption does, and nothing else."""
+preemption does, and nothing else. A pod's inline in-tree volumes count as their CSI driver's."""
 
 from __future__ import annotations
 
@@ -188,6 +188,49 @@ def test_a_volume_attached_without_a_pod_holds_its_attachment_until_it_is_detach
         "0/1 nodes fit: 1 node(s) exceed max volume count of csi.example.com (needs 1, most free 0)"
     )
     storage.delete_volume_attachment("csi-a")
+    wait_for(lambda: k.bound(ns).get(f"{ns}/second") == "n1", 30, what="second bound", operator=op)
+
+
+def test_a_pods_inline_in_tree_volumes_count_as_their_csi_drivers(k: Kube, start_operator: Start) -> None:
+    """A pod's inline volume of an in-tree plugin migrated to CSI (``spec.volumes[].awsElasticBlockStore``)
+    counts as its CSI driver's, as kube-scheduler counts it: through the listing at start and through
+    the watch (both prune the pod); a pod mounting the same volume adds nothing, one mounting another
+    waits, told why, and goes once the CSINode is gone."""
+    ebs = "ebs.csi.aws.com"
+    k.nodes(node("n1", cpu="8"))
+    storage = client.StorageV1Api(k.api)
+    storage.create_csi_node(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSINode",
+            "metadata": {"name": "n1"},
+            "spec": {"drivers": [{"name": ebs, "nodeID": "n1", "allocatable": {"count": 1}}]},
+        }
+    )
+    ns = k.namespace("inline")
+
+    def on_ebs(name: str, volume: str) -> dict[str, Any]:
+        p = pod(name, "100m")
+        p["spec"]["volumes"] = [
+            {"name": "data", "awsElasticBlockStore": {"volumeID": volume, "fsType": "ext4"}}
+        ]
+        return p
+
+    k.pods(ns, on_ebs("first", "aws://eu-west-1a/vol-1"))  # listed at start
+    op = start_operator()
+    wait_for(lambda: k.bound(ns) == {f"{ns}/first": "n1"}, 60, what="first bound", operator=op)
+    k.pods(ns, on_ebs("second", "vol-2"), on_ebs("same", "vol-1"))  # watched
+
+    def why() -> str | None:
+        events = [e for e in k.core.list_namespaced_event(ns).items if e.involved_object.name == "second"]
+        return events[0].message if events else None
+
+    assert wait_for(why, 30, what="a FailedScheduling event for the second", operator=op) == (
+        f"0/1 nodes fit: 1 node(s) exceed max volume count of {ebs} (needs 1, most free 0)"
+    )
+    wait_for(lambda: k.bound(ns).get(f"{ns}/same") == "n1", 30, what="same bound", operator=op)
+    assert f"{ns}/second" not in k.bound(ns)
+    storage.delete_csi_node("n1")
     wait_for(lambda: k.bound(ns).get(f"{ns}/second") == "n1", 30, what="second bound", operator=op)
 
 

@@ -135,6 +135,44 @@ def test_volumes_of_an_in_tree_plugin_migrated_to_csi_count_as_its_drivers() -> 
     )
 
 
+def inline(p: dict[str, Any], source: str, volume: dict[str, Any]) -> dict[str, Any]:
+    """``p`` with an inline volume of an in-tree plugin (``spec.volumes[].<source>``)."""
+    p["spec"].setdefault("volumes", []).append({"name": f"v-{source}", source: volume})
+    return p
+
+
+def test_a_pods_inline_in_tree_volumes_count_as_their_csi_drivers() -> None:
+    """kube-scheduler counts a pod's inline volume of a migrated plugin (``spec.volumes[].
+    awsElasticBlockStore``, ``portworxVolume``...) as its CSI driver's, as it counts a PersistentVolume's:
+    once per node, however many pods there mount it, and with the claims' volumes of that driver."""
+    ebs = [pv("ebs0"), pvc("e0", volume="ebs0")]
+    del ebs[0]["spec"]["local"]
+    ebs[0]["spec"]["awsElasticBlockStore"] = {"volumeID": "vol-0"}
+    data = run(
+        [
+            node("n1", cpu="16"),
+            csi_node("n1", ebs_csi_aws_com=3, pxd_portworx_com=1),
+            *ebs,
+            pod("claim", claims=["e0"]),
+            inline(pod("a"), "awsElasticBlockStore", {"volumeID": "aws://eu-west-1a/vol-1"}),
+            inline(pod("same"), "awsElasticBlockStore", {"volumeID": "vol-1"}),  # one volume: once
+            inline(pod("b"), "awsElasticBlockStore", {"volumeID": "vol-2"}),
+            inline(pod("c", created="2026-01-02T00:00:00Z"), "awsElasticBlockStore", {"volumeID": "vol-3"}),
+            inline(pod("px"), "portworxVolume", {"volumeID": "px-1"}),
+            inline(pod("px2", created="2026-01-02T00:00:00Z"), "portworxVolume", {"volumeID": "px-2"}),
+        ]
+    )
+    assert where(data) == {
+        "claim": "n1", "a": "n1", "same": "n1", "b": "n1", "c": None, "px": "n1", "px2": None,
+    }  # fmt: skip
+    assert reason(data, "default/c") == (
+        "0/1 nodes fit: 1 node(s) exceed max volume count of ebs.csi.aws.com (needs 1, most free 0)"
+    )
+    assert reason(data, "default/px2") == (
+        "0/1 nodes fit: 1 node(s) exceed max volume count of pxd.portworx.com (needs 1, most free 0)"
+    )
+
+
 def test_a_volume_attached_without_a_pod_counts_until_it_is_detached() -> None:
     """A VolumeAttachment whose pod is gone (the detach not done) holds its attachment: a pod mounting
     that volume goes there, one mounting another waits."""

@@ -10,7 +10,7 @@ import pytest
 from tests.builders import csi_node, node, pv, pvc, storage_class
 from volsched.cache.state import ClusterState
 from volsched.model.attach import AttachCatalog, AttachState
-from volsched.model.decode import csi_node_limits, persistent_volume, volume_claim
+from volsched.model.decode import build_task, csi_node_limits, persistent_volume, volume_claim
 from volsched.model.decode import storage_class as decode_class
 from volsched.model.errors import InputError
 from volsched.model.vocabulary import Task, TaskStatus
@@ -226,3 +226,42 @@ def test_a_volume_attached_without_a_pod_counts_until_it_is_detached() -> None:
     assert state.explain(new, np.arange(2)) == [
         ("node(s) exceed max volume count of d (needs 1, most free 0)", 1)
     ]
+
+
+def test_a_pods_inline_in_tree_volumes_are_read_and_counted_with_its_claims() -> None:
+    """``build_task`` reads a pod's inline volumes of migrated in-tree plugins as their CSI driver's (each
+    once; an inline CSI or NFS volume is none); they count with its claims' volumes, once per node, and
+    the pod holding one is what preempt and reclaim may take to free its attachment."""
+    spec = {
+        "containers": [{"name": "c", "image": "i"}],
+        "volumes": [
+            {"name": "a", "awsElasticBlockStore": {"volumeID": "aws://eu-west-1a/vol-1"}},
+            {"name": "b", "awsElasticBlockStore": {"volumeID": "vol-1"}},
+            {"name": "c", "cinder": {"volumeID": "c-1"}},
+            {"name": "d", "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-9"}},
+            {"name": "e", "nfs": {"server": "s", "path": "/"}},
+            {"name": "f", "persistentVolumeClaim": {"claimName": "a"}},
+        ],
+    }
+    built = build_task(
+        {"metadata": {"name": "p", "namespace": "default", "uid": "p"}, "spec": spec}, priority_classes={}
+    )
+    assert built.inline_volumes == (("ebs.csi.aws.com", "vol-1"), ("cinder.csi.openstack.org", "c-1"))
+    assert built.claims == ("a",)
+
+    def inline(name: str, *volumes: str, node: str | None = None) -> Task:
+        t = task(name, node=node)
+        t.inline_volumes = tuple(("d", v) for v in volumes)
+        return t
+
+    on_n1 = {"x": inline("x", "handle-va", node="n1"), "y": inline("y", "own", node="n1")}
+    state = AttachState(catalog({"n1": {"d": 2}}), index={"n1": 0}, tasks=lambda: [on_n1])
+    assert state.of(built) == (("d", "handle-va"),)  # (its inline volumes' drivers have no limit here)
+    assert state.check(task("p", "a")).tolist() == [True]  # va: x mounts it inline already
+    assert state.check(task("p", "b")).tolist() == [False]
+    assert state.check(inline("p", "own")).tolist() == [True]
+    assert state.holders(task("p", "b")) == {
+        "default/x": "an attachment of d",
+        "default/y": "an attachment of d",
+    }
+    assert state.holders(inline("p", "own", "new")) == {"default/x": "an attachment of d"}

@@ -240,6 +240,27 @@ def test_a_pruned_node_reads_as_the_whole_node() -> None:
     assert build_node(prune_node(whole)).ready is False
 
 
+def test_a_pods_inline_volumes_of_in_tree_plugins_migrated_to_csi_are_kept_by_their_id() -> None:
+    """Attach limits count them (as kube-scheduler counts them, as their CSI driver's): the listing keeps
+    each with the field naming its volume, and nothing else of it."""
+    whole = full_pod()
+    whole["spec"]["volumes"] += [
+        {"name": "ebs", "awsElasticBlockStore": {"volumeID": "aws://eu-west-1a/vol-1", "fsType": "ext4"}},
+        {"name": "pd", "gcePersistentDisk": {"pdName": "disk-1", "partition": 1, "readOnly": True}},
+        {"name": "az", "azureDisk": {"diskName": "d", "diskURI": "/subs/x/d", "cachingMode": "None"}},
+        {"name": "os", "cinder": {"volumeID": "c-1", "secretRef": {"name": "s"}}},
+        {"name": "px", "portworxVolume": {"volumeID": "px-1", "fsType": "ext4"}},
+        {"name": "nfs", "nfs": {"server": "s", "path": "/"}},
+    ]
+    assert prune_pod(whole)["spec"]["volumes"][2:] == [
+        {"name": "ebs", "awsElasticBlockStore": {"volumeID": "aws://eu-west-1a/vol-1"}},
+        {"name": "pd", "gcePersistentDisk": {"pdName": "disk-1"}},
+        {"name": "az", "azureDisk": {"diskURI": "/subs/x/d"}},
+        {"name": "os", "cinder": {"volumeID": "c-1"}},
+        {"name": "px", "portworxVolume": {"volumeID": "px-1"}},
+    ]
+
+
 def test_what_the_scheduler_never_reads_is_gone_and_the_original_is_untouched() -> None:
     whole = full_pod()
     before = copy.deepcopy(whole)

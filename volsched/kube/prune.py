@@ -10,8 +10,9 @@ operator's resident set. Pruned here, as objects arrive from the API:
   finalizers (with the grace period: whether an eviction deletes the pod at once, for the writer);
 * a pod's spec: what placement, requests (its pod-level ``resources`` too), priority and ports are
   read from (:func:`volsched.model.decode.build_task`), its containers reduced to name, image,
-  resources, ports and restartPolicy, its volumes to the PersistentVolumeClaims and the node-local
-  ones (``emptyDir``, ``hostPath``: which, not what they hold);
+  resources, ports and restartPolicy, its volumes to the PersistentVolumeClaims, the node-local
+  ones (``emptyDir``, ``hostPath``: which, not what they hold) and the inline ones of in-tree plugins
+  migrated to CSI (``awsElasticBlockStore``...: the field naming the volume, which attach limits count);
 * a pod's status: phase, reason, startTime, and per container (ephemeral ones too) its restartCount,
   the reason it waits or terminated and its exit code (:func:`volsched.model.decode.pod_runtime`), and
   when it terminated (what the cache learns run times from); while it is resized in place, what the
@@ -47,6 +48,7 @@ from typing import Any, TypedDict
 
 import msgspec
 
+from volsched.model.migration import IN_TREE_MIGRATED
 from volsched.model.raw import FrozenMap, RawDict, freeze, over
 
 #: What a mapping is: a dict first (what JSON decodes to: a cheap check), then any Mapping (the ABC's
@@ -148,9 +150,12 @@ _WAITING = ("reason", "exitCode")
 _TERMINATED = ("reason", "exitCode", "finishedAt")
 
 
+#: The inline volumes of in-tree plugins migrated to CSI (attach limits count them as their driver's), each
+#: kept with the field naming its volume alone.
+_IN_TREE = {source: field_name for source, (_, _, field_name) in IN_TREE_MIGRATED.items()}
 #: The volumes kept: claims (placement reads them; a generic ephemeral volume's claim is named after the
-#: pod and the volume), node-local storage (rescheduling's evictor does).
-_KEPT_VOLUMES = frozenset({"persistentVolumeClaim", "ephemeral", "emptyDir", "hostPath"})
+#: pod and the volume), node-local storage (rescheduling's evictor does), in-tree ones (attach limits).
+_KEPT_VOLUMES = frozenset({"persistentVolumeClaim", "ephemeral", "emptyDir", "hostPath", *_IN_TREE})
 
 
 def _volume(v: Mapping[str, Any]) -> RawDict:
@@ -158,6 +163,10 @@ def _volume(v: Mapping[str, Any]) -> RawDict:
     for local in ("ephemeral", "emptyDir", "hostPath"):
         if v.get(local) is not None:
             out[local] = {}
+    for source, field_name in _IN_TREE.items():
+        section = v.get(source)
+        if section is not None:
+            out[source] = _pick(section, (field_name,)) if isinstance(section, _MAP) else section
     return out
 
 

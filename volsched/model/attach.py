@@ -2,9 +2,10 @@
 driver a node may have attached (its CSINode's ``spec.drivers[].allocatable.count``), and which nodes can
 take a pod's volumes within them.
 
-A pod's volumes of a driver are its PersistentVolumeClaims (generic ephemeral volumes' claims too): a
-bound claim's volume counts by its driver and ``volumeHandle`` (``spec.csi``; a volume of an in-tree
-plugin migrated to CSI, ``awsElasticBlockStore``..., as its CSI driver's), an unbound claim by its class's
+A pod's volumes of a driver are its PersistentVolumeClaims (generic ephemeral volumes' claims too) and its
+inline volumes of in-tree plugins migrated to CSI (``spec.volumes[].awsElasticBlockStore``...: as their
+CSI driver's, by the volume's id): a bound claim's volume counts by its driver and ``volumeHandle``
+(``spec.csi``; a volume of a migrated in-tree plugin as its CSI driver's), an unbound claim by its class's
 provisioner (an in-tree one's as its CSI driver's), once per claim. A volume counts once per node, however
 many pods there mount it. A node passes when, for every driver of the pod's volumes it has a limit for,
 the volumes of that driver attached there and the pod's volumes not among them are no more than the
@@ -13,8 +14,7 @@ now, not where it is pipelined onto what they release. The pods whose going deta
 reclaim and preempt may take. A volume attached on a node (a VolumeAttachment of a CSI PersistentVolume)
 that no pod there mounts counts too, as kube-scheduler counts it, until it is detached. A node without a
 CSINode, or a driver without a count, has no limit. Not counted: inline CSI volumes (as kube-scheduler
-counts none), inline in-tree volumes of a pod (``spec.volumes[].awsElasticBlockStore``, which
-kube-scheduler counts once migrated).
+counts none).
 
 Pure: :class:`AttachCatalog` is what a snapshot holds (None when no CSINode reports a count), and
 :class:`AttachState` the session's counts, vectorised over nodes (a loop over the pod's volumes only).
@@ -29,13 +29,9 @@ from dataclasses import field
 import numpy as np
 import numpy.typing as npt
 
+from volsched.model.migration import MIGRATED_PROVISIONERS
 from volsched.model.vocabulary import NODE_HOLDING_STATUSES, Task, TaskStatus
-from volsched.model.volumes import (
-    MIGRATED_PROVISIONERS,
-    PersistentVolumeSpec,
-    StorageClassSpec,
-    VolumeClaim,
-)
+from volsched.model.volumes import PersistentVolumeSpec, StorageClassSpec, VolumeClaim
 from volsched.records import dataclass
 
 BoolArray = npt.NDArray[np.bool_]
@@ -94,6 +90,11 @@ def task_claims(task: Task) -> tuple[str, ...]:
     return (*task.claims, *task.ephemeral_claims) if task.ephemeral_claims else task.claims
 
 
+def _mounts(task: Task) -> bool:
+    """Whether ``task`` mounts a volume attach limits may count (a claim's, or an inline in-tree one)."""
+    return bool(task.claims or task.ephemeral_claims or task.inline_volumes)
+
+
 class AttachState:
     """The volumes attached per node and driver, as the session places and evicts pods.
 
@@ -132,7 +133,7 @@ class AttachState:
         self._where: dict[str, tuple[int, tuple[Attachment, ...]]] = {}
         #: The keys of ``_where``'s pods being evicted (counted in ``users``, not in ``staying``).
         self._leaving: set[str] = set()
-        self._of: dict[tuple[str, tuple[str, ...]], tuple[Attachment, ...]] = {}
+        self._of: dict[tuple[str, tuple[str, ...], tuple[Attachment, ...]], tuple[Attachment, ...]] = {}
         self._built = False
 
     @property
@@ -145,14 +146,15 @@ class AttachState:
     def of(self, task: Task) -> tuple[Attachment, ...]:
         """``task``'s volumes of the drivers that have a limit somewhere."""
         claims = task_claims(task)
-        if not claims:
+        inline = task.inline_volumes
+        if not claims and not inline:
             return ()
-        key = (task.namespace, claims)
+        key = (task.namespace, claims, inline)
         out = self._of.get(key)
         if out is None:
-            out = self._of[key] = tuple(
-                a for a in self.catalog.attachments(task.namespace, claims) if a[0] in self.drivers
-            )
+            got = dict.fromkeys(self.catalog.attachments(task.namespace, claims))
+            got.update(dict.fromkeys(inline))
+            out = self._of[key] = tuple(a for a in got if a[0] in self.drivers)
         return out
 
     def _build(self) -> None:
@@ -169,7 +171,7 @@ class AttachState:
         releasing = TaskStatus.RELEASING
         for i, on_node in enumerate(self._tasks()):
             for t in on_node.values():
-                if t.status in _ATTACHED and (t.claims or t.ephemeral_claims):
+                if t.status in _ATTACHED and _mounts(t):
                     self._add(t, i, leaving=t.status is releasing)
         # A volume attached (a VolumeAttachment) that no pod on the node mounts (its pod gone, the detach
         # not done) counts until it is detached: no eviction frees it.
@@ -217,7 +219,7 @@ class AttachState:
 
     def add(self, task: Task) -> None:
         """An event handler's: ``task`` was placed, or its eviction undone."""
-        if not self._built or not (task.claims or task.ephemeral_claims):
+        if not self._built or not _mounts(task):
             return
         if task.key in self._leaving:
             if task.status is not TaskStatus.RELEASING:  # its eviction undone: it stays after all

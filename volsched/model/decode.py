@@ -36,6 +36,7 @@ from volsched.model.devices import (
     semver_value,
 )
 from volsched.model.errors import InputError
+from volsched.model.migration import migrated_csi
 from volsched.model.raw import FrozenMap, Raw
 from volsched.model.resources import CPU, MEMORY, PODS, as_counted, parse_amount, parse_resource_map
 from volsched.model.scalars import boolean_value, parse_duration
@@ -76,7 +77,6 @@ from volsched.model.volumes import (
     StorageCapacity,
     StorageClassSpec,
     VolumeClaim,
-    migrated_csi,
 )
 from volsched.records import copier
 
@@ -610,6 +610,16 @@ def _ephemeral_volumes(spec: Mapping[str, Any]) -> tuple[str, ...]:
     )
 
 
+def _inline_volumes(spec: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The pod's inline volumes of in-tree plugins migrated to CSI, as (the CSI driver, the volume's id),
+    each once, in order (attach limits count them as kube-scheduler does)."""
+    out: dict[tuple[str, str], None] = {}
+    for v in spec.get("volumes") or []:
+        if isinstance(v, _MAP) and (got := migrated_csi(v)) is not None:
+            out[got] = None
+    return tuple(out)
+
+
 def _claims(spec: Mapping[str, Any]) -> tuple[str, ...]:
     out = []
     for v in spec.get("volumes") or []:
@@ -897,6 +907,8 @@ class _SpecParse(NamedTuple):
     nullable: bool = False
     #: Its generic ephemeral volumes' names (the claims are named after the pod: see ``build_task``).
     ephemeral: tuple[str, ...] = ()
+    #: Its inline in-tree volumes as their CSI driver's (:func:`_inline_volumes`).
+    inline: tuple[tuple[str, str], ...] = ()
 
 
 #: The parses of the pod specs seen last, by the spec's JSON (keys sorted; ``nodeName`` left out, as it
@@ -1005,6 +1017,7 @@ def _keyed_parse(
         score_extra=scoring_extra(pod, request, where=where),
         nullable=nullable,
         ephemeral=_ephemeral_volumes(spec),
+        inline=_inline_volumes(spec),
     )
     if key is not None:
         if len(_SPECS) >= _SHARED_MAX:
@@ -1300,6 +1313,7 @@ def build_task(
     task.host_ports = parsed.host_ports
     task.claims = parsed.claims
     task.ephemeral_claims = tuple(f"{name}-{v}" for v in parsed.ephemeral) if parsed.ephemeral else ()
+    task.inline_volumes = parsed.inline
     task.resource_claims = (
         _resource_claims(spec, pod.get("status"), where) if "resourceClaims" in spec else ()
     )

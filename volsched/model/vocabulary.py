@@ -195,6 +195,9 @@ class Task:
     #: volume controller): placed as ``claims`` are, but not a PVC volume of its spec (rescheduling's
     #: ``ignorePvcPods`` reads ``claims`` alone, as the descheduler does).
     ephemeral_claims: tuple[str, ...] = ()
+    #: Its inline volumes of in-tree plugins migrated to CSI (``spec.volumes[].awsElasticBlockStore``...)
+    #: as (the CSI driver, the volume's id): attach limits count them (``volsched.model.attach``).
+    inline_volumes: tuple[tuple[str, str], ...] = ()
     #: Required node affinity of the bound PersistentVolumes (one nodeSelectorTerms list per volume; the
     #: snapshot fills it from the claims), claims that do not exist, and claims not bound to a volume yet.
     volume_terms: tuple[tuple[str, Any], ...] = ()

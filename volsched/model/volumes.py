@@ -53,36 +53,6 @@ BoolArray = npt.NDArray[np.bool_]
 IndexArray = npt.NDArray[np.intp]
 
 
-#: The in-tree volume plugins whose volumes kube-scheduler 1.37's NodeVolumeLimits counts as those of the
-#: CSI driver they are migrated to (the five whose migration is on for good, Portworx's since 1.33, on
-#: every node with a CSINode, where a limit can be; Azure File's, vSphere's and RBD's are not counted):
-#: volume source (of a PersistentVolume or inline in a pod) -> (the plugin's name, the driver's, the field
-#: naming the volume).
-IN_TREE_MIGRATED = {
-    "awsElasticBlockStore": ("kubernetes.io/aws-ebs", "ebs.csi.aws.com", "volumeID"),
-    "gcePersistentDisk": ("kubernetes.io/gce-pd", "pd.csi.storage.gke.io", "pdName"),
-    "azureDisk": ("kubernetes.io/azure-disk", "disk.csi.azure.com", "diskURI"),
-    "cinder": ("kubernetes.io/cinder", "cinder.csi.openstack.org", "volumeID"),
-    "portworxVolume": ("kubernetes.io/portworx-volume", "pxd.portworx.com", "volumeID"),
-}
-#: A StorageClass provisioner of those plugins -> the CSI driver its volumes count as.
-MIGRATED_PROVISIONERS = {plugin: driver for plugin, driver, _ in IN_TREE_MIGRATED.values()}
-
-
-def migrated_csi(spec: Mapping[str, Any]) -> tuple[str, str] | None:
-    """A PersistentVolume ``spec``'s in-tree source of a migrated plugin as (its CSI driver, the volume's
-    id), or None. An EBS volume id ``aws://<zone>/vol-1`` is ``vol-1``, as the migration names it."""
-    for source, (_, driver, field_name) in IN_TREE_MIGRATED.items():
-        section = spec.get(source)
-        if isinstance(section, Mapping):
-            handle = section.get(field_name)
-            if isinstance(handle, str) and handle:
-                if source == "awsElasticBlockStore" and handle.startswith("aws://"):
-                    handle = handle.rsplit("/", 1)[-1]
-                return driver, handle
-    return None
-
-
 @dataclass(frozen=True, slots=True)
 class StorageClassSpec:
     name: str
