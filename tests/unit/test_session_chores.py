@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -74,3 +75,18 @@ def test_volcanos_kinds_are_due_a_look_every_check(tmp_path: Path, monkeypatch: 
         op.reloader.known, op.reloader._checked = True, now + every  # its poll not due meanwhile
         assert not SessionLoop.chores_due(op.loop, now + every / 2)
         assert SessionLoop.chores_due(op.loop, now + every)
+
+
+@pytest.mark.parametrize("inline", [False, True], ids=["session thread", "pod watch's thread"])
+def test_a_session_on_the_pod_watchs_thread_leaves_the_chores_to_the_session_thread(
+    tmp_path: Path, inline: bool
+) -> None:
+    """Should a chore fall due between the offer and the session, the session on the pod watch's thread
+    still does not do it (nor may it: see the offer); the session thread's next session does."""
+    with operator_at(tmp_path) as op:
+        done: list[str] = []
+        op.reloader.reload = lambda **_: bool(done.append("config"))  # type: ignore[method-assign]
+        op.volcano.follow = lambda **_: done.append("volcano")  # type: ignore[method-assign]
+        op.loop._turns = SimpleNamespace(inline_now=inline)  # type: ignore[assignment]
+        assert op.loop._run_once() is None  # (no apiserver: not the leader, no session)
+        assert done == ([] if inline else ["config", "volcano"])

@@ -864,10 +864,29 @@ class SnapshotBuilder:
         base.private.add(key)
         base.lent.add(key)
 
-    def _lend_all_alone(self, base: _Base, keys: list[str]) -> None:
-        """:meth:`_lend_alone` of each of ``keys`` (pending pods standing alone, none of them placed in
-        ``base.standalone`` yet: a base built from scratch), in one go: their jobs' ``allocated`` are
-        the rows of one array of zeros (each job's own row), not one array each."""
+    def _lend_again(self, base: _Base, keys: set[str], podgroups: Mapping[str, PodGroupSpec]) -> list[str]:
+        """Of ``keys`` (jobs the last session was lent, untouched since), those still a pending pod
+        standing alone on no node, lent again as :meth:`_job` would lend each (:meth:`_lend_alone`), in
+        one go; returns them (the others are left to :meth:`_job`)."""
+        entries, members, where, pending = self._entries, base.members, base.where, TaskStatus.PENDING
+        again = [
+            k
+            for k in keys
+            if (m := members.get(k)) is not None
+            and len(m) == 1
+            and k in m
+            and k not in podgroups
+            and not where[k][1]
+            and entries[k].prepared.status is pending
+        ]
+        self._lend_all_alone(base, again, placed=True)
+        return again
+
+    def _lend_all_alone(self, base: _Base, keys: list[str], *, placed: bool = False) -> None:
+        """:meth:`_lend_alone` of each of ``keys`` (pending pods standing alone), in one go: their jobs'
+        ``allocated`` are the rows of one array of zeros (each job's own row), not one array each.
+        ``placed``: some may have their place in ``base.standalone`` already (a base brought up to date,
+        :meth:`_lend_again`), which they keep; else none has (a base built from scratch)."""
         if not keys:
             return
         # Each pod's own copy as :meth:`_own` makes it, written out (no call but the copy's per pod).
@@ -897,7 +916,15 @@ class SnapshotBuilder:
         if base.problems:
             for key in keys:
                 base.problems.pop(key, None)
-        base.unplaced.update(dict.fromkeys(keys))
+        if placed:
+            standalone, unplaced = base.standalone, base.unplaced
+            for key, job in zip(keys, made, strict=True):
+                if key in standalone:
+                    standalone[key] = job
+                else:
+                    unplaced[key] = None
+        else:
+            base.unplaced.update(dict.fromkeys(keys))
         base.private.update(keys)
         base.lent.update(keys)
 
@@ -1032,7 +1059,11 @@ class SnapshotBuilder:
                 if t.node_name:
                     nodes.add(t.node_name)
         touched = set(jobs)
-        jobs.update(base.lent)  # the last session's own: never read again, assembled anew
+        # The last session's own (lent): never read again, assembled anew. Those that were pods standing
+        # alone, pending, and are untouched since (a backlog's, or pods set aside for good: thousands a
+        # session) are lent again in one go (:meth:`_lend_all_alone`); the others go the general way.
+        again = self._lend_again(base, base.lent - touched, pgs) if base.lent else ()
+        jobs.update(base.lent.difference(again))
         jobs.update(gone)
         # (the groups that are not the very objects they were, found in C: most are)
         for job_key in itertools.compress(pg_keys, map(operator.is_not, map(before.get, pg_keys), pg_list)):
