@@ -204,6 +204,8 @@ class _Early:
     def page(self, token: str) -> bytes | None:
         return self.pages.pop(token, None)
 
+    at_hand = page  # every page here already
+
     def drop(self) -> None:
         self.pages.clear()
 

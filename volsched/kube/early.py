@@ -109,6 +109,12 @@ class EarlyListing:
                 self._done.wait()
             return self._fetched.pop(token, None)
 
+    def at_hand(self, token: str) -> bytes | None:
+        """The page after ``token`` if it has come already (taken, as :meth:`page` takes it), else None at
+        once, whether it is on its way or will not come: the caller need not wait nor start a thread."""
+        with self._done:
+            return self._fetched.pop(token, None)
+
     def drop(self) -> None:
         """The listing is over: pages not taken are freed and no more are fetched."""
         with self._done:

@@ -132,6 +132,7 @@ def paginate(
     ahead: Executor | None = None,
     restarts: int = RESTARTS,
     decode: Callable[[bytes], dict[str, Any] | None] | None = None,
+    at_hand: Callable[[str], bytes | None] | None = None,
 ) -> Iterator[Page]:
     """A listing's pages, each decoded here (on the caller's thread) as it is taken. ``fetch(token)``
     reads the page after ``token`` ("" for the first), raising
@@ -140,9 +141,14 @@ def paginate(
     its first page (a :attr:`Page.fresh` one), up to ``restarts`` times; any other error is raised.
     ``what`` names the listing in the log. ``decode``: decodes a page with its items pruned
     (:func:`~volsched.kube.prune.decode_pruned`; a :attr:`Page.pruned` one), or returns None for one it
-    does not take, decoded whole then."""
+    does not take, decoded whole then. ``at_hand(token)``: the page after ``token`` when it is here
+    already (listed early: :meth:`~volsched.kube.early.EarlyListing.at_hand`), else None: a page at
+    hand is taken as it is, with no thread started for it (each was a thread's start, and the wait for
+    it to be scheduled, for a page that needed no fetching)."""
 
     def ask(token: str) -> Callable[[], bytes]:
+        if at_hand is not None and (data := at_hand(token)) is not None:
+            return lambda: data
         if ahead is None:
             return lambda: fetch(token)
         return ahead.submit(fetch, token).result

@@ -363,8 +363,13 @@ class ListWatch:
             fetcher.abandon(f"listing {self.kind.plural} stopped")
         try:
             try:
+                early = self._early
                 for page in paginate(
-                    self._page, what=self.kind.plural, ahead=fetcher, decode=self.decode_page
+                    self._page,
+                    what=self.kind.plural,
+                    ahead=fetcher,
+                    decode=self.decode_page,
+                    at_hand=early.at_hand if early is not None else None,
                 ):
                     if self._stop.is_set():  # not the rest of a long listing: the start may have failed
                         raise Stopped(f"listing {self.kind.plural} stopped")
