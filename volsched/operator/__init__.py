@@ -512,12 +512,20 @@ class Operator:
         sessions: asyncio.Task[None] | None = None
         signals: asyncio.Task[None] | None = None
         try:
-            await asyncio.to_thread(self.lease.ensure)  # before the listing: it is fresh for the lease
+            # The Lease (before the listing: it is fresh for the lease) and which of Volcano's kinds the
+            # cluster serves (before the listing: it lists them) are read at once, neither waiting for
+            # the other's round trips.
+            discovery = asyncio.ensure_future(asyncio.to_thread(self.volcano.discover))
+            try:
+                await asyncio.to_thread(self.lease.ensure)
+            finally:
+                await asyncio.wait([discovery])  # never left running (each read has its timeout)
+                discovery.exception()  # retrieved: the Lease's failure, if any, is the one raised
+            discovery.result()
             # The rights and the config are read while the cache is listed (their round trips under the
             # listing's work, not before it), and both before the first session.
             reads = asyncio.ensure_future(asyncio.to_thread(self._read_at_start))
             try:
-                await asyncio.to_thread(self.volcano.discover)
                 await asyncio.to_thread(self.prelist)
             finally:
                 await asyncio.wait([reads])  # never left running (each read has its timeout)
