@@ -7,8 +7,6 @@ naming where it is, never a traceback.
 from __future__ import annotations
 
 import argparse
-import copy
-import difflib
 import json
 import math
 import os
@@ -90,6 +88,8 @@ def _simulate(args: argparse.Namespace) -> int:
 def unanswered_names(state: ClusterState, names: Iterable[str]) -> list[str]:
     """Why pods left pending were never this run's to place: their schedulerName is not one it answers
     to (a Volcano workload's ``volcano``, say, run without ``--scheduler-names``)."""
+    import difflib  # (simulate's: not on run's way)
+
     answered = sorted(names)
     counts: dict[str, int] = {}
     for task in state.tasks.values():
@@ -188,6 +188,8 @@ def _compare(
 ) -> int:
     """``--compare OTHER``: the same workload under the given input and with OTHER (a scheduler config, or
     objects that replace the input's of the same kind and name), side by side."""
+    import copy
+
     from rich.console import Console
 
     from volsched.framework.registry import load_config

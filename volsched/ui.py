@@ -19,7 +19,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from volsched.model.scalars import rfc3339
@@ -45,6 +44,8 @@ NOT_NEWS = frozenset({"skipped", "gone", "fenced"})
 
 
 def _template() -> str:
+    from importlib import resources  # (it imports tempfile and shutil: the page is read after ready)
+
     return (resources.files("volsched") / "ui_page.html").read_text(encoding="utf-8")
 
 

@@ -13,7 +13,6 @@ This module does no I/O.
 
 from __future__ import annotations
 
-import difflib
 import gc
 import sys
 import threading
@@ -790,6 +789,8 @@ class ClusterState:
             else:
                 continue
             name = task.scheduler_name
+            import difflib  # (a hint on a misnamed pod only: not on the way of a listing at start)
+
             close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
             hint = f' (did you mean "{close[0]}"?)' if close and name != "default-scheduler" else ""
             shown = "not set (default-scheduler)" if name == "default-scheduler" else f'"{name}"{hint}'

@@ -12,7 +12,6 @@ nothing here knows about sessions or plugins.
 
 from __future__ import annotations
 
-import difflib
 import math
 import sys
 from collections.abc import Mapping
@@ -126,6 +125,8 @@ def _own_spec_fields(obj: Raw, spec: Mapping[str, Any], known: tuple[str, ...], 
         return
     unknown = [k for k in spec if k not in known]
     if unknown:
+        import difflib  # (an error's hint only: not on the way of a listing at start)
+
         close = difflib.get_close_matches(str(unknown[0]), known, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
         raise InputError(
