@@ -319,9 +319,6 @@ def _run(args: argparse.Namespace) -> int:
     from volsched.kube import early
 
     early.start(args.operator_args)  # the Pods' and Nodes' first pages, asked for while the rest imports
-    from volsched.kube.tlsahead import AHEAD
-
-    AHEAD.start()  # aiohttp's default TLS contexts, made meanwhile for its import after ready
     from volsched.operator import main as operator_main
 
     return int(operator_main(args.operator_args))

@@ -15,7 +15,7 @@
   in-cluster; ``kubeconfig`` reads the common forms without importing the client, which only the
   forms it declines and the custom metrics source import), ``errors`` (the error an answer raises),
   ``early`` (the Pods' and Nodes' first pages, asked for while the operator's modules import),
-  ``tlsahead`` (aiohttp's default TLS contexts, made meanwhile for its import after ready).
+  ``tlsahead`` (aiohttp's default TLS contexts, made ahead for its import after ready).
 
 Nothing here decides what to schedule: decisions come from the engine through :mod:`volsched.cycle`.
 """

@@ -1,4 +1,5 @@
-"""aiohttp's two default TLS contexts, made before ready and handed to its import after ready.
+"""aiohttp's two default TLS contexts, made ahead on a thread of their own and handed to its import after
+ready.
 
 aiohttp's connector module makes two TLS contexts as it is imported (one that verifies with the system's
 CAs, one that verifies nothing), reading the system's CA bundle for each: about 16 ms of CPU apiece, in a
@@ -6,11 +7,12 @@ statement each that the import after ready (:mod:`~volsched.operator.aside`) can
 first arriving pods. volsched never uses them (its requests carry the kubeconfig's own context), but
 aiohttp's client and server cannot be imported without them.
 
-:class:`DefaultContexts` makes the same two on a thread of its own before ready (``volsched run`` starts
-it with the early listings, beside the imports; OpenSSL reads the bundle without the interpreter's
-lock), and :meth:`DefaultContexts.handed` lets aiohttp's import
-take them: for that import only, on the importing thread only, and for calls made by aiohttp's connector
-module only, ``ssl.create_default_context()`` returns the verifying context made ahead,
+:class:`DefaultContexts` makes the same two on a thread of its own (the operator starts it at ready,
+beside that import's first modules, not before ready, where reading the bundle was on the listing's way
+on a busy machine; OpenSSL reads it without the interpreter's lock), and
+:meth:`DefaultContexts.handed` lets aiohttp's import take them: for that import only, on the importing
+thread only, and for calls made by aiohttp's connector module only, ``ssl.create_default_context()``
+returns the verifying context made ahead,
 ``ssl.SSLContext(PROTOCOL_TLS_CLIENT)`` the other one, and that one's ``set_default_verify_paths()``
 (done ahead) is not done again. aiohttp sets their options itself, as on contexts it made. Any other call
 (another thread, another module, other arguments, a second one) goes to :mod:`ssl` as before, and

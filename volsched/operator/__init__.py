@@ -288,8 +288,8 @@ class Operator:
         #: client) and, with the webhooks on, kopf (which serves them; without them kopf has nothing to
         #: do, and neither is imported nor run) and cryptography (the webhooks' certificates).
         self.after_ready: list[str] = ["aiohttp.web"]
-        #: aiohttp's two default TLS contexts (unused by volsched, made by its import), made before ready
-        #: (from ``volsched run``'s start, else while the cache is listed) and handed to that import
+        #: aiohttp's two default TLS contexts (unused by volsched, made by its import), made on a thread of
+        #: their own from ready on, while that import reaches aiohttp's connector, and handed to it
         #: (:mod:`~volsched.kube.tlsahead`).
         self.tls_ahead: DefaultContexts = tlsahead.AHEAD
         if self.admission is not None:
@@ -312,7 +312,6 @@ class Operator:
             # now, after the take-over, as without them.
             for kind in WRITTEN_KINDS:
                 self.feed.forgo_early(kind)
-        self.tls_ahead.start()  # (started at volsched run's start already, if run so)
         self.feed.prelist()
         self.loop.pods_read_at = started
         self.synced.set()
@@ -532,6 +531,10 @@ class Operator:
                 reads.exception()  # retrieved: the listing's failure, if any, is the one raised
             reads.result()
             self.feed.start()
+            # aiohttp's TLS contexts are made from here, beside its import's first modules, not from the
+            # start: reading the CA bundle twice (about 30 ms of CPU) was on the listing's way on a busy
+            # machine, and its import waits for them (TLS_AHEAD_WAIT) rather than make its own.
+            self.tls_ahead.start()
             # Ready from here (synced): the sessions start before aiohttp and kopf are imported, and
             # before kopf's first step: kopf cancels the tasks created after it started, on its exit.
             sessions = asyncio.create_task(self.loop.run(stop))
