@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -17,6 +18,7 @@ from tests.unit._config_reloader import scripted_reloader
 from tests.unit._cycle_harness import operator_at
 from tests.unit.test_wake import LoopWorld, arrive, in_loop, pod_watch, turn_let_go
 from volsched.kube.configsource import ConfigMapText
+from volsched.model.vocabulary import QueueSpec, QueueState
 from volsched.operator.sessions import SessionLoop
 
 
@@ -62,6 +64,10 @@ def test_the_config_is_due_a_look_until_read_when_a_poll_is_due_and_while_an_ans
     assert reloader.due(now)  # an answer to judge (a config to load)
     reloader.reload()
     assert not reloader.due(now + 1.0)
+    reloader.watching = lambda: True  # a watch answered tells of every change: a due poll does nothing
+    assert not reloader.due(now + 30.0)
+    reloader.watching = lambda: False
+    assert reloader.due(now + 30.0)
 
 
 def test_volcanos_kinds_are_due_a_look_every_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -90,3 +96,33 @@ def test_a_session_on_the_pod_watchs_thread_leaves_the_chores_to_the_session_thr
         op.loop._turns = SimpleNamespace(inline_now=inline)  # type: ignore[assignment]
         assert op.loop._run_once() is None  # (no apiserver: not the leader, no session)
         assert done == ([] if inline else ["config", "volcano"])
+
+
+def test_a_queues_finalizer_found_by_a_session_on_the_pod_watchs_thread_is_written_by_the_session_thread(
+    tmp_path: Path,
+) -> None:
+    """A Queue of ours without its finalizer (just made) is guarded after the session that finds it:
+    after a session on the pod watch's thread the write (a round trip) is owed, a chore, so the next
+    pod's session runs on the session thread and writes it there."""
+    with operator_at(tmp_path) as op:
+        loop = op.loop
+        written: list[tuple[str, bool]] = []
+        loop.writer = SimpleNamespace(  # type: ignore[assignment]
+            guard_queue=lambda name, _finalizers, *, keep: written.append((name, keep))
+        )
+        loop.lease = SimpleNamespace(is_leader=True)  # type: ignore[assignment]
+        op.state.queues["a"] = QueueSpec(
+            name="a", weight=1, capability=None, guarantee={}, reclaimable=True, state=QueueState.OPEN
+        )
+        now = time.monotonic()
+        op.reloader.known, op.reloader._checked = True, now  # (no other chore due)
+        op.reloader.watching = lambda: True
+        op.volcano._checked = now
+        assert not loop.chores_due(now)
+        result = SimpleNamespace(queues={})
+        loop._turns = SimpleNamespace(inline_now=True)  # type: ignore[assignment]
+        loop._guard_queues(result)  # type: ignore[arg-type]
+        assert written == [] and loop.chores_due(now)  # owed
+        loop._turns = SimpleNamespace(inline_now=False)  # type: ignore[assignment]
+        loop._guard_queues(result)  # type: ignore[arg-type]
+        assert written == [("a", True)] and not loop.chores_due(now)

@@ -118,11 +118,14 @@ class ConfigReloader:
 
     def due(self, now: float) -> bool:
         """Whether :meth:`reload` would do more now than look at the clock: judge an answer read behind (a
-        config to load, an event to post), read the ConfigMap itself (never read yet) or start a poll.
+        config to load, an event to post), read the ConfigMap itself (never read yet) or start a poll's
+        read behind (a thread; none while a watch of the ConfigMap is answered: it tells of every change).
         An arriving pod's session on the pod watch's thread leaves that to the session thread."""
         if self._fetched is not None or not self.known:
             return True
-        return now - self._checked >= self.settings.poll_every
+        if now - self._checked < self.settings.poll_every:
+            return False
+        return self.watching is None or not self.watching()
 
     def reload(self, *, force: bool = False) -> bool:
         """Load the ConfigMap when its resourceVersion changed; keep the last good config on errors.

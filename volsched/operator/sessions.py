@@ -44,7 +44,7 @@ from volsched.kube.port import KubePort
 from volsched.kube.prune import prune_pod
 from volsched.kube.rest import LeanRest
 from volsched.kube.writer import KubeWriter
-from volsched.model.vocabulary import API_GROUP, QUEUE_FINALIZER
+from volsched.model.vocabulary import API_GROUP, QUEUE_FINALIZER, QueueSpec
 from volsched.operator.aside import Activity
 from volsched.operator.metrics import Metrics
 from volsched.operator.reload import ConfigReloader
@@ -359,6 +359,9 @@ class SessionLoop:
         self._plugins_ahead: PluginsAhead | None = None
         #: Queue name -> when its finalizer is tried again after a failed write (monotonic).
         self._guard_failed: dict[str, float] = {}
+        #: A session on the pod watch's thread found a Queue's finalizer to write, left to the session
+        #: thread (:meth:`_guard_queues`).
+        self._guard_owed = False
         self._problems: dict[str, str] = {}
         #: Busy from a pod's arrival (the doorbell) or a session's start to the session's end: what the
         #: imports after ready step aside for (:mod:`~volsched.operator.aside`).
@@ -503,9 +506,11 @@ class SessionLoop:
 
     def chores_due(self, now: float) -> bool:
         """Whether the next session would do more before it runs than look at the clock: judge or read
-        the ConfigMap (:meth:`ConfigReloader.due`), look for Volcano's kinds (:meth:`VolcanoKinds.due`).
-        Such a session runs on the session thread, never on the pod watch's (:class:`_Turns`)."""
-        return self.reloader.due(now) or self.volcano.due(now)
+        the ConfigMap (:meth:`ConfigReloader.due`), look for Volcano's kinds (:meth:`VolcanoKinds.due`),
+        or, after it, write a Queue's finalizer that a session on the pod watch's thread left owed
+        (:meth:`_guard_queues`). Such a session runs on the session thread, never on the pod watch's
+        (:class:`_Turns`)."""
+        return self._guard_owed or self.reloader.due(now) or self.volcano.due(now)
 
     def run_once(self) -> tuple[SessionResult, CycleReport] | None:
         """One cycle (only while holding the lease): the session, its writes through the port, the
@@ -594,27 +599,35 @@ class SessionLoop:
     def _guard_queues(self, result: SessionResult) -> None:
         """Our Queues carry :data:`QUEUE_FINALIZER` (added to one that lacks it); a Queue being deleted
         keeps it, Closing, while jobs still hold it, and loses it once the session found it Closed
-        (none left): then the apiserver deletes it. Volcano's Queues are left alone."""
+        (none left): then the apiserver deletes it. Volcano's Queues are left alone. After a session on
+        the pod watch's thread the writes are owed instead (``_guard_owed``, a chore: see
+        :meth:`chores_due`): the session thread's next session makes them, the pod watch not held meanwhile."""
         if not self.lease.is_leader:
             return
         now = time.monotonic()
+        writes: list[tuple[QueueSpec, bool]] = []
         for q in list(self.state.queues.values()):
             if q.api_group != API_GROUP or self._guard_failed.get(q.name, 0.0) > now:
                 continue
             guarded = QUEUE_FINALIZER in q.finalizers
             if not q.deleting and not guarded:
-                error = self.writer.guard_queue(q.name, q.finalizers, keep=True)
+                writes.append((q, True))
             elif (
                 q.deleting
                 and guarded
                 and (s := result.queues.get(q.name)) is not None
                 and s.state == "Closed"
             ):
-                error = self.writer.guard_queue(q.name, q.finalizers, keep=False)
-                if error is None:
-                    log.info("Queue %s: no job holds it any more; its deletion goes ahead", q.name)
-            else:
-                continue
+                writes.append((q, False))
+        turns = self._turns
+        if turns is not None and turns.inline_now:
+            self._guard_owed = bool(writes)
+            return
+        self._guard_owed = False
+        for q, keep in writes:
+            error = self.writer.guard_queue(q.name, q.finalizers, keep=keep)
+            if error is None and not keep:
+                log.info("Queue %s: no job holds it any more; its deletion goes ahead", q.name)
             if error is not None:
                 self._guard_failed[q.name] = now + GUARD_RETRY  # not again every session
                 if not self.health.down:
