@@ -111,3 +111,23 @@ def test_every_third_party_import_of_the_image_is_pinned():
         assert any(canonicalize_name(d) in pins for d in dists), (
             f"{where} imports {module} ({dists}): not pinned"
         )
+
+
+def test_the_runtime_stage_compiles_the_standard_librarys_bytecode_before_dropping_root():
+    """The python:*-slim base images delete every ``.pyc`` under /usr/local as they are built (the standard
+    library ships as source), and the operator runs with PYTHONDONTWRITEBYTECODE as a user who cannot
+    write there: without a compile step of its own, every start of the image compiled each standard
+    library module it imports from source. The final stage compiles /usr/local/lib/pythonX.Y (the
+    installed packages too, where a copy's timestamps made theirs stale) before it drops root."""
+    python, _ = _lock()
+    steps = _instructions()
+    final = max(i for i, (op, _) in enumerate(steps) if op == "FROM")
+    user = next(i for i, (op, _) in enumerate(steps) if op == "USER" and i > final)
+    minor = ".".join(python.split(".")[:2])
+    compiles = [
+        rest
+        for op, rest in steps[final:user]
+        if op == "RUN"
+        and re.search(rf"-m compileall\b.*\s/usr/local/lib/python{re.escape(minor)}(\s|$)", rest)
+    ]
+    assert compiles, f"the runtime stage does not compile /usr/local/lib/python{minor} before USER"
