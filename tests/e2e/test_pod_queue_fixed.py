@@ -129,3 +129,48 @@ def test_a_pods_gang_size_cannot_change(kube: client.ApiClient, namespace: str, 
     assert _annotate(core, namespace, "p", {size: "2", "note": "x"}) is None  # the same, written again
     _pod(core, namespace, "theirs", {size: "2"}, "default-scheduler")
     assert _annotate(core, namespace, "theirs", {size: "10"}) is None  # another scheduler's pod
+
+
+def test_a_pods_bound_under_record_is_written_by_its_bind_only(
+    kube: client.ApiClient, namespace: str, policy: str
+) -> None:
+    """A bind writes what the pod was bound under (its PodGroup, queue, priority, minMember at start) in
+    the Binding's annotations, which the apiserver copies onto the pod: the policy leaves the bind alone
+    (``pods/binding``, not ``pods``). A PodGroup made again over its running pods is held to that record,
+    so a tenant who may patch its pods could otherwise move them to another queue or protect them with a
+    minMember of its choosing. The annotation is the bind's."""
+    core = client.CoreV1Api(kube)
+    _in_force(kube, core, namespace, policy)
+    core.create_node({"metadata": {"name": f"n-{namespace}"}})  # (removed at the end)
+    try:
+        bound = "scheduling.volsched.io/bound-under"
+        record = '{"podGroup":"u1","queue":"team-a","priorityClassName":"","priority":0,"minMember":2}'
+        _pod(core, namespace, "p", {}, "volsched")
+        _pod(core, namespace, "bare", {}, "volsched")
+        core.create_namespaced_pod_binding(
+            "p",
+            namespace,
+            {
+                "apiVersion": "v1",
+                "kind": "Binding",
+                "metadata": {"name": "p", "annotations": {bound: record}},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": f"n-{namespace}"},
+            },
+            _preload_content=False,
+        )
+        held = core.read_namespaced_pod("p", namespace)
+        assert held.spec.node_name == f"n-{namespace}" and held.metadata.annotations[bound] == record
+        for name, change in (
+            ("p", {bound: record.replace("team-a", "team-b")}),
+            ("p", {bound: None}),
+            ("bare", {bound: record}),
+        ):
+            refused = _annotate(core, namespace, name, change)
+            assert refused is not None and refused.status == 403, (change, refused)
+            assert "a pod's bound-under record is the scheduler's" in str(refused.body), refused.body
+        assert core.read_namespaced_pod("p", namespace).metadata.annotations[bound] == record
+        assert (
+            _annotate(core, namespace, "p", {bound: record, "note": "x"}) is None
+        )  # the same, written again
+    finally:
+        core.delete_node(f"n-{namespace}")

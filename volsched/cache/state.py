@@ -38,6 +38,8 @@ from volsched.cache.workload import (
 )
 from volsched.framework.decisions import Bind
 from volsched.gcpause import pause_collector, resume_collector
+from volsched.model import admitted
+from volsched.model.admitted import BOUND_UNDER, BoundUnder, read_bound
 from volsched.model.cluster import ClusterSnapshot, absent_object, copy_task
 from volsched.model.decode import (
     INT32_MAX,
@@ -174,6 +176,11 @@ class ClusterState:
         #: status's echo that the sessions may have moved past) does not take it back; after a restart,
         #: the object's status says it.
         self._admitted: dict[tuple[str, str], tuple[str, int | None]] = {}
+        #: What the pods holding a node were bound under (their ``BOUND_UNDER`` record), by group key: how
+        #: many pods hold each record. A group is held to the least of its records (``admitted.inherit``),
+        #: whatever its object says now. And the record each such pod counts under, with its group.
+        self._bound: dict[str, dict[BoundUnder, int]] = {}
+        self._bound_of: dict[str, tuple[str, BoundUnder]] = {}
         #: Phases the sessions gave groups that stand for an owner's pods and have no object yet.
         self._derived_phase: dict[str, PodGroupPhase] = {}
         #: What was wrong with the annotations of those groups' pods, as snapshot problems.
@@ -633,6 +640,8 @@ class ClusterState:
         table: dict[str, Any] = self.podgroups if kind == "PodGroup" else self.queues
         if winner is None:
             table.pop(key, None)
+        elif isinstance(winner, PodGroupSpec):
+            table[key] = admitted.inherit(winner, self._bound_record(key))
         else:
             table[key] = winner
         if own is not None and volcano is not None:
@@ -643,6 +652,56 @@ class ClusterState:
             self.conflicts[(WORKLOAD_PODGROUP, key)] = workload_conflict_message(winner.api_group, key)
         else:
             self.conflicts.pop((WORKLOAD_PODGROUP, key), None)
+
+    def _bound_record(self, key: str) -> BoundUnder | None:
+        """What the pods of group ``key`` holding a node were bound under (the least record), or None."""
+        records = self._bound.get(key)
+        return min(records) if records else None
+
+    def _note_bound(self, key: str, task: Task | None) -> None:
+        """(Under the lock.) Pod ``key`` is now ``task`` (None: gone): its ``BOUND_UNDER`` record counts
+        for its group while it holds a node. A group whose least record changed is resolved again."""
+        text = task.annotations.get(BOUND_UNDER) if task is not None and task.annotations else None
+        record = read_bound(text) if text and _holds_node(task) else None
+        was = self._bound_of.get(key)
+        if record is None and was is None:
+            return
+        now = (task.job_key, record) if task is not None and record is not None else None
+        if now == was:
+            return
+        touched = []
+        if was is not None:
+            group, old = was
+            before = self._bound_record(group)
+            counts = self._bound[group]
+            counts[old] -= 1
+            if not counts[old]:
+                del counts[old]
+            if not counts:
+                del self._bound[group]
+            del self._bound_of[key]
+            if self._bound_record(group) != before:
+                touched.append(group)
+        if now is not None:
+            group, new = now
+            before = self._bound_record(group)
+            counts = self._bound.setdefault(group, {})
+            counts[new] = counts.get(new, 0) + 1
+            self._bound_of[key] = now
+            if self._bound_record(group) != before:
+                touched.append(group)
+        for group in touched:
+            if self._object_podgroup(group) is not None:
+                self._resolve("PodGroup", group)
+
+    def _object_podgroup(self, key: str) -> PodGroupSpec | None:
+        """The PodGroup object in force for ``key`` as it says (``podgroups`` holds it inherited)."""
+        found = (
+            self._own.get(("PodGroup", key))
+            or self._volcano.get(("PodGroup", key))
+            or self._workload.get(key)
+        )
+        return found if isinstance(found, PodGroupSpec) else None
 
     def _forget_admitted(self, held: PodGroupSpec | QueueSpec | None) -> None:
         if isinstance(held, PodGroupSpec):
@@ -663,6 +722,7 @@ class ClusterState:
                 self.raw_pods.pop(key, None)
                 self._held_refused.discard(key)
                 self._misdirected.pop(key, None)
+                self._note_bound(key, None)
                 old = self.tasks.pop(key, None)
                 if held := old is not None:
                     self._seq.pop(key, None)
@@ -814,6 +874,7 @@ class ClusterState:
         self.tasks[key] = task
         self._touched.add(key)
         self._note_misdirected(key, task)
+        self._note_bound(key, task)
 
     def set_pod_node(self, raw: Mapping[str, Any], *, base: Mapping[str, Any]) -> bool:
         """``raw`` is the cached pod ``base`` with only ``spec.nodeName`` changed (an assumed bind laid
@@ -934,7 +995,7 @@ class ClusterState:
     def set_podgroup_phase(self, key: str, phase: PodGroupPhase) -> bool:
         """The phase a session gave PodGroup ``key``; returns whether that was a change (counted)."""
         with self._lock:
-            pg = self.podgroups.get(key)
+            pg = self._object_podgroup(key) if key in self.podgroups else None
             if pg is None:
                 changed = self._derived_phase.get(key) is not phase
                 self._derived_phase[key] = phase
@@ -947,7 +1008,7 @@ class ClusterState:
         """The minMember a session said PodGroup ``key`` was admitted with (``volsched.model.admitted``),
         kept against the object's events from now on; returns whether that was a change (counted)."""
         with self._lock:
-            pg = self.podgroups.get(key)
+            pg = self._object_podgroup(key) if key in self.podgroups else None
             if pg is None:
                 return False
             self._admitted[(pg.api_group, key)] = (pg.uid, admitted)
@@ -958,7 +1019,7 @@ class ClusterState:
 
     def _hold_podgroup(self, key: str, pg: PodGroupSpec) -> None:
         """``pg`` in force for ``key``, and in the table of its API group (caller holds the lock)."""
-        self.podgroups[key] = pg
+        self.podgroups[key] = admitted.inherit(pg, self._bound_record(key))
         if pg.api_group == API_GROUP:
             self._own[("PodGroup", key)] = pg
         elif pg.api_group == WORKLOAD_GROUP:
@@ -1358,7 +1419,19 @@ def _same_but_confirmed(old: Task | None, new: Task) -> bool:
         and old.status is new.status
         and old.node_name == new.node_name
         and old.labels == new.labels
-        and old.annotations == new.annotations
+        and (
+            old.annotations == new.annotations
+            or _but_bound_under(old.annotations) == _but_bound_under(new.annotations)
+        )
+    )
+
+
+def _but_bound_under(annotations: Mapping[str, str]) -> Mapping[str, str]:
+    """A pod's annotations but the record its bind wrote (the bind assumed did not lay it over)."""
+    return (
+        {k: v for k, v in annotations.items() if k != BOUND_UNDER}
+        if BOUND_UNDER in annotations
+        else annotations
     )
 
 

@@ -72,6 +72,9 @@ class Bind:
     #: The pod's unbound claims of a WaitForFirstConsumer class as bound for it (a volume, or one to
     #: provision on ``node``): what the edge writes and waits for before it binds the pod.
     volumes: tuple[VolumeBinding, ...] = ()
+    #: What the pod is bound under (``volsched.model.admitted.bound_under``; "" for a pod of no PodGroup
+    #: object): the edge writes it on the pod with the bind, in the same request.
+    bound_under: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from volsched.framework.decisions import Bind, Evict, EvictionReason
 from volsched.framework.session import Session
+from volsched.model import admitted
 from volsched.model.cluster import Job, key_of
 from volsched.model.vocabulary import PodGroupPhase, Task, TaskStatus
 from volsched.records import dataclass
@@ -107,18 +108,46 @@ class Statement:
                 task = op.task
                 node = self.session.nodes.names[op.node]
                 result.bound_jobs.setdefault(task.job_key, []).append(node)
+                under = self._bound_under(task)
                 if task.resource_claims or task.bind_claims:
                     claims = self.session.devices.by_task.get(task.key, ()) if task.resource_claims else ()
                     binding = self.session.volume_binding
                     volumes = binding.by_task.get(task.key, ()) if binding is not None else ()
-                    binds.append(Bind(pod=task.key, uid=task.uid, node=node, claims=claims, volumes=volumes))
+                    binds.append(
+                        Bind(
+                            pod=task.key,
+                            uid=task.uid,
+                            node=node,
+                            claims=claims,
+                            volumes=volumes,
+                            bound_under=under,
+                        )
+                    )
                 else:
-                    binds.append(Bind(pod=task.key, uid=task.uid, node=node))
+                    binds.append(Bind(pod=task.key, uid=task.uid, node=node, bound_under=under))
         self._ops.clear()
         if binds:
             result.binds.extend(binds)
             if self.session.on_binds is not None:
                 self.session.on_binds(binds)  # one call per commit: a gang's binds go out together
+
+    def _bound_under(self, task: Task) -> str:
+        """The record a bind of ``task`` writes on its pod: the PodGroup object its job stands for, the
+        queue, priority class and priority the job has, the minMember it started with (this one, when
+        it starts now). "" for a pod standing alone or of a group made for a controller owner's pods:
+        no object of theirs can be made again."""
+        job = self.session.jobs.get(task.job_key)
+        pg = job.podgroup if job is not None else None
+        if job is None or pg is None or pg.owner is not None or not pg.uid:
+            return ""
+        start = pg.admitted_min_member
+        return admitted.bound_under(
+            uid=pg.uid,
+            queue=job.queue,
+            priority_class=pg.priority_class_name,
+            priority=job.priority,
+            min_member=job.min_member if start is None else start,
+        )
 
     def hold(self) -> None:
         """Keep the operations in effect for the rest of this session without making decisions of them

@@ -56,6 +56,7 @@ from volsched.kube.rest import (
     event_path,
     pod_path,
 )
+from volsched.model.admitted import BOUND_UNDER
 from volsched.model.devices import ClaimAllocation, allocation_status
 from volsched.model.raw import Raw, meta_of, uid_of
 from volsched.model.vocabulary import API_GROUP, DEFAULT_SCHEDULER_NAMES, MISDIRECTED, QUEUE_FINALIZER
@@ -608,12 +609,14 @@ class KubeWriter:
         meta: dict[str, str] = {"name": name, "namespace": ns}
         if bind.uid:
             meta["uid"] = bind.uid  # the apiserver refuses the bind (409) if the pod by that name is another
-        body = {
+        body: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Binding",
             "metadata": meta,
             "target": {"apiVersion": "v1", "kind": "Node", "name": bind.node},
         }
+        if bind.bound_under:  # the apiserver copies a Binding's annotations onto the pod as it binds it
+            body["metadata"] = {**meta, "annotations": {BOUND_UNDER: bind.bound_under}}
         path = pod_path(ns, name, "binding")
         resent, lost = False, ""
         try:

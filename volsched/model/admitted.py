@@ -5,15 +5,22 @@ placement, not for protection: eviction keeps ``min(minMember now, minMember sta
 (:func:`protected`), and a lowered minMember counts at once. :func:`after_session` keeps the record,
 :func:`condition` says it in the PodGroup's status (:data:`CONDITION`), :func:`read` reads it back after a
 restart. Design: docs/tenancy.md "Raising minMember on a running gang". Pure: no I/O.
+
+What a pod was bound under (:data:`BOUND_UNDER`, written with its bind, :func:`bound_under`) outlives
+its PodGroup object: a PodGroup deleted and made again over running pods is held to their record
+(:func:`read_bound`, :func:`inherit`). Design: docs/tenancy.md "A PodGroup made again over its pods".
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
-from volsched.model.vocabulary import PodGroupPhase
+from volsched.model.vocabulary import PodGroupPhase, PodGroupSpec
 
 #: The condition on a PodGroup that says how many of its pods reclaim and preempt keep, and why.
 CONDITION = "MinMemberProtected"
@@ -75,3 +82,76 @@ def read(status: Any) -> int | None:
                 value = int(found.group(1))
                 return value if 1 <= value < 2**31 else None
     return None
+
+
+#: The pod annotation a bind writes (the Binding's own annotations, which the apiserver copies onto the
+#: pod as it binds it): the PodGroup object (uid), queue, priority class, priority and minMember-at-start
+#: its pod was bound under. Only the operator may write it (the pod admission policy).
+BOUND_UNDER = "scheduling.volsched.io/bound-under"
+_INT32 = 2**31
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class BoundUnder:
+    """A pod's :data:`BOUND_UNDER` record, read."""
+
+    queue: str
+    priority_class: str
+    priority: int
+    min_member: int
+    uid: str
+
+
+def bound_under(*, uid: str, queue: str, priority_class: str, priority: int, min_member: int) -> str:
+    """The :data:`BOUND_UNDER` text for a pod bound now under PodGroup ``uid`` (one line of JSON)."""
+    return json.dumps(
+        {
+            "podGroup": uid,
+            "queue": queue,
+            "priorityClassName": priority_class,
+            "priority": priority,
+            "minMember": min_member,
+        },
+        separators=(",", ":"),
+    )
+
+
+@lru_cache(maxsize=1024)
+def read_bound(text: str) -> BoundUnder | None:
+    """A :data:`BOUND_UNDER` annotation's record, or None when it is not one :func:`bound_under` makes."""
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(raw, dict):
+        return None
+    uid, queue, cls = raw.get("podGroup"), raw.get("queue"), raw.get("priorityClassName")
+    priority, min_member = raw.get("priority"), raw.get("minMember")
+    if not (isinstance(uid, str) and uid and isinstance(queue, str) and queue and isinstance(cls, str)):
+        return None
+    if type(priority) is not int or not -_INT32 <= priority < _INT32:
+        return None
+    if type(min_member) is not int or not 1 <= min_member < _INT32:
+        return None
+    return BoundUnder(queue=queue, priority_class=cls, priority=priority, min_member=min_member, uid=uid)
+
+
+def inherit(pg: PodGroupSpec, record: BoundUnder | None) -> PodGroupSpec:
+    """``pg`` held to what its running pods were bound under (``record``, None: none holds a node): their
+    queue, priority class and priority, and the minMember they started with, whatever its object says now
+    (a PodGroup made again over them, or changed where no admission policy fixes it). ``pg`` itself when
+    they agree."""
+    if record is None or (
+        pg.queue == record.queue
+        and pg.priority_class_name == record.priority_class
+        and pg.priority == record.priority
+        and pg.admitted_min_member == record.min_member
+    ):
+        return pg
+    return replace(
+        pg,
+        queue=record.queue,
+        priority_class_name=record.priority_class,
+        priority=record.priority,
+        admitted_min_member=record.min_member,
+    )

@@ -32,6 +32,7 @@ from volsched.cache.feeder import Feeder
 from volsched.cycle import BOUND, EVICTED, GONE, BindOutcome, EvictOutcome, StatusReport
 from volsched.framework.decisions import Bind, Evict, SessionResult
 from volsched.framework.messages import DELETED, eviction_events
+from volsched.model.admitted import BOUND_UNDER
 from volsched.model.raw import Raw, meta_of
 from volsched.model.vocabulary import Task, TaskStatus
 from volsched.simulate.budgets import DisruptionController
@@ -103,7 +104,12 @@ class MemoryPort:
                 self.volume_controller.bind(bind)
             # A shallow copy is enough: no cached pod is changed in place (see volsched.cache.state).
             status = {**(raw.get("status") or {}), "phase": "Running", "startTime": iso(self.clock())}
-            self.put({**raw, "spec": {**(raw.get("spec") or {}), "nodeName": bind.node}, "status": status})
+            bound = {**raw, "spec": {**(raw.get("spec") or {}), "nodeName": bind.node}, "status": status}
+            if bind.bound_under:  # as the apiserver copies the Binding's annotations onto the pod
+                meta = meta_of(raw)
+                notes = {**(meta.get("annotations") or {}), BOUND_UNDER: bind.bound_under}
+                bound["metadata"] = {**meta, "annotations": notes}
+            self.put(bound)
             out.append(BindOutcome(bind, BOUND))
         return out
 
