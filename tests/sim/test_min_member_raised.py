@@ -75,3 +75,42 @@ def test_a_gang_keeps_the_min_member_it_was_admitted_with(api: str) -> None:
 def test_a_lowered_min_member_lowers_what_reclaim_keeps_at_once(api: str) -> None:
     a, b, _ = _run(api, admitted=8, now=2)
     assert (a, b) == (4, 4)
+
+
+def _pinned(objs: list[Obj], pool: str) -> list[Obj]:
+    """``objs`` (a PodGroup and its Job) with the Job's pods held to the nodes labelled ``pool``."""
+    group, batch = objs
+    template = batch["spec"]["template"]
+    template["spec"] = {**template["spec"], "nodeSelector": {"pool": pool}}
+    return [group, batch]
+
+
+@pytest.mark.parametrize("api", ["scheduling.volsched.io/v1beta1", VOLCANO], ids=["ours", "volcano"])
+def test_a_min_member_raised_while_running_does_not_grow_the_gang_past_its_queues_share(api: str) -> None:
+    """qa's gang (8 pods, minMember 2) and qb's job (8 pods, 4 of which fit its 4-cpu node) share 12
+    cpu: 6 each. a runs 6 on its 8-cpu node, 2 left idle there. Raised to 8, a is short of its minimum:
+    allocate completed it past qa's share (8 of 12) as if admission had reserved the raise, and with no
+    reclaim in the default actions those pods kept qb's share until they ended. Completion past the share
+    goes no further than the minMember the gang started with."""
+    group, batch = _pinned(job("a", ns="ns-a", queue="qa", size=8, min_member=2), "a")
+    sim = Simulator(
+        [
+            Document(f"o{i}", o)
+            for i, o in enumerate(
+                [
+                    node("n1", cpu="8", labels={"pool": "a"}),
+                    node("n2", cpu="4", labels={"pool": "b"}),
+                    queue("qa"),
+                    queue("qb"),
+                    _group(group, api, 2),
+                    batch,
+                    *_pinned(job("b", ns="ns-b", queue="qb", size=8), "b"),
+                ]
+            )
+        ],
+    )
+    data = to_json(sim.run(30))
+    assert sum(1 for k, v in data["pods"].items() if v["node"] and k.startswith("ns-a/")) == 6
+    sim.add([Document("raise", _group(group, api, 8, phase="Running"))])
+    data = to_json(sim.run(30))
+    assert sum(1 for k, v in data["pods"].items() if v["node"] and k.startswith("ns-a/")) == 6  # before: 8

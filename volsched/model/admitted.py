@@ -16,11 +16,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
 from volsched.model.vocabulary import PodGroupPhase, PodGroupSpec
+from volsched.records import dataclass
 
 #: The condition on a PodGroup that says how many of its pods reclaim and preempt keep, and why.
 CONDITION = "MinMemberProtected"

@@ -21,6 +21,7 @@ from volsched.framework.never import job_never, never_admitted
 from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
+from volsched.model.admitted import protected
 from volsched.model.cluster import (
     Job,
     RunRows,
@@ -635,11 +636,19 @@ def _one_queue(jobs: Sequence[Job]) -> Sequence[Job]:
     return jobs
 
 
+def _reserved(job: Job) -> int:
+    """The minimum admission reserved for ``job``: its minMember, but no more than the one it started
+    with (``volsched.model.admitted``: a raise while it runs is completed within its queue's share only)."""
+    pg = job.podgroup
+    return job.min_member if pg is None else protected(job.min_member, pg.admitted_min_member)
+
+
 class _Placing:
     """What allocate and preempt ask of a queue: whether a task may take more of it (allocatable,
     preemptive) and whether it holds its share (overused). Admitted gangs short of minMember (admitted
     in an earlier session, or holding members from before this one: left half-bound by a crash, or short
-    of one they lost) are completed up to minMember even past their queue's deserved share, never past
+    of one they lost) are completed up to minMember (no more than the one they started with: a raise
+    while running is placed within the share) even past their queue's deserved share, never past
     realCapability: admission reserved their minimum (it counts as admitted, so it holds others back),
     and what they hold is idle until they are complete; otherwise a share that shrank after admission
     strands them, and with them the capacity reserved for them."""
@@ -662,10 +671,10 @@ class _Placing:
 
     def _completes_gang(self, task: Task) -> bool:
         job = self._committed_jobs.get(task.job_key)
-        return job is not None and job.pipelined_count < job.min_member
+        return job is not None and job.pipelined_count < _reserved(job)
 
     def _completes_in(self, queue: QueueSpec) -> bool:
-        return any(j.pipelined_count < j.min_member for j in self._committed.get(queue.name, ()))
+        return any(j.pipelined_count < _reserved(j) for j in self._committed.get(queue.name, ()))
 
     def _beyond(
         self, a: QueueAttr, task: Task, limit: Vector, *, whose: str, said: Callable[[int, QueueAttr], str]
