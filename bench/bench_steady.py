@@ -35,14 +35,24 @@ process. The machine is shared: compare figures of one run.
     python bench/bench_steady.py --shape lone --stuck     # one old unschedulable pod, first in the order (--stuck 20: twenty)
     python bench/bench_steady.py --nodes 1000 --pods 10000 --profile out.prof   # cProfile of the cycles
     python bench/bench_steady.py --nodes 100 --pods 60 --shape lone --arriving 1 --idle 20   # as live
+    python bench/bench_steady.py --nodes 100 --pods 60 --shape lone --arriving 1 \
+        --source ../before --source . --pairs 3      # before and after in one invocation, alternated
+
+``--source DIR`` (twice or more) runs each grid point from each checkout in turn (its ``volsched`` first on
+the path; this file's bench in all), ``--pairs`` rounds of them, the order reversed every other round:
+compare the lines of one round, each labelled with its checkout's commit and the load when it ran.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from builders import raw_node, raw_pod, raw_podgroup
@@ -249,6 +259,19 @@ def main() -> None:
         help="ms slept before each cycle, as the operator's session thread waits between arriving pods "
         "(20: the live session's cost, which back-to-back cycles do not show)",
     )
+    parser.add_argument(
+        "--source",
+        type=Path,
+        action="append",
+        help="run each grid point from this checkout (its volsched first on the path); given twice or more, "
+        "each in turn: a before/after in one invocation",
+    )
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        default=1,
+        help="with --source: rounds of every checkout, the order reversed every other round",
+    )
     parser.add_argument("--json", action="store_true", help="one grid point, as JSON (used by the grid)")
     args = parser.parse_args()
     if (args.json or args.profile) and not (args.nodes and args.pods):
@@ -271,6 +294,10 @@ def main() -> None:
         )
         return
     grid = [(args.nodes, args.pods)] if args.nodes and args.pods else GRID
+    sources = [src.resolve() for src in args.source or []]
+    for src in sources:
+        if not (src / "volsched" / "__init__.py").is_file():
+            parser.error(f"--source {src}: no volsched package there")
     import numpy
 
     print(describe(f"numpy {numpy.__version__}"))
@@ -281,28 +308,59 @@ def main() -> None:
             + (["--stuck", str(args.stuck)] if args.stuck else [])
             + ["--arriving", str(args.arriving), "--idle", str(args.idle)]
         )
-        r = in_fresh_process(__file__, "--nodes", str(nodes), "--pods", str(pods), *more)
-        m = r["median"]
-        stuck_note = f", {r['stuck']} stuck pod(s) first" if r["stuck"] else ""
-        print(
-            f"{nodes:>6} nodes x {pods:>6} bound pods, shape {r['shape']}{stuck_note}, {r['jobs']} jobs (+{r['arriving']} "
-            f"arriving a cycle, median of {r['cycles']} cycles): cycle {1000 * m['cycle_cpu']:.2f} ms cpu, {1000 * m['cycle_wall']:.2f} ms wall, "
-            f"{1000 * m['to_bind']:.2f} ms ({1000 * m['to_bind_cpu']:.2f} ms cpu) to the first bind; "
-            f"{m['bound']:.0f} bound a cycle, "
-            f"{m['settled']:.0f} jobs in the settled run"
-        )
-        parts = [
-            (k, v)
-            for k, v in m.items()
-            if k not in ("cycle_cpu", "cycle_wall", "to_bind", "to_bind_cpu", "bound", "settled", "session")
-        ]
-        parts.sort(key=lambda kv: -kv[1])
-        print(
-            "    session "
-            + f"{1000 * m.get('session', 0.0):.2f} ms; "
-            + ", ".join(f"{k} {1000 * v:.3f}" for k, v in parts if v >= 0.000005),
-            flush=True,
-        )
+        point = ["--nodes", str(nodes), "--pods", str(pods), *more]
+        if not sources:
+            _say(in_fresh_process(__file__, *point), nodes, pods, "")
+            continue
+        for round_ in range(max(args.pairs, 1)):
+            for src in sources if round_ % 2 == 0 else sources[::-1]:
+                load = os.getloadavg()[0]
+                label = f"round {round_ + 1} {_commit(src)} (load {load:.1f}): "
+                _say(_in_checkout(src, point), nodes, pods, label)
+
+
+def _commit(src: Path) -> str:
+    """``src``'s commit (short), or its directory's name where it is not a git checkout."""
+    out = subprocess.run(
+        ["git", "-C", str(src), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    )
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else src.name
+
+
+def _in_checkout(src: Path, args: list[str]) -> Any:
+    """One grid point (``--json``) in a new process whose ``volsched`` is ``src``'s."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    }
+    cmd = [sys.executable, os.path.abspath(__file__), "--json", *args]
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=src, env=env)
+    return json.loads(done.stdout)
+
+
+def _say(r: dict[str, Any], nodes: int, pods: int, label: str) -> None:
+    """A grid point's two lines (``label`` first)."""
+    m = r["median"]
+    stuck_note = f", {r['stuck']} stuck pod(s) first" if r["stuck"] else ""
+    print(
+        f"{label}{nodes:>6} nodes x {pods:>6} bound pods, shape {r['shape']}{stuck_note}, {r['jobs']} jobs (+{r['arriving']} "
+        f"arriving a cycle, median of {r['cycles']} cycles): cycle {1000 * m['cycle_cpu']:.2f} ms cpu, {1000 * m['cycle_wall']:.2f} ms wall, "
+        f"{1000 * m['to_bind']:.2f} ms ({1000 * m['to_bind_cpu']:.2f} ms cpu) to the first bind; "
+        f"{m['bound']:.0f} bound a cycle, "
+        f"{m['settled']:.0f} jobs in the settled run"
+    )
+    parts = [
+        (k, v)
+        for k, v in m.items()
+        if k not in ("cycle_cpu", "cycle_wall", "to_bind", "to_bind_cpu", "bound", "settled", "session")
+    ]
+    parts.sort(key=lambda kv: -kv[1])
+    print(
+        "    session "
+        + f"{1000 * m.get('session', 0.0):.2f} ms; "
+        + ", ".join(f"{k} {1000 * v:.3f}" for k, v in parts if v >= 0.000005),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":
