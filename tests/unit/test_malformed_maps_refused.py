@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from tests.builders import node, pod
+from tests.builders import node, pod, podgroup, queue
 from tests.unit._cycle_harness import CONFIG, FakePort, cache
 from volsched.cycle import run_cycle
-from volsched.model.decode import build_node, build_task
+from volsched.model.decode import build_node, build_podgroup, build_queue, build_task
 from volsched.model.errors import InputError
 
 CASES = [
@@ -52,3 +52,58 @@ def test_the_cache_refuses_that_pod_alone_and_the_others_are_placed(
     )
     report = run_cycle(feeder, CONFIG, FakePort(), now=5000.0)
     assert sorted(b.pod for b in report.result.binds) == ["default/a", "default/c"]
+
+
+@pytest.mark.parametrize("value", [["x"], {"name": "x"}], ids=["list", "map"])
+def test_a_pod_whose_priority_class_name_is_no_string_is_refused_not_looked_up(value: Any) -> None:
+    """A simulator's pod without ``spec.priority`` takes it from its class: a name that is no string is
+    refused naming the field, never looked up (a list raised TypeError, and the simulator stopped with a
+    traceback)."""
+    bad = pod("a")
+    bad["spec"]["priorityClassName"] = value
+    with pytest.raises(InputError, match=r"Pod default/a: spec.priorityClassName must be a string"):
+        build_task(bad, priority_classes={"low": 10})
+
+
+def _nested(path: tuple[str | int, ...], value: Any) -> dict[str, Any]:
+    bad = pod("a")
+    bad["spec"]["affinity"] = {}
+    bad["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+    bad["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]
+    at: Any = bad
+    for part in path[:-1]:
+        at = at[part]
+    at[path[-1]] = value
+    return bad
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "said"),
+    [
+        (("spec", "affinity", "nodeAffinity"), "x", "spec.affinity.nodeAffinity must be a map, got str"),
+        (("spec", "containers", 0, "ports"), -1, "spec.containers[0].ports: expected a list, got int"),
+        (("spec", "initContainers"), 5, "spec.initContainers: expected a list, got int"),
+        (("spec", "volumes"), -1, "spec.volumes: expected a list, got int"),
+    ],
+    ids=["nodeAffinity", "ports", "initContainers", "volumes"],
+)
+def test_a_pod_field_of_the_wrong_shape_is_refused_naming_it(
+    path: tuple[str | int, ...], value: Any, said: str
+) -> None:
+    """A simulator's pod (the apiserver's are typed) whose field is not the list or map it must be is
+    refused naming it, never read as one: a nodeAffinity, ports or volumes of the wrong shape raised
+    AttributeError or TypeError, and the simulator stopped with a traceback."""
+    with pytest.raises(InputError) as error:
+        build_task(_nested(path, value), priority_classes={})
+    assert str(error.value) == f"Pod default/a: {said}"
+
+
+def test_a_podgroup_or_queue_whose_status_is_no_map_is_refused_naming_it() -> None:
+    """A simulator's Volcano PodGroup or Queue whose ``status`` is no map (the CRDs type it; a file need
+    not) is refused naming it: its phase or state was read with ``.get`` and raised AttributeError."""
+    group, bad_queue = podgroup("g"), queue("q")
+    group["status"] = bad_queue["status"] = "Running"
+    with pytest.raises(InputError, match=r"^PodGroup default/g: status must be a map, got str$"):
+        build_podgroup(group)
+    with pytest.raises(InputError, match=r"^Queue q: status must be a map, got str$"):
+        build_queue(bad_queue)

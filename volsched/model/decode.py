@@ -535,8 +535,8 @@ def _placement(spec: Mapping[str, Any], where: str) -> tuple[dict[str, str], lis
     affinity = spec.get("affinity") or {}
     if not isinstance(affinity, _MAP):
         raise InputError(f"{where}: spec.affinity must be a map")
-    node_aff = affinity.get("nodeAffinity") or {}
-    required = (node_aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}) if node_aff else {}
+    node_aff = _map_value(affinity.get("nodeAffinity"), where=f"{where}: spec.affinity.nodeAffinity")
+    required = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     terms = _list_field(
         required.get("nodeSelectorTerms") if isinstance(required, _MAP) else None,
         where=f"{where}: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
@@ -588,8 +588,13 @@ def _host_ports(spec: Mapping[str, Any], *, where: str) -> tuple[tuple[str, int,
     host = _bool_field(spec.get("hostNetwork"), where=f"{where}: spec.hostNetwork", default=False)
     out: set[tuple[str, int, str]] = set()
     for kind in ("initContainers", "containers"):
-        for c in spec.get(kind) or []:
-            for p in (c.get("ports") or []) if isinstance(c, _MAP) else []:
+        for i, c in enumerate(_list_field(spec.get(kind), where=f"{where}: spec.{kind}")):
+            ports = (
+                _list_field(c.get("ports"), where=f"{where}: spec.{kind}[{i}].ports")
+                if isinstance(c, _MAP)
+                else []
+            )
+            for p in ports:
                 if not isinstance(p, _MAP):
                     continue
                 port = p.get("hostPort") or (p.get("containerPort") if host else None)
@@ -599,13 +604,13 @@ def _host_ports(spec: Mapping[str, Any], *, where: str) -> tuple[tuple[str, int,
     return tuple(sorted(out))
 
 
-def _ephemeral_volumes(spec: Mapping[str, Any]) -> tuple[str, ...]:
+def _ephemeral_volumes(spec: Mapping[str, Any], *, where: str) -> tuple[str, ...]:
     """The names of the pod's generic ephemeral volumes (``spec.volumes[].ephemeral``): the ephemeral
     volume controller makes a claim for each, ``<pod>-<volume>``, which the pod mounts as its own."""
     return tuple(
         sorted(
             str(v["name"])
-            for v in spec.get("volumes") or []
+            for v in _list_field(spec.get("volumes"), where=f"{where}: spec.volumes")
             if isinstance(v, _MAP) and v.get("ephemeral") is not None and isinstance(v.get("name"), str)
         )
     )
@@ -621,9 +626,9 @@ def _inline_volumes(spec: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _claims(spec: Mapping[str, Any]) -> tuple[str, ...]:
+def _claims(spec: Mapping[str, Any], *, where: str) -> tuple[str, ...]:
     out = []
-    for v in spec.get("volumes") or []:
+    for v in _list_field(spec.get("volumes"), where=f"{where}: spec.volumes"):
         claim = (v.get("persistentVolumeClaim") or {}) if isinstance(v, _MAP) else {}
         if isinstance(claim, _MAP) and claim.get("claimName"):
             out.append(str(claim["claimName"]))
@@ -1012,12 +1017,12 @@ def _keyed_parse(
         constraints=parse_pod_constraints(spec, namespace=ns, labels=labels, where=where),
         preferred=_preferred_node_terms(spec, where),
         host_ports=_host_ports(spec, where=where),
-        claims=_claims(spec),
+        claims=_claims(spec, where=where),
         placement_key=None,
         runtime=_shared(pod_runtime({"spec": spec}), _RUNTIMES),
         score_extra=scoring_extra(pod, request, where=where),
         nullable=nullable,
-        ephemeral=_ephemeral_volumes(spec),
+        ephemeral=_ephemeral_volumes(spec, where=where),
         inline=_inline_volumes(spec),
     )
     if key is not None:
@@ -1242,11 +1247,13 @@ def build_task(
     if not isinstance(spec.get("nodeName") or "", str):
         raise InputError(f"{where}: spec.nodeName must be a string, got {_short(spec['nodeName'])}")
     status, node = pod_status(pod)
+    pcn = spec.get("priorityClassName") or ""
+    if not isinstance(pcn, str):  # (before it is looked up: a list or a map cannot be)
+        raise InputError(f"{where}: spec.priorityClassName must be a string, got {_short(pcn)}")
     priority = spec.get("priority")
     if priority is None:
         # Kubernetes' admission rejects pods of unknown classes; one that got through keeps the default.
-        pc = spec.get("priorityClassName")
-        priority = priority_classes.get(pc, default_priority) if pc else default_priority
+        priority = priority_classes.get(pcn, default_priority) if pcn else default_priority
     if isinstance(priority, bool) or not isinstance(priority, int) or not INT32_MIN <= priority <= INT32_MAX:
         raise InputError(f"{where}: spec.priority must be a 32-bit integer, got {_short(priority)}")
     group = (
@@ -1277,9 +1284,6 @@ def build_task(
     # Strings many pods share are interned: one object per distinct value, not one per pod.
     intern = sys.intern
     scheduler_name = intern(str(spec.get("schedulerName") or "default-scheduler"))
-    pcn = spec.get("priorityClassName") or ""
-    if not isinstance(pcn, str):
-        raise InputError(f"{where}: spec.priorityClassName must be a string, got {_short(pcn)}")
     task = _copy_task(_BLANK_TASK)
     task.namespace = intern(ns)
     task.name = name
@@ -1511,7 +1515,9 @@ def build_queue(obj: Raw) -> QueueSpec:
         if PODS in named:
             raise InputError(f"{where}: {path}.pods: {QUEUE_PODS}")
     priority = _int_field(spec.get("priority"), where=f"{where}: spec.priority", default=0, minimum=INT32_MIN)
-    state_raw = spec.get("state") or (obj.get("status") or {}).get("state") or "Open"
+    state_raw = (
+        spec.get("state") or _map_value(obj.get("status"), where=f"{where}: status").get("state") or "Open"
+    )
     if state_raw == "Closing":  # (a status: closed, jobs still in it)
         state_raw = "Closed"
     if state_raw not in ("Open", "Closed"):
@@ -1620,7 +1626,7 @@ def build_podgroup(obj: Raw) -> PodGroupSpec:
     queue = spec.get("queue") or DEFAULT_QUEUE
     if not isinstance(queue, str):
         raise InputError(f"{where}: spec.queue must be a string")
-    phase_raw = (obj.get("status") or {}).get("phase") or "Pending"
+    phase_raw = _map_value(obj.get("status"), where=f"{where}: status").get("phase") or "Pending"
     try:
         phase = PodGroupPhase(phase_raw)
     except ValueError:
