@@ -683,9 +683,11 @@ class KubeWriter:
         API replaces the condition with its own
         (``EvictionByEvictionAPI``), so it is written once more after a successful eviction while the pod
         terminates. A pod that cannot be told is not evicted (the next session tries again). An eviction
-        refused (a budget) or failed leaves the pod running: its condition is set back to False saying
-        why (what the disruption controller does to a stale one, minutes later), and no event tells of
-        an eviction that did not happen. A pod the eviction deletes at once (a zero grace period and no
+        a budget refused leaves the pod running: its condition is set back to False saying why (what the
+        disruption controller does to a stale one, minutes later). One that failed otherwise keeps it (a
+        timeout's may still go through, the apiserver writing its own condition: False written after it
+        would lie), for the disruption controller to clear. No event tells of an eviction that did not
+        happen. A pod the eviction deletes at once (a zero grace period and no
         finalizer) gets no condition: the eviction's own replaces the first before anyone could read it
         and the pod is gone before the second (only refused). It is evicted first, and its event, unless
         the eviction was refused, is written with the next status writes (after the binds handed over
@@ -722,7 +724,7 @@ class KubeWriter:
             outcome = self._evict(eviction, ns, name)
             if outcome.result == EVICTED:
                 self._disruption_target(eviction, ns, name, condition)
-        if outcome.result in (BLOCKED, FAILED):  # the pod stays: no longer a disruption target
+        if outcome.result == BLOCKED:  # refused (a budget): the pod stays, no longer a disruption target
             why = redact(outcome.detail)
             withdrawn = render.disruption_target_withdrawn(message, why, render.now_rfc3339())
             self._disruption_target(eviction, ns, name, _for_uid(withdrawn, uid))
