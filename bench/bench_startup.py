@@ -49,6 +49,7 @@ from bind_throughput import (  # noqa: E402
     _http_ok,
     build_loadgen,
     create,
+    exit_on_sigterm,
     kill_all,
     kill_tree,
     node_body,
@@ -333,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         help="time kube-scheduler to ready too, after each round (with --kubeconfig: the held cluster's)",
     )
     args = p.parse_args(argv)
+    exit_on_sigterm()  # a held cluster killed by its pid stops its control plane too
     sources = [s.resolve() for s in args.source or [ROOT]]
     args.loadgen = build_loadgen()
     args.creator = "go" if args.loadgen else "python"
@@ -367,19 +369,23 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{args.nodes} nodes x {args.pods} pods created in {time.monotonic() - t:.1f}s")
                 holder = threading.Thread(target=hold_lease, args=(api, stop), daemon=True)
                 holder.start()
-                time.sleep(1)
-                nice_control_plane(cp.processes(), args.cluster_nice)  # the objects made at the caller's
-                if args.hold:
-                    print(f"holding; kubeconfig: {cp.kubeconfig_path}", flush=True)
-                    while True:  # until SIGINT (a sleep, unlike an untimed wait, is interrupted by it)
-                        time.sleep(3600)
-                compare(
-                    cp.kubeconfig_path,
-                    sources,
-                    runs=args.runs,
-                    workdir=workdir,
-                    kube=(lambda log: kube_run(cp, log, workdir)) if args.kube_scheduler else None,
-                )
+                try:
+                    time.sleep(1)
+                    nice_control_plane(cp.processes(), args.cluster_nice)  # the objects made at the caller's
+                    if args.hold:
+                        print(f"holding; kubeconfig: {cp.kubeconfig_path}", flush=True)
+                        while True:  # until SIGINT or SIGTERM (a sleep, not an untimed wait, ends then)
+                            time.sleep(3600)
+                    compare(
+                        cp.kubeconfig_path,
+                        sources,
+                        runs=args.runs,
+                        workdir=workdir,
+                        kube=(lambda log: kube_run(cp, log, workdir)) if args.kube_scheduler else None,
+                    )
+                finally:  # the Lease's holder stops before the control plane does (a renewal then failed)
+                    stop.set()
+                    holder.join(timeout=30)
     finally:
         stop.set()
         kill_all()
