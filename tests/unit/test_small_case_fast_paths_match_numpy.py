@@ -142,10 +142,15 @@ def pending_both_ways(
 ) -> tuple[np.ndarray, ...]:
     r = len(total)
     out = []
+    said = []
     for add in (_add_few_pending, _add_pending):
         request, unit = np.full((n, r), 0.25), np.zeros((n, r))
-        add(request, unit, rows, tasks, total=total, mask=mask)
+        units = add(request, unit, rows, tasks, total=total, mask=mask)
+        # the rows of ``unit`` each set, as plain floats: the same rows both ways, as ``unit`` holds them
+        assert all(np.array(row).tobytes() == unit[i].tobytes() for i, row in units.items())
+        said.append(sorted(units))
         out += [request, unit]
+    assert said[0] == said[1]
     return tuple(out)
 
 

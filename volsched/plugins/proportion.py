@@ -158,18 +158,19 @@ def _pending_requests(
     for job in waiting:  # (Volcano's job flow: the pods come once the group is admitted)
         request[row[job.queue]] += job.min_request
     unit = np.zeros((n, r))
-    asking: list[int] = []  # (no task pending: no unit, nothing asked)
+    units: dict[int, list[float]] = {}  # (no task pending: no unit, nothing asked)
     if tasks:
         add = _add_few_pending if len(tasks) <= _FEW else _add_pending
-        add(request, unit, rows, tasks, total=session.total, mask=space.share_mask)
-        asking = np.flatnonzero((unit > EPS).any(axis=1)).tolist()
+        units = add(request, unit, rows, tasks, total=session.total, mask=space.share_mask)
     # A queue whose smallest pending pod fits on no node right now cannot use more this session: what it
     # is owed beyond what it holds goes into the remainder for queues whose pods do fit (fragments).
     nodes = session.nodes
+    asking = [i for i, u in units.items() if any(x > EPS for x in u)]
     if asking and len(nodes):
         idle = nodes.idle[nodes.ready]
         for i in asking:
-            floor = np.where(unit[i] > EPS, unit[i] - EPS, -np.inf)
+            # (the floor in plain floats, the same subtraction; -inf where the unit asks nothing)
+            floor = np.array([x - EPS if x > EPS else -math.inf for x in units[i]])
             if not (idle >= floor).all(axis=1).any():
                 unit[i] = 0.0
     return allocated, request, inqueue, unit
@@ -188,10 +189,11 @@ def _add_pending(
     *,
     total: Vector,
     mask: np.ndarray[Any, np.dtype[np.bool_]],
-) -> None:
+) -> dict[int, list[float]]:
     """Adds each task's request to its queue's row of ``request`` (``rows[k]`` is task ``k``'s), and sets
     each queue's ``unit`` to the share dimensions of the smallest task (by dominant share of ``total``,
-    then the tasks' order) that is pending and ours to place. Vectorised over the tasks."""
+    then the tasks' order) that is pending and ours to place; returns the rows of ``unit`` it set, as
+    plain floats, by row. Vectorised over the tasks."""
     r = request.shape[1]
     idx = np.asarray(rows, dtype=np.intp)
     matrix = stack_rows([t.request for t in tasks], r)
@@ -216,6 +218,8 @@ def _add_pending(
                     break
         if pick:
             unit[idx[pick]] = np.where(mask, matrix[pick], 0.0)
+            return {i: unit[i].tolist() for i in idx[pick].tolist()}
+    return {}
 
 
 def _add_few_pending(
@@ -226,10 +230,12 @@ def _add_few_pending(
     *,
     total: Vector,
     mask: np.ndarray[Any, np.dtype[np.bool_]],
-) -> None:
+) -> dict[int, list[float]]:
     """:func:`_add_pending` for a handful of tasks, in plain Python: the same sums in the same order, and
-    per queue the first task with the least dominant share among those pending and ours."""
-    scale = [t if m and t > EPS else math.inf for t, m in zip(total.tolist(), mask.tolist(), strict=True)]
+    per queue the first task with the least dominant share among those pending and ours (the same rows
+    of ``unit``, set from plain floats: the request's own values, 0.0 outside the share dimensions)."""
+    share: list[bool] = mask.tolist()
+    scale = [t if m and t > EPS else math.inf for t, m in zip(total.tolist(), share, strict=True)]
     pending = TaskStatus.PENDING
     best: dict[int, tuple[float, Vector]] = {}
     for i, t in zip(rows, tasks, strict=True):
@@ -239,8 +245,11 @@ def _add_few_pending(
             dominant = max((q / s for q, s in zip(req.tolist(), scale, strict=True)), default=-math.inf)
             if dominant > 0 and (i not in best or dominant < best[i][0]):
                 best[i] = (dominant, req)
+    out: dict[int, list[float]] = {}
     for i, (_, req) in best.items():
-        unit[i] = np.where(mask, req, 0.0)
+        row = out[i] = [q if m else 0.0 for q, m in zip(req.tolist(), share, strict=True)]
+        unit[i] = row
+    return out
 
 
 def queue_tree(session: ExtensionPoints) -> tuple[dict[str, QueueAttr], FairShare]:
