@@ -4,6 +4,7 @@ class for the node (``nodeTopology``) whose ``maximumVolumeSize`` (else ``capaci
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -209,3 +210,31 @@ def test_the_nodes_a_capacity_is_for_are_kept_with_the_node_table_from_session_t
         assert s.fits("default", ["data"], ALL).tolist() == fits
     kept = [v for k, v in memo.items() if "capacity" in k]
     assert kept and len(kept[0]) == 2  # one entry per topology, kept
+
+
+def test_a_class_s_room_per_node_is_kept_while_the_capacities_are_the_same_and_redone_once_they_change() -> (
+    None
+):
+    """The largest volume each node can get of a class is worked out once for a set of capacities (the
+    cache hands the same mapping while none changed) and kept with the node table; a new mapping (one
+    capacity changed) is read anew, and the answers follow it."""
+    memo: dict[str, Any] = {}
+    caps = [
+        capacity("a", capacity="5Gi", topology=zone("a")),
+        capacity("b", capacity="20Gi", topology=zone("b")),
+        capacity("c", capacity="8Gi", topology={"matchLabels": {"kubernetes.io/hostname": "n2"}}),
+    ]
+    base = state([pvc("data", "6Gi", cls="dyn")], caps).catalog
+    for _ in range(2):
+        s = VolumeState(base, nodes=NODES, memo=memo)
+        assert s.fits("default", ["data"], ALL).tolist() == [False, True, True]
+        assert s.most_room("dyn", ALL[:1]) == 5 * 2**30
+        assert s.most_room("dyn", ALL[:2]) == 8 * 2**30
+    [kept] = [v for k, v in memo.items() if "most room" in k]
+    assert kept[0] is base.capacities
+    changed = dict(base.capacities)
+    changed["kube-system/c"] = storage_capacity(capacity("c", capacity="1Gi", topology=zone("b")))
+    s = VolumeState(replace(base, capacities=changed), nodes=NODES, memo=memo)
+    assert s.fits("default", ["data"], ALL).tolist() == [False, False, True]
+    assert s.most_room("dyn", ALL[:2]) == 5 * 2**30
+    assert s.most_room("other", ALL) is None

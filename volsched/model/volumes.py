@@ -48,6 +48,9 @@ _KEPT_ADMITS = 4096
 _COVERS = "volumes: nodes a capacity topology covers"
 _KEPT_COVERS = 65536
 _PAIRS = "volumes: nodes by label pair"
+#: The node table's memo key of the largest volume each class's capacities can make per node, with the
+#: capacities (the cache's mapping, a new one once any changed) they were worked out from.
+_BEST = "volumes: most room per class and node"
 
 BoolArray = npt.NDArray[np.bool_]
 IndexArray = npt.NDArray[np.intp]
@@ -221,7 +224,7 @@ class VolumeState:
         self._covers: dict[LabelSelector, IndexArray] = {} if memo is None else memo.setdefault(_COVERS, {})
         if len(self._covers) > _KEPT_COVERS:
             self._covers.clear()
-        self._by_class: dict[str, list[tuple[float, IndexArray]]] = {}
+        self._best: dict[str, npt.NDArray[np.float64]] | None = None
         self._rooms: dict[tuple[str, float], BoolArray] = {}
         self._pairs: dict[tuple[str, str], list[int]] | None = None if memo is None else memo.get(_PAIRS)
         self._candidates: dict[str, tuple[str, ...]] = {}
@@ -286,17 +289,33 @@ class VolumeState:
         cls = self.catalog.classes.get(claim.storage_class)
         return cls is not None and cls.provisioner in self.catalog.tracked
 
-    def _capacities(self, storage_class: str) -> list[tuple[float, IndexArray]]:
-        """The class's CSIStorageCapacities with room at all: (the largest volume, the nodes it is for),
-        largest first."""
-        out = self._by_class.get(storage_class)
+    def _most(self, storage_class: str) -> npt.NDArray[np.float64]:
+        """Per node, the largest volume any CSIStorageCapacity of the class for it can make (-inf: none is
+        for it, or none has a size). Worked out once per class for a set of capacities and kept with the
+        node table (``memo``) from session to session: the cache hands a new mapping once one changed."""
+        best = self._best
+        if best is None:
+            kept = self._memo.get(_BEST) if self._memo is not None else None
+            if kept is not None and kept[0] is self.catalog.capacities:
+                best = kept[1]
+            else:
+                best = {}
+                if self._memo is not None:
+                    self._memo[_BEST] = (self.catalog.capacities, best)
+            self._best = best
+        out = best.get(storage_class)
         if out is None:
-            out = []
+            out = np.full(len(self.specs), -np.inf)
+            nodes, limits = [], []
             for cap in self.catalog.capacities.values():
                 if cap.storage_class == storage_class and cap.limit is not None and cap.topology is not None:
-                    out.append((cap.limit, self._covered(cap.topology)))
-            out.sort(key=lambda c: -c[0])
-            self._by_class[storage_class] = out
+                    covered = self._covered(cap.topology)
+                    nodes.append(covered)
+                    limits.append(np.full(len(covered), cap.limit))
+            if nodes:
+                np.maximum.at(out, np.concatenate(nodes), np.concatenate(limits))
+            out.setflags(write=False)
+            best[storage_class] = out
         return out
 
     def _covered(self, selector: LabelSelector) -> IndexArray:
@@ -310,9 +329,13 @@ class VolumeState:
             else:
                 by_pair = self._label_index()
                 asked = sorted({i for pair in pairs for i in by_pair.get(pair, ())})
-            out = np.array(
-                [i for i in asked if selector.matches(getattr(self.specs[i], "labels", {}))], dtype=np.intp
-            )
+            if pairs is not None and len(selector.requirements) == 1:  # (one In: those carrying a pair)
+                out = np.array(asked, dtype=np.intp)
+            else:
+                out = np.array(
+                    [i for i in asked if selector.matches(getattr(self.specs[i], "labels", {}))],
+                    dtype=np.intp,
+                )
             out.setflags(write=False)
             self._covers[selector] = out
         return out
@@ -333,23 +356,14 @@ class VolumeState:
         key = (storage_class, request)
         out = self._rooms.get(key)
         if out is None:
-            out = np.zeros(len(self.specs), dtype=bool)
-            for limit, nodes in self._capacities(storage_class):
-                if limit < request:
-                    break
-                out[nodes] = True
-            self._rooms[key] = out
+            out = self._rooms[key] = self._most(storage_class) >= request
         return out
 
     def most_room(self, storage_class: str, idx: IndexArray) -> float | None:
         """The largest volume any CSIStorageCapacity of the class can make on one of nodes ``idx`` (None:
         none is for them)."""
-        mask = np.zeros(len(self.specs), dtype=bool)
-        mask[idx] = True
-        for limit, nodes in self._capacities(storage_class):
-            if mask[nodes].any():
-                return limit
-        return None
+        most = float(self._most(storage_class)[idx].max(initial=-np.inf))
+        return None if most == -np.inf else most
 
     def candidates(self, claim: VolumeClaim) -> tuple[str, ...]:
         """The volumes that fit ``claim`` on some node, smallest first (a volume pre-bound to it first)."""
