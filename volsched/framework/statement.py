@@ -89,6 +89,7 @@ class Statement:
         next session places them again once the evicted pods have released their nodes."""
         result = self.session.result
         binds: list[Bind] = []
+        records: dict[str, str] = {}  # by job: one record for a gang's binds
         for op in self._ops:
             if isinstance(op, _AdmitOp):
                 result.admitted.append(op.job.key)
@@ -108,7 +109,9 @@ class Statement:
                 task = op.task
                 node = self.session.nodes.names[op.node]
                 result.bound_jobs.setdefault(task.job_key, []).append(node)
-                under = self._bound_under(task)
+                under = records.get(task.job_key)
+                if under is None:
+                    under = records[task.job_key] = self._bound_under(task)
                 if task.resource_claims or task.bind_claims:
                     claims = self.session.devices.by_task.get(task.key, ()) if task.resource_claims else ()
                     binding = self.session.volume_binding
