@@ -14,6 +14,7 @@ from tests.unit._cycle_harness import CONFIG, Clock, FakePort, bound_event, cach
 from volsched.cycle import BOUND, FAILED, BindOutcome, CycleReport, IdleSkip, run_cycle
 from volsched.framework.decisions import Bind, SessionResult
 from volsched.framework.registry import load_config
+from volsched.model.admitted import BOUND_UNDER
 from volsched.model.usage import NodeUsage
 
 MAX_IDLE = 10.0
@@ -44,6 +45,10 @@ def revisited(feeder: Any, key: str, *, rv: int) -> Obj:
     return {**raw, "metadata": {**raw["metadata"], "resourceVersion": str(rv)}}
 
 
+def a_notes(event: Obj) -> dict[str, str]:
+    return dict(event["metadata"].get("annotations") or {})
+
+
 def new_pod(feeder: Any) -> object:
     b = pod("b")
     b["metadata"].update(resourceVersion="60", uid="uid-b")
@@ -66,6 +71,22 @@ CHANGES: list[tuple[str, Callable[[Any], object], bool, bool]] = [
     (
         "the watch confirming the assumed bind",
         lambda f: f.apply("Pod", bound_event(f, "default/a", "n1", rv=50)),
+        True,
+        False,
+    ),
+    (
+        # (the bind's bound-under record, which the apiserver copies from the Binding: not laid over
+        # the assumed bind, and no news to a session)
+        "the watch confirming the assumed bind with the record it wrote",
+        lambda f: f.apply(
+            "Pod",
+            (
+                lambda e: {
+                    **e,
+                    "metadata": {**e["metadata"], "annotations": {**a_notes(e), BOUND_UNDER: "{}"}},
+                }
+            )(bound_event(f, "default/a", "n1", rv=50)),
+        ),
         True,
         False,
     ),
