@@ -174,3 +174,30 @@ def test_a_pods_bound_under_record_is_written_by_its_bind_only(
         )  # the same, written again
     finally:
         core.delete_node(f"n-{namespace}")
+
+
+def test_a_pod_cannot_be_created_with_a_bound_under_record(
+    kube: client.ApiClient, namespace: str, policy: str
+) -> None:
+    """The record counts for its group once the pod holds a node, whatever queue, priority and minMember
+    it names, and only a bind may write it. A pod created carrying one kept it: through a bind that writes
+    none (a pod standing alone), while the bind is assumed, or for good on a pod created with its
+    ``spec.nodeName`` set, and its whole gang was held to the forged record (moved into another team's
+    queue, raised past its class). Refused at creation too, saying why; any other pod is created."""
+    core = client.CoreV1Api(kube)
+    _in_force(kube, core, namespace, policy)
+    bound = "scheduling.volsched.io/bound-under"
+    record = '{"podGroup":"u1","queue":"team-b","priorityClassName":"top","priority":1000,"minMember":1}'
+    try:
+        _pod(core, namespace, "forged", {bound: record}, "volsched")
+    except ApiException as exc:
+        refused: ApiException | None = exc
+    else:
+        refused = None
+    assert refused is not None and refused.status == 403, refused
+    assert "a pod's bound-under record is the scheduler's" in str(refused.body), refused.body
+    assert "cannot be set on a new pod" in str(refused.body), refused.body
+    # A pod of another scheduler is not ours to judge; one of ours without the record is created.
+    _pod(core, namespace, "theirs", {bound: record}, "default-scheduler")
+    _pod(core, namespace, "plain", {QUEUE: "team-a", "scheduling.volsched.io/min-member": "2"}, "volsched")
+    assert {p.metadata.name for p in core.list_namespaced_pod(namespace).items} >= {"theirs", "plain"}
