@@ -117,12 +117,21 @@ def bound_under(*, uid: str, queue: str, priority_class: str, priority: int, min
     )
 
 
-@lru_cache(maxsize=1024)
+#: Longer than any record :func:`bound_under` writes (names of at most 253 characters): not read.
+_LONGEST_RECORD = 2048
+
+
 def read_bound(text: str) -> BoundUnder | None:
-    """A :data:`BOUND_UNDER` annotation's record, or None when it is not one :func:`bound_under` makes."""
+    """A :data:`BOUND_UNDER` annotation's record, or None when it is not one :func:`bound_under` makes.
+    A text longer than any record is not parsed (nor kept): the annotation is a pod's, up to 256 KiB."""
+    return _read_bound(text) if len(text) <= _LONGEST_RECORD else None
+
+
+@lru_cache(maxsize=1024)
+def _read_bound(text: str) -> BoundUnder | None:
     try:
         raw = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # (nested past the interpreter's limit: no record either)
         return None
     if not isinstance(raw, dict):
         return None
