@@ -134,6 +134,6 @@ class DefaultContexts:
                 cls.set_default_verify_paths = own_paths  # type: ignore[method-assign]
 
 
-#: The process's: started by ``volsched run`` as it starts (beside the imports and the early listings),
-#: else by the operator as it lists the cache.
+#: The process's: started by the operator from ready on (once the cache is listed, beside the import
+#: after ready that takes them), no longer as ``volsched run`` starts.
 AHEAD = DefaultContexts()
