@@ -5,7 +5,8 @@ The defect: a gang is never evicted below its minMember, read from its PodGroup 
 ``spec.minMember`` to the pods running kept every one of them from reclaim for good. Now reclaim keeps
 no more than the minMember the gang was admitted with: the record is in the PodGroup's
 ``MinMemberProtected`` condition, which names the count kept and why, and which a new operator reads
-back (the raise made while none runs counts no more).
+back (the raise made while none runs counts no more). The gangs start with minMember 2: one of minMember 1
+is no gang, and none of its pods is kept whatever its minMember says (docs/starvation.md#who-may-be-a-victim).
 
 Each wait is for the event that proves the outcome (a condition written, pods bound), never for time."""
 
@@ -73,14 +74,14 @@ def test_a_min_member_raised_on_a_running_gang_does_not_keep_borrowed_pods_from_
     k.queue(queue("qa"))
     k.queue(queue("qb"))
     ns_a, ns_b = k.namespace("tenant-a"), k.namespace("tenant-b")
-    k.podgroup(ns_a, podgroup("a", 1, queue="qa"))
+    k.podgroup(ns_a, podgroup("a", 2, queue="qa"))
     k.pods(ns_a, *(pod(f"a-{i}", cpu="1", group="a") for i in range(4)))
     op = start_operator()
     wait_for(lambda: len(k.bound(ns_a)) == 4, 30, what="qa borrows the whole node", operator=op)
     if restart:
         # The record the first operator wrote is what the next one reads back.
         cond = wait_for(lambda: _condition(k, ns_a, "a", PROTECTED), 30, what="the record", operator=op)
-        assert cond["message"] == "reclaim and preempt keep 1 of its pods (started with minMember 1)"
+        assert cond["message"] == "reclaim and preempt keep 2 of its pods (started with minMember 2)"
         op.stop()
         _raise(k, ns_a, "a", 4)
         op = start_operator()
@@ -106,9 +107,9 @@ def test_a_min_member_raised_on_a_running_gang_does_not_keep_borrowed_pods_from_
     )
     assert cond["status"] == "True"
     assert cond["message"].startswith(
-        "reclaim and preempt keep 1 of its pods, not 4: minMember was raised to 4 "
+        "reclaim and preempt keep 2 of its pods, not 4: minMember was raised to 4 "
     )
-    assert cond["message"].endswith("(started with minMember 1)")
+    assert cond["message"].endswith("(started with minMember 2)")
     op.check_running()
 
 
@@ -131,13 +132,13 @@ def test_a_workload_api_min_count_raised_while_no_operator_runs_does_not_keep_bo
     ns_a, ns_b = k.namespace("tenant-a"), k.namespace("tenant-b")
     k.custom.create_namespaced_custom_object(K8S, K8S_VERSION, ns_a, "workloads", {
         "apiVersion": f"{K8S}/{K8S_VERSION}", "kind": "Workload", "metadata": {"name": "a"},
-        "spec": {"podGroupTemplates": [{"name": "w", "schedulingPolicy": {"gang": {"minCount": 1}}}]},
+        "spec": {"podGroupTemplates": [{"name": "w", "schedulingPolicy": {"gang": {"minCount": 2}}}]},
     })  # fmt: skip
     k.custom.create_namespaced_custom_object(K8S, K8S_VERSION, ns_a, "podgroups", {
         "apiVersion": f"{K8S}/{K8S_VERSION}", "kind": "PodGroup",
         "metadata": {"name": "a-w", "annotations": {"scheduling.volsched.io/queue-name": "qa"}},
         "spec": {"workloadRef": {"workloadName": "a", "templateName": "w"},
-                 "schedulingPolicy": {"gang": {"minCount": 1}}},
+                 "schedulingPolicy": {"gang": {"minCount": 2}}},
     })  # fmt: skip
     members = []
     for i in range(4):
@@ -168,7 +169,7 @@ def test_a_workload_api_min_count_raised_while_no_operator_runs_does_not_keep_bo
         what="the condition saying why",
         operator=op,
     )
-    assert cond["message"].startswith("reclaim and preempt keep 1 of its pods, not 4: ")
+    assert cond["message"].startswith("reclaim and preempt keep 2 of its pods, not 4: ")
     op.check_running()
 
 
@@ -184,7 +185,7 @@ def test_a_volcano_min_member_raised_while_no_operator_runs_does_not_keep_borrow
     k.queue(queue("qa"))
     k.queue(queue("qb"))
     ns_a, ns_b = k.namespace("tenant-a"), k.namespace("tenant-b")
-    k.custom.create_namespaced_custom_object(V, VV, ns_a, "podgroups", volcano_podgroup("a", 1, "qa"))
+    k.custom.create_namespaced_custom_object(V, VV, ns_a, "podgroups", volcano_podgroup("a", 2, "qa"))
     k.pods(ns_a, *(pod(f"a-{i}", cpu="1", group="a") for i in range(4)))
 
     def status() -> dict[str, Any]:
@@ -210,5 +211,5 @@ def test_a_volcano_min_member_raised_while_no_operator_runs_does_not_keep_borrow
         what="the condition saying why",
         operator=op,
     )
-    assert cond["message"].startswith("reclaim and preempt keep 1 of its pods, not 4: ")
+    assert cond["message"].startswith("reclaim and preempt keep 2 of its pods, not 4: ")
     op.check_running()

@@ -255,11 +255,13 @@ def test_a_budget_protects_against_shuffles_evictions_too(budgets: list[Obj], mo
 
 
 def one_node_kept(*budgets: Obj) -> Staged:
-    """n1 (2 cpu) runs db (low priority, 2 cpu); then a high-priority 2-cpu pod comes."""
+    """n1 (2 cpu) runs db-0 and db-1 (low priority, 1 cpu each), a gang of minMember 2; then a
+    high-priority 2-cpu pod comes."""
     before = [
         node("n1", cpu="2"), queue("q"), priority_class("high", 1000), priority_class("low", 10),
-        podgroup("a", ns="ns", queue="q", priority_class="low"),
-        pod("db", ns="ns", cpu="2", group="a", node="n1", labels={"app": "db"}), *budgets,
+        podgroup("a", ns="ns", queue="q", priority_class="low", min_member=2),
+        *(pod(f"db-{i}", ns="ns", cpu="1", group="a", node="n1", labels={"app": "db"}) for i in range(2)),
+        *budgets,
     ]  # fmt: skip
     after = [
         podgroup("b", ns="ns", queue="q", priority_class="high"),
@@ -326,8 +328,9 @@ def test_where_budgets_keep_every_candidate_the_preemptor_takes_them_past_saying
 
 
 def test_a_pod_its_gang_keeps_is_not_blamed_on_its_budget() -> None:
-    """db is the whole of its job (minMember 1): gang keeps it, and the preemptor is not told a budget
-    keeps it (before, the budget was named)."""
+    """db-0 and db-1 are their gang's minMember: gang keeps them, and the preemptor is not told a budget
+    keeps them (before, the budget was named). (A job of minMember 1 is no gang: gang keeps none of it,
+    tests/sim/test_lone_victims.py.)"""
     s = one_node_kept(pdb("keep-db", {"matchLabels": {"app": "db"}}, maxUnavailable=0, ns="ns"))
     assert s.evicted() == s.deleted() == s.refused() == []
     said = s.data["podgroups"]["ns/b"]["reason"]

@@ -12,12 +12,16 @@ PRIORITIES = [priority_class("high", 1000), priority_class("low", 10)]
 
 
 @pytest.mark.parametrize(
-    ("queues", "b_size", "b_min", "expect_a", "expect_b"),
+    ("queues", "b_size", "b_min", "expect_a", "expect_b", "a_min"),
     [
-        pytest.param([queue("q", capability={"cpu": "4"})], 2, 1, 2, 2, id="at-capability"),
-        pytest.param([queue("q", capability={"cpu": "4"})], 2, 2, 2, 2, id="at-capability-gang"),
+        pytest.param([queue("q", capability={"cpu": "4"})], 2, 1, 2, 2, 1, id="at-capability"),
+        pytest.param([queue("q", capability={"cpu": "4"})], 2, 2, 2, 2, 1, id="at-capability-gang"),
         pytest.param(
-            [queue("q", capability={"cpu": "4"})], 6, 1, 1, 3, id="takes-all-but-the-victims-min-member"
+            [queue("q", capability={"cpu": "4"})], 6, 1, 2, 2, 2, id="takes-all-but-the-victims-min-member"
+        ),
+        # a of minMember 1 is no gang: all of it may go (before, gang kept one pod of it)
+        pytest.param(
+            [queue("q", capability={"cpu": "4"})], 6, 1, 0, 4, 1, id="takes-all-of-a-job-of-min-member-1"
         ),
         # the other queue's guarantee keeps q's realCapability (so its deserved) at 4: the idle 4 are not q's
         pytest.param(
@@ -26,15 +30,16 @@ PRIORITIES = [priority_class("high", 1000), priority_class("low", 10)]
             1,
             2,
             2,
+            1,
             id="at-deserved-idle-held-for-a-guarantee",
         ),
     ],
 )
 def test_a_higher_priority_job_in_a_capped_queue_preempts_instead_of_starving(
-    queues, b_size, b_min, expect_a, expect_b
+    queues, b_size, b_min, expect_a, expect_b, a_min
 ):
     before = [node("n1", cpu="8"), *PRIORITIES, *queues]
-    before += job("a", ns="ns", queue="q", size=4, priority_class="low")
+    before += job("a", ns="ns", queue="q", size=4, min_member=a_min, priority_class="low")
     after = job("b", ns="ns", queue="q", size=b_size, min_member=b_min, priority_class="high")
     s = Staged(before, after, eviction_config())
     assert s.running("ns/a-", before=True) == 4

@@ -204,7 +204,7 @@ REJECTIONS = [
         [*SPARE_ONE_CPU_EACH, node("n4", cpu="4"), *running("hi-n4", size=2, on="n4", prio="high"),
          *running("lo-n4", size=2, on="n4"), *gang("g", size=1, cpu="3", phase="Inqueue", priority_class="low")],
         [(Code.UNSCHEDULABLE, "preempt")],
-        "preempt: task g-0: preempt: evicting the 1 pod(s) that may be evicted on the 1 node(s) where that"
+        "preempt: task g-0: preempt: evicting the 2 pod(s) that may be evicted on the 1 node(s) where that"
         " could make room would not make room for it on any one of them; on the other 3 node(s) with pods it"
         " may take, evicting all of them would not make room: at most cpu 2 free of 3 on any one node",
         id="preempt-counts-the-victims-named-where-it-looked-and-the-shortfall-elsewhere",

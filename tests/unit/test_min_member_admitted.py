@@ -84,12 +84,18 @@ APIS = pytest.mark.parametrize(
 
 
 @APIS
-def test_a_min_member_raised_after_admission_keeps_only_what_the_gang_was_admitted_with(api: str) -> None:
-    state = _state(api, 1)
-    assert state.set_podgroup_admitted("ns/a", 1)  # as a session records it when the gang leaves Pending
+@pytest.mark.parametrize(("started", "taken"), [(2, 2), (1, 4)], ids=["gang-of-2", "no-gang"])
+def test_a_min_member_raised_after_admission_keeps_only_what_the_gang_was_admitted_with(
+    api: str, started: int, taken: int
+) -> None:
+    state = _state(api, started)
+    assert state.set_podgroup_admitted(
+        "ns/a", started
+    )  # as a session records it when the gang leaves Pending
     state.apply(_group(api, 4, status={"phase": "Running"}))  # the tenant's raise to the pods running
     assert state.podgroups["ns/a"].min_member == 4
-    assert _victims(state) == 3  # on main: 0 (all four kept)
+    # Before 9226383: 0 (all four kept). A job started with minMember 1 was no gang: none of it is kept.
+    assert _victims(state) == taken
 
 
 @APIS
@@ -177,3 +183,14 @@ def test_the_status_written_carries_the_condition_for_each_kind() -> None:
     assert render.podgroup_status(_status(4, None))["conditions"] == [
         render.podgroup_condition(_status(4, None))
     ]
+
+
+@pytest.mark.parametrize(("min_member", "reason"), [(1, admitted.AS_ADMITTED), (4, admitted.RAISED)])
+def test_a_job_started_with_min_member_1_is_told_every_pod_may_be_taken(min_member: int, reason: str) -> None:
+    # A job of minMember 1 is no gang: none of its pods is kept (before, the condition said 1 was, and
+    # gang kept it: a lone pod was never a victim). The record still reads back.
+    assert admitted.kept(min_member, 1) == 0 and admitted.protected(min_member, 1) == 1
+    cond = admitted.condition(min_member, 1)
+    assert cond is not None and cond["reason"] == reason
+    assert cond["message"].startswith("reclaim and preempt may take every one of its pods")
+    assert admitted.read({"conditions": [cond]}) == 1

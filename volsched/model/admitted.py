@@ -2,9 +2,9 @@
 
 A raise of a running gang's minMember (ours, Volcano's, the Workload API's ``minCount``) counts for
 placement, not for protection: eviction keeps ``min(minMember now, minMember started with)`` pods
-(:func:`protected`), and a lowered minMember counts at once. :func:`after_session` keeps the record,
-:func:`condition` says it in the PodGroup's status (:data:`CONDITION`), :func:`read` reads it back after a
-restart. Design: docs/tenancy.md "Raising minMember on a running gang". Pure: no I/O.
+(:func:`protected`; none of a job of minMember 1, no gang: :func:`kept`), and a lowered minMember
+counts at once. :func:`after_session` keeps the record, :func:`condition` says it in the PodGroup's
+status (:data:`CONDITION`), :func:`read` reads it back after a restart. Design: docs/tenancy.md "Raising minMember on a running gang". Pure: no I/O.
 
 What a pod was bound under (:data:`BOUND_UNDER`, written with its bind, :func:`bound_under`) outlives
 its PodGroup object: a PodGroup deleted and made again over running pods is held to their record
@@ -33,9 +33,17 @@ _RECORD = re.compile(r"\(started with minMember (\d+)\)$")
 
 
 def protected(min_member: int, admitted: int | None) -> int:
-    """How many of a gang's pods reclaim and preempt never take it below: its minMember, but no more
-    than the minMember it was admitted with (when known)."""
+    """A gang's minMember, but no more than the minMember it was admitted with (when known): what
+    allocate completes past its queue's share, and (when above 1) what reclaim and preempt keep."""
     return min_member if admitted is None or admitted >= min_member else admitted
+
+
+def kept(min_member: int, admitted: int | None) -> int:
+    """How many of a job's pods reclaim and preempt never take it below: :func:`protected`, and none when
+    that is 1. A job of minMember 1 is no gang: any number of its pods is whole, so it may lose every
+    one (docs/starvation.md#who-may-be-a-victim)."""
+    keep = protected(min_member, admitted)
+    return keep if keep > 1 else 0
 
 
 def after_session(admitted: int | None, *, min_member: int, phase: PodGroupPhase, ready: int) -> int | None:
@@ -51,14 +59,15 @@ def condition(min_member: int, admitted: int | None) -> dict[str, str] | None:
     """The :data:`CONDITION` (without its time) for a gang with this record; None without one."""
     if admitted is None:
         return None
-    keep = protected(min_member, admitted)
+    keep = kept(min_member, admitted)
+    how = f"keep {keep} of its pods" if keep else "may take every one of its pods"
     if min_member > admitted:
         return {
             "type": CONDITION,
             "status": "True",
             "reason": RAISED,
             "message": (
-                f"reclaim and preempt keep {keep} of its pods, not {min_member}: minMember was raised to "
+                f"reclaim and preempt {how}, not {'' if keep else 'keep '}{min_member}: minMember was raised to "
                 f"{min_member} after the gang started, and a raise protects more pods only once the gang "
                 f"starts anew, admitted again after it holds no pod (started with minMember {admitted})"
             ),
@@ -67,7 +76,10 @@ def condition(min_member: int, admitted: int | None) -> dict[str, str] | None:
         "type": CONDITION,
         "status": "True",
         "reason": AS_ADMITTED,
-        "message": f"reclaim and preempt keep {keep} of its pods (started with minMember {admitted})",
+        "message": (
+            f"reclaim and preempt {how}{'' if keep else ': a job of minMember 1 is no gang'} "
+            f"(started with minMember {admitted})"
+        ),
     }
 
 

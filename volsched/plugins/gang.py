@@ -9,7 +9,8 @@ Registers: job validity (enough pods to ever form the gang; a PodGroup with no p
 pods come once it is admitted), readiness and pipelining (minMember tasks
 placed), not-ready-first job order (and among those, gangs that already hold some members first, so a
 half-bound gang is completed before others take the room), and victim filters that never take a running
-gang below minMember (no more than the minMember it was admitted with: ``volsched.model.admitted``).
+gang below minMember (no more than the minMember it was admitted with: ``volsched.model.admitted``); a job
+of minMember 1 is no gang, and any of its pods may go (:func:`victim_floor`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import ClassVar
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
-from volsched.model.admitted import protected
+from volsched.model.admitted import kept
 from volsched.model.cluster import READY_STATUSES, Job
 from volsched.model.vocabulary import TASK_ROLE_ANNOTATION, Task, TaskStatus
 
@@ -41,6 +42,17 @@ def role_minimums(job: Job, min_member: int | None = None) -> dict[str, int] | N
     if not roles or sum(roles.values()) > (job.min_member if min_member is None else min_member):
         return None
     return {role: n for role, n in roles.items() if n > 0} or None
+
+
+def victim_floor(job: Job) -> int:
+    """How many of a running job's pods reclaim and preempt leave it: its minMember, no more than the
+    minMember it was admitted with (``volsched.model.admitted``); none when that is 1. A job of minMember
+    1 is no gang (a lone pod, a controller owner's pods, a PodGroup of minMember 1): any number of its
+    pods is whole, so it may lose every one, as a pod may to kube-scheduler's preemption, and its owner
+    makes them again. A gang of two or more is never taken below its minMember, nor evicted whole
+    (docs/starvation.md#who-may-be-a-victim)."""
+    pg = job.podgroup
+    return kept(job.min_member, None if pg is None else pg.admitted_min_member)
 
 
 def role_of(task: Task) -> str:
@@ -122,9 +134,9 @@ class Gang(BasePlugin):
             return job.ready_count < job.min_member or bool(job.pending_tasks())
 
         def victims(actor: Task, candidates: list[Task]) -> list[Task]:
-            """Take from a job only what it holds beyond minMember, and from a role only what it holds
-            beyond its minimum (``minTaskMember``); minMember no more than the gang was admitted with (a
-            raise while it runs keeps no more of its pods: ``volsched.model.admitted``)."""
+            """Take from a job only what it holds beyond its :func:`victim_floor` (its minMember, none
+            for a job of minMember 1), and from a role only what it holds beyond its minimum
+            (``minTaskMember``)."""
             spare: dict[str, int] = {}
             role_spare: dict[tuple[str, str], int] = {}
             out = []
@@ -132,12 +144,12 @@ class Gang(BasePlugin):
                 job = session.jobs.get(t.job_key)
                 if job is None:
                     continue
-                pg = job.podgroup
-                floor = job.min_member if pg is None else protected(job.min_member, pg.admitted_min_member)
-                left = spare.setdefault(job.key, job.ready_count - floor)
+                if job.key not in spare:
+                    spare[job.key] = job.ready_count - victim_floor(job)
+                left = spare[job.key]
                 if left <= 0:
                     continue
-                roles = role_minimums(job, floor)
+                roles = role_minimums(job, victim_floor(job))
                 role = role_of(t)
                 if roles and role in roles:
                     key = (job.key, role)
