@@ -265,3 +265,26 @@ def test_a_pods_inline_in_tree_volumes_are_read_and_counted_with_its_claims() ->
         "default/y": "an attachment of d",
     }
     assert state.holders(inline("p", "own", "new")) == {"default/x": "an attachment of d"}
+
+
+def test_each_pods_attachments_are_kept_while_the_catalog_is_the_same_and_counts_stay_right() -> None:
+    """A pod's attachments are resolved once while the cache hands the same claims, volumes, classes and
+    limits (kept in the node table's memo), and anew once one of them is a new object; the counts built
+    from them are the same as a state without the memo builds."""
+    memo: dict[str, Any] = {}
+    base = catalog({"n1": {"d": 2}, "n2": {"d": 1}})
+    on = [{"x": task("x", "a", node="n1"), "y": task("y", "a", node="n1")}, {"z": task("z", "b", node="n2")}]
+    index = {"n1": 0, "n2": 1}
+    for _ in range(2):
+        with_memo = AttachState(base, index=index, tasks=lambda: on, memo=memo)
+        alone = AttachState(base, index=index, tasks=lambda: on)
+        for s in (with_memo, alone):
+            assert s.check(task("p", "dyn")).tolist() == [True, False]
+            assert {d: c.tolist() for d, c in s.attached.items()} == {"d": [1, 1]}
+    [kept] = [v for k, v in memo.items() if "attachments" in k]
+    assert kept[0] is base.claims and ("default", ("a",), ()) in kept[4]
+    rebound = {**base.claims, "default/a": volume_claim(pvc("a", volume="vb"))}  # a now on vb
+    changed = AttachCatalog(base.limits, rebound, base.volumes, base.classes)
+    s = AttachState(changed, index=index, tasks=lambda: on, memo=memo)
+    assert s.of(task("p", "a")) == (("d", "handle-vb"),)
+    assert s.check(task("p", "b")).tolist() == [True, True]  # vb attached on both now

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +34,11 @@ from volsched.model.migration import MIGRATED_PROVISIONERS
 from volsched.model.vocabulary import NODE_HOLDING_STATUSES, Task, TaskStatus
 from volsched.model.volumes import PersistentVolumeSpec, StorageClassSpec, VolumeClaim
 from volsched.records import dataclass
+
+#: The node table's memo key of each pod's attachments (by namespace, claims and inline volumes), with the
+#: claims, volumes, classes and limits they were resolved from (the cache hands new ones once one changed).
+_RESOLVED = "attach: each pod's attachments"
+_KEPT_RESOLVED = 65536
 
 BoolArray = npt.NDArray[np.bool_]
 IndexArray = npt.NDArray[np.intp]
@@ -112,10 +118,12 @@ class AttachState:
         *,
         index: Mapping[str, int],
         tasks: Callable[[], Sequence[Mapping[str, Task]]],
+        memo: dict[str, Any] | None = None,
     ) -> None:
         """``index``: the nodes' positions by name; ``tasks``: the pods on each node, as they stand when
         first asked about a pod with a volume of a limited driver (nothing is made before: most sessions
-        place none)."""
+        place none); ``memo``: the node table's, where each pod's attachments are kept from session to
+        session while the catalog's claims, volumes, classes and limits are the same objects."""
         self.catalog = catalog
         self._tasks = tasks
         self.index = index
@@ -134,6 +142,20 @@ class AttachState:
         #: The keys of ``_where``'s pods being evicted (counted in ``users``, not in ``staying``).
         self._leaving: set[str] = set()
         self._of: dict[tuple[str, tuple[str, ...], tuple[Attachment, ...]], tuple[Attachment, ...]] = {}
+        if memo is not None:
+            c = catalog
+            kept = memo.get(_RESOLVED)
+            if (
+                kept is not None
+                and kept[0] is c.claims
+                and kept[1] is c.volumes
+                and kept[2] is c.classes
+                and kept[3] is c.limits
+                and len(kept[4]) < _KEPT_RESOLVED
+            ):
+                self._of = kept[4]
+            else:
+                memo[_RESOLVED] = (c.claims, c.volumes, c.classes, c.limits, self._of)
         self._built = False
 
     @property
@@ -168,11 +190,45 @@ class AttachState:
             if i is not None:
                 for d, count in limits.items():
                     self.limits[d][i] = count
+        # Each pod's attachments counted on its node, in dicts (as ``_add`` would, written out: this walks
+        # every bound pod), then each driver's count per node at once.
         releasing = TaskStatus.RELEASING
+        where, leaving_keys, users, staying, of = (
+            self._where,
+            self._leaving,
+            self.users,
+            self.staying,
+            self.of,
+        )
         for i, on_node in enumerate(self._tasks()):
             for t in on_node.values():
-                if t.status in _ATTACHED and _mounts(t):
-                    self._add(t, i, leaving=t.status is releasing)
+                if not (t.claims or t.ephemeral_claims or t.inline_volumes) or t.status not in _ATTACHED:
+                    continue
+                key = t.key
+                if key in where or not (got := of(t)):
+                    continue
+                where[key] = (i, got)
+                leaving = t.status is releasing
+                if leaving:
+                    leaving_keys.add(key)
+                for a in got:
+                    on = users.get(a)
+                    if on is None:
+                        users[a] = {i: 1}
+                    else:
+                        on[i] = on.get(i, 0) + 1
+                    if not leaving:
+                        on = staying.get(a)
+                        if on is None:
+                            staying[a] = {i: 1}
+                        else:
+                            on[i] = on.get(i, 0) + 1
+        for counts, source in ((self.attached, users), (self.kept, staying)):
+            by_driver: dict[str, list[int]] = {}
+            for a, on in source.items():
+                by_driver.setdefault(a[0], []).extend(on)
+            for d, nodes in by_driver.items():
+                np.add.at(counts[d], np.asarray(nodes, dtype=np.intp), 1)
         # A volume attached (a VolumeAttachment) that no pod on the node mounts (its pod gone, the detach
         # not done) counts until it is detached: no eviction frees it.
         for node, a in self.catalog.attached_without_pods():

@@ -255,7 +255,7 @@ def _attach_state(session: ExtensionPoints) -> AttachState | None:
     if catalog is None:
         return None
     nodes = session.nodes
-    state = AttachState(catalog, index=nodes.index, tasks=lambda: nodes.tasks)
+    state = AttachState(catalog, index=nodes.index, tasks=lambda: nodes.tasks, memo=nodes.memo)
     session.add_event_handler(EventHandler(allocate=state.add, deallocate=state.remove))
     return state
 
