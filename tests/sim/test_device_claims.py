@@ -237,6 +237,27 @@ def test_a_pod_of_higher_priority_preempts_one_holding_a_gpu() -> None:
     assert "the devices its claims hold" in str(s.data["evictions"][0])
 
 
+def test_a_gpu_whose_pod_is_gone_is_coming_free_and_nobody_else_is_preempted_for_it() -> None:
+    # The victim evicted for the high pod is gone, but its claim still holds gpu-0 until the resource
+    # claim controller deallocates it. That GPU is coming free: the high pod waits for it, and low-1,
+    # holding the other GPU, stays. Before, preempt took low-1 too (two victims for
+    # one pod: the DRA preempt e2e case with a job of minMember 1).
+    orphan = resource_claim("gone-gpu", allocated=[("n0", "gpu-0")])
+    orphan["status"]["reservedFor"] = [{"resource": "pods", "name": "gone", "uid": "uid-of-a-gone-pod"}]
+    held = resource_claim("low-1-gpu", allocated=[("n0", "gpu-1")])
+    held["status"]["reservedFor"] = [{"resource": "pods", "name": "low-1", "uid": "uid-low-1"}]
+    low = claiming("low-1", "low-1-gpu", group="low", priority_class="low", node="n0")
+    low["metadata"]["uid"] = "uid-low-1"
+    objs: list[Obj] = [GPU_CLASS, *gpu_nodes(1, 2), queue("q"), *PRIORITIES, orphan, held, low]
+    objs.append(podgroup("low", min_member=1, queue="q", priority_class="low"))
+    objs += [resource_claim("high-gpu"), claiming("high", "high-gpu", queue="q", priority_class="high")]
+    result = simulate_objects(objs, conf=eviction_config(), sessions=3)
+    assert [e for r in result.history for e in r.evictions] == []
+    data = to_json(result)
+    assert data["pods"]["default/low-1"]["node"] == "n0"
+    assert data["pods"]["default/high"]["node"] is None
+
+
 def test_a_pod_of_lower_priority_preempts_nobody_for_a_gpu() -> None:
     before: list[Obj] = [GPU_CLASS, *gpu_nodes(1, 2), queue("q"), *PRIORITIES]
     before.append(podgroup("high", min_member=1, queue="q", priority_class="high"))

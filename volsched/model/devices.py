@@ -32,7 +32,7 @@ import itertools
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import field, replace
 from typing import Any
 
@@ -690,6 +690,28 @@ class DeviceState:
             self._released_by[key] = devices
             self._ever_released = True
         return devices
+
+    def release_orphans(self, live: Callable[[str], bool]) -> None:
+        """The devices of each allocated claim reserved only for pods that are gone (``live`` says
+        which pod uids are not) are being released: kube-controller-manager's resource claim controller
+        takes the gone pods out of ``reservedFor`` and deallocates the claim with the last one. Until
+        it does, a pod evicted for those devices has them coming (it is pipelined onto them), not
+        held: taking more victims for it would evict beyond need."""
+        index = self.catalog.index
+        for key, claim in self.claims.items():
+            if claim.allocation is None or not claim.reserved_for or any(map(live, claim.reserved_for)):
+                continue
+            devices = [
+                d
+                for r in claim.allocation.results
+                if (d := index.get((r.driver, r.pool, r.device))) is not None
+                and not self.free[d]
+                and not self.releasing[d]
+            ]
+            if devices:
+                self.releasing[devices] = True
+                self._released_by[f"claim {key}"] = devices
+                self._ever_released = True
 
     def stop_releasing(self, key: str) -> list[int]:
         """Undo :meth:`start_releasing` of pod ``key``."""
