@@ -339,3 +339,27 @@ def test_a_gang_stays_in_one_domain_named_by_a_device_attribute() -> None:
     data = run(objs)
     where = {data["pods"][f"default/train-{i}"]["node"] for i in range(3)}
     assert where <= {"n2", "n3"} and None not in where, where
+
+
+def _gpu_held_by(reserved: dict[str, str]) -> list[str]:
+    """gpu-0's claim is reserved for ``reserved`` (not gone), low-1 holds gpu-1: the high pod's GPU can
+    only come from low-1, so preempt takes it. Returns the evicted pods."""
+    taken = resource_claim("taken-gpu", allocated=[("n0", "gpu-0")])
+    taken["status"]["reservedFor"] = [reserved]
+    held = resource_claim("low-1-gpu", allocated=[("n0", "gpu-1")])
+    held["status"]["reservedFor"] = [{"resource": "pods", "name": "low-1", "uid": "uid-low-1"}]
+    low = claiming("low-1", "low-1-gpu", group="low", priority_class="low", node="n0")
+    low["metadata"]["uid"] = "uid-low-1"
+    objs: list[Obj] = [GPU_CLASS, *gpu_nodes(1, 2), queue("q"), *PRIORITIES, taken, held, low]
+    objs.append(podgroup("low", min_member=1, queue="q", priority_class="low"))
+    objs += [resource_claim("high-gpu"), claiming("high", "high-gpu", queue="q", priority_class="high")]
+    result = simulate_objects(objs, conf=eviction_config(), sessions=3)
+    return [e.pod for r in result.history for e in r.evictions]
+
+
+def test_a_gpu_reserved_for_a_consumer_that_is_no_pod_is_held_not_coming_free() -> None:
+    # status.reservedFor may name any consumer (apiGroup, resource): one that is not a pod is not a pod
+    # gone. Before, its GPU was taken for coming free for good: the high pod waited on it and preempt
+    # took no victim for it.
+    reserved = {"apiGroup": "example.com", "resource": "trainers", "name": "t", "uid": "uid-t"}
+    assert _gpu_held_by(reserved) == ["default/low-1"]

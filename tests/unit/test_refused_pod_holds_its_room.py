@@ -10,6 +10,7 @@ from __future__ import annotations
 from tests.builders import Obj, node, pod
 from tests.unit._cycle_harness import CONFIG, FakePort, cache
 from volsched.cycle import run_cycle
+from volsched.framework.session import pod_uids
 
 BAD = {"scheduling.volsched.io/expected-runtime": "a while"}
 
@@ -68,3 +69,14 @@ def test_a_refused_pod_that_holds_no_node_is_not_taken() -> None:
     assert not feeder.apply("Pod", pending)
     assert "default/p" not in feeder.state.tasks
     assert "(keeping its last valid version, if any)" in feeder.rejected["Pod default/p"].message
+
+
+def test_a_refused_pod_its_node_runs_is_a_pod_there_for_the_claims_reserved_for_it() -> None:
+    # A claim reserved only for pods that are gone has its devices coming free (fd14e53). A refused pod
+    # its node runs is no pod gone, though the cache keeps none of its claims: before, only pods that
+    # named a claim counted, and its claim's GPU was taken for coming free for good.
+    feeder = cache(node("n1", cpu="4"))
+    other = _bound_elsewhere("other", cpu="1", annotations=BAD, rv=10)
+    other["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu"}]
+    assert not feeder.apply("Pod", other)
+    assert "uid-other" in pod_uids(feeder.state.snapshot(now=1.0))

@@ -120,7 +120,7 @@ class Session(NodeViews):
                         if t.resource_claims and t.status is TaskStatus.RELEASING:
                             self.devices.start_releasing(t.key, t.namespace, t.resource_claims, t.uid)
             if any(c.allocation is not None and c.reserved_for for c in snapshot.resource_claims.values()):
-                self.devices.release_orphans(_claim_holders(snapshot).__contains__)
+                self.devices.release_orphans(pod_uids(snapshot).__contains__)
         if snapshot.volume_catalog is not None:
             self.volume_binding = VolumeState(
                 snapshot.volume_catalog, nodes=snapshot.nodes.specs, memo=snapshot.nodes.memo
@@ -453,9 +453,10 @@ class Session(NodeViews):
             self.result.timings[label] = self.result.timings.get(label, 0.0) + time.perf_counter() - start
 
 
-def _claim_holders(snapshot: ClusterSnapshot) -> set[str]:
-    """The uids of the pods in ``snapshot`` that name a ResourceClaim (placed or not, ours or not)."""
-    out = {t.uid for held in snapshot.nodes.tasks for t in held.values() if t.resource_claims}
+def pod_uids(snapshot: ClusterSnapshot) -> set[str]:
+    """The uids of the pods in ``snapshot``, placed or not, ours or not: a pod the cache refused that
+    its node runs is there too (it holds its room, though the cache keeps none of its claims)."""
+    out = {t.uid for held in snapshot.nodes.tasks for t in held.values()}
     for job in snapshot.jobs.values():
-        out.update(t.uid for t in job.tasks.values() if t.resource_claims)
+        out.update(t.uid for t in job.tasks.values())
     return out

@@ -2261,11 +2261,9 @@ def resource_claim(obj: Raw) -> Claim:
         node, terms = _node_of(alloc.get("nodeSelector"))
         allocation = Allocated(results=tuple(results), node_name=node, node_terms=terms)
     reserved_raw = status.get("reservedFor")
-    reserved = tuple(
-        str(r.get("uid"))
-        for r in (reserved_raw if isinstance(reserved_raw, list) else [])
-        if isinstance(r, _MAP)
-    )
+    consumers = [r for r in (reserved_raw if isinstance(reserved_raw, list) else []) if isinstance(r, _MAP)]
+    reserved = tuple(str(r.get("uid")) for r in consumers)
+    others = any(r.get("resource") != "pods" or r.get("apiGroup") not in (None, "") for r in consumers)
     meta = obj["metadata"]
     return Claim(
         namespace=ns,
@@ -2277,5 +2275,6 @@ def resource_claim(obj: Raw) -> Claim:
         unsupported="; ".join(problems),
         allocation=allocation,
         reserved_for=reserved,
+        reserved_for_others=others,
         deleting=bool(meta.get("deletionTimestamp")),
     )

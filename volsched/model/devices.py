@@ -355,9 +355,11 @@ class Claim:
     #: Why volsched does not allocate this claim ("": it does).
     unsupported: str = ""
     allocation: Allocated | None = None
-    #: The uids of the pods ``status.reservedFor`` names.
+    #: The uids of the consumers ``status.reservedFor`` names (pods, and any other kind).
     reserved_for: tuple[str, ...] = ()
     deleting: bool = False
+    #: Whether ``status.reservedFor`` names a consumer that is not a pod.
+    reserved_for_others: bool = False
 
     @property
     def key(self) -> str:
@@ -377,6 +379,7 @@ class Claim:
             allocation,
             reserved_for,
             self.deleting,
+            self.reserved_for_others,
         )
 
     @property
@@ -696,10 +699,16 @@ class DeviceState:
         which pod uids are not) are being released: kube-controller-manager's resource claim controller
         takes the gone pods out of ``reservedFor`` and deallocates the claim with the last one. Until
         it does, a pod evicted for those devices has them coming (it is pipelined onto them), not
-        held: taking more victims for it would evict beyond need."""
+        held: taking more victims for it would evict beyond need. A claim reserved for a consumer that
+        is not a pod is held."""
         index = self.catalog.index
         for key, claim in self.claims.items():
-            if claim.allocation is None or not claim.reserved_for or any(map(live, claim.reserved_for)):
+            if (
+                claim.allocation is None
+                or not claim.reserved_for
+                or claim.reserved_for_others
+                or any(map(live, claim.reserved_for))
+            ):
                 continue
             devices = [
                 d
