@@ -118,7 +118,7 @@ def test_an_eviction_claims_the_room_it_frees_for_its_pod_and_says_so() -> None:
         base(node("n1", gpu="4"), running("v", on="n1", gpu=4), waiting("c", gpu=4, ago=30, priority="high"))
     )
     assert [e.pod for e in result.evictions] == ["ns/v"]
-    assert result.carryover[CLAIMS] == {"ns/c": ["ns/c", "n1", "ns/c"]}
+    assert result.carryover[CLAIMS] == {"ns/c": ["ns/c", "n1", "ns/c", "ns/v"]}
     [event] = [e for e in result.events if e.reason == "Nominated"]
     assert event.object == "Pod ns/c"
     assert "room on node n1" in event.message
@@ -193,7 +193,7 @@ def test_a_claimants_podgroup_says_the_room_is_held() -> None:
     group = podgroup("g", ns="ns", queue="q", min_member=1, phase="Inqueue", priority_class="high")
     claimant = pod("g-0", ns="ns", cpu="1", gpu="4", group="g", priority_class="high", created=iso(NOW - 30))
     result = session(base(node("n1", gpu="4"), running("v", on="n1", gpu=4), group, claimant))
-    assert result.carryover[CLAIMS] == {"ns/g-0": ["ns/g", "n1", "ns/g-0"]}
+    assert result.carryover[CLAIMS] == {"ns/g-0": ["ns/g", "n1", "ns/g-0", "ns/v"]}
     assert result.podgroups["ns/g"].reservation == (
         "room on node(s) n1 that evictions free is held for 1 pod(s) until they are placed"
     )
@@ -350,3 +350,46 @@ def test_a_claim_held_wins_over_what_the_pod_says() -> None:
 def test_a_nominated_node_not_a_string_is_refused_with_its_field() -> None:
     with pytest.raises(InputError, match=r"Pod ns/c: status.nominatedNodeName must be a string"):
         ClusterState().apply(nominated(waiting("c", gpu=4, ago=30), ["n1"]))  # type: ignore[arg-type]
+
+
+# --- two claims on one node --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("failover", [False, True], ids=["carried", "read-back-after-a-failover"])
+def test_two_claimants_on_one_node_keep_their_own_rooms(failover: bool) -> None:
+    """The defect: ``c`` evicted ``v`` and ``o`` (of its priority, created before it) evicted ``w`` on
+    the same node; once ``v`` was gone and ``w`` still terminated, ``o`` counted ``w``'s room as
+    covering ``c``'s claim and was placed in ``v``'s room, evicted for ``c``, and ``c`` was sent to wait
+    for ``w``'s. The claim whose victims are gone holds the free room; the other waits for its own.
+    After a failover ``c``'s claim is read back from its nominated node (no victims recorded): it
+    holds the free room first too."""
+    state = ClusterState()
+    v, w = running("v", on="n1", gpu=4), running("w", on="n1", gpu=4)
+    for obj in base(node("n1", gpu="8"), v, w, waiting("c", gpu=4, ago=30, priority="high")):
+        state.apply(obj)
+    first = run_session(state)
+    [evicted] = [e.pod for e in first.evictions]
+    v, w = (v, w) if evicted == "ns/v" else (w, v)  # v: c's victim
+    vkey, wkey = f"ns/{v['metadata']['name']}", f"ns/{w['metadata']['name']}"
+    assert first.carryover[CLAIMS] == {"ns/c": ["ns/c", "n1", "ns/c", vkey]}
+    state.apply(terminating(v))
+    if failover:
+        state.apply(nominated(waiting("c", gpu=4, ago=30, priority="high"), "n1"))
+        state.carryover = {}
+    else:
+        state.carryover = first.carryover
+    state.apply(waiting("o", gpu=4, ago=90, priority="high"))
+    second = run_session(state)
+    assert [e.pod for e in second.evictions] == [wkey]
+    assert second.nominated == {"ns/c": "n1", "ns/o": "n1"}
+    assert second.carryover[CLAIMS]["ns/o"] == ["ns/o", "n1", "ns/o", wkey]
+    state.apply(terminating(w))
+    state.delete("Pod", "ns", v["metadata"]["name"])
+    state.carryover = second.carryover
+    third = run_session(state)
+    assert (placed(third), third.evictions) == ({"ns/c": "n1"}, [])
+    assert third.nominated == {"ns/o": "n1"}  # o still waits, for w's room
+    state.apply(running("c", on="n1", gpu=4, priority="high"))
+    state.delete("Pod", "ns", w["metadata"]["name"])
+    state.carryover = third.carryover
+    assert placed(run_session(state)) == {"ns/o": "n1"}

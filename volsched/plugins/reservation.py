@@ -31,7 +31,8 @@ from volsched.records import dataclass
 #: The carryover key: the job to reserve for in the next session, and the reservation last announced.
 CARRY = "reservation"
 #: The carryover key of the claims: room evictions freed, held for the pods it was freed for (pod key ->
-#: [job key, node name, pod uid]: a pod made again under the name is not the one it was freed for).
+#: [job key, node name, pod uid, its victims' keys...]: a pod made again under the name is not the one
+#: it was freed for; a claim whose victims are gone holds the node's free room, see :class:`_Claims`).
 CLAIMS = "reservation.claims"
 #: The carryover key that says the pods' nominated nodes were read (a leader's first session takes over
 #: each pending pod's ``status.nominatedNodeName`` it holds no claim for: an earlier leader's claim).
@@ -345,7 +346,10 @@ class _Claims:
     A pod that reclaim or preempt pipelined onto a node whose victims it evicted waits until they are
     gone; meanwhile, and in the session after, a pod of no higher priority may use that node only with
     room beside the claim (but for the job the reservation is held for), and the claimant scores its
-    node above any other. A claim ends when its pod is placed, deleted (a pod made again under its name is
+    node above any other. Of two claims on one node, one whose victims are gone holds the node's free
+    room first, one whose victims still terminate the room they are freeing: a pod beside them is placed
+    now only in free room the first leave, else pipelined (a claim read back from a nominated node has
+    no victims recorded: it holds free room first), so two claimants never swap rooms. A claim ends when its pod is placed, deleted (a pod made again under its name is
     another pod: the claim names the uid) or no longer pipelined there (its room free, it was not placed:
     its queue refused it, its gang did not fit), or when the node goes: it holds room idle at most one
     session once free.
@@ -355,37 +359,78 @@ class _Claims:
         self.session = session
         nodes = session.nodes
         self.claims: list[tuple[Task, int]] = []
-        for key, (job_key, node_name, uid) in sorted(carried.items()):
+        #: Each claimant's victims (pod keys), as carried.
+        self.victims: dict[str, list[str]] = {}
+        #: The claimants whose victims are all gone from their node (or who have none recorded): they
+        #: hold the node's free room first.
+        self.freed: set[str] = set()
+        for key, (job_key, node_name, uid, *victims) in sorted(carried.items()):
             job = session.jobs.get(job_key)
             task = job.tasks.get(key) if job is not None else None
             node = nodes.index.get(node_name)
             if task is not None and node is not None and task.status is PENDING and task.uid == uid:
                 self.claims.append((task, node))
+                self.victims[key] = victims
+                if not any(v in nodes.tasks[node] for v in victims):
+                    self.freed.add(key)
         self.keys = {t.key for t, _ in self.claims}
         self.jobs = {t.job_key for t, _ in self.claims}
         #: The job the reservation is held for: claims do not hold room against it (the nodes drain for
         #: it, and a claim on the last node it needs would send it back to wait for the next ones).
         self.exempt = ""
 
-    def mask(self, task: Task) -> BoolArray | None:
-        """The claimed nodes where ``task`` fits only in the room held for others: False there."""
+    def _room(self, task: Task) -> tuple[IndexArray, Vector, Vector] | None:
+        """The claimed nodes holding room against ``task``, and on each the free room and the room being
+        freed that the claims leave it: a claim whose victims are gone takes free room first, the others
+        the room being freed first, each the other kind once its own runs out."""
         if task.job_key == self.exempt:
             return None
-        held: dict[int, Vector] = {}
+        held: dict[int, tuple[Vector, Vector]] = {}
+        zero = self.session.space.zeros()
         for claimant, node in self.claims:
             if claimant is task or claimant.status is not PENDING or task.priority > claimant.priority:
                 continue
-            amount = held.get(node)
-            held[node] = claimant.request if amount is None else amount + claimant.request
+            free, freeing = held.get(node, (zero, zero))
+            if claimant.key in self.freed:
+                held[node] = (free + claimant.request, freeing)
+            else:
+                held[node] = (free, freeing + claimant.request)
         if not held:
             return None
         nodes = self.session.nodes
         where = np.fromiter(held, dtype=np.intp, count=len(held))
-        room = nodes.idle[where] + nodes.incoming[where] - np.array([held[int(i)] for i in where])
-        beside = ((room >= task.request - EPS) | (task.request <= EPS)).all(axis=1)
+        idle = nodes.idle[where] - np.array([held[int(i)][0] for i in where])
+        incoming = nodes.incoming[where] + np.minimum(idle, 0.0)
+        idle = np.maximum(idle, 0.0)
+        incoming = incoming - np.array([held[int(i)][1] for i in where])
+        idle = idle + np.minimum(incoming, 0.0)
+        return where, idle, np.maximum(incoming, 0.0)
+
+    def mask(self, task: Task) -> BoolArray | None:
+        """The claimed nodes where ``task`` fits only in the room held for others: False there."""
+        found = self._room(task)
+        if found is None:
+            return None
+        where, idle, incoming = found
+        beside = _within(idle + incoming, task.request)
         if beside.all():
             return None
-        out = np.ones(len(nodes), dtype=bool)
+        out = np.ones(len(self.session.nodes), dtype=bool)
+        out[where[~beside]] = False
+        return out
+
+    def now(self, task: Task) -> BoolArray | None:
+        """The claimed nodes where ``task`` may be placed now (not only pipelined): where it fits in the
+        free room the claims leave (a claimant whose victims are gone is placed there, not sent to
+        wait for another's)."""
+        found = self._room(task)
+        if found is None:
+            return None
+        where, idle, _ = found
+        beside = _within(idle, task.request)
+        if beside.all():
+            return None
+        out = np.ones(len(self.session.nodes), dtype=bool)
         out[where[~beside]] = False
         return out
 
@@ -403,6 +448,11 @@ class _Claims:
         mask = self.mask(task)
         count = 0 if mask is None else int((~mask[idx]).sum())
         return [("node(s) whose room an eviction freed for another pod", count)] if count else []
+
+
+def _within(room: Vector, request: Vector) -> BoolArray:
+    """Per row of ``room``, whether ``request`` fits in it."""
+    return np.asarray(((room >= request - EPS) | (request <= EPS)).all(axis=1))
 
 
 def _take_nominations(session: ExtensionPoints) -> None:
@@ -428,16 +478,24 @@ def _take_nominations(session: ExtensionPoints) -> None:
 
 def _claims_after(session: ExtensionPoints, claims: _Claims | None) -> dict[str, list[str]]:
     """The claims to carry to the next session: each pod pipelined onto a node where this session
-    evicted, or still pipelined where it claimed room before (see :class:`_Claims`)."""
+    evicted, or still pipelined where it claimed room before (see :class:`_Claims`), with the victims
+    evicted for it there (this session's and those it carried) that are still on that node."""
     nodes = session.nodes
     where = {nodes.index[e.node] for e in session.result.evictions if e.node in nodes.index}
+    victims: dict[tuple[str, str], list[str]] = {}
     if claims is not None:
         where.update(node for t, node in claims.claims if t.status is TaskStatus.PIPELINED)
+        for t, node in claims.claims:
+            victims[t.key, nodes.names[node]] = list(claims.victims.get(t.key, ()))
+    for e in session.result.evictions:
+        victims.setdefault((e.reason.beneficiary, e.node), []).append(e.pod)
     out: dict[str, list[str]] = {}
     for node in sorted(where):
+        name = nodes.names[node]
         for task in nodes.tasks[node].values():
             if task.status is TaskStatus.PIPELINED and task.schedulable_by_us:
-                out[task.key] = [task.job_key, nodes.names[node], task.uid]
+                left = sorted({v for v in victims.get((task.key, name), ()) if v in nodes.tasks[node]})
+                out[task.key] = [task.job_key, name, task.uid, *left]
     return out
 
 
@@ -445,7 +503,7 @@ def _note_claims(session: ExtensionPoints, carried: dict[str, list[str]], made: 
     """A ``Nominated`` event on each pod given a claim this session (not on one that carries its claim on),
     and on the PodGroup of each claimant that holds no reservation, its ``Reserved`` condition."""
     held: dict[str, list[tuple[str, str]]] = {}
-    for key, (job_key, node, _) in made.items():
+    for key, (job_key, node, *_) in made.items():
         held.setdefault(job_key, []).append((key, node))
     podgroups = session.result.podgroups
     for job_key, claims in held.items():
@@ -457,8 +515,8 @@ def _note_claims(session: ExtensionPoints, carried: dict[str, list[str]], made: 
                 " until they are placed"
             )
             podgroups[job_key] = replace(status, reservation=text)
-    for key, (job_key, node, uid) in made.items():
-        if carried.get(key) == [job_key, node, uid]:
+    for key, (job_key, node, uid, *_) in made.items():
+        if (carried.get(key) or [])[:3] == [job_key, node, uid]:
             continue
         job = session.jobs.get(job_key)
         task = job.tasks.get(key) if job is not None else None
@@ -537,7 +595,7 @@ class Reservation(BasePlugin):
         job = session.jobs.get(carried.get("next") or "")
         if job is None or job.ready_count >= job.min_member:
             if claims is not None:
-                session.add_constraint_fn(self.name, claims.mask, explain=claims.explain)
+                session.add_constraint_fn(self.name, claims.mask, explain=claims.explain, now=claims.now)
                 session.add_constraint_score_fn(self.name, claims.score)
                 session.add_shape_fn(self.name, lambda job, _: job.key in claims.jobs)
             return
@@ -559,6 +617,7 @@ class Reservation(BasePlugin):
                 self.name,
                 mask,
                 explain=lambda task, idx: reserving.explain(task, idx) + both.explain(task, idx),
+                now=both.now,
             )
             session.add_constraint_score_fn(self.name, both.score)
             session.add_shape_fn(
@@ -571,7 +630,7 @@ class Reservation(BasePlugin):
         if CLAIMS in session.carryover or session.result.evictions:
             made = _claims_after(session, claims)
             _note_claims(session, session.carryover.get(CLAIMS) or {}, made)
-            session.result.nominated = {key: node for key, (_, node, _) in sorted(made.items())}
+            session.result.nominated = {key: node for key, (_, node, *_) in sorted(made.items())}
             if made:
                 session.carryover[CLAIMS] = made
             else:
