@@ -237,23 +237,29 @@ def test_a_pod_of_higher_priority_preempts_one_holding_a_gpu() -> None:
     assert "the devices its claims hold" in str(s.data["evictions"][0])
 
 
+def _gpu_0_reserved_for(reserved: dict[str, str]) -> tuple[list[str], dict[str, Any]]:
+    """gpu-0's claim, allocated, is reserved for ``reserved``; low-1 holds gpu-1 on the one node; a
+    high-priority pod claims a GPU. Returns the pods evicted in three sessions, and the result's data."""
+    taken = resource_claim("taken-gpu", allocated=[("n0", "gpu-0")])
+    taken["status"]["reservedFor"] = [reserved]
+    held = resource_claim("low-1-gpu", allocated=[("n0", "gpu-1")])
+    held["status"]["reservedFor"] = [{"resource": "pods", "name": "low-1", "uid": "uid-low-1"}]
+    low = claiming("low-1", "low-1-gpu", group="low", priority_class="low", node="n0")
+    low["metadata"]["uid"] = "uid-low-1"
+    objs: list[Obj] = [GPU_CLASS, *gpu_nodes(1, 2), queue("q"), *PRIORITIES, taken, held, low]
+    objs.append(podgroup("low", min_member=1, queue="q", priority_class="low"))
+    objs += [resource_claim("high-gpu"), claiming("high", "high-gpu", queue="q", priority_class="high")]
+    result = simulate_objects(objs, conf=eviction_config(), sessions=3)
+    return [e.pod for r in result.history for e in r.evictions], to_json(result)
+
+
 def test_a_gpu_whose_pod_is_gone_is_coming_free_and_nobody_else_is_preempted_for_it() -> None:
     # The victim evicted for the high pod is gone, but its claim still holds gpu-0 until the resource
     # claim controller deallocates it. That GPU is coming free: the high pod waits for it, and low-1,
     # holding the other GPU, stays. Before, preempt took low-1 too (two victims for
     # one pod: the DRA preempt e2e case with a job of minMember 1).
-    orphan = resource_claim("gone-gpu", allocated=[("n0", "gpu-0")])
-    orphan["status"]["reservedFor"] = [{"resource": "pods", "name": "gone", "uid": "uid-of-a-gone-pod"}]
-    held = resource_claim("low-1-gpu", allocated=[("n0", "gpu-1")])
-    held["status"]["reservedFor"] = [{"resource": "pods", "name": "low-1", "uid": "uid-low-1"}]
-    low = claiming("low-1", "low-1-gpu", group="low", priority_class="low", node="n0")
-    low["metadata"]["uid"] = "uid-low-1"
-    objs: list[Obj] = [GPU_CLASS, *gpu_nodes(1, 2), queue("q"), *PRIORITIES, orphan, held, low]
-    objs.append(podgroup("low", min_member=1, queue="q", priority_class="low"))
-    objs += [resource_claim("high-gpu"), claiming("high", "high-gpu", queue="q", priority_class="high")]
-    result = simulate_objects(objs, conf=eviction_config(), sessions=3)
-    assert [e for r in result.history for e in r.evictions] == []
-    data = to_json(result)
+    evicted, data = _gpu_0_reserved_for({"resource": "pods", "name": "gone", "uid": "uid-of-a-gone-pod"})
+    assert evicted == []
     assert data["pods"]["default/low-1"]["node"] == "n0"
     assert data["pods"]["default/high"]["node"] is None
 
@@ -341,25 +347,10 @@ def test_a_gang_stays_in_one_domain_named_by_a_device_attribute() -> None:
     assert where <= {"n2", "n3"} and None not in where, where
 
 
-def _gpu_held_by(reserved: dict[str, str]) -> list[str]:
-    """gpu-0's claim is reserved for ``reserved`` (not gone), low-1 holds gpu-1: the high pod's GPU can
-    only come from low-1, so preempt takes it. Returns the evicted pods."""
-    taken = resource_claim("taken-gpu", allocated=[("n0", "gpu-0")])
-    taken["status"]["reservedFor"] = [reserved]
-    held = resource_claim("low-1-gpu", allocated=[("n0", "gpu-1")])
-    held["status"]["reservedFor"] = [{"resource": "pods", "name": "low-1", "uid": "uid-low-1"}]
-    low = claiming("low-1", "low-1-gpu", group="low", priority_class="low", node="n0")
-    low["metadata"]["uid"] = "uid-low-1"
-    objs: list[Obj] = [GPU_CLASS, *gpu_nodes(1, 2), queue("q"), *PRIORITIES, taken, held, low]
-    objs.append(podgroup("low", min_member=1, queue="q", priority_class="low"))
-    objs += [resource_claim("high-gpu"), claiming("high", "high-gpu", queue="q", priority_class="high")]
-    result = simulate_objects(objs, conf=eviction_config(), sessions=3)
-    return [e.pod for r in result.history for e in r.evictions]
-
-
 def test_a_gpu_reserved_for_a_consumer_that_is_no_pod_is_held_not_coming_free() -> None:
     # status.reservedFor may name any consumer (apiGroup, resource): one that is not a pod is not a pod
     # gone. Before, its GPU was taken for coming free for good: the high pod waited on it and preempt
     # took no victim for it.
     reserved = {"apiGroup": "example.com", "resource": "trainers", "name": "t", "uid": "uid-t"}
-    assert _gpu_held_by(reserved) == ["default/low-1"]
+    evicted, _ = _gpu_0_reserved_for(reserved)
+    assert evicted == ["default/low-1"]
