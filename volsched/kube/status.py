@@ -2,7 +2,8 @@
 
 PodGroup ``status`` (phase, counts, a ``Scheduled`` condition, ``MinMemberProtected``), Queue
 ``status`` (state, deserved, allocated as quantities, podgroup counts by phase), the pod conditions ``PodScheduled=False`` and
-``DisruptionTarget`` (True, and False again when the eviction did not happen), and events about any object. Times are passed in, so the same input renders the same output; callers
+``DisruptionTarget`` (True, and False again when the eviction did not happen), and events about any object.
+Times are passed in, so the same input renders the same output; callers
 compare renderings without times to decide whether anything needs writing.
 """
 

@@ -4,7 +4,8 @@ A raise of a running gang's minMember (ours, Volcano's, the Workload API's ``min
 placement, not for protection: eviction keeps ``min(minMember now, minMember started with)`` pods
 (:func:`protected`; none of a job of minMember 1, no gang: :func:`kept`), and a lowered minMember
 counts at once. :func:`after_session` keeps the record, :func:`condition` says it in the PodGroup's
-status (:data:`CONDITION`), :func:`read` reads it back after a restart. Design: docs/tenancy.md "Raising minMember on a running gang". Pure: no I/O.
+status (:data:`CONDITION`), :func:`read` reads it back after a restart. Design: docs/tenancy.md "Raising
+minMember on a running gang". Pure: no I/O.
 
 What a pod was bound under (:data:`BOUND_UNDER`, written with its bind, :func:`bound_under`) outlives
 its PodGroup object: a PodGroup deleted and made again over running pods is held to their record

@@ -197,7 +197,8 @@ class _Turns:
     replica leads (a follower's reads of the Lease, and the catching up after it takes the Lease over,
     stay the session thread's), the ConfigMap and Volcano's kinds are not due a look
     (:meth:`SessionLoop.chores_due`: a config loaded, API discovery, a watch stopped, which held the pod
-    watch up to seconds, stay the session thread's too) and none is running: the session thread, woken, would have taken the processor and the interpreter from
+    watch up to seconds, stay the session thread's too) and none is running: the session thread, woken, would
+    have taken the processor and the interpreter from
     that thread for the same session, a wake-up and a hand-over of the GIL later. Anything else wakes the
     session thread as before. An arriving pod's session is the first since a pod arrived (the doorbell
     calls its listener only as a kind goes from quiet to rung): it places that pod and what waited

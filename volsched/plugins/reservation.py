@@ -349,7 +349,8 @@ class _Claims:
     node above any other. Of two claims on one node, one whose victims are gone holds the node's free
     room first, one whose victims still terminate the room they are freeing: a pod beside them is placed
     now only in free room the first leave, else pipelined (a claim read back from a nominated node has
-    no victims recorded: it holds free room first), so two claimants never swap rooms. A claim ends when its pod is placed, deleted (a pod made again under its name is
+    no victims recorded: it holds free room first), so two claimants never swap rooms. A claim ends when its
+    pod is placed, deleted (a pod made again under its name is
     another pod: the claim names the uid) or no longer pipelined there (its room free, it was not placed:
     its queue refused it, its gang did not fit), or when the node goes: it holds room idle at most one
     session once free.
