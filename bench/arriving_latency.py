@@ -33,6 +33,10 @@ worth little on a loaded machine; compare within one run, and look at the spread
 
 ``--stuck N`` creates N pods that never fit before the scheduler starts (unschedulable pods in the way).
 
+``--tail N`` prints each volsched run's N slowest pods by stage, beside the cyclic collector's runs within
+each one's creation-to-bind (volsched's ``gc generation ...`` lines) and kube-scheduler's p99 of the same
+round: where the tail goes.
+
     python bench/arriving_latency.py [--rates 5,20,50] [--pods 100] [--nodes 200] [--repeat 1] [--idle 10]
         [--json F]
 """
@@ -70,6 +74,7 @@ _POD = re.compile(
     r"(?: called (\S+) woke (\S+))?(?: read (\S+) rang (\S+))?(?: here ([01]))?"
 )
 _SESSION = re.compile(r"session started \S+ ended \S+ cpu (\S+) binds (\d+) ms: (.*)$")
+_GC = re.compile(r"gc generation (\d) started (\S+) ms (\S+) collected")
 
 
 def volsched_stages(
@@ -97,6 +102,7 @@ def volsched_stages(
                 mine[stage] = b - a
             stages["total"].append(bound - created)
             mine["total"] = bound - created
+            mine["created_at"], mine["bound_at"] = created, bound
             if m.group(8) is not None:
                 called, woke = float(m.group(8)), float(m.group(9))
                 for stage, (a, b) in zip(
@@ -122,6 +128,26 @@ def volsched_stages(
             sessions.append(parts)
             mine["cpu"] = parts["cpu"] / 1000  # logged after its pod's line: that pod's session
     return stages, sessions
+
+
+def collections(result: Result) -> list[tuple[int, float, float]]:
+    """The cyclic collector's runs in volsched's log: (generation, started, seconds)."""
+    text = result.log.read_text(errors="replace") if result.log else ""
+    return [(int(m.group(1)), float(m.group(2)), float(m.group(3)) / 1000) for m in _GC.finditer(text)]
+
+
+def within(runs: list[tuple[int, float, float]], start: float, end: float) -> tuple[float, float, int]:
+    """Of the collector's ``runs``, the seconds inside ``[start, end]``: summed, the longest, and the
+    highest generation among them (-1: none)."""
+    total = longest = 0.0
+    generation = -1
+    for gen, at, seconds in runs:
+        inside = min(end, at + seconds) - max(start, at)
+        if inside > 0:
+            total += inside
+            longest = max(longest, inside)
+            generation = max(generation, gen)
+    return total, longest, generation
 
 
 def thread_rows(result: Result) -> dict[str, tuple[float, float]]:
@@ -256,7 +282,67 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=0,
         help="print each run's first N pods (in order of creation): creation-to-bind, ms",
     )
+    p.add_argument(
+        "--tail",
+        type=int,
+        default=3,
+        help="print each volsched run's N slowest pods by stage, with the collector's runs in their way",
+    )
     return p.parse_args(argv)
+
+
+def print_tail(rows: list[dict[str, Any]], n: int) -> None:
+    """Each volsched run's ``n`` slowest pods by stage, the collector's runs within each one's creation-to-
+    bind, and kube-scheduler's p99 in the same round; then each run's collector runs by generation."""
+    parts = (
+        "total",
+        "watch",
+        "decode",
+        "wait",
+        "session",
+        "cpu",
+        "queue",
+        "bind",
+        "echo",
+        "gc",
+        "gc_longest",
+    )
+    print(
+        f"the {n} slowest pods of each volsched run (ms; decode: of watch, the event read -> decoded; cpu: its "
+        "session's CPU to the session's end (an inline bind's request and answer in it); echo < 0: the bench's watch saw the bind before volsched read its "
+        "answer; gc: the cyclic collector's runs within its creation-to-bind, summed and the longest, gen "
+        "their highest generation; k-s p99: kube-scheduler's p99 that round):"
+    )
+    print(
+        f"{'rate':>5} {'rep':>3} {'scheduler':<17} {'k-s p99':>7} "
+        + " ".join(f"{p:>10}" for p in parts)
+        + "  gen"
+    )
+    for row in rows:
+        if not row.get("pods"):
+            continue
+        theirs = [
+            r["stages"]["total"]
+            for r in rows
+            if r["rate"] == row["rate"]
+            and r["repeat"] == row["repeat"]
+            and r["scheduler"] == "kube-scheduler"
+        ]
+        p99 = f"{1000 * percentile(theirs[0], 99):7.2f}" if theirs and theirs[0] else "      -"
+        for pod in sorted(row["pods"], key=lambda pod: -pod.get("total", 0.0))[:n]:
+            cells = " ".join(f"{1000 * pod[p]:10.2f}" if p in pod else "         -" for p in parts)
+            print(
+                f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<17} {p99} {cells}"
+                f"  {pod.get('gc_generation', -1):>3}"
+            )
+    print("the cyclic collector in each volsched run (runs, ms summed, the longest ms), by generation:")
+    for row in rows:
+        if "gc" in row:
+            cells = "  ".join(
+                f"gen{g} {count:4d} {1000 * total:7.2f} {1000 * longest:6.2f}"
+                for g, (count, total, longest) in row["gc"].items()
+            )
+            print(f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<17} {cells}")
 
 
 def run_options(args: argparse.Namespace) -> argparse.Namespace:
@@ -330,6 +416,17 @@ def main(argv: list[str] | None = None) -> int:
                             row["sessions"] = sessions
                             order = sorted(r.added, key=lambda name: (r.added[name], name))
                             row["pods"] = [pods[n] for n in order if n in pods]
+                            runs = collections(r)
+                            row["gc"] = {
+                                str(g): [sum(1 for x in runs if x[0] == g), sum(x[2] for x in runs if x[0] == g),
+                                         max((x[2] for x in runs if x[0] == g), default=0.0)]
+                                for g in (0, 1, 2)
+                            }  # fmt: skip
+                            for pod in row["pods"]:
+                                if "created_at" in pod:
+                                    pod["gc"], pod["gc_longest"], pod["gc_generation"] = within(
+                                        runs, pod["created_at"], pod["bound_at"]
+                                    )
                         else:
                             row["stages"] = {"total": creation_to_bind(r)}
                         row["first"] = first_pods(r, args.first)
@@ -395,6 +492,8 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 )
                 print(f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<17} {label:<6} {cells}")
+    if args.tail:
+        print_tail(rows, args.tail)
     print(
         "CPU (s): to ready; from ready to the last bind per 1,000 pods bound (cpu/1k less start-up); "
         "cpu/1k as a whole; per second idle after the last bind"

@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from arriving_latency import creation_to_bind, parse_args, run_options, volsched_figures
+from arriving_latency import collections, creation_to_bind, parse_args, run_options, volsched_figures, within
 from bind_throughput import NAMESPACE, PODS_QUEUE, Result
 from bindstats import RunFigures
 from builders import pod_body
@@ -106,3 +106,28 @@ def test_queue_makes_the_queue_the_bench_pods_go_to(queue: bool) -> None:
     assert (made.name, made.weight) == (DEFAULT_QUEUE, 1)
     pod = pod_body("pod-000000", "volsched")
     assert queue_annotation(pod["metadata"].get("annotations", {})) is None  # its pods: queue default
+
+
+def test_the_collectors_runs_in_volscheds_log_are_laid_beside_a_pods_way(latency_to: Path) -> None:
+    """``--tail``'s reading: the lines volsched's collector hook writes come back as (generation, start,
+    seconds), and a pod's way from creation to bind counts only the part of each run inside it."""
+    latency_log.setLevel(logging.DEBUG)
+    now = [1000.0]
+    lat = PodLatency(clock=lambda: now[0])
+    for generation, at in ((0, 1000.0), (2, 1000.5)):
+        now[0] = at
+        lat._collected("start", {"generation": generation})
+        lat._collected("stop", {"generation": generation, "collected": 3})
+    lat._collections[0] = (0, 1000.0, 0.004, 3)  # (the perf counter's own seconds, made exact)
+    lat._collections[1] = (2, 1000.5, 0.010, 3)
+    lat.session()
+    lat.session_done({}, binds=0)
+    result = Result(
+        "volsched", "arriving", RunFigures(0, 0, 1.0, 0.0, 0.0, 0.0, 0.0), ready=0.0, cpu_per_1000=0.0,
+        peak_rss=0, stalled=False, added={}, binds={}, log=latency_to,
+    )  # fmt: skip
+    runs = collections(result)
+    assert runs == [(0, 1000.0, pytest.approx(0.004)), (2, 1000.5, pytest.approx(0.010))]
+    assert within(runs, 1000.002, 1000.1) == (pytest.approx(0.002), pytest.approx(0.002), 0)
+    assert within(runs, 999.0, 1001.0) == (pytest.approx(0.014), pytest.approx(0.010), 2)
+    assert within(runs, 1000.2, 1000.4) == (0.0, 0.0, -1)

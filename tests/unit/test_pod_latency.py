@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import re
 import threading
+import time
 
 import pytest
 
@@ -123,3 +125,40 @@ def test_the_line_says_whether_the_session_ran_on_the_thread_that_read_the_pods_
         latency.answered(pod, sent=1.0, answered=2.0, result="bound")
     here = dict(m.groups() for r in caplog.records if (m := HERE.search(r.getMessage())))
     assert here == {"ns/a": "1", "ns/b": "0"}
+
+
+GC_LINE = re.compile(r"gc generation (\d) started (\S+) ms (\S+) collected (\d+)$")
+
+
+def test_the_collectors_runs_are_stamped_and_logged_after_the_next_session(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Each run of the cyclic collector is one line (generation, wall-clock start, its ms), logged from
+    the next session's end, not from inside the collector's callback; watched once however often asked."""
+    caplog.set_level(logging.DEBUG, logger="volsched.latency")
+    latency = PodLatency()
+    latency.watch_collections()
+    latency.watch_collections()
+    try:
+        assert gc.callbacks.count(latency._collected) == 1
+        before = time.time()
+        gc.collect()
+        assert not [r for r in caplog.records if GC_LINE.search(r.getMessage())]
+        latency.session()
+        latency.session_done({}, binds=0)
+        runs = [m.groups() for r in caplog.records if (m := GC_LINE.search(r.getMessage()))]
+        assert any(g == "2" and float(at) >= before and float(ms) >= 0 for g, at, ms, _ in runs)
+    finally:
+        latency.unwatch_collections()
+    assert latency._collected not in gc.callbacks
+
+
+def test_the_collector_is_not_watched_when_the_logger_is_not_at_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="volsched.latency")
+    latency = PodLatency()
+    latency.watch_collections()
+    assert latency._collected not in gc.callbacks
+    gc.collect()
+    assert not latency._collections

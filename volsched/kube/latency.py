@@ -19,21 +19,34 @@ the pod watch's own thread: :mod:`volsched.operator.sessions`), else 0.
 A bind never answered (the port closed, the Lease lost before it was sent) is forgotten once
 :data:`UNANSWERED` seconds old, so what is kept stays bounded by the binds of the last ten minutes.
 
+With :meth:`PodLatency.watch_collections`, each run of the cyclic collector (any thread's) is stamped too,
+one line each, so that a slow pod can be laid beside the collector's pauses::
+
+    gc generation G started S ms D collected C
+
+The lines are held (at most :data:`COLLECTIONS_HELD`) and logged after the next session or bind answer,
+never from inside the collector's callback.
+
 Nothing here decides anything; it only reads clocks.
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 log = logging.getLogger("volsched.latency")
 
 #: Seconds after which a decided bind with no answer is forgotten (answers come within the writer's
 #: timeouts, seconds).
 UNANSWERED = 600.0
+#: The collector's runs held until they are logged; older ones are dropped past this many.
+COLLECTIONS_HELD = 10_000
 
 
 class PodLatency:
@@ -59,6 +72,44 @@ class PodLatency:
         #: Whether the session running now runs on the thread that read the pod watch's last event.
         self.session_here = False
         self._cpu = 0.0
+        #: The collector's runs not yet logged: (generation, started, seconds, objects collected).
+        self._collections: deque[tuple[int, float, float, int]] = deque(maxlen=COLLECTIONS_HELD)
+        self._gc_started = (0.0, 0.0)
+
+    def watch_collections(self) -> None:
+        """Stamp each run of the cyclic collector from now on (once; nothing when the lines are off)."""
+        if self.on and self._collected not in gc.callbacks:
+            gc.callbacks.append(self._collected)
+
+    def unwatch_collections(self) -> None:
+        if self._collected in gc.callbacks:
+            gc.callbacks.remove(self._collected)
+        self._log_collections()
+
+    def _collected(self, phase: str, info: dict[str, Any]) -> None:
+        """``gc.callbacks``' hook: a run's start and end (the collector runs on one thread at a time)."""
+        if phase == "start":
+            self._gc_started = (self._clock(), time.perf_counter())
+        else:
+            started, counter = self._gc_started
+            self._collections.append(
+                (info["generation"], started, time.perf_counter() - counter, info["collected"])
+            )
+
+    def _log_collections(self) -> None:
+        held = self._collections
+        while held:
+            try:
+                generation, started, seconds, collected = held.popleft()
+            except IndexError:  # another thread logged the last one
+                break
+            log.debug(
+                "gc generation %d started %.6f ms %.3f collected %d",
+                generation,
+                started,
+                1000 * seconds,
+                collected,
+            )
 
     def line_read(self) -> None:
         """A line of the pods' watch arrived, before it is decoded (on the watch's thread): the next
@@ -135,6 +186,7 @@ class PodLatency:
                 "session started %.4f ended %.4f cpu %.4f binds %d ms: %s",
                 self.session_started, self._clock(), time.thread_time() - self._cpu, binds, parts,
             )  # fmt: skip
+            self._log_collections()
 
     def answered(self, key: str, *, sent: float, answered: float, result: str) -> None:
         if not self.on:
@@ -150,3 +202,4 @@ class PodLatency:
             "woke %.6f read %.6f rang %.6f here %d",
             key, seen, started, decided, sent, answered, result, called, woke, read, rang, here,
         )  # fmt: skip
+        self._log_collections()

@@ -510,6 +510,7 @@ class Operator:
         tasks: list[asyncio.Task[None]] = []
         sessions: asyncio.Task[None] | None = None
         signals: asyncio.Task[None] | None = None
+        self.latency.watch_collections()  # (at DEBUG on volsched.latency only)
         try:
             # The Lease (before the listing: it is fresh for the lease) and which of Volcano's kinds the
             # cluster serves (before the listing: it lists them) are read at once, neither waiting for
@@ -608,6 +609,7 @@ class Operator:
             self.writer.close()
             self.api.close()
             self.watch_api.close()
+            self.latency.unwatch_collections()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
