@@ -194,3 +194,15 @@ def test_a_job_started_with_min_member_1_is_told_every_pod_may_be_taken(min_memb
     assert cond is not None and cond["reason"] == reason
     assert cond["message"].startswith("reclaim and preempt may take every one of its pods")
     assert admitted.read({"conditions": [cond]}) == 1
+
+
+def test_a_job_started_as_no_gang_and_raised_is_told_so_in_plain_words() -> None:
+    # Before: "may take every one of its pods, not keep 4: minMember was raised to 4 after the gang
+    # started, ...", a sentence built of nested conditionals that read as if 4 had been kept before.
+    cond = admitted.condition(4, 1)
+    assert cond is not None and cond["message"] == (
+        "reclaim and preempt may take every one of its pods: it started as no gang, and minMember was "
+        "raised to 4 after it started; a raise protects pods only once the gang starts anew, admitted again "
+        "after it holds no pod (started with minMember 1)"
+    )
+    assert admitted.read({"conditions": [cond]}) == 1

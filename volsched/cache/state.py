@@ -17,6 +17,7 @@ import gc
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -179,7 +180,7 @@ class ClusterState:
         #: What the pods holding a node were bound under (their ``BOUND_UNDER`` record), by group key: how
         #: many pods hold each record. A group is held to the least of its records (``admitted.inherit``),
         #: whatever its object says now. And the record each such pod counts under, with its group.
-        self._bound: dict[str, dict[BoundUnder, int]] = {}
+        self._bound: dict[str, Counter[BoundUnder]] = {}
         self._bound_of: dict[str, tuple[str, BoundUnder]] = {}
         #: Phases the sessions gave groups that stand for an owner's pods and have no object yet.
         self._derived_phase: dict[str, PodGroupPhase] = {}
@@ -663,35 +664,25 @@ class ClusterState:
         for its group while it holds a node. A group whose least record changed is resolved again."""
         text = task.annotations.get(BOUND_UNDER) if task is not None and task.annotations else None
         record = read_bound(text) if text and _holds_node(task) else None
-        was = self._bound_of.get(key)
-        if record is None and was is None:
-            return
         now = (task.job_key, record) if task is not None and record is not None else None
+        was = self._bound_of.get(key)
         if now == was:
             return
-        touched = []
+        least = {group: self._bound_record(group) for group, _ in filter(None, (was, now))}
         if was is not None:
             group, old = was
-            before = self._bound_record(group)
             counts = self._bound[group]
             counts[old] -= 1
             if not counts[old]:
                 del counts[old]
-            if not counts:
-                del self._bound[group]
+                if not counts:
+                    del self._bound[group]
             del self._bound_of[key]
-            if self._bound_record(group) != before:
-                touched.append(group)
         if now is not None:
-            group, new = now
-            before = self._bound_record(group)
-            counts = self._bound.setdefault(group, {})
-            counts[new] = counts.get(new, 0) + 1
+            self._bound.setdefault(now[0], Counter())[now[1]] += 1
             self._bound_of[key] = now
-            if self._bound_record(group) != before:
-                touched.append(group)
-        for group in touched:
-            if self._object_podgroup(group) is not None:
+        for group, before in least.items():
+            if self._bound_record(group) != before and self._object_podgroup(group) is not None:
                 self._resolve("PodGroup", group)
 
     def _object_podgroup(self, key: str) -> PodGroupSpec | None:

@@ -56,32 +56,37 @@ def after_session(admitted: int | None, *, min_member: int, phase: PodGroupPhase
     return min_member if admitted is None and ready else admitted
 
 
+#: :func:`condition`'s messages, each ending with the record :func:`read` reads back: a gang within the
+#: minMember it started with; a job of minMember 1 (within what it started with), no gang; a gang raised past the
+#: minMember it started with; and a job that started as no gang, raised since.
+_AT_START = "reclaim and preempt keep {keep} of its pods (started with minMember {start})"
+_NO_GANG = (
+    "reclaim and preempt may take every one of its pods: a job of minMember 1 is no gang "
+    "(started with minMember {start})"
+)
+_RAISED = (
+    "reclaim and preempt keep {keep} of its pods, not {now}: minMember was raised to {now} after the gang "
+    "started, and a raise protects more pods only once the gang starts anew, admitted again after it holds "
+    "no pod (started with minMember {start})"
+)
+_RAISED_FROM_ONE = (
+    "reclaim and preempt may take every one of its pods: it started as no gang, and minMember was raised "
+    "to {now} after it started; a raise protects pods only once the gang starts anew, admitted again after "
+    "it holds no pod (started with minMember {start})"
+)
+
+
 def condition(min_member: int, admitted: int | None) -> dict[str, str] | None:
     """The :data:`CONDITION` (without its time) for a gang with this record; None without one."""
     if admitted is None:
         return None
     keep = kept(min_member, admitted)
-    how = f"keep {keep} of its pods" if keep else "may take every one of its pods"
     if min_member > admitted:
-        return {
-            "type": CONDITION,
-            "status": "True",
-            "reason": RAISED,
-            "message": (
-                f"reclaim and preempt {how}, not {'' if keep else 'keep '}{min_member}: minMember was raised to "
-                f"{min_member} after the gang started, and a raise protects more pods only once the gang "
-                f"starts anew, admitted again after it holds no pod (started with minMember {admitted})"
-            ),
-        }
-    return {
-        "type": CONDITION,
-        "status": "True",
-        "reason": AS_ADMITTED,
-        "message": (
-            f"reclaim and preempt {how}{'' if keep else ': a job of minMember 1 is no gang'} "
-            f"(started with minMember {admitted})"
-        ),
-    }
+        reason, template = RAISED, _RAISED if keep else _RAISED_FROM_ONE
+    else:
+        reason, template = AS_ADMITTED, _AT_START if keep else _NO_GANG
+    message = template.format(keep=keep, now=min_member, start=admitted)
+    return {"type": CONDITION, "status": "True", "reason": reason, "message": message}
 
 
 def read(status: Any) -> int | None:

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from volsched.model.admitted import protected
 from volsched.model.attach import AttachCatalog
 from volsched.model.devices import Claim, DeviceCatalog
 from volsched.model.nodeterms import HARD_EFFECTS, UNSCHEDULABLE_TAINT, tolerates
@@ -279,6 +280,14 @@ class Job:
     @property
     def ready_count(self) -> int:
         return self.ready
+
+    @property
+    def protected_min_member(self) -> int:
+        """Its minMember, but no more than the minMember it started with (``volsched.model.admitted``: a
+        raise while it runs counts for placement, not protection): what allocate completes past its
+        queue's share, and (when above 1) how many of its pods reclaim and preempt keep."""
+        pg = self.podgroup
+        return self.min_member if pg is None else protected(self.min_member, pg.admitted_min_member)
 
     @property
     def title(self) -> str:

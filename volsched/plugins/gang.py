@@ -21,7 +21,6 @@ from typing import ClassVar
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
-from volsched.model.admitted import kept
 from volsched.model.cluster import READY_STATUSES, Job
 from volsched.model.vocabulary import TASK_ROLE_ANNOTATION, Task, TaskStatus
 
@@ -51,8 +50,8 @@ def victim_floor(job: Job) -> int:
     pods is whole, so it may lose every one, as a pod may to kube-scheduler's preemption, and its owner
     makes them again. A gang of two or more is never taken below its minMember, nor evicted whole
     (docs/starvation.md#who-may-be-a-victim)."""
-    pg = job.podgroup
-    return kept(job.min_member, None if pg is None else pg.admitted_min_member)
+    keep = job.protected_min_member
+    return keep if keep > 1 else 0
 
 
 def role_of(task: Task) -> str:

@@ -21,7 +21,6 @@ from volsched.framework.never import job_never, never_admitted
 from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
-from volsched.model.admitted import protected
 from volsched.model.cluster import (
     Job,
     RunRows,
@@ -645,13 +644,6 @@ def _one_queue(jobs: Sequence[Job]) -> Sequence[Job]:
     return jobs
 
 
-def _reserved(job: Job) -> int:
-    """The minimum admission reserved for ``job``: its minMember, but no more than the one it started
-    with (``volsched.model.admitted``: a raise while it runs is completed within its queue's share only)."""
-    pg = job.podgroup
-    return job.min_member if pg is None else protected(job.min_member, pg.admitted_min_member)
-
-
 class _Placing:
     """What allocate and preempt ask of a queue: whether a task may take more of it (allocatable,
     preemptive) and whether it holds its share (overused). Admitted gangs short of minMember (admitted
@@ -680,10 +672,10 @@ class _Placing:
 
     def _completes_gang(self, task: Task) -> bool:
         job = self._committed_jobs.get(task.job_key)
-        return job is not None and job.pipelined_count < _reserved(job)
+        return job is not None and job.pipelined_count < job.protected_min_member
 
     def _completes_in(self, queue: QueueSpec) -> bool:
-        return any(j.pipelined_count < _reserved(j) for j in self._committed.get(queue.name, ()))
+        return any(j.pipelined_count < j.protected_min_member for j in self._committed.get(queue.name, ()))
 
     def _beyond(
         self, a: QueueAttr, task: Task, limit: Vector, *, whose: str, said: Callable[[int, QueueAttr], str]
