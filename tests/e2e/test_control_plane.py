@@ -144,7 +144,7 @@ def test_kubeconfig_file_works_with_the_client_loader(
 
 
 @pytest.mark.cluster
-def test_node_status_is_stored_and_sticks(kube: client.ApiClient) -> None:
+def test_node_status_is_stored_and_sticks(control_plane: LocalControlPlane, kube: client.ApiClient) -> None:
     v1 = client.CoreV1Api(kube)
     name = unique("node")
     created = make_node(v1, name)
@@ -155,9 +155,12 @@ def test_node_status_is_stored_and_sticks(kube: client.ApiClient) -> None:
     # Status updates go through the status subresource.
     v1.patch_node_status(name, {"status": {"allocatable": {"cpu": "6", "memory": "30Gi", "pods": "110"}}})
 
-    # Nothing (no node-lifecycle controller, no kubelet) touches it afterwards.
-    time.sleep(1.0)
+    # Nothing touches it afterwards: no node-lifecycle controller, no kubelet runs, and every field of
+    # the node was written by this client alone.
+    assert not control_plane.controllers and not control_plane.kwok
     node = v1.read_node(name)
+    assert node.metadata is not None and node.metadata.managed_fields
+    assert {f.manager for f in node.metadata.managed_fields} == {created.metadata.managed_fields[0].manager}
     assert node.status is not None and node.status.allocatable is not None
     assert node.status.allocatable == {"cpu": "6", "memory": "30Gi", "pods": "110"}
     assert node.status.capacity is not None and node.status.capacity["cpu"] == "8"

@@ -258,14 +258,16 @@ def test_two_operators_with_a_slow_leader_never_overcommit_a_node(
     k.queue(queue("second"))
     ns = k.namespace("two")
     proxy = SlowProxy(cluster.host, delay=0.2)  # every request of the leader takes 0.2 s longer
+    direct = SlowProxy(cluster.host, delay=0.0)  # (the other's: to know when its writes are answered)
     try:
         slow_cfg = kubeconfig_via(cluster.kubeconfig_path, proxy.url, tmp_path / "slow.kubeconfig")
+        fast_cfg = kubeconfig_via(cluster.kubeconfig_path, direct.url, tmp_path / "fast.kubeconfig")
         # One bind worker: the leader's binds take 0.2 s each, far longer in total than the 3 s lease.
         slow = _operator(
             operators, slow_cfg, tmp_path / "slow.log", "--lease-duration", "3", "--bind-workers", "1"
         )
         wait_for(lambda: _leader(slow), 30, what="the slow operator leads")
-        fast = _operator(operators, cluster.kubeconfig_path, tmp_path / "fast.log", "--lease-duration", "3")
+        fast = _operator(operators, fast_cfg, tmp_path / "fast.log", "--lease-duration", "3")
         # 48 cpu asked of 40 (what the default overcommit factor, 1.2, lets in): 36 cpu in one queue ...
         k.pods(ns, *(_in_queue(pod(f"a-{i:02}"), "first") for i in range(36)))
         wait_for(lambda: len(k.bound(ns)) >= 3, 60, what="the slow leader binding")
@@ -273,12 +275,18 @@ def test_two_operators_with_a_slow_leader_never_overcommit_a_node(
         # writer would place these beside the slow leader's remaining binds.
         k.pods(ns, *(_in_queue(pod(f"b-{i:02}"), "second") for i in range(12)))
         wait_for(lambda: len(k.bound(ns)) >= 40, 90, what="the cluster filled")
-        time.sleep(3)  # any write still under way lands now
+        # Both stopped, every write either sent is under way no more once the apiserver answered it.
+        for op in (slow, fast):
+            op.stop(signal.SIGKILL)
+        wait_for(
+            lambda: proxy.settled() and direct.settled(), 60, what="every request the operators sent answered"
+        )
         over = {n: (used, alloc) for n, (used, alloc) in node_usage(k).items() if used > alloc}
         assert not over, f"nodes over allocatable: {over}\n{slow.log()}\n{fast.log()}"
         assert len(k.bound(ns)) == 40
     finally:
         proxy.close()
+        direct.close()
 
 
 def test_sigterm_hands_the_lease_over_and_kill_9_lets_it_expire(

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-import time
+import re
 
 import pytest
 
-from tests.e2e.operator_fixtures import Kube, Start, node, pod, wait_for
+from tests.e2e.operator_fixtures import Kube, OperatorProcess, Start, node, pod, wait_for
 from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
+
+AFTER_READY = "after ready: about"
+BOUND_ONE = re.compile(r"session \d+: 1 to bind, 1 bound,")
+UNREACHABLE = "kube-apiserver unreachable"
+BACK = "kube-apiserver reachable again after"
+
+
+def _outage(op: OperatorProcess, since: int = 0) -> str:
+    """The operators' log (both write to it) from line ``since`` on."""
+    return "\n".join(op.log().splitlines()[since:])
 
 
 def test_an_apiserver_outage_is_a_few_log_lines_and_scheduling_resumes(
@@ -23,22 +33,29 @@ def test_an_apiserver_outage_is_a_few_log_lines_and_scheduling_resumes(
     follower = start_operator("--log-level", "INFO")  # shares the log file: both replicas' lines are counted
     k.pods(ns, pod("before"))
     wait_for(lambda: k.bound(ns).get(f"{ns}/before"), 30, what="a pod bound before the outage")
-    time.sleep(1)
+    # The lines before the outage are all written: both replicas' last line after ready, and the line of
+    # the session that bound the pod.
+    wait_for(
+        lambda: leader.log().count(AFTER_READY) >= 2 and BOUND_ONE.search(leader.log()),
+        30,
+        what="the lines of both replicas' start and of the bind",
+    )
     lines_before = len(leader.log().splitlines())
 
     cluster.stop_apiserver()
-    time.sleep(6)  # longer than the 4 s lease: the leader fences itself, both replicas keep retrying
+    # Longer than the 4 s lease: the leader fences itself, both replicas keep retrying.
+    wait_for(lambda: leader.metric("volsched_leader") == 0, 30, what="the leader fenced")
+    wait_for(lambda: _outage(leader, lines_before).count(UNREACHABLE) >= 2, 30, what="both replicas retrying")
     cluster.start_apiserver()
     k.pods(ns, pod("after"))
     wait_for(lambda: k.bound(ns).get(f"{ns}/after"), 60, what="a pod bound after the outage")
     # The outage's end is said once an answer came 2 s (ApiHealth.settle) after the last failed call,
-    # which can be after the pod is bound.
+    # which can be after the pod is bound: by each replica, the last line the outage makes it write.
     wait_for(
-        lambda: "kube-apiserver reachable again after" in "\n".join(leader.log().splitlines()[lines_before:]),
+        lambda: _outage(leader, lines_before).count(BACK) >= 2,
         30,
-        what="the line that says the apiserver is back",
+        what="both replicas' line that the apiserver is back",
     )
-    time.sleep(1)
 
     during = leader.log().splitlines()[lines_before:]
     text = "\n".join(during)
