@@ -3,8 +3,8 @@ its name refuses them (the uid is immutable), so neither a nominated node, nor i
 victim's DisruptionTarget condition lands on a pod it was not decided for (and that pod is not evicted).
 ``status.nominatedNodeName`` is set and cleared on the pod it was meant for, and the apiserver clears it
 as it binds the pod (ClearingNominatedNodeNameAfterBinding, on by default since 1.35). A victim whose
-eviction a disruption budget refused keeps running, and neither its condition nor an event says
-otherwise."""
+eviction a disruption budget refused, or an admission policy, keeps running, and neither its condition
+nor an event says otherwise."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.e2e.operator_fixtures import Kube, pod
-from volsched.cycle import BLOCKED, CONFLICT
+from tests.e2e.operator_fixtures import Kube, pod, wait_for
+from volsched.cycle import BLOCKED, CONFLICT, FAILED
 from volsched.framework.decisions import Evict, EvictionReason, SessionResult
 from volsched.kube.writer import KubeWriter, WriterSettings
 from volsched.model.raw import Raw
@@ -128,6 +128,76 @@ def test_a_victim_whose_eviction_a_budget_refused_is_not_left_marked_nor_said_pr
     [target] = [c for c in still.status.conditions or [] if c.type == "DisruptionTarget"]
     assert (target.status, target.reason) == ("False", "NotEvicted")
     assert target.message.startswith("not evicted (Cannot evict pod as it would violate"), target.message
+    assert f"preempt: {ns}/c " in target.message  # what it was told before
+    events = mk.core.list_namespaced_event(ns).items
+    assert [e.reason for e in events if e.involved_object.name == "c"] == []
+
+
+def _no_evictions_in(mk: Kube, ns: str) -> None:
+    """A ValidatingAdmissionPolicy that refuses every eviction in ``ns`` (as a policy engine freezing a
+    namespace would): the Eviction API answers 422, no budget involved. Waits until it is in force."""
+    adm = client.AdmissionregistrationV1Api(mk.api)
+    adm.create_validating_admission_policy(
+        {
+            "metadata": {"name": f"no-evictions-{ns}"},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": [""],
+                            "apiVersions": ["v1"],
+                            "operations": ["CREATE"],
+                            "resources": ["pods/eviction"],
+                        }
+                    ]
+                },
+                "validations": [{"expression": "false", "message": "evictions are frozen here"}],
+            },
+        }
+    )
+    adm.create_validating_admission_policy_binding(
+        {
+            "metadata": {"name": f"no-evictions-{ns}"},
+            "spec": {
+                "policyName": f"no-evictions-{ns}",
+                "validationActions": ["Deny"],
+                "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}},
+            },
+        }
+    )
+
+    def refused() -> bool:
+        dry = client.V1Eviction(
+            metadata=client.V1ObjectMeta(name="c", namespace=ns),
+            delete_options=client.V1DeleteOptions(dry_run=["All"]),
+        )
+        try:
+            mk.core.create_namespaced_pod_eviction("c", ns, dry)
+        except client.ApiException as exc:
+            return "evictions are frozen here" in str(exc.body)
+        return False
+
+    wait_for(refused, 30, what="the policy refusing evictions")
+
+
+def test_a_victim_whose_eviction_failed_otherwise_is_not_left_marked(mk: Kube, writer: KubeWriter) -> None:
+    """An eviction refused otherwise than by a budget (here an admission policy's 422) did not happen:
+    the pod, read back still there and marked, is set back to False saying why (before: left marked
+    until the disruption controller cleared it, minutes later; note13 Found 8)."""
+    ns, raw = _fresh(mk, lingering=True)
+    _no_evictions_in(mk, ns)
+    eviction = Evict(
+        pod=f"{ns}/c", uid=raw["metadata"]["uid"], node="n1", reason=EvictionReason(action="preempt")
+    )
+    outcome = writer.evict(eviction, raw)
+    assert outcome.result == FAILED and outcome.detail.startswith("422: "), outcome.detail
+    still = mk.core.read_namespaced_pod("c", ns)
+    assert still.metadata.deletion_timestamp is None
+    [target] = [c for c in still.status.conditions or [] if c.type == "DisruptionTarget"]
+    assert (target.status, target.reason) == ("False", "NotEvicted")
+    assert target.message.startswith("not evicted (422: "), target.message
+    assert "evictions are frozen here" in target.message
     assert f"preempt: {ns}/c " in target.message  # what it was told before
     events = mk.core.list_namespaced_event(ns).items
     assert [e.reason for e in events if e.involved_object.name == "c"] == []

@@ -122,6 +122,14 @@ PODS: dict[str, dict[str, Any]] = {
         ("status", "containerStatuses"),
         [{"name": "main", "allocatedResources": {"cpu": "500m", "memory": "256Mi"}}],
     ),
+    "marked as a disruption target": edit(
+        full_pod(),
+        ("status", "conditions"),
+        [
+            {"type": "Ready", "status": "False"},
+            {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler", "message": "m"},
+        ],
+    ),
     "fields volsched does not read": edit(full_pod(), ("spec", "dnsPolicy"), "ClusterFirst"),
     "numbers of every size": edit(full_pod(), ("spec", "overhead"), {"a": 2**62, "b": 2**70, "c": -0.5e-300}),
     "unicode and escapes": edit(full_pod(), ("metadata", "labels"), {"é": '\u2028"\\', "k": ""}),

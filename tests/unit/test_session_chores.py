@@ -110,7 +110,8 @@ def test_a_queues_finalizer_found_by_a_session_on_the_pod_watchs_thread_is_writt
         loop.writer = SimpleNamespace(  # type: ignore[assignment]
             guard_queue=lambda name, _finalizers, *, keep: written.append((name, keep))
         )
-        loop.lease = SimpleNamespace(is_leader=True)  # type: ignore[assignment]
+        # (held since before the loop's last look for disruption targets: none is due)
+        loop.lease = SimpleNamespace(is_leader=True, acquired_at=0.0)  # type: ignore[assignment]
         op.state.queues["a"] = QueueSpec(
             name="a", weight=1, capability=None, guarantee={}, reclaimable=True, state=QueueState.OPEN
         )
@@ -126,3 +127,25 @@ def test_a_queues_finalizer_found_by_a_session_on_the_pod_watchs_thread_is_writt
         loop._turns = SimpleNamespace(inline_now=False)  # type: ignore[assignment]
         loop._guard_queues(result)  # type: ignore[arg-type]
         assert written == [("a", True)] and not loop.chores_due(now)
+
+
+def test_the_first_session_of_a_holding_runs_on_the_session_thread_and_looks_for_disruption_targets(
+    tmp_path: Path,
+) -> None:
+    """A replica that takes the Lease (or starts) looks once at the cache's pods for disruption targets an
+    earlier holder left (round trips, when any): a chore, so that session runs on the session thread;
+    looked at, it is due no more until the Lease is taken again."""
+    with operator_at(tmp_path) as op:
+        loop = op.loop
+        looked: list[int] = []
+        loop.writer = SimpleNamespace(withdraw_stale=lambda pods: looked.append(len(list(pods))) or 0)  # type: ignore[assignment]
+        loop.lease = SimpleNamespace(is_leader=True, acquired_at=time.monotonic())  # type: ignore[assignment]
+        now = time.monotonic()
+        op.reloader.known, op.reloader._checked = True, now  # (no other chore due)
+        op.reloader.watching = lambda: True
+        op.volcano._checked = now
+        assert loop.chores_due(now)
+        loop.withdraw_stale()
+        assert looked == [0] and not loop.chores_due(now)
+        loop.lease.acquired_at = time.monotonic()  # taken again
+        assert loop.chores_due(time.monotonic())

@@ -109,35 +109,98 @@ STATUS, EVICTION, EVENTS = (
 )
 
 
+#: The pod read back after a failed eviction: still marked (the condition written before it), and being
+#: deleted (the eviction went through after all).
+MARKED = {
+    "metadata": {"name": "p", "namespace": "ns", "uid": "u1", "resourceVersion": "7"},
+    "spec": {"schedulerName": SCHEDULER_NAME},
+    "status": {
+        "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}]
+    },
+}
+TERMINATING = {**MARKED, "metadata": {**MARKED["metadata"], "deletionTimestamp": "t"}}
+
+
 @pytest.mark.parametrize(
-    ("raised", "result", "after"),
+    ("raised", "read_back", "result", "after"),
     [
-        (None, EVICTED, [("PATCH", STATUS, "True"), ("POST", EVENTS, None)]),
-        (_api(429), BLOCKED, [("PATCH", STATUS, "False")]),
-        (_api(504), FAILED, []),
-        (_api(404), GONE, []),
-        (_api(409), CONFLICT, []),
+        (None, None, EVICTED, [("PATCH", STATUS, "True"), ("POST", EVENTS, None)]),
+        (_api(429), None, BLOCKED, [("PATCH", STATUS, "False")]),
+        (_api(504), MARKED, FAILED, [("PATCH", STATUS, "False")]),
+        (_api(504), TERMINATING, FAILED, []),
+        (_api(403), MARKED, FAILED, [("PATCH", STATUS, "False")]),
+        (_api(403), {**MARKED, "status": {}}, FAILED, []),
+        (_api(403), {**MARKED, "metadata": {**MARKED["metadata"], "uid": "u2"}}, FAILED, []),
+        (_api(404), None, GONE, []),
+        (_api(409), None, CONFLICT, []),
     ],
-    ids=["evicted", "refused by a budget", "timed out", "gone", "another pod by that name"],
+    ids=[
+        "evicted",
+        "refused by a budget",
+        "timed out, the pod there",
+        "timed out, the pod terminating",
+        "refused otherwise",
+        "refused otherwise, no longer marked",
+        "refused otherwise, another pod by that name",
+        "gone",
+        "another pod by that name",
+    ],
 )
 def test_a_pod_told_it_is_a_disruption_target_is_told_otherwise_when_its_eviction_did_not_happen(
-    writer: KubeWriter, monkeypatch: pytest.MonkeyPatch, raised: Exception | None, result: str, after: Any
+    writer: KubeWriter,
+    monkeypatch: pytest.MonkeyPatch,
+    raised: Exception | None,
+    read_back: Any,
+    result: str,
+    after: Any,
 ) -> None:
     """Its condition is written first (DisruptionTarget=True, as kube-scheduler writes it before its
     delete); the event that it was preempted only once it was (as kube-scheduler records it after the
     delete). Refused by a budget, the pod keeps running: its condition is set back to False, saying why.
-    A failure keeps the condition (a timeout's eviction may yet go through, and the apiserver write its
-    own condition: a False after it would lie); neither says it was preempted in an event."""
+    Failed otherwise, the pod read back says whether it was evicted: there, the same pod, still marked
+    and not terminating, it is set back to False too, on the version read (an eviction landing in between
+    makes the apiserver refuse the patch; one landing after it writes its own condition as it deletes the
+    pod). Before, a failure kept the condition for the disruption controller, minutes later. Neither
+    says it was preempted in an event."""
     sent: list[tuple[str, str, str | None]] = []
+    bodies: list[Any] = []
 
     def send(method: str, path: str, body: Any, **_: Any) -> bytes:
         conditions = (body.get("status") or {}).get("conditions") or [{}]
         sent.append((method, path, conditions[0].get("status")))
+        bodies.append(body)
         if path == EVICTION and raised is not None:
             raise raised
         return b"{}"
 
     monkeypatch.setattr(writer, "_send", send)
+    monkeypatch.setattr(writer, "read_pod", lambda ns, name: read_back)
     outcome = writer.evict(EVICT, prune_pod(LINGERING))
     assert outcome.result == result
     assert sent == [("PATCH", STATUS, "True"), ("POST", EVICTION, None), *after]
+    if result == FAILED and after:
+        said = bodies[-1]
+        assert said["metadata"] == {"uid": "u1", "resourceVersion": "7"}  # only on the version read
+        [condition] = said["status"]["conditions"]
+        assert condition["reason"] == "NotEvicted"
+        assert condition["message"].startswith(f"not evicted ({outcome.detail}): preempt: ns/p ")
+
+
+def test_a_delete_past_a_budget_that_failed_keeps_its_condition(
+    writer: KubeWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A delete writes no condition of its own as it lands: one that failed and lands after all would
+    leave the pod terminating and told it was not deleted. Its condition is kept (a later holding of
+    the Lease, or the disruption controller, clears it)."""
+    sent: list[tuple[str, str]] = []
+
+    def send(method: str, path: str, body: Any, **_: Any) -> bytes:
+        sent.append((method, path))
+        if method == "DELETE":
+            raise _api(504)
+        return b"{}"
+
+    monkeypatch.setattr(writer, "_send", send)
+    monkeypatch.setattr(writer, "read_pod", lambda ns, name: MARKED)
+    assert writer.evict(DELETE, prune_pod(LINGERING)).result == FAILED
+    assert sent == [("PATCH", STATUS), ("DELETE", "/api/v1/namespaces/ns/pods/p")]

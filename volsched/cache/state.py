@@ -1375,8 +1375,9 @@ def _shows_nothing_new(cached: Mapping[str, Any] | None, obj: Mapping[str, Any])
 
 
 def _readiness_only(cached: Mapping[str, Any] | None, obj: Mapping[str, Any]) -> bool:
-    """``obj`` is the pod ``cached`` again with at most another Ready condition (the pruner keeps it and
-    the kubelet's ``PodResizePending``, which is no readiness) and ``metadata.resourceVersion``."""
+    """``obj`` is the pod ``cached`` again with at most another Ready or ``DisruptionTarget`` condition
+    (the pruner keeps them and the kubelet's ``PodResizePending``, which is no readiness) and
+    ``metadata.resourceVersion``."""
     if cached is None:
         return False
     before, after = cached.get("status"), obj.get("status")

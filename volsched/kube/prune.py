@@ -17,7 +17,8 @@ operator's resident set. Pruned here, as objects arrive from the API:
   the reason it waits or terminated and its exit code (:func:`volsched.model.decode.pod_runtime`), and
   when it terminated (what the cache learns run times from); while it is resized in place, what the
   kubelet allocated each container and the requests it runs with where they differ from its spec's,
-  and the ``PodResizePending`` condition (:func:`volsched.model.decode.resized_request`);
+  and the ``PodResizePending`` condition (:func:`volsched.model.decode.resized_request`); the
+  ``DisruptionTarget`` condition's status and reason (``KubeWriter.withdraw_stale``);
 * a node: labels, annotations, taints, unschedulable, allocatable/capacity, the Ready condition and the
   addresses (:func:`volsched.model.decode.build_node`).
 
@@ -178,9 +179,11 @@ def _ready_condition(conditions: Any) -> RawDict | None:
 
 
 def _kept_conditions(conditions: Any) -> list[Any] | None:
-    """The conditions kept: Ready (whether a Running pod is healthy, as PodDisruptionBudgets count it)
-    and the kubelet's ``PodResizePending`` (its reason: a resize ``Infeasible`` counts no more)."""
-    ready = resize = None
+    """The conditions kept: Ready (whether a Running pod is healthy, as PodDisruptionBudgets count it),
+    the kubelet's ``PodResizePending`` (its reason: a resize ``Infeasible`` counts no more) and
+    ``DisruptionTarget`` (its status and reason: one a scheduler wrote for an eviction that did not happen
+    is set back, ``KubeWriter.withdraw_stale``)."""
+    ready = resize = target = None
     for c in conditions if isinstance(conditions, list) else ():
         if isinstance(c, _MAP):
             kind = c.get("type")
@@ -188,9 +191,11 @@ def _kept_conditions(conditions: Any) -> list[Any] | None:
                 ready = _pick(c, ("type", "status"))
             elif kind == "PodResizePending" and resize is None:
                 resize = _pick(c, ("type", "reason"))
-    if resize is None:
+            elif kind == "DisruptionTarget" and target is None:
+                target = _pick(c, ("type", "status", "reason"))
+    if resize is None and target is None:
         return None if ready is None else [ready]
-    return [resize] if ready is None else [ready, resize]
+    return [c for c in (ready, resize, target) if c is not None]
 
 
 def _reports_resources(statuses: Any) -> bool:

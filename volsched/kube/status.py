@@ -248,21 +248,45 @@ def disruption_target_condition(action: str, message: str, now: str) -> dict[str
 
 def disruption_target_withdrawn(message: str, why: str, now: str) -> dict[str, Any]:
     """A strategic-merge patch body for the pod's ``status``: ``DisruptionTarget=False``, the eviction
-    the True one told of (its ``message``) not having happened (``why``: the apiserver's answer). The pod
-    keeps running."""
+    the True one told of (its ``message``; "" when not known) not having happened (``why``: the
+    apiserver's answer, or what stopped it). The pod keeps running."""
+    said = f"not evicted ({why})" if why else "not evicted"
     return {
         "status": {
             "conditions": [
                 {
                     "type": "DisruptionTarget",
                     "status": "False",
-                    "reason": "NotEvicted",
-                    "message": f"not evicted ({why}): {message}" if why else f"not evicted: {message}",
+                    "reason": NOT_EVICTED,
+                    "message": f"{said}: {message}" if message else said,
                     "lastTransitionTime": now,
                 }
             ]
         }
     }
+
+
+#: ``DisruptionTarget=False``'s reason (:func:`disruption_target_withdrawn`).
+NOT_EVICTED = "NotEvicted"
+
+
+def marked_by_scheduler(pod: Any) -> bool:
+    """Whether ``pod`` (raw, pruned or not) carries ``DisruptionTarget=True`` with a reason volsched
+    writes (:data:`DISRUPTION_REASONS`, ``EvictionByScheduler``; kube-scheduler's preemption writes the
+    first too) and is not being deleted: an eviction was told of that has not happened (yet)."""
+    if not isinstance(pod, Mapping):
+        return False
+    meta, status = pod.get("metadata"), pod.get("status")
+    if not isinstance(status, Mapping) or (isinstance(meta, Mapping) and meta.get("deletionTimestamp")):
+        return False
+    conditions = status.get("conditions")
+    for c in conditions if isinstance(conditions, list) else ():
+        if isinstance(c, Mapping) and c.get("type") == "DisruptionTarget":
+            return c.get("status") == "True" and c.get("reason") in _OUR_REASONS
+    return False
+
+
+_OUR_REASONS = frozenset((*DISRUPTION_REASONS.values(), "EvictionByScheduler"))
 
 
 def object_event(

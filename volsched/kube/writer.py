@@ -198,6 +198,10 @@ def _nominated_node(pod: Raw) -> str:
     return str((pod.get("status") or {}).get("nominatedNodeName") or "")
 
 
+#: Why a disruption target found at the start of a holding of the Lease was not evicted.
+STALE_TARGET = "the scheduler that decided the eviction stopped, or its eviction failed, before it happened"
+
+
 def _made_again(exc: ApiException) -> bool:
     """Whether the apiserver refused a write that names the object's uid because the object by that
     name is another (deleted and made again): a uid is immutable (422 on ``metadata.uid``), or a
@@ -684,10 +688,12 @@ class KubeWriter:
         (``EvictionByEvictionAPI``), so it is written once more after a successful eviction while the pod
         terminates. A pod that cannot be told is not evicted (the next session tries again). An eviction
         a budget refused leaves the pod running: its condition is set back to False saying why (what the
-        disruption controller does to a stale one, minutes later). One that failed otherwise keeps it (a
-        timeout's may still go through, the apiserver writing its own condition: False written after it
-        would lie), for the disruption controller to clear. No event tells of an eviction that did not
-        happen. A pod the eviction deletes at once (a zero grace period and no
+        disruption controller does to a stale one, minutes later). One that failed otherwise is set back
+        too when the pod read back is still marked and not terminating, on the version read
+        (:meth:`_withdraw_unless_evicted`: a timed-out eviction may yet go through, and then writes its own
+        condition as it deletes the pod); a delete past a budget that failed keeps it (a delete that lands
+        late writes none: a False would lie), for the next holding of the Lease (:meth:`withdraw_stale`)
+        or the disruption controller to clear. No event tells of an eviction that did not happen. A pod the eviction deletes at once (a zero grace period and no
         finalizer) gets no condition: the eviction's own replaces the first before anyone could read it
         and the pod is gone before the second (only refused). It is evicted first, and its event, unless
         the eviction was refused, is written with the next status writes (after the binds handed over
@@ -728,6 +734,8 @@ class KubeWriter:
             why = redact(outcome.detail)
             withdrawn = render.disruption_target_withdrawn(message, why, render.now_rfc3339())
             self._disruption_target(eviction, ns, name, _for_uid(withdrawn, uid))
+        elif outcome.result == FAILED and not eviction.deletes:  # the pod as it is now says whether it was
+            self._withdraw_unless_evicted(ns, name, uid, message, redact(outcome.detail))
         elif outcome.result in (EVICTED, UNKNOWN):  # told once evicted (or perhaps: no answer)
             _, event_error = self.post_object_event(
                 target, reason=eviction_event_reason(eviction), message=message, type_="Normal", now=now
@@ -735,6 +743,43 @@ class KubeWriter:
             if event_error:
                 outcome.detail = f"{outcome.detail}; {event_error}" if outcome.detail else event_error
         return outcome
+
+    def _withdraw_unless_evicted(self, ns: str, name: str, uid: str, message: str, why: str) -> bool:
+        """Set the ``DisruptionTarget`` condition of pod ``ns/name`` back to False saying ``why`` (and
+        ``message``, what it was told), when the pod read now is the one of ``uid``, still marked by a
+        scheduler and not being deleted. The patch names the version read: should an eviction land in
+        between, the apiserver refuses it, and one that lands after it writes its own condition as it
+        deletes the pod (``EvictionByEvictionAPI``): the pod is never left terminating and told it was not
+        evicted. Returns whether it was set back; a failure is no error (the next holding of the Lease
+        looks again: :meth:`withdraw_stale`)."""
+        try:
+            fresh = self.read_pod(ns, name)
+        except Exception:
+            return False
+        meta = meta_of(fresh or {})
+        if fresh is None or (uid and meta.get("uid") != uid) or not render.marked_by_scheduler(fresh):
+            return False
+        body = render.disruption_target_withdrawn(message, why, render.now_rfc3339())
+        body["metadata"] = {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}
+        try:
+            self._send("PATCH", pod_path(ns, name, "status"), body, content_type=STRATEGIC_PATCH)
+        except Exception:
+            return False
+        return True
+
+    def withdraw_stale(self, pods: Iterable[Raw]) -> int:
+        """After this replica took the Lease (or started): each of ``pods`` (the cache's) of ours that is
+        still marked as a disruption target by a scheduler and not being deleted was told of an eviction
+        that an earlier holder did not make (it stopped in between) or that failed: its condition is set
+        back to False saying so (:meth:`_withdraw_unless_evicted`, on the pod as the apiserver has it
+        now), not left for the disruption controller to clear minutes later. Returns how many."""
+        done = 0
+        for pod in pods:
+            if self._ours(pod) and render.marked_by_scheduler(pod):
+                meta = meta_of(pod)
+                ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+                done += self._withdraw_unless_evicted(ns, name, uid_of(pod), "", STALE_TARGET)
+        return done
 
     def _disruption_target(
         self, eviction: Evict, ns: str, name: str, condition: dict[str, Any]

@@ -339,6 +339,9 @@ class SessionLoop:
         self.last_tick = 0.0
         #: Monotonic time the last consistent read of the pods was sent (prelist or catch-up).
         self.pods_read_at = 0.0
+        #: Monotonic time the cache's pods were last looked at for disruption targets an earlier holder of
+        #: the Lease left (:meth:`withdraw_stale`): once a holding, before its first session.
+        self.targets_looked_at = 0.0
         self.sessions = 0
         #: Skips sessions that would decide nothing new (none with ``session.max_idle`` 0).
         self.idle = (
@@ -490,6 +493,16 @@ class SessionLoop:
         log.info("caught up after taking the lease over: %d pods read", read)
         return True
 
+    def withdraw_stale(self) -> None:
+        """At the start of a holding of the Lease: the pods a scheduler marked as disruption targets and
+        that are not being deleted, in the cache once it read them all, were told of an eviction that did
+        not happen (the holder before stopped in between, or its eviction failed): each is told so now
+        (:meth:`KubeWriter.withdraw_stale`), not minutes later by the disruption controller."""
+        self.targets_looked_at = time.monotonic()
+        done = self.writer.withdraw_stale(self.feeder.pods().values())
+        if done:
+            log.info("%d pod(s) marked for an eviction that did not happen told they were not evicted", done)
+
     def _fenced_timeout(self) -> float:
         """A read's timeout on the session thread: never past the Lease's fenced window."""
         return max(0.001, min(LIST_TIMEOUT, self.lease.time_left()))
@@ -509,9 +522,15 @@ class SessionLoop:
         """Whether the next session would do more before it runs than look at the clock: judge or read
         the ConfigMap (:meth:`ConfigReloader.due`), look for Volcano's kinds (:meth:`VolcanoKinds.due`),
         or, after it, write a Queue's finalizer that a session on the pod watch's thread left owed
-        (:meth:`_guard_queues`). Such a session runs on the session thread, never on the pod watch's
+        (:meth:`_guard_queues`), or look for disruption targets left before this holding of the Lease
+        (:meth:`withdraw_stale`). Such a session runs on the session thread, never on the pod watch's
         (:class:`_Turns`)."""
-        return self._guard_owed or self.reloader.due(now) or self.volcano.due(now)
+        return (
+            self._guard_owed
+            or self.reloader.due(now)
+            or self.volcano.due(now)
+            or self.lease.acquired_at > self.targets_looked_at
+        )
 
     def run_once(self) -> tuple[SessionResult, CycleReport] | None:
         """One cycle (only while holding the lease): the session, its writes through the port, the
@@ -547,6 +566,8 @@ class SessionLoop:
                     "catching up after taking the lease over: throttled (429); reading again next session"
                 )
                 return None
+        if self.lease.acquired_at > self.targets_looked_at:
+            self.withdraw_stale()
         now = time.time()
         self.usage.refresh(now)  # the collector's fresh snapshot (no I/O on this path)
         config = self.reloader.config

@@ -1,0 +1,114 @@
+"""A pod marked as a disruption target for an eviction that never happened (its scheduler stopped between
+the condition and the eviction) is told otherwise by the next holder of the Lease: the pruned pod keeps
+the condition's status and reason, and the writer sets each such pod of ours back to False, on the pod
+as the apiserver has it then (note13 Found 8). The e2e test: tests/e2e/test_operator_stale_disruption.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from volsched.kube import status as render
+from volsched.kube.prune import prune_pod
+from volsched.kube.writer import STALE_TARGET, KubeWriter
+from volsched.model.vocabulary import SCHEDULER_NAME
+
+
+def _pod(
+    name: str, *, reason: str = "PreemptionByScheduler", status: str = "True", scheduler: str = SCHEDULER_NAME
+) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "ns", "uid": f"u-{name}", "resourceVersion": "3"},
+        "spec": {"schedulerName": scheduler, "nodeName": "n1"},
+        "status": {
+            "phase": "Running",
+            "conditions": [
+                {"type": "Ready", "status": "True"},
+                {"type": "DisruptionTarget", "status": status, "reason": reason, "message": "preempt: ..."},
+            ],
+        },
+    }
+
+
+def _terminating(pod: dict[str, Any]) -> dict[str, Any]:
+    return {**pod, "metadata": {**pod["metadata"], "deletionTimestamp": "2026-11-30T00:00:00Z"}}
+
+
+def test_the_pruned_pod_keeps_the_conditions_status_and_reason() -> None:
+    conditions = prune_pod(_pod("a"))["status"]["conditions"]
+    assert conditions == [
+        {"type": "Ready", "status": "True"},
+        {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("pod", "marked"),
+    [
+        (_pod("a"), True),
+        (_pod("a", reason="ReclaimByScheduler"), True),
+        (_pod("a", reason="EvictionByScheduler"), True),
+        (_pod("a", reason="EvictionByEvictionAPI"), False),  # the apiserver's, as it evicts: not ours
+        (_pod("a", reason="DeletionByTaintManager"), False),
+        (_pod("a", status="False", reason="NotEvicted"), False),
+        (_terminating(_pod("a")), False),  # evicted after all
+        ({"metadata": {}, "status": {"conditions": None}}, False),
+        ({"metadata": {}, "status": "odd"}, False),
+    ],
+)
+def test_what_counts_as_marked_by_a_scheduler(pod: dict[str, Any], marked: bool) -> None:
+    assert render.marked_by_scheduler(prune_pod(pod)) is marked
+
+
+def test_the_next_holder_sets_back_only_our_pods_still_marked_and_not_being_deleted(
+    writer: KubeWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cached = {
+        "stale": _pod("stale"),
+        "evicted-since": _pod("evicted-since"),  # the cache has not seen the eviction yet
+        "made-again": _pod("made-again"),  # another pod by that name since
+        "terminating": _terminating(_pod("terminating")),
+        "not-ours": _pod("not-ours", scheduler="default-scheduler"),
+        "apiserver's": _pod("apiserver's", reason="EvictionByEvictionAPI"),
+        "set-back": _pod("set-back", status="False", reason="NotEvicted"),
+    }
+    fresh = {
+        **cached,
+        "stale": {**cached["stale"], "metadata": {**cached["stale"]["metadata"], "resourceVersion": "9"}},
+        "evicted-since": _terminating(cached["evicted-since"]),
+        "made-again": {
+            **cached["made-again"],
+            "metadata": {**cached["made-again"]["metadata"], "uid": "u-2"},
+        },
+    }
+    sent: list[tuple[str, str, Any]] = []
+
+    def send(method: str, path: str, body: Any, **_: Any) -> bytes:
+        sent.append((method, path, body))
+        return b"{}"
+
+    monkeypatch.setattr(writer, "_send", send)
+    monkeypatch.setattr(writer, "read_pod", lambda ns, name: fresh[name])
+    assert writer.withdraw_stale(prune_pod(p) for p in cached.values()) == 1
+    [(method, path, body)] = sent
+    assert (method, path) == ("PATCH", "/api/v1/namespaces/ns/pods/stale/status")
+    assert body["metadata"] == {"uid": "u-stale", "resourceVersion": "9"}  # the version read, not the cache's
+    [condition] = body["status"]["conditions"]
+    assert (condition["type"], condition["status"], condition["reason"]) == (
+        "DisruptionTarget",
+        "False",
+        "NotEvicted",
+    )
+    assert condition["message"] == f"not evicted ({STALE_TARGET})"
+
+
+def test_a_refused_patch_is_no_error(writer: KubeWriter, monkeypatch: pytest.MonkeyPatch) -> None:
+    from volsched.kube.errors import ApiException
+
+    def send(method: str, path: str, body: Any, **_: Any) -> bytes:
+        raise ApiException(status=409, reason="Conflict")
+
+    monkeypatch.setattr(writer, "_send", send)
+    monkeypatch.setattr(writer, "read_pod", lambda ns, name: _pod(name))
+    assert writer.withdraw_stale([prune_pod(_pod("a"))]) == 0
