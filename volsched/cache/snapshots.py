@@ -391,6 +391,9 @@ class SnapshotBuilder:
         self._read_all = True
         #: Handed to every snapshot as ``ClusterSnapshot.kept`` (what sessions derive from shared jobs).
         self.kept: dict[str, Any] = {}
+        #: Pod uid -> the keys of the entries of that uid (one, but for a uid two pods claim): which pods
+        #: of a snapshot the uids ResourceClaims are reserved for are (``_reserved_live``).
+        self._uids: dict[str, dict[str, None]] = {}
 
     def _stale_by_volumes(self, view: View) -> list[str]:
         """The entries whose claims' view changed since the last view: a claim of theirs (anything of
@@ -480,6 +483,7 @@ class SnapshotBuilder:
                     self._forget(key)
                 entry = entries[key] = _Entry(task, prepare(task, view))
                 changed.add(key)
+                self._uids.setdefault(task.uid, {})[key] = None
                 t = entry.prepared
                 if t.owner_ref is not None and t.schedulable_by_us:
                     self._owners.setdefault(t.job_key, {})[key] = None
@@ -499,6 +503,10 @@ class SnapshotBuilder:
     def _forget(self, key: str) -> None:
         entry = self._entries.pop(key)
         self._changed.add(key)
+        same_uid = self._uids[entry.source.uid]
+        del same_uid[key]
+        if not same_uid:
+            del self._uids[entry.source.uid]
         owner = self._owner_of.pop(key, None)
         if owner is not None:
             members = self._owners[owner]
@@ -683,6 +691,11 @@ class SnapshotBuilder:
             kept=self.kept,
             device_catalog=catalog,
             resource_claims=view.resource_claims,
+            reserved_live=(
+                self._reserved_live(base, view.resource_claims, jobs, session_table)
+                if view.resource_claims
+                else None
+            ),
             volume_catalog=(
                 VolumeCatalog(
                     view.volume_claims,
@@ -706,6 +719,32 @@ class SnapshotBuilder:
                 else None
             ),
         )
+
+    def _reserved_live(
+        self, base: _Base, claims: Mapping[str, Claim], jobs: Mapping[str, Job], nodes: NodeTable
+    ) -> frozenset[str]:
+        """Of the uids the allocated claims reserved for pods alone are reserved for, those of the pods
+        in the snapshot (held on a node, or in a job): what ``session.pod_uids`` would find of them,
+        looked up by uid, not by walking every pod of the snapshot each session."""
+        out: set[str] = set()
+        seen: set[str] = set()
+        by_uid, where, index, held = self._uids, base.where, nodes.index, nodes.tasks
+        for claim in claims.values():
+            if claim.allocation is None or claim.reserved_for_others:
+                continue
+            for uid in claim.reserved_for:
+                if uid in seen:
+                    continue
+                seen.add(uid)
+                for key in by_uid.get(uid, ()):
+                    job_key, node = where[key]
+                    if node and (i := index.get(node)) is not None and key in held[i]:
+                        out.add(uid)
+                        break
+                    if job_key is not None and (job := jobs.get(job_key)) is not None and key in job.tasks:
+                        out.add(uid)
+                        break
+        return frozenset(out)
 
     def _devices(self, view: View) -> DeviceCatalog:
         """The device catalog over the view's nodes (in their name order, the node table's): the last one

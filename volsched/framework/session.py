@@ -120,7 +120,8 @@ class Session(NodeViews):
                         if t.resource_claims and t.status is TaskStatus.RELEASING:
                             self.devices.start_releasing(t.key, t.namespace, t.resource_claims, t.uid)
             if any(c.allocation is not None and c.reserved_for for c in snapshot.resource_claims.values()):
-                self.devices.release_orphans(pod_uids(snapshot).__contains__)
+                live = snapshot.reserved_live  # (the builder's: by uid, not a walk over every pod)
+                self.devices.release_orphans((pod_uids(snapshot) if live is None else live).__contains__)
         if snapshot.volume_catalog is not None:
             self.volume_binding = VolumeState(
                 snapshot.volume_catalog, nodes=snapshot.nodes.specs, memo=snapshot.nodes.memo

@@ -17,12 +17,16 @@ CSINode, or a driver without a count, has no limit. Not counted: inline CSI volu
 counts none).
 
 Pure: :class:`AttachCatalog` is what a snapshot holds (None when no CSINode reports a count), and
-:class:`AttachState` the session's counts, vectorised over nodes (a loop over the pod's volumes only).
-Design: docs/placement.md.
+:class:`AttachState` the session's counts, vectorised over nodes (a loop over the pod's volumes only),
+copied from those carried from session to session in the node table's memo. Design: docs/placement.md;
+what is carried: docs/design/steady-state.md.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import field
 from typing import Any
@@ -39,6 +43,11 @@ from volsched.records import dataclass
 #: claims, volumes, classes and limits they were resolved from (the cache hands new ones once one changed).
 _RESOLVED = "attach: each pod's attachments"
 _KEPT_RESOLVED = 65536
+#: The node table's memo key of the counts of the pods on the nodes (:class:`_Counts`), carried from
+#: session to session and moved by the nodes whose dict of tasks is another object.
+_CARRIED = "attach: the counts carried"
+#: Past one node in this many whose tasks are another dict, the carried counts are made anew.
+_NODES_FULL = 4
 
 BoolArray = npt.NDArray[np.bool_]
 IndexArray = npt.NDArray[np.intp]
@@ -108,9 +117,10 @@ class AttachState:
     being evicted keep theirs until they are gone), ``kept[d][n]`` how many stay once the pods being
     evicted are gone: what a pod pipelined there (onto room being released) counts against, as it counts
     against the capacity they release. ``users`` and ``staying`` say how many pods on each node mount one
-    volume, all of them and those not being evicted. Built from the pods on the nodes when first asked
-    about a pod (most sessions place none with a volume of a limited driver); event handlers keep it
-    current."""
+    volume, all of them and those not being evicted. Made when first asked about a pod (most sessions
+    place none with a volume of a limited driver) from the counts carried with the node table (a copy of
+    them, brought to the nodes whose pods or volumes changed: :class:`_Counts`), or from every pod on
+    the nodes without a memo; event handlers keep it current."""
 
     def __init__(
         self,
@@ -142,6 +152,11 @@ class AttachState:
         #: The keys of ``_where``'s pods being evicted (counted in ``users``, not in ``staying``).
         self._leaving: set[str] = set()
         self._of: dict[tuple[str, tuple[str, ...], tuple[Attachment, ...]], tuple[Attachment, ...]] = {}
+        self._memo = memo
+        #: The attachments whose dicts of users (``users``, ``staying``) are this session's own, copied
+        #: from the carried counts when first changed (None: every one is).
+        self._own_users: set[Attachment] | None = None
+        self._own_staying: set[Attachment] | None = None
         if memo is not None:
             c = catalog
             kept = memo.get(_RESOLVED)
@@ -180,85 +195,56 @@ class AttachState:
         return out
 
     def _build(self) -> None:
+        """The session's counts: the carried ones (:class:`_Counts`) brought to the pods on the nodes
+        now and to the catalog, and copied (the dicts of users once the session first changes them)."""
         self._built = True
-        n = len(self.index)
-        self.limits = {d: np.full(n, -1, dtype=np.int64) for d in sorted(self.drivers)}
-        self.attached = {d: np.zeros(n, dtype=np.int64) for d in self.limits}
-        self.kept = {d: np.zeros(n, dtype=np.int64) for d in self.limits}
-        for node, limits in self.catalog.limits.items():
-            i = self.index.get(node)
-            if i is not None:
-                for d, count in limits.items():
-                    self.limits[d][i] = count
-        # Each pod's attachments counted on its node, in dicts (as ``_add`` would, written out: this walks
-        # every bound pod), then each driver's count per node at once.
-        releasing = TaskStatus.RELEASING
-        where, leaving_keys, users, staying, of = (
-            self._where,
-            self._leaving,
-            self.users,
-            self.staying,
-            self.of,
-        )
-        for i, on_node in enumerate(self._tasks()):
-            for t in on_node.values():
-                if not (t.claims or t.ephemeral_claims or t.inline_volumes) or t.status not in _ATTACHED:
-                    continue
-                key = t.key
-                if key in where or not (got := of(t)):
-                    continue
-                where[key] = (i, got)
-                leaving = t.status is releasing
-                if leaving:
-                    leaving_keys.add(key)
-                for a in got:
-                    on = users.get(a)
-                    if on is None:
-                        users[a] = {i: 1}
-                    else:
-                        on[i] = on.get(i, 0) + 1
-                    if not leaving:
-                        on = staying.get(a)
-                        if on is None:
-                            staying[a] = {i: 1}
-                        else:
-                            on[i] = on.get(i, 0) + 1
-        for counts, source in ((self.attached, users), (self.kept, staying)):
-            by_driver: dict[str, list[int]] = {}
-            for a, on in source.items():
-                by_driver.setdefault(a[0], []).extend(on)
-            for d, nodes in by_driver.items():
-                np.add.at(counts[d], np.asarray(nodes, dtype=np.intp), 1)
-        # A volume attached (a VolumeAttachment) that no pod on the node mounts (its pod gone, the detach
-        # not done) counts until it is detached: no eviction frees it.
-        for node, a in self.catalog.attached_without_pods():
-            i = self.index.get(node)
-            if i is not None and a[0] in self.limits and not self.users.get(a, {}).get(i):
-                self._count(self.users, self.attached, (a,), i, 1)
-                self._count(self.staying, self.kept, (a,), i, 1)
+        tasks = self._tasks()
+        memo = self._memo
+        if memo is None:  # nothing carried: the session's own, as they are
+            self._adopt(_Counts(self, tasks), shared=False)
+            return
+        base: _Counts | None = memo.get(_CARRIED)
+        dirty = None if base is None or len(base.held) != len(tasks) else base.moved(self.catalog, tasks)
+        if base is None or dirty is None or len(dirty) * _NODES_FULL > len(tasks):
+            base = memo[_CARRIED] = _Counts(self, tasks)
+        elif dirty:
+            for i in sorted(dirty):
+                base.recount(i, tasks[i], self)
+            base.held = list(tasks)
+        self._adopt(base, shared=True)
 
-    @staticmethod
-    def _count(
-        on: dict[Attachment, dict[int, int]],
-        counts: dict[str, npt.NDArray[np.int64]],
-        got: Iterable[Attachment],
-        node: int,
-        delta: int,
-    ) -> None:
-        """Count ``got`` on ``node`` ``delta`` more times in ``on``, and a volume newly there (or no
-        longer) in ``counts``."""
-        for a in got:
-            users = on.setdefault(a, {})
-            was = users.get(node, 0)
-            now = was + delta
-            if now:
-                users[node] = now
-            else:
-                del users[node]
-                if not users:
-                    del on[a]
-            if not was or not now:
-                counts[a[0]][node] += delta
+    def _adopt(self, base: _Counts, *, shared: bool) -> None:
+        """Count from ``base``'s counts: copies of them when it is ``shared`` (carried to later
+        sessions: never changed by this one), else its very dicts and arrays."""
+        self.limits = base.limits
+        if not shared:
+            self.attached, self.kept = base.attached, base.kept
+            self.users, self.staying = base.users, base.staying
+            self._where, self._leaving = base.where, base.leaving
+            return
+        self.attached = {d: a.copy() for d, a in base.attached.items()}
+        self.kept = {d: a.copy() for d, a in base.kept.items()}
+        self.users, self.staying = base.users.copy(), base.staying.copy()
+        self._where, self._leaving = base.where.copy(), set(base.leaving)
+        self._own_users, self._own_staying = set(), set()
+
+    def _count(self, *, staying: bool, got: Iterable[Attachment], node: int, delta: int) -> None:
+        """:func:`_count` over ``users`` and ``attached``, or (``staying``) ``staying`` and ``kept``,
+        copying first a dict of users the carried counts share."""
+        on, counts, own = (
+            (self.staying, self.kept, self._own_staying)
+            if staying
+            else (self.users, self.attached, self._own_users)
+        )
+        if own is not None:
+            got = tuple(got)
+            for a in got:
+                if a not in own:
+                    own.add(a)
+                    users = on.get(a)
+                    if users is not None:
+                        on[a] = users.copy()
+        _count(on, counts, got, node, delta)
 
     def _add(self, task: Task, node: int, *, leaving: bool = False) -> None:
         if task.key in self._where:
@@ -267,11 +253,11 @@ class AttachState:
         if not got:
             return
         self._where[task.key] = (node, got)
-        self._count(self.users, self.attached, got, node, 1)
+        self._count(staying=False, got=got, node=node, delta=1)
         if leaving:
             self._leaving.add(task.key)
         else:
-            self._count(self.staying, self.kept, got, node, 1)
+            self._count(staying=True, got=got, node=node, delta=1)
 
     def add(self, task: Task) -> None:
         """An event handler's: ``task`` was placed, or its eviction undone."""
@@ -281,7 +267,7 @@ class AttachState:
             if task.status is not TaskStatus.RELEASING:  # its eviction undone: it stays after all
                 self._leaving.discard(task.key)
                 at, got = self._where[task.key]
-                self._count(self.staying, self.kept, got, at, 1)
+                self._count(staying=True, got=got, node=at, delta=1)
             return
         node = self.index.get(task.node_name or "")
         if node is not None:
@@ -299,14 +285,14 @@ class AttachState:
         if task.status is TaskStatus.RELEASING:
             if not leaving:
                 self._leaving.add(task.key)
-                self._count(self.staying, self.kept, got, node, -1)
+                self._count(staying=True, got=got, node=node, delta=-1)
             return
         del self._where[task.key]
         if leaving:
             self._leaving.discard(task.key)
         else:
-            self._count(self.staying, self.kept, got, node, -1)
-        self._count(self.users, self.attached, got, node, -1)
+            self._count(staying=True, got=got, node=node, delta=-1)
+        self._count(staying=False, got=got, node=node, delta=-1)
 
     def _over(
         self, got: Sequence[Attachment], *, now: bool = False
@@ -414,3 +400,299 @@ class AttachState:
                 )
             )
         return out
+
+
+def _count(
+    on: dict[Attachment, dict[int, int]],
+    counts: dict[str, npt.NDArray[np.int64]],
+    got: Iterable[Attachment],
+    node: int,
+    delta: int,
+) -> None:
+    """Count ``got`` on ``node`` ``delta`` more times in ``on``, and a volume newly there (or no longer)
+    in ``counts``."""
+    for a in got:
+        users = on.setdefault(a, {})
+        was = users.get(node, 0)
+        now = was + delta
+        if now:
+            users[node] = now
+        else:
+            del users[node]
+            if not users:
+                del on[a]
+        if not was or not now:
+            counts[a[0]][node] += delta
+
+
+class _Counts:
+    """The volumes the pods on the nodes attach, per node and driver, as :class:`AttachState` counts
+    them (its fields of the same names), for the node table's dicts of tasks ``held`` and the catalog's
+    tables: carried with the table from session to session. A node is counted again alone (what a pod
+    attaches counts on its own node only) when its dict of tasks is another object than the one counted
+    (its pods changed: the snapshot builder makes a node's dict anew when they do, and a session copies
+    one before it changes it), or a claim, a volume or a VolumeAttachment that it read changed; all of
+    them when the limits or a StorageClass changed. Sessions copy these counts; only :meth:`recount`
+    changes them."""
+
+    __slots__ = (
+        "attached",
+        "by_claim",
+        "by_volume",
+        "catalog",
+        "held",
+        "index",
+        "kept",
+        "leaving",
+        "limits",
+        "on",
+        "read",
+        "staying",
+        "users",
+        "va",
+        "va_names",
+        "where",
+    )
+
+    def __init__(self, state: AttachState, tasks: Sequence[Mapping[str, Task]]) -> None:
+        self.catalog = catalog = state.catalog
+        self.held = list(tasks)
+        self.index = index = state.index
+        n = len(index)
+        self.limits = {d: np.full(n, -1, dtype=np.int64) for d in sorted(state.drivers)}
+        self.attached = {d: np.zeros(n, dtype=np.int64) for d in self.limits}
+        self.kept = {d: np.zeros(n, dtype=np.int64) for d in self.limits}
+        for node, limits in catalog.limits.items():
+            i = index.get(node)
+            if i is not None:
+                for d, count in limits.items():
+                    self.limits[d][i] = count
+        for limit in self.limits.values():
+            limit.setflags(write=False)  # (every session's, shared)
+        self.users: dict[Attachment, dict[int, int]] = {}
+        self.staying: dict[Attachment, dict[int, int]] = {}
+        self.where: dict[str, tuple[int, tuple[Attachment, ...]]] = {}
+        self.leaving: set[str] = set()
+        #: Node -> the keys of the pods counted there.
+        self.on: dict[int, list[str]] = {}
+        #: Node -> the claims ("ns/name") and volumes its count read (its pods' claims, their volumes,
+        #: its VolumeAttachments' volumes); and per claim and volume, the nodes that read it (how often).
+        self.read: dict[int, tuple[list[str], list[str]]] = {}
+        self.by_claim: dict[str, dict[int, int]] = {}
+        self.by_volume: dict[str, dict[int, int]] = {}
+        #: Node -> the names of its VolumeAttachments (in name order), and those of them counted (of a
+        #: CSI volume of a driver with a limit that no pod there mounts).
+        self.va_names: dict[int, list[str]] = {}
+        self.va: dict[int, list[Attachment]] = {}
+        # Each pod's attachments counted on its node, in dicts (as ``_count`` would, written out: this
+        # walks every bound pod), then each driver's count per node at once.
+        releasing = TaskStatus.RELEASING
+        where, leaving_keys, users, staying, of, on_nodes = (
+            self.where,
+            self.leaving,
+            self.users,
+            self.staying,
+            state.of,
+            self.on,
+        )
+        claims_of = catalog.claims.get
+        for i, on_node in enumerate(tasks):
+            read_claims: list[str] = []
+            read_volumes: list[str] = []
+            for t in on_node.values():
+                if not (t.claims or t.ephemeral_claims or t.inline_volumes) or t.status not in _ATTACHED:
+                    continue
+                key = t.key
+                if key in where:
+                    continue
+                for name in task_claims(t):
+                    ck = f"{t.namespace}/{name}"
+                    read_claims.append(ck)
+                    claim = claims_of(ck)
+                    if claim is not None and claim.volume:
+                        read_volumes.append(claim.volume)
+                got = of(t)
+                if not got:
+                    continue
+                where[key] = (i, got)
+                keys = on_nodes.get(i)
+                if keys is None:
+                    on_nodes[i] = [key]
+                else:
+                    keys.append(key)
+                leaving = t.status is releasing
+                if leaving:
+                    leaving_keys.add(key)
+                for a in got:
+                    on = users.get(a)
+                    if on is None:
+                        users[a] = {i: 1}
+                    else:
+                        on[i] = on.get(i, 0) + 1
+                    if not leaving:
+                        on = staying.get(a)
+                        if on is None:
+                            staying[a] = {i: 1}
+                        else:
+                            on[i] = on.get(i, 0) + 1
+            if read_claims:
+                self._note(i, read_claims, read_volumes)
+        for counts, by in ((self.attached, users), (self.kept, staying)):
+            by_driver: dict[str, list[int]] = {}
+            for a, at in by.items():
+                by_driver.setdefault(a[0], []).extend(at)
+            for d, nodes in by_driver.items():
+                np.add.at(counts[d], np.asarray(nodes, dtype=np.intp), 1)
+        # A volume attached (a VolumeAttachment) that no pod on the node mounts (its pod gone, the detach
+        # not done) counts until it is detached: no eviction frees it.
+        for name in sorted(catalog.attached):
+            i = index.get(catalog.attached[name][0])
+            if i is not None:
+                self.va_names.setdefault(i, []).append(name)
+        for i in self.va_names:
+            self._count_attached(i)
+
+    def _note(self, i: int, claims: list[str], volumes: list[str]) -> None:
+        """Node ``i``'s count read ``claims`` and ``volumes`` (besides what it read before)."""
+        was = self.read.get(i)
+        if was is None:
+            self.read[i] = (claims, volumes)
+        else:
+            was[0].extend(claims)
+            was[1].extend(volumes)
+        for names, by in ((claims, self.by_claim), (volumes, self.by_volume)):
+            for name in names:
+                at = by.get(name)
+                if at is None:
+                    by[name] = {i: 1}
+                else:
+                    at[i] = at.get(i, 0) + 1
+
+    def _count_attached(self, i: int) -> None:
+        """Count on node ``i`` the volumes its VolumeAttachments attach that no pod there mounts."""
+        attached, volumes = self.catalog.attached, self.catalog.volumes
+        counted = []
+        read = []
+        for name in self.va_names.get(i, ()):
+            _, attacher, volume = attached[name]
+            read.append(volume)
+            pv = volumes.get(volume)
+            if pv is None or pv.csi is None or attacher not in self.limits:
+                continue
+            a = (attacher, pv.csi[1])
+            if not self.users.get(a, {}).get(i):
+                _count(self.users, self.attached, (a,), i, 1)
+                _count(self.staying, self.kept, (a,), i, 1)
+                counted.append(a)
+        if counted:
+            self.va[i] = counted
+        if read:
+            self._note(i, [], read)
+
+    def moved(self, catalog: AttachCatalog, tasks: Sequence[Mapping[str, Task]]) -> set[int] | None:
+        """The nodes to count again for ``tasks`` and ``catalog``: those whose dict of tasks is another
+        object, and those that read a claim, a volume or a VolumeAttachment that is another object now
+        (None: every node, the limits or a StorageClass changed). Takes the catalog's VolumeAttachments
+        as its own (``va_names``)."""
+        old = self.catalog
+        if catalog.limits is not old.limits or not _same(catalog.classes, old.classes):
+            return None
+        dirty = set(itertools.compress(range(len(tasks)), map(operator.is_not, tasks, self.held)))
+        for new, was, by in (
+            (catalog.claims, old.claims, self.by_claim),
+            (catalog.volumes, old.volumes, self.by_volume),
+        ):
+            if new is not was:
+                for name in _changed(was, new):
+                    at = by.get(name)
+                    if at:
+                        dirty.update(at)
+        if catalog.attached is not old.attached:
+            for name in _changed(old.attached, catalog.attached):
+                for table in (old.attached, catalog.attached):
+                    va = table.get(name)
+                    i = None if va is None else self.index.get(va[0])
+                    if i is None:
+                        continue
+                    dirty.add(i)
+                    names = self.va_names.setdefault(i, [])
+                    if table is old.attached:
+                        names.remove(name)
+                    else:
+                        bisect.insort(names, name)
+                    if not names:
+                        del self.va_names[i]
+        self.catalog = catalog
+        return dirty
+
+    def recount(self, i: int, on_node: Mapping[str, Task], state: AttachState) -> None:
+        """Node ``i``'s counts again, from the tasks on it now (``on_node``) and the catalog."""
+        users, staying, where, leaving = self.users, self.staying, self.where, self.leaving
+        for key in self.on.pop(i, ()):
+            _, got = where.pop(key)
+            _count(users, self.attached, got, i, -1)
+            if key in leaving:
+                leaving.discard(key)
+            else:
+                _count(staying, self.kept, got, i, -1)
+        for a in self.va.pop(i, ()):
+            _count(users, self.attached, (a,), i, -1)
+            _count(staying, self.kept, (a,), i, -1)
+        read = self.read.pop(i, None)
+        if read is not None:
+            for names, by in ((read[0], self.by_claim), (read[1], self.by_volume)):
+                for name in names:
+                    at = by[name]
+                    left = at[i] - 1
+                    if left:
+                        at[i] = left
+                    else:
+                        del at[i]
+                        if not at:
+                            del by[name]
+        claims_of = self.catalog.claims.get
+        read_claims: list[str] = []
+        read_volumes: list[str] = []
+        keys = []
+        for t in on_node.values():
+            if not (t.claims or t.ephemeral_claims or t.inline_volumes) or t.status not in _ATTACHED:
+                continue
+            key = t.key
+            if key in where:
+                continue
+            for name in task_claims(t):
+                ck = f"{t.namespace}/{name}"
+                read_claims.append(ck)
+                claim = claims_of(ck)
+                if claim is not None and claim.volume:
+                    read_volumes.append(claim.volume)
+            got = state.of(t)
+            if not got:
+                continue
+            where[key] = (i, got)
+            keys.append(key)
+            _count(users, self.attached, got, i, 1)
+            if t.status is TaskStatus.RELEASING:
+                leaving.add(key)
+            else:
+                _count(staying, self.kept, got, i, 1)
+        if keys:
+            self.on[i] = keys
+        if read_claims:
+            self._note(i, read_claims, read_volumes)
+        self._count_attached(i)
+
+
+def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether ``a`` and ``b`` hold the very same objects under the same keys (in C, mostly)."""
+    return a is b or (
+        len(a) == len(b) and list(a) == list(b) and all(map(operator.is_, a.values(), b.values()))
+    )
+
+
+def _changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """The keys whose object in ``new`` is not the one in ``old`` (added, replaced or gone)."""
+    get = old.get
+    out = [k for k, v in new.items() if get(k) is not v]
+    out.extend(old.keys() - new.keys())
+    return out

@@ -593,6 +593,9 @@ class ClusterSnapshot:
     #: "ns/name" (read-only: shared with the cache).
     device_catalog: DeviceCatalog | None = None
     resource_claims: Mapping[str, Claim] = field(default_factory=dict)
+    #: Of the uids the allocated claims reserved for pods alone are reserved for, those of pods in this
+    #: snapshot (held on a node or in a job); None: not worked out (``session.pod_uids`` walks them all).
+    reserved_live: frozenset[str] | None = None
     #: Claims, volumes and StorageClasses for volume binding (None: no class waits for its first
     #: consumer, so no pod has a claim to bind).
     volume_catalog: VolumeCatalog | None = None

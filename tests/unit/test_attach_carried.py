@@ -1,0 +1,258 @@
+"""Attach counts carried from session to session (``volsched.model.attach``'s ``_Counts``, kept in the node
+table's memo) against counts made from every pod on the nodes: random walks of sessions, each starting
+from the builder's dicts of tasks per node (a node whose pods changed is a new dict), changing some
+nodes as a session does (a dict copied before its first change, then changed in place: pods placed,
+evicted, an eviction or a placement undone), the catalog sometimes another object (a claim, a volume, an
+attachment or a limit changed). Every count, every dict of users and every answer is the same with
+and without the carried counts, and a session's changes never reach the next session's counts."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+from volsched.model.attach import AttachCatalog, AttachState
+from volsched.model.vocabulary import Task, TaskStatus
+from volsched.model.volumes import PersistentVolumeSpec, StorageClassSpec, VolumeClaim
+
+NODES = 8
+DRIVERS = ("d1", "d2")
+
+
+def _task(rng: random.Random, n: int, *, node: str | None) -> Task:
+    claims = tuple(sorted(rng.sample([f"c{k}" for k in range(10)], k=rng.randrange(0, 3))))
+    inline = ((rng.choice(DRIVERS), f"inline-{rng.randrange(4)}"),) if rng.random() < 0.15 else ()
+    status = rng.choice(
+        [TaskStatus.RUNNING, TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.RELEASING, TaskStatus.SUCCEEDED]
+        if node
+        else [TaskStatus.PENDING]
+    )
+    return Task(
+        namespace="default", name=f"t{n}", uid=f"t{n}", job_key="", request_map={}, priority=0,
+        status=status, node_name=node, scheduler_name="volsched", creation=0.0, request=np.zeros(1),
+        claims=claims, inline_volumes=inline,
+    )  # fmt: skip
+
+
+def _catalog(rng: random.Random) -> AttachCatalog:
+    """Claims c0..c9: bound to a CSI volume of d1 or d2 (two claims may share one), a volume that is not
+    CSI, a class's dynamic one, or missing; limits on most nodes; a few VolumeAttachments."""
+    claims: dict[str, VolumeClaim] = {}
+    volumes: dict[str, PersistentVolumeSpec] = {}
+    for k in range(10):
+        roll = rng.random()
+        if roll < 0.1:
+            continue  # missing
+        if roll < 0.3:
+            claims[f"default/c{k}"] = VolumeClaim(
+                namespace="default", name=f"c{k}", uid=f"c{k}", storage_class="fast"
+            )
+            continue
+        v = f"v{rng.randrange(7)}"
+        claims[f"default/c{k}"] = VolumeClaim(
+            namespace="default", name=f"c{k}", uid=f"c{k}", storage_class="", volume=v
+        )
+        if v not in volumes:
+            csi = None if rng.random() < 0.15 else (rng.choice(DRIVERS), f"handle-{v}")
+            volumes[v] = PersistentVolumeSpec(name=v, csi=csi)
+    limits = {
+        f"n{i}": {d: rng.randrange(1, 4) for d in DRIVERS if rng.random() < 0.8}
+        for i in range(NODES + 1)  # (n8: a CSINode of a node the table does not have)
+        if rng.random() < 0.9
+    }
+    attached = {
+        f"va-{j}": (f"n{rng.randrange(NODES + 1)}", rng.choice(DRIVERS), f"v{rng.randrange(8)}")
+        for j in range(rng.randrange(0, 6))
+    }
+    return AttachCatalog(
+        limits=limits,
+        claims=claims,
+        volumes=volumes,
+        classes={"fast": StorageClassSpec(name="fast", provisioner="d2", wait_for_consumer=True)},
+        attached=attached,
+    )
+
+
+def _tweaked(rng: random.Random, c: AttachCatalog) -> AttachCatalog:
+    """``c`` as the cache hands it after an event or two: new tables (as it copies them) holding the
+    same objects but one or two claims, volumes, VolumeAttachments or classes made anew, added or gone."""
+    claims, volumes, classes, attached = dict(c.claims), dict(c.volumes), dict(c.classes), dict(c.attached)
+    limits = c.limits
+    for _ in range(rng.randrange(1, 3)):
+        roll = rng.random()
+        if roll < 0.3:
+            k = rng.randrange(10)
+            if rng.random() < 0.2:
+                claims.pop(f"default/c{k}", None)
+            elif rng.random() < 0.3:
+                claims[f"default/c{k}"] = VolumeClaim(
+                    namespace="default", name=f"c{k}", uid=f"c{k}", storage_class="fast"
+                )
+            else:
+                claims[f"default/c{k}"] = VolumeClaim(
+                    namespace="default",
+                    name=f"c{k}",
+                    uid=f"c{k}",
+                    storage_class="",
+                    volume=f"v{rng.randrange(8)}",
+                )
+        elif roll < 0.55:
+            v = f"v{rng.randrange(8)}"
+            if rng.random() < 0.2:
+                volumes.pop(v, None)
+            else:
+                csi = None if rng.random() < 0.15 else (rng.choice(DRIVERS), f"handle-{v}-{rng.randrange(2)}")
+                volumes[v] = PersistentVolumeSpec(name=v, csi=csi)
+        elif roll < 0.85:
+            name = f"va-{rng.randrange(8)}"
+            if rng.random() < 0.3:
+                attached.pop(name, None)
+            else:
+                attached[name] = (f"n{rng.randrange(NODES + 1)}", rng.choice(DRIVERS), f"v{rng.randrange(8)}")
+        elif roll < 0.95:  # a StorageClass made again (the same, or another provisioner)
+            classes["fast"] = StorageClassSpec(
+                name="fast", provisioner=rng.choice(DRIVERS), wait_for_consumer=True
+            )
+        else:
+            limits = {**limits, "n0": {"d1": rng.randrange(1, 4)}}
+    return AttachCatalog(limits=limits, claims=claims, volumes=volumes, classes=classes, attached=attached)
+
+
+def _seen(state: AttachState, probes: list[Task]) -> dict[str, Any]:
+    """Everything the session's counts say, as plain values."""
+    out: dict[str, Any] = {
+        "answers": [
+            (
+                None if (c := state.check(p)) is None else c.tolist(),
+                None if (w := state.now(p)) is None else w.tolist(),
+                None if (r := state.relievable(p)) is None else r.tolist(),
+                state.holders(p),
+                state.explain(p, np.arange(NODES)),
+            )
+            for p in probes
+        ]
+    }
+    if state._built:
+        out.update(
+            attached={d: a.tolist() for d, a in state.attached.items()},
+            kept={d: a.tolist() for d, a in state.kept.items()},
+            limits={d: a.tolist() for d, a in state.limits.items()},
+            users=state.users,
+            staying=state.staying,
+            where=state._where,
+            leaving=state._leaving,
+        )
+    return out
+
+
+class Walk:
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.made = 0
+        self.index = {f"n{i}": i for i in range(NODES)}
+        self.catalog = _catalog(self.rng)
+        self.held: list[dict[str, Task]] = [{} for _ in range(NODES)]  # the builder's: never changed in place
+        for _ in range(20):
+            self.builder_adds()
+        self.memo: dict[str, Any] = {}
+
+    def new_task(self, node: str | None) -> Task:
+        self.made += 1
+        return _task(self.rng, self.made, node=node)
+
+    def builder_adds(self) -> None:
+        i = self.rng.randrange(NODES)
+        t = self.new_task(f"n{i}")
+        self.held[i] = {**self.held[i], t.key: t}
+
+    def builder_changes(self) -> None:
+        """What the cache saw between sessions: a node's dict made anew (a pod came, went or changed)."""
+        rng = self.rng
+        for _ in range(rng.randrange(0, 4)):
+            i = rng.randrange(NODES)
+            roll = rng.random()
+            if roll < 0.4 or not self.held[i]:
+                self.builder_adds()
+            elif roll < 0.7:
+                key = rng.choice(sorted(self.held[i]))
+                self.held[i] = {k: t for k, t in self.held[i].items() if k != key}
+            else:  # a pod's status changed: another task object
+                key = rng.choice(sorted(self.held[i]))
+                old = self.held[i][key]
+                t = self.new_task(old.node_name)
+                t.name, t.uid, t.claims = old.name, old.uid, old.claims
+                self.held[i] = {**self.held[i], key: t}
+        if rng.random() < 0.1:
+            self.held = [dict(h) for h in self.held]  # every node's dict anew (a full build)
+        if rng.random() < 0.05:
+            self.catalog = _catalog(rng)
+        elif rng.random() < 0.6:
+            self.catalog = _tweaked(rng, self.catalog)
+
+    def session(self) -> None:
+        rng = self.rng
+        tasks = list(self.held)  # (lent: copied before the session first changes one)
+        twin = list(self.held)
+        lent = [True] * NODES
+
+        def own(i: int) -> dict[str, Task]:
+            if lent[i]:
+                lent[i] = False
+                tasks[i] = dict(tasks[i])
+                twin[i] = tasks[i]
+            return tasks[i]
+
+        # Some nodes changed by the session before it first asks about attachments.
+        for _ in range(rng.randrange(0, 3)):
+            i = rng.randrange(NODES)
+            t = self.new_task(f"n{i}")
+            own(i)[t.key] = t
+        carried = AttachState(self.catalog, index=self.index, tasks=lambda: tasks, memo=self.memo)
+        fresh = AttachState(self.catalog, index=self.index, tasks=lambda: twin)
+        probes = [self.new_task(None) for _ in range(3)]
+        assert _seen(carried, probes) == _seen(fresh, probes)
+        # The session places, evicts and undoes, with both told the same.
+        for _ in range(rng.randrange(0, 8)):
+            i = rng.randrange(NODES)
+            on = tasks[i]
+            roll = rng.random()
+            if roll < 0.4 or not on:  # a pending pod placed
+                t = self.new_task(None)
+                t.node_name, t.status = f"n{i}", TaskStatus.ALLOCATED
+                own(i)[t.key] = t
+                carried.add(t)
+                fresh.add(t)
+                continue
+            key = rng.choice(sorted(on))
+            old = on[key]
+            t = Task(**{f: getattr(old, f) for f in ("namespace", "name", "uid", "job_key", "request_map")},
+                     priority=0, status=old.status, node_name=old.node_name, scheduler_name="volsched",
+                     creation=0.0, request=np.zeros(1), claims=old.claims,
+                     inline_volumes=old.inline_volumes)  # fmt: skip
+            if roll < 0.7 and t.status is not TaskStatus.RELEASING:  # evicted
+                t.status = TaskStatus.RELEASING
+                own(i)[key] = t
+                carried.remove(t)
+                fresh.remove(t)
+            elif t.status is TaskStatus.RELEASING:  # the eviction undone
+                t.status = TaskStatus.RUNNING
+                own(i)[key] = t
+                carried.add(t)
+                fresh.add(t)
+            else:  # a placement undone
+                t.status = TaskStatus.PENDING
+                del own(i)[key]
+                carried.remove(t)
+                fresh.remove(t)
+            assert _seen(carried, probes) == _seen(fresh, probes)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_carried_attach_counts_are_the_counts_of_every_pod(seed: int) -> None:
+    walk = Walk(seed)
+    for _ in range(30):
+        walk.builder_changes()
+        walk.session()
