@@ -62,6 +62,8 @@ UNKNOWN = "unknown"
 
 @dataclass
 class BindOutcome:
+    """What came of one bind: ``result`` (BOUND, CONFLICT, ...) and why."""
+
     bind: Bind
     result: str
     detail: str = ""
@@ -71,6 +73,8 @@ class BindOutcome:
 
 @dataclass
 class EvictOutcome:
+    """What came of one eviction: ``result`` (EVICTED, BLOCKED, FAILED) and why."""
+
     eviction: Evict
     result: str
     detail: str = ""

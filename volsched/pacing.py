@@ -47,6 +47,8 @@ def _maybe_pending(result: SessionResult) -> Iterable[PodGroupStatus]:
 
 @dataclass(frozen=True)
 class Pacer:
+    """When the next session runs: the period, the gaps after a session, and the retry backoff."""
+
     #: Seconds between the starts of two sessions when nothing rings.
     period: float
     #: Seconds at least between the end of a session and the start of one the doorbell called for, and

@@ -79,6 +79,8 @@ class Rejection:
 
 @dataclass(slots=True)
 class Assumption:
+    """A pod taken as bound to ``node`` before the watch shows it (see ``ClusterState.assume``)."""
+
     uid: str
     node: str
     #: inf while the bind is in flight: the time to live counts from its completion (``finish``).
@@ -90,6 +92,8 @@ class Assumption:
 
 @dataclass(slots=True)
 class EvictionAssumption:
+    """A pod taken as being deleted before the watch shows it (an eviction sent)."""
+
     uid: str
     #: The ``metadata.deletionTimestamp`` laid over the API's pod: microseconds, which the API's own
     #: (whole seconds) never has, so the cache tells its own from the API's.

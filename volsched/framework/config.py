@@ -90,6 +90,8 @@ def default_config_with(*, actions: str | None = None, lines: Mapping[str, str] 
 
 @dataclass(frozen=True)
 class PluginOption:
+    """One plugin of a tier: its name, its arguments and the extension points turned off for it."""
+
     name: str
     arguments: Mapping[str, Any] = field(default_factory=dict)
     disabled: frozenset[str] = frozenset()
@@ -100,11 +102,15 @@ class PluginOption:
 
 @dataclass(frozen=True)
 class Tier:
+    """One tier of plugins, in the config's order."""
+
     plugins: tuple[PluginOption, ...]
 
 
 @dataclass(frozen=True)
 class SchedulerConfig:
+    """A scheduler config: the actions in order, the tiers of plugins, the metrics section."""
+
     actions: tuple[str, ...]
     tiers: tuple[Tier, ...]
     metrics: Mapping[str, Any] | None = None

@@ -63,6 +63,8 @@ def render(statuses: Iterable[Status]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Bind:
+    """A pod bound to a node by a session, with what the edge writes before or with the bind."""
+
     pod: str  # "namespace/name"
     uid: str
     node: str
@@ -219,6 +221,8 @@ class PodGroupStatus:
 
 @dataclass(slots=True)
 class QueueStatus:
+    """A queue as a session left it: what the Queue's status and the queue metrics say."""
+
     name: str
     state: str
     weight: int
@@ -255,6 +259,8 @@ class StatusDelta:
 
 @dataclass
 class SessionResult:
+    """What one session decided: binds, evictions, admissions, and the statuses to write."""
+
     binds: list[Bind] = field(default_factory=list)
     #: Job key -> the nodes its pods were bound to this session (one per bind), for the PodGroup's
     #: ``Scheduled`` event.

@@ -23,6 +23,8 @@ from volsched.records import dataclass
 
 @dataclass(frozen=True, slots=True)
 class _Op:
+    """One allocation or pipelining in a statement, undone in reverse order."""
+
     kind: str  # allocate | pipeline
     task: Task
     node: int
@@ -30,6 +32,8 @@ class _Op:
 
 @dataclass(frozen=True, slots=True)
 class _EvictOp:
+    """One eviction in a statement, with the status it had before."""
+
     task: Task
     previous: TaskStatus
     reason: EvictionReason
@@ -38,6 +42,8 @@ class _EvictOp:
 
 @dataclass(frozen=True, slots=True)
 class _AdmitOp:
+    """One job's admission in a statement, with the phase it had before."""
+
     job: Job
     previous: PodGroupPhase
 

@@ -34,6 +34,8 @@ READ_TIMEOUT = 10.0
 
 @dataclass(frozen=True)
 class ConfigMapText:
+    """The scheduler config's text as a ConfigMap holds it, with its version and uid."""
+
     resource_version: str
     uid: str
     text: str | None  # None: the key is missing

@@ -63,6 +63,8 @@ def lease_path(namespace: str, name: str = "") -> str:
 
 @dataclass
 class LeaseSettings:
+    """The leader Lease's name, namespace and timings."""
+
     name: str = "volsched-scheduler"
     namespace: str = "volsched-system"
     #: Seconds a holder that stops renewing keeps the Lease (a kill -9 costs this long without a leader).

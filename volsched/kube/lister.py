@@ -42,6 +42,8 @@ RESTARTS = 3
 
 @dataclass(frozen=True)
 class WatchedKind:
+    """A kind the operator lists and watches: its API group, version, plural and scope."""
+
     kind: str
     group: str  # "" for the core group
     version: str

@@ -114,6 +114,8 @@ class _Commit:
 
 @dataclass(slots=True)
 class _Backoff:
+    """A claim's failed pre-binds so far and when it may be tried again."""
+
     failures: int
     until: float
 

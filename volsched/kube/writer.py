@@ -92,6 +92,8 @@ WHILE_PENDING = frozenset({"FailedScheduling", "Nominated"})
 
 @dataclass
 class WriterSettings:
+    """How the writer sends: bind workers, other workers, rate limits, retries and timeouts."""
+
     #: Binds in flight at once (the port's bind workers, each on its own kept-alive connection, started
     #: only as binds outnumber idle ones). On the local apiserver (2 cores) the bare Go binder bound 561
     #: pods/s with 32 in flight and 765 with 128; a service account's requests land in API Priority and

@@ -278,6 +278,8 @@ def usable_devices(slices: Iterable[DeviceSlice]) -> list[Device]:
 
 @dataclass(frozen=True, slots=True)
 class DeviceClass:
+    """A DeviceClass: the selectors every device of the class matches, and its config."""
+
     name: str
     selectors: tuple[str, ...] = ()
     #: ``spec.config``, as the API has it (copied into an allocation, source FromClass).

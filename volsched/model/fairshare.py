@@ -288,6 +288,8 @@ def _water_fill_few(amount: Vector, weights: Vector, lo: Matrix, hi: Matrix) -> 
 
 @dataclass
 class FairShare:
+    """The queue tree's shares: guarantees, capabilities, requests, allocations and deserved."""
+
     tree: Tree
     guarantee: Matrix
     real_capability: Matrix

@@ -17,6 +17,8 @@ from volsched.records import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Requirement:
+    """One requirement of a label selector: ``key`` ``op`` ``values``."""
+
     key: str
     op: str  # In | NotIn | Exists | DoesNotExist
     values: tuple[str, ...] = ()
@@ -107,6 +109,8 @@ class AffinityTerm:
 
 @dataclass(frozen=True, slots=True)
 class SpreadConstraint:
+    """One of a pod's topologySpreadConstraints, as the filter and the score read it."""
+
     max_skew: int
     topology_key: str
     #: whenUnsatisfiable DoNotSchedule (a filter); else ScheduleAnyway (a score).

@@ -319,6 +319,8 @@ def placement_key(task: Task) -> str:
 
 @dataclass(slots=True, frozen=True)
 class NodeSpec:
+    """A node as the engine reads it: allocatable, labels, taints, schedulable and ready."""
+
     name: str
     allocatable: dict[str, float]
     labels: dict[str, str]
@@ -360,6 +362,8 @@ OPEN_ACCESS = QueueAccess()
 
 @dataclass(slots=True, frozen=True)
 class QueueSpec:
+    """A Queue as the engine reads it: weight, capability, guarantee, state, parent, access."""
+
     name: str
     weight: int
     capability: dict[str, float] | None
@@ -423,6 +427,8 @@ def default_queue() -> QueueSpec:
 @made_ahead
 @dataclass(slots=True, frozen=True)
 class PodGroupSpec:
+    """A PodGroup as the engine reads it: minMember, minResources, queue, priority class, phase."""
+
     namespace: str
     name: str
     min_member: int

@@ -58,6 +58,8 @@ IndexArray = npt.NDArray[np.intp]
 
 @dataclass(frozen=True, slots=True)
 class StorageClassSpec:
+    """A StorageClass: its provisioner, binding mode and allowed topologies."""
+
     name: str
     provisioner: str
     #: ``volumeBindingMode: WaitForFirstConsumer``: its claims wait for the scheduler.

@@ -59,6 +59,8 @@ KEYS = ("tls.crt", "tls.key", "ca.crt", "ca.key")
 
 @dataclass(frozen=True)
 class WebhookCerts:
+    """The webhook server's certificate, its key and the CA that signed it, as files."""
+
     certfile: Path
     pkeyfile: Path
     cafile: Path

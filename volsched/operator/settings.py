@@ -30,6 +30,8 @@ DEFAULT_NAMESPACE = "volsched-system"
 
 @dataclass
 class SessionSettings:
+    """When sessions run (period, gap) and how long assumptions last."""
+
     #: Seconds between the starts of two sessions when nothing calls for one sooner.
     period: float = PERIOD
     #: A session runs as soon as a pod of ours arrives pending (or capacity frees while pods wait), but at
@@ -55,6 +57,8 @@ class SessionSettings:
 
 @dataclass
 class ConfigSettings:
+    """Where the scheduler config is read from (a ConfigMap's key) and how often."""
+
     namespace: str = DEFAULT_NAMESPACE
     name: str = "volsched-scheduler-config"
     key: str = "volsched-scheduler.conf"
@@ -63,6 +67,8 @@ class ConfigSettings:
 
 @dataclass
 class HttpSettings:
+    """Where the HTTP server listens and who may read /metrics and the dashboard's data."""
+
     host: str = "0.0.0.0"
     port: int = 8080  # 0: any free port (see Operator.http_port)
     #: Who may read /metrics and the dashboard's data: "kubernetes" (a bearer token the apiserver
@@ -95,6 +101,8 @@ class WebhookSettings:
 
 @dataclass
 class Settings:
+    """``volsched run``'s settings, from its command line."""
+
     kubeconfig: str | None = None
     session: SessionSettings = field(default_factory=SessionSettings)
     config: ConfigSettings = field(default_factory=ConfigSettings)

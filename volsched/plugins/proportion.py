@@ -41,6 +41,8 @@ _QUEUE = attrgetter("queue")
 
 @dataclass(eq=False)
 class QueueAttr:
+    """One queue's vectors in a session: weight, guarantee, capability, allocated, deserved."""
+
     name: str
     weight: int
     guarantee: Vector  # effective (cut when it cannot be met)

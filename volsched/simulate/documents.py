@@ -25,6 +25,8 @@ LATEST = LATEST_RFC3339
 
 @dataclass
 class Document:
+    """One object of an input file, with where it came from."""
+
     source: str  # "file: document N"
     obj: dict[str, Any]
 

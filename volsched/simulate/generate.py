@@ -37,6 +37,8 @@ MAX_SIGMA = 10.0
 
 @dataclass(frozen=True)
 class WorkloadParams:
+    """What a generated trace looks like: jobs, hours, queues, sizes, run times."""
+
     jobs: int = 1000
     hours: float = 24.0
     queues: Mapping[str, float] = field(default_factory=lambda: {"team-a": 1.0, "team-b": 1.0})

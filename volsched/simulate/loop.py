@@ -51,6 +51,8 @@ NAMESPACED = frozenset(
 
 @dataclass
 class SimulationResult:
+    """What a simulation came to: its sessions, the cache, the last result and the history."""
+
     sessions: int
     state: ClusterState
     last: SessionResult

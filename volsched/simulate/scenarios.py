@@ -54,6 +54,8 @@ tiers:
 
 @dataclass(frozen=True)
 class WorkloadClass:
+    """One class of a scenario's workloads: how many, how often, how long, what priority."""
+
     name: str
     count: int
     every: float  # seconds between two creations in one ClusterQueue
@@ -80,6 +82,8 @@ KUEUE_MAX_WALL = 425.0
 
 @dataclass
 class Scenario:
+    """A named scenario: its objects, its trace and its scheduler config."""
+
     name: str
     documents: list[Document]
     trace: list[TraceJob]

@@ -42,6 +42,8 @@ ORDERS = ("lowPriorityFirst", "shortLifeTimeFirst", "bigObjectFirst", "moreRepli
 
 @dataclass(frozen=True)
 class Strategy:
+    """One rescheduling strategy of the config, with the pods it selects."""
+
     name: str
     selector: Selector | None = None
 
