@@ -19,7 +19,8 @@ COPY --from=build /install /usr/local
 # the operator runs with PYTHONDONTWRITEBYTECODE as a user who cannot write there: each start compiled
 # the ~170 standard library modules `volsched run` imports from source, about as much CPU again as the
 # rest of its way to ready (docs/benchmarks, fourteenth pass, start-up). Compiled once here, as pip
-# compiled the installed packages (about 15 MB).
+# compiled the installed packages (about 15 MB). hack/image/bytecode.py checks, without Docker, that a start
+# then compiles no module (docs/benchmarks, fifteenth pass, start-up).
 RUN python -m compileall -q /usr/local/lib/python3.11
 RUN useradd --uid 10001 --no-create-home --shell /usr/sbin/nologin volsched
 USER 10001:10001
