@@ -287,7 +287,10 @@ def test_volscheds_dataclasses_have_a_docstring_of_their_own(monkeypatch: pytest
             dataclass = any(isinstance(d, ast.Name) and d.id == "dataclass" for d in named)
             if dataclass and not ast.get_docstring(node):
                 missing.append(f"{path.relative_to(root)}:{node.lineno} {node.name}")
-    assert missing == []
+    assert missing == [], (
+        "give each a docstring (one line: what it is); without one the standard library writes it from "
+        "inspect.signature as the class is made, on volsched run's way to ready"
+    )
     signatures: list[object] = []
     real = dataclasses.inspect.signature  # type: ignore[attr-defined]
     monkeypatch.setattr(
