@@ -18,7 +18,9 @@ Prints per run: seconds to ready, the CPU seconds of the process until then (wit
 forked; the process's own alone beside it), its peak RSS until then (with what it forked: their
 pages shared with it counted again), the seconds from start to the log's first line (``serving
 /healthz``: Python started, the modules imported, the operator built) and to its "cache synced" line
-(the Lease, the config and the listing).
+(the Lease, the config and the listing). ``--imports N`` then times the CPU of ``volsched run``'s imports
+to ready in each source, N interpreters in turn: a change of 10-20 ms, which one start-up's variation on a
+shared machine hides from the runs, shows there (pair by pair).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import os
 import random
 import re
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -303,6 +306,44 @@ def shaped(body: dict[str, Any], i: int, args: argparse.Namespace) -> dict[str, 
     return body
 
 
+#: What ``--imports`` times in a fresh interpreter of each source: ``volsched run``'s imports to ready
+#: (:func:`volsched.cli._run`'s, the collector paused from the start as there), in the thread's CPU.
+IMPORTS = (
+    "import time; t = time.thread_time(); "
+    "from volsched.gcpause import pause_from_start; pause_from_start(); "
+    "import volsched.cli, volsched.kube.early, volsched.operator; "
+    "print(time.thread_time() - t)"
+)
+
+
+def imports_cpu(sources: list[Path], pairs: int) -> None:
+    """The CPU of ``volsched run``'s imports to ready, one interpreter each, the sources in turn ``pairs``
+    times: a change of 10-20 ms, inside what one start-up varies by on a shared machine, shows here."""
+    seconds: dict[Path, list[float]] = {s: [] for s in sources}
+    envs = {s: volsched_env(s) for s in sources}
+    for _ in range(pairs):
+        for source in sources:
+            done = subprocess.run(
+                [sys.executable, "-c", IMPORTS], env=envs[source], cwd=source, capture_output=True,
+                text=True, check=True,
+            )  # fmt: skip
+            seconds[source].append(float(done.stdout))
+    first = seconds[sources[0]]
+    for source, values in seconds.items():
+        line = (
+            f"{source}: imports to ready, CPU ms: least {1000 * min(values):.0f}, "
+            f"median {1000 * statistics.median(values):.0f} ({pairs} runs)"
+        )
+        if source != sources[0]:
+            diffs = [b - a for a, b in zip(first, values, strict=True)]
+            lower = sum(d < 0 for d in diffs)
+            line += (
+                f"; against {sources[0].name}: median of the pairs {1000 * statistics.median(diffs):+.1f} ms, "
+                f"lower in {lower} of {pairs}"
+            )
+        print(line)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--nodes", type=int, default=5000)
@@ -333,6 +374,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="time kube-scheduler to ready too, after each round (with --kubeconfig: the held cluster's)",
     )
+    p.add_argument(
+        "--imports",
+        type=int,
+        default=0,
+        metavar="N",
+        help="then time volsched run's imports to ready in each source, N runs in turn (the CPU, in process)",
+    )
     args = p.parse_args(argv)
     exit_on_sigterm()  # a held cluster killed by its pid stops its control plane too
     sources = [s.resolve() for s in args.source or [ROOT]]
@@ -352,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             kube = lambda log: kube_run(held, log, workdir)  # noqa: E731
         compare(args.kubeconfig, sources, runs=args.runs, workdir=workdir, kube=kube)
+        if args.imports:
+            imports_cpu(sources, args.imports)
         print("machine:", describe())
         return 0
     stop = threading.Event()
@@ -383,6 +433,9 @@ def main(argv: list[str] | None = None) -> int:
                         workdir=workdir,
                         kube=(lambda log: kube_run(cp, log, workdir)) if args.kube_scheduler else None,
                     )
+                    if args.imports:
+                        imports_cpu(sources, args.imports)
+                        print("machine:", describe())
                 finally:  # the Lease's holder stops before the control plane does (a renewal then failed)
                     stop.set()
                     holder.join(timeout=30)
