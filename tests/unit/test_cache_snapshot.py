@@ -30,6 +30,7 @@ from tests.builders import (
     pv,
     pvc,
     queue,
+    storage_class,
 )
 from volsched.cache import snapshots as snapshots_module
 from volsched.cache import state as state_module
@@ -174,7 +175,7 @@ class Walk:
             phase=r.choice(["Succeeded", "Failed"]) if r.random() < 0.1 else self.unfinished(),
             priority_class=r.choice([None, "low", "high", "gone"]),
             scheduler=r.choice(["volsched", "volsched", "default-scheduler"]),
-            claims=["c0"] if r.random() < 0.2 else None,
+            claims=r.sample(["c0", "c1", "c2"], r.randrange(1, 3)) if r.random() < 0.2 else None,
             annotations={"scheduling.volsched.io/min-member": r.choice(["2", "x"])}
             if r.random() < 0.1
             else None,
@@ -252,16 +253,26 @@ class Walk:
                     )
                 )
         elif op == 12:
-            ns = r.choice(["a", "b"])
+            ns, name = r.choice(["a", "b"]), r.choice(["c0", "c1", "c2"])
             if r.random() < 0.3:
-                self.drop("PersistentVolumeClaim", ns, "c0")
+                self.drop("PersistentVolumeClaim", ns, name)
             else:
-                self.put(pvc("c0", ns=ns, volume=r.choice([None, "v0"])))
+                self.put(
+                    pvc(
+                        name,
+                        ns=ns,
+                        volume=r.choice([None, "v0", "v1"]),
+                        storage_class=r.choice([None, "wait"]),
+                    )
+                )
         elif op == 13:
+            name = r.choice(["v0", "v1"])
             if r.random() < 0.3:
-                self.drop("PersistentVolume", None, "v0")
+                self.drop("PersistentVolume", None, name)
+            elif r.random() < 0.2:
+                self.put(storage_class("wait", zones=r.choice([None, ["z1"]])))
             else:
-                self.put(pv("v0", nodes=r.sample(NODES, 2)))
+                self.put(pv(name, nodes=r.sample(NODES, 2)))
         elif op == 14:
             owner, at = f"Job/{r.choice(OWNERS)}", r.choice(NODES)
             until = self.now + r.choice([1.0, 5.0, 50.0])

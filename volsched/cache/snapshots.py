@@ -310,6 +310,14 @@ def _same_objects(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return len(a) == len(b) and list(a) == list(b) and all(map(operator.is_, a.values(), b.values()))
 
 
+def _changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """The keys whose object in ``new`` is not the one in ``old`` (added, replaced or gone)."""
+    get = old.get
+    out = [k for k, v in new.items() if get(k) is not v]
+    out.extend(old.keys() - new.keys())
+    return out
+
+
 def _standalone(base: _Base, key: str, job: Job) -> None:
     """Job ``key`` with no PodGroup is ``job`` now: in its place if it has one, else to be placed."""
     standalone = base.standalone
@@ -350,6 +358,10 @@ class SnapshotBuilder:
         self._volume_claims: Mapping[str, VolumeClaim] = {}
         self._volumes: Mapping[str, PersistentVolumeSpec] = {}
         self._classes: Mapping[str, StorageClassSpec] = {}
+        #: Claim ("ns/name") -> the keys of the entries whose task mounts it; volume -> the claims of the
+        #: last view bound to it (``_stale_by_volumes``).
+        self._mounting: dict[str, dict[str, None]] = {}
+        self._claims_of_volume: dict[str, dict[str, None]] = {}
         self._avoid: dict[str, tuple[str, ...]] = {}
         self._resource_claims: Mapping[str, Claim] = {}
         #: The device catalog and what it was made from (slices, classes, the node table).
@@ -395,34 +407,41 @@ class SnapshotBuilder:
         #: of a snapshot the uids ResourceClaims are reserved for are (``_reserved_live``).
         self._uids: dict[str, dict[str, None]] = {}
 
-    def _stale_by_volumes(self, view: View) -> list[str]:
+    def _stale_by_volumes(self, view: View) -> set[str]:
         """The entries whose claims' view changed since the last view: a claim of theirs (anything of
         it: bound, deleting, its class), the node affinity of a volume one of them is bound to (before
-        or now), or any StorageClass."""
-        claim_tasks = [
-            (k, e.source) for k, e in self._entries.items() if e.source.claims or e.source.ephemeral_claims
-        ]
-        if not claim_tasks:
-            return []
-        if view.storage_classes != self._classes:
-            return [k for k, _ in claim_tasks]
+        or now), or any StorageClass. Found from the claims and volumes that are other objects than the
+        last view's (the cache keeps an unchanged one's object) and the entries that mount each claim,
+        not by comparing every claim and volume and reading every entry."""
         old, new = self._volume_claims, view.volume_claims
-        moved = {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+        by_volume = self._claims_of_volume
+        moved: set[str] = set()
+        changed = _changed(old, new) if old is not new else []
+        for k in changed:
+            was, now = old.get(k), new.get(k)
+            if was == now:
+                continue
+            moved.add(k)
+            if was is not None and was.volume:
+                on = by_volume[was.volume]
+                del on[k]
+                if not on:
+                    del by_volume[was.volume]
+            if now is not None and now.volume:
+                by_volume.setdefault(now.volume, {})[k] = None
+        mounting = self._mounting
+        if not mounting:
+            return set()
+        if view.storage_classes != self._classes:
+            return {k for keys in mounting.values() for k in keys}
         old_pv, new_pv = self._volumes, view.pv_specs
-        terms_moved = {
-            n
-            for n in old_pv.keys() | new_pv.keys()
-            if getattr(old_pv.get(n), "node_terms", None) != getattr(new_pv.get(n), "node_terms", None)
-        }
-        if terms_moved:  # the claims bound to those volumes, before or now
-            moved.update(k for table in (old, new) for k, c in table.items() if c.volume in terms_moved)
-        if not moved:
-            return []
-        return [
-            k
-            for k, t in claim_tasks
-            if any(f"{t.namespace}/{c}" in moved for c in (*t.claims, *t.ephemeral_claims))
-        ]
+        if old_pv is not new_pv:
+            for n in _changed(old_pv, new_pv):
+                if getattr(old_pv.get(n), "node_terms", None) != getattr(new_pv.get(n), "node_terms", None):
+                    # the claims bound to that volume, before or now (the index holds now's; before's are
+                    # now's but for the claims moved, which are in ``moved`` already)
+                    moved.update(by_volume.get(n, ()))
+        return {k for c in moved for k in mounting.get(c, ())}
 
     def prepare(self, view: View) -> None:
         """Bring the entries to the view's tasks (as sessions see them)."""
@@ -484,6 +503,9 @@ class SnapshotBuilder:
                 entry = entries[key] = _Entry(task, prepare(task, view))
                 changed.add(key)
                 self._uids.setdefault(task.uid, {})[key] = None
+                if task.claims or task.ephemeral_claims:
+                    for claim in (*task.claims, *task.ephemeral_claims):
+                        self._mounting.setdefault(f"{task.namespace}/{claim}", {})[key] = None
                 t = entry.prepared
                 if t.owner_ref is not None and t.schedulable_by_us:
                     self._owners.setdefault(t.job_key, {})[key] = None
@@ -507,6 +529,14 @@ class SnapshotBuilder:
         del same_uid[key]
         if not same_uid:
             del self._uids[entry.source.uid]
+        source = entry.source
+        if source.claims or source.ephemeral_claims:
+            for claim in (*source.claims, *source.ephemeral_claims):
+                mounting = self._mounting.get(f"{source.namespace}/{claim}")
+                if mounting is not None:
+                    mounting.pop(key, None)
+                    if not mounting:
+                        del self._mounting[f"{source.namespace}/{claim}"]
         owner = self._owner_of.pop(key, None)
         if owner is not None:
             members = self._owners[owner]
