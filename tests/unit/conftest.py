@@ -10,10 +10,19 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
+import volsched.kube.port as port_module
 from tests.fences import Fence
 from tests.unit._background_port import Clock
 from tests.unit._scripted_server import ScriptedServer, loopback_config
 from volsched.kube.writer import KubeWriter, WriterSettings
+
+
+@pytest.fixture(autouse=True)
+def answers_read_where_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lone pod's bind sent on the session's thread has its answer read there however long the loopback
+    server takes (``port.INLINE_PATIENCE`` off): which thread reads it must not depend on the machine's
+    load. The tests of the hand-over to a worker set the patience themselves."""
+    monkeypatch.setattr(port_module, "INLINE_PATIENCE", None)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+import volsched.kube.port as port_module
 import volsched.operator.sessions as sessions_module
 from tests.builders import node, pod
 from tests.fences import Fence
@@ -44,6 +45,8 @@ from volsched.operator import Operator
 #: How long the server holds a bind at most when the test never opens the gate (a blocking port would
 #: then return its outcomes late, and the test fails instead of hanging).
 HOLD = 20.0
+#: The session thread's patience in the tests of the hand-over (the server holds the answer past it).
+PATIENCE = 0.02
 
 
 class GatedServer(ScriptedServer):
@@ -52,11 +55,16 @@ class GatedServer(ScriptedServer):
         self.gate = threading.Event()
         self.arrived = threading.Semaphore(0)
         self.hold = ("/binding",)
+        #: The first bind held is then dropped unanswered (its connection closed).
+        self.drop_first = False
 
     def before_answer(self, path: str) -> None:
         if path.endswith(self.hold):
             self.arrived.release()
             self.gate.wait(HOLD)
+            if self.drop_first:
+                self.drop_first = False
+                raise ConnectionAbortedError("dropped by the test, unanswered")
 
 
 @pytest.fixture
@@ -182,12 +190,46 @@ def test_binds_streamed_from_a_session_planned_under_an_earlier_holding_are_neve
 def test_the_one_bind_of_a_lone_pod_is_sent_on_the_sessions_thread_and_answered_within_its_cycle(
     server: GatedServer, port: KubePort
 ) -> None:
+    """An answer that begins within the session thread's patience (here: however long it takes, as every
+    unit test has it: conftest) is read there, in the session."""
     server.gate.set()
     feeder = cache(node("n1", cpu="4"), pod("a"))
     report = _cycle(feeder, port)
     assert [(o.bind.pod, o.result) for o in report.binds] == [("default/a", BOUND)]  # not left to settle
     assert port.bind_workers == 0 and port.binds_in_flight == 0  # no worker took it
     assert _sent(server) == ["a"]
+
+
+@pytest.mark.parametrize("answer", ["bound", "refused", "lost"])
+def test_a_lone_pods_bind_whose_answer_is_slow_is_left_to_a_worker_and_the_session_goes_on(
+    server: GatedServer, port: KubePort, answer: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session's thread (the pod watch's, for an arriving pod) waits at most INLINE_PATIENCE for the
+    answer to begin: the apiserver holding it, the answer is read by a bind worker and the session ends,
+    its thread free for the next pod's event. The bind is sent once, on the session's thread; its outcome
+    comes through ``settle``, as a worker's: bound, refused (FAILED, the pod planned again), or lost
+    (the connection closed unanswered: sent again, as any bind whose answer was lost). Before, the session
+    waited for the answer however long the apiserver took."""
+    monkeypatch.setattr(port_module, "INLINE_PATIENCE", PATIENCE)
+    if answer == "refused":
+        server.script["/pods/a/binding"] = [(500, {}, {"kind": "Status", "message": "etcd timeout"})]
+    feeder = cache(node("n1", cpu="4"), pod("a"))
+    if answer == "lost":
+        server.drop_first = True
+    report = _cycle(feeder, port)
+    assert report.binds == [] and [b.pod for b in report.result.binds] == ["default/a"]  # not waited for
+    assert server.arrived.acquire(timeout=HOLD)  # the bind is at the server, held there
+    assert port.binds_left_to_workers == 1 and port.binds_in_flight == 1
+    server.gate.set()
+    assert port.drain(HOLD)
+    outcomes = [(o.bind.pod, o.result) for o in port.settle()[0]]
+    if answer == "refused":
+        assert outcomes == [("default/a", FAILED)]
+        assert _sent(server) == ["a"]
+    else:
+        assert outcomes == [("default/a", BOUND)]
+        assert _sent(server) == (["a", "a"] if answer == "lost" else ["a"])
+    assert port.binds_in_flight == 0
 
 
 def test_a_lone_pod_arriving_while_binds_are_in_flight_goes_to_the_workers_and_waits_in_line(
@@ -429,7 +471,9 @@ class ScriptedWriter:
     def holding(self) -> float | None:
         return None
 
-    def bind(self, bind: Bind, pod: Any, *, holding: float | None = None) -> BindOutcome:
+    def bind(
+        self, bind: Bind, pod: Any, *, holding: float | None = None, patience: float | None = None
+    ) -> BindOutcome:
         return BindOutcome(bind, self.result)
 
 

@@ -10,7 +10,9 @@ With ``background`` (the operator's), a session never waits on the network for i
 
 * ``bind`` (called by the cycle as each of the session's Statements commits, while the session goes
   on) sends the one bind of a lone job's session itself when nothing else is in flight (an arriving
-  pod's, not handed over to another thread), and otherwise hands each bind to the bind workers (up to ``workers``, started as binds outnumber idle ones;
+  pod's, not handed over to another thread; an answer not begun within ``INLINE_PATIENCE`` is left to a
+  bind worker, so that the thread, usually the pod watch's, goes back to its events), and otherwise hands
+  each bind to the bind workers (up to ``workers``, started as binds outnumber idle ones;
   each renews the Lease when due and checks the fence before it sends: a bind decided under one
   holding of the Lease, the one the session was planned under (:meth:`KubePort.plan_under`), is never
   sent under a later one) and returns the outcomes completed so far; ``settle`` returns those
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import queue
 import threading
 import time
@@ -55,6 +58,7 @@ from volsched.cycle import CONFLICT, FAILED, BindOutcome, EvictOutcome, StatusRe
 from volsched.framework.decisions import Bind, Event, Evict, SessionResult
 from volsched.kube.latency import PodLatency
 from volsched.kube.podgroups import ConflictReporter, LeftBehind, PodGroupCreator, groups_referred_to
+from volsched.kube.rest import Detached, Pending
 from volsched.kube.volumebind import VolumeBinder
 from volsched.kube.writer import WAITING_REASONS, EventTarget, KubeWriter
 from volsched.model.raw import Raw
@@ -97,7 +101,15 @@ _HOLD_SLICE = 0.25
 _RETRY = frozenset((FAILED, CONFLICT))
 
 #: A bind handed to the workers: the bind, its raw pod and the Lease holding it was decided under.
-_Queued = tuple[Bind, Raw | None, float | None]
+#: A bind for a worker: the bind, its pod, the holding it was decided under, and, for one sent on the
+#: session's thread whose answer was left (``Detached``), that answer, to read.
+_Queued = tuple[Bind, Raw | None, float | None, Pending | None]
+
+#: Seconds the session's thread waits for the answer to a bind it sent itself (a lone pod's) to begin,
+#: before it leaves the answer to a bind worker: that thread is usually the pod watch's, which reads no
+#: pod event while it waits, so an answer the apiserver is slow with held the next pods behind it. Above
+#: the apiserver's usual answer, so that only a stalled one is left (a worker's wake-up costs CPU).
+INLINE_PATIENCE: float | None = 0.02
 
 
 #: A session's Queue statuses are held back on its own thread (``KubePort._held_here``) only when it
@@ -203,6 +215,10 @@ class KubePort:
         #: CPU in the operator.
         self._queue: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()
         self._workers: list[threading.Thread] = []
+        #: When each bind left to a worker with its answer (``_send_here``) was sent (latency lines).
+        self._sent_at: dict[str, float] = {}
+        #: Lone pods' binds sent on the session's thread whose answers were left to a worker (for tests).
+        self.binds_left_to_workers = 0
         #: Workers that finished a bind and wait for the next, not yet spoken for (under ``_lock``).
         self._idle = 0
         self._closed = False
@@ -236,8 +252,10 @@ class KubePort:
         """See :meth:`volsched.cycle.Port.bind`. In the background, one bind of a ``lone`` session with
         nothing else in flight is sent here, on the session's thread, at once: handed to a worker, it
         waited for that thread to wake and take the GIL from the session still running (a few ms of an
-        arriving pod's 5-15; the session has nothing left to place, so it loses nothing waiting for
-        the answer). Everything else goes to the workers, the session going on meanwhile."""
+        arriving pod's 5-15). Its answer is read here only if it begins within :data:`INLINE_PATIENCE`,
+        else by a worker: the session has nothing left to place, but its thread, usually the pod
+        watch's, reads no pod event while it waits, and the pods arriving behind a slow answer waited
+        for it. Everything else goes to the workers, the session going on meanwhile."""
         volumes = any(b.volumes for b in binds)
         if volumes and self.volume_binder is None:
             why = "claims to bind, and no cache to wait on for them"
@@ -259,10 +277,10 @@ class KubePort:
                 self.latency.decided(b.pod for b in binds)
             if not closed and not here:
                 for b in binds:  # under the lock: all of them before a closing port's stop signals
-                    self._queue.put((b, pods.get(b.pod), holding))
+                    self._queue.put((b, pods.get(b.pod), holding, None))
                     self._staff()
         if here:
-            self._bound(self._send(binds[0], pods.get(binds[0].pod), holding))
+            self._send_here(binds[0], pods.get(binds[0].pod), holding)
         elif closed:  # shut down: not sent (and never raise once some were handed over)
             for b in binds:
                 self._bound(BindOutcome(b, FAILED, "not sent: the port is closed"))
@@ -347,12 +365,50 @@ class KubePort:
 
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:
-            bind, pod, holding = item
-            if self._closed:  # closed while it waited: not sent, and said so
+            bind, pod, holding, pending = item
+            if pending is not None:  # sent already: its answer is read, closed or not
+                outcome = self._answer(bind, pending, holding)
+            elif self._closed:  # closed while it waited: not sent, and said so
                 outcome = BindOutcome(bind, FAILED, "not sent: the port is closed")
             else:
                 outcome = self._send(bind, pod, holding)
             self._bound(outcome, idle=True)
+
+    def _send_here(self, bind: Bind, pod: Raw | None, holding: float | None) -> None:
+        """A lone pod's bind sent on the session's thread; its answer read here if it begins within
+        :data:`INLINE_PATIENCE`, else left to a worker (the session's thread goes back to its events)."""
+        sent = time.time()
+        try:
+            outcome = self._bind_one(bind, pod, holding, patience=INLINE_PATIENCE)
+        except Detached as left:
+            with self._lock:
+                if not self._closed:  # (closed: no worker takes it; read here)
+                    self._queue.put((bind, pod, holding, left.pending))
+                    self._staff()
+                    self._sent_at[bind.pod] = sent
+                    self.binds_left_to_workers += 1
+                    return
+            outcome = self._answer(bind, left.pending, holding, sent=sent)
+            self._bound(outcome)
+            return
+        if self.latency is not None:
+            self.latency.answered(bind.pod, sent=sent, answered=time.time(), result=outcome.result)
+        self._bound(outcome)
+
+    def _answer(
+        self, bind: Bind, pending: Pending, holding: float | None, *, sent: float | None = None
+    ) -> BindOutcome:
+        """The outcome of a bind sent on the session's thread whose answer was left (:meth:`_send_here`)."""
+        if sent is None:
+            with self._lock:
+                sent = self._sent_at.pop(bind.pod, math.nan)
+        try:
+            outcome = self.writer.bind_answered(bind, pending, holding=holding)
+        except Exception as exc:  # as in _bind_one
+            outcome = BindOutcome(bind, FAILED, error_summary(exc))
+        if self.latency is not None:
+            self.latency.answered(bind.pod, sent=sent, answered=time.time(), result=outcome.result)
+        return outcome
 
     def _send(self, bind: Bind, pod: Raw | None, holding: float | None) -> BindOutcome:
         if self.latency is None:
@@ -362,11 +418,17 @@ class KubePort:
         self.latency.answered(bind.pod, sent=sent, answered=time.time(), result=outcome.result)
         return outcome
 
-    def _bind_one(self, bind: Bind, pod: Raw | None, holding: float | None) -> BindOutcome:
+    def _bind_one(
+        self, bind: Bind, pod: Raw | None, holding: float | None, *, patience: float | None = None
+    ) -> BindOutcome:
+        """One bind through the writer (the Lease renewed first when due); with ``patience``, its answer
+        not begun within it raises :class:`Detached`."""
         try:
             if self.writer.fence is not None:
                 self.writer.fence.renew_if_due()  # a batch is what is sent between two renewals
-            outcome = self.writer.bind(bind, pod, holding=holding)
+            outcome = self.writer.bind(bind, pod, holding=holding, patience=patience)
+        except Detached:
+            raise
         except Exception as exc:  # the writer returns API errors as outcomes; anything else is a failure
             outcome = BindOutcome(bind, FAILED, error_summary(exc))
         return outcome

@@ -72,6 +72,16 @@ class ResponseLost(ConnectionError):
     """The request may have reached the apiserver (and taken effect) but no whole answer came back."""
 
 
+class Detached(Exception):
+    """A write was sent and its answer had not come within the caller's ``patience``: the answer is left
+    to :attr:`pending` (read it on another thread with :meth:`Pending.answer`); this thread's connection
+    went with it."""
+
+    def __init__(self, pending: Pending) -> None:
+        super().__init__("answer not come yet: left to another thread")
+        self.pending = pending
+
+
 class StreamBroken(ConnectionError):
     """A streamed answer ended before its last chunk (the connection closed or was cut), or its chunked
     framing is broken: as a connection that failed."""
@@ -929,14 +939,21 @@ class LeanRest:
         *,
         content_type: str | None = JSON,
         timeout: float,
+        patience: float | None = None,
     ) -> bytes:
         """Send one request; return the response body (read to its end). Raises ApiException for an
         error status, :class:`ResponseLost` when it may have been sent but no answer came back, another
-        OSError or TimeoutError for a failure to talk at all (nothing sent)."""
+        OSError or TimeoutError for a failure to talk at all (nothing sent). With ``patience`` (not for a
+        GET; the direct path only), :class:`Detached` when it was sent and its answer had not begun
+        within that many seconds: the caller reads it elsewhere."""
+        if patience is not None and method == "GET":
+            raise ValueError(
+                "a read is asked again when its answer is lost: it is never left to another thread"
+            )
         data = None if body is None else _dumps(body)
         content_type = content_type if data is not None else None
         if self._goes_direct():
-            return self._direct(method, path, data, content_type, timeout)
+            return self._direct(method, path, data, content_type, timeout, patience)
         if _BAD_TARGET.search(self._prefix + path) or not method.isalpha():
             raise http.client.InvalidURL(f"cannot send {method} {self._prefix + path!r}")
         return self._aio.request(method, path, data, self._headers(content_type), timeout)
@@ -1036,35 +1053,49 @@ class LeanRest:
         )
 
     def _direct(
-        self, method: str, path: str, data: bytes | None, content_type: str | None, timeout: float
+        self,
+        method: str,
+        path: str,
+        data: bytes | None,
+        content_type: str | None,
+        timeout: float,
+        patience: float | None = None,
     ) -> bytes:
         """One request over this thread's connection: its head and body in one write, built from the
         lines that do not change (not through http.client's request machinery), its answer read by
-        :func:`_receive` to its end."""
+        :func:`_receive` to its end. With ``patience`` (a write's), an answer not begun within that
+        many seconds of the send is left to another thread: :class:`Detached`."""
         deadline = time.monotonic() + timeout  # the whole call
         message = self._head(method, path, content_type, data) + (data or b"")
         for attempt in (0, 1):
             conn = self._connection(max(0.001, deadline - time.monotonic()))  # a second try: what is left
             try:
                 conn.sock.sendall(message)
+                if patience is not None and not _answer_begun(conn.sock, patience):
+                    self._local.conn = None  # the connection goes with its answer
+                    raise Detached(Pending(self, conn, method, path, deadline))
                 reply = _receive(conn.sock, method, deadline)  # to its end
             except (OSError, http.client.HTTPException) as exc:
                 conn.close()
                 if method == "GET" and attempt == 0 and deadline > time.monotonic():
                     continue  # a read changes nothing: asked once more on a new connection
                 raise ResponseLost(f"{method} {path}: no answer ({type(exc).__name__})") from exc
-            if isinstance(conn, _TLSConnection) and conn.fresh and conn.sock is not None:
-                # Its first answer read: its session, for the next connection to resume, is here now.
-                conn.fresh = False
-                session = conn.sock.session
-                if session is not None:
-                    _SESSIONS[(*self._netloc, self._tls)] = session
-            if not reply.reusable:  # the peer closes it, or sent more than the answer
-                conn.close()
-            if reply.status >= 400:
-                raise ApiException(http_resp=reply)
-            return reply.data
+            return self._answered(conn, reply)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _answered(self, conn: http.client.HTTPConnection, reply: _Reply) -> bytes:
+        """A direct request's answer read whole on ``conn``: its body, or its error raised."""
+        if isinstance(conn, _TLSConnection) and conn.fresh and conn.sock is not None:
+            # Its first answer read: its session, for the next connection to resume, is here now.
+            conn.fresh = False
+            session = conn.sock.session
+            if session is not None:
+                _SESSIONS[(*self._netloc, self._tls)] = session
+        if not reply.reusable:  # the peer closes it, or sent more than the answer
+            conn.close()
+        if reply.status >= 400:
+            raise ApiException(http_resp=reply)
+        return reply.data
 
     def stream(self, path: str, *, timeout: float, connect_timeout: float = 10.0) -> Stream | AioStream:
         """Send a GET on this thread's connection and return its answer with the body unread (a watch):
@@ -1104,6 +1135,42 @@ class LeanRest:
         if conn is not None:
             conn.close()
         self._aio.close()
+
+
+def _answer_begun(sock: Any, patience: float) -> bool:
+    """Whether an answer's first bytes are on ``sock`` within ``patience`` seconds (waiting without the
+    interpreter's lock)."""
+    if isinstance(sock, ssl.SSLSocket) and sock.pending():
+        return True
+    readable, _, _ = select.select([sock], [], [], patience)
+    return bool(readable)
+
+
+class Pending:
+    """A direct write sent, its answer not read yet (:class:`Detached`): :meth:`answer` reads it, on any
+    thread, once, as :meth:`LeanRest.request` would have (its body, or ApiException, or ResponseLost); the
+    connection is then parked for the next thread that opens one (:mod:`~volsched.kube.parked`)."""
+
+    def __init__(
+        self, rest: LeanRest, conn: http.client.HTTPConnection, method: str, path: str, deadline: float
+    ) -> None:
+        self._rest, self._conn, self._method, self._path, self._deadline = rest, conn, method, path, deadline
+
+    def answer(self) -> bytes:
+        conn = self._conn
+        try:
+            reply = _receive(conn.sock, self._method, self._deadline)  # to its end
+        except (OSError, http.client.HTTPException) as exc:
+            conn.close()
+            raise ResponseLost(f"{self._method} {self._path}: no answer ({type(exc).__name__})") from exc
+        try:
+            return self._rest._answered(conn, reply)
+        finally:
+            sock, conn.sock = conn.sock, None
+            conn.close()
+            if sock is not None:  # clean (read to its end, reusable): the next thread to open one takes it
+                rest = self._rest
+                parked.park(*rest._netloc, rest._tls if rest._https else None, sock)
 
 
 class Stream:

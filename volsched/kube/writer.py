@@ -49,7 +49,9 @@ from volsched.kube.health import ApiHealth, is_unreachable
 from volsched.kube.kubeconfig import AnyApi
 from volsched.kube.ratelimit import EventFilter, TokenBucket, retry_after
 from volsched.kube.rest import (
+    Detached,
     LeanRest,
+    Pending,
     ResponseLost,
     custom_collection,
     custom_path,
@@ -397,14 +399,29 @@ class KubeWriter:
         *,
         content_type: str = "application/json",
         holding: float | None = None,
+        patience: float | None = None,
+        pending: Pending | None = None,
     ) -> bytes:
         """One write: sent only while the fence is open, with a timeout that ends before the Lease can
         (a GET is not fenced).
         With ``holding`` (see :meth:`holding`), only under that holding of the Lease: a write decided
         before the Lease was lost is never sent after it was taken again. A 429 with Retry-After (the
         apiserver's flow control did not take it) is waited out and sent again, up to
-        ``throttle_retries`` times; the fence is checked before every send."""
+        ``throttle_retries`` times; the fence is checked before every send. With ``patience``, the
+        first send's answer not begun within it raises :class:`Detached`; with ``pending`` (such a
+        send), its answer is read here instead of a first send, and the rest goes on as for any."""
         for attempt in range(self.settings.throttle_retries + 1):
+            if attempt == 0 and pending is not None:
+                try:
+                    return self._watched_answer(pending)
+                except ApiException as exc:
+                    wait = retry_after(exc.status, exc.headers, exc.body)
+                    if wait is None or attempt == self.settings.throttle_retries:
+                        raise
+                    with self._lock:
+                        self.throttled += 1
+                    self._sleep(wait)
+                    continue
             if self.bucket is not None:
                 self.bucket.take()
             timeout = self.settings.request_timeout
@@ -415,7 +432,9 @@ class KubeWriter:
                     raise Fenced("not sent: decided under an earlier holding of the scheduler Lease")
                 timeout = self.fence.call_timeout(timeout)
             try:
-                return self._watched(method, path, body, content_type, timeout)
+                return self._watched(
+                    method, path, body, content_type, timeout, patience if attempt == 0 else None
+                )
             except ApiException as exc:
                 wait = retry_after(exc.status, exc.headers, exc.body)
                 if wait is None or attempt == self.settings.throttle_retries:
@@ -425,10 +444,38 @@ class KubeWriter:
                 self._sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _watched(self, method: str, path: str, body: Any, content_type: str, timeout: float) -> bytes:
+    def _watched(
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        content_type: str,
+        timeout: float,
+        patience: float | None = None,
+    ) -> bytes:
         """Report to ``health`` whether the apiserver answered (an error status is an answer)."""
         try:
-            out = self.rest.request(method, path, body, content_type=content_type, timeout=timeout)
+            if patience is None:
+                out = self.rest.request(method, path, body, content_type=content_type, timeout=timeout)
+            else:
+                out = self.rest.request(
+                    method, path, body, content_type=content_type, timeout=timeout, patience=patience
+                )
+        except Detached:
+            raise  # sent, not answered yet: told when it is (_watched_answer)
+        except Exception as exc:
+            if is_unreachable(exc):
+                self.health.failed("write", exc)
+            else:
+                self.health.ok()
+            raise
+        self.health.ok()
+        return out
+
+    def _watched_answer(self, pending: Pending) -> bytes:
+        """:meth:`_watched` for a write sent already: its answer read, the apiserver's health told."""
+        try:
+            out = pending.answer()
         except Exception as exc:
             if is_unreachable(exc):
                 self.health.failed("write", exc)
@@ -523,15 +570,18 @@ class KubeWriter:
     def bind_all(self, binds: Iterable[Bind], pods: Mapping[str, Raw]) -> list[BindOutcome]:
         return self._map(lambda b: self.bind(b, pods.get(b.pod)), binds, binds=True)
 
-    def bind(self, bind: Bind, pod: Raw | None, *, holding: float | None = None) -> BindOutcome:
+    def bind(
+        self, bind: Bind, pod: Raw | None, *, holding: float | None = None, patience: float | None = None
+    ) -> BindOutcome:
         """Bind one pod (under ``holding`` of the Lease, when given: see :meth:`_send`). A pod that claims
         devices has its claims' allocation and reservation written first, as kube-scheduler does (the
         kubelet prepares the devices of the claims it finds reserved for the pod), and undone when the
-        bind fails."""
+        bind fails. With ``patience`` (a pod without claims), a bind sent whose answer has not begun
+        within it raises :class:`Detached`: :meth:`bind_answered` takes it from there, on any thread."""
         if not self._ours(pod):
             return BindOutcome(bind, SKIPPED, "not scheduled by volsched")
         if not bind.claims:
-            return self._bind(bind, holding)
+            return self._bind(bind, holding, patience=patience)
         written, problem = self._reserve_claims(bind, holding)
         if problem is not None:
             return BindOutcome(bind, FAILED, problem)
@@ -610,7 +660,19 @@ class KubeWriter:
                     )
                     break
 
-    def _bind(self, bind: Bind, holding: float | None) -> BindOutcome:
+    def bind_answered(self, bind: Bind, pending: Pending, *, holding: float | None = None) -> BindOutcome:
+        """The outcome of a bind :meth:`bind` sent and left (:class:`Detached`): its answer read here,
+        and what follows it as for any bind (a lost answer sent again, a conflict read back)."""
+        return self._bind(bind, holding, pending=pending)
+
+    def _bind(
+        self,
+        bind: Bind,
+        holding: float | None,
+        *,
+        patience: float | None = None,
+        pending: Pending | None = None,
+    ) -> BindOutcome:
         ns, name = _split(bind.pod)
         meta: dict[str, str] = {"name": name, "namespace": ns}
         if bind.uid:
@@ -627,7 +689,7 @@ class KubeWriter:
         resent, lost = False, ""
         try:
             try:
-                self._send("POST", path, body, holding=holding)
+                self._send("POST", path, body, holding=holding, patience=patience, pending=pending)
             except ResponseLost as exc:
                 # It may have bound the pod: sent once more (the fence checked again), the apiserver
                 # refuses a second bind of a bound pod (409), and the pod read back then tells.
@@ -639,6 +701,8 @@ class KubeWriter:
             if resent:  # the first was sent: it may have bound the pod
                 return self._read_back(bind, f"{lost}; not sent again ({exc})")
             return BindOutcome(bind, FENCED, str(exc))
+        except Detached:
+            raise  # sent; its answer is read elsewhere (bind_answered)
         except ApiException as exc:
             detail = _reason(exc)
             if exc.status == 404:
