@@ -149,3 +149,21 @@ def test_the_first_session_of_a_holding_runs_on_the_session_thread_and_looks_for
         assert looked == [0] and not loop.chores_due(now)
         loop.lease.acquired_at = time.monotonic()  # taken again
         assert loop.chores_due(time.monotonic())
+
+
+def test_without_a_lease_the_first_session_looks_for_disruption_targets_once(tmp_path: Path) -> None:
+    """With ``--no-lease`` the Lease is never acquired (``acquired_at`` stays 0): the one replica looks
+    once, before its first session (before: never, and a restart left its pods marked)."""
+    with operator_at(tmp_path) as op:
+        loop = op.loop
+        loop.settings.lease.enabled = False
+        looked: list[int] = []
+        loop.writer = SimpleNamespace(withdraw_stale=lambda pods: looked.append(len(list(pods))) or 0)  # type: ignore[assignment]
+        loop.lease = SimpleNamespace(is_leader=True, acquired_at=0.0)  # type: ignore[assignment]
+        now = time.monotonic()
+        op.reloader.known, op.reloader._checked = True, now  # (no other chore due)
+        op.reloader.watching = lambda: True
+        op.volcano._checked = now
+        assert loop.chores_due(now)
+        loop.withdraw_stale()
+        assert looked == [0] and not loop.chores_due(time.monotonic())

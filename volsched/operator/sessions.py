@@ -340,7 +340,7 @@ class SessionLoop:
         #: Monotonic time the last consistent read of the pods was sent (prelist or catch-up).
         self.pods_read_at = 0.0
         #: Monotonic time the cache's pods were last looked at for disruption targets an earlier holder of
-        #: the Lease left (:meth:`withdraw_stale`): once a holding, before its first session.
+        #: the Lease left (:meth:`withdraw_stale`): once a holding, before its first session (0: never).
         self.targets_looked_at = 0.0
         self.sessions = 0
         #: Skips sessions that would decide nothing new (none with ``session.max_idle`` 0).
@@ -525,12 +525,14 @@ class SessionLoop:
         (:meth:`_guard_queues`), or look for disruption targets left before this holding of the Lease
         (:meth:`withdraw_stale`). Such a session runs on the session thread, never on the pod watch's
         (:class:`_Turns`)."""
-        return (
-            self._guard_owed
-            or self.reloader.due(now)
-            or self.volcano.due(now)
-            or self.lease.acquired_at > self.targets_looked_at
-        )
+        return self._guard_owed or self.reloader.due(now) or self.volcano.due(now) or self._targets_due()
+
+    def _targets_due(self) -> bool:
+        """Whether this holding of the Lease has not looked for disruption targets yet (without a Lease,
+        ``--no-lease``, never acquired: whether the replica never looked)."""
+        if not self.settings.lease.enabled:
+            return not self.targets_looked_at
+        return self.lease.acquired_at > self.targets_looked_at
 
     def run_once(self) -> tuple[SessionResult, CycleReport] | None:
         """One cycle (only while holding the lease): the session, its writes through the port, the
@@ -566,7 +568,7 @@ class SessionLoop:
                     "catching up after taking the lease over: throttled (429); reading again next session"
                 )
                 return None
-        if self.lease.acquired_at > self.targets_looked_at:
+        if self._targets_due():
             self.withdraw_stale()
         now = time.time()
         self.usage.refresh(now)  # the collector's fresh snapshot (no I/O on this path)
