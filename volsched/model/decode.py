@@ -233,6 +233,27 @@ def _map_field(obj: Raw, path: str, where: str) -> Mapping[str, Any]:
     return cur
 
 
+def _check_node_terms(terms: list[Any], *, where: str) -> None:
+    """Each of ``terms`` (node selector terms: a pod's required node affinity, a PersistentVolume's node
+    affinity, a ResourceSlice's node selector) is a map whose ``matchExpressions`` and ``matchFields``
+    are lists of expressions with a key and an operator Kubernetes knows, as the apiserver validates them:
+    else refused naming the field (a simulator's input is not validated before). What an expression
+    says is read when it is matched (``volsched.model.nodeterms``)."""
+    for i, term in enumerate(terms):
+        if not isinstance(term, _MAP):
+            raise InputError(f"{where}: nodeSelectorTerms[{i}] must be a map")
+        for kind in ("matchExpressions", "matchFields"):
+            exprs = _list_field(term.get(kind), where=f"{where}: nodeSelectorTerms[{i}].{kind}")
+            for j, expr in enumerate(exprs):
+                if not isinstance(expr, _MAP) or "key" not in expr or "operator" not in expr:
+                    raise InputError(f"{where}: nodeSelectorTerms[{i}].{kind}[{j}] needs key and operator")
+                if expr["operator"] not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
+                    raise InputError(
+                        f"{where}: nodeSelectorTerms[{i}].{kind}[{j}].operator {expr['operator']!r} is not one "
+                        "of In, NotIn, Exists, DoesNotExist, Gt, Lt"
+                    )
+
+
 def _list_field(value: Any, *, where: str) -> list[Any]:
     if value is None:
         return []
@@ -542,18 +563,7 @@ def _placement(spec: Mapping[str, Any], where: str) -> tuple[dict[str, str], lis
         where=f"{where}: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
         ".nodeSelectorTerms",
     )
-    for i, term in enumerate(terms):
-        if not isinstance(term, _MAP):
-            raise InputError(f"{where}: nodeSelectorTerms[{i}] must be a map")
-        for kind in ("matchExpressions", "matchFields"):
-            for j, expr in enumerate(_list_field(term.get(kind), where=f"{where}: nodeSelectorTerms[{i}]")):
-                if not isinstance(expr, _MAP) or "key" not in expr or "operator" not in expr:
-                    raise InputError(f"{where}: nodeSelectorTerms[{i}].{kind}[{j}] needs key and operator")
-                if expr["operator"] not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
-                    raise InputError(
-                        f"{where}: nodeSelectorTerms[{i}].{kind}[{j}].operator {expr['operator']!r} is not one "
-                        "of In, NotIn, Exists, DoesNotExist, Gt, Lt"
-                    )
+    _check_node_terms(terms, where=where)
     tolerations = _list_field(spec.get("tolerations"), where=f"{where}: spec.tolerations")
     for i, toleration in enumerate(tolerations):
         _check_toleration(toleration, where=f"{where}: spec.tolerations[{i}]")
@@ -1882,6 +1892,7 @@ def persistent_volume(obj: Raw) -> PersistentVolumeSpec:
     terms = required.get("nodeSelectorTerms") or []
     if not isinstance(terms, list) or not all(isinstance(t, Mapping) for t in terms):
         raise InputError(f"{where}: spec.nodeAffinity.required.nodeSelectorTerms must be a list of maps")
+    _check_node_terms(terms, where=f"{where}: spec.nodeAffinity.required")
     capacity = _volume_section(spec, "capacity", where).get("storage")
     ref = spec.get("claimRef")
     claim_ref = None
@@ -2123,6 +2134,7 @@ def resource_slice(obj: Raw) -> DeviceSlice:
         _map_field(obj, "spec.nodeSelector", where).get("nodeSelectorTerms"),
         where=f"{where}: spec.nodeSelector.nodeSelectorTerms",
     )
+    _check_node_terms(terms, where=f"{where}: spec.nodeSelector")
     per_device = _bool_field(
         spec.get("perDeviceNodeSelection"), where=f"{where}: spec.perDeviceNodeSelection", default=False
     )

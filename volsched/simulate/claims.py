@@ -50,11 +50,20 @@ class ClaimController:
         ResourceClaim from the template (named ``<pod>-<claim>-<5 characters>``, owned by the pod), and
         its name in the pod's ``status.resourceClaimStatuses``: the pod as it is to be put."""
         ns = meta.get("namespace") or "default"
-        status = dict(pod.get("status") or {})
-        made = list(status.get("resourceClaimStatuses") or [])
+        raw_status, entries = pod.get("status"), (pod.get("spec") or {}).get("resourceClaims")
+        if not isinstance(raw_status or {}, Mapping) or not isinstance(entries, list):
+            return pod  # (none to make, or of the wrong shape: the cache refuses the pod, naming it)
+        status = dict(raw_status or {})
+        listed = status.get("resourceClaimStatuses") or []
+        if not isinstance(listed, list):
+            where = f"Pod {ns}/{meta.get('name')}: status.resourceClaimStatuses"
+            raise InputError(f"{where}: expected a list, got {type(listed).__name__}")
+        made = list(listed)
         named = {m.get("name") for m in made if isinstance(m, Mapping)}
         changed = False
-        for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+        for entry in entries:
+            if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+                continue  # (the cache refuses the pod, naming the entry)
             template = self.templates.get(f"{ns}/{entry.get('resourceClaimTemplateName')}")
             if template is None or entry.get("name") in named:
                 continue

@@ -70,10 +70,12 @@ class MemoryPort:
             meta["uid"] = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         if obj.get("kind") == "Pod":
             obj = _reported_ready(obj)
-            if not (obj.get("spec") or {}).get("nodeName"):
-                self.volume_controller.ephemeral({**obj, "metadata": meta})
-            if self.claim_controller.templates:
-                obj = self.claim_controller.made(obj, meta)
+            spec = obj.get("spec")
+            if isinstance(spec, Mapping):  # (else the cache refuses the pod below, naming its spec)
+                if not spec.get("nodeName"):
+                    self.volume_controller.ephemeral({**obj, "metadata": meta})
+                if self.claim_controller.templates:
+                    obj = self.claim_controller.made(obj, meta)
         obj = {**obj, "metadata": meta}
         self.feeder.apply(str(obj.get("kind")), obj, strict=True)
         if obj.get("kind") == "ResourceClaim":

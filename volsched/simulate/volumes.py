@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from volsched.framework.decisions import Bind
+from volsched.model.errors import InputError
 from volsched.model.raw import Raw, meta_of
 from volsched.model.volumes import BIND_COMPLETED, BOUND_BY_CONTROLLER, SELECTED_NODE
 
@@ -48,14 +49,16 @@ class VolumeController:
         ephemeral volumes that has none yet, from its ``volumeClaimTemplate``, owned by the pod."""
         meta = meta_of(pod)
         ns, name = str(meta.get("namespace") or "default"), str(meta.get("name"))
-        for v in (pod.get("spec") or {}).get("volumes") or []:
+        volumes = (pod.get("spec") or {}).get("volumes")
+        for i, v in enumerate(volumes if isinstance(volumes, list) else ()):  # (else the cache refuses it)
             if not isinstance(v, Mapping) or not isinstance(v.get("ephemeral"), Mapping):
                 continue
             key = f"{ns}/{name}-{v.get('name')}"
             if key in self.claims:
                 continue
-            template = v["ephemeral"].get("volumeClaimTemplate") or {}
-            tmeta = template.get("metadata") or {}
+            where = f"Pod {ns}/{name}: spec.volumes[{i}].ephemeral.volumeClaimTemplate"
+            template = _map(v["ephemeral"].get("volumeClaimTemplate"), where)
+            tmeta = _map(template.get("metadata"), f"{where}.metadata")
             owner = {
                 "apiVersion": "v1",
                 "kind": "Pod",
@@ -70,11 +73,11 @@ class VolumeController:
                         "name": f"{name}-{v.get('name')}",
                         "namespace": ns,
                         "uid": key,
-                        "labels": dict(tmeta.get("labels") or {}),
-                        "annotations": dict(tmeta.get("annotations") or {}),
+                        "labels": dict(_map(tmeta.get("labels"), f"{where}.metadata.labels")),
+                        "annotations": dict(_map(tmeta.get("annotations"), f"{where}.metadata.annotations")),
                         "ownerReferences": [{**owner, "controller": True, "blockOwnerDeletion": True}],
                     },
-                    "spec": dict(template.get("spec") or {}),
+                    "spec": dict(_map(template.get("spec"), f"{where}.spec")),
                 }
             )
 
@@ -156,3 +159,12 @@ class VolumeController:
                     "status": {**(claim.get("status") or {}), "phase": "Bound"},
                 }
             )
+
+
+def _map(value: Any, where: str) -> Mapping[str, Any]:
+    """``value`` when it is a map (none: an empty one); else the pod is refused, naming the field."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InputError(f"{where} must be a map, got {type(value).__name__}")
+    return value
