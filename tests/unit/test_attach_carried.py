@@ -1,10 +1,11 @@
 """Attach counts carried from session to session (``volsched.model.attach``'s ``_Counts``, kept in the node
 table's memo) against counts made from every pod on the nodes: random walks of sessions, each starting
-from the builder's dicts of tasks per node (a node whose pods changed is a new dict), changing some
-nodes as a session does (a dict copied before its first change, then changed in place: pods placed,
-evicted, an eviction or a placement undone), the catalog sometimes another object (a claim, a volume, an
-attachment or a limit changed). Every count, every dict of users and every answer is the same with
-and without the carried counts, and a session's changes never reach the next session's counts."""
+from the builder's dicts of tasks per node (a node whose pods changed is a new dict, a pod sometimes made
+again under its name on another node), changing some nodes as a session does (a dict copied before its
+first change, then changed in place: pods placed, evicted, an eviction or a placement undone), the
+catalog sometimes another object (a claim, a volume, an attachment or a limit changed). Every count,
+every dict of users and every answer is the same with and without the carried counts, and a session's
+changes never reach the next session's counts."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from volsched.model.attach import AttachCatalog, AttachState
 from volsched.model.vocabulary import Task, TaskStatus
 from volsched.model.volumes import PersistentVolumeSpec, StorageClassSpec, VolumeClaim
 
-NODES = 8
+NODES = 16
 DRIVERS = ("d1", "d2")
 
 
@@ -176,9 +177,17 @@ class Walk:
             roll = rng.random()
             if roll < 0.4 or not self.held[i]:
                 self.builder_adds()
-            elif roll < 0.7:
+            elif roll < 0.6:
                 key = rng.choice(sorted(self.held[i]))
                 self.held[i] = {k: t for k, t in self.held[i].items() if k != key}
+            elif roll < 0.7:  # deleted and made again under its name on another node (a StatefulSet's)
+                key = rng.choice(sorted(self.held[i]))
+                old = self.held[i][key]
+                j = rng.choice([j for j in range(NODES) if j != i])
+                t = self.new_task(f"n{j}")
+                t.name, t.claims = old.name, old.claims
+                self.held[i] = {k: t for k, t in self.held[i].items() if k != key}
+                self.held[j] = {**self.held[j], key: t}
             else:  # a pod's status changed: another task object
                 key = rng.choice(sorted(self.held[i]))
                 old = self.held[i][key]

@@ -208,7 +208,12 @@ class AttachState:
         if base is None or dirty is None or len(dirty) * _NODES_FULL > len(tasks):
             base = memo[_CARRIED] = _Counts(self, tasks)
         elif dirty:
-            for i in sorted(dirty):
+            # Every changed node emptied before any is counted again: a pod made again under its name
+            # on another node is still counted (by its key) on the one it left until that one is.
+            nodes = sorted(dirty)
+            for i in nodes:
+                base.recount(i, {}, self)
+            for i in nodes:
                 base.recount(i, tasks[i], self)
             base.held = list(tasks)
         self._adopt(base, shared=True)
