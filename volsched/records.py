@@ -91,7 +91,7 @@ def _stand_in(cls: type, name: str, names: list[str], **options: bool) -> None:
 
     def make() -> Callable[..., Any]:
         # A docstring of its own: the standard library writes one from the signature of a class without
-        # (``inspect.signature``, about 0.15 ms a class, the first in a process several times that).
+        # (``inspect.signature``, at import; what it cost: docs/benchmarks, the fifteenth pass's start-up).
         shadow = type(cls.__name__, (), {"__annotations__": dict.fromkeys(names, "object"), "__doc__": name})
         shadow.__qualname__ = cls.__qualname__
         made: type = dataclasses.dataclass(

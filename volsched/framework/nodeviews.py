@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class _NodeView:
-    """A task shape's arrays over the nodes (filters, fits, scores), brought up to date from ``log_pos`` on."""
+    """A task shape's arrays over the nodes (filters, fits, scores), brought up to date from
+    ``log_pos`` on."""
 
     log_pos: int
     predicate: BoolArray

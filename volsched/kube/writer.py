@@ -759,9 +759,10 @@ class KubeWriter:
         (:meth:`_withdraw_unless_evicted`: a timed-out eviction may yet go through, and then writes its own
         condition as it deletes the pod); a delete past a budget that failed keeps it (a delete that lands
         late writes none: a False would lie), for the next holding of the Lease (:meth:`withdraw_stale`)
-        or the disruption controller to clear. No event tells of an eviction that did not happen. A pod the eviction deletes at once (a zero grace period and no
-        finalizer) gets no condition: the eviction's own replaces the first before anyone could read it
-        and the pod is gone before the second (only refused). It is evicted first, and its event, unless
+        or the disruption controller to clear. No event tells of an eviction that did not happen. A pod
+        the eviction deletes at once (a zero grace period and no finalizer) gets no condition: the
+        eviction's own replaces the first before anyone could read it and the pod is gone before the
+        second (only refused). It is evicted first, and its event, unless
         the eviction was refused, is written with the next status writes (after the binds handed over
         before them): the session that preempts waits for its evictions alone, one request each.
 

@@ -57,8 +57,8 @@ def after_session(admitted: int | None, *, min_member: int, phase: PodGroupPhase
 
 
 #: :func:`condition`'s messages, each ending with the record :func:`read` reads back: a gang within the
-#: minMember it started with; a job of minMember 1 (within what it started with), no gang; a gang raised past the
-#: minMember it started with; and a job that started as no gang, raised since.
+#: minMember it started with; a job of minMember 1 (within what it started with), no gang; a gang raised
+#: past the minMember it started with; and a job that started as no gang, raised since.
 _AT_START = "reclaim and preempt keep {keep} of its pods (started with minMember {start})"
 _NO_GANG = (
     "reclaim and preempt may take every one of its pods: a job of minMember 1 is no gang "
