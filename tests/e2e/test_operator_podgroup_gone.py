@@ -1,16 +1,22 @@
 """A pod of ours on a node whose PodGroup does not exist (deleted while it runs, or never made) still
 holds its room (real apiserver): the operator took such a pod for one in no job, holding nothing, and
-bound a second pod into its room, past the node's allocatable. Now it is foreign to the session (no
-queue counts it, nothing evicts it) and a pod that would fit only in its room waits, told why."""
+bound a second pod into its room, past the node's allocatable. One volsched bound carries its bind's
+record (``scheduling.volsched.io/bound-under``): it counts in the queue it was bound under, as a pod
+standing alone, which reclaim may take back (docs/tenancy.md "A PodGroup deleted and not made again");
+before, a tenant who deleted its running gang's PodGroup held that room outside every queue's share.
+One with no record (bound by someone else at creation) is foreign to the session: no queue counts it,
+nothing evicts it. A pod that would fit only in either's room waits, told why."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from tests.e2e.operator_fixtures import (
     GROUP,
+    ROOT,
     VERSION,
     Kube,
     OperatorProcess,
@@ -22,8 +28,11 @@ from tests.e2e.operator_fixtures import (
     queue,
     wait_for,
 )
+from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
+
+CONFIG = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
 
 
 def _queue_cpu(k: Kube, name: str) -> str:
@@ -66,11 +75,71 @@ def test_a_podgroup_deleted_while_its_pod_runs_leaves_the_pods_room_held(
     wait_for(lambda: _queue_cpu(k, "q") == "3", 30, what="queue q holding g-0", operator=op)
 
     k.custom.delete_namespaced_custom_object(GROUP, VERSION, ns, "podgroups", "g")
-    # The queue no longer counts the pod: the operator's sessions see the group gone.
-    wait_for(lambda: _queue_cpu(k, "q") == "0", 30, what="queue q holding nothing", operator=op)
+    # The operator's sessions see the group gone and tell the pod; its queue still counts it (before:
+    # queue q held nothing).
+    _told_gone(k, op, ns, "g-0", "it counts in queue q, the one it was bound under")
+    assert _queue_cpu(k, "q") == "3"
     k.pods(ns, pod("new-0", cpu="3"))
     _waits_for_room(k, op, ns, "new-0")
-    assert k.bound(ns)[f"{ns}/g-0"] == "n1"  # (not evicted either)
+    assert k.bound(ns)[f"{ns}/g-0"] == "n1"  # (the default config reclaims nothing: not evicted)
+    assert _queue_cpu(k, "q") == "3"
+
+
+def _told_gone(k: Kube, op: OperatorProcess, ns: str, name: str, text: str) -> None:
+    """``name`` is told its group is gone and what it is now (its PodGroupGone event), and the sessions
+    after the one that told it have run (whatever they write, the queues' status included, is written)."""
+    wait_for(
+        lambda: any(
+            e.reason == "PodGroupGone" and e.involved_object.name == name and text in (e.message or "")
+            for e in k.core.list_namespaced_event(ns).items
+        ),
+        30,
+        what=f"{name} told its group is gone",
+        operator=op,
+    )
+    sessions = op.cycles()
+    wait_for(lambda: op.cycles() >= sessions + 3, 30, what="three more cycles", operator=op)
+
+
+def test_a_tenant_who_deletes_its_running_gangs_podgroup_still_pays_for_it_and_gives_it_back(
+    k: Kube, cluster: LocalControlPlane, start_operator: Start
+) -> None:
+    """A tenant allowed to delete its PodGroups deletes its running gang's (minMember 4, the 4 pods
+    running, all the node): before, its queue stopped counting them and nothing could take them back,
+    the gang's minMember no more protecting them than any share did."""
+    k.set_config(CONFIG)
+    k.nodes(node("n1", cpu="4"))
+    k.queue(queue("qa"))
+    k.queue(queue("qb"))
+    ns_a, ns_b = k.namespace("orphans-a"), k.namespace("orphans-b")
+    rbac = client.RbacAuthorizationV1Api(k.api)
+    rules = [{"apiGroups": [GROUP], "resources": ["podgroups"], "verbs": ["get", "list", "delete"]}]
+    rbac.create_namespaced_role(ns_a, {"metadata": {"name": "tenant"}, "rules": rules})
+    subject = {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "tenant-a"}
+    role = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tenant"}
+    rbac.create_namespaced_role_binding(
+        ns_a, {"metadata": {"name": "tenant"}, "roleRef": role, "subjects": [subject]}
+    )
+    k.podgroup(ns_a, podgroup("a", 4, queue="qa"))
+    k.pods(ns_a, *(pod(f"a-{i}", cpu="1", group="a") for i in range(4)))
+    op = start_operator()
+    wait_for(lambda: len(k.bound(ns_a)) == 4, 30, what="qa's gang takes the node", operator=op)
+    wait_for(lambda: _queue_cpu(k, "qa") == "4", 30, what="queue qa holding the gang", operator=op)
+
+    with cluster.api_client() as api:
+        api.set_default_header("Impersonate-User", "tenant-a")
+        client.CustomObjectsApi(api).delete_namespaced_custom_object(GROUP, VERSION, ns_a, "podgroups", "a")
+    _told_gone(k, op, ns_a, "a-0", "it counts in queue qa, the one it was bound under")
+    assert _queue_cpu(k, "qa") == "4"  # before: 0
+
+    k.podgroup(ns_b, podgroup("b", 1, queue="qb"))
+    k.pods(ns_b, pod("b-0", cpu="1", group="b"), pod("b-1", cpu="1", group="b"))
+    # qb deserves half the node: reclaim takes two of the four back (before: none, foreign to sessions).
+    wait_for(lambda: len(k.bound(ns_b)) == 2, 60, what="qb's pods bound after reclaim", operator=op)
+    assert len(k.bound(ns_a)) == 2
+    for used, alloc in node_usage(k).values():
+        assert used <= alloc + 1e-9
+    op.check_running()
 
 
 def test_a_pod_of_ours_bound_at_creation_to_a_group_never_made_holds_its_room(

@@ -10,6 +10,7 @@ import pytest
 from tests.builders import namespace, pod, podgroup, priority_class, queue
 from volsched.cache.state import ClusterState
 from volsched.cache.workload import WORKLOAD_API_VERSION, WORKLOAD_PODGROUP
+from volsched.model.admitted import BOUND_UNDER, bound_under
 from volsched.model.vocabulary import QUEUE_ANNOTATION
 from volsched.operator.admission import Admission
 
@@ -170,6 +171,10 @@ def test_a_queue_in_use_may_not_be_deleted() -> None:
     assert a.queue_deletion("q1") is None and a.queue_deletion("q2") is None
     a.state.apply(pod("routed", ns="ns-c"))  # its namespace's queue
     assert "still holds 2 job(s)" in (a.queue_deletion("team-a") or "")
+    # A pod whose PodGroup is gone, bound under q1 (its record): a job of q1 (before: none held it).
+    record = bound_under(uid="u", queue="q1", priority_class="", priority=0, min_member=2)
+    a.state.apply(pod("orphan", ns="ns-a", group="gone", node="n1", annotations={BOUND_UNDER: record}))
+    assert "queue q1 still holds 1 job(s)" in (a.queue_deletion("q1") or "")
 
 
 @pytest.mark.parametrize(

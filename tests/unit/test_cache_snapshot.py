@@ -42,6 +42,7 @@ from volsched.framework.decisions import Bind, Evict, EvictionReason, SessionRes
 from volsched.framework.registry import load_config
 from volsched.framework.runner import open_session, run_session
 from volsched.framework.statement import Statement
+from volsched.model.admitted import BOUND_UNDER, bound_under
 from volsched.model.cluster import ClusterSnapshot, Job, _join, assemble_job, copy_task, lone_job, lone_jobs
 from volsched.model.vocabulary import NODE_HOLDING_STATUSES, PodGroupPhase, Task, TaskStatus
 
@@ -184,7 +185,25 @@ class Walk:
         obj["metadata"]["uid"] = f"uid-{name}-{r.randrange(2)}"
         if r.random() < 0.15:
             obj["spec"]["priority"] = r.randrange(-5, 50)
+        if self.strays is not None and self.strays.random() < 0.5:  # (its own draws: see ``strays``)
+            obj["metadata"].setdefault("annotations", {})[BOUND_UNDER] = self.record()
         return obj
+
+    def record(self) -> str:
+        """A bound-under record (what a bind writes; now and then one volsched does not read): a pod of
+        ours on a node whose group is gone that carries one is an orphan, a pod standing alone in the
+        queue it names (``volsched.cache.orphans``)."""
+        assert self.strays is not None
+        s = self.strays
+        if s.random() < 0.2:
+            return s.choice(["", "{", '{"podGroup": ""}'])
+        return bound_under(
+            uid=f"pg-{s.randrange(2)}",
+            queue=s.choice(["q0", "default", "gone"]),
+            priority_class=s.choice(["", "low"]),
+            priority=s.randrange(-5, 50),
+            min_member=s.randrange(1, 3),
+        )
 
     def step(self) -> None:
         r, state = self.rng, self.feeder.state
@@ -350,6 +369,20 @@ def test_the_incremental_snapshot_equals_one_built_from_scratch(seed: int) -> No
             assert walk.feeder.state.last_derived == fresh.last_derived
             # A session on it (evicting or not) changes nothing the next incremental snapshot reuses.
             run_session(incremental, PREEMPT if i % 2 else DEFAULT)
+
+
+def test_the_walks_meet_orphans() -> None:
+    """(The walks above take pods of ours on a node whose group is gone, carrying a record, through
+    snapshots: orphans, their own jobs. Not every seed meets one; these do.)"""
+    for seed in (0, 1, 2):
+        walk, met = Walk(seed, strays=True), 0
+        for i in range(300):
+            walk.step()
+            if i % 3 == 0:
+                walk.now += 1
+                snap = walk.feeder.state.snapshot(now=walk.now)
+                met += sum(1 for _, reason, _ in snap.problems if reason == "PodGroupGone")
+        assert met, f"seed {seed}"
 
 
 class BuildFails(Exception):

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from volsched.cache import orphans
+from volsched.model.admitted import BoundUnder
 from volsched.model.attach import AttachCatalog
 from volsched.model.cluster import (
     ClusterSnapshot,
@@ -207,7 +209,7 @@ _FEW_MADE = 8
 
 
 class _Entry:
-    __slots__ = ("foreign", "prepared", "shared", "source", "vector")
+    __slots__ = ("foreign", "orphan", "prepared", "shared", "source", "vector")
 
     def __init__(self, source: Task, prepared: Task) -> None:
         self.source = source
@@ -218,6 +220,9 @@ class _Entry:
         #: For a pod of ours taken as foreign (a stray: see ``_Base.stray``), the shared task as not
         #: ours (``Task.ours`` False), made when first asked for.
         self.foreign: Task | None = None
+        #: For an orphan (a stray with a record: see ``_Base.orphan``), the shared task as a pod standing
+        #: alone (``orphans.orphan_task``), made when first asked for.
+        self.orphan: Task | None = None
 
 
 class _Base:
@@ -263,9 +268,13 @@ class _Base:
         self.foreign_list: list[Task] = []
         #: Strays: task key -> its job key, for each pod of ours on a node whose job key names no
         #: PodGroup (deleted while it ran, never made, or a group annotation no PodGroup can answer) and
-        #: is not its own. Each is taken as foreign (see :func:`_stray`), indexed again when its group
-        #: appears, as a group's members with a node are when it goes.
+        #: is not its own. Each is taken as foreign (see :func:`_stray`), or as its own job when it is an
+        #: orphan (below), indexed again when its group appears, as a group's members with a node are
+        #: when it goes.
         self.stray: dict[str, str] = {}
+        #: The strays that hold their node and carry the record their bind wrote (orphans), with it: each
+        #: is a pod standing alone (its own job) in the queue it was bound under (``volsched.cache.orphans``).
+        self.orphan: dict[str, BoundUnder] = {}
         #: Node name -> the keys of the tasks on it (whatever their status).
         self.on_node: dict[str, dict[str, None]] = {}
         #: Task key -> (its job's key, None for a foreign task; its node).
@@ -298,9 +307,10 @@ def _stray(t: Task, key: str, podgroups: Mapping[str, PodGroupSpec]) -> bool:
     while its job key names no PodGroup and is not its own. It is in no job, and it is taken as a
     foreign task: it holds its room on its node and its place among the pods others' constraints see,
     and no action takes it for a gang's (none evicts it, none counts it in a queue), as Volcano's cache
-    counts such a pod on its node and its actions skip a pod whose job the session lacks. A pod of a
-    missing group still without a node stays a member of that job key: a problem, told why
-    (PodGroupNotFound). docs/design/steady-state.md."""
+    counts such a pod on its node and its actions skip a pod whose job the session lacks. One that holds
+    its node and carries the record its bind wrote is an orphan instead, a pod standing alone in the
+    queue it was bound under (``volsched.cache.orphans``). A pod of a missing group still without a node
+    stays a member of that job key: a problem, told why (PodGroupNotFound). docs/design/steady-state.md."""
     return bool(t.node_name) and t.job_key != key and t.job_key not in podgroups
 
 
@@ -603,6 +613,19 @@ class SnapshotBuilder:
             out.ours = False
         return out
 
+    def _orphan(self, key: str, record: BoundUnder) -> Task:
+        """The shared task of orphan ``key`` (bound under ``record``) as a pod standing alone."""
+        entry = self._entries[key]
+        out = entry.orphan
+        if out is None:
+            out = entry.orphan = orphans.orphan_task(self._task(key), record)
+        return out
+
+    def _strayed(self, base: _Base, key: str) -> Task:
+        """The shared task of stray ``key`` (in ``base.stray``): foreign, or an orphan's."""
+        record = base.orphan.get(key)
+        return self._foreign(key) if record is None else self._orphan(key, record)
+
     def _own(self, key: str) -> Task:
         """A copy of entry ``key``'s task for one session (its own, not shared), with its request."""
         entry = self._entries[key]
@@ -652,7 +675,7 @@ class SnapshotBuilder:
             if self._space is None or space.names != self._space.names:
                 self._space, self._table, self._base = space, None, None
                 for entry in self._entries.values():
-                    entry.vector = entry.shared = entry.foreign = None
+                    entry.vector = entry.shared = entry.foreign = entry.orphan = None
                 self._vectors.clear()
             space = self._space
             old_table = self._table
@@ -824,7 +847,12 @@ class SnapshotBuilder:
         job_key = t.job_key if t.schedulable_by_us else None
         if job_key is not None and _stray(t, key, base.podgroups):
             base.stray[key] = job_key
-            job_key = None
+            record = orphans.record_of(t)
+            if record is None:
+                job_key = None
+            else:  # an orphan: its own job
+                base.orphan[key] = record
+                job_key = key
         if job_key is None:
             base.foreign[key] = None
         else:
@@ -844,7 +872,7 @@ class SnapshotBuilder:
         members, on_node, where, foreign = base.members, base.on_node, base.where, base.foreign
         pending = TaskStatus.PENDING
         lone: list[str] = []  # pending pods whose job key is their own (standing alone, unless joined)
-        podgroups, stray = base.podgroups, base.stray
+        podgroups, stray, orphan, record_of = base.podgroups, base.stray, base.orphan, orphans.record_of
         for key in view.tasks:
             t = entries[key].prepared
             node = t.node_name
@@ -853,6 +881,11 @@ class SnapshotBuilder:
                 members.setdefault(t.job_key, {})[key] = None
                 if job_key == key and t.status is pending:
                     lone.append(key)
+            elif t.schedulable_by_us and (record := record_of(t)) is not None:  # (an orphan: its own job)
+                stray[key] = t.job_key
+                orphan[key] = record
+                job_key = key
+                members.setdefault(key, {})[key] = None
             else:  # (another scheduler's, or a stray of ours: ``_stray`` written out)
                 if t.schedulable_by_us:
                     stray[key] = t.job_key
@@ -890,13 +923,23 @@ class SnapshotBuilder:
         else:
             lend = bool(keys) and all(entries[k].prepared.status is TaskStatus.PENDING for k in keys)
         problems: list[tuple[str, tuple[str, str, str]]] = []
+        orphan = base.orphan
+        if lend:
+            tasks = [self._own(k) for k in keys]
+        elif orphan:
+            tasks = [self._orphan(k, orphan[k]) if k in orphan else self._task(k) for k in keys]
+        else:
+            tasks = [self._task(k) for k in keys]
         job = assemble_job(
             base.space,
             base.podgroups.get(job_key),
-            [self._own(k) for k in keys] if lend else [self._task(k) for k in keys],
+            tasks,
             priority_classes=base.priority_classes,
             problems=problems,
         )
+        record = orphan.get(job_key) if orphan and job is not None and job.podgroup is None else None
+        if record is not None:  # (an orphan: told what it is now)
+            problems.append((job_key, orphans.problem(job_key, base.stray[job_key], record, {})))
         if problems:
             base.problems[job_key] = problems
         else:
@@ -910,6 +953,8 @@ class SnapshotBuilder:
             base.jobs.pop(job_key, None)
             return
         _placed(base, job)
+        if record is not None:
+            job.queue = record.queue  # (the queue it was bound under, as the record names it)
         base.jobs[job_key] = job
         if job.podgroup is None:
             _standalone(base, job_key, job)
@@ -1024,7 +1069,7 @@ class SnapshotBuilder:
         for i, key in placed:
             if i is None:
                 continue
-            t = self._foreign(key) if stray and key in stray else self._task(key)
+            t = self._strayed(base, key) if stray and key in stray else self._task(key)
             if not held_on_node(t, base.jobs, key):
                 continue
             base.held[i][key] = t
@@ -1049,7 +1094,7 @@ class SnapshotBuilder:
         releasing = 0
         stray = base.stray
         for key in keys:
-            t = self._foreign(key) if stray and key in stray else self._task(key)
+            t = self._strayed(base, key) if stray and key in stray else self._task(key)
             if held_on_node(t, base.jobs, key):
                 held[key] = t
                 idle -= t.request
@@ -1113,6 +1158,8 @@ class SnapshotBuilder:
                     if not members:
                         del base.members[job_key]
                     jobs.add(job_key)
+                    if base.orphan and base.orphan.pop(key, None) is not None:
+                        del base.stray[key]
                 if node:
                     on = base.on_node[node]
                     del on[key]

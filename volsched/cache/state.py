@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from volsched.cache import orphans
 from volsched.cache.doorbell import ARRIVED, FREED, Doorbell
 from volsched.cache.snapshots import SnapshotBuilder, View
 from volsched.cache.volcano import (
@@ -685,6 +686,16 @@ class ClusterState:
             if self._bound_record(group) != before and self._object_podgroup(group) is not None:
                 self._resolve("PodGroup", group)
 
+    def orphan_queues(self) -> list[str]:
+        """The queue of each orphan: a pod of ours holding a node with its bind's record, whose PodGroup is
+        gone (``volsched.cache.orphans``: sessions count it there, as a pod standing alone)."""
+        with self._lock:
+            return [
+                record.queue
+                for key, (group, record) in self._bound_of.items()
+                if group != key and group not in self.podgroups and self.tasks[key].schedulable_by_us
+            ]
+
     def _object_podgroup(self, key: str) -> PodGroupSpec | None:
         """The PodGroup object in force for ``key`` as it says (``podgroups`` holds it inherited)."""
         found = (
@@ -1270,12 +1281,19 @@ class ClusterState:
     def _told_refused(
         self, problem: tuple[str, str, str], refused: Mapping[str, str]
     ) -> tuple[str, str, str]:
-        """A pod's problem that its PodGroup does not exist, said of one the cache refused: rejected, why."""
+        """A pod's problem that its PodGroup does not exist (or, running, is gone: ``orphans``), said of one
+        the cache refused: rejected, why."""
         obj, reason, _ = problem
-        if reason != "PodGroupNotFound":
+        if reason != "PodGroupNotFound" and reason != orphans.REASON:
             return problem
-        task = self.tasks.get(obj.partition(" ")[2])
-        return problem if task is None else (obj, reason, absent_object("PodGroup", task.job_key, refused))
+        key = obj.partition(" ")[2]
+        task = self.tasks.get(key)
+        if task is None:
+            return problem
+        if reason == orphans.REASON:
+            record = orphans.record_of(task)
+            return problem if record is None else orphans.problem(key, task.job_key, record, refused)
+        return (obj, reason, absent_object("PodGroup", task.job_key, refused))
 
 
 def _on_node(problems: list[tuple[str, str, str]], tasks: Mapping[str, Task]) -> frozenset[str]:

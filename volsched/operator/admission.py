@@ -129,8 +129,9 @@ class Admission:
         return None
 
     def queue_deletion(self, name: str) -> str | None:
-        """Why Queue ``name`` may not be deleted yet: the jobs that still name it (PodGroups, and pods
-        standing alone that are not finished), as Volcano refuses to delete a queue in use."""
+        """Why Queue ``name`` may not be deleted yet: the jobs that still name it (PodGroups, pods standing
+        alone that are not finished, and pods of a PodGroup gone bound under it), as Volcano refuses to
+        delete a queue in use."""
         if name == DEFAULT_QUEUE:
             return None  # the operator stands one in for it anyway
         state, held = self.state, 0
@@ -142,6 +143,7 @@ class Admission:
                 continue  # in a PodGroup (counted above), finished, or not ours
             if self._placed(t.namespace, queue_annotation(t.annotations)) == name:
                 held += 1
+        held += state.orphan_queues().count(name)  # (pods whose PodGroup is gone: each a job of that queue)
         if not held:
             return None
         return (

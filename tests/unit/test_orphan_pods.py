@@ -1,0 +1,178 @@
+"""Pods of ours on a node whose PodGroup was deleted while they ran, carrying the record their bind wrote
+(``scheduling.volsched.io/bound-under``): orphans. The defect: they were foreign to every session (as a
+stray without a record still is, tests/unit/test_stray_pods.py), counted by no queue and evicted by
+nothing, so a tenant who deleted its running gang's PodGroup held that capacity outside every share.
+Each is now a pod standing alone in the queue it was bound under, at that priority: its queue counts it,
+reclaim and preempt may take it (a job of one pod is no gang), and it is told why. Its group made again,
+it is the group's member again, held to the record (tests/unit/test_podgroup_recreated.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.builders import node, pod, podgroup, priority_class, queue
+from volsched.cache.state import ClusterState
+from volsched.framework.registry import load_config
+from volsched.framework.runner import run_session
+from volsched.model.admitted import BOUND_UNDER, bound_under
+from volsched.model.cluster import ClusterSnapshot
+
+PREEMPT = load_config(
+    text=(Path(__file__).resolve().parents[2] / "examples" / "reclaim-preempt-scheduler.yaml").read_text()
+)
+Obj = dict[str, Any]
+
+
+def _record(queue_name: str = "q", *, priority: int = 1, cls: str = "low", min_member: int = 4) -> str:
+    return bound_under(
+        uid="lo-1", queue=queue_name, priority_class=cls, priority=priority, min_member=min_member
+    )
+
+
+def _bound(name: str, *, record: str | None, cpu: str = "1", **kwargs: Any) -> Obj:
+    notes = {BOUND_UNDER: record} if record is not None else None
+    return pod(name, ns="ns", cpu=cpu, group="lo", node="n1", annotations=notes, **kwargs)
+
+
+def _state(*objs: Obj) -> ClusterState:
+    state = ClusterState()
+    for obj in objs:
+        state.apply(obj)
+    return state
+
+
+def _cluster(record: str | None, *, queue_name: str = "q") -> list[Obj]:
+    """qa's gang lo of 4 (minMember 4, bound under ``record``) fills n1; hi (queue q2) waits for 2 cpu."""
+    return [
+        node("n1", cpu="4"),
+        queue("q"),
+        queue("q2"),
+        priority_class("low", 1),
+        podgroup("lo", ns="ns", queue=queue_name, phase="Running", min_member=4, priority_class="low"),
+        *[_bound(f"lo-{i}", record=record, priority_class="low") for i in range(4)],
+        podgroup("hi", ns="ns", queue="q2", phase="Inqueue"),
+        pod("hi-0", ns="ns", cpu="2", group="hi"),
+    ]
+
+
+def _cpu(snap: ClusterSnapshot, queue_name: str) -> float:
+    cpu = snap.space.index("cpu")
+    return sum(float(j.allocated[cpu]) for j in snap.jobs.values() if j.queue == queue_name)
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["incremental", "from-scratch"])
+def test_a_running_pod_whose_group_is_gone_is_a_pod_standing_alone_in_the_queue_it_was_bound_under(
+    kept: bool,
+) -> None:
+    objs = [*_cluster(_record()), pod("lo-4", ns="ns", group="lo")]  # (and one of lo's pods pending)
+    state = _state(*objs)
+    snap = state.snapshot(now=1.0)
+    assert _cpu(snap, "q") == 4.0 and sorted(snap.jobs["ns/lo"].tasks) == [f"ns/lo-{i}" for i in range(5)]
+    if not kept:
+        state = _state(*objs)
+    state.delete("PodGroup", "ns", "lo")
+    snap = state.snapshot(now=2.0)
+    assert "ns/lo" not in snap.jobs and snap.foreign_tasks == []
+    for i in range(4):
+        job = snap.jobs[f"ns/lo-{i}"]
+        [task] = job.tasks.values()
+        assert (job.queue, job.priority, job.min_member, job.podgroup) == ("q", 1, 1, None)
+        assert (task.job_key, task.priority, task.priority_class) == (f"ns/lo-{i}", 1, "low")
+        assert task.schedulable_by_us
+        assert f"ns/lo-{i}" in snap.nodes.tasks[snap.nodes.index["n1"]]
+    assert _cpu(snap, "q") == 4.0  # before: 0, no queue counted them
+    assert float(snap.nodes.idle[0, snap.space.index("cpu")]) == 0.0  # (they still hold their room)
+    told = {obj: (reason, message) for obj, reason, message in snap.problems}
+    assert told["Pod ns/lo-4"] == ("PodGroupNotFound", "pod group lo does not exist")  # pending: waits
+    assert told["Pod ns/lo-0"] == (
+        "PodGroupGone",
+        "pod group lo does not exist, and this pod runs: it counts in queue q, the one it was bound under "
+        "(priority 1), as a pod standing alone, which reclaim and preempt may evict (without its "
+        "PodGroup, no gang of its pods is kept whole)",
+    )
+    result = run_session(snap, PREEMPT)
+    assert "Pod ns/lo-0" not in result.rejections  # (told, not refused: it runs)
+
+    state.apply(podgroup("lo", ns="ns", queue="q", phase="Running", min_member=4))  # made again
+    snap = state.snapshot(now=3.0)
+    assert sorted(snap.jobs["ns/lo"].tasks) == [f"ns/lo-{i}" for i in range(5)]
+    assert not any(k.startswith("ns/lo-") for k in snap.jobs) and snap.problems == []
+    assert snap.jobs["ns/lo"].podgroup is not None and snap.jobs["ns/lo"].podgroup.admitted_min_member == 4
+
+
+def _evicted(record: str | None, *, delete: bool) -> list[str]:
+    state = _state(*_cluster(record))
+    state.snapshot(now=1.0)
+    if delete:
+        state.delete("PodGroup", "ns", "lo")
+    return [e.pod for e in run_session(state.snapshot(now=2.0), PREEMPT).evictions]
+
+
+def test_reclaim_takes_back_what_the_orphans_of_a_queue_past_its_share_hold() -> None:
+    assert _evicted(_record(), delete=False) == []  # the control: a gang at its minMember (4) is kept
+    assert _evicted(None, delete=True) == []  # no record: foreign, as before
+    assert _evicted(_record(), delete=True) == ["ns/lo-3", "ns/lo-2"]  # q held 4 of 4, owes q2 its 2
+
+
+def test_an_orphan_is_counted_in_the_queue_of_its_record_not_of_the_pod_or_a_group_made_elsewhere() -> None:
+    state = _state(*_cluster(_record("q2")))  # bound under q2 (say its group was moved, with no policy)
+    state.snapshot(now=1.0)
+    state.delete("PodGroup", "ns", "lo")
+    snap = state.snapshot(now=2.0)
+    assert _cpu(snap, "q2") == 4.0 and _cpu(snap, "q") == 0.0
+
+
+def test_preempt_takes_an_orphan_at_the_priority_it_was_bound_under() -> None:
+    """The pods say priority 1000 (their own spec.priority), the record 1: a pod of priority 100 in the
+    same queue preempts two of them."""
+    objs = [o for o in _cluster(_record()) if o["metadata"]["name"] not in ("hi", "hi-0")]
+    for o in objs:
+        if o["kind"] == "Pod":
+            o["spec"]["priority"] = 1000
+    state = _state(
+        *objs,
+        priority_class("high", 100),
+        podgroup("hi", ns="ns", queue="q", phase="Inqueue", priority_class="high"),
+        pod("hi-0", ns="ns", cpu="2", group="hi", priority_class="high"),
+    )
+    state.snapshot(now=1.0)
+    state.delete("PodGroup", "ns", "lo")
+    result = run_session(state.snapshot(now=2.0), PREEMPT)
+    assert [e.pod for e in result.evictions] == ["ns/lo-3", "ns/lo-2"]
+
+
+def test_an_orphan_of_a_group_refused_as_invalid_is_told_so() -> None:
+    state = _state(*_cluster(_record()))
+    state.snapshot(now=1.0)
+    state.delete("PodGroup", "ns", "lo")
+    state.refuse("PodGroup", "ns", "lo", "PodGroup ns/lo: spec.minMember must be a number")
+    snap = state.snapshot(now=2.0)
+    told = {obj: message for obj, reason, message in snap.problems if reason == "PodGroupGone"}
+    assert told["Pod ns/lo-0"].startswith(
+        "pod group lo was rejected by volsched: spec.minMember must be a number, and this pod runs: "
+    )
+
+
+@pytest.mark.parametrize("text", ["", "{", '{"podGroup": "x"}', "x" * 3000])
+def test_a_pod_with_no_record_volsched_reads_stays_foreign(text: str) -> None:
+    state = _state(*_cluster(text))
+    state.snapshot(now=1.0)
+    state.delete("PodGroup", "ns", "lo")
+    snap = state.snapshot(now=2.0)
+    assert sorted(t.key for t in snap.foreign_tasks) == [f"ns/lo-{i}" for i in range(4)]
+    assert _cpu(snap, "q") == 0.0
+
+
+def test_a_finished_pod_whose_group_is_gone_is_no_orphan() -> None:
+    state = _state(
+        node("n1", cpu="4"),
+        queue("q"),
+        _bound("lo-0", record=_record(), phase="Succeeded"),
+        _bound("lo-1", record=_record(), phase="Running"),
+    )
+    snap = state.snapshot(now=1.0)
+    assert "ns/lo-0" not in snap.jobs and "ns/lo-1" in snap.jobs
+    assert [obj for obj, _, _ in snap.problems] == ["Pod ns/lo-1"]
