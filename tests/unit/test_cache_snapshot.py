@@ -134,6 +134,8 @@ class Walk:
         #: With ``strays``, draws of their own for groups no PodGroup answers and bound pods still
         #: Pending (the walk's other draws stay as they were; without, the walk is as it always was).
         self.strays = random.Random(-1 - seed) if strays else None
+        #: With ``strays``, each pod's bound-under record (by uid; None: it carries none).
+        self.records: dict[str, str | None] = {}
 
     def group(self, name: str) -> str:
         """The group a pod names: PodGroups g0-g2 come and go under their pods (bound ones too); with
@@ -185,8 +187,14 @@ class Walk:
         obj["metadata"]["uid"] = f"uid-{name}-{r.randrange(2)}"
         if r.random() < 0.15:
             obj["spec"]["priority"] = r.randrange(-5, 50)
-        if self.strays is not None and self.strays.random() < 0.5:  # (its own draws: see ``strays``)
-            obj["metadata"].setdefault("annotations", {})[BOUND_UNDER] = self.record()
+        if self.strays is not None:  # (its own draws: see ``strays``)
+            # One record per pod (uid), or none, as a bind writes it once: the cache keeps the first it
+            # took, and a fresh one reads what the pods say (the same, but for a tenant's change).
+            uid = obj["metadata"]["uid"]
+            if uid not in self.records:
+                self.records[uid] = self.record() if self.strays.random() < 0.5 else None
+            if self.records[uid] is not None:
+                obj["metadata"].setdefault("annotations", {})[BOUND_UNDER] = self.records[uid]
         return obj
 
     def record(self) -> str:

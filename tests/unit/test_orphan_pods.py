@@ -176,3 +176,32 @@ def test_a_finished_pod_whose_group_is_gone_is_no_orphan() -> None:
     snap = state.snapshot(now=1.0)
     assert "ns/lo-0" not in snap.jobs and "ns/lo-1" in snap.jobs
     assert [obj for obj, _, _ in snap.problems] == ["Pod ns/lo-1"]
+
+
+def _patched(obj: Obj, record: str | None) -> Obj:
+    """``obj`` as a tenant's update leaves it: its record changed (None: removed), a new resourceVersion."""
+    notes = {k: v for k, v in obj["metadata"].get("annotations", {}).items() if k != BOUND_UNDER}
+    if record is not None:
+        notes[BOUND_UNDER] = record
+    return {**obj, "metadata": {**obj["metadata"], "annotations": notes, "resourceVersion": "9"}}
+
+
+@pytest.mark.parametrize("change", ["another queue", "removed"])
+def test_a_record_changed_after_the_bind_is_not_taken(change: str) -> None:
+    """Without the pod policy (Kubernetes before 1.30, or podQueueFixed: false), a tenant who may patch
+    its pods rewrote the record (note13 Found 4): its orphans then counted in the queue it named (or,
+    the record removed, in none), and a group made again was held to it. The record the cache took
+    first stands for the pod's life; a new operator reads the pods as they are then."""
+    objs = _cluster(_record())
+    state = _state(*objs)
+    state.snapshot(now=1.0)
+    for obj in objs:
+        if obj["kind"] == "Pod" and obj["metadata"]["name"].startswith("lo-"):
+            state.apply(_patched(obj, _record("q2", priority=50) if change == "another queue" else None))
+    assert state.podgroups["ns/lo"].queue == "q"  # the group held to the record taken
+    state.delete("PodGroup", "ns", "lo")
+    snap = state.snapshot(now=2.0)
+    assert _cpu(snap, "q") == 4.0 and _cpu(snap, "q2") == 0.0
+    assert {snap.jobs[f"ns/lo-{i}"].priority for i in range(4)} == {1}
+    raw = state.raw_pods["ns/lo-0"]  # (the cache keeps the pod as the API has it)
+    assert (BOUND_UNDER in raw["metadata"]["annotations"]) is (change == "another queue")

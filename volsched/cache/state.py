@@ -332,6 +332,8 @@ class ClusterState:
                 self._held_refused.discard(task.key)
                 key = task.key  # one string for every table (Task.key makes a new one each time)
                 old = self.tasks.get(key)
+                if old is not None and old.annotations and BOUND_UNDER in old.annotations:
+                    task = _record_kept(old, task)
                 if confirming and not _same_but_confirmed(old, task):
                     self.changes += 1  # the event shows more than the bind (the pod finished, say)
                 before = self.raw_pods.get(key)
@@ -1434,6 +1436,19 @@ def _same_but_confirmed(old: Task | None, new: Task) -> bool:
             or _but_bound_under(old.annotations) == _but_bound_under(new.annotations)
         )
     )
+
+
+def _record_kept(old: Task, new: Task) -> Task:
+    """Pod ``new`` (an event of the pod the cache holds as ``old``) with the bound-under record the cache
+    took first, changed or removed since: a bind writes it once, so a later change is not the
+    scheduler's (a tenant's, where no admission policy fixes it). A record that comes later than the
+    pod's node is taken (the watch may show a bind after the cache assumed it), and after a restart the
+    pods' records are read as they are then. ``new`` itself when its record is the one taken."""
+    was = old.annotations.get(BOUND_UNDER)
+    if was is None or old.uid != new.uid or new.annotations.get(BOUND_UNDER) == was:
+        return new
+    new.annotations = {**new.annotations, BOUND_UNDER: was}
+    return new
 
 
 def _but_bound_under(annotations: Mapping[str, str]) -> Mapping[str, str]:
