@@ -86,9 +86,20 @@ class Enqueue:
         # A backlog of jobs alike is refused alike until something is admitted (the votes read what the
         # queues took in): asked once a shape, as long as every plugin answers by a job's shape (a job
         # alone is asked, an answer kept for no other job).
-        refusals = refusals_by_shape(session) if sum(map(len, pending.values())) > 1 else None
+        backlog = sum(map(len, pending.values()))
+        refusals = refusals_by_shape(session) if backlog > 1 else None
+        if backlog > 1:
+            # A job's validity reads its own tasks only (and is kept until they change): asked for the
+            # whole backlog at once, through the plugins' answers for lists, before the turns ask it
+            # job by job (the same answers).
+            session.jobs_valid([job for jobs in pending.values() for job in jobs])
+        # The queue order reads what the queues hold and took in, which only an admission changes here
+        # (a refusal changes nothing): the first queue is asked again only after one, or once a queue
+        # has left the order (the same queues in the same order, the same answer; a backlog refused
+        # job after job asked it once a job).
+        first: str | None = None
         while order:
-            name = first_queue(session, order)
+            name = first if first is not None else first_queue(session, order)
             namespaces = order[name]
             ns = ns_order[name].first()
             # The last queue: its turns stay with this namespace until it is empty (an admission takes
@@ -101,7 +112,8 @@ class Enqueue:
                 if not namespaces:
                     del order[name]
                     del ns_order[name]
-            self._admit(session, run, refusals)
+            admitted = self._admit(session, run, refusals)
+            first = name if not admitted and name in order else None
 
     def _set_apart(self, session: Session, queue: str, never: list[Job]) -> set[int]:
         """Decide for the jobs of ``queue`` that can never run as it stands (``never``) without the votes,
@@ -124,12 +136,13 @@ class Enqueue:
                     apart.add(id(job))
         return apart
 
-    def _admit(self, session: Session, run: list[Job], refusals: Refusals | None) -> None:
+    def _admit(self, session: Session, run: list[Job], refusals: Refusals | None) -> bool:
         """Admit or refuse the jobs of ``run`` in turn, as one after another: stretches of valid jobs
         are voted on and admitted at once where the plugins answer for runs (``jobs_enqueueable``),
         a job they do not let in at once is asked alone. Stretches grow while runs are let in whole and
         are asked again only after a growing number of jobs asked alone (a full cluster refusing job
-        after job costs a few run answers, not one a job)."""
+        after job costs a few run answers, not one a job). Whether any job was admitted."""
+        admitted_any = False
         invalid = session.jobs_valid(run) if len(run) > 1 else [session.job_valid(run[0])]
         i, n = 0, len(run)
         stretch, alone = _FIRST_STRETCH, 0
@@ -161,20 +174,23 @@ class Enqueue:
                         stretch = min(stretch * 2, _MOST_STRETCH)
                     i += let_in
                     alone = 0
+                    admitted_any = True
                     continue
                 alone = min(alone * 2 + 1, _MOST_ALONE)
                 skip = alone
             else:
                 skip -= 1
-            self._admit_one(session, job, refusals)
+            admitted_any |= self._admit_one(session, job, refusals)
             i += 1
+        return admitted_any
 
-    def _admit_one(self, session: Session, job: Job, refusals: Refusals | None) -> None:
+    def _admit_one(self, session: Session, job: Job, refusals: Refusals | None) -> bool:
+        """Admit ``job`` or refuse it (told why); whether it was admitted."""
         shape = refusals.shape(job, list(job.tasks.values())) if refusals is not None else None
         known = refusals.get(shape) if refusals is not None and shape is not None else None
         if known is not None:
             session.reject(job, known[1].about(f"not admitted to queue {job.queue}"))
-            return
+            return False
         refused = session.job_enqueueable(job)
         if refused is None:
             statement = Statement(session)
@@ -183,10 +199,11 @@ class Enqueue:
             session.job_enqueued(job)
             if refusals is not None:
                 refusals.clear()
-        else:
-            if refusals is not None and shape is not None:
-                refusals[shape] = (0, refused)
-            session.reject(job, refused.about(f"not admitted to queue {job.queue}"))
+            return True
+        if refusals is not None and shape is not None:
+            refusals[shape] = (0, refused)
+        session.reject(job, refused.about(f"not admitted to queue {job.queue}"))
+        return False
 
 
 #: What a gang that can never run as it stands is told after why (``volsched.framework.never``).

@@ -911,13 +911,24 @@ def pending_of(job: Job) -> list[Task]:
     return [t for t in job.pending_tasks() if not t.best_effort and t.schedulable_by_us]
 
 
+def _any_pending(job: Job) -> bool:
+    """Whether :func:`pending_of` has a task (asked of every job, twice a session: no list made)."""
+    if not job.status_count.get(TaskStatus.PENDING):
+        return False
+    pending = TaskStatus.PENDING
+    for t in job.tasks.values():  # noqa: SIM110 (a loop, not any() over a generator: every job's)
+        if t.status is pending and t.schedulable_by_us and not t.best_effort:
+            return True
+    return False
+
+
 def wants_capacity(session: Session, job: Job, *, action: str) -> bool:
     """A valid, starving job with pending tasks in an existing, open queue.
 
     A Closed queue takes no new work: none of its jobs (admitted or not) takes capacity from other
     queues or from its neighbours; the job is told so. What already runs in it keeps running."""
     queue = session.queues.get(job.queue)
-    if queue is None or job.phase is PodGroupPhase.COMPLETED or not pending_of(job):
+    if queue is None or job.phase is PodGroupPhase.COMPLETED or not _any_pending(job):
         return False
     if session.job_valid(job) is not None or not session.job_starving(job):
         return False
@@ -956,6 +967,8 @@ class Refusals:
     def __init__(self, session: Session) -> None:
         self._session = session
         self._answers: dict[tuple[Any, ...], tuple[int, Status] | None] = {}
+        #: Each task's part of a shape, shared by the session's actions (see :func:`job_shape`).
+        self._tasks: TaskShapes = session.state.setdefault(_TASK_SHAPES, {})
         #: The jobs admitted this session: their phase when it opened was Pending.
         self._admitted: set[str] = set()
         self._seen = 0
@@ -963,7 +976,7 @@ class Refusals:
     def shape(self, job: Job, tasks: list[Task]) -> tuple[Any, ...] | None:
         """:func:`job_shape`, with the phase the job had when the session opened (a plugin may read
         that, e.g. which jobs were committed to their queue then)."""
-        shape = job_shape(job, tasks)
+        shape = job_shape(job, tasks, memo=self._tasks)
         if shape is None:
             return None
         admitted = self._session.result.admitted
@@ -990,9 +1003,45 @@ class Refusals:
 
 #: Annotations that name the pod's group: the job's name, which its key says already.
 _NAMING = frozenset({GROUP_ANNOTATION, VOLCANO_GROUP_ANNOTATION})
+#: Each task's part of a job's shape, by ``id`` of the task (which it keeps, so no other task takes its
+#: ``id`` while the memo lives): what it reads of a task is fixed while a session runs (a Statement moves
+#: a task's status and node only), so it is made once a session (``session.state[_TASK_SHAPES]``).
+TaskShapes = dict[int, tuple[Task, tuple[Any, ...]]]
+_TASK_SHAPES = "volsched.actions.eviction.task_shapes"
 
 
-def job_shape(job: Job, tasks: list[Task]) -> tuple[Any, ...] | None:
+def _task_shape(t: Task) -> tuple[Any, ...]:
+    """What :func:`job_shape` reads of task ``t``: none of it moves while a session runs."""
+    return (
+        t.request.tobytes(),
+        t.placement_key,
+        t.score_extra,
+        t.constraints,
+        tuple(sorted(t.labels.items())),
+        tuple(sorted((k, v) for k, v in t.annotations.items() if k not in _NAMING)),
+        t.priority,
+        t.priority_class,
+        t.preemptable,
+        t.critical,
+        t.schedulable_by_us,
+        t.expected_runtime,
+        t.active_deadline,
+    )
+
+
+def _task_shapes(tasks: list[Task], memo: TaskShapes | None) -> tuple[tuple[Any, ...], ...]:
+    if memo is None:
+        return tuple(_task_shape(t) for t in tasks)
+    out = []
+    for t in tasks:
+        kept = memo.get(id(t))
+        if kept is None or kept[0] is not t:
+            kept = memo[id(t)] = (t, _task_shape(t))
+        out.append(kept[1])
+    return tuple(out)
+
+
+def job_shape(job: Job, tasks: list[Task], *, memo: TaskShapes | None = None) -> tuple[Any, ...] | None:
     """What the attempt to place ``job``'s ``tasks`` (its pending tasks in task order) reads of the job,
     when the job waits whole: its queue, namespace, priority, minMember and phase, its group's spec, and
     each task's request, placement, constraints, labels, annotations (but those naming its group) and
@@ -1001,7 +1050,9 @@ def job_shape(job: Job, tasks: list[Task]) -> tuple[Any, ...] | None:
     shape, asked in a row with no change to the cluster between them, get the same answer.
 
     None when the job is not one whose answer may be reused: a pod of it is placed, running or done
-    (what it holds counts), claims devices (a claim is the pod's own), or never preempts."""
+    (what it holds counts), claims devices (a claim is the pod's own), or never preempts.
+
+    ``memo``: each task's part as made earlier in the same session (see ``TaskShapes``), else made now."""
     if len(tasks) != len(job.tasks):
         return None
     for t in tasks:
@@ -1028,24 +1079,7 @@ def job_shape(job: Job, tasks: list[Task]) -> tuple[Any, ...] | None:
         job.phase,
         spec,
         wants,
-        tuple(
-            (
-                t.request.tobytes(),
-                t.placement_key,
-                t.score_extra,
-                t.constraints,
-                tuple(sorted(t.labels.items())),
-                tuple(sorted((k, v) for k, v in t.annotations.items() if k not in _NAMING)),
-                t.priority,
-                t.priority_class,
-                t.preemptable,
-                t.critical,
-                t.schedulable_by_us,
-                t.expected_runtime,
-                t.active_deadline,
-            )
-            for t in tasks
-        ),
+        _task_shapes(tasks, memo),
     )
 
 

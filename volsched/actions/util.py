@@ -85,11 +85,14 @@ class JobQueue:
 
     def requeue(self, jobs: Iterable[Job]) -> None:
         """Put the queued ones of ``jobs`` where their order puts them now (it changed while they were
-        queued). Linear in the queue's length, once per call: each heap is rebuilt without them (a
-        heap whose items changed order is no heap any more) and they are pushed again."""
+        queued). Linear in the queue's length, once per call with jobs (none: nothing is done): each heap
+        is rebuilt without them (a heap whose items changed order is no heap any more) and they are
+        pushed again."""
         if self._start:
             self._sort()
         keys = {job.key for job in jobs}
+        if not keys:  # (preempt's every job that gave nothing: the queue is not walked)
+            return
         moved = [job for _, job in (*self._sorted, *self._heap) if job.key in keys]
         if not moved:
             return
