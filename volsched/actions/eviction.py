@@ -908,7 +908,12 @@ def _victims_on(
 
 def pending_of(job: Job) -> list[Task]:
     """The tasks reclaim and preempt try to place (best-effort pods are backfill's)."""
-    return [t for t in job.pending_tasks() if not t.best_effort and t.schedulable_by_us]
+    if not job.status_count.get(TaskStatus.PENDING):
+        return []
+    pending = TaskStatus.PENDING  # (``job.pending_tasks()``, filtered in the same pass)
+    return [
+        t for t in job.tasks.values() if t.status is pending and not t.best_effort and t.schedulable_by_us
+    ]
 
 
 def _any_pending(job: Job) -> bool:

@@ -444,7 +444,10 @@ class PointTables:
 
     def shape_of(self, job: Job, tasks: list[Task]) -> tuple[Hashable, ...]:
         """What the plugins' shape functions say of ``job`` and its ``tasks`` (empty without any)."""
-        return tuple(fn(job, tasks) for _, fn in self._flat("shape"))
+        fns = self._flat("shape")
+        if not fns:  # (asked of every job of a backlog, twice a session)
+            return ()
+        return tuple(fn(job, tasks) for _, fn in fns)
 
     def add_predicate_fn(self, plugin: str, fn: PredicateFn, *, explain: ExplainFn | None = None) -> None:
         self._add("predicate", plugin, fn)
