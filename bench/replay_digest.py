@@ -23,7 +23,9 @@ anti-affinity, and preempt for a pod's device claims; see ``spec_replay``). ``mo
 A refused example's message names its file: the checkout's root is written as ``<checkout>`` before hashing,
 so two checkouts of one commit print the same lines.
 
-Not a benchmark (it times nothing) and not a test (the figures are compared by a person across commits).
+Not a benchmark and not a test (the figures are compared by a person across commits). Each part's CPU
+seconds (its own and its ``volsched simulate`` children's) go to stderr, apart from the lines compared:
+a rough figure, for seeing where a run's minutes go (under the bench lock only is it a measurement).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -459,19 +463,36 @@ def main() -> None:
     args = parser.parse_args()
     parts = args.parts or ["slice", "busy", "kueue", "examples", "moves", "spec"]
     if "slice" in parts:  # the large trace's average rate
-        print("slice", *digest(synthetic(args.jobs, 1000, 0.48 * args.jobs / 2000, 3)))
+        with _cpu("slice"):
+            print("slice", *digest(synthetic(args.jobs, 1000, 0.48 * args.jobs / 2000, 3)))
     if "busy" in parts:  # its busiest hour's rate, steady
-        print("busy", *digest(synthetic(3000, 1000, 0.4833, 1)))
+        with _cpu("busy"):
+            print("busy", *digest(synthetic(3000, 1000, 0.4833, 1)))
     if "kueue" in parts:
-        scenario = kueue_baseline(cohorts=1)
-        replay = Replay(scenario.documents, scenario.config, trace=scenario.trace, record_pods=False)
-        print("kueue", *digest(replay))
+        with _cpu("kueue"):
+            scenario = kueue_baseline(cohorts=1)
+            replay = Replay(scenario.documents, scenario.config, trace=scenario.trace, record_pods=False)
+            print("kueue", *digest(replay))
     if "examples" in parts:
-        examples()
+        with _cpu("examples"):
+            examples()
     if "moves" in parts:  # what the default config leaves off, evicting
-        print("moves", *digest(moves_replay()))
+        with _cpu("moves"):
+            print("moves", *digest(moves_replay()))
     if "spec" in parts:  # what a pod's spec and status say, evicting
-        print("spec", *digest(spec_replay()))
+        with _cpu("spec"):
+            print("spec", *digest(spec_replay()))
+
+
+@contextmanager
+def _cpu(part: str) -> Iterator[None]:
+    """Say on stderr the CPU seconds ``part`` took, its children's included, and the load."""
+    before = os.times()
+    yield
+    after = os.times()
+    used = sum(a - b for a, b in zip(after[:4], before[:4], strict=True))
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"# {part}: {used:.1f} s CPU (load {load})", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":
