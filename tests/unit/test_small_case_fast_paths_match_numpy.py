@@ -526,3 +526,69 @@ def test_fair_shares_of_a_few_queues_in_plain_floats_are_numpys_to_the_bit(
             assert bits(getattr(got, field)) == bits(getattr(want, field)), (case, field)
         assert got.problems == want.problems, case
     assert answered[0] > 700, answered  # the plain path said most
+
+
+def test_the_fair_share_of_one_queue_written_out_is_numpys_to_the_bit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``_fair_share_one`` (a tree of one queue, the cluster's only one: every session of a cluster with
+    just its default queue) against numpy's path alone, to the bit, over random amounts: sums out of order
+    (1e16), fractions not exact in binary, unset capabilities (inf), guarantees above what is asked or
+    held, units that fit many times or never, negative zeros and NaN now and then; it answers most."""
+    rng = random.Random(23)
+    answered = [0, 0]
+    written_out = fairshare._fair_share_one
+
+    def counted(*args: object, **kwargs: object) -> fairshare.FairShare | None:
+        out = written_out(*args, **kwargs)  # type: ignore[arg-type]
+        answered[out is None] += 1
+        return out
+
+    monkeypatch.setattr(fairshare, "_fair_share_one", counted)
+    tree = build_tree(["default"], [None])
+    for case in range(3000):
+        r = rng.randint(1, 4)
+        odd = case % 7 == 0
+
+        def row(choices: list[float], r: int = r) -> np.ndarray:
+            return np.array([[rng.choice(choices) for _ in range(r)]])
+
+        total = np.array(
+            [rng.choice([0.0, 10.0, 64.0, 6400.0, 1e16, INF, 2.0**44, rng.uniform(1, 100)]) for _ in range(r)]
+        )
+        weight = np.array([float(rng.choice([1, 1, 2, 0.5]))])
+        guarantee = row([0.0, 0.0, 0.0, 2.0, 5.0, 0.1, 100.0])
+        capability = row([INF, INF, INF, 3.5, 8.0, 30.0, 1e16])
+        allocated = row([0.0, 0.0, 1.0, 3.0, 0.1, 1 / 3, 40.5, 2.0**36] + ([-0.0] if odd else []))
+        request = allocated + row([0.0, 0.5, 1.0, 7.0, 0.1, 1e16, 1 / 3] + ([np.nan, -0.0] if odd else []))
+        if case % 4 == 1:  # a cluster that just has, or just has not, what the queue asks (within EPS)
+            near = np.array([[rng.choice([0.0, EPS / 2, -EPS / 2, 2 * EPS, -2 * EPS]) for _ in range(r)]])
+            total = np.where(np.isfinite(request[0]), request[0] + near[0], total)
+            guarantee = np.minimum(guarantee, total)
+        kwargs = dict(
+            total=total,
+            weight=weight,
+            guarantee=guarantee,
+            capability=capability,
+            request=request,
+            allocated=allocated,
+            unit=row([0.0, 0.5, 1.0, 2.0, 1 / 3, 0.1, 2.0**30, EPS / 2] + ([-0.0, INF] if odd else [])),
+            dims=[f"d{d}" for d in range(r)],
+            describe=lambda d, v: str(v),
+            effective=fairshare.effective_guarantees(
+                tree, total=total, weight=weight, guarantee=guarantee, capability=capability
+            ),
+        )
+        with np.errstate(all="ignore"):
+            got = outcome(tree, kwargs)
+            with monkeypatch.context() as m:
+                m.setattr(fairshare, "_FEW", 0)
+                want = outcome(tree, kwargs)
+        if isinstance(want, str):
+            assert got == want, case
+            continue
+        assert not isinstance(got, str), (case, got)
+        for field in ("deserved", "limit", "request", "allocated", "guarantee", "real_capability"):
+            assert bits(getattr(got, field)) == bits(getattr(want, field)), (case, field)
+        assert got.problems == want.problems, case
+    assert answered[0] > 2000, answered  # the written-out path said most

@@ -27,6 +27,7 @@ Nothing here knows about sessions, pods or Kubernetes; it is numpy over nodes, p
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import field
@@ -248,8 +249,14 @@ _FEW = 8
 
 def _plain(values: list[float]) -> bool:
     """Whether ``values`` hold no NaN and no negative zero: the values on which numpy's ``minimum`` and
-    ``maximum`` and Python's comparisons give the same floats."""
-    return all(x == x and (x != 0.0 or math.copysign(1.0, x) > 0) for x in values)
+    ``maximum`` and Python's comparisons give the same floats. (Asked in C: a NaN by ``isnan`` over the
+    list, a zero of either sign by ``in``, and only then each zero's sign.)"""
+    if any(map(_isnan, values)):
+        return False
+    return 0.0 not in values or all(math.copysign(1.0, x) > 0 for x in values if x == 0.0)
+
+
+_isnan = math.isnan
 
 
 def _water_fill_few(amount: Vector, weights: Vector, lo: Matrix, hi: Matrix) -> Matrix | None:
@@ -612,9 +619,13 @@ def _fair_share_few(
     weights = weight.tolist()
     if not all(w > 0 for w in weights):
         return None
+    if len(weights) == 1:  # (one queue, at the top: the cluster's only one)
+        return _fair_share_one(
+            tree, total=total, request=request, allocated=allocated, unit=unit, effective=effective
+        )
     req, alloc, units = request.tolist(), allocated.tolist(), unit.tolist()
     eg, real, amounts = eg_m.tolist(), real_m.tolist(), total.tolist()
-    if not (_plain(amounts) and all(_plain(row) for rows in (req, alloc, units, eg, real) for row in rows)):
+    if not _plain([*amounts, *itertools.chain.from_iterable((*req, *alloc, *units, *eg, *real))]):
         return None
     shape = tree.shape
     for i, p in shape.up:  # bottom-up
@@ -663,6 +674,84 @@ def _fair_share_few(
         allocated=np.array(alloc, dtype=np.float64).reshape(allocated.shape),
         deserved=np.array(deserved, dtype=np.float64).reshape(request.shape),
         limit=np.array(limit, dtype=np.float64).reshape(request.shape),
+        problems=list(problems),
+    )
+
+
+def _fair_share_one(
+    tree: Tree,
+    *,
+    total: Vector,
+    request: Matrix,
+    allocated: Matrix,
+    unit: Matrix,
+    effective: tuple[Matrix, Matrix, list[Problem]],
+) -> FairShare | None:
+    """:func:`_fair_share_few` of a tree of one queue (its weight positive), written out for its one row:
+    the same operations on the same floats in the same order, without the loops over rows and children
+    (a cluster with only its default queue asks this every session). None where :func:`_fair_share_few`
+    says None."""
+    eg_m, real_m, problems = effective
+    req, alloc, u = request[0].tolist(), allocated[0].tolist(), unit[0].tolist()
+    eg, real, amounts = eg_m[0].tolist(), real_m[0].tolist(), total.tolist()
+    if not _plain([*amounts, *req, *alloc, *u, *eg, *real]):
+        return None
+    # The fill at the top: each dimension to max(lo, min(hi, amount)) where that fits, else to lo.
+    deserved: list[float] = []
+    for a, q, c, lo in zip(amounts, req, real, eg, strict=True):
+        h = q if q <= c else c
+        cap = max(a, 0.0)
+        x = max(h if h < cap else cap, lo)
+        if not 0.0 + x <= a + EPS:
+            if not 0.0 + lo >= a - EPS:
+                return None
+            x = lo
+        if x != x or (x == 0.0 and math.copysign(1.0, x) < 0):
+            return None
+        deserved.append(x)
+    # The remainder: what the queue can use of its deserved in whole units, then whole units of what is
+    # left of the cluster (its only leaf, its own ancestor).
+    has_unit = any(v > EPS for v in u)
+    usable = list(alloc)
+    if has_unit:
+        k = _per_unit_floats([max(d - x, 0.0) for d, x in zip(deserved, alloc, strict=True)], u)
+        if k != k or k in (math.inf, -math.inf):
+            return None
+        more = [x + k * v for x, v in zip(alloc, u, strict=True)]
+        if not _plain(more):
+            return None
+        usable = [max(x, y if y <= q else q) for x, y, q in zip(alloc, more, req, strict=True)]
+    used = list(usable)
+    pool = [max(t - (0.0 + (x if x >= g else g)), 0.0) for t, x, g in zip(amounts, used, eg, strict=True)]
+    if not _plain(pool):
+        return None
+    for _ in range(8 + 64) if has_unit else ():
+        k = min(
+            _per_unit_floats(pool, u), _per_unit_floats([q - x for q, x in zip(req, used, strict=True)], u)
+        )
+        k = min(k, _per_unit_floats([c - x for c, x in zip(real, used, strict=True)], u))
+        if k != k:
+            return None
+        got = max(int(min(k, 1 << 40)), 0)
+        if got <= 0:
+            break
+        step = [got * v for v in u]
+        used = [x + s for x, s in zip(used, step, strict=True)]
+        usable = [x + s for x, s in zip(usable, step, strict=True)]
+        pool = [x - s for x, s in zip(pool, step, strict=True)]
+        if not (_plain(pool) and _plain(usable)):
+            return None
+    # (deserved and limit made as one array: two rows, each read as a (1, r) matrix of its own)
+    rows = np.array([deserved, [d if d >= x else x for d, x in zip(deserved, usable, strict=True)]])
+    return FairShare(
+        tree=tree,
+        guarantee=eg_m.copy(),
+        real_capability=real_m.copy(),
+        # (copies of the rows read: the floats of ``req`` and ``alloc``, no NaN among them)
+        request=request.astype(np.float64),
+        allocated=allocated.astype(np.float64),
+        deserved=rows[0:1],
+        limit=rows[1:2],
         problems=list(problems),
     )
 
