@@ -53,6 +53,12 @@ STUCK = "settled: stuck"
 #: At most this many jobs of a run may have left the session for the rest to be kept (each is looked
 #: for with a few list comparisons).
 MAX_GONE = 64
+#: A run (not empty, with no gap) is extended only once at least this many jobs after it settle: until
+#: then they are walked as the jobs after the run are, which gives the same floats (see "Same floats"
+#: in docs/design/steady-state.md). An arriving pod's session finds one job settled since the last (the
+#: pod placed then): extending the run by it (its sums folded, their exactness checked, its lists made
+#: again) cost each such session more than walking a few jobs more does.
+LAG = 8
 #: A run's sums are exact (see :func:`_exactness`) while every row is a multiple of ``1 / GRAIN`` and a
 #: column's sum stays under ``FRACTION_BOUND``, or every row of the column is whole and its sum stays
 #: under ``WHOLE_BOUND``: each partial sum, in any order, is then a float with no rounding.
@@ -478,7 +484,10 @@ def settle(
     ``again``: the run found again after the session changed a job, for the close, which adds no unmet
     minimum: a gap the session admitted is still the gap it was (the next session checks it again,
     with the phase its snapshot gives), and no new gap is looked for (its unmet minimum would be what
-    this session made it)."""
+    this session made it).
+
+    A kept run that is not empty and has no gap, which fewer than ``LAG`` jobs would extend (and no gap),
+    is kept as it is: those jobs are walked with the jobs after it."""
     base = kept.get(KEPT)
     if not (isinstance(base, Settled) and base.width == width):
         base = empty(width)
@@ -506,6 +515,9 @@ def settle(
             i += 1
         else:
             break
+    if not again and not kept_gaps and not base.gaps and base.span and end - start < LAG:
+        kept[KEPT] = base  # (the few jobs that settled since are walked as the jobs after it: see LAG)
+        return base
     out = extend(base, jobs[start:end], gaps[:kept_gaps])
     kept[KEPT] = out
     return out
