@@ -411,30 +411,23 @@ class KubeWriter:
         first send's answer not begun within it raises :class:`Detached`; with ``pending`` (such a
         send), its answer is read here instead of a first send, and the rest goes on as for any."""
         for attempt in range(self.settings.throttle_retries + 1):
-            if attempt == 0 and pending is not None:
-                try:
-                    return self._watched_answer(pending)
-                except ApiException as exc:
-                    wait = retry_after(exc.status, exc.headers, exc.body)
-                    if wait is None or attempt == self.settings.throttle_retries:
-                        raise
-                    with self._lock:
-                        self.throttled += 1
-                    self._sleep(wait)
-                    continue
-            if self.bucket is not None:
-                self.bucket.take()
-            timeout = self.settings.request_timeout
-            if self.fence is not None and method != "GET":
-                if self.fence.time_left() <= 0:
-                    raise Fenced("not sent: this replica may have lost the scheduler Lease")
-                if holding is not None and self.holding() != holding:
-                    raise Fenced("not sent: decided under an earlier holding of the scheduler Lease")
-                timeout = self.fence.call_timeout(timeout)
             try:
-                return self._watched(
-                    method, path, body, content_type, timeout, patience if attempt == 0 else None
+                if attempt == 0 and pending is not None:  # sent already: its answer is read here
+                    return self._watched(pending.answer)
+                if self.bucket is not None:
+                    self.bucket.take()
+                timeout = self.settings.request_timeout
+                if self.fence is not None and method != "GET":
+                    if self.fence.time_left() <= 0:
+                        raise Fenced("not sent: this replica may have lost the scheduler Lease")
+                    if holding is not None and self.holding() != holding:
+                        raise Fenced("not sent: decided under an earlier holding of the scheduler Lease")
+                    timeout = self.fence.call_timeout(timeout)
+                send = partial(
+                    self.rest.request, method, path, body, content_type=content_type, timeout=timeout
                 )
+                first = patience if attempt == 0 else None
+                return self._watched(send if first is None else partial(send, patience=first))
             except ApiException as exc:
                 wait = retry_after(exc.status, exc.headers, exc.body)
                 if wait is None or attempt == self.settings.throttle_retries:
@@ -444,38 +437,14 @@ class KubeWriter:
                 self._sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _watched(
-        self,
-        method: str,
-        path: str,
-        body: Any,
-        content_type: str,
-        timeout: float,
-        patience: float | None = None,
-    ) -> bytes:
-        """Report to ``health`` whether the apiserver answered (an error status is an answer)."""
+    def _watched(self, call: Callable[[], bytes]) -> bytes:
+        """``call`` (a write sent, or the answer of one sent already read), telling ``health`` whether
+        the apiserver answered (an error status is an answer; a write left to another thread,
+        :class:`Detached`, is told when its answer is read)."""
         try:
-            if patience is None:
-                out = self.rest.request(method, path, body, content_type=content_type, timeout=timeout)
-            else:
-                out = self.rest.request(
-                    method, path, body, content_type=content_type, timeout=timeout, patience=patience
-                )
+            out = call()
         except Detached:
-            raise  # sent, not answered yet: told when it is (_watched_answer)
-        except Exception as exc:
-            if is_unreachable(exc):
-                self.health.failed("write", exc)
-            else:
-                self.health.ok()
             raise
-        self.health.ok()
-        return out
-
-    def _watched_answer(self, pending: Pending) -> bytes:
-        """:meth:`_watched` for a write sent already: its answer read, the apiserver's health told."""
-        try:
-            out = pending.answer()
         except Exception as exc:
             if is_unreachable(exc):
                 self.health.failed("write", exc)
