@@ -637,14 +637,8 @@ class _Counts:
             read_claims: list[str] = []
             read_volumes: list[str] = []
             for t in on_node.values():
-                if not (t.claims or t.ephemeral_claims) or t.status not in _ATTACHED:
-                    continue
-                for name in task_claims(t):
-                    ck = f"{t.namespace}/{name}"
-                    read_claims.append(ck)
-                    claim = claims_of(ck)
-                    if claim is not None and claim.volume:
-                        read_volumes.append(claim.volume)
+                if (t.claims or t.ephemeral_claims) and t.status in _ATTACHED:
+                    _read_claims(t, claims_of, read_claims, read_volumes)
             read_volumes.extend(attached[name][2] for name in self.va_names.get(i, ()))
             if read_claims or read_volumes:
                 self._note(i, read_claims, read_volumes)
@@ -684,12 +678,7 @@ class _Counts:
             key = t.key
             if key in where:
                 continue
-            for name in task_claims(t):
-                ck = f"{t.namespace}/{name}"
-                read_claims.append(ck)
-                claim = claims_of(ck)
-                if claim is not None and claim.volume:
-                    read_volumes.append(claim.volume)
+            _read_claims(t, claims_of, read_claims, read_volumes)
             got = state.of(t)
             if not got:
                 continue
@@ -705,6 +694,19 @@ class _Counts:
         if read_claims:
             self._note(i, read_claims, read_volumes)
         self._count_attached(i)
+
+
+def _read_claims(
+    t: Task, claims_of: Callable[[str], VolumeClaim | None], claims: list[str], volumes: list[str]
+) -> None:
+    """Add to ``claims`` what pod ``t``'s count reads of the catalog: its claims ("ns/name"), and to
+    ``volumes`` the volumes they are bound to."""
+    for name in task_claims(t):
+        ck = f"{t.namespace}/{name}"
+        claims.append(ck)
+        claim = claims_of(ck)
+        if claim is not None and claim.volume:
+            volumes.append(claim.volume)
 
 
 def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
