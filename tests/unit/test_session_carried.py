@@ -12,6 +12,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tests.builders import queue
@@ -20,6 +21,7 @@ from volsched.cycle import run_cycle
 from volsched.framework import ledger, never, settled
 from volsched.framework.decisions import SessionResult
 from volsched.framework.registry import load_config
+from volsched.plugins import proportion
 
 MOST_REQUESTED = """
 actions: "enqueue, allocate, backfill"
@@ -121,7 +123,25 @@ def _lagging_run(monkeypatch: pytest.MonkeyPatch, taken: list[int]) -> Callable[
     return lambda: monkeypatch.setattr(settled, "LAG", 0)
 
 
+def _fit_witness(monkeypatch: pytest.MonkeyPatch, taken: list[int]) -> Callable[[], None]:
+    """The node proportion found room on last time, asked first (off: every ready node asked)."""
+    fits = proportion.some_node_fits
+
+    def counting(nodes: Any, floor: list[float]) -> bool:
+        k = nodes.memo.get(proportion._FIT_WITNESS)
+        out = fits(nodes, floor)
+        taken[0] += k is not None and nodes.memo.get(proportion._FIT_WITNESS) == k and out
+        return out
+
+    def fresh(nodes: Any, floor: list[float]) -> bool:
+        return bool((nodes.idle[nodes.ready] >= np.array(floor)).all(axis=1).any())
+
+    monkeypatch.setattr(proportion, "some_node_fits", counting)
+    return lambda: monkeypatch.setattr(proportion, "some_node_fits", fresh)
+
+
 CARRIED = {
+    "a node proportion found room on": _fit_witness,
     "never-fits verdicts": _carried_verdicts,
     "settled run": _carried_run,
     "settled run, extended by a few jobs at once": _lagging_run,

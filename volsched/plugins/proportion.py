@@ -23,6 +23,7 @@ from volsched.framework.points import EventHandler, ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
 from volsched.model.cluster import (
     Job,
+    NodeTable,
     RunRows,
     run_rows,
     running_sums,
@@ -168,13 +169,37 @@ def _pending_requests(
     nodes = session.nodes
     asking = [i for i, u in units.items() if any(x > EPS for x in u)]
     if asking and len(nodes):
-        idle = nodes.idle[nodes.ready]
         for i in asking:
             # (the floor in plain floats, the same subtraction; -inf where the unit asks nothing)
-            floor = np.array([x - EPS if x > EPS else -math.inf for x in units[i]])
-            if not (idle >= floor).all(axis=1).any():
+            if not some_node_fits(nodes, [x - EPS if x > EPS else -math.inf for x in units[i]]):
                 unit[i] = 0.0
     return allocated, request, inqueue, unit
+
+
+#: Where :func:`some_node_fits` keeps the last node it found room on (``NodeTable.memo``).
+_FIT_WITNESS = "proportion: a node that fit"
+
+
+def some_node_fits(nodes: NodeTable, floor: list[float]) -> bool:
+    """Whether a ready node's idle room is at least ``floor`` in every dimension: ``(idle >= floor)``
+    over the ready nodes, all along a row, any row. The node that answered yes last time (kept in the
+    table's memo, which its copies share) is asked first, in plain floats (the same comparisons): any
+    ready node with the room is an answer, so the one an arriving pod's session found last time (most
+    nodes have room) spares the walk over every node."""
+    k = nodes.memo.get(_FIT_WITNESS)
+    if (
+        k is not None
+        and k < len(nodes)
+        and nodes.ready[k]
+        and all(a >= f for a, f in zip(nodes.idle[k].tolist(), floor, strict=True))
+    ):
+        return True
+    ready = np.flatnonzero(nodes.ready)
+    room = np.flatnonzero((nodes.idle[ready] >= np.array(floor)).all(axis=1))
+    if not len(room):
+        return False
+    nodes.memo[_FIT_WITNESS] = int(ready[room[0]])
+    return True
 
 
 #: Up to this many pending tasks, :func:`_add_few_pending` (plain Python per task) costs less than
