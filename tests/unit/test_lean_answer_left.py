@@ -5,6 +5,8 @@ left (it is asked again when its answer is lost)."""
 
 from __future__ import annotations
 
+import os
+import resource
 import threading
 from collections.abc import Iterator
 
@@ -93,3 +95,23 @@ def test_an_answer_begun_within_the_patience_is_read_here(server: HeldServer) ->
 def test_a_read_is_never_left_to_another_thread(server: HeldServer) -> None:
     with pytest.raises(ValueError):
         _rest(server).request("GET", "/api/v1/pods", timeout=HOLD, patience=0.005)
+
+
+def test_a_connection_past_select_s_limit_is_waited_on_all_the_same(server: HeldServer) -> None:
+    """A process with many files open gets descriptors past FD_SETSIZE (1024), which ``select`` refuses
+    (ValueError, after the write was sent): the wait for the answer must work there too, else a bind
+    sent and taken is reported as failed and its answer left on the connection for the next request."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        pytest.skip(f"RLIMIT_NOFILE {soft}: cannot open past 1024 descriptors")
+    fillers = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        rest = _rest(server)
+        server.gate.set()  # answered at once
+        assert rest.request("POST", PATH, {"kind": "Binding"}, timeout=HOLD, patience=HOLD) == b"{}"
+        assert rest.request("POST", PATH, {"kind": "Binding"}, timeout=HOLD, patience=HOLD) == b"{}"
+        assert len(server.sent("/binding")) == 2
+        assert rest.connects == 1  # the kept-alive connection was not taken for dropped
+    finally:
+        for fd in fillers:
+            os.close(fd)

@@ -139,10 +139,18 @@ def _dropped(conn: http.client.HTTPConnection) -> bool:
     if sock is None:
         return False
     try:
-        readable, _, _ = select.select([sock], [], [], 0)
+        return _readable(sock, 0)
     except (OSError, ValueError):
         return True
-    return bool(readable)
+
+
+def _readable(sock: Any, timeout: float) -> bool:
+    """Whether ``sock`` has something to read within ``timeout`` seconds (waiting without the
+    interpreter's lock). ``poll``, not ``select``: select refuses a descriptor past FD_SETSIZE (1024),
+    which a process with many open files hands out."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(timeout * 1000))
 
 
 def _header_lines(fp: Any) -> list[bytes]:
@@ -1142,8 +1150,7 @@ def _answer_begun(sock: Any, patience: float) -> bool:
     interpreter's lock)."""
     if isinstance(sock, ssl.SSLSocket) and sock.pending():
         return True
-    readable, _, _ = select.select([sock], [], [], patience)
-    return bool(readable)
+    return _readable(sock, patience)
 
 
 class Pending:
