@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from builders import raw_node, raw_pod
+from builders import confirm_binds, raw_node, raw_pod
 from machine import describe
 
 NS = "bench"
@@ -188,17 +188,11 @@ def one(what: str, nodes: int, pods: int, cycles: int, claims: int) -> dict[str,
         feeder.apply("Pod", _pod(name, node=node, rv=100 + i, claim=claim, dra=dra))
     port = NullPort()
     rv = 10_000_000
-    arrived: dict[str, Any] = {}
+    arrived: dict[str, dict[str, Any]] = {}
     confirm: dict[str, str] = {}
     rows: list[dict[str, float]] = []
     for c in range(cycles + 2):  # two warm-up cycles
-        for key, node in confirm.items():
-            pod = arrived.pop(key)
-            rv += 1
-            pod["metadata"]["resourceVersion"] = str(rv)
-            pod["spec"] = {**pod["spec"], "nodeName": node}
-            pod["status"] = {"phase": "Running", "startTime": "2026-01-01T00:00:05Z"}
-            feeder.apply("Pod", pod)
+        rv = confirm_binds(feeder, arrived, confirm, rv)
         rv += 1
         name = f"p-new-{c:06d}"
         claim = None

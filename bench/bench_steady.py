@@ -55,7 +55,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from builders import raw_node, raw_pod, raw_podgroup
+from builders import confirm_binds, raw_node, raw_pod, raw_podgroup
 from machine import describe, in_fresh_process
 
 GRID = [(1_000, 10_000), (5_000, 50_000)]
@@ -140,13 +140,7 @@ def one(
     profiler = None
     for c in range(cycles + 2):  # two warm-up cycles: the first snapshot builds everything
         # The watch confirms the last cycle's binds: the pods show their node and run.
-        for key, node in confirm.items():
-            pod = arrived.pop(key)
-            rv += 1
-            pod["metadata"]["resourceVersion"] = str(rv)
-            pod["spec"] = {**pod["spec"], "nodeName": node}
-            pod["status"] = {"phase": "Running", "startTime": "2026-01-01T00:00:05Z"}
-            feeder.apply("Pod", pod)
+        rv = confirm_binds(feeder, arrived, confirm, rv)
         for k in range(arriving if lone else 0):
             # (named in the order they arrive and after the bound pods, as the live benchmark's pods:
             # every pod has the same creation time, so the name orders the jobs, and the arriving one

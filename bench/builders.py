@@ -5,7 +5,8 @@
 * pods to create on a real apiserver (``bind_throughput``, ``bind_cpu``, ``pod_path_cpu``): :func:`pod_body`;
 * parsed specs put straight into a cache, as the watches would leave it (``bench_allocate``,
   ``bench_evict``; parsing 50,000 raw pods is ``bench_parse``'s subject): :func:`node_specs`,
-  :func:`gang_tasks`, :func:`parsed_cache`; and :func:`timed_cycle`, one cycle to a ``NullPort`` timed in wall and CPU time.
+  :func:`gang_tasks`, :func:`parsed_cache`; and :func:`timed_cycle`, one cycle to a ``NullPort`` timed in wall and CPU time;
+* the watch confirming a cycle's binds (``bench_steady``, ``bench_aside``): :func:`confirm_binds`.
 
 volsched is imported inside the functions: a benchmark puts the checkout on ``sys.path`` first.
 """
@@ -210,3 +211,19 @@ def timed_cycle(feeder: Any, config: Any) -> tuple[Any, float, float]:
     t1, c1 = time.perf_counter(), time.process_time()
     report = run_cycle(feeder, config, NullPort(), now=0.0)
     return report, time.perf_counter() - t1, time.process_time() - c1
+
+
+def confirm_binds(
+    feeder: Any, arrived: dict[str, dict[str, Any]], confirm: Mapping[str, str], rv: int
+) -> int:
+    """The watch confirming the last cycle's binds: each pod of ``confirm`` (key -> node), taken out of
+    ``arrived``, applied again on its node and running, a resourceVersion each after ``rv``; returns the
+    last resourceVersion given."""
+    for key, node in confirm.items():
+        pod = arrived.pop(key)
+        rv += 1
+        pod["metadata"]["resourceVersion"] = str(rv)
+        pod["spec"] = {**pod["spec"], "nodeName": node}
+        pod["status"] = {"phase": "Running", "startTime": "2026-01-01T00:00:05Z"}
+        feeder.apply("Pod", pod)
+    return rv

@@ -558,11 +558,7 @@ class _Counts:
             was[1].extend(volumes)
         for names, by in ((claims, self.by_claim), (volumes, self.by_volume)):
             for name in names:
-                at = by.get(name)
-                if at is None:
-                    by[name] = {i: 1}
-                else:
-                    at[i] = at.get(i, 0) + 1
+                _shift(by, name, i, 1)
 
     def _count_attached(self, i: int) -> None:
         """Count on node ``i`` the volumes its VolumeAttachments attach that no pod there mounts."""
@@ -660,14 +656,7 @@ class _Counts:
         if read is not None:
             for names, by in ((read[0], self.by_claim), (read[1], self.by_volume)):
                 for name in names:
-                    at = by[name]
-                    left = at[i] - 1
-                    if left:
-                        at[i] = left
-                    else:
-                        del at[i]
-                        if not at:
-                            del by[name]
+                    _shift(by, name, i, -1)
         claims_of = self.catalog.claims.get
         read_claims: list[str] = []
         read_volumes: list[str] = []
@@ -694,6 +683,19 @@ class _Counts:
         if read_claims:
             self._note(i, read_claims, read_volumes)
         self._count_attached(i)
+
+
+def _shift(by: dict[str, dict[int, int]], name: str, node: int, delta: int) -> None:
+    """Move how many times ``node`` read ``name`` by ``delta`` in the read index ``by``, an entry at
+    zero dropped (a name no node reads leaves the index)."""
+    at = by.setdefault(name, {})
+    now = at.get(node, 0) + delta
+    if now:
+        at[node] = now
+    else:
+        del at[node]
+        if not at:
+            del by[name]
 
 
 def _read_claims(
