@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -129,6 +130,26 @@ def test_a_queues_finalizer_found_by_a_session_on_the_pod_watchs_thread_is_writt
         assert written == [("a", True)] and not loop.chores_due(now)
 
 
+def _only_the_stale_look_due(op: Any, *, acquired_at: float) -> list[int]:
+    """``op``'s loop with a stand-in writer (each look at the cache's pods for disruption targets appends
+    how many it was given to the list returned) and a Lease held since ``acquired_at``, with no other
+    chore due."""
+    loop = op.loop
+    looked: list[int] = []
+
+    def withdraw_stale(pods: Any) -> int:
+        looked.append(len(list(pods)))
+        return 0
+
+    loop.writer = SimpleNamespace(withdraw_stale=withdraw_stale)
+    loop.lease = SimpleNamespace(is_leader=True, acquired_at=acquired_at)
+    now = time.monotonic()
+    op.reloader.known, op.reloader._checked = True, now
+    op.reloader.watching = lambda: True
+    op.volcano._checked = now
+    return looked
+
+
 def test_the_first_session_of_a_holding_runs_on_the_session_thread_and_looks_for_disruption_targets(
     tmp_path: Path,
 ) -> None:
@@ -137,13 +158,8 @@ def test_the_first_session_of_a_holding_runs_on_the_session_thread_and_looks_for
     looked at, it is due no more until the Lease is taken again."""
     with operator_at(tmp_path) as op:
         loop = op.loop
-        looked: list[int] = []
-        loop.writer = SimpleNamespace(withdraw_stale=lambda pods: looked.append(len(list(pods))) or 0)  # type: ignore[assignment]
-        loop.lease = SimpleNamespace(is_leader=True, acquired_at=time.monotonic())  # type: ignore[assignment]
         now = time.monotonic()
-        op.reloader.known, op.reloader._checked = True, now  # (no other chore due)
-        op.reloader.watching = lambda: True
-        op.volcano._checked = now
+        looked = _only_the_stale_look_due(op, acquired_at=now)
         assert loop.chores_due(now)
         loop.withdraw_stale()
         assert looked == [0] and not loop.chores_due(now)
@@ -157,13 +173,8 @@ def test_without_a_lease_the_first_session_looks_for_disruption_targets_once(tmp
     with operator_at(tmp_path) as op:
         loop = op.loop
         loop.settings.lease.enabled = False
-        looked: list[int] = []
-        loop.writer = SimpleNamespace(withdraw_stale=lambda pods: looked.append(len(list(pods))) or 0)  # type: ignore[assignment]
-        loop.lease = SimpleNamespace(is_leader=True, acquired_at=0.0)  # type: ignore[assignment]
         now = time.monotonic()
-        op.reloader.known, op.reloader._checked = True, now  # (no other chore due)
-        op.reloader.watching = lambda: True
-        op.volcano._checked = now
+        looked = _only_the_stale_look_due(op, acquired_at=0.0)
         assert loop.chores_due(now)
         loop.withdraw_stale()
         assert looked == [0] and not loop.chores_due(time.monotonic())
