@@ -1,9 +1,10 @@
 """Where an arriving pod's time goes: pods created one at a time at low rates on a real apiserver,
 volsched's creation-to-bind split into stages, kube-scheduler's creation-to-bind beside it, same run.
 
-For each ``--rates`` rate, volsched and kube-scheduler run in turn (interleaved, ``--repeat`` times), each
-on a fresh control plane with ``--nodes`` nodes (``bind_throughput.run_one``, arriving mode): the pods
-are created at that steady rate once the scheduler is ready. volsched runs with the ``volsched.latency``
+For each ``--rates`` rate, volsched and kube-scheduler run in turn (interleaved, ``--repeat`` times, the
+order turned by one place each round: ``--order``), each on a fresh control plane with ``--nodes`` nodes
+(``bind_throughput.run_one``, arriving mode): the pods are created at that steady rate once the scheduler
+is ready. volsched runs with the ``volsched.latency``
 logger at DEBUG, whose lines stamp each pod (wall clock, the same machine's): seen by its watch, its
 session started, its bind handed to the port, sent, answered (see ``volsched.kube.latency``). With the
 bench's own watch (creation seen, bind seen) they make the stages:
@@ -61,7 +62,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
 from bind_throughput import ROOT, Result, _commit, build_loadgen, exit_on_sigterm, kill_all, run_one  # noqa: E402
-from bindstats import percentile  # noqa: E402
+from bindstats import in_turn, percentile  # noqa: E402
 from machine import describe  # noqa: E402
 
 STAGES = ("watch", "wait", "session", "queue", "bind", "echo", "total")
@@ -222,6 +223,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--pods", type=int, default=100, help="pods per run")
     p.add_argument("--nodes", type=int, default=200)
     p.add_argument("--repeat", type=int, default=1, help="runs of each scheduler at each rate, interleaved")
+    p.add_argument(
+        "--order",
+        choices=("turn", "fixed"),
+        default="turn",
+        help="turn (default): each round at a rate runs the schedulers in an order turned by one place "
+        "from the round before, so that none always runs first or after another; fixed: the sources, "
+        "then kube-scheduler (and the ceiling), every round",
+    )
     p.add_argument("--volsched-args", default="", help="extra options for volsched run")
     p.add_argument(
         "--source",
@@ -388,7 +397,8 @@ def main(argv: list[str] | None = None) -> int:
                         *(() if args.without_kube_scheduler else ("kube-scheduler",)),
                         *(("ceiling",) if args.ceiling else ()),
                     )
-                    for source in (*sources, *others):
+                    runs = [*sources, *others]
+                    for source in in_turn(runs, rep) if args.order == "turn" else runs:
                         scheduler = source if isinstance(source, str) else "volsched"
                         label = source if isinstance(source, str) else names[source]
                         ns.rate = rate

@@ -40,7 +40,9 @@ creation-to-bind (as the bench's own watch sees both), the scheduler's (and the 
 its peak RSS. The table gives both schedulers and volsched's ratio; ``--json`` writes it all.
 
     python bench/bench_perf.py [--quick | --full] [--only SchedulingBasic,...] [--json FILE]
-        [--repeat N] [--before OLD_CHECKOUT [--before-args ...]] [--keep DIR]
+        [--repeat N [--order turn|fixed]] [--before OLD_CHECKOUT [--before-args ...]] [--keep DIR]
+
+With ``--repeat``, each round runs the schedulers in an order turned by one place from the round before.
 
 Absolute figures say little on a loaded machine: the report prints the load before and after each run.
 """
@@ -85,7 +87,7 @@ from bind_throughput import (  # noqa: E402
     start_volsched,
     start_watch,
 )
-from bindstats import TreeUsage, percentile  # noqa: E402
+from bindstats import TreeUsage, in_turn, percentile  # noqa: E402
 from machine import describe  # noqa: E402
 
 from volsched.framework.config import default_config_with  # noqa: E402
@@ -863,6 +865,15 @@ def main(argv: list[str] | None = None) -> int:
         "minutes apart); the report gives each workload's median ratio and its spread",
     )
     p.add_argument("--schedulers", default="volsched,kube-scheduler")
+    p.add_argument(
+        "--order",
+        choices=("turn", "fixed"),
+        default="turn",
+        help="turn (default): each round runs the schedulers in an order turned by one place from the "
+        "round before (volsched first in the first round, kube-scheduler in the second, ...), so that "
+        "none always meets the later, or the earlier, part of a round on a machine whose load drifts; "
+        "fixed: as --schedulers lists them (--before's first) in every round",
+    )
     p.add_argument("--stall", type=float, default=60.0, help="give up after this long without a bind (s)")
     p.add_argument("--json", type=Path, help="write the rows, the machine and the sizes here")
     p.add_argument("--source", type=Path, default=ROOT, help="run volsched from this checkout")
@@ -935,7 +946,7 @@ def main(argv: list[str] | None = None) -> int:
             for name, rep in [(n, r) for r in range(args.repeat) for n in only]:
                 w = known[name]
                 sz = w.full if args.full else w.quick
-                for scheduler in schedulers:
+                for scheduler in in_turn(schedulers, rep) if args.order == "turn" else schedulers:
                     try:
                         row = run_workload(w, sz, scheduler, args, Path(tmp), repeat=rep)
                     except Exception as exc:

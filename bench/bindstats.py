@@ -9,8 +9,11 @@ import re
 from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -23,6 +26,17 @@ def percentile(values: Sequence[float], q: float) -> float:
     if not 0 <= q <= 100:
         raise ValueError(f"percentile must be within 0..100, not {q}")
     return float(np.percentile(values, q))
+
+
+def in_turn(items: Sequence[T], round_: int) -> list[T]:
+    """``items`` in the order they run in round ``round_`` (0 first) of a bench's interleaved rounds:
+    turned by one place each round, so that over as many rounds as there are items each runs once in
+    every place, and none always runs first, or always after another, on a machine whose load drifts
+    within a round."""
+    if not items:
+        return []
+    k = round_ % len(items)
+    return [*items[k:], *items[:k]]
 
 
 # --------------------------------------------------------------------------- /proc

@@ -6,10 +6,15 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
+import bench_perf
 from bench_perf import Row, ratios, report, window_writes
+from bindstats import in_turn
 
 
 def _row(workload: str, scheduler: str, repeat: int, pods_per_s: float) -> Row:
@@ -132,3 +137,44 @@ def test_the_audit_log_tells_writes_in_the_window_from_those_after_the_last_bind
         "audit: answered in the window 2 binds (+0.50 to +1.00 s), 1 podgroup status (+0.75 to +0.75 s); "
         "after the last bind 1 podgroup status, 1 events" in report([row])
     )
+
+
+@pytest.mark.parametrize(
+    ("order", "expected"),
+    [
+        (
+            "turn",
+            [
+                ["volsched-before", "volsched", "kube-scheduler"],
+                ["volsched", "kube-scheduler", "volsched-before"],
+                ["kube-scheduler", "volsched-before", "volsched"],
+                ["volsched-before", "volsched", "kube-scheduler"],
+            ],
+        ),
+        ("fixed", [["volsched-before", "volsched", "kube-scheduler"]] * 4),
+    ],
+)
+def test_each_round_turns_the_order_the_schedulers_run_in(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, order: str, expected: list[list[str]]
+) -> None:
+    ran: list[tuple[int, str]] = []
+
+    def run_workload(w: Any, size: Any, scheduler: str, args: Any, workdir: Path, *, repeat: int = 0) -> Row:
+        ran.append((repeat, scheduler))
+        return _row(w.name, scheduler, repeat, 100.0)
+
+    monkeypatch.setattr(bench_perf, "run_workload", run_workload)
+    monkeypatch.setattr(bench_perf, "build_loadgen", lambda: tmp_path / "loadgen")
+    monkeypatch.setattr(bench_perf, "kill_all", lambda: None)
+    monkeypatch.setattr(bench_perf, "describe", lambda: "machine")
+    argv = ["--only", "SchedulingBasic", "--repeat", "4", "--before", str(tmp_path), "--order", order]
+    assert bench_perf.main([*argv, "--keep", str(tmp_path / "keep")]) == 0
+    assert [[s for r, s in ran if r == rep] for rep in range(4)] == expected
+
+
+def test_in_turn_runs_each_in_every_place_once_over_as_many_rounds() -> None:
+    items = ["a", "b", "c"]
+    rounds = [in_turn(items, r) for r in range(3)]
+    assert all(sorted(order) == items for order in rounds)
+    assert all(sorted(order[place] for order in rounds) == items for place in range(3))
+    assert in_turn(items, 3) == items and in_turn([], 1) == []
