@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from tests.builders import (
+    namespace,
     node,
     owned,
     pod,
@@ -44,7 +45,13 @@ from volsched.framework.runner import open_session, run_session
 from volsched.framework.statement import Statement
 from volsched.model.admitted import BOUND_UNDER, bound_under
 from volsched.model.cluster import ClusterSnapshot, Job, _join, assemble_job, copy_task, lone_job, lone_jobs
-from volsched.model.vocabulary import NODE_HOLDING_STATUSES, PodGroupPhase, Task, TaskStatus
+from volsched.model.vocabulary import (
+    NAMESPACE_QUEUE_KEY,
+    NODE_HOLDING_STATUSES,
+    PodGroupPhase,
+    Task,
+    TaskStatus,
+)
 
 Obj = dict[str, Any]
 NODES = [f"n{i}" for i in range(5)]
@@ -213,8 +220,30 @@ class Walk:
             min_member=s.randrange(1, 3),
         )
 
+    def rules(self) -> None:
+        """With strays, now and then: queue q0's tenancy rules or a namespace's labels change (which decide
+        where an orphan counts: the queue its record names, or its namespace's default queue)."""
+        assert self.strays is not None
+        s = self.strays
+        if s.random() < 0.5:
+            labels = {"team": s.choice(["a", "b"])} if s.random() < 0.7 else {}
+            if s.random() < 0.2:
+                labels[NAMESPACE_QUEUE_KEY] = "q0"
+            self.put(namespace(s.choice(["a", "b"]), labels=labels))
+            return
+        access: Obj = {}
+        if s.random() < 0.5:
+            access["namespaceSelector"] = {"matchLabels": {"team": s.choice(["a", "b"])}}
+        if s.random() < 0.3:
+            access["priorityClasses"] = s.sample(["low", "high"], s.randrange(1, 3))
+        if s.random() < 0.3:
+            access["maxPriority"] = s.randrange(0, 40)
+        self.put(queue("q0", weight=s.randrange(1, 4), **access))
+
     def step(self) -> None:
         r, state = self.rng, self.feeder.state
+        if self.strays is not None and self.strays.random() < 0.1:
+            self.rules()
         op = r.randrange(18)
         if op <= 3:
             self.put(self.random_pod())

@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
-from tests.builders import node, pod, podgroup, priority_class, queue
+from tests.builders import namespace, node, pod, podgroup, priority_class, queue
 from volsched.cache.state import ClusterState
 from volsched.framework.registry import load_config
 from volsched.framework.runner import run_session
 from volsched.model.admitted import BOUND_UNDER, bound_under
 from volsched.model.cluster import ClusterSnapshot
+from volsched.model.vocabulary import NAMESPACE_QUEUE_KEY
 
 PREEMPT = load_config(
     text=(Path(__file__).resolve().parents[2] / "examples" / "reclaim-preempt-scheduler.yaml").read_text()
@@ -205,3 +206,148 @@ def test_a_record_changed_after_the_bind_is_not_taken(change: str) -> None:
     assert {snap.jobs[f"ns/lo-{i}"].priority for i in range(4)} == {1}
     raw = state.raw_pods["ns/lo-0"]  # (the cache keeps the pod as the API has it)
     assert (BOUND_UNDER in raw["metadata"]["annotations"]) is (change == "another queue")
+
+
+# A record checked against its queue's rules (note14 Found 1). Without the pod admission policy a tenant
+# may write its pods' records (before an operator starts: one changed while it runs is not taken). A
+# record forged so charged another team's queue, at a priority the tenant chose; it is now asked what a
+# PodGroup is asked, and where refused its pod counts in its namespace's default queue, at its own.
+
+
+def _tenants(record: str, *, team: str = "a", **qb: Any) -> list[Obj]:
+    """Namespace ns (team ``team``, default queue qa) runs lo-0..3 (class low), their group gone, bound
+    under ``record``; qa takes team a, qb team b (and ``qb``'s other rules)."""
+    return [
+        node("n1", cpu="4"),
+        namespace("ns", labels={"team": team, NAMESPACE_QUEUE_KEY: "qa"}),
+        queue("qa", namespaceSelector={"matchLabels": {"team": "a"}}, maxPriority=100),
+        queue("qb", namespaceSelector={"matchLabels": {"team": "b"}}, **qb),
+        priority_class("low", 1),
+        priority_class("high", 50),
+        *[_bound(f"lo-{i}", record=record, priority_class="low") for i in range(4)],
+    ]
+
+
+def _gone(objs: list[Obj], *, kept: bool) -> tuple[ClusterState, ClusterSnapshot]:
+    """The cache of ``objs`` with lo's PodGroup deleted after a snapshot (``kept``), or read at a start."""
+    state = _state(*objs, podgroup("lo", ns="ns", queue="qa", phase="Running", min_member=4))
+    state.snapshot(now=1.0)
+    if not kept:
+        state = _state(*objs)
+    state.delete("PodGroup", "ns", "lo")
+    return state, state.snapshot(now=2.0)
+
+
+def _told(snap: ClusterSnapshot, key: str) -> str:
+    [message] = [m for obj, reason, m in snap.problems if obj == f"Pod {key}" and reason == "PodGroupGone"]
+    return message
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["incremental", "from-scratch"])
+def test_a_record_naming_a_queue_whose_selector_refuses_the_namespace_is_not_taken(kept: bool) -> None:
+    _, snap = _gone(_tenants(_record("qb", priority=1)), kept=kept)
+    assert (_cpu(snap, "qa"), _cpu(snap, "qb")) == (4.0, 0.0)  # before: (0, 4), team b's queue charged
+    job = snap.jobs["ns/lo-0"]
+    assert (job.queue, job.priority, job.tasks["ns/lo-0"].priority_class) == ("qa", 1, "low")
+    assert _told(snap, "ns/lo-0") == (
+        "pod group lo does not exist, and this pod runs: it counts in queue qa, its namespace's default "
+        "queue, at its own priority 1, as a pod standing alone (not in queue qb at priority 1, as the "
+        "record of its bind says: queue qb does not take jobs of namespace ns (its namespaceSelector: "
+        "team=b)), which reclaim and preempt may evict (without its PodGroup, no gang of its pods is kept "
+        "whole)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("record", "why"),
+    [
+        (
+            _record("qa", priority=1_000_000, cls="low"),
+            "priority 1000000 is above queue qa's maxPriority 100",
+        ),
+        (_record("qa", priority=90, cls="low"), "priority 90 is above the 1 its priority class low gives"),
+        (_record("qa", priority=90, cls=""), "priority 90 is above the pod's own (1), and it names no"),
+        (_record("qa", priority=90, cls="made-up"), "and priority class made-up does not exist"),
+        (_record("qa", priority=500, cls=""), "priority 500 is above queue qa's maxPriority 100"),
+        (
+            _record("qa", priority=50, cls="system-node-critical"),
+            "priority class system-node-critical is for",
+        ),
+        (_record("qc", priority=1), "queue qc does not exist"),
+    ],
+    ids=[
+        "far-above-class",
+        "above-class",
+        "no-class",
+        "no-such-class",
+        "max-priority",
+        "critical",
+        "no-queue",
+    ],
+)
+def test_a_record_at_a_priority_its_class_or_queue_does_not_give_is_not_taken(record: str, why: str) -> None:
+    """The tenant's own queue (qa) but a priority of its choosing: a pod of its own priority (1) in the
+    same queue would be preempted first; the record's 1,000,000 made it everyone else's preemptor."""
+    _, snap = _gone(_tenants(record), kept=True)
+    assert {snap.jobs[f"ns/lo-{i}"].priority for i in range(4)} == {1}
+    assert _cpu(snap, "qa") == 4.0
+    assert why in _told(snap, "ns/lo-0")
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        _record("qa", priority=1, cls="low"),
+        _record("qa", priority=0, cls="high"),
+        _record("qa", priority=1, cls=""),
+    ],
+    ids=["its-class", "below-its-class", "no-class-own-priority"],
+)
+def test_a_record_its_queue_takes_is_taken(record: str) -> None:
+    _, snap = _gone(_tenants(record), kept=True)
+    assert _cpu(snap, "qa") == 4.0
+    assert "the one it was bound under" in _told(snap, "ns/lo-0")
+
+
+def test_orphans_are_decided_again_when_a_queues_rules_or_a_namespaces_labels_change() -> None:
+    """Bound under qb, whose selector takes team b: the orphans count in qa while ns is team a, move to
+    qb when ns becomes team b or when qb takes team a too, and back; every snapshot as one from scratch
+    (the base is built from scratch only when priority classes or default queues change)."""
+    objs = _tenants(_record("qb", priority=1))
+    state, snap = _gone(objs, kept=True)
+    assert (_cpu(snap, "qa"), _cpu(snap, "qb")) == (4.0, 0.0)
+    steps: list[tuple[Obj, str]] = [
+        (namespace("ns", labels={"team": "b", NAMESPACE_QUEUE_KEY: "qa"}), "qb"),
+        (namespace("ns", labels={"team": "a", NAMESPACE_QUEUE_KEY: "qa"}), "qa"),
+        (queue("qb", namespaceSelector={"matchExpressions": [{"key": "team", "operator": "Exists"}]}), "qb"),
+        (queue("qb", priorityClasses=["high"]), "qa"),  # (its class, low, no longer allowed)
+        (queue("qb"), "qb"),
+    ]
+    for i, (obj, where) in enumerate(steps):
+        state.apply(obj)
+        objs = [
+            o for o in objs if (o["kind"], o["metadata"]["name"]) != (obj["kind"], obj["metadata"]["name"])
+        ]
+        objs.append(obj)
+        snap = state.snapshot(now=3.0 + i)
+        assert (_cpu(snap, where), _cpu(snap, "qb" if where == "qa" else "qa")) == (4.0, 0.0), i
+        assert ("the one it was bound under" in _told(snap, "ns/lo-0")) is (where == "qb")
+        fresh = _state(*objs)
+        assert {k: (j.queue, j.priority) for k, j in fresh.snapshot(now=3.0 + i).jobs.items()} == {
+            k: (j.queue, j.priority) for k, j in snap.jobs.items()
+        }
+        held = snap.nodes.tasks[snap.nodes.index["n1"]]
+        assert {t.priority for t in held.values()} == {1}
+
+
+def test_reclaim_takes_back_what_a_forged_record_put_in_the_tenants_own_queue() -> None:
+    """Team a's orphans, bound (say) under qa but recorded as qb's: team b's job in qb, owed its share,
+    reclaims from qa, where they count; before, qb held them and b waited (its own queue past its share)."""
+    objs = [
+        *_tenants(_record("qb", priority=1)),
+        namespace("nb", labels={"team": "b"}),
+        podgroup("hi", ns="nb", queue="qb", phase="Inqueue"),
+        pod("hi-0", ns="nb", cpu="2", group="hi"),
+    ]
+    _, snap = _gone(objs, kept=True)
+    assert sorted(e.pod for e in run_session(snap, PREEMPT).evictions) == ["ns/lo-2", "ns/lo-3"]

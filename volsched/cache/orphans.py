@@ -3,8 +3,14 @@ wrote (``admitted.BOUND_UNDER``): orphans. A snapshot takes each as a pod standi
 it was bound under, at that priority and class: its queue counts it (fair share, quotas), and reclaim
 and preempt may evict it as they may any pod standing alone (a job of one pod is no gang). A stray
 without a record (bound before records existed, or by someone else) stays foreign: it holds its room
-and nothing counts or evicts it. Design: docs/tenancy.md "A PodGroup deleted and not made again".
-Pure: no I/O, no cache state.
+and nothing counts or evicts it.
+
+The record is asked what a PodGroup is asked (:func:`standing`): the rules of the queue it names for the
+pod's namespace (``namespaceSelector``, ``priorityClasses``, ``maxPriority``), and whether its priority is
+one its class gives. One they refuse (forged where no admission policy fixes records, or a rule changed
+since the bind) is not taken: the pod counts in its namespace's default queue at its own priority and
+class, and is told why. Design: docs/tenancy.md "A PodGroup deleted and not made again". Pure: no I/O, no
+cache state.
 """
 
 from __future__ import annotations
@@ -13,10 +19,26 @@ from collections.abc import Mapping
 
 from volsched.model.admitted import BOUND_UNDER, BoundUnder, read_bound
 from volsched.model.cluster import absent_object, copy_task
-from volsched.model.vocabulary import NODE_HOLDING_STATUSES, Task
+from volsched.model.tenancy import queue_refusal
+from volsched.model.vocabulary import NODE_HOLDING_STATUSES, QueueSpec, Task
+from volsched.records import dataclass
 
 #: The reason of the event on an orphan (a snapshot problem of a pod on a node: told, not refused).
 REASON = "PodGroupGone"
+#: What follows the absent group's words in the event's message (``problem``; ``told_refused``).
+_RUNS = ", and this pod runs: "
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """Where an orphan counts, and at what priority and class: its record's (``refusal`` empty), or,
+    the record refused (``refusal`` says why), its namespace's default queue at the pod's own."""
+
+    record: BoundUnder
+    queue: str
+    priority: int
+    priority_class: str
+    refusal: str = ""
 
 
 def record_of(t: Task) -> BoundUnder | None:
@@ -28,23 +50,95 @@ def record_of(t: Task) -> BoundUnder | None:
     return read_bound(text) if text else None
 
 
-def orphan_task(t: Task, record: BoundUnder) -> Task:
+def record_refusal(
+    t: Task,
+    record: BoundUnder,
+    *,
+    queues: Mapping[str, QueueSpec],
+    labels: Mapping[str, str],
+    priority_classes: Mapping[str, int],
+) -> str | None:
+    """Why ``record`` does not hold for pod ``t`` (its own priority as its spec gives it), or None: its
+    queue does not exist, or its rules refuse the pod's namespace, the record's class or priority (as
+    they would a PodGroup's, ``queue_refusal``), or its priority is above what its class gives (what a
+    PodGroup of that class gets; for no class, or one that does not exist, the pod's own, or 0)."""
+    queue = queues.get(record.queue)
+    if queue is None:
+        return f"queue {record.queue} does not exist"
+    why = queue_refusal(
+        queue,
+        namespace=t.namespace,
+        namespace_labels=labels,
+        classes=(record.priority_class,),
+        priority=record.priority,
+    )
+    if why is not None:
+        return why
+    cls = record.priority_class
+    given = priority_classes.get(cls) if cls else None
+    if given is not None:
+        if record.priority > given:
+            return f"priority {record.priority} is above the {given} its priority class {cls} gives"
+        return None
+    own = max(t.priority, 0)
+    if record.priority > own:
+        named = f"priority class {cls} does not exist" if cls else "it names no priority class"
+        return f"priority {record.priority} is above the pod's own ({own}), and {named}"
+    return None
+
+
+def standing(
+    t: Task,
+    record: BoundUnder,
+    *,
+    queues: Mapping[str, QueueSpec],
+    labels: Mapping[str, str],
+    priority_classes: Mapping[str, int],
+    default_queue: str,
+) -> Standing:
+    """Where orphan ``t`` (bound under ``record``) counts: see :func:`record_refusal`; ``default_queue``:
+    its namespace's default queue (where it counts when the record is refused)."""
+    why = record_refusal(t, record, queues=queues, labels=labels, priority_classes=priority_classes)
+    if why is None:
+        return Standing(record, record.queue, record.priority, record.priority_class)
+    return Standing(record, default_queue, t.priority, t.priority_class, why)
+
+
+def orphan_task(t: Task, where: Standing) -> Task:
     """``t`` (a snapshot's shared task) as a pod standing alone (its own job key) at the priority and
-    class it was bound under (a copy; ``t`` itself is left as it is)."""
+    class it counts at (a copy; ``t`` itself is left as it is)."""
     out = copy_task(t)
     out.job_key = t.key
-    out.priority = record.priority
-    out.priority_class = record.priority_class
+    out.priority = where.priority
+    out.priority_class = where.priority_class
     return out
 
 
-def problem(key: str, group: str, record: BoundUnder, refused: Mapping[str, str]) -> tuple[str, str, str]:
-    """The snapshot problem (object, reason, message) that tells orphan ``key`` (of group ``group``,
-    bound under ``record``) what it is now; ``refused``: see ``ClusterSnapshot.refused``."""
+def problem(key: str, group: str, where: Standing, refused: Mapping[str, str]) -> tuple[str, str, str]:
+    """The snapshot problem (object, reason, message) that tells orphan ``key`` (of group ``group``)
+    where it counts now; ``refused``: see ``ClusterSnapshot.refused``."""
+    record = where.record
+    if not where.refusal:
+        counts = (
+            f"it counts in queue {where.queue}, the one it was bound under (priority {where.priority}), "
+            "as a pod standing alone"
+        )
+    else:
+        counts = (
+            f"it counts in queue {where.queue}, its namespace's default queue, at its own priority "
+            f"{where.priority}, as a pod standing alone (not in queue {record.queue} at priority "
+            f"{record.priority}, as the record of its bind says: {where.refusal})"
+        )
     return (
         f"Pod {key}",
         REASON,
-        f"{absent_object('PodGroup', group, refused)}, and this pod runs: it counts in queue "
-        f"{record.queue}, the one it was bound under (priority {record.priority}), as a pod standing alone, "
-        "which reclaim and preempt may evict (without its PodGroup, no gang of its pods is kept whole)",
+        f"{absent_object('PodGroup', group, refused)}{_RUNS}{counts}, which reclaim and preempt may evict "
+        "(without its PodGroup, no gang of its pods is kept whole)",
     )
+
+
+def told_refused(told: tuple[str, str, str], group: str, refused: Mapping[str, str]) -> tuple[str, str, str]:
+    """``told`` (a :func:`problem` of an orphan of ``group``) said of a group the cache refused (why)."""
+    obj, reason, message = told
+    _, runs, rest = message.partition(_RUNS)
+    return (obj, reason, f"{absent_object('PodGroup', group, refused)}{runs}{rest}") if runs else told

@@ -221,8 +221,9 @@ class _Entry:
         #: ours (``Task.ours`` False), made when first asked for.
         self.foreign: Task | None = None
         #: For an orphan (a stray with a record: see ``_Base.orphan``), the shared task as a pod standing
-        #: alone (``orphans.orphan_task``), made when first asked for.
-        self.orphan: Task | None = None
+        #: alone (``orphans.orphan_task``), made when first asked for, with where it stands (made again
+        #: when that changes).
+        self.orphan: tuple[orphans.Standing, Task] | None = None
 
 
 class _Base:
@@ -272,9 +273,18 @@ class _Base:
         #: orphan (below), indexed again when its group appears, as a group's members with a node are
         #: when it goes.
         self.stray: dict[str, str] = {}
-        #: The strays that hold their node and carry the record their bind wrote (orphans), with it: each
-        #: is a pod standing alone (its own job) in the queue it was bound under (``volsched.cache.orphans``).
-        self.orphan: dict[str, BoundUnder] = {}
+        #: The strays that hold their node and carry the record their bind wrote (orphans), with where
+        #: each stands: a pod standing alone (its own job) in the queue it was bound under, or, its queue's
+        #: rules refusing the record, its namespace's default queue (``volsched.cache.orphans``).
+        self.orphan: dict[str, orphans.Standing] = {}
+        #: Orphan key -> what its standing was decided from, by identity: its record's Queue (None: none)
+        #: and its namespace's labels (None: none). Decided again when either is another object.
+        self.orphan_from: dict[str, tuple[QueueSpec | None, Mapping[str, str] | None]] = {}
+        #: The view's Queues and namespace labels, which orphans are decided from (set by every build;
+        #: the Queues by name made when an orphan first asks, once a build).
+        self.queue_list: list[QueueSpec] = []
+        self.queue_names: dict[str, QueueSpec] | None = None
+        self.labels: Mapping[str, Mapping[str, str]] = {}
         #: Node name -> the keys of the tasks on it (whatever their status).
         self.on_node: dict[str, dict[str, None]] = {}
         #: Task key -> (its job's key, None for a foreign task; its node).
@@ -613,18 +623,54 @@ class SnapshotBuilder:
             out.ours = False
         return out
 
-    def _orphan(self, key: str, record: BoundUnder) -> Task:
-        """The shared task of orphan ``key`` (bound under ``record``) as a pod standing alone."""
+    def _orphan(self, key: str, where: orphans.Standing) -> Task:
+        """The shared task of orphan ``key`` (standing ``where``) as a pod standing alone."""
         entry = self._entries[key]
-        out = entry.orphan
-        if out is None:
-            out = entry.orphan = orphans.orphan_task(self._task(key), record)
-        return out
+        made = entry.orphan
+        if made is None or made[0] != where:
+            made = entry.orphan = (where, orphans.orphan_task(self._task(key), where))
+        return made[1]
+
+    def _standing(self, base: _Base, key: str, t: Task, record: BoundUnder) -> orphans.Standing:
+        """Where orphan ``key`` (its prepared task ``t``, bound under ``record``) stands by the base's
+        Queues and namespace labels (``orphans.standing``), noted with what it was decided from."""
+        queues = base.queue_names
+        if queues is None:
+            queues = base.queue_names = {q.name: q for q in base.queue_list}
+        queue, labels = queues.get(record.queue), base.labels.get(t.namespace)
+        base.orphan_from[key] = (queue, labels)
+        return orphans.standing(
+            t,
+            record,
+            queues=queues,
+            labels=labels or {},
+            priority_classes=base.priority_classes,
+            default_queue=base.namespace_queues.get(t.namespace, DEFAULT_QUEUE),
+        )
+
+    def _decided_again(self, base: _Base, changed: set[str]) -> list[str]:
+        """The orphans whose standing the base's Queues or namespace labels change (a Queue's rules or a
+        namespace's labels changed since they were decided): to be indexed again. Not those in
+        ``changed`` (their task changed or went: indexed again anyway)."""
+        queues = base.queue_names
+        if queues is None:
+            queues = base.queue_names = {q.name: q for q in base.queue_list}
+        labels, entries, again = base.labels, self._entries, []
+        for key, (queue, ns_labels) in base.orphan_from.items():
+            if key in changed:
+                continue
+            where = base.orphan[key]
+            t = entries[key].prepared
+            if queues.get(where.record.queue) is queue and labels.get(t.namespace) is ns_labels:
+                continue
+            if self._standing(base, key, t, where.record) != where:
+                again.append(key)
+        return again
 
     def _strayed(self, base: _Base, key: str) -> Task:
         """The shared task of stray ``key`` (in ``base.stray``): foreign, or an orphan's."""
-        record = base.orphan.get(key)
-        return self._foreign(key) if record is None else self._orphan(key, record)
+        where = base.orphan.get(key)
+        return self._foreign(key) if where is None else self._orphan(key, where)
 
     def _own(self, key: str) -> Task:
         """A copy of entry ``key``'s task for one session (its own, not shared), with its request."""
@@ -851,7 +897,7 @@ class SnapshotBuilder:
             if record is None:
                 job_key = None
             else:  # an orphan: its own job
-                base.orphan[key] = record
+                base.orphan[key] = self._standing(base, key, t, record)
                 job_key = key
         if job_key is None:
             base.foreign[key] = None
@@ -868,6 +914,7 @@ class SnapshotBuilder:
         base = _Base(
             space, {pg.key: pg for pg in pg_list}, dict(view.priority_classes), view.namespace_queues
         )
+        base.queue_list, base.labels = view.queues, view.namespace_labels
         entries = self._entries
         members, on_node, where, foreign = base.members, base.on_node, base.where, base.foreign
         pending = TaskStatus.PENDING
@@ -883,7 +930,7 @@ class SnapshotBuilder:
                     lone.append(key)
             elif t.schedulable_by_us and (record := record_of(t)) is not None:  # (an orphan: its own job)
                 stray[key] = t.job_key
-                orphan[key] = record
+                orphan[key] = self._standing(base, key, t, record)
                 job_key = key
                 members.setdefault(key, {})[key] = None
             else:  # (another scheduler's, or a stray of ours: ``_stray`` written out)
@@ -937,9 +984,9 @@ class SnapshotBuilder:
             priority_classes=base.priority_classes,
             problems=problems,
         )
-        record = orphan.get(job_key) if orphan and job is not None and job.podgroup is None else None
-        if record is not None:  # (an orphan: told what it is now)
-            problems.append((job_key, orphans.problem(job_key, base.stray[job_key], record, {})))
+        where = orphan.get(job_key) if orphan and job is not None and job.podgroup is None else None
+        if where is not None:  # (an orphan: told what it is now)
+            problems.append((job_key, orphans.problem(job_key, base.stray[job_key], where, {})))
         if problems:
             base.problems[job_key] = problems
         else:
@@ -953,8 +1000,8 @@ class SnapshotBuilder:
             base.jobs.pop(job_key, None)
             return
         _placed(base, job)
-        if record is not None:
-            job.queue = record.queue  # (the queue it was bound under, as the record names it)
+        if where is not None:
+            job.queue = where.queue  # (the queue it was bound under, or its namespace's default: refused)
         base.jobs[job_key] = job
         if job.podgroup is None:
             _standalone(base, job_key, job)
@@ -1131,6 +1178,7 @@ class SnapshotBuilder:
             base.unplaced = dict.fromkeys([*standalone, *base.unplaced])
             standalone.clear()
         pgs = dict(zip(pg_keys, pg_list, strict=True))
+        base.queue_list, base.queue_names, base.labels = view.queues, None, view.namespace_labels
         before = base.podgroups
         base.podgroups = pgs  # (before the tasks are indexed: whether a pod is a stray depends on it)
         gone = before.keys() - pgs.keys()
@@ -1141,6 +1189,8 @@ class SnapshotBuilder:
         moved = [k for k, group in base.stray.items() if group in came] if came and base.stray else []
         for group in gone:
             moved.extend(k for k in base.members.get(group, ()) if base.where[k][1])
+        if base.orphan_from:  # (orphans whose Queue's rules or namespace's labels changed their standing)
+            moved.extend(k for k in self._decided_again(base, changed) if k not in moved)
         for key in itertools.chain(changed, (k for k in moved if k not in changed)):
             if key in standalone and (renumbered is None or key in renumbered or key not in seq):
                 del standalone[key]  # its pod left the cache (and may have come back, last)
@@ -1160,6 +1210,7 @@ class SnapshotBuilder:
                     jobs.add(job_key)
                     if base.orphan and base.orphan.pop(key, None) is not None:
                         del base.stray[key]
+                        del base.orphan_from[key]
                 if node:
                     on = base.on_node[node]
                     del on[key]

@@ -1293,8 +1293,7 @@ class ClusterState:
         if task is None:
             return problem
         if reason == orphans.REASON:
-            record = orphans.record_of(task)
-            return problem if record is None else orphans.problem(key, task.job_key, record, refused)
+            return orphans.told_refused(problem, task.job_key, refused)
         return (obj, reason, absent_object("PodGroup", task.job_key, refused))
 
 
