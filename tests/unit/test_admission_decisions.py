@@ -194,3 +194,14 @@ def test_the_webhook_service_reference(text: str, parsed: tuple[str, str, int] |
             parse_service(text)
     else:
         assert parse_service(text) == parsed
+
+
+def test_an_orphan_whose_record_its_queue_refuses_holds_its_namespaces_default_queue_not_that_one() -> None:
+    """A pod of ns-c (default queue team-a), its PodGroup gone, its record forged as shared's at class high
+    (not in shared's priorityClasses): the sessions count it in team-a, its namespace's default queue, so
+    it keeps team-a from deletion, not shared (before: shared, whose sessions do not count it)."""
+    a = _admission()
+    record = bound_under(uid="u", queue="shared", priority_class="high", priority=1000, min_member=2)
+    a.state.apply(pod("orphan", ns="ns-c", group="gone", node="n1", annotations={BOUND_UNDER: record}))
+    assert a.queue_deletion("shared") is None
+    assert "queue team-a still holds 2 job(s)" in (a.queue_deletion("team-a") or "")  # (ns-b/pg and it)

@@ -690,13 +690,25 @@ class ClusterState:
 
     def orphan_queues(self) -> list[str]:
         """The queue of each orphan: a pod of ours holding a node with its bind's record, whose PodGroup is
-        gone (``volsched.cache.orphans``: sessions count it there, as a pod standing alone)."""
+        gone (``volsched.cache.orphans``: sessions count it there, as a pod standing alone): the record's,
+        or its namespace's default queue where the record's queue's rules refuse it (``orphans.standing``)."""
         with self._lock:
-            return [
-                record.queue
-                for key, (group, record) in self._bound_of.items()
-                if group != key and group not in self.podgroups and self.tasks[key].schedulable_by_us
-            ]
+            queues = {q.name: q for q in self.queue_specs()}
+            out: list[str] = []
+            for key, (group, record) in self._bound_of.items():
+                t = self.tasks[key]
+                if group == key or group in self.podgroups or not t.schedulable_by_us:
+                    continue
+                where = orphans.standing(
+                    t,
+                    record,
+                    queues=queues,
+                    labels=self.namespace_labels.get(t.namespace) or {},
+                    priority_classes=self.priority_classes,
+                    default_queue=self.namespace_queues.get(t.namespace, DEFAULT_QUEUE),
+                )
+                out.append(where.queue)
+            return out
 
     def _object_podgroup(self, key: str) -> PodGroupSpec | None:
         """The PodGroup object in force for ``key`` as it says (``podgroups`` holds it inherited)."""
