@@ -82,11 +82,13 @@ def _fresh_tables() -> None:
     prune._SHARING.unshared_left = 0
     prune._SHARING.unshared_next = prune._SpecSharing.UNSHARED_PAGES
     decode._SPECS.clear()
+    decode._SPEC_TASKS.clear()
 
 
 def fresh_task(pod: Obj) -> list[Any]:
     """The fields of the task a build of a plain copy of ``pod`` gives, with no parse kept from before."""
     decode._SPECS.clear()
+    decode._SPEC_TASKS.clear()
     return _fields(build_task(copy.deepcopy(pod), priority_classes={}))
 
 
@@ -125,6 +127,64 @@ def test_the_pods_of_one_template_share_one_read_only_spec_and_its_parse(monkeyp
     assert tasks[2].request_map is tasks[1].request_map and tasks[2].tolerations is tasks[1].tolerations
     monkeypatch.setattr(decode, "pod_request", real)
     assert [_fields(t) for t in tasks] == [fresh_task(p) for p in (a, b, c, d, e)]
+
+
+def own(pod: Obj, name: str, *, meta: Obj | None = None, status: Obj | None = None) -> Obj:
+    """``pod`` named ``name``, with ``meta`` over its metadata and ``status`` for its status."""
+    out = copy.deepcopy(pod)
+    out["metadata"] |= {"name": name, "uid": f"u-{name}", **(meta or {})}
+    if status is not None:
+        out["status"] = status
+    return out
+
+
+#: Pods of one template that differ in what is their own: their metadata and status.
+OWN_FIELDS: list[tuple[Obj, Obj | None]] = [
+    ({}, None),
+    ({"annotations": {"scheduling.k8s.io/group-name": "g1"}}, None),
+    ({"annotations": {"scheduling.volsched.io/expected-runtime": "45m"}}, None),
+    ({"annotations": {"scheduling.volsched.io/preemptable": "false"}, "labels": {"volcano.sh/preemptable": "true"}}, None),
+    ({"labels": {"app": "b"}, "creationTimestamp": "2026-01-02T03:04:05Z"}, None),
+    ({"ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "ju", "controller": True}]}, None),
+    ({"ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": "n1", "controller": True}],
+      "annotations": {"kubernetes.io/config.mirror": "x"}}, None),
+    ({}, {"phase": "Pending", "nominatedNodeName": "n2"}),
+    ({}, {"phase": "Running", "startTime": "2026-01-02T03:04:05Z"}),
+    ({}, {"phase": "Succeeded"}),
+    ({"deletionTimestamp": "2026-01-02T03:04:05Z"}, {"phase": "Pending"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("change", [{}, {"activeDeadlineSeconds": 60, "preemptionPolicy": "Never"},
+                                    {"schedulingGates": [{"name": "wait"}]}, {"priorityClassName": "high"},
+                                    {"volumes": [{"name": "v", "ephemeral": {"volumeClaimTemplate": {}}}]}])  # fmt: skip
+def test_the_pods_of_one_template_take_its_spec_task_and_each_fills_in_its_own_fields(change: Obj) -> None:
+    template = listed_pod("t", **change)
+    pods = listing(
+        template, template, *(own(template, f"p{i}", meta=m, status=s) for i, (m, s) in enumerate(OWN_FIELDS))
+    )
+    assert all(p["spec"] is pods[1]["spec"] for p in pods[2:])
+    tasks = [_fields(build_task(p, priority_classes={"high": 100})) for p in pods]
+    assert len(decode._SPEC_TASKS) == 1  # (every pod here sets its priority)
+    fresh = []
+    for p in pods:
+        decode._SPECS.clear()
+        decode._SPEC_TASKS.clear()
+        fresh.append(_fields(build_task(copy.deepcopy(p), priority_classes={"high": 100})))
+    assert tasks == fresh
+
+
+def test_a_spec_task_is_not_kept_where_the_priority_is_its_class_s_or_the_scheduler_names_differ() -> None:
+    _, b, c = listing(*(listed_pod(n, priority=None, priorityClassName="high") for n in "abc"))
+    assert b["spec"] is c["spec"]
+    assert build_task(b, priority_classes={"high": 100}).priority == 100
+    # its class's priority changed (the PriorityClass replaced): the next pod reads it
+    assert build_task(c, priority_classes={"high": 200}).priority == 200
+    assert not decode._SPEC_TASKS
+    _, e, f = listing(*(listed_pod(n) for n in "def"))
+    assert build_task(e, priority_classes={}).ours
+    assert not build_task(f, priority_classes={}, scheduler_names=frozenset({"other"})).ours
+    assert build_task(f, priority_classes={}).ours
 
 
 def test_pods_whose_specs_differ_only_where_the_scheduler_does_not_read_share_it_as_pruned(

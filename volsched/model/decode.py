@@ -1236,10 +1236,16 @@ def build_task(
     where = f"Pod {ns}/{name}"
     meta = pod["metadata"]
     spec = _map_field(pod, "spec", where)
-    if not spec:
-        raise InputError(f"{where}: missing field spec")
-    if not spec.get("containers"):
-        raise InputError(f"{where}: missing field spec.containers")
+    # The pods of one template (a spec shared to the byte: kube/prune.py) take what the task reads of
+    # their spec alone from the first of them (:data:`_SPEC_TASKS`), checked then.
+    shared = _SPEC_TASKS.get(id(spec)) if type(spec) is FrozenMap else None
+    if shared is not None and (shared[0] is not spec or shared[1] is not scheduler_names):
+        shared = None
+    if shared is None:
+        if not spec:
+            raise InputError(f"{where}: missing field spec")
+        if not spec.get("containers"):
+            raise InputError(f"{where}: missing field spec.containers")
     # (A field's name for a message is made only where the field is no plain map or known time: a pod
     # listed at start made five of them for nothing.)
     annotations = meta.get("annotations")
@@ -1250,22 +1256,25 @@ def build_task(
     labels = meta.get("labels")
     if type(labels) is not dict:
         labels = {} if labels is None else _shared_map(labels, where=f"{where}: metadata.labels")
-    parsed = _parsed_spec(pod, spec, ns=ns, labels=labels, where=where)
+    if shared is not None:
+        parsed = shared[2]
+        task = _copy_task(shared[3])
+    else:
+        parsed = _parsed_spec(pod, spec, ns=ns, labels=labels, where=where)
     pod_status_map = pod.get("status")
     if pod_status_map is not None and type(pod_status_map) is not dict:
         _map_value(pod_status_map, where=f"{where}: status")
-    if not isinstance(spec.get("nodeName") or "", str):
-        raise InputError(f"{where}: spec.nodeName must be a string, got {_short(spec['nodeName'])}")
+    if shared is None:
+        task = _spec_task(
+            spec,
+            parsed,
+            where=where,
+            priority_classes=priority_classes,
+            default_priority=default_priority,
+            scheduler_names=scheduler_names,
+            class_policies=class_policies,
+        )
     status, node = pod_status(pod)
-    pcn = spec.get("priorityClassName") or ""
-    if not isinstance(pcn, str):  # (before it is looked up: a list or a map cannot be)
-        raise InputError(f"{where}: spec.priorityClassName must be a string, got {_short(pcn)}")
-    priority = spec.get("priority")
-    if priority is None:
-        # Kubernetes' admission rejects pods of unknown classes; one that got through keeps the default.
-        priority = priority_classes.get(pcn, default_priority) if pcn else default_priority
-    if isinstance(priority, bool) or not isinstance(priority, int) or not INT32_MIN <= priority <= INT32_MAX:
-        raise InputError(f"{where}: spec.priority must be a 32-bit integer, got {_short(priority)}")
     group = (
         annotations.get(GROUP_ANNOTATION)
         or annotations.get(VOLCANO_GROUP_ANNOTATION)
@@ -1293,49 +1302,26 @@ def build_task(
         job_key = f"{ns}/{name}"
     # Strings many pods share are interned: one object per distinct value, not one per pod.
     intern = sys.intern
-    scheduler_name = intern(str(spec.get("schedulerName") or "default-scheduler"))
-    task = _copy_task(_BLANK_TASK)
     task.namespace = intern(ns)
     task.name = name
     task.uid = str(meta.get("uid") or f"{ns}/{name}")
     task.job_key = intern(job_key)
     task.request_map = resized_request(pod, parsed.request, where=where)
-    task.priority = int(priority)
     task.status = status
     task.node_name = None if node is None else intern(node)
-    task.scheduler_name = scheduler_name
     task.creation = _time(meta.get("creationTimestamp"), where, "metadata.creationTimestamp")
-    task.node_selector = parsed.selector
-    task.affinity_terms = parsed.terms
-    task.tolerations = parsed.tolerations
-    task.preemption_policy = str(
-        spec.get("preemptionPolicy")
-        or (class_policies.get(pcn) if class_policies and spec.get("priority") is None else None)
-        or "PreemptLowerPriority"
-    )
     task.preemptable = preemptable
-    task.critical = pcn in CRITICAL_PRIORITY_CLASSES
     task.labels = labels
     task.annotations = annotations
     task.owner = None if owner is None else intern(owner)
     task.start_time = _time((pod_status_map or {}).get("startTime"), where, "status.startTime")
-    task.priority_class = intern(str(pcn))
     task.active_deadline = _active_deadline(spec.get("activeDeadlineSeconds"), where=where)
     task.expected_runtime = _expected_runtime(annotations, where=where)
     task.runtime = _runtime(pod, meta, parsed)
-    task.constraints = parsed.constraints
-    task.preferred_node_terms = parsed.preferred
-    task.host_ports = parsed.host_ports
-    task.claims = parsed.claims
     task.ephemeral_claims = tuple(f"{name}-{v}" for v in parsed.ephemeral) if parsed.ephemeral else ()
-    task.inline_volumes = parsed.inline
     task.resource_claims = (
         _resource_claims(spec, pod.get("status"), where) if "resourceClaims" in spec else ()
     )
-    task.score_extra = parsed.score_extra
-    # A pod with scheduling gates is not ready to be placed (kube-scheduler keeps it out of its queue,
-    # and the apiserver refuses its binding) until they are all removed.
-    task.ours = scheduler_name in scheduler_names and not spec.get("schedulingGates")
     task.owner_ref = owner_ref
     task.kubelet_mirror = MIRROR_ANNOTATION in annotations and _node_owned(owners, node)
     if task.status is TaskStatus.PENDING and task.ours:
@@ -1349,8 +1335,82 @@ def build_task(
             task.nominated_node = intern(nominated)
     if parsed.placement_key is None or task.resource_claims:  # not shared: computed from the task
         task.placement_key = intern(placement_key(task))
-    else:
+    elif shared is None:
         task.placement_key = parsed.placement_key
+    return task
+
+
+#: What :func:`build_task` took from a template's spec alone, by the spec's id: (the spec, the scheduler
+#: names it was read with, its parse, a task of every field's default but those read from the spec).
+#: Kept for a spec shared to the byte (a listing's :class:`FrozenMap` of no other: kube/prune.py) whose
+#: parse is its own and that sets its priority (as the apiserver's admission does; a class's priority
+#: is read from the PriorityClasses, which change), no resource claims (read with the pod's status),
+#: and whose placement key is known; the pods of one template then copy that task and fill in their own
+#: fields. The spec is held: its id is no other object's while it is here. Emptied at _SHARED_MAX
+#: entries, like the tables above.
+_SPEC_TASKS: dict[int, tuple[FrozenMap, frozenset[str], _SpecParse, Task]] = {}
+
+
+def _spec_task(
+    spec: Mapping[str, Any],
+    parsed: _SpecParse,
+    *,
+    where: str,
+    priority_classes: Mapping[str, int],
+    default_priority: int,
+    scheduler_names: frozenset[str],
+    class_policies: Mapping[str, str] | None,
+) -> Task:
+    """A task of every field's default but those :func:`build_task` reads from the pod's spec alone,
+    the spec checked; kept in :data:`_SPEC_TASKS` for the pods of its template where it may be."""
+    if not isinstance(spec.get("nodeName") or "", str):
+        raise InputError(f"{where}: spec.nodeName must be a string, got {_short(spec['nodeName'])}")
+    pcn = spec.get("priorityClassName") or ""
+    if not isinstance(pcn, str):  # (before it is looked up: a list or a map cannot be)
+        raise InputError(f"{where}: spec.priorityClassName must be a string, got {_short(pcn)}")
+    own_priority = spec.get("priority")
+    priority = own_priority
+    if priority is None:
+        # Kubernetes' admission rejects pods of unknown classes; one that got through keeps the default.
+        priority = priority_classes.get(pcn, default_priority) if pcn else default_priority
+    if isinstance(priority, bool) or not isinstance(priority, int) or not INT32_MIN <= priority <= INT32_MAX:
+        raise InputError(f"{where}: spec.priority must be a 32-bit integer, got {_short(priority)}")
+    intern = sys.intern
+    scheduler_name = intern(str(spec.get("schedulerName") or "default-scheduler"))
+    task = _copy_task(_BLANK_TASK)
+    task.priority = int(priority)
+    task.scheduler_name = scheduler_name
+    task.node_selector = parsed.selector
+    task.affinity_terms = parsed.terms
+    task.tolerations = parsed.tolerations
+    task.preemption_policy = str(
+        spec.get("preemptionPolicy")
+        or (class_policies.get(pcn) if class_policies and own_priority is None else None)
+        or "PreemptLowerPriority"
+    )
+    task.critical = pcn in CRITICAL_PRIORITY_CLASSES
+    task.priority_class = intern(str(pcn))
+    task.constraints = parsed.constraints
+    task.preferred_node_terms = parsed.preferred
+    task.host_ports = parsed.host_ports
+    task.claims = parsed.claims
+    task.inline_volumes = parsed.inline
+    task.score_extra = parsed.score_extra
+    # A pod with scheduling gates is not ready to be placed (kube-scheduler keeps it out of its queue,
+    # and the apiserver refuses its binding) until they are all removed.
+    task.ours = scheduler_name in scheduler_names and not spec.get("schedulingGates")
+    if (
+        type(spec) is FrozenMap
+        and spec.of is None
+        and spec.memo is parsed
+        and own_priority is not None
+        and "resourceClaims" not in spec
+        and parsed.placement_key is not None
+    ):
+        task.placement_key = parsed.placement_key
+        if len(_SPEC_TASKS) >= _SHARED_MAX:
+            _SPEC_TASKS.clear()
+        _SPEC_TASKS[id(spec)] = (spec, scheduler_names, parsed, _copy_task(task))
     return task
 
 
