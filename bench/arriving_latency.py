@@ -29,8 +29,9 @@ split: to ready (its start-up), from ready to the last bind per 1,000 pods bound
 pods cost, the imports after ready included), ``cpu/1k`` (both, as ``bind_throughput`` reports it: a
 run of 60 pods spreads the start-up's 0.1-0.3 s over them) and, with ``--idle S``, its CPU per second
 over S seconds after the last bind with nothing arriving; volsched's by thread (named when ``--py-spy``
-profiled the run: ``--py-spy-gil`` samples only the thread holding the GIL, where Python's CPU goes). The absolute figures are
-worth little on a loaded machine; compare within one run, and look at the spread over the repeats.
+profiled the run: ``--py-spy-gil`` samples only the thread holding the GIL, where Python's CPU goes). The
+absolute figures are worth little on a loaded machine; compare within one run, and look at the spread over
+the repeats.
 
 ``--stuck N`` creates N pods that never fit before the scheduler starts (unschedulable pods in the way).
 
@@ -61,7 +62,15 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from bind_throughput import ROOT, Result, _commit, build_loadgen, exit_on_sigterm, kill_all, run_one  # noqa: E402
+from bind_throughput import (  # noqa: E402
+    ROOT,
+    Result,
+    _commit,
+    build_loadgen,
+    exit_on_sigterm,
+    kill_all,
+    run_one,
+)
 from bindstats import in_turn, percentile  # noqa: E402
 from machine import describe  # noqa: E402
 
@@ -280,7 +289,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--queue",
         action="store_true",
-        help="a Queue object named default (volsched's, where the pods go): each session's status writes its figures",
+        help="a Queue object named default (volsched's, where the pods go): each session's status writes its "
+        "figures",
     )
     p.add_argument("--keep", type=Path, help="keep each run's directory (its logs) here")
     p.add_argument("--py-spy-out", type=Path, default=Path("py-spy-arriving"), help="where --py-spy writes")
@@ -317,10 +327,11 @@ def print_tail(rows: list[dict[str, Any]], n: int) -> None:
         "gc_longest",
     )
     print(
-        f"the {n} slowest pods of each volsched run (ms; decode: of watch, the event read -> decoded; cpu: its "
-        "session's CPU to the session's end (an inline bind's request and answer in it); echo < 0: the bench's watch saw the bind before volsched read its "
-        "answer; gc: the cyclic collector's runs within its creation-to-bind, summed and the longest, gen "
-        "their highest generation; k-s p99: kube-scheduler's p99 that round):"
+        f"the {n} slowest pods of each volsched run (ms; decode: of watch, the event read -> decoded; cpu: "
+        "its session's CPU to the session's end (an inline bind's request and answer in it); echo < 0: the "
+        "bench's watch saw the bind before volsched read its answer; gc: the cyclic collector's runs within "
+        "its creation-to-bind, summed and the longest, gen their highest generation; k-s p99: "
+        "kube-scheduler's p99 that round):"
     )
     print(
         f"{'rate':>5} {'rep':>3} {'scheduler':<17} {'k-s p99':>7} "
@@ -359,7 +370,8 @@ def run_options(args: argparse.Namespace) -> argparse.Namespace:
     source and the pod creator, set per run or once a machine)."""
     return argparse.Namespace(
         nodes=args.nodes, pods=args.pods, stall=args.stall, create_procs=1, create_conns=8,
-        binder_procs=1, binder_conns=8, creator=None, source=ROOT, keep_logs="kept", stuck=args.stuck, queue=args.queue,
+        binder_procs=1, binder_conns=8, creator=None, source=ROOT, keep_logs="kept", stuck=args.stuck,
+        queue=args.queue,
         py_spy=args.py_spy, py_spy_out=args.py_spy_out.resolve(), idle=args.idle,
         py_spy_gil=args.py_spy_gil, py_spy_rate=args.py_spy_rate,
         volsched_args=f"--log-level {'INFO' if args.untraced else 'INFO,volsched.latency=DEBUG'} "
@@ -416,7 +428,9 @@ def main(argv: list[str] | None = None) -> int:
                             "cpu_ready": r.cpu_ready, "cpu_after_ready": r.cpu_after_ready,
                             "cpu_idle": r.cpu_idle,
                             "cpu_run_per_1000": r.cpu_after_ready / (max(r.figures.bound, 1) / 1000),
-                            "api_bind_ms": 1000 * r.api_binds[1] / r.api_binds[0] if r.api_binds[0] else math.nan,
+                            "api_bind_ms": (
+                                1000 * r.api_binds[1] / r.api_binds[0] if r.api_binds[0] else math.nan
+                            ),
                         }  # fmt: skip
                         if scheduler == "volsched":
                             row["threads"] = thread_rows(r)
@@ -428,8 +442,11 @@ def main(argv: list[str] | None = None) -> int:
                             row["pods"] = [pods[n] for n in order if n in pods]
                             runs = collections(r)
                             row["gc"] = {
-                                str(g): [sum(1 for x in runs if x[0] == g), sum(x[2] for x in runs if x[0] == g),
-                                         max((x[2] for x in runs if x[0] == g), default=0.0)]
+                                str(g): [
+                                    sum(1 for x in runs if x[0] == g),
+                                    sum(x[2] for x in runs if x[0] == g),
+                                    max((x[2] for x in runs if x[0] == g), default=0.0),
+                                ]
                                 for g in (0, 1, 2)
                             }  # fmt: skip
                             for pod in row["pods"]:
@@ -466,8 +483,8 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         if here := row["stages"].get("here"):
             print(
-                f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<17} sessions on the thread that read "
-                f"the pod's event (the pod watch's): {sum(here):.0f} of {len(here)} pods"
+                f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<17} sessions on the thread that "
+                f"read the pod's event (the pod watch's): {sum(here):.0f} of {len(here)} pods"
             )
     if args.first:
         print(f"the first {args.first} pods of each run, creation-to-bind ms, in order of creation:")
@@ -517,7 +534,8 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         if row.get("threads"):
             print(
-                f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']}: CPU by thread, s per 1,000 pods / idle s per s"
+                f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']}: CPU by thread, s per 1,000 pods / "
+                "idle s per s"
             )
             for name, (run, waiting) in sorted(row["threads"].items(), key=lambda kv: -kv[1][0]):
                 if run > 0 or waiting > 0:
@@ -540,7 +558,8 @@ def main(argv: list[str] | None = None) -> int:
                 ]
                 if ratios:
                     print(
-                        f"  {rate:g}/s: {names[src]} {label} / kube-scheduler's = {statistics.median(ratios):.2f}"
+                        f"  {rate:g}/s: {names[src]} {label} / kube-scheduler's = "
+                        f"{statistics.median(ratios):.2f}"
                         f" (runs: {', '.join(f'{x:.2f}' for x in ratios)})"
                     )
     for rate in rates:
