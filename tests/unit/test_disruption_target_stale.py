@@ -112,3 +112,32 @@ def test_a_refused_patch_is_no_error(writer: KubeWriter, monkeypatch: pytest.Mon
     monkeypatch.setattr(writer, "_send", send)
     monkeypatch.setattr(writer, "read_pod", lambda ns, name: _pod(name))
     assert writer.withdraw_stale([prune_pod(_pod("a"))]) == 0
+
+
+def _alone(pod: dict[str, Any]) -> dict[str, Any]:
+    """``pod`` with its DisruptionTarget condition alone (no Ready: a pod the kubelet never reported)."""
+    return {**pod, "status": {**pod["status"], "conditions": pod["status"]["conditions"][1:]}}
+
+
+def test_the_look_over_every_cached_pod_passes_over_only_pods_that_cannot_be_marked(
+    writer: KubeWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The look at the start of a holding walks every cached pod, so it passes over, cheaply, a pod whose
+    conditions cannot hold a DisruptionTarget (none, or one of another type); a marked pod is set back
+    whatever its other conditions, and a pod of another shape is looked at whole (note14 Found 6)."""
+    ready = {
+        **_pod("ready"),
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    cached = [
+        prune_pod(ready),
+        {**prune_pod(ready), "status": {"phase": "Pending"}},
+        {"metadata": {"name": "odd"}, "spec": {"schedulerName": SCHEDULER_NAME}, "status": "odd"},
+        prune_pod(_alone(_pod("alone"))),
+        prune_pod(_pod("with-ready")),
+        _pod("unpruned"),  # (every other condition kept)
+    ]
+    looked: list[str] = []
+    monkeypatch.setattr(writer, "_withdraw_unless_evicted", lambda ns, name, *_: looked.append(name) or True)
+    assert writer.withdraw_stale(cached) == 3
+    assert looked == ["alone", "with-ready", "unpruned"]

@@ -109,7 +109,8 @@ def test_a_queues_finalizer_found_by_a_session_on_the_pod_watchs_thread_is_writt
         loop = op.loop
         written: list[tuple[str, bool]] = []
         loop.writer = SimpleNamespace(  # type: ignore[assignment]
-            guard_queue=lambda name, _finalizers, *, keep: written.append((name, keep))
+            guard_queue=lambda name, _finalizers, *, keep: written.append((name, keep)),
+            unsettled_due=lambda: False,
         )
         # (held since before the loop's last look for disruption targets: none is due)
         loop.lease = SimpleNamespace(is_leader=True, acquired_at=0.0)  # type: ignore[assignment]
@@ -141,7 +142,7 @@ def _only_the_stale_look_due(op: Any, *, acquired_at: float) -> list[int]:
         looked.append(len(list(pods)))
         return 0
 
-    loop.writer = SimpleNamespace(withdraw_stale=withdraw_stale)
+    loop.writer = SimpleNamespace(withdraw_stale=withdraw_stale, unsettled_due=lambda: False)
     loop.lease = SimpleNamespace(is_leader=True, acquired_at=acquired_at)
     now = time.monotonic()
     op.reloader.known, op.reloader._checked = True, now
@@ -178,3 +179,28 @@ def test_without_a_lease_the_first_session_looks_for_disruption_targets_once(tmp
         assert loop.chores_due(now)
         loop.withdraw_stale()
         assert looked == [0] and not loop.chores_due(time.monotonic())
+
+
+def test_a_disruption_target_whose_evictions_outcome_is_known_by_now_is_looked_at_on_the_session_thread(
+    tmp_path: Path,
+) -> None:
+    """A pod marked for an eviction whose answer was lost is looked at again once no request can act any
+    more (``KubeWriter.withdraw_unsettled``: a read and a write): a chore, so that session runs on the
+    session thread; looked at, it is due no more (note14 Found 6)."""
+    with operator_at(tmp_path) as op:
+        loop = op.loop
+        now = time.monotonic()
+        _only_the_stale_look_due(op, acquired_at=0.0)
+        due = [True]
+        looked: list[int] = []
+        loop.writer.unsettled_due = lambda: due[0]
+
+        def withdraw_unsettled() -> int:
+            looked.append(1)
+            due[0] = False
+            return 1
+
+        loop.writer.withdraw_unsettled = withdraw_unsettled
+        assert loop.chores_due(now)
+        loop.withdraw_unsettled()
+        assert looked == [1] and not loop.chores_due(now)

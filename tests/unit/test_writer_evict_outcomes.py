@@ -16,7 +16,7 @@ from volsched.framework.messages import DELETED
 from volsched.kube.errors import ApiException
 from volsched.kube.prune import prune_pod
 from volsched.kube.rest import ResponseLost
-from volsched.kube.writer import Fenced, KubeWriter
+from volsched.kube.writer import Fenced, KubeWriter, WriterSettings
 from volsched.model.vocabulary import SCHEDULER_NAME
 
 EVICT = Evict(pod="ns/p", uid="u1", node="n1", reason=EvictionReason(action="preempt", detail="r"))
@@ -50,7 +50,19 @@ class _Boom(Exception):
         (_api(404), None, (GONE, "said so"), (GONE, "said so")),
         (_api(409), None, (CONFLICT, "said so"), (CONFLICT, "said so")),
         (_api(429), None, (BLOCKED, "said so"), (FAILED, "delete: 429: said so")),
-        (_api(500), None, (FAILED, "500: said so"), (FAILED, "delete: 500: said so")),
+        (
+            _api(500),
+            {"metadata": {"uid": "u1"}},
+            (FAILED, "500: said so"),
+            (UNKNOWN, "delete: 500: said so; read back: not evicted yet"),
+        ),
+        (
+            _api(504),
+            {"metadata": {"uid": "u1", "deletionTimestamp": "t"}},
+            (FAILED, "504: said so"),
+            (EVICTED, f"{DELETED}; delete: 504: said so; read back: terminating"),
+        ),
+        (_api(422), None, (FAILED, "422: said so"), (FAILED, "delete: 422: said so")),
         (
             ResponseLost("lost"),
             {"metadata": {"uid": "u1", "deletionTimestamp": "t"}},
@@ -66,7 +78,20 @@ class _Boom(Exception):
         (ResponseLost("lost"), "gone", (GONE, "lost; read back: gone"), (GONE, "lost; read back: gone")),
         (_Boom(), None, (FAILED, "boom second line"), (FAILED, "delete: boom second line")),
     ],
-    ids=["ok", "fenced", "404", "409", "429", "500", "lost-terminating", "lost-there", "lost-gone", "other"],
+    ids=[
+        "ok",
+        "fenced",
+        "404",
+        "409",
+        "429",
+        "500",
+        "504",
+        "422",
+        "lost-terminating",
+        "lost-there",
+        "lost-gone",
+        "other",
+    ],
 )
 def test_each_answer_to_an_eviction_or_a_delete_comes_to_its_outcome(
     server: ScriptedServer,
@@ -186,21 +211,138 @@ def test_a_pod_told_it_is_a_disruption_target_is_told_otherwise_when_its_evictio
         assert condition["message"].startswith(f"not evicted ({outcome.detail}): preempt: ns/p ")
 
 
-def test_a_delete_past_a_budget_that_failed_keeps_its_condition(
-    writer: KubeWriter, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A delete writes no condition of its own as it lands: one that failed and lands after all would
-    leave the pod terminating and told it was not deleted. Its condition is kept (a later holding of
-    the Lease, or the disruption controller, clears it)."""
-    sent: list[tuple[str, str]] = []
+POD_PATH = "/api/v1/namespaces/ns/pods/p"
+
+
+def _sends(writer: KubeWriter, monkeypatch: pytest.MonkeyPatch, raised: dict[str, Exception]) -> list[Any]:
+    """``writer``'s requests answered here (each method in ``raised`` raises that), recorded as
+    (method, path, the condition's status), with the bodies."""
+    sent: list[Any] = []
 
     def send(method: str, path: str, body: Any, **_: Any) -> bytes:
-        sent.append((method, path))
-        if method == "DELETE":
-            raise _api(504)
+        conditions = (body.get("status") or {}).get("conditions") or [{}]
+        sent.append((method, path, conditions[0].get("status"), body))
+        if method in raised:
+            raise raised[method]
         return b"{}"
 
     monkeypatch.setattr(writer, "_send", send)
+    return sent
+
+
+@pytest.mark.parametrize("refusal", [_api(422), _api(403), _api(429), ConnectionRefusedError()])
+def test_a_delete_past_a_budget_refused_is_told_at_once_that_it_did_not_happen(
+    writer: KubeWriter, monkeypatch: pytest.MonkeyPatch, refusal: Exception
+) -> None:
+    """A delete the apiserver refused (an admission policy's 422, 403, its throttling past the retries) or
+    that was never sent cannot land later: the pod read back, the same, still marked and not terminating,
+    is set back to False at once, on the version read (before: kept marked until the next holding of the
+    Lease or the disruption controller; note14 Found 6)."""
+    sent = _sends(writer, monkeypatch, {"DELETE": refusal})
     monkeypatch.setattr(writer, "read_pod", lambda ns, name: MARKED)
-    assert writer.evict(DELETE, prune_pod(LINGERING)).result == FAILED
-    assert sent == [("PATCH", STATUS), ("DELETE", "/api/v1/namespaces/ns/pods/p")]
+    outcome = writer.evict(DELETE, prune_pod(LINGERING))
+    assert outcome.result == FAILED
+    assert [s[:3] for s in sent] == [
+        ("PATCH", STATUS, "True"),
+        ("DELETE", POD_PATH, None),
+        ("PATCH", STATUS, "False"),
+    ]
+    said = sent[-1][3]
+    assert said["metadata"] == {"uid": "u1", "resourceVersion": "7"}
+    [condition] = said["status"]["conditions"]
+    assert condition["reason"] == "NotEvicted"
+    assert condition["message"].startswith(f"not evicted ({outcome.detail}): reclaim: ns/p ")
+    assert not writer.unsettled_due()
+
+
+@pytest.mark.parametrize(
+    ("eviction", "lost"),
+    [(EVICT, ResponseLost("lost")), (DELETE, ResponseLost("lost")), (DELETE, _api(504))],
+    ids=["evict, answer lost", "delete, answer lost", "delete, 504"],
+)
+def test_a_pod_whose_evictions_outcome_is_unknown_is_told_once_it_is_known(
+    writer: KubeWriter,
+    writer_settings: WriterSettings,
+    monkeypatch: pytest.MonkeyPatch,
+    eviction: Evict,
+    lost: Exception,
+) -> None:
+    """An eviction or a delete whose answer was lost (or a delete answered 504: the apiserver may still be
+    processing it) and whose pod, read back, is still there: its outcome is unknown, and a delete that
+    lands late writes no condition, so the pod keeps its condition for now. Once no request can act any
+    more (``unknown_settles_after``), the pod read again, the same, still marked and not terminating, is
+    set back to False saying so, on the version read; one evicted since, or made again, is not. Before,
+    it was left marked until the next holding of the Lease (note14 Found 6)."""
+    clock = [100.0]
+    writer.clock = lambda: clock[0]
+    request = "DELETE" if eviction.deletes else "POST"
+    sent = _sends(writer, monkeypatch, {request: lost})
+    read_back = [MARKED]
+    monkeypatch.setattr(writer, "read_pod", lambda ns, name: read_back[0])
+    outcome = writer.evict(eviction, prune_pod(LINGERING))
+    assert outcome.result == UNKNOWN
+    assert [s[0] for s in sent] == ["PATCH", request, "POST"]  # marked, sent, its event
+    del sent[:]
+    clock[0] += writer_settings.unknown_settles_after - 1
+    assert not writer.unsettled_due() and writer.withdraw_unsettled() == 0 and sent == []
+    clock[0] += 1
+    assert writer.unsettled_due()
+    assert writer.withdraw_unsettled() == 1
+    [(method, path, status, said)] = sent
+    assert (method, path, status) == ("PATCH", STATUS, "False")
+    assert said["metadata"] == {"uid": "u1", "resourceVersion": "7"}
+    [condition] = said["status"]["conditions"]
+    assert condition["reason"] == "NotEvicted"
+    action = eviction.action
+    assert condition["message"].startswith(
+        f"not evicted (its answer was lost, and the pod was still there and not being deleted "
+        f"{writer_settings.unknown_settles_after:.0f}s later): {action}: ns/p "
+    ), condition["message"]
+    assert not writer.unsettled_due() and writer.withdraw_unsettled() == 0  # looked at once
+
+    # Evicted after the read back after all (or another pod by that name now): not told otherwise.
+    for since in (TERMINATING, {**MARKED, "metadata": {**MARKED["metadata"], "uid": "u2"}}, None):
+        del sent[:]
+        read_back[0] = MARKED
+        assert writer.evict(eviction, prune_pod(LINGERING)).result == UNKNOWN
+        del sent[:]
+        read_back[0] = since
+        clock[0] += writer_settings.unknown_settles_after
+        assert writer.withdraw_unsettled() == 0 and sent == []
+
+
+def test_a_set_back_that_failed_is_tried_again_and_a_new_eviction_of_the_pod_replaces_the_look(
+    writer: KubeWriter, writer_settings: WriterSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The look at a pod whose eviction's outcome was unknown is tried again when its read or write
+    failed (the apiserver down a while), a few times; a new eviction decided for the pod meanwhile says
+    what comes of its mark from then on (its own outcome), so the old look is dropped."""
+    clock = [0.0]
+    writer.clock = lambda: clock[0]
+    sent = _sends(writer, monkeypatch, {"POST": ResponseLost("lost")})
+    reads: list[str] = []
+
+    def read_pod(ns: str, name: str) -> Any:
+        reads.append(name)
+        if len(reads) > 1 and len(reads) < 4:
+            raise ConnectionRefusedError()
+        return MARKED
+
+    monkeypatch.setattr(writer, "read_pod", read_pod)
+    assert writer.evict(EVICT, prune_pod(LINGERING)).result == UNKNOWN
+    del sent[:]
+    for _ in range(2):  # unread: again 10 s later
+        clock[0] += writer_settings.unknown_settles_after
+        assert writer.withdraw_unsettled() == 0
+    clock[0] += 10
+    assert writer.withdraw_unsettled() == 1
+    assert [s[2] for s in sent] == ["False"]
+
+    # A new eviction of the pod (here, evicted): the look left by the first one is dropped.
+    _sends(writer, monkeypatch, {"POST": ResponseLost("lost")})
+    assert writer.evict(EVICT, prune_pod(LINGERING)).result == UNKNOWN
+    after = _sends(writer, monkeypatch, {})
+    assert writer.evict(EVICT, prune_pod(LINGERING)).result == EVICTED
+    del after[:]
+    clock[0] += writer_settings.unknown_settles_after
+    assert not writer.unsettled_due() and writer.withdraw_unsettled() == 0 and after == []

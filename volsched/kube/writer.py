@@ -119,6 +119,13 @@ class WriterSettings:
     #: Pods whose spec.schedulerName is one of these are ours to bind, evict and mark.
     scheduler_names: frozenset[str] = DEFAULT_SCHEDULER_NAMES
     request_timeout: float = 10.0
+    #: Seconds after an eviction (or a delete past a budget) whose outcome is unknown (its answer lost, or
+    #: a delete answered 500 or 504: the apiserver may still be acting on it) before the pod, read again,
+    #: is told it was not evicted when it is the same pod, still marked and not being deleted: by then no
+    #: request it took acts any more (its ``--request-timeout``, 60 s by default, past this writer's own
+    #: ``request_timeout``). A late delete writes no condition of its own: told sooner, a pod could be
+    #: left terminating and told it was not evicted.
+    unknown_settles_after: float = 70.0
     #: Events per object: this many at once, then one per ``event_every`` seconds (never a repeat).
     event_burst: int = 5
     event_every: float = 10.0
@@ -204,6 +211,30 @@ def _nominated_node(pod: Raw) -> str:
 
 #: Why a disruption target found at the start of a holding of the Lease was not evicted.
 STALE_TARGET = "the scheduler that decided the eviction stopped, or its eviction failed, before it happened"
+#: Why a disruption target whose eviction's outcome was unknown was not evicted (see
+#: ``WriterSettings.unknown_settles_after``): ``{}`` is the seconds waited.
+UNSETTLED_TARGET = "its answer was lost, and the pod was still there and not being deleted {:.0f}s later"
+#: The condition :meth:`KubeWriter.withdraw_stale` looks for.
+_TARGET = "DisruptionTarget"
+#: A delete's answers that say the apiserver may still act on it: as an answer lost, the pod read back says.
+_MAY_STILL_ACT = frozenset({500, 504})
+#: How many times a pod whose unknown eviction settled is looked at again when reading it or setting it
+#: back failed (each ``_SET_BACK_RETRY`` seconds apart); past that, the next holding of the Lease does.
+_SET_BACK_TRIES = 5
+_SET_BACK_RETRY = 10.0
+
+
+@dataclass(slots=True)
+class _Unsettled:
+    """A pod marked as a disruption target whose eviction's outcome is not known yet: looked at again
+    (:meth:`KubeWriter.withdraw_unsettled`) at ``due`` (the writer's clock)."""
+
+    uid: str
+    #: What the pod was told (its ``DisruptionTarget`` message) and why it is set back.
+    message: str
+    why: str
+    due: float
+    tries: int = 0
 
 
 def _made_again(exc: ApiException) -> bool:
@@ -338,6 +369,10 @@ class KubeWriter:
         #: under this holding of the Lease (``_nominations_read``: left by an earlier leader, or by this
         #: process before it restarted, whose claims are gone with it).
         self._nominated: dict[str, tuple[str, str]] = {}
+        #: Pods marked as disruption targets whose eviction's outcome is not known yet, by key
+        #: (:meth:`withdraw_unsettled`), and the first one's ``due`` (inf: none).
+        self._unsettled: dict[str, _Unsettled] = {}
+        self._unsettled_first = math.inf
         self._nominations_read = False
         #: Status writes (a status, a pod's condition or nominated node) the fence refused unsent, so
         #: far: each is owed, and a later session writes it once the Lease is held again (under the same
@@ -726,9 +761,12 @@ class KubeWriter:
         disruption controller does to a stale one, minutes later). One that failed otherwise is set back
         too when the pod read back is still marked and not terminating, on the version read
         (:meth:`_withdraw_unless_evicted`: a timed-out eviction may yet go through, and then writes its own
-        condition as it deletes the pod); a delete past a budget that failed keeps it (a delete that lands
-        late writes none: a False would lie), for the next holding of the Lease (:meth:`withdraw_stale`)
-        or the disruption controller to clear. No event tells of an eviction that did not happen. A pod
+        condition as it deletes the pod), as is a delete past a budget that was refused (a 500 or 504 may
+        still act: read back, as an answer lost). One whose outcome is unknown (its answer lost, the pod
+        read back still there) is looked at again once no request can act any more
+        (``unknown_settles_after``; a delete that lands late writes no condition: a False sooner could
+        lie), and one not sent for the fence once this replica may write again
+        (:meth:`withdraw_unsettled`). No event tells of an eviction that did not happen. A pod
         the eviction deletes at once (a zero grace period and no finalizer) gets no condition: the
         eviction's own replaces the first before anyone could read it and the pod is gone before the
         second (only refused). It is evicted first, and its event, unless
@@ -757,6 +795,9 @@ class KubeWriter:
             return outcome
         # Only on the pod decided for: another made since under its name refuses it (and is not evicted).
         condition = _for_uid(render.disruption_target_condition(eviction.action, message, now), uid)
+        with self._lock:  # this eviction's outcome says what comes of the mark from now on
+            if self._unsettled.pop(eviction.pod, None) is not None:
+                self._unsettled_first = min((u.due for u in self._unsettled.values()), default=math.inf)
         told = self._disruption_target(eviction, ns, name, condition)
         if told is not None:
             return told
@@ -770,9 +811,16 @@ class KubeWriter:
             why = redact(outcome.detail)
             withdrawn = render.disruption_target_withdrawn(message, why, render.now_rfc3339())
             self._disruption_target(eviction, ns, name, _for_uid(withdrawn, uid))
-        elif outcome.result == FAILED and not eviction.deletes:  # the pod as it is now says whether it was
-            self._withdraw_unless_evicted(ns, name, uid, message, redact(outcome.detail))
-        elif outcome.result in (EVICTED, UNKNOWN):  # told once evicted (or perhaps: no answer)
+        elif outcome.result == FAILED:  # the pod as it is now says whether it was (unread: again later)
+            why = redact(outcome.detail)
+            if self._withdraw_unless_evicted(ns, name, uid, message, why) is None:
+                self._settle_later(eviction.pod, uid, message, why, after=_SET_BACK_RETRY)
+        elif outcome.result == FENCED:  # not sent: told so once this replica may write again
+            self._settle_later(eviction.pod, uid, message, redact(outcome.detail), after=0.0)
+        if outcome.result == UNKNOWN:  # what came of it is known later: the pod read then says
+            why = UNSETTLED_TARGET.format(self.settings.unknown_settles_after)
+            self._settle_later(eviction.pod, uid, message, why, after=self.settings.unknown_settles_after)
+        if outcome.result in (EVICTED, UNKNOWN):  # told once evicted (or perhaps: no answer)
             _, event_error = self.post_object_event(
                 target, reason=eviction_event_reason(eviction), message=message, type_="Normal", now=now
             )
@@ -780,18 +828,56 @@ class KubeWriter:
                 outcome.detail = f"{outcome.detail}; {event_error}" if outcome.detail else event_error
         return outcome
 
-    def _withdraw_unless_evicted(self, ns: str, name: str, uid: str, message: str, why: str) -> bool:
+    def _settle_later(self, key: str, uid: str, message: str, why: str, *, after: float) -> None:
+        """Look at pod ``key`` (of ``uid``, told ``message``) again in ``after`` seconds: set it back then,
+        saying ``why``, if it is still marked (:meth:`withdraw_unsettled`)."""
+        due = self.clock() + after
+        with self._lock:
+            self._unsettled[key] = _Unsettled(uid, message, why, due)
+            self._unsettled_first = min(self._unsettled_first, due)
+
+    def unsettled_due(self) -> bool:
+        """Whether a pod marked for an eviction whose outcome was not known is due a look now
+        (:meth:`withdraw_unsettled`). No lock, no I/O: a float compared."""
+        return self._unsettled_first <= self.clock()
+
+    def withdraw_unsettled(self) -> int:
+        """Each pod marked as a disruption target whose eviction's outcome was not known (its answer
+        lost; or not sent, fenced) and whose look is due: read now, the same pod, still marked and not
+        being deleted, it was not evicted, and is told so (:meth:`_withdraw_unless_evicted`). A read or a
+        write that failed is tried again ``_SET_BACK_RETRY`` seconds later, ``_SET_BACK_TRIES`` times.
+        Returns how many were set back. Blocking (a read and a write each): the session thread's."""
+        now = self.clock()
+        with self._lock:
+            due = [(key, u) for key, u in self._unsettled.items() if u.due <= now]
+            for key, _ in due:
+                del self._unsettled[key]
+            self._unsettled_first = min((u.due for u in self._unsettled.values()), default=math.inf)
+        done = 0
+        for key, u in due:
+            ns, name = _split(key)
+            said = self._withdraw_unless_evicted(ns, name, u.uid, u.message, u.why)
+            if said is None and u.tries + 1 < _SET_BACK_TRIES:
+                with self._lock:  # unless a new eviction of the pod was decided meanwhile
+                    if key not in self._unsettled:
+                        retry = self.clock() + _SET_BACK_RETRY
+                        self._unsettled[key] = _Unsettled(u.uid, u.message, u.why, retry, u.tries + 1)
+                        self._unsettled_first = min(self._unsettled_first, retry)
+            done += bool(said)
+        return done
+
+    def _withdraw_unless_evicted(self, ns: str, name: str, uid: str, message: str, why: str) -> bool | None:
         """Set the ``DisruptionTarget`` condition of pod ``ns/name`` back to False saying ``why`` (and
         ``message``, what it was told), when the pod read now is the one of ``uid``, still marked by a
         scheduler and not being deleted. The patch names the version read: should an eviction land in
         between, the apiserver refuses it, and one that lands after it writes its own condition as it
         deletes the pod (``EvictionByEvictionAPI``): the pod is never left terminating and told it was not
-        evicted. Returns whether it was set back; a failure is no error (the next holding of the Lease
-        looks again: :meth:`withdraw_stale`)."""
+        evicted. Returns whether it was set back, None when the read or the write failed (no error: the
+        next holding of the Lease looks again, :meth:`withdraw_stale`)."""
         try:
             fresh = self.read_pod(ns, name)
         except Exception:
-            return False
+            return None
         meta = meta_of(fresh or {})
         if fresh is None or (uid and meta.get("uid") != uid) or not render.marked_by_scheduler(fresh):
             return False
@@ -799,8 +885,10 @@ class KubeWriter:
         body["metadata"] = {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}
         try:
             self._send("PATCH", pod_path(ns, name, "status"), body, content_type=STRATEGIC_PATCH)
+        except ApiException as exc:  # (409: changed since it was read: read again, if looked at again)
+            return False if exc.status == 404 else None
         except Exception:
-            return False
+            return None
         return True
 
     def withdraw_stale(self, pods: Iterable[Raw]) -> int:
@@ -811,10 +899,20 @@ class KubeWriter:
         now), not left for the disruption controller to clear minutes later. Returns how many."""
         done = 0
         for pod in pods:
+            # A cheap look first (this walks every cached pod, once a holding): a marked pod has a
+            # DisruptionTarget condition, alone or with others (a pruned pod keeps three kinds at most).
+            # Anything of another shape is looked at whole.
+            status = pod.get("status")
+            if type(status) is dict:
+                c = status.get("conditions")
+                if not c or (
+                    type(c) is list and len(c) == 1 and type(c[0]) is dict and c[0].get("type") != _TARGET
+                ):
+                    continue
             if self._ours(pod) and render.marked_by_scheduler(pod):
                 meta = meta_of(pod)
                 ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-                done += self._withdraw_unless_evicted(ns, name, uid_of(pod), "", STALE_TARGET)
+                done += bool(self._withdraw_unless_evicted(ns, name, uid_of(pod), "", STALE_TARGET))
         return done
 
     def _disruption_target(
@@ -876,14 +974,17 @@ class KubeWriter:
                 return EvictOutcome(eviction, BLOCKED, detail)
             if exc.status == 409:
                 return EvictOutcome(eviction, CONFLICT, detail)
-            return EvictOutcome(eviction, FAILED, f"{said}{exc.status}: {detail}")
+            if not (deletes and exc.status in _MAY_STILL_ACT):
+                return EvictOutcome(eviction, FAILED, f"{said}{exc.status}: {detail}")
+            why = f"{said}{exc.status}: {detail}"  # it may yet land: as an answer lost
         except ResponseLost as exc:  # it may have evicted (deleted) the pod
-            outcome = self._evict_read_back(eviction, ns, name, str(exc))
-            if deletes and outcome.result == EVICTED:
-                outcome.detail = f"{DELETED}; {outcome.detail}"
-            return outcome
+            why = str(exc)
         except Exception as exc:
             return EvictOutcome(eviction, FAILED, f"{said}{error_summary(exc)}")
+        outcome = self._evict_read_back(eviction, ns, name, why)
+        if deletes and outcome.result == EVICTED:
+            outcome.detail = f"{DELETED}; {outcome.detail}"
+        return outcome
 
     def _evict_read_back(self, eviction: Evict, ns: str, name: str, why: str) -> EvictOutcome:
         """What came of an eviction whose answer was lost, as the pod read back shows (not sent again: the

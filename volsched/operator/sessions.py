@@ -503,6 +503,16 @@ class SessionLoop:
         if done:
             log.info("%d pod(s) marked for an eviction that did not happen told they were not evicted", done)
 
+    def withdraw_unsettled(self) -> None:
+        """The pods marked as disruption targets whose eviction's outcome was not known (its answer lost,
+        or not sent for the fence), looked at again now that it is: those still there, marked and not
+        being deleted are told they were not evicted (:meth:`KubeWriter.withdraw_unsettled`)."""
+        done = self.writer.withdraw_unsettled()
+        if done:
+            log.info(
+                "%d pod(s) marked for an eviction whose outcome was unknown told they were not evicted", done
+            )
+
     def _fenced_timeout(self) -> float:
         """A read's timeout on the session thread: never past the Lease's fenced window."""
         return max(0.001, min(LIST_TIMEOUT, self.lease.time_left()))
@@ -523,9 +533,16 @@ class SessionLoop:
         the ConfigMap (:meth:`ConfigReloader.due`), look for Volcano's kinds (:meth:`VolcanoKinds.due`),
         or, after it, write a Queue's finalizer that a session on the pod watch's thread left owed
         (:meth:`_guard_queues`), or look for disruption targets left before this holding of the Lease
-        (:meth:`withdraw_stale`). Such a session runs on the session thread, never on the pod watch's
-        (:class:`_Turns`)."""
-        return self._guard_owed or self.reloader.due(now) or self.volcano.due(now) or self._targets_due()
+        (:meth:`withdraw_stale`) or whose eviction's outcome is known by now
+        (:meth:`KubeWriter.withdraw_unsettled`). Such a session runs on the session thread, never on the
+        pod watch's (:class:`_Turns`)."""
+        return (
+            self._guard_owed
+            or self.reloader.due(now)
+            or self.volcano.due(now)
+            or self._targets_due()
+            or self.writer.unsettled_due()
+        )
 
     def _targets_due(self) -> bool:
         """Whether this holding of the Lease has not looked for disruption targets yet (without a Lease,
@@ -570,6 +587,8 @@ class SessionLoop:
                 return None
         if self._targets_due():
             self.withdraw_stale()
+        if (turns is None or not turns.inline_now) and self.writer.unsettled_due():
+            self.withdraw_unsettled()
         now = time.time()
         self.usage.refresh(now)  # the collector's fresh snapshot (no I/O on this path)
         config = self.reloader.config

@@ -1,0 +1,185 @@
+"""A victim marked as a disruption target whose eviction's outcome was not known at once is told the truth
+once it is (note14 Found 6), on a real apiserver: a delete past a budget that the apiserver refused (here an
+admission policy's 422) cannot land later, so the pod is set back to False at once; an eviction or a delete
+whose answer was lost (the only stand-in: the request dropped before it reached the apiserver, or sent
+after the lost answer, as one landing late) is looked at again once no request can act any more
+(``WriterSettings.unknown_settles_after``, 0 here): still there, marked and not being deleted, it is set
+back to False saying why; evicted or deleted meanwhile, it is not told otherwise (a late delete writes no
+condition of its own: a False would lie)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.e2e.operator_fixtures import Kube, pod, wait_for
+from volsched.cycle import FAILED, UNKNOWN
+from volsched.framework.decisions import Evict, EvictionReason
+from volsched.kube.rest import ResponseLost
+from volsched.kube.writer import UNSETTLED_TARGET, KubeWriter, WriterSettings
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture
+def writer(mk: Kube) -> Iterator[KubeWriter]:
+    w = KubeWriter(mk.api, WriterSettings(workers=1, unknown_settles_after=0.0))
+    yield w
+    w.close()
+
+
+def _running(k: Kube) -> tuple[str, dict[str, Any]]:
+    """A pod c of ours on node n1 (no kubelet: it terminates until its grace period is over, 30 s)."""
+    ns = k.namespace(f"unsettled-{uuid.uuid4().hex[:6]}")
+    obj = pod("c")
+    obj["spec"]["terminationGracePeriodSeconds"] = 30
+    made = k.core.create_namespaced_pod(ns, obj)
+    binding = client.V1Binding(
+        metadata=client.V1ObjectMeta(name="c"), target=client.V1ObjectReference(kind="Node", name="n1")
+    )
+    k.core.create_namespaced_binding(ns, binding, _preload_content=False)
+    k.core.patch_namespaced_pod_status("c", ns, {"status": {"phase": "Running"}})
+    return ns, k.api.sanitize_for_serialization(made)
+
+
+def _victim(ns: str, raw: dict[str, Any], *, deletes: bool) -> Evict:
+    past = ("1 pod protected by PodDisruptionBudget keep",) if deletes else ()
+    return Evict(
+        pod=f"{ns}/c",
+        uid=raw["metadata"]["uid"],
+        node="n1",
+        reason=EvictionReason(action="reclaim" if deletes else "preempt", past_budget=past),
+    )
+
+
+def _target(k: Kube, ns: str) -> Any:
+    got = k.core.read_namespaced_pod("c", ns)
+    [target] = [c for c in got.status.conditions or [] if c.type == "DisruptionTarget"]
+    return got, target
+
+
+def _lost(writer: KubeWriter, monkeypatch: pytest.MonkeyPatch, method: str) -> None:
+    """``writer``'s next ``method`` request is lost before it reaches the apiserver: no answer comes."""
+    send = writer.rest.request
+
+    def request(m: str, path: str, *args: Any, **kwargs: Any) -> bytes:
+        if m == method:
+            monkeypatch.setattr(writer.rest, "request", send)
+            raise ResponseLost(f"{m} {path}: no answer (TimeoutError)")
+        return send(m, path, *args, **kwargs)
+
+    monkeypatch.setattr(writer.rest, "request", request)
+
+
+def _no_deletes_in(mk: Kube, ns: str) -> None:
+    """A ValidatingAdmissionPolicy refusing every pod delete in ``ns`` (422), in force once it returns."""
+    adm = client.AdmissionregistrationV1Api(mk.api)
+    name = f"no-deletes-{ns}"
+    rules = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"], "resources": ["pods"]}]
+    adm.create_validating_admission_policy(
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": rules},
+                "validations": [{"expression": "false", "message": "deletes are frozen here"}],
+            },
+        }
+    )
+    adm.create_validating_admission_policy_binding(
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "policyName": name,
+                "validationActions": ["Deny"],
+                "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}},
+            },
+        }
+    )
+
+    def refused() -> bool:
+        try:
+            mk.core.delete_namespaced_pod("c", ns, dry_run="All")
+        except client.ApiException as exc:
+            return "deletes are frozen here" in str(exc.body)
+        return False
+
+    wait_for(refused, 30, what="the policy refusing deletes")
+
+
+def test_a_delete_past_a_budget_that_was_refused_is_set_back_at_once(mk: Kube, writer: KubeWriter) -> None:
+    """Before: kept marked (a delete that lands late writes no condition), though a 422 cannot land."""
+    ns, raw = _running(mk)
+    _no_deletes_in(mk, ns)
+    outcome = writer.evict(_victim(ns, raw, deletes=True), raw)
+    assert outcome.result == FAILED and outcome.detail.startswith("delete: 422: "), outcome.detail
+    got, target = _target(mk, ns)
+    assert got.metadata.deletion_timestamp is None
+    assert (target.status, target.reason) == ("False", "NotEvicted")
+    assert target.message.startswith("not evicted (delete: 422: "), target.message
+    assert "deletes are frozen here" in target.message
+    assert not writer.unsettled_due()  # nothing left to look at
+
+
+@pytest.mark.parametrize("deletes", [False, True], ids=["eviction", "delete past a budget"])
+def test_a_victim_whose_answer_was_lost_and_that_was_not_evicted_is_told_so_once_that_is_known(
+    mk: Kube, writer: KubeWriter, monkeypatch: pytest.MonkeyPatch, deletes: bool
+) -> None:
+    """Before: left marked until the next holding of the Lease (or the disruption controller, which this
+    control plane does not run)."""
+    ns, raw = _running(mk)
+    _lost(writer, monkeypatch, "DELETE" if deletes else "POST")
+    outcome = writer.evict(_victim(ns, raw, deletes=deletes), raw)
+    assert outcome.result == UNKNOWN, outcome.detail
+    _, target = _target(mk, ns)
+    assert (target.status, target.reason) == (
+        "True",
+        "ReclaimByScheduler" if deletes else "PreemptionByScheduler",
+    )
+    assert writer.unsettled_due()
+    assert writer.withdraw_unsettled() == 1
+    got, target = _target(mk, ns)
+    assert got.metadata.deletion_timestamp is None
+    assert (target.status, target.reason) == ("False", "NotEvicted")
+    said = UNSETTLED_TARGET.format(0.0)
+    assert target.message.startswith(f"not evicted ({said}): {'reclaim' if deletes else 'preempt'}: {ns}/c ")
+    assert writer.withdraw_unsettled() == 0  # once
+
+
+@pytest.mark.parametrize("deletes", [False, True], ids=["eviction", "delete past a budget"])
+def test_a_victim_whose_answer_was_lost_and_that_went_after_all_is_not_told_otherwise(
+    mk: Kube, writer: KubeWriter, monkeypatch: pytest.MonkeyPatch, deletes: bool
+) -> None:
+    """The request lands after the pod was read back (here it is sent then, by hand): the pod terminates,
+    and its condition is the one it was evicted under, never a False."""
+    ns, raw = _running(mk)
+
+    def late() -> None:
+        if deletes:
+            mk.core.delete_namespaced_pod("c", ns)
+        else:
+            mk.core.create_namespaced_pod_eviction("c", ns, client.V1Eviction(metadata={"name": "c"}))
+
+    _lost(writer, monkeypatch, "DELETE" if deletes else "POST")
+    read = writer.read_pod
+    reads: list[int] = []
+
+    def read_pod(namespace: str, name: str) -> Any:
+        got = read(namespace, name)
+        if not reads:  # the read back after the lost answer: the request lands just after it
+            late()
+        reads.append(1)
+        return got
+
+    monkeypatch.setattr(writer, "read_pod", read_pod)
+    outcome = writer.evict(_victim(ns, raw, deletes=deletes), raw)
+    assert outcome.result == UNKNOWN, outcome.detail
+    assert writer.withdraw_unsettled() == 0
+    got, target = _target(mk, ns)
+    assert got.metadata.deletion_timestamp is not None
+    assert target.status == "True"
+    assert target.reason == ("ReclaimByScheduler" if deletes else "EvictionByEvictionAPI")
