@@ -963,12 +963,12 @@ def pod_watch(world: LoopWorld, body: Callable[[], object]) -> object:
 
 
 def turn_let_go(world: LoopWorld) -> None:
-    """Wait for the session thread to let its turn go after its first session (the connection it opens
-    then, the pacing): until then a pod's offer finds the turn taken and wakes that thread instead,
-    which under load came first."""
-    turns = world._turns
-    assert turns is not None and turns.running.acquire(timeout=30)
-    turns.running.release()
+    """Wait for the session thread to let its turn go after its first session and park (the connection it
+    opens then, the pacing): until then a pod's offer finds the turn taken and wakes that thread instead,
+    which under load came first. The turn let go once is not enough: that thread takes it again at the
+    top of its loop to pace, and a pod's session arriving meanwhile found it taken (under load, once in
+    15 runs: the stop test then waited on that thread, which waited for the turn)."""
+    world.nudge.parked()
 
 
 def arrive(world: LoopWorld) -> int:
