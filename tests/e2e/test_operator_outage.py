@@ -17,6 +17,14 @@ UNREACHABLE = "kube-apiserver unreachable"
 BACK = "kube-apiserver reachable again after"
 
 
+#: The lines a replica writes as it stops (at the signal), and the Lease's as the leader gives it up.
+STOPPING = re.compile(r"volsched\.operator: stopping \(signal\)$|volsched\.lease: lease \S+: released by ")
+
+
+def _stopping(line: str) -> bool:
+    return bool(STOPPING.search(line))
+
+
 def _outage(op: OperatorProcess, since: int = 0) -> str:
     """The operators' log (both write to it) from line ``since`` on."""
     return "\n".join(op.log().splitlines()[since:])
@@ -57,9 +65,16 @@ def test_an_apiserver_outage_is_a_few_log_lines_and_scheduling_resumes(
         what="both replicas' line that the apiserver is back",
     )
 
-    during = leader.log().splitlines()[lines_before:]
+    assert follower.proc is not None and follower.proc.poll() is None
+    # Every line the outage made either replica write is in the log once both have stopped: a line it
+    # writes later than the "reachable again" lines comes before its end, and it ends here. The lines of
+    # their stop (after the signal) are told apart by what they say.
+    at_stop = len(leader.log().splitlines())
+    assert (leader.stop(), follower.stop()) == (0, 0)
+    stopping = leader.log().splitlines()[at_stop:]
+    assert sum("stopping (signal)" in line for line in stopping) == 2, "\n".join(stopping)
+    during = leader.log().splitlines()[lines_before:at_stop] + [x for x in stopping if not _stopping(x)]
     text = "\n".join(during)
     assert "kube-apiserver unreachable" in text and "kube-apiserver reachable again after" in text
     assert len(during) <= 12, f"{len(during)} log lines for one outage:\n{text[:6000]}"
     assert "Traceback" not in text
-    assert follower.proc is not None and follower.proc.poll() is None
