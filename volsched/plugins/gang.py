@@ -21,6 +21,7 @@ from typing import ClassVar
 from volsched.framework.plugin import BasePlugin
 from volsched.framework.points import ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
+from volsched.model.admitted import kept
 from volsched.model.cluster import READY_STATUSES, Job
 from volsched.model.vocabulary import TASK_ROLE_ANNOTATION, Task, TaskStatus
 
@@ -44,14 +45,14 @@ def role_minimums(job: Job, min_member: int | None = None) -> dict[str, int] | N
 
 
 def victim_floor(job: Job) -> int:
-    """How many of a running job's pods reclaim and preempt leave it: its minMember, no more than the
-    minMember it was admitted with (``volsched.model.admitted``); none when that is 1. A job of minMember
-    1 is no gang (a lone pod, a controller owner's pods, a PodGroup of minMember 1): any number of its
-    pods is whole, so it may lose every one, as a pod may to kube-scheduler's preemption, and its owner
-    makes them again. A gang of two or more is never taken below its minMember, nor evicted whole
-    (docs/starvation.md#who-may-be-a-victim)."""
-    keep = job.protected_min_member
-    return keep if keep > 1 else 0
+    """How many of a running job's pods reclaim and preempt leave it (:func:`volsched.model.admitted.kept`,
+    the one rule): its minMember, no more than the minMember it was admitted with; none when that is 1.
+    A job of minMember 1 is no gang (a lone pod, a controller owner's pods, a PodGroup of minMember 1):
+    any number of its pods is whole, so it may lose every one, as a pod may to kube-scheduler's
+    preemption, and its owner makes them again. A gang of two or more is never taken below its
+    minMember, nor evicted whole (docs/starvation.md#who-may-be-a-victim)."""
+    pg = job.podgroup
+    return kept(job.min_member, None if pg is None else pg.admitted_min_member)
 
 
 def role_of(task: Task) -> str:
