@@ -810,7 +810,9 @@ class KubeWriter:
         if outcome.result == BLOCKED:  # refused (a budget): the pod stays, no longer a disruption target
             why = redact(outcome.detail)
             withdrawn = render.disruption_target_withdrawn(message, why, render.now_rfc3339())
-            self._disruption_target(eviction, ns, name, _for_uid(withdrawn, uid))
+            unsaid = self._disruption_target(eviction, ns, name, _for_uid(withdrawn, uid))
+            if unsaid is not None and unsaid.result not in (GONE, CONFLICT):  # said again a while later
+                self._settle_later(eviction.pod, uid, message, why, after=_SET_BACK_RETRY)
         elif outcome.result == FAILED:  # the pod as it is now says whether it was (unread: again later)
             why = redact(outcome.detail)
             if self._withdraw_unless_evicted(ns, name, uid, message, why) is None:
@@ -896,7 +898,8 @@ class KubeWriter:
         still marked as a disruption target by a scheduler and not being deleted was told of an eviction
         that an earlier holder did not make (it stopped in between) or that failed: its condition is set
         back to False saying so (:meth:`_withdraw_unless_evicted`, on the pod as the apiserver has it
-        now), not left for the disruption controller to clear minutes later. Returns how many."""
+        now), not left for the disruption controller to clear minutes later; one whose read or write
+        failed, a while later (:meth:`withdraw_unsettled`). Returns how many."""
         done = 0
         for pod in pods:
             # A cheap look first (this walks every cached pod, once a holding): a marked pod has a
@@ -912,7 +915,10 @@ class KubeWriter:
             if self._ours(pod) and render.marked_by_scheduler(pod):
                 meta = meta_of(pod)
                 ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-                done += bool(self._withdraw_unless_evicted(ns, name, uid_of(pod), "", STALE_TARGET))
+                said = self._withdraw_unless_evicted(ns, name, uid_of(pod), "", STALE_TARGET)
+                if said is None:  # unread or unwritten: looked at again a while later
+                    self._settle_later(f"{ns}/{name}", uid_of(pod), "", STALE_TARGET, after=_SET_BACK_RETRY)
+                done += bool(said)
         return done
 
     def _disruption_target(
