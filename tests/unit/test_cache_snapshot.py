@@ -222,9 +222,18 @@ class Walk:
 
     def rules(self) -> None:
         """With strays, now and then: queue q0's tenancy rules or a namespace's labels change (which decide
-        where an orphan counts: the queue its record names, or its namespace's default queue)."""
+        where an orphan counts: the queue its record names, or its namespace's default queue), or a
+        PodGroup named like a pod comes or goes (a pod standing alone keeps its name: the PodGroup is no
+        job while it exists)."""
         assert self.strays is not None
         s = self.strays
+        if s.random() < 0.5:  # a PodGroup named like a pod (standing alone, or not)
+            ns, name = s.choice(["a", "b"]), f"p{s.randrange(6)}"
+            if s.random() < 0.4:
+                self.drop("PodGroup", ns, name)
+            else:
+                self.put(podgroup(name, ns=ns, min_member=s.randrange(1, 3), queue=s.choice([None, "q0"])))
+            return
         if s.random() < 0.5:
             labels = {"team": s.choice(["a", "b"])} if s.random() < 0.7 else {}
             if s.random() < 0.2:
@@ -242,7 +251,7 @@ class Walk:
 
     def step(self) -> None:
         r, state = self.rng, self.feeder.state
-        if self.strays is not None and self.strays.random() < 0.1:
+        if self.strays is not None and self.strays.random() < 0.15:
             self.rules()
         op = r.randrange(18)
         if op <= 3:
@@ -410,7 +419,10 @@ def test_the_incremental_snapshot_equals_one_built_from_scratch(seed: int) -> No
 
 def test_the_walks_meet_orphans() -> None:
     """(The walks above take pods of ours on a node whose group is gone, carrying a record, through
-    snapshots: orphans, their own jobs. Not every seed meets one; these do.)"""
+    snapshots: orphans, their own jobs, in the queue their record names or, refused, their namespace's
+    default queue; and PodGroups a pod standing alone of their name keeps from being jobs. Not every
+    seed meets them; these do.)"""
+    taken = refused = shadowed = 0
     for seed in (0, 1, 2):
         walk, met = Walk(seed, strays=True), 0
         for i in range(300):
@@ -418,8 +430,13 @@ def test_the_walks_meet_orphans() -> None:
             if i % 3 == 0:
                 walk.now += 1
                 snap = walk.feeder.state.snapshot(now=walk.now)
-                met += sum(1 for _, reason, _ in snap.problems if reason == "PodGroupGone")
+                for _, reason, message in snap.problems:
+                    met += reason == "PodGroupGone"
+                    taken += "the one it was bound under" in message
+                    refused += "as the record of its bind says" in message
+                    shadowed += reason == "PodGroupNameTaken"
         assert met, f"seed {seed}"
+    assert taken and refused and shadowed
 
 
 class BuildFails(Exception):

@@ -238,7 +238,14 @@ class _Base:
         namespace_queues: Mapping[str, str] | None = None,
     ) -> None:
         self.space = space
+        #: The PodGroups that are jobs: the build's, but those a pod standing alone of their name takes
+        #: (``shadowed``), in the build's order; and every PodGroup of the build, those included.
         self.podgroups = podgroups
+        self.all_podgroups: dict[str, PodGroupSpec] = podgroups
+        #: The keys of the PodGroups whose key is a pod standing alone's (``Task.standing_alone``, ours),
+        #: which the pod keeps: a PodGroup of that name is taken by none while the pod exists (its pods are
+        #: a missing group's: they wait, or on a node are strays), and is told why (``_shadow_problem``).
+        self.shadowed: dict[str, None] = {}
         self.priority_classes = priority_classes
         #: Namespace -> its default queue: a job of it in queue ``default`` goes there (``_placed``).
         self.namespace_queues: Mapping[str, str] = dict(namespace_queues or {})
@@ -322,6 +329,26 @@ def _stray(t: Task, key: str, podgroups: Mapping[str, PodGroupSpec]) -> bool:
     queue it was bound under (``volsched.cache.orphans``). A pod of a missing group still without a node
     stays a member of that job key: a problem, told why (PodGroupNotFound). docs/design/steady-state.md."""
     return bool(t.node_name) and t.job_key != key and t.job_key not in podgroups
+
+
+#: The reason of the event on a PodGroup a pod standing alone of its name keeps from being a job.
+SHADOWED = "PodGroupNameTaken"
+
+
+def _standing_alone(entry: _Entry | None) -> bool:
+    """Whether ``entry`` (the entry at a PodGroup's key, or None) is a pod of ours standing alone: a pod
+    that names no group and has no owner, whose job key (its own key) is that PodGroup's too."""
+    return entry is not None and entry.prepared.standing_alone and entry.prepared.schedulable_by_us
+
+
+def shadow_refusal(key: str) -> str:
+    """Why PodGroup ``key`` is no job: a pod standing alone has its name (what its pods are told)."""
+    name = key.rpartition("/")[2]
+    return (
+        f"pod {name}, which names no pod group, has its name: a pod standing alone is a job of its own, "
+        f"under its name, and never joins a PodGroup of that name; while pod {name} exists this PodGroup "
+        "is taken by none, and its pods wait (rename the PodGroup, or delete the pod)"
+    )
 
 
 def _same_objects(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -648,6 +675,24 @@ class SnapshotBuilder:
             default_queue=base.namespace_queues.get(t.namespace, DEFAULT_QUEUE),
         )
 
+    def _shadows(
+        self, base: _Base, every: Mapping[str, PodGroupSpec], changed: set[str], came: Iterable[str]
+    ) -> bool:
+        """Bring ``base.shadowed`` to the PodGroups ``every`` (by key): asked again of the PodGroups whose
+        key's task changed (``changed``) and of those that came; those gone leave it. Whether any is
+        taken by a pod standing alone of its name."""
+        shadowed, entries = base.shadowed, self._entries
+        for key in itertools.chain(changed, came):
+            if key in every:
+                if _standing_alone(entries.get(key)):
+                    shadowed[key] = None
+                else:
+                    shadowed.pop(key, None)
+        if shadowed:
+            for key in [k for k in shadowed if k not in every]:
+                del shadowed[key]
+        return bool(shadowed)
+
     def _decided_again(self, base: _Base, changed: set[str]) -> list[str]:
         """The orphans whose standing the base's Queues or namespace labels change (a Queue's rules or a
         namespace's labels changed since they were decided): to be indexed again. Not those in
@@ -742,6 +787,8 @@ class SnapshotBuilder:
                 touched: frozenset[str] | None = None
             else:
                 touched = self._update(base, view, pg_list, keys, changed, old_table, pos)
+            if base.shadowed:  # (the PodGroups that are jobs: not those a pod standing alone keeps)
+                keys = list(base.podgroups)
             total = table.total()  # (the ready nodes' allocatable: the specs' alone, kept in the memo)
             session_table = table.fresh(
                 list(base.held),  # (lent: each copied as a session changes it)
@@ -770,6 +817,11 @@ class SnapshotBuilder:
                 p
                 for _, p in sorted((p for ps in base.problems.values() for p in ps), key=lambda p: pos(p[0]))
             ]
+            shadowed: dict[str, str] = {}
+            if base.shadowed:  # (each PodGroup a pod standing alone of its name keeps: told, in its order)
+                for key in sorted(base.shadowed, key=pos):
+                    why = shadowed[f"PodGroup {key}"] = shadow_refusal(key)
+                    problems.append((f"PodGroup {key}", SHADOWED, why))
             foreign = list(base.foreign_list)
             private = frozenset(base.private)
         session_table.usage = dict(view.usage)
@@ -786,6 +838,7 @@ class SnapshotBuilder:
             namespace_labels={ns: dict(labels) for ns, labels in view.namespace_labels.items()},
             budgets=tuple(view.budgets.values()),
             private=private,
+            refused=shadowed,
             touched=touched,
             kept=self.kept,
             device_catalog=catalog,
@@ -911,11 +964,17 @@ class SnapshotBuilder:
     def _full(self, view: View, pg_list: list[PodGroupSpec], space: ResourceSpace) -> _Base:
         """The base built from scratch (every task indexed as :meth:`_index` does, written out, and a
         pending pod standing alone lent as :meth:`_job` would: a backlog's 50,000 pods go through here)."""
-        base = _Base(
-            space, {pg.key: pg for pg in pg_list}, dict(view.priority_classes), view.namespace_queues
-        )
-        base.queue_list, base.labels = view.queues, view.namespace_labels
         entries = self._entries
+        every = {pg.key: pg for pg in pg_list}
+        shadowed = dict.fromkeys(k for k in every if _standing_alone(entries.get(k)))
+        base = _Base(
+            space,
+            {k: pg for k, pg in every.items() if k not in shadowed} if shadowed else every,
+            dict(view.priority_classes),
+            view.namespace_queues,
+        )
+        base.all_podgroups, base.shadowed = every, shadowed
+        base.queue_list, base.labels = view.queues, view.namespace_labels
         members, on_node, where, foreign = base.members, base.on_node, base.where, base.foreign
         pending = TaskStatus.PENDING
         lone: list[str] = []  # pending pods whose job key is their own (standing alone, unless joined)
@@ -1177,15 +1236,26 @@ class SnapshotBuilder:
         if self._read_all:  # the cache's order may be numbered anew: every job takes its place again
             base.unplaced = dict.fromkeys([*standalone, *base.unplaced])
             standalone.clear()
-        pgs = dict(zip(pg_keys, pg_list, strict=True))
         base.queue_list, base.queue_names, base.labels = view.queues, None, view.namespace_labels
         before = base.podgroups
+        every = dict(zip(pg_keys, pg_list, strict=True))
+        gone = base.all_podgroups.keys() - every.keys()
+        # (None came if none went and the count is the same: no second pass over the PodGroups, the usual
+        # case.)
+        came = (
+            every.keys() - base.all_podgroups.keys() if gone or len(every) != len(base.all_podgroups) else ()
+        )
+        pgs = every
+        if self._shadows(base, every, changed, came) or len(before) != len(base.all_podgroups):
+            # (some PodGroup is taken by a pod standing alone of its name, now or before: the rare way)
+            pgs = {k: pg for k, pg in every.items() if k not in base.shadowed}
+            pg_keys, pg_list = list(pgs), list(pgs.values())
+            gone = before.keys() - pgs.keys()
+            came = pgs.keys() - before.keys()
+        base.all_podgroups = every
         base.podgroups = pgs  # (before the tasks are indexed: whether a pod is a stray depends on it)
-        gone = before.keys() - pgs.keys()
         # A PodGroup that appears takes its strays as members; one that goes leaves its members on a
-        # node strays: their tasks are indexed again, as if they changed. (None came if none went and
-        # the count is the same: no second pass over the PodGroups, the usual case.)
-        came = pgs.keys() - before.keys() if gone or len(pgs) != len(before) else ()
+        # node strays: their tasks are indexed again, as if they changed.
         moved = [k for k, group in base.stray.items() if group in came] if came and base.stray else []
         for group in gone:
             moved.extend(k for k in base.members.get(group, ()) if base.where[k][1])

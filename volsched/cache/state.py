@@ -1275,8 +1275,8 @@ class ClusterState:
                 snap.problems.extend(misdirected)
             if self.derived_held:
                 snap.problems = [self._told_held(p, self.derived_held) for p in snap.problems]
-            if self.refused:
-                refused = snap.refused = dict(self.refused)
+            if self.refused or snap.refused:  # (the builder's: PodGroups a pod standing alone keeps)
+                refused = snap.refused = {**self.refused, **snap.refused}
                 snap.problems = [self._told_refused(p, refused) for p in snap.problems]
             if snap.problems:
                 snap.problems_on_node = _on_node(snap.problems, view.tasks)

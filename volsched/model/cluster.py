@@ -602,8 +602,9 @@ class ClusterSnapshot:
     #: CSI volume attach limits (CSINodes) and what resolves a pod's claims to volumes (None: no CSINode
     #: reports a count, so no node has a limit).
     attach: AttachCatalog | None = None
-    #: Queues and PodGroups the cache refused, with none of their valid versions held ("Queue q",
-    #: "PodGroup ns/g" -> why): what names one is told it was rejected, not that it does not exist.
+    #: Queues and PodGroups the cache refused, with none of their valid versions held, and PodGroups a
+    #: pod standing alone of their name keeps from being a job ("Queue q", "PodGroup ns/g" -> why): what
+    #: names one is told it was rejected, not that it does not exist.
     refused: Mapping[str, str] = field(default_factory=dict)
     #: (namespace, queue) -> how long its pods are expected to run, learned from those seen to succeed
     #: (the cache's :class:`~volsched.model.history.RuntimeHistory`; read-only). None: none learned.

@@ -1300,12 +1300,14 @@ def build_task(
         job_key = f"{ns}/{owner_ref.group_name}"
     else:
         job_key = f"{ns}/{name}"
+    alone = not group and owner_ref is None
     # Strings many pods share are interned: one object per distinct value, not one per pod.
     intern = sys.intern
     task.namespace = intern(ns)
     task.name = name
     task.uid = str(meta.get("uid") or f"{ns}/{name}")
     task.job_key = intern(job_key)
+    task.standing_alone = alone
     task.request_map = resized_request(pod, parsed.request, where=where)
     task.status = status
     task.node_name = None if node is None else intern(node)

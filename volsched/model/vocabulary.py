@@ -222,6 +222,10 @@ class Task:
     ours: bool | None = None
     #: The controller owner a group-less pod's job is named after (see ``owner_group``), else None.
     owner_ref: OwnerRef | None = None
+    #: It names no PodGroup (no group annotation, no ``spec.schedulingGroup``) and has no controller owner:
+    #: a pod standing alone, its job key its own key. It never joins a PodGroup of its name: while it
+    #: exists, such a PodGroup is taken by none (``volsched.cache.snapshots``, docs/tenancy.md).
+    standing_alone: bool = False
     #: The mirror of a static pod, as its kubelet writes it: the mirror annotation and, as controller, its
     #: own Node (``v1``, the pod's ``spec.nodeName``). An annotation alone is anyone's to write.
     kubelet_mirror: bool = False

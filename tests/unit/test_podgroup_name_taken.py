@@ -1,0 +1,111 @@
+"""A pod standing alone (it names no PodGroup and has no controller owner) whose name is also a PodGroup's
+in its namespace (note14 Found 11). Its job key is its own key, which was the PodGroup's too, so it
+joined that PodGroup's job: a tenant who created a PodGroup named like its running pod, minMember 4,
+kept the pod from reclaim as a gang below its minimum (and moved it into the PodGroup's queue), and a
+pending pod so named was placed as one of the gang's members. A pod joins a PodGroup only by naming it;
+a pod standing alone keeps its name, and the PodGroup is no job while it exists, told why, its pods
+waiting as a missing group's (docs/tenancy.md "A PodGroup named like a pod standing alone")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.builders import node, pod, podgroup, queue
+from volsched.cache.state import ClusterState
+from volsched.framework.registry import load_config
+from volsched.framework.runner import run_session
+from volsched.model.cluster import ClusterSnapshot
+
+PREEMPT = load_config(
+    text=(Path(__file__).resolve().parents[2] / "examples" / "reclaim-preempt-scheduler.yaml").read_text()
+)
+Obj = dict[str, Any]
+TAKEN = (
+    "pod x, which names no pod group, has its name: a pod standing alone is a job of its own, under its "
+    "name, and never joins a PodGroup of that name; while pod x exists this PodGroup is taken by none, "
+    "and its pods wait (rename the PodGroup, or delete the pod)"
+)
+
+
+def _state(*objs: Obj) -> ClusterState:
+    state = ClusterState()
+    for obj in objs:
+        state.apply(obj)
+    return state
+
+
+def _told(snap: ClusterSnapshot) -> dict[str, tuple[str, str]]:
+    return {obj: (reason, message) for obj, reason, message in snap.problems}
+
+
+def _running() -> list[Obj]:
+    """qa's pods a1-a3 and x (the newest), standing alone, fill n1; qb's hi waits for 2 cpu."""
+    return [
+        node("n1", cpu="4"),
+        queue("qa"),
+        queue("qb"),
+        *[
+            pod(n, ns="ns", cpu="1", node="n1", queue="qa", created=f"2026-01-01T00:00:0{i}Z")
+            for i, n in enumerate(["a1", "a2", "a3", "x"])
+        ],
+        podgroup("hi", ns="nb", queue="qb", phase="Inqueue"),
+        pod("hi-0", ns="nb", cpu="2", group="hi"),
+    ]
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["incremental", "from-scratch"])
+@pytest.mark.parametrize("group_queue", ["qa", "qb"])
+def test_a_podgroup_named_like_a_running_pod_standing_alone_neither_protects_nor_moves_it(
+    kept: bool, group_queue: str
+) -> None:
+    state = _state(*_running())
+    control = [e.pod for e in run_session(state.snapshot(now=1.0), PREEMPT).evictions]
+    assert control == ["ns/x", "ns/a3"]  # (the newest first)
+    if not kept:
+        state = _state(*_running())
+    state.apply(podgroup("x", ns="ns", queue=group_queue, min_member=4, phase="Running"))
+    snap = state.snapshot(now=2.0)
+    job = snap.jobs["ns/x"]
+    assert (job.podgroup, job.queue, job.min_member, list(job.tasks)) == (None, "qa", 1, ["ns/x"])
+    assert _told(snap)["PodGroup ns/x"] == ("PodGroupNameTaken", TAKEN)
+    # before: ["ns/a3", "ns/a2"], x kept as a gang of minMember 4 (in qa); none, x counted in qb (in qb)
+    assert [e.pod for e in run_session(snap, PREEMPT).evictions] == control
+
+
+def test_a_pending_pod_standing_alone_is_not_placed_as_a_member_of_a_podgroup_of_its_name() -> None:
+    state = _state(
+        node("n1", cpu="4"),
+        queue("q"),
+        podgroup("x", ns="ns", queue="q", min_member=2),
+        pod("x", ns="ns", cpu="1"),  # names no group
+        pod("x-0", ns="ns", cpu="1", group="x"),
+    )
+    snap = state.snapshot(now=1.0)
+    assert list(snap.jobs["ns/x"].tasks) == ["ns/x"] and snap.jobs["ns/x"].podgroup is None
+    told = _told(snap)
+    assert told["Pod ns/x-0"] == ("PodGroupNotFound", f"pod group x was rejected by volsched: {TAKEN}")
+    assert told["PodGroup ns/x"] == ("PodGroupNameTaken", TAKEN)
+    result = run_session(snap, PREEMPT)
+    assert [b.pod for b in result.binds] == ["ns/x"]  # before: ns/x and ns/x-0, as gang x of two
+
+    state.delete("Pod", "ns", "x")  # the name free again: the PodGroup is a job, its pods placed
+    snap = state.snapshot(now=2.0)
+    assert snap.jobs["ns/x"].podgroup is not None and list(snap.jobs["ns/x"].tasks) == ["ns/x-0"]
+    assert "PodGroup ns/x" not in _told(snap) and "Pod ns/x-0" not in _told(snap)
+
+
+@pytest.mark.parametrize("how", ["group annotation", "controller owner"])
+def test_a_pod_that_names_its_group_is_its_member_whatever_its_name(how: str) -> None:
+    named = pod("x", ns="ns", cpu="1", group="x") if how == "group annotation" else None
+    objs = [node("n1", cpu="4"), queue("q"), podgroup("x", ns="ns", queue="q", min_member=1)]
+    if named is not None:
+        objs.append(named)
+    else:  # (owned: its job is its owner's group, not its name)
+        objs.append(pod("x", ns="ns", cpu="1", owner="Job/train"))
+    snap = _state(*objs).snapshot(now=1.0)
+    assert "PodGroup ns/x" not in _told(snap)
+    assert snap.jobs["ns/x"].podgroup is not None
+    assert ("ns/x" in snap.jobs["ns/x"].tasks) is (how == "group annotation")
