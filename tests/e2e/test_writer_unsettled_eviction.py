@@ -19,6 +19,8 @@ from kubernetes import client
 from tests.e2e.operator_fixtures import Kube, pod, wait_for
 from volsched.cycle import FAILED, UNKNOWN
 from volsched.framework.decisions import Evict, EvictionReason
+from volsched.kube import status as render
+from volsched.kube.prune import prune_pod
 from volsched.kube.rest import ResponseLost
 from volsched.kube.writer import UNSETTLED_TARGET, KubeWriter, WriterSettings
 
@@ -183,3 +185,28 @@ def test_a_victim_whose_answer_was_lost_and_that_went_after_all_is_not_told_othe
     assert got.metadata.deletion_timestamp is not None
     assert target.status == "True"
     assert target.reason == ("ReclaimByScheduler" if deletes else "EvictionByEvictionAPI")
+
+
+def test_a_pod_marked_moments_before_a_holding_began_is_told_once_no_request_for_it_can_act(
+    mk: Kube, writer: KubeWriter
+) -> None:
+    """At the start of a holding of the Lease, a pod the holder before marked moments ago (its delete,
+    sent just before it stopped, may still land, and writes no condition of its own) is set back only once
+    ``unknown_settles_after`` (here 2 s) has passed since it was marked; before, at once."""
+    ns, _ = _running(mk)
+    now = render.now_rfc3339()
+    marked = {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "ReclaimByScheduler",
+        "lastTransitionTime": now,
+    }
+    mk.core.patch_namespaced_pod_status("c", ns, {"status": {"conditions": [marked]}})
+    writer.settings.unknown_settles_after = 2.0
+    cached = mk.api.sanitize_for_serialization(mk.core.read_namespaced_pod("c", ns))
+    assert writer.withdraw_stale([prune_pod(cached)]) == 0
+    _, target = _target(mk, ns)
+    assert (target.status, target.reason) == ("True", "ReclaimByScheduler")
+    wait_for(lambda: writer.withdraw_unsettled() == 1, 30, what="the pod set back once 2 s passed")
+    _, target = _target(mk, ns)
+    assert (target.status, target.reason) == ("False", "NotEvicted")

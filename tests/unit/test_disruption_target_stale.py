@@ -5,6 +5,7 @@ as the apiserver has it then (note13 Found 8). The e2e test: tests/e2e/test_oper
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from volsched.kube import status as render
 from volsched.kube.prune import prune_pod
 from volsched.kube.writer import STALE_TARGET, KubeWriter
+from volsched.model.scalars import rfc3339
 from volsched.model.vocabulary import SCHEDULER_NAME
 
 
@@ -153,6 +155,47 @@ def test_the_look_over_every_cached_pod_passes_over_only_pods_that_cannot_be_mar
         _pod("unpruned"),  # (every other condition kept)
     ]
     looked: list[str] = []
-    monkeypatch.setattr(writer, "_withdraw_unless_evicted", lambda ns, name, *_: looked.append(name) or True)
+    monkeypatch.setattr(
+        writer, "_withdraw_unless_evicted", lambda ns, name, *_, **__: looked.append(name) or True
+    )
     assert writer.withdraw_stale(cached) == 3
     assert looked == ["alone", "with-ready", "unpruned"]
+
+
+def test_a_pod_marked_moments_before_the_look_is_looked_at_again_once_no_request_for_it_can_act(
+    writer: KubeWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At the start of a holding, a pod marked moments ago (a leader's last eviction or delete, sent just
+    before it stopped, may still land; a delete writes no condition of its own) is not set back then, but
+    once ``unknown_settles_after`` has passed since it was marked, on the pod read then; one marked long
+    ago, or at no time it says, is set back at once (note14 Found 6)."""
+    clock = [0.0]
+    writer.clock = lambda: clock[0]
+    settle = writer.settings.unknown_settles_after
+
+    def marked(name: str, ago: float | None) -> dict[str, Any]:
+        obj = _pod(name)
+        if ago is not None:
+            obj["status"]["conditions"][1]["lastTransitionTime"] = rfc3339(time.time() - ago)
+        return obj
+
+    fresh = {
+        "moments": marked("moments", 5),
+        "long": marked("long", settle + 60),
+        "untimed": marked("untimed", None),
+    }
+    sent: list[str] = []
+
+    def send(method: str, path: str, body: Any, **_: Any) -> bytes:
+        sent.append(path.split("/")[-2])
+        return b"{}"
+
+    monkeypatch.setattr(writer, "_send", send)
+    monkeypatch.setattr(writer, "read_pod", lambda ns, name: fresh[name])
+    assert writer.withdraw_stale(prune_pod(p) for p in fresh.values()) == 2
+    assert sent == ["long", "untimed"]
+    clock[0] += settle - 10  # (5 s ago when read: due 65 s after)
+    assert not writer.unsettled_due()
+    clock[0] += 6
+    assert writer.withdraw_unsettled() == 1
+    assert sent[2:] == ["moments"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from volsched.framework.decisions import PodGroupStatus, QueueStatus
@@ -287,6 +288,23 @@ def marked_by_scheduler(pod: Any) -> bool:
 
 
 _OUR_REASONS = frozenset((*DISRUPTION_REASONS.values(), "EvictionByScheduler"))
+
+
+def marked_at(pod: Any) -> float | None:
+    """When ``pod``'s ``DisruptionTarget`` condition last changed (its ``lastTransitionTime``, Unix
+    seconds; the clock of the scheduler that wrote it), or None when it has none or it does not read."""
+    status = pod.get("status") if isinstance(pod, Mapping) else None
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    for c in conditions if isinstance(conditions, list) else ():
+        if isinstance(c, Mapping) and c.get("type") == "DisruptionTarget":
+            at = c.get("lastTransitionTime")
+            if not isinstance(at, str):
+                return None
+            try:
+                return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                return None
+    return None
 
 
 def object_event(

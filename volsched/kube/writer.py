@@ -868,10 +868,13 @@ class KubeWriter:
             done += bool(said)
         return done
 
-    def _withdraw_unless_evicted(self, ns: str, name: str, uid: str, message: str, why: str) -> bool | None:
+    def _withdraw_unless_evicted(
+        self, ns: str, name: str, uid: str, message: str, why: str, *, young: float = 0.0
+    ) -> bool | None:
         """Set the ``DisruptionTarget`` condition of pod ``ns/name`` back to False saying ``why`` (and
         ``message``, what it was told), when the pod read now is the one of ``uid``, still marked by a
-        scheduler and not being deleted. The patch names the version read: should an eviction land in
+        scheduler and not being deleted (with ``young``, marked at least that many seconds ago, else looked
+        at again then: :meth:`withdraw_stale`). The patch names the version read: should an eviction land in
         between, the apiserver refuses it, and one that lands after it writes its own condition as it
         deletes the pod (``EvictionByEvictionAPI``): the pod is never left terminating and told it was not
         evicted. Returns whether it was set back, None when the read or the write failed (no error: the
@@ -882,6 +885,12 @@ class KubeWriter:
             return None
         meta = meta_of(fresh or {})
         if fresh is None or (uid and meta.get("uid") != uid) or not render.marked_by_scheduler(fresh):
+            return False
+        at = render.marked_at(fresh) if young > 0 else None
+        if at is not None and (left := min(young, at + young - time.time())) > 0:
+            # Marked less than ``young`` seconds ago: a request sent for it may still act (a leader's last
+            # delete, sent before it stopped): looked at again once it cannot.
+            self._settle_later(f"{ns}/{name}", str(meta.get("uid") or ""), message, why, after=left)
             return False
         body = render.disruption_target_withdrawn(message, why, render.now_rfc3339())
         body["metadata"] = {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}
@@ -899,7 +908,10 @@ class KubeWriter:
         that an earlier holder did not make (it stopped in between) or that failed: its condition is set
         back to False saying so (:meth:`_withdraw_unless_evicted`, on the pod as the apiserver has it
         now), not left for the disruption controller to clear minutes later; one whose read or write
-        failed, a while later (:meth:`withdraw_unsettled`). Returns how many."""
+        failed, a while later (:meth:`withdraw_unsettled`), and one marked less than
+        ``unknown_settles_after`` ago once that much time has passed (a delete the holder before sent
+        just before it stopped may still land, and writes no condition of its own: a False could lie).
+        Returns how many."""
         done = 0
         for pod in pods:
             # A cheap look first (this walks every cached pod, once a holding): a marked pod has a
@@ -915,7 +927,9 @@ class KubeWriter:
             if self._ours(pod) and render.marked_by_scheduler(pod):
                 meta = meta_of(pod)
                 ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-                said = self._withdraw_unless_evicted(ns, name, uid_of(pod), "", STALE_TARGET)
+                said = self._withdraw_unless_evicted(
+                    ns, name, uid_of(pod), "", STALE_TARGET, young=self.settings.unknown_settles_after
+                )
                 if said is None:  # unread or unwritten: looked at again a while later
                     self._settle_later(f"{ns}/{name}", uid_of(pod), "", STALE_TARGET, after=_SET_BACK_RETRY)
                 done += bool(said)
