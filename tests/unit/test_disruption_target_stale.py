@@ -199,3 +199,30 @@ def test_a_pod_marked_moments_before_the_look_is_looked_at_again_once_no_request
     clock[0] += 6
     assert writer.withdraw_unsettled() == 1
     assert sent[2:] == ["moments"]
+
+
+def test_a_look_tried_again_after_a_failed_read_still_waits_for_a_mark_made_moments_ago(
+    writer: KubeWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The look at the start of a holding whose read failed is tried again 10 s later, and then too a pod
+    marked moments before is set back only once no request for it can act."""
+    clock = [0.0]
+    writer.clock = lambda: clock[0]
+    obj = _pod("a")
+    obj["status"]["conditions"][1]["lastTransitionTime"] = rfc3339(time.time() - 1)
+    reads: list[int] = []
+
+    def read_pod(ns: str, name: str) -> Any:
+        reads.append(1)
+        if len(reads) == 1:
+            raise ConnectionRefusedError()
+        return obj
+
+    sent: list[str] = []
+    monkeypatch.setattr(writer, "_send", lambda method, path, body, **_: sent.append(path) or b"{}")
+    monkeypatch.setattr(writer, "read_pod", read_pod)
+    assert writer.withdraw_stale([prune_pod(obj)]) == 0
+    clock[0] += 10
+    assert writer.withdraw_unsettled() == 0 and len(reads) == 2 and sent == []  # read: marked 11 s ago
+    clock[0] += writer.settings.unknown_settles_after
+    assert writer.withdraw_unsettled() == 1 and len(sent) == 1

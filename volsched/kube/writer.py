@@ -235,6 +235,8 @@ class _Unsettled:
     why: str
     due: float
     tries: int = 0
+    #: Set back only once marked that many seconds ago (a mark of unknown origin: see ``withdraw_stale``).
+    young: float = 0.0
 
 
 def _made_again(exc: ApiException) -> bool:
@@ -830,12 +832,15 @@ class KubeWriter:
                 outcome.detail = f"{outcome.detail}; {event_error}" if outcome.detail else event_error
         return outcome
 
-    def _settle_later(self, key: str, uid: str, message: str, why: str, *, after: float) -> None:
+    def _settle_later(
+        self, key: str, uid: str, message: str, why: str, *, after: float, young: float = 0.0
+    ) -> None:
         """Look at pod ``key`` (of ``uid``, told ``message``) again in ``after`` seconds: set it back then,
-        saying ``why``, if it is still marked (:meth:`withdraw_unsettled`)."""
+        saying ``why``, if it is still marked (and marked at least ``young`` seconds ago:
+        :meth:`_withdraw_unless_evicted`; :meth:`withdraw_unsettled`)."""
         due = self.clock() + after
         with self._lock:
-            self._unsettled[key] = _Unsettled(uid, message, why, due)
+            self._unsettled[key] = _Unsettled(uid, message, why, due, young=young)
             self._unsettled_first = min(self._unsettled_first, due)
 
     def unsettled_due(self) -> bool:
@@ -858,12 +863,14 @@ class KubeWriter:
         done = 0
         for key, u in due:
             ns, name = _split(key)
-            said = self._withdraw_unless_evicted(ns, name, u.uid, u.message, u.why)
+            said = self._withdraw_unless_evicted(ns, name, u.uid, u.message, u.why, young=u.young)
             if said is None and u.tries + 1 < _SET_BACK_TRIES:
                 with self._lock:  # unless a new eviction of the pod was decided meanwhile
                     if key not in self._unsettled:
                         retry = self.clock() + _SET_BACK_RETRY
-                        self._unsettled[key] = _Unsettled(u.uid, u.message, u.why, retry, u.tries + 1)
+                        self._unsettled[key] = _Unsettled(
+                            u.uid, u.message, u.why, retry, u.tries + 1, u.young
+                        )
                         self._unsettled_first = min(self._unsettled_first, retry)
             done += bool(said)
         return done
@@ -927,11 +934,11 @@ class KubeWriter:
             if self._ours(pod) and render.marked_by_scheduler(pod):
                 meta = meta_of(pod)
                 ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-                said = self._withdraw_unless_evicted(
-                    ns, name, uid_of(pod), "", STALE_TARGET, young=self.settings.unknown_settles_after
-                )
+                young = self.settings.unknown_settles_after
+                said = self._withdraw_unless_evicted(ns, name, uid_of(pod), "", STALE_TARGET, young=young)
                 if said is None:  # unread or unwritten: looked at again a while later
-                    self._settle_later(f"{ns}/{name}", uid_of(pod), "", STALE_TARGET, after=_SET_BACK_RETRY)
+                    key, uid = f"{ns}/{name}", uid_of(pod)
+                    self._settle_later(key, uid, "", STALE_TARGET, after=_SET_BACK_RETRY, young=young)
                 done += bool(said)
         return done
 
