@@ -10,6 +10,7 @@ No I/O happens here. Shared, lent, thaw and kept: docs/design/steady-state.md.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 import operator
@@ -26,6 +27,7 @@ from volsched.cache import orphans
 from volsched.model.admitted import BoundUnder
 from volsched.model.attach import AttachCatalog
 from volsched.model.cluster import (
+    RETURNED,
     ClusterSnapshot,
     Job,
     NodeTable,
@@ -351,6 +353,61 @@ def shadow_refusal(key: str) -> str:
     )
 
 
+_NODE_OF: operator.itemgetter[int] = operator.itemgetter(1)  # (of a task's place: its node)
+_PREPARED_STATUS: operator.attrgetter[TaskStatus] = operator.attrgetter("prepared.status")
+_TASKS: operator.attrgetter[dict[str, Task]] = operator.attrgetter("tasks")
+_STATUS: operator.attrgetter[TaskStatus] = operator.attrgetter("status")
+_NODE_NAME: operator.attrgetter[str | None] = operator.attrgetter("node_name")
+_COUNTS: operator.attrgetter[Mapping[TaskStatus, int]] = operator.attrgetter("status_count")
+_READY: operator.attrgetter[int] = operator.attrgetter("ready")
+
+
+def _all_back(base: _Base, keys: list[str], returned: Mapping[str, Job]) -> bool:
+    """:func:`_taken_back` of every one of ``keys`` at once, each test one pass in C over them all (a
+    session's thousands of pods set aside): True when every job is taken back (then each is reset);
+    False, and nothing done, when any is not (the caller then asks key by key)."""
+    is_ = operator.is_
+    jobs = list(map(returned.get, keys))
+    if not all(map(is_, jobs, map(base.jobs.__getitem__, keys))):
+        return False
+    tasks = list(map(dict.__getitem__, map(_TASKS, jobs), keys))
+    if not (
+        all(map(is_, map(_STATUS, tasks), itertools.repeat(TaskStatus.PENDING)))
+        and all(map(is_, map(_NODE_NAME, tasks), itertools.repeat(None)))
+        and all(map((1).__eq__, map(len, map(_COUNTS, jobs))))
+        and not any(map(_READY, jobs))
+    ):
+        return False
+    for name, value in (("phase", PodGroupPhase.PENDING), ("_scheduled", None), ("origin", None)):
+        collections.deque(map(setattr, jobs, itertools.repeat(name), itertools.repeat(value)), maxlen=0)
+    collections.deque(map(setattr, jobs, itertools.repeat("memo"), [{} for _ in jobs]), maxlen=0)
+    return True
+
+
+def _taken_back(job: Job, key: str) -> bool:
+    """Whether ``job``, the job of a pending pod standing alone (``key``) that the last snapshot lent
+    and the last session closed with, is as it was lent, but for what a lend again resets: its pod's
+    copy still pending on no node (a session changes a pending pod's copy by these alone), its counts
+    one pending pod's (no status it passed through left at zero), none of it ready. Then its
+    ``allocated`` is zero again (each status it passed through added and took away the same request),
+    and it is reset (its phase Pending, no memo, no count kept, no origin) and returned True: it holds
+    what :func:`~volsched.model.cluster.lone_jobs` would make anew of the same entry (untouched since,
+    so the very same task and request vector), for the next session."""
+    t = job.tasks[key]
+    if (
+        t.status is not TaskStatus.PENDING
+        or t.node_name is not None
+        or len(job.status_count) != 1
+        or job.ready
+    ):
+        return False
+    job.phase = PodGroupPhase.PENDING
+    job._scheduled = None
+    job.memo = {}
+    job.origin = None
+    return True
+
+
 def _same_objects(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Whether ``a`` and ``b`` hold the very same objects under the same keys in the same order (a
     comparison in C: 5,000 nodes every session; the same objects in another order count as a change)."""
@@ -453,6 +510,13 @@ class SnapshotBuilder:
         #: Pod uid -> the keys of the entries of that uid (one, but for a uid two pods claim): which pods
         #: of a snapshot the uids ResourceClaims are reserved for are (``_reserved_live``).
         self._uids: dict[str, dict[str, None]] = {}
+        #: The jobs the last session closed with (``ClusterSnapshot.kept[RETURNED]``, taken by each build),
+        #: and the namespaces' default queues the pods standing alone lent last were placed under
+        #: (:meth:`_lend_again` takes such jobs back).
+        self._returned: Mapping[str, Job] | None = None
+        self._lent_under: Mapping[str, str] = {}
+        #: The keys :meth:`_lend_again` lent again last (of the base: none once it is built anew).
+        self._again: set[str] = set()
 
     def _stale_by_volumes(self, view: View) -> set[str]:
         """The entries whose claims' view changed since the last view: a claim of theirs (anything of
@@ -748,6 +812,9 @@ class SnapshotBuilder:
     ) -> ClusterSnapshot:
         """A session's snapshot of ``view`` (after :meth:`prepare` of the same view)."""
         with self._lock:
+            # (taken whatever comes next: a session that fails before its close returns none)
+            returned = self.kept.pop(RETURNED, None)
+            self._returned = returned if isinstance(returned, dict) else None
             pg_list = list(podgroups)
             keys = list(map(_KEY, pg_list))  # (once: the update's and the jobs' below)
             catalog = self._devices(view) if view.slices or view.resource_claims else None
@@ -783,6 +850,7 @@ class SnapshotBuilder:
                 or base.priority_classes != view.priority_classes
                 or base.namespace_queues != view.namespace_queues
             ):
+                self._again = set()
                 base = self._base = self._full(view, pg_list, space)
                 touched: frozenset[str] | None = None
             else:
@@ -1087,27 +1155,79 @@ class SnapshotBuilder:
     def _lend_again(self, base: _Base, keys: set[str], podgroups: Mapping[str, PodGroupSpec]) -> list[str]:
         """Of ``keys`` (jobs the last session was lent, untouched since), those still a pending pod
         standing alone on no node, lent again as :meth:`_job` would lend each (:meth:`_lend_alone`), in
-        one go; returns them (the others are left to :meth:`_job`)."""
-        entries, members, where, pending = self._entries, base.members, base.where, TaskStatus.PENDING
-        again = [
-            k
-            for k in keys
-            if (m := members.get(k)) is not None
-            and len(m) == 1
-            and k in m
-            and k not in podgroups
-            and not where[k][1]
-            and entries[k].prepared.status is pending
-        ]
-        self._lend_all_alone(base, again, placed=True)
+        one go; returns them (the others are left to :meth:`_job`). Those whose jobs the last session
+        closed with as it was lent (pods set aside, a backlog's pods no session tried) are lent as those
+        very jobs, reset (:meth:`_lend_all_alone`'s ``back``)."""
+        members, where = base.members, base.where
+        # A key that passed last time and is untouched since passes again: what is tested (its job's
+        # members, its PodGroup, its pod's node and its entry's task) changes only with the key
+        # touched. The others are tested, each test one pass in C over those that passed the one before
+        # (thousands of pods set aside, every session); the order is ``keys``'s, as one pass testing
+        # each key in turn gives.
+        passed = self._again
+        again = list(filter(members.__contains__, keys - passed if passed else keys))
+        groups = list(map(members.__getitem__, again))
+        again = list(
+            itertools.compress(
+                again,
+                map(
+                    all,
+                    zip(
+                        map((1).__eq__, map(len, groups)),
+                        map(operator.contains, groups, again),
+                        map(operator.not_, map(podgroups.__contains__, again)),
+                        strict=True,
+                    ),
+                ),
+            )
+        )
+        again = list(
+            itertools.compress(again, map(operator.not_, map(_NODE_OF, map(where.__getitem__, again))))
+        )
+        pending = itertools.repeat(TaskStatus.PENDING)
+        entries = list(map(self._entries.__getitem__, again))
+        again = list(itertools.compress(again, map(operator.is_, map(_PREPARED_STATUS, entries), pending)))
+        if passed:
+            passed = passed & keys
+            passed.update(again)
+            again = list(filter(passed.__contains__, keys))
+        else:
+            passed = set(again)
+        self._again = passed
+        returned, self._returned = self._returned, None
+        if returned is not None and self._lent_under == base.namespace_queues:
+            self._lend_all_alone(base, again, placed=True, back=returned)
+        else:
+            self._lend_all_alone(base, again, placed=True)
         return again
 
-    def _lend_all_alone(self, base: _Base, keys: list[str], *, placed: bool = False) -> None:
+    def _lend_all_alone(
+        self,
+        base: _Base,
+        keys: list[str],
+        *,
+        placed: bool = False,
+        back: Mapping[str, Job] | None = None,
+    ) -> None:
         """:meth:`_lend_alone` of each of ``keys`` (pending pods standing alone), in one go: their jobs'
         ``allocated`` are the rows of one array of zeros (each job's own row), not one array each.
         ``placed``: some may have their place in ``base.standalone`` already (a base brought up to date,
-        :meth:`_lend_again`), which they keep; else none has (a base built from scratch)."""
+        :meth:`_lend_again`), which they keep; else none has (a base built from scratch).
+
+        ``back``: the jobs the last session closed with. Those of ``keys`` lent last and left as they
+        were lent (:func:`_taken_back`: a set-aside pod's, a backlog's pod no session tried) are lent
+        again themselves, reset: a lend would make jobs and copies of the pods that hold the very same
+        values."""
         if not keys:
+            return
+        if back is not None and _all_back(base, keys, back):
+            # (each the very job in ``base.jobs`` and in its place in ``standalone``, if it has one,
+            # since it was lent last; private and lent still)
+            if base.problems:
+                for key in keys:
+                    base.problems.pop(key, None)
+            base.unplaced.update(dict.fromkeys(itertools.filterfalse(base.standalone.__contains__, keys)))
+            self._lent_under = base.namespace_queues
             return
         # Each pod's own copy as :meth:`_own` makes it, written out (no call but the copy's per pod).
         # Pods asking the same share one request map (decoding interns them): its vector is looked up
@@ -1115,7 +1235,16 @@ class SnapshotBuilder:
         entries, vector, copy = self._entries, self._vector, copy_task
         by_map: dict[int, Vector] = {}
         tasks: list[Task] = []
-        for key in keys:
+        fresh: list[str] = keys if back is None else []
+        taken: dict[int, Job] = {}  # place in ``keys`` -> a job taken back
+        old = base.jobs
+        for at, key in enumerate(keys):
+            if back is not None:
+                job = back.get(key)
+                if job is not None and job is old[key] and _taken_back(job, key):
+                    taken[at] = job
+                    continue
+                fresh.append(key)
             entry = entries[key]
             request = entry.vector
             if request is None:
@@ -1128,10 +1257,20 @@ class SnapshotBuilder:
             t.request = request
             t.shared = False
             tasks.append(t)
-        made = lone_jobs(base.space, tasks, keys)
+        made = lone_jobs(base.space, tasks, fresh)
         if base.namespace_queues:
             for job in made:
                 _placed(base, job)
+        self._lent_under = base.namespace_queues
+        if taken:
+            it = iter(made)
+            made = [taken[at] if at in taken else next(it) for at in range(len(keys))]
+        self._lent_alone(base, keys, made, placed=placed)
+
+    @staticmethod
+    def _lent_alone(base: _Base, keys: list[str], made: list[Job], *, placed: bool) -> None:
+        """The jobs ``made`` of pending pods standing alone (``keys``) into the base, lent (see
+        :meth:`_lend_all_alone`)."""
         base.jobs.update(zip(keys, made, strict=True))
         if base.problems:
             for key in keys:

@@ -30,7 +30,7 @@ from volsched.framework.never import NEVER, TOLD, Refused, job_never, never_asks
 from volsched.framework.registry import PluginsAhead, make_actions, make_plugins, placement_gap
 from volsched.framework.session import Action, BindSink, Session
 from volsched.model import admitted
-from volsched.model.cluster import ClusterSnapshot, Job
+from volsched.model.cluster import RETURNED, ClusterSnapshot, Job
 from volsched.model.vocabulary import PodGroupPhase, QueueState, TaskStatus
 from volsched.records import dataclass
 
@@ -100,6 +100,9 @@ def close_session(session: Session) -> SessionResult:
             timings[label] = timings.get(label, 0.0) + clock() - start
     session.timed("close:events", lambda: _render_events(session, phases, waiting))
     session.keep_views()
+    # (the jobs it ends with: the next snapshot lends a pod standing alone that no session changed again
+    # as its very job, reset)
+    session.snapshot.kept[RETURNED] = session.jobs
     return session.result
 
 
@@ -248,7 +251,6 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
     pending_status = TaskStatus.PENDING
     waiting = 0
     for job in ledger.unsettled():
-        q = queue_row.get(job.queue)
         if job.podgroup is None:  # a pod standing alone: no PodGroup status to write, no phase to speak of
             c = job.status_count
             pipelined = c.get(pipelined_status, 0)
@@ -258,7 +260,7 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
             if pending + pipelined:
                 waiting += 1
                 result.pipelined += pipelined
-        elif podgroup_status(job, q):
+        elif podgroup_status(job, queue_row.get(job.queue)):
             if job.status_count.get(pending_status):
                 waiting_jobs.append(job)
             waiting += 1
@@ -345,6 +347,7 @@ def _plain_status(job: Job, counted: StatusCounts) -> PodGroupStatus:
 
 _QUEUE: attrgetter[str] = attrgetter("queue")
 _KEY: attrgetter[str] = attrgetter("key")
+_PODGROUP: attrgetter[object] = attrgetter("podgroup")
 #: Where the plain statuses of the settled run's PodGroups are kept (``ClusterSnapshot.kept``).
 RENDERED = "rendered"
 
@@ -437,9 +440,12 @@ def queue_positions(session: Session) -> dict[str, int]:
     """Where each job waiting to start (short of minMember, a pod pending) stands in its queue (1: next),
     among those jobs of the queue, in the session's job order as it stands at the close (what the next
     session starts from). A running job with more pods pending waits for nothing to start: not in line."""
+    pending = session.pending_jobs()
+    if not any(map(_PODGROUP, pending)):  # (pods standing alone only, thousands set aside: none in line)
+        return {}
     by_queue: dict[str, list[Job]] = {}
     grouped: set[str] = set()  # the queues with a PodGroup in line: only a PodGroup's status says it
-    for job in session.pending_jobs():
+    for job in pending:
         if job.ready_count < job.min_member:
             by_queue.setdefault(job.queue, []).append(job)
             if job.podgroup is not None:
@@ -522,25 +528,32 @@ def _render_events(session: Session, phases: dict[str, PodGroupPhase], waiting: 
     gap = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "config", (missing,)) if missing else None
     # Only a job with pending tasks or refusals has anything to say: no need to walk every job again.
     jobs = session.jobs
-    speaking = {j.key: j for j in waiting}
-    for key in errors:
-        if key not in speaking and key in jobs:
-            speaking[key] = jobs[key]
+    speaking = dict(zip(map(_KEY, waiting), waiting, strict=True))
+    for key in errors.keys() - speaking.keys():
+        job = jobs.get(key)
+        if job is not None:
+            speaking[key] = job
     # Pods standing alone that were set aside say what the last session said of them, from the same
-    # refusals: what it rendered is taken again while those are the very objects it rendered from.
+    # refusals: what it rendered is taken again while those are the very objects it rendered from (a
+    # session's thousands of them: each a few lookups and identity tests here).
     told: dict[str, Refused] = session.state.get(TOLD) or {}
     kept = session.snapshot.kept
     said_before = kept.pop(SAID, None)
+    if not isinstance(said_before, dict):
+        said_before = {}
     said: dict[str, _Said] = {}
-    for job in sorted(speaking.values(), key=lambda j: j.key):
-        refused = told.get(job.key)
+    fit_errors, rejections, events = session.fit_errors, result.rejections, result.events
+    pending = TaskStatus.PENDING
+    for key in sorted(speaking):  # (a job's key is its key in ``speaking``: in the order of the jobs' keys)
+        job = speaking[key]
+        refused = told.get(key)
         if refused is not None and job.podgroup is None and len(job.tasks) == 1:
-            task = next(iter(job.tasks.values()))
-            fit = session.fit_errors.get(task.key)
-            job_statuses = errors.get(job.key)
+            ((pod_key, task),) = job.tasks.items()
+            fit = fit_errors.get(pod_key)
+            job_statuses = errors.get(key)
             first = job_statuses[0] if job_statuses else None
-            memo = said_before.get(job.key) if isinstance(said_before, dict) else None
-            if fit is not None and task.status is TaskStatus.PENDING and task.schedulable_by_us:
+            if fit is not None and task.status is pending and task.schedulable_by_us:
+                memo = said_before.get(key)
                 if (
                     memo is not None
                     and memo.refused is refused
@@ -549,20 +562,16 @@ def _render_events(session: Session, phases: dict[str, PodGroupPhase], waiting: 
                     and memo.gap == gap
                 ):
                     if memo.event is not None:
-                        result.rejections[f"Pod {task.key}"] = memo.statuses
-                        result.events.append(memo.event)
-                    said[job.key] = memo
+                        rejections[memo.pod] = memo.statuses
+                        events.append(memo.event)
+                    said[key] = memo
                     continue
-                events = len(result.events)
+                before = len(events)
                 _job_events(session, job, phases, gap)
-                made = result.events[events:]
-                said[job.key] = _Said(
-                    refused,
-                    fit,
-                    first,
-                    gap,
-                    result.rejections.get(f"Pod {task.key}", ()),
-                    made[0] if made else None,
+                made = events[before:]
+                pod = f"Pod {pod_key}"
+                said[key] = _Said(
+                    refused, fit, first, gap, rejections.get(pod, ()), made[0] if made else None, pod
                 )
                 continue
         _job_events(session, job, phases, gap)
@@ -586,6 +595,8 @@ class _Said:
     gap: Status | None
     statuses: tuple[Status, ...]
     event: Event | None
+    #: The pod's refusal's key in ``SessionResult.rejections`` (``Pod <key>``).
+    pod: str
 
 
 def _job_events(session: Session, job: Job, phases: dict[str, PodGroupPhase], gap: Status | None) -> None:

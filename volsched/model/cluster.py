@@ -549,6 +549,12 @@ def unmet_minimum_rows(jobs: Sequence[Job], rows: Sequence[int], out: Vector) ->
     np.add.at(out, np.asarray(rows, dtype=np.intp), unmet)
 
 
+#: Where a session's close leaves its jobs (``ClusterSnapshot.kept``): the snapshot builder takes them
+#: with the next build, proof that the session ended with the jobs it was lent (see
+#: ``volsched.cache.snapshots``'s ``_taken_back``).
+RETURNED = "jobs returned"
+
+
 @dataclass
 class ClusterSnapshot:
     """Everything one session needs, as plain structs and arrays."""
