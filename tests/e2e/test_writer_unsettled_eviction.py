@@ -4,8 +4,9 @@ admission policy's 422) cannot land later, so the pod is set back to False at on
 whose answer was lost (the only stand-in: the request dropped before it reached the apiserver, or sent
 after the lost answer, as one landing late) is looked at again once no request can act any more
 (``WriterSettings.unknown_settles_after``, 0 here): still there, marked and not being deleted, it is set
-back to False saying why; evicted or deleted meanwhile, it is not told otherwise (a late delete writes no
-condition of its own: a False would lie)."""
+back to False saying why, and no event says it was evicted; evicted or deleted meanwhile, it is not told
+otherwise (a late delete writes no condition of its own: a False would lie), and its event is written
+then."""
 
 from __future__ import annotations
 
@@ -62,6 +63,11 @@ def _target(k: Kube, ns: str) -> Any:
     got = k.core.read_namespaced_pod("c", ns)
     [target] = [c for c in got.status.conditions or [] if c.type == "DisruptionTarget"]
     return got, target
+
+
+def _events(k: Kube, ns: str) -> list[str]:
+    """The reasons of the events about pod c."""
+    return [e.reason for e in k.core.list_namespaced_event(ns).items if e.involved_object.name == "c"]
 
 
 def _lost(writer: KubeWriter, monkeypatch: pytest.MonkeyPatch, method: str) -> None:
@@ -147,6 +153,7 @@ def test_a_victim_whose_answer_was_lost_and_that_was_not_evicted_is_told_so_once
     got, target = _target(mk, ns)
     assert got.metadata.deletion_timestamp is None
     assert (target.status, target.reason) == ("False", "NotEvicted")
+    assert _events(mk, ns) == []  # it was not evicted: no event says it was
     said = UNSETTLED_TARGET.format(0.0)
     assert target.message.startswith(f"not evicted ({said}): {'reclaim' if deletes else 'preempt'}: {ns}/c ")
     assert writer.withdraw_unsettled() == 0  # once
@@ -180,7 +187,9 @@ def test_a_victim_whose_answer_was_lost_and_that_went_after_all_is_not_told_othe
     monkeypatch.setattr(writer, "read_pod", read_pod)
     outcome = writer.evict(_victim(ns, raw, deletes=deletes), raw)
     assert outcome.result == UNKNOWN, outcome.detail
+    assert _events(mk, ns) == []  # not known yet
     assert writer.withdraw_unsettled() == 0
+    assert _events(mk, ns) == ["Evicted" if deletes else "Preempted"]  # known now
     got, target = _target(mk, ns)
     assert got.metadata.deletion_timestamp is not None
     assert target.status == "True"

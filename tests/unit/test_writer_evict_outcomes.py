@@ -281,7 +281,7 @@ def test_a_pod_whose_evictions_outcome_is_unknown_is_told_once_it_is_known(
     monkeypatch.setattr(writer, "read_pod", lambda ns, name: read_back[0])
     outcome = writer.evict(eviction, prune_pod(LINGERING))
     assert outcome.result == UNKNOWN
-    assert [s[0] for s in sent] == ["PATCH", request, "POST"]  # marked, sent, its event
+    assert [s[0] for s in sent] == ["PATCH", request]  # marked, sent; no event until it is known
     del sent[:]
     clock[0] += writer_settings.unknown_settles_after - 1
     assert not writer.unsettled_due() and writer.withdraw_unsettled() == 0 and sent == []
@@ -300,15 +300,21 @@ def test_a_pod_whose_evictions_outcome_is_unknown_is_told_once_it_is_known(
     ), condition["message"]
     assert not writer.unsettled_due() and writer.withdraw_unsettled() == 0  # looked at once
 
-    # Evicted after the read back after all (or another pod by that name now): not told otherwise.
-    for since in (TERMINATING, {**MARKED, "metadata": {**MARKED["metadata"], "uid": "u2"}}, None):
+    assert [s[0] for s in sent] == ["PATCH"]  # and no event: it was not evicted
+
+    # Evicted after the read back after all (or another pod by that name now, or gone): not told
+    # otherwise, and told it was evicted now (the first time at least: the event filter holds repeats).
+    for i, since in enumerate(
+        (TERMINATING, {**MARKED, "metadata": {**MARKED["metadata"], "uid": "u2"}}, None)
+    ):
         del sent[:]
         read_back[0] = MARKED
         assert writer.evict(eviction, prune_pod(LINGERING)).result == UNKNOWN
         del sent[:]
         read_back[0] = since
         clock[0] += writer_settings.unknown_settles_after
-        assert writer.withdraw_unsettled() == 0 and sent == []
+        assert writer.withdraw_unsettled() == 0
+        assert all(s[:2] == ("POST", EVENTS) for s in sent) and (sent or i > 0), sent
 
 
 def test_a_set_back_that_failed_is_tried_again_and_a_new_eviction_of_the_pod_replaces_the_look(

@@ -237,6 +237,9 @@ class _Unsettled:
     tries: int = 0
     #: Set back only once marked that many seconds ago (a mark of unknown origin: see ``withdraw_stale``).
     young: float = 0.0
+    #: The ``Preempted``/``Evicted`` event owed should the pod be found evicted (its eviction's answer was
+    #: lost): (the pod, the reason, the message, when it was decided).
+    told: tuple[EventTarget, str, str, str] | None = None
 
 
 def _made_again(exc: ApiException) -> bool:
@@ -768,7 +771,9 @@ class KubeWriter:
         read back still there) is looked at again once no request can act any more
         (``unknown_settles_after``; a delete that lands late writes no condition: a False sooner could
         lie), and one not sent for the fence once this replica may write again
-        (:meth:`withdraw_unsettled`). No event tells of an eviction that did not happen. A pod
+        (:meth:`withdraw_unsettled`). No event tells of an eviction that did not happen: one whose answer
+        was lost is told of only once the pod is found gone or being deleted, when it is looked at again.
+        A pod
         the eviction deletes at once (a zero grace period and no finalizer) gets no condition: the
         eviction's own replaces the first before anyone could read it and the pod is gone before the
         second (only refused). It is evicted first, and its event, unless
@@ -787,22 +792,26 @@ class KubeWriter:
         message = redact(render_eviction(eviction))
         now = render.now_rfc3339()
         target = EventTarget("Pod", "v1", ns, name, uid)
+        told = (target, eviction_event_reason(eviction), message, now)
         if _gone_when_evicted(pod):  # evicted first; its event waits for the session's status writes
             outcome = (
                 self._delete(eviction, ns, name) if eviction.deletes else self._evict(eviction, ns, name)
             )
-            if outcome.result in (EVICTED, UNKNOWN):
+            if outcome.result == EVICTED:
                 with self._lock:
-                    self._told_after.append((target, eviction_event_reason(eviction), message, now))
+                    self._told_after.append(told)
+            elif outcome.result == UNKNOWN:  # told if it is found evicted after all
+                after = self.settings.unknown_settles_after
+                self._settle_later(eviction.pod, uid, message, "", after=after, told=told)
             return outcome
         # Only on the pod decided for: another made since under its name refuses it (and is not evicted).
         condition = _for_uid(render.disruption_target_condition(eviction.action, message, now), uid)
         with self._lock:  # this eviction's outcome says what comes of the mark from now on
             if self._unsettled.pop(eviction.pod, None) is not None:
                 self._unsettled_first = min((u.due for u in self._unsettled.values()), default=math.inf)
-        told = self._disruption_target(eviction, ns, name, condition)
-        if told is not None:
-            return told
+        refused = self._disruption_target(eviction, ns, name, condition)
+        if refused is not None:
+            return refused
         if eviction.deletes:
             outcome = self._delete(eviction, ns, name)
         else:
@@ -821,10 +830,11 @@ class KubeWriter:
                 self._settle_later(eviction.pod, uid, message, why, after=_SET_BACK_RETRY)
         elif outcome.result == FENCED:  # not sent: told so once this replica may write again
             self._settle_later(eviction.pod, uid, message, redact(outcome.detail), after=0.0)
-        if outcome.result == UNKNOWN:  # what came of it is known later: the pod read then says
-            why = UNSETTLED_TARGET.format(self.settings.unknown_settles_after)
-            self._settle_later(eviction.pod, uid, message, why, after=self.settings.unknown_settles_after)
-        if outcome.result in (EVICTED, UNKNOWN):  # told once evicted (or perhaps: no answer)
+        elif outcome.result == UNKNOWN:  # what came of it is known later: the pod read then says (and is
+            after = self.settings.unknown_settles_after  # told it was evicted then, if it was)
+            why = UNSETTLED_TARGET.format(after)
+            self._settle_later(eviction.pod, uid, message, why, after=after, told=told)
+        if outcome.result == EVICTED:  # told once evicted
             _, event_error = self.post_object_event(
                 target, reason=eviction_event_reason(eviction), message=message, type_="Normal", now=now
             )
@@ -833,14 +843,23 @@ class KubeWriter:
         return outcome
 
     def _settle_later(
-        self, key: str, uid: str, message: str, why: str, *, after: float, young: float = 0.0
+        self,
+        key: str,
+        uid: str,
+        message: str,
+        why: str,
+        *,
+        after: float,
+        young: float = 0.0,
+        told: tuple[EventTarget, str, str, str] | None = None,
     ) -> None:
         """Look at pod ``key`` (of ``uid``, told ``message``) again in ``after`` seconds: set it back then,
         saying ``why``, if it is still marked (and marked at least ``young`` seconds ago:
-        :meth:`_withdraw_unless_evicted`; :meth:`withdraw_unsettled`)."""
+        :meth:`_withdraw_unless_evicted`; :meth:`withdraw_unsettled`); if it is gone or being deleted,
+        write the event ``told`` then, if any."""
         due = self.clock() + after
         with self._lock:
-            self._unsettled[key] = _Unsettled(uid, message, why, due, young=young)
+            self._unsettled[key] = _Unsettled(uid, message, why, due, young=young, told=told)
             self._unsettled_first = min(self._unsettled_first, due)
 
     def unsettled_due(self) -> bool:
@@ -863,20 +882,36 @@ class KubeWriter:
         done = 0
         for key, u in due:
             ns, name = _split(key)
-            said = self._withdraw_unless_evicted(ns, name, u.uid, u.message, u.why, young=u.young)
+            evicted = None if u.told is None else partial(self._tell_evicted, u.told)
+            said = self._withdraw_unless_evicted(
+                ns, name, u.uid, u.message, u.why, young=u.young, evicted=evicted
+            )
             if said is None and u.tries + 1 < _SET_BACK_TRIES:
                 with self._lock:  # unless a new eviction of the pod was decided meanwhile
                     if key not in self._unsettled:
                         retry = self.clock() + _SET_BACK_RETRY
                         self._unsettled[key] = _Unsettled(
-                            u.uid, u.message, u.why, retry, u.tries + 1, u.young
+                            u.uid, u.message, u.why, retry, u.tries + 1, u.young, u.told
                         )
                         self._unsettled_first = min(self._unsettled_first, retry)
             done += bool(said)
         return done
 
+    def _tell_evicted(self, told: tuple[EventTarget, str, str, str]) -> None:
+        """The event of an eviction whose answer was lost, once the pod is found evicted after all."""
+        target, reason, message, now = told
+        self.post_object_event(target, reason=reason, message=message, type_="Normal", now=now)
+
     def _withdraw_unless_evicted(
-        self, ns: str, name: str, uid: str, message: str, why: str, *, young: float = 0.0
+        self,
+        ns: str,
+        name: str,
+        uid: str,
+        message: str,
+        why: str,
+        *,
+        young: float = 0.0,
+        evicted: Callable[[], None] | None = None,
     ) -> bool | None:
         """Set the ``DisruptionTarget`` condition of pod ``ns/name`` back to False saying ``why`` (and
         ``message``, what it was told), when the pod read now is the one of ``uid``, still marked by a
@@ -885,13 +920,18 @@ class KubeWriter:
         between, the apiserver refuses it, and one that lands after it writes its own condition as it
         deletes the pod (``EvictionByEvictionAPI``): the pod is never left terminating and told it was not
         evicted. Returns whether it was set back, None when the read or the write failed (no error: the
-        next holding of the Lease looks again, :meth:`withdraw_stale`)."""
+        next holding of the Lease looks again, :meth:`withdraw_stale`). ``evicted`` is called when the pod
+        read is gone, another by that name, or being deleted."""
         try:
             fresh = self.read_pod(ns, name)
         except Exception:
             return None
         meta = meta_of(fresh or {})
-        if fresh is None or (uid and meta.get("uid") != uid) or not render.marked_by_scheduler(fresh):
+        if fresh is None or (uid and meta.get("uid") != uid) or meta.get("deletionTimestamp"):
+            if evicted is not None:
+                evicted()
+            return False
+        if not render.marked_by_scheduler(fresh):
             return False
         at = render.marked_at(fresh) if young > 0 else None
         if at is not None and (left := min(young, at + young - time.time())) > 0:
