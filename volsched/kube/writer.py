@@ -811,6 +811,10 @@ class KubeWriter:
                 self._unsettled_first = min((u.due for u in self._unsettled.values()), default=math.inf)
         refused = self._disruption_target(eviction, ns, name, condition)
         if refused is not None:
+            if refused.result == FAILED:  # not evicted, but the condition may have been written (its
+                after = self.settings.unknown_settles_after  # answer lost): the pod read later says
+                why = f"not sent: {redact(refused.detail)}"
+                self._settle_later(eviction.pod, uid, message, why, after=after)
             return refused
         if eviction.deletes:
             outcome = self._delete(eviction, ns, name)
