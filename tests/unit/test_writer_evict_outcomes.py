@@ -5,6 +5,7 @@ delete's success, and its failures, say it was a delete."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -214,16 +215,23 @@ def test_a_pod_told_it_is_a_disruption_target_is_told_otherwise_when_its_evictio
 POD_PATH = "/api/v1/namespaces/ns/pods/p"
 
 
-def _sends(writer: KubeWriter, monkeypatch: pytest.MonkeyPatch, raised: dict[str, Exception]) -> list[Any]:
-    """``writer``'s requests answered here (each method in ``raised`` raises that), recorded as
-    (method, path, the condition's status), with the bodies."""
+def _sends(
+    writer: KubeWriter,
+    monkeypatch: pytest.MonkeyPatch,
+    raised: Mapping[str, Exception] | Callable[[str, str, str | None, int], Exception | None],
+) -> list[Any]:
+    """``writer``'s requests answered here, recorded as (method, path, the condition's status, the body):
+    each method in ``raised`` raises that; or ``raised(method, path, status, n)`` (the n-th request) says
+    what the request raises, if anything."""
     sent: list[Any] = []
 
     def send(method: str, path: str, body: Any, **_: Any) -> bytes:
         conditions = (body.get("status") or {}).get("conditions") or [{}]
-        sent.append((method, path, conditions[0].get("status"), body))
-        if method in raised:
-            raise raised[method]
+        status = conditions[0].get("status")
+        sent.append((method, path, status, body))
+        failure = raised(method, path, status, len(sent)) if callable(raised) else raised.get(method)
+        if failure is not None:
+            raise failure
         return b"{}"
 
     monkeypatch.setattr(writer, "_send", send)
@@ -362,25 +370,18 @@ def test_a_pod_a_budget_kept_whose_set_back_failed_is_told_again_a_while_later(
     pod read then (before: left marked until the next holding of the Lease; note14 Found 6)."""
     clock = [0.0]
     writer.clock = lambda: clock[0]
-    sent: list[tuple[str, str | None]] = []
 
-    def send(method: str, path: str, body: Any, **_: Any) -> bytes:
-        conditions = (body.get("status") or {}).get("conditions") or [{}]
-        sent.append((method, conditions[0].get("status")))
-        if path == EVICTION:
-            raise _api(429)
-        if conditions[0].get("status") == "False" and len(sent) == 3:
-            raise _api(500)
-        return b"{}"
+    def raised(method: str, path: str, status: str | None, n: int) -> Exception | None:
+        return _api(429) if path == EVICTION else _api(500) if n == 3 else None
 
-    monkeypatch.setattr(writer, "_send", send)
+    sent = _sends(writer, monkeypatch, raised)
     monkeypatch.setattr(writer, "read_pod", lambda ns, name: MARKED)
     assert writer.evict(EVICT, prune_pod(LINGERING)).result == BLOCKED
-    assert sent == [("PATCH", "True"), ("POST", None), ("PATCH", "False")]
+    assert [(s[0], s[2]) for s in sent] == [("PATCH", "True"), ("POST", None), ("PATCH", "False")]
     assert not writer.unsettled_due()
     clock[0] += 10
     assert writer.unsettled_due() and writer.withdraw_unsettled() == 1
-    assert sent[3:] == [("PATCH", "False")]
+    assert [(s[0], s[2]) for s in sent[3:]] == [("PATCH", "False")]
 
 
 @pytest.mark.parametrize("failure", [ResponseLost("lost"), _api(504), _api(500)], ids=["lost", "504", "500"])
@@ -392,19 +393,10 @@ def test_a_pod_whose_condition_may_have_been_written_though_its_eviction_was_not
     (before: left marked until the next holding of the Lease; note14 Found 6)."""
     clock = [0.0]
     writer.clock = lambda: clock[0]
-    sent: list[tuple[str, str | None]] = []
-
-    def send(method: str, path: str, body: Any, **_: Any) -> bytes:
-        conditions = (body.get("status") or {}).get("conditions") or [{}]
-        sent.append((method, conditions[0].get("status")))
-        if len(sent) == 1:
-            raise failure
-        return b"{}"
-
-    monkeypatch.setattr(writer, "_send", send)
+    sent = _sends(writer, monkeypatch, lambda method, path, status, n: failure if n == 1 else None)
     monkeypatch.setattr(writer, "read_pod", lambda ns, name: MARKED)
     assert writer.evict(EVICT, prune_pod(LINGERING)).result == FAILED
-    assert sent == [("PATCH", "True")]  # not evicted
+    assert [(s[0], s[2]) for s in sent] == [("PATCH", "True")]  # not evicted
     clock[0] += writer_settings.unknown_settles_after
     assert writer.withdraw_unsettled() == 1
-    assert sent[1:] == [("PATCH", "False")]
+    assert [(s[0], s[2]) for s in sent[1:]] == [("PATCH", "False")]
