@@ -351,3 +351,45 @@ def test_reclaim_takes_back_what_a_forged_record_put_in_the_tenants_own_queue() 
     ]
     _, snap = _gone(objs, kept=True)
     assert sorted(e.pod for e in run_session(snap, PREEMPT).evictions) == ["ns/lo-2", "ns/lo-3"]
+
+
+def test_a_record_added_to_a_pod_seen_running_without_one_is_not_taken() -> None:
+    """Without the pod policy, a tenant adds a record to its pods running with none (bound by a volsched
+    before records, or by someone else at creation): deleted, their group's pods counted in the queue
+    the record named, at its priority. A bind writes its record with the node, before the pod runs: one
+    that comes after the API showed the pod running without one is not taken (note14 Found 5, the part
+    that holds while an operator runs; a new operator reads the pods as they are)."""
+    objs = _cluster(None)
+    state = _state(*objs)
+    state.snapshot(now=1.0)
+    for obj in objs:
+        if obj["kind"] == "Pod" and obj["metadata"]["name"].startswith("lo-"):
+            state.apply(_patched(obj, _record("q2", priority=50)))
+    state.delete("PodGroup", "ns", "lo")
+    snap = state.snapshot(now=2.0)
+    assert sorted(t.key for t in snap.foreign_tasks) == [f"ns/lo-{i}" for i in range(4)]  # (no record)
+    assert _cpu(snap, "q2") == 0.0  # before: 4, the pods counted in q2 at priority 50
+    assert BOUND_UNDER in state.raw_pods["ns/lo-0"]["metadata"]["annotations"]  # (the pod as the API has it)
+
+
+def test_a_record_that_comes_with_the_node_after_an_assumed_bind_is_taken() -> None:
+    """The control: the cache assumed the bind (the pod not running yet), and the watch then shows the
+    pod bound with the record its bind wrote: taken."""
+    state = _state(
+        node("n1", cpu="4"),
+        queue("q"),
+        priority_class("low", 1),
+        podgroup("lo", ns="ns", queue="q", phase="Inqueue"),
+    )
+    pending = pod("lo-0", ns="ns", cpu="1", group="lo")
+    state.apply(pending)
+    state.snapshot(now=1.0)
+    state.set_pod_node(
+        {**pending, "spec": {**pending["spec"], "nodeName": "n1"}}, base=state.raw_pods["ns/lo-0"]
+    )
+    assert state.tasks["ns/lo-0"].node_name == "n1"
+    state.apply(_bound("lo-0", record=_record(), phase="Pending"))  # (bound, not running yet)
+    state.apply(_bound("lo-0", record=_record()))  # running
+    state.delete("PodGroup", "ns", "lo")
+    snap = state.snapshot(now=2.0)
+    assert snap.jobs["ns/lo-0"].queue == "q" and _cpu(snap, "q") == 1.0

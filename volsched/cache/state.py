@@ -332,7 +332,10 @@ class ClusterState:
                 self._held_refused.discard(task.key)
                 key = task.key  # one string for every table (Task.key makes a new one each time)
                 old = self.tasks.get(key)
-                if old is not None and old.annotations and BOUND_UNDER in old.annotations:
+                if old is not None and (
+                    (old.annotations and BOUND_UNDER in old.annotations)
+                    or (task.annotations and BOUND_UNDER in task.annotations)
+                ):
                     task = _record_kept(old, task)
                 if confirming and not _same_but_confirmed(old, task):
                     self.changes += 1  # the event shows more than the bind (the pod finished, say)
@@ -1453,10 +1456,20 @@ def _record_kept(old: Task, new: Task) -> Task:
     """Pod ``new`` (an event of the pod the cache holds as ``old``) with the bound-under record the cache
     took first, changed or removed since: a bind writes it once, so a later change is not the
     scheduler's (a tenant's, where no admission policy fixes it). A record that comes later than the
-    pod's node is taken (the watch may show a bind after the cache assumed it), and after a restart the
-    pods' records are read as they are then. ``new`` itself when its record is the one taken."""
+    pod's node is taken (the watch may show a bind after the cache assumed it), but not once the API has
+    shown the pod running without one: the bind's record comes with its node, before the kubelet runs
+    it, so one added later (to a pod bound before records existed, or by someone else) is a tenant's.
+    After a restart the pods' records are read as they are then. ``new`` itself when its record is the
+    one taken."""
+    if old.uid != new.uid:
+        return new
     was = old.annotations.get(BOUND_UNDER)
-    if was is None or old.uid != new.uid or new.annotations.get(BOUND_UNDER) == was:
+    if was is None:
+        if old.status is not TaskStatus.RUNNING:  # (an assumed bind's status is not Running: the API's)
+            return new
+        new.annotations = {k: v for k, v in new.annotations.items() if k != BOUND_UNDER}
+        return new
+    if new.annotations.get(BOUND_UNDER) == was:
         return new
     new.annotations = {**new.annotations, BOUND_UNDER: was}
     return new

@@ -1,0 +1,51 @@
+"""A bound-under record added to a running pod that had none (note14 Found 5, the part that holds while an
+operator runs), against the real apiserver: a pod bound by someone else at creation (or by a volsched
+before records) runs in a tenant's gang; without the pod policy the tenant adds a record naming another
+queue, then deletes the PodGroup. The operator took the record, so the pod counted in the queue it named;
+a bind writes its record with the node, before the pod runs, so one that comes after the operator saw
+the pod running is not taken: the pod stays foreign, counted by no queue (docs/tenancy.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.e2e.operator_fixtures import GROUP, VERSION, Kube, Start, node, pod, podgroup, queue, wait_for
+
+pytestmark = pytest.mark.cluster
+
+BOUND_UNDER = "scheduling.volsched.io/bound-under"
+QUEUE = "scheduling.volsched.io/queue-name"
+
+
+def _queue_cpu(k: Kube, name: str) -> str:
+    return str(((k.get_queue(name).get("status") or {}).get("allocated") or {}).get("cpu") or "0")
+
+
+def test_a_record_added_to_a_pod_running_without_one_is_not_taken(k: Kube, start_operator: Start) -> None:
+    k.nodes(node("n1", cpu="4"))
+    k.queue(queue("qa"))
+    k.queue(queue("qb"))
+    ns = k.namespace("record-added")
+    k.podgroup(ns, podgroup("g", 1, queue="qa"))
+    bound = pod("p", cpu="2", group="g")
+    bound["spec"]["nodeName"] = "n1"  # bound by someone else, at creation: no record
+    k.pods(ns, bound)
+    k.core.patch_namespaced_pod_status("p", ns, {"status": {"phase": "Running"}})
+    op = start_operator()
+    wait_for(lambda: _queue_cpu(k, "qa") == "2", 30, what="queue qa counting p", operator=op)
+
+    k.custom.delete_namespaced_custom_object(GROUP, VERSION, ns, "podgroups", "g")
+    wait_for(lambda: _queue_cpu(k, "qa") == "0", 30, what="p foreign, its group gone", operator=op)
+    forged = {"podGroup": "x", "queue": "qb", "priorityClassName": "", "priority": 0, "minMember": 1}
+    k.core.patch_namespaced_pod("p", ns, {"metadata": {"annotations": {BOUND_UNDER: json.dumps(forged)}}})
+    # A pod standing alone in qa, made after the patch: the operator reads pod events in order, so the
+    # session whose count of qa shows it had read p's record too.
+    sentinel = pod("s", cpu="1")
+    sentinel["metadata"]["annotations"] = {QUEUE: "qa"}
+    k.pods(ns, sentinel)
+    wait_for(lambda: _queue_cpu(k, "qa") == "1", 30, what="queue qa counting s", operator=op)
+    assert _queue_cpu(k, "qb") == "0"  # before: 2, an orphan counted in the queue its added record named
+    assert not any(e.reason == "PodGroupGone" for e in k.core.list_namespaced_event(ns).items)
+    op.check_running()
