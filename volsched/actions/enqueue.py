@@ -142,8 +142,15 @@ class Enqueue:
         a job they do not let in at once is asked alone. Stretches grow while runs are let in whole and
         are asked again only after a growing number of jobs asked alone (a full cluster refusing job
         after job costs a few run answers, not one a job). Whether any job was admitted."""
+        if len(run) == 1:  # (a turn's one job: asked alone, as the loop below asks it)
+            job = run[0]
+            refusal = session.job_valid(job)
+            if refusal:
+                session.reject(job, refusal)
+                return False
+            return self._admit_one(session, job, refusals)
         admitted_any = False
-        invalid = session.jobs_valid(run) if len(run) > 1 else [session.job_valid(run[0])]
+        invalid = session.jobs_valid(run)
         i, n = 0, len(run)
         stretch, alone = _FIRST_STRETCH, 0
         skip = 0
@@ -189,7 +196,9 @@ class Enqueue:
         shape = refusals.shape(job, list(job.tasks.values())) if refusals is not None else None
         known = refusals.get(shape) if refusals is not None and shape is not None else None
         if known is not None:
-            session.reject(job, known[1].about(f"not admitted to queue {job.queue}"))
+            # (the refusal as said of the first job of the shape: its queue is the shape's, so are the
+            # words, one Status for all of them)
+            session.reject(job, known[1])
             return False
         refused = session.job_enqueueable(job)
         if refused is None:
@@ -200,9 +209,10 @@ class Enqueue:
             if refusals is not None:
                 refusals.clear()
             return True
+        said = refused.about(f"not admitted to queue {job.queue}")
         if refusals is not None and shape is not None:
-            refusals[shape] = (0, refused)
-        session.reject(job, refused.about(f"not admitted to queue {job.queue}"))
+            refusals[shape] = (0, said)
+        session.reject(job, said)
         return False
 
 

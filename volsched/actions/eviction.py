@@ -946,12 +946,20 @@ def wants_capacity(session: Session, job: Job, *, action: str) -> bool:
 
 def starving_by_queue(session: Session, *, action: str) -> dict[str, list[Job]]:
     """The jobs that want capacity (:func:`wants_capacity`, which tells a closed queue's jobs why not),
-    by queue, in the session's order of jobs."""
+    by queue, in the order ``pending_jobs`` gives (a job wants capacity only with a task pending)."""
     by_queue: dict[str, list[Job]] = {}
-    for job in session.jobs.values():
+    for job in session.pending_jobs():
         if wants_capacity(session, job, action=action):
             by_queue.setdefault(job.queue, []).append(job)
     return by_queue
+
+
+def _said_of_task(said: Status, task: str, action: str) -> Status:
+    """``said.about(f"task {task}").about(action)``, made at once (said of each job of a backlog)."""
+    reasons = said.reasons
+    if not reasons:
+        return Status(said.code, said.plugin, (f"{action}: task {task}",))
+    return Status(said.code, said.plugin, (f"{action}: task {task}: {reasons[0]}", *reasons[1:]))
 
 
 def refusals_by_shape(session: Session) -> Refusals | None:
@@ -974,6 +982,8 @@ class Refusals:
         self._answers: dict[tuple[Any, ...], tuple[int, Status] | None] = {}
         #: Each task's part of a shape, shared by the session's actions (see :func:`job_shape`).
         self._tasks: TaskShapes = session.state.setdefault(_TASK_SHAPES, {})
+        #: Each job's shape as the last session and this one made it (see :class:`CarriedShapes`).
+        self._carried = CarriedShapes.of(session)
         #: The jobs admitted this session: their phase when it opened was Pending.
         self._admitted: set[str] = set()
         self._seen = 0
@@ -981,7 +991,7 @@ class Refusals:
     def shape(self, job: Job, tasks: list[Task]) -> tuple[Any, ...] | None:
         """:func:`job_shape`, with the phase the job had when the session opened (a plugin may read
         that, e.g. which jobs were committed to their queue then)."""
-        shape = job_shape(job, tasks, memo=self._tasks)
+        shape = self._carried.shape(job, tasks, self._tasks)
         if shape is None:
             return None
         admitted = self._session.result.admitted
@@ -1005,6 +1015,100 @@ class Refusals:
     def clear(self) -> None:
         self._answers.clear()
 
+
+class CarriedShapes:
+    """Each job's shape (:func:`job_shape`) kept from one session to the next by the job's key: a
+    backlog's jobs are assembled again for each snapshot (new objects with the same fields), and their
+    shapes, made job by job each session (every task's sorted labels and annotations, its request's
+    bytes), are the same while the job's tasks and PodGroup are. What a shape reads of a job that a
+    session changes (its phase; its tasks' statuses, which :func:`shape_holds` checks) is asked each
+    time; the rest (:func:`_shape_body`) is kept, by the order of the tasks it was made for, and taken
+    again in the next session when its snapshot is the next build of the same builder
+    (``ClusterSnapshot.built``) and the job is not among those whose tasks or PodGroup changed since
+    (``ClusterSnapshot.touched``; a change of priority classes, namespaces' queues or resource names
+    builds the snapshot from scratch, with no ``touched``). Kept in ``ClusterSnapshot.kept``: what this
+    session asked, so a job no session asked is dropped at the next.
+
+    A shape here is the job's phase and its body's number (equal bodies, one number: ``numbers``), not
+    the body: the refusals look shapes up job after job, and a tuple's hash is made anew each time."""
+
+    __slots__ = ("before", "built", "next", "now", "numbers", "touched")
+
+    def __init__(
+        self,
+        *,
+        built: int,
+        before: dict[str, _KeptBody],
+        touched: frozenset[str],
+        numbers: dict[tuple[Any, ...], int],
+        next: int,
+    ) -> None:
+        self.built = built
+        self.before = before
+        self.touched = touched
+        self.now: dict[str, _KeptBody] = {}
+        self.numbers = numbers
+        self.next = next
+
+    @classmethod
+    def of(cls, session: Session) -> CarriedShapes:
+        """The session's (made at its first ask, from the last session's where its snapshot is the next
+        build of the same builder, and left for the next)."""
+        out: CarriedShapes | None = session.state.get(_JOB_SHAPES)
+        if out is None:
+            snapshot = session.snapshot
+            last = snapshot.kept.get(_JOB_SHAPES)
+            touched = snapshot.touched
+            if (
+                isinstance(last, CarriedShapes)
+                and touched is not None
+                and snapshot.built
+                and last.built == snapshot.built - 1
+            ):
+                numbers = last.numbers
+                if len(numbers) > 2 * len(last.now) + _NUMBERS_KEPT:  # (only the bodies kept keep theirs)
+                    numbers = {body: n for _, n, body in last.now.values()}
+                out = cls(
+                    built=snapshot.built, before=last.now, touched=touched, numbers=numbers, next=last.next
+                )
+            else:
+                out = cls(built=snapshot.built, before={}, touched=frozenset(), numbers={}, next=0)
+            session.state[_JOB_SHAPES] = out
+            if snapshot.built:
+                snapshot.kept[_JOB_SHAPES] = out
+        return out
+
+    def shape(self, job: Job, tasks: list[Task], memo: TaskShapes | None) -> tuple[Any, ...] | None:
+        """:func:`job_shape` of ``job`` and ``tasks`` (``memo``: its ``TaskShapes``), its body kept and
+        numbered: two jobs have equal shapes here exactly when they have equal ``job_shape``."""
+        if not shape_holds(job, tasks):
+            return None
+        key = job.key
+        now = self.now
+        kept = now.get(key)
+        if kept is None:
+            kept = self.before.get(key)
+            if kept is not None and key in self.touched:
+                kept = None
+        order = None if len(tasks) == 1 else tuple(t.name for t in tasks)
+        if kept is None or kept[0] != order:
+            body = _shape_body(job, tasks, memo)
+            number = self.numbers.get(body)
+            if number is None:
+                number = self.numbers[body] = self.next
+                self.next += 1
+            kept = (order, number, body)
+        now[key] = kept
+        return (job.phase, kept[1])
+
+
+#: A job's shape's body as kept (:class:`CarriedShapes`): the names of the tasks it was made for, in
+#: order (None for one task), its number and the body.
+_KeptBody = tuple[tuple[str, ...] | None, int, tuple[Any, ...]]
+#: Bodies numbered beyond twice those kept (and this many), the numbers are made again from those kept.
+_NUMBERS_KEPT = 1024
+#: Where :class:`CarriedShapes` is kept (``session.state`` and ``ClusterSnapshot.kept``).
+_JOB_SHAPES = "volsched.actions.eviction.job_shapes"
 
 #: Annotations that name the pod's group: the job's name, which its key says already.
 _NAMING = frozenset({GROUP_ANNOTATION, VOLCANO_GROUP_ANNOTATION})
@@ -1048,21 +1152,35 @@ def _task_shapes(tasks: list[Task], memo: TaskShapes | None) -> tuple[tuple[Any,
 
 def job_shape(job: Job, tasks: list[Task], *, memo: TaskShapes | None = None) -> tuple[Any, ...] | None:
     """What the attempt to place ``job``'s ``tasks`` (its pending tasks in task order) reads of the job,
-    when the job waits whole: its queue, namespace, priority, minMember and phase, its group's spec, and
-    each task's request, placement, constraints, labels, annotations (but those naming its group) and
-    priorities; not the names,
-    uids or creation times, which plugins that declare ``answers_by_shape`` never read. Two jobs of one
-    shape, asked in a row with no change to the cluster between them, get the same answer.
+    when the job waits whole: its phase, then (:func:`_shape_body`) its queue, namespace, priority and
+    minMember, its group's spec, and each task's request, placement, constraints, labels, annotations
+    (but those naming its group) and priorities; not the names, uids or creation times, which plugins
+    that declare ``answers_by_shape`` never read. Two jobs of one shape, asked in a row with no change
+    to the cluster between them, get the same answer.
 
-    None when the job is not one whose answer may be reused: a pod of it is placed, running or done
-    (what it holds counts), claims devices (a claim is the pod's own), or never preempts.
+    None when the job is not one whose answer may be reused (:func:`shape_holds`).
 
     ``memo``: each task's part as made earlier in the same session (see ``TaskShapes``), else made now."""
-    if len(tasks) != len(job.tasks):
+    if not shape_holds(job, tasks):
         return None
+    return (job.phase, _shape_body(job, tasks, memo))
+
+
+def shape_holds(job: Job, tasks: list[Task]) -> bool:
+    """Whether ``job`` has a shape (:func:`job_shape`): ``tasks`` are all its tasks, each pending, none
+    claiming devices (a claim is the pod's own) nor never preempting. Not when a pod of it is placed,
+    running or done (what it holds counts)."""
+    if len(tasks) != len(job.tasks):
+        return False
     for t in tasks:
         if t.status is not TaskStatus.PENDING or t.resource_claims or t.preemption_policy == NEVER:
-            return None
+            return False
+    return True
+
+
+def _shape_body(job: Job, tasks: list[Task], memo: TaskShapes | None) -> tuple[Any, ...]:
+    """What :func:`job_shape` reads that no session changes: only a change to the job's tasks or
+    PodGroup (or to the priority classes, namespaces' queues or resource names) does."""
     group = job.podgroup
     spec = (
         None
@@ -1076,16 +1194,7 @@ def job_shape(job: Job, tasks: list[Task], *, memo: TaskShapes | None = None) ->
         )
     )
     wants = None if job.min_resources_map is None else tuple(sorted(job.min_resources_map.items()))
-    return (
-        job.queue,
-        job.namespace,
-        job.priority,
-        job.min_member,
-        job.phase,
-        spec,
-        wants,
-        _task_shapes(tasks, memo),
-    )
+    return (job.queue, job.namespace, job.priority, job.min_member, spec, wants, _task_shapes(tasks, memo))
 
 
 def evict_for_job(
@@ -1115,14 +1224,16 @@ def evict_for_job(
     committed; a job of the same shape as one that failed fails the same way, without being tried
     (``refuse`` and ``candidates`` must then answer by the job's shape, as the plugins do).
     """
-    queue = TaskQueue(session, pending_of(job))
-    tasks = [queue.pop() for _ in range(len(queue))]  # in task order
+    tasks = pending_of(job)
+    if len(tasks) > 1:
+        queue = TaskQueue(session, tasks)
+        tasks = [queue.pop() for _ in range(len(queue))]  # in task order
     shape = refusals.shape(job, tasks) if refusals is not None else None
     if shape is not None and refusals is not None and shape in refusals:
         known = refusals[shape]
         if known is not None:
             index, said = known
-            session.reject(job, said.about(f"task {tasks[index].name}").about(action), add=True)
+            session.reject(job, _said_of_task(said, tasks[index].name, action), add=True)
         return set()
     mask = candidates(evictable)
     pools = _Pools(evictable, mask, *evictable.reach(mask))

@@ -507,6 +507,8 @@ class SnapshotBuilder:
         self._read_all = True
         #: Handed to every snapshot as ``ClusterSnapshot.kept`` (what sessions derive from shared jobs).
         self.kept: dict[str, Any] = {}
+        #: How many snapshots it built (``ClusterSnapshot.built``).
+        self._builds = 0
         #: Pod uid -> the keys of the entries of that uid (one, but for a uid two pods claim): which pods
         #: of a snapshot the uids ResourceClaims are reserved for are (``_reserved_live``).
         self._uids: dict[str, dict[str, None]] = {}
@@ -812,6 +814,8 @@ class SnapshotBuilder:
     ) -> ClusterSnapshot:
         """A session's snapshot of ``view`` (after :meth:`prepare` of the same view)."""
         with self._lock:
+            self._builds += 1
+            built = self._builds
             # (taken whatever comes next: a session that fails before its close returns none)
             returned = self.kept.pop(RETURNED, None)
             self._returned = returned if isinstance(returned, dict) else None
@@ -908,6 +912,7 @@ class SnapshotBuilder:
             private=private,
             refused=shadowed,
             touched=touched,
+            built=built,
             kept=self.kept,
             device_catalog=catalog,
             resource_claims=view.resource_claims,

@@ -589,6 +589,10 @@ class ClusterSnapshot:
     #: reads it to tell a pod that arrives from jobs the last session could not place and nothing
     #: changed for since (``volsched.cycle``'s ``HeldBack``).
     touched: frozenset[str] | None = None
+    #: Which build of its builder this snapshot is (1, 2, ...; 0: not a builder's): ``touched`` names
+    #: what changed since build ``built - 1``, so what a session derived from the one before is brought
+    #: to this one by it (``volsched.actions.eviction.CarriedShapes``).
+    built: int = 0
     #: What sessions derived from the shared jobs (read-only, never changed by a session), kept for
     #: the next snapshot of the same cache: the builder hands every snapshot the same dict. Whatever is
     #: kept here must name the shared jobs it was derived from and be used only while the next
