@@ -8,7 +8,8 @@ config, a ``NullPort``).
 
 ``--what attach``: every node's CSINode allows 64 volumes of ``ebs.csi.aws.com``; half the bound pods
 mount a claim bound to a CSI volume of it, with its VolumeAttachment; the arriving pod mounts one too,
-so every session counts what is attached on each node (``volsched.model.attach``).
+so every session counts what is attached on each node (``volsched.model.attach``). ``--relabel``: a node's
+labels change every cycle, so every session has another node table of the same nodes.
 ``--what dra``: ``--claims`` of the bound pods hold a ResourceClaim allocated on their node and reserved
 for them (a GPU each, from their node's ResourceSlice); the arriving pod asks for none, so every session
 only asks which reserved pods are gone (``DeviceState.release_orphans``).
@@ -18,6 +19,7 @@ timing, in ms, with the machine. ``--source DIR`` (twice or more) runs from each
 (its ``volsched`` first on the path), ``--pairs`` rounds, the order reversed every other round.
 
     python bench/bench_aside.py --what attach --nodes 1000 --pods 10000
+    python bench/bench_aside.py --what attach --nodes 1000 --pods 10000 --relabel   # a new node table a cycle
     python bench/bench_aside.py --what dra --nodes 1000 --pods 10000 --claims 1000 \\
         --source ../before --source . --pairs 3
 """
@@ -94,7 +96,7 @@ def _volume(feeder: Any, name: str, *, node: str | None, rv: int) -> None:
         )
 
 
-def one(what: str, nodes: int, pods: int, cycles: int, claims: int) -> dict[str, Any]:
+def one(what: str, nodes: int, pods: int, cycles: int, claims: int, relabel: bool = False) -> dict[str, Any]:
     from volsched.cache.feeder import Feeder
     from volsched.cache.state import ClusterState
     from volsched.cycle import BOUND, NullPort, run_cycle
@@ -202,6 +204,11 @@ def one(what: str, nodes: int, pods: int, cycles: int, claims: int) -> dict[str,
         pod = _pod(name, node=None, rv=rv, claim=claim)
         arrived[f"{NS}/{name}"] = pod
         feeder.apply("Pod", pod)
+        if relabel:  # a node's labels changed: another node table of the same nodes
+            changed = raw_node(c % nodes)
+            changed["metadata"]["labels"] = {**changed["metadata"].get("labels", {}), "cycle": str(c)}
+            changed["metadata"]["resourceVersion"] = str(rv)
+            feeder.apply("Node", changed)
         ahead = make_plugins_ahead(config)
         cpu = time.thread_time()
         report = run_cycle(feeder, config, port, now=1000.0 + c, plugins=ahead)
@@ -228,12 +235,13 @@ def main() -> None:
     ap.add_argument("--pods", type=int, default=10000)
     ap.add_argument("--claims", type=int, default=1000, help="bound pods with a DRA claim (--what dra)")
     ap.add_argument("--cycles", type=int, default=20)
+    ap.add_argument("--relabel", action="store_true", help="a node relabelled every cycle (a new node table)")
     ap.add_argument("--source", action="append", default=[])
     ap.add_argument("--pairs", type=int, default=1)
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.json:
-        print(json.dumps(one(args.what, args.nodes, args.pods, args.cycles, args.claims)))
+        print(json.dumps(one(args.what, args.nodes, args.pods, args.cycles, args.claims, args.relabel)))
         return
     print(describe("numpy"), flush=True)
     print(f"{args.what}: {args.nodes} nodes x {args.pods} bound pods, one arriving a cycle", flush=True)
@@ -244,6 +252,7 @@ def main() -> None:
         for src in order:
             cmd = [sys.executable, here, "--json", "--what", args.what, "--nodes", str(args.nodes)]
             cmd += ["--pods", str(args.pods), "--cycles", str(args.cycles), "--claims", str(args.claims)]
+            cmd += ["--relabel"] if args.relabel else []
             env = {**os.environ, "PYTHONPATH": str(src)}
             out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
             commit = subprocess.run(

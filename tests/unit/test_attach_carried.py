@@ -3,7 +3,8 @@ table's memo) against counts made from every pod on the nodes: random walks of s
 from the builder's dicts of tasks per node (a node whose pods changed is a new dict, a pod sometimes made
 again under its name on another node), changing some nodes as a session does (a dict copied before its
 first change, then changed in place: pods placed, evicted, an eviction or a placement undone), the
-catalog sometimes another object (a claim, a volume, an attachment or a limit changed). Every count,
+catalog sometimes another object (a claim, a volume, an attachment or a limit changed), the node table
+sometimes another of the same nodes (the counts handed to its memo: ``carry_counts``). Every count,
 every dict of users and every answer is the same with and without the carried counts, and a session's
 changes never reach the next session's counts."""
 
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from volsched.model.attach import AttachCatalog, AttachState
+from volsched.model.attach import AttachCatalog, AttachState, carry_counts
 from volsched.model.vocabulary import Task, TaskStatus
 from volsched.model.volumes import PersistentVolumeSpec, StorageClassSpec, VolumeClaim
 
@@ -159,6 +160,8 @@ class Walk:
         for _ in range(20):
             self.builder_adds()
         self.memo: dict[str, Any] = {}
+        #: Draws of its own for a new node table of the same nodes (the walk's other draws as they were).
+        self.tables = random.Random(-1 - seed)
 
     def new_task(self, node: str | None) -> Task:
         self.made += 1
@@ -200,6 +203,10 @@ class Walk:
             self.catalog = _catalog(rng)
         elif rng.random() < 0.6:
             self.catalog = _tweaked(rng, self.catalog)
+        if self.tables.random() < 0.2:  # a node's labels or readiness changed: a new table of the same nodes
+            memo: dict[str, Any] = {}
+            carry_counts(self.memo, memo)
+            self.memo, self.index = memo, dict(self.index)
 
     def session(self) -> None:
         rng = self.rng
@@ -265,3 +272,46 @@ def test_carried_attach_counts_are_the_counts_of_every_pod(seed: int) -> None:
     for _ in range(30):
         walk.builder_changes()
         walk.session()
+
+
+def test_a_new_node_table_of_the_same_nodes_takes_the_counts_over() -> None:
+    """A node relabelled (or not ready, or resized) makes another node table: the counts the sessions
+    carried go to its memo (the nodes' names and places are what they read), and the next session brings
+    them to the pods as it would on the same table; nodes added make them anew."""
+    from tests.builders import csi_node, node, pod, pv, pvc
+    from volsched.cache.feeder import Feeder
+    from volsched.cache.state import ClusterState
+    from volsched.framework.registry import load_config
+    from volsched.framework.runner import run_session
+    from volsched.model import attach
+
+    feeder = Feeder(ClusterState())
+    for i in range(3):
+        feeder.apply("Node", node(f"n{i}", cpu="8"))
+        feeder.apply("CSINode", csi_node(f"n{i}", ebs_csi_aws_com=2))
+    for k in range(3):
+        feeder.apply("PersistentVolume", pv(f"v{k}", csi="ebs.csi.aws.com"))
+        feeder.apply("PersistentVolumeClaim", pvc(f"c{k}", volume=f"v{k}"))
+    bound = pod("bound", cpu="1", node="n0")
+    bound["spec"]["volumes"] = [{"name": "d", "persistentVolumeClaim": {"claimName": "c0"}}]
+    feeder.apply("Pod", bound)
+    config = load_config()
+
+    def arrives(name: str, claim: str) -> None:
+        obj = pod(name, cpu="1")
+        obj["spec"]["volumes"] = [{"name": "d", "persistentVolumeClaim": {"claimName": claim}}]
+        feeder.apply("Pod", obj)
+
+    arrives("p1", "c1")
+    first = feeder.state.snapshot(now=1.0)
+    run_session(first, config)
+    counts = first.nodes.memo.get(attach._CARRIED)
+    assert counts is not None  # (the session counted)
+    feeder.apply("Node", node("n2", cpu="8", labels={"zone": "b"}))
+    arrives("p2", "c2")
+    second = feeder.state.snapshot(now=2.0)
+    assert second.nodes.memo is not first.nodes.memo  # another table
+    assert second.nodes.memo.get(attach._CARRIED) is counts
+    feeder.apply("Node", node("n3", cpu="8"))
+    third = feeder.state.snapshot(now=3.0)
+    assert attach._CARRIED not in third.nodes.memo  # (another node: counted anew when asked)

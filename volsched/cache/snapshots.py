@@ -25,7 +25,7 @@ import numpy as np
 
 from volsched.cache import orphans
 from volsched.model.admitted import BoundUnder
-from volsched.model.attach import AttachCatalog
+from volsched.model.attach import AttachCatalog, carry_counts
 from volsched.model.cluster import (
     RETURNED,
     ClusterSnapshot,
@@ -844,6 +844,8 @@ class SnapshotBuilder:
             if old_table is None or not same_nodes:
                 self._table = NodeTable(space, node_specs.values())
                 self._nodes = node_specs
+                if old_table is not None and old_table.names == self._table.names:
+                    carry_counts(old_table.memo, self._table.memo)  # (the same nodes, one changed)
             table = self._table
             assert table is not None
             pos = view.seq.__getitem__  # where a task stands in the cache's order

@@ -407,6 +407,20 @@ class AttachState:
         return out
 
 
+def carry_counts(old: Mapping[str, Any], new: dict[str, Any]) -> None:
+    """Hand the counts carried with a node table's memo (``old``) to the memo of the table that replaces
+    it (``new``), made of nodes of the very same names in the same order (a node's labels, taints,
+    readiness or allocatable changed: another table). What a count reads of the nodes is their names
+    and places alone (the pods on each, the catalog's limits by node name), so the next session brings
+    it to the pods and the catalog as on the same table (a node whose dict of tasks is another object,
+    or that read a claim or volume that changed, counted again alone), not from every pod. Each pod's
+    attachments resolved go along too (they follow from the catalog alone)."""
+    for key in (_CARRIED, _RESOLVED):
+        kept = old.get(key)
+        if kept is not None and key not in new:
+            new[key] = kept
+
+
 def _count(
     on: dict[Attachment, dict[int, int]],
     counts: dict[str, npt.NDArray[np.int64]],
