@@ -123,6 +123,24 @@ def _lagging_run(monkeypatch: pytest.MonkeyPatch, taken: list[int]) -> Callable[
     return lambda: monkeypatch.setattr(settled, "LAG", 0)
 
 
+def _run_ahead(monkeypatch: pytest.MonkeyPatch, taken: list[int]) -> Callable[[], None]:
+    """The kept run extended at the close by the jobs settled after it (off: left for the next open); at
+    the close by as few as one (``settled.AHEAD``), in both walks: the cache's random events seldom
+    leave 7 after a run with no gap."""
+    ahead = settled.ahead
+    monkeypatch.setattr(settled, "AHEAD", 1)
+
+    def counting(kept: dict[str, object], run: settled.Settled, after: Any) -> None:
+        ahead(kept, run, after)
+        taken[0] += kept.get(settled.KEPT) is not run
+
+    def fresh(kept: dict[str, object], run: settled.Settled, after: Any) -> None:
+        return None
+
+    monkeypatch.setattr(ledger, "ahead", counting)
+    return lambda: monkeypatch.setattr(ledger, "ahead", fresh)
+
+
 def _fit_witness(monkeypatch: pytest.MonkeyPatch, taken: list[int]) -> Callable[[], None]:
     """The node proportion found room on last time, asked first (off: every ready node asked)."""
     fits = proportion.some_node_fits
@@ -145,10 +163,11 @@ CARRIED = {
     "never-fits verdicts": _carried_verdicts,
     "settled run": _carried_run,
     "settled run, extended by a few jobs at once": _lagging_run,
+    "settled run, extended at the close": _run_ahead,
 }
 #: How many of a walk's sessions must take the state over, where not 20 (a run extended by few jobs at
 #: once: only where no gap is in or after it, and the cache's random events leave one often).
-TAKEN = {"settled run, extended by a few jobs at once": 5}
+TAKEN = {"settled run, extended by a few jobs at once": 5, "settled run, extended at the close": 10}
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -19,7 +19,7 @@ from operator import attrgetter
 import numpy as np
 import numpy.typing as npt
 
-from volsched.framework.settled import Settled, fold, settle
+from volsched.framework.settled import Settled, ahead, fold, settle
 from volsched.model.cluster import (
     Holdings,
     Job,
@@ -64,6 +64,8 @@ class SessionLedger:
         #: The leading run of jobs no session changes (found when first needed) and the jobs after it
         #: (its gaps first).
         self._run: Settled | None = None
+        #: The run as ``settle`` kept it (``_run`` may name the session's copies in ``committed``).
+        self._base: Settled | None = None
         self._rest: list[Job] = []
         #: The keys of the run's gaps: a change to one drops the run, found again when next needed.
         self._gaps: frozenset[str] = frozenset()
@@ -117,6 +119,7 @@ class SessionLedger:
             # (found again after the session changed a job: for the close, which adds no unmet minimum)
             out = settle(jobs, self._kept, self._width, again=self._found, present=self._jobs)
             self._found = True
+            self._base = out
             mine = self._jobs
             if any(mine[j.key] is not j for j in out.committed):
                 # The run names shared jobs; those short of minMember are read (proportion) as the
@@ -127,6 +130,13 @@ class SessionLedger:
             self._rest = [jobs[g.at] for g in gaps] + jobs[out.span :] if gaps else jobs[out.span :]
             self._gaps = frozenset(g.key for g in gaps)
         return out
+
+    def keep_ahead(self) -> None:
+        """At the close, the session's binds sent: the kept run extended by the jobs that settled after it
+        (``settled.ahead``), for the next session; the session asks nothing after this. Nothing when
+        the run was dropped since it was last found (a copy of a shared job changed)."""
+        if self._run is not None and self._base is not None:
+            ahead(self._kept, self._base, self._rest)
 
     def unsettled(self) -> list[Job]:
         """The session's jobs not in its :meth:`settled` run, in order: the run's gaps (the jobs in its

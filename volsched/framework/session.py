@@ -429,8 +429,12 @@ class Session(NodeViews):
         self.result.events.append(event)
 
     def keep_views(self) -> None:
-        """Leave this session's node views for the next session (see ``NodeViews.carry_views``); the
-        session asks none after this."""
+        """Leave this session's node views for the next session (see ``NodeViews.carry_views``), and its
+        ledger's settled run extended by the jobs settled after it (``SessionLedger.keep_ahead``); the
+        session asks neither after this."""
+        start = time.perf_counter()
+        self.ledger.keep_ahead()
+        self.result.timings["close:ahead"] = time.perf_counter() - start
         if not self._devices_known:
             return
         plugins = {p.name: p for p in self.plugins}

@@ -59,6 +59,10 @@ MAX_GONE = 64
 #: pod placed then): extending the run by it (its sums folded, their exactness checked, its lists made
 #: again) cost each such session more than walking a few jobs more does.
 LAG = 8
+#: At a session's close, a kept run with no gap is extended (:func:`ahead`) once at least this many jobs
+#: after it settled: ``LAG - 1``, where the next session, finding one more settled (the pod bound by this
+#: one), would extend it on its way to its first bind.
+AHEAD = LAG - 1
 #: A run's sums are exact (see :func:`_exactness`) while every row is a multiple of ``1 / GRAIN`` and a
 #: column's sum stays under ``FRACTION_BOUND``, or every row of the column is whole and its sum stays
 #: under ``WHOLE_BOUND``: each partial sum, in any order, is then a float with no rounding.
@@ -521,6 +525,27 @@ def settle(
     out = extend(base, jobs[start:end], gaps[:kept_gaps])
     kept[KEPT] = out
     return out
+
+
+def ahead(kept: dict[str, object], run: Settled, after: Sequence[Job]) -> None:
+    """At a session's close, after its binds went out: the kept run, when it is ``run`` (what this
+    session's :func:`settle` kept, not empty, with no gap), extended by the jobs just after it that
+    :func:`_settles` (``after``: the session's jobs after the run's span, in order), for the next session
+    to reuse. :func:`settle` leaves such a run as it is for fewer than ``LAG`` jobs and walks them with
+    the jobs after it: extended here, an arriving pod's session finds it ending at the pod bound the
+    session before last, and walks that pod and its own, where it walked up to ``LAG`` more (and one
+    session in ``LAG`` extended it on the pod's way to its bind). The same floats: see *Same floats* in
+    docs/design/steady-state.md; the next session takes it only where its jobs begin with the same
+    objects (:func:`_reusable`)."""
+    if kept.get(KEPT) is not run or run.gaps or not run.span:
+        return
+    n = 0
+    for job in after:
+        if not _settles(job):
+            break
+        n += 1
+    if n and n >= AHEAD:  # (fewer: the next session walks them, as it would)
+        kept[KEPT] = extend(run, after[:n])
 
 
 def _frozen(run: Settled) -> Settled:
