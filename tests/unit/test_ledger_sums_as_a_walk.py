@@ -160,3 +160,63 @@ def test_the_ledger_answers_as_a_walk_over_every_job_at_open_and_after_statement
     _check_unmet(session.ledger, jobs, width)
     with pytest.raises(ValueError):  # read-only: a reader copies a sum to add to it
         session.ledger.held_by_queue()["a"][0] += 1.0
+
+
+@pytest.mark.parametrize("other", [False, True], ids=["one-namespace", "a-second-namespace"])
+@pytest.mark.parametrize("first", ["queue", "namespace"])
+@pytest.mark.parametrize("kept", [False, True], ids=["first-session", "run-kept"])
+def test_one_queue_and_one_namespace_answer_each_other_as_a_walk_does(
+    other: bool, first: str, kept: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pods standing alone in one namespace and the default queue: what they hold per queue and per
+    # namespace is one sum of the same rows, so the second answer is the first's (SessionLedger._alike):
+    # the walk's floats all the same, at the open, after a placement, after one undone (dust); with a
+    # pod in a second namespace the two differ and each is summed.
+    from volsched.framework import ledger as ledger_module
+
+    alike = ledger_module.SessionLedger._alike
+    took = [0]
+
+    def counting(self: Any, key: Any, answer: Any) -> Any:
+        out = alike(self, key, answer)
+        took[0] += out is not None
+        return out
+
+    monkeypatch.setattr(ledger_module.SessionLedger, "_alike", counting)
+    state = ClusterState()
+    state.apply(node("n1", cpu="512"))
+    for i in range(30):
+        on = None if i % 7 == 3 else "n1"
+        state.apply(pod(f"p{i}", ns="solo", cpu=f"0.{i % 9 + 1}", node=on))
+    if other:
+        state.apply(pod("elsewhere", ns="other", cpu="0.3", node="n1"))
+    if kept:
+        assert _session(state.snapshot(now=4.0), thaw=False).ledger.held_by_queue()
+    session = _session(state.snapshot(now=5.0), thaw=False)
+    jobs = list(session.jobs.values())
+    width = len(session.space)
+    want = _walk(jobs, width)
+
+    def check() -> None:
+        ledger = session.ledger
+        asked = [ledger.held_by_queue, ledger.held_by_namespace]
+        for ask in asked if first == "queue" else asked[::-1]:
+            ask()
+        assert _bits(ledger.held_by_queue()) == _bits(want["held"])
+        assert _bits(ledger.held_by_namespace()) == _bits(want["ns_held"])
+
+    check()
+    stmt = Statement(session)
+    pending = [j for j in jobs if j.status_count.get(TaskStatus.PENDING)]
+    for t in pending[0].pending_tasks():
+        stmt.allocate(t, 0)
+    stmt.commit()
+    want = _walk(jobs, width)
+    check()
+    stmt = Statement(session)
+    for t in pending[1].pending_tasks():
+        stmt.allocate(t, 0)
+    stmt.discard()
+    want = _walk(jobs, width)
+    check()
+    assert took[0] == (0 if other else 3)
