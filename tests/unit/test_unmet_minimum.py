@@ -199,3 +199,37 @@ def test_any_host_ports_and_constraints_answer_alike_from_the_memo_of_shared_job
     for _ in range(2):
         assert any_held_host_ports(jobs) is want_ports
         assert any_constrained(jobs) is want_constrained
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_unmet_minimum_rows_of_a_few_jobs_row_by_row_gives_the_stacked_floats(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Up to _FEW_UNMET jobs are added one row at a time (an arriving pod's session has one or two): the
+    # very floats the stacked path gives, special values too (NaN, infinities, negative zeros).
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from volsched.model import cluster
+
+    rng = np.random.default_rng(seed)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-300, 0.1, 3.0])
+    for _ in range(300):
+        n = int(rng.integers(1, cluster._FEW_UNMET + 1))
+        values = rng.random((2, n, 3)) * 10.0 ** rng.integers(-3, 10, size=(2, n, 3))
+        values = np.where(rng.random((2, n, 3)) < 0.2, rng.choice(special, size=(2, n, 3)), values)
+        jobs = cast(
+            list[Job],
+            [
+                SimpleNamespace(min_request=values[0, k], allocated=values[1, k], shared=False)
+                for k in range(n)
+            ],
+        )
+        rows = [int(r) for r in rng.integers(0, 2, size=n)]
+        start = np.where(rng.random((2, 3)) < 0.3, -0.0, rng.random((2, 3)))
+        few, stacked = start.copy(), start.copy()
+        with np.errstate(invalid="ignore"), monkeypatch.context() as m:  # (inf - inf)
+            unmet_minimum_rows(jobs, rows, few)
+            m.setattr(cluster, "_FEW_UNMET", 0)
+            unmet_minimum_rows(cast(Any, jobs), rows, stacked)
+        assert few.tobytes() == stacked.tobytes()

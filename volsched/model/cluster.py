@@ -543,10 +543,20 @@ def unmet_minimum_rows(jobs: Sequence[Job], rows: Sequence[int], out: Vector) ->
         rows = [rows[k] for k in keep]
     if not jobs:
         return
+    if len(jobs) <= _FEW_UNMET:
+        # (the same operations row by row: ``np.add.at`` adds each row to its sum in order, as ``+=`` does;
+        # an arriving pod's session has one or two such jobs, where stacking them costs more)
+        for job, r in zip(jobs, rows, strict=True):
+            out[r] += np.maximum(job.min_request - job.allocated, 0.0)
+        return
     width = len(jobs[0].allocated)
     held = stack_rows([j.allocated for j in jobs], width)
     unmet = np.maximum(stack_rows([j.min_request for j in jobs], width) - held, 0.0)
     np.add.at(out, np.asarray(rows, dtype=np.intp), unmet)
+
+
+#: Up to this many jobs, :func:`unmet_minimum_rows` adds them one row at a time.
+_FEW_UNMET = 4
 
 
 #: Where a session's close leaves its jobs (``ClusterSnapshot.kept``): the snapshot builder takes them
