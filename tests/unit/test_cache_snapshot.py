@@ -420,9 +420,9 @@ def test_the_incremental_snapshot_equals_one_built_from_scratch(seed: int) -> No
 def test_the_walks_meet_orphans() -> None:
     """(The walks above take pods of ours on a node whose group is gone, carrying a record, through
     snapshots: orphans, their own jobs, in the queue their record names or, refused, their namespace's
-    default queue; and PodGroups a pod standing alone of their name keeps from being jobs. Not every
-    seed meets them; these do.)"""
-    taken = refused = shadowed = 0
+    default queue; and PodGroups a pod standing alone of their name keeps from being jobs, an orphan's
+    among them. Not every seed meets them; these do.)"""
+    taken = refused = shadowed = by_orphan = 0
     for seed in (0, 1, 2):
         walk, met = Walk(seed, strays=True), 0
         for i in range(300):
@@ -435,8 +435,9 @@ def test_the_walks_meet_orphans() -> None:
                     taken += "the one it was bound under" in message
                     refused += "as the record of its bind says" in message
                     shadowed += reason == "PodGroupNameTaken"
+                    by_orphan += reason == "PodGroupNameTaken" and "running without its pod group" in message
         assert met, f"seed {seed}"
-    assert taken and refused and shadowed
+    assert taken and refused and shadowed and by_orphan
 
 
 class BuildFails(Exception):

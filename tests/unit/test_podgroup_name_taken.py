@@ -17,6 +17,7 @@ from tests.builders import node, pod, podgroup, queue
 from volsched.cache.state import ClusterState
 from volsched.framework.registry import load_config
 from volsched.framework.runner import run_session
+from volsched.model.admitted import BOUND_UNDER, bound_under
 from volsched.model.cluster import ClusterSnapshot
 
 PREEMPT = load_config(
@@ -109,3 +110,93 @@ def test_a_pod_that_names_its_group_is_its_member_whatever_its_name(how: str) ->
     assert "PodGroup ns/x" not in _told(snap)
     assert snap.jobs["ns/x"].podgroup is not None
     assert ("ns/x" in snap.jobs["ns/x"].tasks) is (how == "group annotation")
+
+
+def _orphans(how: str) -> list[Obj]:
+    """Gang lo's 4 pods, each bound under a record naming queue q, fill n1; q2's hi waits for 2 cpu; a
+    PodGroup named like each of lo's pods waits in queue q3 (minMember 2). PodGroup lo is gone ("deleted")
+    or taken by a pod standing alone named lo ("taken", filling n2)."""
+    record = bound_under(uid="lo-1", queue="q", priority_class="", priority=0, min_member=4)
+    lo = [
+        pod(f"lo-{i}", ns="ns", cpu="1", group="lo", node="n1", annotations={BOUND_UNDER: record})
+        for i in range(4)
+    ]
+    taken = [
+        podgroup("lo", ns="ns", queue="q", min_member=4, phase="Running"),
+        node("n2", cpu="1"),
+        pod("lo", ns="ns", node="n2"),  # (names no group: PodGroup lo is no job)
+    ]
+    return [
+        node("n1", cpu="4"),
+        queue("q"),
+        queue("q2"),
+        queue("q3"),
+        *lo,
+        *(taken if how == "taken" else []),
+        *[podgroup(f"lo-{i}", ns="ns", queue="q3", min_member=2) for i in range(4)],
+        podgroup("hi", ns="ns", queue="q2", phase="Inqueue"),
+        pod("hi-0", ns="ns", cpu="2", group="hi"),
+    ]
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["incremental", "from-scratch"])
+@pytest.mark.parametrize("how", ["deleted", "taken"])
+def test_a_podgroup_named_like_an_orphan_neither_protects_nor_moves_it(kept: bool, how: str) -> None:
+    """An orphan (its group gone, its record its bind's) is a pod standing alone too, and keeps its name:
+    before, orphan lo-0 joined PodGroup lo-0 (queue q3, minMember 2), counted in q3 and kept from reclaim
+    as a gang below its minimum, so PodGroups named like a deleted gang's pods floored them all again."""
+    objs = _orphans(how)
+    state = _state(*objs[:-6] if kept else objs)  # (incremental: the PodGroups named like pods come later)
+    if kept:
+        state.snapshot(now=1.0)
+        for obj in objs[-6:]:
+            state.apply(obj)
+    snap = state.snapshot(now=2.0)
+    for i in range(4):
+        job = snap.jobs[f"ns/lo-{i}"]
+        assert (job.podgroup, job.queue, job.min_member, list(job.tasks)) == (None, "q", 1, [f"ns/lo-{i}"])
+        assert _told(snap)[f"PodGroup ns/lo-{i}"] == (
+            "PodGroupNameTaken",
+            f"pod lo-{i}, bound under its record and running without its pod group lo, has its name: a pod "
+            "standing alone is a job of its own, under its name, and never joins a PodGroup of that name; "
+            f"while pod lo-{i} exists this PodGroup is taken by none, and its pods wait (rename the "
+            "PodGroup, or delete the pod)",
+        )
+    assert _told(snap)["Pod ns/lo-0"][0] == "PodGroupGone"
+    # q holds 4 of 4 and owes q2 its share: reclaim takes 2 (before: none, each a gang below its minimum)
+    assert [e.pod for e in run_session(snap, PREEMPT).evictions] == ["ns/lo-3", "ns/lo-2"]
+
+
+def test_the_podgroups_named_like_a_gangs_pods_are_taken_once_the_gang_is_gone_and_freed_once_it_is_back() -> (
+    None
+):
+    objs = [o for o in _orphans("deleted")]
+    state = _state(*objs, podgroup("lo", ns="ns", queue="q", min_member=4, phase="Running"))
+    snap = state.snapshot(now=1.0)  # (lo there: its pods its members, PodGroups lo-0.. are jobs)
+    assert sorted(snap.jobs["ns/lo"].tasks) == [f"ns/lo-{i}" for i in range(4)]
+    assert snap.jobs["ns/lo-0"].podgroup is not None and "PodGroup ns/lo-0" not in _told(snap)
+    state.delete("PodGroup", "ns", "lo")  # (no pod changed: the PodGroups named like them asked again)
+    snap = state.snapshot(now=2.0)
+    assert [snap.jobs[f"ns/lo-{i}"].podgroup for i in range(4)] == [None] * 4
+    assert _told(snap)["PodGroup ns/lo-0"][0] == "PodGroupNameTaken"
+    state.apply(podgroup("lo", ns="ns", queue="q", min_member=4, phase="Running"))  # made again
+    snap = state.snapshot(now=3.0)
+    assert sorted(snap.jobs["ns/lo"].tasks) == [f"ns/lo-{i}" for i in range(4)]
+    assert snap.jobs["ns/lo-0"].podgroup is not None and "PodGroup ns/lo-0" not in _told(snap)
+
+
+def test_pods_named_like_each_others_podgroups_stay_their_members() -> None:
+    """Pod p of group g and pod g of group p, both PodGroups there: each pod is its group's member, and
+    neither PodGroup is taken (the least answer: a pod is an orphan only once its group is gone)."""
+    record = bound_under(uid="u", queue="q", priority_class="", priority=0, min_member=1)
+    notes = {BOUND_UNDER: record}
+    snap = _state(
+        node("n1", cpu="4"),
+        queue("q"),
+        podgroup("g", ns="ns", queue="q", min_member=1, phase="Running"),
+        podgroup("p", ns="ns", queue="q", min_member=1, phase="Running"),
+        pod("p", ns="ns", cpu="1", group="g", node="n1", annotations=notes),
+        pod("g", ns="ns", cpu="1", group="p", node="n1", annotations=notes),
+    ).snapshot(now=1.0)
+    assert list(snap.jobs["ns/g"].tasks) == ["ns/p"] and list(snap.jobs["ns/p"].tasks) == ["ns/g"]
+    assert snap.problems == []

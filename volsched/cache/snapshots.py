@@ -244,10 +244,14 @@ class _Base:
         #: (``shadowed``), in the build's order; and every PodGroup of the build, those included.
         self.podgroups = podgroups
         self.all_podgroups: dict[str, PodGroupSpec] = podgroups
-        #: The keys of the PodGroups whose key is a pod standing alone's (``Task.standing_alone``, ours),
-        #: which the pod keeps: a PodGroup of that name is taken by none while the pod exists (its pods are
-        #: a missing group's: they wait, or on a node are strays), and is told why (``_shadow_problem``).
+        #: The keys of the PodGroups whose key is a pod standing alone's (``Task.standing_alone``, ours) or
+        #: an orphan's, which the pod keeps: a PodGroup of that name is taken by none while the pod exists
+        #: (its pods are a missing group's: they wait, or on a node are strays), and is told why
+        #: (``shadow_refusal``). See ``_taken``.
         self.shadowed: dict[str, None] = {}
+        #: The PodGroup keys whose task may keep its PodGroup from being a job (``_named_by``): True, a pod
+        #: standing alone; False, a pod that is an orphan once its own group is no job.
+        self.named: dict[str, bool] = {}
         self.priority_classes = priority_classes
         #: Namespace -> its default queue: a job of it in queue ``default`` goes there (``_placed``).
         self.namespace_queues: Mapping[str, str] = dict(namespace_queues or {})
@@ -337,17 +341,55 @@ def _stray(t: Task, key: str, podgroups: Mapping[str, PodGroupSpec]) -> bool:
 SHADOWED = "PodGroupNameTaken"
 
 
-def _standing_alone(entry: _Entry | None) -> bool:
-    """Whether ``entry`` (the entry at a PodGroup's key, or None) is a pod of ours standing alone: a pod
-    that names no group and has no owner, whose job key (its own key) is that PodGroup's too."""
-    return entry is not None and entry.prepared.standing_alone and entry.prepared.schedulable_by_us
+def _named_by(entry: _Entry | None, key: str) -> bool | None:
+    """Whether the pod at PodGroup key ``key`` (its entry, or None) may keep that PodGroup from being a
+    job: True, a pod of ours standing alone; False, a pod of ours of another group that holds a node
+    with its bind's record (an orphan, its own job under its own key, whenever its group is no job);
+    None, neither."""
+    if entry is None:
+        return None
+    t = entry.prepared
+    if not t.schedulable_by_us:
+        return None
+    if t.standing_alone:
+        return True
+    if t.node_name and t.job_key != key and orphans.record_of(t) is not None:
+        return False
+    return None
 
 
-def shadow_refusal(key: str) -> str:
-    """Why PodGroup ``key`` is no job: a pod standing alone has its name (what its pods are told)."""
+def _taken(
+    named: Mapping[str, bool], every: Mapping[str, PodGroupSpec], entries: Mapping[str, _Entry]
+) -> dict[str, None]:
+    """The PodGroups of ``every`` (by key) that a pod of their name keeps (``named``: ``_named_by`` of
+    each): a pod standing alone's, and an orphan's whose own group is not in ``every`` or is itself
+    kept so, the least set that holds (pod p of group g and pod g of group p, both PodGroups there: each
+    is its group's member, neither is taken). An orphan is a pod standing alone too: one that joined a
+    PodGroup of its name would count in that group's queue and be kept from reclaim as a gang below its
+    minimum, as if its own group had never gone."""
+    taken = {k: None for k, alone in named.items() if alone}
+    left = [k for k, alone in named.items() if not alone]
+    grew = bool(left)
+    while grew:
+        grew = False
+        for k in left:
+            if k not in taken and ((group := entries[k].prepared.job_key) not in every or group in taken):
+                taken[k] = None
+                grew = True
+    return taken
+
+
+def shadow_refusal(key: str, group: str | None = None) -> str:
+    """Why PodGroup ``key`` is no job: a pod standing alone has its name (what its pods are told);
+    ``group``: that pod's own group (key), when it is an orphan."""
     name = key.rpartition("/")[2]
+    if group is None:
+        who = f"pod {name}, which names no pod group,"
+    else:
+        gone = group.rpartition("/")[2]
+        who = f"pod {name}, bound under its record and running without its pod group {gone},"
     return (
-        f"pod {name}, which names no pod group, has its name: a pod standing alone is a job of its own, "
+        f"{who} has its name: a pod standing alone is a job of its own, "
         f"under its name, and never joins a PodGroup of that name; while pod {name} exists this PodGroup "
         "is taken by none, and its pods wait (rename the PodGroup, or delete the pod)"
     )
@@ -744,20 +786,25 @@ class SnapshotBuilder:
     def _shadows(
         self, base: _Base, every: Mapping[str, PodGroupSpec], changed: set[str], came: Iterable[str]
     ) -> bool:
-        """Bring ``base.shadowed`` to the PodGroups ``every`` (by key): asked again of the PodGroups whose
-        key's task changed (``changed``) and of those that came; those gone leave it. Whether any is
-        taken by a pod standing alone of its name."""
-        shadowed, entries = base.shadowed, self._entries
+        """Bring ``base.shadowed`` to the PodGroups ``every`` (by key): ``base.named`` asked again of the
+        PodGroups whose key's task changed (``changed``) and of those that came, those gone leaving it;
+        then ``_taken`` of it (an orphan's depends on its group too). Whether any is taken by a pod of
+        its name."""
+        named, entries = base.named, self._entries
         for key in itertools.chain(changed, came):
             if key in every:
-                if _standing_alone(entries.get(key)):
-                    shadowed[key] = None
+                how = _named_by(entries.get(key), key)
+                if how is None:
+                    named.pop(key, None)
                 else:
-                    shadowed.pop(key, None)
-        if shadowed:
-            for key in [k for k in shadowed if k not in every]:
-                del shadowed[key]
-        return bool(shadowed)
+                    named[key] = how
+        if named:
+            for key in [k for k in named if k not in every]:
+                del named[key]
+            base.shadowed = _taken(named, every, entries)
+        else:
+            base.shadowed = {}
+        return bool(base.shadowed)
 
     def _decided_again(self, base: _Base, changed: set[str]) -> list[str]:
         """The orphans whose standing the base's Queues or namespace labels change (a Queue's rules or a
@@ -894,7 +941,8 @@ class SnapshotBuilder:
             shadowed: dict[str, str] = {}
             if base.shadowed:  # (each PodGroup a pod standing alone of its name keeps: told, in its order)
                 for key in sorted(base.shadowed, key=pos):
-                    why = shadowed[f"PodGroup {key}"] = shadow_refusal(key)
+                    group = None if base.named[key] else self._entries[key].prepared.job_key
+                    why = shadowed[f"PodGroup {key}"] = shadow_refusal(key, group)
                     problems.append((f"PodGroup {key}", SHADOWED, why))
             foreign = list(base.foreign_list)
             private = frozenset(base.private)
@@ -1041,14 +1089,15 @@ class SnapshotBuilder:
         pending pod standing alone lent as :meth:`_job` would: a backlog's 50,000 pods go through here)."""
         entries = self._entries
         every = {pg.key: pg for pg in pg_list}
-        shadowed = dict.fromkeys(k for k in every if _standing_alone(entries.get(k)))
+        named = {k: how for k in every if (how := _named_by(entries.get(k), k)) is not None}
+        shadowed = _taken(named, every, entries) if named else {}
         base = _Base(
             space,
             {k: pg for k, pg in every.items() if k not in shadowed} if shadowed else every,
             dict(view.priority_classes),
             view.namespace_queues,
         )
-        base.all_podgroups, base.shadowed = every, shadowed
+        base.all_podgroups, base.shadowed, base.named = every, shadowed, named
         base.queue_list, base.labels = view.queues, view.namespace_labels
         members, on_node, where, foreign = base.members, base.on_node, base.where, base.foreign
         pending = TaskStatus.PENDING
