@@ -325,6 +325,31 @@ def test_a_pod_whose_evictions_outcome_is_unknown_is_told_once_it_is_known(
         assert all(s[:2] == ("POST", EVENTS) for s in sent) and (sent or i > 0), sent
 
 
+def test_a_pod_deleted_at_once_whose_evictions_answer_was_lost_is_told_why_it_is_set_back(
+    writer: KubeWriter, writer_settings: WriterSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pod deleted at once when evicted (no grace period) is not marked first; its eviction's answer
+    lost and the pod still there, it is looked at once no request can act any more, as a marked pod is:
+    found still marked (by an eviction before) and not being deleted, it is set back saying its answer was
+    lost, not with an empty reason (the review's find on 194b636)."""
+    clock = [100.0]
+    writer.clock = lambda: clock[0]
+    sent = _sends(writer, monkeypatch, {"POST": ResponseLost("lost")})
+    monkeypatch.setattr(writer, "read_pod", lambda ns, name: MARKED)
+    assert writer.evict(EVICT, prune_pod(POD)).result == UNKNOWN
+    assert [s[:2] for s in sent] == [("POST", EVICTION)]  # not marked first, no event
+    del sent[:]
+    clock[0] += writer_settings.unknown_settles_after
+    assert writer.withdraw_unsettled() == 1
+    [(method, path, status, said)] = sent
+    assert (method, path, status) == ("PATCH", STATUS, "False")
+    [condition] = said["status"]["conditions"]
+    assert condition["message"].startswith(
+        f"not evicted (its answer was lost, and the pod was still there and not being deleted "
+        f"{writer_settings.unknown_settles_after:.0f}s later): preempt: ns/p "
+    ), condition["message"]
+
+
 def test_a_set_back_that_failed_is_tried_again_and_a_new_eviction_of_the_pod_replaces_the_look(
     writer: KubeWriter, writer_settings: WriterSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:

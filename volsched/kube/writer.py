@@ -801,8 +801,7 @@ class KubeWriter:
                 with self._lock:
                     self._told_after.append(told)
             elif outcome.result == UNKNOWN:  # told if it is found evicted after all
-                after = self.settings.unknown_settles_after
-                self._settle_later(eviction.pod, uid, message, "", after=after, told=told)
+                self._settle_unknown(eviction.pod, uid, message, told)
             return outcome
         # Only on the pod decided for: another made since under its name refuses it (and is not evicted).
         condition = _for_uid(render.disruption_target_condition(eviction.action, message, now), uid)
@@ -834,10 +833,8 @@ class KubeWriter:
                 self._settle_later(eviction.pod, uid, message, why, after=_SET_BACK_RETRY)
         elif outcome.result == FENCED:  # not sent: told so once this replica may write again
             self._settle_later(eviction.pod, uid, message, redact(outcome.detail), after=0.0)
-        elif outcome.result == UNKNOWN:  # what came of it is known later: the pod read then says (and is
-            after = self.settings.unknown_settles_after  # told it was evicted then, if it was)
-            why = UNSETTLED_TARGET.format(after)
-            self._settle_later(eviction.pod, uid, message, why, after=after, told=told)
+        elif outcome.result == UNKNOWN:  # what came of it is known later: the pod read then says
+            self._settle_unknown(eviction.pod, uid, message, told)
         if outcome.result == EVICTED:  # told once evicted
             _, event_error = self.post_object_event(
                 target, reason=eviction_event_reason(eviction), message=message, type_="Normal", now=now
@@ -845,6 +842,15 @@ class KubeWriter:
             if event_error:
                 outcome.detail = f"{outcome.detail}; {event_error}" if outcome.detail else event_error
         return outcome
+
+    def _settle_unknown(
+        self, key: str, uid: str, message: str, told: tuple[EventTarget, str, str, str]
+    ) -> None:
+        """An eviction of pod ``key`` whose outcome is unknown (its answer lost): looked at once no request
+        can act any more (``unknown_settles_after``): found evicted, told so (``told``); still there and
+        marked, set back saying its answer was lost (:meth:`_settle_later`)."""
+        after = self.settings.unknown_settles_after
+        self._settle_later(key, uid, message, UNSETTLED_TARGET.format(after), after=after, told=told)
 
     def _settle_later(
         self,
