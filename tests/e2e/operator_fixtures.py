@@ -158,6 +158,11 @@ def podgroup(
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup", "metadata": {"name": name}, "spec": spec}
 
 
+def queue_cpu(k: Kube, name: str) -> str:
+    """The cpu Queue ``name``'s status says it has allocated ("0" when it says none)."""
+    return str(((k.get_queue(name).get("status") or {}).get("allocated") or {}).get("cpu") or "0")
+
+
 def queue(name: str, weight: int = 1, **spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": f"{GROUP}/{VERSION}",

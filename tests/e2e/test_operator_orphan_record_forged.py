@@ -24,6 +24,7 @@ from tests.e2e.operator_fixtures import (
     pod,
     podgroup,
     queue,
+    queue_cpu,
     wait_for,
 )
 
@@ -32,10 +33,6 @@ pytestmark = pytest.mark.cluster
 CONFIG = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
 BOUND_UNDER = "scheduling.volsched.io/bound-under"
 DEFAULT_QUEUE = "scheduling.volsched.io/default-queue"
-
-
-def _queue_cpu(k: Kube, name: str) -> str:
-    return str(((k.get_queue(name).get("status") or {}).get("allocated") or {}).get("cpu") or "0")
 
 
 def _namespace(k: Kube, name: str, labels: dict[str, str]) -> str:
@@ -58,7 +55,7 @@ def test_a_record_forged_while_no_operator_runs_does_not_charge_another_teams_qu
     k.pods(ns_a, *(pod(f"a-{i}", cpu="1", group="a") for i in range(4)))
     op = start_operator()
     wait_for(lambda: len(k.bound(ns_a)) == 4, 30, what="qa's gang takes the node", operator=op)
-    wait_for(lambda: _queue_cpu(k, "qa") == "4", 30, what="queue qa holding the gang", operator=op)
+    wait_for(lambda: queue_cpu(k, "qa") == "4", 30, what="queue qa holding the gang", operator=op)
     op.stop()
 
     # While no operator runs, the tenant deletes its gang's PodGroup and rewrites its pods' records:
@@ -85,8 +82,8 @@ def test_a_record_forged_while_no_operator_runs_does_not_charge_another_teams_qu
         what="a-0 told where it counts",
         operator=op,
     )
-    wait_for(lambda: _queue_cpu(k, "qa") == "4", 30, what="queue qa charged for its pods", operator=op)
-    assert _queue_cpu(k, "qb") == "0"  # before: 4, team b's queue charged for team a's pods
+    wait_for(lambda: queue_cpu(k, "qa") == "4", 30, what="queue qa charged for its pods", operator=op)
+    assert queue_cpu(k, "qb") == "0"  # before: 4, team b's queue charged for team a's pods
 
     k.podgroup(ns_b, podgroup("b", 1, queue="qb"))
     k.pods(ns_b, pod("b-0", cpu="1", group="b"), pod("b-1", cpu="1", group="b"))

@@ -26,6 +26,7 @@ from tests.e2e.operator_fixtures import (
     pod,
     podgroup,
     queue,
+    queue_cpu,
     wait_for,
 )
 from volsched_dev.devcluster import LocalControlPlane
@@ -33,10 +34,6 @@ from volsched_dev.devcluster import LocalControlPlane
 pytestmark = pytest.mark.cluster
 
 CONFIG = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
-
-
-def _queue_cpu(k: Kube, name: str) -> str:
-    return str(((k.get_queue(name).get("status") or {}).get("allocated") or {}).get("cpu") or "0")
 
 
 def _scheduled(k: Kube, ns: str, name: str) -> Any:
@@ -72,17 +69,17 @@ def test_a_podgroup_deleted_while_its_pod_runs_leaves_the_pods_room_held(
     op = start_operator()
     wait_for(lambda: k.bound(ns).get(f"{ns}/g-0"), 30, what="g-0 bound", operator=op)
     k.core.patch_namespaced_pod_status("g-0", ns, {"status": {"phase": "Running"}})
-    wait_for(lambda: _queue_cpu(k, "q") == "3", 30, what="queue q holding g-0", operator=op)
+    wait_for(lambda: queue_cpu(k, "q") == "3", 30, what="queue q holding g-0", operator=op)
 
     k.custom.delete_namespaced_custom_object(GROUP, VERSION, ns, "podgroups", "g")
     # The operator's sessions see the group gone and tell the pod; its queue still counts it (before:
     # queue q held nothing).
     _told_gone(k, op, ns, "g-0", "it counts in queue q, the one it was bound under")
-    assert _queue_cpu(k, "q") == "3"
+    assert queue_cpu(k, "q") == "3"
     k.pods(ns, pod("new-0", cpu="3"))
     _waits_for_room(k, op, ns, "new-0")
     assert k.bound(ns)[f"{ns}/g-0"] == "n1"  # (the default config reclaims nothing: not evicted)
-    assert _queue_cpu(k, "q") == "3"
+    assert queue_cpu(k, "q") == "3"
 
 
 def _told_gone(k: Kube, op: OperatorProcess, ns: str, name: str, text: str) -> None:
@@ -124,13 +121,13 @@ def test_a_tenant_who_deletes_its_running_gangs_podgroup_still_pays_for_it_and_g
     k.pods(ns_a, *(pod(f"a-{i}", cpu="1", group="a") for i in range(4)))
     op = start_operator()
     wait_for(lambda: len(k.bound(ns_a)) == 4, 30, what="qa's gang takes the node", operator=op)
-    wait_for(lambda: _queue_cpu(k, "qa") == "4", 30, what="queue qa holding the gang", operator=op)
+    wait_for(lambda: queue_cpu(k, "qa") == "4", 30, what="queue qa holding the gang", operator=op)
 
     with cluster.api_client() as api:
         api.set_default_header("Impersonate-User", "tenant-a")
         client.CustomObjectsApi(api).delete_namespaced_custom_object(GROUP, VERSION, ns_a, "podgroups", "a")
     _told_gone(k, op, ns_a, "a-0", "it counts in queue qa, the one it was bound under")
-    assert _queue_cpu(k, "qa") == "4"  # before: 0
+    assert queue_cpu(k, "qa") == "4"  # before: 0
 
     k.podgroup(ns_b, podgroup("b", 1, queue="qb"))
     k.pods(ns_b, pod("b-0", cpu="1", group="b"), pod("b-1", cpu="1", group="b"))

@@ -8,16 +8,23 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.operator_fixtures import ROOT, Kube, Start, node, node_usage, pod, podgroup, queue, wait_for
+from tests.e2e.operator_fixtures import (
+    ROOT,
+    Kube,
+    Start,
+    node,
+    node_usage,
+    pod,
+    podgroup,
+    queue,
+    queue_cpu,
+    wait_for,
+)
 
 pytestmark = pytest.mark.cluster
 
 CONFIG = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
 DEFAULT_QUEUE = "scheduling.volsched.io/default-queue"
-
-
-def _queue_cpu(k: Kube, name: str) -> str:
-    return str(((k.get_queue(name).get("status") or {}).get("allocated") or {}).get("cpu") or "0")
 
 
 def _namespace(k: Kube, name: str, default_queue: str) -> str:
@@ -39,7 +46,7 @@ def test_a_podgroup_named_like_a_running_pod_standing_alone_does_not_keep_it_fro
     wait_for(lambda: f"{ns_a}/a-0" in k.bound(ns_a), 30, what="a-0 bound", operator=op)
     k.pods(ns_a, pod("x", cpu="2"))  # (the newer: reclaim's first choice)
     wait_for(lambda: len(k.bound(ns_a)) == 2, 30, what="x bound", operator=op)
-    wait_for(lambda: _queue_cpu(k, "qa") == "4", 30, what="queue qa holding both", operator=op)
+    wait_for(lambda: queue_cpu(k, "qa") == "4", 30, what="queue qa holding both", operator=op)
 
     k.podgroup(ns_a, podgroup("x", 4, queue="qa"))
     wait_for(

@@ -11,16 +11,23 @@ import json
 
 import pytest
 
-from tests.e2e.operator_fixtures import GROUP, VERSION, Kube, Start, node, pod, podgroup, queue, wait_for
+from tests.e2e.operator_fixtures import (
+    GROUP,
+    VERSION,
+    Kube,
+    Start,
+    node,
+    pod,
+    podgroup,
+    queue,
+    queue_cpu,
+    wait_for,
+)
 
 pytestmark = pytest.mark.cluster
 
 BOUND_UNDER = "scheduling.volsched.io/bound-under"
 QUEUE = "scheduling.volsched.io/queue-name"
-
-
-def _queue_cpu(k: Kube, name: str) -> str:
-    return str(((k.get_queue(name).get("status") or {}).get("allocated") or {}).get("cpu") or "0")
 
 
 def test_a_record_added_to_a_pod_running_without_one_is_not_taken(k: Kube, start_operator: Start) -> None:
@@ -34,10 +41,10 @@ def test_a_record_added_to_a_pod_running_without_one_is_not_taken(k: Kube, start
     k.pods(ns, bound)
     k.core.patch_namespaced_pod_status("p", ns, {"status": {"phase": "Running"}})
     op = start_operator()
-    wait_for(lambda: _queue_cpu(k, "qa") == "2", 30, what="queue qa counting p", operator=op)
+    wait_for(lambda: queue_cpu(k, "qa") == "2", 30, what="queue qa counting p", operator=op)
 
     k.custom.delete_namespaced_custom_object(GROUP, VERSION, ns, "podgroups", "g")
-    wait_for(lambda: _queue_cpu(k, "qa") == "0", 30, what="p foreign, its group gone", operator=op)
+    wait_for(lambda: queue_cpu(k, "qa") == "0", 30, what="p foreign, its group gone", operator=op)
     forged = {"podGroup": "x", "queue": "qb", "priorityClassName": "", "priority": 0, "minMember": 1}
     k.core.patch_namespaced_pod("p", ns, {"metadata": {"annotations": {BOUND_UNDER: json.dumps(forged)}}})
     # A pod standing alone in qa, made after the patch: the operator reads pod events in order, so the
@@ -45,7 +52,7 @@ def test_a_record_added_to_a_pod_running_without_one_is_not_taken(k: Kube, start
     sentinel = pod("s", cpu="1")
     sentinel["metadata"]["annotations"] = {QUEUE: "qa"}
     k.pods(ns, sentinel)
-    wait_for(lambda: _queue_cpu(k, "qa") == "1", 30, what="queue qa counting s", operator=op)
-    assert _queue_cpu(k, "qb") == "0"  # before: 2, an orphan counted in the queue its added record named
+    wait_for(lambda: queue_cpu(k, "qa") == "1", 30, what="queue qa counting s", operator=op)
+    assert queue_cpu(k, "qb") == "0"  # before: 2, an orphan counted in the queue its added record named
     assert not any(e.reason == "PodGroupGone" for e in k.core.list_namespaced_event(ns).items)
     op.check_running()
