@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from volsched.framework.decisions import PodGroupStatus, QueueStatus
 from volsched.model import admitted
+from volsched.model.decode import parse_time
+from volsched.model.errors import InputError
 from volsched.model.resources import CPU, MEMORY, PODS, format_amount
 from volsched.model.scalars import rfc3339
 from volsched.redaction import redact
@@ -298,11 +299,11 @@ def marked_at(pod: Any) -> float | None:
     for c in conditions if isinstance(conditions, list) else ():
         if isinstance(c, Mapping) and c.get("type") == "DisruptionTarget":
             at = c.get("lastTransitionTime")
-            if not isinstance(at, str):
+            if not isinstance(at, str) or not at:
                 return None
             try:
-                return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()
-            except ValueError:
+                return parse_time(at, where="DisruptionTarget.lastTransitionTime")
+            except InputError:
                 return None
     return None
 
