@@ -300,6 +300,9 @@ WORKLOAD_GATE = "GenericWorkload=true"
 #: ``--before``: volsched from an earlier checkout, run in the same rounds as ``volsched``.
 BEFORE = "volsched-before"
 VOLSCHEDS = ("volsched", BEFORE)
+KUBE = "kube-scheduler"
+#: The apiserver's CPU seconds over a window, in ``Row.extra``.
+API_CPU = "kube-apiserver_cpu_s"
 
 
 # --------------------------------------------------------------------------- one run
@@ -782,6 +785,58 @@ def ratios(rows: list[Row], scheduler: str = "volsched") -> dict[str, list[float
     return out
 
 
+def _per_pod_ms(r: Row, seconds: float) -> float:
+    return 1000 * seconds / r.bound if r.bound and not math.isnan(seconds) else math.nan
+
+
+def work_report(rows: list[Row]) -> list[str]:
+    """What each scheduler's window cost, by workload over the rounds: the apiserver's and the
+    scheduler's CPU per bound pod (medians), the apiserver's over kube-scheduler's of the same round,
+    and the requests (every verb, reads and watches too, Lease renewals left out) one scheduler made in
+    its windows that the other did not, summed over the rounds. Steadier than pods/s: it is work, not the
+    share of two cores a window happened to get."""
+    by = {(r.workload, r.scheduler, r.repeat): r for r in rows}
+    lines: list[str] = []
+    for who in VOLSCHEDS:
+        mine = [r for r in rows if r.scheduler == who and r.bound and (r.workload, KUBE, r.repeat) in by]
+        if not mine:
+            continue
+        lines.append("")
+        lines.append(
+            f"{'work (' + who + ')':<27} {'rounds':>6} {'api ms/pod':>10} {'k8s':>6} {'ratio':>6} {'(min-max)':>11} "
+            f"{'cpu ms/pod':>10} {'k8s':>6}  requests only one made (rounds summed)"
+        )
+        for name in dict.fromkeys(r.workload for r in mine):
+            pairs = [(r, by[(name, KUBE, r.repeat)]) for r in mine if r.workload == name]
+            pairs = [(v, k) for v, k in pairs if k.bound]
+            if not pairs:
+                continue
+            api = [_per_pod_ms(v, v.extra.get(API_CPU, math.nan)) for v, _ in pairs]
+            kapi = [_per_pod_ms(k, k.extra.get(API_CPU, math.nan)) for _, k in pairs]
+            cpu = [_per_pod_ms(v, v.cpu_s) for v, _ in pairs]
+            kcpu = [_per_pod_ms(k, k.cpu_s) for _, k in pairs]
+            ratio = [a / b for a, b in zip(api, kapi, strict=True) if b > 0]
+            asked: dict[str, dict[str, int]] = {"v": {}, "k": {}}
+            for v, k in pairs:
+                for side, r in (("v", v), ("k", k)):
+                    for key, n in (r.extra.get("requests") or {}).items():
+                        if "leases" not in key:
+                            asked[side][key] = asked[side].get(key, 0) + n
+            only = [f"{who} {key} {n}" for key, n in asked["v"].items() if key not in asked["k"]]
+            only += [f"{KUBE} {key} {n}" for key, n in asked["k"].items() if key not in asked["v"]]
+            lines.append(
+                f"{name:<27} {len(pairs):>6} {_median(api):>10.2f} {_median(kapi):>6.2f} "
+                f"{_median(ratio):>5.2f}x {min(ratio, default=math.nan):>5.2f}-{max(ratio, default=math.nan):<5.2f} "
+                f"{_median(cpu):>10.2f} {_median(kcpu):>6.2f}  {'; '.join(only) or '-'}"
+            )
+    return lines
+
+
+def _median(values: list[float]) -> float:
+    kept = [v for v in values if not math.isnan(v)]
+    return statistics.median(kept) if kept else math.nan
+
+
 def report(rows: list[Row]) -> str:
     lines = [
         f"{'workload':<27} {'rep':>3} {'scheduler':<15} {'nodes':>5} {'init':>5} {'pods':>5} {'bound':>5} "
@@ -836,6 +891,7 @@ def report(rows: list[Row]) -> str:
     for name in dict.fromkeys(r.workload for r in rows):
         if name in known and known[name].compares:
             lines.append(f"{name}: {known[name].compares}")
+    lines.extend(work_report(rows))
     for who in VOLSCHEDS:
         spread = ratios(rows, who)
         if any(len(v) > 1 for v in spread.values()):

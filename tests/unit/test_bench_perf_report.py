@@ -178,3 +178,27 @@ def test_in_turn_runs_each_in_every_place_once_over_as_many_rounds() -> None:
     assert all(sorted(order) == items for order in rounds)
     assert all(sorted(order[place] for order in rounds) == items for place in range(3))
     assert in_turn(items, 3) == items and in_turn([], 1) == []
+
+
+def test_the_work_of_a_window_is_told_per_bound_pod_and_what_only_one_scheduler_asked() -> None:
+    def row(scheduler: str, repeat: int, api_s: float, requests: dict[str, int]) -> Row:
+        r = Row("Basic", scheduler, 200, 100, 500, repeat=repeat, bound=500, pods_per_s=100.0, cpu_s=0.5)
+        r.extra = {"kube-apiserver_cpu_s": api_s, "requests": requests}
+        return r
+
+    binds = {"POST pods binding": 500, "PUT leases": 1}
+    both = {"POST pods binding": 500, "POST events": 500}
+    rows = [
+        row("volsched", 0, 0.5, binds),
+        row("kube-scheduler", 0, 1.0, both),
+        row("volsched", 1, 0.9, {**binds, "PATCH pods status": 2}),
+        row("kube-scheduler", 1, 1.0, both),
+        row("volsched", 2, 0.5, binds),  # kube-scheduler's run failed: not in the work
+        Row("Basic", "kube-scheduler", 200, 100, 500, repeat=2, note="failed"),
+    ]
+    text = report(rows).splitlines()
+    work = text.index(next(x for x in text if x.startswith("work (volsched)")))
+    line = text[work + 1]
+    assert line.split()[:8] == ["Basic", "2", "1.40", "2.00", "0.70x", "0.50-0.90", "1.00", "1.00"]
+    assert "volsched PATCH pods status 2; kube-scheduler POST events 1000" in line
+    assert "leases" not in line
