@@ -6,7 +6,8 @@ after the lost answer, as one landing late) is looked at again once no request c
 (``WriterSettings.unknown_settles_after``, 0 here): still there, marked and not being deleted, it is set
 back to False saying why, and no event says it was evicted; evicted or deleted meanwhile, it is not told
 otherwise (a late delete writes no condition of its own: a False would lie), and its event is written
-then."""
+then. Should the replica lose the Lease before that look, the next holder looks in its stead: the Lease
+hands the look over (``HANDOVER``)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from tests.e2e.operator_fixtures import Kube, pod, wait_for
 from volsched.cycle import FAILED, UNKNOWN
 from volsched.framework.decisions import Evict, EvictionReason
 from volsched.kube import status as render
+from volsched.kube.lease import HANDOVER, LeaderLease, LeaseSettings
 from volsched.kube.prune import prune_pod
 from volsched.kube.rest import ResponseLost
 from volsched.kube.writer import UNSETTLED_TARGET, KubeWriter, WriterSettings
@@ -219,3 +221,81 @@ def test_a_pod_marked_moments_before_a_holding_began_is_told_once_no_request_for
     wait_for(lambda: writer.withdraw_unsettled() == 1, 30, what="the pod set back once 2 s passed")
     _, target = _target(mk, ns)
     assert (target.status, target.reason) == ("False", "NotEvicted")
+
+
+def _lease(k: Kube, ns: str, identity: str) -> LeaderLease:
+    """A Lease of 6 s in ``ns`` (long enough that a loaded machine's round trips do not end it between two
+    calls, as test_operator_leader's)."""
+    settings = LeaseSettings(namespace=ns, name="handover", duration=6.0, retry_every=0.0)
+    settings.normalise()
+    return LeaderLease(k.api, settings, identity)
+
+
+def _handed_over(k: Kube, ns: str) -> str:
+    """What the Lease in ``ns`` says under ``HANDOVER`` now ("" nothing)."""
+    lease = client.CoordinationV1Api(k.api).read_namespaced_lease("handover", ns)
+    return str((lease.metadata.annotations or {}).get(HANDOVER) or "")
+
+
+def _event_counts(k: Kube, ns: str) -> list[tuple[str, int]]:
+    return [
+        (e.reason, e.count) for e in k.core.list_namespaced_event(ns).items if e.involved_object.name == "c"
+    ]
+
+
+@pytest.mark.parametrize(
+    "case", ["evicted after all", "not evicted", "told before it stopped"], ids=lambda c: c.replace(" ", "-")
+)
+def test_a_victim_whose_answer_was_lost_is_told_by_the_next_holder_of_the_lease_should_the_first_stop(
+    mk: Kube, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """Replica a's eviction's answer is lost, and a stops before it could look at the pod again (here it
+    stops writing, and its Lease expires). Replica b takes the Lease over and looks in a's stead, from what
+    the Lease handed over: the event of a pod evicted after all is written, once (also when a wrote it
+    itself after its last write of the Lease); a pod not evicted is set back saying its answer was lost.
+    Before, the event waited in a's memory and was lost with it (note15 Found 4)."""
+    ns, raw = _running(mk)
+    a_lease, b_lease = _lease(mk, ns, "a"), _lease(mk, ns, "b")
+    assert a_lease.ensure()
+    a = KubeWriter(mk.api, WriterSettings(workers=1, unknown_settles_after=0.0), fence=a_lease)
+    b = KubeWriter(mk.api, WriterSettings(workers=1, unknown_settles_after=0.0), fence=b_lease)
+    try:
+        _lost(a, monkeypatch, "POST")
+        assert a.evict(_victim(ns, raw, deletes=False), raw).result == UNKNOWN
+        wait_for(
+            lambda: a_lease.ensure() and f'"pod":"{ns}/c"' in _handed_over(mk, ns),
+            30,
+            what="a's Lease saying the look it owes",
+        )
+        if a_lease._behind is not None:  # no renewal of a's in flight from here on
+            a_lease._behind.join()
+        if case != "not evicted":  # the eviction lands late
+            mk.core.create_namespaced_pod_eviction("c", ns, client.V1Eviction(metadata={"name": "c"}))
+        if case == "told before it stopped":  # a looks, and stops before its Lease says so
+            assert a.withdraw_unsettled() == 0
+            assert _event_counts(mk, ns) == [("Preempted", 1)]
+            assert f'"pod":"{ns}/c"' in _handed_over(mk, ns)
+        a_lease.stop_writing()
+
+        wait_for(b_lease.ensure, 30, what="b taking the Lease over")
+        cached = prune_pod(mk.api.sanitize_for_serialization(mk.core.read_namespaced_pod("c", ns)))
+        assert b.withdraw_stale([cached]) == 0  # left to the look handed over, due now
+        assert b.unsettled_due()
+        assert b.withdraw_unsettled() == (1 if case == "not evicted" else 0)
+        got, target = _target(mk, ns)
+        if case == "not evicted":
+            assert got.metadata.deletion_timestamp is None
+            assert (target.status, target.reason) == ("False", "NotEvicted")
+            said = UNSETTLED_TARGET.format(0.0)
+            assert target.message.startswith(f"not evicted ({said}): preempt: {ns}/c "), target.message
+            assert _events(mk, ns) == []
+        else:
+            assert got.metadata.deletion_timestamp is not None
+            assert _event_counts(mk, ns) == [("Preempted", 1)]  # told once
+        assert not b.unsettled_due() and b.withdraw_unsettled() == 0
+        wait_for(  # b's Lease no longer hands the look over
+            lambda: b_lease.ensure() and _handed_over(mk, ns) == "", 30, what="b's Lease saying nothing owed"
+        )
+    finally:
+        a.close()
+        b.close()

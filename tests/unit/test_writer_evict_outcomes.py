@@ -137,7 +137,7 @@ STATUS, EVICTION, EVENTS = (
 
 #: The pod read back after a failed eviction: still marked (the condition written before it), and being
 #: deleted (the eviction went through after all).
-MARKED = {
+MARKED: dict[str, Any] = {
     "metadata": {"name": "p", "namespace": "ns", "uid": "u1", "resourceVersion": "7"},
     "spec": {"schedulerName": SCHEDULER_NAME},
     "status": {
@@ -285,7 +285,7 @@ def test_a_pod_whose_evictions_outcome_is_unknown_is_told_once_it_is_known(
     writer.clock = lambda: clock[0]
     request = "DELETE" if eviction.deletes else "POST"
     sent = _sends(writer, monkeypatch, {request: lost})
-    read_back = [MARKED]
+    read_back: list[dict[str, Any] | None] = [MARKED]
     monkeypatch.setattr(writer, "read_pod", lambda ns, name: read_back[0])
     outcome = writer.evict(eviction, prune_pod(LINGERING))
     assert outcome.result == UNKNOWN

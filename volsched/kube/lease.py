@@ -17,6 +17,12 @@ cannot be made in time leaves the Lease to expire. Conflicting writes of the Lea
 racing, or a release and a renewal already sent) fail on ``resourceVersion`` and the loser stays a
 follower.
 
+What a holder still owes when it stops (the writer's evictions whose answer was lost: their event waits
+for a look at the pod, :mod:`volsched.kube.writer`) goes with the Lease: every write of the Lease says it
+under :data:`HANDOVER` as :attr:`LeaderLease.handover` has it, and each acquisition keeps what the Lease
+said there (:attr:`LeaderLease.inherited`) and writes it on unchanged until the writer took it over. The
+Lease does not read it.
+
 Clocks: the holder's fence uses its own monotonic clock, a follower compares ``renewTime`` (the holder's
 wall clock) with its own wall clock, so clock skew between replicas must stay below the safety margin.
 """
@@ -47,6 +53,16 @@ QUIET_WAIT = 0.1
 #: read alone may take half the lease duration), then the Lease is read and given up in what is left.
 #: Shutdown must end well inside the pod's grace period (30 s unless set).
 RELEASE_WITHIN = 5.0
+
+
+#: The Lease's annotation that hands what its holder owes over to the next holder (see the module's text).
+HANDOVER = "scheduling.volsched.io/owed"
+
+
+def _handover_of(lease: dict[str, Any]) -> str:
+    """What a Lease as read says under :data:`HANDOVER` ("" nothing)."""
+    notes = (lease.get("metadata") or {}).get("annotations") or {}
+    return str(notes.get(HANDOVER) or "") if isinstance(notes, dict) else ""
 
 
 def _ts(value: str | None) -> float:
@@ -126,6 +142,13 @@ class LeaderLease:
         self.acquired_at = 0.0
         #: How we last became the holder: "created", "released" (the holder gave it up) or "expired".
         self.acquired_how = ""
+        #: What each write of the Lease says under :data:`HANDOVER` ("": nothing), set by the writer (any
+        #: thread: one assignment). None: what the Lease says there as read, unchanged (from an acquisition
+        #: until the writer took over :attr:`inherited`).
+        self.handover: str | None = None
+        #: What the Lease said under :data:`HANDOVER` when we last became its holder ("": nothing); the
+        #: writer empties it as it takes it over.
+        self.inherited = ""
 
     # --- the fence ---------------------------------------------------------------------------------------
 
@@ -259,8 +282,20 @@ class LeaderLease:
         """A PUT of the Lease as read (its resourceVersion: it fails with 409 when another wrote since)."""
         s = self.settings
         self._written = None  # unknown until answered
-        answer = self.rest.request("PUT", lease_path(s.namespace, s.name), lease, timeout=timeout)
+        answer = self.rest.request("PUT", lease_path(s.namespace, s.name), self._say(lease), timeout=timeout)
         self._keep(answer)
+
+    def _say(self, lease: dict[str, Any]) -> dict[str, Any]:
+        """``lease`` saying :attr:`handover` under :data:`HANDOVER` (as it is when that is None)."""
+        handover = self.handover
+        if handover is None or handover == _handover_of(lease):
+            return lease
+        meta = dict(lease.get("metadata") or {})
+        notes = {k: v for k, v in (meta.get("annotations") or {}).items() if k != HANDOVER}
+        if handover:
+            notes[HANDOVER] = handover
+        meta["annotations"] = notes
+        return {**lease, "metadata": meta}
 
     def _keep(self, answer: bytes) -> None:
         """Keep the Lease as a write of ours was answered, for the next renewal (:attr:`_written`)."""
@@ -324,6 +359,7 @@ class LeaderLease:
             if self._stopped:  # shut down while reading: nothing more is written
                 return
             sent = time.monotonic()
+            body = self._say(body)  # (what we owe from a holding before, were the Lease deleted since)
             self._keep(self.rest.request("POST", lease_path(s.namespace), body, timeout=s.duration / 2))
             log.info("lease %s/%s: acquired (created) by %s", s.namespace, s.name, self.identity)
             self._won(sent, how="created")
@@ -337,22 +373,33 @@ class LeaderLease:
         if holder == self.identity:
             lease["spec"] = self._spec(_ts(spec.get("acquireTime")) or time.time(), transitions)
             sent = time.monotonic()
+            held = self._expires > 0
             timeout = self.call_timeout(s.duration / 2) if self.is_leader else s.duration / 2
+            if not held:
+                self._inherit(lease)
             self._replace(lease, timeout)
             # Not held before (e.g. our acquiring write timed out but went through): a new acquisition.
-            self._won(sent, how="" if self._expires > 0 else "reclaimed")
+            self._won(sent, how="" if held else "reclaimed")
             return
         if not acquire or (holder and time.time() < _ts(spec.get("renewTime")) + duration):
             self._expires = 0.0
             return
         lease["spec"] = self._spec(time.time(), transitions + 1)
         sent = time.monotonic()
+        self._inherit(lease)
         self._replace(lease, s.duration / 2)
         log.info(
             "lease %s/%s: acquired by %s (%s)",
             s.namespace, s.name, self.identity, f"expired, was {holder!r}" if holder else "it was released",
         )  # fmt: skip
         self._won(sent, how="expired" if holder else "released")
+
+    def _inherit(self, lease: dict[str, Any]) -> None:
+        """Becoming the holder of ``lease`` (as read): what it says under :data:`HANDOVER` is ours to
+        take over (:attr:`inherited`), and written on as it is until taken (should this acquiring write
+        fail, the next one reads it again)."""
+        self.inherited = _handover_of(lease)
+        self.handover = None
 
     def release(self, *, within: float = RELEASE_WITHIN) -> None:
         """Stop writing and give the Lease up so a successor can take it at once (clean shutdown), within

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 from urllib.parse import quote, unquote
 
 from volsched.cache.volcano import VOLCANO_GROUP
@@ -150,6 +150,15 @@ class Fence(Protocol):
     def call_timeout(self, wanted: float) -> float: ...
 
 
+@runtime_checkable
+class HandsOver(Protocol):
+    """A fence that carries what its holder owes to the next holder (the leader Lease: its ``handover``
+    is written with each write of it, ``inherited`` is what it said when this replica took it)."""
+
+    handover: str | None
+    inherited: str
+
+
 class Fenced(Exception):
     """A write that was not sent because this replica may have lost the Lease."""
 
@@ -222,6 +231,8 @@ _MAY_STILL_ACT = frozenset({500, 504})
 #: back failed (each ``_SET_BACK_RETRY`` seconds apart); past that, the next holding of the Lease does.
 _SET_BACK_TRIES = 5
 _SET_BACK_RETRY = 10.0
+#: How many evictions whose event waits for their look the Lease hands over at most (the first due).
+_HANDOVER_MOST = 64
 
 
 @dataclass(slots=True)
@@ -240,6 +251,39 @@ class _Unsettled:
     #: The ``Preempted``/``Evicted`` event owed should the pod be found evicted (its eviction's answer was
     #: lost): (the pod, the reason, the message, when it was decided).
     told: tuple[EventTarget, str, str, str] | None = None
+
+
+def _handed_over(
+    said: str,
+) -> list[tuple[str, str, float, float, tuple[EventTarget, str, str, str], str]]:
+    """What the Lease handed over (:meth:`KubeWriter._retally`) -> (pod key, uid, due as wall-clock time,
+    young, the event owed, why), each note whole or not at all; a warning for what cannot be read."""
+    if not said:
+        return []
+    try:
+        notes = json.loads(said)
+    except ValueError:
+        notes = None
+    if not isinstance(notes, list):
+        log.warning("the Lease's handover is not a list of evictions: %.200s; left", said)
+        return []
+    out = []
+    for n in notes:
+        try:
+            key, uid, reason, message, at, why = (
+                str(n[f]) for f in ("pod", "uid", "reason", "message", "at", "why")
+            )
+            due, young = float(n["due"]), float(n.get("young") or 0.0)
+        except (TypeError, KeyError, ValueError):
+            log.warning("an eviction the Lease handed over cannot be read: %.200s; left", n)
+            continue
+        ns, name = _split(key)
+        if not (ns and name and math.isfinite(due) and math.isfinite(young)):
+            log.warning("an eviction the Lease handed over cannot be read: %.200s; left", n)
+            continue
+        told = (EventTarget("Pod", "v1", ns, name, uid), reason, message, at)
+        out.append((key, uid, due, young, told, why))
+    return out
 
 
 def _made_again(exc: ApiException) -> bool:
@@ -807,7 +851,7 @@ class KubeWriter:
         condition = _for_uid(render.disruption_target_condition(eviction.action, message, now), uid)
         with self._lock:  # this eviction's outcome says what comes of the mark from now on
             if self._unsettled.pop(eviction.pod, None) is not None:
-                self._unsettled_first = min((u.due for u in self._unsettled.values()), default=math.inf)
+                self._retally()
         refused = self._disruption_target(eviction, ns, name, condition)
         if refused is not None:
             if refused.result == FAILED:  # not evicted, but the condition may have been written (its
@@ -869,8 +913,56 @@ class KubeWriter:
         write the event ``told`` then, if any."""
         due = self.clock() + after
         with self._lock:
+            old = self._unsettled.get(key)
             self._unsettled[key] = _Unsettled(uid, message, why, due, young=young, told=told)
-            self._unsettled_first = min(self._unsettled_first, due)
+            if told is None and (old is None or old.told is None):
+                self._unsettled_first = min(self._unsettled_first, due)
+            else:
+                self._retally()
+
+    def _retally(self) -> None:
+        """(Under ``_lock``, ``_unsettled`` changed.) The first look's due, and what the Lease hands over
+        should this replica stop before its looks (:class:`HandsOver`): each eviction whose answer was
+        lost and whose event waits for its look (the first ``_HANDOVER_MOST`` due), its due as wall-clock
+        time (:meth:`_take_over`)."""
+        self._unsettled_first = min((u.due for u in self._unsettled.values()), default=math.inf)
+        fence = self.fence
+        if fence is None or not isinstance(fence, HandsOver):
+            return
+        wall = time.time() - self.clock()
+        owed = sorted((u.due, key) for key, u in self._unsettled.items() if u.told is not None)
+        notes = []
+        for due, key in owed[:_HANDOVER_MOST]:
+            u = self._unsettled[key]
+            assert u.told is not None
+            _, reason, message, at = u.told
+            notes.append(
+                {"pod": key, "uid": u.uid, "reason": reason, "message": message, "at": at,
+                 "why": u.why, "due": round(due + wall, 3), "young": u.young}
+            )  # fmt: skip
+        fence.handover = json.dumps(notes, separators=(",", ":")) if notes else ""
+
+    def _take_over(self) -> None:
+        """At the start of a holding of the Lease: what the holder before handed over (:meth:`_retally`,
+        as the Lease said when this replica took it) is this replica's to do: each eviction whose answer
+        was lost is looked at when it was due (at once if that is past), and its event written then if
+        the pod is found evicted (once: an event already there with that message is not written
+        again). A pod this replica has a look of its own for keeps that one. What cannot be read is left,
+        said in a warning."""
+        fence = self.fence
+        if fence is None or not isinstance(fence, HandsOver):
+            return
+        said, fence.inherited = fence.inherited, ""
+        notes = _handed_over(said)
+        now, wall = self.clock(), time.time()
+        with self._lock:
+            for key, uid, due, young, told, why in notes:
+                if key not in self._unsettled:
+                    due = now + max(0.0, due - wall)
+                    self._unsettled[key] = _Unsettled(uid, told[2], why, due, young=young, told=told)
+            self._retally()
+        if notes:
+            log.info("took over %d eviction(s) whose answer was lost from the holder before", len(notes))
 
     def unsettled_due(self) -> bool:
         """Whether a pod marked for an eviction whose outcome was not known is due a look now
@@ -888,13 +980,12 @@ class KubeWriter:
             due = [(key, u) for key, u in self._unsettled.items() if u.due <= now]
             for key, _ in due:
                 del self._unsettled[key]
-            self._unsettled_first = min((u.due for u in self._unsettled.values()), default=math.inf)
+            self._retally()
         done = 0
         for key, u in due:
             ns, name = _split(key)
-            evicted = None if u.told is None else partial(self._tell_evicted, u.told)
             said = self._withdraw_unless_evicted(
-                ns, name, u.uid, u.message, u.why, young=u.young, evicted=evicted
+                ns, name, u.uid, u.message, u.why, young=u.young, told=u.told
             )
             if said is None and u.tries + 1 < _SET_BACK_TRIES:
                 with self._lock:  # unless a new eviction of the pod was decided meanwhile
@@ -903,7 +994,7 @@ class KubeWriter:
                         self._unsettled[key] = _Unsettled(
                             u.uid, u.message, u.why, retry, u.tries + 1, u.young, u.told
                         )
-                        self._unsettled_first = min(self._unsettled_first, retry)
+                        self._retally()
             done += bool(said)
         return done
 
@@ -921,7 +1012,7 @@ class KubeWriter:
         why: str,
         *,
         young: float = 0.0,
-        evicted: Callable[[], None] | None = None,
+        told: tuple[EventTarget, str, str, str] | None = None,
     ) -> bool | None:
         """Set the ``DisruptionTarget`` condition of pod ``ns/name`` back to False saying ``why`` (and
         ``message``, what it was told), when the pod read now is the one of ``uid``, still marked by a
@@ -930,16 +1021,16 @@ class KubeWriter:
         between, the apiserver refuses it, and one that lands after it writes its own condition as it
         deletes the pod (``EvictionByEvictionAPI``): the pod is never left terminating and told it was not
         evicted. Returns whether it was set back, None when the read or the write failed (no error: the
-        next holding of the Lease looks again, :meth:`withdraw_stale`). ``evicted`` is called when the pod
-        read is gone, another by that name, or being deleted."""
+        next holding of the Lease looks again, :meth:`withdraw_stale`). The event ``told`` is written when the
+        pod read is gone, another by that name, or being deleted (:meth:`_tell_evicted`)."""
         try:
             fresh = self.read_pod(ns, name)
         except Exception:
             return None
         meta = meta_of(fresh or {})
         if fresh is None or (uid and meta.get("uid") != uid) or meta.get("deletionTimestamp"):
-            if evicted is not None:
-                evicted()
+            if told is not None:
+                self._tell_evicted(told)
             return False
         if not render.marked_by_scheduler(fresh):
             return False
@@ -947,7 +1038,8 @@ class KubeWriter:
         if at is not None and (left := min(young, at + young - time.time())) > 0:
             # Marked less than ``young`` seconds ago: a request sent for it may still act (a leader's last
             # delete, sent before it stopped): looked at again once it cannot.
-            self._settle_later(f"{ns}/{name}", str(meta.get("uid") or ""), message, why, after=left)
+            key = f"{ns}/{name}"
+            self._settle_later(key, str(meta.get("uid") or ""), message, why, after=left, told=told)
             return False
         body = render.disruption_target_withdrawn(message, why, render.now_rfc3339())
         body["metadata"] = {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}
@@ -968,7 +1060,11 @@ class KubeWriter:
         failed, a while later (:meth:`withdraw_unsettled`), and one marked less than
         ``unknown_settles_after`` ago once that much time has passed (a delete the holder before sent
         just before it stopped may still land, and writes no condition of its own: a False could lie).
-        Returns how many."""
+        First, what the holder before handed over is taken over (:meth:`_take_over`): a pod with a look
+        of its own to come is left to it. Returns how many."""
+        self._take_over()
+        with self._lock:
+            looks = {key: u.uid for key, u in self._unsettled.items()}
         done = 0
         for pod in pods:
             # A cheap look first (this walks every cached pod, once a holding): a marked pod has a
@@ -984,6 +1080,8 @@ class KubeWriter:
             if self._ours(pod) and render.marked_by_scheduler(pod):
                 meta = meta_of(pod)
                 ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+                if looks and looks.get(f"{ns}/{name}") == uid_of(pod):
+                    continue  # looked at when its look is due, saying why
                 young = self.settings.unknown_settles_after
                 said = self._withdraw_unless_evicted(ns, name, uid_of(pod), "", STALE_TARGET, young=young)
                 if said is None:  # unread or unwritten: looked at again a while later
