@@ -12,6 +12,7 @@ import json
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -112,6 +113,20 @@ class LeaseServer:
     def writes(self) -> list[tuple[str, int]]:
         with self._lock:
             return [(holder, status) for method, holder, status in self.seen if method == "PUT"]
+
+
+def served() -> Iterator[LeaseServer]:
+    """A Lease server for a test (a fixture's body), shut down after it."""
+    s = LeaseServer()
+    yield s
+    s.httpd.shutdown()
+    s.httpd.server_close()
+
+
+def renewed(lease: LeaderLease) -> bool:
+    """One renewal, due now (the last one 3 s ago), on this thread."""
+    lease._won(time.monotonic() - 3.0)
+    return lease._renew(acquire=False)
 
 
 def _renewing_holder(server: LeaseServer) -> LeaderLease:

@@ -7,26 +7,13 @@ before: a holder that lost it stops writing at once. Fault injection: the loopba
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from tests.unit.test_lease_release_bounded import LeaseServer, _renewing_holder
-from volsched.kube.lease import LeaderLease
+from tests.unit.test_lease_release_bounded import LeaseServer, _renewing_holder, served
+from tests.unit.test_lease_release_bounded import renewed as _renew
 
-
-@pytest.fixture
-def server() -> Iterator[LeaseServer]:
-    s = LeaseServer()
-    yield s
-    s.httpd.shutdown()
-    s.httpd.server_close()
-
-
-def _renew(lease: LeaderLease) -> bool:
-    """One renewal, due now (the last one 3 s ago), on this thread."""
-    lease._won(time.monotonic() - 3.0)
-    return lease._renew(acquire=False)
+server = pytest.fixture(served, name="server")
 
 
 def test_after_the_first_renewal_each_renewal_is_one_write(server: LeaseServer) -> None:
