@@ -442,11 +442,11 @@ def test_a_forget_is_not_undone_by_an_event_laid_over_the_assumption_before_it()
     store = feeder.state.apply
     forgetting = threading.Thread(target=feeder.forget, args=("ns/p",))
 
-    def apply_after_a_forget(obj: Any, *, confirming: bool = False) -> str | None:
+    def apply_after_a_forget(obj: Any, *, confirming: bool = False, api_node: bool = True) -> str | None:
         if not forgetting.is_alive() and forgetting.ident is None:
             forgetting.start()  # the other thread forgets now, between the overlay and the store
             forgetting.join(timeout=0.5)
-        return store(obj, confirming=confirming)
+        return store(obj, confirming=confirming, api_node=api_node)
 
     feeder.state.apply = apply_after_a_forget  # type: ignore[method-assign]
     feeder.apply("Pod", _pod(2))  # e.g. a status change, still unbound

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.builders import namespace, node, pod, podgroup, priority_class, queue
+from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
 from volsched.framework.registry import load_config
 from volsched.framework.runner import run_session
@@ -393,3 +394,119 @@ def test_a_record_that_comes_with_the_node_after_an_assumed_bind_is_taken() -> N
     state.delete("PodGroup", "ns", "lo")
     snap = state.snapshot(now=2.0)
     assert snap.jobs["ns/lo-0"].queue == "q" and _cpu(snap, "q") == 1.0
+
+
+def _gone_with_records_added(*, phase: str, terminating: bool) -> tuple[ClusterState, ClusterSnapshot]:
+    """lo's four pods shown by the API on n1 with no record (bound by someone else at creation, or by a
+    volsched before records), in ``phase`` (and being deleted, if ``terminating``); a tenant without the
+    pod policy then adds a record naming q2 at priority 50 to each, and deletes the PodGroup."""
+    objs = [
+        {**o, "status": {"phase": phase}} if o["kind"] == "Pod" and o["spec"].get("nodeName") else o
+        for o in _cluster(None)
+    ]
+    state = _state(*objs)
+    state.snapshot(now=1.0)
+    for obj in objs:
+        if obj["kind"] == "Pod" and obj["metadata"]["name"].startswith("lo-"):
+            if terminating:
+                obj = {**obj, "metadata": {**obj["metadata"], "deletionTimestamp": "2026-12-01T01:00:00Z"}}
+                state.apply(obj)
+            state.apply(_patched(obj, _record("q2", priority=50)))
+    state.delete("PodGroup", "ns", "lo")
+    return state, state.snapshot(now=2.0)
+
+
+@pytest.mark.parametrize(
+    ("phase", "terminating"),
+    [("Pending", False), ("Running", True), ("Pending", True)],
+    ids=["on its node, not running yet", "terminating", "terminating before it ran"],
+)
+def test_a_record_added_to_a_pod_the_api_showed_on_its_node_without_one_is_not_taken(
+    phase: str, terminating: bool
+) -> None:
+    """note15 Found 2: 7d2221e refused a later record only when the cached pod was Running, so a record
+    added while the pod sat on its node still Pending (bound at creation by another, its image pulling)
+    or while it was being deleted was taken: deleted, its group's pods counted in the queue the record
+    named, at its priority. The bind writes its record with the node, in one update: a record that comes
+    after the API showed the pod on a node without one is a tenant's, whatever the pod's phase."""
+    state, snap = _gone_with_records_added(phase=phase, terminating=terminating)
+    for i in range(4):
+        assert BOUND_UNDER not in state.tasks[f"ns/lo-{i}"].annotations  # before: the record q2
+        assert f"ns/lo-{i}" not in snap.jobs  # before: a job of its own, in q2 at priority 50
+    assert _cpu(snap, "q2") == 0.0
+    if not terminating:  # (a pod being deleted holds its node but is counted by no job)
+        assert sorted(t.key for t in snap.foreign_tasks) == [f"ns/lo-{i}" for i in range(4)]
+
+
+def _feeder_with_lo_pending() -> tuple[Feeder, list[float], Obj]:
+    now = [100.0]
+    feeder = Feeder(ClusterState(), assume_ttl=30, clock=lambda: now[0])
+    for obj in (node("n1", cpu="4"), queue("q"), priority_class("low", 1)):
+        feeder.apply(str(obj["kind"]), obj)
+    group = podgroup("lo", ns="ns", queue="q", phase="Inqueue")
+    feeder.apply("PodGroup", group)
+    pending = pod("lo-0", ns="ns", cpu="1", group="lo")
+    pending["metadata"].update(uid="u-lo-0", resourceVersion="10")
+    feeder.apply("Pod", pending)
+    return feeder, now, pending
+
+
+def _shown(
+    pending: Obj, *, rv: str, record: str | None, phase: str | None = None, node_name: str | None = "n1"
+) -> Obj:
+    spec = {**pending["spec"], "nodeName": node_name} if node_name else pending["spec"]
+    notes = {**pending["metadata"]["annotations"], **({BOUND_UNDER: record} if record else {})}
+    out: Obj = {**pending, "metadata": {**pending["metadata"], "resourceVersion": rv, "annotations": notes}}
+    out["spec"] = spec
+    if phase:
+        out["status"] = {"phase": phase}
+    return out
+
+
+@pytest.mark.parametrize(
+    "meanwhile",
+    ["nothing", "expired", "evicted"],
+    ids=["in its time to live", "its assumption expired", "evicted"],
+)
+def test_a_record_that_comes_with_the_apis_first_node_after_an_assumed_bind_is_taken(meanwhile: str) -> None:
+    """The control, through the feeder: the cache lays its assumed node over the pod (over the API's
+    events that show none, too), so the node it holds is its own, not the API's: the watch's first
+    event with the node brings the bind's record, and the record is taken, even when the assumption's
+    time to live ended before the watch showed the bind (the cached pod keeps the node it laid over), or
+    the cache stored the pod again meanwhile (an eviction it laid over it)."""
+    feeder, now, pending = _feeder_with_lo_pending()
+    state = feeder.state
+    assert feeder.assume("ns/lo-0", "u-lo-0", "n1")
+    feeder.finish("ns/lo-0")
+    labelled = _shown(pending, rv="11", record=None, node_name=None)
+    labelled["metadata"]["labels"] = {"seen": "yes"}
+    feeder.apply("Pod", labelled)  # an event from before the bind: the assumed node laid over it
+    assert state.tasks["ns/lo-0"].node_name == "n1"
+    if meanwhile == "expired":
+        now[0] += 31
+        feeder.expire()
+        assert not feeder.is_assumed("ns/lo-0") and state.tasks["ns/lo-0"].node_name == "n1"
+    if meanwhile == "evicted":
+        assert feeder.assume_evicted("ns/lo-0", "u-lo-0", at=1_800_000_000.0)
+    feeder.apply("Pod", _shown(labelled, rv="12", record=_record(), phase="Pending"))
+    assert state.tasks["ns/lo-0"].annotations[BOUND_UNDER] == _record()
+    if meanwhile == "evicted":
+        return  # (its eviction laid over it: a pod being deleted is counted by no job)
+    feeder.apply("Pod", _shown(labelled, rv="13", record=_record(), phase="Running"))
+    feeder.delete("PodGroup", podgroup("lo", ns="ns", queue="q"))
+    snap = state.snapshot(now=2.0)
+    assert snap.jobs["ns/lo-0"].queue == "q" and _cpu(snap, "q") == 1.0
+
+
+def test_a_record_added_after_the_watch_showed_the_node_is_not_taken_through_the_feeder() -> None:
+    """The feeder tells the state whose node it holds: the API's first event shows the pod on n1 with no
+    record while the cache holds no assumption of it (bound by someone else), and a record added in the
+    next event is not taken; an eviction the cache laid over it since (the cached pod stored again)
+    does not make the node the cache's own."""
+    feeder, _, pending = _feeder_with_lo_pending()
+    state = feeder.state
+    feeder.apply("Pod", _shown(pending, rv="11", record=None, phase="Pending"))
+    assert feeder.assume_evicted("ns/lo-0", "u-lo-0", at=1_800_000_000.0, unsure=True)
+    feeder.apply("Pod", _shown(pending, rv="12", record=_record("q", priority=50), phase="Pending"))
+    assert BOUND_UNDER not in state.tasks["ns/lo-0"].annotations  # before: taken (the pod not Running)
+    assert BOUND_UNDER in state.raw_pods["ns/lo-0"]["metadata"]["annotations"]  # (as the API has it)

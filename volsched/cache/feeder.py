@@ -162,15 +162,25 @@ class Feeder:
                 confirming = (
                     a is not None and (obj.get("spec") or {}).get("nodeName") == a.node and uid == a.uid
                 ) or (e is not None and uid == e.uid and bool(obj["metadata"].get("deletionTimestamp")))
+                shown = bool((obj.get("spec") or {}).get("nodeName"))  # (a node is laid over none shown)
                 obj = self._overlay(obj)
-                return self._store(kind, key, obj, strict=strict, confirming=confirming)
+                return self._store(kind, key, obj, strict=strict, confirming=confirming, api_node=shown)
         return self._store(kind, key, obj, strict=strict)
 
     def _store(
-        self, kind: str, key: tuple[str, str | None, str], obj: Raw, *, strict: bool, confirming: bool = False
+        self,
+        kind: str,
+        key: tuple[str, str | None, str],
+        obj: Raw,
+        *,
+        strict: bool,
+        confirming: bool = False,
+        api_node: bool = True,
     ) -> bool:
+        """``obj`` into the state; ``api_node``: a node it shows is the API's, not one the cache laid over
+        it (the state tells a bind's record from one added after the API showed the pod on a node)."""
         try:
-            warning = self.state.apply(obj, confirming=confirming)
+            warning = self.state.apply(obj, confirming=confirming, api_node=api_node)
         except InputError as exc:
             if strict:
                 raise
@@ -317,7 +327,7 @@ class Feeder:
             )
             ns, _, name = pod_key.partition("/")
             pod = {**raw, "metadata": {**meta, "deletionTimestamp": stamp}}
-            return self._store("Pod", ("Pod", ns or None, name), pod, strict=False)
+            return self._store("Pod", ("Pod", ns or None, name), pod, strict=False, api_node=False)
 
     def is_evicting(self, pod_key: str) -> bool:
         """Whether the cache shows ``pod_key`` evicted before the watch has (see ``assume_evicted``)."""
@@ -362,7 +372,7 @@ class Feeder:
                     # Never evicted, as far as the watch tells: running again, as the API has it.
                     api = {**raw, "metadata": {k: v for k, v in meta.items() if k != "deletionTimestamp"}}
                     ns, _, name = key.partition("/")
-                    self._store("Pod", ("Pod", ns or None, name), api, strict=False)
+                    self._store("Pod", ("Pod", ns or None, name), api, strict=False, api_node=False)
             expired += gone
         self._pending_again(undo)
         if undo:  # pods of ours waiting again, as a pod event showing them pending again would ring

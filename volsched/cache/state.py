@@ -183,6 +183,10 @@ class ClusterState:
         #: whatever its object says now. And the record each such pod counts under, with its group.
         self._bound: dict[str, Counter[BoundUnder]] = {}
         self._bound_of: dict[str, tuple[str, BoundUnder]] = {}
+        #: The pods the API has shown on a node (not a node the cache laid over one, an assumed bind), by
+        #: key: their uid. A bind writes its record with the node, in one update, so a record that comes
+        #: after the API showed the pod on a node is not the bind's (``_record_kept``).
+        self._placed: dict[str, str] = {}
         #: Phases the sessions gave groups that stand for an owner's pods and have no object yet.
         self._derived_phase: dict[str, PodGroupPhase] = {}
         #: What was wrong with the annotations of those groups' pods, as snapshot problems.
@@ -304,11 +308,13 @@ class ClusterState:
 
     # --- events ---------------------------------------------------------------------------------------
 
-    def apply(self, obj: Mapping[str, Any], *, confirming: bool = False) -> str | None:
+    def apply(self, obj: Mapping[str, Any], *, confirming: bool = False, api_node: bool = True) -> str | None:
         """Add or replace one object. Raises :class:`InputError` for an unknown kind or a bad field.
         Returns a warning when the object was taken but part of it is ignored (a garbage namespace
         weight in a ResourceQuota). ``confirming``: the pod shows the bind the cache assumed (not
-        counted in ``changes`` unless the event shows more: another status, labels or annotations)."""
+        counted in ``changes`` unless the event shows more: another status, labels or annotations).
+        ``api_node``: a node the pod shows is the API's; False when it may be the cache's own (an
+        assumed bind laid over the API's pod, or the cached pod stored again): see ``_record_kept``."""
         kind = obj.get("kind")
         warning: str | None = None
         ring: str | None = FREED  # the few kinds below that say otherwise
@@ -327,16 +333,21 @@ class ClusterState:
                 # confirming a bind, a condition the pruner drops): the task stands, not parsed again.
                 self.raw_pods[key] = obj
                 changed = False
+                if api_node and key not in self._placed and (obj.get("spec") or {}).get("nodeName"):
+                    self._placed[key] = str(meta_of(obj).get("uid") or key)  # (a bind laid over, shown)
             elif kind == "Pod":
                 task = self._build_task(obj)
                 self._held_refused.discard(task.key)
                 key = task.key  # one string for every table (Task.key makes a new one each time)
                 old = self.tasks.get(key)
+                placed = self._placed.get(key) == task.uid  # (before this event)
                 if old is not None and (
                     (old.annotations and BOUND_UNDER in old.annotations)
                     or (task.annotations and BOUND_UNDER in task.annotations)
                 ):
-                    task = _record_kept(old, task)
+                    task = _record_kept(old, task, placed=placed)
+                if api_node and not placed and task.node_name:
+                    self._placed[key] = task.uid
                 if confirming and not _same_but_confirmed(old, task):
                     self.changes += 1  # the event shows more than the bind (the pod finished, say)
                 before = self.raw_pods.get(key)
@@ -739,6 +750,7 @@ class ClusterState:
                 self.usage.pop(name, None)
             elif kind == "Pod":
                 self.raw_pods.pop(key, None)
+                self._placed.pop(key, None)
                 self._held_refused.discard(key)
                 self._misdirected.pop(key, None)
                 self._note_bound(key, None)
@@ -909,7 +921,7 @@ class ClusterState:
             task = self.tasks.get(key)
             uid = str(meta_of(raw).get("uid") or key)
             if task is None or task.uid != uid:
-                self.apply(raw)
+                self.apply(raw, api_node=False)
                 return False
             status, node = pod_status(raw)
             task = copy_task(task)
@@ -1452,20 +1464,20 @@ def _same_but_confirmed(old: Task | None, new: Task) -> bool:
     )
 
 
-def _record_kept(old: Task, new: Task) -> Task:
+def _record_kept(old: Task, new: Task, *, placed: bool) -> Task:
     """Pod ``new`` (an event of the pod the cache holds as ``old``) with the bound-under record the cache
     took first, changed or removed since: a bind writes it once, so a later change is not the
     scheduler's (a tenant's, where no admission policy fixes it). A record that comes later than the
-    pod's node is taken (the watch may show a bind after the cache assumed it), but not once the API has
-    shown the pod running without one: the bind's record comes with its node, before the kubelet runs
-    it, so one added later (to a pod bound before records existed, or by someone else) is a tenant's.
-    After a restart the pods' records are read as they are then. ``new`` itself when its record is the
-    one taken."""
+    pod's node is taken where that node was the cache's own (the watch shows a bind after the cache
+    assumed it), but not once the API has shown the pod on a node without one (``placed``: bound by
+    someone else, or before records existed; running, pending on its node or terminating): the bind's
+    record comes with its node, in one update, so one added later is a tenant's. After a restart the
+    pods' records are read as they are then. ``new`` itself when its record is the one taken."""
     if old.uid != new.uid:
         return new
     was = old.annotations.get(BOUND_UNDER)
     if was is None:
-        if old.status is not TaskStatus.RUNNING:  # (an assumed bind's status is not Running: the API's)
+        if not placed:  # (an assumed bind's node is the cache's own, not the API's)
             return new
         new.annotations = {k: v for k, v in new.annotations.items() if k != BOUND_UNDER}
         return new
