@@ -310,6 +310,38 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+#: The first seconds of an arriving run, told apart in ``--tail``.
+FIRST_SECOND = 1.0
+
+
+def _places(pods: list[dict[str, Any]]) -> dict[int, int]:
+    """Each pod's place in the order of creation (1: the first), by ``id``; a pod without its time last."""
+    ordered = sorted(pods, key=lambda pod: pod.get("created_at", math.inf))
+    return {id(pod): i for i, pod in enumerate(ordered, 1)}
+
+
+def first_second(pods: list[dict[str, Any]]) -> str:
+    """The creation-to-bind (p50/max, ms) of the pods created within :data:`FIRST_SECOND` of the run's
+    first, and (p50/p99) of the rest, with how many of the run's slowest 1% are among the first."""
+    timed = [pod for pod in pods if "created_at" in pod and "total" in pod]
+    if not timed:
+        return "-"
+    start = min(pod["created_at"] for pod in timed)
+    early = [pod["total"] for pod in timed if pod["created_at"] - start < FIRST_SECOND]
+    late = [pod["total"] for pod in timed if pod["created_at"] - start >= FIRST_SECOND]
+    slowest = sorted(timed, key=lambda pod: -pod["total"])[: max(1, len(timed) // 100)]
+    among = sum(1 for pod in slowest if pod["created_at"] - start < FIRST_SECOND)
+    said = (
+        f"the first {len(early)}: p50 {1000 * percentile(early, 50):.2f} max {1000 * max(early):.0f}"
+        if early
+        else "the first 0"
+    )
+    return (
+        f"{said}; the other {len(late)}: p50/p99 {_ms(late)}; of the slowest {len(slowest)}, {among} "
+        "among the first"
+    )
+
+
 def print_tail(rows: list[dict[str, Any]], n: int) -> None:
     """Each volsched run's ``n`` slowest pods by stage, the collector's runs within each one's creation-to-
     bind, and kube-scheduler's p99 in the same round; then each run's collector runs by generation."""
@@ -331,10 +363,10 @@ def print_tail(rows: list[dict[str, Any]], n: int) -> None:
         "its session's CPU to the session's end (an inline bind's request and answer in it); echo < 0: the "
         "bench's watch saw the bind before volsched read its answer; gc: the cyclic collector's runs within "
         "its creation-to-bind, summed and the longest, gen their highest generation; k-s p99: "
-        "kube-scheduler's p99 that round):"
+        "kube-scheduler's p99 that round; #: its place in the order of creation, 1 the first):"
     )
     print(
-        f"{'rate':>5} {'rep':>3} {'scheduler':<17} {'k-s p99':>7} "
+        f"{'rate':>5} {'rep':>3} {'scheduler':<17} {'k-s p99':>7} {'#':>5} "
         + " ".join(f"{p:>10}" for p in parts)
         + "  gen"
     )
@@ -349,12 +381,20 @@ def print_tail(rows: list[dict[str, Any]], n: int) -> None:
             and r["scheduler"] == "kube-scheduler"
         ]
         p99 = f"{1000 * percentile(theirs[0], 99):7.2f}" if theirs and theirs[0] else "      -"
+        place = _places(row["pods"])
         for pod in sorted(row["pods"], key=lambda pod: -pod.get("total", 0.0))[:n]:
             cells = " ".join(f"{1000 * pod[p]:10.2f}" if p in pod else "         -" for p in parts)
             print(
-                f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<17} {p99} {cells}"
+                f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<17} {p99} {place[id(pod)]:>5} {cells}"
                 f"  {pod.get('gc_generation', -1):>3}"
             )
+    print(
+        f"creation-to-bind of the pods created in the first {FIRST_SECOND:g} s of each volsched run (the "
+        "process's work after ready, its deferred imports among it, runs then) and of the rest (ms):"
+    )
+    for row in rows:
+        if row.get("pods"):
+            print(f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<17} {first_second(row['pods'])}")
     print("the cyclic collector in each volsched run (runs, ms summed, the longest ms), by generation:")
     for row in rows:
         if "gc" in row:

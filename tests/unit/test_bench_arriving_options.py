@@ -131,3 +131,20 @@ def test_the_collectors_runs_in_volscheds_log_are_laid_beside_a_pods_way(latency
     assert within(runs, 1000.002, 1000.1) == (pytest.approx(0.002), pytest.approx(0.002), 0)
     assert within(runs, 999.0, 1001.0) == (pytest.approx(0.014), pytest.approx(0.010), 2)
     assert within(runs, 1000.2, 1000.4) == (0.0, 0.0, -1)
+
+
+def test_the_tail_tells_the_pods_of_the_runs_first_second_from_the_rest(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from arriving_latency import first_second, print_tail
+
+    # 120 pods at 20/s: the first 20 within the first second; the slowest two are pods 3 and 100.
+    pods = [{"created_at": 100.0 + i / 20, "total": 0.005} for i in range(120)]
+    pods[2]["total"], pods[99]["total"] = 0.030, 0.020
+    said = first_second(pods)
+    assert said.startswith("the first 20: p50 5.00 max 30; the other 100: p50/p99 5.00/")
+    assert said.endswith("of the slowest 1, 1 among the first")
+    print_tail([{"rate": 20, "repeat": 0, "scheduler": "volsched", "stages": {}, "pods": pods}], 2)
+    lines = capsys.readouterr().out.splitlines()
+    slowest = [line.split() for line in lines if line.split()[:3] == ["20", "0", "volsched"]][:2]
+    assert [cells[4] for cells in slowest] == ["3", "100"]  # each one's place in the order of creation
