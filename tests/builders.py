@@ -168,6 +168,7 @@ def podgroup(
     priority_class: str | None = None,
     phase: str | None = None,
     topology: tuple[str, str] | None = None,
+    created: str | None = None,
 ) -> Obj:
     spec: Obj = {}
     if min_member is not None:
@@ -186,6 +187,8 @@ def podgroup(
         "metadata": {"name": name, "namespace": ns},
         "spec": spec,
     }
+    if created:
+        out["metadata"]["creationTimestamp"] = created
     if phase:
         out["status"] = {"phase": phase}
     return out

@@ -1,10 +1,14 @@
 """A PodGroup named like a running pod standing alone, against the real apiserver (note14 Found 11): the
 pod joined it, so a tenant whose pod ran standing alone made a PodGroup of its name with minMember 4 and
-the pod, a gang below its minimum, was never reclaimed. The pod keeps its name now: the PodGroup is no
-job while the pod exists and is told why, and reclaim takes the pod as any pod standing alone
-(docs/tenancy.md "A PodGroup named like a pod standing alone")."""
+the pod, a gang below its minimum, was never reclaimed. The pod made first keeps its name now: the
+PodGroup is no job while the pod exists and is told why, and reclaim takes the pod as any pod standing
+alone. The other way (note15 Found 1), a PodGroup made first keeps its name: a pod standing alone made
+after it is its member, and the gang keeps its pods (docs/tenancy.md "A PodGroup named like a pod
+standing alone")."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -20,6 +24,7 @@ from tests.e2e.operator_fixtures import (
     queue_cpu,
     wait_for,
 )
+from volsched.model.admitted import BOUND_UNDER, read_bound
 
 pytestmark = pytest.mark.cluster
 
@@ -54,7 +59,8 @@ def test_a_podgroup_named_like_a_running_pod_standing_alone_does_not_keep_it_fro
             e.reason == "PodGroupNameTaken"
             and e.involved_object.kind == "PodGroup"
             and e.involved_object.name == "x"
-            and "pod x, which names no pod group, has its name" in (e.message or "")
+            and "pod x, which names no pod group, was made before this PodGroup and has its name"
+            in (e.message or "")
             for e in k.core.list_namespaced_event(ns_a).items
         ),
         30,
@@ -66,6 +72,50 @@ def test_a_podgroup_named_like_a_running_pod_standing_alone_does_not_keep_it_fro
     # qb deserves half the node: reclaim takes x, the newer (before: a-0, x kept as a gang of minMember 4)
     wait_for(lambda: len(k.bound(ns_b)) == 1, 60, what="qb's pod bound after reclaim", operator=op)
     assert list(k.bound(ns_a)) == [f"{ns_a}/a-0"]
+    for used, alloc in node_usage(k).values():
+        assert used <= alloc + 1e-9
+    op.check_running()
+
+
+def test_a_pod_standing_alone_made_after_a_running_gang_of_its_name_joins_it_and_leaves_it_whole(
+    k: Kube, start_operator: Start
+) -> None:
+    """note15 Found 1: pod x, naming no group, made in gang x's namespace after gang x ran, took PodGroup x
+    (a pod standing alone kept its name whichever came first): the gang's running pods were left without
+    their group, orphans reclaim could take one by one below its minMember. PodGroup x came first (the
+    cluster's creation times say so): pod x is its member, bound under its record as a pod naming it
+    would be, and reclaim takes it, the gang's one above its minimum, not the gang's own."""
+    k.set_config(CONFIG)
+    k.nodes(node("n1", cpu="4"))
+    k.queue(queue("qa"))
+    k.queue(queue("qb"))
+    ns_a, ns_b = _namespace(k, "name-first-a", "qa"), _namespace(k, "name-first-b", "qb")
+    made = k.podgroup(ns_a, podgroup("x", 2, queue="qa"))
+    k.pods(ns_a, pod("x-0", cpu="1", group="x"), pod("x-1", cpu="1", group="x"))
+    op = start_operator()
+    wait_for(lambda: len(k.bound(ns_a)) == 2, 30, what="gang x bound", operator=op)
+    # (creation times count whole seconds: pod x is made in a later one than PodGroup x)
+    then = datetime.fromisoformat(made["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+    wait_for(
+        lambda: datetime.now(UTC) >= then + timedelta(seconds=1.5), 5, interval=0.1, what="a later second"
+    )
+
+    k.pods(ns_a, pod("x", cpu="1"))  # names no group
+    wait_for(lambda: f"{ns_a}/x" in k.bound(ns_a), 30, what="x bound", operator=op)
+    notes = k.core.read_namespaced_pod("x", ns_a).metadata.annotations or {}
+    record = read_bound(notes.get(BOUND_UNDER, ""))
+    # before: none (bound standing alone), and PodGroup x told its name was taken, its pods orphans
+    assert record is not None and record.uid == made["metadata"]["uid"], notes
+    assert (record.queue, record.min_member) == ("qa", 2)
+
+    k.podgroup(ns_b, podgroup("b", 1, queue="qb"))
+    k.pods(ns_b, pod("b-0", cpu="2", group="b"))
+    # qb deserves half the node: reclaim takes x, the gang's one above its minimum, and leaves x-0 and x-1
+    wait_for(lambda: len(k.bound(ns_b)) == 1, 60, what="qb's pod bound after reclaim", operator=op)
+    assert sorted(k.bound(ns_a)) == [f"{ns_a}/x-0", f"{ns_a}/x-1"]
+    assert not any(
+        e.reason == "PodGroupNameTaken" for e in k.core.list_namespaced_event(ns_a).items
+    )  # (what the operator told, by now: the gang's events came with its binds)
     for used, alloc in node_usage(k).values():
         assert used <= alloc + 1e-9
     op.check_running()

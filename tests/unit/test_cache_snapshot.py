@@ -141,6 +141,8 @@ class Walk:
         #: With ``strays``, draws of their own for groups no PodGroup answers and bound pods still
         #: Pending (the walk's other draws stay as they were; without, the walk is as it always was).
         self.strays = random.Random(-1 - seed) if strays else None
+        #: With ``strays``, when each PodGroup named like a pod was made (draws of their own again).
+        self.made = random.Random(-1001 - seed)
         #: With ``strays``, each pod's bound-under record (by uid; None: it carries none).
         self.records: dict[str, str | None] = {}
 
@@ -223,8 +225,8 @@ class Walk:
     def rules(self) -> None:
         """With strays, now and then: queue q0's tenancy rules or a namespace's labels change (which decide
         where an orphan counts: the queue its record names, or its namespace's default queue), or a
-        PodGroup named like a pod comes or goes (a pod standing alone keeps its name: the PodGroup is no
-        job while it exists)."""
+        PodGroup named like a pod comes or goes (a pod standing alone made before it keeps its name: the
+        PodGroup is no job while it exists; one made after it is its member)."""
         assert self.strays is not None
         s = self.strays
         if s.random() < 0.5:  # a PodGroup named like a pod (standing alone, or not)
@@ -232,7 +234,15 @@ class Walk:
             if s.random() < 0.4:
                 self.drop("PodGroup", ns, name)
             else:
-                self.put(podgroup(name, ns=ns, min_member=s.randrange(1, 3), queue=s.choice([None, "q0"])))
+                # (made at a time not known, or at a second of the pods': before a pod of its name, or
+                # after, or with it; a pod standing alone made after it is its member)
+                m = self.made
+                made = m.choice([None, f"2026-01-01T00:00:{m.randrange(60):02d}Z"])
+                self.put(
+                    podgroup(
+                        name, ns=ns, min_member=s.randrange(1, 3), queue=s.choice([None, "q0"]), created=made
+                    )
+                )
             return
         if s.random() < 0.5:
             labels = {"team": s.choice(["a", "b"])} if s.random() < 0.7 else {}
@@ -421,8 +431,9 @@ def test_the_walks_meet_orphans() -> None:
     """(The walks above take pods of ours on a node whose group is gone, carrying a record, through
     snapshots: orphans, their own jobs, in the queue their record names or, refused, their namespace's
     default queue; and PodGroups a pod standing alone of their name keeps from being jobs, an orphan's
-    among them. Not every seed meets them; these do.)"""
-    taken = refused = shadowed = by_orphan = 0
+    among them, and pods standing alone made after a PodGroup of their name, its members. Not every seed
+    meets them; these do.)"""
+    taken = refused = shadowed = by_orphan = joined = 0
     for seed in (0, 1, 2):
         walk, met = Walk(seed, strays=True), 0
         for i in range(300):
@@ -436,8 +447,13 @@ def test_the_walks_meet_orphans() -> None:
                     refused += "as the record of its bind says" in message
                     shadowed += reason == "PodGroupNameTaken"
                     by_orphan += reason == "PodGroupNameTaken" and "running without its pod group" in message
+                tasks = walk.feeder.state.tasks
+                joined += sum(  # (a pod standing alone made after the PodGroup of its name: its member)
+                    job.podgroup is not None and key in job.tasks and tasks[key].standing_alone
+                    for key, job in snap.jobs.items()
+                )
         assert met, f"seed {seed}"
-    assert taken and refused and shadowed and by_orphan
+    assert taken and refused and shadowed and by_orphan and joined
 
 
 class BuildFails(Exception):

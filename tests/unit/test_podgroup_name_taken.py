@@ -2,9 +2,11 @@
 in its namespace (note14 Found 11). Its job key is its own key, which was the PodGroup's too, so it
 joined that PodGroup's job: a tenant who created a PodGroup named like its running pod, minMember 4,
 kept the pod from reclaim as a gang below its minimum (and moved it into the PodGroup's queue), and a
-pending pod so named was placed as one of the gang's members. A pod joins a PodGroup only by naming it;
-a pod standing alone keeps its name, and the PodGroup is no job while it exists, told why, its pods
-waiting as a missing group's (docs/tenancy.md "A PodGroup named like a pod standing alone")."""
+pending pod so named was placed as one of the gang's members. A pod standing alone made before the
+PodGroup keeps its name, and the PodGroup is no job while it exists, told why, its pods waiting as a
+missing group's; one made after the PodGroup is its member, as a pod naming it would be, so that one pod
+made in a namespace does not unmake a running gang there (note15 Found 1). Whichever came first, by the
+creation times (docs/tenancy.md "A PodGroup named like a pod standing alone")."""
 
 from __future__ import annotations
 
@@ -25,9 +27,9 @@ PREEMPT = load_config(
 )
 Obj = dict[str, Any]
 TAKEN = (
-    "pod x, which names no pod group, has its name: a pod standing alone is a job of its own, under its "
-    "name, and never joins a PodGroup of that name; while pod x exists this PodGroup is taken by none, "
-    "and its pods wait (rename the PodGroup, or delete the pod)"
+    "pod x, which names no pod group, was made before this PodGroup and has its name: a pod standing alone "
+    "is a job of its own, under its name, and never joins a PodGroup of that name made after it; while pod "
+    "x exists this PodGroup is taken by none, and its pods wait (rename the PodGroup, or delete the pod)"
 )
 
 
@@ -59,15 +61,18 @@ def _running() -> list[Obj]:
 
 @pytest.mark.parametrize("kept", [True, False], ids=["incremental", "from-scratch"])
 @pytest.mark.parametrize("group_queue", ["qa", "qb"])
+@pytest.mark.parametrize("created", [None, "2026-01-01T00:00:03Z", "2026-01-01T00:01:00Z"])
 def test_a_podgroup_named_like_a_running_pod_standing_alone_neither_protects_nor_moves_it(
-    kept: bool, group_queue: str
+    kept: bool, group_queue: str, created: str | None
 ) -> None:
+    """The PodGroup made after pod x (made at 00:00:03), in the same second, or at a time not known: x
+    came first and keeps its name."""
     state = _state(*_running())
     control = [e.pod for e in run_session(state.snapshot(now=1.0), PREEMPT).evictions]
     assert control == ["ns/x", "ns/a3"]  # (the newest first)
     if not kept:
         state = _state(*_running())
-    state.apply(podgroup("x", ns="ns", queue=group_queue, min_member=4, phase="Running"))
+    state.apply(podgroup("x", ns="ns", queue=group_queue, min_member=4, phase="Running", created=created))
     snap = state.snapshot(now=2.0)
     job = snap.jobs["ns/x"]
     assert (job.podgroup, job.queue, job.min_member, list(job.tasks)) == (None, "qa", 1, ["ns/x"])
@@ -96,6 +101,83 @@ def test_a_pending_pod_standing_alone_is_not_placed_as_a_member_of_a_podgroup_of
     snap = state.snapshot(now=2.0)
     assert snap.jobs["ns/x"].podgroup is not None and list(snap.jobs["ns/x"].tasks) == ["ns/x-0"]
     assert "PodGroup ns/x" not in _told(snap) and "Pod ns/x-0" not in _told(snap)
+
+
+@pytest.mark.parametrize(
+    ("pod_made", "joins"), [("00:00:05", True), ("00:00:01", False), ("00:00:00", False)]
+)
+def test_a_pending_pod_standing_alone_made_after_a_podgroup_of_its_name_is_its_member(
+    pod_made: str, joins: bool
+) -> None:
+    """PodGroup x made at 00:00:01: a pod x standing alone made after it is its member, as a pod naming it
+    would be (it takes nothing a group annotation would not give it); one made in the same second, or
+    before, keeps its name."""
+    state = _state(
+        node("n1", cpu="4"),
+        queue("q"),
+        podgroup("x", ns="ns", queue="q", min_member=2, created="2026-01-01T00:00:01Z"),
+        pod("x", ns="ns", cpu="1", created=f"2026-01-01T{pod_made}Z"),  # names no group
+        pod("x-0", ns="ns", cpu="1", group="x", created="2026-01-01T00:00:02Z"),
+    )
+    snap = state.snapshot(now=1.0)
+    job = snap.jobs["ns/x"]
+    if joins:
+        assert job.podgroup is not None and sorted(job.tasks) == ["ns/x", "ns/x-0"]
+        assert snap.problems == []
+        assert sorted(b.pod for b in run_session(snap, PREEMPT).binds) == ["ns/x", "ns/x-0"]  # gang x of two
+    else:
+        assert job.podgroup is None and list(job.tasks) == ["ns/x"]
+        assert _told(snap)["PodGroup ns/x"] == ("PodGroupNameTaken", TAKEN)
+
+
+def _gang(made: str) -> list[Obj]:
+    """Gang x (queue qa, minMember 4, made at ``made``) runs its 4 pods, each bound under it (its
+    record), on n1; qb's hi waits for 2 cpu. qa holds all of n1: past its share, but a gang at its
+    minimum, which reclaim never takes below it."""
+    pg = podgroup("x", ns="ns", queue="qa", min_member=4, phase="Running", created=made)
+    pg["metadata"]["uid"] = "x-uid"
+    record = bound_under(uid="x-uid", queue="qa", priority_class="", priority=0, min_member=4)
+    return [
+        node("n1", cpu="4"),
+        queue("qa"),
+        queue("qb"),
+        pg,
+        *[
+            pod(
+                f"x-{i}",
+                ns="ns",
+                cpu="1",
+                group="x",
+                node="n1",
+                annotations={BOUND_UNDER: record},
+                created="2026-01-01T00:00:02Z",
+            )
+            for i in range(4)
+        ],
+        podgroup("hi", ns="nb", queue="qb", phase="Inqueue"),
+        pod("hi-0", ns="nb", cpu="2", group="hi"),
+    ]
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["incremental", "from-scratch"])
+def test_a_pod_standing_alone_made_after_a_running_podgroup_of_its_name_does_not_unmake_it(
+    kept: bool,
+) -> None:
+    """note15 Found 1: pod x, naming no group, made in gang x's namespace after gang x ran took PodGroup x
+    (a pod standing alone kept its name whichever came first): x's running pods were left without their
+    group, orphans, which reclaim took one by one below minMember 4. The PodGroup came first: it stays
+    gang x's, and pod x is its member, as a pod naming it would be."""
+    objs = _gang("2026-01-01T00:00:01Z")
+    state = _state(*objs)
+    assert run_session(state.snapshot(now=1.0), PREEMPT).evictions == []  # (the gang at its minimum)
+    if not kept:
+        state = _state(*objs)
+    state.apply(pod("x", ns="ns", cpu="1", queue="qa", created="2026-01-01T00:05:00Z"))  # names no group
+    snap = state.snapshot(now=2.0)
+    job = snap.jobs["ns/x"]
+    assert job.podgroup is not None and sorted(job.tasks) == ["ns/x", *[f"ns/x-{i}" for i in range(4)]]
+    assert [(obj, reason) for obj, reason, _ in snap.problems] == []  # (before: PodGroupNameTaken, 4 orphans)
+    assert run_session(snap, PREEMPT).evictions == []  # before: ["ns/x-3", "ns/x-2"], the gang below 4
 
 
 @pytest.mark.parametrize("how", ["group annotation", "controller owner"])
@@ -141,11 +223,21 @@ def _orphans(how: str) -> list[Obj]:
 
 @pytest.mark.parametrize("kept", [True, False], ids=["incremental", "from-scratch"])
 @pytest.mark.parametrize("how", ["deleted", "taken"])
-def test_a_podgroup_named_like_an_orphan_neither_protects_nor_moves_it(kept: bool, how: str) -> None:
+@pytest.mark.parametrize("older", [False, True], ids=["podgroups-newer", "podgroups-older"])
+def test_a_podgroup_named_like_an_orphan_neither_protects_nor_moves_it(
+    kept: bool, how: str, older: bool
+) -> None:
     """An orphan (its group gone, its record its bind's) is a pod standing alone too, and keeps its name:
     before, orphan lo-0 joined PodGroup lo-0 (queue q3, minMember 2), counted in q3 and kept from reclaim
-    as a gang below its minimum, so PodGroups named like a deleted gang's pods floored them all again."""
+    as a gang below its minimum, so PodGroups named like a deleted gang's pods floored them all again.
+    Whatever their age: a PodGroup lo-0 made before pod lo-0 was not what it was bound under (and who may
+    delete lo could delete it as well)."""
     objs = _orphans(how)
+    for obj in objs:
+        meta = obj["metadata"]
+        if older and meta["name"].startswith("lo-"):  # (pods lo-0..3 at 00:00:05, PodGroups lo-0..3 before)
+            pg = obj["kind"] == "PodGroup"
+            meta["creationTimestamp"] = "2026-01-01T00:00:01Z" if pg else "2026-01-01T00:00:05Z"
     state = _state(*objs[:-6] if kept else objs)  # (incremental: the PodGroups named like pods come later)
     if kept:
         state.snapshot(now=1.0)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from volsched.cache import orphans
+from volsched.cache.names import SHADOWED, named_by, shadow_refusal, taken
 from volsched.model.admitted import BoundUnder
 from volsched.model.attach import AttachCatalog, carry_counts
 from volsched.model.cluster import (
@@ -244,12 +245,12 @@ class _Base:
         #: (``shadowed``), in the build's order; and every PodGroup of the build, those included.
         self.podgroups = podgroups
         self.all_podgroups: dict[str, PodGroupSpec] = podgroups
-        #: The keys of the PodGroups whose key is a pod standing alone's (``Task.standing_alone``, ours) or
-        #: an orphan's, which the pod keeps: a PodGroup of that name is taken by none while the pod exists
-        #: (its pods are a missing group's: they wait, or on a node are strays), and is told why
-        #: (``shadow_refusal``). See ``_taken``.
+        #: The keys of the PodGroups whose key is a pod standing alone's (``Task.standing_alone``, ours, made
+        #: before the PodGroup) or an orphan's, which the pod keeps: a PodGroup of that name is taken by
+        #: none while the pod exists (its pods are a missing group's: they wait, or on a node are strays),
+        #: and is told why (``shadow_refusal``). See ``volsched.cache.names``.
         self.shadowed: dict[str, None] = {}
-        #: The PodGroup keys whose task may keep its PodGroup from being a job (``_named_by``): True, a pod
+        #: The PodGroup keys whose task may keep its PodGroup from being a job (``named_by``): True, a pod
         #: standing alone; False, a pod that is an orphan once its own group is no job.
         self.named: dict[str, bool] = {}
         self.priority_classes = priority_classes
@@ -335,64 +336,6 @@ def _stray(t: Task, key: str, podgroups: Mapping[str, PodGroupSpec]) -> bool:
     queue it was bound under (``volsched.cache.orphans``). A pod of a missing group still without a node
     stays a member of that job key: a problem, told why (PodGroupNotFound). docs/design/steady-state.md."""
     return bool(t.node_name) and t.job_key != key and t.job_key not in podgroups
-
-
-#: The reason of the event on a PodGroup a pod standing alone of its name keeps from being a job.
-SHADOWED = "PodGroupNameTaken"
-
-
-def _named_by(entry: _Entry | None, key: str) -> bool | None:
-    """Whether the pod at PodGroup key ``key`` (its entry, or None) may keep that PodGroup from being a
-    job: True, a pod of ours standing alone; False, a pod of ours of another group that holds a node
-    with its bind's record (an orphan, its own job under its own key, whenever its group is no job);
-    None, neither."""
-    if entry is None:
-        return None
-    t = entry.prepared
-    if not t.schedulable_by_us:
-        return None
-    if t.standing_alone:
-        return True
-    if t.node_name and t.job_key != key and orphans.record_of(t) is not None:
-        return False
-    return None
-
-
-def _taken(
-    named: Mapping[str, bool], every: Mapping[str, PodGroupSpec], entries: Mapping[str, _Entry]
-) -> dict[str, None]:
-    """The PodGroups of ``every`` (by key) that a pod of their name keeps (``named``: ``_named_by`` of
-    each): a pod standing alone's, and an orphan's whose own group is not in ``every`` or is itself
-    kept so, the least set that holds (pod p of group g and pod g of group p, both PodGroups there: each
-    is its group's member, neither is taken). An orphan is a pod standing alone too: one that joined a
-    PodGroup of its name would count in that group's queue and be kept from reclaim as a gang below its
-    minimum, as if its own group had never gone."""
-    taken = {k: None for k, alone in named.items() if alone}
-    left = [k for k, alone in named.items() if not alone]
-    grew = bool(left)
-    while grew:
-        grew = False
-        for k in left:
-            if k not in taken and ((group := entries[k].prepared.job_key) not in every or group in taken):
-                taken[k] = None
-                grew = True
-    return taken
-
-
-def shadow_refusal(key: str, group: str | None = None) -> str:
-    """Why PodGroup ``key`` is no job: a pod standing alone has its name (what its pods are told);
-    ``group``: that pod's own group (key), when it is an orphan."""
-    name = key.rpartition("/")[2]
-    if group is None:
-        who = f"pod {name}, which names no pod group,"
-    else:
-        gone = group.rpartition("/")[2]
-        who = f"pod {name}, bound under its record and running without its pod group {gone},"
-    return (
-        f"{who} has its name: a pod standing alone is a job of its own, "
-        f"under its name, and never joins a PodGroup of that name; while pod {name} exists this PodGroup "
-        "is taken by none, and its pods wait (rename the PodGroup, or delete the pod)"
-    )
 
 
 _NODE_OF: operator.itemgetter[int] = operator.itemgetter(1)  # (of a task's place: its node)
@@ -758,6 +701,15 @@ class SnapshotBuilder:
             out.ours = False
         return out
 
+    def _prepared(self, key: str) -> Task:
+        """The prepared task of entry ``key`` (one there is)."""
+        return self._entries[key].prepared
+
+    def _prepared_at(self, key: str) -> Task | None:
+        """The prepared task of entry ``key``, or None when there is none."""
+        entry = self._entries.get(key)
+        return None if entry is None else entry.prepared
+
     def _orphan(self, key: str, where: orphans.Standing) -> Task:
         """The shared task of orphan ``key`` (standing ``where``) as a pod standing alone."""
         entry = self._entries[key]
@@ -788,12 +740,12 @@ class SnapshotBuilder:
     ) -> bool:
         """Bring ``base.shadowed`` to the PodGroups ``every`` (by key): ``base.named`` asked again of the
         PodGroups whose key's task changed (``changed``) and of those that came, those gone leaving it;
-        then ``_taken`` of it (an orphan's depends on its group too). Whether any is taken by a pod of
+        then ``taken`` of it (an orphan's depends on its group too). Whether any is taken by a pod of
         its name."""
-        named, entries = base.named, self._entries
+        named = base.named
         for key in itertools.chain(changed, came):
             if key in every:
-                how = _named_by(entries.get(key), key)
+                how = named_by(self._prepared_at(key), key)
                 if how is None:
                     named.pop(key, None)
                 else:
@@ -801,7 +753,7 @@ class SnapshotBuilder:
         if named:
             for key in [k for k in named if k not in every]:
                 del named[key]
-            base.shadowed = _taken(named, every, entries)
+            base.shadowed = taken(named, every, self._prepared)
         else:
             base.shadowed = {}
         return bool(base.shadowed)
@@ -1089,8 +1041,8 @@ class SnapshotBuilder:
         pending pod standing alone lent as :meth:`_job` would: a backlog's 50,000 pods go through here)."""
         entries = self._entries
         every = {pg.key: pg for pg in pg_list}
-        named = {k: how for k in every if (how := _named_by(entries.get(k), k)) is not None}
-        shadowed = _taken(named, every, entries) if named else {}
+        named = {k: how for k in every if (how := named_by(self._prepared_at(k), k)) is not None}
+        shadowed = taken(named, every, self._prepared) if named else {}
         base = _Base(
             space,
             {k: pg for k, pg in every.items() if k not in shadowed} if shadowed else every,

@@ -1,0 +1,85 @@
+"""Which PodGroups a pod of their name keeps from being a job: a pod of ours standing alone (it names no
+group and has no controller owner: its job key is its own key, which is the PodGroup's too) or an orphan
+(``volsched.cache.orphans``: a pod standing alone under its own key once its group is gone). Design:
+docs/tenancy.md "A PodGroup named like a pod standing alone". Pure: no I/O, no cache state.
+
+Whichever came first keeps the name, by the objects' creation times (what the cluster shows, so a restart
+decides the same): a PodGroup made after a pod standing alone of its name is no job while the pod exists
+(a tenant wrapping a running pod in a PodGroup would keep it from reclaim as a gang below its minimum, or
+move it into another queue's count); a pod standing alone made after the PodGroup is its member, as a pod
+naming it would be (one pod made in a namespace would otherwise unmake a running gang there, its pods
+left without their group). An orphan takes a PodGroup of its name whenever its own group is no job: it
+came first (it was made, and bound, under its group).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from volsched.cache.orphans import record_of
+from volsched.model.vocabulary import PodGroupSpec, Task
+
+#: The reason of the event on a PodGroup a pod standing alone of its name keeps from being a job.
+SHADOWED = "PodGroupNameTaken"
+
+
+def named_by(t: Task | None, key: str) -> bool | None:
+    """Whether pod ``t`` (None: no pod), at PodGroup key ``key``, may keep that PodGroup from being a
+    job: True, a pod of ours standing alone; False, a pod of ours of another group that holds a node
+    with its bind's record (an orphan, its own job under its own key, whenever its group is no job);
+    None, neither."""
+    if t is None or not t.schedulable_by_us:
+        return None
+    if t.standing_alone:
+        return True
+    if t.node_name and t.job_key != key and record_of(t) is not None:
+        return False
+    return None
+
+
+def came_first(pg: PodGroupSpec, t: Task) -> bool:
+    """Whether PodGroup ``pg`` was made before pod ``t`` standing alone of its name (both times known,
+    the PodGroup's strictly earlier: ``metadata.creationTimestamp`` counts whole seconds, and a tie, or a
+    time not known, leaves the name to the pod)."""
+    return 0.0 < pg.creation < t.creation
+
+
+def taken(
+    named: Mapping[str, bool], every: Mapping[str, PodGroupSpec], pod: Callable[[str], Task]
+) -> dict[str, None]:
+    """The PodGroups of ``every`` (by key) that a pod of their name keeps (``named``: :func:`named_by`
+    of each; ``pod``: the pod at each of its keys): a pod standing alone's that did not come after it
+    (:func:`came_first`), and an orphan's whose own group is not in ``every`` or is itself kept so, the
+    least set that holds (pod p of group g and pod g of group p, both PodGroups there: each is its
+    group's member, neither is taken). An orphan is a pod standing alone too: one that joined a PodGroup
+    of its name would count in that group's queue and be kept from reclaim as a gang below its minimum,
+    as if its own group had never gone."""
+    out = {k: None for k, alone in named.items() if alone and not came_first(every[k], pod(k))}
+    left = [k for k, alone in named.items() if not alone]
+    grew = bool(left)
+    while grew:
+        grew = False
+        for k in left:
+            if k not in out and ((group := pod(k).job_key) not in every or group in out):
+                out[k] = None
+                grew = True
+    return out
+
+
+def shadow_refusal(key: str, group: str | None = None) -> str:
+    """Why PodGroup ``key`` is no job: a pod standing alone has its name (what its pods are told);
+    ``group``: that pod's own group (key), when it is an orphan."""
+    name = key.rpartition("/")[2]
+    if group is None:
+        who, which = (
+            f"pod {name}, which names no pod group, was made before this PodGroup and",
+            " made after it",
+        )
+    else:
+        gone = group.rpartition("/")[2]
+        who, which = f"pod {name}, bound under its record and running without its pod group {gone},", ""
+    return (
+        f"{who} has its name: a pod standing alone is a job of its own, under its name, and never joins a "
+        f"PodGroup of that name{which}; while pod {name} exists this PodGroup is taken by none, and its "
+        "pods wait (rename the PodGroup, or delete the pod)"
+    )
