@@ -205,3 +205,33 @@ def test_an_orphan_whose_record_its_queue_refuses_holds_its_namespaces_default_q
     a.state.apply(pod("orphan", ns="ns-c", group="gone", node="n1", annotations={BOUND_UNDER: record}))
     assert a.queue_deletion("shared") is None
     assert "queue team-a still holds 2 job(s)" in (a.queue_deletion("team-a") or "")  # (ns-b/pg and it)
+
+
+def test_an_orphan_whose_podgroup_a_pod_of_its_name_takes_holds_its_records_queue() -> None:
+    """note15 Found 3: pod g of ns-a, naming no group, made before PodGroup g, takes its name: PodGroup g is
+    no job, and its running pods m1 (bound under a record in q1) and m2 (in shared) are orphans the
+    sessions count in those queues. The delete check skipped them (their group exists: it counts
+    PodGroup g, held to the least record, q1's) and let shared go while m2 counted there. It now asks
+    the snapshot's rule (``volsched.cache.names``)."""
+    a = _admission()
+    records = {
+        "m1": bound_under(uid="u", queue="q1", priority_class="", priority=0, min_member=2),
+        "m2": bound_under(uid="u", queue="shared", priority_class="low", priority=10, min_member=2),
+    }
+    a.state.apply(pod("g", ns="ns-a", queue="team-a", created="2026-01-01T00:00:01Z"))
+    a.state.apply(podgroup("g", ns="ns-a", queue="q1", min_member=2, created="2026-01-01T00:00:05Z"))
+    for name, record in records.items():
+        a.state.apply(pod(name, ns="ns-a", group="g", node="n1", annotations={BOUND_UNDER: record}))
+    snap = a.state.snapshot(now=1.0)
+    assert snap.jobs["ns-a/g"].podgroup is None  # (what sessions count: m1 in q1, m2 in shared)
+    assert (snap.jobs["ns-a/m1"].queue, snap.jobs["ns-a/m2"].queue) == ("q1", "shared")
+    assert "queue shared still holds 1 job(s)" in (a.queue_deletion("shared") or "")  # before: None
+    # Made after PodGroup g, pod g is its member: m1 and m2 are g's (counted with g), not orphans.
+    a.state.apply(pod("g", ns="ns-a", queue="team-a", created="2026-01-01T00:00:09Z"))
+    snap = a.state.snapshot(now=2.0)
+    assert snap.jobs["ns-a/g"].podgroup is not None and sorted(snap.jobs["ns-a/g"].tasks) == [
+        "ns-a/g",
+        "ns-a/m1",
+        "ns-a/m2",
+    ]
+    assert a.queue_deletion("shared") is None

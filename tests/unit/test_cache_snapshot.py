@@ -413,6 +413,9 @@ def test_the_incremental_snapshot_equals_one_built_from_scratch(seed: int) -> No
             fresh = walk.from_scratch()
             scratch = fresh.snapshot(now=walk.now)
             assert digest(incremental) == digest(scratch), f"seed {seed}, step {i}"
+            # The Queue delete check's orphans are the snapshot's, in the same queues (one rule for both).
+            orphaned = [j.queue for k, j in incremental.jobs.items() if k in state._builder._base.orphan]
+            assert sorted(state.orphan_queues()) == sorted(orphaned), f"seed {seed}, step {i}"
             nodes = incremental.nodes  # and what a node holds is what its tasks request
             for n, held in enumerate(nodes.tasks):
                 expect = nodes.allocatable[n] - sum(

@@ -1,7 +1,9 @@
 """Which PodGroups a pod of their name keeps from being a job: a pod of ours standing alone (it names no
 group and has no controller owner: its job key is its own key, which is the PodGroup's too) or an orphan
-(``volsched.cache.orphans``: a pod standing alone under its own key once its group is gone). Design:
-docs/tenancy.md "A PodGroup named like a pod standing alone". Pure: no I/O, no cache state.
+(``volsched.cache.orphans``: a pod standing alone under its own key once its group is gone). The one rule
+the snapshot builder (which PodGroups are jobs) and the cache's Queue delete check (which pods are
+orphans) both ask. Design: docs/tenancy.md "A PodGroup named like a pod standing alone". Pure: no I/O,
+no cache state.
 
 Whichever came first keeps the name, by the objects' creation times (what the cluster shows, so a restart
 decides the same): a PodGroup made after a pod standing alone of its name is no job while the pod exists

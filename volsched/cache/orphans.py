@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from volsched.model.admitted import BOUND_UNDER, BoundUnder, read_bound
 from volsched.model.cluster import absent_object, copy_task
 from volsched.model.tenancy import queue_refusal
-from volsched.model.vocabulary import NODE_HOLDING_STATUSES, QueueSpec, Task
+from volsched.model.vocabulary import DEFAULT_QUEUE, NODE_HOLDING_STATUSES, QueueSpec, Task
 from volsched.records import dataclass
 
 #: The reason of the event on an orphan (a snapshot problem of a pod on a node: told, not refused).
@@ -92,16 +92,21 @@ def standing(
     record: BoundUnder,
     *,
     queues: Mapping[str, QueueSpec],
-    labels: Mapping[str, str],
+    labels: Mapping[str, Mapping[str, str]],
     priority_classes: Mapping[str, int],
-    default_queue: str,
+    namespace_queues: Mapping[str, str],
 ) -> Standing:
-    """Where orphan ``t`` (bound under ``record``) counts: see :func:`record_refusal`; ``default_queue``:
-    its namespace's default queue (where it counts when the record is refused)."""
-    why = record_refusal(t, record, queues=queues, labels=labels, priority_classes=priority_classes)
+    """Where orphan ``t`` (bound under ``record``) counts: see :func:`record_refusal`; ``labels`` and
+    ``namespace_queues``: each namespace's labels and default queue (where it counts when the record is
+    refused), as the cache holds them. The snapshot builder and the cache's Queue delete check both ask
+    this, with the same tables."""
+    ns = t.namespace
+    why = record_refusal(
+        t, record, queues=queues, labels=labels.get(ns) or {}, priority_classes=priority_classes
+    )
     if why is None:
         return Standing(record, record.queue, record.priority, record.priority_class)
-    return Standing(record, default_queue, t.priority, t.priority_class, why)
+    return Standing(record, namespace_queues.get(ns, DEFAULT_QUEUE), t.priority, t.priority_class, why)
 
 
 def orphan_task(t: Task, where: Standing) -> Task:

@@ -724,15 +724,14 @@ class SnapshotBuilder:
         queues = base.queue_names
         if queues is None:
             queues = base.queue_names = {q.name: q for q in base.queue_list}
-        queue, labels = queues.get(record.queue), base.labels.get(t.namespace)
-        base.orphan_from[key] = (queue, labels)
+        base.orphan_from[key] = (queues.get(record.queue), base.labels.get(t.namespace))
         return orphans.standing(
             t,
             record,
             queues=queues,
-            labels=labels or {},
+            labels=base.labels,
             priority_classes=base.priority_classes,
-            default_queue=base.namespace_queues.get(t.namespace, DEFAULT_QUEUE),
+            namespace_queues=base.namespace_queues,
         )
 
     def _shadows(

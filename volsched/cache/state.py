@@ -24,6 +24,7 @@ from typing import Any
 
 from volsched.cache import orphans
 from volsched.cache.doorbell import ARRIVED, FREED, Doorbell
+from volsched.cache.names import named_by, taken
 from volsched.cache.snapshots import SnapshotBuilder, View
 from volsched.cache.volcano import (
     VOLCANO_PODGROUP,
@@ -704,22 +705,30 @@ class ClusterState:
 
     def orphan_queues(self) -> list[str]:
         """The queue of each orphan: a pod of ours holding a node with its bind's record, whose PodGroup is
-        gone (``volsched.cache.orphans``: sessions count it there, as a pod standing alone): the record's,
-        or its namespace's default queue where the record's queue's rules refuse it (``orphans.standing``)."""
+        gone, or taken by a pod of its name (``volsched.cache.names``, the snapshot's rule: sessions count
+        it there, as a pod standing alone): the record's, or its namespace's default queue where the
+        record's queue's rules refuse it (``orphans.standing``)."""
         with self._lock:
+            if not self._bound_of:
+                return []
             queues = {q.name: q for q in self.queue_specs()}
+            # (the PodGroups a snapshot is built from: the objects', then those of owners' pods)
+            every = {**self.podgroups, **{pg.key: pg for pg in self.last_derived}}
+            tasks = self.tasks
+            named = {k: how for k in every if (how := named_by(tasks.get(k), k)) is not None}
+            kept = taken(named, every, tasks.__getitem__) if named else {}
             out: list[str] = []
             for key, (group, record) in self._bound_of.items():
-                t = self.tasks[key]
-                if group == key or group in self.podgroups or not t.schedulable_by_us:
+                t = tasks[key]
+                if group == key or (group in every and group not in kept) or not t.schedulable_by_us:
                     continue
                 where = orphans.standing(
                     t,
                     record,
                     queues=queues,
-                    labels=self.namespace_labels.get(t.namespace) or {},
+                    labels=self.namespace_labels,
                     priority_classes=self.priority_classes,
-                    default_queue=self.namespace_queues.get(t.namespace, DEFAULT_QUEUE),
+                    namespace_queues=self.namespace_queues,
                 )
                 out.append(where.queue)
             return out
