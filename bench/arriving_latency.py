@@ -389,12 +389,12 @@ def print_tail(rows: list[dict[str, Any]], n: int) -> None:
                 f"  {pod.get('gc_generation', -1):>3}"
             )
     print(
-        f"creation-to-bind of the pods created in the first {FIRST_SECOND:g} s of each volsched run (the "
-        "process's work after ready, its deferred imports among it, runs then) and of the rest (ms):"
+        f"creation-to-bind (the bench's watch) of the pods created in the first {FIRST_SECOND:g} s of each "
+        "run (volsched's work after ready, its deferred imports among it, runs then) and of the rest (ms):"
     )
     for row in rows:
-        if row.get("pods"):
-            print(f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<17} {first_second(row['pods'])}")
+        if pods := row.get("watched") or row.get("pods"):
+            print(f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<17} {first_second(pods)}")
     print("the cyclic collector in each volsched run (runs, ms summed, the longest ms), by generation:")
     for row in rows:
         if "gc" in row:
@@ -497,6 +497,13 @@ def main(argv: list[str] | None = None) -> int:
                         else:
                             row["stages"] = {"total": creation_to_bind(r)}
                         row["first"] = first_pods(r, args.first)
+                        #: Every pod's creation and creation-to-bind as the bench's watch saw them (any
+                        #: scheduler's): ``--tail``'s first second.
+                        row["watched"] = [
+                            {"created_at": r.added[n], "total": r.binds[n] - r.added[n]}
+                            for n in sorted(r.binds, key=lambda name: (r.added.get(name, math.inf), name))
+                            if n in r.added
+                        ]
                         rows.append(row)
                         print(
                             f"  {time.strftime('%H:%M:%S')} {label} {rate:g}/s: "

@@ -144,7 +144,20 @@ def test_the_tail_tells_the_pods_of_the_runs_first_second_from_the_rest(
     said = first_second(pods)
     assert said.startswith("the first 20: p50 5.00 max 30; the other 100: p50/p99 5.00/")
     assert said.endswith("of the slowest 1, 1 among the first")
-    print_tail([{"rate": 20, "repeat": 0, "scheduler": "volsched", "stages": {}, "pods": pods}], 2)
+    kube = [{"created_at": 100.0 + i / 20, "total": 0.004} for i in range(120)]
+    rows = [
+        {"rate": 20, "repeat": 0, "scheduler": "volsched", "stages": {}, "pods": pods},
+        {
+            "rate": 20,
+            "repeat": 0,
+            "scheduler": "kube-scheduler",
+            "stages": {"total": [0.004] * 120},
+            "watched": kube,
+        },
+    ]
+    print_tail(rows, 2)
     lines = capsys.readouterr().out.splitlines()
     slowest = [line.split() for line in lines if line.split()[:3] == ["20", "0", "volsched"]][:2]
     assert [cells[4] for cells in slowest] == ["3", "100"]  # each one's place in the order of creation
+    # Every scheduler's first second, from the bench's watch.
+    assert any(line.split()[2:5] == ["kube-scheduler", "the", "first"] for line in lines)
