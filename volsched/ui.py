@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from volsched.framework.messages import render_eviction_told
 from volsched.model.scalars import rfc3339
 from volsched.redaction import redact
 from volsched.sessiondoc import eviction_json, session_json
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 PLACEHOLDER = "/*DATA*/"
 #: A PodGroup's texts on the page (the rest are names and figures).
 _PODGROUP_TEXTS = ("reason", "reservation", "noReservation")
+#: An eviction's reason as the victim's namespace is told it, kept beside the whole one (see :func:`visible`).
+_TOLD = "told"
 #: How many evictions the operator's page lists (the latest).
 RECENT_EVICTIONS = 100
 #: Eviction outcomes (volsched.kube.writer's) that are no news: not our pod, already gone (a later
@@ -94,7 +97,8 @@ class LiveState:
         for ev in report.evictions if report is not None else []:
             if ev.result in NOT_NEWS:
                 continue
-            done.append({**eviction_json(ev), "time": rfc3339(now)})
+            told = render_eviction_told(ev.eviction)  # (what a caller of the victim's namespace reads)
+            done.append({**eviction_json(ev), _TOLD: told, "time": rfc3339(now)})
         with self._lock:
             self._last, self._at = result, now
             self._sessions += 1
@@ -116,7 +120,7 @@ class LiveState:
             for field in _PODGROUP_TEXTS:
                 if pg.get(field):
                     pg[field] = redact(pg[field])
-        evictions = [{**e, "reason": redact(e["reason"])} for e in evictions]
+        evictions = [{**e, "reason": redact(e["reason"]), _TOLD: redact(e[_TOLD])} for e in evictions]
         return {
             "source": "operator",
             "sessions": sessions,
@@ -135,7 +139,7 @@ class LiveState:
             _version, doc, _ = self._current_locked()
             body = self._bodies.get(namespaces)
             if body is None:
-                shown = doc if namespaces is None else visible(doc, namespaces)
+                shown = whole(doc) if namespaces is None else visible(doc, namespaces)
                 body = json.dumps(shown, separators=(",", ":")).encode()
                 if len(self._bodies) < _BODIES_KEPT:
                     self._bodies[namespaces] = body
@@ -176,14 +180,35 @@ def named_namespaces(doc: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(out)
 
 
+def whole(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """``doc`` as a caller who may list every pod sees it: all of it, each eviction's whole reason."""
+    out = dict(doc)
+    out["evictions"] = [_said(e, e.get("reason")) for e in doc.get("evictions") or ()]
+    return out
+
+
+def _said(eviction: Mapping[str, Any], reason: Any) -> dict[str, Any]:
+    """An eviction of the document with ``reason`` as its reason, if any (and not the other wording)."""
+    out = {k: v for k, v in eviction.items() if k != _TOLD}
+    if reason is not None:
+        out["reason"] = reason
+    return out
+
+
 def visible(doc: Mapping[str, Any], namespaces: frozenset[str]) -> dict[str, Any]:
     """``doc`` as a caller who may list pods in ``namespaces`` only sees it: their PodGroups, namespace
-    shares, events and evictions; the queues' totals; no event about a cluster-scoped object."""
+    shares, events and evictions (their reasons as the victim's namespace is told them, naming no pod of
+    another namespace: ``render_eviction_told``); the queues' totals; no event about a cluster-scoped
+    object."""
     out = dict(doc)
     out["podgroups"] = {k: v for k, v in (doc.get("podgroups") or {}).items() if _ns_of(k) in namespaces}
     out["namespaces"] = {k: v for k, v in (doc.get("namespaces") or {}).items() if k in namespaces}
     out["events"] = [e for e in doc.get("events") or () if _ns_of(str(e.get("object", ""))) in namespaces]
-    out["evictions"] = [e for e in doc.get("evictions") or () if _ns_of(str(e.get("pod", ""))) in namespaces]
+    out["evictions"] = [
+        _said(e, e.get(_TOLD, e.get("reason")))
+        for e in doc.get("evictions") or ()
+        if _ns_of(str(e.get("pod", ""))) in namespaces
+    ]
     out["namespacesShown"] = sorted(namespaces)
     return out
 

@@ -13,6 +13,7 @@ import pytest
 from kubernetes import client
 
 from tests.e2e.operator_fixtures import ROOT, Kube, Start, node, pod, podgroup, queue, wait_for
+from volsched.framework.messages import OTHER_NAMESPACE
 
 pytestmark = pytest.mark.cluster
 
@@ -72,12 +73,15 @@ def test_a_budget_allowing_no_disruption_does_not_keep_what_the_queue_borrowed(
         cond = wait_for(lambda v=victim: _condition(k, ns_a, v), 20, what=f"{victim}'s DisruptionTarget")
         assert cond.reason == "ReclaimByScheduler"
         for words in (
-            f"reclaim: {ns_a}/{victim} (job {ns_a}/a) deleted past its disruption budget on n1 for {ns_b}/b-",
+            # (the pod of team b is not named to team a: render_eviction_told)
+            f"reclaim: {ns_a}/{victim} (job {ns_a}/a) deleted past its disruption budget on n1 for "
+            f"{OTHER_NAMESPACE} (queue qb, needs cpu 1",
             "; frees cpu 1, memory 128Mi; queue qa holds cpu ",
             f"past 1 pod protected by PodDisruptionBudget {ns_a}/keep-all (0 disruptions allowed",
             "the pods within every budget could not make room",
         ):
             assert words in cond.message, cond.message
+        assert ns_b not in cond.message, cond.message
         [event] = wait_for(
             lambda v=victim: [
                 e

@@ -8,6 +8,7 @@ the same thing. It renders whatever fields the engine filled in and skips the re
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from volsched.framework.decisions import Event, Evict, SessionResult
 from volsched.model.resources import EPS, PODS, format_amount
@@ -69,6 +70,23 @@ def render_eviction(eviction: Evict) -> str:
     if r.past_budget:
         clauses.append(f"past {'; '.join(r.past_budget)}: the pods within every budget could not make room")
     return "; ".join([text, *clauses])
+
+
+#: What a victim is told of the pod placed in its stead when that pod is of another namespace.
+OTHER_NAMESPACE = "a pod of another namespace"
+
+
+def render_eviction_told(eviction: Evict) -> str:
+    """:func:`render_eviction` as the victim's namespace reads it (its ``DisruptionTarget`` condition, its
+    event, the dashboard of a caller who may list its pods): a beneficiary of another namespace is not
+    named, nor is its job (:data:`OTHER_NAMESPACE`, with its priority, queue and needs), as kube-scheduler
+    names no preemptor to its victim (kubernetes#114882): one tenant's pod names are not another's to
+    read. The operator's log and the simulator's report, read by who holds the whole cluster, say all."""
+    r = eviction.reason
+    if not r.beneficiary or r.beneficiary.partition("/")[0] == eviction.pod.partition("/")[0]:
+        return render_eviction(eviction)
+    unnamed = replace(r, beneficiary=OTHER_NAMESPACE, beneficiary_job="")
+    return render_eviction(replace(eviction, reason=unnamed))
 
 
 def eviction_event_reason(eviction: Evict) -> str:

@@ -42,7 +42,7 @@ from volsched.cycle import (
     EvictOutcome,
 )
 from volsched.framework.decisions import Bind, Event, Evict, PodGroupStatus, SessionResult
-from volsched.framework.messages import DELETED, eviction_event_reason, render_eviction
+from volsched.framework.messages import DELETED, eviction_event_reason, render_eviction_told
 from volsched.kube import status as render
 from volsched.kube.errors import ApiException
 from volsched.kube.health import ApiHealth, is_unreachable
@@ -800,7 +800,8 @@ class KubeWriter:
 
     def evict(self, eviction: Evict, pod: Raw | None) -> EvictOutcome:
         """Tell the pod why, then evict it: the ``DisruptionTarget`` condition (as kube-scheduler does
-        before preempting) naming the action, the beneficiary and the numbers, then the Eviction API
+        before preempting) naming the action, the beneficiary (one of another namespace unnamed:
+        ``render_eviction_told``) and the numbers, then the Eviction API
         (which enforces PodDisruptionBudgets); a ``Preempted``/``Evicted`` event says the same once the
         pod was evicted (as kube-scheduler records its event once its delete went through). The Eviction
         API replaces the condition with its own
@@ -833,7 +834,7 @@ class KubeWriter:
             return EvictOutcome(eviction, SKIPPED, "not scheduled by volsched")
         ns, name = _split(eviction.pod)
         uid = eviction.uid or uid_of(pod or {})
-        message = redact(render_eviction(eviction))
+        message = redact(render_eviction_told(eviction))  # (no pod of another namespace named)
         now = render.now_rfc3339()
         target = EventTarget("Pod", "v1", ns, name, uid)
         told = (target, eviction_event_reason(eviction), message, now)
