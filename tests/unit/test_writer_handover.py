@@ -84,3 +84,27 @@ def test_a_handover_that_cannot_be_read_is_left_and_stops_nothing(
     assert not writer.unsettled_due() and lease.handover == "" and lease.inherited == ""
     assert [s[0] for s in sent] == ["PATCH"]
     assert "handed over" in caplog.text or "handover" in caplog.text
+
+
+def test_what_the_lease_hands_over_stays_within_a_bound_in_bytes(writer: KubeWriter) -> None:
+    """A Lease's annotations hold 256 KiB in all (past that, every write of it is refused and the Lease
+    lost), and a victim's message lists every disruption budget it goes past, which a tenant can multiply:
+    the handover takes the first notes due that fit in 32 KiB of JSON, each message cut to 2,000
+    characters (before: 64 notes whatever their length; the review's find)."""
+    from volsched.kube.writer import EventTarget
+
+    writer.fence = lease = _Lease()
+    clock = [0.0]
+    writer.clock = lambda: clock[0]
+    for i in range(64):
+        clock[0] = float(i)  # each due a second after the one before
+        message = f"reclaim: ns/p{i} deleted on n1; past " + "; ".join(f"budget ns/b{j}" for j in range(3000))
+        told = (EventTarget("Pod", "v1", "ns", f"p{i}", f"u{i}"), "Evicted", message, "t")
+        writer._settle_unknown(f"ns/p{i}", f"u{i}", message, told)
+    said = lease.handover or ""
+    assert 0 < len(said.encode()) <= 32 * 1024
+    notes = json.loads(said)
+    assert [n["pod"] for n in notes] == [f"ns/p{i}" for i in range(len(notes))]  # the first due
+    assert 10 <= len(notes) < 64
+    assert all(len(n["message"]) == 2000 and n["message"].endswith("\u2026") for n in notes)
+    assert notes[0]["message"].startswith("reclaim: ns/p0 deleted on n1; past budget ns/b0; ")

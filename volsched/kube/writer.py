@@ -231,8 +231,13 @@ _MAY_STILL_ACT = frozenset({500, 504})
 #: back failed (each ``_SET_BACK_RETRY`` seconds apart); past that, the next holding of the Lease does.
 _SET_BACK_TRIES = 5
 _SET_BACK_RETRY = 10.0
-#: How many evictions whose event waits for their look the Lease hands over at most (the first due).
+#: How many evictions whose event waits for their look the Lease hands over at most (the first due), in
+#: how many bytes of JSON at most (a Lease's annotations hold 256 KiB in all: past that every write of it
+#: is refused, and the Lease lost), each note's message and why cut to so many characters (a victim's
+#: message lists every disruption budget it goes past, which a tenant can multiply).
 _HANDOVER_MOST = 64
+_HANDOVER_BYTES = 32 * 1024
+_HANDOVER_TEXT = 2000
 
 
 @dataclass(slots=True)
@@ -251,6 +256,11 @@ class _Unsettled:
     #: The ``Preempted``/``Evicted`` event owed should the pod be found evicted (its eviction's answer was
     #: lost): (the pod, the reason, the message, when it was decided).
     told: tuple[EventTarget, str, str, str] | None = None
+
+
+def _cut(text: str) -> str:
+    """``text`` at most ``_HANDOVER_TEXT`` characters long (cut, said with an ellipsis)."""
+    return text if len(text) <= _HANDOVER_TEXT else f"{text[: _HANDOVER_TEXT - 1]}\u2026"
 
 
 def _handed_over(
@@ -932,16 +942,24 @@ class KubeWriter:
             return
         wall = time.time() - self.clock()
         owed = sorted((u.due, key) for key, u in self._unsettled.items() if u.told is not None)
-        notes = []
+        notes: list[str] = []
+        size = (
+            2  # (the list's brackets; JSON as json.dumps writes it by default is ASCII: a byte a character)
+        )
         for due, key in owed[:_HANDOVER_MOST]:
             u = self._unsettled[key]
             assert u.told is not None
             _, reason, message, at = u.told
-            notes.append(
-                {"pod": key, "uid": u.uid, "reason": reason, "message": message, "at": at,
-                 "why": u.why, "due": round(due + wall, 3), "young": u.young}
+            note = json.dumps(
+                {"pod": key, "uid": u.uid, "reason": reason, "message": _cut(message), "at": at,
+                 "why": _cut(u.why), "due": round(due + wall, 3), "young": u.young},
+                separators=(",", ":"),
             )  # fmt: skip
-        fence.handover = json.dumps(notes, separators=(",", ":")) if notes else ""
+            size += len(note) + 1
+            if size > _HANDOVER_BYTES:
+                break
+            notes.append(note)
+        fence.handover = f"[{','.join(notes)}]" if notes else ""
 
     def _take_over(self) -> None:
         """At the start of a holding of the Lease: what the holder before handed over (:meth:`_retally`,
