@@ -41,11 +41,12 @@ class Doorbell:
         #: Rings so far, by kind (for tests and metrics).
         self.count = dict.fromkeys(KINDS, 0)
 
-    def ring(self, kind: str) -> None:
+    def ring(self, kind: str, times: int = 1) -> None:
+        """``kind`` rang (``times`` over: a listing's page of objects, rung once for them all)."""
         if kind not in self.count:
             raise ValueError(f"unknown ring {kind!r}; known: {', '.join(KINDS)}")
         with self._lock:
-            self.count[kind] += 1
+            self.count[kind] += times
             if kind in self._rung:
                 return
             self._rung.add(kind)

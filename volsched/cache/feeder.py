@@ -28,7 +28,8 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from volsched.cache.doorbell import ARRIVED
 from volsched.cache.state import ClusterState
@@ -49,7 +50,11 @@ API_KIND = {VOLCANO_QUEUE: "Queue", VOLCANO_PODGROUP: "PodGroup", WORKLOAD_PODGR
 
 
 def _rv(obj: Raw) -> int | None:
-    value = meta_of(obj).get("resourceVersion")
+    return _version(meta_of(obj).get("resourceVersion"))
+
+
+def _version(value: Any) -> int | None:
+    """A ``metadata.resourceVersion`` as a number, None when it is none."""
     try:
         return int(value) if value is not None else None
     except (TypeError, ValueError):
@@ -57,7 +62,10 @@ def _rv(obj: Raw) -> int | None:
 
 
 def object_key(kind: str, obj: Raw) -> tuple[str, str | None, str]:
-    meta = meta_of(obj)
+    return _key_of(kind, meta_of(obj))
+
+
+def _key_of(kind: str, meta: Raw) -> tuple[str, str | None, str]:
     return kind, meta.get("namespace") or None, str(meta.get("name") or "")
 
 
@@ -124,7 +132,7 @@ class Feeder:
         self.state = state
         self.assume_ttl = assume_ttl
         self._clock = clock
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # (held through a listing's page: see ``page``)
         self._seen: dict[tuple[str, str | None, str], int] = {}
         #: Deleted objects' last resourceVersions, oldest deletion first, with when they were deleted:
         #: kept ``tombstone_ttl`` seconds (a late event of a deleted object comes from an event or a list
@@ -137,12 +145,21 @@ class Feeder:
 
     # --- events -------------------------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def page(self) -> Iterator[None]:
+        """Applies and deletes (a listing's page of them) under one hold of the feeder's lock and the
+        cache's (:meth:`ClusterState.batch`: the doorbell rung once a kind, as the hold ends), not one
+        each: a listing at start hands over tens of thousands of objects, on two threads at once."""
+        with self._lock, self.state.batch():
+            yield
+
     def apply(self, kind: str, obj: Raw, *, strict: bool = False) -> bool:
         """Add or update. Returns False when the event was stale or the object invalid; with ``strict``
         an invalid object raises :class:`InputError` instead (the simulator's input is wrong: say so)."""
         obj = {**obj, "kind": kind} if obj.get("kind") != kind else obj
-        key = object_key(kind, obj)
-        rv = _rv(obj)
+        meta = meta_of(obj)  # (object_key's and _rv's, read once)
+        key = _key_of(kind, meta)
+        rv = _version(meta.get("resourceVersion"))
         with self._lock:
             if rv is not None:
                 if rv < self._seen.get(key, -1) or rv <= self._deleted.get(key, (-1, 0.0))[0]:

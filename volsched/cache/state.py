@@ -18,7 +18,8 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -306,6 +307,8 @@ class ClusterState:
         #: Rung by the changes a session would act on soon (a pod of ours pending, capacity freed, an
         #: object a waiting pod may need changed): the operator's session loop runs a session soon.
         self.doorbell = Doorbell()
+        #: The rings held back while :meth:`batch` holds the lock, by kind, with how many times each rang.
+        self._held_rings: Counter[str] | None = None
 
     # --- events ---------------------------------------------------------------------------------------
 
@@ -494,11 +497,34 @@ class ClusterState:
                 # Nothing a session reads changed (not counted after all, and no session for it).
                 self.changes -= not confirming
                 ring = None
+            elif ring is not None and (rings := self._held_rings) is not None:
+                rings[ring] += 1  # rung as the batch ends
+                ring = None
         if ring is not None:
             self.doorbell.ring(ring)
         if watched:
             self._tell_volume_watchers()
         return warning
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Applies and deletes (a listing's page of them) under one hold of the lock: the doorbell rung
+        once for each kind they rang, as many times counted, once the lock is let go (as each of them
+        rings after its own hold). A batch within a batch is part of it."""
+        rings: Counter[str] = Counter()
+        try:
+            with self._lock:
+                if self._held_rings is not None:
+                    yield
+                    return
+                self._held_rings = rings
+                try:
+                    yield
+                finally:
+                    self._held_rings = None
+        finally:
+            for kind, times in rings.items():
+                self.doorbell.ring(kind, times)
 
     def _volume_event(self, kind: str, key: str, new: Any) -> bool:
         """(Under the lock.) A claim's or volume's event: held as the API shows it, with a decided bind's
@@ -837,6 +863,9 @@ class ClusterState:
             if not held:
                 return
             self.changes += 1
+            if ring is not None and (rings := self._held_rings) is not None:
+                rings[ring] += 1  # rung as the batch ends
+                ring = None
         if ring is not None:
             self.doorbell.ring(ring)
         if watched:

@@ -26,6 +26,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, Future, InvalidStateError
+from contextlib import AbstractContextManager
 from typing import Any, NoReturn, ParamSpec, TypeVar
 from urllib.parse import quote, urlencode
 
@@ -44,6 +45,10 @@ log = logging.getLogger("volsched.kube")
 EventSink = Callable[[str, RawDict], None]
 Prune = Callable[[RawDict], RawDict]
 
+#: The most objects of a listing's page handed over under one hold of the receiver's locks
+#: (``ListWatch(hold_page=...)``): a session waiting for the cache meanwhile waits a millisecond or two,
+#: not the whole page's.
+HELD_AT_MOST = 100
 #: Seconds between attempts after a failure: soon at first, then every second.
 BACKOFF = (0.2, 0.4, 0.8, 1.0)
 #: After an answer that refuses the kind (a 404: its CRD not installed; a 403: not allowed), which no
@@ -156,6 +161,7 @@ class ListWatch:
         on_line: Callable[[], None] | None = None,
         on_thread: Callable[[], object] | None = None,
         after_event: Callable[[], None] | None = None,
+        hold_page: Callable[[], AbstractContextManager[object]] | None = None,
     ) -> None:
         """``namespace``: that namespace's objects only (else every namespace's); ``field_selector``: the
         objects it selects only, listed and watched (``metadata.name=...``: one object). ``early``: the first
@@ -170,7 +176,10 @@ class ListWatch:
         called first on the thread :meth:`start` starts (a short slice asked: :mod:`volsched.threadslice`).
         ``after_event``: called on the watch's thread after each watch event, and each listing's page and
         its deletions, were handed over, outside every lock (where the operator runs an arriving pod's
-        session on this thread: :class:`~volsched.operator.sessions.SessionLoop`)."""
+        session on this thread: :class:`~volsched.operator.sessions.SessionLoop`). ``hold_page``: entered
+        around each listing's page (:data:`HELD_AT_MOST` objects at a time) handed over, inside this
+        watch's own lock: the receiver's locks taken once for them (:meth:`~volsched.cache.feeder.Feeder.
+        page`), not once an object."""
         self.api = api
         self.kind = kind
         self.on_event = on_event
@@ -216,6 +225,7 @@ class ListWatch:
         self.on_line = on_line
         self.on_thread = on_thread
         self.after_event = after_event
+        self.hold_page = hold_page
 
     # --- lifecycle -------------------------------------------------------------------------------------------
 
@@ -399,34 +409,42 @@ class ListWatch:
         return rv
 
     def _hand_page(self, page: Page, seen: set[str]) -> None:
-        """A listing's page handed over as ADDED (:meth:`_hand`'s rules, its lock taken once for the
-        page): each object stamped with its kind (pruned, unless decoded so), its key added to ``seen``;
+        """A listing's page handed over as ADDED (:meth:`_hand`'s rules, its lock and the receiver's
+        ``hold_page`` taken once for each :data:`HELD_AT_MOST` of its objects): each object stamped with its kind (pruned, unless decoded so), its key added to ``seen``;
         one handed over already at its version (a relist after an outage) is passed over. A listing
         hands over tens of thousands of objects at start: the steps of the per-object way (a method
         and the lock each, the kind's fields read anew) were a tenth of the listing's own CPU."""
         kind, api_version = self.kind.kind, self.kind.api_version
         prune = self.prune if not page.pruned else None
+        items, hold = page.items, self.hold_page
+        for at in range(0, len(items), HELD_AT_MOST):
+            with self._handing, hold() if hold is not None else contextlib.nullcontext():
+                self._hand_items(items[at : at + HELD_AT_MOST], kind, api_version, prune, seen)
+
+    def _hand_items(
+        self, items: list[RawDict], kind: str, api_version: str, prune: Prune | None, seen: set[str]
+    ) -> None:
+        """(Under ``_handing``.) Some of :meth:`_hand_page`'s objects handed over, one by one."""
         known, deliver = self.known, self._deliver
         add = seen.add
-        with self._handing:
-            for item in page.items:
-                item["kind"] = kind
-                item["apiVersion"] = api_version
-                obj = prune(item) if prune is not None else item
-                m = obj.get("metadata") or {}
-                ns = m.get("namespace")
-                key = f"{ns}/{m.get('name')}" if ns else str(m.get("name"))
-                add(key)
-                version = (str(m.get("resourceVersion") or ""), str(m.get("uid") or ""))
-                before = known.get(key)
-                if before == version or self._retired:
-                    continue  # handed over already, unchanged (or the kind is retired)
-                known[key] = version
-                if not deliver("ADDED", obj, key):
-                    if before is None:
-                        known.pop(key, None)
-                    else:
-                        known[key] = before
+        for item in items:
+            item["kind"] = kind
+            item["apiVersion"] = api_version
+            obj = prune(item) if prune is not None else item
+            m = obj.get("metadata") or {}
+            ns = m.get("namespace")
+            key = f"{ns}/{m.get('name')}" if ns else str(m.get("name"))
+            add(key)
+            version = (str(m.get("resourceVersion") or ""), str(m.get("uid") or ""))
+            before = known.get(key)
+            if before == version or self._retired:
+                continue  # handed over already, unchanged (or the kind is retired)
+            known[key] = version
+            if not deliver("ADDED", obj, key):
+                if before is None:
+                    known.pop(key, None)
+                else:
+                    known[key] = before
 
     def first_list(self, *, throttle_retries: int = 10) -> str:
         """:meth:`relist`, a 429 with ``Retry-After`` (flow control; a CRD's storage still starting just

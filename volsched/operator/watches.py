@@ -13,10 +13,12 @@ It is not the watch itself (listing, resuming, 410s: :mod:`volsched.kube.watch`)
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import gc
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
@@ -90,6 +92,7 @@ class WatchFeed:
                 early=(early or {}).get(k.kind),
                 direct_until=direct_until,
                 on_thread=on_pod_thread if k.kind == "Pod" else None,
+                hold_page=functools.partial(self._held, k.kind),
             )
             for k in WATCHED
         }
@@ -137,14 +140,36 @@ class WatchFeed:
 
             return handle
 
+        traced = kind == "Pod" and self.latency.on  # (read once: the log's level is set at start)
+
         def on_event(type_: str, obj: dict[str, Any]) -> None:
-            if not self._prelisted.is_set():  # (once the few are listed, every event goes straight in)
-                while not self._prelisted.wait(0.5):
-                    if self.lean[kind].stopped:
-                        return
-            self.handle_event(kind, type_, obj)
+            if not (self._prelisted.is_set() or self._wait_prelisted(kind)):
+                return
+            if type_ == "DELETED" or traced:
+                self.handle_event(kind, type_, obj)
+            else:  # all that handle_event does of a Node or a Pod added or changed, and not traced
+                self.feeder.apply(kind, obj)
 
         return on_event
+
+    def _wait_prelisted(self, kind: str) -> bool:
+        """Wait until the few other kinds are in the cache (at once once they are); False if ``kind``'s
+        watch was stopped meanwhile."""
+        while not self._prelisted.wait(0.5):
+            if self.lean[kind].stopped:
+                return False
+        return True
+
+    @contextlib.contextmanager
+    def _held(self, kind: str) -> Iterator[None]:
+        """Around a listing's page of ``kind`` handed over: the feeder's and the cache's locks held for
+        it (:meth:`Feeder.page`), taken once the few kinds are in for Pods and Nodes (never held while
+        waiting for them: their listings take these locks)."""
+        if kind in LEAN_KINDS and not self._prelisted.is_set() and not self._wait_prelisted(kind):
+            yield  # stopped: its handler hands nothing over
+            return
+        with self.feeder.page():
+            yield
 
     def forgo_early(self, kind: str) -> None:
         """``kind``'s first listing asks for every page itself: what was listed early is dropped."""
