@@ -220,3 +220,51 @@ def test_one_queue_and_one_namespace_answer_each_other_as_a_walk_does(
     want = _walk(jobs, width)
     check()
     assert took[0] == (0 if other else 3)
+
+
+@pytest.mark.parametrize("kept", [False, True], ids=["first-session", "run-kept"])
+def test_no_job_admitted_after_the_run_unmet_is_the_runs_sums_as_a_walk(
+    kept: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An arriving pod's session: the admitted jobs short of their minimum are all in the run, the jobs
+    # after it are not admitted (a pod standing alone, pending): what they still miss is the run's sums,
+    # nothing added (SessionLedger.unmet and unmet_by_queue answer with them), the walk's bits.
+    from volsched.framework import ledger as ledger_module
+
+    fold = ledger_module.unmet_minimum_rows
+    added: list[int] = []
+    monkeypatch.setattr(
+        ledger_module,
+        "unmet_minimum_rows",
+        lambda jobs, rows, out: (added.append(len(jobs)), fold(jobs, rows, out)),
+    )
+    state = ClusterState()
+    for obj in [node("n1", cpu="512"), node("n2", cpu="512"), queue("a"), queue("b")]:
+        state.apply(obj)
+    for i in range(30):
+        q, ns = ("a" if i % 2 else "b"), f"ns{i % 3}"
+        phase = "Inqueue" if i % 4 == 1 else "Running"  # (admitted, the phase not updated yet: short)
+        state.apply(
+            podgroup(f"g{i}", ns=ns, queue=q, min_member=2, min_resources={"cpu": "0.9"}, phase=phase)
+        )
+        for k in range(2):
+            state.apply(
+                pod(f"p{i}-{k}", ns=ns, group=f"g{i}", cpu=f"0.{(i + k) % 9 + 1}", node=f"n{1 + i % 2}")
+            )
+    state.apply(pod("zz-arriving", ns="ns0", cpu="0.3"))
+    if kept:
+        assert _session(state.snapshot(now=4.0), thaw=False).ledger.unmet().any()
+    session = _session(state.snapshot(now=5.0), thaw=False)
+    jobs = list(session.jobs.values())
+    width = len(session.space)
+    ledger = session.ledger
+    assert ledger.settled().jobs
+    assert ledger.unsettled() and not [j for j in ledger.unsettled() if j.phase is PodGroupPhase.INQUEUE]
+    del added[:]
+    _check_unmet(ledger, jobs, width)
+    assert ledger.unmet().any() and any(v.any() for v in ledger.unmet_by_queue().values())
+    assert added == []  # the run's sums answered, nothing added to them
+    with pytest.raises(ValueError):  # read-only, as every answer
+        ledger.unmet()[0] += 1.0
+    with pytest.raises(ValueError):
+        next(iter(ledger.unmet_by_queue().values()))[0] += 1.0

@@ -21,7 +21,7 @@ from volsched.cycle import run_cycle
 from volsched.framework import ledger, never, settled
 from volsched.framework.decisions import SessionResult
 from volsched.framework.registry import load_config
-from volsched.plugins import proportion
+from volsched.plugins import overcommit, proportion
 
 MOST_REQUESTED = """
 actions: "enqueue, allocate, backfill"
@@ -158,7 +158,24 @@ def _fit_witness(monkeypatch: pytest.MonkeyPatch, taken: list[int]) -> Callable[
     return lambda: monkeypatch.setattr(proportion, "some_node_fits", fresh)
 
 
+def _every_node_ready(monkeypatch: pytest.MonkeyPatch, taken: list[int]) -> Callable[[], None]:
+    """Whether every node of the table is ready, kept with it for overcommit's sum of what the ready
+    nodes hold (off: the ready rows picked every session)."""
+    used = overcommit.used_on_ready
+
+    def counting(nodes: Any) -> Any:
+        taken[0] += nodes.memo.get(overcommit._ALL_READY) is not None
+        return used(nodes)
+
+    def fresh(nodes: Any) -> Any:
+        return nodes.used[nodes.ready].sum(axis=0)
+
+    monkeypatch.setattr(overcommit, "used_on_ready", counting)
+    return lambda: monkeypatch.setattr(overcommit, "used_on_ready", fresh)
+
+
 CARRIED = {
+    "every node ready, with the node table": _every_node_ready,
     "a node proportion found room on": _fit_witness,
     "never-fits verdicts": _carried_verdicts,
     "settled run": _carried_run,

@@ -272,9 +272,12 @@ class SessionLedger:
                 out = self._answers.unmet_by_queue = self._unmet_walk(_QUEUE)
                 return out
             run = self.settled()
-            index = {q: i for i, q in enumerate(run.unmet_queue)}
             inqueue = PodGroupPhase.INQUEUE
             admitted = [j for j in self._after_gaps() if j.phase is inqueue]
+            if not admitted:  # the run's sums, nothing added (read-only): an arriving pod's session
+                out = self._answers.unmet_by_queue = dict(run.unmet_queue)
+                return out
+            index = {q: i for i, q in enumerate(run.unmet_queue)}
             rows = [index.setdefault(j.queue, len(index)) for j in admitted]
             sums = np.zeros((len(index), self._width))
             for i, v in enumerate(run.unmet_queue.values()):
@@ -292,6 +295,9 @@ class SessionLedger:
                 total = np.zeros((1, self._width))
             else:
                 admitted = [j for j in self._after_gaps() if j.phase is inqueue]
+                if not admitted:  # the run's sum, nothing added (read-only): an arriving pod's session
+                    out = self._answers.unmet = self.settled().unmet_all
+                    return out
                 total = self.settled().unmet_all.reshape(1, self._width).copy()
             unmet_minimum_rows(admitted, [0] * len(admitted), total)
             out = self._answers.unmet = total[0]

@@ -21,6 +21,7 @@ from volsched.framework.points import ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
 from volsched.model.cluster import (
     Job,
+    NodeTable,
     run_rows,
     running_sums,
     unmet_minimum,
@@ -29,6 +30,22 @@ from volsched.model.cluster import (
 from volsched.model.resources import EPS, Vector
 from volsched.model.vocabulary import PodGroupPhase
 from volsched.plugins.shared.queue_config import queue_config
+
+#: Where :func:`used_on_ready` keeps whether every node of the table is ready (``NodeTable.memo``).
+_ALL_READY = "overcommit: every node ready"
+
+
+def used_on_ready(nodes: NodeTable) -> Vector:
+    """What the ready nodes hold, summed (``nodes.used[nodes.ready].sum(axis=0)``): the rows of every node
+    where all are ready (kept in the table's memo: readiness comes with the nodes' specs), without the
+    pick of the ready rows, a copy of the whole table every session. The same rows in the same order:
+    the same sums."""
+    every: bool | None = nodes.memo.get(_ALL_READY)
+    if every is None:
+        every = nodes.memo[_ALL_READY] = bool(nodes.ready.all())
+    used = nodes.used
+    out: Vector = (used if every else used[nodes.ready]).sum(axis=0)
+    return out
 
 
 @register_plugin
@@ -45,7 +62,7 @@ class Overcommit(BasePlugin):
         nodes = session.nodes
         space = session.space
         capacity = session.total * self.factor
-        used = nodes.used[nodes.ready].sum(axis=0) if len(nodes) else space.zeros()
+        used = used_on_ready(nodes) if len(nodes) else space.zeros()
         # The room is ``unused - admitted``: capacity - used - admitted, subtracted in that order.
         unused = capacity - used
         # What admitted jobs may still claim, as plain floats: enqueue asks and adds to it for every
