@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import node, pod
+from tests.builders import node, pod, podgroup
 from tests.unit.test_cache_snapshot import Walk
 from tests.unit.test_session_carried import _walk
 from volsched.cache import snapshots
@@ -132,3 +132,102 @@ def test_a_job_the_session_changed_is_made_anew_the_others_taken_back() -> None:
     assert third.jobs["default/p2"] is second.jobs["default/p2"]
     assert third.jobs["default/p1"] is not job
     assert dict(third.jobs["default/p1"].status_count) == {TaskStatus.PENDING: 1}
+
+
+# --- A PodGroup's job (every member pending) taken back ----------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sessions_with_and_without_gangs_taken_back_decide_and_say_the_same(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk's PodGroups (g0-g2, and the owners' groups) with every pod pending, lent to a session and
+    closed with, are taken back by the next build while untouched: every session says what it says with
+    each such job assembled anew."""
+    groups_back = snapshots.SnapshotBuilder._groups_back
+    taken = [0]
+
+    def counting(*args: Any) -> list[str]:
+        out = groups_back(*args)
+        taken[0] += len(out)
+        return out
+
+    monkeypatch.setattr(snapshots.SnapshotBuilder, "_groups_back", staticmethod(counting))
+    carried = _walk(seed, 400)
+    assert taken[0] >= 20  # (the walk's snapshots did take gangs back)
+    monkeypatch.setattr(snapshots.SnapshotBuilder, "_groups_back", staticmethod(lambda *_: []))
+    fresh = _walk(seed, 400)
+    assert len(carried) == len(fresh)
+    for k, (a, b) in enumerate(zip(carried, fresh, strict=True)):
+        assert a == b, f"session {k} differs"
+
+
+def _gang_cluster() -> tuple[Feeder, Any]:
+    """One node of 1 cpu, half of it taken by another scheduler's pod, and a PodGroup of minMember 3 whose
+    pods ask 100m, 200m and 400m: two are placed, the third fits nowhere now, and the gang's placements
+    are undone, leaving float dust in what the job holds (0.1 + 0.2 - 0.2 - 0.1 is not 0)."""
+    feeder = Feeder(ClusterState())
+    for kind, obj in _gang_objects():
+        feeder.apply(kind, obj)
+    return feeder, load_config()
+
+
+def test_a_gang_the_session_placed_and_undid_is_taken_back_reset() -> None:
+    feeder, config = _gang_cluster()
+    first = feeder.state.snapshot(now=1.0)
+    result = runner.run_session(first, config)
+    assert not result.binds
+    job = first.jobs["default/g"]
+    assert job.phase is PodGroupPhase.INQUEUE  # (admitted: the cache still says Pending)
+    assert job.allocated.any()  # (the dust this test is about)
+    assert len(job.status_count) > 1  # (statuses passed through, at zero)
+    second = feeder.state.snapshot(now=2.0)
+    assert second.jobs["default/g"] is job
+    assert job.phase is PodGroupPhase.PENDING and job.memo == {} and job.origin is None
+    assert not job.allocated.any() and dict(job.status_count) == {TaskStatus.PENDING: 3}
+    fresh = Feeder(ClusterState())
+    for kind, obj in _gang_objects():
+        fresh.apply(kind, obj)
+    made = fresh.state.snapshot(now=2.0).jobs["default/g"]
+    assert repr(made) == repr(job)
+    assert [t.key for t in made.tasks.values()] == [t.key for t in job.tasks.values()]
+
+
+def _gang_objects() -> list[tuple[str, Any]]:
+    return [
+        ("Node", node("n0", cpu="1")),
+        ("Pod", pod("other", cpu="500m", node="n0", scheduler="default-scheduler")),
+        ("PodGroup", podgroup("g", min_member=3)),
+        *(
+            ("Pod", pod(f"p{i}", cpu=cpu, group="g", created=f"2026-01-01T00:00:0{i}Z"))
+            for i, cpu in enumerate(["100m", "200m", "400m"])
+        ),
+    ]
+
+
+def test_a_gang_touched_or_not_closed_with_is_made_anew() -> None:
+    feeder, config = _gang_cluster()
+    first = feeder.state.snapshot(now=1.0)
+    runner.run_session(first, config)
+    second = feeder.state.snapshot(now=2.0)
+    job = second.jobs["default/g"]
+    # No session closes on the second snapshot: the third makes the job anew, however it was left.
+    (task, *_) = job.tasks.values()
+    task.status, task.node_name = TaskStatus.ALLOCATED, "n0"
+    third = feeder.state.snapshot(now=3.0)
+    assert third.jobs["default/g"] is not job
+    assert all(t.status is TaskStatus.PENDING for t in third.jobs["default/g"].tasks.values())
+    runner.run_session(third, config)
+    # A member changed (a label): made anew. Then its PodGroup changed: made anew.
+    changed = pod("p1", cpu="200m", group="g", created="2026-01-01T00:00:01Z", labels={"x": "y"})
+    feeder.apply("Pod", changed)
+    fourth = feeder.state.snapshot(now=4.0)
+    assert fourth.jobs["default/g"] is not third.jobs["default/g"]
+    runner.run_session(fourth, config)
+    fifth = feeder.state.snapshot(now=5.0)
+    assert fifth.jobs["default/g"] is fourth.jobs["default/g"]
+    runner.run_session(fifth, config)
+    feeder.apply("PodGroup", podgroup("g", min_member=2))
+    sixth = feeder.state.snapshot(now=6.0)
+    assert sixth.jobs["default/g"] is not fifth.jobs["default/g"]
+    assert sixth.jobs["default/g"].min_member == 2

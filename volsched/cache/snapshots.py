@@ -32,6 +32,7 @@ from volsched.model.cluster import (
     ClusterSnapshot,
     Job,
     NodeTable,
+    TaskCounts,
     assemble_job,
     copy_task,
     held_on_node,
@@ -391,6 +392,38 @@ def _taken_back(job: Job, key: str) -> bool:
     job.memo = {}
     job.origin = None
     return True
+
+
+def _group_taken_back(job: Job, pg: PodGroupSpec, members: Mapping[str, None], space: ResourceSpace) -> bool:
+    """Whether ``job``, the job of PodGroup ``pg`` that the last snapshot lent (every member pending) and
+    the last session closed with, is as it was lent, but for what a lend again resets: its members
+    (``members``, in the cache's order: untouched, the same entries, so the very same task copies) each
+    still pending on no node (a session changes a pending pod's copy by these alone), none of it ready.
+    Then it is reset to what :func:`~volsched.model.cluster.assemble_job` makes anew of ``pg`` and the
+    same entries (its phase ``pg``'s, its counts the pending members', nothing held, no memo, no count
+    kept, no origin; ``pg`` itself, equal to the one it holds) and True is returned."""
+    tasks = job.tasks
+    if job.podgroup is None or job.ready or len(tasks) != len(members):
+        return False
+    pending = TaskStatus.PENDING
+    for key, t in tasks.items():
+        if t.status is not pending or t.node_name is not None or key not in members:
+            return False
+    if len(job.status_count) != 1:
+        # Statuses passed through, left at zero; and what it holds may not be zero again (float dust
+        # of placements undone: 0.1 + 0.2 - 0.2 - 0.1 is not 0). With one status, it never held any.
+        job.status_count = TaskCounts({pending: len(tasks)})
+        job.allocated = space.zeros()
+    job.podgroup = pg
+    job.phase = pg.phase
+    job._scheduled = None
+    job.memo = {}
+    job.origin = None
+    return True
+
+
+#: No members.
+_NONE: Mapping[str, None] = {}
 
 
 def _same_objects(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -1275,6 +1308,29 @@ class SnapshotBuilder:
         self._lent_alone(base, keys, made, placed=placed)
 
     @staticmethod
+    def _groups_back(
+        base: _Base, keys: Iterable[str], returned: Mapping[str, Job], podgroups: Mapping[str, PodGroupSpec]
+    ) -> list[str]:
+        """Of ``keys`` (jobs the last build lent, untouched since: their members and PodGroup the same),
+        the PodGroups' jobs the last session closed with as they were lent (:func:`_group_taken_back`),
+        each reset and left in the base, lent again as the very job (a backlog's waiting gangs, which
+        :meth:`_job` would assemble anew every session from the same entries: the same values). Returns
+        them (the others are left to :meth:`_job`)."""
+        out = []
+        made, members = base.jobs, base.members
+        for key in keys:
+            job = returned.get(key)
+            pg = podgroups.get(key)
+            if (
+                job is not None
+                and pg is not None
+                and job is made.get(key)
+                and _group_taken_back(job, pg, members.get(key, _NONE), base.space)
+            ):
+                out.append(key)
+        return out
+
+    @staticmethod
     def _lent_alone(base: _Base, keys: list[str], made: list[Job], *, placed: bool) -> None:
         """The jobs ``made`` of pending pods standing alone (``keys``) into the base, lent (see
         :meth:`_lend_all_alone`)."""
@@ -1444,15 +1500,21 @@ class SnapshotBuilder:
         touched = set(jobs)
         # The last session's own (lent): never read again, assembled anew. Those that were pods standing
         # alone, pending, and are untouched since (a backlog's, or pods set aside for good: thousands a
-        # session) are lent again in one go (:meth:`_lend_all_alone`); the others go the general way.
+        # session) are lent again in one go (:meth:`_lend_all_alone`); a PodGroup's job the last session
+        # closed with as it was lent, untouched since, is lent again itself, reset (:meth:`_groups_back`);
+        # the others go the general way.
+        returned = self._returned  # (taken by ``_lend_again``)
         again = self._lend_again(base, base.lent - touched, pgs) if base.lent else ()
-        jobs.update(base.lent.difference(again))
+        lent = base.lent.difference(again)
+        jobs.update(lent)
         jobs.update(gone)
         # (the groups that are not the very objects they were, found in C: most are)
         for job_key in itertools.compress(pg_keys, map(operator.is_not, map(before.get, pg_keys), pg_list)):
             if before.get(job_key) != pgs[job_key]:
                 jobs.add(job_key)
                 touched.add(job_key)
+        if lent and returned is not None and not self._read_all:
+            jobs.difference_update(self._groups_back(base, lent - touched, returned, pgs))
         where = base.where
         for job_key in jobs:
             members = base.members.get(job_key) or {}
