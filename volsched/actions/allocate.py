@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from volsched.actions import kept
 from volsched.actions.topology import place_in_domain
 from volsched.actions.util import JobQueue, NamespaceOrder, TaskQueue, first_queue
 from volsched.framework.decisions import Code, Status
@@ -47,6 +48,7 @@ def admitted_jobs(session: Session, *, best_effort: bool) -> list[Job]:
     others refused), in the order ``pending_jobs`` gives. Their validity is asked for all of them at
     once (``jobs_valid``: enqueue asked it of a backlog's every job already, kept)."""
     action = "backfill" if best_effort else "allocate"
+    kept.take(session)
     admitted_only = PodGroupPhase.PENDING
     queues = session.queues
     kind: list[Job] = []
@@ -143,6 +145,7 @@ class Allocate:
         # others come in the order they would without it, and each job is asked once.
         # Gangs that fit on no node as the nodes stand, tried by an earlier session, are not tried again
         # until a node or the gang changes (``take_aside``): told what their last try found instead.
+        kept.take(session)  # (each job's validity and order key as the last session asked them, where held)
         aside = take_aside(session)
         told: dict[str, Refused] = {}
         queues: dict[str, dict[str, JobQueue]] = {

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from volsched.actions import kept
 from volsched.actions.eviction import Refusals, refusals_by_shape
 from volsched.actions.util import JobQueue, NamespaceOrder, first_queue
 from volsched.framework.decisions import Code, Status
@@ -46,6 +47,7 @@ class Enqueue:
     pending_only: ClassVar[bool] = True
 
     def execute(self, session: Session) -> None:
+        kept.take(session)  # (each job's validity and order key as the last session asked them, where held)
         pending: dict[str, list[Job]] = {}
         for queue, jobs in session.jobs_by_queue(session.admission_jobs()).items():
             spec = session.queues.get(queue)

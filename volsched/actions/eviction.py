@@ -37,6 +37,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from volsched.actions import kept
 from volsched.actions.util import TaskQueue
 from volsched.framework.decisions import Code, EvictionReason, Status
 from volsched.framework.session import Session
@@ -947,6 +948,7 @@ def wants_capacity(session: Session, job: Job, *, action: str) -> bool:
 def starving_by_queue(session: Session, *, action: str) -> dict[str, list[Job]]:
     """The jobs that want capacity (:func:`wants_capacity`, which tells a closed queue's jobs why not),
     by queue, in the order ``pending_jobs`` gives (a job wants capacity only with a task pending)."""
+    kept.take(session)  # (each job's validity and order key as the last session asked them, where held)
     by_queue: dict[str, list[Job]] = {}
     for job in session.pending_jobs():
         if wants_capacity(session, job, action=action):

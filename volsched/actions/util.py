@@ -7,6 +7,7 @@ from collections.abc import Callable, Collection, Iterable
 from operator import itemgetter
 from typing import Any
 
+from volsched.actions import kept
 from volsched.framework.session import Session
 from volsched.model.cluster import Job
 from volsched.model.vocabulary import QueueSpec, Task
@@ -68,7 +69,7 @@ class JobQueue:
             self._sorted = [(_UNKEYED, listed[0])]
             return
         # the least last (keys computed over the list at once, as ``self._key`` makes them one by one)
-        keys = self._session.job_keys()(listed)
+        keys = kept.job_keys(self._session)(listed)
         self._sorted = sorted(zip(keys, listed, strict=True), key=_FIRST, reverse=True)
 
     def _keyed(self) -> None:

@@ -9,7 +9,7 @@ answer combines: docs/design/modules.md#extension-points.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence, Set
 from functools import cmp_to_key
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -347,6 +347,9 @@ class PointTables:
         #: Each job's validity as last asked (``job_valid``), kept until one of its tasks changes status
         #: (``job_changed``): enqueue and allocate both ask it of every pending job.
         self._valid: dict[str, Status | None] = {}
+        #: The jobs a task of which changed status this session (``job_changed``): what is asked of them
+        #: now may differ from what was asked of them as the session opened.
+        self._changed_jobs: set[str] = set()
         #: Each namespace's order key as last computed, kept until its tasks take or give back resources.
         self._ns_keys: dict[str, Any] = {}
         #: Each namespace whose tasks took or gave back resources, with the position of its latest change
@@ -719,6 +722,28 @@ class PointTables:
     def job_changed(self, job: Job) -> None:
         """A task of ``job`` changed status: its validity is asked again."""
         self._valid.pop(job.key, None)
+        self._changed_jobs.add(job.key)
+
+    def jobs_answered(self) -> tuple[Mapping[str, Status | None], Set[str]]:
+        """Each job's validity as asked so far (``job_valid``, kept), and the jobs changed so far
+        (``job_changed``): the answers of the jobs not among them are what the jobs as the session
+        opened are answered (the live objects: read them once the session is over)."""
+        return self._valid, self._changed_jobs
+
+    def jobs_known_valid(self, answers: Iterable[tuple[str, Status | None]]) -> None:
+        """The validity of jobs known already (kept from the last session, where nothing it reads
+        changed since: ``volsched.actions.kept``), taken as if asked; a job asked already keeps its own."""
+        memo = self._valid
+        if not memo:
+            memo.update(answers)
+            return
+        for key, answer in answers:
+            memo.setdefault(key, answer)
+
+    def registered(self, point: str) -> list[tuple[str, bool]]:
+        """The plugins whose callbacks ``point`` combines in this session (switched on, in tier order),
+        each with whether it gave a key (``add_*_key_fn``) rather than a comparator."""
+        return [(name, isinstance(fn, KeyOrder)) for name, fn in self._flat(point)]
 
     def _vote(self, point: str, job: Job) -> Status | None:
         """None when the job is let through: no plugin rejects before a tier permits."""

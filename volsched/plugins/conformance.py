@@ -173,6 +173,7 @@ class Conformance(BasePlugin):
     name: ClassVar[str] = "conformance"
     reads_clock: ClassVar[bool] = False
     answers_by_shape: ClassVar[bool] = True
+    job_answers_kept: ClassVar[bool] = True
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         queues = session.queues

@@ -80,6 +80,7 @@ class Gang(BasePlugin):
     name: ClassVar[str] = "gang"
     reads_clock: ClassVar[bool] = False
     answers_by_shape: ClassVar[bool] = True
+    job_answers_kept: ClassVar[bool] = True
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         def valid(job: Job) -> str | None:

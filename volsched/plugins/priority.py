@@ -17,6 +17,7 @@ class Priority(BasePlugin):
     name: ClassVar[str] = "priority"
     reads_clock: ClassVar[bool] = False
     answers_by_shape: ClassVar[bool] = True
+    job_answers_kept: ClassVar[bool] = True
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         def job_key(job: Job) -> int:

@@ -357,6 +357,7 @@ class Proportion(BasePlugin):
     #: cache loses nothing: the next one integrates the whole interval (``plugins.shared.decayed_usage``).
     reads_clock: ClassVar[bool] = False
     answers_by_shape: ClassVar[bool] = True
+    job_answers_kept: ClassVar[bool] = True
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
