@@ -947,13 +947,43 @@ def wants_capacity(session: Session, job: Job, *, action: str) -> bool:
 
 def starving_by_queue(session: Session, *, action: str) -> dict[str, list[Job]]:
     """The jobs that want capacity (:func:`wants_capacity`, which tells a closed queue's jobs why not),
-    by queue, in the order ``pending_jobs`` gives (a job wants capacity only with a task pending)."""
-    kept.take(session)  # (each job's validity and order key as the last session asked them, where held)
-    by_queue: dict[str, list[Job]] = {}
+    by queue, in the order ``pending_jobs`` gives (a job wants capacity only with a task pending).
+
+    What it reads of a job in an open queue (its tasks' statuses, its validity and whether it starves,
+    which read those too, where the plugins declare ``job_answers_kept``) changes only with a task's
+    status (``job_changed``), and the queues not at all while a session runs: an answer is kept for the
+    session's next action that asks (reclaim's for preempt) while the job is not changed since. A
+    closed queue's jobs are asked each time (each action tells them why not)."""
+    if kept.KeptAnswers.of(session) is None:  # (a plugin answers for jobs without saying what it reads)
+        by_queue: dict[str, list[Job]] = {}
+        for job in session.pending_jobs():
+            if wants_capacity(session, job, action=action):
+                by_queue.setdefault(job.queue, []).append(job)
+        return by_queue
+    memo: dict[str, bool] | None = session.state.get(_WANTS)
+    _, changed = session.jobs_answered()
+    if memo is None:
+        memo = session.state[_WANTS] = {}
+    elif changed:
+        for key in changed & memo.keys():
+            del memo[key]
+    by_queue = {}
+    queues = session.queues
+    closed = QueueState.CLOSED
     for job in session.pending_jobs():
-        if wants_capacity(session, job, action=action):
+        wants = memo.get(job.key)
+        if wants is None:
+            wants = wants_capacity(session, job, action=action)
+            queue = queues.get(job.queue)
+            if queue is None or queue.state is not closed:
+                memo[job.key] = wants
+        if wants:
             by_queue.setdefault(job.queue, []).append(job)
     return by_queue
+
+
+#: Where :func:`starving_by_queue` keeps its answers for the session's next action (``session.state``).
+_WANTS = "volsched.actions.eviction.wants_capacity"
 
 
 def _said_of_task(said: Status, task: str, action: str) -> Status:
@@ -1199,6 +1229,37 @@ def _shape_body(job: Job, tasks: list[Task], memo: TaskShapes | None) -> tuple[A
     return (job.queue, job.namespace, job.priority, job.min_member, spec, wants, _task_shapes(tasks, memo))
 
 
+def _in_task_order(session: Session, tasks: list[Task]) -> list[Task]:
+    if len(tasks) > 1:
+        queue = TaskQueue(session, tasks)
+        return [queue.pop() for _ in range(len(queue))]
+    return tasks
+
+
+def _told(
+    session: Session, job: Job, tasks: list[Task], known: tuple[int, Status] | None, *, action: str
+) -> None:
+    """``job`` refused as a job of its shape was since the action last committed (``known``: which task
+    failed and why; None: nothing to say)."""
+    if known is not None:
+        index, said = known
+        session.reject(job, _said_of_task(said, tasks[index].name, action), add=True)
+
+
+def refused_as_before(session: Session, job: Job, *, action: str, refusals: Refusals | None) -> bool:
+    """Whether a job of ``job``'s shape failed since the action last committed (see :class:`Refusals`):
+    then ``job`` is refused the same way, told why, and :func:`evict_for_job` need not be asked (a
+    backlog's every job but the first of each shape, without the making of what a try needs)."""
+    if refusals is None:
+        return False
+    tasks = _in_task_order(session, pending_of(job))
+    shape = refusals.shape(job, tasks)
+    if shape is None or shape not in refusals:
+        return False
+    _told(session, job, tasks, refusals[shape], action=action)
+    return True
+
+
 def evict_for_job(
     session: Session,
     job: Job,
@@ -1226,16 +1287,10 @@ def evict_for_job(
     committed; a job of the same shape as one that failed fails the same way, without being tried
     (``refuse`` and ``candidates`` must then answer by the job's shape, as the plugins do).
     """
-    tasks = pending_of(job)
-    if len(tasks) > 1:
-        queue = TaskQueue(session, tasks)
-        tasks = [queue.pop() for _ in range(len(queue))]  # in task order
+    tasks = _in_task_order(session, pending_of(job))
     shape = refusals.shape(job, tasks) if refusals is not None else None
     if shape is not None and refusals is not None and shape in refusals:
-        known = refusals[shape]
-        if known is not None:
-            index, said = known
-            session.reject(job, _said_of_task(said, tasks[index].name, action), add=True)
+        _told(session, job, tasks, refusals[shape], action=action)
         return set()
     mask = candidates(evictable)
     pools = _Pools(evictable, mask, *evictable.reach(mask))

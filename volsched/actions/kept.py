@@ -26,8 +26,9 @@ from volsched.model.cluster import Job, key_of
 
 #: Where the answers are kept (``session.state`` and ``ClusterSnapshot.kept``).
 _KEPT = "volsched.actions.kept.answers"
-#: The points whose answers are kept.
-_POINTS = ("job_valid", "job_order")
+#: The points whose plugins must declare ``job_answers_kept`` (whether a job starves is kept within a
+#: session: ``volsched.actions.eviction.starving_by_queue``).
+_POINTS = ("job_valid", "job_order", "job_starving")
 
 
 class KeptAnswers:

@@ -16,6 +16,7 @@ from volsched.actions.eviction import (
     evict_for_job,
     eviction_reason,
     refusals_by_shape,
+    refused_as_before,
     starving_by_queue,
 )
 from volsched.actions.util import JobQueue, in_queue_order
@@ -45,8 +46,12 @@ class Preempt:
         for qname in in_queue_order(session, by_queue):
             jobs = JobQueue(session, by_queue[qname])
             while jobs:
-                gave = self._preempt(session, jobs.pop(), evictable, refusals)
-                jobs.requeue(session.jobs[key] for key in gave)
+                job = jobs.pop()
+                if refused_as_before(session, job, action=self.name, refusals=refusals):
+                    continue
+                gave = self._preempt(session, job, evictable, refusals)
+                if gave:
+                    jobs.requeue(session.jobs[key] for key in gave)
 
     def _preempt(
         self, session: Session, job: Job, evictable: Evictable, refusals: Refusals | None

@@ -123,11 +123,14 @@ class BasePlugin:
     #: then two jobs alike that wait side by side get the same answers, and an action may ask for one of
     #: them only (see ``volsched.actions.eviction.job_shape``). False unless the plugin says so.
     answers_by_shape: ClassVar[bool] = False
-    #: Whether its job order key and job validity (``add_job_key_fn``, ``add_job_valid_fn``), if it gives
-    #: them, read nothing but the job (its fields, its PodGroup, its tasks), the session's Queues, the
-    #: namespaces' labels and the ready nodes' total (no clock, no carryover, no other job): then an
-    #: answer asked of a job that no session changed since is kept from one session to the next while
-    #: none of those changed (``volsched.actions.kept``). False unless the plugin says so.
+    #: Whether its job order key, job validity and whether a job starves (``add_job_key_fn``,
+    #: ``add_job_valid_fn``, ``add_job_starving_fn``), if it gives them, read nothing but the job (its
+    #: fields, its PodGroup, its tasks), the session's Queues, the namespaces' labels and the ready
+    #: nodes' total (no clock, no carryover, no other job, nothing a placement moves): then an answer
+    #: asked of a job that nothing changed since is kept, from one session to the next while none of
+    #: those changed (keys and validity: ``volsched.actions.kept``), from one action to the next of a
+    #: session (starving: ``volsched.actions.eviction.starving_by_queue``). False unless the plugin
+    #: says so.
     job_answers_kept: ClassVar[bool] = False
 
     def __init__(self, arguments: Arguments) -> None:
