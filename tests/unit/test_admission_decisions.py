@@ -235,3 +235,27 @@ def test_an_orphan_whose_podgroup_a_pod_of_its_name_takes_holds_its_records_queu
         "ns-a/m2",
     ]
     assert a.queue_deletion("shared") is None
+
+
+@pytest.mark.parametrize(
+    ("made", "owned", "refusal"),
+    [
+        ("2026-01-01T00:00:09Z", False, "priority 1000 is above"),  # made after PodGroup x: its member
+        (None, False, "priority 1000 is above"),  # (being made now)
+        ("2026-01-01T00:00:05Z", False, None),  # the same second: it keeps its name, its own queue q1
+        ("2026-01-01T00:00:09Z", True, None),  # a controller owner's: in its owner's group, not x
+    ],
+)
+def test_a_pod_standing_alone_made_after_a_podgroup_of_its_name_is_held_to_that_podgroups_queue(
+    made: str | None, owned: bool, refusal: str | None
+) -> None:
+    """A pod x naming no group, made after PodGroup x of its namespace, is that PodGroup's member (its job
+    runs in team-a, maxPriority 100): the pod webhook asks team-a's rules, as it does for a pod naming x;
+    before, it asked those of q1, its own annotation's, and let in class high (1000)."""
+    a = _admission()
+    a.state.apply(podgroup("x", ns="ns-a", queue="team-a", created="2026-01-01T00:00:05Z"))
+    body = pod(
+        "x", ns="ns-a", queue="q1", priority_class="high", created=made, owner="Job/j" if owned else None
+    )
+    out = a.pod(body, "ns-a")
+    assert out is None if refusal is None else refusal in (out or "")

@@ -39,11 +39,11 @@ def named_by(t: Task | None, key: str) -> bool | None:
     return None
 
 
-def came_first(pg: PodGroupSpec, t: Task) -> bool:
-    """Whether PodGroup ``pg`` was made before pod ``t`` standing alone of its name (both times known,
-    the PodGroup's strictly earlier: ``metadata.creationTimestamp`` counts whole seconds, and a tie, or a
-    time not known, leaves the name to the pod)."""
-    return 0.0 < pg.creation < t.creation
+def came_first(pg: PodGroupSpec, created: float) -> bool:
+    """Whether PodGroup ``pg`` was made before a pod standing alone of its name made at ``created`` (both
+    times known, the PodGroup's strictly earlier: ``metadata.creationTimestamp`` counts whole seconds,
+    and a tie, or a time not known, leaves the name to the pod)."""
+    return 0.0 < pg.creation < created
 
 
 def taken(
@@ -56,7 +56,7 @@ def taken(
     group's member, neither is taken). An orphan is a pod standing alone too: one that joined a PodGroup
     of its name would count in that group's queue and be kept from reclaim as a gang below its minimum,
     as if its own group had never gone."""
-    out = {k: None for k, alone in named.items() if alone and not came_first(every[k], pod(k))}
+    out = {k: None for k, alone in named.items() if alone and not came_first(every[k], pod(k).creation)}
     left = [k for k, alone in named.items() if not alone]
     grew = bool(left)
     while grew:

@@ -22,11 +22,13 @@ Whether the apiserver lets a request through when the webhook cannot answer is i
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
+from volsched.cache.names import came_first
 from volsched.cache.state import ClusterState
-from volsched.model.decode import build_queue, scheduling_group
+from volsched.model.decode import build_queue, parse_time, scheduling_group
 from volsched.model.errors import InputError
 from volsched.model.raw import meta_of
 from volsched.model.tenancy import queue_refusal
@@ -37,6 +39,7 @@ from volsched.model.vocabulary import (
     TERMINAL_STATUSES,
     VOLCANO_GROUP_ANNOTATION,
     PodGroupPhase,
+    PodGroupSpec,
     QueueSpec,
     default_queue,
     queue_annotation,
@@ -104,10 +107,32 @@ class Admission:
             pg = self.state.podgroups.get(f"{namespace}/{group}")
             if pg is not None:
                 queue = pg.queue
+        elif (pg := self._joined(body, namespace)) is not None:
+            queue = pg.queue  # (a pod standing alone made after a PodGroup of its name is its member)
         cls = str(spec.get("priorityClassName") or "")
         return self._refusal(
             namespace, self._placed(namespace, queue), [cls], self._priority(cls, spec.get("priority"))
         )
+
+    def _joined(self, body: Mapping[str, Any], namespace: str) -> PodGroupSpec | None:
+        """The PodGroup a pod that names none joins: one of its name in its namespace made before it, when
+        it has no controller owner (a pod standing alone: ``volsched.cache.names``); else None. The pod's
+        creation time is the apiserver's (set before validating webhooks are asked), else now."""
+        meta = meta_of(body)
+        name = meta.get("name")
+        owners = meta.get("ownerReferences")
+        if not name or (
+            isinstance(owners, list) and any(isinstance(r, Mapping) and r.get("controller") for r in owners)
+        ):
+            return None
+        pg = self.state.podgroups.get(f"{namespace}/{name}")
+        if pg is None:
+            return None
+        try:
+            created = parse_time(meta.get("creationTimestamp"), where="metadata.creationTimestamp")
+        except InputError:
+            created = 0.0
+        return pg if came_first(pg, created or time.time()) else None
 
     def queue(self, body: Mapping[str, Any]) -> str | None:
         try:
