@@ -25,8 +25,6 @@ from volsched.records import dataclass
 
 #: The reason of the event on an orphan (a snapshot problem of a pod on a node: told, not refused).
 REASON = "PodGroupGone"
-#: What follows the absent group's words in the event's message (``problem``; ``told_refused``).
-_RUNS = ", and this pod runs: "
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,13 +135,6 @@ def problem(key: str, group: str, where: Standing, refused: Mapping[str, str]) -
     return (
         f"Pod {key}",
         REASON,
-        f"{absent_object('PodGroup', group, refused)}{_RUNS}{counts}, which reclaim and preempt may evict "
-        "(without its PodGroup, no gang of its pods is kept whole)",
+        f"{absent_object('PodGroup', group, refused)}, and this pod runs: {counts}, which reclaim and "
+        "preempt may evict (without its PodGroup, no gang of its pods is kept whole)",
     )
-
-
-def told_refused(told: tuple[str, str, str], group: str, refused: Mapping[str, str]) -> tuple[str, str, str]:
-    """``told`` (a :func:`problem` of an orphan of ``group``) said of a group the cache refused (why)."""
-    obj, reason, message = told
-    _, runs, rest = message.partition(_RUNS)
-    return (obj, reason, f"{absent_object('PodGroup', group, refused)}{runs}{rest}") if runs else told

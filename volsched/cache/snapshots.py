@@ -734,6 +734,12 @@ class SnapshotBuilder:
             out.ours = False
         return out
 
+    def orphan_standing(self, key: str) -> orphans.Standing | None:
+        """Where orphan ``key`` stood in the last build (None: it was no orphan), what its problem told
+        (``orphans.problem``): the cache tells it again of a group it refused."""
+        base = self._base
+        return None if base is None else base.orphan.get(key)
+
     def _prepared(self, key: str) -> Task:
         """The prepared task of entry ``key`` (one there is)."""
         return self._entries[key].prepared

@@ -1358,7 +1358,8 @@ class ClusterState:
         if task is None:
             return problem
         if reason == orphans.REASON:
-            return orphans.told_refused(problem, task.job_key, refused)
+            where = self._builder.orphan_standing(key)
+            return problem if where is None else orphans.problem(key, task.job_key, where, refused)
         return (obj, reason, absent_object("PodGroup", task.job_key, refused))
 
 
