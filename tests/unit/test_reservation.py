@@ -212,6 +212,19 @@ def test_the_reservation_is_visible_on_the_podgroup() -> None:
     assert "2 node(s) reserved for PodGroup ns/g starting in 50m" in why
 
 
+def test_a_pod_of_another_namespace_is_not_told_the_name_of_the_job_nodes_are_reserved_for() -> None:
+    """Whoever reads namespace other read "node(s) reserved for PodGroup ns/g" on its pending pod: another
+    tenant's PodGroup name (as an eviction's beneficiary: render_eviction_told). Said now: a job of
+    another namespace; a pod of the job's own namespace is told its name, as before."""
+    theirs = pod("s", ns="other", cpu="1", gpu="8", queue="small", annotations={}, created=iso(NOW - 60))
+    theirs["metadata"]["annotations"]["scheduling.volsched.io/expected-runtime"] = "5h"
+    result = session(cluster(theirs, waiting("s", gpu=8, runtime="5h")), carry={"next": "ns/g"})
+    told = result.unschedulable["other/s"]
+    assert "2 node(s) reserved for a job of another namespace starting in 50m" in told, told
+    assert "ns/g" not in told
+    assert "2 node(s) reserved for PodGroup ns/g starting in 50m" in result.unschedulable["ns/s"]
+
+
 def test_unreserved_nodes_stay_free_to_use() -> None:
     objects = [*cluster(waiting("s", gpu=4, runtime="5h")), node("n4", cpu="32", gpu="4")]
     assert placed(session(objects, carry={"next": "ns/g"})) == {"ns/s": "n4"}

@@ -313,10 +313,10 @@ class _Reserving:
         if mask is None:
             return []
         count = int((~mask[idx]).sum())
+        # A job of another namespace is not named to ``task`` (another tenant's names: as an eviction's).
+        whose = _title(self.job) if self.job.namespace == task.namespace else "a job of another namespace"
         return (
-            [(f"node(s) reserved for {_title(self.job)} {_when(plan.start, self.session.now)}", count)]
-            if count
-            else []
+            [(f"node(s) reserved for {whose} {_when(plan.start, self.session.now)}", count)] if count else []
         )
 
     def placed(self, task: Task) -> None:
