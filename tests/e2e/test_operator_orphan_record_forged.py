@@ -18,6 +18,7 @@ from tests.e2e.operator_fixtures import (
     ROOT,
     VERSION,
     Kube,
+    OperatorProcess,
     Start,
     node,
     node_usage,
@@ -42,9 +43,10 @@ def _namespace(k: Kube, name: str, labels: dict[str, str]) -> str:
     return name
 
 
-def test_a_record_forged_while_no_operator_runs_does_not_charge_another_teams_queue(
-    k: Kube, start_operator: Start
-) -> None:
+def _forged(k: Kube, start_operator: Start, *, made_again: bool) -> tuple[str, str]:
+    """qa's gang a of 4 bound by an operator, then, while none runs, its PodGroup deleted (and made
+    again in qa, if ``made_again``) and its pods' records rewritten to team b's queue qb at a priority no
+    class gives. Returns the two teams' namespaces."""
     k.set_config(CONFIG)
     k.nodes(node("n1", cpu="4"))
     k.queue(queue("qa", namespaceSelector={"matchLabels": {"team": "forged-a"}}))
@@ -67,7 +69,27 @@ def test_a_record_forged_while_no_operator_runs_does_not_charge_another_teams_qu
         k.core.patch_namespaced_pod(
             f"a-{i}", ns_a, {"metadata": {"annotations": {BOUND_UNDER: json.dumps(forged)}}}
         )
+    if made_again:
+        k.podgroup(ns_a, podgroup("a", 4, queue="qa"))
+    return ns_a, ns_b
 
+
+def _reclaimed_by_team_b(k: Kube, ns_a: str, ns_b: str, op: OperatorProcess) -> None:
+    k.podgroup(ns_b, podgroup("b", 1, queue="qb"))
+    k.pods(ns_b, pod("b-0", cpu="1", group="b"), pod("b-1", cpu="1", group="b"))
+    # qb deserves half the node: reclaim takes two of team a's four back (before: qb was past its share
+    # already, holding them, and the forged priority kept them from preempt).
+    wait_for(lambda: len(k.bound(ns_b)) == 2, 60, what="qb's pods bound after reclaim", operator=op)
+    assert len(k.bound(ns_a)) == 2
+    for used, alloc in node_usage(k).values():
+        assert used <= alloc + 1e-9
+    op.check_running()
+
+
+def test_a_record_forged_while_no_operator_runs_does_not_charge_another_teams_queue(
+    k: Kube, start_operator: Start
+) -> None:
+    ns_a, ns_b = _forged(k, start_operator, made_again=False)
     op = start_operator()
     wait_for(
         lambda: any(
@@ -84,13 +106,35 @@ def test_a_record_forged_while_no_operator_runs_does_not_charge_another_teams_qu
     )
     wait_for(lambda: queue_cpu(k, "qa") == "4", 30, what="queue qa charged for its pods", operator=op)
     assert queue_cpu(k, "qb") == "0"  # before: 4, team b's queue charged for team a's pods
+    _reclaimed_by_team_b(k, ns_a, ns_b, op)
 
-    k.podgroup(ns_b, podgroup("b", 1, queue="qb"))
-    k.pods(ns_b, pod("b-0", cpu="1", group="b"), pod("b-1", cpu="1", group="b"))
-    # qb deserves half the node: reclaim takes two of team a's four back (before: qb was past its share
-    # already, holding them, and the forged priority kept them from preempt).
-    wait_for(lambda: len(k.bound(ns_b)) == 2, 60, what="qb's pods bound after reclaim", operator=op)
-    assert len(k.bound(ns_a)) == 2
-    for used, alloc in node_usage(k).values():
-        assert used <= alloc + 1e-9
+
+def test_a_group_made_again_over_pods_with_a_forged_record_is_not_held_to_it(
+    k: Kube, start_operator: Start
+) -> None:
+    """note15 Found 5: the PodGroup made again (in qa) while no operator ran was held to the forged
+    record as it was: its gang counted in team b's queue at priority 1,000,000, and team b reclaimed
+    nothing. The record a group is held to is asked what an orphan's is: refused, the group counts as
+    its object says (qa), told why on the PodGroup (BoundUnderRefused)."""
+    ns_a, _ = _forged(k, start_operator, made_again=True)
+    op = start_operator()
+    wait_for(
+        lambda: any(
+            e.reason == "BoundUnderRefused"
+            and e.involved_object.kind == "PodGroup"
+            and e.involved_object.name == "a"
+            and "(queue qb, priority 1000000, minMember 4) is not taken: queue qb does not take jobs of "
+            "namespace forged-a"
+            in (e.message or "")
+            and "it counts as its object says (queue qa)" in (e.message or "")
+            for e in k.core.list_namespaced_event(ns_a).items
+        ),
+        30,
+        what="PodGroup a told its record is not taken",
+        operator=op,
+    )
+    wait_for(lambda: queue_cpu(k, "qa") == "4", 30, what="queue qa charged for its gang", operator=op)
+    assert queue_cpu(k, "qb") == "0"  # before: 4, the group held to the forged record's queue
+    # (Team b reclaims none of them here: a gang made again with minMember 4 over its 4 running pods
+    # keeps them whole, as its object says, whatever record it is held to.)
     op.check_running()

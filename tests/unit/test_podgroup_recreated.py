@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.builders import node, pod, podgroup, queue
-from volsched.cache.state import ClusterState
+from tests.builders import namespace, node, pod, podgroup, priority_class, queue
+from volsched.cache.state import RECORD_REFUSED, ClusterState
 from volsched.cache.volcano import VOLCANO_PODGROUP
 from volsched.model import admitted
 from volsched.model.admitted import BOUND_UNDER, BoundUnder
@@ -22,6 +22,8 @@ from volsched.model.vocabulary import PodGroupPhase
 
 Obj = dict[str, Any]
 RECORD = admitted.bound_under(uid="uid-1", queue="qa", priority_class="low", priority=10, min_member=2)
+#: The classes the records name (a record is asked what an orphan's is: its class gives its priority).
+CLASSES = (priority_class("low", 10), priority_class("high", 100))
 
 
 def _group(uid: str, *, queue_name: str, min_member: int, kind: str = "PodGroup", cls: str = "low") -> Obj:
@@ -61,7 +63,7 @@ def test_a_group_made_again_over_running_pods_keeps_their_queue_class_and_min_me
     kind: str, group_first: bool
 ) -> None:
     state = ClusterState()
-    for obj in (node("n1", cpu="8"), queue("qa"), queue("qc")):
+    for obj in (node("n1", cpu="8"), queue("qa"), queue("qc"), *CLASSES):
         state.apply(obj)
     made_again = _group("uid-2", queue_name="qc", min_member=4, kind=kind, cls="high")
     objs = [made_again, *(_member(i) for i in range(4))]
@@ -91,6 +93,7 @@ def test_only_pods_holding_a_node_count_and_a_malformed_record_counts_for_nothin
         node("n1", cpu="8"),
         queue("qa"),
         queue("qc"),
+        *CLASSES,
         _group("uid-2", queue_name="qc", min_member=1),
     ):
         state.apply(obj)
@@ -109,6 +112,7 @@ def test_a_phase_or_record_the_sessions_write_keeps_the_object_as_it_says() -> N
         node("n1", cpu="8"),
         queue("qa"),
         queue("qc"),
+        *CLASSES,
         _group("uid-2", queue_name="qc", min_member=4),
     ):
         state.apply(obj)
@@ -119,3 +123,88 @@ def test_a_phase_or_record_the_sessions_write_keeps_the_object_as_it_says() -> N
     state.delete("Pod", "ns", "a-0")
     pg = state.podgroups["ns/a"]
     assert (pg.queue, pg.phase, pg.admitted_min_member) == ("qc", PodGroupPhase.RUNNING, 2)
+
+
+def _forged_state(record: str) -> ClusterState:
+    """ns's gang a (class low) made again in qa over four running pods whose record says ``record``
+    (forged where no pod policy fixes records); qb takes only namespaces labelled team=b."""
+    state = ClusterState()
+    for obj in (
+        node("n1", cpu="8"),
+        namespace("ns", labels={"team": "a"}),
+        queue("qa"),
+        queue("qb", namespaceSelector={"matchLabels": {"team": "b"}}),
+        *CLASSES,
+        _group("uid-2", queue_name="qa", min_member=4),
+        *(_member(i, record) for i in range(4)),
+    ):
+        state.apply(obj)
+    return state
+
+
+def _told(snap: Any) -> list[str]:
+    return [
+        message
+        for obj, reason, message in snap.problems
+        if (obj, reason) == ("PodGroup ns/a", RECORD_REFUSED)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("forged", "why"),
+    [
+        (dict(queue="qb"), "queue qb does not take jobs of namespace ns (its namespaceSelector: team=b)"),
+        (dict(priority=50), "priority 50 is above the 10 its priority class low gives"),
+        (dict(queue="nowhere"), "queue nowhere does not exist"),
+    ],
+    ids=["another team's queue", "above its class", "no such queue"],
+)
+def test_a_group_made_again_is_not_held_to_a_record_an_orphans_would_be_refused(
+    forged: Obj, why: str
+) -> None:
+    """note15 Found 5: a record is asked what a PodGroup is asked where it makes an orphan (8d4ff7a), but a
+    group made again over the pods was held to it as it was: a tenant who may patch its pods (no pod
+    policy) and delete and create its PodGroups had its gang counted in another team's queue, or at a
+    priority above what its class gives (kept from preemption). The record a group is held to is asked
+    the same (``orphans.refusal``); refused, the group counts as its object says (as a PodGroup made
+    anew does, judged by its queue's rules), and it is told why."""
+    fields = dict(queue="qa", priority_class="low", priority=10, min_member=4) | forged
+    record = admitted.bound_under(uid="uid-1", **fields)  # type: ignore[arg-type]
+    state = _forged_state(record)
+    pg = state.podgroups["ns/a"]
+    assert (pg.queue, pg.priority, pg.admitted_min_member) == ("qa", None, None)  # before: the record's
+    snap = state.snapshot(now=1.0)
+    assert (snap.jobs["ns/a"].queue, snap.jobs["ns/a"].priority) == ("qa", 10)
+    (message,) = _told(snap)
+    assert message == (
+        f"the record its running pods were bound under (queue {fields['queue']}, priority {fields['priority']}, "
+        f"minMember 4) is not taken: {why}; it counts as its object says (queue qa), as a PodGroup made anew does"
+    )
+
+
+def test_a_record_is_asked_again_as_the_rules_change_and_a_legitimate_one_is_held() -> None:
+    """Asked again in the next snapshot whenever what it is asked changes (the namespace's labels, a
+    Queue, a PriorityClass), as an orphan's is; a record the rules take holds the group as before."""
+    record = admitted.bound_under(uid="uid-1", queue="qb", priority_class="low", priority=10, min_member=2)
+    state = _forged_state(record)
+    assert state.snapshot(now=1.0).jobs["ns/a"].queue == "qa"
+    state.apply(namespace("ns", labels={"team": "b"}))  # qb takes ns now: the record holds
+    snap = state.snapshot(now=2.0)
+    assert (snap.jobs["ns/a"].queue, _told(snap)) == ("qb", [])
+    assert state.podgroups["ns/a"].admitted_min_member == 2
+    state.apply(queue("qb", namespaceSelector={"matchLabels": {"team": "c"}}))  # and not now
+    snap = state.snapshot(now=3.0)
+    assert snap.jobs["ns/a"].queue == "qa" and len(_told(snap)) == 1
+    state.apply(queue("qb"))
+    state.apply(priority_class("low", 5))  # the class gives less than the record's priority now
+    snap = state.snapshot(now=4.0)
+    assert snap.jobs["ns/a"].queue == "qa"
+    assert _told(snap) == [
+        "the record its running pods were bound under (queue qb, priority 10, minMember 2) is not taken: "
+        "priority 10 is above the 5 its priority class low gives; it counts as its object says (queue qa), "
+        "as a PodGroup made anew does"
+    ]
+    for i in range(4):
+        state.delete("Pod", "ns", f"a-{i}")
+    snap = state.snapshot(now=5.0)
+    assert (snap.jobs["ns/a"].queue, _told(snap)) == ("qa", [])  # no pod holds a node: nothing to tell

@@ -60,12 +60,33 @@ def record_refusal(
     queue does not exist, or its rules refuse the pod's namespace, the record's class or priority (as
     they would a PodGroup's, ``queue_refusal``), or its priority is above what its class gives (what a
     PodGroup of that class gets; for no class, or one that does not exist, the pod's own, or 0)."""
+    return refusal(
+        record,
+        namespace=t.namespace,
+        own_priority=t.priority,
+        queues=queues,
+        labels=labels,
+        priority_classes=priority_classes,
+    )
+
+
+def refusal(
+    record: BoundUnder,
+    *,
+    namespace: str,
+    own_priority: int,
+    queues: Mapping[str, QueueSpec],
+    labels: Mapping[str, str],
+    priority_classes: Mapping[str, int],
+) -> str | None:
+    """:func:`record_refusal` of pods of ``namespace`` whose own priority is ``own_priority`` (the
+    highest of a group's pods that hold the record a PodGroup made again is held to)."""
     queue = queues.get(record.queue)
     if queue is None:
         return f"queue {record.queue} does not exist"
     why = queue_refusal(
         queue,
-        namespace=t.namespace,
+        namespace=namespace,
         namespace_labels=labels,
         classes=(record.priority_class,),
         priority=record.priority,
@@ -78,7 +99,7 @@ def record_refusal(
         if record.priority > given:
             return f"priority {record.priority} is above the {given} its priority class {cls} gives"
         return None
-    own = max(t.priority, 0)
+    own = max(own_priority, 0)
     if record.priority > own:
         named = f"priority class {cls} does not exist" if cls else "it names no priority class"
         return f"priority {record.priority} is above the pod's own ({own}), and {named}"

@@ -183,8 +183,15 @@ class ClusterState:
         #: What the pods holding a node were bound under (their ``BOUND_UNDER`` record), by group key: how
         #: many pods hold each record. A group is held to the least of its records (``admitted.inherit``),
         #: whatever its object says now. And the record each such pod counts under, with its group.
-        self._bound: dict[str, Counter[BoundUnder]] = {}
+        self._bound: dict[str, dict[BoundUnder, set[str]]] = {}
         self._bound_of: dict[str, tuple[str, BoundUnder]] = {}
+        #: PodGroups whose pods' record is refused (``_held_record``: what an orphan's record is asked):
+        #: group key -> what they are told (``RECORD_REFUSED``). They count as their object says.
+        self.record_refused: dict[str, str] = {}
+        #: Bumped by a change of what a record is asked (a Queue, a namespace's labels, a PriorityClass):
+        #: the next snapshot asks the records of the groups held to one again (``_asked``: as of then).
+        self._rules_seq = 0
+        self._asked = 0
         #: The pods the API has shown on a node (not a node the cache laid over one, an assumed bind), by
         #: key: their uid. A bind writes its record with the node, in one update, so a record that comes
         #: after the API showed the pod on a node is not the bind's (``_record_kept``).
@@ -500,6 +507,8 @@ class ClusterState:
             elif ring is not None and (rings := self._held_rings) is not None:
                 rings[ring] += 1  # rung as the batch ends
                 ring = None
+            if changed and kind in _ASKED_OF_RECORDS:
+                self._rules_seq += 1
         if ring is not None:
             self.doorbell.ring(ring)
         if watched:
@@ -685,8 +694,10 @@ class ClusterState:
         table: dict[str, Any] = self.podgroups if kind == "PodGroup" else self.queues
         if winner is None:
             table.pop(key, None)
+            if kind == "PodGroup":
+                self.record_refused.pop(key, None)
         elif isinstance(winner, PodGroupSpec):
-            table[key] = admitted.inherit(winner, self._bound_record(key))
+            table[key] = admitted.inherit(winner, self._held_record(winner))
         else:
             table[key] = winner
         if own is not None and volcano is not None:
@@ -715,19 +726,69 @@ class ClusterState:
         least = {group: self._bound_record(group) for group, _ in filter(None, (was, now))}
         if was is not None:
             group, old = was
-            counts = self._bound[group]
-            counts[old] -= 1
-            if not counts[old]:
-                del counts[old]
-                if not counts:
+            holders = self._bound[group]
+            holders[old].discard(key)
+            if not holders[old]:
+                del holders[old]
+                if not holders:
                     del self._bound[group]
             del self._bound_of[key]
         if now is not None:
-            self._bound.setdefault(now[0], Counter())[now[1]] += 1
+            self._bound.setdefault(now[0], {}).setdefault(now[1], set()).add(key)
             self._bound_of[key] = now
         for group, before in least.items():
             if self._bound_record(group) != before and self._object_podgroup(group) is not None:
                 self._resolve("PodGroup", group)
+
+    def _held_record(
+        self, pg: PodGroupSpec, queues: Mapping[str, QueueSpec] | None = None
+    ) -> BoundUnder | None:
+        """(Under the lock.) The record PodGroup ``pg`` is held to (``admitted.inherit``): its pods' that
+        hold a node (the least, ``_bound_record``), asked what an orphan's is asked where it differs from
+        the object (``orphans.refusal``: its queue's rules for the group's namespace, its priority against
+        what its class gives, or the highest own priority of the pods holding it). None when no pod holds
+        a node, or the record is refused: the group counts as its object says, ``record_refused`` says
+        why. A record forged where no policy fixes records held a group made again to another team's
+        queue, or above its class's priority, which an orphan's was not. ``queues``: the Queues by name,
+        when the caller has them."""
+        record = self._bound_record(pg.key)
+        why = None
+        if record is None:
+            self.record_refused.pop(pg.key, None)
+            return None
+        if admitted.inherit(pg, record) is not pg:
+            tasks = self.tasks
+            why = orphans.refusal(
+                record,
+                namespace=pg.namespace,
+                own_priority=max(tasks[k].priority for k in self._bound[pg.key][record]),
+                queues={q.name: q for q in self.queue_specs()} if queues is None else queues,
+                labels=self.namespace_labels.get(pg.namespace) or {},
+                priority_classes=self.priority_classes,
+            )
+        if why is None:
+            self.record_refused.pop(pg.key, None)
+            return record
+        self.record_refused[pg.key] = (
+            f"the record its running pods were bound under (queue {record.queue}, priority "
+            f"{record.priority}, minMember {record.min_member}) is not taken: {why}; it counts as its "
+            f"object says (queue {pg.queue}), as a PodGroup made anew does"
+        )
+        return None
+
+    def _ask_records_again(self) -> None:
+        """(Under the lock.) What a record is asked changed since the groups held to one were resolved (a
+        Queue, a namespace's labels, a PriorityClass): each such group whose answer changes is resolved
+        again (its table entry replaced only then: a snapshot rebuilds the jobs whose PodGroup it does)."""
+        self._asked = self._rules_seq
+        queues = {q.name: q for q in self.queue_specs()}
+        for key in list(self._bound):
+            pg = self._object_podgroup(key)
+            if pg is None:
+                continue
+            refused = key in self.record_refused
+            if (self._held_record(pg, queues) is None) != refused:  # (a refusal's words may change: kept)
+                self._resolve("PodGroup", key)
 
     def orphan_queues(self) -> list[str]:
         """The queue of each orphan: a pod of ours holding a node with its bind's record, whose PodGroup is
@@ -866,6 +927,8 @@ class ClusterState:
             if ring is not None and (rings := self._held_rings) is not None:
                 rings[ring] += 1  # rung as the batch ends
                 ring = None
+            if kind in _ASKED_OF_RECORDS:
+                self._rules_seq += 1
         if ring is not None:
             self.doorbell.ring(ring)
         if watched:
@@ -1088,7 +1151,7 @@ class ClusterState:
 
     def _hold_podgroup(self, key: str, pg: PodGroupSpec) -> None:
         """``pg`` in force for ``key``, and in the table of its API group (caller holds the lock)."""
-        self.podgroups[key] = admitted.inherit(pg, self._bound_record(key))
+        self.podgroups[key] = admitted.inherit(pg, self._held_record(pg))
         if pg.api_group == API_GROUP:
             self._own[("PodGroup", key)] = pg
         elif pg.api_group == WORKLOAD_GROUP:
@@ -1215,6 +1278,9 @@ class ClusterState:
                 started = time.perf_counter()
                 if now > 0 and self.avoid_until:
                     self._expire_avoid(now)
+                if self._asked != self._rules_seq:
+                    self._ask_records_again()
+                told_records = sorted(self.record_refused.items()) if self.record_refused else None
                 touched: set[str] | None = None
                 renumbered: set[str] = set()
                 if self._logged is self.tasks:
@@ -1324,6 +1390,8 @@ class ClusterState:
             if learned:
                 snap.learned_runtimes = learned
             snap.problems.extend(self.derived_problems)
+            if told_records:
+                snap.problems.extend((f"PodGroup {key}", RECORD_REFUSED, why) for key, why in told_records)
             if misdirected:
                 snap.problems.extend(misdirected)
             if self.derived_held:
@@ -1501,6 +1569,12 @@ def _same_but_confirmed(old: Task | None, new: Task) -> bool:
             or _but_bound_under(old.annotations) == _but_bound_under(new.annotations)
         )
     )
+
+
+#: The reason of the event on a PodGroup its pods' bound-under record is refused to (``_held_record``).
+RECORD_REFUSED = "BoundUnderRefused"
+#: Kinds whose change changes what a bound-under record is asked (``orphans.refusal``).
+_ASKED_OF_RECORDS = frozenset(("Queue", VOLCANO_QUEUE, "Namespace", "PriorityClass"))
 
 
 def _record_kept(old: Task, new: Task, *, placed: bool) -> Task:
