@@ -77,14 +77,16 @@ def test_a_podgroup_named_like_a_running_pod_standing_alone_does_not_keep_it_fro
     op.check_running()
 
 
+@pytest.mark.parametrize("restart", [False, True], ids=["watched", "restarted"])
 def test_a_pod_standing_alone_made_after_a_running_gang_of_its_name_joins_it_and_leaves_it_whole(
-    k: Kube, start_operator: Start
+    k: Kube, start_operator: Start, restart: bool
 ) -> None:
     """note15 Found 1: pod x, naming no group, made in gang x's namespace after gang x ran, took PodGroup x
     (a pod standing alone kept its name whichever came first): the gang's running pods were left without
     their group, orphans reclaim could take one by one below its minMember. PodGroup x came first (the
     cluster's creation times say so): pod x is its member, bound under its record as a pod naming it
-    would be, and reclaim takes it, the gang's one above its minimum, not the gang's own."""
+    would be, and reclaim takes it, the gang's one above its minimum, not the gang's own. An operator
+    started after pod x was made (restarted: the listing brings both at once) decides the same."""
     k.set_config(CONFIG)
     k.nodes(node("n1", cpu="4"))
     k.queue(queue("qa"))
@@ -100,7 +102,11 @@ def test_a_pod_standing_alone_made_after_a_running_gang_of_its_name_joins_it_and
         lambda: datetime.now(UTC) >= then + timedelta(seconds=1.5), 5, interval=0.1, what="a later second"
     )
 
+    if restart:
+        op.stop()
     k.pods(ns_a, pod("x", cpu="1"))  # names no group
+    if restart:
+        op = start_operator()
     wait_for(lambda: f"{ns_a}/x" in k.bound(ns_a), 30, what="x bound", operator=op)
     notes = k.core.read_namespaced_pod("x", ns_a).metadata.annotations or {}
     record = read_bound(notes.get(BOUND_UNDER, ""))
