@@ -255,6 +255,30 @@ def test_bound_pods_of_one_template_share_all_of_their_spec_but_the_node(monkeyp
     assert type(made) is dict and made == b["spec"]
 
 
+@pytest.mark.parametrize(
+    "change", [{}, {"preemptionPolicy": "Never"}, {"schedulingGates": [{"name": "wait"}]}]
+)
+def test_bound_pods_of_one_template_take_its_spec_task_and_each_fills_in_its_own_fields(change: Obj) -> None:
+    """A cluster restarting under volsched lists its pods bound, each spec over the template's shared
+    one but for its node: they take the template's spec task (kept by the shared map) as pending pods of
+    one template do, each task equal to a fresh build."""
+    template = listed_pod("t", **change)
+    pods = listing(
+        *(
+            with_token(
+                own(template, f"p{i}", meta=m, status=s) | {"spec": {**template["spec"], "nodeName": f"n{i}"}}
+            )
+            for i, (m, s) in enumerate([({}, None), ({}, None), *OWN_FIELDS])
+        )
+    )
+    shared = pods[1]["spec"].of
+    assert shared is not None and all(p["spec"].of is shared for p in pods[2:])
+    tasks = [_fields(build_task(p, priority_classes={})) for p in pods]
+    assert [kept[0] for kept in decode._SPEC_TASKS.values()] == [shared]  # one, kept by the shared map
+    assert tasks == [fresh_task(p) for p in pods]
+    assert [build_task(p, priority_classes={}).node_name for p in pods] == [f"n{i}" for i in range(len(pods))]
+
+
 def test_a_node_of_no_string_is_not_shared_and_is_refused_by_the_model() -> None:
     pods = listing(*(with_token(listed_pod(n, nodeName=7)) for n in "ab"))
     assert all(type(p["spec"]) is dict and p["spec"]["nodeName"] == 7 for p in pods)

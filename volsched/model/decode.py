@@ -1237,10 +1237,14 @@ def build_task(
     meta = pod["metadata"]
     spec = _map_field(pod, "spec", where)
     # The pods of one template (a spec shared to the byte: kube/prune.py) take what the task reads of
-    # their spec alone from the first of them (:data:`_SPEC_TASKS`), checked then.
-    shared = _SPEC_TASKS.get(id(spec)) if type(spec) is FrozenMap else None
-    if shared is not None and (shared[0] is not spec or shared[1] is not scheduler_names):
-        shared = None
+    # their spec alone from the first of them (:data:`_SPEC_TASKS`), checked then; bound ones too (a spec
+    # over the shared one, only its node its own: a string, which the task reads with the pod's status).
+    shared = None
+    if type(spec) is FrozenMap:
+        holder = spec if spec.of is None else spec.of
+        shared = _SPEC_TASKS.get(id(holder))
+        if shared is not None and (shared[0] is not holder or shared[1] is not scheduler_names):
+            shared = None
     if shared is None:
         if not spec:
             raise InputError(f"{where}: missing field spec")
@@ -1344,12 +1348,13 @@ def build_task(
 
 #: What :func:`build_task` took from a template's spec alone, by the spec's id: (the spec, the scheduler
 #: names it was read with, its parse, a task of every field's default but those read from the spec).
-#: Kept for a spec shared to the byte (a listing's :class:`FrozenMap` of no other: kube/prune.py) whose
-#: parse is its own and that sets its priority (as the apiserver's admission does; a class's priority
-#: is read from the PriorityClasses, which change), no resource claims (read with the pod's status),
-#: and whose placement key is known; the pods of one template then copy that task and fill in their own
-#: fields. The spec is held: its id is no other object's while it is here. Emptied at _SHARED_MAX
-#: entries, like the tables above.
+#: Kept for a spec shared to the byte (a listing's :class:`FrozenMap` of no other: kube/prune.py), or the
+#: one the specs of a template's bound pods are over (:func:`~volsched.model.raw.over`: each its node its
+#: own, a string), whose parse is its own and that sets its priority (as the apiserver's admission does;
+#: a class's priority is read from the PriorityClasses, which change), no resource claims (read with the
+#: pod's status), and whose placement key is known; the pods of one template then copy that task and
+#: fill in their own fields. The spec is held: its id is no other object's while it is here. Emptied at
+#: _SHARED_MAX entries, like the tables above.
 _SPEC_TASKS: dict[int, tuple[FrozenMap, frozenset[str], _SpecParse, Task]] = {}
 
 
@@ -1401,10 +1406,10 @@ def _spec_task(
     # A pod with scheduling gates is not ready to be placed (kube-scheduler keeps it out of its queue,
     # and the apiserver refuses its binding) until they are all removed.
     task.ours = scheduler_name in scheduler_names and not spec.get("schedulingGates")
+    holder = (spec if spec.of is None else spec.of) if type(spec) is FrozenMap else None
     if (
-        type(spec) is FrozenMap
-        and spec.of is None
-        and spec.memo is parsed
+        holder is not None
+        and holder.memo is parsed
         and own_priority is not None
         and "resourceClaims" not in spec
         and parsed.placement_key is not None
@@ -1412,7 +1417,7 @@ def _spec_task(
         task.placement_key = parsed.placement_key
         if len(_SPEC_TASKS) >= _SHARED_MAX:
             _SPEC_TASKS.clear()
-        _SPEC_TASKS[id(spec)] = (spec, scheduler_names, parsed, _copy_task(task))
+        _SPEC_TASKS[id(holder)] = (holder, scheduler_names, parsed, _copy_task(task))
     return task
 
 
