@@ -268,3 +268,38 @@ def test_no_job_admitted_after_the_run_unmet_is_the_runs_sums_as_a_walk(
         ledger.unmet()[0] += 1.0
     with pytest.raises(ValueError):
         next(iter(ledger.unmet_by_queue().values()))[0] += 1.0
+
+
+def test_pods_bound_after_the_run_add_nothing_to_unmet_as_a_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The live benchmark's shape: pods standing alone, each admitted (Inqueue) and holding its one-pod
+    # minimum; a few bound since the run was kept (walked after it, fewer than settled.LAG) and one
+    # pending. They add zeros to the unmet sums (unmet_minimum_rows leaves them out): the answers are
+    # the run's sums, with the queue of those jobs at zeros, the walk's bits, and nothing is added.
+    from volsched.framework import ledger as ledger_module
+
+    fold = ledger_module.unmet_minimum_rows
+    added: list[int] = []
+
+    def counting(jobs: Any, rows: Any, out: Any) -> None:
+        added.append(len(jobs))
+        fold(jobs, rows, out)
+
+    monkeypatch.setattr(ledger_module, "unmet_minimum_rows", counting)
+    state = ClusterState()
+    state.apply(node("n1", cpu="512"))
+    for i in range(30):
+        state.apply(pod(f"p{i:02d}", ns="solo", cpu=f"0.{i % 9 + 1}", node="n1", phase="Running"))
+    assert _session(state.snapshot(now=4.0), thaw=False).ledger.unmet() is not None  # the run kept
+    for i in range(30, 33):
+        state.apply(pod(f"p{i:02d}", ns="solo", cpu=f"0.{i % 9 + 1}", node="n1", phase="Running"))
+    state.apply(pod("p99", ns="solo", cpu="0.3"))
+    session = _session(state.snapshot(now=5.0), thaw=False)
+    ledger = session.ledger
+    after = [j for j in ledger.unsettled() if j.phase is PodGroupPhase.INQUEUE]
+    assert len(after) == 3 and all(j.shared for j in after)
+    del added[:]
+    _check_unmet(ledger, list(session.jobs.values()), len(session.space))
+    assert added == []
+    assert list(ledger.unmet_by_queue()) == ["default"]
+    with pytest.raises(ValueError):
+        ledger.unmet_by_queue()["default"][0] += 1.0

@@ -26,6 +26,7 @@ from volsched.model.cluster import (
     any_constrained,
     any_held_host_ports,
     holdings,
+    minimum_met,
     unmet_minimum_rows,
 )
 from volsched.model.resources import Vector, stack_rows
@@ -274,8 +275,12 @@ class SessionLedger:
             run = self.settled()
             inqueue = PodGroupPhase.INQUEUE
             admitted = [j for j in self._after_gaps() if j.phase is inqueue]
-            if not admitted:  # the run's sums, nothing added (read-only): an arriving pod's session
-                out = self._answers.unmet_by_queue = dict(run.unmet_queue)
+            if not _adding(admitted):  # the run's sums, nothing added: an arriving pod's session
+                out = dict(run.unmet_queue)
+                for job in admitted:  # (the queue of a job that adds zeros: zeros, as the sum it has)
+                    if job.queue not in out:
+                        out[job.queue] = _read_only(np.zeros(self._width))
+                self._answers.unmet_by_queue = out
                 return out
             index = {q: i for i, q in enumerate(run.unmet_queue)}
             rows = [index.setdefault(j.queue, len(index)) for j in admitted]
@@ -295,7 +300,7 @@ class SessionLedger:
                 total = np.zeros((1, self._width))
             else:
                 admitted = [j for j in self._after_gaps() if j.phase is inqueue]
-                if not admitted:  # the run's sum, nothing added (read-only): an arriving pod's session
+                if not _adding(admitted):  # the run's sum, nothing added: an arriving pod's session
                     out = self._answers.unmet = self.settled().unmet_all
                     return out
                 total = self.settled().unmet_all.reshape(1, self._width).copy()
@@ -348,6 +353,18 @@ class SessionLedger:
 
     def any_constrained(self) -> bool:
         return self.settled().constrained or any_constrained(self.unsettled())
+
+
+def _adding(admitted: Sequence[Job]) -> bool:
+    """Whether one of the ``admitted`` jobs adds to the unmet sums: all but a shared job that holds its
+    minimum, which ``unmet_minimum_rows`` leaves out (its zeros change no sum). An arriving pod's
+    session has none such after the run: the pods bound before it hold their one-pod minimum."""
+    return any(not (j.shared and minimum_met(j)) for j in admitted)
+
+
+def _read_only(v: Vector) -> Vector:
+    v.setflags(write=False)
+    return v
 
 
 #: At most this many jobs after the run for :meth:`SessionLedger._alike` to look at each.
