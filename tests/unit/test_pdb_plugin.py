@@ -153,7 +153,7 @@ def test_a_volcano_switch_keeps_the_budgets_out_of_that_actions_victims_only(
     assert named(s, "db-0", "web-0") == preempt
     assert named(s, "db-0", "web-0", point="reclaimable") == reclaim
     assert [t.name for t in s.filter_victims([tasks["db-0"], tasks["web-0"]], point="victim")] == shuffle
-    kept = s.victim_protections([tasks["db-0"]], point="preemptable")
+    kept = s.victim_protections([tasks["db-0"]], point="preemptable", told="ns")
     assert (kept is None) is (preempt == ["db-0", "web-0"])
 
 
@@ -260,8 +260,31 @@ def test_a_budgets_allowance_goes_only_to_victims_the_other_plugins_keep_whereve
 def test_the_plugin_says_which_budget_keeps_which_pods(budgets: list[Obj], said: list[str]) -> None:
     s = session(*budgets)
     tasks = {t.name: t for job in s.jobs.values() for t in job.tasks.values()}
-    kept = s.victim_protections([tasks[n] for n in ("db-0", "db-1", "web-0", "bound-0")], point="preemptable")
+    kept = s.victim_protections(
+        [tasks[n] for n in ("db-0", "db-1", "web-0", "bound-0")], point="preemptable", told="ns"
+    )
     assert (kept.plugin, list(kept.reasons)) == ("pdb", said) if said else kept is None
+
+
+@pytest.mark.parametrize(
+    "budgets",
+    [[budget("db", DB, 0)], [budget("db", DB, 0), budget("web", {"matchLabels": {"app": "web"}}, 0)]],
+    ids=["one budget", "two budgets"],
+)
+def test_a_pod_of_another_namespace_is_not_told_the_budgets_name(budgets: list[Obj]) -> None:
+    """The pod a budget keeps victims from, of another namespace (a preemptor, a reclaimer), read
+    "PodDisruptionBudget ns/db (0 disruptions allowed, 3 healthy of 3 desired)": another tenant's names
+    and numbers, in its condition and FailedScheduling event. Said now: how many pods budgets of other
+    namespaces protect, in one clause; to a pod of the budget's namespace, as before."""
+    s = session(*budgets)
+    tasks = {t.name: t for job in s.jobs.values() for t in job.tasks.values()}
+    pods = [tasks[n] for n in ("db-0", "db-1", "web-0")]
+    kept = s.victim_protections(pods, point="preemptable", told="team-b")
+    assert kept is not None and kept.plugin == "pdb"
+    n = 3 if len(budgets) == 2 else 2
+    assert list(kept.reasons) == [f"{n} pods protected by PodDisruptionBudgets of other namespaces"]
+    mine = s.victim_protections(pods, point="preemptable", told="ns")
+    assert mine is not None and all("PodDisruptionBudget ns/" in r for r in mine.reasons)
 
 
 def unready_session(obj: Obj, ready: tuple[str | None, ...] = ("False", "True")) -> Session:

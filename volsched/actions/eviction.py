@@ -432,7 +432,9 @@ def place_by_evicting(
                 return None
         if filtered:
             kept_in_way = []  # gone past (or nothing to go past), the budgets are not why
-        return _no_node_passes(session, unfit, tried=tried, kept=kept_in_way, action=action, point=point)
+        return _no_node_passes(
+            session, unfit, tried=tried, kept=kept_in_way, action=action, point=point, told=task.namespace
+        )
     need = session.capacity_asked(task)
     walk = _walk_nodes(placing, feasible=feasible, need=need)
     if walk is None:
@@ -453,7 +455,7 @@ def place_by_evicting(
 
 
 def _no_node_passes(
-    session: Session, unfit: str, *, tried: int, kept: list[Task], action: str, point: str
+    session: Session, unfit: str, *, tried: int, kept: list[Task], action: str, point: str, told: str
 ) -> Status:
     """Why a task no node passes the filters for stays pending, once evicting the pods in its way did
     not let it in (on ``tried`` nodes; ``kept``: the pods in the way its victim filters kept)."""
@@ -464,7 +466,7 @@ def _no_node_passes(
             " it out would not let it in"
         )
     # The pods in the way that a victim filter (a PodDisruptionBudget) keeps, in its own words.
-    protected = session.victim_protections(kept, point=point) if kept else None
+    protected = session.victim_protections(kept, point=point, told=told) if kept else None
     if protected is not None:
         return Status(protected.code, protected.plugin, (why, *protected.reasons))
     return Status(Code.UNSCHEDULABLE, action, (why,))
@@ -607,7 +609,11 @@ def _not_placed(
     ruled = ~could & walk.holding
     # Where nothing was named, what a victim filter (a PodDisruptionBudget) kept, in its own words
     # (of the pods the walk offered: the nodes are not walked again).
-    kept = session.victim_protections(walk.unnamed, point=point) if not named and walk.unnamed else None
+    kept = (
+        session.victim_protections(walk.unnamed, point=point, told=task.namespace)
+        if not named and walk.unnamed
+        else None
+    )
     if not named and not ruled.any():
         why = f"{action}: no pod may be evicted for it on the {feasible} node(s) it could use"
         if kept is not None:

@@ -255,13 +255,18 @@ class ExtensionPoints(Protocol):
     def add_preemptable_fn(self, plugin: str, fn: VictimFn) -> None: ...
     def add_victim_tasks_fn(self, plugin: str, fn: Callable[[], list[Task]]) -> None: ...
     def add_victim_filter_fn(
-        self, plugin: str, fn: VictimFilterFn, *, explain: Callable[[list[Task]], list[str]] | None = None
+        self,
+        plugin: str,
+        fn: VictimFilterFn,
+        *,
+        explain: Callable[[list[Task], str], list[str]] | None = None,
     ) -> None:
         """A filter every eviction's victims pass last (preempt's, reclaim's and shuffle's alike, as
         far as the plugin's switches for preemptable, reclaimable and victim are on); the
         victim contract holds (it passes a pod in a list only if it would pass it alone, and passes any
-        subset of what it passed). ``explain`` says why it keeps the pods of a list it would not pass
-        alone (one clause each, as users read it). A budget, not a wall, for preempt and reclaim: where
+        subset of what it passed). ``explain(pods, namespace)`` says why it keeps the pods of a list it
+        would not pass alone (one clause each, as users read it), to a pod of ``namespace``: naming
+        nothing of another namespace's (another tenant's names). A budget, not a wall, for preempt and reclaim: where
         what it keeps is all that could make room, they take it past the filter (deleted, the reason
         saying what was gone past, in ``explain``'s words); shuffle never does."""
 
@@ -339,7 +344,7 @@ class PointTables:
         self._key_cache: dict[str, Callable[[Any], Any]] = {}
         self._keys_cache: dict[str, Callable[[Sequence[Any]], list[Any]]] = {}
         self._explain: dict[str, ExplainFn] = {}
-        self._victim_explain: dict[str, Callable[[list[Task]], list[str]]] = {}
+        self._victim_explain: dict[str, Callable[[list[Task], str], list[str]]] = {}
         #: How many times the victim filters kept a pod the plugins named (``_victims``): an action's
         #: last resort past them changes nothing unless this moved while it tried.
         self.victim_filters_kept = 0
@@ -500,7 +505,11 @@ class PointTables:
         self._add("victim", plugin, fn)
 
     def add_victim_filter_fn(
-        self, plugin: str, fn: VictimFilterFn, *, explain: Callable[[list[Task]], list[str]] | None = None
+        self,
+        plugin: str,
+        fn: VictimFilterFn,
+        *,
+        explain: Callable[[list[Task], str], list[str]] | None = None,
     ) -> None:
         self._add("victim_filter", plugin, fn)
         for point in ("preemptable", "reclaimable", "victim"):
@@ -916,7 +925,7 @@ class PointTables:
         ``victim`` point) never does: its moves are voluntary and no one's share is at stake."""
         if self.filter_victims([victim], point=point):
             return ()
-        kept = self.victim_protections([victim], point=point)
+        kept = self.victim_protections([victim], point=point, told=victim.namespace)
         return kept.reasons if kept is not None else ("a victim filter keeps it",)
 
     def _victim_filters(self, point: str) -> list[tuple[str, VictimFilterFn]]:
@@ -944,14 +953,14 @@ class PointTables:
             victims = [t for t in victims if t.key in keys]
         return victims
 
-    def victim_protections(self, candidates: list[Task], *, point: str) -> Status | None:
+    def victim_protections(self, candidates: list[Task], *, point: str, told: str) -> Status | None:
         """Why the victim filters of ``point`` keep pods of ``candidates`` (each alone), as a refusal
-        said by the first filter that keeps any (None: they keep none)."""
+        said by the first filter that keeps any (None: they keep none), to a pod of namespace ``told``."""
         said: list[tuple[str, str]] = []
         for name, _ in self._victim_filters(point):
             explain = self._victim_explain.get(name)
             if explain is not None:
-                said.extend((name, r) for r in explain(candidates))
+                said.extend((name, r) for r in explain(candidates, told))
         if not said:
             return None
         return Status(Code.UNSCHEDULABLE, said[0][0], tuple(r for _, r in said))

@@ -101,8 +101,10 @@ class DisruptionBudgets(BasePlugin):
                 out.append(t)
             return out
 
-        def protections(candidates: list[Task]) -> list[str]:
-            """The budgets that keep candidates (each alone), as users read it."""
+        def protections(candidates: list[Task], told: str) -> list[str]:
+            """The budgets that keep candidates (each alone), as a pod of namespace ``told`` reads it: a
+            budget of another namespace unnamed, those counted in one clause (another tenant's names
+            and numbers are not its to read)."""
             kept: dict[str, int] = {}
             for t in candidates:
                 if verdict(t, {}) is None:
@@ -110,7 +112,11 @@ class DisruptionBudgets(BasePlugin):
                     assert key is not None
                     kept[key] = kept.get(key, 0) + 1
             out = []
+            others = 0
             for key, n in sorted(kept.items()):
+                if key != _MANY and key.partition("/")[0] != told:
+                    others += n
+                    continue
                 if key == _MANY:
                     out.append(
                         f"{_pods(n)} selected by more than one PodDisruptionBudget (the Eviction API refuses them)"
@@ -131,6 +137,8 @@ class DisruptionBudgets(BasePlugin):
                 out.append(
                     f"{_pods(n)} protected by PodDisruptionBudget {key} ({allowed} {word} allowed{more})"
                 )
+            if others:
+                out.append(f"{_pods(others)} protected by PodDisruptionBudgets of other namespaces")
             return out
 
         def evicted(t: Task) -> None:
