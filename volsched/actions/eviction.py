@@ -1097,12 +1097,7 @@ class CarriedShapes:
             snapshot = session.snapshot
             last = snapshot.kept.get(_JOB_SHAPES)
             touched = snapshot.touched
-            if (
-                isinstance(last, CarriedShapes)
-                and touched is not None
-                and snapshot.built
-                and last.built == snapshot.built - 1
-            ):
+            if isinstance(last, CarriedShapes) and touched is not None and snapshot.follows(last.built):
                 numbers = last.numbers
                 if len(numbers) > 2 * len(last.now) + _NUMBERS_KEPT:  # (only the bodies kept keep theirs)
                     numbers = {body: n for _, n, body in last.now.values()}

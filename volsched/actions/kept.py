@@ -81,8 +81,7 @@ class KeptAnswers:
         if (
             isinstance(last, KeptAnswers)
             and touched is not None
-            and snapshot.built
-            and last.built == snapshot.built - 1
+            and snapshot.follows(last.built)
             and last.config is session.config
             and last.queues == session.queues
             and last.labels == snapshot.namespace_labels

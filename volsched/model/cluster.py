@@ -630,6 +630,11 @@ class ClusterSnapshot:
     #: (the cache's :class:`~volsched.model.history.RuntimeHistory`; read-only). None: none learned.
     learned_runtimes: Mapping[tuple[str, str], float] | None = None
 
+    def follows(self, built: int) -> bool:
+        """Whether this snapshot is the next build of the same builder after build ``built``, with what
+        changed since known (``touched``): what a session derived from that one may be carried here."""
+        return self.touched is not None and bool(self.built) and built == self.built - 1
+
     def absent(self, kind: str, key: str) -> str:
         """How a refusal names a Queue (``key``: its name) or a PodGroup (``ns/name``) the snapshot does
         not hold: rejected by volsched, and why, or it does not exist."""
