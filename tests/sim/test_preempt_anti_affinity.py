@@ -11,6 +11,7 @@ import pytest
 
 from tests.builders import node, pod, pod_affinity, pod_term, podgroup, priority_class, queue
 from tests.sim._eviction_helpers import Staged, eviction_config
+from volsched.framework.messages import OTHER_TERM, render_eviction, render_eviction_told
 
 Obj = dict[str, Any]
 WEB = {"app": "web"}
@@ -267,6 +268,41 @@ def test_eviction_reason_names_the_running_pods_term() -> None:
     [e] = s.data["evictions"]
     assert e["pod"] == "default/guard"
     assert e["reason"].endswith(
+        "; keeps it out by existing pods' anti-affinity (app=web, kubernetes.io/hostname)"
+    )
+
+
+def test_a_victim_of_another_namespace_is_told_the_preemptors_term_without_its_words() -> None:
+    # team-b's pod keeps out of default's web pods by a term of its own naming default; the victim,
+    # read by whoever reads default, is not told that term (nor the pod: 0dcac1e), only what kind.
+    secret = [{"key": "app", "operator": "In", "values": ["web", "team-b-secret"]}]
+    term = pod_term(expressions=secret, namespaces=["default"])
+    new = pod("new", ns="team-b", group="new", priority_class="high", affinity=pod_affinity(anti=[term]))
+    new["spec"]["nodeSelector"] = WORK
+    after = [podgroup("new", ns="team-b", queue="q", priority_class="high"), new]
+    before = [*nodes("n1"), queue("q"), *PRIORITIES, *jobs("q"), *running("web-1", "n1", labels=WEB)]
+    before += running("other-1", "n1")
+    s = Staged(before, after, eviction_config())
+    [e] = [e for r in s.history for e in r.evictions]
+    assert e.pod == "default/web-1"
+    whole, told = render_eviction(e), render_eviction_told(e)
+    assert whole.endswith(
+        "; keeps it out by pod anti-affinity (app in (team-b-secret,web), kubernetes.io/hostname)"
+    )
+    assert "team-b" not in told, told
+    assert told.endswith(f"; keeps it out by pod anti-affinity ({OTHER_TERM})"), told
+    # The victim's own term that repels a pod of another namespace is its own to read.
+    guard = running("guard", "n1", anti=WEB)
+    guard[0]["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0][
+        "namespaces"
+    ] = ["team-b"]
+    new = pod("new", ns="team-b", group="new", priority_class="high", labels=WEB)
+    new["spec"]["nodeSelector"] = WORK
+    after = [podgroup("new", ns="team-b", queue="q", priority_class="high"), new]
+    s = Staged([*nodes("n1"), queue("q"), *PRIORITIES, *jobs("q"), *guard], after, eviction_config())
+    [e] = [e for r in s.history for e in r.evictions]
+    assert e.pod == "default/guard" and "team-b" not in render_eviction_told(e)
+    assert render_eviction_told(e).endswith(
         "; keeps it out by existing pods' anti-affinity (app=web, kubernetes.io/hostname)"
     )
 

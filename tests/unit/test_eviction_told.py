@@ -8,10 +8,11 @@ the operator's log's, the simulator's and the dashboard's of a caller who may li
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from volsched.cycle import CycleReport, EvictOutcome
-from volsched.framework.decisions import Evict, EvictionReason, SessionResult
-from volsched.framework.messages import OTHER_NAMESPACE, render_eviction, render_eviction_told
+from volsched.framework.decisions import KEEPS_OUT, Evict, EvictionReason, SessionResult
+from volsched.framework.messages import OTHER_NAMESPACE, OTHER_TERM, render_eviction, render_eviction_told
 from volsched.ui import LiveState
 
 
@@ -60,3 +61,21 @@ def test_the_dashboard_tells_a_caller_of_one_namespace_what_its_victims_are_told
     [whole] = json.loads(live.document())["evictions"]
     assert whole["reason"] == render_eviction(e) and "told" not in whole
     assert json.loads(live.document(frozenset({"team-b"})))["evictions"] == []
+
+
+def test_a_victim_is_not_told_the_term_of_a_pod_of_another_namespace() -> None:
+    own = (KEEPS_OUT, "pod anti-affinity (app in (team-b-secret,web), kubernetes.io/hostname)")
+    spread = (KEEPS_OUT, "pod topology spread (app=team-b-secret, zone): zone=a has 2 matching pod(s)")
+    theirs = (KEEPS_OUT, "existing pods' anti-affinity (app=web, kubernetes.io/hostname)")
+    e = _evict("team-a/a-0", "team-b/secret-project-0")
+    e = replace(e, reason=replace(e.reason, facts=(own, spread, theirs, ("frees", "a volume"))))
+    told = render_eviction_told(e)
+    assert "team-b" not in told and "secret" not in told, told
+    assert told.endswith(
+        f"; keeps it out by pod anti-affinity ({OTHER_TERM}); keeps it out by pod topology spread "
+        f"({OTHER_TERM}); keeps it out by existing pods' anti-affinity (app=web, kubernetes.io/hostname)"
+        "; frees a volume"
+    ), told
+    assert own[1] in render_eviction(e)  # the whole, as before
+    same = replace(e, pod="team-b/a-0")
+    assert render_eviction_told(same) == render_eviction(same)

@@ -39,7 +39,7 @@ import numpy as np
 
 from volsched.actions import kept
 from volsched.actions.util import TaskQueue
-from volsched.framework.decisions import Code, EvictionReason, Status
+from volsched.framework.decisions import KEEPS_OUT, Code, EvictionReason, Status
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
 from volsched.model.cluster import BoolArray, IndexArray, Job
@@ -728,9 +728,7 @@ def _evict_pods_in_the_way(placing: _Placing, *, narrow: Narrow | None) -> tuple
             kept.extend(v for v in whole if v.key in in_way and v.key not in named)
             continue  # a pod in the way may not go
         tried += 1
-        if _evict_for(
-            placing, node, victims, facts=lambda v, terms: tuple(("keeps it out by", t) for t in terms)
-        ):
+        if _evict_for(placing, node, victims, facts=lambda v, terms: tuple((KEEPS_OUT, t) for t in terms)):
             return True, tried, []
     return False, tried, kept
 

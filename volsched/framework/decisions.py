@@ -79,6 +79,12 @@ class Bind:
     bound_under: str = ""
 
 
+#: The label of an eviction's fact naming a filter's term its victim kept the beneficiary out by (see
+#: ``EvictionReason.facts``; ``messages.render_eviction_told`` renders one of another namespace's pod
+#: without its term).
+KEEPS_OUT = "keeps it out by"
+
+
 @dataclass(frozen=True, slots=True)
 class EvictionReason:
     """Why a pod is evicted, as data. The edges render it (``volsched.framework.messages``) into the

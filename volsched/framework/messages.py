@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from volsched.framework.decisions import Event, Evict, SessionResult
+from volsched.framework.decisions import KEEPS_OUT, Event, Evict, SessionResult
+from volsched.model.constraints import OWN_TERMS
 from volsched.model.resources import EPS, PODS, format_amount
 from volsched.model.scalars import human_duration
 
@@ -74,19 +75,33 @@ def render_eviction(eviction: Evict) -> str:
 
 #: What a victim is told of the pod placed in its stead when that pod is of another namespace.
 OTHER_NAMESPACE = "a pod of another namespace"
+#: What a victim is told of that pod's own term it kept the pod out by (its anti-affinity, say).
+OTHER_TERM = "a term of another namespace"
 
 
 def render_eviction_told(eviction: Evict) -> str:
     """:func:`render_eviction` as the victim's namespace reads it (its ``DisruptionTarget`` condition, its
     event, the dashboard of a caller who may list its pods): a beneficiary of another namespace is not
-    named, nor is its job (:data:`OTHER_NAMESPACE`, with its priority, queue and needs), as kube-scheduler
+    named, nor is its job (:data:`OTHER_NAMESPACE`, with its priority, queue and needs), nor its own
+    terms the victim kept it out by (:data:`OTHER_TERM`: its anti-affinity's selector), as kube-scheduler
     names no preemptor to its victim (kubernetes#114882): one tenant's pod names are not another's to
     read. The operator's log and the simulator's report, read by who holds the whole cluster, say all."""
     r = eviction.reason
     if not r.beneficiary or r.beneficiary.partition("/")[0] == eviction.pod.partition("/")[0]:
         return render_eviction(eviction)
-    unnamed = replace(r, beneficiary=OTHER_NAMESPACE, beneficiary_job="")
+    facts = tuple((label, _term_unsaid(value) if label == KEEPS_OUT else value) for label, value in r.facts)
+    unnamed = replace(r, beneficiary=OTHER_NAMESPACE, beneficiary_job="", facts=facts)
     return render_eviction(replace(eviction, reason=unnamed))
+
+
+def _term_unsaid(reason: str | Mapping[str, float]) -> str | Mapping[str, float]:
+    """A filter's reason the victim kept the beneficiary out by, without the term it quotes when that
+    term is the beneficiary's own (``pod anti-affinity (a term of another namespace)``); the placed
+    pods' terms that repel it (the victim's own) are said whole."""
+    for head in OWN_TERMS:
+        if isinstance(reason, str) and reason.startswith(f"{head} ("):
+            return f"{head} ({OTHER_TERM})"
+    return reason
 
 
 def eviction_event_reason(eviction: Evict) -> str:

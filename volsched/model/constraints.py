@@ -137,6 +137,15 @@ class PodCounter:
                 counts[d] += delta
 
 
+#: How :meth:`ConstraintState.check`'s reasons begin, each followed by `` (`` and the term it quotes: those
+#: that quote the pod's own terms, and the placed pods' anti-affinity that repels it.
+POD_AFFINITY = "pod affinity"
+POD_ANTI_AFFINITY = "pod anti-affinity"
+POD_SPREAD = "pod topology spread"
+OWN_TERMS = (POD_AFFINITY, POD_ANTI_AFFINITY, POD_SPREAD)
+PLACED_ANTI_AFFINITY = "existing pods' anti-affinity"
+
+
 @dataclass
 class _TermGroup:
     """Placed pods carrying one (anti-)affinity term: per-domain weight of their owners."""
@@ -433,10 +442,10 @@ class ConstraintState:
             add(*self._affinity(task, c.affinity))
         for term in c.anti_affinity if c is not None else ():
             dom, counts = self.term_counter((term,)).domain_counts(term.topology_key)
-            reason = f"pod anti-affinity ({term.describe()})"
+            reason = f"{POD_ANTI_AFFINITY} ({term.describe()})"
             add(counts[dom] == 0, _fixed(reason))
         for g in repelled:
-            reason = f"existing pods' anti-affinity ({g.term.describe()})"
+            reason = f"{PLACED_ANTI_AFFINITY} ({g.term.describe()})"
             add(g.counts[g.dom] == 0, _fixed(reason))
         hard = [s for s in c.spread if s.hard] if c is not None else []
         for s in hard:
@@ -484,7 +493,7 @@ class ConstraintState:
         if not anywhere and all(t.matches(task.namespace, task.labels, nsl) for t in terms):
             ok = have_key
         what = "; ".join(t.describe() for t in terms)
-        return ok, _fixed(f"pod affinity ({what})")
+        return ok, _fixed(f"{POD_AFFINITY} ({what})")
 
     def _spread_filter(
         self, task: Task, s: SpreadConstraint, constraints: Sequence[SpreadConstraint]
@@ -501,7 +510,7 @@ class ConstraintState:
 
         def describe(bad: IntArray) -> list[tuple[str, int]]:
             out: list[tuple[str, int]] = []
-            head = f"pod topology spread ({s.describe()})"
+            head = f"{POD_SPREAD} ({s.describe()})"
             lacking = int(missing[bad].sum())
             if lacking:
                 out.append((f"{head}: node(s) without label {s.topology_key}", lacking))
