@@ -292,3 +292,26 @@ def test_pods_named_like_each_others_podgroups_stay_their_members() -> None:
     ).snapshot(now=1.0)
     assert list(snap.jobs["ns/g"].tasks) == ["ns/p"] and list(snap.jobs["ns/p"].tasks) == ["ns/g"]
     assert snap.problems == []
+
+
+def test_a_podgroup_taken_by_a_pod_of_its_name_is_told_so_and_not_that_the_pods_record_is_refused() -> None:
+    """Pod x, standing alone and running with a record (a forged one, or its own bind's), takes PodGroup x
+    made after it: the PodGroup is no job, told why (``PodGroupNameTaken``). The cache held it to x's
+    record too and, the record refused (its queue gone), told it ``BoundUnderRefused`` as well: noise
+    about a group that is no job, whose pods the record never counts in."""
+    record = bound_under(uid="x-uid", queue="gone", priority_class="", priority=0, min_member=1)
+    x = pod("x", ns="ns", node="n1", queue="qa", annotations={BOUND_UNDER: record})
+    x["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    state = _state(node("n1", cpu="4"), queue("qa"), x)
+    state.apply(podgroup("x", ns="ns", queue="qa", min_member=2, created="2026-01-01T00:01:00Z"))
+    told = [
+        (reason, message)
+        for obj, reason, message in state.snapshot(now=1.0).problems
+        if obj == "PodGroup ns/x"
+    ]
+    assert told == [("PodGroupNameTaken", TAKEN)], told
+    # Once pod x is gone, the PodGroup is a job, held to no record (no pod of it holds a node).
+    state.delete("Pod", "ns", "x")
+    snap = state.snapshot(now=2.0)
+    assert "ns/x" in snap.jobs
+    assert [p for p in snap.problems if p[0] == "PodGroup ns/x"] == []

@@ -1390,8 +1390,13 @@ class ClusterState:
             if learned:
                 snap.learned_runtimes = learned
             snap.problems.extend(self.derived_problems)
-            if told_records:
-                snap.problems.extend((f"PodGroup {key}", RECORD_REFUSED, why) for key, why in told_records)
+            if told_records:  # (not of a PodGroup a pod of its name takes: that is told, and it is no job)
+                shadowed = snap.refused  # (the builder's alone, so far)
+                snap.problems.extend(
+                    (obj, RECORD_REFUSED, why)
+                    for key, why in told_records
+                    if (obj := f"PodGroup {key}") not in shadowed
+                )
             if misdirected:
                 snap.problems.extend(misdirected)
             if self.derived_held:
