@@ -332,11 +332,12 @@ class Row:
 def _create_api_objects(api: Any, w: Workload, size: Size, scheduler: str) -> None:
     from kubernetes import client
 
-    sched = client.SchedulingV1Api(api)
+    sched: Any = client.SchedulingV1Api(api)  # (given dicts: the client serialises them)
     for name, value in (("bench-low", 1), ("bench-high", 10)):
         sched.create_priority_class({"metadata": {"name": name}, "value": value})
     if w.preempt and scheduler in VOLSCHEDS:
-        client.CoreV1Api(api).create_namespaced_config_map(
+        core: Any = client.CoreV1Api(api)
+        core.create_namespaced_config_map(
             OPERATOR_NS,
             {
                 "metadata": {"name": "volsched-scheduler-config"},
@@ -392,7 +393,7 @@ class Churn:
     def _run(self) -> None:
         from kubernetes import client
 
-        core = client.CoreV1Api(self.api)
+        core: Any = client.CoreV1Api(self.api)  # (given dicts: the client serialises them)
         last: tuple[str, str, str] | None = None
         while not self.stop.wait(1.0):
             i = self.made
@@ -472,7 +473,8 @@ def run_workload(
                 for i in range(size.nodes)
             ]
             create(conn, "node", nodes, args=args, workdir=rundir)
-            rv = client.CoreV1Api(api).list_namespaced_pod(NAMESPACE, limit=1).metadata.resource_version
+            listed: Any = client.CoreV1Api(api).list_namespaced_pod(NAMESPACE, limit=1)
+            rv = str(listed.metadata.resource_version)
             watch = start_watch(conn, rv, rundir, args.loadgen)
             log = rundir / f"{scheduler}.log"
             if scheduler in VOLSCHEDS:
