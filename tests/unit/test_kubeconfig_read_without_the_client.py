@@ -166,10 +166,13 @@ def test_a_missing_file_or_context_is_left_to_the_clients_loader_and_its_error(t
     doc["current-context"] = "nowhere"
     path.write_text(yaml.safe_dump(doc))
     assert read_kubeconfig(str(path)) == "no single current context"
-    from kubernetes.config import ConfigException
+    from volsched.model.errors import InputError
 
-    with pytest.raises(ConfigException):
+    with pytest.raises(
+        InputError
+    ) as error:  # (the loader's ConfigException, said in a line: not a traceback)
         load_configuration(str(path))
+    assert str(error.value).startswith(f"kubeconfig {path}: Invalid kube-config file."), error.value
 
 
 def test_an_exec_plugin_runs_through_the_clients_loader_and_its_token_is_sent(
@@ -305,3 +308,40 @@ def test_volsched_run_with_a_kubeconfig_that_cannot_be_read_exits_2_naming_it(tm
         2,
         f"volsched run: kubeconfig {missing}: cannot be read: No such file or directory\n",
     )
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["$KUBECONFIG", "~/.kube/config"])
+def test_volsched_run_with_no_kubeconfig_at_all_exits_2_saying_so(tmp_path: Path, named: bool) -> None:
+    """The defect: ``volsched run`` outside a pod on a machine with no kubeconfig (a fresh one, or
+    ``$KUBECONFIG`` naming a file not there) handed the client's loader nothing, and ended in its
+    traceback (exit 1); so did a kubeconfig the loader refuses (no current context)."""
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    env["HOME"] = str(tmp_path)
+    missing = tmp_path / "nope"
+    if named:
+        env["KUBECONFIG"] = str(missing)
+    done = subprocess.run(
+        [sys.executable, "-m", "volsched", "run"], capture_output=True, text=True, check=False, env=env
+    )
+    where = f"{missing} ($KUBECONFIG)" if named else f"{tmp_path}/.kube/config (~/.kube/config)"
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"volsched run: no kubeconfig: not in a pod with a service account, and no {where}; name one with "
+        "--kubeconfig FILE or $KUBECONFIG\n",
+    )
+    no_context = tmp_path / "config"
+    no_context.write_text("apiVersion: v1\nkind: Config\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "volsched", "run", "--kubeconfig", str(no_context)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.endswith(
+        f"volsched run: kubeconfig {no_context}: Invalid kube-config file. Expected key current-context in "
+        f"{no_context}\n"
+    ), done.stderr

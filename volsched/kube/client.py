@@ -51,8 +51,12 @@ def read_configuration(kubeconfig: str | None) -> ClientConfig | tuple[str | Non
         if os.pathsep in named.strip(os.pathsep):  # several files, merged: the client's loader merges
             return None, "$KUBECONFIG names several files"
         kubeconfig = os.path.expanduser(named.strip(os.pathsep) or DEFAULT_KUBECONFIG)
-        if not os.path.exists(kubeconfig):
-            return None, f"no service account and no {kubeconfig}"
+        if not os.path.exists(kubeconfig):  # (the client's loader finds nothing either: it looks there)
+            where = "$KUBECONFIG" if named.strip(os.pathsep) else DEFAULT_KUBECONFIG
+            raise InputError(
+                f"no kubeconfig: not in a pod with a service account, and no {kubeconfig} ({where}); "
+                "name one with --kubeconfig FILE or $KUBECONFIG"
+            )
     try:
         loaded = read_kubeconfig(kubeconfig)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
@@ -78,13 +82,16 @@ def _client_loader(kubeconfig: str | None, *, why: str) -> Any:
     from kubernetes import client, config
 
     cfg = client.Configuration()
-    if kubeconfig:
-        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)  # type: ignore[no-untyped-call]
-    else:
-        try:
-            config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-        except config.ConfigException:
-            config.load_kube_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+    try:
+        if kubeconfig:
+            config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)  # type: ignore[no-untyped-call]
+        else:
+            try:
+                config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+            except config.ConfigException:
+                config.load_kube_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+    except config.ConfigException as exc:  # what the loader refuses, said in a line (not a traceback)
+        raise InputError(f"kubeconfig {kubeconfig or '(default)'}: {exc}") from None
     return cfg
 
 
