@@ -28,7 +28,7 @@
   thread and its fresh snapshot goes into the cache right before each session. Pods that shuffle
   evicted keep their owner off the node they left (``ClusterState.moved_off``).
 * ``/healthz``, ``/readyz``, ``/metrics`` and the ``/ui`` dashboard (:mod:`volsched.ui`) are served by aiohttp,
-  imported after ready beside the first sessions, stepping aside while they work
+  imported after ready at the sessions' first lull, stepping aside while they work
   (:mod:`~volsched.operator.aside`); until then the standard library's server answers the health checks.
 
 This module is the wiring and the replica's lifecycle (:class:`Operator`: builds the collaborators,
@@ -81,7 +81,7 @@ from volsched.kube.watch import ListWatch
 from volsched.kube.writer import KubeWriter
 from volsched.model.vocabulary import API_GROUP
 from volsched.operator.admission import Admission
-from volsched.operator.aside import LONGEST_PAUSE, import_aside
+from volsched.operator.aside import LONGEST_PAUSE, import_aside, until_idle
 from volsched.operator.health import health_problem, readiness_problem
 from volsched.operator.http import HttpServer
 from volsched.operator.metrics import Metrics
@@ -477,10 +477,6 @@ class Operator:
         pauses, paused, started = activity.pauses, activity.paused, time.monotonic()
 
         def importing() -> None:
-            # The records an arriving object's way compares or hashes (a pod's runtime as its pod is
-            # decoded, a PodGroup's spec, a claim's devices): their methods made before the first one
-            # arrives, not in its watch event's or its session's way (volsched.records.made_ahead).
-            make_ahead()
             with self.tls_ahead.handed(wait=TLS_AHEAD_WAIT):
                 import_aside(self.after_ready, activity)
 
@@ -532,14 +528,24 @@ class Operator:
                 reads.exception()  # retrieved: the listing's failure, if any, is the one raised
             reads.result()
             self.feed.start()
-            # aiohttp's TLS contexts are made from here, beside its import's first modules, not from the
-            # start: reading the CA bundle twice (about 30 ms of CPU) was on the listing's way on a busy
-            # machine, and its import waits for them (TLS_AHEAD_WAIT) rather than make its own.
-            self.tls_ahead.start()
             # Ready from here (synced): the sessions start before aiohttp and kopf are imported, and
             # before kopf's first step: kopf cancels the tasks created after it started, on its exit.
             sessions = asyncio.create_task(self.loop.run(stop))
             tasks.append(sessions)
+            # The records an arriving object's way compares or hashes (a pod's runtime as its pod is
+            # decoded, a PodGroup's spec, a claim's devices): their methods made before the first one
+            # arrives, not in its watch event's or its session's way (volsched.records.made_ahead).
+            await asyncio.to_thread(make_ahead)
+            # Without the webhooks, what comes after ready (the imports, aiohttp's TLS contexts, its
+            # server) waits for the sessions' first lull (aside.until_idle): the first pods are placed
+            # without it beside them. With them on, kopf serves the webhooks: not held back.
+            lull = time.monotonic()
+            if self.admission is None and await until_idle(self.loop.activity, stop):
+                log.debug("after ready: a lull after %.0f ms", 1000 * (time.monotonic() - lull))
+            # aiohttp's TLS contexts are made from here, beside its import's first modules, not from the
+            # start: reading the CA bundle twice (about 30 ms of CPU) was on the listing's way on a busy
+            # machine, and its import waits for them (TLS_AHEAD_WAIT) rather than make its own.
+            self.tls_ahead.start()
             # aiohttp (about a sixth of the CPU to ready) and kopf were not imported so far: they are
             # now, on a thread that steps aside while the sessions work (see volsched.operator.aside and
             # _switching_often). Then aiohttp's server takes the health server's sockets over, and its
