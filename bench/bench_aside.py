@@ -9,7 +9,9 @@ config, a ``NullPort``).
 ``--what attach``: every node's CSINode allows 64 volumes of ``ebs.csi.aws.com``; half the bound pods
 mount a claim bound to a CSI volume of it, with its VolumeAttachment; the arriving pod mounts one too,
 so every session counts what is attached on each node (``volsched.model.attach``). ``--relabel``: a node's
-labels change every cycle, so every session has another node table of the same nodes.
+labels change every cycle, so every session has another node table of the same nodes. ``--churn``: a
+node joins every cycle (with its CSINode, no pods) and the one that joined two cycles before leaves, so
+every session has another node table of other nodes (the places after the one gone move).
 ``--what dra``: ``--claims`` of the bound pods hold a ResourceClaim allocated on their node and reserved
 for them (a GPU each, from their node's ResourceSlice); the arriving pod asks for none, so every session
 only asks which reserved pods are gone (``DeviceState.release_orphans``).
@@ -20,6 +22,7 @@ timing, in ms, with the machine. ``--source DIR`` (twice or more) runs from each
 
     python bench/bench_aside.py --what attach --nodes 1000 --pods 10000
     python bench/bench_aside.py --what attach --nodes 1000 --pods 10000 --relabel   # a new node table a cycle
+    python bench/bench_aside.py --what attach --nodes 1000 --pods 10000 --churn     # nodes join and leave
     python bench/bench_aside.py --what dra --nodes 1000 --pods 10000 --claims 1000 \\
         --source ../before --source . --pairs 3
 """
@@ -96,7 +99,17 @@ def _volume(feeder: Any, name: str, *, node: str | None, rv: int) -> None:
         )
 
 
-def one(what: str, nodes: int, pods: int, cycles: int, claims: int, relabel: bool = False) -> dict[str, Any]:
+def _csinode(name: str) -> dict[str, Any]:
+    return {
+        "kind": "CSINode",
+        "metadata": {"name": name, "resourceVersion": "1"},
+        "spec": {"drivers": [{"name": DRIVER, "nodeID": name, "allocatable": {"count": 64}}]},
+    }
+
+
+def one(
+    what: str, nodes: int, pods: int, cycles: int, claims: int, relabel: bool = False, churn: bool = False
+) -> dict[str, Any]:
     from volsched.cache.feeder import Feeder
     from volsched.cache.state import ClusterState
     from volsched.cycle import BOUND, NullPort, run_cycle
@@ -108,14 +121,7 @@ def one(what: str, nodes: int, pods: int, cycles: int, claims: int, relabel: boo
         feeder.apply("Node", raw_node(i))
         name = f"node-{i:05d}"
         if what == "attach":
-            feeder.apply(
-                "CSINode",
-                {
-                    "kind": "CSINode",
-                    "metadata": {"name": name, "resourceVersion": "1"},
-                    "spec": {"drivers": [{"name": DRIVER, "nodeID": name, "allocatable": {"count": 64}}]},
-                },
-            )
+            feeder.apply("CSINode", _csinode(name))
     if what == "dra":
         feeder.apply(
             "DeviceClass",
@@ -209,6 +215,14 @@ def one(what: str, nodes: int, pods: int, cycles: int, claims: int, relabel: boo
             changed["metadata"]["labels"] = {**changed["metadata"].get("labels", {}), "cycle": str(c)}
             changed["metadata"]["resourceVersion"] = str(rv)
             feeder.apply("Node", changed)
+        if churn:  # a node joins (last), and the one that joined two cycles before leaves
+            joined = raw_node(nodes + c, resource_version=str(rv))
+            feeder.apply("Node", joined)
+            feeder.apply("CSINode", _csinode(joined["metadata"]["name"]))
+            if c >= 2:
+                gone = raw_node(nodes + c - 2)
+                feeder.delete("CSINode", _csinode(gone["metadata"]["name"]))
+                feeder.delete("Node", gone)
         ahead = make_plugins_ahead(config)
         cpu = time.thread_time()
         report = run_cycle(feeder, config, port, now=1000.0 + c, plugins=ahead)
@@ -236,12 +250,17 @@ def main() -> None:
     ap.add_argument("--claims", type=int, default=1000, help="bound pods with a DRA claim (--what dra)")
     ap.add_argument("--cycles", type=int, default=20)
     ap.add_argument("--relabel", action="store_true", help="a node relabelled every cycle (a new node table)")
+    ap.add_argument("--churn", action="store_true", help="a node joins and one leaves every cycle")
     ap.add_argument("--source", action="append", default=[])
     ap.add_argument("--pairs", type=int, default=1)
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.json:
-        print(json.dumps(one(args.what, args.nodes, args.pods, args.cycles, args.claims, args.relabel)))
+        print(
+            json.dumps(
+                one(args.what, args.nodes, args.pods, args.cycles, args.claims, args.relabel, args.churn)
+            )
+        )
         return
     print(describe("numpy"), flush=True)
     print(f"{args.what}: {args.nodes} nodes x {args.pods} bound pods, one arriving a cycle", flush=True)
@@ -253,6 +272,7 @@ def main() -> None:
             cmd = [sys.executable, here, "--json", "--what", args.what, "--nodes", str(args.nodes)]
             cmd += ["--pods", str(args.pods), "--cycles", str(args.cycles), "--claims", str(args.claims)]
             cmd += ["--relabel"] if args.relabel else []
+            cmd += ["--churn"] if args.churn else []
             env = {**os.environ, "PYTHONPATH": str(src)}
             out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
             commit = subprocess.run(

@@ -1082,3 +1082,33 @@ def test_a_percentage_guarantee_follows_the_nodes_from_one_snapshot_to_the_next(
         snap.nodes.memo["total"][cpu] = 0.0
     state.apply(node("n2", cpu="8", ready=False))
     assert state.snapshot(now=5.0).queues["qg"].guarantee["cpu"] == 2
+
+
+def test_nodes_that_join_and_leave_move_only_their_rows_and_the_rest_keep_theirs() -> None:
+    """A node joining (a pod already bound to it), one leaving (its pods with it) and another resized, in
+    one snapshot of 12 nodes: what every node holds is brought to the new places, the nodes of both
+    tables keep their very dicts of held tasks, and the snapshot is the one a fresh cache builds."""
+    objects: dict[tuple[str, str], Obj] = {}
+
+    def put(state: ClusterState, obj: Obj) -> None:
+        objects[obj["kind"], obj["metadata"]["name"]] = obj
+        state.apply(obj)
+
+    state = ClusterState()
+    for i in range(12):
+        put(state, node(f"n{i}", cpu="8"))
+    for k in range(30):
+        put(state, pod(f"p{k}", cpu="1", node=f"n{k % 13}"))  # (p12, p25 on n12: no such node yet)
+    before = state.snapshot(now=1.0).nodes
+    put(state, node("n12", cpu="8"))
+    put(state, node("n3", cpu="16"))
+    del objects["Node", "n5"]
+    state.delete("Node", None, "n5")
+    after = state.snapshot(now=2.0)
+    assert after.nodes.names == sorted(f"n{i}" for i in range(13) if i != 5)  # (n12 between n11 and n2)
+    fresh = ClusterState()
+    for obj in objects.values():
+        fresh.apply(obj)
+    assert digest(after) == digest(fresh.snapshot(now=2.0))
+    for i in (0, 4, 6, 11):  # (not resized, not joined: the very dict)
+        assert after.nodes.tasks[after.nodes.index[f"n{i}"]] is before.tasks[before.index[f"n{i}"]]

@@ -881,8 +881,8 @@ class SnapshotBuilder:
             if old_table is None or not same_nodes:
                 self._table = NodeTable(space, node_specs.values())
                 self._nodes = node_specs
-                if old_table is not None and old_table.names == self._table.names:
-                    carry_counts(old_table.memo, self._table.memo)  # (the same nodes, one changed)
+                if old_table is not None:  # (a node changed, joined or left)
+                    carry_counts(old_table.memo, self._table.memo)
             table = self._table
             assert table is not None
             pos = view.seq.__getitem__  # where a task stands in the cache's order
@@ -1397,6 +1397,38 @@ class SnapshotBuilder:
         if held:
             np.subtract.at(base.idle, np.asarray(held_at, dtype=np.intp), np.stack(held))
 
+    def _nodes_placed(self, base: _Base, old: NodeTable, table: NodeTable, nodes: set[str]) -> bool:
+        """What every node holds, brought from the table ``old`` to ``table``, of other nodes (some
+        joined, some left): each node of both keeps its row and its dict of held tasks (the very
+        object), moved to its place in ``table``; the nodes that joined, and those whose allocatable
+        changed, are added to ``nodes`` (each summed again alone, by :meth:`_node`). False (nothing
+        done) when too many joined or left to do so: then every node is summed again."""
+        was = old.index
+        rows = [was.get(name, -1) for name in table.names]
+        at = [i for i, r in enumerate(rows) if r >= 0]
+        if (len(table) + len(old) - 2 * len(at)) * _NODES_FULL > len(table):  # (joined + left)
+            return False
+        came = [i for i, r in enumerate(rows) if r < 0]
+        to = np.asarray(at, dtype=np.intp)
+        frm = np.asarray([rows[i] for i in at], dtype=np.intp)
+        n = len(table)
+        idle = table.allocatable.copy()  # (a joined node's row: summed by ``_node``)
+        idle[to] = base.idle[frm]
+        score_extra = np.zeros((n, 2))
+        score_extra[to] = base.score_extra[frm]
+        incoming = np.zeros(table.allocatable.shape)
+        incoming[to] = base.incoming[frm]
+        releasing = np.zeros(n, dtype=np.intp)
+        releasing[to] = base.releasing[frm]
+        held = base.held
+        base.idle, base.score_extra, base.incoming, base.releasing = idle, score_extra, incoming, releasing
+        base.held = [held[r] if r >= 0 else {} for r in rows]
+        names = table.names
+        nodes.update(names[i] for i in came)
+        moved = np.flatnonzero((old.allocatable[frm] != table.allocatable[to]).any(axis=1))
+        nodes.update(names[at[k]] for k in moved.tolist())
+        return True
+
     def _node(self, base: _Base, i: int, keys: list[str]) -> None:
         """What node ``i`` holds, again, from the tasks on it (``keys``, in the cache's order)."""
         table = self._table
@@ -1544,10 +1576,12 @@ class SnapshotBuilder:
         assert table is not None
         if old_table is not None and old_table is not table:
             if old_table.names != table.names:
-                self._nodes_full(base, view)
-                return frozenset(touched)
-            rows = np.flatnonzero((old_table.allocatable != table.allocatable).any(axis=1))
-            nodes.update(table.names[i] for i in rows.tolist())
+                if not self._nodes_placed(base, old_table, table, nodes):
+                    self._nodes_full(base, view)
+                    return frozenset(touched)
+            else:
+                rows = np.flatnonzero((old_table.allocatable != table.allocatable).any(axis=1))
+                nodes.update(table.names[i] for i in rows.tolist())
         if len(nodes) * _NODES_FULL > len(table):
             # Most nodes changed (a session bound a backlog): one pass over every task, one subtraction
             # for all nodes, costs less than a pass per node with one subtraction per task.

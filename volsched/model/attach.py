@@ -157,6 +157,11 @@ class AttachState:
         #: from the carried counts when first changed (None: every one is).
         self._own_users: set[Attachment] | None = None
         self._own_staying: set[Attachment] | None = None
+        #: Where the counts stand each node (its slot: :class:`_Counts`), how many slots, and each
+        #: node's slot by its place in the table (None: its place): set when the counts are made.
+        self._slots: Mapping[str, int] = index
+        self._n = len(index)
+        self._perm: IndexArray | None = None
         if memo is not None:
             c = catalog
             kept = memo.get(_RESOLVED)
@@ -165,19 +170,28 @@ class AttachState:
                 and kept[0] is c.claims
                 and kept[1] is c.volumes
                 and kept[2] is c.classes
-                and kept[3] is c.limits
+                # (resolved for the same drivers: what they are filtered by)
+                and (kept[3] is c.limits or (kept[5] is not None and kept[5] == self.drivers))
                 and len(kept[4]) < _KEPT_RESOLVED
             ):
                 self._of = kept[4]
+                if kept[3] is not c.limits:
+                    memo[_RESOLVED] = (*kept[:3], c.limits, kept[4], self.drivers)
             else:
-                memo[_RESOLVED] = (c.claims, c.volumes, c.classes, c.limits, self._of)
+                drivers = kept[5] if kept is not None and kept[3] is c.limits else self._drivers
+                memo[_RESOLVED] = (c.claims, c.volumes, c.classes, c.limits, self._of, drivers)
         self._built = False
 
     @property
     def drivers(self) -> frozenset[str]:
         """The drivers some node has a limit for."""
         if self._drivers is None:
-            self._drivers = frozenset(d for limits in self.catalog.limits.values() for d in limits)
+            limits = self.catalog.limits
+            self._drivers = frozenset(d for by_driver in limits.values() for d in by_driver)
+            memo = self._memo
+            kept = None if memo is None else memo.get(_RESOLVED)
+            if memo is not None and kept is not None and kept[3] is limits and kept[5] is None:
+                memo[_RESOLVED] = (*kept[:5], self._drivers)  # (for the next limits' check)
         return self._drivers
 
     def of(self, task: Task) -> tuple[Attachment, ...]:
@@ -204,24 +218,28 @@ class AttachState:
             self._adopt(_Counts(self, tasks), shared=False)
             return
         base: _Counts | None = memo.get(_CARRIED)
-        dirty = None if base is None or len(base.held) != len(tasks) else base.moved(self.catalog, tasks)
+        dirty = None if base is None else base.moved(self.catalog, tasks, self.index)
         if base is None or dirty is None or len(dirty) * _NODES_FULL > len(tasks):
             base = memo[_CARRIED] = _Counts(self, tasks)
         elif dirty:
             # Every changed node emptied before any is counted again: a pod made again under its name
             # on another node is still counted (by its key) on the one it left until that one is.
+            # (Nodes gone from the table were emptied by ``moved``.)
             nodes = sorted(dirty)
             for i in nodes:
                 base.recount(i, {}, self)
+            place = base.place
             for i in nodes:
-                base.recount(i, tasks[i], self)
-            base.held = list(tasks)
+                on_node = tasks[i if place is None else place[i]]
+                base.recount(i, on_node, self)
+                base.held[i] = on_node
         self._adopt(base, shared=True)
 
     def _adopt(self, base: _Counts, *, shared: bool) -> None:
         """Count from ``base``'s counts: copies of them when it is ``shared`` (carried to later
         sessions: never changed by this one), else its very dicts and arrays."""
         self.limits = base.limits
+        self._slots, self._n, self._perm = base.slots, base.size, base.perm
         if not shared:
             self.attached, self.kept = base.attached, base.kept
             self.users, self.staying = base.users, base.staying
@@ -274,7 +292,7 @@ class AttachState:
                 at, got = self._where[task.key]
                 self._count(staying=True, got=got, node=at, delta=1)
             return
-        node = self.index.get(task.node_name or "")
+        node = self._slots.get(task.node_name or "")
         if node is not None:
             self._add(task, node)
 
@@ -326,10 +344,12 @@ class AttachState:
         got = self.of(task)
         if not got:
             return None
-        ok = np.ones(len(self.index), dtype=bool)
+        if not self._built:
+            self._build()
+        ok = np.ones(self._n, dtype=bool)
         for _, limit, total, _ in self._over(got):
             ok &= (limit < 0) | (total <= limit)
-        return ok
+        return ok if self._perm is None else ok[self._perm]
 
     def now(self, task: Task) -> BoolArray | None:
         """The nodes where ``task``'s volumes stay within every limit now, with the volumes of the pods
@@ -340,10 +360,12 @@ class AttachState:
         got = self.of(task)
         if not got:
             return None
-        ok = np.ones(len(self.index), dtype=bool)
+        if not self._built:
+            self._build()
+        ok = np.ones(self._n, dtype=bool)
         for _, limit, total, _ in self._over(got, now=True):
             ok &= (limit < 0) | (total <= limit)
-        return ok
+        return ok if self._perm is None else ok[self._perm]
 
     def relievable(self, task: Task) -> BoolArray | None:
         """The nodes where ``task``'s volumes could stay within every limit were the volumes there
@@ -354,11 +376,11 @@ class AttachState:
             return None
         if not self._built:
             self._build()
-        ok = np.ones(len(self.index), dtype=bool)
+        ok = np.ones(self._n, dtype=bool)
         for d in {a[0] for a in got}:
             limit = self.limits[d]
             ok &= (limit < 0) | (sum(1 for a in got if a[0] == d) <= limit)
-        return ok
+        return ok if self._perm is None else ok[self._perm]
 
     def holders(self, task: Task) -> dict[str, str]:
         """The pods (by key) whose going would detach a volume of a driver of ``task``'s, on a node with a
@@ -390,13 +412,16 @@ class AttachState:
         if not got:
             return []
         out = []
+        if not self._built:
+            self._build()
+        at = idx if self._perm is None else self._perm[idx]
         for d, limit, total, counts in self._over(got):
-            lim, tot = limit[idx], total[idx]
+            lim, tot = limit[at], total[at]
             bad = (lim >= 0) & (tot > lim)
             if not bad.any():
                 continue
-            adds = tot[bad] - counts[idx][bad]
-            left = np.maximum(lim[bad] - counts[idx][bad], 0)
+            adds = tot[bad] - counts[at][bad]
+            left = np.maximum(lim[bad] - counts[at][bad], 0)
             out.append(
                 (
                     f"node(s) exceed max volume count of {d} (needs {int(adds.min())}, "
@@ -409,12 +434,13 @@ class AttachState:
 
 def carry_counts(old: Mapping[str, Any], new: dict[str, Any]) -> None:
     """Hand the counts carried with a node table's memo (``old``) to the memo of the table that replaces
-    it (``new``), made of nodes of the very same names in the same order (a node's labels, taints,
-    readiness or allocatable changed: another table). What a count reads of the nodes is their names
-    and places alone (the pods on each, the catalog's limits by node name), so the next session brings
-    it to the pods and the catalog as on the same table (a node whose dict of tasks is another object,
-    or that read a claim or volume that changed, counted again alone), not from every pod. Each pod's
-    attachments resolved go along too (they follow from the catalog alone)."""
+    it (``new``): a node's labels, taints, readiness or allocatable changed, or a node joined or left.
+    What a count reads of the nodes is their names alone (the pods on each, the catalog's limits by
+    node name; its places are its own slots, :class:`_Counts`), so the next session brings it to the
+    table's places, the pods and the catalog as on the same table (a node that joined, whose dict of
+    tasks is another object, or that read a claim or volume that changed, counted again alone; a node
+    gone emptied alone), not from every pod. Each pod's attachments resolved go along too (they follow
+    from the catalog alone)."""
     for key in (_CARRIED, _RESOLVED):
         kept = old.get(key)
         if kept is not None and key not in new:
@@ -447,26 +473,39 @@ def _count(
 class _Counts:
     """The volumes the pods on the nodes attach, per node and driver, as :class:`AttachState` counts
     them (its fields of the same names), for the node table's dicts of tasks ``held`` and the catalog's
-    tables: carried with the table from session to session. A node is counted again alone (what a pod
-    attaches counts on its own node only) when its dict of tasks is another object than the one counted
-    (its pods changed: the snapshot builder makes a node's dict anew when they do, and a session copies
-    one before it changes it), or a claim, a volume or a VolumeAttachment that it read changed; all of
-    them when the limits or a StorageClass changed. Sessions copy these counts; only :meth:`recount`
-    changes them."""
+    tables: carried with the table from session to session, and to the tables that replace it. A node is
+    counted again alone (what a pod attaches counts on its own node only) when its dict of tasks is
+    another object than the one counted (its pods changed: the snapshot builder makes a node's dict anew
+    when they do, and a session copies one before it changes it), or a claim, a volume or a
+    VolumeAttachment that it read changed, or its limits did; all of them when a StorageClass changed or
+    a driver gained or lost its last limit. Sessions copy these counts; only :meth:`moved` and
+    :meth:`recount` change them.
+
+    Each node's counts stand in its own slot (``slots``), not at its place in the table: a node that
+    joins takes a slot a node gone left free (or a new one past the last) and is counted alone, a node
+    gone is emptied alone, and the nodes between keep theirs, though their places in the table move.
+    ``perm`` is each place's slot (None: the slots are the places), ``place`` each slot's place."""
 
     __slots__ = (
         "attached",
         "by_claim",
         "by_volume",
         "catalog",
+        "free",
         "held",
-        "index",
         "kept",
         "leaving",
         "limits",
+        "names",
         "on",
+        "order",
+        "perm",
+        "place",
         "read",
+        "size",
+        "slots",
         "staying",
+        "table",
         "users",
         "va",
         "va_names",
@@ -475,14 +514,23 @@ class _Counts:
 
     def __init__(self, state: AttachState, tasks: Sequence[Mapping[str, Task]]) -> None:
         self.catalog = catalog = state.catalog
+        #: Per slot: the dict of tasks counted there.
         self.held = list(tasks)
-        self.index = index = state.index
-        n = len(index)
+        #: The table's index the slots stand for (its places by name), and its names in order.
+        self.table = state.index
+        self.order = list(state.index)
+        #: Node name -> slot; per slot, its node's name (None: free); the slots free, lowest first.
+        self.slots = slots = dict(state.index)
+        self.names: list[str | None] = list(self.order)
+        self.free: list[int] = []
+        self.size = n = len(slots)
+        self.perm: IndexArray | None = None
+        self.place: list[int] | None = None
         self.limits = {d: np.full(n, -1, dtype=np.int64) for d in sorted(state.drivers)}
         self.attached = {d: np.zeros(n, dtype=np.int64) for d in self.limits}
         self.kept = {d: np.zeros(n, dtype=np.int64) for d in self.limits}
         for node, limits in catalog.limits.items():
-            i = index.get(node)
+            i = slots.get(node)
             if i is not None:
                 for d, count in limits.items():
                     self.limits[d][i] = count
@@ -501,9 +549,10 @@ class _Counts:
         self.read: dict[int, tuple[list[str], list[str]]] | None = None
         self.by_claim: dict[str, dict[int, int]] = {}
         self.by_volume: dict[str, dict[int, int]] = {}
-        #: Node -> the names of its VolumeAttachments (in name order), and those of them counted (of a
-        #: CSI volume of a driver with a limit that no pod there mounts).
-        self.va_names: dict[int, list[str]] = {}
+        #: Node name -> the names of its VolumeAttachments (in name order; a node's not in the table too),
+        #: and per slot those of them counted (of a CSI volume of a driver with a limit that no pod there
+        #: mounts).
+        self.va_names: dict[str, list[str]] = {}
         self.va: dict[int, list[Attachment]] = {}
         # Each pod's attachments counted on its node, in dicts (as ``_count`` would, written out: this
         # walks every bound pod), then each driver's count per node at once.
@@ -553,11 +602,11 @@ class _Counts:
         # A volume attached (a VolumeAttachment) that no pod on the node mounts (its pod gone, the detach
         # not done) counts until it is detached: no eviction frees it.
         for name in sorted(catalog.attached):
-            i = index.get(catalog.attached[name][0])
+            self.va_names.setdefault(catalog.attached[name][0], []).append(name)
+        for node in self.va_names:
+            i = slots.get(node)
             if i is not None:
-                self.va_names.setdefault(i, []).append(name)
-        for i in self.va_names:
-            self._count_attached(i)
+                self._count_attached(i)
 
     def _note(self, i: int, claims: list[str], volumes: list[str]) -> None:
         """Node ``i``'s count read ``claims`` and ``volumes`` (besides what it read before); nothing
@@ -579,7 +628,7 @@ class _Counts:
         attached, volumes = self.catalog.attached, self.catalog.volumes
         counted = []
         read = []
-        for name in self.va_names.get(i, ()):
+        for name in self.va_names.get(self.names[i] or "", ()):
             _, attacher, volume = attached[name]
             read.append(volume)
             pv = volumes.get(volume)
@@ -595,15 +644,41 @@ class _Counts:
         if read:
             self._note(i, [], read)
 
-    def moved(self, catalog: AttachCatalog, tasks: Sequence[Mapping[str, Task]]) -> set[int] | None:
-        """The nodes to count again for ``tasks`` and ``catalog``: those whose dict of tasks is another
-        object, and those that read a claim, a volume or a VolumeAttachment that is another object now
-        (None: every node, the limits or a StorageClass changed). Takes the catalog's VolumeAttachments
-        as its own (``va_names``)."""
+    def moved(
+        self, catalog: AttachCatalog, tasks: Sequence[Mapping[str, Task]], index: Mapping[str, int]
+    ) -> set[int] | None:
+        """The slots to count again for the table ``index`` (its places by name), ``tasks`` (its dicts of
+        tasks, by place) and ``catalog``: those of the nodes that joined, those whose dict of tasks is
+        another object, and those that read a claim, a volume or a VolumeAttachment that is another
+        object now (None: every node, a StorageClass changed, a driver gained or lost its last limit, or
+        too many nodes joined or left). Empties the slots of the nodes gone, takes the table's places
+        (``perm``, ``place``), the limits and the catalog's VolumeAttachments as its own."""
         old = self.catalog
-        if catalog.limits is not old.limits or not _same(catalog.classes, old.classes):
+        if not _same(catalog.classes, old.classes):
             return None
-        dirty = set(itertools.compress(range(len(tasks)), map(operator.is_not, tasks, self.held)))
+        if catalog.limits is not old.limits and _drivers(catalog.limits) != self.limits.keys():
+            return None
+        dirty: set[int] = set()
+        limited: set[int] = set()
+        if index is not self.table:
+            joined = self._placed(index, dirty)
+            if joined is None:
+                return None
+            limited.update(joined)
+        if catalog.limits is not old.limits:
+            slots = self.slots
+            limited.update(slots[n] for n in _changed(old.limits, catalog.limits) if n in slots)
+        if limited:
+            self._limit(catalog.limits, limited)
+        held = self.held
+        if self.perm is None:
+            dirty.update(itertools.compress(range(len(tasks)), map(operator.is_not, tasks, held)))
+        else:
+            perm = self.perm.tolist()
+            counted = map(held.__getitem__, perm)
+            dirty.update(
+                perm[p] for p in itertools.compress(range(len(tasks)), map(operator.is_not, tasks, counted))
+            )
         if self.read is None and (catalog.claims is not old.claims or catalog.volumes is not old.volumes):
             self._reads(dirty)
         for new, was, by in (
@@ -619,19 +694,91 @@ class _Counts:
             for name in _changed(old.attached, catalog.attached):
                 for table in (old.attached, catalog.attached):
                     va = table.get(name)
-                    i = None if va is None else self.index.get(va[0])
-                    if i is None:
+                    if va is None:
                         continue
-                    dirty.add(i)
-                    names = self.va_names.setdefault(i, [])
+                    node = va[0]
+                    names = self.va_names.setdefault(node, [])
                     if table is old.attached:
                         names.remove(name)
                     else:
                         bisect.insort(names, name)
                     if not names:
-                        del self.va_names[i]
+                        del self.va_names[node]
+                    i = self.slots.get(node)
+                    if i is not None:
+                        dirty.add(i)
         self.catalog = catalog
         return dirty
+
+    def _placed(self, index: Mapping[str, int], dirty: set[int]) -> list[int] | None:
+        """Take the table ``index``'s places: the slots of the nodes gone emptied and freed, a slot for
+        each node that joined (added to ``dirty``: counted when the session counts), each place's slot.
+        The slots whose node is another now (their limits to set: a slot freed has none), or None when
+        too many joined or left to count them alone."""
+        order = list(index)
+        if order == self.order:  # (the same nodes in the same places: another table of them)
+            self.table = index
+            return []
+        slots = self.slots
+        gone = [slots[n] for n in slots.keys() - index.keys()]
+        came = sorted(index.keys() - slots.keys(), key=index.__getitem__)
+        if (len(gone) + len(came)) * _NODES_FULL > len(index):
+            return None
+        for i in sorted(gone):
+            node = self.names[i]
+            assert node is not None
+            del slots[node]
+            self.names[i] = None  # (its VolumeAttachments no longer counted there)
+            self._empty(i)
+            self.held[i] = {}
+            bisect.insort(self.free, i)
+        joined = sorted(gone)
+        grow = 0
+        for node in came:
+            if self.free:
+                i = self.free.pop(0)
+                self.names[i] = node
+            else:
+                i = self.size + grow
+                grow += 1
+                self.names.append(node)
+                self.held.append({})
+            slots[node] = i
+            joined.append(i)
+        if grow:
+            self.size += grow
+            for counts in (self.attached, self.kept):
+                for d, a in counts.items():
+                    counts[d] = np.concatenate([a, np.zeros(grow, dtype=np.int64)])
+        dirty.update(slots[node] for node in came)
+        perm = list(map(slots.__getitem__, order))
+        if len(perm) == self.size and perm == list(range(self.size)):
+            self.perm = self.place = None
+        else:
+            self.perm = np.asarray(perm, dtype=np.intp)
+            place = [-1] * self.size
+            for p, i in enumerate(perm):
+                place[i] = p
+            self.place = place
+        self.table, self.order = index, order
+        return joined
+
+    def _limit(self, limits: Mapping[str, Mapping[str, int]], at: Iterable[int]) -> None:
+        """Each node's limit at the slots ``at`` as ``limits`` says (-1: none; a free slot's none), in
+        new arrays (the old ones are shared with sessions, read-only)."""
+        new = {}
+        for d, a in self.limits.items():
+            b = np.full(self.size, -1, dtype=np.int64)
+            b[: len(a)] = a
+            new[d] = b
+        for i in at:
+            node = self.names[i]
+            mine = {} if node is None else limits.get(node, {})
+            for d, b in new.items():
+                b[i] = mine.get(d, -1)
+        for b in new.values():
+            b.setflags(write=False)
+        self.limits = new
 
     def _reads(self, dirty: set[int]) -> None:
         """What each node's count read, as it was counted (the catalog not yet replaced), but for the
@@ -649,12 +796,13 @@ class _Counts:
             for t in on_node.values():
                 if (t.claims or t.ephemeral_claims) and t.status in _ATTACHED:
                     _read_claims(t, claims_of, read_claims, read_volumes)
-            read_volumes.extend(attached[name][2] for name in self.va_names.get(i, ()))
+            read_volumes.extend(attached[name][2] for name in self.va_names.get(self.names[i] or "", ()))
             if read_claims or read_volumes:
                 self._note(i, read_claims, read_volumes)
 
-    def recount(self, i: int, on_node: Mapping[str, Task], state: AttachState) -> None:
-        """Node ``i``'s counts again, from the tasks on it now (``on_node``) and the catalog."""
+    def _empty(self, i: int) -> None:
+        """Take out of the counts all that slot ``i`` counted (its pods', its VolumeAttachments') and
+        what it read."""
         users, staying, where, leaving = self.users, self.staying, self.where, self.leaving
         for key in self.on.pop(i, ()):
             _, got = where.pop(key)
@@ -671,6 +819,11 @@ class _Counts:
             for names, by in ((read[0], self.by_claim), (read[1], self.by_volume)):
                 for name in names:
                     _shift(by, name, i, -1)
+
+    def recount(self, i: int, on_node: Mapping[str, Task], state: AttachState) -> None:
+        """Slot ``i``'s counts again, from the tasks on its node now (``on_node``) and the catalog."""
+        self._empty(i)
+        users, staying, where, leaving = self.users, self.staying, self.where, self.leaving
         claims_of = self.catalog.claims.get
         read_claims: list[str] = []
         read_volumes: list[str] = []
@@ -723,6 +876,11 @@ def _read_claims(
         claim = claims_of(ck)
         if claim is not None and claim.volume:
             volumes.append(claim.volume)
+
+
+def _drivers(limits: Mapping[str, Mapping[str, int]]) -> set[str]:
+    """The drivers some node has a limit for in ``limits``."""
+    return {d for by_driver in limits.values() for d in by_driver}
 
 
 def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
