@@ -913,6 +913,17 @@ class LeanRest:
         )
         self._types: dict[str, bytes] = {}
 
+    def leave_answers_on(self, other: Callable[[], Any]) -> None:
+        """On the calling thread from now on, a write sent with ``patience`` leaves its answer to another
+        thread (:class:`Detached`) also as soon as ``other()`` (a socket, or None) has something to read:
+        the pod watch's thread, which sends an arriving pod's bind itself, goes back to the next pod's
+        event rather than wait for the bind's answer."""
+        self._local.other = other
+
+    def _other(self) -> Any:
+        other: Callable[[], Any] | None = getattr(self._local, "other", None)
+        return None if other is None else other()
+
     def _credentials(self) -> tuple[str, str] | None:
         return self._read_auth()[1]
 
@@ -1079,7 +1090,7 @@ class LeanRest:
             conn = self._connection(max(0.001, deadline - time.monotonic()))  # a second try: what is left
             try:
                 conn.sock.sendall(message)
-                if patience is not None and not _answer_begun(conn.sock, patience):
+                if patience is not None and not _answer_begun(conn.sock, patience, self._other()):
                     self._local.conn = None  # the connection goes with its answer
                     raise Detached(Pending(self, conn, method, path, deadline))
                 reply = _receive(conn.sock, method, deadline)  # to its end
@@ -1145,12 +1156,27 @@ class LeanRest:
         self._aio.close()
 
 
-def _answer_begun(sock: Any, patience: float) -> bool:
+def _answer_begun(sock: Any, patience: float, other: Any = None) -> bool:
     """Whether an answer's first bytes are on ``sock`` within ``patience`` seconds (waiting without the
-    interpreter's lock)."""
+    interpreter's lock); False too as soon as ``other`` (a socket, or None) has something to read, the
+    answer begun or not: the calling thread has other work waiting."""
+    fd = -1
+    if other is not None:
+        with contextlib.suppress(OSError, ValueError):
+            fd = other.fileno()  # (-1: closed)
+    if fd < 0:
+        if isinstance(sock, ssl.SSLSocket) and sock.pending():
+            return True
+        return _readable(sock, patience)
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    if poller.poll(0):
+        return False
     if isinstance(sock, ssl.SSLSocket) and sock.pending():
         return True
-    return _readable(sock, patience)
+    poller.register(sock, select.POLLIN)
+    ready = [found for found, _ in poller.poll(patience * 1000)]
+    return bool(ready) and fd not in ready
 
 
 class Pending:
