@@ -1,4 +1,4 @@
-"""What the operator imports after ready (aiohttp; kopf only with the webhooks on) is
+"""What the operator imports after ready (aiohttp, prometheus_client; kopf only with the webhooks on) is
 imported beside the first sessions, stepping aside while they work (``volsched.operator.aside``): nothing
 waits for it. A pod that arrives while that import is under way is bound; ``/metrics`` and ``/ui`` answer
 once it ended (the health server's "starting" before), ``/metrics`` with what was counted before. The
@@ -87,7 +87,7 @@ def test_a_pod_arriving_while_the_imports_after_ready_run_is_bound_and_metrics_a
     settings.lease.namespace = OPERATOR_NS
     op = Operator(settings)
     # No webhooks: kopf has nothing to do, and is not imported.
-    assert op.after_ready == ["aiohttp.web"]
+    assert op.after_ready == ["aiohttp.web", "prometheus_client"]
     op.after_ready.insert(0, HELD)
     with operator_on_a_thread(op):
         assert held.entered.wait(120)  # synced (ready), the sessions running, the import under way
@@ -137,6 +137,7 @@ def test_with_the_webhooks_on_kopf_its_certificates_and_its_registry_come_under_
     op = Operator(settings)
     assert op.after_ready == [
         "aiohttp.web",
+        "prometheus_client",
         "volsched.operator.kopfrun",
         "volsched.operator.certs",
     ]

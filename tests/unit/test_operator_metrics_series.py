@@ -63,3 +63,42 @@ def test_a_victim_deleted_past_its_disruption_budget_is_counted_apart() -> None:
     assert sample("volsched_evictions_total", {"result": "conflict"}) == 1.0
     assert sample("volsched_evictions_past_budget_total", {"result": "evicted"}) == 1.0
     assert sample("volsched_evictions_past_budget_total", {"result": "conflict"}) == 1.0
+
+
+def test_what_is_counted_before_the_series_are_made_shows_once_they_are() -> None:
+    """The operator's series are made after ready (prometheus_client imported then): a config loaded at
+    start, the Lease held, the first sessions are counted by stand-ins and handed over; a stand-in held
+    elsewhere (the config reloader's) counts into its series from then on; a queue gone before is not
+    shown."""
+    from volsched.operator.metrics import EarlySeries
+
+    m = Metrics(ready=lambda: 1.0, made_later=True)
+    reloads = m.reloads  # as the config reloader holds it, from the operator's construction
+    assert isinstance(reloads, EarlySeries)
+    reloads.labels("loaded").inc()
+    reloads.labels("loaded").inc()
+    m.leader.set(0)
+    m.leader.set(1)
+    m.woken.inc()
+    m.observe(_session("area-a"), None)
+    m.observe(_session("area-b"), None)  # area-a's series removed before any was made
+    m.make()
+    assert not isinstance(m.leader, EarlySeries)  # the series themselves from now on
+    reloads.labels("rejected").inc()  # the stand-in held: into the series
+    reloads.labels("loaded").inc()
+    m.woken.inc()
+    r = m.registry
+    assert r.get_sample_value("volsched_config_reloads_total", {"result": "loaded"}) == 3.0
+    assert r.get_sample_value("volsched_config_reloads_total", {"result": "rejected"}) == 1.0
+    assert r.get_sample_value("volsched_leader") == 1.0
+    assert r.get_sample_value("volsched_sessions_woken_total") == 2.0
+    assert r.get_sample_value("volsched_sessions_total") == 2.0
+    assert r.get_sample_value("volsched_ready") == 1.0
+    assert r.get_sample_value("volsched_session_duration_seconds_count") == 2.0
+    text = generate_latest(r).decode()
+    assert 'parent="area-a"' not in text
+    assert r.get_sample_value("volsched_queue_share", {"queue": "q", "parent": "area-b"}) == 0.5
+    m.observe(_session(None, gone=True), None)  # after: removed from the series made
+    assert 'queue="q"' not in generate_latest(m.registry).decode()
+    m.make()  # once: the same registry
+    assert m.registry is r

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +30,27 @@ LATER = (
 @pytest.mark.parametrize("module", ["volsched.operator", "volsched.cli"])
 def test_starting_the_operator_imports_no_library_only_some_clusters_need(module: str) -> None:
     probe = f"import sys, {module}; print(' '.join(m for m in {LATER!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.split() == []
+
+
+#: Imported after ready, beside the first sessions (the operator's ``after_ready``): prometheus_client
+#: (the series are made then: what is counted before is kept by their stand-ins), and what only it
+#: imports (wsgiref, its exposition's server).
+AFTER_READY = ("prometheus_client", "wsgiref")
+
+
+def test_making_the_operator_imports_nothing_it_imports_after_ready(tmp_path: Path) -> None:
+    from tests.unit._cycle_harness import KUBECONFIG
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    probe = (
+        "import sys, volsched.cli; from volsched.operator import Operator, Settings; "
+        f"op = Operator(Settings(kubeconfig={str(kubeconfig)!r})); "
+        "assert 'prometheus_client' in op.after_ready; "
+        f"print(' '.join(m for m in {AFTER_READY!r} if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.split() == []
 

@@ -207,8 +207,11 @@ class Operator:
             ),
         )
         self.volcano = self.feed.volcano
+        #: Its series made after ready (prometheus_client imported then: :attr:`after_ready`).
         self.metrics = Metrics(
-            ready=lambda: 0.0 if self._readiness() else 1.0, dashboard_builds=lambda: float(self.ui.builds)
+            ready=lambda: 0.0 if self._readiness() else 1.0,
+            dashboard_builds=lambda: float(self.ui.builds),
+            made_later=True,
         )
         self.usage = UsageFeed(
             self.state,
@@ -285,9 +288,10 @@ class Operator:
         )
         #: Imported once the cache is synced, beside the first sessions, stepping aside while they work
         #: (:func:`~volsched.operator.aside.import_aside`): aiohttp (``/metrics``, ``/ui``, the reads'
-        #: client) and, with the webhooks on, kopf (which serves them; without them kopf has nothing to
-        #: do, and neither is imported nor run) and cryptography (the webhooks' certificates).
-        self.after_ready: list[str] = ["aiohttp.web"]
+        #: client), prometheus_client (the series: :class:`~volsched.operator.metrics.Metrics` keeps what
+        #: is counted before) and, with the webhooks on, kopf (which serves them; without them kopf has
+        #: nothing to do, and neither is imported nor run) and cryptography (the webhooks' certificates).
+        self.after_ready: list[str] = ["aiohttp.web", "prometheus_client"]
         #: aiohttp's two default TLS contexts (unused by volsched, made by its import), made on a thread of
         #: their own from ready on, while that import reaches aiohttp's connector, and handed to it
         #: (:mod:`~volsched.kube.tlsahead`).
@@ -483,6 +487,7 @@ class Operator:
         def importing() -> None:
             with self.tls_ahead.handed(wait=TLS_AHEAD_WAIT):
                 import_aside(self.after_ready, activity)
+            self.metrics.make()  # (its series, prometheus_client's: imported above)
 
         await asyncio.to_thread(importing)
         log.info(

@@ -4,6 +4,12 @@ deserved/allocated/share, leadership and config reloads.
 
 Only the series and how a session's result and writes are counted into them; serving ``/metrics`` is
 :mod:`volsched.operator.http`, node usage metrics are :mod:`volsched.usagefeed`'s.
+
+prometheus_client is not imported on the way to ready: the operator imports it after ready, beside the
+first sessions (its ``after_ready``), and the series are made then (:meth:`Metrics.make`) or when first
+read (:attr:`Metrics.registry`). What is counted before that (a config loaded at start, the Lease held)
+is kept by a stand-in of each series (:class:`EarlySeries`: a counter's sum, a gauge's last value, by
+labels) and handed to the series as they are made.
 """
 
 from __future__ import annotations
@@ -11,56 +17,196 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
-
-from prometheus_client import CollectorRegistry, Counter, Gauge
-from prometheus_client.core import HistogramMetricFamily
-from prometheus_client.registry import Collector
-from prometheus_client.utils import floatToGoString
+from typing import TYPE_CHECKING, Any, cast
 
 from volsched.cycle import BOUND, CycleReport
 from volsched.framework.decisions import SessionResult
-from volsched.model.fairshare import ROOT as ROOT_QUEUE
+from volsched.model.vocabulary import ROOT_QUEUE
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.core import HistogramMetricFamily
+    from prometheus_client.registry import Collector
 
 #: Sessions whose timings :meth:`Metrics.observe` keeps before counting them in, all together.
 FOLD_AT = 16
+#: The series by name: whether each is a counter (else a gauge), and its name, help and label names.
+SERIES: dict[str, tuple[bool, str, str, tuple[str, ...]]] = {
+    "attempts": (True, "volsched_schedule_attempts_total", "Schedule attempts by result", ("result",)),
+    "evictions": (True, "volsched_evictions_total", "Evictions by result", ("result",)),
+    # Of those, the victims reclaim and preempt took past their PodDisruptionBudget as a last resort
+    # (deleted, not evicted), by the same result: how often budgets were gone past.
+    "past_budget": (
+        True,
+        "volsched_evictions_past_budget_total",
+        "Evictions by result of pods taken past their PodDisruptionBudget (deleted, not evicted); "
+        "also counted in volsched_evictions_total",
+        ("result",),
+    ),
+    # "parent" is the queue's parent in the queue tree ("root" at the top); a parent's figures are its
+    # whole subtree's.
+    "deserved": (
+        False,
+        "volsched_queue_deserved",
+        "Queue deserved share by resource",
+        ("queue", "parent", "resource"),
+    ),
+    "allocated": (
+        False,
+        "volsched_queue_allocated",
+        "Queue allocated resources",
+        ("queue", "parent", "resource"),
+    ),
+    "share": (
+        False,
+        "volsched_queue_share",
+        "Queue share (allocated / deserved, dominant)",
+        ("queue", "parent"),
+    ),
+    "leader": (False, "volsched_leader", "1 when this replica holds the scheduler lease", ()),
+    # Its value is asked when scraped (see the operator's readiness, as /readyz answers it).
+    "ready": (
+        False,
+        "volsched_ready",
+        "1 when /readyz answers 200: the cache synced and the scheduler config read (sessions may run)",
+        (),
+    ),
+    "reloads": (
+        True,
+        "volsched_config_reloads_total",
+        "Scheduler config reads by result: loaded, rejected, throttled (a poll answered 429)",
+        ("result",),
+    ),
+    "sessions": (True, "volsched_sessions_total", "Sessions run", ()),
+    # Its value is asked when scraped (the dashboard's LiveState.builds).
+    "dashboard_builds": (
+        False,
+        "volsched_dashboard_builds",
+        "Times the dashboard's document was built (at most once per session, whatever the viewers)",
+        (),
+    ),
+    "skipped": (
+        True,
+        "volsched_sessions_skipped_total",
+        "Sessions skipped: nothing changed since the last one, which decided nothing",
+        (),
+    ),
+    "woken": (
+        True,
+        "volsched_sessions_woken_total",
+        "Cycles started before their period because the watches brought something to act on",
+        (),
+    ),
+}
+
+
+class EarlySeries:
+    """A series of :data:`SERIES` before prometheus_client is imported, or one labelled child of it: a
+    counter's increments summed (``inc``), a gauge's last value (``set``, ``set_function``), children
+    by labels (``labels``, ``remove``); once the series is made (:meth:`Metrics.make`) what was kept is
+    handed to it and every call goes to it. Thread-safe (the :class:`Metrics`' lock)."""
+
+    def __init__(self, lock: threading.RLock, counter: bool) -> None:
+        self._lock = lock
+        self.counter = counter
+        #: The series (or child) made, once :meth:`Metrics.make` made it.
+        self.real: Any = None
+        self.value = 0.0
+        self.value_set = False
+        self.function: Callable[[], float] | None = None
+        self.children: dict[tuple[str, ...], EarlySeries] = {}
+
+    def inc(self, amount: float = 1.0) -> None:
+        with self._lock:
+            if self.real is None:
+                self.value += amount
+                self.value_set = True
+                return
+        self.real.inc(amount)
+
+    def set(self, value: float) -> None:
+        with self._lock:
+            if self.real is None:
+                self.value, self.value_set = float(value), True
+                return
+        self.real.set(value)
+
+    def set_function(self, function: Callable[[], float]) -> None:
+        with self._lock:
+            if self.real is None:
+                self.function = function
+                return
+        self.real.set_function(function)
+
+    def labels(self, *labels: str) -> Any:
+        with self._lock:
+            if self.real is None:
+                child = self.children.get(labels)
+                if child is None:
+                    child = self.children[labels] = EarlySeries(self._lock, self.counter)
+                return child
+        return self.real.labels(*labels)
+
+    def remove(self, *labels: str) -> None:
+        with self._lock:
+            if self.real is None:
+                self.children.pop(labels, None)
+                return
+        self.real.remove(*labels)
+
+    def hand_to(self, real: Any) -> None:
+        """(Under the lock.) What was kept, handed to the series (or child) ``real``; calls go to it."""
+        if self.function is not None:
+            real.set_function(self.function)
+        elif self.value_set:
+            if self.counter:
+                real.inc(self.value)
+            else:
+                real.set(self.value)
+        for labels, child in self.children.items():
+            child.hand_to(real.labels(*labels))
+        self.children.clear()
+        self.real = real
 
 
 class Metrics:
     """The operator's series, on a registry of their own. ``ready`` and ``dashboard_builds``: the values of
-    ``volsched_ready`` and ``volsched_dashboard_builds``, asked for when scraped. Thread-safe."""
+    ``volsched_ready`` and ``volsched_dashboard_builds``, asked for when scraped. ``made_later``: the
+    series are stand-ins until :meth:`make` (the operator's: prometheus_client imported after ready),
+    else made at once. Thread-safe."""
 
-    attempts: Counter
-    evictions: Counter
-    past_budget: Counter
-    deserved: Gauge
-    allocated: Gauge
-    share: Gauge
-    leader: Gauge
-    ready: Gauge
-    reloads: Counter
-    sessions: Counter
-    dashboard_builds: Gauge
-    skipped: Counter
-    woken: Counter
+    # Each a prometheus_client Counter or Gauge, or its stand-in (EarlySeries) until made.
+    attempts: Any
+    evictions: Any
+    past_budget: Any
+    deserved: Any
+    allocated: Any
+    share: Any
+    leader: Any
+    ready: Any
+    reloads: Any
+    sessions: Any
+    dashboard_builds: Any
+    skipped: Any
+    woken: Any
 
     def __init__(
         self,
         *,
         ready: Callable[[], float] | None = None,
         dashboard_builds: Callable[[], float] | None = None,
+        made_later: bool = False,
     ) -> None:
         self._lock = threading.RLock()
-        series = _series()
+        self._registry: CollectorRegistry | None = None
+        for name, (counter, _, _, _) in SERIES.items():
+            setattr(self, name, EarlySeries(self._lock, counter))
         if ready is not None:
-            series["ready"].set_function(ready)
+            self.ready.set_function(ready)
         if dashboard_builds is not None:
-            series["dashboard_builds"].set_function(dashboard_builds)
-        self._registry: CollectorRegistry = series.pop("registry")
-        self.__dict__.update(series)
+            self.dashboard_builds.set_function(dashboard_builds)
         #: The session, action and plugin latencies (``volsched_*_duration_seconds``).
         self.timings = Timings(self._lock)
-        self._registry.register(self.timings)
         self._queue_series: dict[str, set[tuple[str, ...]]] = {}
         #: Each labelled series (a child) by its series' name and labels, asked of prometheus_client once
         #: (its ``labels`` checks and locks at every call), and each queue gauge's value as last set (a
@@ -69,12 +215,37 @@ class Metrics:
         self._gauge_values: dict[tuple[str, tuple[str, ...]], float] = {}
         #: Sessions' timings not counted into their histograms yet (see :meth:`observe`).
         self._timings: list[Mapping[str, float]] = []
+        if not made_later:
+            self.make()
+
+    def make(self) -> None:
+        """The registry and its series made (prometheus_client imported, if it was not), what their
+        stand-ins kept handed to them; at once again once made."""
+        if self._registry is not None:
+            return
+        from prometheus_client import CollectorRegistry, Counter, Gauge
+
+        with self._lock:
+            if self._registry is not None:
+                return
+            registry = CollectorRegistry()
+            made: dict[str, Any] = {}
+            for name, (counter, metric, text, labels) in SERIES.items():
+                series = (Counter if counter else Gauge)(metric, text, labels, registry=registry)
+                getattr(self, name).hand_to(series)
+                made[name] = series
+            registry.register(cast("Collector", self.timings))
+            self.__dict__.update(made)
+            self._children.clear()  # (stand-ins of children: asked of the series made from now on)
+            self._registry = registry
 
     @property
     def registry(self) -> CollectorRegistry:
-        """The series' registry (what ``/metrics`` serves), with every session observed so far counted
-        in (see :meth:`observe`)."""
+        """The series' registry (what ``/metrics`` serves), made if it was not, with every session observed
+        so far counted in (see :meth:`observe`)."""
+        self.make()
         self.fold()
+        assert self._registry is not None
         return self._registry
 
     def _child(self, name: str, labels: tuple[str, ...]) -> Any:
@@ -158,7 +329,7 @@ _TIMING_FAMILIES = {
 }
 
 
-class Timings(Collector):
+class Timings:
     """The sessions' latencies as three histograms (``session``, ``action`` by action, ``plugin`` by plugin
     and point), counted here and shown as prometheus_client shows a ``Histogram`` (the same names,
     labels, buckets, counts and sums; no ``_created``). A session's two or three dozen timings each went
@@ -171,7 +342,6 @@ class Timings(Collector):
         #: their sum.
         self._rows: dict[tuple[str, tuple[str, ...]], list[float]] = {}
         self._upper = [float(b) for b in BUCKETS]
-        self._les = [*map(floatToGoString, self._upper), "+Inf"]
 
     def add(self, series: tuple[str, tuple[str, ...]], seconds: float) -> None:
         """One observation (under the caller's lock)."""
@@ -182,6 +352,10 @@ class Timings(Collector):
         row[-1] += seconds
 
     def collect(self) -> Iterator[HistogramMetricFamily]:
+        from prometheus_client.core import HistogramMetricFamily
+        from prometheus_client.utils import floatToGoString
+
+        les = [*map(floatToGoString, self._upper), "+Inf"]
         with self._lock:
             rows = [(series, row.copy()) for series, row in self._rows.items()]
         families = {
@@ -192,13 +366,15 @@ class Timings(Collector):
             rows.append((("session", ()), [0.0] * (len(self._upper) + 2)))
         for (name, labels), row in sorted(rows):
             cumulative, buckets = 0.0, []
-            for le, n in zip(self._les, row[:-1], strict=True):
+            for le, n in zip(les, row[:-1], strict=True):
                 cumulative += n
                 buckets.append((le, cumulative))
             families[name].add_metric(list(labels), buckets, sum_value=row[-1])
         yield from families.values()
 
     def describe(self) -> Iterator[HistogramMetricFamily]:
+        from prometheus_client.core import HistogramMetricFamily
+
         for metric, text, labels in _TIMING_FAMILIES.values():
             yield HistogramMetricFamily(metric, text, labels=labels)
 
@@ -223,74 +399,3 @@ def _timing_series(label: str) -> tuple[str, tuple[str, ...]] | None:
     if len(_TIMING_SERIES) < 4096:  # (names come from the plugins and actions: a few dozen)
         _TIMING_SERIES[label] = series
     return series
-
-
-def _series() -> dict[str, Any]:
-    """The registry and every series on it."""
-    r = CollectorRegistry()
-    return {
-        "registry": r,
-        "attempts": Counter(
-            "volsched_schedule_attempts_total", "Schedule attempts by result", ["result"], registry=r
-        ),
-        "evictions": Counter("volsched_evictions_total", "Evictions by result", ["result"], registry=r),
-        # Of those, the victims reclaim and preempt took past their PodDisruptionBudget as a last resort
-        # (deleted, not evicted), by the same result: how often budgets were gone past.
-        "past_budget": Counter(
-            "volsched_evictions_past_budget_total",
-            "Evictions by result of pods taken past their PodDisruptionBudget (deleted, not evicted); "
-            "also counted in volsched_evictions_total",
-            ["result"],
-            registry=r,
-        ),
-        # "parent" is the queue's parent in the queue tree ("root" at the top); a parent's figures are its
-        # whole subtree's.
-        "deserved": Gauge(
-            "volsched_queue_deserved",
-            "Queue deserved share by resource",
-            ["queue", "parent", "resource"],
-            registry=r,
-        ),
-        "allocated": Gauge(
-            "volsched_queue_allocated",
-            "Queue allocated resources",
-            ["queue", "parent", "resource"],
-            registry=r,
-        ),
-        "share": Gauge(
-            "volsched_queue_share",
-            "Queue share (allocated / deserved, dominant)",
-            ["queue", "parent"],
-            registry=r,
-        ),
-        "leader": Gauge("volsched_leader", "1 when this replica holds the scheduler lease", registry=r),
-        # Its value is asked when scraped (see the operator's readiness, as /readyz answers it).
-        "ready": Gauge(
-            "volsched_ready",
-            "1 when /readyz answers 200: the cache synced and the scheduler config read (sessions may run)",
-            registry=r,
-        ),
-        "reloads": Counter(
-            "volsched_config_reloads_total",
-            "Scheduler config reads by result: loaded, rejected, throttled (a poll answered 429)",
-            ["result"],
-            registry=r,
-        ),
-        "sessions": Counter("volsched_sessions_total", "Sessions run", registry=r),
-        # Its value is asked when scraped (the dashboard's LiveState.builds).
-        "dashboard_builds": Gauge(
-            "volsched_dashboard_builds",
-            "Times the dashboard's document was built (at most once per session, whatever the viewers)",
-            registry=r,
-        ),
-        "skipped": Counter(
-            "volsched_sessions_skipped_total",
-            "Sessions skipped: nothing changed since the last one, which decided nothing",
-            registry=r,
-        ),
-        "woken": Counter(
-            "volsched_sessions_woken_total",
-            "Cycles started before their period because the watches brought something to act on",
-            registry=r,
-        ),
-    }
