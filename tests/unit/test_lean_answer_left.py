@@ -118,27 +118,27 @@ def test_a_connection_past_select_s_limit_is_waited_on_all_the_same(server: Held
             os.close(fd)
 
 
-def test_an_answer_is_left_at_once_when_the_threads_other_socket_has_something_to_read(
-    server: HeldServer,
-) -> None:
+def test_an_answer_is_left_when_the_threads_other_socket_has_something_to_read(server: HeldServer) -> None:
     """The pod watch's thread, which sends an arriving pod's bind itself, leaves the bind's answer to
-    another thread as soon as its watch has the next event to read (``leave_answers_on``), however patient
-    the write; read there as before, and on a thread with nothing else to read the write waits as before."""
+    another thread once its watch has the next event to read and the answer has not begun within
+    ``LEAVE_GRACE`` more (``leave_answers_on``), however patient the write; read there as before. On a
+    thread with nothing else to read the write waits as before."""
     rest = _rest(server)
     watch, feeder = socket.socketpair()
     with watch, feeder:
         feeder.sendall(b"the next pod's event")
-        server.gate.set()  # the answer comes at once: the event waiting wins all the same
 
         def with_an_event_waiting() -> object:
             rest.leave_answers_on(lambda: watch)
-            try:
-                return rest.request("POST", PATH, {"kind": "Binding"}, timeout=HOLD, patience=HOLD)
+            try:  # (patient past the server's hold: an answer waited for would come, and be read here)
+                return rest.request("POST", PATH, {"kind": "Binding"}, timeout=3 * HOLD, patience=2 * HOLD)
             except Detached as left:
                 return left
 
-        left = _on_a_thread(with_an_event_waiting)
+        left = _on_a_thread(with_an_event_waiting)  # the server holds the answer
         assert isinstance(left, Detached), left
+        assert server.arrived.acquire(timeout=HOLD)
+        server.gate.set()
         assert _on_a_thread(left.pending.answer) == b"{}"
 
         def nothing_else(other: object) -> object:

@@ -1156,27 +1156,33 @@ class LeanRest:
         self._aio.close()
 
 
+#: Seconds an answer is still waited for once the calling thread's other socket has something to read
+#: (:meth:`LeanRest.leave_answers_on`): that may be the write's own echo (the pod watch's event of the
+#: bind, which comes with its answer), not other work.
+LEAVE_GRACE = 0.001
+
+
 def _answer_begun(sock: Any, patience: float, other: Any = None) -> bool:
     """Whether an answer's first bytes are on ``sock`` within ``patience`` seconds (waiting without the
-    interpreter's lock); False too as soon as ``other`` (a socket, or None) has something to read, the
-    answer begun or not: the calling thread has other work waiting."""
+    interpreter's lock). With ``other`` (a socket, or None), once it has something to read the answer is
+    waited for :data:`LEAVE_GRACE` more at most: the calling thread has other work waiting."""
+    if isinstance(sock, ssl.SSLSocket) and sock.pending():
+        return True
     fd = -1
     if other is not None:
         with contextlib.suppress(OSError, ValueError):
             fd = other.fileno()  # (-1: closed)
     if fd < 0:
-        if isinstance(sock, ssl.SSLSocket) and sock.pending():
-            return True
         return _readable(sock, patience)
     poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    if poller.poll(0):
-        return False
-    if isinstance(sock, ssl.SSLSocket) and sock.pending():
-        return True
     poller.register(sock, select.POLLIN)
+    poller.register(fd, select.POLLIN)
     ready = [found for found, _ in poller.poll(patience * 1000)]
-    return bool(ready) and fd not in ready
+    if not ready:
+        return False
+    if fd not in ready or len(ready) > 1:
+        return True  # the answer begun (the other socket too, maybe: the answer is read first)
+    return _readable(sock, min(LEAVE_GRACE, patience))
 
 
 class Pending:
