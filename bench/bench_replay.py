@@ -1,7 +1,8 @@
 """Benchmark: the simulator's time mode (``volsched simulate --replay``), four measurements.
 
 * ``kueue``: Kueue's scheduler performance baseline (``--scenario kueue-baseline``: 5 cohorts x 6 queues,
-  15,000 workloads) replayed, its wall and CPU time, sessions, and what Kueue's range spec checks: the
+  15,000 workloads) replayed, its wall and CPU time, sessions, the cyclic collector's share of the wall
+  time (its collections by generation), and what Kueue's range spec checks: the
   mean time to admission per workload class, the least ClusterQueue usage (a leaf queue's held cpu over
   its nominal quota, its guarantee, averaged over the run) and the makespan, next to Kueue's thresholds.
   ``--cohorts N`` keeps N of the 5 cohorts (the same shape, N/5 of the work).
@@ -26,6 +27,7 @@ figures of one run.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import resource
@@ -54,17 +56,48 @@ def _timed(replay: Replay) -> tuple[Any, float, float]:
     return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
+class _Collections:
+    """The cyclic collector's collections while it is on (``gc.callbacks``): how many of each
+    generation, and the wall time they took."""
+
+    def __init__(self) -> None:
+        self.count = [0, 0, 0]
+        self.seconds = [0.0, 0.0, 0.0]
+        self._start = 0.0
+
+    def __enter__(self) -> _Collections:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            generation = info["generation"]
+            self.count[generation] += 1
+            self.seconds[generation] += time.perf_counter() - self._start
+
+
 def kueue(cohorts: int, period: float) -> None:
     scenario = kueue_baseline(cohorts=cohorts)
     replay = Replay(
         scenario.documents, scenario.config, trace=scenario.trace, period=period, record_pods=False
     )
-    result, wall, cpu = _timed(replay)
+    with _Collections() as collections:
+        result, wall, cpu = _timed(replay)
     report = result.report()
     print(
         f"kueue-baseline ({cohorts} of 5 cohorts, {len(scenario.trace)} workloads, period {period:g} s): "
         f"replayed in {wall:.1f} s wall, {cpu:.1f} s CPU; {result.sessions} sessions, {result.skipped} skipped; "
         f"peak RSS {_rss_mib():.0f} MiB; load {_load()}"
+    )
+    print(
+        f"  cyclic collector: {sum(collections.seconds):.1f} s wall "
+        f"({100 * sum(collections.seconds) / wall:.1f}% of the replay's), collections by generation "
+        + ", ".join(f"{n} ({t:.1f} s)" for n, t in zip(collections.count, collections.seconds, strict=True))
     )
     print(f"  {'class':8} {'mean time to admission':>24} {'Kueue max':>10}")
     for cls, limit in KUEUE_MAX_MEAN_ADMISSION.items():
