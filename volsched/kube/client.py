@@ -42,7 +42,9 @@ def _load(kubeconfig: str | None) -> Any:
 
 def read_configuration(kubeconfig: str | None) -> ClientConfig | tuple[str | None, str]:
     """The settings :mod:`~volsched.kube.kubeconfig` reads for ``kubeconfig`` (None: in-cluster, else the
-    default kubeconfig), or what to hand the client's loader instead: (the kubeconfig, why)."""
+    default kubeconfig), or what to hand the client's loader instead: (the kubeconfig, why). Raises
+    :class:`InputError` when there is none to read (no ``kubeconfig``, no service account, and no file
+    where ``$KUBECONFIG`` or ~/.kube/config says) or it cannot be read."""
     if not kubeconfig:
         cfg = in_cluster()
         if cfg is not None:
