@@ -1,6 +1,6 @@
 """What the operator imports after ready (aiohttp, prometheus_client; kopf only with the webhooks on) is
-imported beside the first sessions, stepping aside while they work (``volsched.operator.aside``): nothing
-waits for it. A pod that arrives while that import is under way is bound; ``/metrics`` and ``/ui`` answer
+imported at the sessions' first lull (without the webhooks) or at once (with them), stepping aside while
+they work (``volsched.operator.aside``): nothing waits for it. A pod that arrives while that import is under way is bound; ``/metrics`` and ``/ui`` answer
 once it ended (the health server's "starting" before), ``/metrics`` with what was counted before. The
 cyclic collector is paused meanwhile, and what the imports made is frozen after (with the webhooks on, kopf's
 registry too).

@@ -34,7 +34,7 @@ def test_starting_the_operator_imports_no_library_only_some_clusters_need(module
     assert out.split() == []
 
 
-#: Imported after ready, beside the first sessions (the operator's ``after_ready``): prometheus_client
+#: Imported after ready, at the sessions' first lull (the operator's ``after_ready``): prometheus_client
 #: (the series are made then: what is counted before is kept by their stand-ins), and what only it
 #: imports (wsgiref, its exposition's server).
 AFTER_READY = ("prometheus_client", "wsgiref")

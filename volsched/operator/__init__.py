@@ -286,7 +286,8 @@ class Operator:
         self.admission = (
             Admission(self.state, scheduler_names=settings.scheduler_names) if settings.webhook.port else None
         )
-        #: Imported once the cache is synced, beside the first sessions, stepping aside while they work
+        #: Imported once the cache is synced, at the sessions' first lull (without the webhooks:
+        #: :func:`~volsched.operator.aside.until_idle`), stepping aside while they work
         #: (:func:`~volsched.operator.aside.import_aside`): aiohttp (``/metrics``, ``/ui``, the reads'
         #: client), prometheus_client (the series: :class:`~volsched.operator.metrics.Metrics` keeps what
         #: is counted before) and, with the webhooks on, kopf (which serves them; without them kopf has

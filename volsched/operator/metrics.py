@@ -5,8 +5,8 @@ deserved/allocated/share, leadership and config reloads.
 Only the series and how a session's result and writes are counted into them; serving ``/metrics`` is
 :mod:`volsched.operator.http`, node usage metrics are :mod:`volsched.usagefeed`'s.
 
-prometheus_client is not imported on the way to ready: the operator imports it after ready, beside the
-first sessions (its ``after_ready``), and the series are made then (:meth:`Metrics.make`) or when first
+prometheus_client is not imported on the way to ready: the operator imports it after ready, at the
+sessions' first lull (its ``after_ready``), and the series are made then (:meth:`Metrics.make`) or when first
 read (:attr:`Metrics.registry`). What is counted before that (a config loaded at start, the Lease held)
 is kept by a stand-in of each series (:class:`EarlySeries`: a counter's sum, a gauge's last value, by
 labels) and handed to the series as they are made.
