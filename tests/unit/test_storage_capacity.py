@@ -238,3 +238,56 @@ def test_a_class_s_room_per_node_is_kept_while_the_capacities_are_the_same_and_r
     assert s.fits("default", ["data"], ALL).tolist() == [False, False, True]
     assert s.most_room("dyn", ALL[:2]) == 5 * 2**30
     assert s.most_room("other", ALL) is None
+
+
+def test_the_most_room_per_node_is_each_node_s_largest_capacity_whatever_the_topologies() -> None:
+    """The largest volume a class's capacities can make on each node, as one per capacity and node would
+    find it (each capacity's topology matched against each node's labels), over topologies of one label
+    pair (the label index's nodes), several values, several requirements, none with a pair to index by,
+    an empty one (every node); capacities of another class, of no size or no topology. Twice: from
+    the node table's memo the second time."""
+    nodes = [
+        node(f"n{i}", zone="abc"[i % 3], rack=f"r{i % 4}", **({"gpu": "yes"} if i % 5 == 0 else {}))
+        for i in range(12)
+    ]
+    topologies: list[dict[str, Any] | None] = [
+        {"matchLabels": {"kubernetes.io/hostname": "n1"}},
+        {"matchLabels": {"kubernetes.io/hostname": "n1"}},  # (the same topology again, larger)
+        {"matchLabels": {"kubernetes.io/hostname": "n7"}},
+        {"matchLabels": {"kubernetes.io/hostname": "gone"}},  # no such node
+        zone("b"),
+        {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r0", "r3"]}]},
+        {
+            "matchLabels": {"zone": "c"},
+            "matchExpressions": [{"key": "rack", "operator": "NotIn", "values": ["r1"]}],
+        },
+        {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]},
+        {"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a", "b"]}]},
+        {},
+        None,
+    ]
+    sizes = [5, 9, 4, 30, 6, 8, 7, 10, 3, 1, 50]  # Gi, each topology's (the empty one's the least)
+    caps = [
+        capacity(f"c{i}", capacity=f"{size}Gi", topology=t)
+        for i, (size, t) in enumerate(zip(sizes, topologies, strict=True))
+    ]
+    caps += [
+        capacity("other", cls="other", capacity="99Gi", topology=zone("a")),
+        capacity("sizeless", topology=zone("a")),
+    ]
+    catalog = state([pvc("data", "1Gi", cls="dyn")], caps, nodes=nodes).catalog
+    expected = []
+    for n in nodes:
+        sizes = [
+            c.limit
+            for c in catalog.capacities.values()
+            if c.storage_class == "dyn" and c.limit is not None and c.topology is not None
+            and c.topology.matches(n.labels)
+        ]  # fmt: skip
+        expected.append(max(sizes) if sizes else None)
+    assert len(set(expected)) > 4  # (the case is not trivial)
+    memo: dict[str, Any] = {}
+    for _ in range(2):
+        s = VolumeState(catalog, nodes=nodes, memo=memo)
+        assert [s.most_room("dyn", np.array([i], dtype=np.intp)) for i in range(len(nodes))] == expected
+        memo.pop("volumes: most room per class and node")  # worked out again, from the memo's covers

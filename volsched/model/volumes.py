@@ -223,7 +223,9 @@ class VolumeState:
         #: nodes by label pair (both kept in ``memo`` from session to session, as the nodes' specs alone
         #: say them); each class's capacities; the nodes with room for (class, request).
         self._memo = memo
-        self._covers: dict[LabelSelector, IndexArray] = {} if memo is None else memo.setdefault(_COVERS, {})
+        self._covers: dict[LabelSelector, Sequence[int]] = (
+            {} if memo is None else memo.setdefault(_COVERS, {})
+        )
         if len(self._covers) > _KEPT_COVERS:
             self._covers.clear()
         self._best: dict[str, npt.NDArray[np.float64]] | None = None
@@ -308,37 +310,42 @@ class VolumeState:
         out = best.get(storage_class)
         if out is None:
             out = np.full(len(self.specs), -np.inf)
-            nodes, limits = [], []
+            # The nodes and each capacity's limit gathered in lists, made arrays once: an array or two a
+            # capacity cost more than the rest of its share of the work (5,000 capacities, one per node).
+            nodes: list[int] = []
+            limits, counts = [], []
             for cap in self.catalog.capacities.values():
                 if cap.storage_class == storage_class and cap.limit is not None and cap.topology is not None:
                     covered = self._covered(cap.topology)
-                    nodes.append(covered)
-                    limits.append(np.full(len(covered), cap.limit))
+                    nodes.extend(covered)
+                    limits.append(cap.limit)
+                    counts.append(len(covered))
             if nodes:
-                np.maximum.at(out, np.concatenate(nodes), np.concatenate(limits))
+                np.maximum.at(
+                    out, np.array(nodes, dtype=np.intp), np.repeat(np.array(limits, dtype=float), counts)
+                )
             out.setflags(write=False)
             best[storage_class] = out
         return out
 
-    def _covered(self, selector: LabelSelector) -> IndexArray:
-        """The nodes whose labels ``selector`` matches (those carrying a label pair it requires are asked,
-        when it requires one: a capacity per node or zone asks a node or a zone's)."""
+    def _covered(self, selector: LabelSelector) -> Sequence[int]:
+        """The nodes whose labels ``selector`` matches, in order (those carrying a label pair it requires
+        are asked, when it requires one: a capacity per node or zone asks a node or a zone's; one that
+        requires only that pair takes the label index's own list of them, read-only)."""
         out = self._covers.get(selector)
         if out is None:
             pairs = selector.index_pairs()
             if pairs is None:
                 asked: Sequence[int] = range(len(self.specs))
+            elif len(pairs) == 1:  # (a pair's nodes are in order already, none twice)
+                asked = self._label_index().get(pairs[0], ())
             else:
                 by_pair = self._label_index()
                 asked = sorted({i for pair in pairs for i in by_pair.get(pair, ())})
             if pairs is not None and len(selector.requirements) == 1:  # (one In: those carrying a pair)
-                out = np.array(asked, dtype=np.intp)
+                out = asked
             else:
-                out = np.array(
-                    [i for i in asked if selector.matches(getattr(self.specs[i], "labels", {}))],
-                    dtype=np.intp,
-                )
-            out.setflags(write=False)
+                out = [i for i in asked if selector.matches(getattr(self.specs[i], "labels", {}))]
             self._covers[selector] = out
         return out
 
