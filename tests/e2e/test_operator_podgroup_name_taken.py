@@ -13,7 +13,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.e2e.operator_fixtures import (
+    GROUP,
     ROOT,
+    VERSION,
     Kube,
     Start,
     node,
@@ -24,7 +26,7 @@ from tests.e2e.operator_fixtures import (
     queue_cpu,
     wait_for,
 )
-from volsched.model.admitted import BOUND_UNDER, read_bound
+from volsched.model.admitted import BOUND_UNDER, STANDING_ALONE, read_bound
 
 pytestmark = pytest.mark.cluster
 
@@ -122,6 +124,76 @@ def test_a_pod_standing_alone_made_after_a_running_gang_of_its_name_joins_it_and
     assert not any(
         e.reason == "PodGroupNameTaken" for e in k.core.list_namespaced_event(ns_a).items
     )  # (what the operator told, by now: the gang's events came with its binds)
+    for used, alloc in node_usage(k).values():
+        assert used <= alloc + 1e-9
+    op.check_running()
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["watched", "restarted"])
+def test_a_podgroup_refused_then_mended_does_not_wrap_a_pod_bound_standing_alone(
+    k: Kube, start_operator: Start, restart: bool
+) -> None:
+    """note16 Found 1: PodGroup x made first but refused (a negative minResources the CRD takes), pod x
+    made after it was bound standing alone; the tenant mends PodGroup x, which is older, and the running
+    pod became its member, a gang below minMember 4, kept from reclaim. The bind of a pod standing alone
+    writes a record of its own now, and a pod carrying it keeps its name whatever the creation times: the
+    PodGroup is told its name is taken, and reclaim takes x, the newer, as any pod standing alone. An
+    operator started after the mend (restarted: the listing brings both at once) decides the same."""
+    k.set_config(CONFIG)
+    k.nodes(node("n1", cpu="4"))
+    k.queue(queue("qa"))
+    k.queue(queue("qb"))
+    ns_a, ns_b = _namespace(k, "name-bound-a", "qa"), _namespace(k, "name-bound-b", "qb")
+    refused = podgroup("x", 4, queue="qa")
+    refused["spec"]["minResources"] = {"cpu": "-1"}  # (the CRD's quantity pattern allows a sign)
+    made = k.podgroup(ns_a, refused)
+    k.pods(ns_a, pod("a-0", cpu="2"))
+    op = start_operator()
+    wait_for(
+        lambda: any(
+            e.reason == "Rejected" and e.involved_object.kind == "PodGroup" and e.involved_object.name == "x"
+            for e in k.core.list_namespaced_event(ns_a).items
+        ),
+        30,
+        what="PodGroup x refused",
+        operator=op,
+    )
+    wait_for(lambda: f"{ns_a}/a-0" in k.bound(ns_a), 30, what="a-0 bound", operator=op)
+    # (creation times count whole seconds: pod x is made in a later one than PodGroup x)
+    then = datetime.fromisoformat(made["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+    wait_for(
+        lambda: datetime.now(UTC) >= then + timedelta(seconds=1.5), 5, interval=0.1, what="a later second"
+    )
+    k.pods(ns_a, pod("x", cpu="2"))  # names no group; PodGroup x not in force
+    wait_for(lambda: f"{ns_a}/x" in k.bound(ns_a), 30, what="x bound standing alone", operator=op)
+    wait_for(lambda: queue_cpu(k, "qa") == "4", 30, what="queue qa holding both", operator=op)
+    notes = k.core.read_namespaced_pod("x", ns_a).metadata.annotations or {}
+    assert notes.get(BOUND_UNDER) == STANDING_ALONE, notes  # before: none
+
+    if restart:
+        op.stop()
+    k.custom.patch_namespaced_custom_object(
+        GROUP, VERSION, ns_a, "podgroups", "x", {"spec": {"minResources": None}}
+    )  # mended: the PodGroup, older than pod x, is in force now
+    if restart:
+        op = start_operator()
+    wait_for(
+        lambda: any(
+            e.reason == "PodGroupNameTaken"
+            and e.involved_object.kind == "PodGroup"
+            and e.involved_object.name == "x"
+            and "pod x, which names no pod group, was bound standing alone" in (e.message or "")
+            for e in k.core.list_namespaced_event(ns_a).items
+        ),
+        30,
+        what="PodGroup x told its name is taken",
+        operator=op,
+    )
+    k.podgroup(ns_b, podgroup("b", 1, queue="qb"))
+    k.pods(ns_b, pod("b-0", cpu="2", group="b"))
+    # qb deserves half the node: reclaim takes x, the newer (before: a-0, x kept as a gang of minMember 4)
+    wait_for(lambda: len(k.bound(ns_b)) == 1, 60, what="qb's pod bound after reclaim", operator=op)
+    assert list(k.bound(ns_a)) == [f"{ns_a}/a-0"]
     for used, alloc in node_usage(k).values():
         assert used <= alloc + 1e-9
     op.check_running()

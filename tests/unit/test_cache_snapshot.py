@@ -43,7 +43,7 @@ from volsched.framework.decisions import Bind, Evict, EvictionReason, SessionRes
 from volsched.framework.registry import load_config
 from volsched.framework.runner import open_session, run_session
 from volsched.framework.statement import Statement
-from volsched.model.admitted import BOUND_UNDER, bound_under
+from volsched.model.admitted import BOUND_UNDER, STANDING_ALONE, bound_under
 from volsched.model.cluster import ClusterSnapshot, Job, _join, assemble_job, copy_task, lone_job, lone_jobs
 from volsched.model.vocabulary import (
     NAMESPACE_QUEUE_KEY,
@@ -145,6 +145,9 @@ class Walk:
         self.made = random.Random(-1001 - seed)
         #: With ``strays``, each pod's bound-under record (by uid; None: it carries none).
         self.records: dict[str, str | None] = {}
+        #: With ``strays``, whether a pod without a record carries a bind's standing alone instead (draws
+        #: of their own: on a pod standing alone on a node, it keeps its name whatever the times).
+        self.alone = random.Random(-2001 - seed)
 
     def group(self, name: str) -> str:
         """The group a pod names: PodGroups g0-g2 come and go under their pods (bound ones too); with
@@ -202,6 +205,8 @@ class Walk:
             uid = obj["metadata"]["uid"]
             if uid not in self.records:
                 self.records[uid] = self.record() if self.strays.random() < 0.5 else None
+                if self.records[uid] is None and self.alone.random() < 0.3:
+                    self.records[uid] = STANDING_ALONE
             if self.records[uid] is not None:
                 obj["metadata"].setdefault("annotations", {})[BOUND_UNDER] = self.records[uid]
         return obj
@@ -226,7 +231,8 @@ class Walk:
         """With strays, now and then: queue q0's tenancy rules or a namespace's labels change (which decide
         where an orphan counts: the queue its record names, or its namespace's default queue), or a
         PodGroup named like a pod comes or goes (a pod standing alone made before it keeps its name: the
-        PodGroup is no job while it exists; one made after it is its member)."""
+        PodGroup is no job while it exists; one made after it is its member; one bound standing alone
+        keeps it whatever the times)."""
         assert self.strays is not None
         s = self.strays
         if s.random() < 0.5:  # a PodGroup named like a pod (standing alone, or not)
@@ -238,6 +244,20 @@ class Walk:
                 # after, or with it; a pod standing alone made after it is its member)
                 m = self.made
                 made = m.choice([None, f"2026-01-01T00:00:{m.randrange(60):02d}Z"])
+                if self.alone.random() < 0.3:  # (draws of their own)
+                    # A pod of its name bound standing alone, then the PodGroup, older (refused when the
+                    # pod came and mended since, or seen late): the pod keeps its name.
+                    lone = pod(
+                        name,
+                        ns=ns,
+                        node=self.alone.choice(NODES),
+                        created="2026-01-01T00:00:30Z",
+                        annotations={BOUND_UNDER: STANDING_ALONE},
+                    )
+                    lone["metadata"]["uid"] = uid = f"uid-{name}-alone"
+                    self.records[uid] = STANDING_ALONE
+                    self.put(lone)
+                    made = "2026-01-01T00:00:00Z"
                 self.put(
                     podgroup(
                         name, ns=ns, min_member=s.randrange(1, 3), queue=s.choice([None, "q0"]), created=made
@@ -434,9 +454,10 @@ def test_the_walks_meet_orphans() -> None:
     """(The walks above take pods of ours on a node whose group is gone, carrying a record, through
     snapshots: orphans, their own jobs, in the queue their record names or, refused, their namespace's
     default queue; and PodGroups a pod standing alone of their name keeps from being jobs, an orphan's
-    among them, and pods standing alone made after a PodGroup of their name, its members. Not every seed
+    among them, and older ones a pod bound standing alone keeps, and pods standing alone made after a
+    PodGroup of their name, its members. Not every seed
     meets them; these do.)"""
-    taken = refused = shadowed = by_orphan = joined = 0
+    taken = refused = shadowed = by_orphan = joined = by_bound = 0
     for seed in (0, 1, 2):
         walk, met = Walk(seed, strays=True), 0
         for i in range(300):
@@ -450,13 +471,14 @@ def test_the_walks_meet_orphans() -> None:
                     refused += "as the record of its bind says" in message
                     shadowed += reason == "PodGroupNameTaken"
                     by_orphan += reason == "PodGroupNameTaken" and "running without its pod group" in message
+                    by_bound += reason == "PodGroupNameTaken" and "was bound standing alone" in message
                 tasks = walk.feeder.state.tasks
                 joined += sum(  # (a pod standing alone made after the PodGroup of its name: its member)
                     job.podgroup is not None and key in job.tasks and tasks[key].standing_alone
                     for key, job in snap.jobs.items()
                 )
         assert met, f"seed {seed}"
-    assert taken and refused and shadowed and by_orphan and joined
+    assert taken and refused and shadowed and by_orphan and joined and by_bound
 
 
 class BuildFails(Exception):

@@ -16,11 +16,13 @@ from typing import Any
 import pytest
 
 from tests.builders import node, pod, podgroup, queue
+from volsched.cache import names
 from volsched.cache.state import ClusterState
 from volsched.framework.registry import load_config
 from volsched.framework.runner import run_session
-from volsched.model.admitted import BOUND_UNDER, bound_under
+from volsched.model.admitted import BOUND_UNDER, STANDING_ALONE, bound_under, read_bound
 from volsched.model.cluster import ClusterSnapshot
+from volsched.model.decode import build_podgroup, build_task
 
 PREEMPT = load_config(
     text=(Path(__file__).resolve().parents[2] / "examples" / "reclaim-preempt-scheduler.yaml").read_text()
@@ -315,3 +317,142 @@ def test_a_podgroup_taken_by_a_pod_of_its_name_is_told_so_and_not_that_the_pods_
     snap = state.snapshot(now=2.0)
     assert "ns/x" in snap.jobs
     assert [p for p in snap.problems if p[0] == "PodGroup ns/x"] == []
+
+
+# --- note16 Found 1: a pod bound standing alone keeps its name against an older PodGroup ---------------------
+
+TAKEN_BOUND = (
+    "pod x, which names no pod group, was bound standing alone while this PodGroup was not in force "
+    "(refused, or not yet seen), and has its name: a pod standing alone is a job of its own, under its "
+    "name, and never joins a PodGroup of that name once bound so; while pod x exists this PodGroup is "
+    "taken by none, and its pods wait (rename the PodGroup, or delete the pod)"
+)
+
+
+def _bound_alone(**over: Any) -> Obj:
+    """Pod x of qa on n1, made at 00:00:03, naming no group, carrying the record of a bind standing alone."""
+    fields: dict[str, Any] = {
+        "ns": "ns",
+        "cpu": "1",
+        "node": "n1",
+        "queue": "qa",
+        "created": "2026-01-01T00:00:03Z",
+        "annotations": {BOUND_UNDER: STANDING_ALONE},
+    }
+    return pod("x", **{**fields, **over})
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["incremental", "from-scratch"])
+@pytest.mark.parametrize("group_queue", ["qa", "qb"])
+@pytest.mark.parametrize("phase", [None, "Succeeded"], ids=["running", "finished"])
+def test_a_pod_bound_standing_alone_keeps_its_name_against_an_older_podgroup(
+    kept: bool, group_queue: str, phase: str | None
+) -> None:
+    """note16 Found 1: PodGroup x made first (00:00:01) but not in force when pod x (00:00:03) came (refused,
+    or its watch event late), so x was bound standing alone; the PodGroup then in force, older, took x as
+    its member: a gang below minMember 4, kept from reclaim (and moved into the PodGroup's queue). x's
+    bind wrote the record of a bind standing alone: x keeps its name whatever the times."""
+    objs = [o for o in _running() if o["metadata"]["name"] != "x"]
+    objs.append(_bound_alone(phase=phase))
+    state = _state(*objs)
+    control = [e.pod for e in run_session(state.snapshot(now=1.0), PREEMPT).evictions]
+    assert control == (["ns/x", "ns/a3"] if phase is None else ["ns/a3"])  # (x done: 1 cpu free)
+    if not kept:
+        state = _state(*objs)
+    state.apply(
+        podgroup(
+            "x", ns="ns", queue=group_queue, min_member=4, phase="Running", created="2026-01-01T00:00:01Z"
+        )
+    )
+    snap = state.snapshot(now=2.0)
+    job = snap.jobs["ns/x"]
+    assert (job.podgroup, job.queue, list(job.tasks)) == (None, "qa", ["ns/x"])
+    assert _told(snap)["PodGroup ns/x"] == ("PodGroupNameTaken", TAKEN_BOUND)
+    # before: ["ns/a3", "ns/a2"] (qa), x kept as a gang of minMember 4; none (qb), x counted in qb
+    assert [e.pod for e in run_session(snap, PREEMPT).evictions] == control
+
+    state.delete("Pod", "ns", "x")  # the name free again: the PodGroup is a job
+    snap = state.snapshot(now=3.0)
+    assert snap.jobs["ns/x"].podgroup is not None and "PodGroup ns/x" not in _told(snap)
+
+
+@pytest.mark.parametrize("how", ["no record", "another record", "pending", "names a group"])
+def test_only_a_pod_on_a_node_with_the_record_of_a_bind_standing_alone_keeps_its_name_so(how: str) -> None:
+    """A pod on a node without the record (bound at its creation by whoever made it, or by a volsched
+    before the record) is no sign of a bind standing alone; nor is a pending pod carrying it (forged where
+    no pod policy refuses it: its bind would write the PodGroup's record over it), nor a pod naming a
+    group. Each made after PodGroup x is its member, or not pod x's at all, as before."""
+    notes = {
+        "no record": {},
+        "another record": {
+            BOUND_UNDER: bound_under(uid="u", queue="qa", priority_class="", priority=0, min_member=1)
+        },
+    }.get(how, {BOUND_UNDER: STANDING_ALONE})
+    x = _bound_alone(
+        annotations=notes,
+        node=None if how == "pending" else "n1",
+        group="other" if how == "names a group" else None,
+    )
+    state = _state(
+        node("n1", cpu="4"),
+        queue("qa"),
+        podgroup("x", ns="ns", queue="qa", min_member=2, created="2026-01-01T00:00:01Z"),
+        x,
+        pod("x-0", ns="ns", cpu="1", group="x", created="2026-01-01T00:00:02Z"),
+    )
+    snap = state.snapshot(now=1.0)
+    assert "PodGroup ns/x" not in _told(snap)
+    assert snap.jobs["ns/x"].podgroup is not None
+    assert ("ns/x" in snap.jobs["ns/x"].tasks) is (how != "names a group")
+
+
+def _bound_as_watched(state: ClusterState, raw: Obj, node_name: str, record: str) -> None:
+    """``raw`` as the watch shows it once bound: on ``node_name``, the bind's record copied onto it."""
+    meta = raw["metadata"]
+    notes = {**(meta.get("annotations") or {}), **({BOUND_UNDER: record} if record else {})}
+    state.apply(
+        {**raw, "metadata": {**meta, "annotations": notes}, "spec": {**raw["spec"], "nodeName": node_name}}
+    )
+
+
+def test_the_bind_of_a_pod_standing_alone_writes_its_record_and_a_late_podgroup_does_not_wrap_it() -> None:
+    """The lagging watch: PodGroup x made before pod x reaches the cache after x was bound standing
+    alone. The bind writes the record of a bind standing alone (before: none), so the older PodGroup,
+    once seen, does not take the running pod as a gang below its minMember."""
+    x = pod("x", ns="ns", cpu="1", queue="qa", created="2026-01-01T00:00:03Z")
+    owned = pod("o", ns="ns", cpu="1", queue="qa", owner="Job/train", created="2026-01-01T00:00:03Z")
+    state = _state(node("n1", cpu="4"), queue("qa"), queue("qb"), x, owned)
+    binds = {b.pod: b for b in run_session(state.snapshot(now=1.0), PREEMPT).binds}
+    assert binds["ns/x"].bound_under == STANDING_ALONE  # before: ""
+    assert binds["ns/o"].bound_under == ""  # (an owner's group: no object of it can be made again)
+    _bound_as_watched(state, x, binds["ns/x"].node, binds["ns/x"].bound_under)
+    state.apply(
+        podgroup("x", ns="ns", queue="qb", min_member=4, phase="Running", created="2026-01-01T00:00:01Z")
+    )
+    snap = state.snapshot(now=2.0)
+    assert (snap.jobs["ns/x"].podgroup, snap.jobs["ns/x"].queue) == (None, "qa")  # before: PodGroup x, qb
+    assert _told(snap)["PodGroup ns/x"] == ("PodGroupNameTaken", TAKEN_BOUND)
+
+
+def test_a_pod_standing_alone_that_joins_an_older_podgroup_is_bound_under_its_record() -> None:
+    pg = podgroup("x", ns="ns", queue="qa", min_member=1, created="2026-01-01T00:00:01Z")
+    pg["metadata"]["uid"] = "x-uid"
+    state = _state(
+        node("n1", cpu="4"), queue("qa"), pg, pod("x", ns="ns", cpu="1", created="2026-01-01T00:00:03Z")
+    )
+    [bind] = run_session(state.snapshot(now=1.0), PREEMPT).binds
+    record = read_bound(bind.bound_under)
+    assert record is not None and (record.uid, record.queue) == ("x-uid", "qa")
+
+
+def test_names_rule_keeps_a_pod_bound_standing_alone_whatever_the_times() -> None:
+    older = build_podgroup(podgroup("x", ns="ns", min_member=2, created="2026-01-01T00:00:01Z"))
+    made_after = build_task(pod("x", ns="ns", node="n1", created="2026-01-01T00:00:03Z"), priority_classes={})
+    assert not names.keeps_name(older, made_after)  # (the PodGroup came first: x joins it)
+    made_after.annotations = {BOUND_UNDER: STANDING_ALONE}
+    assert names.bound_standing_alone(made_after) and names.keeps_name(older, made_after)
+    assert names.taken({"ns/x": True}, {"ns/x": older}, {"ns/x": made_after}.__getitem__) == {"ns/x": None}
+    made_after.node_name = None  # (pending: no bind wrote it)
+    assert not names.keeps_name(older, made_after)
+    made_after.node_name, made_after.annotations = "n1", {BOUND_UNDER: STANDING_ALONE + " "}
+    assert not names.keeps_name(older, made_after)  # (not the text a bind writes)

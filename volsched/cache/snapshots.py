@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from volsched.cache import orphans
-from volsched.cache.names import SHADOWED, named_by, shadow_refusal, taken
+from volsched.cache.names import SHADOWED, came_first, named_by, shadow_refusal, taken
 from volsched.model.admitted import BoundUnder
 from volsched.model.attach import AttachCatalog, carry_counts
 from volsched.model.cluster import (
@@ -931,8 +931,11 @@ class SnapshotBuilder:
             shadowed: dict[str, str] = {}
             if base.shadowed:  # (each PodGroup a pod standing alone of its name keeps: told, in its order)
                 for key in sorted(base.shadowed, key=pos):
-                    group = None if base.named[key] else self._entries[key].prepared.job_key
-                    why = shadowed[f"PodGroup {key}"] = shadow_refusal(key, group)
+                    alone, t = base.named[key], self._entries[key].prepared
+                    # (named by a pod bound standing alone, the PodGroup older: told so)
+                    bound = alone and came_first(base.all_podgroups[key], t.creation)
+                    why = shadow_refusal(key, None if alone else t.job_key, bound=bound)
+                    shadowed[f"PodGroup {key}"] = why
                     problems.append((f"PodGroup {key}", SHADOWED, why))
             foreign = list(base.foreign_list)
             private = frozenset(base.private)

@@ -74,8 +74,9 @@ class Bind:
     #: The pod's unbound claims of a WaitForFirstConsumer class as bound for it (a volume, or one to
     #: provision on ``node``): what the edge writes and waits for before it binds the pod.
     volumes: tuple[VolumeBinding, ...] = ()
-    #: What the pod is bound under (``volsched.model.admitted.bound_under``; "" for a pod of no PodGroup
-    #: object): the edge writes it on the pod with the bind, in the same request.
+    #: What the pod is bound under (``volsched.model.admitted.bound_under``; ``admitted.STANDING_ALONE``
+    #: for a pod standing alone; "" for a pod of a group made for a controller owner's pods): the edge
+    #: writes it on the pod with the bind, in the same request.
     bound_under: str = ""
 
 

@@ -143,10 +143,13 @@ class Statement:
     def _bound_under(self, task: Task) -> str:
         """The record a bind of ``task`` writes on its pod: the PodGroup object its job stands for, the
         queue, priority class and priority the job has, the minMember it started with (this one, when
-        it starts now). "" for a pod standing alone or of a group made for a controller owner's pods:
-        no object of theirs can be made again."""
+        it starts now). For a pod standing alone, ``admitted.STANDING_ALONE``: the cluster then shows it
+        was bound so, and it keeps its name against a PodGroup of it (``volsched.cache.names``). "" for
+        a pod of a group made for a controller owner's pods: no object of theirs can be made again."""
         job = self.session.jobs.get(task.job_key)
         pg = job.podgroup if job is not None else None
+        if pg is None and task.standing_alone:
+            return admitted.STANDING_ALONE
         if job is None or pg is None or pg.owner is not None or not pg.uid:
             return ""
         start = pg.admitted_min_member

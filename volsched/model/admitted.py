@@ -135,6 +135,17 @@ def bound_under(*, uid: str, queue: str, priority_class: str, priority: int, min
     )
 
 
+#: The :data:`BOUND_UNDER` text a bind of a pod standing alone writes: no PodGroup, so :func:`read_bound`
+#: reads no record of it; the cluster shows the pod was bound standing alone, and it keeps its name against
+#: a PodGroup of it whatever their creation times (``volsched.cache.names``).
+STANDING_ALONE = '{"standingAlone":true}'
+
+
+def bound_alone(text: str | None) -> bool:
+    """Whether a :data:`BOUND_UNDER` annotation's text is the record of a bind standing alone."""
+    return text == STANDING_ALONE
+
+
 #: Longer than any record :func:`bound_under` writes (names of at most 253 characters): not read.
 _LONGEST_RECORD = 2048
 
