@@ -41,6 +41,7 @@ its peak RSS. The table gives both schedulers and volsched's ratio; ``--json`` w
 
     python bench/bench_perf.py [--quick | --full] [--only SchedulingBasic,...] [--json FILE]
         [--repeat N [--order turn|fixed]] [--before OLD_CHECKOUT [--before-args ...]] [--keep DIR]
+        [--py-spy PY_SPY] [--pprof SECONDS]
 
 With ``--repeat``, each round runs the schedulers in an order turned by one place from the round before.
 
@@ -461,6 +462,8 @@ def run_workload(
     audit = rundir / "audit.jsonl" if args.audit else None
     if audit is not None:
         served = (*served, *audit_args(rundir, audit))
+    if args.pprof:
+        served = (*served, "--profiling=true")
     with LocalControlPlane(base_dir=rundir, keep_dir=False, extra_apiserver_args=served) as cp:
         from kubernetes import client
 
@@ -484,7 +487,7 @@ def run_workload(
                 sched = start_volsched(cp, log, source, extra.split())
             else:
                 gates = WORKLOAD_GATE if w.workload_api else ""
-                sched = start_kube_scheduler(cp, log, rundir, feature_gates=gates)
+                sched = start_kube_scheduler(cp, log, rundir, feature_gates=gates, profiling=bool(args.pprof))
             usage = TreeUsage(sched.proc.pid)
             #: The apiserver's and etcd's CPU over the measured window too: which side of the wire is busy.
             server = {name: TreeUsage(pid) for name, pid in cp.processes().items() if name in SERVER_SIDE}
@@ -534,6 +537,7 @@ def run_workload(
                 asked0, spent0 = apiserver_metrics(cp)
                 went_on = math.nan
                 with Churn(api, sched_name) if w.churn else _nothing():
+                    profiles = _start_pprof(args, cp, sched, rundir)
                     if backlog:
                         went_on = time.time()
                         os.killpg(sched.proc.pid, signal.SIGCONT)
@@ -542,6 +546,8 @@ def run_workload(
                     complete = _wait_bound(watch, names, stall=args.stall, usage=usage, proc=sched.proc)
                     if not backlog:
                         creation.wait()
+                    for t in profiles:
+                        t.join()
                 row.cpu_s = usage.cpu_seconds - cpu0
                 row.extra["waited_for_cpu_s"] = {
                     n: round(runqueue_wait(pid) - waited0[n], 3) for n, pid in waiting.items()
@@ -651,6 +657,43 @@ def runqueue_wait(pid: int, proc: Path = Path("/proc")) -> float:
         except (OSError, ValueError, IndexError):
             continue
     return total / 1e9
+
+
+def _start_pprof(
+    args: argparse.Namespace, cp: LocalControlPlane, sched: Any, rundir: Path
+) -> list[threading.Thread]:
+    """``--pprof S``: Go's CPU profile of the apiserver (and of kube-scheduler, in its runs) over the
+    ``S`` seconds from the window's start (``apiserver.pprof``, ``kube-scheduler.pprof`` beside the
+    run's log, read with ``go tool pprof -top``): what each side of the wire spent its CPU on. The
+    profile runs its whole ``S`` whatever the window: choose ``S`` near the window's length."""
+    if not args.pprof:
+        return []
+    import ssl
+    import urllib.request
+
+    wanted = [("apiserver", f"{cp.host}/debug/pprof/profile?seconds={args.pprof:g}", cp.ca_cert_path)]
+    if sched.name == KUBE and sched.port:
+        url = f"https://127.0.0.1:{sched.port}/debug/pprof/profile?seconds={args.pprof:g}"
+        wanted.append(("kube-scheduler", url, None))
+
+    def fetch(name: str, url: str, ca: Path | None) -> None:
+        if ca is not None:
+            ctx = ssl.create_default_context(cafile=str(ca))
+            headers = {"Authorization": f"Bearer {cp.admin_token}"}
+        else:
+            ctx, headers = ssl._create_unverified_context(), {}
+        try:
+            with urllib.request.urlopen(
+                urllib.request.Request(url, headers=headers), context=ctx, timeout=60 + args.pprof
+            ) as resp:
+                (rundir / f"{name}.pprof").write_bytes(resp.read())
+        except Exception as exc:
+            _say(f"pprof {name}: {exc}")
+
+    threads = [threading.Thread(target=fetch, args=w, daemon=True) for w in wanted]
+    for t in threads:
+        t.start()
+    return threads
 
 
 def _start_py_spy(args: argparse.Namespace, pid: int, rundir: Path) -> Any:
@@ -962,6 +1005,14 @@ def main(argv: list[str] | None = None) -> int:
         help="the apiserver keeps an audit log of writes: each row then says which writes it answered "
         "inside the window and which after the last bind (the request counts cannot tell; costs the "
         "apiserver some CPU per request, so not for the figures)",
+    )
+    p.add_argument(
+        "--pprof",
+        type=float,
+        default=0.0,
+        help="Go's CPU profile of the apiserver (and of kube-scheduler in its runs) over this many seconds "
+        "from the window's start, beside each run's log (with --keep): the apiserver runs with "
+        "--profiling=true, kube-scheduler with /debug/pprof open",
     )
     p.add_argument(
         "--py-spy",

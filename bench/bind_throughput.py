@@ -598,6 +598,8 @@ class Scheduler:
     proc: subprocess.Popen[bytes]
     log: Path
     ready: Callable[[], bool]
+    #: kube-scheduler's secure port (0: volsched's, or not known).
+    port: int = 0
 
 
 def volsched_env(source: Path) -> dict[str, str]:
@@ -645,9 +647,10 @@ def start_volsched(
 
 
 def start_kube_scheduler(
-    cp: LocalControlPlane, log: Path, workdir: Path, *, feature_gates: str = ""
+    cp: LocalControlPlane, log: Path, workdir: Path, *, feature_gates: str = "", profiling: bool = False
 ) -> Scheduler:
-    """kube-scheduler on ``cp`` (``feature_gates``: its ``--feature-gates``, e.g. ``GenericWorkload=true``)."""
+    """kube-scheduler on ``cp`` (``feature_gates``: its ``--feature-gates``, e.g. ``GenericWorkload=true``;
+    ``profiling``: its ``/debug/pprof`` answered without credentials, as its health is)."""
     binary = cp.scheduler_binary
     if binary is None:
         raise RuntimeError("no kube-scheduler next to kube-apiserver (run hack/controlplane/build.sh)")
@@ -667,9 +670,11 @@ def start_kube_scheduler(
     argv = [str(binary), f"--config={config}", "--bind-address=127.0.0.1", f"--secure-port={port}", "--v=1"]
     if feature_gates:
         argv.append(f"--feature-gates={feature_gates}")
+    if profiling:
+        argv.append("--authorization-always-allow-paths=/healthz,/readyz,/livez,/debug/pprof/*")
     proc = spawn(argv, log)
     return Scheduler(
-        "kube-scheduler", proc, log, lambda: _http_ok(f"https://127.0.0.1:{port}/readyz", insecure=True)
+        "kube-scheduler", proc, log, lambda: _http_ok(f"https://127.0.0.1:{port}/readyz", insecure=True), port
     )
 
 
