@@ -266,6 +266,30 @@ def test_volsched_run_hands_the_operator_its_options_with_or_without_a_double_da
 
 
 @pytest.mark.parametrize(
+    "argv",
+    [["run"], ["run", "--"], ["run", "--", "--", "x"], ["run", "--help"], ["run", "run", "--kubeconfig=k"]],
+)
+def test_volsched_run_makes_no_other_commands_parser_and_hands_the_operator_what_the_parser_would(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``volsched run``'s arguments go to the operator as the command line's parser hands them (after one
+    ``--``), without the parser of every command made first (simulate's dozens of options, before the
+    first pages are asked for)."""
+    import volsched.cli as cli
+
+    parsed = cli.build_parser().parse_args(argv if argv[1:2] == ["--"] else ["run", "--", *argv[1:]])
+    given: list[list[str]] = []
+    monkeypatch.setattr(cli, "_run", lambda args: given.append(list(args.operator_args)) or 0)
+
+    def no_parser() -> None:
+        raise AssertionError("the parser of every command made for volsched run")
+
+    monkeypatch.setattr(cli, "build_parser", no_parser)
+    assert cli.main(argv) == 0
+    assert given == [parsed.operator_args]
+
+
+@pytest.mark.parametrize(
     ("argv", "message"),
     [
         (
