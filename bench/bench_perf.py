@@ -671,7 +671,9 @@ def _start_pprof(
     import ssl
     import urllib.request
 
-    wanted = [("apiserver", f"{cp.host}/debug/pprof/profile?seconds={args.pprof:g}", cp.ca_cert_path)]
+    wanted: list[tuple[str, str, Path | None]] = [
+        ("apiserver", f"{cp.host}/debug/pprof/profile?seconds={args.pprof:g}", cp.ca_cert_path)
+    ]
     if sched.name == KUBE and sched.port:
         url = f"https://127.0.0.1:{sched.port}/debug/pprof/profile?seconds={args.pprof:g}"
         wanted.append(("kube-scheduler", url, None))
