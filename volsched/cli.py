@@ -513,8 +513,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["run"]:
         # The operator parses its own options (``--help``): ``run``'s arguments are handed to it as the
         # parser would hand them (after a ``--``), without making the other commands' parsers first
-        # (simulate's dozens of options: about 2% of the CPU of the imports to ready, before the first
-        # pages are asked for).
+        # (simulate's dozens of options, made before the first pages are asked for).
         rest = argv[1:] if argv[1:2] == ["--"] else ["--", *argv[1:]]
         args = argparse.Namespace(command="run", operator_args=rest, func=_run)
     else:

@@ -553,7 +553,7 @@ class Operator:
             if self.admission is None and await until_idle(self.loop.activity, stop):
                 log.debug("after ready: a lull after %.0f ms", 1000 * (time.monotonic() - lull))
             # aiohttp's TLS contexts are made from here, beside its import's first modules, not from the
-            # start: reading the CA bundle twice (about 30 ms of CPU) was on the listing's way on a busy
+            # start: reading the CA bundle twice was on the listing's way on a busy
             # machine, and its import waits for them (TLS_AHEAD_WAIT) rather than make its own.
             self.tls_ahead.start()
             # aiohttp (about a sixth of the CPU to ready) and kopf were not imported so far: they are
