@@ -10,9 +10,10 @@ I/O. The run, gaps, thawed copies and their origin: docs/design/steady-state.md.
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Container, Hashable, Iterable, Mapping, Sequence
 from dataclasses import field, replace
-from operator import attrgetter
+from operator import attrgetter, methodcaller
 from typing import Any, TypeVar
 
 import numpy as np
@@ -27,7 +28,7 @@ from volsched.model.cluster import (
     unmet_minimum,
 )
 from volsched.model.resources import Vector, stack_rows
-from volsched.model.vocabulary import PodGroupPhase, TaskStatus
+from volsched.model.vocabulary import PodGroupPhase, Task, TaskStatus
 from volsched.records import dataclass
 
 K = TypeVar("K", bound=Hashable)
@@ -39,6 +40,12 @@ _NAMESPACE: attrgetter[str] = attrgetter("namespace")
 _ORIGIN: attrgetter[Job | None] = attrgetter("origin")
 _TASKS: attrgetter[dict[str, object]] = attrgetter("tasks")
 _KEY: attrgetter[str] = attrgetter("key")
+_PHASE: attrgetter[PodGroupPhase] = attrgetter("phase")
+_COUNTS: attrgetter[Mapping[TaskStatus, int]] = attrgetter("status_count")
+_ALLOCATED: attrgetter[Vector] = attrgetter("allocated")
+_REQUEST: attrgetter[Vector] = attrgetter("request")
+_JOB_TASKS: attrgetter[dict[str, Task]] = attrgetter("tasks")
+_PENDING_COUNT = methodcaller("get", TaskStatus.PENDING, 0)
 
 #: Where the run is kept in ``ClusterSnapshot.kept``.
 KEPT = "settled"
@@ -132,6 +139,10 @@ class Settled:
     #: Whether every sum of the run is exact, whatever the order its rows are added in (see
     #: :func:`_exactness`): then the run of the jobs left when some leave is this run less their rows.
     exact: bool = True
+    #: Its gaps' blocks (:func:`_gap_blocks`) and each block's keys, queues and asks as
+    #: :func:`_same_gaps` compares them: they follow from the gaps alone, which do not change, so they
+    #: are made once for the sessions that check them (every session, for the pods set aside).
+    blocks: dict[object, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
 
 def empty(width: int) -> Settled:
@@ -584,14 +595,17 @@ def _reusable(jobs: list[Job], base: Settled, present: Container[str], *, again:
         return _without_gone(jobs, base, present) if base.exact and run else empty(base.width)
     r = prev = 0
     gaps = base.gaps
-    for first, last in _gap_blocks(gaps):
+    blocks = base.blocks.get(None)
+    if blocks is None:
+        blocks = base.blocks[None] = _gap_blocks(gaps)
+    for first, last in blocks:
         gap = gaps[first]
         head = jobs[prev : gap.at]
         if len(head) != gap.at - prev or not _same(head, run[r : r + len(head)]):  # (or the jobs end first)
             return _before(base, gaps[first - 1]) if first else empty(base.width)
         r += len(head)
         end = gap.at + last - first + 1
-        if not _same_gaps(jobs[gap.at : end], gaps[first : last + 1], base.width, again=again):
+        if not _same_gaps(jobs[gap.at : end], _block(base, first, last), base.width, again=again):
             for k in range(first, last + 1):
                 if not _same_gap(jobs[gaps[k].at] if gaps[k].at < len(jobs) else None, gaps[k], again=again):
                     return _before(base, gaps[k])
@@ -627,24 +641,56 @@ def _same_gap(job: Job | None, gap: Gap, *, again: bool) -> bool:
     )
 
 
-def _same_gaps(jobs: list[Job], gaps: Sequence[Gap], width: int, *, again: bool) -> bool:
-    """:func:`_same_gap` of each of ``jobs`` and ``gaps`` in turn, at once where every job has one task
-    (a pod standing alone, a stuck backlog's every job): what each asks, what it holds plus its pending
-    request (``total_request``'s one addition), compared with the gaps' asks as one block of bytes. False
-    when any is not (or where it cannot tell at once: then ask each)."""
-    if len(jobs) != len(gaps):
+@dataclass(frozen=True, slots=True)
+class _Block:
+    """A block of consecutive gaps as :func:`_same_gaps` compares them: their keys, queues, whether one
+    has an unmet minimum, their asks as one block of bytes."""
+
+    size: int
+    keys: list[str]
+    queues: list[str]
+    unmet: bool
+    asks: bytes
+
+
+def _block(base: Settled, first: int, last: int) -> _Block:
+    """The block of ``base``'s gaps ``first`` to ``last``, made once per run (``Settled.blocks``)."""
+    key = (first, last)
+    out: _Block | None = base.blocks.get(key)
+    if out is None:
+        gaps = base.gaps[first : last + 1]
+        out = base.blocks[key] = _Block(
+            size=len(gaps),
+            keys=[g.key for g in gaps],
+            queues=[g.queue for g in gaps],
+            unmet=any(g.unmet is not None for g in gaps),
+            asks=stack_rows([g.ask for g in gaps], base.width).tobytes(),
+        )
+    return out
+
+
+def _same_gaps(jobs: list[Job], gaps: _Block, width: int, *, again: bool) -> bool:
+    """:func:`_same_gap` of each of ``jobs`` and the block of gaps ``gaps`` in turn, at once where every
+    job has one task (a pod standing alone, a stuck backlog's every job): what each asks, what it holds
+    plus its pending request (``total_request``'s one addition), compared with the gaps' asks as one
+    block of bytes. False when any is not (or where it cannot tell at once: then ask each). Each test is
+    one pass in C over the jobs (the pods set aside: every session has them): one task each, pending
+    (so each is a gap, :func:`_gap`, and does not settle, :func:`_settles`)."""
+    if len(jobs) != gaps.size:
         return False
-    if list(map(_KEY, jobs)) != [g.key for g in gaps] or list(map(_QUEUE, jobs)) != [g.queue for g in gaps]:
+    if list(map(_KEY, jobs)) != gaps.keys or list(map(_QUEUE, jobs)) != gaps.queues:
         return False
-    if not all(len(j.tasks) == 1 and _gap(j) and not _settles(j) for j in jobs):
+    tasks = list(map(_JOB_TASKS, jobs))
+    if not all(map(operator.eq, map(len, tasks), itertools.repeat(1))):
         return False
-    if not again:
-        inqueue = PodGroupPhase.INQUEUE
-        if any(g.unmet is not None for g in gaps) or any(j.phase is inqueue for j in jobs):
-            return False
-    held = stack_rows([j.allocated for j in jobs], width)
-    asked = stack_rows([t.request for j in jobs for t in j.tasks.values()], width)
-    return (held + asked).tobytes() == stack_rows([g.ask for g in gaps], width).tobytes()
+    if not all(map(operator.eq, map(_PENDING_COUNT, map(_COUNTS, jobs)), itertools.repeat(1))):
+        return False
+    inqueue = itertools.repeat(PodGroupPhase.INQUEUE)
+    if not again and (gaps.unmet or any(map(operator.is_, map(_PHASE, jobs), inqueue))):
+        return False
+    held = stack_rows(list(map(_ALLOCATED, jobs)), width)
+    asked = stack_rows(list(map(_REQUEST, itertools.chain.from_iterable(map(dict.values, tasks)))), width)
+    return (held + asked).tobytes() == gaps.asks
 
 
 def _without_gone(jobs: list[Job], base: Settled, present: Container[str]) -> Settled:
