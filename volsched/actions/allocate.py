@@ -21,7 +21,7 @@ from volsched.actions import kept
 from volsched.actions.topology import place_in_domain
 from volsched.actions.util import JobQueue, NamespaceOrder, TaskQueue, first_queue
 from volsched.framework.decisions import Code, Status
-from volsched.framework.never import Refused, leave_aside, lone_never, take_aside, tell_aside
+from volsched.framework.never import TOLD, Refused, leave_aside, lone_never, take_aside, tell_aside
 from volsched.framework.registry import register_action
 from volsched.framework.session import Session
 from volsched.framework.statement import Statement
@@ -51,8 +51,14 @@ def admitted_jobs(session: Session, *, best_effort: bool) -> list[Job]:
     kept.take(session)
     admitted_only = PodGroupPhase.PENDING
     queues = session.queues
+    # The pods standing alone that this session's allocate told what their last try found (set aside
+    # by the last session, untouched since: the very pod, which that try found not best-effort) have no
+    # best-effort task pending: not asked again, one lookup each (thousands, every session).
+    told: dict[str, Refused] = (session.state.get(TOLD) or {}) if best_effort else {}
     kind: list[Job] = []
     for job in session.pending_jobs():
+        if told and job.key in told and job.podgroup is None:
+            continue
         if job.phase is admitted_only or not _has_pending(job, best_effort=best_effort):
             continue
         if job.queue not in queues:
