@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     print("machine:", describe())
     first, second = args.kinds.split(",")
     order = [first, second, second, first] * args.rounds
-    encode = {
+    encode: dict[str, tuple[Callable[[str, str, str, str], bytes], str]] = {
         "json": (json_binding, "application/json"),
         "protobuf": (protobuf_binding, PROTOBUF),
         "record": (partial(json_binding, record=True), "application/json"),
