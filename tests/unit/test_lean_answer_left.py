@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import resource
-import socket
 import threading
 from collections.abc import Iterator
 
@@ -116,38 +115,3 @@ def test_a_connection_past_select_s_limit_is_waited_on_all_the_same(server: Held
     finally:
         for fd in fillers:
             os.close(fd)
-
-
-def test_an_answer_is_left_when_the_threads_other_socket_has_something_to_read(server: HeldServer) -> None:
-    """The pod watch's thread, which sends an arriving pod's bind itself, leaves the bind's answer to
-    another thread once its watch has the next event to read and the answer has not begun within
-    ``LEAVE_GRACE`` more (``leave_answers_on``), however patient the write; read there as before. On a
-    thread with nothing else to read the write waits as before."""
-    rest = _rest(server)
-    watch, feeder = socket.socketpair()
-    with watch, feeder:
-        feeder.sendall(b"the next pod's event")
-
-        def with_an_event_waiting() -> object:
-            rest.leave_answers_on(lambda: watch)
-            try:  # (patient past the server's hold: an answer waited for would come, and be read here)
-                return rest.request("POST", PATH, {"kind": "Binding"}, timeout=3 * HOLD, patience=2 * HOLD)
-            except Detached as left:
-                return left
-
-        left = _on_a_thread(with_an_event_waiting)  # the server holds the answer
-        assert isinstance(left, Detached), left
-        assert server.arrived.acquire(timeout=HOLD)
-        server.gate.set()
-        assert _on_a_thread(left.pending.answer) == b"{}"
-
-        def nothing_else(other: object) -> object:
-            rest.leave_answers_on(lambda: other)
-            return rest.request("POST", PATH, {"kind": "Binding"}, timeout=HOLD, patience=HOLD)
-
-        assert _on_a_thread(lambda: nothing_else(None)) == b"{}"
-        watch.recv(100)  # read: nothing more to read there
-        assert _on_a_thread(lambda: nothing_else(watch)) == b"{}"
-        # (another thread never took this thread's other socket)
-        assert _on_a_thread(lambda: rest.request("POST", PATH, {}, timeout=HOLD, patience=HOLD)) == b"{}"
-    assert len(server.sent("/binding")) == 4

@@ -913,17 +913,6 @@ class LeanRest:
         )
         self._types: dict[str, bytes] = {}
 
-    def leave_answers_on(self, other: Callable[[], Any]) -> None:
-        """On the calling thread from now on, a write sent with ``patience`` leaves its answer to another
-        thread (:class:`Detached`) also as soon as ``other()`` (a socket, or None) has something to read:
-        the pod watch's thread, which sends an arriving pod's bind itself, goes back to the next pod's
-        event rather than wait for the bind's answer."""
-        self._local.other = other
-
-    def _other(self) -> Any:
-        other: Callable[[], Any] | None = getattr(self._local, "other", None)
-        return None if other is None else other()
-
     def _credentials(self) -> tuple[str, str] | None:
         return self._read_auth()[1]
 
@@ -1090,7 +1079,7 @@ class LeanRest:
             conn = self._connection(max(0.001, deadline - time.monotonic()))  # a second try: what is left
             try:
                 conn.sock.sendall(message)
-                if patience is not None and not _answer_begun(conn.sock, patience, self._other()):
+                if patience is not None and not _answer_begun(conn.sock, patience):
                     self._local.conn = None  # the connection goes with its answer
                     raise Detached(Pending(self, conn, method, path, deadline))
                 reply = _receive(conn.sock, method, deadline)  # to its end
@@ -1156,33 +1145,12 @@ class LeanRest:
         self._aio.close()
 
 
-#: Seconds an answer is still waited for once the calling thread's other socket has something to read
-#: (:meth:`LeanRest.leave_answers_on`): that may be the write's own echo (the pod watch's event of the
-#: bind, which comes with its answer), not other work.
-LEAVE_GRACE = 0.001
-
-
-def _answer_begun(sock: Any, patience: float, other: Any = None) -> bool:
+def _answer_begun(sock: Any, patience: float) -> bool:
     """Whether an answer's first bytes are on ``sock`` within ``patience`` seconds (waiting without the
-    interpreter's lock). With ``other`` (a socket, or None), once it has something to read the answer is
-    waited for :data:`LEAVE_GRACE` more at most: the calling thread has other work waiting."""
+    interpreter's lock)."""
     if isinstance(sock, ssl.SSLSocket) and sock.pending():
         return True
-    fd = -1
-    if other is not None:
-        with contextlib.suppress(OSError, ValueError):
-            fd = other.fileno()  # (-1: closed)
-    if fd < 0:
-        return _readable(sock, patience)
-    poller = select.poll()
-    poller.register(sock, select.POLLIN)
-    poller.register(fd, select.POLLIN)
-    ready = [found for found, _ in poller.poll(patience * 1000)]
-    if not ready:
-        return False
-    if fd not in ready or len(ready) > 1:
-        return True  # the answer begun (the other socket too, maybe: the answer is read first)
-    return _readable(sock, min(LEAVE_GRACE, patience))
+    return _readable(sock, patience)
 
 
 class Pending:

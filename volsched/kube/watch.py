@@ -577,12 +577,6 @@ class ListWatch:
             if self._stop.is_set():
                 break
 
-    def events_socket(self) -> Any:
-        """The socket this watch reads its events from now (its own connection on the direct path; None
-        between two watches, before the first, or through aiohttp's client)."""
-        conn = getattr(self._response, "conn", None)
-        return None if conn is None else conn.sock
-
     def _streams(self) -> LeanRest:
         """The watch's own connection: the direct path's when the configuration allows it."""
         if self._rest is None:

@@ -346,13 +346,9 @@ class Operator:
 
     def _pod_thread_started(self) -> None:
         """First on the pod watch's thread: a short slice asked (``--thread-slice``), and the thread made
-        ready to run an arriving pod's session (:meth:`SessionLoop.pod_thread_started`), whose lone bind
-        leaves its answer to a bind worker once the watch has the next event to read."""
+        ready to run an arriving pod's session (:meth:`SessionLoop.pod_thread_started`)."""
         if self.settings.session.thread_slice:
             ask_short_slice(self.settings.session.thread_slice)
-        # A lone bind this thread sends leaves its answer to a bind worker once the next pod event is
-        # there to read (kube.rest.LeanRest.leave_answers_on): not waited for with that pod behind it.
-        self.writer.rest.leave_answers_on(self.feed.lean["Pod"].events_socket)
         self.loop.pod_thread_started()
 
     def _liveness(self) -> str | None:
