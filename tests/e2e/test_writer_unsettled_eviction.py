@@ -19,8 +19,8 @@ import pytest
 from kubernetes import client
 
 from tests.e2e.operator_fixtures import Kube, pod, wait_for
-from volsched.cycle import FAILED, UNKNOWN
-from volsched.framework.decisions import Evict, EvictionReason
+from volsched.cycle import EVICTED, FAILED, UNKNOWN
+from volsched.framework.decisions import Evict, EvictionReason, SessionResult
 from volsched.kube import status as render
 from volsched.kube.lease import HANDOVER, LeaderLease, LeaseSettings
 from volsched.kube.prune import prune_pod
@@ -37,11 +37,12 @@ def writer(mk: Kube) -> Iterator[KubeWriter]:
     w.close()
 
 
-def _running(k: Kube) -> tuple[str, dict[str, Any]]:
-    """A pod c of ours on node n1 (no kubelet: it terminates until its grace period is over, 30 s)."""
+def _running(k: Kube, *, grace: int = 30) -> tuple[str, dict[str, Any]]:
+    """A pod c of ours on node n1 (no kubelet: it terminates until its grace period is over, 30 s; with
+    ``grace`` 0 an eviction deletes it at once)."""
     ns = k.namespace(f"unsettled-{uuid.uuid4().hex[:6]}")
     obj = pod("c")
-    obj["spec"]["terminationGracePeriodSeconds"] = 30
+    obj["spec"]["terminationGracePeriodSeconds"] = grace
     made = k.core.create_namespaced_pod(ns, obj)
     binding = client.V1Binding(
         metadata=client.V1ObjectMeta(name="c"), target=client.V1ObjectReference(kind="Node", name="n1")
@@ -272,6 +273,7 @@ def test_a_victim_whose_answer_was_lost_is_told_by_the_next_holder_of_the_lease_
         if case != "not evicted":  # the eviction lands late
             mk.core.create_namespaced_pod_eviction("c", ns, client.V1Eviction(metadata={"name": "c"}))
         if case == "told before it stopped":  # a looks, and stops before its Lease says so
+            monkeypatch.setattr(a_lease, "hand_over_soon", lambda: None)  # (its prompt write not made)
             assert a.withdraw_unsettled() == 0
             assert _event_counts(mk, ns) == [("Preempted", 1)]
             assert f'"pod":"{ns}/c"' in _handed_over(mk, ns)
@@ -299,3 +301,73 @@ def test_a_victim_whose_answer_was_lost_is_told_by_the_next_holder_of_the_lease_
     finally:
         a.close()
         b.close()
+
+
+def _lost_after_evicting(writer: KubeWriter, lease: LeaderLease, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``writer``'s replica loses the Lease (stops writing) as its next eviction is answered: the
+    eviction went through, and nothing it writes after is sent."""
+    send = writer.rest.request
+
+    def request(m: str, path: str, *args: Any, **kwargs: Any) -> bytes:
+        answer = send(m, path, *args, **kwargs)
+        if m == "POST" and path.endswith("/eviction"):
+            monkeypatch.setattr(writer.rest, "request", send)
+            lease.stop_writing()
+        return answer
+
+    monkeypatch.setattr(writer.rest, "request", request)
+
+
+@pytest.mark.parametrize("grace", [30, 0], ids=["terminating", "gone at once"])
+def test_the_event_of_an_eviction_that_went_through_is_told_by_the_next_holder_should_the_lease_be_lost_first(
+    mk: Kube, monkeypatch: pytest.MonkeyPatch, grace: int
+) -> None:
+    """Replica a's eviction goes through, and a loses the Lease before it tells the pod (here it stops
+    writing as the eviction is answered; a pod gone at once waits for the session's status writes, which
+    then are not sent either). Replica b takes the Lease over, and tells the pod's event in a's stead: a's
+    Lease said the look the eviction owes before the eviction was sent. Before, the event was held in a's
+    memory and lost with the Lease (note16 Found 4)."""
+    ns, raw = _running(mk, grace=grace)
+    a_lease, b_lease = _lease(mk, ns, "a"), _lease(mk, ns, "b")
+    assert a_lease.ensure()
+    a = KubeWriter(mk.api, WriterSettings(workers=1, unknown_settles_after=0.0), fence=a_lease)
+    b = KubeWriter(mk.api, WriterSettings(workers=1, unknown_settles_after=0.0), fence=b_lease)
+    try:
+        _lost_after_evicting(a, a_lease, monkeypatch)
+        assert a.evict(_victim(ns, raw, deletes=False), raw).result == EVICTED
+        assert a.write_status(SessionResult(), queues=(), podgroups=(), pods={}) == (0, 0, [])  # (fenced)
+        assert _events(mk, ns) == []
+        assert f'"pod":"{ns}/c"' in _handed_over(mk, ns)
+        wait_for(b_lease.ensure, 30, what="b taking the Lease over")
+        b.withdraw_stale([])
+        assert b.unsettled_due() and b.withdraw_unsettled() == 0
+        assert _event_counts(mk, ns) == [("Preempted", 1)]
+        wait_for(  # b's Lease no longer hands the look over
+            lambda: b_lease.ensure() and _handed_over(mk, ns) == "", 30, what="b's Lease saying nothing owed"
+        )
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_look_owed_is_on_the_lease_at_once_and_gone_from_it_once_told(
+    mk: Kube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A look owed changes what the Lease hands over: written at once, on the renewal's thread, not at the
+    next renewal due (up to ``renew_every``, 2 s here, later: nobody asks for one here at all). Before,
+    an eviction's answer lost was on the Lease only once a renewal came due (note16 Found 4)."""
+    ns, raw = _running(mk)
+    lease = _lease(mk, ns, "a")
+    assert lease.ensure()
+    a = KubeWriter(mk.api, WriterSettings(workers=1, unknown_settles_after=0.0), fence=lease)
+    try:
+        _lost(a, monkeypatch, "POST")
+        assert a.evict(_victim(ns, raw, deletes=False), raw).result == UNKNOWN
+        said = UNSETTLED_TARGET.format(0.0)
+        wait_for(lambda: said in _handed_over(mk, ns), 30, what="the Lease saying the look owed")
+        mk.core.create_namespaced_pod_eviction("c", ns, client.V1Eviction(metadata={"name": "c"}))
+        assert a.withdraw_unsettled() == 0  # evicted after all: told
+        assert _event_counts(mk, ns) == [("Preempted", 1)]
+        wait_for(lambda: _handed_over(mk, ns) == "", 30, what="the Lease saying nothing owed")
+    finally:
+        a.close()

@@ -21,7 +21,9 @@ What a holder still owes when it stops (the writer's evictions whose answer was 
 for a look at the pod, :mod:`volsched.kube.writer`) goes with the Lease: every write of the Lease says it
 under :data:`HANDOVER` as :attr:`LeaderLease.handover` has it, and each acquisition keeps what the Lease
 said there (:attr:`LeaderLease.inherited`) and writes it on unchanged until the writer took it over. The
-Lease does not read it.
+Lease does not read it. The writer has it written when it changes: at once, on the renewal's thread
+(:meth:`LeaderLease.hand_over_soon`), or before it goes on (:meth:`LeaderLease.hand_over_now`: before
+evictions are sent).
 
 Clocks: the holder's fence uses its own monotonic clock, a follower compares ``renewTime`` (the holder's
 wall clock) with its own wall clock, so clock skew between replicas must stay below the safety margin.
@@ -149,6 +151,11 @@ class LeaderLease:
         #: What the Lease said under :data:`HANDOVER` when we last became its holder ("": nothing); the
         #: writer empties it as it takes it over.
         self.inherited = ""
+        #: A write of :attr:`handover` was asked for (:meth:`hand_over_soon`) since the renewal behind
+        #: running, if any, began: it writes the Lease once more before its thread ends.
+        self._again = False
+        #: A renewal behind runs and has not yet ended its last look at :attr:`_again` (under the lock).
+        self._running = False
 
     # --- the fence ---------------------------------------------------------------------------------------
 
@@ -200,6 +207,45 @@ class LeaderLease:
             return True
         return self._renew(acquire=acquire)
 
+    # --- what the Lease hands over, written at once ------------------------------------------------------
+
+    def _unwritten(self) -> bool:
+        """Whether :attr:`handover` is not what the Lease says as our last write of it was answered (or
+        that is not known)."""
+        handover, written = self.handover, self._written
+        return handover is not None and (written is None or handover != _handover_of(written))
+
+    def hand_over_now(self) -> bool:
+        """Write :attr:`handover` to the Lease now, unless it says it already (a renewal, not waiting for
+        one to be due; the caller waits for it): what the writer owes is on the Lease before the writes
+        it owes for are sent (an eviction's event, should this replica stop or lose the Lease before it
+        tells it). Returns whether the Lease says it (False: not held, or the write failed: the next
+        renewal writes it)."""
+        if not self.settings.enabled:
+            return True
+        if self._stopped or not self.is_leader:
+            return False
+        if not self._unwritten():
+            return True
+        self._renew(acquire=False, force=True)
+        return self.is_leader and not self._unwritten()
+
+    def hand_over_soon(self) -> None:
+        """Write :attr:`handover` to the Lease on the renewal's own thread, now (not at the next renewal
+        due, up to ``renew_every`` later): a renewal behind already running writes it once more when it
+        is done. No I/O here; any thread (the writer's, under its lock)."""
+        if not self.settings.enabled or self._stopped or self._expires == 0:
+            return
+        with self._behind_lock:
+            self._again = True
+            if self._running:
+                return
+            self._running = True
+            self._behind = threading.Thread(
+                target=self._renew_later, name="volsched-lease-renew", daemon=True
+            )
+            self._behind.start()
+
     def _renew_behind(self) -> None:
         """Renew on a thread of its own, one at a time. Whoever asked goes on writing meanwhile under the
         renewal before (every write checks :meth:`time_left` itself); a renewal that finds the Lease
@@ -214,6 +260,7 @@ class LeaderLease:
                 return
             if time.monotonic() - self._last_try < self.settings.retry_every:
                 return  # the last try failed just now: not one per write
+            self._running = True
             self._behind = threading.Thread(
                 target=self._renew_later, name="volsched-lease-renew", daemon=True
             )
@@ -224,14 +271,26 @@ class LeaderLease:
         seconds, and never past half the time the Lease is ours beyond ``renew_every``), the renewal. Its
         direct connection is parked as the thread ends, for the next renewal's thread."""
         wait = self.wait_quiet
+        ended = False
         try:
             if wait is not None:
                 wait(max(0.0, min(QUIET_WAIT, (self.time_left() - self.settings.renew_every) / 2)))
             self._renew(acquire=False)
+            while True:  # what the writer asked to be written meanwhile (:meth:`hand_over_soon`)
+                with self._behind_lock:
+                    again, self._again = self._again, False
+                    if not (again and self._unwritten()):
+                        self._running, ended = False, True  # (the next ask starts a thread)
+                        break
+                self._renew(acquire=False, force=True)
         finally:
+            if not ended:
+                with self._behind_lock:
+                    self._running = False
             self.rest.park()
 
-    def _renew(self, *, acquire: bool) -> bool:
+    def _renew(self, *, acquire: bool, force: bool = False) -> bool:
+        """Acquire or renew (``force``: also while the last renewal is recent, to write :attr:`handover`)."""
         if self._stopped:
             return False
         with self._lock:
@@ -239,7 +298,11 @@ class LeaderLease:
                 return False
             now = time.monotonic()
             held = self.is_leader
-            if held and now - self._last_renew < self.settings.renew_every:
+            if (
+                held
+                and now - self._last_renew < self.settings.renew_every
+                and not (force and self._unwritten())
+            ):
                 return True
             if not acquire and self._expires == 0:
                 return False  # not ours: a new holding needs a new session

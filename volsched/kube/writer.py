@@ -19,9 +19,10 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from functools import partial
 from typing import Any, Protocol, TypeVar, runtime_checkable
 from urllib.parse import quote, unquote
@@ -432,6 +433,10 @@ class KubeWriter:
         #: (:meth:`withdraw_unsettled`), and the first one's ``due`` (inf: none).
         self._unsettled: dict[str, _Unsettled] = {}
         self._unsettled_first = math.inf
+        #: Batches of evictions (or of their events) under way, and whether what the Lease hands over
+        #: changed meanwhile: it is tallied once, as the last ends (see :meth:`_batch`).
+        self._batching = 0
+        self._tally_owed = False
         self._nominations_read = False
         #: Status writes (a status, a pod's condition or nominated node) the fence refused unsent, so
         #: far: each is owed, and a later session writes it once the Lease is held again (under the same
@@ -440,7 +445,8 @@ class KubeWriter:
         self.events = EventFilter(burst=self.settings.event_burst, every=self.settings.event_every)
         #: Events of pods evicted and gone at once (target, reason, message, time), for the next status
         #: writes to send (see :meth:`evict`).
-        self._told_after: list[tuple[EventTarget, str, str, str]] = []
+        #: With each, its pod's key and the look it owes on the Lease until told (:meth:`_owe_first`).
+        self._told_after: list[tuple[tuple[EventTarget, str, str, str], str, _Unsettled | None]] = []
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
@@ -806,9 +812,88 @@ class KubeWriter:
         return BindOutcome(bind, UNKNOWN, f"{why}; read back: not bound yet")
 
     def evict_all(self, evictions: Iterable[Evict], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
-        return self._map(lambda e: self.evict(e, pods.get(e.pod)), evictions)
+        """:meth:`evict` each of ``evictions``, what each owes first on the Lease (:meth:`_owe_first`)."""
+        todo = list(evictions)
+        notes = self._owe_first(todo, pods)
+        with self._batch():
+            return self._map(lambda e: self._evict_one(e, pods.get(e.pod), notes.get(e.pod)), todo)
+
+    @contextmanager
+    def _batch(self) -> Iterator[None]:
+        """While evictions (or their events) are sent: what the Lease hands over is tallied once, as the
+        last batch ends, not at each outcome (:meth:`_retally`: its order and JSON of the first notes,
+        paid per eviction, was quadratic in a session's evictions)."""
+        with self._lock:
+            self._batching += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._batching -= 1
+                if not self._batching and self._tally_owed:
+                    self._tally_owed = False
+                    self._retally()
+
+    def _owe_first(self, evictions: list[Evict], pods: Mapping[str, Raw]) -> dict[str, _Unsettled]:
+        """Before ``evictions`` are sent, with a fence that hands over (the leader Lease): each of ours
+        owes its look (:class:`_Unsettled`, its event told should the pod be found evicted, due once no
+        request for it can act), and the Lease says so before any is sent (:meth:`LeaderLease.hand_over_now`,
+        one write of it). The eviction's outcome settles its note (:meth:`_settled`): an event told, or
+        an outcome that needs no look, drops it. Before, the events held in memory between an eviction's
+        answer and their post (a pod gone at once: the session's status writes; any: the fence closing
+        meanwhile) were lost with the Lease, and a look owed reached the Lease only at its next renewal.
+        Returns the notes by pod key (none without such a fence)."""
+        fence = self.fence
+        hand_over_now = getattr(fence, "hand_over_now", None)
+        if not isinstance(fence, HandsOver) or hand_over_now is None:
+            return {}
+        notes: dict[str, _Unsettled] = {}
+        due = self.clock() + self.settings.unknown_settles_after
+        for e in evictions:
+            pod = pods.get(e.pod)
+            if not self._ours(pod):
+                continue
+            ns, name = _split(e.pod)
+            uid = e.uid or uid_of(pod or {})
+            message = redact(render_eviction_told(e))
+            told = (
+                EventTarget("Pod", "v1", ns, name, uid),
+                eviction_event_reason(e),
+                message,
+                render.now_rfc3339(),
+            )
+            notes[e.pod] = _Unsettled(uid, message, STALE_TARGET, due, told=told)
+        if not notes:
+            return {}
+        with self._lock:  # (replacing a look of an eviction before: this one's outcome says what comes)
+            self._unsettled.update(notes)
+            self._retally(soon=False)
+        hand_over_now()
+        return notes
+
+    def _settled(self, key: str, note: _Unsettled | None, *, told: bool) -> None:
+        """Eviction ``key``'s outcome is known (``note``: what :meth:`_owe_first` noted for it): a note
+        nothing replaced since (:meth:`_settle_later`) goes once its event was ``told``, or when none
+        is owed; else (the event not sent: the fence closed, or an error) it is looked at at once, by
+        this replica when it may write again or by the next holder of the Lease."""
+        if note is None:
+            return
+        with self._lock:
+            if self._unsettled.get(key) is not note:
+                return
+            if told:
+                del self._unsettled[key]
+            else:
+                note.due = min(note.due, self.clock())
+            self._retally()
 
     def evict(self, eviction: Evict, pod: Raw | None) -> EvictOutcome:
+        """One eviction (:meth:`_evict_one`), what it owes first on the Lease (:meth:`_owe_first`)."""
+        note = self._owe_first([eviction], {eviction.pod: pod} if pod is not None else {}).get(eviction.pod)
+        with self._batch():
+            return self._evict_one(eviction, pod, note)
+
+    def _evict_one(self, eviction: Evict, pod: Raw | None, note: _Unsettled | None = None) -> EvictOutcome:
         """Tell the pod why, then evict it: the ``DisruptionTarget`` condition (as kube-scheduler does
         before preempting) naming the action, the beneficiary (one of another namespace unnamed:
         ``render_eviction_told``) and the numbers, then the Eviction API
@@ -843,32 +928,42 @@ class KubeWriter:
         if not self._ours(pod):
             return EvictOutcome(eviction, SKIPPED, "not scheduled by volsched")
         ns, name = _split(eviction.pod)
-        uid = eviction.uid or uid_of(pod or {})
-        message = redact(render_eviction_told(eviction))  # (no pod of another namespace named)
-        now = render.now_rfc3339()
-        target = EventTarget("Pod", "v1", ns, name, uid)
-        told = (target, eviction_event_reason(eviction), message, now)
+        key = eviction.pod
+        if note is not None and note.told is not None:  # (the event the Lease says is owed)
+            told = note.told
+            target, _, message, now = told
+            uid = note.uid
+        else:
+            uid = eviction.uid or uid_of(pod or {})
+            message = redact(render_eviction_told(eviction))  # (no pod of another namespace named)
+            now = render.now_rfc3339()
+            target = EventTarget("Pod", "v1", ns, name, uid)
+            told = (target, eviction_event_reason(eviction), message, now)
         if _gone_when_evicted(pod):  # evicted first; its event waits for the session's status writes
             outcome = (
                 self._delete(eviction, ns, name) if eviction.deletes else self._evict(eviction, ns, name)
             )
             if outcome.result == EVICTED:
                 with self._lock:
-                    self._told_after.append(told)
-            elif outcome.result == UNKNOWN:  # told if it is found evicted after all
-                self._settle_unknown(eviction.pod, uid, message, told)
+                    self._told_after.append((told, key, note))
+                return outcome  # (its note, if any, goes once the event is told: ``_told_job``)
+            if outcome.result == UNKNOWN:  # told if it is found evicted after all
+                self._settle_unknown(key, uid, message, told)
+            self._settled(key, note, told=True)  # (not evicted: no event owed)
             return outcome
         # Only on the pod decided for: another made since under its name refuses it (and is not evicted).
         condition = _for_uid(render.disruption_target_condition(eviction.action, message, now), uid)
-        with self._lock:  # this eviction's outcome says what comes of the mark from now on
-            if self._unsettled.pop(eviction.pod, None) is not None:
-                self._retally()
+        if note is None:
+            with self._lock:  # this eviction's outcome says what comes of the mark from now on
+                if self._unsettled.pop(key, None) is not None:
+                    self._retally()
         refused = self._disruption_target(eviction, ns, name, condition)
         if refused is not None:
             if refused.result == FAILED:  # not evicted, but the condition may have been written (its
                 after = self.settings.unknown_settles_after  # answer lost): the pod read later says
                 why = f"not sent: {redact(refused.detail)}"
-                self._settle_later(eviction.pod, uid, message, why, after=after)
+                self._settle_later(key, uid, message, why, after=after)
+            self._settled(key, note, told=True)  # (not evicted: no event owed; a look above its own)
             return refused
         if eviction.deletes:
             outcome = self._delete(eviction, ns, name)
@@ -889,13 +984,16 @@ class KubeWriter:
         elif outcome.result == FENCED:  # not sent: told so once this replica may write again
             self._settle_later(eviction.pod, uid, message, redact(outcome.detail), after=0.0)
         elif outcome.result == UNKNOWN:  # what came of it is known later: the pod read then says
-            self._settle_unknown(eviction.pod, uid, message, told)
+            self._settle_unknown(key, uid, message, told)
+        said = True
         if outcome.result == EVICTED:  # told once evicted
-            _, event_error = self.post_object_event(
-                target, reason=eviction_event_reason(eviction), message=message, type_="Normal", now=now
+            _, event_error, owed = self._post_event(
+                target, reason=told[1], message=message, type_="Normal", now=now
             )
+            said = not owed and not event_error
             if event_error:
                 outcome.detail = f"{outcome.detail}; {event_error}" if outcome.detail else event_error
+        self._settled(key, note, told=said)
         return outcome
 
     def _settle_unknown(
@@ -931,11 +1029,17 @@ class KubeWriter:
             else:
                 self._retally()
 
-    def _retally(self) -> None:
+    def _retally(self, *, soon: bool = True) -> None:
         """(Under ``_lock``, ``_unsettled`` changed.) The first look's due, and what the Lease hands over
         should this replica stop before its looks (:class:`HandsOver`): each eviction whose answer was
         lost and whose event waits for its look (the first ``_HANDOVER_MOST`` due), its due as wall-clock
-        time (:meth:`_take_over`)."""
+        time (:meth:`_take_over`). What it says changed is written to the Lease at once (``soon``: on
+        the renewal's thread, :meth:`LeaderLease.hand_over_soon`), not at the next renewal due. During a
+        batch (:meth:`_batch`), all this is done once, as it ends (the first due too: the session that
+        sent the batch looks at none before)."""
+        if self._batching:
+            self._tally_owed = True
+            return
         self._unsettled_first = min((u.due for u in self._unsettled.values()), default=math.inf)
         fence = self.fence
         if fence is None or not isinstance(fence, HandsOver):
@@ -959,7 +1063,13 @@ class KubeWriter:
             if size > _HANDOVER_BYTES:
                 break
             notes.append(note)
-        fence.handover = f"[{','.join(notes)}]" if notes else ""
+        said = f"[{','.join(notes)}]" if notes else ""
+        if said == fence.handover:
+            return
+        fence.handover = said
+        hand_over_soon = getattr(fence, "hand_over_soon", None) if soon else None
+        if hand_over_soon is not None:
+            hand_over_soon()
 
     def _take_over(self) -> None:
         """At the start of a holding of the Lease: what the holder before handed over (:meth:`_retally`,
@@ -1017,10 +1127,12 @@ class KubeWriter:
             done += bool(said)
         return done
 
-    def _tell_evicted(self, told: tuple[EventTarget, str, str, str]) -> None:
-        """The event of an eviction whose answer was lost, once the pod is found evicted after all."""
+    def _tell_evicted(self, told: tuple[EventTarget, str, str, str]) -> bool:
+        """The event of an eviction whose answer was lost, once the pod is found evicted after all.
+        Returns whether it is told (sent, or there already); False: not sent (the fence, an error)."""
         target, reason, message, now = told
-        self.post_object_event(target, reason=reason, message=message, type_="Normal", now=now)
+        _, error, owed = self._post_event(target, reason=reason, message=message, type_="Normal", now=now)
+        return not owed and not error
 
     def _withdraw_unless_evicted(
         self,
@@ -1048,8 +1160,8 @@ class KubeWriter:
             return None
         meta = meta_of(fresh or {})
         if fresh is None or (uid and meta.get("uid") != uid) or meta.get("deletionTimestamp"):
-            if told is not None:
-                self._tell_evicted(told)
+            if told is not None and not self._tell_evicted(told):
+                return None  # (its event not sent: told when looked at again)
             return False
         if not render.marked_by_scheduler(fresh):
             return False
@@ -1290,14 +1402,15 @@ class KubeWriter:
             jobs.append(lambda t=target, e=event: self._event_job(t, e, now))  # type: ignore[misc]
         with self._lock:
             told_after, self._told_after = self._told_after, []
-        for target, reason, text, told_at in told_after:
-            jobs.append(partial(self._told_job, target, reason, text, told_at))
+        for told, key, note in told_after:
+            jobs.append(partial(self._told_job, told, key, note))
         writes = events = 0
         errors: list[str] = []
-        if hold is None:
-            outcomes = self._map(lambda job: job(), jobs)
-        else:
-            outcomes = self._held(jobs, made_again, hold, holding)
+        with self._batch():
+            if hold is None:
+                outcomes = self._map(lambda job: job(), jobs)
+            else:
+                outcomes = self._held(jobs, made_again, hold, holding)
         for w, e, err in outcomes:
             writes += w
             events += e
@@ -1440,9 +1553,13 @@ class KubeWriter:
             self._nominations_read = False
 
     def _told_job(
-        self, target: EventTarget, reason: str, message: str, at: str
+        self, told: tuple[EventTarget, str, str, str], key: str, note: _Unsettled | None
     ) -> tuple[int, int, str | None]:
-        sent, error = self.post_object_event(target, reason=reason, message=message, type_="Normal", now=at)
+        """The event of pod ``key`` evicted and gone at once; its look owed on the Lease (``note``) goes
+        once it is told."""
+        target, reason, message, at = told
+        sent, error, owed = self._post_event(target, reason=reason, message=message, type_="Normal", now=at)
+        self._settled(key, note, told=not owed and not error)
         return 0, sent, error
 
     def _write(self, what: str, path: str, body: Any, content_type: str) -> tuple[bool, str | None]:
@@ -1789,9 +1906,22 @@ class KubeWriter:
         """Send one event about ``target`` unless the filter refuses it (the same message as last time
         for this reason, or the object is over its rate). One Event object per (object, reason), updated
         in place. Returns (events sent, error)."""
+        sent, error, _ = self._post_event(target, reason=reason, message=message, type_=type_, now=now)
+        return sent, error
+
+    def _post_event(
+        self,
+        target: EventTarget,
+        *,
+        reason: str,
+        message: str,
+        type_: str = "Warning",
+        now: str | None = None,
+    ) -> tuple[int, str | None, bool]:
+        """:meth:`post_object_event`, and whether the event is owed still: not sent for the fence."""
         message = redact(message)
         if not self.events.admit(target.key, reason, message, settle=reason in WAITING_REASONS):
-            return 0, None
+            return 0, None, False
         now = now or render.now_rfc3339()
         last = self.events.last(target.key, reason)
         name = event_name(target, reason)
@@ -1803,16 +1933,16 @@ class KubeWriter:
         try:
             count = self._upsert_event(body, ours=last is not None)
         except Fenced:
-            return 0, None  # not sent: the next leader sends it
+            return 0, None, True  # not sent: the next leader sends it
         except ApiException as exc:
-            return 0, f"{target.ref} event {reason}: {exc.status} {_reason(exc)}"
+            return 0, f"{target.ref} event {reason}: {exc.status} {_reason(exc)}", False
         except Exception as exc:
-            return 0, f"{target.ref} event {reason}: {error_summary(exc)}"
+            return 0, f"{target.ref} event {reason}: {error_summary(exc)}", False
         if count is None:  # already there with this message (we restarted): nothing sent
             self.events.sent(target.key, reason, message)
-            return 0, None
+            return 0, None, False
         self.events.sent(target.key, reason, message, count=count)
-        return 1, None
+        return 1, None, False
 
     def _upsert_event(self, body: dict[str, Any], *, ours: bool = False) -> int | None:
         """Create the event, or update it in place if it exists (409): message, time and count + 1.
