@@ -216,37 +216,23 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
     counts: list[dict[str, int]] = [{} for _ in queue_names]
 
     positions = queue_positions(session)
-    kept = session.snapshot.kept
-    said_before = kept.get(STATUS_SAID)
-    if not isinstance(said_before, dict):
-        said_before = {}
-    said: dict[str, tuple[_StatusFrom, PodGroupStatus]] = {}
 
     def podgroup_status(job: Job, q: int | None) -> int:
         """The job's PodGroup status into the result; its pending (and pipelined) tasks."""
-        key = job.key
-        fresh.append(key)
+        fresh.append(job.key)
         counted = _status_counts(job)
         phase, phase_name, pending = counted[0], counted[1], counted[5]
-        phases[key] = phase
+        phases[job.key] = phase
         if q is not None:
             tally = counts[q]
             tally[phase_name] = tally.get(phase_name, 0) + 1
-        rejections = tuple(errors.get(key, ())) if phase is not PodGroupPhase.RUNNING else ()
-        position = positions.get(key)
-        if not rejections and position is None and job.shared:
+        rejections = tuple(errors.get(job.key, ())) if phase is not PodGroupPhase.RUNNING else ()
+        position = positions.get(job.key)
+        if not rejections and position is None:
             status = _plain_status(job, counted)
         else:
-            # What the last session's close wrote of the job, taken again where every input of it is
-            # equal (a backlog's waiting jobs, told the same words session after session).
-            made_from = (job.podgroup, job.queue, job.min_member, job.ready, counted, rejections, position)
-            memo = said_before.get(key)
-            if memo is not None and memo[0] == made_from:
-                status = memo[1]
-            else:
-                status = _new_status(job, counted, rejections=rejections, position=position)
-            said[key] = (made_from, status)
-        result.podgroups[key] = status
+            status = _new_status(job, counted, rejections=rejections, position=position)
+        result.podgroups[job.key] = status
         return pending
 
     ledger = session.ledger
@@ -281,7 +267,6 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
             result.pipelined += job.status_count.get(pipelined_status, 0)
     result.waiting = waiting
     result.podgroups_delta = StatusDelta(since=since, now=now, keys=fresh)
-    kept[STATUS_SAID] = said
     allocated_of = ledger.held_by_queue()
     request_of = ledger.asked_by_queue()
     never = never_asks(session)  # (no share is theirs: not shown asked)
@@ -557,12 +542,6 @@ def _render_events(session: Session, phases: dict[str, PodGroupPhase], waiting: 
     if not isinstance(said_before, dict):
         said_before = {}
     said: dict[str, _Said] = {}
-    # What the last session's close told each other job, taken again where every input of it is equal
-    # (a backlog's waiting jobs, refused in the same words session after session).
-    told_before = kept.get(EVENTS_SAID)
-    if not isinstance(told_before, dict):
-        told_before = {}
-    told_now: dict[str, _Told] = {}
     fit_errors, rejections, events = session.fit_errors, result.rejections, result.events
     pending = TaskStatus.PENDING
     for key in sorted(speaking):  # (a job's key is its key in ``speaking``: in the order of the jobs' keys)
@@ -595,18 +574,9 @@ def _render_events(session: Session, phases: dict[str, PodGroupPhase], waiting: 
                     refused, fit, first, gap, rejections.get(pod, ()), made[0] if made else None, pod
                 )
                 continue
-        made_from = _events_from(session, job, phases, gap)
-        memo = told_before.get(key)
-        if memo is not None and memo.made_from == made_from and memo.valid_as_before(session, job):
-            for rejection, statuses, event in memo.told:
-                rejections[rejection] = statuses
-                events.append(event)
-            told_now[key] = memo
-            continue
-        told_now[key] = _job_events(session, job, phases, gap, made_from=made_from)
+        _job_events(session, job, phases, gap)
     if said:
         kept[SAID] = said
-    kept[EVENTS_SAID] = told_now
 
 
 #: Where the close keeps what it said of the pods standing alone that were set aside (``ClusterSnapshot.kept``).
@@ -629,83 +599,31 @@ class _Said:
     pod: str
 
 
-def _events_from(
-    session: Session, job: Job, phases: dict[str, PodGroupPhase], gap: Status | None
-) -> tuple[object, ...]:
-    """Everything :func:`_job_events` reads of ``job`` and the session but the job's validity (asked
-    only where the words are its PodGroup's: :meth:`_Told.valid_as_before`), to compare by value with
-    what the last session's close read."""
-    fit_errors = session.fit_errors
-    pending = sorted((t for t in job.pending_tasks() if t.schedulable_by_us), key=_KEY)
-    return (
-        job.namespace,
-        job.name,
-        job.podgroup is not None,
-        phases.get(job.key),
-        gap,
-        tuple(session.job_errors.get(job.key, ())),
-        tuple((t.key, t.namespace, t.name, fit_errors.get(t.key)) for t in pending),
-    )
-
-
-#: Where the close keeps what it told each job but the pods set aside (``ClusterSnapshot.kept``).
-EVENTS_SAID = "close: told"
-#: Where the close keeps each PodGroup status it made (``ClusterSnapshot.kept``).
-STATUS_SAID = "close: status"
-#: What a PodGroup status is made from (``_render_status``): the PodGroup, the job's queue, minMember and
-#: pods ready, its counts, its refusals and its place in line.
-_StatusFrom = tuple[object, str, int, int, StatusCounts, tuple[Status, ...], int | None]
-
-
-@dataclass(frozen=True, slots=True)
-class _Told:
-    """What the close told a job (its refusals, by object, and its events, in order: ``told``), what it
-    told it from (:func:`_events_from`), and the job's validity where it was asked (``asked``)."""
-
-    made_from: tuple[object, ...]
-    asked: bool
-    invalid: Status | None
-    told: tuple[tuple[str, tuple[Status, ...], Event], ...]
-
-    def valid_as_before(self, session: Session, job: Job) -> bool:
-        """Whether the job's validity is what it was, where the close asked it (from the same inputs it
-        asks it again exactly where it asked it before)."""
-        return not self.asked or session.job_valid(job) == self.invalid
-
-
-def _job_events(
-    session: Session,
-    job: Job,
-    phases: dict[str, PodGroupPhase],
-    gap: Status | None,
-    *,
-    made_from: tuple[object, ...] = (),
-) -> _Told:
-    """The refusals and events of ``job`` (see :func:`_render_events`), and what they are (told from
-    ``made_from``)."""
+def _job_events(session: Session, job: Job, phases: dict[str, PodGroupPhase], gap: Status | None) -> None:
+    """The refusals and events of ``job`` (see :func:`_render_events`)."""
     result = session.result
     pending = [t for t in job.pending_tasks() if t.schedulable_by_us]
     job_statuses = session.job_errors.get(job.key, [])
     job_reason = render(job_statuses) or None
     on_group = False
-    asked, invalid = False, None
-    told: list[tuple[str, tuple[Status, ...], Event]] = []
     if job.podgroup is not None and job_reason and phases[job.key] is not PodGroupPhase.RUNNING:
         # A gang refused as invalid (too few of its pods exist yet, a queue it may not use) is
         # refused whole, its pods never tried: said once on its PodGroup, not again on each pod (a
         # 1,000-pod gang whose pods the watch delivers in pieces would get a condition and an
         # event per pod a moment before it is whole), as Volcano says an invalid job's reason.
-        asked, invalid = True, session.job_valid(job)
+        invalid = session.job_valid(job)
         on_group = gap is None and invalid is not None and invalid in job_statuses
-        group = Event(
-            kind="PodGroup",
-            namespace=job.namespace,
-            name=job.name,
-            reason="Unschedulable",
-            message=job_reason,
+        result.rejections[f"PodGroup {job.key}"] = tuple(job_statuses)
+        result.events.append(
+            Event(
+                kind="PodGroup",
+                namespace=job.namespace,
+                name=job.name,
+                reason="Unschedulable",
+                message=job_reason,
+            )
         )
-        told.append((f"PodGroup {job.key}", tuple(job_statuses), group))
-    for task in sorted(pending, key=_KEY):
+    for task in sorted(pending, key=lambda t: t.key):
         fit = session.fit_errors.get(task.key)
         if fit is None and on_group:
             continue
@@ -722,17 +640,14 @@ def _job_events(
         why = render(statuses)
         if not why:
             continue
-        event = Event(
-            kind="Pod",
-            namespace=task.namespace,
-            name=task.name,
-            reason="FailedScheduling",
-            message=why,
-            podgroup=job.key if job.podgroup is not None else "",
+        result.rejections[f"Pod {task.key}"] = statuses
+        result.events.append(
+            Event(
+                kind="Pod",
+                namespace=task.namespace,
+                name=task.name,
+                reason="FailedScheduling",
+                message=why,
+                podgroup=job.key if job.podgroup is not None else "",
+            )
         )
-        told.append((f"Pod {task.key}", statuses, event))
-    rejections, events = result.rejections, result.events
-    for rejection, statuses, event in told:
-        rejections[rejection] = statuses
-        events.append(event)
-    return _Told(made_from, asked, invalid, tuple(told))
