@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from volsched.operator.aside import Activity, until_idle
+from volsched.operator.aside import QUIET_BEFORE, Activity, lull_for, until_idle
 
 QUIET = 0.05
 
@@ -75,3 +75,33 @@ def test_idle_for_is_zero_while_busy_and_counts_from_the_end() -> None:
     activity.end()  # (quiet already: the lull goes on)
     now[0] = 108.0
     assert activity.idle_for() == 1.0
+
+
+def test_sessions_every_short_period_leave_a_lull_of_half_the_period() -> None:
+    """A session runs every period even with nothing to do: with the e2e tests' period of 0.3 s the
+    sessions were never quiet for QUIET_BEFORE (0.5 s), and every start's imports waited
+    DEFERRED_AT_MOST after ready. ``lull_for`` asks half the period then."""
+    period = 0.3
+
+    async def scenario(quiet: float) -> bool:
+        activity = Activity()
+        stop = asyncio.Event()
+
+        async def sessions() -> None:  # a few ms of work every period, nothing arriving
+            while not stop.is_set():
+                activity.begin()
+                await asyncio.sleep(0.005)
+                activity.end()
+                await asyncio.sleep(period - 0.005)
+
+        running = asyncio.ensure_future(sessions())
+        try:
+            return await until_idle(activity, stop, quiet=quiet, at_most=6 * period)
+        finally:
+            stop.set()
+            await running
+
+    assert lull_for(period) == period / 2
+    assert lull_for(10.0) == QUIET_BEFORE
+    assert asyncio.run(scenario(lull_for(period))) is True
+    assert asyncio.run(scenario(QUIET_BEFORE)) is False  # (what the operator asked before)

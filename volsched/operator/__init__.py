@@ -81,7 +81,7 @@ from volsched.kube.watch import ListWatch
 from volsched.kube.writer import KubeWriter
 from volsched.model.vocabulary import API_GROUP
 from volsched.operator.admission import Admission
-from volsched.operator.aside import LONGEST_PAUSE, import_aside, until_idle
+from volsched.operator.aside import LONGEST_PAUSE, import_aside, lull_for, until_idle
 from volsched.operator.health import health_problem, readiness_problem
 from volsched.operator.http import HttpServer
 from volsched.operator.metrics import Metrics
@@ -546,7 +546,8 @@ class Operator:
             # server) waits for the sessions' first lull (aside.until_idle): the first pods are placed
             # without it beside them. With them on, kopf serves the webhooks: not held back.
             lull = time.monotonic()
-            if self.admission is None and await until_idle(self.loop.activity, stop):
+            quiet = lull_for(self.settings.session.period)
+            if self.admission is None and await until_idle(self.loop.activity, stop, quiet=quiet):
                 log.debug("after ready: a lull after %.0f ms", 1000 * (time.monotonic() - lull))
             # aiohttp's TLS contexts are made from here, beside its import's first modules, not from the
             # start: reading the CA bundle twice was on the listing's way on a busy

@@ -12,8 +12,8 @@ a nested import) and of its classes' bodies, found by a trace function on the im
 the import does not pause).
 
 The imports do not begin at ready: :func:`until_idle` waits for the first lull, the sessions quiet for
-:data:`QUIET_BEFORE` (no pod of ours arrived, no session ran), at most :data:`DEFERRED_AT_MOST` after
-ready. A cluster with pods arriving at ready (a restart, a replica taking the Lease over) has its first
+:data:`QUIET_BEFORE`, or half the session period when that is shorter (:func:`lull_for`; no pod of ours
+arrived, no session ran), at most :data:`DEFERRED_AT_MOST` after ready. A cluster with pods arriving at ready (a restart, a replica taking the Lease over) has its first
 pods placed without the import's CPU beside them (its first sessions, its bind workers and connections,
 all cold then); a steady stream that leaves no lull meets the import later, pausing as below. With the
 webhooks on the operator does not wait: kopf serves them.
@@ -58,6 +58,14 @@ PAUSE_BUDGET = 2.0
 QUIET_BEFORE = 0.5
 #: Seconds after ready the imports wait at most for such a lull.
 DEFERRED_AT_MOST = 10.0
+
+
+def lull_for(period: float) -> float:
+    """Seconds of quiet that make a lull when sessions run every ``period`` seconds: :data:`QUIET_BEFORE`,
+    or half the period when that is shorter. A session runs every period even with nothing to do, so with
+    a period under twice :data:`QUIET_BEFORE` the sessions are never quiet that long, and the imports
+    would always wait :data:`DEFERRED_AT_MOST`."""
+    return min(QUIET_BEFORE, period / 2)
 
 
 class Activity:
