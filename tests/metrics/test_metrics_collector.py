@@ -259,7 +259,9 @@ def test_custom_metrics_source_without_a_client_reads_the_kubeconfig(
         "users: [{name: u, user: {token: t0k}}]\n"
         "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
     )
-    # The client reads $KUBECONFIG once, at import: point its default location at this file instead.
+    # kube.client reads $KUBECONFIG when asked; the client's own loader only once, at import, so its
+    # default location is pointed at this file too.
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
     monkeypatch.setattr("kubernetes.config.kube_config.KUBE_CONFIG_DEFAULT_LOCATION", str(kubeconfig))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     plain = parse_metrics_config({"type": "prometheus_adapt"}, env={})
