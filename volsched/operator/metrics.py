@@ -17,11 +17,12 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from volsched.cycle import BOUND, CycleReport
 from volsched.framework.decisions import SessionResult
 from volsched.model.vocabulary import ROOT_QUEUE
+from volsched.operator.series import CounterSeries, GaugeSeries
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -109,8 +110,10 @@ class EarlySeries:
     def __init__(self, lock: threading.RLock, counter: bool) -> None:
         self._lock = lock
         self.counter = counter
-        #: The series (or child) made, once :meth:`Metrics.make` made it.
-        self.real: Any = None
+        #: The series (or child) made, once :meth:`Metrics.make` made it. (A counter's is a
+        #: prometheus_client Counter, which has no ``set``: :class:`Metrics` types a counter's stand-in as a
+        #: :class:`CounterSeries`, so it is never asked to.)
+        self.real: GaugeSeries | None = None
         self.value = 0.0
         self.value_set = False
         self.function: Callable[[], float] | None = None
@@ -138,7 +141,7 @@ class EarlySeries:
                 return
         self.real.set_function(function)
 
-    def labels(self, *labels: str) -> Any:
+    def labels(self, *labels: str) -> GaugeSeries:
         with self._lock:
             if self.real is None:
                 child = self.children.get(labels)
@@ -154,19 +157,21 @@ class EarlySeries:
                 return
         self.real.remove(*labels)
 
-    def hand_to(self, real: Any) -> None:
-        """(Under the lock.) What was kept, handed to the series (or child) ``real``; calls go to it."""
+    def hand_to(self, real: CounterSeries) -> None:
+        """(Under the lock.) What was kept, handed to the series (or child) ``real``, of its kind (a
+        gauge's stand-in's to a gauge); calls go to it."""
+        gauge = cast("GaugeSeries", real)  # (a counter's stand-in is only ever called as a CounterSeries)
         if self.function is not None:
-            real.set_function(self.function)
+            gauge.set_function(self.function)
         elif self.value_set:
             if self.counter:
                 real.inc(self.value)
             else:
-                real.set(self.value)
+                gauge.set(self.value)
         for labels, child in self.children.items():
             child.hand_to(real.labels(*labels))
         self.children.clear()
-        self.real = real
+        self.real = gauge
 
 
 class Metrics:
@@ -175,20 +180,20 @@ class Metrics:
     series are stand-ins until :meth:`make` (the operator's: prometheus_client imported after ready),
     else made at once. Thread-safe."""
 
-    # Each a prometheus_client Counter or Gauge, or its stand-in (EarlySeries) until made.
-    attempts: Any
-    evictions: Any
-    past_budget: Any
-    deserved: Any
-    allocated: Any
-    share: Any
-    leader: Any
-    ready: Any
-    reloads: Any
-    sessions: Any
-    dashboard_builds: Any
-    skipped: Any
-    woken: Any
+    # Each a prometheus_client Counter or Gauge (as SERIES says), or its stand-in (EarlySeries) until made.
+    attempts: CounterSeries
+    evictions: CounterSeries
+    past_budget: CounterSeries
+    deserved: GaugeSeries
+    allocated: GaugeSeries
+    share: GaugeSeries
+    leader: GaugeSeries
+    ready: GaugeSeries
+    reloads: CounterSeries
+    sessions: CounterSeries
+    dashboard_builds: GaugeSeries
+    skipped: CounterSeries
+    woken: CounterSeries
 
     def __init__(
         self,
@@ -200,7 +205,8 @@ class Metrics:
         self._lock = threading.RLock()
         self._registry: CollectorRegistry | None = None
         for name, (counter, _, _, _) in SERIES.items():
-            setattr(self, name, EarlySeries(self._lock, counter))
+            early: GaugeSeries = EarlySeries(self._lock, counter)
+            setattr(self, name, early)
         if ready is not None:
             self.ready.set_function(ready)
         if dashboard_builds is not None:
@@ -211,7 +217,8 @@ class Metrics:
         #: Each labelled series (a child) by its series' name and labels, asked of prometheus_client once
         #: (its ``labels`` checks and locks at every call), and each queue gauge's value as last set (a
         #: session that leaves it as it was sets nothing).
-        self._children: dict[tuple[str, tuple[str, ...]], Any] = {}
+        self._counters: dict[tuple[str, tuple[str, ...]], CounterSeries] = {}
+        self._gauges: dict[tuple[str, tuple[str, ...]], GaugeSeries] = {}
         self._gauge_values: dict[tuple[str, tuple[str, ...]], float] = {}
         #: Sessions' timings not counted into their histograms yet (see :meth:`observe`).
         self._timings: list[Mapping[str, float]] = []
@@ -229,14 +236,18 @@ class Metrics:
             if self._registry is not None:
                 return
             registry = CollectorRegistry()
-            made: dict[str, Any] = {}
+            made: dict[str, CounterSeries] = {}
             for name, (counter, metric, text, labels) in SERIES.items():
-                series = (Counter if counter else Gauge)(metric, text, labels, registry=registry)
-                getattr(self, name).hand_to(series)
+                series: CounterSeries = (Counter if counter else Gauge)(
+                    metric, text, labels, registry=registry
+                )
+                early: EarlySeries = getattr(self, name)
+                early.hand_to(series)
                 made[name] = series
             registry.register(cast("Collector", self.timings))
             self.__dict__.update(made)
-            self._children.clear()  # (stand-ins of children: asked of the series made from now on)
+            self._counters.clear()  # (stand-ins of children: asked of the series made from now on)
+            self._gauges.clear()
             self._registry = registry
 
     @property
@@ -248,11 +259,20 @@ class Metrics:
         assert self._registry is not None
         return self._registry
 
-    def _child(self, name: str, labels: tuple[str, ...]) -> Any:
-        """The series ``name`` with ``labels``, the child kept (see ``_children``)."""
-        child = self._children.get((name, labels))
+    def _counter(self, name: str, labels: tuple[str, ...]) -> CounterSeries:
+        """The counter ``name`` with ``labels``, the child kept (see ``_counters``)."""
+        child = self._counters.get((name, labels))
         if child is None:
-            child = self._children[name, labels] = getattr(self, name).labels(*labels)
+            series: CounterSeries = getattr(self, name)
+            child = self._counters[name, labels] = series.labels(*labels)
+        return child
+
+    def _gauge(self, name: str, labels: tuple[str, ...]) -> GaugeSeries:
+        """The gauge ``name`` with ``labels``, the child kept (see ``_gauges``)."""
+        child = self._gauges.get((name, labels))
+        if child is None:
+            series: GaugeSeries = getattr(self, name)
+            child = self._gauges[name, labels] = series.labels(*labels)
         return child
 
     def fold(self) -> None:
@@ -270,11 +290,11 @@ class Metrics:
         """The bind and eviction outcomes a cycle settled (a skipped one's too)."""
         for outcome in report.binds:
             result = "scheduled" if outcome.result == BOUND else f"bind_{outcome.result}"
-            self._child("attempts", (result,)).inc()
+            self._counter("attempts", (result,)).inc()
         for ev in report.evictions:
-            self._child("evictions", (ev.result,)).inc()
+            self._counter("evictions", (ev.result,)).inc()
             if ev.eviction.deletes:  # taken past its disruption budget: deleted, not evicted
-                self._child("past_budget", (ev.result,)).inc()
+                self._counter("past_budget", (ev.result,)).inc()
 
     def observe(self, result: SessionResult, report: CycleReport | None) -> None:
         """Count a session in. Its timings (three dozen histograms, each with its locks) are counted in
@@ -291,7 +311,7 @@ class Metrics:
             self.observe_outcomes(report)
         unschedulable = result.unschedulable_pods
         if unschedulable:
-            self._child("attempts", ("unschedulable",)).inc(len(unschedulable))
+            self._counter("attempts", ("unschedulable",)).inc(len(unschedulable))
         seen: dict[str, set[tuple[str, ...]]] = {"deserved": set(), "allocated": set(), "share": set()}
         values = self._gauge_values
         for name, q in result.queues.items():
@@ -301,19 +321,20 @@ class Metrics:
                     labels = (name, parent, res)
                     seen[which].add(labels)
                     if values.get((which, labels)) != amount:  # (NaN is never equal: set again)
-                        self._child(which, labels).set(amount)
+                        self._gauge(which, labels).set(amount)
                         values[which, labels] = amount
             if q.share is not None:
                 pair = (name, parent)
                 seen["share"].add(pair)
                 if values.get(("share", pair)) != q.share:
-                    self._child("share", pair).set(q.share)
+                    self._gauge("share", pair).set(q.share)
                     values["share", pair] = q.share
         # A queue that moved to another parent, or is gone, leaves no stale series behind.
         for which, current in seen.items():
+            gauge: GaugeSeries = getattr(self, which)
             for gone in self._queue_series.get(which, set()) - current:
-                getattr(self, which).remove(*gone)
-                self._children.pop((which, gone), None)
+                gauge.remove(*gone)
+                self._gauges.pop((which, gone), None)
                 values.pop((which, gone), None)
         self._queue_series = seen
 

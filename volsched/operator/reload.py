@@ -45,7 +45,7 @@ from volsched.operator.settings import ConfigSettings
 from volsched.redaction import error_summary, redact
 
 if TYPE_CHECKING:  # a type only
-    from prometheus_client import Counter
+    from volsched.operator.series import CounterSeries
 
 log = logging.getLogger("volsched.operator")
 
@@ -69,7 +69,7 @@ class ConfigReloader:
         *,
         health: ApiHealth,
         writer: KubeWriter,
-        reloads: Counter,
+        reloads: CounterSeries,
         read: Callable[[bool], ConfigMapText | None],
         on_load: Callable[[SchedulerConfig], object],
     ) -> None:
