@@ -433,6 +433,58 @@ def test_bind_workers_start_only_as_binds_outnumber_idle_ones(server: GatedServe
         assert port.bind_workers == 3
 
 
+def test_the_thread_that_hands_binds_over_starts_one_bind_worker_and_each_worker_the_next(
+    server: GatedServer, fence: Fence, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``Thread.start()`` waits for the new thread to run: the session's thread started a worker for
+    each bind it handed over, and waited for each start (a first session's binds decided that much
+    later). It starts one; each worker, as it begins, starts the next. Six binds held at the server at
+    once are six workers, all sending; the port closes with every one of them stopped."""
+    starters: list[tuple[str, threading.Thread]] = []
+    start = threading.Thread.start
+
+    def recorded(self: threading.Thread) -> None:
+        if self.name.startswith("volsched-bind_"):
+            starters.append((self.name, threading.current_thread()))
+        start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", recorded)
+    feeder = cache(node("n1", cpu="8"), *(pod(f"p{i}") for i in range(6)))
+    binds = [Bind(pod=f"default/p{i}", uid=f"uid-p{i}", node="n1") for i in range(6)]
+    with background_port(server, fence, workers=8) as port:
+        done = port.bind(binds, feeder.pods(b.pod for b in binds))
+        for _ in range(6):
+            assert server.arrived.acquire(timeout=HOLD)  # all six at the server at once: six workers
+        assert port.bind_workers == 6
+        here = threading.current_thread()
+        assert [name for name, by in starters if by is here] == ["volsched-bind_0"]
+        assert sorted(name for name, _ in starters) == [f"volsched-bind_{i}" for i in range(6)]
+        server.gate.set()
+        assert port.drain(HOLD)
+        done += port.settle()[0]
+        assert sorted(o.bind.pod for o in done if o.result == BOUND) == sorted(b.pod for b in binds)
+        workers = list(port._workers)
+    assert len(workers) == 6 and not any(w.is_alive() for w in workers)  # closed: each one joined
+
+
+def test_a_port_closed_while_its_workers_start_one_another_leaves_no_bind_without_an_outcome(
+    server: GatedServer, fence: Fence
+) -> None:
+    """The chain of starts and the close: binds queued just before the close are each answered once
+    (bound, or failed unsent), and every worker started is stopped, however the two interleave."""
+    feeder = cache(node("n1", cpu="64"), *(pod(f"p{i}", cpu="100m") for i in range(12)))
+    binds = [Bind(pod=f"default/p{i}", uid=f"uid-p{i}", node="n1") for i in range(12)]
+    server.gate.set()
+    with background_port(server, fence, workers=12) as port:
+        done = port.bind(binds, feeder.pods(b.pod for b in binds))
+        port.close()
+        done += port.settle()[0]
+        assert sorted(o.bind.pod for o in done) == sorted(b.pod for b in binds)
+        assert {o.result for o in done} <= {BOUND, FAILED}
+        assert port.binds_in_flight == 0
+        assert not any(w.is_alive() for w in port._workers)
+
+
 @pytest.mark.parametrize(
     ("answer", "called"),
     [(OK, False), ((500, {}, {"kind": "Status", "message": "etcd timeout"}), True)],

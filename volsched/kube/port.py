@@ -214,7 +214,14 @@ class KubePort:
         #: one queue: a future and a work item per bind, as an executor makes, were a tenth of a bind's
         #: CPU in the operator.
         self._queue: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()
+        #: Bind workers running (each lists itself as it starts).
         self._workers: list[threading.Thread] = []
+        #: Bind workers running or owed a start (what ``_staff`` counts), and of those owed a start: the
+        #: thread that calls for workers starts only the first of them; each worker, as it begins, starts
+        #: the next one owed (:meth:`_start_next`). ``_starting``: such a chain of starts is under way.
+        self._staffed = 0
+        self._owed = 0
+        self._starting = False
         #: When each bind left to a worker with its answer (``_send_here``) was sent (latency lines).
         self._sent_at: dict[str, float] = {}
         #: Lone pods' binds sent on the session's thread whose answers were left to a worker (for tests).
@@ -279,6 +286,9 @@ class KubePort:
                 for b in binds:  # under the lock: all of them before a closing port's stop signals
                     self._queue.put((b, pods.get(b.pod), holding, None))
                     self._staff()
+            first = self._first_start()
+        if first is not None:
+            self._start(first)
         if here:
             self._send_here(binds[0], pods.get(binds[0].pod), holding)
         elif closed:  # shut down: not sent (and never raise once some were handed over)
@@ -337,7 +347,7 @@ class KubePort:
         hundred went out sooner through 32 workers than through 128, a backlog of thousands through
         128 (docs/operating.md)."""
         settings = self.writer.settings
-        running, most = len(self._workers), max(1, settings.bind_workers)
+        running, most = self._staffed, max(1, settings.bind_workers)
         # As bind_workers, at least one; and at most bind_workers: the parser refuses more, but settings
         # made in code with fewer bind workers keep the default first ones.
         first = min(max(1, settings.bind_workers_first), most)
@@ -345,25 +355,65 @@ class KubePort:
             # Past the first, a backlog starts one whatever idle workers were counted: a worker that
             # finished a bind took the next at once from a deep queue, and is not idle.
             if self._queue.qsize() > settings.bind_backlog:
-                self._start_worker()
+                self._owe_worker()
             elif self._idle > 0:
                 self._idle -= 1
         elif self._idle > 0:
             self._idle -= 1
         elif running < most:
-            self._start_worker()
+            self._owe_worker()
 
-    def _start_worker(self) -> None:
-        """Start one more bind worker (under ``_lock``)."""
-        worker = threading.Thread(target=self._work, name=f"volsched-bind_{len(self._workers)}", daemon=True)
-        worker.start()
-        self._workers.append(worker)
-        if len(self._workers) == self.writer.settings.bind_workers:
-            log.debug(
-                "bind workers: all %d started, %d binds waiting", len(self._workers), self._queue.qsize()
-            )
+    def _owe_worker(self) -> None:
+        """One more bind worker is called for (under ``_lock``): started by the chain of starts under way,
+        else by the caller (:meth:`_first_start`)."""
+        self._staffed += 1
+        self._owed += 1
+        if self._staffed == self.writer.settings.bind_workers:
+            log.debug("bind workers: all %d called for, %d binds waiting", self._staffed, self._queue.qsize())
+
+    def _first_start(self) -> int | None:
+        """(Under ``_lock``, after ``_staff``.) The number of the worker the caller starts (:meth:`_start`,
+        outside the lock): the first one owed when no chain of starts is under way, else None. A
+        ``Thread.start()`` waits for the new thread to run: made on the session's thread for each worker,
+        a session that handed over many binds waited for every start (its next binds decided that much
+        later; docs/benchmarks). Only one is started there; each worker starts the next as it begins
+        (:meth:`_start_next`). Taken under the lock that queued the binds:
+        :meth:`close` waits for the chain, so a bind queued before it is never left without a worker."""
+        if self._starting or not self._owed or self._closed:
+            return None
+        self._starting = True
+        self._owed -= 1
+        return self._staffed - self._owed - 1
+
+    def _start_next(self) -> int | None:
+        """(Under ``_lock``, first on a new worker.) This worker is listed; the number of the next one
+        owed, for it to start, or None: the chain of starts ends (and :meth:`close` may go on)."""
+        self._workers.append(threading.current_thread())
+        if self._owed and not self._closed:
+            self._owed -= 1
+            return self._staffed - self._owed - 1
+        self._starting = False
+        self._lock.notify_all()
+        return None
+
+    def _start(self, number: int) -> None:
+        """Start bind worker ``number`` (outside ``_lock``). A thread that cannot start ends the chain:
+        the workers owed are no longer counted, and the next bind queued calls for them again."""
+        try:
+            threading.Thread(target=self._work, name=f"volsched-bind_{number}", daemon=True).start()
+        except Exception:
+            log.exception("cannot start bind worker %d", number)
+            with self._lock:
+                self._staffed -= self._owed + 1
+                self._owed = 0
+                self._starting = False
+                self._lock.notify_all()
 
     def _work(self) -> None:
+        with self._lock:
+            number = self._start_next()
+        if number is not None:  # before its first bind: the chain's starts do not wait for binds
+            self._start(number)
         while (item := self._queue.get()) is not None:
             bind, pod, holding, pending = item
             if pending is not None:  # sent already: its answer is read, closed or not
@@ -382,12 +432,18 @@ class KubePort:
             outcome = self._bind_one(bind, pod, holding, patience=INLINE_PATIENCE)
         except Detached as left:
             with self._lock:
-                if not self._closed:  # (closed: no worker takes it; read here)
+                first: int | None = None
+                left_to_worker = not self._closed  # (closed: no worker takes it; read here)
+                if left_to_worker:
                     self._queue.put((bind, pod, holding, left.pending))
                     self._staff()
                     self._sent_at[bind.pod] = sent
                     self.binds_left_to_workers += 1
-                    return
+                    first = self._first_start()
+            if left_to_worker:
+                if first is not None:
+                    self._start(first)
+                return
             outcome = self._answer(bind, left.pending, holding, sent=sent)
             self._bound(outcome)
             return
@@ -451,9 +507,10 @@ class KubePort:
 
     @property
     def bind_workers(self) -> int:
-        """Bind workers started so far (at most ``bind_workers``; one more only when none was idle)."""
+        """Bind workers started so far or being started (at most ``bind_workers``; one more only when none
+        was idle)."""
         with self._lock:
-            return len(self._workers)
+            return self._staffed
 
     @property
     def closed(self) -> bool:
@@ -753,6 +810,8 @@ class KubePort:
         with self._lock:
             self._closed = True
             self._lock.notify_all()  # (the status thread waiting for held Queue figures stops)
+            while self._starting:  # every worker started is listed (the chain stops at the next)
+                self._lock.wait()
             workers = list(self._workers)
         for _ in workers:
             self._queue.put(None)
