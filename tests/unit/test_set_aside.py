@@ -23,6 +23,7 @@ from volsched.framework.decisions import render
 from volsched.framework.never import ASIDE_FOR
 from volsched.framework.registry import load_config
 from volsched.model.cluster import Job
+from volsched.model.vocabulary import TaskStatus
 
 #: The stuck ones: a pod that selects a label no node has, a pod bigger than any node, a gang of three
 #: pods that select the one node that could hold only one of them even empty.
@@ -250,3 +251,57 @@ def test_what_the_close_says_of_pods_set_aside_is_what_it_would_say_from_scratch
         assert said.events == fresh.events
         assert list(said.rejections) == list(fresh.rejections)
     assert taken  # there was something said to take again
+
+
+def test_nothing_set_aside_or_told_has_a_best_effort_task_so_backfill_still_tries_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Backfill does not ask the pods standing alone that allocate told what their last try found
+    (``TOLD``) whether they have a best-effort task pending (98884ba): it relies on allocate never
+    setting aside (nor telling) a job with no task it places, even one that fits on no node (a
+    best-effort pod or gang selecting a label no node has). Such pods are tried by backfill every
+    session, told the same, and bound once a node carries the label."""
+    import volsched.actions.allocate as allocate
+    from volsched.framework.never import KEPT_ASIDE, Aside
+
+    config = load_config(
+        text='actions: "enqueue, allocate, backfill"\ntiers:\n- plugins: [{name: priority}, {name: gang}]\n'
+        "- plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}]\n"
+    )
+    best_effort = {"default/be-sel", "default/be-g-0", "default/be-g-1"}
+    feeder = cache(
+        *_objects(),
+        pod("be-sel", cpu=None, queue="q", node_selector={"disk": "x"}),
+        podgroup("be-g", queue="r", min_member=2, phase="Inqueue"),
+        *(pod(f"be-g-{i}", cpu=None, group="be-g", queue="r", node_selector={"disk": "x"}) for i in range(2)),
+    )
+    told: list[set[str]] = []
+    aside: list[dict[str, Job]] = []
+    leave = allocate.leave_aside
+
+    def spy(session: Any, tried: list[Job], kept: Any) -> None:
+        told.append(set(kept))
+        leave(session, tried, kept)
+        left = session.snapshot.kept.get(KEPT_ASIDE)
+        aside.append({k: session.jobs[k] for k in left.jobs} if isinstance(left, Aside) else {})
+
+    monkeypatch.setattr(allocate, "leave_aside", spy)
+    first = run_cycle(feeder, config, FakePort(), now=5000.0)
+    said = {k: _why(first, k) for k in ("default/be-sel",)}
+    said["default/be-g"] = render(first.result.rejections["PodGroup default/be-g"])
+    for i in range(3):  # a pod arrives and is bound, session after session
+        _apply(feeder, pod(f"a{i}", cpu="100m", queue="q"))
+        report = run_cycle(feeder, config, FakePort(), now=5001.0 + i)
+        assert _bound(report) == {f"default/a{i}"}
+        assert _why(report, "default/be-sel") == said["default/be-sel"]
+        assert render(report.result.rejections["PodGroup default/be-g"]) == said["default/be-g"]
+    jobs_aside = {"default/sel", "default/big", "default/g"}  # (the stuck pods' jobs: not vacuous)
+    assert told == [set(), *[jobs_aside] * 3], told
+    for kept in aside:
+        assert set(kept) == jobs_aside
+        for job in kept.values():  # each has a pending task allocate places
+            assert any(t.status is TaskStatus.PENDING and not t.best_effort for t in job.tasks.values())
+    assert not {t for jobs in aside for j in jobs.values() for t in j.tasks} & best_effort
+    _relabel(feeder)  # a node carries the label: backfill binds them
+    report = run_cycle(feeder, config, FakePort(), now=5010.0)
+    assert best_effort <= _bound(report)
