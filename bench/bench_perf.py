@@ -752,6 +752,8 @@ def apiserver_metrics(cp: LocalControlPlane) -> tuple[dict[str, int], dict[str, 
 
 #: A bind's key in :func:`apiserver_metrics`.
 BIND_KEY = "POST pods binding"
+#: Lease writes: renewals, and since 495867b the hand-over written before a session's evictions.
+LEASE_PUT_KEY = "PUT leases"
 #: Writes that are not the scheduler's answer to what came before the measured pods (a Lease renewal).
 _NOT_OWED = ("leases",)
 
@@ -910,6 +912,12 @@ def report(rows: list[Row]) -> str:
             binds = (r.extra.get("requests") or {}).get(BIND_KEY, 0)
             if binds and BIND_KEY in (r.extra.get("served_s") or {}):
                 said += f" (the apiserver's own {1000 * r.extra['served_s'][BIND_KEY] / binds:.1f} ms a bind)"
+            puts = (r.extra.get("requests") or {}).get(LEASE_PUT_KEY, 0)
+            if puts and LEASE_PUT_KEY in (r.extra.get("served_s") or {}):
+                said += (
+                    f"; besides, {puts} Lease PUTs (the apiserver's own "
+                    f"{1000 * r.extra['served_s'][LEASE_PUT_KEY] / puts:.1f} ms each)"
+                )
             lines.append(f"{'':<27} {'':>3} {'':<15} writes in the window: {said}")
         audited = r.extra.get("audit")
         if audited:
@@ -932,7 +940,8 @@ def report(rows: list[Row]) -> str:
     lines.append("cpu s, api s: the scheduler's and the apiserver's CPU seconds over the measured window")
     lines.append(
         "writes in the window: the apiserver's counts from the window's start until they were read, just "
-        "after it (what came right after the last bind is in them: --audit tells the two apart)"
+        "after it (what came right after the last bind is in them: --audit tells the two apart); Lease PUTs "
+        "are the scheduler's renewals and (volsched's, since 495867b) the hand-over before a session's evictions"
     )
     known = {w.name: w for w in WORKLOADS}
     for name in dict.fromkeys(r.workload for r in rows):

@@ -76,6 +76,23 @@ def test_a_window_tells_the_apiservers_own_time_a_bind() -> None:
     assert "500 binds (the apiserver's own 5.0 ms a bind)" in report([row])
 
 
+def test_a_window_tells_its_lease_writes_apart_with_the_apiservers_own_time_each() -> None:
+    requests = {"POST pods binding": 50, "POST pods eviction": 150, "PUT leases": 8}
+    served = {"POST pods binding": 0.1, "POST pods eviction": 0.3, "PUT leases": 0.02}
+    row = Row(
+        "Preemption",
+        "volsched",
+        50,
+        200,
+        50,
+        pods_per_s=10.0,
+        extra={"requests": requests, "served_s": served},
+    )
+    said = report([row])
+    assert "150 evictions, 50 binds (the apiserver's own 2.0 ms a bind); besides, 8 Lease PUTs" in said
+    assert "(the apiserver's own 2.5 ms each)" in said
+
+
 def test_the_wait_for_a_cpu_is_the_runqueue_figure_of_each_thread(tmp_path: Path) -> None:
     from bench_perf import runqueue_wait
 
