@@ -379,7 +379,7 @@ class _BindStream:
         pods = feeder.pods(b.pod for b in binds)  # as the API has them: read before they are assumed
         try:
             for b in binds:
-                if feeder.assume(b.pod, b.uid, b.node):
+                if feeder.assume(b.pod, b.uid, b.node, record=b.bound_under):
                     self.assumed += 1
                 if b.claims:
                     feeder.state.assume_claims(b)

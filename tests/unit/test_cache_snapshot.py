@@ -211,6 +211,18 @@ class Walk:
                 obj["metadata"].setdefault("annotations", {})[BOUND_UNDER] = self.records[uid]
         return obj
 
+    def as_api(self, event: Obj) -> Obj:
+        """A pod ``event`` made from the cached pod as the walk's API has it: with the record the walk's
+        pod carries (by uid), not one the cache laid over it with an assumed bind (the walk's pods keep
+        their one record, binds included: a bind's record is the cache's until the API shows it)."""
+        uid = event["metadata"].get("uid")
+        if self.strays is None or uid not in self.records:
+            return event
+        notes = {k: v for k, v in (event["metadata"].get("annotations") or {}).items() if k != BOUND_UNDER}
+        if (record := self.records[uid]) is not None:
+            notes[BOUND_UNDER] = record
+        return {**event, "metadata": {**event["metadata"], "annotations": notes}}
+
     def record(self) -> str:
         """A bound-under record (what a bind writes; now and then one volsched does not read): a pod of
         ours on a node whose group is gone that carries one is an orphan, a pod standing alone in the
@@ -310,7 +322,8 @@ class Walk:
                 if not self.feeder.is_assumed(key):
                     return
                 self.feeder.apply(
-                    "Pod", {**raw, "spec": {k: v for k, v in raw["spec"].items() if k != "nodeName"}}
+                    "Pod",
+                    self.as_api({**raw, "spec": {k: v for k, v in raw["spec"].items() if k != "nodeName"}}),
                 )
         elif op == 8:
             name = r.choice(["low", "high", "base"])
@@ -385,7 +398,8 @@ class Walk:
                 if r.random() < 0.3:
                     raw = state.raw_pods[key]
                     rv = str(r.randrange(10**6))
-                    self.feeder.apply("Pod", {**raw, "metadata": {**raw["metadata"], "resourceVersion": rv}})
+                    event = {**raw, "metadata": {**raw["metadata"], "resourceVersion": rv}}
+                    self.feeder.apply("Pod", self.as_api(event))
             self.feeder.expire()
         else:
             key = r.choice(["a/g0", "b/g1", "a/job-j0", "b/job-j1"])

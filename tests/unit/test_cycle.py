@@ -230,10 +230,10 @@ def test_a_bind_the_cache_fails_to_assume_leaves_no_assumption_of_its_commit_beh
     feeder = cache(node("n1", cpu="4"), *_gang("g", 2, created=_at(1)))
     assume = feeder.assume
 
-    def failing(pod_key: str, uid: str, node_name: str) -> None:
+    def failing(pod_key: str, uid: str, node_name: str, *, record: str = "") -> None:
         if pod_key == "default/g-1":
             raise RuntimeError("the cache failed")
-        assume(pod_key, uid, node_name)
+        assume(pod_key, uid, node_name, record=record)
 
     feeder.assume = failing  # type: ignore[method-assign]
     port = FakePort()

@@ -9,7 +9,10 @@ Two things make a watch-fed cache safe to schedule from:
   session decides to bind it (``assume``), before the bind is sent, so the next session plans around
   it; a failed bind undoes that (``forget``); a completed one starts the assumption's time to live
   (``finish``). An event showing the pod still unbound does not undo an assumption while its bind is
-  in flight, nor after, until it expires.
+  in flight, nor after, until it expires. The record the bind writes (``admitted.BOUND_UNDER``, which the
+  apiserver copies onto the pod with its node) is laid over with the node and goes with it: between the
+  bind and its echo, what reads the record (``volsched.cache.names``, the orphans) sees the pod as the
+  echo will show it.
 * Assumed evictions. A pod evicted (or perhaps evicted: the outcome unknown) is being deleted in the
   cache from the eviction's outcome on (``assume_evicted``: a ``deletionTimestamp`` of the cache's own
   laid over it, so its task is releasing), not running until the watch delivers the deletion: the next
@@ -35,6 +38,7 @@ from volsched.cache.doorbell import ARRIVED
 from volsched.cache.state import ClusterState
 from volsched.cache.volcano import VOLCANO_PODGROUP, VOLCANO_QUEUE
 from volsched.cache.workload import WORKLOAD_PODGROUP
+from volsched.model.admitted import BOUND_UNDER
 from volsched.model.decode import named_group
 from volsched.model.errors import InputError
 from volsched.model.raw import Raw, meta_of, uid_of
@@ -96,6 +100,11 @@ class Assumption:
     #: The bind may not have happened (its outcome is UNKNOWN): when the time to live ends before the
     #: watch showed the pod bound, the pod is the API's unbound pod again (pending), as ``forget`` does.
     unsure: bool = False
+    #: The record the bind writes (``admitted.BOUND_UNDER``), laid over with the node; "" for none.
+    record: str = ""
+    #: What the API's pod holds under the record's key, as the last event laid over showed it (None:
+    #: nothing): the cached pod holds it again once the assumption is taken off.
+    under: str | None = None
 
 
 @dataclass(slots=True)
@@ -113,11 +122,33 @@ class EvictionAssumption:
 
 
 def _unassumed(raw: Raw, a: Assumption | None) -> Raw:
-    """The API's pod under the cached ``raw``: without the node assumption ``a`` laid over it, if so."""
+    """The API's pod under the cached ``raw``: without the node assumption ``a`` laid over it (and its
+    record: the API's own text under the record's key instead, if any), if so."""
     spec = raw.get("spec") or {}
     if a is None or spec.get("nodeName") != a.node or uid_of(raw) != a.uid:
         return raw
-    return {**raw, "spec": {k: v for k, v in spec.items() if k != "nodeName"}}
+    out = {**raw, "spec": {k: v for k, v in spec.items() if k != "nodeName"}}
+    if a.record:
+        meta = meta_of(raw)
+        notes = {k: v for k, v in (meta.get("annotations") or {}).items() if k != BOUND_UNDER}
+        if a.under is not None:
+            notes[BOUND_UNDER] = a.under
+        out["metadata"] = {**meta, "annotations": notes}
+    return out
+
+
+def _laid_over(pod: Raw, a: Assumption) -> Raw:
+    """The API's unbound ``pod`` with assumption ``a`` laid over it: its node and the record its bind
+    writes (noting in ``a`` what the API's pod holds under the record's key). A shallow copy: the raw pod
+    is never changed in place, and only these two differ."""
+    out = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": a.node}}
+    if a.record:
+        meta = meta_of(pod)
+        notes = meta.get("annotations") or {}
+        a.under = notes.get(BOUND_UNDER)
+        if a.under != a.record:
+            out["metadata"] = {**meta, "annotations": {**notes, BOUND_UNDER: a.record}}
+    return out
 
 
 class Feeder:
@@ -281,19 +312,19 @@ class Feeder:
         if self._clock() >= a.expires:
             self._assumed.pop(key, None)
             return pod
-        # A shallow copy: the raw pod is never changed in place, and only spec.nodeName differs.
-        return {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": a.node}}
+        return _laid_over(pod, a)
 
-    def assume(self, pod_key: str, uid: str, node: str) -> bool:
-        """Mark a pod bound to ``node`` now, as its bind is decided: it does not expire until ``finish``
-        (the bind completed) or ``forget`` (it failed). The cached task takes the node without the pod
-        being copied deeply or parsed again. A pod assumed again replaces its earlier assumption: the
-        cached pod then shows the earlier assumed node, which is taken for the API's unbound pod's.
-        Returns whether the cached task took the node (one change in ``state.changes``, the deciding
-        session's own: see ``volsched.cycle.IdleSkip``)."""
+    def assume(self, pod_key: str, uid: str, node: str, *, record: str = "") -> bool:
+        """Mark a pod bound to ``node`` now, as its bind is decided, with ``record`` (the
+        ``admitted.BOUND_UNDER`` text its bind writes, if any) on it: it does not expire until ``finish``
+        (the bind completed) or ``forget`` (it failed). The cached task takes the node and the record
+        without the pod being copied deeply or parsed again. A pod assumed again replaces its earlier
+        assumption: the cached pod then shows the earlier assumed node, which is taken for the API's
+        unbound pod's. Returns whether the cached task took the node (one change in ``state.changes``,
+        the deciding session's own: see ``volsched.cycle.IdleSkip``)."""
         with self._lock:
             before = self._assumed.get(pod_key)
-            self._assumed[pod_key] = Assumption(uid=uid, node=node)
+            self._assumed[pod_key] = Assumption(uid=uid, node=node, record=record)
             raw = self.state.raw_pods.get(pod_key)
             if raw is None:
                 return False
@@ -301,8 +332,8 @@ class Feeder:
             pod = self._overlay(api)
             if pod is api:
                 return False  # the API already shows a node, or it is another pod: nothing to assume
-            if api is not raw and before is not None and before.node == node:
-                return False  # the cache shows this node already
+            if api is not raw and before is not None and (before.node, before.record) == (node, record):
+                return False  # the cache shows this node (and record) already
         try:
             return self.state.set_pod_node(pod, base=raw)
         except InputError:  # it parsed before; it parses now

@@ -196,6 +196,11 @@ class ClusterState:
         #: key: their uid. A bind writes its record with the node, in one update, so a record that comes
         #: after the API showed the pod on a node is not the bind's (``_record_kept``).
         self._placed: dict[str, str] = {}
+        #: The records the cache laid over its pods itself with an assumed bind's node (``set_pod_node``),
+        #: by key, until an event of the API shows the pod on a node (the bind's echo) or the cache takes
+        #: them off again: not taken from the API, so not the record the cache took first
+        #: (``_record_kept``).
+        self._laid: dict[str, str] = {}
         #: Phases the sessions gave groups that stand for an owner's pods and have no object yet.
         self._derived_phase: dict[str, PodGroupPhase] = {}
         #: What was wrong with the annotations of those groups' pods, as snapshot problems.
@@ -346,17 +351,27 @@ class ClusterState:
                 changed = False
                 if api_node and key not in self._placed and (obj.get("spec") or {}).get("nodeName"):
                     self._placed[key] = str(meta_of(obj).get("uid") or key)  # (a bind laid over, shown)
+                    self._laid.pop(key, None)  # (and its record)
             elif kind == "Pod":
                 task = self._build_task(obj)
                 self._held_refused.discard(task.key)
                 key = task.key  # one string for every table (Task.key makes a new one each time)
                 old = self.tasks.get(key)
                 placed = self._placed.get(key) == task.uid  # (before this event)
+                laid = self._laid.pop(key, None) if self._laid else None
                 if old is not None and (
                     (old.annotations and BOUND_UNDER in old.annotations)
                     or (task.annotations and BOUND_UNDER in task.annotations)
                 ):
-                    task = _record_kept(old, task, placed=placed)
+                    task = _record_kept(old, task, placed=placed, laid=laid)
+                if (
+                    laid is not None
+                    and not (api_node and task.node_name)
+                    and old is not None
+                    and old.uid == task.uid
+                    and task.annotations.get(BOUND_UNDER) == laid
+                ):
+                    self._laid[key] = laid  # (laid over this event too: still the cache's own)
                 if api_node and not placed and task.node_name:
                     self._placed[key] = task.uid
                 if confirming and not _same_but_confirmed(old, task):
@@ -847,6 +862,7 @@ class ClusterState:
             elif kind == "Pod":
                 self.raw_pods.pop(key, None)
                 self._placed.pop(key, None)
+                self._laid.pop(key, None)
                 self._held_refused.discard(key)
                 self._misdirected.pop(key, None)
                 self._note_bound(key, None)
@@ -1009,12 +1025,13 @@ class ClusterState:
         self._note_bound(key, task)
 
     def set_pod_node(self, raw: Mapping[str, Any], *, base: Mapping[str, Any]) -> bool:
-        """``raw`` is the cached pod ``base`` with only ``spec.nodeName`` changed (an assumed bind laid
-        over it, or taken off again; see :class:`Feeder`): its task takes the node and the status that
-        follows from it, without parsing the pod again (nothing else a task holds depends on the node).
-        Nothing happens when the cache no longer holds ``base`` (a newer event came meanwhile).
-        Returns whether the task took the node (one change counted); False also when the pod was
-        applied whole instead (its task missing or another pod's)."""
+        """``raw`` is the cached pod ``base`` with only ``spec.nodeName`` changed, and perhaps its
+        ``BOUND_UNDER`` record (an assumed bind laid over it with the record the bind writes, or taken
+        off again; see :class:`Feeder`): its task takes the node, the status that follows from it and
+        the record where ``raw``'s differs from ``base``'s, without parsing the pod again (nothing else
+        a task holds depends on them). Nothing happens when the cache no longer holds ``base`` (a newer
+        event came meanwhile). Returns whether the task took the node (one change counted); False also
+        when the pod was applied whole instead (its task missing or another pod's)."""
         with self._lock:
             key = _key(raw)
             if self.raw_pods.get(key) is not base:
@@ -1027,6 +1044,14 @@ class ClusterState:
             status, node = pod_status(raw)
             task = copy_task(task)
             task.status, task.node_name = status, node
+            record = _record_text(raw)
+            if record != _record_text(base):  # (not copied deeply: the task's annotations are replaced)
+                notes = {k: v for k, v in task.annotations.items() if k != BOUND_UNDER}
+                task.annotations = notes if record is None else {**notes, BOUND_UNDER: record}
+                if node and record is not None:
+                    self._laid[key] = record  # laid over with the node: the cache's own
+                else:
+                    self._laid.pop(key, None)  # taken off: the API's again
             self.raw_pods[key] = raw
             self._put_task(key, task)
             self.changes += 1
@@ -1582,18 +1607,22 @@ RECORD_REFUSED = "BoundUnderRefused"
 _ASKED_OF_RECORDS = frozenset(("Queue", VOLCANO_QUEUE, "Namespace", "PriorityClass"))
 
 
-def _record_kept(old: Task, new: Task, *, placed: bool) -> Task:
+def _record_kept(old: Task, new: Task, *, placed: bool, laid: str | None = None) -> Task:
     """Pod ``new`` (an event of the pod the cache holds as ``old``) with the bound-under record the cache
     took first, changed or removed since: a bind writes it once, so a later change is not the
     scheduler's (a tenant's, where no admission policy fixes it). A record that comes later than the
     pod's node is taken where that node was the cache's own (the watch shows a bind after the cache
     assumed it), but not once the API has shown the pod on a node without one (``placed``: bound by
     someone else, or before records existed; running, pending on its node or terminating): the bind's
-    record comes with its node, in one update, so one added later is a tenant's. After a restart the
-    pods' records are read as they are then. ``new`` itself when its record is the one taken."""
+    record comes with its node, in one update, so one added later is a tenant's. ``laid``: the record
+    the cache laid over ``old`` itself with an assumed bind, which it took from no one (``old`` is read
+    as without it). After a restart the pods' records are read as they are then. ``new`` itself when
+    its record is the one taken."""
     if old.uid != new.uid:
         return new
     was = old.annotations.get(BOUND_UNDER)
+    if was is not None and was == laid:
+        was = None
     if was is None:
         if not placed:  # (an assumed bind's node is the cache's own, not the API's)
             return new
@@ -1605,8 +1634,16 @@ def _record_kept(old: Task, new: Task, *, placed: bool) -> Task:
     return new
 
 
+def _record_text(raw: Mapping[str, Any]) -> str | None:
+    """What raw pod ``raw`` holds under ``BOUND_UNDER`` (None: nothing)."""
+    notes = meta_of(raw).get("annotations")
+    text = notes.get(BOUND_UNDER) if isinstance(notes, Mapping) else None
+    return text if isinstance(text, str) else None
+
+
 def _but_bound_under(annotations: Mapping[str, str]) -> Mapping[str, str]:
-    """A pod's annotations but the record its bind wrote (the bind assumed did not lay it over)."""
+    """A pod's annotations but the record its bind wrote (one the assumed bind did not lay over: a
+    record it laid over the pod is what the echo shows)."""
     return (
         {k: v for k, v in annotations.items() if k != BOUND_UNDER}
         if BOUND_UNDER in annotations
