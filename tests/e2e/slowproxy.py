@@ -47,11 +47,12 @@ class _Link:
 
 
 class SlowProxy:
-    def __init__(self, upstream: str, delay: float) -> None:
-        host, _, port = upstream.removeprefix("https://").partition(":")
-        self.upstream = (host, int(port))
+    def __init__(self, upstream: str, delay: float, *, port: int = 0) -> None:
+        """``port``: the loopback port it listens on (0: any free one)."""
+        host, _, upstream_port = upstream.removeprefix("https://").partition(":")
+        self.upstream = (host, int(upstream_port))
         self.delay = delay
-        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock = socket.create_server(("127.0.0.1", port))
         self.port = int(self.sock.getsockname()[1])
         self.url = f"https://127.0.0.1:{self.port}"
         self._closed = threading.Event()

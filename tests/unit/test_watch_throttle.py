@@ -118,3 +118,59 @@ def test_the_first_listing_waits_out_a_429_and_lists_again_as_a_paged_read_does(
     w = ListWatch(api, PODS, on_event=lambda t, obj: events.append(f"{t} {obj['metadata']['name']}"))
     assert w.first_list() == "7"
     assert events == ["ADDED a"] and len(server.sent("limit=500")) == 2
+
+
+UNAVAILABLE = (503, {}, {"kind": "Status", "reason": "ServiceUnavailable", "code": 503})
+
+
+def test_the_first_listing_asks_an_apiserver_not_up_yet_again_until_it_answers(
+    api: client.ApiClient, server: WatchServer
+) -> None:
+    """The defect: ``volsched run`` against an apiserver not answering yet (refused, or a 503 while it
+    starts) ended its start in the listing's traceback, where kube-scheduler's informers wait for it. The
+    first listing now asks again after the backoff, told to the health tracker, until it answers."""
+    server.script["limit=500"] = [UNAVAILABLE, UNAVAILABLE, LISTED]
+    health = ApiHealth()
+    events: list[str] = []
+    told: list[str] = []
+    w = ListWatch(
+        api,
+        PODS,
+        on_event=lambda t, obj: events.append(f"{t} {obj['metadata']['name']}"),
+        health=health,
+        backoff=(0.01,),
+        waiting=lambda watch, exc: told.append(f"{watch.kind.plural}: {type(exc).__name__}"),
+    )
+    relist = w.relist
+    refused = [ConnectionRefusedError(111, "Connection refused")]
+
+    def once_refused() -> str:
+        if refused:
+            raise refused.pop()
+        return relist()
+
+    w.relist = once_refused  # type: ignore[method-assign]
+    assert w.first_list() == "7"
+    assert events == ["ADDED a"] and len(server.sent("limit=500")) == 3
+    assert health.outages == 1 and health.failures == 3
+    assert told == ["pods: ConnectionRefusedError"]  # the start says once why it waits
+
+
+def test_the_first_listing_stopped_while_it_waits_for_the_apiserver_ends() -> None:
+    """Stopped (the operator shutting down) while the apiserver is not reached, it ends, raising."""
+    with WatchServer() as gone:
+        port = gone.port  # (nothing listens there once it is closed)
+    with client.ApiClient(loopback_config(port, retries=False)) as api:
+        w = ListWatch(api, PODS, on_event=lambda t, obj: None, backoff=(60.0,))
+        failed = w._failed
+        tried: list[BaseException] = []
+
+        def stop_once_failed(exc: BaseException) -> float:
+            tried.append(exc)
+            w.stop(timeout=0)
+            return failed(exc)
+
+        w._failed = stop_once_failed  # type: ignore[method-assign]
+        with pytest.raises(OSError):
+            w.first_list()
+        assert len(tried) == 1

@@ -162,6 +162,7 @@ class ListWatch:
         on_thread: Callable[[], object] | None = None,
         after_event: Callable[[], None] | None = None,
         hold_page: Callable[[], AbstractContextManager[object]] | None = None,
+        waiting: Callable[[ListWatch, BaseException], None] | None = None,
     ) -> None:
         """``namespace``: that namespace's objects only (else every namespace's); ``field_selector``: the
         objects it selects only, listed and watched (``metadata.name=...``: one object). ``early``: the first
@@ -179,7 +180,8 @@ class ListWatch:
         session on this thread: :class:`~volsched.operator.sessions.SessionLoop`). ``hold_page``: entered
         around each listing's page (:data:`HELD_AT_MOST` objects at a time) handed over, inside this
         watch's own lock: the receiver's locks taken once for them (:meth:`~volsched.cache.feeder.Feeder.
-        page`), not once an object."""
+        page`), not once an object. ``waiting``: told when :meth:`first_list` first fails to reach the
+        apiserver (it asks again until it answers)."""
         self.api = api
         self.kind = kind
         self.on_event = on_event
@@ -192,6 +194,7 @@ class ListWatch:
         #: Whether an answer after failures tells ``health`` the apiserver is back. The operator leaves
         #: that to the Lease: a restarting apiserver answers lists before it serves every path.
         self.announce_recovery = announce_recovery
+        self.waiting = waiting
         #: Set once the first complete list has been handed over (the cache holds every object).
         self.synced = threading.Event()
         #: The resourceVersion the next watch starts from ("" before the first list).
@@ -450,13 +453,34 @@ class ListWatch:
         """:meth:`relist`, a 429 with ``Retry-After`` (flow control; a CRD's storage still starting just
         after the apiserver did) waited out and listed again up to ``throttle_retries`` times, as
         :meth:`~volsched.kube.rest.LeanRest.get` does: what the operator's start lists before it watches,
-        where a failure ends the start. What a broken-off listing handed over is not handed over again."""
-        for attempt in range(throttle_retries + 1):
+        where a failure ends the start. An apiserver not reached (refused, reset, timed out; a 5xx while
+        it starts) is asked again after the backoff until it answers or the watch is stopped, told to
+        ``health`` as its watch's failures are: the start waits for it, as kube-scheduler's informers do;
+        ``waiting`` (the constructor's) is told of the first such failure (the start says once why it is not synced: the
+        health tracker's one outage line may be another call's). Before, ``volsched run`` against an
+        apiserver not up yet ended in the listing's traceback. What a broken-off listing handed over is
+        not handed over again."""
+        throttled = 0
+        waiting = self.waiting
+        while True:
             try:
                 return self.relist()
-            except ApiError as exc:
-                if exc.status != 429 or exc.retry_after is None or attempt == throttle_retries:
+            except Stopped:
+                raise
+            except Exception as exc:
+                status = exc.status if isinstance(exc, ApiError) else None
+                if is_unreachable(exc) or (status is not None and status >= 500):
+                    if waiting is not None:  # (the first time only)
+                        waiting(self, exc)
+                        waiting = None
+                    if self._stop.wait(self._failed(exc)):
+                        raise
+                    continue
+                if not isinstance(exc, ApiError) or status != 429 or exc.retry_after is None:
                     raise
+                if throttled == throttle_retries:
+                    raise
+                throttled += 1
                 log.info(
                     "listing %s: throttled by the apiserver; again in %.1fs",
                     self.kind.plural,
@@ -464,7 +488,6 @@ class ListWatch:
                 )
                 if self._stop.wait(exc.retry_after):
                     raise
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def forgo_early(self) -> None:
         """The first listing asks for every page itself: the pages listed early are dropped."""

@@ -506,6 +506,24 @@ class Operator:
         would free (the cyclic garbage of the imports and of the sessions meanwhile) is small, and kept."""
         log.info("after ready: about %d objects frozen for the cyclic collector", freeze_all())
 
+    async def _listed_unless(self, stop: asyncio.Event) -> bool:
+        """The first listing (:meth:`prelist`); False when ``stop`` came first (a signal while it waited
+        for an apiserver not up yet, which it asks again until it answers, or while a long listing ran):
+        the watches are stopped, which ends the listing, and the start ends without an error."""
+        listing = asyncio.ensure_future(asyncio.to_thread(self.prelist))
+        halt = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait([listing, halt], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            halt.cancel()
+        if listing.done():
+            listing.result()
+            return True
+        await asyncio.to_thread(self.feed.stop)
+        with contextlib.suppress(Exception):
+            await listing
+        return False
+
     async def run(self, stop: asyncio.Event) -> None:
         self.http.serve_health()  # aiohttp's server, and its import, once the cache is synced
         kopf_stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -528,10 +546,12 @@ class Operator:
             # listing's work, not before it), and both before the first session.
             reads = asyncio.ensure_future(asyncio.to_thread(self._read_at_start))
             try:
-                await asyncio.to_thread(self.prelist)
+                listed = await self._listed_unless(stop)
             finally:
                 await asyncio.wait([reads])  # never left running (each read has its timeout)
                 reads.exception()  # retrieved: the listing's failure, if any, is the one raised
+            if not listed:
+                return  # stopped (a signal) before the cache was listed
             reads.result()
             self.feed.start()
             # Ready from here (synced): the sessions start before aiohttp and kopf are imported, and

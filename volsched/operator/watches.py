@@ -37,6 +37,7 @@ from volsched.kube.watch import ApiError, ListWatch
 from volsched.kube.writer import KubeWriter
 from volsched.model.raw import meta_of, uid_of
 from volsched.operator.volcano import OPTIONAL_WATCHED, VolcanoKinds
+from volsched.redaction import error_summary
 
 log = logging.getLogger("volsched.operator")
 
@@ -78,6 +79,9 @@ class WatchFeed:
         self.podgroups = podgroups
         self.latency = latency
         self.scheduler_names = scheduler_names
+        #: Whether the first listing said it waits for the apiserver (once for every kind).
+        self._said_waiting = False
+        self._said_lock = threading.Lock()
         self.lean = {
             k.kind: ListWatch(
                 api,
@@ -93,6 +97,7 @@ class WatchFeed:
                 direct_until=direct_until,
                 on_thread=on_pod_thread if k.kind == "Pod" else None,
                 hold_page=functools.partial(self._held, k.kind),
+                waiting=self._waiting,
             )
             for k in WATCHED
         }
@@ -206,6 +211,20 @@ class WatchFeed:
             resume_collector()
         gc.freeze()
         resume_after_start()  # (paused from volsched run's start: its imports' objects are frozen too)
+
+    def _waiting(self, watch: ListWatch, exc: BaseException) -> None:
+        """The first listing of ``watch``'s kind did not reach the apiserver (``exc``): said once for all
+        kinds, why the cache is not synced yet (the health tracker's one line of the outage may be the
+        Lease's, or any other call's)."""
+        with self._said_lock:
+            said, self._said_waiting = self._said_waiting, True
+        if not said:
+            log.warning(
+                "cache not synced: its first listing waits for the kube-apiserver (listing %s: %s); the "
+                "sessions start once it answers",
+                watch.kind.plural,
+                error_summary(exc),
+            )
 
     def _prelist(self) -> None:
         """Every kind's first listing at once. The few kinds go into the cache as they stream in, Pods
