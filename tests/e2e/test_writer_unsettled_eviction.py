@@ -19,13 +19,13 @@ import pytest
 from kubernetes import client
 
 from tests.e2e.operator_fixtures import Kube, pod, wait_for
-from volsched.cycle import EVICTED, FAILED, UNKNOWN
+from volsched.cycle import EVICTED, FAILED, FENCED, UNKNOWN
 from volsched.framework.decisions import Evict, EvictionReason, SessionResult
 from volsched.kube import status as render
 from volsched.kube.lease import HANDOVER, LeaderLease, LeaseSettings
 from volsched.kube.prune import prune_pod
 from volsched.kube.rest import ResponseLost
-from volsched.kube.writer import UNSETTLED_TARGET, KubeWriter, WriterSettings
+from volsched.kube.writer import NOT_OWED, UNSETTLED_TARGET, KubeWriter, WriterSettings
 
 pytestmark = pytest.mark.cluster
 
@@ -369,5 +369,51 @@ def test_a_look_owed_is_on_the_lease_at_once_and_gone_from_it_once_told(
         assert a.withdraw_unsettled() == 0  # evicted after all: told
         assert _event_counts(mk, ns) == [("Preempted", 1)]
         wait_for(lambda: _handed_over(mk, ns) == "", 30, what="the Lease saying nothing owed")
+    finally:
+        a.close()
+
+
+def _lease_write_fails(lease: LeaderLease, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """``lease``'s next write (a PUT) fails before it reaches the apiserver (fault injection: the
+    connection reset); the writes after go through. Returns the writes that failed."""
+    send, failed = lease.rest.request, []
+
+    def request(m: str, path: str, *args: Any, **kwargs: Any) -> bytes:
+        if m == "PUT" and not failed:
+            failed.append(path)
+            raise ConnectionResetError(104, "Connection reset by peer")
+        return send(m, path, *args, **kwargs)
+
+    monkeypatch.setattr(lease.rest, "request", request)
+    return failed
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["evict", "evict_all"])
+def test_a_writer_whose_lease_cannot_say_what_its_evictions_owe_does_not_evict(
+    mk: Kube, monkeypatch: pytest.MonkeyPatch, batch: bool
+) -> None:
+    """The write of the Lease that says the look an eviction owes, made before it is sent, fails (the
+    connection reset): the eviction is not sent (FENCED: this replica may have lost the Lease and stops
+    writing at once), the pod is neither marked nor evicted, and no look is owed for it. Before, the
+    eviction was sent all the same, the look it owes on no Lease until a renewal wrote it (note17 Found 4)."""
+    ns, raw = _running(mk)
+    lease = _lease(mk, ns, "a")
+    assert lease.ensure()
+    a = KubeWriter(mk.api, WriterSettings(workers=1, unknown_settles_after=0.0), fence=lease)
+    try:
+        failed = _lease_write_fails(lease, monkeypatch)
+        victim = _victim(ns, raw, deletes=False)
+        [outcome] = a.evict_all([victim], {victim.pod: raw}) if batch else [a.evict(victim, raw)]
+        assert failed, "the Lease's write was not made"
+        assert (outcome.result, outcome.detail) == (FENCED, NOT_OWED)
+        got = mk.core.read_namespaced_pod("c", ns)
+        assert got.metadata.deletion_timestamp is None
+        assert [c.type for c in got.status.conditions or [] if c.type == "DisruptionTarget"] == []
+        assert _events(mk, ns) == []
+        assert not a.unsettled_due() and a.withdraw_unsettled() == 0  # no look owed
+        assert lease.ensure() and _handed_over(mk, ns) == ""
+        # The Lease written again, the next eviction goes.
+        assert a.evict(victim, raw).result == EVICTED
+        wait_for(lambda: _events(mk, ns) == ["Preempted"], 30, what="the eviction told")
     finally:
         a.close()

@@ -160,6 +160,10 @@ class HandsOver(Protocol):
     inherited: str
 
 
+#: Why an eviction was not sent when the Lease could not be written to say the look it owes.
+NOT_OWED = "not sent: the scheduler Lease could not be written to say what the evictions owe (it may be lost)"
+
+
 class Fenced(Exception):
     """A write that was not sent because this replica may have lost the Lease."""
 
@@ -812,9 +816,12 @@ class KubeWriter:
         return BindOutcome(bind, UNKNOWN, f"{why}; read back: not bound yet")
 
     def evict_all(self, evictions: Iterable[Evict], pods: Mapping[str, Raw]) -> list[EvictOutcome]:
-        """:meth:`evict` each of ``evictions``, what each owes first on the Lease (:meth:`_owe_first`)."""
+        """:meth:`evict` each of ``evictions``, what each owes first on the Lease (:meth:`_owe_first`);
+        none sent when the Lease could not say so (:meth:`_not_owed`)."""
         todo = list(evictions)
         notes = self._owe_first(todo, pods)
+        if notes is None:
+            return [self._not_owed(e, pods.get(e.pod)) for e in todo]
         with self._batch():
             return self._map(lambda e: self._evict_one(e, pods.get(e.pod), notes.get(e.pod)), todo)
 
@@ -834,7 +841,7 @@ class KubeWriter:
                     self._tally_owed = False
                     self._retally()
 
-    def _owe_first(self, evictions: list[Evict], pods: Mapping[str, Raw]) -> dict[str, _Unsettled]:
+    def _owe_first(self, evictions: list[Evict], pods: Mapping[str, Raw]) -> dict[str, _Unsettled] | None:
         """Before ``evictions`` are sent, with a fence that hands over (the leader Lease): each of ours
         owes its look (:class:`_Unsettled`, its event told should the pod be found evicted, due once no
         request for it can act), and the Lease says so before any is sent (:meth:`LeaderLease.hand_over_now`,
@@ -842,7 +849,11 @@ class KubeWriter:
         an outcome that needs no look, drops it. Before, the events held in memory between an eviction's
         answer and their post (a pod gone at once: the session's status writes; any: the fence closing
         meanwhile) were lost with the Lease, and a look owed reached the Lease only at its next renewal.
-        Returns the notes by pod key (none without such a fence)."""
+        Returns the notes by pod key (none without such a fence), or None when the Lease could not be
+        written to say them (the write failed, or the Lease is no longer ours): then none of
+        ``evictions`` may be sent (a writer that cannot write its Lease may have lost it, and stops
+        writing at once), and the notes are taken back, the looks they replaced kept. Before, the
+        evictions were sent all the same, their looks owed on no Lease until a renewal wrote them."""
         fence = self.fence
         hand_over_now = getattr(fence, "hand_over_now", None)
         if not isinstance(fence, HandsOver) or hand_over_now is None:
@@ -866,10 +877,27 @@ class KubeWriter:
         if not notes:
             return {}
         with self._lock:  # (replacing a look of an eviction before: this one's outcome says what comes)
+            replaced = {key: self._unsettled.get(key) for key in notes}
             self._unsettled.update(notes)
             self._retally(soon=False)
-        hand_over_now()
-        return notes
+        if hand_over_now():
+            return notes
+        with self._lock:  # not sent: no look owed for them; a look of an eviction before is as it was
+            for key, note in notes.items():
+                if self._unsettled.get(key) is note:
+                    before = replaced[key]
+                    if before is None:
+                        del self._unsettled[key]
+                    else:
+                        self._unsettled[key] = before
+            self._retally()
+        return None
+
+    def _not_owed(self, eviction: Evict, pod: Raw | None) -> EvictOutcome:
+        """An eviction not sent: the Lease could not say the look it owes (:meth:`_owe_first`)."""
+        if not self._ours(pod):
+            return EvictOutcome(eviction, SKIPPED, "not scheduled by volsched")
+        return EvictOutcome(eviction, FENCED, NOT_OWED)
 
     def _settled(self, key: str, note: _Unsettled | None, *, told: bool) -> None:
         """Eviction ``key``'s outcome is known (``note``: what :meth:`_owe_first` noted for it): a note
@@ -888,8 +916,12 @@ class KubeWriter:
             self._retally()
 
     def evict(self, eviction: Evict, pod: Raw | None) -> EvictOutcome:
-        """One eviction (:meth:`_evict_one`), what it owes first on the Lease (:meth:`_owe_first`)."""
-        note = self._owe_first([eviction], {eviction.pod: pod} if pod is not None else {}).get(eviction.pod)
+        """One eviction (:meth:`_evict_one`), what it owes first on the Lease (:meth:`_owe_first`); not
+        sent when the Lease could not say so (:meth:`_not_owed`)."""
+        notes = self._owe_first([eviction], {eviction.pod: pod} if pod is not None else {})
+        if notes is None:
+            return self._not_owed(eviction, pod)
+        note = notes.get(eviction.pod)
         with self._batch():
             return self._evict_one(eviction, pod, note)
 
