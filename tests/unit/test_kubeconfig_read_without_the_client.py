@@ -345,3 +345,30 @@ def test_volsched_run_with_no_kubeconfig_at_all_exits_2_saying_so(tmp_path: Path
         f"volsched run: kubeconfig {no_context}: Invalid kube-config file. Expected key current-context in "
         f"{no_context}\n"
     ), done.stderr
+
+
+def test_kubeconfig_naming_several_files_is_said_by_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``$KUBECONFIG`` naming several files (the client's loader merges them): what is said names them.
+    The defect: the log line and the error said "kubeconfig (default)", not which files were read."""
+    from volsched.model.errors import InputError
+
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    path = _write(tmp_path, {"server": "https://127.0.0.1:6443", "certificate-authority": "ca.crt"}, {})
+    named = f"{path}{os.pathsep}{tmp_path / 'gone'}"
+    monkeypatch.setenv("KUBECONFIG", named)
+    with caplog.at_level(logging.INFO, logger="volsched.kube"):
+        cfg = load_configuration()
+    assert cfg.host == "https://127.0.0.1:6443"
+    said = f"kubeconfig $KUBECONFIG ({named}): $KUBECONFIG names several files; loaded by the Kubernetes "
+    assert [r.getMessage() for r in caplog.records] == [f"{said}client's loader"]
+    nothing = f"{tmp_path / 'a'}{os.pathsep}{tmp_path / 'b'}"
+    monkeypatch.setenv("KUBECONFIG", nothing)
+    with pytest.raises(InputError) as error:
+        load_configuration()
+    assert (
+        str(error.value)
+        == f"kubeconfig $KUBECONFIG ({nothing}): Invalid kube-config file. No configuration found."
+    )

@@ -78,9 +78,18 @@ def _why(exc: Exception) -> str:
     return f"not valid YAML or UTF-8 ({type(exc).__name__})"
 
 
+def _default_named() -> str:
+    """What the client's loader reads when no kubeconfig is named (and not in a pod): the files
+    ``$KUBECONFIG`` names (merged), else ~/.kube/config. Said so in its lines: "(default)" said nothing of
+    which files when ``$KUBECONFIG`` names several."""
+    named = os.environ.get("KUBECONFIG", "").strip(os.pathsep)
+    return f"$KUBECONFIG ({named})" if named else DEFAULT_KUBECONFIG
+
+
 def _client_loader(kubeconfig: str | None, *, why: str) -> Any:
     """The Kubernetes client's loader (it imports the client): what :func:`read_kubeconfig` declines."""
-    log.info("kubeconfig %s: %s; loaded by the Kubernetes client's loader", kubeconfig or "(default)", why)
+    where = kubeconfig or _default_named()
+    log.info("kubeconfig %s: %s; loaded by the Kubernetes client's loader", where, why)
     from kubernetes import client, config
 
     cfg = client.Configuration()
@@ -91,9 +100,11 @@ def _client_loader(kubeconfig: str | None, *, why: str) -> Any:
             try:
                 config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
             except config.ConfigException:
-                config.load_kube_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+                # $KUBECONFIG as it is now: the loader's own default is what it was at its import
+                named = os.environ.get("KUBECONFIG", DEFAULT_KUBECONFIG)
+                config.load_kube_config(config_file=named, client_configuration=cfg)  # type: ignore[no-untyped-call]
     except config.ConfigException as exc:  # what the loader refuses, said in a line (not a traceback)
-        raise InputError(f"kubeconfig {kubeconfig or '(default)'}: {exc}") from None
+        raise InputError(f"kubeconfig {where}: {exc}") from None
     return cfg
 
 
