@@ -140,6 +140,47 @@ def volsched_stages(
     return stages, sessions
 
 
+#: The operator's line once the imports after ready are done (its asctime, and how long they took).
+_IMPORTED = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) INFO volsched\.operator: imported .* after ready in (\d+) ms",
+    re.MULTILINE,
+)
+
+
+def imports_after_ready(result: Result) -> tuple[float, float] | None:
+    """When volsched's imports after ready ran (wall clock, seconds: from the end its log line stamps, less
+    the time it says they took; the log's local time, the bench's on the same machine), or None."""
+    text = result.log.read_text(errors="replace") if result.log else ""
+    if (m := _IMPORTED.search(text)) is None:
+        return None
+    end = time.mktime(time.strptime(m.group(1), "%Y-%m-%d %H:%M:%S")) + int(m.group(2)) / 1000
+    return end - int(m.group(3)) / 1000, end
+
+
+def beside(pods: list[dict[str, Any]], window: tuple[float, float] | None) -> str:
+    """The creation-to-bind (p50/max, ms) of the pods created while ``window`` (seconds from the run's
+    first pod) lasted, and (p50/p99) of the others after the first second: what the imports after ready
+    cost the pods beside them (any scheduler's pods: kube-scheduler's in the same seconds of its run are
+    the machine's share)."""
+    timed = [pod for pod in pods if "created_at" in pod and "total" in pod]
+    if not timed or window is None:
+        return "-"
+    start = min(pod["created_at"] for pod in timed)
+    a, b = window
+    inside = [pod["total"] for pod in timed if a <= pod["created_at"] - start <= b]
+    rest = [
+        pod["total"]
+        for pod in timed
+        if not a <= pod["created_at"] - start <= b and pod["created_at"] - start >= FIRST_SECOND
+    ]
+    said = (
+        f"{len(inside)} pods: p50 {1000 * percentile(inside, 50):.2f} max {1000 * max(inside):.0f}"
+        if inside
+        else "0 pods"
+    )
+    return f"{said}; the other {len(rest)} after the first second: p50/p99 {_ms(rest)}"
+
+
 def collections(result: Result) -> list[tuple[int, float, float]]:
     """The cyclic collector's runs in volsched's log: (generation, started, seconds)."""
     text = result.log.read_text(errors="replace") if result.log else ""
@@ -489,6 +530,9 @@ def main(argv: list[str] | None = None) -> int:
                                 ]
                                 for g in (0, 1, 2)
                             }  # fmt: skip
+                            if (imported := imports_after_ready(r)) is not None and r.added:
+                                first = min(r.added.values())
+                                row["imports"] = [imported[0] - first, imported[1] - first]
                             for pod in row["pods"]:
                                 if "created_at" in pod:
                                     pod["gc"], pod["gc_longest"], pod["gc_generation"] = within(
@@ -566,6 +610,22 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 )
                 print(f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<17} {label:<6} {cells}")
+    if any(row.get("imports") for row in rows):
+        print(
+            "the imports after ready (s after each volsched run's first pod), and creation-to-bind (ms) of the "
+            "pods created meanwhile; kube-scheduler's pods in the same seconds of its run of that round:"
+        )
+        for row in rows:
+            if (window := row.get("imports")) is None:
+                continue
+            print(
+                f"{row['rate']:>5g} {row['repeat']:>3} {row['scheduler']:<17} {window[0]:5.2f}-{window[1]:5.2f} "
+                f"s: {beside(row['watched'], window)}"
+            )
+            same = ("kube-scheduler", row["rate"], row["repeat"])
+            for other in rows:
+                if (other["scheduler"], other["rate"], other["repeat"]) == same:
+                    print(f"{'':>27} kube-scheduler: {beside(other['watched'], window)}")
     if args.tail:
         print_tail(rows, args.tail)
     print(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import logging
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,16 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from arriving_latency import collections, creation_to_bind, parse_args, run_options, volsched_figures, within
+from arriving_latency import (
+    beside,
+    collections,
+    creation_to_bind,
+    imports_after_ready,
+    parse_args,
+    run_options,
+    volsched_figures,
+    within,
+)
 from bind_throughput import NAMESPACE, PODS_QUEUE, Result
 from bindstats import RunFigures
 from builders import pod_body
@@ -161,3 +171,36 @@ def test_the_tail_tells_the_pods_of_the_runs_first_second_from_the_rest(
     assert [cells[4] for cells in slowest] == ["3", "100"]  # each one's place in the order of creation
     # Every scheduler's first second, from the bench's watch.
     assert any(line.split()[2:5] == ["kube-scheduler", "the", "first"] for line in lines)
+
+
+def test_the_pods_beside_the_imports_after_ready_are_told_from_the_others(tmp_path: Path) -> None:
+    """The operator's line once the imports after ready are done stamps their end (its log's local time)
+    and says how long they took: the pods created meanwhile (seconds after the run's first pod) are
+    told apart from the others after the first second; no such line, no window."""
+    end = time.mktime(time.strptime("2026-12-01 05:39:47", "%Y-%m-%d %H:%M:%S")) + 0.219
+    log = tmp_path / "volsched.log"
+    log.write_text(
+        "2026-12-01 05:39:45,447 INFO volsched.operator: cache synced: 200 nodes, 0 pods\n"
+        "2026-12-01 05:39:47,219 INFO volsched.operator: imported aiohttp.web, prometheus_client after "
+        "ready in 1638 ms, 0 pauses for the sessions (0 ms; the longest it went on once they were busy: "
+        "0.0 ms); its TLS contexts made ahead\n"
+    )
+    result = Result(
+        "volsched", "arriving", RunFigures(0, 0, 1.0, 0.0, 0.0, 0.0, 0.0), ready=0.0, cpu_per_1000=0.0,
+        peak_rss=0, stalled=False, log=log,
+    )  # fmt: skip
+    assert imports_after_ready(result) == (pytest.approx(end - 1.638), pytest.approx(end))
+    first = end - 3.0  # the run's first pod; the imports ran 1.362-3.0 s after it
+    pods = [
+        {"created_at": first, "total": 0.5},  # the first second: neither
+        {"created_at": first + 1.2, "total": 0.010},
+        {"created_at": first + 1.5, "total": 0.030},
+        {"created_at": first + 2.9, "total": 0.040},
+        {"created_at": first + 3.5, "total": 0.012},
+    ]
+    told = beside(pods, (1.362, 3.0))
+    assert told.startswith("2 pods: p50 35.00 max 40;")
+    assert "the other 2 after the first second" in told
+    assert beside(pods, None) == "-"
+    log.write_text("2026-12-01 05:39:45,447 INFO volsched.operator: cache synced: 200 nodes, 0 pods\n")
+    assert imports_after_ready(result) is None
