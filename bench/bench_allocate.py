@@ -26,6 +26,7 @@ import os
 import resource
 import subprocess
 import sys
+from collections.abc import Callable
 
 import numpy
 from builders import gang_tasks, node_specs, parsed_cache, timed_cycle
@@ -36,6 +37,11 @@ TARGET_SECONDS = 5.0  # for 5,000 nodes x 50,000 tasks
 TARGET_RATIO = 2.0  # constrained vs plain session time, same size
 CASES = ("plain", "constrained")
 RACK = "topology.example.com/rack"
+
+
+def _every(labels: dict[str, str]) -> Callable[[int], dict[str, str]]:
+    """Each task of a job labelled ``labels``, the same dict."""
+    return lambda k: labels
 
 
 def build(nodes: int, tasks: int, seed: int = 7, *, constrained: bool = False):  # type: ignore[no-untyped-def]
@@ -125,7 +131,7 @@ def build(nodes: int, tasks: int, seed: int = 7, *, constrained: bool = False): 
             priority=0,
             node=None,
             creation=float(g),
-            labels=lambda k, labels=labels: labels,
+            labels=_every(labels),
             constraints=constraints,
         )
         made += size

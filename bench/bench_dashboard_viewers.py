@@ -38,7 +38,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client, utils, watch
+from kubernetes import client, utils
+from kubernetes import watch as _untyped_watch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -47,6 +48,7 @@ from machine import describe  # noqa: E402
 
 from volsched_dev.devcluster import LocalControlPlane  # noqa: E402
 
+_watch: Any = _untyped_watch  # untyped in the client
 NS = "volsched-system"
 
 
@@ -66,10 +68,11 @@ class Watcher(threading.Thread):
 
     def __init__(self, api: client.ApiClient, namespace: str) -> None:
         super().__init__(daemon=True)
-        self.core, self.namespace = client.CoreV1Api(api), namespace
+        self.core: Any = client.CoreV1Api(api)  # (given dicts: the client serialises them)
+        self.namespace = namespace
         self.seen: dict[str, float] = {}
         self.bound: dict[str, float] = {}
-        self.watch = watch.Watch()
+        self.watch = _watch.Watch()
         self.ready = threading.Event()
 
     def run(self) -> None:
@@ -122,7 +125,7 @@ def phase(
     cp: LocalControlPlane, api: client.ApiClient, op: subprocess.Popen[bytes], port: int, *,
     name: str, viewers: int, token: str, args: argparse.Namespace,
 ) -> dict[str, Any]:  # fmt: skip
-    core = client.CoreV1Api(api)
+    core: Any = client.CoreV1Api(api)
     ns = f"bench-{name}"
     core.create_namespace({"metadata": {"name": ns}})
     watcher = Watcher(api, ns)
@@ -180,9 +183,9 @@ def main() -> int:
     print(describe())
     with tempfile.TemporaryDirectory() as tmp, LocalControlPlane() as cp:
         api = cp.api_client()
-        core = client.CoreV1Api(api)
+        core: Any = client.CoreV1Api(api)
         for path in sorted((ROOT / "crds").glob("*.yaml")):
-            utils.create_from_yaml(api, str(path))
+            utils.create_from_yaml(api, str(path))  # type: ignore[no-untyped-call]
         time.sleep(3)  # the CRDs' endpoints come up
         core.create_namespace({"metadata": {"name": NS}})
         client.CustomObjectsApi(api).create_cluster_custom_object(
@@ -201,7 +204,7 @@ def main() -> int:
                     },
                 }
             )
-        rbac = client.RbacAuthorizationV1Api(api)
+        rbac: Any = client.RbacAuthorizationV1Api(api)
         rbac.create_cluster_role(
             {
                 "metadata": {"name": "viewer"},

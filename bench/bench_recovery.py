@@ -53,7 +53,7 @@ class Bench:
     def __init__(self, cp: LocalControlPlane, args: argparse.Namespace, workdir: Path) -> None:
         self.cp, self.args, self.workdir = cp, args, workdir
         self.api = cp.api_client()
-        self.core = client.CoreV1Api(self.api)
+        self.core: Any = client.CoreV1Api(self.api)  # (given dicts: the client serialises them)
         self.n = 0
         self.started = 0
         self.logs: dict[int, Path] = {}
@@ -98,7 +98,7 @@ class Bench:
 
     def holder(self) -> str:
         lease = client.CoordinationV1Api(self.api).read_namespaced_lease("volsched-scheduler", NS)
-        return str(lease.spec.holder_identity or "")
+        return str((lease.spec and lease.spec.holder_identity) or "")
 
     @contextlib.contextmanager
     def running(self, count: int = 1) -> Iterator[list[subprocess.Popen[bytes]]]:
@@ -170,12 +170,12 @@ def main() -> int:
     )
     with tempfile.TemporaryDirectory() as tmp, LocalControlPlane() as cp:
         with cp.api_client() as api:
-            core = client.CoreV1Api(api)
+            core: Any = client.CoreV1Api(api)
             core.create_namespace({"metadata": {"name": NS}})
             for path in sorted((ROOT / "crds").glob("*.yaml")):
                 from kubernetes import utils
 
-                utils.create_from_yaml(api, str(path))
+                utils.create_from_yaml(api, str(path))  # type: ignore[no-untyped-call]
             core.create_node(
                 {
                     "metadata": {"name": "n1"},

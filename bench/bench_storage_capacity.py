@@ -99,7 +99,7 @@ def main() -> None:
     if args.one:
         print(json.dumps(one_round(args.nodes, args.sessions)))
         return
-    sources = [str(Path(s).resolve()) for s in args.source] or [None]
+    sources: list[str | None] = [str(Path(s).resolve()) for s in args.source] or [None]
     print(f"# load {os.getloadavg()[0]:.1f}; {args.nodes} nodes and capacities; ms per check")
     for r in range(args.rounds):
         for source in sources:

@@ -32,9 +32,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from machine import describe
 
-from bench.machine import describe
 from volsched.model.admitted import BOUND_UNDER, STANDING_ALONE
 from volsched_dev.devcluster import LocalControlPlane
 

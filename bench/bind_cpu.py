@@ -81,7 +81,13 @@ class Before(LeanRest):
     :class:`_LeanResponse`'s headers."""
 
     def _direct(
-        self, method: str, path: str, data: bytes | None, content_type: str | None, timeout: float
+        self,
+        method: str,
+        path: str,
+        data: bytes | None,
+        content_type: str | None,
+        timeout: float,
+        patience: float | None = None,  # (a write's answer waited for whole here, as before it)
     ) -> bytes:
         deadline = time.monotonic() + timeout
         message = self._head(method, path, content_type, data) + (data or b"")
@@ -250,7 +256,7 @@ def main() -> int:
                 gc.freeze()  # as the operator does once it listed everything
             keys = sorted(uids)
             # bound, threads, process, apiserver, wall, watch CPU, watch events
-            totals = {w.name: [0, 0.0, 0.0, 0.0, 0.0, 0.0, 0] for w in ways}
+            totals: dict[str, list[float]] = {w.name: [0, 0.0, 0.0, 0.0, 0.0, 0.0, 0] for w in ways}
             rounds = [keys[i : i + args.round] for i in range(0, len(keys), args.round)]
             for i, chunk in enumerate(rounds):
                 way = ways[i % len(ways)]
@@ -274,10 +280,10 @@ def main() -> int:
             print(f"pods {args.pods}, rounds of {args.round}, alternated")
             if watch is not None:
                 watch.stop()
-            for name, (bound, cpu, process, api_cpu, wall, watch_cpu, events) in totals.items():
-                n = max(1, bound)
+            for name, (binds, cpu, process, api_cpu, wall, watch_cpu, events) in totals.items():
+                n = max(1, binds)
                 print(
-                    f"{name:14s} {bound:5d} bound  {1e6 * cpu / n:6.1f} us/bind sending threads"
+                    f"{name:14s} {binds:5.0f} bound  {1e6 * cpu / n:6.1f} us/bind sending threads"
                     + (f"  {1e6 * watch_cpu / max(1, events):6.1f} us/event watch" if watch else "")
                     + (
                         f"  {1e6 * process / n:6.1f} us/bind process  {1e6 * api_cpu / n:6.1f} us/bind apiserver"

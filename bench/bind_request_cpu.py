@@ -14,14 +14,11 @@ are noisy; compare the two columns of one run.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from machine import describe
 
-from bench.machine import describe
 from volsched.cycle import BOUND
 from volsched.framework.decisions import Bind
 from volsched.kube.rest import LeanRest

@@ -203,7 +203,8 @@ class Httpx(Client, _Auth):
         )
         if resp.status_code >= 400:
             raise RuntimeError(f"{method} {path}: {resp.status_code} {resp.content[:200]!r}")
-        return resp.content
+        content: bytes = resp.content  # (httpx is no dependency: untyped here)
+        return content
 
     def watch(self, path: str) -> Iterator[bytes]:
         with self.client.stream("GET", self.host + path) as resp:
@@ -331,9 +332,9 @@ def _warm(client: Client, _name: str) -> bytes:
 
 def _round(
     client: Client, names: list[str], rv: str, args: argparse.Namespace
-) -> dict[str, tuple[float, float]]:
+) -> dict[str, tuple[float, float, float]]:
     """Per kind: (requests or events per second, CPU ms each)."""
-    out: dict[str, tuple[float, float]] = {}
+    out: dict[str, tuple[float, float, float]] = {}
     n = len(names)
     phases = {
         "status": (

@@ -38,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -116,7 +117,7 @@ def replay(lines: list[bytes], pods: list[dict[str, Any]], nodes: list[str], rou
     for _, (name, loads) in itertools.product(range(rounds), (("json", json.loads), ("watch", lean_loads))):
         state = ClusterState()
         feeder = Feeder(state)
-        watch = ListWatch(None, PODS, on_event=Handler(feeder), prune=prune_pod)  # type: ignore[arg-type]
+        watch = ListWatch(None, PODS, on_event=Handler(feeder), prune=prune_pod)
         for i, pod in enumerate(pods):
             meta = pod["metadata"]
             spec = {k: v for k, v in pod["spec"].items() if k != "nodeName"}
@@ -216,7 +217,7 @@ def requests(count: int, rounds: int) -> dict[str, float]:
         best = {"before": float("inf"), "now": float("inf")}
         with client.ApiClient(cfg) as api:
             rest = LeanRest(api, direct=True)
-            send = {"before": partial(_before, rest), "now": rest.request}
+            send: dict[str, Callable[..., bytes]] = {"before": partial(_before, rest), "now": rest.request}
             for _, mode in itertools.product(range(rounds), best):
                 t = time.thread_time()
                 for i in range(count):

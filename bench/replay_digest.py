@@ -41,11 +41,12 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 from bench_replay import QUEUES, _cluster
 
 import volsched.simulate.replay as replay_module
-from volsched.cycle import CycleReport
+from volsched.cycle import CycleReport, run_cycle
 from volsched.framework.registry import load_config
 from volsched.simulate import Replay
 from volsched.simulate.annotations import REMOVE_ANNOTATION
@@ -82,7 +83,6 @@ def digest(replay: Replay) -> tuple[str, int]:
     """Run ``replay``; the sha256 of every session's decisions and the report, and the sessions seen."""
     h = hashlib.sha256()
     count = 0
-    run_cycle = replay_module.run_cycle
 
     def recording(*args: Any, **kwargs: Any) -> CycleReport:
         nonlocal count
@@ -93,11 +93,8 @@ def digest(replay: Replay) -> tuple[str, int]:
             h.update(b"\n")
         return report
 
-    replay_module.run_cycle = recording  # type: ignore[assignment]
-    try:
+    with patch.object(replay_module, "run_cycle", recording):  # (the replay's run_cycle is the cycle's)
         result = replay.run()
-    finally:
-        replay_module.run_cycle = run_cycle
     h.update(json.dumps(result.report(), sort_keys=True, default=str).encode())
     return h.hexdigest(), count
 

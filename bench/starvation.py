@@ -47,7 +47,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import machine  # type: ignore[import-not-found]
+import machine
 
 from volsched.framework.config import DEFAULT_CONFIG_YAML, default_config_with
 from volsched.framework.registry import load_config
@@ -453,9 +453,9 @@ def main() -> None:
     if args.write:
         import yaml
 
-        with open(args.write, "w") as f:
-            f.write(f"# bench/starvation.py --days {args.days:g} --seed {args.seed} --write {args.write}\n")
-            yaml.safe_dump_all(objs, f, default_flow_style=True, width=200, sort_keys=False)
+        with open(args.write, "w") as out:
+            out.write(f"# bench/starvation.py --days {args.days:g} --seed {args.seed} --write {args.write}\n")
+            yaml.safe_dump_all(objs, out, default_flow_style=True, width=200, sort_keys=False)
         return
     print(machine.describe())
     pods = sum(1 for o in objs if o["kind"] == "Pod")

@@ -69,10 +69,10 @@ def proc_figures(pid: int) -> tuple[int, float]:
 
 
 def setup(api: client.ApiClient, pods: int) -> None:
-    core = client.CoreV1Api(api)
+    core: Any = client.CoreV1Api(api)  # (given dicts: the client serialises them)
     core.create_namespace({"metadata": {"name": NS}})
     for path in sorted((ROOT / "crds").glob("*.yaml")):
-        utils.create_from_yaml(api, str(path))
+        utils.create_from_yaml(api, str(path))  # type: ignore[no-untyped-call]
     for i in range((pods + 99) // 100):
         core.create_node(
             {
@@ -84,7 +84,8 @@ def setup(api: client.ApiClient, pods: int) -> None:
                 },
             }
         )
-    client.StorageV1Api(api).create_storage_class(
+    storage: Any = client.StorageV1Api(api)
+    storage.create_storage_class(
         {
             "apiVersion": "storage.k8s.io/v1",
             "kind": "StorageClass",
@@ -119,7 +120,7 @@ def setup(api: client.ApiClient, pods: int) -> None:
 def provision(api: client.ApiClient, pods: int, timeout: float) -> list[float]:
     """Make each claim's volume where it was asked for; each pod's seconds from its volume made to bound
     (seen by a list of the pods every 50 ms, from before the first volume is made)."""
-    core = client.CoreV1Api(api)
+    core: Any = client.CoreV1Api(api)
     made: dict[str, float] = {}
     bound: dict[str, float] = {}
     deadline = time.monotonic() + timeout
@@ -178,7 +179,7 @@ def main() -> int:
     plane = LocalControlPlane(controllers=("persistentvolume-binder-controller",))
     with tempfile.TemporaryDirectory() as tmp, plane as cp, cp.api_client() as api:
         setup(api, args.pods)
-        core = client.CoreV1Api(api)
+        core: Any = client.CoreV1Api(api)
         env = {**os.environ, "PYTHONPATH": str(args.source or ROOT)}
         argv = [
             sys.executable, "-m", "volsched", "run", "--kubeconfig", str(cp.kubeconfig_path),
