@@ -119,7 +119,7 @@ WRITES: list[tuple[str, Callable[[KubeWriter], Any]]] = [
                 reason="FailedScheduling",
                 message=f"no fit on node {'abcdefgh'[next(_n) % 8]}",
             )
-            == (1, None)
+            == (1, None, False)
         ),
     ),
 ]

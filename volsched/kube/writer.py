@@ -602,7 +602,7 @@ class KubeWriter:
         now = render.now_rfc3339()
         ns, name = _split(key)
         _, _, err = self._write_condition(key, uid, message, now, only=uid)
-        _, event_err = self.post_object_event(
+        _, event_err, _ = self.post_object_event(
             EventTarget("Pod", "v1", ns, name, uid), reason=reason, message=message, now=now
         )
         return [e for e in (err, event_err) if e]
@@ -1019,7 +1019,7 @@ class KubeWriter:
             self._settle_unknown(key, uid, message, told)
         said = True
         if outcome.result == EVICTED:  # told once evicted
-            _, event_error, owed = self._post_event(
+            _, event_error, owed = self.post_object_event(
                 target, reason=told[1], message=message, type_="Normal", now=now
             )
             said = not owed and not event_error
@@ -1163,7 +1163,9 @@ class KubeWriter:
         """The event of an eviction whose answer was lost, once the pod is found evicted after all.
         Returns whether it is told (sent, or there already); False: not sent (the fence, an error)."""
         target, reason, message, now = told
-        _, error, owed = self._post_event(target, reason=reason, message=message, type_="Normal", now=now)
+        _, error, owed = self.post_object_event(
+            target, reason=reason, message=message, type_="Normal", now=now
+        )
         return not owed and not error
 
     def _withdraw_unless_evicted(
@@ -1590,7 +1592,9 @@ class KubeWriter:
         """The event of pod ``key`` evicted and gone at once; its look owed on the Lease (``note``) goes
         once it is told."""
         target, reason, message, at = told
-        sent, error, owed = self._post_event(target, reason=reason, message=message, type_="Normal", now=at)
+        sent, error, owed = self.post_object_event(
+            target, reason=reason, message=message, type_="Normal", now=at
+        )
         self._settled(key, note, told=not owed and not error)
         return 0, sent, error
 
@@ -1921,7 +1925,7 @@ class KubeWriter:
         return out
 
     def _event_job(self, target: EventTarget, event: Event, now: str) -> tuple[int, int, str | None]:
-        sent, err = self.post_object_event(
+        sent, err, _ = self.post_object_event(
             target, reason=event.reason, message=event.message, type_=event.type, now=now
         )
         return 0, sent, err
@@ -1934,23 +1938,10 @@ class KubeWriter:
         message: str,
         type_: str = "Warning",
         now: str | None = None,
-    ) -> tuple[int, str | None]:
+    ) -> tuple[int, str | None, bool]:
         """Send one event about ``target`` unless the filter refuses it (the same message as last time
         for this reason, or the object is over its rate). One Event object per (object, reason), updated
-        in place. Returns (events sent, error)."""
-        sent, error, _ = self._post_event(target, reason=reason, message=message, type_=type_, now=now)
-        return sent, error
-
-    def _post_event(
-        self,
-        target: EventTarget,
-        *,
-        reason: str,
-        message: str,
-        type_: str = "Warning",
-        now: str | None = None,
-    ) -> tuple[int, str | None, bool]:
-        """:meth:`post_object_event`, and whether the event is owed still: not sent for the fence."""
+        in place. Returns (events sent, error, whether the event is owed still: not sent for the fence)."""
         message = redact(message)
         if not self.events.admit(target.key, reason, message, settle=reason in WAITING_REASONS):
             return 0, None, False
