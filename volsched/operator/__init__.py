@@ -573,10 +573,10 @@ class Operator:
             # start: reading the CA bundle twice was on the listing's way on a busy
             # machine, and its import waits for them (TLS_AHEAD_WAIT) rather than make its own.
             self.tls_ahead.start()
-            # aiohttp (about a sixth of the CPU to ready) and kopf were not imported so far: they are
-            # now, on a thread that steps aside while the sessions work (see volsched.operator.aside and
-            # _switching_often). Then aiohttp's server takes the health server's sockets over, and its
-            # client carries the reads, as before ready.
+            # aiohttp and kopf were not imported so far (what aiohttp's import cost the way to ready:
+            # docs/design/http-client.md): they are now, on a thread that steps aside while the sessions
+            # work (see volsched.operator.aside and _switching_often). Then aiohttp's server takes the
+            # health server's sockets over, and its client carries the reads, as before ready.
             # With the webhooks on, kopf's registry is made then too. The cyclic collector is paused
             # from the imports' start, and what they made is frozen at the end (see _freeze_after_ready).
             with _switching_often():
