@@ -9,6 +9,7 @@ module of the test's put first in its list (the unit tests: tests/unit/test_impo
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import importlib.abc
 import importlib.util
@@ -33,6 +34,7 @@ from tests.e2e.operator_fixtures import (
     wait_for,
 )
 from volsched.operator import Operator, Settings
+from volsched.operator.aside import Activity
 from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
@@ -161,3 +163,43 @@ def test_with_the_webhooks_on_kopf_its_certificates_and_its_registry_come_under_
         ns = k.namespace("after")
         k.pods(ns, pod("p1"))
         wait_for(lambda: k.bound(ns) == {f"{ns}/p1": "n1"}, 60, what="a pod bound with the webhooks on")
+
+
+def test_a_stop_during_the_wait_for_a_lull_imports_nothing_after_ready(
+    cluster: LocalControlPlane, k: Kube, held: HeldImport, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop (SIGTERM) while what comes after ready waits for the sessions' first lull: the operator
+    stops there. Before, the wait ended and the imports after ready (aiohttp, prometheus_client) ran
+    all the same, for the shutdown alone. The wait is held until the stop (no lull found), and the module
+    put first in the imports' list says whether they began."""
+    import volsched.operator
+
+    k.nodes(node("n1"))
+    settings = Settings(kubeconfig=str(cluster.kubeconfig_path))
+    settings.http.host, settings.http.port, settings.http.auth = "127.0.0.1", 0, "none"
+    settings.lease.namespace = OPERATOR_NS
+    op = Operator(settings)
+    op.after_ready.insert(0, HELD)
+    held.release.set()  # (its import, should it begin, is not held open)
+    waiting, ended = threading.Event(), threading.Event()
+    until_idle = volsched.operator.until_idle
+
+    async def no_lull_until_the_stop(activity: Activity, stop: asyncio.Event, **_: float) -> bool:
+        waiting.set()
+        return await until_idle(activity, stop, quiet=3600, at_most=3600)
+
+    monkeypatch.setattr(volsched.operator, "until_idle", no_lull_until_the_stop)
+    run = op.run
+
+    async def run_to_its_end(stop: asyncio.Event) -> None:
+        try:
+            await run(stop)
+        finally:
+            ended.set()
+
+    monkeypatch.setattr(op, "run", run_to_its_end)
+    with operator_on_a_thread(op):
+        assert waiting.wait(120)  # synced (ready), the sessions running, waiting for a lull
+    assert ended.is_set()  # (stopped, its shutdown done)
+    assert not held.entered.is_set()  # before: the imports after ready began once stopped
+    assert not op.aio_ready.is_set()

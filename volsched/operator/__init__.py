@@ -569,6 +569,8 @@ class Operator:
             quiet = lull_for(self.settings.session.period)
             if self.admission is None and await until_idle(self.loop.activity, stop, quiet=quiet):
                 log.debug("after ready: a lull after %.0f ms", 1000 * (time.monotonic() - lull))
+            if stop.is_set():  # stopped meanwhile: nothing after ready is imported for the shutdown alone
+                return
             # aiohttp's TLS contexts are made from here, beside its import's first modules, not from the
             # start: reading the CA bundle twice was on the listing's way on a busy
             # machine, and its import waits for them (TLS_AHEAD_WAIT) rather than make its own.
