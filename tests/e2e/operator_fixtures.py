@@ -549,6 +549,43 @@ def node_usage(kube: Kube) -> dict[str, tuple[float, float]]:
     return {n: (used[n], alloc[n]) for n in alloc}
 
 
+# --- Two teams on one node, and reclaim between them (the name-taken and forged-record tests) ---
+
+#: The config with reclaim and preempt (examples/), and a namespace's default queue's label.
+RECLAIM_CONFIG = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
+DEFAULT_QUEUE = f"{GROUP}/default-queue"
+
+
+def two_teams(k: Kube, prefix: str, *, fenced: bool = False) -> tuple[str, str]:
+    """Teams a and b on one node of 4 cpu, under :data:`RECLAIM_CONFIG`: queues qa and qb (each deserving
+    half), namespaces ``<prefix>-a`` (default queue qa) and ``<prefix>-b``. ``fenced``: each queue takes
+    only its team's namespace (label ``team``), and ``<prefix>-b`` has no default queue; else it defaults
+    to qb. Returns the two namespaces."""
+    k.set_config(RECLAIM_CONFIG)
+    k.nodes(node("n1", cpu="4"))
+    names = (f"{prefix}-a", f"{prefix}-b")
+    for team, ns in zip("ab", names, strict=True):
+        spec: dict[str, Any] = {"namespaceSelector": {"matchLabels": {"team": ns}}} if fenced else {}
+        k.queue(queue(f"q{team}", **spec))
+        labels = {"team": ns} if fenced else {}
+        if team == "a" or not fenced:
+            labels[DEFAULT_QUEUE] = f"q{team}"
+        k.core.create_namespace(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}}
+        )
+    return names
+
+
+def team_b_reclaims(k: Kube, ns_b: str, op: OperatorProcess, *, pods: int, cpu: str) -> None:
+    """Team b's gang b (minMember 1, in qb) of ``pods`` pods of ``cpu`` each: waits until all are bound,
+    reclaim having taken qb's half of the node back from team a, and no node past its allocatable."""
+    k.podgroup(ns_b, podgroup("b", 1, queue="qb"))
+    k.pods(ns_b, *(pod(f"b-{i}", cpu=cpu, group="b") for i in range(pods)))
+    wait_for(lambda: len(k.bound(ns_b)) == pods, 60, what="qb's pods bound after reclaim", operator=op)
+    for used, alloc in node_usage(k).values():
+        assert used <= alloc + 1e-9
+
+
 # --- Volcano's CRDs (minimal ones: the group, kinds and scopes Volcano's have; any fields) ---
 
 V, VV = "scheduling.volcano.sh", "v1beta1"

@@ -15,44 +15,27 @@ import pytest
 
 from tests.e2e.operator_fixtures import (
     GROUP,
-    ROOT,
     VERSION,
     Kube,
-    OperatorProcess,
     Start,
-    node,
-    node_usage,
     pod,
     podgroup,
-    queue,
     queue_cpu,
+    team_b_reclaims,
+    two_teams,
     wait_for,
 )
 
 pytestmark = pytest.mark.cluster
 
-CONFIG = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
 BOUND_UNDER = "scheduling.volsched.io/bound-under"
-DEFAULT_QUEUE = "scheduling.volsched.io/default-queue"
-
-
-def _namespace(k: Kube, name: str, labels: dict[str, str]) -> str:
-    k.core.create_namespace(
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
-    )
-    return name
 
 
 def _forged(k: Kube, start_operator: Start, *, made_again: bool) -> tuple[str, str]:
     """qa's gang a of 4 bound by an operator, then, while none runs, its PodGroup deleted (and made
     again in qa, if ``made_again``) and its pods' records rewritten to team b's queue qb at a priority no
     class gives. Returns the two teams' namespaces."""
-    k.set_config(CONFIG)
-    k.nodes(node("n1", cpu="4"))
-    k.queue(queue("qa", namespaceSelector={"matchLabels": {"team": "forged-a"}}))
-    k.queue(queue("qb", namespaceSelector={"matchLabels": {"team": "forged-b"}}))
-    ns_a = _namespace(k, "forged-a", {"team": "forged-a", DEFAULT_QUEUE: "qa"})
-    ns_b = _namespace(k, "forged-b", {"team": "forged-b"})
+    ns_a, ns_b = two_teams(k, "forged", fenced=True)
     k.podgroup(ns_a, podgroup("a", 4, queue="qa"))
     k.pods(ns_a, *(pod(f"a-{i}", cpu="1", group="a") for i in range(4)))
     op = start_operator()
@@ -72,18 +55,6 @@ def _forged(k: Kube, start_operator: Start, *, made_again: bool) -> tuple[str, s
     if made_again:
         k.podgroup(ns_a, podgroup("a", 4, queue="qa"))
     return ns_a, ns_b
-
-
-def _reclaimed_by_team_b(k: Kube, ns_a: str, ns_b: str, op: OperatorProcess) -> None:
-    k.podgroup(ns_b, podgroup("b", 1, queue="qb"))
-    k.pods(ns_b, pod("b-0", cpu="1", group="b"), pod("b-1", cpu="1", group="b"))
-    # qb deserves half the node: reclaim takes two of team a's four back (before: qb was past its share
-    # already, holding them, and the forged priority kept them from preempt).
-    wait_for(lambda: len(k.bound(ns_b)) == 2, 60, what="qb's pods bound after reclaim", operator=op)
-    assert len(k.bound(ns_a)) == 2
-    for used, alloc in node_usage(k).values():
-        assert used <= alloc + 1e-9
-    op.check_running()
 
 
 def test_a_record_forged_while_no_operator_runs_does_not_charge_another_teams_queue(
@@ -106,7 +77,11 @@ def test_a_record_forged_while_no_operator_runs_does_not_charge_another_teams_qu
     )
     wait_for(lambda: queue_cpu(k, "qa") == "4", 30, what="queue qa charged for its pods", operator=op)
     assert queue_cpu(k, "qb") == "0"  # before: 4, team b's queue charged for team a's pods
-    _reclaimed_by_team_b(k, ns_a, ns_b, op)
+    team_b_reclaims(k, ns_b, op, pods=2, cpu="1")
+    # reclaim took two of team a's four back (before: qb was past its share already, holding them, and
+    # the forged priority kept them from preempt)
+    assert len(k.bound(ns_a)) == 2
+    op.check_running()
 
 
 def test_a_group_made_again_over_pods_with_a_forged_record_is_not_held_to_it(

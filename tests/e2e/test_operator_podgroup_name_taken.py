@@ -14,40 +14,42 @@ import pytest
 
 from tests.e2e.operator_fixtures import (
     GROUP,
-    ROOT,
     VERSION,
     Kube,
+    OperatorProcess,
     Start,
-    node,
-    node_usage,
     pod,
     podgroup,
-    queue,
     queue_cpu,
+    team_b_reclaims,
+    two_teams,
     wait_for,
 )
 from volsched.model.admitted import BOUND_UNDER, STANDING_ALONE, read_bound
 
 pytestmark = pytest.mark.cluster
 
-CONFIG = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
-DEFAULT_QUEUE = "scheduling.volsched.io/default-queue"
 
-
-def _namespace(k: Kube, name: str, default_queue: str) -> str:
-    meta = {"name": name, "labels": {DEFAULT_QUEUE: default_queue}}
-    k.core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
-    return name
+def _told_name_taken(k: Kube, ns: str, op: OperatorProcess, why: str) -> None:
+    """Wait for PodGroup x of ``ns`` told its name is taken, ``why`` in the message."""
+    wait_for(
+        lambda: any(
+            e.reason == "PodGroupNameTaken"
+            and e.involved_object.kind == "PodGroup"
+            and e.involved_object.name == "x"
+            and why in (e.message or "")
+            for e in k.core.list_namespaced_event(ns).items
+        ),
+        30,
+        what="PodGroup x told its name is taken",
+        operator=op,
+    )
 
 
 def test_a_podgroup_named_like_a_running_pod_standing_alone_does_not_keep_it_from_reclaim(
     k: Kube, start_operator: Start
 ) -> None:
-    k.set_config(CONFIG)
-    k.nodes(node("n1", cpu="4"))
-    k.queue(queue("qa"))
-    k.queue(queue("qb"))
-    ns_a, ns_b = _namespace(k, "name-taken-a", "qa"), _namespace(k, "name-taken-b", "qb")
+    ns_a, ns_b = two_teams(k, "name-taken")
     k.pods(ns_a, pod("a-0", cpu="2"))
     op = start_operator()
     wait_for(lambda: f"{ns_a}/a-0" in k.bound(ns_a), 30, what="a-0 bound", operator=op)
@@ -56,26 +58,12 @@ def test_a_podgroup_named_like_a_running_pod_standing_alone_does_not_keep_it_fro
     wait_for(lambda: queue_cpu(k, "qa") == "4", 30, what="queue qa holding both", operator=op)
 
     k.podgroup(ns_a, podgroup("x", 4, queue="qa"))
-    wait_for(
-        lambda: any(
-            e.reason == "PodGroupNameTaken"
-            and e.involved_object.kind == "PodGroup"
-            and e.involved_object.name == "x"
-            and "pod x, which names no pod group, was made before this PodGroup and has its name"
-            in (e.message or "")
-            for e in k.core.list_namespaced_event(ns_a).items
-        ),
-        30,
-        what="PodGroup x told its name is taken",
-        operator=op,
+    _told_name_taken(
+        k, ns_a, op, "pod x, which names no pod group, was made before this PodGroup and has its name"
     )
-    k.podgroup(ns_b, podgroup("b", 1, queue="qb"))
-    k.pods(ns_b, pod("b-0", cpu="2", group="b"))
-    # qb deserves half the node: reclaim takes x, the newer (before: a-0, x kept as a gang of minMember 4)
-    wait_for(lambda: len(k.bound(ns_b)) == 1, 60, what="qb's pod bound after reclaim", operator=op)
+    team_b_reclaims(k, ns_b, op, pods=1, cpu="2")
+    # reclaim took x, the newer (before: a-0, x kept as a gang of minMember 4)
     assert list(k.bound(ns_a)) == [f"{ns_a}/a-0"]
-    for used, alloc in node_usage(k).values():
-        assert used <= alloc + 1e-9
     op.check_running()
 
 
@@ -89,11 +77,7 @@ def test_a_pod_standing_alone_made_after_a_running_gang_of_its_name_joins_it_and
     cluster's creation times say so): pod x is its member, bound under its record as a pod naming it
     would be, and reclaim takes it, the gang's one above its minimum, not the gang's own. An operator
     started after pod x was made (restarted: the listing brings both at once) decides the same."""
-    k.set_config(CONFIG)
-    k.nodes(node("n1", cpu="4"))
-    k.queue(queue("qa"))
-    k.queue(queue("qb"))
-    ns_a, ns_b = _namespace(k, "name-first-a", "qa"), _namespace(k, "name-first-b", "qb")
+    ns_a, ns_b = two_teams(k, "name-first")
     made = k.podgroup(ns_a, podgroup("x", 2, queue="qa"))
     k.pods(ns_a, pod("x-0", cpu="1", group="x"), pod("x-1", cpu="1", group="x"))
     op = start_operator()
@@ -116,16 +100,12 @@ def test_a_pod_standing_alone_made_after_a_running_gang_of_its_name_joins_it_and
     assert record is not None and record.uid == made["metadata"]["uid"], notes
     assert (record.queue, record.min_member) == ("qa", 2)
 
-    k.podgroup(ns_b, podgroup("b", 1, queue="qb"))
-    k.pods(ns_b, pod("b-0", cpu="2", group="b"))
-    # qb deserves half the node: reclaim takes x, the gang's one above its minimum, and leaves x-0 and x-1
-    wait_for(lambda: len(k.bound(ns_b)) == 1, 60, what="qb's pod bound after reclaim", operator=op)
+    team_b_reclaims(k, ns_b, op, pods=1, cpu="2")
+    # reclaim took x, the gang's one above its minimum, and left x-0 and x-1
     assert sorted(k.bound(ns_a)) == [f"{ns_a}/x-0", f"{ns_a}/x-1"]
     assert not any(
         e.reason == "PodGroupNameTaken" for e in k.core.list_namespaced_event(ns_a).items
     )  # (what the operator told, by now: the gang's events came with its binds)
-    for used, alloc in node_usage(k).values():
-        assert used <= alloc + 1e-9
     op.check_running()
 
 
@@ -139,11 +119,7 @@ def test_a_podgroup_refused_then_mended_does_not_wrap_a_pod_bound_standing_alone
     writes a record of its own now, and a pod carrying it keeps its name whatever the creation times: the
     PodGroup is told its name is taken, and reclaim takes x, the newer, as any pod standing alone. An
     operator started after the mend (restarted: the listing brings both at once) decides the same."""
-    k.set_config(CONFIG)
-    k.nodes(node("n1", cpu="4"))
-    k.queue(queue("qa"))
-    k.queue(queue("qb"))
-    ns_a, ns_b = _namespace(k, "name-bound-a", "qa"), _namespace(k, "name-bound-b", "qb")
+    ns_a, ns_b = two_teams(k, "name-bound")
     refused = podgroup("x", 4, queue="qa")
     refused["spec"]["minResources"] = {"cpu": "-1"}  # (the CRD's quantity pattern allows a sign)
     made = k.podgroup(ns_a, refused)
@@ -177,23 +153,8 @@ def test_a_podgroup_refused_then_mended_does_not_wrap_a_pod_bound_standing_alone
     )  # mended: the PodGroup, older than pod x, is in force now
     if restart:
         op = start_operator()
-    wait_for(
-        lambda: any(
-            e.reason == "PodGroupNameTaken"
-            and e.involved_object.kind == "PodGroup"
-            and e.involved_object.name == "x"
-            and "pod x, which names no pod group, was bound standing alone" in (e.message or "")
-            for e in k.core.list_namespaced_event(ns_a).items
-        ),
-        30,
-        what="PodGroup x told its name is taken",
-        operator=op,
-    )
-    k.podgroup(ns_b, podgroup("b", 1, queue="qb"))
-    k.pods(ns_b, pod("b-0", cpu="2", group="b"))
-    # qb deserves half the node: reclaim takes x, the newer (before: a-0, x kept as a gang of minMember 4)
-    wait_for(lambda: len(k.bound(ns_b)) == 1, 60, what="qb's pod bound after reclaim", operator=op)
+    _told_name_taken(k, ns_a, op, "pod x, which names no pod group, was bound standing alone")
+    team_b_reclaims(k, ns_b, op, pods=1, cpu="2")
+    # reclaim took x, the newer (before: a-0, x kept as a gang of minMember 4)
     assert list(k.bound(ns_a)) == [f"{ns_a}/a-0"]
-    for used, alloc in node_usage(k).values():
-        assert used <= alloc + 1e-9
     op.check_running()
