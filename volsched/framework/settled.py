@@ -13,6 +13,7 @@ import itertools
 import operator
 from collections.abc import Container, Hashable, Iterable, Mapping, Sequence
 from dataclasses import field, replace
+from functools import cached_property
 from operator import attrgetter, methodcaller
 from typing import Any, TypeVar
 
@@ -139,10 +140,16 @@ class Settled:
     #: Whether every sum of the run is exact, whatever the order its rows are added in (see
     #: :func:`_exactness`): then the run of the jobs left when some leave is this run less their rows.
     exact: bool = True
-    #: Its gaps' blocks (:func:`_gap_blocks`) and each block's keys, queues and asks as
-    #: :func:`_same_gaps` compares them: they follow from the gaps alone, which do not change, so they
-    #: are made once for the sessions that check them (every session, for the pods set aside).
-    blocks: dict[object, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+    #: Each block of its gaps (:attr:`gap_blocks`) by its (first, last) indices, as :func:`_same_gaps`
+    #: compares them (:func:`_block`): made once for the sessions that check them.
+    blocks: dict[tuple[int, int], _Block] = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    @cached_property
+    def gap_blocks(self) -> list[tuple[int, int]]:
+        """The runs of consecutive gaps (:func:`_gap_blocks`). They follow from the gaps alone, which do
+        not change, so they are made once for the sessions that check them (every session, for the pods
+        set aside)."""
+        return _gap_blocks(self.gaps)
 
 
 def empty(width: int) -> Settled:
@@ -595,10 +602,7 @@ def _reusable(jobs: list[Job], base: Settled, present: Container[str], *, again:
         return _without_gone(jobs, base, present) if base.exact and run else empty(base.width)
     r = prev = 0
     gaps = base.gaps
-    blocks = base.blocks.get(None)
-    if blocks is None:
-        blocks = base.blocks[None] = _gap_blocks(gaps)
-    for first, last in blocks:
+    for first, last in base.gap_blocks:
         gap = gaps[first]
         head = jobs[prev : gap.at]
         if len(head) != gap.at - prev or not _same(head, run[r : r + len(head)]):  # (or the jobs end first)
@@ -656,7 +660,7 @@ class _Block:
 def _block(base: Settled, first: int, last: int) -> _Block:
     """The block of ``base``'s gaps ``first`` to ``last``, made once per run (``Settled.blocks``)."""
     key = (first, last)
-    out: _Block | None = base.blocks.get(key)
+    out = base.blocks.get(key)
     if out is None:
         gaps = base.gaps[first : last + 1]
         out = base.blocks[key] = _Block(
