@@ -407,3 +407,48 @@ def test_a_new_node_table_takes_the_counts_over() -> None:
     assert fifth.nodes.memo.get(attach._CARRIED) is counts
     assert counts.perm is not None and counts.perm.tolist() == [0, *range(2, 9), 1]
     run_session(fifth, config)
+
+
+def test_the_slots_of_nodes_gone_are_compacted() -> None:
+    """Nodes leaving one at a time each empty their slot alone; once more than one slot in four would
+    be free, the counts are made anew with one slot per node (slot = place), not kept at the size of
+    the most nodes there ever were: what they count is what every pod counts, before and after."""
+    from tests.builders import csi_node, node, pod, pv, pvc
+    from volsched.cache.feeder import Feeder
+    from volsched.cache.state import ClusterState
+    from volsched.framework.registry import load_config
+    from volsched.framework.runner import run_session
+    from volsched.model import attach
+
+    feeder = Feeder(ClusterState())
+    for i in range(16):
+        feeder.apply("Node", node(f"n{i}", cpu="8"))
+        feeder.apply("CSINode", csi_node(f"n{i}", ebs_csi_aws_com=2))
+    for k in range(16):
+        feeder.apply("PersistentVolume", pv(f"v{k}", csi="ebs.csi.aws.com"))
+        feeder.apply("PersistentVolumeClaim", pvc(f"c{k}", volume=f"v{k}"))
+        bound = pod(f"b{k}", cpu="1", node=f"n{k}")
+        bound["spec"]["volumes"] = [{"name": "d", "persistentVolumeClaim": {"claimName": f"c{k}"}}]
+        feeder.apply("Pod", bound)
+    arriving = pod("p", cpu="1")
+    arriving["spec"]["volumes"] = [{"name": "d", "persistentVolumeClaim": {"claimName": "c0"}}]
+    feeder.apply("Pod", arriving)
+    run_session(feeder.state.snapshot(now=1.0), load_config())
+    sizes = []
+    for k, gone in enumerate((15, 3, 7, 11, 1, 9, 5, 13), start=2):  # one at a time, each counted alone
+        feeder.delete("Node", node(f"n{gone}", cpu="8"))
+        feeder.delete("Pod", pod(f"b{gone}", cpu="1", node=f"n{gone}"))
+        snap = feeder.state.snapshot(now=float(k))
+        nodes = snap.nodes
+        probes = [_task(random.Random(j), 1000 + j, node=None) for j in range(4)]
+        for j, p in enumerate(probes):
+            p.claims = (f"c{j * 4}",)
+        tasks, catalog = nodes.tasks, snap.attach
+        assert catalog is not None
+        carried = AttachState(catalog, index=nodes.index, tasks=tasks.copy, memo=nodes.memo)
+        fresh = AttachState(catalog, index=nodes.index, tasks=tasks.copy)
+        assert _seen(carried, probes) == _seen(fresh, probes)
+        counts = nodes.memo[attach._CARRIED]
+        sizes.append(counts.size)
+        assert (counts.size - len(nodes.index)) * attach._NODES_FULL <= len(nodes.index), sizes
+    assert sizes == [16, 16, 16, 12, 12, 12, 9, 9]  # (made anew as the 4th and 7th left: 4 of 12, 3 of 9)

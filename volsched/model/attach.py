@@ -46,7 +46,8 @@ _KEPT_RESOLVED = 65536
 #: The node table's memo key of the counts of the pods on the nodes (:class:`_Counts`), carried from
 #: session to session and moved by the nodes whose dict of tasks is another object.
 _CARRIED = "attach: the counts carried"
-#: Past one node in this many whose tasks are another dict, the carried counts are made anew.
+#: Past one node in this many whose tasks are another dict (or that joined or left at once, or slots
+#: free), the carried counts are made anew.
 _NODES_FULL = 4
 
 BoolArray = npt.NDArray[np.bool_]
@@ -483,7 +484,8 @@ class _Counts:
 
     Each node's counts stand in its own slot (``slots``), not at its place in the table: a node that
     joins takes a slot a node gone left free (or a new one past the last) and is counted alone, a node
-    gone is emptied alone, and the nodes between keep theirs, though their places in the table move.
+    gone is emptied alone, and the nodes between keep theirs, though their places in the table move;
+    once more than one slot in ``_NODES_FULL`` would be free, the counts are made anew (compact).
     ``perm`` is each place's slot (None: the slots are the places), ``place`` each slot's place."""
 
     __slots__ = (
@@ -723,6 +725,11 @@ class _Counts:
         gone = [slots[n] for n in slots.keys() - index.keys()]
         came = sorted(index.keys() - slots.keys(), key=index.__getitem__)
         if (len(gone) + len(came)) * _NODES_FULL > len(index):
+            return None
+        if (len(self.free) + len(gone) - len(came)) * _NODES_FULL > len(index):
+            # (past one slot in ``_NODES_FULL`` free once they moved, as nodes leave a few at a time: made
+            # anew, compact, where the slots kept the most nodes there ever were, every answer through
+            # ``perm``; a full count at most once per a quarter of the nodes gone)
             return None
         for i in sorted(gone):
             node = self.names[i]
