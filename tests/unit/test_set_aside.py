@@ -305,3 +305,59 @@ def test_nothing_set_aside_or_told_has_a_best_effort_task_so_backfill_still_trie
     _relabel(feeder)  # a node carries the label: backfill binds them
     report = run_cycle(feeder, config, FakePort(), now=5010.0)
     assert best_effort <= _bound(report)
+
+
+def test_what_pods_set_aside_ask_is_summed_once_and_is_a_walk_of_every_asking_job(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The close's sums of what the jobs that can never run ask (``never_asks``, taken out of a Queue's
+    shown request) over the leading pods set aside are kept with the node table and taken again by the
+    next session whose asking jobs begin with those very pods: the same floats as a walk over every
+    asking job (fractions of a cpu, whose sums' last bits follow the order), session after session, as
+    pods arrive, are bound, leave, and the nodes change; and the later sessions walk none of them."""
+    import volsched.framework.never as never
+    import volsched.framework.runner as runner
+
+    stuck = [
+        pod(f"sel{i}", cpu=f"{(i % 7 + 1) * 100}m", queue="q", node_selector={"disk": "x"}) for i in range(9)
+    ]
+    feeder = cache(*_objects(), *stuck)
+    walked: list[int] = []
+    asking: list[int] = []
+    add, asks = never._add_never, never.never_asks
+
+    def counting(session: Any, jobs: Any, out: Any) -> None:
+        walked[-1] += len(jobs)
+        add(session, jobs, out)
+
+    def spy(session: Any) -> Any:
+        walked.append(0)
+        out = asks(session)
+        every = session.ledger.asking_jobs()
+        asking.append(len(every))
+        scratch: dict[str, Any] = {}
+        add(session, every, scratch)
+        assert {q: v.tobytes() for q, v in out.items()} == {q: v.tobytes() for q, v in scratch.items()}
+        return out
+
+    monkeypatch.setattr(never, "_add_never", counting)
+    monkeypatch.setattr(runner, "never_asks", spy)
+    changes: list[Callable[[Feeder], object]] = [
+        lambda f: None,
+        lambda f: None,
+        lambda f: _apply(f, pod("a0", cpu="100m", queue="q")),
+        lambda f: None,
+        lambda f: f.delete("Pod", {"metadata": {"namespace": "default", "name": "sel4"}}),
+        lambda f: None,
+        lambda f: _apply(f, node("n3", cpu="5")),  # another node table: summed again, then kept
+        lambda f: None,
+        lambda f: _apply(f, pod("sel9", cpu="300m", queue="q", node_selector={"disk": "x"})),
+        lambda f: None,
+        lambda f: None,
+    ]
+    for i, change in enumerate(changes):
+        change(feeder)
+        run_cycle(feeder, CONFIG, FakePort(), now=5000.0 + i)
+    assert len(walked) == len(changes)
+    # (the first two sessions try the pods, then each walks all but those it takes again)
+    assert walked[3] < asking[3] - 5 and walked[-1] < asking[-1] - 5, (walked, asking)

@@ -22,6 +22,9 @@ Reads and writes the session's state only.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Mapping, Sequence
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -467,10 +470,43 @@ def never_asks(session: ExtensionPoints) -> dict[str, Vector]:
     """Per queue, what its gangs and pods standing alone that can never run as it stands
     (:func:`job_never`) ask beyond what they hold: their pending and pipelined pods' requests. No share
     is theirs (the proportion plugin counts none of it in its queue's demand), so a Queue's status does
-    not show it asked either."""
+    not show it asked either.
+
+    The sums over the leading asking jobs that were set aside (told: ``TOLD``) are kept with the node
+    table (:class:`_Asked`) and taken again by the next session whose asking jobs begin with those very
+    jobs: each lent again as the same object, untouched (a session that changes a shared job works on a
+    copy), whose verdict follows from its shape, the queues and the nodes' specs (:func:`_kept`, the same
+    premise as the verdicts kept there); one that can never run is placed by no session, and what it
+    holds stays (a pod evicted holds its node until it is gone), so it asks what it asked. The same
+    floats: the same additions in the same order, from the same start."""
+    asking = session.ledger.asking_jobs()
+    told: dict[str, Refused] = session.state.get(TOLD) or {}
+    lead = _told_lead(asking, told) if told else 0
     out: dict[str, Vector] = {}
+    start = 0
+    if lead:
+        kept = _kept(session)
+        memo = session.nodes.memo
+        carried = memo.get(_ASKED)
+        if (
+            isinstance(carried, _Asked)
+            and carried.kept is kept
+            and len(carried.jobs) <= lead
+            and asking[: len(carried.jobs)] == carried.jobs  # (by identity: a Job has no __eq__)
+        ):
+            out, start = dict(carried.sums), len(carried.jobs)
+        if lead > start:
+            _add_never(session, asking[start:lead], out)
+            memo[_ASKED] = _Asked(kept=kept, jobs=list(asking[:lead]), sums=dict(out))
+            start = lead
+    _add_never(session, asking[start:], out)
+    return out
+
+
+def _add_never(session: ExtensionPoints, jobs: Sequence[Job], out: dict[str, Vector]) -> None:
+    """Add to ``out`` (per queue) what each of ``jobs`` that can never run as it stands asks, in order."""
     pending, pipelined = TaskStatus.PENDING, TaskStatus.PIPELINED
-    for job in session.ledger.asking_jobs():
+    for job in jobs:
         c = job.status_count
         if not (c.get(pending) or c.get(pipelined)) or job_never(session, job) is None:
             continue
@@ -481,7 +517,26 @@ def never_asks(session: ExtensionPoints) -> dict[str, Vector]:
             ask = job.total_request() - job.allocated
         held = out.get(job.queue)
         out[job.queue] = ask if held is None else held + ask
-    return out
+
+
+def _told_lead(jobs: Sequence[Job], told: Mapping[str, object]) -> int:
+    """How many of ``jobs`` lead that were told what their last try found (``told``): one pass in C."""
+    return sum(1 for _ in itertools.takewhile(told.__contains__, map(_JOB_KEY, jobs)))
+
+
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """What :func:`never_asks` added over the leading asking jobs that were set aside (``jobs``), per
+    queue (``sums``, read-only), against the verdicts kept in ``kept`` (:func:`_kept`'s, by identity)."""
+
+    kept: object
+    jobs: list[Job]
+    sums: dict[str, Vector]
+
+
+#: Where :func:`never_asks` keeps its :class:`_Asked` with a node table (its memo).
+_ASKED = "never: asked"
+_JOB_KEY: attrgetter[str] = attrgetter("key")
 
 
 # --- the set-aside: gangs that fit on no node as the nodes stand, not tried again until a node changes ---
