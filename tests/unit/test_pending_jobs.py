@@ -144,3 +144,22 @@ def test_a_change_in_place_between_snapshots_leaves_no_pending_job_unnamed(
     Enqueue().execute(session)
     Allocate().execute(session)
     assert {j.key for j in session.pending_jobs()} == _walked(session)
+
+
+def test_pending_jobs_are_found_again_only_after_a_status_changed() -> None:
+    """Asked again with no task's status changed, the very list; a placement, and its undoing, make it
+    found again: what a walk over every job finds each time."""
+    from volsched.framework.statement import Statement
+
+    session = open_session(_state(CLUSTER).snapshot(now=1.0), load_config(), may_evict=False)
+    Enqueue().execute(session)
+    first = session.pending_jobs()
+    assert session.pending_jobs() is first
+    late = session.jobs["ns2/late-a"]
+    (task,) = late.tasks.values()
+    statement = Statement(session)
+    statement.allocate(task, 0)
+    placed = session.pending_jobs()
+    assert {j.key for j in placed} == _walked(session) and "ns2/late-a" not in _walked(session)
+    statement.discard()
+    assert {j.key for j in session.pending_jobs()} == _walked(session) == {j.key for j in first}

@@ -106,6 +106,8 @@ class Session(NodeViews):
         self._queue_allocated: dict[str, Vector] | None = None
         #: The jobs that may have a task pending (``pending_jobs``), gathered when first asked.
         self._maybe_pending: list[Job] | None = None
+        #: Those of them with a task pending, found when first asked after the last status change.
+        self._pending: list[Job] | None = None
         #: What the jobs hold, ask and still miss, per queue and per namespace (what plugins ask).
         self.ledger = SessionLedger(self.jobs, snapshot.kept, len(self.space))
         if snapshot.device_catalog is not None or snapshot.resource_claims:
@@ -140,6 +142,7 @@ class Session(NodeViews):
             )
         job = self.jobs.get(task.job_key)
         old = task.status
+        self._pending = None
         if job is not None:
             self.ledger.status_changed(job)
             job.count_status(old, status)
@@ -354,12 +357,18 @@ class Session(NodeViews):
     # --- helpers for actions --------------------------------------------------------------------------
 
     def pending_jobs(self) -> list[Job]:
-        """The jobs with a task pending now. Only jobs that had one when the snapshot was built can
+        """The jobs with a task pending now (read-only: the same list until a task's status changes).
+        Only jobs that had one when the snapshot was built can
         (a session never makes a task pending that was not: it only undoes its own placements), and
         the snapshot names those (``ClusterSnapshot.private``): the few of a steady state are read by
         key, not found among every bound job each time an action asks. In the jobs' order when most
         jobs may be pending (a backlog), else in key order: an action's decisions never depend on it
-        (it orders jobs by the session's orders, whose keys tell any two jobs apart)."""
+        (it orders jobs by the session's orders, whose keys tell any two jobs apart). Found again only
+        after a task's status changed (every change goes through ``_set_status``): the pods set aside,
+        pending all session, are walked once per change, not once per action that asks."""
+        out = self._pending
+        if out is not None:
+            return out
         maybe = self._maybe_pending
         if maybe is None:
             jobs = self.jobs
@@ -372,7 +381,8 @@ class Session(NodeViews):
                 maybe = [jobs[key] for key in sorted(private) if key in jobs]
             self._maybe_pending = maybe
         pending = TaskStatus.PENDING
-        return [job for job in maybe if job.status_count.get(pending)]
+        out = self._pending = [job for job in maybe if job.status_count.get(pending)]
+        return out
 
     def admission_jobs(self) -> list[Job]:
         """The jobs enqueue decides for: those with a task pending (``pending_jobs``), and the PodGroups
