@@ -604,7 +604,10 @@ def _job_events(session: Session, job: Job, phases: dict[str, PodGroupPhase], ga
     result = session.result
     pending = [t for t in job.pending_tasks() if t.schedulable_by_us]
     job_statuses = session.job_errors.get(job.key, [])
-    job_reason = render(job_statuses) or None
+    # (one tuple and one rendering of the job's refusals, for its PodGroup and each pod they are said
+    # of: a backlog's waiting job says the same words on its PodGroup and on its one pod)
+    said = tuple(job_statuses)
+    job_reason = render(said) or None
     on_group = False
     if job.podgroup is not None and job_reason and phases[job.key] is not PodGroupPhase.RUNNING:
         # A gang refused as invalid (too few of its pods exist yet, a queue it may not use) is
@@ -613,7 +616,7 @@ def _job_events(session: Session, job: Job, phases: dict[str, PodGroupPhase], ga
         # event per pod a moment before it is whole), as Volcano says an invalid job's reason.
         invalid = session.job_valid(job)
         on_group = gap is None and invalid is not None and invalid in job_statuses
-        result.rejections[f"PodGroup {job.key}"] = tuple(job_statuses)
+        result.rejections[f"PodGroup {job.key}"] = said
         result.events.append(
             Event(
                 kind="PodGroup",
@@ -627,7 +630,7 @@ def _job_events(session: Session, job: Job, phases: dict[str, PodGroupPhase], ga
         fit = session.fit_errors.get(task.key)
         if fit is None and on_group:
             continue
-        statuses = (fit,) if fit is not None else tuple(job_statuses)
+        statuses = (fit,) if fit is not None else said
         if (
             fit is not None
             and job_statuses
@@ -637,7 +640,7 @@ def _job_events(session: Session, job: Job, phases: dict[str, PodGroupPhase], ga
             statuses = (job_statuses[0], fit)  # the pod's own numbers, after the gang's "never"
         if gap is not None:
             statuses = (gap, *statuses)
-        why = render(statuses)
+        why = (job_reason or "") if statuses is said else render(statuses)
         if not why:
             continue
         result.rejections[f"Pod {task.key}"] = statuses
