@@ -35,6 +35,7 @@ from volsched.kube.podgroups import PodGroupCreator
 from volsched.kube.prune import EVENT_DECODERS, PAGE_DECODERS, PRUNERS
 from volsched.kube.watch import ApiError, ListWatch
 from volsched.kube.writer import KubeWriter
+from volsched.model.errors import InputError
 from volsched.model.raw import meta_of, uid_of
 from volsched.operator.volcano import OPTIONAL_WATCHED, VolcanoKinds
 from volsched.redaction import error_summary
@@ -249,7 +250,10 @@ class WatchFeed:
                 try:
                     future.result()
                 except Exception as exc:  # its watch lists again when started
+                    refused = _refused_at_start(w, exc)
                     if future not in lists:
+                        if refused is not None:
+                            raise refused from None
                         raise
                     if w.kind in OPTIONAL_WATCHED:
                         log.warning("listing %s %s failed (%s); retrying", w.kind.group, w.kind.plural, exc)
@@ -257,6 +261,8 @@ class WatchFeed:
                         log.warning(
                             "%s are not served by this cluster (is the CRD installed?)", w.kind.plural
                         )
+                    elif refused is not None:
+                        raise refused from None
                     else:
                         raise
                 waiting.discard(future)
@@ -269,3 +275,17 @@ class WatchFeed:
                 for w in every:
                     w.stop(timeout=0)  # each listing ends now, a page on its way given up
             pool.shutdown(wait=not failed, cancel_futures=failed)
+
+
+def _refused_at_start(watch: ListWatch, exc: BaseException) -> InputError | None:
+    """A kind's first listing refused by an answer (401: credentials not accepted; 403: not allowed to
+    list it; another 4xx but a throttling 429) as what ends the start in a line (``volsched run`` exits 2
+    saying it), or None for another failure. Before, the start ended in the listing's traceback."""
+    if not isinstance(exc, ApiError) or not 400 <= exc.status < 500 or exc.status == 429:
+        return None
+    plural = watch.kind.plural
+    why = {
+        401: "the kubeconfig's credentials (or the service account's token) were not accepted",
+        403: f"volsched's ClusterRole (manifests/10-rbac.yaml) lets its user list and watch {plural}",
+    }.get(exc.status)
+    return InputError(f"the first listing of {plural} was refused ({exc})" + (f"; {why}" if why else ""))
