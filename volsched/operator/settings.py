@@ -244,7 +244,10 @@ def build_parser() -> argparse.ArgumentParser:
     """``volsched run``'s parser; its options by what they set, in the order ``--help`` lists them."""
     d = Settings()
     p = _RunParser(prog="volsched run", description="Run the volsched scheduler operator.")
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG)")
+    p.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file (default: in-cluster, then the files $KUBECONFIG names, merged, or ~/.kube/config)",
+    )
     _add_config(p, d)
     _add_sessions(p, d)
     _add_serving(p, d)
