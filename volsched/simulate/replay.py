@@ -23,6 +23,7 @@ that runs for 10^17 s, or a replay that starts in the year 9999, would otherwise
 
 from __future__ import annotations
 
+import gc
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import field
@@ -31,6 +32,7 @@ from typing import Any
 from volsched.cycle import BLOCKED, BOUND, EVICTED, FAILED, EvictOutcome, IdleSkip, run_cycle
 from volsched.framework.config import SchedulerConfig
 from volsched.framework.decisions import SessionResult
+from volsched.gcpause import freeze_all
 from volsched.model.errors import InputError
 from volsched.model.raw import meta_of
 from volsched.model.vocabulary import DEFAULT_SCHEDULER_NAMES
@@ -244,6 +246,17 @@ class Replay:
             t = max(t, event)
 
     def run(self) -> ReplayResult:
+        """Replay to the end. What was made before it (the imports, the feed's documents and trace, the
+        cluster's static objects) lives as long as the replay and is left out of the cyclic collector's
+        way meanwhile (``gc.freeze``, as the operator does once its caches are filled), and put back at
+        the end: a process that replays again (the tests, ``--compare``) keeps nothing frozen for good."""
+        freeze_all()
+        try:
+            return self._run()
+        finally:
+            gc.unfreeze()
+
+    def _run(self) -> ReplayResult:
         sim, port = self.sim, self.port
         idle = IdleSkip(max_idle=self.max_idle, clock=lambda: sim.clock)
         outcomes: list[EvictOutcome] = []
