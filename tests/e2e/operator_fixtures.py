@@ -8,6 +8,7 @@ subprocess and stops it (SIGTERM) afterwards. Waits are bounded polls (:func:`wa
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import os
 import re
@@ -229,6 +230,19 @@ class Kube:
 
     def bound(self, namespace: str | None = None) -> dict[str, str]:
         return {k: v for k, v in self.placements(namespace).items() if v}
+
+
+def record_verified(k: Kube, namespace: str, name: str) -> str | None:
+    """Pod ``name``'s bound-under record, verified with the key the operator made (its Secret in
+    OPERATOR_NS) and without its signature; None when it carries none, or one that does not verify."""
+    from volsched.kube.recordkey import CURRENT, PREVIOUS, SECRET
+    from volsched.model.admitted import BOUND_UNDER, verified
+
+    data = k.core.read_namespaced_secret(SECRET, OPERATOR_NS).data or {}
+    keys = [base64.b64decode(data[n]) for n in (CURRENT, PREVIOUS) if n in data]
+    p = k.core.read_namespaced_pod(name, namespace)
+    text = (p.metadata.annotations or {}).get(BOUND_UNDER)
+    return verified(text, uid=p.metadata.uid, keys=keys) if text else None
 
 
 def apply_file(api: client.ApiClient, path: Path) -> None:

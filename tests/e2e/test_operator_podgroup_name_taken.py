@@ -21,6 +21,7 @@ from tests.e2e.operator_fixtures import (
     pod,
     podgroup,
     queue_cpu,
+    record_verified,
     team_b_reclaims,
     two_teams,
     wait_for,
@@ -144,7 +145,7 @@ def test_a_podgroup_refused_then_mended_does_not_wrap_a_pod_bound_standing_alone
     wait_for(lambda: f"{ns_a}/x" in k.bound(ns_a), 30, what="x bound standing alone", operator=op)
     wait_for(lambda: queue_cpu(k, "qa") == "4", 30, what="queue qa holding both", operator=op)
     notes = k.core.read_namespaced_pod("x", ns_a).metadata.annotations or {}
-    assert notes.get(BOUND_UNDER) == STANDING_ALONE, notes  # before: none
+    assert record_verified(k, ns_a, "x") == STANDING_ALONE, notes  # before: none
 
     if restart:
         op.stop()

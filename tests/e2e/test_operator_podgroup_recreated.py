@@ -28,6 +28,7 @@ from tests.e2e.operator_fixtures import (
     pod,
     podgroup,
     queue,
+    record_verified,
     wait_for,
 )
 
@@ -43,8 +44,10 @@ def _condition(k: Kube, ns: str, name: str, kind: str) -> dict[str, Any] | None:
 
 
 def _records(k: Kube, ns: str) -> dict[str, dict[str, Any]]:
+    """The records on the pods of ``ns`` on a node, each verified with the operator's key (its signature
+    taken off: None for one that does not verify)."""
     return {
-        p.metadata.name: json.loads((p.metadata.annotations or {})[BOUND_UNDER])
+        p.metadata.name: json.loads(record_verified(k, ns, p.metadata.name) or "null")
         for p in k.core.list_namespaced_pod(ns).items
         if p.spec.node_name and BOUND_UNDER in (p.metadata.annotations or {})
     }

@@ -123,8 +123,6 @@ def test_the_queue_of_an_orphan_whose_podgroup_a_pod_of_its_name_takes_is_not_de
     for name in ("alpha", "beta", "other"):
         k.queue(queue(name))
     k.core.create_namespace({"metadata": {"name": "taken"}})
-    op = start_operator("--webhook-port", str(free_port()))
-    wait_for(op.healthy, 60, what="the cache synced")
     k.pods("taken", pod("g", cpu="1"))  # names no group
     made = k.core.read_namespaced_pod("g", "taken").metadata.creation_timestamp
     wait_for(
@@ -137,6 +135,26 @@ def test_the_queue_of_an_orphan_whose_podgroup_a_pod_of_its_name_takes_is_not_de
         m["metadata"]["annotations"][BOUND_UNDER] = record
         m["spec"]["nodeName"] = "n1"  # (running under its record, as a bind wrote it)
         k.pods("taken", m)
+    # The operator starts after them: its key's Secret is made in a later second, and the records, as a
+    # bind before signing wrote them, are taken unsigned (docs/tenancy.md "The signed record").
+    made = k.core.read_namespaced_pod("m2", "taken").metadata.creation_timestamp
+    wait_for(
+        lambda: datetime.now(UTC) >= made + timedelta(seconds=1.5), 5, interval=0.1, what="a later second"
+    )
+    op = start_operator("--webhook-port", str(free_port()))
+    wait_for(op.healthy, 60, what="the cache synced")
+    k.queue(queue("q1", parent="q2"))  # (the webhooks served: a Queue closing a cycle is refused)
+    wait_for(
+        lambda: _refused(
+            lambda: k.queue(queue("q2", parent="q1")),
+            lambda: k.custom.delete_cluster_custom_object(
+                "scheduling.volsched.io", "v1beta1", "queues", "q2"
+            ),
+            "would form a cycle",
+        ),
+        60,
+        what="the webhooks served",
+    )
     wait_for(
         lambda: any(
             e.reason == "PodGroupGone" and e.involved_object.name == "m2"

@@ -75,8 +75,9 @@ CHANGES: list[tuple[str, Callable[[Any], object], bool, bool]] = [
         False,
     ),
     (
-        # (the bind's bound-under record, which the apiserver copies from the Binding: not laid over
-        # the assumed bind, and no news to a session)
+        # (the bind's bound-under record, which the apiserver copies from the Binding: here not laid
+        # over the assumed bind, assumed without one, or laid over in another text, as a signed one is;
+        # no news to a session)
         "the watch confirming the assumed bind with the record it wrote",
         lambda f: f.apply(
             "Pod",

@@ -33,12 +33,12 @@ def named_by(t: Task | None, key: str) -> bool | None:
     """Whether pod ``t`` (None: no pod), at PodGroup key ``key``, may keep that PodGroup from being a
     job: True, a pod of ours standing alone; False, a pod of ours of another group that holds a node
     with its bind's record (an orphan, its own job under its own key, whenever its group is no job);
-    None, neither."""
+    None, neither (an orphan whose record is not verified takes no name: ``Task.record_unverified``)."""
     if t is None or not t.schedulable_by_us:
         return None
     if t.standing_alone:
         return True
-    if t.node_name and t.job_key != key and record_of(t) is not None:
+    if t.node_name and t.job_key != key and not t.record_unverified and record_of(t) is not None:
         return False
     return None
 
@@ -52,8 +52,14 @@ def came_first(pg: PodGroupSpec, created: float) -> bool:
 
 def bound_standing_alone(t: Task) -> bool:
     """Whether pod ``t`` holds the node its bind gave it standing alone: it is on a node (whatever its
-    phase: a finished pod keeps its name while it exists) and carries the record such a bind writes."""
-    return bool(t.node_name and t.annotations and bound_alone(t.annotations.get(BOUND_UNDER)))
+    phase: a finished pod keeps its name while it exists) and carries the record such a bind writes,
+    verified (``Task.record_unverified``: a pod made on a node with that record forged is no such pod)."""
+    return bool(
+        t.node_name
+        and t.annotations
+        and not t.record_unverified
+        and bound_alone(t.annotations.get(BOUND_UNDER))
+    )
 
 
 def keeps_name(pg: PodGroupSpec, t: Task) -> bool:

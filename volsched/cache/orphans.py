@@ -8,7 +8,7 @@ and nothing counts or evicts it.
 The record is asked what a PodGroup is asked (:func:`standing`): the rules of the queue it names for the
 pod's namespace (``namespaceSelector``, ``priorityClasses``, ``maxPriority``), and whether its priority is
 one its class gives. One they refuse (forged where no admission policy fixes records, or a rule changed
-since the bind) is not taken: the pod counts in its namespace's default queue at its own priority and
+since the bind), or one not signed by the scheduler's key (``Task.record_unverified``), is not taken: the pod counts in its namespace's default queue at its own priority and
 class, and is told why. Design: docs/tenancy.md "A PodGroup deleted and not made again". Pure: no I/O, no
 cache state.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from volsched.model.admitted import BOUND_UNDER, BoundUnder, read_bound
+from volsched.model.admitted import BOUND_UNDER, NOT_VERIFIED_WHY, BoundUnder, read_bound
 from volsched.model.cluster import absent_object, copy_task
 from volsched.model.tenancy import queue_refusal
 from volsched.model.vocabulary import DEFAULT_QUEUE, NODE_HOLDING_STATUSES, QueueSpec, Task
@@ -123,6 +123,8 @@ def standing(
     why = record_refusal(
         t, record, queues=queues, labels=labels.get(ns) or {}, priority_classes=priority_classes
     )
+    if why is None and t.record_unverified:
+        why = NOT_VERIFIED_WHY
     if why is None:
         return Standing(record, record.queue, record.priority, record.priority_class)
     return Standing(record, namespace_queues.get(ns, DEFAULT_QUEUE), t.priority, t.priority_class, why)

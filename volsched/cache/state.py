@@ -201,6 +201,12 @@ class ClusterState:
         #: them off again: not taken from the API, so not the record the cache took first
         #: (``_record_kept``).
         self._laid: dict[str, str] = {}
+        #: The keys records are signed with (``admitted.RecordKeys``; the operator's, read before its first
+        #: listing), or None: records are taken unchecked (the simulator; an operator before signing).
+        self.record_keys: admitted.RecordKeys | None = None
+        #: Pods whose record is not verified (``Task.record_unverified``), by key: what they are told
+        #: (``admitted.NOT_VERIFIED``), once.
+        self.not_verified: dict[str, str] = {}
         #: Phases the sessions gave groups that stand for an owner's pods and have no object yet.
         self._derived_phase: dict[str, PodGroupPhase] = {}
         #: What was wrong with the annotations of those groups' pods, as snapshot problems.
@@ -359,11 +365,16 @@ class ClusterState:
                 old = self.tasks.get(key)
                 placed = self._placed.get(key) == task.uid  # (before this event)
                 laid = self._laid.pop(key, None) if self._laid else None
+                keys = self.record_keys
+                if keys is not None and task.annotations and BOUND_UNDER in task.annotations:
+                    _check_record(task, laid, keys)
                 if old is not None and (
                     (old.annotations and BOUND_UNDER in old.annotations)
                     or (task.annotations and BOUND_UNDER in task.annotations)
                 ):
                     task = _record_kept(old, task, placed=placed, laid=laid)
+                if task.record_unverified or self.not_verified:
+                    self._note_not_verified(key, task)
                 if (
                     laid is not None
                     and not (api_node and task.node_name)
@@ -755,6 +766,18 @@ class ClusterState:
             if self._bound_record(group) != before and self._object_podgroup(group) is not None:
                 self._resolve("PodGroup", group)
 
+    def _note_not_verified(self, key: str, task: Task) -> None:
+        """(Under the lock.) Pod ``key`` is now ``task``: told its record is not taken, while it is not."""
+        if not task.record_unverified:
+            self.not_verified.pop(key, None)
+            return
+        self.not_verified[key] = (
+            f"the record of this pod's bind (annotation {BOUND_UNDER}) is not taken: {admitted.NOT_VERIFIED_WHY}; "
+            "the pod counts as one bound without a record of its group would: a PodGroup made again "
+            "is not held to it, a pod standing alone keeps no PodGroup's name by it, and without its "
+            "PodGroup the pod counts in its namespace's default queue at its own priority"
+        )
+
     def _held_record(
         self, pg: PodGroupSpec, queues: Mapping[str, QueueSpec] | None = None
     ) -> BoundUnder | None:
@@ -781,6 +804,8 @@ class ClusterState:
                 labels=self.namespace_labels.get(pg.namespace) or {},
                 priority_classes=self.priority_classes,
             )
+            if why is None and all(tasks[k].record_unverified for k in self._bound[pg.key][record]):
+                why = admitted.NOT_VERIFIED_WHY
         if why is None:
             self.record_refused.pop(pg.key, None)
             return record
@@ -863,6 +888,7 @@ class ClusterState:
                 self.raw_pods.pop(key, None)
                 self._placed.pop(key, None)
                 self._laid.pop(key, None)
+                self.not_verified.pop(key, None)
                 self._held_refused.discard(key)
                 self._misdirected.pop(key, None)
                 self._note_bound(key, None)
@@ -1048,10 +1074,15 @@ class ClusterState:
             if record != _record_text(base):  # (not copied deeply: the task's annotations are replaced)
                 notes = {k: v for k, v in task.annotations.items() if k != BOUND_UNDER}
                 task.annotations = notes if record is None else {**notes, BOUND_UNDER: record}
+                task.record_unverified = False
                 if node and record is not None:
                     self._laid[key] = record  # laid over with the node: the cache's own
                 else:
                     self._laid.pop(key, None)  # taken off: the API's again
+                    if record is not None and self.record_keys is not None:
+                        _check_record(task, None, self.record_keys)
+                if task.record_unverified or self.not_verified:
+                    self._note_not_verified(key, task)
             self.raw_pods[key] = raw
             self._put_task(key, task)
             self.changes += 1
@@ -1607,6 +1638,20 @@ RECORD_REFUSED = "BoundUnderRefused"
 _ASKED_OF_RECORDS = frozenset(("Queue", VOLCANO_QUEUE, "Namespace", "PriorityClass"))
 
 
+def _check_record(task: Task, laid: str | None, keys: admitted.RecordKeys) -> None:
+    """Pod ``task``'s record (as the API has it) checked with ``keys`` (``admitted.checked``): its text
+    without the signature where verified, else flagged (``Task.record_unverified``). One the cache laid
+    over itself (``laid``, an assumed bind's: unsigned, its own) is not checked."""
+    text = task.annotations[BOUND_UNDER]
+    if text == laid:
+        return
+    body = admitted.checked(text, uid=task.uid, created=task.creation, keys=keys)
+    if body is None:
+        task.record_unverified = True
+    elif body != text:
+        task.annotations = {**task.annotations, BOUND_UNDER: body}
+
+
 def _record_kept(old: Task, new: Task, *, placed: bool, laid: str | None = None) -> Task:
     """Pod ``new`` (an event of the pod the cache holds as ``old``) with the bound-under record the cache
     took first, changed or removed since: a bind writes it once, so a later change is not the
@@ -1627,10 +1672,12 @@ def _record_kept(old: Task, new: Task, *, placed: bool, laid: str | None = None)
         if not placed:  # (an assumed bind's node is the cache's own, not the API's)
             return new
         new.annotations = {k: v for k, v in new.annotations.items() if k != BOUND_UNDER}
+        new.record_unverified = False
         return new
     if new.annotations.get(BOUND_UNDER) == was:
         return new
     new.annotations = {**new.annotations, BOUND_UNDER: was}
+    new.record_unverified = old.record_unverified
     return new
 
 

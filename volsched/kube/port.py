@@ -61,6 +61,7 @@ from volsched.kube.podgroups import ConflictReporter, LeftBehind, PodGroupCreato
 from volsched.kube.rest import Detached, Pending
 from volsched.kube.volumebind import VolumeBinder
 from volsched.kube.writer import WAITING_REASONS, EventTarget, KubeWriter
+from volsched.model.admitted import NOT_VERIFIED
 from volsched.model.raw import Raw
 from volsched.redaction import error_summary
 
@@ -596,7 +597,10 @@ class KubePort:
             or self.podgroups.would_create(state.last_derived)
             or self.conflicts.would_report(state.conflicts)
             or self.writer.may_write_status(
-                result, queues=frozenset(), podgroups=state.podgroups.keys(), extra=bool(feeder.rejected)
+                result,
+                queues=frozenset(),
+                podgroups=state.podgroups.keys(),
+                extra=bool(feeder.rejected or state.not_verified),
             )
         ):
             return True
@@ -824,10 +828,21 @@ class KubePort:
 
 
 def rejection_events(feeder: Feeder) -> list[tuple[EventTarget, Event]]:
-    """An event on each object the cache refused (the writer sends each message once)."""
+    """An event on each object the cache refused, and on each pod whose record it does not take as not
+    verified (``admitted.NOT_VERIFIED``; the writer sends each message once)."""
     out = []
     for r in feeder.rejected.copy().values():
         target = EventTarget(r.kind, r.api_version, r.namespace, r.name, r.uid)
         event = Event(kind=r.kind, namespace=r.namespace, name=r.name, reason=REJECTED, message=r.message)
+        out.append((target, event))
+    state = feeder.state
+    for key, message in state.not_verified.copy().items():
+        task = state.tasks.get(key)
+        if task is None:
+            continue
+        target = EventTarget("Pod", "v1", task.namespace, task.name, task.uid)
+        event = Event(
+            kind="Pod", namespace=task.namespace, name=task.name, reason=NOT_VERIFIED, message=message
+        )
         out.append((target, event))
     return out

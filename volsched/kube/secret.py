@@ -11,6 +11,8 @@ from typing import Any
 
 from volsched.kube.errors import ApiException
 from volsched.kube.rest import LeanRest, loads
+from volsched.model.decode import parse_time
+from volsched.model.errors import InputError
 
 
 class Conflict(Exception):
@@ -24,9 +26,13 @@ SECRET_TIMEOUT = 10.0
 class SecretStore:
     """One Secret through ``rest``: read, create, replace (with the resourceVersion read)."""
 
-    def __init__(self, rest: LeanRest, namespace: str, name: str) -> None:
+    def __init__(self, rest: LeanRest, namespace: str, name: str, *, kind: str = "kubernetes.io/tls") -> None:
         self.rest = rest
         self.namespace, self.name = namespace, name
+        #: Its ``type`` as created (the webhook certificates' ``kubernetes.io/tls``; ``Opaque`` else).
+        self.kind = kind
+        #: Its ``metadata.creationTimestamp`` as last read or written (Unix seconds; 0: not known).
+        self.created = 0.0
         self._collection = f"/api/v1/namespaces/{namespace}/secrets"
 
     def read(self) -> tuple[dict[str, bytes], str] | None:
@@ -68,13 +74,17 @@ class SecretStore:
         return {
             "apiVersion": "v1",
             "kind": "Secret",
-            "type": "kubernetes.io/tls",
+            "type": self.kind,
             "metadata": meta,
             "data": {k: base64.b64encode(v).decode("ascii") for k, v in data.items()},
         }
 
-    @staticmethod
-    def _parsed(obj: Any) -> tuple[dict[str, bytes], str]:
+    def _parsed(self, obj: Any) -> tuple[dict[str, bytes], str]:
         raw = (obj.get("data") or {}) if isinstance(obj, dict) else {}
         data = {str(k): base64.b64decode(str(v)) for k, v in raw.items()}
-        return data, str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
+        meta = ((obj or {}).get("metadata") or {}) if isinstance(obj, dict) else {}
+        try:
+            self.created = parse_time(meta.get("creationTimestamp"), where=f"Secret {self.name}")
+        except InputError:
+            self.created = 0.0
+        return data, str(meta.get("resourceVersion") or "")

@@ -59,7 +59,7 @@ from volsched.kube.rest import (
     event_path,
     pod_path,
 )
-from volsched.model.admitted import BOUND_UNDER
+from volsched.model.admitted import BOUND_UNDER, sign
 from volsched.model.devices import ClaimAllocation, allocation_status
 from volsched.model.raw import Raw, meta_of, uid_of
 from volsched.model.vocabulary import API_GROUP, DEFAULT_SCHEDULER_NAMES, MISDIRECTED, QUEUE_FINALIZER
@@ -390,6 +390,9 @@ class KubeWriter:
             max_workers=max(1, self.settings.bind_workers), thread_name_prefix="volsched-kube-bind"
         )
         self._lock = threading.Lock()
+        #: The key a bind's record is signed with (``admitted.sign``; the operator's, read before its first
+        #: bind), or None: written unsigned.
+        self.record_key: bytes | None = None
         #: What we last wrote, rendered without times: skip writes that would change nothing.
         self._podgroups: dict[str, dict[str, Any]] = {}
         self._podgroups_full: dict[str, dict[str, Any]] = {}
@@ -757,7 +760,10 @@ class KubeWriter:
             "target": {"apiVersion": "v1", "kind": "Node", "name": bind.node},
         }
         if bind.bound_under:  # the apiserver copies a Binding's annotations onto the pod as it binds it
-            body["metadata"] = {**meta, "annotations": {BOUND_UNDER: bind.bound_under}}
+            record, key = bind.bound_under, self.record_key
+            if key is not None and bind.uid:  # (signed for this pod alone: the uid the bind names)
+                record = sign(record, uid=bind.uid, key=key)
+            body["metadata"] = {**meta, "annotations": {BOUND_UNDER: record}}
         path = pod_path(ns, name, "binding")
         resent, lost = False, ""
         try:

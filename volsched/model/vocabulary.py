@@ -166,6 +166,10 @@ class Task:
     critical: bool = False
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
+    #: Its ``bound-under`` record (in ``annotations``) is not verified (``admitted.checked``): read, but
+    #: taken for nothing (an orphan counts as one whose record is refused, a group is not held to it, a
+    #: pod standing alone keeps no name by it).
+    record_unverified: bool = False
     owner: str | None = None
     #: ``status.startTime`` (Unix seconds; 0: not started, or not known).
     start_time: float = 0.0

@@ -148,6 +148,8 @@ class Operator:
         #: Reads at start and between sessions (the ConfigMap, discovery, listings) as plain JSON on the
         #: client's pooled connections: the client's typed APIs would import their models first.
         self.reads = LeanRest(self.api, direct=False, direct_until=self.aio_ready)
+        #: Set when a signal ends the start before the cache is listed (:meth:`_listed_unless`).
+        self._start_stopped = threading.Event()
         self.state = ClusterState(scheduler_names=settings.scheduler_names)
         self.feeder = Feeder(self.state, assume_ttl=settings.session.assume_ttl)
         settings.lease.normalise()
@@ -449,6 +451,51 @@ class Operator:
         self.reload_config(force=True)
         self.config_watch.start()
 
+    def _record_keys(self) -> bool:
+        """The key the pods' bound-under records are signed with, read (or made) as the first listing
+        begins, before any pod is taken: the writer signs each bind's record with it, the cache checks
+        each record it takes. An apiserver that does not answer (refused, timed out, a 5xx) is asked
+        again, as the listing would be, until it answers or the start is stopped (False); one that
+        refuses (rights missing, a Secret without a key) ends the start, saying why."""
+        from volsched.kube import recordkey
+        from volsched.kube.errors import ApiException
+        from volsched.kube.health import is_unreachable
+        from volsched.kube.secret import SecretStore
+
+        namespace, name = self.settings.config.namespace, self.settings.record_key_secret
+        store = SecretStore(self.reads, namespace, name, kind="Opaque")
+        delay, said = 0.5, False
+        while True:
+            try:
+                keys = recordkey.load(store)
+                break
+            except Exception as exc:
+                status = exc.status if isinstance(exc, ApiException) else None
+                if not (is_unreachable(exc) or (status is not None and status >= 500)):
+                    self._record_keys_failed(namespace, name, exc)
+                    raise
+                if not said:
+                    said = True
+                    log.warning(
+                        "cache not synced: its first listing waits for the kube-apiserver (listing after "
+                        "the records' key, Secret %s/%s: %s); the sessions start once it answers",
+                        namespace, name, error_summary(exc),
+                    )  # fmt: skip
+                if self._start_stopped.wait(delay):
+                    return False
+                delay = min(2 * delay, 10.0)
+        self.state.record_keys = keys
+        self.writer.record_key = keys.keys[0]
+        return True
+
+    def _record_keys_failed(self, namespace: str, name: str, exc: BaseException) -> None:
+        log.error(
+            "bound-under records: cannot read or create the key Secret %s/%s (%s); the operator's "
+            "service account needs get on that one and create on Secrets in its namespace (the chart "
+            "and manifests/10-rbac.yaml grant them)",
+            namespace, name, error_summary(exc),
+        )  # fmt: skip
+
     async def _shared_certs(self) -> SharedCerts:
         """The webhook certificates in the Secret every replica shares (made by the first one), in files."""
         from volsched.kube.secret import SecretStore
@@ -506,11 +553,17 @@ class Operator:
         would free (the cyclic garbage of the imports and of the sessions meanwhile) is small, and kept."""
         log.info("after ready: about %d objects frozen for the cyclic collector", freeze_all())
 
+    def _keyed_prelist(self) -> None:
+        """The records' key (:meth:`_record_keys`), then the first listing (:meth:`prelist`): no pod is
+        taken before its record can be checked. Nothing listed when the start was stopped meanwhile."""
+        if self._record_keys():
+            self.prelist()
+
     async def _listed_unless(self, stop: asyncio.Event) -> bool:
-        """The first listing (:meth:`prelist`); False when ``stop`` came first (a signal while it waited
+        """The first listing (:meth:`_keyed_prelist`); False when ``stop`` came first (a signal while it waited
         for an apiserver not up yet, which it asks again until it answers, or while a long listing ran):
         the watches are stopped, which ends the listing, and the start ends without an error."""
-        listing = asyncio.ensure_future(asyncio.to_thread(self.prelist))
+        listing = asyncio.ensure_future(asyncio.to_thread(self._keyed_prelist))
         halt = asyncio.ensure_future(stop.wait())
         try:
             await asyncio.wait([listing, halt], return_when=asyncio.FIRST_COMPLETED)
@@ -519,6 +572,7 @@ class Operator:
         if listing.done():
             listing.result()
             return True
+        self._start_stopped.set()  # (the records' key asked again no more)
         await asyncio.to_thread(self.feed.stop)
         with contextlib.suppress(Exception):
             await listing

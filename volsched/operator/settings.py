@@ -112,6 +112,9 @@ class Settings:
     writer: WriterSettings = field(default_factory=WriterSettings)
     #: The spec.schedulerName values whose pods this operator schedules.
     scheduler_names: frozenset[str] = DEFAULT_SCHEDULER_NAMES
+    #: The Secret (in ``config.namespace``) holding the key the pods' bound-under records are signed with
+    #: (``volsched.kube.recordkey``): made by the first replica that finds none.
+    record_key_secret: str = "volsched-record-key"
     identity: str = field(
         default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     )
@@ -369,6 +372,13 @@ def _add_serving(p: argparse.ArgumentParser, d: Settings) -> None:
         help="tls.crt, tls.key and ca.crt (e.g. cert-manager's Secret); default: a self-signed CA made at start",
     )
     p.add_argument(
+        "--record-key-secret",
+        type=kube_name(),
+        default=d.record_key_secret,
+        help="a Secret in --namespace holding the key the pods' bound-under records are signed with "
+        "(created by the first replica that finds none; needs get on it and create on Secrets)",
+    )
+    p.add_argument(
         "--webhook-cert-secret",
         type=kube_name(),
         default=None,
@@ -482,6 +492,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     s.webhook.fail_open = args.webhook_failure_policy == "Ignore"
     s.webhook.service = args.webhook_service
     s.webhook.cert_secret = args.webhook_cert_secret
+    s.record_key_secret = args.record_key_secret
     s.lease.namespace, s.lease.name, s.lease.duration = args.namespace, args.lease_name, args.lease_duration
     s.lease.renew_every = min(s.lease.renew_every, max(0.5, args.lease_duration / 3))
     s.lease.enabled = not args.no_lease
