@@ -393,8 +393,9 @@ def test_a_writer_whose_lease_cannot_say_what_its_evictions_owe_does_not_evict(
     mk: Kube, monkeypatch: pytest.MonkeyPatch, batch: bool
 ) -> None:
     """The write of the Lease that says the look an eviction owes, made before it is sent, fails (the
-    connection reset): the eviction is not sent (FENCED: this replica may have lost the Lease and stops
-    writing at once), the pod is neither marked nor evicted, and no look is owed for it. Before, the
+    connection reset): the eviction is not sent (FENCED: this replica may have lost the Lease; this call's
+    evictions are withheld, a later one asks again), the pod is neither marked nor evicted, and no look
+    is owed for it. Before, the
     eviction was sent all the same, the look it owes on no Lease until a renewal wrote it (note17 Found 4)."""
     ns, raw = _running(mk)
     lease = _lease(mk, ns, "a")

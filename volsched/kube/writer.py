@@ -857,8 +857,9 @@ class KubeWriter:
         meanwhile) were lost with the Lease, and a look owed reached the Lease only at its next renewal.
         Returns the notes by pod key (none without such a fence), or None when the Lease could not be
         written to say them (the write failed, or the Lease is no longer ours): then none of
-        ``evictions`` may be sent (a writer that cannot write its Lease may have lost it, and stops
-        writing at once), and the notes are taken back, the looks they replaced kept. Before, the
+        ``evictions`` may be sent (a writer that cannot write its Lease may have lost it: these evictions
+        are withheld, the next ones ask again; binds are fenced by the Lease's deadline as before), and the
+        notes are taken back, the looks they replaced kept. Before, the
         evictions were sent all the same, their looks owed on no Lease until a renewal wrote them."""
         fence = self.fence
         hand_over_now = getattr(fence, "hand_over_now", None)
