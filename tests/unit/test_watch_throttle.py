@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -54,6 +55,15 @@ def api(server: WatchServer) -> Iterator[client.ApiClient]:
         yield api
 
 
+def _pod_watch(api: client.ApiClient, **options: Any) -> tuple[ListWatch, list[str]]:
+    """A ListWatch of pods (``options``: ListWatch's) and the events it hands over, as "ADDED a"."""
+    events: list[str] = []
+    w = ListWatch(
+        api, PODS, on_event=lambda t, obj: events.append(f"{t} {obj['metadata']['name']}"), **options
+    )
+    return w, events
+
+
 def _watch_until_throttled(
     api: client.ApiClient, server: WatchServer, health: ApiHealth
 ) -> tuple[list[str], list[float]]:
@@ -61,11 +71,8 @@ def _watch_until_throttled(
     Returns the events handed over and the seconds waited after each failed attempt."""
     server.script["limit=500"] = [THROTTLED, LISTED]
     server.script["resourceVersion=7"] = [THROTTLED]
-    events: list[str] = []
-    w = ListWatch(
+    w, events = _pod_watch(
         api,
-        PODS,
-        on_event=lambda t, obj: events.append(f"{t} {obj['metadata']['name']}"),
         health=health,
         backoff=(0.05,),
         announce_recovery=False,  # as the operator's: the Lease says when the apiserver is back
@@ -114,8 +121,7 @@ def test_the_first_listing_waits_out_a_429_and_lists_again_as_a_paged_read_does(
     """The operator's start lists every kind once before it watches and fails on what the listing
     raises: a 429 (its storage still starting, a moment after the apiserver did) is waited out."""
     server.script["limit=500"] = [THROTTLED, LISTED]
-    events: list[str] = []
-    w = ListWatch(api, PODS, on_event=lambda t, obj: events.append(f"{t} {obj['metadata']['name']}"))
+    w, events = _pod_watch(api)
     assert w.first_list() == "7"
     assert events == ["ADDED a"] and len(server.sent("limit=500")) == 2
 
@@ -131,12 +137,9 @@ def test_the_first_listing_asks_an_apiserver_not_up_yet_again_until_it_answers(
     first listing now asks again after the backoff, told to the health tracker, until it answers."""
     server.script["limit=500"] = [UNAVAILABLE, UNAVAILABLE, LISTED]
     health = ApiHealth()
-    events: list[str] = []
     told: list[str] = []
-    w = ListWatch(
+    w, events = _pod_watch(
         api,
-        PODS,
-        on_event=lambda t, obj: events.append(f"{t} {obj['metadata']['name']}"),
         health=health,
         backoff=(0.01,),
         waiting=lambda watch, exc: told.append(f"{watch.kind.plural}: {type(exc).__name__}"),
