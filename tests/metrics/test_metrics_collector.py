@@ -259,10 +259,8 @@ def test_custom_metrics_source_without_a_client_reads_the_kubeconfig(
         "users: [{name: u, user: {token: t0k}}]\n"
         "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
     )
-    # kube.client reads $KUBECONFIG when asked; the client's own loader only once, at import, so its
-    # default location is pointed at this file too.
+    # (kube.client reads $KUBECONFIG when asked, and hands the client's loader the file it names.)
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-    monkeypatch.setattr("kubernetes.config.kube_config.KUBE_CONFIG_DEFAULT_LOCATION", str(kubeconfig))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     plain = parse_metrics_config({"type": "prometheus_adapt"}, env={})
     custom = parse_metrics_config(
