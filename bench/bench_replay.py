@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import resource
 import statistics
 import sys
@@ -37,7 +36,7 @@ import time
 from typing import Any
 
 import numpy
-from machine import describe, in_fresh_process
+from machine import describe, in_fresh_process, load_average
 
 from volsched.plugins.priority import Priority
 from volsched.simulate import Document, Replay
@@ -92,7 +91,7 @@ def kueue(cohorts: int, period: float) -> None:
     print(
         f"kueue-baseline ({cohorts} of 5 cohorts, {len(scenario.trace)} workloads, period {period:g} s): "
         f"replayed in {wall:.1f} s wall, {cpu:.1f} s CPU; {result.sessions} sessions, {result.skipped} skipped; "
-        f"peak RSS {_rss_mib():.0f} MiB; load {_load()}"
+        f"peak RSS {_rss_mib():.0f} MiB; load {load_average()}"
     )
     print(
         f"  cyclic collector: {sum(collections.seconds):.1f} s wall "
@@ -121,10 +120,6 @@ def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _load() -> str:
-    return ", ".join(f"{x:.1f}" for x in os.getloadavg())
-
-
 def reuse(cohorts: int, period: float, rounds: int) -> None:
     """The baseline's ``cohorts`` replayed as is and with every job asked on its own (a plugin of the
     config no longer declares ``answers_by_shape``: enqueue, reclaim and preempt then ask each job of a
@@ -143,7 +138,7 @@ def reuse(cohorts: int, period: float, rounds: int) -> None:
     mine, each = statistics.median(cpus[True]), statistics.median(cpus[False])
     print(
         f"reuse ({cohorts} of 5 cohorts, median of {rounds}): jobs alike asked once a shape {mine:.1f} s CPU, "
-        f"each job asked {each:.1f} s CPU: x{each / mine:.2f}; load {_load()}"
+        f"each job asked {each:.1f} s CPU: x{each / mine:.2f}; load {load_average()}"
     )
 
 
@@ -217,7 +212,7 @@ def memory(jobs: int, nodes: int, hours: float) -> None:
         print(
             f"memory: {r['jobs']} jobs over {r['hours']:g} h on {r['nodes']} nodes: {r['finished']} finished; "
             f"pods cached at most {r['peak_pods_cached']}, at the end {r['pods_cached_at_end']}; "
-            f"peak RSS {r['max_rss_mib']:.1f} MiB; {r['cpu']:.1f} s CPU; load {_load()}"
+            f"peak RSS {r['max_rss_mib']:.1f} MiB; {r['cpu']:.1f} s CPU; load {load_average()}"
         )
     a, c = rows[0], rows[-1]
     slope = (c["max_rss_mib"] - a["max_rss_mib"]) * 2**20 / max(c["finished"] - a["finished"], 1)
@@ -234,7 +229,7 @@ def large(jobs: int, nodes: int) -> None:
         f"large: {r['jobs']} jobs on {r['nodes']} nodes over a day: replayed in {r['wall']:.1f} s wall "
         f"({r['cpu']:.1f} s CPU, {r['cpu'] / max(r['sessions'], 1) * 1e3:.2f} ms a session), {r['sessions']} "
         f"sessions ({r['skipped']} skipped), {r['finished']} finished, pods cached at most "
-        f"{r['peak_pods_cached']}, peak RSS {r['max_rss_mib']:.0f} MiB; load {_load()}"
+        f"{r['peak_pods_cached']}, peak RSS {r['max_rss_mib']:.0f} MiB; load {load_average()}"
     )
 
 

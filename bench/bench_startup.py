@@ -63,7 +63,7 @@ from bind_throughput import (  # noqa: E402
 )
 from bindstats import TreeUsage  # noqa: E402
 from builders import pod_body  # noqa: E402
-from machine import describe  # noqa: E402
+from machine import describe, load_average  # noqa: E402
 
 from volsched_dev.devcluster import LocalControlPlane  # noqa: E402
 
@@ -220,7 +220,7 @@ def compare(
         figures[Path("kube-scheduler")] = []
     print(f"runs at nice {os.getpriority(os.PRIO_PROCESS, 0)}")
     for i in range(runs):
-        print(f"round {i + 1}: load {', '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
+        print(f"round {i + 1}: load {load_average()}", flush=True)
         for n, source in enumerate(order):
             if source is None:
                 assert kube is not None
@@ -237,7 +237,7 @@ def compare(
                 f"peak rss {f[2] / 2**20:.0f} MiB, first line at {f[4]:.2f}s, synced at {f[3]:.2f}s",
                 flush=True,
             )
-    print(f"after the rounds: load {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"after the rounds: load {load_average()}")
     for source, results in figures.items():
         print(
             f"{source}: ready median {statistics.median(r[0] for r in results):.2f}s "

@@ -1,7 +1,8 @@
 """The one line every benchmark prints about the machine it ran on (the host, cpu model, cores, load
-average, Python and the libraries that decide the figures), and :func:`in_fresh_process`, which runs one
-grid point of a benchmark in a process of its own. Benchmarks import it as ``machine`` because
-``python bench/X.py`` puts this folder on the path."""
+average, Python and the libraries that decide the figures), the load average alone (:func:`load_average`,
+for a line before and after a run), and :func:`in_fresh_process`, which runs one grid point of a
+benchmark in a process of its own. Benchmarks import it as ``machine`` because ``python bench/X.py`` puts
+this folder on the path."""
 
 from __future__ import annotations
 
@@ -24,15 +25,19 @@ def _cpu_model() -> str:
     return "unknown cpu"
 
 
+def load_average() -> str:
+    """The load average over 1, 5 and 15 minutes, as ``a, b, c``."""
+    return ", ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def describe(*libraries: str) -> str:
     """``host | cpu | N cores | load a, b, c | python X | <libraries> | platform``; the load average says
     how much else ran (this machine has 2 cores, so figures taken under load are not comparable)."""
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     parts = [
         platform.node(),
         _cpu_model(),
         f"{os.cpu_count()} cores",
-        f"load {load}",
+        f"load {load_average()}",
         f"python {platform.python_version()}",
         *libraries,
         platform.platform(),

@@ -33,7 +33,6 @@ import bisect
 import json
 import logging
 import multiprocessing
-import os
 import random
 import statistics
 import threading
@@ -45,7 +44,7 @@ from typing import Any
 import yaml
 from kubernetes import client
 from kubernetes import watch as _untyped_watch
-from machine import describe
+from machine import describe, load_average
 
 from volsched.framework.registry import load_config
 from volsched.simulate import Document, Replay
@@ -431,12 +430,12 @@ def main() -> None:
     print(f"replay: {time.monotonic() - t:.1f} s; {args.jobs} jobs at {args.rate:g}/s, seed {args.seed}")
     rounds: list[Round] = []
     for n in range(1, args.repeat + 1):
-        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        load = load_average()
         t = time.monotonic()
         dump: dict[str, Any] = {}
         got, control_plane, lat = real(planned, config_text, dump)
         print(f"round {n}: real run {time.monotonic() - t:.1f} s; {control_plane}")
-        after = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        after = load_average()
         print(f"round {n}: load before {load}, after {after}")
         print(f"round {n}: replays with this run's latencies: --create-delay {lat.create:.3f}s "
               f"--bind-delay {lat.bind:.3f}s --start-delay {lat.start:.3f}s --finish-delay {lat.finish:.3f}s "
