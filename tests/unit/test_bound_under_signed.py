@@ -246,3 +246,21 @@ def test_the_key_is_made_once_read_after_a_race_and_refused_when_too_short() -> 
     assert recordkey.load(raced).keys == (KEY, OTHER)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="no key of at least 32 bytes"):
         recordkey.load(_Store({"key": b"short"}))  # type: ignore[arg-type]
+
+
+def test_a_key_secret_refused_or_unusable_ends_the_start_in_a_line_and_an_outage_does_not() -> None:
+    from volsched.kube.errors import ApiException
+    from volsched.model.errors import InputError
+    from volsched.operator import _record_keys_refused
+
+    def answer(status: int, message: str) -> ApiException:
+        return ApiException(status=status, reason="Forbidden", body=json.dumps({"message": message}))
+
+    said = _record_keys_refused("ns", "k", answer(403, 'secrets "k" is forbidden: User "u" cannot get'))
+    assert isinstance(said, InputError)
+    assert str(said).startswith("the records' key, Secret ns/k, could not be read or made (refused, 403: ")
+    assert 'User "u" cannot get' in str(said) and "needs get on that Secret" in str(said)
+    unusable = _record_keys_refused("ns", "k", ValueError("Secret ns/k holds no key of at least 32 bytes"))
+    assert isinstance(unusable, InputError) and "is not usable (Secret ns/k holds no key" in str(unusable)
+    assert _record_keys_refused("ns", "k", answer(500, "etcd")) is None  # (asked again, not here)
+    assert _record_keys_refused("ns", "k", OSError("refused")) is None

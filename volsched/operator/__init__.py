@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import signal
 import sys
@@ -79,6 +80,7 @@ from volsched.kube.reviews import AccessReviews, self_may
 from volsched.kube.tlsahead import DefaultContexts
 from volsched.kube.watch import ListWatch
 from volsched.kube.writer import KubeWriter
+from volsched.model.errors import InputError
 from volsched.model.vocabulary import API_GROUP
 from volsched.operator.admission import Admission
 from volsched.operator.aside import LONGEST_PAUSE, import_aside, lull_for, until_idle
@@ -454,9 +456,10 @@ class Operator:
     def _record_keys(self) -> bool:
         """The key the pods' bound-under records are signed with, read (or made) as the first listing
         begins, before any pod is taken: the writer signs each bind's record with it, the cache checks
-        each record it takes. An apiserver that does not answer (refused, timed out, a 5xx) is asked
-        again, as the listing would be, until it answers or the start is stopped (False); one that
-        refuses (rights missing, a Secret without a key) ends the start, saying why."""
+        each record it takes. An apiserver that does not answer (refused, timed out, a 5xx, a 429) is
+        asked again, as the listing would be, until it answers or the start is stopped (False); one that
+        refuses (credentials or rights missing, a Secret without a key) ends the start in a line saying
+        why (an InputError: ``volsched run`` exits 2), as a refused first listing does."""
         from volsched.kube import recordkey
         from volsched.kube.errors import ApiException
         from volsched.kube.health import is_unreachable
@@ -471,7 +474,10 @@ class Operator:
                 break
             except Exception as exc:
                 status = exc.status if isinstance(exc, ApiException) else None
-                if not (is_unreachable(exc) or (status is not None and status >= 500)):
+                if not (is_unreachable(exc) or (status is not None and (status >= 500 or status == 429))):
+                    refused = _record_keys_refused(namespace, name, exc)
+                    if refused is not None:
+                        raise refused from None
                     self._record_keys_failed(namespace, name, exc)
                     raise
                 if not said:
@@ -750,3 +756,31 @@ def _switching_often() -> Iterator[None]:
         yield
     finally:
         sys.setswitchinterval(before)
+
+
+def _record_keys_refused(namespace: str, name: str, exc: BaseException) -> InputError | None:
+    """The records' key Secret refused by an answer (401, 403, another 4xx but 429) or holding no usable
+    key (ValueError) as what ends the start in a line, or None for another failure."""
+    from volsched.kube.errors import ApiException
+
+    where = f"the records' key, Secret {namespace}/{name},"
+    if isinstance(exc, ValueError):
+        return InputError(
+            f"{where} is not usable ({exc}); put a key there or delete the Secret to have one made"
+        )
+    if not isinstance(exc, ApiException) or exc.status is None or not 400 <= exc.status < 500:
+        return None
+    try:
+        said = str(json.loads(exc.body or "").get("message") or exc.reason or "")
+    except (ValueError, AttributeError):
+        said = str(exc.reason or "")
+    why = {
+        401: "the kubeconfig's credentials (or the service account's token) were not accepted",
+        403: (
+            f"the operator's user needs get on that Secret and create on Secrets in namespace {namespace} "
+            "(the chart and manifests/10-rbac.yaml grant them)"
+        ),
+    }.get(exc.status)
+    return InputError(
+        f"{where} could not be read or made (refused, {exc.status}: {said})" + (f"; {why}" if why else "")
+    )
