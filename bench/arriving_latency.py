@@ -27,7 +27,7 @@ bench's own watch (creation seen, bind seen) they make the stages:
 Also each session's CPU time and phases, for sessions that bound one pod; and each scheduler's CPU
 split: to ready (its start-up), from ready to the last bind per 1,000 pods bound (``run/1k``: what the
 pods cost, the imports after ready included), ``cpu/1k`` (both, as ``bind_throughput`` reports it: a
-run of 60 pods spreads the start-up's 0.1-0.3 s over them) and, with ``--idle S``, its CPU per second
+short run spreads the whole start-up over its few pods) and, with ``--idle S``, its CPU per second
 over S seconds after the last bind with nothing arriving; volsched's by thread (named when ``--py-spy``
 profiled the run: ``--py-spy-gil`` samples only the thread holding the GIL, where Python's CPU goes). The
 absolute figures are worth little on a loaded machine; compare within one run, and look at the spread over
@@ -230,7 +230,7 @@ def _median(values: list[float]) -> float | None:
 def _ms(values: list[float]) -> str:
     if not values:
         return "-"
-    return f"{1000 * percentile(values, 50):.2f}/{1000 * percentile(values, 99):.0f}"  # stages of 0.01-0.1 ms
+    return f"{1000 * percentile(values, 50):.2f}/{1000 * percentile(values, 99):.0f}"  # a short stage's median needs the decimals
 
 
 def creation_to_bind(result: Result) -> list[float]:

@@ -19,8 +19,8 @@ forked; the process's own alone beside it), its peak RSS until then (with what i
 pages shared with it counted again), the seconds from start to the log's first line (``serving
 /healthz``: Python started, the modules imported, the operator built) and to its "cache synced" line
 (the Lease, the config and the listing). ``--imports N`` then times the CPU of ``volsched run``'s imports
-to ready in each source, N interpreters in turn: a change of 10-20 ms, which one start-up's variation on a
-shared machine hides from the runs, shows there (pair by pair).
+to ready in each source, N interpreters in turn: a change smaller than one start-up's variation on a
+shared machine, hidden from the runs, shows there (pair by pair).
 """
 
 from __future__ import annotations
@@ -318,7 +318,7 @@ IMPORTS = (
 
 def imports_cpu(sources: list[Path], pairs: int) -> None:
     """The CPU of ``volsched run``'s imports to ready, one interpreter each, the sources in turn ``pairs``
-    times: a change of 10-20 ms, inside what one start-up varies by on a shared machine, shows here."""
+    times: a change smaller than what one start-up varies by on a shared machine shows here."""
     seconds: dict[Path, list[float]] = {s: [] for s in sources}
     envs = {s: volsched_env(s) for s in sources}
     for _ in range(pairs):

@@ -11,8 +11,9 @@ scheduler's, and the scheduler is started as a subprocess:
 * ceiling:         ``loadgen bind`` (bench/loadgen, Go, built on first use): watches the pending pods and
                    posts ``pods/binding`` round-robin over the nodes, many requests in flight over HTTP/2,
                    scheduling nothing; ``ceiling-python`` (``--only``) is ``bench/bare_binder.py``, the
-                   same in Python (aiohttp, several processes): in the same runs it bound 0.35-0.7x as
-                   fast with 4-6x the CPU, CPU the apiserver then lacks on 2 cores.
+                   same in Python (aiohttp, several processes): in the same runs it bound slower than
+                   the Go one with more CPU, CPU the apiserver then lacks on 2 cores
+                   (docs/benchmarks/2026-11-29.md).
 
 Modes: ``backlog`` creates every pod before the scheduler starts; ``arriving`` starts the scheduler, waits
 until it is ready, then creates the pods at a steady ``--rate`` (pods/s; ``loadgen create``, many requests
@@ -92,9 +93,9 @@ NAMESPACE = "bench"
 OPERATOR_NS = "volsched-system"
 SCHEDULERS = ("volsched", "kube-scheduler", "ceiling", "ceiling-python")
 #: Run unless --only says otherwise. The bare binders are not among them: on a shared 2-core machine the
-#: Go binder's rate moved between 450 and 1,450 pods/s from run to run, the apiserver's share of the
-#: processors and not a bound on what a scheduler can do, so "x ceiling" was no measure; the ratio to
-#: kube-scheduler of the same invocation is. ``--only ...,ceiling`` still runs it (and its column).
+#: Go binder's rate moved widely from run to run (docs/benchmarks/2026-11-29-kube-scheduler-comparison.md),
+#: the apiserver's share of the processors and not a bound on what a scheduler can do, so "x ceiling" was
+#: no measure; the ratio to kube-scheduler of the same invocation is. ``--only ...,ceiling`` still runs it (and its column).
 DEFAULT_ONLY = ("volsched", "kube-scheduler")
 SCHEDULER_NAMES = {
     "volsched": "volsched",
@@ -606,8 +607,9 @@ def volsched_env(source: Path) -> dict[str, str]:
     """The environment ``volsched run`` from ``source`` is started in, its bytecode compiled first (into
     the checkout's ``__pycache__``, which git ignores), as an installed copy's is at install. Run with
     ``PYTHONDONTWRITEBYTECODE`` (a development shell's, or the image's), a checkout's every start
-    compiled every module of volsched again: 0.25 s of CPU quiet, 0.8 s at load 13, which no installed
-    copy pays and kube-scheduler has no counterpart of."""
+    compiled every module of volsched again (counted in its start-up until then:
+    docs/benchmarks/2026-11-29-kube-scheduler-comparison.md), which no installed copy pays and
+    kube-scheduler has no counterpart of."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(source)
     subprocess.run(

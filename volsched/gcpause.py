@@ -56,9 +56,9 @@ def resume_collector() -> None:
 def pause_from_start() -> None:
     """Open the paused section from the process's start (``volsched run``, before its imports) to
     :func:`resume_after_start` (the first listing's freeze), once: the imports make a few hundred thousand
-    objects that live as long as the process and free next to none (about a hundred young collections
-    meanwhile, 3% of the imports' CPU, for a few hundred objects); frozen with the cache, no collection
-    walks them again."""
+    objects that live as long as the process and free next to none (the young collections meanwhile
+    cost the imports CPU and freed next to nothing); frozen with the cache, no collection walks them
+    again."""
     global _from_start
     with _start_lock:
         if not _from_start:

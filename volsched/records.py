@@ -142,8 +142,8 @@ def make_ahead() -> None:
 
 def copier(cls: type[_T]) -> Callable[[_T], _T]:
     """A function that copies an instance of dataclass ``cls`` field by field, written out from its
-    fields (as dataclasses write their ``__init__``): ``object.__new__`` and one store per slot, two to
-    three times faster than calling ``cls`` with every field (a task has fifty) and ten times ``copy.copy``."""
+    fields (as dataclasses write their ``__init__``): ``object.__new__`` and one store per slot, faster
+    than calling ``cls`` with every field (a task has fifty) and than ``copy.copy``."""
     body = "".join(f"    c.{f.name} = t.{f.name}\n" for f in dataclasses.fields(cls))  # type: ignore[arg-type]
     namespace: dict[str, Any] = {"new": object.__new__, "cls": cls}
     exec(f"def copy(t):\n    c = new(cls)\n{body}    return c\n", namespace)

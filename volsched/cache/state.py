@@ -1410,8 +1410,8 @@ class ClusterState:
                 self.lock_held = time.perf_counter() - started
             # The first snapshot of a large cache makes hundreds of thousands of objects and frees none
             # (nor makes cycles): the cyclic collector would only rescan the growing heap, again and
-            # again (half the time at 50,000 pending pods, more the larger the cache). A later snapshot
-            # makes few objects: no collection is missed that the next allocation would not start.
+            # again (a share of the snapshot's time that grows with the cache). A later snapshot makes
+            # few objects: no collection is missed that the next allocation would not start.
             pause_collector()
             try:
                 self._builder.prepare(view)
@@ -1433,10 +1433,10 @@ class ClusterState:
                 # entries and jobs) or dies by reference count with the session (its copies of the
                 # pending jobs; no cycles): frozen, no collection walks it. Left in the young
                 # generation, the first collections after the pause walked all of it three times over
-                # (young, middle, old: 2-3 s at 50,000 pending pods, in the first session, before its
-                # first bind), and every full collection after that walked it again (the snapshot after
-                # a session that bound 50,000 pods rebuilds them all: then 1-2 s of collection in every
-                # later session while the binds drain). A session's cyclic garbage holds a whole
+                # (young, middle, old, in the first session, before its first bind), and every full
+                # collection after that walked it again (the snapshot after a session that bound a
+                # backlog rebuilds every entry: then a walk of them all in every later session while the
+                # binds drain). A session's cyclic garbage holds a whole
                 # snapshot: collected first, so that none is frozen for good (none before the first
                 # snapshot: no session ran).
                 if self._snapshot_taken:

@@ -325,9 +325,9 @@ class SessionResult:
         """The pending pods (``ns/name``) this session could not place: those with a ``Pod`` rejection.
 
         Derived once per state of ``rejections`` (the operator's log, metrics, pacing and status writes
-        each read it: a walk of every rejection, ~10 ms at 50,000): again when the dict is another or its size changed. A
-        rejection is only ever added (the session's close, ``runner._render_events``, is the one writer;
-        writing a key again keeps the keys), so the same dict of the same size has the same keys in the
+        each read it, and each read walked every rejection): again when the dict is another or its size
+        changed. A rejection is only ever added (the session's close, ``runner._render_events``, is the
+        one writer; writing a key again keeps the keys), so the same dict of the same size has the same keys in the
         same order. Taking a rejection away and adding another between two reads is the one change
         this does not see: nothing does it."""
         rejections = self.rejections

@@ -205,8 +205,8 @@ def _render_status(session: Session, waiting_jobs: list[Job]) -> dict[str, PodGr
 
     The sums per queue and per namespace are the ledger's. The PodGroups of the jobs no session changes
     (the ledger's settled run: nothing pending there) keep their status from the last session; one pass
-    over the other jobs gathers the rest: at 10,000 bound pods that stand alone, each its own job, a
-    pass over every job costs every session a few milliseconds."""
+    over the other jobs gathers the rest: with many bound pods that stand alone, each its own job, a
+    pass over every job would cost every session for nothing."""
     result = session.result
     space = session.space
     phases: dict[str, PodGroupPhase] = {}

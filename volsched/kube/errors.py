@@ -1,8 +1,8 @@
 """The error an apiserver's answer raises in volsched's own HTTP path (:mod:`volsched.kube.rest`).
 
 Its own class, not the Kubernetes client's ``ApiException``: importing that one imports the whole client
-package (its kubeconfig loader, its models' machinery: pydantic, oauthlib, requests, urllib3), about
-130 ms of CPU on every start, where volsched's reads and writes never go through the client. It keeps
+package (its kubeconfig loader, its models' machinery: pydantic, oauthlib, requests, urllib3), CPU on
+every start (docs/operating.md), where volsched's reads and writes never go through the client. It keeps
 the client's attributes (``status``, ``reason``, ``body``, ``headers``), so code reading them reads
 either. :func:`is_api_error` says whether an exception is either class (the client's is raised only by
 the few edges that still call it: custom metrics, kopf).

@@ -2,7 +2,7 @@
 the Kubernetes client.
 
 Importing the client's loader imports the whole client package (oauthlib, requests, pydantic, urllib3,
-its models' machinery): about 130 ms of CPU on every start, for settings volsched's own HTTP path
+its models' machinery): CPU on every start (docs/operating.md), for settings volsched's own HTTP path
 (:mod:`volsched.kube.rest`) reads a dozen fields of. :func:`read_kubeconfig` reads the common forms
 itself, with PyYAML; :func:`in_cluster` the service account's token and CA. Anything else (an exec
 plugin, an auth provider, basic auth, impersonation, a field it does not know) it declines, saying

@@ -253,8 +253,8 @@ class LeaderLease:
         once the Lease is ours for less than ``renew_every``, callers renew themselves and wait.
 
         A session used to start with the renewal's read and write of the Lease every ``renew_every``,
-        and the bind workers waited on the lock meanwhile: under load, 0.1-0.7 s every two seconds
-        that the pods arriving then waited for."""
+        and the bind workers waited on the lock meanwhile: a wait, at every renewal, that the pods
+        arriving then waited through."""
         with self._behind_lock:
             if self._behind is not None and self._behind.is_alive():
                 return

@@ -343,10 +343,9 @@ class KubePort:
         (up to ``bind_workers``). Workers start only as binds outnumber idle
         ones, as an executor's threads do: started all at once, each would open its own connection (a
         TLS handshake, on the operator's and the apiserver's CPU) for the first session's first few
-        binds, and the first binds waited behind them (the first bind after ready went from about 1.5
-        to 2.5 s at 1,000 x 10,000). More binds in flight pay only where many wait: a burst of a few
-        hundred went out sooner through 32 workers than through 128, a backlog of thousands through
-        128 (docs/operating.md)."""
+        binds, and the first binds waited behind them (the first bind after ready came later). More
+        binds in flight pay only where many wait: a burst of a few hundred went out sooner through 32
+        workers than through 128, a backlog of thousands through 128 (docs/operating.md)."""
         settings = self.writer.settings
         running, most = self._staffed, max(1, settings.bind_workers)
         # As bind_workers, at least one; and at most bind_workers: the parser refuses more, but settings

@@ -573,8 +573,8 @@ class _TLSConnection(_Connection, http.client.HTTPSConnection):
     """Its handshake resumes ``session`` (the TLS session of an earlier connection made with the same
     context to the same server, :data:`_SESSIONS`) where there is one: the server proves itself again
     with the key agreed then instead of signing with its certificate's key, and the client does not check
-    a certificate chain again (on the apiserver, 2.0-2.2 ms of its CPU a connection full, 0.8 resumed).
-    A session the server no longer takes makes a full handshake, as without one."""
+    a certificate chain again (the apiserver signs nothing with its certificate's key: less of its CPU
+    per connection). A session the server no longer takes makes a full handshake, as without one."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

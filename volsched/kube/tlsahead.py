@@ -2,9 +2,9 @@
 ready.
 
 aiohttp's connector module makes two TLS contexts as it is imported (one that verifies with the system's
-CAs, one that verifies nothing), reading the system's CA bundle for each: about 16 ms of CPU apiece, in a
-statement each that the import after ready (:mod:`~volsched.operator.aside`) cannot pause, beside the
-first arriving pods. volsched never uses them (its requests carry the kubeconfig's own context), but
+CAs, one that verifies nothing), reading and parsing the system's CA bundle for each, in a statement each
+that the import after ready (:mod:`~volsched.operator.aside`) cannot pause, beside the first arriving
+pods. volsched never uses them (its requests carry the kubeconfig's own context), but
 aiohttp's client and server cannot be imported without them.
 
 :class:`DefaultContexts` makes the same two on a thread of its own (the operator starts it at ready,

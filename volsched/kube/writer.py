@@ -98,10 +98,11 @@ class WriterSettings:
     """How the writer sends: bind workers, other workers, rate limits, retries and timeouts."""
 
     #: Binds in flight at once (the port's bind workers, each on its own kept-alive connection, started
-    #: only as binds outnumber idle ones). On the local apiserver (2 cores) the bare Go binder bound 561
-    #: pods/s with 32 in flight and 765 with 128; a service account's requests land in API Priority and
-    #: Fairness' ``workload-low`` level, 245 of the 600 seats of a default apiserver (more when others
-    #: idle), so 128 fit in its seats; each worker costs about 80-100 KiB (a thread and a TLS connection).
+    #: only as binds outnumber idle ones). On the local apiserver the bare Go binder bound more pods a
+    #: second with 128 in flight than with 32 (docs/benchmarks/2026-11-29.md); a service account's
+    #: requests land in API Priority and Fairness' ``workload-low`` level, 245 of the 600 seats of a
+    #: default apiserver (more when others idle), so 128 fit in its seats; each worker costs a thread and
+    #: a TLS connection (their memory: docs/operating.md).
     bind_workers: int = 128
     #: Bind workers started as soon as binds outnumber idle ones; past these, more (up to
     #: ``bind_workers``) only while more than ``bind_backlog`` binds wait: about a second of binds

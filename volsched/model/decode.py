@@ -1203,7 +1203,7 @@ def _node_owned(owners: Any, node: str | None) -> bool:
 
 #: A task of every field's default, which :func:`build_task` copies (:data:`_copy_task`) and then fills field
 #: by field: calling :class:`Task` with its three dozen keywords matches each against the fifty parameters
-#: one by one, which cost a listed pod about 1.4 us more. Every field whose default is made per task (a
+#: one by one, a cost every listed pod paid. Every field whose default is made per task (a
 #: dict, a list) is set by ``build_task``; ``request``'s is one shared read-only array.
 _BLANK_TASK = Task(
     namespace="",

@@ -173,8 +173,7 @@ _KEPT = 4096
 
 def _cel() -> Any:
     """The CEL library, imported on first use: its package imports its command line (prompt_toolkit,
-    typer, rich), a third of a second under load at every start, which a cluster without DRA
-    selectors never needs."""
+    typer, rich), CPU at every start that a cluster without DRA selectors never needs."""
     import cel
 
     return cel

@@ -116,9 +116,9 @@ log = logging.getLogger("volsched.operator")
 #: Seconds a thread holds the GIL before one waiting for it is let in (``sys.setswitchinterval``;
 #: Python's default is 5 ms). While a session computes, the bind workers and the watch threads need the
 #: GIL back after each send and receive: at 5 ms each such wait, a bind's few of them cost more than its
-#: round trip. In-process, 64 threads doing loopback round trips beside one thread computing made 53-64%
-#: more round trips at 1 ms than at 5 ms, their p90 7.3-14 -> 2.6-4.3 ms, the computing thread's
-#: progress within the noise.
+#: round trip. In-process, threads doing loopback round trips beside one thread computing made more of
+#: them, sooner, at the shorter interval, and the computing thread lost nothing measurable
+#: (``bench/gil_switch.py``; the figures: docs/benchmarks/2026-11-29.md).
 SWITCH_INTERVAL = 0.001
 #: Seconds between reads of the webhook certificates' shared Secret (``--webhook-cert-secret``).
 CERTS_CHECK_EVERY = 30.0
@@ -553,9 +553,8 @@ class Operator:
         paused since the imports' start), out of the cyclic collector's way for good, as the
         cache is at sync: ``gc.freeze`` at once, with no collection first. Left to the collector, those
         objects (the modules' classes and functions: tens of thousands) were walked by every collection of
-        the middle generation until they reached the old one, 1-2 ms each, and then by the first full
-        collection, 5-20 ms, on whichever thread allocated then: a session, the watch with an arriving
-        pod, the event loop. A collection first would walk them all once more, and cannot pause; what it
+        the middle generation until they reached the old one, and then by the first full collection, on
+        whichever thread allocated then: a session, the watch with an arriving pod, the event loop. A collection first would walk them all once more, and cannot pause; what it
         would free (the cyclic garbage of the imports and of the sessions meanwhile) is small, and kept."""
         log.info("after ready: about %d objects frozen for the cyclic collector", freeze_all())
 

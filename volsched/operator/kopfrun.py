@@ -4,7 +4,7 @@ and, since kopf installs its own SIGTERM/SIGINT handlers as it starts, taking th
 (:func:`take_signals_back`).
 
 The only module of the operator that imports kopf: the operator imports it once the cache is synced, on a
-thread of its own, so kopf's import (about 50 ms of CPU under load) is not on the way to ready.
+thread of its own, so kopf's import (its CPU) is not on the way to ready.
 
 Every replica serves the webhooks; only the leader hands kopf the client config (URL or Service, and the
 CA bundle) that kopf writes into the webhook configurations (:func:`leader_gated`): replicas never write

@@ -121,9 +121,9 @@ class SessionLines:
     session or :meth:`tick`. Any other session (an eviction, a bind that failed or is unknown) has its
     own line at once, after the count of the routine sessions before it.
 
-    A line costs a tenth of a millisecond or more of the session thread's CPU after the wait for a pod
-    (the record, the redaction, the format, the write): a line per arriving pod was a few percent of
-    what the pod costs."""
+    A line costs the session thread CPU after the wait for a pod (the record, the redaction, the
+    format, the write): a line per arriving pod was a share of what the pod costs worth saving
+    (docs/operating.md)."""
 
     def __init__(
         self,
