@@ -212,8 +212,8 @@ class KubePort:
         self._planned_under: float | None = None
         self._planned = False
         #: Binds waiting for a worker (None: a worker's signal to stop). Long-lived workers take them from
-        #: one queue: a future and a work item per bind, as an executor makes, were a tenth of a bind's
-        #: CPU in the operator.
+        #: one queue: a future and a work item per bind, as an executor makes, were CPU on the session's
+        #: thread for every bind.
         self._queue: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()
         #: Bind workers running (each lists itself as it starts).
         self._workers: list[threading.Thread] = []
