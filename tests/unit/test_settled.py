@@ -332,6 +332,59 @@ def test_the_run_goes_on_past_more_pods_set_aside_than_the_gaps_it_may_have(
                     state.delete(*obj)
 
 
+def test_a_run_extended_past_the_same_gaps_keeps_what_was_made_of_them() -> None:
+    """What follows from a run's gaps alone (their blocks, ``gap_blocks``, and each block as compared,
+    ``blocks``) is handed to the run a session extends past the same gaps (a pod arriving each cycle,
+    bound, then settled after them), not made again for the pods set aside every session; a run whose
+    gaps differ makes its own, and each is what its gaps give."""
+    nowhere = {"volsched.test/nowhere": "true"}
+    state = ClusterState()
+    for obj in [
+        node("n1", cpu="512"),
+        node("n2", cpu="512"),
+        queue("a"),
+        queue("b", weight=2),
+        *(
+            pod(
+                f"stuck{k:02d}",
+                ns=NAMESPACES[k % 3],
+                cpu=CPUS[k % len(CPUS)],
+                queue="ab"[k % 2],
+                node_selector=nowhere,
+            )
+            for k in range(12)
+        ),
+        *(
+            pod(f"p{i}", ns=NAMESPACES[i % 3], cpu=CPUS[i % len(CPUS)], queue="ab"[i % 2], node="n1")
+            for i in range(10)
+        ),
+    ]:
+        state.apply(obj)
+    before: Settled | None = None
+    binds: list[Any] = []
+    handed = 0
+    for cycle in range(6):
+        for bind in binds:  # confirmed: the pod runs
+            ns, _, name = bind.pod.partition("/")
+            state.apply(pod(name, ns=ns, cpu="0.3", queue="a", node=bind.node))
+        state.apply(pod(f"new{cycle}", ns="ns0", cpu="0.3", queue="a"))
+        _, result = _session(state, 10.0 + cycle)
+        binds = result.binds
+        assert [b.pod for b in binds] == [f"ns0/new{cycle}"]
+        run = state._builder.kept[KEPT]
+        assert isinstance(run, Settled)
+        assert len(run.gaps) == 12
+        assert run.gap_blocks == settled._gap_blocks(run.gaps), cycle
+        if before is not None and run is not before and run.gaps is before.gaps:
+            assert run.gap_blocks is before.gap_blocks, cycle
+            assert run.blocks is before.blocks and run.blocks, cycle
+            handed += 1
+        elif before is not None and run.gaps is not before.gaps:
+            assert run.blocks is not before.blocks, cycle
+        before = run
+    assert handed >= 4  # (each session after the first extends the run by the pod bound before)
+
+
 def test_what_a_session_adds_to_its_sums_does_not_reach_the_next_sessions() -> None:
     state = ClusterState()
     for obj in _objects():

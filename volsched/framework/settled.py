@@ -141,14 +141,15 @@ class Settled:
     #: :func:`_exactness`): then the run of the jobs left when some leave is this run less their rows.
     exact: bool = True
     #: Each block of its gaps (:attr:`gap_blocks`) by its (first, last) indices, as :func:`_same_gaps`
-    #: compares them (:func:`_block`): made once for the sessions that check them.
+    #: compares them (:func:`_block`): made once for the sessions that check them, and handed to the runs
+    #: extended from this one past the same gaps (:func:`_share_gaps`).
     blocks: dict[tuple[int, int], _Block] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @cached_property
     def gap_blocks(self) -> list[tuple[int, int]]:
         """The runs of consecutive gaps (:func:`_gap_blocks`). They follow from the gaps alone, which do
         not change, so they are made once for the sessions that check them (every session, for the pods
-        set aside)."""
+        set aside), and handed to the runs extended from this one past the same gaps."""
         return _gap_blocks(self.gaps)
 
 
@@ -287,7 +288,7 @@ def _extend(base: Settled, jobs: Sequence[Job]) -> Settled:
         unmet_all, unmet_queue = base.unmet_all, base.unmet_queue
     exactness = _exactness_few if few else _exactness
     whole, fraction, exact = exactness(base, [rows, unmet_rows], [queue, {None: unmet_all}], width)
-    return Settled(
+    out = Settled(
         jobs=[*base.jobs, *jobs],
         width=width,
         queue=queue,
@@ -307,6 +308,20 @@ def _extend(base: Settled, jobs: Sequence[Job]) -> Settled:
         fraction=fraction,
         exact=exact,
     )
+    _share_gaps(base, out)
+    return out
+
+
+def _share_gaps(base: Settled, out: Settled) -> None:
+    """Hand ``out``, a run with ``base``'s very gaps, what was made of them for ``base`` (its
+    ``gap_blocks`` and ``blocks``): they follow from the gaps alone, so a run extended by the jobs after
+    its span (every session that bound a pod, the pods set aside its gaps) does not make them again."""
+    if not base.gaps or out.gaps is not base.gaps:
+        return
+    object.__setattr__(out, "blocks", base.blocks)  # (a frozen dataclass: set as its __init__ sets)
+    made = base.__dict__.get("gap_blocks")  # (a cached_property keeps its value in the instance's dict)
+    if made is not None:
+        out.__dict__["gap_blocks"] = made
 
 
 def _total(sums: Mapping[Any, Vector], width: int) -> Vector:
