@@ -361,3 +361,69 @@ def test_what_pods_set_aside_ask_is_summed_once_and_is_a_walk_of_every_asking_jo
     assert len(walked) == len(changes)
     # (the first two sessions try the pods, then each walks all but those it takes again)
     assert walked[3] < asking[3] - 5 and walked[-1] < asking[-1] - 5, (walked, asking)
+
+
+def test_proportion_passes_over_the_pods_set_aside_that_lead_and_asks_what_a_walk_of_every_job_asks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Proportion's open passes over the pods set aside that lead the asking jobs (``never_lead``: the
+    very jobs the last session's close found could never run, their verdicts kept with the node table),
+    as its walk passes over each such pod: each queue's allocated, request, inqueue and unit are the
+    floats a walk asking every job gives, and the cycle decides and says what it does, session after
+    session, as pods arrive, leave and the nodes change; the later sessions pass over them all."""
+    import volsched.plugins.proportion as proportion
+
+    stuck = [
+        pod(f"sel{i}", cpu=f"{(i % 7 + 1) * 100}m", queue="q", node_selector={"disk": "x"}) for i in range(9)
+    ]
+    kept, walk = cache(*_objects(), *stuck), cache(*_objects(), *stuck)
+    opened: list[list[bytes]] = []
+    passed: list[int] = []
+    pending_requests, lead = proportion._pending_requests, proportion.never_lead
+
+    def spy(session: Any, row: Any, n: int) -> Any:
+        out = pending_requests(session, row, n)
+        opened.append([v.tobytes() for v in out])
+        return out
+
+    def counted(session: Any, jobs: Any) -> int:
+        passed.append(lead(session, jobs))
+        return passed[-1]
+
+    monkeypatch.setattr(proportion, "_pending_requests", spy)
+    changes: list[Callable[[Feeder], object]] = [
+        lambda f: None,
+        lambda f: None,
+        lambda f: _apply(f, pod("a0", cpu="100m", queue="q")),
+        lambda f: None,
+        lambda f: f.delete("Pod", {"metadata": {"namespace": "default", "name": "sel4"}}),
+        lambda f: None,
+        lambda f: _apply(f, node("n3", cpu="5")),
+        lambda f: None,
+        lambda f: _apply(f, pod("sel9", cpu="300m", queue="q", node_selector={"disk": "x"})),
+        lambda f: None,
+        lambda f: None,
+        lambda f: _apply(f, queue("q", capability={"cpu": "50m"})),  # other verdicts: past its capability
+        lambda f: None,
+        lambda f: None,
+        lambda f: _apply(f, pod("sel1", cpu="200m", queue="r")),  # a pod of the run changed: it may run
+        lambda f: None,
+        lambda f: None,
+        _relabel,  # another node table: they may run (and are tried)
+        lambda f: None,
+    ]
+    for i, change in enumerate(changes):
+        change(kept)
+        change(walk)
+        with monkeypatch.context() as m:
+            m.setattr(proportion, "never_lead", counted)
+            report = run_cycle(kept, CONFIG, FakePort(), now=5000.0 + i)
+        with monkeypatch.context() as m:
+            m.setattr(proportion, "never_lead", lambda session, jobs: 0)
+            walked = run_cycle(walk, CONFIG, FakePort(), now=5000.0 + i)
+        assert opened[-2] == opened[-1], i
+        assert _said(report) == _said(walked), i
+        assert _bound(report) == _bound(walked), i
+    # (the first sessions try them; from then on each passes over all the pods set aside that lead)
+    assert passed[3] >= len(stuck) and passed[10] >= len(stuck) and passed[13] >= len(stuck), passed
+    assert not passed[11] and passed[14] < passed[13] and passed[17] < passed[16], passed  # (changed)

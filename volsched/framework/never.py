@@ -497,7 +497,8 @@ def never_asks(session: ExtensionPoints) -> dict[str, Vector]:
             out, start = dict(carried.sums), len(carried.jobs)
         if lead > start:
             _add_never(session, asking[start:lead], out)
-            memo[_ASKED] = _Asked(kept=kept, jobs=list(asking[:lead]), sums=dict(out))
+            jobs = list(asking[:lead])
+            memo[_ASKED] = _Asked(kept=kept, jobs=jobs, sums=dict(out), never=_never_run(session, jobs))
             start = lead
     _add_never(session, asking[start:], out)
     return out
@@ -519,6 +520,55 @@ def _add_never(session: ExtensionPoints, jobs: Sequence[Job], out: dict[str, Vec
         out[job.queue] = ask if held is None else held + ask
 
 
+def _never_run(session: ExtensionPoints, jobs: list[Job]) -> _NeverRun:
+    """The verdicts of the leading run of ``jobs`` that can never run as they stand (:func:`job_never`),
+    as the session keeps them: a pod standing alone's (:func:`lone_never`) and a gang's
+    (:func:`_gang_judged`), each by job key, and how many jobs the run spans."""
+    lone: dict[str, str | None] = {}
+    gangs: dict[str, tuple[str | None, str | None]] = {}
+    n = 0
+    for job in jobs:
+        if job_never(session, job) is None:
+            break
+        if job.podgroup is None:
+            lone[job.key] = lone_never(session, job)
+        else:
+            gangs[job.key] = _gang_judged(session, job)
+        n += 1
+    return _NeverRun(span=n, lone=lone, gangs=gangs)
+
+
+def never_lead(session: ExtensionPoints, asking: Sequence[Job]) -> int:
+    """How many of the session's asking jobs (``asking``, the ledger's) lead that can never run as they
+    stand, as the last session to set aside the run of them found (:func:`never_asks` keeps their
+    verdicts in its :class:`_Asked`); 0 unless ``asking`` begins with those very jobs. Each lent again as
+    the same object, untouched, its verdict follows from its shape, the queues and the nodes' specs
+    (:func:`_kept`, the premise of :func:`never_asks`' kept sums): from here on the session's
+    :func:`job_never` looks each of them up rather than working it out, and a walk that passes over the
+    jobs that can never run (proportion's open) may pass over these without asking."""
+    carried = session.nodes.memo.get(_ASKED)
+    if not isinstance(carried, _Asked) or not carried.never.span:
+        return 0
+    never = carried.never
+    n = never.span
+    if len(asking) < n or carried.kept is not _kept(session) or asking[:n] != carried.jobs[:n]:
+        return 0  # (by identity: a Job has no __eq__)
+    state = session.state
+    if never.lone:
+        lone: _LoneMemo | None = state.get(_LONE)
+        if lone is None:
+            state[_LONE] = (dict(never.lone), _kept_lone(session))
+        else:
+            lone[0].update(never.lone)
+    if never.gangs:
+        gangs: dict[str, tuple[str | None, str | None]] | None = state.get(_GANGS)
+        if gangs is None:
+            state[_GANGS] = dict(never.gangs)
+        else:
+            gangs.update(never.gangs)
+    return n
+
+
 def _told_lead(jobs: Sequence[Job], told: Mapping[str, object]) -> int:
     """How many of ``jobs`` lead that were told what their last try found (``told``): one pass in C."""
     return sum(1 for _ in itertools.takewhile(told.__contains__, map(_JOB_KEY, jobs)))
@@ -527,11 +577,25 @@ def _told_lead(jobs: Sequence[Job], told: Mapping[str, object]) -> int:
 @dataclass(frozen=True, slots=True)
 class _Asked:
     """What :func:`never_asks` added over the leading asking jobs that were set aside (``jobs``), per
-    queue (``sums``, read-only), against the verdicts kept in ``kept`` (:func:`_kept`'s, by identity)."""
+    queue (``sums``, read-only), against the verdicts kept in ``kept`` (:func:`_kept`'s, by identity);
+    and the verdicts of the leading run of them that can never run as they stand (``never``:
+    :func:`never_lead`)."""
 
     kept: object
     jobs: list[Job]
     sums: dict[str, Vector]
+    never: _NeverRun
+
+
+@dataclass(frozen=True, slots=True)
+class _NeverRun:
+    """The leading run of the jobs in an :class:`_Asked` that can never run as they stand: how many jobs
+    it spans, and their verdicts as the session keeps them, by job key (a pod standing alone's, a
+    gang's)."""
+
+    span: int
+    lone: dict[str, str | None]
+    gangs: dict[str, tuple[str | None, str | None]]
 
 
 #: Where :func:`never_asks` keeps its :class:`_Asked` with a node table (its memo).

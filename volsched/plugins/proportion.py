@@ -7,6 +7,7 @@ the water-fill itself is :mod:`volsched.model.fairshare` (pure). Users: docs/con
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import field
@@ -17,7 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from volsched.framework.decisions import Event
-from volsched.framework.never import job_never, never_admitted
+from volsched.framework.never import job_never, never_admitted, never_lead
 from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints, Vote
 from volsched.framework.registry import register_plugin
@@ -136,7 +137,9 @@ def _pending_requests(
     waiting: list[Job] = []  # PodGroups in phase Pending with no pod yet: they ask their minResources
     pending, pipelined = TaskStatus.PENDING, TaskStatus.PIPELINED
     pending_phase = PodGroupPhase.PENDING
-    for job in ledger.asking_jobs():
+    jobs = ledger.asking_jobs()
+    # (the pods set aside that lead them can never run: passed over as the walk below passes each)
+    for job in itertools.islice(jobs, never_lead(session, jobs), None):
         i = row.get(job.queue)
         if i is None:
             continue
