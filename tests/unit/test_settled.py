@@ -336,7 +336,8 @@ def test_a_run_extended_past_the_same_gaps_keeps_what_was_made_of_them() -> None
     """What follows from a run's gaps alone (their blocks, ``gap_blocks``, and each block as compared,
     ``blocks``) is handed to the run a session extends past the same gaps (a pod arriving each cycle,
     bound, then settled after them), not made again for the pods set aside every session; a run whose
-    gaps differ makes its own, and each is what its gaps give."""
+    gaps differ makes its own, and each is what its gaps give. The pods set aside, lent again as the
+    very jobs whose asks matched the block's, are not added up again."""
     nowhere = {"volsched.test/nowhere": "true"}
     state = ClusterState()
     for obj in [
@@ -361,8 +362,9 @@ def test_a_run_extended_past_the_same_gaps_keeps_what_was_made_of_them() -> None
     ]:
         state.apply(obj)
     before: Settled | None = None
+    before_matched: list[Any] = []
     binds: list[Any] = []
-    handed = 0
+    handed = again = 0
     for cycle in range(6):
         for bind in binds:  # confirmed: the pod runs
             ns, _, name = bind.pod.partition("/")
@@ -375,14 +377,21 @@ def test_a_run_extended_past_the_same_gaps_keeps_what_was_made_of_them() -> None
         assert isinstance(run, Settled)
         assert len(run.gaps) == 12
         assert run.gap_blocks == settled._gap_blocks(run.gaps), cycle
+        matched = [b.matched[0] for b in run.blocks.values()]  # (the first session checks no gap)
+        assert [[j.key for j in m] for m in matched] == ([[g.key for g in run.gaps]] if cycle else []), cycle
         if before is not None and run is not before and run.gaps is before.gaps:
             assert run.gap_blocks is before.gap_blocks, cycle
             assert run.blocks is before.blocks and run.blocks, cycle
+            # (the very jobs whose asks matched, lent again as they were lent: not added up again)
+            if before_matched:
+                assert matched[0] is before_matched[0], cycle
+                again += 1
             handed += 1
         elif before is not None and run.gaps is not before.gaps:
             assert run.blocks is not before.blocks, cycle
-        before = run
+        before, before_matched = run, matched
     assert handed >= 4  # (each session after the first extends the run by the pod bound before)
+    assert again >= 3
 
 
 def test_what_a_session_adds_to_its_sums_does_not_reach_the_next_sessions() -> None:

@@ -670,6 +670,8 @@ class _Block:
     queues: list[str]
     unmet: bool
     asks: bytes
+    #: The jobs whose asks last matched ``asks`` (at most one list, the last): see :func:`_same_gaps`.
+    matched: list[list[Job]] = field(default_factory=list, compare=False, repr=False)
 
 
 def _block(base: Settled, first: int, last: int) -> _Block:
@@ -694,7 +696,11 @@ def _same_gaps(jobs: list[Job], gaps: _Block, width: int, *, again: bool) -> boo
     plus its pending request (``total_request``'s one addition), compared with the gaps' asks as one
     block of bytes. False when any is not (or where it cannot tell at once: then ask each). Each test is
     one pass in C over the jobs (the pods set aside: every session has them): one task each, pending
-    (so each is a gap, :func:`_gap`, and does not settle, :func:`_settles`)."""
+    (so each is a gap, :func:`_gap`, and does not settle, :func:`_settles`). The asks of the very jobs
+    whose asks matched last (``gaps.matched``) are not added up again: each such job, one pending pod on
+    no node, is lent again as the same object only as it was lent (its task the very one, with the very
+    request vector, of its untouched entry; holding nothing, as each status its pod passed through added
+    and took away the same request: ``cache.snapshots._taken_back``), so it asks what it asked."""
     if len(jobs) != gaps.size:
         return False
     if list(map(_KEY, jobs)) != gaps.keys or list(map(_QUEUE, jobs)) != gaps.queues:
@@ -707,9 +713,15 @@ def _same_gaps(jobs: list[Job], gaps: _Block, width: int, *, again: bool) -> boo
     inqueue = itertools.repeat(PodGroupPhase.INQUEUE)
     if not again and (gaps.unmet or any(map(operator.is_, map(_PHASE, jobs), inqueue))):
         return False
+    matched = gaps.matched
+    if matched and jobs == matched[0]:  # (by identity: a Job has no __eq__)
+        return True
     held = stack_rows(list(map(_ALLOCATED, jobs)), width)
     asked = stack_rows(list(map(_REQUEST, itertools.chain.from_iterable(map(dict.values, tasks)))), width)
-    return (held + asked).tobytes() == gaps.asks
+    if (held + asked).tobytes() != gaps.asks:
+        return False
+    matched[:] = [list(jobs)]
+    return True
 
 
 def _without_gone(jobs: list[Job], base: Settled, present: Container[str]) -> Settled:
