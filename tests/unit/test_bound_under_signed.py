@@ -256,11 +256,17 @@ def test_a_key_secret_refused_or_unusable_ends_the_start_in_a_line_and_an_outage
     def answer(status: int, message: str) -> ApiException:
         return ApiException(status=status, reason="Forbidden", body=json.dumps({"message": message}))
 
-    said = _record_keys_refused("ns", "k", answer(403, 'secrets "k" is forbidden: User "u" cannot get'))
+    said = _record_keys_refused(
+        namespace="ns", name="k", exc=answer(403, 'secrets "k" is forbidden: User "u" cannot get')
+    )
     assert isinstance(said, InputError)
     assert str(said).startswith("the records' key, Secret ns/k, could not be read or made (refused, 403: ")
     assert 'User "u" cannot get' in str(said) and "needs get on that Secret" in str(said)
-    unusable = _record_keys_refused("ns", "k", ValueError("Secret ns/k holds no key of at least 32 bytes"))
+    unusable = _record_keys_refused(
+        namespace="ns", name="k", exc=ValueError("Secret ns/k holds no key of at least 32 bytes")
+    )
     assert isinstance(unusable, InputError) and "is not usable (Secret ns/k holds no key" in str(unusable)
-    assert _record_keys_refused("ns", "k", answer(500, "etcd")) is None  # (asked again, not here)
-    assert _record_keys_refused("ns", "k", OSError("refused")) is None
+    assert (
+        _record_keys_refused(namespace="ns", name="k", exc=answer(500, "etcd")) is None
+    )  # (asked again, not here)
+    assert _record_keys_refused(namespace="ns", name="k", exc=OSError("refused")) is None

@@ -475,10 +475,10 @@ class Operator:
             except Exception as exc:
                 status = exc.status if isinstance(exc, ApiException) else None
                 if not (is_unreachable(exc) or (status is not None and (status >= 500 or status == 429))):
-                    refused = _record_keys_refused(namespace, name, exc)
+                    refused = _record_keys_refused(exc, namespace=namespace, name=name)
                     if refused is not None:
                         raise refused from None
-                    self._record_keys_failed(namespace, name, exc)
+                    self._record_keys_failed(exc, namespace=namespace, name=name)
                     raise
                 if not said:
                     said = True
@@ -494,7 +494,7 @@ class Operator:
         self.writer.record_key = keys.keys[0]
         return True
 
-    def _record_keys_failed(self, namespace: str, name: str, exc: BaseException) -> None:
+    def _record_keys_failed(self, exc: BaseException, *, namespace: str, name: str) -> None:
         log.error(
             "bound-under records: cannot read or create the key Secret %s/%s (%s); the operator's "
             "service account needs get on that one and create on Secrets in its namespace (the chart "
@@ -757,7 +757,7 @@ def _switching_often() -> Iterator[None]:
         sys.setswitchinterval(before)
 
 
-def _record_keys_refused(namespace: str, name: str, exc: BaseException) -> InputError | None:
+def _record_keys_refused(exc: BaseException, *, namespace: str, name: str) -> InputError | None:
     """The records' key Secret refused by an answer (401, 403, another 4xx but 429) or holding no usable
     key (ValueError) as what ends the start in a line, or None for another failure."""
     from volsched.kube.errors import ApiException
@@ -765,7 +765,7 @@ def _record_keys_refused(namespace: str, name: str, exc: BaseException) -> Input
     where = f"the records' key, Secret {namespace}/{name},"
     if isinstance(exc, ValueError):
         return InputError(
-            f"{where} is not usable ({exc}); put a key there or delete the Secret to have one made"
+            f"{where} is not usable ({exc}); put back the key it held (docs/tenancy.md: the signed record)"
         )
     if not isinstance(exc, ApiException) or exc.status is None or not 400 <= exc.status < 500:
         return None
