@@ -19,7 +19,7 @@ from kubernetes import client
 from tests.unit._scripted_server import ScriptedServer, loopback_config
 from volsched.kube.health import ApiHealth
 from volsched.kube.lister import WATCHED
-from volsched.kube.watch import ListWatch
+from volsched.kube.watch import ApiError, ListWatch
 
 PODS = next(k for k in WATCHED if k.kind == "Pod")
 THROTTLED = (429, {"Retry-After": "1"}, {"kind": "Status", "reason": "TooManyRequests", "code": 429})
@@ -177,3 +177,54 @@ def test_the_first_listing_stopped_while_it_waits_for_the_apiserver_ends() -> No
         with pytest.raises(OSError):
             w.first_list()
         assert len(tried) == 1
+
+
+THROTTLED_AT_ONCE = (429, {"Retry-After": "0"}, THROTTLED[2])  # (waited 0.1 s: the least Retry-After kept)
+THROTTLED_BARE = (429, {}, THROTTLED[2])  # no Retry-After
+
+
+def test_the_first_listing_throttled_again_and_again_is_asked_again_until_it_answers(
+    api: client.ApiClient, server: WatchServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The defect (note18 Found 4): a 429 answered to the first listing more than ten times running
+    ended ``volsched run``'s start in the listing's traceback, where a throttled apiserver (its flow
+    control, or its storage still initializing) is to be asked again, as one not reached is, until it
+    answers. Each wait is its Retry-After, at least the backoff (the backoff alone without one); the
+    start is told once that it waits, the apiserver is not counted down."""
+    server.script["limit=500"] = [*[THROTTLED_AT_ONCE] * 14, THROTTLED_BARE, THROTTLED, LISTED]
+    health = ApiHealth()
+    told: list[str] = []
+    w, events = _pod_watch(
+        api,
+        health=health,
+        backoff=(0.01,),
+        waiting=lambda watch, exc: told.append(f"{watch.kind.plural}: {exc}"),
+    )
+    waits: list[float] = []
+    failed = w._failed
+
+    def recorded(exc: BaseException) -> float:
+        waits.append(failed(exc))
+        return waits[-1]
+
+    w._failed = recorded  # type: ignore[method-assign]
+    with caplog.at_level(logging.INFO, logger="volsched.kube"):
+        assert w.first_list() == "7"
+    assert events == ["ADDED a"] and len(server.sent("limit=500")) == 17
+    assert waits == [0.1] * 14 + [0.01, 1.0]
+    assert told == ["pods: 429: Too Many Requests"]  # once, with the first 429
+    assert not health.down and health.outages == 0 and health.failures == 0
+    assert [r.getMessage() for r in caplog.records] == []  # quiet: the start's one line is waiting's
+
+
+def test_the_first_listing_throttled_and_stopped_ends() -> None:
+    """Stopped (the operator shutting down) while it waits out a 429, it ends, raising the 429."""
+    with WatchServer() as server:
+        server.script["limit=500"] = [(429, {"Retry-After": "60"}, THROTTLED[2])]
+        with client.ApiClient(loopback_config(server.port, retries=False)) as api:
+            w = ListWatch(
+                api, PODS, on_event=lambda t, obj: None, waiting=lambda watch, exc: w.stop(timeout=0)
+            )
+            with pytest.raises(ApiError) as raised:
+                w.first_list()
+    assert raised.value.status == 429 and len(server.sent("limit=500")) == 1

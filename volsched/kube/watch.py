@@ -181,7 +181,7 @@ class ListWatch:
         around each listing's page (:data:`HELD_AT_MOST` objects at a time) handed over, inside this
         watch's own lock: the receiver's locks taken once for them (:meth:`~volsched.cache.feeder.Feeder.
         page`), not once an object. ``waiting``: told when :meth:`first_list` first fails to reach the
-        apiserver (it asks again until it answers)."""
+        apiserver, and when it is first throttled (it asks again until it answers)."""
         self.api = api
         self.kind = kind
         self.on_event = on_event
@@ -449,19 +449,20 @@ class ListWatch:
                 else:
                     known[key] = before
 
-    def first_list(self, *, throttle_retries: int = 10) -> str:
-        """:meth:`relist`, a 429 with ``Retry-After`` (flow control; a CRD's storage still starting just
-        after the apiserver did) waited out and listed again up to ``throttle_retries`` times, as
-        :meth:`~volsched.kube.rest.LeanRest.get` does: what the operator's start lists before it watches,
-        where a failure ends the start. An apiserver not reached (refused, reset, timed out; a 5xx while
-        it starts) is asked again after the backoff until it answers or the watch is stopped, told to
-        ``health`` as its watch's failures are: the start waits for it, as kube-scheduler's informers do;
-        ``waiting`` (the constructor's) is told of the first such failure (the start says once why it is not synced: the
-        health tracker's one outage line may be another call's). Before, ``volsched run`` against an
-        apiserver not up yet ended in the listing's traceback. What a broken-off listing handed over is
-        not handed over again."""
-        throttled = 0
-        waiting = self.waiting
+    def first_list(self) -> str:
+        """:meth:`relist`, what the operator's start lists before it watches, where a failure ends the
+        start, asked again until it answers or the watch is stopped (then the failure is raised), as
+        kube-scheduler's informers wait for the apiserver: one not reached (refused, reset, timed out; a
+        5xx while it starts), after the backoff, told to ``health`` as its watch's failures are; one that
+        throttles (a 429: its flow control, or "storage is (re)initializing" just after it started), after
+        its ``Retry-After`` (at least the backoff; the backoff alone without one), waited out quietly
+        while it is up (:func:`~volsched.kube.health.back_pressure`). ``waiting`` (the constructor's) is
+        told of the first failure of each of the two (the start says once why it is not synced: the health
+        tracker's one outage line may be another call's, and a throttled apiserver logs none). Any other
+        answer (a 401, a 403, a 404) is raised at once. Before, ``volsched run`` against an apiserver not up
+        yet ended in the listing's traceback, and one throttling the listing more than ten times running
+        too. What a broken-off listing handed over is not handed over again."""
+        told: set[bool] = set()  # whether waiting was told of a throttled listing (True), an unreached one
         while True:
             try:
                 return self.relist()
@@ -469,24 +470,16 @@ class ListWatch:
                 raise
             except Exception as exc:
                 status = exc.status if isinstance(exc, ApiError) else None
-                if is_unreachable(exc) or (status is not None and status >= 500):
-                    if waiting is not None:  # (the first time only)
-                        waiting(self, exc)
-                        waiting = None
-                    if self._stop.wait(self._failed(exc)):
-                        raise
-                    continue
-                if not isinstance(exc, ApiError) or status != 429 or exc.retry_after is None:
+                throttled = status == 429
+                if not (throttled or is_unreachable(exc) or (status is not None and status >= 500)):
                     raise
-                if throttled == throttle_retries:
-                    raise
-                throttled += 1
-                log.info(
-                    "listing %s: throttled by the apiserver; again in %.1fs",
-                    self.kind.plural,
-                    exc.retry_after,
-                )
-                if self._stop.wait(exc.retry_after):
+                if self.waiting is not None and throttled not in told:
+                    told.add(throttled)
+                    self.waiting(self, exc)
+                wait = self._failed(exc)
+                if throttled:
+                    wait = max(wait, getattr(exc, "retry_after", None) or 0.0)
+                if self._stop.wait(wait):
                     raise
 
     def forgo_early(self) -> None:

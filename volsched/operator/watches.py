@@ -80,8 +80,9 @@ class WatchFeed:
         self.podgroups = podgroups
         self.latency = latency
         self.scheduler_names = scheduler_names
-        #: Whether the first listing said it waits for the apiserver (once for every kind).
-        self._said_waiting = False
+        #: What the first listing said it waits for (once for every kind): a throttled listing (True), an
+        #: apiserver not reached (False).
+        self._said_waiting: set[bool] = set()
         self._said_lock = threading.Lock()
         self.lean = {
             k.kind: ListWatch(
@@ -214,12 +215,24 @@ class WatchFeed:
         resume_after_start()  # (paused from volsched run's start: its imports' objects are frozen too)
 
     def _waiting(self, watch: ListWatch, exc: BaseException) -> None:
-        """The first listing of ``watch``'s kind did not reach the apiserver (``exc``): said once for all
-        kinds, why the cache is not synced yet (the health tracker's one line of the outage may be the
-        Lease's, or any other call's)."""
+        """The first listing of ``watch``'s kind did not reach the apiserver, or was throttled (``exc``, a
+        429): said once for all kinds, each of the two, why the cache is not synced yet (the health
+        tracker's one line of an outage may be the Lease's, or any other call's; a throttled listing is
+        waited out quietly, and the start would otherwise be silent until it answers)."""
+        throttled = isinstance(exc, ApiError) and exc.status == 429
         with self._said_lock:
-            said, self._said_waiting = self._said_waiting, True
-        if not said:
+            said = throttled in self._said_waiting
+            self._said_waiting.add(throttled)
+        if said:
+            return
+        if throttled:
+            log.warning(
+                "cache not synced: its first listing is throttled by the kube-apiserver (listing %s: %s); "
+                "asked again after each Retry-After it gives, the sessions start once it answers",
+                watch.kind.plural,
+                error_summary(exc),
+            )
+        else:
             log.warning(
                 "cache not synced: its first listing waits for the kube-apiserver (listing %s: %s); the "
                 "sessions start once it answers",
