@@ -65,6 +65,22 @@ def test_any_other_refusal_of_a_kinds_first_listing_ends_the_start(
     assert op.feed._prelisted.is_set()  # the pods' listing is not left waiting for it
 
 
+@pytest.mark.parametrize("kind", ["Pod", "Namespace", "PriorityClass"])
+def test_a_404_for_a_kind_every_apiserver_serves_ends_the_start_saying_not_served(
+    op: Operator, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """note18 Found 9: a 404 for Pods ended the start as "refused", one for Namespaces or PriorityClasses
+    was warned as a CRD not installed and the start went on without them. Every kube-apiserver serves
+    them: the server is not one, or not at the kubeconfig's path."""
+    _listings(op, monkeypatch, {kind: 404})
+    plural = op.feed.lean[kind].kind.plural
+    with pytest.raises(
+        InputError, match=rf"^the first listing of {plural} found them not served \(404: refused\)"
+    ):
+        op.feed._prelist()
+    assert op.feed._prelisted.is_set()
+
+
 def test_a_small_kinds_refusal_ends_the_start_at_once_stopping_the_pods_listing(
     op: Operator, monkeypatch: pytest.MonkeyPatch
 ) -> None:

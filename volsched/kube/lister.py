@@ -83,6 +83,13 @@ WATCHED: tuple[WatchedKind, ...] = (
     WatchedKind("Pod", "", "v1", "pods", True),
 )
 
+#: The kinds of :data:`WATCHED` every kube-apiserver volsched runs against serves (the core group's and
+#: the built-in groups' v1; not volsched's CRDs, nor Dynamic Resource Allocation's, served since 1.34): a
+#: 404 listing one says the server is not a kube-apiserver, or not at the kubeconfig's address's path.
+SERVED_EVERYWHERE: frozenset[WatchedKind] = frozenset(
+    k for k in WATCHED if k.group in ("", "scheduling.k8s.io", "storage.k8s.io", "policy")
+)
+
 #: Volcano's PodGroup and Queue, watched when the cluster serves them (see ``served_plurals``). Queues
 #: come before PodGroups for the same reason as ours; both before pods when listed at start.
 VOLCANO_WATCHED: tuple[WatchedKind, ...] = (

@@ -34,7 +34,7 @@ from volsched.kube.early import EarlyListing
 from volsched.kube.errors import ApiException
 from volsched.kube.health import ApiHealth, back_pressure, is_unreachable
 from volsched.kube.kubeconfig import AnyApi
-from volsched.kube.lister import Page, WatchedKind, paginate
+from volsched.kube.lister import SERVED_EVERYWHERE, Page, WatchedKind, paginate
 from volsched.kube.ratelimit import retry_after
 from volsched.kube.rest import LeanRest, loads
 from volsched.model.raw import RawDict, meta_of, uid_of, version_of
@@ -56,6 +56,9 @@ BACKOFF = (0.2, 0.4, 0.8, 1.0)
 #: reflector backs off (0.8 s to 30 s, without its jitter): not once a second forever, and an installed
 #: CRD is picked up within the last.
 REFUSED_BACKOFF = (0.8, 30.0)
+#: What a 404 listing a kind says, by whether every kube-apiserver serves it (:data:`~volsched.kube.lister.
+#: SERVED_EVERYWHERE`).
+_NOT_FOUND = {False: "is its CRD installed?", True: "not served: is the server a kube-apiserver?"}
 
 
 class Expired(Exception):
@@ -308,7 +311,7 @@ class ListWatch:
             delay = min(last, first * 2.0 ** min(self._failures - 1, 32))
             then = f"asking again less often each time, at least every {last:g}s"
             if status == 404:
-                then = f"is its CRD installed? {then}"
+                then = f"{_NOT_FOUND[self.kind in SERVED_EVERYWHERE]} {then}"
         message = f"{type(exc).__name__}: {exc}"
         if message != self._last_error:  # once per distinct error, not once per attempt
             self._last_error = message

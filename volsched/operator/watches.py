@@ -30,7 +30,7 @@ from volsched.gcpause import pause_collector, resume_after_start, resume_collect
 from volsched.kube.early import EarlyListing
 from volsched.kube.health import ApiHealth
 from volsched.kube.latency import PodLatency
-from volsched.kube.lister import WATCHED
+from volsched.kube.lister import SERVED_EVERYWHERE, WATCHED
 from volsched.kube.podgroups import PodGroupCreator
 from volsched.kube.prune import EVENT_DECODERS, PAGE_DECODERS, PRUNERS
 from volsched.kube.watch import ApiError, ListWatch
@@ -270,7 +270,7 @@ class WatchFeed:
                         raise
                     if w.kind in OPTIONAL_WATCHED:
                         log.warning("listing %s %s failed (%s); retrying", w.kind.group, w.kind.plural, exc)
-                    elif isinstance(exc, ApiError) and exc.status == 404:  # a CRD not installed
+                    elif refused is None and isinstance(exc, ApiError) and exc.status == 404:  # a CRD
                         log.warning(
                             "%s are not served by this cluster (is the CRD installed?)", w.kind.plural
                         )
@@ -291,12 +291,25 @@ class WatchFeed:
 
 
 def _refused_at_start(watch: ListWatch, exc: BaseException) -> InputError | None:
-    """A kind's first listing refused by an answer (401: credentials not accepted; 403: not allowed to
-    list it; another 4xx but a throttling 429) as what ends the start in a line (``volsched run`` exits 2
-    saying it), or None for another failure. Before, the start ended in the listing's traceback."""
+    """A kind's first listing refused by an answer as what ends the start in a line (``volsched run``
+    exits 2 saying it), or None for another failure: a 401 (credentials not accepted), a 403 (not allowed
+    to list it), a 404 for a kind every kube-apiserver serves (:data:`~volsched.kube.lister.
+    SERVED_EVERYWHERE`: Pods, Nodes, Namespaces...: said not served, the server not a kube-apiserver or
+    the kubeconfig's address with a path it should not have), any other 4xx but a throttling 429 and a
+    404 for another kind (a CRD not installed). Before, the start ended in the listing's traceback; then a
+    404 for Pods said "refused", and one for Namespaces was warned as a CRD not installed and the start
+    went on without them."""
     if not isinstance(exc, ApiError) or not 400 <= exc.status < 500 or exc.status == 429:
         return None
     plural = watch.kind.plural
+    if exc.status == 404:
+        if watch.kind not in SERVED_EVERYWHERE:
+            return None
+        return InputError(
+            f"the first listing of {plural} found them not served ({exc}) at {watch.path}: every "
+            "kube-apiserver serves them; is the kubeconfig's server a kube-apiserver, its address without "
+            "a path?"
+        )
     why = {
         401: "the kubeconfig's credentials (or the service account's token) were not accepted",
         403: f"volsched's ClusterRole (manifests/10-rbac.yaml) lets its user list and watch {plural}",
