@@ -117,6 +117,14 @@ def _config_events(k: Kube, *needles: str) -> list[Any]:
     ]
 
 
+def _failed_scheduling(k: Kube, ns: str, name: str) -> str:
+    """The message of pod ``ns/name``'s FailedScheduling event ("" before there is one)."""
+    events = k.core.list_namespaced_event(ns).items
+    return next(
+        (e.message for e in events if e.involved_object.name == name and e.reason == "FailedScheduling"), ""
+    )
+
+
 def test_a_config_that_breaks_the_loader_is_rejected_with_an_event_and_retried_when_it_changes(
     k: Kube, start_operator: Start
 ) -> None:
@@ -160,11 +168,16 @@ def test_a_config_that_breaks_the_loader_is_rejected_with_an_event_and_retried_w
     wait_for(lambda: f"ignoring PodGroup {ns}/huge" in op.log(), 20, what="the PodGroup rejected")
 
     # The ConfigMap changes again: it is read again, and a good config loads (no allocate: pods wait).
+    # What proves a pod waits under it is a session's word on that pod (its FailedScheduling event says
+    # the config places none), not a count of cycles, which a session may have skipped before the pod
+    # was in the cache, and which a loaded machine made slow to come.
     k.set_config(no_allocate)
     wait_for(lambda: op.metric("volsched_config_reloads_total", result="loaded") >= 2, 30, what="reload")
     k.pods(ns, pod("fourth"))
-    sessions = op.cycles()
-    wait_for(lambda: op.cycles() >= sessions + 5, 20, what="five more cycles")
+    said = wait_for(
+        lambda: _failed_scheduling(k, ns, "fourth"), 30, what="fourth's FailedScheduling event", operator=op
+    )
+    assert said.startswith("the scheduler config's actions (enqueue) place no pod that requests"), said
     assert f"{ns}/fourth" not in k.bound(ns)
     assert "Traceback" not in op.log() and "RecursionError" not in op.log()
 
