@@ -22,6 +22,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -92,6 +93,15 @@ def wait_for(
 
 #: Lines of an operator's log a timed-out wait shows.
 TAIL_LINES = 80
+
+
+def a_later_second(made: datetime | str) -> None:
+    """Wait until the clock is 1.5 s past ``made`` (an object's creationTimestamp, as the client reads it or
+    as its JSON says), so that what is made next has a later one: creation times count whole seconds."""
+    then = made if isinstance(made, datetime) else datetime.fromisoformat(made.replace("Z", "+00:00"))
+    wait_for(
+        lambda: datetime.now(UTC) >= then + timedelta(seconds=1.5), 5, interval=0.1, what="a later second"
+    )
 
 
 # --- objects -----------------------------------------------------------------------------------------------

@@ -8,8 +8,6 @@ standing alone")."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 import pytest
 
 from tests.e2e.operator_fixtures import (
@@ -18,6 +16,7 @@ from tests.e2e.operator_fixtures import (
     Kube,
     OperatorProcess,
     Start,
+    a_later_second,
     pod,
     podgroup,
     queue_cpu,
@@ -84,10 +83,7 @@ def test_a_pod_standing_alone_made_after_a_running_gang_of_its_name_joins_it_and
     op = start_operator()
     wait_for(lambda: len(k.bound(ns_a)) == 2, 30, what="gang x bound", operator=op)
     # (creation times count whole seconds: pod x is made in a later one than PodGroup x)
-    then = datetime.fromisoformat(made["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
-    wait_for(
-        lambda: datetime.now(UTC) >= then + timedelta(seconds=1.5), 5, interval=0.1, what="a later second"
-    )
+    a_later_second(made["metadata"]["creationTimestamp"])
 
     if restart:
         op.stop()
@@ -137,10 +133,7 @@ def test_a_podgroup_refused_then_mended_does_not_wrap_a_pod_bound_standing_alone
     )
     wait_for(lambda: f"{ns_a}/a-0" in k.bound(ns_a), 30, what="a-0 bound", operator=op)
     # (creation times count whole seconds: pod x is made in a later one than PodGroup x)
-    then = datetime.fromisoformat(made["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
-    wait_for(
-        lambda: datetime.now(UTC) >= then + timedelta(seconds=1.5), 5, interval=0.1, what="a later second"
-    )
+    a_later_second(made["metadata"]["creationTimestamp"])
     k.pods(ns_a, pod("x", cpu="2"))  # names no group; PodGroup x not in force
     wait_for(lambda: f"{ns_a}/x" in k.bound(ns_a), 30, what="x bound standing alone", operator=op)
     wait_for(lambda: queue_cpu(k, "qa") == "4", 30, what="queue qa holding both", operator=op)

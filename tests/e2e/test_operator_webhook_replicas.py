@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from kubernetes import client
 from kubernetes.client import ApiException
@@ -72,15 +73,20 @@ def hosts() -> Iterator[tuple[NetnsHost, NetnsHost]]:
         yield a, b
 
 
-def _service(k: Kube, addresses: list[str]) -> None:
-    """The webhooks' Service (no selector) and its EndpointSlice, listing ``addresses``."""
-    core, discovery = k.core, client.DiscoveryV1Api(k.api)
-    slice_: dict[str, Any] = {
+def _endpoint_slice(addresses: list[str]) -> dict[str, Any]:
+    """The EndpointSlice of the webhooks' Service (no endpoint controller runs here), listing ``addresses``."""
+    return {
         "metadata": {"name": f"{SERVICE}-1", "labels": {"kubernetes.io/service-name": SERVICE}},
         "addressType": "IPv4",
         "endpoints": [{"addresses": [a], "conditions": {"ready": True}} for a in addresses],
         "ports": [{"name": "webhook", "port": PORT, "protocol": "TCP"}],
     }
+
+
+def _service(k: Kube, addresses: list[str]) -> None:
+    """The webhooks' Service (no selector) and its EndpointSlice, listing ``addresses``."""
+    core, discovery = k.core, client.DiscoveryV1Api(k.api)
+    slice_ = _endpoint_slice(addresses)
     try:
         core.create_namespaced_service(
             OPERATOR_NS,
@@ -109,6 +115,12 @@ def _served_certificate(address: str, ca: bytes) -> bytes:
     return der
 
 
+def _fenced(k: Kube) -> None:
+    """Queue team-a, taking only namespaces labelled team=a, and namespace team-b (labelled team=b)."""
+    k.queue(queue("team-a", namespaceSelector={"matchLabels": {"team": "a"}}))
+    k.core.create_namespace({"metadata": {"name": "team-b", "labels": {"team": "b"}}})
+
+
 def _refusal(k: Kube, name: str) -> str | None:
     """Create a PodGroup for a queue the namespace may not use: the refusal's message (None: let in,
     deleted again)."""
@@ -118,6 +130,20 @@ def _refusal(k: Kube, name: str) -> str | None:
         return str(json.loads(exc.body or "{}").get("message") or exc.body)
     k.custom.delete_namespaced_custom_object(API_GROUP, "v1beta1", "team-b", "podgroups", name)
     return None
+
+
+def _near_its_end(core: client.CoreV1Api, name: str) -> x509.Certificate:
+    """Secret ``name``'s certificate replaced by one its CA issued 300 days ago (near its end): the one
+    written."""
+    secret = core.read_namespaced_secret(name, OPERATOR_NS)
+    issued = parse({k: base64.b64decode(v) for k, v in secret.data.items()})
+    assert issued is not None
+    ago = dt.datetime.now(dt.UTC) - dt.timedelta(days=300)
+    cert, key = issue(issued.cas[0], issued.ca_key, [DNS], now=ago)
+    ending = Issued(cas=issued.cas, ca_key=issued.ca_key, cert=cert, key=key).data()
+    secret.data = {k: base64.b64encode(v).decode() for k, v in ending.items()}
+    core.replace_namespaced_secret(name, OPERATOR_NS, secret)
+    return cert
 
 
 def _answered(op: OperatorProcess) -> int:
@@ -131,8 +157,7 @@ def test_two_replicas_share_one_certificate_and_either_answers_the_apiserver(
     with aggregating.api_client() as api:
         k = Kube(api)
         k.queue(queue("default"))
-        k.queue(queue("team-a", namespaceSelector={"matchLabels": {"team": "a"}}))
-        k.core.create_namespace({"metadata": {"name": "team-b", "labels": {"team": "b"}}})
+        _fenced(k)
         addresses = [h.gateway for h in hosts]
         _service(k, addresses)
         args = [
@@ -190,14 +215,7 @@ def test_two_replicas_share_one_certificate_and_either_answers_the_apiserver(
 
             # A certificate near its end (same CA): a replica renews it before it expires, both serve the
             # renewed one (kopf's server reloads the files), and the apiserver's calls still succeed.
-            now = dt.datetime.now(dt.UTC)
-            issued = parse({k: base64.b64decode(v) for k, v in secret.data.items()})
-            assert issued is not None
-            old_cert, old_key = issue(issued.cas[0], issued.ca_key, [DNS], now=now - dt.timedelta(days=300))
-            ending = Issued(cas=issued.cas, ca_key=issued.ca_key, cert=old_cert, key=old_key).data()
-            secret.data = {k: base64.b64encode(v).decode() for k, v in ending.items()}
-            k.core.replace_namespaced_secret(SECRET, OPERATOR_NS, secret)
-            ending_der = old_cert.public_bytes(serialization.Encoding.DER)
+            ending_der = _near_its_end(k.core, SECRET).public_bytes(serialization.Encoding.DER)
 
             def renewed_and_served() -> bool:
                 data = k.core.read_namespaced_secret(SECRET, OPERATOR_NS).data
@@ -259,12 +277,7 @@ def test_replicas_racing_to_create_or_renew_the_secret_end_up_with_one_and_the_s
         assert first is not None
 
         # Near its end: renewed once, by the same CA.
-        secret = client.CoreV1Api(api).read_namespaced_secret(name, OPERATOR_NS)
-        now = dt.datetime.now(dt.UTC)
-        cert, key = issue(first.cas[0], first.ca_key, [DNS], now=now - dt.timedelta(days=300))
-        ending = Issued(cas=first.cas, ca_key=first.ca_key, cert=cert, key=key).data()
-        secret.data = {k: base64.b64encode(v).decode() for k, v in ending.items()}
-        client.CoreV1Api(api).replace_namespaced_secret(name, OPERATOR_NS, secret)
+        cert = _near_its_end(client.CoreV1Api(api), name)
         all_at_once()
         assert got[0] is not None and all(g == got[0] for g in got)
         second = parse(got[0])
@@ -303,9 +316,10 @@ def test_the_charts_webhooks_run_with_the_charts_rights_and_flags(
         ]
         assert flags[flags.index("--webhook-cert-secret") + 1] == SECRET
         flags[flags.index("--webhook-host") + 1] = host.gateway  # the pod's address, here
-        _service_endpoints(k, [host.gateway])
-        k.queue(queue("team-a", namespaceSelector={"matchLabels": {"team": "a"}}))
-        k.core.create_namespace({"metadata": {"name": "team-b", "labels": {"team": "b"}}})
+        client.DiscoveryV1Api(api).create_namespaced_endpoint_slice(
+            OPERATOR_NS, _endpoint_slice([host.gateway])
+        )
+        _fenced(k)
         token = bare_aggregating.service_account_token(OPERATOR_NS, "volsched", create=False)
         sa = bare_aggregating.write_kubeconfig(tmp_path / "sa.kubeconfig", token=token)
         op = OperatorProcess(sa, tmp_path / "operator.log", *flags).start()
@@ -330,16 +344,3 @@ def test_the_charts_webhooks_run_with_the_charts_rights_and_flags(
             with pytest.raises(ApiException) as gone:
                 read("volsched.io")
             assert gone.value.status == 404
-
-
-def _service_endpoints(k: Kube, addresses: list[str]) -> None:
-    """An EndpointSlice for the chart's Service (no endpoint controller runs here)."""
-    client.DiscoveryV1Api(k.api).create_namespaced_endpoint_slice(
-        OPERATOR_NS,
-        {
-            "metadata": {"name": f"{SERVICE}-1", "labels": {"kubernetes.io/service-name": SERVICE}},
-            "addressType": "IPv4",
-            "endpoints": [{"addresses": [a], "conditions": {"ready": True}} for a in addresses],
-            "ports": [{"name": "webhook", "port": PORT, "protocol": "TCP"}],
-        },
-    )

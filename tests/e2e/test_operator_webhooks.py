@@ -9,14 +9,23 @@ from __future__ import annotations
 
 import json
 import signal
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from kubernetes import client
 from kubernetes.client import ApiException
 
-from tests.e2e.operator_fixtures import Kube, Start, free_port, node, pod, podgroup, queue, wait_for
+from tests.e2e.operator_fixtures import (
+    Kube,
+    Start,
+    a_later_second,
+    free_port,
+    node,
+    pod,
+    podgroup,
+    queue,
+    wait_for,
+)
 from volsched.model.admitted import BOUND_UNDER, bound_under
 
 pytestmark = pytest.mark.cluster
@@ -32,6 +41,22 @@ def _refused(create: Any, undo: Any, text: str) -> str | None:
         return message if text in message else None
     undo()
     return None
+
+
+def _cycle_refused(k: Kube, *, what: str) -> str:
+    """Queue q1 (parent q2), then q2 (parent q1), asked again until the webhook refuses q2: its message."""
+    k.queue(queue("q1", parent="q2"))
+    return wait_for(
+        lambda: _refused(
+            lambda: k.queue(queue("q2", parent="q1")),
+            lambda: k.custom.delete_cluster_custom_object(
+                "scheduling.volsched.io", "v1beta1", "queues", "q2"
+            ),
+            "would form a cycle",
+        ),
+        60,
+        what=what,
+    )
 
 
 def test_webhooks_refuse_what_the_rules_refuse_and_fill_in_the_namespaces_queue(
@@ -65,18 +90,7 @@ def test_webhooks_refuse_what_the_rules_refuse_and_fill_in_the_namespaces_queue(
     )
     assert "queue team-a does not take jobs of namespace team-b (its namespaceSelector: team=a)" in said
 
-    k.queue(queue("q1", parent="q2"))
-    said = wait_for(
-        lambda: _refused(
-            lambda: k.queue(queue("q2", parent="q1")),
-            lambda: k.custom.delete_cluster_custom_object(
-                "scheduling.volsched.io", "v1beta1", "queues", "q2"
-            ),
-            "would form a cycle",
-        ),
-        60,
-        what="the Queue closing a cycle refused",
-    )
+    said = _cycle_refused(k, what="the Queue closing a cycle refused")
     assert "q2 -> q1 -> q2" in said
     # A refusal is the webhook doing its job: one INFO line with the object and the reason, no ERROR.
     log = op.log()
@@ -124,10 +138,7 @@ def test_the_queue_of_an_orphan_whose_podgroup_a_pod_of_its_name_takes_is_not_de
         k.queue(queue(name))
     k.core.create_namespace({"metadata": {"name": "taken"}})
     k.pods("taken", pod("g", cpu="1"))  # names no group
-    made = k.core.read_namespaced_pod("g", "taken").metadata.creation_timestamp
-    wait_for(
-        lambda: datetime.now(UTC) >= made + timedelta(seconds=1.5), 5, interval=0.1, what="a later second"
-    )
+    a_later_second(k.core.read_namespaced_pod("g", "taken").metadata.creation_timestamp)
     k.podgroup("taken", podgroup("g", 2, queue="other"))
     for name, under in (("m1", "alpha"), ("m2", "beta")):
         m = pod(name, cpu="1", group="g")
@@ -137,24 +148,10 @@ def test_the_queue_of_an_orphan_whose_podgroup_a_pod_of_its_name_takes_is_not_de
         k.pods("taken", m)
     # The operator starts after them: its key's Secret is made in a later second, and the records, as a
     # bind before signing wrote them, are taken unsigned (docs/tenancy.md "The signed record").
-    made = k.core.read_namespaced_pod("m2", "taken").metadata.creation_timestamp
-    wait_for(
-        lambda: datetime.now(UTC) >= made + timedelta(seconds=1.5), 5, interval=0.1, what="a later second"
-    )
+    a_later_second(k.core.read_namespaced_pod("m2", "taken").metadata.creation_timestamp)
     op = start_operator("--webhook-port", str(free_port()))
     wait_for(op.healthy, 60, what="the cache synced")
-    k.queue(queue("q1", parent="q2"))  # (the webhooks served: a Queue closing a cycle is refused)
-    wait_for(
-        lambda: _refused(
-            lambda: k.queue(queue("q2", parent="q1")),
-            lambda: k.custom.delete_cluster_custom_object(
-                "scheduling.volsched.io", "v1beta1", "queues", "q2"
-            ),
-            "would form a cycle",
-        ),
-        60,
-        what="the webhooks served",
-    )
+    _cycle_refused(k, what="the webhooks served")  # (a Queue closing a cycle is refused)
     wait_for(
         lambda: any(
             e.reason == "PodGroupGone" and e.involved_object.name == "m2"
@@ -182,11 +179,7 @@ def test_a_pod_standing_alone_made_after_a_podgroup_of_its_name_is_held_to_its_q
     k.core.create_namespace({"metadata": {"name": "joins"}})
     op = start_operator("--webhook-port", str(free_port()))
     wait_for(op.healthy, 60, what="the cache synced")
-    made = k.podgroup("joins", podgroup("x", 1, queue="capped"))["metadata"]["creationTimestamp"]
-    then = datetime.fromisoformat(made.replace("Z", "+00:00"))
-    wait_for(
-        lambda: datetime.now(UTC) >= then + timedelta(seconds=1.5), 5, interval=0.1, what="a later second"
-    )
+    a_later_second(k.podgroup("joins", podgroup("x", 1, queue="capped"))["metadata"]["creationTimestamp"])
     x = pod("x", cpu="1", priority_class="high-joins")
     x["metadata"]["annotations"] = {"scheduling.volsched.io/queue-name": "open"}
     said = wait_for(
