@@ -7,23 +7,36 @@ older PodGroup's name, its pods waiting (told PodGroupNameTaken) while no policy
 from __future__ import annotations
 
 import base64
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.e2e.operator_fixtures import OPERATOR_NS, Kube, Start, node, pod, podgroup, queue, wait_for
+from tests.e2e.operator_fixtures import (
+    DEFAULT_QUEUE,
+    OPERATOR_NS,
+    Kube,
+    OperatorProcess,
+    Start,
+    a_later_second,
+    node,
+    pod,
+    podgroup,
+    queue,
+    wait_for,
+)
 from volsched.kube.recordkey import SECRET
 from volsched.model.admitted import BOUND_UNDER, STANDING_ALONE, verified
 
 pytestmark = pytest.mark.cluster
 
-DEFAULT_QUEUE = "scheduling.volsched.io/default-queue"
 
-
-def _namespace(k: Kube, name: str) -> str:
-    meta = {"name": name, "labels": {DEFAULT_QUEUE: "qa"}}
+def _signing(k: Kube, start_operator: Start, ns: str) -> OperatorProcess:
+    """Node n1 of 4 cpu, queue qa, namespace ``ns`` (its default queue qa), and the operator started: its
+    key made now, before any pod of ``ns``."""
+    k.nodes(node("n1", cpu="4"))
+    k.queue(queue("qa"))
+    meta = {"name": ns, "labels": {DEFAULT_QUEUE: "qa"}}
     k.core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
-    return name
+    return start_operator()
 
 
 def _told(k: Kube, ns: str, kind: str, name: str, reason: str) -> bool:
@@ -36,10 +49,8 @@ def _told(k: Kube, ns: str, kind: str, name: str, reason: str) -> bool:
 def test_the_operator_signs_each_binds_record_for_its_pod_with_the_key_it_made(
     k: Kube, start_operator: Start
 ) -> None:
-    k.nodes(node("n1", cpu="4"))
-    k.queue(queue("qa"))
-    ns = _namespace(k, "signed-a")
-    op = start_operator()
+    ns = "signed-a"
+    op = _signing(k, start_operator, ns)
     k.pods(ns, pod("y", cpu="1"))  # (standing alone: its bind writes {"standingAlone":true})
     wait_for(lambda: f"{ns}/y" in k.bound(ns), 30, what="y bound", operator=op)
     secret = k.core.read_namespaced_secret(SECRET, OPERATOR_NS)
@@ -53,15 +64,10 @@ def test_the_operator_signs_each_binds_record_for_its_pod_with_the_key_it_made(
 def test_a_pod_made_on_a_node_with_a_forged_standing_alone_record_takes_no_older_podgroups_name(
     k: Kube, start_operator: Start
 ) -> None:
-    k.nodes(node("n1", cpu="4"))
-    k.queue(queue("qa"))
-    ns = _namespace(k, "signed-b")
-    op = start_operator()  # (the key made now: pod x comes after it)
+    ns = "signed-b"
+    op = _signing(k, start_operator, ns)  # (the key made now: pod x comes after it)
     made = k.podgroup(ns, podgroup("x", 2, queue="qa"))
-    then = datetime.fromisoformat(made["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
-    wait_for(
-        lambda: datetime.now(UTC) >= then + timedelta(seconds=1.5), 5, interval=0.1, what="a later second"
-    )
+    a_later_second(made["metadata"]["creationTimestamp"])
     forged = pod("x", cpu="1")
     forged["metadata"]["annotations"] = {BOUND_UNDER: STANDING_ALONE}
     forged["spec"]["nodeName"] = "n1"  # (made bound: no scheduler asked)
