@@ -573,7 +573,7 @@ def node_usage(kube: Kube) -> dict[str, tuple[float, float]]:
     return {n: (used[n], alloc[n]) for n in alloc}
 
 
-# --- Two teams on one node, and reclaim between them (the name-taken and forged-record tests) ---
+# --- Two teams on one node, and reclaim between them (the tests of what reclaim takes back, or may not) ---
 
 #: The config with reclaim and preempt (examples/), and a namespace's default queue's label.
 RECLAIM_CONFIG = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()

@@ -19,7 +19,6 @@ import pytest
 
 from tests.e2e.operator_fixtures import (
     GROUP,
-    ROOT,
     VERSION,
     VV,
     WORKLOAD_API,
@@ -28,10 +27,10 @@ from tests.e2e.operator_fixtures import (
     V,
     fresh_control_plane,
     install_volcano_crds,
-    node,
     pod,
     podgroup,
-    queue,
+    team_b_reclaims,
+    two_teams,
     volcano_podgroup,
     wait_for,
 )
@@ -39,7 +38,6 @@ from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
 
-CONFIG = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
 PROTECTED = "MinMemberProtected"
 K8S, K8S_VERSION = "scheduling.k8s.io", "v1beta1"
 
@@ -68,12 +66,7 @@ def _raise(k: Kube, ns: str, name: str, min_member: int) -> None:
 def test_a_min_member_raised_on_a_running_gang_does_not_keep_borrowed_pods_from_reclaim(
     k: Kube, start_operator: Start, restart: bool
 ) -> None:
-    k.set_config(CONFIG)
-    k.nodes(node("n1", cpu="4"))
-    k.queue(queue("default"))
-    k.queue(queue("qa"))
-    k.queue(queue("qb"))
-    ns_a, ns_b = k.namespace("tenant-a"), k.namespace("tenant-b")
+    ns_a, ns_b = two_teams(k, "tenant")
     k.podgroup(ns_a, podgroup("a", 2, queue="qa"))
     k.pods(ns_a, *(pod(f"a-{i}", cpu="1", group="a") for i in range(4)))
     op = start_operator()
@@ -94,10 +87,8 @@ def test_a_min_member_raised_on_a_running_gang_does_not_keep_borrowed_pods_from_
             what="the raise seen",
             operator=op,
         )
-    k.podgroup(ns_b, podgroup("b", 1, queue="qb"))
-    k.pods(ns_b, pod("b-0", cpu="1", group="b"), pod("b-1", cpu="1", group="b"))
     # qb deserves half the node: reclaim takes two of a's four back (before the fix: none, for good).
-    wait_for(lambda: len(k.bound(ns_b)) == 2, 60, what="qb's pods bound after reclaim", operator=op)
+    team_b_reclaims(k, ns_b, op, pods=2, cpu="1")
     assert len(k.bound(ns_a)) == 2
     cond = wait_for(
         lambda: (c := _condition(k, ns_a, "a", PROTECTED)) and c["reason"] == "RaisedAfterStart" and c,
@@ -124,12 +115,7 @@ def test_a_workload_api_min_count_raised_while_no_operator_runs_does_not_keep_bo
 ) -> None:
     """The same through the Workload API's ``minCount``: its PodGroup's status holds only conditions
     (kube-scheduler's PodGroupInitiallyScheduled, and volsched's record beside it)."""
-    k.set_config(CONFIG)
-    k.nodes(node("n1", cpu="4"))
-    k.queue(queue("default"))
-    k.queue(queue("qa"))
-    k.queue(queue("qb"))
-    ns_a, ns_b = k.namespace("tenant-a"), k.namespace("tenant-b")
+    ns_a, ns_b = two_teams(k, "tenant")
     k.custom.create_namespaced_custom_object(K8S, K8S_VERSION, ns_a, "workloads", {
         "apiVersion": f"{K8S}/{K8S_VERSION}", "kind": "Workload", "metadata": {"name": "a"},
         "spec": {"podGroupTemplates": [{"name": "w", "schedulingPolicy": {"gang": {"minCount": 2}}}]},
@@ -159,9 +145,7 @@ def test_a_workload_api_min_count_raised_while_no_operator_runs_does_not_keep_bo
         K8S, K8S_VERSION, ns_a, "podgroups", "a-w", {"spec": {"schedulingPolicy": {"gang": {"minCount": 4}}}}
     )
     op = start_operator()
-    k.podgroup(ns_b, podgroup("b", 1, queue="qb"))
-    k.pods(ns_b, pod("b-0", cpu="1", group="b"), pod("b-1", cpu="1", group="b"))
-    wait_for(lambda: len(k.bound(ns_b)) == 2, 60, what="qb's pods bound after reclaim", operator=op)
+    team_b_reclaims(k, ns_b, op, pods=2, cpu="1")
     assert len(k.bound(ns_a)) == 2
     cond = wait_for(
         lambda: (c := _k8s_condition(k, ns_a, "a-w", PROTECTED)) and c["reason"] == "RaisedAfterStart" and c,
@@ -179,12 +163,7 @@ def test_a_volcano_min_member_raised_while_no_operator_runs_does_not_keep_borrow
     """The same through a Volcano PodGroup, whose CRD (as some Volcano releases ship it) has no status
     subresource: the record is written into the object itself."""
     install_volcano_crds(k.api)
-    k.set_config(CONFIG)
-    k.nodes(node("n1", cpu="4"))
-    k.queue(queue("default"))
-    k.queue(queue("qa"))
-    k.queue(queue("qb"))
-    ns_a, ns_b = k.namespace("tenant-a"), k.namespace("tenant-b")
+    ns_a, ns_b = two_teams(k, "tenant")
     k.custom.create_namespaced_custom_object(V, VV, ns_a, "podgroups", volcano_podgroup("a", 2, "qa"))
     k.pods(ns_a, *(pod(f"a-{i}", cpu="1", group="a") for i in range(4)))
 
@@ -197,9 +176,7 @@ def test_a_volcano_min_member_raised_while_no_operator_runs_does_not_keep_borrow
     op.stop()
     k.custom.patch_namespaced_custom_object(V, VV, ns_a, "podgroups", "a", {"spec": {"minMember": 4}})
     op = start_operator()
-    k.podgroup(ns_b, podgroup("b", 1, queue="qb"))
-    k.pods(ns_b, pod("b-0", cpu="1", group="b"), pod("b-1", cpu="1", group="b"))
-    wait_for(lambda: len(k.bound(ns_b)) == 2, 60, what="qb's pods bound after reclaim", operator=op)
+    team_b_reclaims(k, ns_b, op, pods=2, cpu="1")
     assert len(k.bound(ns_a)) == 2
     cond = wait_for(
         lambda: (

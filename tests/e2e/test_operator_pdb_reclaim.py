@@ -12,12 +12,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.e2e.operator_fixtures import ROOT, Kube, Start, node, pod, podgroup, queue, wait_for
+from tests.e2e.operator_fixtures import Kube, Start, pod, podgroup, two_teams, wait_for
 from volsched.framework.messages import OTHER_NAMESPACE
 
 pytestmark = pytest.mark.cluster
-
-CONFIG = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
 
 
 def _pod(name: str, group: str) -> dict[str, Any]:
@@ -41,12 +39,7 @@ def _condition(k: Kube, ns: str, name: str) -> Any:
 def test_a_budget_allowing_no_disruption_does_not_keep_what_the_queue_borrowed(
     k: Kube, start_operator: Start
 ) -> None:
-    k.set_config(CONFIG)
-    k.nodes(node("n1", cpu="4"))
-    k.queue(queue("default"))
-    k.queue(queue("qa"))
-    k.queue(queue("qb"))
-    ns_a, ns_b = k.namespace("tenant-a"), k.namespace("tenant-b")
+    ns_a, ns_b = two_teams(k, "tenant")
     # Made before the operator starts, so that its first listing has it (no disruption controller runs
     # here: the status stays unset, which the Eviction API and volsched alike read as none allowed).
     budget = {

@@ -16,7 +16,6 @@ from kubernetes import client
 
 from tests.e2e.operator_fixtures import (
     GROUP,
-    ROOT,
     VERSION,
     Kube,
     OperatorProcess,
@@ -27,13 +26,13 @@ from tests.e2e.operator_fixtures import (
     podgroup,
     queue,
     queue_cpu,
+    team_b_reclaims,
+    two_teams,
     wait_for,
 )
 from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
-
-CONFIG = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
 
 
 def _scheduled(k: Kube, ns: str, name: str) -> Any:
@@ -104,11 +103,7 @@ def test_a_tenant_who_deletes_its_running_gangs_podgroup_still_pays_for_it_and_g
     """A tenant allowed to delete its PodGroups deletes its running gang's (minMember 4, the 4 pods
     running, all the node): before, its queue stopped counting them and nothing could take them back,
     the gang's minMember no more protecting them than any share did."""
-    k.set_config(CONFIG)
-    k.nodes(node("n1", cpu="4"))
-    k.queue(queue("qa"))
-    k.queue(queue("qb"))
-    ns_a, ns_b = k.namespace("orphans-a"), k.namespace("orphans-b")
+    ns_a, ns_b = two_teams(k, "orphans")
     rbac = client.RbacAuthorizationV1Api(k.api)
     rules = [{"apiGroups": [GROUP], "resources": ["podgroups"], "verbs": ["get", "list", "delete"]}]
     rbac.create_namespaced_role(ns_a, {"metadata": {"name": "tenant"}, "rules": rules})
@@ -129,13 +124,9 @@ def test_a_tenant_who_deletes_its_running_gangs_podgroup_still_pays_for_it_and_g
     _told_gone(k, op, ns_a, "a-0", "it counts in queue qa, the one it was bound under")
     assert queue_cpu(k, "qa") == "4"  # before: 0
 
-    k.podgroup(ns_b, podgroup("b", 1, queue="qb"))
-    k.pods(ns_b, pod("b-0", cpu="1", group="b"), pod("b-1", cpu="1", group="b"))
     # qb deserves half the node: reclaim takes two of the four back (before: none, foreign to sessions).
-    wait_for(lambda: len(k.bound(ns_b)) == 2, 60, what="qb's pods bound after reclaim", operator=op)
+    team_b_reclaims(k, ns_b, op, pods=2, cpu="1")
     assert len(k.bound(ns_a)) == 2
-    for used, alloc in node_usage(k).values():
-        assert used <= alloc + 1e-9
     op.check_running()
 
 

@@ -20,21 +20,20 @@ import pytest
 
 from tests.e2e.operator_fixtures import (
     GROUP,
-    ROOT,
     VERSION,
     Kube,
     Start,
-    node,
     pod,
     podgroup,
     queue,
     record_verified,
+    team_b_reclaims,
+    two_teams,
     wait_for,
 )
 
 pytestmark = pytest.mark.cluster
 
-CONFIG = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
 BOUND_UNDER = "scheduling.volsched.io/bound-under"
 
 
@@ -57,11 +56,8 @@ def _records(k: Kube, ns: str) -> dict[str, dict[str, Any]]:
 def test_a_podgroup_made_again_over_running_pods_keeps_no_more_of_them_from_reclaim(
     k: Kube, start_operator: Start, restart: bool
 ) -> None:
-    k.set_config(CONFIG)
-    k.nodes(node("n1", cpu="4"))
-    for name in ("default", "qa", "qb", "qc"):
-        k.queue(queue(name))
-    ns_a, ns_b = k.namespace("tenant-a"), k.namespace("tenant-b")
+    ns_a, ns_b = two_teams(k, "tenant")
+    k.queue(queue("qc"))
     first = k.podgroup(ns_a, podgroup("a", 1, queue="qa"))
     k.pods(ns_a, *(pod(f"a-{i}", cpu="1", group="a") for i in range(4)))
     op = start_operator()
@@ -95,10 +91,8 @@ def test_a_podgroup_made_again_over_running_pods_keeps_no_more_of_them_from_recl
         operator=op,
     )
     assert cond["message"].endswith("(started with minMember 1)"), cond
-    k.podgroup(ns_b, podgroup("b", 1, queue="qb"))
-    k.pods(ns_b, pod("b-0", cpu="1", group="b"), pod("b-1", cpu="1", group="b"))
     # qb deserves half the node (a's pods are qa's still): reclaim takes two of a's four back (before
     # the fix: none, the new object's minMember 4 kept them all).
-    wait_for(lambda: len(k.bound(ns_b)) == 2, 60, what="qb's pods bound after reclaim", operator=op)
+    team_b_reclaims(k, ns_b, op, pods=2, cpu="1")
     assert len(k.bound(ns_a)) == 2
     op.check_running()
