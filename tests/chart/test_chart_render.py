@@ -186,7 +186,7 @@ CASES: list[tuple[str, list[str], Any]] = [
      and {"protocol": "TCP", "port": 9443} in _one(o, "NetworkPolicy")["spec"]["ingress"][0]["ports"]
      and any("validatingwebhookconfigurations" in r["resources"] for r in _one(o, "ClusterRole")["rules"])
      and _secret_rules(o)
-     == [(["create"], None), (["get"], ["volsched-record-key"]), (["get", "update"], ["volsched-webhook-certs"])]
+     == [(["create"], None), (["get", "list", "watch", "update"], ["volsched-record-key"]), (["get", "update"], ["volsched-webhook-certs"])]
      and _webhook_configurations(o) == {"ValidatingWebhookConfiguration": {}, "MutatingWebhookConfiguration": {}}
      and not [x for x in o if x["kind"] in ("Certificate", "Issuer")]),
     ("webhooks with cert-manager and an issuer of the cluster",
@@ -197,7 +197,7 @@ CASES: list[tuple[str, list[str], Any]] = [
                                               "--webhook-cert-dir", "/var/run/volsched/webhook-certs"]
      and _one(o, "Certificate")["spec"]["issuerRef"] == {"kind": "ClusterIssuer", "name": "ca"}
      and _one(o, "Certificate")["spec"]["dnsNames"][0] == "volsched-webhook.volsched-system.svc"
-     and _secret_rules(o) == [(["create"], None), (["get"], ["volsched-record-key"])]  # (the records' key alone)
+     and _secret_rules(o) == [(["create"], None), (["get", "list", "watch", "update"], ["volsched-record-key"])]  # (the records' key alone)
      and not [x for x in o if x["kind"] == "Issuer"]),
     ("no webhooks by default", [],
      lambda o: not [x for x in o if x["kind"] in ("Service", "Certificate")]

@@ -74,6 +74,10 @@ USED = [
     ("get", "", "configmaps", "", NS, "volsched-scheduler-config"),
     ("list", "", "configmaps", "", NS, "volsched-scheduler-config"),  # by name: its watch
     ("watch", "", "configmaps", "", NS, "volsched-scheduler-config"),
+    ("create", "", "secrets", "", NS, ""),  # the records' key, made by the first replica
+    ("get", "", "secrets", "", NS, "volsched-record-key"), ("update", "", "secrets", "", NS, "volsched-record-key"),
+    ("list", "", "secrets", "", NS, "volsched-record-key"),  # by name: its watch
+    ("watch", "", "secrets", "", NS, "volsched-record-key"),
     ("create", "coordination.k8s.io", "leases", "", NS, ""),
     ("get", "coordination.k8s.io", "leases", "", NS, "volsched-scheduler"),
     ("update", "coordination.k8s.io", "leases", "", NS, "volsched-scheduler"),

@@ -221,6 +221,7 @@ class _Store:
 
     def __init__(self, data: dict[str, bytes] | None, *, raced: dict[str, bytes] | None = None) -> None:
         self.data, self.raced, self.created, self.made = data, raced, 0.0, 0
+        self.annotations: dict[str, str] = {}
 
     def read(self) -> tuple[dict[str, bytes], str] | None:
         if self.data is None:

@@ -33,6 +33,11 @@ class SecretStore:
         self.kind = kind
         #: Its ``metadata.creationTimestamp`` as last read or written (Unix seconds; 0: not known).
         self.created = 0.0
+        #: Its uid, resourceVersion and annotations as last read or written.
+        self.uid = self.version = ""
+        self.annotations: dict[str, str] = {}
+        #: Whether this store made it (a create answered).
+        self.made = False
         self._collection = f"/api/v1/namespaces/{namespace}/secrets"
 
     def read(self) -> tuple[dict[str, bytes], str] | None:
@@ -45,13 +50,24 @@ class SecretStore:
             raise
         return self._parsed(obj)
 
-    def create(self, data: Mapping[str, bytes]) -> str:
-        """Create it; its resourceVersion. Raises :class:`Conflict` when it exists already."""
-        return self._send("POST", self._collection, self._body(data, resource_version=None))
+    def create(self, data: Mapping[str, bytes], *, annotations: Mapping[str, str] | None = None) -> str:
+        """Create it (with ``annotations``); its resourceVersion. Raises :class:`Conflict` when it exists
+        already."""
+        body = self._body(data, resource_version=None, annotations=annotations)
+        version = self._send("POST", self._collection, body)
+        self.made = True
+        return version
 
-    def replace(self, data: Mapping[str, bytes], resource_version: str) -> str:
-        """Replace it as read at ``resource_version``; :class:`Conflict` when it was written since."""
-        body = self._body(data, resource_version=resource_version)
+    def replace(
+        self,
+        data: Mapping[str, bytes],
+        resource_version: str,
+        *,
+        annotations: Mapping[str, str] | None = None,
+    ) -> str:
+        """Replace it as read at ``resource_version`` (its annotations with ``annotations``, when given);
+        :class:`Conflict` when it was written since."""
+        body = self._body(data, resource_version=resource_version, annotations=annotations)
         return self._send("PUT", f"{self._collection}/{self.name}", body)
 
     def _send(self, method: str, path: str, body: dict[str, Any]) -> str:
@@ -63,12 +79,20 @@ class SecretStore:
             raise
         return self._parsed(loads(raw))[1]
 
-    def _body(self, data: Mapping[str, bytes], *, resource_version: str | None) -> dict[str, Any]:
+    def _body(
+        self,
+        data: Mapping[str, bytes],
+        *,
+        resource_version: str | None,
+        annotations: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
         meta: dict[str, Any] = {
             "name": self.name,
             "namespace": self.namespace,
             "labels": {"app.kubernetes.io/managed-by": "volsched"},
         }
+        if annotations:
+            meta["annotations"] = dict(annotations)
         if resource_version:
             meta["resourceVersion"] = resource_version
         return {
@@ -87,4 +111,8 @@ class SecretStore:
             self.created = parse_time(meta.get("creationTimestamp"), where=f"Secret {self.name}")
         except InputError:
             self.created = 0.0
+        self.uid = str(meta.get("uid") or "")
+        self.version = str(meta.get("resourceVersion") or "")
+        notes = meta.get("annotations")
+        self.annotations = {str(k): str(v) for k, v in notes.items()} if isinstance(notes, dict) else {}
         return data, str(meta.get("resourceVersion") or "")

@@ -75,6 +75,7 @@ from volsched.kube.latency import PodLatency
 from volsched.kube.lease import LeaderLease
 from volsched.kube.podgroups import fit_to_rights
 from volsched.kube.port import KubePort
+from volsched.kube.recordkey import SECRETS, KeyKeeper
 from volsched.kube.rest import LeanRest
 from volsched.kube.reviews import AccessReviews, self_may
 from volsched.kube.tlsahead import DefaultContexts
@@ -107,6 +108,8 @@ from volsched.usagefeed import UsageFeed
 if TYPE_CHECKING:
     import kopf
 
+    from volsched.kube.secret import SecretStore
+    from volsched.model.admitted import RecordKeys
     from volsched.operator.certs import SharedCerts
 
 __all__ = ["Operator", "Settings", "main"]
@@ -249,6 +252,12 @@ class Operator:
             field_selector=name_selector(config.name),
         )
         self.reloader.watching = lambda: self.config_watch.answering
+        #: The records' key kept in its Secret while the operator runs (the leader puts it back), and that
+        #: Secret's watch (started once the key is read: :meth:`_keep_keys`).
+        self.keeper = KeyKeeper(
+            leading=lambda: self.lease.is_leader, adopt=self._adopt_keys, tell=self._tell_of_keys
+        )
+        self.key_watch: ListWatch | None = None
         self.synced = threading.Event()
         #: Set by :func:`main`: the event SIGTERM/SIGINT set (re-installed over kopf's handlers).
         self._signal_stop: asyncio.Event | None = None
@@ -265,6 +274,7 @@ class Operator:
             port=self.port,
             health=self.health,
             reloader=self.reloader,
+            keeper=self.keeper,
             volcano=self.volcano,
             usage=self.usage,
             latency=self.latency,
@@ -490,9 +500,44 @@ class Operator:
                 if self._start_stopped.wait(delay):
                     return False
                 delay = min(2 * delay, 10.0)
+        self._adopt_keys(keys)
+        self._keep_keys(store, keys)
+        return True
+
+    def _adopt_keys(self, keys: RecordKeys) -> None:
+        """The cache checks records with ``keys``, the writer signs with the first (any thread)."""
         self.state.record_keys = keys
         self.writer.record_key = keys.keys[0]
-        return True
+
+    def _keep_keys(self, store: SecretStore, keys: RecordKeys) -> None:
+        """The key Secret, as read at start, watched from now on: the keeper puts it back
+        (:class:`~volsched.kube.recordkey.KeyKeeper`). The watch starts knowing it as read, so that its
+        first listing hands it over only when deleted or changed since."""
+        self.keeper.hold(store, keys)
+        namespace, name = store.namespace, store.name
+        watch = ListWatch(
+            self.watch_api,
+            SECRETS,
+            on_event=self.keeper.watched,
+            health=self.health,
+            announce_recovery=False,
+            direct_until=self.aio_ready,
+            namespace=namespace,
+            field_selector=name_selector(name),
+        )
+        watch.known[f"{namespace}/{name}"] = (store.version, store.uid)
+        self.key_watch = watch
+        watch.start()
+
+    def _tell_of_keys(self, reason: str, message: str, uid: str) -> None:
+        """An Event on the key Secret (the keeper put it back)."""
+        from volsched.kube.writer import EventTarget
+
+        namespace, name = self.settings.config.namespace, self.settings.record_key_secret
+        target = EventTarget(kind="Secret", api_version="v1", namespace=namespace, name=name, uid=uid)
+        _, error, _ = self.writer.post_object_event(target, reason=reason, message=message)
+        if error:
+            log.info("cannot tell of the records' key: %s", error)
 
     def _record_keys_failed(self, exc: BaseException, *, namespace: str, name: str) -> None:
         log.error(
@@ -695,8 +740,12 @@ class Operator:
                 with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
                     await asyncio.wait_for(t, timeout=10)
             self.config_watch.stop(timeout=0)  # told with the others, waited for after them
+            if self.key_watch is not None:
+                self.key_watch.stop(timeout=0)
             await asyncio.to_thread(self.feed.stop)
             await asyncio.to_thread(self.config_watch.stop)
+            if self.key_watch is not None:
+                await asyncio.to_thread(self.key_watch.stop)
             await asyncio.to_thread(self.usage.close)
             await self.http.stop()
             self.port.close()

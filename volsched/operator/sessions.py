@@ -42,6 +42,7 @@ from volsched.kube.lease import LeaderLease
 from volsched.kube.lister import LIST_TIMEOUT, pods_of
 from volsched.kube.port import KubePort
 from volsched.kube.prune import prune_pod
+from volsched.kube.recordkey import KeyKeeper
 from volsched.kube.rest import LeanRest
 from volsched.kube.writer import KubeWriter
 from volsched.model.vocabulary import API_GROUP, QUEUE_FINALIZER, QueueSpec
@@ -320,6 +321,7 @@ class SessionLoop:
         latency: PodLatency,
         metrics: Metrics,
         ui: LiveState,
+        keeper: KeyKeeper | None = None,
     ) -> None:
         self.settings = settings
         self.state = state
@@ -335,6 +337,8 @@ class SessionLoop:
         self.latency = latency
         self.metrics = metrics
         self.ui = ui
+        #: The records' key Secret's keeper: what a follower found owed, the leader puts back.
+        self.keeper = keeper
         #: Monotonic time the loop last ticked (after each session, and each renewal between far-apart ones).
         self.last_tick = 0.0
         #: Monotonic time the last consistent read of the pods was sent (prelist or catch-up).
@@ -520,24 +524,35 @@ class SessionLoop:
     def keep_up(self) -> None:
         """A quiet leader between far-apart sessions: what a session does before it runs, without the
         session: the Lease renewed (it would lapse), the ConfigMap and Volcano's CRDs looked at on their
-        own schedules (``--volcano-check-every`` holds whatever the period). ``volsched_leader`` says
+        own schedules (``--volcano-check-every`` holds whatever the period), the records' key Secret
+        put back if owed (:meth:`_mend_keys`). ``volsched_leader`` says
         what the renewal found, as after a session's. A new config loaded here rings the doorbell: a
         session acts on it soon, not a period later. Blocking: run it in a thread."""
-        self.metrics.leader.set(1 if self.lease.ensure() else 0)
+        leader = self.lease.ensure()
+        self.metrics.leader.set(1 if leader else 0)
         if self.reloader.reload():
             self.state.doorbell.ring(CONFIG)
         self.volcano.follow()
+        if leader:
+            self._mend_keys()
+
+    def _mend_keys(self) -> None:
+        """The records' key Secret put back where the keeper found it owed (deleted or changed while
+        this replica did not lead, or a write that failed: :meth:`KeyKeeper.due`)."""
+        if self.keeper is not None and self.keeper.due():
+            self.keeper.mend()
 
     def chores_due(self, now: float) -> bool:
         """Whether the next session would do more before it runs than look at the clock: judge or read
         the ConfigMap (:meth:`ConfigReloader.due`), look for Volcano's kinds (:meth:`VolcanoKinds.due`),
-        or, after it, write a Queue's finalizer that a session on the pod watch's thread left owed
+        put the records' key Secret back (:meth:`KeyKeeper.due`), or, after it, write a Queue's finalizer that a session on the pod watch's thread left owed
         (:meth:`_guard_queues`), or look for disruption targets left before this holding of the Lease
         (:meth:`withdraw_stale`) or whose eviction's outcome is known by now
         (:meth:`KubeWriter.withdraw_unsettled`). Such a session runs on the session thread, never on the
         pod watch's (:class:`_Turns`)."""
         return (
             self._guard_owed
+            or (self.keeper is not None and self.keeper.due())
             or self.reloader.due(now)
             or self.volcano.due(now)
             or self._targets_due()
@@ -587,6 +602,8 @@ class SessionLoop:
                 return None
         if self._targets_due():
             self.withdraw_stale()
+        if turns is None or not turns.inline_now:
+            self._mend_keys()
         if (turns is None or not turns.inline_now) and self.writer.unsettled_due():
             self.withdraw_unsettled()
         now = time.time()
