@@ -3,7 +3,8 @@ record"). The defect: the Secret deleted (by hand, or with its namespace), the n
 and every running pod's record stopped verifying: an orphan among them counted in its namespace's
 default queue, a whole cluster's accounting moved without a word. Now the running leader puts back the key
 it holds (its key changed: the new one signs, the held one stays as ``previous``), told by a log line and
-an Event on the Secret."""
+an Event on the Secret; and a start that made a new key while pods carry records signed by another says
+so, once, with their count."""
 
 from __future__ import annotations
 
@@ -107,6 +108,7 @@ def test_the_key_secret_deleted_under_a_running_operator_is_put_back_with_its_ke
     assert "it counts in queue qa, the one it was bound under" in _orphans_told(k, op)
     assert not _told(k, NS, "Pod", "g-0", "BoundUnderNotVerified")
     wait_for(lambda: queue_cpu(k, "qa") == "2", 30, what="queue qa charged for its pods", operator=op)
+    assert "carry a record signed by a key this scheduler does not hold" not in op.log()
     op.check_running()
 
 
@@ -134,4 +136,24 @@ def test_a_key_changed_under_a_running_operator_signs_and_the_one_it_held_stays_
     assert verified(later.metadata.annotations[BOUND_UNDER], uid=later.metadata.uid, keys=[new])
     g0 = k.core.read_namespaced_pod("g-0", NS)  # (signed with the key held: still verifies)
     assert verified(g0.metadata.annotations[BOUND_UNDER], uid=g0.metadata.uid, keys=list(kept.values()))
+    op.check_running()
+
+
+def test_a_start_that_made_a_new_key_says_how_many_pods_carry_a_record_signed_by_another(
+    k: Kube, start_operator: Start
+) -> None:
+    op = _gang_bound(k, start_operator)
+    op.stop()
+    k.core.delete_namespaced_secret(SECRET, OPERATOR_NS)  # (while no operator runs: nobody puts it back)
+    k.custom.delete_namespaced_custom_object(GROUP, VERSION, NS, "podgroups", "g")
+    op = start_operator()
+    said = [line for line in op.log().splitlines() if "carry a record signed by a key" in line]
+    assert (
+        len(said) == 1 and "2 pod(s) carry a record signed by a key this scheduler does not hold" in said[0]
+    )
+    assert (
+        f"the key Secret {OPERATOR_NS}/{SECRET} was not found and a new key was made at this start" in said[0]
+    )
+    assert "it counts in queue qd, its namespace's default queue" in _orphans_told(k, op)
+    wait_for(lambda: _told(k, NS, "Pod", "g-1", "BoundUnderNotVerified"), 30, what="g-1 told", operator=op)
     op.check_running()

@@ -2,7 +2,7 @@
 record"): the Secret deleted, or its key changed, under a running operator, the leader puts back the key it
 holds (changed: the new one signs, the held one stays as ``previous``), so that no running pod's record
 stops verifying at the next start; a follower only finds it owed; the one put back keeps since when the
-key signs."""
+key signs. And the count, at start, of pods whose signed record no key verifies."""
 
 from __future__ import annotations
 
@@ -12,11 +12,13 @@ from typing import Any
 
 import pytest
 
+from tests.builders import node, pod, queue
+from volsched.cache.state import ClusterState
 from volsched.kube import recordkey
 from volsched.kube.recordkey import CURRENT, KEPT, MEND_AGAIN, PREVIOUS, RESTORED, SINCE, KeyKeeper
 from volsched.kube.secret import Conflict
 from volsched.model import admitted
-from volsched.model.admitted import RecordKeys
+from volsched.model.admitted import BOUND_UNDER, RecordKeys
 
 HELD, OLDER, NEW = b"h" * 32, b"o" * 32, b"n" * 32
 #: The first Secret's creationTimestamp (2026-01-01T00:01:00Z), and a later one's.
@@ -195,3 +197,24 @@ def test_since_is_read_from_the_secret_put_back_but_never_later_than_its_creatio
     assert recordkey.load(secret).since == LATER  # type: ignore[arg-type]
     secret.annotations = {SINCE: "not a time"}
     assert recordkey.load(secret).since == LATER  # type: ignore[arg-type]
+
+
+def test_the_pods_whose_signed_record_no_key_verifies_are_counted() -> None:
+    """What the start says once when its key Secret was made anew: the pods signed with another key,
+    not those with an unsigned record on a pod made after the key, nor those that verify."""
+    state = ClusterState()
+    state.record_keys = RecordKeys(keys=(NEW,), since=FIRST)
+    for obj in (node("n1", cpu="8"), queue("q")):
+        state.apply(obj)
+    records = {
+        "old-0": admitted.sign(admitted.STANDING_ALONE, uid="uid-old-0", key=HELD),
+        "old-1": admitted.sign(admitted.STANDING_ALONE, uid="uid-old-1", key=HELD),
+        "new": admitted.sign(admitted.STANDING_ALONE, uid="uid-new", key=NEW),
+        "unsigned": admitted.STANDING_ALONE,
+    }
+    for name, record in records.items():
+        obj = pod(name, ns="ns", cpu="1", node="n1", created="2026-01-02T00:00:00Z")
+        obj["metadata"].update(uid=f"uid-{name}", annotations={BOUND_UNDER: record})
+        state.apply(obj)
+    assert set(state.not_verified) == {"ns/old-0", "ns/old-1", "ns/unsigned"}
+    assert state.signed_not_verified() == 2

@@ -766,6 +766,16 @@ class ClusterState:
             if self._bound_record(group) != before and self._object_podgroup(group) is not None:
                 self._resolve("PodGroup", group)
 
+    def signed_not_verified(self) -> int:
+        """How many pods carry a signed record that no key the cache holds verifies (thread-safe)."""
+        with self._lock:
+            tasks = self.tasks
+            return sum(
+                1
+                for key in self.not_verified
+                if (t := tasks.get(key)) is not None and admitted.signed(t.annotations.get(BOUND_UNDER, ""))
+            )
+
     def _note_not_verified(self, key: str, task: Task) -> None:
         """(Under the lock.) Pod ``key`` is now ``task``: told its record is not taken, while it is not."""
         if not task.record_unverified:

@@ -216,6 +216,11 @@ def sign(text: str, *, uid: str, key: bytes) -> str:
     return f'{text[:-1]},"sig":"{sig}"}}'
 
 
+def signed(text: str) -> bool:
+    """Whether record ``text`` carries a signature (whoever's key made it)."""
+    return _SIGNED.search(text) is not None
+
+
 def verified(text: str, *, uid: str, keys: Sequence[bytes]) -> str | None:
     """The record ``text`` carries for the pod of uid ``uid``, without its signature, when one of ``keys``
     signed it for that uid (:func:`sign`); None when it is unsigned, changed, or signed for another pod."""

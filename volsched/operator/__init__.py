@@ -338,6 +338,27 @@ class Operator:
             "cache synced: %d nodes, %d pods, %d podgroups, %d queues",
             len(self.state.nodes), len(self.state.raw_pods), len(self.state.podgroups), len(self.state.queues),
         )  # fmt: skip
+        self._say_unverified()
+
+    def _say_unverified(self) -> None:
+        """Once, at start: pods whose signed record no key verifies (their Secret deleted and a new key
+        made, most likely), each told ``BoundUnderNotVerified`` as well."""
+        count = self.state.signed_not_verified()
+        if not count:
+            return
+        namespace, name = self.settings.config.namespace, self.settings.record_key_secret
+        why = (
+            f"the key Secret {namespace}/{name} was not found and a new key was made at this start: it was "
+            "deleted"
+            if self.keeper.store is not None and self.keeper.store.made
+            else f"the key Secret {namespace}/{name} holds none of the keys they were signed with"
+        )
+        log.warning(
+            "bound-under records: %d pod(s) carry a record signed by a key this scheduler does not hold "
+            "(%s): their records are not taken (an orphan among them counts in its namespace's default "
+            "queue); put their key back in the Secret (a backup: docs/install.md) and restart to have them taken",
+            count, why,
+        )  # fmt: skip
 
     # --- config ------------------------------------------------------------------------------------------
 
