@@ -63,6 +63,25 @@ DESCHEDULE_CONFIG = default_config_with(
 T = TypeVar("T")
 
 
+def grant(
+    api: client.ApiClient, namespace: str, *, user: str, name: str, rules: Sequence[client.V1PolicyRule]
+) -> None:
+    """A Role ``name`` in ``namespace`` with ``rules``, bound to ``user`` (a RoleBinding ``name``)."""
+    rbac = client.RbacAuthorizationV1Api(api)
+    rbac.create_namespaced_role(
+        namespace, client.V1Role(metadata=client.V1ObjectMeta(name=name), rules=rules)
+    )
+    group = "rbac.authorization.k8s.io"
+    rbac.create_namespaced_role_binding(
+        namespace,
+        client.V1RoleBinding(
+            metadata=client.V1ObjectMeta(name=name),
+            role_ref=client.V1RoleRef(api_group=group, kind="Role", name=name),
+            subjects=[client.RbacV1Subject(kind="User", name=user, api_group=group)],
+        ),
+    )
+
+
 def wait_for(
     cond: Callable[[], T],
     timeout: float = 30.0,

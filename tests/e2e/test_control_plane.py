@@ -17,6 +17,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client import ApiException
 
+from tests.e2e.operator_fixtures import grant
 from volsched_dev.devcluster import ADMIN_USER, TEST_USER, ControlPlaneError, LocalControlPlane, TokenUser
 
 REPO = Path(__file__).resolve().parents[2]
@@ -259,25 +260,8 @@ def test_rbac_forbids_the_tester_until_a_role_grants_it(
             f'User "{TEST_USER}" cannot list resource "pods"' in json.loads(err.value.body or "{}")["message"]
         )
 
-        rbac = client.RbacAuthorizationV1Api(kube)
-        group = "rbac.authorization.k8s.io"
-        rbac.create_namespaced_role(
-            namespace,
-            client.V1Role(
-                metadata=client.V1ObjectMeta(name="pod-reader"),
-                rules=[client.V1PolicyRule(api_groups=[""], resources=["pods"], verbs=["get", "list"])],
-            ),
-        )
-        rbac.create_namespaced_role_binding(
-            namespace,
-            client.V1RoleBinding(
-                metadata=client.V1ObjectMeta(name="tester-reads-pods"),
-                role_ref=client.V1RoleRef(
-                    api_group="rbac.authorization.k8s.io", kind="Role", name="pod-reader"
-                ),
-                subjects=[client.RbacV1Subject(kind="User", name=TEST_USER, api_group=group)],
-            ),
-        )
+        rules = [client.V1PolicyRule(api_groups=[""], resources=["pods"], verbs=["get", "list"])]
+        grant(kube, namespace, user=TEST_USER, name="pod-reader", rules=rules)
         pods = eventually(lambda: v1.list_namespaced_pod(namespace))
         assert [p.metadata.name for p in pods.items if p.metadata] == ["visible"]
 

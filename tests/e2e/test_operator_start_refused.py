@@ -13,35 +13,19 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from tests.e2e.operator_fixtures import Kube
+from tests.e2e.operator_fixtures import Kube, grant
 from volsched_dev.devcluster import TEST_USER, LocalControlPlane
 
 pytestmark = pytest.mark.cluster
 
-RBAC = "rbac.authorization.k8s.io"
 #: The namespace whose Secrets the test user may read and make (in no other may it do anything).
 KEYED = "refused-listing"
 
 
 def _may_keep_the_key(mk: Kube) -> None:
     """The test user may get and create Secrets in :data:`KEYED`, and nothing else."""
-    mk.namespace(KEYED)
-    rbac = client.RbacAuthorizationV1Api(mk.api)
-    rbac.create_namespaced_role(
-        KEYED,
-        client.V1Role(
-            metadata=client.V1ObjectMeta(name="record-key"),
-            rules=[client.V1PolicyRule(api_groups=[""], resources=["secrets"], verbs=["get", "create"])],
-        ),
-    )
-    rbac.create_namespaced_role_binding(
-        KEYED,
-        client.V1RoleBinding(
-            metadata=client.V1ObjectMeta(name="tester-keeps-the-key"),
-            role_ref=client.V1RoleRef(api_group=RBAC, kind="Role", name="record-key"),
-            subjects=[client.RbacV1Subject(kind="User", name=TEST_USER, api_group=RBAC)],
-        ),
-    )
+    rules = [client.V1PolicyRule(api_groups=[""], resources=["secrets"], verbs=["get", "create"])]
+    grant(mk.api, mk.namespace(KEYED), user=TEST_USER, name="record-key", rules=rules)
 
 
 @pytest.mark.parametrize(

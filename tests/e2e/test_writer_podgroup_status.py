@@ -13,15 +13,13 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.e2e.operator_fixtures import GROUP, VERSION, Kube, podgroup, wait_for
+from tests.e2e.operator_fixtures import GROUP, VERSION, Kube, grant, podgroup, wait_for
 from tests.fences import Fence
 from volsched.framework.decisions import PodGroupStatus, SessionResult
 from volsched.kube.writer import KubeWriter, WriterSettings
 from volsched_dev.devcluster import TEST_USER, LocalControlPlane
 
 pytestmark = pytest.mark.cluster
-
-RBAC = "rbac.authorization.k8s.io"
 
 
 def _running(min_member: int = 2) -> PodGroupStatus:
@@ -61,26 +59,8 @@ def test_a_status_the_apiserver_refused_is_written_once_allowed_from_the_same_st
             writes, errors = _writes(writer, key, result)
             assert writes == 0 and errors and "403" in errors[0]
             assert _status(mk, ns) == {}
-            rbac = client.RbacAuthorizationV1Api(mk.api)
-            rbac.create_namespaced_role(
-                ns,
-                client.V1Role(
-                    metadata=client.V1ObjectMeta(name="status-writer"),
-                    rules=[
-                        client.V1PolicyRule(
-                            api_groups=[GROUP], resources=["podgroups/status"], verbs=["patch"]
-                        )
-                    ],
-                ),
-            )
-            rbac.create_namespaced_role_binding(
-                ns,
-                client.V1RoleBinding(
-                    metadata=client.V1ObjectMeta(name="tester-writes-status"),
-                    role_ref=client.V1RoleRef(api_group=RBAC, kind="Role", name="status-writer"),
-                    subjects=[client.RbacV1Subject(kind="User", name=TEST_USER, api_group=RBAC)],
-                ),
-            )
+            rules = [client.V1PolicyRule(api_groups=[GROUP], resources=["podgroups/status"], verbs=["patch"])]
+            grant(mk.api, ns, user=TEST_USER, name="status-writer", rules=rules)
             # The next sessions' results hold the very same status (the settled run's): written once the
             # apiserver's RBAC lets it through.
             wait_for(lambda: _writes(writer, key, result)[0] == 1, 30, what="the status written")
