@@ -13,6 +13,7 @@ import pytest
 from kubernetes import client
 
 from tests.e2e.operator_fixtures import node, pod, wait_for
+from tests.watchspy import recorded_waits
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
 from volsched.cycle import BOUND
@@ -264,14 +265,7 @@ def test_a_kind_whose_crd_is_missing_is_asked_for_less_and_less_often_and_read_o
     widgets = WatchedKind("Widget", group, "v1", "widgets", True)
     rec = Recorder(namespace)
     w = ListWatch(kube, widgets, on_event=rec, refused_backoff=(0.05, 0.2))
-    waits: list[float] = []
-    failed = w._failed
-
-    def recorded(exc: BaseException) -> float:
-        waits.append(failed(exc))
-        return waits[-1]
-
-    w._failed = recorded  # type: ignore[method-assign]
+    waits = recorded_waits(w)
     with caplog.at_level(logging.WARNING, logger="volsched.kube"):
         w.start()
         try:

@@ -17,6 +17,7 @@ import pytest
 from kubernetes import client
 
 from tests.unit._scripted_server import ScriptedServer, loopback_config
+from tests.watchspy import recorded_waits
 from volsched.kube.health import ApiHealth
 from volsched.kube.lister import WATCHED
 from volsched.kube.watch import ApiError, ListWatch
@@ -77,14 +78,7 @@ def _watch_until_throttled(
         backoff=(0.05,),
         announce_recovery=False,  # as the operator's: the Lease says when the apiserver is back
     )
-    waits: list[float] = []
-    failed = w._failed
-
-    def recorded(exc: BaseException) -> float:
-        waits.append(failed(exc))
-        return waits[-1]
-
-    w._failed = recorded  # type: ignore[method-assign]
+    waits = recorded_waits(w)
     w.start()
     try:
         assert w.synced.wait(10)
@@ -200,14 +194,7 @@ def test_the_first_listing_throttled_again_and_again_is_asked_again_until_it_ans
         backoff=(0.01,),
         waiting=lambda watch, exc: told.append(f"{watch.kind.plural}: {exc}"),
     )
-    waits: list[float] = []
-    failed = w._failed
-
-    def recorded(exc: BaseException) -> float:
-        waits.append(failed(exc))
-        return waits[-1]
-
-    w._failed = recorded  # type: ignore[method-assign]
+    waits = recorded_waits(w)
     with caplog.at_level(logging.INFO, logger="volsched.kube"):
         assert w.first_list() == "7"
     assert events == ["ADDED a"] and len(server.sent("limit=500")) == 17
