@@ -181,7 +181,7 @@ class KeyKeeper:
                 if not self.leading() or self.clock() < self._next_try:
                     return
                 try:
-                    told = self._write(store, held, seen, keys)
+                    told = self._write(store, held=held, seen=seen, keys=keys)
                 except Conflict:
                     found = None
                     with contextlib.suppress(Exception):
@@ -206,6 +206,7 @@ class KeyKeeper:
     def _write(
         self,
         store: SecretStore,
+        *,
         held: RecordKeys,
         seen: dict[str, bytes] | None,
         keys: tuple[bytes, ...] | None,
