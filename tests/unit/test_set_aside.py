@@ -253,6 +253,23 @@ def test_what_the_close_says_of_pods_set_aside_is_what_it_would_say_from_scratch
     assert taken  # there was something said to take again
 
 
+#: Sessions' cluster changes, one a session: nothing, a pod arriving and one leaving, another node (another
+#: node table: summed again, then kept), a pod that can never run.
+_ARRIVE_LEAVE_GROW: tuple[Callable[[Feeder], object], ...] = (
+    lambda f: None,
+    lambda f: None,
+    lambda f: _apply(f, pod("a0", cpu="100m", queue="q")),
+    lambda f: None,
+    lambda f: f.delete("Pod", {"metadata": {"namespace": "default", "name": "sel4"}}),
+    lambda f: None,
+    lambda f: _apply(f, node("n3", cpu="5")),
+    lambda f: None,
+    lambda f: _apply(f, pod("sel9", cpu="300m", queue="q", node_selector={"disk": "x"})),
+    lambda f: None,
+    lambda f: None,
+)
+
+
 def test_nothing_set_aside_or_told_has_a_best_effort_task_so_backfill_still_tries_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -342,19 +359,7 @@ def test_what_pods_set_aside_ask_is_summed_once_and_is_a_walk_of_every_asking_jo
 
     monkeypatch.setattr(never, "_add_never", counting)
     monkeypatch.setattr(runner, "never_asks", spy)
-    changes: list[Callable[[Feeder], object]] = [
-        lambda f: None,
-        lambda f: None,
-        lambda f: _apply(f, pod("a0", cpu="100m", queue="q")),
-        lambda f: None,
-        lambda f: f.delete("Pod", {"metadata": {"namespace": "default", "name": "sel4"}}),
-        lambda f: None,
-        lambda f: _apply(f, node("n3", cpu="5")),  # another node table: summed again, then kept
-        lambda f: None,
-        lambda f: _apply(f, pod("sel9", cpu="300m", queue="q", node_selector={"disk": "x"})),
-        lambda f: None,
-        lambda f: None,
-    ]
+    changes = list(_ARRIVE_LEAVE_GROW)
     for i, change in enumerate(changes):
         change(feeder)
         run_cycle(feeder, CONFIG, FakePort(), now=5000.0 + i)
@@ -391,18 +396,8 @@ def test_proportion_passes_over_the_pods_set_aside_that_lead_and_asks_what_a_wal
         return passed[-1]
 
     monkeypatch.setattr(proportion, "_pending_requests", spy)
-    changes: list[Callable[[Feeder], object]] = [
-        lambda f: None,
-        lambda f: None,
-        lambda f: _apply(f, pod("a0", cpu="100m", queue="q")),
-        lambda f: None,
-        lambda f: f.delete("Pod", {"metadata": {"namespace": "default", "name": "sel4"}}),
-        lambda f: None,
-        lambda f: _apply(f, node("n3", cpu="5")),
-        lambda f: None,
-        lambda f: _apply(f, pod("sel9", cpu="300m", queue="q", node_selector={"disk": "x"})),
-        lambda f: None,
-        lambda f: None,
+    changes = [
+        *_ARRIVE_LEAVE_GROW,
         lambda f: _apply(f, queue("q", capability={"cpu": "50m"})),  # other verdicts: past its capability
         lambda f: None,
         lambda f: None,
