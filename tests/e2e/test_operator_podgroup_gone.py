@@ -15,6 +15,7 @@ import pytest
 from kubernetes import client
 
 from tests.e2e.operator_fixtures import (
+    DEFAULT_QUEUE,
     GROUP,
     VERSION,
     Kube,
@@ -104,6 +105,10 @@ def test_a_tenant_who_deletes_its_running_gangs_podgroup_still_pays_for_it_and_g
     running, all the node): before, its queue stopped counting them and nothing could take them back,
     the gang's minMember no more protecting them than any share did."""
     ns_a, ns_b = two_teams(k, "orphans")
+    # (team a's namespace without a default queue, as before two_teams: then qa counts the orphans only
+    # if their records are taken, not because their namespace falls back on it)
+    k.core.patch_namespace(ns_a, {"metadata": {"labels": {DEFAULT_QUEUE: None}}})
+    assert DEFAULT_QUEUE not in (k.core.read_namespace(ns_a).metadata.labels or {})
     rbac = client.RbacAuthorizationV1Api(k.api)
     rules = [{"apiGroups": [GROUP], "resources": ["podgroups"], "verbs": ["get", "list", "delete"]}]
     rbac.create_namespaced_role(ns_a, {"metadata": {"name": "tenant"}, "rules": rules})
