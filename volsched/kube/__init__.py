@@ -14,6 +14,7 @@
   apiserver answers, in a few log lines per outage), ``client`` (API clients from a kubeconfig or
   in-cluster; ``kubeconfig`` reads the common forms without importing the client, which only the
   forms it declines and the custom metrics source import), ``errors`` (the error an answer raises),
+  ``refused`` (an answer refusing a start's first request as the line the start ends in: pure),
   ``early`` (the Pods' and Nodes' first pages, asked for while the operator's modules import),
   ``tlsahead`` (aiohttp's default TLS contexts, made ahead for its import after ready).
 

@@ -5,11 +5,13 @@ package (its kubeconfig loader, its models' machinery: pydantic, oauthlib, reque
 every start (docs/operating.md), where volsched's reads and writes never go through the client. It keeps
 the client's attributes (``status``, ``reason``, ``body``, ``headers``), so code reading them reads
 either. :func:`is_api_error` says whether an exception is either class (the client's is raised only by
-the few edges that still call it: custom metrics, kopf).
+the few edges that still call it: custom metrics, kopf); :func:`status_message` reads what an answer's
+Status says.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -62,3 +64,12 @@ def is_api_error(exc: BaseException) -> bool:
         return True
     theirs = sys.modules.get("kubernetes.client.exceptions")
     return theirs is not None and isinstance(exc, theirs.ApiException)
+
+
+def status_message(body: bytes | str) -> str:
+    """The ``message`` of an apiserver's Status answer (``""`` when it has none), or the body's first 200
+    characters when it is not a Status."""
+    try:
+        return str(json.loads(body).get("message") or "")
+    except Exception:
+        return (body if isinstance(body, str) else body.decode("utf-8", "replace"))[:200]

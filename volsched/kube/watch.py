@@ -31,7 +31,7 @@ from typing import Any, NoReturn, ParamSpec, TypeVar
 from urllib.parse import quote, urlencode
 
 from volsched.kube.early import EarlyListing
-from volsched.kube.errors import ApiException
+from volsched.kube.errors import ApiException, status_message
 from volsched.kube.health import ApiHealth, back_pressure, is_unreachable
 from volsched.kube.kubeconfig import AnyApi
 from volsched.kube.lister import SERVED_EVERYWHERE, Page, WatchedKind, paginate
@@ -77,6 +77,7 @@ class ApiError(Exception):
     def __init__(self, status: int, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(f"{status}: {message}")
         self.status = status
+        self.message = message
         self.retry_after = retry_after
 
 
@@ -329,17 +330,10 @@ class ListWatch:
 
     def _refused(self, status: int, reason: str, headers: Any, body: bytes | str) -> NoReturn:
         """Raise what an answer other than success means: :class:`Expired` for 410, else :class:`ApiError`."""
-        message = self._status_message(body) or reason
+        message = status_message(body) or reason
         if status == 410:
             raise Expired(message)
         raise ApiError(status, message, retry_after=retry_after(status, headers, body))
-
-    @staticmethod
-    def _status_message(body: bytes | str) -> str:
-        try:
-            return str(loads(body).get("message") or "")
-        except Exception:
-            return (body if isinstance(body, str) else body.decode("utf-8", "replace"))[:200]
 
     def _stamp(self, obj: RawDict, *, pruned: bool = False) -> RawDict:
         obj["kind"] = self.kind.kind

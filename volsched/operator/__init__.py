@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import signal
 import sys
@@ -828,28 +827,21 @@ def _switching_often() -> Iterator[None]:
 
 
 def _record_keys_refused(exc: BaseException, *, namespace: str, name: str) -> InputError | None:
-    """The records' key Secret refused by an answer (401, 403, another 4xx but 429) or holding no usable
-    key (ValueError) as what ends the start in a line, or None for another failure."""
-    from volsched.kube.errors import ApiException
+    """The records' key Secret refused by an answer (401, 403, another 4xx but 429:
+    :func:`~volsched.kube.refused.refused_at_start`, as for a first listing) or holding no usable key
+    (ValueError) as what ends the start in a line, or None for another failure."""
+    from volsched.kube.refused import refused_at_start
 
     where = f"the records' key, Secret {namespace}/{name},"
     if isinstance(exc, ValueError):
         return InputError(
             f"{where} is not usable ({exc}); put back the key it held (docs/tenancy.md: the signed record)"
         )
-    if not isinstance(exc, ApiException) or exc.status is None or not 400 <= exc.status < 500:
-        return None
-    try:
-        said = str(json.loads(exc.body or "").get("message") or exc.reason or "")
-    except (ValueError, AttributeError):
-        said = str(exc.reason or "")
-    why = {
-        401: "the kubeconfig's credentials (or the service account's token) were not accepted",
-        403: (
+    return refused_at_start(
+        exc,
+        said=lambda answer: f"{where} could not be read or made (refused, {answer})",
+        rights=(
             f"the operator's user needs get on that Secret and create on Secrets in namespace {namespace} "
             "(the chart and manifests/10-rbac.yaml grant them)"
         ),
-    }.get(exc.status)
-    return InputError(
-        f"{where} could not be read or made (refused, {exc.status}: {said})" + (f"; {why}" if why else "")
     )

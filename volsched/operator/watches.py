@@ -33,6 +33,7 @@ from volsched.kube.latency import PodLatency
 from volsched.kube.lister import SERVED_EVERYWHERE, WATCHED
 from volsched.kube.podgroups import PodGroupCreator
 from volsched.kube.prune import EVENT_DECODERS, PAGE_DECODERS, PRUNERS
+from volsched.kube.refused import refused_at_start
 from volsched.kube.watch import ApiError, ListWatch
 from volsched.kube.writer import KubeWriter
 from volsched.model.errors import InputError
@@ -296,13 +297,12 @@ def _refused_at_start(watch: ListWatch, exc: BaseException) -> InputError | None
     to list it), a 404 for a kind every kube-apiserver serves (:data:`~volsched.kube.lister.
     SERVED_EVERYWHERE`: Pods, Nodes, Namespaces...: said not served, the server not a kube-apiserver or
     the kubeconfig's address with a path it should not have), any other 4xx but a throttling 429 and a
-    404 for another kind (a CRD not installed). Before, the start ended in the listing's traceback; then a
-    404 for Pods said "refused", and one for Namespaces was warned as a CRD not installed and the start
-    went on without them."""
-    if not isinstance(exc, ApiError) or not 400 <= exc.status < 500 or exc.status == 429:
-        return None
+    404 for another kind (a CRD not installed): :func:`~volsched.kube.refused.refused_at_start`, as for
+    the records' key. Before, the start ended in the listing's traceback; then a 404 for Pods said
+    "refused", and one for Namespaces was warned as a CRD not installed and the start went on without
+    them."""
     plural = watch.kind.plural
-    if exc.status == 404:
+    if isinstance(exc, ApiError) and exc.status == 404:
         if watch.kind not in SERVED_EVERYWHERE:
             return None
         return InputError(
@@ -310,8 +310,8 @@ def _refused_at_start(watch: ListWatch, exc: BaseException) -> InputError | None
             "kube-apiserver serves them; is the kubeconfig's server a kube-apiserver, its address without "
             "a path?"
         )
-    why = {
-        401: "the kubeconfig's credentials (or the service account's token) were not accepted",
-        403: f"volsched's ClusterRole (manifests/10-rbac.yaml) lets its user list and watch {plural}",
-    }.get(exc.status)
-    return InputError(f"the first listing of {plural} was refused ({exc})" + (f"; {why}" if why else ""))
+    return refused_at_start(
+        exc,
+        said=lambda answer: f"the first listing of {plural} was refused ({answer})",
+        rights=f"volsched's ClusterRole (manifests/10-rbac.yaml) lets its user list and watch {plural}",
+    )
