@@ -624,6 +624,8 @@ def test_a_sessions_status_waits_while_its_binds_are_in_flight(server: GatedServ
         if opened or port.status_held:
             break
         waiting.wait(0.05)
+    else:  # (the gate opened without either, a status written after it would prove nothing)
+        raise AssertionError("neither the status written nor its thread waiting for the bind")
     server.gate.set()
     assert port.drain(HOLD)
     assert opened == [True]

@@ -433,6 +433,22 @@ def test_a_garbage_namespace_weight_counts_as_1_and_is_reported(
         assert not feeder.rejected
 
 
+class _SaysWhenWaitedFor:
+    """A lock that sets ``waited`` when a thread finds it held by another and waits for it."""
+
+    def __init__(self, lock: Any, waited: threading.Event) -> None:
+        self._lock = lock
+        self._waited = waited
+
+    def __enter__(self) -> None:
+        if not self._lock.acquire(blocking=False):
+            self._waited.set()
+            self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
 def test_a_forget_is_not_undone_by_an_event_laid_over_the_assumption_before_it() -> None:
     """The watch thread lays the assumption over an event; the cycle's thread forgets the failed bind
     before the watch thread stores the event: the pod must end up pending, not on the assumed node."""
@@ -440,12 +456,19 @@ def test_a_forget_is_not_undone_by_an_event_laid_over_the_assumption_before_it()
     feeder.apply("Pod", _pod(1))
     feeder.assume("ns/p", "u1", "n2")
     store = feeder.state.apply
-    forgetting = threading.Thread(target=feeder.forget, args=("ns/p",))
+    settled = threading.Event()  # the forget waits for the feeder's lock, or is done
+    feeder._lock = _SaysWhenWaitedFor(feeder._lock, settled)  # type: ignore[assignment]
+
+    def forget() -> None:
+        feeder.forget("ns/p")
+        settled.set()
+
+    forgetting = threading.Thread(target=forget)
 
     def apply_after_a_forget(obj: Any, *, confirming: bool = False, api_node: bool = True) -> str | None:
         if not forgetting.is_alive() and forgetting.ident is None:
             forgetting.start()  # the other thread forgets now, between the overlay and the store
-            forgetting.join(timeout=0.5)
+            settled.wait()  # (not a time: it waits for the lock the store is under, or it has forgotten)
         return store(obj, confirming=confirming, api_node=api_node)
 
     feeder.state.apply = apply_after_a_forget  # type: ignore[method-assign]
