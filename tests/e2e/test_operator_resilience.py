@@ -24,6 +24,9 @@ from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
 
+#: What a session says of a pod under a config whose only action is enqueue (its FailedScheduling event).
+PLACE_NONE = "the scheduler config's actions (enqueue) place no pod that requests"
+
 
 def test_config_is_reloaded_and_a_bad_one_keeps_the_last_good(k: Kube, start_operator: Start) -> None:
     k.nodes(node("n1", cpu="8"))
@@ -33,12 +36,15 @@ def test_config_is_reloaded_and_a_bad_one_keeps_the_last_good(k: Kube, start_ope
     k.pods(ns, pod("first"))
     wait_for(lambda: k.bound(ns).get(f"{ns}/first"), 30, what="first pod bound")
 
-    # A config without allocate: it loads, and new pods wait.
+    # A config without allocate: it loads, and new pods wait. What proves a pod waits is a session's word
+    # on it (its FailedScheduling event: the config places none), not a count of cycles.
     k.set_config(DEFAULT_CONFIG_YAML.replace("enqueue, allocate, backfill", "enqueue"))
     wait_for(lambda: op.metric("volsched_config_reloads_total", result="loaded") >= 2, 20, what="reload")
     k.pods(ns, pod("second"))
-    sessions = op.cycles()
-    wait_for(lambda: op.cycles() >= sessions + 5, 20, what="five more cycles")
+    said = wait_for(
+        lambda: _failed_scheduling(k, ns, "second"), 30, what="second's FailedScheduling event", operator=op
+    )
+    assert said.startswith(PLACE_NONE), said
     assert f"{ns}/second" not in k.bound(ns)
 
     # A broken config is rejected with an event; the last good one (no allocate) stays in force.
@@ -53,12 +59,16 @@ def test_config_is_reloaded_and_a_bad_one_keeps_the_last_good(k: Kube, start_ope
     )
     assert "teleport" in events[0].message and events[0].involved_object.name == CONFIG_MAP
     assert "rejected scheduler config" in op.log()
-    sessions = op.cycles()
-    wait_for(lambda: op.cycles() >= sessions + 5, 20, what="five more cycles")
-    assert f"{ns}/second" not in k.bound(ns)
+    k.pods(ns, pod("still"))  # a session's word on a pod that came after the rejection: no allocate still
+    said = wait_for(
+        lambda: _failed_scheduling(k, ns, "still"), 30, what="still's FailedScheduling event", operator=op
+    )
+    assert said.startswith(PLACE_NONE), said
+    assert f"{ns}/second" not in k.bound(ns) and f"{ns}/still" not in k.bound(ns)
 
     k.set_config(DEFAULT_CONFIG_YAML)  # fixed: pods are placed again
     wait_for(lambda: k.bound(ns).get(f"{ns}/second"), 30, what="second pod bound after the fix")
+    wait_for(lambda: k.bound(ns).get(f"{ns}/still"), 30, what="still bound after the fix")
 
     # A config naming actions and plugins the operator had not imported yet (each is imported as a config
     # names it): it loads, and pods are placed under it.
@@ -94,8 +104,10 @@ def test_the_config_map_is_read_at_start_without_the_clients_models(
     assert "loaded scheduler config from ConfigMap" in started
 
     k.pods(ns, pod("waits"))  # the ConfigMap's config (no allocate) is in force: nothing is bound
-    sessions = op.cycles()
-    wait_for(lambda: op.cycles() >= sessions + 5, 20, what="five more cycles")
+    said = wait_for(
+        lambda: _failed_scheduling(k, ns, "waits"), 30, what="waits' FailedScheduling event", operator=op
+    )
+    assert said.startswith(PLACE_NONE), said
     assert f"{ns}/waits" not in k.bound(ns)
 
     k.set_config(DEFAULT_CONFIG_YAML)  # a new resourceVersion: read again and loaded
@@ -177,7 +189,7 @@ def test_a_config_that_breaks_the_loader_is_rejected_with_an_event_and_retried_w
     said = wait_for(
         lambda: _failed_scheduling(k, ns, "fourth"), 30, what="fourth's FailedScheduling event", operator=op
     )
-    assert said.startswith("the scheduler config's actions (enqueue) place no pod that requests"), said
+    assert said.startswith(PLACE_NONE), said
     assert f"{ns}/fourth" not in k.bound(ns)
     assert "Traceback" not in op.log() and "RecursionError" not in op.log()
 
