@@ -8,7 +8,7 @@ from typing import Any
 from kubernetes import client
 
 from tests.e2e.operator_fixtures import (
-    ROOT,
+    RECLAIM_CONFIG,
     Kube,
     OperatorProcess,
     Start,
@@ -34,10 +34,6 @@ def _pod(
     return obj
 
 
-#: The scheduler config of these tests: the example that preempts and reclaims.
-CONFIG = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
-
-
 def budget(k: Kube, ns: str, node_name: str) -> None:
     """A budget (keep-web-1 for n1) that allows no disruption of the web pod on ``node_name`` (no
     disruption controller runs here: its status stays unset, which the Eviction API and volsched alike
@@ -50,10 +46,11 @@ def budget(k: Kube, ns: str, node_name: str) -> None:
 
 
 def cluster(
-    k: Kube, start_operator: Start, *, config: str = CONFIG, budgets: tuple[str, ...] = ()
+    k: Kube, start_operator: Start, *, config: str = RECLAIM_CONFIG, budgets: tuple[str, ...] = ()
 ) -> tuple[str, OperatorProcess]:
     """Two 4-cpu nodes; job "a" (low priority) runs a web pod and a filler on each, and a spare on n1;
-    the operator runs ``config``. When both web pods are in a preemptor's way, n1's (web-1) goes.
+    the operator runs ``config`` (unless told, the example that preempts and reclaims). When both web
+    pods are in a preemptor's way, n1's (web-1) goes.
 
     ``budgets``: the nodes whose web pod a :func:`budget` keeps, made before the operator starts, so its
     first listing has them. Made once it runs, a budget comes through a watch of its own, which may hand

@@ -14,7 +14,18 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.e2e.operator_fixtures import ROOT, Kube, Start, apply_file, node, pod, podgroup, queue, wait_for
+from tests.e2e.operator_fixtures import (
+    RECLAIM_CONFIG,
+    ROOT,
+    Kube,
+    Start,
+    apply_file,
+    node,
+    pod,
+    podgroup,
+    queue,
+    wait_for,
+)
 from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
@@ -74,7 +85,7 @@ def csi_node(k: Kube, name: str, count: int) -> None:
 def test_a_pod_kept_out_by_the_limit_preempts_the_pod_holding_the_attachment(
     k: Kube, start_operator: Start
 ) -> None:
-    k.set_config((ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text())
+    k.set_config(RECLAIM_CONFIG)
     sched = client.SchedulingV1Api(k.api)
     for name, value in (("low", 10), ("high", 1000)):
         sched.create_priority_class({"metadata": {"name": name}, "value": value})

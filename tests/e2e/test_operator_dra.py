@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.e2e.operator_fixtures import ROOT, Kube, Start, node, pod, podgroup, queue, wait_for
+from tests.e2e.operator_fixtures import RECLAIM_CONFIG, Kube, Start, node, pod, podgroup, queue, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -167,7 +167,7 @@ def test_a_higher_priority_pod_preempts_one_gpu_holder(
       one GPU is what the high pod needs. Before fd14e53 the second went too: once the first was gone
       its claim still held its GPU until deallocated, and the next session's preempt took that GPU for
       held, not coming free."""
-    k.set_config((ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text())
+    k.set_config(RECLAIM_CONFIG)
     sched = client.SchedulingV1Api(k.api)
     for name, value in (("low", 10), ("high", 1000)):
         sched.create_priority_class({"metadata": {"name": name}, "value": value})

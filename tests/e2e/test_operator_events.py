@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 
 from tests.e2e.operator_fixtures import (
-    ROOT,
+    RECLAIM_CONFIG,
     Kube,
     OperatorProcess,
     Start,
@@ -77,7 +77,7 @@ def _a_full_node_then_b(
 
 
 def test_an_evicted_pod_is_told_why_and_who_took_its_place(k: Kube, start_operator: Start) -> None:
-    k.set_config((ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text())
+    k.set_config(RECLAIM_CONFIG)
     ns, op = _a_full_node_then_b(k, start_operator, "preempt")
 
     def victim() -> Any:
@@ -108,7 +108,7 @@ def test_an_evicted_pod_is_told_why_and_who_took_its_place(k: Kube, start_operat
 
 def _with_claims(k: Kube) -> None:
     """The reclaim and preempt example's config with the reservation plugin (whose claims they are)."""
-    config = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
+    config = RECLAIM_CONFIG
     k.set_config(config.replace("  - name: binpack\n", "  - name: binpack\n  - name: reservation\n"))
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.anti_affinity_scenario import CONFIG, TERM, cluster, leaving, preemptor
-from tests.e2e.operator_fixtures import Kube, Start, wait_for
+from tests.e2e.anti_affinity_scenario import TERM, cluster, leaving, preemptor
+from tests.e2e.operator_fixtures import RECLAIM_CONFIG, Kube, Start, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -119,8 +119,8 @@ def test_budgets_on_every_pod_in_the_way_the_first_is_deleted_past_its_budget_an
 def test_without_the_pdb_plugin_the_eviction_api_refuses_what_a_budget_protects(
     k: Kube, start_operator: Start
 ) -> None:
-    assert "  - name: pdb\n" in CONFIG
-    ns, op = cluster(k, start_operator, config=CONFIG.replace("  - name: pdb\n", ""), budgets=("n1",))
+    assert "  - name: pdb\n" in RECLAIM_CONFIG
+    ns, op = cluster(k, start_operator, config=RECLAIM_CONFIG.replace("  - name: pdb\n", ""), budgets=("n1",))
     _running(k, ns, "web-1")
     preemptor(k, ns)
     # volsched chooses web-1 (n1 first) and tells it why, but the Eviction API refuses: it keeps running.

@@ -11,6 +11,7 @@ import yaml
 from kubernetes import client
 
 from tests.e2e.operator_fixtures import (
+    RECLAIM_CONFIG,
     ROOT,
     Kube,
     Start,
@@ -278,7 +279,7 @@ def test_a_jobs_whole_life_under_exactly_the_manifests_rights(
     (manifests/61-podgroup-fixed.yaml) is in place: the service account writes the phases."""
     _apply_rbac(k)
     apply_file(k.api, ROOT / "manifests" / "61-podgroup-fixed.yaml")
-    k.set_config((ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text())
+    k.set_config(RECLAIM_CONFIG)
     sched = client.SchedulingV1Api(k.api)
     for name, value in (("low", 10), ("high", 1000)):
         sched.create_priority_class({"metadata": {"name": name}, "value": value})

@@ -11,16 +11,7 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client import ApiException
 
-from tests.e2e.operator_fixtures import (
-    ROOT,
-    Kube,
-    Start,
-    node,
-    pod,
-    podgroup,
-    queue,
-    wait_for,
-)
+from tests.e2e.operator_fixtures import RECLAIM_CONFIG, Kube, Start, node, pod, podgroup, queue, wait_for
 from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
@@ -140,7 +131,7 @@ def test_a_tenant_cannot_walk_around_its_queues_rules(k: Kube, tenant: Kube, sta
 def test_a_tenants_not_preemptable_pods_are_protected_only_where_the_queue_allows_it(
     k: Kube, tenant: Kube, start_operator: Start, allowed: bool
 ) -> None:
-    k.set_config((ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text())
+    k.set_config(RECLAIM_CONFIG)
     sched = client.SchedulingV1Api(k.api)
     for name, value in (("low", 10), ("high", 1000)):
         sched.create_priority_class({"metadata": {"name": name}, "value": value})

@@ -9,19 +9,16 @@ never for time."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.e2e.operator_fixtures import Kube, Start, pod, queue, real_cluster, wait_for
+from tests.e2e.operator_fixtures import RECLAIM_CONFIG, Kube, Start, pod, queue, real_cluster, wait_for
 from volsched_dev.devcluster import RUN_FOR, LocalControlPlane
 
 pytestmark = pytest.mark.cluster
-ROOT = Path(__file__).resolve().parents[2]
-PREEMPT = (ROOT / "examples" / "reclaim-preempt-scheduler.yaml").read_text()
 GANG = "scheduling.volsched.io/min-member"
 #: How long the cluster's waits may take: its controllers act within a second or two, the garbage
 #: collector sees a new kind (the PodGroups) within its 30 s discovery resync.
@@ -149,7 +146,7 @@ def test_preempted_pods_really_go_and_their_owner_makes_them_again(
 ) -> None:
     cluster.kwok_node("kwok-1", cpu="4")
     _priorities(k)
-    k.set_config(PREEMPT)
+    k.set_config(RECLAIM_CONFIG)
     ns = k.namespace("preempt")
     apps = client.AppsV1Api(k.api)
     apps.create_namespaced_replica_set(ns, _replicaset("low", replicas=4, cpu="1", priority="low"))
@@ -196,7 +193,7 @@ def test_a_budget_kept_by_the_real_disruption_controller_gives_way_to_preempt_an
     and the victim's Preempted event names the budget (d68466f)."""
     cluster.kwok_node("kwok-1", cpu="4")
     _priorities(k)
-    k.set_config(PREEMPT)
+    k.set_config(RECLAIM_CONFIG)
     ns = k.namespace("budget")
     apps = client.AppsV1Api(k.api)
     policy = client.PolicyV1Api(k.api)
@@ -245,7 +242,7 @@ def test_reclaim_takes_back_what_another_queue_borrowed_and_the_pods_come_back_p
 ) -> None:
     cluster.kwok_node("kwok-1", cpu="4")
     _priorities(k)
-    k.set_config(PREEMPT)
+    k.set_config(RECLAIM_CONFIG)
     k.queue(queue("lender"))
     k.queue(queue("owner"))
     ns = k.namespace("reclaim")

@@ -20,18 +20,24 @@ import time
 import urllib.error
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 
-from tests.e2e.operator_fixtures import Kube, OperatorProcess, Start, queue, real_cluster, wait_for
+from tests.e2e.operator_fixtures import (
+    RECLAIM_CONFIG,
+    Kube,
+    OperatorProcess,
+    Start,
+    queue,
+    real_cluster,
+    wait_for,
+)
 from volsched.model.resources import parse_amount
 from volsched_dev.devcluster import RUN_FOR, LocalControlPlane
 
 pytestmark = pytest.mark.cluster
-ROOT = Path(__file__).resolve().parents[2]
 GANG = "scheduling.volsched.io/min-member"
 JOBS = 30
 #: How long the cluster's waits may take (its controllers act within a second or two).
@@ -163,7 +169,7 @@ def _two_queues_on_three_nodes(
     operator started; the namespace made, the Jobs' client, the operator and its cycle count."""
     for i in range(3):
         cluster.kwok_node(f"kwok-{i}", cpu="4")
-    k.set_config((ROOT / "examples" / "reclaim-preempt-scheduler.yaml").read_text())
+    k.set_config(RECLAIM_CONFIG)
     k.queue(queue("qa"))
     k.queue(queue("qb"))
     ns = k.namespace(namespace)
