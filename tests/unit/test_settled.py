@@ -137,6 +137,17 @@ def _rendered(result: Any) -> dict[str, Any]:
     }
 
 
+def _session_walking_all(
+    state: ClusterState, now: float, *, config: Any, monkeypatch: pytest.MonkeyPatch
+) -> tuple[dict[str, Any], Any]:
+    """:func:`_session` whose run ends at its first gap (no gap allowed): the opens and the close walk
+    every job after it, as before there were gaps."""
+    with monkeypatch.context() as m:
+        m.setattr(settled, "MAX_GAPS", 0)
+        m.setattr(settled, "STUCK", "(none: every gap counted)", raising=False)
+        return _session(state, now, config=config)
+
+
 def _churn(cycle: int, binds: list[tuple[str, str]]) -> list[tuple[str, Any]]:
     """What happens between sessions: the binds are confirmed (the pods run), pods arrive, and in some
     cycles a bound pod in the middle of the order finishes and leaves."""
@@ -163,6 +174,17 @@ def _churn(cycle: int, binds: list[tuple[str, str]]) -> list[tuple[str, Any]]:
     return out
 
 
+def _churned(cycle: int, result: Any, *states: ClusterState) -> None:
+    """:func:`_churn` after a session whose ``result`` holds the binds, into each of ``states`` alike."""
+    binds = [(b.pod, b.node) for b in result.binds]
+    for state in states:
+        for what, obj in _churn(cycle, binds):
+            if what == "apply":
+                state.apply(obj)
+            else:
+                state.delete(*obj)
+
+
 def test_a_session_that_reuses_the_settled_run_decides_and_renders_what_one_from_scratch_does() -> None:
     kept, scratch = ClusterState(), ClusterState()
     for state in (kept, scratch):
@@ -179,13 +201,7 @@ def test_a_session_that_reuses_the_settled_run_decides_and_renders_what_one_from
         after = kept._builder.kept[KEPT]
         if isinstance(before, Settled) and before.jobs and after.jobs[: len(before.jobs)] == before.jobs:
             reused += 1
-        binds = [(b.pod, b.node) for b in result_kept.binds]
-        for state in (kept, scratch):
-            for what, obj in _churn(cycle, binds):
-                if what == "apply":
-                    state.apply(obj)
-                else:
-                    state.delete(*obj)
+        _churned(cycle, result_kept, kept, scratch)
     assert reused >= 3  # the run was reused, not found anew every session
 
 
@@ -243,10 +259,9 @@ def test_the_run_goes_on_past_pods_pending_for_ever_and_decides_what_a_walk_over
             state.apply(obj)
     for cycle in range(7):
         opened_kept, result_kept = _session(kept, 10.0 + cycle, config=config)
-        with monkeypatch.context() as m:
-            m.setattr(settled, "MAX_GAPS", 0)
-            m.setattr(settled, "STUCK", "(none: every gap counted)", raising=False)
-            opened_walk, result_walk = _session(walk, 10.0 + cycle, config=config)
+        opened_walk, result_walk = _session_walking_all(
+            walk, 10.0 + cycle, config=config, monkeypatch=monkeypatch
+        )
         assert [e.pod for e in result_kept.evictions] == [e.pod for e in result_walk.evictions], cycle
         assert opened_kept == opened_walk, cycle
         assert _rendered(result_kept) == _rendered(result_walk), cycle
@@ -274,13 +289,7 @@ def test_the_run_goes_on_past_pods_pending_for_ever_and_decides_what_a_walk_over
             "claims": {q: v.tobytes() for q, v in run.unmet_queue.items()},
             "claimed": {None: run.unmet_all.tobytes()},
         } == _walked_run(session)
-        binds = [(b.pod, b.node) for b in result_kept.binds]
-        for state in (kept, walk):
-            for what, obj in _churn(cycle, binds):
-                if what == "apply":
-                    state.apply(obj)
-                else:
-                    state.delete(*obj)
+        _churned(cycle, result_kept, kept, walk)
 
 
 @pytest.mark.parametrize("config", [None, EVICTING_CONFIG], ids=["default", "evicting"])
@@ -310,10 +319,9 @@ def test_the_run_goes_on_past_more_pods_set_aside_than_the_gaps_it_may_have(
             state.apply(obj)
     for cycle in range(6):
         opened_kept, result_kept = _session(kept, 10.0 + cycle, config=config)
-        with monkeypatch.context() as m:
-            m.setattr(settled, "MAX_GAPS", 0)
-            m.setattr(settled, "STUCK", "(none: every gap counted)", raising=False)
-            opened_walk, result_walk = _session(walk, 10.0 + cycle, config=config)
+        opened_walk, result_walk = _session_walking_all(
+            walk, 10.0 + cycle, config=config, monkeypatch=monkeypatch
+        )
         assert opened_kept == opened_walk, cycle
         assert _rendered(result_kept) == _rendered(result_walk), cycle
         run = kept._builder.kept[KEPT]
@@ -322,14 +330,8 @@ def test_the_run_goes_on_past_more_pods_set_aside_than_the_gaps_it_may_have(
             assert {f"{m['metadata']['namespace']}/{m['metadata']['name']}" for m in many} <= {
                 g.key for g in run.gaps
             }, cycle
-        binds = [(b.pod, b.node) for b in result_kept.binds]
-        assert not any("stuck" in b for b, _ in binds)
-        for state in (kept, walk):
-            for what, obj in _churn(cycle, binds):
-                if what == "apply":
-                    state.apply(obj)
-                else:
-                    state.delete(*obj)
+        assert not any("stuck" in b.pod for b in result_kept.binds)
+        _churned(cycle, result_kept, kept, walk)
 
 
 def test_a_run_extended_past_the_same_gaps_keeps_what_was_made_of_them() -> None:
