@@ -65,6 +65,20 @@ def _pod_watch(api: client.ApiClient, **options: Any) -> tuple[ListWatch, list[s
     return w, events
 
 
+def _waiting_pod_watch(api: client.ApiClient) -> tuple[ListWatch, list[str], ApiHealth, list[str]]:
+    """:func:`_pod_watch` whose first listing asks again after a short backoff, told to a health tracker;
+    with what it tells the start it waits for, as "pods: ConnectionRefusedError(...)"."""
+    health = ApiHealth()
+    told: list[str] = []
+    w, events = _pod_watch(
+        api,
+        health=health,
+        backoff=(0.01,),
+        waiting=lambda watch, exc: told.append(f"{watch.kind.plural}: {exc!r}"),
+    )
+    return w, events, health, told
+
+
 def _watch_until_throttled(
     api: client.ApiClient, server: WatchServer, health: ApiHealth
 ) -> tuple[list[str], list[float]]:
@@ -130,14 +144,7 @@ def test_the_first_listing_asks_an_apiserver_not_up_yet_again_until_it_answers(
     starts) ended its start in the listing's traceback, where kube-scheduler's informers wait for it. The
     first listing now asks again after the backoff, told to the health tracker, until it answers."""
     server.script["limit=500"] = [UNAVAILABLE, UNAVAILABLE, LISTED]
-    health = ApiHealth()
-    told: list[str] = []
-    w, events = _pod_watch(
-        api,
-        health=health,
-        backoff=(0.01,),
-        waiting=lambda watch, exc: told.append(f"{watch.kind.plural}: {type(exc).__name__}"),
-    )
+    w, events, health, told = _waiting_pod_watch(api)
     relist = w.relist
     refused = [ConnectionRefusedError(111, "Connection refused")]
 
@@ -150,7 +157,7 @@ def test_the_first_listing_asks_an_apiserver_not_up_yet_again_until_it_answers(
     assert w.first_list() == "7"
     assert events == ["ADDED a"] and len(server.sent("limit=500")) == 3
     assert health.outages == 1 and health.failures == 3
-    assert told == ["pods: ConnectionRefusedError"]  # the start says once why it waits
+    assert told == ["pods: ConnectionRefusedError(111, 'Connection refused')"]  # once, why it waits
 
 
 def test_the_first_listing_stopped_while_it_waits_for_the_apiserver_ends() -> None:
@@ -186,20 +193,13 @@ def test_the_first_listing_throttled_again_and_again_is_asked_again_until_it_ans
     answers. Each wait is its Retry-After, at least the backoff (the backoff alone without one); the
     start is told once that it waits, the apiserver is not counted down."""
     server.script["limit=500"] = [*[THROTTLED_AT_ONCE] * 14, THROTTLED_BARE, THROTTLED, LISTED]
-    health = ApiHealth()
-    told: list[str] = []
-    w, events = _pod_watch(
-        api,
-        health=health,
-        backoff=(0.01,),
-        waiting=lambda watch, exc: told.append(f"{watch.kind.plural}: {exc}"),
-    )
+    w, events, health, told = _waiting_pod_watch(api)
     waits = recorded_waits(w)
     with caplog.at_level(logging.INFO, logger="volsched.kube"):
         assert w.first_list() == "7"
     assert events == ["ADDED a"] and len(server.sent("limit=500")) == 17
     assert waits == [0.1] * 14 + [0.01, 1.0]
-    assert told == ["pods: 429: Too Many Requests"]  # once, with the first 429
+    assert told == ["pods: ApiError('429: Too Many Requests')"]  # once, with the first 429
     assert not health.down and health.outages == 0 and health.failures == 0
     assert [r.getMessage() for r in caplog.records] == []  # quiet: the start's one line is waiting's
 
