@@ -9,7 +9,7 @@ machine it ran on. Each grid point runs in a fresh process so peak RSS is its ow
 Two cases per grid point, run one after the other (compare them within one run: the machine is shared):
 
 * ``plain``: requests only;
-* ``constrained``: every pod carries labels; 20% of the pods (every fifth gang) carry required pod
+* ``constrained``: every pod carries labels; the pods of every fifth gang carry required pod
   anti-affinity (one pod of the gang per node) or a DoNotSchedule zone spread (maxSkew 1) over their gang,
   and half the gangs ask for a rack (``spec.topology``, 20 nodes a rack; Required and Preferred alike).
   Goal: at most 2x the plain session time at 5,000 nodes x 50,000 tasks, still linear in tasks.

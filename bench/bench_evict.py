@@ -8,7 +8,7 @@ in a fresh process.
 
 * ``reclaim``: queue ``keep`` (weight 8, not reclaimable) runs on the first 80% of the nodes, queue
   ``lend`` (weight 1, reclaimable) on the rest, holding twice what it deserves; queue ``want`` (weight
-  1) has gangs of four 4-cpu tasks asking for 5% of the cluster, and takes back from ``lend`` what proportion lets it. Most
+  1) has gangs of four 4-cpu tasks asking for 1% of the cluster, and takes back from ``lend`` what proportion lets it. Most
   nodes hold no pod reclaim may take: the eviction search must not walk them for every task.
 * ``preempt``: eight queues, each running on its own eighth of the nodes (priority 100); each queue has
   gangs of four high-priority (1000) 4-cpu tasks asking for 1% of the cluster, which take the room from
@@ -143,7 +143,7 @@ def build(nodes: int, case: str):  # type: ignore[no-untyped-def]
                 node=n.name,
                 created=0,
             )
-        for g in range(nodes * 4 // 100 // 4):  # 5% of the cluster's cpu: nodes*16/20 cpu = nodes/5 tasks
+        for g in range(nodes * 4 // 100 // 4):  # nodes/100 gangs of 16 cpu, of the cluster's nodes*16
             job(f"want-{g:05d}", "want", size=4, priority=0, node=None, created=1 + g)
     else:
         queues = [queue(f"q{k}", 1) for k in range(8)]

@@ -7,8 +7,8 @@ bind succeeds) and prints, in milliseconds of wall time: the snapshot, the plugi
 allocate up to its first commit and in all, the session's close; the time to the first commit from the
 cycle's start in wall and CPU time; and the cycle's CPU microseconds per placed pod (the figure the
 apiserver pays for on a 2-core machine). Each repetition runs in a fresh process; the best of
-``--repeat`` is printed per column (the machine is shared: wall figures under load are noisy, compare
-runs made one after the other, and prefer the CPU columns).
+``--repeat`` is printed per column (the machine is shared: wall figures taken beside other work are noisy,
+compare runs made one after the other, and prefer the CPU columns).
 
     python bench/bench_first_session.py                       # 1,000 x 10,000 and 5,000 x 50,000
     python bench/bench_first_session.py --nodes 1000 --pods 10000 --repeat 3

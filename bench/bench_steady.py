@@ -2,7 +2,7 @@
 
 The cache holds N nodes and M bound, running pods (fed as raw objects through a :class:`Feeder`, as the
 watches would: half in gangs of 8 with a PodGroup object, half owned by batch Jobs of 8 with no group,
-so the cache derives an owner PodGroup for each). Every cycle ~50 new pending pods arrive (5 gangs of 6
+so the cache derives an owner PodGroup for each). Every cycle 50 new pending pods arrive (5 gangs of 6
 with a PodGroup and 20 pods owned by Jobs of 4), the watch confirms the previous cycle's binds (the
 pods show their node and run), and one cycle runs (``volsched.cycle.run_cycle`` with the default
 config on a :class:`NullPort`: every bind succeeds). Sessions are about to run far more often than

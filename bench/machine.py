@@ -32,7 +32,7 @@ def load_average() -> str:
 
 def describe(*libraries: str) -> str:
     """``host | cpu | N cores | load a, b, c | python X | <libraries> | platform``; the load average says
-    how much else ran (this machine has 2 cores, so figures taken under load are not comparable)."""
+    how much else ran (this machine has 2 cores, so figures taken beside other work are not comparable)."""
     parts = [
         platform.node(),
         _cpu_model(),

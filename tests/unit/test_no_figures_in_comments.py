@@ -2,12 +2,13 @@
 docs/benchmarks (the developers' guide). A comment keeps the reason in words; what it cost, how much
 faster, at what load, belongs to a dated benchmark doc with the commit it came from.
 
-Scans every comment and every module, class and function docstring under ``volsched/`` and
-``volsched_dev/`` for the shapes measured figures take (a duration or size with its unit, a percentage,
-a ratio, a rate, "about N", "N -> M", "under load"). Settings' defaults, limits of Kubernetes or the
-kernel, syntax examples in literals and tables of parameters are not measured figures: the few that match
-a pattern are in :data:`ALLOWED`, each with its reason. This is a text check, not a proof: a figure
-written in words alone ("a tenth of a bind's CPU") passes it.
+Scans every comment and every module, class and function docstring under ``volsched/``,
+``volsched_dev/`` and ``bench/`` for the shapes measured figures take (a duration or size with its unit,
+a percentage, a ratio, a rate, "about N", "N -> M", "under load"). Settings' defaults, limits of
+Kubernetes or the kernel, syntax examples in literals and tables of parameters are not measured figures:
+the few that match a pattern are in :data:`ALLOWED`, each with its reason; a benchmark's workload, goal
+and way of measuring, which its prose states in figures, are in :data:`BENCH_ALLOWED`, by reason. This is
+a text check, not a proof: a figure written in words alone ("a tenth of a bind's CPU") passes it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCANNED = ("volsched", "volsched_dev")
+SCANNED = ("volsched", "volsched_dev", "bench")
 
 #: The shapes of a measured figure in prose (case-insensitive).
 FIGURE = re.compile(
@@ -62,6 +63,44 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("volsched/threadslice.py", "100 ms"): "the kernel's range for a slice (its documentation)",
     ("volsched/threadslice.py", "0.75 ms"): "the kernel's default slice (its documentation)",
 }
+
+#: bench/'s prose says in figures what a benchmark runs, what it aims at and how it measures: no measured
+#: figures (a run's results go in its output and docs/benchmarks). By reason, the (path, matched text) pairs.
+BENCH_ALLOWED: dict[str, tuple[tuple[str, str], ...]] = {
+    "a goal the benchmark is judged against (its issue's)": (
+        ("bench/bench_allocate.py", "2x"),
+        ("bench/bench_dra.py", "2x"),
+        ("bench/bench_fairshare.py", "99%"),
+        ("bench/sim_vs_real.py", "10%"),
+        ("bench/starvation.py", "90%"),
+        ("bench/starvation.py", "5x"),
+    ),
+    "its workload's parameters (sizes, shares, run times, the intervals it sweeps)": (
+        ("bench/bench_cache.py", "1%"),
+        ("bench/bench_cache.py", "70%"),
+        ("bench/bench_evict.py", "1%"),
+        ("bench/bench_evict.py", "80%"),
+        ("bench/bench_parse.py", "5 MB"),
+        ("bench/bench_parse.py", "50 MB"),
+        ("bench/bench_replay.py", "four times as"),
+        ("bench/builders.py", "64 GiB"),
+        ("bench/gil_switch.py", "0.5 ms"),
+        ("bench/sim_vs_real.py", "3 to 10 s"),
+        ("bench/sim_vs_real.py", "about 1"),
+        ("bench/starvation.py", "about 9"),
+    ),
+    "how it measures (a poll's period, the events' spacing, a percentile)": (
+        ("bench/arriving_latency.py", "1%"),
+        ("bench/bench_recovery.py", "20 ms"),
+        ("bench/pod_path_cpu.py", "1 ms"),
+        ("bench/volume_wait.py", "50 ms"),
+    ),
+    "the platform's own (the kernel's CPU tick, Python's default switch interval)": (
+        ("bench/bind_body_cpu.py", "10 ms"),
+        ("bench/gil_switch.py", "5 ms"),
+    ),
+}
+ALLOWED.update({pair: why for why, pairs in BENCH_ALLOWED.items() for pair in pairs})
 
 
 def _prose(source: str) -> list[tuple[int, str]]:
