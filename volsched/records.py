@@ -67,7 +67,8 @@ def _lazy_dataclass(
         )
     own_repr, own_eq = "__repr__" in cls.__dict__, "__eq__" in cls.__dict__
     own_hash = cls.__dict__.get("__hash__", dataclasses.MISSING)
-    # The standard library's rule: a __hash__ of None set by Python for a class defining __eq__ is not its own.
+    # The standard library's rule: the __hash__ of None that Python sets on a class defining __eq__ is
+    # not the class's own.
     explicit_hash = not (own_hash is dataclasses.MISSING or (own_hash is None and own_eq))
     made: type[_T] = dataclasses.dataclass(cls, repr=False, eq=False, frozen=frozen, **options)
     fields = dataclasses.fields(made)  # type: ignore[arg-type]

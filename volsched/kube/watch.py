@@ -234,7 +234,7 @@ class ListWatch:
         self.after_event = after_event
         self.hold_page = hold_page
 
-    # --- lifecycle -------------------------------------------------------------------------------------------
+    # --- lifecycle ------------------------------------------------------------------------------------------
 
     def start(self) -> None:
         self._thread = threading.Thread(
@@ -326,7 +326,7 @@ class ListWatch:
         if self.health is not None and self.announce_recovery:
             self.health.ok()
 
-    # --- requests --------------------------------------------------------------------------------------------
+    # --- requests -------------------------------------------------------------------------------------------
 
     def _refused(self, status: int, reason: str, headers: Any, body: bytes | str) -> NoReturn:
         """Raise what an answer other than success means: :class:`Expired` for 410, else :class:`ApiError`."""
@@ -340,7 +340,7 @@ class ListWatch:
         obj["apiVersion"] = self.kind.api_version
         return self.prune(obj) if self.prune is not None and not pruned else obj
 
-    # --- list ------------------------------------------------------------------------------------------------
+    # --- list -----------------------------------------------------------------------------------------------
 
     def _page(self, token: str) -> bytes:
         early = self._early
@@ -555,7 +555,7 @@ class ListWatch:
             else:
                 self._hand("DELETED", gone, key, None)
 
-    # --- watch -----------------------------------------------------------------------------------------------
+    # --- watch ----------------------------------------------------------------------------------------------
 
     def watch_once(self, resource_version: str) -> str:
         """One watch connection from ``resource_version`` until the apiserver ends it (its timeout) or
