@@ -364,6 +364,25 @@ def bits(a: np.ndarray) -> bytes:
     return np.ascontiguousarray(a).tobytes()
 
 
+def _said_as_numpy_says(
+    tree: fairshare.Tree, kwargs: dict[str, object], *, case: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fair share of ``kwargs`` as the plain path says it and as numpy's path alone does (``_FEW`` 0):
+    the same refusal, or every field the same to the bit and the same problems."""
+    with np.errstate(all="ignore"):
+        got = outcome(tree, kwargs)
+        with monkeypatch.context() as m:
+            m.setattr(fairshare, "_FEW", 0)
+            want = outcome(tree, kwargs)
+    if isinstance(want, str):
+        assert got == want, case
+        return
+    assert not isinstance(got, str), (case, got)
+    for field in ("deserved", "limit", "request", "allocated", "guarantee", "real_capability"):
+        assert bits(getattr(got, field)) == bits(getattr(want, field)), (case, field)
+    assert got.problems == want.problems, case
+
+
 def test_fair_shares_of_random_trees_are_the_same_floats_without_the_few_paths(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -513,18 +532,7 @@ def test_fair_shares_of_a_few_queues_in_plain_floats_are_numpys_to_the_bit(
                 tree, total=total, weight=weight, guarantee=guarantee, capability=capability
             ),
         )
-        with np.errstate(all="ignore"):
-            got = outcome(tree, kwargs)
-            with monkeypatch.context() as m:
-                m.setattr(fairshare, "_FEW", 0)
-                want = outcome(tree, kwargs)
-        if isinstance(want, str):
-            assert got == want, case
-            continue
-        assert not isinstance(got, str), (case, got)
-        for field in ("deserved", "limit", "request", "allocated", "guarantee", "real_capability"):
-            assert bits(getattr(got, field)) == bits(getattr(want, field)), (case, field)
-        assert got.problems == want.problems, case
+        _said_as_numpy_says(tree, kwargs, case=case, monkeypatch=monkeypatch)
     assert answered[0] > 700, answered  # the plain path said most
 
 
@@ -579,16 +587,5 @@ def test_the_fair_share_of_one_queue_written_out_is_numpys_to_the_bit(
                 tree, total=total, weight=weight, guarantee=guarantee, capability=capability
             ),
         )
-        with np.errstate(all="ignore"):
-            got = outcome(tree, kwargs)
-            with monkeypatch.context() as m:
-                m.setattr(fairshare, "_FEW", 0)
-                want = outcome(tree, kwargs)
-        if isinstance(want, str):
-            assert got == want, case
-            continue
-        assert not isinstance(got, str), (case, got)
-        for field in ("deserved", "limit", "request", "allocated", "guarantee", "real_capability"):
-            assert bits(getattr(got, field)) == bits(getattr(want, field)), (case, field)
-        assert got.problems == want.problems, case
+        _said_as_numpy_says(tree, kwargs, case=case, monkeypatch=monkeypatch)
     assert answered[0] > 2000, answered  # the written-out path said most
