@@ -25,6 +25,20 @@ def _condition(k: Kube, ns: str, name: str) -> Any:
     return {c.type: c for c in p.status.conditions or []}.get("DisruptionTarget")
 
 
+def _preempted_event(k: Kube, ns: str, name: str) -> Any:
+    """Pod ``name``'s one Preempted event, once there is one."""
+    [event] = wait_for(
+        lambda: [
+            e
+            for e in k.core.list_namespaced_event(ns).items
+            if e.involved_object.name == name and e.reason == "Preempted"
+        ],
+        20,
+        what=f"{name}'s Preempted event",
+    )
+    return event
+
+
 def test_the_pod_in_the_way_is_evicted_and_told_which_term(k: Kube, start_operator: Start) -> None:
     ns, op = cluster(k, start_operator)
     preemptor(k, ns)
@@ -38,16 +52,7 @@ def test_the_pod_in_the_way_is_evicted_and_told_which_term(k: Kube, start_operat
         f"keeps it out by {TERM}",
     ):
         assert words in cond.message, cond.message
-    [event] = wait_for(
-        lambda: [
-            e
-            for e in k.core.list_namespaced_event(ns).items
-            if e.involved_object.name == "web-1" and e.reason == "Preempted"
-        ],
-        20,
-        what="Preempted event",
-    )
-    assert event.message == cond.message
+    assert _preempted_event(k, ns, "web-1").message == cond.message
     # No kubelet ends web-1: once it is gone, the pod goes to n1.
     k.core.delete_namespaced_pod("web-1", ns, grace_period_seconds=0)
     wait_for(lambda: k.bound(ns).get(f"{ns}/new") == "n1", 40, what="the pod bound to n1")
@@ -97,16 +102,7 @@ def test_budgets_on_every_pod_in_the_way_the_first_is_deleted_past_its_budget_an
         f"past 1 pod protected by PodDisruptionBudget {ns}/keep-web-1 (0 disruptions allowed",
     ):
         assert words in cond.message, cond.message
-    [event] = wait_for(
-        lambda: [
-            e
-            for e in k.core.list_namespaced_event(ns).items
-            if e.involved_object.name == "web-1" and e.reason == "Preempted"
-        ],
-        20,
-        what="Preempted event",
-    )
-    assert event.message == cond.message
+    assert _preempted_event(k, ns, "web-1").message == cond.message
     assert _condition(k, ns, "web-2") is None
     k.core.delete_namespaced_pod("web-1", ns, grace_period_seconds=0)
     wait_for(lambda: k.bound(ns).get(f"{ns}/new") == "n1", 40, what="the pod bound to n1")
