@@ -157,3 +157,42 @@ def test_a_start_that_made_a_new_key_says_how_many_pods_carry_a_record_signed_by
     assert "it counts in queue qd, its namespace's default queue" in _orphans_told(k, op)
     wait_for(lambda: _told(k, NS, "Pod", "g-1", "BoundUnderNotVerified"), 30, what="g-1 told", operator=op)
     op.check_running()
+
+
+def test_the_old_key_put_back_under_a_running_operator_takes_the_records_it_signed_at_once(
+    k: Kube, start_operator: Start
+) -> None:
+    """The key Secret deleted while no operator ran, the next start made a new one: gang g's orphans,
+    signed with the old key, count in their namespace's default queue qd, told their record is not
+    verified. The old key put back from a backup while that operator runs: the leader keeps it beside the
+    one it made, and its cache checks the pods it holds not verified again with it. Before, they stayed
+    in qd, told so, until each pod changed or the operator restarted."""
+    op = _gang_bound(k, start_operator)
+    old = _keys(k)
+    assert old is not None
+    op.stop()
+    k.core.delete_namespaced_secret(SECRET, OPERATOR_NS)
+    k.custom.delete_namespaced_custom_object(GROUP, VERSION, NS, "podgroups", "g")
+    op = start_operator()
+    made = _keys(k)
+    assert made is not None and made[CURRENT] != old[CURRENT]
+    assert "it counts in queue qd, its namespace's default queue" in _orphans_told(k, op)
+    wait_for(lambda: queue_cpu(k, "qd") == "2", 30, what="queue qd charged for the orphans", operator=op)
+
+    secret = k.core.read_namespaced_secret(SECRET, OPERATOR_NS)  # (the backup put back: its key)
+    secret.data = {CURRENT: base64.b64encode(old[CURRENT]).decode()}
+    k.core.replace_namespaced_secret(SECRET, OPERATOR_NS, secret)
+    kept = {CURRENT: old[CURRENT], PREVIOUS: made[CURRENT]}
+    wait_for(lambda: _keys(k) == kept, 30, what="the key made kept as previous", operator=op)
+    wait_for(lambda: queue_cpu(k, "qa") == "2", 30, what="queue qa charged for its pods again", operator=op)
+    assert queue_cpu(k, "qd") == "0"  # before: 2, until a restart
+    wait_for(
+        lambda: any(
+            "it counts in queue qa, the one it was bound under" in m
+            for m in _told(k, NS, "Pod", "g-0", "PodGroupGone")
+        ),
+        30,
+        what="g-0 told it counts in qa",
+        operator=op,
+    )
+    op.check_running()

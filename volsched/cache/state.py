@@ -188,7 +188,8 @@ class ClusterState:
         #: PodGroups whose pods' record is refused (``_held_record``: what an orphan's record is asked):
         #: group key -> what they are told (``RECORD_REFUSED``). They count as their object says.
         self.record_refused: dict[str, str] = {}
-        #: Bumped by a change of what a record is asked (a Queue, a namespace's labels, a PriorityClass):
+        #: Bumped by a change of what a record is asked (a Queue, a namespace's labels, a PriorityClass, the
+        #: keys that verify it: ``adopt_keys``):
         #: the next snapshot asks the records of the groups held to one again (``_asked``: as of then).
         self._rules_seq = 0
         self._asked = 0
@@ -775,6 +776,43 @@ class ClusterState:
                 for key in self.not_verified
                 if (t := tasks.get(key)) is not None and admitted.signed(t.annotations.get(BOUND_UNDER, ""))
             )
+
+    def adopt_keys(self, keys: admitted.RecordKeys) -> int:
+        """Records are checked with ``keys`` from now on (the operator's: read at start, or taken while it
+        runs, ``recordkey.KeyKeeper``: another replica made or rotated the key, or it was put back). The
+        pods held with a record not verified (:attr:`not_verified`) are checked again with them, in one
+        pass under the lock: each one ``keys`` verify now is taken as if it had come so (its task replaced,
+        its record without the signature, no longer told), the next snapshot sees it, and the groups held
+        to a record are asked again. Before, such a pod stayed flagged until it changed: an orphan counted
+        in its namespace's default queue, a group made again not held to its pods' record. A record taken
+        stays taken (a key dropped does not revoke it: docs/tenancy.md "The signed record"). Returns how
+        many pods' records are taken now."""
+        taken = 0
+        with self._lock:
+            self.record_keys = keys
+            for key in list(self.not_verified):
+                task = self.tasks.get(key)
+                text = task.annotations.get(BOUND_UNDER) if task is not None and task.annotations else None
+                if task is None or text is None or not task.record_unverified:
+                    continue
+                body = admitted.checked(text, uid=task.uid, created=task.creation, keys=keys)
+                if body is None:
+                    continue
+                task = copy_task(task)
+                task.annotations = {**task.annotations, BOUND_UNDER: body}
+                task.record_unverified = False
+                del self.not_verified[key]
+                self._put_task(key, task)
+                taken += 1
+            if not taken:
+                return 0
+            self.changes += 1
+            self._rules_seq += 1  # (a group held to a record its pods' verify now: asked again)
+            if (rings := self._held_rings) is not None:
+                rings[FREED] += 1
+                return taken
+        self.doorbell.ring(FREED)  # (an orphan counted in its namespace's default queue leaves it)
+        return taken
 
     def _note_not_verified(self, key: str, task: Task) -> None:
         """(Under the lock.) Pod ``key`` is now ``task``: told its record is not taken, while it is not."""

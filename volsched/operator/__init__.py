@@ -525,8 +525,9 @@ class Operator:
         return True
 
     def _adopt_keys(self, keys: RecordKeys) -> None:
-        """The cache checks records with ``keys``, the writer signs with the first (any thread)."""
-        self.state.record_keys = keys
+        """The cache checks records with ``keys`` (those it holds not verified checked again: a key taken
+        while it runs, ``ClusterState.adopt_keys``), the writer signs with the first (any thread)."""
+        self.state.adopt_keys(keys)
         self.writer.record_key = keys.keys[0]
 
     def _keep_keys(self, store: SecretStore, keys: RecordKeys) -> None:
