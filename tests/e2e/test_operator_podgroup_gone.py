@@ -4,8 +4,9 @@ bound a second pod into its room, past the node's allocatable. One volsched boun
 record (``scheduling.volsched.io/bound-under``): it counts in the queue it was bound under, as a pod
 standing alone, which reclaim may take back (docs/tenancy.md "A PodGroup deleted and not made again");
 before, a tenant who deleted its running gang's PodGroup held that room outside every queue's share.
-One with no record (bound by someone else at creation) is foreign to the session: no queue counts it,
-nothing evicts it. A pod that would fit only in either's room waits, told why."""
+One with no record (bound by someone else at creation) counts in its namespace's default queue at its own
+priority (tests/e2e/test_operator_record_removed.py). A pod that would fit only in either's room waits,
+told why."""
 
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ creation (or by a volsched before records) sits in a tenant's gang, running or s
 (its image pulling); without the pod policy the tenant adds a record naming another queue, then deletes
 the PodGroup. The operator took the record, so the pod counted in the queue it named (7d2221e refused it
 only for a pod seen running); a bind writes its record with the node, in one update, so one that comes
-after the API showed the pod on a node is not taken: the pod stays foreign, counted by no queue
-(docs/tenancy.md)."""
+after the API showed the pod on a node is not taken: the pod counts as one without a record, in its
+namespace's default queue, not in the queue the record names (docs/tenancy.md)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_a_record_added_to_a_pod_on_its_node_without_one_is_not_taken(
     wait_for(lambda: queue_cpu(k, "qa") == "2", 30, what="queue qa counting p", operator=op)
 
     k.custom.delete_namespaced_custom_object(GROUP, VERSION, ns, "podgroups", "g")
-    wait_for(lambda: queue_cpu(k, "qa") == "0", 30, what="p foreign, its group gone", operator=op)
+    wait_for(lambda: queue_cpu(k, "qa") == "0", 30, what="p out of qa, its group gone", operator=op)
     forged = {"podGroup": "x", "queue": "qb", "priorityClassName": "", "priority": 0, "minMember": 1}
     k.core.patch_namespaced_pod("p", ns, {"metadata": {"annotations": {BOUND_UNDER: json.dumps(forged)}}})
     # A pod standing alone in qa, made after the patch: the operator reads pod events in order, so the
@@ -63,5 +63,18 @@ def test_a_record_added_to_a_pod_on_its_node_without_one_is_not_taken(
     # until note15 Found 2).
     assert queue_cpu(k, "qb") == "0"
     assert k.core.read_namespaced_pod("p", ns).status.phase == ("Running" if running else "Pending")
-    assert not any(e.reason == "PodGroupGone" for e in k.core.list_namespaced_event(ns).items)
+
+    def told() -> list[str]:
+        return [
+            e.message or ""
+            for e in k.core.list_namespaced_event(ns).items
+            if e.reason == "PodGroupGone" and e.involved_object.name == "p"
+        ]
+
+    wait_for(told, 30, what="p told where it counts", operator=op)
+    assert all(
+        "it counts in queue default, its namespace's default queue" in m
+        and "it carries no record of a bind by volsched" in m
+        for m in told()
+    ), told()
     op.check_running()

@@ -469,10 +469,11 @@ def test_the_walks_meet_orphans() -> None:
     snapshots: orphans, their own jobs, in the queue their record names or, refused, their namespace's
     default queue; and PodGroups a pod standing alone of their name keeps from being jobs, an orphan's
     among them, and older ones a pod bound standing alone keeps, and pods standing alone made after a
-    PodGroup of their name, its members. Not every seed
-    meets them; these do.)"""
-    taken = refused = shadowed = by_orphan = joined = by_bound = 0
-    for seed in (0, 1, 2):
+    PodGroup of their name, its members; and pods of ours on a node with no group and no record, in their
+    namespace's default queue. Not every seed meets them; these do: seed 11 for an orphan's name, since
+    such pods count and the sessions' binds went another way.)"""
+    taken = refused = shadowed = by_orphan = joined = by_bound = no_record = 0
+    for seed in (0, 1, 2, 11):
         walk, met = Walk(seed, strays=True), 0
         for i in range(300):
             walk.step()
@@ -486,13 +487,14 @@ def test_the_walks_meet_orphans() -> None:
                     shadowed += reason == "PodGroupNameTaken"
                     by_orphan += reason == "PodGroupNameTaken" and "running without its pod group" in message
                     by_bound += reason == "PodGroupNameTaken" and "was bound standing alone" in message
+                    no_record += "it carries no record of a bind by volsched" in message
                 tasks = walk.feeder.state.tasks
                 joined += sum(  # (a pod standing alone made after the PodGroup of its name: its member)
                     job.podgroup is not None and key in job.tasks and tasks[key].standing_alone
                     for key, job in snap.jobs.items()
                 )
         assert met, f"seed {seed}"
-    assert taken and refused and shadowed and by_orphan and joined and by_bound
+    assert taken and refused and shadowed and by_orphan and joined and by_bound and no_record
 
 
 class BuildFails(Exception):

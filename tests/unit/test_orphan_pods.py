@@ -1,10 +1,11 @@
 """Pods of ours on a node whose PodGroup was deleted while they ran, carrying the record their bind wrote
-(``scheduling.volsched.io/bound-under``): orphans. The defect: they were foreign to every session (as a
-stray without a record still is, tests/unit/test_stray_pods.py), counted by no queue and evicted by
-nothing, so a tenant who deleted its running gang's PodGroup held that capacity outside every share.
-Each is now a pod standing alone in the queue it was bound under, at that priority: its queue counts it,
-reclaim and preempt may take it (a job of one pod is no gang), and it is told why. Its group made again,
-it is the group's member again, held to the record (tests/unit/test_podgroup_recreated.py)."""
+(``scheduling.volsched.io/bound-under``): orphans. The defect: they were foreign to every session,
+counted by no queue and evicted by nothing, so a tenant who deleted its running gang's PodGroup held that
+capacity outside every share. Each is now a pod standing alone in the queue it was bound under, at that
+priority: its queue counts it, reclaim and preempt may take it (a job of one pod is no gang), and it is
+told why. Its group made again, it is the group's member again, held to the record
+(tests/unit/test_podgroup_recreated.py). One without a record (removed, never written, or not one volsched
+reads) counts in its namespace's default queue at its own priority (tests/unit/test_stray_pods.py)."""
 
 from __future__ import annotations
 
@@ -115,7 +116,8 @@ def _evicted(record: str | None, *, delete: bool) -> list[str]:
 
 def test_reclaim_takes_back_what_the_orphans_of_a_queue_past_its_share_hold() -> None:
     assert _evicted(_record(), delete=False) == []  # the control: a gang at its minMember (4) is kept
-    assert _evicted(None, delete=True) == []  # no record: foreign, as before
+    # no record: in its namespace's default queue, which owes q2 as well (before: foreign, none taken)
+    assert _evicted(None, delete=True) == ["ns/lo-3", "ns/lo-2"]
     assert _evicted(_record(), delete=True) == ["ns/lo-3", "ns/lo-2"]  # q held 4 of 4, owes q2 its 2
 
 
@@ -159,13 +161,14 @@ def test_an_orphan_of_a_group_refused_as_invalid_is_told_so() -> None:
 
 
 @pytest.mark.parametrize("text", ["", "{", '{"podGroup": "x"}', "x" * 3000])
-def test_a_pod_with_no_record_volsched_reads_stays_foreign(text: str) -> None:
+def test_a_pod_with_no_record_volsched_reads_counts_in_its_namespaces_default_queue(text: str) -> None:
     state = _state(*_cluster(text))
     state.snapshot(now=1.0)
     state.delete("PodGroup", "ns", "lo")
     snap = state.snapshot(now=2.0)
-    assert sorted(t.key for t in snap.foreign_tasks) == [f"ns/lo-{i}" for i in range(4)]
-    assert _cpu(snap, "q") == 0.0
+    assert snap.foreign_tasks == []  # before: all four, counted by no queue
+    assert _cpu(snap, "q") == 0.0 and _cpu(snap, "default") == 4.0
+    assert {snap.jobs[f"ns/lo-{i}"].priority for i in range(4)} == {1}  # (its own: class low)
 
 
 def test_a_finished_pod_whose_group_is_gone_is_no_orphan() -> None:
@@ -368,7 +371,7 @@ def test_a_record_added_to_a_pod_seen_running_without_one_is_not_taken() -> None
             state.apply(_patched(obj, _record("q2", priority=50)))
     state.delete("PodGroup", "ns", "lo")
     snap = state.snapshot(now=2.0)
-    assert sorted(t.key for t in snap.foreign_tasks) == [f"ns/lo-{i}" for i in range(4)]  # (no record)
+    assert snap.foreign_tasks == [] and _cpu(snap, "default") == 4.0  # (no record: the namespace's queue)
     assert _cpu(snap, "q2") == 0.0  # before: 4, the pods counted in q2 at priority 50
     assert BOUND_UNDER in state.raw_pods["ns/lo-0"]["metadata"]["annotations"]  # (the pod as the API has it)
 
@@ -432,10 +435,10 @@ def test_a_record_added_to_a_pod_the_api_showed_on_its_node_without_one_is_not_t
     state, snap = _gone_with_records_added(phase=phase, terminating=terminating)
     for i in range(4):
         assert BOUND_UNDER not in state.tasks[f"ns/lo-{i}"].annotations  # before: the record q2
-        assert f"ns/lo-{i}" not in snap.jobs  # before: a job of its own, in q2 at priority 50
+        job = snap.jobs[f"ns/lo-{i}"]  # (no record: its namespace's default queue, its own priority)
+        assert (job.queue, job.priority) == ("default", 1)  # before: q2 at priority 50
     assert _cpu(snap, "q2") == 0.0
-    if not terminating:  # (a pod being deleted holds its node but is counted by no job)
-        assert sorted(t.key for t in snap.foreign_tasks) == [f"ns/lo-{i}" for i in range(4)]
+    assert snap.foreign_tasks == []
 
 
 def _feeder_with_lo_pending() -> tuple[Feeder, list[float], Obj]:

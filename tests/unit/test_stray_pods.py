@@ -1,9 +1,13 @@
 """Pods of ours on a node whose job the snapshot cannot make: their PodGroup deleted while they run, or
-never made. Such a pod is foreign to the session (as a pod of another scheduler is): it holds its room
-on its node, no queue counts it, no action evicts it, and it is not told its group is missing (a
-pending pod of the same group is). When its group appears it is one of the group's members again. The
-neighbours, which were never defects, are held to it too: a bound pod whose Queue is gone, pods of
-ours bound by someone else at creation."""
+never made. Such a pod holds its room on its node. With no record of its bind (removed by its tenant, a
+pod made on its node, or bound before records existed: those with one, tests/unit/test_orphan_pods.py)
+it was foreign to the session, as a pod of another scheduler is: no queue counted it, no action evicted
+it, so deleting the PodGroup, or removing the record, or making a pod on a node took that room outside
+every share. It now counts in its namespace's default queue at its own priority, as a pod standing alone
+that reclaim and preempt may take, and is told why (docs/tenancy.md "A PodGroup deleted and not made
+again"). When its group appears it is one of the group's members again. The neighbours, which were
+never defects, are held to it too: a bound pod whose Queue is gone, pods of ours bound by someone else
+at creation."""
 
 from __future__ import annotations
 
@@ -40,7 +44,7 @@ def _idle_cpu(snap: ClusterSnapshot, name: str) -> float:
 
 
 @pytest.mark.parametrize("kept", [True, False], ids=["incremental", "from-scratch"])
-def test_a_podgroup_deleted_under_its_running_pods_leaves_them_holding_their_room_as_foreign(
+def test_a_podgroup_deleted_under_its_running_pods_without_a_record_counts_them_in_the_default_queue(
     kept: bool,
 ) -> None:
     objs = [
@@ -59,10 +63,24 @@ def test_a_podgroup_deleted_under_its_running_pods_leaves_them_holding_their_roo
     snap = state.snapshot(now=2.0)
     assert "ns/g" not in snap.jobs
     assert _held(snap, "n1") == ["ns/g-0", "ns/g-1"] and _idle_cpu(snap, "n1") == 1.0
-    foreign = {t.key: t for t in snap.foreign_tasks}
-    assert sorted(foreign) == ["ns/g-0", "ns/g-1"]
-    assert not any(t.schedulable_by_us for t in foreign.values())
-    assert snap.problems == [("Pod ns/g-2", "PodGroupNotFound", "pod group g does not exist")]
+    assert snap.foreign_tasks == []  # before: both, counted by no queue
+    assert {k: (snap.jobs[k].queue, list(snap.jobs[k].tasks)) for k in ("ns/g-0", "ns/g-1")} == {
+        "ns/g-0": ("default", ["ns/g-0"]),
+        "ns/g-1": ("default", ["ns/g-1"]),
+    }
+    told = {obj: (reason, message) for obj, reason, message in snap.problems}
+    assert told.pop("Pod ns/g-2") == ("PodGroupNotFound", "pod group g does not exist")
+    assert told == {
+        f"Pod ns/g-{i}": (
+            "PodGroupGone",
+            "pod group g does not exist, and this pod runs: it counts in queue default, its namespace's "
+            "default queue, at its own priority 0, as a pod standing alone (it carries no record of a bind "
+            "by volsched: removed, or never written, as on a pod made on its node or bound before records "
+            "existed), which reclaim and preempt may evict (without its PodGroup, no gang of its pods is "
+            "kept whole)",
+        )
+        for i in range(2)
+    }
     result = run_session(snap, PREEMPT)
     assert result.binds == [] and result.evictions == []
     assert list(result.rejections) == ["Pod ns/g-2"]  # the bound pods are not told they cannot be placed
@@ -90,16 +108,22 @@ def test_a_pod_whose_group_goes_and_comes_back_across_sessions_never_leaves_its_
         assert run_session(snap, PREEMPT).binds == []
 
 
-def test_preempt_never_takes_a_pod_whose_group_is_gone_for_a_gangs() -> None:
+def test_a_pod_whose_group_is_gone_without_a_record_is_taken_back_in_its_namespaces_default_queue() -> None:
+    """Before, no action took lo's four pods once their PodGroup was gone (foreign): hi waited for ever.
+    Without a record they count in their namespace's default queue (not q, their PodGroup's): q's hi
+    reclaims its share from it."""
     state = preempting_cluster()  # (the control: four low-priority pods of group lo, two preempted)
     assert [e.pod for e in run_session(state.snapshot(now=1.0), PREEMPT).evictions] == ["ns/lo-3", "ns/lo-2"]
     state = preempting_cluster()
     state.snapshot(now=1.0)
     state.delete("PodGroup", "ns", "lo")
-    result = run_session(state.snapshot(now=2.0), PREEMPT)
-    assert result.evictions == [] and result.binds == [] and result.pipelined == 0
-    [message] = [e.message for e in result.events if e.name == "hi-0" and e.reason == "FailedScheduling"]
-    assert "insufficient cpu" in message
+    snap = state.snapshot(now=2.0)
+    assert {snap.jobs[f"ns/lo-{i}"].queue for i in range(4)} == {"default"}
+    result = run_session(snap, PREEMPT)
+    assert [(e.pod, e.reason.action) for e in result.evictions] == [
+        ("ns/lo-3", "reclaim"),
+        ("ns/lo-2", "reclaim"),
+    ]
 
 
 def _reclaiming(*, drop_queue: bool) -> ClusterState:
@@ -153,3 +177,29 @@ def test_a_pod_of_ours_bound_by_someone_else_at_creation_holds_its_room(bound: l
     result = run_session(snap, PREEMPT)
     assert result.binds == [] and result.evictions == []
     assert np.all(snap.nodes.idle >= -1e-9)
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["incremental", "from-scratch"])
+def test_a_pod_without_a_record_joins_no_podgroup_of_its_name_and_takes_none(kept: bool) -> None:
+    """Pod x, made on n1 naming group g that does not exist, with no record: it counts in its namespace's
+    default queue. A PodGroup x (of its name, not the group it names) neither takes it as a member nor is
+    taken by it: while PodGroup x is in force, pod x holds its room as foreign, as before it counted (a
+    pod joins a PodGroup by naming it; one that proves no bind keeps no name). Gone again, x counts."""
+    objs = [node("n1", cpu="4"), queue("q"), pod("x", ns="ns", cpu="1", group="g", node="n1")]
+    state = _state(*objs)
+    snap = state.snapshot(now=1.0)
+    assert snap.jobs["ns/x"].queue == "default" and state.orphan_queues() == ["default"]
+    x = podgroup("x", ns="ns", queue="q", min_member=2)
+    if kept:
+        state.apply(x)
+    else:
+        state = _state(*objs, x)
+    snap = state.snapshot(now=2.0)
+    assert snap.jobs["ns/x"].podgroup is not None and snap.jobs["ns/x"].tasks == {}
+    assert [t.key for t in snap.foreign_tasks] == ["ns/x"] and state.orphan_queues() == []
+    assert "PodGroup ns/x" not in {obj for obj, _, _ in snap.problems}
+    assert _held(snap, "n1") == ["ns/x"] and _idle_cpu(snap, "n1") == 3.0
+    state.delete("PodGroup", "ns", "x")
+    snap = state.snapshot(now=3.0)
+    assert snap.jobs["ns/x"].podgroup is None and snap.jobs["ns/x"].queue == "default"
+    assert snap.foreign_tasks == [] and state.orphan_queues() == ["default"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from volsched.cache.orphans import record_of
+from volsched.cache.orphans import bound_record
 from volsched.model.admitted import BOUND_UNDER, bound_alone
 from volsched.model.vocabulary import PodGroupSpec, Task
 
@@ -33,12 +33,13 @@ def named_by(t: Task | None, key: str) -> bool | None:
     """Whether pod ``t`` (None: no pod), at PodGroup key ``key``, may keep that PodGroup from being a
     job: True, a pod of ours standing alone; False, a pod of ours of another group that holds a node
     with its bind's record (an orphan, its own job under its own key, whenever its group is no job);
-    None, neither (an orphan whose record is not verified takes no name: ``Task.record_unverified``)."""
+    None, neither (an orphan whose record is not verified takes no name: ``Task.record_unverified``, nor
+    one without a record: ``orphans.NO_RECORD``)."""
     if t is None or not t.schedulable_by_us:
         return None
     if t.standing_alone:
         return True
-    if t.node_name and t.job_key != key and not t.record_unverified and record_of(t) is not None:
+    if t.node_name and t.job_key != key and not t.record_unverified and bound_record(t) is not None:
         return False
     return None
 

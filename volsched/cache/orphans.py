@@ -1,16 +1,16 @@
-"""Pods of ours on a node whose PodGroup is gone (deleted while they ran), carrying the record their bind
-wrote (``admitted.BOUND_UNDER``): orphans. A snapshot takes each as a pod standing alone in the queue
-it was bound under, at that priority and class: its queue counts it (fair share, quotas), and reclaim
-and preempt may evict it as they may any pod standing alone (a job of one pod is no gang). A stray
-without a record (bound before records existed, or by someone else) stays foreign: it holds its room
-and nothing counts or evicts it.
+"""Pods of ours on a node whose PodGroup is gone (deleted while they ran): orphans. One carrying the record
+its bind wrote (``admitted.BOUND_UNDER``) counts as a pod standing alone in the queue it was bound under,
+at that priority and class: its queue counts it (fair share, quotas), and reclaim and preempt may evict it
+as they may any pod standing alone (a job of one pod is no gang).
 
 The record is asked what a PodGroup is asked (:func:`standing`): the rules of the queue it names for the
 pod's namespace (``namespaceSelector``, ``priorityClasses``, ``maxPriority``), and whether its priority is
 one its class gives. One they refuse (forged where no admission policy fixes records, or a rule changed
-since the bind), or one not signed by the scheduler's key (``Task.record_unverified``), is not taken: the pod counts in its namespace's default queue at its own priority and
-class, and is told why. Design: docs/tenancy.md "A PodGroup deleted and not made again". Pure: no I/O, no
-cache state.
+since the bind), one not signed by the scheduler's key (``Task.record_unverified``), and a pod holding its
+node with no record the cache took (:data:`NO_RECORD`: its record removed, a pod made on a node, or bound
+before records existed) are not taken: the pod counts in its namespace's default queue at its own priority
+and class, and is told why. Pods of other schedulers stay foreign. Design: docs/tenancy.md "A PodGroup
+deleted and not made again". Pure: no I/O, no cache state.
 """
 
 from __future__ import annotations
@@ -39,13 +39,44 @@ class Standing:
     refusal: str = ""
 
 
-def record_of(t: Task) -> BoundUnder | None:
-    """What stray ``t`` (a pod of ours on a node, its group missing) was bound under, when it holds its
-    node and carries a record volsched writes; else None (it stays foreign)."""
+#: What :func:`record_of` gives a stray that holds its node with no record the cache took: none (removed
+#: by its tenant, or never written: a pod made on a node, or bound before records existed), or one that is
+#: not what volsched writes. It counts as one whose record is refused (:data:`NO_RECORD_WHY`). No record
+#: read is this one (a record names a queue).
+NO_RECORD = BoundUnder(queue="", priority_class="", priority=0, min_member=1, uid="")
+#: Why such a stray counts in its namespace's default queue.
+NO_RECORD_WHY = (
+    "it carries no record of a bind by volsched: removed, or never written, as on a pod made on its node "
+    "or bound before records existed"
+)
+
+
+def bound_record(t: Task) -> BoundUnder | None:
+    """The record a stray ``t`` (a pod of ours on a node, its group missing) was bound under, when it
+    holds its node and carries one volsched writes; else None."""
     if t.status not in NODE_HOLDING_STATUSES or not t.annotations:
         return None
     text = t.annotations.get(BOUND_UNDER)
     return read_bound(text) if text else None
+
+
+def record_of(t: Task) -> BoundUnder | None:
+    """Where stray ``t`` is an orphan: its :func:`bound_record`, or :data:`NO_RECORD` when it holds its
+    node without one (it counts in its namespace's default queue all the same); None when it holds no
+    node (finished: it holds nothing, and stays foreign). Before (a pod with its record removed, or made
+    on its node), such a pod was foreign: it held its room, no queue counted it, nothing evicted it."""
+    if t.status not in NODE_HOLDING_STATUSES:
+        return None
+    record = bound_record(t)
+    return NO_RECORD if record is None else record
+
+
+def unproven(t: Task, record: BoundUnder) -> bool:
+    """Whether orphan ``t``'s ``record`` (:func:`record_of`) proves no bind by volsched: none
+    (:data:`NO_RECORD`), or one not verified (``Task.record_unverified``). Such an orphan takes no PodGroup's
+    name (``volsched.cache.names``), nor joins one named like it: while a PodGroup of its own key is in
+    force it stays foreign, as it was before it counted (a pod joins a PodGroup by naming it)."""
+    return t.record_unverified or record == NO_RECORD
 
 
 def record_refusal(
@@ -120,11 +151,14 @@ def standing(
     refused), as the cache holds them. The snapshot builder and the cache's Queue delete check both ask
     this, with the same tables."""
     ns = t.namespace
-    why = record_refusal(
-        t, record, queues=queues, labels=labels.get(ns) or {}, priority_classes=priority_classes
-    )
-    if why is None and t.record_unverified:
-        why = NOT_VERIFIED_WHY
+    if record == NO_RECORD:
+        why: str | None = NO_RECORD_WHY
+    else:
+        why = record_refusal(
+            t, record, queues=queues, labels=labels.get(ns) or {}, priority_classes=priority_classes
+        )
+        if why is None and t.record_unverified:
+            why = NOT_VERIFIED_WHY
     if why is None:
         return Standing(record, record.queue, record.priority, record.priority_class)
     return Standing(record, namespace_queues.get(ns, DEFAULT_QUEUE), t.priority, t.priority_class, why)
@@ -148,6 +182,11 @@ def problem(key: str, group: str, where: Standing, refused: Mapping[str, str]) -
         counts = (
             f"it counts in queue {where.queue}, the one it was bound under (priority {where.priority}), "
             "as a pod standing alone"
+        )
+    elif record == NO_RECORD:
+        counts = (
+            f"it counts in queue {where.queue}, its namespace's default queue, at its own priority "
+            f"{where.priority}, as a pod standing alone ({where.refusal})"
         )
     else:
         counts = (

@@ -1063,7 +1063,7 @@ class SnapshotBuilder:
         if job_key is not None and _stray(t, key, base.podgroups):
             base.stray[key] = job_key
             record = orphans.record_of(t)
-            if record is None:
+            if record is None or (key in base.podgroups and orphans.unproven(t, record)):
                 job_key = None
             else:  # an orphan: its own job
                 base.orphan[key] = self._standing(base, key, t, record)
@@ -1104,7 +1104,11 @@ class SnapshotBuilder:
                 members.setdefault(t.job_key, {})[key] = None
                 if job_key == key and t.status is pending:
                     lone.append(key)
-            elif t.schedulable_by_us and (record := record_of(t)) is not None:  # (an orphan: its own job)
+            elif (
+                t.schedulable_by_us
+                and (record := record_of(t)) is not None
+                and not (key in podgroups and orphans.unproven(t, record))
+            ):  # (an orphan: its own job)
                 stray[key] = t.job_key
                 orphan[key] = self._standing(base, key, t, record)
                 job_key = key
@@ -1499,9 +1503,17 @@ class SnapshotBuilder:
         base.podgroups = pgs  # (before the tasks are indexed: whether a pod is a stray depends on it)
         # A PodGroup that appears takes its strays as members; one that goes leaves its members on a
         # node strays: their tasks are indexed again, as if they changed.
-        moved = [k for k, group in base.stray.items() if group in came] if came and base.stray else []
+        # So does one named like a stray of its name (an orphan whose record proves nothing joins none:
+        # ``orphans.unproven``).
+        moved = (
+            [k for k, group in base.stray.items() if group in came or k in came]
+            if came and base.stray
+            else []
+        )
         for group in gone:
             moved.extend(k for k in base.members.get(group, ()) if base.where[k][1])
+            if group in base.stray and base.where[group][0] is None:
+                moved.append(group)
         if base.orphan_from:  # (orphans whose Queue's rules or namespace's labels changed their standing)
             moved.extend(k for k in self._decided_again(base, changed) if k not in moved)
         for key in itertools.chain(changed, (k for k in moved if k not in changed)):

@@ -14,6 +14,7 @@ This module does no I/O.
 from __future__ import annotations
 
 import gc
+import itertools
 import sys
 import threading
 import time
@@ -879,24 +880,36 @@ class ClusterState:
                 self._resolve("PodGroup", key)
 
     def orphan_queues(self) -> list[str]:
-        """The queue of each orphan: a pod of ours holding a node with its bind's record, whose PodGroup is
-        gone, or taken by a pod of its name (``volsched.cache.names``, the snapshot's rule: sessions count
-        it there, as a pod standing alone): the record's, or its namespace's default queue where the
-        record's queue's rules refuse it (``orphans.standing``)."""
+        """The queue of each orphan: a pod of ours holding a node whose PodGroup is gone, or taken by a
+        pod of its name (``volsched.cache.names``, the snapshot's rule: sessions count it there, as a pod
+        standing alone): its bind's record's, or its namespace's default queue where the record's queue's
+        rules refuse it, or it carries none (``orphans.standing``)."""
         with self._lock:
-            if not self._bound_of:
-                return []
-            queues = {q.name: q for q in self.queue_specs()}
             # (the PodGroups a snapshot is built from: the objects', then those of owners' pods)
             every = {**self.podgroups, **{pg.key: pg for pg in self.last_derived}}
             tasks = self.tasks
+            bound_of = self._bound_of
+            strays = [
+                (key, (t.job_key, orphans.NO_RECORD))
+                for key, t in tasks.items()
+                if t.node_name
+                and t.job_key != key
+                and key not in bound_of
+                and t.schedulable_by_us
+                and orphans.record_of(t) is not None
+            ]
+            if not bound_of and not strays:
+                return []
+            queues = {q.name: q for q in self.queue_specs()}
             named = {k: how for k in every if (how := named_by(tasks.get(k), k)) is not None}
             kept = taken(named, every, tasks.__getitem__) if named else {}
             out: list[str] = []
-            for key, (group, record) in self._bound_of.items():
+            for key, (group, record) in itertools.chain(bound_of.items(), strays):
                 t = tasks[key]
                 if group == key or (group in every and group not in kept) or not t.schedulable_by_us:
                     continue
+                if key in every and key not in kept and orphans.unproven(t, record):
+                    continue  # (foreign: a PodGroup of its name is in force, and it joins none)
                 where = orphans.standing(
                     t,
                     record,
