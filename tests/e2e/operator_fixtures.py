@@ -188,6 +188,15 @@ def podgroup(
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup", "metadata": {"name": name}, "spec": spec}
 
 
+def failed_scheduling(k: Kube, ns: str, name: str) -> str:
+    """The message of pod ``ns/name``'s FailedScheduling event ("" before there is one): a session's word
+    on a pod it did not place, what proves the pod waits (not a count of cycles)."""
+    events = k.core.list_namespaced_event(ns).items
+    return next(
+        (e.message for e in events if e.involved_object.name == name and e.reason == "FailedScheduling"), ""
+    )
+
+
 def queue_cpu(k: Kube, name: str) -> str:
     """The cpu Queue ``name``'s status says it has allocated ("0" when it says none)."""
     return str(((k.get_queue(name).get("status") or {}).get("allocated") or {}).get("cpu") or "0")

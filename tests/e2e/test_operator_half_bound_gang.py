@@ -14,6 +14,7 @@ import pytest
 from tests.e2e.operator_fixtures import (
     Kube,
     Start,
+    failed_scheduling,
     node,
     node_usage,
     pod,
@@ -45,8 +46,10 @@ def test_a_restarted_operator_completes_a_gang_a_crash_left_half_bound(
     wait_for(
         lambda: k.get_podgroup(ns, "gang").get("status", {}).get("phase") == "Running", 30, what="Running"
     )
-    sessions = op.cycles()
-    wait_for(lambda: op.cycles() >= sessions + 3, 20, what="three more cycles")
+    # What proves the newcomer waits is a session's word on it, not a count of cycles.
+    wait_for(
+        lambda: failed_scheduling(k, ns, "newcomer"), 30, what="newcomer's FailedScheduling", operator=op
+    )
     assert f"{ns}/newcomer" not in k.bound(ns)  # no room left for it: the gang went first
     for used, alloc in node_usage(k).values():
         assert used <= alloc + 1e-9

@@ -13,6 +13,7 @@ from tests.e2e.operator_fixtures import (
     OPERATOR_NS,
     Kube,
     Start,
+    failed_scheduling,
     node,
     node_usage,
     pod,
@@ -42,7 +43,7 @@ def test_config_is_reloaded_and_a_bad_one_keeps_the_last_good(k: Kube, start_ope
     wait_for(lambda: op.metric("volsched_config_reloads_total", result="loaded") >= 2, 20, what="reload")
     k.pods(ns, pod("second"))
     said = wait_for(
-        lambda: _failed_scheduling(k, ns, "second"), 30, what="second's FailedScheduling event", operator=op
+        lambda: failed_scheduling(k, ns, "second"), 30, what="second's FailedScheduling event", operator=op
     )
     assert said.startswith(PLACE_NONE), said
     assert f"{ns}/second" not in k.bound(ns)
@@ -61,7 +62,7 @@ def test_config_is_reloaded_and_a_bad_one_keeps_the_last_good(k: Kube, start_ope
     assert "rejected scheduler config" in op.log()
     k.pods(ns, pod("still"))  # a session's word on a pod that came after the rejection: no allocate still
     said = wait_for(
-        lambda: _failed_scheduling(k, ns, "still"), 30, what="still's FailedScheduling event", operator=op
+        lambda: failed_scheduling(k, ns, "still"), 30, what="still's FailedScheduling event", operator=op
     )
     assert said.startswith(PLACE_NONE), said
     assert f"{ns}/second" not in k.bound(ns) and f"{ns}/still" not in k.bound(ns)
@@ -105,7 +106,7 @@ def test_the_config_map_is_read_at_start_without_the_clients_models(
 
     k.pods(ns, pod("waits"))  # the ConfigMap's config (no allocate) is in force: nothing is bound
     said = wait_for(
-        lambda: _failed_scheduling(k, ns, "waits"), 30, what="waits' FailedScheduling event", operator=op
+        lambda: failed_scheduling(k, ns, "waits"), 30, what="waits' FailedScheduling event", operator=op
     )
     assert said.startswith(PLACE_NONE), said
     assert f"{ns}/waits" not in k.bound(ns)
@@ -127,14 +128,6 @@ def _config_events(k: Kube, *needles: str) -> list[Any]:
         for e in k.core.list_namespaced_event(OPERATOR_NS).items
         if e.reason == "InvalidSchedulerConfig" and all(n in (e.message or "") for n in needles)
     ]
-
-
-def _failed_scheduling(k: Kube, ns: str, name: str) -> str:
-    """The message of pod ``ns/name``'s FailedScheduling event ("" before there is one)."""
-    events = k.core.list_namespaced_event(ns).items
-    return next(
-        (e.message for e in events if e.involved_object.name == name and e.reason == "FailedScheduling"), ""
-    )
 
 
 def test_a_config_that_breaks_the_loader_is_rejected_with_an_event_and_retried_when_it_changes(
@@ -187,7 +180,7 @@ def test_a_config_that_breaks_the_loader_is_rejected_with_an_event_and_retried_w
     wait_for(lambda: op.metric("volsched_config_reloads_total", result="loaded") >= 2, 30, what="reload")
     k.pods(ns, pod("fourth"))
     said = wait_for(
-        lambda: _failed_scheduling(k, ns, "fourth"), 30, what="fourth's FailedScheduling event", operator=op
+        lambda: failed_scheduling(k, ns, "fourth"), 30, what="fourth's FailedScheduling event", operator=op
     )
     assert said.startswith(PLACE_NONE), said
     assert f"{ns}/fourth" not in k.bound(ns)
