@@ -85,7 +85,9 @@ class KeptAnswers:
             and last.config is session.config
             and last.queues == session.queues
             and last.labels == snapshot.namespace_labels
-            and np.array_equal(last.total, session.total)
+            # (the node table's memo keeps its total while the nodes' specs are the same: the very array,
+            # no comparison of its values)
+            and (last.total is session.total or np.array_equal(last.total, session.total))
         ):
             gone = out.gone = last.changed | touched | out.changed
             session.jobs_known_valid((k, v) for k, v in last.valid.items() if k not in gone)
