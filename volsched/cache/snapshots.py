@@ -75,11 +75,13 @@ from volsched.model.volumes import (
 from volsched.records import dataclass
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class View:
     """What the cache holds at one instant (shallow copies taken under its lock; the tasks and their
     order are the cache's copies kept from one snapshot to the next and brought up to date from what
-    changed, which nothing but the next snapshot changes: a View is good until then)."""
+    changed, which nothing but the next snapshot changes: a View is good until then). Nothing writes
+    to a View once made; it is not frozen only because a frozen class's ``__init__`` stores each field
+    through ``object.__setattr__``, a cost every snapshot paid (an arriving pod's on its way to its bind)."""
 
     tasks: dict[str, Task]
     nodes: dict[str, NodeSpec]
