@@ -159,12 +159,13 @@ def serve(path: str, gap: float) -> None:
             conn.sendall(b"0\r\n\r\n")
 
 
+#: The Status the apiserver answers a bind with.
+BOUND_STATUS = b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201}'
 BOUND_ANSWER = (
     b"HTTP/1.1 201 Created\r\nAudit-Id: 0297cd36-600d-460f-be4c-623d50b731f3\r\nCache-Control: no-cache, "
     b"private\r\nContent-Type: application/json\r\nX-Kubernetes-Pf-Flowschema-Uid: 239ec0c4-3c21-46da-bc66-"
     b"a4f32b01393e\r\nX-Kubernetes-Pf-Prioritylevel-Uid: c01d210e-fdda-4b47-ad84-6ebc6f6c11f4\r\nDate: Sun, 22 "
-    b"Nov 2026 23:29:30 GMT\r\nContent-Length: 76\r\n\r\n"
-    b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201}'
+    b"Nov 2026 23:29:30 GMT\r\nContent-Length: %d\r\n\r\n%s" % (len(BOUND_STATUS), BOUND_STATUS)
 )
 
 
