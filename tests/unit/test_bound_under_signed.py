@@ -4,6 +4,8 @@ record only signed or, unsigned, on a pod made before the key (docs/tenancy.md "
 
 from __future__ import annotations
 
+import base64
+import hmac
 import json
 from typing import Any
 
@@ -48,6 +50,22 @@ def test_a_signed_record_changed_does_not_verify() -> None:
         signed.replace(',"sig"', ' ,"sig"'),
     ):
         assert admitted.verified(forged, uid="pod-uid", keys=[KEY]) is None, forged
+
+
+def test_the_signature_is_hmac_sha256_over_the_uid_and_the_text_whatever_the_key_and_the_order_of_use() -> (
+    None
+):
+    """The key's HMAC is kept and copied for each signature (admitted._keyed): each is still exactly
+    ``hmac.digest``'s, for keys of every length (past SHA-256's block too, which HMAC hashes first), used
+    in turn and again, and one key's use never feeds another's."""
+    keys = [KEY, OTHER, b"x" * 64, b"y" * 65, bytes(range(200)), KEY]
+    for round_ in range(3):
+        for i, key in enumerate(keys):
+            uid, text = f"pod-{round_}-{i}", admitted.sign(RECORD, uid="u", key=key)
+            want = hmac.digest(key, b"%s\n%s" % (uid.encode(), text.encode()), "sha256")
+            signed = admitted.sign(text, uid=uid, key=key)
+            assert json.loads(signed)["sig"] == base64.b64encode(want).decode("ascii")
+            assert admitted.verified(signed, uid=uid, keys=[OTHER, key]) == text
 
 
 # --- wired in (note17 Found 1): the writer signs, the cache checks, records from before the key ----------

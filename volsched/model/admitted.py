@@ -206,7 +206,20 @@ _SIGNED = re.compile(r',"sig":"([A-Za-z0-9+/]{43}=)"\}\Z')
 
 
 def _mac(key: bytes, uid: str, body: str) -> bytes:
-    return hmac.digest(key, b"%s\n%s" % (uid.encode(), body.encode()), "sha256")
+    """HMAC-SHA256 with ``key`` over the uid and the text, from the key's HMAC made once (:func:`_keyed`)
+    and copied: ``hmac.digest`` looks the digest up and makes an HMAC anew each call, which costs most
+    with the processor's caches cold, as on a lone arriving pod's bind, which signs before its request
+    is sent (measured in docs/benchmarks/2026-12-02.md, wire)."""
+    mac = _keyed(key).copy()
+    mac.update(b"%s\n%s" % (uid.encode(), body.encode()))
+    return mac.digest()
+
+
+@lru_cache(maxsize=8)
+def _keyed(key: bytes) -> hmac.HMAC:
+    """``key``'s HMAC-SHA256 with nothing fed yet, kept (a replica signs with one key, checks with the
+    few of a rotation); each use takes a copy, never feeds it."""
+    return hmac.new(key, digestmod="sha256")
 
 
 def sign(text: str, *, uid: str, key: bytes) -> str:
